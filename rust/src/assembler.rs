@@ -1,0 +1,646 @@
+//! Assembles streamed tool-call fragments into complete calls, one [`Assembler`] per response
+//! stream.
+//!
+//! Design notes:
+//! - The wire `index` is an opaque key, never an array subscript: it may be missing, constant,
+//!   start at 1 or be negative (provider quirks 1-5). Calls get dense ordinals in order of first
+//!   appearance, and `finish` returns every started call exactly once in that order.
+//! - Each call owns a [`Scanner`], so its arguments are validated as they arrive, once per byte;
+//!   the scanner's buffer is the call's raw argument text.
+//! - Routing rules (quirks 1-26): a nameless delta only continues a call; a named delta starts a
+//!   new call at a key whose call already has a name and argument text (several calls sent under
+//!   one index); an exact repeat of the stored name is ignored (quirk 8); `id` and `type` are set
+//!   once (quirks 12-17); a fragment that strictly extends the whole buffer switches the call to
+//!   cumulative mode (quirk 19); a repeat of a complete buffer is dropped (quirk 20).
+//! - Bad model output never fails `feed`: it ends up as the call's [`Error`]. `feed` fails only on
+//!   misuse (after `finish`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::error::{Error, ErrorKind, Misuse};
+use crate::precheck::{CallCheck, Registry};
+use crate::progress::{Progress, ProgressItem};
+use crate::scanner::{ScanConfig, Scanner};
+use crate::value::{build, BuildOptions, Sink, StringMode};
+
+/// How one delta carries arguments.
+#[derive(Debug, Clone, Copy)]
+pub enum Arguments<'a> {
+    /// A text fragment to append.
+    Text(&'a [u8]),
+    /// The complete JSON text of a value sent as an object rather than a string (quirk 23).
+    Value(&'a [u8]),
+}
+
+/// One tool-call delta as it comes off the wire.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Delta<'a> {
+    /// The wire index; `None` when the provider omitted it.
+    pub index: Option<i64>,
+    /// The call id, if this delta carries one.
+    pub id: Option<&'a str>,
+    /// A name or a fragment of it.
+    pub name: Option<&'a str>,
+    /// The call type (`function`), assigned once.
+    pub kind: Option<&'a str>,
+    /// Argument text or value.
+    pub arguments: Option<Arguments<'a>>,
+}
+
+/// Settings of an assembler.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AssemblerConfig {
+    /// Limits of each call's JSON text.
+    pub scan: ScanConfig,
+    /// Record (path, appended text) progress items for progressive UIs.
+    pub track_progress: bool,
+}
+
+/// Anomalies worth knowing about that did not make a call invalid.
+pub mod warning {
+    /// The provider resent the whole argument text in every chunk; handled.
+    pub const CUMULATIVE_ARGUMENTS: &str = "cumulative_arguments";
+    /// A consolidated repeat of complete arguments was dropped.
+    pub const REPEAT_DROPPED: &str = "repeat_dropped";
+    /// The arguments contain U+FFFD, usually a character split and mangled before it reached us.
+    pub const REPLACEMENT_CHARACTER: &str = "replacement_character";
+    /// The wire id was already used by an earlier call; this call got a derived id.
+    pub const DUPLICATE_ID: &str = "duplicate_id";
+    /// The call had no argument text; `{}` was used.
+    pub const EMPTY_ARGUMENTS: &str = "empty_arguments";
+}
+
+/// A finished call.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    /// Dense position in order of first appearance, from 0.
+    pub ordinal: usize,
+    /// The wire index as received (first delta of the call).
+    pub index: Option<i64>,
+    /// The call id (unique within the stream), if the provider sent one.
+    pub id: Option<String>,
+    /// The tool name.
+    pub name: Option<String>,
+    /// The call type, if sent.
+    pub kind: Option<String>,
+    /// The raw argument text (`{}` when none arrived).
+    pub arguments: Vec<u8>,
+    /// Why the call must not be executed, if anything.
+    pub error: Option<Error>,
+    /// Opaque provider fields kept for the next turn: (key, JSON text).
+    pub metadata: Vec<(String, String)>,
+    /// Anomalies that were handled (see [`warning`]).
+    pub warnings: Vec<&'static str>,
+    /// True when `arguments` is one complete JSON value (an object or not).
+    pub complete: bool,
+    /// Duplicate-key policy used, needed to build the value.
+    pub duplicate_keys: bool,
+}
+
+impl ToolCall {
+    /// Builds the parsed value into `sink`, when the arguments are complete JSON.
+    ///
+    /// # Errors
+    /// The sink's own errors.
+    pub fn value_into<S: Sink>(&self, sink: &mut S) -> Result<Option<S::Value>, S::Error> {
+        if !self.complete {
+            return Ok(None);
+        }
+        let options = BuildOptions { complete: true, duplicate_keys: self.duplicate_keys, ..BuildOptions::default() };
+        build(&self.arguments, options, sink)
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+enum ArgMode {
+    Fragments,
+    Cumulative,
+    Value,
+}
+
+#[derive(Debug)]
+struct Call {
+    index: Option<i64>,
+    id: Option<String>,
+    name: String,
+    kind: Option<String>,
+    scanner: Scanner,
+    mode: ArgMode,
+    ended: bool,
+    stopped: Option<String>,
+    mixed: Option<Error>,
+    metadata: Vec<(String, String)>,
+    warnings: Vec<&'static str>,
+    check: Option<CallCheck>,
+    /// Early errors already handed out by `drain_errors`.
+    reported: usize,
+    progress: Option<Progress>,
+}
+
+impl Call {
+    fn has_arguments(&self) -> bool {
+        !self.scanner.is_blank() || self.mode == ArgMode::Value
+    }
+}
+
+/// Assembles the tool calls of one response stream.
+#[derive(Debug)]
+pub struct Assembler {
+    config: AssemblerConfig,
+    registry: Option<Arc<Registry>>,
+    calls: Vec<Call>,
+    /// The open call of each wire key.
+    open: HashMap<Option<i64>, usize>,
+    /// The most recent call a delta went to.
+    last: Option<usize>,
+    finished: bool,
+}
+
+impl Assembler {
+    /// A new assembler without a toolset (no pre-check).
+    ///
+    /// # Errors
+    /// [`Misuse::BadConfig`] when a limit is out of range.
+    pub fn new(config: AssemblerConfig) -> Result<Self, Misuse> {
+        config.scan.validate().map_err(Misuse::BadConfig)?;
+        Ok(Self { config, registry: None, calls: Vec::new(), open: HashMap::new(), last: None, finished: false })
+    }
+
+    /// A new assembler that pre-checks every call against the registered tools.
+    ///
+    /// # Errors
+    /// [`Misuse::BadConfig`] when a limit is out of range.
+    pub fn with_tools(config: AssemblerConfig, registry: Arc<Registry>) -> Result<Self, Misuse> {
+        let mut a = Self::new(config)?;
+        a.registry = Some(registry);
+        Ok(a)
+    }
+
+    /// The number of calls started so far.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// True before the first call starts.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// True once [`Assembler::finish`] ran.
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn start_call(&mut self, index: Option<i64>) -> usize {
+        let ordinal = self.calls.len();
+        self.calls.push(Call {
+            index,
+            id: None,
+            name: String::new(),
+            kind: None,
+            scanner: Scanner::new(self.config.scan),
+            mode: ArgMode::Fragments,
+            ended: false,
+            stopped: None,
+            mixed: None,
+            metadata: Vec::new(),
+            warnings: Vec::new(),
+            check: None,
+            reported: 0,
+            progress: self.config.track_progress.then(Progress::default),
+        });
+        self.open.insert(index, ordinal);
+        ordinal
+    }
+
+    /// Finds the call a delta belongs to, starting a new one when the rules say so.
+    fn route(&mut self, delta: &Delta<'_>) -> usize {
+        let name = delta.name.filter(|n| !n.is_empty());
+        let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null");
+        let current = match delta.index {
+            // A missing index continues the call the previous delta went to (quirk 1), unless
+            // that call was ended.
+            None => self.open.get(&None).copied().or(self.last).filter(|&o| !self.calls[o].ended),
+            key => self.open.get(&key).copied(),
+        };
+        let Some(ordinal) = current else {
+            return self.start_call(delta.index);
+        };
+        let call = &self.calls[ordinal];
+        if call.ended {
+            return self.start_call(delta.index);
+        }
+        if let Some(name) = name {
+            if !call.name.is_empty() && call.has_arguments() {
+                let complete = call.scanner.is_complete() || call.mode == ArgMode::Value;
+                let repeated_name = name == call.name;
+                let new_id = id.is_some_and(|i| call.id.as_deref().is_some_and(|c| c != i));
+                let is_repeat_of_buffer = matches!(delta.arguments, Some(Arguments::Text(t)) if t == call.scanner.text());
+                // A different name, a different id, or the same name with new arguments after a
+                // complete value: another call under the same key (quirks 2, 3).
+                if (!repeated_name || new_id || complete) && !(complete && is_repeat_of_buffer && !new_id) {
+                    if repeated_name && !new_id && complete && delta.arguments.is_none() {
+                        return ordinal;
+                    }
+                    return self.start_call(delta.index);
+                }
+            }
+        }
+        ordinal
+    }
+
+    /// Feeds one delta; returns the ordinal of the call it went to.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after [`Assembler::finish`].
+    pub fn feed(&mut self, delta: &Delta<'_>) -> Result<usize, Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        let ordinal = self.route(delta);
+        self.last = Some(ordinal);
+        let registry = self.registry.clone();
+        let call = &mut self.calls[ordinal];
+        if call.index.is_none() {
+            call.index = delta.index;
+        }
+        if let Some(id) = delta.id.filter(|i| !i.trim().is_empty() && *i != "null") {
+            if call.id.is_none() {
+                call.id = Some(id.to_owned());
+            }
+        }
+        if let Some(kind) = delta.kind.filter(|k| !k.is_empty()) {
+            if call.kind.is_none() {
+                call.kind = Some(kind.to_owned());
+            }
+        }
+        if let Some(name) = delta.name.filter(|n| !n.is_empty()) {
+            if name != call.name {
+                call.name.push_str(name);
+                if let Some(reg) = &registry {
+                    attach_check(call, reg);
+                }
+            }
+        }
+        match delta.arguments {
+            None => {}
+            Some(Arguments::Text(text)) => feed_text(call, text, registry.as_deref()),
+            Some(Arguments::Value(text)) => {
+                if call.mode == ArgMode::Value && call.scanner.text() == text {
+                    call.warnings.push(warning::REPEAT_DROPPED);
+                } else if call.has_arguments() {
+                    if call.mixed.is_none() {
+                        let offset = call.scanner.text().len();
+                        call.mixed = Some(Error::new(ErrorKind::MixedArguments, offset, String::new()));
+                    }
+                } else {
+                    call.mode = ArgMode::Value;
+                    if let Some(reg) = &registry {
+                        attach_check(call, reg);
+                    }
+                    push_checked(call, text);
+                }
+            }
+        }
+        Ok(ordinal)
+    }
+
+    /// Marks the call at `ordinal` complete (a per-call stop event); a later delta under the same
+    /// key starts a new call.
+    ///
+    /// # Errors
+    /// [`Misuse`] after finish or for an unknown ordinal.
+    pub fn end_call(&mut self, ordinal: usize) -> Result<(), Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        let call = self.calls.get_mut(ordinal).ok_or(Misuse::NoSuchCall(ordinal))?;
+        call.ended = true;
+        Ok(())
+    }
+
+    /// The ordinal of the open call under a wire key.
+    #[must_use]
+    pub fn ordinal_of(&self, index: Option<i64>) -> Option<usize> {
+        self.open.get(&index).copied()
+    }
+
+    /// Keeps an opaque provider field (JSON text) on a call.
+    ///
+    /// # Errors
+    /// [`Misuse`] after finish or for an unknown ordinal.
+    pub fn set_metadata(&mut self, ordinal: usize, key: &str, json: &str) -> Result<(), Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        let call = self.calls.get_mut(ordinal).ok_or(Misuse::NoSuchCall(ordinal))?;
+        if let Some(slot) = call.metadata.iter_mut().find(|(k, _)| k == key) {
+            json.clone_into(&mut slot.1);
+        } else {
+            call.metadata.push((key.to_owned(), json.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// The provider stopped the stream (content filter, refusal): every call not yet ended
+    /// becomes a [`ErrorKind::Filtered`] error and must not be executed.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after finish.
+    pub fn stop(&mut self, reason: &str) -> Result<(), Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        for call in &mut self.calls {
+            if !call.ended || !call.scanner.is_complete() {
+                call.stopped = Some(reason.to_owned());
+            }
+        }
+        Ok(())
+    }
+
+    /// Errors that became certain since the last call, as (ordinal, error): grammar errors and
+    /// pre-check violations, each reported once.
+    pub fn drain_errors(&mut self) -> Vec<(usize, Error)> {
+        let mut out = Vec::new();
+        for (ordinal, call) in self.calls.iter_mut().enumerate() {
+            let mut known: Vec<&Error> = Vec::new();
+            if let Some(e) = call.scanner.error() {
+                if !e.kind.is_incomplete() {
+                    known.push(e);
+                }
+            }
+            if let Some(check) = &call.check {
+                known.extend(check.errors());
+            }
+            if let Some(e) = &call.mixed {
+                known.push(e);
+            }
+            if known.len() > call.reported {
+                for e in &known[call.reported..] {
+                    out.push((ordinal, (*e).clone()));
+                }
+                call.reported = known.len();
+            }
+        }
+        out
+    }
+
+    /// True when some call already has an error that no later input can fix (fail-fast signal).
+    #[must_use]
+    pub fn has_certain_error(&self) -> bool {
+        self.calls.iter().any(|c| {
+            c.scanner.error().is_some_and(|e| !e.kind.is_incomplete())
+                || c.check.as_ref().is_some_and(|k| !k.errors().is_empty())
+                || c.mixed.is_some()
+        })
+    }
+
+    /// Progress items recorded since the last drain (with `track_progress`).
+    pub fn drain_progress(&mut self) -> Vec<(usize, ProgressItem)> {
+        let mut out = Vec::new();
+        for (ordinal, call) in self.calls.iter_mut().enumerate() {
+            if let Some(p) = &mut call.progress {
+                for item in p.drain() {
+                    out.push((ordinal, item));
+                }
+            }
+        }
+        out
+    }
+
+    /// The raw argument text received so far for a call.
+    #[must_use]
+    pub fn arguments(&self, ordinal: usize) -> Option<&[u8]> {
+        self.calls.get(ordinal).map(|c| c.scanner.text())
+    }
+
+    /// The name received so far for a call.
+    #[must_use]
+    pub fn name(&self, ordinal: usize) -> Option<&str> {
+        self.calls.get(ordinal).map(|c| c.name.as_str())
+    }
+
+    /// The id of a call, if one arrived.
+    #[must_use]
+    pub fn id(&self, ordinal: usize) -> Option<&str> {
+        self.calls.get(ordinal).and_then(|c| c.id.as_deref())
+    }
+
+    /// The partial value of a call's arguments into `sink` (spec R1-R11): `Ok(None)` when nothing
+    /// is reportable yet.
+    ///
+    /// # Errors
+    /// [`Misuse::NoSuchCall`]; sink errors are returned inside the `Ok`.
+    pub fn partial_into<S: Sink>(
+        &self,
+        ordinal: usize,
+        strings: StringMode,
+        eager_numbers: bool,
+        sink: &mut S,
+    ) -> Result<Result<Option<S::Value>, S::Error>, Misuse> {
+        let call = self.calls.get(ordinal).ok_or(Misuse::NoSuchCall(ordinal))?;
+        Ok(partial_of(&call.scanner, strings, eager_numbers, sink))
+    }
+
+    /// Ends the stream: every started call, exactly once, in ordinal order.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] when called twice.
+    pub fn finish(&mut self) -> Result<Vec<ToolCall>, Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        self.finished = true;
+        let registry = self.registry.clone();
+        let dup_keys = self.config.scan.duplicate_keys == crate::scanner::DuplicateKeys::LastWins;
+        let mut seen_ids: HashMap<String, usize> = HashMap::new();
+        let calls = std::mem::take(&mut self.calls);
+        let mut out = Vec::with_capacity(calls.len());
+        for (ordinal, mut call) in calls.into_iter().enumerate() {
+            out.push(finish_call(ordinal, &mut call, registry.as_deref(), dup_keys, &mut seen_ids));
+        }
+        Ok(out)
+    }
+}
+
+/// Builds a partial value from a scanner's accepted prefix.
+pub fn partial_of<S: Sink>(
+    scanner: &Scanner,
+    strings: StringMode,
+    eager_numbers: bool,
+    sink: &mut S,
+) -> Result<Option<S::Value>, S::Error> {
+    let valid = scanner.valid_len();
+    let options = BuildOptions {
+        complete: scanner.is_complete(),
+        strings,
+        eager_numbers,
+        duplicate_keys: scanner.config().duplicate_keys == crate::scanner::DuplicateKeys::LastWins,
+    };
+    build(&scanner.text()[..valid], options, sink)
+}
+
+fn attach_check(call: &mut Call, registry: &Registry) {
+    let check = CallCheck::new(registry, &call.name, call.scanner.text(), call.scanner.config());
+    call.check = Some(check);
+}
+
+fn push_checked(call: &mut Call, text: &[u8]) {
+    match (&mut call.check, &mut call.progress) {
+        (Some(check), Some(progress)) => {
+            let mut both = crate::visit::Both(check.visitor(), progress);
+            call.scanner.push_with(text, &mut both);
+        }
+        (Some(check), None) => {
+            call.scanner.push_with(text, &mut check.visitor());
+        }
+        (None, Some(progress)) => {
+            call.scanner.push_with(text, progress);
+        }
+        (None, None) => {
+            call.scanner.push(text);
+        }
+    }
+}
+
+fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
+    if text.is_empty() {
+        return;
+    }
+    if call.mode == ArgMode::Value {
+        if call.scanner.text() == text {
+            call.warnings.push(warning::REPEAT_DROPPED);
+        } else if call.mixed.is_none() {
+            let offset = call.scanner.text().len();
+            call.mixed = Some(Error::new(ErrorKind::MixedArguments, offset, String::new()));
+        }
+        return;
+    }
+    if call.check.is_none() && !call.name.is_empty() {
+        if let Some(reg) = registry {
+            attach_check(call, reg);
+        }
+    }
+    let buffer = call.scanner.text();
+    if !buffer.is_empty() {
+        if text.len() > buffer.len() && text.starts_with(buffer) && (call.mode == ArgMode::Cumulative || !call.scanner.is_complete()) {
+            // Quirk 19: the provider resends everything so far; keep only what is new.
+            if call.mode != ArgMode::Cumulative {
+                call.mode = ArgMode::Cumulative;
+                call.warnings.push(warning::CUMULATIVE_ARGUMENTS);
+            }
+            let fresh = &text[buffer.len()..];
+            let fresh = fresh.to_vec();
+            push_checked(call, &fresh);
+            return;
+        }
+        if text == buffer && (call.mode == ArgMode::Cumulative || call.scanner.is_complete()) {
+            // Quirk 19/20: an exact repeat once latched, or a consolidated repeat of a complete
+            // value.
+            if !call.warnings.contains(&warning::REPEAT_DROPPED) {
+                call.warnings.push(warning::REPEAT_DROPPED);
+            }
+            return;
+        }
+    }
+    push_checked(call, text);
+}
+
+fn finish_call(
+    ordinal: usize,
+    call: &mut Call,
+    registry: Option<&Registry>,
+    duplicate_keys: bool,
+    seen_ids: &mut HashMap<String, usize>,
+) -> ToolCall {
+    let mut warnings = std::mem::take(&mut call.warnings);
+    let blank = call.scanner.is_blank() && call.mode != ArgMode::Value;
+    let json_result = if blank {
+        Ok(())
+    } else {
+        match (&mut call.check, &mut call.progress) {
+            (Some(check), _) => call.scanner.finish_with(&mut check.visitor()),
+            (None, Some(p)) => call.scanner.finish_with(p),
+            (None, None) => call.scanner.finish(),
+        }
+    };
+    let arguments = if blank {
+        warnings.push(warning::EMPTY_ARGUMENTS);
+        b"{}".to_vec()
+    } else {
+        call.scanner.text().to_vec()
+    };
+    if arguments.windows(3).any(|w| w == "\u{FFFD}".as_bytes()) {
+        warnings.push(warning::REPLACEMENT_CHARACTER);
+    }
+    let json_ok = json_result.is_ok();
+    let is_object = if blank { true } else { json_ok && first_non_ws(&arguments) == Some(b'{') };
+    let error = if let Some(reason) = &call.stopped {
+        Some(Error::with_message(ErrorKind::Filtered, arguments.len(), String::new(), format!("the provider stopped this call ({reason})")))
+    } else if call.name.is_empty() {
+        Some(Error::new(ErrorKind::MissingName, 0, String::new()))
+    } else if registry.is_some_and(|r| !r.contains(&call.name)) {
+        Some(unknown_tool(&call.name, registry))
+    } else if let Some(e) = call.mixed.take() {
+        Some(e)
+    } else if let Err(e) = json_result {
+        Some(e)
+    } else if !is_object {
+        Some(Error::new(ErrorKind::NotObject, first_non_ws_offset(&arguments), String::new()))
+    } else if let Some(check) = &mut call.check {
+        check.finish(arguments.len());
+        check.errors().first().cloned()
+    } else if blank {
+        registry.and_then(|r| r.check_complete(&call.name, b"{}"))
+    } else {
+        None
+    };
+    let mut id = call.id.take();
+    if let Some(wire) = &id {
+        let n = seen_ids.entry(wire.clone()).or_insert(0);
+        *n += 1;
+        if *n > 1 {
+            warnings.push(warning::DUPLICATE_ID);
+            call.metadata.push(("wire_id".to_owned(), format!("{wire:?}")));
+            id = Some(format!("{wire}_{ordinal}"));
+        }
+    }
+    ToolCall {
+        ordinal,
+        index: call.index,
+        id,
+        name: (!call.name.is_empty()).then(|| std::mem::take(&mut call.name)),
+        kind: call.kind.take(),
+        arguments,
+        error,
+        metadata: std::mem::take(&mut call.metadata),
+        warnings,
+        complete: json_ok,
+        duplicate_keys,
+    }
+}
+
+#[cold]
+fn unknown_tool(name: &str, registry: Option<&Registry>) -> Error {
+    let known = registry.map(Registry::names).unwrap_or_default();
+    let mut e = Error::with_message(ErrorKind::UnknownTool, 0, String::new(), format!("unknown tool {name:?}"));
+    e.detail = Some(Box::new(crate::error::SchemaDetail {
+        keyword: "name".to_owned(),
+        expected: format!("one of {}", known.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ")),
+        got: name.chars().take(200).collect(),
+    }));
+    e
+}
+
+fn first_non_ws(text: &[u8]) -> Option<u8> {
+    text.iter().copied().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+}
+
+fn first_non_ws_offset(text: &[u8]) -> usize {
+    text.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r')).unwrap_or(0)
+}

@@ -1,0 +1,203 @@
+//! Errors: a stable kind, a byte offset into the call's argument text, and a JSON Pointer path.
+//!
+//! Two families are kept apart in the type: [`ErrorKind::is_incomplete`] is true only for the
+//! "the text stopped too early" kinds, so streaming code never matches on message strings.
+
+use std::fmt;
+
+/// Why a JSON text or a tool call was rejected. Every variant has a stable snake_case slug
+/// ([`ErrorKind::slug`]) that is part of the public API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The text ended before one complete JSON value was read.
+    Truncated,
+    /// The text was empty or only whitespace when a value was required.
+    Empty,
+    /// A byte that cannot continue any valid JSON text at this point.
+    UnexpectedByte,
+    /// A complete value was followed by something other than whitespace.
+    TrailingData,
+    /// A second complete top-level value followed the first one (`{...}{...}`).
+    ConcatenatedValues,
+    /// A byte sequence that is not valid UTF-8.
+    InvalidUtf8,
+    /// A control character (U+0000..U+001F) written raw inside a string.
+    ControlCharacterInString,
+    /// A backslash followed by a character that is not a JSON escape.
+    InvalidEscape,
+    /// A `\u` escape with a non-hexadecimal digit.
+    InvalidUnicodeEscape,
+    /// A UTF-16 surrogate escape without its other half; such text cannot be encoded as UTF-8.
+    LoneSurrogate,
+    /// A malformed number (leading zero, missing digits, `1.`, `-`, `1e`).
+    InvalidNumber,
+    /// An integer part longer than the configured maximum number of digits.
+    NumberTooLong,
+    /// Nesting deeper than the configured maximum depth.
+    TooDeep,
+    /// More argument bytes than the configured maximum for one call.
+    TooLarge,
+    /// The same key twice in one object while the duplicate-key policy is `error`.
+    DuplicateKey,
+    /// The arguments are valid JSON but not an object.
+    NotObject,
+    /// The tool name is not registered in the toolset.
+    UnknownTool,
+    /// The call never received a tool name.
+    MissingName,
+    /// The arguments break the tool's JSON Schema.
+    SchemaViolation,
+    /// A call received both object-valued and text fragments, or more data after an object value.
+    MixedArguments,
+    /// The provider stopped the call (content filter, refusal); it must not be executed.
+    Filtered,
+}
+
+impl ErrorKind {
+    /// The stable identifier of this kind.
+    #[must_use]
+    pub fn slug(self) -> &'static str {
+        match self {
+            Self::Truncated => "truncated",
+            Self::Empty => "empty",
+            Self::UnexpectedByte => "unexpected_byte",
+            Self::TrailingData => "trailing_data",
+            Self::ConcatenatedValues => "concatenated_values",
+            Self::InvalidUtf8 => "invalid_utf8",
+            Self::ControlCharacterInString => "control_character_in_string",
+            Self::InvalidEscape => "invalid_escape",
+            Self::InvalidUnicodeEscape => "invalid_unicode_escape",
+            Self::LoneSurrogate => "lone_surrogate",
+            Self::InvalidNumber => "invalid_number",
+            Self::NumberTooLong => "number_too_long",
+            Self::TooDeep => "too_deep",
+            Self::TooLarge => "too_large",
+            Self::DuplicateKey => "duplicate_key",
+            Self::NotObject => "not_object",
+            Self::UnknownTool => "unknown_tool",
+            Self::MissingName => "missing_name",
+            Self::SchemaViolation => "schema_violation",
+            Self::MixedArguments => "mixed_arguments",
+            Self::Filtered => "filtered",
+        }
+    }
+
+    /// True when more input could still have made the text valid (the text stopped early).
+    #[must_use]
+    pub fn is_incomplete(self) -> bool {
+        matches!(self, Self::Truncated | Self::Empty)
+    }
+
+    /// A short, lowercase, stable description.
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Truncated => "the arguments end before the JSON value is complete",
+            Self::Empty => "no JSON value",
+            Self::UnexpectedByte => "unexpected character",
+            Self::TrailingData => "unexpected text after the JSON value",
+            Self::ConcatenatedValues => "a second JSON value follows the first",
+            Self::InvalidUtf8 => "invalid utf-8",
+            Self::ControlCharacterInString => "raw control character in a string",
+            Self::InvalidEscape => "invalid escape sequence",
+            Self::InvalidUnicodeEscape => "invalid \\u escape",
+            Self::LoneSurrogate => "unpaired utf-16 surrogate escape",
+            Self::InvalidNumber => "invalid number",
+            Self::NumberTooLong => "number has too many digits",
+            Self::TooDeep => "nesting is too deep",
+            Self::TooLarge => "arguments are too large",
+            Self::DuplicateKey => "duplicate key",
+            Self::NotObject => "arguments must be a JSON object",
+            Self::UnknownTool => "unknown tool",
+            Self::MissingName => "the call has no tool name",
+            Self::SchemaViolation => "arguments do not match the tool schema",
+            Self::MixedArguments => "arguments arrived both as an object and as text",
+            Self::Filtered => "the provider stopped this call",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.slug())
+    }
+}
+
+/// A rejected JSON text or tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    /// What went wrong.
+    pub kind: ErrorKind,
+    /// Byte offset into the argument text where the problem became certain.
+    pub offset: usize,
+    /// JSON Pointer (RFC 6901) of the value being read, `""` for the root.
+    pub path: String,
+    /// A message for people and models; defaults to the kind's description.
+    pub message: String,
+    /// Extra detail for schema violations; `None` for grammar errors.
+    pub detail: Option<Box<SchemaDetail>>,
+}
+
+/// What a schema violation is about, in words built from the schema.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SchemaDetail {
+    /// The JSON Schema keyword that failed (`type`, `enum`, `additionalProperties`, ...).
+    pub keyword: String,
+    /// What was expected, in words (`one of "low", "high"`, `integer`, `<= 100`).
+    pub expected: String,
+    /// The offending value, cut to 200 characters.
+    pub got: String,
+}
+
+impl Error {
+    /// An error with the kind's default message.
+    #[cold]
+    #[inline(never)]
+    #[must_use]
+    pub fn new(kind: ErrorKind, offset: usize, path: String) -> Self {
+        Self { kind, offset, path, message: kind.describe().to_owned(), detail: None }
+    }
+
+    /// An error with a specific message.
+    #[cold]
+    #[inline(never)]
+    #[must_use]
+    pub fn with_message(kind: ErrorKind, offset: usize, path: String, message: String) -> Self {
+        Self { kind, offset, path, message, detail: None }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{} at byte {}", self.message, self.offset)
+        } else {
+            write!(f, "{} at byte {} (path {})", self.message, self.offset, self.path)
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Misuse of the API by the caller (never caused by model output).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Misuse {
+    /// `feed` or `push` after `finish`.
+    Finished,
+    /// No call has that ordinal.
+    NoSuchCall(usize),
+    /// A configuration value outside its allowed range.
+    BadConfig(String),
+}
+
+impl fmt::Display for Misuse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Finished => f.write_str("already finished: create a new one for the next stream"),
+            Self::NoSuchCall(n) => write!(f, "no call with ordinal {n}"),
+            Self::BadConfig(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for Misuse {}

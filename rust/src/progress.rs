@@ -1,0 +1,182 @@
+//! Progress of a call's arguments for progressive UIs: which JSON path is being written and the
+//! text appended to it, without rebuilding any value.
+//!
+//! Design notes: the visitor keeps its own path stack from the scanner's events and merges
+//! consecutive pieces of one string into one item, so a drain after every fragment costs O(new
+//! bytes) — the O(1)-per-fragment alternative to re-parsing the buffer for a preview. A
+//! character split across fragments is held back until it is whole.
+
+use crate::scanner::push_pointer_token;
+use crate::visit::{ValueKind, Visitor};
+
+/// One progress item: text appended to the value at `path` (a JSON Pointer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgressItem {
+    /// JSON Pointer of the value written.
+    pub path: String,
+    /// Decoded text appended to a string, or the JSON text of a completed number or literal.
+    pub text: String,
+    /// True when the value at `path` is complete with this item.
+    pub complete: bool,
+}
+
+#[derive(Debug, Default)]
+struct Level {
+    is_object: bool,
+    key: String,
+    count: usize,
+}
+
+/// Visitor that records progress items.
+#[derive(Debug, Default)]
+pub struct Progress {
+    levels: Vec<Level>,
+    items: Vec<(String, Vec<u8>, bool)>,
+    /// True while the last item is an open string that pieces extend.
+    open_string: bool,
+    /// Bytes of an unfinished UTF-8 character carried to the next drain.
+    carry: Vec<u8>,
+}
+
+impl Progress {
+    fn pointer(&self) -> String {
+        let mut out = String::new();
+        for level in &self.levels {
+            out.push('/');
+            if level.is_object {
+                push_pointer_token(&mut out, &level.key);
+            } else {
+                out.push_str(&(level.count.saturating_sub(1)).to_string());
+            }
+        }
+        out
+    }
+
+    /// Items since the last drain.
+    pub fn drain(&mut self) -> Vec<ProgressItem> {
+        let mut out = Vec::with_capacity(self.items.len());
+        let n = self.items.len();
+        for (i, (path, bytes, complete)) in self.items.drain(..).enumerate() {
+            let mut bytes = if self.carry.is_empty() {
+                bytes
+            } else {
+                let mut joined = std::mem::take(&mut self.carry);
+                joined.extend_from_slice(&bytes);
+                joined
+            };
+            let valid = match std::str::from_utf8(&bytes) {
+                Ok(_) => bytes.len(),
+                Err(e) => e.valid_up_to(),
+            };
+            if i + 1 == n && !complete && valid < bytes.len() {
+                self.carry = bytes.split_off(valid);
+            }
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            out.push(ProgressItem { path, text, complete });
+        }
+        if self.open_string && !self.items.is_empty() {
+            self.open_string = false;
+        }
+        // The open string continues in a new item after a drain.
+        out
+    }
+
+    fn scalar(&mut self, text: &[u8]) {
+        let path = self.pointer();
+        self.items.push((path, text.to_vec(), true));
+        self.open_string = false;
+    }
+}
+
+impl Visitor for Progress {
+    const WANTS_STRINGS: bool = true;
+
+    fn value_start(&mut self, kind: ValueKind, _offset: usize) {
+        if let Some(parent) = self.levels.last_mut() {
+            if !parent.is_object {
+                parent.count += 1;
+            }
+        }
+        match kind {
+            ValueKind::Object | ValueKind::Array => {
+                self.levels.push(Level { is_object: kind == ValueKind::Object, key: String::new(), count: 0 });
+            }
+            ValueKind::String => {
+                let path = self.pointer();
+                self.items.push((path, Vec::new(), false));
+                self.open_string = true;
+            }
+            _ => {}
+        }
+    }
+
+    fn key_end(&mut self, key: &str, _offset: usize) {
+        if let Some(level) = self.levels.last_mut() {
+            key.clone_into(&mut level.key);
+        }
+    }
+
+    fn string_piece(&mut self, piece: &[u8], _offset: usize, _escaped: bool) {
+        if !self.open_string || self.items.is_empty() {
+            let path = self.pointer();
+            self.items.push((path, Vec::new(), false));
+            self.open_string = true;
+        }
+        if let Some(last) = self.items.last_mut() {
+            last.1.extend_from_slice(piece);
+        }
+    }
+
+    fn string_end(&mut self, _value: &str, _offset: usize) {
+        if !self.open_string || self.items.is_empty() {
+            let path = self.pointer();
+            self.items.push((path, Vec::new(), true));
+        } else if let Some(last) = self.items.last_mut() {
+            last.2 = true;
+        }
+        self.open_string = false;
+    }
+
+    fn number_end(&mut self, lexeme: &str, _offset: usize) {
+        self.scalar(lexeme.as_bytes());
+    }
+
+    fn literal_end(&mut self, kind: ValueKind, value: bool, _offset: usize) {
+        let text: &[u8] = match (kind, value) {
+            (ValueKind::Null, _) => b"null",
+            (_, true) => b"true",
+            _ => b"false",
+        };
+        self.scalar(text);
+    }
+
+    fn container_end(&mut self, _kind: ValueKind, _offset: usize) {
+        self.levels.pop();
+        self.open_string = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scanner::Scanner;
+
+    #[test]
+    fn reports_paths_and_appended_text() {
+        let mut scanner = Scanner::default();
+        let mut progress = Progress::default();
+        scanner.push_with(br#"{"title": "Print"#, &mut progress);
+        let first = progress.drain();
+        assert_eq!(first, vec![ProgressItem { path: "/title".into(), text: "Print".into(), complete: false }]);
+        scanner.push_with(b"er \xe2\x82", &mut progress);
+        let second = progress.drain();
+        assert_eq!(second, vec![ProgressItem { path: "/title".into(), text: "er ".into(), complete: false }]);
+        scanner.push_with(b"\xac\", \"tags\": [\"a\", 12, true]}", &mut progress);
+        let third = progress.drain();
+        let summary: Vec<(&str, &str, bool)> = third.iter().map(|i| (i.path.as_str(), i.text.as_str(), i.complete)).collect();
+        assert_eq!(
+            summary,
+            vec![("/title", "€", true), ("/tags/0", "a", true), ("/tags/1", "12", true), ("/tags/2", "true", true)]
+        );
+    }
+}

@@ -1,0 +1,548 @@
+//! The only pyo3 file: converts arguments, calls the pure-Rust core, converts results and errors.
+//!
+//! Design notes: `feed` borrows the fragment (`str` as UTF-8, `bytes` as-is) and creates no
+//! Python object; values are built straight into Python objects only when asked for (through
+//! the core's `Sink` trait, without an intermediate Rust tree); misuse raises
+//! `MisuseError(ValueError)` and bad model output never raises — it becomes a `CallError`.
+
+use std::sync::Arc;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+use crate::assembler::{Arguments, Assembler, AssemblerConfig, Delta, ToolCall};
+use crate::error::{Error, Misuse};
+use crate::precheck::Registry;
+use crate::scanner::{DuplicateKeys, ScanConfig, Scanner, Status};
+use crate::value::{build, BuildOptions, Sink, StringMode};
+
+create_exception!(toolwire._core, ToolwireError, PyValueError, "Base class of toolwire's exceptions.");
+create_exception!(toolwire._core, MisuseError, ToolwireError, "The API was used wrongly (never caused by model output).");
+create_exception!(toolwire._core, JsonError, ToolwireError, "A JSON text was rejected; `.error` holds the `CallError`.");
+
+/// The single seam where core errors become Python exceptions.
+fn misuse(e: &Misuse) -> PyErr {
+    MisuseError::new_err(e.to_string())
+}
+
+#[cold]
+fn json_error(py: Python<'_>, e: &Error) -> PyErr {
+    let err = JsonError::new_err(e.to_string());
+    if let Ok(detail) = Py::new(py, PyCallError::from(e)) {
+        let _ = err.value(py).setattr("error", detail);
+    }
+    err
+}
+
+/// Builds Python objects directly from validated JSON text.
+struct PySink<'py> {
+    py: Python<'py>,
+}
+
+impl<'py> Sink for PySink<'py> {
+    type Value = Bound<'py, PyAny>;
+    type Array = Bound<'py, PyList>;
+    type Object = Bound<'py, PyDict>;
+    type Error = PyErr;
+
+    fn null(&mut self) -> PyResult<Self::Value> {
+        Ok(self.py.None().into_bound(self.py))
+    }
+    fn boolean(&mut self, value: bool) -> PyResult<Self::Value> {
+        Ok(pyo3::types::PyBool::new(self.py, value).to_owned().into_any())
+    }
+    fn number(&mut self, lexeme: &str) -> PyResult<Self::Value> {
+        if lexeme.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+            if let Ok(n) = lexeme.parse::<i64>() {
+                return Ok(n.into_pyobject(self.py)?.into_any());
+            }
+            // Arbitrary precision, as `json.loads`; the scanner caps the digits.
+            return self.py.get_type::<pyo3::types::PyInt>().call1((lexeme,));
+        }
+        let f: f64 = lexeme.parse().map_err(|_| PyValueError::new_err("invalid number"))?;
+        Ok(pyo3::types::PyFloat::new(self.py, f).into_any())
+    }
+    fn string(&mut self, value: &str) -> PyResult<Self::Value> {
+        Ok(PyString::new(self.py, value).into_any())
+    }
+    fn array(&mut self) -> PyResult<Self::Array> {
+        Ok(PyList::empty(self.py))
+    }
+    fn push(&mut self, array: &mut Self::Array, value: Self::Value) -> PyResult<()> {
+        array.append(value)
+    }
+    fn end_array(&mut self, array: Self::Array) -> PyResult<Self::Value> {
+        Ok(array.into_any())
+    }
+    fn object(&mut self) -> PyResult<Self::Object> {
+        Ok(PyDict::new(self.py))
+    }
+    fn set(&mut self, object: &mut Self::Object, key: &str, value: Self::Value, _replace: bool) -> PyResult<()> {
+        object.set_item(PyString::new(self.py, key), value)
+    }
+    fn end_object(&mut self, object: Self::Object) -> PyResult<Self::Value> {
+        Ok(object.into_any())
+    }
+}
+
+/// The "no value yet" marker of partial values.
+#[pyclass(frozen, name = "NoValue", module = "toolwire._core")]
+struct PyNoValue;
+
+#[pymethods]
+impl PyNoValue {
+    fn __repr__(&self) -> &'static str {
+        "NO_VALUE"
+    }
+    fn __bool__(&self) -> bool {
+        false
+    }
+}
+
+static NO_VALUE: PyOnceLock<Py<PyNoValue>> = PyOnceLock::new();
+
+fn no_value(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let v = NO_VALUE.get_or_try_init(py, || Py::new(py, PyNoValue))?;
+    Ok(v.bind(py).clone().into_any())
+}
+
+fn optional_value<'py>(py: Python<'py>, v: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+    match v {
+        Some(v) => Ok(v),
+        None => no_value(py),
+    }
+}
+
+/// Why a call must not be executed.
+#[pyclass(frozen, name = "CallError", module = "toolwire._core", eq)]
+#[derive(PartialEq)]
+struct PyCallError {
+    #[pyo3(get)]
+    kind: &'static str,
+    #[pyo3(get)]
+    message: String,
+    #[pyo3(get)]
+    offset: usize,
+    #[pyo3(get)]
+    path: String,
+    #[pyo3(get)]
+    keyword: Option<String>,
+    #[pyo3(get)]
+    expected: Option<String>,
+    #[pyo3(get)]
+    got: Option<String>,
+}
+
+impl From<&Error> for PyCallError {
+    fn from(e: &Error) -> Self {
+        let detail = e.detail.as_deref();
+        Self {
+            kind: e.kind.slug(),
+            message: e.message.clone(),
+            offset: e.offset,
+            path: e.path.clone(),
+            keyword: detail.map(|d| d.keyword.clone()),
+            expected: detail.map(|d| d.expected.clone()),
+            got: detail.map(|d| d.got.clone()),
+        }
+    }
+}
+
+#[pymethods]
+impl PyCallError {
+    /// True for the kinds that mean the text stopped early (`truncated`, `empty`).
+    #[getter]
+    fn incomplete(&self) -> bool {
+        matches!(self.kind, "truncated" | "empty")
+    }
+
+    fn __repr__(&self) -> String {
+        format!("CallError(kind={:?}, message={:?}, offset={}, path={:?})", self.kind, self.message, self.offset, self.path)
+    }
+
+    fn __str__(&self) -> String {
+        if self.path.is_empty() {
+            format!("{} at byte {}", self.message, self.offset)
+        } else {
+            format!("{} at byte {} (path {})", self.message, self.offset, self.path)
+        }
+    }
+}
+
+/// A finished tool call.
+#[pyclass(frozen, name = "ToolCall", module = "toolwire._core")]
+struct PyToolCall {
+    call: ToolCall,
+    arguments: PyOnceLock<Py<PyString>>,
+    value: PyOnceLock<Py<PyAny>>,
+}
+
+#[pymethods]
+impl PyToolCall {
+    #[getter]
+    fn ordinal(&self) -> usize {
+        self.call.ordinal
+    }
+    #[getter]
+    fn index(&self) -> Option<i64> {
+        self.call.index
+    }
+    #[getter]
+    fn id(&self) -> Option<&str> {
+        self.call.id.as_deref()
+    }
+    #[getter]
+    fn name(&self) -> Option<&str> {
+        self.call.name.as_deref()
+    }
+    #[getter]
+    fn r#type(&self) -> Option<&str> {
+        self.call.kind.as_deref()
+    }
+    /// The raw argument text as received (`{}` when nothing arrived).
+    #[getter]
+    fn arguments<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        self.arguments
+            .get_or_init(py, || PyString::new(py, &String::from_utf8_lossy(&self.call.arguments)).unbind())
+            .bind(py)
+            .clone()
+    }
+    /// The raw argument bytes.
+    #[getter]
+    fn arguments_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.call.arguments)
+    }
+    /// The parsed arguments (equal to `json.loads(arguments)`), or None when they are not one
+    /// complete JSON value.
+    #[getter]
+    fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let v = self.value.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+            let built = self.call.value_into(&mut PySink { py })?;
+            Ok(built.map_or_else(|| py.None(), Bound::unbind))
+        })?;
+        Ok(v.bind(py).clone())
+    }
+    #[getter]
+    fn error(&self) -> Option<PyCallError> {
+        self.call.error.as_ref().map(PyCallError::from)
+    }
+    /// True when the call may be executed (no error).
+    #[getter]
+    fn ok(&self) -> bool {
+        self.call.error.is_none()
+    }
+    /// Opaque provider fields kept for the next turn.
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        let loads = py.import("json")?.getattr("loads")?;
+        for (k, v) in &self.call.metadata {
+            d.set_item(k, loads.call1((v,))?)?;
+        }
+        Ok(d)
+    }
+    /// Anomalies that were handled (e.g. `cumulative_arguments`).
+    #[getter]
+    fn warnings(&self) -> Vec<&'static str> {
+        self.call.warnings.clone()
+    }
+    fn __repr__(&self) -> String {
+        let opt = |v: Option<&str>| v.map_or_else(|| "None".to_owned(), |s| format!("{s:?}"));
+        format!(
+            "ToolCall(ordinal={}, id={}, name={}, arguments={:?}, error={})",
+            self.call.ordinal,
+            opt(self.call.id.as_deref()),
+            opt(self.call.name.as_deref()),
+            String::from_utf8_lossy(&self.call.arguments),
+            opt(self.call.error.as_ref().map(|e| e.kind.slug())),
+        )
+    }
+}
+
+fn duplicate_policy(s: &str) -> PyResult<DuplicateKeys> {
+    match s {
+        "error" => Ok(DuplicateKeys::Error),
+        "last_wins" => Ok(DuplicateKeys::LastWins),
+        _ => Err(MisuseError::new_err("duplicate_keys must be 'error' or 'last_wins'")),
+    }
+}
+
+fn string_mode(s: &str) -> PyResult<StringMode> {
+    match s {
+        "trailing" => Ok(StringMode::Trailing),
+        "off" => Ok(StringMode::Off),
+        _ => Err(MisuseError::new_err("strings must be 'trailing' or 'off'")),
+    }
+}
+
+fn scan_config(max_depth: usize, max_bytes: usize, max_number_digits: usize, duplicate_keys: &str) -> PyResult<ScanConfig> {
+    let config = ScanConfig { max_depth, max_bytes, max_number_digits, duplicate_keys: duplicate_policy(duplicate_keys)? };
+    config.validate().map_err(MisuseError::new_err)?;
+    Ok(config)
+}
+
+/// Borrows the bytes of a `str` or `bytes` fragment.
+fn fragment<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(s.to_str()?.as_bytes());
+    }
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(b.as_bytes());
+    }
+    Err(MisuseError::new_err(format!("expected str or bytes, got {}", obj.get_type().name()?)))
+}
+
+fn optional_text<'a>(obj: Option<&'a Bound<'_, PyAny>>, what: &str) -> PyResult<Option<&'a str>> {
+    match obj {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => match o.cast::<PyString>() {
+            Ok(s) => Ok(Some(s.to_str()?)),
+            Err(_) => Err(MisuseError::new_err(format!("{what} must be str or None"))),
+        },
+    }
+}
+
+/// A resumable JSON parser for one JSON text of any kind.
+#[pyclass(name = "Scanner", module = "toolwire._core")]
+struct PyScanner {
+    inner: Scanner,
+}
+
+#[pymethods]
+impl PyScanner {
+    #[new]
+    #[pyo3(signature = (*, max_depth=64, max_bytes=8_388_608, max_number_digits=4300, duplicate_keys="error"))]
+    fn new(max_depth: usize, max_bytes: usize, max_number_digits: usize, duplicate_keys: &str) -> PyResult<Self> {
+        Ok(Self { inner: Scanner::new(scan_config(max_depth, max_bytes, max_number_digits, duplicate_keys)?) })
+    }
+
+    fn push(&mut self, data: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+        let bytes = fragment(data)?;
+        Ok(match self.inner.push(bytes) {
+            Status::Incomplete => "incomplete",
+            Status::Complete => "complete",
+            Status::Invalid(_) => "invalid",
+        })
+    }
+
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if let Err(e) = self.inner.finish() {
+            return Err(json_error(py, &e));
+        }
+        let options = BuildOptions {
+            complete: true,
+            duplicate_keys: self.inner.config().duplicate_keys == DuplicateKeys::LastWins,
+            ..BuildOptions::default()
+        };
+        let v = build(self.inner.text(), options, &mut PySink { py })?;
+        optional_value(py, v)
+    }
+
+    #[pyo3(signature = (*, strings="trailing", eager_numbers=false))]
+    fn partial<'py>(&self, py: Python<'py>, strings: &str, eager_numbers: bool) -> PyResult<Bound<'py, PyAny>> {
+        let v = crate::assembler::partial_of(&self.inner, string_mode(strings)?, eager_numbers, &mut PySink { py })?;
+        optional_value(py, v)
+    }
+
+    #[getter]
+    fn error(&self) -> Option<PyCallError> {
+        self.inner.error().map(PyCallError::from)
+    }
+
+    #[getter]
+    fn complete(&self) -> bool {
+        self.inner.is_complete()
+    }
+
+    #[getter]
+    fn text<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.inner.text())
+    }
+}
+
+/// Compiled tool definitions shared by every stream (frozen, thread-safe).
+#[pyclass(frozen, name = "ToolRegistry", module = "toolwire._core")]
+struct PyToolRegistry {
+    inner: Arc<Registry>,
+}
+
+#[pymethods]
+impl PyToolRegistry {
+    #[new]
+    fn new(schemas: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let mut registry = Registry::new();
+        for (name, _schema) in schemas.iter() {
+            let name = name.cast::<PyString>().map_err(|_| MisuseError::new_err("tool names must be str"))?;
+            registry.add_name(name.to_str()?);
+        }
+        Ok(Self { inner: Arc::new(registry) })
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.inner.names()
+    }
+
+    fn __contains__(&self, name: &str) -> bool {
+        self.inner.contains(name)
+    }
+}
+
+fn registry_of(tools: &Bound<'_, PyAny>) -> PyResult<Arc<Registry>> {
+    if let Ok(r) = tools.cast::<PyToolRegistry>() {
+        return Ok(Arc::clone(&r.get().inner));
+    }
+    let attr = tools.getattr("registry").map_err(|_| MisuseError::new_err("tools must be a Toolset or a ToolRegistry"))?;
+    let r = attr.cast::<PyToolRegistry>().map_err(|_| MisuseError::new_err("tools.registry must be a ToolRegistry"))?;
+    Ok(Arc::clone(&r.get().inner))
+}
+
+/// Assembles the tool calls of one response stream.
+#[pyclass(subclass, name = "Assembler", module = "toolwire._core")]
+struct PyAssembler {
+    inner: Assembler,
+}
+
+#[pymethods]
+impl PyAssembler {
+    #[new]
+    #[pyo3(signature = (*, tools=None, max_depth=64, max_bytes=8_388_608, max_number_digits=4300, duplicate_keys="error", track_progress=false))]
+    fn new(
+        tools: Option<&Bound<'_, PyAny>>,
+        max_depth: usize,
+        max_bytes: usize,
+        max_number_digits: usize,
+        duplicate_keys: &str,
+        track_progress: bool,
+    ) -> PyResult<Self> {
+        let config = AssemblerConfig { scan: scan_config(max_depth, max_bytes, max_number_digits, duplicate_keys)?, track_progress };
+        let inner = match tools.filter(|t| !t.is_none()) {
+            Some(t) => Assembler::with_tools(config, registry_of(t)?),
+            None => Assembler::new(config),
+        }
+        .map_err(|e| misuse(&e))?;
+        Ok(Self { inner })
+    }
+
+    #[pyo3(signature = (index, /, *, id=None, name=None, arguments=None, r#type=None))]
+    fn feed(
+        &mut self,
+        py: Python<'_>,
+        index: Option<&Bound<'_, PyAny>>,
+        id: Option<&Bound<'_, PyAny>>,
+        name: Option<&Bound<'_, PyAny>>,
+        arguments: Option<&Bound<'_, PyAny>>,
+        r#type: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<usize> {
+        let index = match index {
+            None => None,
+            Some(i) if i.is_none() => None,
+            Some(i) => Some(i.extract::<i64>().map_err(|_| MisuseError::new_err("index must be int or None"))?),
+        };
+        let serialized;
+        let arguments = match arguments {
+            None => None,
+            Some(a) if a.is_none() => None,
+            Some(a) => {
+                if a.is_instance_of::<PyString>() || a.is_instance_of::<PyBytes>() {
+                    Some(Arguments::Text(fragment(a)?))
+                } else if a.is_instance_of::<PyDict>() || a.is_instance_of::<PyList>() {
+                    serialized = dump_json(py, a)?;
+                    Some(Arguments::Value(serialized.as_bytes()))
+                } else {
+                    return Err(MisuseError::new_err("arguments must be str, bytes, dict, list or None"));
+                }
+            }
+        };
+        let delta = Delta {
+            index,
+            id: optional_text(id, "id")?,
+            name: optional_text(name, "name")?,
+            kind: optional_text(r#type, "type")?,
+            arguments,
+        };
+        self.inner.feed(&delta).map_err(|e| misuse(&e))
+    }
+
+    /// A per-call stop event for the open call under `index`.
+    fn end(&mut self, index: Option<i64>) -> PyResult<()> {
+        match self.inner.ordinal_of(index) {
+            Some(o) => self.inner.end_call(o).map_err(|e| misuse(&e)),
+            None => Ok(()),
+        }
+    }
+
+    fn set_metadata(&mut self, py: Python<'_>, index: Option<i64>, key: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let json = dump_json(py, value)?;
+        let ordinal = match self.inner.ordinal_of(index) {
+            Some(o) => o,
+            None => self.inner.feed(&Delta { index, ..Delta::default() }).map_err(|e| misuse(&e))?,
+        };
+        self.inner.set_metadata(ordinal, key, &json).map_err(|e| misuse(&e))
+    }
+
+    fn stop(&mut self, reason: &str) -> PyResult<()> {
+        self.inner.stop(reason).map_err(|e| misuse(&e))
+    }
+
+    fn drain_errors(&mut self) -> Vec<(usize, PyCallError)> {
+        self.inner.drain_errors().iter().map(|(o, e)| (*o, PyCallError::from(e))).collect()
+    }
+
+    fn drain_progress(&mut self) -> Vec<(usize, String, String)> {
+        self.inner.drain_progress().into_iter().map(|(o, p)| (o, p.path, p.text)).collect()
+    }
+
+    /// True when some call already has an error no later input can fix.
+    #[getter]
+    fn failed(&self) -> bool {
+        self.inner.has_certain_error()
+    }
+
+    #[pyo3(signature = (ordinal, *, strings="trailing", eager_numbers=false))]
+    fn partial<'py>(&self, py: Python<'py>, ordinal: usize, strings: &str, eager_numbers: bool) -> PyResult<Bound<'py, PyAny>> {
+        let v = self
+            .inner
+            .partial_into(ordinal, string_mode(strings)?, eager_numbers, &mut PySink { py })
+            .map_err(|e| misuse(&e))??;
+        optional_value(py, v)
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn finish(&mut self) -> PyResult<Vec<PyToolCall>> {
+        let calls = self.inner.finish().map_err(|e| misuse(&e))?;
+        Ok(calls.into_iter().map(|call| PyToolCall { call, arguments: PyOnceLock::new(), value: PyOnceLock::new() }).collect())
+    }
+}
+
+fn dump_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
+    let json = py.import("json")?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("ensure_ascii", false)?;
+    kwargs.set_item("separators", (",", ":"))?;
+    json.getattr("dumps")?.call((value,), Some(&kwargs))?.extract()
+}
+
+#[pymodule]
+#[pyo3(name = "_core")]
+mod core_module {
+    #[pymodule_export]
+    use super::{JsonError, MisuseError, ToolwireError};
+    #[pymodule_export]
+    use super::{PyAssembler, PyCallError, PyNoValue, PyScanner, PyToolCall, PyToolRegistry};
+
+    use pyo3::prelude::*;
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        m.add("NO_VALUE", super::no_value(m.py())?)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,1039 @@
+//! A resumable push parser (validator) for one JSON text.
+//!
+//! Design notes:
+//! - Each input byte is examined once. All state that must survive a split lives in
+//!   [`Scanner`]: the lexical state (inside a string, a pending escape, `\uXXXX` digits read so
+//!   far, a high surrogate awaiting its low half, UTF-8 continuation bytes still expected, a
+//!   number or literal in progress) and the container stack. Feeding one byte at a time or the
+//!   whole text at once therefore visits the same states in the same order, which is what makes
+//!   every verdict and every error offset identical for every split.
+//! - The scanner validates; it does not build values. Values (final or partial) are built on
+//!   demand by [`crate::value`] from the bytes the scanner has accepted, so feeding costs nothing
+//!   for callers who only want the verdict or who hand the finished text to another parser
+//!   (pydantic's `model_validate_json`). Rejected alternative: building a tree while scanning —
+//!   it allocates per scalar even when nobody reads the tree.
+//! - Every pushed byte is kept in one buffer ([`Scanner::text`]), up to `max_bytes`: the raw
+//!   arguments are needed for error payloads, replays and the value builder anyway, and number
+//!   lexemes are reported as slices of it without copying.
+//! - Containers are tracked on an explicit stack whose frames are reused, so depth costs no
+//!   recursion (no stack overflow at any depth) and no allocation once the stack has grown.
+//! - Duplicate keys are detected exactly: each open object remembers its decoded keys in a
+//!   reused arena with a 64-bit hash per key; a hash match is confirmed byte for byte.
+
+use std::collections::HashMap;
+
+use crate::error::{Error, ErrorKind};
+use crate::visit::{NoVisitor, ValueKind, Visitor};
+
+/// What to do when an object repeats a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DuplicateKeys {
+    /// Reject the text when the second key closes (recommended for tool arguments: which
+    /// `amount` did the model mean?).
+    #[default]
+    Error,
+    /// Accept; the last value wins (what `json.loads` does).
+    LastWins,
+}
+
+/// Limits and policies of one scanner. Each limit is checked at the byte that crosses it, so the
+/// error offset does not depend on how the input was split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanConfig {
+    /// Maximum nesting depth of objects and arrays (default 64, at most [`MAX_DEPTH_LIMIT`]).
+    pub max_depth: usize,
+    /// Maximum number of bytes of one JSON text (default 8 MiB).
+    pub max_bytes: usize,
+    /// Maximum digits in the integer part of a number (default 4300, CPython's own limit for
+    /// converting text to `int`, so every accepted integer converts).
+    pub max_number_digits: usize,
+    /// Duplicate-key policy.
+    pub duplicate_keys: DuplicateKeys,
+}
+
+/// The largest `max_depth` a configuration may ask for.
+pub const MAX_DEPTH_LIMIT: usize = 512;
+
+impl Default for ScanConfig {
+    fn default() -> Self {
+        Self {
+            max_depth: 64,
+            max_bytes: 8 * 1024 * 1024,
+            max_number_digits: 4300,
+            duplicate_keys: DuplicateKeys::Error,
+        }
+    }
+}
+
+impl ScanConfig {
+    /// Checks that every limit is in its allowed range.
+    ///
+    /// # Errors
+    /// A message naming the offending setting.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_depth == 0 || self.max_depth > MAX_DEPTH_LIMIT {
+            return Err(format!("max_depth must be between 1 and {MAX_DEPTH_LIMIT}"));
+        }
+        if self.max_bytes == 0 {
+            return Err("max_bytes must be at least 1".to_owned());
+        }
+        if self.max_number_digits == 0 {
+            return Err("max_number_digits must be at least 1".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// Where the scanner stands after a push.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// More input is needed (or allowed: a complete top-level number may still grow).
+    Incomplete,
+    /// One complete value has been read; only whitespace may follow.
+    Complete,
+    /// The text can no longer become valid JSON.
+    Invalid(Error),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lex {
+    /// Before the top-level value.
+    Start,
+    /// A value must come next (after `:` or `,` in an array).
+    Value,
+    /// After `[`: a value or `]`.
+    ValueOrClose,
+    /// After `{`: a key or `}`.
+    KeyOrClose,
+    /// After `,` in an object: a key.
+    Key,
+    /// After a key: `:`.
+    Colon,
+    /// After a value inside a container: `,` or the closing bracket.
+    AfterValue,
+    /// The top-level value is complete.
+    Done,
+    /// Inside a string (key or value).
+    Str,
+    /// After a backslash in a string.
+    Escape,
+    /// Reading the hex digits of `\uXXXX`.
+    Hex,
+    /// A high surrogate was read: expecting `\`.
+    LowBackslash,
+    /// A high surrogate was read: expecting `u`.
+    LowU,
+    /// In a number.
+    Num(NumState),
+    /// In `true`, `false` or `null`.
+    Literal,
+    /// An error was found; further input is kept but not scanned.
+    Failed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NumState {
+    Minus,
+    Zero,
+    Int,
+    Dot,
+    Frac,
+    Exp,
+    ExpSign,
+    ExpDigits,
+}
+
+impl NumState {
+    fn can_end(self) -> bool {
+        matches!(self, Self::Zero | Self::Int | Self::Frac | Self::ExpDigits)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Frame {
+    is_object: bool,
+    /// Elements started so far (arrays) or members whose key closed (objects).
+    count: usize,
+    /// Decoded key of the current member (objects).
+    key: Vec<u8>,
+    /// Whether `key` belongs to the member being read now (false between `,` and key end).
+    has_key: bool,
+    /// Decoded keys of this object, back to back.
+    key_arena: Vec<u8>,
+    /// (hash, start, len) of each key in `key_arena`.
+    key_index: Vec<(u64, u32, u32)>,
+    /// Hash -> positions in `key_index`, built once an object has many keys.
+    key_lookup: HashMap<u64, Vec<u32>>,
+}
+
+/// Above this many keys an object switches from a linear scan of hashes to a hash map.
+const LINEAR_KEY_LIMIT: usize = 16;
+
+impl Frame {
+    fn reset(&mut self, is_object: bool) {
+        self.is_object = is_object;
+        self.count = 0;
+        self.key.clear();
+        self.has_key = false;
+        self.key_arena.clear();
+        self.key_index.clear();
+        self.key_lookup.clear();
+    }
+
+    /// Records the current key; returns false when it was already present.
+    fn insert_key(&mut self) -> bool {
+        let hash = fnv1a(&self.key);
+        let key = &self.key;
+        let arena = &self.key_arena;
+        let same = |&(h, start, len): &(u64, u32, u32)| {
+            h == hash && &arena[start as usize..(start + len) as usize] == key.as_slice()
+        };
+        if self.key_index.len() < LINEAR_KEY_LIMIT {
+            if self.key_index.iter().any(same) {
+                return false;
+            }
+        } else {
+            if self.key_lookup.is_empty() {
+                for (pos, &(h, _, _)) in self.key_index.iter().enumerate() {
+                    self.key_lookup.entry(h).or_default().push(to_u32(pos));
+                }
+            }
+            if let Some(positions) = self.key_lookup.get(&hash) {
+                if positions.iter().any(|&p| same(&self.key_index[p as usize])) {
+                    return false;
+                }
+            }
+            self.key_lookup.entry(hash).or_default().push(to_u32(self.key_index.len()));
+        }
+        let start = to_u32(self.key_arena.len());
+        self.key_arena.extend_from_slice(&self.key);
+        self.key_index.push((hash, start, to_u32(self.key.len())));
+        true
+    }
+}
+
+fn to_u32(n: usize) -> u32 {
+    // Texts are capped far below 4 GiB by `max_bytes` checks in practice; saturate rather than
+    // wrap if a caller configures something absurd.
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// A resumable JSON validator: push bytes in any pieces, then [`Scanner::finish`].
+#[derive(Debug)]
+pub struct Scanner {
+    config: ScanConfig,
+    text: Vec<u8>,
+    /// Bytes of `text` already scanned.
+    scanned: usize,
+    lex: Lex,
+    frames: Vec<Frame>,
+    depth: usize,
+    in_key: bool,
+    /// Decoded bytes of the current string value, for visitors that want strings.
+    sbuf: Vec<u8>,
+    /// UTF-8 continuation bytes still expected in a string, and the allowed range of the next one.
+    utf8_need: u8,
+    utf8_lo: u8,
+    utf8_hi: u8,
+    hex_digits: u8,
+    hex_value: u32,
+    high_surrogate: u32,
+    num_start: usize,
+    num_int_digits: usize,
+    literal: &'static [u8],
+    literal_pos: u8,
+    value_done: bool,
+    error: Option<Error>,
+    finished: bool,
+    overflowed: bool,
+}
+
+impl Default for Scanner {
+    fn default() -> Self {
+        Self::new(ScanConfig::default())
+    }
+}
+
+impl Scanner {
+    /// A scanner with the given limits (see [`ScanConfig::validate`]).
+    #[must_use]
+    pub fn new(config: ScanConfig) -> Self {
+        Self {
+            config,
+            text: Vec::new(),
+            scanned: 0,
+            lex: Lex::Start,
+            frames: Vec::new(),
+            depth: 0,
+            in_key: false,
+            sbuf: Vec::new(),
+            utf8_need: 0,
+            utf8_lo: 0x80,
+            utf8_hi: 0xBF,
+            hex_digits: 0,
+            hex_value: 0,
+            high_surrogate: 0,
+            num_start: 0,
+            num_int_digits: 0,
+            literal: b"",
+            literal_pos: 0,
+            value_done: false,
+            error: None,
+            finished: false,
+            overflowed: false,
+        }
+    }
+
+    /// The configuration in force.
+    #[must_use]
+    pub fn config(&self) -> &ScanConfig {
+        &self.config
+    }
+
+    /// Every byte pushed so far (up to `max_bytes`).
+    #[must_use]
+    pub fn text(&self) -> &[u8] {
+        &self.text
+    }
+
+    /// The first error found, if any.
+    #[must_use]
+    pub fn error(&self) -> Option<&Error> {
+        self.error.as_ref()
+    }
+
+    /// True once the top-level value is complete (a top-level number counts only once a
+    /// delimiter or [`Scanner::finish`] proved it complete).
+    #[must_use]
+    pub fn is_complete(&self) -> bool {
+        self.value_done && self.error.is_none()
+    }
+
+    /// True when no byte other than whitespace has been pushed.
+    #[must_use]
+    pub fn is_blank(&self) -> bool {
+        matches!(self.lex, Lex::Start)
+    }
+
+    /// The current status.
+    #[must_use]
+    pub fn status(&self) -> Status {
+        if let Some(e) = &self.error {
+            Status::Invalid(e.clone())
+        } else if self.value_done {
+            Status::Complete
+        } else {
+            Status::Incomplete
+        }
+    }
+
+    /// Offset up to which the text is known to be valid JSON (a prefix of it).
+    #[must_use]
+    pub fn valid_len(&self) -> usize {
+        self.error.as_ref().map_or(self.text.len(), |e| e.offset.min(self.text.len()))
+    }
+
+    /// Pushes the next piece of the text.
+    pub fn push(&mut self, bytes: &[u8]) -> Status {
+        self.push_with(bytes, &mut NoVisitor)
+    }
+
+    /// Pushes the next piece of the text, reporting events to `visitor`.
+    pub fn push_with<V: Visitor>(&mut self, bytes: &[u8], visitor: &mut V) -> Status {
+        if self.finished {
+            return self.status();
+        }
+        let room = self.config.max_bytes.saturating_sub(self.text.len());
+        let (accepted, over) = if bytes.len() > room {
+            (&bytes[..room], true)
+        } else {
+            (bytes, false)
+        };
+        self.text.extend_from_slice(accepted);
+        if self.error.is_none() {
+            self.scan(visitor);
+        }
+        if over && !self.overflowed {
+            self.overflowed = true;
+            if self.error.is_none() {
+                let offset = self.config.max_bytes;
+                self.fail(ErrorKind::TooLarge, offset);
+            }
+        }
+        self.status()
+    }
+
+    /// Declares the end of the text: completes a pending top-level number and reports a text that
+    /// stopped early as [`ErrorKind::Truncated`] (or [`ErrorKind::Empty`] when it had no value).
+    ///
+    /// # Errors
+    /// The first error of the text.
+    pub fn finish(&mut self) -> Result<(), Error> {
+        self.finish_with(&mut NoVisitor)
+    }
+
+    /// [`Scanner::finish`], reporting the events it causes to `visitor`.
+    ///
+    /// # Errors
+    /// The first error of the text.
+    pub fn finish_with<V: Visitor>(&mut self, visitor: &mut V) -> Result<(), Error> {
+        if !self.finished {
+            self.finished = true;
+            if self.error.is_none() && !self.value_done {
+                let end = self.text.len();
+                match self.lex {
+                    Lex::Num(s) if s.can_end() && self.depth == 0 => {
+                        self.end_number(end, visitor);
+                    }
+                    Lex::Num(_) => self.fail(ErrorKind::Truncated, end),
+                    Lex::Start => self.fail(ErrorKind::Empty, end),
+                    _ => self.fail(ErrorKind::Truncated, end),
+                }
+            }
+        }
+        match &self.error {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// The JSON Pointer of the position being read (the value, member or element).
+    #[must_use]
+    pub fn pointer(&self) -> String {
+        let mut out = String::new();
+        for frame in &self.frames[..self.depth] {
+            if frame.is_object {
+                if frame.has_key {
+                    out.push('/');
+                    push_pointer_token(&mut out, &String::from_utf8_lossy(&frame.key));
+                }
+            } else if frame.count > 0 {
+                out.push('/');
+                out.push_str(&(frame.count - 1).to_string());
+            }
+        }
+        out
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, kind: ErrorKind, offset: usize) {
+        let path = self.pointer();
+        self.error = Some(Error::new(kind, offset, path));
+        self.lex = Lex::Failed;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn fail_with(&mut self, kind: ErrorKind, offset: usize, message: String) {
+        let path = self.pointer();
+        self.error = Some(Error::with_message(kind, offset, path, message));
+        self.lex = Lex::Failed;
+    }
+
+    fn start_container<V: Visitor>(&mut self, is_object: bool, pos: usize, visitor: &mut V) -> bool {
+        if self.depth >= self.config.max_depth {
+            let max = self.config.max_depth;
+            self.fail_with(ErrorKind::TooDeep, pos, format!("nesting is deeper than {max} levels"));
+            return false;
+        }
+        visitor.value_start(if is_object { ValueKind::Object } else { ValueKind::Array }, pos);
+        if self.frames.len() == self.depth {
+            self.frames.push(Frame::default());
+        }
+        self.frames[self.depth].reset(is_object);
+        self.depth += 1;
+        self.lex = if is_object { Lex::KeyOrClose } else { Lex::ValueOrClose };
+        true
+    }
+
+    /// A value starts at `pos` with byte `b`; returns false on error.
+    fn start_value<V: Visitor>(&mut self, b: u8, pos: usize, visitor: &mut V) -> bool {
+        if self.depth > 0 {
+            let frame = &mut self.frames[self.depth - 1];
+            if !frame.is_object {
+                frame.count += 1;
+            }
+        }
+        match b {
+            b'{' => self.start_container(true, pos, visitor),
+            b'[' => self.start_container(false, pos, visitor),
+            b'"' => {
+                visitor.value_start(ValueKind::String, pos);
+                self.in_key = false;
+                if V::WANTS_STRINGS {
+                    self.sbuf.clear();
+                }
+                self.lex = Lex::Str;
+                true
+            }
+            b'-' | b'0'..=b'9' => {
+                visitor.value_start(ValueKind::Number, pos);
+                self.num_start = pos;
+                self.num_int_digits = usize::from(b != b'-');
+                self.lex = Lex::Num(match b {
+                    b'-' => NumState::Minus,
+                    b'0' => NumState::Zero,
+                    _ => NumState::Int,
+                });
+                true
+            }
+            b't' | b'f' | b'n' => {
+                let (kind, lit): (ValueKind, &'static [u8]) = match b {
+                    b't' => (ValueKind::Bool, b"true"),
+                    b'f' => (ValueKind::Bool, b"false"),
+                    _ => (ValueKind::Null, b"null"),
+                };
+                visitor.value_start(kind, pos);
+                self.literal = lit;
+                self.literal_pos = 1;
+                self.lex = Lex::Literal;
+                true
+            }
+            _ => {
+                // The element count stays: the error path names the element being read.
+                self.fail(ErrorKind::UnexpectedByte, pos);
+                false
+            }
+        }
+    }
+
+    /// A value (scalar or container) just ended.
+    fn end_value(&mut self) {
+        if self.depth == 0 {
+            self.value_done = true;
+            self.lex = Lex::Done;
+        } else {
+            self.lex = Lex::AfterValue;
+        }
+    }
+
+    fn end_number<V: Visitor>(&mut self, end: usize, visitor: &mut V) {
+        let lexeme = &self.text[self.num_start..end];
+        // A number lexeme is ASCII by construction.
+        let lexeme = std::str::from_utf8(lexeme).unwrap_or("");
+        visitor.number_end(lexeme, end);
+        self.end_value();
+    }
+
+    fn close_container<V: Visitor>(&mut self, is_object: bool, pos: usize, visitor: &mut V) {
+        visitor.container_end(if is_object { ValueKind::Object } else { ValueKind::Array }, pos);
+        self.depth -= 1;
+        self.end_value();
+    }
+
+    #[allow(clippy::too_many_lines)]
+    fn scan<V: Visitor>(&mut self, visitor: &mut V) {
+        let start = self.scanned;
+        let end = self.text.len();
+        let mut i = start;
+        while i < end {
+            let b = self.text[i];
+            match self.lex {
+                Lex::Str => {
+                    i = self.scan_string_run(i, end, visitor);
+                    continue;
+                }
+                Lex::Start | Lex::Value | Lex::ValueOrClose => {
+                    if is_ws(b) {
+                    } else if b == b']' && self.lex == Lex::ValueOrClose {
+                        self.close_container(false, i, visitor);
+                    } else if !self.start_value(b, i, visitor) {
+                        break;
+                    }
+                }
+                Lex::KeyOrClose | Lex::Key => {
+                    if is_ws(b) {
+                    } else if b == b'"' {
+                        self.in_key = true;
+                        let frame = &mut self.frames[self.depth - 1];
+                        frame.key.clear();
+                        frame.has_key = false;
+                        self.lex = Lex::Str;
+                    } else if b == b'}' && self.lex == Lex::KeyOrClose {
+                        self.close_container(true, i, visitor);
+                    } else {
+                        self.fail(ErrorKind::UnexpectedByte, i);
+                        break;
+                    }
+                }
+                Lex::Colon => {
+                    if is_ws(b) {
+                    } else if b == b':' {
+                        self.lex = Lex::Value;
+                    } else {
+                        self.fail(ErrorKind::UnexpectedByte, i);
+                        break;
+                    }
+                }
+                Lex::AfterValue => {
+                    if is_ws(b) {
+                    } else {
+                        let frame = &mut self.frames[self.depth - 1];
+                        match b {
+                            b',' if frame.is_object => {
+                                frame.has_key = false;
+                                self.lex = Lex::Key;
+                            }
+                            b',' => self.lex = Lex::Value,
+                            b'}' if frame.is_object => self.close_container(true, i, visitor),
+                            b']' if !frame.is_object => self.close_container(false, i, visitor),
+                            _ => {
+                                self.fail(ErrorKind::UnexpectedByte, i);
+                                break;
+                            }
+                        }
+                    }
+                }
+                Lex::Done => {
+                    if !is_ws(b) {
+                        let kind = if matches!(b, b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n') {
+                            ErrorKind::ConcatenatedValues
+                        } else {
+                            ErrorKind::TrailingData
+                        };
+                        self.fail(kind, i);
+                        break;
+                    }
+                }
+                Lex::Escape => {
+                    let decoded: u8 = match b {
+                        b'"' => b'"',
+                        b'\\' => b'\\',
+                        b'/' => b'/',
+                        b'b' => 0x08,
+                        b'f' => 0x0C,
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'u' => {
+                            self.hex_digits = 0;
+                            self.hex_value = 0;
+                            self.lex = Lex::Hex;
+                            i += 1;
+                            continue;
+                        }
+                        _ => {
+                            self.fail(ErrorKind::InvalidEscape, i);
+                            break;
+                        }
+                    };
+                    self.emit_decoded(&[decoded], i, visitor);
+                    self.lex = Lex::Str;
+                }
+                Lex::Hex => {
+                    let Some(d) = hex_value(b) else {
+                        self.fail(ErrorKind::InvalidUnicodeEscape, i);
+                        break;
+                    };
+                    self.hex_value = (self.hex_value << 4) | d;
+                    self.hex_digits += 1;
+                    if self.hex_digits == 4 {
+                        let unit = self.hex_value;
+                        if self.high_surrogate != 0 {
+                            let high = self.high_surrogate;
+                            self.high_surrogate = 0;
+                            if !(0xDC00..=0xDFFF).contains(&unit) {
+                                self.fail(ErrorKind::LoneSurrogate, i);
+                                break;
+                            }
+                            let c = 0x10000 + ((high - 0xD800) << 10) + (unit - 0xDC00);
+                            self.emit_char(c, i, visitor);
+                            self.lex = Lex::Str;
+                        } else if (0xD800..=0xDBFF).contains(&unit) {
+                            self.high_surrogate = unit;
+                            self.lex = Lex::LowBackslash;
+                        } else if (0xDC00..=0xDFFF).contains(&unit) {
+                            self.fail(ErrorKind::LoneSurrogate, i);
+                            break;
+                        } else {
+                            self.emit_char(unit, i, visitor);
+                            self.lex = Lex::Str;
+                        }
+                    }
+                }
+                Lex::LowBackslash => {
+                    if b == b'\\' {
+                        self.lex = Lex::LowU;
+                    } else {
+                        self.fail(ErrorKind::LoneSurrogate, i);
+                        break;
+                    }
+                }
+                Lex::LowU => {
+                    if b == b'u' {
+                        self.hex_digits = 0;
+                        self.hex_value = 0;
+                        self.lex = Lex::Hex;
+                    } else {
+                        self.fail(ErrorKind::LoneSurrogate, i);
+                        break;
+                    }
+                }
+                Lex::Num(state) => {
+                    let next = match (state, b) {
+                        (NumState::Minus, b'0') => Some(NumState::Zero),
+                        (NumState::Minus, b'1'..=b'9') => Some(NumState::Int),
+                        (NumState::Int, b'0'..=b'9') => Some(NumState::Int),
+                        (NumState::Zero | NumState::Int, b'.') => Some(NumState::Dot),
+                        (NumState::Dot | NumState::Frac, b'0'..=b'9') => Some(NumState::Frac),
+                        (NumState::Zero | NumState::Int | NumState::Frac, b'e' | b'E') => {
+                            Some(NumState::Exp)
+                        }
+                        (NumState::Exp, b'+' | b'-') => Some(NumState::ExpSign),
+                        (NumState::Exp | NumState::ExpSign | NumState::ExpDigits, b'0'..=b'9') => {
+                            Some(NumState::ExpDigits)
+                        }
+                        _ => None,
+                    };
+                    if let Some(next) = next {
+                        if next == NumState::Int || (next == NumState::Zero && state == NumState::Minus) {
+                            self.num_int_digits += 1;
+                            if self.num_int_digits > self.config.max_number_digits {
+                                let max = self.config.max_number_digits;
+                                self.fail_with(
+                                    ErrorKind::NumberTooLong,
+                                    i,
+                                    format!("number has more than {max} digits"),
+                                );
+                                break;
+                            }
+                        }
+                        self.lex = Lex::Num(next);
+                    } else if state.can_end() && is_delimiter(b) {
+                        self.end_number(i, visitor);
+                        // The delimiter itself is scanned in the new state.
+                        continue;
+                    } else {
+                        self.fail(ErrorKind::InvalidNumber, i);
+                        break;
+                    }
+                }
+                Lex::Literal => {
+                    if b == self.literal[usize::from(self.literal_pos)] {
+                        self.literal_pos += 1;
+                        if usize::from(self.literal_pos) == self.literal.len() {
+                            let (kind, value) = match self.literal[0] {
+                                b't' => (ValueKind::Bool, true),
+                                b'f' => (ValueKind::Bool, false),
+                                _ => (ValueKind::Null, false),
+                            };
+                            visitor.literal_end(kind, value, i);
+                            self.end_value();
+                        }
+                    } else {
+                        self.fail(ErrorKind::UnexpectedByte, i);
+                        break;
+                    }
+                }
+                Lex::Failed => break,
+            }
+            i += 1;
+        }
+        self.scanned = end;
+    }
+
+    /// Scans string content from `i`; returns the index of the next byte to look at.
+    fn scan_string_run<V: Visitor>(&mut self, mut i: usize, end: usize, visitor: &mut V) -> usize {
+        let run_start = i;
+        let mut need = self.utf8_need;
+        let mut lo = self.utf8_lo;
+        let mut hi = self.utf8_hi;
+        let mut stop: Option<u8> = None;
+        while i < end {
+            let b = self.text[i];
+            if need > 0 {
+                if b < lo || b > hi {
+                    self.utf8_need = need;
+                    self.flush_run(run_start, i, visitor);
+                    self.fail(ErrorKind::InvalidUtf8, i);
+                    return end;
+                }
+                need -= 1;
+                lo = 0x80;
+                hi = 0xBF;
+            } else if b < 0x80 {
+                if b == b'"' || b == b'\\' || b < 0x20 {
+                    stop = Some(b);
+                    break;
+                }
+            } else {
+                match b {
+                    0xC2..=0xDF => need = 1,
+                    0xE0 => (need, lo) = (2, 0xA0),
+                    0xE1..=0xEC | 0xEE..=0xEF => need = 2,
+                    0xED => (need, hi) = (2, 0x9F),
+                    0xF0 => (need, lo) = (3, 0x90),
+                    0xF1..=0xF3 => need = 3,
+                    0xF4 => (need, hi) = (3, 0x8F),
+                    _ => {
+                        self.utf8_need = 0;
+                        self.flush_run(run_start, i, visitor);
+                        self.fail(ErrorKind::InvalidUtf8, i);
+                        return end;
+                    }
+                }
+            }
+            i += 1;
+        }
+        self.utf8_need = need;
+        self.utf8_lo = lo;
+        self.utf8_hi = hi;
+        self.flush_run(run_start, i, visitor);
+        match stop {
+            None => i,
+            Some(_) if need > 0 => {
+                self.fail(ErrorKind::InvalidUtf8, i);
+                end
+            }
+            Some(b'"') => {
+                self.end_string(i, visitor);
+                i + 1
+            }
+            Some(b'\\') => {
+                self.lex = Lex::Escape;
+                i + 1
+            }
+            Some(_) => {
+                self.fail(ErrorKind::ControlCharacterInString, i);
+                end
+            }
+        }
+    }
+
+    /// Hands the raw run `[from, to)` of plain string bytes to the decoders.
+    fn flush_run<V: Visitor>(&mut self, from: usize, to: usize, visitor: &mut V) {
+        if from == to {
+            return;
+        }
+        let piece = &self.text[from..to];
+        if self.in_key {
+            self.frames[self.depth - 1].key.extend_from_slice(piece);
+            visitor.key_piece(piece, from, false);
+        } else if V::WANTS_STRINGS {
+            self.sbuf.extend_from_slice(piece);
+            visitor.string_piece(piece, from, false);
+        }
+    }
+
+    fn emit_char<V: Visitor>(&mut self, c: u32, offset: usize, visitor: &mut V) {
+        let ch = char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER);
+        let mut buf = [0u8; 4];
+        let len = ch.encode_utf8(&mut buf).len();
+        self.emit_decoded(&buf[..len], offset, visitor);
+    }
+
+    fn emit_decoded<V: Visitor>(&mut self, bytes: &[u8], offset: usize, visitor: &mut V) {
+        if self.in_key {
+            self.frames[self.depth - 1].key.extend_from_slice(bytes);
+            visitor.key_piece(bytes, offset, true);
+        } else if V::WANTS_STRINGS {
+            self.sbuf.extend_from_slice(bytes);
+            visitor.string_piece(bytes, offset, true);
+        }
+    }
+
+    fn end_string<V: Visitor>(&mut self, pos: usize, visitor: &mut V) {
+        if self.in_key {
+            self.in_key = false;
+            let policy = self.config.duplicate_keys;
+            let frame = &mut self.frames[self.depth - 1];
+            frame.has_key = true;
+            let fresh = frame.insert_key();
+            if !fresh && policy == DuplicateKeys::Error {
+                let key = String::from_utf8_lossy(&frame.key).into_owned();
+                self.fail_with(ErrorKind::DuplicateKey, pos, format!("duplicate key {key:?}"));
+                return;
+            }
+            frame.count += 1;
+            let key = std::str::from_utf8(&self.frames[self.depth - 1].key).unwrap_or("");
+            visitor.key_end(key, pos);
+            self.lex = Lex::Colon;
+        } else {
+            if V::WANTS_STRINGS {
+                let value = std::str::from_utf8(&self.sbuf).unwrap_or("");
+                visitor.string_end(value, pos);
+            } else {
+                visitor.string_end("", pos);
+            }
+            self.end_value();
+        }
+    }
+}
+
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+fn is_delimiter(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b',' | b']' | b'}')
+}
+
+fn hex_value(b: u8) -> Option<u32> {
+    match b {
+        b'0'..=b'9' => Some(u32::from(b - b'0')),
+        b'a'..=b'f' => Some(u32::from(b - b'a' + 10)),
+        b'A'..=b'F' => Some(u32::from(b - b'A' + 10)),
+        _ => None,
+    }
+}
+
+/// Appends one RFC 6901 reference token (`~` as `~0`, `/` as `~1`).
+pub fn push_pointer_token(out: &mut String, token: &str) {
+    for c in token.chars() {
+        match c {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            _ => out.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(text: &[u8]) -> Result<(), Error> {
+        let mut s = Scanner::default();
+        s.push(text);
+        s.finish()
+    }
+
+    fn verdict_bytewise(text: &[u8]) -> Result<(), Error> {
+        let mut s = Scanner::default();
+        for b in text {
+            s.push(std::slice::from_ref(b));
+        }
+        s.finish()
+    }
+
+    #[test]
+    fn accepts_plain_values() {
+        for t in [
+            "{}", "[]", "0", "-0", "1.5e-3", "\"x\"", "true", "false", "null", " {\"a\": [1, {\"b\": null}]} ",
+            "\"\\ud83d\\ude00\"", "\"\\u00e9\"", "[-0.0e+1]",
+        ] {
+            assert_eq!(verdict(t.as_bytes()), Ok(()), "{t}");
+            assert_eq!(verdict_bytewise(t.as_bytes()), Ok(()), "{t}");
+        }
+    }
+
+    #[test]
+    fn rejects_with_stable_offsets() {
+        let cases: &[(&str, ErrorKind, usize)] = &[
+            ("{\"a\":1,}", ErrorKind::UnexpectedByte, 7),
+            ("[1,]", ErrorKind::UnexpectedByte, 3),
+            ("01", ErrorKind::InvalidNumber, 1),
+            ("1.", ErrorKind::Truncated, 2),
+            ("[1.]", ErrorKind::InvalidNumber, 3),
+            ("NaN", ErrorKind::UnexpectedByte, 0),
+            ("{'a':1}", ErrorKind::UnexpectedByte, 1),
+            ("\"\\x\"", ErrorKind::InvalidEscape, 2),
+            ("\"\\ud800\"", ErrorKind::LoneSurrogate, 7),
+            ("\"\\udc00\"", ErrorKind::LoneSurrogate, 6),
+            ("{\"a\":1}{\"b\":2}", ErrorKind::ConcatenatedValues, 7),
+            ("{\"a\":1} x", ErrorKind::TrailingData, 8),
+            ("{\"a\":1,\"a\":2}", ErrorKind::DuplicateKey, 9),
+            ("tru", ErrorKind::Truncated, 3),
+            ("", ErrorKind::Empty, 0),
+            ("   ", ErrorKind::Empty, 3),
+            ("\"a\tb\"", ErrorKind::ControlCharacterInString, 2),
+        ];
+        for &(text, kind, offset) in cases {
+            for result in [verdict(text.as_bytes()), verdict_bytewise(text.as_bytes())] {
+                let e = result.expect_err(text);
+                assert_eq!((e.kind, e.offset), (kind, offset), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn error_path_is_a_json_pointer() {
+        let e = verdict(br#"{"items": [{"na/me": "x", "q~": tru]}"#).expect_err("invalid");
+        assert_eq!(e.kind, ErrorKind::UnexpectedByte);
+        assert_eq!(e.path, "/items/0/q~0");
+        let e = verdict(br#"{"a/b": [1, 2, x]}"#).expect_err("invalid");
+        assert_eq!(e.path, "/a~1b/2");
+    }
+
+    #[test]
+    fn invalid_utf8_is_rejected_at_the_bad_byte() {
+        assert_eq!(verdict(b"\"\xff\"").map_err(|e| (e.kind, e.offset)), Err((ErrorKind::InvalidUtf8, 1)));
+        // Overlong encoding of '/'.
+        assert_eq!(verdict(b"\"\xc0\xaf\"").map_err(|e| e.kind), Err(ErrorKind::InvalidUtf8));
+        // Encoded surrogate.
+        assert_eq!(verdict(b"\"\xed\xa0\x80\"").map_err(|e| (e.kind, e.offset)), Err((ErrorKind::InvalidUtf8, 2)));
+        // Sequence cut by the closing quote.
+        assert_eq!(verdict(b"\"\xe2\x82\"").map_err(|e| (e.kind, e.offset)), Err((ErrorKind::InvalidUtf8, 3)));
+        // A split character is fine.
+        let mut s = Scanner::default();
+        s.push(b"\"\xe2");
+        s.push(b"\x82");
+        s.push(b"\xac\"");
+        assert_eq!(s.finish(), Ok(()));
+    }
+
+    #[test]
+    fn depth_limit_is_an_error_not_a_crash() {
+        let deep = "[".repeat(100_000);
+        let e = verdict(deep.as_bytes()).expect_err("too deep");
+        assert_eq!((e.kind, e.offset), (ErrorKind::TooDeep, 64));
+        let ok = format!("{}{}", "[".repeat(64), "]".repeat(64));
+        assert_eq!(verdict(ok.as_bytes()), Ok(()));
+    }
+
+    #[test]
+    fn size_limit() {
+        let mut s = Scanner::new(ScanConfig { max_bytes: 10, ..ScanConfig::default() });
+        s.push(b"\"0123456");
+        s.push(b"789abc\"");
+        let e = s.finish().expect_err("too large");
+        assert_eq!((e.kind, e.offset), (ErrorKind::TooLarge, 10));
+        assert_eq!(s.text().len(), 10);
+    }
+
+    #[test]
+    fn number_digit_limit() {
+        let mut s = Scanner::new(ScanConfig { max_number_digits: 3, ..ScanConfig::default() });
+        s.push(b"[123, 1234]");
+        let e = s.finish().expect_err("too long");
+        assert_eq!((e.kind, e.offset), (ErrorKind::NumberTooLong, 9));
+    }
+
+    #[test]
+    fn last_wins_accepts_duplicates() {
+        let mut s = Scanner::new(ScanConfig { duplicate_keys: DuplicateKeys::LastWins, ..ScanConfig::default() });
+        s.push(br#"{"a":1,"a":2}"#);
+        assert_eq!(s.finish(), Ok(()));
+    }
+
+    #[test]
+    fn many_keys_switch_to_hash_lookup() {
+        let mut text = String::from("{");
+        for i in 0..100 {
+            text.push_str(&format!("\"k{i}\":{i},"));
+        }
+        text.push_str("\"k57\":0}");
+        let e = verdict(text.as_bytes()).expect_err("duplicate");
+        assert_eq!(e.kind, ErrorKind::DuplicateKey);
+        assert_eq!(e.path, "/k57");
+    }
+
+    #[test]
+    fn status_reports_incomplete_then_complete() {
+        let mut s = Scanner::default();
+        assert_eq!(s.push(b"{\"a\": 1"), Status::Incomplete);
+        assert_eq!(s.push(b"}"), Status::Complete);
+        assert_eq!(s.push(b"  \n"), Status::Complete);
+        assert!(matches!(s.push(b"{"), Status::Invalid(_)));
+    }
+}

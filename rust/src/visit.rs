@@ -1,0 +1,185 @@
+//! Events the scanner reports while it reads, for consumers that act on a value before it is
+//! complete (the schema pre-check, progress reporting).
+//!
+//! The scanner is generic over the visitor, so a visitor whose methods are empty costs nothing:
+//! calls are inlined away and string decoding for the visitor is skipped unless
+//! [`Visitor::WANTS_STRINGS`] asks for it. Offsets are absolute byte offsets into the text the
+//! scanner was fed, so every event (and every error built from it) is the same for any split.
+
+/// The kind of a JSON value, known from its first byte (numbers: `-` or a digit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ValueKind {
+    /// `{`
+    Object,
+    /// `[`
+    Array,
+    /// `"`
+    String,
+    /// `-` or a digit; integer or not is known only at [`Visitor::number_end`].
+    Number,
+    /// `t` or `f`
+    Bool,
+    /// `n`
+    Null,
+}
+
+impl ValueKind {
+    /// The JSON Schema type name (`number` for numbers, refine with the lexeme).
+    #[must_use]
+    pub fn type_name(self) -> &'static str {
+        match self {
+            Self::Object => "object",
+            Self::Array => "array",
+            Self::String => "string",
+            Self::Number => "number",
+            Self::Bool => "boolean",
+            Self::Null => "null",
+        }
+    }
+}
+
+/// Receives the scanner's events in document order. Every method has an empty default.
+///
+/// Order for an object member: `key_piece`* then `key_end`, then the member value's events.
+/// For an array element: the element's `value_start` (its index is the count of earlier
+/// elements). A string value: `value_start(String)`, `string_piece`*, `string_end`.
+#[allow(unused_variables)]
+pub trait Visitor {
+    /// When false, string values are not decoded for the visitor: `string_piece` is not called
+    /// and `string_end` receives an empty slice. Keys are always decoded.
+    const WANTS_STRINGS: bool = false;
+
+    /// A value begins; `offset` is its first byte. Called for every value, nested ones included.
+    #[inline]
+    fn value_start(&mut self, kind: ValueKind, offset: usize) {}
+
+    /// Decoded UTF-8 bytes of an object key being read. When `escaped` is false, byte `i` of
+    /// `piece` is raw byte `offset + i`; when true, `piece` is one decoded escape and every byte
+    /// of it belongs to the escape's last raw byte `offset`. A multi-byte character may be split
+    /// over two pieces.
+    #[inline]
+    fn key_piece(&mut self, piece: &[u8], offset: usize, escaped: bool) {}
+
+    /// An object key is closed; `key` is the whole decoded key, `offset` its closing quote.
+    #[inline]
+    fn key_end(&mut self, key: &str, offset: usize) {}
+
+    /// Decoded bytes of a string value, in the same form as [`Visitor::key_piece`]. Only called
+    /// when [`Visitor::WANTS_STRINGS`] is true.
+    #[inline]
+    fn string_piece(&mut self, piece: &[u8], offset: usize, escaped: bool) {}
+
+    /// A string value is closed at `offset` (its closing quote). `value` is the decoded string
+    /// when [`Visitor::WANTS_STRINGS`] is true, empty otherwise.
+    #[inline]
+    fn string_end(&mut self, value: &str, offset: usize) {}
+
+    /// A number is complete: `lexeme` is its exact text, `offset` the byte after it (the
+    /// delimiter that proved it complete, or the end of the text).
+    #[inline]
+    fn number_end(&mut self, lexeme: &str, offset: usize) {}
+
+    /// `true`, `false` or `null` is complete; `offset` is its last letter.
+    #[inline]
+    fn literal_end(&mut self, kind: ValueKind, value: bool, offset: usize) {}
+
+    /// An object or array is closed at `offset` (its closing bracket).
+    #[inline]
+    fn container_end(&mut self, kind: ValueKind, offset: usize) {}
+}
+
+/// A visitor that does nothing; the scanner's plain `push` uses it.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoVisitor;
+
+impl Visitor for NoVisitor {}
+
+/// Two visitors fed the same events, in order.
+#[derive(Debug)]
+pub struct Both<'a, A, B>(pub &'a mut A, pub &'a mut B);
+
+impl<A: Visitor, B: Visitor> Visitor for Both<'_, A, B> {
+    const WANTS_STRINGS: bool = A::WANTS_STRINGS || B::WANTS_STRINGS;
+
+    #[inline]
+    fn value_start(&mut self, kind: ValueKind, offset: usize) {
+        self.0.value_start(kind, offset);
+        self.1.value_start(kind, offset);
+    }
+    #[inline]
+    fn key_piece(&mut self, piece: &[u8], offset: usize, escaped: bool) {
+        self.0.key_piece(piece, offset, escaped);
+        self.1.key_piece(piece, offset, escaped);
+    }
+    #[inline]
+    fn key_end(&mut self, key: &str, offset: usize) {
+        self.0.key_end(key, offset);
+        self.1.key_end(key, offset);
+    }
+    #[inline]
+    fn string_piece(&mut self, piece: &[u8], offset: usize, escaped: bool) {
+        if A::WANTS_STRINGS {
+            self.0.string_piece(piece, offset, escaped);
+        }
+        if B::WANTS_STRINGS {
+            self.1.string_piece(piece, offset, escaped);
+        }
+    }
+    #[inline]
+    fn string_end(&mut self, value: &str, offset: usize) {
+        self.0.string_end(if A::WANTS_STRINGS { value } else { "" }, offset);
+        self.1.string_end(if B::WANTS_STRINGS { value } else { "" }, offset);
+    }
+    #[inline]
+    fn number_end(&mut self, lexeme: &str, offset: usize) {
+        self.0.number_end(lexeme, offset);
+        self.1.number_end(lexeme, offset);
+    }
+    #[inline]
+    fn literal_end(&mut self, kind: ValueKind, value: bool, offset: usize) {
+        self.0.literal_end(kind, value, offset);
+        self.1.literal_end(kind, value, offset);
+    }
+    #[inline]
+    fn container_end(&mut self, kind: ValueKind, offset: usize) {
+        self.0.container_end(kind, offset);
+        self.1.container_end(kind, offset);
+    }
+}
+
+impl<V: Visitor> Visitor for &mut V {
+    const WANTS_STRINGS: bool = V::WANTS_STRINGS;
+
+    #[inline]
+    fn value_start(&mut self, kind: ValueKind, offset: usize) {
+        (**self).value_start(kind, offset);
+    }
+    #[inline]
+    fn key_piece(&mut self, piece: &[u8], offset: usize, escaped: bool) {
+        (**self).key_piece(piece, offset, escaped);
+    }
+    #[inline]
+    fn key_end(&mut self, key: &str, offset: usize) {
+        (**self).key_end(key, offset);
+    }
+    #[inline]
+    fn string_piece(&mut self, piece: &[u8], offset: usize, escaped: bool) {
+        (**self).string_piece(piece, offset, escaped);
+    }
+    #[inline]
+    fn string_end(&mut self, value: &str, offset: usize) {
+        (**self).string_end(value, offset);
+    }
+    #[inline]
+    fn number_end(&mut self, lexeme: &str, offset: usize) {
+        (**self).number_end(lexeme, offset);
+    }
+    #[inline]
+    fn literal_end(&mut self, kind: ValueKind, value: bool, offset: usize) {
+        (**self).literal_end(kind, value, offset);
+    }
+    #[inline]
+    fn container_end(&mut self, kind: ValueKind, offset: usize) {
+        (**self).container_end(kind, offset);
+    }
+}
