@@ -107,7 +107,11 @@ impl ToolCall {
         if !self.complete {
             return Ok(None);
         }
-        let options = BuildOptions { complete: true, duplicate_keys: self.duplicate_keys, ..BuildOptions::default() };
+        let options = BuildOptions {
+            complete: true,
+            duplicate_keys: self.duplicate_keys,
+            ..BuildOptions::default()
+        };
         build(&self.arguments, options, sink)
     }
 }
@@ -164,7 +168,14 @@ impl Assembler {
     /// [`Misuse::BadConfig`] when a limit is out of range.
     pub fn new(config: AssemblerConfig) -> Result<Self, Misuse> {
         config.scan.validate().map_err(Misuse::BadConfig)?;
-        Ok(Self { config, registry: None, calls: Vec::new(), open: HashMap::new(), last: None, finished: false })
+        Ok(Self {
+            config,
+            registry: None,
+            calls: Vec::new(),
+            open: HashMap::new(),
+            last: None,
+            finished: false,
+        })
     }
 
     /// A new assembler that pre-checks every call against the registered tools.
@@ -224,7 +235,12 @@ impl Assembler {
         let current = match delta.index {
             // A missing index continues the call the previous delta went to (quirk 1), unless
             // that call was ended.
-            None => self.open.get(&None).copied().or(self.last).filter(|&o| !self.calls[o].ended),
+            None => self
+                .open
+                .get(&None)
+                .copied()
+                .or(self.last)
+                .filter(|&o| !self.calls[o].ended),
             key => self.open.get(&key).copied(),
         };
         let Some(ordinal) = current else {
@@ -237,15 +253,16 @@ impl Assembler {
         if let Some(name) = name {
             if !call.name.is_empty() && call.has_arguments() {
                 let complete = call.scanner.is_complete() || call.mode == ArgMode::Value;
-                let repeated_name = name == call.name;
+                let same_name = name == call.name;
                 let new_id = id.is_some_and(|i| call.id.as_deref().is_some_and(|c| c != i));
-                let is_repeat_of_buffer = matches!(delta.arguments, Some(Arguments::Text(t)) if t == call.scanner.text());
-                // A different name, a different id, or the same name with new arguments after a
-                // complete value: another call under the same key (quirks 2, 3).
-                if (!repeated_name || new_id || complete) && !(complete && is_repeat_of_buffer && !new_id) {
-                    if repeated_name && !new_id && complete && delta.arguments.is_none() {
-                        return ordinal;
-                    }
+                let repeat_or_header = match delta.arguments {
+                    None => true,
+                    Some(Arguments::Text(t) | Arguments::Value(t)) => t == call.scanner.text(),
+                };
+                // Another name under the same key, or a named delta with a new id or new
+                // arguments after a complete value, is another call (quirks 2, 3). The same name
+                // while the value is still open is a repeated header (quirks 8, 13).
+                if !same_name || (complete && (new_id || !repeat_or_header)) {
                     return self.start_call(delta.index);
                 }
             }
@@ -295,7 +312,8 @@ impl Assembler {
                 } else if call.has_arguments() {
                     if call.mixed.is_none() {
                         let offset = call.scanner.text().len();
-                        call.mixed = Some(Error::new(ErrorKind::MixedArguments, offset, String::new()));
+                        call.mixed =
+                            Some(Error::new(ErrorKind::MixedArguments, offset, String::new()));
                     }
                 } else {
                     call.mode = ArgMode::Value;
@@ -318,7 +336,10 @@ impl Assembler {
         if self.finished {
             return Err(Misuse::Finished);
         }
-        let call = self.calls.get_mut(ordinal).ok_or(Misuse::NoSuchCall(ordinal))?;
+        let call = self
+            .calls
+            .get_mut(ordinal)
+            .ok_or(Misuse::NoSuchCall(ordinal))?;
         call.ended = true;
         Ok(())
     }
@@ -337,7 +358,10 @@ impl Assembler {
         if self.finished {
             return Err(Misuse::Finished);
         }
-        let call = self.calls.get_mut(ordinal).ok_or(Misuse::NoSuchCall(ordinal))?;
+        let call = self
+            .calls
+            .get_mut(ordinal)
+            .ok_or(Misuse::NoSuchCall(ordinal))?;
         if let Some(slot) = call.metadata.iter_mut().find(|(k, _)| k == key) {
             json.clone_into(&mut slot.1);
         } else {
@@ -462,7 +486,13 @@ impl Assembler {
         let calls = std::mem::take(&mut self.calls);
         let mut out = Vec::with_capacity(calls.len());
         for (ordinal, mut call) in calls.into_iter().enumerate() {
-            out.push(finish_call(ordinal, &mut call, registry.as_deref(), dup_keys, &mut seen_ids));
+            out.push(finish_call(
+                ordinal,
+                &mut call,
+                registry.as_deref(),
+                dup_keys,
+                &mut seen_ids,
+            ));
         }
         Ok(out)
     }
@@ -486,7 +516,12 @@ pub fn partial_of<S: Sink>(
 }
 
 fn attach_check(call: &mut Call, registry: &Registry) {
-    let check = CallCheck::new(registry, &call.name, call.scanner.text(), call.scanner.config());
+    let check = CallCheck::new(
+        registry,
+        &call.name,
+        call.scanner.text(),
+        call.scanner.config(),
+    );
     call.check = Some(check);
 }
 
@@ -528,7 +563,10 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
     }
     let buffer = call.scanner.text();
     if !buffer.is_empty() {
-        if text.len() > buffer.len() && text.starts_with(buffer) && (call.mode == ArgMode::Cumulative || !call.scanner.is_complete()) {
+        if text.len() > buffer.len()
+            && text.starts_with(buffer)
+            && (call.mode == ArgMode::Cumulative || !call.scanner.is_complete())
+        {
             // Quirk 19: the provider resends everything so far; keep only what is new.
             if call.mode != ArgMode::Cumulative {
                 call.mode = ArgMode::Cumulative;
@@ -579,9 +617,18 @@ fn finish_call(
         warnings.push(warning::REPLACEMENT_CHARACTER);
     }
     let json_ok = json_result.is_ok();
-    let is_object = if blank { true } else { json_ok && first_non_ws(&arguments) == Some(b'{') };
+    let is_object = if blank {
+        true
+    } else {
+        json_ok && first_non_ws(&arguments) == Some(b'{')
+    };
     let error = if let Some(reason) = &call.stopped {
-        Some(Error::with_message(ErrorKind::Filtered, arguments.len(), String::new(), format!("the provider stopped this call ({reason})")))
+        Some(Error::with_message(
+            ErrorKind::Filtered,
+            arguments.len(),
+            String::new(),
+            format!("the provider stopped this call ({reason})"),
+        ))
     } else if call.name.is_empty() {
         Some(Error::new(ErrorKind::MissingName, 0, String::new()))
     } else if registry.is_some_and(|r| !r.contains(&call.name)) {
@@ -591,7 +638,11 @@ fn finish_call(
     } else if let Err(e) = json_result {
         Some(e)
     } else if !is_object {
-        Some(Error::new(ErrorKind::NotObject, first_non_ws_offset(&arguments), String::new()))
+        Some(Error::new(
+            ErrorKind::NotObject,
+            first_non_ws_offset(&arguments),
+            String::new(),
+        ))
     } else if let Some(check) = &mut call.check {
         check.finish(arguments.len());
         check.errors().first().cloned()
@@ -606,7 +657,8 @@ fn finish_call(
         *n += 1;
         if *n > 1 {
             warnings.push(warning::DUPLICATE_ID);
-            call.metadata.push(("wire_id".to_owned(), format!("{wire:?}")));
+            call.metadata
+                .push(("wire_id".to_owned(), format!("{wire:?}")));
             id = Some(format!("{wire}_{ordinal}"));
         }
     }
@@ -628,19 +680,35 @@ fn finish_call(
 #[cold]
 fn unknown_tool(name: &str, registry: Option<&Registry>) -> Error {
     let known = registry.map(Registry::names).unwrap_or_default();
-    let mut e = Error::with_message(ErrorKind::UnknownTool, 0, String::new(), format!("unknown tool {name:?}"));
+    let mut e = Error::with_message(
+        ErrorKind::UnknownTool,
+        0,
+        String::new(),
+        format!("unknown tool {name:?}"),
+    );
     e.detail = Some(Box::new(crate::error::SchemaDetail {
         keyword: "name".to_owned(),
-        expected: format!("one of {}", known.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ")),
+        expected: format!(
+            "one of {}",
+            known
+                .iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         got: name.chars().take(200).collect(),
     }));
     e
 }
 
 fn first_non_ws(text: &[u8]) -> Option<u8> {
-    text.iter().copied().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    text.iter()
+        .copied()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
 }
 
 fn first_non_ws_offset(text: &[u8]) -> usize {
-    text.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r')).unwrap_or(0)
+    text.iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .unwrap_or(0)
 }

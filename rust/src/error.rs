@@ -155,7 +155,13 @@ impl Error {
     #[inline(never)]
     #[must_use]
     pub fn new(kind: ErrorKind, offset: usize, path: String) -> Self {
-        Self { kind, offset, path, message: kind.describe().to_owned(), detail: None }
+        Self {
+            kind,
+            offset,
+            path,
+            message: kind.describe().to_owned(),
+            detail: None,
+        }
     }
 
     /// An error with a specific message.
@@ -163,7 +169,13 @@ impl Error {
     #[inline(never)]
     #[must_use]
     pub fn with_message(kind: ErrorKind, offset: usize, path: String, message: String) -> Self {
-        Self { kind, offset, path, message, detail: None }
+        Self {
+            kind,
+            offset,
+            path,
+            message,
+            detail: None,
+        }
     }
 }
 
@@ -172,7 +184,11 @@ impl fmt::Display for Error {
         if self.path.is_empty() {
             write!(f, "{} at byte {}", self.message, self.offset)
         } else {
-            write!(f, "{} at byte {} (path {})", self.message, self.offset, self.path)
+            write!(
+                f,
+                "{} at byte {} (path {})",
+                self.message, self.offset, self.path
+            )
         }
     }
 }

@@ -34,7 +34,10 @@ impl Registry {
     /// True when some registered name starts with `prefix`.
     #[must_use]
     pub fn name_viable(&self, prefix: &str) -> bool {
-        self.tools.range(prefix.to_owned()..).next().is_some_and(|(n, ())| n.starts_with(prefix))
+        self.tools
+            .range(prefix.to_owned()..)
+            .next()
+            .is_some_and(|(n, ())| n.starts_with(prefix))
     }
 
     /// Registered names, sorted.
@@ -68,15 +71,31 @@ impl CallCheck {
     pub fn new(registry: &Registry, name: &str, received: &[u8], config: &ScanConfig) -> Self {
         let mut errors = Vec::new();
         if !registry.name_viable(name) {
-            let mut e = Error::with_message(ErrorKind::UnknownTool, 0, String::new(), format!("unknown tool {name:?}"));
+            let mut e = Error::with_message(
+                ErrorKind::UnknownTool,
+                0,
+                String::new(),
+                format!("unknown tool {name:?}"),
+            );
             e.detail = Some(Box::new(SchemaDetail {
                 keyword: "name".to_owned(),
-                expected: format!("one of {}", registry.names().iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ")),
+                expected: format!(
+                    "one of {}",
+                    registry
+                        .names()
+                        .iter()
+                        .map(|n| format!("{n:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 got: name.chars().take(200).collect(),
             }));
             errors.push(e);
         }
-        let mut check = Self { errors, visitor: NoVisitor };
+        let mut check = Self {
+            errors,
+            visitor: NoVisitor,
+        };
         if !received.is_empty() {
             let mut replay = Scanner::new(*config);
             replay.push_with(received, &mut check.visitor());

@@ -72,7 +72,11 @@ impl Progress {
                 self.carry = bytes.split_off(valid);
             }
             let text = String::from_utf8_lossy(&bytes).into_owned();
-            out.push(ProgressItem { path, text, complete });
+            out.push(ProgressItem {
+                path,
+                text,
+                complete,
+            });
         }
         if self.open_string && !self.items.is_empty() {
             self.open_string = false;
@@ -99,7 +103,11 @@ impl Visitor for Progress {
         }
         match kind {
             ValueKind::Object | ValueKind::Array => {
-                self.levels.push(Level { is_object: kind == ValueKind::Object, key: String::new(), count: 0 });
+                self.levels.push(Level {
+                    is_object: kind == ValueKind::Object,
+                    key: String::new(),
+                    count: 0,
+                });
             }
             ValueKind::String => {
                 let path = self.pointer();
@@ -167,16 +175,38 @@ mod tests {
         let mut progress = Progress::default();
         scanner.push_with(br#"{"title": "Print"#, &mut progress);
         let first = progress.drain();
-        assert_eq!(first, vec![ProgressItem { path: "/title".into(), text: "Print".into(), complete: false }]);
+        assert_eq!(
+            first,
+            vec![ProgressItem {
+                path: "/title".into(),
+                text: "Print".into(),
+                complete: false
+            }]
+        );
         scanner.push_with(b"er \xe2\x82", &mut progress);
         let second = progress.drain();
-        assert_eq!(second, vec![ProgressItem { path: "/title".into(), text: "er ".into(), complete: false }]);
+        assert_eq!(
+            second,
+            vec![ProgressItem {
+                path: "/title".into(),
+                text: "er ".into(),
+                complete: false
+            }]
+        );
         scanner.push_with(b"\xac\", \"tags\": [\"a\", 12, true]}", &mut progress);
         let third = progress.drain();
-        let summary: Vec<(&str, &str, bool)> = third.iter().map(|i| (i.path.as_str(), i.text.as_str(), i.complete)).collect();
+        let summary: Vec<(&str, &str, bool)> = third
+            .iter()
+            .map(|i| (i.path.as_str(), i.text.as_str(), i.complete))
+            .collect();
         assert_eq!(
             summary,
-            vec![("/title", "€", true), ("/tags/0", "a", true), ("/tags/1", "12", true), ("/tags/2", "true", true)]
+            vec![
+                ("/title", "€", true),
+                ("/tags/0", "a", true),
+                ("/tags/1", "12", true),
+                ("/tags/2", "true", true)
+            ]
         );
     }
 }

@@ -19,9 +19,24 @@ use crate::precheck::Registry;
 use crate::scanner::{DuplicateKeys, ScanConfig, Scanner, Status};
 use crate::value::{build, BuildOptions, Sink, StringMode};
 
-create_exception!(toolwire._core, ToolwireError, PyValueError, "Base class of toolwire's exceptions.");
-create_exception!(toolwire._core, MisuseError, ToolwireError, "The API was used wrongly (never caused by model output).");
-create_exception!(toolwire._core, JsonError, ToolwireError, "A JSON text was rejected; `.error` holds the `CallError`.");
+create_exception!(
+    toolwire._core,
+    ToolwireError,
+    PyValueError,
+    "Base class of toolwire's exceptions."
+);
+create_exception!(
+    toolwire._core,
+    MisuseError,
+    ToolwireError,
+    "The API was used wrongly (never caused by model output)."
+);
+create_exception!(
+    toolwire._core,
+    JsonError,
+    ToolwireError,
+    "A JSON text was rejected; `.error` holds the `CallError`."
+);
 
 /// The single seam where core errors become Python exceptions.
 fn misuse(e: &Misuse) -> PyErr {
@@ -52,7 +67,9 @@ impl<'py> Sink for PySink<'py> {
         Ok(self.py.None().into_bound(self.py))
     }
     fn boolean(&mut self, value: bool) -> PyResult<Self::Value> {
-        Ok(pyo3::types::PyBool::new(self.py, value).to_owned().into_any())
+        Ok(pyo3::types::PyBool::new(self.py, value)
+            .to_owned()
+            .into_any())
     }
     fn number(&mut self, lexeme: &str) -> PyResult<Self::Value> {
         if lexeme.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
@@ -62,7 +79,9 @@ impl<'py> Sink for PySink<'py> {
             // Arbitrary precision, as `json.loads`; the scanner caps the digits.
             return self.py.get_type::<pyo3::types::PyInt>().call1((lexeme,));
         }
-        let f: f64 = lexeme.parse().map_err(|_| PyValueError::new_err("invalid number"))?;
+        let f: f64 = lexeme
+            .parse()
+            .map_err(|_| PyValueError::new_err("invalid number"))?;
         Ok(pyo3::types::PyFloat::new(self.py, f).into_any())
     }
     fn string(&mut self, value: &str) -> PyResult<Self::Value> {
@@ -80,7 +99,13 @@ impl<'py> Sink for PySink<'py> {
     fn object(&mut self) -> PyResult<Self::Object> {
         Ok(PyDict::new(self.py))
     }
-    fn set(&mut self, object: &mut Self::Object, key: &str, value: Self::Value, _replace: bool) -> PyResult<()> {
+    fn set(
+        &mut self,
+        object: &mut Self::Object,
+        key: &str,
+        value: Self::Value,
+        _replace: bool,
+    ) -> PyResult<()> {
         object.set_item(PyString::new(self.py, key), value)
     }
     fn end_object(&mut self, object: Self::Object) -> PyResult<Self::Value> {
@@ -109,7 +134,10 @@ fn no_value(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     Ok(v.bind(py).clone().into_any())
 }
 
-fn optional_value<'py>(py: Python<'py>, v: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+fn optional_value<'py>(
+    py: Python<'py>,
+    v: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
     match v {
         Some(v) => Ok(v),
         None => no_value(py),
@@ -160,14 +188,20 @@ impl PyCallError {
     }
 
     fn __repr__(&self) -> String {
-        format!("CallError(kind={:?}, message={:?}, offset={}, path={:?})", self.kind, self.message, self.offset, self.path)
+        format!(
+            "CallError(kind={:?}, message={:?}, offset={}, path={:?})",
+            self.kind, self.message, self.offset, self.path
+        )
     }
 
     fn __str__(&self) -> String {
         if self.path.is_empty() {
             format!("{} at byte {}", self.message, self.offset)
         } else {
-            format!("{} at byte {} (path {})", self.message, self.offset, self.path)
+            format!(
+                "{} at byte {} (path {})",
+                self.message, self.offset, self.path
+            )
         }
     }
 }
@@ -206,7 +240,9 @@ impl PyToolCall {
     #[getter]
     fn arguments<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
         self.arguments
-            .get_or_init(py, || PyString::new(py, &String::from_utf8_lossy(&self.call.arguments)).unbind())
+            .get_or_init(py, || {
+                PyString::new(py, &String::from_utf8_lossy(&self.call.arguments)).unbind()
+            })
             .bind(py)
             .clone()
     }
@@ -266,7 +302,9 @@ fn duplicate_policy(s: &str) -> PyResult<DuplicateKeys> {
     match s {
         "error" => Ok(DuplicateKeys::Error),
         "last_wins" => Ok(DuplicateKeys::LastWins),
-        _ => Err(MisuseError::new_err("duplicate_keys must be 'error' or 'last_wins'")),
+        _ => Err(MisuseError::new_err(
+            "duplicate_keys must be 'error' or 'last_wins'",
+        )),
     }
 }
 
@@ -278,8 +316,18 @@ fn string_mode(s: &str) -> PyResult<StringMode> {
     }
 }
 
-fn scan_config(max_depth: usize, max_bytes: usize, max_number_digits: usize, duplicate_keys: &str) -> PyResult<ScanConfig> {
-    let config = ScanConfig { max_depth, max_bytes, max_number_digits, duplicate_keys: duplicate_policy(duplicate_keys)? };
+fn scan_config(
+    max_depth: usize,
+    max_bytes: usize,
+    max_number_digits: usize,
+    duplicate_keys: &str,
+) -> PyResult<ScanConfig> {
+    let config = ScanConfig {
+        max_depth,
+        max_bytes,
+        max_number_digits,
+        duplicate_keys: duplicate_policy(duplicate_keys)?,
+    };
     config.validate().map_err(MisuseError::new_err)?;
     Ok(config)
 }
@@ -292,7 +340,10 @@ fn fragment<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(b.as_bytes());
     }
-    Err(MisuseError::new_err(format!("expected str or bytes, got {}", obj.get_type().name()?)))
+    Err(MisuseError::new_err(format!(
+        "expected str or bytes, got {}",
+        obj.get_type().name()?
+    )))
 }
 
 fn optional_text<'a>(obj: Option<&'a Bound<'_, PyAny>>, what: &str) -> PyResult<Option<&'a str>> {
@@ -316,10 +367,23 @@ struct PyScanner {
 impl PyScanner {
     #[new]
     #[pyo3(signature = (*, max_depth=64, max_bytes=8_388_608, max_number_digits=4300, duplicate_keys="error"))]
-    fn new(max_depth: usize, max_bytes: usize, max_number_digits: usize, duplicate_keys: &str) -> PyResult<Self> {
-        Ok(Self { inner: Scanner::new(scan_config(max_depth, max_bytes, max_number_digits, duplicate_keys)?) })
+    fn new(
+        max_depth: usize,
+        max_bytes: usize,
+        max_number_digits: usize,
+        duplicate_keys: &str,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            inner: Scanner::new(scan_config(
+                max_depth,
+                max_bytes,
+                max_number_digits,
+                duplicate_keys,
+            )?),
+        })
     }
 
+    #[pyo3(signature = (data, /))]
     fn push(&mut self, data: &Bound<'_, PyAny>) -> PyResult<&'static str> {
         let bytes = fragment(data)?;
         Ok(match self.inner.push(bytes) {
@@ -343,8 +407,18 @@ impl PyScanner {
     }
 
     #[pyo3(signature = (*, strings="trailing", eager_numbers=false))]
-    fn partial<'py>(&self, py: Python<'py>, strings: &str, eager_numbers: bool) -> PyResult<Bound<'py, PyAny>> {
-        let v = crate::assembler::partial_of(&self.inner, string_mode(strings)?, eager_numbers, &mut PySink { py })?;
+    fn partial<'py>(
+        &self,
+        py: Python<'py>,
+        strings: &str,
+        eager_numbers: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let v = crate::assembler::partial_of(
+            &self.inner,
+            string_mode(strings)?,
+            eager_numbers,
+            &mut PySink { py },
+        )?;
         optional_value(py, v)
     }
 
@@ -373,13 +447,18 @@ struct PyToolRegistry {
 #[pymethods]
 impl PyToolRegistry {
     #[new]
+    #[pyo3(signature = (schemas, /))]
     fn new(schemas: &Bound<'_, PyDict>) -> PyResult<Self> {
         let mut registry = Registry::new();
         for (name, _schema) in schemas.iter() {
-            let name = name.cast::<PyString>().map_err(|_| MisuseError::new_err("tool names must be str"))?;
+            let name = name
+                .cast::<PyString>()
+                .map_err(|_| MisuseError::new_err("tool names must be str"))?;
             registry.add_name(name.to_str()?);
         }
-        Ok(Self { inner: Arc::new(registry) })
+        Ok(Self {
+            inner: Arc::new(registry),
+        })
     }
 
     fn names(&self) -> Vec<String> {
@@ -395,8 +474,12 @@ fn registry_of(tools: &Bound<'_, PyAny>) -> PyResult<Arc<Registry>> {
     if let Ok(r) = tools.cast::<PyToolRegistry>() {
         return Ok(Arc::clone(&r.get().inner));
     }
-    let attr = tools.getattr("registry").map_err(|_| MisuseError::new_err("tools must be a Toolset or a ToolRegistry"))?;
-    let r = attr.cast::<PyToolRegistry>().map_err(|_| MisuseError::new_err("tools.registry must be a ToolRegistry"))?;
+    let attr = tools
+        .getattr("registry")
+        .map_err(|_| MisuseError::new_err("tools must be a Toolset or a ToolRegistry"))?;
+    let r = attr
+        .cast::<PyToolRegistry>()
+        .map_err(|_| MisuseError::new_err("tools.registry must be a ToolRegistry"))?;
     Ok(Arc::clone(&r.get().inner))
 }
 
@@ -418,7 +501,10 @@ impl PyAssembler {
         duplicate_keys: &str,
         track_progress: bool,
     ) -> PyResult<Self> {
-        let config = AssemblerConfig { scan: scan_config(max_depth, max_bytes, max_number_digits, duplicate_keys)?, track_progress };
+        let config = AssemblerConfig {
+            scan: scan_config(max_depth, max_bytes, max_number_digits, duplicate_keys)?,
+            track_progress,
+        };
         let inner = match tools.filter(|t| !t.is_none()) {
             Some(t) => Assembler::with_tools(config, registry_of(t)?),
             None => Assembler::new(config),
@@ -440,7 +526,10 @@ impl PyAssembler {
         let index = match index {
             None => None,
             Some(i) if i.is_none() => None,
-            Some(i) => Some(i.extract::<i64>().map_err(|_| MisuseError::new_err("index must be int or None"))?),
+            Some(i) => Some(
+                i.extract::<i64>()
+                    .map_err(|_| MisuseError::new_err("index must be int or None"))?,
+            ),
         };
         let serialized;
         let arguments = match arguments {
@@ -453,7 +542,9 @@ impl PyAssembler {
                     serialized = dump_json(py, a)?;
                     Some(Arguments::Value(serialized.as_bytes()))
                 } else {
-                    return Err(MisuseError::new_err("arguments must be str, bytes, dict, list or None"));
+                    return Err(MisuseError::new_err(
+                        "arguments must be str, bytes, dict, list or None",
+                    ));
                 }
             }
         };
@@ -468,6 +559,7 @@ impl PyAssembler {
     }
 
     /// A per-call stop event for the open call under `index`.
+    #[pyo3(signature = (index, /))]
     fn end(&mut self, index: Option<i64>) -> PyResult<()> {
         match self.inner.ordinal_of(index) {
             Some(o) => self.inner.end_call(o).map_err(|e| misuse(&e)),
@@ -475,25 +567,49 @@ impl PyAssembler {
         }
     }
 
-    fn set_metadata(&mut self, py: Python<'_>, index: Option<i64>, key: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    #[pyo3(signature = (index, key, value, /))]
+    fn set_metadata(
+        &mut self,
+        py: Python<'_>,
+        index: Option<i64>,
+        key: &str,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let json = dump_json(py, value)?;
         let ordinal = match self.inner.ordinal_of(index) {
             Some(o) => o,
-            None => self.inner.feed(&Delta { index, ..Delta::default() }).map_err(|e| misuse(&e))?,
+            None => self
+                .inner
+                .feed(&Delta {
+                    index,
+                    ..Delta::default()
+                })
+                .map_err(|e| misuse(&e))?,
         };
-        self.inner.set_metadata(ordinal, key, &json).map_err(|e| misuse(&e))
+        self.inner
+            .set_metadata(ordinal, key, &json)
+            .map_err(|e| misuse(&e))
     }
 
+    #[pyo3(signature = (reason, /))]
     fn stop(&mut self, reason: &str) -> PyResult<()> {
         self.inner.stop(reason).map_err(|e| misuse(&e))
     }
 
     fn drain_errors(&mut self) -> Vec<(usize, PyCallError)> {
-        self.inner.drain_errors().iter().map(|(o, e)| (*o, PyCallError::from(e))).collect()
+        self.inner
+            .drain_errors()
+            .iter()
+            .map(|(o, e)| (*o, PyCallError::from(e)))
+            .collect()
     }
 
     fn drain_progress(&mut self) -> Vec<(usize, String, String)> {
-        self.inner.drain_progress().into_iter().map(|(o, p)| (o, p.path, p.text)).collect()
+        self.inner
+            .drain_progress()
+            .into_iter()
+            .map(|(o, p)| (o, p.path, p.text))
+            .collect()
     }
 
     /// True when some call already has an error no later input can fix.
@@ -502,11 +618,22 @@ impl PyAssembler {
         self.inner.has_certain_error()
     }
 
-    #[pyo3(signature = (ordinal, *, strings="trailing", eager_numbers=false))]
-    fn partial<'py>(&self, py: Python<'py>, ordinal: usize, strings: &str, eager_numbers: bool) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (ordinal, /, *, strings="trailing", eager_numbers=false))]
+    fn partial<'py>(
+        &self,
+        py: Python<'py>,
+        ordinal: usize,
+        strings: &str,
+        eager_numbers: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let v = self
             .inner
-            .partial_into(ordinal, string_mode(strings)?, eager_numbers, &mut PySink { py })
+            .partial_into(
+                ordinal,
+                string_mode(strings)?,
+                eager_numbers,
+                &mut PySink { py },
+            )
             .map_err(|e| misuse(&e))??;
         optional_value(py, v)
     }
@@ -517,7 +644,14 @@ impl PyAssembler {
 
     fn finish(&mut self) -> PyResult<Vec<PyToolCall>> {
         let calls = self.inner.finish().map_err(|e| misuse(&e))?;
-        Ok(calls.into_iter().map(|call| PyToolCall { call, arguments: PyOnceLock::new(), value: PyOnceLock::new() }).collect())
+        Ok(calls
+            .into_iter()
+            .map(|call| PyToolCall {
+                call,
+                arguments: PyOnceLock::new(),
+                value: PyOnceLock::new(),
+            })
+            .collect())
     }
 }
 
@@ -526,7 +660,9 @@ fn dump_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
     let kwargs = PyDict::new(py);
     kwargs.set_item("ensure_ascii", false)?;
     kwargs.set_item("separators", (",", ":"))?;
-    json.getattr("dumps")?.call((value,), Some(&kwargs))?.extract()
+    json.getattr("dumps")?
+        .call((value,), Some(&kwargs))?
+        .extract()
 }
 
 #[pymodule]

@@ -203,7 +203,10 @@ impl Frame {
                     return false;
                 }
             }
-            self.key_lookup.entry(hash).or_default().push(to_u32(self.key_index.len()));
+            self.key_lookup
+                .entry(hash)
+                .or_default()
+                .push(to_u32(self.key_index.len()));
         }
         let start = to_u32(self.key_arena.len());
         self.key_arena.extend_from_slice(&self.key);
@@ -339,7 +342,9 @@ impl Scanner {
     /// Offset up to which the text is known to be valid JSON (a prefix of it).
     #[must_use]
     pub fn valid_len(&self) -> usize {
-        self.error.as_ref().map_or(self.text.len(), |e| e.offset.min(self.text.len()))
+        self.error
+            .as_ref()
+            .map_or(self.text.len(), |e| e.offset.min(self.text.len()))
     }
 
     /// Pushes the next piece of the text.
@@ -440,19 +445,39 @@ impl Scanner {
         self.lex = Lex::Failed;
     }
 
-    fn start_container<V: Visitor>(&mut self, is_object: bool, pos: usize, visitor: &mut V) -> bool {
+    fn start_container<V: Visitor>(
+        &mut self,
+        is_object: bool,
+        pos: usize,
+        visitor: &mut V,
+    ) -> bool {
         if self.depth >= self.config.max_depth {
             let max = self.config.max_depth;
-            self.fail_with(ErrorKind::TooDeep, pos, format!("nesting is deeper than {max} levels"));
+            self.fail_with(
+                ErrorKind::TooDeep,
+                pos,
+                format!("nesting is deeper than {max} levels"),
+            );
             return false;
         }
-        visitor.value_start(if is_object { ValueKind::Object } else { ValueKind::Array }, pos);
+        visitor.value_start(
+            if is_object {
+                ValueKind::Object
+            } else {
+                ValueKind::Array
+            },
+            pos,
+        );
         if self.frames.len() == self.depth {
             self.frames.push(Frame::default());
         }
         self.frames[self.depth].reset(is_object);
         self.depth += 1;
-        self.lex = if is_object { Lex::KeyOrClose } else { Lex::ValueOrClose };
+        self.lex = if is_object {
+            Lex::KeyOrClose
+        } else {
+            Lex::ValueOrClose
+        };
         true
     }
 
@@ -526,7 +551,14 @@ impl Scanner {
     }
 
     fn close_container<V: Visitor>(&mut self, is_object: bool, pos: usize, visitor: &mut V) {
-        visitor.container_end(if is_object { ValueKind::Object } else { ValueKind::Array }, pos);
+        visitor.container_end(
+            if is_object {
+                ValueKind::Object
+            } else {
+                ValueKind::Array
+            },
+            pos,
+        );
         self.depth -= 1;
         self.end_value();
     }
@@ -596,7 +628,9 @@ impl Scanner {
                 }
                 Lex::Done => {
                     if !is_ws(b) {
-                        let kind = if matches!(b, b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n') {
+                        // Only a second object or array is taken for a glued value (`}{`);
+                        // `thanks` or `1` after the value is plain trailing text.
+                        let kind = if matches!(b, b'{' | b'[') {
                             ErrorKind::ConcatenatedValues
                         } else {
                             ErrorKind::TrailingData
@@ -696,7 +730,9 @@ impl Scanner {
                         _ => None,
                     };
                     if let Some(next) = next {
-                        if next == NumState::Int || (next == NumState::Zero && state == NumState::Minus) {
+                        if next == NumState::Int
+                            || (next == NumState::Zero && state == NumState::Minus)
+                        {
                             self.num_int_digits += 1;
                             if self.num_int_digits > self.config.max_number_digits {
                                 let max = self.config.max_number_digits;
@@ -851,7 +887,11 @@ impl Scanner {
             let fresh = frame.insert_key();
             if !fresh && policy == DuplicateKeys::Error {
                 let key = String::from_utf8_lossy(&frame.key).into_owned();
-                self.fail_with(ErrorKind::DuplicateKey, pos, format!("duplicate key {key:?}"));
+                self.fail_with(
+                    ErrorKind::DuplicateKey,
+                    pos,
+                    format!("duplicate key {key:?}"),
+                );
                 return;
             }
             frame.count += 1;
@@ -919,8 +959,19 @@ mod tests {
     #[test]
     fn accepts_plain_values() {
         for t in [
-            "{}", "[]", "0", "-0", "1.5e-3", "\"x\"", "true", "false", "null", " {\"a\": [1, {\"b\": null}]} ",
-            "\"\\ud83d\\ude00\"", "\"\\u00e9\"", "[-0.0e+1]",
+            "{}",
+            "[]",
+            "0",
+            "-0",
+            "1.5e-3",
+            "\"x\"",
+            "true",
+            "false",
+            "null",
+            " {\"a\": [1, {\"b\": null}]} ",
+            "\"\\ud83d\\ude00\"",
+            "\"\\u00e9\"",
+            "[-0.0e+1]",
         ] {
             assert_eq!(verdict(t.as_bytes()), Ok(()), "{t}");
             assert_eq!(verdict_bytewise(t.as_bytes()), Ok(()), "{t}");
@@ -967,13 +1018,25 @@ mod tests {
 
     #[test]
     fn invalid_utf8_is_rejected_at_the_bad_byte() {
-        assert_eq!(verdict(b"\"\xff\"").map_err(|e| (e.kind, e.offset)), Err((ErrorKind::InvalidUtf8, 1)));
+        assert_eq!(
+            verdict(b"\"\xff\"").map_err(|e| (e.kind, e.offset)),
+            Err((ErrorKind::InvalidUtf8, 1))
+        );
         // Overlong encoding of '/'.
-        assert_eq!(verdict(b"\"\xc0\xaf\"").map_err(|e| e.kind), Err(ErrorKind::InvalidUtf8));
+        assert_eq!(
+            verdict(b"\"\xc0\xaf\"").map_err(|e| e.kind),
+            Err(ErrorKind::InvalidUtf8)
+        );
         // Encoded surrogate.
-        assert_eq!(verdict(b"\"\xed\xa0\x80\"").map_err(|e| (e.kind, e.offset)), Err((ErrorKind::InvalidUtf8, 2)));
+        assert_eq!(
+            verdict(b"\"\xed\xa0\x80\"").map_err(|e| (e.kind, e.offset)),
+            Err((ErrorKind::InvalidUtf8, 2))
+        );
         // Sequence cut by the closing quote.
-        assert_eq!(verdict(b"\"\xe2\x82\"").map_err(|e| (e.kind, e.offset)), Err((ErrorKind::InvalidUtf8, 3)));
+        assert_eq!(
+            verdict(b"\"\xe2\x82\"").map_err(|e| (e.kind, e.offset)),
+            Err((ErrorKind::InvalidUtf8, 3))
+        );
         // A split character is fine.
         let mut s = Scanner::default();
         s.push(b"\"\xe2");
@@ -993,7 +1056,10 @@ mod tests {
 
     #[test]
     fn size_limit() {
-        let mut s = Scanner::new(ScanConfig { max_bytes: 10, ..ScanConfig::default() });
+        let mut s = Scanner::new(ScanConfig {
+            max_bytes: 10,
+            ..ScanConfig::default()
+        });
         s.push(b"\"0123456");
         s.push(b"789abc\"");
         let e = s.finish().expect_err("too large");
@@ -1003,7 +1069,10 @@ mod tests {
 
     #[test]
     fn number_digit_limit() {
-        let mut s = Scanner::new(ScanConfig { max_number_digits: 3, ..ScanConfig::default() });
+        let mut s = Scanner::new(ScanConfig {
+            max_number_digits: 3,
+            ..ScanConfig::default()
+        });
         s.push(b"[123, 1234]");
         let e = s.finish().expect_err("too long");
         assert_eq!((e.kind, e.offset), (ErrorKind::NumberTooLong, 9));
@@ -1011,7 +1080,10 @@ mod tests {
 
     #[test]
     fn last_wins_accepts_duplicates() {
-        let mut s = Scanner::new(ScanConfig { duplicate_keys: DuplicateKeys::LastWins, ..ScanConfig::default() });
+        let mut s = Scanner::new(ScanConfig {
+            duplicate_keys: DuplicateKeys::LastWins,
+            ..ScanConfig::default()
+        });
         s.push(br#"{"a":1,"a":2}"#);
         assert_eq!(s.finish(), Ok(()));
     }

@@ -110,7 +110,13 @@ pub trait Sink {
     ///
     /// # Errors
     /// Sink-specific.
-    fn set(&mut self, object: &mut Self::Object, key: &str, value: Self::Value, replace: bool) -> Result<(), Self::Error>;
+    fn set(
+        &mut self,
+        object: &mut Self::Object,
+        key: &str,
+        value: Self::Value,
+        replace: bool,
+    ) -> Result<(), Self::Error>;
     /// Finishes an object.
     ///
     /// # Errors
@@ -153,7 +159,13 @@ impl Sink for ValueSink {
     fn object(&mut self) -> Result<Vec<(String, Value)>, Self::Error> {
         Ok(Vec::new())
     }
-    fn set(&mut self, object: &mut Vec<(String, Value)>, key: &str, value: Value, replace: bool) -> Result<(), Self::Error> {
+    fn set(
+        &mut self,
+        object: &mut Vec<(String, Value)>,
+        key: &str,
+        value: Value,
+        replace: bool,
+    ) -> Result<(), Self::Error> {
         if replace {
             if let Some(slot) = object.iter_mut().find(|(k, _)| k == key) {
                 slot.1 = value;
@@ -173,8 +185,18 @@ impl Sink for ValueSink {
 ///
 /// # Errors
 /// Only the sink's own errors.
-pub fn build<S: Sink>(text: &[u8], options: BuildOptions, sink: &mut S) -> Result<Option<S::Value>, S::Error> {
-    let mut reader = Reader { text, pos: 0, options, scratch: Vec::new(), key: Vec::new() };
+pub fn build<S: Sink>(
+    text: &[u8],
+    options: BuildOptions,
+    sink: &mut S,
+) -> Result<Option<S::Value>, S::Error> {
+    let mut reader = Reader {
+        text,
+        pos: 0,
+        options,
+        scratch: Vec::new(),
+        key: Vec::new(),
+    };
     reader.skip_ws();
     if reader.pos >= text.len() {
         return Ok(None);
@@ -223,7 +245,9 @@ impl Reader<'_> {
 
     /// Reads a value starting at `pos` (not whitespace). `None` when not reportable.
     fn value<S: Sink>(&mut self, sink: &mut S) -> Result<Option<S::Value>, S::Error> {
-        let Some(&b) = self.text.get(self.pos) else { return Ok(None) };
+        let Some(&b) = self.text.get(self.pos) else {
+            return Ok(None);
+        };
         match b {
             b'{' => self.object(sink).map(Some),
             b'[' => self.array(sink).map(Some),
@@ -234,7 +258,9 @@ impl Reader<'_> {
                 let state = self.string_into(&mut buf);
                 let out = match state {
                     Str::Complete => Some(sink.string(utf8_prefix(&buf))?),
-                    Str::Open if self.options.strings == StringMode::Trailing => Some(sink.string(utf8_prefix(&buf))?),
+                    Str::Open if self.options.strings == StringMode::Trailing => {
+                        Some(sink.string(utf8_prefix(&buf))?)
+                    }
                     Str::Open => None,
                 };
                 self.scratch = buf;
@@ -247,7 +273,11 @@ impl Reader<'_> {
         }
     }
 
-    fn literal<S: Sink>(&mut self, word: &[u8], sink: &mut S) -> Result<Option<S::Value>, S::Error> {
+    fn literal<S: Sink>(
+        &mut self,
+        word: &[u8],
+        sink: &mut S,
+    ) -> Result<Option<S::Value>, S::Error> {
         if self.text.len() - self.pos < word.len() {
             self.pos = self.text.len();
             return Ok(None);
@@ -270,11 +300,14 @@ impl Reader<'_> {
             }
         }
         let lexeme = &self.text[start..self.pos];
-        if self.at_end() && !self.options.complete {
-            if !self.options.eager_numbers || !lexeme.last().is_some_and(u8::is_ascii_digit) {
-                return Ok(None);
-            }
-            // `-` alone or `1.`/`1e` end in a non-digit and were rejected above.
+        // A number touching the end of a prefix is pending (R5); with `eager_numbers` its
+        // longest valid prefix is shown, which excludes `-`, `1.` and `1e` (they end in a
+        // non-digit).
+        if self.at_end()
+            && !self.options.complete
+            && (!self.options.eager_numbers || !lexeme.last().is_some_and(u8::is_ascii_digit))
+        {
+            return Ok(None);
         }
         let lexeme = std::str::from_utf8(lexeme).unwrap_or("0");
         sink.number(lexeme).map(Some)
@@ -284,7 +317,10 @@ impl Reader<'_> {
     fn string_into(&mut self, out: &mut Vec<u8>) -> Str {
         loop {
             let rest = &self.text[self.pos..];
-            let run = rest.iter().position(|&b| b == b'"' || b == b'\\').unwrap_or(rest.len());
+            let run = rest
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\')
+                .unwrap_or(rest.len());
             out.extend_from_slice(&rest[..run]);
             self.pos += run;
             match self.text.get(self.pos) {
@@ -306,7 +342,9 @@ impl Reader<'_> {
                         b'r' => b'\r',
                         b't' => b'\t',
                         b'u' => {
-                            let Some(unit) = self.hex4() else { return Str::Open };
+                            let Some(unit) = self.hex4() else {
+                                return Str::Open;
+                            };
                             let code = if (0xD800..0xDC00).contains(&unit) {
                                 // The scanner guarantees a low surrogate follows, unless the
                                 // text ends first.
@@ -315,8 +353,12 @@ impl Reader<'_> {
                                     return Str::Open;
                                 }
                                 self.pos += 2;
-                                let Some(low) = self.hex4() else { return Str::Open };
-                                0x10000 + ((unit - 0xD800) << 10) + (low.wrapping_sub(0xDC00) & 0x3FF)
+                                let Some(low) = self.hex4() else {
+                                    return Str::Open;
+                                };
+                                0x10000
+                                    + ((unit - 0xD800) << 10)
+                                    + (low.wrapping_sub(0xDC00) & 0x3FF)
                             } else {
                                 unit
                             };
@@ -450,7 +492,12 @@ mod tests {
     }
 
     fn obj(members: &[(&str, Value)]) -> Value {
-        Value::Object(members.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect())
+        Value::Object(
+            members
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect(),
+        )
     }
 
     fn s(v: &str) -> Value {
@@ -468,9 +515,15 @@ mod tests {
         assert_eq!(partial("{\"a\":"), Some(obj(&[])));
         assert_eq!(partial("{\"a\": \"hel"), Some(obj(&[("a", s("hel"))])));
         assert_eq!(partial("{\"a\": \"x\\"), Some(obj(&[("a", s("x"))])));
-        assert_eq!(partial("{\"a\": \"hello \\u00"), Some(obj(&[("a", s("hello "))])));
+        assert_eq!(
+            partial("{\"a\": \"hello \\u00"),
+            Some(obj(&[("a", s("hello "))]))
+        );
         assert_eq!(partial("{\"a\": \"ab\\ud83d"), Some(obj(&[("a", s("ab"))])));
-        assert_eq!(partial("{\"a\": \"\\ud83d\\ude00"), Some(obj(&[("a", s("😀"))])));
+        assert_eq!(
+            partial("{\"a\": \"\\ud83d\\ude00"),
+            Some(obj(&[("a", s("😀"))]))
+        );
         assert_eq!(
             build_value(b"{\"a\": \"\xc3", BuildOptions::default()),
             Some(obj(&[("a", s(""))]))
@@ -480,29 +533,57 @@ mod tests {
         assert_eq!(partial("{\"a\": 1."), Some(obj(&[])));
         assert_eq!(partial("{\"a\": -"), Some(obj(&[])));
         assert_eq!(partial("{\"a\": tr"), Some(obj(&[])));
-        assert_eq!(partial("{\"a\": true"), Some(obj(&[("a", Value::Bool(true))])));
+        assert_eq!(
+            partial("{\"a\": true"),
+            Some(obj(&[("a", Value::Bool(true))]))
+        );
         assert_eq!(partial("[1, 2"), Some(Value::Array(vec![n("1")])));
         assert_eq!(partial("[1, 2,"), Some(Value::Array(vec![n("1"), n("2")])));
-        assert_eq!(partial("[\"x\", \"y"), Some(Value::Array(vec![s("x"), s("y")])));
+        assert_eq!(
+            partial("[\"x\", \"y"),
+            Some(Value::Array(vec![s("x"), s("y")]))
+        );
         assert_eq!(
             partial("{\"a\": {\"b\": [1, {\"c\": \"d"),
-            Some(obj(&[("a", obj(&[("b", Value::Array(vec![n("1"), obj(&[("c", s("d"))])]))]))]))
+            Some(obj(&[(
+                "a",
+                obj(&[("b", Value::Array(vec![n("1"), obj(&[("c", s("d"))])]))])
+            )]))
         );
         assert_eq!(partial("12"), None);
-        let eager = BuildOptions { eager_numbers: true, ..BuildOptions::default() };
-        assert_eq!(build_value(b"{\"a\": 12", eager), Some(obj(&[("a", n("12"))])));
+        let eager = BuildOptions {
+            eager_numbers: true,
+            ..BuildOptions::default()
+        };
+        assert_eq!(
+            build_value(b"{\"a\": 12", eager),
+            Some(obj(&[("a", n("12"))]))
+        );
         assert_eq!(build_value(b"{\"a\": 1.", eager), Some(obj(&[])));
-        let off = BuildOptions { strings: StringMode::Off, ..BuildOptions::default() };
+        let off = BuildOptions {
+            strings: StringMode::Off,
+            ..BuildOptions::default()
+        };
         assert_eq!(build_value(b"{\"a\": \"hel", off), Some(obj(&[])));
     }
 
     #[test]
     fn complete_values() {
-        let done = BuildOptions { complete: true, ..BuildOptions::default() };
+        let done = BuildOptions {
+            complete: true,
+            ..BuildOptions::default()
+        };
         assert_eq!(build_value(b" 12 ", done), Some(n("12")));
         assert_eq!(build_value(b"12", done), Some(n("12")));
-        assert_eq!(build_value(br#""a\"b\\\/\b\f\n\r\t\u00e9""#, done), Some(s("a\"b\\/\u{8}\u{c}\n\r\té")));
-        let dup = BuildOptions { complete: true, duplicate_keys: true, ..BuildOptions::default() };
+        assert_eq!(
+            build_value(br#""a\"b\\\/\b\f\n\r\t\u00e9""#, done),
+            Some(s("a\"b\\/\u{8}\u{c}\n\r\té"))
+        );
+        let dup = BuildOptions {
+            complete: true,
+            duplicate_keys: true,
+            ..BuildOptions::default()
+        };
         assert_eq!(
             build_value(br#"{"a":1,"b":2,"a":3}"#, dup),
             Some(obj(&[("a", n("3")), ("b", n("2"))]))

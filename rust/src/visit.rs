@@ -127,8 +127,10 @@ impl<A: Visitor, B: Visitor> Visitor for Both<'_, A, B> {
     }
     #[inline]
     fn string_end(&mut self, value: &str, offset: usize) {
-        self.0.string_end(if A::WANTS_STRINGS { value } else { "" }, offset);
-        self.1.string_end(if B::WANTS_STRINGS { value } else { "" }, offset);
+        self.0
+            .string_end(if A::WANTS_STRINGS { value } else { "" }, offset);
+        self.1
+            .string_end(if B::WANTS_STRINGS { value } else { "" }, offset);
     }
     #[inline]
     fn number_end(&mut self, lexeme: &str, offset: usize) {

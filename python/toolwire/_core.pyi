@@ -1,0 +1,262 @@
+"""Type stubs and documentation of toolwire's native module."""
+
+__all__ = [
+    "NO_VALUE",
+    "Assembler",
+    "CallError",
+    "JsonError",
+    "MisuseError",
+    "NoValue",
+    "Scanner",
+    "ToolCall",
+    "ToolRegistry",
+    "ToolwireError",
+    "__version__",
+]
+
+from collections.abc import Mapping
+from typing import Any, Final, Literal, final
+
+from typing_extensions import disjoint_base
+
+__version__: Final[str]
+
+class ToolwireError(ValueError):
+    """Base class of toolwire's exceptions."""
+
+class MisuseError(ToolwireError):
+    """The API was used wrongly: feeding after `finish`, a wrong argument type, a bad setting.
+
+    Never raised because of model output.
+    """
+
+class JsonError(ToolwireError):
+    """`Scanner.finish` rejected the text; `error` holds the details."""
+
+    error: CallError
+
+@final
+class NoValue:
+    """The type of `NO_VALUE`: nothing is reportable yet (spec rule R7). It is falsy."""
+
+    def __bool__(self) -> bool: ...
+
+NO_VALUE: Final[NoValue]
+"""Returned by `partial` before any value is reportable."""
+
+@final
+class CallError:
+    """Why a call must not be executed: a stable `kind`, where, and (for schema violations) what
+    was expected.
+
+    Attributes:
+        kind: Stable slug, e.g. `truncated`, `invalid_escape`, `not_object`, `unknown_tool`,
+            `schema_violation`.
+        message: Short lowercase English description.
+        offset: Byte offset in the argument text where the problem became certain.
+        path: JSON Pointer (RFC 6901) of the value concerned, `""` for the root.
+        keyword: The schema keyword that failed (schema violations and unknown tools).
+        expected: What was expected, in words built from the schema.
+        got: The offending value, cut to 200 characters.
+    """
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def keyword(self) -> str | None: ...
+    @property
+    def expected(self) -> str | None: ...
+    @property
+    def got(self) -> str | None: ...
+    @property
+    def incomplete(self) -> bool:
+        """True when the text stopped early (`truncated`, `empty`) rather than being invalid."""
+    def __eq__(self, other: object, /) -> bool: ...
+
+@final
+class ToolCall:
+    """A finished tool call, as returned by `Assembler.finish`.
+
+    Attributes:
+        ordinal: Dense position in order of first appearance, from 0.
+        index: The wire index of the call's first delta (may be None).
+        id: The call id (made unique within the stream), if the provider sent one.
+        name: The tool name.
+        type: The call type (`function`), if sent.
+        arguments: The raw argument text as received (`"{}"` when nothing arrived).
+        arguments_bytes: The same as UTF-8 bytes.
+        value: The parsed arguments, equal to `json.loads(arguments)`, or None when they are
+            not one complete JSON value. Built on first access.
+        error: None, or why the call must not be executed.
+        ok: True when `error` is None.
+        metadata: Opaque provider fields kept for the next turn.
+        warnings: Anomalies that were handled (`cumulative_arguments`, `repeat_dropped`,
+            `duplicate_id`, `empty_arguments`, `replacement_character`).
+    """
+
+    @property
+    def ordinal(self) -> int: ...
+    @property
+    def index(self) -> int | None: ...
+    @property
+    def id(self) -> str | None: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def type(self) -> str | None: ...
+    @property
+    def arguments(self) -> str: ...
+    @property
+    def arguments_bytes(self) -> bytes: ...
+    @property
+    def value(self) -> Any: ...
+    @property
+    def error(self) -> CallError | None: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+    @property
+    def warnings(self) -> list[str]: ...
+
+@final
+class Scanner:
+    """A resumable, strict (RFC 8259) parser for one JSON text of any kind.
+
+    Push the text in pieces cut anywhere, then `finish`. Each byte is examined once.
+
+    Args:
+        max_depth: Maximum nesting depth (1 to 512).
+        max_bytes: Maximum size of the text.
+        max_number_digits: Maximum digits in a number's integer part.
+        duplicate_keys: `"error"` (default) or `"last_wins"` (as `json.loads`).
+    """
+
+    def __new__(
+        cls,
+        *,
+        max_depth: int = 64,
+        max_bytes: int = 8_388_608,
+        max_number_digits: int = 4300,
+        duplicate_keys: Literal["error", "last_wins"] = "error",
+    ) -> Scanner: ...
+    def push(self, data: str | bytes, /) -> Literal["incomplete", "complete", "invalid"]:
+        """Feeds the next piece; returns where the text stands."""
+    def finish(self) -> Any:
+        """Ends the text and returns its value.
+
+        Raises:
+            JsonError: The text is not one valid JSON value (`.error` says why and where).
+        """
+    def partial(
+        self, *, strings: Literal["trailing", "off"] = "trailing", eager_numbers: bool = False
+    ) -> Any:
+        """The value read so far (spec rules R2-R7), or `NO_VALUE`. Costs O(size) per call."""
+    @property
+    def error(self) -> CallError | None:
+        """The first error, once known."""
+    @property
+    def complete(self) -> bool:
+        """True once one complete value has been read."""
+    @property
+    def text(self) -> bytes:
+        """Everything pushed so far."""
+
+@final
+class ToolRegistry:
+    """Tool definitions compiled once for the pre-check; frozen and shared by every stream.
+
+    Args:
+        schemas: Tool name to its JSON Schema (a dict, or its JSON text).
+    """
+
+    def __new__(cls, schemas: Mapping[str, Any], /) -> ToolRegistry: ...
+    def names(self) -> list[str]:
+        """Registered tool names, sorted."""
+    def __contains__(self, name: str, /) -> bool: ...
+
+@disjoint_base
+class Assembler:
+    """Assembles the tool calls of one response stream from their fragments.
+
+    Args:
+        tools: A `Toolset` or `ToolRegistry`: turns the schema pre-check on.
+        max_depth: Maximum nesting depth of one call's arguments (1 to 512).
+        max_bytes: Maximum size of one call's arguments.
+        max_number_digits: Maximum digits in a number's integer part.
+        duplicate_keys: `"error"` (default) or `"last_wins"`.
+        track_progress: Record (path, appended text) items for `drain_progress`.
+    """
+
+    def __new__(
+        cls,
+        *,
+        tools: Any = None,
+        max_depth: int = 64,
+        max_bytes: int = 8_388_608,
+        max_number_digits: int = 4300,
+        duplicate_keys: Literal["error", "last_wins"] = "error",
+        track_progress: bool = False,
+    ) -> Assembler: ...
+    def feed(
+        self,
+        index: int | None,
+        /,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        arguments: str | bytes | dict[str, Any] | list[Any] | None = None,
+        type: str | None = None,
+    ) -> int:
+        """Feeds one tool-call delta and returns the ordinal of the call it went to.
+
+        Args:
+            index: The wire index, used as an opaque key (None when the provider omits it).
+            id: The call id, when this delta carries one (blank and `"null"` are ignored).
+            name: The name or a fragment of it (a repeat of the stored name is ignored).
+            arguments: A text fragment (str or bytes, cut anywhere), or a dict/list sent as the
+                complete value.
+            type: The call type, assigned once.
+
+        Raises:
+            MisuseError: After `finish`, or for a wrong argument type.
+        """
+    def end(self, index: int | None, /) -> None:
+        """A per-call stop event: the open call under `index` is complete."""
+    def set_metadata(self, index: int | None, key: str, value: Any, /) -> None:
+        """Keeps an opaque, JSON-serialisable provider field on the call under `index`."""
+    def stop(self, reason: str, /) -> None:
+        """The provider stopped the stream (content filter, refusal): open calls are `filtered`."""
+    def drain_errors(self) -> list[tuple[int, CallError]]:
+        """Errors that became certain since the last drain, as (ordinal, error)."""
+    def drain_progress(self) -> list[tuple[int, str, str]]:
+        """With `track_progress`: (ordinal, JSON Pointer, appended text) since the last drain."""
+    @property
+    def failed(self) -> bool:
+        """True when some call already has an error that no later input can fix."""
+    def partial(
+        self,
+        ordinal: int,
+        /,
+        *,
+        strings: Literal["trailing", "off"] = "trailing",
+        eager_numbers: bool = False,
+    ) -> Any:
+        """The partial value of a call's arguments, or `NO_VALUE`.
+
+        Raises:
+            MisuseError: No call has that ordinal.
+        """
+    def __len__(self) -> int: ...
+    def finish(self) -> list[ToolCall]:
+        """Ends the stream: every started call exactly once, in ordinal order.
+
+        Raises:
+            MisuseError: When called twice.
+        """

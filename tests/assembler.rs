@@ -1,0 +1,253 @@
+//! Fragment-level provider quirks (spec provider-quirks.md 1-26), through the Rust API.
+
+use toolwire::{Arguments, Assembler, AssemblerConfig, Delta, ErrorKind, ToolCall};
+
+fn text<'a>(
+    index: Option<i64>,
+    id: Option<&'a str>,
+    name: Option<&'a str>,
+    args: &'a str,
+) -> Delta<'a> {
+    Delta {
+        index,
+        id,
+        name,
+        kind: None,
+        arguments: Some(Arguments::Text(args.as_bytes())),
+    }
+}
+
+fn run(deltas: &[Delta<'_>]) -> Vec<ToolCall> {
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    for d in deltas {
+        a.feed(d).expect("feed");
+    }
+    a.finish().expect("finish")
+}
+
+/// (id, name, arguments, error kind) of a call.
+type Summary = (Option<String>, Option<String>, String, Option<ErrorKind>);
+
+fn summary(calls: &[ToolCall]) -> Vec<Summary> {
+    calls
+        .iter()
+        .map(|c| {
+            (
+                c.id.clone(),
+                c.name.clone(),
+                String::from_utf8_lossy(&c.arguments).into_owned(),
+                c.error.as_ref().map(|e| e.kind),
+            )
+        })
+        .collect()
+}
+
+fn ok(
+    id: &str,
+    name: &str,
+    args: &str,
+) -> (Option<String>, Option<String>, String, Option<ErrorKind>) {
+    (
+        Some(id.to_owned()),
+        Some(name.to_owned()),
+        args.to_owned(),
+        None,
+    )
+}
+
+#[test]
+fn quirk_01_missing_index_continues_the_open_call() {
+    let calls = run(&[
+        text(None, Some("a"), Some("f"), "{\"x\":"),
+        text(None, None, None, "1}"),
+        text(None, Some("b"), Some("g"), "{}"),
+    ]);
+    assert_eq!(
+        summary(&calls),
+        vec![ok("a", "f", "{\"x\":1}"), ok("b", "g", "{}")]
+    );
+}
+
+#[test]
+fn quirk_02_same_index_for_parallel_calls() {
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("f"), "{\"x\":1}"),
+        text(Some(0), Some("b"), Some("f"), "{\"x\":2}"),
+    ]);
+    assert_eq!(
+        summary(&calls),
+        vec![ok("a", "f", "{\"x\":1}"), ok("b", "f", "{\"x\":2}")]
+    );
+}
+
+#[test]
+fn quirk_04_05_offset_and_negative_indexes() {
+    let calls = run(&[
+        text(Some(1), Some("a"), Some("f"), "{}"),
+        text(Some(-1), Some("b"), Some("g"), "{}"),
+    ]);
+    assert_eq!(
+        calls
+            .iter()
+            .map(|c| (c.ordinal, c.index))
+            .collect::<Vec<_>>(),
+        vec![(0, Some(1)), (1, Some(-1))]
+    );
+}
+
+#[test]
+fn quirk_07_interleaved_fragments() {
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("f"), "{\"x\":"),
+        text(Some(1), Some("b"), Some("g"), "{\"y\":"),
+        text(Some(0), None, None, "1}"),
+        text(Some(1), None, None, "2}"),
+    ]);
+    assert_eq!(
+        summary(&calls),
+        vec![ok("a", "f", "{\"x\":1}"), ok("b", "g", "{\"y\":2}")]
+    );
+}
+
+#[test]
+fn quirk_08_repeated_full_name() {
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("read_file"), "{\"p\":"),
+        text(Some(0), Some("a"), Some("read_file"), "1}"),
+    ]);
+    assert_eq!(summary(&calls), vec![ok("a", "read_file", "{\"p\":1}")]);
+}
+
+#[test]
+fn quirk_09_fragmented_name() {
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("get_"), ""),
+        text(Some(0), None, Some("weather"), "{}"),
+    ]);
+    assert_eq!(summary(&calls), vec![ok("a", "get_weather", "{}")]);
+}
+
+#[test]
+fn quirk_10_name_after_arguments() {
+    let calls = run(&[
+        text(Some(0), None, None, "{\"a\":1}"),
+        text(Some(0), Some("x"), Some("f"), ""),
+    ]);
+    assert_eq!(summary(&calls), vec![ok("x", "f", "{\"a\":1}")]);
+}
+
+#[test]
+fn quirk_11_14_15_blank_names_and_ids() {
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("f"), "{\"x\""),
+        text(Some(0), Some(""), Some(""), ":"),
+        text(Some(0), Some("null"), None, "1}"),
+    ]);
+    assert_eq!(summary(&calls), vec![ok("a", "f", "{\"x\":1}")]);
+}
+
+#[test]
+fn quirk_13_changing_id_without_name_continues() {
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("f"), "{\"x\":"),
+        text(Some(0), Some("zz"), None, "1}"),
+    ]);
+    assert_eq!(summary(&calls), vec![ok("a", "f", "{\"x\":1}")]);
+}
+
+#[test]
+fn quirk_16_reused_wire_id_gets_a_unique_id() {
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("f"), "{}"),
+        text(Some(1), Some("a"), Some("g"), "{}"),
+    ]);
+    assert_eq!(calls[0].id.as_deref(), Some("a"));
+    assert_ne!(calls[1].id.as_deref(), Some("a"));
+}
+
+#[test]
+fn quirk_17_type_assigned_once() {
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    for _ in 0..2 {
+        a.feed(&Delta {
+            index: Some(0),
+            kind: Some("function"),
+            name: Some("f"),
+            ..Delta::default()
+        })
+        .expect("feed");
+    }
+    assert_eq!(
+        a.finish().expect("finish")[0].kind.as_deref(),
+        Some("function")
+    );
+}
+
+#[test]
+fn quirk_19_cumulative_arguments() {
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("f"), "{\"ci"),
+        text(Some(0), None, None, "{\"city\": \"Pa"),
+        text(Some(0), None, None, "{\"city\": \"Paris\"}"),
+        text(Some(0), None, None, "{\"city\": \"Paris\"}"),
+    ]);
+    assert_eq!(summary(&calls), vec![ok("a", "f", "{\"city\": \"Paris\"}")]);
+}
+
+#[test]
+fn quirk_21_concatenated_objects_are_reported_never_merged() {
+    let calls = run(&[text(Some(0), Some("a"), Some("f"), "{\"a\":1}{\"b\":2}")]);
+    assert_eq!(
+        calls[0].error.as_ref().map(|e| (e.kind, e.offset)),
+        Some((ErrorKind::ConcatenatedValues, 7))
+    );
+    assert_eq!(calls[0].arguments, b"{\"a\":1}{\"b\":2}");
+}
+
+#[test]
+fn quirk_23_arguments_as_an_object() {
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    let d = Delta {
+        index: Some(0),
+        id: Some("a"),
+        name: Some("f"),
+        kind: None,
+        arguments: Some(Arguments::Value(b"{\"x\":1}")),
+    };
+    a.feed(&d).expect("feed");
+    let calls = a.finish().expect("finish");
+    assert_eq!(summary(&calls), vec![ok("a", "f", "{\"x\":1}")]);
+}
+
+#[test]
+fn quirk_25_26_empty_arguments() {
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("ping"), ""),
+        text(Some(0), None, None, ""),
+    ]);
+    assert_eq!(summary(&calls), vec![ok("a", "ping", "{}")]);
+}
+
+#[test]
+fn quirk_35_36_truncation_whatever_the_finish_reason() {
+    let calls = run(&[text(Some(0), Some("a"), Some("f"), "{\"city\": \"Par")]);
+    let e = calls[0].error.as_ref().expect("truncated");
+    assert_eq!((e.kind, e.offset), (ErrorKind::Truncated, 13));
+    assert!(e.kind.is_incomplete());
+}
+
+#[test]
+fn finish_returns_every_call_once_in_order_and_refuses_a_second_finish() {
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    for i in 0..50 {
+        a.feed(&text(Some(i % 7), None, Some("f"), "{"))
+            .expect("feed");
+    }
+    let calls = a.finish().expect("finish");
+    assert_eq!(
+        calls.iter().map(|c| c.ordinal).collect::<Vec<_>>(),
+        (0..7).collect::<Vec<_>>()
+    );
+    assert!(a.finish().is_err());
+    assert!(a.feed(&text(Some(0), None, None, "x")).is_err());
+}

@@ -1,0 +1,442 @@
+"""Behaviour of the assembler through the public API, in every feed mode."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from tests.conftest import Splitter
+from toolwire import NO_VALUE, Assembler, MisuseError, ToolCall
+
+
+def feed_call(
+    a: Assembler,
+    index: int | None,
+    text: str | bytes,
+    splitter: Splitter,
+    *,
+    name: str | None = None,
+    id: str | None = None,
+) -> None:
+    data = text.encode() if isinstance(text, str) else text
+    first = True
+    for piece in splitter(data):
+        a.feed(index, id=id if first else None, name=name if first else None, arguments=piece)
+        first = False
+    if first:
+        a.feed(index, id=id, name=name)
+
+
+def one(a: Assembler) -> ToolCall:
+    calls = a.finish()
+    assert len(calls) == 1
+    return calls[0]
+
+
+def test_simple_call(splitter: Splitter) -> None:
+    a = Assembler()
+    feed_call(a, 0, '{"city": "Paris", "days": 3}', splitter, name="get_weather", id="call_1")
+    call = one(a)
+    assert (call.ordinal, call.index, call.id, call.name) == (0, 0, "call_1", "get_weather")
+    assert call.arguments == '{"city": "Paris", "days": 3}'
+    assert call.value == {"city": "Paris", "days": 3}
+    assert call.error is None and call.ok
+
+
+def test_str_fragments_are_accepted_too() -> None:
+    a = Assembler()
+    a.feed(0, name="t", arguments='{"a": "é')
+    a.feed(0, arguments='"}')
+    assert one(a).value == {"a": "é"}
+
+
+def test_name_split_across_fragments() -> None:
+    a = Assembler()
+    a.feed(0, id="call_1", name="get_")
+    a.feed(0, name="weather")
+    a.feed(0, arguments='{"city": "Oslo"}')
+    assert one(a).name == "get_weather"
+
+
+def test_full_name_repeated_in_every_chunk_is_not_doubled(splitter: Splitter) -> None:
+    a = Assembler()
+    for piece in splitter(b'{"path": "/tmp/x"}'):
+        a.feed(0, name="read_file", id="call_9", arguments=piece)
+    call = one(a)
+    assert call.name == "read_file"
+    assert call.id == "call_9"
+    assert call.value == {"path": "/tmp/x"}
+
+
+def test_two_parallel_calls_to_the_same_tool(splitter: Splitter) -> None:
+    a = Assembler()
+    first = list(splitter(b'{"city": "Paris"}'))
+    second = list(splitter(b'{"city": "Tokyo"}'))
+    a.feed(0, id="call_a", name="get_weather")
+    a.feed(1, id="call_b", name="get_weather")
+    for i in range(max(len(first), len(second))):
+        if i < len(first):
+            a.feed(0, arguments=first[i])
+        if i < len(second):
+            a.feed(1, arguments=second[i])
+    calls = a.finish()
+    assert [(c.id, c.value) for c in calls] == [
+        ("call_a", {"city": "Paris"}),
+        ("call_b", {"city": "Tokyo"}),
+    ]
+
+
+def test_interleaved_calls_0_1_0_2_1() -> None:
+    a = Assembler()
+    a.feed(0, id="a", name="f", arguments='{"x":')
+    a.feed(1, id="b", name="g", arguments='{"y":')
+    a.feed(0, arguments="1}")
+    a.feed(2, id="c", name="h", arguments="{}")
+    a.feed(1, arguments="2}")
+    assert [(c.name, c.value) for c in a.finish()] == [("f", {"x": 1}), ("g", {"y": 2}), ("h", {})]
+
+
+def test_same_index_for_every_parallel_call() -> None:
+    a = Assembler()
+    a.feed(0, id="a", name="get_weather", arguments='{"city": "Paris"}')
+    a.feed(0, id="b", name="get_time", arguments='{"tz": "UTC"}')
+    a.feed(0, id="c", name="get_time", arguments='{"tz": "CET"}')
+    calls = a.finish()
+    assert [(c.id, c.name, c.value) for c in calls] == [
+        ("a", "get_weather", {"city": "Paris"}),
+        ("b", "get_time", {"tz": "UTC"}),
+        ("c", "get_time", {"tz": "CET"}),
+    ]
+
+
+@pytest.mark.parametrize("index", [None, 1, 7, -1])
+def test_index_is_an_opaque_key(index: int | None) -> None:
+    a = Assembler()
+    a.feed(index, id="call_1", name="f", arguments='{"a"')
+    a.feed(index, arguments=": 1}")
+    call = one(a)
+    assert (call.ordinal, call.index, call.value) == (0, index, {"a": 1})
+
+
+def test_missing_index_with_a_new_name_starts_a_new_call() -> None:
+    a = Assembler()
+    a.feed(None, id="a", name="f", arguments='{"a": 1}')
+    a.feed(None, id="b", name="g", arguments='{"b": 2}')
+    assert [(c.name, c.value) for c in a.finish()] == [("f", {"a": 1}), ("g", {"b": 2})]
+
+
+@pytest.mark.parametrize("blank", ["", "null", "  "])
+def test_blank_and_null_ids_are_absent(blank: str) -> None:
+    a = Assembler()
+    a.feed(0, id="call_1", name="f", arguments='{"a":')
+    a.feed(0, id=blank, name="", arguments=" 1}")
+    call = one(a)
+    assert call.id == "call_1"
+    assert call.name == "f"
+
+
+def test_a_changing_id_on_continuation_keeps_the_first() -> None:
+    a = Assembler()
+    a.feed(0, id="call_1", name="f", arguments='{"a":')
+    a.feed(0, id="call_2", arguments=" 1}")
+    call = one(a)
+    assert (call.id, call.value) == ("call_1", {"a": 1})
+
+
+def test_cut_inside_an_escaped_quote(splitter: Splitter) -> None:
+    text = r'{"q": "say \"hi\" now"}'
+    for cut in range(1, len(text)):
+        a = Assembler()
+        a.feed(0, name="f", arguments=text[:cut])
+        a.feed(0, arguments=text[cut:])
+        assert one(a).value == {"q": 'say "hi" now'}
+
+
+def test_cut_inside_a_unicode_escape() -> None:
+    text = r'{"q": "caf\u00e9"}'
+    for cut in range(1, len(text)):
+        a = Assembler()
+        a.feed(0, name="f", arguments=text[:cut])
+        partial = a.partial(0)
+        if isinstance(partial, dict) and "q" in partial:
+            assert partial["q"] in ("", "c", "ca", "caf", "café")
+        a.feed(0, arguments=text[cut:])
+        assert one(a).value == {"q": "café"}
+
+
+def test_cut_between_surrogate_halves() -> None:
+    text = r'{"q": "\ud83d\ude00!"}'
+    for cut in range(1, len(text)):
+        a = Assembler()
+        a.feed(0, name="f", arguments=text[:cut])
+        partial = a.partial(0)
+        if isinstance(partial, dict) and "q" in partial:
+            assert partial["q"] in ("", "😀", "😀!")
+        a.feed(0, arguments=text[cut:])
+        assert one(a).value == {"q": "😀!"}
+
+
+def test_cut_inside_a_cjk_character_in_bytes_mode() -> None:
+    data = '{"city": "東京"}'.encode()
+    for cut in range(1, len(data)):
+        a = Assembler()
+        a.feed(0, name="f", arguments=data[:cut])
+        partial = a.partial(0)
+        if isinstance(partial, dict) and "city" in partial:
+            assert "東京".startswith(partial["city"])
+        a.feed(0, arguments=data[cut:])
+        assert one(a).value == {"city": "東京"}
+
+
+def test_arguments_pre_seeded_with_an_empty_string(splitter: Splitter) -> None:
+    a = Assembler()
+    a.feed(0, id="call_1", name="f", arguments="")
+    feed_call(a, 0, '{"a": 1}', splitter)
+    assert one(a).value == {"a": 1}
+
+
+def test_empty_arguments_become_an_empty_object() -> None:
+    a = Assembler()
+    a.feed(0, id="call_1", name="ping")
+    call = one(a)
+    assert (call.arguments, call.value, call.error) == ("{}", {}, None)
+    assert "empty_arguments" in call.warnings
+
+
+def test_truncated_arguments_keep_raw_text_and_are_never_repaired(splitter: Splitter) -> None:
+    a = Assembler()
+    feed_call(a, 0, '{"city": "Par', splitter, name="get_weather")
+    assert a.partial(0) == {"city": "Par"}
+    call = one(a)
+    assert call.arguments == '{"city": "Par'
+    assert call.value is None
+    assert call.error is not None
+    assert (call.error.kind, call.error.offset, call.error.incomplete) == ("truncated", 13, True)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("[]", "not_object"),
+        ('"string"', "not_object"),
+        ("42", "not_object"),
+        ("null", "not_object"),
+        ('"{\\"a\\": 1}"', "not_object"),
+        ('```json\n{"a": 1}\n```', "unexpected_byte"),
+        ('{"a": 1} thanks', "trailing_data"),
+        ('{"a": 1}{"b": 2}', "concatenated_values"),
+        ('{"amount": 1, "amount": 1000}', "duplicate_key"),
+        ('{"a": NaN}', "unexpected_byte"),
+        ('{"path": "App\\Http"}', "invalid_escape"),
+    ],
+)
+def test_bad_arguments_become_typed_errors(text: str, kind: str, splitter: Splitter) -> None:
+    a = Assembler()
+    feed_call(a, 0, text, splitter, name="f")
+    call = one(a)
+    assert call.error is not None
+    assert call.error.kind == kind
+    assert call.arguments == text
+
+
+def test_error_offset_and_path_do_not_depend_on_the_split(splitter: Splitter) -> None:
+    text = '{"items": [{"name": "a"}, {"name": tru}]}'
+    a = Assembler()
+    feed_call(a, 0, text, splitter, name="f")
+    err = one(a).error
+    assert err is not None
+    assert (err.kind, err.offset, err.path) == ("unexpected_byte", 38, "/items/1/name")
+
+
+def test_a_bad_call_never_stops_the_others() -> None:
+    a = Assembler()
+    a.feed(0, id="a", name="f", arguments='{"a": }')
+    a.feed(1, id="b", name="g", arguments='{"b": 2}')
+    a.feed(2, id="c", name="h", arguments='{"c": ')
+    calls = a.finish()
+    assert [c.error.kind if c.error else None for c in calls] == [
+        "unexpected_byte",
+        None,
+        "truncated",
+    ]
+    assert calls[1].value == {"b": 2}
+
+
+def test_arguments_sent_as_an_object() -> None:
+    a = Assembler()
+    a.feed(0, id="a", name="f", arguments={"city": "Paris", "n": [1, 2]})
+    call = one(a)
+    assert call.value == {"city": "Paris", "n": [1, 2]}
+    assert json.loads(call.arguments) == call.value
+
+
+def test_object_then_text_is_mixed_arguments() -> None:
+    a = Assembler()
+    a.feed(0, id="a", name="f", arguments={"city": "Paris"})
+    a.feed(0, arguments='{"x": 1}')
+    err = one(a).error
+    assert err is not None and err.kind == "mixed_arguments"
+
+
+def test_cumulative_arguments_are_not_doubled(splitter: Splitter) -> None:
+    text = '{"city": "Paris", "unit": "c"}'
+    a = Assembler()
+    a.feed(0, id="a", name="f")
+    for end in range(2, len(text) + 1, 3):
+        a.feed(0, arguments=text[:end])
+    a.feed(0, arguments=text)
+    call = one(a)
+    assert call.value == {"city": "Paris", "unit": "c"}
+    assert "cumulative_arguments" in call.warnings
+
+
+def test_consolidated_repeat_after_deltas_is_dropped(splitter: Splitter) -> None:
+    text = '{"city": "Paris"}'
+    a = Assembler()
+    feed_call(a, 0, text, splitter, name="f", id="a")
+    a.feed(0, arguments=text)
+    call = one(a)
+    assert call.value == {"city": "Paris"}
+    assert "repeat_dropped" in call.warnings
+
+
+def test_missing_name_is_an_error() -> None:
+    a = Assembler()
+    a.feed(0, id="a", arguments='{"x": 1}')
+    err = one(a).error
+    assert err is not None and err.kind == "missing_name"
+
+
+def test_stop_marks_open_calls_filtered() -> None:
+    a = Assembler()
+    a.feed(0, id="a", name="f", arguments='{"x": 1}')
+    a.end(0)
+    a.feed(1, id="b", name="g", arguments='{"note": "some')
+    a.stop("content_filter")
+    calls = a.finish()
+    assert calls[0].error is None
+    assert calls[1].error is not None and calls[1].error.kind == "filtered"
+
+
+def test_end_closes_a_call_and_a_later_delta_starts_another() -> None:
+    a = Assembler()
+    a.feed(3, id="a", name="f", arguments="{}")
+    a.end(3)
+    a.feed(3, id="b", name="f", arguments="{}")
+    assert [c.id for c in a.finish()] == ["a", "b"]
+
+
+def test_duplicate_wire_ids_get_unique_ids() -> None:
+    a = Assembler()
+    a.feed(0, id="dup", name="f", arguments="{}")
+    a.feed(1, id="dup", name="g", arguments="{}")
+    calls = a.finish()
+    assert calls[0].id == "dup"
+    assert calls[1].id != "dup" and calls[1].id is not None
+    assert "duplicate_id" in calls[1].warnings
+    assert calls[1].metadata == {"wire_id": "dup"}
+
+
+def test_metadata_is_kept_per_call() -> None:
+    a = Assembler()
+    a.feed(0, id="a", name="f", arguments="{}")
+    a.set_metadata(0, "thought_signature", {"google": {"thought_signature": "abc"}})
+    assert one(a).metadata == {"thought_signature": {"google": {"thought_signature": "abc"}}}
+
+
+def test_values_equal_json_loads_for_awkward_numbers_and_escapes() -> None:
+    text = (
+        '{"big": 123456789012345678901234567890, "neg": -0, "f": 1e400, "g": -1.5E-3,'
+        ' "e": "\\u00e9\\ud834\\udd1e\\n\\t\\"\\\\\\/", "astral": "\U0001f600", "z": 0.1}'
+    )
+    a = Assembler()
+    a.feed(0, name="f", arguments=text)
+    assert one(a).value == json.loads(text)
+
+
+def test_partial_values_follow_the_spec() -> None:
+    a = Assembler()
+    a.feed(0, name="f")
+    assert a.partial(0) is NO_VALUE
+    steps = [
+        ('{"a', {}),
+        ('":', {}),
+        (' "hel', {"a": "hel"}),
+        ('lo", "n": 1', {"a": "hello"}),
+        ("2", {"a": "hello"}),
+        (", ", {"a": "hello", "n": 12}),
+        ('"t": tr', {"a": "hello", "n": 12}),
+        ("ue}", {"a": "hello", "n": 12, "t": True}),
+    ]
+    for piece, expected in steps:
+        a.feed(0, arguments=piece)
+        assert a.partial(0) == expected, piece
+    assert a.partial(0, eager_numbers=True) == {"a": "hello", "n": 12, "t": True}
+
+
+def test_partial_eager_numbers_and_hidden_strings() -> None:
+    a = Assembler()
+    a.feed(0, name="f", arguments='{"n": 12, "m": 3')
+    assert a.partial(0) == {"n": 12}
+    assert a.partial(0, eager_numbers=True) == {"n": 12, "m": 3}
+    a.feed(0, arguments=', "s": "ab')
+    assert a.partial(0, strings="off") == {"n": 12, "m": 3}
+
+
+def test_progress_reports_path_and_appended_text() -> None:
+    a = Assembler(track_progress=True)
+    a.feed(0, name="write_file", arguments='{"path": "a.txt", "content": "line')
+    a.feed(0, arguments=" one\\nline")
+    items = a.drain_progress()
+    assert items[0] == (0, "/path", "a.txt")
+    assert "".join(t for _, p, t in items if p == "/content") == "line one\nline"
+    a.feed(0, arguments=' two"}')
+    assert a.drain_progress() == [(0, "/content", " two")]
+
+
+def test_misuse_raises_value_error_subclass() -> None:
+    a = Assembler()
+    a.finish()
+    with pytest.raises(MisuseError):
+        a.feed(0, arguments="{}")
+    with pytest.raises(MisuseError):
+        a.finish()
+    with pytest.raises(ValueError):
+        Assembler().feed(0, arguments=3.5)  # type: ignore[arg-type]
+    with pytest.raises(MisuseError):
+        Assembler(max_depth=0)
+    with pytest.raises(MisuseError):
+        Assembler(duplicate_keys="first")
+
+
+def test_limits_are_typed_errors() -> None:
+    a = Assembler(max_bytes=100)
+    a.feed(0, name="f", arguments='{"a": "' + "x" * 200 + '"}')
+    err = one(a).error
+    assert err is not None and (err.kind, err.offset) == ("too_large", 100)
+    a = Assembler()
+    a.feed(0, name="f", arguments='{"a":' + "[" * 10_000)
+    err = one(a).error
+    assert err is not None and err.kind == "too_deep"
+
+
+def test_threads_feeding_separate_assemblers() -> None:
+    text = json.dumps({"items": [{"n": i, "s": "é" * i} for i in range(200)]})
+    results: list[object] = []
+
+    def work() -> None:
+        for _ in range(20):
+            a = Assembler()
+            for i in range(0, len(text), 7):
+                a.feed(0, name="f", arguments=text[i : i + 7])
+            results.append(a.finish()[0].value)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 80
+    assert all(r == json.loads(text) for r in results)

@@ -1,0 +1,105 @@
+"""JSONTestSuite: what the scanner must accept and reject, fed whole, byte by byte and split at
+every position. The data is read from the shared folder beside the project, never copied."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from toolwire import JsonError, Scanner
+
+SUITE = Path(
+    os.environ.get(
+        "TOOLWIRE_JSONTESTSUITE",
+        Path(__file__).resolve().parents[2] / ".." / "shared" / "jsontestsuite",
+    )
+)
+PARSING = SUITE / "test_parsing"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "json-conformance.md"
+
+if not PARSING.is_dir():  # pragma: no cover - a broken checkout must fail loudly, not skip
+    raise RuntimeError(f"JSONTestSuite not found at {PARSING}; set TOOLWIRE_JSONTESTSUITE")
+
+FILES = sorted(PARSING.glob("*.json"))
+BIG = 4096
+
+
+def scan(data: bytes, cuts: list[int]) -> tuple[object, tuple[str, int] | None]:
+    scanner = Scanner(duplicate_keys="last_wins")
+    last = 0
+    for cut in cuts:
+        scanner.push(data[last:cut])
+        last = cut
+    scanner.push(data[last:])
+    try:
+        return scanner.finish(), None
+    except JsonError as e:
+        err = e.error  # type: ignore[attr-defined]
+        return None, (err.kind, err.offset)
+
+
+def split_points(data: bytes) -> list[list[int]]:
+    """Whole, byte by byte, and every single cut (sampled for the few large files)."""
+    n = len(data)
+    singles = range(1, n) if n <= BIG else range(1, n, max(1, n // 257))
+    return [[], list(range(1, n)), *([c] for c in singles)]
+
+
+def test_suite_is_complete() -> None:
+    assert len([f for f in FILES if f.name.startswith("y_")]) >= 90
+    assert len([f for f in FILES if f.name.startswith("n_")]) >= 180
+
+
+@pytest.mark.parametrize(
+    "path", [f for f in FILES if f.name.startswith("y_")], ids=lambda p: p.name
+)
+def test_accepted_with_json_loads_value(path: Path) -> None:
+    data = path.read_bytes()
+    expected = json.loads(data)
+    for cuts in split_points(data):
+        value, error = scan(data, cuts)
+        assert error is None, (cuts[:3], error)
+        assert value == expected
+        assert type(value) is type(expected)
+
+
+@pytest.mark.parametrize(
+    "path", [f for f in FILES if f.name.startswith("n_")], ids=lambda p: p.name
+)
+def test_rejected_with_the_same_offset_for_every_split(path: Path) -> None:
+    data = path.read_bytes()
+    _, whole = scan(data, [])
+    assert whole is not None, "accepted an n_ file"
+    for cuts in split_points(data):
+        _, error = scan(data, cuts)
+        assert error == whole, cuts[:3]
+
+
+def documented_decisions() -> dict[str, str]:
+    rows = re.findall(
+        r"^\| `(i_[^`]+)` \| (accepted|rejected: [a-z_0-9]+) \|", DOC.read_text(), re.M
+    )
+    return dict(rows)
+
+
+def decision(path: Path) -> str:
+    data = path.read_bytes()
+    _, error = scan(data, [])
+    return "accepted" if error is None else f"rejected: {error[0]}"
+
+
+@pytest.mark.parametrize(
+    "path", [f for f in FILES if f.name.startswith("i_")], ids=lambda p: p.name
+)
+def test_implementation_defined_cases_match_the_documented_table(path: Path) -> None:
+    table = documented_decisions()
+    assert path.name in table, f"{path.name} is missing from {DOC.name}"
+    assert decision(path) == table[path.name]
+    data = path.read_bytes()
+    _, whole = scan(data, [])
+    for cuts in split_points(data):
+        assert scan(data, cuts)[1] == whole

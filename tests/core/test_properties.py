@@ -1,0 +1,99 @@
+"""Property tests: any split of any JSON text gives `json.loads`'s value, and partial values
+never take anything back."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolwire import NO_VALUE, Assembler, Scanner
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
+    | st.sampled_from(['"', "\\", "/", "\n", "\u2028", "é", "😀", "東京", "\x00", "\x1f"])
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=6), inner, max_size=5)
+    ),
+    max_leaves=30,
+)
+objects = st.dictionaries(st.text(max_size=6), json_values, max_size=6)
+
+
+def cut(data: bytes | str, points: list[int]) -> list[Any]:
+    points = sorted({p % (len(data) + 1) for p in points})
+    pieces, last = [], 0
+    for p in points:
+        pieces.append(data[last:p])
+        last = p
+    pieces.append(data[last:])
+    return pieces
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=objects,
+    ensure_ascii=st.booleans(),
+    as_bytes=st.booleans(),
+    points=st.lists(st.integers(min_value=0, max_value=10_000), max_size=15),
+)
+def test_any_split_gives_json_loads_value(
+    value: dict[str, Any], ensure_ascii: bool, as_bytes: bool, points: list[int]
+) -> None:
+    text = json.dumps(value, ensure_ascii=ensure_ascii)
+    data: bytes | str = text.encode() if as_bytes else text
+    a = Assembler()
+    for piece in cut(data, points):
+        a.feed(0, name="tool", arguments=piece)
+    call = a.finish()[0]
+    assert call.error is None
+    assert call.value == json.loads(text)
+    assert call.arguments == text
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=json_values, ensure_ascii=st.booleans())
+def test_scanner_any_json_text(value: Any, ensure_ascii: bool) -> None:
+    text = json.dumps(value, ensure_ascii=ensure_ascii).encode()
+    s = Scanner()
+    for i in range(0, len(text), 3):
+        s.push(text[i : i + 3])
+    assert s.finish() == json.loads(text)
+
+
+def contained(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return all(k in b and contained(v, b[k]) for k, v in a.items())
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) <= len(b) and all(contained(x, y) for x, y in zip(a, b, strict=False))
+    if isinstance(a, str) and isinstance(b, str):
+        return b.startswith(a)
+    return type(a) is type(b) and a == b
+
+
+@settings(max_examples=120, deadline=None)
+@given(value=objects, ensure_ascii=st.booleans())
+def test_partial_values_are_monotone(value: dict[str, Any], ensure_ascii: bool) -> None:
+    data = json.dumps(value, ensure_ascii=ensure_ascii).encode()
+    final = json.loads(data)
+    a = Assembler()
+    a.feed(0, name="tool")
+    previous: Any = NO_VALUE
+    for i in range(len(data)):
+        a.feed(0, arguments=data[i : i + 1])
+        now = a.partial(0)
+        if previous is not NO_VALUE:
+            assert now is not NO_VALUE
+            assert contained(previous, now)
+        if now is not NO_VALUE:
+            assert contained(now, final)
+        previous = now
