@@ -10,7 +10,9 @@ fn from_serde(v: &serde_json::Value) -> Value {
         serde_json::Value::Number(n) => Value::Number(n.to_string()),
         serde_json::Value::String(s) => Value::String(s.clone()),
         serde_json::Value::Array(a) => Value::Array(a.iter().map(from_serde).collect()),
-        serde_json::Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), from_serde(v))).collect()),
+        serde_json::Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, v)| (k.clone(), from_serde(v))).collect())
+        }
     }
 }
 
@@ -19,7 +21,9 @@ fn json_strategy() -> impl Strategy<Value = serde_json::Value> {
         Just(serde_json::Value::Null),
         any::<bool>().prop_map(serde_json::Value::Bool),
         any::<i64>().prop_map(|n| serde_json::json!(n)),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| serde_json::json!(f)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| serde_json::json!(f)),
         "\\PC{0,12}".prop_map(serde_json::Value::String),
         "[\"\\\\/\u{0}-\u{1f}\u{e9}\u{1F600}\u{4e2d}a-z]{0,8}".prop_map(serde_json::Value::String),
     ];
@@ -109,8 +113,12 @@ proptest! {
 /// string only grows at its end, scalars never change.
 fn contained(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Object(x), Value::Object(y)) => x.iter().all(|(k, v)| y.iter().any(|(k2, v2)| k == k2 && contained(v, v2))),
-        (Value::Array(x), Value::Array(y)) => x.len() <= y.len() && x.iter().zip(y).all(|(u, v)| contained(u, v)),
+        (Value::Object(x), Value::Object(y)) => x
+            .iter()
+            .all(|(k, v)| y.iter().any(|(k2, v2)| k == k2 && contained(v, v2))),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() <= y.len() && x.iter().zip(y).all(|(u, v)| contained(u, v))
+        }
         (Value::String(x), Value::String(y)) => y.starts_with(x.as_str()),
         _ => a == b,
     }

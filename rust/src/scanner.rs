@@ -156,7 +156,8 @@ struct Frame {
     count: usize,
     /// Decoded key of the current member (objects).
     key: Vec<u8>,
-    /// Whether `key` belongs to the member being read now (false between `,` and key end).
+    /// Objects: `key` belongs to the member being read now (false between `,` and the key's
+    /// end). Arrays: an element is being read (false between `,` and the next element).
     has_key: bool,
     /// Decoded keys of this object, back to back.
     key_arena: Vec<u8>,
@@ -421,7 +422,7 @@ impl Scanner {
                     out.push('/');
                     push_pointer_token(&mut out, &String::from_utf8_lossy(&frame.key));
                 }
-            } else if frame.count > 0 {
+            } else if frame.has_key && frame.count > 0 {
                 out.push('/');
                 out.push_str(&(frame.count - 1).to_string());
             }
@@ -487,6 +488,7 @@ impl Scanner {
             let frame = &mut self.frames[self.depth - 1];
             if !frame.is_object {
                 frame.count += 1;
+                frame.has_key = true;
             }
         }
         match b {
@@ -616,7 +618,10 @@ impl Scanner {
                                 frame.has_key = false;
                                 self.lex = Lex::Key;
                             }
-                            b',' => self.lex = Lex::Value,
+                            b',' => {
+                                frame.has_key = false;
+                                self.lex = Lex::Value;
+                            }
                             b'}' if frame.is_object => self.close_container(true, i, visitor),
                             b']' if !frame.is_object => self.close_container(false, i, visitor),
                             _ => {

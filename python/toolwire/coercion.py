@@ -1,0 +1,627 @@
+"""Safe, recorded coercion of tool-call arguments toward a tool's JSON Schema.
+
+Coercion runs only after strict validation of the raw argument text has failed (or when a
+post-validation check found a naive timestamp or a millisecond value in a Unix-seconds field).
+It walks the parsed arguments alongside the tool's self-contained schema and applies a small set
+of rules, each of which changes a value only when there is exactly one sensible reading. Every
+change is returned as a `Coercion`; every refusal that the model should hear about is returned
+as a `CoercionProblem` with a hint. Nothing is ever guessed.
+
+Rules (names are stable; `SAFE_RULES` is the default set):
+
+* `number_string`: `"30"` → `30` for integer fields (`"30.5"` is refused, never rounded),
+  `"19.99"` → `19.99` for number fields, digits kept exactly (`Decimal`).
+* `integral_number`: `30.0` → `30` for integer fields.
+* `bool_string`: `"true"` / `"false"` (any case) → boolean.
+* `json_string`: a string holding a JSON array or object where one is expected.
+* `unix_ms`: a value above 10^12 in a field marked `"x-unit": "unix-seconds"` is read as
+  milliseconds and divided by 1000, for integer fields only when the division is exact.
+* `enum_case`: a string that equals exactly one allowed enum value ignoring case.
+* `unwrap`: top-level arguments that are one lone `params` / `parameters` / `arguments` /
+  `args` / `input` object (a key the schema does not define) are replaced by that object.
+* `bool_word` (opt-in only): `"yes"`/`"no"`, `"y"`/`"n"`, `"on"`/`"off"`, `"1"`/`"0"`, `1`/`0`.
+* `default_timezone`: a timestamp without an offset gets the tool's declared default time zone.
+  It is not part of the rule set: it applies exactly when the tool declares a time zone.
+* `null_as_absent`: `null` for an optional field whose schema does not admit null is dropped,
+  so the field's default applies. Always on: strict exports of plain tools offer exactly that
+  null (OpenAI's way of writing an optional parameter), and non-strict models send it too.
+
+A field opts in to extra rules with `json_schema_extra={"x-toolwire-coerce": ["bool_word"]}`;
+the rules then apply to that field and everything inside it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+from decimal import Decimal, InvalidOperation
+from typing import Any, Literal, cast
+
+from toolwire.schema_export import accepts_null
+
+__all__ = [
+    "ALL_RULES",
+    "SAFE_RULES",
+    "Coercion",
+    "CoercionProblem",
+    "CoercionResult",
+    "CoercionSpec",
+    "coerce_arguments",
+    "dumps_exact",
+    "has_decimals",
+    "is_decimal_union",
+    "loads_exact",
+    "quote_decimals",
+    "resolve_rules",
+]
+
+CoercionSpec = Literal["safe", "none"] | Iterable[str]
+"""What `Toolset(coercion=...)` accepts: a preset name or an explicit set of rule names."""
+
+SAFE_RULES: frozenset[str] = frozenset(
+    {
+        "number_string",
+        "integral_number",
+        "bool_string",
+        "json_string",
+        "unix_ms",
+        "enum_case",
+        "unwrap",
+    }
+)
+ALL_RULES: frozenset[str] = SAFE_RULES | {"bool_word"}
+
+UNIX_MS_THRESHOLD = 10**12
+"""Values above this in a Unix-seconds field are read as milliseconds (after 2001-09-09)."""
+
+UNIT_KEY = "x-unit"
+UNIX_SECONDS = "unix-seconds"
+COERCE_KEY = "x-toolwire-coerce"
+WRAPPER_KEYS = ("params", "parameters", "arguments", "args", "input")
+MAX_SHOWN = 200
+
+_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+# Integers are taken only in plain notation: "1e3" for a count is more likely a slip than 1000.
+_PLAIN_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
+_TZ_SUFFIX = re.compile(r"(?:[zZ]|[-+]\d\d(?::?\d\d)?)$")
+_BOOL_WORDS = {"yes": True, "no": False, "y": True, "n": False, "on": True, "off": False}
+_BOOL_WORDS.update({"1": True, "0": False})
+# Python's int() refuses longer digit strings (CPython's 4,300-digit cap); a coerced integer
+# that long would fail there, so such strings are left for validation to reject.
+_MAX_INT_DIGITS = 4300
+
+
+@dataclass(frozen=True, slots=True)
+class Coercion:
+    """One change made to the arguments before they were validated again.
+
+    Attributes:
+        path: JSON Pointer of the changed value (`""` for the whole arguments).
+        from_: The value as the model wrote it, as compact JSON cut to 200 characters.
+        to: The value after the change, in the same form.
+        rule: The rule that applied (see the module docs).
+    """
+
+    path: str
+    from_: str
+    to: str
+    rule: str
+
+
+@dataclass(frozen=True, slots=True)
+class CoercionProblem:
+    """A value that a rule recognised but refused to change, with advice for the model.
+
+    Attributes:
+        path: JSON Pointer of the value.
+        code: `"ambiguous"`, `"fractional_integer"`, `"inexact_milliseconds"` or
+            `"timezone_required"`.
+        got: The value as written, compact JSON cut to 200 characters.
+        detail: Rule-specific words used in the hint (the candidate values, say).
+    """
+
+    path: str
+    code: str
+    got: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CoercionResult:
+    """What `coerce_arguments` did.
+
+    Attributes:
+        value: The arguments after all coercions (the input object if nothing changed).
+        coercions: Every change, in document order.
+        problems: Every refusal, in document order.
+    """
+
+    value: Any
+    coercions: tuple[Coercion, ...]
+    problems: tuple[CoercionProblem, ...]
+
+
+def resolve_rules(spec: CoercionSpec) -> frozenset[str]:
+    """Turn `Toolset(coercion=...)` into a set of rule names.
+
+    Args:
+        spec: `"safe"`, `"none"` or an iterable of rule names.
+
+    Returns:
+        The rule names.
+
+    Raises:
+        ValueError: On an unknown preset or rule name.
+    """
+    if spec == "safe":
+        return SAFE_RULES
+    if spec == "none":
+        return frozenset()
+    if isinstance(spec, str):
+        raise ValueError(f"coercion must be 'safe', 'none' or a set of rule names, not {spec!r}")
+    rules = frozenset(spec)
+    unknown = rules - ALL_RULES
+    if unknown:
+        raise ValueError(
+            f"unknown coercion rule(s) {sorted(unknown)}; valid rules: {sorted(ALL_RULES)}"
+        )
+    return rules
+
+
+def loads_exact(text: str) -> Any:
+    """Parse JSON keeping every non-integer number as an exact `Decimal`.
+
+    Args:
+        text: JSON text.
+
+    Returns:
+        The parsed value.
+
+    Raises:
+        ValueError: If the text is not JSON (or holds an integer past CPython's digit cap).
+    """
+    return json.loads(text, parse_float=Decimal)
+
+
+def dumps_exact(value: Any) -> str:
+    """Write a parsed value back as compact JSON, `Decimal`s digit for digit.
+
+    `json.dumps` would turn a `Decimal` into a float first (or refuse it); re-validation must
+    see the digits the model wrote, so numbers are written from their exact text.
+
+    Args:
+        value: Nested dicts, lists, str, int, Decimal, float, bool and None.
+
+    Returns:
+        Compact JSON text.
+    """
+    parts: list[str] = []
+    _dump(value, parts)
+    return "".join(parts)
+
+
+def _dump(value: Any, parts: list[str]) -> None:
+    if isinstance(value, dict):
+        parts.append("{")
+        for i, (key, item) in enumerate(cast(dict[str, Any], value).items()):
+            if i:
+                parts.append(",")
+            parts.append(json.dumps(key, ensure_ascii=False))
+            parts.append(":")
+            _dump(item, parts)
+        parts.append("}")
+    elif isinstance(value, (list, tuple)):
+        parts.append("[")
+        for i, item in enumerate(cast(list[Any], value)):
+            if i:
+                parts.append(",")
+            _dump(item, parts)
+        parts.append("]")
+    elif isinstance(value, Decimal):
+        parts.append(str(value) if value.is_finite() else "null")
+    else:
+        parts.append(json.dumps(value, ensure_ascii=False))
+
+
+def shown(value: Any) -> str:
+    """Compact JSON of a value, cut to 200 characters (for reports, never for validation)."""
+    try:
+        text = dumps_exact(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
+
+
+def pointer(parts: Iterable[str | int]) -> str:
+    """A JSON Pointer (RFC 6901) from path segments."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _types(node: Mapping[str, Any]) -> set[str]:
+    kind = node.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list):
+        return {str(k) for k in cast(list[Any], kind)}
+    return set()
+
+
+def _matches(value: Any, node: Mapping[str, Any]) -> bool:
+    """Whether a value already has a type the node allows (ignoring other keywords)."""
+    enum = node.get("enum")
+    if isinstance(enum, list) and value not in cast(list[Any], enum):
+        return False
+    if "const" in node and value != node["const"]:
+        return False
+    types = _types(node)
+    if not types:
+        return True
+    if value is None:
+        return "null" in types
+    if isinstance(value, bool):
+        return "boolean" in types
+    if isinstance(value, int):
+        return bool(types & {"integer", "number"})
+    if isinstance(value, (float, Decimal)):
+        if "number" in types:
+            return True
+        return "integer" in types and value == int(value)
+    if isinstance(value, str):
+        return "string" in types
+    if isinstance(value, list):
+        return "array" in types
+    if isinstance(value, dict):
+        return "object" in types
+    return False
+
+
+def _integral(value: Decimal) -> int | None:
+    if not value.is_finite() or value != value.to_integral_value():
+        return None
+    if (
+        len(value.as_tuple().digits) + max(cast(int, value.as_tuple().exponent), 0)
+        > _MAX_INT_DIGITS
+    ):
+        return None
+    return int(value)
+
+
+class _Coercer:
+    def __init__(
+        self, root: Mapping[str, Any], rules: frozenset[str], default_tz: tzinfo | None
+    ) -> None:
+        self.defs = cast(dict[str, Any], root.get("$defs") or {})
+        self.rules = rules
+        self.default_tz = default_tz
+        self.coercions: list[Coercion] = []
+        self.problems: list[CoercionProblem] = []
+
+    def deref(self, node: Mapping[str, Any]) -> Mapping[str, Any]:
+        seen = 0
+        while isinstance(node.get("$ref"), str) and seen < 32:
+            name = str(node["$ref"]).rsplit("/", 1)[-1]
+            node = cast(Mapping[str, Any], self.defs.get(name, {}))
+            seen += 1
+        return node
+
+    def record(self, path: list[str | int], before: Any, after: Any, rule: str) -> Any:
+        self.coercions.append(Coercion(pointer(path), shown(before), shown(after), rule))
+        return after
+
+    def refuse(self, path: list[str | int], code: str, got: Any, detail: str = "") -> None:
+        self.problems.append(CoercionProblem(pointer(path), code, shown(got), detail))
+
+    def walk(
+        self, value: Any, node: Mapping[str, Any], path: list[str | int], rules: frozenset[str]
+    ) -> Any:
+        node = self.deref(node)
+        extra = node.get(COERCE_KEY)
+        if isinstance(extra, list):
+            rules = rules | {str(r) for r in cast(list[Any], extra)}
+        branches = node.get("anyOf") or node.get("oneOf")
+        if isinstance(branches, list):
+            return self.walk_union(value, cast(list[Mapping[str, Any]], branches), path, rules)
+        value = self.scalar(value, node, path, rules)
+        if isinstance(value, list) and isinstance(node.get("items"), dict):
+            items = cast(Mapping[str, Any], node["items"])
+            elements = cast(list[Any], value)
+            return [self.walk(item, items, [*path, i], rules) for i, item in enumerate(elements)]
+        if isinstance(value, dict):
+            return self.walk_object(cast(dict[str, Any], value), node, path, rules)
+        return cast(Any, value)
+
+    def walk_union(
+        self,
+        value: Any,
+        branches: list[Mapping[str, Any]],
+        path: list[str | int],
+        rules: frozenset[str],
+    ) -> Any:
+        resolved = [self.deref(b) for b in branches]
+        for branch in resolved:
+            if _matches(value, branch):
+                return self.walk(value, branch, path, rules)
+        # No branch takes the value as it is: coerce toward each branch on a scratch recorder
+        # and accept only if every successful reading agrees.
+        outcomes: dict[str, tuple[Any, list[Coercion]]] = {}
+        for branch in resolved:
+            if _types(branch) == {"null"}:
+                continue
+            trial = _Coercer({}, rules, self.default_tz)
+            trial.defs = self.defs
+            result = trial.walk(value, branch, path, rules)
+            if trial.coercions and not trial.problems and _matches(result, branch):
+                outcomes.setdefault(dumps_exact(result), (result, trial.coercions))
+        if len(outcomes) == 1:
+            result, applied = next(iter(outcomes.values()))
+            self.coercions.extend(applied)
+            return result
+        if len(outcomes) > 1:
+            self.refuse(path, "ambiguous", value, " or ".join(outcomes))
+        return value
+
+    def walk_object(
+        self,
+        value: dict[str, Any],
+        node: Mapping[str, Any],
+        path: list[str | int],
+        rules: frozenset[str],
+    ) -> Any:
+        props = cast(Mapping[str, Any], node.get("properties") or {})
+        if not path and "unwrap" in rules and len(value) == 1:
+            ((key, inner),) = value.items()
+            if key in WRAPPER_KEYS and key not in props:
+                if isinstance(inner, str) and "json_string" in rules:
+                    inner = self.parse_container(inner)
+                if isinstance(inner, dict):
+                    self.record(path, value, inner, "unwrap")
+                    return self.walk_object(cast(dict[str, Any], inner), node, path, rules)
+        extra = node.get("additionalProperties")
+        required = set(cast(list[str], node.get("required") or []))
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            sub = props.get(key)
+            if item is None and sub is not None and key not in required:
+                if not accepts_null(self.deref(cast(Mapping[str, Any], sub))):
+                    # A strict export offers null for optional fields; null means "absent".
+                    self.coercions.append(
+                        Coercion(pointer([*path, key]), "null", "(absent)", "null_as_absent")
+                    )
+                    continue
+            if sub is None and isinstance(extra, dict):
+                sub = cast(Mapping[str, Any], extra)
+            out[key] = self.walk(item, sub, [*path, key], rules) if sub is not None else item
+        return out
+
+    @staticmethod
+    def parse_container(text: str) -> Any:
+        stripped = text.strip()
+        if not stripped or stripped[0] not in "[{":
+            return None
+        try:
+            return loads_exact(stripped)
+        except ValueError:
+            return None
+
+    def scalar(
+        self, value: Any, node: Mapping[str, Any], path: list[str | int], rules: frozenset[str]
+    ) -> Any:
+        types = _types(node)
+        if isinstance(value, str):
+            value = self.from_string(value, node, types, path, rules)
+        if "integer" in types and isinstance(value, (float, Decimal)):
+            whole = _integral(Decimal(value))
+            if whole is not None and "integral_number" in rules:
+                value = self.record(path, value, whole, "integral_number")
+        if isinstance(value, int) and not isinstance(value, bool):
+            if "boolean" in types and "bool_word" in rules and value in (0, 1):
+                return self.record(path, value, value == 1, "bool_word")
+            if (
+                node.get(UNIT_KEY) == UNIX_SECONDS
+                and value > UNIX_MS_THRESHOLD
+                and "unix_ms" in rules
+            ):
+                if value % 1000 == 0:
+                    return self.record(path, value, value // 1000, "unix_ms")
+                if "integer" in types:
+                    self.refuse(path, "inexact_milliseconds", value)
+                else:
+                    return self.record(path, value, Decimal(value).scaleb(-3), "unix_ms")
+        if isinstance(value, Decimal) and node.get(UNIT_KEY) == UNIX_SECONDS:
+            if value > UNIX_MS_THRESHOLD and "unix_ms" in rules:
+                return self.record(path, value, value.scaleb(-3), "unix_ms")
+        return value
+
+    def from_string(
+        self,
+        value: str,
+        node: Mapping[str, Any],
+        types: set[str],
+        path: list[str | int],
+        rules: frozenset[str],
+    ) -> Any:
+        enum = node.get("enum")
+        if isinstance(enum, list) and value not in enum and "enum_case" in rules:
+            folded = value.casefold()
+            hits = [
+                e for e in cast(list[Any], enum) if isinstance(e, str) and e.casefold() == folded
+            ]
+            if len(hits) == 1:
+                return self.record(path, value, hits[0], "enum_case")
+            if len(hits) > 1:
+                self.refuse(path, "ambiguous", value, ", ".join(json.dumps(h) for h in hits))
+            return value
+        if "string" in types:
+            if node.get("format") == "date-time":
+                return self.timestamp(value, path)
+            return value
+        if types & {"array", "object"} and "json_string" in rules:
+            parsed = self.parse_container(value)
+            if (isinstance(parsed, list) and "array" in types) or (
+                isinstance(parsed, dict) and "object" in types
+            ):
+                return self.record(path, value, parsed, "json_string")
+            return value
+        if types & {"integer", "number"} and "number_string" in rules:
+            stripped = value.strip()
+            if _NUMBER.fullmatch(stripped):
+                try:
+                    exact = Decimal(stripped)
+                except InvalidOperation:
+                    return value
+                if "integer" in types:
+                    whole = _integral(exact) if _PLAIN_NUMBER.fullmatch(stripped) else None
+                    if whole is not None:
+                        return self.record(path, value, whole, "number_string")
+                    if "number" not in types:
+                        if _integral(exact) is None:
+                            self.refuse(path, "fractional_integer", value)
+                        return value
+                return self.record(path, value, exact, "number_string")
+            return value
+        if "boolean" in types:
+            folded = value.strip().casefold()
+            if folded in ("true", "false") and "bool_string" in rules:
+                return self.record(path, value, folded == "true", "bool_string")
+            if folded in _BOOL_WORDS and "bool_word" in rules:
+                return self.record(path, value, _BOOL_WORDS[folded], "bool_word")
+        return value
+
+    def timestamp(self, value: str, path: list[str | int]) -> Any:
+        text = value.strip()
+        if _TZ_SUFFIX.search(text) or len(text) < 11:
+            return value
+        try:
+            naive = datetime.fromisoformat(text)
+        except ValueError:
+            # Not a timestamp Python can read; validation reports the format error.
+            return value
+        if naive.tzinfo is not None:
+            return value
+        if self.default_tz is None:
+            self.refuse(path, "timezone_required", value)
+            return value
+        return self.record(
+            path, value, naive.replace(tzinfo=self.default_tz).isoformat(), "default_timezone"
+        )
+
+
+def is_decimal_union(node: Mapping[str, Any]) -> bool:
+    """Pydantic's `Decimal` schema: a number or a numeric string (plus null when optional)."""
+    branches = node.get("anyOf")
+    if not isinstance(branches, list):
+        return False
+    kinds: set[str] = set()
+    numeric_string = False
+    for branch in cast(list[Any], branches):
+        if not isinstance(branch, dict):
+            return False
+        as_dict = cast(dict[str, Any], branch)
+        kind = as_dict.get("type")
+        if not isinstance(kind, str):
+            return False
+        kinds.add(kind)
+        pattern = as_dict.get("pattern")
+        numeric_string |= kind == "string" and isinstance(pattern, str) and "\\d" in pattern
+    return numeric_string and kinds - {"null"} == {"number", "string"}
+
+
+def has_decimals(schema: Mapping[str, Any]) -> bool:
+    """Whether a schema has a Pydantic `Decimal` field anywhere."""
+    found = False
+
+    def walk(node: Any) -> None:
+        nonlocal found
+        if found:
+            return
+        if isinstance(node, dict):
+            as_dict = cast(dict[str, Any], node)
+            if is_decimal_union(as_dict):
+                found = True
+                return
+            for value in as_dict.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in cast(list[Any], node):
+                walk(value)
+
+    walk(schema)
+    return found
+
+
+def quote_decimals(value: Any, schema: Mapping[str, Any]) -> Any:
+    """Turn numbers in `Decimal` fields into numeric strings, digit for digit.
+
+    pydantic-core reads a JSON number for a `Decimal` field through a float
+    (`12345678901234567.89` becomes `12345678901234568`, `1.10` becomes `1.1`), while a numeric
+    string keeps every digit. Rewriting only those positions keeps money exact.
+
+    Args:
+        value: Parsed arguments (`loads_exact`).
+        schema: The tool's self-contained schema.
+
+    Returns:
+        A new value; the input is not modified.
+    """
+    defs = cast(dict[str, Any], schema.get("$defs") or {})
+
+    def deref(node: Mapping[str, Any]) -> Mapping[str, Any]:
+        hops = 0
+        while isinstance(node.get("$ref"), str) and hops < 32:
+            node = cast(Mapping[str, Any], defs.get(str(node["$ref"]).rsplit("/", 1)[-1], {}))
+            hops += 1
+        return node
+
+    def walk(item: Any, node: Mapping[str, Any]) -> Any:
+        node = deref(node)
+        if is_decimal_union(node):
+            if isinstance(item, (int, Decimal)) and not isinstance(item, bool):
+                return str(item)
+            return item
+        if isinstance(item, dict):
+            props = cast(Mapping[str, Any], node.get("properties") or {})
+            extra = node.get("additionalProperties")
+            out: dict[str, Any] = {}
+            for key, sub in cast(dict[str, Any], item).items():
+                sub_node = props.get(key, extra if isinstance(extra, dict) else None)
+                out[key] = walk(sub, cast(Mapping[str, Any], sub_node)) if sub_node else sub
+            return out
+        if isinstance(item, list):
+            items = node.get("items")
+            if isinstance(items, dict):
+                return [walk(x, cast(Mapping[str, Any], items)) for x in cast(list[Any], item)]
+            return cast(list[Any], item)
+        branches = node.get("anyOf") or node.get("oneOf")
+        if isinstance(branches, list) and isinstance(item, (int, Decimal)):
+            for branch in cast(list[Any], branches):
+                if isinstance(branch, dict) and is_decimal_union(deref(cast(Any, branch))):
+                    return str(item)
+        return item
+
+    return walk(value, schema)
+
+
+def coerce_arguments(
+    value: Any,
+    schema: Mapping[str, Any],
+    *,
+    rules: frozenset[str],
+    default_tz: tzinfo | None = None,
+) -> CoercionResult:
+    """Apply the allowed coercion rules to parsed arguments.
+
+    Args:
+        value: The arguments as parsed by `loads_exact` (numbers with fractions as `Decimal`).
+        schema: The tool's self-contained schema (`Toolset.schema(name)`).
+        rules: The rule names enabled for the whole tool; fields may add more.
+        default_tz: The tool's default time zone for timestamps without an offset.
+
+    Returns:
+        The coerced value with every coercion and every refusal.
+    """
+    coercer = _Coercer(schema, rules, default_tz)
+    out = coercer.walk(value, schema, [], rules)
+    return CoercionResult(out, tuple(coercer.coercions), tuple(coercer.problems))

@@ -1,0 +1,469 @@
+# Chinese templates use fullwidth punctuation on purpose (it is correct Chinese typography).
+# ruff: noqa: RUF001
+"""Model-facing payloads: the text table, tool-result messages and `tool_messages`.
+
+Every word a model reads comes from `MESSAGES`, one table with an English and a Chinese
+template per key, so a translation is one column and a wording change is one line. Payload
+content is compact JSON with a fixed key order (`ok`, `error_type`, `message`, `errors`, `hint`,
+`retryable`, `attempt`, `instruction`), which keeps prompts cache-friendly and diffs readable.
+
+`tool_messages` is the completeness guarantee: exactly one message per tool-call id, in call
+order, whether the tool ran, failed validation, raised, or produced nothing at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+
+import pydantic_core
+
+if TYPE_CHECKING:
+    from toolwire.validation import Outcome
+
+__all__ = [
+    "MESSAGES",
+    "Lang",
+    "Style",
+    "call_id_for",
+    "error_content",
+    "failure_content",
+    "message_for",
+    "result_content",
+    "text",
+    "tool_messages",
+    "wrap_message",
+]
+
+Style = Literal["openai-chat", "openai-responses", "anthropic"]
+"""The provider message shape: Chat Completions, Responses, or Anthropic Messages."""
+Lang = Literal["en", "zh"]
+"""The language of model-facing text."""
+
+STYLES: tuple[Style, ...] = ("openai-chat", "openai-responses", "anthropic")
+
+MESSAGES: dict[str, dict[str, str]] = {
+    # Value descriptions (FieldError.expected).
+    "type.string": {"en": "a string", "zh": "字符串"},
+    "type.integer": {"en": "an integer", "zh": "整数"},
+    "type.number": {"en": "a number", "zh": "数字"},
+    "type.boolean": {"en": "true or false", "zh": "布尔值 true 或 false"},
+    "type.array": {"en": "an array", "zh": "数组"},
+    "type.object": {"en": "an object", "zh": "对象"},
+    "type.null": {"en": "null", "zh": "null"},
+    "type.any": {"en": "a valid value", "zh": "有效的值"},
+    "join.or": {"en": " or ", "zh": " 或 "},
+    "join.and": {"en": " and ", "zh": " 且 "},
+    "expected.enum": {"en": "one of {values}", "zh": "以下值之一：{values}"},
+    "expected.const": {"en": "exactly {value}", "zh": "必须为 {value}"},
+    "expected.required": {"en": "required: {what}", "zh": "必填：{what}"},
+    "expected.no_field": {
+        "en": "no such field; allowed fields: {names}",
+        "zh": "没有此字段；允许的字段：{names}",
+    },
+    "expected.no_fields": {"en": "no such field", "zh": "没有此字段"},
+    "expected.pattern": {"en": "a string matching {pattern}", "zh": "匹配 {pattern} 的字符串"},
+    "expected.multiple_of": {"en": "a multiple of {n}", "zh": "{n} 的整数倍"},
+    "expected.decimal_places": {"en": "at most {n} decimal places", "zh": "最多 {n} 位小数"},
+    "expected.max_digits": {"en": "at most {n} digits", "zh": "最多 {n} 位数字"},
+    "expected.whole_digits": {
+        "en": "at most {n} digits before the decimal point",
+        "zh": "整数部分最多 {n} 位",
+    },
+    "expected.min_length": {"en": "at least {n} characters", "zh": "至少 {n} 个字符"},
+    "expected.max_length": {"en": "at most {n} characters", "zh": "最多 {n} 个字符"},
+    "expected.min_items": {"en": "at least {n} items", "zh": "至少 {n} 项"},
+    "expected.max_items": {"en": "at most {n} items", "zh": "最多 {n} 项"},
+    "expected.finite": {"en": "a finite number", "zh": "有限数值"},
+    "format.date-time": {
+        "en": "a date-time with a time zone offset, e.g. 2024-03-05T14:30:00+01:00",
+        "zh": "带时区偏移的日期时间，例如 2024-03-05T14:30:00+01:00",
+    },
+    "format.date": {
+        "en": "a date YYYY-MM-DD, e.g. 2024-03-05",
+        "zh": "日期 YYYY-MM-DD，例如 2024-03-05",
+    },
+    "format.time": {
+        "en": "a time HH:MM[:SS], e.g. 14:30:00",
+        "zh": "时间 HH:MM[:SS]，例如 14:30:00",
+    },
+    "format.duration": {
+        "en": "an ISO 8601 duration, e.g. PT30M",
+        "zh": "ISO 8601 时长，例如 PT30M",
+    },
+    "format.uuid": {"en": "a UUID", "zh": "UUID"},
+    "format.email": {"en": "an email address", "zh": "电子邮件地址"},
+    "format.uri": {"en": "an absolute URL", "zh": "完整的 URL"},
+    "format.ipv4": {"en": "an IPv4 address", "zh": "IPv4 地址"},
+    "format.ipv6": {"en": "an IPv6 address", "zh": "IPv6 地址"},
+    "format.hostname": {"en": "a host name", "zh": "主机名"},
+    # Hints attached to single errors.
+    "hint.fractional_integer": {
+        "en": "this field takes a whole number; do not round, send the intended integer",
+        "zh": "此字段只接受整数；不要四舍五入，请发送预期的整数",
+    },
+    "hint.ambiguous": {
+        "en": "the value could mean more than one thing ({detail}); send exactly one allowed value",
+        "zh": "该值有多种可能含义（{detail}）；请只发送一个允许的值",
+    },
+    "hint.inexact_milliseconds": {
+        "en": "this looks like milliseconds but is not a whole number of seconds; "
+        "send Unix seconds",
+        "zh": "这看起来是毫秒，但不是整秒；请发送 Unix 秒",
+    },
+    "hint.timezone_required": {
+        "en": "add a time zone offset such as Z or +08:00",
+        "zh": "请加上时区偏移，例如 Z 或 +08:00",
+    },
+    "hint.did_you_mean": {"en": "did you mean {name}?", "zh": "是否是指 {name}？"},
+    "hint.user_supplied": {
+        "en": "only the user can provide this value; ask them",
+        "zh": "只有用户能提供此值，请询问用户",
+    },
+    # Outcome messages.
+    "msg.validation": {
+        "en": "The arguments do not match the tool's parameters.",
+        "zh": "参数与工具的参数定义不符。",
+    },
+    "msg.truncated": {
+        "en": "The arguments were cut off before the JSON was complete.",
+        "zh": "参数在 JSON 完整之前被截断。",
+    },
+    "hint.truncated": {
+        "en": "Send shorter arguments. If this repeats, the caller should raise max_tokens or "
+        "shorten the request.",
+        "zh": "请发送更短的参数。如果反复发生，调用方应提高 max_tokens 或缩短请求。",
+    },
+    "msg.invalid_json": {
+        "en": "The arguments are not valid JSON: {detail} (at byte {offset}).",
+        "zh": "参数不是有效的 JSON：{detail}（位于第 {offset} 字节）。",
+    },
+    "msg.not_object": {
+        "en": "The arguments must be one JSON object with the tool's parameters.",
+        "zh": "参数必须是包含工具参数的单个 JSON 对象。",
+    },
+    "msg.too_large": {
+        "en": "The arguments are too large or too deeply nested.",
+        "zh": "参数过大或嵌套过深。",
+    },
+    "hint.too_large": {"en": "Send fewer or shorter values.", "zh": "请发送更少或更短的值。"},
+    "msg.unknown_tool": {
+        "en": "There is no tool named {name}. Available tools: {names}.",
+        "zh": "没有名为 {name} 的工具。可用的工具：{names}。",
+    },
+    "msg.missing_name": {
+        "en": "The call has no tool name. Available tools: {names}.",
+        "zh": "该调用没有工具名称。可用的工具：{names}。",
+    },
+    "msg.filtered": {
+        "en": "The provider stopped this call before it was complete; it was not executed.",
+        "zh": "服务商在调用完成前终止了它；该调用未执行。",
+    },
+    "msg.business_rule": {
+        "en": "The request was rejected: {reasons}",
+        "zh": "请求被拒绝：{reasons}",
+    },
+    "msg.needs_clarification": {
+        "en": "Information that only the user can give is missing: {fields}.",
+        "zh": "缺少只有用户才能提供的信息：{fields}。",
+    },
+    "msg.no_result": {
+        "en": "No result was produced for this call.",
+        "zh": "此调用没有产生结果。",
+    },
+    "msg.tool_failed": {"en": "The tool failed while running.", "zh": "工具运行时出错。"},
+    "msg.escalated": {
+        "en": "The arguments are still invalid after {attempts} attempts.",
+        "zh": "尝试 {attempts} 次后参数仍然无效。",
+    },
+    "msg.time_budget": {
+        "en": "The time allowed for correcting this call has run out.",
+        "zh": "修正此调用的时间已用完。",
+    },
+    # Instructions to the model.
+    "instruction.retry": {
+        "en": "Call {tool} again with corrected arguments. Do not explain or apologise.",
+        "zh": "请用修正后的参数再次调用 {tool}。不要解释或道歉。",
+    },
+    "instruction.clarify": {
+        "en": "Ask the user for {fields}. Do not guess these values and do not call the tool "
+        "until the user answers.",
+        "zh": "请向用户询问 {fields}。不要猜测这些值，在用户回答之前不要调用该工具。",
+    },
+    "instruction.stop": {
+        "en": "Do not call {tool} again for this request. Tell the user briefly what happened.",
+        "zh": "不要为此请求再次调用 {tool}。请简要告诉用户发生了什么。",
+    },
+    "instruction.escalate": {
+        "en": "Stop calling {tool}. Ask the user how to proceed.",
+        "zh": "停止调用 {tool}。请询问用户如何继续。",
+    },
+    "question.escalate": {
+        "en": "I could not complete {tool}: {problems}. How should I proceed?",
+        "zh": "我无法完成 {tool}：{problems}。请问应该如何继续？",
+    },
+    "question.clarify": {"en": "Please provide {fields}.", "zh": "请提供{fields}。"},
+    # Grammar error details (CallError.kind), for msg.invalid_json.
+    "json.empty": {"en": "no JSON value", "zh": "没有 JSON 值"},
+    "json.unexpected_byte": {"en": "unexpected character", "zh": "意外的字符"},
+    "json.trailing_data": {"en": "text after the JSON value", "zh": "JSON 值后面有多余文本"},
+    "json.concatenated_values": {
+        "en": "a second JSON value follows the first",
+        "zh": "第一个 JSON 值后面还有第二个值",
+    },
+    "json.invalid_utf8": {"en": "invalid UTF-8", "zh": "无效的 UTF-8"},
+    "json.control_character_in_string": {
+        "en": "a raw control character in a string (escape it)",
+        "zh": "字符串中有未转义的控制字符",
+    },
+    "json.invalid_escape": {"en": "an invalid escape sequence", "zh": "无效的转义序列"},
+    "json.invalid_unicode_escape": {"en": "an invalid \\u escape", "zh": "无效的 \\u 转义"},
+    "json.lone_surrogate": {"en": "an unpaired surrogate escape", "zh": "不成对的代理项转义"},
+    "json.invalid_number": {"en": "an invalid number", "zh": "无效的数字"},
+    "json.number_too_long": {"en": "a number with too many digits", "zh": "数字位数过多"},
+    "json.duplicate_key": {"en": "a duplicate key", "zh": "重复的键"},
+    "json.mixed_arguments": {
+        "en": "arguments arrived both as an object and as text",
+        "zh": "参数同时以对象和文本形式到达",
+    },
+    "json.invalid": {"en": "malformed JSON", "zh": "格式错误的 JSON"},
+}
+
+
+def text(key: str, lang: Lang = "en", /, **values: object) -> str:
+    """Render one template from `MESSAGES`.
+
+    Args:
+        key: The template key.
+        lang: `"en"` or `"zh"`; a missing translation falls back to English.
+        **values: Values for the template's placeholders.
+
+    Returns:
+        The rendered text.
+    """
+    entry = MESSAGES[key]
+    template = entry.get(lang) or entry["en"]
+    return template.format(**values) if values else template
+
+
+class FieldErrorLike(Protocol):
+    """Anything that renders as one entry of a payload's `errors` list."""
+
+    def as_payload(self) -> dict[str, str]: ...
+
+
+class _Identified(Protocol):
+    @property
+    def id(self) -> str | None: ...
+    @property
+    def ordinal(self) -> int: ...
+
+
+def call_id_for(call: _Identified) -> str:
+    """The id to answer a call with: its own id, or `toolwire_<ordinal>` if it has none.
+
+    A call without an id cannot be answered by id; the synthetic id is stable, so echo the same
+    id in the assistant message you send back with the history.
+
+    Args:
+        call: A completed call.
+
+    Returns:
+        The call id.
+    """
+    return call.id if call.id else f"toolwire_{call.ordinal}"
+
+
+def _compact(payload: Mapping[str, Any]) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def wrap_message(style: Style, call_id: str, content: str, *, is_error: bool) -> dict[str, Any]:
+    """Wrap payload text in the provider's tool-result message shape.
+
+    Args:
+        style: The provider message shape.
+        call_id: The tool-call id being answered.
+        content: The payload text.
+        is_error: Whether the payload reports a failure (Anthropic's `is_error`).
+
+    Returns:
+        The message dict.
+
+    Raises:
+        ValueError: On an unknown style.
+    """
+    if style == "openai-chat":
+        return {"role": "tool", "tool_call_id": call_id, "content": content}
+    if style == "openai-responses":
+        return {"type": "function_call_output", "call_id": call_id, "output": content}
+    if style == "anthropic":
+        message: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": call_id,
+            "content": content,
+        }
+        if is_error:
+            message["is_error"] = True
+        return message
+    raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
+
+
+def result_content(result: object) -> str:
+    """The payload text for a successful tool result.
+
+    A string is sent as it is (most tools return text); anything else is sent as compact JSON
+    through pydantic-core, so models, dataclasses, `Decimal` and `datetime` all serialise.
+
+    Args:
+        result: What the tool returned.
+
+    Returns:
+        The payload text.
+    """
+    if isinstance(result, str):
+        return result
+    return pydantic_core.to_json(result, fallback=str).decode()
+
+
+def failure_content(
+    *,
+    error_type: str,
+    message: str | None,
+    errors: Sequence[FieldErrorLike],
+    hint: str | None,
+    retryable: bool,
+    attempt: int,
+    instruction: str,
+) -> str:
+    """Compact-JSON failure payload text with the fixed key order.
+
+    Args:
+        error_type: The failure slug.
+        message: One sentence about the failure, if any.
+        errors: Field errors (each with `as_payload()`).
+        hint: Advice, if any.
+        retryable: Whether calling again can help.
+        attempt: Which attempt this was.
+        instruction: What the model must do next.
+
+    Returns:
+        The payload text.
+    """
+    payload: dict[str, Any] = {"ok": False, "error_type": error_type}
+    if message:
+        payload["message"] = message
+    if errors:
+        payload["errors"] = [e.as_payload() for e in errors]
+    if hint:
+        payload["hint"] = hint
+    payload["retryable"] = retryable
+    payload["attempt"] = attempt
+    payload["instruction"] = instruction
+    return _compact(payload)
+
+
+def error_content(outcome: Outcome, *, attempt: int = 1) -> str:
+    """The compact-JSON payload text for a failed outcome.
+
+    Args:
+        outcome: A failed outcome.
+        attempt: Which attempt at this logical call this was (1 for the first).
+
+    Returns:
+        The payload text.
+    """
+    return failure_content(
+        error_type=outcome.error_type,
+        message=outcome.message,
+        errors=outcome.errors,
+        hint=outcome.hint,
+        retryable=outcome.retryable,
+        attempt=attempt,
+        instruction=outcome.instruction(),
+    )
+
+
+def message_for(
+    style: Style, call_id: str, outcome: Outcome, *, attempt: int = 1, result: object = None
+) -> dict[str, Any]:
+    """The tool-result message for one outcome (with the tool's result when it succeeded)."""
+    if outcome.ok:
+        return wrap_message(style, call_id, result_content(result), is_error=False)
+    return wrap_message(style, call_id, error_content(outcome, attempt=attempt), is_error=True)
+
+
+class _CallLike(_Identified, Protocol):
+    @property
+    def name(self) -> str | None: ...
+
+
+def tool_messages(
+    calls: Sequence[_CallLike],
+    outcomes_or_results: Mapping[str | int, object] | Sequence[object],
+    *,
+    style: Style = "openai-chat",
+    lang: Lang = "en",
+    attempt: int = 1,
+) -> list[dict[str, Any]]:
+    """Exactly one tool-result message per call id, in call order; none is ever missing.
+
+    Each entry in `outcomes_or_results` is read as follows: a failed `Outcome` gives its error
+    payload; an exception gives a generic failure (`BusinessRuleError` gives its reasons; no
+    other exception text, type or traceback reaches the model); a successful `Outcome` means the
+    tool was never run and gives a "no result" error; anything else is the tool's result. A call
+    with no entry gets an explicit "no result" error.
+
+    Calls that share an id are answered once, by the first of them with an entry (the provider
+    accepts one result per id). A call without an id is answered as `toolwire_<ordinal>`.
+
+    Args:
+        calls: The completed calls, in the order the model made them.
+        outcomes_or_results: Entries keyed by call id or ordinal, or a sequence aligned with
+            `calls` (shorter means missing).
+        style: The provider message shape.
+        lang: Language for generated errors.
+        attempt: The attempt number written into error payloads.
+
+    Returns:
+        The messages, one per distinct call id.
+    """
+    from toolwire.validation import BusinessRuleError, Outcome
+
+    def entry_for(position: int, call: _CallLike) -> tuple[bool, object]:
+        if isinstance(outcomes_or_results, Mapping):
+            table = cast(Mapping[object, object], outcomes_or_results)
+            for key in (call.id, call_id_for(call), call.ordinal):
+                if key is not None and key in table:
+                    return True, table[key]
+            return False, None
+        if position < len(outcomes_or_results):
+            return True, outcomes_or_results[position]
+        return False, None
+
+    answered: dict[str, dict[str, Any]] = {}
+    missing: dict[str, bool] = {}
+    for position, call in enumerate(calls):
+        call_id = call_id_for(call)
+        if call_id in answered and not missing[call_id]:
+            continue
+        found, entry = entry_for(position, call)
+        if call_id in answered and not found:
+            continue
+        tool = call.name or ""
+        if not found:
+            outcome = Outcome.failure(call, tool, "no_result", lang=lang)
+        elif isinstance(entry, Outcome):
+            outcome = entry if not entry.ok else Outcome.failure(call, tool, "no_result", lang=lang)
+        elif isinstance(entry, BusinessRuleError):
+            outcome = Outcome.business_failure(call, tool, entry.reasons, lang=lang)
+        elif isinstance(entry, BaseException):
+            outcome = Outcome.failure(call, tool, "tool_failed", lang=lang)
+        else:
+            answered[call_id] = wrap_message(style, call_id, result_content(entry), is_error=False)
+            missing[call_id] = False
+            continue
+        answered[call_id] = message_for(style, call_id, outcome, attempt=attempt)
+        missing[call_id] = not found
+    return list(answered.values())

@@ -1,0 +1,303 @@
+"""The repair loop: how many times a model may fix a call before a person is asked.
+
+`RepairPolicy.decide` turns each validated `Outcome` into one of three decisions:
+
+* `Proceed`: the arguments are valid, run the tool;
+* `Retry`: send the error payload back and let the model call again (at most `max_rounds`
+  times per logical call, within `time_budget_s`);
+* `Escalation`: stop retrying and ask the user or a human (budget spent, a value only the user
+  can give, a business rule said no, or the failure cannot be fixed by retrying).
+
+**What counts as the same logical call.** Attempts are counted per key
+`(lineage, tool, slot)`. `lineage` is a string the caller chooses for the chain of turns that
+repair each other, typically the conversation id plus the id of the user message that started
+the exchange; a new user message should start a new lineage. `tool` is the tool name (calls that
+name no registered tool share the key `"<unknown>"`, so a model that keeps inventing names is
+still stopped). `slot` tells apart parallel calls to the same tool in one turn: the k-th call
+to a tool in a turn is slot k (`decide_turn` numbers them), on the assumption that a model
+re-issues parallel calls in the same order. A success or an escalation ends the logical call
+and forgets its count.
+
+Every attempt is validated from scratch by `Toolset.validate`; the policy keeps only counts and
+start times, never earlier arguments or errors, so the payload for a retry carries the latest
+errors only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from toolwire.payloads import (
+    Style,
+    call_id_for,
+    failure_content,
+    result_content,
+    text,
+    wrap_message,
+)
+from toolwire.validation import CallLike, FieldError, Outcome
+
+__all__ = [
+    "Escalation",
+    "EscalationReason",
+    "Proceed",
+    "RepairDecision",
+    "RepairPolicy",
+    "Retry",
+]
+
+EscalationReason = Literal[
+    "max_rounds", "time_budget", "needs_clarification", "business_error", "not_retryable"
+]
+UNKNOWN_TOOL_KEY = "<unknown>"
+MAX_TRACKED = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Proceed:
+    """The arguments are valid: run the tool.
+
+    Attributes:
+        outcome: The successful outcome (its `model` or `value` holds the arguments).
+        attempt: Which attempt succeeded (1 for the first).
+    """
+
+    outcome: Outcome
+    attempt: int
+
+    def to_message(
+        self, call: CallLike, style: Style = "openai-chat", *, result: object
+    ) -> dict[str, Any]:
+        """The tool-result message carrying what the tool returned."""
+        return wrap_message(style, call_id_for(call), result_content(result), is_error=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """The model should call again with corrected arguments.
+
+    Attributes:
+        outcome: The failed outcome of this attempt (only its errors are sent).
+        attempt: Which attempt failed (1 for the first).
+        rounds_left: Repair rounds still allowed after this one.
+    """
+
+    outcome: Outcome
+    attempt: int
+    rounds_left: int
+
+    def to_message(self, call: CallLike, style: Style = "openai-chat") -> dict[str, Any]:
+        """The error payload for this attempt, in the provider's message shape."""
+        return self.outcome.to_message(call, style, attempt=self.attempt)
+
+
+@dataclass(frozen=True, slots=True)
+class Escalation:
+    """Stop retrying: the user or a human has to decide.
+
+    Attributes:
+        tool: The tool name.
+        lineage: The lineage the attempts were counted in.
+        reason: Why the loop stopped.
+        attempts: How many attempts were made.
+        outcome: The latest outcome.
+        question: A question to put to the user, in the outcome's language.
+    """
+
+    tool: str
+    lineage: str
+    reason: EscalationReason
+    attempts: int
+    outcome: Outcome
+    question: str
+
+    @property
+    def errors(self) -> list[FieldError]:
+        """The latest attempt's errors."""
+        return self.outcome.errors
+
+    def to_message(self, call: CallLike, style: Style = "openai-chat") -> dict[str, Any]:
+        """The final tool-result message: what went wrong and that the model must stop."""
+        outcome = self.outcome
+        lang = outcome.lang
+        tool = f'"{outcome.tool or self.tool}"'
+        if self.reason == "needs_clarification":
+            instruction = outcome.instruction()
+            error_type = "needs_clarification"
+            message = outcome.message
+        elif self.reason in ("max_rounds", "time_budget"):
+            instruction = text("instruction.escalate", lang, tool=tool)
+            error_type = "escalated"
+            message = (
+                text("msg.escalated", lang, attempts=self.attempts)
+                if self.reason == "max_rounds"
+                else text("msg.time_budget", lang)
+            )
+        else:
+            instruction = text("instruction.stop", lang, tool=tool)
+            error_type = outcome.error_type
+            message = outcome.message
+        content = failure_content(
+            error_type=error_type,
+            message=message,
+            errors=outcome.errors,
+            hint=outcome.hint,
+            retryable=False,
+            attempt=self.attempts,
+            instruction=instruction,
+        )
+        return wrap_message(style, call_id_for(call), content, is_error=True)
+
+
+RepairDecision = Proceed | Retry | Escalation
+"""What `RepairPolicy.decide` returns."""
+
+
+@dataclass(slots=True)
+class _Track:
+    attempts: int
+    started: float
+
+
+class RepairPolicy:
+    """Counts repair rounds per logical call and decides retry or escalation.
+
+    Args:
+        max_rounds: Repair rounds allowed per logical call (default 2, so at most three
+            attempts: the SRE-book figure of at most three tries).
+        time_budget_s: Seconds from the first failed attempt after which no new round starts;
+            None for no time limit.
+        retry_business_errors: If true, a `business_error` is retried like a model error
+            (for checks the model can satisfy, such as "date must be in the future").
+        clock: A monotonic clock in seconds (injectable for tests).
+
+    Raises:
+        ValueError: If `max_rounds` is negative or `time_budget_s` is not positive.
+    """
+
+    def __init__(
+        self,
+        max_rounds: int = 2,
+        time_budget_s: float | None = None,
+        *,
+        retry_business_errors: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_rounds < 0:
+            raise ValueError("max_rounds must be >= 0")
+        if time_budget_s is not None and time_budget_s <= 0:
+            raise ValueError("time_budget_s must be positive or None")
+        self.max_rounds = max_rounds
+        self.time_budget_s = time_budget_s
+        self.retry_business_errors = retry_business_errors
+        self._clock = clock
+        self._tracks: dict[tuple[str, str, int], _Track] = {}
+        # Agents run tool calls from several threads; the counts must not race.
+        self._lock = threading.Lock()
+
+    def _key(self, outcome: Outcome, lineage: str, slot: int) -> tuple[str, str, int]:
+        unknown = outcome.error_type in ("unknown_tool", "missing_name") or not outcome.tool
+        return (lineage, UNKNOWN_TOOL_KEY if unknown else outcome.tool, slot)
+
+    def attempts(self, tool: str, *, lineage: str = "", slot: int = 0) -> int:
+        """Failed attempts counted so far for a logical call (0 if none is open)."""
+        with self._lock:
+            track = self._tracks.get((lineage, tool, slot))
+            return track.attempts if track else 0
+
+    def reset(self, lineage: str | None = None) -> None:
+        """Forget counts for one lineage, or for all of them."""
+        with self._lock:
+            if lineage is None:
+                self._tracks.clear()
+            else:
+                for key in [k for k in self._tracks if k[0] == lineage]:
+                    del self._tracks[key]
+
+    def decide(self, outcome: Outcome, *, lineage: str = "", slot: int = 0) -> RepairDecision:
+        """Decide what to do with one validated attempt.
+
+        Args:
+            outcome: The outcome of `Toolset.validate` for this attempt.
+            lineage: The chain of turns this call belongs to (see the module docs).
+            slot: Which call to this tool in the turn (0 for the first).
+
+        Returns:
+            `Proceed`, `Retry` or `Escalation`.
+        """
+        key = self._key(outcome, lineage, slot)
+        now = self._clock()
+        with self._lock:
+            track = self._tracks.get(key)
+            attempt = (track.attempts if track else 0) + 1
+            if outcome.ok:
+                self._tracks.pop(key, None)
+                return Proceed(outcome, attempt)
+            reason = self._stop_reason(outcome, attempt, track, now)
+            if reason is not None:
+                self._tracks.pop(key, None)
+                return self._escalation(outcome, key, reason, attempt)
+            if track is None:
+                if len(self._tracks) >= MAX_TRACKED:
+                    # Abandoned lineages must not grow memory without bound: drop the oldest.
+                    del self._tracks[next(iter(self._tracks))]
+                track = self._tracks[key] = _Track(0, now)
+            track.attempts = attempt
+            return Retry(outcome, attempt, self.max_rounds - attempt)
+
+    def decide_turn(
+        self, outcomes: Sequence[Outcome], *, lineage: str = ""
+    ) -> list[RepairDecision]:
+        """`decide` for every outcome of one assistant turn, numbering slots per tool.
+
+        Args:
+            outcomes: The turn's outcomes, in call order.
+            lineage: The chain of turns.
+
+        Returns:
+            One decision per outcome, in the same order.
+        """
+        seen: dict[str, int] = {}
+        decisions: list[RepairDecision] = []
+        for outcome in outcomes:
+            tool = self._key(outcome, lineage, 0)[1]
+            slot = seen.get(tool, 0)
+            seen[tool] = slot + 1
+            decisions.append(self.decide(outcome, lineage=lineage, slot=slot))
+        return decisions
+
+    def _stop_reason(
+        self, outcome: Outcome, attempt: int, track: _Track | None, now: float
+    ) -> EscalationReason | None:
+        if outcome.kind == "needs_clarification":
+            return "needs_clarification"
+        if outcome.kind == "business_error" and not self.retry_business_errors:
+            return "business_error"
+        if not outcome.retryable and outcome.kind != "business_error":
+            return "not_retryable"
+        if attempt > self.max_rounds:
+            return "max_rounds"
+        budget = self.time_budget_s
+        if budget is not None and track is not None and now - track.started >= budget:
+            return "time_budget"
+        return None
+
+    @staticmethod
+    def _escalation(
+        outcome: Outcome, key: tuple[str, str, int], reason: EscalationReason, attempt: int
+    ) -> Escalation:
+        lang = outcome.lang
+        tool = outcome.tool or key[1]
+        if reason == "needs_clarification":
+            question = text("question.clarify", lang, fields=", ".join(outcome.ask_user))
+        else:
+            problems = "; ".join(
+                f"{e.path or '/'} {e.expected}" if e.expected else (e.hint or e.code)
+                for e in outcome.errors[:3]
+            ) or (outcome.message or outcome.error_type)
+            question = text("question.escalate", lang, tool=tool, problems=problems)
+        return Escalation(tool, key[0], reason, attempt, outcome, question)

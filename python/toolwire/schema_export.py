@@ -1,0 +1,472 @@
+"""Turn a tool's JSON Schema into the self-contained shapes that providers accept.
+
+Three shapes come out of one source schema (Pydantic's `model_json_schema()` or a plain tool
+definition):
+
+* the **pre-check schema** (`precheck_schema`): `$ref`s inlined, `additionalProperties: false`
+  added to every object that does not say otherwise, `default: null` dropped. The `required`
+  list is the model's own, so optional fields stay optional. This is what the Rust pre-check
+  compiles and what Anthropic's `input_schema` receives.
+* the **OpenAI strict schema** (`strict_schema`): the pre-check schema plus every property
+  listed in `required` (optional fields keep their nullable `anyOf`), every `default` removed
+  and discriminated `oneOf` rewritten as `anyOf`. Anything outside the strict subset raises
+  `SchemaExportError` naming the field.
+* the **relaxed schema** (`export_schema(..., strict=False)`): the pre-check schema, marked
+  non-strict, together with the list of `Relaxation`s that kept it from being strict.
+
+Design notes:
+
+* `openai.lib._pydantic.to_strict_json_schema` only inlines a `$ref` that has sibling keys and
+  keeps `$defs` otherwise. We inline every non-recursive `$ref` so a tool definition can be read
+  (and checked by the Rust pre-check) without a resolver; a recursive model keeps a
+  `{"$ref": "#/$defs/Name"}` to a `$defs` entry that stays in the schema.
+* Non-null defaults are removed in strict mode although the openai helper keeps them: Azure
+  OpenAI rejects them ("'default' is not permitted", dotnet/extensions#6196) and
+  openai-agents-python strips them too (PR #4529). In strict mode the model must send every
+  field anyway, so a default tells it nothing it can act on.
+* Key order follows the source schema, and keys we add go last, so output is deterministic.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+__all__ = [
+    "ExportedSchema",
+    "Relaxation",
+    "SchemaExportError",
+    "accepts_null",
+    "export_schema",
+    "inline_refs",
+    "precheck_schema",
+    "strict_problems",
+    "strict_schema",
+]
+
+JsonSchema = dict[str, Any]
+
+# Published OpenAI Structured Outputs limits ("Supported schemas", structured-outputs guide).
+MAX_OBJECT_DEPTH = 10
+MAX_PROPERTIES = 5000
+MAX_ENUM_VALUES = 1000
+
+# Keywords the strict subset rejects outright, with the reason we report.
+_UNSUPPORTED: dict[str, str] = {
+    "not": "`not` is not supported",
+    "if": "`if`/`then`/`else` is not supported",
+    "then": "`if`/`then`/`else` is not supported",
+    "else": "`if`/`then`/`else` is not supported",
+    "dependentRequired": "`dependentRequired` is not supported",
+    "dependentSchemas": "`dependentSchemas` is not supported",
+    "patternProperties": "`patternProperties` (an open object) is not supported",
+    "propertyNames": "`propertyNames` (an open object) is not supported",
+    "unevaluatedProperties": "`unevaluatedProperties` is not supported",
+    "unevaluatedItems": "`unevaluatedItems` is not supported",
+    "contains": "`contains` is not supported",
+    "prefixItems": "tuples (`prefixItems`) are not supported",
+}
+
+
+class SchemaExportError(ValueError):
+    """A tool schema cannot be expressed in the OpenAI strict subset.
+
+    Attributes:
+        tool: The tool name.
+        path: The field path (`order.items[].sku`; `(root)` for the top level).
+        keyword: The JSON Schema keyword at fault.
+        reason: What is wrong, in words.
+    """
+
+    def __init__(self, tool: str, path: str, keyword: str, reason: str) -> None:
+        super().__init__(
+            f"tool {tool!r}: field {path!r}: {reason} in OpenAI strict mode; "
+            "pass strict=False to export a non-strict schema"
+        )
+        self.tool = tool
+        self.path = path
+        self.keyword = keyword
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Relaxation:
+    """One thing that kept a tool's schema from being exported as strict.
+
+    Attributes:
+        tool: The tool name.
+        path: The field path (`(root)` for the top level).
+        keyword: The JSON Schema keyword at fault.
+        reason: What is wrong, in words.
+    """
+
+    tool: str
+    path: str
+    keyword: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedSchema:
+    """A schema ready to send, and whether it is strict.
+
+    Attributes:
+        schema: The JSON Schema (a fresh dict the caller may keep).
+        strict: True if the schema follows the OpenAI strict subset.
+        relaxations: Why the schema is not strict; empty when `strict` is true.
+    """
+
+    schema: JsonSchema
+    strict: bool
+    relaxations: tuple[Relaxation, ...] = ()
+
+
+def _as_dict(value: object) -> JsonSchema | None:
+    return cast(JsonSchema, value) if isinstance(value, dict) else None
+
+
+def _as_list(value: object) -> list[Any] | None:
+    return cast(list[Any], value) if isinstance(value, list) else None
+
+
+def _def_name(ref: str) -> str:
+    for prefix in ("#/$defs/", "#/definitions/"):
+        if ref.startswith(prefix):
+            return ref[len(prefix) :].replace("~1", "/").replace("~0", "~")
+    raise ValueError(f"unsupported $ref {ref!r}: only local #/$defs/ references can be inlined")
+
+
+def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
+    """Inline every local `$ref`, keeping only those that recurse.
+
+    Sibling keys next to a `$ref` (a field description, say) take priority over the keys of the
+    definition, as in `openai.lib._pydantic`. A reference to a definition that is already being
+    expanded stays a plain `{"$ref": "#/$defs/Name"}` and that definition stays under `$defs`.
+
+    Args:
+        schema: A JSON Schema whose definitions live under `$defs` (or `definitions`).
+
+    Returns:
+        A new schema; the input is not modified.
+
+    Raises:
+        ValueError: On a `$ref` that is not local or names a missing definition.
+    """
+    defs: dict[str, Any] = {}
+    for key in ("definitions", "$defs"):
+        found = _as_dict(schema.get(key))
+        if found is not None:
+            defs.update(found)
+    kept: dict[str, JsonSchema] = {}
+    # Definitions whose body was already expanded once because a recursive reference carried
+    # sibling keys; a second such expansion would never end.
+    sibling_expanded: set[str] = set()
+
+    def walk(node: Any, stack: tuple[str, ...]) -> Any:
+        as_list = _as_list(node)
+        if as_list is not None:
+            return [walk(item, stack) for item in as_list]
+        as_dict = _as_dict(node)
+        if as_dict is None:
+            return node
+        ref = as_dict.get("$ref")
+        if isinstance(ref, str):
+            name = _def_name(ref)
+            if name not in defs:
+                raise ValueError(f"$ref {ref!r} names a missing definition")
+            siblings = {k: v for k, v in as_dict.items() if k != "$ref"}
+            if name in stack:
+                if not siblings or name in sibling_expanded:
+                    kept.setdefault(name, {})
+                    return {"$ref": f"#/$defs/{name}"}
+                sibling_expanded.add(name)
+            target = _as_dict(defs[name]) or {}
+            return walk({**target, **siblings}, (*stack, name))
+        return {
+            key: walk(value, stack)
+            for key, value in as_dict.items()
+            if key not in ("$defs", "definitions")
+        }
+
+    result = cast(JsonSchema, walk(schema, ()))
+    # A kept definition may itself reference another definition that must then be kept too.
+    done: set[str] = set()
+    while len(done) < len(kept):
+        for name in [n for n in kept if n not in done]:
+            done.add(name)
+            kept[name] = cast(JsonSchema, walk(defs[name], (name,)))
+    if kept:
+        result["$defs"] = {name: kept[name] for name in sorted(kept)}
+    return result
+
+
+def _with_closed_objects(node: Any, *, strip_null_default: bool) -> Any:
+    """Add `additionalProperties: false` where an object says nothing, drop `default: null`."""
+    as_list = _as_list(node)
+    if as_list is not None:
+        return [
+            _with_closed_objects(item, strip_null_default=strip_null_default) for item in as_list
+        ]
+    as_dict = _as_dict(node)
+    if as_dict is None:
+        return node
+    out: JsonSchema = {}
+    for key, value in as_dict.items():
+        if key in ("properties", "$defs", "definitions", "patternProperties"):
+            sub = _as_dict(value)
+            out[key] = (
+                {
+                    k: _with_closed_objects(v, strip_null_default=strip_null_default)
+                    for k, v in sub.items()
+                }
+                if sub is not None
+                else value
+            )
+        elif key in ("enum", "const", "default", "examples", "required"):
+            out[key] = copy.deepcopy(value)
+        else:
+            out[key] = _with_closed_objects(value, strip_null_default=strip_null_default)
+    if strip_null_default and "default" in out and out["default"] is None:
+        del out["default"]
+    if _is_object(out) and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+def _is_object(node: Mapping[str, Any]) -> bool:
+    kind = node.get("type")
+    if kind == "object":
+        return True
+    kinds = _as_list(kind)
+    return kinds is not None and "object" in kinds
+
+
+def precheck_schema(schema: Mapping[str, Any]) -> JsonSchema:
+    """The self-contained schema that the pre-check compiles and Anthropic receives.
+
+    Args:
+        schema: A tool's parameter schema.
+
+    Returns:
+        A new schema with `$ref`s inlined, `additionalProperties: false` on every object that
+        does not set it, and `default: null` removed. `required` is left as the source has it.
+    """
+    return cast(JsonSchema, _with_closed_objects(inline_refs(schema), strip_null_default=True))
+
+
+class _StrictWalker:
+    """Rewrites a pre-check schema into the strict subset and collects what does not fit."""
+
+    def __init__(self, tool: str, *, nullable_optional: bool) -> None:
+        self.tool = tool
+        self.nullable_optional = nullable_optional
+        self.problems: list[Relaxation] = []
+        self.property_count = 0
+
+    def problem(self, path: str, keyword: str, reason: str) -> None:
+        self.problems.append(Relaxation(self.tool, path or "(root)", keyword, reason))
+
+    def walk(self, node: Any, path: str, depth: int) -> Any:
+        as_dict = _as_dict(node)
+        if as_dict is None:
+            return node
+        if "$ref" in as_dict:
+            return {"$ref": as_dict["$ref"]}
+        out: JsonSchema = dict(as_dict)
+        out.pop("default", None)
+        self._flatten_all_of(out, path)
+        self._rewrite_one_of(out, path)
+        for key, reason in _UNSUPPORTED.items():
+            if key in out:
+                self.problem(path, key, reason)
+        enum = _as_list(out.get("enum"))
+        if enum is not None and len(enum) > MAX_ENUM_VALUES:
+            self.problem(path, "enum", f"more than {MAX_ENUM_VALUES} enum values")
+        if _is_object(out) or "properties" in out:
+            depth += 1
+            if depth == MAX_OBJECT_DEPTH + 1:
+                self.problem(path, "type", f"objects nested deeper than {MAX_OBJECT_DEPTH} levels")
+            extra = out.get("additionalProperties", False)
+            if extra is not False:
+                self.problem(
+                    path, "additionalProperties", "an open object (a dict or extra='allow')"
+                )
+            props = _as_dict(out.get("properties")) or {}
+            required = set(_as_list(out.get("required")) or [])
+            self.property_count += len(props)
+            out["properties"] = {
+                key: self._property(sub, f"{path}.{key}" if path else key, depth, key in required)
+                for key, sub in props.items()
+            }
+            out["required"] = list(props)
+            # Keep additionalProperties after properties/required: the order pydantic and the
+            # openai helper produce, so exported JSON diffs cleanly against theirs.
+            out["additionalProperties"] = out.pop("additionalProperties", False)
+        items = out.get("items")
+        if _as_dict(items) is not None:
+            out["items"] = self.walk(items, f"{path}[]", depth)
+        for key in ("anyOf", "allOf"):
+            branches = _as_list(out.get(key))
+            if branches is not None:
+                out[key] = [self.walk(branch, path, depth) for branch in branches]
+        return out
+
+    def _property(self, node: Any, path: str, depth: int, required: bool) -> Any:
+        out = self.walk(node, path, depth)
+        as_dict = _as_dict(out)
+        if required or not self.nullable_optional or as_dict is None or accepts_null(as_dict):
+            return out
+        # OpenAI's documented way to express an optional parameter in strict mode: a union
+        # with null. Validation reads a null there as "absent" (the `null_as_absent` rule).
+        outer = {k: as_dict.pop(k) for k in ("title", "description") if k in as_dict}
+        return {"anyOf": [as_dict, {"type": "null"}], **outer}
+
+    def _flatten_all_of(self, out: JsonSchema, path: str) -> None:
+        branches = _as_list(out.get("allOf"))
+        if branches is None:
+            return
+        merged: JsonSchema = {}
+        props: JsonSchema = {}
+        required: list[str] = []
+        for branch in branches:
+            as_dict = _as_dict(branch)
+            if as_dict is None or "$ref" in as_dict:
+                self.problem(
+                    path, "allOf", "`allOf` over a recursive reference cannot be flattened"
+                )
+                return
+            for key, value in as_dict.items():
+                if key == "properties":
+                    for name, sub in (_as_dict(value) or {}).items():
+                        if name in props and props[name] != sub:
+                            self.problem(path, "allOf", f"`allOf` branches disagree on {name!r}")
+                            return
+                        props[name] = sub
+                elif key == "required":
+                    required.extend(r for r in value if r not in required)
+                elif key in merged and merged[key] != value:
+                    self.problem(path, "allOf", f"`allOf` branches disagree on `{key}`")
+                    return
+                else:
+                    merged[key] = value
+        del out["allOf"]
+        for key, value in merged.items():
+            out.setdefault(key, value)
+        if props:
+            out["properties"] = {**(_as_dict(out.get("properties")) or {}), **props}
+        if required:
+            out["required"] = required
+
+    def _rewrite_one_of(self, out: JsonSchema, path: str) -> None:
+        branches = out.get("oneOf")
+        if branches is None:
+            return
+        if "discriminator" in out and "anyOf" not in out:
+            # The discriminator's const tags make the branches mutually exclusive, so `anyOf`
+            # accepts exactly what `oneOf` accepted, and the strict subset knows `anyOf`.
+            del out["discriminator"]
+            out["anyOf"] = out.pop("oneOf")
+        else:
+            self.problem(path, "oneOf", "`oneOf` without a discriminator is not supported")
+
+
+def accepts_null(node: Mapping[str, Any]) -> bool:
+    """Whether a (dereferenced) schema node obviously admits `null`."""
+    kind = node.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    enum = _as_list(node.get("enum"))
+    if enum is not None and None in enum:
+        return True
+    if "const" in node and node["const"] is None:
+        return True
+    for key in ("anyOf", "oneOf"):
+        for branch in _as_list(node.get(key)) or []:
+            as_dict = _as_dict(branch)
+            if as_dict is not None and accepts_null(as_dict):
+                return True
+    return not kind and not any(k in node for k in ("anyOf", "oneOf", "enum", "const", "$ref"))
+
+
+def strict_problems(schema: Mapping[str, Any], *, tool: str) -> list[Relaxation]:
+    """List everything that keeps a schema out of the OpenAI strict subset.
+
+    Args:
+        schema: A tool's parameter schema.
+        tool: The tool name, for the report.
+
+    Returns:
+        One `Relaxation` per problem, in schema order; empty if the schema can be strict.
+    """
+    return _strict(schema, tool, nullable_optional=False)[1]
+
+
+def _strict(
+    schema: Mapping[str, Any], tool: str, *, nullable_optional: bool
+) -> tuple[JsonSchema, list[Relaxation]]:
+    base = precheck_schema(schema)
+    walker = _StrictWalker(tool, nullable_optional=nullable_optional)
+    if not _is_object(base) or "anyOf" in base:
+        walker.problem("", "type", "the top level must be an object, not a union or a scalar")
+    out = cast(JsonSchema, walker.walk(base, "", 0))
+    defs = _as_dict(out.get("$defs"))
+    if defs is not None:
+        out["$defs"] = {name: walker.walk(sub, name, 0) for name, sub in defs.items()}
+    if walker.property_count > MAX_PROPERTIES:
+        walker.problem("", "properties", f"more than {MAX_PROPERTIES} object properties in all")
+    return out, walker.problems
+
+
+def strict_schema(
+    schema: Mapping[str, Any], *, tool: str, nullable_optional: bool = False
+) -> JsonSchema:
+    """The OpenAI strict-mode schema for a tool.
+
+    Args:
+        schema: A tool's parameter schema.
+        tool: The tool name, for error messages.
+        nullable_optional: Turn each property that is not required (and does not admit null)
+            into a union with null, so the model can leave it out by sending null. Used for
+            plain tool definitions; Pydantic models keep the openai helper's behaviour (a
+            field with a default becomes required with its own type).
+
+    Returns:
+        A new, self-contained schema in the strict subset.
+
+    Raises:
+        SchemaExportError: For the first construct the strict subset cannot express.
+    """
+    out, problems = _strict(schema, tool, nullable_optional=nullable_optional)
+    if problems:
+        first = problems[0]
+        raise SchemaExportError(tool, first.path, first.keyword, first.reason)
+    return out
+
+
+def export_schema(
+    schema: Mapping[str, Any], *, tool: str, strict: bool, nullable_optional: bool = False
+) -> ExportedSchema:
+    """Export a tool schema, strict if asked, degrading to non-strict when allowed.
+
+    Args:
+        schema: A tool's parameter schema.
+        tool: The tool name.
+        strict: If true, raise when the schema cannot be strict; if false, fall back to the
+            pre-check schema and report what was relaxed.
+        nullable_optional: See `strict_schema`.
+
+    Returns:
+        The schema with its strictness and relaxations.
+
+    Raises:
+        SchemaExportError: When `strict` is true and the schema cannot be strict.
+    """
+    out, problems = _strict(schema, tool, nullable_optional=nullable_optional)
+    if not problems:
+        return ExportedSchema(out, True)
+    if strict:
+        first = problems[0]
+        raise SchemaExportError(tool, first.path, first.keyword, first.reason)
+    return ExportedSchema(precheck_schema(schema), False, tuple(problems))

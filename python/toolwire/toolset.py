@@ -1,0 +1,412 @@
+"""`Toolset`: one definition per tool, every provider's format, and call validation.
+
+A tool is either a Pydantic model class (its fields are the arguments) or a plain tool
+definition in any of the shapes providers and MCP servers use:
+
+* `{"name", "description", "parameters"}` (an OpenAI `function` object),
+* `{"type": "function", "function": {...}}` (a Chat Completions tool),
+* `{"type": "function", "name", "description", "parameters"}` (a Responses tool),
+* `{"name", "description", "input_schema"}` (an Anthropic tool or an MCP tool).
+
+Naming a model tool, first match wins:
+
+1. the `names` mapping passed to `Toolset` (keyed by the model class),
+2. a `__tool_name__` class attribute,
+3. `model_config["title"]`, only when set explicitly,
+4. the class name in snake_case (`GetWeather` → `get_weather`): tool names read as function
+   names, and models of the same family then agree with hand-written tools.
+
+Every name must match `^[a-zA-Z0-9_-]{1,64}$` (OpenAI's rule, the strictest provider's).
+A model's description is its docstring, cleaned with `inspect.cleandoc`; field descriptions come
+through the JSON Schema.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import tzinfo
+from typing import TYPE_CHECKING, Any, cast
+
+from pydantic import BaseModel
+
+from toolwire.coercion import CoercionSpec, resolve_rules
+from toolwire.payloads import Lang
+from toolwire.schema_export import (
+    Relaxation,
+    export_schema,
+    precheck_schema,
+    strict_problems,
+)
+from toolwire.validation import (
+    CallLike,
+    Check,
+    Outcome,
+    Redactor,
+    ToolValidator,
+    outcome_for_call_error,
+)
+
+if TYPE_CHECKING:
+    from toolwire._core import ToolRegistry
+
+__all__ = ["ToolDefinition", "ToolInput", "Toolset", "snake_case"]
+
+ToolInput = type[BaseModel] | Mapping[str, Any]
+"""What `Toolset` accepts per tool: a Pydantic model class or a plain tool definition."""
+
+_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def snake_case(name: str) -> str:
+    """`GetWeather` → `get_weather`, `HTTPRequest` → `http_request`."""
+    return _CAMEL.sub("_", name).lower()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ToolDefinition:
+    """One registered tool.
+
+    Attributes:
+        name: The tool name.
+        description: What the tool does, for the model.
+        model: The Pydantic model, or None for a plain-dict tool.
+        source_schema: The parameter schema as given (Pydantic's `model_json_schema()` for
+            models).
+        schema: The self-contained schema the pre-check compiles.
+        problems: What keeps the schema out of the OpenAI strict subset (empty if nothing).
+    """
+
+    name: str
+    description: str
+    model: type[BaseModel] | None
+    source_schema: dict[str, Any]
+    schema: dict[str, Any]
+    problems: tuple[Relaxation, ...]
+    validator: ToolValidator
+
+
+def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    inner = tool.get("function")
+    if tool.get("type") == "function" and isinstance(inner, Mapping):
+        tool = cast(Mapping[str, Any], inner)
+    name = tool.get("name")
+    if not isinstance(name, str):
+        raise ValueError(f"a tool definition needs a string 'name': {dict(tool)!r:.200}")
+    description = tool.get("description") or ""
+    if not isinstance(description, str):
+        raise ValueError(f"tool {name!r}: 'description' must be a string")
+    params: object = tool.get("parameters", tool.get("input_schema"))
+    if params is None:
+        return name, description, {"type": "object", "properties": {}}
+    if not isinstance(params, Mapping):
+        raise ValueError(f"tool {name!r}: parameters must be a JSON Schema object")
+    return name, description, copy.deepcopy(dict(cast(Mapping[str, Any], params)))
+
+
+def _model_name(model: type[BaseModel]) -> str:
+    explicit = getattr(model, "__tool_name__", None)
+    if isinstance(explicit, str):
+        return explicit
+    title = model.model_config.get("title")
+    if isinstance(title, str):
+        return title
+    return snake_case(model.__name__)
+
+
+class Toolset:
+    """A registry of tools: provider exports, the pre-check schemas and call validation.
+
+    Args:
+        tools: Pydantic model classes and plain tool definitions, in any mix.
+        names: Explicit names, keyed by model class or by a plain tool's own name.
+        strict: If true (the default), `openai()` and `responses()` raise `SchemaExportError`
+            for a tool the strict subset cannot express; if false, such tools are exported
+            with `"strict": false` and listed in `relaxations`.
+        coercion: `"safe"` (the default), `"none"`, or a set of rule names from
+            `toolwire.coercion`. Fields can opt in to more with `x-toolwire-coerce`.
+        default_tz: A default time zone per tool name. A `datetime` without an offset is an
+            error unless its tool has one here; with one, the zone is attached and recorded as
+            a `default_timezone` coercion.
+        checks: A business check per tool name: called with the validated model (or dict) and
+            returning None (accept), a reason or a list of reasons, or raising
+            `BusinessRuleError`. A rejection is a `business_error` outcome.
+        redact: A hook `(json_pointer, text) -> text` applied to every argument value shown to
+            the model, after the built-in redaction of `x-secret` fields and `SecretStr`.
+        lang: Language of model-facing text: `"en"` or `"zh"`.
+
+    Raises:
+        ValueError: On a duplicate or invalid tool name, a malformed definition, an invalid
+            schema, an unknown coercion rule, or a `names`/`default_tz`/`checks` key that names
+            no tool.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[ToolInput],
+        *,
+        names: Mapping[type[BaseModel] | str, str] | None = None,
+        strict: bool = True,
+        coercion: CoercionSpec = "safe",
+        default_tz: Mapping[str, tzinfo] | None = None,
+        checks: Mapping[str, Check] | None = None,
+        redact: Redactor | None = None,
+        lang: Lang = "en",
+    ) -> None:
+        if lang not in ("en", "zh"):
+            raise ValueError(f"lang must be 'en' or 'zh', not {lang!r}")
+        self._strict = strict
+        self._rules = resolve_rules(coercion)
+        self._redact = redact
+        self._lang: Lang = lang
+        self._registry: ToolRegistry | None = None
+        rename: dict[object, str] = {}
+        for rename_key, rename_to in (names or {}).items():
+            rename[rename_key] = rename_to
+        used_rename: set[object] = set()
+        parsed: list[tuple[str, str, type[BaseModel] | None, dict[str, Any]]] = []
+        for tool in tools:
+            if isinstance(tool, type):
+                key: object = tool
+                name = _model_name(tool)
+                description = inspect.cleandoc(tool.__doc__) if tool.__doc__ else ""
+                source = tool.model_json_schema()
+                model: type[BaseModel] | None = tool
+            elif isinstance(cast(object, tool), Mapping):
+                name, description, source = _plain_parts(tool)
+                key, model = name, None
+            else:
+                raise TypeError(
+                    "a tool must be a Pydantic model class or a tool definition dict, "
+                    f"not {tool!r:.100}"
+                )
+            if key in rename:
+                name = rename[key]
+                used_rename.add(key)
+            parsed.append((name, description, model, source))
+        unused = [k for k in rename if k not in used_rename]
+        if unused:
+            raise ValueError(f"names has keys that match no tool: {unused!r}")
+        known = {p[0] for p in parsed}
+        for label, mapping in (("default_tz", default_tz), ("checks", checks)):
+            stray = sorted(set(mapping or {}) - known)
+            if stray:
+                raise ValueError(f"{label} names unknown tools: {stray}")
+        self._tools: dict[str, ToolDefinition] = {}
+        for name, description, model, source in parsed:
+            if not _NAME.match(name):
+                raise ValueError(f"invalid tool name {name!r}: use 1-64 of [a-zA-Z0-9_-]")
+            if name in self._tools:
+                raise ValueError(f"duplicate tool name {name!r}")
+            schema = precheck_schema(source)
+            try:
+                validator = ToolValidator(
+                    name,
+                    schema,
+                    model,
+                    rules=self._rules,
+                    default_tz=(default_tz or {}).get(name),
+                    check=(checks or {}).get(name),
+                )
+            except Exception as exc:  # jsonschema.SchemaError and friends
+                raise ValueError(f"tool {name!r}: invalid parameter schema: {exc}") from exc
+            self._tools[name] = ToolDefinition(
+                name=name,
+                description=description,
+                model=model,
+                source_schema=source,
+                schema=schema,
+                problems=tuple(strict_problems(source, tool=name)),
+                validator=validator,
+            )
+
+    # Registry ---------------------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        """The tool names, in registration order."""
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"Toolset({self.names()!r})"
+
+    def tool(self, name: str) -> ToolDefinition:
+        """The registered definition of one tool.
+
+        Raises:
+            KeyError: If no tool has that name.
+        """
+        return self._tools[name]
+
+    def model(self, name: str) -> type[BaseModel] | None:
+        """The Pydantic model of a tool (None for a plain-dict tool).
+
+        Raises:
+            KeyError: If no tool has that name.
+        """
+        return self._tools[name].model
+
+    def schema(self, name: str) -> dict[str, Any]:
+        """The self-contained JSON Schema the pre-check compiles for a tool (a fresh copy).
+
+        `$ref`s are inlined (a recursive model keeps a `$ref` into `$defs`), every object that
+        does not say otherwise gets `additionalProperties: false`, and `required` is the
+        model's own: optional fields stay optional, so calls from non-strict providers pass.
+
+        Raises:
+            KeyError: If no tool has that name.
+        """
+        return copy.deepcopy(self._tools[name].schema)
+
+    def schemas(self) -> dict[str, dict[str, Any]]:
+        """`{name: schema(name)}` for every tool."""
+        return {name: self.schema(name) for name in self._tools}
+
+    @property
+    def relaxations(self) -> list[Relaxation]:
+        """What keeps tools out of the OpenAI strict subset, for every tool.
+
+        With `strict=False` the tools listed here are exported with `"strict": false`; with
+        `strict=True` exporting them raises `SchemaExportError`.
+        """
+        return [r for tool in self._tools.values() for r in tool.problems]
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """The compiled pre-check registry, built once; `Assembler(tools=toolset)` uses it."""
+        if self._registry is None:
+            from toolwire._core import ToolRegistry
+
+            self._registry = ToolRegistry(self.schemas())
+        return self._registry
+
+    # Exports ----------------------------------------------------------------------------
+
+    def _exported(self, strict: bool | None) -> list[tuple[ToolDefinition, dict[str, Any], bool]]:
+        want = self._strict if strict is None else strict
+        out: list[tuple[ToolDefinition, dict[str, Any], bool]] = []
+        for tool in self._tools.values():
+            exported = export_schema(
+                tool.source_schema,
+                tool=tool.name,
+                strict=want,
+                nullable_optional=tool.model is None,
+            )
+            out.append((tool, exported.schema, exported.strict))
+        return out
+
+    def openai(self, strict: bool | None = None) -> list[dict[str, Any]]:
+        """Chat Completions `tools=`: `{"type": "function", "function": {...}}` per tool.
+
+        Args:
+            strict: Overrides the toolset's `strict` for this export.
+
+        Returns:
+            The tool list (fresh dicts).
+
+        Raises:
+            SchemaExportError: If strict and a tool cannot be expressed in the strict subset.
+        """
+        return [
+            {"type": "function", "function": _function(tool, schema, is_strict)}
+            for tool, schema, is_strict in self._exported(strict)
+        ]
+
+    def responses(self, strict: bool | None = None) -> list[dict[str, Any]]:
+        """Responses API `tools=`: `{"type": "function", "name", ..., "strict"}` per tool.
+
+        Args:
+            strict: Overrides the toolset's `strict` for this export.
+
+        Returns:
+            The tool list (fresh dicts).
+
+        Raises:
+            SchemaExportError: If strict and a tool cannot be expressed in the strict subset.
+        """
+        return [
+            {"type": "function", **_function(tool, schema, is_strict)}
+            for tool, schema, is_strict in self._exported(strict)
+        ]
+
+    def anthropic(self) -> list[dict[str, Any]]:
+        """Anthropic Messages `tools=`: `{"name", "description", "input_schema"}` per tool.
+
+        `input_schema` is the pre-check schema: optional fields stay optional and defaults
+        other than null are kept, since Anthropic does not require every property.
+
+        Returns:
+            The tool list (fresh dicts).
+        """
+        out: list[dict[str, Any]] = []
+        for tool in self._tools.values():
+            entry: dict[str, Any] = {"name": tool.name}
+            if tool.description:
+                entry["description"] = tool.description
+            entry["input_schema"] = copy.deepcopy(tool.schema)
+            out.append(entry)
+        return out
+
+    # Validation -------------------------------------------------------------------------
+
+    def validate(self, call: CallLike) -> Outcome:
+        """Validate one completed call against its tool.
+
+        Args:
+            call: A `toolwire.ToolCall` (or anything with the same attributes).
+
+        Returns:
+            The outcome: `ok` with the model, or the errors and what to tell the model.
+        """
+        error = call.error
+        if error is not None:
+            early = outcome_for_call_error(call, error, tools=self.names(), lang=self._lang)
+            if early is not None:
+                return early
+        name = call.name
+        tool = self._tools.get(name) if name is not None else None
+        if tool is None:
+            kind = "missing_name" if not name else "unknown_tool"
+            return cast(
+                Outcome,
+                outcome_for_call_error(call, _KindOnly(kind), tools=self.names(), lang=self._lang),
+            )
+        return tool.validator.validate(call, lang=self._lang, redact=self._redact)
+
+    def validate_all(self, calls: Iterable[CallLike]) -> list[Outcome]:
+        """`validate` for each call, in order."""
+        return [self.validate(call) for call in calls]
+
+
+def _function(tool: ToolDefinition, schema: dict[str, Any], is_strict: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        out["description"] = tool.description
+    out["parameters"] = schema
+    out["strict"] = is_strict
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _KindOnly:
+    """A stand-in error for conditions the toolset detects itself (an unknown tool name)."""
+
+    kind: str
+    message: str = ""
+    offset: int = 0
+    path: str = ""
+    keyword: str | None = None
+    expected: str | None = None
+    got: str | None = None

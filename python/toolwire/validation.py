@@ -1,0 +1,1241 @@
+"""Validation of completed tool calls: from a call to an `Outcome` the caller can act on.
+
+The order of work for one call is fixed and cheap-first:
+
+1. A call that already carries an error from the core (truncated, invalid JSON, unknown tool,
+   filtered, ...) becomes an outcome without running Pydantic.
+2. Valid argument text goes straight to `model_validate_json(text, strict=True)`: one Rust pass,
+   no Python dict built, `Decimal` fields get the digits the model wrote. Strict mode keeps
+   Pydantic from applying its own unrecorded lax conversions (`"yes"` → `True`, `"30"` → `30`);
+   a model whose config sets `strict=False` explicitly keeps lax mode.
+3. Only when that fails (or a post-check finds a timestamp without an offset, or milliseconds in
+   a Unix-seconds field) are the arguments parsed with `Decimal` floats, coerced by the rules in
+   `toolwire.coercion` and validated again from the coerced text. Every change is recorded.
+4. Business checks run on the validated model; a rejection is a `business_error`.
+
+Error reports (`FieldError`) are built from the tool's JSON Schema and the stable Pydantic error
+`type`, never from Pydantic's English message, so they can be translated and do not leak class
+names. At most five are reported, ordered by `_RANK`: a missing required field or an unknown
+field usually explains the type errors that follow it (a misspelt key is both), so those come
+first, then type and enum errors, then constraint errors.
+
+Unknown fields: the pre-check schema (`Toolset.schema`) closes every object, so the Rust
+pre-check (`Assembler(tools=toolset)`) reports them as `unknown_field`. Pydantic's default
+`extra="ignore"` would drop them silently on calls that bypass the pre-check; give the model
+`extra="forbid"` to reject them in Python as well.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+
+import jsonschema
+import jsonschema.protocols
+import jsonschema.validators
+from pydantic import BaseModel, ValidationError
+
+from toolwire.coercion import (
+    UNIT_KEY,
+    UNIX_MS_THRESHOLD,
+    UNIX_SECONDS,
+    Coercion,
+    CoercionProblem,
+    coerce_arguments,
+    dumps_exact,
+    has_decimals,
+    is_decimal_union,
+    loads_exact,
+    pointer,
+    quote_decimals,
+    shown,
+)
+from toolwire.payloads import Lang, Style, call_id_for, message_for, text
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
+
+__all__ = [
+    "MAX_ERRORS",
+    "BusinessRuleError",
+    "CallErrorLike",
+    "CallLike",
+    "Check",
+    "FieldError",
+    "Outcome",
+    "OutcomeKind",
+    "Redactor",
+    "ToolValidator",
+]
+
+MAX_ERRORS = 5
+REDACTED = "[redacted]"
+SECRET_KEY = "x-secret"
+USER_SUPPLIED_KEY = "x-user-supplied"
+
+OutcomeKind = Literal["ok", "model_error", "business_error", "needs_clarification"]
+Check = Callable[[Any], str | Sequence[str] | None]
+"""A business check: takes the validated model (or dict) and returns rejection reasons, if any."""
+Redactor = Callable[[str, str], str]
+"""A redaction hook: `(json_pointer, text) -> text`, applied to every value shown to the model."""
+
+
+class CallErrorLike(Protocol):
+    """What validation reads from an error attached to a call (`toolwire.CallError`)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def keyword(self) -> str | None: ...
+    @property
+    def expected(self) -> str | None: ...
+    @property
+    def got(self) -> str | None: ...
+
+
+class CallLike(Protocol):
+    """What validation reads from a completed call (`toolwire.ToolCall`)."""
+
+    @property
+    def ordinal(self) -> int: ...
+    @property
+    def index(self) -> int | None: ...
+    @property
+    def id(self) -> str | None: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def arguments(self) -> str: ...
+    @property
+    def value(self) -> object: ...
+    @property
+    def error(self) -> CallErrorLike | None: ...
+
+
+class BusinessRuleError(Exception):
+    """Raised by a business check (or a tool) to reject a well-formed request.
+
+    Args:
+        *reasons: One or more reasons, written for the model to relay to the user.
+    """
+
+    def __init__(self, *reasons: str) -> None:
+        super().__init__("; ".join(reasons))
+        self.reasons: list[str] = list(reasons)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One problem with one argument value, in words built from the tool's schema.
+
+    Attributes:
+        path: JSON Pointer of the value (`""` for the whole arguments).
+        code: A stable slug: `missing`, `unknown_field`, `type`, `enum`, `format`,
+            `timezone_required`, `pattern`, `range`, `multiple_of`, `decimal`, `length`,
+            `ambiguous`, `value`, `business_rule`, `schema_violation` or `invalid`.
+        expected: What the schema wants, in words (`one of "low", "high"`, `>= 1`).
+        got: The value as written, compact JSON cut to 200 characters (redacted for secrets).
+        hint: Extra advice for the model, when there is any.
+    """
+
+    path: str
+    code: str
+    expected: str | None = None
+    got: str | None = None
+    hint: str | None = None
+
+    def as_payload(self) -> dict[str, str]:
+        """The error as a compact dict for a model-facing payload (None values left out)."""
+        out = {"path": self.path, "code": self.code}
+        for key in ("expected", "got", "hint"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+_NO_RESULT: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The result of validating one call.
+
+    Attributes:
+        ok: True if the call may be executed.
+        kind: `ok`, `model_error` (the model should fix its arguments), `business_error` (a
+            business check rejected a well-formed request) or `needs_clarification` (a value
+            only the user can give is missing).
+        tool: The tool name ("" if the call had none).
+        call_id: The call's id, if it had one.
+        model: The validated Pydantic instance, for model tools.
+        value: The validated arguments as plain JSON data, for dict tools.
+        errors: At most five errors, most useful first.
+        coercions: Every coercion applied before the arguments validated.
+        retryable: True if asking the model to call again can fix it.
+        error_type: A stable slug for the failure (`validation`, `truncated`, `invalid_json`,
+            `not_object`, `too_large`, `unknown_tool`, `missing_name`, `filtered`,
+            `business_rule`, `needs_clarification`, `no_result`, `tool_failed`); "" when ok.
+        message: One sentence about the failure for the model.
+        hint: Advice for the model (and for whoever reads the logs).
+        ask_user: Fields only the user can supply (for `needs_clarification`).
+        lang: The language of the texts.
+    """
+
+    ok: bool
+    kind: OutcomeKind
+    tool: str
+    call_id: str | None
+    model: BaseModel | None = None
+    value: Any = None
+    errors: list[FieldError] = field(default_factory=list[FieldError])
+    coercions: list[Coercion] = field(default_factory=list[Coercion])
+    retryable: bool = False
+    error_type: str = ""
+    message: str | None = None
+    hint: str | None = None
+    ask_user: list[str] = field(default_factory=list[str])
+    lang: Lang = "en"
+
+    @property
+    def executable(self) -> bool:
+        """True if the tool may run with these arguments (the same as `ok`)."""
+        return self.ok
+
+    def instruction(self) -> str:
+        """The instruction to the model that ends a failure payload ("" for success)."""
+        tool = json.dumps(self.tool or "the tool", ensure_ascii=False)
+        if self.ok:
+            return ""
+        if self.kind == "needs_clarification":
+            return text("instruction.clarify", self.lang, fields=", ".join(self.ask_user))
+        if self.retryable:
+            return text("instruction.retry", self.lang, tool=tool)
+        return text("instruction.stop", self.lang, tool=tool)
+
+    def to_message(
+        self,
+        call: CallLike | None = None,
+        style: Style = "openai-chat",
+        *,
+        attempt: int = 1,
+        result: object = _NO_RESULT,
+    ) -> dict[str, Any]:
+        """The provider tool-result message for this outcome.
+
+        Args:
+            call: The call being answered (its id is used; defaults to `call_id`).
+            style: `openai-chat`, `openai-responses` or `anthropic`.
+            attempt: Which attempt at this logical call this was (1 for the first).
+            result: For a successful outcome, what the tool returned.
+
+        Returns:
+            The message dict, ready to append to the conversation.
+
+        Raises:
+            ValueError: If the outcome is a success and no `result` was given.
+        """
+        if self.ok and result is _NO_RESULT:
+            raise ValueError("a successful outcome needs the tool's result: pass result=...")
+        call_id = call_id_for(call) if call is not None else (self.call_id or "")
+        return message_for(style, call_id, self, attempt=attempt, result=result)
+
+    @classmethod
+    def failure(
+        cls,
+        call: CallLike | _HasId,
+        tool: str,
+        error_type: str,
+        *,
+        lang: Lang = "en",
+        retryable: bool = False,
+    ) -> Outcome:
+        """A failure with no field errors (`no_result`, `tool_failed`, ...).
+
+        Args:
+            call: The call it belongs to.
+            tool: The tool name.
+            error_type: The slug; `msg.<error_type>` must exist in `MESSAGES`.
+            lang: Language of the message.
+            retryable: Whether calling again could help.
+
+        Returns:
+            The outcome.
+        """
+        return cls(
+            ok=False,
+            kind="model_error",
+            tool=tool,
+            call_id=call.id,
+            retryable=retryable,
+            error_type=error_type,
+            message=text(f"msg.{error_type}", lang),
+            lang=lang,
+        )
+
+    @classmethod
+    def business_failure(
+        cls, call: CallLike | _HasId, tool: str, reasons: Sequence[str], *, lang: Lang = "en"
+    ) -> Outcome:
+        """A `business_error` outcome carrying the check's reasons.
+
+        Args:
+            call: The call it belongs to.
+            tool: The tool name.
+            reasons: Why the request was rejected.
+            lang: Language of the message.
+
+        Returns:
+            The outcome.
+        """
+        cut = [shown_text(r) for r in reasons][:MAX_ERRORS]
+        return cls(
+            ok=False,
+            kind="business_error",
+            tool=tool,
+            call_id=call.id,
+            errors=[FieldError("", "business_rule", hint=r) for r in cut],
+            retryable=False,
+            error_type="business_rule",
+            message=text("msg.business_rule", lang, reasons="; ".join(cut)),
+            lang=lang,
+        )
+
+
+class _HasId(Protocol):
+    @property
+    def id(self) -> str | None: ...
+
+
+def shown_text(value: str) -> str:
+    """Cut free text to 200 characters."""
+    return value if len(value) <= 200 else value[:199] + "…"
+
+
+# --------------------------------------------------------------------------------------------
+# Schema lookups
+
+_JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
+_FORMATS = ("date-time", "date", "time", "duration", "uuid", "email", "uri", "ipv4", "ipv6")
+_TAG_TYPES = {
+    "int": "integer",
+    "str": "string",
+    "float": "number",
+    "bool": "boolean",
+    "none": "null",
+    "list": "array",
+    "tuple": "array",
+    "set": "array",
+    "frozenset": "array",
+    "dict": "object",
+}
+
+
+def _d(value: object) -> dict[str, Any]:
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
+
+
+def _l(value: object) -> list[Any]:
+    return cast(list[Any], value) if isinstance(value, list) else []
+
+
+class _Schema:
+    """Lookups on one tool's self-contained schema."""
+
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self.root = root
+        self.defs = _d(root.get("$defs"))
+
+    def deref(self, node: Mapping[str, Any]) -> dict[str, Any]:
+        hops = 0
+        while isinstance(node.get("$ref"), str) and hops < 32:
+            node = _d(self.defs.get(str(node["$ref"]).rsplit("/", 1)[-1]))
+            hops += 1
+        return dict(node)
+
+    def branches(self, node: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The leaf branches of a (possibly nested) union, dereferenced."""
+        out: list[dict[str, Any]] = []
+        for branch in _l(node.get("anyOf")) + _l(node.get("oneOf")):
+            resolved = self.deref(_d(branch))
+            if "anyOf" in resolved or "oneOf" in resolved:
+                out.extend(self.branches(resolved))
+            else:
+                out.append(resolved)
+        return out
+
+    def pick(self, branches: list[dict[str, Any]], tag: str) -> dict[str, Any] | None:
+        for branch in branches:
+            if branch.get("title") == tag:
+                return branch
+        for branch in branches:
+            for prop in _d(branch.get("properties")).values():
+                if _d(prop).get("const") == tag:
+                    return branch
+        kind = _TAG_TYPES.get(tag.split("[", 1)[0])
+        for branch in branches:
+            if kind is not None and branch.get("type") == kind:
+                return branch
+        return None
+
+    def locate(self, loc: Sequence[str | int]) -> _Located:
+        node = self.deref(self.root)
+        parent: dict[str, Any] | None = None
+        parts: list[str | int] = []
+        secret = _is_secret(node)
+        union_ptr: str | None = None
+        tag: str | None = None
+        for seg in loc:
+            node = self.deref(node)
+            secret = secret or _is_secret(node)
+            if "anyOf" in node or "oneOf" in node:
+                branches = self.branches(node)
+                owner = next(
+                    (
+                        b
+                        for b in branches
+                        if (isinstance(seg, str) and seg in _d(b.get("properties")))
+                        or (isinstance(seg, int) and "items" in b)
+                    ),
+                    None,
+                )
+                if owner is not None:
+                    node = owner
+                elif isinstance(seg, str):
+                    chosen = self.pick(branches, seg)
+                    if (
+                        union_ptr is None
+                        and len([b for b in branches if b.get("type") != "null"]) > 1
+                    ):
+                        union_ptr, tag = pointer(parts), seg
+                    node = chosen if chosen is not None else node
+                    continue
+            parent = node
+            parts.append(seg)
+            if isinstance(seg, int):
+                node = _d(node.get("items"))
+            else:
+                props = _d(node.get("properties"))
+                node = _d(props.get(seg)) if seg in props else _d(node.get("additionalProperties"))
+        node = self.deref(node)
+        secret = secret or _is_secret(node) or any(_is_secret(b) for b in self.branches(node))
+        return _Located(pointer(parts), node, parent, secret, union_ptr, tag)
+
+    # Descriptions -----------------------------------------------------------------------
+
+    def describe(self, node: Mapping[str, Any], lang: Lang) -> str:
+        node = self.deref(node)
+        if isinstance(node.get("enum"), list):
+            return _enum_text(_l(node["enum"]), lang)
+        if "const" in node:
+            return text("expected.const", lang, value=_json(node["const"]))
+        branches = self.branches(node)
+        if branches:
+            consts = [b["const"] for b in branches if "const" in b]
+            if len(consts) == len(branches):
+                return _enum_text(consts, lang)
+            seen: list[str] = []
+            for branch in branches:
+                words = self.describe(branch, lang)
+                if words not in seen:
+                    seen.append(words)
+            return text("join.or", lang).join(seen)
+        fmt = node.get("format")
+        if isinstance(fmt, str) and fmt in _FORMATS:
+            return text(f"format.{fmt}", lang)
+        types = node.get("type")
+        names = [types] if isinstance(types, str) else [str(t) for t in _l(types)]
+        words = [text(f"type.{t}", lang) for t in names if t in _JSON_TYPES]
+        return text("join.or", lang).join(words) if words else text("type.any", lang)
+
+    def keyword(self, node: Mapping[str, Any], key: str) -> Any:
+        """A keyword from the node or the first union branch that has it."""
+        node = self.deref(node)
+        if key in node:
+            return node[key]
+        for branch in self.branches(node):
+            if key in branch:
+                return branch[key]
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Located:
+    pointer: str
+    node: dict[str, Any]
+    parent: dict[str, Any] | None
+    secret: bool
+    union_ptr: str | None
+    tag: str | None
+
+
+def _is_secret(node: Mapping[str, Any]) -> bool:
+    # SecretStr / SecretBytes appear in JSON Schema as format "password" with writeOnly.
+    return (
+        bool(node.get(SECRET_KEY))
+        or node.get("format") == "password"
+        or bool(node.get("writeOnly"))
+    )
+
+
+def _json(value: Any) -> str:
+    return shown(value)
+
+
+def _enum_text(values: Sequence[Any], lang: Lang) -> str:
+    listed = ", ".join(_json(v) for v in values[:50])
+    if len(values) > 50:
+        listed += ", …"
+    return text("expected.enum", lang, values=shown_text(listed))
+
+
+def _num(value: Any) -> str:
+    return dumps_exact(value) if not isinstance(value, str) else value
+
+
+# --------------------------------------------------------------------------------------------
+# Error construction
+
+_CODE_BY_TYPE: dict[str, str] = {
+    "missing": "missing",
+    "missing_argument": "missing",
+    "missing_keyword_only_argument": "missing",
+    "extra_forbidden": "unknown_field",
+    "unexpected_keyword_argument": "unknown_field",
+    "literal_error": "enum",
+    "enum": "enum",
+    "union_tag_invalid": "enum",
+    "union_tag_not_found": "missing",
+    "greater_than": "range",
+    "greater_than_equal": "range",
+    "less_than": "range",
+    "less_than_equal": "range",
+    "finite_number": "range",
+    "multiple_of": "multiple_of",
+    "decimal_max_places": "decimal",
+    "decimal_max_digits": "decimal",
+    "decimal_whole_digits": "decimal",
+    "string_too_short": "length",
+    "string_too_long": "length",
+    "too_short": "length",
+    "too_long": "length",
+    "string_pattern_mismatch": "pattern",
+    "timezone_aware": "timezone_required",
+    "value_error": "value",
+    "assertion_error": "value",
+    "json_invalid": "invalid",
+}
+_FORMAT_PREFIXES = ("date", "datetime", "time", "timedelta", "uuid", "url", "email", "ip")
+
+_RANK: dict[str, int] = {
+    "missing": 0,
+    "unknown_field": 1,
+    "ambiguous": 2,
+    "type": 2,
+    "enum": 3,
+    "format": 4,
+    "timezone_required": 4,
+    "pattern": 5,
+    "range": 5,
+    "multiple_of": 5,
+    "decimal": 5,
+    "length": 5,
+    "schema_violation": 5,
+    "value": 6,
+}
+_JSON_KEYWORD_CODES: dict[str, str] = {
+    "type": "type",
+    "enum": "enum",
+    "const": "enum",
+    "format": "format",
+    "pattern": "pattern",
+    "minimum": "range",
+    "maximum": "range",
+    "exclusiveMinimum": "range",
+    "exclusiveMaximum": "range",
+    "multipleOf": "multiple_of",
+    "minLength": "length",
+    "maxLength": "length",
+    "minItems": "length",
+    "maxItems": "length",
+    "required": "missing",
+    "additionalProperties": "unknown_field",
+    "anyOf": "type",
+    "oneOf": "type",
+}
+
+
+def _code_for(pydantic_type: str) -> str:
+    if pydantic_type in _CODE_BY_TYPE:
+        return _CODE_BY_TYPE[pydantic_type]
+    stem = pydantic_type.split("_", 1)[0]
+    if stem in _FORMAT_PREFIXES and pydantic_type.endswith(("_parsing", "_type", "_inexact")):
+        return "format"
+    if pydantic_type.endswith(("_type", "_parsing", "_from_float", "_required")):
+        return "type"
+    return "invalid"
+
+
+@dataclass(slots=True)
+class _Draft:
+    """A FieldError being built, with what ranking and union merging need."""
+
+    error: FieldError
+    union_ptr: str | None = None
+    tag: str | None = None
+    user_supplied: bool = False
+    refusal: bool = False
+
+
+class _ErrorBuilder:
+    def __init__(self, schema: _Schema, lang: Lang, redact: Redactor | None) -> None:
+        self.schema = schema
+        self.lang: Lang = lang
+        self.redact = redact
+
+    def got(self, where: _Located | str, value: Any) -> str:
+        located = where if isinstance(where, _Located) else self.schema.locate(_split(where))
+        if located.secret:
+            return REDACTED
+        # Decimal digits are validated as a numeric string (see `quote_decimals`); show them
+        # as the number the model wrote.
+        decimal = isinstance(value, str) and is_decimal_union(located.node)
+        words = cast(str, value) if decimal else shown(value)
+        return self.redact(located.pointer, words) if self.redact is not None else words
+
+    def range_text(self, node: Mapping[str, Any], ctx: Mapping[str, Any]) -> str:
+        bounds: list[str] = []
+        for key, sign, ctx_key in (
+            ("minimum", ">=", "ge"),
+            ("exclusiveMinimum", ">", "gt"),
+            ("maximum", "<=", "le"),
+            ("exclusiveMaximum", "<", "lt"),
+        ):
+            value = self.schema.keyword(node, key)
+            if value is None:
+                value = ctx.get(ctx_key)
+            if value is not None:
+                bounds.append(f"{sign} {_num(value)}")
+        if not bounds:
+            return text("expected.finite", self.lang)
+        return text("join.and", self.lang).join(bounds)
+
+    def length_text(self, node: Mapping[str, Any], ctx: Mapping[str, Any], items: bool) -> str:
+        lo_key, hi_key = ("minItems", "maxItems") if items else ("minLength", "maxLength")
+        lo = self.schema.keyword(node, lo_key)
+        hi = self.schema.keyword(node, hi_key)
+        lo = lo if lo is not None else ctx.get("min_length")
+        hi = hi if hi is not None else ctx.get("max_length")
+        words: list[str] = []
+        if lo is not None:
+            words.append(
+                text("expected.min_items" if items else "expected.min_length", self.lang, n=lo)
+            )
+        if hi is not None:
+            words.append(
+                text("expected.max_items" if items else "expected.max_length", self.lang, n=hi)
+            )
+        return text("join.and", self.lang).join(words) or self.schema.describe(node, self.lang)
+
+    def expected(
+        self, code: str, node: Mapping[str, Any], ctx: Mapping[str, Any], ptype: str
+    ) -> str:
+        lang = self.lang
+        if code == "missing":
+            return text("expected.required", lang, what=self.schema.describe(node, lang))
+        if code == "range":
+            return self.range_text(node, ctx)
+        if code == "multiple_of":
+            step = self.schema.keyword(node, "multipleOf")
+            return text(
+                "expected.multiple_of",
+                lang,
+                n=_num(step if step is not None else ctx.get("multiple_of")),
+            )
+        if code == "decimal":
+            key = {
+                "decimal_max_places": ("expected.decimal_places", "decimal_places"),
+                "decimal_whole_digits": ("expected.whole_digits", "whole_digits"),
+            }.get(ptype, ("expected.max_digits", "max_digits"))
+            return text(key[0], lang, n=ctx.get(key[1], "?"))
+        if code == "length":
+            return self.length_text(node, ctx, items=ptype in ("too_short", "too_long"))
+        if code == "pattern":
+            description = node.get("description")
+            if isinstance(description, str) and description:
+                return shown_text(description)
+            pattern = self.schema.keyword(node, "pattern") or ctx.get("pattern", "")
+            return text("expected.pattern", lang, pattern=shown_text(str(pattern)))
+        if code == "timezone_required":
+            return text("format.date-time", lang)
+        return self.schema.describe(node, lang)
+
+    def unknown_field(self, located: _Located, value: Any) -> _Draft:
+        parent = located.parent or {}
+        names = list(_d(parent.get("properties")))
+        key = located.pointer.rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~")
+        expected = (
+            text("expected.no_field", self.lang, names=shown_text(", ".join(names)))
+            if names
+            else text("expected.no_fields", self.lang)
+        )
+        close = difflib.get_close_matches(key, names, n=1)
+        hint = text("hint.did_you_mean", self.lang, name=close[0]) if close else None
+        return _Draft(
+            FieldError(located.pointer, "unknown_field", expected, self.got(located, value), hint)
+        )
+
+    def from_pydantic(self, details: Sequence[ErrorDetails]) -> list[_Draft]:
+        drafts: list[_Draft] = []
+        for detail in details:
+            ptype = detail["type"]
+            loc = detail["loc"]
+            ctx = cast(Mapping[str, Any], detail.get("ctx") or {})
+            located = self.schema.locate(loc)
+            code = _code_for(ptype)
+            value = detail.get("input")
+            if code == "unknown_field":
+                drafts.append(self.unknown_field(located, value))
+                continue
+            if ptype == "union_tag_invalid":
+                key = str(ctx.get("discriminator", "")).strip("'\"")
+                path = f"{located.pointer}/{key}" if key else located.pointer
+                tags = str(ctx.get("expected_tags", ""))
+                drafts.append(
+                    _Draft(
+                        FieldError(
+                            path,
+                            "enum",
+                            text("expected.enum", self.lang, values=tags.replace("'", '"')),
+                            self.got(located, ctx.get("tag")),
+                        )
+                    )
+                )
+                continue
+            user = code == "missing" and bool(located.node.get(USER_SUPPLIED_KEY))
+            hint: str | None = None
+            if code == "value" and "error" in ctx:
+                hint = shown_text(str(ctx["error"]))
+            elif code == "timezone_required":
+                hint = text("hint.timezone_required", self.lang)
+            elif user:
+                hint = text("hint.user_supplied", self.lang)
+            error = FieldError(
+                located.pointer,
+                code,
+                self.expected(code, located.node, ctx, ptype),
+                None if code == "missing" else self.got(located, value),
+                hint,
+            )
+            drafts.append(_Draft(error, located.union_ptr, located.tag, user))
+        return drafts
+
+    def from_problem(self, problem: CoercionProblem) -> _Draft:
+        located = self.schema.locate(_split(problem.path))
+        code = "type" if problem.code == "fractional_integer" else problem.code
+        if problem.code == "inexact_milliseconds":
+            code = "type"
+        hint = text(f"hint.{problem.code}", self.lang, detail=problem.detail)
+        got = REDACTED if located.secret else problem.got
+        if self.redact is not None and not located.secret:
+            got = self.redact(located.pointer, got)
+        expected = self.expected(code, located.node, {}, "")
+        return _Draft(FieldError(located.pointer, code, expected, got, hint), refusal=True)
+
+    def from_call_error(self, error: CallErrorLike) -> _Draft:
+        located = self.schema.locate(_split(error.path))
+        keyword = error.keyword or ""
+        code = _JSON_KEYWORD_CODES.get(keyword, "schema_violation")
+        if code == "unknown_field":
+            return (
+                self.unknown_field(located, None)
+                if located.parent
+                else _Draft(FieldError(error.path, code, error.expected, None))
+            )
+        got = None if code == "missing" else (REDACTED if located.secret else error.got)
+        if got is not None and self.redact is not None and not located.secret:
+            got = self.redact(located.pointer, got)
+        # Our own words (translated, derived from the same schema) beat the core's English.
+        node = located.node
+        expected = self.expected(code, node, {}, "") if node else error.expected
+        user = code == "missing" and bool(node.get(USER_SUPPLIED_KEY))
+        hint = text("hint.user_supplied", self.lang) if user else None
+        return _Draft(FieldError(located.pointer, code, expected, got, hint), user_supplied=user)
+
+    def from_jsonschema(
+        self, errors: Sequence[jsonschema.ValidationError], value: Any
+    ) -> list[_Draft]:
+        drafts: list[_Draft] = []
+        for error in errors:
+            path: list[str | int] = list(error.absolute_path)
+            keyword = str(error.validator)
+            instance: Any = error.instance
+            if keyword == "required" and isinstance(instance, dict):
+                for key in _l(error.validator_value):
+                    if key not in instance:
+                        located = self.schema.locate([*path, key])
+                        user = bool(located.node.get(USER_SUPPLIED_KEY))
+                        drafts.append(
+                            _Draft(
+                                FieldError(
+                                    located.pointer,
+                                    "missing",
+                                    self.expected("missing", located.node, {}, ""),
+                                    None,
+                                    text("hint.user_supplied", self.lang) if user else None,
+                                ),
+                                user_supplied=user,
+                            )
+                        )
+                continue
+            if keyword == "additionalProperties" and isinstance(instance, dict):
+                allowed = _d(_d(error.schema).get("properties"))
+                for key, item in cast(dict[str, Any], instance).items():
+                    if key not in allowed:
+                        drafts.append(self.unknown_field(self.schema.locate([*path, key]), item))
+                continue
+            located = self.schema.locate(path)
+            code = _JSON_KEYWORD_CODES.get(keyword, "invalid")
+            ptype = "too_short" if keyword in ("minItems", "maxItems") else ""
+            drafts.append(
+                _Draft(
+                    FieldError(
+                        located.pointer,
+                        code,
+                        self.expected(code, located.node, {}, ptype),
+                        self.got(located, instance),
+                    )
+                )
+            )
+        return drafts
+
+
+def _split(path: str) -> list[str | int]:
+    """JSON Pointer → segments (array indices stay strings; locate handles both)."""
+    if not path:
+        return []
+    return [p.replace("~1", "/").replace("~0", "~") for p in path.lstrip("/").split("/")]
+
+
+def _merge_unions(drafts: list[_Draft], schema: _Schema, lang: Lang) -> list[_Draft]:
+    """Collapse errors from the branches of one untagged union into the closest branch's."""
+    groups: dict[str, dict[str, list[_Draft]]] = {}
+    for draft in drafts:
+        if draft.union_ptr is not None and draft.tag is not None:
+            groups.setdefault(draft.union_ptr, {}).setdefault(draft.tag, []).append(draft)
+    if not groups:
+        return drafts
+    keep: set[int] = set()
+    replacement: dict[int, _Draft] = {}
+    for union_ptr, by_tag in groups.items():
+        if len(by_tag) == 1:
+            keep.update(id(d) for d in next(iter(by_tag.values())))
+            continue
+        members = [d for branch in by_tag.values() for d in branch]
+        deeper = {t: ds for t, ds in by_tag.items() if any(d.error.path != union_ptr for d in ds)}
+        specific = [d for d in members if d.error.code not in ("type", "invalid")]
+        if deeper:
+            # The branch that got furthest (fewest errors) is what the model was aiming for.
+            best = min(deeper.values(), key=len)
+            keep.update(id(d) for d in best)
+        elif specific:
+            keep.add(id(specific[0]))
+        else:
+            first = members[0]
+            located = schema.locate(_split(union_ptr))
+            merged = FieldError(
+                union_ptr, "type", schema.describe(located.node, lang), first.error.got
+            )
+            replacement[id(first)] = _Draft(merged)
+    out: list[_Draft] = []
+    for draft in drafts:
+        if id(draft) in replacement:
+            out.append(replacement[id(draft)])
+        elif draft.union_ptr is None or draft.tag is None or id(draft) in keep:
+            out.append(draft)
+    return out
+
+
+def _finish_errors(
+    drafts: list[_Draft], schema: _Schema, lang: Lang
+) -> tuple[list[FieldError], list[str]]:
+    drafts = _merge_unions(drafts, schema, lang)
+    # A coercion refusal explains its field better than the validator's plain error there.
+    refused = {d.error.path for d in drafts if d.refusal}
+    seen: set[tuple[str, str]] = set()
+    unique: list[_Draft] = []
+    for draft in drafts:
+        key = (draft.error.path, draft.error.code)
+        if draft.error.path in refused and not draft.refusal:
+            continue
+        if key not in seen:
+            seen.add(key)
+            unique.append(draft)
+    unique.sort(key=lambda d: (not d.user_supplied, _RANK.get(d.error.code, 7)))
+    ask_user = [d.error.path.lstrip("/").replace("/", ".") for d in unique if d.user_supplied]
+    return [d.error for d in unique[:MAX_ERRORS]], ask_user
+
+
+# --------------------------------------------------------------------------------------------
+# The per-tool validator
+
+_GRAMMAR_KINDS = frozenset(
+    {
+        "empty",
+        "unexpected_byte",
+        "trailing_data",
+        "concatenated_values",
+        "invalid_utf8",
+        "control_character_in_string",
+        "invalid_escape",
+        "invalid_unicode_escape",
+        "lone_surrogate",
+        "invalid_number",
+        "number_too_long",
+        "duplicate_key",
+        "mixed_arguments",
+    }
+)
+
+
+def _has_fixups(schema: Mapping[str, Any]) -> bool:
+    """Whether validated values may still need the timezone or Unix-milliseconds check."""
+    found = False
+
+    def walk(node: Any) -> None:
+        nonlocal found
+        if found:
+            return
+        if isinstance(node, dict):
+            as_dict = cast(dict[str, Any], node)
+            if as_dict.get("format") == "date-time" or as_dict.get(UNIT_KEY) == UNIX_SECONDS:
+                found = True
+                return
+            for value in as_dict.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in cast(list[Any], node):
+                walk(value)
+
+    walk(schema)
+    return found
+
+
+def _unit_of(info: Any) -> object:
+    extra = getattr(info, "json_schema_extra", None)
+    return cast(dict[str, Any], extra).get(UNIT_KEY) if isinstance(extra, dict) else None
+
+
+def _needs_fixup(value: Any, unix: bool = False) -> bool:
+    """Walk a validated model for a naive datetime or milliseconds in a Unix-seconds field."""
+    if isinstance(value, BaseModel):
+        fields = type(value).model_fields
+        return any(
+            _needs_fixup(getattr(value, name), _unit_of(info) == UNIX_SECONDS)
+            for name, info in fields.items()
+        )
+    if isinstance(value, datetime):
+        return value.tzinfo is None
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(_needs_fixup(item, unix) for item in cast(list[Any], value))
+    if isinstance(value, dict):
+        return any(_needs_fixup(item, unix) for item in cast(dict[Any, Any], value).values())
+    if unix and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value > UNIX_MS_THRESHOLD
+    return False
+
+
+class ToolValidator:
+    """Validates calls for one tool; built once per tool by `Toolset`.
+
+    Args:
+        tool: The tool name.
+        schema: The tool's self-contained schema (`Toolset.schema(name)`).
+        model: The Pydantic model, or None for a plain-dict tool (validated with `jsonschema`).
+        rules: Coercion rules enabled for the whole tool.
+        default_tz: Time zone given to timestamps without an offset; None makes them errors.
+        check: Business check run on the validated model or dict.
+    """
+
+    def __init__(
+        self,
+        tool: str,
+        schema: Mapping[str, Any],
+        model: type[BaseModel] | None,
+        *,
+        rules: frozenset[str],
+        default_tz: tzinfo | None = None,
+        check: Check | None = None,
+    ) -> None:
+        self.tool = tool
+        self.schema = dict(schema)
+        self.model = model
+        self.rules = rules
+        self.default_tz = default_tz
+        self.check = check
+        self._lookup = _Schema(self.schema)
+        self._fixups = _has_fixups(self.schema)
+        self._decimals = model is not None and has_decimals(self.schema)
+        self._strict = model is None or model.model_config.get("strict") is not False
+        self._jsonschema: jsonschema.protocols.Validator | None = None
+        if model is None:
+            cls = jsonschema.validators.validator_for(
+                self.schema, default=jsonschema.Draft202012Validator
+            )
+            cls.check_schema(self.schema)
+            self._jsonschema = cls(self.schema, format_checker=cls.FORMAT_CHECKER)
+
+    def validate(
+        self,
+        call: CallLike,
+        *,
+        lang: Lang = "en",
+        redact: Redactor | None = None,
+    ) -> Outcome:
+        """Validate one call for this tool.
+
+        Args:
+            call: The completed call (its `error`, if any, is honoured first).
+            lang: Language of the texts in the outcome.
+            redact: Redaction hook for values shown to the model.
+
+        Returns:
+            The outcome.
+        """
+        builder = _ErrorBuilder(self._lookup, lang, redact)
+        error = call.error
+        text_in = call.arguments if call.arguments.strip() else "{}"
+        initial: list[_Draft] = []
+        if error is not None:
+            # Only a schema violation or a non-object (a double-encoded object, say) reaches
+            # here: coercion may still fix those; every other core error is final.
+            if error.kind == "not_object":
+                return self._repair(call, text_in, [], builder, lang)
+            initial = [builder.from_call_error(error)]
+        elif self.model is not None:
+            try:
+                instance = self.model.model_validate_json(self._exact(text_in), strict=self._strict)
+            except ValidationError as exc:
+                initial = builder.from_pydantic(exc.errors(include_url=False))
+            else:
+                if not (self._fixups and _needs_fixup(instance)):
+                    return self._accept(call, instance, None, [], lang)
+        return self._repair(call, text_in, initial, builder, lang)
+
+    def _exact(self, text_in: str) -> str:
+        """The text Pydantic validates: the raw text, or with `Decimal` digits quoted."""
+        if not self._decimals:
+            return text_in
+        # pydantic-core reads JSON numbers for Decimal fields through a float, so tools with
+        # Decimal fields pay one exact parse per call to keep every digit the model wrote.
+        try:
+            return dumps_exact(quote_decimals(loads_exact(text_in), self.schema))
+        except ValueError:
+            return text_in
+
+    def _repair(
+        self,
+        call: CallLike,
+        text_in: str,
+        initial: list[_Draft],
+        builder: _ErrorBuilder,
+        lang: Lang,
+    ) -> Outcome:
+        try:
+            value = loads_exact(text_in)
+        except ValueError:
+            value = call.value
+        result = coerce_arguments(value, self.schema, rules=self.rules, default_tz=self.default_tz)
+        raw: object = result.value
+        if not isinstance(raw, dict):
+            # Still not an object (a bare string, an array, a number): nothing to validate.
+            return not_object_outcome(call, lang=lang)
+        fixed = cast(dict[str, Any], raw)
+        drafts = [builder.from_problem(p) for p in result.problems]
+        coercions = [self._redacted(c, redact=builder.redact) for c in result.coercions]
+        if not result.coercions and self.model is not None and initial:
+            # Refusals come first: for the same field they carry a hint the plain error lacks.
+            return self._reject(call, drafts + initial, coercions, lang)
+        if self.model is not None:
+            try:
+                instance = self.model.model_validate_json(
+                    dumps_exact(quote_decimals(fixed, self.schema)), strict=self._strict
+                )
+            except ValidationError as exc:
+                drafts = drafts + builder.from_pydantic(exc.errors(include_url=False))
+                return self._reject(call, drafts, coercions, lang)
+            if drafts:
+                return self._reject(call, drafts, coercions, lang)
+            return self._accept(call, instance, None, coercions, lang)
+        assert self._jsonschema is not None
+        plain = json.loads(dumps_exact(fixed))
+        errors = sorted(
+            self._jsonschema.iter_errors(plain), key=lambda e: list(map(str, e.absolute_path))
+        )
+        drafts = drafts + builder.from_jsonschema(errors, plain)
+        if drafts:
+            return self._reject(call, drafts, coercions, lang)
+        return self._accept(call, None, plain, coercions, lang)
+
+    def _redacted(self, coercion: Coercion, *, redact: Redactor | None) -> Coercion:
+        located = self._lookup.locate(_split(coercion.path))
+        if located.secret:
+            return Coercion(coercion.path, REDACTED, REDACTED, coercion.rule)
+        if redact is None:
+            return coercion
+        return Coercion(
+            coercion.path,
+            redact(coercion.path, coercion.from_),
+            redact(coercion.path, coercion.to),
+            coercion.rule,
+        )
+
+    def _accept(
+        self,
+        call: CallLike,
+        instance: BaseModel | None,
+        plain: Any,
+        coercions: list[Coercion],
+        lang: Lang,
+    ) -> Outcome:
+        if self.check is not None:
+            try:
+                verdict = self.check(instance if instance is not None else plain)
+            except BusinessRuleError as exc:
+                verdict = exc.reasons
+            reasons = [verdict] if isinstance(verdict, str) else list(verdict or [])
+            if reasons:
+                return Outcome.business_failure(call, self.tool, reasons, lang=lang)
+        return Outcome(
+            ok=True,
+            kind="ok",
+            tool=self.tool,
+            call_id=call.id,
+            model=instance,
+            value=plain,
+            coercions=coercions,
+            lang=lang,
+        )
+
+    def _reject(
+        self, call: CallLike, drafts: list[_Draft], coercions: list[Coercion], lang: Lang
+    ) -> Outcome:
+        errors, ask_user = _finish_errors(drafts, self._lookup, lang)
+        if ask_user:
+            return Outcome(
+                ok=False,
+                kind="needs_clarification",
+                tool=self.tool,
+                call_id=call.id,
+                errors=errors,
+                coercions=coercions,
+                retryable=False,
+                error_type="needs_clarification",
+                message=text("msg.needs_clarification", lang, fields=", ".join(ask_user)),
+                ask_user=ask_user,
+                lang=lang,
+            )
+        return Outcome(
+            ok=False,
+            kind="model_error",
+            tool=self.tool,
+            call_id=call.id,
+            errors=errors,
+            coercions=coercions,
+            retryable=True,
+            error_type="validation",
+            message=text("msg.validation", lang),
+            lang=lang,
+        )
+
+
+def outcome_for_call_error(
+    call: CallLike, error: CallErrorLike, *, tools: Sequence[str], lang: Lang = "en"
+) -> Outcome | None:
+    """The outcome for a core error that needs no schema, or None for schema-level errors.
+
+    Args:
+        call: The call.
+        error: Its error.
+        tools: The available tool names (listed for `unknown_tool` and `missing_name`).
+        lang: Language of the texts.
+
+    Returns:
+        The outcome, or None when validation must look at the schema (`schema_violation`,
+        `not_object`).
+    """
+    kind = error.kind
+    tool = call.name or ""
+    names = ", ".join(json.dumps(n, ensure_ascii=False) for n in tools)
+
+    def fail(
+        error_type: str, message: str, *, retryable: bool = True, hint: str | None = None
+    ) -> Outcome:
+        return Outcome(
+            ok=False,
+            kind="model_error",
+            tool=tool,
+            call_id=call.id,
+            retryable=retryable,
+            error_type=error_type,
+            message=message,
+            hint=hint,
+            lang=lang,
+        )
+
+    if kind == "truncated":
+        return fail("truncated", text("msg.truncated", lang), hint=text("hint.truncated", lang))
+    if kind == "filtered":
+        return fail("filtered", text("msg.filtered", lang), retryable=False)
+    if kind == "unknown_tool":
+        name = json.dumps(shown_text(tool), ensure_ascii=False)
+        return fail("unknown_tool", text("msg.unknown_tool", lang, name=name, names=names))
+    if kind == "missing_name":
+        return fail("missing_name", text("msg.missing_name", lang, names=names))
+    if kind in ("too_deep", "too_large"):
+        return fail("too_large", text("msg.too_large", lang), hint=text("hint.too_large", lang))
+    if kind in _GRAMMAR_KINDS:
+        key = f"json.{kind}"
+        detail = text(key if key in _MESSAGE_KEYS else "json.invalid", lang)
+        return fail(
+            "invalid_json", text("msg.invalid_json", lang, detail=detail, offset=error.offset)
+        )
+    if kind in ("schema_violation", "not_object"):
+        return None
+    return fail(
+        "invalid_json",
+        text("msg.invalid_json", lang, detail=text("json.invalid", lang), offset=error.offset),
+    )
+
+
+def not_object_outcome(call: CallLike, *, lang: Lang = "en") -> Outcome:
+    """The outcome for arguments that are valid JSON but not an object."""
+    return Outcome(
+        ok=False,
+        kind="model_error",
+        tool=call.name or "",
+        call_id=call.id,
+        retryable=True,
+        error_type="not_object",
+        message=text("msg.not_object", lang),
+        lang=lang,
+    )
+
+
+def _message_keys() -> frozenset[str]:
+    from toolwire.payloads import MESSAGES
+
+    return frozenset(MESSAGES)
+
+
+_MESSAGE_KEYS = _message_keys()

@@ -1,0 +1,328 @@
+"""Safe coercion: each rule, each refusal, opt-ins, and exact numbers on the coercion path."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+from enum import Enum
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field
+
+from toolwire import Assembler, ToolCall
+from toolwire.coercion import (
+    SAFE_RULES,
+    coerce_arguments,
+    dumps_exact,
+    loads_exact,
+    resolve_rules,
+)
+from toolwire.toolset import Toolset
+
+
+def call(name: str, arguments: str, call_id: str = "call_1") -> ToolCall:
+    """A call assembled by the core (no pre-check, so Pydantic sees every error)."""
+    asm = Assembler()
+    asm.feed(0, id=call_id, name=name)
+    for start in range(0, len(arguments), 3):
+        asm.feed(0, arguments=arguments[start : start + 3])
+    (done,) = asm.finish()
+    return done
+
+
+class Priority(str, Enum):
+    LOW = "low"
+    HIGH = "high"
+
+
+class Order(BaseModel):
+    """Place an order."""
+
+    quantity: int
+    price: Decimal = Field(default=Decimal("0"), multiple_of=Decimal("0.01"))
+    ratio: float = 0.0
+    gift: bool = False
+    priority: Priority = Priority.LOW
+    mode: Literal["fast", "slow"] = "slow"
+    items: list[int] = []
+    meta: dict[str, int] | None = None
+    created: int = Field(default=0, json_schema_extra={"x-unit": "unix-seconds"})
+    created_f: float = Field(default=0, json_schema_extra={"x-unit": "unix-seconds"})
+    confirm: bool = Field(default=False, json_schema_extra={"x-toolwire-coerce": ["bool_word"]})
+
+
+TOOLS = Toolset([Order])
+
+
+def validate(arguments: str, toolset: Toolset = TOOLS) -> Any:
+    return toolset.validate(call("order", arguments))
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field", "value", "rule"),
+    [
+        ('{"quantity": "30"}', "quantity", 30, "number_string"),
+        ('{"quantity": " -4 "}', "quantity", -4, "number_string"),
+        ('{"quantity": "30.0"}', "quantity", 30, "number_string"),
+        ('{"quantity": 30.0}', "quantity", 30, "integral_number"),
+        ('{"quantity": 1, "price": "19.99"}', "price", Decimal("19.99"), None),
+        ('{"quantity": 1, "ratio": "0.25"}', "ratio", 0.25, "number_string"),
+        ('{"quantity": 1, "gift": "true"}', "gift", True, "bool_string"),
+        ('{"quantity": 1, "gift": "False"}', "gift", False, "bool_string"),
+        ('{"quantity": 1, "items": "[1, 2]"}', "items", [1, 2], "json_string"),
+        ('{"quantity": 1, "meta": "{\\"a\\": 1}"}', "meta", {"a": 1}, "json_string"),
+        ('{"quantity": 1, "priority": "HIGH"}', "priority", Priority.HIGH, "enum_case"),
+        ('{"quantity": 1, "mode": "Fast"}', "mode", "fast", "enum_case"),
+        ('{"quantity": 1, "created": 1700000000000}', "created", 1700000000, "unix_ms"),
+        ('{"quantity": 1, "created_f": 1700000000123}', "created_f", 1700000000.123, "unix_ms"),
+        ('{"quantity": 1, "confirm": "yes"}', "confirm", True, "bool_word"),
+        ('{"quantity": 1, "confirm": 0}', "confirm", False, "bool_word"),
+    ],
+)
+def test_each_rule_applies_and_is_recorded(
+    arguments: str, field: str, value: Any, rule: str | None
+) -> None:
+    outcome = validate(arguments)
+    assert outcome.ok, outcome.errors
+    assert getattr(outcome.model, field) == value
+    if rule is None:
+        # Pydantic's strict JSON mode takes a numeric string for Decimal itself: no coercion.
+        assert outcome.coercions == []
+    else:
+        assert [c.rule for c in outcome.coercions] == [rule]
+        assert outcome.coercions[0].path == f"/{field}"
+
+
+def test_coercion_record_shows_from_and_to() -> None:
+    outcome = validate('{"quantity": "30", "gift": "true"}')
+    assert [(c.path, c.from_, c.to, c.rule) for c in outcome.coercions] == [
+        ("/quantity", '"30"', "30", "number_string"),
+        ("/gift", '"true"', "true", "bool_string"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path", "code", "hint_word"),
+    [
+        ('{"quantity": "30.5"}', "/quantity", "type", "whole number"),
+        ('{"quantity": 30.5}', "/quantity", "type", None),
+        ('{"quantity": 1, "gift": "yes"}', "/gift", "type", None),
+        ('{"quantity": 1, "gift": "1"}', "/gift", "type", None),
+        ('{"quantity": 1, "gift": 1}', "/gift", "type", None),
+        ('{"quantity": 1, "priority": "urgent"}', "/priority", "enum", None),
+        ('{"quantity": 1, "created": 1700000000123}', "/created", "type", "milliseconds"),
+        ('{"quantity": "thirty"}', "/quantity", "type", None),
+        ('{"quantity": "1e400"}', "/quantity", "type", None),
+        ('{"quantity": "NaN"}', "/quantity", "type", None),
+    ],
+)
+def test_refusals_never_guess(arguments: str, path: str, code: str, hint_word: str | None) -> None:
+    outcome = validate(arguments)
+    assert not outcome.ok
+    error = next(e for e in outcome.errors if e.path == path)
+    assert error.code == code
+    if hint_word:
+        assert error.hint is not None and hint_word in error.hint
+
+
+def test_ambiguous_enum_is_an_error_with_the_candidates() -> None:
+    class Shade(BaseModel):
+        shade: Literal["Red", "red", "blue"]
+
+    toolset = Toolset([Shade])
+    outcome = toolset.validate(call("shade", '{"shade": "RED"}'))
+    assert not outcome.ok
+    (error,) = outcome.errors
+    assert error.code == "ambiguous"
+    assert error.hint is not None and '"Red", "red"' in error.hint
+    # An exact match is not ambiguous.
+    assert toolset.validate(call("shade", '{"shade": "red"}')).ok
+
+
+def test_unwrap_lone_params_object() -> None:
+    for key in ("params", "parameters", "arguments"):
+        outcome = validate(f'{{"{key}": {{"quantity": 2}}}}')
+        assert outcome.ok and outcome.model.quantity == 2
+        assert [c.rule for c in outcome.coercions] == ["unwrap"]
+        assert outcome.coercions[0].path == ""
+
+
+def test_no_unwrap_when_the_wrapper_has_company_or_is_a_real_field() -> None:
+    outcome = validate('{"params": {"quantity": 2}, "gift": true}')
+    assert not outcome.ok
+    assert outcome.errors[0].path == "/quantity" and outcome.errors[0].code == "missing"
+
+    class Query(BaseModel):
+        params: dict[str, int]
+
+    toolset = Toolset([Query])
+    outcome = toolset.validate(call("query", '{"params": {"a": 1}}'))
+    assert outcome.ok and outcome.coercions == []
+
+
+def test_double_encoded_arguments_object() -> None:
+    outcome = validate('"{\\"quantity\\": 3}"')
+    assert outcome.ok and outcome.model.quantity == 3
+    assert [c.rule for c in outcome.coercions] == ["json_string"]
+
+
+def test_coercion_none_disables_everything_but_field_opt_ins() -> None:
+    strict = Toolset([Order], coercion="none")
+    assert not validate('{"quantity": "30"}', strict).ok
+    assert not validate('{"quantity": 1, "priority": "HIGH"}', strict).ok
+    outcome = validate('{"quantity": 1, "confirm": "yes"}', strict)
+    assert outcome.ok and [c.rule for c in outcome.coercions] == ["bool_word"]
+
+
+def test_custom_rule_set() -> None:
+    only_numbers = Toolset([Order], coercion=["number_string"])
+    assert validate('{"quantity": "30"}', only_numbers).ok
+    assert not validate('{"quantity": 1, "gift": "true"}', only_numbers).ok
+    assert resolve_rules("safe") == SAFE_RULES
+    assert resolve_rules("none") == frozenset()
+
+
+def test_null_for_optional_non_nullable_field_means_absent() -> None:
+    outcome = validate('{"quantity": 1, "gift": null, "meta": null}')
+    assert outcome.ok
+    assert outcome.model.gift is False and outcome.model.meta is None
+    assert [(c.path, c.rule) for c in outcome.coercions] == [("/gift", "null_as_absent")]
+    # Null for a required field is still an error.
+    assert not validate('{"quantity": null}').ok
+
+
+# ------------------------------------------------------------------------------------------
+# Exact numbers
+
+
+class Invoice(BaseModel):
+    amount: Decimal = Field(multiple_of=Decimal("0.01"), decimal_places=2)
+    lines: list[Decimal] = []
+    count: int = 0
+
+
+def test_decimal_gets_the_exact_digits_on_both_paths() -> None:
+    toolset = Toolset([Invoice])
+    direct = toolset.validate(call("invoice", '{"amount": 19.99}'))
+    assert direct.coercions == [] and direct.model.amount == Decimal("19.99")
+    assert str(direct.model.amount) == "19.99"
+    # Force the coercion path with a numeric string elsewhere: digits must survive it.
+    coerced = toolset.validate(
+        call("invoice", '{"amount": 19.99, "lines": [0.1, 1.10], "count": "2"}')
+    )
+    assert coerced.ok and [c.rule for c in coerced.coercions] == ["number_string"]
+    assert str(coerced.model.amount) == "19.99"
+    assert [str(x) for x in coerced.model.lines] == ["0.1", "1.10"]
+
+
+@pytest.mark.parametrize("amount", ["19.999", "0.001", "1e-3"])
+def test_money_precision_enforced(amount: str) -> None:
+    outcome = Toolset([Invoice]).validate(call("invoice", f'{{"amount": {amount}}}'))
+    assert not outcome.ok
+    assert outcome.errors[0].code in ("multiple_of", "decimal")
+
+
+@given(
+    st.decimals(min_value=Decimal("-1e12"), max_value=Decimal("1e12"), places=2, allow_nan=False)
+)
+def test_dumps_exact_round_trips_decimals(value: Decimal) -> None:
+    text = dumps_exact({"v": value, "l": [value]})
+    assert loads_exact(text) == {"v": value, "l": [value]}
+    assert str(loads_exact(text)["v"]) == str(value)
+
+
+# ------------------------------------------------------------------------------------------
+# Timestamps
+
+
+class Meeting(BaseModel):
+    start: datetime
+    end: datetime | None = None
+
+
+def test_naive_datetime_is_an_error_without_a_default_timezone() -> None:
+    outcome = Toolset([Meeting]).validate(call("meeting", '{"start": "2024-03-05T10:00:00"}'))
+    assert not outcome.ok
+    (error,) = outcome.errors
+    assert error.path == "/start" and error.code == "timezone_required"
+    assert error.expected is not None and "offset" in error.expected
+
+
+def test_aware_datetime_passes_untouched() -> None:
+    outcome = Toolset([Meeting]).validate(call("meeting", '{"start": "2024-03-05T10:00:00Z"}'))
+    assert outcome.ok and outcome.coercions == []
+    assert outcome.model.start.utcoffset() == timedelta(0)
+
+
+def test_default_timezone_is_applied_and_recorded() -> None:
+    toolset = Toolset([Meeting], default_tz={"meeting": ZoneInfo("Europe/Paris")})
+    outcome = toolset.validate(
+        call("meeting", '{"start": "2024-03-05T10:00:00", "end": "2024-07-05T10:00:00"}')
+    )
+    assert outcome.ok
+    assert outcome.model.start.utcoffset() == timedelta(hours=1)  # CET
+    assert outcome.model.end is not None
+    assert outcome.model.end.utcoffset() == timedelta(hours=2)  # CEST: per-date offset
+    assert [(c.path, c.rule) for c in outcome.coercions] == [
+        ("/start", "default_timezone"),
+        ("/end", "default_timezone"),
+    ]
+    assert outcome.coercions[0].to == '"2024-03-05T10:00:00+01:00"'
+
+
+def test_default_timezone_with_a_fixed_offset_and_coercion_off() -> None:
+    toolset = Toolset([Meeting], default_tz={"meeting": timezone.utc}, coercion="none")
+    outcome = toolset.validate(call("meeting", '{"start": "2024-03-05T10:00:00"}'))
+    assert outcome.ok and outcome.model.start.tzinfo is not None
+
+
+@pytest.mark.parametrize("day", ["2024/03/05", "05.03.2024", "2024-3-5", "2024-03-05T00:00:00"])
+def test_dates_are_parsed_strictly(day: str) -> None:
+    from datetime import date
+
+    class Trip(BaseModel):
+        day: date
+
+    outcome = Toolset([Trip]).validate(call("trip", f'{{"day": "{day}"}}'))
+    assert not outcome.ok
+    assert outcome.errors[0].code == "format"
+    assert outcome.errors[0].expected is not None and "YYYY-MM-DD" in outcome.errors[0].expected
+
+
+# ------------------------------------------------------------------------------------------
+# The engine on plain schemas
+
+
+def test_coerce_arguments_on_a_plain_schema_leaves_input_untouched() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "boolean"}},
+        },
+    }
+    source = {"n": "7", "tags": ["true", False]}
+    result = coerce_arguments(source, schema, rules=SAFE_RULES)
+    assert result.value == {"n": 7, "tags": [True, False]}
+    assert source == {"n": "7", "tags": ["true", False]}
+    assert [(c.path, c.rule) for c in result.coercions] == [
+        ("/n", "number_string"),
+        ("/tags/0", "bool_string"),
+    ]
+
+
+def test_union_coercion_only_when_all_readings_agree() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"anyOf": [{"type": "integer"}, {"type": "number"}]},
+            "b": {"anyOf": [{"type": "integer"}, {"type": "boolean"}]},
+        },
+    }
+    result = coerce_arguments({"a": "5", "b": "true"}, schema, rules=SAFE_RULES)
+    assert result.value == {"a": 5, "b": True}
+    assert result.problems == ()

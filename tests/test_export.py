@@ -1,0 +1,500 @@
+"""Provider exports: strict-subset conversion, and agreement with openai's own helper."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import date, datetime
+from decimal import Decimal
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+import openai
+import pytest
+from openai.lib._pydantic import to_strict_json_schema
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolwire.schema_export import (
+    SchemaExportError,
+    export_schema,
+    inline_refs,
+    precheck_schema,
+    strict_problems,
+    strict_schema,
+)
+from toolwire.toolset import Toolset
+
+# ---------------------------------------------------------------------------------------------
+# A dozen varied models
+
+
+class Unit(str, Enum):
+    CELSIUS = "celsius"
+    FAHRENHEIT = "fahrenheit"
+
+
+class GetWeather(BaseModel):
+    """Get the weather for a city."""
+
+    city: str = Field(description="City name, e.g. Paris")
+    unit: Unit = Unit.CELSIUS
+
+
+class Address(BaseModel):
+    """A postal address."""
+
+    street: str
+    city: str = Field(description="City")
+    zip: str | None = None
+
+
+class CreateCustomer(BaseModel):
+    """Create a customer record."""
+
+    name: str
+    address: Address = Field(description="Billing address")
+    shipping: Address | None = None
+
+
+class SearchFlights(BaseModel):
+    origin: str = Field(min_length=3, max_length=3, description="IATA code")
+    destination: str
+    passengers: int = Field(default=1, ge=1, le=9)
+    cabin: Literal["economy", "business", "first"] = "economy"
+
+
+class Tag(BaseModel):
+    label: str
+    weight: float = 1.0
+
+
+class TagItems(BaseModel):
+    """Attach tags to items."""
+
+    item_ids: list[int]
+    tags: list[Tag] = Field(default_factory=list[Tag])
+
+
+class Node(BaseModel):
+    """A tree node."""
+
+    value: int
+    children: list[Node] = Field(default_factory=list["Node"])
+
+
+class Category(BaseModel):
+    name: str
+    parent: Category | None = None
+
+
+class Pay(BaseModel):
+    """Pay an invoice."""
+
+    amount: Decimal = Field(multiple_of=Decimal("0.01"), description="Amount in EUR")
+    reference: str | None = None
+
+
+class Schedule(BaseModel):
+    """Schedule a meeting."""
+
+    start: datetime = Field(description="Start time with time zone")
+    day: date
+    notes: str | None = Field(default=None, description="Free text")
+
+
+class Matrix(BaseModel):
+    rows: list[list[int]] = Field(description="Rows of numbers", max_length=10)
+
+
+class Flags(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    verbose: bool = False
+    """Print more."""
+    level: int | str = 0
+
+
+class Wrapper(BaseModel):
+    """Nested references with descriptions."""
+
+    primary: Address
+    backups: list[Address] = []
+    by_unit: Unit
+
+
+TWELVE: list[type[BaseModel]] = [
+    GetWeather,
+    CreateCustomer,
+    SearchFlights,
+    TagItems,
+    Node,
+    Category,
+    Pay,
+    Schedule,
+    Matrix,
+    Flags,
+    Wrapper,
+    Address,
+]
+
+
+def _resolve(schema: dict[str, Any]) -> Any:
+    """An independent oracle: inline every non-recursive `$ref` of an openai-helper schema."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any, stack: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(x, stack) for x in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            name = node["$ref"].split("/")[-1]
+            if name in stack:
+                return {"$ref": node["$ref"]}
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            return walk({**defs[name], **rest}, (*stack, name))
+        return {k: walk(v, stack) for k, v in node.items() if k != "$defs"}
+
+    # A recursive root model is itself a definition: references to it are recursion.
+    root = schema.get("title")
+    return walk(schema, (root,) if root in defs else ())
+
+
+def _strip(node: Any, keys: tuple[str, ...]) -> Any:
+    if isinstance(node, list):
+        return [_strip(x, keys) for x in node]
+    if isinstance(node, dict):
+        return {k: _strip(v, keys) for k, v in node.items() if k not in keys}
+    return node
+
+
+@pytest.mark.parametrize("model", TWELVE, ids=lambda m: m.__name__)
+def test_strict_export_matches_openai_helper(model: type[BaseModel]) -> None:
+    theirs = openai.pydantic_function_tool(model, name="tool")
+    ours = Toolset([model], names={model: "tool"}).openai()[0]
+    assert ours["type"] == theirs["type"] == "function"
+    fn, their_fn = ours["function"], theirs["function"]
+    assert fn["name"] == "tool" and fn["strict"] is True and their_fn["strict"] is True
+    # Two documented differences: we inline `$ref`s (the helper keeps `$defs`), and we drop
+    # every default (the helper drops only `default: null`). Modulo those, identical.
+    expected = _strip(_resolve(their_fn["parameters"]), ("default",))
+    got = _strip({k: v for k, v in fn["parameters"].items() if k != "$defs"}, ())
+    assert got == _strip(expected, ("$defs",))
+    assert "default" not in json.dumps(fn["parameters"])
+    if model.__doc__:
+        # The helper sends the raw docstring; we send it cleaned (inspect.cleandoc).
+        assert fn["description"] == " ".join(model.__doc__.split())
+
+
+@pytest.mark.parametrize("model", TWELVE, ids=lambda m: m.__name__)
+def test_strict_schema_matches_to_strict_json_schema(model: type[BaseModel]) -> None:
+    theirs = _strip(_resolve(to_strict_json_schema(model)), ("default", "$defs"))
+    ours = strict_schema(model.model_json_schema(), tool="t")
+    assert _strip(ours, ("$defs",)) == theirs
+
+
+def test_recursive_model_keeps_a_ref_to_a_kept_definition() -> None:
+    schema = strict_schema(Node.model_json_schema(), tool="node")
+    assert schema["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    node_def = schema["$defs"]["Node"]
+    assert node_def["required"] == ["value", "children"]
+    assert node_def["additionalProperties"] is False
+    # Only recursive definitions stay.
+    assert list(schema["$defs"]) == ["Node"]
+
+
+def test_self_contained_schema_has_no_refs_when_not_recursive() -> None:
+    schema = Toolset([CreateCustomer]).openai()[0]["function"]["parameters"]
+    text = json.dumps(schema)
+    assert "$ref" not in text and "$defs" not in text
+    assert schema["properties"]["address"]["description"] == "Billing address"
+    assert schema["properties"]["address"]["properties"]["city"]["description"] == "City"
+    shipping = schema["properties"]["shipping"]["anyOf"]
+    assert shipping[1] == {"type": "null"}
+    assert shipping[0]["additionalProperties"] is False
+    assert shipping[0]["required"] == ["street", "city", "zip"]
+
+
+def test_every_object_closed_and_every_property_required() -> None:
+    def check(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "object":
+                assert node["additionalProperties"] is False
+                assert node["required"] == list(node.get("properties", {}))
+            for value in node.values():
+                check(value)
+        elif isinstance(node, list):
+            for value in node:
+                check(value)
+
+    for tool in Toolset(TWELVE).openai():
+        check(tool["function"]["parameters"])
+
+
+def test_optional_field_is_nullable_union_and_required() -> None:
+    schema = strict_schema(Schedule.model_json_schema(), tool="s")
+    assert schema["properties"]["notes"] == {
+        "anyOf": [{"type": "string"}, {"type": "null"}],
+        "description": "Free text",
+        "title": "Notes",
+    }
+    assert "notes" in schema["required"]
+
+
+def test_decimal_and_datetime_shapes() -> None:
+    pay = strict_schema(Pay.model_json_schema(), tool="pay")
+    number = pay["properties"]["amount"]["anyOf"][0]
+    assert number == {"multipleOf": 0.01, "type": "number"}
+    sched = strict_schema(Schedule.model_json_schema(), tool="s")
+    assert sched["properties"]["start"]["format"] == "date-time"
+    assert sched["properties"]["day"]["format"] == "date"
+
+
+def test_output_is_deterministic() -> None:
+    first = json.dumps(Toolset(TWELVE).openai())
+    second = json.dumps(Toolset(list(TWELVE)).openai())
+    assert first == second
+    # Key order inside a function object is fixed.
+    assert list(Toolset([GetWeather]).openai()[0]["function"]) == [
+        "name",
+        "description",
+        "parameters",
+        "strict",
+    ]
+
+
+def test_export_does_not_mutate_the_source() -> None:
+    source = Node.model_json_schema()
+    before = copy.deepcopy(source)
+    strict_schema(source, tool="n")
+    precheck_schema(source)
+    inline_refs(source)
+    assert source == before
+
+
+# ---------------------------------------------------------------------------------------------
+# Responses and Anthropic shapes
+
+
+def test_responses_shape() -> None:
+    tool = Toolset([GetWeather]).responses()[0]
+    assert list(tool) == ["type", "name", "description", "parameters", "strict"]
+    assert tool["type"] == "function" and tool["name"] == "get_weather"
+    assert tool["strict"] is True
+    helper = openai.pydantic_function_tool(GetWeather, name="get_weather")["function"]
+    assert tool["parameters"] == _strip(_resolve(helper["parameters"]), ("default", "$defs"))
+
+
+def test_anthropic_shape_keeps_optional_fields_optional() -> None:
+    tool = Toolset([SearchFlights]).anthropic()[0]
+    assert list(tool) == ["name", "input_schema"]  # no docstring, so no description
+    schema = tool["input_schema"]
+    assert schema["required"] == ["origin", "destination"]
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["passengers"]["default"] == 1
+    assert schema["properties"]["passengers"]["minimum"] == 1
+
+
+def test_anthropic_description_from_docstring() -> None:
+    tool = Toolset([CreateCustomer]).anthropic()[0]
+    assert tool["description"] == "Create a customer record."
+    assert "$ref" not in json.dumps(tool)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the strict subset cannot express
+
+
+class OpenDict(BaseModel):
+    labels: dict[str, str]
+
+
+class ExtraAllowed(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    a: int
+
+
+class Inner(BaseModel):
+    scores: dict[str, int]
+
+
+class Outer(BaseModel):
+    items: list[Inner]
+
+
+class Pair(BaseModel):
+    point: tuple[int, int]
+
+
+@pytest.mark.parametrize(
+    ("model", "path", "keyword"),
+    [
+        (OpenDict, "labels", "additionalProperties"),
+        (ExtraAllowed, "(root)", "additionalProperties"),
+        (Outer, "items[].scores", "additionalProperties"),
+        (Pair, "point", "prefixItems"),
+    ],
+)
+def test_inexpressible_model_raises_naming_the_field(
+    model: type[BaseModel], path: str, keyword: str
+) -> None:
+    toolset = Toolset([model])
+    with pytest.raises(SchemaExportError) as info:
+        toolset.openai()
+    assert info.value.path == path
+    assert info.value.keyword == keyword
+    assert path in str(info.value)
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(SchemaExportError):
+        toolset.responses()
+
+
+@pytest.mark.parametrize(
+    ("schema", "keyword"),
+    [
+        ({"type": "object", "properties": {"a": {"not": {"type": "string"}}}}, "not"),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "string"}},
+                "if": {"required": ["a"]},
+                "then": {"required": ["a"]},
+            },
+            "if",
+        ),
+        ({"type": "object", "patternProperties": {"^x": {"type": "string"}}}, "patternProperties"),
+        ({"type": "object", "additionalProperties": True}, "additionalProperties"),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
+            },
+            "oneOf",
+        ),
+        ({"anyOf": [{"type": "object"}, {"type": "null"}]}, "type"),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "a": {
+                        "allOf": [
+                            {"type": "object", "properties": {"x": {"type": "string"}}},
+                            {"type": "object", "properties": {"x": {"type": "integer"}}},
+                        ]
+                    }
+                },
+            },
+            "allOf",
+        ),
+    ],
+)
+def test_unsupported_keywords(schema: dict[str, Any], keyword: str) -> None:
+    with pytest.raises(SchemaExportError) as info:
+        strict_schema(schema, tool="t")
+    assert info.value.keyword == keyword
+    relaxed = export_schema(schema, tool="t", strict=False)
+    assert relaxed.strict is False
+    assert relaxed.relaxations[0].keyword == keyword
+
+
+def test_non_strict_toolset_relaxes_only_the_tools_that_need_it() -> None:
+    toolset = Toolset([GetWeather, OpenDict], strict=False)
+    exported = {t["function"]["name"]: t["function"] for t in toolset.openai()}
+    assert exported["get_weather"]["strict"] is True
+    assert exported["open_dict"]["strict"] is False
+    # The relaxed schema keeps the dict open and optional fields optional.
+    assert exported["open_dict"]["parameters"]["properties"]["labels"]["additionalProperties"] == {
+        "type": "string"
+    }
+    assert [(r.tool, r.path, r.keyword) for r in toolset.relaxations] == [
+        ("open_dict", "labels", "additionalProperties")
+    ]
+    # The same toolset can still be forced strict per export, which then raises.
+    with pytest.raises(SchemaExportError):
+        toolset.openai(strict=True)
+    assert Toolset([GetWeather]).relaxations == []
+
+
+def test_strict_override_false_on_a_strict_toolset() -> None:
+    tool = Toolset([OpenDict]).openai(strict=False)[0]["function"]
+    assert tool["strict"] is False
+
+
+def test_flattenable_all_of_is_flattened() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {
+                "allOf": [
+                    {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]},
+                    {"properties": {"y": {"type": "integer"}}},
+                ]
+            }
+        },
+    }
+    out = strict_schema(schema, tool="t")
+    a = out["properties"]["a"]
+    assert "allOf" not in a
+    assert a["properties"] == {"x": {"type": "string"}, "y": {"type": "integer"}}
+    assert a["required"] == ["x", "y"] and a["additionalProperties"] is False
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+    lives: int
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+    good: bool
+
+
+class Adopt(BaseModel):
+    pet: Annotated[Cat | Dog, Field(discriminator="kind")]
+
+
+def test_discriminated_union_becomes_any_of() -> None:
+    schema = strict_schema(Adopt.model_json_schema(), tool="adopt")
+    pet = schema["properties"]["pet"]
+    assert "oneOf" not in pet and "discriminator" not in pet
+    assert [b["properties"]["kind"]["const"] for b in pet["anyOf"]] == ["cat", "dog"]
+    assert strict_problems(Adopt.model_json_schema(), tool="adopt") == []
+
+
+def test_nesting_limit() -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    node = schema
+    for _ in range(11):
+        child: dict[str, Any] = {"type": "object", "properties": {}}
+        node["properties"]["x"] = child
+        node = child
+    problems = strict_problems(schema, tool="deep")
+    assert [p.keyword for p in problems] == ["type"]
+    assert problems[0].path.count("x") == 10
+
+
+def test_enum_limit() -> None:
+    schema = {"type": "object", "properties": {"e": {"enum": list(range(1001))}}}
+    assert [p.keyword for p in strict_problems(schema, tool="t")] == ["enum"]
+
+
+def test_plain_dict_tool_export_round_trip() -> None:
+    mcp_tool = {
+        "name": "read_file",
+        "description": "Read a file.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}},
+            "required": ["path"],
+        },
+    }
+    toolset = Toolset([mcp_tool])
+    fn = toolset.openai()[0]["function"]
+    assert fn["parameters"]["required"] == ["path", "limit"]
+    assert fn["parameters"]["additionalProperties"] is False
+    # Optional in the source: offered as a union with null (OpenAI's optional-parameter idiom).
+    assert fn["parameters"]["properties"]["limit"] == {
+        "anyOf": [{"type": "integer"}, {"type": "null"}]
+    }
+    assert fn["parameters"]["properties"]["path"] == {"type": "string"}
+    assert toolset.anthropic()[0]["input_schema"]["required"] == ["path"]

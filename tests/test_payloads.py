@@ -1,0 +1,219 @@
+"""Model-facing payloads: message shapes, content, the text table, and never a missing result."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from toolwire import Assembler, ToolCall
+from toolwire.payloads import MESSAGES, STYLES, Style, call_id_for, text, tool_messages
+from toolwire.toolset import Toolset
+from toolwire.validation import BusinessRuleError, Outcome
+
+
+class Lookup(BaseModel):
+    """Look up an order."""
+
+    order_id: int
+
+
+TOOLS = Toolset([Lookup])
+
+
+def calls(*specs: tuple[str | None, str, str]) -> list[ToolCall]:
+    """Calls assembled by the core from (id, name, arguments)."""
+    asm = Assembler()
+    for index, (call_id, name, arguments) in enumerate(specs):
+        asm.feed(index, id=call_id, name=name, arguments=arguments)
+    return asm.finish()
+
+
+def content_of(message: dict[str, Any]) -> str:
+    for key in ("content", "output"):
+        if key in message:
+            return message[key]
+    raise AssertionError(message)
+
+
+def id_of(message: dict[str, Any]) -> str:
+    for key in ("tool_call_id", "call_id", "tool_use_id"):
+        if key in message:
+            return message[key]
+    raise AssertionError(message)
+
+
+def test_failure_message_shapes() -> None:
+    (bad,) = calls(("call_7", "lookup", '{"order_id": "abc"}'))
+    outcome = TOOLS.validate(bad)
+    chat = outcome.to_message(bad, "openai-chat", attempt=2)
+    assert set(chat) == {"role", "tool_call_id", "content"}
+    assert chat["role"] == "tool" and chat["tool_call_id"] == "call_7"
+    responses = outcome.to_message(bad, "openai-responses")
+    assert responses["type"] == "function_call_output" and responses["call_id"] == "call_7"
+    anthropic = outcome.to_message(bad, "anthropic")
+    assert anthropic["type"] == "tool_result" and anthropic["tool_use_id"] == "call_7"
+    assert anthropic["is_error"] is True
+    payload = json.loads(chat["content"])
+    assert list(payload) == [
+        "ok",
+        "error_type",
+        "message",
+        "errors",
+        "retryable",
+        "attempt",
+        "instruction",
+    ]
+    assert payload["ok"] is False and payload["retryable"] is True and payload["attempt"] == 2
+    assert payload["errors"] == [
+        {"path": "/order_id", "code": "type", "expected": "an integer", "got": '"abc"'}
+    ]
+    assert payload["instruction"] == (
+        'Call "lookup" again with corrected arguments. Do not explain or apologise.'
+    )
+    # Compact JSON: no spaces after separators.
+    assert '": ' not in chat["content"]
+
+
+def test_success_message_takes_the_result() -> None:
+    (good,) = calls(("call_1", "lookup", '{"order_id": 5}'))
+    outcome = TOOLS.validate(good)
+    with pytest.raises(ValueError, match="result"):
+        outcome.to_message(good)
+    assert outcome.to_message(good, result="shipped") == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "shipped",
+    }
+    anthropic = outcome.to_message(good, "anthropic", result={"total": Decimal("19.99")})
+    assert anthropic == {
+        "type": "tool_result",
+        "tool_use_id": "call_1",
+        "content": '{"total":"19.99"}',
+    }
+    assert "is_error" not in anthropic
+
+
+def test_unknown_style_is_misuse() -> None:
+    (bad,) = calls(("c", "lookup", "{}"))
+    with pytest.raises(ValueError, match="style must be one of"):
+        TOOLS.validate(bad).to_message(bad, "gemini")  # type: ignore[arg-type]
+
+
+def test_every_template_has_both_languages_and_the_same_placeholders() -> None:
+    for key, entry in MESSAGES.items():
+        assert set(entry) == {"en", "zh"}, key
+        placeholders = {lang: set(re.findall(r"{(\w+)}", t)) for lang, t in entry.items()}
+        assert placeholders["en"] == placeholders["zh"], key
+    assert text("expected.enum", "zh", values="1") == "以下值之一：1"  # noqa: RUF001
+
+
+def test_call_without_id_gets_a_stable_synthetic_id() -> None:
+    @dataclass(frozen=True)
+    class NoId:
+        id: str | None
+        ordinal: int
+
+    assert call_id_for(NoId(None, 3)) == "toolwire_3"
+    assert call_id_for(NoId("x", 3)) == "x"
+
+
+# ---------------------------------------------------------------------------------------------
+# tool_messages
+
+
+def test_tool_messages_mix_successes_failures_and_missing() -> None:
+    batch = calls(
+        ("a", "lookup", '{"order_id": 1}'),
+        ("b", "lookup", '{"order_id": "x"}'),
+        ("c", "lookup", '{"order_id": 3}'),
+        ("d", "lookup", '{"order_id": 4}'),
+        ("e", "lookup", '{"order_id": 5}'),
+    )
+    outcomes = TOOLS.validate_all(batch)
+    results: dict[str | int, object] = {
+        "a": {"status": "shipped"},
+        "b": outcomes[1],
+        "c": BusinessRuleError("order 3 is archived"),
+        "d": RuntimeError("db password=hunter2 at /srv/app.py line 9"),
+    }
+    messages = tool_messages(batch, results, style="openai-chat")
+    assert [m["tool_call_id"] for m in messages] == ["a", "b", "c", "d", "e"]
+    payloads = [m["content"] for m in messages]
+    assert payloads[0] == '{"status":"shipped"}'
+    assert json.loads(payloads[1])["error_type"] == "validation"
+    assert json.loads(payloads[2])["error_type"] == "business_rule"
+    assert "archived" in payloads[2]
+    assert json.loads(payloads[3])["error_type"] == "tool_failed"
+    assert "hunter2" not in payloads[3] and "RuntimeError" not in payloads[3]
+    assert json.loads(payloads[4])["error_type"] == "no_result"
+
+
+def test_tool_messages_with_a_sequence_and_ordinal_keys() -> None:
+    batch = calls(("a", "lookup", "{}"), (None, "lookup", "{}"))
+    by_position = tool_messages(batch, ["first"], style="openai-responses")
+    assert by_position[0]["output"] == "first"
+    assert json.loads(by_position[1]["output"])["error_type"] == "no_result"
+    by_ordinal = tool_messages(batch, {1: "second"}, style="anthropic")
+    assert by_ordinal[1]["content"] == "second"
+    assert by_ordinal[1]["tool_use_id"] == call_id_for(batch[1])
+
+
+def test_ok_outcome_without_a_result_is_reported_as_no_result() -> None:
+    (good,) = calls(("a", "lookup", '{"order_id": 1}'))
+    (message,) = tool_messages([good], {"a": TOOLS.validate(good)})
+    assert json.loads(message["content"])["error_type"] == "no_result"
+
+
+@dataclass(frozen=True)
+class Call:
+    id: str | None
+    ordinal: int
+    name: str | None = "lookup"
+
+
+ENTRY = st.one_of(
+    st.none(),
+    st.text(max_size=5),
+    st.integers(),
+    st.builds(lambda: RuntimeError("boom")),
+    st.builds(lambda: BusinessRuleError("no")),
+    st.builds(
+        lambda: Outcome(
+            ok=False, kind="model_error", tool="lookup", call_id=None, error_type="validation"
+        )
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ids=st.lists(st.one_of(st.none(), st.sampled_from(["a", "b", "c", "d"])), max_size=12),
+    data=st.data(),
+    style=st.sampled_from(STYLES),
+)
+def test_exactly_one_message_per_call_id_in_call_order(
+    ids: list[str | None], data: st.DataObject, style: Style
+) -> None:
+    batch = [Call(call_id, ordinal) for ordinal, call_id in enumerate(ids)]
+    answered = data.draw(st.sets(st.integers(0, max(len(batch) - 1, 0))))
+    results: dict[str | int, object] = {
+        ordinal: data.draw(ENTRY) for ordinal in sorted(answered) if ordinal < len(batch)
+    }
+    messages = tool_messages(batch, results, style=style)
+    expected_ids = list(dict.fromkeys(call_id_for(c) for c in batch))
+    assert [id_of(m) for m in messages] == expected_ids
+    for message in messages:
+        body = content_of(message)
+        assert isinstance(body, str)
+        call = next(c for c in batch if call_id_for(c) == id_of(message))
+        owners = [c.ordinal for c in batch if call_id_for(c) == call_id_for(call)]
+        if not any(o in results for o in owners):
+            assert json.loads(body)["error_type"] == "no_result"

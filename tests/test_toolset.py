@@ -1,0 +1,231 @@
+"""Toolset: registration, naming, lookups and the pre-check schema."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolwire import Assembler, ToolCall, ToolRegistry
+from toolwire.schema_export import SchemaExportError
+from toolwire.toolset import Toolset, snake_case
+
+
+class GetWeather(BaseModel):
+    """Get the weather.
+
+    Indented continuation lines are dedented.
+    """
+
+    city: str = Field(description="City name")
+    days: int = 1
+
+
+class Titled(BaseModel):
+    model_config = ConfigDict(title="lookup_order")
+    order_id: str
+
+
+class Attributed(BaseModel):
+    __tool_name__: ClassVar[str] = "send_email"
+    to: str
+
+
+class HTTPRequest(BaseModel):
+    url: str
+
+
+PLAIN_OPENAI_FUNCTION = {
+    "name": "search_docs",
+    "description": "Search the docs.",
+    "parameters": {
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
+        "required": ["query"],
+    },
+}
+CHAT_TOOL = {"type": "function", "function": {**PLAIN_OPENAI_FUNCTION, "name": "chat_tool"}}
+RESPONSES_TOOL = {"type": "function", **{**PLAIN_OPENAI_FUNCTION, "name": "responses_tool"}}
+ANTHROPIC_TOOL = {
+    "name": "anthropic_tool",
+    "description": "From Anthropic or MCP.",
+    "input_schema": {"type": "object", "properties": {"x": {"type": "number"}}},
+}
+
+
+def feed(
+    toolset: Toolset | None, name: str | None, arguments: str, call_id: str = "call_1"
+) -> ToolCall:
+    asm = Assembler(tools=toolset) if toolset is not None else Assembler()
+    asm.feed(0, id=call_id, name=name)
+    for start in range(0, len(arguments), 5):
+        asm.feed(0, arguments=arguments[start : start + 5])
+    (call,) = asm.finish()
+    return call
+
+
+@pytest.mark.parametrize(
+    ("camel", "snake"),
+    [
+        ("GetWeather", "get_weather"),
+        ("HTTPRequest", "http_request"),
+        ("Get2FACode", "get2_fa_code"),
+        ("lookup", "lookup"),
+        ("SendEmailV2", "send_email_v2"),
+    ],
+)
+def test_snake_case(camel: str, snake: str) -> None:
+    assert snake_case(camel) == snake
+
+
+def test_names_come_from_mapping_attribute_title_then_class_name() -> None:
+    toolset = Toolset(
+        [GetWeather, Titled, Attributed, HTTPRequest], names={HTTPRequest: "fetch_url"}
+    )
+    assert toolset.names() == ["get_weather", "lookup_order", "send_email", "fetch_url"]
+    assert toolset.model("send_email") is Attributed
+    # The explicit mapping beats the attribute.
+    assert Toolset([Attributed], names={Attributed: "mail"}).names() == ["mail"]
+
+
+def test_description_from_cleaned_docstring_and_field_descriptions_carried() -> None:
+    toolset = Toolset([GetWeather])
+    fn = toolset.openai()[0]["function"]
+    assert fn["description"] == "Get the weather.\n\nIndented continuation lines are dedented."
+    assert fn["parameters"]["properties"]["city"]["description"] == "City name"
+
+
+def test_plain_definitions_in_every_shape_mix_with_models() -> None:
+    toolset = Toolset(
+        [GetWeather, PLAIN_OPENAI_FUNCTION, CHAT_TOOL, RESPONSES_TOOL, ANTHROPIC_TOOL]
+    )
+    assert toolset.names() == [
+        "get_weather",
+        "search_docs",
+        "chat_tool",
+        "responses_tool",
+        "anthropic_tool",
+    ]
+    assert toolset.model("search_docs") is None
+    anthropic = {t["name"]: t for t in toolset.anthropic()}
+    assert anthropic["anthropic_tool"]["description"] == "From Anthropic or MCP."
+    assert anthropic["chat_tool"]["input_schema"]["required"] == ["query"]
+    # A plain tool can be renamed by its own name.
+    assert Toolset([PLAIN_OPENAI_FUNCTION], names={"search_docs": "find"}).names() == ["find"]
+
+
+def test_tool_without_parameters_gets_an_empty_object() -> None:
+    toolset = Toolset([{"name": "ping", "description": "Ping."}])
+    assert toolset.schema("ping") == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
+
+
+def test_lookups() -> None:
+    toolset = Toolset([GetWeather, PLAIN_OPENAI_FUNCTION])
+    assert "get_weather" in toolset and "nope" not in toolset
+    assert list(toolset) == ["get_weather", "search_docs"]
+    assert len(toolset) == 2
+    assert toolset.tool("search_docs").description == "Search the docs."
+    with pytest.raises(KeyError):
+        toolset.schema("nope")
+    with pytest.raises(KeyError):
+        toolset.model("nope")
+
+
+def test_schema_is_the_precheck_schema_and_a_copy() -> None:
+    class Inner(BaseModel):
+        a: int
+
+    class Outer(BaseModel):
+        inner: Inner
+        maybe: Inner | None = None
+
+    toolset = Toolset([Outer])
+    schema = toolset.schema("outer")
+    assert "$ref" not in json.dumps(schema)
+    assert schema["required"] == ["inner"]  # the model's own required list
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["inner"]["additionalProperties"] is False
+    assert "default" not in schema["properties"]["maybe"]
+    schema["properties"].clear()
+    assert toolset.schema("outer")["properties"]  # callers cannot corrupt the registry
+    assert toolset.schemas() == {"outer": toolset.schema("outer")}
+
+
+@pytest.mark.parametrize(
+    ("tools", "kwargs", "message"),
+    [
+        ([GetWeather, GetWeather], {}, "duplicate tool name 'get_weather'"),
+        ([GetWeather, {**PLAIN_OPENAI_FUNCTION, "name": "get_weather"}], {}, "duplicate"),
+        ([GetWeather], {"names": {GetWeather: "bad name!"}}, "invalid tool name"),
+        ([GetWeather], {"names": {HTTPRequest: "x"}}, "match no tool"),
+        ([GetWeather], {"checks": {"nope": lambda m: None}}, "checks names unknown tools"),
+        ([{"description": "no name"}], {}, "needs a string 'name'"),
+        ([{"name": "x", "parameters": {"type": 5}}], {}, "invalid parameter schema"),
+        ([GetWeather], {"coercion": "lenient"}, "coercion must be"),
+        ([GetWeather], {"coercion": ["number_string", "guess"]}, "unknown coercion rule"),
+        ([GetWeather], {"lang": "fr"}, "lang must be"),
+    ],
+)
+def test_misuse_raises(tools: list[Any], kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Toolset(tools, **kwargs)
+
+
+def test_not_a_tool_raises_type_error() -> None:
+    with pytest.raises(TypeError):
+        Toolset([42])  # type: ignore[list-item]
+
+
+def test_registry_feeds_the_assembler() -> None:
+    toolset = Toolset([GetWeather, PLAIN_OPENAI_FUNCTION])
+    registry = toolset.registry
+    assert isinstance(registry, ToolRegistry)
+    assert registry is toolset.registry  # built once
+    assert sorted(registry.names()) == ["get_weather", "search_docs"]
+    call = feed(toolset, "get_weather", '{"city": "Paris"}')
+    outcome = toolset.validate(call)
+    assert outcome.ok and outcome.model == GetWeather(city="Paris")
+
+
+def test_unknown_tool_through_the_precheck_lists_available_names() -> None:
+    toolset = Toolset([GetWeather, PLAIN_OPENAI_FUNCTION])
+    call = feed(toolset, "get_wether", '{"city": "Paris"}')
+    outcome = toolset.validate(call)
+    assert not outcome.ok and outcome.error_type == "unknown_tool"
+    assert outcome.retryable
+    assert outcome.message is not None
+    assert '"get_wether"' in outcome.message
+    assert '"get_weather", "search_docs"' in outcome.message
+
+
+def test_unknown_tool_without_the_precheck() -> None:
+    toolset = Toolset([GetWeather])
+    outcome = toolset.validate(feed(None, "weather", "{}"))
+    assert outcome.error_type == "unknown_tool" and not outcome.ok
+
+
+def test_strict_toolset_raises_only_on_openai_exports() -> None:
+    class Labels(BaseModel):
+        labels: dict[str, str]
+
+    toolset = Toolset([Labels])  # construction succeeds: Anthropic can take it
+    assert toolset.anthropic()[0]["input_schema"]["properties"]["labels"]["additionalProperties"]
+    with pytest.raises(SchemaExportError, match="labels"):
+        toolset.openai()
+    call = feed(None, "labels", '{"labels": {"a": "b"}}')
+    assert toolset.validate(call).ok
+
+
+def test_validate_all_keeps_order() -> None:
+    toolset = Toolset([GetWeather])
+    asm = Assembler()
+    asm.feed(0, id="a", name="get_weather", arguments='{"city": "Oslo"}')
+    asm.feed(1, id="b", name="get_weather", arguments='{"city": 5}')
+    outcomes = toolset.validate_all(asm.finish())
+    assert [(o.call_id, o.ok) for o in outcomes] == [("a", True), ("b", False)]

@@ -1,0 +1,424 @@
+"""Toolset.validate: core errors, field errors from the schema, redaction, checks, plain tools."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+from toolwire import Assembler, ToolCall
+from toolwire.toolset import Toolset
+from toolwire.validation import MAX_ERRORS, BusinessRuleError, Outcome
+
+
+def call(
+    name: str | None, arguments: str, call_id: str = "call_1", *, tools: Toolset | None = None
+) -> ToolCall:
+    """A call assembled by the core, fed in 4-byte pieces."""
+    asm = Assembler(tools=tools) if tools is not None else Assembler()
+    asm.feed(0, id=call_id, name=name)
+    for start in range(0, len(arguments), 4):
+        asm.feed(0, arguments=arguments[start : start + 4])
+    (done,) = asm.finish()
+    return done
+
+
+class Address(BaseModel):
+    street: str
+    city: str
+
+
+class Booking(BaseModel):
+    """Book a table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    guests: int = Field(ge=1, le=12, description="Number of guests")
+    name: str = Field(json_schema_extra={"x-user-supplied": True})
+    phone: str = Field(pattern=r"^\+\d{6,15}$", description="Phone in E.164, e.g. +33123456789")
+    seating: Literal["inside", "terrace"] = "inside"
+    address: Address | None = None
+    note: str = Field(default="", max_length=20)
+    password: SecretStr | None = None
+    api_key: str = Field(default="", json_schema_extra={"x-secret": True})
+
+
+TOOLS = Toolset([Booking])
+GOOD = {"guests": 2, "name": "Ada", "phone": "+33123456789"}
+
+
+def args(**changes: object) -> str:
+    body = {**GOOD, **changes}
+    return json.dumps({k: v for k, v in body.items() if v is not ...})
+
+
+def test_valid_call() -> None:
+    outcome = TOOLS.validate(call("booking", args()))
+    assert outcome.ok and outcome.kind == "ok" and outcome.executable
+    assert outcome.model == Booking(guests=2, name="Ada", phone="+33123456789")
+    assert outcome.call_id == "call_1" and outcome.tool == "booking"
+    assert outcome.errors == [] and outcome.coercions == [] and outcome.error_type == ""
+
+
+def test_valid_call_with_the_precheck() -> None:
+    outcome = TOOLS.validate(call("booking", args(), tools=TOOLS))
+    assert outcome.ok
+
+
+@pytest.mark.parametrize(
+    ("changes", "path", "code", "expected"),
+    [
+        ({"guests": 0}, "/guests", "range", ">= 1 and <= 12"),
+        ({"guests": "many"}, "/guests", "type", "an integer"),
+        ({"seating": "roof"}, "/seating", "enum", 'one of "inside", "terrace"'),
+        ({"phone": "0612"}, "/phone", "pattern", "Phone in E.164, e.g. +33123456789"),
+        ({"note": "x" * 30}, "/note", "length", "at most 20 characters"),
+        ({"address": {"street": "Main"}}, "/address/city", "missing", "required: a string"),
+        ({"address": "Main St"}, "/address", "type", "an object or null"),
+        ({"extra": 1}, "/extra", "unknown_field", "no such field; allowed fields: guests"),
+    ],
+)
+def test_field_errors_are_built_from_the_schema(
+    changes: dict[str, object], path: str, code: str, expected: str
+) -> None:
+    outcome = TOOLS.validate(call("booking", args(**changes)))
+    assert not outcome.ok and outcome.kind == "model_error" and outcome.retryable
+    assert outcome.error_type == "validation"
+    error = outcome.errors[0]
+    assert (error.path, error.code) == (path, code)
+    assert error.expected is not None and error.expected.startswith(expected)
+    # Never Pydantic's English or internal names.
+    text = json.dumps([e.as_payload() for e in outcome.errors])
+    assert "Input should" not in text and "Booking" not in text and "pydantic" not in text
+
+
+def test_unknown_field_hint_suggests_the_close_name() -> None:
+    outcome = TOOLS.validate(call("booking", args(gusts=2, guests=...)))
+    paths = [(e.path, e.code) for e in outcome.errors]
+    assert paths == [("/guests", "missing"), ("/gusts", "unknown_field")]
+    assert outcome.errors[1].hint == "did you mean guests?"
+
+
+def test_missing_user_supplied_field_needs_clarification() -> None:
+    outcome = TOOLS.validate(call("booking", args(name=..., guests=0)))
+    assert outcome.kind == "needs_clarification" and not outcome.retryable
+    assert outcome.ask_user == ["name"]
+    assert outcome.errors[0].path == "/name" and outcome.errors[0].code == "missing"
+    assert "ask the user" in outcome.instruction().lower()
+
+
+def test_errors_are_capped_ranked_and_cut() -> None:
+    outcome = TOOLS.validate(
+        call(
+            "booking",
+            json.dumps(
+                {
+                    "guests": 99,
+                    "phone": "x" * 500,
+                    "seating": "roof",
+                    "note": 5,
+                    "address": 1,
+                    "bogus": True,
+                }
+            ),
+        )
+    )
+    assert len(outcome.errors) == MAX_ERRORS
+    codes = [e.code for e in outcome.errors]
+    # Missing and unknown fields first, then type and enum errors, then constraints.
+    assert codes[:2] == ["missing", "unknown_field"]
+    assert codes.index("type") < codes.index("enum")
+    assert all(len(e.got or "") <= 200 for e in outcome.errors)
+
+
+def test_long_values_are_cut_to_200_characters() -> None:
+    outcome = TOOLS.validate(call("booking", args(phone="9" * 1000)))
+    (error,) = outcome.errors
+    assert error.got is not None and len(error.got) == 200 and error.got.endswith("…")
+
+
+@pytest.mark.parametrize(
+    ("changes", "path"),
+    [({"password": 12345}, "/password"), ({"api_key": 987654}, "/api_key")],
+)
+def test_secret_values_are_redacted(changes: dict[str, object], path: str) -> None:
+    outcome = TOOLS.validate(call("booking", args(**changes)))
+    (error,) = outcome.errors
+    assert error.path == path and error.got == "[redacted]"
+    assert "12345" not in json.dumps(outcome.to_message(None, "openai-chat"))
+
+
+def test_redaction_hook_sees_every_shown_value() -> None:
+    seen: list[tuple[str, str]] = []
+
+    def redact(path: str, text: str) -> str:
+        seen.append((path, text))
+        return text.replace("0612", "****")
+
+    toolset = Toolset([Booking], redact=redact)
+    outcome = toolset.validate(call("booking", args(phone="0612")))
+    assert outcome.errors[0].got == '"****"'
+    assert seen == [("/phone", '"0612"')]
+
+
+def test_chinese_messages() -> None:
+    toolset = Toolset([Booking], lang="zh")
+    outcome = toolset.validate(call("booking", args(seating="roof")))
+    assert outcome.errors[0].expected == '以下值之一："inside", "terrace"'  # noqa: RUF001
+    content = json.loads(outcome.to_message(None)["content"])
+    assert content["instruction"].startswith("请用修正后的参数再次调用")
+
+
+def test_custom_validator_message_becomes_a_hint() -> None:
+    class Transfer(BaseModel):
+        iban: str
+
+        @field_validator("iban")
+        @classmethod
+        def checksum(cls, value: str) -> str:
+            if not value.startswith("FR"):
+                raise ValueError("only French IBANs are accepted")
+            return value
+
+    outcome = Toolset([Transfer]).validate(call("transfer", '{"iban": "DE12"}'))
+    (error,) = outcome.errors
+    assert error.code == "value" and error.hint == "only French IBANs are accepted"
+
+
+# ---------------------------------------------------------------------------------------------
+# Unions
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+    lives: int
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+    good: bool
+
+
+class Adopt(BaseModel):
+    pet: Annotated[Cat | Dog, Field(discriminator="kind")]
+    size: int | str = 0
+    home: Address | Cat | None = None
+
+
+ADOPT = Toolset([Adopt])
+
+
+def test_discriminated_union_errors_point_into_the_chosen_branch() -> None:
+    outcome = ADOPT.validate(call("adopt", '{"pet": {"kind": "cat", "lives": "nine"}}'))
+    (error,) = outcome.errors
+    assert (error.path, error.code, error.expected) == ("/pet/lives", "type", "an integer")
+
+
+def test_bad_discriminator_tag() -> None:
+    outcome = ADOPT.validate(call("adopt", '{"pet": {"kind": "cow"}}'))
+    (error,) = outcome.errors
+    assert (error.path, error.code) == ("/pet/kind", "enum")
+    assert error.expected == 'one of "cat", "dog"' and error.got == '"cow"'
+
+
+def test_untagged_union_type_error_is_one_error() -> None:
+    outcome = ADOPT.validate(call("adopt", '{"pet": {"kind": "dog", "good": true}, "size": 1.5}'))
+    (error,) = outcome.errors
+    assert (error.path, error.code, error.expected) == ("/size", "type", "an integer or a string")
+
+
+def test_union_of_models_reports_the_closest_branch() -> None:
+    outcome = ADOPT.validate(
+        call("adopt", '{"pet": {"kind": "dog", "good": true}, "home": {"street": "Main"}}')
+    )
+    assert [(e.path, e.code) for e in outcome.errors] == [("/home/city", "missing")]
+
+
+# ---------------------------------------------------------------------------------------------
+# Core errors become outcomes without running Pydantic
+
+
+def test_truncated_call() -> None:
+    asm = Assembler()
+    asm.feed(0, id="c", name="booking", arguments='{"guests": 2, "name": "Ad')
+    (truncated,) = asm.finish()
+    assert truncated.error is not None and truncated.error.kind == "truncated"
+    outcome = TOOLS.validate(truncated)
+    assert outcome.kind == "model_error" and outcome.retryable
+    assert outcome.error_type == "truncated"
+    assert outcome.hint is not None and "max_tokens" in outcome.hint
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error_type"),
+    [
+        ('{"guests": 2}{"guests": 3}', "invalid_json"),
+        ('{"guests": 2} trailing', "invalid_json"),
+        ('{"guests": 01}', "invalid_json"),
+        ('{"guests": 1, "guests": 2}', "invalid_json"),
+        ("[1, 2]", "not_object"),
+        ("42", "not_object"),
+    ],
+)
+def test_grammar_and_shape_errors(arguments: str, error_type: str) -> None:
+    outcome = TOOLS.validate(call("booking", arguments))
+    assert not outcome.ok and outcome.retryable
+    assert outcome.error_type == error_type
+    assert outcome.errors == []
+
+
+def test_filtered_call_is_not_executable_and_not_retryable() -> None:
+    asm = Assembler()
+    asm.feed(0, id="c", name="booking", arguments='{"guests": 2')
+    asm.stop("content_filter")
+    (stopped,) = asm.finish()
+    outcome = TOOLS.validate(stopped)
+    assert outcome.error_type == "filtered"
+    assert not outcome.ok and not outcome.executable and not outcome.retryable
+    message = outcome.to_message(stopped, "anthropic")
+    assert message["is_error"] is True
+
+
+def test_missing_name() -> None:
+    outcome = TOOLS.validate(call(None, args()))
+    assert outcome.error_type == "missing_name" and outcome.retryable
+    assert outcome.message is not None and '"booking"' in outcome.message
+
+
+def test_empty_arguments_for_a_tool_without_parameters() -> None:
+    toolset = Toolset([{"name": "ping", "description": "Ping."}])
+    assert toolset.validate(call("ping", "")).ok
+
+
+@dataclass(frozen=True)
+class SchemaError:
+    """A stand-in for a pre-check violation, to pin the schema_violation conversion."""
+
+    kind: str = "schema_violation"
+    message: str = "arguments do not match the tool schema"
+    offset: int = 12
+    path: str = "/seating"
+    keyword: str | None = "enum"
+    expected: str | None = 'one of "inside", "terrace"'
+    got: str | None = '"roof"'
+
+
+@dataclass(frozen=True)
+class FakeCall:
+    arguments: str
+    error: SchemaError | None
+    name: str | None = "booking"
+    id: str | None = "c9"
+    ordinal: int = 0
+    index: int | None = 0
+    value: object = None
+
+
+def test_schema_violation_from_the_precheck_becomes_a_field_error() -> None:
+    outcome = TOOLS.validate(FakeCall(args(seating="roof"), SchemaError()))
+    (error,) = outcome.errors
+    assert (error.path, error.code, error.got) == ("/seating", "enum", '"roof"')
+    assert error.expected == 'one of "inside", "terrace"'
+
+
+def test_schema_violation_that_coercion_fixes() -> None:
+    violation = SchemaError(path="/guests", keyword="type", expected="integer", got='"2"')
+    outcome = TOOLS.validate(FakeCall(args(guests="2"), violation))
+    assert outcome.ok and outcome.model is not None and outcome.model.guests == 2
+    assert [c.rule for c in outcome.coercions] == ["number_string"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Business checks
+
+
+def test_business_check_returning_reasons() -> None:
+    toolset = Toolset(
+        [Booking],
+        checks={
+            "booking": lambda b: "we are full on the terrace" if b.seating == "terrace" else None
+        },
+    )
+    assert toolset.validate(call("booking", args())).ok
+    outcome = toolset.validate(call("booking", args(seating="terrace")))
+    assert outcome.kind == "business_error" and not outcome.retryable
+    assert outcome.error_type == "business_rule"
+    assert outcome.errors[0].hint == "we are full on the terrace"
+
+
+def test_business_check_raising() -> None:
+    def check(booking: Booking) -> None:
+        if booking.guests > 8:
+            raise BusinessRuleError("groups above 8 must call", "deposit required")
+
+    toolset = Toolset([Booking], checks={"booking": check})
+    outcome = toolset.validate(call("booking", args(guests=10)))
+    assert outcome.kind == "business_error"
+    assert [e.hint for e in outcome.errors] == ["groups above 8 must call", "deposit required"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Plain-dict tools use jsonschema
+
+SEARCH = {
+    "name": "search",
+    "description": "Search.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "minLength": 2},
+            "limit": {"type": "integer", "maximum": 50},
+            "sort": {"enum": ["new", "top"]},
+            "token": {"type": "string", "x-secret": True},
+            "owner": {"type": "string", "x-user-supplied": True},
+        },
+        "required": ["query"],
+    },
+}
+
+
+def test_plain_tool_valid_and_coerced() -> None:
+    toolset = Toolset([SEARCH])
+    outcome = toolset.validate(call("search", '{"query": "rust", "limit": "10", "sort": "TOP"}'))
+    assert outcome.ok and outcome.model is None
+    assert outcome.value == {"query": "rust", "limit": 10, "sort": "top"}
+    assert [c.rule for c in outcome.coercions] == ["number_string", "enum_case"]
+
+
+def test_plain_tool_optional_null_means_absent() -> None:
+    outcome = Toolset([SEARCH]).validate(call("search", '{"query": "rust", "limit": null}'))
+    assert outcome.ok and outcome.value == {"query": "rust"}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path", "code"),
+    [
+        ('{"limit": 5}', "/query", "missing"),
+        ('{"query": "r"}', "/query", "length"),
+        ('{"query": "rust", "limit": 99}', "/limit", "range"),
+        ('{"query": "rust", "sort": "old"}', "/sort", "enum"),
+        ('{"query": "rust", "x": 1}', "/x", "unknown_field"),
+    ],
+)
+def test_plain_tool_errors(arguments: str, path: str, code: str) -> None:
+    outcome = Toolset([SEARCH]).validate(call("search", arguments))
+    assert not outcome.ok
+    assert (outcome.errors[0].path, outcome.errors[0].code) == (path, code)
+
+
+def test_plain_tool_secret_and_user_supplied() -> None:
+    toolset = Toolset([{**SEARCH, "parameters": {**SEARCH["parameters"], "required": ["owner"]}}])
+    outcome = toolset.validate(call("search", '{"token": 12345}'))
+    assert outcome.kind == "needs_clarification" and outcome.ask_user == ["owner"]
+    token_error = next(e for e in outcome.errors if e.path == "/token")
+    assert token_error.got == "[redacted]"
+
+
+def test_outcome_is_frozen() -> None:
+    outcome = TOOLS.validate(call("booking", args()))
+    with pytest.raises(AttributeError):
+        outcome.ok = False  # type: ignore[misc]
+    assert isinstance(outcome, Outcome)
