@@ -158,6 +158,9 @@ pub struct Assembler {
     open: HashMap<Option<i64>, usize>,
     /// The most recent call a delta went to.
     last: Option<usize>,
+    /// The wire key of the most recent delta and its call: most deltas continue the call of the
+    /// previous one, so this skips the map lookup.
+    last_key: Option<(Option<i64>, usize)>,
     finished: bool,
 }
 
@@ -174,6 +177,7 @@ impl Assembler {
             calls: Vec::new(),
             open: HashMap::new(),
             last: None,
+            last_key: None,
             finished: false,
         })
     }
@@ -225,12 +229,23 @@ impl Assembler {
             progress: self.config.track_progress.then(Progress::default),
         });
         self.open.insert(index, ordinal);
+        self.last_key = None;
         ordinal
     }
 
     /// Finds the call a delta belongs to, starting a new one when the rules say so.
     fn route(&mut self, delta: &Delta<'_>) -> usize {
         let name = delta.name.filter(|n| !n.is_empty());
+        if let Some((key, ordinal)) = self.last_key {
+            // The common case: a nameless continuation of the previous delta's call.
+            if key == delta.index
+                && name.is_none()
+                && delta.index.is_some()
+                && !self.calls[ordinal].ended
+            {
+                return ordinal;
+            }
+        }
         let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null");
         let current = match delta.index {
             // A missing index continues the call the previous delta went to (quirk 1), unless
@@ -280,7 +295,8 @@ impl Assembler {
         }
         let ordinal = self.route(delta);
         self.last = Some(ordinal);
-        let registry = self.registry.clone();
+        self.last_key = Some((delta.index, ordinal));
+        let registry = self.registry.as_deref();
         let call = &mut self.calls[ordinal];
         if call.index.is_none() {
             call.index = delta.index;
@@ -298,14 +314,14 @@ impl Assembler {
         if let Some(name) = delta.name.filter(|n| !n.is_empty()) {
             if name != call.name {
                 call.name.push_str(name);
-                if let Some(reg) = &registry {
+                if let Some(reg) = registry {
                     attach_check(call, reg);
                 }
             }
         }
         match delta.arguments {
             None => {}
-            Some(Arguments::Text(text)) => feed_text(call, text, registry.as_deref()),
+            Some(Arguments::Text(text)) => feed_text(call, text, registry),
             Some(Arguments::Value(text)) => {
                 if call.mode == ArgMode::Value && call.scanner.text() == text {
                     call.warnings.push(warning::REPEAT_DROPPED);
@@ -317,7 +333,7 @@ impl Assembler {
                     }
                 } else {
                     call.mode = ArgMode::Value;
-                    if let Some(reg) = &registry {
+                    if let Some(reg) = registry {
                         attach_check(call, reg);
                     }
                     push_checked(call, text);
@@ -611,9 +627,9 @@ fn finish_call(
         warnings.push(warning::EMPTY_ARGUMENTS);
         b"{}".to_vec()
     } else {
-        call.scanner.text().to_vec()
+        call.scanner.take_text()
     };
-    if arguments.windows(3).any(|w| w == "\u{FFFD}".as_bytes()) {
+    if contains_replacement_character(&arguments) {
         warnings.push(warning::REPLACEMENT_CHARACTER);
     }
     let json_ok = json_result.is_ok();
@@ -711,4 +727,16 @@ fn first_non_ws_offset(text: &[u8]) -> usize {
     text.iter()
         .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
         .unwrap_or(0)
+}
+
+/// U+FFFD (EF BF BD) in the text: a character was mangled before it reached us (quirk 40).
+fn contains_replacement_character(text: &[u8]) -> bool {
+    let mut rest = text;
+    while let Some(p) = rest.iter().position(|&b| b == 0xEF) {
+        if rest[p..].starts_with(&[0xEF, 0xBF, 0xBD]) {
+            return true;
+        }
+        rest = &rest[p + 1..];
+    }
+    false
 }

@@ -309,6 +309,11 @@ impl Scanner {
         &self.text
     }
 
+    /// Moves the text out (the scanner is left empty); for callers done with the scanner.
+    pub fn take_text(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.text)
+    }
+
     /// The first error found, if any.
     #[must_use]
     pub fn error(&self) -> Option<&Error> {
@@ -397,8 +402,10 @@ impl Scanner {
             if self.error.is_none() && !self.value_done {
                 let end = self.text.len();
                 match self.lex {
-                    Lex::Num(s) if s.can_end() && self.depth == 0 => {
-                        self.end_number(end, visitor);
+                    Lex::Num(st) if st.can_end() && self.depth == 0 => {
+                        let text = std::mem::take(&mut self.text);
+                        self.end_number(&text, end, visitor);
+                        self.text = text;
                     }
                     Lex::Num(_) => self.fail(ErrorKind::Truncated, end),
                     Lex::Start => self.fail(ErrorKind::Empty, end),
@@ -446,6 +453,7 @@ impl Scanner {
         self.lex = Lex::Failed;
     }
 
+    #[inline]
     fn start_container<V: Visitor>(
         &mut self,
         is_object: bool,
@@ -483,6 +491,7 @@ impl Scanner {
     }
 
     /// A value starts at `pos` with byte `b`; returns false on error.
+    #[inline]
     fn start_value<V: Visitor>(&mut self, b: u8, pos: usize, visitor: &mut V) -> bool {
         if self.depth > 0 {
             let frame = &mut self.frames[self.depth - 1];
@@ -535,6 +544,7 @@ impl Scanner {
     }
 
     /// A value (scalar or container) just ended.
+    #[inline]
     fn end_value(&mut self) {
         if self.depth == 0 {
             self.value_done = true;
@@ -544,14 +554,16 @@ impl Scanner {
         }
     }
 
-    fn end_number<V: Visitor>(&mut self, end: usize, visitor: &mut V) {
-        let lexeme = &self.text[self.num_start..end];
+    #[inline]
+    fn end_number<V: Visitor>(&mut self, text: &[u8], end: usize, visitor: &mut V) {
+        let lexeme = &text[self.num_start..end];
         // A number lexeme is ASCII by construction.
         let lexeme = std::str::from_utf8(lexeme).unwrap_or("");
         visitor.number_end(lexeme, end);
         self.end_value();
     }
 
+    #[inline]
     fn close_container<V: Visitor>(&mut self, is_object: bool, pos: usize, visitor: &mut V) {
         visitor.container_end(
             if is_object {
@@ -567,14 +579,22 @@ impl Scanner {
 
     #[allow(clippy::too_many_lines)]
     fn scan<V: Visitor>(&mut self, visitor: &mut V) {
-        let start = self.scanned;
-        let end = self.text.len();
-        let mut i = start;
+        // The buffer is moved out for the duration of the scan so the byte loop reads a local
+        // slice instead of reloading `self.text` through `&mut self` on every byte.
+        let text = std::mem::take(&mut self.text);
+        self.scan_text(&text, visitor);
+        self.text = text;
+    }
+
+    #[allow(clippy::too_many_lines)]
+    fn scan_text<V: Visitor>(&mut self, text: &[u8], visitor: &mut V) {
+        let end = text.len();
+        let mut i = self.scanned;
         while i < end {
-            let b = self.text[i];
+            let b = text[i];
             match self.lex {
                 Lex::Str => {
-                    i = self.scan_string_run(i, end, visitor);
+                    i = self.scan_string_run(text, i, visitor);
                     continue;
                 }
                 Lex::Start | Lex::Value | Lex::ValueOrClose => {
@@ -735,6 +755,12 @@ impl Scanner {
                         _ => None,
                     };
                     if let Some(next) = next {
+                        if matches!(next, NumState::Frac | NumState::ExpDigits) {
+                            // Digit runs after the first one need no state changes.
+                            while i + 1 < end && text[i + 1].is_ascii_digit() {
+                                i += 1;
+                            }
+                        }
                         if next == NumState::Int
                             || (next == NumState::Zero && state == NumState::Minus)
                         {
@@ -751,7 +777,7 @@ impl Scanner {
                         }
                         self.lex = Lex::Num(next);
                     } else if state.can_end() && is_delimiter(b) {
-                        self.end_number(i, visitor);
+                        self.end_number(text, i, visitor);
                         // The delimiter itself is scanned in the new state.
                         continue;
                     } else {
@@ -784,79 +810,90 @@ impl Scanner {
     }
 
     /// Scans string content from `i`; returns the index of the next byte to look at.
-    fn scan_string_run<V: Visitor>(&mut self, mut i: usize, end: usize, visitor: &mut V) -> usize {
+    #[inline]
+    fn scan_string_run<V: Visitor>(&mut self, text: &[u8], mut i: usize, visitor: &mut V) -> usize {
+        let end = text.len();
         let run_start = i;
-        let mut need = self.utf8_need;
-        let mut lo = self.utf8_lo;
-        let mut hi = self.utf8_hi;
-        let mut stop: Option<u8> = None;
-        while i < end {
-            let b = self.text[i];
-            if need > 0 {
-                if b < lo || b > hi {
-                    self.utf8_need = need;
-                    self.flush_run(run_start, i, visitor);
-                    self.fail(ErrorKind::InvalidUtf8, i);
-                    return end;
-                }
-                need -= 1;
-                lo = 0x80;
-                hi = 0xBF;
-            } else if b < 0x80 {
-                if b == b'"' || b == b'\\' || b < 0x20 {
-                    stop = Some(b);
-                    break;
-                }
-            } else {
-                match b {
-                    0xC2..=0xDF => need = 1,
-                    0xE0 => (need, lo) = (2, 0xA0),
-                    0xE1..=0xEC | 0xEE..=0xEF => need = 2,
-                    0xED => (need, hi) = (2, 0x9F),
-                    0xF0 => (need, lo) = (3, 0x90),
-                    0xF1..=0xF3 => need = 3,
-                    0xF4 => (need, hi) = (3, 0x8F),
-                    _ => {
-                        self.utf8_need = 0;
-                        self.flush_run(run_start, i, visitor);
-                        self.fail(ErrorKind::InvalidUtf8, i);
-                        return end;
-                    }
-                }
+        // A character whose first bytes came in an earlier push: check its remaining bytes
+        // one by one, exactly as the whole-run check below would have.
+        while self.utf8_need > 0 && i < end {
+            let b = text[i];
+            if b < self.utf8_lo || b > self.utf8_hi {
+                self.flush_run(text, run_start, i, visitor);
+                self.fail(ErrorKind::InvalidUtf8, i);
+                return end;
             }
+            self.utf8_need -= 1;
+            self.utf8_lo = 0x80;
+            self.utf8_hi = 0xBF;
             i += 1;
         }
-        self.utf8_need = need;
-        self.utf8_lo = lo;
-        self.utf8_hi = hi;
-        self.flush_run(run_start, i, visitor);
-        match stop {
-            None => i,
-            Some(_) if need > 0 => {
-                self.fail(ErrorKind::InvalidUtf8, i);
-                end
+        // The run of plain content up to the next quote, backslash or control byte.
+        let mut j = i;
+        while j < end && !RUN_END[usize::from(text[j])] {
+            j += 1;
+        }
+        let run = &text[i..j];
+        if !run.is_ascii() {
+            if let Err(e) = std::str::from_utf8(run) {
+                let bad = i + e.valid_up_to();
+                if let Some(len) = e.error_len() {
+                    // The error is certain at the first byte that cannot continue the
+                    // sequence: the lead byte itself when it can lead nothing.
+                    let offset = if matches!(text[bad], 0xC2..=0xF4) {
+                        bad + len
+                    } else {
+                        bad
+                    };
+                    self.flush_run(text, run_start, bad, visitor);
+                    self.fail(ErrorKind::InvalidUtf8, offset);
+                    return end;
+                }
+                if j < end {
+                    // A quote, backslash or control byte inside a multi-byte character.
+                    self.flush_run(text, run_start, bad, visitor);
+                    self.fail(ErrorKind::InvalidUtf8, j);
+                    return end;
+                }
+                // The push ends inside a character: carry its state to the next push.
+                let (need, lo, hi) = utf8_lead(text[bad]);
+                self.utf8_need = need;
+                self.utf8_lo = lo;
+                self.utf8_hi = hi;
+                for _ in bad + 1..j {
+                    self.utf8_need -= 1;
+                    self.utf8_lo = 0x80;
+                    self.utf8_hi = 0xBF;
+                }
             }
-            Some(b'"') => {
-                self.end_string(i, visitor);
-                i + 1
+        }
+        self.flush_run(text, run_start, j, visitor);
+        if j == end {
+            return end;
+        }
+        match text[j] {
+            b'"' => {
+                self.end_string(j, visitor);
+                j + 1
             }
-            Some(b'\\') => {
+            b'\\' => {
                 self.lex = Lex::Escape;
-                i + 1
+                j + 1
             }
-            Some(_) => {
-                self.fail(ErrorKind::ControlCharacterInString, i);
+            _ => {
+                self.fail(ErrorKind::ControlCharacterInString, j);
                 end
             }
         }
     }
 
     /// Hands the raw run `[from, to)` of plain string bytes to the decoders.
-    fn flush_run<V: Visitor>(&mut self, from: usize, to: usize, visitor: &mut V) {
+    #[inline]
+    fn flush_run<V: Visitor>(&mut self, text: &[u8], from: usize, to: usize, visitor: &mut V) {
         if from == to {
             return;
         }
-        let piece = &self.text[from..to];
+        let piece = &text[from..to];
         if self.in_key {
             self.frames[self.depth - 1].key.extend_from_slice(piece);
             visitor.key_piece(piece, from, false);
@@ -873,6 +910,7 @@ impl Scanner {
         self.emit_decoded(&buf[..len], offset, visitor);
     }
 
+    #[inline]
     fn emit_decoded<V: Visitor>(&mut self, bytes: &[u8], offset: usize, visitor: &mut V) {
         if self.in_key {
             self.frames[self.depth - 1].key.extend_from_slice(bytes);
@@ -883,6 +921,7 @@ impl Scanner {
         }
     }
 
+    #[inline]
     fn end_string<V: Visitor>(&mut self, pos: usize, visitor: &mut V) {
         if self.in_key {
             self.in_key = false;
@@ -900,8 +939,10 @@ impl Scanner {
                 return;
             }
             frame.count += 1;
-            let key = std::str::from_utf8(&self.frames[self.depth - 1].key).unwrap_or("");
-            visitor.key_end(key, pos);
+            if V::WANTS_KEYS {
+                let key = std::str::from_utf8(&self.frames[self.depth - 1].key).unwrap_or("");
+                visitor.key_end(key, pos);
+            }
             self.lex = Lex::Colon;
         } else {
             if V::WANTS_STRINGS {
@@ -915,6 +956,32 @@ impl Scanner {
     }
 }
 
+/// Bytes that end a run of plain string content: `"`, `\\` and control characters.
+static RUN_END: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = b < 0x20 || b == b'"' as usize || b == b'\\' as usize;
+        b += 1;
+    }
+    table
+};
+
+/// Continuation bytes a valid lead byte needs, and the allowed range of the first one
+/// (Unicode Table 3-7: no overlong forms, no surrogates, nothing above U+10FFFF).
+fn utf8_lead(b: u8) -> (u8, u8, u8) {
+    match b {
+        0xE0 => (2, 0xA0, 0xBF),
+        0xE1..=0xEC | 0xEE..=0xEF => (2, 0x80, 0xBF),
+        0xED => (2, 0x80, 0x9F),
+        0xF0 => (3, 0x90, 0xBF),
+        0xF1..=0xF3 => (3, 0x80, 0xBF),
+        0xF4 => (3, 0x80, 0x8F),
+        _ => (1, 0x80, 0xBF),
+    }
+}
+
+#[inline]
 fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }

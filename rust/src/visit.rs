@@ -49,6 +49,10 @@ pub trait Visitor {
     /// and `string_end` receives an empty slice. Keys are always decoded.
     const WANTS_STRINGS: bool = false;
 
+    /// When false, `key_end` is not called (keys are still decoded for duplicate detection
+    /// and error paths).
+    const WANTS_KEYS: bool = true;
+
     /// A value begins; `offset` is its first byte. Called for every value, nested ones included.
     #[inline]
     fn value_start(&mut self, kind: ValueKind, offset: usize) {}
@@ -92,7 +96,9 @@ pub trait Visitor {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoVisitor;
 
-impl Visitor for NoVisitor {}
+impl Visitor for NoVisitor {
+    const WANTS_KEYS: bool = false;
+}
 
 /// Two visitors fed the same events, in order.
 #[derive(Debug)]
@@ -100,6 +106,7 @@ pub struct Both<'a, A, B>(pub &'a mut A, pub &'a mut B);
 
 impl<A: Visitor, B: Visitor> Visitor for Both<'_, A, B> {
     const WANTS_STRINGS: bool = A::WANTS_STRINGS || B::WANTS_STRINGS;
+    const WANTS_KEYS: bool = A::WANTS_KEYS || B::WANTS_KEYS;
 
     #[inline]
     fn value_start(&mut self, kind: ValueKind, offset: usize) {
@@ -151,6 +158,7 @@ impl<A: Visitor, B: Visitor> Visitor for Both<'_, A, B> {
 
 impl<V: Visitor> Visitor for &mut V {
     const WANTS_STRINGS: bool = V::WANTS_STRINGS;
+    const WANTS_KEYS: bool = V::WANTS_KEYS;
 
     #[inline]
     fn value_start(&mut self, kind: ValueKind, offset: usize) {
