@@ -17,7 +17,7 @@ __all__ = [
 from collections.abc import Mapping
 from typing import Any, Final, Literal, final
 
-from typing_extensions import disjoint_base
+from typing_extensions import Self, disjoint_base
 
 __version__: Final[str]
 
@@ -145,7 +145,7 @@ class Scanner:
         max_bytes: int = 8_388_608,
         max_number_digits: int = 4300,
         duplicate_keys: Literal["error", "last_wins"] = "error",
-    ) -> Scanner: ...
+    ) -> Self: ...
     def push(self, data: str | bytes, /) -> Literal["incomplete", "complete", "invalid"]:
         """Feeds the next piece; returns where the text stands."""
     def finish(self) -> Any:
@@ -176,7 +176,10 @@ class ToolRegistry:
         schemas: Tool name to its JSON Schema (a dict, or its JSON text).
     """
 
-    def __new__(cls, schemas: Mapping[str, Any], /) -> ToolRegistry: ...
+    def __new__(cls, schemas: Mapping[str, Any], /) -> Self: ...
+    @property
+    def unsupported(self) -> list[tuple[str, str, str]]:
+        """Keywords the pre-check leaves to the final validation: (tool, keyword, pointer)."""
     def names(self) -> list[str]:
         """Registered tool names, sorted."""
     def __contains__(self, name: str, /) -> bool: ...
@@ -203,7 +206,7 @@ class Assembler:
         max_number_digits: int = 4300,
         duplicate_keys: Literal["error", "last_wins"] = "error",
         track_progress: bool = False,
-    ) -> Assembler: ...
+    ) -> Self: ...
     def feed(
         self,
         index: int | None,
@@ -230,7 +233,17 @@ class Assembler:
     def end(self, index: int | None, /) -> None:
         """A per-call stop event: the open call under `index` is complete."""
     def set_metadata(self, index: int | None, key: str, value: Any, /) -> None:
-        """Keeps an opaque, JSON-serialisable provider field on the call under `index`."""
+        """Keeps an opaque, JSON-serialisable provider field on the call under `index`.
+
+        When no call is open under `index` yet, the field waits for the next call there: a
+        metadata-only delta never starts a call.
+        """
+    def interrupt(self, reason: str, /) -> None:
+        """The transport broke off: calls with no argument text yet become `truncated`."""
+    def name(self, ordinal: int, /) -> str | None:
+        """The name received so far for a call."""
+    def id(self, ordinal: int, /) -> str | None:
+        """The id of a call, if one arrived."""
     def stop(self, reason: str, /) -> None:
         """The provider stopped the stream (content filter, refusal): open calls are `filtered`."""
     def drain_errors(self) -> list[tuple[int, CallError]]:

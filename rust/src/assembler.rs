@@ -161,6 +161,11 @@ pub struct Assembler {
     /// The wire key of the most recent delta and its call: most deltas continue the call of the
     /// previous one, so this skips the map lookup.
     last_key: Option<(Option<i64>, usize)>,
+    /// Metadata that arrived for a key before its call started (a metadata-only delta never
+    /// starts a call, quirk 31).
+    pending_metadata: Vec<(Option<i64>, String, String)>,
+    /// The transport broke off: calls not ended become `truncated` unless their value is complete.
+    interrupted: Option<String>,
     finished: bool,
 }
 
@@ -178,6 +183,8 @@ impl Assembler {
             open: HashMap::new(),
             last: None,
             last_key: None,
+            pending_metadata: Vec::new(),
+            interrupted: None,
             finished: false,
         })
     }
@@ -230,6 +237,15 @@ impl Assembler {
         });
         self.open.insert(index, ordinal);
         self.last_key = None;
+        if !self.pending_metadata.is_empty() {
+            let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_metadata)
+                .into_iter()
+                .partition(|(k, _, _)| *k == index);
+            self.pending_metadata = rest;
+            self.calls[ordinal]
+                .metadata
+                .extend(mine.into_iter().map(|(_, k, v)| (k, v)));
+        }
         ordinal
     }
 
@@ -386,6 +402,42 @@ impl Assembler {
         Ok(())
     }
 
+    /// Keeps metadata for the call under a wire key; when no call is open there yet, it waits
+    /// for the next call that starts under that key.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after finish.
+    pub fn set_metadata_for_key(
+        &mut self,
+        index: Option<i64>,
+        key: &str,
+        json: &str,
+    ) -> Result<(), Misuse> {
+        match self.ordinal_of(index) {
+            Some(ordinal) => self.set_metadata(ordinal, key, json),
+            None if self.finished => Err(Misuse::Finished),
+            None => {
+                self.pending_metadata
+                    .push((index, key.to_owned(), json.to_owned()));
+                Ok(())
+            }
+        }
+    }
+
+    /// The transport broke off (connection drop, early close): at finish, calls that were not
+    /// ended and whose arguments are not a complete value are `truncated` — even calls with no
+    /// argument text, which would otherwise become `{}`.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after finish.
+    pub fn interrupt(&mut self, reason: &str) -> Result<(), Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        self.interrupted = Some(reason.to_owned());
+        Ok(())
+    }
+
     /// The provider stopped the stream (content filter, refusal): every call not yet ended
     /// becomes a [`ErrorKind::Filtered`] error and must not be executed.
     ///
@@ -414,9 +466,12 @@ impl Assembler {
                     known.push(e);
                 }
             }
-            if let Some(check) = &call.check {
-                known.extend(check.errors());
-            }
+            let schema_errors = call
+                .check
+                .as_ref()
+                .map(CallCheck::errors)
+                .unwrap_or_default();
+            known.extend(schema_errors.iter());
             if let Some(e) = &call.mixed {
                 known.push(e);
             }
@@ -435,7 +490,7 @@ impl Assembler {
     pub fn has_certain_error(&self) -> bool {
         self.calls.iter().any(|c| {
             c.scanner.error().is_some_and(|e| !e.kind.is_incomplete())
-                || c.check.as_ref().is_some_and(|k| !k.errors().is_empty())
+                || c.check.as_ref().is_some_and(|k| k.error_count() > 0)
                 || c.mixed.is_some()
         })
     }
@@ -502,13 +557,32 @@ impl Assembler {
         let calls = std::mem::take(&mut self.calls);
         let mut out = Vec::with_capacity(calls.len());
         for (ordinal, mut call) in calls.into_iter().enumerate() {
-            out.push(finish_call(
+            // A call with no argument text at all would become `{}`; after a broken stream it
+            // is cut off instead (a call with some text is already `truncated`).
+            let cut_before_arguments = self.interrupted.is_some()
+                && !call.ended
+                && call.stopped.is_none()
+                && call.scanner.is_blank()
+                && call.mode != ArgMode::Value;
+            let mut done = finish_call(
                 ordinal,
                 &mut call,
                 registry.as_deref(),
                 dup_keys,
                 &mut seen_ids,
-            ));
+            );
+            if cut_before_arguments && done.error.is_none() {
+                done.arguments.clear();
+                done.complete = false;
+                let reason = self.interrupted.as_deref().unwrap_or("interrupted");
+                done.error = Some(Error::with_message(
+                    ErrorKind::Truncated,
+                    0,
+                    String::new(),
+                    format!("the stream broke off before this call's arguments arrived ({reason})"),
+                ));
+            }
+            out.push(done);
         }
         Ok(out)
     }
@@ -543,13 +617,8 @@ fn attach_check(call: &mut Call, registry: &Registry) {
 
 fn push_checked(call: &mut Call, text: &[u8]) {
     match (&mut call.check, &mut call.progress) {
-        (Some(check), Some(progress)) => {
-            let mut both = crate::visit::Both(check.visitor(), progress);
-            call.scanner.push_with(text, &mut both);
-        }
-        (Some(check), None) => {
-            call.scanner.push_with(text, &mut check.visitor());
-        }
+        (Some(check), Some(progress)) => check.push_also(&mut call.scanner, text, progress),
+        (Some(check), None) => check.push(&mut call.scanner, text),
         (None, Some(progress)) => {
             call.scanner.push_with(text, progress);
         }
@@ -618,7 +687,7 @@ fn finish_call(
         Ok(())
     } else {
         match (&mut call.check, &mut call.progress) {
-            (Some(check), _) => call.scanner.finish_with(&mut check.visitor()),
+            (Some(check), _) => check.finish(&mut call.scanner),
             (None, Some(p)) => call.scanner.finish_with(p),
             (None, None) => call.scanner.finish(),
         }
@@ -648,7 +717,7 @@ fn finish_call(
     } else if call.name.is_empty() {
         Some(Error::new(ErrorKind::MissingName, 0, String::new()))
     } else if registry.is_some_and(|r| !r.contains(&call.name)) {
-        Some(unknown_tool(&call.name, registry))
+        registry.map(|r| crate::precheck::unknown_tool(&call.name, r))
     } else if let Some(e) = call.mixed.take() {
         Some(e)
     } else if let Err(e) = json_result {
@@ -659,8 +728,7 @@ fn finish_call(
             first_non_ws_offset(&arguments),
             String::new(),
         ))
-    } else if let Some(check) = &mut call.check {
-        check.finish(arguments.len());
+    } else if let Some(check) = &call.check {
         check.errors().first().cloned()
     } else if blank {
         registry.and_then(|r| r.check_complete(&call.name, b"{}"))
@@ -691,30 +759,6 @@ fn finish_call(
         complete: json_ok,
         duplicate_keys,
     }
-}
-
-#[cold]
-fn unknown_tool(name: &str, registry: Option<&Registry>) -> Error {
-    let known = registry.map(Registry::names).unwrap_or_default();
-    let mut e = Error::with_message(
-        ErrorKind::UnknownTool,
-        0,
-        String::new(),
-        format!("unknown tool {name:?}"),
-    );
-    e.detail = Some(Box::new(crate::error::SchemaDetail {
-        keyword: "name".to_owned(),
-        expected: format!(
-            "one of {}",
-            known
-                .iter()
-                .map(|n| format!("{n:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        got: name.chars().take(200).collect(),
-    }));
-    e
 }
 
 fn first_non_ws(text: &[u8]) -> Option<u8> {

@@ -19,6 +19,7 @@ pub mod error;
 pub mod precheck;
 pub mod progress;
 pub mod scanner;
+pub mod schema;
 pub mod value;
 pub mod visit;
 

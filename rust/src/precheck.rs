@@ -1,16 +1,22 @@
 //! Glue between the assembler and the compiled tool schemas: which tools exist, and one
 //! pre-check per call driven by the call's scanner events.
+//!
+//! A call's checker is attached once its name is known. When the name arrives after some
+//! argument bytes (quirk 10) or grows by a fragment, the received bytes are replayed through a
+//! fresh scanner into a fresh checker: offsets are absolute, so the result is the same as if the
+//! checker had been there from the first byte.
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, SchemaDetail};
 use crate::scanner::{ScanConfig, Scanner};
-use crate::visit::NoVisitor;
+use crate::schema::{Checker, SchemaError, ToolRegistry, Unsupported};
+use crate::visit::{NoVisitor, Visitor};
 
 /// The registered tools, shared (behind an `Arc`) by every stream and thread.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Registry {
-    tools: BTreeMap<String, ()>,
+    tools: ToolRegistry,
 }
 
 impl Registry {
@@ -20,40 +26,50 @@ impl Registry {
         Self::default()
     }
 
-    /// Registers a tool name.
+    /// Registers a tool that takes any arguments (no pre-check beyond its name).
     pub fn add_name(&mut self, name: &str) {
-        self.tools.insert(name.to_owned(), ());
+        let _ = self.tools.add(name, &serde_json::Value::Bool(true));
+    }
+
+    /// Compiles and registers a tool's JSON Schema; returns the keywords left to the final
+    /// validation.
+    ///
+    /// # Errors
+    /// A malformed schema.
+    pub fn add(
+        &mut self,
+        name: &str,
+        schema: &serde_json::Value,
+    ) -> Result<Vec<Unsupported>, SchemaError> {
+        self.tools.add(name, schema)
     }
 
     /// True when a tool of that exact name is registered.
     #[must_use]
     pub fn contains(&self, name: &str) -> bool {
-        self.tools.contains_key(name)
+        self.tools.get(name).is_some()
     }
 
     /// True when some registered name starts with `prefix`.
     #[must_use]
     pub fn name_viable(&self, prefix: &str) -> bool {
-        self.tools
-            .range(prefix.to_owned()..)
-            .next()
-            .is_some_and(|(n, ())| n.starts_with(prefix))
+        self.tools.name_viable(prefix)
     }
 
     /// Registered names, sorted.
     #[must_use]
     pub fn names(&self) -> Vec<String> {
-        self.tools.keys().cloned().collect()
+        self.tools.names().map(str::to_owned).collect()
     }
 
-    /// Checks a complete argument text against a tool, for calls whose text never streamed.
+    /// Checks a complete argument text against a tool, for calls whose text never streamed
+    /// (empty arguments become `{}`).
     #[must_use]
     pub fn check_complete(&self, name: &str, text: &[u8]) -> Option<Error> {
         let mut check = CallCheck::new(self, name, b"", &ScanConfig::default());
         let mut scanner = Scanner::default();
-        scanner.push_with(text, &mut check.visitor());
-        let _ = scanner.finish_with(&mut check.visitor());
-        check.finish(text.len());
+        check.push(&mut scanner, text);
+        let _ = check.finish(&mut scanner);
         check.errors().first().cloned()
     }
 }
@@ -61,59 +77,108 @@ impl Registry {
 /// The pre-check of one call.
 #[derive(Debug)]
 pub struct CallCheck {
-    errors: Vec<Error>,
-    visitor: NoVisitor,
+    name_error: Option<Error>,
+    checker: Option<Checker>,
 }
 
 impl CallCheck {
     /// Starts checking a call to `name`, catching up on the argument text already received.
     #[must_use]
     pub fn new(registry: &Registry, name: &str, received: &[u8], config: &ScanConfig) -> Self {
-        let mut errors = Vec::new();
-        if !registry.name_viable(name) {
-            let mut e = Error::with_message(
-                ErrorKind::UnknownTool,
-                0,
-                String::new(),
-                format!("unknown tool {name:?}"),
-            );
-            e.detail = Some(Box::new(SchemaDetail {
-                keyword: "name".to_owned(),
-                expected: format!(
-                    "one of {}",
-                    registry
-                        .names()
-                        .iter()
-                        .map(|n| format!("{n:?}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                got: name.chars().take(200).collect(),
-            }));
-            errors.push(e);
-        }
+        let name_error = (!registry.name_viable(name)).then(|| unknown_tool(name, registry));
+        let checker = registry
+            .tools
+            .get(name)
+            .filter(|s| !s.is_trivial())
+            .map(Checker::new);
         let mut check = Self {
-            errors,
-            visitor: NoVisitor,
+            name_error,
+            checker,
         };
         if !received.is_empty() {
             let mut replay = Scanner::new(*config);
-            replay.push_with(received, &mut check.visitor());
+            check.push(&mut replay, received);
         }
         check
     }
 
-    /// The visitor to drive with the call's scanner.
-    pub fn visitor(&mut self) -> &mut NoVisitor {
-        &mut self.visitor
-    }
-
-    /// Violations found so far, earliest first.
+    /// True when there is a schema to check the arguments against.
     #[must_use]
-    pub fn errors(&self) -> &[Error] {
-        &self.errors
+    pub fn has_schema(&self) -> bool {
+        self.checker.is_some()
     }
 
-    /// Applies the rules decided at the end of the text.
-    pub fn finish(&mut self, _end: usize) {}
+    /// Pushes bytes through `scanner` with this check (and no other visitor).
+    pub fn push(&mut self, scanner: &mut Scanner, bytes: &[u8]) {
+        match &mut self.checker {
+            Some(c) => scanner.push_with(bytes, c),
+            None => scanner.push_with(bytes, &mut NoVisitor),
+        };
+    }
+
+    /// Pushes bytes through `scanner` with this check and another visitor.
+    pub fn push_also<V: Visitor>(&mut self, scanner: &mut Scanner, bytes: &[u8], other: &mut V) {
+        match &mut self.checker {
+            Some(c) => scanner.push_with(bytes, &mut crate::visit::Both(c, other)),
+            None => scanner.push_with(bytes, other),
+        };
+    }
+
+    /// Ends the text: completes a pending number and applies the end-of-value rules.
+    pub fn finish(&mut self, scanner: &mut Scanner) -> Result<(), Error> {
+        let result = match &mut self.checker {
+            Some(c) => scanner.finish_with(c),
+            None => scanner.finish(),
+        };
+        if let Some(c) = &mut self.checker {
+            c.finish(scanner.text().len());
+        }
+        result
+    }
+
+    /// Violations found so far, earliest first (an unknown tool name first of all).
+    #[must_use]
+    pub fn errors(&self) -> Vec<Error> {
+        let mut out: Vec<Error> = self.name_error.iter().cloned().collect();
+        if let Some(c) = &self.checker {
+            out.extend(c.errors().iter().cloned());
+        }
+        out
+    }
+
+    /// The number of violations found so far.
+    #[must_use]
+    pub fn error_count(&self) -> usize {
+        usize::from(self.name_error.is_some())
+            + self.checker.as_ref().map_or(0, |c| c.errors().len())
+    }
 }
+
+/// An `unknown_tool` error listing the registered names.
+#[cold]
+#[must_use]
+pub fn unknown_tool(name: &str, registry: &Registry) -> Error {
+    let mut e = Error::with_message(
+        ErrorKind::UnknownTool,
+        0,
+        String::new(),
+        format!("unknown tool {name:?}"),
+    );
+    e.detail = Some(Box::new(SchemaDetail {
+        keyword: "name".to_owned(),
+        expected: format!(
+            "one of {}",
+            registry
+                .names()
+                .iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        got: name.chars().take(200).collect(),
+    }));
+    e
+}
+
+/// A shared registry handle.
+pub type SharedRegistry = Arc<Registry>;

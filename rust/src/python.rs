@@ -442,27 +442,57 @@ impl PyScanner {
 #[pyclass(frozen, name = "ToolRegistry", module = "toolwire._core")]
 struct PyToolRegistry {
     inner: Arc<Registry>,
+    unsupported: Vec<(String, String, String)>,
 }
 
 #[pymethods]
 impl PyToolRegistry {
     #[new]
     #[pyo3(signature = (schemas, /))]
-    fn new(schemas: &Bound<'_, PyDict>) -> PyResult<Self> {
+    fn new(py: Python<'_>, schemas: &Bound<'_, PyAny>) -> PyResult<Self> {
         let mut registry = Registry::new();
-        for (name, _schema) in schemas.iter() {
+        let mut unsupported = Vec::new();
+        let items = schemas.call_method0("items").map_err(|_| {
+            MisuseError::new_err("schemas must be a mapping of tool name to JSON Schema")
+        })?;
+        for item in items.try_iter()? {
+            let (name, schema): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
             let name = name
                 .cast::<PyString>()
-                .map_err(|_| MisuseError::new_err("tool names must be str"))?;
-            registry.add_name(name.to_str()?);
+                .map_err(|_| MisuseError::new_err("tool names must be str"))?
+                .to_str()?
+                .to_owned();
+            let text = if let Ok(s) = schema.cast::<PyString>() {
+                s.to_str()?.to_owned()
+            } else {
+                dump_json(py, &schema)?
+            };
+            let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                MisuseError::new_err(format!("schema of {name:?} is not valid JSON: {e}"))
+            })?;
+            let skipped = registry.add(&name, &value).map_err(|e| {
+                MisuseError::new_err(format!("schema of {name:?} cannot be compiled: {e}"))
+            })?;
+            unsupported.extend(
+                skipped
+                    .into_iter()
+                    .map(|u| (name.clone(), u.keyword, u.pointer)),
+            );
         }
         Ok(Self {
             inner: Arc::new(registry),
+            unsupported,
         })
     }
 
     fn names(&self) -> Vec<String> {
         self.inner.names()
+    }
+
+    /// Keywords the pre-check leaves to the final validation, as (tool, keyword, schema pointer).
+    #[getter]
+    fn unsupported(&self) -> Vec<(String, String, String)> {
+        self.unsupported.clone()
     }
 
     fn __contains__(&self, name: &str) -> bool {
@@ -576,19 +606,37 @@ impl PyAssembler {
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let json = dump_json(py, value)?;
-        let ordinal = match self.inner.ordinal_of(index) {
-            Some(o) => o,
-            None => self
-                .inner
-                .feed(&Delta {
-                    index,
-                    ..Delta::default()
-                })
-                .map_err(|e| misuse(&e))?,
-        };
         self.inner
-            .set_metadata(ordinal, key, &json)
+            .set_metadata_for_key(index, key, &json)
             .map_err(|e| misuse(&e))
+    }
+
+    /// The transport broke off: calls with no argument text yet become `truncated`, not `{}`.
+    #[pyo3(signature = (reason, /))]
+    fn interrupt(&mut self, reason: &str) -> PyResult<()> {
+        self.inner.interrupt(reason).map_err(|e| misuse(&e))
+    }
+
+    /// The name received so far for a call.
+    #[pyo3(signature = (ordinal, /))]
+    fn name(&self, ordinal: usize) -> PyResult<Option<String>> {
+        if ordinal >= self.inner.len() {
+            return Err(misuse(&Misuse::NoSuchCall(ordinal)));
+        }
+        Ok(self
+            .inner
+            .name(ordinal)
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned))
+    }
+
+    /// The id of a call, if one arrived.
+    #[pyo3(signature = (ordinal, /))]
+    fn id(&self, ordinal: usize) -> PyResult<Option<String>> {
+        if ordinal >= self.inner.len() {
+            return Err(misuse(&Misuse::NoSuchCall(ordinal)));
+        }
+        Ok(self.inner.id(ordinal).map(str::to_owned))
     }
 
     #[pyo3(signature = (reason, /))]

@@ -1,0 +1,61 @@
+"""The public `Assembler`: the compiled core plus `feed_chunk` for SDK objects and dicts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolwire import _core
+from toolwire.formats import ChunkInfo, FormatAdapter, WireFormat, detect_format, make_adapter
+
+__all__ = ["Assembler"]
+
+# Per-stream format state lives in the instance __dict__ (the core class is a subclassable
+# pyclass) under this key, created on the first meaningful chunk, so the core's constructor
+# signature is inherited unchanged.
+_ADAPTER = "_toolwire_adapter"
+
+
+class Assembler(_core.Assembler):
+    """Assembles one stream's tool calls; see `_core.Assembler` for the delta-level API.
+
+    Adds `feed_chunk` for whole provider chunks: OpenAI Chat Completions chunks, Responses
+    events and Anthropic Messages events, as SDK objects or as dicts of the same shape. The
+    format is detected from the first chunk that tells it and then fixed for the stream.
+
+    Example:
+        >>> asm = Assembler()  # doctest: +SKIP
+        >>> for chunk in client.chat.completions.create(..., stream=True):  # doctest: +SKIP
+        ...     asm.feed_chunk(chunk)
+        >>> calls = asm.finish()  # doctest: +SKIP
+    """
+
+    @property
+    def chunk_format(self) -> WireFormat | None:
+        """The wire format detected by `feed_chunk`, or `None` before the first telling chunk."""
+        adapter: FormatAdapter | None = self.__dict__.get(_ADAPTER)
+        return None if adapter is None else adapter.format
+
+    def feed_chunk(self, chunk: object) -> ChunkInfo:
+        """Feed one provider chunk: route its tool-call deltas into the assembler.
+
+        Args:
+            chunk: A `ChatCompletionChunk`, a Responses stream event, an Anthropic
+                `RawMessageStreamEvent`, or a dict of the same shape.
+
+        Returns:
+            The chunk's assistant text, the `feed` calls it caused (ordinal, id, name), its
+            finish reason and usage. A chunk that does not tell its format before any format
+            is known (an ambiguous `error` event) is ignored and returns an empty `ChunkInfo`.
+
+        Raises:
+            MisuseError: The assembler was already finished.
+        """
+        state: dict[str, Any] = self.__dict__
+        adapter: FormatAdapter | None = state.get(_ADAPTER)
+        if adapter is None:
+            fmt = detect_format(chunk)
+            if fmt is None:
+                return ChunkInfo()
+            adapter = make_adapter(fmt)
+            state[_ADAPTER] = adapter
+        return adapter.handle(chunk, self)

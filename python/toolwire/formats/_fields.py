@@ -1,0 +1,88 @@
+"""Field access that works the same on SDK pydantic objects and on plain dicts.
+
+The SDKs build their event objects with `construct()` (no validation), so a field the provider
+left out reads as `None`, an unexpected type is kept as sent, and fields the SDK does not know
+land in `model_extra`. Reading through these helpers keeps both the quirks and the provider
+extras (Gemini's `extra_content`) visible to the adapters.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, cast
+
+__all__ = ["arguments_of", "extras", "get", "index_of", "plain", "str_or_none"]
+
+
+def get(obj: object, name: str) -> object:
+    """Read `name` from a mapping, an SDK model field or an SDK model extra; `None` if absent."""
+    if obj is None:
+        return None
+    if isinstance(obj, Mapping):
+        return cast("Mapping[str, object]", obj).get(name)
+    value: object = getattr(obj, name, None)
+    if value is None:
+        # Pydantic resolves extras in __getattr__, but a subclass may override it; the dict is
+        # the documented place where unknown provider fields live.
+        extra = getattr(obj, "model_extra", None)
+        if isinstance(extra, dict):
+            return cast("dict[str, object]", extra).get(name)
+    return value
+
+
+def extras(obj: object, known: frozenset[str]) -> dict[str, object]:
+    """Fields of `obj` outside `known`: `model_extra` for SDK models, other keys for dicts."""
+    if obj is None:
+        return {}
+    if isinstance(obj, Mapping):
+        items = cast("Mapping[str, object]", obj).items()
+        return {k: v for k, v in items if k not in known and v is not None}
+    extra = getattr(obj, "model_extra", None)
+    if isinstance(extra, dict):
+        typed = cast("dict[str, object]", extra)
+        return {k: v for k, v in typed.items() if k not in known and v is not None}
+    return {}
+
+
+def str_or_none(value: object) -> str | None:
+    """`value` if it is a string, else `None` (providers send `null`, numbers, or nothing)."""
+    return value if isinstance(value, str) else None
+
+
+def index_of(value: object) -> int | None:
+    """A wire index as an opaque integer key; anything that is not an integer is "missing"."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    return None
+
+
+def arguments_of(value: object) -> str | bytes | dict[str, Any] | list[Any] | None:
+    """Arguments as the core takes them: text fragments as text, an object or array whole.
+
+    Scalars (a provider sending `42` or `true` as "arguments") are passed as their JSON text so
+    the core reports them as a non-object instead of the adapter guessing.
+    """
+    if value is None or isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, Mapping):
+        return dict(cast("Mapping[str, Any]", value))
+    if isinstance(value, list):
+        return cast("list[Any]", value)
+    return json.dumps(plain(value))
+
+
+def plain(value: object) -> Any:
+    """Convert SDK models (recursively) to JSON-shaped Python values; leave the rest alone."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in cast("Mapping[object, object]", value).items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in cast("list[object]", value)]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        # warnings=False: construct()-built models may hold values of unexpected types, which
+        # pydantic would otherwise report as serialization warnings (errors under pytest -W error).
+        return dump(mode="json", by_alias=True, exclude_none=True, warnings=False)
+    return value

@@ -1,0 +1,84 @@
+"""Types shared by the format adapters (kept apart so adapters and `detect` avoid a cycle)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias
+
+__all__ = ["Arguments", "ChunkInfo", "FeedRecord", "FormatAdapter", "Sink", "WireFormat"]
+
+WireFormat: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic"]
+"""The wire formats toolwire reads; the same names as the raw-SSE path's `Assembler.format`."""
+
+Arguments: TypeAlias = str | bytes | dict[str, Any] | list[Any]
+
+
+class Sink(Protocol):
+    """What an adapter drives: the subset of `_core.Assembler` that takes envelope data."""
+
+    def feed(
+        self,
+        index: int | None,
+        /,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        arguments: Arguments | None = None,
+        type: str | None = None,
+    ) -> int:
+        """Feed one tool-call delta and return the call's ordinal."""
+        ...
+
+    def end(self, index: int | None, /) -> None:
+        """Close the call at this wire key (a per-call stop event)."""
+        ...
+
+    def set_metadata(self, index: int | None, key: str, value: Any, /) -> None:
+        """Keep an opaque provider field on the call at this wire key."""
+        ...
+
+    def stop(self, reason: str, /) -> None:
+        """The provider stopped the stream; open calls must not be executed."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class FeedRecord:
+    """One `feed` an adapter made: the ordinal the core returned and the id/name it carried.
+
+    Attributes:
+        ordinal: The call's dense ordinal as returned by the core.
+        id: The id field of that delta exactly as sent (may be blank or `"null"`).
+        name: The name field of that delta exactly as sent (may be a fragment or blank).
+    """
+
+    ordinal: int
+    id: str | None
+    name: str | None
+
+
+@dataclass(slots=True)
+class ChunkInfo:
+    """What one chunk carried besides tool-call deltas.
+
+    Attributes:
+        text: Assistant text in this chunk (empty when none).
+        feeds: One record per `feed` made for this chunk, in order.
+        finish_reason: The provider's stop reason if this chunk carried one.
+        usage: Token usage if this chunk carried it, as a plain dict (merged for Anthropic).
+    """
+
+    text: str = ""
+    feeds: list[FeedRecord] = field(default_factory=list["FeedRecord"])
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+
+
+class FormatAdapter(Protocol):
+    """Per-stream state for one wire format."""
+
+    format: WireFormat
+
+    def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
+        """Translate one chunk into sink calls and return its non-tool content."""
+        ...

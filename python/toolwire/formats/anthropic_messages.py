@@ -1,0 +1,139 @@
+"""Anthropic Messages stream events to assembler calls.
+
+Design notes:
+- Content-block indexes count text and thinking blocks too, so a tool call's key is its block
+  index and the core maps it to a dense ordinal (quirks 4, 32).
+- `content_block_start` of a `tool_use` block carries `input`, almost always the placeholder
+  `{}` followed by `input_json_delta` fragments. The placeholder is therefore not fed at start; at
+  `content_block_stop` it is fed as the complete value only if no fragment arrived (a server that
+  sends the whole input at start). An empty `partial_json` is no fragment (quirk 26).
+- `content_block_stop` ends the call (`end(index)`); `message_delta.stop_reason == "refusal"` and
+  an `error` event stop the open calls.
+- `server_tool_use` and other hosted blocks run on Anthropic's side and are not assembled.
+- Usage is merged: `message_start` brings input tokens, `message_delta` the output tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from toolwire.formats._fields import arguments_of, get, index_of, plain, str_or_none
+from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat
+
+__all__ = ["AnthropicMessagesAdapter"]
+
+_STOPPING_REASONS = frozenset({"refusal"})
+
+
+@dataclass(slots=True)
+class _Block:
+    placeholder: object
+    fragments: bool = False
+
+
+@dataclass(slots=True)
+class _State:
+    blocks: dict[int, _Block] = field(default_factory=dict[int, _Block])
+    usage: dict[str, Any] = field(default_factory=dict[str, Any])
+
+
+class AnthropicMessagesAdapter:
+    """Per-stream state for Messages events (`RawMessageStreamEvent` variants or dicts)."""
+
+    format: WireFormat = "anthropic"
+
+    __slots__ = ("_state",)
+
+    def __init__(self) -> None:
+        """Start with no content blocks seen."""
+        self._state = _State()
+
+    def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
+        """Translate one event.
+
+        Args:
+            chunk: A Messages stream event or a dict of the same shape.
+            sink: Receives `feed` / `end` / `stop` calls.
+
+        Returns:
+            The event's text, feeds, stop reason and (merged) usage.
+        """
+        info = ChunkInfo()
+        kind = get(chunk, "type")
+        if kind == "content_block_delta":
+            self._delta(chunk, sink, info)
+        elif kind == "content_block_start":
+            self._start(chunk, sink, info)
+        elif kind == "content_block_stop":
+            self._stop(chunk, sink, info)
+        elif kind == "message_start":
+            self._usage(get(get(chunk, "message"), "usage"), info)
+        elif kind == "message_delta":
+            self._usage(get(chunk, "usage"), info)
+            reason = str_or_none(get(get(chunk, "delta"), "stop_reason"))
+            if reason:
+                info.finish_reason = reason
+                if reason in _STOPPING_REASONS:
+                    sink.stop(reason)
+        elif kind == "error":
+            info.finish_reason = "error"
+            sink.stop("error")
+        return info
+
+    def _start(self, event: object, sink: Sink, info: ChunkInfo) -> None:
+        index = index_of(get(event, "index"))
+        block = get(event, "content_block")
+        block_type = get(block, "type")
+        if block_type == "text":
+            text = get(block, "text")
+            if isinstance(text, str):
+                info.text += text
+            return
+        if block_type != "tool_use" or index is None:
+            return
+        self._state.blocks[index] = _Block(get(block, "input"))
+        wire_id = str_or_none(get(block, "id"))
+        name = str_or_none(get(block, "name"))
+        ordinal = sink.feed(index, id=wire_id, name=name)
+        info.feeds.append(FeedRecord(ordinal, wire_id, name))
+
+    def _delta(self, event: object, sink: Sink, info: ChunkInfo) -> None:
+        delta = get(event, "delta")
+        delta_type = get(delta, "type")
+        if delta_type == "text_delta":
+            text = get(delta, "text")
+            if isinstance(text, str):
+                info.text += text
+            return
+        if delta_type != "input_json_delta":
+            return
+        index = index_of(get(event, "index"))
+        block = self._state.blocks.get(index) if index is not None else None
+        fragment = get(delta, "partial_json")
+        if block is None or not isinstance(fragment, str) or not fragment:
+            return
+        block.fragments = True
+        ordinal = sink.feed(index, arguments=fragment)
+        info.feeds.append(FeedRecord(ordinal, None, None))
+
+    def _stop(self, event: object, sink: Sink, info: ChunkInfo) -> None:
+        index = index_of(get(event, "index"))
+        block = self._state.blocks.get(index) if index is not None else None
+        if block is None:
+            return
+        if not block.fragments and block.placeholder is not None:
+            ordinal = sink.feed(index, arguments=arguments_of(plain(block.placeholder)))
+            info.feeds.append(FeedRecord(ordinal, None, None))
+        sink.end(index)
+
+    def _usage(self, usage: object, info: ChunkInfo) -> None:
+        if usage is None:
+            return
+        values = plain(usage)
+        if isinstance(values, dict):
+            # message_delta repeats some counters as null; a null must not erase a known count.
+            for key, value in cast("dict[str, Any]", values).items():
+                if value is not None:
+                    self._state.usage[key] = value
+            info.usage = dict(self._state.usage)

@@ -1,0 +1,45 @@
+"""Tell the wire format from the first chunk that says which one it is."""
+
+from __future__ import annotations
+
+from toolwire.formats._fields import get
+from toolwire.formats._types import WireFormat
+
+__all__ = ["detect_format"]
+
+_ANTHROPIC_TYPES = frozenset(
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "ping",
+    }
+)
+
+
+def detect_format(chunk: object) -> WireFormat | None:
+    """The wire format of `chunk`, or `None` when this chunk alone does not tell.
+
+    Chat Completions chunks carry `choices` (possibly empty) or `object: "chat.completion.chunk"`;
+    Responses events have a `type` starting with `response.`; Anthropic events have one of the
+    Messages event types. An `error` event is ambiguous and returns `None`, as does anything
+    unrecognised, so the caller can wait for a chunk that decides.
+
+    Args:
+        chunk: An SDK event object or a dict of the same shape.
+
+    Returns:
+        `"openai-chat"`, `"openai-responses"`, `"anthropic"`, or `None`.
+    """
+    kind = get(chunk, "type")
+    if isinstance(kind, str):
+        if kind.startswith("response."):
+            return "openai-responses"
+        if kind in _ANTHROPIC_TYPES:
+            return "anthropic"
+    if get(chunk, "object") == "chat.completion.chunk" or get(chunk, "choices") is not None:
+        return "openai-chat"
+    return None

@@ -1,0 +1,111 @@
+"""OpenAI Chat Completions chunks (and the many OpenAI-compatible servers) to assembler calls.
+
+Design notes:
+- Every `tool_calls[]` entry is one `feed`, in list order, even several for one index inside one
+  chunk (quirk 6). Index, id, name, type and arguments go through untouched; the core owns the
+  rules for missing/constant/negative indexes, repeated names and unstable ids (quirks 1-18).
+- Fields of a tool-call entry that the SDK does not declare (Gemini's `extra_content` with its
+  `thought_signature`) are kept per call with `set_metadata`. An entry that carries nothing but
+  such fields only sets metadata: it must never open a call (quirk 31).
+- Only choice 0 is assembled; `n > 1` streams interleave several independent answers whose
+  calls would otherwise be merged. Choices without `delta` (Azure content-filter annotations)
+  and chunks with empty `choices` (usage-only, prompt-filter) are skipped (quirks 29, 30).
+- The legacy `function_call` delta is fed as a call without index or id.
+- `finish_reason` is reported as sent; only `content_filter` stops the open calls. Whether a call
+  is usable is decided from the call itself, never from the reason (quirks 34-36).
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from toolwire.formats._fields import arguments_of, extras, get, index_of, plain, str_or_none
+from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat
+
+__all__ = ["ChatCompletionsAdapter"]
+
+_TOOL_CALL_FIELDS = frozenset({"index", "id", "type", "function"})
+_STOPPING_REASONS = frozenset({"content_filter"})
+
+
+class ChatCompletionsAdapter:
+    """Per-stream state for Chat Completions chunks (`ChatCompletionChunk` or dicts)."""
+
+    format: WireFormat = "openai-chat"
+
+    __slots__ = ()
+
+    def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
+        """Translate one chunk.
+
+        Args:
+            chunk: A `ChatCompletionChunk` or a dict of the same shape.
+            sink: Receives `feed` / `set_metadata` / `stop` calls.
+
+        Returns:
+            The chunk's text, feeds, finish reason and usage.
+        """
+        info = ChunkInfo()
+        usage = get(chunk, "usage")
+        if usage is not None:
+            info.usage = plain(usage)
+        choices = get(chunk, "choices")
+        if not isinstance(choices, list):
+            return info
+        for choice in cast("list[object]", choices):
+            if index_of(get(choice, "index")) not in (0, None):
+                continue
+            delta = get(choice, "delta")
+            if delta is not None:
+                self._delta(delta, sink, info)
+            reason = str_or_none(get(choice, "finish_reason"))
+            if reason:
+                info.finish_reason = reason
+                if reason in _STOPPING_REASONS:
+                    sink.stop(reason)
+        return info
+
+    def _delta(self, delta: object, sink: Sink, info: ChunkInfo) -> None:
+        content = get(delta, "content")
+        if isinstance(content, str):
+            info.text += content
+        tool_calls = get(delta, "tool_calls")
+        if isinstance(tool_calls, list):
+            for entry in cast("list[object]", tool_calls):
+                self._tool_call(entry, sink, info)
+        legacy = get(delta, "function_call")
+        if legacy is not None:
+            self._feed(None, None, legacy, None, sink, info)
+
+    def _tool_call(self, entry: object, sink: Sink, info: ChunkInfo) -> None:
+        index = index_of(get(entry, "index"))
+        function = get(entry, "function")
+        metadata = extras(entry, _TOOL_CALL_FIELDS)
+        wire_id = str_or_none(get(entry, "id"))
+        kind = str_or_none(get(entry, "type"))
+        if metadata and function is None and wire_id is None and kind is None:
+            for key, value in metadata.items():
+                sink.set_metadata(index, key, plain(value))
+            return
+        self._feed(index, wire_id, function, kind, sink, info)
+        for key, value in metadata.items():
+            sink.set_metadata(index, key, plain(value))
+
+    @staticmethod
+    def _feed(
+        index: int | None,
+        wire_id: str | None,
+        function: object,
+        kind: str | None,
+        sink: Sink,
+        info: ChunkInfo,
+    ) -> None:
+        name = str_or_none(get(function, "name"))
+        ordinal = sink.feed(
+            index,
+            id=wire_id,
+            name=name,
+            arguments=arguments_of(get(function, "arguments")),
+            type=kind,
+        )
+        info.feeds.append(FeedRecord(ordinal, wire_id, name))

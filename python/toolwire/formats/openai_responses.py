@@ -1,0 +1,138 @@
+"""OpenAI Responses API stream events to assembler calls.
+
+Design notes:
+- A call is keyed by its `output_index`. Argument deltas that lack it (some bridges) are routed
+  through the `item_id` seen in `response.output_item.added`.
+- The call's id is the item's `call_id` (what a `function_call_output` must quote); the item's own
+  `id` (`fc_...`) is kept as metadata `item_id` for replaying the item in the next turn.
+- `response.function_call_arguments.done` and the item in `response.output_item.done` repeat the
+  whole arguments. They are summaries, not fragments: they are fed only when no argument text
+  arrived for that item before (bridges that send only the summary), so a normal stream never
+  relies on the core's repeat detection.
+- `response.output_item.done` ends the call. `response.incomplete` with reason `content_filter`,
+  `response.failed` and a stream `error` event stop the open calls.
+- Only `function_call` items are tool calls for the caller; hosted tools (web search, code
+  interpreter) run on the server and custom tools stream free text, so they are not assembled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from toolwire.formats._fields import arguments_of, get, index_of, plain, str_or_none
+from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat
+
+__all__ = ["ResponsesAdapter"]
+
+
+@dataclass(slots=True)
+class _Calls:
+    by_item: dict[str, int] = field(default_factory=dict[str, int])
+    opened: set[int] = field(default_factory=set[int])
+    with_arguments: set[int] = field(default_factory=set[int])
+
+
+class ResponsesAdapter:
+    """Per-stream state for Responses events (`ResponseStreamEvent` variants or dicts)."""
+
+    format: WireFormat = "openai-responses"
+
+    __slots__ = ("_calls",)
+
+    def __init__(self) -> None:
+        """Start with no calls seen."""
+        self._calls = _Calls()
+
+    def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
+        """Translate one event.
+
+        Args:
+            chunk: A Responses stream event or a dict of the same shape.
+            sink: Receives `feed` / `end` / `set_metadata` / `stop` calls.
+
+        Returns:
+            The event's text, feeds, finish reason and usage.
+        """
+        info = ChunkInfo()
+        kind = get(chunk, "type")
+        if kind == "response.output_text.delta":
+            delta = get(chunk, "delta")
+            if isinstance(delta, str):
+                info.text = delta
+        elif kind == "response.output_item.added":
+            self._item(chunk, sink, info, done=False)
+        elif kind == "response.function_call_arguments.delta":
+            index = self._index(chunk)
+            if index is not None:
+                self._arguments(index, get(chunk, "delta"), sink, info)
+        elif kind == "response.function_call_arguments.done":
+            index = self._index(chunk)
+            if index is not None and index not in self._calls.with_arguments:
+                self._arguments(index, get(chunk, "arguments"), sink, info)
+        elif kind == "response.output_item.done":
+            self._item(chunk, sink, info, done=True)
+        elif kind in ("response.completed", "response.incomplete", "response.failed"):
+            self._finished(get(chunk, "response"), str(kind), sink, info)
+        elif kind == "error":
+            info.finish_reason = "error"
+            sink.stop("error")
+        return info
+
+    def _index(self, event: object) -> int | None:
+        index = index_of(get(event, "output_index"))
+        if index is None:
+            item_id = str_or_none(get(event, "item_id"))
+            if item_id is not None:
+                index = self._calls.by_item.get(item_id)
+        if index is None or index not in self._calls.opened:
+            return None
+        return index
+
+    def _item(self, event: object, sink: Sink, info: ChunkInfo, *, done: bool) -> None:
+        item = get(event, "item")
+        if get(item, "type") != "function_call":
+            return
+        index = index_of(get(event, "output_index"))
+        if index is None:
+            return
+        calls = self._calls
+        item_id = str_or_none(get(item, "id"))
+        first = index not in calls.opened
+        if first:
+            calls.opened.add(index)
+            if item_id is not None:
+                calls.by_item[item_id] = index
+            call_id = str_or_none(get(item, "call_id"))
+            name = str_or_none(get(item, "name"))
+            ordinal = sink.feed(index, id=call_id, name=name)
+            info.feeds.append(FeedRecord(ordinal, call_id, name))
+            if item_id is not None:
+                sink.set_metadata(index, "item_id", item_id)
+        if index not in calls.with_arguments:
+            self._arguments(index, get(item, "arguments"), sink, info)
+        if done:
+            sink.end(index)
+
+    def _arguments(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
+        arguments = arguments_of(value)
+        # An empty delta is a no-op (quirk 26); it must not count as "arguments arrived".
+        if arguments is None or arguments == "":
+            return
+        self._calls.with_arguments.add(index)
+        ordinal = sink.feed(index, arguments=arguments)
+        info.feeds.append(FeedRecord(ordinal, None, None))
+
+    def _finished(self, response: object, kind: str, sink: Sink, info: ChunkInfo) -> None:
+        usage = get(response, "usage")
+        if usage is not None:
+            info.usage = plain(usage)
+        if kind == "response.completed":
+            info.finish_reason = "completed"
+        elif kind == "response.failed":
+            info.finish_reason = "failed"
+            sink.stop("failed")
+        else:
+            reason = str_or_none(get(get(response, "incomplete_details"), "reason"))
+            info.finish_reason = reason or "incomplete"
+            if reason == "content_filter":
+                sink.stop(reason)

@@ -1,0 +1,432 @@
+"""Wrap an SDK stream (sync or async) and yield typed tool-call events.
+
+Design notes:
+- One `_Driver` holds the per-stream policy (which events to emit, in which order, how a stream
+  that breaks off ends); `ToolStream` and `AsyncToolStream` only differ in how they pull chunks
+  and close the source, so the two paths cannot drift apart.
+- A transport failure is not an exception for the consumer: the calls assembled so far are still
+  delivered (unfinished ones are not executable), the stream ends with
+  `StreamEnded(finish_reason=None)`, and the exception is kept on `.transport_error`.
+  `raise_for_transport_error()` re-raises it for callers who want the exception. Every other
+  exception (a bug, `KeyboardInterrupt`, cancellation) propagates unchanged.
+- Closing early (leaving the `with` block, `close()`, `break` then close) closes the SDK stream,
+  which releases its HTTP connection, and finishes the assembler quietly so `.calls` still holds
+  every call that had started.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Generator,
+    Iterable,
+    Iterator,
+)
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from toolwire.assembler import Assembler
+from toolwire.events import (
+    ArgumentsProgress,
+    CallCompleted,
+    CallStarted,
+    Event,
+    PrecheckError,
+    StreamEnded,
+    TextDelta,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from toolwire._core import ToolCall
+    from toolwire.formats import WireFormat
+    from toolwire.toolset import Toolset
+    from toolwire.validation import Outcome
+
+__all__ = ["AsyncToolStream", "ToolStream", "aassemble", "assemble"]
+
+# Exceptions that mean "the connection or the provider ended the stream early", looked up in
+# sys.modules so that toolwire imports no SDK: if an SDK raised it, its module is loaded.
+_TRANSPORT_ERRORS: tuple[tuple[str, str], ...] = (
+    ("httpx", "TransportError"),
+    ("httpx2", "TransportError"),
+    ("httpcore", "NetworkError"),
+    ("httpcore", "RemoteProtocolError"),
+    ("httpcore", "TimeoutException"),
+    ("openai", "APIError"),
+    ("anthropic", "APIError"),
+    ("aiohttp", "ClientError"),
+)
+
+
+def is_transport_error(error: BaseException) -> bool:
+    """True when `error` means the stream was cut off rather than misused.
+
+    Connection resets and timeouts (`OSError`, httpx/httpcore transport errors), the SDKs'
+    `APIConnectionError` / `APITimeoutError`, and provider errors reported inside the stream
+    (`openai.APIError`, `anthropic.APIError`) count; programming errors do not.
+
+    Args:
+        error: The exception raised while reading the stream.
+
+    Returns:
+        Whether a tool stream should end gracefully with this error kept.
+    """
+    if isinstance(error, OSError):
+        return True
+    for module_name, class_name in _TRANSPORT_ERRORS:
+        module = sys.modules.get(module_name)
+        cls: object = getattr(module, class_name, None) if module is not None else None
+        if isinstance(cls, type) and isinstance(error, cls):
+            return True
+    return False
+
+
+def _wire_value(value: str | None) -> str | None:
+    # Only for CallStarted, which is emitted before the core has settled a call: blank and
+    # "null" ids/names are absent there too (quirks 11, 14, 15). The final values come from
+    # the core's ToolCall on CallCompleted.
+    if value is None or not value.strip() or value == "null":
+        return None
+    return value
+
+
+class _Driver:
+    """Per-stream event policy shared by the sync and async wrappers."""
+
+    __slots__ = (
+        "assembler",
+        "calls",
+        "done",
+        "finish_reason",
+        "outcomes",
+        "progress",
+        "started",
+        "text_parts",
+        "toolset",
+        "transport_error",
+        "usage",
+    )
+
+    def __init__(self, toolset: Toolset | None, progress: bool) -> None:
+        self.assembler = Assembler(tools=toolset, track_progress=progress)
+        self.toolset = toolset
+        self.progress = progress
+        self.started: set[int] = set()
+        self.text_parts: list[str] = []
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.calls: list[ToolCall] = []
+        self.outcomes: list[Outcome] = []
+        self.transport_error: BaseException | None = None
+        self.done = False
+
+    def _start(self, ordinal: int, id: str | None, name: str | None, out: list[Event]) -> None:
+        if ordinal not in self.started:
+            self.started.add(ordinal)
+            out.append(CallStarted(ordinal, _wire_value(id), _wire_value(name)))
+
+    def chunk(self, chunk: object) -> list[Event]:
+        asm = self.assembler
+        info = asm.feed_chunk(chunk)
+        out: list[Event] = []
+        if info.text:
+            self.text_parts.append(info.text)
+            out.append(TextDelta(info.text))
+        for record in info.feeds:
+            self._start(record.ordinal, record.id, record.name, out)
+        if info.finish_reason is not None:
+            self.finish_reason = info.finish_reason
+        if info.usage is not None:
+            self.usage = info.usage
+        if self.progress:
+            for ordinal, path, text in asm.drain_progress():
+                self._start(ordinal, None, None, out)
+                out.append(ArgumentsProgress(ordinal, path, text))
+        for ordinal, error in asm.drain_errors():
+            self._start(ordinal, None, None, out)
+            out.append(PrecheckError(ordinal, error))
+        return out
+
+    def end(self, error: BaseException | None = None, *, interrupted: bool = False) -> list[Event]:
+        """Finish the assembler once; `error`/`interrupted` mean the stream did not end cleanly."""
+        if self.done:
+            return []
+        self.done = True
+        asm = self.assembler
+        out: list[Event] = []
+        if error is not None or interrupted:
+            self.transport_error = error
+            _interrupt(asm, "the stream ended early" if error is None else type(error).__name__)
+            for ordinal, err in asm.drain_errors():
+                self._start(ordinal, None, None, out)
+                out.append(PrecheckError(ordinal, err))
+        calls = asm.finish()
+        self.calls = calls
+        toolset = self.toolset
+        for call in calls:
+            self._start(call.ordinal, call.id, call.name, out)
+            outcome = None if toolset is None else toolset.validate(call)
+            if outcome is not None:
+                self.outcomes.append(outcome)
+            out.append(CallCompleted(call, outcome))
+        reason = None if error is not None or interrupted else self.finish_reason
+        out.append(StreamEnded(reason, self.usage, tuple(calls)))
+        return out
+
+
+def _interrupt(asm: Assembler, reason: str) -> None:
+    # The stream broke off: calls still open must not come back as usable. The core's
+    # `interrupt` marks open calls whose arguments are empty or incomplete as truncated and keeps
+    # calls whose value is complete. Cores without it still flag incomplete JSON as truncated at
+    # finish; only calls with no argument text at all would then read as `{}`.
+    interrupt: Any = getattr(asm, "interrupt", None)
+    if callable(interrupt):
+        interrupt(reason)
+
+
+class _StreamBase:
+    """Results shared by `ToolStream` and `AsyncToolStream`."""
+
+    __slots__ = ("_driver",)
+
+    def __init__(self, tools: Toolset | None, progress: bool) -> None:
+        self._driver = _Driver(tools, progress)
+
+    @property
+    def assembler(self) -> Assembler:
+        """The stream's `Assembler` (for `partial`, or to inspect state while streaming)."""
+        return self._driver.assembler
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        """Every call in ordinal order; complete once iteration ended (what `finish()` returned)."""
+        return self._driver.calls
+
+    @property
+    def outcomes(self) -> list[Outcome]:
+        """The toolset's verdict for each call, in call order; empty without tools."""
+        return self._driver.outcomes
+
+    @property
+    def text(self) -> str:
+        """The assistant text received so far."""
+        return "".join(self._driver.text_parts)
+
+    @property
+    def finish_reason(self) -> str | None:
+        """The provider's stop reason as sent, `None` before it arrives or if the stream broke."""
+        driver = self._driver
+        return None if driver.transport_error is not None else driver.finish_reason
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """Token usage as a plain dict, if the provider sent it."""
+        return self._driver.usage
+
+    @property
+    def format(self) -> WireFormat | None:
+        """The detected wire format, `None` until the first telling chunk."""
+        return self._driver.assembler.chunk_format
+
+    @property
+    def transport_error(self) -> BaseException | None:
+        """The exception that cut the stream off (connection drop, timeout, provider error)."""
+        return self._driver.transport_error
+
+    def raise_for_transport_error(self) -> None:
+        """Re-raise `transport_error` if the stream was cut off; do nothing otherwise.
+
+        Raises:
+            BaseException: The exception the SDK raised while the stream was read.
+        """
+        error = self._driver.transport_error
+        if error is not None:
+            raise error
+
+    def partial(self, ordinal: int) -> object:
+        """The partial arguments value of a call still streaming (`toolwire.NO_VALUE` if none).
+
+        Args:
+            ordinal: The call's ordinal from `CallStarted`.
+
+        Returns:
+            A value that later chunks only extend, never take back.
+        """
+        return self._driver.assembler.partial(ordinal)
+
+
+class ToolStream(_StreamBase):
+    """Events from a synchronous SDK stream; iterate once, use as a context manager.
+
+    Example:
+        >>> source = client.chat.completions.create(..., stream=True)  # doctest: +SKIP
+        >>> with assemble(source) as stream:  # doctest: +SKIP
+        ...     for event in stream:
+        ...         ...
+        >>> stream.calls  # doctest: +SKIP
+    """
+
+    __slots__ = ("_events", "_source")
+
+    def __init__(
+        self, source: Iterable[object], tools: Toolset | None = None, *, progress: bool = True
+    ) -> None:
+        """Wrap `source`; nothing is read until iteration starts.
+
+        Args:
+            source: What `create(..., stream=True)` returned, or any iterable of chunks.
+            tools: A `Toolset` to pre-check and validate calls against.
+            progress: Emit `ArgumentsProgress` events.
+        """
+        super().__init__(tools, progress)
+        self._source = source
+        self._events = self._run()
+
+    def _run(self) -> Generator[Event, None, None]:
+        driver = self._driver
+        try:
+            try:
+                for chunk in self._source:
+                    yield from driver.chunk(chunk)
+            except Exception as error:
+                if not is_transport_error(error):
+                    raise
+                yield from driver.end(error)
+            else:
+                yield from driver.end()
+        finally:
+            # Reached without end() when the consumer closed early or a non-transport error
+            # propagated: finish quietly so .calls is complete and no call reads as usable.
+            driver.end(interrupted=True)
+
+    def __iter__(self) -> Iterator[Event]:
+        return self
+
+    def __next__(self) -> Event:
+        return next(self._events)
+
+    def close(self) -> None:
+        """Stop reading: close the SDK stream (releasing its connection) and finish quietly."""
+        self._events.close()
+        close: Any = getattr(self._source, "close", None)
+        if callable(close):
+            close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncToolStream(_StreamBase):
+    """Events from an asynchronous SDK stream; iterate once, use as an async context manager."""
+
+    __slots__ = ("_events", "_source")
+
+    def __init__(
+        self, source: AsyncIterable[object], tools: Toolset | None = None, *, progress: bool = True
+    ) -> None:
+        """Wrap `source`; nothing is read until iteration starts.
+
+        Args:
+            source: What `await create(..., stream=True)` returned, or any async iterable.
+            tools: A `Toolset` to pre-check and validate calls against.
+            progress: Emit `ArgumentsProgress` events.
+        """
+        super().__init__(tools, progress)
+        self._source = source
+        self._events = self._run()
+
+    async def _run(self) -> AsyncGenerator[Event, None]:
+        driver = self._driver
+        try:
+            try:
+                async for chunk in self._source:
+                    for event in driver.chunk(chunk):
+                        yield event
+            except Exception as error:
+                if not is_transport_error(error):
+                    raise
+                for event in driver.end(error):
+                    yield event
+            else:
+                for event in driver.end():
+                    yield event
+        finally:
+            driver.end(interrupted=True)
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self
+
+    async def __anext__(self) -> Event:
+        return await self._events.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop reading: close the SDK stream (releasing its connection) and finish quietly."""
+        await self._events.aclose()
+        source = self._source
+        close: Any = getattr(source, "aclose", None) or getattr(source, "close", None)
+        if callable(close):
+            result = close()
+            if inspect.isawaitable(result):
+                await result
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def assemble(
+    stream: Iterable[object], tools: Toolset | None = None, *, progress: bool = True
+) -> ToolStream:
+    """Wrap a synchronous SDK stream and yield `toolwire.events` as chunks arrive.
+
+    Accepts what `client.chat.completions.create(..., stream=True)`,
+    `client.responses.create(..., stream=True)` and Anthropic's
+    `client.messages.create(..., stream=True)` return, or any iterable of such chunks or dicts.
+
+    Args:
+        stream: The SDK stream.
+        tools: A `Toolset`; when given, calls are pre-checked while streaming and each
+            `CallCompleted` carries `tools.validate(call)`.
+        progress: Emit `ArgumentsProgress` events (decoded argument text per JSON Pointer).
+
+    Returns:
+        A single-use iterator of events and a context manager that closes the SDK stream.
+    """
+    return ToolStream(stream, tools, progress=progress)
+
+
+def aassemble(
+    stream: AsyncIterable[object], tools: Toolset | None = None, *, progress: bool = True
+) -> AsyncToolStream:
+    """Async twin of `assemble` for `AsyncOpenAI` / `AsyncAnthropic` streams.
+
+    Args:
+        stream: The async SDK stream (already awaited: `await client...create(stream=True)`).
+        tools: A `Toolset`; see `assemble`.
+        progress: Emit `ArgumentsProgress` events.
+
+    Returns:
+        A single-use async iterator of events and an async context manager.
+    """
+    return AsyncToolStream(stream, tools, progress=progress)

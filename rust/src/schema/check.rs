@@ -1,0 +1,1436 @@
+//! The streaming checker: follows scanner events with a stack of (node, state) slots and
+//! records each schema violation at the earliest byte at which no continuation can fix it.
+//!
+//! Design notes:
+//! - One *frame* per open JSON value, holding the *slots* (compiled nodes applied to that value)
+//!   in one shared, stack-ordered `Vec`. A node with `$ref`, `anyOf` or `oneOf` expands into
+//!   several slots on the same value, linked to their owner: `$ref` is a conjunction, branches
+//!   form a group that fails when its last live branch dies. Member and element values get
+//!   slots linked to the container's slot, so a failure deep inside a branch climbs to the
+//!   branch and eliminates it at the byte where it happened.
+//! - A slot is *conditional* when it sits under a branch. Conditional failures only eliminate
+//!   (no error text is built: the hot `anyOf [T, null]` case stays allocation-free);
+//!   unconditional failures are recorded and the failed slot stops checking its value, so one
+//!   mistake does not cascade. Local problems (an unknown key, one element too many) are
+//!   recorded without killing the container's slot, so sibling mistakes are still reported.
+//! - Values no slot applies to are skipped with a depth counter, so unconstrained subtrees
+//!   cost one branch per event. Buffers (slots, frames, required bits, keys) are reused, so
+//!   steady-state checking does not allocate; error construction is `#[cold]`.
+//! - `oneOf` "more than one" is decided at value end and only counts branches compiled exactly
+//!   (nothing ignored under them), because an ignored keyword could make a surviving branch
+//!   invalid after all.
+//! - Container-valued `enum`/`const` are decided at the container's close, on a value rebuilt
+//!   from events (`canon`); scalars are decided without building anything.
+
+use std::sync::Arc;
+
+use super::canon::{Builder, Canon};
+use super::compile::{
+    at_least, at_most, count_words, type_words, Additional, Node, NodeId, FALSE_NODE, NONE,
+    TRUE_NODE, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
+};
+use super::decimal::{parse_into, DecRef, Decimal};
+use super::trie::Trie;
+use super::{push_pointer_token, ToolSchema};
+use crate::error::{Error, ErrorKind, SchemaDetail};
+use crate::visit::{ValueKind, Visitor};
+
+/// The most errors one [`Checker`] records; the first is the one that matters.
+pub const MAX_ERRORS: usize = 8;
+
+const NO_SLOT: u32 = u32::MAX;
+const DEAD: u32 = u32::MAX;
+/// Cap on slots for one value: `anyOf` trees over shared `$ref`s can grow exponentially.
+/// Past it, further subschemas are not applied (which only loosens the check).
+const MAX_SLOTS_PER_VALUE: usize = 256;
+/// How much of an offending value goes into an error.
+const GOT_CHARS: usize = 200;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Link {
+    Root,
+    /// Member or element value of the parent slot's container.
+    Member,
+    /// `$ref` of the parent slot (same value).
+    Conj,
+    AnyOf,
+    OneOf,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    node: NodeId,
+    parent: u32,
+    link: Link,
+    cond: bool,
+    alive: bool,
+    /// False for a branch that stands in for subschemas cut by `MAX_SLOTS_PER_VALUE`.
+    exact: bool,
+    any_alive: u32,
+    one_alive: u32,
+    /// Code points read (strings).
+    count: u64,
+    /// Trie position: the key being read (objects that deny unknown keys) or the string
+    /// (string `enum`).
+    pos: u32,
+    /// Schema of the member value about to be read (objects), `NONE` when unchecked.
+    member: NodeId,
+    /// First word of this slot's required-property bits in `State::bits`.
+    bits: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    kind: ValueKind,
+    slots_start: u32,
+    bits_start: u32,
+    /// This object's current key is `keys[key_start..key_end]`.
+    key_start: u32,
+    key_end: u32,
+    /// Elements started (arrays).
+    elems: u32,
+    in_key: bool,
+    /// Some slot steps a key trie (denies unknown keys).
+    steps_keys: bool,
+    /// Some slot counts code points or steps a string `enum` trie.
+    steps_string: bool,
+}
+
+/// An error whose `got` (and for keys the path) is completed when the key or string closes.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    error: u32,
+    is_key: bool,
+    /// Length of the object's path inside the error's path (keys only).
+    base: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Failure {
+    Type,
+    False,
+    Enum,
+    UnknownKey,
+    PropertyFalse,
+    Required,
+    MaxItems,
+    MinItems,
+    MaxLength,
+    MinLength,
+    Bound(&'static str),
+    MultipleOf,
+    Pattern,
+    Format,
+    AnyOf,
+    OneOfNone,
+    OneOfMany,
+}
+
+/// What a value turned out to be, for the checks made when it ends.
+#[derive(Clone, Copy)]
+enum Payload<'a> {
+    Str(&'a str),
+    Num(&'a str),
+    Bool(bool),
+    Null,
+    Container(Option<&'a Canon>),
+}
+
+/// The pre-check of one tool call: feed it the scanner's events (it is a [`Visitor`]), then
+/// read [`Checker::errors`].
+///
+/// Every error has kind [`ErrorKind::SchemaViolation`], the absolute byte offset at which the
+/// violation became certain (identical for every split of the input), the JSON Pointer of the
+/// offending value, and a [`SchemaDetail`]. At most [`MAX_ERRORS`] are kept.
+#[derive(Debug)]
+pub struct Checker {
+    schema: Arc<ToolSchema>,
+    st: State,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    slots: Vec<Slot>,
+    frames: Vec<Frame>,
+    bits: Vec<u64>,
+    keys: String,
+    /// The key or string read so far, kept only while a trie or counter runs (error text).
+    text: Vec<u8>,
+    num: Vec<u8>,
+    /// Depth of skipped (unchecked) containers.
+    skip: u32,
+    skip_scalar: bool,
+    started: bool,
+    full: bool,
+    pending: Option<Pending>,
+    capture: Builder,
+    errors: Vec<Error>,
+}
+
+impl Checker {
+    /// A checker for one call of the tool whose compiled schema is `schema`.
+    #[must_use]
+    pub fn new(schema: Arc<ToolSchema>) -> Self {
+        Self {
+            schema,
+            st: State::default(),
+        }
+    }
+
+    /// The schema this checker applies.
+    #[must_use]
+    pub fn schema(&self) -> &Arc<ToolSchema> {
+        &self.schema
+    }
+
+    /// Violations found so far, in the order they became certain.
+    #[must_use]
+    pub fn errors(&self) -> &[Error] {
+        &self.st.errors
+    }
+
+    /// The first violation, the one to report.
+    #[must_use]
+    pub fn first_error(&self) -> Option<&Error> {
+        self.st.errors.first()
+    }
+
+    /// Ends the check at `end_offset` (the length of the text). Every rule is decided by the
+    /// event that completes its value (a top-level number completes in the scanner's
+    /// `finish_with`, which must therefore be given this checker), so there is nothing left to
+    /// decide here; an incomplete text is the scanner's `truncated` error, not a schema one.
+    pub fn finish(&mut self, end_offset: usize) -> &[Error] {
+        let _ = end_offset;
+        self.st.pending = None;
+        &self.st.errors
+    }
+}
+
+#[inline]
+fn kind_bits(kind: ValueKind) -> u8 {
+    match kind {
+        ValueKind::Object => T_OBJECT,
+        ValueKind::Array => T_ARRAY,
+        ValueKind::String => T_STRING,
+        ValueKind::Number => T_NUMBER | T_INTEGER,
+        ValueKind::Bool => T_BOOL,
+        ValueKind::Null => T_NULL,
+    }
+}
+
+#[inline]
+fn is_container(kind: ValueKind) -> bool {
+    matches!(kind, ValueKind::Object | ValueKind::Array)
+}
+
+fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+#[inline]
+fn node(nodes: &[Node], id: NodeId) -> &Node {
+    // Ids come from the compiler and always index the arena.
+    &nodes[id as usize]
+}
+
+fn cut(s: &str) -> String {
+    match s.char_indices().nth(GOT_CHARS) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
+fn quoted(s: &str) -> String {
+    serde_json::Value::String(s.to_owned()).to_string()
+}
+
+impl Visitor for Checker {
+    const WANTS_STRINGS: bool = true;
+
+    #[inline]
+    fn value_start(&mut self, kind: ValueKind, offset: usize) {
+        self.st
+            .value_start(&self.schema.nodes, self.schema.root, kind, offset);
+    }
+
+    #[inline]
+    fn key_piece(&mut self, piece: &[u8], offset: usize, escaped: bool) {
+        if self.st.skip == 0 && !self.st.full {
+            self.st
+                .key_piece(&self.schema.nodes, piece, offset, escaped);
+        }
+    }
+
+    #[inline]
+    fn key_end(&mut self, key: &str, offset: usize) {
+        self.st.key_end(&self.schema.nodes, key, offset);
+    }
+
+    #[inline]
+    fn string_piece(&mut self, piece: &[u8], offset: usize, escaped: bool) {
+        if self.st.skip == 0 && !self.st.skip_scalar && !self.st.full {
+            self.st
+                .string_piece(&self.schema.nodes, piece, offset, escaped);
+        }
+    }
+
+    #[inline]
+    fn string_end(&mut self, value: &str, offset: usize) {
+        let st = &mut self.st;
+        if st.capture.is_active() {
+            st.capture.push(Canon::Str(value.into()));
+        }
+        if st.skip > 0 {
+            return;
+        }
+        if st.skip_scalar {
+            st.skip_scalar = false;
+            return;
+        }
+        st.patch_pending(false, value);
+        if !st.full {
+            st.end_value(&self.schema.nodes, offset, Payload::Str(value));
+        }
+    }
+
+    #[inline]
+    fn number_end(&mut self, lexeme: &str, offset: usize) {
+        let st = &mut self.st;
+        if st.capture.is_active() {
+            st.capture
+                .push(Decimal::parse(lexeme).map_or(Canon::Null, Canon::Num));
+        }
+        if st.skip > 0 {
+            return;
+        }
+        if st.skip_scalar {
+            st.skip_scalar = false;
+            return;
+        }
+        if !st.full {
+            st.end_value(&self.schema.nodes, offset, Payload::Num(lexeme));
+        }
+    }
+
+    #[inline]
+    fn literal_end(&mut self, kind: ValueKind, value: bool, offset: usize) {
+        let st = &mut self.st;
+        let payload = if kind == ValueKind::Null {
+            Payload::Null
+        } else {
+            Payload::Bool(value)
+        };
+        if st.capture.is_active() {
+            st.capture.push(if kind == ValueKind::Null {
+                Canon::Null
+            } else {
+                Canon::Bool(value)
+            });
+        }
+        if st.skip > 0 {
+            return;
+        }
+        if st.skip_scalar {
+            st.skip_scalar = false;
+            return;
+        }
+        if !st.full {
+            st.end_value(&self.schema.nodes, offset, payload);
+        }
+    }
+
+    #[inline]
+    fn container_end(&mut self, _kind: ValueKind, offset: usize) {
+        let st = &mut self.st;
+        let captured = if st.capture.is_active() {
+            st.capture.end()
+        } else {
+            None
+        };
+        if st.skip > 0 {
+            st.skip -= 1;
+        } else if !st.full {
+            st.end_value(
+                &self.schema.nodes,
+                offset,
+                Payload::Container(captured.as_ref()),
+            );
+        }
+        if let Some(v) = captured {
+            if st.capture.is_active() {
+                st.capture.push(v);
+            }
+        }
+    }
+}
+
+impl State {
+    // ----- value start -------------------------------------------------------------------
+
+    fn value_start(&mut self, nodes: &[Node], root: NodeId, kind: ValueKind, offset: usize) {
+        let capturing = self.capture.is_active();
+        if capturing && is_container(kind) {
+            self.capture.begin(kind);
+        }
+        if self.skip > 0 {
+            if is_container(kind) {
+                self.skip += 1;
+            }
+            return;
+        }
+        if self.full {
+            return;
+        }
+        let start = self.slots.len();
+        let parent = self.frames.len().checked_sub(1);
+        if parent.is_none() {
+            if self.started {
+                return; // a second top-level value: the scanner rejects it
+            }
+            self.started = true;
+        }
+        let frame = Frame {
+            kind,
+            slots_start: to_u32(start),
+            bits_start: to_u32(self.bits.len()),
+            key_start: to_u32(self.keys.len()),
+            key_end: to_u32(self.keys.len()),
+            elems: 0,
+            in_key: false,
+            steps_keys: false,
+            steps_string: false,
+        };
+        match parent {
+            None => {
+                self.frames.push(frame);
+                self.instantiate(nodes, root, NO_SLOT, Link::Root, false, start);
+            }
+            Some(p) => {
+                let pf = self.frames[p];
+                self.frames.push(frame);
+                if pf.kind == ValueKind::Array {
+                    self.frames[p].elems += 1;
+                    self.start_element(nodes, p, pf, offset, start);
+                } else {
+                    for s in pf.slots_start as usize..start {
+                        let slot = self.slots[s];
+                        if slot.alive && slot.member != NONE {
+                            self.instantiate(
+                                nodes,
+                                slot.member,
+                                to_u32(s),
+                                Link::Member,
+                                slot.cond,
+                                start,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        if self.slots.len() == start {
+            self.frames.pop();
+            if is_container(kind) {
+                self.skip = 1;
+            } else {
+                self.skip_scalar = true;
+            }
+            return;
+        }
+        self.start_checks(nodes, kind, offset, start);
+        if !capturing && is_container(kind) {
+            let needs = self.slots[start..].iter().any(|s| {
+                s.alive
+                    && node(nodes, s.node)
+                        .enumeration
+                        .as_ref()
+                        .is_some_and(|e| e.kinds & kind_bits(kind) != 0 && !e.containers.is_empty())
+            });
+            if needs {
+                self.capture.begin(kind);
+            }
+        }
+    }
+
+    fn start_element(&mut self, nodes: &[Node], p: usize, pf: Frame, offset: usize, start: usize) {
+        let index = pf.elems as usize; // elements before this one
+        for s in pf.slots_start as usize..start {
+            let slot = self.slots[s];
+            if !slot.alive {
+                continue;
+            }
+            let Some(rule) = node(nodes, slot.node).array.as_ref() else {
+                continue;
+            };
+            if index as u64 >= rule.max_items {
+                // Only the first extra element is an error; later ones are just not checked.
+                if index as u64 == rule.max_items {
+                    let got = count_words(index as u64 + 1, "item");
+                    self.fail_at_depth(nodes, s, p, offset, false, Failure::MaxItems, &got);
+                }
+                continue;
+            }
+            let child = rule.prefix.get(index).copied().unwrap_or(rule.items);
+            if child != NONE && self.slots[s].alive {
+                self.instantiate(nodes, child, to_u32(s), Link::Member, slot.cond, start);
+            }
+        }
+    }
+
+    fn instantiate(
+        &mut self,
+        nodes: &[Node],
+        id: NodeId,
+        parent: u32,
+        link: Link,
+        cond: bool,
+        start: usize,
+    ) {
+        let n = node(nodes, id);
+        let branch = matches!(link, Link::AnyOf | Link::OneOf);
+        if n.trivial && !branch {
+            return;
+        }
+        let capped = self.slots.len() - start >= MAX_SLOTS_PER_VALUE;
+        if capped && !branch {
+            return;
+        }
+        let idx = to_u32(self.slots.len());
+        let (id, n) = if capped {
+            (TRUE_NODE, node(nodes, TRUE_NODE))
+        } else {
+            (id, n)
+        };
+        self.slots.push(Slot {
+            node: id,
+            parent,
+            link,
+            cond,
+            alive: true,
+            exact: !capped,
+            any_alive: to_u32(n.any_of.len()),
+            one_alive: to_u32(n.one_of.len()),
+            count: 0,
+            pos: Trie::ROOT,
+            member: NONE,
+            bits: 0,
+        });
+        if n.reff != NONE {
+            self.instantiate(nodes, n.reff, idx, Link::Conj, cond, start);
+        }
+        for &b in &n.any_of {
+            self.instantiate(nodes, b, idx, Link::AnyOf, true, start);
+        }
+        for &b in &n.one_of {
+            self.instantiate(nodes, b, idx, Link::OneOf, true, start);
+        }
+    }
+
+    fn start_checks(&mut self, nodes: &[Node], kind: ValueKind, offset: usize, start: usize) {
+        let bits = kind_bits(kind);
+        let depth = self.frames.len() - 1;
+        let mut steps_keys = false;
+        let mut steps_string = false;
+        for i in start..self.slots.len() {
+            if !self.slots[i].alive {
+                continue;
+            }
+            let n = node(nodes, self.slots[i].node);
+            if n.is_false {
+                self.fail_at_depth(
+                    nodes,
+                    i,
+                    depth,
+                    offset,
+                    true,
+                    Failure::False,
+                    kind.type_name(),
+                );
+                continue;
+            }
+            if n.types & bits == 0 {
+                self.fail_at_depth(
+                    nodes,
+                    i,
+                    depth,
+                    offset,
+                    true,
+                    Failure::Type,
+                    kind.type_name(),
+                );
+                continue;
+            }
+            if let Some(e) = &n.enumeration {
+                if e.kinds & bits == 0 {
+                    self.fail_at_depth(
+                        nodes,
+                        i,
+                        depth,
+                        offset,
+                        true,
+                        Failure::Enum,
+                        kind.type_name(),
+                    );
+                    continue;
+                }
+                if kind == ValueKind::String {
+                    steps_string = true;
+                }
+            }
+            match kind {
+                ValueKind::Object => {
+                    if let Some(rule) = &n.object {
+                        steps_keys |= rule.additional == Additional::Deny;
+                        if !rule.required.is_empty() {
+                            self.slots[i].bits = to_u32(self.bits.len());
+                            let words = rule.required.len().div_ceil(64);
+                            self.bits.extend(std::iter::repeat(0).take(words));
+                        }
+                    }
+                }
+                ValueKind::String => {
+                    if let Some(rule) = &n.string {
+                        steps_string |= rule.min_len > 0 || rule.max_len < u64::MAX;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(f) = self.frames.last_mut() {
+            f.steps_keys = steps_keys;
+            f.steps_string = steps_string;
+        }
+        if steps_string {
+            self.text.clear();
+        }
+    }
+
+    // ----- keys --------------------------------------------------------------------------
+
+    fn begin_key(&mut self, depth: usize) {
+        let f = self.frames[depth];
+        self.text.clear();
+        for s in &mut self.slots[f.slots_start as usize..] {
+            s.pos = Trie::ROOT;
+            s.member = NONE;
+        }
+        self.frames[depth].in_key = true;
+    }
+
+    fn key_piece(&mut self, nodes: &[Node], piece: &[u8], offset: usize, escaped: bool) {
+        let Some(depth) = self.frames.len().checked_sub(1) else {
+            return;
+        };
+        if !self.frames[depth].in_key {
+            self.begin_key(depth);
+        }
+        let f = self.frames[depth];
+        if !f.steps_keys {
+            return;
+        }
+        let before = self.text.len();
+        self.text.extend_from_slice(piece);
+        let end = f.slots_start as usize + self.slots_in(depth);
+        for s in f.slots_start as usize..end {
+            let slot = self.slots[s];
+            if !slot.alive || slot.pos == DEAD {
+                continue;
+            }
+            let Some(rule) = node(nodes, slot.node).object.as_ref() else {
+                continue;
+            };
+            if rule.additional != Additional::Deny {
+                continue;
+            }
+            let mut pos = slot.pos;
+            for (i, &b) in piece.iter().enumerate() {
+                if let Some(n) = rule.trie.step(pos, b).filter(|&n| rule.trie.is_live(n)) {
+                    pos = n;
+                } else {
+                    pos = DEAD;
+                    let at = if escaped { offset } else { offset + i };
+                    let upto = if escaped {
+                        self.text.len()
+                    } else {
+                        before + i + 1
+                    };
+                    let prefix = String::from_utf8_lossy(&self.text[..upto]).into_owned();
+                    self.slots[s].pos = DEAD;
+                    self.unknown_key(nodes, s, depth, at, &prefix, true);
+                    break;
+                }
+            }
+            if self.slots[s].alive {
+                self.slots[s].pos = pos;
+            }
+        }
+    }
+
+    /// Number of slots of frame `depth` (the frame's own, not its children's).
+    fn slots_in(&self, depth: usize) -> usize {
+        let start = self.frames[depth].slots_start as usize;
+        let end = self
+            .frames
+            .get(depth + 1)
+            .map_or(self.slots.len(), |f| f.slots_start as usize);
+        end - start
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unknown_key(
+        &mut self,
+        nodes: &[Node],
+        s: usize,
+        depth: usize,
+        at: usize,
+        key: &str,
+        partial: bool,
+    ) {
+        let before = self.errors.len();
+        let own = !self.slots[s].cond;
+        self.fail_at_depth_key(
+            nodes,
+            s,
+            depth,
+            at,
+            false,
+            Failure::UnknownKey,
+            key,
+            Some(key),
+        );
+        if partial && own && self.errors.len() > before && self.pending.is_none() {
+            let base = self.path_to(depth).len();
+            self.pending = Some(Pending {
+                error: to_u32(before),
+                is_key: true,
+                base: to_u32(base),
+            });
+        }
+    }
+
+    fn key_end(&mut self, nodes: &[Node], key: &str, offset: usize) {
+        if self.capture.is_active() {
+            self.capture.key(key);
+        }
+        if self.skip > 0 {
+            return;
+        }
+        self.patch_pending(true, key);
+        if self.full {
+            return;
+        }
+        let Some(depth) = self.frames.len().checked_sub(1) else {
+            return;
+        };
+        if !self.frames[depth].in_key {
+            self.begin_key(depth);
+        }
+        let f = self.frames[depth];
+        self.frames[depth].in_key = false;
+        self.keys.truncate(f.key_start as usize);
+        self.keys.push_str(key);
+        self.frames[depth].key_end = to_u32(self.keys.len());
+        let end = f.slots_start as usize + self.slots_in(depth);
+        for s in f.slots_start as usize..end {
+            let slot = self.slots[s];
+            if !slot.alive {
+                continue;
+            }
+            let Some(rule) = node(nodes, slot.node).object.as_ref() else {
+                continue;
+            };
+            let deny = rule.additional == Additional::Deny;
+            let entry = if deny {
+                if slot.pos == DEAD {
+                    continue; // already reported while the key was read
+                }
+                rule.trie.value(slot.pos)
+            } else {
+                rule.trie.lookup(key.as_bytes())
+            };
+            let info = entry.and_then(|e| rule.keys.get(e as usize).copied());
+            if let Some(info) = info {
+                if info.required_bit != u32::MAX {
+                    let w = slot.bits as usize + (info.required_bit / 64) as usize;
+                    if let Some(word) = self.bits.get_mut(w) {
+                        *word |= 1 << (info.required_bit % 64);
+                    }
+                }
+            }
+            let member = match info {
+                Some(info) if info.prop != NONE => info.prop,
+                _ => match rule.additional {
+                    Additional::Any => NONE,
+                    Additional::Schema(id) => id,
+                    Additional::Deny => {
+                        self.unknown_key(nodes, s, depth, offset, key, false);
+                        NONE
+                    }
+                },
+            };
+            if member == FALSE_NODE {
+                self.fail_at_depth_key(
+                    nodes,
+                    s,
+                    depth,
+                    offset,
+                    false,
+                    Failure::PropertyFalse,
+                    key,
+                    Some(key),
+                );
+                self.slots[s].member = NONE;
+            } else if self.slots[s].alive {
+                self.slots[s].member = member;
+            }
+        }
+    }
+
+    // ----- strings -----------------------------------------------------------------------
+
+    fn string_piece(&mut self, nodes: &[Node], piece: &[u8], offset: usize, escaped: bool) {
+        let Some(depth) = self.frames.len().checked_sub(1) else {
+            return;
+        };
+        let f = self.frames[depth];
+        if !f.steps_string {
+            return;
+        }
+        let before = self.text.len();
+        self.text.extend_from_slice(piece);
+        let chars = piece.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64;
+        for s in f.slots_start as usize..self.slots.len() {
+            let slot = self.slots[s];
+            if !slot.alive {
+                continue;
+            }
+            let n = node(nodes, slot.node);
+            if let Some(rule) = &n.string {
+                if slot.count + chars > rule.max_len {
+                    // Find the byte that starts code point max_len + 1.
+                    let mut count = slot.count;
+                    let mut at = offset;
+                    let mut upto = self.text.len();
+                    for (i, &b) in piece.iter().enumerate() {
+                        if b & 0xC0 != 0x80 {
+                            count += 1;
+                            if count > rule.max_len {
+                                if !escaped {
+                                    at = offset + i;
+                                    upto = before + i + 1;
+                                }
+                                break;
+                            }
+                        }
+                    }
+                    self.string_failure(nodes, s, depth, at, Failure::MaxLength, upto);
+                    continue;
+                }
+                self.slots[s].count += chars;
+            }
+            if let Some(e) = &n.enumeration {
+                let mut pos = slot.pos;
+                for (i, &b) in piece.iter().enumerate() {
+                    if let Some(next) = e.strings.step(pos, b) {
+                        pos = next;
+                    } else {
+                        let (at, upto) = if escaped {
+                            (offset, self.text.len())
+                        } else {
+                            (offset + i, before + i + 1)
+                        };
+                        pos = DEAD;
+                        self.string_failure(nodes, s, depth, at, Failure::Enum, upto);
+                        break;
+                    }
+                }
+                self.slots[s].pos = pos;
+            }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn string_failure(
+        &mut self,
+        nodes: &[Node],
+        s: usize,
+        depth: usize,
+        at: usize,
+        f: Failure,
+        upto: usize,
+    ) {
+        let prefix = String::from_utf8_lossy(&self.text[..upto]).into_owned();
+        let before = self.errors.len();
+        let own = !self.slots[s].cond;
+        self.fail_at_depth(nodes, s, depth, at, true, f, &prefix);
+        if own && self.errors.len() > before && self.pending.is_none() {
+            self.pending = Some(Pending {
+                error: to_u32(before),
+                is_key: false,
+                base: 0,
+            });
+        }
+    }
+
+    /// Completes an error raised while a key or string was still being read.
+    fn patch_pending(&mut self, is_key: bool, full: &str) {
+        let Some(p) = self.pending else {
+            return;
+        };
+        if p.is_key != is_key {
+            return;
+        }
+        self.pending = None;
+        let Some(e) = self.errors.get_mut(p.error as usize) else {
+            return;
+        };
+        if let Some(d) = e.detail.as_mut() {
+            d.got = cut(full);
+        }
+        if is_key {
+            e.path.truncate(p.base as usize);
+            e.path.push('/');
+            push_pointer_token(&mut e.path, full);
+            e.message = format!("unexpected property {}", quoted(full));
+        }
+    }
+
+    // ----- value end ---------------------------------------------------------------------
+
+    fn end_value(&mut self, nodes: &[Node], offset: usize, payload: Payload<'_>) {
+        let Some(depth) = self.frames.len().checked_sub(1) else {
+            return;
+        };
+        let f = self.frames[depth];
+        let start = f.slots_start as usize;
+        let mut parsed: Option<(bool, i64)> = None;
+        let mut i = self.slots.len();
+        while i > start {
+            i -= 1;
+            if !self.slots[i].alive {
+                continue;
+            }
+            let n = node(nodes, self.slots[i].node);
+            match payload {
+                Payload::Str(v) => self.end_string(nodes, n, i, depth, offset, v),
+                // Most numbers only need their type, known from the first byte.
+                Payload::Num(_)
+                    if n.number.is_none() && n.enumeration.is_none() && n.types & T_NUMBER != 0 => {
+                }
+                Payload::Num(lexeme) => {
+                    if parsed.is_none() {
+                        parsed = parse_into(lexeme, &mut self.num);
+                    }
+                    if let Some((neg, exp)) = parsed {
+                        let d = DecRef {
+                            neg,
+                            digits: &self.num,
+                            exp,
+                        };
+                        if let Some(f) = number_failure(n, &d) {
+                            // A type error names the type found; the others show the number.
+                            let got = if matches!(f, Failure::Type) {
+                                "number"
+                            } else {
+                                lexeme
+                            };
+                            self.fail_at_depth(nodes, i, depth, offset, true, f, got);
+                        }
+                    }
+                }
+                Payload::Bool(b) => {
+                    if let Some(e) = &n.enumeration {
+                        if e.bools & (if b { 2 } else { 1 }) == 0 {
+                            let got = if b { "true" } else { "false" };
+                            self.fail_at_depth(nodes, i, depth, offset, true, Failure::Enum, got);
+                        }
+                    }
+                }
+                Payload::Null => {}
+                Payload::Container(captured) => {
+                    self.end_container(nodes, n, i, depth, f, offset, captured);
+                }
+            }
+            if self.slots[i].alive && !n.one_of.is_empty() {
+                let exact_alive = (i + 1..self.slots.len())
+                    .filter(|&j| {
+                        let s = self.slots[j];
+                        s.parent == to_u32(i)
+                            && s.link == Link::OneOf
+                            && s.alive
+                            && s.exact
+                            && node(nodes, s.node).exact
+                    })
+                    .count();
+                if exact_alive > 1 {
+                    let got = f.kind.type_name();
+                    self.fail_at_depth(nodes, i, depth, offset, true, Failure::OneOfMany, got);
+                }
+            }
+        }
+        self.frames.pop();
+        self.slots.truncate(start);
+        self.bits.truncate(f.bits_start as usize);
+        self.keys.truncate(f.key_start as usize);
+    }
+
+    fn end_string(
+        &mut self,
+        nodes: &[Node],
+        n: &Node,
+        i: usize,
+        depth: usize,
+        offset: usize,
+        v: &str,
+    ) {
+        if let Some(rule) = &n.string {
+            if self.slots[i].count < rule.min_len {
+                self.fail_at_depth(nodes, i, depth, offset, true, Failure::MinLength, v);
+                return;
+            }
+            if let Some((re, _)) = &rule.pattern {
+                if !re.is_match(v) {
+                    self.fail_at_depth(nodes, i, depth, offset, true, Failure::Pattern, v);
+                    return;
+                }
+            }
+            if let Some(fmt) = rule.format {
+                if !fmt.check(v) {
+                    self.fail_at_depth(nodes, i, depth, offset, true, Failure::Format, v);
+                    return;
+                }
+            }
+        }
+        if let Some(e) = &n.enumeration {
+            if e.strings.value(self.slots[i].pos).is_none() {
+                self.fail_at_depth(nodes, i, depth, offset, true, Failure::Enum, v);
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)] // all of them describe the one value being closed
+    fn end_container(
+        &mut self,
+        nodes: &[Node],
+        n: &Node,
+        i: usize,
+        depth: usize,
+        f: Frame,
+        offset: usize,
+        captured: Option<&Canon>,
+    ) {
+        match f.kind {
+            ValueKind::Object => {
+                if let Some(rule) = &n.object {
+                    let base = self.slots[i].bits as usize;
+                    for (bit, name) in rule.required.iter().enumerate() {
+                        let word = self.bits.get(base + bit / 64).copied().unwrap_or(0);
+                        if word & (1 << (bit % 64)) == 0 {
+                            self.fail_at_depth_key(
+                                nodes,
+                                i,
+                                depth,
+                                offset,
+                                false,
+                                Failure::Required,
+                                name,
+                                Some(name),
+                            );
+                            if !self.slots[i].alive {
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+            ValueKind::Array => {
+                if let Some(rule) = &n.array {
+                    if u64::from(f.elems) < rule.min_items {
+                        let got = count_words(u64::from(f.elems), "item");
+                        self.fail_at_depth(nodes, i, depth, offset, true, Failure::MinItems, &got);
+                        return;
+                    }
+                }
+            }
+            _ => {}
+        }
+        if let (Some(e), Some(v)) = (&n.enumeration, captured) {
+            if !e.containers.iter().any(|c| c == v) {
+                self.fail_at_depth(
+                    nodes,
+                    i,
+                    depth,
+                    offset,
+                    true,
+                    Failure::Enum,
+                    f.kind.type_name(),
+                );
+            }
+        }
+    }
+
+    // ----- failures ----------------------------------------------------------------------
+
+    #[allow(clippy::too_many_arguments)] // a failure is described by all of these
+    fn fail_at_depth(
+        &mut self,
+        nodes: &[Node],
+        s: usize,
+        depth: usize,
+        at: usize,
+        fatal: bool,
+        f: Failure,
+        got: &str,
+    ) {
+        self.fail_at_depth_key(nodes, s, depth, at, fatal, f, got, None);
+    }
+
+    /// Slot `s` (of the value at frame `depth`) fails at byte `at`. Conditional slots are
+    /// eliminated (and the elimination climbs to the owning branch group); unconditional ones
+    /// record an error, and stop checking when `fatal`.
+    #[allow(clippy::too_many_arguments)] // a failure is described by all of these
+    fn fail_at_depth_key(
+        &mut self,
+        nodes: &[Node],
+        s: usize,
+        depth: usize,
+        at: usize,
+        fatal: bool,
+        f: Failure,
+        got: &str,
+        key: Option<&str>,
+    ) {
+        let slot = self.slots[s];
+        if !slot.alive {
+            return;
+        }
+        if slot.cond {
+            self.kill(s);
+            self.propagate(nodes, s, at);
+        } else {
+            self.record(nodes, s, depth, at, f, got, key);
+            if fatal {
+                self.kill(s);
+            }
+        }
+    }
+
+    /// Marks slot `s` and every slot under it dead.
+    fn kill(&mut self, s: usize) {
+        self.slots[s].alive = false;
+        for j in s + 1..self.slots.len() {
+            let p = self.slots[j].parent;
+            if p != NO_SLOT && !self.slots[p as usize].alive {
+                self.slots[j].alive = false;
+            }
+        }
+    }
+
+    /// The dead conditional slot `s` takes its parent with it, up to a branch group that still
+    /// has a live branch, or to an unconditional owner whose group ran out (an error).
+    fn propagate(&mut self, nodes: &[Node], mut s: usize, at: usize) {
+        loop {
+            let slot = self.slots[s];
+            if slot.parent == NO_SLOT {
+                return;
+            }
+            let p = slot.parent as usize;
+            if !self.slots[p].alive {
+                return;
+            }
+            let failure = match slot.link {
+                Link::Root => return,
+                Link::Member | Link::Conj => None,
+                Link::AnyOf => {
+                    self.slots[p].any_alive -= 1;
+                    if self.slots[p].any_alive > 0 {
+                        return;
+                    }
+                    Some(Failure::AnyOf)
+                }
+                Link::OneOf => {
+                    self.slots[p].one_alive -= 1;
+                    if self.slots[p].one_alive > 0 {
+                        return;
+                    }
+                    Some(Failure::OneOfNone)
+                }
+            };
+            if self.slots[p].cond {
+                self.kill(p);
+                s = p;
+                continue;
+            }
+            if let Some(f) = failure {
+                let depth = self.frame_of(p);
+                let got = self.frames[depth].kind.type_name();
+                self.record(nodes, p, depth, at, f, got, None);
+            }
+            self.kill(p);
+            return;
+        }
+    }
+
+    fn frame_of(&self, s: usize) -> usize {
+        self.frames
+            .iter()
+            .rposition(|f| f.slots_start as usize <= s)
+            .unwrap_or(0)
+    }
+
+    /// JSON Pointer of the value at frame `depth`.
+    fn path_to(&self, depth: usize) -> String {
+        let mut p = String::new();
+        for f in &self.frames[..depth.min(self.frames.len())] {
+            p.push('/');
+            match f.kind {
+                ValueKind::Object => {
+                    let key = self
+                        .keys
+                        .get(f.key_start as usize..f.key_end as usize)
+                        .unwrap_or("");
+                    push_pointer_token(&mut p, key);
+                }
+                _ => p.push_str(&f.elems.saturating_sub(1).to_string()),
+            }
+        }
+        p
+    }
+
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)] // see fail_at_depth_key
+    fn record(
+        &mut self,
+        nodes: &[Node],
+        s: usize,
+        depth: usize,
+        at: usize,
+        f: Failure,
+        got: &str,
+        key: Option<&str>,
+    ) {
+        if self.errors.len() >= MAX_ERRORS {
+            self.full = true;
+            return;
+        }
+        let mut path = self.path_to(depth);
+        if let Some(k) = key {
+            path.push('/');
+            push_pointer_token(&mut path, k);
+        }
+        let n = node(nodes, self.slots[s].node);
+        let (keyword, expected, message) = describe(nodes, n, f, got);
+        self.errors.push(Error {
+            kind: ErrorKind::SchemaViolation,
+            offset: at,
+            path,
+            message,
+            detail: Some(Box::new(SchemaDetail {
+                keyword: keyword.to_owned(),
+                expected,
+                got: cut(got),
+            })),
+        });
+        if self.errors.len() >= MAX_ERRORS {
+            self.full = true;
+        }
+    }
+}
+
+/// The first numeric rule `d` breaks, if any.
+/// A bound, its keyword, and which comparison outcomes break it.
+type BoundCheck<'a> = (
+    &'a Option<Decimal>,
+    &'static str,
+    fn(std::cmp::Ordering) -> bool,
+);
+
+fn number_failure(n: &Node, d: &DecRef<'_>) -> Option<Failure> {
+    use std::cmp::Ordering::{Greater, Less};
+    if n.types & T_NUMBER == 0 && !d.is_integer() {
+        return Some(Failure::Type);
+    }
+    if let Some(rule) = &n.number {
+        let checks: [BoundCheck<'_>; 4] = [
+            (&rule.minimum, "minimum", |o| o == Less),
+            (&rule.exclusive_minimum, "exclusiveMinimum", |o| {
+                o != Greater
+            }),
+            (&rule.maximum, "maximum", |o| o == Greater),
+            (&rule.exclusive_maximum, "exclusiveMaximum", |o| o != Less),
+        ];
+        for (bound, keyword, breaks) in checks {
+            if let Some(b) = bound {
+                if breaks(d.cmp(&b.as_ref())) {
+                    return Some(Failure::Bound(keyword));
+                }
+            }
+        }
+        if let Some((m, _)) = &rule.multiple_of {
+            if !m.divides(d) {
+                return Some(Failure::MultipleOf);
+            }
+        }
+    }
+    if let Some(e) = &n.enumeration {
+        if !e.numbers.iter().any(|x| x.as_ref().cmp(d).is_eq()) {
+            return Some(Failure::Enum);
+        }
+    }
+    None
+}
+
+fn branch_words(nodes: &[Node], branches: &[NodeId]) -> String {
+    let mut out = String::new();
+    for (i, &b) in branches.iter().enumerate() {
+        if i > 0 {
+            out.push_str(if i + 1 == branches.len() {
+                " or "
+            } else {
+                ", "
+            });
+        }
+        out.push_str(&node(nodes, b).summary);
+    }
+    out
+}
+
+/// `(keyword, expected, message)` of a failure, in words built from the schema.
+#[allow(clippy::too_many_lines)] // one arm per failure kind, kept side by side on purpose
+fn describe(nodes: &[Node], n: &Node, f: Failure, got: &str) -> (&'static str, String, String) {
+    let object = n.object.as_deref();
+    let string = n.string.as_deref();
+    let array = n.array.as_deref();
+    match f {
+        Failure::Type => {
+            let expected = type_words(n.types);
+            let message = format!("expected {expected}, got {got}");
+            ("type", expected, message)
+        }
+        Failure::False => (
+            "false",
+            "no value".to_owned(),
+            "no value is allowed here".to_owned(),
+        ),
+        Failure::Enum => {
+            let (keyword, expected) = n
+                .enumeration
+                .as_deref()
+                .map_or(("enum", String::new()), |e| (e.keyword, e.expected.clone()));
+            let message = if keyword == "const" {
+                "value is not the allowed constant".to_owned()
+            } else {
+                "value is not one of the allowed values".to_owned()
+            };
+            (keyword, expected, message)
+        }
+        Failure::UnknownKey => (
+            "additionalProperties",
+            object.map(|o| o.deny_expected.clone()).unwrap_or_default(),
+            format!("unexpected property {}", quoted(got)),
+        ),
+        Failure::PropertyFalse => (
+            "properties",
+            format!("no property {}", quoted(got)),
+            format!("property {} is not allowed", quoted(got)),
+        ),
+        Failure::Required => (
+            "required",
+            object
+                .map(|o| o.required_expected.clone())
+                .unwrap_or_default(),
+            format!("missing required property {}", quoted(got)),
+        ),
+        Failure::MaxItems => {
+            let max = array.map_or(0, |a| a.max_items);
+            (
+                "maxItems",
+                at_most(max, "item"),
+                format!("array has more than {}", count_words(max, "item")),
+            )
+        }
+        Failure::MinItems => {
+            let min = array.map_or(0, |a| a.min_items);
+            (
+                "minItems",
+                at_least(min, "item"),
+                format!("array has fewer than {}", count_words(min, "item")),
+            )
+        }
+        Failure::MaxLength => {
+            let max = string.map_or(0, |s| s.max_len);
+            (
+                "maxLength",
+                at_most(max, "character"),
+                "string is too long".to_owned(),
+            )
+        }
+        Failure::MinLength => {
+            let min = string.map_or(0, |s| s.min_len);
+            (
+                "minLength",
+                at_least(min, "character"),
+                "string is too short".to_owned(),
+            )
+        }
+        Failure::Bound(keyword) => (
+            keyword,
+            n.number
+                .as_ref()
+                .map(|r| r.bounds_expected.clone())
+                .unwrap_or_default(),
+            "number is out of range".to_owned(),
+        ),
+        Failure::MultipleOf => {
+            let m = n
+                .number
+                .as_ref()
+                .and_then(|r| r.multiple_of.as_ref())
+                .map_or("", |(_, t)| &**t);
+            (
+                "multipleOf",
+                format!("a multiple of {m}"),
+                format!("number is not a multiple of {m}"),
+            )
+        }
+        Failure::Pattern => {
+            let p = string
+                .and_then(|s| s.pattern.as_ref())
+                .map_or("", |(_, src)| &**src);
+            (
+                "pattern",
+                format!("a string matching {p}"),
+                "string does not match the pattern".to_owned(),
+            )
+        }
+        Failure::Format => {
+            let fmt = string.and_then(|s| s.format);
+            (
+                "format",
+                fmt.map(|f| f.expected().to_owned()).unwrap_or_default(),
+                format!(
+                    "string is not a valid {}",
+                    fmt.map_or("value", |f| f.name())
+                ),
+            )
+        }
+        Failure::AnyOf => (
+            "anyOf",
+            branch_words(nodes, &n.any_of),
+            "value matches none of the allowed alternatives".to_owned(),
+        ),
+        Failure::OneOfNone => (
+            "oneOf",
+            format!("exactly one of {}", branch_words(nodes, &n.one_of)),
+            "value matches none of the allowed alternatives".to_owned(),
+        ),
+        Failure::OneOfMany => (
+            "oneOf",
+            format!("exactly one of {}", branch_words(nodes, &n.one_of)),
+            "value matches more than one alternative".to_owned(),
+        ),
+    }
+}

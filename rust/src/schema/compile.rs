@@ -1,0 +1,1012 @@
+//! Compiles a JSON Schema (2020-12 subset) once into an arena of nodes that the [`Checker`]
+//! walks as events arrive.
+//!
+//! Design notes:
+//! - Arena of [`Node`]s indexed by `u32`, enum-free flat structs with optional boxed rule blocks
+//!   per instance type: the checker dispatches on the value's kind, never through trait objects,
+//!   and a node that asserts nothing about strings costs nothing on a string.
+//! - `$ref` is compiled lazily and memoised by canonical JSON Pointer: the target gets a node id
+//!   before its body is compiled, so recursive schemas become cycles in the arena. Cycles that
+//!   do not consume input (`{"$ref": "#"}`, `anyOf` back to itself) would make the checker loop;
+//!   they are cut at compile time (the edge is dropped, which only loosens the check) and
+//!   reported as unsupported.
+//! - Soundness over completeness: an unsupported keyword is reported and ignored, which can only
+//!   accept more. The exception is a keyword that changes the meaning of a supported one
+//!   (`patternProperties` narrows `additionalProperties`): then the supported one is loosened
+//!   too. Each node records whether it is `exact` (everything under it was understood); only
+//!   exact branches may count against `oneOf`'s "exactly one".
+//!
+//! [`Checker`]: super::Checker
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use super::canon::Canon;
+use super::decimal::{Decimal, MultipleOf};
+use super::format::Format;
+use super::trie::Trie;
+use super::{pattern, push_pointer_token, SchemaError, Unsupported};
+
+pub(crate) type NodeId = u32;
+/// No node (no schema applies).
+pub(crate) const NONE: NodeId = u32::MAX;
+/// The `true` schema.
+pub(crate) const TRUE_NODE: NodeId = 0;
+/// The `false` schema.
+pub(crate) const FALSE_NODE: NodeId = 1;
+
+pub(crate) const T_NULL: u8 = 1;
+pub(crate) const T_BOOL: u8 = 2;
+pub(crate) const T_OBJECT: u8 = 4;
+pub(crate) const T_ARRAY: u8 = 8;
+pub(crate) const T_STRING: u8 = 16;
+pub(crate) const T_NUMBER: u8 = 32;
+pub(crate) const T_INTEGER: u8 = 64;
+pub(crate) const T_ALL: u8 = 127;
+
+/// Deepest schema nesting accepted (the checker never recurses over the schema, but the compiler
+/// does).
+const MAX_SCHEMA_DEPTH: u32 = 256;
+
+const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "default",
+    "examples",
+    "$schema",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// One compiled subschema.
+#[derive(Debug)]
+pub(crate) struct Node {
+    /// Allowed instance types (`T_*` bits); `T_ALL` when unconstrained.
+    pub types: u8,
+    pub is_false: bool,
+    /// Asserts nothing (after following `$ref`).
+    pub trivial: bool,
+    /// Everything in and under this node is checked exactly (nothing ignored).
+    pub exact: bool,
+    pub reff: NodeId,
+    pub any_of: Box<[NodeId]>,
+    pub one_of: Box<[NodeId]>,
+    pub enumeration: Option<Box<EnumRule>>,
+    pub string: Option<Box<StringRule>>,
+    pub number: Option<Box<NumberRule>>,
+    pub object: Option<Box<ObjectRule>>,
+    pub array: Option<Box<ArrayRule>>,
+    /// Where the subschema is, for unsupported reports.
+    pub pointer: Box<str>,
+    /// A short description for `anyOf`/`oneOf` messages.
+    pub summary: Box<str>,
+}
+
+impl Node {
+    fn new(pointer: &str) -> Self {
+        Self {
+            types: T_ALL,
+            is_false: false,
+            trivial: false,
+            exact: true,
+            reff: NONE,
+            any_of: Box::new([]),
+            one_of: Box::new([]),
+            enumeration: None,
+            string: None,
+            number: None,
+            object: None,
+            array: None,
+            pointer: pointer.into(),
+            summary: "".into(),
+        }
+    }
+
+    fn asserts_locally(&self) -> bool {
+        self.types != T_ALL
+            || self.is_false
+            || self.enumeration.is_some()
+            || self.string.is_some()
+            || self.number.is_some()
+            || self.object.is_some()
+            || self.array.is_some()
+            || !self.any_of.is_empty()
+            || !self.one_of.is_empty()
+    }
+}
+
+/// `enum` or `const`.
+#[derive(Debug)]
+pub(crate) struct EnumRule {
+    pub keyword: &'static str,
+    /// `T_*` bits of the kinds that occur among the values.
+    pub kinds: u8,
+    pub strings: Trie,
+    pub numbers: Vec<Decimal>,
+    /// Bit 0: `false` allowed, bit 1: `true` allowed.
+    pub bools: u8,
+    pub containers: Vec<Canon>,
+    pub expected: String,
+}
+
+#[derive(Debug)]
+pub(crate) struct StringRule {
+    pub min_len: u64,
+    pub max_len: u64,
+    pub pattern: Option<(Regex, Box<str>)>,
+    pub format: Option<Format>,
+}
+
+#[derive(Debug)]
+pub(crate) struct NumberRule {
+    pub minimum: Option<Decimal>,
+    pub maximum: Option<Decimal>,
+    pub exclusive_minimum: Option<Decimal>,
+    pub exclusive_maximum: Option<Decimal>,
+    pub multiple_of: Option<(MultipleOf, Box<str>)>,
+    /// Bounds in words: `a number >= 1 and <= 100`.
+    pub bounds_expected: String,
+}
+
+/// What happens to a key that `properties` does not name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Additional {
+    Any,
+    Deny,
+    Schema(NodeId),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyInfo {
+    /// The property's schema, or `NONE` for a name that is only `required`.
+    pub prop: NodeId,
+    /// The bit of this name in the required set, or `u32::MAX`.
+    pub required_bit: u32,
+}
+
+#[derive(Debug)]
+pub(crate) struct ObjectRule {
+    pub trie: Trie,
+    pub keys: Vec<KeyInfo>,
+    pub additional: Additional,
+    pub required: Vec<Box<str>>,
+    pub deny_expected: String,
+    pub required_expected: String,
+}
+
+#[derive(Debug)]
+pub(crate) struct ArrayRule {
+    pub prefix: Box<[NodeId]>,
+    /// Schema of the elements after `prefix`, or `NONE`.
+    pub items: NodeId,
+    pub min_items: u64,
+    pub max_items: u64,
+}
+
+/// The compiled arena.
+#[derive(Debug)]
+pub(crate) struct Compiled {
+    pub nodes: Vec<Node>,
+    pub root: NodeId,
+    pub unsupported: Vec<Unsupported>,
+}
+
+struct Compiler<'s> {
+    root: &'s Value,
+    nodes: Vec<Node>,
+    memo: HashMap<String, NodeId>,
+    unsupported: Vec<Unsupported>,
+    /// Draft 7 and older ignore the siblings of `$ref`.
+    legacy_ref: bool,
+    depth: u32,
+}
+
+pub(crate) fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
+    let legacy_ref = schema
+        .get("$schema")
+        .and_then(Value::as_str)
+        .is_some_and(|s| {
+            ["draft-07", "draft-06", "draft-04", "draft-03"]
+                .iter()
+                .any(|d| s.contains(d))
+        });
+    let mut true_node = Node::new("");
+    true_node.trivial = true;
+    let mut false_node = Node::new("");
+    false_node.is_false = true;
+    false_node.summary = "nothing".into();
+    let mut c = Compiler {
+        root: schema,
+        nodes: vec![true_node, false_node],
+        memo: HashMap::new(),
+        unsupported: Vec::new(),
+        legacy_ref,
+        depth: 0,
+    };
+    let root = c.compile_at(schema, "")?;
+    c.cut_cycles();
+    c.simplify();
+    c.propagate_exactness();
+    c.summarise();
+    Ok(Compiled {
+        nodes: c.nodes,
+        root,
+        unsupported: c.unsupported,
+    })
+}
+
+fn err(pointer: &str, message: impl Into<String>) -> SchemaError {
+    SchemaError {
+        pointer: pointer.to_owned(),
+        message: message.into(),
+    }
+}
+
+fn child_ptr(ptr: &str, key: &str) -> String {
+    let mut s = String::with_capacity(ptr.len() + key.len() + 1);
+    s.push_str(ptr);
+    s.push('/');
+    push_pointer_token(&mut s, key);
+    s
+}
+
+fn to_id(n: usize) -> NodeId {
+    NodeId::try_from(n).unwrap_or(NONE)
+}
+
+fn type_bit(name: &str) -> Option<u8> {
+    Some(match name {
+        "null" => T_NULL,
+        "boolean" => T_BOOL,
+        "object" => T_OBJECT,
+        "array" => T_ARRAY,
+        "string" => T_STRING,
+        "number" => T_NUMBER | T_INTEGER,
+        "integer" => T_INTEGER,
+        _ => return None,
+    })
+}
+
+/// Type bits in words: `string or null`, `integer`.
+pub(crate) fn type_words(types: u8) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for (bit, name) in [
+        (T_STRING, "string"),
+        (T_OBJECT, "object"),
+        (T_ARRAY, "array"),
+        (T_BOOL, "boolean"),
+    ] {
+        if types & bit != 0 {
+            parts.push(name);
+        }
+    }
+    if types & T_NUMBER != 0 {
+        parts.push("number");
+    } else if types & T_INTEGER != 0 {
+        parts.push("integer");
+    }
+    if types & T_NULL != 0 {
+        parts.push("null");
+    }
+    if parts.is_empty() {
+        return "nothing".to_owned();
+    }
+    parts.join(" or ")
+}
+
+fn quoted_list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    for (i, n) in names.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&serde_json::Value::String(n.to_owned()).to_string());
+    }
+    out
+}
+
+pub(crate) fn count_words(n: u64, unit: &str) -> String {
+    if n == 1 {
+        format!("1 {unit}")
+    } else {
+        format!("{n} {unit}s")
+    }
+}
+
+impl Compiler<'_> {
+    fn unsupported(&mut self, keyword: &str, pointer: &str) {
+        self.unsupported.push(Unsupported {
+            keyword: keyword.to_owned(),
+            pointer: pointer.to_owned(),
+        });
+    }
+
+    fn compile_at(&mut self, schema: &Value, ptr: &str) -> Result<NodeId, SchemaError> {
+        match schema {
+            Value::Bool(true) => Ok(TRUE_NODE),
+            Value::Bool(false) => Ok(FALSE_NODE),
+            Value::Object(obj) => {
+                if let Some(&id) = self.memo.get(ptr) {
+                    return Ok(id);
+                }
+                if self.depth >= MAX_SCHEMA_DEPTH {
+                    return Err(err(ptr, "schema is nested too deeply"));
+                }
+                let id = to_id(self.nodes.len());
+                self.nodes.push(Node::new(ptr));
+                self.memo.insert(ptr.to_owned(), id);
+                self.depth += 1;
+                let node = self.build(obj, ptr);
+                self.depth -= 1;
+                self.nodes[id as usize] = node?;
+                Ok(id)
+            }
+            _ => Err(err(ptr, "a schema must be an object or a boolean")),
+        }
+    }
+
+    fn schema_list(
+        &mut self,
+        v: &Value,
+        ptr: &str,
+        keyword: &str,
+    ) -> Result<Box<[NodeId]>, SchemaError> {
+        let kptr = child_ptr(ptr, keyword);
+        let Value::Array(items) = v else {
+            return Err(err(&kptr, format!("{keyword} must be an array of schemas")));
+        };
+        if items.is_empty() && keyword != "prefixItems" {
+            return Err(err(&kptr, format!("{keyword} must not be empty")));
+        }
+        let mut ids = Vec::with_capacity(items.len());
+        for (i, s) in items.iter().enumerate() {
+            ids.push(self.compile_at(s, &child_ptr(&kptr, &i.to_string()))?);
+        }
+        Ok(ids.into_boxed_slice())
+    }
+
+    fn count(v: &Value, ptr: &str, keyword: &str) -> Result<u64, SchemaError> {
+        v.as_number()
+            .and_then(|n| Decimal::parse(&n.to_string()))
+            .and_then(|d| d.to_u64())
+            .ok_or_else(|| {
+                err(
+                    &child_ptr(ptr, keyword),
+                    format!("{keyword} must be a non-negative integer"),
+                )
+            })
+    }
+
+    #[allow(clippy::too_many_lines)] // one match arm per keyword reads better than a split
+    fn build(&mut self, obj: &Map<String, Value>, ptr: &str) -> Result<Node, SchemaError> {
+        let mut node = Node::new(ptr);
+        if !ptr.is_empty() && obj.contains_key("$id") {
+            // An embedded resource changes how `$ref`s inside it resolve; ignore it whole.
+            self.unsupported("$id", ptr);
+            node.exact = false;
+            return Ok(node);
+        }
+        if self.legacy_ref {
+            if let Some(r) = obj.get("$ref") {
+                self.resolve_ref(r, ptr, &mut node)?;
+                return Ok(node);
+            }
+        }
+        let mut properties: Option<&Map<String, Value>> = None;
+        let mut additional: Option<&Value> = None;
+        let mut required: Vec<&str> = Vec::new();
+        let mut pattern_properties = false;
+        let mut nullable = false;
+        let mut string = StringRule {
+            min_len: 0,
+            max_len: u64::MAX,
+            pattern: None,
+            format: None,
+        };
+        let mut number = NumberRule {
+            minimum: None,
+            maximum: None,
+            exclusive_minimum: None,
+            exclusive_maximum: None,
+            multiple_of: None,
+            bounds_expected: String::new(),
+        };
+        let mut array = ArrayRule {
+            prefix: Box::new([]),
+            items: NONE,
+            min_items: 0,
+            max_items: u64::MAX,
+        };
+        for (key, v) in obj {
+            let kptr = || child_ptr(ptr, key);
+            match key.as_str() {
+                "type" => {
+                    let names: Vec<&Value> = match v {
+                        Value::Array(a) => a.iter().collect(),
+                        other => vec![other],
+                    };
+                    let mut bits = 0;
+                    for n in names {
+                        bits |= n
+                            .as_str()
+                            .and_then(type_bit)
+                            .ok_or_else(|| err(&kptr(), format!("unknown type {n}")))?;
+                    }
+                    node.types = bits;
+                }
+                "properties" => {
+                    properties = Some(
+                        v.as_object()
+                            .ok_or_else(|| err(&kptr(), "properties must be an object"))?,
+                    );
+                }
+                "additionalProperties" => additional = Some(v),
+                "required" => {
+                    let list = v
+                        .as_array()
+                        .ok_or_else(|| err(&kptr(), "required must be an array"))?;
+                    for name in list {
+                        let name = name
+                            .as_str()
+                            .ok_or_else(|| err(&kptr(), "required must list strings"))?;
+                        if !required.contains(&name) {
+                            required.push(name);
+                        }
+                    }
+                }
+                "enum" => {
+                    let values = v
+                        .as_array()
+                        .ok_or_else(|| err(&kptr(), "enum must be an array"))?;
+                    node.enumeration = Some(Box::new(enum_rule("enum", values)));
+                }
+                "const" => {
+                    node.enumeration = Some(Box::new(enum_rule("const", std::slice::from_ref(v))));
+                }
+                "anyOf" => node.any_of = self.schema_list(v, ptr, "anyOf")?,
+                "oneOf" => node.one_of = self.schema_list(v, ptr, "oneOf")?,
+                "items" => {
+                    if v.is_array() {
+                        // Draft 7 tuple form; 2020-12 spells it prefixItems.
+                        self.unsupported("items", ptr);
+                        node.exact = false;
+                    } else {
+                        array.items = self.compile_at(v, &kptr())?;
+                    }
+                }
+                "prefixItems" => array.prefix = self.schema_list(v, ptr, "prefixItems")?,
+                "minItems" => array.min_items = Self::count(v, ptr, key)?,
+                "maxItems" => array.max_items = Self::count(v, ptr, key)?,
+                "minLength" => string.min_len = Self::count(v, ptr, key)?,
+                "maxLength" => string.max_len = Self::count(v, ptr, key)?,
+                "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
+                    let Some(n) = v.as_number() else {
+                        if v.is_boolean() {
+                            // Draft 4 boolean form: ignoring it keeps the bound inclusive,
+                            // which is looser.
+                            self.unsupported(key, ptr);
+                            node.exact = false;
+                            continue;
+                        }
+                        return Err(err(&kptr(), format!("{key} must be a number")));
+                    };
+                    let d = Decimal::parse(&n.to_string())
+                        .ok_or_else(|| err(&kptr(), format!("{key} must be a number")))?;
+                    let slot = match key.as_str() {
+                        "minimum" => &mut number.minimum,
+                        "maximum" => &mut number.maximum,
+                        "exclusiveMinimum" => &mut number.exclusive_minimum,
+                        _ => &mut number.exclusive_maximum,
+                    };
+                    *slot = Some(d);
+                }
+                "multipleOf" => {
+                    let text = v
+                        .as_number()
+                        .map(ToString::to_string)
+                        .ok_or_else(|| err(&kptr(), "multipleOf must be a number"))?;
+                    let d = Decimal::parse(&text)
+                        .ok_or_else(|| err(&kptr(), "multipleOf must be a number"))?;
+                    if d.as_ref().neg || d.as_ref().is_zero() {
+                        return Err(err(&kptr(), "multipleOf must be greater than 0"));
+                    }
+                    if let Some(m) = MultipleOf::new(&d) {
+                        number.multiple_of = Some((m, text.into()));
+                    } else {
+                        self.unsupported(key, ptr);
+                        node.exact = false;
+                    }
+                }
+                "pattern" => {
+                    let src = v
+                        .as_str()
+                        .ok_or_else(|| err(&kptr(), "pattern must be a string"))?;
+                    if let Some(re) = pattern::compile(src) {
+                        string.pattern = Some((re, src.into()));
+                    } else {
+                        self.unsupported(key, ptr);
+                        node.exact = false;
+                    }
+                }
+                "format" => {
+                    let name = v
+                        .as_str()
+                        .ok_or_else(|| err(&kptr(), "format must be a string"))?;
+                    if let Some(f) = Format::from_name(name) {
+                        string.format = Some(f);
+                    } else {
+                        self.unsupported(key, ptr);
+                        node.exact = false;
+                    }
+                }
+                "$ref" => self.resolve_ref(v, ptr, &mut node)?,
+                "$defs" | "definitions" => {
+                    // Compiled lazily, when a `$ref` reaches them.
+                    if !v.is_object() {
+                        return Err(err(&kptr(), format!("{key} must be an object")));
+                    }
+                }
+                "$id" => {} // root only: embedded ones returned early above
+                "nullable" => {
+                    // OpenAPI 3.0: accept null here, so an OpenAPI-style schema is never
+                    // stricter than its author meant.
+                    self.unsupported(key, ptr);
+                    node.exact = false;
+                    nullable = v.as_bool() == Some(true);
+                }
+                "patternProperties" => {
+                    self.unsupported(key, ptr);
+                    node.exact = false;
+                    pattern_properties = true;
+                }
+                k if ANNOTATIONS.contains(&k) => {}
+                _ => {
+                    self.unsupported(key, ptr);
+                    node.exact = false;
+                }
+            }
+        }
+
+        // Objects.
+        let mut entries: Vec<(&str, NodeId, bool)> = Vec::new();
+        if let Some(props) = properties {
+            let props_ptr = child_ptr(ptr, "properties");
+            for (name, sub) in props {
+                let id = self.compile_at(sub, &child_ptr(&props_ptr, name))?;
+                entries.push((name.as_str(), id, true));
+            }
+        }
+        let additional = match (pattern_properties, additional) {
+            (true, _) | (false, None) => Additional::Any,
+            (false, Some(s)) => {
+                match self.compile_at(s, &child_ptr(ptr, "additionalProperties"))? {
+                    FALSE_NODE => Additional::Deny,
+                    TRUE_NODE => Additional::Any,
+                    id => Additional::Schema(id),
+                }
+            }
+        };
+        if !entries.is_empty() || additional != Additional::Any || !required.is_empty() {
+            node.object = Some(Box::new(object_rule(&entries, &required, additional)));
+        }
+
+        // Arrays, strings, numbers.
+        if !array.prefix.is_empty()
+            || array.items != NONE
+            || array.min_items > 0
+            || array.max_items < u64::MAX
+        {
+            node.array = Some(Box::new(array));
+        }
+        if string.min_len > 0
+            || string.max_len < u64::MAX
+            || string.pattern.is_some()
+            || string.format.is_some()
+        {
+            node.string = Some(Box::new(string));
+        }
+        if number.minimum.is_some()
+            || number.maximum.is_some()
+            || number.exclusive_minimum.is_some()
+            || number.exclusive_maximum.is_some()
+            || number.multiple_of.is_some()
+        {
+            number.bounds_expected = bounds_words(obj);
+            node.number = Some(Box::new(number));
+        }
+        if nullable {
+            if node.types != T_ALL {
+                node.types |= T_NULL;
+            }
+            if let Some(e) = node.enumeration.as_mut() {
+                e.kinds |= T_NULL;
+            }
+        }
+        Ok(node)
+    }
+
+    fn resolve_ref(&mut self, v: &Value, ptr: &str, node: &mut Node) -> Result<(), SchemaError> {
+        let kptr = child_ptr(ptr, "$ref");
+        let r = v
+            .as_str()
+            .ok_or_else(|| err(&kptr, "$ref must be a string"))?;
+        let Some(fragment) = r.strip_prefix('#').and_then(percent_decode) else {
+            // Remote references are not fetched.
+            self.unsupported("$ref", ptr);
+            node.exact = false;
+            return Ok(());
+        };
+        if !fragment.is_empty() && !fragment.starts_with('/') {
+            // `#name` anchors.
+            self.unsupported("$ref", ptr);
+            node.exact = false;
+            return Ok(());
+        }
+        if crosses_embedded_id(self.root, &fragment) {
+            self.unsupported("$ref", ptr);
+            node.exact = false;
+            return Ok(());
+        }
+        let root = self.root;
+        let target = root
+            .pointer(&fragment)
+            .ok_or_else(|| err(&kptr, format!("unresolvable $ref {r:?}")))?;
+        node.reff = self.compile_at(target, &fragment)?;
+        Ok(())
+    }
+
+    /// Drops `$ref`/`anyOf`/`oneOf` edges that close a cycle on the same instance value.
+    fn cut_cycles(&mut self) {
+        const WHITE: u8 = 0;
+        const GREY: u8 = 1;
+        const BLACK: u8 = 2;
+        let n = self.nodes.len();
+        let mut color = vec![WHITE; n];
+        for start in 0..n {
+            if color[start] != WHITE {
+                continue;
+            }
+            // Stack of (node, next edge index).
+            let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+            color[start] = GREY;
+            while let Some(&mut (u, ref mut next)) = stack.last_mut() {
+                let edges = same_value_edges(&self.nodes[u]);
+                if *next >= edges.len() {
+                    color[u] = BLACK;
+                    stack.pop();
+                    continue;
+                }
+                let e = *next;
+                *next += 1;
+                let v = edges[e] as usize;
+                match color[v] {
+                    WHITE => {
+                        color[v] = GREY;
+                        stack.push((v, 0));
+                    }
+                    GREY => {
+                        let node = &mut self.nodes[u];
+                        node.exact = false;
+                        let pointer = node.pointer.to_string();
+                        drop_edge(node, e);
+                        self.unsupported("$ref", &pointer);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Marks trivial nodes and removes `anyOf` groups that a trivial branch always satisfies.
+    fn simplify(&mut self) {
+        loop {
+            let mut changed = false;
+            for i in 0..self.nodes.len() {
+                let trivial_branch = self.nodes[i]
+                    .any_of
+                    .iter()
+                    .any(|&b| self.nodes[b as usize].trivial);
+                if trivial_branch {
+                    self.nodes[i].any_of = Box::new([]);
+                    changed = true;
+                }
+                let r = self.nodes[i].reff;
+                if r != NONE && self.nodes[r as usize].trivial {
+                    self.nodes[i].reff = NONE;
+                    changed = true;
+                }
+                let node = &self.nodes[i];
+                if !node.trivial && node.reff == NONE && !node.asserts_locally() {
+                    self.nodes[i].trivial = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+
+    fn propagate_exactness(&mut self) {
+        loop {
+            let mut changed = false;
+            for i in 0..self.nodes.len() {
+                if !self.nodes[i].exact {
+                    continue;
+                }
+                let inexact_child =
+                    children(&self.nodes[i]).any(|c| c != NONE && !self.nodes[c as usize].exact);
+                if inexact_child {
+                    self.nodes[i].exact = false;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+
+    fn summarise(&mut self) {
+        for i in 0..self.nodes.len() {
+            let s = own_summary(&self.nodes[i]);
+            self.nodes[i].summary = s.into();
+        }
+        for i in 0..self.nodes.len() {
+            let r = self.nodes[i].reff;
+            if self.nodes[i].summary.is_empty() && r != NONE {
+                self.nodes[i].summary = self.nodes[r as usize].summary.clone();
+            }
+            if self.nodes[i].summary.is_empty() {
+                self.nodes[i].summary = "a value matching the schema".into();
+            }
+        }
+    }
+}
+
+fn own_summary(node: &Node) -> String {
+    if node.is_false {
+        return "nothing".to_owned();
+    }
+    if let Some(e) = &node.enumeration {
+        return e.expected.clone();
+    }
+    if node.types != T_ALL {
+        return type_words(node.types);
+    }
+    if node.object.is_some() {
+        return "object".to_owned();
+    }
+    String::new()
+}
+
+fn same_value_edges(node: &Node) -> Vec<NodeId> {
+    let mut v: Vec<NodeId> = Vec::new();
+    if node.reff != NONE {
+        v.push(node.reff);
+    }
+    v.extend(node.any_of.iter());
+    v.extend(node.one_of.iter());
+    v
+}
+
+/// Removes edge `e` in [`same_value_edges`] order: `$ref` becomes none, a branch becomes `true`.
+fn drop_edge(node: &mut Node, mut e: usize) {
+    if node.reff != NONE {
+        if e == 0 {
+            node.reff = NONE;
+            return;
+        }
+        e -= 1;
+    }
+    if e < node.any_of.len() {
+        node.any_of[e] = TRUE_NODE;
+    } else if let Some(b) = node.one_of.get_mut(e - node.any_of.len()) {
+        *b = TRUE_NODE;
+    }
+}
+
+fn children(node: &Node) -> impl Iterator<Item = NodeId> + '_ {
+    let object = node.object.iter().flat_map(|o| {
+        let extra = match o.additional {
+            Additional::Schema(id) => id,
+            _ => NONE,
+        };
+        o.keys.iter().map(|k| k.prop).chain(std::iter::once(extra))
+    });
+    let array = node
+        .array
+        .iter()
+        .flat_map(|a| a.prefix.iter().copied().chain(std::iter::once(a.items)));
+    std::iter::once(node.reff)
+        .chain(node.any_of.iter().copied())
+        .chain(node.one_of.iter().copied())
+        .chain(object)
+        .chain(array)
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// True when a JSON Pointer walks through a subschema (below the root) that declares `$id`.
+fn crosses_embedded_id(root: &Value, pointer: &str) -> bool {
+    let mut cur = root;
+    for token in pointer.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        let next = match cur {
+            Value::Object(o) => o.get(&token),
+            Value::Array(a) => token.parse::<usize>().ok().and_then(|i| a.get(i)),
+            _ => None,
+        };
+        let Some(next) = next else {
+            return false;
+        };
+        if next.get("$id").is_some_and(Value::is_string) {
+            return true;
+        }
+        cur = next;
+    }
+    false
+}
+
+fn enum_rule(keyword: &'static str, values: &[Value]) -> EnumRule {
+    let mut kinds = 0;
+    let mut strings: Vec<&str> = Vec::new();
+    let mut numbers = Vec::new();
+    let mut bools = 0;
+    let mut containers = Vec::new();
+    for v in values {
+        match v {
+            Value::Null => kinds |= T_NULL,
+            Value::Bool(b) => {
+                kinds |= T_BOOL;
+                bools |= if *b { 2 } else { 1 };
+            }
+            Value::Number(n) => {
+                kinds |= T_NUMBER | T_INTEGER;
+                if let Some(d) = Decimal::parse(&n.to_string()) {
+                    numbers.push(d);
+                }
+            }
+            Value::String(s) => {
+                kinds |= T_STRING;
+                strings.push(s);
+            }
+            Value::Array(_) => {
+                kinds |= T_ARRAY;
+                containers.push(Canon::from_json(v));
+            }
+            Value::Object(_) => {
+                kinds |= T_OBJECT;
+                containers.push(Canon::from_json(v));
+            }
+        }
+    }
+    let mut expected = String::new();
+    if keyword == "const" {
+        expected.push_str("exactly ");
+    } else if values.len() == 1 {
+        expected.push_str("only ");
+    } else {
+        expected.push_str("one of ");
+    }
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            expected.push_str(", ");
+        }
+        if expected.len() > 400 {
+            expected.push('…');
+            break;
+        }
+        let _ = write!(expected, "{v}");
+    }
+    if values.is_empty() {
+        "no value (the enum is empty)".clone_into(&mut expected);
+    }
+    EnumRule {
+        keyword,
+        kinds,
+        strings: Trie::build(strings.iter().map(|s| (s.as_bytes(), true))),
+        numbers,
+        bools,
+        containers,
+        expected,
+    }
+}
+
+fn object_rule(
+    entries: &[(&str, NodeId, bool)],
+    required: &[&str],
+    additional: Additional,
+) -> ObjectRule {
+    let mut names: Vec<(&str, bool)> = entries.iter().map(|&(n, _, live)| (n, live)).collect();
+    let mut keys: Vec<KeyInfo> = entries
+        .iter()
+        .map(|&(_, id, _)| KeyInfo {
+            prop: id,
+            required_bit: u32::MAX,
+        })
+        .collect();
+    for (bit, name) in required.iter().enumerate() {
+        let bit = u32::try_from(bit).unwrap_or(u32::MAX);
+        if let Some(i) = names.iter().position(|(n, _)| n == name) {
+            keys[i].required_bit = bit;
+        } else {
+            names.push((name, false));
+            keys.push(KeyInfo {
+                prop: NONE,
+                required_bit: bit,
+            });
+        }
+    }
+    let trie = Trie::build(names.iter().map(|&(n, live)| (n.as_bytes(), live)));
+    let allowed: Vec<&str> = entries.iter().map(|&(n, _, _)| n).collect();
+    let deny_expected = if allowed.is_empty() {
+        "no properties".to_owned()
+    } else {
+        format!(
+            "no properties other than {}",
+            quoted_list(allowed.iter().copied())
+        )
+    };
+    let required_expected = format!(
+        "required properties {}",
+        quoted_list(required.iter().copied())
+    );
+    ObjectRule {
+        trie,
+        keys,
+        additional,
+        required: required.iter().map(|&s| s.into()).collect(),
+        deny_expected,
+        required_expected,
+    }
+}
+
+fn bounds_words(obj: &Map<String, Value>) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for (key, op) in [
+        ("minimum", ">="),
+        ("exclusiveMinimum", ">"),
+        ("maximum", "<="),
+        ("exclusiveMaximum", "<"),
+    ] {
+        if let Some(n) = obj.get(key).and_then(Value::as_number) {
+            parts.push(format!("{op} {n}"));
+        }
+    }
+    if parts.is_empty() {
+        "a number".to_owned()
+    } else {
+        format!("a number {}", parts.join(" and "))
+    }
+}
+
+/// Helper for callers that describe counts (`at most 5 items`).
+pub(crate) fn at_most(n: u64, unit: &str) -> String {
+    format!("at most {}", count_words(n, unit))
+}
+
+/// Helper for callers that describe counts (`at least 1 item`).
+pub(crate) fn at_least(n: u64, unit: &str) -> String {
+    format!("at least {}", count_words(n, unit))
+}

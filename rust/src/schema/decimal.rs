@@ -1,0 +1,356 @@
+//! Exact decimal numbers taken from JSON lexemes, for bounds, `multipleOf`, integer-ness and
+//! numeric `enum`/`const` equality.
+//!
+//! Design notes:
+//! - Never f64: `19.99` must be a multiple of `0.01` and `1e400` must compare above `1e300`. A
+//!   number is kept as its significant decimal digits plus a power of ten, which is exact for
+//!   every JSON number and costs one pass over the lexeme.
+//! - Instance numbers are parsed into a reused digit buffer ([`parse_into`]) so the checker does
+//!   not allocate per number; schema constants own their digits ([`Decimal`]).
+//! - `multipleOf` never builds big integers. With both numbers normalised (no trailing zeros),
+//!   `x = a·10^p` is a multiple of `m = b·10^q` iff `p >= q` and `b | a·10^(p-q)`. Writing
+//!   `b = 2^i·5^j·c` with `gcd(c, 10) = 1`, that is `c | a`, `v2(a) + p - q >= i` and
+//!   `v5(a) + p - q >= j`, all computable with streaming remainders in `u128`. If `p < q` the
+//!   quotient would need `10 | a`, impossible for a normalised `a` (unless `x = 0`). Divisors
+//!   whose `c` does not fit in `u64` are reported as unsupported instead of checked.
+//! - Exponents are clamped to ±2^60: comparisons against schema constants stay exact for any
+//!   lexeme, and no arithmetic can overflow.
+
+use std::cmp::Ordering;
+
+/// Exponents beyond this magnitude are clamped (no schema constant comes near it).
+const EXP_CLAMP: i64 = 1 << 60;
+
+/// A borrowed exact decimal: `(-1)^neg × 0.d1d2…dn × 10^exp`, where `digits` are digit values
+/// (0..=9) with no leading or trailing zeros. Zero has no digits, `exp` 0 and `neg` false.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DecRef<'a> {
+    pub neg: bool,
+    pub digits: &'a [u8],
+    pub exp: i64,
+}
+
+/// An owned exact decimal (schema constants).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Decimal {
+    neg: bool,
+    digits: Box<[u8]>,
+    exp: i64,
+}
+
+impl Decimal {
+    /// Parses a JSON number lexeme; `None` when it is not one.
+    pub fn parse(lexeme: &str) -> Option<Self> {
+        let mut buf = Vec::new();
+        let (neg, exp) = parse_into(lexeme, &mut buf)?;
+        Some(Self {
+            neg,
+            digits: buf.into_boxed_slice(),
+            exp,
+        })
+    }
+
+    pub fn as_ref(&self) -> DecRef<'_> {
+        DecRef {
+            neg: self.neg,
+            digits: &self.digits,
+            exp: self.exp,
+        }
+    }
+
+    /// The value as a `u64` when it is a non-negative integer that fits.
+    pub fn to_u64(&self) -> Option<u64> {
+        let d = self.as_ref();
+        if d.neg || !d.is_integer() {
+            return None;
+        }
+        let len = usize::try_from(d.exp).ok()?;
+        if len > 20 {
+            return None;
+        }
+        let mut v: u64 = 0;
+        for i in 0..len {
+            let digit = d.digits.get(i).copied().unwrap_or(0);
+            v = v.checked_mul(10)?.checked_add(u64::from(digit))?;
+        }
+        Some(v)
+    }
+}
+
+/// Parses `lexeme` into `buf` (cleared first) and returns `(neg, exp)` as in [`DecRef`].
+/// Returns `None` for text that is not a JSON number.
+pub(crate) fn parse_into(lexeme: &str, buf: &mut Vec<u8>) -> Option<(bool, i64)> {
+    buf.clear();
+    let bytes = lexeme.as_bytes();
+    let mut i = 0;
+    let neg = bytes.first() == Some(&b'-');
+    if neg {
+        i += 1;
+    }
+    let int_start = i;
+    while i < bytes.len() && bytes[i].is_ascii_digit() {
+        buf.push(bytes[i] - b'0');
+        i += 1;
+    }
+    let int_len = i - int_start;
+    if int_len == 0 {
+        return None;
+    }
+    if i < bytes.len() && bytes[i] == b'.' {
+        i += 1;
+        let frac_start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            buf.push(bytes[i] - b'0');
+            i += 1;
+        }
+        if i == frac_start {
+            return None;
+        }
+    }
+    let mut e: i64 = 0;
+    if i < bytes.len() && (bytes[i] == b'e' || bytes[i] == b'E') {
+        i += 1;
+        let e_neg = match bytes.get(i) {
+            Some(b'-') => {
+                i += 1;
+                true
+            }
+            Some(b'+') => {
+                i += 1;
+                false
+            }
+            _ => false,
+        };
+        let e_start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            e = e
+                .saturating_mul(10)
+                .saturating_add(i64::from(bytes[i] - b'0'))
+                .min(EXP_CLAMP);
+            i += 1;
+        }
+        if i == e_start {
+            return None;
+        }
+        if e_neg {
+            e = -e;
+        }
+    }
+    if i != bytes.len() {
+        return None;
+    }
+    let lead = buf.iter().take_while(|&&d| d == 0).count();
+    let trail = buf[lead..].iter().rev().take_while(|&&d| d == 0).count();
+    if lead == buf.len() {
+        buf.clear();
+        return Some((false, 0));
+    }
+    buf.truncate(buf.len() - trail);
+    buf.drain(..lead);
+    // int_len and lead are bounded by the lexeme length, far below EXP_CLAMP.
+    let shift = i64::try_from(int_len).unwrap_or(EXP_CLAMP) - i64::try_from(lead).unwrap_or(0);
+    let exp = (e + shift).clamp(-EXP_CLAMP, EXP_CLAMP);
+    Some((neg, exp))
+}
+
+impl DecRef<'_> {
+    pub fn is_zero(&self) -> bool {
+        self.digits.is_empty()
+    }
+
+    /// True when the value is integral (`1.0`, `1e2`, `-0`), as JSON Schema's `integer` asks.
+    pub fn is_integer(&self) -> bool {
+        self.is_zero() || self.exp >= len_i64(self.digits)
+    }
+
+    /// Exact numeric ordering.
+    pub fn cmp(&self, other: &DecRef<'_>) -> Ordering {
+        let sign = |d: &DecRef<'_>| -> i8 {
+            if d.is_zero() {
+                0
+            } else if d.neg {
+                -1
+            } else {
+                1
+            }
+        };
+        let (sa, sb) = (sign(self), sign(other));
+        if sa != sb || sa == 0 {
+            return sa.cmp(&sb);
+        }
+        let magnitude = self
+            .exp
+            .cmp(&other.exp)
+            .then_with(|| self.digits.cmp(other.digits));
+        if sa < 0 {
+            magnitude.reverse()
+        } else {
+            magnitude
+        }
+    }
+}
+
+fn len_i64(digits: &[u8]) -> i64 {
+    i64::try_from(digits.len()).unwrap_or(EXP_CLAMP)
+}
+
+/// A precomputed `multipleOf` divisor `m = 2^i · 5^j · c · 10^q`.
+#[derive(Debug, Clone)]
+pub(crate) struct MultipleOf {
+    twos: u32,
+    fives: u32,
+    rest: u64,
+    q: i64,
+}
+
+impl MultipleOf {
+    /// `None` when the divisor is not positive or too large to check without big integers.
+    pub fn new(m: &Decimal) -> Option<Self> {
+        let d = m.as_ref();
+        if d.neg || d.is_zero() || d.digits.len() > 19 {
+            return None;
+        }
+        let mut b: u64 = 0;
+        for &digit in d.digits {
+            b = b * 10 + u64::from(digit);
+        }
+        let q = d.exp - len_i64(d.digits);
+        let mut twos = 0;
+        while b % 2 == 0 {
+            b /= 2;
+            twos += 1;
+        }
+        let mut fives = 0;
+        while b % 5 == 0 {
+            b /= 5;
+            fives += 1;
+        }
+        Some(Self {
+            twos,
+            fives,
+            rest: b,
+            q,
+        })
+    }
+
+    /// True when `x` is an integer multiple of the divisor.
+    pub fn divides(&self, x: &DecRef<'_>) -> bool {
+        if x.is_zero() {
+            return true;
+        }
+        let p = x.exp - len_i64(x.digits);
+        if p < self.q {
+            return false;
+        }
+        let k = p - self.q;
+        if self.rest > 1 && rem(x.digits, u128::from(self.rest)) != 0 {
+            return false;
+        }
+        if i64::from(self.twos) > k {
+            // a mod 2^64 by wrapping arithmetic; its trailing zeros are v2(a), capped at 64.
+            let mut low: u64 = 0;
+            for &digit in x.digits {
+                low = low.wrapping_mul(10).wrapping_add(u64::from(digit));
+            }
+            let v2 = if low == 0 { 64 } else { low.trailing_zeros() };
+            if i64::from(v2) + k < i64::from(self.twos) {
+                return false;
+            }
+        }
+        if i64::from(self.fives) > k {
+            // 5^27 < 2^63, and fives <= 27 because the divisor has at most 19 digits.
+            const FIVE_27: u128 = 7_450_580_596_923_828_125;
+            let mut r = rem(x.digits, FIVE_27);
+            let mut v5 = 0;
+            if r == 0 {
+                v5 = 27;
+            } else {
+                while r % 5 == 0 {
+                    r /= 5;
+                    v5 += 1;
+                }
+            }
+            if i64::from(v5) + k < i64::from(self.fives) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The remainder of the integer written by `digits` modulo `m` (`m < 2^64`).
+fn rem(digits: &[u8], m: u128) -> u128 {
+    digits
+        .iter()
+        .fold(0u128, |r, &d| (r * 10 + u128::from(d)) % m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dec(s: &str) -> Decimal {
+        Decimal::parse(s).unwrap()
+    }
+
+    fn multiple(x: &str, m: &str) -> bool {
+        MultipleOf::new(&dec(m)).unwrap().divides(&dec(x).as_ref())
+    }
+
+    #[test]
+    fn parse_normalises() {
+        assert_eq!(dec("1.0"), dec("1"));
+        assert_eq!(dec("100"), dec("1e2"));
+        assert_eq!(dec("-0.0"), dec("0"));
+        assert_eq!(dec("0.00120"), dec("1.2e-3"));
+        assert!(Decimal::parse("1.").is_none());
+        assert!(Decimal::parse("abc").is_none());
+        assert!(Decimal::parse("1e").is_none());
+    }
+
+    #[test]
+    fn integers() {
+        for s in ["1.0", "1e2", "-0", "0.0", "12.5e1", "1E+3"] {
+            assert!(dec(s).as_ref().is_integer(), "{s}");
+        }
+        for s in ["1.5", "1e-1", "0.01", "125e-1"] {
+            assert!(!dec(s).as_ref().is_integer(), "{s}");
+        }
+    }
+
+    #[test]
+    fn ordering() {
+        let c = |a: &str, b: &str| dec(a).as_ref().cmp(&dec(b).as_ref());
+        assert_eq!(c("1", "10"), Ordering::Less);
+        assert_eq!(c("-1", "-10"), Ordering::Greater);
+        assert_eq!(c("0", "-0.0001"), Ordering::Greater);
+        assert_eq!(c("1e400", "1e300"), Ordering::Greater);
+        assert_eq!(c("0.12", "0.123"), Ordering::Less);
+        assert_eq!(c("2.0", "2"), Ordering::Equal);
+        assert_eq!(c("-1e400", "5"), Ordering::Less);
+    }
+
+    #[test]
+    fn multiples() {
+        assert!(multiple("19.99", "0.01"));
+        assert!(multiple("0.3", "0.1"));
+        assert!(multiple("1e2", "10"));
+        assert!(multiple("4.5", "1.5"));
+        assert!(!multiple("35", "1.5"));
+        assert!(multiple("0", "7"));
+        assert!(!multiple("0.075", "0.01"));
+        assert!(multiple("0.0075", "0.0001"));
+        assert!(!multiple("0.00751", "0.0001"));
+        assert!(multiple("12391239123", "1e-8"));
+        assert!(!multiple("1e308", "0.123456789"));
+        assert!(multiple("1e308", "0.5"));
+        assert!(multiple("3.2e1", "64e-1"));
+        assert!(!multiple("1.6", "0.64"));
+        assert!(multiple("-84", "42"));
+        assert!(multiple("96", "32"));
+        assert!(!multiple("48", "32"));
+        assert!(!multiple("1e99999999999999999999", "7e10"));
+        assert!(multiple("7e99999999999999999999", "7e10"));
+        assert!(!multiple("7e-99999999999999999999", "7e10"));
+    }
+}

@@ -1,0 +1,366 @@
+//! `format` assertions for the formats that tool schemas use (the `OpenAI` strict subset).
+//!
+//! Design notes:
+//! - 2020-12 makes `format` an annotation by default, but a tool schema that says `date-time`
+//!   wants a date-time, so the pre-check asserts the formats listed in [`Format`] and reports
+//!   every other format name as unsupported (ignored).
+//! - Hand-written checkers, not regexes: they are exact where the RFC is exact (calendar days,
+//!   leap seconds after applying the offset) and allocation-free.
+//! - Where an RFC grammar is stricter than common practice, the checker is lenient (email
+//!   accepts any non-empty dot-atom or quoted local part; hostname accepts a trailing dot),
+//!   because a pre-check must never reject what the final validation accepts.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// A `format` value the pre-check asserts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    Date,
+    DateTime,
+    Time,
+    Email,
+    Uuid,
+    Ipv4,
+    Ipv6,
+    Hostname,
+    Duration,
+}
+
+impl Format {
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "date" => Self::Date,
+            "date-time" => Self::DateTime,
+            "time" => Self::Time,
+            "email" => Self::Email,
+            "uuid" => Self::Uuid,
+            "ipv4" => Self::Ipv4,
+            "ipv6" => Self::Ipv6,
+            "hostname" => Self::Hostname,
+            "duration" => Self::Duration,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Date => "date",
+            Self::DateTime => "date-time",
+            Self::Time => "time",
+            Self::Email => "email",
+            Self::Uuid => "uuid",
+            Self::Ipv4 => "ipv4",
+            Self::Ipv6 => "ipv6",
+            Self::Hostname => "hostname",
+            Self::Duration => "duration",
+        }
+    }
+
+    /// What a valid value is, in words.
+    pub fn expected(self) -> &'static str {
+        match self {
+            Self::Date => "a date (RFC 3339 full-date, YYYY-MM-DD)",
+            Self::DateTime => "a date-time (RFC 3339)",
+            Self::Time => "a time (RFC 3339 full-time)",
+            Self::Email => "an email address",
+            Self::Uuid => "a UUID",
+            Self::Ipv4 => "an IPv4 address",
+            Self::Ipv6 => "an IPv6 address",
+            Self::Hostname => "a hostname (RFC 1123)",
+            Self::Duration => "a duration (ISO 8601, e.g. P1DT2H)",
+        }
+    }
+
+    pub fn check(self, s: &str) -> bool {
+        match self {
+            Self::Date => date(s.as_bytes()),
+            Self::DateTime => date_time(s.as_bytes()),
+            Self::Time => time(s.as_bytes()),
+            Self::Email => email(s),
+            Self::Uuid => uuid(s.as_bytes()),
+            Self::Ipv4 => s.parse::<Ipv4Addr>().is_ok(),
+            Self::Ipv6 => s.parse::<Ipv6Addr>().is_ok(),
+            Self::Hostname => hostname(s),
+            Self::Duration => duration(s.as_bytes()),
+        }
+    }
+}
+
+fn digits(b: &[u8]) -> Option<u32> {
+    if b.is_empty() || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(b.iter().fold(0, |v, &d| v * 10 + u32::from(d - b'0')))
+}
+
+fn date(b: &[u8]) -> bool {
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let (Some(y), Some(m), Some(d)) = (digits(&b[..4]), digits(&b[5..7]), digits(&b[8..])) else {
+        return false;
+    };
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&d)
+}
+
+#[allow(clippy::many_single_char_names)] // h, m, s: the RFC's own names
+fn time(b: &[u8]) -> bool {
+    // HH:MM:SS[.frac](Z|±HH:MM)
+    if b.len() < 9 || b[2] != b':' || b[5] != b':' {
+        return false;
+    }
+    let (Some(h), Some(m), Some(s)) = (digits(&b[..2]), digits(&b[3..5]), digits(&b[6..8])) else {
+        return false;
+    };
+    let mut i = 8;
+    if b[i] == b'.' {
+        let start = i + 1;
+        i = start;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == start {
+            return false;
+        }
+    }
+    let offset_minutes: i64 = match &b[i..] {
+        [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), oh1, oh2, b':', om1, om2] => {
+            let (Some(oh), Some(om)) = (digits(&[*oh1, *oh2]), digits(&[*om1, *om2])) else {
+                return false;
+            };
+            if oh > 23 || om > 59 {
+                return false;
+            }
+            let v = i64::from(oh * 60 + om);
+            if *sign == b'-' {
+                -v
+            } else {
+                v
+            }
+        }
+        _ => return false,
+    };
+    if h > 23 || m > 59 || s > 60 {
+        return false;
+    }
+    if s == 60 {
+        // A leap second is only valid at 23:59:60 UTC.
+        let utc = (i64::from(h * 60 + m) - offset_minutes).rem_euclid(24 * 60);
+        return utc == 23 * 60 + 59;
+    }
+    true
+}
+
+fn date_time(b: &[u8]) -> bool {
+    b.len() > 11 && matches!(b[10], b'T' | b't') && date(&b[..10]) && time(&b[11..])
+}
+
+fn uuid(b: &[u8]) -> bool {
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, &c)| {
+            if matches!(i, 8 | 13 | 18 | 23) {
+                c == b'-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        })
+}
+
+fn hostname(s: &str) -> bool {
+    let s = s.strip_suffix('.').unwrap_or(s);
+    if s.is_empty() || s.len() > 253 {
+        return false;
+    }
+    s.split('.').all(|label| {
+        let b = label.as_bytes();
+        !b.is_empty()
+            && b.len() <= 63
+            && b.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'-')
+            && b[0] != b'-'
+            && b[b.len() - 1] != b'-'
+    })
+}
+
+fn email(s: &str) -> bool {
+    let Some((local, domain)) = s.rsplit_once('@') else {
+        return false;
+    };
+    if local.is_empty() || domain.is_empty() {
+        return false;
+    }
+    let local_ok = if local.len() >= 2 && local.starts_with('"') && local.ends_with('"') {
+        true
+    } else {
+        !local.starts_with('.')
+            && !local.ends_with('.')
+            && !local.contains("..")
+            && !local.contains('@')
+            && !local.chars().any(|c| c.is_whitespace() || c.is_control())
+    };
+    let domain_ok = if let Some(lit) = domain.strip_prefix('[').and_then(|d| d.strip_suffix(']')) {
+        lit.parse::<Ipv4Addr>().is_ok()
+            || lit
+                .strip_prefix("IPv6:")
+                .is_some_and(|v6| v6.parse::<Ipv6Addr>().is_ok())
+    } else {
+        // Internationalised domains are allowed: only reject what no domain can contain.
+        !domain.starts_with('.')
+            && !domain.ends_with('.')
+            && !domain.contains("..")
+            && !domain
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control() || c == '@')
+    };
+    local_ok && domain_ok
+}
+
+/// RFC 3339 appendix A durations; a decimal fraction is allowed on the last component, as
+/// ISO 8601 permits and common parsers accept.
+fn duration(b: &[u8]) -> bool {
+    let Some(rest) = b.strip_prefix(b"P") else {
+        return false;
+    };
+    if rest.is_empty() {
+        return false;
+    }
+    // Weeks stand alone.
+    if let Some(n) = rest.strip_suffix(b"W") {
+        return number(n, true);
+    }
+    let (date_part, time_part) = match rest.iter().position(|&c| c == b'T') {
+        Some(t) => (&rest[..t], Some(&rest[t + 1..])),
+        None => (rest, None),
+    };
+    let date_ok = components(date_part, b"YMD", time_part.is_none());
+    let time_ok = match time_part {
+        Some(t) => !t.is_empty() && components(t, b"HMS", true),
+        None => true,
+    };
+    date_ok && time_ok && !(date_part.is_empty() && time_part.is_none())
+}
+
+/// Components `<number><unit>` with units in the given order, each at most once.
+fn components(mut s: &[u8], units: &[u8], fraction_last: bool) -> bool {
+    let mut next_unit = 0;
+    while !s.is_empty() {
+        let Some(end) = s.iter().position(u8::is_ascii_alphabetic) else {
+            return false;
+        };
+        let Some(k) = units[next_unit..].iter().position(|&u| u == s[end]) else {
+            return false;
+        };
+        let is_last = end + 1 == s.len();
+        if !number(&s[..end], fraction_last && is_last) {
+            return false;
+        }
+        next_unit += k + 1;
+        s = &s[end + 1..];
+    }
+    true
+}
+
+fn number(n: &[u8], allow_fraction: bool) -> bool {
+    let (int, frac) = match n.iter().position(|&c| c == b'.' || c == b',') {
+        Some(p) if allow_fraction => (&n[..p], Some(&n[p + 1..])),
+        Some(_) => return false,
+        None => (n, None),
+    };
+    !int.is_empty()
+        && int.iter().all(u8::is_ascii_digit)
+        && frac.map_or(true, |f| !f.is_empty() && f.iter().all(u8::is_ascii_digit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(f: Format, s: &str) -> bool {
+        f.check(s)
+    }
+
+    #[test]
+    fn dates() {
+        assert!(ok(Format::Date, "2024-02-29"));
+        assert!(!ok(Format::Date, "2023-02-29"));
+        assert!(ok(Format::Date, "2000-02-29"));
+        assert!(!ok(Format::Date, "1900-02-29"));
+        assert!(!ok(Format::Date, "2024-13-01"));
+        assert!(!ok(Format::Date, "2024-04-31"));
+        assert!(!ok(Format::Date, "2024-4-01"));
+        assert!(!ok(Format::Date, "2024-04-01T"));
+    }
+
+    #[test]
+    fn times() {
+        assert!(ok(Format::Time, "08:30:06Z"));
+        assert!(ok(Format::Time, "08:30:06.283185+01:00"));
+        assert!(ok(Format::Time, "23:59:60Z"));
+        assert!(ok(Format::Time, "15:59:60-08:00"));
+        assert!(!ok(Format::Time, "22:59:60Z"));
+        assert!(!ok(Format::Time, "08:30:06"));
+        assert!(!ok(Format::Time, "24:00:00Z"));
+        assert!(!ok(Format::Time, "08:30:06+24:00"));
+        assert!(!ok(Format::Time, "08:30:06."));
+    }
+
+    #[test]
+    fn date_times() {
+        assert!(ok(Format::DateTime, "1963-06-19T08:30:06.283185Z"));
+        assert!(ok(Format::DateTime, "1963-06-19t08:30:06z"));
+        assert!(ok(Format::DateTime, "1998-12-31T23:59:60Z"));
+        assert!(!ok(Format::DateTime, "1963-06-19 08:30:06Z"));
+        assert!(!ok(Format::DateTime, "1963-06-19T08:30:06"));
+        assert!(!ok(Format::DateTime, "06/19/1963 08:30:06 PST"));
+    }
+
+    #[test]
+    fn others() {
+        assert!(ok(Format::Uuid, "2EB8AA08-AA98-11EA-B4AA-73B441D16380"));
+        assert!(!ok(Format::Uuid, "2eb8aa08aa9811eab4aa73b441d16380"));
+        assert!(ok(Format::Ipv4, "192.168.0.1"));
+        assert!(!ok(Format::Ipv4, "087.10.0.1"));
+        assert!(!ok(Format::Ipv4, "256.0.0.1"));
+        assert!(ok(Format::Ipv6, "::ffff:192.168.0.1"));
+        assert!(!ok(Format::Ipv6, "fe80::1%eth0"));
+        assert!(ok(Format::Hostname, "www.example.com"));
+        assert!(ok(Format::Hostname, "example.com."));
+        assert!(!ok(Format::Hostname, "-bad.example"));
+        assert!(!ok(Format::Hostname, "a..b"));
+        assert!(ok(Format::Email, "joe.bloggs@example.com"));
+        assert!(ok(Format::Email, "\"joe bloggs\"@example.com"));
+        assert!(ok(Format::Email, "joe@[127.0.0.1]"));
+        assert!(!ok(Format::Email, "joe..bloggs@example.com"));
+        assert!(!ok(Format::Email, "example.com"));
+        assert!(!ok(Format::Email, "@example.com"));
+    }
+
+    #[test]
+    fn durations() {
+        for s in [
+            "P4DT12H30M5S",
+            "P1W",
+            "PT1.5S",
+            "P1Y",
+            "PT36H",
+            "P0D",
+            "P1M",
+            "PT1M",
+        ] {
+            assert!(ok(Format::Duration, s), "{s}");
+        }
+        for s in [
+            "P", "PT", "P1", "1D", "P1D2H", "PT1D", "P1S", "P2D1Y", "P1W1D", "P1.5DT1H",
+        ] {
+            assert!(!ok(Format::Duration, s), "{s}");
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! The schema pre-check: a JSON Schema subset compiled once per tool ([`ToolSchema`], held in a
+//! shared [`ToolRegistry`]) and checked while the arguments stream in ([`Checker`], one per
+//! call, driven by the scanner's [`Visitor`](crate::visit::Visitor) events).
+//!
+//! Design notes:
+//! - The pre-check is an early warning, not the validator: the final validation (Pydantic on
+//!   the finished text) decides. So the one hard rule is soundness: the pre-check never rejects
+//!   an instance the schema accepts, and it speaks at the earliest byte at which no continuation
+//!   can make the value valid. Anything it cannot decide soundly it ignores and reports as
+//!   [`Unsupported`] at compile time.
+//! - Offsets come from scanner events, which are absolute, and every decision is made per
+//!   decoded byte, so errors are identical for every split of the input.
+//! - Layout: `compile` (schema → arena), `check` (events → errors), and one module per
+//!   building block (`decimal`, `trie`, `format`, `pattern`, `canon`, `registry`).
+
+mod canon;
+mod check;
+mod compile;
+mod decimal;
+mod format;
+mod pattern;
+mod registry;
+mod trie;
+
+#[cfg(test)]
+mod testgen;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+pub use check::{Checker, MAX_ERRORS};
+pub use registry::ToolRegistry;
+
+/// A compiled tool schema; build once with [`ToolSchema::compile`] and share it (in an `Arc`)
+/// between every call of the tool.
+#[derive(Debug)]
+pub struct ToolSchema {
+    nodes: Vec<compile::Node>,
+    root: compile::NodeId,
+    unsupported: Vec<Unsupported>,
+}
+
+impl ToolSchema {
+    /// Compiles `schema`, returning the pre-check and the keywords it ignores.
+    ///
+    /// # Errors
+    /// A [`SchemaError`] when the schema is malformed (a keyword with a value of the wrong kind,
+    /// a local `$ref` that points nowhere, nesting deeper than 256 levels).
+    pub fn compile(schema: &serde_json::Value) -> Result<(Self, Vec<Unsupported>), SchemaError> {
+        let compiled = compile::compile(schema)?;
+        let unsupported = compiled.unsupported;
+        let me = Self {
+            nodes: compiled.nodes,
+            root: compiled.root,
+            unsupported: unsupported.clone(),
+        };
+        Ok((me, unsupported))
+    }
+
+    /// The keywords this schema's pre-check ignores (as returned by [`ToolSchema::compile`]).
+    #[must_use]
+    pub fn unsupported(&self) -> &[Unsupported] {
+        &self.unsupported
+    }
+
+    /// True when the pre-check can never reject anything (the schema is `true` or `{}`, or
+    /// everything in it is unsupported).
+    #[must_use]
+    pub fn is_trivial(&self) -> bool {
+        self.nodes
+            .get(self.root as usize)
+            .map_or(true, |n| n.trivial)
+    }
+}
+
+/// A schema keyword the pre-check ignores (the final validation still applies it).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Unsupported {
+    /// The keyword, e.g. `allOf`, `patternProperties`, `format` (for a format name it does not
+    /// know), `$ref` (remote, anchor or a cycle that consumes no input).
+    pub keyword: String,
+    /// JSON Pointer of the subschema that holds the keyword (`""` for the root).
+    pub pointer: String,
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at {:?}", self.keyword, self.pointer)
+    }
+}
+
+/// A malformed schema (misuse: raised to the developer who registered the tool).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaError {
+    /// JSON Pointer of the offending keyword.
+    pub pointer: String,
+    /// What is wrong, lowercase.
+    pub message: String,
+}
+
+impl fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.pointer.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{} (at {})", self.message, self.pointer)
+        }
+    }
+}
+
+impl std::error::Error for SchemaError {}
+
+/// Appends one RFC 6901 reference token (`~` as `~0`, `/` as `~1`).
+pub(crate) fn push_pointer_token(out: &mut String, token: &str) {
+    for c in token.chars() {
+        match c {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            _ => out.push(c),
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! `pattern`: ECMA-262 regular expressions run on the `regex` crate (linear time, no
+//! backtracking), searched unanchored as JSON Schema requires.
+//!
+//! Design notes:
+//! - The two dialects differ in a few atoms. A pattern is a positive expression (no complement
+//!   operator), so an atom that matches *more* in Rust than in ECMA can only make the check more
+//!   lenient, which is safe; an atom that matches *less* could reject a valid string. The
+//!   translation therefore rewrites the atoms whose Rust meaning is narrower or different:
+//!   `\d \w \s` and their negations become the exact ECMA sets (Rust's are Unicode-wide, so their
+//!   negations are narrower), `\b`/`\B` become ASCII word boundaries, `\uXXXX` and `\cX` become
+//!   `\x{..}`, and a literal `[` inside a class is escaped (Rust reads it as a nested class).
+//! - Anything the crate cannot compile (lookaround, backreferences, `\p{..}` without the
+//!   gencat tables) is reported as unsupported and not checked; the final validation decides.
+//! - Checked at string end only: testing prefix viability would need the DFA's internal state,
+//!   and tool-call strings are short.
+
+use std::fmt::Write as _;
+
+use regex::Regex;
+
+/// ECMA-262 `\s` (`WhiteSpace` and `LineTerminator`), exactly.
+const ECMA_SPACE: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+const ECMA_WORD: &str = "0-9A-Za-z_";
+const ECMA_DIGIT: &str = "0-9";
+
+/// Compiles an ECMA-262 pattern, or `None` when it uses something this module cannot run.
+pub(crate) fn compile(pattern: &str) -> Option<Regex> {
+    let translated = translate(pattern)?;
+    regex::RegexBuilder::new(&translated)
+        .size_limit(1 << 22)
+        .build()
+        .ok()
+}
+
+fn class_escape(c: char) -> Option<(&'static str, bool)> {
+    Some(match c {
+        'd' => (ECMA_DIGIT, false),
+        'D' => (ECMA_DIGIT, true),
+        'w' => (ECMA_WORD, false),
+        'W' => (ECMA_WORD, true),
+        's' => (ECMA_SPACE, false),
+        'S' => (ECMA_SPACE, true),
+        _ => return None,
+    })
+}
+
+fn translate(p: &str) -> Option<String> {
+    let chars: Vec<char> = p.chars().collect();
+    let mut out = String::with_capacity(p.len() + 8);
+    let mut i = 0;
+    let mut in_class = false;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\\' => {
+                let e = *chars.get(i + 1)?;
+                i += 2;
+                if let Some((set, negated)) = class_escape(e) {
+                    out.push_str(if negated { "[^" } else { "[" });
+                    out.push_str(set);
+                    out.push(']');
+                    continue;
+                }
+                match e {
+                    'b' if in_class => out.push_str(r"\x08"),
+                    'b' => out.push_str(r"(?-u:\b)"),
+                    'B' => out.push_str(r"(?-u:\B)"),
+                    'u' => {
+                        let (cp, used) = unicode_escape(&chars[i..])?;
+                        i += used;
+                        push_codepoint(&mut out, cp);
+                    }
+                    'x' => {
+                        let hex: String = chars.get(i..i + 2)?.iter().collect();
+                        let cp = u32::from_str_radix(&hex, 16).ok()?;
+                        i += 2;
+                        push_codepoint(&mut out, cp);
+                    }
+                    'c' => {
+                        let letter = chars.get(i)?;
+                        if !letter.is_ascii_alphabetic() {
+                            return None;
+                        }
+                        i += 1;
+                        push_codepoint(&mut out, u32::from(*letter) % 32);
+                    }
+                    '0' if !chars.get(i).is_some_and(char::is_ascii_digit) => out.push_str(r"\x00"),
+                    't' | 'n' | 'r' | 'f' | 'v' => {
+                        out.push_str(match e {
+                            't' => r"\t",
+                            'n' => r"\n",
+                            'r' => r"\r",
+                            'f' => r"\x0C",
+                            _ => r"\x0B",
+                        });
+                    }
+                    // Unicode property escapes: passed through; they compile only when the
+                    // regex crate has the tables, and are unsupported otherwise.
+                    'p' | 'P' => {
+                        out.push('\\');
+                        out.push(e);
+                    }
+                    // Backreferences and anything else alphanumeric: not translatable.
+                    _ if e.is_ascii_alphanumeric() => return None,
+                    _ => push_literal(&mut out, e),
+                }
+                continue;
+            }
+            '[' if in_class => out.push_str(r"\["),
+            '[' => {
+                in_class = true;
+                out.push('[');
+                if chars.get(i + 1) == Some(&'^') {
+                    out.push('^');
+                    i += 1;
+                }
+                // ECMA `[]` matches nothing and `[^]` anything; Rust reads `]` as a literal.
+                if matches!(chars.get(i + 1), Some(']') | None) {
+                    return None;
+                }
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(']');
+            }
+            '&' | '~' if in_class => {
+                out.push('\\');
+                out.push(c);
+            }
+            '-' if in_class && chars.get(i + 1) == Some(&'-') => return None,
+            _ => out.push(c),
+        }
+        i += 1;
+    }
+    Some(out)
+}
+
+fn unicode_escape(rest: &[char]) -> Option<(u32, usize)> {
+    if rest.first() == Some(&'{') {
+        let end = rest.iter().position(|&c| c == '}')?;
+        let hex: String = rest[1..end].iter().collect();
+        return Some((u32::from_str_radix(&hex, 16).ok()?, end + 1));
+    }
+    let hex: String = rest.get(..4)?.iter().collect();
+    let hi = u32::from_str_radix(&hex, 16).ok()?;
+    if (0xD800..0xDC00).contains(&hi) && rest.get(4) == Some(&'\\') && rest.get(5) == Some(&'u') {
+        let hex: String = rest.get(6..10)?.iter().collect();
+        let lo = u32::from_str_radix(&hex, 16).ok()?;
+        if (0xDC00..0xE000).contains(&lo) {
+            return Some((0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00), 10));
+        }
+    }
+    Some((hi, 4))
+}
+
+fn push_codepoint(out: &mut String, cp: u32) {
+    let _ = write!(out, r"\x{{{cp:X}}}");
+}
+
+fn push_literal(out: &mut String, c: char) {
+    out.push_str(&regex::escape(c.encode_utf8(&mut [0; 4])));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(p: &str, s: &str) -> bool {
+        compile(p)
+            .unwrap_or_else(|| panic!("{p} should compile"))
+            .is_match(s)
+    }
+
+    #[test]
+    fn basics() {
+        assert!(m("^u_[0-9a-f]{8}$", "u_deadbeef"));
+        assert!(!m("^u_[0-9a-f]{8}$", "u_deadbeefx"));
+        assert!(m("a+", "xxaxx"), "unanchored search");
+        assert!(m(r"^\d+$", "123"));
+        assert!(!m(r"^\d+$", "١٢٣"), "ECMA \\d is ASCII only");
+        assert!(m(r"^\D$", "٣"), "ECMA \\D matches non-ASCII digits");
+        assert!(m(r"^\W$", "é"));
+        assert!(m(r"^\s$", "\u{feff}"));
+        assert!(m(r"^[^\s]$", "x"));
+        assert!(m(r"^\/a\.b$", "/a.b"));
+        assert!(m(r"^\u00e9\u{1F600}$", "é😀"));
+        assert!(m(r"^\ud83d\ude00$", "😀"));
+        assert!(m(r"^[a[]+$", "a[a"));
+        assert!(m(r"\bfoo\b", "a foo b"));
+        assert!(m(r"^\cJ$", "\n"));
+    }
+
+    #[test]
+    fn unsupported() {
+        for p in [r"(?=a)b", r"(a)\1", "[]", "[^]", r"\q"] {
+            assert!(compile(p).is_none(), "{p}");
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! Unit tests per keyword: verdict, error offset, path and detail, checked identical for every
+//! split point and for byte-by-byte feeding.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::testgen::drive;
+use super::{Checker, ToolSchema};
+use crate::error::Error;
+
+fn feed(schema: &Arc<ToolSchema>, text: &str, splits: &[usize]) -> Vec<Error> {
+    let mut c = Checker::new(Arc::clone(schema));
+    drive(text, splits, &mut c);
+    c.finish(text.len()).to_vec()
+}
+
+/// Errors for `text`, asserting they are the same for every split.
+fn run(schema: &Value, text: &str) -> Vec<Error> {
+    let (compiled, _) = ToolSchema::compile(schema).expect("schema compiles");
+    let compiled = Arc::new(compiled);
+    let whole = feed(&compiled, text, &[]);
+    for k in 0..=text.len() {
+        assert_eq!(feed(&compiled, text, &[k]), whole, "split at {k} of {text}");
+    }
+    let all: Vec<usize> = (0..=text.len()).collect();
+    assert_eq!(feed(&compiled, text, &all), whole, "bytewise {text}");
+    whole
+}
+
+/// The single error's (offset, path, keyword).
+fn one(schema: &Value, text: &str) -> (usize, String, String) {
+    let errs = run(schema, text);
+    assert_eq!(errs.len(), 1, "{text}: {errs:#?}");
+    let e = &errs[0];
+    (
+        e.offset,
+        e.path.clone(),
+        e.detail.as_ref().unwrap().keyword.clone(),
+    )
+}
+
+fn ok(schema: &Value, text: &str) {
+    let errs = run(schema, text);
+    assert!(errs.is_empty(), "{text}: {errs:#?}");
+}
+
+fn at(offset: usize, path: &str, keyword: &str) -> (usize, String, String) {
+    (offset, path.to_owned(), keyword.to_owned())
+}
+
+fn tool() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "title": {"type": "string", "maxLength": 5},
+            "priority": {"enum": ["low", "high"]},
+            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+            "count": {"type": "integer", "minimum": 1, "maximum": 100}
+        },
+        "required": ["title", "priority"],
+        "additionalProperties": false
+    })
+}
+
+#[test]
+fn valid_tool_call() {
+    ok(
+        &tool(),
+        r#"{"title":"hi","priority":"low","tags":["a","b"],"count":100}"#,
+    );
+    ok(
+        &tool(),
+        r#"{ "priority" : "high" , "title" : "\u00e9\u00e9\u00e9\u00e9\u00e9" }"#,
+    );
+}
+
+#[test]
+fn type_at_first_byte() {
+    let s = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+    assert_eq!(one(&s, r#"{"a":12}"#), at(5, "/a", "type"));
+    assert_eq!(one(&s, "[1]"), at(0, "", "type"));
+    let errs = run(&s, r#"{"a":{"b":1}}"#);
+    let d = errs[0].detail.as_ref().unwrap();
+    assert_eq!((d.expected.as_str(), d.got.as_str()), ("string", "object"));
+    assert_eq!(errs[0].message, "expected string, got object");
+}
+
+#[test]
+fn integer_versus_number() {
+    let s = json!({"type": "integer"});
+    for t in ["1", "1.0", "1e2", "-0", "12.50e1"] {
+        ok(&s, t);
+    }
+    let errs = run(
+        &json!({"properties": {"n": {"type": "integer"}}}),
+        r#"{"n":1.5}"#,
+    );
+    assert_eq!(errs[0].offset, 8, "at number end");
+    assert_eq!(errs[0].detail.as_ref().unwrap().got, "number");
+    assert_eq!(errs[0].detail.as_ref().unwrap().expected, "integer");
+    ok(&json!({"type": ["integer", "string"]}), "\"x\"");
+    ok(&json!({"type": "number"}), "1");
+}
+
+#[test]
+fn unknown_key_at_first_impossible_byte() {
+    // "tit" is a prefix of "title"; "tix" is not: rejected at the 'x'.
+    let errs = run(&tool(), r#"{"tix":1,"title":"a","priority":"low"}"#);
+    assert_eq!(errs.len(), 1);
+    let e = &errs[0];
+    assert_eq!(e.offset, 4);
+    assert_eq!(e.path, "/tix", "completed with the whole key");
+    let d = e.detail.as_ref().unwrap();
+    assert_eq!(d.keyword, "additionalProperties");
+    assert_eq!(d.got, "tix");
+    assert_eq!(
+        d.expected,
+        r#"no properties other than "title", "priority", "tags", "count""#
+    );
+    assert_eq!(e.message, r#"unexpected property "tix""#);
+    // A key that is a strict prefix of an allowed key fails at its closing quote.
+    assert_eq!(
+        one(&tool(), r#"{"tit":1,"title":"a","priority":"low"}"#),
+        at(5, "/tit", "additionalProperties")
+    );
+    // Escaped bytes are judged decoded: "\u0074itle" is "title".
+    ok(&tool(), r#"{"\u0074itle":"a","priority":"low"}"#);
+    // Unknown keys are allowed without additionalProperties: false.
+    ok(&json!({"properties": {"a": {}}}), r#"{"b":1}"#);
+}
+
+#[test]
+fn unknown_key_with_escaped_pointer_path() {
+    let s = json!({"additionalProperties": false});
+    let errs = run(&s, r#"{"a/b~":1}"#);
+    assert_eq!(errs[0].offset, 2);
+    assert_eq!(errs[0].path, "/a~1b~0");
+    ok(&s, "{}");
+}
+
+#[test]
+fn additional_properties_schema() {
+    let s = json!({"properties": {"a": {}}, "additionalProperties": {"type": "boolean"}});
+    ok(&s, r#"{"a":1,"b":true}"#);
+    assert_eq!(one(&s, r#"{"a":1,"b":2}"#), at(11, "/b", "type"));
+}
+
+#[test]
+fn pattern_properties_disables_unknown_key_rejection() {
+    let s = json!({"properties": {"a": {}}, "patternProperties": {"^x": {}}, "additionalProperties": false});
+    ok(&s, r#"{"xyz":1}"#);
+    ok(&s, r#"{"zzz":1}"#); // conservative: patterns are not evaluated
+}
+
+#[test]
+fn required_at_close() {
+    let errs = run(&tool(), r#"{"title":"a"}"#);
+    assert_eq!(errs.len(), 1);
+    assert_eq!(errs[0].offset, 12);
+    assert_eq!(errs[0].path, "/priority");
+    assert_eq!(errs[0].message, r#"missing required property "priority""#);
+    let errs = run(&tool(), "{}");
+    assert_eq!(errs.len(), 2, "one error per missing property");
+}
+
+#[test]
+fn string_enum_prefix() {
+    // "lo" ok, "lx" impossible: rejected at the x.
+    let errs = run(&tool(), r#"{"title":"a","priority":"lxw"}"#);
+    assert_eq!(errs.len(), 1);
+    let e = &errs[0];
+    assert_eq!((e.offset, e.path.as_str()), (26, "/priority"));
+    let d = e.detail.as_ref().unwrap();
+    assert_eq!(d.expected, r#"one of "low", "high""#);
+    assert_eq!(d.got, "lxw", "completed at string end");
+    // A prefix of an allowed value fails at the closing quote.
+    assert_eq!(
+        one(&tool(), r#"{"title":"a","priority":"lo"}"#),
+        at(27, "/priority", "enum")
+    );
+    // Decoded comparison: \u006c is 'l'.
+    ok(&tool(), r#"{"title":"a","priority":"\u006cow"}"#);
+    // Wrong kind for every enum member: at the first byte.
+    assert_eq!(
+        one(&tool(), r#"{"title":"a","priority":3}"#),
+        at(24, "/priority", "enum")
+    );
+}
+
+#[test]
+fn max_length_counts_code_points() {
+    let s = json!({"type": "string", "maxLength": 2});
+    ok(&s, r#""éé""#);
+    ok(&s, r#""😀😀""#);
+    ok(&s, r#""\ud83d\ude00a""#);
+    // 'é' is 2 bytes: the third code point starts at byte 5.
+    let errs = run(&s, r#""ééx""#);
+    assert_eq!(errs[0].offset, 5);
+    assert_eq!(errs[0].detail.as_ref().unwrap().got, "ééx");
+    // An escape counts at its last byte.
+    assert_eq!(one(&s, r#""ab\n""#).0, 4);
+}
+
+#[test]
+fn min_length_at_close() {
+    let s = json!({"minLength": 3});
+    ok(&s, r#""abc""#);
+    ok(&s, "12");
+    assert_eq!(one(&s, r#""ab""#), at(3, "", "minLength"));
+}
+
+#[test]
+fn max_items_when_extra_element_starts() {
+    let errs = run(
+        &tool(),
+        r#"{"title":"a","priority":"low","tags":["a","b","c","d"]}"#,
+    );
+    assert_eq!(errs.len(), 1, "only the first extra element");
+    assert_eq!((errs[0].offset, errs[0].path.as_str()), (46, "/tags"));
+    assert_eq!(errs[0].detail.as_ref().unwrap().expected, "at most 2 items");
+}
+
+#[test]
+fn min_items_and_prefix_items() {
+    let s = json!({"prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false, "minItems": 2});
+    ok(&s, r#"["a",1]"#);
+    assert_eq!(one(&s, r#"["a"]"#), at(4, "", "minItems"));
+    assert_eq!(one(&s, r#"["a",1,2]"#), at(7, "/2", "false"));
+    assert_eq!(one(&s, "[1,1]"), at(1, "/0", "type"));
+}
+
+#[test]
+fn numeric_bounds_only_at_number_end() {
+    let s = json!({"minimum": 10, "exclusiveMaximum": 100});
+    ok(&s, "10");
+    ok(&s, "99.999");
+    ok(&s, "1e1");
+    ok(&s, "[1]");
+    let errs = run(&json!({"properties": {"n": {"minimum": 10}}}), r#"{"n":1}"#);
+    assert_eq!(errs[0].offset, 6, "the byte after the number");
+    assert_eq!(errs[0].detail.as_ref().unwrap().expected, "a number >= 10");
+    assert_eq!(errs[0].detail.as_ref().unwrap().got, "1");
+    assert_eq!(one(&s, "100").2, "exclusiveMaximum");
+    assert_eq!(one(&s, "9.99").2, "minimum");
+    let errs = run(&tool(), r#"{"title":"a","priority":"low","count":0}"#);
+    assert_eq!(
+        errs[0].detail.as_ref().unwrap().expected,
+        "a number >= 1 and <= 100"
+    );
+}
+
+#[test]
+fn multiple_of_is_exact() {
+    let s = json!({"multipleOf": 0.01});
+    ok(&s, "19.99");
+    ok(&s, "1e2");
+    ok(&s, "0");
+    assert_eq!(one(&s, "19.999"), at(6, "", "multipleOf"));
+    ok(&json!({"multipleOf": 0.1}), "0.3");
+    ok(&json!({"multipleOf": 10}), "1e2");
+}
+
+#[test]
+fn numeric_enum_and_const() {
+    let s = json!({"enum": [1, 2.5, "x"]});
+    ok(&s, "1.0");
+    ok(&s, "25e-1");
+    ok(&s, "\"x\"");
+    assert_eq!(one(&s, "3"), at(1, "", "enum"));
+    let c = json!({"const": false});
+    ok(&c, "false");
+    assert_eq!(one(&c, "true"), at(3, "", "const"));
+    assert_eq!(one(&c, "0"), at(0, "", "const"));
+    assert_eq!(one(&json!({"const": null}), "false"), at(0, "", "const"));
+}
+
+#[test]
+fn container_enum_decided_at_close() {
+    let s = json!({"enum": [{"a": [1, {"b": null}]}, [true]]});
+    ok(&s, r#"{"a":[1.0,{"b":null}]}"#);
+    ok(&s, "[true]");
+    assert_eq!(one(&s, r#"{"a":[1,{"b":false}]}"#), at(20, "", "enum"));
+    assert_eq!(one(&s, "[true,true]"), at(10, "", "enum"));
+    assert_eq!(one(&s, "\"x\""), at(0, "", "enum"));
+    let c = json!({"properties": {"p": {"const": {"x": 1, "y": 2}}}});
+    ok(&c, r#"{"p":{"y":2,"x":1}}"#);
+    assert_eq!(one(&c, r#"{"p":{"x":1}}"#), at(11, "/p", "const"));
+}
+
+#[test]
+fn pattern_at_string_end() {
+    let s = json!({"properties": {"id": {"type": "string", "pattern": "^u_[0-9a-f]{8}$"}}});
+    ok(&s, r#"{"id":"u_0123abcd"}"#);
+    let errs = run(&s, r#"{"id":"u_0123abcz"}"#);
+    let e = &errs[0];
+    assert_eq!((e.offset, e.path.as_str()), (17, "/id"));
+    assert_eq!(
+        e.detail.as_ref().unwrap().expected,
+        "a string matching ^u_[0-9a-f]{8}$"
+    );
+    ok(&json!({"pattern": "b"}), r#""abc""#);
+}
+
+#[test]
+fn formats() {
+    let s = json!({"format": "date-time"});
+    ok(&s, r#""2024-05-01T10:00:00Z""#);
+    let errs = run(&s, r#""2024-05-01 10:00""#);
+    assert_eq!(errs[0].offset, 17);
+    assert_eq!(
+        errs[0].detail.as_ref().unwrap().expected,
+        "a date-time (RFC 3339)"
+    );
+    ok(&s, "12");
+    let (_, unsupported) = ToolSchema::compile(&json!({"format": "uri"})).unwrap();
+    assert_eq!(unsupported[0].keyword, "format");
+    ok(&json!({"format": "uri"}), r#""not a uri""#);
+}
+
+#[test]
+fn any_of_keeps_possible_branches() {
+    let s =
+        json!({"anyOf": [{"type": "string", "maxLength": 2}, {"type": "number", "minimum": 5}]});
+    ok(&s, r#""ab""#);
+    ok(&s, "7");
+    assert_eq!(one(&s, "null"), at(0, "", "anyOf"));
+    assert_eq!(one(&s, r#""abc""#), at(3, "", "anyOf"));
+    assert_eq!(one(&s, "1"), at(1, "", "anyOf"));
+    let e = &run(&s, "true")[0];
+    assert_eq!(e.detail.as_ref().unwrap().expected, "string or number");
+}
+
+#[test]
+fn any_of_over_objects_eliminates_inside() {
+    let s = json!({"properties": {"x": {"anyOf": [
+        {"type": "object", "properties": {"k": {"const": "a"}, "v": {"type": "string"}}, "additionalProperties": false},
+        {"type": "object", "properties": {"k": {"const": "b"}, "v": {"type": "integer"}}, "additionalProperties": false},
+        {"type": "null"}
+    ]}}});
+    ok(&s, r#"{"x":{"k":"a","v":"s"}}"#);
+    ok(&s, r#"{"x":{"k":"b","v":1}}"#);
+    ok(&s, r#"{"x":null}"#);
+    // "c" kills both object branches inside the string; null died at '{'.
+    assert_eq!(one(&s, r#"{"x":{"k":"c"}}"#), at(11, "/x", "anyOf"));
+    assert_eq!(one(&s, r#"{"x":{"k":"a","v":1}}"#), at(18, "/x", "anyOf"));
+    assert_eq!(one(&s, r#"{"x":{"z":1}}"#), at(7, "/x", "anyOf"));
+}
+
+#[test]
+fn one_of_exactly_one() {
+    let s = json!({"oneOf": [{"type": "integer"}, {"minimum": 2}]});
+    ok(&s, "1");
+    ok(&s, "2.5");
+    assert_eq!(one(&s, "3"), at(1, "", "oneOf"));
+    assert_eq!(one(&s, "1.5"), at(3, "", "oneOf"));
+    // An inexact branch (unsupported keyword) never counts as a second match.
+    let loose = json!({"oneOf": [{"type": "integer"}, {"minimum": 2, "not": {"const": 3}}]});
+    ok(&loose, "3");
+}
+
+#[test]
+fn refs_and_recursion() {
+    let s = json!({
+        "$defs": {"node": {"type": "object", "properties": {
+            "value": {"type": "integer"},
+            "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}
+        }, "additionalProperties": false}},
+        "$ref": "#/$defs/node"
+    });
+    ok(&s, r#"{"value":1,"children":[{"value":2,"children":[]}]}"#);
+    assert_eq!(
+        one(
+            &s,
+            r#"{"value":1,"children":[{"value":2,"children":[{"value":"x"}]}]}"#
+        ),
+        at(55, "/children/0/children/0/value", "type")
+    );
+    assert_eq!(
+        one(&s, r#"{"children":[{"valu":1}]}"#),
+        at(19, "/children/0/valu", "additionalProperties")
+    );
+    let escaped = json!({"$defs": {"a/b": {"type": "string"}, "c%d": {"type": "null"}},
+        "properties": {"x": {"$ref": "#/$defs/a~1b"}, "y": {"$ref": "#/$defs/c%25d"}}});
+    ok(&escaped, r#"{"x":"s","y":null}"#);
+    assert_eq!(one(&escaped, r#"{"x":1}"#), at(5, "/x", "type"));
+    assert_eq!(one(&escaped, r#"{"y":1}"#), at(5, "/y", "type"));
+    let root = json!({"properties": {"next": {"$ref": "#"}, "v": {"type": "string"}}});
+    assert_eq!(
+        one(&root, r#"{"next":{"next":{"v":1}}}"#),
+        at(21, "/next/next/v", "type")
+    );
+    let defs =
+        json!({"definitions": {"x": {"type": "boolean"}}, "items": {"$ref": "#/definitions/x"}});
+    assert_eq!(one(&defs, "[true,1]"), at(6, "/1", "type"));
+}
+
+#[test]
+fn cycles_without_input_are_cut() {
+    let (_, unsupported) = ToolSchema::compile(&json!({"$ref": "#"})).unwrap();
+    assert_eq!(unsupported.len(), 1);
+    ok(&json!({"$ref": "#"}), "1");
+    ok(&json!({"anyOf": [{"$ref": "#"}, {"type": "string"}]}), "1");
+    ok(
+        &json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}),
+        "1",
+    );
+}
+
+#[test]
+fn boolean_schemas() {
+    ok(&json!(true), r#"{"a":[1,2,{"b":"c"}]}"#);
+    assert_eq!(one(&json!(false), r#"{"a":1}"#), at(0, "", "false"));
+    let s = json!({"properties": {"no": false}});
+    assert_eq!(one(&s, r#"{"no":1}"#), at(4, "/no", "properties"));
+    ok(&s, r#"{"yes":1}"#);
+}
+
+#[test]
+fn nullable_openapi_is_lenient() {
+    let s = json!({"type": "string", "nullable": true, "enum": ["a"]});
+    ok(&s, "null");
+    ok(&s, r#""a""#);
+}
+
+#[test]
+fn errors_collect_without_cascading() {
+    let errs = run(
+        &tool(),
+        r#"{"title":"toolong","priority":"mid","x":{"deep":[1,2,3]},"count":0}"#,
+    );
+    let kinds: Vec<&str> = errs
+        .iter()
+        .map(|e| e.detail.as_ref().unwrap().keyword.as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["maxLength", "enum", "additionalProperties", "minimum"]
+    );
+    let offsets: Vec<usize> = errs.iter().map(|e| e.offset).collect();
+    let mut sorted = offsets.clone();
+    sorted.sort_unstable();
+    assert_eq!(offsets, sorted);
+}
+
+#[test]
+fn at_most_eight_errors() {
+    let s = json!({"items": {"type": "string"}});
+    let errs = run(&s, "[1,2,3,4,5,6,7,8,9,10]");
+    assert_eq!(errs.len(), super::MAX_ERRORS);
+    assert_eq!(errs[0].path, "/0");
+}
+
+#[test]
+fn got_is_cut_to_200_chars() {
+    let long = "x".repeat(300);
+    let errs = run(&json!({"enum": ["a"]}), &format!("\"{long}\""));
+    assert_eq!(errs[0].offset, 1);
+    assert_eq!(errs[0].detail.as_ref().unwrap().got.chars().count(), 201);
+}
+
+#[test]
+fn unsupported_keywords_are_reported_and_ignored() {
+    let s = json!({
+        "type": "object",
+        "allOf": [{"required": ["zzz"]}],
+        "properties": {"a": {"not": {"type": "string"}, "x-extra": 1}},
+        "if": {}, "then": {}, "dependentRequired": {}, "unevaluatedProperties": false
+    });
+    let (_, unsupported) = ToolSchema::compile(&s).unwrap();
+    let words: Vec<(&str, &str)> = unsupported
+        .iter()
+        .map(|u| (u.keyword.as_str(), u.pointer.as_str()))
+        .collect();
+    assert_eq!(
+        words,
+        [
+            ("allOf", ""),
+            ("if", ""),
+            ("then", ""),
+            ("dependentRequired", ""),
+            ("unevaluatedProperties", ""),
+            ("not", "/properties/a"),
+            ("x-extra", "/properties/a"),
+        ]
+    );
+    ok(&s, r#"{"a":"s"}"#);
+}
+
+#[test]
+fn malformed_schemas_are_errors() {
+    for bad in [
+        json!({"type": "strin"}),
+        json!({"required": "a"}),
+        json!({"minLength": -1}),
+        json!({"multipleOf": 0}),
+        json!({"$ref": "#/$defs/missing"}),
+        json!({"anyOf": []}),
+        json!(3),
+    ] {
+        assert!(ToolSchema::compile(&bad).is_err(), "{bad}");
+    }
+    let e = ToolSchema::compile(&json!({"properties": {"a": {"type": 1}}})).unwrap_err();
+    assert_eq!(e.pointer, "/properties/a/type");
+}
+
+#[test]
+fn remote_and_anchor_refs_are_unsupported() {
+    for r in ["http://example.com/s.json", "#anchor", "other.json#/a"] {
+        let s = json!({"$ref": r, "type": "string"});
+        let (_, u) = ToolSchema::compile(&s).unwrap();
+        assert_eq!(u[0].keyword, "$ref");
+        ok(&s, r#""x""#);
+    }
+}
+
+#[test]
+fn draft7_ref_ignores_siblings() {
+    let s = json!({"$schema": "http://json-schema.org/draft-07/schema#",
+        "definitions": {"s": {"type": "string"}},
+        "properties": {"a": {"$ref": "#/definitions/s", "maxLength": 1}}});
+    ok(&s, r#"{"a":"long"}"#);
+}

@@ -1,0 +1,133 @@
+"""Drive the real SDK clients (sync and async) against a registered route."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anthropic
+import openai
+
+if TYPE_CHECKING:
+    from .conftest import Route
+
+MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
+TOOLS_CHAT = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+
+
+def _openai(route: Route) -> openai.OpenAI:
+    return openai.OpenAI(base_url=route.openai_base_url, api_key="test", max_retries=0)
+
+
+def _aopenai(route: Route) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=route.openai_base_url, api_key="test", max_retries=0)
+
+
+def _anthropic(route: Route) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=route.anthropic_base_url, api_key="test", max_retries=0)
+
+
+def _aanthropic(route: Route) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(
+        base_url=route.anthropic_base_url, api_key="test", max_retries=0
+    )
+
+
+def open_sync(client: Any, fmt: str) -> Any:
+    """Start the streaming request for `fmt` on a sync client; returns the SDK stream."""
+    if fmt == "openai-chat":
+        return client.chat.completions.create(
+            model="test-model", messages=MESSAGES, tools=TOOLS_CHAT, stream=True
+        )
+    if fmt == "openai-responses":
+        return client.responses.create(model="test-model", input="weather?", stream=True)
+    return client.messages.create(
+        model="test-model", max_tokens=1024, messages=MESSAGES, stream=True
+    )
+
+
+async def open_async(client: Any, fmt: str) -> Any:
+    if fmt == "openai-chat":
+        return await client.chat.completions.create(
+            model="test-model", messages=MESSAGES, tools=TOOLS_CHAT, stream=True
+        )
+    if fmt == "openai-responses":
+        return await client.responses.create(model="test-model", input="weather?", stream=True)
+    return await client.messages.create(
+        model="test-model", max_tokens=1024, messages=MESSAGES, stream=True
+    )
+
+
+def sync_client(route: Route, fmt: str) -> Any:
+    return _anthropic(route) if fmt == "anthropic" else _openai(route)
+
+
+def async_client(route: Route, fmt: str) -> Any:
+    return _aanthropic(route) if fmt == "anthropic" else _aopenai(route)
+
+
+def sdk_chunks(route: Route, fmt: str) -> list[Any]:
+    """All SDK event objects of a stream that ends cleanly."""
+    with sync_client(route, fmt) as client, open_sync(client, fmt) as stream:
+        return list(stream)
+
+
+async def sdk_chunks_async(route: Route, fmt: str) -> list[Any]:
+    async with async_client(route, fmt) as client:
+        stream = await open_async(client, fmt)
+        async with stream:
+            return [chunk async for chunk in stream]
+
+
+# ---------------------------------------------------------------------------------------------
+# The wrapper, end to end
+
+
+def assemble_sync(route: Route, fmt: str, **options: Any) -> tuple[list[Any], Any]:
+    """Run `toolwire.assemble` over a real sync SDK stream; returns (events, tool stream)."""
+    from toolwire.stream import assemble
+
+    with sync_client(route, fmt) as client, assemble(open_sync(client, fmt), **options) as stream:
+        events = list(stream)
+    check_event_order(events, stream)
+    return events, stream
+
+
+async def assemble_async(route: Route, fmt: str, **options: Any) -> tuple[list[Any], Any]:
+    from toolwire.stream import aassemble
+
+    async with async_client(route, fmt) as client:
+        source = await open_async(client, fmt)
+        async with aassemble(source, **options) as stream:
+            events = [event async for event in stream]
+    check_event_order(events, stream)
+    return events, stream
+
+
+def check_event_order(events: list[Any], stream: Any) -> None:
+    """The guarantees documented in toolwire.events, checked on every end-to-end run."""
+    from toolwire.events import (
+        ArgumentsProgress,
+        CallCompleted,
+        CallStarted,
+        PrecheckError,
+        StreamEnded,
+    )
+
+    assert events, "a stream always ends with StreamEnded"
+    assert isinstance(events[-1], StreamEnded)
+    assert sum(isinstance(e, StreamEnded) for e in events) == 1
+    started: list[int] = []
+    completed: list[int] = []
+    for event in events:
+        if isinstance(event, CallStarted):
+            assert event.ordinal not in started, "one CallStarted per call"
+            started.append(event.ordinal)
+        elif isinstance(event, (ArgumentsProgress, PrecheckError)):
+            assert event.ordinal in started and event.ordinal not in completed
+        elif isinstance(event, CallCompleted):
+            assert event.call.ordinal in started, "CallStarted comes first"
+            assert event.call.ordinal not in completed, "exactly one CallCompleted"
+            completed.append(event.call.ordinal)
+    assert started == sorted(started) == completed
+    assert [c.ordinal for c in stream.calls] == completed
+    assert list(events[-1].calls) == stream.calls

@@ -1,0 +1,189 @@
+"""A local SSE server for driving the real SDK clients over real HTTP (loopback only).
+
+The server runs in a background thread for the whole session. A test registers a body under a
+fresh URL prefix and points a client's `base_url` at it; the server then answers
+`POST <prefix>/v1/chat/completions`, `/v1/responses` and `/v1/messages` with that body, using
+chunked transfer encoding so every planned cut is its own chunk on the wire. A route can drop
+the connection after N body bytes (no terminating chunk), which the HTTP client reports as a
+protocol error, exactly like a provider connection reset mid-stream.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from .streamkit import Event, pieces, split_points, sse_body
+
+ENDPOINTS = ("/v1/chat/completions", "/v1/responses", "/v1/messages")
+SPLIT_MODES = ("whole", "random-1", "adversarial")
+
+
+@dataclass
+class Route:
+    """One registered response body and how to deliver it."""
+
+    server: SSEServer
+    prefix: str
+    body: bytes
+    cuts: list[int]
+    drop_after: int | None = None
+    status: int = 200
+    requests: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"{self.server.origin}{self.prefix}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return f"{self.server.origin}{self.prefix}"
+
+    @property
+    def url(self) -> str:
+        """Base for plain httpx requests (append an endpoint)."""
+        return f"{self.server.origin}{self.prefix}"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that stops reading early (the tests that close a stream) resets the
+        # connection; that is expected, not a server failure worth printing.
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
+
+class SSEServer:
+    """Registry of routes plus the running HTTP server."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._routes: dict[str, Route] = {}
+        self._ids = itertools.count()
+        handler = type("Handler", (_Handler,), {"registry": self})
+        self.httpd = _Server(("127.0.0.1", 0), handler)
+        self.port = self.httpd.server_address[1]
+        self.origin = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def register(
+        self,
+        body: bytes,
+        *,
+        split: str | Sequence[int] = "whole",
+        drop_after: int | None = None,
+        status: int = 200,
+    ) -> Route:
+        """Serve `body` under a fresh prefix, cut at `split` (a mode name or explicit offsets)."""
+        cuts = split_points(body, split) if isinstance(split, str) else list(split)
+        prefix = f"/s{next(self._ids)}"
+        route = Route(self, prefix, body, cuts, drop_after, status)
+        with self._lock:
+            self._routes[prefix] = route
+        return route
+
+    def register_events(self, events: Sequence[Event], fmt: str, **options: Any) -> Route:
+        return self.register(sse_body(events, fmt), **options)
+
+    def route(self, prefix: str) -> Route | None:
+        with self._lock:
+            return self._routes.get(prefix)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    registry: SSEServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output clean
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        payload = self.rfile.read(length) if length else b""
+        prefix, _, endpoint = self.path.partition("/v1/")
+        route = self.registry.route(prefix)
+        if route is None or "/v1/" + endpoint.split("?")[0] not in ENDPOINTS:
+            self._plain(404, b'{"error": {"message": "no such route", "type": "not_found"}}')
+            return
+        try:
+            request = json.loads(payload) if payload else {}
+        except ValueError:
+            request = {"raw": payload.decode("utf-8", "replace")}
+        route.requests.append({"path": "/v1/" + endpoint, "json": request})
+        if route.status != 200:
+            self._plain(route.status, route.body)
+            return
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        sent = 0
+        for piece in pieces(route.body, route.cuts):
+            if route.drop_after is not None and sent + len(piece) >= route.drop_after:
+                piece = piece[: route.drop_after - sent]
+                if piece:
+                    self._chunk(piece)
+                # No terminating chunk: the client sees the body end early.
+                return
+            self._chunk(piece)
+            sent += len(piece)
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _plain(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        self.wfile.write(body)
+
+
+@pytest.fixture(scope="session")
+def sse_server() -> Iterator[SSEServer]:
+    server = SSEServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=SPLIT_MODES)
+def split(request: pytest.FixtureRequest) -> str:
+    """Feed mode of the server: one write, random small writes, or adversarial cuts."""
+    return str(request.param)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

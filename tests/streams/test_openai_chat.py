@@ -1,0 +1,271 @@
+"""`toolwire.assemble` over the real OpenAI client (Chat Completions), sync and async."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import openai
+import pytest
+
+pytest.importorskip("toolwire._core")
+
+from toolwire.events import (
+    ArgumentsProgress,
+    CallCompleted,
+    CallStarted,
+    PrecheckError,
+    StreamEnded,
+    TextDelta,
+)
+from toolwire.stream import assemble
+
+from .clients import assemble_async, assemble_sync, open_sync, sync_client
+from .conftest import SSEServer
+from .make_fixtures import PARALLEL, TEXT, large_arguments
+from .streamkit import Call, chat_chunk, chat_stream, load_events, sse_body
+
+FMT = "openai-chat"
+
+
+def by_ordinal(events: list[Any], kind: type) -> dict[int, list[Any]]:
+    out: dict[int, list[Any]] = {}
+    for e in events:
+        if isinstance(e, kind):
+            out.setdefault(e.ordinal, []).append(e)
+    return out
+
+
+def assert_calls(calls: list[Any], expected: list[Call]) -> None:
+    assert [c.name for c in calls] == [e.name for e in expected]
+    assert [c.value for c in calls] == [e.value for e in expected]
+    assert all(c.ok and c.error is None for c in calls), [c.error for c in calls]
+
+
+def test_parallel_interleaved_calls_sync(sse_server: SSEServer, split: str) -> None:
+    _, chunks = load_events("openai_chat_parallel4_interleaved")
+    route = sse_server.register_events(chunks, FMT, split=split)
+    events, stream = assemble_sync(route, FMT)
+    assert_calls(stream.calls, PARALLEL)
+    assert [c.id for c in stream.calls] == ["call_0", "call_1", "call_2", "call_3"]
+    assert [c.index for c in stream.calls] == [0, 1, 2, 3]
+    assert stream.text == TEXT == "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert stream.format == FMT
+    end = events[-1]
+    assert end == StreamEnded(
+        "tool_calls",
+        {"prompt_tokens": 50, "completion_tokens": 80, "total_tokens": 130},
+        tuple(stream.calls),
+    )
+    started = [e for e in events if isinstance(e, CallStarted)]
+    assert [(s.id, s.name) for s in started] == [
+        (f"call_{i}", c.name) for i, c in enumerate(PARALLEL)
+    ]
+    # The four calls are written at the same time: progress alternates between them.
+    progress = [e.ordinal for e in events if isinstance(e, ArgumentsProgress)]
+    assert set(progress) == {0, 1, 2, 3} and progress != sorted(progress)
+    written = "".join(
+        p.text for p in by_ordinal(events, ArgumentsProgress)[3] if p.path == "/content"
+    )
+    assert written == "第一行\n第二行 🚀\\"
+    assert stream.transport_error is None
+    stream.raise_for_transport_error()
+    assert route.requests[0]["json"]["stream"] is True
+
+
+@pytest.mark.anyio
+async def test_parallel_interleaved_calls_async(sse_server: SSEServer, split: str) -> None:
+    _, chunks = load_events("openai_chat_parallel4_interleaved")
+    route = sse_server.register_events(chunks, FMT, split=split)
+    events, stream = await assemble_async(route, FMT)
+    assert_calls(stream.calls, PARALLEL)
+    assert stream.text == TEXT
+    assert isinstance(events[-1], StreamEnded) and events[-1].finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("split_mode", ["whole", "random-3"])
+def test_200k_arguments(sse_server: SSEServer, split_mode: str) -> None:
+    _, chunks = load_events("openai_chat_large_200k")
+    route = sse_server.register_events(chunks, FMT, split=split_mode)
+    events, stream = assemble_sync(route, FMT, progress=False)
+    (call,) = stream.calls
+    expected = large_arguments()
+    assert len(expected.encode()) > 200_000
+    assert call.arguments == expected
+    assert call.value == json.loads(expected)
+    assert call.value["escaped"] == "emoji 😀 e\u0301 日本"
+    assert not any(isinstance(e, ArgumentsProgress) for e in events)
+
+
+@pytest.mark.anyio
+async def test_200k_arguments_async(sse_server: SSEServer) -> None:
+    _, chunks = load_events("openai_chat_large_200k")
+    route = sse_server.register_events(chunks, FMT, split="random-4")
+    _, stream = await assemble_async(route, FMT)
+    assert stream.calls[0].value == json.loads(large_arguments())
+
+
+def cut_inside_call(body: bytes, marker: bytes) -> int:
+    at = body.index(marker)
+    return at + len(marker) // 2
+
+
+def drop_route(sse_server: SSEServer) -> Any:
+    calls = [Call("get_weather", '{"city":"Paris"}'), Call("get_weather", '{"city":"Rome"}')]
+    chunks = chat_stream(calls, size=4)
+    body = sse_body(chunks, FMT)
+    # Cut in the middle of the second call's arguments: no finish_reason, no [DONE].
+    return sse_server.register(body, split="random-5", drop_after=cut_inside_call(body, b'"Ro'))
+
+
+def check_dropped(events: list[Any], stream: Any) -> None:
+    first, second = stream.calls
+    assert first.ok and first.value == {"city": "Paris"}
+    assert not second.ok and second.error.kind == "truncated"
+    assert second.value is None
+    assert events[-1].finish_reason is None and stream.finish_reason is None
+    assert isinstance(stream.transport_error, openai.APIConnectionError)
+    with pytest.raises(openai.APIConnectionError):
+        stream.raise_for_transport_error()
+    assert sum(isinstance(e, CallCompleted) for e in events) == 2
+
+
+def test_connection_drop_keeps_every_call_sync(sse_server: SSEServer) -> None:
+    check_dropped(*assemble_sync(drop_route(sse_server), FMT))
+
+
+@pytest.mark.anyio
+async def test_connection_drop_keeps_every_call_async(sse_server: SSEServer) -> None:
+    check_dropped(*await assemble_async(drop_route(sse_server), FMT))
+
+
+def test_early_close_closes_the_http_response(sse_server: SSEServer) -> None:
+    _, chunks = load_events("openai_chat_parallel4_interleaved")
+    route = sse_server.register_events(chunks, FMT, split="bytewise")
+    with sync_client(route, FMT) as client:
+        source = open_sync(client, FMT)
+        with assemble(source) as stream:
+            for event in stream:
+                if isinstance(event, ArgumentsProgress) and event.ordinal == 1:
+                    break
+        assert source.response.is_closed
+        with pytest.raises(StopIteration):
+            next(stream)
+    # Finished quietly: every call that had started is there, and the cut ones are not usable.
+    assert len(stream.calls) >= 2
+    assert all(c.error is not None and c.error.kind == "truncated" for c in stream.calls)
+    assert stream.finish_reason is None and stream.transport_error is None
+
+
+def test_connection_drop_before_any_argument_text(sse_server: SSEServer) -> None:
+    chunks = chat_stream([Call("delete_files", '{"pattern": "*"}')], size=4)
+    body = sse_body(chunks, FMT)
+    # Drop right after the event that names the call (a half-sent event never reaches the SDK).
+    named = body.index(b'"arguments":""')
+    route = sse_server.register(body, drop_after=body.index(b"\n\n", named) + 2)
+    _, stream = assemble_sync(route, FMT)
+    (call,) = stream.calls
+    assert call.name == "delete_files"
+    assert call.error is not None and call.error.kind == "truncated"
+
+
+def test_partial_value_grows_while_streaming(sse_server: SSEServer) -> None:
+    call = Call("write_file", json.dumps({"path": "a.txt", "content": "héllo wörld " * 20}))
+    route = sse_server.register_events(chat_stream([call], size=9), FMT, split="random-6")
+    seen: list[Any] = []
+    with sync_client(route, FMT) as client, assemble(open_sync(client, FMT)) as stream:
+        for event in stream:
+            if isinstance(event, ArgumentsProgress):
+                seen.append(stream.partial(event.ordinal))
+    final = stream.calls[0].value
+    assert seen and all(isinstance(v, dict) for v in seen)
+    for earlier, later in zip(seen, [*seen[1:], final], strict=False):
+        for key, value in earlier.items():
+            assert key in later
+            assert later[key] == value or (isinstance(value, str) and later[key].startswith(value))
+
+
+def test_content_filter_mid_call_is_not_executable(sse_server: SSEServer, split: str) -> None:
+    chunks = chat_stream([Call("delete_files", '{"pattern": "*.log"}')], size=5)[:-1]
+    chunks = chunks[:-2]  # the filter fires before the arguments are complete
+    chunks.append(chat_chunk({}, finish_reason="content_filter"))
+    route = sse_server.register_events(chunks, FMT, split=split)
+    events, stream = assemble_sync(route, FMT)
+    (call,) = stream.calls
+    assert call.error is not None and call.error.kind == "filtered"
+    assert events[-1].finish_reason == "content_filter"
+
+
+def test_server_error_status_is_raised_by_the_sdk(sse_server: SSEServer) -> None:
+    route = sse_server.register(b'{"error": {"message": "bad", "type": "invalid"}}', status=400)
+    with sync_client(route, FMT) as client, pytest.raises(openai.BadRequestError):
+        open_sync(client, FMT)
+
+
+@pytest.mark.anyio
+async def test_early_close_async_closes_the_http_response(sse_server: SSEServer) -> None:
+    from toolwire.stream import aassemble
+
+    from .clients import async_client, open_async
+
+    _, chunks = load_events("openai_chat_parallel4_interleaved")
+    route = sse_server.register_events(chunks, FMT, split="bytewise")
+    async with async_client(route, FMT) as client:
+        source = await open_async(client, FMT)
+        async with aassemble(source) as stream:
+            async for event in stream:
+                if isinstance(event, ArgumentsProgress):
+                    break
+        assert source.response.is_closed
+    assert stream.calls and all(not c.ok for c in stream.calls)
+
+
+def test_outcomes_with_a_toolset(sse_server: SSEServer) -> None:
+    from pydantic import BaseModel
+
+    from toolwire.toolset import Toolset
+
+    class GetWeather(BaseModel):
+        """Current weather."""
+
+        city: str
+        unit: str = "celsius"
+
+    tools = Toolset([GetWeather])
+    calls = [
+        Call("get_weather", '{"city": "Oslo"}'),
+        Call("get_weather", '{"town": "Oslo"}'),
+        Call("launch_rocket", "{}"),
+    ]
+    route = sse_server.register_events(chat_stream(calls, size=3), FMT, split="random-11")
+    events, stream = assemble_sync(route, FMT, tools=tools)
+    completed = [e for e in events if isinstance(e, CallCompleted)]
+    assert [e.outcome for e in completed] == stream.outcomes
+    ok, missing_city, unknown = stream.outcomes
+    assert ok.ok and ok.model == GetWeather(city="Oslo")
+    assert not missing_city.ok and missing_city.kind == "model_error"
+    assert not unknown.ok and unknown.error_type == "unknown_tool"
+    assert stream.calls[2].error.kind == "unknown_tool"
+
+
+def test_events_are_frozen_values() -> None:
+    import dataclasses
+
+    from toolwire.events import Event, StreamEvent
+
+    event = CallStarted(0, "call_1", "f")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        event.name = "g"  # type: ignore[misc]
+    assert event == CallStarted(0, "call_1", "f") and hash(event) == hash(
+        CallStarted(0, "call_1", "f")
+    )
+    assert not hasattr(event, "__dict__")
+    assert isinstance(TextDelta("x"), StreamEvent)
+    assert set(Event.__args__) == {  # type: ignore[attr-defined]
+        TextDelta,
+        CallStarted,
+        ArgumentsProgress,
+        PrecheckError,
+        CallCompleted,
+        StreamEnded,
+    }

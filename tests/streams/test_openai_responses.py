@@ -1,0 +1,99 @@
+"""`toolwire.assemble` over the real OpenAI client (Responses API), sync and async."""
+
+from __future__ import annotations
+
+import json
+
+import openai
+import pytest
+
+pytest.importorskip("toolwire._core")
+
+from toolwire.events import CallStarted, StreamEnded, TextDelta
+
+from .clients import assemble_async, assemble_sync
+from .conftest import SSEServer
+from .make_fixtures import PARALLEL, TEXT, large_arguments
+from .streamkit import Call, load_events, responses_stream, sse_body
+
+FMT = "openai-responses"
+
+
+def test_parallel_interleaved_calls_sync(sse_server: SSEServer, split: str) -> None:
+    _, events_in = load_events("openai_responses_parallel4")
+    route = sse_server.register_events(events_in, FMT, split=split)
+    events, stream = assemble_sync(route, FMT)
+    assert [c.name for c in stream.calls] == [c.name for c in PARALLEL]
+    assert [c.value for c in stream.calls] == [c.value for c in PARALLEL]
+    assert all(c.ok for c in stream.calls)
+    # The id is the call_id a function_call_output must quote; the item id is kept for replay.
+    assert [c.id for c in stream.calls] == ["call_0", "call_1", "call_2", "call_3"]
+    assert [c.metadata["item_id"] for c in stream.calls] == ["fc_0", "fc_1", "fc_2", "fc_3"]
+    # Output index 0 is the message; calls are keyed by output_index 1..4.
+    assert [c.index for c in stream.calls] == [1, 2, 3, 4]
+    assert stream.text == TEXT == "".join(e.text for e in events if isinstance(e, TextDelta))
+    end = events[-1]
+    assert isinstance(end, StreamEnded) and end.finish_reason == "completed"
+    assert end.usage is not None and end.usage["total_tokens"] == 33
+    assert [e.name for e in events if isinstance(e, CallStarted)] == [c.name for c in PARALLEL]
+
+
+@pytest.mark.anyio
+async def test_parallel_interleaved_calls_async(sse_server: SSEServer, split: str) -> None:
+    _, events_in = load_events("openai_responses_parallel4")
+    route = sse_server.register_events(events_in, FMT, split=split)
+    _, stream = await assemble_async(route, FMT)
+    assert [c.value for c in stream.calls] == [c.value for c in PARALLEL]
+    assert stream.text == TEXT
+
+
+def test_200k_arguments(sse_server: SSEServer) -> None:
+    big = large_arguments()
+    route = sse_server.register_events(
+        responses_stream([Call("write_file", big)], size=4093), FMT, split="random-7"
+    )
+    _, stream = assemble_sync(route, FMT, progress=False)
+    assert stream.calls[0].value == json.loads(big)
+
+
+def test_incomplete_max_output_tokens_truncates(sse_server: SSEServer) -> None:
+    events_in = responses_stream(
+        [Call("f", '{"path": "a", "content": "long"}')],
+        size=6,
+        status="incomplete",
+        incomplete_reason="max_output_tokens",
+    )
+    # The cut call never gets its done events.
+    cut = [
+        e
+        for e in events_in
+        if not (
+            e["type"] in ("response.function_call_arguments.done", "response.output_item.done")
+            or (e["type"] == "response.function_call_arguments.delta" and "long" in e["delta"])
+        )
+    ]
+    route = sse_server.register_events(cut, FMT)
+    events, stream = assemble_sync(route, FMT)
+    (call,) = stream.calls
+    assert call.error is not None and call.error.kind == "truncated"
+    assert events[-1].finish_reason == "max_output_tokens"
+
+
+def test_content_filter_stops_open_calls(sse_server: SSEServer) -> None:
+    events_in = responses_stream(
+        [Call("f", '{"a": 1}')], status="incomplete", incomplete_reason="content_filter"
+    )
+    cut = [e for e in events_in if e["type"] != "response.output_item.done"]
+    _, stream = assemble_sync(sse_server.register_events(cut, FMT), FMT)
+    assert stream.calls[0].error.kind == "filtered"
+
+
+def test_connection_drop(sse_server: SSEServer) -> None:
+    body = sse_body(responses_stream([Call("f", '{"a":1}'), Call("g", '{"b":"xyz"}')], size=3), FMT)
+    route = sse_server.register(body, drop_after=body.index(b'"xy') + 2)
+    events, stream = assemble_sync(route, FMT)
+    first, second = stream.calls
+    assert first.ok and first.value == {"a": 1}
+    assert second.error is not None and second.error.kind == "truncated"
+    assert isinstance(stream.transport_error, openai.APIConnectionError)
+    assert events[-1].finish_reason is None

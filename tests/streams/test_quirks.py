@@ -1,0 +1,661 @@
+"""One named test per applicable provider quirk (spec/provider-quirks.md), through real SDKs.
+
+Each stream is served over HTTP by the local server (in every split mode) and read with the real
+OpenAI or Anthropic client wrapped by `toolwire.assemble`. Quirks 32 (Bedrock ConverseStream) and
+33 (Gemini native API) concern wire formats toolwire does not read yet and have no test here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+pytest.importorskip("toolwire._core")
+
+from pydantic import BaseModel
+
+from toolwire.events import CallCompleted, PrecheckError
+from toolwire.toolset import Toolset
+
+from .clients import assemble_sync
+from .conftest import SSEServer
+from .streamkit import (
+    Call,
+    anthropic_stream,
+    chat_chunk,
+    load_events,
+    responses_stream,
+    sse_body,
+    tc,
+    tool_delta,
+)
+
+CHAT = "openai-chat"
+
+
+def chat(
+    server: SSEServer,
+    split: str,
+    deltas: list[Any],
+    *,
+    finish: str | None = "tool_calls",
+    **options: Any,
+) -> tuple[list[Any], Any]:
+    """Serve tool-call deltas (lists of entries per chunk, or whole chunks) and assemble them."""
+    chunks = [chat_chunk({"role": "assistant"})]
+    for d in deltas:
+        chunks.append(d if "choices" in d else chat_chunk(d))
+    if finish is not None:
+        chunks.append(chat_chunk({}, finish_reason=finish))
+    return assemble_sync(server.register_events(chunks, CHAT, split=split), CHAT, **options)
+
+
+def td(*entries: dict[str, Any]) -> dict[str, Any]:
+    return tool_delta(*entries)
+
+
+def summary(calls: list[Any]) -> list[tuple[Any, ...]]:
+    return [(c.name, c.value, c.error.kind if c.error else None) for c in calls]
+
+
+class GetWeather(BaseModel):
+    """Current weather for a city."""
+
+    city: str
+    days: int = 1
+
+
+TOOLS = Toolset([GetWeather])
+
+
+# --- Index problems ---------------------------------------------------------------------------
+
+
+def test_quirk_01_missing_index(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(None, id="a", name="get_weather", arguments='{"city":')),
+            td(tc(None, arguments='"Oslo"}')),
+            td(tc(None, id="b", name="get_time", arguments='{"tz":"CET"}')),
+        ],
+    )
+    assert summary(s.calls) == [
+        ("get_weather", {"city": "Oslo"}, None),
+        ("get_time", {"tz": "CET"}, None),
+    ]
+    assert [c.index for c in s.calls] == [None, None]
+
+
+def test_quirk_02_same_index_parallel_calls(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="get_weather", arguments='{"city":"Oslo"}')),
+            td(tc(0, id="b", name="get_weather", arguments='{"city":')),
+            td(tc(0, arguments='"Rome"}')),
+        ],
+    )
+    assert summary(s.calls) == [
+        ("get_weather", {"city": "Oslo"}, None),
+        ("get_weather", {"city": "Rome"}, None),
+    ]
+    assert [c.id for c in s.calls] == ["a", "b"]
+
+
+def test_quirk_03_whole_calls_same_index(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="x1", name="get_weather", arguments='{"city":"Oslo"}')),
+            td(tc(0, id="x2", name="get_weather", arguments='{"city":"Rome"}')),
+            td(tc(0, id="x3", name="get_time", arguments="{}")),
+        ],
+    )
+    assert [c.value for c in s.calls] == [{"city": "Oslo"}, {"city": "Rome"}, {}]
+
+
+def test_quirk_04_index_offset(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(1, id="a", name="f", arguments='{"n":')),
+            td(tc(1, arguments="1}")),
+            td(tc(2, id="b", name="g", arguments='{"n":2}')),
+        ],
+    )
+    assert [(c.ordinal, c.index, c.value) for c in s.calls] == [(0, 1, {"n": 1}), (1, 2, {"n": 2})]
+
+
+def test_quirk_05_negative_index(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(-1, id="a", name="f", arguments='{"n":')),
+            td(tc(-1, arguments="-1}")),
+        ],
+    )
+    assert [(c.index, c.value) for c in s.calls] == [(-1, {"n": -1})]
+
+
+def test_quirk_06_several_fragments_one_chunk(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(
+                tc(0, id="a", name="f", arguments='{"a"'),
+                tc(0, arguments=":1,"),
+                tc(0, arguments='"b":2}'),
+                tc(1, id="b", name="g", arguments="{}"),
+            ),
+        ],
+    )
+    assert summary(s.calls) == [("f", {"a": 1, "b": 2}, None), ("g", {}, None)]
+
+
+def test_quirk_07_interleaved_parallel_calls(sse_server: SSEServer, split: str) -> None:
+    # Fault scenario 6: indexes 0, 1, 0, 2, 1, and an index that skips a value (3 is missing).
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="f", arguments='{"x":')),
+            td(tc(1, id="b", name="g", arguments='{"y":')),
+            td(tc(0, arguments="1}")),
+            td(tc(4, id="c", name="h", arguments='{"z":3}')),
+            td(tc(1, arguments="2}")),
+        ],
+    )
+    assert summary(s.calls) == [("f", {"x": 1}, None), ("g", {"y": 2}, None), ("h", {"z": 3}, None)]
+
+
+# --- Name, id and type fields -------------------------------------------------------------------
+
+
+def test_quirk_08_name_repeated_every_chunk(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="read_file", arguments='{"p":')),
+            td(tc(0, name="read_file", arguments='"a.txt"')),
+            td(tc(0, name="read_file", arguments="}")),
+        ],
+    )
+    assert summary(s.calls) == [("read_file", {"p": "a.txt"}, None)]
+
+
+def test_quirk_09_name_in_fragments(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="get_")),
+            td(tc(0, name="weather")),
+            td(tc(0, arguments='{"city":"Oslo"}')),
+        ],
+        tools=TOOLS,
+    )
+    assert summary(s.calls) == [("get_weather", {"city": "Oslo"}, None)]
+    assert s.outcomes[0].ok
+
+
+def test_quirk_10_name_arrives_late(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, arguments='{"city":')),
+            td(tc(0, id="a", name="get_weather")),
+            td(tc(0, arguments='"Oslo"}')),
+        ],
+    )
+    assert summary(s.calls) == [("get_weather", {"city": "Oslo"}, None)]
+
+
+def test_quirk_10_name_never_arrives(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(sse_server, split, [td(tc(0, id="a", arguments='{"city":"Oslo"}'))])
+    assert s.calls[0].error.kind == "missing_name"
+
+
+def test_quirk_11_blank_name_on_continuation(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="f", arguments='{"a":')),
+            td(tc(0, name="", arguments="1}")),
+        ],
+    )
+    assert summary(s.calls) == [("f", {"a": 1}, None)]
+
+
+def test_quirk_12_same_id_every_chunk(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="call_9", name="f", arguments='{"a":')),
+            td(tc(0, id="call_9", arguments="1}")),
+        ],
+    )
+    assert [(c.id, c.value) for c in s.calls] == [("call_9", {"a": 1})]
+
+
+def test_quirk_13_changing_id_on_continuation(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="first", name="f", arguments='{"a":')),
+            td(tc(0, id="second", arguments="1")),
+            td(tc(0, id="third", arguments="}")),
+        ],
+    )
+    assert [(c.id, c.value) for c in s.calls] == [("first", {"a": 1})]
+
+
+def test_quirk_14_empty_id_on_continuation(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="call_1", name="f", arguments='{"a":')),
+            td(tc(0, id="", arguments="1}")),
+        ],
+    )
+    assert [(c.id, c.value) for c in s.calls] == [("call_1", {"a": 1})]
+
+
+def test_quirk_15_null_string_id(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="null", name="f", arguments='{"a":')),
+            td(tc(0, id="call_7", arguments="1}")),
+        ],
+    )
+    assert [(c.id, c.value) for c in s.calls] == [("call_7", {"a": 1})]
+
+
+def test_quirk_16_same_wire_id_on_parallel_calls(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="dup", name="f", arguments="{}")),
+            td(tc(1, id="dup", name="g", arguments="{}")),
+        ],
+    )
+    first, second = s.calls
+    assert first.id == "dup" and second.id is not None and second.id != "dup"
+    assert "duplicate_id" in second.warnings
+
+
+def test_quirk_17_type_repeated(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", type="function", name="f", arguments='{"a":')),
+            td(tc(0, type="function", arguments="1}")),
+        ],
+    )
+    assert [(c.type, c.value) for c in s.calls] == [("function", {"a": 1})]
+
+
+def test_quirk_18_chunk_id_changes_every_chunk(sse_server: SSEServer, split: str) -> None:
+    chunks = [
+        chat_chunk(td(tc(0, id="a", name="f", arguments='{"a":')), chunk_id="c1"),
+        chat_chunk(td(tc(0, arguments="1}")), chunk_id="c2"),
+        chat_chunk({}, finish_reason="tool_calls", chunk_id="c3"),
+    ]
+    _, s = chat(sse_server, split, chunks, finish=None)
+    assert summary(s.calls) == [("f", {"a": 1}, None)]
+
+
+# --- Argument payload shapes --------------------------------------------------------------------
+
+
+def test_quirk_19_cumulative_arguments(sse_server: SSEServer, split: str) -> None:
+    full = '{"city":"東京","days":3}'
+    deltas = [td(tc(0, id="a", name="get_weather", arguments=full[:k])) for k in (6, 12, len(full))]
+    _, s = chat(sse_server, split, deltas)
+    assert summary(s.calls) == [("get_weather", json.loads(full), None)]
+    assert "cumulative_arguments" in s.calls[0].warnings
+
+
+def test_quirk_20_consolidated_repeat(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="f", arguments='{"a":')),
+            td(tc(0, arguments="1}")),
+            td(tc(0, arguments='{"a":1}')),
+        ],
+    )
+    assert summary(s.calls) == [("f", {"a": 1}, None)]
+    assert "repeat_dropped" in s.calls[0].warnings
+
+
+def test_quirk_21_concatenated_objects(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="search", arguments='{"q":"a"}')),
+            td(tc(0, arguments='{"q":"b"}')),
+        ],
+    )
+    (call,) = s.calls
+    assert call.error.kind == "concatenated_values" and call.value is None
+    assert call.arguments == '{"q":"a"}{"q":"b"}'
+
+
+def test_quirk_22_whole_call_in_one_chunk(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server, split, [td(tc(0, id="a", name="f", arguments='{"a":[1,2,{"b":null}]}'))]
+    )
+    assert summary(s.calls) == [("f", {"a": [1, 2, {"b": None}]}, None)]
+
+
+def test_quirk_23_arguments_as_object(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="f", arguments={"city": "Oslo", "n": [1]})),
+            td(tc(1, id="b", name="g", arguments={"x": 1})),
+            td(tc(1, arguments='{"x": 2}')),
+        ],
+    )
+    first, second = s.calls
+    assert first.ok and first.value == {"city": "Oslo", "n": [1]}
+    assert second.error.kind == "mixed_arguments"
+
+
+def test_quirk_24_null_arguments_first(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td({"index": 0, "id": "a", "function": {"name": "f", "arguments": None}}),
+            td(tc(0, arguments='{"location":"Oslo"}')),
+        ],
+    )
+    assert summary(s.calls) == [("f", {"location": "Oslo"}, None)]
+    assert s.calls[0].arguments == '{"location":"Oslo"}'
+
+
+def test_quirk_25_empty_arguments(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(sse_server, split, [td(tc(0, id="a", name="list_files", arguments=""))])
+    (call,) = s.calls
+    assert call.ok and call.arguments == "{}" and call.value == {}
+    assert "empty_arguments" in call.warnings
+
+
+def test_quirk_26_empty_delta_string_responses(sse_server: SSEServer, split: str) -> None:
+    events = responses_stream([Call("f", '{"a":1}')], size=2)
+    at = next(
+        i for i, e in enumerate(events) if e["type"] == "response.function_call_arguments.delta"
+    )
+    for k in range(3):
+        events.insert(at + 2 * k, {**events[at], "delta": "", "sequence_number": 900 + k})
+    route = sse_server.register_events(events, "openai-responses", split=split)
+    _, s = assemble_sync(route, "openai-responses")
+    assert summary(s.calls) == [("f", {"a": 1}, None)]
+
+
+def test_quirk_27_wrong_value_type(sse_server: SSEServer, split: str) -> None:
+    events, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="get_weather", arguments='{"city":"Oslo","days":')),
+            td(tc(0, arguments='"3"}')),
+        ],
+        tools=TOOLS,
+    )
+    # Reported while streaming, before the call completes ...
+    early = [i for i, e in enumerate(events) if isinstance(e, PrecheckError)]
+    assert early and events[early[0]].error.path == "/days"
+    assert early[0] < next(i for i, e in enumerate(events) if isinstance(e, CallCompleted))
+    # ... and never coerced silently: rejected, or accepted with the coercion on record.
+    outcome = s.outcomes[0]
+    assert not outcome.ok or [c.path for c in outcome.coercions] == ["/days"]
+
+
+def test_quirk_28_control_markers(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="get_weather</tool_call>", arguments='{"city":"Oslo"}')),
+            td(tc(1, id="b", name="get_weather", arguments='[ARGS]{"city":"Oslo"}')),
+        ],
+        tools=TOOLS,
+    )
+    first, second = s.calls
+    assert first.error.kind == "unknown_tool"
+    # `[` opens an array; the marker's first letter is where the JSON breaks.
+    assert (second.error.kind, second.error.offset, second.error.path) == (
+        "unexpected_byte",
+        1,
+        "/0",
+    )
+    assert [o.ok for o in s.outcomes] == [False, False]
+
+
+# --- Stream framing and non-tool chunks --------------------------------------------------------
+
+
+def test_quirk_29_empty_choices(sse_server: SSEServer, split: str) -> None:
+    chunks = [
+        chat_chunk(choices=[]),
+        td(tc(0, id="a", name="f", arguments="{}")),
+        chat_chunk({}, finish_reason="tool_calls"),
+        chat_chunk(
+            choices=[], usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+        ),
+    ]
+    events, s = chat(sse_server, split, chunks, finish=None)
+    assert summary(s.calls) == [("f", {}, None)]
+    assert events[-1].usage == {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    assert events[-1].finish_reason == "tool_calls"
+
+
+def test_quirk_30_filter_annotations_without_delta(sse_server: SSEServer, split: str) -> None:
+    _, chunks = load_events("openai_chat_azure_filters")
+    _, s = assemble_sync(sse_server.register_events(chunks, CHAT, split=split), CHAT)
+    assert summary(s.calls) == [("get_weather", {"city": "東京", "unit": "celsius"}, None)]
+    assert s.text == "Sure."
+
+
+def test_quirk_31_gemini_thought_signature(sse_server: SSEServer, split: str) -> None:
+    _, chunks = load_events("openai_chat_gemini_compat")
+    chunks.insert(2, chat_chunk(td({"extra_content": {"google": {"thought_signature": "later"}}})))
+    _events, s = assemble_sync(sse_server.register_events(chunks, CHAT, split=split), CHAT)
+    first, second = s.calls
+    # The metadata-only delta updated the open call; it did not start a third one.
+    assert len(s.calls) == 2
+    assert first.metadata == {"extra_content": {"google": {"thought_signature": "later"}}}
+    assert second.metadata == {}
+    assert [c.value for c in s.calls] == [{"city": "Paris"}, {"city": "Rome"}]
+
+
+# --- Finish reasons and truncation -------------------------------------------------------------
+
+
+def test_quirk_34_stop_with_tool_calls(sse_server: SSEServer, split: str) -> None:
+    events, s = chat(
+        sse_server, split, [td(tc(0, id="a", name="f", arguments='{"a":1}'))], finish="stop"
+    )
+    assert s.calls[0].ok and events[-1].finish_reason == "stop"
+
+
+def test_quirk_35_tool_calls_reason_with_cut_arguments(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [td(tc(0, id="a", name="f", arguments='{"city": "Par'))],
+        finish="tool_calls",
+    )
+    assert s.calls[0].error.kind == "truncated" and s.calls[0].value is None
+
+
+@pytest.mark.parametrize("cut", ['{"s": "ab', '{"s": "\\u00', '{"n": 12.', '{"a":'])
+def test_quirk_36_length_truncation(sse_server: SSEServer, split: str, cut: str) -> None:
+    _, s = chat(sse_server, split, [td(tc(0, id="a", name="f", arguments=cut))], finish="length")
+    (call,) = s.calls
+    assert call.error.kind == "truncated" and call.arguments == cut and not call.ok
+
+
+def test_quirk_37_no_lenient_repair(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [td(tc(0, id="a", name="get_weather", arguments='{"city": "Oslo", "days": [1, 2'))],
+        tools=TOOLS,
+    )
+    assert s.calls[0].value is None and not s.outcomes[0].ok
+
+
+def test_quirk_38_connection_drop_without_finish_reason(sse_server: SSEServer) -> None:
+    chunks = [
+        chat_chunk(td(tc(0, id="a", name="f", arguments='{"a":1}'))),
+        chat_chunk(td(tc(1, id="b", name="g", arguments='{"b":"lo'))),
+        chat_chunk(td(tc(1, arguments='ng"}'))),
+    ]
+    body = sse_body(chunks, CHAT)
+    route = sse_server.register(body, drop_after=body.index(b'ng\\"}'))
+    events, s = assemble_sync(route, CHAT)
+    assert summary(s.calls) == [("f", {"a": 1}, None), ("g", None, "truncated")]
+    assert events[-1].finish_reason is None and s.transport_error is not None
+
+
+# --- Encoding and escapes ----------------------------------------------------------------------
+
+
+def test_quirk_39_utf8_split_across_transport_chunks(sse_server: SSEServer) -> None:
+    text = "東京 🌸 ñ"
+    chunks = [
+        chat_chunk({"content": text}),
+        chat_chunk(
+            td(tc(0, id="a", name="f", arguments=json.dumps({"t": text}, ensure_ascii=False)))
+        ),
+    ]
+    _, s = chat(sse_server, "bytewise", chunks)
+    assert s.text == text and s.calls[0].value == {"t": text}
+    assert "\ufffd" not in s.calls[0].arguments
+
+
+def test_quirk_40_replacement_character_in_data(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(sse_server, split, [td(tc(0, id="a", name="f", arguments='{"t":"ab\ufffdc"}'))])
+    assert s.calls[0].ok and "replacement_character" in s.calls[0].warnings
+
+
+def test_quirk_41_surrogate_pair_split_between_deltas(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="f", arguments='{"e":"\\ud83d')),
+            td(tc(0, arguments='\\ude00"}')),
+        ],
+    )
+    assert s.calls[0].value == {"e": "😀"}
+
+
+def test_quirk_42_escape_split_at_delta_boundary(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="f", arguments='{"p":"C:\\')),
+            td(tc(0, arguments='\\dir","u":"\\u00')),
+            td(tc(0, arguments='e9"}')),
+        ],
+    )
+    assert s.calls[0].value == {"p": "C:\\dir", "u": "é"}
+
+
+def test_quirk_43_invalid_escape(sse_server: SSEServer, split: str) -> None:
+    events, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="f", arguments='{"ns":"App\\Http"}')),
+            td(tc(1, id="b", name="g", arguments='{"ok":true}')),
+        ],
+    )
+    first, second = s.calls
+    assert first.error.kind == "invalid_escape" and first.error.offset == len('{"ns":"App\\')
+    assert second.ok
+    assert any(isinstance(e, PrecheckError) and e.ordinal == 0 for e in events)
+
+
+def test_quirk_44_lone_surrogate(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(sse_server, split, [td(tc(0, id="a", name="f", arguments='{"s":"\\ud800"}'))])
+    assert s.calls[0].error.kind == "lone_surrogate"
+
+
+# --- Server-side parser defects ----------------------------------------------------------------
+
+
+def test_quirk_45_garbled_diff(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="f", arguments='{"a": 1}')),
+            td(tc(0, arguments='"}')),
+        ],
+    )
+    assert not s.calls[0].ok and s.calls[0].value is None
+
+
+def test_quirk_46_final_brace_dropped(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="f", arguments='{"a": {"b": 1')),
+            td(tc(0, arguments="}")),
+        ],
+    )
+    assert s.calls[0].error.kind == "truncated"
+
+
+def test_quirk_47_anthropic_dropped_opening(sse_server: SSEServer, split: str) -> None:
+    events = anthropic_stream([Call("get_weather", '{"city": "Paris"}')], size=4)
+    deltas = [
+        e for e in events if e["type"] == "content_block_delta" and e["delta"]["partial_json"]
+    ]
+    deltas[0]["delta"]["partial_json"] = deltas[0]["delta"]["partial_json"][2:]
+    _, s = assemble_sync(sse_server.register_events(events, "anthropic", split=split), "anthropic")
+    (call,) = s.calls
+    assert call.error.kind == "unexpected_byte" and call.error.offset == 0
+
+
+def test_quirk_48_index_restarts_for_a_new_call(sse_server: SSEServer, split: str) -> None:
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="f", arguments='{"n":1}')),
+            td(tc(1, id="b", name="g", arguments="{}")),
+            td(tc(0, id="c", name="h", arguments='{"n":')),
+            td(tc(0, arguments="3}")),
+        ],
+    )
+    assert summary(s.calls) == [("f", {"n": 1}, None), ("g", {}, None), ("h", {"n": 3}, None)]
