@@ -289,6 +289,6 @@ fn tool_schema_examples() {
     let e = errs(r#"{"title":"Ship","priority":"high","note":"too long"}"#);
     assert_eq!(
         (e[0].offset, e[0].detail.as_ref().unwrap().keyword.as_str()),
-        (47, "anyOf")
+        (47, "maxLength")
     );
 }

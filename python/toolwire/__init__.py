@@ -28,9 +28,26 @@ from toolwire.events import (
     StreamEvent,
     TextDelta,
 )
+from toolwire.execution import (
+    BreakerConfig,
+    CircuitBreaker,
+    ExecutionRecord,
+    ExecutionResult,
+    Executor,
+    IdempotencyConflict,
+    IdempotencyInProgress,
+    Ledger,
+    LedgerUnavailable,
+    MemoryLedger,
+    RequestContext,
+    RetryPolicy,
+    SqliteLedger,
+)
 from toolwire.formats import ChunkInfo, WireFormat
 from toolwire.payloads import call_id_for, tool_messages
+from toolwire.recorder import Recorder
 from toolwire.repair import Escalation, Proceed, RepairPolicy, Retry
+from toolwire.replay import Report, compare, load_corpus, replay
 from toolwire.schema_export import Relaxation, SchemaExportError
 from toolwire.stream import AsyncToolStream, ToolStream, aassemble, assemble
 from toolwire.toolset import ToolDefinition, Toolset
@@ -41,25 +58,40 @@ __all__ = [
     "ArgumentsProgress",
     "Assembler",
     "AsyncToolStream",
+    "BreakerConfig",
     "BusinessRuleError",
     "CallCompleted",
     "CallError",
     "CallStarted",
     "ChunkInfo",
+    "CircuitBreaker",
     "Coercion",
     "Escalation",
     "Event",
+    "ExecutionRecord",
+    "ExecutionResult",
+    "Executor",
     "FieldError",
+    "IdempotencyConflict",
+    "IdempotencyInProgress",
     "JsonError",
+    "Ledger",
+    "LedgerUnavailable",
+    "MemoryLedger",
     "MisuseError",
     "Outcome",
     "PrecheckError",
     "Proceed",
+    "Recorder",
     "Relaxation",
     "RepairPolicy",
+    "Report",
+    "RequestContext",
     "Retry",
+    "RetryPolicy",
     "Scanner",
     "SchemaExportError",
+    "SqliteLedger",
     "StreamEnded",
     "StreamEvent",
     "TextDelta",
@@ -74,5 +106,8 @@ __all__ = [
     "aassemble",
     "assemble",
     "call_id_for",
+    "compare",
+    "load_corpus",
+    "replay",
     "tool_messages",
 ]

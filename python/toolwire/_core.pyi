@@ -266,6 +266,36 @@ class Assembler:
         Raises:
             MisuseError: No call has that ordinal.
         """
+    def feed_sse(self, data: bytes, /) -> None:
+        """Feeds raw SSE bytes of the HTTP response body, split anywhere (the gateway path).
+
+        Frames events per the WHATWG rules, detects the format per event (Chat Completions,
+        Responses, Anthropic Messages) and assembles the calls in Rust, creating no Python object
+        per chunk. Releases the GIL for pieces of 64 KiB or more.
+
+        Raises:
+            MisuseError: After `finish`, or when `data` is not bytes.
+        """
+    @property
+    def text(self) -> str:
+        """Assistant text seen on the raw SSE path."""
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """The last usage object seen on the raw SSE path."""
+    @property
+    def finish_reason(self) -> str | None:
+        """The finish reason as sent (raw SSE path); None when the stream ended without one."""
+    @property
+    def finish_reason_normalized(
+        self,
+    ) -> Literal["stop", "tool_calls", "length", "content_filter", "refusal", "other"] | None:
+        """The finish reason mapped onto one vocabulary for every provider."""
+    @property
+    def format(self) -> Literal["openai-chat", "openai-responses", "anthropic"] | None:
+        """The wire format detected on the raw SSE path."""
+    def stream_errors(self) -> list[tuple[str, int, str]]:
+        """Problems of the stream itself (malformed events, provider error events), as
+        (kind, event number, message); they never stop the assembly."""
     def __len__(self) -> int: ...
     def finish(self) -> list[ToolCall]:
         """Ends the stream: every started call exactly once, in ordinal order.

@@ -728,10 +728,10 @@ fn finish_call(
             first_non_ws_offset(&arguments),
             String::new(),
         ))
-    } else if let Some(check) = &call.check {
-        check.errors().first().cloned()
     } else if blank {
         registry.and_then(|r| r.check_complete(&call.name, b"{}"))
+    } else if let Some(check) = &call.check {
+        check.errors().first().cloned()
     } else {
         None
     };

@@ -15,11 +15,14 @@
 //! ```
 
 pub mod assembler;
+pub mod envelope;
 pub mod error;
+pub mod gateway;
 pub mod precheck;
 pub mod progress;
 pub mod scanner;
 pub mod schema;
+pub mod sse;
 pub mod value;
 pub mod visit;
 
@@ -27,9 +30,12 @@ pub mod visit;
 mod python;
 
 pub use assembler::{Arguments, Assembler, AssemblerConfig, Delta, ToolCall};
+pub use envelope::{FinishReason, Format};
 pub use error::{Error, ErrorKind, Misuse, SchemaDetail};
+pub use gateway::{StreamDecoder, StreamError, StreamErrorKind};
 pub use precheck::Registry;
 pub use progress::ProgressItem;
 pub use scanner::{DuplicateKeys, ScanConfig, Scanner, Status};
+pub use sse::{Framer, SseConfig, SseError};
 pub use value::{build_value, BuildOptions, StringMode, Value};
 pub use visit::{ValueKind, Visitor};

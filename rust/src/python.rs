@@ -14,7 +14,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::assembler::{Arguments, Assembler, AssemblerConfig, Delta, ToolCall};
+use crate::envelope::{FinishReason, Format};
 use crate::error::{Error, Misuse};
+use crate::gateway::StreamDecoder;
 use crate::precheck::Registry;
 use crate::scanner::{DuplicateKeys, ScanConfig, Scanner, Status};
 use crate::value::{build, BuildOptions, Sink, StringMode};
@@ -516,7 +518,8 @@ fn registry_of(tools: &Bound<'_, PyAny>) -> PyResult<Arc<Registry>> {
 /// Assembles the tool calls of one response stream.
 #[pyclass(subclass, name = "Assembler", module = "toolwire._core")]
 struct PyAssembler {
-    inner: Assembler,
+    /// The assembler inside the raw-SSE decoder, so `feed` and `feed_sse` share one state.
+    decoder: StreamDecoder,
 }
 
 #[pymethods]
@@ -540,7 +543,9 @@ impl PyAssembler {
             None => Assembler::new(config),
         }
         .map_err(|e| misuse(&e))?;
-        Ok(Self { inner })
+        Ok(Self {
+            decoder: StreamDecoder::new(inner),
+        })
     }
 
     #[pyo3(signature = (index, /, *, id=None, name=None, arguments=None, r#type=None))]
@@ -585,14 +590,21 @@ impl PyAssembler {
             kind: optional_text(r#type, "type")?,
             arguments,
         };
-        self.inner.feed(&delta).map_err(|e| misuse(&e))
+        self.decoder
+            .assembler_mut()
+            .feed(&delta)
+            .map_err(|e| misuse(&e))
     }
 
     /// A per-call stop event for the open call under `index`.
     #[pyo3(signature = (index, /))]
     fn end(&mut self, index: Option<i64>) -> PyResult<()> {
-        match self.inner.ordinal_of(index) {
-            Some(o) => self.inner.end_call(o).map_err(|e| misuse(&e)),
+        match self.decoder.assembler().ordinal_of(index) {
+            Some(o) => self
+                .decoder
+                .assembler_mut()
+                .end_call(o)
+                .map_err(|e| misuse(&e)),
             None => Ok(()),
         }
     }
@@ -606,7 +618,8 @@ impl PyAssembler {
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let json = dump_json(py, value)?;
-        self.inner
+        self.decoder
+            .assembler_mut()
             .set_metadata_for_key(index, key, &json)
             .map_err(|e| misuse(&e))
     }
@@ -614,17 +627,21 @@ impl PyAssembler {
     /// The transport broke off: calls with no argument text yet become `truncated`, not `{}`.
     #[pyo3(signature = (reason, /))]
     fn interrupt(&mut self, reason: &str) -> PyResult<()> {
-        self.inner.interrupt(reason).map_err(|e| misuse(&e))
+        self.decoder
+            .assembler_mut()
+            .interrupt(reason)
+            .map_err(|e| misuse(&e))
     }
 
     /// The name received so far for a call.
     #[pyo3(signature = (ordinal, /))]
     fn name(&self, ordinal: usize) -> PyResult<Option<String>> {
-        if ordinal >= self.inner.len() {
+        if ordinal >= self.decoder.assembler().len() {
             return Err(misuse(&Misuse::NoSuchCall(ordinal)));
         }
         Ok(self
-            .inner
+            .decoder
+            .assembler()
             .name(ordinal)
             .filter(|n| !n.is_empty())
             .map(str::to_owned))
@@ -633,19 +650,23 @@ impl PyAssembler {
     /// The id of a call, if one arrived.
     #[pyo3(signature = (ordinal, /))]
     fn id(&self, ordinal: usize) -> PyResult<Option<String>> {
-        if ordinal >= self.inner.len() {
+        if ordinal >= self.decoder.assembler().len() {
             return Err(misuse(&Misuse::NoSuchCall(ordinal)));
         }
-        Ok(self.inner.id(ordinal).map(str::to_owned))
+        Ok(self.decoder.assembler().id(ordinal).map(str::to_owned))
     }
 
     #[pyo3(signature = (reason, /))]
     fn stop(&mut self, reason: &str) -> PyResult<()> {
-        self.inner.stop(reason).map_err(|e| misuse(&e))
+        self.decoder
+            .assembler_mut()
+            .stop(reason)
+            .map_err(|e| misuse(&e))
     }
 
     fn drain_errors(&mut self) -> Vec<(usize, PyCallError)> {
-        self.inner
+        self.decoder
+            .assembler_mut()
             .drain_errors()
             .iter()
             .map(|(o, e)| (*o, PyCallError::from(e)))
@@ -653,7 +674,8 @@ impl PyAssembler {
     }
 
     fn drain_progress(&mut self) -> Vec<(usize, String, String)> {
-        self.inner
+        self.decoder
+            .assembler_mut()
             .drain_progress()
             .into_iter()
             .map(|(o, p)| (o, p.path, p.text))
@@ -663,7 +685,7 @@ impl PyAssembler {
     /// True when some call already has an error no later input can fix.
     #[getter]
     fn failed(&self) -> bool {
-        self.inner.has_certain_error()
+        self.decoder.assembler().has_certain_error()
     }
 
     #[pyo3(signature = (ordinal, /, *, strings="trailing", eager_numbers=false))]
@@ -675,7 +697,8 @@ impl PyAssembler {
         eager_numbers: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let v = self
-            .inner
+            .decoder
+            .assembler()
             .partial_into(
                 ordinal,
                 string_mode(strings)?,
@@ -686,12 +709,74 @@ impl PyAssembler {
         optional_value(py, v)
     }
 
+    /// Feeds raw SSE bytes of the HTTP response body, split anywhere (gateways).
+    #[pyo3(signature = (data, /))]
+    fn feed_sse(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let bytes = data
+            .cast::<PyBytes>()
+            .map_err(|_| MisuseError::new_err("feed_sse takes bytes"))?
+            .as_bytes();
+        // Detaching costs more than scanning a small piece; only large bodies release the GIL.
+        let result = if bytes.len() >= 64 * 1024 {
+            let owned = bytes.to_vec();
+            let decoder = &mut self.decoder;
+            py.detach(move || decoder.push(&owned))
+        } else {
+            self.decoder.push(bytes)
+        };
+        result.map_err(|e| misuse(&e))
+    }
+
+    /// Assistant text seen on the raw SSE path.
+    #[getter]
+    fn text(&self) -> String {
+        self.decoder.text().into_owned()
+    }
+
+    /// The last usage object seen on the raw SSE path.
+    #[getter]
+    fn usage<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match self.decoder.usage() {
+            None => Ok(None),
+            Some(text) => Ok(Some(py.import("json")?.getattr("loads")?.call1((text,))?)),
+        }
+    }
+
+    /// The finish reason as sent, on the raw SSE path.
+    #[getter]
+    fn finish_reason(&self) -> Option<String> {
+        self.decoder.finish_reason_raw().map(str::to_owned)
+    }
+
+    /// The finish reason normalized: `stop`, `tool_calls`, `length`, `content_filter`,
+    /// `refusal` or `other`.
+    #[getter]
+    fn finish_reason_normalized(&self) -> Option<&'static str> {
+        self.decoder.finish_reason().map(FinishReason::as_str)
+    }
+
+    /// The wire format detected on the raw SSE path.
+    #[getter]
+    fn format(&self) -> Option<&'static str> {
+        self.decoder.format().map(Format::as_str)
+    }
+
+    /// Problems of the stream itself (malformed events, provider errors), as
+    /// (kind, event number, message).
+    fn stream_errors(&self) -> Vec<(&'static str, u64, String)> {
+        self.decoder
+            .errors()
+            .iter()
+            .map(|e| (e.kind.slug(), e.event, e.message.clone()))
+            .collect()
+    }
+
     fn __len__(&self) -> usize {
-        self.inner.len()
+        self.decoder.assembler().len()
     }
 
     fn finish(&mut self) -> PyResult<Vec<PyToolCall>> {
-        let calls = self.inner.finish().map_err(|e| misuse(&e))?;
+        let calls = self.decoder.finish().map_err(|e| misuse(&e))?;
         Ok(calls
             .into_iter()
             .map(|call| PyToolCall {

@@ -68,6 +68,9 @@ struct Slot {
     exact: bool,
     any_alive: u32,
     one_alive: u32,
+    /// Branches of this slot's `anyOf` / `oneOf` that died of something more specific than
+    /// their type (they matched the type, then failed a keyword).
+    specific_deaths: u32,
     /// Code points read (strings).
     count: u64,
     /// Trie position: the key being read (objects that deny unknown keys) or the string
@@ -510,6 +513,7 @@ impl State {
             exact: !capped,
             any_alive: to_u32(n.any_of.len()),
             one_alive: to_u32(n.one_of.len()),
+            specific_deaths: 0,
             count: 0,
             pos: Trie::ROOT,
             member: NONE,
@@ -1108,7 +1112,7 @@ impl State {
         }
         if slot.cond {
             self.kill(s);
-            self.propagate(nodes, s, at);
+            self.propagate(nodes, s, at, (depth, f, got, key));
         } else {
             self.record(nodes, s, depth, at, f, got, key);
             if fatal {
@@ -1130,7 +1134,19 @@ impl State {
 
     /// The dead conditional slot `s` takes its parent with it, up to a branch group that still
     /// has a live branch, or to an unconditional owner whose group ran out (an error).
-    fn propagate(&mut self, nodes: &[Node], mut s: usize, at: usize) {
+    ///
+    /// `cause` is the failure that killed `s`: when it is the last live branch of an `anyOf` /
+    /// `oneOf` and it failed on something more specific than its type (a pattern, an enum, a
+    /// bound), that failure is the one reported — `a string matching ^u_...$` tells the model
+    /// more than `none of the alternatives` for an optional field.
+    fn propagate(
+        &mut self,
+        nodes: &[Node],
+        mut s: usize,
+        at: usize,
+        cause: (usize, Failure, &str, Option<&str>),
+    ) {
+        let origin = s;
         loop {
             let slot = self.slots[s];
             if slot.parent == NO_SLOT {
@@ -1139,6 +1155,10 @@ impl State {
             let p = slot.parent as usize;
             if !self.slots[p].alive {
                 return;
+            }
+            let specific = !matches!(cause.1, Failure::Type | Failure::False);
+            if specific && matches!(slot.link, Link::AnyOf | Link::OneOf) {
+                self.slots[p].specific_deaths += 1;
             }
             let failure = match slot.link {
                 Link::Root => return,
@@ -1164,9 +1184,24 @@ impl State {
                 continue;
             }
             if let Some(f) = failure {
-                let depth = self.frame_of(p);
-                let got = self.frames[depth].kind.type_name();
-                self.record(nodes, p, depth, at, f, got, None);
+                let (cause_depth, cause_failure, cause_got, cause_key) = cause;
+                // Only when exactly one branch got past its type is its failure the whole story;
+                // otherwise naming one branch's rule would mislead.
+                if !specific || self.slots[p].specific_deaths != 1 {
+                    let depth = self.frame_of(p);
+                    let got = self.frames[depth].kind.type_name();
+                    self.record(nodes, p, depth, at, f, got, None);
+                } else {
+                    self.record(
+                        nodes,
+                        origin,
+                        cause_depth,
+                        at,
+                        cause_failure,
+                        cause_got,
+                        cause_key,
+                    );
+                }
             }
             self.kill(p);
             return;

@@ -1,0 +1,122 @@
+"""Retry budgets: one per user request, and one ratio budget per process (or per Executor).
+
+The ratio budget follows Finagle/Envoy/SRE practice: every call deposits ``ratio`` of a token and
+every retry withdraws a whole one, so retries stay below ``ratio`` of calls in steady state. A
+separate reserve refilled at ``min_per_second`` keeps low-traffic processes able to retry at all.
+Both buckets are capped so a long healthy period cannot bank a retry storm for the next outage.
+In an outage where every call fails retryably, attempts are therefore bounded by
+``calls * (1 + ratio) + ratio_cap + min_per_second * (1 + elapsed seconds)``.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass, field
+
+from toolwire.execution.clock import Clock, SystemClock
+
+__all__ = ["RequestContext", "RetryBudget"]
+
+
+@dataclass(eq=False)
+class RequestContext:
+    """Everything shared by the tool calls of one user request.
+
+    Args:
+        request_id: Identifier of the user request (logged and traced).
+        session_id: Conversation/session identifier; scopes derived idempotency keys.
+        retry_budget: Retries (not attempts) allowed across all calls of this request.
+        deadline: Absolute deadline on the executor clock's ``monotonic()`` scale, or ``None``.
+    """
+
+    request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    session_id: str = ""
+    retry_budget: int = 5
+    deadline: float | None = None
+    _used: int = field(default=0, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def retries_used(self) -> int:
+        """Retries already spent by calls of this request."""
+        with self._lock:
+            return self._used
+
+    @property
+    def retries_left(self) -> int:
+        """Retries still available to calls of this request."""
+        with self._lock:
+            return max(0, self.retry_budget - self._used)
+
+    def try_spend_retry(self) -> bool:
+        """Take one retry from the request budget; return False when it is used up."""
+        with self._lock:
+            if self._used >= self.retry_budget:
+                return False
+            self._used += 1
+            return True
+
+    def refund_retry(self) -> None:
+        """Give back a retry taken by ``try_spend_retry`` that was not used."""
+        with self._lock:
+            self._used = max(0, self._used - 1)
+
+
+class RetryBudget:
+    """Per-process retry ratio budget (token bucket), thread-safe and O(1).
+
+    Args:
+        ratio: Tokens deposited per call; a retry costs one token (0.1 = retries <= 10 % of calls).
+        min_per_second: Reserve refill rate, so a quiet process may still retry this often.
+        ratio_cap: Largest ratio balance that can be banked.
+        clock: Time source (monotonic reading used for the reserve refill).
+    """
+
+    def __init__(
+        self,
+        *,
+        ratio: float = 0.1,
+        min_per_second: float = 3.0,
+        ratio_cap: float = 10.0,
+        clock: Clock | None = None,
+    ) -> None:
+        if ratio < 0 or min_per_second < 0 or ratio_cap < 0:
+            raise ValueError("retry budget parameters must be non-negative")
+        self.ratio = ratio
+        self.min_per_second = min_per_second
+        self.ratio_cap = ratio_cap
+        self._clock = clock or SystemClock()
+        self._lock = threading.Lock()
+        self._balance = 0.0
+        self._reserve = min_per_second
+        self._last = self._clock.monotonic()
+        self.calls = 0
+        self.retries = 0
+        self.denied = 0
+
+    def _refill(self) -> None:
+        now = self._clock.monotonic()
+        elapsed = max(0.0, now - self._last)
+        self._last = now
+        self._reserve = min(self.min_per_second, self._reserve + elapsed * self.min_per_second)
+
+    def record_call(self) -> None:
+        """Deposit for one new call (first attempts only)."""
+        with self._lock:
+            self.calls += 1
+            self._balance = min(self.ratio_cap, self._balance + self.ratio)
+
+    def try_spend_retry(self) -> bool:
+        """Withdraw one retry; return False (and count a denial) if the budget is exhausted."""
+        with self._lock:
+            self._refill()
+            if self._balance >= 1.0:
+                self._balance -= 1.0
+            elif self._reserve >= 1.0:
+                self._reserve -= 1.0
+            else:
+                self.denied += 1
+                return False
+            self.retries += 1
+            return True

@@ -1,0 +1,108 @@
+"""Injectable time sources, so retries, budgets, breakers and ledgers can be tested without waiting.
+
+Two readings are kept apart on purpose: ``monotonic()`` for durations, deadlines and rate windows
+(never jumps), and ``time()`` (Unix seconds) for ledger timestamps that other processes must
+understand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time as _time
+from typing import Protocol, runtime_checkable
+
+__all__ = ["Clock", "FakeClock", "SystemClock"]
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Where the execution layer reads time and how it waits."""
+
+    def time(self) -> float:
+        """Return wall-clock Unix time in seconds (shared with other processes)."""
+        ...
+
+    def monotonic(self) -> float:
+        """Return a monotonic reading in seconds, for durations and windows."""
+        ...
+
+    def sleep(self, seconds: float) -> None:
+        """Block the calling thread for ``seconds``."""
+        ...
+
+    async def asleep(self, seconds: float) -> None:
+        """Suspend the calling task for ``seconds``."""
+        ...
+
+
+class SystemClock:
+    """The real clock: ``time.time``, ``time.monotonic``, ``time.sleep`` and ``asyncio.sleep``."""
+
+    def time(self) -> float:
+        """Return ``time.time()``."""
+        return _time.time()
+
+    def monotonic(self) -> float:
+        """Return ``time.monotonic()``."""
+        return _time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        """Call ``time.sleep``."""
+        _time.sleep(max(0.0, seconds))
+
+    async def asleep(self, seconds: float) -> None:
+        """Await ``asyncio.sleep``."""
+        await asyncio.sleep(max(0.0, seconds))
+
+
+class FakeClock:
+    """A manual clock for tests: sleeping advances it instantly and records the requested delay.
+
+    Args:
+        start: Initial wall-clock reading (Unix seconds).
+        monotonic_start: Initial monotonic reading.
+        advance_on_sleep: If false, ``sleep`` records the delay but does not move time.
+    """
+
+    def __init__(
+        self,
+        start: float = 1_700_000_000.0,
+        *,
+        monotonic_start: float = 1_000.0,
+        advance_on_sleep: bool = True,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._wall = start
+        self._mono = monotonic_start
+        self.advance_on_sleep = advance_on_sleep
+        self.sleeps: list[float] = []
+
+    def time(self) -> float:
+        """Return the fake wall-clock reading."""
+        with self._lock:
+            return self._wall
+
+    def monotonic(self) -> float:
+        """Return the fake monotonic reading."""
+        with self._lock:
+            return self._mono
+
+    def advance(self, seconds: float) -> None:
+        """Move both readings forward by ``seconds``."""
+        with self._lock:
+            self._wall += seconds
+            self._mono += seconds
+
+    def sleep(self, seconds: float) -> None:
+        """Record the delay and, unless disabled, advance time by it."""
+        with self._lock:
+            self.sleeps.append(seconds)
+            if self.advance_on_sleep:
+                self._wall += max(0.0, seconds)
+                self._mono += max(0.0, seconds)
+
+    async def asleep(self, seconds: float) -> None:
+        """Like ``sleep``, then yield to the event loop once so cancellation can land."""
+        self.sleep(seconds)
+        await asyncio.sleep(0)

@@ -1,0 +1,1320 @@
+"""``Executor``: run validated tool calls safely.
+
+Per call, in order: refuse calls that did not validate (as data, never raised); for writes,
+derive the idempotency key and claim it in the ledger (fail closed if the ledger is down); ask the
+tool's circuit breaker; run attempts under tenacity with classified retries and two budgets;
+record the outcome in the ledger; emit one observability record. Everything that can go wrong
+with a call comes back as an ``ExecutionResult``; only cancellation and interrupts propagate.
+
+Design notes:
+- Timeouts: async tools run in a task that is cancelled at the timeout; sync tools with a timeout
+  run in a daemon thread that is abandoned at the timeout (Python cannot kill a thread), so for a
+  write the outcome becomes ``unknown_outcome``.
+- Blocking ledgers (SQLite, Redis) are called from a worker thread in async mode; a claim that
+  completes after the caller was cancelled is released so it does not linger as in-progress.
+- The tool result is stored and returned in its JSON-compatible form
+  (``pydantic_core.to_jsonable_python``), so a first execution and a replay look the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import json
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeVar, cast
+
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+from tenacity import AsyncRetrying, RetryCallState, Retrying, stop_after_attempt
+
+from toolwire.execution.breaker import BreakerConfig, CircuitBreaker, Permit
+from toolwire.execution.budget import RequestContext, RetryBudget
+from toolwire.execution.classify import Classification, DeadlineExceeded, classify
+from toolwire.execution.clock import Clock, SystemClock
+from toolwire.execution.errors import (
+    BusinessRuleError,
+    ClaimLost,
+    ExecutionError,
+    IdempotencyConflict,
+    IdempotencyInProgress,
+    LedgerUnavailable,
+    NeedsClarification,
+)
+from toolwire.execution.idempotency import derive_key, fingerprint
+from toolwire.execution.ledger import DEFAULT_TTL, Claim, Ledger, MemoryLedger, StalePolicy
+from toolwire.execution.ledger_sqlite import SqliteLedger
+from toolwire.execution.observe import ExecutionRecord, FinalState, Observer, SpanLike
+from toolwire.execution.retry import RetryPolicy, StopReason, decide_retry
+
+__all__ = [
+    "Call",
+    "ExecutionResult",
+    "Executor",
+    "Timings",
+    "ToolContext",
+    "ToolSpec",
+    "ValidatedCall",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_log = logging.getLogger("toolwire.execution")
+
+# Error slugs that mean the arguments never parsed (pydantic's and the Rust core's).
+_PARSE_ERROR_TYPES = frozenset(
+    {
+        "json_invalid",
+        "json_type",
+        "invalid_json",
+        "truncated",
+        "incomplete",
+        "unexpected_eof",
+        "parse_error",
+        "concatenated_values",
+        "depth_limit",
+        "too_deep",
+        "too_large",
+        "not_object",
+        "invalid_utf8",
+    }
+)
+# Failure kinds that say something about the tool's health (the breaker's "failure").
+_BREAKER_FAILURES = frozenset(
+    {
+        "timeout",
+        "rate_limited",
+        "bad_gateway",
+        "service_unavailable",
+        "gateway_timeout",
+        "connection_error",
+        "server_error",
+        "unknown_error",
+    }
+)
+_MESSAGE_LIMIT = 500
+
+
+class ValidatedCall(Protocol):
+    """What the executor needs from a validated call (``toolwire.Outcome`` satisfies it)."""
+
+    @property
+    def tool(self) -> str:
+        """Tool name."""
+        ...
+
+    @property
+    def call_id(self) -> str | None:
+        """Provider ``tool_call_id``."""
+        ...
+
+    @property
+    def model(self) -> BaseModel | Mapping[str, Any] | None:
+        """Validated arguments (a model instance or a plain mapping)."""
+        ...
+
+    @property
+    def ok(self) -> bool:
+        """Whether validation succeeded."""
+        ...
+
+    @property
+    def kind(self) -> str:
+        """``ok``, ``model_error``, ``business_error`` or ``needs_clarification``."""
+        ...
+
+    @property
+    def errors(self) -> Sequence[Any]:
+        """Validation errors (pydantic error-dict shape)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A ready-to-run call, for callers that validated arguments themselves.
+
+    Attributes:
+        tool: Tool name.
+        call_id: Provider ``tool_call_id``.
+        model: Validated model or plain mapping of arguments.
+        raw_arguments: The argument text as the model sent it (kept for logs and replays).
+        ok: Always true unless built from a failed validation.
+        kind: Validation outcome kind.
+        errors: Validation errors.
+    """
+
+    tool: str
+    call_id: str | None
+    model: BaseModel | Mapping[str, Any] | None = None
+    raw_arguments: str | None = None
+    ok: bool = True
+    kind: str = "ok"
+    errors: Sequence[Any] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Passed to tools registered with ``context=True`` (as keyword argument ``ctx``).
+
+    Attributes:
+        tool: Tool name.
+        call_id: Provider ``tool_call_id``.
+        idempotency_key: Key of this write (forward it downstream, e.g. as ``Idempotency-Key``).
+        request_id: Request identifier.
+        session_id: Session identifier.
+        attempt: 1-based attempt number.
+        deadline_remaining: Seconds left before the request deadline, if any.
+    """
+
+    tool: str
+    call_id: str | None
+    idempotency_key: str | None
+    request_id: str
+    session_id: str
+    attempt: int
+    deadline_remaining: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A registered tool and its execution policy.
+
+    Attributes:
+        fn: The function (sync or async).
+        name: Tool name (filled in at registration).
+        side_effects: True for writes: idempotency ledger, no blind re-execution.
+        idempotency_key: Name of an argument field holding a business key to dedupe on, instead
+            of session + ``tool_call_id``.
+        timeout: Seconds per attempt (``None``: no timeout).
+        in_progress_expiry: Seconds after which an unfinished claim is stale. Default: long
+            enough for every attempt and backoff, plus a margin.
+        on_stale_in_progress: What a later call does with a stale claim: ``report`` (mark it
+            ``unknown`` and say so; the default, nothing runs twice), ``assume_failed_and_retry``
+            (execute again; only for tools whose downstream dedupes on the key) or
+            ``assume_succeeded`` (answer as succeeded without a receipt).
+        retry_ambiguous: Retry timeouts and resets for a write (the downstream dedupes on
+            ``ctx.idempotency_key``).
+        unpack: Call ``fn(**arguments)`` instead of ``fn(arguments)``.
+        context: Pass a ``ToolContext`` as keyword argument ``ctx``.
+        breaker: Per-tool breaker settings (``None``: the executor's default).
+        record_ttl: Ledger retention for this tool (``None``: the executor's default).
+    """
+
+    fn: Callable[..., Any]
+    name: str = ""
+    side_effects: bool = False
+    idempotency_key: str | None = None
+    timeout: float | None = None
+    in_progress_expiry: float | None = None
+    on_stale_in_progress: StalePolicy = "report"
+    retry_ambiguous: bool = False
+    unpack: bool = False
+    context: bool = False
+    breaker: BreakerConfig | None = None
+    record_ttl: float | None = None
+    is_async: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        if self.on_stale_in_progress not in (
+            "report",
+            "assume_failed_and_retry",
+            "assume_succeeded",
+        ):
+            raise ValueError(
+                "on_stale_in_progress must be 'report', 'assume_failed_and_retry' or "
+                f"'assume_succeeded', not {self.on_stale_in_progress!r}"
+            )
+        fn = self.fn
+        is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
+        )
+        object.__setattr__(self, "is_async", is_async)
+
+
+@dataclass(frozen=True, slots=True)
+class Timings:
+    """Seconds spent per phase (``None`` where the caller did not measure it)."""
+
+    parse: float | None = None
+    validation: float | None = None
+    execution: float = 0.0
+    total: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionResult:
+    """The outcome of one call. Exactly one per call handed to the executor.
+
+    Attributes:
+        call_id: Provider ``tool_call_id``.
+        tool: Tool name.
+        state: Final state.
+        value: JSON-compatible tool result (also for replays), when there is one.
+        error: Model-facing error payload (``type``, ``message``, ``retryable`` and details).
+        attempts: Downstream attempts made by this call (0 for replays and refusals).
+        idempotency_key: Ledger key for writes.
+        args_hash: Fingerprint of the canonicalised arguments.
+        timings: Phase timings.
+        duplicate_execution: True if the side effect may have run twice (stale recovery).
+        warnings: Non-fatal problems (e.g. the ledger could not record a success).
+    """
+
+    call_id: str | None
+    tool: str
+    state: FinalState
+    value: Any = None
+    error: dict[str, Any] | None = None
+    attempts: int = 0
+    idempotency_key: str | None = None
+    args_hash: str | None = None
+    timings: Timings = field(default_factory=Timings)
+    duplicate_execution: bool = False
+    warnings: tuple[str, ...] = ()
+    exception: ExecutionError | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        """True when the tool's result (fresh or replayed) is available."""
+        return self.error is None and self.state in ("ok", "duplicate_suppressed")
+
+    def to_payload(self) -> dict[str, Any]:
+        """The JSON-compatible body of the tool result message for the model."""
+        if self.ok:
+            payload: dict[str, Any] = {"ok": True, "result": self.value}
+            if self.state == "duplicate_suppressed":
+                payload["replayed"] = True
+            return payload
+        return {"ok": False, "state": self.state, "error": self.error or {}}
+
+    def content(self) -> str:
+        """``to_payload()`` as compact JSON text."""
+        return json.dumps(self.to_payload(), separators=(",", ":"), ensure_ascii=False)
+
+    def raise_for_error(self) -> None:
+        """Raise the typed exception behind a refused call, if there is one.
+
+        Raises:
+            IdempotencyConflict: The key was used with different arguments.
+            IdempotencyInProgress: An identical call is still executing.
+            LedgerUnavailable: The ledger could not be used, so the write did not run.
+        """
+        if self.exception is not None:
+            raise self.exception
+
+
+class _BreakerOpen(Exception):
+    pass
+
+
+class _AttemptTimeout(TimeoutError):
+    pass
+
+
+@dataclass(eq=False)
+class _Run:
+    """Mutable state of one call while it executes."""
+
+    spec: ToolSpec
+    call: ValidatedCall
+    context: RequestContext
+    arguments: Any
+    args_hash: str
+    key: str | None
+    started: float
+    span: SpanLike
+    parse_time: float | None
+    validation_time: float | None
+    coercions: int
+    claim: Claim | LedgerUnavailable | None = None
+    attempts: int = 0
+    exec_started: float | None = None
+    last: Classification | None = None
+    last_exc: BaseException | None = None
+    in_flight: bool = False
+    breaker_rejected: bool = False
+    stop_reason: StopReason | None = None
+    next_wait: float = 0.0
+    duplicate_execution: bool = False
+    warnings: list[str] = field(default_factory=lambda: [])
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
+
+
+def _jsonable(value: Any) -> Any:
+    return to_jsonable_python(value, fallback=repr)
+
+
+class Executor:
+    """Runs validated tool calls with retries, budgets, idempotency, breakers and observability.
+
+    Args:
+        tools: Tool name to function or ``ToolSpec``.
+        ledger: Idempotency ledger for writes, or a file path for a ``SqliteLedger``. Without
+            one, writes use a per-executor ``MemoryLedger`` (not durable; a warning is logged).
+        clock: Time source and sleeper (inject a ``FakeClock`` in tests).
+        retry: Retry policy (3 attempts, full-jitter backoff).
+        retry_budget: Per-process retry ratio budget; share one between executors to make it
+            process-wide. Default: one per executor.
+        breaker: Default breaker settings per tool; ``False`` disables breakers.
+        observer: Where records, spans and counters go. Default: one per executor.
+        namespace: Prefix of every idempotency key (tenant, deployment).
+        record_ttl: Ledger retention in seconds (default 24 h).
+    """
+
+    def __init__(
+        self,
+        tools: Mapping[str, Callable[..., Any] | ToolSpec] | None = None,
+        *,
+        ledger: Ledger | str | os.PathLike[str] | None = None,
+        clock: Clock | None = None,
+        retry: RetryPolicy | None = None,
+        retry_budget: RetryBudget | None = None,
+        breaker: BreakerConfig | Literal[False] | None = None,
+        observer: Observer | None = None,
+        namespace: str = "",
+        record_ttl: float = DEFAULT_TTL,
+    ) -> None:
+        self.clock: Clock = clock or SystemClock()
+        if isinstance(ledger, (str, os.PathLike)):
+            ledger = SqliteLedger(ledger, clock=self.clock)
+        self._ledger = ledger
+        self.retry = retry or RetryPolicy()
+        self.retry_budget = retry_budget or RetryBudget(clock=self.clock)
+        self._breaker_default: BreakerConfig | None = (
+            None if breaker is False else (breaker or BreakerConfig())
+        )
+        self._breakers_enabled = breaker is not False
+        self.observer = observer or Observer()
+        self.namespace = namespace
+        self.record_ttl = record_ttl
+        self._tools: dict[str, ToolSpec] = {}
+        self._breakers: dict[str, CircuitBreaker] = {}
+        self._lock = threading.Lock()
+        for name, tool in (tools or {}).items():
+            self.register(name, tool)
+
+    # ---- registration -------------------------------------------------------------------
+
+    def register(self, name: str, tool: Callable[..., Any] | ToolSpec, **options: Any) -> ToolSpec:
+        """Register ``tool`` under ``name`` (options as in ``ToolSpec``) and return its spec."""
+        if isinstance(tool, ToolSpec):
+            values = {f: getattr(tool, f) for f in ToolSpec.__dataclass_fields__ if f != "is_async"}
+            values.update(options, name=name)
+            spec = ToolSpec(**values)
+        else:
+            spec = ToolSpec(tool, name=name, **options)
+        with self._lock:
+            self._tools[name] = spec
+            self._breakers.pop(name, None)
+        return spec
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        side_effects: bool = False,
+        idempotency_key: str | None = None,
+        timeout: float | None = None,
+        in_progress_expiry: float | None = None,
+        on_stale_in_progress: StalePolicy = "report",
+        retry_ambiguous: bool = False,
+        unpack: bool = False,
+        context: bool = False,
+        breaker: BreakerConfig | None = None,
+        record_ttl: float | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator registering a function as a tool (see ``ToolSpec`` for the options).
+
+        Args:
+            name: Tool name; defaults to the function's ``__name__``.
+            side_effects: The tool writes; use the idempotency ledger.
+            idempotency_key: Argument field holding a business key.
+            timeout: Seconds per attempt.
+            in_progress_expiry: Seconds before an unfinished claim is stale.
+            on_stale_in_progress: Stale-claim policy.
+            retry_ambiguous: Retry ambiguous failures of a write.
+            unpack: Call with keyword arguments.
+            context: Pass ``ctx: ToolContext``.
+            breaker: Breaker settings for this tool.
+            record_ttl: Ledger retention for this tool.
+
+        Returns:
+            A decorator that registers the function and returns it unchanged.
+        """
+
+        def decorate(fn: F) -> F:
+            self.register(
+                name or fn.__name__,
+                fn,
+                side_effects=side_effects,
+                idempotency_key=idempotency_key,
+                timeout=timeout,
+                in_progress_expiry=in_progress_expiry,
+                on_stale_in_progress=on_stale_in_progress,
+                retry_ambiguous=retry_ambiguous,
+                unpack=unpack,
+                context=context,
+                breaker=breaker,
+                record_ttl=record_ttl,
+            )
+            return fn
+
+        return decorate
+
+    @property
+    def tools(self) -> Mapping[str, ToolSpec]:
+        """Registered tools by name."""
+        return dict(self._tools)
+
+    @property
+    def ledger(self) -> Ledger:
+        """The idempotency ledger (created on first use if none was given)."""
+        with self._lock:
+            if self._ledger is None:
+                _log.warning(
+                    "toolwire: no idempotency ledger configured; using an in-memory ledger "
+                    "(not durable, not shared between processes)"
+                )
+                self._ledger = MemoryLedger(clock=self.clock)
+            return self._ledger
+
+    def breaker_for(self, tool: str) -> CircuitBreaker | None:
+        """The circuit breaker of ``tool`` (``None`` if breakers are disabled)."""
+        if not self._breakers_enabled:
+            return None
+        with self._lock:
+            breaker = self._breakers.get(tool)
+            if breaker is None:
+                spec = self._tools.get(tool)
+                config = (spec.breaker if spec else None) or self._breaker_default
+                breaker = CircuitBreaker(tool, config, clock=self.clock)
+                self._breakers[tool] = breaker
+            return breaker
+
+    def request(
+        self,
+        request_id: str | None = None,
+        session_id: str = "",
+        *,
+        retry_budget: int = 5,
+        timeout: float | None = None,
+    ) -> RequestContext:
+        """Create a ``RequestContext`` whose deadline is ``timeout`` seconds from now."""
+        return RequestContext(
+            request_id=request_id or uuid.uuid4().hex,
+            session_id=session_id,
+            retry_budget=retry_budget,
+            deadline=None if timeout is None else self.clock.monotonic() + timeout,
+        )
+
+    # ---- public execution API -------------------------------------------------------------
+
+    def execute(
+        self,
+        call: ValidatedCall,
+        context: RequestContext | None = None,
+        *,
+        parse_time: float | None = None,
+        validation_time: float | None = None,
+        coercions: int | None = None,
+    ) -> ExecutionResult:
+        """Execute one call synchronously.
+
+        Args:
+            call: The validated call (``Outcome`` or ``Call``).
+            context: The user request it belongs to (budget, deadline, session).
+            parse_time: Seconds spent parsing the arguments (for the record).
+            validation_time: Seconds spent validating them (for the record).
+            coercions: Number of type coercions validation applied (for the record).
+
+        Returns:
+            The result; failures are data, never exceptions.
+
+        Raises:
+            TypeError: If the tool is async (use ``aexecute``).
+            KeyboardInterrupt: Propagated after recording the call.
+        """
+        spec = self._tools.get(call.tool)
+        if call.ok and spec is not None and spec.is_async:
+            raise TypeError(f"tool {spec.name!r} is async; use Executor.aexecute")
+        run = self._prepare(call, context, parse_time, validation_time, coercions)
+        if isinstance(run, ExecutionResult):
+            return run
+        run.claim = self._claim(run) if run.key is not None else None
+        if run.key is not None:
+            early = self._claim_result(run)
+            if early is not None:
+                return early
+        value: Any = None
+        try:
+            retrying = Retrying(
+                stop=stop_after_attempt(self.retry.max_attempts),
+                wait=lambda _: run.next_wait,
+                retry=lambda state: self._should_retry(run, state),
+                sleep=self.clock.sleep,
+                reraise=True,
+            )
+            for attempt in retrying:
+                with attempt:
+                    value = self._attempt_sync(run)
+        except BaseException as exc:
+            return self._settle_failure(run, exc)
+        return self._settle_success(run, value)
+
+    async def aexecute(
+        self,
+        call: ValidatedCall,
+        context: RequestContext | None = None,
+        *,
+        parse_time: float | None = None,
+        validation_time: float | None = None,
+        coercions: int | None = None,
+    ) -> ExecutionResult:
+        """Execute one call in the event loop (sync tools run in a worker thread).
+
+        Args:
+            call: The validated call.
+            context: The user request it belongs to.
+            parse_time: Seconds spent parsing the arguments.
+            validation_time: Seconds spent validating them.
+            coercions: Number of coercions validation applied.
+
+        Returns:
+            The result; failures are data, never exceptions.
+
+        Raises:
+            asyncio.CancelledError: Propagated (never retried) after recording the call.
+        """
+        run = self._prepare(call, context, parse_time, validation_time, coercions)
+        if isinstance(run, ExecutionResult):
+            return run
+        if run.key is not None:
+            run.claim = await self._aclaim(run)
+            early = self._claim_result(run)
+            if early is not None:
+                return early
+        value: Any = None
+        try:
+            retrying = AsyncRetrying(
+                stop=stop_after_attempt(self.retry.max_attempts),
+                wait=lambda _: run.next_wait,
+                retry=lambda state: self._should_retry(run, state),
+                sleep=self.clock.asleep,
+                reraise=True,
+            )
+            async for attempt in retrying:
+                with attempt:
+                    value = await self._attempt_async(run)
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
+                # Record synchronously: awaiting here could be cancelled again.
+                return self._settle_failure(run, exc)
+            failure = exc
+            return await self._offload(lambda: self._settle_failure(run, failure))
+        return await self._offload(lambda: self._settle_success(run, value))
+
+    def execute_all(
+        self,
+        calls: Sequence[ValidatedCall],
+        context: RequestContext | None = None,
+        *,
+        max_workers: int | None = None,
+    ) -> list[ExecutionResult]:
+        """Execute independent calls; one result per call, in input order.
+
+        A failure never undoes another call's success. With ``max_workers`` > 1 the calls run
+        in a thread pool, otherwise one after another.
+        """
+        ctx = context or self.request()
+        if max_workers is None or max_workers <= 1 or len(calls) <= 1:
+            return [self._execute_guarded(call, ctx) for call in calls]
+
+        def one(call: ValidatedCall) -> ExecutionResult:
+            return self._execute_guarded(call, ctx)
+
+        with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="toolwire") as pool:
+            return list(pool.map(one, calls))
+
+    async def aexecute_all(
+        self,
+        calls: Sequence[ValidatedCall],
+        context: RequestContext | None = None,
+        *,
+        concurrency: int | None = None,
+    ) -> list[ExecutionResult]:
+        """Execute independent calls concurrently; one result per call, in input order.
+
+        Uses ``asyncio.gather(return_exceptions=True)``: a call that raises still gets a result
+        (``downstream_failed``/``internal_error``), and successes are kept. Cancelling the caller
+        cancels every call and propagates.
+        """
+        ctx = context or self.request()
+        gate = asyncio.Semaphore(concurrency) if concurrency else None
+
+        async def one(call: ValidatedCall) -> ExecutionResult:
+            if gate is None:
+                return await self.aexecute(call, ctx)
+            async with gate:
+                return await self.aexecute(call, ctx)
+
+        outcomes = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
+        results: list[ExecutionResult] = []
+        for call, outcome in zip(calls, outcomes, strict=True):
+            if isinstance(outcome, ExecutionResult):
+                results.append(outcome)
+            elif isinstance(outcome, KeyboardInterrupt | SystemExit):
+                raise outcome
+            else:
+                results.append(self._internal_error(call, outcome))
+        return results
+
+    # ---- phases ---------------------------------------------------------------------------
+
+    def _execute_guarded(self, call: ValidatedCall, ctx: RequestContext) -> ExecutionResult:
+        try:
+            return self.execute(call, ctx)
+        except Exception as exc:
+            return self._internal_error(call, exc)
+
+    def _internal_error(self, call: ValidatedCall, exc: BaseException) -> ExecutionResult:
+        kind = "cancelled" if isinstance(exc, asyncio.CancelledError) else "internal_error"
+        _log.error("toolwire: call %s (%s) raised %r", call.call_id, call.tool, exc)
+        return ExecutionResult(
+            call_id=call.call_id,
+            tool=call.tool,
+            state="downstream_failed",
+            error={"type": kind, "message": _short(exc), "retryable": False},
+        )
+
+    def _prepare(
+        self,
+        call: ValidatedCall,
+        context: RequestContext | None,
+        parse_time: float | None,
+        validation_time: float | None,
+        coercions: int | None,
+    ) -> _Run | ExecutionResult:
+        started = self.clock.monotonic()
+        ctx = context or self.request()
+        parse_time = parse_time if parse_time is not None else _attr_float(call, "parse_time")
+        if validation_time is None:
+            validation_time = _attr_float(call, "validation_time")
+        if coercions is None:
+            raw = getattr(call, "coercions", 0)
+            coercions = len(raw) if isinstance(raw, Sequence) else int(raw or 0)  # pyright: ignore[reportUnknownArgumentType]
+        span = self.observer.start_span(call.tool, call.call_id)
+        spec = self._tools.get(call.tool)
+        arguments = _arguments_of(call)
+        if call.ok:
+            args_hash = fingerprint(arguments)
+        else:
+            raw = getattr(call, "raw_arguments", None) or getattr(call, "arguments", None)
+            text = raw if isinstance(raw, str) else ""
+            args_hash = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        run = _Run(
+            spec=spec or ToolSpec(_missing_tool, name=call.tool),
+            call=call,
+            context=ctx,
+            arguments=arguments,
+            args_hash=args_hash or "",
+            key=None,
+            started=started,
+            span=span,
+            parse_time=parse_time,
+            validation_time=validation_time,
+            coercions=coercions,
+        )
+        if not call.ok:
+            state, error = _refusal(call)
+            return self._finish(run, state, error=error)
+        if spec is None:
+            return self._finish(
+                run,
+                "tool_unavailable",
+                error={
+                    "type": "unknown_tool",
+                    "message": f"no tool named {call.tool!r} is registered",
+                    "retryable": False,
+                },
+            )
+        if spec.side_effects:
+            business = None
+            if spec.idempotency_key is not None:
+                business = _field(arguments, spec.idempotency_key)
+            run.key = derive_key(
+                tool=spec.name,
+                namespace=self.namespace,
+                session_id=ctx.session_id,
+                call_id=call.call_id,
+                business_key=business,
+                request_id=ctx.request_id,
+                arguments_fingerprint=args_hash,
+            )
+        return run
+
+    def _lease(self, spec: ToolSpec) -> float:
+        if spec.in_progress_expiry is not None:
+            return spec.in_progress_expiry
+        per_attempt = spec.timeout if spec.timeout is not None else 60.0
+        attempts = self.retry.max_attempts
+        return per_attempt * attempts + self.retry.backoff_max * (attempts - 1) + 30.0
+
+    def _ttl(self, spec: ToolSpec) -> float:
+        return spec.record_ttl if spec.record_ttl is not None else self.record_ttl
+
+    def _claim(self, run: _Run) -> Claim | LedgerUnavailable:
+        assert run.key is not None
+        try:
+            return self.ledger.claim(
+                run.key,
+                fingerprint=run.args_hash,
+                tool=run.spec.name,
+                lease=self._lease(run.spec),
+                ttl=self._ttl(run.spec),
+                on_stale=run.spec.on_stale_in_progress,
+            )
+        except LedgerUnavailable as exc:
+            return exc
+        except Exception as exc:  # a broken custom ledger must fail closed as well
+            return LedgerUnavailable(f"ledger error: {_short(exc)}")
+
+    async def _aclaim(self, run: _Run) -> Claim | LedgerUnavailable:
+        if not self.ledger.blocking:
+            return self._claim(run)
+        future = asyncio.ensure_future(asyncio.to_thread(self._claim, run))
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            # The claim may still land after we were cancelled; give it back when it does.
+            def release_late(done: asyncio.Future[Claim | LedgerUnavailable]) -> None:
+                if done.cancelled() or done.exception() is not None:
+                    return
+                claim = done.result()
+                if isinstance(claim, Claim) and claim.status == "claimed":
+                    run.claim = claim
+                    self._release_quietly(run)
+
+            future.add_done_callback(release_late)
+            raise
+
+    async def _offload(self, fn: Callable[[], Any]) -> Any:
+        if self._ledger is None or not self._ledger.blocking:
+            return fn()
+        return await asyncio.to_thread(fn)
+
+    def _claim_result(self, run: _Run) -> ExecutionResult | None:
+        """Turn a non-``claimed`` ledger answer into the call's result (``None``: go ahead)."""
+        claim = run.claim
+        if isinstance(claim, LedgerUnavailable):
+            self.observer.count("ledger_errors", 1, tool=run.spec.name)
+            run.claim = None
+            return self._finish(
+                run,
+                "tool_unavailable",
+                error={
+                    "type": claim.slug,
+                    "message": "the idempotency store is unavailable, so this write was not "
+                    "executed; it is safe to retry later",
+                    "retryable": True,
+                    "detail": _short(claim),
+                },
+                exception=claim,
+            )
+        assert claim is not None
+        record = claim.record
+        if claim.status == "claimed":
+            if claim.recovered:
+                self.observer.count("stale_in_progress", 1, tool=run.spec.name)
+                run.duplicate_execution = True
+                run.warnings.append("stale in-progress claim taken over; may execute twice")
+            return None
+        run.claim = None
+        if claim.status == "conflict":
+            return self._finish(
+                run,
+                "escalated",
+                error={
+                    "type": "idempotency_conflict",
+                    "message": "this call id was already used with different arguments; "
+                    "the call was not executed",
+                    "retryable": False,
+                },
+                exception=IdempotencyConflict(
+                    run.key or "", record.fingerprint if record else "", run.args_hash
+                ),
+            )
+        if claim.status == "in_progress":
+            return self._finish(
+                run,
+                "in_progress",
+                error={
+                    "type": "in_progress",
+                    "message": "an identical call is still executing; it was not started again",
+                    "retryable": True,
+                },
+                exception=IdempotencyInProgress(run.key or ""),
+            )
+        if claim.status == "replay" and record is not None:
+            if claim.recovered:
+                self.observer.count("stale_in_progress", 1, tool=run.spec.name)
+            error = record.error_value() if record.state == "failed" else None
+            if error is None and record.assumed:
+                run.warnings.append("success assumed after a stale in-progress claim")
+            return self._finish(
+                run, "duplicate_suppressed", value=record.receipt_value(), error=error
+            )
+        if claim.status == "stale":
+            self.observer.count("stale_in_progress", 1, tool=run.spec.name)
+        stored = record.error_value() if record is not None else None
+        return self._finish(
+            run,
+            "unknown_outcome",
+            error={
+                "type": "unknown_outcome",
+                "message": "a previous execution of this call may or may not have taken "
+                "effect; it was not executed again. Check the system before retrying.",
+                "retryable": False,
+                **({"cause": stored} if stored else {}),
+            },
+        )
+
+    def _should_retry(self, run: _Run, state: RetryCallState) -> bool:
+        outcome = state.outcome
+        if outcome is None or not outcome.failed:
+            return False
+        exc = outcome.exception()
+        if isinstance(exc, _BreakerOpen) or run.last is None or exc is not run.last_exc:
+            return False
+        verdict = decide_retry(
+            policy=self.retry,
+            state=state,
+            classification=run.last,
+            side_effects=run.spec.side_effects,
+            retry_ambiguous=run.spec.retry_ambiguous,
+            now=self.clock.monotonic(),
+            context=run.context,
+            budget=self.retry_budget,
+        )
+        run.stop_reason = verdict.reason
+        run.next_wait = verdict.wait
+        if verdict.retry:
+            run.span.add_event("retry", {"attempt": state.attempt_number, "wait": verdict.wait})
+        return verdict.retry
+
+    def _begin_attempt(self, run: _Run) -> tuple[Permit | None, float | None, bool]:
+        """Breaker and deadline checks; returns (permit, timeout, timeout_is_deadline)."""
+        if run.exec_started is None:
+            run.exec_started = self.clock.monotonic()
+            self.retry_budget.record_call()
+        deadline = run.context.deadline
+        remaining = None if deadline is None else deadline - self.clock.monotonic()
+        if remaining is not None and remaining <= 0:
+            exc = DeadlineExceeded("request deadline exceeded before the attempt started")
+            run.last, run.last_exc = classify(exc, now=self.clock.time()), exc
+            raise exc
+        breaker = self.breaker_for(run.spec.name)
+        permit = None
+        if breaker is not None:
+            permit = breaker.acquire()
+            if permit is None:
+                run.breaker_rejected = True
+                raise _BreakerOpen(run.spec.name)
+        timeout = run.spec.timeout
+        by_deadline = False
+        if remaining is not None and (timeout is None or remaining < timeout):
+            timeout, by_deadline = remaining, True
+        run.attempts += 1
+        run.in_flight = True
+        return permit, timeout, by_deadline
+
+    def _end_attempt(
+        self, run: _Run, permit: Permit | None, started: float, exc: BaseException | None
+    ) -> None:
+        duration = self.clock.monotonic() - started
+        breaker = self.breaker_for(run.spec.name)
+        if exc is None:
+            run.in_flight = False
+            if breaker is not None and permit is not None:
+                breaker.record(permit, failure=False, duration=duration)
+            return
+        cls = classify(exc, now=self.clock.time())
+        run.last, run.last_exc = cls, exc
+        run.in_flight = cls.ambiguous
+        run.span.add_event("attempt_failed", {"attempt": run.attempts, "kind": cls.kind})
+        if breaker is not None and permit is not None:
+            if cls.propagate or cls.kind == "deadline_exceeded":
+                breaker.release(permit)
+            else:
+                breaker.record(permit, failure=cls.kind in _BREAKER_FAILURES, duration=duration)
+
+    def _context_for(self, run: _Run, timeout: float | None) -> ToolContext:
+        return ToolContext(
+            tool=run.spec.name,
+            call_id=run.call.call_id,
+            idempotency_key=run.key,
+            request_id=run.context.request_id,
+            session_id=run.context.session_id,
+            attempt=run.attempts,
+            deadline_remaining=timeout,
+        )
+
+    def _invoker(self, run: _Run, timeout: float | None) -> Callable[[], Any]:
+        spec = run.spec
+        kwargs: dict[str, Any] = {}
+        if spec.context:
+            kwargs["ctx"] = self._context_for(run, timeout)
+        arguments = run.arguments
+        if spec.unpack:
+            fields = _fields_of(arguments)
+            return lambda: spec.fn(**fields, **kwargs)
+        return lambda: spec.fn(arguments, **kwargs)
+
+    def _attempt_sync(self, run: _Run) -> Any:
+        permit, timeout, by_deadline = self._begin_attempt(run)
+        started = self.clock.monotonic()
+        try:
+            value = _call_with_timeout(self._invoker(run, timeout), timeout, run.spec.name)
+        except _AttemptTimeout as exc:
+            err: BaseException = DeadlineExceeded(str(exc)) if by_deadline else exc
+            self._end_attempt(run, permit, started, err)
+            raise err from None
+        except BaseException as exc:
+            self._end_attempt(run, permit, started, exc)
+            raise
+        self._end_attempt(run, permit, started, None)
+        return value
+
+    async def _attempt_async(self, run: _Run) -> Any:
+        permit, timeout, by_deadline = self._begin_attempt(run)
+        started = self.clock.monotonic()
+        invoke = self._invoker(run, timeout)
+        try:
+            if run.spec.is_async:
+                value = await _await_with_timeout(
+                    cast(Callable[[], Awaitable[Any]], invoke), timeout, run.spec.name
+                )
+            else:
+                value = await _await_with_timeout(
+                    lambda: asyncio.to_thread(invoke), timeout, run.spec.name
+                )
+        except _AttemptTimeout as exc:
+            err: BaseException = DeadlineExceeded(str(exc)) if by_deadline else exc
+            self._end_attempt(run, permit, started, err)
+            raise err from None
+        except BaseException as exc:
+            self._end_attempt(run, permit, started, exc)
+            raise
+        self._end_attempt(run, permit, started, None)
+        return value
+
+    # ---- settlement -------------------------------------------------------------------------
+
+    def _ledger_op(self, run: _Run, op: Callable[[Ledger, str, str], None]) -> None:
+        claim = run.claim
+        if not isinstance(claim, Claim) or claim.token is None:
+            return
+        assert run.key is not None
+        try:
+            op(self.ledger, run.key, claim.token)
+        except ClaimLost:
+            run.duplicate_execution = True
+            run.warnings.append("ledger claim was taken over by another worker")
+        except Exception as exc:
+            self.observer.count("ledger_errors", 1, tool=run.spec.name)
+            run.warnings.append(f"ledger update failed: {_short(exc)}")
+        finally:
+            run.claim = None
+
+    def _release_quietly(self, run: _Run) -> None:
+        self._ledger_op(run, lambda ledger, key, token: ledger.release(key, token))
+
+    def _settle_success(self, run: _Run, value: Any) -> ExecutionResult:
+        result = _jsonable(value)
+        ttl = self._ttl(run.spec)
+        self._ledger_op(
+            run, lambda ledger, key, token: ledger.complete(key, token, result, ttl=ttl)
+        )
+        return self._finish(run, "ok", value=result)
+
+    def _settle_failure(self, run: _Run, exc: BaseException) -> ExecutionResult:
+        cls = run.last if exc is run.last_exc and run.last is not None else None
+        if cls is None and not isinstance(exc, _BreakerOpen):
+            # Raised outside an attempt (e.g. cancelled during backoff): classify it now.
+            cls = classify(exc, now=self.clock.time())
+        ttl = self._ttl(run.spec)
+        propagate = cls is not None and cls.propagate
+        if isinstance(exc, _BreakerOpen) and run.attempts == 0:
+            self._release_quietly(run)
+            return self._finish(
+                run,
+                "tool_unavailable",
+                error={
+                    "type": "circuit_open",
+                    "message": f"tool {run.spec.name!r} is temporarily unavailable after repeated "
+                    "failures; it was not called",
+                    "retryable": True,
+                },
+            )
+        if isinstance(exc, _BreakerOpen):
+            cls, exc = run.last, run.last_exc or exc
+        assert cls is not None
+        error = _error_payload(cls, exc, run)
+        if run.spec.side_effects and run.in_flight and cls.ambiguous:
+            error = {
+                "type": "unknown_outcome",
+                "message": "the write may or may not have taken effect "
+                f"({cls.kind}); it will not be retried automatically. Check before retrying.",
+                "retryable": False,
+                "cause": error,
+            }
+            self._ledger_op(
+                run,
+                lambda ledger, key, token: ledger.fail(key, token, error, unknown=True, ttl=ttl),
+            )
+            state: FinalState = "unknown_outcome"
+        elif cls.kind == "needs_clarification":
+            self._release_quietly(run)
+            state = "needs_clarification"
+        elif run.attempts == 0 or cls.propagate:
+            self._release_quietly(run)
+            state = "downstream_failed"
+        else:
+            retryable = cls.retryable
+            self._ledger_op(
+                run,
+                lambda ledger, key, token: ledger.fail(
+                    key, token, error, retryable=retryable, ttl=ttl
+                ),
+            )
+            state = "downstream_failed"
+        result = self._finish(run, state, error=error)
+        if propagate:
+            raise exc
+        return result
+
+    def _finish(
+        self,
+        run: _Run,
+        state: FinalState,
+        *,
+        value: Any = None,
+        error: dict[str, Any] | None = None,
+        args_hash: str | Literal[False] | None = False,
+        exception: ExecutionError | None = None,
+    ) -> ExecutionResult:
+        now = self.clock.monotonic()
+        execution = 0.0 if run.exec_started is None else now - run.exec_started
+        timings = Timings(
+            parse=run.parse_time,
+            validation=run.validation_time,
+            execution=execution,
+            total=now - run.started,
+        )
+        digest = (run.args_hash or None) if args_hash is False else args_hash
+        result = ExecutionResult(
+            call_id=run.call.call_id,
+            tool=run.call.tool,
+            state=state,
+            value=value,
+            error=error,
+            attempts=run.attempts,
+            idempotency_key=run.key,
+            args_hash=digest,
+            timings=timings,
+            duplicate_execution=run.duplicate_execution,
+            warnings=tuple(run.warnings),
+            exception=exception,
+        )
+        record: ExecutionRecord = {
+            "tool": run.call.tool,
+            "call_id": run.call.call_id,
+            "request_id": run.context.request_id,
+            "session_id": run.context.session_id or None,
+            "args_hash": digest,
+            "idempotency_key": run.key,
+            "state": state,
+            "error_type": None if error is None else str(error.get("type")),
+            "attempts": run.attempts,
+            "coercions": run.coercions,
+            "parse_time": run.parse_time,
+            "validation_time": run.validation_time,
+            "execution_time": execution,
+            "total_time": timings.total,
+            "duplicate_execution": run.duplicate_execution,
+        }
+        self.observer.finish(record, run.span)
+        return result
+
+
+# ---- helpers --------------------------------------------------------------------------------
+
+
+def _missing_tool(*_: Any, **__: Any) -> Any:  # pragma: no cover - never called
+    raise RuntimeError("unregistered tool")
+
+
+def _attr_float(obj: object, name: str) -> float | None:
+    value = getattr(obj, name, None)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _arguments_of(call: ValidatedCall) -> Any:
+    model = call.model
+    if model is not None:
+        return model
+    # toolwire.Outcome carries the plain arguments of dict tools in ``value``.
+    value = getattr(call, "value", None)
+    if isinstance(value, Mapping):
+        return cast(Mapping[str, Any], value)
+    raw = getattr(call, "raw_arguments", None) or getattr(call, "arguments", None)
+    if isinstance(raw, str) and raw.strip():
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return {}
+        if isinstance(parsed, dict):
+            return cast(dict[str, Any], parsed)
+    return {}
+
+
+def _fields_of(arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, BaseModel):
+        return {name: getattr(arguments, name) for name in type(arguments).model_fields}
+    if isinstance(arguments, Mapping):
+        return {str(k): v for k, v in cast(Mapping[Any, Any], arguments).items()}
+    return {}
+
+
+def _field(arguments: Any, name: str) -> Any:
+    if isinstance(arguments, BaseModel):
+        return getattr(arguments, name, None)
+    if isinstance(arguments, Mapping):
+        return cast(Mapping[str, Any], arguments).get(name)
+    return None
+
+
+def _refusal(call: ValidatedCall) -> tuple[FinalState, dict[str, Any]]:
+    errors = [_error_entry(e) for e in call.errors]
+    retryable = bool(getattr(call, "retryable", False))
+    kind = call.kind
+    error_type = getattr(call, "error_type", None)
+    if kind == "needs_clarification":
+        state: FinalState = "needs_clarification"
+        slug = "needs_clarification"
+    elif kind == "escalated" or getattr(call, "escalated", False):
+        state, slug = "escalated", "escalated"
+    elif (
+        getattr(call, "parse_failed", False)
+        or error_type in _PARSE_ERROR_TYPES
+        or any(
+            isinstance(e, Mapping) and cast(Mapping[str, Any], e).get("type") in _PARSE_ERROR_TYPES
+            for e in errors
+        )
+    ):
+        state, slug = "parse_failed", "parse_failed"
+    elif kind == "business_error":
+        state, slug = "validation_failed", "business_rule"
+    else:
+        state, slug = "validation_failed", "validation_failed"
+    message = {
+        "needs_clarification": "information only the user can provide is missing",
+        "escalated": "the call was escalated and not executed",
+        "parse_failed": "the arguments are not valid JSON; the call was not executed",
+        "business_rule": "the arguments break a business rule; the call was not executed",
+        "validation_failed": "the arguments do not match the tool's schema; "
+        "the call was not executed",
+    }[slug]
+    given = getattr(call, "message", None)
+    payload: dict[str, Any] = {
+        "type": error_type if isinstance(error_type, str) and error_type else slug,
+        "message": given if isinstance(given, str) and given else message,
+        "retryable": retryable,
+        "errors": errors,
+    }
+    ask_user = getattr(call, "ask_user", None)
+    if isinstance(ask_user, list) and ask_user:
+        payload["missing"] = [str(x) for x in cast(list[Any], ask_user)]
+    return state, payload
+
+
+def _error_entry(error: Any) -> Any:
+    as_payload = getattr(error, "as_payload", None)
+    if callable(as_payload):
+        return _jsonable(as_payload())
+    return _jsonable(error)
+
+
+def _error_payload(cls: Classification, exc: BaseException, run: _Run) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "type": cls.kind,
+        "message": _short(exc),
+        "retryable": cls.retryable,
+    }
+    if cls.status_code is not None:
+        payload["status_code"] = cls.status_code
+    if cls.retry_after is not None:
+        payload["retry_after"] = cls.retry_after
+    if isinstance(exc, BusinessRuleError):
+        payload["reasons"] = list(exc.reasons)
+    elif isinstance(exc, NeedsClarification):
+        payload["message"] = exc.message
+        payload["missing"] = list(exc.missing)
+    if run.stop_reason not in (None, "not_retryable"):
+        payload["stopped"] = run.stop_reason
+    if run.breaker_rejected:
+        payload["circuit_open"] = True
+    return payload
+
+
+def _call_with_timeout(fn: Callable[[], Any], timeout: float | None, name: str) -> Any:
+    if timeout is None:
+        return fn()
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def runner() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=runner, name=f"toolwire-{name}", daemon=True)
+    thread.start()
+    if not done.wait(max(0.0, timeout)):
+        raise _AttemptTimeout(f"tool {name!r} timed out after {timeout:.3f}s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+async def _await_with_timeout(
+    make: Callable[[], Awaitable[Any]], timeout: float | None, name: str
+) -> Any:
+    if timeout is None:
+        return await make()
+    if timeout <= 0:
+        raise _AttemptTimeout(f"tool {name!r} had no time left")
+    task = asyncio.ensure_future(make())
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if task in done:
+        return task.result()
+    task.cancel()
+    # Retrieve the task's eventual exception so asyncio does not log it as never retrieved.
+    task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
+    raise _AttemptTimeout(f"tool {name!r} timed out after {timeout:.3f}s")

@@ -1,0 +1,178 @@
+"""Idempotency keys and argument fingerprints.
+
+Canonical form (what the fingerprint hashes): JSON with sorted keys and no whitespace; numbers
+written exactly from their value, not their spelling, so ``1``, ``1.0``, ``Decimal("1.00")`` and
+``1e0`` are one argument while ``Decimal("0.1")`` and the float ``0.1`` differ only if their values
+differ (the float is read through its shortest ``repr``, which is what the model sent). ``-0`` is
+``0``; NaN and infinities become the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``.
+
+The fingerprint is taken over the *validated* arguments (the model's ``model_dump``), so the rule
+for duplicate JSON keys is the validator's (last one wins, as in pydantic/jiter and ``json.loads``)
+and defaults filled in by validation count as sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import enum
+import hashlib
+import json
+import math
+import uuid
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any, cast
+
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+__all__ = ["KEY_VERSION", "canonical_json", "derive_key", "fingerprint"]
+
+KEY_VERSION = "toolwire.v1"
+_SEP = "\x1f"  # unit separator: cannot be confused with text inside an id
+_PLAIN_EXPONENT = 100
+
+
+def _number(value: Decimal) -> str:
+    if value.is_nan():
+        return '"NaN"'
+    if value.is_infinite():
+        return '"-Infinity"' if value < 0 else '"Infinity"'
+    if value.is_zero():
+        return "0"
+    # Strip trailing zeros by hand: Decimal.normalize() rounds to the context precision (28
+    # digits), which would make distinct amounts collide.
+    sign, digit_tuple, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    digits = "".join(map(str, digit_tuple)).rstrip("0")
+    exponent += len(digit_tuple) - len(digits)
+    text: str
+    if exponent > _PLAIN_EXPONENT or exponent < -_PLAIN_EXPONENT:
+        # "1e999999999" must not expand to a billion digits; the choice depends only on the
+        # value, so the form stays canonical.
+        text = f"{digits}e{exponent}"
+    elif exponent >= 0:
+        text = digits + "0" * exponent
+    else:
+        point = len(digits) + exponent
+        text = f"{digits[:point]}.{digits[point:]}" if point > 0 else "0." + "0" * -point + digits
+    return "-" + text if sign else text
+
+
+def _encode(value: Any, out: list[str]) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, str):
+        out.append(json.dumps(value, ensure_ascii=False))
+    elif isinstance(value, int):
+        out.append(str(value))
+    elif isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            out.append(_number(Decimal(value)))
+        else:
+            out.append(_number(Decimal(repr(value))))
+    elif isinstance(value, Decimal):
+        out.append(_number(value))
+    elif isinstance(value, BaseModel):
+        _encode(value.model_dump(mode="python"), out)
+    elif isinstance(value, Mapping):
+        mapping = cast(Mapping[Any, Any], value)
+        items = sorted((str(k), v) for k, v in mapping.items())
+        out.append("{")
+        for i, (key, item) in enumerate(items):
+            if i:
+                out.append(",")
+            out.append(json.dumps(key, ensure_ascii=False))
+            out.append(":")
+            _encode(item, out)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for i, item in enumerate(value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            if i:
+                out.append(",")
+            _encode(item, out)
+        out.append("]")
+    elif isinstance(value, (set, frozenset)):
+        _encode(sorted(canonical_json(v) for v in value), out)  # pyright: ignore[reportUnknownVariableType]
+    elif isinstance(value, enum.Enum):
+        _encode(value.value, out)
+    elif isinstance(value, (dt.datetime, dt.date, dt.time)):
+        out.append(json.dumps(value.isoformat()))
+    elif isinstance(value, uuid.UUID):
+        out.append(json.dumps(str(value)))
+    elif isinstance(value, (bytes, bytearray)):
+        out.append(json.dumps(base64.b64encode(bytes(value)).decode("ascii")))
+    else:
+        _encode(to_jsonable_python(value, fallback=repr), out)
+
+
+def canonical_json(value: Any) -> str:
+    """Return the canonical JSON text of ``value`` (see the module docstring for the rules).
+
+    Args:
+        value: A pydantic model, a mapping, or any JSON-like Python value.
+
+    Returns:
+        Compact JSON with sorted keys and exact numbers.
+    """
+    out: list[str] = []
+    _encode(value, out)
+    return "".join(out)
+
+
+def fingerprint(arguments: Any) -> str:
+    """Return the sha256 hex digest of ``canonical_json(arguments)`` (64 characters)."""
+    return hashlib.sha256(canonical_json(arguments).encode("utf-8")).hexdigest()
+
+
+def derive_key(
+    *,
+    tool: str,
+    namespace: str = "",
+    session_id: str = "",
+    call_id: str | None = None,
+    business_key: Any = None,
+    request_id: str = "",
+    arguments_fingerprint: str | None = None,
+) -> str:
+    """Derive a fixed-length (64 hex chars) idempotency key.
+
+    Precedence: a business key value (scoped to namespace and tool, not to the session, so the
+    same order id from two conversations is one operation); else session + ``tool_call_id``; else,
+    when the provider gave no call id, session + request + argument fingerprint, so identical
+    writes in one request are treated as one (duplicate events are far more common than a model
+    asking twice for the very same write in one turn).
+
+    Args:
+        tool: Tool name.
+        namespace: Tenant or deployment scope, prefixed to every key.
+        session_id: Session identifier.
+        call_id: Provider ``tool_call_id``.
+        business_key: Value of the tool's business key field, if it declares one.
+        request_id: Request identifier (used only for the fallback).
+        arguments_fingerprint: Argument fingerprint (used only for the fallback).
+
+    Returns:
+        A lowercase sha256 hex digest.
+    """
+    if business_key is not None:
+        parts = [KEY_VERSION, namespace, "business", tool, canonical_json(business_key)]
+    elif call_id:
+        parts = [KEY_VERSION, namespace, "call", session_id, tool, call_id]
+    else:
+        parts = [
+            KEY_VERSION,
+            namespace,
+            "args",
+            session_id,
+            request_id,
+            tool,
+            arguments_fingerprint or "",
+        ]
+    return hashlib.sha256(_SEP.join(parts).encode("utf-8")).hexdigest()

@@ -1,0 +1,494 @@
+"""The idempotency ledger: one record per idempotency key, and the in-memory backend.
+
+Record life cycle::
+
+    (none) --claim--> in_progress --complete--> succeeded   (replayed until the TTL ends)
+                          |  \\------fail-----> failed      (replayed; re-claimable if retryable)
+                          |   \\---fail(unknown)-> unknown  (never re-executed automatically)
+                          |    \\--release----> (none)      (nothing ran; the key is free again)
+                          \\--lease expired--> stale: the tool's ``on_stale_in_progress`` policy
+
+Retention: a record expires ``ttl`` seconds after its last change (default 24 h); a claim that
+finds an expired record treats the key as new, so a replay after the TTL executes again. This is
+the documented trade-off of every TTL-based idempotency store (Stripe, Powertools).
+
+Every backend applies the same decision rules; memory and SQLite share ``decide_claim`` and
+``decide_finish`` below, and Redis runs the same rules in a Lua script.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Literal, get_args
+
+from toolwire.execution.clock import Clock, SystemClock
+from toolwire.execution.errors import ClaimLost, LedgerCorrupt
+
+__all__ = [
+    "DEFAULT_TTL",
+    "Claim",
+    "ClaimStatus",
+    "Ledger",
+    "LedgerRecord",
+    "LedgerState",
+    "MemoryLedger",
+    "StalePolicy",
+    "check_key",
+    "decide_claim",
+    "decide_finish",
+    "dumps_compact",
+    "new_token",
+]
+
+DEFAULT_TTL = 24 * 3600.0
+
+LedgerState = Literal["in_progress", "succeeded", "failed", "unknown"]
+StalePolicy = Literal["report", "assume_failed_and_retry", "assume_succeeded"]
+ClaimStatus = Literal["claimed", "replay", "conflict", "in_progress", "unknown", "stale"]
+_STATES: frozenset[str] = frozenset(get_args(LedgerState))
+
+
+def new_token() -> str:
+    """Return a random owner token for a claim."""
+    return secrets.token_hex(16)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerRecord:
+    """One idempotency record.
+
+    Attributes:
+        key: The idempotency key.
+        state: Life-cycle state.
+        fingerprint: sha256 of the canonicalised arguments of the first use.
+        tool: Tool name.
+        token: Owner token of the latest claim.
+        created_at: Unix time of the first claim.
+        updated_at: Unix time of the last change.
+        lease_expires_at: Unix time after which an ``in_progress`` record is stale.
+        expires_at: Unix time after which the record is forgotten.
+        receipt: JSON text of the tool's result (``succeeded`` only).
+        error: JSON text of the error payload (``failed``/``unknown``).
+        retryable: For ``failed``: whether a later claim may execute again.
+        executions: How many times the key was claimed for execution (> 1 means recovery).
+        assumed: True when ``succeeded`` was assumed after a stale claim, not observed.
+    """
+
+    key: str
+    state: LedgerState
+    fingerprint: str
+    tool: str
+    token: str
+    created_at: float
+    updated_at: float
+    lease_expires_at: float
+    expires_at: float
+    receipt: str | None = None
+    error: str | None = None
+    retryable: bool = False
+    executions: int = 1
+    assumed: bool = False
+
+    def receipt_value(self) -> Any:
+        """Decode the stored result (``None`` if there is none)."""
+        return None if self.receipt is None else json.loads(self.receipt)
+
+    def error_value(self) -> dict[str, Any] | None:
+        """Decode the stored error payload (``None`` if there is none)."""
+        if self.error is None:
+            return None
+        value = json.loads(self.error)
+        return value if isinstance(value, dict) else {"message": value}  # pyright: ignore[reportUnknownVariableType]
+
+    def to_json(self) -> str:
+        """Serialise for storage."""
+        return json.dumps(
+            {
+                "key": self.key,
+                "state": self.state,
+                "fingerprint": self.fingerprint,
+                "tool": self.tool,
+                "token": self.token,
+                "created_at": self.created_at,
+                "updated_at": self.updated_at,
+                "lease_expires_at": self.lease_expires_at,
+                "expires_at": self.expires_at,
+                "receipt": self.receipt,
+                "error": self.error,
+                "retryable": self.retryable,
+                "executions": self.executions,
+                "assumed": self.assumed,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> LedgerRecord:
+        """Decode a stored record.
+
+        Raises:
+            LedgerCorrupt: If the text is not a well-formed record.
+        """
+        try:
+            data = json.loads(text)
+            if not isinstance(data, dict):
+                raise TypeError("record is not an object")
+            d: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
+            state = d["state"]
+            if state not in _STATES:
+                raise ValueError(f"unknown state {state!r}")
+            return cls(
+                key=str(d["key"]),
+                state=state,
+                fingerprint=str(d["fingerprint"]),
+                tool=str(d["tool"]),
+                token=str(d["token"]),
+                created_at=float(d["created_at"]),
+                updated_at=float(d["updated_at"]),
+                lease_expires_at=float(d["lease_expires_at"]),
+                expires_at=float(d["expires_at"]),
+                receipt=None if d.get("receipt") is None else str(d["receipt"]),
+                error=None if d.get("error") is None else str(d["error"]),
+                retryable=bool(d.get("retryable", False)),
+                executions=int(d.get("executions", 1)),
+                assumed=bool(d.get("assumed", False)),
+            )
+        except (ValueError, TypeError, KeyError) as exc:
+            raise LedgerCorrupt(f"undecodable ledger record: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """The answer to ``Ledger.claim``.
+
+    Attributes:
+        status: ``claimed`` (execute now, then ``complete``/``fail``/``release`` with ``token``),
+            ``replay`` (a stored outcome), ``conflict`` (different arguments), ``in_progress``
+            (someone else holds a live claim), ``unknown`` (a previous outcome is unknown) or
+            ``stale`` (a stale claim was just marked ``unknown`` under the ``report`` policy).
+        record: The record as it stands after the claim.
+        token: The owner token, when ``claimed``.
+        recovered: True when this claim resolved a stale in-progress record by policy (for
+            ``claimed``: the side effect may run twice).
+    """
+
+    status: ClaimStatus
+    record: LedgerRecord | None
+    token: str | None = None
+    recovered: bool = False
+
+
+def decide_claim(
+    existing: LedgerRecord | None,
+    *,
+    key: str,
+    fingerprint: str,
+    tool: str,
+    now: float,
+    token: str,
+    lease: float,
+    ttl: float,
+    on_stale: StalePolicy,
+) -> tuple[Claim, LedgerRecord | None]:
+    """Pure claim rule shared by the backends.
+
+    Returns:
+        The claim answer and the record to store (``None`` when nothing changes).
+    """
+    if existing is None or existing.expires_at <= now:
+        record = LedgerRecord(
+            key=key,
+            state="in_progress",
+            fingerprint=fingerprint,
+            tool=tool,
+            token=token,
+            created_at=now,
+            updated_at=now,
+            lease_expires_at=now + lease,
+            expires_at=now + max(ttl, lease),
+        )
+        return Claim("claimed", record, token), record
+    if existing.fingerprint != fingerprint:
+        return Claim("conflict", existing), None
+    if existing.state == "in_progress" and existing.token == token:
+        # A client-side retry of this very claim (Redis clients retry timeouts): already ours.
+        return Claim("claimed", existing, token), None
+    if existing.state == "succeeded":
+        return Claim("replay", existing), None
+    if existing.state == "unknown":
+        return Claim("unknown", existing), None
+    if existing.state == "failed":
+        if not existing.retryable:
+            return Claim("replay", existing), None
+        record = replace(
+            existing,
+            state="in_progress",
+            token=token,
+            updated_at=now,
+            lease_expires_at=now + lease,
+            expires_at=max(existing.expires_at, now + lease),
+            error=None,
+            retryable=False,
+            executions=existing.executions + 1,
+        )
+        return Claim("claimed", record, token), record
+    # in_progress
+    if existing.lease_expires_at > now:
+        return Claim("in_progress", existing), None
+    if on_stale == "assume_failed_and_retry":
+        record = replace(
+            existing,
+            token=token,
+            updated_at=now,
+            lease_expires_at=now + lease,
+            expires_at=max(existing.expires_at, now + lease),
+            executions=existing.executions + 1,
+        )
+        return Claim("claimed", record, token, recovered=True), record
+    if on_stale == "assume_succeeded":
+        record = replace(
+            existing, state="succeeded", updated_at=now, expires_at=now + ttl, assumed=True
+        )
+        return Claim("replay", record, recovered=True), record
+    error = json.dumps(
+        {
+            "type": "stale_in_progress",
+            "message": "a previous execution started but never recorded its outcome",
+            "claimed_at": existing.created_at,
+        },
+        separators=(",", ":"),
+    )
+    record = replace(existing, state="unknown", updated_at=now, expires_at=now + ttl, error=error)
+    return Claim("stale", record), record
+
+
+def decide_finish(
+    existing: LedgerRecord | None,
+    *,
+    key: str,
+    token: str,
+    now: float,
+    ttl: float,
+    state: LedgerState | None,
+    receipt: str | None = None,
+    error: str | None = None,
+    retryable: bool = False,
+) -> LedgerRecord | None:
+    """Pure rule for ``complete``/``fail`` (``state`` given) and ``release`` (``state=None``).
+
+    A repeated finish with the same token and outcome is a no-op, so a client that retries a
+    timed-out request does not turn its own success into a "lost claim".
+
+    Returns:
+        The record to store (unchanged when repeated), or ``None`` to delete it.
+
+    Raises:
+        ClaimLost: If the record is gone, finished differently or owned by another token.
+    """
+    if existing is not None and existing.token == token and existing.expires_at > now:
+        if state is not None and existing.state == state:
+            return existing
+    if state is None and existing is None:
+        return None  # releasing twice: the key is free either way
+    if (
+        existing is None
+        or existing.state != "in_progress"
+        or existing.token != token
+        or existing.expires_at <= now
+    ):
+        raise ClaimLost(key)
+    if state is None:
+        return None
+    return replace(
+        existing,
+        state=state,
+        updated_at=now,
+        expires_at=now + ttl,
+        receipt=receipt,
+        error=error,
+        retryable=retryable,
+    )
+
+
+def dumps_compact(value: Any) -> str:
+    """JSON text used for receipts and error payloads (compact, UTF-8 kept)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+class Ledger(ABC):
+    """The store behind idempotent writes. Every method is atomic with respect to others.
+
+    Implementations raise ``LedgerUnavailable`` (or ``LedgerCorrupt``) when the store cannot be
+    used; the executor then fails closed for writes.
+    """
+
+    #: Whether calls may block on I/O; the async executor runs blocking ledgers in a thread.
+    blocking: ClassVar[bool] = True
+
+    @abstractmethod
+    def claim(
+        self,
+        key: str,
+        *,
+        fingerprint: str,
+        tool: str,
+        lease: float,
+        ttl: float = DEFAULT_TTL,
+        on_stale: StalePolicy = "report",
+    ) -> Claim:
+        """Atomically claim ``key`` for execution, or report why not.
+
+        Args:
+            key: Idempotency key (at most 255 characters).
+            fingerprint: Fingerprint of the canonicalised arguments.
+            tool: Tool name (stored for operators).
+            lease: Seconds after which an unfinished claim counts as stale.
+            ttl: Seconds to keep the record after its last change.
+            on_stale: What to do, atomically, with a stale ``in_progress`` record.
+        """
+
+    @abstractmethod
+    def complete(self, key: str, token: str, receipt: Any, *, ttl: float = DEFAULT_TTL) -> None:
+        """Record success with a JSON-compatible ``receipt``. Raises ``ClaimLost`` if not owner."""
+
+    @abstractmethod
+    def fail(
+        self,
+        key: str,
+        token: str,
+        error: Mapping[str, Any],
+        *,
+        retryable: bool = False,
+        unknown: bool = False,
+        ttl: float = DEFAULT_TTL,
+    ) -> None:
+        """Record a failure (``unknown=True``: the outcome is unknown). Raises ``ClaimLost``."""
+
+    @abstractmethod
+    def release(self, key: str, token: str) -> None:
+        """Delete an ``in_progress`` claim whose tool never ran. Raises ``ClaimLost``."""
+
+    @abstractmethod
+    def get(self, key: str) -> LedgerRecord | None:
+        """Return the live record for ``key`` (``None`` if absent or expired)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
+        """Release connections held by the ledger."""
+
+
+_PURGE_EVERY = 1024
+
+
+def check_key(key: str) -> None:
+    if not key or len(key) > 255:
+        raise ValueError("idempotency keys must be 1 to 255 characters long")
+
+
+class MemoryLedger(Ledger):
+    """Thread-safe in-process ledger (tests, single-process tools, no durability).
+
+    Args:
+        clock: Time source; ``time()`` is used for leases and retention.
+    """
+
+    blocking: ClassVar[bool] = False
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        self._clock = clock or SystemClock()
+        self._lock = threading.Lock()
+        self._records: dict[str, LedgerRecord] = {}
+        self._claims = 0
+
+    def claim(
+        self,
+        key: str,
+        *,
+        fingerprint: str,
+        tool: str,
+        lease: float,
+        ttl: float = DEFAULT_TTL,
+        on_stale: StalePolicy = "report",
+    ) -> Claim:
+        """See ``Ledger.claim``."""
+        check_key(key)
+        with self._lock:
+            now = self._clock.time()
+            self._claims += 1
+            if self._claims % _PURGE_EVERY == 0:
+                # Amortised sweep so a long-lived process does not keep every key forever.
+                for stale in [k for k, r in self._records.items() if r.expires_at <= now]:
+                    del self._records[stale]
+            claim, record = decide_claim(
+                self._records.get(key),
+                key=key,
+                fingerprint=fingerprint,
+                tool=tool,
+                now=now,
+                token=new_token(),
+                lease=lease,
+                ttl=ttl,
+                on_stale=on_stale,
+            )
+            if record is not None:
+                self._records[key] = record
+            return claim
+
+    def _finish(self, key: str, token: str, ttl: float, **kwargs: Any) -> None:
+        with self._lock:
+            record = decide_finish(
+                self._records.get(key),
+                key=key,
+                token=token,
+                now=self._clock.time(),
+                ttl=ttl,
+                **kwargs,
+            )
+            if record is None:
+                self._records.pop(key, None)
+            else:
+                self._records[key] = record
+
+    def complete(self, key: str, token: str, receipt: Any, *, ttl: float = DEFAULT_TTL) -> None:
+        """See ``Ledger.complete``."""
+        self._finish(key, token, ttl, state="succeeded", receipt=dumps_compact(receipt))
+
+    def fail(
+        self,
+        key: str,
+        token: str,
+        error: Mapping[str, Any],
+        *,
+        retryable: bool = False,
+        unknown: bool = False,
+        ttl: float = DEFAULT_TTL,
+    ) -> None:
+        """See ``Ledger.fail``."""
+        self._finish(
+            key,
+            token,
+            ttl,
+            state="unknown" if unknown else "failed",
+            error=dumps_compact(dict(error)),
+            retryable=retryable and not unknown,
+        )
+
+    def release(self, key: str, token: str) -> None:
+        """See ``Ledger.release``."""
+        self._finish(key, token, DEFAULT_TTL, state=None)
+
+    def get(self, key: str) -> LedgerRecord | None:
+        """See ``Ledger.get``."""
+        with self._lock:
+            record = self._records.get(key)
+            if record is None or record.expires_at <= self._clock.time():
+                return None
+            return record
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._records)

@@ -1,0 +1,250 @@
+"""SQLite ledger: the embedded default, durable across restarts and safe across processes.
+
+Design notes:
+- WAL journal so readers never block the single writer; ``BEGIN IMMEDIATE`` takes the write lock
+  before reading the record, which makes read-decide-write one atomic step across processes
+  (a plain ``BEGIN`` would let two processes read "absent" and both insert).
+- ``busy_timeout`` makes a waiting process sleep inside SQLite instead of failing at once. Its
+  busy handler backs off in steps of several milliseconds, so threads of *one* process are
+  serialised on a Python lock first and only processes contend inside SQLite.
+- ``synchronous=NORMAL`` (default) survives process crashes, which is what the in-progress
+  recovery relies on; pass ``synchronous="FULL"`` to survive power loss as well.
+- Any SQLite error (locked past the timeout, unwritable file, not a database) becomes
+  ``LedgerUnavailable`` and the connection is reopened on the next call.
+- Do not share one instance across ``fork``; open a ledger per process.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from toolwire.execution.clock import Clock, SystemClock
+from toolwire.execution.errors import LedgerUnavailable
+from toolwire.execution.ledger import (
+    DEFAULT_TTL,
+    Claim,
+    Ledger,
+    LedgerRecord,
+    LedgerState,
+    StalePolicy,
+    check_key,
+    decide_claim,
+    decide_finish,
+    dumps_compact,
+    new_token,
+)
+
+__all__ = ["SqliteLedger"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS toolwire_ledger (
+    key TEXT PRIMARY KEY,
+    record TEXT NOT NULL,
+    expires_at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS toolwire_ledger_expires ON toolwire_ledger (expires_at);
+"""
+_PURGE_EVERY = 256
+
+
+class SqliteLedger(Ledger):
+    """Ledger in a SQLite file.
+
+    Args:
+        path: Database file (created if missing; its directory must exist).
+        clock: Time source; ``time()`` stamps records (one machine, so one clock).
+        busy_timeout: Seconds to wait for another process's write lock before giving up.
+        synchronous: SQLite ``synchronous`` pragma (``NORMAL`` or ``FULL``).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock | None = None,
+        busy_timeout: float = 5.0,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+    ) -> None:
+        self.path = os.fspath(path)
+        self._clock = clock or SystemClock()
+        self._busy_timeout = busy_timeout
+        self._synchronous = synchronous
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._claims = 0
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self._busy_timeout,
+                isolation_level=None,  # we issue BEGIN IMMEDIATE ourselves
+                check_same_thread=False,  # guarded by self._lock
+            )
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+                conn.executescript(_SCHEMA)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+            self._conn = None
+
+    def _read(self, conn: sqlite3.Connection, key: str) -> LedgerRecord | None:
+        row = conn.execute("SELECT record FROM toolwire_ledger WHERE key = ?", (key,)).fetchone()
+        return None if row is None else LedgerRecord.from_json(row[0])
+
+    def _write(self, conn: sqlite3.Connection, record: LedgerRecord) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO toolwire_ledger (key, record, expires_at) VALUES (?, ?, ?)",
+            (record.key, record.to_json(), record.expires_at),
+        )
+
+    def _transaction(self, body: Any) -> Any:
+        with self._lock:
+            try:
+                conn = self._connect()
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    result = body(conn)
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+                return result
+            except sqlite3.Error as exc:
+                self._drop()
+                raise LedgerUnavailable(f"sqlite ledger unavailable: {exc}") from exc
+
+    def claim(
+        self,
+        key: str,
+        *,
+        fingerprint: str,
+        tool: str,
+        lease: float,
+        ttl: float = DEFAULT_TTL,
+        on_stale: StalePolicy = "report",
+    ) -> Claim:
+        """See ``Ledger.claim``."""
+        check_key(key)
+
+        def body(conn: sqlite3.Connection) -> Claim:
+            now = self._clock.time()
+            self._claims += 1
+            if self._claims % _PURGE_EVERY == 0:
+                conn.execute("DELETE FROM toolwire_ledger WHERE expires_at <= ?", (now,))
+            claim, record = decide_claim(
+                self._read(conn, key),
+                key=key,
+                fingerprint=fingerprint,
+                tool=tool,
+                now=now,
+                token=new_token(),
+                lease=lease,
+                ttl=ttl,
+                on_stale=on_stale,
+            )
+            if record is not None:
+                self._write(conn, record)
+            return claim
+
+        result: Claim = self._transaction(body)
+        return result
+
+    def _finish(
+        self,
+        key: str,
+        token: str,
+        ttl: float,
+        state: LedgerState | None,
+        receipt: str | None = None,
+        error: str | None = None,
+        retryable: bool = False,
+    ) -> None:
+        def body(conn: sqlite3.Connection) -> None:
+            record = decide_finish(
+                self._read(conn, key),
+                key=key,
+                token=token,
+                now=self._clock.time(),
+                ttl=ttl,
+                state=state,
+                receipt=receipt,
+                error=error,
+                retryable=retryable,
+            )
+            if record is None:
+                conn.execute("DELETE FROM toolwire_ledger WHERE key = ?", (key,))
+            else:
+                self._write(conn, record)
+
+        self._transaction(body)
+
+    def complete(self, key: str, token: str, receipt: Any, *, ttl: float = DEFAULT_TTL) -> None:
+        """See ``Ledger.complete``."""
+        self._finish(key, token, ttl, "succeeded", receipt=dumps_compact(receipt))
+
+    def fail(
+        self,
+        key: str,
+        token: str,
+        error: Mapping[str, Any],
+        *,
+        retryable: bool = False,
+        unknown: bool = False,
+        ttl: float = DEFAULT_TTL,
+    ) -> None:
+        """See ``Ledger.fail``."""
+        self._finish(
+            key,
+            token,
+            ttl,
+            "unknown" if unknown else "failed",
+            error=dumps_compact(dict(error)),
+            retryable=retryable and not unknown,
+        )
+
+    def release(self, key: str, token: str) -> None:
+        """See ``Ledger.release``."""
+        self._finish(key, token, DEFAULT_TTL, None)
+
+    def get(self, key: str) -> LedgerRecord | None:
+        """See ``Ledger.get``."""
+        with self._lock:
+            try:
+                record = self._read(self._connect(), key)
+            except sqlite3.Error as exc:
+                self._drop()
+                raise LedgerUnavailable(f"sqlite ledger unavailable: {exc}") from exc
+        if record is None or record.expires_at <= self._clock.time():
+            return None
+        return record
+
+    def close(self) -> None:
+        """Close the connection (it is reopened on the next call)."""
+        with self._lock:
+            self._drop()
+
+    def __del__(self) -> None:
+        # Python 3.13 warns about connections left to the garbage collector; close ours.
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass

@@ -1,0 +1,559 @@
+"""Record failed tool calls (and optionally whole streams) into a replayable JSONL corpus.
+
+Hooks, from most to least automatic:
+
+* `Recorder.assemble(source, tools)` is `toolwire.assemble` with recording: it tees the chunks
+  and records when the stream ends (or is closed early).
+* `Recorder.observe(event)` for callers that iterate `toolwire.assemble` themselves: pass every
+  event; `CallCompleted` events of failed calls are recorded.
+* `recorder(call, outcome)` is a plain callable for an executor pipeline or any other place that
+  holds a call and its outcome; it records the call when it failed.
+
+Each line is one corpus record (`toolwire.replay` documents the format) with `schema_version`,
+the tool's `schema_hash` and what was `observed`. Records carry no `expect`: a recorded failure
+is an observation, not a specification; triage adds `expect` (or a `--baseline` run tracks it).
+
+Redaction: values at `x-secret` / `SecretStr` fields of the toolset's schemas become
+`"[redacted]"` in the raw argument text, then the `redact` hook (`(json_pointer, text) -> text`,
+the same signature as `Toolset(redact=...)`) is applied to every other string value. Both edit
+the raw text in place, so a truncated or invalid text stays truncated or invalid; a value that
+is both secret and malformed loses its malformation (secrecy wins). Whole streams are recorded
+only when nothing would need redacting, since a secret may be cut across chunks; otherwise the
+stream's failed calls are recorded one by one, redacted.
+
+Size cap: before a record would push `corpus.jsonl` past `max_bytes`, the file is rotated to
+`corpus.1.jsonl` (`corpus.1` to `corpus.2`, ...), keeping `backups` old files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
+
+from toolwire.events import CallCompleted, StreamEnded
+from toolwire.formats._fields import plain
+from toolwire.replay import CORPUS_SCHEMA_VERSION, schema_hash, verdict
+from toolwire.stream import ToolStream
+from toolwire.validation import REDACTED, SECRET_KEY, Redactor
+
+if TYPE_CHECKING:
+    from toolwire._core import ToolCall
+    from toolwire.events import Event
+    from toolwire.toolset import Toolset
+    from toolwire.validation import Outcome
+
+__all__ = [
+    "Recorder",
+    "RecordingToolStream",
+    "StreamPolicy",
+    "redact_arguments",
+    "schema_hash",
+    "secret_pointers",
+]
+
+StreamPolicy: TypeAlias = Literal["off", "failed", "all"]
+"""Which whole streams to record: none, those with a failed call, or every stream."""
+Path_: TypeAlias = list[str | int]
+
+DEFAULT_MAX_BYTES = 10_000_000
+DEFAULT_BACKUPS = 5
+
+
+# --------------------------------------------------------------------------------------------
+# Redaction
+
+
+def _is_secret(node: Mapping[str, Any]) -> bool:
+    # The same three marks validation honours: x-secret, and SecretStr's format/writeOnly.
+    return (
+        bool(node.get(SECRET_KEY))
+        or node.get("format") == "password"
+        or bool(node.get("writeOnly"))
+    )
+
+
+def _branches(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    out: list[Mapping[str, Any]] = []
+    for key in ("anyOf", "oneOf", "allOf"):
+        items = node.get(key)
+        if isinstance(items, list):
+            out.extend(
+                cast("Mapping[str, Any]", b)
+                for b in cast("list[object]", items)
+                if isinstance(b, Mapping)
+            )
+    return out
+
+
+def _is_secret_at(schema: Mapping[str, Any], path: Path_) -> bool:
+    """Whether the value at `path` is (or lies inside) a secret field of `schema`."""
+    nodes: list[Mapping[str, Any]] = [schema]
+    for seg in path:
+        if any(_is_secret(n) or any(_is_secret(b) for b in _branches(n)) for n in nodes):
+            return True
+        nxt: list[Mapping[str, Any]] = []
+        for node in nodes:
+            for candidate in [node, *_branches(node)]:
+                if isinstance(seg, int):
+                    child = candidate.get("items")
+                else:
+                    props = candidate.get("properties")
+                    child = (
+                        cast("Mapping[str, Any]", props).get(seg)
+                        if isinstance(props, Mapping)
+                        else None
+                    )
+                    if child is None:
+                        child = candidate.get("additionalProperties")
+                if isinstance(child, Mapping):
+                    nxt.append(cast("Mapping[str, Any]", child))
+        if not nxt:
+            return False
+        nodes = nxt
+    return any(_is_secret(n) or any(_is_secret(b) for b in _branches(n)) for n in nodes)
+
+
+def secret_pointers(schema: Mapping[str, Any]) -> list[str]:
+    """JSON Pointers of the secret properties declared in a tool schema (for docs and tests).
+
+    Args:
+        schema: A tool schema (`Toolset.schema(name)`).
+
+    Returns:
+        The pointers of `x-secret` / `SecretStr` properties, depth first.
+    """
+    out: list[str] = []
+
+    def walk(node: Mapping[str, Any], prefix: str) -> None:
+        for candidate in [node, *_branches(node)]:
+            props = candidate.get("properties")
+            if not isinstance(props, Mapping):
+                continue
+            for key, child in cast("Mapping[str, object]", props).items():
+                if not isinstance(child, Mapping):
+                    continue
+                sub = cast("Mapping[str, Any]", child)
+                ptr = f"{prefix}/{key.replace('~', '~0').replace('/', '~1')}"
+                if _is_secret(sub) or any(_is_secret(b) for b in _branches(sub)):
+                    out.append(ptr)
+                else:
+                    walk(sub, ptr)
+
+    walk(schema, "")
+    return out
+
+
+def _pointer(path: Path_) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def redact_arguments(
+    text: str,
+    schema: Mapping[str, Any] | None,
+    redact: Redactor | None = None,
+) -> str:
+    """Redact a raw argument text in place, keeping everything else byte for byte.
+
+    A small tolerant walk over the text (it never fails: after malformed input it copies the
+    rest), run only on failed calls being recorded, never on the streaming path.
+
+    Args:
+        text: The raw argument text, possibly truncated or invalid.
+        schema: The tool's schema; values at its secret fields become `"[redacted]"`.
+        redact: Hook applied to every other string value (`(json_pointer, text) -> text`).
+
+    Returns:
+        The redacted text.
+    """
+    if schema is None and redact is None:
+        return text
+    out: list[str] = []
+    # Frames: [is_object, key or index, expecting_key]
+    stack: list[list[Any]] = []
+    i, n = 0, len(text)
+
+    def here() -> Path_:
+        return [frame[1] for frame in stack if frame[1] is not None]
+
+    def value_path() -> Path_ | None:
+        if stack and stack[-1][0] and stack[-1][2]:
+            return None  # this string is a key
+        return here()
+
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            closed = j < n
+            token = text[i : min(j + 1, n)]
+            path = value_path()
+            if path is None:
+                try:
+                    stack[-1][1] = json.loads(token) if closed else token[1:]
+                except ValueError:
+                    stack[-1][1] = token[1:-1]
+                stack[-1][2] = False
+                out.append(token)
+            elif schema is not None and _is_secret_at(schema, path):
+                out.append(f'"{REDACTED}"' if closed else f'"{REDACTED}')
+            elif redact is not None and closed:
+                try:
+                    decoded: object = json.loads(token)
+                except ValueError:
+                    out.append(token)
+                else:
+                    new = redact(_pointer(path), str(decoded))
+                    out.append(token if new == decoded else json.dumps(new, ensure_ascii=False))
+            else:
+                out.append(token)
+            i = min(j + 1, n)
+            continue
+        if ch in "{[":
+            stack.append([ch == "{", None if ch == "{" else 0, ch == "{"])
+        elif ch in "}]":
+            if stack:
+                stack.pop()
+        elif ch == "," and stack:
+            if stack[-1][0]:
+                stack[-1][1], stack[-1][2] = None, True
+            else:
+                stack[-1][1] = int(stack[-1][1] or 0) + 1
+        elif ch not in " \t\r\n:" and schema is not None:
+            # A bare scalar (number, literal): redact it too when it sits at a secret path.
+            j = i
+            while j < n and text[j] not in ' \t\r\n,:]}"[{':
+                j += 1
+            path = value_path()
+            if path is not None and _is_secret_at(schema, path):
+                out.append(f'"{REDACTED}"')
+            else:
+                out.append(text[i:j])
+            i = max(j, i + 1)
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# The recorder
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class Recorder:
+    """Appends failed calls, and optionally whole streams, to a JSONL corpus file.
+
+    Thread-safe; one instance per corpus file. Nothing is opened until the first record.
+
+    Args:
+        path: The corpus file (`corpus.jsonl`); created with its directory if missing.
+        toolset: Gives schema hashes and the secret fields to redact.
+        redact: Extra redaction hook `(json_pointer, text) -> text` for string values.
+        streams: Which whole streams to record (`off`, `failed`, `all`).
+        max_bytes: Rotate before the file would grow past this size.
+        backups: How many rotated files to keep (`corpus.1.jsonl` ... `corpus.N.jsonl`).
+        dedupe: Skip a call already recorded by this instance (same tool and arguments).
+        clock: Returns the `recorded_at` timestamp (ISO 8601, UTC).
+
+    Raises:
+        ValueError: On a bad `streams`, `max_bytes` or `backups`.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        toolset: Toolset | None = None,
+        redact: Redactor | None = None,
+        streams: StreamPolicy = "off",
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        backups: int = DEFAULT_BACKUPS,
+        dedupe: bool = True,
+        clock: Callable[[], str] = _now,
+    ) -> None:
+        if streams not in ("off", "failed", "all"):
+            raise ValueError(f"streams must be 'off', 'failed' or 'all', not {streams!r}")
+        if max_bytes < 1 or backups < 0:
+            raise ValueError("max_bytes must be positive and backups not negative")
+        self.path = Path(path)
+        self.toolset = toolset
+        self.redact = redact
+        self.streams: StreamPolicy = streams
+        self.max_bytes = max_bytes
+        self.backups = backups
+        self.dedupe = dedupe
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._seen: set[str] = set()
+        self.written = 0
+        """Records written by this instance."""
+
+    # Files --------------------------------------------------------------------------------
+
+    def rotated(self, n: int) -> Path:
+        """The path of the `n`-th rotated file (`corpus.jsonl` -> `corpus.<n>.jsonl`)."""
+        return self.path.with_name(f"{self.path.stem}.{n}{self.path.suffix}")
+
+    def files(self) -> list[Path]:
+        """The corpus files that exist, current file first."""
+        candidates = [self.path, *(self.rotated(k) for k in range(1, self.backups + 1))]
+        return [p for p in candidates if p.exists()]
+
+    def _rotate(self) -> None:
+        if self.backups == 0:
+            self.path.unlink(missing_ok=True)
+            return
+        self.rotated(self.backups).unlink(missing_ok=True)
+        for k in range(self.backups - 1, 0, -1):
+            if self.rotated(k).exists():
+                self.rotated(k).replace(self.rotated(k + 1))
+        self.path.replace(self.rotated(1))
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Append one record (a JSON object) as one line, rotating first if needed.
+
+        Args:
+            record: The record; `schema_version` and `recorded_at` are added when missing.
+        """
+        full = {"schema_version": CORPUS_SCHEMA_VERSION, **record}
+        full.setdefault("recorded_at", self.clock())
+        line = (json.dumps(full, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            size = self.path.stat().st_size if self.path.exists() else 0
+            if size and size + len(line) > self.max_bytes:
+                self._rotate()
+            # One write per line, opened for append each time: concurrent processes appending
+            # to the same file interleave whole lines, and no handle outlives the call.
+            with self.path.open("ab") as f:
+                f.write(line)
+            self.written += 1
+
+    # Records ------------------------------------------------------------------------------
+
+    def _schema(self, tool: str | None) -> Mapping[str, Any] | None:
+        toolset = self.toolset
+        if toolset is None or tool is None or tool not in toolset:
+            return None
+        return toolset.schema(tool)
+
+    def _hash(self, tool: str | None) -> str | None:
+        toolset = self.toolset
+        if toolset is None or tool is None or tool not in toolset:
+            return None
+        return schema_hash(toolset, tool)
+
+    def _needs_redaction(self, tools: Iterable[str | None]) -> bool:
+        if self.redact is not None:
+            return True
+        for tool in tools:
+            schema = self._schema(tool)
+            if schema is not None and secret_pointers(schema):
+                return True
+        return False
+
+    def call_record(
+        self, call: ToolCall, outcome: Outcome | None = None, *, format: str | None = None
+    ) -> dict[str, Any]:
+        """The corpus record of one call (redacted), without writing it.
+
+        Args:
+            call: The assembled call.
+            outcome: Its validation outcome, if any.
+            format: The wire format it came in, for the record.
+
+        Returns:
+            A `call` record.
+        """
+        state, code = verdict(call, outcome)
+        arguments = redact_arguments(call.arguments, self._schema(call.name), self.redact)
+        digest = hashlib.sha256(f"{call.name}\0{arguments}".encode()).hexdigest()[:12]
+        record: dict[str, Any] = {
+            "toolwire": "call",
+            "id": f"{call.name or 'unnamed'}-{digest}",
+            "tool": call.name,
+            "call_id": call.id,
+            "arguments": arguments,
+        }
+        schema_digest = self._hash(call.name)
+        if schema_digest is not None:
+            record["schema_hash"] = schema_digest
+        if format is not None:
+            record["format"] = format
+        observed: dict[str, Any] = {"state": state}
+        if code is not None:
+            observed["code"] = code
+        if call.error is not None:
+            observed["offset"] = call.error.offset
+            observed["path"] = call.error.path
+        record["observed"] = observed
+        return record
+
+    def record_call(
+        self, call: ToolCall, outcome: Outcome | None = None, *, format: str | None = None
+    ) -> bool:
+        """Record `call` if it failed (its outcome is not ok, or without one, it has an error).
+
+        Args:
+            call: The assembled call.
+            outcome: Its validation outcome, if any.
+            format: The wire format it came in, for the record.
+
+        Returns:
+            True if a record was written.
+        """
+        failed = (not outcome.ok) if outcome is not None else call.error is not None
+        if not failed:
+            return False
+        record = self.call_record(call, outcome, format=format)
+        if self.dedupe:
+            with self._lock:
+                if record["id"] in self._seen:
+                    return False
+                self._seen.add(record["id"])
+        self.write(record)
+        return True
+
+    def __call__(self, call: ToolCall, outcome: Outcome | None = None) -> bool:
+        """Executor hook: `recorder(call, outcome)` records the call if it failed."""
+        return self.record_call(call, outcome)
+
+    def record_stream(
+        self,
+        calls: Sequence[ToolCall],
+        outcomes: Sequence[Outcome | None] = (),
+        *,
+        chunks: Sequence[object] | None = None,
+        body: bytes | None = None,
+        format: str | None = None,
+        policy: StreamPolicy | None = None,
+    ) -> int:
+        """Record one finished stream: as a whole (per `policy`) or its failed calls.
+
+        Args:
+            calls: The stream's calls (`ToolStream.calls` / `Assembler.finish()`).
+            outcomes: Their outcomes, aligned with `calls` (empty without a toolset).
+            chunks: The chunks as received (SDK objects or dicts).
+            body: The raw SSE body, instead of chunks.
+            format: The wire format.
+            policy: Overrides the recorder's `streams` setting.
+
+        Returns:
+            The number of records written.
+        """
+        policy = self.streams if policy is None else policy
+        padded = list(outcomes) + [None] * (len(calls) - len(outcomes))
+        pairs = list(zip(calls, padded, strict=True))
+        verdicts = [verdict(c, o) for c, o in pairs]
+        failed = any(state != "ok" for state, _ in verdicts)
+        whole = (policy == "all" or (policy == "failed" and failed)) and (
+            chunks is not None or body is not None
+        )
+        if whole and not self._needs_redaction(c.name for c in calls):
+            record: dict[str, Any] = {"toolwire": "stream"}
+            if format is not None:
+                record["format"] = format
+            hashes = {n: h for c in calls if (h := self._hash(n := c.name)) is not None}
+            if hashes:
+                record["schema_hashes"] = dict(sorted(hashes.items()))
+            record["observed"] = [
+                {"tool": c.name, "state": s, **({"code": k} if k else {})}
+                for c, (s, k) in zip(calls, verdicts, strict=True)
+            ]
+            if body is not None:
+                record["body"] = body.decode("utf-8", errors="replace")
+            else:
+                record["chunks"] = [plain(chunk) for chunk in chunks or ()]
+            self.write(record)
+            return 1
+        return sum(self.record_call(c, o, format=format) for c, o in pairs)
+
+    # Stream hooks -------------------------------------------------------------------------
+
+    def observe(self, event: Event, *, format: str | None = None) -> None:
+        """Event hook: pass every event of a `toolwire.assemble` stream; failed calls are kept.
+
+        Args:
+            event: One stream event.
+            format: The wire format, for the record.
+        """
+        if isinstance(event, CallCompleted):
+            self.record_call(event.call, event.outcome, format=format)
+
+    def assemble(
+        self, stream: Iterable[object], tools: Toolset | None = None, *, progress: bool = True
+    ) -> RecordingToolStream:
+        """`toolwire.assemble` that records the stream when it ends.
+
+        Args:
+            stream: The SDK stream (or any iterable of chunks).
+            tools: The toolset to validate with; defaults to the recorder's.
+            progress: Emit `ArgumentsProgress` events.
+
+        Returns:
+            A `ToolStream` (same events, same attributes) that records on its last event or
+            when closed early.
+        """
+        return RecordingToolStream(
+            stream, tools if tools is not None else self.toolset, recorder=self, progress=progress
+        )
+
+
+class RecordingToolStream(ToolStream):
+    """A `ToolStream` that hands its chunks and calls to a `Recorder` once it is over."""
+
+    __slots__ = ("_chunks", "_recorded", "_recorder")
+
+    def __init__(
+        self,
+        source: Iterable[object],
+        tools: Toolset | None = None,
+        *,
+        recorder: Recorder,
+        progress: bool = True,
+    ) -> None:
+        """Wrap `source` (see `ToolStream`).
+
+        Args:
+            source: The SDK stream.
+            tools: The toolset.
+            recorder: Where the stream goes when it ends.
+            progress: Emit `ArgumentsProgress` events.
+        """
+        self._chunks: list[object] = []
+        self._recorder = recorder
+        self._recorded = False
+        super().__init__(self._tee(source), tools, progress=progress)
+
+    def _tee(self, source: Iterable[object]) -> Iterator[object]:
+        for chunk in source:
+            self._chunks.append(chunk)
+            yield chunk
+
+    def _record(self) -> None:
+        if not self._recorded:
+            self._recorded = True
+            self._recorder.record_stream(
+                self.calls, self.outcomes, chunks=self._chunks, format=self.format
+            )
+
+    def __next__(self) -> Event:
+        event = super().__next__()
+        if isinstance(event, StreamEnded):
+            self._record()
+        return event
+
+    def close(self) -> None:
+        """Stop reading, then record what arrived (see `ToolStream.close`)."""
+        super().close()
+        self._record()

@@ -1,0 +1,1220 @@
+//! Provider event decoding: the data of one SSE event becomes [`Action`]s for the assembler.
+//!
+//! Design notes
+//! - One serde pass per event over a single permissive `Envelope` struct that holds the
+//!   top-level fields of all three formats (`OpenAI` Chat Completions chunks, `OpenAI` Responses
+//!   events, Anthropic Messages events); unknown fields are skipped, so the format is detected
+//!   per event from the fields present and what `type` says.
+//! - The event is checked as UTF-8 once and parsed with `serde_json::from_str`: `from_slice`
+//!   would re-check every string it borrows.
+//! - String fields are taken as `&RawValue` and decoded on use: borrowed when they hold no
+//!   escape (ids, names, types in practice), and argument fragments and text are unescaped by
+//!   our own `unescape` straight into one reused buffer. `serde_json`'s unescaping would allocate
+//!   a scratch buffer per event, and argument fragments always contain escaped quotes.
+//! - Nested objects that only a few events need (`item`, `response`, `content_block`,
+//!   `message`, Anthropic's `delta`, the legacy `function_call`) are also `&RawValue` and parsed
+//!   by a second, small pass when their event comes. Measured on the Chat Completions hot path:
+//!   keeping them as typed fields made `Envelope` ~700 bytes, and moving it through serde's
+//!   `Result`s cost more (memcpy) than the rare second pass does.
+//! - Arrays (`choices`, `tool_calls`) are `Few`: one element inline, a `Vec` only for two or
+//!   more, so the usual chunk (one choice, one tool call) allocates nothing. Steady state: no
+//!   allocation per event (checked with callgrind on a synthetic stream).
+//! - The whole event is parsed before any action is emitted: a malformed event changes nothing.
+//! - Only choice 0 of a Chat Completions stream is assembled (its calls, text and finish
+//!   reason); other choices are counted in [`Decoder::ignored_choices`]. Tool calls with
+//!   `n > 1` are rare, and the assembler's key is one wire index, not (choice, index).
+//! - Per-call state lives here only where the wire format needs it: Anthropic blocks (is it a
+//!   `tool_use`? did `input_json_delta`s follow the `input` of `content_block_start`?) and
+//!   Responses items (`item_id` to `output_index`, a length and FNV-1a hash of the deltas so that
+//!   `.done`'s full `arguments` can be verified without keeping a second copy of the text).
+//! - A UTF-16 surrogate pair split between two fragments of one call (quirk 41) is joined: a
+//!   trailing high surrogate is held per call until the next fragment. One left unpaired is
+//!   written back as its `\uXXXX` escape, so the argument scanner reports it at its offset.
+//! - Blank ids and names (`""`, and `"null"` for ids) become `None` here already (quirks 11,
+//!   14, 15); the assembler does the same for deltas fed from Python.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use memchr::memchr;
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::assembler::{Arguments, Delta};
+
+/// The wire format of an event stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// `OpenAI` Chat Completions chunks (and every OpenAI-compatible server).
+    OpenAiChat,
+    /// `OpenAI` Responses API events.
+    OpenAiResponses,
+    /// Anthropic Messages API events.
+    Anthropic,
+}
+
+impl Format {
+    /// The stable name: `openai-chat`, `openai-responses` or `anthropic`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenAiChat => "openai-chat",
+            Self::OpenAiResponses => "openai-responses",
+            Self::Anthropic => "anthropic",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why the model stopped, normalized across formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FinishReason {
+    /// A natural end (`stop`, `end_turn`, `stop_sequence`, Responses `completed` without calls).
+    Stop,
+    /// The model asked for tools (`tool_calls`, `tool_use`, Responses `completed` with calls).
+    ToolCalls,
+    /// The output limit was hit (`length`, `max_tokens`, `max_output_tokens`).
+    Length,
+    /// The provider's content filter stopped the output.
+    ContentFilter,
+    /// The model refused.
+    Refusal,
+    /// A value with no normalized meaning (see the raw value), or a failed response.
+    Other,
+}
+
+impl FinishReason {
+    /// The stable name: `stop`, `tool_calls`, `length`, `content_filter`, `refusal`, `other`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stop => "stop",
+            Self::ToolCalls => "tool_calls",
+            Self::Length => "length",
+            Self::ContentFilter => "content_filter",
+            Self::Refusal => "refusal",
+            Self::Other => "other",
+        }
+    }
+
+    /// Normalize a raw finish/stop reason of any format (case-insensitive).
+    #[must_use]
+    pub fn from_raw(raw: &str) -> Self {
+        const TABLE: &[(&str, FinishReason)] = &[
+            ("stop", FinishReason::Stop),
+            ("end_turn", FinishReason::Stop),
+            ("stop_sequence", FinishReason::Stop),
+            ("eos", FinishReason::Stop),
+            ("completed", FinishReason::Stop),
+            ("tool_calls", FinishReason::ToolCalls),
+            ("function_call", FinishReason::ToolCalls),
+            ("tool_use", FinishReason::ToolCalls),
+            ("length", FinishReason::Length),
+            ("max_tokens", FinishReason::Length),
+            ("max_output_tokens", FinishReason::Length),
+            ("model_length", FinishReason::Length),
+            ("model_context_window_exceeded", FinishReason::Length),
+            ("content_filter", FinishReason::ContentFilter),
+            ("safety", FinishReason::ContentFilter),
+            ("refusal", FinishReason::Refusal),
+        ];
+        TABLE
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(raw))
+            .map_or(Self::Other, |&(_, reason)| reason)
+    }
+
+    /// True for endings after which no call may run (`content_filter`, `refusal`).
+    #[must_use]
+    pub fn stops_calls(self) -> bool {
+        matches!(self, Self::ContentFilter | Self::Refusal)
+    }
+}
+
+/// Something one event asks of the assembler or the stream state, in event order.
+#[derive(Debug, Clone, Copy)]
+pub enum Action<'a> {
+    /// Feed one tool-call delta; keep `metadata` (key, JSON text) on the call it lands on.
+    Call {
+        /// The delta, with blank ids and names already turned into `None`.
+        delta: Delta<'a>,
+        /// An opaque provider field for this call (`extra_content`, `item_id`).
+        metadata: Option<(&'static str, &'a str)>,
+    },
+    /// The call last fed at this wire index is complete (Anthropic `content_block_stop`,
+    /// Responses `output_item.done`).
+    EndCall(i64),
+    /// Assistant text, decoded UTF-8.
+    Text(&'a [u8]),
+    /// A usage object, as raw JSON text.
+    Usage(&'a str),
+    /// A finish reason: the raw value and its normalized meaning.
+    Finish {
+        /// As sent (Responses: the status, or the incomplete reason).
+        raw: &'a str,
+        /// Normalized.
+        reason: FinishReason,
+    },
+    /// The end-of-stream marker (`[DONE]`, `message_stop`).
+    Done,
+    /// The provider reported an error; raw JSON of the error object (or of the whole event).
+    ProviderError(&'a str),
+    /// Responses `.done` (or `output_item.done`) carried arguments that differ from the deltas
+    /// received for the call at this wire index; the full text was fed after them.
+    ArgumentsMismatch(i64),
+}
+
+/// Why one event produced no actions. Never fatal for the stream.
+#[derive(Debug)]
+pub enum EventError {
+    /// The data is not JSON, or a field we read has the wrong type.
+    Malformed(serde_json::Error),
+    /// The data is not UTF-8 (byte offset of the first bad byte).
+    InvalidUtf8(usize),
+    /// Valid JSON that no supported format recognises (the `type`, if any, is kept).
+    UnknownEvent(Option<String>),
+}
+
+impl fmt::Display for EventError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Malformed(e) => write!(f, "malformed event: {e}"),
+            Self::InvalidUtf8(at) => write!(f, "malformed event: invalid utf-8 at byte {at}"),
+            Self::UnknownEvent(Some(t)) => write!(f, "unknown event type {t:?}"),
+            Self::UnknownEvent(None) => f.write_str("unknown event"),
+        }
+    }
+}
+
+impl std::error::Error for EventError {}
+
+// ---------------------------------------------------------------------------------------------
+// Wire structs: only the fields we read.
+
+/// A JSON string, borrowed from the event unless it contained escapes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Str<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Str<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V(PhantomData))
+    }
+}
+
+impl Str<'_> {
+    fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Zero, one or more elements of a JSON array; only two or more allocate.
+#[derive(Debug)]
+enum Few<T> {
+    Zero,
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T> Few<T> {
+    fn as_slice(&self) -> &[T] {
+        match self {
+            Self::Zero => &[],
+            Self::One(x) => std::slice::from_ref(x),
+            Self::Many(v) => v,
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Few<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Few<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let Some(first) = seq.next_element()? else {
+                    return Ok(Few::Zero);
+                };
+                let Some(second) = seq.next_element()? else {
+                    return Ok(Few::One(first));
+                };
+                let mut all = Vec::with_capacity(4);
+                all.push(first);
+                all.push(second);
+                while let Some(x) = seq.next_element()? {
+                    all.push(x);
+                }
+                Ok(Few::Many(all))
+            }
+        }
+        d.deserialize_seq(V(PhantomData))
+    }
+}
+
+/// The union of the top-level fields of all three formats.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    object: Option<&'a RawValue>,
+    #[serde(borrow)]
+    choices: Option<Few<Choice<'a>>>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    // Responses
+    output_index: Option<i64>,
+    #[serde(borrow)]
+    item_id: Option<&'a RawValue>,
+    /// An [`Item`], parsed only for Responses item events.
+    #[serde(borrow)]
+    item: Option<&'a RawValue>,
+    /// Responses: a string; Anthropic: an object.
+    #[serde(borrow)]
+    delta: Option<&'a RawValue>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+    /// A [`ResponseObject`], parsed only for the final Responses events.
+    #[serde(borrow)]
+    response: Option<&'a RawValue>,
+    // Anthropic
+    index: Option<i64>,
+    /// A [`Block`], parsed only for `content_block_start`.
+    #[serde(borrow)]
+    content_block: Option<&'a RawValue>,
+    /// A [`Message`], parsed only for `message_start`.
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    index: Option<i64>,
+    #[serde(borrow)]
+    delta: Option<ChatDelta<'a>>,
+    #[serde(borrow)]
+    finish_reason: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ChatDelta<'a> {
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    refusal: Option<&'a RawValue>,
+    #[serde(borrow)]
+    tool_calls: Option<Few<ToolCallEntry<'a>>>,
+    /// A [`Function`] of the legacy `functions` API: one call, no index.
+    #[serde(borrow)]
+    function_call: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallEntry<'a> {
+    index: Option<i64>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, rename = "type")]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    function: Option<Function<'a>>,
+    #[serde(borrow)]
+    extra_content: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Function<'a> {
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Item<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Option<Str<'a>>,
+    #[serde(borrow)]
+    id: Option<Str<'a>>,
+    #[serde(borrow)]
+    call_id: Option<Str<'a>>,
+    #[serde(borrow)]
+    name: Option<Str<'a>>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ResponseObject<'a> {
+    #[serde(borrow)]
+    status: Option<Str<'a>>,
+    #[serde(borrow)]
+    incomplete_details: Option<IncompleteDetails<'a>>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct IncompleteDetails<'a> {
+    #[serde(borrow)]
+    reason: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Option<Str<'a>>,
+    #[serde(borrow)]
+    id: Option<Str<'a>>,
+    #[serde(borrow)]
+    name: Option<Str<'a>>,
+    #[serde(borrow)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+}
+
+/// Anthropic's `delta` object (`content_block_delta` and `message_delta`).
+#[derive(Deserialize)]
+struct AnthropicDelta<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Option<Str<'a>>,
+    #[serde(borrow)]
+    partial_json: Option<&'a RawValue>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow)]
+    stop_reason: Option<Str<'a>>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoder state.
+
+#[derive(Debug)]
+struct BlockState {
+    index: i64,
+    tool: bool,
+    got_delta: bool,
+    /// A non-empty `input` from `content_block_start`, used only if no delta follows.
+    input: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct ItemState {
+    index: i64,
+    item_id: String,
+    fed_len: usize,
+    hash: u64,
+    verified: bool,
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+    }
+    h
+}
+
+/// Turns events into [`Action`]s, keeping the little per-format state the formats need.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    /// Decoded argument or text fragment, reused for every event.
+    scratch: Vec<u8>,
+    /// High surrogates held at the end of a fragment, per wire index (quirk 41).
+    held: Vec<(Option<i64>, u16)>,
+    held_text: Option<u16>,
+    blocks: Vec<BlockState>,
+    items: Vec<ItemState>,
+    any_function_call: bool,
+    refusal: bool,
+    ignored_choices: u64,
+}
+
+/// What to do with an unpaired surrogate escape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lone {
+    /// Write it back as a `\uXXXX` escape (argument text is JSON; the scanner decides).
+    Escape,
+    /// Write U+FFFD (assistant text is plain text).
+    Replace,
+}
+
+fn is_blank_id(s: &str) -> bool {
+    s.is_empty() || s == "null"
+}
+
+fn non_blank<'s>(s: Option<&'s Str<'_>>) -> Option<&'s str> {
+    s.map(Str::as_str).filter(|s| !s.is_empty())
+}
+
+/// The value of a JSON string field: borrowed unless it holds escapes (then decoded once).
+/// `None` for a missing, `null` or non-string value.
+fn string(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    let r = raw_str(raw)?;
+    let inner = r.get(1..r.len() - 1)?;
+    if memchr(b'\\', inner.as_bytes()).is_none() {
+        return Some(Cow::Borrowed(inner));
+    }
+    Some(Cow::Owned(decode_owned(r)))
+}
+
+#[cold]
+fn decode_owned(raw: &str) -> String {
+    let mut out = Vec::new();
+    let mut pending = None;
+    unescape(raw, &mut out, &mut pending, Lone::Replace);
+    if let Some(unit) = pending {
+        push_lone(&mut out, unit, Lone::Replace);
+    }
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Parse a nested object that only some events need.
+fn nested<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<Option<T>, EventError> {
+    raw.map(|r| serde_json::from_str(r.get()).map_err(EventError::Malformed))
+        .transpose()
+}
+
+fn raw_str(raw: Option<&RawValue>) -> Option<&str> {
+    raw.map(RawValue::get).filter(|s| s.starts_with('"'))
+}
+
+/// `{}` (with any whitespace): the placeholder `input` of a streamed `tool_use` block.
+fn is_empty_object(raw: &str) -> bool {
+    let mut it = raw.bytes().filter(|b| !b.is_ascii_whitespace());
+    it.next() == Some(b'{') && it.next() == Some(b'}') && it.next().is_none()
+}
+
+impl Decoder {
+    /// A decoder with no state.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Chat Completions choices other than choice 0 that were skipped.
+    #[must_use]
+    pub fn ignored_choices(&self) -> u64 {
+        self.ignored_choices
+    }
+
+    /// Decode one event (`event` is its SSE `event:` field, possibly empty) and emit its
+    /// actions in order. Returns the event's format, or `None` for an event that belongs to no
+    /// particular format (`[DONE]`, a keep-alive with empty data, an error event).
+    ///
+    /// # Errors
+    /// [`EventError`] when the event is skipped; nothing was emitted for it then.
+    pub fn decode<F: FnMut(Action<'_>)>(
+        &mut self,
+        event: &[u8],
+        data: &[u8],
+        emit: &mut F,
+    ) -> Result<Option<Format>, EventError> {
+        let trimmed = data.trim_ascii();
+        if trimmed.is_empty() {
+            return Ok(None);
+        }
+        if trimmed == b"[DONE]" {
+            emit(Action::Done);
+            return Ok(None);
+        }
+        // One UTF-8 check of the whole event lets serde_json skip its per-string checks.
+        let text =
+            std::str::from_utf8(data).map_err(|e| EventError::InvalidUtf8(e.valid_up_to()))?;
+        let env: Envelope<'_> = serde_json::from_str(text).map_err(EventError::Malformed)?;
+        let from_event = std::str::from_utf8(event)
+            .ok()
+            .filter(|e| !e.is_empty() && *e != "message");
+        let kind_text = string(env.kind);
+        let kind = kind_text.as_deref().or(from_event);
+        match kind {
+            Some(t) if t.starts_with("response.") => {
+                self.responses(t, &env, emit)?;
+                Ok(Some(Format::OpenAiResponses))
+            }
+            Some(
+                t @ ("message_start"
+                | "content_block_start"
+                | "content_block_delta"
+                | "content_block_stop"
+                | "message_delta"
+                | "message_stop"
+                | "ping"),
+            ) => {
+                self.anthropic(t, &env, emit)?;
+                Ok(Some(Format::Anthropic))
+            }
+            Some("error") => {
+                emit(Action::ProviderError(
+                    env.error.map_or_else(|| lossy(data), RawValue::get),
+                ));
+                Ok(None)
+            }
+            _ if env.choices.is_some()
+                || env
+                    .object
+                    .is_some_and(|o| o.get().starts_with("\"chat.completion"))
+                || (kind.is_none() && env.usage.is_some()) =>
+            {
+                self.chat(&env, emit)?;
+                Ok(Some(Format::OpenAiChat))
+            }
+            None if env.error.is_some() => {
+                emit(Action::ProviderError(env.error.map_or("", RawValue::get)));
+                Ok(None)
+            }
+            _ => Err(unknown(kind)),
+        }
+    }
+
+    /// End of stream: write back surrogates still held (unpaired) to their calls.
+    pub fn finish<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
+        for (index, unit) in std::mem::take(&mut self.held) {
+            self.scratch.clear();
+            push_lone(&mut self.scratch, unit, Lone::Escape);
+            emit(args(index, Arguments::Text(&self.scratch)));
+        }
+        if let Some(unit) = self.held_text.take() {
+            self.scratch.clear();
+            push_lone(&mut self.scratch, unit, Lone::Replace);
+            emit(Action::Text(&self.scratch));
+        }
+        self.blocks.clear();
+        self.items.clear();
+    }
+
+    /// Decode an argument fragment for the call at `index` into `scratch`, joining surrogates.
+    fn fragment(&mut self, index: Option<i64>, raw: &str) {
+        self.scratch.clear();
+        let pos = self.held.iter().position(|(i, _)| *i == index);
+        let mut pending = pos.map(|p| self.held.swap_remove(p).1);
+        unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
+        if let Some(unit) = pending {
+            self.held.push((index, unit));
+        }
+    }
+
+    fn text<F: FnMut(Action<'_>)>(&mut self, raw: &str, emit: &mut F) {
+        self.scratch.clear();
+        unescape(raw, &mut self.scratch, &mut self.held_text, Lone::Replace);
+        if !self.scratch.is_empty() {
+            emit(Action::Text(&self.scratch));
+        }
+    }
+
+    /// Write back a held surrogate of the call at `index` before that call ends.
+    fn release(&mut self, index: Option<i64>, emit: &mut impl FnMut(Action<'_>)) {
+        if let Some(p) = self.held.iter().position(|(i, _)| *i == index) {
+            let unit = self.held.swap_remove(p).1;
+            self.scratch.clear();
+            push_lone(&mut self.scratch, unit, Lone::Escape);
+            emit(args(index, Arguments::Text(&self.scratch)));
+        }
+    }
+
+    fn chat<F: FnMut(Action<'_>)>(
+        &mut self,
+        env: &Envelope<'_>,
+        emit: &mut F,
+    ) -> Result<(), EventError> {
+        for choice in env.choices.as_ref().map_or(&[][..], Few::as_slice) {
+            if choice.index.unwrap_or(0) != 0 {
+                self.ignored_choices += 1;
+                continue;
+            }
+            // Azure content-filter annotations come as choices without `delta` (quirk 30).
+            if let Some(delta) = &choice.delta {
+                // Parsed first: a malformed event must emit nothing.
+                let legacy = nested::<Function<'_>>(delta.function_call)?;
+                if let Some(raw) = raw_str(delta.content) {
+                    self.text(raw, emit);
+                }
+                if raw_str(delta.refusal).is_some_and(|r| r.len() > 2) {
+                    self.refusal = true;
+                }
+                for entry in delta.tool_calls.as_ref().map_or(&[][..], Few::as_slice) {
+                    let function = entry.function.as_ref();
+                    let id = string(entry.id);
+                    let id = id.as_deref().filter(|s| !is_blank_id(s));
+                    let name = string(function.and_then(|f| f.name));
+                    let name = name.as_deref().filter(|s| !s.is_empty());
+                    let kind = string(entry.kind);
+                    let kind = kind.as_deref().filter(|s| !s.is_empty());
+                    let metadata = entry.extra_content.map(|raw| ("extra_content", raw.get()));
+                    let args = function.and_then(|f| f.arguments);
+                    self.emit_call(entry.index, id, name, kind, args, metadata, emit);
+                }
+                if let Some(f) = legacy {
+                    let name = string(f.name);
+                    let name = name.as_deref().filter(|s| !s.is_empty());
+                    self.emit_call(None, None, name, None, f.arguments, None, emit);
+                }
+            }
+            if let Some(reason) = string(choice.finish_reason) {
+                let raw = &*reason;
+                let mut normalized = FinishReason::from_raw(raw);
+                if normalized == FinishReason::Stop && self.refusal {
+                    normalized = FinishReason::Refusal;
+                }
+                emit(Action::Finish {
+                    raw,
+                    reason: normalized,
+                });
+            }
+        }
+        if let Some(usage) = env.usage {
+            emit(Action::Usage(usage.get()));
+        }
+        Ok(())
+    }
+
+    /// One tool-call delta whose `arguments` may be a string fragment, an object (a complete
+    /// value, quirk 23) or absent/null.
+    #[allow(clippy::too_many_arguments)]
+    fn emit_call<F: FnMut(Action<'_>)>(
+        &mut self,
+        index: Option<i64>,
+        id: Option<&str>,
+        name: Option<&str>,
+        kind: Option<&str>,
+        args: Option<&RawValue>,
+        metadata: Option<(&'static str, &str)>,
+        emit: &mut F,
+    ) {
+        let raw = args.map(RawValue::get).filter(|r| *r != "null");
+        let arguments = match raw {
+            Some(r) if r.starts_with('"') => {
+                self.fragment(index, r);
+                // An empty fragment is a no-op (quirk 26); do not let it count as arguments.
+                (!self.scratch.is_empty()).then_some(Arguments::Text(&self.scratch))
+            }
+            Some(r) => Some(Arguments::Value(r.as_bytes())),
+            None => None,
+        };
+        emit(call(index, id, name, kind, arguments, metadata));
+    }
+
+    fn responses<F: FnMut(Action<'_>)>(
+        &mut self,
+        t: &str,
+        env: &Envelope<'_>,
+        emit: &mut F,
+    ) -> Result<(), EventError> {
+        match t {
+            "response.output_item.added" => {
+                let item: Option<Item<'_>> = nested(env.item)?;
+                let Some(item) = item.filter(|i| is_kind(i.kind.as_ref(), "function_call")) else {
+                    return Ok(());
+                };
+                self.any_function_call = true;
+                let index = env
+                    .output_index
+                    .unwrap_or_else(|| i64::try_from(self.items.len()).unwrap_or(i64::MAX));
+                let item_id = item.id.as_ref().map_or("", Str::as_str);
+                self.items.push(ItemState {
+                    index,
+                    item_id: item_id.to_owned(),
+                    fed_len: 0,
+                    hash: FNV_OFFSET,
+                    verified: false,
+                });
+                let call_id = non_blank(item.call_id.as_ref()).or(non_blank(item.id.as_ref()));
+                let meta = (!item_id.is_empty()).then(|| json_string(item_id));
+                let metadata = meta.as_deref().map(|m| ("item_id", m));
+                let name = non_blank(item.name.as_ref());
+                emit(call(Some(index), call_id, name, None, None, metadata));
+                if let Some(raw) = raw_str(item.arguments).filter(|r| r.len() > 2) {
+                    self.responses_fragment(index, raw, emit);
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let index = self.item_index(env, None);
+                if let Some(raw) = raw_str(env.delta) {
+                    self.responses_fragment(index, raw, emit);
+                }
+            }
+            "response.function_call_arguments.done" => {
+                let index = self.item_index(env, None);
+                if let Some(raw) = raw_str(env.arguments) {
+                    self.verify(index, raw, emit);
+                }
+            }
+            "response.output_item.done" => {
+                let item: Option<Item<'_>> = nested(env.item)?;
+                let Some(item) = item.filter(|i| is_kind(i.kind.as_ref(), "function_call")) else {
+                    return Ok(());
+                };
+                let index = self.item_index(env, item.id.as_ref().map(Str::as_str));
+                if let Some(raw) = raw_str(item.arguments) {
+                    self.verify(index, raw, emit);
+                }
+                self.release(Some(index), emit);
+                emit(Action::EndCall(index));
+            }
+            "response.output_text.delta" => {
+                if let Some(raw) = raw_str(env.delta) {
+                    self.text(raw, emit);
+                }
+            }
+            "response.refusal.delta" => self.refusal = true,
+            "response.completed"
+            | "response.incomplete"
+            | "response.failed"
+            | "response.cancelled" => self.responses_end(t, env, emit)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `response.completed` / `.incomplete` / `.failed` / `.cancelled`: usage and finish reason.
+    fn responses_end<F: FnMut(Action<'_>)>(
+        &mut self,
+        t: &str,
+        env: &Envelope<'_>,
+        emit: &mut F,
+    ) -> Result<(), EventError> {
+        let response: Option<ResponseObject<'_>> = nested(env.response)?;
+        let Some(response) = response else {
+            return Ok(());
+        };
+        if let Some(usage) = response.usage {
+            emit(Action::Usage(usage.get()));
+        }
+        let status = response
+            .status
+            .as_ref()
+            .map_or(t.strip_prefix("response.").unwrap_or(t), Str::as_str);
+        let (raw, reason) = match status {
+            "completed" if self.any_function_call => (status, FinishReason::ToolCalls),
+            "completed" if self.refusal => (status, FinishReason::Refusal),
+            "completed" => (status, FinishReason::Stop),
+            "incomplete" => {
+                let raw = response
+                    .incomplete_details
+                    .as_ref()
+                    .and_then(|d| d.reason.as_ref())
+                    .map_or(status, Str::as_str);
+                (raw, FinishReason::from_raw(raw))
+            }
+            other => (other, FinishReason::Other),
+        };
+        if status == "failed" {
+            emit(Action::ProviderError(
+                response.error.map_or("{}", RawValue::get),
+            ));
+        }
+        emit(Action::Finish { raw, reason });
+        emit(Action::Done);
+        Ok(())
+    }
+
+    /// The wire index of a Responses item event: `output_index`, else the index recorded for
+    /// its `item_id`, else the last function call seen.
+    fn item_index(&self, env: &Envelope<'_>, item_id: Option<&str>) -> i64 {
+        if let Some(i) = env.output_index {
+            return i;
+        }
+        let from_event = string(env.item_id);
+        let id = from_event.as_deref().or(item_id);
+        id.and_then(|id| self.items.iter().find(|s| s.item_id == id))
+            .or(self.items.last())
+            .map_or(0, |s| s.index)
+    }
+
+    fn responses_fragment<F: FnMut(Action<'_>)>(&mut self, index: i64, raw: &str, emit: &mut F) {
+        self.fragment(Some(index), raw);
+        if let Some(state) = self.items.iter_mut().rev().find(|s| s.index == index) {
+            state.fed_len += self.scratch.len();
+            state.hash = fnv(state.hash, &self.scratch);
+        }
+        if !self.scratch.is_empty() {
+            emit(args(Some(index), Arguments::Text(&self.scratch)));
+        }
+    }
+
+    /// Compare full `arguments` with what the deltas carried; feed them when they differ, so
+    /// the assembler's cumulative-resend rule (quirk 19) replaces a prefix, and report it.
+    fn verify<F: FnMut(Action<'_>)>(&mut self, index: i64, raw: &str, emit: &mut F) {
+        let Some(pos) = self.items.iter().rposition(|s| s.index == index) else {
+            return;
+        };
+        if self.items[pos].verified {
+            return;
+        }
+        self.items[pos].verified = true;
+        // Surrogate state of the deltas must not leak into the full text.
+        let held = self
+            .held
+            .iter()
+            .position(|(i, _)| *i == Some(index))
+            .map(|p| self.held.swap_remove(p));
+        self.scratch.clear();
+        let mut pending = None;
+        unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
+        if let Some(unit) = pending {
+            push_lone(&mut self.scratch, unit, Lone::Escape);
+        }
+        let state = &self.items[pos];
+        let same =
+            state.fed_len == self.scratch.len() && state.hash == fnv(FNV_OFFSET, &self.scratch);
+        if same {
+            if let Some(h) = held {
+                self.held.push(h);
+            }
+            return;
+        }
+        if self.scratch.is_empty() {
+            return;
+        }
+        emit(Action::ArgumentsMismatch(index));
+        emit(args(Some(index), Arguments::Text(&self.scratch)));
+    }
+
+    fn anthropic<F: FnMut(Action<'_>)>(
+        &mut self,
+        t: &str,
+        env: &Envelope<'_>,
+        emit: &mut F,
+    ) -> Result<(), EventError> {
+        match t {
+            "message_start" => {
+                let message: Option<Message<'_>> = nested(env.message)?;
+                if let Some(usage) = message.and_then(|m| m.usage) {
+                    emit(Action::Usage(usage.get()));
+                }
+            }
+            "content_block_start" => {
+                let block: Option<Block<'_>> = nested(env.content_block)?;
+                let Some(block) = block else {
+                    return Ok(());
+                };
+                let index = env
+                    .index
+                    .unwrap_or_else(|| i64::try_from(self.blocks.len()).unwrap_or(i64::MAX));
+                let tool = is_kind(block.kind.as_ref(), "tool_use");
+                self.blocks.retain(|b| b.index != index);
+                let mut state = BlockState {
+                    index,
+                    tool,
+                    got_delta: false,
+                    input: Vec::new(),
+                };
+                if tool {
+                    if let Some(input) = block.input.filter(|i| !is_empty_object(i.get())) {
+                        state.input.extend_from_slice(input.get().as_bytes());
+                    }
+                    let id = non_blank(block.id.as_ref()).filter(|s| !is_blank_id(s));
+                    let name = non_blank(block.name.as_ref());
+                    emit(call(Some(index), id, name, None, None, None));
+                } else if let Some(raw) = raw_str(block.text) {
+                    self.text(raw, emit);
+                }
+                self.blocks.push(state);
+            }
+            "content_block_delta" => self.anthropic_delta(env, emit)?,
+            "content_block_stop" => {
+                let index = env.index.unwrap_or(0);
+                let Some(pos) = self.blocks.iter().position(|b| b.index == index) else {
+                    return Ok(());
+                };
+                let block = self.blocks.swap_remove(pos);
+                if block.tool {
+                    if !block.got_delta && !block.input.is_empty() {
+                        emit(args(Some(index), Arguments::Value(&block.input)));
+                    }
+                    self.release(Some(index), emit);
+                    emit(Action::EndCall(index));
+                }
+            }
+            "message_delta" => {
+                if let Some(raw) = env.delta {
+                    let delta: AnthropicDelta<'_> =
+                        serde_json::from_str(raw.get()).map_err(EventError::Malformed)?;
+                    if let Some(reason) = &delta.stop_reason {
+                        let raw = reason.as_str();
+                        emit(Action::Finish {
+                            raw,
+                            reason: FinishReason::from_raw(raw),
+                        });
+                    }
+                }
+                if let Some(usage) = env.usage {
+                    emit(Action::Usage(usage.get()));
+                }
+            }
+            "message_stop" => emit(Action::Done),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `content_block_delta`: argument fragments of `tool_use` blocks and text.
+    fn anthropic_delta<F: FnMut(Action<'_>)>(
+        &mut self,
+        env: &Envelope<'_>,
+        emit: &mut F,
+    ) -> Result<(), EventError> {
+        let Some(raw) = env.delta else { return Ok(()) };
+        let delta: AnthropicDelta<'_> =
+            serde_json::from_str(raw.get()).map_err(EventError::Malformed)?;
+        let index = env.index.unwrap_or(0);
+        let block = self.blocks.iter_mut().find(|b| b.index == index);
+        match delta.kind.as_ref().map(Str::as_str) {
+            Some("input_json_delta") => {
+                // A delta for a block never started is kept (tolerant); one for a
+                // server tool or other non-`tool_use` block is not ours.
+                if block.as_ref().is_some_and(|b| !b.tool) {
+                    return Ok(());
+                }
+                if let Some(b) = block {
+                    b.got_delta = true;
+                }
+                if let Some(raw) = raw_str(delta.partial_json) {
+                    self.fragment(Some(index), raw);
+                    if !self.scratch.is_empty() {
+                        emit(args(Some(index), Arguments::Text(&self.scratch)));
+                    }
+                }
+            }
+            Some("text_delta") => {
+                if let Some(raw) = raw_str(delta.text) {
+                    self.text(raw, emit);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+fn call<'a>(
+    index: Option<i64>,
+    id: Option<&'a str>,
+    name: Option<&'a str>,
+    kind: Option<&'a str>,
+    arguments: Option<Arguments<'a>>,
+    metadata: Option<(&'static str, &'a str)>,
+) -> Action<'a> {
+    Action::Call {
+        delta: Delta {
+            index,
+            id,
+            name,
+            kind,
+            arguments,
+        },
+        metadata,
+    }
+}
+
+/// A delta that only carries an argument fragment or value.
+fn args(index: Option<i64>, arguments: Arguments<'_>) -> Action<'_> {
+    call(index, None, None, None, Some(arguments), None)
+}
+
+fn is_kind(kind: Option<&Str<'_>>, want: &str) -> bool {
+    kind.is_some_and(|k| k.as_str() == want)
+}
+
+#[cold]
+#[inline(never)]
+fn unknown(kind: Option<&str>) -> EventError {
+    EventError::UnknownEvent(kind.map(str::to_owned))
+}
+
+#[cold]
+fn lossy(data: &[u8]) -> &str {
+    std::str::from_utf8(data).unwrap_or("{}")
+}
+
+#[cold]
+fn json_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+fn push_char(out: &mut Vec<u8>, c: char) {
+    let mut buf = [0u8; 4];
+    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+}
+
+fn push_lone(out: &mut Vec<u8>, unit: u16, lone: Lone) {
+    match lone {
+        Lone::Escape => {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.extend_from_slice(b"\\u");
+            for shift in [12, 8, 4, 0] {
+                out.push(HEX[usize::from((unit >> shift) & 0xF)]);
+            }
+        }
+        Lone::Replace => push_char(out, char::REPLACEMENT_CHARACTER),
+    }
+}
+
+fn hex4(digits: &[u8]) -> Option<u16> {
+    if digits.len() != 4 {
+        return None;
+    }
+    digits.iter().try_fold(0u16, |n, &d| {
+        Some(n << 4 | u16::try_from(char::from(d).to_digit(16)?).ok()?)
+    })
+}
+
+/// Decode the JSON string literal `raw` (quotes included; `serde_json` has validated it) onto
+/// `out`. `pending` is a high surrogate held from the previous fragment of the same text; on
+/// return it holds this fragment's trailing unpaired high surrogate, if any.
+fn unescape(raw: &str, out: &mut Vec<u8>, pending: &mut Option<u16>, lone: Lone) {
+    let bytes = raw.as_bytes();
+    let inner = bytes
+        .get(1..bytes.len().saturating_sub(1))
+        .unwrap_or_default();
+    let mut i = 0;
+    while i < inner.len() {
+        let next = memchr(b'\\', &inner[i..]).map_or(inner.len(), |n| i + n);
+        if next > i {
+            if let Some(unit) = pending.take() {
+                push_lone(out, unit, lone);
+            }
+            out.extend_from_slice(&inner[i..next]);
+        }
+        if next >= inner.len() {
+            break;
+        }
+        let simple = match inner.get(next + 1) {
+            Some(b'n') => Some(b'\n'),
+            Some(b't') => Some(b'\t'),
+            Some(b'r') => Some(b'\r'),
+            Some(b'b') => Some(0x08),
+            Some(b'f') => Some(0x0C),
+            Some(&c @ (b'"' | b'\\' | b'/')) => Some(c),
+            _ => None,
+        };
+        if let Some(c) = simple {
+            if let Some(unit) = pending.take() {
+                push_lone(out, unit, lone);
+            }
+            out.push(c);
+            i = next + 2;
+            continue;
+        }
+        let Some(unit) = inner.get(next + 2..next + 6).and_then(hex4) else {
+            // Not reachable for validated JSON; keep the bytes rather than lose them.
+            out.push(b'\\');
+            i = next + 1;
+            continue;
+        };
+        i = next + 6;
+        match unit {
+            0xD800..=0xDBFF => {
+                if let Some(prev) = pending.replace(unit) {
+                    push_lone(out, prev, lone);
+                }
+            }
+            0xDC00..=0xDFFF => match pending.take() {
+                Some(high) => {
+                    let c =
+                        0x10000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(unit) - 0xDC00);
+                    push_char(
+                        out,
+                        char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER),
+                    );
+                }
+                None => push_lone(out, unit, lone),
+            },
+            _ => {
+                if let Some(prev) = pending.take() {
+                    push_lone(out, prev, lone);
+                }
+                push_char(
+                    out,
+                    char::from_u32(u32::from(unit)).unwrap_or(char::REPLACEMENT_CHARACTER),
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{unescape, Lone};
+
+    fn un(raw: &str) -> String {
+        let mut out = Vec::new();
+        let mut pending = None;
+        unescape(raw, &mut out, &mut pending, Lone::Escape);
+        assert!(pending.is_none());
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    #[test]
+    fn unescape_matches_serde() {
+        for raw in [
+            r#""""#,
+            r#""plain""#,
+            r#""{\"a\":1}""#,
+            r#""\n\t\r\b\f\/\\\"""#,
+            r#""\u00e9\u4e2d\ud83d\ude00x""#,
+            r#""é中😀""#,
+        ] {
+            let want: String = serde_json::from_str(raw).unwrap_or_default();
+            assert_eq!(un(raw), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn split_surrogate_pair_is_joined() {
+        let mut out = Vec::new();
+        let mut pending = None;
+        unescape(r#""a\ud83d""#, &mut out, &mut pending, Lone::Escape);
+        assert_eq!(out, b"a");
+        assert_eq!(pending, Some(0xD83D));
+        unescape(r#""\ude00b""#, &mut out, &mut pending, Lone::Escape);
+        assert_eq!(String::from_utf8_lossy(&out), "a😀b");
+    }
+
+    #[test]
+    fn lone_surrogate_is_written_back_as_escape() {
+        assert_eq!(un(r#""x\udc00y""#), r"x\udc00y");
+        let mut out = Vec::new();
+        let mut pending = None;
+        unescape(r#""\ud83dz""#, &mut out, &mut pending, Lone::Replace);
+        assert_eq!(String::from_utf8_lossy(&out), "\u{FFFD}z");
+    }
+}

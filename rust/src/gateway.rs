@@ -1,0 +1,399 @@
+//! The raw SSE path for gateways: response body bytes in, completed tool calls out.
+//!
+//! Design notes
+//! - [`StreamDecoder`] is three stages in a row, each push-based and split-proof on its own:
+//!   [`Framer`] (bytes to events), [`Decoder`] (event data to [`Action`]s) and the
+//!   [`Assembler`] (deltas to calls). Nothing is buffered between stages, so the output after any
+//!   split of the body equals the output of the whole body (tested with proptest).
+//! - The format is auto-detected per event; [`StreamDecoder::format`] reports the first one
+//!   seen. Each event is decoded independently, so a proxy that mixes formats still works.
+//! - Nothing in the body aborts the stream: a malformed event, an unknown event, an oversized
+//!   event or a provider error event is counted, the first of each kind kept, and decoding goes
+//!   on. The only `Err` is misuse (pushing after `finish`).
+//! - Per-call stop events name a wire index; the assembler's open call at that key
+//!   ([`Assembler::ordinal_of`]) is the one that ends.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use crate::assembler::{Assembler, ToolCall};
+use crate::envelope::{Action, Decoder, EventError, FinishReason, Format};
+use crate::error::Misuse;
+use crate::sse::{Framer, SseConfig, SseError, Tail};
+
+/// What went wrong in a stream, outside any one tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StreamErrorKind {
+    /// An event's data is not JSON, or a field has the wrong type; the event was skipped.
+    MalformedEvent,
+    /// An event of no supported format; skipped.
+    UnknownEvent,
+    /// The provider sent an error event (or a Responses `response.failed`).
+    ProviderError,
+    /// An event passed the size limit and was dropped.
+    EventTooLarge,
+    /// Responses: the final `arguments` differ from the deltas received for that call.
+    ArgumentsMismatch,
+    /// The body ended inside an event (no closing blank line); that event was not decoded.
+    TruncatedBody,
+}
+
+impl StreamErrorKind {
+    const ALL: [Self; 6] = [
+        Self::MalformedEvent,
+        Self::UnknownEvent,
+        Self::ProviderError,
+        Self::EventTooLarge,
+        Self::ArgumentsMismatch,
+        Self::TruncatedBody,
+    ];
+
+    /// The stable identifier of this kind.
+    #[must_use]
+    pub fn slug(self) -> &'static str {
+        match self {
+            Self::MalformedEvent => "malformed_event",
+            Self::UnknownEvent => "unknown_event",
+            Self::ProviderError => "provider_error",
+            Self::EventTooLarge => "event_too_large",
+            Self::ArgumentsMismatch => "arguments_mismatch",
+            Self::TruncatedBody => "truncated_body",
+        }
+    }
+
+    fn slot(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for StreamErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.slug())
+    }
+}
+
+/// One stream-level problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamError {
+    /// What went wrong.
+    pub kind: StreamErrorKind,
+    /// The 1-based number of the event it concerns (0: not tied to an event).
+    pub event: u64,
+    /// Details for people (for provider errors: the provider's JSON).
+    pub message: String,
+}
+
+impl fmt::Display for StreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (event {}): {}", self.kind, self.event, self.message)
+    }
+}
+
+impl std::error::Error for StreamError {}
+
+#[derive(Debug, Default)]
+struct Errors {
+    counts: [u64; StreamErrorKind::ALL.len()],
+    /// The first error of each kind, ordered by (event, kind): framing errors are only known
+    /// after a push, so insertion order would depend on how the body was split.
+    first: Vec<StreamError>,
+}
+
+impl Errors {
+    #[cold]
+    #[inline(never)]
+    fn record(&mut self, kind: StreamErrorKind, event: u64, message: impl FnOnce() -> String) {
+        self.record_n(kind, 1, event, message);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn record_n(
+        &mut self,
+        kind: StreamErrorKind,
+        n: u64,
+        event: u64,
+        message: impl FnOnce() -> String,
+    ) {
+        self.counts[kind.slot()] += n;
+        if self.counts[kind.slot()] == n {
+            let at = self
+                .first
+                .partition_point(|e| (e.event, e.kind.slot()) <= (event, kind.slot()));
+            let error = StreamError {
+                kind,
+                event,
+                message: message(),
+            };
+            self.first.insert(at, error);
+        }
+    }
+}
+
+/// Everything the actions change besides the assembler.
+#[derive(Debug, Default)]
+struct State {
+    text: Vec<u8>,
+    usage: Option<String>,
+    finish_raw: Option<String>,
+    finish: Option<FinishReason>,
+    format: Option<Format>,
+    done: bool,
+    events: u64,
+    errors: Errors,
+}
+
+impl State {
+    fn apply(&mut self, assembler: &mut Assembler, action: Action<'_>) {
+        match action {
+            Action::Call { delta, metadata } => {
+                // `feed` fails only after `finish`, which `StreamDecoder` rules out.
+                let Ok(ordinal) = assembler.feed(&delta) else {
+                    return;
+                };
+                if let Some((key, json)) = metadata {
+                    // The ordinal was just returned, so it exists.
+                    let _ = assembler.set_metadata(ordinal, key, json);
+                }
+            }
+            Action::EndCall(index) => {
+                if let Some(ordinal) = assembler.ordinal_of(Some(index)) {
+                    let _ = assembler.end_call(ordinal);
+                }
+            }
+            Action::Text(t) => self.text.extend_from_slice(t),
+            Action::Usage(u) => {
+                // Providers split usage over events (Anthropic: input tokens in
+                // `message_start`, output tokens in `message_delta`): merge the members, later
+                // values winning. Usage events are a handful per stream, so parsing is cheap.
+                self.usage = Some(merge_usage(self.usage.as_deref(), u));
+            }
+            Action::Finish { raw, reason } => {
+                let stored = self.finish_raw.get_or_insert_with(String::new);
+                stored.clear();
+                stored.push_str(raw);
+                self.finish = Some(reason);
+                if reason.stops_calls() {
+                    // Fails only after `finish`, which `StreamDecoder` rules out.
+                    let _ = assembler.stop(raw);
+                }
+            }
+            Action::Done => self.done = true,
+            Action::ProviderError(json) => {
+                self.errors
+                    .record(StreamErrorKind::ProviderError, self.events, || {
+                        json.to_owned()
+                    });
+            }
+            Action::ArgumentsMismatch(index) => {
+                self.errors.record(StreamErrorKind::ArgumentsMismatch, self.events, || {
+                    format!("final arguments of the call at output_index {index} differ from its deltas")
+                });
+            }
+        }
+    }
+}
+
+/// Decodes a provider's raw SSE response body into tool calls, assistant text, usage and the
+/// finish reason. Push body bytes as they arrive, split anywhere; call [`StreamDecoder::finish`]
+/// at the end of the body.
+#[derive(Debug)]
+pub struct StreamDecoder {
+    framer: Framer,
+    decoder: Decoder,
+    assembler: Assembler,
+    state: State,
+    finished: bool,
+}
+
+impl StreamDecoder {
+    /// A decoder that assembles calls with `assembler` and the default framing limits.
+    #[must_use]
+    pub fn new(assembler: Assembler) -> Self {
+        Self::with_config(assembler, SseConfig::default())
+    }
+
+    /// A decoder with explicit framing limits.
+    #[must_use]
+    pub fn with_config(assembler: Assembler, config: SseConfig) -> Self {
+        Self {
+            framer: Framer::new(config),
+            decoder: Decoder::new(),
+            assembler,
+            state: State::default(),
+            finished: false,
+        }
+    }
+
+    /// Feed the next piece of the body.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after [`StreamDecoder::finish`].
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        let Self {
+            framer,
+            decoder,
+            assembler,
+            state,
+            ..
+        } = self;
+        let framed = framer.push(bytes, |event| {
+            state.events += 1;
+            let mut apply = |action: Action<'_>| state.apply(assembler, action);
+            match decoder.decode(event.event, event.data, &mut apply) {
+                Ok(format) => {
+                    if state.format.is_none() {
+                        state.format = format;
+                    }
+                }
+                Err(e) => {
+                    let kind = match e {
+                        EventError::Malformed(_) | EventError::InvalidUtf8(_) => {
+                            StreamErrorKind::MalformedEvent
+                        }
+                        EventError::UnknownEvent(_) => StreamErrorKind::UnknownEvent,
+                    };
+                    state.errors.record(kind, state.events, || e.to_string());
+                }
+            }
+        });
+        let errors = &mut self.state.errors;
+        let new =
+            self.framer.dropped_events() - errors.counts[StreamErrorKind::EventTooLarge.slot()];
+        if let Err(e @ SseError::EventTooLarge { after, .. }) = framed {
+            errors.record_n(StreamErrorKind::EventTooLarge, new, after + 1, || {
+                e.to_string()
+            });
+        }
+        Ok(())
+    }
+
+    /// The body ended: complete every call (unfinished ones come back truncated).
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] when called twice.
+    pub fn finish(&mut self) -> Result<Vec<ToolCall>, Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        self.finished = true;
+        let Self {
+            framer,
+            decoder,
+            assembler,
+            state,
+            ..
+        } = self;
+        if let Tail::Truncated { pending_bytes } = framer.finish() {
+            state
+                .errors
+                .record(StreamErrorKind::TruncatedBody, state.events + 1, || {
+                    format!("the body ended inside an event ({pending_bytes} bytes not decoded)")
+                });
+        }
+        decoder.finish(&mut |action: Action<'_>| state.apply(assembler, action));
+        assembler.finish()
+    }
+
+    /// Assistant text received so far (invalid UTF-8 cannot occur; lone surrogates became U+FFFD).
+    #[must_use]
+    pub fn text(&self) -> Cow<'_, str> {
+        String::from_utf8_lossy(&self.state.text)
+    }
+
+    /// The JSON text of the usage seen so far (members of every usage object, merged).
+    #[must_use]
+    pub fn usage(&self) -> Option<&str> {
+        self.state.usage.as_deref()
+    }
+
+    /// The normalized finish reason, or `None` if the stream has not sent one (yet).
+    #[must_use]
+    pub fn finish_reason(&self) -> Option<FinishReason> {
+        self.state.finish
+    }
+
+    /// The finish reason as sent (Responses: the status, or the incomplete reason).
+    #[must_use]
+    pub fn finish_reason_raw(&self) -> Option<&str> {
+        self.state.finish_raw.as_deref()
+    }
+
+    /// The format of the first recognised event.
+    #[must_use]
+    pub fn format(&self) -> Option<Format> {
+        self.state.format
+    }
+
+    /// True once the end-of-stream marker (`[DONE]`, `message_stop`, Responses completion)
+    /// arrived.
+    #[must_use]
+    pub fn done(&self) -> bool {
+        self.state.done
+    }
+
+    /// Events dispatched by the framer so far.
+    #[must_use]
+    pub fn events(&self) -> u64 {
+        self.state.events
+    }
+
+    /// How many stream errors of `kind` occurred.
+    #[must_use]
+    pub fn error_count(&self, kind: StreamErrorKind) -> u64 {
+        self.state.errors.counts[kind.slot()]
+    }
+
+    /// Malformed events so far (not JSON, or wrong field types).
+    #[must_use]
+    pub fn malformed_events(&self) -> u64 {
+        self.error_count(StreamErrorKind::MalformedEvent)
+    }
+
+    /// The first stream error of each kind, ordered by event number.
+    #[must_use]
+    pub fn errors(&self) -> &[StreamError] {
+        &self.state.errors.first
+    }
+
+    /// The first stream error of any kind (by event number).
+    #[must_use]
+    pub fn first_error(&self) -> Option<&StreamError> {
+        self.state.errors.first.first()
+    }
+
+    /// Chat Completions choices other than choice 0 that were skipped.
+    #[must_use]
+    pub fn ignored_choices(&self) -> u64 {
+        self.decoder.ignored_choices()
+    }
+
+    /// The assembler (for early errors or partial values while the stream runs).
+    #[must_use]
+    pub fn assembler(&self) -> &Assembler {
+        &self.assembler
+    }
+
+    /// The assembler, mutably (for deltas that arrive outside the body).
+    pub fn assembler_mut(&mut self) -> &mut Assembler {
+        &mut self.assembler
+    }
+}
+
+/// Merges the members of the usage object `next` into `previous` (both JSON texts).
+fn merge_usage(previous: Option<&str>, next: &str) -> String {
+    let parse =
+        |t: &str| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(t).ok();
+    match (previous.and_then(parse), parse(next)) {
+        (Some(mut merged), Some(fresh)) => {
+            for (k, v) in fresh {
+                merged.insert(k, v);
+            }
+            serde_json::Value::Object(merged).to_string()
+        }
+        _ => next.to_owned(),
+    }
+}

@@ -1,0 +1,96 @@
+"""`toolwire inspect`: a recorded stream call by call, with where each error became certain."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolwire.cli import main, snippet
+
+from .conftest import chat_call, run_module, write_jsonl
+
+
+def test_snippet_puts_the_caret_under_the_offset() -> None:
+    raw = b'{"title": "App\\Http"}'
+    line, caret = snippet(raw, 15)
+    assert line == raw.decode()
+    assert caret.index("^") == 15
+    assert line[15] == "H"
+
+
+def test_snippet_cuts_long_text_and_counts_wide_characters() -> None:
+    raw = ('{"t": "' + "東" * 50 + '\\x"}').encode()
+    offset = raw.index(b"\\x") + 1
+    line, caret = snippet(raw, offset, context=4)
+    assert line.startswith("…") and line.endswith("…") is False
+    # Four wide characters before the caret (two cells each) plus the ellipsis and backslash.
+    assert line == '…東東東\\x"}'
+    assert caret == " " * (1 + 6 + 1) + "^"
+
+
+def test_snippet_escapes_control_characters() -> None:
+    line, caret = snippet(b'{"a":\n"b', 6)
+    assert line == '{"a":\\n"b'
+    assert caret.index("^") == len('{"a":\\n')
+
+
+def test_inspect_shows_offset_path_and_caret(
+    samples: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "inspect",
+            str(samples / "openai_chat.jsonl"),
+            "--tools",
+            "toolwire.demo_tools:demo_toolset",
+            "--entry",
+            "invalid-escape",
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "invalid-escape" in out and "model_error/invalid_escape" in out
+    assert 'certain at byte 26, path "/title", reported after chunk 0' in out
+    lines = out.splitlines()
+    caret_at = next(i for i, line in enumerate(lines) if line.strip() == "^")
+    text, caret = lines[caret_at - 1], lines[caret_at]
+    assert text[caret.index("^")] == "U"  # the byte after the backslash decides
+    assert "concatenated-objects" not in out
+
+
+def test_inspect_lists_every_entry_and_field_errors(
+    samples: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["inspect", str(samples / "anthropic.jsonl"), "--tools", "toolwire.demo_tools:demo_toolset"]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "parallel-tool-use" in out and "cut-by-max-tokens" in out
+    assert "/amount decimal: expected at most 2 decimal places, got 12.505" in out
+    assert 'text: "Let me take care of that."' in out
+
+
+def test_inspect_exit_code_follows_expectations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = write_jsonl(tmp_path / "cut.jsonl", [chat_call(0, '{"a": 1', id="c1", name="x")])
+    assert main(["inspect", str(corpus)]) == 1
+    out = capsys.readouterr().out
+    assert "model_error/truncated" in out and "certain at byte 7" in out
+
+
+def test_inspect_errors(tmp_path: Path, samples: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(tmp_path / "nope.jsonl")]) == 2
+    assert main(["inspect", str(samples / "anthropic.jsonl"), "--entry", "nope"]) == 2
+    assert "no entry 'nope'" in capsys.readouterr().err
+
+
+def test_inspect_through_python_dash_m(samples: Path) -> None:
+    done = run_module(
+        "inspect", str(samples / "openai_chat.sse"), "--tools", "toolwire.demo_tools:demo_toolset"
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"parallel-interleaved" in done.stdout
+    assert b"coerced /priority (enum_case)" in done.stdout

@@ -1,0 +1,224 @@
+"""The recorder: failed calls and streams into a corpus, redaction, schema hashes, rotation."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, Field, SecretStr
+
+from toolwire import Toolset
+from toolwire.assembler import Assembler
+from toolwire.cli import main
+from toolwire.demo_tools import demo_toolset
+from toolwire.events import CallCompleted
+from toolwire.recorder import Recorder, redact_arguments, schema_hash, secret_pointers
+from toolwire.replay import load_corpus, replay
+from toolwire.stream import assemble
+
+from .conftest import chat_call, run_module
+
+TOOLS = "toolwire.demo_tools:demo_toolset"
+
+
+class Login(BaseModel):
+    """Log in."""
+
+    user: str
+    password: SecretStr
+    token: str | None = Field(default=None, json_schema_extra={"x-secret": True})
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def mixed_stream() -> list[dict[str, Any]]:
+    return [
+        chat_call(0, '{"order_id": "ORD-1"}', id="ok1", name="lookup_order"),
+        chat_call(1, '{"title": "x", "priority": "urgent"}', id="bad1", name="create_ticket"),
+        chat_call(2, '{"order_id": "ORD-', id="cut1", name="lookup_order"),
+    ]
+
+
+def test_schema_hash_is_sha256_of_canonical_schema() -> None:
+    tools = demo_toolset()
+    canonical = json.dumps(
+        tools.schema("lookup_order"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    assert schema_hash(tools, "lookup_order") == hashlib.sha256(canonical.encode()).hexdigest()
+    assert schema_hash(tools, "lookup_order") != schema_hash(tools, "create_ticket")
+
+
+def test_assemble_hook_records_failed_calls(tmp_path: Path) -> None:
+    tools = demo_toolset()
+    recorder = Recorder(tmp_path / "corpus.jsonl", toolset=tools)
+    with recorder.assemble(mixed_stream()) as stream:
+        events = list(stream)
+    assert sum(isinstance(e, CallCompleted) for e in events) == 3
+    written = records(tmp_path / "corpus.jsonl")
+    assert [r["call_id"] for r in written] == ["bad1", "cut1"]
+    first = written[0]
+    assert first["toolwire"] == "call" and first["schema_version"] == 1
+    assert first["schema_hash"] == schema_hash(tools, "create_ticket")
+    assert first["observed"]["state"] == "model_error"
+    assert first["observed"]["code"] == "enum"
+    assert first["format"] == "openai-chat"
+    assert "expect" not in first
+    assert written[1]["observed"]["code"] == "truncated"
+    # Recorded failures replay as failures (no expect), with the same codes.
+    report = replay(load_corpus([tmp_path / "corpus.jsonl"]), tools)
+    assert [c.calls[0].code for c in report.cases] == ["enum", "truncated"]
+    assert not report.ok
+
+
+def test_whole_streams_round_trip(tmp_path: Path) -> None:
+    tools = demo_toolset()
+    recorder = Recorder(tmp_path / "s.jsonl", toolset=tools, streams="failed")
+    with recorder.assemble(mixed_stream()) as stream:
+        list(stream)
+    with recorder.assemble(mixed_stream()[:1]) as stream:
+        list(stream)  # no failure: not recorded under "failed"
+    (record,) = records(tmp_path / "s.jsonl")
+    assert record["toolwire"] == "stream" and len(record["chunks"]) == 3
+    assert record["observed"][1] == {
+        "tool": "create_ticket",
+        "state": "model_error",
+        "code": "enum",
+    }
+    (case,) = replay(load_corpus([tmp_path / "s.jsonl"]), tools).cases
+    assert [(c.state, c.code) for c in case.calls] == [
+        ("ok", None),
+        ("model_error", "enum"),
+        ("model_error", "truncated"),
+    ]
+
+
+def test_closing_early_still_records(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path / "c.jsonl", toolset=demo_toolset(), streams="all")
+    stream = recorder.assemble(iter(mixed_stream()))
+    next(stream)
+    stream.close()
+    (record,) = records(tmp_path / "c.jsonl")
+    assert record["toolwire"] == "stream"
+
+
+def test_observe_and_executor_hooks(tmp_path: Path) -> None:
+    tools = demo_toolset()
+    recorder = Recorder(tmp_path / "o.jsonl", toolset=tools)
+    for event in assemble(mixed_stream(), tools):
+        recorder.observe(event)
+    assert len(records(tmp_path / "o.jsonl")) == 2
+    asm = Assembler(tools=tools)
+    asm.feed(0, id="z", name="refund_order", arguments='{"order_id": "ORD-1", "amount": 1.234}')
+    (call,) = asm.finish()
+    outcome = tools.validate(call)
+    assert recorder(call, outcome) is True
+    assert recorder(call, outcome) is False  # deduplicated
+    assert records(tmp_path / "o.jsonl")[-1]["observed"]["code"] == "decimal"
+
+
+def test_redaction_of_secret_fields(tmp_path: Path) -> None:
+    tools = Toolset([Login])
+    assert secret_pointers(tools.schema("login")) == ["/password", "/token"]
+    recorder = Recorder(tmp_path / "r.jsonl", toolset=tools, streams="all")
+    chunks = [
+        chat_call(0, '{"user": "ann", "password": "hunter2", ', id="l1", name="login"),
+        chat_call(0, '"token": "tok-SECRET", "extra": 1}'),
+        chat_call(1, '{"user": "bob", "password": "pa', id="l2", name="login"),
+    ]
+    with recorder.assemble(chunks) as stream:
+        list(stream)
+    text = (tmp_path / "r.jsonl").read_text(encoding="utf-8")
+    assert "hunter2" not in text and "SECRET" not in text and '"password\\": \\"pa' not in text
+    written = records(tmp_path / "r.jsonl")
+    # A stream with secret fields is never stored whole: its failed calls are, redacted.
+    assert [r["toolwire"] for r in written] == ["call", "call"]
+    assert written[0]["arguments"] == (
+        '{"user": "ann", "password": "[redacted]", "token": "[redacted]", "extra": 1}'
+    )
+    assert written[1]["arguments"] == '{"user": "bob", "password": "[redacted]'
+    report = replay(load_corpus([tmp_path / "r.jsonl"]), tools)
+    assert [c.calls[0].code for c in report.cases] == ["unknown_field", "truncated"]
+
+
+def test_redaction_hook_and_malformed_text() -> None:
+    schema = Toolset([Login]).schema("login")
+    upper = redact_arguments('{"user": "ann"}', schema, lambda ptr, text: text.upper())
+    assert upper == '{"user": "ANN"}'
+    assert redact_arguments('{"password": 123, "user": "x"}', schema) == (
+        '{"password": "[redacted]", "user": "x"}'
+    )
+    assert redact_arguments('{"user": "a\\q", "password": "p\\q"}', schema) == (
+        '{"user": "a\\q", "password": "[redacted]"}'
+    )
+    assert redact_arguments("not json at all", schema) == "not json at all"
+    assert redact_arguments('{"a": 1}', None) == '{"a": 1}'
+
+
+def test_rotation(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.jsonl"
+    recorder = Recorder(path, max_bytes=400, backups=2, dedupe=False)
+    for n in range(12):
+        recorder.write({"toolwire": "call", "tool": "t", "arguments": "x" * 100, "n": n})
+    assert recorder.written == 12
+    assert [p.name for p in recorder.files()] == [
+        "corpus.jsonl",
+        "corpus.1.jsonl",
+        "corpus.2.jsonl",
+    ]
+    assert not (tmp_path / "corpus.3.jsonl").exists()
+    for file in recorder.files():
+        assert file.stat().st_size <= 400
+    newest = [r["n"] for r in records(path)]
+    assert newest[-1] == 11
+    older = [r["n"] for r in records(tmp_path / "corpus.1.jsonl")]
+    assert older[-1] == newest[0] - 1
+
+
+def test_recorder_arguments_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="streams"):
+        Recorder(tmp_path / "x.jsonl", streams="sometimes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_bytes"):
+        Recorder(tmp_path / "x.jsonl", max_bytes=0)
+
+
+def sse_body() -> bytes:
+    chunks = mixed_stream()
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+
+
+def test_record_command_from_stdin(tmp_path: Path) -> None:
+    out = tmp_path / "live.jsonl"
+    done = run_module("record", str(out), "--tools", TOOLS, stdin=sse_body())
+    assert done.returncode == 0, done.stderr
+    assert b"3 calls, 2 failed; 1 records appended" in done.stderr
+    (record,) = records(out)
+    assert record["toolwire"] == "stream" and record["body"].startswith("data: ")
+    assert set(record["schema_hashes"]) == {"lookup_order", "create_ticket"}
+    report = replay(load_corpus([out]), demo_toolset())
+    assert [c.code for c in report.cases[0].calls] == [None, "enum", "truncated"]
+    # Calls only, and --tee passes the body through.
+    done = run_module("record", str(out), "--streams", "off", "--tee", stdin=sse_body())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == sse_body()
+    assert [r["toolwire"] for r in records(out)] == ["stream", "call"]  # no toolset: JSON only
+
+
+def test_record_command_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+    import sys
+
+    class Stdin:
+        buffer = io.BytesIO(sse_body())
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    out = tmp_path / "p.jsonl"
+    assert main(["record", str(out), "--tools", TOOLS, "--streams", "failed"]) == 0
+    assert "1 records appended" in capsys.readouterr().err
+    assert main(["record", str(out), "--max-bytes", "0"]) == 2

@@ -1,0 +1,287 @@
+"""`toolwire replay`: corpus formats, expectations, the JSON report and baseline diffs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolwire.cli import main
+from toolwire.demo_tools import demo_toolset
+from toolwire.replay import (
+    REPORT_SCHEMA_VERSION,
+    CorpusError,
+    load_bundled,
+    load_corpus,
+    replay,
+    replay_entry,
+)
+
+from .conftest import chat_call, run_module, write_jsonl
+
+TOOLS = "toolwire.demo_tools:demo_toolset"
+
+
+def stream(ident: str, expect: Any = None, **extra: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {"toolwire": "stream", "schema_version": 1, "id": ident, **extra}
+    if expect is not None:
+        record["expect"] = expect
+    return record
+
+
+def call(ident: str, tool: str, arguments: str, expect: Any = None) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "toolwire": "call",
+        "schema_version": 1,
+        "id": ident,
+        "tool": tool,
+        "arguments": arguments,
+    }
+    if expect is not None:
+        record["expect"] = expect
+    return record
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """A small corpus: two streams and two calls, all as expected under the demo toolset."""
+    return write_jsonl(
+        tmp_path / "corpus.jsonl",
+        [
+            stream("ok-stream", [{"tool": "lookup_order", "state": "ok"}]),
+            chat_call(0, '{"order_id": "ORD-1"}', id="c1", name="lookup_order"),
+            stream("cut", [{"state": "model_error", "code": "truncated"}]),
+            chat_call(0, '{"order_id": "ORD-', id="c2", name="lookup_order"),
+            call("enum", "create_ticket", '{"title": "t", "priority": "urgent"}', "model_error"),
+            call(
+                "drift",
+                "create_ticket",
+                '{"title": "t", "priority": "LOW"}',
+                {
+                    "state": "ok",
+                    "coercions": ["enum_case"],
+                },
+            ),
+        ],
+    )
+
+
+def test_replay_passes_and_writes_a_stable_report(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report.json"
+    assert main(["replay", str(corpus), "--tools", TOOLS, "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "All 4 cases as expected." in text
+    report = read_report(out)
+    assert report["schema_version"] == REPORT_SCHEMA_VERSION
+    assert report["ok"] is True
+    assert report["tools"] == TOOLS
+    assert report["totals"] | {"ms": 0} == {
+        "cases": 4,
+        "passed": 4,
+        "failed": 0,
+        "calls": 4,
+        "ms": 0,
+    }
+    assert report["by_state"] == {"ok": 2, "model_error": 2}
+    assert report["by_code"] == {"truncated": 1, "enum": 1}
+    assert report["by_tool"] == {
+        "create_ticket": {"model_error": 1, "ok": 1},
+        "lookup_order": {"ok": 1, "model_error": 1},
+    }
+    assert report["coercions"] == {"enum_case": 1}
+    assert len(report["slowest"]) == 4
+    keys = [case["key"] for case in report["cases"]]
+    assert keys == [f"{corpus}:ok-stream", f"{corpus}:cut", f"{corpus}:enum", f"{corpus}:drift"]
+    cut = report["cases"][1]["calls"][0]
+    assert cut["error"] == {
+        "kind": "truncated",
+        "message": cut["error"]["message"],
+        "offset": 18,
+        "path": "/order_id",
+        "chunk": None,
+    }
+    drift = report["cases"][3]["calls"][0]
+    assert drift["coercions"] == [
+        {"path": "/priority", "rule": "enum_case", "from": '"LOW"', "to": '"low"'}
+    ]
+
+
+def test_entries_without_expect_fail_when_not_ok(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bare = write_jsonl(
+        tmp_path / "bare.jsonl",
+        [
+            chat_call(0, '{"order_id": "ORD-1"}', id="a", name="lookup_order"),
+            chat_call(1, '{"order_id": 7}', id="b", name="lookup_order"),
+        ],
+    )
+    assert main(["replay", str(bare), "--tools", TOOLS]) == 1
+    out = capsys.readouterr().out
+    assert "1 of 1 cases failed" in out
+    assert "#1 lookup_order: not ok: model_error/type" in out
+    # Without a toolset only the JSON is checked, and both calls are well-formed.
+    assert main(["replay", str(bare)]) == 0
+
+
+def test_expectation_mismatches_fail(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "wrong.jsonl",
+        [
+            call("state", "lookup_order", '{"order_id": "ORD-1"}', "model_error"),
+            call(
+                "code", "lookup_order", '{"order_id": "1"}', {"state": "model_error", "code": "x"}
+            ),
+            call("tool", "lookup_order", '{"order_id": "ORD-1"}', {"state": "ok", "tool": "y"}),
+            call(
+                "rules",
+                "lookup_order",
+                '{"order_id": "ORD-1"}',
+                {"state": "ok", "coercions": ["a"]},
+            ),
+            stream("count", [{"state": "ok"}, {"state": "ok"}]),
+            chat_call(0, '{"order_id": "ORD-1"}', id="c", name="lookup_order"),
+        ],
+    )
+    report = replay(load_corpus([path]), demo_toolset())
+    reasons = {case.entry.key.rsplit(":", 1)[1]: case.reason for case in report.cases}
+    assert reasons == {
+        "state": "#0 lookup_order: expected model_error, got ok",
+        "code": "#0 lookup_order: expected model_error/x, got model_error/pattern",
+        "tool": "#0 lookup_order: expected tool 'y', got 'lookup_order'",
+        "rules": "#0 lookup_order: expected coercions ['a'], got []",
+        "count": "expected 2 calls, got 1",
+    }
+    assert not report.ok
+
+
+def test_sse_files_and_fragments(tmp_path: Path) -> None:
+    chunks = [chat_call(0, '{"order_id": "ORD-', id="c1", name="lookup_order"), chat_call(0, '2"}')]
+    header = json.dumps({"id": "sse", "expect": [{"tool": "lookup_order", "state": "ok"}]})
+    body = f": toolwire {header}\n\n" + "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
+    (tmp_path / "a.sse").write_text(body + "data: [DONE]\n\n", encoding="utf-8")
+    write_jsonl(
+        tmp_path / "b.jsonl",
+        [
+            stream(
+                "frag",
+                [{"state": "ok"}, {"state": "model_error", "code": "truncated"}],
+                format="fragments",
+            ),
+            {"index": 0, "id": "x", "name": "lookup_order", "arguments": '{"order_id"'},
+            {"index": 1, "id": "y", "name": "lookup_order", "arguments": '{"order_id": "ORD-'},
+            {"index": 0, "arguments": ': "ORD-3"}'},
+            {"end": 0},
+            stream("inline", [{"state": "ok"}], body=body),
+        ],
+    )
+    entries = load_corpus([tmp_path])
+    assert [e.key.rsplit("/", 1)[1] for e in entries] == [
+        "a.sse:sse",
+        "b.jsonl:frag",
+        "b.jsonl:inline",
+    ]
+    report = replay(entries, demo_toolset())
+    assert report.ok, [c.reason for c in report.failures]
+
+
+def test_forced_format_reads_chunks_with_that_adapter(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", [chat_call(0, "{}", id="a", name="lookup_order")])
+    (entry,) = load_corpus([path], fmt="openai-chat")
+    assert entry.format == "openai-chat"
+    assert [c.code for c in replay_entry(entry, demo_toolset()).calls] == ["missing"]
+
+
+def test_corpus_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    newer = write_jsonl(tmp_path / "newer.jsonl", [stream("x") | {"schema_version": 99}])
+    with pytest.raises(CorpusError, match="schema_version 99"):
+        load_corpus([newer])
+    assert main(["replay", str(newer)]) == 2
+    assert "schema_version 99" in capsys.readouterr().err
+    (tmp_path / "bad.jsonl").write_text("{not json\n", encoding="utf-8")
+    assert main(["replay", str(tmp_path / "bad.jsonl")]) == 2
+    assert main(["replay", str(tmp_path / "missing.jsonl")]) == 2
+    assert main(["replay", "--tools", "no_such_module_xyz:tools"]) == 2
+    assert main(["replay", "--tools", "toolwire.demo_tools:CreateTicket"]) == 2
+    kinds = write_jsonl(tmp_path / "kind.jsonl", [{"toolwire": "mystery"}])
+    with pytest.raises(CorpusError, match="unknown record kind"):
+        load_corpus([kinds])
+
+
+def test_baseline_lists_new_failures_and_new_passes(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = tmp_path / "base.json"
+    assert main(["replay", str(corpus), "--tools", TOOLS, "--json", str(base)]) == 0
+    lines = corpus.read_text(encoding="utf-8").splitlines()
+    # "enum" now expects ok (fails), "cut" is dropped, a failing new entry appears.
+    enum = json.loads(lines[4])
+    enum["expect"] = "ok"
+    lines[4] = json.dumps(enum)
+    new = call("new", "lookup_order", '{"order_id": 1}', "ok")
+    corpus.write_text("\n".join([*lines[:2], lines[4], lines[5], json.dumps(new)]) + "\n")
+    second = tmp_path / "second.json"
+    code = main(
+        ["replay", str(corpus), "--tools", TOOLS, "--baseline", str(base), "--json", str(second)]
+    )
+    assert code == 1
+    out = capsys.readouterr().out
+    assert f"newly failing: {corpus}:enum" in out
+    diff = read_report(second)["baseline"]
+    assert diff == {
+        "newly_failing": [f"{corpus}:enum", f"{corpus}:new"],
+        "newly_passing": [],
+        "still_failing": [],
+        "missing": [f"{corpus}:cut"],
+    }
+    # Against the second run, fixing "enum" is a new pass and "new" still fails: exit 0.
+    enum["expect"] = "model_error"
+    corpus.write_text("\n".join([*lines[:2], json.dumps(enum), lines[5], json.dumps(new)]) + "\n")
+    third = tmp_path / "third.json"
+    args = ["replay", str(corpus), "--tools", TOOLS, "--baseline", str(second)]
+    assert main([*args, "--json", str(third)]) == 0
+    assert read_report(third)["baseline"] == {
+        "newly_failing": [],
+        "newly_passing": [f"{corpus}:enum"],
+        "still_failing": [f"{corpus}:new"],
+        "missing": [],
+    }
+
+
+def test_baseline_must_be_a_report(corpus: Path, tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.json"
+    bogus.write_text('{"schema_version": 0}', encoding="utf-8")
+    assert main(["replay", str(corpus), "--tools", TOOLS, "--baseline", str(bogus)]) == 2
+    bogus.write_text("nope", encoding="utf-8")
+    assert main(["replay", str(corpus), "--tools", TOOLS, "--baseline", str(bogus)]) == 2
+
+
+def test_replay_through_python_dash_m(corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    done = run_module("replay", str(corpus), "--tools", TOOLS, "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    assert read_report(out)["totals"]["cases"] == 4
+    failing = write_jsonl(tmp_path / "f.jsonl", [call("x", "lookup_order", "{", "ok")])
+    assert run_module("replay", str(failing), "--tools", TOOLS).returncode == 1
+    assert run_module("replay", str(tmp_path / "none.jsonl")).returncode == 2
+
+
+def test_schema_change_is_flagged(tmp_path: Path) -> None:
+    record = call("old", "lookup_order", '{"order_id": "1"}', "model_error")
+    record["schema_hash"] = "0" * 64
+    path = write_jsonl(tmp_path / "old.jsonl", [record])
+    (case,) = replay(load_corpus([path]), demo_toolset()).cases
+    assert case.schema_changed == ("lookup_order",)
+
+
+def test_bundled_keys_are_machine_independent() -> None:
+    assert all(e.key.startswith("samples/") for e in load_bundled())

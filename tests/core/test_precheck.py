@@ -1,0 +1,146 @@
+"""The schema pre-check through the public API: violations reported at the first byte no
+continuation can fix, identical for every split, never for a valid call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import Splitter
+from toolwire import Assembler, MisuseError, ToolRegistry
+
+TICKET: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string", "maxLength": 40},
+        "priority": {"type": "string", "enum": ["low", "high"]},
+        "assignee": {"type": ["string", "null"], "pattern": "^u_[0-9a-f]{8}$"},
+        "days": {"type": "integer", "minimum": 1, "maximum": 30},
+        "amount": {"type": "number", "multipleOf": 0.01},
+        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+    },
+    "required": ["title", "priority"],
+    "additionalProperties": False,
+}
+REGISTRY = ToolRegistry({"create_ticket": TICKET, "lookup_order": {"type": "object"}})
+
+
+def run(text: str, splitter: Splitter, name: str = "create_ticket") -> tuple[Any, list[Any]]:
+    a = Assembler(tools=REGISTRY)
+    early: list[Any] = []
+    first = True
+    for piece in splitter(text.encode()):
+        a.feed(0, id="c1", name=name if first else None, arguments=piece)
+        first = False
+        early.extend(e for _, e in a.drain_errors())
+    (call,) = a.finish()
+    return call, early
+
+
+def test_valid_call_has_no_error(splitter: Splitter) -> None:
+    text = '{"title": "Printer", "priority": "high", "amount": 19.99, "tags": ["a"]}'
+    call, early = run(text, splitter)
+    assert call.error is None and early == []
+    assert call.value["amount"] == 19.99
+
+
+def at(text: str, marker: str, shift: int = 0) -> tuple[str, int]:
+    """The text and the offset of `marker` in it (plus `shift`)."""
+    return text, text.index(marker) + shift
+
+
+@pytest.mark.parametrize(
+    ("case", "keyword", "path"),
+    [
+        # An enum string fails at its first byte no allowed value starts with.
+        (at('{"title": "x", "priority": "urgent"}', "urgent"), "enum", "/priority"),
+        # An unknown key fails at its first byte no allowed key starts with.
+        (
+            at('{"title": "x", "priority": "low", "colour": 1}', "colour"),
+            "additionalProperties",
+            "/colour",
+        ),
+        # A wrong type fails at the value's first byte.
+        (at('{"title": 5, "priority": "low"}', "5"), "type", "/title"),
+        # Integer or not, bounds and multipleOf are known when the number ends.
+        (at('{"title": "x", "priority": "low", "days": 3.5}', "}"), "type", "/days"),
+        (at('{"title": "x", "priority": "low", "days": 31}', "}"), "maximum", "/days"),
+        (at('{"title": "x", "priority": "low", "amount": 1.005}', "}"), "multipleOf", "/amount"),
+        # A pattern is known at the closing quote.
+        (at('{"title": "x", "priority": "low", "assignee": "bob"}', '"}'), "pattern", "/assignee"),
+        # maxItems fails when the extra element starts.
+        (
+            at('{"title": "x", "priority": "low", "tags": ["a", "b", "c"]}', '"c"'),
+            "maxItems",
+            "/tags",
+        ),
+        # required is known when the object closes.
+        (at('{"title": "x"}', "}"), "required", "/priority"),
+    ],
+)
+def test_violation_is_reported_early_at_a_stable_offset(
+    case: tuple[str, int], keyword: str, path: str, splitter: Splitter
+) -> None:
+    text, offset = case
+    call, early = run(text, splitter)
+    assert call.error is not None
+    assert (call.error.kind, call.error.keyword, call.error.path, call.error.offset) == (
+        "schema_violation",
+        keyword,
+        path,
+        offset,
+    )
+    assert early, "the violation is known before finish()"
+    assert (early[0].kind, early[0].keyword, early[0].offset) == (
+        "schema_violation",
+        keyword,
+        offset,
+    )
+    assert call.value is not None, "the JSON itself was complete"
+
+
+def test_enum_error_names_the_allowed_values(splitter: Splitter) -> None:
+    call, _ = run('{"title": "x", "priority": "High"}', splitter)
+    assert call.error is not None
+    assert call.error.expected is not None and '"low"' in call.error.expected
+    assert call.error.got == "High"
+
+
+def test_unknown_tool_is_reported_as_soon_as_no_name_can_match(splitter: Splitter) -> None:
+    call, early = run('{"a": 1}', splitter, name="create_tic_ket")
+    assert call.error is not None and call.error.kind == "unknown_tool"
+    assert early and early[0].kind == "unknown_tool"
+    assert call.error.expected is not None and "create_ticket" in call.error.expected
+
+
+def test_name_after_arguments_still_gets_checked() -> None:
+    a = Assembler(tools=REGISTRY)
+    a.feed(0, arguments='{"title": "x", "priority": "meh"}')
+    a.feed(0, id="c1", name="create_ticket")
+    (call,) = a.finish()
+    assert call.error is not None and call.error.keyword == "enum"
+
+
+def test_failed_flag_signals_a_certain_error_early() -> None:
+    a = Assembler(tools=REGISTRY)
+    a.feed(0, name="create_ticket", arguments='{"title": "x", "colour"')
+    assert a.failed
+    a.feed(0, arguments=': 1, "priority": "low"}')
+    (call,) = a.finish()
+    assert call.error is not None and call.error.keyword == "additionalProperties"
+
+
+def test_empty_arguments_are_checked_as_an_empty_object() -> None:
+    a = Assembler(tools=REGISTRY)
+    a.feed(0, name="create_ticket")
+    (call,) = a.finish()
+    assert call.error is not None and call.error.keyword == "required"
+
+
+def test_registry_reports_unsupported_keywords() -> None:
+    reg = ToolRegistry({"t": {"type": "object", "allOf": [{"required": ["a"]}]}})
+    assert ("t", "allOf", "") in reg.unsupported
+    assert reg.names() == ["t"]
+    with pytest.raises(MisuseError):
+        ToolRegistry({"t": "{not json"})

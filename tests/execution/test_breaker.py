@@ -1,0 +1,249 @@
+"""Scenario 19: breaker transitions on a mock clock, count- and time-based windows."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import httpx
+import pytest
+
+from toolwire.execution import (
+    BreakerConfig,
+    Call,
+    CircuitBreaker,
+    Executor,
+    FakeClock,
+    RequestContext,
+)
+
+WINDOWS = ["count", "time"]
+
+
+def breaker(window: str, clock: FakeClock, **overrides: Any) -> CircuitBreaker:
+    options: dict[str, Any] = {
+        "window_type": window,
+        "window_size": 100 if window == "count" else 60,
+        "minimum_calls": 10,
+        "failure_rate_threshold": 0.5,
+        "open_duration": 30.0,
+        "open_jitter": 0.2,
+        "half_open_probes": 3,
+    }
+    options.update(overrides)
+    return CircuitBreaker("t", BreakerConfig(**options), clock=clock, rng=random.Random(7))
+
+
+def call(b: CircuitBreaker, *, failure: bool, duration: float = 0.01) -> bool:
+    permit = b.acquire()
+    if permit is None:
+        return False
+    b.record(permit, failure=failure, duration=duration)
+    return True
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+def test_failure_rate_below_minimum_calls_does_not_trip(window: str, clock: FakeClock) -> None:
+    b = breaker(window, clock)
+    for i in range(9):  # 5 of 9 fail (> 50 %), but the minimum is 10
+        call(b, failure=i % 2 == 0)
+    assert b.state == "closed" and b.snapshot().failure_rate > 0.5
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+def test_trips_within_one_call_once_minimum_is_reached(window: str, clock: FakeClock) -> None:
+    b = breaker(window, clock)
+    for i in range(9):
+        call(b, failure=i % 2 == 0)
+    call(b, failure=True)  # the 10th call: minimum reached, rate 60 %
+    assert b.state == "open"
+    assert b.acquire() is None
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+def test_half_open_lets_only_the_configured_probes_through(window: str, clock: FakeClock) -> None:
+    b = breaker(window, clock)
+    for _ in range(10):
+        call(b, failure=True)
+    assert b.state == "open"
+    clock.advance(30 * 1.2 + 0.01)  # past the longest jittered open duration
+    permits = [b.acquire() for _ in range(5)]
+    assert b.state == "half_open"
+    assert sum(p is not None for p in permits) == 3
+    granted = [p for p in permits if p is not None]
+    for p in granted:
+        b.record(p, failure=False, duration=0.01)
+    assert b.state == "closed" and b.snapshot().calls == 0
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+def test_released_probe_frees_its_slot(window: str, clock: FakeClock) -> None:
+    b = breaker(window, clock, half_open_probes=1)
+    for _ in range(10):
+        call(b, failure=True)
+    clock.advance(40)
+    probe = b.acquire()
+    assert probe is not None and b.acquire() is None
+    b.release(probe)  # e.g. the probe call was cancelled
+    assert b.acquire() is not None
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+def test_probe_failure_reopens_with_jittered_duration(window: str, clock: FakeClock) -> None:
+    durations = set()
+    for seed in range(20):
+        b = CircuitBreaker(
+            "t",
+            BreakerConfig(window_type=window, window_size=60, minimum_calls=10, open_jitter=0.2),
+            clock=clock,
+            rng=random.Random(seed),
+        )
+        for _ in range(10):
+            call(b, failure=True)
+        clock.advance(40)
+        probe = b.acquire()
+        assert probe is not None
+        b.record(probe, failure=True, duration=0.01)
+        snap = b.snapshot()
+        assert snap.state == "open" and snap.open_until is not None
+        duration = snap.open_until - clock.monotonic()
+        assert 30 * 0.8 <= duration <= 30 * 1.2
+        durations.add(round(duration, 6))
+        assert list(b.transitions)[-2:] == [("open", "half_open"), ("half_open", "open")]
+    assert len(durations) > 10  # jittered, not lockstep
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+def test_slow_calls_trip_on_the_slow_call_rate(window: str, clock: FakeClock) -> None:
+    b = breaker(window, clock, slow_call_duration=2.0, slow_call_rate_threshold=0.8)
+    for i in range(10):
+        call(b, failure=False, duration=3.0 if i < 8 else 0.1)
+    assert b.state == "open"
+    b2 = breaker(window, clock, slow_call_duration=2.0, slow_call_rate_threshold=0.8)
+    for i in range(10):
+        call(b2, failure=False, duration=3.0 if i < 7 else 0.1)
+    assert b2.state == "closed"
+
+
+def test_count_window_slides_by_calls(clock: FakeClock) -> None:
+    b = breaker("count", clock, window_size=10, minimum_calls=10)
+    for _ in range(4):
+        call(b, failure=True)
+    for _ in range(100):
+        call(b, failure=False)
+    snap = b.snapshot()
+    assert (snap.calls, snap.failures) == (10, 0)  # old failures slid out
+    for _ in range(5):
+        call(b, failure=True)
+    assert b.state == "open"
+
+
+def test_time_window_slides_by_seconds(clock: FakeClock) -> None:
+    b = breaker("time", clock, window_size=10, minimum_calls=10)
+    for _ in range(9):
+        call(b, failure=True)
+    clock.advance(11)  # the failures age out of the 10 s window
+    assert b.snapshot().calls == 0
+    for failed in [True, False, True, False, False, True, False, False, True, False]:
+        call(b, failure=failed)  # 40 % < 50 %
+    assert b.state == "closed" and b.snapshot().failures == 4
+    clock.advance(1000)  # a long idle gap clears every bucket
+    snap = b.snapshot()
+    assert (snap.calls, snap.failures, snap.slow) == (0, 0, 0)
+
+
+def test_stale_permits_do_not_count(clock: FakeClock) -> None:
+    b = breaker("count", clock)
+    early = b.acquire()
+    assert early is not None
+    for _ in range(10):
+        call(b, failure=True)
+    clock.advance(40)
+    b.record(early, failure=False, duration=0.01)  # from before the trip: ignored
+    assert b.state == "half_open"
+
+
+def test_record_and_snapshot_are_constant_time(clock: FakeClock) -> None:
+    import time
+
+    b = breaker("count", clock, window_size=1000, minimum_calls=10**9)
+    small = breaker("count", clock, window_size=10, minimum_calls=10**9)
+    for brk in (b, small):
+        for _ in range(2000):
+            call(brk, failure=True)
+
+    def cost(brk: CircuitBreaker) -> float:
+        start = time.perf_counter()
+        for _ in range(5000):
+            call(brk, failure=False)
+            brk.snapshot()
+        return time.perf_counter() - start
+
+    assert cost(b) < 3 * cost(small)  # window size does not change the per-call cost
+
+
+# ---- in the executor ------------------------------------------------------------------------
+
+
+def test_open_breaker_answers_immediately_and_other_tools_keep_working(clock: FakeClock) -> None:
+    flaky_calls = 0
+
+    def flaky(args: Any) -> None:
+        nonlocal flaky_calls
+        flaky_calls += 1
+        raise ConnectionResetError
+
+    ex = Executor(
+        clock=clock,
+        breaker=BreakerConfig(minimum_calls=5, window_size=10, open_duration=60),
+    )
+    ex.register("flaky", flaky)
+    ex.register("healthy", lambda args: "fine")
+    for i in range(3):
+        ex.execute(Call("flaky", f"c{i}", {}), RequestContext("r", "s", retry_budget=100))
+    breaker_state = ex.breaker_for("flaky")
+    assert breaker_state is not None and breaker_state.state == "open"
+    before = flaky_calls
+    result = ex.execute(Call("flaky", "late", {}), RequestContext("r", "s"))
+    assert result.state == "tool_unavailable" and flaky_calls == before
+    assert result.error is not None and result.error["type"] == "circuit_open"
+    assert result.attempts == 0
+    assert ex.execute(Call("healthy", "h", {}), RequestContext("r", "s")).state == "ok"
+
+
+def test_client_errors_do_not_trip_the_breaker(clock: FakeClock) -> None:
+    req = httpx.Request("GET", "http://127.0.0.1/")
+
+    def bad_request(args: Any) -> None:
+        response = httpx.Response(400, request=req)
+        raise httpx.HTTPStatusError("400", request=req, response=response)
+
+    ex = Executor(clock=clock, breaker=BreakerConfig(minimum_calls=5))
+    ex.register("t", bad_request)
+    for i in range(20):
+        ex.execute(Call("t", f"c{i}", {}), RequestContext("r", "s"))
+    b = ex.breaker_for("t")
+    assert b is not None and b.state == "closed" and b.snapshot().failures == 0
+
+
+def test_breaker_opening_mid_retries_stops_them(clock: FakeClock) -> None:
+    calls = 0
+
+    def down(args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        raise TimeoutError
+
+    ex = Executor(clock=clock, breaker=BreakerConfig(minimum_calls=2, window_size=10))
+    ex.register("t", down)
+    result = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert calls == 2 and result.state == "downstream_failed"
+    assert result.error is not None and result.error["circuit_open"] is True
+    assert result.error["type"] == "timeout"
+
+
+def test_invalid_config_is_rejected() -> None:
+    with pytest.raises(ValueError, match="open_jitter"):
+        BreakerConfig(open_jitter=1.5)
+    with pytest.raises(ValueError, match="minimum_calls"):
+        BreakerConfig(minimum_calls=0)

@@ -1,0 +1,385 @@
+"""The executor end to end: registration, call styles, refusals, parallel calls, 64-way races."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import BaseModel
+
+from toolwire.execution import (
+    Call,
+    Clock,
+    ExecutionResult,
+    Executor,
+    FakeClock,
+    Ledger,
+    MemoryLedger,
+    Observer,
+    RequestContext,
+    ToolContext,
+    ToolSpec,
+)
+from toolwire.validation import FieldError, Outcome
+
+LedgerFactory = Callable[[Clock | None], Ledger]
+CONCURRENCY = 64
+#: Rounds of the 64-way race per backend; raise it for a soak run (e.g. 10000).
+RACE_ROUNDS = int(os.environ.get("TOOLWIRE_RACE_ROUNDS", "200"))
+
+
+class Ticket(BaseModel):
+    title: str
+    priority: int = 3
+
+
+def quiet_observer() -> Observer:
+    logger = logging.getLogger("toolwire.execution.test-quiet")
+    logger.setLevel(logging.CRITICAL)
+    logger.propagate = False
+    return Observer(logger=logger, otel=False)
+
+
+# ---- registration and call styles ---------------------------------------------------------------
+
+
+def test_tools_from_a_mapping_and_a_decorator() -> None:
+    ex = Executor({"echo": lambda args: dict(args)})
+
+    @ex.tool(side_effects=True, timeout=5.0)
+    def create_ticket(ticket: Ticket) -> dict[str, Any]:
+        return {"title": ticket.title, "priority": ticket.priority}
+
+    assert set(ex.tools) == {"echo", "create_ticket"}
+    assert ex.tools["create_ticket"].side_effects and ex.tools["create_ticket"].timeout == 5.0
+    ctx = RequestContext("r", "s")
+    assert ex.execute(Call("echo", "c1", {"a": 1}), ctx).value == {"a": 1}
+    result = ex.execute(Call("create_ticket", "c2", Ticket(title="x")), ctx)
+    assert result.value == {"title": "x", "priority": 3}
+
+
+def test_toolspec_registration_keeps_options() -> None:
+    spec = ToolSpec(lambda args: "ok", side_effects=True, on_stale_in_progress="assume_succeeded")
+    ex = Executor({"w": spec})
+    assert ex.tools["w"].name == "w" and ex.tools["w"].on_stale_in_progress == "assume_succeeded"
+    with pytest.raises(ValueError, match="on_stale_in_progress"):
+        ToolSpec(lambda args: None, on_stale_in_progress="hope")  # type: ignore[arg-type]
+
+
+def test_unpack_and_context() -> None:
+    seen: list[ToolContext] = []
+    ex = Executor()
+
+    @ex.tool("pay", side_effects=True, unpack=True, context=True)
+    def pay(amount: int, to: str, *, ctx: ToolContext) -> str:
+        seen.append(ctx)
+        return f"{amount}->{to}"
+
+    result = ex.execute(Call("pay", "call_9", {"amount": 5, "to": "bob"}), RequestContext("r", "s"))
+    assert result.value == "5->bob"
+    assert seen[0].idempotency_key == result.idempotency_key and seen[0].attempt == 1
+    assert seen[0].call_id == "call_9" and seen[0].session_id == "s"
+
+
+def test_unpack_a_model() -> None:
+    ex = Executor()
+    ex.register("t", lambda title, priority: f"{title}/{priority}", unpack=True)
+    assert ex.execute(Call("t", "c", Ticket(title="a"))).value == "a/3"
+
+
+async def test_async_tools_and_sync_tools_in_a_thread() -> None:
+    ex = Executor()
+
+    @ex.tool()
+    async def fetch(args: Any) -> str:
+        await asyncio.sleep(0)
+        return "async"
+
+    @ex.tool()
+    def compute(args: Any) -> str:
+        return threading.current_thread().name
+
+    assert (await ex.aexecute(Call("fetch", "a", {}))).value == "async"
+    thread_name = (await ex.aexecute(Call("compute", "b", {}))).value
+    assert thread_name != threading.main_thread().name
+    with pytest.raises(TypeError, match="aexecute"):
+        ex.execute(Call("fetch", "c", {}))
+
+
+async def test_async_timeout_cancels_the_tool() -> None:
+    cancelled = asyncio.Event()
+
+    async def hang(args: Any) -> None:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    ex = Executor(breaker=False)
+    ex.register("w", hang, side_effects=True, timeout=0.02)
+    result = await ex.aexecute(Call("w", "c", {}), RequestContext("r", "s"))
+    assert result.state == "unknown_outcome" and result.attempts == 1
+    await asyncio.wait_for(cancelled.wait(), 1)
+
+
+def test_result_payloads_are_json() -> None:
+    ex = Executor({"t": lambda args: {"n": 1}})
+    ok = ex.execute(Call("t", "c", {}))
+    assert json.loads(ok.content()) == {"ok": True, "result": {"n": 1}}
+    missing = ex.execute(Call("nope", "c2", {}))
+    assert missing.state == "tool_unavailable"
+    body = json.loads(missing.content())
+    assert body["ok"] is False and body["error"]["type"] == "unknown_tool"
+
+
+def test_timings_and_coercions_are_passed_through() -> None:
+    ex = Executor({"t": lambda args: 1})
+    result = ex.execute(Call("t", "c", {}), parse_time=0.001, validation_time=0.002, coercions=2)
+    assert result.timings.parse == 0.001 and result.timings.validation == 0.002
+    assert result.timings.total >= result.timings.execution >= 0
+
+
+# ---- the validation layer's Outcome -----------------------------------------------------------
+
+
+def test_accepts_the_validation_outcome() -> None:
+    runs: list[Any] = []
+    ex = Executor({"create": lambda args: runs.append(args) or "made", "plain": dict})
+    model_call = Outcome(ok=True, kind="ok", tool="create", call_id="c1", model=Ticket(title="t"))
+    assert ex.execute(model_call).value == "made" and isinstance(runs[0], Ticket)
+    dict_call = Outcome(ok=True, kind="ok", tool="plain", call_id="c2", value={"a": 1})
+    assert ex.execute(dict_call).value == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("outcome", "state", "slug"),
+    [
+        (
+            Outcome(ok=False, kind="model_error", tool="t", call_id="c", error_type="truncated"),
+            "parse_failed",
+            "truncated",
+        ),
+        (
+            Outcome(
+                ok=False,
+                kind="model_error",
+                tool="t",
+                call_id="c",
+                error_type="validation",
+                errors=[FieldError(path="/priority", code="type", expected="integer")],
+                retryable=True,
+            ),
+            "validation_failed",
+            "validation",
+        ),
+        (
+            Outcome(
+                ok=False,
+                kind="needs_clarification",
+                tool="t",
+                call_id="c",
+                error_type="needs_clarification",
+                ask_user=["account_id"],
+            ),
+            "needs_clarification",
+            "needs_clarification",
+        ),
+        (
+            Outcome(
+                ok=False, kind="business_error", tool="t", call_id="c", error_type="business_rule"
+            ),
+            "validation_failed",
+            "business_rule",
+        ),
+        (
+            Call(
+                "t",
+                "c",
+                None,
+                raw_arguments='{"a": ',
+                ok=False,
+                kind="model_error",
+                errors=[{"type": "json_invalid", "loc": (), "msg": "EOF"}],
+            ),
+            "parse_failed",
+            "parse_failed",
+        ),
+    ],
+)
+def test_refused_calls_are_never_executed(outcome: Any, state: str, slug: str) -> None:
+    runs: list[Any] = []
+    ex = Executor({"t": lambda args: runs.append(args)})
+    result = ex.execute(outcome)
+    assert result.state == state and runs == [] and result.attempts == 0
+    assert result.error is not None and result.error["type"] == slug
+    if state == "needs_clarification":
+        assert result.error["missing"] == ["account_id"]
+    if slug == "validation":
+        assert result.error["errors"] == [
+            {"path": "/priority", "code": "type", "expected": "integer"}
+        ]
+        assert result.error["retryable"] is True
+
+
+# ---- parallel calls -----------------------------------------------------------------------------
+
+
+def mixed_executor() -> Executor:
+    req = httpx.Request("POST", "http://127.0.0.1/")
+
+    def reject(args: Any) -> None:
+        raise httpx.HTTPStatusError("422", request=req, response=httpx.Response(422, request=req))
+
+    ex = Executor(breaker=False)
+    ex.register("ok", lambda args: args["n"])
+    ex.register("bad", reject)
+    ex.register("write", lambda args: args["n"], side_effects=True)
+    return ex
+
+
+CALLS = [
+    Call("ok", "a", {"n": 1}),
+    Call("bad", "b", {"n": 2}),
+    Call("write", "c", {"n": 3}),
+    Call("missing", "d", {"n": 4}),
+    Call("ok", "e", {"n": 5}),
+]
+
+
+@pytest.mark.parametrize("workers", [None, 4])
+def test_execute_all_one_result_per_call_in_order(workers: int | None) -> None:
+    results = mixed_executor().execute_all(CALLS, RequestContext("r", "s"), max_workers=workers)
+    assert [r.call_id for r in results] == ["a", "b", "c", "d", "e"]
+    assert [r.state for r in results] == [
+        "ok",
+        "downstream_failed",
+        "ok",
+        "tool_unavailable",
+        "ok",
+    ]
+    assert [r.value for r in results if r.ok] == [1, 3, 5]  # failures roll nothing back
+
+
+async def test_aexecute_all_one_result_per_call_in_order() -> None:
+    ex = mixed_executor()
+
+    async def explode(args: Any) -> None:
+        raise asyncio.CancelledError  # a tool cancelling itself is not our caller's cancel
+
+    ex.register("explode", explode)
+    calls = [*CALLS, Call("explode", "f", {})]
+    results = await ex.aexecute_all(calls, RequestContext("r", "s"))
+    assert [r.call_id for r in results] == ["a", "b", "c", "d", "e", "f"]
+    assert [r.state for r in results][:5] == [
+        "ok",
+        "downstream_failed",
+        "ok",
+        "tool_unavailable",
+        "ok",
+    ]
+    assert results[5].state == "downstream_failed"
+    assert results[5].error is not None and results[5].error["type"] == "cancelled"
+
+
+async def test_aexecute_all_caller_cancellation_propagates() -> None:
+    ex = Executor()
+
+    async def slow(args: Any) -> None:
+        await asyncio.sleep(10)
+
+    ex.register("slow", slow)
+    task = asyncio.create_task(ex.aexecute_all([Call("slow", str(i), {}) for i in range(5)]))
+    await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+# ---- 64 concurrent executions of one call key, per backend ------------------------------------
+
+
+class Effect:
+    """A side effect that counts its executions per key, thread-safely."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.runs: dict[str, int] = {}
+
+    def __call__(self, args: Any) -> str:
+        key = args["round"]
+        with self.lock:
+            self.runs[key] = self.runs.get(key, 0) + 1
+        return key
+
+
+def assert_round(results: list[ExecutionResult], effect: Effect, key: str) -> None:
+    assert effect.runs.get(key) == 1, f"round {key}: {effect.runs.get(key)} executions"
+    states = sorted(r.state for r in results)
+    assert states.count("ok") == 1
+    assert set(states) <= {"ok", "in_progress", "duplicate_suppressed"}
+    winner = next(r for r in results if r.state == "ok")
+    assert all(r.value == winner.value for r in results if r.state == "duplicate_suppressed")
+
+
+def test_64_threads_execute_one_key_exactly_once(make_ledger: LedgerFactory) -> None:
+    effect = Effect()
+    ex = Executor(ledger=make_ledger(None), observer=quiet_observer(), breaker=False)
+    ex.register("charge", effect, side_effects=True)
+    ctx = RequestContext("r", "session")
+    with ThreadPoolExecutor(CONCURRENCY) as pool:
+        for n in range(RACE_ROUNDS):
+            key = f"r{n}"
+            barrier = threading.Barrier(CONCURRENCY)
+
+            def run(key: str = key, barrier: threading.Barrier = barrier) -> ExecutionResult:
+                barrier.wait()
+                return ex.execute(Call("charge", f"call_{key}", {"round": key}), ctx)
+
+            results = list(pool.map(lambda _: run(), range(CONCURRENCY)))
+            assert_round(results, effect, key)
+    assert sum(effect.runs.values()) == RACE_ROUNDS
+
+
+def test_64_tasks_execute_one_key_exactly_once(make_ledger: LedgerFactory) -> None:
+    effect = Effect()
+    ex = Executor(ledger=make_ledger(None), observer=quiet_observer(), breaker=False)
+
+    async def charge(args: Any) -> str:
+        await asyncio.sleep(0)  # let the other tasks race while this one "executes"
+        return effect(args)
+
+    ex.register("charge", charge, side_effects=True)
+    ctx = RequestContext("r", "session")
+
+    async def rounds() -> None:
+        for n in range(RACE_ROUNDS):
+            key = f"r{n}"
+            call = Call("charge", f"call_{key}", {"round": key})
+            results = await asyncio.gather(*(ex.aexecute(call, ctx) for _ in range(CONCURRENCY)))
+            assert_round(list(results), effect, key)
+
+    asyncio.run(rounds())
+    assert sum(effect.runs.values()) == RACE_ROUNDS
+
+
+def test_memory_ledger_default_is_announced(caplog: pytest.LogCaptureFixture) -> None:
+    ex = Executor({"w": ToolSpec(lambda args: 1, side_effects=True)})
+    with caplog.at_level(logging.WARNING, logger="toolwire.execution"):
+        ex.execute(Call("w", "c", {}))
+    assert isinstance(ex.ledger, MemoryLedger)
+    assert any("no idempotency ledger" in r.getMessage() for r in caplog.records)
+
+
+def test_fake_clock_sleeps_are_recorded() -> None:
+    clock = FakeClock()
+    clock.sleep(2.0)
+    assert clock.sleeps == [2.0] and clock.monotonic() == 1002.0

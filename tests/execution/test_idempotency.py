@@ -1,0 +1,454 @@
+"""Scenario 17 and 13: keys, fingerprints, the ledger contract on every backend, replays."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from toolwire.execution import (
+    Call,
+    ClaimLost,
+    Clock,
+    Executor,
+    FakeClock,
+    IdempotencyConflict,
+    IdempotencyInProgress,
+    Ledger,
+    LedgerCorrupt,
+    LedgerRecord,
+    MemoryLedger,
+    RequestContext,
+    canonical_json,
+    derive_key,
+    fingerprint,
+)
+
+DAY = 24 * 3600.0
+LedgerFactory = Callable[[Clock | None], Ledger]
+
+# ---- canonical form and keys --------------------------------------------------------------------
+
+
+def test_canonical_json_sorts_keys_and_is_compact() -> None:
+    assert canonical_json({"b": [1, {"z": None, "a": True}], "a": "é"}) == (
+        '{"a":"é","b":[1,{"a":true,"z":null}]}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        (1, 1.0),
+        (1, Decimal("1.00")),
+        (Decimal("100"), 100),
+        (Decimal("1E+2"), 100),
+        (0.1, Decimal("0.1")),
+        (-0.0, 0),
+        (Decimal("-0"), 0),
+    ],
+)
+def test_equal_numbers_fingerprint_equal(left: Any, right: Any) -> None:
+    assert fingerprint({"amount": left}) == fingerprint({"amount": right})
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        (Decimal("0.1000000000000000000001"), Decimal("0.1")),
+        (2**64 + 1, 2**64),
+        (Decimal("12345678901234567890.5"), Decimal("12345678901234567890.4")),
+        ("1", 1),
+        (True, 1),
+        (None, 0),
+    ],
+)
+def test_different_values_fingerprint_differently(left: Any, right: Any) -> None:
+    assert fingerprint({"amount": left}) != fingerprint({"amount": right})
+
+
+def test_decimal_is_exact_not_via_float() -> None:
+    assert canonical_json(Decimal("3.14159265358979323846264338327950288")) == (
+        "3.14159265358979323846264338327950288"
+    )
+    assert canonical_json(float("nan")) == '"NaN"' and canonical_json(Decimal("-Inf")) == (
+        '"-Infinity"'
+    )
+
+
+class Transfer(BaseModel):
+    amount: Decimal
+    to: str
+    memo: str = ""
+
+
+def test_model_and_dict_fingerprint_alike_and_defaults_count() -> None:
+    model = Transfer.model_validate_json('{"amount": "10.50", "to": "acct"}')
+    assert fingerprint(model) == fingerprint({"amount": Decimal("10.5"), "to": "acct", "memo": ""})
+
+
+def test_duplicate_json_keys_last_wins_in_the_fingerprint() -> None:
+    # Scenario 13: the validator's rule (last value wins) is the fingerprint's rule.
+    model = Transfer.model_validate_json('{"amount": 1, "amount": 1000, "to": "a"}')
+    assert model.amount == 1000
+    assert fingerprint(model) == fingerprint({"amount": 1000, "to": "a", "memo": ""})
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text() | st.floats(allow_nan=False),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), json_values, max_size=8), st.randoms())
+def test_fingerprint_ignores_key_order(data: dict[str, Any], rnd: random.Random) -> None:
+    items = list(data.items())
+    rnd.shuffle(items)
+    assert fingerprint(dict(items)) == fingerprint(data)
+    # The canonical text is JSON, and canonicalising what it reads back changes nothing.
+    text = canonical_json(data)
+    assert canonical_json(json.loads(text)) == text
+
+
+def test_derived_keys_are_fixed_length_hex_and_deterministic() -> None:
+    a = derive_key(tool="pay", session_id="s1", call_id="call_1")
+    assert len(a) == 64 and int(a, 16) >= 0
+    assert a == derive_key(tool="pay", session_id="s1", call_id="call_1")
+    assert a != derive_key(tool="pay", session_id="s2", call_id="call_1")
+    assert a != derive_key(tool="pay", session_id="s1", call_id="call_2")
+    assert a != derive_key(tool="refund", session_id="s1", call_id="call_1")
+    assert a != derive_key(tool="pay", session_id="s1", call_id="call_1", namespace="tenant")
+    huge = derive_key(tool="pay", session_id="s" * 10_000, call_id="c" * 10_000)
+    assert len(huge) == 64
+
+
+def test_business_keys_ignore_the_session() -> None:
+    one = derive_key(tool="pay", session_id="s1", call_id="a", business_key="order-7")
+    two = derive_key(tool="pay", session_id="s2", call_id="b", business_key="order-7")
+    assert one == two
+    assert one != derive_key(tool="pay", session_id="s1", call_id="a", business_key="order-8")
+
+
+def test_separator_cannot_be_forged() -> None:
+    assert derive_key(tool="t", session_id="a", call_id="b\x1fc") != derive_key(
+        tool="t", session_id="a\x1fb", call_id="c"
+    )
+
+
+# ---- ledger contract, every backend ---------------------------------------------------------
+
+
+def claim(ledger: Any, key: str = "k", fp: str = "f1", **kw: Any) -> Any:
+    options: dict[str, Any] = {"lease": 60.0, "ttl": DAY}
+    options.update(kw)
+    return ledger.claim(key, fingerprint=fp, tool="t", **options)
+
+
+def test_ledger_claim_complete_replay(make_ledger: LedgerFactory, clock: FakeClock) -> None:
+    ledger = make_ledger(clock)
+    first = claim(ledger)
+    assert first.status == "claimed" and first.token
+    assert claim(ledger).status == "in_progress"
+    ledger.complete("k", first.token, {"id": 7, "items": [], "n": 1.5})
+    replay = claim(ledger)
+    assert replay.status == "replay"
+    assert replay.record.receipt_value() == {"id": 7, "items": [], "n": 1.5}
+    record = ledger.get("k")
+    assert record is not None and record.state == "succeeded" and record.executions == 1
+
+
+def test_ledger_conflict_on_different_fingerprint(
+    make_ledger: LedgerFactory, clock: FakeClock
+) -> None:
+    ledger = make_ledger(clock)
+    first = claim(ledger)
+    assert claim(ledger, fp="other").status == "conflict"
+    ledger.complete("k", first.token, 1)
+    assert claim(ledger, fp="other").status == "conflict"
+
+
+def test_ledger_release_frees_the_key(make_ledger: LedgerFactory, clock: FakeClock) -> None:
+    ledger = make_ledger(clock)
+    first = claim(ledger)
+    ledger.release("k", first.token)
+    assert ledger.get("k") is None
+    assert claim(ledger).status == "claimed"
+
+
+def test_ledger_failed_records(make_ledger: LedgerFactory, clock: FakeClock) -> None:
+    ledger = make_ledger(clock)
+    first = claim(ledger, key="perm")
+    ledger.fail("perm", first.token, {"type": "business_rule"})
+    replay = claim(ledger, key="perm")
+    assert replay.status == "replay" and replay.record.error_value() == {"type": "business_rule"}
+    second = claim(ledger, key="transient")
+    ledger.fail("transient", second.token, {"type": "rate_limited"}, retryable=True)
+    again = claim(ledger, key="transient")
+    assert again.status == "claimed" and again.record.executions == 2
+    third = claim(ledger, key="unknown")
+    ledger.fail("unknown", third.token, {"type": "timeout"}, unknown=True)
+    assert claim(ledger, key="unknown").status == "unknown"
+
+
+def test_ledger_rejects_foreign_tokens(make_ledger: LedgerFactory, clock: FakeClock) -> None:
+    ledger = make_ledger(clock)
+    first = claim(ledger)
+    with pytest.raises(ClaimLost):
+        ledger.complete("k", "not-the-token", 1)
+    ledger.complete("k", first.token, 1)
+    ledger.complete("k", first.token, 1)  # a retried finish is a no-op ...
+    with pytest.raises(ClaimLost):  # ... but a different outcome is refused
+        ledger.fail("k", first.token, {"type": "late"})
+    ledger.release("gone", "x")  # releasing what is not held is a no-op
+    record = ledger.get("k")
+    assert record is not None and record.state == "succeeded" and record.receipt_value() == 1
+
+
+def test_ledger_keeps_records_for_the_ttl_then_forgets(
+    make_ledger: LedgerFactory, clock: FakeClock
+) -> None:
+    ledger = make_ledger(clock)
+    first = claim(ledger)
+    ledger.complete("k", first.token, "r", ttl=DAY)
+    clock.advance(DAY - 60)
+    assert claim(ledger).status == "replay"
+    clock.advance(120)
+    # Replay after the TTL is treated as new (documented behaviour).
+    assert ledger.get("k") is None
+    assert claim(ledger).status == "claimed"
+
+
+@pytest.mark.parametrize(
+    ("policy", "status", "state"),
+    [
+        ("report", "stale", "unknown"),
+        ("assume_failed_and_retry", "claimed", "in_progress"),
+        ("assume_succeeded", "replay", "succeeded"),
+    ],
+)
+def test_ledger_stale_in_progress_policies(
+    make_ledger: LedgerFactory, clock: FakeClock, policy: str, status: str, state: str
+) -> None:
+    ledger = make_ledger(clock)
+    first = claim(ledger, lease=30.0)
+    clock.advance(10)
+    assert claim(ledger, lease=30.0, on_stale=policy).status == "in_progress"
+    clock.advance(25)
+    stale = claim(ledger, lease=30.0, on_stale=policy)
+    assert stale.status == status
+    assert stale.record.state == state
+    record = ledger.get("k")
+    assert record is not None and record.state == state
+    if policy == "assume_failed_and_retry":
+        assert stale.recovered and record.executions == 2
+        with pytest.raises(ClaimLost):  # the crashed owner can no longer finish
+            ledger.complete("k", first.token, 1)
+        ledger.complete("k", stale.token, 2)
+    if policy == "report":
+        assert claim(ledger, lease=30.0).status == "unknown"
+    if policy == "assume_succeeded":
+        assert record.assumed
+
+
+def test_ledger_rejects_overlong_keys(make_ledger: LedgerFactory, clock: FakeClock) -> None:
+    ledger = make_ledger(clock)
+    assert claim(ledger, key="x" * 255).status == "claimed"
+    with pytest.raises(ValueError, match="255"):
+        claim(ledger, key="x" * 256)
+
+
+def test_ledger_threads_claim_exactly_once(make_ledger: LedgerFactory, clock: FakeClock) -> None:
+    ledger = make_ledger(clock)
+    barrier = threading.Barrier(16)
+    statuses: list[str] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        barrier.wait()
+        status = claim(ledger, key="race").status
+        with lock:
+            statuses.append(status)
+
+    threads = [threading.Thread(target=worker) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(statuses) == ["claimed"] + ["in_progress"] * 15
+
+
+def test_record_decoding_rejects_garbage() -> None:
+    with pytest.raises(LedgerCorrupt):
+        LedgerRecord.from_json("{not json")
+    with pytest.raises(LedgerCorrupt):
+        LedgerRecord.from_json('{"state": "exploded"}')
+
+
+# ---- through the executor ---------------------------------------------------------------------
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+
+    def __call__(self, args: Any) -> dict[str, Any]:
+        self.calls.append(args)
+        return {"ticket": len(self.calls)}
+
+
+def writer(clock: FakeClock, **options: Any) -> tuple[Executor, Counter]:
+    tool = Counter()
+    ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
+    ex.register("create_ticket", tool, side_effects=True, **options)
+    return ex, tool
+
+
+def test_same_call_twice_executes_once(clock: FakeClock) -> None:
+    ex, tool = writer(clock)
+    ctx = RequestContext("r1", "session-1")
+    first = ex.execute(Call("create_ticket", "call_1", {"title": "a"}), ctx)
+    second = ex.execute(Call("create_ticket", "call_1", {"title": "a"}), ctx)
+    assert first.state == "ok" and second.state == "duplicate_suppressed"
+    assert second.value == first.value == {"ticket": 1} and second.ok
+    assert second.attempts == 0 and len(tool.calls) == 1
+    assert first.idempotency_key == second.idempotency_key
+    assert first.idempotency_key is not None and len(first.idempotency_key) == 64
+    assert second.to_payload() == {"ok": True, "result": {"ticket": 1}, "replayed": True}
+    assert ex.observer.counts["duplicates_suppressed"] == 1
+
+
+def test_same_key_different_arguments_is_a_typed_conflict(clock: FakeClock) -> None:
+    ex, tool = writer(clock)
+    ctx = RequestContext("r1", "s")
+    ex.execute(Call("create_ticket", "call_1", {"title": "a"}), ctx)
+    result = ex.execute(Call("create_ticket", "call_1", {"title": "b"}), ctx)
+    assert result.state == "escalated"
+    assert result.error is not None and result.error["type"] == "idempotency_conflict"
+    assert len(tool.calls) == 1
+    with pytest.raises(IdempotencyConflict) as info:
+        result.raise_for_error()
+    assert info.value.fingerprint == result.args_hash != info.value.stored_fingerprint
+
+
+def test_other_sessions_and_call_ids_execute(clock: FakeClock) -> None:
+    ex, tool = writer(clock)
+    ex.execute(Call("create_ticket", "call_1", {"t": 1}), RequestContext("r", "s1"))
+    ex.execute(Call("create_ticket", "call_1", {"t": 1}), RequestContext("r", "s2"))
+    ex.execute(Call("create_ticket", "call_2", {"t": 1}), RequestContext("r", "s1"))
+    assert len(tool.calls) == 3
+
+
+def test_business_key_dedupes_across_calls_and_sessions(clock: FakeClock) -> None:
+    ex, tool = writer(clock, idempotency_key="order_id")
+    a = ex.execute(Call("create_ticket", "c1", {"order_id": "o-9"}), RequestContext("r", "s1"))
+    b = ex.execute(Call("create_ticket", "c2", {"order_id": "o-9"}), RequestContext("r", "s2"))
+    assert a.state == "ok" and b.state == "duplicate_suppressed" and len(tool.calls) == 1
+
+
+def test_concurrent_duplicate_gets_in_progress(clock: FakeClock) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(args: Any) -> str:
+        entered.set()
+        release.wait(5)
+        return "done"
+
+    ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
+    ex.register("w", slow, side_effects=True)
+    ctx = RequestContext("r", "s")
+    results: list[Any] = []
+    thread = threading.Thread(target=lambda: results.append(ex.execute(Call("w", "c", {}), ctx)))
+    thread.start()
+    assert entered.wait(5)
+    second = ex.execute(Call("w", "c", {}), ctx)
+    release.set()
+    thread.join()
+    assert second.state == "in_progress" and second.attempts == 0
+    with pytest.raises(IdempotencyInProgress):
+        second.raise_for_error()
+    assert second.error is not None and second.error["retryable"] is True
+    assert results[0].state == "ok"
+
+
+def test_replay_after_ttl_executes_again(clock: FakeClock) -> None:
+    ex, tool = writer(clock, record_ttl=DAY)
+    ctx = RequestContext("r", "s")
+    ex.execute(Call("create_ticket", "c", {}), ctx)
+    clock.advance(DAY - 1)
+    assert ex.execute(Call("create_ticket", "c", {}), ctx).state == "duplicate_suppressed"
+    clock.advance(2)
+    assert ex.execute(Call("create_ticket", "c", {}), ctx).state == "ok"
+    assert len(tool.calls) == 2
+
+
+def test_default_retention_is_at_least_24_hours(clock: FakeClock) -> None:
+    ex, tool = writer(clock)
+    ctx = RequestContext("r", "s")
+    ex.execute(Call("create_ticket", "c", {}), ctx)
+    clock.advance(DAY - 1)
+    assert ex.execute(Call("create_ticket", "c", {}), ctx).state == "duplicate_suppressed"
+    assert len(tool.calls) == 1
+
+
+def test_business_rejection_is_replayed_not_re_executed(clock: FakeClock) -> None:
+    from toolwire.execution import BusinessRuleError
+
+    calls = 0
+
+    def reject(args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        raise BusinessRuleError("account frozen")
+
+    ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
+    ex.register("w", reject, side_effects=True)
+    ctx = RequestContext("r", "s")
+    first = ex.execute(Call("w", "c", {}), ctx)
+    second = ex.execute(Call("w", "c", {}), ctx)
+    assert first.state == "downstream_failed" and second.state == "duplicate_suppressed"
+    assert second.error == first.error and not second.ok and calls == 1
+
+
+def test_missing_call_id_falls_back_to_argument_fingerprint(clock: FakeClock) -> None:
+    ex, tool = writer(clock)
+    ctx = RequestContext("r", "s")
+    ex.execute(Call("create_ticket", None, {"t": 1}), ctx)
+    assert ex.execute(Call("create_ticket", None, {"t": 1}), ctx).state == "duplicate_suppressed"
+    assert ex.execute(Call("create_ticket", None, {"t": 2}), ctx).state == "ok"
+    assert len(tool.calls) == 2
+
+
+@pytest.mark.parametrize(
+    ("policy", "state", "executions"),
+    [
+        ("report", "unknown_outcome", 0),
+        ("assume_failed_and_retry", "ok", 1),
+        ("assume_succeeded", "duplicate_suppressed", 0),
+    ],
+)
+def test_stale_claim_through_the_executor(
+    clock: FakeClock, policy: Any, state: str, executions: int
+) -> None:
+    ex, tool = writer(clock, in_progress_expiry=60.0, on_stale_in_progress=policy)
+    ctx = RequestContext("r", "s")
+    key = derive_key(tool="create_ticket", session_id="s", call_id="c")
+    # A crashed worker: claimed, never finished.
+    ex.ledger.claim(key, fingerprint=fingerprint({}), tool="create_ticket", lease=60.0)
+    assert ex.execute(Call("create_ticket", "c", {}), ctx).state == "in_progress"
+    clock.advance(61)
+    result = ex.execute(Call("create_ticket", "c", {}), ctx)
+    assert result.state == state and len(tool.calls) == executions
+    assert ex.observer.counts["stale_in_progress"] == 1
+    assert result.duplicate_execution is (policy == "assume_failed_and_retry")

@@ -1,0 +1,273 @@
+"""Redis ledger: server time, crash recovery, outages, slow servers, corrupt records (#20)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from toolwire.execution import (
+    Call,
+    Executor,
+    FakeClock,
+    LedgerCorrupt,
+    LedgerUnavailable,
+    RequestContext,
+    StalePolicy,
+)
+from toolwire.execution.ledger_redis import RedisLedger
+
+SPAWN = multiprocessing.get_context("spawn")
+
+
+def fail_fast(server: Any, timeout: float = 0.5) -> redis.Redis:
+    """A client that does not retry, so an outage shows at once instead of after ~5 s."""
+    return redis.Redis(
+        host=server.host,
+        port=server.port,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+    )
+
+
+def test_records_live_on_the_server(redis_client: redis.Redis, redis_server: Any) -> None:
+    first = RedisLedger(redis_client)
+    claim = first.claim("k", fingerprint="f", tool="t", lease=60, ttl=3600)
+    assert claim.token is not None
+    first.complete("k", claim.token, {"id": 1}, ttl=3600)
+    other = RedisLedger(redis_server.client())  # another process would see the same
+    replay = other.claim("k", fingerprint="f", tool="t", lease=60)
+    assert replay.status == "replay" and replay.record is not None
+    assert replay.record.receipt_value() == {"id": 1}
+    # Retention is enforced by the server as well.
+    assert 3590_000 < redis_client.pttl("toolwire:ledger:k") <= 3600_000
+    other.close()
+
+
+def test_server_time_makes_client_clock_skew_harmless(redis_client: redis.Redis) -> None:
+    on_server_time = RedisLedger(redis_client)  # the default: Redis TIME
+    assert on_server_time.claim("demo", fingerprint="f", tool="t", lease=60).status == "claimed"
+    assert on_server_time.claim("k", fingerprint="f", tool="t", lease=60).status == "claimed"
+    # The hazard: an instance trusting its own clock, an hour ahead, sees a live claim as stale.
+    ahead = RedisLedger(redis_client, clock=FakeClock(start=time.time() + 3600))
+    assert ahead.claim("demo", fingerprint="f", tool="t", lease=60).status == "stale"
+    # Instances on server time agree the claim is live, whatever their own clocks say.
+    for _ in range(3):
+        status = RedisLedger(redis_client).claim("k", fingerprint="f", tool="t", lease=60).status
+        assert status == "in_progress"
+
+
+def test_stale_detection_on_server_time(redis_client: redis.Redis) -> None:
+    ledger = RedisLedger(redis_client)
+    ledger.claim("k", fingerprint="f", tool="t", lease=0.2)
+    assert ledger.claim("k", fingerprint="f", tool="t", lease=0.2).status == "in_progress"
+    time.sleep(0.3)
+    stale = ledger.claim("k", fingerprint="f", tool="t", lease=0.2, on_stale="report")
+    assert stale.status == "stale"
+    record = ledger.get("k")
+    assert record is not None and record.state == "unknown"
+    assert record.error_value() is not None
+
+
+POLICIES = ["report", "assume_failed_and_retry", "assume_succeeded"]
+CRASH_DB = 1  # the per-test fixture flushes db 0; the crashed claims live in db 1
+LEASE = 0.5
+
+
+def _crash_after_side_effects(host: str, port: int, markers: str) -> None:
+    """Start one write per policy; kill the process once every side effect has happened."""
+    ex = Executor(ledger=RedisLedger(redis.Redis(host=host, port=port, db=CRASH_DB)))
+    lock, done = threading.Lock(), []
+
+    def charge(args: Any) -> None:
+        Path(markers, args["id"]).write_text("charged")
+        with lock:
+            done.append(args["id"])
+            if len(done) == len(POLICIES):
+                os._exit(17)
+        threading.Event().wait()
+
+    ex.register("charge", charge, side_effects=True, in_progress_expiry=LEASE)
+    ctx = RequestContext("r", "s")
+    threads = [
+        threading.Thread(target=ex.execute, args=(Call("charge", p, {"id": p, "cents": 5}), ctx))
+        for p in POLICIES
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+@pytest.fixture(scope="module")
+def crashed(redis_server: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float]:
+    """Claims left in Redis by a process killed after its side effects (one spawn per module)."""
+    redis_server.client(db=CRASH_DB).flushdb()
+    markers = tmp_path_factory.mktemp("crash")
+    child = SPAWN.Process(
+        target=_crash_after_side_effects,
+        args=(redis_server.host, redis_server.port, str(markers)),
+    )
+    child.start()
+    child.join(60)
+    assert child.exitcode == 17
+    return markers, time.monotonic()
+
+
+@pytest.mark.parametrize(
+    ("policy", "state", "reruns"),
+    [
+        ("report", "unknown_outcome", 0),
+        ("assume_failed_and_retry", "ok", 1),
+        ("assume_succeeded", "duplicate_suppressed", 0),
+    ],
+)
+def test_crash_between_side_effect_and_ledger_update_recovers_by_policy(
+    redis_server: Any,
+    crashed: tuple[Path, float],
+    policy: StalePolicy,
+    state: str,
+    reruns: int,
+) -> None:
+    markers, crashed_at = crashed
+    assert (markers / policy).read_text() == "charged"
+    runs: list[int] = []
+    client = redis_server.client(db=CRASH_DB)
+    ex = Executor(ledger=RedisLedger(client))
+    ex.register(
+        "charge",
+        lambda args: runs.append(1),
+        side_effects=True,
+        in_progress_expiry=LEASE,
+        on_stale_in_progress=policy,
+    )
+    call, ctx = Call("charge", policy, {"id": policy, "cents": 5}), RequestContext("r", "s")
+    time.sleep(max(0.0, crashed_at + LEASE + 0.1 - time.monotonic()))  # server-clock lease
+    result = ex.execute(call, ctx)
+    assert result.state == state and len(runs) == reruns
+    assert ex.observer.counts["stale_in_progress"] == 1
+    assert ex.execute(call, ctx).state in ("unknown_outcome", "duplicate_suppressed")
+    assert len(runs) == reruns
+    client.close()
+
+
+def test_server_down_fails_closed(spawn_redis: Any) -> None:
+    server = spawn_redis()
+    runs: list[int] = []
+    client = fail_fast(server)
+    ex = Executor(ledger=RedisLedger(client))
+    ex.register("w", lambda args: runs.append(1), side_effects=True)
+    ctx = RequestContext("r", "s")
+    assert ex.execute(Call("w", "c1", {}), ctx).state == "ok"
+    server.stop()
+    result = ex.execute(Call("w", "c2", {}), ctx)
+    assert result.state == "tool_unavailable" and runs == [1]
+    assert result.error is not None and result.error["type"] == "ledger_unavailable"
+    # A read-only tool does not need the ledger and keeps working.
+    ex.register("r", lambda args: "read")
+    assert ex.execute(Call("r", "c3", {}), ctx).state == "ok"
+    client.close()
+
+
+def test_server_dies_between_claim_and_completion(spawn_redis: Any) -> None:
+    server = spawn_redis()
+    client = fail_fast(server)
+    ex = Executor(ledger=RedisLedger(client))
+
+    def write(args: Any) -> str:
+        server.stop()  # the store fails over mid-call
+        return "written"
+
+    ex.register("w", write, side_effects=True)
+    result = ex.execute(Call("w", "c1", {}), RequestContext("r", "s"))
+    # The side effect happened, so the result says so; the ledger problem is reported.
+    assert result.state == "ok" and result.value == "written"
+    assert any("ledger update failed" in w for w in result.warnings)
+    assert ex.observer.counts["ledger_errors"] == 1
+    client.close()
+
+
+def test_slow_server_past_the_deadline_fails_closed(redis_server: Any) -> None:
+    admin = redis_server.client()
+    slow = fail_fast(redis_server, timeout=0.1)
+    ledger = RedisLedger(slow, prefix=f"slow:{time.time_ns()}:")
+    ledger.get("warm-up")
+    runs: list[int] = []
+    ex = Executor(ledger=ledger)
+    ex.register("w", lambda args: runs.append(1), side_effects=True)
+    admin.client_pause(400)  # every client blocks for 400 ms
+    try:
+        result = ex.execute(Call("w", "c1", {}), RequestContext("r", "s"))
+    finally:
+        admin.client_unpause()
+    assert result.state == "tool_unavailable" and runs == []
+    with pytest.raises(LedgerUnavailable):
+        admin.client_pause(300)
+        try:
+            ledger.claim("k", fingerprint="f", tool="t", lease=1)
+        finally:
+            admin.client_unpause()
+    admin.close()
+    slow.close()
+
+
+def test_corrupt_records_fail_closed(redis_client: redis.Redis) -> None:
+    ledger = RedisLedger(redis_client)
+    redis_client.set("toolwire:ledger:wrongtype", "x")
+    with pytest.raises(LedgerCorrupt):
+        ledger.claim("wrongtype", fingerprint="f", tool="t", lease=1)
+    redis_client.hset("toolwire:ledger:partial", mapping={"state": "in_progress"})
+    with pytest.raises(LedgerCorrupt):
+        ledger.claim("partial", fingerprint="f", tool="t", lease=1)
+    with pytest.raises(LedgerCorrupt):
+        ledger.get("partial")
+    runs: list[int] = []
+    ex = Executor(ledger=ledger)
+    ex.register("w", lambda args: runs.append(1), side_effects=True)
+    key = ex.execute(Call("w", "c", {}), RequestContext("r", "s")).idempotency_key
+    redis_client.hset(f"toolwire:ledger:{key}", "state", "exploded")
+    result = ex.execute(Call("w", "c", {}), RequestContext("r", "s"))
+    assert result.state == "tool_unavailable" and runs == [1]
+    assert result.error is not None and result.error["type"] == "ledger_corrupt"
+
+
+def test_retried_claims_and_finishes_are_recognised(redis_client: redis.Redis) -> None:
+    ledger = RedisLedger(redis_client)
+    script_args = ["f", "t", "token-1", 60_000, 3_600_000, "report", ""]
+    # What a client-side retry does: the same script, the same token, twice.
+    first = ledger._claim_script(keys=["toolwire:ledger:k"], args=script_args)
+    second = ledger._claim_script(keys=["toolwire:ledger:k"], args=script_args)
+    assert first[0] == second[0] == b"claimed"
+    ledger.complete("k", "token-1", "r")
+    ledger.complete("k", "token-1", "r")
+    record = ledger.get("k")
+    assert record is not None and record.state == "succeeded" and record.executions == 1
+
+
+def test_claims_are_atomic_across_clients(redis_server: Any) -> None:
+    clients = [redis_server.client() for _ in range(8)]
+    ledgers = [RedisLedger(c, prefix="atomic:") for c in clients]
+    statuses: list[str] = []
+    barrier = threading.Barrier(len(ledgers))
+
+    def worker(ledger: RedisLedger) -> None:
+        barrier.wait()
+        statuses.append(ledger.claim("k", fingerprint="f", tool="t", lease=5).status)
+
+    threads = [threading.Thread(target=worker, args=(ledger,)) for ledger in ledgers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(statuses) == ["claimed"] + ["in_progress"] * 7
+    for c in clients:
+        c.close()

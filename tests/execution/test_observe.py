@@ -1,0 +1,195 @@
+"""One structured record per call: logging, spans and counters, with no global state."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from toolwire.execution import (
+    Call,
+    Executor,
+    FakeClock,
+    MemoryLedger,
+    Observer,
+    RequestContext,
+)
+
+RECORD_KEYS = {
+    "tool",
+    "call_id",
+    "request_id",
+    "session_id",
+    "args_hash",
+    "idempotency_key",
+    "state",
+    "error_type",
+    "attempts",
+    "coercions",
+    "parse_time",
+    "validation_time",
+    "execution_time",
+    "total_time",
+    "duplicate_execution",
+}
+
+
+class FakeSpan:
+    def __init__(self, name: str, attributes: Mapping[str, Any] | None) -> None:
+        self.name = name
+        self.attributes: dict[str, Any] = dict(attributes or {})
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.ended = False
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        self.attributes[key] = value
+
+    def add_event(self, name: str, attributes: Mapping[str, Any] | None = None) -> None:
+        self.events.append((name, dict(attributes or {})))
+
+    def end(self) -> None:
+        self.ended = True
+
+
+class FakeTracer:
+    def __init__(self) -> None:
+        self.spans: list[FakeSpan] = []
+
+    def start_span(self, name: str, *, attributes: Mapping[str, Any] | None = None) -> FakeSpan:
+        span = FakeSpan(name, attributes)
+        self.spans.append(span)
+        return span
+
+
+class FakeInstrument:
+    def __init__(self) -> None:
+        self.points: list[tuple[float, dict[str, Any]]] = []
+
+    def add(self, amount: float, attributes: Mapping[str, Any] | None = None) -> None:
+        self.points.append((amount, dict(attributes or {})))
+
+    def record(self, amount: float, attributes: Mapping[str, Any] | None = None) -> None:
+        self.points.append((amount, dict(attributes or {})))
+
+    @property
+    def total(self) -> float:
+        return sum(amount for amount, _ in self.points)
+
+
+class FakeMeter:
+    def __init__(self) -> None:
+        self.instruments: dict[str, FakeInstrument] = {}
+
+    def create_counter(self, name: str, unit: str = "", description: str = "") -> FakeInstrument:
+        return self.instruments.setdefault(name, FakeInstrument())
+
+    def create_histogram(self, name: str, unit: str = "", description: str = "") -> FakeInstrument:
+        return self.instruments.setdefault(name, FakeInstrument())
+
+
+@pytest.fixture
+def otel() -> tuple[FakeTracer, FakeMeter]:
+    return FakeTracer(), FakeMeter()
+
+
+def observed(otel: tuple[FakeTracer, FakeMeter], clock: FakeClock) -> Executor:
+    tracer, meter = otel
+    ex = Executor(
+        clock=clock,
+        ledger=MemoryLedger(clock=clock),
+        observer=Observer(tracer=tracer, meter=meter),
+        breaker=False,
+    )
+    attempts = {"n": 0}
+
+    def flaky(args: Any) -> str:
+        attempts["n"] += 1
+        if attempts["n"] == 1:
+            raise ConnectionRefusedError
+        return "done"
+
+    ex.register("write", flaky, side_effects=True)
+    ex.register("read", lambda args: "r")
+    return ex
+
+
+def test_one_structured_log_record_per_call(
+    otel: tuple[FakeTracer, FakeMeter], clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    ex = observed(otel, clock)
+    ctx = RequestContext("req-1", "sess-1")
+    with caplog.at_level(logging.INFO, logger="toolwire.execution"):
+        ex.execute(
+            Call("write", "c1", {"a": 1}), ctx, parse_time=0.0001, validation_time=0.0002,
+            coercions=1,
+        )  # fmt: skip
+        ex.execute(Call("write", "c1", {"a": 1}), ctx)
+        ex.execute(Call("read", "c2", {}), ctx)
+    records = [r for r in caplog.records if r.name == "toolwire.execution"]
+    assert len(records) == 3
+    first: dict[str, Any] = records[0].__dict__["toolwire"]
+    assert set(first) == RECORD_KEYS
+    json.dumps(first)  # JSON-friendly as is
+    assert first["tool"] == "write" and first["call_id"] == "c1"
+    assert first["request_id"] == "req-1" and first["session_id"] == "sess-1"
+    assert first["state"] == "ok" and first["attempts"] == 2 and first["coercions"] == 1
+    assert first["parse_time"] == 0.0001 and first["validation_time"] == 0.0002
+    assert first["args_hash"] is not None and len(first["args_hash"]) == 64
+    assert first["idempotency_key"] is not None
+    second: dict[str, Any] = records[1].__dict__["toolwire"]
+    assert second["state"] == "duplicate_suppressed" and second["attempts"] == 0
+    assert second["args_hash"] == first["args_hash"]
+    assert records[2].__dict__["toolwire"]["idempotency_key"] is None  # reads have no key
+
+
+def test_failures_log_at_warning(clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    ex = Executor({"t": lambda args: 1}, clock=clock, observer=Observer(otel=False))
+    with caplog.at_level(logging.INFO, logger="toolwire.execution"):
+        ex.execute(Call("t", "ok", {}))
+        ex.execute(Call("missing", "bad", {}))
+    levels = {r.__dict__["toolwire"]["state"]: r.levelno for r in caplog.records}
+    assert levels == {"ok": logging.INFO, "tool_unavailable": logging.WARNING}
+
+
+def test_spans_and_counters(otel: tuple[FakeTracer, FakeMeter], clock: FakeClock) -> None:
+    tracer, meter = otel
+    ex = observed(otel, clock)
+    ctx = RequestContext("r", "s")
+    ex.execute(Call("write", "c1", {}), ctx)
+    ex.execute(Call("write", "c1", {}), ctx)
+    parse_failure = Call("read", "c3", None, raw_arguments='{"a"', ok=False, kind="model_error",
+                         errors=[{"type": "json_invalid"}])  # fmt: skip
+    ex.execute(parse_failure, ctx)
+    assert len(tracer.spans) == 3 and all(s.ended for s in tracer.spans)
+    span = tracer.spans[0]
+    assert span.name == "toolwire.execute write"
+    assert span.attributes["toolwire.state"] == "ok" and span.attributes["toolwire.attempts"] == 2
+    assert [name for name, _ in span.events] == ["attempt_failed", "retry"]
+    counters = meter.instruments
+    assert counters["toolwire.execution.calls"].total == 3
+    assert counters["toolwire.execution.attempts"].total == 2
+    assert counters["toolwire.execution.retries"].total == 1
+    assert counters["toolwire.execution.parse_failures"].total == 1
+    assert counters["toolwire.execution.duplicates_suppressed"].total == 1
+    assert counters["toolwire.execution.duplicate_executions"].total == 0
+    assert len(counters["toolwire.execution.duration"].points) == 3
+    states = [attrs["state"] for _, attrs in counters["toolwire.execution.calls"].points]
+    assert states == ["ok", "duplicate_suppressed", "parse_failed"]
+
+
+def test_no_state_is_shared_between_executors(clock: FakeClock) -> None:
+    a = Executor({"t": lambda args: 1}, clock=clock)
+    b = Executor({"t": lambda args: 1}, clock=clock)
+    a.execute(Call("t", "c", {}))
+    assert a.observer.counts["calls.ok"] == 1 and b.observer.counts["calls.ok"] == 0
+    assert a.observer is not b.observer and a.retry_budget is not b.retry_budget
+
+
+def test_real_opentelemetry_api_without_sdk_is_a_no_op(clock: FakeClock) -> None:
+    pytest.importorskip("opentelemetry")
+    ex = Executor({"t": lambda args: 1}, clock=clock, observer=Observer())
+    assert ex.execute(Call("t", "c", {})).state == "ok"
+    assert ex.observer.counts["calls"] == 1

@@ -1,0 +1,470 @@
+"""Scenario 18: classification, retries, Retry-After, cancellation, deadlines, budgets."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+import urllib.error
+from collections.abc import Callable
+from email.message import Message
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from toolwire.execution import (
+    BusinessRuleError,
+    Call,
+    DeadlineExceeded,
+    Executor,
+    FakeClock,
+    MemoryLedger,
+    NeedsClarification,
+    RequestContext,
+    RetryBudget,
+    RetryPolicy,
+    SystemClock,
+    classify,
+)
+from toolwire.execution.classify import parse_retry_after
+
+NOW = 1_700_000_000.0
+REQ = httpx.Request("POST", "http://127.0.0.1/api")
+
+
+def http_status(code: int, headers: dict[str, str] | None = None) -> httpx.HTTPStatusError:
+    response = httpx.Response(code, headers=headers or {}, request=REQ)
+    return httpx.HTTPStatusError(f"status {code}", request=REQ, response=response)
+
+
+def openai_status(code: int, headers: dict[str, str] | None = None) -> openai.APIStatusError:
+    response = httpx.Response(code, headers=headers or {}, request=REQ)
+    return openai.APIStatusError(f"status {code}", response=response, body=None)
+
+
+class PlainStatus(Exception):
+    def __init__(self, status_code: int, retry_after: float | None = None) -> None:
+        super().__init__(f"plain {status_code}")
+        self.status_code = status_code
+        self.retry_after = retry_after
+
+
+def urllib_status(code: int) -> urllib.error.HTTPError:
+    headers = Message()
+    headers["Retry-After"] = "3"
+    return urllib.error.HTTPError("http://127.0.0.1/", code, "x", headers, None)
+
+
+# (exception factory, kind, retryable, ambiguous)
+TABLE: list[tuple[Callable[[], BaseException], str, bool, bool]] = [
+    (TimeoutError, "timeout", True, True),
+    (lambda: asyncio.TimeoutError(), "timeout", True, True),
+    (lambda: httpx.ReadTimeout("read", request=REQ), "timeout", True, True),
+    (lambda: httpx.ConnectTimeout("connect", request=REQ), "timeout", True, False),
+    (lambda: openai.APITimeoutError(request=REQ), "timeout", True, True),
+    (ConnectionResetError, "connection_error", True, True),
+    (ConnectionRefusedError, "connection_error", True, False),
+    (lambda: ConnectionError("generic"), "connection_error", True, True),
+    (lambda: httpx.ConnectError("refused", request=REQ), "connection_error", True, False),
+    (lambda: httpx.RemoteProtocolError("reset", request=REQ), "connection_error", True, True),
+    (lambda: openai.APIConnectionError(request=REQ), "connection_error", True, True),
+    (lambda: http_status(429), "rate_limited", True, False),
+    (lambda: openai_status(429), "rate_limited", True, False),
+    (lambda: PlainStatus(429), "rate_limited", True, False),
+    (lambda: http_status(502), "bad_gateway", True, True),
+    (lambda: http_status(503), "service_unavailable", True, False),
+    (lambda: openai_status(504), "gateway_timeout", True, True),
+    (lambda: urllib_status(503), "service_unavailable", True, False),
+    (lambda: http_status(400), "bad_request", False, False),
+    (lambda: openai_status(422), "unprocessable", False, False),
+    (lambda: PlainStatus(403), "forbidden", False, False),
+    (lambda: http_status(404), "not_found", False, False),
+    (lambda: http_status(500), "server_error", False, True),
+    (lambda: http_status(418), "client_error", False, False),
+    (lambda: BusinessRuleError("closed"), "business_rule", False, False),
+    (lambda: NeedsClarification("which account?"), "needs_clarification", False, False),
+    (lambda: DeadlineExceeded("late"), "deadline_exceeded", False, True),
+    (lambda: ValueError("bug"), "unknown_error", False, True),
+]
+
+
+@pytest.mark.parametrize(("make", "kind", "retryable", "ambiguous"), TABLE)
+def test_classification_table(
+    make: Callable[[], BaseException], kind: str, retryable: bool, ambiguous: bool
+) -> None:
+    c = classify(make(), now=NOW)
+    assert (c.kind, c.retryable, c.ambiguous, c.propagate) == (kind, retryable, ambiguous, False)
+
+
+@pytest.mark.parametrize("exc", [asyncio.CancelledError(), KeyboardInterrupt(), SystemExit(1)])
+def test_cancellation_and_interrupts_propagate_and_never_retry(exc: BaseException) -> None:
+    c = classify(exc, now=NOW)
+    assert c.propagate and not c.retryable
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda: http_status(429, {"Retry-After": "7"}), 7.0),
+        (lambda: openai_status(429, {"retry-after-ms": "1500", "retry-after": "9"}), 1.5),
+        (lambda: PlainStatus(503, retry_after=2.5), 2.5),
+        (lambda: urllib_status(503), 3.0),
+        (
+            lambda: http_status(
+                503, {"Retry-After": email.utils.formatdate(NOW + 12, usegmt=True)}
+            ),
+            12.0,
+        ),
+        (lambda: http_status(429, {"Retry-After": "soon"}), None),
+    ],
+)
+def test_retry_after_sources(make: Callable[[], BaseException], expected: float | None) -> None:
+    assert classify(make(), now=NOW).retry_after == expected
+
+
+def test_parse_retry_after_never_negative() -> None:
+    past = email.utils.formatdate(NOW - 100, usegmt=True)
+    assert parse_retry_after(past, now=NOW) == 0.0
+    assert parse_retry_after("-3", now=NOW) == 0.0
+    assert parse_retry_after(None, now=NOW) is None
+
+
+# ---- executor behaviour ---------------------------------------------------------------------
+
+
+class Flaky:
+    """A tool that raises the given exceptions in turn, then returns ``{"ok": n}``."""
+
+    def __init__(self, *failures: BaseException) -> None:
+        self.failures = list(failures)
+        self.calls = 0
+
+    def __call__(self, args: Any) -> dict[str, int]:
+        self.calls += 1
+        if self.failures:
+            raise self.failures.pop(0)
+        return {"ok": self.calls}
+
+
+def executor_with(fn: Callable[..., Any], clock: FakeClock, **options: Any) -> Executor:
+    ex = Executor(
+        clock=clock,
+        ledger=MemoryLedger(clock=clock),
+        retry_budget=RetryBudget(ratio=1.0, min_per_second=1000, ratio_cap=1000, clock=clock),
+        breaker=False,
+    )
+    ex.register("t", fn, **options)
+    return ex
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        TimeoutError,
+        ConnectionResetError,
+        lambda: http_status(429),
+        lambda: http_status(502),
+        lambda: http_status(503),
+        lambda: http_status(504),
+    ],
+)
+def test_retryable_failures_get_at_most_three_attempts(
+    make: Callable[[], BaseException], clock: FakeClock
+) -> None:
+    tool = Flaky(make(), make(), make(), make())
+    result = executor_with(tool, clock).execute(Call("t", "c1", {}), RequestContext("r", "s"))
+    assert result.state == "downstream_failed"
+    assert tool.calls == 3 and result.attempts == 3
+    assert len(clock.sleeps) == 2
+    assert all(0 <= s <= 8.0 for s in clock.sleeps)
+    assert result.error is not None and result.error["stopped"] == "max_attempts"
+
+
+def test_retry_then_success(clock: FakeClock) -> None:
+    tool = Flaky(http_status(503), ConnectionResetError())
+    result = executor_with(tool, clock).execute(Call("t", "c1", {}), RequestContext("r", "s"))
+    assert result.state == "ok" and result.value == {"ok": 3} and result.attempts == 3
+
+
+def test_backoff_is_full_jitter_exponential(clock: FakeClock) -> None:
+    windows = []
+    for _ in range(200):
+        clock.sleeps.clear()
+        executor_with(Flaky(TimeoutError(), TimeoutError()), clock).execute(
+            Call("t", "c", {}), RequestContext("r", "s")
+        )
+        windows.append(tuple(clock.sleeps))
+    first = [w[0] for w in windows]
+    second = [w[1] for w in windows]
+    # Full jitter: uniform in [0, 0.5 * 2**n]; spread over the window, not pinned at its top.
+    assert max(first) <= 1.0 and max(second) <= 2.0
+    assert min(first) < 0.2 and min(second) < 0.4
+    assert len(set(first)) > 150
+
+
+def test_retry_after_is_honoured(clock: FakeClock) -> None:
+    tool = Flaky(http_status(429, {"Retry-After": "6"}))
+    result = executor_with(tool, clock).execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert result.state == "ok"
+    assert clock.sleeps[0] >= 6.0
+
+
+def test_retry_after_beyond_limit_is_not_waited_for(clock: FakeClock) -> None:
+    tool = Flaky(http_status(429, {"Retry-After": "600"}))
+    ex = executor_with(tool, clock)
+    result = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert result.state == "downstream_failed" and tool.calls == 1 and clock.sleeps == []
+    assert result.error is not None
+    assert result.error["retry_after"] == 600.0
+    assert result.error["stopped"] == "retry_after_too_long"
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [
+        (lambda: http_status(400), "bad_request"),
+        (lambda: http_status(422), "unprocessable"),
+        (lambda: http_status(403), "forbidden"),
+        (lambda: BusinessRuleError("ticket is closed"), "business_rule"),
+    ],
+)
+def test_client_errors_and_business_rejections_are_never_retried(
+    make: Callable[[], BaseException], kind: str, clock: FakeClock
+) -> None:
+    tool = Flaky(make())
+    result = executor_with(tool, clock).execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert tool.calls == 1 and result.attempts == 1 and clock.sleeps == []
+    assert result.state == "downstream_failed"
+    assert result.error is not None and result.error["type"] == kind
+    assert result.error["retryable"] is False
+    if kind == "business_rule":
+        assert result.error["reasons"] == ["ticket is closed"]
+
+
+def test_missing_user_information_is_needs_clarification(clock: FakeClock) -> None:
+    tool = Flaky(NeedsClarification("Which account?", missing=["account_id"]))
+    result = executor_with(tool, clock).execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert result.state == "needs_clarification" and tool.calls == 1
+    assert result.error is not None and result.error["missing"] == ["account_id"]
+
+
+def test_keyboard_interrupt_makes_one_attempt_and_propagates(clock: FakeClock) -> None:
+    tool = Flaky(KeyboardInterrupt())
+    ex = executor_with(tool, clock)
+    with pytest.raises(KeyboardInterrupt):
+        ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert tool.calls == 1 and clock.sleeps == []
+    assert ex.observer.counts["calls.downstream_failed"] == 1
+
+
+async def test_cancelled_error_raised_by_tool_is_not_retried(clock: FakeClock) -> None:
+    calls = 0
+
+    async def tool(args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        raise asyncio.CancelledError
+
+    ex = executor_with(tool, clock)
+    with pytest.raises(asyncio.CancelledError):
+        await ex.aexecute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert calls == 1 and clock.sleeps == []
+
+
+async def test_outer_cancellation_stops_after_one_attempt(clock: FakeClock) -> None:
+    started = asyncio.Event()
+    calls = 0
+
+    async def tool(args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        started.set()
+        await asyncio.sleep(10)
+
+    ex = executor_with(tool, clock)
+    task = asyncio.create_task(ex.aexecute(Call("t", "c", {}), RequestContext("r", "s")))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.01)
+    assert calls == 1 and clock.sleeps == []
+
+
+async def test_cancellation_during_backoff_is_not_retried() -> None:
+    calls = 0
+
+    async def tool(args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        raise http_status(503, {"Retry-After": "5"})  # forces a 5 s backoff
+
+    ex = Executor({"t": tool}, breaker=False)
+    task = asyncio.create_task(ex.aexecute(Call("t", "c", {}), RequestContext("r", "s")))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert calls == 1
+
+
+def test_exceeded_deadline_makes_exactly_one_attempt_sync() -> None:
+    calls = 0
+
+    def tool(args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        time.sleep(0.5)
+
+    ex = Executor({"t": tool}, breaker=False)
+    ctx = ex.request("r", "s", timeout=0.05)
+    started = time.monotonic()
+    result = ex.execute(Call("t", "c", {}), ctx)
+    elapsed = time.monotonic() - started
+    assert result.state == "downstream_failed"
+    assert result.error is not None and result.error["type"] == "deadline_exceeded"
+    assert calls == 1 and result.attempts == 1
+    assert elapsed < 0.3  # honoured promptly, not after the tool finished
+
+
+async def test_exceeded_deadline_makes_exactly_one_attempt_async() -> None:
+    calls = 0
+
+    async def tool(args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(5)
+
+    ex = Executor({"t": tool}, breaker=False)
+    ctx = ex.request("r", "s", timeout=0.05)
+    started = time.monotonic()
+    result = await ex.aexecute(Call("t", "c", {}), ctx)
+    assert time.monotonic() - started < 0.06 + 0.05  # within one scheduling tick or so
+    assert result.error is not None and result.error["type"] == "deadline_exceeded"
+    assert calls == 1
+
+
+def test_deadline_stops_retries_whose_wait_would_pass_it(clock: FakeClock) -> None:
+    tool = Flaky(http_status(429, {"Retry-After": "5"}))
+    ex = executor_with(tool, clock)
+    ctx = RequestContext("r", "s", deadline=clock.monotonic() + 2.0)
+    result = ex.execute(Call("t", "c", {}), ctx)
+    assert tool.calls == 1 and result.error is not None
+    assert result.error["stopped"] == "deadline"
+
+
+def test_per_attempt_timeout_is_retried_for_reads() -> None:
+    calls = 0
+
+    def tool(args: Any) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            time.sleep(0.3)
+        return "done"
+
+    ex = Executor(breaker=False, retry=RetryPolicy(backoff_base=0.001, backoff_max=0.001))
+    ex.register("t", tool, timeout=0.05)
+    result = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert result.state == "ok" and result.value == "done" and calls == 2
+
+
+# ---- budgets ----------------------------------------------------------------------------------
+
+
+def test_request_budget_is_shared_by_all_calls_of_a_request(clock: FakeClock) -> None:
+    attempts = 0
+
+    def tool(args: Any) -> None:
+        nonlocal attempts
+        attempts += 1
+        raise http_status(503)
+
+    ex = executor_with(tool, clock)
+    ctx = RequestContext("r", "s", retry_budget=5)
+    results = ex.execute_all([Call("t", f"c{i}", {}) for i in range(4)], ctx)
+    # 4 first attempts + 5 retries: the budget, not 4 * 2 retries.
+    assert attempts == 9 and ctx.retries_left == 0
+    assert [r.attempts for r in results] == [3, 3, 2, 1]
+    assert results[-1].error is not None and results[-1].error["stopped"] == "request_budget"
+
+
+@pytest.mark.parametrize("advance", [False, True])
+def test_outage_amplification_is_bounded(advance: bool) -> None:
+    clock = FakeClock(advance_on_sleep=advance)
+    budget = RetryBudget(clock=clock)  # 10 %, minimum 3 per second
+    attempts = 0
+
+    def tool(args: Any) -> None:
+        nonlocal attempts
+        attempts += 1
+        raise http_status(503)
+
+    ex = Executor({"t": tool}, clock=clock, retry_budget=budget, breaker=False)
+    calls = 2000
+    start = clock.monotonic()
+    for i in range(calls):
+        # Every call is its own user request, so only the process budget can stop the storm.
+        ex.execute(Call("t", f"c{i}", {}), RequestContext(f"r{i}", "s", retry_budget=100))
+    elapsed = clock.monotonic() - start
+    minimum = budget.min_per_second * (1 + elapsed)
+    assert attempts <= 1.1 * calls + minimum
+    assert attempts >= calls
+    assert budget.denied > 0
+    if not advance:
+        assert attempts <= 1.1 * calls + 3
+
+
+def test_process_budget_allows_minimum_retries_per_second() -> None:
+    clock = FakeClock(advance_on_sleep=False)
+    budget = RetryBudget(ratio=0.0, min_per_second=3, clock=clock)
+    assert [budget.try_spend_retry() for _ in range(4)] == [True, True, True, False]
+    clock.advance(1.0)
+    assert [budget.try_spend_retry() for _ in range(4)] == [True, True, True, False]
+
+
+def test_process_budget_ratio_and_cap() -> None:
+    clock = FakeClock(advance_on_sleep=False)
+    budget = RetryBudget(ratio=0.1, min_per_second=0, ratio_cap=2.0, clock=clock)
+    for _ in range(1000):
+        budget.record_call()
+    # 1000 healthy calls bank only the cap, so an outage cannot start with a burst.
+    assert sum(budget.try_spend_retry() for _ in range(10)) == 2
+
+
+def test_writes_retry_definite_failures(clock: FakeClock) -> None:
+    tool = Flaky(http_status(503), ConnectionRefusedError())
+    ex = executor_with(tool, clock, side_effects=True)
+    result = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert result.state == "ok" and tool.calls == 3
+
+
+@pytest.mark.parametrize(
+    "make", [TimeoutError, ConnectionResetError, lambda: http_status(504), lambda: ValueError()]
+)
+def test_writes_never_retry_ambiguous_failures(
+    make: Callable[[], BaseException], clock: FakeClock
+) -> None:
+    tool = Flaky(make(), make())
+    ex = executor_with(tool, clock, side_effects=True)
+    result = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert result.state == "unknown_outcome" and tool.calls == 1
+    # ... and never re-executed blindly afterwards.
+    again = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert again.state == "unknown_outcome" and tool.calls == 1
+    assert result.idempotency_key is not None
+    record = ex.ledger.get(result.idempotency_key)
+    assert record is not None and record.state == "unknown"
+
+
+def test_writes_that_forward_the_key_may_retry_ambiguous_failures(clock: FakeClock) -> None:
+    tool = Flaky(TimeoutError())
+    ex = executor_with(tool, clock, side_effects=True, retry_ambiguous=True)
+    result = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert result.state == "ok" and tool.calls == 2
+
+
+def test_system_clock_is_the_default() -> None:
+    assert isinstance(Executor().clock, SystemClock)

@@ -1,0 +1,1520 @@
+//! The raw SSE path end to end: WHATWG framing (`sse`), provider envelopes per format and per
+//! provider quirk (`envelope` through `gateway::StreamDecoder`), the split-anywhere property, and
+//! an ignored throughput probe (`cargo test --release --test sse -- --ignored --nocapture`).
+//!
+//! Fixtures are recorded-style bodies in `tests/data/sse/`; quirk files are named after their
+//! number in the provider-quirks spec.
+
+use proptest::prelude::*;
+use toolwire::assembler::{warning, Assembler, AssemblerConfig};
+use toolwire::envelope::{FinishReason, Format};
+use toolwire::error::ErrorKind;
+use toolwire::gateway::{StreamDecoder, StreamErrorKind};
+use toolwire::sse::{Framer, SseConfig, SseError, Tail};
+
+// =============================================================================================
+// Framing
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Ev {
+    event: String,
+    data: String,
+    id: String,
+}
+
+fn ev(event: &str, data: &str, id: &str) -> Ev {
+    Ev {
+        event: event.into(),
+        data: data.into(),
+        id: id.into(),
+    }
+}
+
+fn frame_with(framer: &mut Framer, chunks: &[&[u8]]) -> (Vec<Ev>, Vec<SseError>, Tail) {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for chunk in chunks {
+        let r = framer.push(chunk, |e| {
+            out.push(Ev {
+                event: String::from_utf8_lossy(e.event).into_owned(),
+                data: String::from_utf8_lossy(e.data).into_owned(),
+                id: String::from_utf8_lossy(e.id).into_owned(),
+            });
+        });
+        if let Err(e) = r {
+            errors.push(e);
+        }
+    }
+    let tail = framer.finish();
+    (out, errors, tail)
+}
+
+fn frame(chunks: &[&[u8]]) -> (Vec<Ev>, Tail) {
+    let (events, errors, tail) = frame_with(&mut Framer::default(), chunks);
+    assert!(errors.is_empty(), "{errors:?}");
+    (events, tail)
+}
+
+fn frame_one(body: &str) -> Vec<Ev> {
+    let (events, tail) = frame(&[body.as_bytes()]);
+    assert_eq!(tail, Tail::Clean);
+    events
+}
+
+#[test]
+fn single_event() {
+    assert_eq!(frame_one("data: hello\n\n"), vec![ev("", "hello", "")]);
+}
+
+#[test]
+fn data_lines_are_joined_with_newline() {
+    assert_eq!(
+        frame_one("data: a\ndata: b\ndata:\ndata: c\n\n"),
+        vec![ev("", "a\nb\n\nc", "")]
+    );
+}
+
+#[test]
+fn only_one_space_after_the_colon_is_removed() {
+    assert_eq!(
+        frame_one("data:  two\n\ndata:none\n\ndata:\ttab\n\n"),
+        vec![ev("", " two", ""), ev("", "none", ""), ev("", "\ttab", "")]
+    );
+}
+
+#[test]
+fn field_without_colon_has_empty_value() {
+    assert_eq!(frame_one("data\n\n"), vec![ev("", "", "")]);
+    assert_eq!(frame_one("data\ndata\n\n"), vec![ev("", "\n", "")]);
+}
+
+#[test]
+fn empty_data_field_still_dispatches() {
+    assert_eq!(frame_one("data:\n\n"), vec![ev("", "", "")]);
+}
+
+#[test]
+fn event_type_is_per_event() {
+    assert_eq!(
+        frame_one("event: ping\ndata: 1\n\ndata: 2\n\n"),
+        vec![ev("ping", "1", ""), ev("", "2", "")]
+    );
+}
+
+#[test]
+fn event_type_defaults_to_message() {
+    let mut framer = Framer::default();
+    let mut types = Vec::new();
+    let _ = framer.push(b"data: x\n\nevent: e\ndata: y\n\n", |e| {
+        types.push(e.event_type().to_vec());
+    });
+    assert_eq!(types, vec![b"message".to_vec(), b"e".to_vec()]);
+}
+
+#[test]
+fn event_without_data_is_not_dispatched() {
+    assert_eq!(
+        frame_one("event: foo\n\nid: 7\n\n: comment\n\ndata: x\n\n"),
+        vec![ev("", "x", "7")]
+    );
+}
+
+#[test]
+fn last_event_id_persists_and_nul_ids_are_ignored() {
+    let events = frame_one("id: 1\ndata: a\n\ndata: b\n\nid: bad\0id\ndata: c\n\nid\ndata: d\n\n");
+    assert_eq!(
+        events,
+        vec![
+            ev("", "a", "1"),
+            ev("", "b", "1"),
+            ev("", "c", "1"),
+            ev("", "d", "")
+        ]
+    );
+}
+
+#[test]
+fn retry_is_parsed_only_from_digits() {
+    let mut framer = Framer::default();
+    let _ = framer.push(b"retry: 1500\n\n", |_| {});
+    assert_eq!(framer.retry(), Some(1500));
+    let _ = framer.push(b"retry: 15x\n\nretry: -3\n\nretry:\n\n", |_| {});
+    assert_eq!(framer.retry(), Some(1500));
+}
+
+#[test]
+fn comments_and_unknown_fields_are_ignored() {
+    assert_eq!(
+        frame_one(": keep-alive\n:\ndata: a\n: inside\nfoo: bar\nDATA: no\n\n"),
+        vec![ev("", "a", "")]
+    );
+}
+
+#[test]
+fn all_three_line_endings() {
+    assert_eq!(
+        frame_one("data: a\r\n\r\ndata: b\r\rdata: c\n\ndata: d\r\ndata: e\n\r"),
+        vec![
+            ev("", "a", ""),
+            ev("", "b", ""),
+            ev("", "c", ""),
+            ev("", "d\ne", ""),
+        ]
+    );
+}
+
+#[test]
+fn crlf_split_between_pushes_is_one_terminator() {
+    let (events, tail) = frame(&[b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n"]);
+    assert_eq!(events, vec![ev("", "a\nb", "")]);
+    assert_eq!(tail, Tail::Clean);
+    // A lone CR at the end of a push followed by a non-LF byte is still a terminator.
+    let (events, _) = frame(&[b"data: a\r", b"data: b\r", b"\r"]);
+    assert_eq!(events, vec![ev("", "a\nb", "")]);
+}
+
+#[test]
+fn field_name_and_payload_split_between_pushes() {
+    let (events, _) = frame(&[b"da", b"ta", b": {\"a\":", b"1}\n", b"\n"]);
+    assert_eq!(events, vec![ev("", "{\"a\":1}", "")]);
+    let (events, _) = frame(&[b"eve", b"nt: x\nda", b"ta:", b" y\n\n"]);
+    assert_eq!(events, vec![ev("x", "y", "")]);
+}
+
+#[test]
+fn utf8_character_split_between_pushes() {
+    let body = "data: 東京 ☀️\n\n".as_bytes();
+    for cut in 0..=body.len() {
+        let (events, _) = frame(&[&body[..cut], &body[cut..]]);
+        assert_eq!(events, vec![ev("", "東京 ☀️", "")], "cut at {cut}");
+    }
+}
+
+#[test]
+fn leading_bom_is_skipped_even_when_split() {
+    let body = b"\xEF\xBB\xBFdata: a\n\n";
+    for cut in 0..=body.len() {
+        let (events, _) = frame(&[&body[..cut], &body[cut..]]);
+        assert_eq!(events, vec![ev("", "a", "")], "cut at {cut}");
+    }
+    // Only one, and only at the very start.
+    let (events, _) = frame(&[b"\xEF\xBB\xBF\xEF\xBB\xBFdata: a\n\n"]);
+    assert!(
+        events.is_empty(),
+        "the second BOM belongs to the field name"
+    );
+    let (events, _) = frame(&[b"data: a\n\n\xEF\xBB\xBFdata: b\n\n"]);
+    assert_eq!(events, vec![ev("", "a", "")]);
+}
+
+#[test]
+fn bom_prefix_that_is_not_a_bom_is_content() {
+    let (events, tail) = frame(&[b"\xEF", b"\xBBx\n\ndata: a\n\n"]);
+    assert_eq!(events, vec![ev("", "a", "")]);
+    assert_eq!(tail, Tail::Clean);
+    let mut framer = Framer::default();
+    let _ = framer.push(b"\xEF\xBB", |_| {});
+    assert_eq!(framer.finish(), Tail::Truncated { pending_bytes: 2 });
+}
+
+#[test]
+fn trailing_event_without_blank_line_is_cut_not_dispatched() {
+    let (events, tail) = frame(&[b"data: a\n\ndata: b\n"]);
+    assert_eq!(events, vec![ev("", "a", "")]);
+    assert_eq!(tail, Tail::Truncated { pending_bytes: 1 });
+    let (events, tail) = frame(&[b"data: a\n\ndata: [DO"]);
+    assert_eq!(events, vec![ev("", "a", "")]);
+    assert_eq!(tail, Tail::Truncated { pending_bytes: 9 });
+    let (_, tail) = frame(&[b"data: a\n\n: trailing comment\n"]);
+    assert_eq!(tail, Tail::Clean);
+}
+
+#[test]
+fn data_inside_one_push_is_borrowed() {
+    let body = b"event: x\ndata: {\"a\":1}\n\n";
+    let mut framer = Framer::default();
+    let mut borrowed = false;
+    let _ = framer.push(body, |e| {
+        borrowed = body.as_ptr_range().contains(&e.data.as_ptr());
+    });
+    assert!(borrowed);
+}
+
+#[test]
+fn oversized_event_is_dropped_and_framing_goes_on() {
+    let mut framer = Framer::new(SseConfig { max_event_bytes: 8 });
+    let (events, errors, tail) = frame_with(
+        &mut framer,
+        &[
+            b"data: 12345\ndata: 6789\n\ndata: ok\n\n",
+            b"data: 0123456789",
+            b"abc\n\ndata: ok2\n\n",
+        ],
+    );
+    assert_eq!(events, vec![ev("", "ok", ""), ev("", "ok2", "")]);
+    assert_eq!(errors.len(), 2);
+    assert!(matches!(
+        errors[0],
+        SseError::EventTooLarge { limit: 8, .. }
+    ));
+    assert_eq!(tail, Tail::Clean);
+}
+
+#[test]
+fn carried_line_completed_past_the_limit_is_dropped() {
+    let mut framer = Framer::new(SseConfig {
+        max_event_bytes: 16,
+    });
+    let long = format!(": {}\ndata: ok\n\n", "c".repeat(64));
+    let (events, errors, tail) = frame_with(
+        &mut framer,
+        &[b": short", long.as_bytes(), b"data: next\n\n"],
+    );
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    // The comment's event is skipped up to its blank line; the next event is intact.
+    assert_eq!(events, vec![ev("", "next", "")]);
+    assert_eq!(tail, Tail::Clean);
+}
+
+#[test]
+fn exactly_at_the_limit_is_fine() {
+    // The limit counts joined data; a line may be LINE_SLACK longer (for `data: `).
+    let mut framer = Framer::new(SseConfig { max_event_bytes: 8 });
+    let (events, errors, _) = frame_with(&mut framer, &[b"data: 12", b"345678\n\n"]);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(events, vec![ev("", "12345678", "")]);
+    let (events, errors, tail) =
+        frame_with(&mut framer, &[b"data: 123456789\n\n", b"data: 12", b"3"]);
+    assert!(events.is_empty());
+    assert_eq!(errors.len(), 1, "only the first event passes the cap");
+    assert_eq!(tail, Tail::Truncated { pending_bytes: 9 });
+}
+
+const MIXED: &[u8] = b"\xEF\xBB\xBF: hi\r\nretry: 10\nid: 1\nevent: a\ndata: x\ndata:  y\r\n\r\n\
+data: {\"t\":\"\xC3\xA9\xE6\x9D\xB1\"}\r\rid: 2\ndata\n\nevent: only\n\n:c\ndata: last\n\n";
+
+fn mixed_expected() -> Vec<Ev> {
+    vec![
+        ev("a", "x\n y", "1"),
+        ev("", "{\"t\":\"é東\"}", "1"),
+        ev("", "", "2"),
+        ev("", "last", "2"),
+    ]
+}
+
+#[test]
+fn every_two_and_three_piece_split_of_a_mixed_body() {
+    let body = MIXED;
+    for i in 0..=body.len() {
+        let (events, tail) = frame(&[&body[..i], &body[i..]]);
+        assert_eq!(events, mixed_expected(), "split at {i}");
+        assert_eq!(tail, Tail::Clean);
+        for j in i..=body.len() {
+            let (events, _) = frame(&[&body[..i], &body[i..j], &body[j..]]);
+            assert_eq!(events, mixed_expected(), "split at {i},{j}");
+        }
+    }
+}
+
+#[test]
+fn byte_by_byte() {
+    let pieces: Vec<&[u8]> = MIXED.chunks(1).collect();
+    assert_eq!(frame(&pieces).0, mixed_expected());
+}
+
+/// One line of a generated event stream (without its terminator).
+fn line_strategy() -> impl Strategy<Value = String> {
+    let value = "[a-z é東\"{}:]{0,24}";
+    prop_oneof![
+        value.prop_map(|v| format!("data: {v}")),
+        value.prop_map(|v| format!("data:{v}")),
+        Just("data".to_owned()),
+        value.prop_map(|v| format!("event: {v}")),
+        value.prop_map(|v| format!("id: {v}")),
+        value.prop_map(|v| format!(": {v}")),
+        Just("retry: 1500".to_owned()),
+        Just("foo: bar".to_owned()),
+        Just(String::new()),
+        Just(String::new()),
+    ]
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Framed {
+    events: Vec<Ev>,
+    first_error: Option<SseError>,
+    dropped: u64,
+    tail: Tail,
+}
+
+fn frame_pieces(max: usize, pieces: &[&[u8]]) -> Framed {
+    let mut framer = Framer::new(SseConfig {
+        max_event_bytes: max,
+    });
+    let (events, errors, tail) = frame_with(&mut framer, pieces);
+    Framed {
+        events,
+        first_error: errors.into_iter().next(),
+        dropped: framer.dropped_events(),
+        tail,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Framing is split-invariant, size cap and its errors included.
+    #[test]
+    fn framing_is_split_invariant(
+        bom in any::<bool>(),
+        lines in prop::collection::vec((line_strategy(), 0usize..3), 0..24),
+        max in 4usize..48,
+        cuts in prop::collection::vec(0usize..10_000, 0..12),
+    ) {
+        let mut body = Vec::new();
+        if bom {
+            body.extend_from_slice(b"\xEF\xBB\xBF");
+        }
+        for (line, ending) in &lines {
+            body.extend_from_slice(line.as_bytes());
+            body.extend_from_slice([&b"\n"[..], b"\r\n", b"\r"][*ending]);
+        }
+        let whole = frame_pieces(max, &[&body]);
+        let pieces = chunked(&body, &cuts);
+        let refs: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
+        prop_assert_eq!(frame_pieces(max, &refs), whole);
+        let bytes: Vec<&[u8]> = body.chunks(1).collect();
+        prop_assert_eq!(frame_pieces(max, &bytes), frame_pieces(max, &[&body]));
+    }
+}
+
+// =============================================================================================
+// Gateway helpers
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Call {
+    ordinal: usize,
+    index: Option<i64>,
+    id: Option<String>,
+    name: Option<String>,
+    args: String,
+    error: Option<ErrorKind>,
+    metadata: Vec<(String, String)>,
+    warnings: Vec<&'static str>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Outcome {
+    calls: Vec<Call>,
+    text: String,
+    usage: Option<String>,
+    finish: Option<FinishReason>,
+    finish_raw: Option<String>,
+    format: Option<Format>,
+    done: bool,
+    events: u64,
+    errors: Vec<(StreamErrorKind, u64, u64)>,
+}
+
+impl Outcome {
+    fn call(&self, ordinal: usize) -> &Call {
+        &self.calls[ordinal]
+    }
+    fn count(&self, kind: StreamErrorKind) -> u64 {
+        self.errors.iter().find(|e| e.0 == kind).map_or(0, |e| e.2)
+    }
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/data/sse/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn fixtures() -> Vec<(String, Vec<u8>)> {
+    let dir = format!("{}/tests/data/sse", env!("CARGO_MANIFEST_DIR"));
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| {
+            std::path::Path::new(n)
+                .extension()
+                .is_some_and(|x| x == "sse")
+        })
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| (n.clone(), fixture(&n)))
+        .collect()
+}
+
+fn decoder() -> StreamDecoder {
+    StreamDecoder::new(Assembler::new(AssemblerConfig::default()).expect("default config"))
+}
+
+fn collect(mut d: StreamDecoder) -> Outcome {
+    let calls = d
+        .finish()
+        .expect("first finish")
+        .into_iter()
+        .map(|c| Call {
+            ordinal: c.ordinal,
+            index: c.index,
+            id: c.id,
+            name: c.name,
+            args: String::from_utf8(c.arguments).expect("arguments are UTF-8"),
+            error: c.error.map(|e| e.kind),
+            metadata: c.metadata,
+            warnings: c.warnings,
+        })
+        .collect();
+    let errors = d
+        .errors()
+        .iter()
+        .map(|e| (e.kind, e.event, d.error_count(e.kind)))
+        .collect();
+    Outcome {
+        calls,
+        text: d.text().into_owned(),
+        usage: d.usage().map(str::to_owned),
+        finish: d.finish_reason(),
+        finish_raw: d.finish_reason_raw().map(str::to_owned),
+        format: d.format(),
+        done: d.done(),
+        events: d.events(),
+        errors,
+    }
+}
+
+fn run_chunks<'a>(pieces: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
+    let mut d = decoder();
+    for p in pieces {
+        d.push(p).expect("push before finish");
+    }
+    collect(d)
+}
+
+fn run(body: &[u8]) -> Outcome {
+    run_chunks([body])
+}
+
+fn run_fixture(name: &str) -> Outcome {
+    let body = fixture(name);
+    let whole = run(&body);
+    // Every fixture must give the same result byte by byte as whole.
+    let bytewise = run_chunks(body.chunks(1));
+    assert_eq!(whole, bytewise, "{name}: whole vs byte-by-byte");
+    whole
+}
+
+fn ok(c: &Call, name: &str, args: &str) {
+    assert_eq!(c.name.as_deref(), Some(name), "{c:?}");
+    assert_eq!(c.args, args, "{c:?}");
+    assert_eq!(c.error, None, "{c:?}");
+}
+
+fn value(args: &str) -> serde_json::Value {
+    serde_json::from_str(args).expect("valid JSON arguments")
+}
+
+// =============================================================================================
+// Formats
+
+#[test]
+fn openai_chat_four_interleaved_parallel_calls() {
+    let o = run_fixture("openai_chat_parallel4.sse");
+    assert_eq!(o.format, Some(Format::OpenAiChat));
+    assert_eq!(o.calls.len(), 4);
+    ok(
+        o.call(0),
+        "get_weather",
+        r#"{"location": "Paris, France", "unit": "celsius"}"#,
+    );
+    ok(
+        o.call(1),
+        "get_weather",
+        r#"{"location": "Tōkyō 東京", "unit": "celsius"}"#,
+    );
+    ok(
+        o.call(2),
+        "search_flights",
+        r#"{"from": "CDG", "to": "HND", "date": "2026-12-01", "max_stops": 1}"#,
+    );
+    ok(o.call(3), "get_time", r#"{"timezone": "Asia/Tokyo"}"#);
+    let ids: Vec<_> = o
+        .calls
+        .iter()
+        .map(|c| c.id.as_deref().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "call_9fKq2VbX1mTz",
+            "call_Lw3HjP0sYc7e",
+            "call_Qz8RtN4aUe2d",
+            "call_Mb6XcD5fGh1k"
+        ]
+    );
+    assert_eq!(
+        o.calls.iter().map(|c| c.index).collect::<Vec<_>>(),
+        [Some(0), Some(1), Some(2), Some(3)]
+    );
+    assert_eq!(o.finish, Some(FinishReason::ToolCalls));
+    assert_eq!(o.finish_raw.as_deref(), Some("tool_calls"));
+    let usage = value(o.usage.as_deref().unwrap_or("null"));
+    assert_eq!(usage["total_tokens"], 508);
+    assert!(o.done);
+    assert!(o.errors.is_empty(), "{:?}", o.errors);
+    assert_eq!(o.text, "");
+}
+
+#[test]
+fn openai_chat_text_only() {
+    let o = run_fixture("openai_chat_text.sse");
+    assert!(o.calls.is_empty());
+    assert_eq!(
+        o.text,
+        "Bonjour ! Il fait 12 °C à Paris — ensoleillé ☀️.\n\"ok\""
+    );
+    assert_eq!(o.finish, Some(FinishReason::Stop));
+    assert!(o.errors.is_empty());
+}
+
+#[test]
+fn openai_responses_two_calls() {
+    let o = run_fixture("openai_responses_2calls.sse");
+    assert_eq!(o.format, Some(Format::OpenAiResponses));
+    assert_eq!(o.calls.len(), 2);
+    ok(
+        o.call(0),
+        "get_weather",
+        r#"{"location":"Paris, France","unit":"celsius"}"#,
+    );
+    ok(
+        o.call(1),
+        "send_email",
+        r#"{"to":"ops@example.com","subject":"Status \"green\"","body":"All good.\nSee ya"}"#,
+    );
+    assert_eq!(o.call(0).id.as_deref(), Some("call_tU5r0oWq3ZyXk8Lm"));
+    assert_eq!(o.call(1).id.as_deref(), Some("call_Hn2bV7cX4mQp1Rs9"));
+    assert_eq!(
+        o.call(0).index,
+        Some(1),
+        "output_index: the message item is output 0"
+    );
+    assert_eq!(
+        o.call(0).metadata,
+        vec![(
+            "item_id".to_owned(),
+            "\"fc_68d2a1f3b1c48190aa11bb22cc33dd44\"".to_owned()
+        )]
+    );
+    assert_eq!(o.text, "Checking both now.");
+    assert_eq!(o.finish, Some(FinishReason::ToolCalls));
+    assert_eq!(o.finish_raw.as_deref(), Some("completed"));
+    assert_eq!(
+        value(o.usage.as_deref().unwrap_or("null"))["output_tokens"],
+        71
+    );
+    assert!(o.done);
+    assert!(o.errors.is_empty(), "{:?}", o.errors);
+}
+
+#[test]
+fn anthropic_text_thinking_and_two_tool_uses() {
+    let o = run_fixture("anthropic_text_thinking_2tools.sse");
+    assert_eq!(o.format, Some(Format::Anthropic));
+    assert_eq!(o.calls.len(), 2);
+    ok(
+        o.call(0),
+        "get_weather",
+        r#"{"location": "Paris, France", "unit": "celsius"}"#,
+    );
+    ok(
+        o.call(1),
+        "book_table",
+        r#"{"restaurant": "Le Comptoir", "party_size": 4, "time": "20:00", "notes": "window seat \u2014 \"quiet\""}"#,
+    );
+    assert_eq!(
+        o.call(0).id.as_deref(),
+        Some("toolu_01A09q90qw90lq917835lq9")
+    );
+    assert_eq!(
+        (o.call(0).index, o.call(1).index),
+        (Some(2), Some(3)),
+        "indexes count text and thinking blocks"
+    );
+    assert_eq!(
+        o.text, "I'll check the weather and book a table for you.",
+        "thinking is not text"
+    );
+    assert_eq!(o.finish, Some(FinishReason::ToolCalls));
+    assert_eq!(o.finish_raw.as_deref(), Some("tool_use"));
+    // Usage is merged over `message_start` (input) and `message_delta` (output).
+    assert_eq!(
+        o.usage.as_deref(),
+        Some(
+            r#"{"input_tokens":472,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":187}"#
+        )
+    );
+    assert!(o.done);
+    assert!(o.errors.is_empty(), "{:?}", o.errors);
+}
+
+fn anthropic_body(events: &[(&str, &str)]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (t, data) in events {
+        body.extend_from_slice(format!("event: {t}\ndata: {data}\n\n").as_bytes());
+    }
+    body
+}
+
+#[test]
+fn anthropic_tool_use_input_without_deltas_is_the_arguments() {
+    let body = anthropic_body(&[
+        (
+            "content_block_start",
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}}"#,
+        ),
+        (
+            "content_block_stop",
+            r#"{"type":"content_block_stop","index":0}"#,
+        ),
+        (
+            "content_block_start",
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_2","name":"get_time","input":{}}}"#,
+        ),
+        (
+            "content_block_stop",
+            r#"{"type":"content_block_stop","index":1}"#,
+        ),
+        (
+            "message_delta",
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}"#,
+        ),
+    ]);
+    let o = run(&body);
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    ok(o.call(1), "get_time", "{}");
+}
+
+#[test]
+fn anthropic_placeholder_input_is_not_taken_as_arguments() {
+    let body = anthropic_body(&[
+        (
+            "content_block_start",
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{ }}}"#,
+        ),
+        (
+            "content_block_delta",
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"city\": \"Pa"}}"#,
+        ),
+        (
+            "content_block_delta",
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"ris\"}"}}"#,
+        ),
+        (
+            "content_block_stop",
+            r#"{"type":"content_block_stop","index":0}"#,
+        ),
+    ]);
+    ok(run(&body).call(0), "get_weather", r#"{"city": "Paris"}"#);
+}
+
+#[test]
+fn anthropic_server_tool_use_is_not_a_client_call() {
+    let body = anthropic_body(&[
+        (
+            "content_block_start",
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}"#,
+        ),
+        (
+            "content_block_delta",
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"query\":\"x\"}"}}"#,
+        ),
+        (
+            "content_block_stop",
+            r#"{"type":"content_block_stop","index":0}"#,
+        ),
+    ]);
+    let o = run(&body);
+    assert!(o.calls.is_empty(), "{:?}", o.calls);
+    assert_eq!(o.format, Some(Format::Anthropic));
+}
+
+#[test]
+fn anthropic_refusal_stops_open_calls() {
+    let body = anthropic_body(&[
+        (
+            "content_block_start",
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"run","input":{}}}"#,
+        ),
+        (
+            "content_block_delta",
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"cmd\":\"rm"}}"#,
+        ),
+        (
+            "message_delta",
+            r#"{"type":"message_delta","delta":{"stop_reason":"refusal"},"usage":{"output_tokens":3}}"#,
+        ),
+        ("message_stop", r#"{"type":"message_stop"}"#),
+    ]);
+    let o = run(&body);
+    assert_eq!(o.finish, Some(FinishReason::Refusal));
+    assert_eq!(o.call(0).error, Some(ErrorKind::Filtered));
+}
+
+#[test]
+fn anthropic_error_event_is_reported_and_the_stream_goes_on() {
+    let body = anthropic_body(&[
+        (
+            "content_block_start",
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        ),
+        (
+            "error",
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        ),
+        ("ping", r#"{"type": "ping"}"#),
+    ]);
+    let o = run(&body);
+    assert_eq!(o.count(StreamErrorKind::ProviderError), 1);
+    assert_eq!(o.errors[0].1, 2, "event number");
+    assert_eq!(o.finish, None);
+}
+
+#[test]
+fn responses_incomplete_reports_length_and_truncates() {
+    let body = b"data: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"call_1\",\"name\":\"write\",\"arguments\":\"\"}}\n\n\
+data: {\"type\":\"response.function_call_arguments.delta\",\"item_id\":\"fc_1\",\"delta\":\"{\\\"text\\\":\\\"lor\"}\n\n\
+data: {\"type\":\"response.incomplete\",\"response\":{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"usage\":{\"output_tokens\":5}}}\n\n";
+    let o = run(body);
+    assert_eq!(o.finish, Some(FinishReason::Length));
+    assert_eq!(o.finish_raw.as_deref(), Some("max_output_tokens"));
+    assert_eq!(
+        o.call(0).args,
+        r#"{"text":"lor"#,
+        "delta without output_index found by item_id"
+    );
+    assert_eq!(o.call(0).error, Some(ErrorKind::Truncated));
+}
+
+#[test]
+fn responses_failed_is_a_provider_error() {
+    let body = b"event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}}}\n\n";
+    let o = run(body);
+    assert_eq!(o.finish, Some(FinishReason::Other));
+    assert_eq!(o.finish_raw.as_deref(), Some("failed"));
+    assert_eq!(o.count(StreamErrorKind::ProviderError), 1);
+}
+
+#[test]
+fn chat_content_filter_stops_calls() {
+    let body = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}}]}}]}\n\n\
+data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"content_filter\"}]}\n\ndata: [DONE]\n\n";
+    let o = run(body);
+    assert_eq!(o.finish, Some(FinishReason::ContentFilter));
+    assert_eq!(o.call(0).error, Some(ErrorKind::Filtered));
+}
+
+#[test]
+fn chat_refusal_text_makes_stop_a_refusal() {
+    let body = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"refusal\":\"\"}}]}\n\n\
+data: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\"I can't help with that.\"}}]}\n\n\
+data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
+    let o = run(body);
+    assert_eq!(o.finish, Some(FinishReason::Refusal));
+    assert_eq!(o.finish_raw.as_deref(), Some("stop"));
+    assert_eq!(o.text, "", "refusal text is not assistant text");
+}
+
+#[test]
+fn chat_only_choice_zero_is_assembled() {
+    let body = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"A\"}},{\"index\":1,\"delta\":{\"content\":\"B\",\"tool_calls\":[{\"index\":0,\"id\":\"x\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}}]}\n\n";
+    let mut d = decoder();
+    d.push(body).expect("push");
+    assert_eq!(d.ignored_choices(), 1);
+    let o = collect(d);
+    assert_eq!(o.text, "A");
+    assert!(o.calls.is_empty());
+}
+
+#[test]
+fn chat_legacy_function_call_delta() {
+    let body = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"function_call\":{\"name\":\"f\",\"arguments\":\"\"}}}]}\n\n\
+data: {\"choices\":[{\"index\":0,\"delta\":{\"function_call\":{\"arguments\":\"{\\\"a\\\":1}\"}}}]}\n\n\
+data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"function_call\"}]}\n\n";
+    let o = run(body);
+    ok(o.call(0), "f", r#"{"a":1}"#);
+    assert_eq!(o.finish, Some(FinishReason::ToolCalls));
+}
+
+#[test]
+fn chat_mid_stream_error_object() {
+    let o =
+        run(b"data: {\"error\":{\"message\":\"rate limited\",\"type\":\"rate_limit_error\"}}\n\n");
+    assert_eq!(o.count(StreamErrorKind::ProviderError), 1);
+}
+
+#[test]
+fn malformed_and_unknown_events_are_counted_and_skipped() {
+    let o = run_fixture("openai_chat_malformed_events.sse");
+    assert_eq!(o.count(StreamErrorKind::MalformedEvent), 3);
+    assert_eq!(o.count(StreamErrorKind::UnknownEvent), 2);
+    assert_eq!(o.count(StreamErrorKind::ProviderError), 1);
+    assert_eq!(o.format, Some(Format::OpenAiChat));
+    assert_eq!(o.finish, Some(FinishReason::ToolCalls));
+    assert_eq!(o.errors[0].0, StreamErrorKind::MalformedEvent);
+    assert_eq!(o.errors[0].1, 2, "the first malformed event is event 2");
+    // The truncated event 2 contributed nothing: the call continues from event 7.
+    ok(o.call(0), "f", r#"{"a":2}"#);
+}
+
+#[test]
+fn oversized_event_is_reported() {
+    let mut d = StreamDecoder::with_config(
+        Assembler::new(AssemblerConfig::default()).expect("default config"),
+        SseConfig {
+            max_event_bytes: 64,
+        },
+    );
+    let big = format!(
+        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{}\"}}}}]}}\n\n",
+        "x".repeat(100)
+    );
+    d.push(big.as_bytes()).expect("push");
+    d.push(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}]}\n\n")
+        .expect("push");
+    let o = collect(d);
+    assert_eq!(o.count(StreamErrorKind::EventTooLarge), 1);
+    assert_eq!(o.text, "ok");
+}
+
+#[test]
+fn push_after_finish_is_misuse() {
+    let mut d = decoder();
+    d.push(b"data: [DONE]\n\n").expect("push");
+    assert_eq!(d.finish().map(|calls| calls.len()), Ok(0));
+    assert_eq!(
+        d.push(b"data: x\n\n"),
+        Err(toolwire::error::Misuse::Finished)
+    );
+    assert!(d.finish().is_err());
+}
+
+#[test]
+fn format_and_finish_names_are_stable() {
+    assert_eq!(Format::OpenAiChat.as_str(), "openai-chat");
+    assert_eq!(Format::OpenAiResponses.as_str(), "openai-responses");
+    assert_eq!(Format::Anthropic.as_str(), "anthropic");
+    for (raw, want) in [
+        ("stop", FinishReason::Stop),
+        ("end_turn", FinishReason::Stop),
+        ("STOP", FinishReason::Stop),
+        ("tool_use", FinishReason::ToolCalls),
+        ("max_tokens", FinishReason::Length),
+        ("content_filter", FinishReason::ContentFilter),
+        ("refusal", FinishReason::Refusal),
+        ("pause_turn", FinishReason::Other),
+    ] {
+        assert_eq!(FinishReason::from_raw(raw), want, "{raw}");
+    }
+}
+
+// =============================================================================================
+// Provider quirks (numbers from the provider-quirks spec)
+
+#[test]
+fn quirk01_missing_index() {
+    let o = run_fixture("quirk01_missing_index.sse");
+    assert_eq!(o.calls.len(), 2);
+    ok(o.call(0), "get_weather", r#"{"city": "Paris"}"#);
+    ok(o.call(1), "get_time", r#"{"tz": "CET"}"#);
+    assert_eq!(o.call(0).index, None);
+}
+
+#[test]
+fn quirk02_same_index_parallel() {
+    let o = run_fixture("quirk02_same_index_parallel.sse");
+    assert_eq!(o.calls.len(), 2);
+    ok(o.call(0), "get_weather", r#"{"city": "Paris"}"#);
+    ok(o.call(1), "get_time", r#"{"tz": "CET"}"#);
+}
+
+#[test]
+fn quirk03_whole_calls_same_index() {
+    let o = run_fixture("quirk03_whole_calls_same_index.sse");
+    assert_eq!(o.calls.len(), 3);
+    for (c, city) in o.calls.iter().zip(["Paris", "Rome", "Oslo"]) {
+        ok(c, "get_weather", &format!(r#"{{"city":"{city}"}}"#));
+    }
+}
+
+#[test]
+fn quirk04_offset_index() {
+    let o = run_fixture("quirk04_offset_index.sse");
+    assert_eq!(
+        o.calls
+            .iter()
+            .map(|c| (c.ordinal, c.index))
+            .collect::<Vec<_>>(),
+        [(0, Some(1)), (1, Some(2))]
+    );
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    ok(o.call(1), "get_time", r#"{"tz":"CET"}"#);
+}
+
+#[test]
+fn quirk05_negative_index() {
+    let o = run_fixture("quirk05_negative_index.sse");
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    assert_eq!(o.call(0).index, Some(-1));
+    assert!(!o.done, "no [DONE] in this body");
+    assert_eq!(o.finish, Some(FinishReason::ToolCalls));
+}
+
+#[test]
+fn quirk06_same_index_in_one_chunk() {
+    let o = run_fixture("quirk06_same_index_in_one_chunk.sse");
+    assert_eq!(o.calls.len(), 1);
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+}
+
+#[test]
+fn quirk07_interleaved() {
+    let o = run_fixture("quirk07_interleaved.sse");
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    ok(o.call(1), "get_time", r#"{"tz":"CET"}"#);
+}
+
+#[test]
+fn quirk08_repeated_name() {
+    let o = run_fixture("quirk08_repeated_name.sse");
+    assert_eq!(o.calls.len(), 1);
+    ok(o.call(0), "read_file", r#"{"path":"/etc/hosts"}"#);
+}
+
+#[test]
+fn quirk09_name_fragments() {
+    let o = run_fixture("quirk09_name_fragments.sse");
+    assert_eq!(o.calls.len(), 1);
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+}
+
+#[test]
+fn quirk10_name_arrives_late() {
+    let o = run_fixture("quirk10_name_arrives_late.sse");
+    assert_eq!(o.calls.len(), 1);
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    assert_eq!(o.call(0).id.as_deref(), Some("call_l1"));
+}
+
+#[test]
+fn quirk11_blank_name() {
+    let o = run_fixture("quirk11_blank_name.sse");
+    assert_eq!(o.calls.len(), 1);
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+}
+
+#[test]
+fn quirk12_repeated_id() {
+    let o = run_fixture("quirk12_repeated_id.sse");
+    assert_eq!(o.calls.len(), 1);
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    assert_eq!(o.call(0).id.as_deref(), Some("call_x1"));
+}
+
+#[test]
+fn quirk13_unstable_ids() {
+    let o = run_fixture("quirk13_unstable_ids.sse");
+    assert_eq!(o.calls.len(), 1);
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    assert_eq!(o.call(0).id.as_deref(), Some("call_u1"));
+}
+
+#[test]
+fn quirk14_empty_id() {
+    let o = run_fixture("quirk14_empty_id.sse");
+    assert_eq!(o.calls.len(), 1);
+    assert_eq!(o.call(0).id.as_deref(), Some("call_e1"));
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+}
+
+#[test]
+fn quirk15_null_string_id() {
+    let o = run_fixture("quirk15_null_string_id.sse");
+    assert_eq!(o.calls.len(), 1);
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    assert_ne!(o.call(0).id.as_deref(), Some("null"));
+}
+
+#[test]
+fn quirk16_same_id_parallel() {
+    let o = run_fixture("quirk16_same_id_parallel.sse");
+    assert!(o.call(1).warnings.contains(&warning::DUPLICATE_ID));
+    assert_eq!(o.calls.len(), 2);
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    ok(o.call(1), "get_weather", r#"{"city":"Rome"}"#);
+    assert_eq!(o.call(0).id.as_deref(), Some("call_dup"));
+    assert_ne!(o.call(0).id, o.call(1).id, "colliding ids are made unique");
+}
+
+#[test]
+fn quirk17_repeated_type() {
+    let o = run_fixture("quirk17_repeated_type.sse");
+    assert_eq!(o.calls.len(), 1);
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+}
+
+#[test]
+fn quirk18_chunk_id_changes() {
+    let o = run_fixture("quirk18_chunk_id_changes.sse");
+    assert_eq!(o.calls.len(), 1);
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+}
+
+#[test]
+fn quirk19_cumulative_arguments() {
+    let o = run_fixture("quirk19_cumulative_arguments.sse");
+    assert!(o.call(0).warnings.contains(&warning::CUMULATIVE_ARGUMENTS));
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+}
+
+#[test]
+fn quirk20_consolidated_repeat() {
+    let o = run_fixture("quirk20_consolidated_repeat.sse");
+    assert!(o.call(0).warnings.contains(&warning::REPEAT_DROPPED));
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+}
+
+#[test]
+fn quirk20_responses_done_verifies_and_repairs_a_prefix() {
+    let o = run_fixture("quirk20_responses_done_verifies.sse");
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    // The deltas of the second call lost their tail; `.done` carried the full text.
+    ok(o.call(1), "get_time", r#"{"tz":"CET"}"#);
+    assert_eq!(o.count(StreamErrorKind::ArgumentsMismatch), 1);
+}
+
+#[test]
+fn quirk21_concatenated_values() {
+    let o = run_fixture("quirk21_concatenated_values.sse");
+    assert_eq!(o.calls.len(), 1);
+    let c = o.call(0);
+    assert_eq!(
+        c.args, r#"{"q":"rust"}{"q":"serde"}"#,
+        "kept raw, never replaced by {{}}"
+    );
+    assert_eq!(c.error, Some(ErrorKind::ConcatenatedValues));
+}
+
+#[test]
+fn quirk22_whole_call_one_chunk() {
+    let o = run_fixture("quirk22_whole_call_one_chunk.sse");
+    ok(
+        o.call(0),
+        "get_weather",
+        r#"{"city":"Paris","unit":"celsius"}"#,
+    );
+    assert_eq!(o.finish, Some(FinishReason::ToolCalls));
+}
+
+#[test]
+fn quirk23_object_arguments() {
+    let o = run_fixture("quirk23_object_arguments.sse");
+    ok(
+        o.call(0),
+        "get_weather",
+        r#"{"city":"Paris","days":[1,2],"n":1.5}"#,
+    );
+    ok(o.call(1), "get_time", "{}");
+}
+
+#[test]
+fn quirk24_null_first_arguments() {
+    let o = run_fixture("quirk24_null_first_arguments.sse");
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+}
+
+#[test]
+fn quirk25_empty_arguments() {
+    let o = run_fixture("quirk25_empty_arguments.sse");
+    assert!(o.call(0).warnings.contains(&warning::EMPTY_ARGUMENTS));
+    ok(o.call(0), "list_files", "{}");
+}
+
+#[test]
+fn quirk26_empty_delta_string() {
+    let o = run_fixture("quirk26_empty_delta_string.sse");
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    assert!(o.errors.is_empty(), "{:?}", o.errors);
+}
+
+#[test]
+fn quirk28_control_markers() {
+    let o = run_fixture("quirk28_control_markers.sse");
+    assert_eq!(o.call(0).args, r#"[ARGS]{"city":"Paris"}</tool_call>"#);
+    assert!(o.call(0).error.is_some());
+}
+
+#[test]
+fn quirk29_empty_choices() {
+    let o = run_fixture("quirk29_empty_choices.sse");
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    assert_eq!(
+        value(o.usage.as_deref().unwrap_or("null"))["prompt_tokens"],
+        412
+    );
+    assert!(o.errors.is_empty(), "{:?}", o.errors);
+}
+
+#[test]
+fn quirk30_azure_filter_annotations() {
+    let o = run_fixture("quirk30_azure_filter_annotations.sse");
+    assert_eq!(o.calls.len(), 1);
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    assert!(o.errors.is_empty(), "{:?}", o.errors);
+}
+
+#[test]
+fn quirk31_thought_signature() {
+    let o = run_fixture("quirk31_thought_signature.sse");
+    assert_eq!(
+        o.calls.len(),
+        2,
+        "a metadata-only delta never starts a call"
+    );
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    assert_eq!(
+        o.call(0).metadata,
+        vec![(
+            "extra_content".to_owned(),
+            r#"{"google":{"thought_signature":"CqMDAdHtim9wA1xVqkRkPgP3YwKj+8u0="}}"#.to_owned()
+        )]
+    );
+    assert_eq!(
+        o.call(1).metadata,
+        vec![(
+            "extra_content".to_owned(),
+            r#"{"google":{"thought_signature":"Zm9vYmFy"}}"#.to_owned()
+        )]
+    );
+}
+
+#[test]
+fn quirk34_stop_with_tool_calls() {
+    let o = run_fixture("quirk34_stop_with_tool_calls.sse");
+    assert_eq!(o.finish, Some(FinishReason::Stop));
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+}
+
+#[test]
+fn quirk35_truncated_as_tool_calls() {
+    let o = run_fixture("quirk35_truncated_as_tool_calls.sse");
+    assert_eq!(o.finish, Some(FinishReason::ToolCalls));
+    assert_eq!(o.call(0).error, Some(ErrorKind::Truncated));
+}
+
+#[test]
+fn quirk36_length_truncated_never_repaired() {
+    let o = run_fixture("quirk36_length_truncated.sse");
+    assert_eq!(o.finish, Some(FinishReason::Length));
+    assert_eq!(
+        o.call(0).args,
+        r#"{"path":"a.txt","content":"lorem ipsum dolor"#,
+        "raw text kept (quirk 37)"
+    );
+    assert_eq!(o.call(0).error, Some(ErrorKind::Truncated));
+}
+
+#[test]
+fn quirk38_no_finish_reason() {
+    let o = run_fixture("quirk38_no_finish_reason.sse");
+    assert_eq!(o.finish, None);
+    assert!(!o.done);
+    assert_eq!(o.calls.len(), 2, "every call is returned");
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    assert_eq!(o.call(1).error, Some(ErrorKind::Truncated));
+    assert_eq!(o.count(StreamErrorKind::TruncatedBody), 1);
+}
+
+#[test]
+fn quirk39_utf8_split() {
+    let o = run_fixture("quirk39_utf8_split.sse");
+    assert_eq!(o.text, "Météo: 東京 ☀️ 🌧");
+    ok(
+        o.call(0),
+        "get_weather",
+        r#"{"city":"Zürich","note":"雨 🌧 ok"}"#,
+    );
+}
+
+#[test]
+fn quirk40_replacement_char_passes_through() {
+    let o = run_fixture("quirk40_replacement_char.sse");
+    assert!(
+        o.call(0).warnings.contains(&warning::REPLACEMENT_CHARACTER),
+        "{:?}",
+        o.call(0)
+    );
+    ok(o.call(0), "get_weather", "{\"city\":\"Z\u{FFFD}rich\"}");
+}
+
+#[test]
+fn quirk41_split_surrogate() {
+    let o = run_fixture("quirk41_split_surrogate.sse");
+    ok(o.call(0), "send", r#"{"emoji":"a😀b"}"#);
+}
+
+#[test]
+fn quirk42_split_escape() {
+    let o = run_fixture("quirk42_split_escape.sse");
+    ok(
+        o.call(0),
+        "write_file",
+        r#"{"content":"line1\nline2 \u00e9 \"q\""}"#,
+    );
+    assert_eq!(value(&o.call(0).args)["content"], "line1\nline2 é \"q\"");
+}
+
+#[test]
+fn quirk43_invalid_escape() {
+    let o = run_fixture("quirk43_invalid_escape.sse");
+    assert_eq!(o.call(0).error, Some(ErrorKind::InvalidEscape));
+    assert_eq!(o.call(0).args, r#"{"path":"App\Http\Kernel.php"}"#);
+    ok(o.call(1), "get_weather", r#"{"city":"Paris"}"#);
+}
+
+#[test]
+fn quirk44_lone_surrogate_is_kept_as_an_escape() {
+    let o = run_fixture("quirk44_lone_surrogate.sse");
+    assert_eq!(o.call(0).args, r#"{"t":"x\udc00y"}"#);
+}
+
+#[test]
+fn quirk45_garbled_arguments() {
+    let o = run_fixture("quirk45_garbled_arguments.sse");
+    assert_eq!(o.call(0).args, r#"{"city": "Paris"}"}"#);
+    assert_eq!(o.call(0).error, Some(ErrorKind::TrailingData));
+}
+
+#[test]
+fn quirk46_final_brace_dropped() {
+    let o = run_fixture("quirk46_final_brace_dropped.sse");
+    assert_eq!(o.call(0).error, Some(ErrorKind::Truncated));
+}
+
+#[test]
+fn quirk47_anthropic_dropped_open() {
+    let o = run_fixture("quirk47_anthropic_dropped_open.sse");
+    assert_eq!(o.call(0).args, r#"city": "Paris"}"#);
+    assert!(o.call(0).error.is_some());
+}
+
+#[test]
+fn quirk48_index_shifted() {
+    let o = run_fixture("quirk48_index_shifted.sse");
+    assert_eq!(o.calls.len(), 2);
+    ok(o.call(0), "get_weather", r#"{"city":"Paris"}"#);
+    ok(o.call(1), "get_time", r#"{"tz":"CET"}"#);
+    assert_eq!((o.call(0).index, o.call(1).index), (Some(1), Some(0)));
+}
+
+#[test]
+fn every_quirk_fixture_has_a_test() {
+    let source = include_str!("sse.rs");
+    for (name, _) in fixtures() {
+        assert!(
+            source.contains(&format!("\"{name}\"")),
+            "fixture {name} is not used by a test"
+        );
+    }
+}
+
+// =============================================================================================
+// Split anywhere
+
+#[test]
+fn every_fixture_two_piece_splits() {
+    for (name, body) in fixtures() {
+        let whole = run(&body);
+        for cut in (0..=body.len()).step_by(7) {
+            assert_eq!(
+                run_chunks([&body[..cut], &body[cut..]]),
+                whole,
+                "{name} cut at {cut}"
+            );
+        }
+    }
+}
+
+fn chunked(body: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
+    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (body.len() + 1)).collect();
+    cuts.sort_unstable();
+    let mut out = Vec::new();
+    let mut last = 0;
+    for c in cuts {
+        out.push(body[last..c].to_vec());
+        last = c;
+    }
+    out.push(body[last..].to_vec());
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn random_splits_give_identical_results(which in 0usize..1000, cuts in prop::collection::vec(0usize..100_000, 0..40)) {
+        let all = fixtures();
+        let (name, body) = &all[which % all.len()];
+        let whole = run(body);
+        let pieces = chunked(body, &cuts);
+        let split = run_chunks(pieces.iter().map(Vec::as_slice));
+        prop_assert_eq!(split, whole, "{}", name);
+    }
+}
+
+// =============================================================================================
+// Throughput probe
+
+/// A chat-completions tool-call stream of about `target` bytes: 4 interleaved parallel calls
+/// whose arguments stay valid JSON, 3–20 argument bytes per envelope, realistic envelope fields.
+fn synthetic_chat_stream(target: usize) -> Vec<u8> {
+    const HEAD: &str = r#"data: {"id":"chatcmpl-Bq7xK2mN9pLr4TzW","object":"chat.completion.chunk","created":1764490000,"model":"gpt-4.1-2025-04-14","system_fingerprint":"fp_b3f1157249","choices":[{"index":0,"delta":{"tool_calls":[{"index":"#;
+    // Pieces of argument text (already JSON: the content string's own escapes included).
+    const PIECES: [&str; 7] = [
+        "fn main() {",
+        r"\n    println!(",
+        r#"\"hi\");"#,
+        r"\n}\n",
+        "lorem ipsum ",
+        "dolor",
+        " sit amet, ",
+    ];
+    let wire = |piece: &str| serde_json::to_string(piece).expect("a string serializes");
+    let mut body = Vec::with_capacity(target + 4096);
+    let event = |body: &mut Vec<u8>, call: usize, rest: &str| {
+        body.extend_from_slice(HEAD.as_bytes());
+        body.extend_from_slice(
+            format!("{call},{rest}}}]}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n")
+                .as_bytes(),
+        );
+    };
+    for call in 0..4 {
+        let open = wire(r#"{"path": "src/main.rs", "content": ""#);
+        event(
+            &mut body,
+            call,
+            &format!(
+                r#""id":"call_{call}xYzAbC","type":"function","function":{{"name":"write_file","arguments":{open}}}"#
+            ),
+        );
+    }
+    let mut n = 0usize;
+    while body.len() < target {
+        let piece = wire(PIECES[n % PIECES.len()]);
+        event(
+            &mut body,
+            n % 4,
+            &format!(r#""function":{{"arguments":{piece}}}"#),
+        );
+        n += 1;
+    }
+    for call in 0..4 {
+        event(
+            &mut body,
+            call,
+            &format!(r#""function":{{"arguments":{}}}"#, wire(r#""}"#)),
+        );
+    }
+    body.extend_from_slice(b"data: {\"id\":\"chatcmpl-Bq7xK2mN9pLr4TzW\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n");
+    body
+}
+
+/// Body size of the probes: `SSE_PROBE_MB` MiB (default 64; small values suit valgrind).
+fn probe_size() -> usize {
+    std::env::var("SSE_PROBE_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64)
+        << 20
+}
+
+/// Nanoseconds this thread spent on a CPU (Linux), so that a busy machine does not distort
+/// the figure; `None` elsewhere.
+fn thread_cpu_ns() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    stat.split_whitespace().next()?.parse().ok()
+}
+
+/// Best of three runs of `f` over `bytes` bytes: (wall-clock MB/s, on-CPU MB/s).
+#[allow(clippy::cast_precision_loss)]
+fn rate(bytes: usize, f: &mut dyn FnMut()) -> (f64, f64) {
+    let mut wall = f64::MAX;
+    let mut cpu: Option<f64> = None;
+    for _ in 0..3 {
+        let (start, cpu_start) = (std::time::Instant::now(), thread_cpu_ns());
+        f();
+        wall = wall.min(start.elapsed().as_secs_f64());
+        if let (Some(a), Some(b)) = (cpu_start, thread_cpu_ns()) {
+            let secs = (b - a) as f64 / 1e9;
+            cpu = Some(cpu.map_or(secs, |c| c.min(secs)));
+        }
+    }
+    let mb = bytes as f64 / 1e6;
+    (mb / wall, mb / cpu.unwrap_or(wall))
+}
+
+#[test]
+#[ignore = "throughput probe: cargo test --release --test sse -- --ignored --nocapture"]
+#[allow(clippy::print_stdout)]
+fn throughput_chat_tool_calls() {
+    let body = synthetic_chat_stream(probe_size());
+    for chunk in [16 * 1024, 1500] {
+        let (wall, cpu) = rate(body.len(), &mut || {
+            let mut d = decoder();
+            for piece in body.chunks(chunk) {
+                d.push(piece).expect("push");
+            }
+            let calls = d.finish().expect("first finish");
+            assert_eq!(calls.len(), 4);
+            assert!(
+                calls.iter().all(|c| c.error.is_none()),
+                "{:?}",
+                calls[0].error
+            );
+            assert_eq!(d.malformed_events(), 0);
+        });
+        println!("StreamDecoder, {chunk}-byte pushes: {cpu:.0} MB/s on-CPU ({wall:.0} MB/s wall)");
+    }
+}
+
+#[test]
+#[ignore = "throughput probe per stage: cargo test --release --test sse -- --ignored --nocapture"]
+#[allow(clippy::print_stdout)]
+fn throughput_stages() {
+    let body = synthetic_chat_stream(probe_size());
+    let (_, framing) = rate(body.len(), &mut || {
+        let mut framer = Framer::default();
+        let mut n = 0usize;
+        for piece in body.chunks(16 * 1024) {
+            let _ = framer.push(piece, |e| n += e.data.len());
+        }
+        assert!(n > 0);
+    });
+    let (_, decoding) = rate(body.len(), &mut || {
+        let mut framer = Framer::default();
+        let mut decoder = toolwire::envelope::Decoder::new();
+        let mut n = 0usize;
+        for piece in body.chunks(16 * 1024) {
+            let _ = framer.push(piece, |e| {
+                let _ = decoder.decode(e.event, e.data, &mut |_| n += 1);
+            });
+        }
+        assert!(n > 0);
+    });
+    println!(
+        "framing only: {framing:.0} MB/s; framing + envelope decoding: {decoding:.0} MB/s (on-CPU)"
+    );
+}
