@@ -32,6 +32,8 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 from toolwire.coercion import CoercionSpec, resolve_rules
 from toolwire.payloads import Lang
@@ -54,6 +56,25 @@ if TYPE_CHECKING:
     from toolwire._core import ToolRegistry
 
 __all__ = ["ToolDefinition", "ToolInput", "Toolset", "snake_case"]
+
+
+class _DecimalSchema(GenerateJsonSchema):
+    """Pydantic's schema with `Decimal` fields recognisable again.
+
+    Up to pydantic 2.13 the string branch of a `Decimal` field carried a numeric `pattern`; later
+    versions dropped it, which makes `Decimal` and `float | str` look alike. Validation needs to
+    tell them apart (JSON numbers for `Decimal` fields are quoted so no digit is lost), so the
+    schema used for validation puts the pattern back. Exports keep Pydantic's own schema.
+    """
+
+    def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
+        """The `Decimal` schema with a numeric pattern on its string branch."""
+        out = super().decimal_schema(schema)
+        for branch in cast(list[dict[str, Any]], out.get("anyOf") or []):
+            if branch.get("type") == "string" and "pattern" not in branch:
+                branch["pattern"] = r"^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$"
+        return out
+
 
 ToolInput = type[BaseModel] | Mapping[str, Any]
 """What `Toolset` accepts per tool: a Pydantic model class or a plain tool definition."""
@@ -169,6 +190,7 @@ class Toolset:
             rename[rename_key] = rename_to
         used_rename: set[object] = set()
         parsed: list[tuple[str, str, type[BaseModel] | None, dict[str, Any]]] = []
+        validation_sources: dict[str, dict[str, Any]] = {}
         for tool in tools:
             if isinstance(tool, type):
                 key: object = tool
@@ -176,6 +198,9 @@ class Toolset:
                 description = inspect.cleandoc(tool.__doc__) if tool.__doc__ else ""
                 source = tool.model_json_schema()
                 model: type[BaseModel] | None = tool
+                # Validation must know which fields are `Decimal` to keep their digits; the
+                # plain schema no longer says so from pydantic 2.14 on (see _DecimalSchema).
+                validation_sources[name] = tool.model_json_schema(schema_generator=_DecimalSchema)
             elif isinstance(cast(object, tool), Mapping):
                 name, description, source = _plain_parts(tool)
                 key, model = name, None
@@ -185,6 +210,8 @@ class Toolset:
                     f"not {tool!r:.100}"
                 )
             if key in rename:
+                if name in validation_sources:
+                    validation_sources[rename[key]] = validation_sources.pop(name)
                 name = rename[key]
                 used_rename.add(key)
             parsed.append((name, description, model, source))
@@ -206,7 +233,9 @@ class Toolset:
             try:
                 validator = ToolValidator(
                     name,
-                    schema,
+                    precheck_schema(validation_sources[name])
+                    if name in validation_sources
+                    else schema,
                     model,
                     rules=self._rules,
                     default_tz=(default_tz or {}).get(name),

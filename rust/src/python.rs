@@ -57,6 +57,43 @@ fn json_error(py: Python<'_>, e: &Error) -> PyErr {
 /// Builds Python objects directly from validated JSON text.
 struct PySink<'py> {
     py: Python<'py>,
+    /// Recently seen object keys: arrays of objects repeat the same keys, and a cached `str`
+    /// also carries its hash, so dict inserts skip rehashing (orjson keeps a key cache too).
+    keys: Vec<Option<(Box<str>, Bound<'py, PyString>)>>,
+}
+
+/// Slots of the key cache (direct-mapped).
+const KEY_CACHE_SLOTS: usize = 128;
+
+impl<'py> PySink<'py> {
+    fn new(py: Python<'py>) -> Self {
+        Self {
+            py,
+            keys: Vec::new(),
+        }
+    }
+
+    fn key(&mut self, key: &str) -> Bound<'py, PyString> {
+        if key.len() > 64 {
+            return PyString::new(self.py, key);
+        }
+        if self.keys.is_empty() {
+            self.keys.resize_with(KEY_CACHE_SLOTS, || None);
+        }
+        let mut h: u32 = 0x811c_9dc5;
+        for &b in key.as_bytes() {
+            h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+        let slot = &mut self.keys[h as usize % KEY_CACHE_SLOTS];
+        if let Some((cached, string)) = slot {
+            if &**cached == key {
+                return string.clone();
+            }
+        }
+        let string = PyString::new(self.py, key);
+        *slot = Some((key.into(), string.clone()));
+        string
+    }
 }
 
 impl<'py> Sink for PySink<'py> {
@@ -108,7 +145,8 @@ impl<'py> Sink for PySink<'py> {
         value: Self::Value,
         _replace: bool,
     ) -> PyResult<()> {
-        object.set_item(PyString::new(self.py, key), value)
+        let key = self.key(key);
+        object.set_item(key, value)
     }
     fn end_object(&mut self, object: Self::Object) -> PyResult<Self::Value> {
         Ok(object.into_any())
@@ -258,7 +296,7 @@ impl PyToolCall {
     #[getter]
     fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let v = self.value.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-            let built = self.call.value_into(&mut PySink { py })?;
+            let built = self.call.value_into(&mut PySink::new(py))?;
             Ok(built.map_or_else(|| py.None(), Bound::unbind))
         })?;
         Ok(v.bind(py).clone())
@@ -404,7 +442,7 @@ impl PyScanner {
             duplicate_keys: self.inner.config().duplicate_keys == DuplicateKeys::LastWins,
             ..BuildOptions::default()
         };
-        let v = build(self.inner.text(), options, &mut PySink { py })?;
+        let v = build(self.inner.text(), options, &mut PySink::new(py))?;
         optional_value(py, v)
     }
 
@@ -419,7 +457,7 @@ impl PyScanner {
             &self.inner,
             string_mode(strings)?,
             eager_numbers,
-            &mut PySink { py },
+            &mut PySink::new(py),
         )?;
         optional_value(py, v)
     }
@@ -703,7 +741,7 @@ impl PyAssembler {
                 ordinal,
                 string_mode(strings)?,
                 eager_numbers,
-                &mut PySink { py },
+                &mut PySink::new(py),
             )
             .map_err(|e| misuse(&e))??;
         optional_value(py, v)

@@ -253,6 +253,14 @@ impl Reader<'_> {
             b'[' => self.array(sink).map(Some),
             b'"' => {
                 self.pos += 1;
+                // Most strings have no escape: hand the slice over without copying it.
+                let rest = &self.text[self.pos..];
+                if let Some(q) = memchr::memchr2(b'"', b'\\', rest) {
+                    if rest[q] == b'"' {
+                        self.pos += q + 1;
+                        return sink.string(utf8_prefix(&rest[..q])).map(Some);
+                    }
+                }
                 let mut buf = std::mem::take(&mut self.scratch);
                 buf.clear();
                 let state = self.string_into(&mut buf);
