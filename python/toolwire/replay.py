@@ -51,7 +51,7 @@ from typing import Any, Literal, Protocol, TypeAlias, cast
 
 from toolwire._core import ToolCall
 from toolwire.assembler import Assembler
-from toolwire.formats import ChunkInfo, WireFormat, make_adapter
+from toolwire.formats import ChunkInfo, make_adapter
 from toolwire.toolset import Toolset
 from toolwire.validation import Outcome
 
@@ -503,9 +503,10 @@ def _feed_fragment(asm: Assembler, chunk: object) -> None:
 
 
 def feed_sse(asm: Assembler, body: bytes, fmt: FormatName = "auto") -> str:
-    """Feed one raw SSE body to `asm`; the one place in toolwire's Python that reads SSE bytes.
+    """Feed one raw SSE body to `asm` through the core's raw path (`Assembler.feed_sse`).
 
-    Uses the core's `Assembler.feed_sse` when it exists and the format is auto-detected.
+    The core detects the wire format per event, so `fmt` only documents what the caller
+    expects; a body in another format is still read correctly.
 
     Args:
         asm: A fresh assembler.
@@ -515,30 +516,9 @@ def feed_sse(asm: Assembler, body: bytes, fmt: FormatName = "auto") -> str:
     Returns:
         The assistant text of the stream.
     """
-    native: Any = getattr(asm, "feed_sse", None)
-    if fmt == "auto" and callable(native):
-        native(body)
-        return str(getattr(asm, "text", "") or "")
-    # Fallback until the core's feed_sse is bound: frame the events, then hand each JSON payload
-    # to the same format adapters as JSONL chunks. Remove once feed_sse lands.
-    adapter = None if fmt == "auto" else make_adapter(cast("WireFormat", fmt))
-    return "".join(_feed_chunk(asm, chunk, fmt, adapter) for chunk in _sse_payloads(body))
-
-
-def _sse_payloads(body: bytes) -> Iterator[Any]:
-    data: list[bytes] = []
-    for line in [*body.splitlines(), b""]:
-        if not line:
-            payload = b"\n".join(data)
-            data = []
-            if payload and payload.strip() != b"[DONE]":
-                try:
-                    yield json.loads(payload)
-                except ValueError:
-                    continue
-        elif line.startswith(b"data:"):
-            value = line[5:]
-            data.append(value[1:] if value.startswith(b" ") else value)
+    del fmt  # detected per event by the core
+    asm.feed_sse(body)
+    return asm.text
 
 
 # --------------------------------------------------------------------------------------------
