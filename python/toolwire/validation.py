@@ -1021,7 +1021,20 @@ class ToolValidator:
             # here: coercion may still fix those; every other core error is final.
             if error.kind == "not_object":
                 return self._repair(call, text_in, [], builder, lang)
-            initial = [builder.from_call_error(error)]
+            if error.kind != "schema_violation" or self.model is None or call.value is None:
+                initial = [builder.from_call_error(error)]
+            else:
+                # The pre-check stops at its first violation; the model should hear about all
+                # of them in one round, so the complete JSON is validated in full.
+                # The published schema (closed objects, say) is the contract, so the
+                # pre-check's own finding stays even where the model is more lenient.
+                found = builder.from_call_error(error)
+                try:
+                    self.model.model_validate_json(self._exact(text_in), strict=self._strict)
+                except ValidationError as exc:
+                    initial = builder.from_pydantic(exc.errors(include_url=False))
+                if all(d.error.path != found.error.path for d in initial):
+                    initial.append(found)
         elif self.model is not None:
             try:
                 instance = self.model.model_validate_json(self._exact(text_in), strict=self._strict)

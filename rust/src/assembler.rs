@@ -469,7 +469,7 @@ impl Assembler {
             let schema_errors = call
                 .check
                 .as_ref()
-                .map(CallCheck::errors)
+                .map(CallCheck::settled_errors)
                 .unwrap_or_default();
             known.extend(schema_errors.iter());
             if let Some(e) = &call.mixed {

@@ -146,6 +146,17 @@ impl CallCheck {
         out
     }
 
+    /// Violations whose details are final (see [`Checker::settled_errors`]), for early
+    /// reporting: an early error then reads the same however the stream was cut.
+    #[must_use]
+    pub fn settled_errors(&self) -> Vec<Error> {
+        let mut out: Vec<Error> = self.name_error.iter().cloned().collect();
+        if let Some(c) = &self.checker {
+            out.extend(c.settled_errors().iter().cloned());
+        }
+        out
+    }
+
     /// The number of violations found so far.
     #[must_use]
     pub fn error_count(&self) -> usize {

@@ -73,7 +73,7 @@ impl<'py> PySink<'py> {
         }
     }
 
-    fn key(&mut self, key: &str) -> Bound<'py, PyString> {
+    fn cached_key(&mut self, key: &str) -> Bound<'py, PyString> {
         if key.len() > 64 {
             return PyString::new(self.py, key);
         }
@@ -100,6 +100,7 @@ impl<'py> Sink for PySink<'py> {
     type Value = Bound<'py, PyAny>;
     type Array = Bound<'py, PyList>;
     type Object = Bound<'py, PyDict>;
+    type Key = Bound<'py, PyString>;
     type Error = PyErr;
 
     fn null(&mut self) -> PyResult<Self::Value> {
@@ -138,14 +139,16 @@ impl<'py> Sink for PySink<'py> {
     fn object(&mut self) -> PyResult<Self::Object> {
         Ok(PyDict::new(self.py))
     }
+    fn key(&mut self, key: &str) -> PyResult<Self::Key> {
+        Ok(self.cached_key(key))
+    }
     fn set(
         &mut self,
         object: &mut Self::Object,
-        key: &str,
+        key: Self::Key,
         value: Self::Value,
         _replace: bool,
     ) -> PyResult<()> {
-        let key = self.key(key);
         object.set_item(key, value)
     }
     fn end_object(&mut self, object: Self::Object) -> PyResult<Self::Value> {

@@ -63,6 +63,8 @@ pub trait Sink {
     type Array;
     /// An object under construction.
     type Object;
+    /// An object key.
+    type Key;
     /// Failure to produce a value (e.g. a Python error).
     type Error;
 
@@ -106,6 +108,11 @@ pub trait Sink {
     /// # Errors
     /// Sink-specific.
     fn object(&mut self) -> Result<Self::Object, Self::Error>;
+    /// An object key, made before its value is read (so the builder keeps no copy of it).
+    ///
+    /// # Errors
+    /// Sink-specific.
+    fn key(&mut self, key: &str) -> Result<Self::Key, Self::Error>;
     /// Sets a member; with `replace`, an existing member of that key must be replaced in place.
     ///
     /// # Errors
@@ -113,7 +120,7 @@ pub trait Sink {
     fn set(
         &mut self,
         object: &mut Self::Object,
-        key: &str,
+        key: Self::Key,
         value: Self::Value,
         replace: bool,
     ) -> Result<(), Self::Error>;
@@ -132,6 +139,7 @@ impl Sink for ValueSink {
     type Value = Value;
     type Array = Vec<Value>;
     type Object = Vec<(String, Value)>;
+    type Key = String;
     type Error = std::convert::Infallible;
 
     fn null(&mut self) -> Result<Value, Self::Error> {
@@ -159,20 +167,23 @@ impl Sink for ValueSink {
     fn object(&mut self) -> Result<Vec<(String, Value)>, Self::Error> {
         Ok(Vec::new())
     }
+    fn key(&mut self, key: &str) -> Result<String, Self::Error> {
+        Ok(key.to_owned())
+    }
     fn set(
         &mut self,
         object: &mut Vec<(String, Value)>,
-        key: &str,
+        key: String,
         value: Value,
         replace: bool,
     ) -> Result<(), Self::Error> {
         if replace {
-            if let Some(slot) = object.iter_mut().find(|(k, _)| k == key) {
+            if let Some(slot) = object.iter_mut().find(|(k, _)| *k == key) {
                 slot.1 = value;
                 return Ok(());
             }
         }
-        object.push((key.to_owned(), value));
+        object.push((key, value));
         Ok(())
     }
     fn end_object(&mut self, object: Vec<(String, Value)>) -> Result<Value, Self::Error> {
@@ -450,26 +461,35 @@ impl Reader<'_> {
                     continue;
                 }
                 Some(_) => {
-                    // A key.
+                    // A key: borrowed from the text when it has no escape.
                     self.pos += 1;
-                    let mut key = std::mem::take(&mut self.key);
-                    key.clear();
-                    if matches!(self.string_into(&mut key), Str::Open) {
-                        self.key = key;
-                        break;
-                    }
+                    let rest = &self.text[self.pos..];
+                    let key = match memchr::memchr2(b'"', b'\\', rest) {
+                        Some(q) if rest[q] == b'"' => {
+                            self.pos += q + 1;
+                            sink.key(utf8_prefix(&rest[..q]))?
+                        }
+                        _ => {
+                            let mut buf = std::mem::take(&mut self.key);
+                            buf.clear();
+                            if matches!(self.string_into(&mut buf), Str::Open) {
+                                self.key = buf;
+                                break;
+                            }
+                            let key = sink.key(utf8_prefix(&buf))?;
+                            self.key = buf;
+                            key
+                        }
+                    };
                     self.skip_ws();
                     if self.at_end() {
-                        self.key = key;
                         break;
                     }
                     self.pos += 1; // ':'
                     self.skip_ws();
-                    let key_text = utf8_prefix(&key).to_owned();
-                    self.key = key;
                     let item = self.value(sink)?;
                     match item {
-                        Some(v) => sink.set(&mut object, &key_text, v, replace)?,
+                        Some(v) => sink.set(&mut object, key, v, replace)?,
                         None => break,
                     }
                     if self.at_end() {

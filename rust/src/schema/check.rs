@@ -192,6 +192,18 @@ impl Checker {
         &self.st.errors
     }
 
+    /// Violations whose text is final: an error found inside a key or string that is still
+    /// open has its offset already, but its path and `got` are completed only when that key or
+    /// string closes, so it is left out here until then.
+    #[must_use]
+    pub fn settled_errors(&self) -> &[Error] {
+        let settled = self
+            .st
+            .pending
+            .map_or(self.st.errors.len(), |p| p.error as usize);
+        &self.st.errors[..settled.min(self.st.errors.len())]
+    }
+
     /// The first violation, the one to report.
     #[must_use]
     pub fn first_error(&self) -> Option<&Error> {

@@ -1,0 +1,1 @@
+"""Runnable examples: `python -m toolwire.examples.<name>` (they need the `openai` package)."""
