@@ -60,6 +60,35 @@ struct PySink<'py> {
     /// Recently seen object keys: arrays of objects repeat the same keys, and a cached `str`
     /// also carries its hash, so dict inserts skip rehashing (orjson keeps a key cache too).
     keys: Vec<Option<(Box<str>, Bound<'py, PyString>)>>,
+    _gc: GcPause,
+}
+
+/// Pauses the cyclic garbage collector while a value is built: a parsed JSON value is a tree
+/// (it cannot hold a cycle), so collections triggered by its allocations only cost time —
+/// about a sixth of the build time on large arguments. Restored on drop, even on error.
+struct GcPause {
+    was_enabled: bool,
+}
+
+impl GcPause {
+    fn new(_py: Python<'_>) -> Self {
+        // SAFETY: the `Python` token proves the GIL is held, which is all `PyGC_Disable`
+        // requires; it only flips the collector's enabled flag and returns its previous state.
+        let was_enabled = unsafe { pyo3::ffi::PyGC_Disable() } != 0;
+        Self { was_enabled }
+    }
+}
+
+impl Drop for GcPause {
+    fn drop(&mut self) {
+        if self.was_enabled {
+            // SAFETY: the guard never leaves the function that holds the GIL token it was
+            // created with (it is not Send across a detach), so the GIL is still held here.
+            unsafe {
+                pyo3::ffi::PyGC_Enable();
+            }
+        }
+    }
 }
 
 /// Slots of the key cache (direct-mapped).
@@ -70,6 +99,7 @@ impl<'py> PySink<'py> {
         Self {
             py,
             keys: Vec::new(),
+            _gc: GcPause::new(py),
         }
     }
 
