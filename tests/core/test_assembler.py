@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from tests.conftest import Splitter
-from toolwire import NO_VALUE, Assembler, MisuseError, ToolCall
+from toolwire import NO_VALUE, Assembler, MisuseError, Scanner, ToolCall
 
 
 def feed_call(
@@ -440,3 +440,22 @@ def test_threads_feeding_separate_assemblers() -> None:
         t.join()
     assert len(results) == 80
     assert all(r == json.loads(text) for r in results)
+
+
+def test_building_a_value_leaves_the_garbage_collector_as_it_was() -> None:
+    import gc
+
+    a = Assembler()
+    a.feed(0, name="f", arguments='{"a": [1, {"b": "c"}]}')
+    (call,) = a.finish()
+    assert gc.isenabled()
+    assert call.value == {"a": [1, {"b": "c"}]}
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        s = Scanner()
+        s.push(b'[{"x": 1}]')
+        assert s.finish() == [{"x": 1}]
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
