@@ -136,6 +136,29 @@ fn quirk_10_name_after_arguments() {
     assert_eq!(summary(&calls), vec![ok("x", "f", "{\"a\":1}")]);
 }
 
+/// The pre-check attached when the name arrives inside a string value must see the whole
+/// string: it once got only the part after the name, and rejected `SKU-12` as `U-12`.
+#[test]
+fn quirk_10_name_inside_a_string_keeps_the_whole_value() {
+    let mut registry = toolwire::Registry::new();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"sku": {"type": "string", "pattern": "^SKU-[0-9]+$"}}
+    });
+    registry.add("f", &schema).expect("schema compiles");
+    let mut a = Assembler::with_tools(AssemblerConfig::default(), std::sync::Arc::new(registry))
+        .expect("config");
+    for d in [
+        text(Some(0), Some("x"), None, "{\"sku\":\"SK"),
+        text(Some(0), None, Some("f"), "U-1"),
+        text(Some(0), None, None, "2\"}"),
+    ] {
+        a.feed(&d).expect("feed");
+    }
+    let calls = a.finish().expect("finish");
+    assert_eq!(summary(&calls), vec![ok("x", "f", "{\"sku\":\"SKU-12\"}")]);
+}
+
 #[test]
 fn quirk_11_14_15_blank_names_and_ids() {
     let calls = run(&[

@@ -135,7 +135,7 @@ impl Visitor for Progress {
         }
     }
 
-    fn string_end(&mut self, _value: &str, _offset: usize) {
+    fn string_end(&mut self, _offset: usize) {
         if !self.open_string || self.items.is_empty() {
             let path = self.pointer();
             self.items.push((path, Vec::new(), true));

@@ -242,8 +242,8 @@ pub struct Scanner {
     frames: Vec<Frame>,
     depth: usize,
     in_key: bool,
-    /// Decoded bytes of the current string value, for visitors that want strings.
-    sbuf: Vec<u8>,
+    /// The current string value is decoded for the visitor (see [`Visitor::wants_string`]).
+    want_str: bool,
     /// UTF-8 continuation bytes still expected in a string, and the allowed range of the next one.
     utf8_need: u8,
     utf8_lo: u8,
@@ -279,7 +279,7 @@ impl Scanner {
             frames: Vec::new(),
             depth: 0,
             in_key: false,
-            sbuf: Vec::new(),
+            want_str: false,
             utf8_need: 0,
             utf8_lo: 0x80,
             utf8_hi: 0xBF,
@@ -371,6 +371,10 @@ impl Scanner {
         };
         self.text.extend_from_slice(accepted);
         if self.error.is_none() {
+            if V::WANTS_STRINGS && !self.in_key && self.in_string() {
+                // The visitor may not be the one that saw this string start.
+                self.want_str = visitor.wants_string();
+            }
             self.scan(visitor);
         }
         if over && !self.overflowed {
@@ -435,6 +439,14 @@ impl Scanner {
             }
         }
         out
+    }
+
+    /// True inside a string (key or value), escapes included.
+    fn in_string(&self) -> bool {
+        matches!(
+            self.lex,
+            Lex::Str | Lex::Escape | Lex::Hex | Lex::LowBackslash | Lex::LowU
+        )
     }
 
     #[cold]
@@ -506,9 +518,7 @@ impl Scanner {
             b'"' => {
                 visitor.value_start(ValueKind::String, pos);
                 self.in_key = false;
-                if V::WANTS_STRINGS {
-                    self.sbuf.clear();
-                }
+                self.want_str = V::WANTS_STRINGS && visitor.wants_string();
                 self.lex = Lex::Str;
                 true
             }
@@ -897,8 +907,7 @@ impl Scanner {
         if self.in_key {
             self.frames[self.depth - 1].key.extend_from_slice(piece);
             visitor.key_piece(piece, from, false);
-        } else if V::WANTS_STRINGS {
-            self.sbuf.extend_from_slice(piece);
+        } else if V::WANTS_STRINGS && self.want_str {
             visitor.string_piece(piece, from, false);
         }
     }
@@ -915,8 +924,7 @@ impl Scanner {
         if self.in_key {
             self.frames[self.depth - 1].key.extend_from_slice(bytes);
             visitor.key_piece(bytes, offset, true);
-        } else if V::WANTS_STRINGS {
-            self.sbuf.extend_from_slice(bytes);
+        } else if V::WANTS_STRINGS && self.want_str {
             visitor.string_piece(bytes, offset, true);
         }
     }
@@ -945,12 +953,7 @@ impl Scanner {
             }
             self.lex = Lex::Colon;
         } else {
-            if V::WANTS_STRINGS {
-                let value = std::str::from_utf8(&self.sbuf).unwrap_or("");
-                visitor.string_end(value, pos);
-            } else {
-                visitor.string_end("", pos);
-            }
+            visitor.string_end(pos);
             self.end_value();
         }
     }

@@ -5,6 +5,16 @@
 //! calls are inlined away and string decoding for the visitor is skipped unless
 //! [`Visitor::WANTS_STRINGS`] asks for it. Offsets are absolute byte offsets into the text the
 //! scanner was fed, so every event (and every error built from it) is the same for any split.
+//!
+//! Design notes:
+//! - String values reach a visitor only as pieces; a visitor that needs the whole value keeps
+//!   the pieces it asked for. The scanner used to buffer the decoded value for `string_end`, a
+//!   second copy for the pre-check (which keeps its own for error text) and a wrong one when a
+//!   call's visitor changed inside a string (a tool name arriving mid-arguments): the new
+//!   visitor got the tail of the string as its value.
+//! - [`Visitor::wants_string`] lets a visitor decline one string: the pre-check only reads
+//!   strings whose schema has a string rule or an enum, so most strings of a tool call are
+//!   validated by the scanner and never decoded.
 
 /// The kind of a JSON value, known from its first byte (numbers: `-` or a digit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,8 +55,8 @@ impl ValueKind {
 /// elements). A string value: `value_start(String)`, `string_piece`*, `string_end`.
 #[allow(unused_variables)]
 pub trait Visitor {
-    /// When false, string values are not decoded for the visitor: `string_piece` is not called
-    /// and `string_end` receives an empty slice. Keys are always decoded.
+    /// When false, string values are not decoded for the visitor: `string_piece` is never
+    /// called. Keys are always decoded.
     const WANTS_STRINGS: bool = false;
 
     /// When false, `key_end` is not called (keys are still decoded for duplicate detection
@@ -68,15 +78,23 @@ pub trait Visitor {
     #[inline]
     fn key_end(&mut self, key: &str, offset: usize) {}
 
+    /// Whether the string value that just started (after its `value_start`) should be decoded
+    /// for this visitor. Only asked when [`Visitor::WANTS_STRINGS`] is true, at the string's
+    /// start and again at the start of each push that begins inside it (the visitor may have
+    /// changed between pushes), so the answer must not change while the string is open.
+    #[inline]
+    fn wants_string(&self) -> bool {
+        true
+    }
+
     /// Decoded bytes of a string value, in the same form as [`Visitor::key_piece`]. Only called
-    /// when [`Visitor::WANTS_STRINGS`] is true.
+    /// when [`Visitor::WANTS_STRINGS`] is true and [`Visitor::wants_string`] said yes.
     #[inline]
     fn string_piece(&mut self, piece: &[u8], offset: usize, escaped: bool) {}
 
-    /// A string value is closed at `offset` (its closing quote). `value` is the decoded string
-    /// when [`Visitor::WANTS_STRINGS`] is true, empty otherwise.
+    /// A string value is closed at `offset` (its closing quote).
     #[inline]
-    fn string_end(&mut self, value: &str, offset: usize) {}
+    fn string_end(&mut self, offset: usize) {}
 
     /// A number is complete: `lexeme` is its exact text, `offset` the byte after it (the
     /// delimiter that proved it complete, or the end of the text).
@@ -123,6 +141,12 @@ impl<A: Visitor, B: Visitor> Visitor for Both<'_, A, B> {
         self.0.key_end(key, offset);
         self.1.key_end(key, offset);
     }
+    /// Pieces go to both when either wants them, so each side must ignore pieces of a string
+    /// it declined (the pre-check and the progress reporter do).
+    #[inline]
+    fn wants_string(&self) -> bool {
+        (A::WANTS_STRINGS && self.0.wants_string()) || (B::WANTS_STRINGS && self.1.wants_string())
+    }
     #[inline]
     fn string_piece(&mut self, piece: &[u8], offset: usize, escaped: bool) {
         if A::WANTS_STRINGS {
@@ -133,11 +157,9 @@ impl<A: Visitor, B: Visitor> Visitor for Both<'_, A, B> {
         }
     }
     #[inline]
-    fn string_end(&mut self, value: &str, offset: usize) {
-        self.0
-            .string_end(if A::WANTS_STRINGS { value } else { "" }, offset);
-        self.1
-            .string_end(if B::WANTS_STRINGS { value } else { "" }, offset);
+    fn string_end(&mut self, offset: usize) {
+        self.0.string_end(offset);
+        self.1.string_end(offset);
     }
     #[inline]
     fn number_end(&mut self, lexeme: &str, offset: usize) {
@@ -173,12 +195,16 @@ impl<V: Visitor> Visitor for &mut V {
         (**self).key_end(key, offset);
     }
     #[inline]
+    fn wants_string(&self) -> bool {
+        (**self).wants_string()
+    }
+    #[inline]
     fn string_piece(&mut self, piece: &[u8], offset: usize, escaped: bool) {
         (**self).string_piece(piece, offset, escaped);
     }
     #[inline]
-    fn string_end(&mut self, value: &str, offset: usize) {
-        (**self).string_end(value, offset);
+    fn string_end(&mut self, offset: usize) {
+        (**self).string_end(offset);
     }
     #[inline]
     fn number_end(&mut self, lexeme: &str, offset: usize) {

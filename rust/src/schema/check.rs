@@ -14,7 +14,12 @@
 //!   mistake does not cascade. Local problems (an unknown key, one element too many) are
 //!   recorded without killing the container's slot, so sibling mistakes are still reported.
 //! - Values no slot applies to are skipped with a depth counter, so unconstrained subtrees
-//!   cost one branch per event. Buffers (slots, frames, required bits, keys) are reused, so
+//!   cost one branch per event. A *plain* node (a type and nothing else for the value's kind,
+//!   `Node::plain`) gets no slot outside a branch group: its only check passes at the first
+//!   byte, and a slot for it was most of the pre-check's cost on schemas of plain fields.
+//! - The checker keeps the decoded text of a string itself, and only of strings that a string
+//!   rule, an enum or a captured container reads ([`Visitor::wants_string`]); the scanner
+//!   decodes no other string for it. Buffers (slots, frames, required bits, keys) are reused, so
 //!   steady-state checking does not allocate; error construction is `#[cold]`.
 //! - `oneOf` "more than one" is decided at value end and only counts branches compiled exactly
 //!   (nothing ignored under them), because an ignored keyword could make a surviving branch
@@ -157,8 +162,15 @@ struct State {
     frames: Vec<Frame>,
     bits: Vec<u64>,
     keys: String,
-    /// The key or string read so far, kept only while a trie or counter runs (error text).
+    /// The key read so far while a key trie runs (error text), or the string value read so
+    /// far when `want_str`.
     text: Vec<u8>,
+    /// The current string value is read: some slot has a string rule or an enum on it, or a
+    /// container `enum` captures it.
+    want_str: bool,
+    /// Plain nodes left out of the current value's slots, counted against
+    /// `MAX_SLOTS_PER_VALUE` as if they had slots, so the cap cuts what it always cut.
+    phantom: usize,
     num: Vec<u8>,
     /// Depth of skipped (unchecked) containers.
     skip: u32,
@@ -282,30 +294,46 @@ impl Visitor for Checker {
     }
 
     #[inline]
+    fn wants_string(&self) -> bool {
+        self.st.want_str
+    }
+
+    #[inline]
     fn string_piece(&mut self, piece: &[u8], offset: usize, escaped: bool) {
-        if self.st.skip == 0 && !self.st.skip_scalar && !self.st.full {
-            self.st
-                .string_piece(&self.schema.nodes, piece, offset, escaped);
+        let st = &mut self.st;
+        if !st.want_str {
+            return; // declined; a `Both` partner asked for it
+        }
+        let before = st.text.len();
+        st.text.extend_from_slice(piece);
+        if st.skip == 0 && !st.skip_scalar && !st.full {
+            st.string_piece(&self.schema.nodes, piece, before, offset, escaped);
         }
     }
 
     #[inline]
-    fn string_end(&mut self, value: &str, offset: usize) {
+    fn string_end(&mut self, offset: usize) {
         let st = &mut self.st;
-        if st.capture.is_active() {
-            st.capture.push(Canon::Str(value.into()));
-        }
-        if st.skip > 0 {
+        if !st.want_str {
+            // Nothing reads this string's text: no capture, no string rule or enum (so no
+            // pending string error either).
+            if st.skip > 0 {
+                return;
+            }
+            if st.skip_scalar {
+                st.skip_scalar = false;
+                return;
+            }
+            if !st.full {
+                st.end_value(&self.schema.nodes, offset, Payload::Str(""));
+            }
             return;
         }
-        if st.skip_scalar {
-            st.skip_scalar = false;
-            return;
-        }
-        st.patch_pending(false, value);
-        if !st.full {
-            st.end_value(&self.schema.nodes, offset, Payload::Str(value));
-        }
+        let text = std::mem::take(&mut st.text);
+        // Whole decoded pieces of a closed string: valid UTF-8.
+        let value = std::str::from_utf8(&text).unwrap_or("");
+        st.string_end(&self.schema.nodes, value, offset);
+        st.text = text;
     }
 
     #[inline]
@@ -387,6 +415,10 @@ impl State {
         if capturing && is_container(kind) {
             self.capture.begin(kind);
         }
+        if kind == ValueKind::String {
+            self.want_str = capturing;
+            self.text.clear();
+        }
         if self.skip > 0 {
             if is_container(kind) {
                 self.skip += 1;
@@ -404,28 +436,17 @@ impl State {
             }
             self.started = true;
         }
-        let frame = Frame {
-            kind,
-            slots_start: to_u32(start),
-            bits_start: to_u32(self.bits.len()),
-            key_start: to_u32(self.keys.len()),
-            key_end: to_u32(self.keys.len()),
-            elems: 0,
-            in_key: false,
-            steps_keys: false,
-            steps_string: false,
-        };
+        let bits = kind_bits(kind);
+        self.phantom = 0;
+        // Slots first, the frame only if there are any: most values of a tool call meet a
+        // plain node (a type and nothing else) or none, and then cost no frame at all.
         match parent {
-            None => {
-                self.frames.push(frame);
-                self.instantiate(nodes, root, NO_SLOT, Link::Root, false, start);
-            }
+            None => self.instantiate(nodes, root, NO_SLOT, Link::Root, false, start, bits),
             Some(p) => {
                 let pf = self.frames[p];
-                self.frames.push(frame);
                 if pf.kind == ValueKind::Array {
                     self.frames[p].elems += 1;
-                    self.start_element(nodes, p, pf, offset, start);
+                    self.start_element(nodes, p, pf, offset, start, bits);
                 } else {
                     for s in pf.slots_start as usize..start {
                         let slot = self.slots[s];
@@ -437,6 +458,7 @@ impl State {
                                 Link::Member,
                                 slot.cond,
                                 start,
+                                bits,
                             );
                         }
                     }
@@ -444,7 +466,6 @@ impl State {
             }
         }
         if self.slots.len() == start {
-            self.frames.pop();
             if is_container(kind) {
                 self.skip = 1;
             } else {
@@ -452,7 +473,24 @@ impl State {
             }
             return;
         }
+        self.frames.push(Frame {
+            kind,
+            slots_start: to_u32(start),
+            bits_start: to_u32(self.bits.len()),
+            key_start: to_u32(self.keys.len()),
+            key_end: to_u32(self.keys.len()),
+            elems: 0,
+            in_key: false,
+            steps_keys: false,
+            steps_string: false,
+        });
         self.start_checks(nodes, kind, offset, start);
+        if kind == ValueKind::String && !self.want_str {
+            self.want_str = self.slots[start..].iter().any(|s| {
+                let n = node(nodes, s.node);
+                s.alive && (n.string.is_some() || n.enumeration.is_some())
+            });
+        }
         if !capturing && is_container(kind) {
             let needs = self.slots[start..].iter().any(|s| {
                 s.alive
@@ -467,7 +505,16 @@ impl State {
         }
     }
 
-    fn start_element(&mut self, nodes: &[Node], p: usize, pf: Frame, offset: usize, start: usize) {
+    #[allow(clippy::too_many_arguments)] // the element, its parent and its kind
+    fn start_element(
+        &mut self,
+        nodes: &[Node],
+        p: usize,
+        pf: Frame,
+        offset: usize,
+        start: usize,
+        bits: u8,
+    ) {
         let index = pf.elems as usize; // elements before this one
         for s in pf.slots_start as usize..start {
             let slot = self.slots[s];
@@ -487,11 +534,23 @@ impl State {
             }
             let child = rule.prefix.get(index).copied().unwrap_or(rule.items);
             if child != NONE && self.slots[s].alive {
-                self.instantiate(nodes, child, to_u32(s), Link::Member, slot.cond, start);
+                self.instantiate(
+                    nodes,
+                    child,
+                    to_u32(s),
+                    Link::Member,
+                    slot.cond,
+                    start,
+                    bits,
+                );
             }
         }
     }
 
+    /// Adds the slots of node `id` (and of its `$ref` and branches) for a value of kind
+    /// `bits`. A plain node (see `Node::plain`) gets none outside a branch group: its one
+    /// check, the type, passes, and nothing else would ever look at its slot.
+    #[allow(clippy::too_many_arguments)] // a slot is described by all of these
     fn instantiate(
         &mut self,
         nodes: &[Node],
@@ -500,14 +559,19 @@ impl State {
         link: Link,
         cond: bool,
         start: usize,
+        bits: u8,
     ) {
         let n = node(nodes, id);
         let branch = matches!(link, Link::AnyOf | Link::OneOf);
         if n.trivial && !branch {
             return;
         }
-        let capped = self.slots.len() - start >= MAX_SLOTS_PER_VALUE;
+        let capped = self.slots.len() - start + self.phantom >= MAX_SLOTS_PER_VALUE;
         if capped && !branch {
+            return;
+        }
+        if n.plain & bits != 0 && !branch {
+            self.phantom += 1;
             return;
         }
         let idx = to_u32(self.slots.len());
@@ -532,13 +596,13 @@ impl State {
             bits: 0,
         });
         if n.reff != NONE {
-            self.instantiate(nodes, n.reff, idx, Link::Conj, cond, start);
+            self.instantiate(nodes, n.reff, idx, Link::Conj, cond, start, bits);
         }
         for &b in &n.any_of {
-            self.instantiate(nodes, b, idx, Link::AnyOf, true, start);
+            self.instantiate(nodes, b, idx, Link::AnyOf, true, start, bits);
         }
         for &b in &n.one_of {
-            self.instantiate(nodes, b, idx, Link::OneOf, true, start);
+            self.instantiate(nodes, b, idx, Link::OneOf, true, start, bits);
         }
     }
 
@@ -616,9 +680,6 @@ impl State {
             f.steps_keys = steps_keys;
             f.steps_string = steps_string;
         }
-        if steps_string {
-            self.text.clear();
-        }
     }
 
     // ----- keys --------------------------------------------------------------------------
@@ -660,7 +721,7 @@ impl State {
             }
             let mut pos = slot.pos;
             for (i, &b) in piece.iter().enumerate() {
-                if let Some(n) = rule.trie.step(pos, b).filter(|&n| rule.trie.is_live(n)) {
+                if let Some(n) = rule.trie.step_live(pos, b) {
                     pos = n;
                 } else {
                     pos = DEAD;
@@ -805,7 +866,15 @@ impl State {
 
     // ----- strings -----------------------------------------------------------------------
 
-    fn string_piece(&mut self, nodes: &[Node], piece: &[u8], offset: usize, escaped: bool) {
+    /// `piece` has just been appended to `text` at `before`.
+    fn string_piece(
+        &mut self,
+        nodes: &[Node],
+        piece: &[u8],
+        before: usize,
+        offset: usize,
+        escaped: bool,
+    ) {
         let Some(depth) = self.frames.len().checked_sub(1) else {
             return;
         };
@@ -813,8 +882,6 @@ impl State {
         if !f.steps_string {
             return;
         }
-        let before = self.text.len();
-        self.text.extend_from_slice(piece);
         let chars = piece.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64;
         for s in f.slots_start as usize..self.slots.len() {
             let slot = self.slots[s];
@@ -863,6 +930,24 @@ impl State {
                 }
                 self.slots[s].pos = pos;
             }
+        }
+    }
+
+    /// A string value read into `text` (passed in as `value`) closes at `offset`.
+    fn string_end(&mut self, nodes: &[Node], value: &str, offset: usize) {
+        if self.capture.is_active() {
+            self.capture.push(Canon::Str(value.into()));
+        }
+        if self.skip > 0 {
+            return;
+        }
+        if self.skip_scalar {
+            self.skip_scalar = false;
+            return;
+        }
+        self.patch_pending(false, value);
+        if !self.full {
+            self.end_value(nodes, offset, Payload::Str(value));
         }
     }
 

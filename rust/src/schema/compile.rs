@@ -71,6 +71,10 @@ pub(crate) struct Node {
     pub is_false: bool,
     /// Asserts nothing (after following `$ref`).
     pub trivial: bool,
+    /// `T_*` bits of the instance types this node accepts and asserts nothing more about
+    /// (numbers: both bits or neither), so the checker decides it at the value's first byte
+    /// and gives it no slot. Set last, from the simplified node.
+    pub plain: u8,
     /// Everything in and under this node is checked exactly (nothing ignored).
     pub exact: bool,
     pub reff: NodeId,
@@ -93,6 +97,7 @@ impl Node {
             types: T_ALL,
             is_false: false,
             trivial: false,
+            plain: 0,
             exact: true,
             reff: NONE,
             any_of: Box::new([]),
@@ -231,6 +236,9 @@ pub(crate) fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
     let root = c.compile_at(schema, "")?;
     c.cut_cycles();
     c.simplify();
+    for n in &mut c.nodes {
+        n.plain = plain_types(n);
+    }
     c.propagate_exactness();
     c.summarise();
     Ok(Compiled {
@@ -767,6 +775,36 @@ impl Compiler<'_> {
             }
         }
     }
+}
+
+/// The `plain` bits of a node.
+fn plain_types(n: &Node) -> u8 {
+    if n.trivial {
+        return T_ALL;
+    }
+    if n.is_false
+        || n.reff != NONE
+        || !n.any_of.is_empty()
+        || !n.one_of.is_empty()
+        || n.enumeration.is_some()
+    {
+        return 0;
+    }
+    let mut plain = n.types & (T_NULL | T_BOOL);
+    if n.object.is_none() {
+        plain |= n.types & T_OBJECT;
+    }
+    if n.array.is_none() {
+        plain |= n.types & T_ARRAY;
+    }
+    if n.string.is_none() {
+        plain |= n.types & T_STRING;
+    }
+    // An integer-only node must see the whole number to tell `1.5` from `1`.
+    if n.number.is_none() && n.types & T_NUMBER != 0 {
+        plain |= T_NUMBER | T_INTEGER;
+    }
+    plain
 }
 
 fn own_summary(node: &Node) -> String {

@@ -144,7 +144,7 @@ impl Gen<'_> {
                     if is_key {
                         v.key_end(&decoded, self.i);
                     } else {
-                        v.string_end(&decoded, self.i);
+                        v.string_end(self.i);
                     }
                     self.i += 1;
                     return;

@@ -6,9 +6,10 @@
 //! - Flat arrays (nodes plus one edge list sorted by byte) instead of boxed children: one
 //!   allocation per schema keyword, cache-friendly, and a step is a short linear scan (tool
 //!   schemas have a handful of properties, so fan-out is small; binary search past 8 edges).
-//! - Each node carries a `live` flag: whether some entry marked live lies at or below it. Object
-//!   schemas put both property names (live) and `required`-only names (not live) into one trie,
-//!   so one walk answers both "is this key allowed" and "which required bit does it set".
+//! - Each edge carries a `live` flag: whether some entry marked live lies at or below its
+//!   target. Object schemas put both property names (live) and `required`-only names (not live)
+//!   into one trie, so one walk answers both "is this key allowed" and "which required bit does
+//!   it set". The flag sits on the edge, not the node, so a key step reads one edge.
 //! - Rejected alternative: a 256-entry table per node (fast, but kilobytes per property name).
 
 /// A node id; [`Trie::ROOT`] is the empty prefix.
@@ -20,14 +21,17 @@ struct Node {
     edges_len: u32,
     /// Index of the entry that ends here, or `u32::MAX`.
     value: u32,
-    live: bool,
 }
+
+/// An edge: its byte, whether its target is live (copied here so a key step reads one edge
+/// and not the target node too), and its target.
+type Edge = (u8, bool, u32);
 
 /// An immutable byte trie built from a list of entries.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Trie {
     nodes: Vec<Node>,
-    edges: Vec<(u8, u32)>,
+    edges: Vec<Edge>,
 }
 
 impl Trie {
@@ -70,33 +74,38 @@ impl Trie {
                 edges_start: to_u32(trie.edges.len()),
                 edges_len: to_u32(kids.len()),
                 value: values[i],
-                live: live[i],
             });
-            trie.edges.extend(kids);
+            trie.edges
+                .extend(kids.iter().map(|&(b, to)| (b, live[to as usize], to)));
         }
         trie
+    }
+
+    #[inline]
+    fn edge(&self, node: TrieNode, b: u8) -> Option<Edge> {
+        let n = self.nodes.get(node as usize)?;
+        let start = n.edges_start as usize;
+        let edges = self.edges.get(start..start + n.edges_len as usize)?;
+        if edges.len() <= 8 {
+            edges.iter().find(|e| e.0 == b).copied()
+        } else {
+            edges
+                .binary_search_by_key(&b, |e| e.0)
+                .ok()
+                .map(|i| edges[i])
+        }
     }
 
     /// The child of `node` along byte `b`, if any.
     #[inline]
     pub fn step(&self, node: TrieNode, b: u8) -> Option<TrieNode> {
-        let n = self.nodes.get(node as usize)?;
-        let start = n.edges_start as usize;
-        let edges = &self.edges[start..start + n.edges_len as usize];
-        if edges.len() <= 8 {
-            edges.iter().find(|&&(c, _)| c == b).map(|&(_, to)| to)
-        } else {
-            edges
-                .binary_search_by_key(&b, |&(c, _)| c)
-                .ok()
-                .map(|i| edges[i].1)
-        }
+        self.edge(node, b).map(|e| e.2)
     }
 
-    /// True when some live entry lies at or below `node`.
+    /// The child of `node` along byte `b` when some live entry lies at or below it.
     #[inline]
-    pub fn is_live(&self, node: TrieNode) -> bool {
-        self.nodes.get(node as usize).is_some_and(|n| n.live)
+    pub fn step_live(&self, node: TrieNode, b: u8) -> Option<TrieNode> {
+        self.edge(node, b).filter(|e| e.1).map(|e| e.2)
     }
 
     /// The entry index ending exactly at `node`.
@@ -141,10 +150,10 @@ mod tests {
         assert_eq!(t.lookup(b""), Some(3));
         assert_eq!(t.lookup(b"ta"), None);
         assert_eq!(t.lookup(b"titles"), None);
-        let i = t.step(Trie::ROOT, b'i').unwrap();
-        assert!(!t.is_live(i));
-        let ta = t.step(t.step(Trie::ROOT, b't').unwrap(), b'a').unwrap();
-        assert!(t.is_live(ta));
+        assert!(t.step(Trie::ROOT, b'i').is_some());
+        assert_eq!(t.step_live(Trie::ROOT, b'i'), None);
+        let ta = t.step_live(t.step_live(Trie::ROOT, b't').unwrap(), b'a');
+        let ta = ta.expect("live: tags");
         assert_eq!(t.step(ta, b'x'), None);
     }
 
