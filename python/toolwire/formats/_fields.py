@@ -15,20 +15,29 @@ from typing import Any, cast
 __all__ = ["arguments_of", "extras", "get", "index_of", "plain", "str_or_none"]
 
 
+_NOT_PYDANTIC = object()
+
+
 def get(obj: object, name: str) -> object:
     """Read `name` from a mapping, an SDK model field or an SDK model extra; `None` if absent."""
+    # This runs a dozen times per chunk: plain dicts and pydantic models take direct paths,
+    # avoiding the ABC `isinstance(obj, Mapping)` check and `__getattr__` misses, which cost
+    # microseconds per chunk.
+    if type(obj) is dict:
+        return cast("dict[str, object]", obj).get(name)
     if obj is None:
         return None
+    extra: object = getattr(obj, "__pydantic_extra__", _NOT_PYDANTIC)
+    if extra is not _NOT_PYDANTIC:
+        fields = cast("dict[str, object]", getattr(obj, "__dict__", {}))
+        value = fields.get(name)
+        if value is None and isinstance(extra, dict):
+            # Fields the SDK does not know (Gemini's `extra_content`) live in the extras.
+            return cast("dict[str, object]", extra).get(name)
+        return value
     if isinstance(obj, Mapping):
         return cast("Mapping[str, object]", obj).get(name)
-    value: object = getattr(obj, name, None)
-    if value is None:
-        # Pydantic resolves extras in __getattr__, but a subclass may override it; the dict is
-        # the documented place where unknown provider fields live.
-        extra = getattr(obj, "model_extra", None)
-        if isinstance(extra, dict):
-            return cast("dict[str, object]", extra).get(name)
-    return value
+    return getattr(obj, name, None)
 
 
 def extras(obj: object, known: frozenset[str]) -> dict[str, object]:
