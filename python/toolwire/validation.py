@@ -1037,13 +1037,24 @@ class ToolValidator:
                     initial.append(found)
         elif self.model is not None:
             try:
-                instance = self.model.model_validate_json(self._exact(text_in), strict=self._strict)
+                instance = self.model.model_validate_json(
+                    self._exact_input(call, text_in), strict=self._strict
+                )
             except ValidationError as exc:
                 initial = builder.from_pydantic(exc.errors(include_url=False))
             else:
                 if not (self._fixups and _needs_fixup(instance)):
                     return self._accept(call, instance, None, [], lang)
         return self._repair(call, text_in, initial, builder, lang)
+
+    def _exact_input(self, call: CallLike, text_in: str) -> str | bytes:
+        """What Pydantic validates for a call without a core error: its raw bytes when no digit
+        needs protecting (a `str` would be re-encoded to UTF-8 by pydantic-core first)."""
+        if not self._decimals and text_in is call.arguments:
+            raw: object = getattr(call, "arguments_bytes", None)
+            if isinstance(raw, bytes):
+                return raw
+        return self._exact(text_in)
 
     def _exact(self, text_in: str) -> str:
         """The text Pydantic validates: the raw text, or with `Decimal` digits quoted."""
