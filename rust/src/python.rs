@@ -128,7 +128,9 @@ impl<'py> PySink<'py> {
 
 impl<'py> Sink for PySink<'py> {
     type Value = Bound<'py, PyAny>;
-    type Array = Bound<'py, PyList>;
+    // Elements are collected first so the list is created at its final size, without the
+    // reallocations of appending one by one.
+    type Array = Vec<Bound<'py, PyAny>>;
     type Object = Bound<'py, PyDict>;
     type Key = Bound<'py, PyString>;
     type Error = PyErr;
@@ -158,13 +160,14 @@ impl<'py> Sink for PySink<'py> {
         Ok(PyString::new(self.py, value).into_any())
     }
     fn array(&mut self) -> PyResult<Self::Array> {
-        Ok(PyList::empty(self.py))
+        Ok(Vec::new())
     }
     fn push(&mut self, array: &mut Self::Array, value: Self::Value) -> PyResult<()> {
-        array.append(value)
+        array.push(value);
+        Ok(())
     }
     fn end_array(&mut self, array: Self::Array) -> PyResult<Self::Value> {
-        Ok(array.into_any())
+        Ok(PyList::new(self.py, array)?.into_any())
     }
     fn object(&mut self) -> PyResult<Self::Object> {
         Ok(PyDict::new(self.py))
