@@ -17,8 +17,10 @@ Design notes:
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -116,19 +118,30 @@ class SqliteLedger(Ledger):
 
     def _transaction(self, body: Any) -> Any:
         with self._lock:
-            try:
-                conn = self._connect()
-                conn.execute("BEGIN IMMEDIATE")
+            deadline = time.monotonic() + self._busy_timeout
+            while True:
                 try:
-                    result = body(conn)
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-                return result
-            except sqlite3.Error as exc:
-                self._drop()
-                raise LedgerUnavailable(f"sqlite ledger unavailable: {exc}") from exc
+                    conn = self._connect()
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        result = body(conn)
+                    except BaseException:
+                        conn.execute("ROLLBACK")
+                        raise
+                    conn.execute("COMMIT")
+                    return result
+                except sqlite3.OperationalError as exc:
+                    self._drop()
+                    # SQLite returns "locked" without calling the busy handler in a few WAL
+                    # cases (another process recovering or opening the WAL index); those pass
+                    # in milliseconds, so they are retried until the busy timeout is spent.
+                    transient = "locked" in str(exc) or "busy" in str(exc)
+                    if not transient or time.monotonic() >= deadline:
+                        raise LedgerUnavailable(f"sqlite ledger unavailable: {exc}") from exc
+                    time.sleep(random.uniform(0.002, 0.02))
+                except sqlite3.Error as exc:
+                    self._drop()
+                    raise LedgerUnavailable(f"sqlite ledger unavailable: {exc}") from exc
 
     def claim(
         self,
