@@ -274,3 +274,12 @@ fn finish_returns_every_call_once_in_order_and_refuses_a_second_finish() {
     assert!(a.finish().is_err());
     assert!(a.feed(&text(Some(0), None, None, "x")).is_err());
 }
+
+#[test]
+fn quirk_08_26_repeated_name_with_an_empty_fragment_after_a_complete_value() {
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("f"), "{}"),
+        text(Some(0), None, Some("f"), ""),
+    ]);
+    assert_eq!(summary(&calls), vec![ok("a", "f", "{}")]);
+}

@@ -291,9 +291,11 @@ impl Assembler {
                 let complete = call.scanner.is_complete() || call.mode == ArgMode::Value;
                 let same_name = name == call.name;
                 let new_id = id.is_some_and(|i| call.id.as_deref().is_some_and(|c| c != i));
+                // An empty fragment is no new argument text (quirk 26): a repeated header.
                 let repeat_or_header = match delta.arguments {
                     None => true,
-                    Some(Arguments::Text(t) | Arguments::Value(t)) => t == call.scanner.text(),
+                    Some(Arguments::Text(t)) => t.is_empty() || t == call.scanner.text(),
+                    Some(Arguments::Value(t)) => t == call.scanner.text(),
                 };
                 // Another name under the same key, or a named delta with a new id or new
                 // arguments after a complete value, is another call (quirks 2, 3). The same name
