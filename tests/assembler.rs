@@ -283,3 +283,29 @@ fn quirk_08_26_repeated_name_with_an_empty_fragment_after_a_complete_value() {
     ]);
     assert_eq!(summary(&calls), vec![ok("a", "f", "{}")]);
 }
+
+#[test]
+fn a_fragment_that_merely_starts_with_the_buffer_is_appended() {
+    // `{"k": ` then `{"k": null}}` reads as a cumulative resend at first sight; appending is
+    // the only reading that gives one complete value.
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("f"), "{\"k\": "),
+        text(Some(0), None, None, "{\"k\": null}}"),
+    ]);
+    assert_eq!(
+        summary(&calls),
+        vec![ok("a", "f", "{\"k\": {\"k\": null}}")]
+    );
+    assert!(calls[0].warnings.is_empty());
+}
+
+#[test]
+fn quirk_19_cumulative_stream_whose_first_resend_is_ambiguous() {
+    // `{"city":` + `{"city":"Par` is also a valid prefix; the next resend settles it.
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("f"), "{\"city\":"),
+        text(Some(0), None, None, "{\"city\":\"Par"),
+        text(Some(0), None, None, "{\"city\":\"Paris\"}"),
+    ]);
+    assert_eq!(summary(&calls), vec![ok("a", "f", "{\"city\":\"Paris\"}")]);
+}

@@ -140,6 +140,10 @@ struct Call {
     /// Early errors already handed out by `drain_errors`.
     reported: usize,
     progress: Option<Progress>,
+    /// A fragment that starts with the whole buffer while plain appending is also valid: a
+    /// cumulative resend or an ordinary continuation. It waits for the next fragment (which
+    /// extends it in a cumulative stream) or for the end of the call to decide.
+    held: Option<Vec<u8>>,
 }
 
 impl Call {
@@ -239,6 +243,7 @@ impl Assembler {
             check: None,
             reported: 0,
             progress: self.config.track_progress.then(Progress::default),
+            held: None,
         });
         self.open.insert(index, ordinal);
         self.last_key = None;
@@ -653,19 +658,31 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
             attach_check(call, reg);
         }
     }
+    if let Some(held) = call.held.take() {
+        if text.len() > held.len() && text.starts_with(&held) {
+            // The next fragment extends the held one: a cumulative stream.
+            latch_cumulative(call);
+            let fresh = held[call.scanner.text().len()..].to_vec();
+            push_checked(call, &fresh);
+            let fresh = text[held.len()..].to_vec();
+            push_checked(call, &fresh);
+            return;
+        }
+        push_checked(call, &held);
+    }
     let buffer = call.scanner.text();
     if !buffer.is_empty() {
         if text.len() > buffer.len()
             && text.starts_with(buffer)
             && (call.mode == ArgMode::Cumulative || !call.scanner.is_complete())
         {
-            // Quirk 19: the provider resends everything so far; keep only what is new.
-            if call.mode != ArgMode::Cumulative {
-                call.mode = ArgMode::Cumulative;
-                call.warnings.push(warning::CUMULATIVE_ARGUMENTS);
+            if call.mode != ArgMode::Cumulative && appends_cleanly(&call.scanner, text) {
+                call.held = Some(text.to_vec());
+                return;
             }
-            let fresh = &text[buffer.len()..];
-            let fresh = fresh.to_vec();
+            // Quirk 19: the provider resends everything so far; keep only what is new.
+            latch_cumulative(call);
+            let fresh = text[call.scanner.text().len()..].to_vec();
             push_checked(call, &fresh);
             return;
         }
@@ -688,6 +705,7 @@ fn finish_call(
     duplicate_keys: bool,
     seen_ids: &mut HashMap<String, usize>,
 ) -> ToolCall {
+    settle_held(call);
     let mut warnings = std::mem::take(&mut call.warnings);
     let blank = call.scanner.is_blank() && call.mode != ArgMode::Value;
     let json_result = if blank {
@@ -790,4 +808,42 @@ fn contains_replacement_character(text: &[u8]) -> bool {
         rest = &rest[p + 1..];
     }
     false
+}
+
+/// Whether `text` appended to what `scanner` holds is still valid JSON so far. A fragment that
+/// starts with the whole buffer is usually a cumulative resend (quirk 19), but it can also be
+/// an ordinary continuation (`{"a": ` then `{"a": 1}}`); cumulative mode is chosen only when
+/// plain appending would be invalid. This costs one copy of the buffer, and only until the call
+/// is latched into cumulative mode, so ordinary streams almost never pay it.
+fn appends_cleanly(scanner: &Scanner, text: &[u8]) -> bool {
+    let mut trial = scanner.clone();
+    !matches!(trial.push(text), crate::scanner::Status::Invalid(_))
+}
+
+fn latch_cumulative(call: &mut Call) {
+    if call.mode != ArgMode::Cumulative {
+        call.mode = ArgMode::Cumulative;
+        call.warnings.push(warning::CUMULATIVE_ARGUMENTS);
+    }
+}
+
+/// Decides a fragment still held at the end of the call: appended, unless only the cumulative
+/// reading gives one complete value.
+fn settle_held(call: &mut Call) {
+    let Some(held) = call.held.take() else { return };
+    let mut appended = call.scanner.clone();
+    appended.push(&held);
+    let append_ok = appended.finish().is_ok();
+    let cumulative_ok = {
+        let mut replaced = Scanner::new(*call.scanner.config());
+        replaced.push(&held);
+        replaced.finish().is_ok()
+    };
+    if !append_ok && cumulative_ok {
+        latch_cumulative(call);
+        let fresh = held[call.scanner.text().len()..].to_vec();
+        push_checked(call, &fresh);
+    } else {
+        push_checked(call, &held);
+    }
 }

@@ -149,7 +149,7 @@ impl NumState {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Frame {
     is_object: bool,
     /// Elements started so far (arrays) or members whose key closed (objects).
@@ -232,7 +232,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// A resumable JSON validator: push bytes in any pieces, then [`Scanner::finish`].
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Scanner {
     config: ScanConfig,
     text: Vec<u8>,
