@@ -352,11 +352,10 @@ class Ledger(ABC):
             on_stale: What to do, atomically, with a stale ``in_progress`` record.
         """
 
-    @abstractmethod
     def complete(self, key: str, token: str, receipt: Any, *, ttl: float = DEFAULT_TTL) -> None:
         """Record success with a JSON-compatible ``receipt``. Raises ``ClaimLost`` if not owner."""
+        self._finish(key, token, ttl, "succeeded", receipt=dumps_compact(receipt))
 
-    @abstractmethod
     def fail(
         self,
         key: str,
@@ -368,10 +367,36 @@ class Ledger(ABC):
         ttl: float = DEFAULT_TTL,
     ) -> None:
         """Record a failure (``unknown=True``: the outcome is unknown). Raises ``ClaimLost``."""
+        self._finish(
+            key,
+            token,
+            ttl,
+            "unknown" if unknown else "failed",
+            error=dumps_compact(dict(error)),
+            retryable=retryable and not unknown,
+        )
 
-    @abstractmethod
     def release(self, key: str, token: str) -> None:
         """Delete an ``in_progress`` claim whose tool never ran. Raises ``ClaimLost``."""
+        self._finish(key, token, DEFAULT_TTL, None)
+
+    @abstractmethod
+    def _finish(
+        self,
+        key: str,
+        token: str,
+        ttl: float,
+        state: LedgerState | None,
+        *,
+        receipt: str | None = None,
+        error: str | None = None,
+        retryable: bool = False,
+    ) -> None:
+        """Apply ``decide_finish`` atomically in the store (``state=None``: release).
+
+        ``complete``, ``fail`` and ``release`` differ only in these arguments, so each backend
+        implements this one operation.
+        """
 
     @abstractmethod
     def get(self, key: str) -> LedgerRecord | None:
@@ -438,7 +463,17 @@ class MemoryLedger(Ledger):
                 self._records[key] = record
             return claim
 
-    def _finish(self, key: str, token: str, ttl: float, **kwargs: Any) -> None:
+    def _finish(
+        self,
+        key: str,
+        token: str,
+        ttl: float,
+        state: LedgerState | None,
+        *,
+        receipt: str | None = None,
+        error: str | None = None,
+        retryable: bool = False,
+    ) -> None:
         with self._lock:
             record = decide_finish(
                 self._records.get(key),
@@ -446,40 +481,15 @@ class MemoryLedger(Ledger):
                 token=token,
                 now=self._clock.time(),
                 ttl=ttl,
-                **kwargs,
+                state=state,
+                receipt=receipt,
+                error=error,
+                retryable=retryable,
             )
             if record is None:
                 self._records.pop(key, None)
             else:
                 self._records[key] = record
-
-    def complete(self, key: str, token: str, receipt: Any, *, ttl: float = DEFAULT_TTL) -> None:
-        """See ``Ledger.complete``."""
-        self._finish(key, token, ttl, state="succeeded", receipt=dumps_compact(receipt))
-
-    def fail(
-        self,
-        key: str,
-        token: str,
-        error: Mapping[str, Any],
-        *,
-        retryable: bool = False,
-        unknown: bool = False,
-        ttl: float = DEFAULT_TTL,
-    ) -> None:
-        """See ``Ledger.fail``."""
-        self._finish(
-            key,
-            token,
-            ttl,
-            state="unknown" if unknown else "failed",
-            error=dumps_compact(dict(error)),
-            retryable=retryable and not unknown,
-        )
-
-    def release(self, key: str, token: str) -> None:
-        """See ``Ledger.release``."""
-        self._finish(key, token, DEFAULT_TTL, state=None)
 
     def get(self, key: str) -> LedgerRecord | None:
         """See ``Ledger.get``."""

@@ -20,7 +20,6 @@ Design notes:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar, cast
 
 import redis
@@ -37,7 +36,6 @@ from toolwire.execution.ledger import (
     LedgerState,
     StalePolicy,
     check_key,
-    dumps_compact,
     new_token,
 )
 
@@ -268,9 +266,10 @@ class RedisLedger(Ledger):
         key: str,
         token: str,
         ttl: float,
-        state: str,
-        receipt: str = "",
-        error: str = "",
+        state: LedgerState | None,
+        *,
+        receipt: str | None = None,
+        error: str | None = None,
         retryable: bool = False,
     ) -> None:
         reply = _text(
@@ -281,9 +280,9 @@ class RedisLedger(Ledger):
                     token,
                     self._now_arg(),
                     _ms(ttl),
-                    state,
-                    receipt,
-                    error,
+                    state or "",  # the script reads "" as a release
+                    receipt or "",
+                    error or "",
                     "1" if retryable else "0",
                 ],
             )
@@ -292,34 +291,6 @@ class RedisLedger(Ledger):
             raise LedgerCorrupt(f"undecodable ledger record: {key}")
         if reply == "lost":
             raise ClaimLost(key)
-
-    def complete(self, key: str, token: str, receipt: Any, *, ttl: float = DEFAULT_TTL) -> None:
-        """See ``Ledger.complete``."""
-        self._finish(key, token, ttl, "succeeded", receipt=dumps_compact(receipt))
-
-    def fail(
-        self,
-        key: str,
-        token: str,
-        error: Mapping[str, Any],
-        *,
-        retryable: bool = False,
-        unknown: bool = False,
-        ttl: float = DEFAULT_TTL,
-    ) -> None:
-        """See ``Ledger.fail``."""
-        self._finish(
-            key,
-            token,
-            ttl,
-            "unknown" if unknown else "failed",
-            error=dumps_compact(dict(error)),
-            retryable=retryable and not unknown,
-        )
-
-    def release(self, key: str, token: str) -> None:
-        """See ``Ledger.release``."""
-        self._finish(key, token, DEFAULT_TTL, "")
 
     def get(self, key: str) -> LedgerRecord | None:
         """See ``Ledger.get``."""

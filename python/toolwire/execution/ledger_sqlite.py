@@ -21,7 +21,6 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from toolwire.execution.clock import Clock, SystemClock
@@ -36,7 +35,6 @@ from toolwire.execution.ledger import (
     check_key,
     decide_claim,
     decide_finish,
-    dumps_compact,
     new_token,
 )
 
@@ -185,6 +183,7 @@ class SqliteLedger(Ledger):
         token: str,
         ttl: float,
         state: LedgerState | None,
+        *,
         receipt: str | None = None,
         error: str | None = None,
         retryable: bool = False,
@@ -207,34 +206,6 @@ class SqliteLedger(Ledger):
                 self._write(conn, record)
 
         self._transaction(body)
-
-    def complete(self, key: str, token: str, receipt: Any, *, ttl: float = DEFAULT_TTL) -> None:
-        """See ``Ledger.complete``."""
-        self._finish(key, token, ttl, "succeeded", receipt=dumps_compact(receipt))
-
-    def fail(
-        self,
-        key: str,
-        token: str,
-        error: Mapping[str, Any],
-        *,
-        retryable: bool = False,
-        unknown: bool = False,
-        ttl: float = DEFAULT_TTL,
-    ) -> None:
-        """See ``Ledger.fail``."""
-        self._finish(
-            key,
-            token,
-            ttl,
-            "unknown" if unknown else "failed",
-            error=dumps_compact(dict(error)),
-            retryable=retryable and not unknown,
-        )
-
-    def release(self, key: str, token: str) -> None:
-        """See ``Ledger.release``."""
-        self._finish(key, token, DEFAULT_TTL, None)
 
     def get(self, key: str) -> LedgerRecord | None:
         """See ``Ledger.get``."""
