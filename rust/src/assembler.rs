@@ -351,14 +351,8 @@ impl Assembler {
             None => {}
             Some(Arguments::Text(text)) => feed_text(call, text, registry),
             Some(Arguments::Value(text)) => {
-                if call.mode == ArgMode::Value && call.scanner.text() == text {
-                    call.warnings.push(warning::REPEAT_DROPPED);
-                } else if call.has_arguments() {
-                    if call.mixed.is_none() {
-                        let offset = call.scanner.text().len();
-                        call.mixed =
-                            Some(Error::new(ErrorKind::MixedArguments, offset, String::new()));
-                    }
+                if call.has_arguments() {
+                    extra_arguments(call, text);
                 } else {
                     call.mode = ArgMode::Value;
                     if let Some(reg) = registry {
@@ -478,12 +472,9 @@ impl Assembler {
                     known.push(e);
                 }
             }
-            let schema_errors = call
-                .check
-                .as_ref()
-                .map(CallCheck::settled_errors)
-                .unwrap_or_default();
-            known.extend(schema_errors.iter());
+            if let Some(check) = &call.check {
+                known.extend(check.settled_errors());
+            }
             if let Some(e) = &call.mixed {
                 known.push(e);
             }
@@ -645,12 +636,7 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         return;
     }
     if call.mode == ArgMode::Value {
-        if call.scanner.text() == text {
-            call.warnings.push(warning::REPEAT_DROPPED);
-        } else if call.mixed.is_none() {
-            let offset = call.scanner.text().len();
-            call.mixed = Some(Error::new(ErrorKind::MixedArguments, offset, String::new()));
-        }
+        extra_arguments(call, text);
         return;
     }
     if call.check.is_none() && !call.name.is_empty() {
@@ -662,10 +648,8 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         if text.len() > held.len() && text.starts_with(&held) {
             // The next fragment extends the held one: a cumulative stream.
             latch_cumulative(call);
-            let fresh = held[call.scanner.text().len()..].to_vec();
-            push_checked(call, &fresh);
-            let fresh = text[held.len()..].to_vec();
-            push_checked(call, &fresh);
+            push_resent(call, &held);
+            push_resent(call, text);
             return;
         }
         push_checked(call, &held);
@@ -682,8 +666,7 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
             }
             // Quirk 19: the provider resends everything so far; keep only what is new.
             latch_cumulative(call);
-            let fresh = text[call.scanner.text().len()..].to_vec();
-            push_checked(call, &fresh);
+            push_resent(call, text);
             return;
         }
         if text == buffer && (call.mode == ArgMode::Cumulative || call.scanner.is_complete()) {
@@ -756,7 +739,7 @@ fn finish_call(
     } else if blank {
         registry.and_then(|r| r.check_complete(&call.name, b"{}"))
     } else if let Some(check) = &call.check {
-        check.errors().first().cloned()
+        check.errors().next().cloned()
     } else {
         None
     };
@@ -820,6 +803,23 @@ fn appends_cleanly(scanner: &Scanner, text: &[u8]) -> bool {
     !matches!(trial.push(text), crate::scanner::Status::Invalid(_))
 }
 
+/// Arguments for a call that already has some: an exact repeat of an object value is dropped
+/// (quirk 20); anything else mixes an object with other arguments (quirk 23).
+fn extra_arguments(call: &mut Call, text: &[u8]) {
+    if call.mode == ArgMode::Value && call.scanner.text() == text {
+        call.warnings.push(warning::REPEAT_DROPPED);
+    } else if call.mixed.is_none() {
+        let offset = call.scanner.text().len();
+        call.mixed = Some(Error::new(ErrorKind::MixedArguments, offset, String::new()));
+    }
+}
+
+/// Pushes the part of a cumulative resend (everything so far) beyond what the call holds.
+fn push_resent(call: &mut Call, full: &[u8]) {
+    let held = call.scanner.text().len();
+    push_checked(call, &full[held..]);
+}
+
 fn latch_cumulative(call: &mut Call) {
     if call.mode != ArgMode::Cumulative {
         call.mode = ArgMode::Cumulative;
@@ -841,8 +841,7 @@ fn settle_held(call: &mut Call) {
     };
     if !append_ok && cumulative_ok {
         latch_cumulative(call);
-        let fresh = held[call.scanner.text().len()..].to_vec();
-        push_checked(call, &fresh);
+        push_resent(call, &held);
     } else {
         push_checked(call, &held);
     }

@@ -70,7 +70,8 @@ impl Registry {
         let mut scanner = Scanner::default();
         check.push(&mut scanner, text);
         let _ = check.finish(&mut scanner);
-        check.errors().first().cloned()
+        let first = check.errors().next().cloned();
+        first
     }
 }
 
@@ -137,24 +138,19 @@ impl CallCheck {
     }
 
     /// Violations found so far, earliest first (an unknown tool name first of all).
-    #[must_use]
-    pub fn errors(&self) -> Vec<Error> {
-        let mut out: Vec<Error> = self.name_error.iter().cloned().collect();
-        if let Some(c) = &self.checker {
-            out.extend(c.errors().iter().cloned());
-        }
-        out
+    pub fn errors(&self) -> impl Iterator<Item = &Error> {
+        self.name_error
+            .iter()
+            .chain(self.checker.iter().flat_map(|c| c.errors()))
     }
 
     /// Violations whose details are final (see [`Checker::settled_errors`]), for early
-    /// reporting: an early error then reads the same however the stream was cut.
-    #[must_use]
-    pub fn settled_errors(&self) -> Vec<Error> {
-        let mut out: Vec<Error> = self.name_error.iter().cloned().collect();
-        if let Some(c) = &self.checker {
-            out.extend(c.settled_errors().iter().cloned());
-        }
-        out
+    /// reporting: an early error then reads the same however the stream was cut. Borrowed, so
+    /// draining after every fragment copies only the errors not reported yet.
+    pub fn settled_errors(&self) -> impl Iterator<Item = &Error> {
+        self.name_error
+            .iter()
+            .chain(self.checker.iter().flat_map(|c| c.settled_errors()))
     }
 
     /// The number of violations found so far.
