@@ -96,6 +96,8 @@ pub struct ToolCall {
     pub complete: bool,
     /// Duplicate-key policy used, needed to build the value.
     pub duplicate_keys: bool,
+    /// Every number in `arguments` is plain (see [`Scanner::plain_numbers`]).
+    pub plain_numbers: bool,
 }
 
 impl ToolCall {
@@ -766,6 +768,7 @@ fn finish_call(
         warnings,
         complete: json_ok,
         duplicate_keys,
+        plain_numbers: call.scanner.plain_numbers(),
     }
 }
 

@@ -91,6 +91,47 @@ impl Drop for GcPause {
     }
 }
 
+/// `orjson.loads`, looked up once per process (`None` when orjson cannot be imported).
+static ORJSON_LOADS: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
+
+/// The value of a complete, already validated JSON text whose numbers are all plain, built by
+/// `orjson` (the fastest builder of Python objects from JSON), or `None` to fall back to
+/// [`PySink`]. Our scanner has accepted the text, so orjson sees only strict RFC 8259 JSON with
+/// our limits applied; plain numbers are the ones it reads exactly as `json.loads` does.
+fn orjson_value<'py>(py: Python<'py>, text: &[u8]) -> Option<Bound<'py, PyAny>> {
+    let loads = ORJSON_LOADS
+        .get_or_init(py, || {
+            py.import("orjson")
+                .and_then(|m| m.getattr("loads"))
+                .ok()
+                .map(Bound::unbind)
+        })
+        .as_ref()?;
+    let _gc = GcPause::new(py);
+    // A failure (never expected on accepted text) only means the slower builder is used.
+    loads.bind(py).call1((PyBytes::new(py, text),)).ok()
+}
+
+/// The final value of a complete text: by orjson when its numbers allow, else by [`PySink`].
+fn final_value<'py>(
+    py: Python<'py>,
+    text: &[u8],
+    plain_numbers: bool,
+    duplicate_keys: bool,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if plain_numbers {
+        if let Some(v) = orjson_value(py, text) {
+            return Ok(Some(v));
+        }
+    }
+    let options = BuildOptions {
+        complete: true,
+        duplicate_keys,
+        ..BuildOptions::default()
+    };
+    build(text, options, &mut PySink::new(py))
+}
+
 /// Slots of the key cache (direct-mapped).
 const KEY_CACHE_SLOTS: usize = 128;
 
@@ -332,7 +373,12 @@ impl PyToolCall {
     #[getter]
     fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let v = self.value.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-            let built = self.call.value_into(&mut PySink::new(py))?;
+            let call = &self.call;
+            let built = if call.complete {
+                final_value(py, &call.arguments, call.plain_numbers, call.duplicate_keys)?
+            } else {
+                None
+            };
             Ok(built.map_or_else(|| py.None(), Bound::unbind))
         })?;
         Ok(v.bind(py).clone())
@@ -473,12 +519,12 @@ impl PyScanner {
         if let Err(e) = self.inner.finish() {
             return Err(json_error(py, &e));
         }
-        let options = BuildOptions {
-            complete: true,
-            duplicate_keys: self.inner.config().duplicate_keys == DuplicateKeys::LastWins,
-            ..BuildOptions::default()
-        };
-        let v = build(self.inner.text(), options, &mut PySink::new(py))?;
+        let v = final_value(
+            py,
+            self.inner.text(),
+            self.inner.plain_numbers(),
+            self.inner.config().duplicate_keys == DuplicateKeys::LastWins,
+        )?;
         optional_value(py, v)
     }
 

@@ -253,6 +253,8 @@ pub struct Scanner {
     high_surrogate: u32,
     num_start: usize,
     num_int_digits: usize,
+    /// Some number lexeme is long or has a long exponent (see [`Scanner::plain_numbers`]).
+    long_numbers: bool,
     literal: &'static [u8],
     literal_pos: u8,
     value_done: bool,
@@ -288,6 +290,7 @@ impl Scanner {
             high_surrogate: 0,
             num_start: 0,
             num_int_digits: 0,
+            long_numbers: false,
             literal: b"",
             literal_pos: 0,
             value_done: false,
@@ -331,6 +334,15 @@ impl Scanner {
     #[must_use]
     pub fn is_blank(&self) -> bool {
         matches!(self.lex, Lex::Start)
+    }
+
+    /// True when every number read so far has at most 18 characters and an exponent of at most
+    /// two digits: such a number is an integer within 64 bits or a double that neither
+    /// overflows nor needs more than the usual parse, so a reader limited to machine numbers
+    /// (`orjson`, say) reads it exactly as an arbitrary-precision one (`json.loads`) does.
+    #[must_use]
+    pub fn plain_numbers(&self) -> bool {
+        !self.long_numbers
     }
 
     /// The current status.
@@ -567,6 +579,9 @@ impl Scanner {
     #[inline]
     fn end_number<V: Visitor>(&mut self, text: &[u8], end: usize, visitor: &mut V) {
         let lexeme = &text[self.num_start..end];
+        if lexeme.len() > 18 || long_exponent(lexeme) {
+            self.long_numbers = true;
+        }
         // A number lexeme is ASCII by construction.
         let lexeme = std::str::from_utf8(lexeme).unwrap_or("");
         visitor.number_end(lexeme, end);
@@ -1013,6 +1028,20 @@ pub fn push_pointer_token(out: &mut String, token: &str) {
     }
 }
 
+/// True when a number lexeme's exponent has three digits or more (it may overflow a double).
+fn long_exponent(lexeme: &[u8]) -> bool {
+    lexeme
+        .iter()
+        .position(|&b| b | 0x20 == b'e')
+        .is_some_and(|e| {
+            let digits = lexeme[e + 1..]
+                .iter()
+                .filter(|b| b.is_ascii_digit())
+                .count();
+            digits > 2
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1140,6 +1169,24 @@ mod tests {
         let e = s.finish().expect_err("too large");
         assert_eq!((e.kind, e.offset), (ErrorKind::TooLarge, 10));
         assert_eq!(s.text().len(), 10);
+    }
+
+    #[test]
+    fn plain_numbers_are_short_with_short_exponents() {
+        for (text, plain) in [
+            ("[1, -2.5, 1e10, 123456789012345678]", true),
+            ("-12345678901234567", true),
+            ("[1.5E-99]", true),
+            ("[1234567890123456789]", false),
+            ("[1e100]", false),
+            ("{\"a\": 1E+400}", false),
+            ("\"12345678901234567890\"", true),
+        ] {
+            let mut s = Scanner::default();
+            s.push(text.as_bytes());
+            s.finish().expect("valid");
+            assert_eq!(s.plain_numbers(), plain, "{text}");
+        }
     }
 
     #[test]

@@ -356,6 +356,42 @@ def test_values_equal_json_loads_for_awkward_numbers_and_escapes() -> None:
     assert one(a).value == json.loads(text)
 
 
+NUMBER_EDGES = [
+    "9223372036854775807",
+    "-9223372036854775808",
+    "-9223372036854775809",
+    "18446744073709551615",
+    "18446744073709551616",
+    "123456789012345678",
+    "-12345678901234567",
+    "1234567890123456789012",
+    "1e308",
+    "1.7976931348623157e308",
+    "1.8e308",
+    "-1e400",
+    "4.9e-324",
+    "2e-400",
+    "0.1000000000000000055511151231257827",
+    "12345678901234567.5",
+    "1E+99",
+    "1e-07",
+]
+
+
+@pytest.mark.parametrize("number", NUMBER_EDGES)
+def test_numbers_at_the_edges_of_machine_precision_equal_json_loads(number: str) -> None:
+    # Plain numbers take the fast builder, the others ours; both must agree with json.loads.
+    for text in (f'{{"n": {number}, "s": "é"}}', f'{{"n": [1, {number}]}}'):
+        a = Assembler()
+        a.feed(0, name="f", arguments=text)
+        value = one(a).value
+        assert value == json.loads(text)
+        assert type(value["n"]) is type(json.loads(text)["n"])
+    scanner = Scanner()
+    scanner.push(number)
+    assert scanner.finish() == json.loads(number)
+
+
 def test_partial_values_follow_the_spec() -> None:
     a = Assembler()
     a.feed(0, name="f")
