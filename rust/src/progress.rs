@@ -5,6 +5,12 @@
 //! consecutive pieces of one string into one item, so a drain after every fragment costs O(new
 //! bytes) — the O(1)-per-fragment alternative to re-parsing the buffer for a preview. A
 //! character split across fragments is held back until it is whole.
+//! - The pointer of the value being written is built once, when the value starts, and shared
+//!   (`Arc<str>`) by every item of that value: a long string arrives over many drains, and
+//!   rebuilding its pointer for each was most of a drain's cost. Sharing also lets the binding
+//!   reuse one Python `str` for the path across drains.
+
+use std::sync::Arc;
 
 use crate::scanner::push_pointer_token;
 use crate::visit::{ValueKind, Visitor};
@@ -12,8 +18,8 @@ use crate::visit::{ValueKind, Visitor};
 /// One progress item: text appended to the value at `path` (a JSON Pointer).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProgressItem {
-    /// JSON Pointer of the value written.
-    pub path: String,
+    /// JSON Pointer of the value written (shared by every item of that value).
+    pub path: Arc<str>,
     /// Decoded text appended to a string, or the JSON text of a completed number or literal.
     pub text: String,
     /// True when the value at `path` is complete with this item.
@@ -31,7 +37,9 @@ struct Level {
 #[derive(Debug, Default)]
 pub struct Progress {
     levels: Vec<Level>,
-    items: Vec<(String, Vec<u8>, bool)>,
+    items: Vec<(Arc<str>, Vec<u8>, bool)>,
+    /// Pointer of the string being written, for its pieces after a drain.
+    string_path: Option<Arc<str>>,
     /// True while the last item is an open string that pieces extend.
     open_string: bool,
     /// Bytes of an unfinished UTF-8 character carried to the next drain.
@@ -39,7 +47,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    fn pointer(&self) -> String {
+    fn pointer(&self) -> Arc<str> {
         let mut out = String::new();
         for level in &self.levels {
             out.push('/');
@@ -49,7 +57,19 @@ impl Progress {
                 out.push_str(&(level.count.saturating_sub(1)).to_string());
             }
         }
-        out
+        out.into()
+    }
+
+    /// The pointer of the open string, built when it started.
+    fn string_pointer(&mut self) -> Arc<str> {
+        match &self.string_path {
+            Some(path) => Arc::clone(path),
+            None => {
+                let path = self.pointer();
+                self.string_path = Some(Arc::clone(&path));
+                path
+            }
+        }
     }
 
     /// Items since the last drain.
@@ -57,21 +77,26 @@ impl Progress {
         let mut out = Vec::with_capacity(self.items.len());
         let n = self.items.len();
         for (i, (path, bytes, complete)) in self.items.drain(..).enumerate() {
-            let mut bytes = if self.carry.is_empty() {
+            let bytes = if self.carry.is_empty() {
                 bytes
             } else {
                 let mut joined = std::mem::take(&mut self.carry);
                 joined.extend_from_slice(&bytes);
                 joined
             };
-            let valid = match std::str::from_utf8(&bytes) {
-                Ok(_) => bytes.len(),
-                Err(e) => e.valid_up_to(),
+            let text = match String::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(e) => {
+                    // The scanner has validated the text, so only a character cut by this
+                    // drain can be unfinished: the tail of the last, still open, string.
+                    let valid = e.utf8_error().valid_up_to();
+                    let mut bytes = e.into_bytes();
+                    if i + 1 == n && !complete {
+                        self.carry = bytes.split_off(valid);
+                    }
+                    String::from_utf8_lossy(&bytes).into_owned()
+                }
             };
-            if i + 1 == n && !complete && valid < bytes.len() {
-                self.carry = bytes.split_off(valid);
-            }
-            let text = String::from_utf8_lossy(&bytes).into_owned();
             out.push(ProgressItem {
                 path,
                 text,
@@ -111,6 +136,7 @@ impl Visitor for Progress {
             }
             ValueKind::String => {
                 let path = self.pointer();
+                self.string_path = Some(Arc::clone(&path));
                 self.items.push((path, Vec::new(), false));
                 self.open_string = true;
             }
@@ -126,7 +152,7 @@ impl Visitor for Progress {
 
     fn string_piece(&mut self, piece: &[u8], _offset: usize, _escaped: bool) {
         if !self.open_string || self.items.is_empty() {
-            let path = self.pointer();
+            let path = self.string_pointer();
             self.items.push((path, Vec::new(), false));
             self.open_string = true;
         }
@@ -137,12 +163,13 @@ impl Visitor for Progress {
 
     fn string_end(&mut self, _offset: usize) {
         if !self.open_string || self.items.is_empty() {
-            let path = self.pointer();
+            let path = self.string_pointer();
             self.items.push((path, Vec::new(), true));
         } else if let Some(last) = self.items.last_mut() {
             last.2 = true;
         }
         self.open_string = false;
+        self.string_path = None;
     }
 
     fn number_end(&mut self, lexeme: &str, _offset: usize) {
@@ -197,7 +224,7 @@ mod tests {
         let third = progress.drain();
         let summary: Vec<(&str, &str, bool)> = third
             .iter()
-            .map(|i| (i.path.as_str(), i.text.as_str(), i.complete))
+            .map(|i| (&*i.path, i.text.as_str(), i.complete))
             .collect();
         assert_eq!(
             summary,

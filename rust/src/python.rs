@@ -11,6 +11,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::string::PyStringData;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::assembler::{Arguments, Assembler, AssemblerConfig, Delta, ToolCall};
@@ -462,10 +463,64 @@ fn fragment<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(b.as_bytes());
     }
-    Err(MisuseError::new_err(format!(
-        "expected str or bytes, got {}",
-        obj.get_type().name()?
-    )))
+    Err(not_text(obj))
+}
+
+#[cold]
+fn not_text(obj: &Bound<'_, PyAny>) -> PyErr {
+    match obj.get_type().name() {
+        Ok(name) => MisuseError::new_err(format!("expected str or bytes, got {name}")),
+        Err(e) => e,
+    }
+}
+
+/// The UTF-8 bytes of a `str` or `bytes` fragment, for the feed path.
+///
+/// A `str` that is not ASCII is encoded into `scratch` from its code points: asking CPython for
+/// its UTF-8 form instead allocates and caches a copy inside every fresh fragment object (most
+/// fragments are used once), which cost more than the rest of `feed` on CJK-heavy arguments.
+fn fragment_utf8<'a>(obj: &'a Bound<'_, PyAny>, scratch: &'a mut Vec<u8>) -> PyResult<&'a [u8]> {
+    let Ok(s) = obj.cast::<PyString>() else {
+        return fragment(obj);
+    };
+    // SAFETY: `obj` is a `str` (checked above) and the GIL is held through the `Bound`, which
+    // is all `PyUnicode_IS_ASCII` needs; it reads the object's state flags without side effects.
+    if unsafe { pyo3::ffi::PyUnicode_IS_ASCII(s.as_ptr()) } != 0 {
+        return Ok(s.to_str()?.as_bytes());
+    }
+    // SAFETY: pyo3 documents `data` as unsafe because it decodes CPython's state bitfield by
+    // hand; that layout is the one pyo3 tests on the little-endian targets we build for, and the
+    // fragment tests in tests/core compare this path with `str.encode` on every kind of string.
+    let data = unsafe { s.data() }?;
+    scratch.clear();
+    let ok = match data {
+        PyStringData::Ucs1(units) => encode_units(units.iter().map(|&u| u32::from(u)), scratch),
+        PyStringData::Ucs2(units) => encode_units(units.iter().map(|&u| u32::from(u)), scratch),
+        PyStringData::Ucs4(units) => encode_units(units.iter().copied(), scratch),
+    };
+    if ok {
+        Ok(scratch.as_slice())
+    } else {
+        // A lone surrogate: let CPython raise its own UnicodeEncodeError.
+        Ok(s.to_str()?.as_bytes())
+    }
+}
+
+/// Appends the UTF-8 encoding of code points to `out`; false on a surrogate (not encodable).
+fn encode_units(units: impl ExactSizeIterator<Item = u32>, out: &mut Vec<u8>) -> bool {
+    out.reserve(units.len() * 3);
+    let mut buf = [0u8; 4];
+    for unit in units {
+        if unit < 0x80 {
+            out.push(unit as u8);
+        } else {
+            match char::from_u32(unit) {
+                Some(c) => out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes()),
+                None => return false,
+            }
+        }
+    }
+    true
 }
 
 fn optional_text<'a>(obj: Option<&'a Bound<'_, PyAny>>, what: &str) -> PyResult<Option<&'a str>> {
@@ -640,6 +695,10 @@ fn registry_of(tools: &Bound<'_, PyAny>) -> PyResult<Arc<Registry>> {
 struct PyAssembler {
     /// The assembler inside the raw-SSE decoder, so `feed` and `feed_sse` share one state.
     decoder: StreamDecoder,
+    /// Reused buffer for the UTF-8 form of non-ASCII `str` fragments.
+    scratch: Vec<u8>,
+    /// The path of the last progress item and its Python `str`.
+    last_path: Option<(Arc<str>, Py<PyString>)>,
 }
 
 #[pymethods]
@@ -665,6 +724,8 @@ impl PyAssembler {
         .map_err(|e| misuse(&e))?;
         Ok(Self {
             decoder: StreamDecoder::new(inner),
+            scratch: Vec::new(),
+            last_path: None,
         })
     }
 
@@ -692,7 +753,7 @@ impl PyAssembler {
             Some(a) if a.is_none() => None,
             Some(a) => {
                 if a.is_instance_of::<PyString>() || a.is_instance_of::<PyBytes>() {
-                    Some(Arguments::Text(fragment(a)?))
+                    Some(Arguments::Text(fragment_utf8(a, &mut self.scratch)?))
                 } else if a.is_instance_of::<PyDict>() || a.is_instance_of::<PyList>() {
                     serialized = dump_json(py, a)?;
                     Some(Arguments::Value(serialized.as_bytes()))
@@ -793,13 +854,22 @@ impl PyAssembler {
             .collect()
     }
 
-    fn drain_progress(&mut self) -> Vec<(usize, String, String)> {
-        self.decoder
-            .assembler_mut()
-            .drain_progress()
-            .into_iter()
-            .map(|(o, p)| (o, p.path, p.text))
-            .collect()
+    fn drain_progress<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let items = self.decoder.assembler_mut().drain_progress();
+        let mut tuples = Vec::with_capacity(items.len());
+        for (ordinal, item) in items {
+            // A string's items share one path: reuse its Python str across drains.
+            let path = match &self.last_path {
+                Some((rust, python)) if Arc::ptr_eq(rust, &item.path) => python.clone_ref(py),
+                _ => {
+                    let python = PyString::new(py, &item.path).unbind();
+                    self.last_path = Some((Arc::clone(&item.path), python.clone_ref(py)));
+                    python
+                }
+            };
+            tuples.push((ordinal, path, item.text).into_pyobject(py)?);
+        }
+        PyList::new(py, tuples)
     }
 
     /// True when some call already has an error no later input can fix.

@@ -178,6 +178,28 @@ def test_cut_between_surrogate_halves() -> None:
         assert one(a).value == {"q": "😀!"}
 
 
+@pytest.mark.parametrize(
+    "piece",
+    ["ascii", "café ÿ", "東京 名前", "emoji 😀 𝄞", "mixed é 東 😀", "\x7f\x80\u07ff\u0800\uffff"],
+)
+def test_str_fragments_of_every_storage_kind_arrive_as_their_utf8(piece: str) -> None:
+    # CPython stores str as 1, 2 or 4 bytes per code point; each is encoded without its cache.
+    text = json.dumps({"s": piece, "t": [piece, piece[::-1]]}, ensure_ascii=False)
+    a = Assembler()
+    a.feed(0, name="f")
+    for i in range(0, len(text), 3):
+        a.feed(0, arguments="".join(list(text[i : i + 3])))
+    call = one(a)
+    assert call.arguments_bytes == text.encode()
+    assert call.value == json.loads(text)
+
+
+def test_a_str_fragment_with_a_lone_surrogate_is_refused() -> None:
+    a = Assembler()
+    with pytest.raises(UnicodeEncodeError):
+        a.feed(0, name="f", arguments='{"s": "\ud800"}')
+
+
 def test_cut_inside_a_cjk_character_in_bytes_mode() -> None:
     data = '{"city": "東京"}'.encode()
     for cut in range(1, len(data)):
