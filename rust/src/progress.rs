@@ -31,12 +31,17 @@ struct Level {
     is_object: bool,
     key: String,
     count: usize,
+    /// Length of `Progress::prefix` before this container's own token.
+    prefix_len: usize,
 }
 
 /// Visitor that records progress items.
 #[derive(Debug, Default)]
 pub struct Progress {
     levels: Vec<Level>,
+    /// Pointer of the innermost open container, kept up to date as containers open and close
+    /// so that a value's pointer costs one token, not one per level.
+    prefix: String,
     items: Vec<(Arc<str>, Vec<u8>, bool)>,
     /// Pointer of the string being written, for its pieces after a drain.
     string_path: Option<Arc<str>>,
@@ -48,16 +53,22 @@ pub struct Progress {
 
 impl Progress {
     fn pointer(&self) -> Arc<str> {
-        let mut out = String::new();
-        for level in &self.levels {
+        let mut out = String::with_capacity(self.prefix.len() + 16);
+        out.push_str(&self.prefix);
+        self.push_member_token(&mut out);
+        out.into()
+    }
+
+    /// Appends `/` and the token of the current member or element of the innermost container.
+    fn push_member_token(&self, out: &mut String) {
+        if let Some(level) = self.levels.last() {
             out.push('/');
             if level.is_object {
-                push_pointer_token(&mut out, &level.key);
+                push_pointer_token(out, &level.key);
             } else {
-                out.push_str(&(level.count.saturating_sub(1)).to_string());
+                push_index(out, level.count.saturating_sub(1));
             }
         }
-        out.into()
     }
 
     /// The pointer of the open string, built when it started.
@@ -128,10 +139,15 @@ impl Visitor for Progress {
         }
         match kind {
             ValueKind::Object | ValueKind::Array => {
+                let prefix_len = self.prefix.len();
+                let mut prefix = std::mem::take(&mut self.prefix);
+                self.push_member_token(&mut prefix);
+                self.prefix = prefix;
                 self.levels.push(Level {
                     is_object: kind == ValueKind::Object,
                     key: String::new(),
                     count: 0,
+                    prefix_len,
                 });
             }
             ValueKind::String => {
@@ -186,8 +202,28 @@ impl Visitor for Progress {
     }
 
     fn container_end(&mut self, _kind: ValueKind, _offset: usize) {
-        self.levels.pop();
+        if let Some(level) = self.levels.pop() {
+            self.prefix.truncate(level.prefix_len);
+        }
         self.open_string = false;
+    }
+}
+
+/// Appends the decimal digits of an array index.
+fn push_index(out: &mut String, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        // `n % 10` is below 10, so the cast cannot truncate.
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
     }
 }
 
@@ -235,5 +271,25 @@ mod tests {
                 ("/tags/2", "true", true)
             ]
         );
+    }
+
+    #[test]
+    fn paths_follow_nesting_escapes_and_indices_past_nine() {
+        let mut scanner = Scanner::default();
+        let mut progress = Progress::default();
+        let text = br#"{"a/b": [[1, {"x~": "s"}], 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, {"k": [true]}], "z": null}"#;
+        let mut paths = Vec::new();
+        for piece in text.chunks(3) {
+            scanner.push_with(piece, &mut progress);
+            for item in progress.drain() {
+                if item.complete {
+                    paths.push(item.path.to_string());
+                }
+            }
+        }
+        let mut expected = vec!["/a~1b/0/0".to_owned(), "/a~1b/0/1/x~0".to_owned()];
+        expected.extend((1..=10).map(|i| format!("/a~1b/{i}")));
+        expected.extend(["/a~1b/11/k/0".to_owned(), "/z".to_owned()]);
+        assert_eq!(paths, expected);
     }
 }
