@@ -417,6 +417,23 @@ def test_plain_tool_secret_and_user_supplied() -> None:
     assert token_error.got == "[redacted]"
 
 
+def test_outcome_success_is_the_dataclass_outcome_with_every_field() -> None:
+    outcome = TOOLS.validate(call("booking", args()))
+    assert outcome.ok and outcome.model is not None
+    built = Outcome(
+        ok=True,
+        kind="ok",
+        tool=outcome.tool,
+        call_id=outcome.call_id,
+        model=outcome.model,
+        coercions=outcome.coercions,
+    )
+    assert outcome == built
+    assert vars(outcome).keys() == vars(built).keys()
+    with pytest.raises(AttributeError):
+        outcome.kind = "model_error"  # type: ignore[misc]
+
+
 def test_outcome_is_frozen() -> None:
     outcome = TOOLS.validate(call("booking", args()))
     with pytest.raises(AttributeError):

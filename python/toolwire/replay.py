@@ -191,7 +191,7 @@ class Entry:
     call_id: str | None = None
     arguments: str = ""
     expect: tuple[Expectation, ...] | None = None
-    schema_hashes: Mapping[str, str] = field(default_factory=dict[str, str])
+    schema_hashes: Mapping[str, str] = field(default_factory=lambda: {})
     note: str = ""
 
 

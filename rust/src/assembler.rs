@@ -786,14 +786,7 @@ fn first_non_ws_offset(text: &[u8]) -> usize {
 
 /// U+FFFD (EF BF BD) in the text: a character was mangled before it reached us (quirk 40).
 fn contains_replacement_character(text: &[u8]) -> bool {
-    let mut rest = text;
-    while let Some(p) = rest.iter().position(|&b| b == 0xEF) {
-        if rest[p..].starts_with(&[0xEF, 0xBF, 0xBD]) {
-            return true;
-        }
-        rest = &rest[p + 1..];
-    }
-    false
+    memchr::memmem::find(text, "\u{FFFD}".as_bytes()).is_some()
 }
 
 /// Whether `text` appended to what `scanner` holds is still valid JSON so far. A fragment that

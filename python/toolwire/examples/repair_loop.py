@@ -109,10 +109,8 @@ class ScriptServer:
 
     base_url: str
     turns: Sequence[Turn]
-    requests: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
-    answers: list[dict[str, dict[str, Any]]] = field(
-        default_factory=list[dict[str, dict[str, Any]]]
-    )
+    requests: list[dict[str, Any]] = field(default_factory=lambda: [])
+    answers: list[dict[str, dict[str, Any]]] = field(default_factory=lambda: [])
 
     def reply(self, request: dict[str, Any]) -> list[dict[str, Any]]:
         """Check one request and return the chunks of the next scripted turn.

@@ -69,7 +69,7 @@ class ChunkInfo:
     """
 
     text: str = ""
-    feeds: list[FeedRecord] = field(default_factory=list["FeedRecord"])
+    feeds: list[FeedRecord] = field(default_factory=lambda: [])
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
 

@@ -34,8 +34,8 @@ class _Block:
 
 @dataclass(slots=True)
 class _State:
-    blocks: dict[int, _Block] = field(default_factory=dict[int, _Block])
-    usage: dict[str, Any] = field(default_factory=dict[str, Any])
+    blocks: dict[int, _Block] = field(default_factory=lambda: {})
+    usage: dict[str, Any] = field(default_factory=lambda: {})
 
 
 class AnthropicMessagesAdapter:

@@ -27,9 +27,9 @@ __all__ = ["ResponsesAdapter"]
 
 @dataclass(slots=True)
 class _Calls:
-    by_item: dict[str, int] = field(default_factory=dict[str, int])
-    opened: set[int] = field(default_factory=set[int])
-    with_arguments: set[int] = field(default_factory=set[int])
+    by_item: dict[str, int] = field(default_factory=lambda: {})
+    opened: set[int] = field(default_factory=lambda: set())
+    with_arguments: set[int] = field(default_factory=lambda: set())
 
 
 class ResponsesAdapter:
