@@ -199,11 +199,20 @@ impl State {
 /// at the end of the body.
 #[derive(Debug)]
 pub struct StreamDecoder {
+    /// Framing, event decoding and stream-level state, made on the first body bytes: a caller
+    /// that feeds deltas (not bytes) never pays for them, and with thousands of open streams
+    /// their ~500 bytes were a tenth of each stream's memory.
+    body: Option<Box<Body>>,
+    config: SseConfig,
+    assembler: Assembler,
+    finished: bool,
+}
+
+#[derive(Debug)]
+struct Body {
     framer: Framer,
     decoder: Decoder,
-    assembler: Assembler,
     state: State,
-    finished: bool,
 }
 
 impl StreamDecoder {
@@ -217,10 +226,9 @@ impl StreamDecoder {
     #[must_use]
     pub fn with_config(assembler: Assembler, config: SseConfig) -> Self {
         Self {
-            framer: Framer::new(config),
-            decoder: Decoder::new(),
+            body: None,
+            config,
             assembler,
-            state: State::default(),
             finished: false,
         }
     }
@@ -233,13 +241,20 @@ impl StreamDecoder {
         if self.finished {
             return Err(Misuse::Finished);
         }
-        let Self {
+        let config = self.config;
+        let body = self.body.get_or_insert_with(|| {
+            Box::new(Body {
+                framer: Framer::new(config),
+                decoder: Decoder::new(),
+                state: State::default(),
+            })
+        });
+        let assembler = &mut self.assembler;
+        let Body {
             framer,
             decoder,
-            assembler,
             state,
-            ..
-        } = self;
+        } = &mut **body;
         let framed = framer.push(bytes, |event| {
             state.events += 1;
             let mut apply = |action: Action<'_>| state.apply(assembler, action);
@@ -260,9 +275,8 @@ impl StreamDecoder {
                 }
             }
         });
-        let errors = &mut self.state.errors;
-        let new =
-            self.framer.dropped_events() - errors.counts[StreamErrorKind::EventTooLarge.slot()];
+        let errors = &mut state.errors;
+        let new = framer.dropped_events() - errors.counts[StreamErrorKind::EventTooLarge.slot()];
         if let Err(e @ SseError::EventTooLarge { after, .. }) = framed {
             errors.record_n(StreamErrorKind::EventTooLarge, new, after + 1, || {
                 e.to_string()
@@ -280,71 +294,79 @@ impl StreamDecoder {
             return Err(Misuse::Finished);
         }
         self.finished = true;
-        let Self {
-            framer,
-            decoder,
-            assembler,
-            state,
-            ..
-        } = self;
-        if let Tail::Truncated { pending_bytes } = framer.finish() {
-            state
-                .errors
-                .record(StreamErrorKind::TruncatedBody, state.events + 1, || {
-                    format!("the body ended inside an event ({pending_bytes} bytes not decoded)")
-                });
+        let assembler = &mut self.assembler;
+        if let Some(body) = &mut self.body {
+            let Body {
+                framer,
+                decoder,
+                state,
+            } = &mut **body;
+            if let Tail::Truncated { pending_bytes } = framer.finish() {
+                state
+                    .errors
+                    .record(StreamErrorKind::TruncatedBody, state.events + 1, || {
+                        format!(
+                            "the body ended inside an event ({pending_bytes} bytes not decoded)"
+                        )
+                    });
+            }
+            decoder.finish(&mut |action: Action<'_>| state.apply(assembler, action));
         }
-        decoder.finish(&mut |action: Action<'_>| state.apply(assembler, action));
         assembler.finish()
+    }
+
+    fn state(&self) -> Option<&State> {
+        self.body.as_ref().map(|b| &b.state)
     }
 
     /// Assistant text received so far (invalid UTF-8 cannot occur; lone surrogates became U+FFFD).
     #[must_use]
     pub fn text(&self) -> Cow<'_, str> {
-        String::from_utf8_lossy(&self.state.text)
+        self.state()
+            .map_or(Cow::Borrowed(""), |s| String::from_utf8_lossy(&s.text))
     }
 
     /// The JSON text of the usage seen so far (members of every usage object, merged).
     #[must_use]
     pub fn usage(&self) -> Option<&str> {
-        self.state.usage.as_deref()
+        self.state().and_then(|s| s.usage.as_deref())
     }
 
     /// The normalized finish reason, or `None` if the stream has not sent one (yet).
     #[must_use]
     pub fn finish_reason(&self) -> Option<FinishReason> {
-        self.state.finish
+        self.state().and_then(|s| s.finish)
     }
 
     /// The finish reason as sent (Responses: the status, or the incomplete reason).
     #[must_use]
     pub fn finish_reason_raw(&self) -> Option<&str> {
-        self.state.finish_raw.as_deref()
+        self.state().and_then(|s| s.finish_raw.as_deref())
     }
 
     /// The format of the first recognised event.
     #[must_use]
     pub fn format(&self) -> Option<Format> {
-        self.state.format
+        self.state().and_then(|s| s.format)
     }
 
     /// True once the end-of-stream marker (`[DONE]`, `message_stop`, Responses completion)
     /// arrived.
     #[must_use]
     pub fn done(&self) -> bool {
-        self.state.done
+        self.state().is_some_and(|s| s.done)
     }
 
     /// Events dispatched by the framer so far.
     #[must_use]
     pub fn events(&self) -> u64 {
-        self.state.events
+        self.state().map_or(0, |s| s.events)
     }
 
     /// How many stream errors of `kind` occurred.
     #[must_use]
     pub fn error_count(&self, kind: StreamErrorKind) -> u64 {
-        self.state.errors.counts[kind.slot()]
+        self.state().map_or(0, |s| s.errors.counts[kind.slot()])
     }
 
     /// Malformed events so far (not JSON, or wrong field types).
@@ -356,19 +378,21 @@ impl StreamDecoder {
     /// The first stream error of each kind, ordered by event number.
     #[must_use]
     pub fn errors(&self) -> &[StreamError] {
-        &self.state.errors.first
+        self.state().map_or(&[], |s| &s.errors.first)
     }
 
     /// The first stream error of any kind (by event number).
     #[must_use]
     pub fn first_error(&self) -> Option<&StreamError> {
-        self.state.errors.first.first()
+        self.errors().first()
     }
 
     /// Chat Completions choices other than choice 0 that were skipped.
     #[must_use]
     pub fn ignored_choices(&self) -> u64 {
-        self.decoder.ignored_choices()
+        self.body
+            .as_ref()
+            .map_or(0, |b| b.decoder.ignored_choices())
     }
 
     /// The assembler (for early errors or partial values while the stream runs).
