@@ -27,7 +27,6 @@ __all__ = [
     "baseline_join_orjson",
     "baseline_join_orjson_bytes",
     "dict_concat_json",
-    "has_feed_sse",
     "jiter_every_fragment",
     "langchain_addition",
     "openai_sdk_stream",
@@ -290,11 +289,6 @@ def sse_openai_state(pieces: Sequence[bytes]) -> Values:
 def sse_openai_toolwire_chunks(pieces: Sequence[bytes]) -> Values:
     """The SDK's `Stream` plus toolwire's `feed_chunk` (toolwire's path until `feed_sse`)."""
     return toolwire_feed_chunk(openai_sdk_stream(pieces))
-
-
-def has_feed_sse() -> bool:
-    """True once the core exposes `Assembler.feed_sse` (the Rust raw-SSE path)."""
-    return hasattr(toolwire.Assembler, "feed_sse")
 
 
 def sse_toolwire_feed_sse(pieces: Sequence[bytes]) -> Values:

@@ -3,9 +3,7 @@
 The body is the corpus stream as `data: {chunk}` events, handed over in network-sized pieces
 (256 B - 4 KB, cut anywhere). The baseline lets the `openai` SDK decode the bytes with its own
 `Stream` and accumulates with `join+orjson`; the SDK's full path adds its stream helper
-(`ChatCompletionStreamState`, strict tool). toolwire's raw path is `Assembler.feed_sse`, which
-the Rust core is gaining: until the installed `toolwire._core` exposes it, that benchmark is
-collected and skipped with the reason (the only skip in these suites).
+(`ChatCompletionStreamState`, strict tool). toolwire's raw path is `Assembler.feed_sse`.
 
 Left out: `openai Stream+StreamState` on interleaved parallel calls (it raises, see
 `test_final_values`); in quick mode, every path through the SDK's `Stream` at 200 KB (it
@@ -45,11 +43,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def test_raw_sse(benchmark: Any, request: pytest.FixtureRequest, case_name: str, alt: str) -> None:
     """Each path decodes the same bytes into exactly the expected arguments; then it is timed."""
-    if alt == FEED_SSE and not a.has_feed_sse():
-        pytest.skip(
-            "toolwire._core.Assembler.feed_sse is not exposed by the installed build yet "
-            "(the Rust raw-SSE path is in progress); rebuild once it lands"
-        )
     run_alternative(
         benchmark,
         request,

@@ -1,10 +1,11 @@
-"""Threads: two threads feeding separate assemblers, against one thread doing the same work.
+"""Threads: two threads feeding separate assemblers through the raw path, against one thread.
 
-The work is 40 streams of `single-20KB` (feed per fragment, `finish()`, `.value`): 20 per
-thread in the two-thread run, all 40 on one thread in the other. The report divides the two
-medians: the speed-up on 2 cores. `feed` keeps the GIL for its tiny deltas (attaching and
-detaching would cost more than scanning 13 bytes, STYLE habit 20), so on a GIL build of CPython
-the speed-up is expected near 1x; a free-threaded build (3.14t) is where it can approach 2x.
+The work is 40 streams of `single-20KB` as a gateway sees them: the SSE body in network-sized
+pieces (256 B - 4 KB) through `feed_sse`, then `finish()` and `.value`; 20 streams per thread in
+the two-thread run, all 40 on one thread in the other. The report divides the two medians: the
+speed-up on 2 cores. `feed_sse` decodes pieces of 1 KiB and more with the GIL released, so the
+other thread runs meanwhile; smaller pieces, the per-call overhead and `.value` (which makes
+Python objects) hold the GIL and bound the speed-up below 2x on a GIL build of CPython.
 """
 
 from __future__ import annotations
@@ -21,21 +22,21 @@ STREAMS = 40
 CASE = "single-20KB"
 
 
-def work(deltas: Any, streams: int) -> list[Any]:
+def work(pieces: Any, streams: int) -> list[Any]:
     """Assembles `streams` copies of the stream, one assembler each."""
-    return [a.toolwire_feed(deltas) for _ in range(streams)]
+    return [a.sse_toolwire_feed_sse(pieces) for _ in range(streams)]
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_threads(benchmark: Any, request: pytest.FixtureRequest, threads: int) -> None:
     """Every thread gets exactly the expected arguments; then the run is timed."""
     case = get_case(CASE)
-    deltas = case.deltas
+    pieces = case.sse_pieces
     expected = [list(case.expected)] * (STREAMS // threads)
     with ThreadPoolExecutor(max_workers=threads) as pool:
 
         def run() -> list[list[Any]]:
-            futures = [pool.submit(work, deltas, STREAMS // threads) for _ in range(threads)]
+            futures = [pool.submit(work, pieces, STREAMS // threads) for _ in range(threads)]
             return [f.result() for f in futures]
 
         assert run() == [expected] * threads
