@@ -583,8 +583,7 @@ impl Scanner {
             self.long_numbers = true;
         }
         // A number lexeme is ASCII by construction.
-        let lexeme = std::str::from_utf8(lexeme).unwrap_or("");
-        visitor.number_end(lexeme, end);
+        visitor.number_end_bytes(lexeme, end);
         self.end_value();
     }
 
@@ -963,8 +962,7 @@ impl Scanner {
             }
             frame.count += 1;
             if V::WANTS_KEYS {
-                let key = std::str::from_utf8(&self.frames[self.depth - 1].key).unwrap_or("");
-                visitor.key_end(key, pos);
+                visitor.key_end_bytes(&self.frames[self.depth - 1].key, pos);
             }
             self.lex = Lex::Colon;
         } else {

@@ -78,6 +78,14 @@ pub trait Visitor {
     #[inline]
     fn key_end(&mut self, key: &str, offset: usize) {}
 
+    /// [`Visitor::key_end`] as the scanner calls it: `key` is the decoded key, already checked
+    /// to be UTF-8. A visitor that reads keys as bytes overrides this and skips the conversion
+    /// (a call per key that showed in the pre-check's profile).
+    #[inline]
+    fn key_end_bytes(&mut self, key: &[u8], offset: usize) {
+        self.key_end(std::str::from_utf8(key).unwrap_or(""), offset);
+    }
+
     /// Whether the string value that just started (after its `value_start`) should be decoded
     /// for this visitor. Only asked when [`Visitor::WANTS_STRINGS`] is true, at the string's
     /// start and again at the start of each push that begins inside it (the visitor may have
@@ -100,6 +108,13 @@ pub trait Visitor {
     /// delimiter that proved it complete, or the end of the text).
     #[inline]
     fn number_end(&mut self, lexeme: &str, offset: usize) {}
+
+    /// [`Visitor::number_end`] as the scanner calls it, with the (ASCII) lexeme as bytes; see
+    /// [`Visitor::key_end_bytes`].
+    #[inline]
+    fn number_end_bytes(&mut self, lexeme: &[u8], offset: usize) {
+        self.number_end(std::str::from_utf8(lexeme).unwrap_or(""), offset);
+    }
 
     /// `true`, `false` or `null` is complete; `offset` is its last letter.
     #[inline]
@@ -141,6 +156,11 @@ impl<A: Visitor, B: Visitor> Visitor for Both<'_, A, B> {
         self.0.key_end(key, offset);
         self.1.key_end(key, offset);
     }
+    #[inline]
+    fn key_end_bytes(&mut self, key: &[u8], offset: usize) {
+        self.0.key_end_bytes(key, offset);
+        self.1.key_end_bytes(key, offset);
+    }
     /// Pieces go to both when either wants them, so each side must ignore pieces of a string
     /// it declined (the pre-check and the progress reporter do).
     #[inline]
@@ -165,6 +185,11 @@ impl<A: Visitor, B: Visitor> Visitor for Both<'_, A, B> {
     fn number_end(&mut self, lexeme: &str, offset: usize) {
         self.0.number_end(lexeme, offset);
         self.1.number_end(lexeme, offset);
+    }
+    #[inline]
+    fn number_end_bytes(&mut self, lexeme: &[u8], offset: usize) {
+        self.0.number_end_bytes(lexeme, offset);
+        self.1.number_end_bytes(lexeme, offset);
     }
     #[inline]
     fn literal_end(&mut self, kind: ValueKind, value: bool, offset: usize) {
@@ -195,6 +220,10 @@ impl<V: Visitor> Visitor for &mut V {
         (**self).key_end(key, offset);
     }
     #[inline]
+    fn key_end_bytes(&mut self, key: &[u8], offset: usize) {
+        (**self).key_end_bytes(key, offset);
+    }
+    #[inline]
     fn wants_string(&self) -> bool {
         (**self).wants_string()
     }
@@ -209,6 +238,10 @@ impl<V: Visitor> Visitor for &mut V {
     #[inline]
     fn number_end(&mut self, lexeme: &str, offset: usize) {
         (**self).number_end(lexeme, offset);
+    }
+    #[inline]
+    fn number_end_bytes(&mut self, lexeme: &[u8], offset: usize) {
+        (**self).number_end_bytes(lexeme, offset);
     }
     #[inline]
     fn literal_end(&mut self, kind: ValueKind, value: bool, offset: usize) {

@@ -31,8 +31,8 @@ use std::sync::Arc;
 
 use super::canon::{Builder, Canon};
 use super::compile::{
-    at_least, at_most, count_words, type_words, Additional, Node, NodeId, FALSE_NODE, NONE,
-    TRUE_NODE, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
+    at_least, at_most, count_words, type_words, Additional, Node, NodeId, ObjectRule, FALSE_NODE,
+    NONE, TRUE_NODE, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
 };
 use super::decimal::{parse_into, DecRef, Decimal};
 use super::trie::Trie;
@@ -45,6 +45,8 @@ pub const MAX_ERRORS: usize = 8;
 
 const NO_SLOT: u32 = u32::MAX;
 const DEAD: u32 = u32::MAX;
+/// Key position of a slot whose key so far is the start of its expected name (`Slot::guess`).
+const GUESSING: u32 = u32::MAX - 1;
 /// Cap on slots for one value: `anyOf` trees over shared `$ref`s can grow exponentially.
 /// Past it, further subschemas are not applied (which only loosens the check).
 const MAX_SLOTS_PER_VALUE: usize = 256;
@@ -78,9 +80,13 @@ struct Slot {
     specific_deaths: u32,
     /// Code points read (strings).
     count: u64,
-    /// Trie position: the key being read (objects that deny unknown keys) or the string
-    /// (string `enum`).
+    /// Trie position: the key being read (objects that deny unknown keys; `GUESSING` while
+    /// the key matches the start of the expected name) or the string (string `enum`).
     pos: u32,
+    /// Objects: the property expected next (the one after the last key matched), whose name
+    /// is compared whole before the key trie is walked: arguments mostly list properties in
+    /// schema order.
+    guess: u32,
     /// Schema of the member value about to be read (objects), `NONE` when unchecked.
     member: NodeId,
     /// First word of this slot's required-property bits in `State::bits`.
@@ -97,7 +103,6 @@ struct Frame {
     key_end: u32,
     /// Elements started (arrays).
     elems: u32,
-    in_key: bool,
     /// Some slot steps a key trie (denies unknown keys).
     steps_keys: bool,
     /// Some slot counts code points or steps a string `enum` trie.
@@ -138,7 +143,8 @@ enum Failure {
 #[derive(Clone, Copy)]
 enum Payload<'a> {
     Str(&'a str),
-    Num(&'a str),
+    /// The lexeme (ASCII).
+    Num(&'a [u8]),
     Bool(bool),
     Null,
     Container(Option<&'a Canon>),
@@ -161,9 +167,10 @@ struct State {
     slots: Vec<Slot>,
     frames: Vec<Frame>,
     bits: Vec<u64>,
-    keys: String,
+    /// Keys of the open objects (whole decoded keys, so valid UTF-8).
+    keys: Vec<u8>,
     /// The key read so far while a key trie runs (error text), or the string value read so
-    /// far when `want_str`.
+    /// far when `want_str`; emptied when the key or string closes, so a key starts empty.
     text: Vec<u8>,
     /// The current string value is read: some slot has a string rule or an enum on it, or a
     /// container `enum` captures it.
@@ -250,6 +257,16 @@ fn is_container(kind: ValueKind) -> bool {
     matches!(kind, ValueKind::Object | ValueKind::Array)
 }
 
+/// Where a slot of `rule` starts reading a key when it expects entry `guess` next.
+#[inline]
+fn key_start(rule: &ObjectRule, guess: u32) -> u32 {
+    if rule.names_property(guess) {
+        GUESSING
+    } else {
+        Trie::ROOT
+    }
+}
+
 fn to_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
@@ -276,21 +293,41 @@ impl Visitor for Checker {
 
     #[inline]
     fn value_start(&mut self, kind: ValueKind, offset: usize) {
-        self.st
-            .value_start(&self.schema.nodes, self.schema.root, kind, offset);
+        let st = &mut self.st;
+        // Inside an unchecked container only the depth counts (unless a container `enum`
+        // captures the text): kept inline, as most values of a loosely typed call are here.
+        if st.skip > 0 && !st.capture.is_active() {
+            if kind == ValueKind::String {
+                st.want_str = false;
+                st.text.clear();
+            } else if is_container(kind) {
+                st.skip += 1;
+            }
+            return;
+        }
+        st.value_start(&self.schema.nodes, self.schema.root, kind, offset);
     }
 
     #[inline]
     fn key_piece(&mut self, piece: &[u8], offset: usize, escaped: bool) {
-        if self.st.skip == 0 && !self.st.full {
-            self.st
-                .key_piece(&self.schema.nodes, piece, offset, escaped);
+        let st = &mut self.st;
+        if st.skip == 0 && !st.full && st.frames.last().is_some_and(|f| f.steps_keys) {
+            st.key_piece(&self.schema.nodes, piece, offset, escaped);
         }
     }
 
     #[inline]
     fn key_end(&mut self, key: &str, offset: usize) {
-        self.st.key_end(&self.schema.nodes, key, offset);
+        self.key_end_bytes(key.as_bytes(), offset);
+    }
+
+    #[inline]
+    fn key_end_bytes(&mut self, key: &[u8], offset: usize) {
+        let st = &mut self.st;
+        if st.skip > 0 && !st.capture.is_active() {
+            return;
+        }
+        st.key_end(&self.schema.nodes, key, offset);
     }
 
     #[inline]
@@ -329,19 +366,26 @@ impl Visitor for Checker {
             }
             return;
         }
-        let text = std::mem::take(&mut st.text);
+        let mut text = std::mem::take(&mut st.text);
         // Whole decoded pieces of a closed string: valid UTF-8.
         let value = std::str::from_utf8(&text).unwrap_or("");
         st.string_end(&self.schema.nodes, value, offset);
+        // Empty again, for the next key that a key trie reads into it.
+        text.clear();
         st.text = text;
     }
 
     #[inline]
     fn number_end(&mut self, lexeme: &str, offset: usize) {
+        self.number_end_bytes(lexeme.as_bytes(), offset);
+    }
+
+    #[inline]
+    fn number_end_bytes(&mut self, lexeme: &[u8], offset: usize) {
         let st = &mut self.st;
         if st.capture.is_active() {
-            st.capture
-                .push(Decimal::parse(lexeme).map_or(Canon::Null, Canon::Num));
+            let number = std::str::from_utf8(lexeme).ok().and_then(Decimal::parse);
+            st.capture.push(number.map_or(Canon::Null, Canon::Num));
         }
         if st.skip > 0 {
             return;
@@ -385,29 +429,33 @@ impl Visitor for Checker {
     #[inline]
     fn container_end(&mut self, _kind: ValueKind, offset: usize) {
         let st = &mut self.st;
-        let captured = if st.capture.is_active() {
-            st.capture.end()
-        } else {
-            None
-        };
-        if st.skip > 0 {
+        if st.skip > 1 && !st.capture.is_active() {
             st.skip -= 1;
-        } else if !st.full {
-            st.end_value(
-                &self.schema.nodes,
-                offset,
-                Payload::Container(captured.as_ref()),
-            );
+            return;
         }
-        if let Some(v) = captured {
-            if st.capture.is_active() {
-                st.capture.push(v);
-            }
-        }
+        st.container_end(&self.schema.nodes, offset);
     }
 }
 
 impl State {
+    fn container_end(&mut self, nodes: &[Node], offset: usize) {
+        let captured = if self.capture.is_active() {
+            self.capture.end()
+        } else {
+            None
+        };
+        if self.skip > 0 {
+            self.skip -= 1;
+        } else if !self.full {
+            self.end_value(nodes, offset, Payload::Container(captured.as_ref()));
+        }
+        if let Some(v) = captured {
+            if self.capture.is_active() {
+                self.capture.push(v);
+            }
+        }
+    }
+
     // ----- value start -------------------------------------------------------------------
 
     fn value_start(&mut self, nodes: &[Node], root: NodeId, kind: ValueKind, offset: usize) {
@@ -480,7 +528,6 @@ impl State {
             key_start: to_u32(self.keys.len()),
             key_end: to_u32(self.keys.len()),
             elems: 0,
-            in_key: false,
             steps_keys: false,
             steps_string: false,
         });
@@ -592,6 +639,7 @@ impl State {
             specific_deaths: 0,
             count: 0,
             pos: Trie::ROOT,
+            guess: 0,
             member: NONE,
             bits: 0,
         });
@@ -660,7 +708,10 @@ impl State {
             match kind {
                 ValueKind::Object => {
                     if let Some(rule) = &n.object {
-                        steps_keys |= rule.additional == Additional::Deny;
+                        if rule.additional == Additional::Deny {
+                            steps_keys = true;
+                            self.slots[i].pos = key_start(rule, 0);
+                        }
                         if !rule.required.is_empty() {
                             self.slots[i].bits = to_u32(self.bits.len());
                             let words = rule.required.len().div_ceil(64);
@@ -684,27 +735,13 @@ impl State {
 
     // ----- keys --------------------------------------------------------------------------
 
-    fn begin_key(&mut self, depth: usize) {
-        let f = self.frames[depth];
-        self.text.clear();
-        for s in &mut self.slots[f.slots_start as usize..] {
-            s.pos = Trie::ROOT;
-            s.member = NONE;
-        }
-        self.frames[depth].in_key = true;
-    }
-
+    /// Steps the slots of the innermost object that deny unknown keys over the next `piece`
+    /// of its key, reporting the first byte that no allowed name continues.
     fn key_piece(&mut self, nodes: &[Node], piece: &[u8], offset: usize, escaped: bool) {
         let Some(depth) = self.frames.len().checked_sub(1) else {
             return;
         };
-        if !self.frames[depth].in_key {
-            self.begin_key(depth);
-        }
         let f = self.frames[depth];
-        if !f.steps_keys {
-            return;
-        }
         let before = self.text.len();
         self.text.extend_from_slice(piece);
         let end = f.slots_start as usize + self.slots_in(depth);
@@ -720,6 +757,13 @@ impl State {
                 continue;
             }
             let mut pos = slot.pos;
+            if pos == GUESSING {
+                if rule.continues(slot.guess, before, piece) {
+                    continue;
+                }
+                // The key so far is a prefix of an allowed name, so the walk succeeds.
+                pos = rule.trie.walk_live(&self.text[..before]).unwrap_or(DEAD);
+            }
             for (i, &b) in piece.iter().enumerate() {
                 if let Some(n) = rule.trie.step_live(pos, b) {
                     pos = n;
@@ -786,27 +830,28 @@ impl State {
         }
     }
 
-    fn key_end(&mut self, nodes: &[Node], key: &str, offset: usize) {
+    fn key_end(&mut self, nodes: &[Node], key: &[u8], offset: usize) {
+        // Keys come whole and decoded from the scanner: valid UTF-8.
+        let key_str = || std::str::from_utf8(key).unwrap_or("");
         if self.capture.is_active() {
-            self.capture.key(key);
+            self.capture.key(key_str());
         }
         if self.skip > 0 {
             return;
         }
-        self.patch_pending(true, key);
+        self.text.clear();
+        if self.pending.is_some() {
+            self.patch_pending(true, key_str());
+        }
         if self.full {
             return;
         }
         let Some(depth) = self.frames.len().checked_sub(1) else {
             return;
         };
-        if !self.frames[depth].in_key {
-            self.begin_key(depth);
-        }
         let f = self.frames[depth];
-        self.frames[depth].in_key = false;
         self.keys.truncate(f.key_start as usize);
-        self.keys.push_str(key);
+        self.keys.extend_from_slice(key);
         self.frames[depth].key_end = to_u32(self.keys.len());
         let end = f.slots_start as usize + self.slots_in(depth);
         for s in f.slots_start as usize..end {
@@ -819,15 +864,29 @@ impl State {
             };
             let deny = rule.additional == Additional::Deny;
             let entry = if deny {
-                if slot.pos == DEAD {
-                    continue; // already reported while the key was read
+                match slot.pos {
+                    DEAD => {
+                        // Already reported while the key was read.
+                        self.slots[s].pos = key_start(rule, slot.guess);
+                        self.slots[s].member = NONE;
+                        continue;
+                    }
+                    GUESSING => rule.guessed(slot.guess, key).or_else(|| {
+                        // A strict prefix of the expected name (or another name).
+                        rule.trie.walk_live(key).and_then(|p| rule.trie.value(p))
+                    }),
+                    pos => rule.trie.value(pos),
                 }
-                rule.trie.value(slot.pos)
             } else {
-                rule.trie.lookup(key.as_bytes())
+                rule.guessed(slot.guess, key)
+                    .or_else(|| rule.trie.lookup(key))
             };
             let info = entry.and_then(|e| rule.keys.get(e as usize).copied());
-            if let Some(info) = info {
+            let mut guess = slot.guess;
+            if let (Some(e), Some(info)) = (entry, info) {
+                if info.prop != NONE {
+                    guess = e + 1;
+                }
                 if info.required_bit != u32::MAX {
                     let w = slot.bits as usize + (info.required_bit / 64) as usize;
                     if let Some(word) = self.bits.get_mut(w) {
@@ -835,13 +894,17 @@ impl State {
                     }
                 }
             }
+            self.slots[s].guess = guess;
+            if deny {
+                self.slots[s].pos = key_start(rule, guess);
+            }
             let member = match info {
                 Some(info) if info.prop != NONE => info.prop,
                 _ => match rule.additional {
                     Additional::Any => NONE,
                     Additional::Schema(id) => id,
                     Additional::Deny => {
-                        self.unknown_key(nodes, s, depth, offset, key, false);
+                        self.unknown_key(nodes, s, depth, offset, key_str(), false);
                         NONE
                     }
                 },
@@ -854,8 +917,8 @@ impl State {
                     offset,
                     false,
                     Failure::PropertyFalse,
-                    key,
-                    Some(key),
+                    key_str(),
+                    Some(key_str()),
                 );
                 self.slots[s].member = NONE;
             } else if self.slots[s].alive {
@@ -1016,10 +1079,13 @@ impl State {
             let n = node(nodes, self.slots[i].node);
             match payload {
                 Payload::Str(v) => self.end_string(nodes, n, i, depth, offset, v),
-                // Most numbers only need their type, known from the first byte.
-                Payload::Num(_)
-                    if n.number.is_none() && n.enumeration.is_none() && n.types & T_NUMBER != 0 => {
-                }
+                // Most numbers only need their type: known from the first byte, or for an
+                // integer type from a lexeme without fraction or exponent.
+                Payload::Num(lexeme)
+                    if n.number.is_none()
+                        && n.enumeration.is_none()
+                        && (n.types & T_NUMBER != 0
+                            || !lexeme.iter().any(|&b| matches!(b, b'.' | b'e' | b'E'))) => {}
                 Payload::Num(lexeme) => {
                     if parsed.is_none() {
                         parsed = parse_into(lexeme, &mut self.num);
@@ -1035,7 +1101,7 @@ impl State {
                             let got = if matches!(f, Failure::Type) {
                                 "number"
                             } else {
-                                lexeme
+                                std::str::from_utf8(lexeme).unwrap_or("")
                             };
                             self.fail_at_depth(nodes, i, depth, offset, true, f, got);
                         }
@@ -1322,6 +1388,7 @@ impl State {
                     let key = self
                         .keys
                         .get(f.key_start as usize..f.key_end as usize)
+                        .and_then(|k| std::str::from_utf8(k).ok())
                         .unwrap_or("");
                     push_pointer_token(&mut p, key);
                 }

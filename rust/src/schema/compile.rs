@@ -178,6 +178,9 @@ pub(crate) struct KeyInfo {
 pub(crate) struct ObjectRule {
     pub trie: Trie,
     pub keys: Vec<KeyInfo>,
+    /// The name of each entry of `keys`, for the checker's whole-name comparison with the
+    /// property it expects next.
+    pub names: Vec<Box<[u8]>>,
     pub additional: Additional,
     pub required: Vec<Box<str>>,
     pub deny_expected: String,
@@ -1013,10 +1016,38 @@ fn object_rule(
     ObjectRule {
         trie,
         keys,
+        names: names.iter().map(|&(n, _)| n.as_bytes().into()).collect(),
         additional,
         required: required.iter().map(|&s| s.into()).collect(),
         deny_expected,
         required_expected,
+    }
+}
+
+impl ObjectRule {
+    /// Whether entry `guess` names a property (and can be expected next).
+    #[inline]
+    pub fn names_property(&self, guess: u32) -> bool {
+        self.keys
+            .get(guess as usize)
+            .is_some_and(|k| k.prop != NONE)
+    }
+
+    /// Entry `guess` when it is a property named exactly `key`: then it is the entry a trie
+    /// lookup of `key` finds, as property names are distinct.
+    #[inline]
+    pub fn guessed(&self, guess: u32, key: &[u8]) -> Option<u32> {
+        let name = self.names.get(guess as usize)?;
+        (self.names_property(guess) && **name == *key).then_some(guess)
+    }
+
+    /// Whether the name of entry `guess` continues with `piece` at byte `at`.
+    #[inline]
+    pub fn continues(&self, guess: u32, at: usize, piece: &[u8]) -> bool {
+        self.names
+            .get(guess as usize)
+            .and_then(|n| n.get(at..at + piece.len()))
+            .is_some_and(|n| n == piece)
     }
 }
 

@@ -42,7 +42,7 @@ impl Decimal {
     /// Parses a JSON number lexeme; `None` when it is not one.
     pub fn parse(lexeme: &str) -> Option<Self> {
         let mut buf = Vec::new();
-        let (neg, exp) = parse_into(lexeme, &mut buf)?;
+        let (neg, exp) = parse_into(lexeme.as_bytes(), &mut buf)?;
         Some(Self {
             neg,
             digits: buf.into_boxed_slice(),
@@ -79,9 +79,8 @@ impl Decimal {
 
 /// Parses `lexeme` into `buf` (cleared first) and returns `(neg, exp)` as in [`DecRef`].
 /// Returns `None` for text that is not a JSON number.
-pub(crate) fn parse_into(lexeme: &str, buf: &mut Vec<u8>) -> Option<(bool, i64)> {
+pub(crate) fn parse_into(bytes: &[u8], buf: &mut Vec<u8>) -> Option<(bool, i64)> {
     buf.clear();
-    let bytes = lexeme.as_bytes();
     let mut i = 0;
     let neg = bytes.first() == Some(&b'-');
     if neg {

@@ -108,6 +108,15 @@ impl Trie {
         self.edge(node, b).filter(|e| e.1).map(|e| e.2)
     }
 
+    /// The node reached from the root along `bytes` by live edges only.
+    pub fn walk_live(&self, bytes: &[u8]) -> Option<TrieNode> {
+        let mut node = Self::ROOT;
+        for &b in bytes {
+            node = self.step_live(node, b)?;
+        }
+        Some(node)
+    }
+
     /// The entry index ending exactly at `node`.
     #[inline]
     pub fn value(&self, node: TrieNode) -> Option<u32> {
