@@ -109,6 +109,17 @@ struct Frame {
     steps_string: bool,
 }
 
+/// A scalar followed without a frame or slot (see `Node::lone`): what its slot would hold.
+#[derive(Debug, Clone, Copy)]
+struct Lone {
+    node: NodeId,
+    /// The container's slot, the parent the slot would have.
+    parent: u32,
+    kind: ValueKind,
+    count: u64,
+    pos: u32,
+}
+
 /// An error whose `got` (and for keys the path) is completed when the key or string closes.
 #[derive(Debug, Clone, Copy)]
 struct Pending {
@@ -182,6 +193,9 @@ struct State {
     /// Depth of skipped (unchecked) containers.
     skip: u32,
     skip_scalar: bool,
+    /// The scalar being read, when it is followed without a frame; it gets its frame and slot
+    /// (`materialize`) before anything fails, so failures take the general path.
+    lone: Option<Lone>,
     started: bool,
     full: bool,
     pending: Option<Pending>,
@@ -458,7 +472,201 @@ impl State {
 
     // ----- value start -------------------------------------------------------------------
 
+    /// The common cases of `value_start`, decided before the general path: a member or
+    /// element of a container checked by one unconditional slot either meets a plain schema
+    /// (or none) and is skipped, or is a scalar whose schema is `lone` for its kind and is
+    /// followed without a frame. Returns false, having changed nothing, when the general path
+    /// must decide.
+    #[inline]
+    fn start_fast(&mut self, nodes: &[Node], kind: ValueKind) -> bool {
+        if self.full || self.capture.is_active() {
+            return false;
+        }
+        let Some(pf) = self.frames.last_mut() else {
+            return false;
+        };
+        let parent = self.slots.len().wrapping_sub(1);
+        let Some(slot) = self.slots.get(parent) else {
+            return false;
+        };
+        if pf.slots_start as usize != parent {
+            return false;
+        }
+        let bits = kind_bits(kind);
+        let mut lone = None;
+        if slot.alive {
+            let child = if pf.kind == ValueKind::Array {
+                match node(nodes, slot.node).array.as_deref() {
+                    None => NONE,
+                    Some(rule) => {
+                        let index = pf.elems as usize;
+                        if index as u64 >= rule.max_items {
+                            return false;
+                        }
+                        rule.prefix.get(index).copied().unwrap_or(rule.items)
+                    }
+                }
+            } else {
+                slot.member
+            };
+            if child != NONE {
+                let n = node(nodes, child);
+                if n.plain & bits == 0 {
+                    if n.lone & bits == 0 || slot.cond {
+                        return false;
+                    }
+                    lone = Some((child, n));
+                }
+            }
+        }
+        if pf.kind == ValueKind::Array {
+            pf.elems += 1;
+        }
+        if let Some((child, n)) = lone {
+            self.lone = Some(Lone {
+                node: child,
+                parent: to_u32(parent),
+                kind,
+                count: 0,
+                pos: Trie::ROOT,
+            });
+            if kind == ValueKind::String {
+                self.want_str = n.string.is_some() || n.enumeration.is_some();
+                self.text.clear();
+            }
+            return true;
+        }
+        match kind {
+            ValueKind::Object | ValueKind::Array => self.skip = 1,
+            ValueKind::String => {
+                self.want_str = false;
+                self.text.clear();
+                self.skip_scalar = true;
+            }
+            _ => self.skip_scalar = true,
+        }
+        true
+    }
+
+    /// Gives the lone scalar the frame and slot the general path would have given it, with
+    /// the state read so far.
+    #[cold]
+    #[inline(never)]
+    fn materialize(&mut self, nodes: &[Node], lone: Lone) {
+        self.lone = None;
+        let n = node(nodes, lone.node);
+        let steps_string = lone.kind == ValueKind::String
+            && (n.enumeration.is_some()
+                || n.string
+                    .as_ref()
+                    .is_some_and(|r| r.min_len > 0 || r.max_len < u64::MAX));
+        self.frames.push(Frame {
+            kind: lone.kind,
+            slots_start: to_u32(self.slots.len()),
+            bits_start: to_u32(self.bits.len()),
+            key_start: to_u32(self.keys.len()),
+            key_end: to_u32(self.keys.len()),
+            elems: 0,
+            steps_keys: false,
+            steps_string,
+        });
+        self.slots.push(Slot {
+            node: lone.node,
+            parent: lone.parent,
+            link: Link::Member,
+            cond: false,
+            alive: true,
+            exact: true,
+            any_alive: 0,
+            one_alive: 0,
+            specific_deaths: 0,
+            count: lone.count,
+            pos: lone.pos,
+            guess: 0,
+            member: NONE,
+            bits: 0,
+        });
+    }
+
+    /// Follows the lone scalar over a string piece; false (nothing changed) when the piece
+    /// breaks a rule, which the general path then reports.
+    fn lone_piece(&mut self, nodes: &[Node], piece: &[u8]) -> bool {
+        let Some(lone) = self.lone.as_mut() else {
+            return false;
+        };
+        let n = node(nodes, lone.node);
+        let mut count = lone.count;
+        if let Some(rule) = &n.string {
+            if rule.min_len > 0 || rule.max_len < u64::MAX {
+                count += piece.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64;
+                if count > rule.max_len {
+                    return false;
+                }
+            }
+        }
+        let mut pos = lone.pos;
+        if let Some(e) = &n.enumeration {
+            for &b in piece {
+                match e.strings.step(pos, b) {
+                    Some(next) => pos = next,
+                    None => return false,
+                }
+            }
+        }
+        lone.count = count;
+        lone.pos = pos;
+        true
+    }
+
+    /// Whether the lone scalar's value passes every rule its slot would check at its end.
+    fn lone_passes(&mut self, n: &Node, lone: Lone, payload: Payload<'_>) -> bool {
+        match payload {
+            Payload::Str(v) => {
+                if let Some(rule) = &n.string {
+                    if lone.count < rule.min_len
+                        || rule.pattern.as_ref().is_some_and(|(re, _)| !re.is_match(v))
+                        || rule.format.is_some_and(|f| !f.check(v))
+                    {
+                        return false;
+                    }
+                }
+                n.enumeration
+                    .as_ref()
+                    .map_or(true, |e| e.strings.value(lone.pos).is_some())
+            }
+            Payload::Num(lexeme) => {
+                if n.number.is_none()
+                    && n.enumeration.is_none()
+                    && (n.types & T_NUMBER != 0
+                        || !lexeme.iter().any(|&b| matches!(b, b'.' | b'e' | b'E')))
+                {
+                    return true;
+                }
+                let Some((neg, exp)) = parse_into(lexeme, &mut self.num) else {
+                    return true;
+                };
+                let d = DecRef {
+                    neg,
+                    digits: &self.num,
+                    exp,
+                };
+                number_failure(n, &d).is_none()
+            }
+            Payload::Bool(b) => n
+                .enumeration
+                .as_ref()
+                .map_or(true, |e| e.bools & (if b { 2 } else { 1 }) != 0),
+            Payload::Null | Payload::Container(_) => true,
+        }
+    }
+
     fn value_start(&mut self, nodes: &[Node], root: NodeId, kind: ValueKind, offset: usize) {
+        if !self.start_fast(nodes, kind) {
+            self.start_slots(nodes, root, kind, offset);
+        }
+    }
+
+    fn start_slots(&mut self, nodes: &[Node], root: NodeId, kind: ValueKind, offset: usize) {
         let capturing = self.capture.is_active();
         if capturing && is_container(kind) {
             self.capture.begin(kind);
@@ -938,6 +1146,12 @@ impl State {
         offset: usize,
         escaped: bool,
     ) {
+        if let Some(lone) = self.lone {
+            if self.lone_piece(nodes, piece) {
+                return;
+            }
+            self.materialize(nodes, lone);
+        }
         let Some(depth) = self.frames.len().checked_sub(1) else {
             return;
         };
@@ -1064,6 +1278,13 @@ impl State {
     // ----- value end ---------------------------------------------------------------------
 
     fn end_value(&mut self, nodes: &[Node], offset: usize, payload: Payload<'_>) {
+        if let Some(lone) = self.lone {
+            if self.lone_passes(node(nodes, lone.node), lone, payload) {
+                self.lone = None;
+                return;
+            }
+            self.materialize(nodes, lone);
+        }
         let Some(depth) = self.frames.len().checked_sub(1) else {
             return;
         };

@@ -75,6 +75,11 @@ pub(crate) struct Node {
     /// (numbers: both bits or neither), so the checker decides it at the value's first byte
     /// and gives it no slot. Set last, from the simplified node.
     pub plain: u8,
+    /// `T_*` bits of the scalar kinds for which this node is the only subschema a value meets
+    /// when it is a member of a container (no `$ref`, no branches, no `false`) and its first
+    /// byte already passes its type and `enum` kinds: the checker then follows the value
+    /// without a frame or slot. Set with `plain`.
+    pub lone: u8,
     /// Everything in and under this node is checked exactly (nothing ignored).
     pub exact: bool,
     pub reff: NodeId,
@@ -98,6 +103,7 @@ impl Node {
             is_false: false,
             trivial: false,
             plain: 0,
+            lone: 0,
             exact: true,
             reff: NONE,
             any_of: Box::new([]),
@@ -241,6 +247,7 @@ pub(crate) fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
     c.simplify();
     for n in &mut c.nodes {
         n.plain = plain_types(n);
+        n.lone = lone_types(n);
     }
     c.propagate_exactness();
     c.summarise();
@@ -808,6 +815,15 @@ fn plain_types(n: &Node) -> u8 {
         plain |= T_NUMBER | T_INTEGER;
     }
     plain
+}
+
+/// The `lone` bits of a node.
+fn lone_types(n: &Node) -> u8 {
+    if n.is_false || n.reff != NONE || !n.any_of.is_empty() || !n.one_of.is_empty() {
+        return 0;
+    }
+    let enum_kinds = n.enumeration.as_ref().map_or(T_ALL, |e| e.kinds);
+    n.types & enum_kinds & (T_NULL | T_BOOL | T_STRING | T_NUMBER | T_INTEGER)
 }
 
 fn own_summary(node: &Node) -> String {
