@@ -186,7 +186,7 @@ struct State {
     /// The current string value is read: some slot has a string rule or an enum on it, or a
     /// container `enum` captures it.
     want_str: bool,
-    /// Plain nodes left out of the current value's slots, counted against
+    /// Plain nodes and `$ref` wrappers left out of the current value's slots, counted against
     /// `MAX_SLOTS_PER_VALUE` as if they had slots, so the cap cuts what it always cut.
     phantom: usize,
     num: Vec<u8>,
@@ -827,6 +827,14 @@ impl State {
         }
         if n.plain & bits != 0 && !branch {
             self.phantom += 1;
+            return;
+        }
+        // The wrapper's slot would assert nothing and only relay its target's failures, which
+        // the target does itself when it takes the wrapper's place (same parent, link and
+        // condition). Counted as a slot, so the cap falls where it always did.
+        if n.pure_ref && self.slots.len() - start + self.phantom + 1 < MAX_SLOTS_PER_VALUE {
+            self.phantom += 1;
+            self.instantiate(nodes, n.reff, parent, link, cond, start, bits);
             return;
         }
         let idx = to_u32(self.slots.len());

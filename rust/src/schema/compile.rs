@@ -80,6 +80,9 @@ pub(crate) struct Node {
     /// byte already passes its type and `enum` kinds: the checker then follows the value
     /// without a frame or slot. Set with `plain`.
     pub lone: u8,
+    /// Only a `$ref` (and annotations), as exact as its target: the checker applies the target
+    /// in its place, one slot instead of two (Pydantic's `{"$ref": "#/$defs/Item"}` members).
+    pub pure_ref: bool,
     /// Everything in and under this node is checked exactly (nothing ignored).
     pub exact: bool,
     pub reff: NodeId,
@@ -104,6 +107,7 @@ impl Node {
             trivial: false,
             plain: 0,
             lone: 0,
+            pure_ref: false,
             exact: true,
             reff: NONE,
             any_of: Box::new([]),
@@ -250,6 +254,12 @@ pub(crate) fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
         n.lone = lone_types(n);
     }
     c.propagate_exactness();
+    for i in 0..c.nodes.len() {
+        let n = &c.nodes[i];
+        let pure_ref =
+            n.reff != NONE && !n.asserts_locally() && n.exact == c.nodes[n.reff as usize].exact;
+        c.nodes[i].pure_ref = pure_ref;
+    }
     c.summarise();
     Ok(Compiled {
         nodes: c.nodes,
