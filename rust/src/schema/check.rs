@@ -153,7 +153,8 @@ enum Failure {
 /// What a value turned out to be, for the checks made when it ends.
 #[derive(Clone, Copy)]
 enum Payload<'a> {
-    Str(&'a str),
+    /// The decoded text (valid UTF-8), read as `&str` only by the rules that need one.
+    Str(&'a [u8]),
     /// The lexeme (ASCII).
     Num(&'a [u8]),
     Bool(bool),
@@ -183,6 +184,9 @@ struct State {
     /// The key read so far while a key trie runs (error text), or the string value read so
     /// far when `want_str`; emptied when the key or string closes, so a key starts empty.
     text: Vec<u8>,
+    /// Bytes of the current key read so far by `key_piece` (`text` may lag behind, see
+    /// `key_text`).
+    key_len: usize,
     /// The current string value is read: some slot has a string rule or an enum on it, or a
     /// container `enum` captures it.
     want_str: bool,
@@ -281,6 +285,11 @@ fn key_start(rule: &ObjectRule, guess: u32) -> u32 {
     }
 }
 
+/// The text of a closed string or key: whole decoded pieces, so valid UTF-8.
+fn utf8(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).unwrap_or("")
+}
+
 fn to_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
@@ -376,14 +385,12 @@ impl Visitor for Checker {
                 return;
             }
             if !st.full {
-                st.end_value(&self.schema.nodes, offset, Payload::Str(""));
+                st.end_value(&self.schema.nodes, offset, Payload::Str(b""));
             }
             return;
         }
         let mut text = std::mem::take(&mut st.text);
-        // Whole decoded pieces of a closed string: valid UTF-8.
-        let value = std::str::from_utf8(&text).unwrap_or("");
-        st.string_end(&self.schema.nodes, value, offset);
+        st.string_end(&self.schema.nodes, &text, offset);
         // Empty again, for the next key that a key trie reads into it.
         text.clear();
         st.text = text;
@@ -624,8 +631,11 @@ impl State {
             Payload::Str(v) => {
                 if let Some(rule) = &n.string {
                     if lone.count < rule.min_len
-                        || rule.pattern.as_ref().is_some_and(|(re, _)| !re.is_match(v))
-                        || rule.format.is_some_and(|f| !f.check(v))
+                        || rule
+                            .pattern
+                            .as_ref()
+                            .is_some_and(|(re, _)| !re.is_match(utf8(v)))
+                        || rule.format.is_some_and(|f| !f.check(utf8(v)))
                     {
                         return false;
                     }
@@ -666,6 +676,8 @@ impl State {
         }
     }
 
+    /// The general path of `value_start`: out of line, so the fast path's call stays cheap.
+    #[inline(never)]
     fn start_slots(&mut self, nodes: &[Node], root: NodeId, kind: ValueKind, offset: usize) {
         let capturing = self.capture.is_active();
         if capturing && is_container(kind) {
@@ -958,8 +970,11 @@ impl State {
             return;
         };
         let f = self.frames[depth];
-        let before = self.text.len();
-        self.text.extend_from_slice(piece);
+        let before = self.key_len;
+        if before == 0 {
+            self.text.clear();
+        }
+        self.key_len += piece.len();
         let end = f.slots_start as usize + self.slots_in(depth);
         for s in f.slots_start as usize..end {
             let slot = self.slots[s];
@@ -973,13 +988,22 @@ impl State {
                 continue;
             }
             let mut pos = slot.pos;
+            let mut guessed = None;
             if pos == GUESSING {
                 if rule.continues(slot.guess, before, piece) {
                     continue;
                 }
-                // The key so far is a prefix of an allowed name, so the walk succeeds.
-                pos = rule.trie.walk_live(&self.text[..before]).unwrap_or(DEAD);
+                // The key so far is the start of the expected name: a prefix of an allowed
+                // name, so the walk succeeds.
+                let name = rule
+                    .names
+                    .get(slot.guess as usize)
+                    .map_or(&[][..], |n| &n[..]);
+                let so_far = name.get(..before).unwrap_or(name);
+                pos = rule.trie.walk_live(so_far).unwrap_or(DEAD);
+                guessed = Some(so_far);
             }
+            self.key_text(before, piece, guessed);
             for (i, &b) in piece.iter().enumerate() {
                 if let Some(n) = rule.trie.step_live(pos, b) {
                     pos = n;
@@ -1001,6 +1025,20 @@ impl State {
                 self.slots[s].pos = pos;
             }
         }
+    }
+
+    /// Brings `text` to the key read so far, `piece` included, for a slot that steps the trie
+    /// (or reports) from here on. While every slot still matches its expected name, pieces are
+    /// not copied: the key so far is then `so_far` (the guessed name's first bytes).
+    fn key_text(&mut self, before: usize, piece: &[u8], so_far: Option<&[u8]>) {
+        if self.text.len() == before + piece.len() {
+            return;
+        }
+        if self.text.len() != before {
+            self.text.clear();
+            self.text.extend_from_slice(so_far.unwrap_or_default());
+        }
+        self.text.extend_from_slice(piece);
     }
 
     /// Number of slots of frame `depth` (the frame's own, not its children's).
@@ -1056,6 +1094,7 @@ impl State {
             return;
         }
         self.text.clear();
+        self.key_len = 0;
         if self.pending.is_some() {
             self.patch_pending(true, key_str());
         }
@@ -1219,9 +1258,9 @@ impl State {
     }
 
     /// A string value read into `text` (passed in as `value`) closes at `offset`.
-    fn string_end(&mut self, nodes: &[Node], value: &str, offset: usize) {
+    fn string_end(&mut self, nodes: &[Node], value: &[u8], offset: usize) {
         if self.capture.is_active() {
-            self.capture.push(Canon::Str(value.into()));
+            self.capture.push(Canon::Str(utf8(value).into()));
         }
         if self.skip > 0 {
             return;
@@ -1230,7 +1269,9 @@ impl State {
             self.skip_scalar = false;
             return;
         }
-        self.patch_pending(false, value);
+        if self.pending.is_some() {
+            self.patch_pending(false, utf8(value));
+        }
         if !self.full {
             self.end_value(nodes, offset, Payload::Str(value));
         }
@@ -1379,20 +1420,23 @@ impl State {
         i: usize,
         depth: usize,
         offset: usize,
-        v: &str,
+        v: &[u8],
     ) {
         if let Some(rule) = &n.string {
             if self.slots[i].count < rule.min_len {
+                let v = utf8(v);
                 self.fail_at_depth(nodes, i, depth, offset, true, Failure::MinLength, v);
                 return;
             }
             if let Some((re, _)) = &rule.pattern {
+                let v = utf8(v);
                 if !re.is_match(v) {
                     self.fail_at_depth(nodes, i, depth, offset, true, Failure::Pattern, v);
                     return;
                 }
             }
             if let Some(fmt) = rule.format {
+                let v = utf8(v);
                 if !fmt.check(v) {
                     self.fail_at_depth(nodes, i, depth, offset, true, Failure::Format, v);
                     return;
@@ -1401,6 +1445,7 @@ impl State {
         }
         if let Some(e) = &n.enumeration {
             if e.strings.value(self.slots[i].pos).is_none() {
+                let v = utf8(v);
                 self.fail_at_depth(nodes, i, depth, offset, true, Failure::Enum, v);
             }
         }

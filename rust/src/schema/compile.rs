@@ -1050,6 +1050,12 @@ fn object_rule(
     }
 }
 
+/// `a == b` for the short byte strings of property names, inline rather than a `memcmp` call.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 impl ObjectRule {
     /// Whether entry `guess` names a property (and can be expected next).
     #[inline]
@@ -1064,7 +1070,7 @@ impl ObjectRule {
     #[inline]
     pub fn guessed(&self, guess: u32, key: &[u8]) -> Option<u32> {
         let name = self.names.get(guess as usize)?;
-        (self.names_property(guess) && **name == *key).then_some(guess)
+        (self.names_property(guess) && same_bytes(name, key)).then_some(guess)
     }
 
     /// Whether the name of entry `guess` continues with `piece` at byte `at`.
@@ -1073,7 +1079,7 @@ impl ObjectRule {
         self.names
             .get(guess as usize)
             .and_then(|n| n.get(at..at + piece.len()))
-            .is_some_and(|n| n == piece)
+            .is_some_and(|n| same_bytes(n, piece))
     }
 }
 
