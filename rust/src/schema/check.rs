@@ -530,6 +530,10 @@ impl State {
             pf.elems += 1;
         }
         if let Some((child, n)) = lone {
+            if is_container(kind) {
+                self.open_single(n, child, to_u32(parent), kind);
+                return true;
+            }
             self.lone = Some(Lone {
                 node: child,
                 parent: to_u32(parent),
@@ -553,6 +557,54 @@ impl State {
             _ => self.skip_scalar = true,
         }
         true
+    }
+
+    /// Opens the frame and slot of a container whose schema is the single node `n` (see
+    /// `Node::lone`), as the general path would: one unconditional member slot, the type and
+    /// (absent) `enum` already known to pass.
+    fn open_single(&mut self, n: &Node, id: NodeId, parent: u32, kind: ValueKind) {
+        let mut slot = Slot {
+            node: id,
+            parent,
+            link: Link::Member,
+            cond: false,
+            alive: true,
+            exact: true,
+            any_alive: 0,
+            one_alive: 0,
+            specific_deaths: 0,
+            count: 0,
+            pos: Trie::ROOT,
+            guess: 0,
+            member: NONE,
+            bits: 0,
+        };
+        let mut steps_keys = false;
+        let bits_start = to_u32(self.bits.len());
+        if kind == ValueKind::Object {
+            if let Some(rule) = &n.object {
+                if rule.additional == Additional::Deny {
+                    steps_keys = true;
+                    slot.pos = key_start(rule, 0);
+                }
+                if !rule.required.is_empty() {
+                    slot.bits = bits_start;
+                    let words = rule.required.len().div_ceil(64);
+                    self.bits.extend(std::iter::repeat(0).take(words));
+                }
+            }
+        }
+        self.frames.push(Frame {
+            kind,
+            slots_start: to_u32(self.slots.len()),
+            bits_start,
+            key_start: to_u32(self.keys.len()),
+            key_end: to_u32(self.keys.len()),
+            elems: 0,
+            steps_keys,
+            steps_string: false,
+        });
+        self.slots.push(slot);
     }
 
     /// Gives the lone scalar the frame and slot the general path would have given it, with
@@ -1466,23 +1518,17 @@ impl State {
             ValueKind::Object => {
                 if let Some(rule) = &n.object {
                     let base = self.slots[i].bits as usize;
-                    for (bit, name) in rule.required.iter().enumerate() {
-                        let word = self.bits.get(base + bit / 64).copied().unwrap_or(0);
-                        if word & (1 << (bit % 64)) == 0 {
-                            self.fail_at_depth_key(
-                                nodes,
-                                i,
-                                depth,
-                                offset,
-                                false,
-                                Failure::Required,
-                                name,
-                                Some(name),
-                            );
-                            if !self.slots[i].alive {
-                                return;
-                            }
-                        }
+                    let count = rule.required.len();
+                    let all_present = (0..count.div_ceil(64)).all(|w| {
+                        let want = if (w + 1) * 64 <= count {
+                            u64::MAX
+                        } else {
+                            (1 << (count % 64)) - 1
+                        };
+                        self.bits.get(base + w).copied().unwrap_or(0) & want == want
+                    });
+                    if !all_present && !self.report_missing(nodes, rule, i, depth, offset) {
+                        return;
                     }
                 }
             }
@@ -1510,6 +1556,40 @@ impl State {
                 );
             }
         }
+    }
+
+    /// Reports each required property missing from the object closing at `offset`; false
+    /// when that killed slot `i`.
+    #[cold]
+    #[inline(never)]
+    fn report_missing(
+        &mut self,
+        nodes: &[Node],
+        rule: &ObjectRule,
+        i: usize,
+        depth: usize,
+        offset: usize,
+    ) -> bool {
+        let base = self.slots[i].bits as usize;
+        for (bit, name) in rule.required.iter().enumerate() {
+            let word = self.bits.get(base + bit / 64).copied().unwrap_or(0);
+            if word & (1 << (bit % 64)) == 0 {
+                self.fail_at_depth_key(
+                    nodes,
+                    i,
+                    depth,
+                    offset,
+                    false,
+                    Failure::Required,
+                    name,
+                    Some(name),
+                );
+                if !self.slots[i].alive {
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     // ----- failures ----------------------------------------------------------------------

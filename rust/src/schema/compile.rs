@@ -75,10 +75,11 @@ pub(crate) struct Node {
     /// (numbers: both bits or neither), so the checker decides it at the value's first byte
     /// and gives it no slot. Set last, from the simplified node.
     pub plain: u8,
-    /// `T_*` bits of the scalar kinds for which this node is the only subschema a value meets
-    /// when it is a member of a container (no `$ref`, no branches, no `false`) and its first
-    /// byte already passes its type and `enum` kinds: the checker then follows the value
-    /// without a frame or slot. Set with `plain`.
+    /// `T_*` bits of the kinds for which this node is the only subschema a value meets when it
+    /// is a member of a container (no `$ref`, no branches, no `false`) and its first byte
+    /// already passes its type and `enum` kinds (containers: no `enum` at all): the checker
+    /// then follows a scalar without a frame or slot, and opens a container's frame and slot
+    /// directly. Set with `plain`.
     pub lone: u8,
     /// Only a `$ref` (and annotations), as exact as its target: the checker applies the target
     /// in its place, one slot instead of two (Pydantic's `{"$ref": "#/$defs/Item"}` members).
@@ -832,8 +833,10 @@ fn lone_types(n: &Node) -> u8 {
     if n.is_false || n.reff != NONE || !n.any_of.is_empty() || !n.one_of.is_empty() {
         return 0;
     }
-    let enum_kinds = n.enumeration.as_ref().map_or(T_ALL, |e| e.kinds);
-    n.types & enum_kinds & (T_NULL | T_BOOL | T_STRING | T_NUMBER | T_INTEGER)
+    match &n.enumeration {
+        Some(e) => n.types & e.kinds & (T_NULL | T_BOOL | T_STRING | T_NUMBER | T_INTEGER),
+        None => n.types,
+    }
 }
 
 fn own_summary(node: &Node) -> String {

@@ -86,11 +86,16 @@ pub(crate) fn parse_into(bytes: &[u8], buf: &mut Vec<u8>) -> Option<(bool, i64)>
     if neg {
         i += 1;
     }
+    // Digit runs are found first and copied in one `extend` each: a push per digit was most
+    // of the cost of checking a number.
+    let digit_run = |from: usize| {
+        from + bytes.get(from..).map_or(0, |rest| {
+            rest.iter().take_while(|b| b.is_ascii_digit()).count()
+        })
+    };
     let int_start = i;
-    while i < bytes.len() && bytes[i].is_ascii_digit() {
-        buf.push(bytes[i] - b'0');
-        i += 1;
-    }
+    i = digit_run(i);
+    buf.extend(bytes[int_start..i].iter().map(|&b| b - b'0'));
     let int_len = i - int_start;
     if int_len == 0 {
         return None;
@@ -98,10 +103,8 @@ pub(crate) fn parse_into(bytes: &[u8], buf: &mut Vec<u8>) -> Option<(bool, i64)>
     if i < bytes.len() && bytes[i] == b'.' {
         i += 1;
         let frac_start = i;
-        while i < bytes.len() && bytes[i].is_ascii_digit() {
-            buf.push(bytes[i] - b'0');
-            i += 1;
-        }
+        i = digit_run(i);
+        buf.extend(bytes[frac_start..i].iter().map(|&b| b - b'0'));
         if i == frac_start {
             return None;
         }
@@ -145,7 +148,9 @@ pub(crate) fn parse_into(bytes: &[u8], buf: &mut Vec<u8>) -> Option<(bool, i64)>
         return Some((false, 0));
     }
     buf.truncate(buf.len() - trail);
-    buf.drain(..lead);
+    if lead > 0 {
+        buf.drain(..lead);
+    }
     // int_len and lead are bounded by the lexeme length, far below EXP_CLAMP.
     let shift = i64::try_from(int_len).unwrap_or(EXP_CLAMP) - i64::try_from(lead).unwrap_or(0);
     let exp = (e + shift).clamp(-EXP_CLAMP, EXP_CLAMP);
