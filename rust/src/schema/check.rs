@@ -517,7 +517,19 @@ impl State {
                 slot.member
             };
             if child != NONE {
-                let n = node(nodes, child);
+                let mut n = node(nodes, child);
+                // A `$ref` wrapper stands for its target (see `instantiate`); chains of them
+                // are short, and a long one is left to the general path.
+                let mut hops = 0;
+                let mut child = child;
+                while n.pure_ref {
+                    if hops == 8 {
+                        return false;
+                    }
+                    hops += 1;
+                    child = n.reff;
+                    n = node(nodes, child);
+                }
                 if n.plain & bits == 0 {
                     if n.lone & bits == 0 || slot.cond {
                         return false;
@@ -890,7 +902,8 @@ impl State {
             return;
         }
         if n.plain & bits != 0 && !branch {
-            self.phantom += 1;
+            // As many as it would have had: itself and one per branch (see `Node::plain`).
+            self.phantom += 1 + n.any_of.len();
             return;
         }
         // The wrapper's slot would assert nothing and only relay its target's failures, which

@@ -73,7 +73,8 @@ pub(crate) struct Node {
     pub trivial: bool,
     /// `T_*` bits of the instance types this node accepts and asserts nothing more about
     /// (numbers: both bits or neither), so the checker decides it at the value's first byte
-    /// and gives it no slot. Set last, from the simplified node.
+    /// and gives it no slot. Set last, from the simplified node. An `anyOf` of one-slot
+    /// branches is plain for the kinds some branch is plain for (`own_plain_types`).
     pub plain: u8,
     /// `T_*` bits of the kinds for which this node is the only subschema a value meets when it
     /// is a member of a container (no `$ref`, no branches, no `false`) and its first byte
@@ -253,6 +254,25 @@ pub(crate) fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
     for n in &mut c.nodes {
         n.plain = plain_types(n);
         n.lone = lone_types(n);
+    }
+    // Branches first (above), then the `anyOf` owners that read their bits.
+    for i in 0..c.nodes.len() {
+        let n = &c.nodes[i];
+        if n.any_of.is_empty() || n.trivial {
+            continue;
+        }
+        let simple = |b: &NodeId| {
+            let b = &c.nodes[*b as usize];
+            b.reff == NONE && b.any_of.is_empty() && b.one_of.is_empty()
+        };
+        if !n.any_of.iter().all(simple) {
+            continue;
+        }
+        let branches = n
+            .any_of
+            .iter()
+            .fold(0, |bits, &b| bits | c.nodes[b as usize].plain);
+        c.nodes[i].plain = own_plain_types(&c.nodes[i]) & branches;
     }
     c.propagate_exactness();
     for i in 0..c.nodes.len() {
@@ -798,17 +818,22 @@ impl Compiler<'_> {
     }
 }
 
-/// The `plain` bits of a node.
+/// The `plain` bits of a node without `anyOf` (an owner's are set from its branches').
 fn plain_types(n: &Node) -> u8 {
     if n.trivial {
         return T_ALL;
     }
-    if n.is_false
-        || n.reff != NONE
-        || !n.any_of.is_empty()
-        || !n.one_of.is_empty()
-        || n.enumeration.is_some()
-    {
+    if !n.any_of.is_empty() {
+        return 0;
+    }
+    own_plain_types(n)
+}
+
+/// The `plain` bits of a node's own keywords, `anyOf` aside. An `anyOf` whose branches take
+/// one slot each and one of which is plain for the kind cannot fail (that branch lives to the
+/// end, and the others are conditional), so it asserts nothing more either.
+fn own_plain_types(n: &Node) -> u8 {
+    if n.is_false || n.reff != NONE || !n.one_of.is_empty() || n.enumeration.is_some() {
         return 0;
     }
     let mut plain = n.types & (T_NULL | T_BOOL);
