@@ -1030,7 +1030,31 @@ impl State {
 
     /// Steps the slots of the innermost object that deny unknown keys over the next `piece`
     /// of its key, reporting the first byte that no allowed name continues.
+    #[inline]
     fn key_piece(&mut self, nodes: &[Node], piece: &[u8], offset: usize, escaped: bool) {
+        // One slot still reading the name it expects: the common case, decided here.
+        if let (Some(f), Some(slot)) = (self.frames.last(), self.slots.last()) {
+            if f.slots_start as usize + 1 == self.slots.len()
+                && slot.alive
+                && slot.pos == GUESSING
+                && node(nodes, slot.node)
+                    .object
+                    .as_ref()
+                    .is_some_and(|rule| rule.continues(slot.guess, self.key_len, piece))
+            {
+                if self.key_len == 0 {
+                    self.text.clear();
+                }
+                self.key_len += piece.len();
+                return;
+            }
+        }
+        self.step_keys(nodes, piece, offset, escaped);
+    }
+
+    /// The general path of `key_piece`.
+    #[inline(never)]
+    fn step_keys(&mut self, nodes: &[Node], piece: &[u8], offset: usize, escaped: bool) {
         let Some(depth) = self.frames.len().checked_sub(1) else {
             return;
         };
@@ -1250,6 +1274,7 @@ impl State {
     // ----- strings -----------------------------------------------------------------------
 
     /// `piece` has just been appended to `text` at `before`.
+    #[inline]
     fn string_piece(
         &mut self,
         nodes: &[Node],
@@ -1264,6 +1289,19 @@ impl State {
             }
             self.materialize(nodes, lone);
         }
+        self.step_string(nodes, piece, before, offset, escaped);
+    }
+
+    /// The general path of `string_piece`.
+    #[inline(never)]
+    fn step_string(
+        &mut self,
+        nodes: &[Node],
+        piece: &[u8],
+        before: usize,
+        offset: usize,
+        escaped: bool,
+    ) {
         let Some(depth) = self.frames.len().checked_sub(1) else {
             return;
         };
@@ -1391,6 +1429,7 @@ impl State {
 
     // ----- value end ---------------------------------------------------------------------
 
+    #[inline]
     fn end_value(&mut self, nodes: &[Node], offset: usize, payload: Payload<'_>) {
         if let Some(lone) = self.lone {
             if self.lone_passes(node(nodes, lone.node), lone, payload) {
@@ -1399,6 +1438,12 @@ impl State {
             }
             self.materialize(nodes, lone);
         }
+        self.end_slots(nodes, offset, payload);
+    }
+
+    /// The general path of `end_value`: every slot of the value closing at `offset`.
+    #[inline(never)]
+    fn end_slots(&mut self, nodes: &[Node], offset: usize, payload: Payload<'_>) {
         let Some(depth) = self.frames.len().checked_sub(1) else {
             return;
         };
