@@ -34,7 +34,7 @@ use super::compile::{
     at_least, at_most, count_words, type_words, Additional, Node, NodeId, ObjectRule, FALSE_NODE,
     NONE, TRUE_NODE, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
 };
-use super::decimal::{parse_into, DecRef, Decimal};
+use super::decimal::{parse_into, DecRef, Decimal, Fixed};
 use super::trie::Trie;
 use super::{push_pointer_token, ToolSchema};
 use crate::error::{Error, ErrorKind, SchemaDetail};
@@ -715,6 +715,10 @@ impl State {
                         || !lexeme.iter().any(|&b| matches!(b, b'.' | b'e' | b'E')))
                 {
                     return true;
+                }
+                if let Some(verdict) = Fixed::parse(lexeme).and_then(|x| fixed_number_failure(n, x))
+                {
+                    return verdict.is_none();
                 }
                 let Some((neg, exp)) = parse_into(lexeme, &mut self.num) else {
                     return true;
@@ -1858,6 +1862,47 @@ type BoundCheck<'a> = (
     &'static str,
     fn(std::cmp::Ordering) -> bool,
 );
+
+/// A [`Fixed`] bound, its keyword, and which comparison outcomes break it.
+type FixedBoundCheck = (Option<Fixed>, &'static str, fn(std::cmp::Ordering) -> bool);
+
+/// [`number_failure`] for a number that fits a [`Fixed`], when the node's rules do too (an
+/// `enum` is left to the decimal path): `None` when it cannot decide.
+fn fixed_number_failure(n: &Node, x: Fixed) -> Option<Option<Failure>> {
+    use std::cmp::Ordering::{Greater, Less};
+    if n.enumeration.is_some() {
+        return None;
+    }
+    let rule = match &n.number {
+        Some(rule) => Some(rule.fixed.as_ref()?),
+        None => None,
+    };
+    if n.types & T_NUMBER == 0 && !x.is_integer() {
+        return Some(Some(Failure::Type));
+    }
+    let Some(rule) = rule else {
+        return Some(None);
+    };
+    let checks: [FixedBoundCheck; 4] = [
+        (rule.minimum, "minimum", |o| o == Less),
+        (rule.exclusive_minimum, "exclusiveMinimum", |o| o != Greater),
+        (rule.maximum, "maximum", |o| o == Greater),
+        (rule.exclusive_maximum, "exclusiveMaximum", |o| o != Less),
+    ];
+    for (bound, keyword, breaks) in checks {
+        if let Some(b) = bound {
+            if breaks(x.cmp(b)) {
+                return Some(Some(Failure::Bound(keyword)));
+            }
+        }
+    }
+    if let Some(m) = rule.multiple_of {
+        if !x.is_multiple_of(m) {
+            return Some(Some(Failure::MultipleOf));
+        }
+    }
+    Some(None)
+}
 
 fn number_failure(n: &Node, d: &DecRef<'_>) -> Option<Failure> {
     use std::cmp::Ordering::{Greater, Less};

@@ -25,7 +25,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::canon::Canon;
-use super::decimal::{Decimal, MultipleOf};
+use super::decimal::{Decimal, Fixed, MultipleOf};
 use super::format::Format;
 use super::trie::Trie;
 use super::{pattern, push_pointer_token, SchemaError, Unsupported};
@@ -168,6 +168,40 @@ pub(crate) struct NumberRule {
     pub multiple_of: Option<(MultipleOf, Box<str>)>,
     /// Bounds in words: `a number >= 1 and <= 100`.
     pub bounds_expected: String,
+    /// The same rules as [`Fixed`] numbers, when every one of them fits.
+    pub fixed: Option<FixedRule>,
+}
+
+/// A [`NumberRule`] whose bounds and divisor all fit a [`Fixed`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FixedRule {
+    pub minimum: Option<Fixed>,
+    pub maximum: Option<Fixed>,
+    pub exclusive_minimum: Option<Fixed>,
+    pub exclusive_maximum: Option<Fixed>,
+    pub multiple_of: Option<Fixed>,
+}
+
+impl NumberRule {
+    /// `fixed` for these rules, `multiple_of` being the divisor of `self.multiple_of`.
+    fn fixed_rule(&self, multiple_of: Option<&Decimal>) -> Option<FixedRule> {
+        let fit = |d: &Option<Decimal>| match d {
+            None => Some(None),
+            Some(d) => Fixed::from_decimal(d).map(Some),
+        };
+        let multiple_of = match (&self.multiple_of, multiple_of) {
+            (None, _) => None,
+            (Some(_), Some(d)) => Some(Fixed::from_decimal(d)?),
+            (Some(_), None) => return None,
+        };
+        Some(FixedRule {
+            minimum: fit(&self.minimum)?,
+            maximum: fit(&self.maximum)?,
+            exclusive_minimum: fit(&self.exclusive_minimum)?,
+            exclusive_maximum: fit(&self.exclusive_maximum)?,
+            multiple_of,
+        })
+    }
 }
 
 /// What happens to a key that `properties` does not name.
@@ -464,7 +498,9 @@ impl Compiler<'_> {
             exclusive_maximum: None,
             multiple_of: None,
             bounds_expected: String::new(),
+            fixed: None,
         };
+        let mut multiple_of_decimal = None;
         let mut array = ArrayRule {
             prefix: Box::new([]),
             items: NONE,
@@ -566,6 +602,7 @@ impl Compiler<'_> {
                     }
                     if let Some(m) = MultipleOf::new(&d) {
                         number.multiple_of = Some((m, text.into()));
+                        multiple_of_decimal = Some(d);
                     } else {
                         self.unsupported(key, ptr);
                         node.exact = false;
@@ -666,6 +703,7 @@ impl Compiler<'_> {
             || number.multiple_of.is_some()
         {
             number.bounds_expected = bounds_words(obj);
+            number.fixed = number.fixed_rule(multiple_of_decimal.as_ref());
             node.number = Some(Box::new(number));
         }
         if nullable {

@@ -194,6 +194,130 @@ impl DecRef<'_> {
     }
 }
 
+/// A number as `mantissa / 10^scale` with at most 18 digits: most lexemes and bounds of tool
+/// arguments fit, and then comparisons and `multipleOf` are exact in machine integers, with no
+/// digit buffer. Values that do not fit (or have an exponent) take the [`DecRef`] path.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fixed {
+    mantissa: i64,
+    scale: u32,
+}
+
+/// `10^i` for the scales of a [`Fixed`].
+const POW10: [i64; FIXED_DIGITS as usize + 1] = {
+    let mut table = [1i64; FIXED_DIGITS as usize + 1];
+    let mut i = 1;
+    while i < table.len() {
+        table[i] = table[i - 1] * 10;
+        i += 1;
+    }
+    table
+};
+
+/// Digits a [`Fixed`] holds: `10^18 - 1 < i64::MAX`, and two widened to 18 decimals stay
+/// below `10^36 < i128::MAX`.
+const FIXED_DIGITS: u32 = 18;
+
+impl Fixed {
+    /// Parses a lexeme without exponent as [`parse_into`] would; `None` for an exponent, more
+    /// than 18 digits, or text that is not a JSON number.
+    pub fn parse(lexeme: &[u8]) -> Option<Self> {
+        let (neg, rest) = match lexeme.split_first() {
+            Some((b'-', rest)) => (true, rest),
+            _ => (false, lexeme),
+        };
+        let mut mantissa: i64 = 0;
+        let mut digits = 0;
+        let mut int_digits = 0;
+        let mut dot = false;
+        for &b in rest {
+            match b {
+                b'0'..=b'9' => {
+                    digits += 1;
+                    if digits > FIXED_DIGITS {
+                        return None;
+                    }
+                    mantissa = mantissa * 10 + i64::from(b - b'0');
+                    if !dot {
+                        int_digits += 1;
+                    }
+                }
+                b'.' if !dot && int_digits > 0 => dot = true,
+                _ => return None,
+            }
+        }
+        let scale = digits - int_digits;
+        if int_digits == 0 || (dot && scale == 0) {
+            return None;
+        }
+        Some(Self {
+            mantissa: if neg { -mantissa } else { mantissa },
+            scale,
+        })
+    }
+
+    /// The same value, when it fits.
+    pub fn from_decimal(d: &Decimal) -> Option<Self> {
+        let len = len_i64(&d.digits);
+        if len > i64::from(FIXED_DIGITS) || d.exp > i64::from(FIXED_DIGITS) {
+            return None;
+        }
+        let mut mantissa: i64 = 0;
+        for &digit in d.digits.iter() {
+            mantissa = mantissa * 10 + i64::from(digit);
+        }
+        let scale = if d.exp >= len {
+            for _ in len..d.exp {
+                mantissa *= 10;
+            }
+            0
+        } else {
+            u32::try_from(len - d.exp)
+                .ok()
+                .filter(|&s| s <= FIXED_DIGITS)?
+        };
+        Some(Self {
+            mantissa: if d.neg { -mantissa } else { mantissa },
+            scale,
+        })
+    }
+
+    /// Both mantissas at the larger scale: in `i64` when they fit (the common case, and
+    /// `i128` division is a library call), else in `i128`.
+    fn aligned(self, other: Self) -> Result<(i64, i64), (i128, i128)> {
+        let scale = self.scale.max(other.scale);
+        let a = POW10[(scale - self.scale) as usize];
+        let b = POW10[(scale - other.scale) as usize];
+        match (self.mantissa.checked_mul(a), other.mantissa.checked_mul(b)) {
+            (Some(x), Some(y)) => Ok((x, y)),
+            _ => Err((
+                i128::from(self.mantissa) * i128::from(a),
+                i128::from(other.mantissa) * i128::from(b),
+            )),
+        }
+    }
+
+    /// Exact numeric ordering.
+    pub fn cmp(self, other: Self) -> Ordering {
+        match self.aligned(other) {
+            Ok((x, y)) => x.cmp(&y),
+            Err((x, y)) => x.cmp(&y),
+        }
+    }
+
+    pub fn is_integer(self) -> bool {
+        self.mantissa % POW10[self.scale as usize] == 0
+    }
+
+    /// True when `self` is an integer multiple of `m` (`m > 0`).
+    pub fn is_multiple_of(self, m: Self) -> bool {
+        match self.aligned(m) {
+            Ok((x, y)) => y != 0 && x % y == 0,
+            Err((x, y)) => y != 0 && x % y == 0,
+        }
+    }
+}
+
 fn len_i64(digits: &[u8]) -> i64 {
     i64::try_from(digits.len()).unwrap_or(EXP_CLAMP)
 }
@@ -299,6 +423,74 @@ mod tests {
 
     fn multiple(x: &str, m: &str) -> bool {
         MultipleOf::new(&dec(m)).unwrap().divides(&dec(x).as_ref())
+    }
+
+    /// `Fixed` is a shortcut: wherever it answers, it answers as the decimal path does.
+    #[test]
+    fn fixed_agrees_with_decimals() {
+        let numbers = [
+            "0",
+            "-0",
+            "0.0",
+            "1",
+            "-1",
+            "1.0",
+            "1.5",
+            "-1.5",
+            "0.01",
+            "0.001",
+            "0.015",
+            "2.5",
+            "100",
+            "123.45",
+            "-123.450",
+            "007",
+            "999999999999999999",
+            "-999999999999999999",
+            "0.000000000000000001",
+            "12345678.9",
+            "1e2",
+            "1.",
+            "-",
+            ".5",
+            "1.2.3",
+            "+1",
+            "",
+            "1000000000000000000",
+            "0.1000000000000000000",
+        ];
+        let mut fitted = 0;
+        for a in numbers {
+            let fa = Fixed::parse(a.as_bytes());
+            if Decimal::parse(a).is_none() || a.contains('e') {
+                assert!(fa.is_none(), "{a}");
+                continue;
+            }
+            let Some(fa) = fa else { continue };
+            fitted += 1;
+            let da = dec(a);
+            assert_eq!(fa.is_integer(), da.as_ref().is_integer(), "{a}");
+            assert_eq!(
+                Fixed::from_decimal(&da).map(|f| f.cmp(fa)),
+                Some(Ordering::Equal),
+                "{a}"
+            );
+            for b in numbers {
+                let Some(db) = Decimal::parse(b) else {
+                    continue;
+                };
+                let Some(fb) = Fixed::from_decimal(&db) else {
+                    continue;
+                };
+                assert_eq!(fa.cmp(fb), da.as_ref().cmp(&db.as_ref()), "{a} vs {b}");
+                if let Some(m) =
+                    MultipleOf::new(&db).filter(|_| !db.as_ref().neg && !db.as_ref().is_zero())
+                {
+                    assert_eq!(fa.is_multiple_of(fb), m.divides(&da.as_ref()), "{a} % {b}");
+                }
+            }
+        }
+        assert!(fitted >= 18, "{fitted}");
     }
 
     #[test]
