@@ -467,7 +467,7 @@ impl State {
         };
         if self.skip > 0 {
             self.skip -= 1;
-        } else if !self.full {
+        } else if !self.full && (captured.is_some() || !self.closes_single(nodes)) {
             self.end_value(nodes, offset, Payload::Container(captured.as_ref()));
         }
         if let Some(v) = captured {
@@ -475,6 +475,57 @@ impl State {
                 self.capture.push(v);
             }
         }
+    }
+
+    /// Closes the innermost container when one slot checks it and none of its end rules
+    /// fails (no `oneOf` or `enum`, required properties present, enough items): the general
+    /// path would find nothing to report. False, having changed nothing, otherwise.
+    #[inline]
+    fn closes_single(&mut self, nodes: &[Node]) -> bool {
+        let (Some(f), Some(slot)) = (self.frames.last(), self.slots.last()) else {
+            return false;
+        };
+        if f.slots_start as usize + 1 != self.slots.len() {
+            return false;
+        }
+        if slot.alive {
+            let n = node(nodes, slot.node);
+            if !n.one_of.is_empty() || n.enumeration.is_some() {
+                return false;
+            }
+            let passes = match f.kind {
+                ValueKind::Object => n
+                    .object
+                    .as_ref()
+                    .map_or(true, |rule| self.all_required(rule, slot.bits as usize)),
+                _ => n
+                    .array
+                    .as_ref()
+                    .map_or(true, |rule| u64::from(f.elems) >= rule.min_items),
+            };
+            if !passes {
+                return false;
+            }
+        }
+        let f = *f;
+        self.frames.pop();
+        self.slots.truncate(f.slots_start as usize);
+        self.bits.truncate(f.bits_start as usize);
+        self.keys.truncate(f.key_start as usize);
+        true
+    }
+
+    /// Whether every required property of `rule` is marked in the bits starting at `base`.
+    fn all_required(&self, rule: &ObjectRule, base: usize) -> bool {
+        let count = rule.required.len();
+        (0..count.div_ceil(64)).all(|w| {
+            let want = if (w + 1) * 64 <= count {
+                u64::MAX
+            } else {
+                (1 << (count % 64)) - 1
+            };
+            self.bits.get(base + w).copied().unwrap_or(0) & want == want
+        })
     }
 
     // ----- value start -------------------------------------------------------------------
@@ -1579,16 +1630,7 @@ impl State {
         match f.kind {
             ValueKind::Object => {
                 if let Some(rule) = &n.object {
-                    let base = self.slots[i].bits as usize;
-                    let count = rule.required.len();
-                    let all_present = (0..count.div_ceil(64)).all(|w| {
-                        let want = if (w + 1) * 64 <= count {
-                            u64::MAX
-                        } else {
-                            (1 << (count % 64)) - 1
-                        };
-                        self.bits.get(base + w).copied().unwrap_or(0) & want == want
-                    });
+                    let all_present = self.all_required(rule, self.slots[i].bits as usize);
                     if !all_present && !self.report_missing(nodes, rule, i, depth, offset) {
                         return;
                     }
