@@ -98,9 +98,13 @@ struct Frame {
     kind: ValueKind,
     slots_start: u32,
     bits_start: u32,
-    /// This object's current key is `keys[key_start..key_end]`.
+    /// This object's current key is `keys[key_start..key_end]`, or when `key_node` is not
+    /// `NONE`, the name of entry `key_entry` of that node's object rule: a key that some slot
+    /// found among its names is not copied.
     key_start: u32,
     key_end: u32,
+    key_node: NodeId,
+    key_entry: u32,
     /// Elements started (arrays).
     elems: u32,
     /// Some slot steps a key trie (denies unknown keys).
@@ -663,6 +667,8 @@ impl State {
             bits_start,
             key_start: to_u32(self.keys.len()),
             key_end: to_u32(self.keys.len()),
+            key_node: NONE,
+            key_entry: 0,
             elems: 0,
             steps_keys,
             steps_string: false,
@@ -688,6 +694,8 @@ impl State {
             bits_start: to_u32(self.bits.len()),
             key_start: to_u32(self.keys.len()),
             key_end: to_u32(self.keys.len()),
+            key_node: NONE,
+            key_entry: 0,
             elems: 0,
             steps_keys: false,
             steps_string,
@@ -866,6 +874,8 @@ impl State {
             bits_start: to_u32(self.bits.len()),
             key_start: to_u32(self.keys.len()),
             key_end: to_u32(self.keys.len()),
+            key_node: NONE,
+            key_entry: 0,
             elems: 0,
             steps_keys: false,
             steps_string: false,
@@ -1219,7 +1229,7 @@ impl State {
             Some(key),
         );
         if partial && own && self.errors.len() > before && self.pending.is_none() {
-            let base = self.path_to(depth).len();
+            let base = self.path_to(nodes, depth).len();
             self.pending = Some(Pending {
                 error: to_u32(before),
                 is_key: true,
@@ -1250,8 +1260,9 @@ impl State {
         };
         let f = self.frames[depth];
         self.keys.truncate(f.key_start as usize);
-        self.keys.extend_from_slice(key);
-        self.frames[depth].key_end = to_u32(self.keys.len());
+        // Set below; the loop's errors name this key themselves and only read the path of
+        // the frames around this one.
+        let mut named = None;
         let end = f.slots_start as usize + self.slots_in(depth);
         for s in f.slots_start as usize..end {
             let slot = self.slots[s];
@@ -1280,6 +1291,9 @@ impl State {
                 rule.guessed(slot.guess, key)
                     .or_else(|| rule.trie.lookup(key))
             };
+            if named.is_none() {
+                named = entry.map(|e| (slot.node, e));
+            }
             let info = entry.and_then(|e| rule.keys.get(e as usize).copied());
             let mut guess = slot.guess;
             if let (Some(e), Some(info)) = (entry, info) {
@@ -1322,6 +1336,19 @@ impl State {
                 self.slots[s].member = NONE;
             } else if self.slots[s].alive {
                 self.slots[s].member = member;
+            }
+        }
+        let frame = &mut self.frames[depth];
+        match named {
+            Some((node, entry)) => {
+                frame.key_node = node;
+                frame.key_entry = entry;
+                frame.key_end = frame.key_start;
+            }
+            None => {
+                self.keys.extend_from_slice(key);
+                frame.key_node = NONE;
+                frame.key_end = to_u32(self.keys.len());
             }
         }
     }
@@ -1837,18 +1864,22 @@ impl State {
     }
 
     /// JSON Pointer of the value at frame `depth`.
-    fn path_to(&self, depth: usize) -> String {
+    fn path_to(&self, nodes: &[Node], depth: usize) -> String {
         let mut p = String::new();
         for f in &self.frames[..depth.min(self.frames.len())] {
             p.push('/');
             match f.kind {
                 ValueKind::Object => {
-                    let key = self
-                        .keys
-                        .get(f.key_start as usize..f.key_end as usize)
-                        .and_then(|k| std::str::from_utf8(k).ok())
-                        .unwrap_or("");
-                    push_pointer_token(&mut p, key);
+                    let key = if f.key_node == NONE {
+                        self.keys.get(f.key_start as usize..f.key_end as usize)
+                    } else {
+                        node(nodes, f.key_node)
+                            .object
+                            .as_ref()
+                            .and_then(|rule| rule.names.get(f.key_entry as usize))
+                            .map(|name| &name[..])
+                    };
+                    push_pointer_token(&mut p, utf8(key.unwrap_or_default()));
                 }
                 _ => p.push_str(&f.elems.saturating_sub(1).to_string()),
             }
@@ -1873,7 +1904,7 @@ impl State {
             self.full = true;
             return;
         }
-        let mut path = self.path_to(depth);
+        let mut path = self.path_to(nodes, depth);
         if let Some(k) = key {
             path.push('/');
             push_pointer_token(&mut path, k);
