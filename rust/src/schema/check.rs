@@ -14,13 +14,34 @@
 //!   mistake does not cascade. Local problems (an unknown key, one element too many) are
 //!   recorded without killing the container's slot, so sibling mistakes are still reported.
 //! - Values no slot applies to are skipped with a depth counter, so unconstrained subtrees
-//!   cost one branch per event. A *plain* node (a type and nothing else for the value's kind,
-//!   `Node::plain`) gets no slot outside a branch group: its only check passes at the first
-//!   byte, and a slot for it was most of the pre-check's cost on schemas of plain fields.
+//!   cost one branch per event (decided in the inline visitor callbacks). A *plain* node (a
+//!   type and nothing else for the value's kind, `Node::plain`; also an `anyOf` one of whose
+//!   one-slot branches is plain, as it cannot fail) gets no slot outside a branch group: its
+//!   only check passes at the first byte, and a slot for it was most of the pre-check's cost on
+//!   schemas of plain fields. A `$ref`-only node applies its target in its place (same parent,
+//!   link and condition), so it adds no slot either.
+//! - Fast paths for the common shape, a container checked by one unconditional slot: its
+//!   members are decided in `start_fast` before the general path (`start_slots`) runs; a scalar
+//!   member whose schema is one node (`Node::lone`: no `$ref`, branches or `false`) is followed
+//!   in a `Lone` record without frame or slot, and gets both (`materialize`, with the state
+//!   read so far) only when a rule is about to fail, so every error is still built by the
+//!   general path; a container member of that kind opens its frame and slot directly, and a
+//!   container closes inline when none of its end rules fails. Each fast path is small and
+//!   inline and its general path out of line (`step_keys`, `step_string`, `end_slots`): the
+//!   scanner's visitor call sites inline only small callbacks.
+//! - Keys: arguments mostly list properties in schema order, so an object slot compares each
+//!   key with the property after the last one matched (`Slot::guess`) before it walks its
+//!   trie, and a closed object steps the trie byte by byte only once the key leaves that name
+//!   (until then the key so far is that name's start and is not copied). A key found among a
+//!   slot's names is kept as that entry, not copied, for error paths.
 //! - The checker keeps the decoded text of a string itself, and only of strings that a string
 //!   rule, an enum or a captured container reads ([`Visitor::wants_string`]); the scanner
-//!   decodes no other string for it. Buffers (slots, frames, required bits, keys) are reused, so
-//!   steady-state checking does not allocate; error construction is `#[cold]`.
+//!   decodes no other string for it, and keys and number lexemes reach it as bytes
+//!   ([`Visitor::key_end_bytes`]), converted to `&str` only where a rule or an error needs it.
+//!   Numbers of up to 18 digits without exponent are compared in machine integers
+//!   (`decimal::Fixed`), others through the exact decimal parse. Buffers (slots, frames,
+//!   required bits, keys) are reused, so steady-state checking does not allocate; error
+//!   construction is `#[cold]`.
 //! - `oneOf` "more than one" is decided at value end and only counts branches compiled exactly
 //!   (nothing ignored under them), because an ignored keyword could make a surviving branch
 //!   invalid after all.

@@ -7,6 +7,9 @@
 //!   every JSON number and costs one pass over the lexeme.
 //! - Instance numbers are parsed into a reused digit buffer ([`parse_into`]) so the checker does
 //!   not allocate per number; schema constants own their digits ([`Decimal`]).
+//! - The usual case, a number of at most 18 digits without exponent against bounds of the
+//!   same kind, is exact in machine integers too ([`Fixed`]: mantissa and decimal scale, aligned
+//!   in `i64` or, past that, `i128`); the checker uses it first and the digits otherwise.
 //! - `multipleOf` never builds big integers. With both numbers normalised (no trailing zeros),
 //!   `x = a·10^p` is a multiple of `m = b·10^q` iff `p >= q` and `b | a·10^(p-q)`. Writing
 //!   `b = 2^i·5^j·c` with `gcd(c, 10) = 1`, that is `c | a`, `v2(a) + p - q >= i` and
