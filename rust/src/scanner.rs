@@ -582,7 +582,6 @@ impl Scanner {
         if lexeme.len() > 18 || long_exponent(lexeme) {
             self.long_numbers = true;
         }
-        // A number lexeme is ASCII by construction.
         visitor.number_end_bytes(lexeme, end);
         self.end_value();
     }
