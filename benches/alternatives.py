@@ -40,6 +40,7 @@ __all__ = [
     "toolwire_feed_arguments_only",
     "toolwire_feed_bytes",
     "toolwire_feed_chunk",
+    "toolwire_feed_prechecked",
     "toolwire_partial_every_fragment",
     "toolwire_progress",
 ]
@@ -99,6 +100,26 @@ def toolwire_feed(deltas: Sequence[Delta]) -> Values:
     for index, id_, name, frag in deltas:
         asm.feed(index, id=id_, name=name, arguments=frag)
     return [call.value for call in asm.finish()]
+
+
+_TOOLSETS: list[toolwire.Toolset] = []
+
+
+def corpus_toolset() -> toolwire.Toolset:
+    """The corpus' one tool as a Toolset: compiled once, shared by every stream."""
+    if not _TOOLSETS:
+        _TOOLSETS.append(toolwire.Toolset([Document], names={Document: TOOL_NAME}))
+    return _TOOLSETS[0]
+
+
+def toolwire_feed_prechecked(deltas: Sequence[Delta]) -> Values:
+    """`toolwire_feed` with the tool's schema checked while the arguments stream."""
+    asm = toolwire.Assembler(tools=corpus_toolset())
+    for index, id_, name, frag in deltas:
+        asm.feed(index, id=id_, name=name, arguments=frag)
+    calls = asm.finish()
+    assert all(call.error is None for call in calls), "the corpus satisfies its schema"
+    return [call.value for call in calls]
 
 
 def toolwire_feed_arguments_only(deltas: Sequence[Delta]) -> Values:

@@ -203,6 +203,17 @@ def targets(rows: list[Row]) -> list[str]:
         lines.append(f"{verdict(all(v <= limit for _, v in pairs)):<12} {name}: {shown}")
 
     check("final: toolwire feed <= 1.2x join+orjson", ratios("final", "toolwire feed"), 1.2)
+    prechecked = []
+    for r in rows:
+        if r.suite == "final" and r.alt == "toolwire feed+precheck":
+            plain = by_key.get(("final", r.case, "toolwire feed"))
+            if plain:
+                prechecked.append((r.case, r.median / plain.median))
+    check(
+        "pre-check: toolwire feed+precheck <= 1.3x toolwire feed",
+        sorted(prechecked, key=lambda x: case_key(x[0])),
+        1.3,
+    )
     check(
         "value: ToolCall.value <= 1.0x orjson.loads of the text",
         ratios("value", "toolwire .value"),

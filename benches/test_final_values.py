@@ -1,7 +1,9 @@
 """Final values: from a stream of fragments to every call's parsed arguments.
 
 Target: `toolwire feed` (feed per fragment, `finish()`, `.value`) at most 1.2x the baseline
-(`join+orjson`) at every size, and 9x-11x growth from 20 KB to 200 KB.
+(`join+orjson`) at every size, and 9x-11x growth from 20 KB to 200 KB. `toolwire feed+precheck`
+is the same path with the tool's schema checked while streaming: the pre-check target is at most
+1.3x `toolwire feed` (the report prints that ratio).
 
 Left out, with the reason:
 
@@ -35,6 +37,7 @@ ALTERNATIVES: dict[str, Alt] = {
     "dict+=json.loads": Alt(a.dict_concat_json),
     "toolwire feed": Alt(a.toolwire_feed),
     "toolwire feed lean-kwargs": Alt(a.toolwire_feed_arguments_only),
+    "toolwire feed+precheck": Alt(a.toolwire_feed_prechecked),
     "join+orjson bytes": Alt(a.baseline_join_orjson_bytes, view="byte_deltas"),
     "toolwire feed bytes": Alt(a.toolwire_feed_bytes, view="byte_deltas"),
     "toolwire feed_chunk": Alt(a.toolwire_feed_chunk, view="chunks"),

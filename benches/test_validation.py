@@ -16,7 +16,8 @@ import gc
 from typing import Any
 
 import pytest
-from corpus import SINGLE, TOOL_NAME, Document, get_case
+from alternatives import corpus_toolset
+from corpus import SINGLE, Document, get_case
 from harness import label, rounds
 
 import toolwire
@@ -24,19 +25,10 @@ import toolwire
 BASELINE = "pydantic model_validate_json"
 ALTS = (BASELINE, "toolwire last fragment->model", "toolwire validate only")
 
-_TOOLSET: list[toolwire.Toolset] = []
-
-
-def toolset() -> toolwire.Toolset:
-    """The corpus' one tool, registered once (compiled once, shared by every stream)."""
-    if not _TOOLSET:
-        _TOOLSET.append(toolwire.Toolset([Document], names={Document: TOOL_NAME}))
-    return _TOOLSET[0]
-
 
 def _fed_but_last(deltas: Any) -> tuple[Any, Any]:
     """An assembler holding every delta but the last, and that last delta."""
-    asm = toolwire.Assembler(tools=toolset())
+    asm = toolwire.Assembler(tools=corpus_toolset())
     for index, id_, name, frag in deltas[:-1]:
         asm.feed(index, id=id_, name=name, arguments=frag)
     return asm, deltas[-1]
@@ -47,12 +39,12 @@ def last_fragment_to_model(asm: Any, last: Any) -> Any:
     index, id_, name, frag = last
     asm.feed(index, id=id_, name=name, arguments=frag)
     (call,) = asm.finish()
-    return toolset().validate(call).model
+    return corpus_toolset().validate(call).model
 
 
 def validate_only(call: Any) -> Any:
     """`Toolset.validate` alone, on a finished call."""
-    return toolset().validate(call).model
+    return corpus_toolset().validate(call).model
 
 
 @pytest.mark.parametrize("alt", ALTS)
