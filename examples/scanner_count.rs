@@ -1,0 +1,82 @@
+//! Instruction-count driver for the scanner: pushes a bench corpus case through `Scanner` once
+//! as its fragments and once whole, each in an `#[inline(never)]` function, so
+//! `valgrind --tool=callgrind` plus `callgrind_annotate --inclusive=yes` separates the cost per
+//! push (fragmented minus whole) from the cost per byte (whole).
+//!
+//! ```text
+//! cargo build --release --example scanner_count
+//! valgrind --tool=callgrind target/release/examples/scanner_count [CASE [fragments|whole]]
+//! ```
+//!
+//! The corpus is the one `benches/rust_bench.rs` writes to `target/bench-corpus/` (or
+//! `$TOOLWIRE_BENCH_CORPUS`); run the bench once first. CASE defaults to `single-200KB`.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+
+use toolwire::Scanner;
+
+fn read_u32(data: &[u8], at: &mut usize) -> u32 {
+    let bytes: [u8; 4] = data[*at..*at + 4]
+        .try_into()
+        .expect("truncated corpus file");
+    *at += 4;
+    u32::from_le_bytes(bytes)
+}
+
+fn load(dir: &Path, name: &str) -> Vec<Vec<u8>> {
+    let path = dir.join(format!("{name}.frags"));
+    let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut at = 0;
+    let count = read_u32(&data, &mut at);
+    (0..count)
+        .map(|_| {
+            let _index = read_u32(&data, &mut at);
+            let len = read_u32(&data, &mut at) as usize;
+            let fragment = data[at..at + len].to_vec();
+            at += len;
+            fragment
+        })
+        .collect()
+}
+
+#[inline(never)]
+fn push_fragments(fragments: &[Vec<u8>]) -> usize {
+    let mut scanner = Scanner::default();
+    for fragment in fragments {
+        black_box(scanner.push(fragment));
+    }
+    scanner.finish().expect("valid corpus");
+    scanner.text().len()
+}
+
+#[inline(never)]
+fn push_whole(text: &[u8]) -> usize {
+    let mut scanner = Scanner::default();
+    black_box(scanner.push(text));
+    scanner.finish().expect("valid corpus");
+    scanner.text().len()
+}
+
+fn main() {
+    let dir = std::env::var_os("TOOLWIRE_BENCH_CORPUS").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-corpus"),
+        PathBuf::from,
+    );
+    let case = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "single-200KB".to_owned());
+    let fragments = load(&dir, &case);
+    let whole: Vec<u8> = fragments.concat();
+    // MODE: `fragments`, `whole` or both (default), to annotate one of them alone.
+    let mode = std::env::args().nth(2).unwrap_or_default();
+    if mode != "whole" {
+        assert_eq!(
+            black_box(push_fragments(black_box(&fragments))),
+            whole.len()
+        );
+    }
+    if mode != "fragments" {
+        assert_eq!(black_box(push_whole(black_box(&whole))), whole.len());
+    }
+}
