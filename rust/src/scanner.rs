@@ -17,8 +17,21 @@
 //!   lexemes are reported as slices of it without copying.
 //! - Containers are tracked on an explicit stack whose frames are reused, so depth costs no
 //!   recursion (no stack overflow at any depth) and no allocation once the stack has grown.
-//! - Duplicate keys are detected exactly: each open object remembers its decoded keys in a
-//!   reused arena with a 64-bit hash per key; a hash match is confirmed byte for byte.
+//! - Duplicate keys are detected exactly: each open object keeps one entry per key in reused
+//!   vectors. A key of at most 8 bytes (most keys) is its length plus its bytes packed in a
+//!   word, so it is compared without a hash or a second look; a longer key has a hash and is
+//!   confirmed byte for byte. A key without escapes is not copied at all: it is a range of
+//!   [`Scanner::text`], which holds every scanned byte anyway; only a key with an escape is
+//!   decoded into a buffer. Rejected alternative: copying every key into a per-object arena
+//!   and hashing it byte by byte, which was a third of the scan on tool arguments.
+//! - Per-byte work happens in runs, not in the state dispatch: string content is skipped 8 bytes
+//!   at a time while it is plain ASCII (SWAR on a `u64`, safe code), and non-ASCII bytes are
+//!   validated inline with the same continuation state that carries a character cut by the end
+//!   of a push, so a split character and a whole one go through the same checks (and fail at the
+//!   same byte); number digits are consumed in a tight loop. Rejected alternative:
+//!   `std::str::from_utf8` on each run: on 3-20 byte fragments its call and set-up cost more
+//!   than the validation itself, and its error still had to be mapped back to the byte-wise
+//!   offsets.
 
 use std::collections::HashMap;
 
@@ -154,17 +167,32 @@ struct Frame {
     is_object: bool,
     /// Elements started so far (arrays) or members whose key closed (objects).
     count: usize,
-    /// Decoded key of the current member (objects).
+    /// The key of the current member (objects): while it has no escape, it is its raw bytes
+    /// `text[key_start..key_end]`; after its first escape it is decoded into `key`.
+    key_start: usize,
+    key_end: usize,
+    key_escaped: bool,
     key: Vec<u8>,
-    /// Objects: `key` belongs to the member being read now (false between `,` and the key's
+    /// Objects: the key belongs to the member being read now (false between `,` and the key's
     /// end). Arrays: an element is being read (false between `,` and the next element).
     has_key: bool,
-    /// Decoded keys of this object, back to back.
+    /// Escaped keys longer than 8 bytes of this object, decoded, back to back.
     key_arena: Vec<u8>,
-    /// (hash, start, len) of each key in `key_arena`.
-    key_index: Vec<(u64, u32, u32)>,
-    /// Hash -> positions in `key_index`, built once an object has many keys.
+    /// Every key of this object.
+    key_index: Vec<KeyEntry>,
+    /// `word` -> positions in `key_index`, built once an object has many keys.
     key_lookup: HashMap<u64, Vec<u32>>,
+}
+
+/// One key of an object. A key of at most 8 bytes is identified by its length and `word`, its
+/// bytes packed; a longer one has a hash in `word` and is confirmed byte for byte from the text
+/// (`start` is its offset there) or, when it had escapes, from the arena.
+#[derive(Debug, Clone, Copy)]
+struct KeyEntry {
+    word: u64,
+    len: usize,
+    start: usize,
+    in_arena: bool,
 }
 
 /// Above this many keys an object switches from a linear scan of hashes to a hash map.
@@ -174,6 +202,9 @@ impl Frame {
     fn reset(&mut self, is_object: bool) {
         self.is_object = is_object;
         self.count = 0;
+        self.key_start = 0;
+        self.key_end = 0;
+        self.key_escaped = false;
         self.key.clear();
         self.has_key = false;
         self.key_arena.clear();
@@ -181,13 +212,37 @@ impl Frame {
         self.key_lookup.clear();
     }
 
+    /// The decoded current key (see `key_start`).
+    fn key_bytes<'a>(&'a self, text: &'a [u8]) -> &'a [u8] {
+        if self.key_escaped {
+            &self.key
+        } else {
+            // Out of range only after `take_text`.
+            text.get(self.key_start..self.key_end).unwrap_or_default()
+        }
+    }
+
     /// Records the current key; returns false when it was already present.
-    fn insert_key(&mut self) -> bool {
-        let hash = fnv1a(&self.key);
-        let key = &self.key;
+    fn insert_key(&mut self, text: &[u8]) -> bool {
+        let key: &[u8] = if self.key_escaped {
+            &self.key
+        } else {
+            text.get(self.key_start..self.key_end).unwrap_or_default()
+        };
+        let len = key.len();
+        let word = if len <= 8 { pack(key) } else { hash(key) };
         let arena = &self.key_arena;
-        let same = |&(h, start, len): &(u64, u32, u32)| {
-            h == hash && &arena[start as usize..(start + len) as usize] == key.as_slice()
+        let same = |e: &KeyEntry| {
+            e.word == word
+                && e.len == len
+                && (len <= 8 || {
+                    let stored = if e.in_arena {
+                        arena.get(e.start..e.start + len)
+                    } else {
+                        text.get(e.start..e.start + len)
+                    };
+                    stored == Some(key)
+                })
         };
         if self.key_index.len() < LINEAR_KEY_LIMIT {
             if self.key_index.iter().any(same) {
@@ -195,38 +250,60 @@ impl Frame {
             }
         } else {
             if self.key_lookup.is_empty() {
-                for (pos, &(h, _, _)) in self.key_index.iter().enumerate() {
-                    self.key_lookup.entry(h).or_default().push(to_u32(pos));
+                for (pos, e) in self.key_index.iter().enumerate() {
+                    self.key_lookup.entry(e.word).or_default().push(to_u32(pos));
                 }
             }
-            if let Some(positions) = self.key_lookup.get(&hash) {
+            if let Some(positions) = self.key_lookup.get(&word) {
                 if positions.iter().any(|&p| same(&self.key_index[p as usize])) {
                     return false;
                 }
             }
             self.key_lookup
-                .entry(hash)
+                .entry(word)
                 .or_default()
                 .push(to_u32(self.key_index.len()));
         }
-        let start = to_u32(self.key_arena.len());
-        self.key_arena.extend_from_slice(&self.key);
-        self.key_index.push((hash, start, to_u32(self.key.len())));
+        let (start, in_arena) = if len <= 8 {
+            (0, false)
+        } else if self.key_escaped {
+            let start = self.key_arena.len();
+            self.key_arena.extend_from_slice(&self.key);
+            (start, true)
+        } else {
+            (self.key_start, false)
+        };
+        self.key_index.push(KeyEntry {
+            word,
+            len,
+            start,
+            in_arena,
+        });
         true
     }
 }
 
 fn to_u32(n: usize) -> u32 {
-    // Texts are capped far below 4 GiB by `max_bytes` checks in practice; saturate rather than
-    // wrap if a caller configures something absurd.
+    // Objects are capped far below 4 Gi keys by `max_bytes` checks in practice; saturate
+    // rather than wrap if a caller configures something absurd.
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+/// Up to 8 bytes, little-endian, zero-padded (exact: the length tells the padding apart).
+#[inline]
+fn pack(bytes: &[u8]) -> u64 {
+    let mut word = 0u64;
+    for (i, &b) in bytes.iter().enumerate().take(8) {
+        word |= u64::from(b) << (8 * i);
+    }
+    word
+}
+
+/// A word-at-a-time hash of a longer key; collisions are resolved by comparing bytes.
+fn hash(bytes: &[u8]) -> u64 {
+    let mut h = bytes.len() as u64;
+    for chunk in bytes.chunks(8) {
+        h = (h.rotate_left(5) ^ pack(chunk)).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
     h
 }
@@ -393,7 +470,9 @@ impl Scanner {
             self.overflowed = true;
             if self.error.is_none() {
                 let offset = self.config.max_bytes;
-                self.fail(ErrorKind::TooLarge, offset);
+                let text = std::mem::take(&mut self.text);
+                self.fail(&text, ErrorKind::TooLarge, offset);
+                self.text = text;
             }
         }
         self.status()
@@ -417,16 +496,15 @@ impl Scanner {
             self.finished = true;
             if self.error.is_none() && !self.value_done {
                 let end = self.text.len();
+                let text = std::mem::take(&mut self.text);
                 match self.lex {
                     Lex::Num(st) if st.can_end() && self.depth == 0 => {
-                        let text = std::mem::take(&mut self.text);
                         self.end_number(&text, end, visitor);
-                        self.text = text;
                     }
-                    Lex::Num(_) => self.fail(ErrorKind::Truncated, end),
-                    Lex::Start => self.fail(ErrorKind::Empty, end),
-                    _ => self.fail(ErrorKind::Truncated, end),
+                    Lex::Start => self.fail(&text, ErrorKind::Empty, end),
+                    _ => self.fail(&text, ErrorKind::Truncated, end),
                 }
+                self.text = text;
             }
         }
         match &self.error {
@@ -438,12 +516,17 @@ impl Scanner {
     /// The JSON Pointer of the position being read (the value, member or element).
     #[must_use]
     pub fn pointer(&self) -> String {
+        self.pointer_in(&self.text)
+    }
+
+    /// [`Scanner::pointer`] while the text is moved out of `self` (see [`Scanner::scan`]).
+    fn pointer_in(&self, text: &[u8]) -> String {
         let mut out = String::new();
         for frame in &self.frames[..self.depth] {
             if frame.is_object {
                 if frame.has_key {
                     out.push('/');
-                    push_pointer_token(&mut out, &String::from_utf8_lossy(&frame.key));
+                    push_pointer_token(&mut out, &String::from_utf8_lossy(frame.key_bytes(text)));
                 }
             } else if frame.has_key && frame.count > 0 {
                 out.push('/');
@@ -463,16 +546,16 @@ impl Scanner {
 
     #[cold]
     #[inline(never)]
-    fn fail(&mut self, kind: ErrorKind, offset: usize) {
-        let path = self.pointer();
+    fn fail(&mut self, text: &[u8], kind: ErrorKind, offset: usize) {
+        let path = self.pointer_in(text);
         self.error = Some(Error::new(kind, offset, path));
         self.lex = Lex::Failed;
     }
 
     #[cold]
     #[inline(never)]
-    fn fail_with(&mut self, kind: ErrorKind, offset: usize, message: String) {
-        let path = self.pointer();
+    fn fail_with(&mut self, text: &[u8], kind: ErrorKind, offset: usize, message: String) {
+        let path = self.pointer_in(text);
         self.error = Some(Error::with_message(kind, offset, path, message));
         self.lex = Lex::Failed;
     }
@@ -480,6 +563,7 @@ impl Scanner {
     #[inline]
     fn start_container<V: Visitor>(
         &mut self,
+        text: &[u8],
         is_object: bool,
         pos: usize,
         visitor: &mut V,
@@ -487,6 +571,7 @@ impl Scanner {
         if self.depth >= self.config.max_depth {
             let max = self.config.max_depth;
             self.fail_with(
+                text,
                 ErrorKind::TooDeep,
                 pos,
                 format!("nesting is deeper than {max} levels"),
@@ -516,7 +601,7 @@ impl Scanner {
 
     /// A value starts at `pos` with byte `b`; returns false on error.
     #[inline]
-    fn start_value<V: Visitor>(&mut self, b: u8, pos: usize, visitor: &mut V) -> bool {
+    fn start_value<V: Visitor>(&mut self, text: &[u8], b: u8, pos: usize, visitor: &mut V) -> bool {
         if self.depth > 0 {
             let frame = &mut self.frames[self.depth - 1];
             if !frame.is_object {
@@ -525,8 +610,8 @@ impl Scanner {
             }
         }
         match b {
-            b'{' => self.start_container(true, pos, visitor),
-            b'[' => self.start_container(false, pos, visitor),
+            b'{' => self.start_container(text, true, pos, visitor),
+            b'[' => self.start_container(text, false, pos, visitor),
             b'"' => {
                 visitor.value_start(ValueKind::String, pos);
                 self.in_key = false;
@@ -559,7 +644,7 @@ impl Scanner {
             }
             _ => {
                 // The element count stays: the error path names the element being read.
-                self.fail(ErrorKind::UnexpectedByte, pos);
+                self.fail(text, ErrorKind::UnexpectedByte, pos);
                 false
             }
         }
@@ -613,6 +698,7 @@ impl Scanner {
     fn scan_text<V: Visitor>(&mut self, text: &[u8], visitor: &mut V) {
         let end = text.len();
         let mut i = self.scanned;
+        self.scanned = end;
         while i < end {
             let b = text[i];
             match self.lex {
@@ -620,11 +706,15 @@ impl Scanner {
                     i = self.scan_string_run(text, i, visitor);
                     continue;
                 }
+                Lex::Num(state) => {
+                    i = self.scan_number(text, i, state, visitor);
+                    continue;
+                }
                 Lex::Start | Lex::Value | Lex::ValueOrClose => {
                     if is_ws(b) {
                     } else if b == b']' && self.lex == Lex::ValueOrClose {
                         self.close_container(false, i, visitor);
-                    } else if !self.start_value(b, i, visitor) {
+                    } else if !self.start_value(text, b, i, visitor) {
                         break;
                     }
                 }
@@ -633,13 +723,15 @@ impl Scanner {
                     } else if b == b'"' {
                         self.in_key = true;
                         let frame = &mut self.frames[self.depth - 1];
-                        frame.key.clear();
+                        frame.key_start = i + 1;
+                        frame.key_end = i + 1;
+                        frame.key_escaped = false;
                         frame.has_key = false;
                         self.lex = Lex::Str;
                     } else if b == b'}' && self.lex == Lex::KeyOrClose {
                         self.close_container(true, i, visitor);
                     } else {
-                        self.fail(ErrorKind::UnexpectedByte, i);
+                        self.fail(text, ErrorKind::UnexpectedByte, i);
                         break;
                     }
                 }
@@ -648,7 +740,7 @@ impl Scanner {
                     } else if b == b':' {
                         self.lex = Lex::Value;
                     } else {
-                        self.fail(ErrorKind::UnexpectedByte, i);
+                        self.fail(text, ErrorKind::UnexpectedByte, i);
                         break;
                     }
                 }
@@ -668,7 +760,7 @@ impl Scanner {
                             b'}' if frame.is_object => self.close_container(true, i, visitor),
                             b']' if !frame.is_object => self.close_container(false, i, visitor),
                             _ => {
-                                self.fail(ErrorKind::UnexpectedByte, i);
+                                self.fail(text, ErrorKind::UnexpectedByte, i);
                                 break;
                             }
                         }
@@ -683,7 +775,7 @@ impl Scanner {
                         } else {
                             ErrorKind::TrailingData
                         };
-                        self.fail(kind, i);
+                        self.fail(text, kind, i);
                         break;
                     }
                 }
@@ -705,16 +797,16 @@ impl Scanner {
                             continue;
                         }
                         _ => {
-                            self.fail(ErrorKind::InvalidEscape, i);
+                            self.fail(text, ErrorKind::InvalidEscape, i);
                             break;
                         }
                     };
-                    self.emit_decoded(&[decoded], i, visitor);
+                    self.emit_decoded(text, &[decoded], i, visitor);
                     self.lex = Lex::Str;
                 }
                 Lex::Hex => {
                     let Some(d) = hex_value(b) else {
-                        self.fail(ErrorKind::InvalidUnicodeEscape, i);
+                        self.fail(text, ErrorKind::InvalidUnicodeEscape, i);
                         break;
                     };
                     self.hex_value = (self.hex_value << 4) | d;
@@ -725,20 +817,20 @@ impl Scanner {
                             let high = self.high_surrogate;
                             self.high_surrogate = 0;
                             if !(0xDC00..=0xDFFF).contains(&unit) {
-                                self.fail(ErrorKind::LoneSurrogate, i);
+                                self.fail(text, ErrorKind::LoneSurrogate, i);
                                 break;
                             }
                             let c = 0x10000 + ((high - 0xD800) << 10) + (unit - 0xDC00);
-                            self.emit_char(c, i, visitor);
+                            self.emit_char(text, c, i, visitor);
                             self.lex = Lex::Str;
                         } else if (0xD800..=0xDBFF).contains(&unit) {
                             self.high_surrogate = unit;
                             self.lex = Lex::LowBackslash;
                         } else if (0xDC00..=0xDFFF).contains(&unit) {
-                            self.fail(ErrorKind::LoneSurrogate, i);
+                            self.fail(text, ErrorKind::LoneSurrogate, i);
                             break;
                         } else {
-                            self.emit_char(unit, i, visitor);
+                            self.emit_char(text, unit, i, visitor);
                             self.lex = Lex::Str;
                         }
                     }
@@ -747,7 +839,7 @@ impl Scanner {
                     if b == b'\\' {
                         self.lex = Lex::LowU;
                     } else {
-                        self.fail(ErrorKind::LoneSurrogate, i);
+                        self.fail(text, ErrorKind::LoneSurrogate, i);
                         break;
                     }
                 }
@@ -757,54 +849,7 @@ impl Scanner {
                         self.hex_value = 0;
                         self.lex = Lex::Hex;
                     } else {
-                        self.fail(ErrorKind::LoneSurrogate, i);
-                        break;
-                    }
-                }
-                Lex::Num(state) => {
-                    let next = match (state, b) {
-                        (NumState::Minus, b'0') => Some(NumState::Zero),
-                        (NumState::Minus, b'1'..=b'9') => Some(NumState::Int),
-                        (NumState::Int, b'0'..=b'9') => Some(NumState::Int),
-                        (NumState::Zero | NumState::Int, b'.') => Some(NumState::Dot),
-                        (NumState::Dot | NumState::Frac, b'0'..=b'9') => Some(NumState::Frac),
-                        (NumState::Zero | NumState::Int | NumState::Frac, b'e' | b'E') => {
-                            Some(NumState::Exp)
-                        }
-                        (NumState::Exp, b'+' | b'-') => Some(NumState::ExpSign),
-                        (NumState::Exp | NumState::ExpSign | NumState::ExpDigits, b'0'..=b'9') => {
-                            Some(NumState::ExpDigits)
-                        }
-                        _ => None,
-                    };
-                    if let Some(next) = next {
-                        if matches!(next, NumState::Frac | NumState::ExpDigits) {
-                            // Digit runs after the first one need no state changes.
-                            while i + 1 < end && text[i + 1].is_ascii_digit() {
-                                i += 1;
-                            }
-                        }
-                        if next == NumState::Int
-                            || (next == NumState::Zero && state == NumState::Minus)
-                        {
-                            self.num_int_digits += 1;
-                            if self.num_int_digits > self.config.max_number_digits {
-                                let max = self.config.max_number_digits;
-                                self.fail_with(
-                                    ErrorKind::NumberTooLong,
-                                    i,
-                                    format!("number has more than {max} digits"),
-                                );
-                                break;
-                            }
-                        }
-                        self.lex = Lex::Num(next);
-                    } else if state.can_end() && is_delimiter(b) {
-                        self.end_number(text, i, visitor);
-                        // The delimiter itself is scanned in the new state.
-                        continue;
-                    } else {
-                        self.fail(ErrorKind::InvalidNumber, i);
+                        self.fail(text, ErrorKind::LoneSurrogate, i);
                         break;
                     }
                 }
@@ -821,7 +866,7 @@ impl Scanner {
                             self.end_value();
                         }
                     } else {
-                        self.fail(ErrorKind::UnexpectedByte, i);
+                        self.fail(text, ErrorKind::UnexpectedByte, i);
                         break;
                     }
                 }
@@ -829,82 +874,149 @@ impl Scanner {
             }
             i += 1;
         }
-        self.scanned = end;
+    }
+
+    /// Scans number bytes from `i` in `state`; returns the index of the next byte to look at
+    /// (the delimiter that ended the number, or the end of the text).
+    #[inline]
+    fn scan_number<V: Visitor>(
+        &mut self,
+        text: &[u8],
+        mut i: usize,
+        mut state: NumState,
+        visitor: &mut V,
+    ) -> usize {
+        let end = text.len();
+        loop {
+            if matches!(state, NumState::Int | NumState::Frac | NumState::ExpDigits) {
+                // A digit run changes no state; integer digits are only counted.
+                let start = i;
+                while i < end && text[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if state == NumState::Int && i > start {
+                    let max = self.config.max_number_digits;
+                    if self.num_int_digits + (i - start) > max {
+                        // The error is at the digit that crosses the limit, whatever the split.
+                        self.number_too_long(text, start + max.saturating_sub(self.num_int_digits));
+                        return end;
+                    }
+                    self.num_int_digits += i - start;
+                }
+            }
+            let Some(&b) = text.get(i) else {
+                self.lex = Lex::Num(state);
+                return end;
+            };
+            let next = match (state, b) {
+                (NumState::Minus, b'0') => NumState::Zero,
+                (NumState::Minus, b'1'..=b'9') => NumState::Int,
+                (NumState::Zero | NumState::Int, b'.') => NumState::Dot,
+                (NumState::Dot, b'0'..=b'9') => NumState::Frac,
+                (NumState::Zero | NumState::Int | NumState::Frac, b'e' | b'E') => NumState::Exp,
+                (NumState::Exp, b'+' | b'-') => NumState::ExpSign,
+                (NumState::Exp | NumState::ExpSign, b'0'..=b'9') => NumState::ExpDigits,
+                _ => {
+                    if state.can_end() && is_delimiter(b) {
+                        // The delimiter itself is scanned in the new state.
+                        self.end_number(text, i, visitor);
+                        return i;
+                    }
+                    self.fail(text, ErrorKind::InvalidNumber, i);
+                    return end;
+                }
+            };
+            if state == NumState::Minus {
+                // The first integer digit after a minus.
+                self.num_int_digits += 1;
+                if self.num_int_digits > self.config.max_number_digits {
+                    self.number_too_long(text, i);
+                    return end;
+                }
+            }
+            state = next;
+            i += 1;
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn number_too_long(&mut self, text: &[u8], offset: usize) {
+        let max = self.config.max_number_digits;
+        self.fail_with(
+            text,
+            ErrorKind::NumberTooLong,
+            offset,
+            format!("number has more than {max} digits"),
+        );
     }
 
     /// Scans string content from `i`; returns the index of the next byte to look at.
     #[inline]
-    fn scan_string_run<V: Visitor>(&mut self, text: &[u8], mut i: usize, visitor: &mut V) -> usize {
+    fn scan_string_run<V: Visitor>(&mut self, text: &[u8], i: usize, visitor: &mut V) -> usize {
         let end = text.len();
         let run_start = i;
-        // A character whose first bytes came in an earlier push: check its remaining bytes
-        // one by one, exactly as the whole-run check below would have.
-        while self.utf8_need > 0 && i < end {
-            let b = text[i];
-            if b < self.utf8_lo || b > self.utf8_hi {
-                self.flush_run(text, run_start, i, visitor);
-                self.fail(ErrorKind::InvalidUtf8, i);
-                return end;
+        let mut k = i;
+        // The multi-byte character in progress: continuation bytes still expected and the
+        // allowed range of the next one. `lead` is its first byte when it began in this run
+        // (None: it began in an earlier push).
+        let mut need = self.utf8_need;
+        let mut lo = self.utf8_lo;
+        let mut hi = self.utf8_hi;
+        let mut lead: Option<usize> = None;
+        loop {
+            if need == 0 {
+                k = skip_plain_ascii(text, k);
             }
-            self.utf8_need -= 1;
-            self.utf8_lo = 0x80;
-            self.utf8_hi = 0xBF;
-            i += 1;
-        }
-        // The run of plain content up to the next quote, backslash or control byte.
-        let mut j = i;
-        while j < end && !RUN_END[usize::from(text[j])] {
-            j += 1;
-        }
-        let run = &text[i..j];
-        if !run.is_ascii() {
-            if let Err(e) = std::str::from_utf8(run) {
-                let bad = i + e.valid_up_to();
-                if let Some(len) = e.error_len() {
-                    // The error is certain at the first byte that cannot continue the
-                    // sequence: the lead byte itself when it can lead nothing.
-                    let offset = if matches!(text[bad], 0xC2..=0xF4) {
-                        bad + len
-                    } else {
-                        bad
-                    };
-                    self.flush_run(text, run_start, bad, visitor);
-                    self.fail(ErrorKind::InvalidUtf8, offset);
+            let Some(&b) = text.get(k) else { break };
+            if need > 0 {
+                // A quote, backslash or control byte inside a character fails here too.
+                if b < lo || b > hi {
+                    // Pieces stop before a character begun in this run, but include the
+                    // bytes of one carried over from an earlier push.
+                    self.flush_run(text, run_start, lead.unwrap_or(k), visitor);
+                    self.fail(text, ErrorKind::InvalidUtf8, k);
                     return end;
                 }
-                if j < end {
-                    // A quote, backslash or control byte inside a multi-byte character.
-                    self.flush_run(text, run_start, bad, visitor);
-                    self.fail(ErrorKind::InvalidUtf8, j);
+                need -= 1;
+                lo = 0x80;
+                hi = 0xBF;
+            } else if b < 0x80 {
+                if RUN_END[usize::from(b)] {
+                    break;
+                }
+            } else {
+                let (n, l, h) = UTF8_LEAD[usize::from(b)];
+                if n == 0 {
+                    // A byte that can lead nothing: the error is certain at the byte itself.
+                    self.flush_run(text, run_start, k, visitor);
+                    self.fail(text, ErrorKind::InvalidUtf8, k);
                     return end;
                 }
-                // The push ends inside a character: carry its state to the next push.
-                let (need, lo, hi) = utf8_lead(text[bad]);
-                self.utf8_need = need;
-                self.utf8_lo = lo;
-                self.utf8_hi = hi;
-                for _ in bad + 1..j {
-                    self.utf8_need -= 1;
-                    self.utf8_lo = 0x80;
-                    self.utf8_hi = 0xBF;
-                }
+                need = n;
+                lo = l;
+                hi = h;
+                lead = Some(k);
             }
+            k += 1;
         }
-        self.flush_run(text, run_start, j, visitor);
-        if j == end {
-            return end;
-        }
-        match text[j] {
+        // The push may end inside a character: its state carries to the next push.
+        self.utf8_need = need;
+        self.utf8_lo = lo;
+        self.utf8_hi = hi;
+        self.flush_run(text, run_start, k, visitor);
+        let Some(&b) = text.get(k) else { return end };
+        match b {
             b'"' => {
-                self.end_string(j, visitor);
-                j + 1
+                self.end_string(text, k, visitor);
+                k + 1
             }
             b'\\' => {
                 self.lex = Lex::Escape;
-                j + 1
+                k + 1
             }
             _ => {
-                self.fail(ErrorKind::ControlCharacterInString, j);
+                self.fail(text, ErrorKind::ControlCharacterInString, k);
                 end
             }
         }
@@ -918,24 +1030,43 @@ impl Scanner {
         }
         let piece = &text[from..to];
         if self.in_key {
-            self.frames[self.depth - 1].key.extend_from_slice(piece);
+            let frame = &mut self.frames[self.depth - 1];
+            if frame.key_escaped {
+                frame.key.extend_from_slice(piece);
+            } else {
+                // Raw pieces of a key are contiguous until its first escape.
+                frame.key_end = to;
+            }
             visitor.key_piece(piece, from, false);
         } else if V::WANTS_STRINGS && self.want_str {
             visitor.string_piece(piece, from, false);
         }
     }
 
-    fn emit_char<V: Visitor>(&mut self, c: u32, offset: usize, visitor: &mut V) {
+    fn emit_char<V: Visitor>(&mut self, text: &[u8], c: u32, offset: usize, visitor: &mut V) {
         let ch = char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER);
         let mut buf = [0u8; 4];
         let len = ch.encode_utf8(&mut buf).len();
-        self.emit_decoded(&buf[..len], offset, visitor);
+        self.emit_decoded(text, &buf[..len], offset, visitor);
     }
 
     #[inline]
-    fn emit_decoded<V: Visitor>(&mut self, bytes: &[u8], offset: usize, visitor: &mut V) {
+    fn emit_decoded<V: Visitor>(
+        &mut self,
+        text: &[u8],
+        bytes: &[u8],
+        offset: usize,
+        visitor: &mut V,
+    ) {
         if self.in_key {
-            self.frames[self.depth - 1].key.extend_from_slice(bytes);
+            let frame = &mut self.frames[self.depth - 1];
+            if !frame.key_escaped {
+                frame.key.clear();
+                let raw = text.get(frame.key_start..frame.key_end).unwrap_or_default();
+                frame.key.extend_from_slice(raw);
+                frame.key_escaped = true;
+            }
+            frame.key.extend_from_slice(bytes);
             visitor.key_piece(bytes, offset, true);
         } else if V::WANTS_STRINGS && self.want_str {
             visitor.string_piece(bytes, offset, true);
@@ -943,16 +1074,17 @@ impl Scanner {
     }
 
     #[inline]
-    fn end_string<V: Visitor>(&mut self, pos: usize, visitor: &mut V) {
+    fn end_string<V: Visitor>(&mut self, text: &[u8], pos: usize, visitor: &mut V) {
         if self.in_key {
             self.in_key = false;
             let policy = self.config.duplicate_keys;
             let frame = &mut self.frames[self.depth - 1];
             frame.has_key = true;
-            let fresh = frame.insert_key();
+            let fresh = frame.insert_key(text);
             if !fresh && policy == DuplicateKeys::Error {
-                let key = String::from_utf8_lossy(&frame.key).into_owned();
+                let key = String::from_utf8_lossy(frame.key_bytes(text)).into_owned();
                 self.fail_with(
+                    text,
                     ErrorKind::DuplicateKey,
                     pos,
                     format!("duplicate key {key:?}"),
@@ -961,7 +1093,7 @@ impl Scanner {
             }
             frame.count += 1;
             if V::WANTS_KEYS {
-                visitor.key_end_bytes(&self.frames[self.depth - 1].key, pos);
+                visitor.key_end_bytes(self.frames[self.depth - 1].key_bytes(text), pos);
             }
             self.lex = Lex::Colon;
         } else {
@@ -982,18 +1114,52 @@ static RUN_END: [bool; 256] = {
     table
 };
 
-/// Continuation bytes a valid lead byte needs, and the allowed range of the first one
-/// (Unicode Table 3-7: no overlong forms, no surrogates, nothing above U+10FFFF).
-fn utf8_lead(b: u8) -> (u8, u8, u8) {
-    match b {
-        0xE0 => (2, 0xA0, 0xBF),
-        0xE1..=0xEC | 0xEE..=0xEF => (2, 0x80, 0xBF),
-        0xED => (2, 0x80, 0x9F),
-        0xF0 => (3, 0x90, 0xBF),
-        0xF1..=0xF3 => (3, 0x80, 0xBF),
-        0xF4 => (3, 0x80, 0x8F),
-        _ => (1, 0x80, 0xBF),
+/// For each byte that can lead a multi-byte UTF-8 character: the continuation bytes it needs
+/// and the allowed range of the first one (Unicode Table 3-7: no overlong forms, no
+/// surrogates, nothing above U+10FFFF). `(0, _, _)` for a byte that can lead nothing.
+static UTF8_LEAD: [(u8, u8, u8); 256] = {
+    let mut table = [(0u8, 0u8, 0u8); 256];
+    let mut b = 0xC2;
+    while b <= 0xF4 {
+        table[b] = match b {
+            0xC2..=0xDF => (1, 0x80, 0xBF),
+            0xE0 => (2, 0xA0, 0xBF),
+            0xED => (2, 0x80, 0x9F),
+            0xE1..=0xEF => (2, 0x80, 0xBF),
+            0xF0 => (3, 0x90, 0xBF),
+            0xF4 => (3, 0x80, 0x8F),
+            _ => (3, 0x80, 0xBF),
+        };
+        b += 1;
     }
+    table
+};
+
+/// Skips plain ASCII string content (no `"`, `\\`, control byte or non-ASCII byte) eight
+/// bytes at a time; returns the index of the first byte that needs a byte-wise look.
+#[inline]
+fn skip_plain_ascii(text: &[u8], mut k: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = text.get(k..).and_then(<[u8]>::first_chunk::<8>) {
+        let w = u64::from_le_bytes(*chunk);
+        let quote = w ^ (ONES * u64::from(b'"'));
+        let backslash = w ^ (ONES * u64::from(b'\\'));
+        // Per byte, the high bit is set for a non-ASCII byte, and (the bytes being ASCII
+        // otherwise) for a byte below 0x20, a quote or a backslash: subtracting from an
+        // ASCII byte that is not below the subtrahend borrows nothing, so the lowest flagged
+        // byte is exact even though bytes above it may be flagged spuriously.
+        let stop = (w
+            | w.wrapping_sub(ONES * 0x20)
+            | quote.wrapping_sub(ONES)
+            | backslash.wrapping_sub(ONES))
+            & HIGH;
+        if stop != 0 {
+            return k + (stop.trailing_zeros() / 8) as usize;
+        }
+        k += 8;
+    }
+    k
 }
 
 #[inline]
@@ -1217,6 +1383,52 @@ mod tests {
         let e = verdict(text.as_bytes()).expect_err("duplicate");
         assert_eq!(e.kind, ErrorKind::DuplicateKey);
         assert_eq!(e.path, "/k57");
+    }
+
+    #[test]
+    fn duplicate_keys_are_found_raw_or_escaped_short_or_long() {
+        let mut many = String::from("{");
+        for i in 0..40 {
+            many.push_str(&format!("\"key number {i}\":{i},"));
+        }
+        for (text, dup) in [
+            (r#"{"ab":1,"a\u0062":2}"#, Some(("/ab", 16))),
+            (
+                r#"{"abcdefghij":1,"abcdefgh\u0069j":2}"#,
+                Some(("/abcdefghij", 32)),
+            ),
+            (
+                r#"{"a\u00e9bcdefghij":1,"aébcdefghij":2}"#,
+                Some(("/aébcdefghij", 35)),
+            ),
+            (r#"{"abcdefgh":1,"abcdefgh\u0000":2}"#, None),
+            (r#"{"":1,"\u0000":2,"\u0000\u0000":3}"#, None),
+            (r#"{"abcdefghi":1,"abcdefghj":2,"x":{"abcdefghi":3}}"#, None),
+            (
+                r#"{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,"n":14,"o":15,"p":16,"q":17,"\u0068":18}"#,
+                Some(("/h", 118)),
+            ),
+        ] {
+            for result in [verdict(text.as_bytes()), verdict_bytewise(text.as_bytes())] {
+                match dup {
+                    Some((path, offset)) => {
+                        let e = result.expect_err(text);
+                        assert_eq!(
+                            (e.kind, e.path.as_str(), e.offset),
+                            (ErrorKind::DuplicateKey, path, offset),
+                            "{text}"
+                        );
+                    }
+                    None => assert_eq!(result, Ok(()), "{text}"),
+                }
+            }
+        }
+        many.push_str(r#""key number 3\u0037":0}"#);
+        let e = verdict(many.as_bytes()).expect_err("duplicate");
+        assert_eq!(
+            (e.kind, e.path.as_str()),
+            (ErrorKind::DuplicateKey, "/key number 37")
+        );
     }
 
     #[test]
