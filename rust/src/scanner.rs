@@ -953,7 +953,25 @@ impl Scanner {
 
     /// Scans string content from `i`; returns the index of the next byte to look at.
     #[inline]
-    fn scan_string_run<V: Visitor>(&mut self, text: &[u8], i: usize, visitor: &mut V) -> usize {
+    fn scan_string_run<V: Visitor>(&mut self, text: &[u8], mut i: usize, visitor: &mut V) -> usize {
+        loop {
+            i = match self.scan_string_piece(text, i, visitor) {
+                Ok(next) => next,
+                Err(next) => return next,
+            };
+        }
+    }
+
+    /// Scans one run of string content from `i` and what ends it. `Ok(next)`: a complete
+    /// escape was decoded and the string goes on at `next`; `Err(next)`: the next byte to look
+    /// at in the state now set (after the string, inside an escape, or the end of the text).
+    #[inline]
+    fn scan_string_piece<V: Visitor>(
+        &mut self,
+        text: &[u8],
+        i: usize,
+        visitor: &mut V,
+    ) -> Result<usize, usize> {
         let end = text.len();
         let run_start = i;
         let mut k = i;
@@ -976,7 +994,7 @@ impl Scanner {
                     // bytes of one carried over from an earlier push.
                     self.flush_run(text, run_start, lead.unwrap_or(k), visitor);
                     self.fail(text, ErrorKind::InvalidUtf8, k);
-                    return end;
+                    return Err(end);
                 }
                 need -= 1;
                 lo = 0x80;
@@ -991,7 +1009,7 @@ impl Scanner {
                     // A byte that can lead nothing: the error is certain at the byte itself.
                     self.flush_run(text, run_start, k, visitor);
                     self.fail(text, ErrorKind::InvalidUtf8, k);
-                    return end;
+                    return Err(end);
                 }
                 need = n;
                 lo = l;
@@ -1005,21 +1023,74 @@ impl Scanner {
         self.utf8_lo = lo;
         self.utf8_hi = hi;
         self.flush_run(text, run_start, k, visitor);
-        let Some(&b) = text.get(k) else { return end };
+        let Some(&b) = text.get(k) else {
+            return Err(end);
+        };
         match b {
             b'"' => {
                 self.end_string(text, k, visitor);
-                k + 1
+                Err(k + 1)
             }
             b'\\' => {
-                self.lex = Lex::Escape;
-                k + 1
+                // A complete, valid escape is decoded here; one cut by the end of the push or
+                // invalid goes through the escape states byte by byte, which report the errors.
+                match self.decode_escape(text, k, visitor) {
+                    Some(next) => Ok(next),
+                    None => {
+                        self.lex = Lex::Escape;
+                        Err(k + 1)
+                    }
+                }
             }
             _ => {
                 self.fail(text, ErrorKind::ControlCharacterInString, k);
-                end
+                Err(end)
             }
         }
+    }
+
+    /// Decodes the escape whose backslash is at `k` when it is complete and valid; returns the
+    /// index after it, or None (nothing emitted) to leave it to the escape states.
+    #[inline]
+    fn decode_escape<V: Visitor>(
+        &mut self,
+        text: &[u8],
+        k: usize,
+        visitor: &mut V,
+    ) -> Option<usize> {
+        let decoded = match *text.get(k + 1)? {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0C,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => {
+                let unit = hex4(text, k + 2)?;
+                if (0xD800..=0xDBFF).contains(&unit) {
+                    if text.get(k + 6..k + 8)? != b"\\u" {
+                        return None;
+                    }
+                    let low = hex4(text, k + 8)?;
+                    if !(0xDC00..=0xDFFF).contains(&low) {
+                        return None;
+                    }
+                    let c = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                    self.emit_char(text, c, k + 11, visitor);
+                    return Some(k + 12);
+                }
+                if (0xDC00..=0xDFFF).contains(&unit) {
+                    return None;
+                }
+                self.emit_char(text, unit, k + 5, visitor);
+                return Some(k + 6);
+            }
+            _ => return None,
+        };
+        self.emit_decoded(text, &[decoded], k + 1, visitor);
+        Some(k + 2)
     }
 
     /// Hands the raw run `[from, to)` of plain string bytes to the decoders.
@@ -1135,29 +1206,50 @@ static UTF8_LEAD: [(u8, u8, u8); 256] = {
     table
 };
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `w` that is not plain string content: non-ASCII, below 0x20,
+/// `"` or `\\`. Subtracting from an ASCII byte that is not below the subtrahend borrows nothing,
+/// so the lowest flagged byte is exact (bytes above it may be flagged spuriously).
+#[inline]
+fn string_stops(w: u64) -> u64 {
+    let quote = w ^ (ONES * u64::from(b'"'));
+    let backslash = w ^ (ONES * u64::from(b'\\'));
+    (w | w.wrapping_sub(ONES * 0x20) | quote.wrapping_sub(ONES) | backslash.wrapping_sub(ONES))
+        & HIGH
+}
+
 /// Skips plain ASCII string content (no `"`, `\\`, control byte or non-ASCII byte) eight
 /// bytes at a time; returns the index of the first byte that needs a byte-wise look.
 #[inline]
 fn skip_plain_ascii(text: &[u8], mut k: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
     while let Some(chunk) = text.get(k..).and_then(<[u8]>::first_chunk::<8>) {
-        let w = u64::from_le_bytes(*chunk);
-        let quote = w ^ (ONES * u64::from(b'"'));
-        let backslash = w ^ (ONES * u64::from(b'\\'));
-        // Per byte, the high bit is set for a non-ASCII byte, and (the bytes being ASCII
-        // otherwise) for a byte below 0x20, a quote or a backslash: subtracting from an
-        // ASCII byte that is not below the subtrahend borrows nothing, so the lowest flagged
-        // byte is exact even though bytes above it may be flagged spuriously.
-        let stop = (w
-            | w.wrapping_sub(ONES * 0x20)
-            | quote.wrapping_sub(ONES)
-            | backslash.wrapping_sub(ONES))
-            & HIGH;
+        let stop = string_stops(u64::from_le_bytes(*chunk));
         if stop != 0 {
             return k + (stop.trailing_zeros() / 8) as usize;
         }
         k += 8;
+    }
+    // Fewer than 8 bytes are left (the usual end of a push): check them as the top bytes of
+    // the last 8 bytes of the text, which are all there once the text is 8 bytes long, with
+    // the bytes already passed replaced by a plain `a`.
+    let left = text.len() - k;
+    if left > 0 {
+        let last = text
+            .len()
+            .checked_sub(8)
+            .and_then(|at| text[at..].first_chunk::<8>());
+        if let Some(last) = last {
+            let w = (u64::from_le_bytes(*last) >> (8 * (8 - left)))
+                | ((ONES * u64::from(b'a')) << (8 * left));
+            let stop = string_stops(w);
+            return k + if stop == 0 {
+                left
+            } else {
+                (stop.trailing_zeros() / 8) as usize
+            };
+        }
     }
     k
 }
@@ -1171,6 +1263,18 @@ fn is_delimiter(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b',' | b']' | b'}')
 }
 
+/// The value of the 4 hex digits at `at`, if they are there and all hex.
+#[inline]
+fn hex4(text: &[u8], at: usize) -> Option<u32> {
+    let digits = text.get(at..)?.first_chunk::<4>()?;
+    let mut value = 0;
+    for &d in digits {
+        value = (value << 4) | hex_value(d)?;
+    }
+    Some(value)
+}
+
+#[inline]
 fn hex_value(b: u8) -> Option<u32> {
     match b {
         b'0'..=b'9' => Some(u32::from(b - b'0')),
