@@ -7,6 +7,12 @@
 //!   number or literal in progress) and the container stack. Feeding one byte at a time or the
 //!   whole text at once therefore visits the same states in the same order, which is what makes
 //!   every verdict and every error offset identical for every split.
+//! - Shortcuts past the states (a complete escape or literal decoded in place, a key followed at
+//!   once by its colon and value, a digit run) are taken only when the whole token is in the
+//!   text and valid. A token cut by the end of a push, or an invalid one, goes through the
+//!   byte-wise states, which alone report errors; so events, offsets and errors still do not
+//!   depend on the split, and the shortcuts only save the state dispatch (an unpredictable
+//!   indirect jump per byte of `\uXXXX` escapes and punctuation).
 //! - The scanner validates; it does not build values. Values (final or partial) are built on
 //!   demand by [`crate::value`] from the bytes the scanner has accepted, so feeding costs nothing
 //!   for callers who only want the verdict or who hand the finished text to another parser
@@ -22,13 +28,14 @@
 //!   word, so it is compared without a hash or a second look; a longer key has a hash and is
 //!   confirmed byte for byte. A key without escapes is not copied at all: it is a range of
 //!   [`Scanner::text`], which holds every scanned byte anyway; only a key with an escape is
-//!   decoded into a buffer. Rejected alternative: copying every key into a per-object arena
-//!   and hashing it byte by byte, which was a third of the scan on tool arguments.
+//!   decoded into a buffer. Rejected alternative: copying every key twice (current key, then a
+//!   per-object arena) and hashing it byte by byte, a quarter of the scan on tool arguments.
 //! - Per-byte work happens in runs, not in the state dispatch: string content is skipped 8 bytes
 //!   at a time while it is plain ASCII (SWAR on a `u64`, safe code), and non-ASCII bytes are
 //!   validated inline with the same continuation state that carries a character cut by the end
 //!   of a push, so a split character and a whole one go through the same checks (and fail at the
-//!   same byte); number digits are consumed in a tight loop. Rejected alternative:
+//!   same byte); number digits are consumed in a tight loop; the last bytes of a push are
+//!   checked as the top of the text's last 8-byte word. Rejected alternative:
 //!   `std::str::from_utf8` on each run: on 3-20 byte fragments its call and set-up cost more
 //!   than the validation itself, and its error still had to be mapped back to the byte-wise
 //!   offsets.
@@ -223,7 +230,43 @@ impl Frame {
     }
 
     /// Records the current key; returns false when it was already present.
+    #[inline]
     fn insert_key(&mut self, text: &[u8]) -> bool {
+        // The usual case, a short raw key in a small object: one word compare per earlier key,
+        // the word read straight from the text.
+        if !self.key_escaped && self.key_index.len() < LINEAR_KEY_LIMIT {
+            let len = self.key_end - self.key_start;
+            if len <= 8 {
+                let word = match text
+                    .get(self.key_start..)
+                    .and_then(<[u8]>::first_chunk::<8>)
+                {
+                    Some(chunk) if len > 0 => {
+                        u64::from_le_bytes(*chunk) & (u64::MAX >> (8 * (8 - len)))
+                    }
+                    _ => pack(text.get(self.key_start..self.key_end).unwrap_or_default()),
+                };
+                if self
+                    .key_index
+                    .iter()
+                    .any(|e| e.word == word && e.len == len)
+                {
+                    return false;
+                }
+                self.key_index.push(KeyEntry {
+                    word,
+                    len,
+                    start: 0,
+                    in_arena: false,
+                });
+                return true;
+            }
+        }
+        self.insert_key_slow(text)
+    }
+
+    #[inline(never)]
+    fn insert_key_slow(&mut self, text: &[u8]) -> bool {
         let key: &[u8] = if self.key_escaped {
             &self.key
         } else {
@@ -599,9 +642,18 @@ impl Scanner {
         true
     }
 
-    /// A value starts at `pos` with byte `b`; returns false on error.
+    /// A value starts at `pos` with byte `b`: scans into it as far as the text allows (a
+    /// container only past its bracket) and returns the index of the next byte to look at (the
+    /// end of the text after an error).
     #[inline]
-    fn start_value<V: Visitor>(&mut self, text: &[u8], b: u8, pos: usize, visitor: &mut V) -> bool {
+    fn start_value<V: Visitor>(
+        &mut self,
+        text: &[u8],
+        b: u8,
+        pos: usize,
+        visitor: &mut V,
+    ) -> usize {
+        let end = text.len();
         if self.depth > 0 {
             let frame = &mut self.frames[self.depth - 1];
             if !frame.is_object {
@@ -610,44 +662,80 @@ impl Scanner {
             }
         }
         match b {
-            b'{' => self.start_container(text, true, pos, visitor),
-            b'[' => self.start_container(text, false, pos, visitor),
             b'"' => {
                 visitor.value_start(ValueKind::String, pos);
                 self.in_key = false;
                 self.want_str = V::WANTS_STRINGS && visitor.wants_string();
                 self.lex = Lex::Str;
-                true
+                self.scan_string_run(text, pos + 1, visitor)
             }
             b'-' | b'0'..=b'9' => {
                 visitor.value_start(ValueKind::Number, pos);
                 self.num_start = pos;
                 self.num_int_digits = usize::from(b != b'-');
-                self.lex = Lex::Num(match b {
+                let state = match b {
                     b'-' => NumState::Minus,
                     b'0' => NumState::Zero,
                     _ => NumState::Int,
-                });
-                true
+                };
+                self.scan_number(text, pos + 1, state, visitor)
+            }
+            b'{' | b'[' => {
+                if self.start_container(text, b == b'{', pos, visitor) {
+                    pos + 1
+                } else {
+                    end
+                }
             }
             b't' | b'f' | b'n' => {
-                let (kind, lit): (ValueKind, &'static [u8]) = match b {
-                    b't' => (ValueKind::Bool, b"true"),
-                    b'f' => (ValueKind::Bool, b"false"),
-                    _ => (ValueKind::Null, b"null"),
+                let (kind, value, lit): (ValueKind, bool, &'static [u8]) = match b {
+                    b't' => (ValueKind::Bool, true, b"true"),
+                    b'f' => (ValueKind::Bool, false, b"false"),
+                    _ => (ValueKind::Null, false, b"null"),
                 };
                 visitor.value_start(kind, pos);
+                if text.get(pos..pos + lit.len()) == Some(lit) {
+                    // Whole in this push: no per-letter states.
+                    let last = pos + lit.len() - 1;
+                    visitor.literal_end(kind, value, last);
+                    self.end_value();
+                    return last + 1;
+                }
                 self.literal = lit;
                 self.literal_pos = 1;
                 self.lex = Lex::Literal;
-                true
+                pos + 1
             }
             _ => {
                 // The element count stays: the error path names the element being read.
                 self.fail(text, ErrorKind::UnexpectedByte, pos);
-                false
+                end
             }
         }
+    }
+
+    /// The `"` opening a key is at `pos`: scans the key and, when they follow at once, the
+    /// colon and the start of the value; returns the index of the next byte to look at.
+    #[inline]
+    fn start_key<V: Visitor>(&mut self, text: &[u8], pos: usize, visitor: &mut V) -> usize {
+        self.in_key = true;
+        let frame = &mut self.frames[self.depth - 1];
+        frame.key_start = pos + 1;
+        frame.key_end = pos + 1;
+        frame.key_escaped = false;
+        frame.has_key = false;
+        self.lex = Lex::Str;
+        let mut i = self.scan_string_run(text, pos + 1, visitor);
+        if self.lex == Lex::Colon && text.get(i) == Some(&b':') {
+            self.lex = Lex::Value;
+            i += 1;
+            if let Some(&b) = text.get(i) {
+                if !is_ws(b) {
+                    i = self.start_value(text, b, i, visitor);
+                }
+            }
+        }
+        i
     }
 
     /// A value (scalar or container) just ended.
@@ -699,7 +787,7 @@ impl Scanner {
         let end = text.len();
         let mut i = self.scanned;
         self.scanned = end;
-        while i < end {
+        'scan: while i < end {
             let b = text[i];
             match self.lex {
                 Lex::Str => {
@@ -714,20 +802,16 @@ impl Scanner {
                     if is_ws(b) {
                     } else if b == b']' && self.lex == Lex::ValueOrClose {
                         self.close_container(false, i, visitor);
-                    } else if !self.start_value(text, b, i, visitor) {
-                        break;
+                    } else {
+                        i = self.start_value(text, b, i, visitor);
+                        continue;
                     }
                 }
                 Lex::KeyOrClose | Lex::Key => {
                     if is_ws(b) {
                     } else if b == b'"' {
-                        self.in_key = true;
-                        let frame = &mut self.frames[self.depth - 1];
-                        frame.key_start = i + 1;
-                        frame.key_end = i + 1;
-                        frame.key_escaped = false;
-                        frame.has_key = false;
-                        self.lex = Lex::Str;
+                        i = self.start_key(text, i, visitor);
+                        continue;
                     } else if b == b'}' && self.lex == Lex::KeyOrClose {
                         self.close_container(true, i, visitor);
                     } else {
@@ -752,10 +836,21 @@ impl Scanner {
                             b',' if frame.is_object => {
                                 frame.has_key = false;
                                 self.lex = Lex::Key;
+                                // The usual next member, without a round through the dispatch.
+                                if text.get(i + 1) == Some(&b'"') {
+                                    i = self.start_key(text, i + 1, visitor);
+                                    continue;
+                                }
                             }
                             b',' => {
                                 frame.has_key = false;
                                 self.lex = Lex::Value;
+                                if let Some(&c) = text.get(i + 1) {
+                                    if !is_ws(c) {
+                                        i = self.start_value(text, c, i + 1, visitor);
+                                        continue;
+                                    }
+                                }
                             }
                             b'}' if frame.is_object => self.close_container(true, i, visitor),
                             b']' if !frame.is_object => self.close_container(false, i, visitor),
@@ -803,14 +898,25 @@ impl Scanner {
                     };
                     self.emit_decoded(text, &[decoded], i, visitor);
                     self.lex = Lex::Str;
+                    i = self.scan_string_run(text, i + 1, visitor);
+                    continue;
                 }
                 Lex::Hex => {
-                    let Some(d) = hex_value(b) else {
-                        self.fail(text, ErrorKind::InvalidUnicodeEscape, i);
-                        break;
-                    };
-                    self.hex_value = (self.hex_value << 4) | d;
-                    self.hex_digits += 1;
+                    // The digits of a `\uXXXX` cut by the end of a push: the rest in one go.
+                    let mut c = b;
+                    loop {
+                        let Some(d) = hex_value(c) else {
+                            self.fail(text, ErrorKind::InvalidUnicodeEscape, i);
+                            break 'scan;
+                        };
+                        self.hex_value = (self.hex_value << 4) | d;
+                        self.hex_digits += 1;
+                        if self.hex_digits == 4 || i + 1 == end {
+                            break;
+                        }
+                        i += 1;
+                        c = text[i];
+                    }
                     if self.hex_digits == 4 {
                         let unit = self.hex_value;
                         if self.high_surrogate != 0 {
@@ -822,17 +928,20 @@ impl Scanner {
                             }
                             let c = 0x10000 + ((high - 0xD800) << 10) + (unit - 0xDC00);
                             self.emit_char(text, c, i, visitor);
-                            self.lex = Lex::Str;
                         } else if (0xD800..=0xDBFF).contains(&unit) {
                             self.high_surrogate = unit;
                             self.lex = Lex::LowBackslash;
+                            i += 1;
+                            continue;
                         } else if (0xDC00..=0xDFFF).contains(&unit) {
                             self.fail(text, ErrorKind::LoneSurrogate, i);
                             break;
                         } else {
                             self.emit_char(text, unit, i, visitor);
-                            self.lex = Lex::Str;
                         }
+                        self.lex = Lex::Str;
+                        i = self.scan_string_run(text, i + 1, visitor);
+                        continue;
                     }
                 }
                 Lex::LowBackslash => {
