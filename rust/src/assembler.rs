@@ -624,12 +624,8 @@ fn push_checked(call: &mut Call, text: &[u8]) {
     match (&mut call.check, &mut call.progress) {
         (Some(check), Some(progress)) => check.push_also(&mut call.scanner, text, progress),
         (Some(check), None) => check.push(&mut call.scanner, text),
-        (None, Some(progress)) => {
-            call.scanner.push_with(text, progress);
-        }
-        (None, None) => {
-            call.scanner.push(text);
-        }
+        (None, Some(progress)) => call.scanner.feed_with(text, progress),
+        (None, None) => call.scanner.feed(text),
     }
 }
 

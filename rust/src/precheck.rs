@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::error::{Error, ErrorKind, SchemaDetail};
 use crate::scanner::{ScanConfig, Scanner};
 use crate::schema::{Checker, SchemaError, ToolRegistry, Unsupported};
-use crate::visit::{NoVisitor, Visitor};
+use crate::visit::Visitor;
 
 /// The registered tools, shared (behind an `Arc`) by every stream and thread.
 #[derive(Debug, Default, Clone)]
@@ -112,17 +112,17 @@ impl CallCheck {
     /// Pushes bytes through `scanner` with this check (and no other visitor).
     pub fn push(&mut self, scanner: &mut Scanner, bytes: &[u8]) {
         match &mut self.checker {
-            Some(c) => scanner.push_with(bytes, c),
-            None => scanner.push_with(bytes, &mut NoVisitor),
-        };
+            Some(c) => scanner.feed_with(bytes, c),
+            None => scanner.feed(bytes),
+        }
     }
 
     /// Pushes bytes through `scanner` with this check and another visitor.
     pub fn push_also<V: Visitor>(&mut self, scanner: &mut Scanner, bytes: &[u8], other: &mut V) {
         match &mut self.checker {
-            Some(c) => scanner.push_with(bytes, &mut crate::visit::Both(c, other)),
-            None => scanner.push_with(bytes, other),
-        };
+            Some(c) => scanner.feed_with(bytes, &mut crate::visit::Both(c, other)),
+            None => scanner.feed_with(bytes, other),
+        }
     }
 
     /// Ends the text: completes a pending number and applies the end-of-value rules.

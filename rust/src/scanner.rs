@@ -492,8 +492,20 @@ impl Scanner {
 
     /// Pushes the next piece of the text, reporting events to `visitor`.
     pub fn push_with<V: Visitor>(&mut self, bytes: &[u8], visitor: &mut V) -> Status {
+        self.feed_with(bytes, visitor);
+        self.status()
+    }
+
+    /// [`Scanner::push`] for callers that do not need the status (it is at hand through
+    /// [`Scanner::is_complete`] and [`Scanner::error`]): no [`Status`] is built per fragment.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        self.feed_with(bytes, &mut NoVisitor);
+    }
+
+    /// [`Scanner::push_with`] without the status (see [`Scanner::feed`]).
+    pub fn feed_with<V: Visitor>(&mut self, bytes: &[u8], visitor: &mut V) {
         if self.finished {
-            return self.status();
+            return;
         }
         let room = self.config.max_bytes.saturating_sub(self.text.len());
         let (accepted, over) = if bytes.len() > room {
@@ -518,7 +530,6 @@ impl Scanner {
                 self.text = text;
             }
         }
-        self.status()
     }
 
     /// Declares the end of the text: completes a pending top-level number and reports a text that
@@ -1074,7 +1085,7 @@ impl Scanner {
     /// Scans one run of string content from `i` and what ends it. `Ok(next)`: a complete
     /// escape was decoded and the string goes on at `next`; `Err(next)`: the next byte to look
     /// at in the state now set (after the string, inside an escape, or the end of the text).
-    #[inline]
+    #[inline(always)]
     fn scan_string_piece<V: Visitor>(
         &mut self,
         text: &[u8],
