@@ -289,11 +289,13 @@ impl Assembler {
         let Some(ordinal) = current else {
             return self.start_call(delta.index);
         };
-        let call = &self.calls[ordinal];
-        if call.ended {
+        if self.calls[ordinal].ended {
             return self.start_call(delta.index);
         }
         if let Some(name) = name {
+            // The rules below read how far the arguments got.
+            self.calls[ordinal].scanner.sync();
+            let call = &self.calls[ordinal];
             if !call.name.is_empty() && call.has_arguments() {
                 let complete = call.scanner.is_complete() || call.mode == ArgMode::Value;
                 let same_name = name == call.name;
@@ -353,6 +355,7 @@ impl Assembler {
             None => {}
             Some(Arguments::Text(text)) => feed_text(call, text, registry),
             Some(Arguments::Value(text)) => {
+                call.scanner.sync();
                 if call.has_arguments() {
                     extra_arguments(call, text);
                 } else {
@@ -456,6 +459,7 @@ impl Assembler {
             return Err(Misuse::Finished);
         }
         for call in &mut self.calls {
+            call.scanner.sync();
             if !call.ended || !call.scanner.is_complete() {
                 call.stopped = Some(reason.to_owned());
             }
@@ -468,6 +472,7 @@ impl Assembler {
     pub fn drain_errors(&mut self) -> Vec<(usize, Error)> {
         let mut out = Vec::new();
         for (ordinal, call) in self.calls.iter_mut().enumerate() {
+            call.scanner.sync();
             let mut known: Vec<&Error> = Vec::new();
             if let Some(e) = call.scanner.error() {
                 if !e.kind.is_incomplete() {
@@ -491,9 +496,9 @@ impl Assembler {
     }
 
     /// True when some call already has an error that no later input can fix (fail-fast signal).
-    #[must_use]
-    pub fn has_certain_error(&self) -> bool {
-        self.calls.iter().any(|c| {
+    pub fn has_certain_error(&mut self) -> bool {
+        self.calls.iter_mut().any(|c| {
+            c.scanner.sync();
             c.scanner.error().is_some_and(|e| !e.kind.is_incomplete())
                 || c.check.as_ref().is_some_and(|k| k.error_count() > 0)
                 || c.mixed.is_some()
@@ -537,13 +542,17 @@ impl Assembler {
     /// # Errors
     /// [`Misuse::NoSuchCall`]; sink errors are returned inside the `Ok`.
     pub fn partial_into<S: Sink>(
-        &self,
+        &mut self,
         ordinal: usize,
         strings: StringMode,
         eager_numbers: bool,
         sink: &mut S,
     ) -> Result<Result<Option<S::Value>, S::Error>, Misuse> {
-        let call = self.calls.get(ordinal).ok_or(Misuse::NoSuchCall(ordinal))?;
+        let call = self
+            .calls
+            .get_mut(ordinal)
+            .ok_or(Misuse::NoSuchCall(ordinal))?;
+        call.scanner.sync();
         Ok(partial_of(&call.scanner, strings, eager_numbers, sink))
     }
 
@@ -562,6 +571,7 @@ impl Assembler {
         let calls = std::mem::take(&mut self.calls);
         let mut out = Vec::with_capacity(calls.len());
         for (ordinal, mut call) in calls.into_iter().enumerate() {
+            call.scanner.sync();
             // A call with no argument text at all would become `{}`; after a broken stream it
             // is cut off instead (a call with some text is already `truncated`).
             let cut_before_arguments = self.interrupted.is_some()
@@ -611,6 +621,8 @@ pub fn partial_of<S: Sink>(
 }
 
 fn attach_check(call: &mut Call, registry: &Registry) {
+    // The check replays the text so far; later pushes must not show it those bytes again.
+    call.scanner.sync();
     let check = CallCheck::new(
         registry,
         &call.name,
@@ -625,7 +637,8 @@ fn push_checked(call: &mut Call, text: &[u8]) {
         (Some(check), Some(progress)) => check.push_also(&mut call.scanner, text, progress),
         (Some(check), None) => check.push(&mut call.scanner, text),
         (None, Some(progress)) => call.scanner.feed_with(text, progress),
-        (None, None) => call.scanner.feed(text),
+        // Nobody follows the events: scanning waits until some decision needs it (`sync`).
+        (None, None) => call.scanner.append(text),
     }
 }
 
@@ -643,6 +656,7 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         }
     }
     if let Some(held) = call.held.take() {
+        call.scanner.sync();
         if text.len() > held.len() && text.starts_with(&held) {
             // The next fragment extends the held one: a cumulative stream.
             latch_cumulative(call);
@@ -653,11 +667,12 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         push_checked(call, &held);
     }
     let buffer = call.scanner.text();
-    if !buffer.is_empty() {
-        if text.len() > buffer.len()
-            && text.starts_with(buffer)
-            && (call.mode == ArgMode::Cumulative || !call.scanner.is_complete())
-        {
+    let extends = text.len() > buffer.len() && text.starts_with(buffer);
+    if !buffer.is_empty() && (extends || text == buffer) {
+        // A resend or a repeat is told apart by how far the value got.
+        call.scanner.sync();
+        let buffer = call.scanner.text();
+        if extends && (call.mode == ArgMode::Cumulative || !call.scanner.is_complete()) {
             if call.mode != ArgMode::Cumulative && appends_cleanly(&call.scanner, text) {
                 call.held = Some(text.to_vec());
                 return;
@@ -687,6 +702,7 @@ fn finish_call(
     seen_ids: &mut HashMap<String, usize>,
 ) -> ToolCall {
     settle_held(call);
+    call.scanner.sync();
     let mut warnings = std::mem::take(&mut call.warnings);
     let blank = call.scanner.is_blank() && call.mode != ArgMode::Value;
     let json_result = if blank {

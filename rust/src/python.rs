@@ -877,13 +877,13 @@ impl PyAssembler {
 
     /// True when some call already has an error no later input can fix.
     #[getter]
-    fn failed(&self) -> bool {
-        self.decoder.assembler().has_certain_error()
+    fn failed(&mut self) -> bool {
+        self.decoder.assembler_mut().has_certain_error()
     }
 
     #[pyo3(signature = (ordinal, /, *, strings="trailing", eager_numbers=false))]
     fn partial<'py>(
-        &self,
+        &mut self,
         py: Python<'py>,
         ordinal: usize,
         strings: &str,
@@ -891,7 +891,7 @@ impl PyAssembler {
     ) -> PyResult<Bound<'py, PyAny>> {
         let v = self
             .decoder
-            .assembler()
+            .assembler_mut()
             .partial_into(
                 ordinal,
                 string_mode(strings)?,

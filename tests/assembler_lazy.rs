@@ -1,0 +1,163 @@
+//! Deferred scanning is invisible: an assembler that scans each fragment as it arrives (progress
+//! tracking forces that) and one that defers scanning until a decision needs it report the same
+//! early errors after every fragment, the same fail-fast signal and partial values, and finish
+//! with the same calls, for valid, broken and quirky streams cut anywhere.
+
+use proptest::prelude::*;
+use toolwire::value::ValueSink;
+use toolwire::{Arguments, Assembler, AssemblerConfig, Delta, StringMode, ToolCall, Value};
+
+const TEXTS: &[&str] = &[
+    r#"{"city": "Paris", "days": [1, 2.5, -3e2], "note": "a\"b\\c\u00e9\ud83d\ude00", "ok": true}"#,
+    r#"{"a": {"b": {"c": [null, false, "x"]}}, "n": 12345678901234567890}"#,
+    r#"{"a": 1,}"#,
+    r#"{"a": 1}{"b": 2}"#,
+    r#"{"a": "\x"}"#,
+    r#"{"a": 1, "a": 2}"#,
+    r#"{"s": "unterminated"#,
+    r#"{"t": tru}"#,
+    r#"[1, 2, 3]"#,
+    r#"  "#,
+    r#"{"k": "名前 東京 😀", "v": [{"x": 1}, {"y": [2, [3]]}]}"#,
+];
+
+#[derive(Debug, Clone)]
+enum Shape {
+    /// Plain fragments.
+    Fragments,
+    /// Every fragment resends the whole text so far (quirk 19).
+    Cumulative,
+    /// The name is repeated on every fragment (quirks 8, 13).
+    RepeatedName,
+}
+
+fn deltas_for(text: &[u8], cuts: &[usize], shape: &Shape) -> Vec<(Option<String>, Vec<u8>)> {
+    let mut points: Vec<usize> = cuts.iter().map(|c| c % (text.len() + 1)).collect();
+    points.push(0);
+    points.push(text.len());
+    points.sort_unstable();
+    points.dedup();
+    let mut out = Vec::new();
+    for (i, w) in points.windows(2).enumerate() {
+        let piece = match shape {
+            Shape::Cumulative => text[..w[1]].to_vec(),
+            _ => text[w[0]..w[1]].to_vec(),
+        };
+        let name = match shape {
+            Shape::RepeatedName => Some("tool".to_owned()),
+            _ => (i == 0).then(|| "tool".to_owned()),
+        };
+        out.push((name, piece));
+    }
+    if out.is_empty() {
+        out.push((Some("tool".to_owned()), Vec::new()));
+    }
+    out
+}
+
+type Early = Vec<(usize, String, usize, String)>;
+
+fn drive(
+    eager: bool,
+    observe: bool,
+    calls: &[Vec<(Option<String>, Vec<u8>)>],
+) -> (Vec<Early>, Vec<bool>, Vec<Option<Value>>, Vec<ToolCall>) {
+    let config = AssemblerConfig {
+        track_progress: eager,
+        ..AssemblerConfig::default()
+    };
+    let mut asm = Assembler::new(config).expect("config");
+    let mut early = Vec::new();
+    let mut failed = Vec::new();
+    let mut partials = Vec::new();
+    let longest = calls.iter().map(Vec::len).max().unwrap_or(0);
+    // Interleave the calls fragment by fragment, as parallel calls arrive.
+    for step in 0..longest {
+        for (index, call) in calls.iter().enumerate() {
+            let Some((name, piece)) = call.get(step) else {
+                continue;
+            };
+            let delta = Delta {
+                index: Some(i64::try_from(index).expect("small")),
+                id: None,
+                name: name.as_deref(),
+                kind: None,
+                arguments: Some(Arguments::Text(piece)),
+            };
+            let ordinal = asm.feed(&delta).expect("feed");
+            if !observe {
+                // Nothing asks between fragments: every sync comes from the assembler itself.
+                continue;
+            }
+            early.push(
+                asm.drain_errors()
+                    .into_iter()
+                    .map(|(o, e)| (o, format!("{:?}", e.kind), e.offset, e.path))
+                    .collect(),
+            );
+            failed.push(asm.has_certain_error());
+            let partial = asm
+                .partial_into(ordinal, StringMode::Trailing, false, &mut ValueSink)
+                .expect("ordinal")
+                .expect("infallible sink");
+            partials.push(partial);
+        }
+    }
+    (early, failed, partials, asm.finish().expect("finish"))
+}
+
+fn summary(calls: &[ToolCall]) -> Vec<String> {
+    calls
+        .iter()
+        .map(|c| {
+            format!(
+                "{:?} {:?} {:?} {:?} {} {}",
+                c.name,
+                String::from_utf8_lossy(&c.arguments),
+                c.error.as_ref().map(|e| (e.kind, e.offset, e.path.clone())),
+                c.warnings,
+                c.complete,
+                c.plain_numbers
+            )
+        })
+        .collect()
+}
+
+fn shape() -> impl Strategy<Value = Shape> {
+    prop_oneof![
+        4 => Just(Shape::Fragments),
+        1 => Just(Shape::Cumulative),
+        1 => Just(Shape::RepeatedName),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn deferred_scanning_is_invisible(
+        picks in prop::collection::vec((0..TEXTS.len(), prop::collection::vec(0usize..400, 0..12), shape(), prop::option::of((0usize..400, any::<u8>()))), 1..4),
+    ) {
+        let calls: Vec<_> = picks
+            .iter()
+            .map(|(t, cuts, shape, mutation)| {
+                let mut text = TEXTS[*t].as_bytes().to_vec();
+                if let Some((at, byte)) = mutation {
+                    if !text.is_empty() {
+                        let at = at % text.len();
+                        text[at] = *byte;
+                    }
+                }
+                deltas_for(&text, cuts, shape)
+            })
+            .collect();
+        let (early_a, failed_a, partial_a, done_a) = drive(true, true, &calls);
+        let (early_b, failed_b, partial_b, done_b) = drive(false, true, &calls);
+        prop_assert_eq!(early_a, early_b);
+        prop_assert_eq!(failed_a, failed_b);
+        prop_assert_eq!(partial_a, partial_b);
+        prop_assert_eq!(summary(&done_a), summary(&done_b));
+        let (_, _, _, unobserved) = drive(false, false, &calls);
+        prop_assert_eq!(summary(&done_a), summary(&unobserved));
+    }
+}
