@@ -5,8 +5,12 @@
 //! - The wire `index` is an opaque key, never an array subscript: it may be missing, constant,
 //!   start at 1 or be negative (provider quirks 1-5). Calls get dense ordinals in order of first
 //!   appearance, and `finish` returns every started call exactly once in that order.
-//! - Each call owns a [`Scanner`], so its arguments are validated as they arrive, once per byte;
-//!   the scanner's buffer is the call's raw argument text.
+//! - Each call owns a [`Scanner`] that validates its arguments once per byte; the scanner's
+//!   buffer is the call's raw argument text. With a pre-check or progress tracking the bytes are
+//!   scanned as they arrive (those visitors follow every event). Otherwise fragments are only
+//!   appended and scanned (`Scanner::sync`) when something reads the call's state — routing a
+//!   named delta, a resend, `drain_errors`, `has_certain_error`, partial values, `finish` —
+//!   because resuming the scanner per 3-20 byte fragment cost more than scanning the bytes.
 //! - Routing rules (quirks 1-26): a nameless delta only continues a call; a named delta starts a
 //!   new call at a key whose call already has a name and argument text (several calls sent under
 //!   one index); an exact repeat of the stored name is ignored (quirk 8); `id` and `type` are set
