@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use regex::Regex;
+use super::pattern::Pattern;
 use serde_json::{Map, Value};
 
 use super::canon::Canon;
@@ -155,7 +155,7 @@ pub(crate) struct EnumRule {
 pub(crate) struct StringRule {
     pub min_len: u64,
     pub max_len: u64,
-    pub pattern: Option<(Regex, Box<str>)>,
+    pub pattern: Option<(Pattern, Box<str>)>,
     pub format: Option<Format>,
 }
 

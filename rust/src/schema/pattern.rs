@@ -13,6 +13,11 @@
 //!   gencat tables) is reported as unsupported and not checked; the final validation decides.
 //! - Checked at string end only: testing prefix viability would need the DFA's internal state,
 //!   and tool-call strings are short.
+//! - Identifier-like patterns (`^SKU-[0-9]{5}$`: anchored at the start, a row of ASCII literals
+//!   and ASCII classes with exact counts) are also compiled to a list of byte sets and matched
+//!   without the regex: the regex crate spends hundreds of instructions per search on them, and
+//!   builds a per-thread cache (tens of thousands) on a thread's first search. Each set holds
+//!   ASCII only, so a byte-wise match is a character-wise one.
 
 use std::fmt::Write as _;
 
@@ -23,13 +28,144 @@ const ECMA_SPACE: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028
 const ECMA_WORD: &str = "0-9A-Za-z_";
 const ECMA_DIGIT: &str = "0-9";
 
+/// A compiled `pattern`.
+#[derive(Debug)]
+pub(crate) struct Pattern {
+    regex: Regex,
+    /// The same pattern as byte sets, when it has that shape (see the design notes).
+    simple: Option<Simple>,
+}
+
+impl Pattern {
+    /// Whether the pattern matches somewhere in `s`, as ECMA-262 (and JSON Schema) has it.
+    #[inline]
+    pub(crate) fn is_match(&self, s: &str) -> bool {
+        match &self.simple {
+            Some(simple) => simple.is_match(s.as_bytes()),
+            None => self.regex.is_match(s),
+        }
+    }
+}
+
+/// `^` then one ASCII set per character, and `$` or nothing.
+#[derive(Debug)]
+struct Simple {
+    /// Bit `b` of a set: ASCII byte `b` matches.
+    sets: Vec<u128>,
+    /// Ends with `$`: the string is exactly as long as `sets`.
+    end: bool,
+}
+
+/// Longest row of sets kept; longer patterns use the regex.
+const SIMPLE_MAX: usize = 256;
+
+impl Simple {
+    fn is_match(&self, s: &[u8]) -> bool {
+        if s.len() < self.sets.len() || (self.end && s.len() != self.sets.len()) {
+            return false;
+        }
+        self.sets
+            .iter()
+            .zip(s)
+            .all(|(&set, &b)| b < 128 && set & (1u128 << b) != 0)
+    }
+
+    /// Parses the ECMA source; `None` for anything but the simple shape.
+    fn parse(p: &str) -> Option<Self> {
+        let b = p.as_bytes();
+        if b.first() != Some(&b'^') || !p.is_ascii() {
+            return None;
+        }
+        let mut sets = Vec::new();
+        let mut end = false;
+        let mut i = 1;
+        while i < b.len() {
+            let set = match b[i] {
+                b'$' if i + 1 == b.len() => {
+                    end = true;
+                    break;
+                }
+                b'\\' => {
+                    let e = *b.get(i + 1)?;
+                    i += 2;
+                    match e {
+                        b'd' => ascii_range(b'0', b'9'),
+                        _ if e.is_ascii_punctuation() => 1u128 << e,
+                        _ => return None,
+                    }
+                }
+                b'[' => {
+                    let close = i + 1 + b[i + 1..].iter().position(|&c| c == b']')?;
+                    let set = class_set(&b[i + 1..close])?;
+                    i = close + 1;
+                    set
+                }
+                c if c.is_ascii_alphanumeric() || b"-_ :/@#,;=%!'\"<>&~`".contains(&c) => {
+                    i += 1;
+                    1u128 << c
+                }
+                _ => return None,
+            };
+            let mut count = 1;
+            if b.get(i) == Some(&b'{') {
+                let close = i + 1 + b[i + 1..].iter().position(|&c| c == b'}')?;
+                let digits = &b[i + 1..close];
+                if digits.is_empty() || digits.len() > 3 || !digits.iter().all(u8::is_ascii_digit) {
+                    return None;
+                }
+                count = std::str::from_utf8(digits).ok()?.parse::<usize>().ok()?;
+                i = close + 1;
+            }
+            if matches!(b.get(i), Some(b'?' | b'*' | b'+' | b'{'))
+                || sets.len() + count > SIMPLE_MAX
+            {
+                return None;
+            }
+            sets.extend(std::iter::repeat(set).take(count));
+        }
+        Some(Self { sets, end })
+    }
+}
+
+fn ascii_range(lo: u8, hi: u8) -> u128 {
+    (lo..=hi).fold(0, |set, c| set | 1u128 << c)
+}
+
+/// The set of a `[...]` body of ASCII literals and ranges (no negation, escapes or nesting).
+fn class_set(body: &[u8]) -> Option<u128> {
+    if body.is_empty() || body[0] == b'^' || body.iter().any(|&c| matches!(c, b'\\' | b'[')) {
+        return None;
+    }
+    let mut set = 0;
+    let mut i = 0;
+    while i < body.len() {
+        let c = body[i];
+        if body.get(i + 1) == Some(&b'-') && i + 2 < body.len() {
+            let d = body[i + 2];
+            if c > d {
+                return None;
+            }
+            set |= ascii_range(c, d);
+            i += 3;
+        } else {
+            set |= 1u128 << c;
+            i += 1;
+        }
+    }
+    Some(set)
+}
+
 /// Compiles an ECMA-262 pattern, or `None` when it uses something this module cannot run.
-pub(crate) fn compile(pattern: &str) -> Option<Regex> {
+pub(crate) fn compile(pattern: &str) -> Option<Pattern> {
     let translated = translate(pattern)?;
-    regex::RegexBuilder::new(&translated)
+    let regex = regex::RegexBuilder::new(&translated)
         .size_limit(1 << 22)
         .build()
-        .ok()
+        .ok()?;
+    Some(Pattern {
+        regex,
+        simple: Simple::parse(pattern),
+    })
 }
 
 fn class_escape(c: char) -> Option<(&'static str, bool)> {
@@ -188,6 +324,59 @@ mod tests {
         assert!(m(r"^[a[]+$", "a[a"));
         assert!(m(r"\bfoo\b", "a foo b"));
         assert!(m(r"^\cJ$", "\n"));
+    }
+
+    /// The byte-set matcher agrees with the regex on the patterns it takes, and declines the
+    /// others.
+    #[test]
+    fn simple_matches_like_the_regex() {
+        let taken = [
+            "^SKU-[0-9]{5}$",
+            "^u_[0-9a-f]{8}$",
+            r"^\d{3}-\d{2}$",
+            "^ab",
+            "^$",
+            "^",
+            "^[a-]x{0}$",
+            r"^\.\/[A-Z_]{2}",
+        ];
+        let declined = [
+            "SKU", "^a+$", "^a{2,3}$", "^a|b$", "^(a)$", "^.$", "^[^a]$", r"^\w$", "^é$", "^a$b",
+            "^a{x}", "^[a\\]]$",
+        ];
+        let inputs = [
+            "",
+            "SKU-12345",
+            "SKU-1234",
+            "SKU-123456",
+            "SKU-1234x",
+            "sku-12345",
+            "u_deadbeef",
+            "u_deadbeefx",
+            "123-45",
+            "123-456",
+            "ab",
+            "abc",
+            "xab",
+            "ax",
+            "-x",
+            "./AB",
+            "./A",
+            "./ABC",
+            "SKU-1234５",
+            "é",
+            "\n",
+        ];
+        for p in taken {
+            let c = compile(p).unwrap_or_else(|| panic!("{p} should compile"));
+            assert!(c.simple.is_some(), "{p} should be simple");
+            for s in inputs {
+                assert_eq!(c.is_match(s), c.regex.is_match(s), "{p} on {s:?}");
+            }
+        }
+        for p in declined {
+            assert!(compile(p).map_or(true, |c| c.simple.is_none()), "{p}");
+        }
     }
 
     #[test]
