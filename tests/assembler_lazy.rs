@@ -1,10 +1,15 @@
 //! Deferred scanning is invisible: an assembler that scans each fragment as it arrives (progress
 //! tracking forces that) and one that defers scanning until a decision needs it report the same
 //! early errors after every fragment, the same fail-fast signal and partial values, and finish
-//! with the same calls, for valid, broken and quirky streams cut anywhere.
+//! with the same calls, for valid, broken and quirky streams cut anywhere, with and without a
+//! schema pre-check.
+
+use std::sync::Arc;
 
 use proptest::prelude::*;
+use serde_json::json;
 use toolwire::value::ValueSink;
+use toolwire::Registry;
 use toolwire::{Arguments, Assembler, AssemblerConfig, Delta, StringMode, ToolCall, Value};
 
 const TEXTS: &[&str] = &[
@@ -55,18 +60,44 @@ fn deltas_for(text: &[u8], cuts: &[usize], shape: &Shape) -> Vec<(Option<String>
     out
 }
 
-type Early = Vec<(usize, String, usize, String)>;
+type Early = Vec<(usize, String, usize, String, String)>;
+
+/// A schema that the texts above break in many ways: a string too long, a wrong element type,
+/// unknown keys, a bound.
+fn registry() -> Arc<Registry> {
+    let mut registry = Registry::new();
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "maxLength": 4},
+            "days": {"type": "array", "items": {"type": "integer"}},
+            "note": {"type": "string"},
+            "ok": {"type": "boolean"},
+            "a": {"type": "integer", "maximum": 1},
+            "k": {"enum": ["名前 東京 😀"]}
+        },
+        "additionalProperties": false
+    });
+    registry.add("tool", &schema).expect("schema");
+    Arc::new(registry)
+}
 
 fn drive(
     eager: bool,
     observe: bool,
+    tools: bool,
     calls: &[Vec<(Option<String>, Vec<u8>)>],
 ) -> (Vec<Early>, Vec<bool>, Vec<Option<Value>>, Vec<ToolCall>) {
     let config = AssemblerConfig {
         track_progress: eager,
         ..AssemblerConfig::default()
     };
-    let mut asm = Assembler::new(config).expect("config");
+    let mut asm = if tools {
+        Assembler::with_tools(config, registry())
+    } else {
+        Assembler::new(config)
+    }
+    .expect("config");
     let mut early = Vec::new();
     let mut failed = Vec::new();
     let mut partials = Vec::new();
@@ -92,7 +123,7 @@ fn drive(
             early.push(
                 asm.drain_errors()
                     .into_iter()
-                    .map(|(o, e)| (o, format!("{:?}", e.kind), e.offset, e.path))
+                    .map(|(o, e)| (o, format!("{:?}", e.kind), e.offset, e.path, e.message))
                     .collect(),
             );
             failed.push(asm.has_certain_error());
@@ -114,7 +145,9 @@ fn summary(calls: &[ToolCall]) -> Vec<String> {
                 "{:?} {:?} {:?} {:?} {} {}",
                 c.name,
                 String::from_utf8_lossy(&c.arguments),
-                c.error.as_ref().map(|e| (e.kind, e.offset, e.path.clone())),
+                c.error
+                    .as_ref()
+                    .map(|e| (e.kind, e.offset, e.path.clone(), e.message.clone())),
                 c.warnings,
                 c.complete,
                 c.plain_numbers
@@ -137,6 +170,7 @@ proptest! {
     #[test]
     fn deferred_scanning_is_invisible(
         picks in prop::collection::vec((0..TEXTS.len(), prop::collection::vec(0usize..400, 0..12), shape(), prop::option::of((0usize..400, any::<u8>()))), 1..4),
+        tools in any::<bool>(),
     ) {
         let calls: Vec<_> = picks
             .iter()
@@ -151,13 +185,13 @@ proptest! {
                 deltas_for(&text, cuts, shape)
             })
             .collect();
-        let (early_a, failed_a, partial_a, done_a) = drive(true, true, &calls);
-        let (early_b, failed_b, partial_b, done_b) = drive(false, true, &calls);
+        let (early_a, failed_a, partial_a, done_a) = drive(true, true, tools, &calls);
+        let (early_b, failed_b, partial_b, done_b) = drive(false, true, tools, &calls);
         prop_assert_eq!(early_a, early_b);
         prop_assert_eq!(failed_a, failed_b);
         prop_assert_eq!(partial_a, partial_b);
         prop_assert_eq!(summary(&done_a), summary(&done_b));
-        let (_, _, _, unobserved) = drive(false, false, &calls);
+        let (_, _, _, unobserved) = drive(false, false, tools, &calls);
         prop_assert_eq!(summary(&done_a), summary(&unobserved));
     }
 }

@@ -6,11 +6,13 @@
 //!   start at 1 or be negative (provider quirks 1-5). Calls get dense ordinals in order of first
 //!   appearance, and `finish` returns every started call exactly once in that order.
 //! - Each call owns a [`Scanner`] that validates its arguments once per byte; the scanner's
-//!   buffer is the call's raw argument text. With a pre-check or progress tracking the bytes are
-//!   scanned as they arrive (those visitors follow every event). Otherwise fragments are only
-//!   appended and scanned (`Scanner::sync`) when something reads the call's state — routing a
-//!   named delta, a resend, `drain_errors`, `has_certain_error`, partial values, `finish` —
-//!   because resuming the scanner per 3-20 byte fragment cost more than scanning the bytes.
+//!   buffer is the call's raw argument text. With progress tracking the bytes are scanned as
+//!   they arrive (the caller drains events per fragment). Otherwise fragments are only appended
+//!   and scanned, through the pre-check if any (`Call::sync`), when something reads the call's
+//!   state — routing a named delta, a resend, `drain_errors`, `has_certain_error`, partial
+//!   values, `finish` — because resuming the scanner per 3-20 byte fragment cost more than
+//!   scanning the bytes. A caller who drains errors after every fragment gets them at the same
+//!   byte as before; one who never asks gets them at `finish`.
 //! - Routing rules (quirks 1-26): a nameless delta only continues a call; a named delta starts a
 //!   new call at a key whose call already has a name and argument text (several calls sent under
 //!   one index); an exact repeat of the stored name is ignored (quirk 8); `id` and `type` are set
@@ -153,6 +155,15 @@ struct Call {
 }
 
 impl Call {
+    /// Scans the fragments appended since the last scan, through the pre-check if there is one
+    /// (a call that tracks progress is never behind).
+    fn sync(&mut self) {
+        match &mut self.check {
+            Some(check) if self.progress.is_none() => check.push(&mut self.scanner, b""),
+            _ => self.scanner.sync(),
+        }
+    }
+
     fn has_arguments(&self) -> bool {
         !self.scanner.is_blank() || self.mode == ArgMode::Value
     }
@@ -298,7 +309,7 @@ impl Assembler {
         }
         if let Some(name) = name {
             // The rules below read how far the arguments got.
-            self.calls[ordinal].scanner.sync();
+            self.calls[ordinal].sync();
             let call = &self.calls[ordinal];
             if !call.name.is_empty() && call.has_arguments() {
                 let complete = call.scanner.is_complete() || call.mode == ArgMode::Value;
@@ -359,7 +370,7 @@ impl Assembler {
             None => {}
             Some(Arguments::Text(text)) => feed_text(call, text, registry),
             Some(Arguments::Value(text)) => {
-                call.scanner.sync();
+                call.sync();
                 if call.has_arguments() {
                     extra_arguments(call, text);
                 } else {
@@ -463,7 +474,7 @@ impl Assembler {
             return Err(Misuse::Finished);
         }
         for call in &mut self.calls {
-            call.scanner.sync();
+            call.sync();
             if !call.ended || !call.scanner.is_complete() {
                 call.stopped = Some(reason.to_owned());
             }
@@ -476,7 +487,7 @@ impl Assembler {
     pub fn drain_errors(&mut self) -> Vec<(usize, Error)> {
         let mut out = Vec::new();
         for (ordinal, call) in self.calls.iter_mut().enumerate() {
-            call.scanner.sync();
+            call.sync();
             let mut known: Vec<&Error> = Vec::new();
             if let Some(e) = call.scanner.error() {
                 if !e.kind.is_incomplete() {
@@ -502,7 +513,7 @@ impl Assembler {
     /// True when some call already has an error that no later input can fix (fail-fast signal).
     pub fn has_certain_error(&mut self) -> bool {
         self.calls.iter_mut().any(|c| {
-            c.scanner.sync();
+            c.sync();
             c.scanner.error().is_some_and(|e| !e.kind.is_incomplete())
                 || c.check.as_ref().is_some_and(|k| k.error_count() > 0)
                 || c.mixed.is_some()
@@ -556,7 +567,7 @@ impl Assembler {
             .calls
             .get_mut(ordinal)
             .ok_or(Misuse::NoSuchCall(ordinal))?;
-        call.scanner.sync();
+        call.sync();
         Ok(partial_of(&call.scanner, strings, eager_numbers, sink))
     }
 
@@ -575,7 +586,7 @@ impl Assembler {
         let calls = std::mem::take(&mut self.calls);
         let mut out = Vec::with_capacity(calls.len());
         for (ordinal, mut call) in calls.into_iter().enumerate() {
-            call.scanner.sync();
+            call.sync();
             // A call with no argument text at all would become `{}`; after a broken stream it
             // is cut off instead (a call with some text is already `truncated`).
             let cut_before_arguments = self.interrupted.is_some()
@@ -626,7 +637,7 @@ pub fn partial_of<S: Sink>(
 
 fn attach_check(call: &mut Call, registry: &Registry) {
     // The check replays the text so far; later pushes must not show it those bytes again.
-    call.scanner.sync();
+    call.sync();
     let check = CallCheck::new(
         registry,
         &call.name,
@@ -638,11 +649,21 @@ fn attach_check(call: &mut Call, registry: &Registry) {
 
 fn push_checked(call: &mut Call, text: &[u8]) {
     match (&mut call.check, &mut call.progress) {
+        // Progress reports every fragment's events as they arrive.
         (Some(check), Some(progress)) => check.push_also(&mut call.scanner, text, progress),
-        (Some(check), None) => check.push(&mut call.scanner, text),
         (None, Some(progress)) => call.scanner.feed_with(text, progress),
-        // Nobody follows the events: scanning waits until some decision needs it (`sync`).
-        (None, None) => call.scanner.append(text),
+        // Otherwise scanning (and the pre-check) waits until some decision or reader needs it
+        // (`Call::sync`); every byte is still scanned once, in order.
+        (Some(check), None) => {
+            if !call.scanner.try_append(text) {
+                check.push(&mut call.scanner, text);
+            }
+        }
+        (None, None) => {
+            if !call.scanner.try_append(text) {
+                call.scanner.feed(text);
+            }
+        }
     }
 }
 
@@ -660,7 +681,7 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         }
     }
     if let Some(held) = call.held.take() {
-        call.scanner.sync();
+        call.sync();
         if text.len() > held.len() && text.starts_with(&held) {
             // The next fragment extends the held one: a cumulative stream.
             latch_cumulative(call);
@@ -674,7 +695,7 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
     let extends = text.len() > buffer.len() && text.starts_with(buffer);
     if !buffer.is_empty() && (extends || text == buffer) {
         // A resend or a repeat is told apart by how far the value got.
-        call.scanner.sync();
+        call.sync();
         let buffer = call.scanner.text();
         if extends && (call.mode == ArgMode::Cumulative || !call.scanner.is_complete()) {
             if call.mode != ArgMode::Cumulative && appends_cleanly(&call.scanner, text) {
@@ -706,7 +727,7 @@ fn finish_call(
     seen_ids: &mut HashMap<String, usize>,
 ) -> ToolCall {
     settle_held(call);
-    call.scanner.sync();
+    call.sync();
     let mut warnings = std::mem::take(&mut call.warnings);
     let blank = call.scanner.is_blank() && call.mode != ArgMode::Value;
     let json_result = if blank {

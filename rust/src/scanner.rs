@@ -502,25 +502,27 @@ impl Scanner {
         self.feed_with(bytes, &mut NoVisitor);
     }
 
-    /// Appends bytes to the text without scanning them yet: the next [`Scanner::feed`],
-    /// [`Scanner::push`], [`Scanner::sync`] or [`Scanner::finish`] scans them, in order and
-    /// once, so verdicts and errors are the same as if each piece had been pushed. Until then
-    /// the state readers ([`Scanner::status`], [`Scanner::error`], [`Scanner::is_complete`],
-    /// [`Scanner::is_blank`], ...) describe only the part already scanned.
+    /// Appends bytes to the text without scanning them yet, when that is allowed: the next
+    /// [`Scanner::feed`], [`Scanner::push`], [`Scanner::sync`] or [`Scanner::finish`] (or their
+    /// `_with` forms) scans them, in order and once, so verdicts, errors and visitor events are
+    /// the same as if each piece had been pushed. Until then the state readers
+    /// ([`Scanner::status`], [`Scanner::error`], [`Scanner::is_complete`], [`Scanner::is_blank`],
+    /// ...) describe only the part already scanned.
     ///
-    /// For callers that read the state rarely (the assembler, when nobody asks for progress or
-    /// a pre-check): resuming the byte loop costs tens of nanoseconds per push whatever the
-    /// piece's length, which is most of a push for the 3-20 byte fragments of a stream.
-    pub fn append(&mut self, bytes: &[u8]) {
+    /// Returns false, appending nothing, after [`Scanner::finish`] or when the bytes would cross
+    /// `max_bytes` (that limit is decided against the bytes before it, so the caller pushes them
+    /// instead, with its visitor). For callers that read the state rarely: resuming the byte
+    /// loop costs tens of nanoseconds per push whatever the piece's length, which is most of a
+    /// push for the 3-20 byte fragments of a stream.
+    pub fn try_append(&mut self, bytes: &[u8]) -> bool {
         if self.finished || bytes.len() > self.config.max_bytes.saturating_sub(self.text.len()) {
-            // The size limit is decided against the bytes before it, so they are scanned now.
-            self.feed(bytes);
-        } else {
-            self.text.extend_from_slice(bytes);
+            return false;
         }
+        self.text.extend_from_slice(bytes);
+        true
     }
 
-    /// Scans the bytes [`Scanner::append`] left unscanned.
+    /// Scans the bytes [`Scanner::try_append`] left unscanned, with no visitor.
     pub fn sync(&mut self) {
         if self.scanned < self.text.len() && self.error.is_none() && !self.finished {
             self.scan(&mut NoVisitor);
