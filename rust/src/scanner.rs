@@ -522,6 +522,16 @@ impl Scanner {
         true
     }
 
+    /// How many appended bytes wait to be scanned (0 once an error or `finish` ends scanning).
+    #[must_use]
+    pub fn unscanned(&self) -> usize {
+        if self.error.is_some() || self.finished {
+            0
+        } else {
+            self.text.len() - self.scanned
+        }
+    }
+
     /// Scans the bytes [`Scanner::try_append`] left unscanned, with no visitor.
     pub fn sync(&mut self) {
         if self.scanned < self.text.len() && self.error.is_none() && !self.finished {
