@@ -116,12 +116,11 @@ impl ToolCall {
         if !self.complete {
             return Ok(None);
         }
-        let options = BuildOptions {
-            complete: true,
-            duplicate_keys: self.duplicate_keys,
-            ..BuildOptions::default()
-        };
-        build(&self.arguments, options, sink)
+        build(
+            &self.arguments,
+            BuildOptions::for_complete(self.duplicate_keys),
+            sink,
+        )
     }
 }
 
@@ -159,9 +158,17 @@ impl Call {
     /// Scans the fragments appended since the last scan, through the pre-check if there is one
     /// (a call that tracks progress is never behind).
     fn sync(&mut self) {
+        if self.progress.is_none() && self.scanner.unscanned() > 0 {
+            self.scan_now(b"");
+        }
+    }
+
+    /// Pushes `text` and whatever was appended before it through the scanner and the
+    /// pre-check now (calls without progress tracking).
+    fn scan_now(&mut self, text: &[u8]) {
         match &mut self.check {
-            Some(check) if self.progress.is_none() => check.push(&mut self.scanner, b""),
-            _ => self.scanner.sync(),
+            Some(check) => check.push(&mut self.scanner, text),
+            None => self.scanner.feed(text),
         }
     }
 
@@ -512,6 +519,7 @@ impl Assembler {
     }
 
     /// True when some call already has an error that no later input can fix (fail-fast signal).
+    #[must_use]
     pub fn has_certain_error(&mut self) -> bool {
         self.calls.iter_mut().any(|c| {
             c.sync();
@@ -649,27 +657,20 @@ fn attach_check(call: &mut Call, registry: &Registry) {
 }
 
 fn push_checked(call: &mut Call, text: &[u8]) {
-    match (&mut call.check, &mut call.progress) {
+    if let Some(progress) = &mut call.progress {
         // Progress reports every fragment's events as they arrive.
-        (Some(check), Some(progress)) => check.push_also(&mut call.scanner, text, progress),
-        (None, Some(progress)) => call.scanner.feed_with(text, progress),
+        match &mut call.check {
+            Some(check) => check.push_also(&mut call.scanner, text, progress),
+            None => call.scanner.feed_with(text, progress),
+        }
+    } else if !call.scanner.try_append(text) {
+        // Bytes past `max_bytes` (or after finish): the scanner decides them now.
+        call.scan_now(text);
+    } else if call.scanner.unscanned() >= DEFERRED_BYTES {
         // Otherwise scanning (and the pre-check) waits until some decision or reader needs it
         // (`Call::sync`), or until `DEFERRED_BYTES` are waiting; every byte is still scanned
         // once, in order.
-        (Some(check), None) => {
-            if !call.scanner.try_append(text) {
-                check.push(&mut call.scanner, text);
-            } else if call.scanner.unscanned() >= DEFERRED_BYTES {
-                check.push(&mut call.scanner, b"");
-            }
-        }
-        (None, None) => {
-            if !call.scanner.try_append(text) {
-                call.scanner.feed(text);
-            } else if call.scanner.unscanned() >= DEFERRED_BYTES {
-                call.scanner.sync();
-            }
-        }
+        call.sync();
     }
 }
 

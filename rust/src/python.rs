@@ -125,12 +125,11 @@ fn final_value<'py>(
             return Ok(Some(v));
         }
     }
-    let options = BuildOptions {
-        complete: true,
-        duplicate_keys,
-        ..BuildOptions::default()
-    };
-    build(text, options, &mut PySink::new(py))
+    build(
+        text,
+        BuildOptions::for_complete(duplicate_keys),
+        &mut PySink::new(py),
+    )
 }
 
 /// Smallest `feed_sse` piece decoded with the GIL released.

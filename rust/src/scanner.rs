@@ -503,8 +503,8 @@ impl Scanner {
     }
 
     /// Appends bytes to the text without scanning them yet, when that is allowed: the next
-    /// [`Scanner::feed`], [`Scanner::push`], [`Scanner::sync`] or [`Scanner::finish`] (or their
-    /// `_with` forms) scans them, in order and once, so verdicts, errors and visitor events are
+    /// [`Scanner::feed`], [`Scanner::push`] or [`Scanner::finish`] (or their `_with` forms; an
+    /// empty `feed` scans just them) scans them, in order and once, so verdicts, errors and visitor events are
     /// the same as if each piece had been pushed. Until then the state readers
     /// ([`Scanner::status`], [`Scanner::error`], [`Scanner::is_complete`], [`Scanner::is_blank`],
     /// ...) describe only the part already scanned.
@@ -529,13 +529,6 @@ impl Scanner {
             0
         } else {
             self.text.len() - self.scanned
-        }
-    }
-
-    /// Scans the bytes [`Scanner::try_append`] left unscanned, with no visitor.
-    pub fn sync(&mut self) {
-        if self.scanned < self.text.len() && self.error.is_none() && !self.finished {
-            self.scan(&mut NoVisitor);
         }
     }
 

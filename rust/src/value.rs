@@ -55,6 +55,18 @@ pub struct BuildOptions {
     pub duplicate_keys: bool,
 }
 
+impl BuildOptions {
+    /// Options for a complete text the scanner accepted, read with its duplicate-key policy.
+    #[must_use]
+    pub fn for_complete(duplicate_keys: bool) -> Self {
+        Self {
+            complete: true,
+            duplicate_keys,
+            ..Self::default()
+        }
+    }
+}
+
 /// Receives the values the builder produces.
 pub trait Sink {
     /// A finished value.
