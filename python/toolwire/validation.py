@@ -982,6 +982,12 @@ def _unit_of(info: Any) -> object:
     return cast(dict[str, Any], extra).get(UNIT_KEY) if isinstance(extra, dict) else None
 
 
+def _argument_text(call: CallLike) -> str:
+    """The call's argument text as validated: `{}` when nothing but whitespace arrived."""
+    arguments = call.arguments
+    return arguments if arguments.strip() else "{}"
+
+
 def _needs_fixup(value: Any, unix: bool = False) -> bool:
     """Walk a validated model for a naive datetime or milliseconds in a Unix-seconds field."""
     if isinstance(value, BaseModel):
@@ -1073,7 +1079,7 @@ class ToolValidator:
                 if not (self._fixups and _needs_fixup(instance)):
                     return self._accept(call, instance, None, [], lang)
         builder = _ErrorBuilder(self._lookup, lang, redact)
-        text_in = call.arguments if call.arguments.strip() else "{}"
+        text_in = _argument_text(call)
         initial: list[_Draft] = builder.from_pydantic(pydantic_errors) if pydantic_errors else []
         if error is not None:
             # Only a schema violation or a non-object (a double-encoded object, say) reaches
@@ -1103,8 +1109,7 @@ class ToolValidator:
             raw: object = getattr(call, "arguments_bytes", None)
             if isinstance(raw, bytes) and raw.strip():
                 return raw
-        arguments = call.arguments
-        return self._exact(arguments if arguments.strip() else "{}")
+        return self._exact(_argument_text(call))
 
     def _exact(self, text_in: str) -> str:
         """The text Pydantic validates: the raw text, or with `Decimal` digits quoted."""

@@ -10,6 +10,7 @@
 //!   rebuilding its pointer for each was most of a drain's cost. Sharing also lets the binding
 //!   reuse one Python `str` for the path across drains.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use crate::scanner::push_pointer_token;
@@ -66,7 +67,8 @@ impl Progress {
             if level.is_object {
                 push_pointer_token(out, &level.key);
             } else {
-                push_index(out, level.count.saturating_sub(1));
+                // Writing to a String cannot fail.
+                let _ = write!(out, "{}", level.count.saturating_sub(1));
             }
         }
     }
@@ -206,24 +208,6 @@ impl Visitor for Progress {
             self.prefix.truncate(level.prefix_len);
         }
         self.open_string = false;
-    }
-}
-
-/// Appends the decimal digits of an array index.
-fn push_index(out: &mut String, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        // `n % 10` is below 10, so the cast cannot truncate.
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &d in &digits[at..] {
-        out.push(char::from(d));
     }
 }
 
