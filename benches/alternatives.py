@@ -32,6 +32,7 @@ __all__ = [
     "openai_sdk_stream",
     "openai_stream_state",
     "partial_json_every_fragment",
+    "prechecked_values",
     "sse_openai_join_orjson",
     "sse_openai_state",
     "sse_openai_toolwire_chunks",
@@ -112,14 +113,25 @@ def corpus_toolset() -> toolwire.Toolset:
     return _TOOLSETS[0]
 
 
-def toolwire_feed_prechecked(deltas: Sequence[Delta]) -> Values:
-    """`toolwire_feed` with the tool's schema checked while the arguments stream."""
+def toolwire_feed_prechecked(deltas: Sequence[Delta]) -> tuple[list[Any], Values]:
+    """`toolwire_feed` with the tool's schema checked while the arguments stream.
+
+    Returns the finished calls with their values, so that `prechecked_values` can confirm
+    outside the timed run that the pre-check passed every call: the timed work is then the
+    same as `toolwire_feed`'s plus the checking itself.
+    """
     asm = toolwire.Assembler(tools=corpus_toolset())
     for index, id_, name, frag in deltas:
         asm.feed(index, id=id_, name=name, arguments=frag)
     calls = asm.finish()
+    return calls, [call.value for call in calls]
+
+
+def prechecked_values(result: tuple[list[Any], Values]) -> Values:
+    """The values of `toolwire_feed_prechecked`, once its calls are known to carry no error."""
+    calls, values = result
     assert all(call.error is None for call in calls), "the corpus satisfies its schema"
-    return [call.value for call in calls]
+    return values
 
 
 def toolwire_feed_arguments_only(deltas: Sequence[Delta]) -> Values:

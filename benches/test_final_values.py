@@ -37,7 +37,7 @@ ALTERNATIVES: dict[str, Alt] = {
     "dict+=json.loads": Alt(a.dict_concat_json),
     "toolwire feed": Alt(a.toolwire_feed),
     "toolwire feed lean-kwargs": Alt(a.toolwire_feed_arguments_only),
-    "toolwire feed+precheck": Alt(a.toolwire_feed_prechecked),
+    "toolwire feed+precheck": Alt(a.toolwire_feed_prechecked, check=a.prechecked_values),
     "join+orjson bytes": Alt(a.baseline_join_orjson_bytes, view="byte_deltas"),
     "toolwire feed bytes": Alt(a.toolwire_feed_bytes, view="byte_deltas"),
     "toolwire feed_chunk": Alt(a.toolwire_feed_chunk, view="chunks"),

@@ -24,6 +24,7 @@ through the JSON Schema.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -184,7 +185,6 @@ class Toolset:
         self._rules = resolve_rules(coercion)
         self._redact = redact
         self._lang: Lang = lang
-        self._registry: ToolRegistry | None = None
         rename: dict[object, str] = {}
         for rename_key, rename_to in (names or {}).items():
             rename[rename_key] = rename_to
@@ -312,14 +312,14 @@ class Toolset:
         """
         return [r for tool in self._tools.values() for r in tool.problems]
 
-    @property
+    # Cached in the instance dict, so the attribute read that every `Assembler(tools=...)`
+    # makes finds the registry without running a Python frame.
+    @functools.cached_property
     def registry(self) -> ToolRegistry:
         """The compiled pre-check registry, built once; `Assembler(tools=toolset)` uses it."""
-        if self._registry is None:
-            from toolwire._core import ToolRegistry
+        from toolwire._core import ToolRegistry
 
-            self._registry = ToolRegistry(self.schemas())
-        return self._registry
+        return ToolRegistry(self.schemas())
 
     # Exports ----------------------------------------------------------------------------
 
