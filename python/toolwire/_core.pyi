@@ -271,7 +271,7 @@ class Assembler:
 
         Frames events per the WHATWG rules, detects the format per event (Chat Completions,
         Responses, Anthropic Messages) and assembles the calls in Rust, creating no Python object
-        per chunk. Releases the GIL for pieces of 64 KiB or more.
+        per chunk. Releases the GIL for pieces of 1 KiB or more.
 
         Raises:
             MisuseError: After `finish`, or when `data` is not bytes.

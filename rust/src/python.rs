@@ -4,11 +4,12 @@
 //! Python object; values are built straight into Python objects only when asked for (through
 //! the core's `Sink` trait, without an intermediate Rust tree); misuse raises
 //! `MisuseError(ValueError)` and bad model output never raises — it becomes a `CallError`.
+//! `Assembler.feed`, called once per fragment, matches its own arguments (`install_feed`).
 
 use std::sync::Arc;
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::string::PyStringData;
@@ -703,51 +704,23 @@ struct PyAssembler {
     last_path: Option<(Arc<str>, Py<PyString>)>,
 }
 
-#[pymethods]
 impl PyAssembler {
-    #[new]
-    #[pyo3(signature = (*, tools=None, max_depth=64, max_bytes=8_388_608, max_number_digits=4300, duplicate_keys="error", track_progress=false))]
-    fn new(
-        tools: Option<&Bound<'_, PyAny>>,
-        max_depth: usize,
-        max_bytes: usize,
-        max_number_digits: usize,
-        duplicate_keys: &str,
-        track_progress: bool,
-    ) -> PyResult<Self> {
-        let config = AssemblerConfig {
-            scan: scan_config(max_depth, max_bytes, max_number_digits, duplicate_keys)?,
-            track_progress,
-        };
-        let inner = match tools.filter(|t| !t.is_none()) {
-            Some(t) => Assembler::with_tools(config, registry_of(t)?),
-            None => Assembler::new(config),
-        }
-        .map_err(|e| misuse(&e))?;
-        Ok(Self {
-            decoder: StreamDecoder::new(inner),
-            scratch: Vec::new(),
-            last_path: None,
-        })
-    }
-
-    #[pyo3(signature = (index, /, *, id=None, name=None, arguments=None, r#type=None))]
+    /// `Assembler.feed(index, /, *, id, name, arguments, type)`, once `feed_entry` has matched
+    /// the arguments: each is absent (`None`) or the object passed, `None` included.
     fn feed(
         &mut self,
         py: Python<'_>,
-        index: Option<&Bound<'_, PyAny>>,
-        id: Option<&Bound<'_, PyAny>>,
-        name: Option<&Bound<'_, PyAny>>,
-        arguments: Option<&Bound<'_, PyAny>>,
-        r#type: Option<&Bound<'_, PyAny>>,
+        index: &Bound<'_, PyAny>,
+        [id, name, arguments, r#type]: [Option<&Bound<'_, PyAny>>; FEED_KEYWORDS.len()],
     ) -> PyResult<usize> {
-        let index = match index {
-            None => None,
-            Some(i) if i.is_none() => None,
-            Some(i) => Some(
-                i.extract::<i64>()
+        let index = if index.is_none() {
+            None
+        } else {
+            Some(
+                index
+                    .extract::<i64>()
                     .map_err(|_| MisuseError::new_err("index must be int or None"))?,
-            ),
+            )
         };
         let serialized;
         let arguments = match arguments {
@@ -777,6 +750,196 @@ impl PyAssembler {
             .assembler_mut()
             .feed(&delta)
             .map_err(|e| misuse(&e))
+    }
+}
+
+/// The keyword parameters of `Assembler.feed`, in the order `PyAssembler::feed` takes them.
+const FEED_KEYWORDS: [&str; 4] = ["id", "name", "arguments", "type"];
+
+/// `Assembler.feed` is installed by hand (see `install_feed`) so that its arguments are read
+/// straight from CPython's vectorcall array. It runs once per streamed fragment, and pyo3's
+/// generic matching (each keyword name decoded to UTF-8, then compared byte by byte with each
+/// parameter) cost more than the delta's own work. Call sites pass keyword names as interned
+/// constants, so comparing pointers with the interned parameter names settles nearly every
+/// match; an equal but distinct `str` still matches by value.
+const FEED_DOC: &std::ffi::CStr =
+    c"feed($self, index, /, *, id=None, name=None, arguments=None, type=None)
+--
+
+Feeds one tool-call delta and returns the ordinal of the call it went to.";
+
+static FEED_NAMES: PyOnceLock<[Py<PyString>; FEED_KEYWORDS.len()]> = PyOnceLock::new();
+
+/// Replaces the class's `feed` with a `METH_FASTCALL | METH_KEYWORDS` method descriptor.
+fn install_feed(py: Python<'_>) -> PyResult<()> {
+    let ty = py.get_type::<PyAssembler>();
+    // The descriptor keeps a pointer to its definition for as long as the class lives, so the
+    // definition is leaked: one small struct per module initialisation.
+    let def = Box::leak(Box::new(pyo3::ffi::PyMethodDef {
+        ml_name: c"feed".as_ptr(),
+        ml_meth: pyo3::ffi::PyMethodDefPointer {
+            PyCFunctionFastWithKeywords: feed_entry,
+        },
+        ml_flags: pyo3::ffi::METH_FASTCALL | pyo3::ffi::METH_KEYWORDS,
+        ml_doc: FEED_DOC.as_ptr(),
+    }));
+    // SAFETY: `ty` is a live type object and `def` a valid, 'static method definition with a
+    // function of the signature its flags declare; the call returns a new reference or NULL
+    // with an exception set, which `from_owned_ptr_or_err` takes over.
+    let descriptor = unsafe {
+        Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyDescr_NewMethod(ty.as_type_ptr(), def))
+    }?;
+    ty.setattr("feed", descriptor)
+}
+
+/// The C entry point of `Assembler.feed`.
+///
+/// # Safety
+/// Called by CPython only, through the method descriptor `install_feed` creates, which
+/// guarantees what `feed_arguments` relies on.
+unsafe extern "C" fn feed_entry(
+    slf: *mut pyo3::ffi::PyObject,
+    args: *const *mut pyo3::ffi::PyObject,
+    nargs: pyo3::ffi::Py_ssize_t,
+    kwnames: *mut pyo3::ffi::PyObject,
+) -> *mut pyo3::ffi::PyObject {
+    // SAFETY: CPython calls a method's C function only from a thread attached to the
+    // interpreter, for the whole call.
+    let py = unsafe { Python::assume_attached() };
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { feed_arguments(py, slf, args, nargs, kwnames) }
+    }));
+    let result = match outcome {
+        Ok(result) => result,
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "Assembler.feed panicked".to_owned());
+            Err(pyo3::panic::PanicException::new_err(message))
+        }
+    };
+    match result {
+        Ok(ordinal) => match ordinal.into_pyobject(py) {
+            Ok(int) => int.into_ptr(),
+            Err(never) => match never {},
+        },
+        Err(err) => {
+            err.restore(py);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Matches `feed`'s arguments and calls `PyAssembler::feed`.
+///
+/// # Safety
+/// The vectorcall protocol of a method descriptor: `slf` is a live object; `args` holds
+/// `nargs` positional values followed by one value per name of `kwnames` (a tuple of `str`, or
+/// NULL when there are none); all are borrowed for the duration of the call.
+unsafe fn feed_arguments(
+    py: Python<'_>,
+    slf: *mut pyo3::ffi::PyObject,
+    args: *const *mut pyo3::ffi::PyObject,
+    nargs: pyo3::ffi::Py_ssize_t,
+    kwnames: *mut pyo3::ffi::PyObject,
+) -> PyResult<usize> {
+    use pyo3::ffi;
+    let positional = usize::try_from(nargs).unwrap_or(0);
+    // Borrowed pointers throughout: no reference count changes on the hot path.
+    let mut keywords: [*mut ffi::PyObject; FEED_KEYWORDS.len()] =
+        [std::ptr::null_mut(); FEED_KEYWORDS.len()];
+    if !kwnames.is_null() {
+        let interned = FEED_NAMES.get_or_init(py, || {
+            FEED_KEYWORDS.map(|name| PyString::intern(py, name).unbind())
+        });
+        // SAFETY: a non-NULL `kwnames` is a live tuple (contract).
+        let count = usize::try_from(unsafe { ffi::PyTuple_GET_SIZE(kwnames) }).unwrap_or(0);
+        for k in 0..count {
+            // SAFETY: `k` is below the tuple's size, `k + positional` below the length of
+            // `args` (contract); both items are live for the call.
+            let (key, value) = unsafe {
+                (
+                    ffi::PyTuple_GET_ITEM(kwnames, k as ffi::Py_ssize_t),
+                    *args.add(positional + k),
+                )
+            };
+            let slot = match interned.iter().position(|name| name.as_ptr() == key) {
+                Some(slot) => slot,
+                // SAFETY: `key` is a live item of `kwnames`.
+                None => keyword_slot(&unsafe { Borrowed::from_ptr(py, key) })?,
+            };
+            keywords[slot] = value;
+        }
+    }
+    if positional != 1 {
+        return Err(PyTypeError::new_err(if positional == 0 {
+            "feed() missing 1 required positional argument: 'index'".to_owned()
+        } else {
+            format!("feed() takes 1 positional argument but {positional} were given")
+        }));
+    }
+    // SAFETY: `slf` and `args[0]` (one positional argument, checked above) are live (contract).
+    let (slf, index) = unsafe { (Borrowed::from_ptr(py, slf), Borrowed::from_ptr(py, *args)) };
+    // SAFETY: each non-NULL entry was taken from `args` above.
+    let keyword = |p: *mut ffi::PyObject| unsafe { Borrowed::from_ptr_or_opt(py, p) };
+    let [id, name, arguments, kind] = keywords.map(keyword);
+    let mut assembler = slf.cast::<PyAssembler>()?.try_borrow_mut()?;
+    assembler.feed(
+        py,
+        &index,
+        [
+            id.as_deref(),
+            name.as_deref(),
+            arguments.as_deref(),
+            kind.as_deref(),
+        ],
+    )
+}
+
+/// The parameter a keyword name that is not one of the interned names stands for.
+#[cold]
+fn keyword_slot(key: &Borrowed<'_, '_, PyAny>) -> PyResult<usize> {
+    let key = key.cast::<PyString>()?;
+    let text = key.to_str()?;
+    if let Some(slot) = FEED_KEYWORDS.iter().position(|name| *name == text) {
+        return Ok(slot);
+    }
+    Err(PyTypeError::new_err(if text == "index" {
+        "feed() got some positional-only arguments passed as keyword arguments: 'index'".to_owned()
+    } else {
+        format!("feed() got an unexpected keyword argument '{text}'")
+    }))
+}
+
+#[pymethods]
+impl PyAssembler {
+    #[new]
+    #[pyo3(signature = (*, tools=None, max_depth=64, max_bytes=8_388_608, max_number_digits=4300, duplicate_keys="error", track_progress=false))]
+    fn new(
+        tools: Option<&Bound<'_, PyAny>>,
+        max_depth: usize,
+        max_bytes: usize,
+        max_number_digits: usize,
+        duplicate_keys: &str,
+        track_progress: bool,
+    ) -> PyResult<Self> {
+        let config = AssemblerConfig {
+            scan: scan_config(max_depth, max_bytes, max_number_digits, duplicate_keys)?,
+            track_progress,
+        };
+        let inner = match tools.filter(|t| !t.is_none()) {
+            Some(t) => Assembler::with_tools(config, registry_of(t)?),
+            None => Assembler::new(config),
+        }
+        .map_err(|e| misuse(&e))?;
+        Ok(Self {
+            decoder: StreamDecoder::new(inner),
+            scratch: Vec::new(),
+            last_path: None,
+        })
     }
 
     /// A per-call stop event for the open call under `index`.
@@ -1006,6 +1169,6 @@ mod core_module {
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         m.add("NO_VALUE", super::no_value(m.py())?)?;
-        Ok(())
+        super::install_feed(m.py())
     }
 }

@@ -469,6 +469,37 @@ def test_misuse_raises_value_error_subclass() -> None:
         Assembler(duplicate_keys="first")
 
 
+def test_feed_matches_arguments_like_a_python_signature() -> None:
+    """`feed` reads its arguments itself; they must behave as its signature says."""
+    a = Assembler()
+    # Keyword names built at run time are equal to the parameter names but not the same
+    # (interned) objects: they still match, by value.
+    names = {"".join(("i", "d")): "c1", "".join(("na", "me")): "f"}
+    assert a.feed(0, **names) == 0
+    assert a.feed(0, **{"".join(("argu", "ments")): '{"a": 1}'}) == 0
+    assert a.feed(None, type="function", name="g") == 1
+    assert [(c.id, c.name, c.value) for c in a.finish()] == [("c1", "f", {"a": 1}), (None, "g", {})]
+    b = Assembler()
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'index'"):
+        b.feed()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="takes 1 positional argument but 2 were given"):
+        b.feed(0, "f")  # type: ignore[misc]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'names'"):
+        b.feed(0, names="f")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="positional-only arguments passed as keyword"):
+        b.feed(index=0)  # type: ignore[call-arg]
+    with pytest.raises(MisuseError, match="index must be int or None"):
+        b.feed("0", arguments="{}")  # type: ignore[arg-type]
+    with pytest.raises(MisuseError, match="name must be str or None"):
+        b.feed(0, name=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        Assembler.feed(object(), 0)  # type: ignore[arg-type]
+    # None means absent, as for any keyword with a None default.
+    assert b.feed(0, id=None, name=None, arguments=None, type=None) == 0
+    assert b.feed(0, name="f", arguments="{}") == 0
+    assert one(b).value == {}
+
+
 def test_limits_are_typed_errors() -> None:
     a = Assembler(max_bytes=100)
     a.feed(0, name="f", arguments='{"a": "' + "x" * 200 + '"}')
