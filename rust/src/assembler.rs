@@ -10,7 +10,7 @@
 //!   they arrive (the caller drains events per fragment). Otherwise fragments are appended and
 //!   scanned, through the pre-check if any (`Call::sync`), when something reads the call's
 //!   state — routing a named delta, a resend, `drain_errors`, `has_certain_error`, partial
-//!   values, `finish` — or once 1 KiB waits, because resuming the scanner per 3-20 byte
+//!   values, `finish` — or once 256 bytes wait, because resuming the scanner per 3-20 byte
 //!   fragment cost more than scanning the bytes. The bound keeps `finish` (the latency from the
 //!   last fragment to a validated call) independent of the arguments' size. A caller who drains
 //!   errors after every fragment gets them at the same byte as before.
@@ -675,9 +675,10 @@ fn push_checked(call: &mut Call, text: &[u8]) {
 }
 
 /// Most bytes a call leaves unscanned between decisions. Resuming the scanner once per this
-/// many bytes costs nothing measurable, and it bounds the work left for `finish`: the time from
-/// the last fragment to a validated call does not grow with the size of the arguments.
-const DEFERRED_BYTES: usize = 1024;
+/// many bytes (about twenty fragments) costs no more instructions than once per 1 KiB, and it
+/// bounds the work left for `finish` to well under a microsecond: the time from the last
+/// fragment to a validated call does not grow with the size of the arguments.
+const DEFERRED_BYTES: usize = 256;
 
 fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
     if text.is_empty() {
