@@ -532,14 +532,27 @@ impl Assembler {
     /// Progress items recorded since the last drain (with `track_progress`).
     pub fn drain_progress(&mut self) -> Vec<(usize, ProgressItem)> {
         let mut out = Vec::new();
+        self.drain_progress_each(|ordinal, path, text, complete| {
+            out.push((
+                ordinal,
+                ProgressItem {
+                    path: Arc::clone(path),
+                    text: text.to_owned(),
+                    complete,
+                },
+            ));
+        });
+        out
+    }
+
+    /// `drain_progress` without allocating: each item goes to `f` as (ordinal, path, text,
+    /// complete), its text borrowed from the call's progress buffer.
+    pub fn drain_progress_each(&mut self, mut f: impl FnMut(usize, &Arc<str>, &str, bool)) {
         for (ordinal, call) in self.calls.iter_mut().enumerate() {
             if let Some(p) = &mut call.progress {
-                for item in p.drain() {
-                    out.push((ordinal, item));
-                }
+                p.drain_each(|path, text, complete| f(ordinal, path, text, complete));
             }
         }
-        out
     }
 
     /// The raw argument text received so far for a call.

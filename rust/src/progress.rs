@@ -43,13 +43,23 @@ pub struct Progress {
     /// Pointer of the innermost open container, kept up to date as containers open and close
     /// so that a value's pointer costs one token, not one per level.
     prefix: String,
-    items: Vec<(Arc<str>, Vec<u8>, bool)>,
+    /// The text of every item since the last drain, back to back: one buffer reused across
+    /// drains instead of one allocation per item. After a drain it holds only the bytes of a
+    /// UTF-8 character the drain cut, which the next item (the same string's) starts with.
+    text: Vec<u8>,
+    items: Vec<Pending>,
     /// Pointer of the string being written, for its pieces after a drain.
     string_path: Option<Arc<str>>,
     /// True while the last item is an open string that pieces extend.
     open_string: bool,
-    /// Bytes of an unfinished UTF-8 character carried to the next drain.
-    carry: Vec<u8>,
+}
+
+/// An item not yet drained; its text is `text[previous item's end..end]`.
+#[derive(Debug)]
+struct Pending {
+    path: Arc<str>,
+    end: usize,
+    complete: bool,
 }
 
 impl Progress {
@@ -86,47 +96,83 @@ impl Progress {
     }
 
     /// Items since the last drain.
+    /// The items recorded since the last drain, as owned values.
     pub fn drain(&mut self) -> Vec<ProgressItem> {
         let mut out = Vec::with_capacity(self.items.len());
+        self.drain_each(|path, text, complete| {
+            out.push(ProgressItem {
+                path: Arc::clone(path),
+                text: text.to_owned(),
+                complete,
+            });
+        });
+        out
+    }
+
+    /// Hands each item recorded since the last drain to `f` (path, text, complete), borrowing
+    /// its text: a drain allocates nothing.
+    pub fn drain_each(&mut self, mut f: impl FnMut(&Arc<str>, &str, bool)) {
         let n = self.items.len();
-        for (i, (path, bytes, complete)) in self.items.drain(..).enumerate() {
-            let bytes = if self.carry.is_empty() {
-                bytes
-            } else {
-                let mut joined = std::mem::take(&mut self.carry);
-                joined.extend_from_slice(&bytes);
-                joined
-            };
-            let text = match String::from_utf8(bytes) {
-                Ok(text) => text,
+        let mut start = 0;
+        let mut carry_from = None;
+        for (i, item) in self.items.iter().enumerate() {
+            let bytes = self.text.get(start..item.end).unwrap_or_default();
+            start = item.end;
+            match std::str::from_utf8(bytes) {
+                Ok(text) => f(&item.path, text, item.complete),
                 Err(e) => {
                     // The scanner has validated the text, so only a character cut by this
                     // drain can be unfinished: the tail of the last, still open, string.
-                    let valid = e.utf8_error().valid_up_to();
-                    let mut bytes = e.into_bytes();
-                    if i + 1 == n && !complete {
-                        self.carry = bytes.split_off(valid);
+                    let valid = e.valid_up_to();
+                    if i + 1 == n && !item.complete {
+                        carry_from = Some(item.end - (bytes.len() - valid));
+                        let head = std::str::from_utf8(&bytes[..valid]).unwrap_or_default();
+                        f(&item.path, head, false);
+                    } else {
+                        f(&item.path, &String::from_utf8_lossy(bytes), item.complete);
                     }
-                    String::from_utf8_lossy(&bytes).into_owned()
                 }
-            };
-            out.push(ProgressItem {
-                path,
-                text,
-                complete,
-            });
+            }
         }
         if self.open_string && !self.items.is_empty() {
+            // The open string continues in a new item after a drain.
             self.open_string = false;
         }
-        // The open string continues in a new item after a drain.
-        out
+        self.items.clear();
+        match carry_from {
+            Some(from) => {
+                self.text.drain(..from);
+            }
+            None => self.text.clear(),
+        }
+    }
+
+    /// Starts an item at the end of the text so far. A new value (not the continuation of a
+    /// string a drain cut) drops any carried bytes, which only an open string can own.
+    fn push_item(&mut self, path: Arc<str>, continues: bool, complete: bool) {
+        if self.items.is_empty() && !continues {
+            self.text.clear();
+        }
+        self.items.push(Pending {
+            path,
+            end: self.text.len(),
+            complete,
+        });
     }
 
     fn scalar(&mut self, text: &[u8]) {
         let path = self.pointer();
-        self.items.push((path, text.to_vec(), true));
+        self.push_item(path, false, true);
+        self.extend_last(text);
         self.open_string = false;
+    }
+
+    /// Appends to the last item's text.
+    fn extend_last(&mut self, bytes: &[u8]) {
+        self.text.extend_from_slice(bytes);
+        if let Some(last) = self.items.last_mut() {
+            last.end = self.text.len();
+        }
     }
 }
 
@@ -155,7 +201,7 @@ impl Visitor for Progress {
             ValueKind::String => {
                 let path = self.pointer();
                 self.string_path = Some(Arc::clone(&path));
-                self.items.push((path, Vec::new(), false));
+                self.push_item(path, false, false);
                 self.open_string = true;
             }
             _ => {}
@@ -171,20 +217,18 @@ impl Visitor for Progress {
     fn string_piece(&mut self, piece: &[u8], _offset: usize, _escaped: bool) {
         if !self.open_string || self.items.is_empty() {
             let path = self.string_pointer();
-            self.items.push((path, Vec::new(), false));
+            self.push_item(path, true, false);
             self.open_string = true;
         }
-        if let Some(last) = self.items.last_mut() {
-            last.1.extend_from_slice(piece);
-        }
+        self.extend_last(piece);
     }
 
     fn string_end(&mut self, _offset: usize) {
         if !self.open_string || self.items.is_empty() {
             let path = self.string_pointer();
-            self.items.push((path, Vec::new(), true));
+            self.push_item(path, true, true);
         } else if let Some(last) = self.items.last_mut() {
-            last.2 = true;
+            last.complete = true;
         }
         self.open_string = false;
         self.string_path = None;

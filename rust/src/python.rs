@@ -1020,21 +1020,35 @@ impl PyAssembler {
     }
 
     fn drain_progress<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let items = self.decoder.assembler_mut().drain_progress();
-        let mut tuples = Vec::with_capacity(items.len());
-        for (ordinal, item) in items {
-            // A string's items share one path: reuse its Python str across drains.
-            let path = match &self.last_path {
-                Some((rust, python)) if Arc::ptr_eq(rust, &item.path) => python.clone_ref(py),
-                _ => {
-                    let python = PyString::new(py, &item.path).unbind();
-                    self.last_path = Some((Arc::clone(&item.path), python.clone_ref(py)));
-                    python
+        let list = PyList::empty(py);
+        let mut failure = None;
+        let Self {
+            decoder, last_path, ..
+        } = self;
+        decoder
+            .assembler_mut()
+            .drain_progress_each(|ordinal, path, text, _complete| {
+                if failure.is_some() {
+                    return;
                 }
-            };
-            tuples.push((ordinal, path, item.text).into_pyobject(py)?);
+                // A string's items share one path: reuse its Python str across drains.
+                let path = match last_path.as_ref() {
+                    Some((rust, python)) if Arc::ptr_eq(rust, path) => python.clone_ref(py),
+                    _ => {
+                        let python = PyString::new(py, path).unbind();
+                        *last_path = Some((Arc::clone(path), python.clone_ref(py)));
+                        python
+                    }
+                };
+                let item = (ordinal, path, PyString::new(py, text)).into_pyobject(py);
+                if let Err(err) = item.and_then(|item| list.append(item)) {
+                    failure = Some(err);
+                }
+            });
+        match failure {
+            Some(err) => Err(err),
+            None => Ok(list),
         }
-        PyList::new(py, tuples)
     }
 
     /// True when some call already has an error no later input can fix.

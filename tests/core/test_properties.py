@@ -97,3 +97,51 @@ def test_partial_values_are_monotone(value: dict[str, Any], ensure_ascii: bool) 
         if now is not NO_VALUE:
             assert contained(now, final)
         previous = now
+
+
+def _leaves(value: Any, pointer: str = "") -> list[tuple[str, Any]]:
+    """(JSON Pointer, scalar) for every scalar of `value`, in document order."""
+    if isinstance(value, dict):
+        out: list[tuple[str, Any]] = []
+        for key, item in value.items():
+            token = key.replace("~", "~0").replace("/", "~1")
+            out.extend(_leaves(item, f"{pointer}/{token}"))
+        return out
+    if isinstance(value, list):
+        return [leaf for i, item in enumerate(value) for leaf in _leaves(item, f"{pointer}/{i}")]
+    return [(pointer, value)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=objects,
+    ensure_ascii=st.booleans(),
+    points=st.lists(st.integers(min_value=0, max_value=10_000), max_size=15),
+    drains=st.lists(st.booleans(), min_size=16, max_size=16),
+)
+def test_progress_items_spell_every_leaf_under_any_split(
+    value: dict[str, Any], ensure_ascii: bool, points: list[int], drains: list[bool]
+) -> None:
+    """Bytes cut anywhere (inside UTF-8 characters and escapes too), drained after some
+    fragments and not others: the items, joined per path, spell each leaf exactly once."""
+    text = json.dumps(value, ensure_ascii=ensure_ascii)
+    a = Assembler(track_progress=True)
+    items: list[tuple[int, str, str]] = []
+    for i, piece in enumerate(cut(text.encode(), points)):
+        a.feed(0, name="tool", arguments=piece)
+        if drains[i % len(drains)]:
+            items.extend(a.drain_progress())
+    items.extend(a.drain_progress())
+    assert a.finish()[0].value == value
+    joined: dict[str, str] = {}
+    order: list[str] = []
+    for ordinal, pointer, piece in items:
+        assert ordinal == 0
+        if pointer not in joined:
+            order.append(pointer)
+        joined[pointer] = joined.get(pointer, "") + piece
+    leaves = _leaves(value)
+    assert order == [p for p, _ in leaves]
+    for pointer, leaf in leaves:
+        shown = joined[pointer] if isinstance(leaf, str) else json.loads(joined[pointer])
+        assert shown == leaf, (pointer, joined[pointer], leaf)
