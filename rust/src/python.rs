@@ -489,7 +489,16 @@ fn fragment_utf8<'a>(obj: &'a Bound<'_, PyAny>, scratch: &'a mut Vec<u8>) -> PyR
     // SAFETY: `obj` is a `str` (checked above) and the GIL is held through the `Bound`, which
     // is all `PyUnicode_IS_ASCII` needs; it reads the object's state flags without side effects.
     if unsafe { pyo3::ffi::PyUnicode_IS_ASCII(s.as_ptr()) } != 0 {
-        return Ok(s.to_str()?.as_bytes());
+        // SAFETY: an ASCII `str` is ready (the flag is only set then) and stores one byte per
+        // character, which is its UTF-8; `PyUnicode_DATA` and `PyUnicode_GET_LENGTH` read that
+        // buffer and its length, which live as long as `s` borrows the object. Reading them
+        // directly skips `PyUnicode_AsUTF8AndSize`, whose checks cost as much as the copy of a
+        // typical fragment.
+        let bytes = unsafe {
+            let len = usize::try_from(pyo3::ffi::PyUnicode_GET_LENGTH(s.as_ptr())).unwrap_or(0);
+            std::slice::from_raw_parts(pyo3::ffi::PyUnicode_DATA(s.as_ptr()).cast::<u8>(), len)
+        };
+        return Ok(bytes);
     }
     // SAFETY: pyo3 documents `data` as unsafe because it decodes CPython's state bitfield by
     // hand; that layout is the one pyo3 tests on the little-endian targets we build for, and the
@@ -526,6 +535,7 @@ fn encode_units(units: impl ExactSizeIterator<Item = u32>, out: &mut Vec<u8>) ->
     true
 }
 
+#[inline]
 fn optional_text<'a>(obj: Option<&'a Bound<'_, PyAny>>, what: &str) -> PyResult<Option<&'a str>> {
     match obj {
         None => Ok(None),
@@ -804,7 +814,9 @@ unsafe extern "C" fn feed_entry(
     kwnames: *mut pyo3::ffi::PyObject,
 ) -> *mut pyo3::ffi::PyObject {
     // SAFETY: CPython calls a method's C function only from a thread attached to the
-    // interpreter, for the whole call.
+    // interpreter, for the whole call. (pyo3's own attach count is not raised, so a `Py`
+    // dropped in here would be released at the next pyo3 entry rather than at once; this path
+    // drops none: it only borrows.)
     let py = unsafe { Python::assume_attached() };
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: forwarded from this function's contract.
