@@ -165,6 +165,8 @@ class FieldError:
 
 
 _NO_RESULT: Any = object()
+# Sets an attribute past a frozen dataclass's guard (see `Outcome.success`).
+_set_attribute = object.__setattr__
 
 
 @dataclass(frozen=True)
@@ -232,24 +234,28 @@ class Outcome:
             The outcome.
         """
         # A frozen dataclass's __init__ sets each field through object.__setattr__: about 2 us
-        # for this class, most of the time spent validating a small call. The common outcome is
-        # filled straight into the instance dict instead; assignment still raises afterwards.
+        # for this class, most of the time spent validating a small call. The common outcome
+        # gets its instance dict in one piece instead; assignment still raises afterwards.
         outcome = object.__new__(cls)
-        outcome.__dict__.update(
-            ok=True,
-            kind="ok",
-            tool=tool,
-            call_id=call.id,
-            model=model,
-            value=value,
-            errors=[],
-            coercions=[] if coercions is None else coercions,
-            retryable=False,
-            error_type="",
-            message=None,
-            hint=None,
-            ask_user=[],
-            lang=lang,
+        _set_attribute(
+            outcome,
+            "__dict__",
+            {
+                "ok": True,
+                "kind": "ok",
+                "tool": tool,
+                "call_id": call.id,
+                "model": model,
+                "value": value,
+                "errors": [],
+                "coercions": [] if coercions is None else coercions,
+                "retryable": False,
+                "error_type": "",
+                "message": None,
+                "hint": None,
+                "ask_user": [],
+                "lang": lang,
+            },
         )
         return outcome
 
@@ -1038,6 +1044,7 @@ class ToolValidator:
         self._lookup = _Schema(self.schema)
         self._fixups = _has_fixups(self.schema)
         self._decimals = model is not None and has_decimals(self.schema)
+        self._validate_json = None if model is None else model.__pydantic_validator__.validate_json
         self._strict = model is None or model.model_config.get("strict") is not False
         self._jsonschema: jsonschema.protocols.Validator | None = None
         if model is None:
@@ -1066,13 +1073,11 @@ class ToolValidator:
         """
         error = call.error
         pydantic_errors: list[Any] = []
-        if error is None and self.model is not None:
+        if error is None and self._validate_json is not None:
             # The common case first, with nothing built that only a failure needs.
             try:
                 # `model_validate_json` minus its Python wrapper (a tenth of a small call).
-                instance = self.model.__pydantic_validator__.validate_json(
-                    self._exact_input(call), strict=self._strict
-                )
+                instance = self._validate_json(self._exact_input(call), strict=self._strict)
             except ValidationError as exc:
                 pydantic_errors = exc.errors(include_url=False)
             else:
