@@ -715,6 +715,18 @@ impl Scanner {
             }
             b'-' | b'0'..=b'9' => {
                 visitor.value_start(ValueKind::Number, pos);
+                if let Some((next, int_digits, long_exp)) = whole_number(text, pos) {
+                    if int_digits <= self.config.max_number_digits {
+                        // Whole, valid and ended by a delimiter in this push: no per-byte
+                        // states. Anything else (cut, invalid, too long) takes the states.
+                        if next - pos > 18 || long_exp {
+                            self.long_numbers = true;
+                        }
+                        visitor.number_end_bytes(&text[pos..next], next);
+                        self.end_value();
+                        return next;
+                    }
+                }
                 self.num_start = pos;
                 self.num_int_digits = usize::from(b != b'-');
                 let state = match b {
@@ -1446,6 +1458,47 @@ pub fn push_pointer_token(out: &mut String, token: &str) {
             _ => out.push(c),
         }
     }
+}
+
+/// The number starting at `at` when it is whole in `text`, valid, and followed by a
+/// delimiter: the index of that delimiter, the digits of its integer part, and whether its
+/// exponent has three digits or more (see [`long_exponent`]).
+#[inline]
+fn whole_number(text: &[u8], at: usize) -> Option<(usize, usize, bool)> {
+    let digits_from = |i: usize| {
+        i + text
+            .get(i..)
+            .map_or(0, |rest| rest.iter().take_while(|b| b.is_ascii_digit()).count())
+    };
+    let mut i = at + usize::from(text.get(at) == Some(&b'-'));
+    let int_start = i;
+    i = match *text.get(i)? {
+        b'0' => i + 1,
+        b'1'..=b'9' => digits_from(i + 1),
+        _ => return None,
+    };
+    let int_digits = i - int_start;
+    if text.get(i) == Some(&b'.') {
+        let frac = i + 1;
+        i = digits_from(frac);
+        if i == frac {
+            return None;
+        }
+    }
+    let mut long_exp = false;
+    if matches!(text.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(text.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let exp = i;
+        i = digits_from(exp);
+        if i == exp {
+            return None;
+        }
+        long_exp = i - exp > 2;
+    }
+    is_delimiter(*text.get(i)?).then_some((i, int_digits, long_exp))
 }
 
 /// True when a number lexeme's exponent has three digits or more (it may overflow a double).
