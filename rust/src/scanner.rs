@@ -24,9 +24,9 @@
 //! - Containers are tracked on an explicit stack whose frames are reused, so depth costs no
 //!   recursion (no stack overflow at any depth) and no allocation once the stack has grown.
 //! - Duplicate keys are detected exactly: each open object keeps one entry per key in reused
-//!   vectors. A key of at most 8 bytes (most keys) is its length plus its bytes packed in a
-//!   word, so it is compared without a hash or a second look; a longer key has a hash and is
-//!   confirmed byte for byte. A key without escapes is not copied at all: it is a range of
+//!   vectors. A key of at most 8 bytes without a NUL byte (most keys) is its bytes packed in a
+//!   word, alone in its own vector, so it is compared without a hash or a second look, one word
+//!   per earlier key; a longer key has a hash and is confirmed byte for byte. A key without escapes is not copied at all: it is a range of
 //!   [`Scanner::text`], which holds every scanned byte anyway; only a key with an escape is
 //!   decoded into a buffer. Rejected alternative: copying every key twice (current key, then a
 //!   per-object arena) and hashing it byte by byte, a quarter of the scan on tool arguments.
@@ -40,7 +40,7 @@
 //!   than the validation itself, and its error still had to be mapped back to the byte-wise
 //!   offsets.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::error::{Error, ErrorKind};
 use crate::visit::{NoVisitor, ValueKind, Visitor};
@@ -185,7 +185,13 @@ struct Frame {
     has_key: bool,
     /// Escaped keys longer than 8 bytes of this object, decoded, back to back.
     key_arena: Vec<u8>,
-    /// Every key of this object.
+    /// The keys of this object of at most 8 bytes and no NUL byte (nearly all keys; a raw key
+    /// cannot hold a NUL), each its bytes packed in a word: with no NUL among them the
+    /// zero padding tells the length, so one word compare decides equality.
+    short_keys: Vec<u64>,
+    /// `short_keys` as a set, built once an object has many short keys.
+    short_lookup: HashSet<u64>,
+    /// Every other key of this object.
     key_index: Vec<KeyEntry>,
     /// `word` -> positions in `key_index`, built once an object has many keys.
     key_lookup: HashMap<u64, Vec<u32>>,
@@ -215,6 +221,8 @@ impl Frame {
         self.key.clear();
         self.has_key = false;
         self.key_arena.clear();
+        self.short_keys.clear();
+        self.short_lookup.clear();
         self.key_index.clear();
         self.key_lookup.clear();
     }
@@ -232,37 +240,46 @@ impl Frame {
     /// Records the current key; returns false when it was already present.
     #[inline]
     fn insert_key(&mut self, text: &[u8]) -> bool {
-        // The usual case, a short raw key in a small object: one word compare per earlier key,
-        // the word read straight from the text.
-        if !self.key_escaped && self.key_index.len() < LINEAR_KEY_LIMIT {
+        // The usual case, a short raw key: its word is read straight from the text.
+        if !self.key_escaped {
             let len = self.key_end - self.key_start;
             if len <= 8 {
-                let word = match text
-                    .get(self.key_start..)
+                // The 8 bytes ending with the key, shifted down to it (a shift by 64 is an
+                // empty key).
+                let word = match self
+                    .key_end
+                    .checked_sub(8)
+                    .and_then(|at| text.get(at..self.key_end))
                     .and_then(<[u8]>::first_chunk::<8>)
                 {
-                    Some(chunk) if len > 0 => {
-                        u64::from_le_bytes(*chunk) & (u64::MAX >> (8 * (8 - len)))
-                    }
-                    _ => pack(text.get(self.key_start..self.key_end).unwrap_or_default()),
+                    Some(chunk) => u64::from_le_bytes(*chunk)
+                        .checked_shr(8 * (8 - len) as u32)
+                        .unwrap_or(0),
+                    None => pack(text.get(self.key_start..self.key_end).unwrap_or_default()),
                 };
-                if self
-                    .key_index
-                    .iter()
-                    .any(|e| e.word == word && e.len == len)
-                {
-                    return false;
-                }
-                self.key_index.push(KeyEntry {
-                    word,
-                    len,
-                    start: 0,
-                    in_arena: false,
-                });
-                return true;
+                return self.insert_short(word);
             }
         }
         self.insert_key_slow(text)
+    }
+
+    /// Records a key of `short_keys`; returns false when it was already present.
+    #[inline(always)]
+    fn insert_short(&mut self, word: u64) -> bool {
+        if self.short_keys.len() < LINEAR_KEY_LIMIT {
+            if self.short_keys.contains(&word) {
+                return false;
+            }
+        } else {
+            if self.short_lookup.is_empty() {
+                self.short_lookup.extend(self.short_keys.iter().copied());
+            }
+            if !self.short_lookup.insert(word) {
+                return false;
+            }
+        }
+        self.short_keys.push(word);
+        true
     }
 
     #[inline(never)]
@@ -273,6 +290,10 @@ impl Frame {
             text.get(self.key_start..self.key_end).unwrap_or_default()
         };
         let len = key.len();
+        if len <= 8 && !key.contains(&0) {
+            let word = pack(key);
+            return self.insert_short(word);
+        }
         let word = if len <= 8 { pack(key) } else { hash(key) };
         let arena = &self.key_arena;
         let same = |e: &KeyEntry| {
@@ -1312,30 +1333,42 @@ impl Scanner {
     #[inline]
     fn end_string<V: Visitor>(&mut self, text: &[u8], pos: usize, visitor: &mut V) {
         if self.in_key {
-            self.in_key = false;
-            let policy = self.config.duplicate_keys;
-            let frame = &mut self.frames[self.depth - 1];
-            frame.has_key = true;
-            let fresh = frame.insert_key(text);
-            if !fresh && policy == DuplicateKeys::Error {
-                let key = String::from_utf8_lossy(frame.key_bytes(text)).into_owned();
-                self.fail_with(
-                    text,
-                    ErrorKind::DuplicateKey,
-                    pos,
-                    format!("duplicate key {key:?}"),
-                );
-                return;
-            }
-            frame.count += 1;
-            if V::WANTS_KEYS {
-                visitor.key_end_bytes(self.frames[self.depth - 1].key_bytes(text), pos);
-            }
-            self.lex = Lex::Colon;
+            self.end_key(text, pos, visitor);
         } else {
             visitor.string_end(pos);
             self.end_value();
         }
+    }
+
+    #[inline]
+    fn end_key<V: Visitor>(&mut self, text: &[u8], pos: usize, visitor: &mut V) {
+        self.in_key = false;
+        let policy = self.config.duplicate_keys;
+        let frame = &mut self.frames[self.depth - 1];
+        frame.has_key = true;
+        if !frame.insert_key(text) && policy == DuplicateKeys::Error {
+            self.duplicate_key(text, pos);
+            return;
+        }
+        frame.count += 1;
+        if V::WANTS_KEYS {
+            visitor.key_end_bytes(frame.key_bytes(text), pos);
+        }
+        self.lex = Lex::Colon;
+    }
+
+    // Out of line: the message formatting would otherwise burden every key's end.
+    #[cold]
+    #[inline(never)]
+    fn duplicate_key(&mut self, text: &[u8], pos: usize) {
+        let frame = &self.frames[self.depth - 1];
+        let key = String::from_utf8_lossy(frame.key_bytes(text)).into_owned();
+        self.fail_with(
+            text,
+            ErrorKind::DuplicateKey,
+            pos,
+            format!("duplicate key {key:?}"),
+        );
     }
 }
 
@@ -1466,9 +1499,9 @@ pub fn push_pointer_token(out: &mut String, token: &str) {
 #[inline]
 fn whole_number(text: &[u8], at: usize) -> Option<(usize, usize, bool)> {
     let digits_from = |i: usize| {
-        i + text
-            .get(i..)
-            .map_or(0, |rest| rest.iter().take_while(|b| b.is_ascii_digit()).count())
+        i + text.get(i..).map_or(0, |rest| {
+            rest.iter().take_while(|b| b.is_ascii_digit()).count()
+        })
     };
     let mut i = at + usize::from(text.get(at) == Some(&b'-'));
     let int_start = i;
