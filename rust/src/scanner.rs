@@ -1300,7 +1300,12 @@ impl Scanner {
         }
     }
 
+    #[inline]
     fn emit_char<V: Visitor>(&mut self, text: &[u8], c: u32, offset: usize, visitor: &mut V) {
+        if !self.in_key && !(V::WANTS_STRINGS && self.want_str) {
+            // Nobody reads the character: no encoding.
+            return;
+        }
         let ch = char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER);
         let mut buf = [0u8; 4];
         let len = ch.encode_utf8(&mut buf).len();
@@ -1464,13 +1469,28 @@ fn is_delimiter(b: u8) -> bool {
 /// The value of the 4 hex digits at `at`, if they are there and all hex.
 #[inline]
 fn hex4(text: &[u8], at: usize) -> Option<u32> {
-    let digits = text.get(at..)?.first_chunk::<4>()?;
-    let mut value = 0;
-    for &d in digits {
-        value = (value << 4) | hex_value(d)?;
+    let [a, b, c, d] = text.get(at..)?.first_chunk::<4>()?.map(|x| HEX[usize::from(x)]);
+    if (a | b | c | d) & 0x80 != 0 {
+        return None;
     }
-    Some(value)
+    Some(u32::from(a) << 12 | u32::from(b) << 8 | u32::from(c) << 4 | u32::from(d))
 }
+
+/// The value of each hex digit; 0xFF for any other byte.
+static HEX: [u8; 256] = {
+    let mut table = [0xFF; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = match b as u8 {
+            x @ b'0'..=b'9' => x - b'0',
+            x @ b'a'..=b'f' => x - b'a' + 10,
+            x @ b'A'..=b'F' => x - b'A' + 10,
+            _ => 0xFF,
+        };
+        b += 1;
+    }
+    table
+};
 
 #[inline]
 fn hex_value(b: u8) -> Option<u32> {
