@@ -1190,6 +1190,13 @@ impl Scanner {
                     break;
                 }
             } else {
+                // The usual valid characters, all their bytes in this push, are checked at
+                // once; a cut or invalid one goes byte by byte, which places the error.
+                let next = skip_whole_chars(text, k);
+                if next > k {
+                    k = next;
+                    continue;
+                }
                 let (n, l, h) = UTF8_LEAD[usize::from(b)];
                 if n == 0 {
                     // A byte that can lead nothing: the error is certain at the byte itself.
@@ -1455,6 +1462,28 @@ fn skip_plain_ascii(text: &[u8], mut k: usize) -> usize {
         }
     }
     k
+}
+
+/// Skips valid multi-byte characters from `at` while 4 bytes of text start at each; returns
+/// the index of the first byte that is ASCII, invalid, or too near the end to check this way.
+#[inline]
+fn skip_whole_chars(text: &[u8], mut at: usize) -> usize {
+    let cont = |c: u8| c & 0xC0 == 0x80;
+    while let Some(&[b, c1, c2, c3]) = text.get(at..).and_then(<[u8]>::first_chunk::<4>) {
+        let (n, lo, hi) = UTF8_LEAD[usize::from(b)];
+        let valid = (lo..=hi).contains(&c1)
+            && match n {
+                0 => false,
+                1 => true,
+                2 => cont(c2),
+                _ => cont(c2) && cont(c3),
+            };
+        if !valid {
+            break;
+        }
+        at += usize::from(n) + 1;
+    }
+    at
 }
 
 #[inline]
