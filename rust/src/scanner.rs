@@ -731,8 +731,19 @@ impl Scanner {
                 visitor.value_start(ValueKind::String, pos);
                 self.in_key = false;
                 self.want_str = V::WANTS_STRINGS && visitor.wants_string();
+                // The usual short plain string, whole in this push, without the string states;
+                // the same events as `flush_run` and `end_string` give it.
+                let k = skip_plain_ascii(text, pos + 1);
+                if text.get(k) == Some(&b'"') {
+                    if V::WANTS_STRINGS && self.want_str && k > pos + 1 {
+                        visitor.string_piece(&text[pos + 1..k], pos + 1, false);
+                    }
+                    visitor.string_end(k);
+                    self.end_value();
+                    return k + 1;
+                }
                 self.lex = Lex::Str;
-                self.scan_string_run(text, pos + 1, visitor)
+                self.scan_string_run_from(text, pos + 1, k, visitor)
             }
             b'-' | b'0'..=b'9' => {
                 visitor.value_start(ValueKind::Number, pos);
@@ -801,8 +812,20 @@ impl Scanner {
         frame.key_end = pos + 1;
         frame.key_escaped = false;
         frame.has_key = false;
-        self.lex = Lex::Str;
-        let mut i = self.scan_string_run(text, pos + 1, visitor);
+        // The usual plain ASCII key, whole in this push, without the string states; the same
+        // events as `flush_run` and `end_string` give it.
+        let k = skip_plain_ascii(text, pos + 1);
+        let mut i = if text.get(k) == Some(&b'"') {
+            if k > pos + 1 {
+                frame.key_end = k;
+                visitor.key_piece(&text[pos + 1..k], pos + 1, false);
+            }
+            self.end_key(text, k, visitor);
+            k + 1
+        } else {
+            self.lex = Lex::Str;
+            self.scan_string_run_from(text, pos + 1, k, visitor)
+        };
         if self.lex == Lex::Colon && text.get(i) == Some(&b':') {
             self.lex = Lex::Value;
             i += 1;
@@ -1139,28 +1162,45 @@ impl Scanner {
 
     /// Scans string content from `i`; returns the index of the next byte to look at.
     #[inline]
-    fn scan_string_run<V: Visitor>(&mut self, text: &[u8], mut i: usize, visitor: &mut V) -> usize {
+    fn scan_string_run<V: Visitor>(&mut self, text: &[u8], i: usize, visitor: &mut V) -> usize {
+        self.scan_string_run_from(text, i, i, visitor)
+    }
+
+    /// [`Scanner::scan_string_run`] from `run_start` when `run_start..k` is already known to be
+    /// plain ASCII content (see [`skip_plain_ascii`]).
+    #[inline]
+    fn scan_string_run_from<V: Visitor>(
+        &mut self,
+        text: &[u8],
+        run_start: usize,
+        k: usize,
+        visitor: &mut V,
+    ) -> usize {
+        let mut i = match self.scan_string_piece(text, run_start, k, visitor) {
+            Ok(next) => next,
+            Err(next) => return next,
+        };
         loop {
-            i = match self.scan_string_piece(text, i, visitor) {
+            i = match self.scan_string_piece(text, i, i, visitor) {
                 Ok(next) => next,
                 Err(next) => return next,
             };
         }
     }
 
-    /// Scans one run of string content from `i` and what ends it. `Ok(next)`: a complete
-    /// escape was decoded and the string goes on at `next`; `Err(next)`: the next byte to look
-    /// at in the state now set (after the string, inside an escape, or the end of the text).
+    /// Scans one run of string content from `run_start` (up to `k` it is plain ASCII) and what
+    /// ends it. `Ok(next)`: a complete escape was decoded and the string goes on at `next`;
+    /// `Err(next)`: the next byte to look at in the state now set (after the string, inside an
+    /// escape, or the end of the text).
     #[inline(always)]
     fn scan_string_piece<V: Visitor>(
         &mut self,
         text: &[u8],
-        i: usize,
+        run_start: usize,
+        mut k: usize,
         visitor: &mut V,
     ) -> Result<usize, usize> {
         let end = text.len();
-        let run_start = i;
-        let mut k = i;
         // The multi-byte character in progress: continuation bytes still expected and the
         // allowed range of the next one. `lead` is its first byte when it began in this run
         // (None: it began in an earlier push).
@@ -1498,7 +1538,10 @@ fn is_delimiter(b: u8) -> bool {
 /// The value of the 4 hex digits at `at`, if they are there and all hex.
 #[inline]
 fn hex4(text: &[u8], at: usize) -> Option<u32> {
-    let [a, b, c, d] = text.get(at..)?.first_chunk::<4>()?.map(|x| HEX[usize::from(x)]);
+    let [a, b, c, d] = text
+        .get(at..)?
+        .first_chunk::<4>()?
+        .map(|x| HEX[usize::from(x)]);
     if (a | b | c | d) & 0x80 != 0 {
         return None;
     }
