@@ -238,7 +238,7 @@ impl Frame {
     }
 
     /// Records the current key; returns false when it was already present.
-    #[inline]
+    #[inline(always)]
     fn insert_key(&mut self, text: &[u8]) -> bool {
         // The usual case, a short raw key: its word is read straight from the text.
         if !self.key_escaped {
@@ -266,17 +266,24 @@ impl Frame {
     /// Records a key of `short_keys`; returns false when it was already present.
     #[inline(always)]
     fn insert_short(&mut self, word: u64) -> bool {
-        if self.short_keys.len() < LINEAR_KEY_LIMIT {
-            if self.short_keys.contains(&word) {
-                return false;
-            }
-        } else {
-            if self.short_lookup.is_empty() {
-                self.short_lookup.extend(self.short_keys.iter().copied());
-            }
-            if !self.short_lookup.insert(word) {
-                return false;
-            }
+        if self.short_keys.len() >= LINEAR_KEY_LIMIT {
+            return self.insert_short_many(word);
+        }
+        if self.short_keys.contains(&word) {
+            return false;
+        }
+        self.short_keys.push(word);
+        true
+    }
+
+    // Out of line: the set code would otherwise cost every small object's keys register saves.
+    #[inline(never)]
+    fn insert_short_many(&mut self, word: u64) -> bool {
+        if self.short_lookup.is_empty() {
+            self.short_lookup.extend(self.short_keys.iter().copied());
+        }
+        if !self.short_lookup.insert(word) {
+            return false;
         }
         self.short_keys.push(word);
         true
@@ -1392,7 +1399,7 @@ impl Scanner {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn end_key<V: Visitor>(&mut self, text: &[u8], pos: usize, visitor: &mut V) {
         self.in_key = false;
         let policy = self.config.duplicate_keys;
