@@ -812,7 +812,30 @@ impl Scanner {
     /// The `"` opening a key is at `pos`: scans the key and, when they follow at once, the
     /// colon and the start of the value; returns the index of the next byte to look at.
     #[inline]
-    fn start_key<V: Visitor>(&mut self, text: &[u8], pos: usize, visitor: &mut V) -> usize {
+    fn start_key<V: Visitor>(&mut self, text: &[u8], mut pos: usize, visitor: &mut V) -> usize {
+        loop {
+            let i = self.scan_member(text, pos, visitor);
+            // The usual next member, `,"` right after a scalar, without a round through the
+            // dispatch: what its `AfterValue` arm does.
+            if self.lex == Lex::AfterValue
+                && text.get(i) == Some(&b',')
+                && text.get(i + 1) == Some(&b'"')
+            {
+                let frame = &mut self.frames[self.depth - 1];
+                if frame.is_object {
+                    frame.has_key = false;
+                    self.lex = Lex::Key;
+                    pos = i + 1;
+                    continue;
+                }
+            }
+            return i;
+        }
+    }
+
+    /// [`Scanner::start_key`] for one member.
+    #[inline(always)]
+    fn scan_member<V: Visitor>(&mut self, text: &[u8], pos: usize, visitor: &mut V) -> usize {
         self.in_key = true;
         let frame = &mut self.frames[self.depth - 1];
         frame.key_start = pos + 1;
