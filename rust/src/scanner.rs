@@ -1238,11 +1238,9 @@ impl Scanner {
         let mut lo = self.utf8_lo;
         let mut hi = self.utf8_hi;
         let mut lead: Option<usize> = None;
-        loop {
-            if need == 0 {
-                k = skip_plain_ascii(text, k);
-            }
-            let Some(&b) = text.get(k) else { break };
+        // The ASCII skip runs after each step rather than before each byte: callers often
+        // start at the byte where a skip already stopped.
+        while let Some(&b) = text.get(k) {
             if need > 0 {
                 // A quote, backslash or control byte inside a character fails here too.
                 if b < lo || b > hi {
@@ -1255,16 +1253,23 @@ impl Scanner {
                 need -= 1;
                 lo = 0x80;
                 hi = 0xBF;
+                k += 1;
+                if need == 0 {
+                    k = skip_plain_ascii(text, k);
+                }
+                continue;
             } else if b < 0x80 {
                 if RUN_END[usize::from(b)] {
                     break;
                 }
+                k = skip_plain_ascii(text, k + 1);
+                continue;
             } else {
                 // The usual valid characters, all their bytes in this push, are checked at
                 // once; a cut or invalid one goes byte by byte, which places the error.
                 let next = skip_whole_chars(text, k);
                 if next > k {
-                    k = next;
+                    k = skip_plain_ascii(text, next);
                     continue;
                 }
                 let (n, l, h) = UTF8_LEAD[usize::from(b)];
