@@ -1382,12 +1382,16 @@ impl Scanner {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit_char<V: Visitor>(&mut self, text: &[u8], c: u32, offset: usize, visitor: &mut V) {
-        if !self.in_key && !(V::WANTS_STRINGS && self.want_str) {
-            // Nobody reads the character: no encoding.
-            return;
+        // Nobody reads the character: no encoding, and no call.
+        if self.in_key || (V::WANTS_STRINGS && self.want_str) {
+            self.emit_encoded(text, c, offset, visitor);
         }
+    }
+
+    #[inline(never)]
+    fn emit_encoded<V: Visitor>(&mut self, text: &[u8], c: u32, offset: usize, visitor: &mut V) {
         let ch = char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER);
         let mut buf = [0u8; 4];
         let len = ch.encode_utf8(&mut buf).len();
