@@ -1197,8 +1197,9 @@ impl Scanner {
     }
 
     /// [`Scanner::scan_string_run`] from `run_start` when `run_start..k` is already known to be
-    /// plain ASCII content (see [`skip_plain_ascii`]).
-    #[inline]
+    /// plain ASCII content (see [`skip_plain_ascii`]). Out of line: inlined, its registers
+    /// burden the paths that handle plain keys, strings and numbers without it.
+    #[inline(never)]
     fn scan_string_run_from<V: Visitor>(
         &mut self,
         text: &[u8],
