@@ -815,18 +815,24 @@ impl Scanner {
     fn start_key<V: Visitor>(&mut self, text: &[u8], mut pos: usize, visitor: &mut V) -> usize {
         loop {
             let i = self.scan_member(text, pos, visitor);
-            // The usual next member, `,"` right after a scalar, without a round through the
-            // dispatch: what its `AfterValue` arm does.
-            if self.lex == Lex::AfterValue
-                && text.get(i) == Some(&b',')
-                && text.get(i + 1) == Some(&b'"')
-            {
+            // The usual next member, `,"` right after a scalar, or the object's end, without a
+            // round through the dispatch: what its `AfterValue` arm does.
+            if self.lex == Lex::AfterValue {
                 let frame = &mut self.frames[self.depth - 1];
                 if frame.is_object {
-                    frame.has_key = false;
-                    self.lex = Lex::Key;
-                    pos = i + 1;
-                    continue;
+                    match text.get(i) {
+                        Some(b',') if text.get(i + 1) == Some(&b'"') => {
+                            frame.has_key = false;
+                            self.lex = Lex::Key;
+                            pos = i + 1;
+                            continue;
+                        }
+                        Some(b'}') => {
+                            self.close_container(true, i, visitor);
+                            return i + 1;
+                        }
+                        _ => {}
+                    }
                 }
             }
             return i;
