@@ -7,12 +7,14 @@
 //!   number or literal in progress) and the container stack. Feeding one byte at a time or the
 //!   whole text at once therefore visits the same states in the same order, which is what makes
 //!   every verdict and every error offset identical for every split.
-//! - Shortcuts past the states (a complete escape or literal decoded in place, a key followed at
-//!   once by its colon and value, a digit run) are taken only when the whole token is in the
-//!   text and valid. A token cut by the end of a push, or an invalid one, goes through the
-//!   byte-wise states, which alone report errors; so events, offsets and errors still do not
-//!   depend on the split, and the shortcuts only save the state dispatch (an unpredictable
-//!   indirect jump per byte of `\uXXXX` escapes and punctuation).
+//! - Shortcuts past the states (a complete escape, literal or number read in place, a plain
+//!   ASCII key or string ended at its quote, a key followed at once by its colon and value, the
+//!   next member `,"` or the `}` after a scalar member, a valid multi-byte character checked
+//!   whole) are taken only when the whole token is in the text and valid. A token cut by the
+//!   end of a push, or an invalid one, goes through the byte-wise states, which alone report
+//!   errors; so events, offsets and errors still do not depend on the split, and the shortcuts
+//!   only save the state dispatch (an unpredictable indirect jump per byte of `\uXXXX` escapes
+//!   and punctuation) and the carried state's loads and stores.
 //! - The scanner validates; it does not build values. Values (final or partial) are built on
 //!   demand by [`crate::value`] from the bytes the scanner has accepted, so feeding costs nothing
 //!   for callers who only want the verdict or who hand the finished text to another parser
@@ -26,15 +28,16 @@
 //! - Duplicate keys are detected exactly: each open object keeps one entry per key in reused
 //!   vectors. A key of at most 8 bytes without a NUL byte (most keys) is its bytes packed in a
 //!   word, alone in its own vector, so it is compared without a hash or a second look, one word
-//!   per earlier key; a longer key has a hash and is confirmed byte for byte. A key without escapes is not copied at all: it is a range of
-//!   [`Scanner::text`], which holds every scanned byte anyway; only a key with an escape is
-//!   decoded into a buffer. Rejected alternative: copying every key twice (current key, then a
+//!   per earlier key; a longer key has a hash and is confirmed byte for byte. A key without
+//!   escapes is not copied at all: it is a range of [`Scanner::text`], which holds every
+//!   scanned byte anyway; only a key with an escape is decoded into a buffer. Rejected alternative: copying every key twice (current key, then a
 //!   per-object arena) and hashing it byte by byte, a quarter of the scan on tool arguments.
 //! - Per-byte work happens in runs, not in the state dispatch: string content is skipped 8 bytes
-//!   at a time while it is plain ASCII (SWAR on a `u64`, safe code), and non-ASCII bytes are
-//!   validated inline with the same continuation state that carries a character cut by the end
-//!   of a push, so a split character and a whole one go through the same checks (and fail at the
-//!   same byte); number digits are consumed in a tight loop; the last bytes of a push are
+//!   at a time while it is plain ASCII (SWAR on a `u64`, safe code), and a valid non-ASCII
+//!   character whose bytes are all in the push is checked from one 4-byte read; any other
+//!   non-ASCII byte is validated with the same continuation state that carries a character cut
+//!   by the end of a push, so a split or invalid character goes through the same checks (and
+//!   fails at the same byte); number digits are consumed in a tight loop; the last bytes of a push are
 //!   checked as the top of the text's last 8-byte word. Rejected alternative:
 //!   `std::str::from_utf8` on each run: on 3-20 byte fragments its call and set-up cost more
 //!   than the validation itself, and its error still had to be mapped back to the byte-wise
