@@ -1206,10 +1206,39 @@ impl Scanner {
     }
 
     /// [`Scanner::scan_string_run`] from `run_start` when `run_start..k` is already known to be
-    /// plain ASCII content (see [`skip_plain_ascii`]). Out of line: inlined, its registers
-    /// burden the paths that handle plain keys, strings and numbers without it.
-    #[inline(never)]
+    /// plain ASCII content (see [`skip_plain_ascii`]).
+    #[inline]
     fn scan_string_run_from<V: Visitor>(
+        &mut self,
+        text: &[u8],
+        run_start: usize,
+        k: usize,
+        visitor: &mut V,
+    ) -> usize {
+        // Without string events (the plain scan) the loop is kept out of line: inlined, its
+        // registers burden the paths that handle plain keys, strings and numbers without it.
+        // A visitor that reads strings has more of them go through it (pieces), and for it the
+        // call costs more than the saves.
+        if V::WANTS_STRINGS {
+            self.scan_string_loop(text, run_start, k, visitor)
+        } else {
+            self.scan_string_loop_outlined(text, run_start, k, visitor)
+        }
+    }
+
+    #[inline(never)]
+    fn scan_string_loop_outlined<V: Visitor>(
+        &mut self,
+        text: &[u8],
+        run_start: usize,
+        k: usize,
+        visitor: &mut V,
+    ) -> usize {
+        self.scan_string_loop(text, run_start, k, visitor)
+    }
+
+    #[inline(always)]
+    fn scan_string_loop<V: Visitor>(
         &mut self,
         text: &[u8],
         run_start: usize,
