@@ -695,7 +695,7 @@ fn registry_of(tools: &Bound<'_, PyAny>) -> PyResult<Arc<Registry>> {
         return Ok(Arc::clone(&r.get().inner));
     }
     let attr = tools
-        .getattr("registry")
+        .getattr(pyo3::intern!(tools.py(), "registry"))
         .map_err(|_| MisuseError::new_err("tools must be a Toolset or a ToolRegistry"))?;
     let r = attr
         .cast::<PyToolRegistry>()

@@ -236,10 +236,16 @@ impl Checker {
     /// A checker for one call of the tool whose compiled schema is `schema`.
     #[must_use]
     pub fn new(schema: Arc<ToolSchema>) -> Self {
-        Self {
-            schema,
-            st: State::default(),
-        }
+        // One allocation each, sized for a typical tool call (a few levels, a few slots per
+        // value), instead of growth from empty at every call's first values.
+        let st = State {
+            slots: Vec::with_capacity(16),
+            frames: Vec::with_capacity(8),
+            bits: Vec::with_capacity(4),
+            text: Vec::with_capacity(32),
+            ..State::default()
+        };
+        Self { schema, st }
     }
 
     /// The schema this checker applies.
