@@ -1287,10 +1287,13 @@ impl State {
         };
         let f = self.frames[depth];
         self.keys.truncate(f.key_start as usize);
+        let end = f.slots_start as usize + self.slots_in(depth);
+        if end == f.slots_start as usize + 1 && self.expected_key(nodes, depth, end - 1, key) {
+            return;
+        }
         // Set below; the loop's errors name this key themselves and only read the path of
         // the frames around this one.
         let mut named = None;
-        let end = f.slots_start as usize + self.slots_in(depth);
         for s in f.slots_start as usize..end {
             let slot = self.slots[s];
             if !slot.alive {
@@ -1378,6 +1381,51 @@ impl State {
                 frame.key_end = to_u32(self.keys.len());
             }
         }
+    }
+
+    /// `key_end` for the common case, where the object's only slot reads a property and the
+    /// key is the one it expected next (arguments mostly follow the schema's order): the same
+    /// updates as the general loop, without it. False, having changed nothing, otherwise.
+    #[inline]
+    fn expected_key(&mut self, nodes: &[Node], depth: usize, s: usize, key: &[u8]) -> bool {
+        let slot = self.slots[s];
+        if !slot.alive {
+            return false;
+        }
+        let Some(rule) = node(nodes, slot.node).object.as_ref() else {
+            return false;
+        };
+        let deny = rule.additional == Additional::Deny;
+        if deny && slot.pos != GUESSING {
+            return false;
+        }
+        let Some(entry) = rule.guessed(slot.guess, key) else {
+            return false;
+        };
+        let Some(info) = rule.keys.get(entry as usize).copied() else {
+            return false;
+        };
+        if info.prop == NONE || info.prop == FALSE_NODE {
+            return false;
+        }
+        if info.required_bit != u32::MAX {
+            let w = slot.bits as usize + (info.required_bit / 64) as usize;
+            if let Some(word) = self.bits.get_mut(w) {
+                *word |= 1 << (info.required_bit % 64);
+            }
+        }
+        let guess = entry + 1;
+        let updated = &mut self.slots[s];
+        updated.guess = guess;
+        if deny {
+            updated.pos = key_start(rule, guess);
+        }
+        updated.member = info.prop;
+        let frame = &mut self.frames[depth];
+        frame.key_node = slot.node;
+        frame.key_entry = entry;
+        frame.key_end = frame.key_start;
+        true
     }
 
     // ----- strings -----------------------------------------------------------------------
