@@ -855,11 +855,8 @@ impl Scanner {
         // events as `flush_run` and `end_string` give it.
         let k = skip_plain_ascii(text, pos + 1);
         let mut i = if text.get(k) == Some(&b'"') {
-            if k > pos + 1 {
-                frame.key_end = k;
-                visitor.key_piece(&text[pos + 1..k], pos + 1, false);
-            }
-            self.end_key(text, k, visitor);
+            frame.key_end = k;
+            self.end_whole_key(text, pos + 1, k, visitor);
             k + 1
         } else {
             self.lex = Lex::Str;
@@ -1484,6 +1481,33 @@ impl Scanner {
         if V::WANTS_KEYS {
             visitor.key_end_bytes(frame.key_bytes(text), pos);
         }
+        self.lex = Lex::Colon;
+    }
+
+    /// `end_key` for a plain key whole in this push (`text[start..end]`, closing quote at
+    /// `end`): one `key_whole` event instead of a piece and an end.
+    #[inline]
+    fn end_whole_key<V: Visitor>(
+        &mut self,
+        text: &[u8],
+        start: usize,
+        end: usize,
+        visitor: &mut V,
+    ) {
+        self.in_key = false;
+        let policy = self.config.duplicate_keys;
+        let frame = &mut self.frames[self.depth - 1];
+        frame.has_key = true;
+        if !frame.insert_key(text) && policy == DuplicateKeys::Error {
+            // The visitor still sees the key's text, as it would have before the check.
+            if end > start {
+                visitor.key_piece(&text[start..end], start, false);
+            }
+            self.duplicate_key(text, end);
+            return;
+        }
+        frame.count += 1;
+        visitor.key_whole(&text[start..end], start, end);
         self.lex = Lex::Colon;
     }
 

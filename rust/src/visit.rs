@@ -78,6 +78,19 @@ pub trait Visitor {
     #[inline]
     fn key_end(&mut self, key: &str, offset: usize) {}
 
+    /// A key that arrived whole in one push with no escape: the same as its one `key_piece`
+    /// (at `start`, when not empty) followed by `key_end_bytes` (at `end`, its closing quote),
+    /// which is what it does unless a visitor can decide the key at once.
+    #[inline]
+    fn key_whole(&mut self, key: &[u8], start: usize, end: usize) {
+        if !key.is_empty() {
+            self.key_piece(key, start, false);
+        }
+        if Self::WANTS_KEYS {
+            self.key_end_bytes(key, end);
+        }
+    }
+
     /// [`Visitor::key_end`] as the scanner calls it: `key` is the decoded key, already checked
     /// to be UTF-8. A visitor that reads keys as bytes overrides this and skips the conversion
     /// (a call per key that showed in the pre-check's profile).
@@ -227,6 +240,10 @@ impl<V: Visitor> Visitor for &mut V {
     #[inline]
     fn key_end_bytes(&mut self, key: &[u8], offset: usize) {
         (**self).key_end_bytes(key, offset);
+    }
+    #[inline]
+    fn key_whole(&mut self, key: &[u8], start: usize, end: usize) {
+        (**self).key_whole(key, start, end);
     }
     #[inline]
     fn wants_string(&self) -> bool {

@@ -376,6 +376,17 @@ impl Visitor for Checker {
     }
 
     #[inline]
+    fn key_whole(&mut self, key: &[u8], start: usize, end: usize) {
+        if self.st.whole_expected_key(&self.schema.nodes, key) {
+            return;
+        }
+        if !key.is_empty() {
+            self.key_piece(key, start, false);
+        }
+        self.key_end_bytes(key, end);
+    }
+
+    #[inline]
     fn key_end_bytes(&mut self, key: &[u8], offset: usize) {
         let st = &mut self.st;
         if st.skip > 0 && !st.capture.is_active() {
@@ -1381,6 +1392,32 @@ impl State {
                 frame.key_end = to_u32(self.keys.len());
             }
         }
+    }
+
+    /// `key_piece` and `key_end` of a key that arrived whole, when it is the property the
+    /// object's one slot expects next: no byte of it can fail, so only the end's updates are
+    /// made. False, having changed nothing, in every other case.
+    #[inline]
+    fn whole_expected_key(&mut self, nodes: &[Node], key: &[u8]) -> bool {
+        if self.skip > 0
+            || self.full
+            || self.key_len != 0
+            || self.pending.is_some()
+            || self.capture.is_active()
+        {
+            return false;
+        }
+        let Some(depth) = self.frames.len().checked_sub(1) else {
+            return false;
+        };
+        let f = self.frames[depth];
+        let s = f.slots_start as usize;
+        if s + 1 != self.slots.len() || !self.expected_key(nodes, depth, s, key) {
+            return false;
+        }
+        self.text.clear();
+        self.keys.truncate(f.key_start as usize);
+        true
     }
 
     /// `key_end` for the common case, where the object's only slot reads a property and the
