@@ -112,6 +112,11 @@ impl Progress {
     /// Hands each item recorded since the last drain to `f` (path, text, complete), borrowing
     /// its text: a drain allocates nothing.
     pub fn drain_each(&mut self, mut f: impl FnMut(&Arc<str>, &str, bool)) {
+        if self.items.is_empty() {
+            // Nothing new (in a parallel stream, the fragments since the last drain may all
+            // have gone to other calls): a character the last drain cut stays in `text`.
+            return;
+        }
         let n = self.items.len();
         let mut start = 0;
         let mut carry_from = None;
@@ -299,6 +304,19 @@ mod tests {
                 ("/tags/2", "true", true)
             ]
         );
+    }
+
+    #[test]
+    fn a_cut_character_survives_a_drain_with_nothing_new() {
+        let mut scanner = Scanner::default();
+        let mut progress = Progress::default();
+        scanner.push_with("{\"a\": \"東".as_bytes().split_at(8).0, &mut progress);
+        let first: Vec<String> = progress.drain().into_iter().map(|i| i.text).collect();
+        assert_eq!(first, vec![String::new()]);
+        assert!(progress.drain().is_empty());
+        scanner.push_with(&"東京\"}".as_bytes()[1..], &mut progress);
+        let texts: Vec<String> = progress.drain().into_iter().map(|i| i.text).collect();
+        assert_eq!(texts, vec!["東京".to_owned()]);
     }
 
     #[test]

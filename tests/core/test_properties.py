@@ -131,6 +131,9 @@ def test_progress_items_spell_every_leaf_under_any_split(
         a.feed(0, name="tool", arguments=piece)
         if drains[i % len(drains)]:
             items.extend(a.drain_progress())
+            # A drain with nothing new (another call's fragment came in between, in a parallel
+            # stream) must keep a character the previous drain cut.
+            items.extend(a.drain_progress())
     items.extend(a.drain_progress())
     assert a.finish()[0].value == value
     joined: dict[str, str] = {}
