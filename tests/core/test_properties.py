@@ -148,3 +148,37 @@ def test_progress_items_spell_every_leaf_under_any_split(
     for pointer, leaf in leaves:
         shown = joined[pointer] if isinstance(leaf, str) else json.loads(joined[pointer])
         assert shown == leaf, (pointer, joined[pointer], leaf)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    values=st.lists(objects, min_size=2, max_size=3),
+    points=st.lists(st.integers(min_value=0, max_value=10_000), max_size=12),
+    drains=st.lists(st.booleans(), min_size=8, max_size=8),
+)
+def test_progress_of_interleaved_parallel_calls(
+    values: list[dict[str, Any]], points: list[int], drains: list[bool]
+) -> None:
+    """Parallel calls whose byte fragments interleave round-robin, drained at arbitrary points:
+    each call's items spell its own leaves exactly (a drain often finds nothing new for a call
+    whose fragment did not come in since the last one)."""
+    pieces = [cut(json.dumps(v, ensure_ascii=False).encode(), points) for v in values]
+    a = Assembler(track_progress=True)
+    items: list[tuple[int, str, str]] = []
+    step = 0
+    for round_ in range(max(len(p) for p in pieces)):
+        for index, call_pieces in enumerate(pieces):
+            if round_ < len(call_pieces):
+                a.feed(index, name=f"tool{index}", arguments=call_pieces[round_])
+                if drains[step % len(drains)]:
+                    items.extend(a.drain_progress())
+                step += 1
+    items.extend(a.drain_progress())
+    assert [c.value for c in a.finish()] == values
+    joined: dict[tuple[int, str], str] = {}
+    for ordinal, pointer, piece in items:
+        joined[(ordinal, pointer)] = joined.get((ordinal, pointer), "") + piece
+    for ordinal, value in enumerate(values):
+        for pointer, leaf in _leaves(value):
+            text = joined[(ordinal, pointer)]
+            assert (text if isinstance(leaf, str) else json.loads(text)) == leaf
