@@ -1011,23 +1011,16 @@ impl Scanner {
                     }
                 }
                 Lex::Escape => {
-                    let decoded: u8 = match b {
-                        b'"' => b'"',
-                        b'\\' => b'\\',
-                        b'/' => b'/',
-                        b'b' => 0x08,
-                        b'f' => 0x0C,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'u' => {
+                    let decoded = match short_escape(b) {
+                        Some(decoded) => decoded,
+                        None if b == b'u' => {
                             self.hex_digits = 0;
                             self.hex_value = 0;
                             self.lex = Lex::Hex;
                             i += 1;
                             continue;
                         }
-                        _ => {
+                        None => {
                             self.fail(text, ErrorKind::InvalidEscape, i);
                             break;
                         }
@@ -1362,16 +1355,10 @@ impl Scanner {
         k: usize,
         visitor: &mut V,
     ) -> Option<usize> {
-        let decoded = match *text.get(k + 1)? {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            b'/' => b'/',
-            b'b' => 0x08,
-            b'f' => 0x0C,
-            b'n' => b'\n',
-            b'r' => b'\r',
-            b't' => b'\t',
-            b'u' => {
+        let escape = *text.get(k + 1)?;
+        let decoded = match short_escape(escape) {
+            Some(decoded) => decoded,
+            None if escape == b'u' => {
                 let unit = hex4(text, k + 2)?;
                 if (0xD800..=0xDBFF).contains(&unit) {
                     if text.get(k + 6..k + 8)? != b"\\u" {
@@ -1635,6 +1622,23 @@ fn is_ws(b: u8) -> bool {
 
 fn is_delimiter(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b',' | b']' | b'}')
+}
+
+/// The byte a one-character escape (`\"`, `\n`, ...) stands for: None for `u` and for any
+/// byte that is not an escape.
+#[inline]
+pub(crate) fn short_escape(b: u8) -> Option<u8> {
+    Some(match b {
+        b'"' => b'"',
+        b'\\' => b'\\',
+        b'/' => b'/',
+        b'b' => 0x08,
+        b'f' => 0x0C,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        _ => return None,
+    })
 }
 
 /// The value of the 4 hex digits at `at`, if they are there and all hex.

@@ -13,6 +13,8 @@
 //!   unfinished tail (R4); a number touching the end of a prefix is pending (R5) unless
 //!   `eager_numbers`; literals appear when complete (R6); nothing reportable is `None` (R7).
 
+use crate::scanner::short_escape;
+
 /// A JSON value. Numbers keep their exact lexeme.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -366,40 +368,32 @@ impl Reader<'_> {
                         return Str::Open;
                     };
                     self.pos += 2;
-                    let c = match e {
-                        b'b' => 0x08,
-                        b'f' => 0x0C,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'u' => {
-                            let Some(unit) = self.hex4() else {
+                    if e == b'u' {
+                        let Some(unit) = self.hex4() else {
+                            return Str::Open;
+                        };
+                        let code = if (0xD800..0xDC00).contains(&unit) {
+                            // The scanner guarantees a low surrogate follows, unless the
+                            // text ends first.
+                            if self.text.len() < self.pos + 6 {
+                                self.pos = self.text.len();
+                                return Str::Open;
+                            }
+                            self.pos += 2;
+                            let Some(low) = self.hex4() else {
                                 return Str::Open;
                             };
-                            let code = if (0xD800..0xDC00).contains(&unit) {
-                                // The scanner guarantees a low surrogate follows, unless the
-                                // text ends first.
-                                if self.text.len() < self.pos + 6 {
-                                    self.pos = self.text.len();
-                                    return Str::Open;
-                                }
-                                self.pos += 2;
-                                let Some(low) = self.hex4() else {
-                                    return Str::Open;
-                                };
-                                0x10000
-                                    + ((unit - 0xD800) << 10)
-                                    + (low.wrapping_sub(0xDC00) & 0x3FF)
-                            } else {
-                                unit
-                            };
-                            let ch = char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER);
-                            let mut buf = [0u8; 4];
-                            out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-                            continue;
-                        }
-                        other => other,
-                    };
+                            0x10000 + ((unit - 0xD800) << 10) + (low.wrapping_sub(0xDC00) & 0x3FF)
+                        } else {
+                            unit
+                        };
+                        let ch = char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER);
+                        let mut buf = [0u8; 4];
+                        out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                        continue;
+                    }
+                    // The scanner accepted the text: any other escape is a short one.
+                    let c = short_escape(e).unwrap_or(e);
                     out.push(c);
                 }
             }
