@@ -114,6 +114,29 @@ struct Slot {
     bits: u32,
 }
 
+impl Slot {
+    /// The unconditional slot of a member value whose schema is the single node `node`.
+    #[inline]
+    fn member(node: NodeId, parent: u32) -> Self {
+        Self {
+            node,
+            parent,
+            link: Link::Member,
+            cond: false,
+            alive: true,
+            exact: true,
+            any_alive: 0,
+            one_alive: 0,
+            specific_deaths: 0,
+            count: 0,
+            pos: Trie::ROOT,
+            guess: 0,
+            member: NONE,
+            bits: 0,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Frame {
     kind: ValueKind,
@@ -664,26 +687,36 @@ impl State {
         true
     }
 
+    /// Opens the frame of a value whose slots start at `slots_start`, with no key read yet.
+    #[inline]
+    fn push_frame(
+        &mut self,
+        kind: ValueKind,
+        slots_start: usize,
+        bits_start: u32,
+        steps_keys: bool,
+        steps_string: bool,
+    ) {
+        let keys = to_u32(self.keys.len());
+        self.frames.push(Frame {
+            kind,
+            slots_start: to_u32(slots_start),
+            bits_start,
+            key_start: keys,
+            key_end: keys,
+            key_node: NONE,
+            key_entry: 0,
+            elems: 0,
+            steps_keys,
+            steps_string,
+        });
+    }
+
     /// Opens the frame and slot of a container whose schema is the single node `n` (see
     /// `Node::lone`), as the general path would: one unconditional member slot, the type and
     /// (absent) `enum` already known to pass.
     fn open_single(&mut self, n: &Node, id: NodeId, parent: u32, kind: ValueKind) {
-        let mut slot = Slot {
-            node: id,
-            parent,
-            link: Link::Member,
-            cond: false,
-            alive: true,
-            exact: true,
-            any_alive: 0,
-            one_alive: 0,
-            specific_deaths: 0,
-            count: 0,
-            pos: Trie::ROOT,
-            guess: 0,
-            member: NONE,
-            bits: 0,
-        };
+        let mut slot = Slot::member(id, parent);
         let mut steps_keys = false;
         let bits_start = to_u32(self.bits.len());
         if kind == ValueKind::Object {
@@ -699,18 +732,7 @@ impl State {
                 }
             }
         }
-        self.frames.push(Frame {
-            kind,
-            slots_start: to_u32(self.slots.len()),
-            bits_start,
-            key_start: to_u32(self.keys.len()),
-            key_end: to_u32(self.keys.len()),
-            key_node: NONE,
-            key_entry: 0,
-            elems: 0,
-            steps_keys,
-            steps_string: false,
-        });
+        self.push_frame(kind, self.slots.len(), bits_start, steps_keys, false);
         self.slots.push(slot);
     }
 
@@ -726,33 +748,12 @@ impl State {
                 || n.string
                     .as_ref()
                     .is_some_and(|r| r.min_len > 0 || r.max_len < u64::MAX));
-        self.frames.push(Frame {
-            kind: lone.kind,
-            slots_start: to_u32(self.slots.len()),
-            bits_start: to_u32(self.bits.len()),
-            key_start: to_u32(self.keys.len()),
-            key_end: to_u32(self.keys.len()),
-            key_node: NONE,
-            key_entry: 0,
-            elems: 0,
-            steps_keys: false,
-            steps_string,
-        });
+        let bits_start = to_u32(self.bits.len());
+        self.push_frame(lone.kind, self.slots.len(), bits_start, false, steps_string);
         self.slots.push(Slot {
-            node: lone.node,
-            parent: lone.parent,
-            link: Link::Member,
-            cond: false,
-            alive: true,
-            exact: true,
-            any_alive: 0,
-            one_alive: 0,
-            specific_deaths: 0,
             count: lone.count,
             pos: lone.pos,
-            guess: 0,
-            member: NONE,
-            bits: 0,
+            ..Slot::member(lone.node, lone.parent)
         });
     }
 
@@ -906,18 +907,8 @@ impl State {
             }
             return;
         }
-        self.frames.push(Frame {
-            kind,
-            slots_start: to_u32(start),
-            bits_start: to_u32(self.bits.len()),
-            key_start: to_u32(self.keys.len()),
-            key_end: to_u32(self.keys.len()),
-            key_node: NONE,
-            key_entry: 0,
-            elems: 0,
-            steps_keys: false,
-            steps_string: false,
-        });
+        let bits_start = to_u32(self.bits.len());
+        self.push_frame(kind, start, bits_start, false, false);
         self.start_checks(nodes, kind, offset, start);
         if kind == ValueKind::String && !self.want_str {
             self.want_str = self.slots[start..].iter().any(|s| {
