@@ -534,16 +534,11 @@ impl Assembler {
     /// Progress items recorded since the last drain (with `track_progress`).
     pub fn drain_progress(&mut self) -> Vec<(usize, ProgressItem)> {
         let mut out = Vec::new();
-        self.drain_progress_each(|ordinal, path, text, complete| {
-            out.push((
-                ordinal,
-                ProgressItem {
-                    path: Arc::clone(path),
-                    text: text.to_owned(),
-                    complete,
-                },
-            ));
-        });
+        for (ordinal, call) in self.calls.iter_mut().enumerate() {
+            if let Some(p) = &mut call.progress {
+                out.extend(p.drain().into_iter().map(|item| (ordinal, item)));
+            }
+        }
         out
     }
 
