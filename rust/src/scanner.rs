@@ -1456,19 +1456,30 @@ impl Scanner {
 
     #[inline(always)]
     fn end_key<V: Visitor>(&mut self, text: &[u8], pos: usize, visitor: &mut V) {
+        if !self.close_key(text) {
+            self.duplicate_key(text, pos);
+            return;
+        }
+        if V::WANTS_KEYS {
+            let frame = &self.frames[self.depth - 1];
+            visitor.key_end_bytes(frame.key_bytes(text), pos);
+        }
+        self.lex = Lex::Colon;
+    }
+
+    /// Records the key just read in its object; false when it repeats an earlier key and the
+    /// policy makes that an error (which the caller then reports).
+    #[inline]
+    fn close_key(&mut self, text: &[u8]) -> bool {
         self.in_key = false;
         let policy = self.config.duplicate_keys;
         let frame = &mut self.frames[self.depth - 1];
         frame.has_key = true;
         if !frame.insert_key(text) && policy == DuplicateKeys::Error {
-            self.duplicate_key(text, pos);
-            return;
+            return false;
         }
         frame.count += 1;
-        if V::WANTS_KEYS {
-            visitor.key_end_bytes(frame.key_bytes(text), pos);
-        }
-        self.lex = Lex::Colon;
+        true
     }
 
     /// `end_key` for a plain key whole in this push (`text[start..end]`, closing quote at
@@ -1481,19 +1492,14 @@ impl Scanner {
         end: usize,
         visitor: &mut V,
     ) {
-        self.in_key = false;
-        let policy = self.config.duplicate_keys;
-        let frame = &mut self.frames[self.depth - 1];
-        frame.has_key = true;
-        if !frame.insert_key(text) && policy == DuplicateKeys::Error {
-            // The visitor still sees the key's text, as it would have before the check.
+        if !self.close_key(text) {
+            // The visitor still sees the key's text, as a piece ahead of the end would show it.
             if end > start {
                 visitor.key_piece(&text[start..end], start, false);
             }
             self.duplicate_key(text, end);
             return;
         }
-        frame.count += 1;
         visitor.key_whole(&text[start..end], start, end);
         self.lex = Lex::Colon;
     }
