@@ -115,7 +115,8 @@ struct Slot {
 }
 
 impl Slot {
-    /// The unconditional slot of a member value whose schema is the single node `node`.
+    /// The unconditional slot of a member value whose schema is the single node `node`; other
+    /// slots start from it.
     #[inline]
     fn member(node: NodeId, parent: u32) -> Self {
         Self {
@@ -1015,20 +1016,12 @@ impl State {
             (id, n)
         };
         self.slots.push(Slot {
-            node: id,
-            parent,
             link,
             cond,
-            alive: true,
             exact: !capped,
             any_alive: to_u32(n.any_of.len()),
             one_alive: to_u32(n.one_of.len()),
-            specific_deaths: 0,
-            count: 0,
-            pos: Trie::ROOT,
-            guess: 0,
-            member: NONE,
-            bits: 0,
+            ..Slot::member(id, parent)
         });
         if n.reff != NONE {
             self.instantiate(nodes, n.reff, idx, Link::Conj, cond, start, bits);
