@@ -300,6 +300,44 @@ fn a_fragment_that_merely_starts_with_the_buffer_is_appended() {
 }
 
 #[test]
+fn feed_continuation_takes_only_what_plain_appending_settles() {
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    a.feed(&text(Some(0), Some("a"), Some("f"), "{\"k\""))
+        .expect("feed");
+    assert_eq!(a.feed_continuation(0, b": "), Some(0));
+    // An index with no open call, or a fragment as long as the text so far (a possible
+    // resend), is left to `feed`.
+    assert_eq!(a.feed_continuation(1, b"[]"), None);
+    assert_eq!(a.feed_continuation(0, b"{\"k\": "), None);
+    // Interleaved parallel calls continue by index.
+    a.feed(&text(Some(1), Some("b"), Some("g"), "["))
+        .expect("feed");
+    assert_eq!(a.feed_continuation(0, b""), Some(0));
+    assert_eq!(a.feed_continuation(1, b""), Some(1));
+    a.feed(&text(Some(1), None, None, "]")).expect("feed");
+    a.feed(&text(Some(0), None, None, "{\"k\": {\"j\": "))
+        .expect("feed");
+    // That fragment started with the whole text and is held until the next one decides; a
+    // short continuation must go through `feed`, which settles the held fragment first.
+    assert_eq!(a.feed_continuation(0, b"1"), None);
+    a.feed(&text(Some(0), None, None, "1")).expect("feed");
+    assert_eq!(a.feed_continuation(0, b"}}}"), Some(0));
+    let calls = a.finish().expect("finish");
+    assert_eq!(
+        summary(&calls),
+        vec![
+            ok("a", "f", "{\"k\": {\"k\": {\"j\": 1}}}"),
+            (
+                Some("b".to_owned()),
+                Some("g".to_owned()),
+                "[]".to_owned(),
+                Some(ErrorKind::NotObject)
+            )
+        ]
+    );
+}
+
+#[test]
 fn quirk_19_cumulative_stream_whose_first_resend_is_ambiguous() {
     // `{"city":` + `{"city":"Par` is also a valid prefix; the next resend settles it.
     let calls = run(&[

@@ -102,6 +102,18 @@ fn drive(
     tools: bool,
     calls: &[Vec<(Option<String>, Vec<u8>)>],
 ) -> (Vec<Early>, Vec<bool>, Vec<Option<Value>>, Vec<ToolCall>) {
+    drive_with(eager, observe, tools, false, calls)
+}
+
+/// `drive`, where `continuation` first offers each nameless fragment to
+/// `Assembler::feed_continuation`, as the Python binding does, and falls back to `feed`.
+fn drive_with(
+    eager: bool,
+    observe: bool,
+    tools: bool,
+    continuation: bool,
+    calls: &[Vec<(Option<String>, Vec<u8>)>],
+) -> (Vec<Early>, Vec<bool>, Vec<Option<Value>>, Vec<ToolCall>) {
     let config = AssemblerConfig {
         track_progress: eager,
         ..AssemblerConfig::default()
@@ -122,14 +134,23 @@ fn drive(
             let Some((name, piece)) = call.get(step) else {
                 continue;
             };
+            let index = i64::try_from(index).expect("small");
+            let fast = if continuation && name.is_none() {
+                asm.feed_continuation(index, piece)
+            } else {
+                None
+            };
             let delta = Delta {
-                index: Some(i64::try_from(index).expect("small")),
+                index: Some(index),
                 id: None,
                 name: name.as_deref(),
                 kind: None,
                 arguments: Some(Arguments::Text(piece)),
             };
-            let ordinal = asm.feed(&delta).expect("feed");
+            let ordinal = match fast {
+                Some(ordinal) => ordinal,
+                None => asm.feed(&delta).expect("feed"),
+            };
             if !observe {
                 // Nothing asks between fragments: every sync comes from the assembler itself.
                 continue;
@@ -170,6 +191,26 @@ fn summary(calls: &[ToolCall]) -> Vec<String> {
         .collect()
 }
 
+/// One call's pick: a text of `texts()`, cut points, a shape and maybe one byte changed.
+type Pick = (usize, Vec<usize>, Shape, Option<(usize, u8)>);
+
+fn calls_for(picks: &[Pick]) -> Vec<Vec<(Option<String>, Vec<u8>)>> {
+    let texts = texts();
+    picks
+        .iter()
+        .map(|(t, cuts, shape, mutation)| {
+            let mut text = texts[*t].as_bytes().to_vec();
+            if let Some((at, byte)) = mutation {
+                if !text.is_empty() {
+                    let at = at % text.len();
+                    text[at] = *byte;
+                }
+            }
+            deltas_for(&text, cuts, shape)
+        })
+        .collect()
+}
+
 fn shape() -> impl Strategy<Value = Shape> {
     prop_oneof![
         4 => Just(Shape::Fragments),
@@ -186,20 +227,7 @@ proptest! {
         picks in prop::collection::vec((0..TEXTS.len() + 2, prop::collection::vec(0usize..4000, 0..40), shape(), prop::option::of((0usize..4000, any::<u8>()))), 1..4),
         tools in any::<bool>(),
     ) {
-        let texts = texts();
-        let calls: Vec<_> = picks
-            .iter()
-            .map(|(t, cuts, shape, mutation)| {
-                let mut text = texts[*t].as_bytes().to_vec();
-                if let Some((at, byte)) = mutation {
-                    if !text.is_empty() {
-                        let at = at % text.len();
-                        text[at] = *byte;
-                    }
-                }
-                deltas_for(&text, cuts, shape)
-            })
-            .collect();
+        let calls = calls_for(&picks);
         let (early_a, failed_a, partial_a, done_a) = drive(true, true, tools, &calls);
         let (early_b, failed_b, partial_b, done_b) = drive(false, true, tools, &calls);
         prop_assert_eq!(early_a, early_b);
@@ -207,6 +235,23 @@ proptest! {
         prop_assert_eq!(partial_a, partial_b);
         prop_assert_eq!(summary(&done_a), summary(&done_b));
         let (_, _, _, unobserved) = drive(false, false, tools, &calls);
+        prop_assert_eq!(summary(&done_a), summary(&unobserved));
+    }
+
+    #[test]
+    fn continuation_fast_path_is_invisible(
+        picks in prop::collection::vec((0..TEXTS.len() + 2, prop::collection::vec(0usize..4000, 0..40), shape(), prop::option::of((0usize..4000, any::<u8>()))), 1..4),
+        tools in any::<bool>(),
+        eager in any::<bool>(),
+    ) {
+        let calls = calls_for(&picks);
+        let (early_a, failed_a, partial_a, done_a) = drive_with(eager, true, tools, false, &calls);
+        let (early_b, failed_b, partial_b, done_b) = drive_with(eager, true, tools, true, &calls);
+        prop_assert_eq!(early_a, early_b);
+        prop_assert_eq!(failed_a, failed_b);
+        prop_assert_eq!(partial_a, partial_b);
+        prop_assert_eq!(summary(&done_a), summary(&done_b));
+        let (_, _, _, unobserved) = drive_with(eager, false, tools, true, &calls);
         prop_assert_eq!(summary(&done_a), summary(&unobserved));
     }
 }

@@ -395,6 +395,42 @@ impl Assembler {
         Ok(ordinal)
     }
 
+    /// Feeds the most common delta, an argument fragment alone (no id, name or type) for the
+    /// call open under its wire index, when every rule of [`Assembler::feed`] would only append
+    /// it to that call: the call is open and plain (not sent whole, not cumulative, no fragment
+    /// held), and the fragment is shorter than the text so far, so it can be neither a resend
+    /// nor a repeat. Returns the call's ordinal, or `None` (having changed nothing) when the
+    /// delta needs the full rules; `feed` then gives the same result as if this were not tried.
+    pub fn feed_continuation(&mut self, index: i64, text: &[u8]) -> Option<usize> {
+        if self.finished {
+            return None;
+        }
+        let key = Some(index);
+        let ordinal = match self.last_key {
+            Some((last, ordinal)) if last == key => ordinal,
+            // Interleaved parallel calls: another call's index.
+            _ => *self.open.get(&key)?,
+        };
+        let registry = self.registry.is_some();
+        let call = self.calls.get_mut(ordinal)?;
+        let buffered = call.scanner.text().len();
+        let appends_only = !call.ended
+            && call.mode == ArgMode::Fragments
+            && call.held.is_none()
+            && (buffered == 0 || text.len() < buffered)
+            // `feed_text` would attach the pre-check first.
+            && (call.check.is_some() || !registry || call.name.is_empty());
+        if !appends_only {
+            return None;
+        }
+        if !text.is_empty() {
+            push_checked(call, text);
+        }
+        self.last = Some(ordinal);
+        self.last_key = Some((key, ordinal));
+        Some(ordinal)
+    }
+
     /// Marks the call at `ordinal` complete (a per-call stop event); a later delta under the same
     /// key starts a new call.
     ///

@@ -93,6 +93,28 @@ impl Drop for GcPause {
     }
 }
 
+/// The object in `cell`, built by `build` the first time.
+///
+/// Unlike `PyOnceLock::get_or_try_init`, the build runs without first detaching from the
+/// interpreter. pyo3 detaches so that a thread waiting on the cell cannot deadlock with the one
+/// holding the GIL; that costs a thread-state switch on every first read, which for a fresh
+/// call's `.value` was a tenth of the read. Nothing waits here: when the build lets another
+/// thread run and that thread stores its own first, both return the stored object.
+fn cached<'py, T>(
+    py: Python<'py>,
+    cell: &PyOnceLock<Py<T>>,
+    build: impl FnOnce() -> PyResult<Bound<'py, T>>,
+) -> PyResult<Bound<'py, T>> {
+    if let Some(stored) = cell.get(py) {
+        return Ok(stored.bind(py).clone());
+    }
+    let built = build()?;
+    Ok(match cell.set(py, built.clone().unbind()) {
+        Ok(()) => built,
+        Err(_) => cell.get(py).map_or(built, |stored| stored.bind(py).clone()),
+    })
+}
+
 /// `orjson.loads`, looked up once per process (`None` when orjson cannot be imported).
 static ORJSON_LOADS: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
 
@@ -359,13 +381,13 @@ impl PyToolCall {
     }
     /// The raw argument text as received (`{}` when nothing arrived).
     #[getter]
-    fn arguments<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
-        self.arguments
-            .get_or_init(py, || {
-                PyString::new(py, &String::from_utf8_lossy(&self.call.arguments)).unbind()
-            })
-            .bind(py)
-            .clone()
+    fn arguments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
+        cached(py, &self.arguments, || {
+            Ok(PyString::new(
+                py,
+                &String::from_utf8_lossy(&self.call.arguments),
+            ))
+        })
     }
     /// The raw argument bytes.
     #[getter]
@@ -376,16 +398,15 @@ impl PyToolCall {
     /// complete JSON value.
     #[getter]
     fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let v = self.value.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        cached(py, &self.value, || {
             let call = &self.call;
             let built = if call.complete {
                 final_value(py, &call.arguments, call.plain_numbers, call.duplicate_keys)?
             } else {
                 None
             };
-            Ok(built.map_or_else(|| py.None(), Bound::unbind))
-        })?;
-        Ok(v.bind(py).clone())
+            Ok(built.unwrap_or_else(|| py.None().into_bound(py)))
+        })
     }
     #[getter]
     fn error(&self) -> Option<PyCallError> {
@@ -763,6 +784,25 @@ impl PyAssembler {
     }
 }
 
+impl PyAssembler {
+    /// The common delta of `feed`, a text fragment alone under the previous delta's index,
+    /// handed to [`Assembler::feed_continuation`]; `None` when the full rules must run.
+    fn feed_continuation(
+        &mut self,
+        index: &Bound<'_, PyAny>,
+        fragment: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<usize>> {
+        let (Ok(index), true) = (
+            index.extract::<i64>(),
+            fragment.is_instance_of::<PyString>() || fragment.is_instance_of::<PyBytes>(),
+        ) else {
+            return Ok(None);
+        };
+        let text = fragment_utf8(fragment, &mut self.scratch)?;
+        Ok(self.decoder.assembler_mut().feed_continuation(index, text))
+    }
+}
+
 /// The keyword parameters of `Assembler.feed`, in the order `PyAssembler::feed` takes them.
 const FEED_KEYWORDS: [&str; 4] = ["id", "name", "arguments", "type"];
 
@@ -895,10 +935,25 @@ unsafe fn feed_arguments(
     }
     // SAFETY: `slf` and `args[0]` (one positional argument, checked above) are live (contract).
     let (slf, index) = unsafe { (Borrowed::from_ptr(py, slf), Borrowed::from_ptr(py, *args)) };
+    // SAFETY: CPython's method descriptor checks that `self` is an instance of the class it was
+    // created for (`descr_check`) before calling the C function; `install_feed` created it for
+    // `PyAssembler`. Checking again would walk the MRO of every Python subclass on each call.
+    let slf = unsafe { slf.cast_unchecked::<PyAssembler>() };
+    let mut assembler = slf.try_borrow_mut()?;
+    let [id, name, arguments, kind] = keywords;
+    // SAFETY: reading the address of the `None` singleton.
+    let none = unsafe { ffi::Py_None() };
+    let absent = |p: *mut ffi::PyObject| p.is_null() || p == none;
+    if absent(id) && absent(name) && absent(kind) && !arguments.is_null() {
+        // SAFETY: a non-NULL entry was taken from `args` above.
+        let fragment = unsafe { Borrowed::from_ptr(py, arguments) };
+        if let Some(ordinal) = assembler.feed_continuation(&index, &fragment)? {
+            return Ok(ordinal);
+        }
+    }
     // SAFETY: each non-NULL entry was taken from `args` above.
     let keyword = |p: *mut ffi::PyObject| unsafe { Borrowed::from_ptr_or_opt(py, p) };
     let [id, name, arguments, kind] = keywords.map(keyword);
-    let mut assembler = slf.cast::<PyAssembler>()?.try_borrow_mut()?;
     assembler.feed(
         py,
         &index,
