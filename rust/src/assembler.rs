@@ -580,7 +580,7 @@ impl Assembler {
 
     /// `drain_progress` without allocating: each item goes to `f` as (ordinal, path, text,
     /// complete), its text borrowed from the call's progress buffer.
-    pub fn drain_progress_each(&mut self, mut f: impl FnMut(usize, &Arc<str>, &str, bool)) {
+    pub fn drain_progress_each(&mut self, mut f: impl FnMut(usize, &str, &str, bool)) {
         for (ordinal, call) in self.calls.iter_mut().enumerate() {
             if let Some(p) = &mut call.progress {
                 p.drain_each(|path, text, complete| f(ordinal, path, text, complete));

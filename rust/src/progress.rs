@@ -5,13 +5,11 @@
 //! consecutive pieces of one string into one item, so a drain after every fragment costs O(new
 //! bytes) — the O(1)-per-fragment alternative to re-parsing the buffer for a preview. A
 //! character split across fragments is held back until it is whole.
-//! - The pointer of the value being written is built once, when the value starts, and shared
-//!   (`Arc<str>`) by every item of that value: a long string arrives over many drains, and
-//!   rebuilding its pointer for each was most of a drain's cost. Sharing also lets the binding
-//!   reuse one Python `str` for the path across drains.
-
-use std::fmt::Write as _;
-use std::sync::Arc;
+//! - Items live in two reused buffers, one of their texts and one of their paths, back to back:
+//!   recording an item allocates nothing once the buffers have grown. One allocation (or two,
+//!   with a shared pointer) per value was most of the cost of tracking a dense object.
+//! - The pointer of the string being written is kept while it lasts, so its pieces after a
+//!   drain do not rebuild it.
 
 use crate::scanner::push_pointer_token;
 use crate::visit::{ValueKind, Visitor};
@@ -19,8 +17,8 @@ use crate::visit::{ValueKind, Visitor};
 /// One progress item: text appended to the value at `path` (a JSON Pointer).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProgressItem {
-    /// JSON Pointer of the value written (shared by every item of that value).
-    pub path: Arc<str>,
+    /// JSON Pointer of the value written.
+    pub path: String,
     /// Decoded text appended to a string, or the JSON text of a completed number or literal.
     pub text: String,
     /// True when the value at `path` is complete with this item.
@@ -30,6 +28,7 @@ pub struct ProgressItem {
 #[derive(Debug, Default)]
 struct Level {
     is_object: bool,
+    /// The current member's key, escaped as a JSON Pointer token.
     key: String,
     count: usize,
     /// Length of `Progress::prefix` before this container's own token.
@@ -39,69 +38,68 @@ struct Level {
 /// Visitor that records progress items.
 #[derive(Debug, Default)]
 pub struct Progress {
+    /// The open containers are `levels[..depth]`; the levels past `depth` are kept for their
+    /// key buffers, so that opening an object allocates nothing once the stream has been as
+    /// deep before.
     levels: Vec<Level>,
+    depth: usize,
     /// Pointer of the innermost open container, kept up to date as containers open and close
     /// so that a value's pointer costs one token, not one per level.
     prefix: String,
-    /// The text of every item since the last drain, back to back: one buffer reused across
-    /// drains instead of one allocation per item. After a drain it holds only the bytes of a
-    /// UTF-8 character the drain cut, which the next item (the same string's) starts with.
+    /// The text of every item since the last drain, back to back. After a drain it holds only
+    /// the bytes of a UTF-8 character the drain cut, which the next item (the same string's)
+    /// starts with.
     text: Vec<u8>,
+    /// The path of every item since the last drain, back to back.
+    paths: String,
     items: Vec<Pending>,
     /// Pointer of the string being written, for its pieces after a drain.
-    string_path: Option<Arc<str>>,
+    string_path: String,
     /// True while the last item is an open string that pieces extend.
     open_string: bool,
 }
 
-/// An item not yet drained; its text is `text[previous item's end..end]`.
+/// An item not yet drained; its text is `text[previous item's end..end]` and its path
+/// `paths[previous item's path_end..path_end]`.
 #[derive(Debug)]
 struct Pending {
-    path: Arc<str>,
+    path_end: usize,
     end: usize,
     complete: bool,
 }
 
 impl Progress {
-    fn pointer(&self) -> Arc<str> {
-        let mut out = String::with_capacity(self.prefix.len() + 16);
+    /// Appends the pointer of the current value (the container prefix and the member token)
+    /// to `out`.
+    fn push_pointer(&self, out: &mut String) {
         out.push_str(&self.prefix);
-        self.push_member_token(&mut out);
-        out.into()
+        self.push_member_token(out);
+    }
+
+    fn innermost(&mut self) -> Option<&mut Level> {
+        let depth = self.depth;
+        self.levels.get_mut(depth.checked_sub(1)?)
     }
 
     /// Appends `/` and the token of the current member or element of the innermost container.
     fn push_member_token(&self, out: &mut String) {
-        if let Some(level) = self.levels.last() {
-            out.push('/');
-            if level.is_object {
-                push_pointer_token(out, &level.key);
-            } else {
-                // Writing to a String cannot fail.
-                let _ = write!(out, "{}", level.count.saturating_sub(1));
-            }
+        let Some(level) = self.depth.checked_sub(1).and_then(|d| self.levels.get(d)) else {
+            return;
+        };
+        out.push('/');
+        if level.is_object {
+            out.push_str(&level.key);
+        } else {
+            push_decimal(out, level.count.saturating_sub(1));
         }
     }
 
-    /// The pointer of the open string, built when it started.
-    fn string_pointer(&mut self) -> Arc<str> {
-        match &self.string_path {
-            Some(path) => Arc::clone(path),
-            None => {
-                let path = self.pointer();
-                self.string_path = Some(Arc::clone(&path));
-                path
-            }
-        }
-    }
-
-    /// Items since the last drain.
     /// The items recorded since the last drain, as owned values.
     pub fn drain(&mut self) -> Vec<ProgressItem> {
         let mut out = Vec::with_capacity(self.items.len());
         self.drain_each(|path, text, complete| {
             out.push(ProgressItem {
-                path: Arc::clone(path),
+                path: path.to_owned(),
                 text: text.to_owned(),
                 complete,
             });
@@ -110,21 +108,26 @@ impl Progress {
     }
 
     /// Hands each item recorded since the last drain to `f` (path, text, complete), borrowing
-    /// its text: a drain allocates nothing.
-    pub fn drain_each(&mut self, mut f: impl FnMut(&Arc<str>, &str, bool)) {
+    /// its path and text: a drain allocates nothing.
+    pub fn drain_each(&mut self, mut f: impl FnMut(&str, &str, bool)) {
         if self.items.is_empty() {
             // Nothing new (in a parallel stream, the fragments since the last drain may all
             // have gone to other calls): a character the last drain cut stays in `text`.
             return;
         }
         let n = self.items.len();
-        let mut start = 0;
+        let (mut start, mut path_start) = (0, 0);
         let mut carry_from = None;
         for (i, item) in self.items.iter().enumerate() {
             let bytes = self.text.get(start..item.end).unwrap_or_default();
+            let path = self
+                .paths
+                .get(path_start..item.path_end)
+                .unwrap_or_default();
             start = item.end;
+            path_start = item.path_end;
             match std::str::from_utf8(bytes) {
-                Ok(text) => f(&item.path, text, item.complete),
+                Ok(text) => f(path, text, item.complete),
                 Err(e) => {
                     // The scanner has validated the text, so only a character cut by this
                     // drain can be unfinished: the tail of the last, still open, string.
@@ -132,18 +135,17 @@ impl Progress {
                     if i + 1 == n && !item.complete {
                         carry_from = Some(item.end - (bytes.len() - valid));
                         let head = std::str::from_utf8(&bytes[..valid]).unwrap_or_default();
-                        f(&item.path, head, false);
+                        f(path, head, false);
                     } else {
-                        f(&item.path, &String::from_utf8_lossy(bytes), item.complete);
+                        f(path, &String::from_utf8_lossy(bytes), item.complete);
                     }
                 }
             }
         }
-        if self.open_string && !self.items.is_empty() {
-            // The open string continues in a new item after a drain.
-            self.open_string = false;
-        }
+        // The open string continues in a new item after a drain.
+        self.open_string = false;
         self.items.clear();
+        self.paths.clear();
         match carry_from {
             Some(from) => {
                 self.text.drain(..from);
@@ -152,22 +154,32 @@ impl Progress {
         }
     }
 
-    /// Starts an item at the end of the text so far. A new value (not the continuation of a
-    /// string a drain cut) drops any carried bytes, which only an open string can own.
-    fn push_item(&mut self, path: Arc<str>, continues: bool, complete: bool) {
+    /// Starts an item at the end of the text so far, at the path just appended to `paths`. A
+    /// new value (not the continuation of a string a drain cut) drops any carried bytes, which
+    /// only an open string can own.
+    fn push_item(&mut self, continues: bool, complete: bool) {
         if self.items.is_empty() && !continues {
             self.text.clear();
         }
         self.items.push(Pending {
-            path,
+            path_end: self.paths.len(),
             end: self.text.len(),
             complete,
         });
     }
 
+    /// Starts an item of the open string, whose pointer was kept when it began.
+    fn push_string_item(&mut self, complete: bool) {
+        self.paths.push_str(&self.string_path);
+        self.push_item(true, complete);
+        self.open_string = !complete;
+    }
+
     fn scalar(&mut self, text: &[u8]) {
-        let path = self.pointer();
-        self.push_item(path, false, true);
+        let mut paths = std::mem::take(&mut self.paths);
+        self.push_pointer(&mut paths);
+        self.paths = paths;
+        self.push_item(false, true);
         self.extend_last(text);
         self.open_string = false;
     }
@@ -185,7 +197,7 @@ impl Visitor for Progress {
     const WANTS_STRINGS: bool = true;
 
     fn value_start(&mut self, kind: ValueKind, _offset: usize) {
-        if let Some(parent) = self.levels.last_mut() {
+        if let Some(parent) = self.innermost() {
             if !parent.is_object {
                 parent.count += 1;
             }
@@ -196,17 +208,24 @@ impl Visitor for Progress {
                 let mut prefix = std::mem::take(&mut self.prefix);
                 self.push_member_token(&mut prefix);
                 self.prefix = prefix;
-                self.levels.push(Level {
-                    is_object: kind == ValueKind::Object,
-                    key: String::new(),
-                    count: 0,
-                    prefix_len,
-                });
+                if self.depth == self.levels.len() {
+                    self.levels.push(Level::default());
+                }
+                self.depth += 1;
+                if let Some(level) = self.innermost() {
+                    level.is_object = kind == ValueKind::Object;
+                    level.key.clear();
+                    level.count = 0;
+                    level.prefix_len = prefix_len;
+                }
             }
             ValueKind::String => {
-                let path = self.pointer();
-                self.string_path = Some(Arc::clone(&path));
-                self.push_item(path, false, false);
+                let mut path = std::mem::take(&mut self.string_path);
+                path.clear();
+                self.push_pointer(&mut path);
+                self.paths.push_str(&path);
+                self.string_path = path;
+                self.push_item(false, false);
                 self.open_string = true;
             }
             _ => {}
@@ -214,29 +233,30 @@ impl Visitor for Progress {
     }
 
     fn key_end(&mut self, key: &str, _offset: usize) {
-        if let Some(level) = self.levels.last_mut() {
-            key.clone_into(&mut level.key);
+        if let Some(level) = self.innermost() {
+            level.key.clear();
+            if memchr::memchr2(b'~', b'/', key.as_bytes()).is_some() {
+                push_pointer_token(&mut level.key, key);
+            } else {
+                level.key.push_str(key);
+            }
         }
     }
 
     fn string_piece(&mut self, piece: &[u8], _offset: usize, _escaped: bool) {
         if !self.open_string || self.items.is_empty() {
-            let path = self.string_pointer();
-            self.push_item(path, true, false);
-            self.open_string = true;
+            self.push_string_item(false);
         }
         self.extend_last(piece);
     }
 
     fn string_end(&mut self, _offset: usize) {
         if !self.open_string || self.items.is_empty() {
-            let path = self.string_pointer();
-            self.push_item(path, true, true);
+            self.push_string_item(true);
         } else if let Some(last) = self.items.last_mut() {
             last.complete = true;
         }
         self.open_string = false;
-        self.string_path = None;
     }
 
     fn number_end(&mut self, lexeme: &str, _offset: usize) {
@@ -253,10 +273,29 @@ impl Visitor for Progress {
     }
 
     fn container_end(&mut self, _kind: ValueKind, _offset: usize) {
-        if let Some(level) = self.levels.pop() {
-            self.prefix.truncate(level.prefix_len);
+        if let Some(prefix_len) = self.innermost().map(|level| level.prefix_len) {
+            self.prefix.truncate(prefix_len);
+            self.depth -= 1;
         }
         self.open_string = false;
+    }
+}
+
+/// Appends `n` in decimal (an array index in a pointer), without the formatting machinery.
+fn push_decimal(out: &mut String, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        // `n % 10` is below 10, so the cast keeps it whole.
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &digit in &digits[at..] {
+        out.push(char::from(digit));
     }
 }
 

@@ -115,6 +115,30 @@ fn cached<'py, T>(
     })
 }
 
+/// A Python `str` of `text`. Most progress texts and paths are short and ASCII: those are
+/// copied straight into a new compact string, skipping CPython's UTF-8 decoder, which cost
+/// about as much as the rest of a drain's item.
+fn new_str<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyString>> {
+    if !text.is_ascii() {
+        return Ok(PyString::new(py, text));
+    }
+    let len = pyo3::ffi::Py_ssize_t::try_from(text.len())
+        .map_err(|_| pyo3::exceptions::PyOverflowError::new_err("text too long"))?;
+    // SAFETY: `PyUnicode_New(len, 127)` returns a new compact ASCII string with `len` bytes of
+    // storage (one per character), or NULL with an exception set, which `from_owned_ptr_or_err`
+    // turns into the error. Its data is filled with exactly `len` bytes, all below 0x80 (checked
+    // above) as the 127 maximum promises, before the object is handed to anyone.
+    unsafe {
+        let object = Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyUnicode_New(len, 127))?;
+        std::ptr::copy_nonoverlapping(
+            text.as_ptr(),
+            pyo3::ffi::PyUnicode_DATA(object.as_ptr()).cast::<u8>(),
+            text.len(),
+        );
+        Ok(object.cast_into_unchecked())
+    }
+}
+
 /// `orjson.loads`, looked up once per process (`None` when orjson cannot be imported).
 static ORJSON_LOADS: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
 
@@ -732,7 +756,7 @@ struct PyAssembler {
     /// Reused buffer for the UTF-8 form of non-ASCII `str` fragments.
     scratch: Vec<u8>,
     /// The path of the last progress item and its Python `str`.
-    last_path: Option<(Arc<str>, Py<PyString>)>,
+    last_path: Option<(String, Py<PyString>)>,
 }
 
 impl PyAssembler {
@@ -1098,16 +1122,34 @@ impl PyAssembler {
                 if failure.is_some() {
                     return;
                 }
-                // A string's items share one path: reuse its Python str across drains.
-                let path = match last_path.as_ref() {
-                    Some((rust, python)) if Arc::ptr_eq(rust, path) => python.clone_ref(py),
-                    _ => {
-                        let python = PyString::new(py, path).unbind();
-                        *last_path = Some((Arc::clone(path), python.clone_ref(py)));
-                        python
-                    }
+                // A long string's items over many drains share one path: reuse its Python str.
+                let path = match last_path.as_mut() {
+                    Some((rust, python)) if rust == path => python.clone_ref(py),
+                    Some((rust, python)) => match new_str(py, path) {
+                        Ok(new) => {
+                            path.clone_into(rust);
+                            *python = new.unbind();
+                            python.clone_ref(py)
+                        }
+                        Err(err) => {
+                            failure = Some(err);
+                            return;
+                        }
+                    },
+                    None => match new_str(py, path) {
+                        Ok(new) => {
+                            let python = new.unbind();
+                            *last_path = Some((path.to_owned(), python.clone_ref(py)));
+                            python
+                        }
+                        Err(err) => {
+                            failure = Some(err);
+                            return;
+                        }
+                    },
                 };
-                let item = (ordinal, path, PyString::new(py, text)).into_pyobject(py);
+                let item =
+                    new_str(py, text).and_then(|text| (ordinal, path, text).into_pyobject(py));
                 if let Err(err) = item.and_then(|item| list.append(item)) {
                     failure = Some(err);
                 }
