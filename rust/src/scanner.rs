@@ -23,15 +23,20 @@
 //! - Every pushed byte is kept in one buffer ([`Scanner::text`]), up to `max_bytes`: the raw
 //!   arguments are needed for error payloads, replays and the value builder anyway, and number
 //!   lexemes are reported as slices of it without copying.
-//! - Containers are tracked on an explicit stack whose frames are reused, so depth costs no
+//! - Containers are tracked on an explicit stack of small plain frames, so depth costs no
 //!   recursion (no stack overflow at any depth) and no allocation once the stack has grown.
-//! - Duplicate keys are detected exactly: each open object keeps one entry per key in reused
-//!   vectors. A key of at most 8 bytes without a NUL byte (most keys) is its bytes packed in a
-//!   word, alone in its own vector, so it is compared without a hash or a second look, one word
-//!   per earlier key; a longer key has a hash and is confirmed byte for byte. A key without
-//!   escapes is not copied at all: it is a range of [`Scanner::text`], which holds every
-//!   scanned byte anyway; only a key with an escape is decoded into a buffer. Rejected alternative: copying every key twice (current key, then a
-//!   per-object arena) and hashing it byte by byte, a quarter of the scan on tool arguments.
+//! - Duplicate keys are detected exactly: each open object has one entry per key on stacks
+//!   shared by all depths (an object's entries sit above those of the objects around it, and
+//!   it gives them back when it closes), so opening an object allocates and clears nothing.
+//!   A key of at most 8 bytes without a NUL byte (most keys) is its bytes packed in a word,
+//!   on its own stack, so it is compared without a hash or a second look, one word per earlier
+//!   key, and only when a one-word filter of the object's keys says it may repeat one; a
+//!   longer key has a hash and is confirmed byte for byte. A key without escapes is not copied
+//!   at all: it is a range of [`Scanner::text`], which holds every scanned byte anyway; only a
+//!   key with an escape is decoded, into a shared arena where it stays. Rejected
+//!   alternatives: copying every key twice (current key, then a per-object arena) and hashing
+//!   it byte by byte, a quarter of the scan on tool arguments; per-frame key vectors and hash
+//!   sets, whose clearing on every `{` and drop glue cost more than the keys of a small object.
 //! - Per-byte work happens in runs, not in the state dispatch: string content is skipped 8 bytes
 //!   at a time while it is plain ASCII (SWAR on a `u64`, safe code), and a valid non-ASCII
 //!   character whose bytes are all in the push is checked from one 4-byte read; any other
@@ -172,32 +177,63 @@ impl NumState {
     }
 }
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Copy)]
 struct Frame {
     is_object: bool,
     /// Elements started so far (arrays) or members whose key closed (objects).
     count: usize,
     /// The key of the current member (objects): while it has no escape, it is its raw bytes
-    /// `text[key_start..key_end]`; after its first escape it is decoded into `key`.
+    /// `text[key_start..key_end]`; after its first escape it is decoded into
+    /// `Keys::arena[key_start..key_end]`.
     key_start: usize,
     key_end: usize,
     key_escaped: bool,
-    key: Vec<u8>,
     /// Objects: the key belongs to the member being read now (false between `,` and the key's
     /// end). Arrays: an element is being read (false between `,` and the next element).
     has_key: bool,
-    /// Escaped keys longer than 8 bytes of this object, decoded, back to back.
-    key_arena: Vec<u8>,
-    /// The keys of this object of at most 8 bytes and no NUL byte (nearly all keys; a raw key
-    /// cannot hold a NUL), each its bytes packed in a word: with no NUL among them the
-    /// zero padding tells the length, so one word compare decides equality.
-    short_keys: Vec<u64>,
-    /// `short_keys` as a set, built once an object has many short keys.
-    short_lookup: HashSet<u64>,
-    /// Every other key of this object.
-    key_index: Vec<KeyEntry>,
-    /// `word` -> positions in `key_index`, built once an object has many keys.
-    key_lookup: HashMap<u64, Vec<u32>>,
+    /// This object's share of the key stacks.
+    keys: KeySpan,
+}
+
+/// Where one object's entries begin on each stack of [`Keys`], and what it knows of them.
+#[derive(Debug, Default, Clone, Copy)]
+struct KeySpan {
+    short: usize,
+    long: usize,
+    arena: usize,
+    /// One bit per short key, picked by a hash of its word: a key whose bit is clear is new
+    /// without a look at the others, which is most keys of the usual small object.
+    short_bits: u64,
+    /// This object's sets in `Keys::lookups` (at its depth) are built.
+    short_indexed: bool,
+    long_indexed: bool,
+}
+
+/// The keys of every open object, for duplicate detection, on stacks shared by all depths.
+/// An object's entries are those above its [`KeySpan`]: the objects nested in it close, and
+/// give theirs back, before it reads its next key. So an object costs no allocation, no
+/// clearing of its own containers and no drop glue; a frame is a few words.
+#[derive(Debug, Default, Clone)]
+struct Keys {
+    /// Decoded keys that had an escape, back to back: each open object's current key while it
+    /// has one, and its longer keys, kept to confirm a hash match.
+    arena: Vec<u8>,
+    /// The keys of at most 8 bytes and no NUL byte (nearly all keys; a raw key cannot hold a
+    /// NUL), each its bytes packed in a word: with no NUL among them the zero padding tells
+    /// the length, so one word compare decides equality.
+    short: Vec<u64>,
+    /// Every other key.
+    long: Vec<KeyEntry>,
+    /// Per depth, hash sets of the object there once it has many keys.
+    lookups: Vec<Lookup>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Lookup {
+    /// The object's entries of `Keys::short`.
+    short: HashSet<u64>,
+    /// `word` -> positions in `Keys::long`.
+    long: HashMap<u64, Vec<u32>>,
 }
 
 /// One key of an object. A key of at most 8 bytes is identified by its length and `word`, its
@@ -214,98 +250,115 @@ struct KeyEntry {
 /// Above this many keys an object switches from a linear scan of hashes to a hash map.
 const LINEAR_KEY_LIMIT: usize = 16;
 
-impl Frame {
-    fn reset(&mut self, is_object: bool) {
-        self.is_object = is_object;
-        self.count = 0;
-        self.key_start = 0;
-        self.key_end = 0;
-        self.key_escaped = false;
-        self.key.clear();
-        self.has_key = false;
-        self.key_arena.clear();
-        self.short_keys.clear();
-        self.short_lookup.clear();
-        self.key_index.clear();
-        self.key_lookup.clear();
-    }
-
-    /// The decoded current key (see `key_start`).
-    fn key_bytes<'a>(&'a self, text: &'a [u8]) -> &'a [u8] {
-        if self.key_escaped {
-            &self.key
-        } else {
-            // Out of range only after `take_text`.
-            text.get(self.key_start..self.key_end).unwrap_or_default()
+impl Keys {
+    /// The span of an object opening now: empty, on top of the stacks.
+    fn open(&self) -> KeySpan {
+        KeySpan {
+            short: self.short.len(),
+            long: self.long.len(),
+            arena: self.arena.len(),
+            ..KeySpan::default()
         }
     }
 
-    /// Records the current key; returns false when it was already present.
+    /// Gives back the entries of an object that closed.
+    fn close(&mut self, span: &KeySpan) {
+        self.short.truncate(span.short);
+        self.long.truncate(span.long);
+        self.arena.truncate(span.arena);
+    }
+
+    /// The decoded current key of `frame` (see `Frame::key_start`).
+    fn key_bytes<'a>(&'a self, frame: &Frame, text: &'a [u8]) -> &'a [u8] {
+        current_key(&self.arena, frame, text)
+    }
+
+    /// Appends decoded bytes to `frame`'s current key, moving its raw bytes so far to the
+    /// arena at its first escape. The key being read is always the innermost object's, so it
+    /// grows at the top of the arena.
+    fn push_decoded(&mut self, frame: &mut Frame, text: &[u8], bytes: &[u8]) {
+        if !frame.key_escaped {
+            let raw = text.get(frame.key_start..frame.key_end).unwrap_or_default();
+            frame.key_start = self.arena.len();
+            self.arena.extend_from_slice(raw);
+            frame.key_escaped = true;
+        }
+        self.arena.extend_from_slice(bytes);
+        frame.key_end = self.arena.len();
+    }
+
+    /// Records `frame`'s current key (the object at depth `level + 1`); returns false when it
+    /// was already present.
     #[inline(always)]
-    fn insert_key(&mut self, text: &[u8]) -> bool {
+    fn insert(&mut self, frame: &mut Frame, level: usize, text: &[u8]) -> bool {
         // The usual case, a short raw key: its word is read straight from the text.
-        if !self.key_escaped {
-            let len = self.key_end - self.key_start;
+        if !frame.key_escaped {
+            let len = frame.key_end - frame.key_start;
             if len <= 8 {
                 // The 8 bytes ending with the key, shifted down to it (a shift by 64 is an
                 // empty key).
-                let word = match self
+                let word = match frame
                     .key_end
                     .checked_sub(8)
-                    .and_then(|at| text.get(at..self.key_end))
+                    .and_then(|at| text.get(at..frame.key_end))
                     .and_then(<[u8]>::first_chunk::<8>)
                 {
                     Some(chunk) => u64::from_le_bytes(*chunk)
                         .checked_shr(8 * (8 - len) as u32)
                         .unwrap_or(0),
-                    None => pack(text.get(self.key_start..self.key_end).unwrap_or_default()),
+                    None => pack_near_start(text, frame.key_start, frame.key_end),
                 };
-                return self.insert_short(word);
+                return self.insert_short(&mut frame.keys, level, word);
             }
         }
-        self.insert_key_slow(text)
+        self.insert_slow(frame, level, text)
     }
 
-    /// Records a key of `short_keys`; returns false when it was already present.
+    /// Records a key of `short`; returns false when it was already present.
     #[inline(always)]
-    fn insert_short(&mut self, word: u64) -> bool {
-        if self.short_keys.len() >= LINEAR_KEY_LIMIT {
-            return self.insert_short_many(word);
+    fn insert_short(&mut self, span: &mut KeySpan, level: usize, word: u64) -> bool {
+        if self.short.len().saturating_sub(span.short) >= LINEAR_KEY_LIMIT {
+            return self.insert_short_many(span, level, word);
         }
-        if self.short_keys.contains(&word) {
-            return false;
+        let bit = 1u64 << (word.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58);
+        if span.short_bits & bit != 0 {
+            let earlier = self.short.get(span.short..).unwrap_or_default();
+            if earlier.contains(&word) {
+                return false;
+            }
         }
-        self.short_keys.push(word);
+        span.short_bits |= bit;
+        self.short.push(word);
         true
     }
 
     // Out of line: the set code would otherwise cost every small object's keys register saves.
     #[inline(never)]
-    fn insert_short_many(&mut self, word: u64) -> bool {
-        if self.short_lookup.is_empty() {
-            self.short_lookup.extend(self.short_keys.iter().copied());
+    fn insert_short_many(&mut self, span: &mut KeySpan, level: usize, word: u64) -> bool {
+        let set = &mut lookup(&mut self.lookups, level).short;
+        if !span.short_indexed {
+            set.clear();
+            set.extend(self.short.get(span.short..).unwrap_or_default());
+            span.short_indexed = true;
         }
-        if !self.short_lookup.insert(word) {
+        if !set.insert(word) {
             return false;
         }
-        self.short_keys.push(word);
+        self.short.push(word);
         true
     }
 
     #[inline(never)]
-    fn insert_key_slow(&mut self, text: &[u8]) -> bool {
-        let key: &[u8] = if self.key_escaped {
-            &self.key
-        } else {
-            text.get(self.key_start..self.key_end).unwrap_or_default()
-        };
+    fn insert_slow(&mut self, frame: &mut Frame, level: usize, text: &[u8]) -> bool {
+        let key = current_key(&self.arena, frame, text);
         let len = key.len();
         if len <= 8 && !key.contains(&0) {
             let word = pack(key);
-            return self.insert_short(word);
+            return self.insert_short(&mut frame.keys, level, word);
         }
         let word = if len <= 8 { pack(key) } else { hash(key) };
-        let arena = &self.key_arena;
+        let span = &mut frame.keys;
+        let arena = &self.arena;
         let same = |e: &KeyEntry| {
             e.word == word
                 && e.len == len
@@ -318,36 +371,34 @@ impl Frame {
                     stored == Some(key)
                 })
         };
-        if self.key_index.len() < LINEAR_KEY_LIMIT {
-            if self.key_index.iter().any(same) {
+        let earlier = self.long.get(span.long..).unwrap_or_default();
+        if earlier.len() < LINEAR_KEY_LIMIT {
+            if earlier.iter().any(same) {
                 return false;
             }
         } else {
-            if self.key_lookup.is_empty() {
-                for (pos, e) in self.key_index.iter().enumerate() {
-                    self.key_lookup.entry(e.word).or_default().push(to_u32(pos));
+            let map = &mut lookup(&mut self.lookups, level).long;
+            if !span.long_indexed {
+                map.clear();
+                for (pos, e) in earlier.iter().enumerate() {
+                    map.entry(e.word).or_default().push(to_u32(span.long + pos));
                 }
+                span.long_indexed = true;
             }
-            if let Some(positions) = self.key_lookup.get(&word) {
-                if positions.iter().any(|&p| same(&self.key_index[p as usize])) {
+            if let Some(positions) = map.get(&word) {
+                if positions.iter().any(|&p| same(&self.long[p as usize])) {
                     return false;
                 }
             }
-            self.key_lookup
-                .entry(word)
-                .or_default()
-                .push(to_u32(self.key_index.len()));
+            map.entry(word).or_default().push(to_u32(self.long.len()));
         }
+        // An escaped key stays where it was decoded, in the arena.
         let (start, in_arena) = if len <= 8 {
             (0, false)
-        } else if self.key_escaped {
-            let start = self.key_arena.len();
-            self.key_arena.extend_from_slice(&self.key);
-            (start, true)
         } else {
-            (self.key_start, false)
+            (frame.key_start, frame.key_escaped)
         };
-        self.key_index.push(KeyEntry {
+        self.long.push(KeyEntry {
             word,
             len,
             start,
@@ -355,6 +406,23 @@ impl Frame {
         });
         true
     }
+}
+
+/// The decoded current key of `frame` (see `Frame::key_start`).
+fn current_key<'a>(arena: &'a [u8], frame: &Frame, text: &'a [u8]) -> &'a [u8] {
+    let bytes = if frame.key_escaped { arena } else { text };
+    // Out of range only after `take_text`.
+    bytes
+        .get(frame.key_start..frame.key_end)
+        .unwrap_or_default()
+}
+
+/// The hash sets of the object at depth `level + 1`, made on first use.
+fn lookup(lookups: &mut Vec<Lookup>, level: usize) -> &mut Lookup {
+    if lookups.len() <= level {
+        lookups.resize_with(level + 1, Lookup::default);
+    }
+    &mut lookups[level]
 }
 
 fn to_u32(n: usize) -> u32 {
@@ -371,6 +439,14 @@ fn pack(bytes: &[u8]) -> u64 {
         word |= u64::from(b) << (8 * i);
     }
     word
+}
+
+/// [`pack`] for a key that ends within the first 8 bytes of the text (the first key, at
+/// most): out of line, so that its byte loop does not take registers from every other key.
+#[cold]
+#[inline(never)]
+fn pack_near_start(text: &[u8], start: usize, end: usize) -> u64 {
+    pack(text.get(start..end).unwrap_or_default())
 }
 
 /// A word-at-a-time hash of a longer key; collisions are resolved by comparing bytes.
@@ -391,6 +467,7 @@ pub struct Scanner {
     scanned: usize,
     lex: Lex,
     frames: Vec<Frame>,
+    keys: Keys,
     depth: usize,
     in_key: bool,
     /// The current string value is decoded for the visitor (see [`Visitor::wants_string`]).
@@ -430,6 +507,7 @@ impl Scanner {
             scanned: 0,
             lex: Lex::Start,
             frames: Vec::new(),
+            keys: Keys::default(),
             depth: 0,
             in_key: false,
             want_str: false,
@@ -644,7 +722,8 @@ impl Scanner {
             if frame.is_object {
                 if frame.has_key {
                     out.push('/');
-                    push_pointer_token(&mut out, &String::from_utf8_lossy(frame.key_bytes(text)));
+                    let key = self.keys.key_bytes(frame, text);
+                    push_pointer_token(&mut out, &String::from_utf8_lossy(key));
                 }
             } else if frame.has_key && frame.count > 0 {
                 out.push('/');
@@ -704,10 +783,13 @@ impl Scanner {
             },
             pos,
         );
-        if self.frames.len() == self.depth {
-            self.frames.push(Frame::default());
-        }
-        self.frames[self.depth].reset(is_object);
+        // Frames above the depth are stale: a new one replaces them.
+        self.frames.truncate(self.depth);
+        self.frames.push(Frame {
+            is_object,
+            keys: self.keys.open(),
+            ..Frame::default()
+        });
         self.depth += 1;
         self.lex = if is_object {
             Lex::KeyOrClose
@@ -905,6 +987,10 @@ impl Scanner {
             },
             pos,
         );
+        if is_object {
+            let span = self.frames[self.depth - 1].keys;
+            self.keys.close(&span);
+        }
         self.depth -= 1;
         self.end_value();
     }
@@ -1394,7 +1480,7 @@ impl Scanner {
         if self.in_key {
             let frame = &mut self.frames[self.depth - 1];
             if frame.key_escaped {
-                frame.key.extend_from_slice(piece);
+                self.keys.push_decoded(frame, text, piece);
             } else {
                 // Raw pieces of a key are contiguous until its first escape.
                 frame.key_end = to;
@@ -1431,13 +1517,7 @@ impl Scanner {
     ) {
         if self.in_key {
             let frame = &mut self.frames[self.depth - 1];
-            if !frame.key_escaped {
-                frame.key.clear();
-                let raw = text.get(frame.key_start..frame.key_end).unwrap_or_default();
-                frame.key.extend_from_slice(raw);
-                frame.key_escaped = true;
-            }
-            frame.key.extend_from_slice(bytes);
+            self.keys.push_decoded(frame, text, bytes);
             visitor.key_piece(bytes, offset, true);
         } else if V::WANTS_STRINGS && self.want_str {
             visitor.string_piece(bytes, offset, true);
@@ -1462,7 +1542,7 @@ impl Scanner {
         }
         if V::WANTS_KEYS {
             let frame = &self.frames[self.depth - 1];
-            visitor.key_end_bytes(frame.key_bytes(text), pos);
+            visitor.key_end_bytes(self.keys.key_bytes(frame, text), pos);
         }
         self.lex = Lex::Colon;
     }
@@ -1473,9 +1553,10 @@ impl Scanner {
     fn close_key(&mut self, text: &[u8]) -> bool {
         self.in_key = false;
         let policy = self.config.duplicate_keys;
-        let frame = &mut self.frames[self.depth - 1];
+        let level = self.depth - 1;
+        let frame = &mut self.frames[level];
         frame.has_key = true;
-        if !frame.insert_key(text) && policy == DuplicateKeys::Error {
+        if !self.keys.insert(frame, level, text) && policy == DuplicateKeys::Error {
             return false;
         }
         frame.count += 1;
@@ -1509,7 +1590,7 @@ impl Scanner {
     #[inline(never)]
     fn duplicate_key(&mut self, text: &[u8], pos: usize) {
         let frame = &self.frames[self.depth - 1];
-        let key = String::from_utf8_lossy(frame.key_bytes(text)).into_owned();
+        let key = String::from_utf8_lossy(self.keys.key_bytes(frame, text)).into_owned();
         self.fail_with(
             text,
             ErrorKind::DuplicateKey,
@@ -1976,6 +2057,64 @@ mod tests {
             (e.kind, e.path.as_str()),
             (ErrorKind::DuplicateKey, "/key number 37")
         );
+    }
+
+    #[test]
+    fn nested_objects_keep_their_own_keys() {
+        // Two objects at the same depth with more keys than the linear limit, short and long:
+        // the second must not see the first one's sets.
+        let many = |extra: &str| {
+            let keys: Vec<String> = (0..20)
+                .map(|i| format!("\"key number {i}\":{i},\"k{i}\":0"))
+                .collect();
+            let keys = keys.join(",");
+            format!("[{{{keys}}},{{{keys},{extra}\"z\":0}}]")
+        };
+        let accepted = [
+            r#"{"a":{"b":1},"b":2}"#.to_owned(),
+            r#"{"a":{"b":1,"c":{"d":1}},"d":2,"b":3}"#.to_owned(),
+            r#"{"abcdefghij":{"abcdefghij":1},"x":[{"abcdefghij":2}]}"#.to_owned(),
+            r#"{"abcdefgh\u0069j":{"abcdefgh\u0069j":1},"k\u0065y":{"key":[{"k\u0065y":1}]}}"#
+                .to_owned(),
+            many(""),
+            many(r#""key number 20":0,"k20":0,"#),
+        ];
+        for text in &accepted {
+            assert_eq!(verdict(text.as_bytes()), Ok(()), "{text}");
+            assert_eq!(verdict_bytewise(text.as_bytes()), Ok(()), "{text}");
+        }
+        let rejected = [
+            (
+                r#"{"k\u0065y":{"x\u0079z":[{"q":1}]},"key":1}"#.to_owned(),
+                "/key",
+            ),
+            (
+                r#"{"abcdefghi\u006a":{"abcdefghi\u006a":1},"abcdefghij":2}"#.to_owned(),
+                "/abcdefghij",
+            ),
+            (
+                r#"{"x":{"abcdefghij":1,"y":{"z":1},"abcdefghij":2}}"#.to_owned(),
+                "/x/abcdefghij",
+            ),
+            (many(r#""k7":0,"#), "/1/k7"),
+            (
+                format!("{{\"a\":1,\"l\":{}}}", many(r#""key number 7":0,"#)),
+                "/l/1/key number 7",
+            ),
+        ];
+        for (text, path) in &rejected {
+            for result in [verdict(text.as_bytes()), verdict_bytewise(text.as_bytes())] {
+                let e = result.expect_err(text);
+                assert_eq!(
+                    (e.kind, e.path.as_str()),
+                    (ErrorKind::DuplicateKey, *path),
+                    "{text}"
+                );
+            }
+        }
+        // The error path names an escaped key of each open object.
+        let e = verdict(br#"{"a\u0062":{"c\u0064":[1, x]}}"#).expect_err("invalid");
+        assert_eq!(e.path, "/ab/cd/1");
     }
 
     #[test]
