@@ -874,7 +874,7 @@ impl Scanner {
                     _ => (ValueKind::Null, false, b"null"),
                 };
                 visitor.value_start(kind, pos);
-                if text.get(pos..pos + lit.len()) == Some(lit) {
+                if literal_at(text, pos, lit) {
                     // Whole in this push: no per-letter states.
                     let last = pos + lit.len() - 1;
                     visitor.literal_end(kind, value, last);
@@ -1700,6 +1700,19 @@ fn skip_whole_chars(text: &[u8], mut at: usize) -> usize {
         at += usize::from(n) + 1;
     }
     at
+}
+
+/// True when `lit` (`true`, `false` or `null`) is whole at `at`; compared as a word and a
+/// byte because a `memcmp` call costs more than the compare itself.
+#[inline]
+fn literal_at(text: &[u8], at: usize, lit: &[u8]) -> bool {
+    let Some(rest) = text.get(at..) else {
+        return false;
+    };
+    match (rest.first_chunk::<4>(), lit.first_chunk::<4>()) {
+        (Some(head), Some(want)) => head == want && (lit.len() == 4 || rest.get(4) == lit.get(4)),
+        _ => false,
+    }
 }
 
 #[inline]
