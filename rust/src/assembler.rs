@@ -179,6 +179,58 @@ impl Call {
     }
 }
 
+/// The open call of each wire key. Providers number parallel calls 0, 1, 2, ...: those keys
+/// are looked up in a small table, as most deltas of interleaved calls need one lookup each
+/// (SipHash on every one cost more than the rest of routing). Any other key goes to a map,
+/// which keeps its resistance to crafted keys.
+#[derive(Debug)]
+struct OpenCalls {
+    /// The ordinal of the open call under index `i`, or `NONE`.
+    small: [u32; SMALL_KEYS],
+    other: HashMap<Option<i64>, usize>,
+}
+
+const SMALL_KEYS: usize = 16;
+const NONE: u32 = u32::MAX;
+
+impl Default for OpenCalls {
+    fn default() -> Self {
+        Self {
+            small: [NONE; SMALL_KEYS],
+            other: HashMap::new(),
+        }
+    }
+}
+
+impl OpenCalls {
+    /// The table slot of `key`, when it has one.
+    fn slot(key: Option<i64>) -> Option<usize> {
+        key.and_then(|i| usize::try_from(i).ok())
+            .filter(|&i| i < SMALL_KEYS)
+    }
+
+    fn get(&self, key: Option<i64>) -> Option<usize> {
+        match Self::slot(key).map(|slot| self.small[slot]) {
+            Some(ordinal) if ordinal != NONE => usize::try_from(ordinal).ok(),
+            _ => self.other.get(&key).copied(),
+        }
+    }
+
+    fn insert(&mut self, key: Option<i64>, ordinal: usize) {
+        match (Self::slot(key), u32::try_from(ordinal)) {
+            (Some(slot), Ok(o)) if o != NONE => self.small[slot] = o,
+            (Some(slot), _) => {
+                // An ordinal too large for the table (never in practice): the map keeps it.
+                self.small[slot] = NONE;
+                self.other.insert(key, ordinal);
+            }
+            (None, _) => {
+                self.other.insert(key, ordinal);
+            }
+        }
+    }
+}
+
 /// Assembles the tool calls of one response stream.
 #[derive(Debug)]
 pub struct Assembler {
@@ -186,7 +238,7 @@ pub struct Assembler {
     registry: Option<Arc<Registry>>,
     calls: Vec<Call>,
     /// The open call of each wire key.
-    open: HashMap<Option<i64>, usize>,
+    open: OpenCalls,
     /// The most recent call a delta went to.
     last: Option<usize>,
     /// The wire key of the most recent delta and its call: most deltas continue the call of the
@@ -211,7 +263,7 @@ impl Assembler {
             config,
             registry: None,
             calls: Vec::new(),
-            open: HashMap::new(),
+            open: OpenCalls::default(),
             last: None,
             last_key: None,
             pending_metadata: Vec::new(),
@@ -305,11 +357,10 @@ impl Assembler {
             // that call was ended.
             None => self
                 .open
-                .get(&None)
-                .copied()
+                .get(None)
                 .or(self.last)
                 .filter(|&o| !self.calls[o].ended),
-            key => self.open.get(&key).copied(),
+            key => self.open.get(key),
         };
         let Some(ordinal) = current else {
             return self.start_call(delta.index);
@@ -409,7 +460,7 @@ impl Assembler {
         let ordinal = match self.last_key {
             Some((last, ordinal)) if last == key => ordinal,
             // Interleaved parallel calls: another call's index.
-            _ => *self.open.get(&key)?,
+            _ => self.open.get(key)?,
         };
         let registry = self.registry.is_some();
         let call = self.calls.get_mut(ordinal)?;
@@ -451,7 +502,7 @@ impl Assembler {
     /// The ordinal of the open call under a wire key.
     #[must_use]
     pub fn ordinal_of(&self, index: Option<i64>) -> Option<usize> {
-        self.open.get(&index).copied()
+        self.open.get(index)
     }
 
     /// Keeps an opaque provider field (JSON text) on a call.
@@ -940,5 +991,33 @@ fn settle_held(call: &mut Call) {
         push_resent(call, &held);
     } else {
         push_checked(call, &held);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_calls_keep_every_kind_of_key() {
+        let mut open = OpenCalls::default();
+        let keys = [Some(0), Some(15), Some(16), Some(-1), Some(i64::MAX), None];
+        for (ordinal, key) in keys.iter().enumerate() {
+            assert_eq!(open.get(*key), None);
+            open.insert(*key, ordinal);
+        }
+        for (ordinal, key) in keys.iter().enumerate() {
+            assert_eq!(open.get(*key), Some(ordinal));
+        }
+        // A later call under a key replaces the earlier one, in the table and in the map.
+        open.insert(Some(0), 7);
+        open.insert(Some(16), 8);
+        assert_eq!((open.get(Some(0)), open.get(Some(16))), (Some(7), Some(8)));
+        // An ordinal the table cannot hold moves the key to the map, and back.
+        let huge = usize::try_from(u32::MAX).unwrap_or(usize::MAX);
+        open.insert(Some(3), huge);
+        assert_eq!(open.get(Some(3)), Some(huge));
+        open.insert(Some(3), 9);
+        assert_eq!(open.get(Some(3)), Some(9));
     }
 }

@@ -235,7 +235,8 @@ impl Visitor for Progress {
     fn key_end(&mut self, key: &str, _offset: usize) {
         if let Some(level) = self.innermost() {
             level.key.clear();
-            if memchr::memchr2(b'~', b'/', key.as_bytes()).is_some() {
+            // Keys are short: a plain loop beats memchr's set-up.
+            if key.bytes().any(|b| b == b'~' || b == b'/') {
                 push_pointer_token(&mut level.key, key);
             } else {
                 level.key.push_str(key);
