@@ -816,10 +816,14 @@ impl PyAssembler {
         index: &Bound<'_, PyAny>,
         fragment: &Bound<'_, PyAny>,
     ) -> PyResult<Option<usize>> {
-        let (Ok(index), true) = (
-            index.extract::<i64>(),
-            fragment.is_instance_of::<PyString>() || fragment.is_instance_of::<PyBytes>(),
-        ) else {
+        // A missing index (quirk 1) needs the general rules; testing for it first also spares
+        // the TypeError that reading `None` as an int would raise and discard on every delta.
+        if index.is_none()
+            || !(fragment.is_instance_of::<PyString>() || fragment.is_instance_of::<PyBytes>())
+        {
+            return Ok(None);
+        }
+        let Ok(index) = index.extract::<i64>() else {
             return Ok(None);
         };
         let text = fragment_utf8(fragment, &mut self.scratch)?;
