@@ -794,6 +794,19 @@ impl PyAssembler {
                 }
             }
         };
+        let assembler = self.decoder.assembler_mut();
+        let absent = |o: Option<&Bound<'_, PyAny>>| o.map_or(true, |o| o.is_none());
+        if let (Some(index), Some(Arguments::Text(text)), true) = (
+            index,
+            arguments,
+            absent(id) && absent(name) && absent(r#type),
+        ) {
+            // The common delta: a fragment alone, which the short path settles when plain
+            // appending is all the rules would do.
+            if let Some(ordinal) = assembler.feed_continuation(index, text) {
+                return Ok(ordinal);
+            }
+        }
         let delta = Delta {
             index,
             id: optional_text(id, "id")?,
@@ -801,33 +814,7 @@ impl PyAssembler {
             kind: optional_text(r#type, "type")?,
             arguments,
         };
-        self.decoder
-            .assembler_mut()
-            .feed(&delta)
-            .map_err(|e| misuse(&e))
-    }
-}
-
-impl PyAssembler {
-    /// The common delta of `feed`, a text fragment alone under the previous delta's index,
-    /// handed to [`Assembler::feed_continuation`]; `None` when the full rules must run.
-    fn feed_continuation(
-        &mut self,
-        index: &Bound<'_, PyAny>,
-        fragment: &Bound<'_, PyAny>,
-    ) -> PyResult<Option<usize>> {
-        // A missing index (quirk 1) needs the general rules; testing for it first also spares
-        // the TypeError that reading `None` as an int would raise and discard on every delta.
-        if index.is_none()
-            || !(fragment.is_instance_of::<PyString>() || fragment.is_instance_of::<PyBytes>())
-        {
-            return Ok(None);
-        }
-        let Ok(index) = index.extract::<i64>() else {
-            return Ok(None);
-        };
-        let text = fragment_utf8(fragment, &mut self.scratch)?;
-        Ok(self.decoder.assembler_mut().feed_continuation(index, text))
+        assembler.feed(&delta).map_err(|e| misuse(&e))
     }
 }
 
@@ -968,17 +955,6 @@ unsafe fn feed_arguments(
     // `PyAssembler`. Checking again would walk the MRO of every Python subclass on each call.
     let slf = unsafe { slf.cast_unchecked::<PyAssembler>() };
     let mut assembler = slf.try_borrow_mut()?;
-    let [id, name, arguments, kind] = keywords;
-    // SAFETY: reading the address of the `None` singleton.
-    let none = unsafe { ffi::Py_None() };
-    let absent = |p: *mut ffi::PyObject| p.is_null() || p == none;
-    if absent(id) && absent(name) && absent(kind) && !arguments.is_null() {
-        // SAFETY: a non-NULL entry was taken from `args` above.
-        let fragment = unsafe { Borrowed::from_ptr(py, arguments) };
-        if let Some(ordinal) = assembler.feed_continuation(&index, &fragment)? {
-            return Ok(ordinal);
-        }
-    }
     // SAFETY: each non-NULL entry was taken from `args` above.
     let keyword = |p: *mut ffi::PyObject| unsafe { Borrowed::from_ptr_or_opt(py, p) };
     let [id, name, arguments, kind] = keywords.map(keyword);
