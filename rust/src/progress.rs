@@ -172,7 +172,6 @@ impl Progress {
     fn push_string_item(&mut self, complete: bool) {
         self.paths.push_str(&self.string_path);
         self.push_item(true, complete);
-        self.open_string = !complete;
     }
 
     fn scalar(&mut self, text: &[u8]) {
@@ -247,6 +246,7 @@ impl Visitor for Progress {
     fn string_piece(&mut self, piece: &[u8], _offset: usize, _escaped: bool) {
         if !self.open_string || self.items.is_empty() {
             self.push_string_item(false);
+            self.open_string = true;
         }
         self.extend_last(piece);
     }

@@ -1321,15 +1321,13 @@ impl Scanner {
         k: usize,
         visitor: &mut V,
     ) -> usize {
-        let mut i = match self.scan_string_piece(text, run_start, k, visitor) {
-            Ok(next) => next,
-            Err(next) => return next,
-        };
+        let (mut run_start, mut k) = (run_start, k);
         loop {
-            i = match self.scan_string_piece(text, i, i, visitor) {
-                Ok(next) => next,
+            match self.scan_string_piece(text, run_start, k, visitor) {
+                // After an escape the next run starts where it ended, with nothing known of it.
+                Ok(next) => (run_start, k) = (next, next),
                 Err(next) => return next,
-            };
+            }
         }
     }
 
