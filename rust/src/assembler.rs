@@ -688,10 +688,10 @@ impl Assembler {
         self.finished = true;
         let registry = self.registry.clone();
         let dup_keys = self.config.scan.duplicate_keys == crate::scanner::DuplicateKeys::LastWins;
-        let mut seen_ids: HashMap<String, usize> = HashMap::new();
         let calls = std::mem::take(&mut self.calls);
+        let repeated = repeated_ids(&calls);
         let mut out = Vec::with_capacity(calls.len());
-        for (ordinal, mut call) in calls.into_iter().enumerate() {
+        for ((ordinal, mut call), repeated_id) in calls.into_iter().enumerate().zip(repeated) {
             call.sync();
             // A call with no argument text at all would become `{}`; after a broken stream it
             // is cut off instead (a call with some text is already `truncated`).
@@ -705,7 +705,7 @@ impl Assembler {
                 &mut call,
                 registry.as_deref(),
                 dup_keys,
-                &mut seen_ids,
+                repeated_id,
             );
             if cut_before_arguments && done.error.is_none() {
                 done.arguments.clear();
@@ -834,7 +834,7 @@ fn finish_call(
     call: &mut Call,
     registry: Option<&Registry>,
     duplicate_keys: bool,
-    seen_ids: &mut HashMap<String, usize>,
+    repeated_id: bool,
 ) -> ToolCall {
     settle_held(call);
     call.sync();
@@ -893,15 +893,11 @@ fn finish_call(
         None
     };
     let mut id = call.id.take();
-    if let Some(wire) = &id {
-        let n = seen_ids.entry(wire.clone()).or_insert(0);
-        *n += 1;
-        if *n > 1 {
-            warnings.push(warning::DUPLICATE_ID);
-            call.metadata
-                .push(("wire_id".to_owned(), format!("{wire:?}")));
-            id = Some(format!("{wire}_{ordinal}"));
-        }
+    if let (Some(wire), true) = (&id, repeated_id) {
+        warnings.push(warning::DUPLICATE_ID);
+        call.metadata
+            .push(("wire_id".to_owned(), format!("{wire:?}")));
+        id = Some(format!("{wire}_{ordinal}"));
     }
     ToolCall {
         ordinal,
@@ -917,6 +913,22 @@ fn finish_call(
         duplicate_keys,
         plain_numbers: call.scanner.plain_numbers(),
     }
+}
+
+/// For each call, whether an earlier call has the same wire id. A quadratic scan for the
+/// usual handful of calls: it allocates nothing, where a set would hash and copy every id.
+fn repeated_ids(calls: &[Call]) -> Vec<bool> {
+    const LINEAR_LIMIT: usize = 16;
+    let ids = calls.iter().map(|c| c.id.as_deref());
+    if calls.len() <= LINEAR_LIMIT {
+        return ids
+            .enumerate()
+            .map(|(i, id)| id.is_some() && calls[..i].iter().any(|c| c.id.as_deref() == id))
+            .collect();
+    }
+    let mut seen = std::collections::HashSet::with_capacity(calls.len());
+    ids.map(|id| id.is_some_and(|id| !seen.insert(id)))
+        .collect()
 }
 
 fn first_non_ws(text: &[u8]) -> Option<u8> {
