@@ -798,13 +798,25 @@ impl Compiler<'_> {
                     .any_of
                     .iter()
                     .any(|&b| self.nodes[b as usize].trivial);
+                // A dropped edge keeps its inexactness: a branch that is trivial only because
+                // its keywords were ignored (`{"allOf": [...]}`) may reject values, so the owner
+                // must not count as an exact `oneOf` match once the edge is gone.
                 if trivial_branch {
-                    self.nodes[i].any_of = Box::new([]);
+                    let inexact = self.nodes[i]
+                        .any_of
+                        .iter()
+                        .any(|&b| !self.nodes[b as usize].exact);
+                    let n = &mut self.nodes[i];
+                    n.any_of = Box::new([]);
+                    n.exact &= !inexact;
                     changed = true;
                 }
                 let r = self.nodes[i].reff;
                 if r != NONE && self.nodes[r as usize].trivial {
-                    self.nodes[i].reff = NONE;
+                    let inexact = !self.nodes[r as usize].exact;
+                    let n = &mut self.nodes[i];
+                    n.reff = NONE;
+                    n.exact &= !inexact;
                     changed = true;
                 }
                 let node = &self.nodes[i];

@@ -361,6 +361,28 @@ fn one_of_exactly_one() {
 }
 
 #[test]
+fn one_of_branch_loosened_by_a_dropped_edge_stays_inexact() {
+    // `{"allOf": ...}` is ignored, so it compiles to a trivial but inexact node; dropping it
+    // from the `anyOf` (or the `$ref` to it) must not leave the owner counting as an exact
+    // match: 7 matches only the number branch, and the schema accepts it.
+    let any_of = json!({"oneOf": [
+        {"anyOf": [{"allOf": [{"type": "string"}]}, {"type": "null"}]},
+        {"type": "number"}
+    ]});
+    ok(&any_of, "7");
+    ok(&any_of, "null");
+    let reff = json!({
+        "oneOf": [{"$ref": "#/$defs/s"}, {"type": "number"}],
+        "$defs": {"s": {"allOf": [{"type": "string"}]}}
+    });
+    ok(&reff, "7");
+    ok(&reff, "\"x\"");
+    // Exact branches still count twice.
+    let exact = json!({"oneOf": [{"anyOf": [{}, {"type": "null"}]}, {"type": "number"}]});
+    assert_eq!(one(&exact, "7"), at(1, "", "oneOf"));
+}
+
+#[test]
 fn refs_and_recursion() {
     let s = json!({
         "$defs": {"node": {"type": "object", "properties": {
