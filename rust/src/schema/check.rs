@@ -1152,6 +1152,9 @@ impl State {
         }
         self.key_len += piece.len();
         let end = f.slots_start as usize + self.slots_in(depth);
+        // As in `step_string`: failures are applied in byte order after every slot has read
+        // the piece, so the result does not depend on where the key was cut.
+        let mut failures: Vec<(usize, usize, usize)> = Vec::new();
         for s in f.slots_start as usize..end {
             let slot = self.slots[s];
             if !slot.alive || slot.pos == DEAD {
@@ -1187,18 +1190,21 @@ impl State {
                     pos = DEAD;
                     let at = if escaped { offset } else { offset + i };
                     let upto = if escaped {
-                        self.text.len()
+                        before + piece.len()
                     } else {
                         before + i + 1
                     };
-                    let prefix = String::from_utf8_lossy(&self.text[..upto]).into_owned();
-                    self.slots[s].pos = DEAD;
-                    self.unknown_key(nodes, s, depth, at, &prefix, true);
+                    failures.push((at, s, upto));
                     break;
                 }
             }
+            self.slots[s].pos = pos;
+        }
+        failures.sort_unstable();
+        for (at, s, upto) in failures {
             if self.slots[s].alive {
-                self.slots[s].pos = pos;
+                let prefix = String::from_utf8_lossy(&self.text[..upto]).into_owned();
+                self.unknown_key(nodes, s, depth, at, &prefix, true);
             }
         }
     }
@@ -1488,6 +1494,10 @@ impl State {
             return;
         }
         let chars = piece.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64;
+        // Failures are applied in byte order once every slot has read the piece, as if the
+        // piece had come byte by byte: a group of branches dies at its last branch's byte,
+        // whatever the order of its slots.
+        let mut failures: Vec<(usize, usize, Failure, usize)> = Vec::new();
         for s in f.slots_start as usize..self.slots.len() {
             let slot = self.slots[s];
             if !slot.alive {
@@ -1512,7 +1522,7 @@ impl State {
                             }
                         }
                     }
-                    self.string_failure(nodes, s, depth, at, Failure::MaxLength, upto);
+                    failures.push((at, s, Failure::MaxLength, upto));
                     continue;
                 }
                 self.slots[s].count += chars;
@@ -1529,11 +1539,17 @@ impl State {
                             (offset + i, before + i + 1)
                         };
                         pos = DEAD;
-                        self.string_failure(nodes, s, depth, at, Failure::Enum, upto);
+                        failures.push((at, s, Failure::Enum, upto));
                         break;
                     }
                 }
                 self.slots[s].pos = pos;
+            }
+        }
+        failures.sort_by_key(|&(at, s, _, _)| (at, s));
+        for (at, s, failure, upto) in failures {
+            if self.slots[s].alive {
+                self.string_failure(nodes, s, depth, at, failure, upto);
             }
         }
     }

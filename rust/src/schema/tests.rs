@@ -361,6 +361,23 @@ fn one_of_exactly_one() {
 }
 
 #[test]
+fn any_of_dies_at_its_last_branch_byte_for_every_split() {
+    // The enum branch dies at "c" (offset 1), the maxLength branch at "e" (offset 4): the
+    // group fails at 4, also when the whole string arrives in one piece and the branch that
+    // dies last is stepped first.
+    let s = json!({"anyOf": [{"type": "string", "maxLength": 3}, {"enum": ["", "RED"]}]});
+    assert_eq!(one(&s, "\"cafe\""), at(4, "", "anyOf"));
+    let s = json!({"anyOf": [{"maxLength": 3}, {"maxLength": 2}]});
+    assert_eq!(one(&s, "\"cafe\""), at(4, "", "anyOf"));
+    // Keys: {"abc"} dies at "x" (offset 4), {"a"} at "b" (offset 3).
+    let s = json!({"anyOf": [
+        {"properties": {"abc": {}}, "additionalProperties": false},
+        {"properties": {"a": {}}, "additionalProperties": false}
+    ]});
+    assert_eq!(one(&s, "{\"abx\": 1}"), at(4, "", "anyOf"));
+}
+
+#[test]
 fn one_of_branch_loosened_by_a_dropped_edge_stays_inexact() {
     // `{"allOf": ...}` is ignored, so it compiles to a trivial but inexact node; dropping it
     // from the `anyOf` (or the `$ref` to it) must not leave the owner counting as an exact
