@@ -118,6 +118,8 @@ def test_coercion_record_shows_from_and_to() -> None:
         ('{"quantity": "thirty"}', "/quantity", "type", None),
         ('{"quantity": "1e400"}', "/quantity", "type", None),
         ('{"quantity": "NaN"}', "/quantity", "type", None),
+        ('{"quantity": 1, "ratio": "1e999"}', "/ratio", "type", "too large"),
+        ('{"quantity": 1, "ratio": "-1e999"}', "/ratio", "type", "too large"),
     ],
 )
 def test_refusals_never_guess(arguments: str, path: str, code: str, hint_word: str | None) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
@@ -86,6 +87,8 @@ MAX_SHOWN = 200
 _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 # Integers are taken only in plain notation: "1e3" for a count is more likely a slip than 1000.
 _PLAIN_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
+# Past this a number written as a string would become infinity in a float field.
+_LARGEST_FLOAT = Decimal(sys.float_info.max)
 _TZ_SUFFIX = re.compile(r"(?:[zZ]|[-+]\d\d(?::?\d\d)?)$")
 _BOOL_WORDS = {"yes": True, "no": False, "y": True, "n": False, "on": True, "off": False}
 _BOOL_WORDS.update({"1": True, "0": False})
@@ -117,8 +120,8 @@ class CoercionProblem:
 
     Attributes:
         path: JSON Pointer of the value.
-        code: `"ambiguous"`, `"fractional_integer"`, `"inexact_milliseconds"` or
-            `"timezone_required"`.
+        code: `"ambiguous"`, `"fractional_integer"`, `"inexact_milliseconds"`,
+            `"out_of_range"` or `"timezone_required"`.
         got: The value as written, compact JSON cut to 200 characters.
         detail: Rule-specific words used in the hint (the candidate values, say).
     """
@@ -480,6 +483,10 @@ class _Coercer:
                         if _integral(exact) is None:
                             self.refuse(path, "fractional_integer", value)
                         return value
+                if abs(exact) > _LARGEST_FLOAT:
+                    # A float field would read it as infinity: no faithful number to give.
+                    self.refuse(path, "out_of_range", value)
+                    return value
                 return self.record(path, value, exact, "number_string")
             return value
         if "boolean" in types:

@@ -103,6 +103,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "this field takes a whole number; do not round, send the intended integer",
         "zh": "此字段只接受整数；不要四舍五入，请发送预期的整数",
     },
+    "hint.out_of_range": {
+        "en": "this number is too large to be stored; send the intended value",
+        "zh": "此数字过大，无法存储；请发送预期的值",
+    },
     "hint.ambiguous": {
         "en": "the value could mean more than one thing ({detail}); send exactly one allowed value",
         "zh": "该值有多种可能含义（{detail}）；请只发送一个允许的值",

@@ -794,8 +794,8 @@ class _ErrorBuilder:
 
     def from_problem(self, problem: CoercionProblem) -> _Draft:
         located = self.schema.locate(_split(problem.path))
-        code = "type" if problem.code == "fractional_integer" else problem.code
-        if problem.code == "inexact_milliseconds":
+        code = problem.code
+        if code in ("fractional_integer", "inexact_milliseconds", "out_of_range"):
             code = "type"
         hint = text(f"hint.{problem.code}", self.lang, detail=problem.detail)
         got = REDACTED if located.secret else problem.got
