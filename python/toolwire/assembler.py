@@ -6,6 +6,7 @@ from typing import Any
 
 from toolwire import _core
 from toolwire.formats import ChunkInfo, FormatAdapter, WireFormat, detect_format, make_adapter
+from toolwire.formats._utf16 import text_piece
 
 __all__ = ["Assembler"]
 
@@ -13,6 +14,8 @@ __all__ = ["Assembler"]
 # pyclass) under this key, created on the first meaningful chunk, so the core's constructor
 # signature is inherited unchanged.
 _ADAPTER = "_toolwire_adapter"
+# The high surrogate that ended the last text piece, waiting for its other half.
+_TEXT_HALF = "_toolwire_text_half"
 
 
 class Assembler(_core.Assembler):
@@ -58,4 +61,32 @@ class Assembler(_core.Assembler):
                 return ChunkInfo()
             adapter = make_adapter(fmt)
             state[_ADAPTER] = adapter
-        return adapter.handle(chunk, self)
+        info = adapter.handle(chunk, self)
+        text = info.text
+        if (text and not text.isascii()) or _TEXT_HALF in state:
+            info.text, half = text_piece(state.pop(_TEXT_HALF, ""), text)
+            if half:
+                state[_TEXT_HALF] = half
+        return info
+
+    def text_tail(self) -> str:
+        """Text still owed by `feed_chunk` at the end: U+FFFD for a held, unpaired surrogate half.
+
+        Returns:
+            `""` or `"\ufffd"`; asking ends the wait for the other half.
+        """
+        return "\ufffd" if self.__dict__.pop(_TEXT_HALF, None) else ""
+
+    def finish(self) -> list[_core.ToolCall]:
+        """Ends the stream: every started call exactly once, in ordinal order.
+
+        Fragments that `feed_chunk` still holds (half of a surrogate pair whose other half never
+        came) are fed first, so nothing is lost.
+
+        Raises:
+            MisuseError: When called twice.
+        """
+        adapter: FormatAdapter | None = self.__dict__.get(_ADAPTER)
+        if adapter is not None:
+            adapter.flush(self)
+        return super().finish()

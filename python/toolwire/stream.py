@@ -166,6 +166,10 @@ class _Driver:
             for ordinal, err in asm.drain_errors():
                 self._start(ordinal, None, None, out)
                 out.append(PrecheckError(ordinal, err))
+        tail = asm.text_tail()
+        if tail:
+            self.text_parts.append(tail)
+            out.append(TextDelta(tail))
         calls = asm.finish()
         self.calls = calls
         toolset = self.toolset

@@ -1249,13 +1249,21 @@ impl PyAssembler {
 }
 
 fn dump_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
-    let json = py.import("json")?;
+    let dumps = py.import("json")?.getattr("dumps")?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("ensure_ascii", false)?;
     kwargs.set_item("separators", (",", ":"))?;
-    json.getattr("dumps")?
-        .call((value,), Some(&kwargs))?
-        .extract()
+    let text = dumps.call((value,), Some(&kwargs))?;
+    if let Ok(s) = text.cast::<PyString>() {
+        if let Ok(s) = s.to_str() {
+            return Ok(s.to_owned());
+        }
+    }
+    // A lone surrogate (an SDK decoded a `\ud800` escape of the event into the value) has no
+    // UTF-8 form: escape it, as the raw SSE path keeps it, so the scanner reports
+    // `lone_surrogate` on the call instead of `feed` raising.
+    kwargs.set_item("ensure_ascii", true)?;
+    dumps.call((value,), Some(&kwargs))?.extract()
 }
 
 #[pymodule]

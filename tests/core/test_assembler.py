@@ -200,6 +200,16 @@ def test_a_str_fragment_with_a_lone_surrogate_is_refused() -> None:
         a.feed(0, name="f", arguments='{"s": "\ud800"}')
 
 
+def test_a_dict_value_with_a_lone_surrogate_is_a_call_error() -> None:
+    # An SDK decodes `{"s": "\ud800"}` sent as an object into a str with a lone surrogate: that
+    # is model output, so it must be a typed error on the call, not a UnicodeEncodeError.
+    a = Assembler()
+    a.feed(0, name="f", arguments={"s": "\ud800", "t": "東"})
+    call = one(a)
+    assert call.error is not None and call.error.kind == "lone_surrogate"
+    assert json.loads(call.arguments) == {"s": "\ud800", "t": "東"}
+
+
 def test_cut_inside_a_cjk_character_in_bytes_mode() -> None:
     data = '{"city": "東京"}'.encode()
     for cut in range(1, len(data)):

@@ -576,6 +576,93 @@ def test_quirk_41_surrogate_pair_split_between_deltas(sse_server: SSEServer, spl
     assert s.calls[0].value == {"e": "😀"}
 
 
+def _utf16_units(text: str) -> list[str]:
+    """`text` cut into UTF-16 code units, as a JS producer may cut it (halves stay lone)."""
+    data = text.encode("utf-16-le", "surrogatepass")
+    return [data[i : i + 2].decode("utf-16-le", "surrogatepass") for i in range(0, len(data), 2)]
+
+
+def _escaped_body(events: list[dict[str, Any]], fmt: str) -> bytes:
+    """SSE with `ensure_ascii` JSON: a lone surrogate goes on the wire as its `\\uXXXX` escape."""
+    out = [
+        (b"" if fmt == CHAT else f"event: {e['type']}\n".encode())
+        + f"data: {json.dumps(e)}\n\n".encode()
+        for e in events
+    ]
+    return b"".join(out) + (b"data: [DONE]\n\n" if fmt == CHAT else b"")
+
+
+@pytest.mark.parametrize("fmt", [CHAT, "anthropic"])
+def test_quirk_41_surrogate_pair_split_between_events(
+    sse_server: SSEServer, split: str, fmt: str
+) -> None:
+    # The SDKs decode each event alone, so each half of the pair arrives as a lone surrogate in
+    # its own `str`, which has no UTF-8 form: `feed_chunk` used to raise UnicodeEncodeError.
+    from toolwire.assembler import Assembler
+
+    if fmt == CHAT:
+        events = [chat_chunk({"role": "assistant"})]
+        events += [chat_chunk({"content": u}) for u in _utf16_units("hi 😀!")]
+        events += [
+            chat_chunk(td(tc(0, id="a", name="f", arguments='{"e":"x\ud83d'))),
+            chat_chunk(td(tc(1, id="b", name="g", arguments='{"e":"\ud83d'))),
+            chat_chunk(td(tc(0, arguments='\ude00y"}'))),
+            chat_chunk(td(tc(1, arguments='\ude00"}'))),
+            chat_chunk({}, finish_reason="tool_calls"),
+        ]
+    else:
+        calls = [Call("f", '{"e":"x😀y"}'), Call("g", '{"e":"😀"}')]
+        events = []
+        for e in anthropic_stream(calls, text="hi 😀!", size=100):
+            delta = e.get("delta", {})
+            field = next((f for f in ("partial_json", "text") if delta.get(f)), None)
+            if field is None:
+                events.append(e)
+                continue
+            events += [{**e, "delta": {**delta, field: u}} for u in _utf16_units(delta[field])]
+    body = _escaped_body(events, fmt)
+    assert b"\\ud83d" in body and b"\\ude00" in body
+    _, s = assemble_sync(sse_server.register(body, split=split), fmt)
+    dicts = Assembler()
+    for event in events:
+        dicts.feed_chunk(event)
+    raw = Assembler()
+    raw.feed_sse(body)
+    want = [("f", {"e": "x😀y"}, None), ("g", {"e": "😀"}, None)]
+    assert summary(s.calls) == summary(dicts.finish()) == summary(raw.finish()) == want
+    assert s.text == raw.text == "hi 😀!"
+
+
+def test_quirk_41_surrogate_half_that_never_pairs(sse_server: SSEServer, split: str) -> None:
+    # A half left unpaired (another character follows, or the stream ends) is written back as
+    # its escape, as on the raw SSE path: the call gets a typed error and nothing raises. In
+    # names and text, which are not JSON, it becomes U+FFFD.
+    from toolwire.assembler import Assembler
+
+    events = [
+        chat_chunk({"content": "a\ud83d"}),
+        chat_chunk(td(tc(0, id="a", name="f\udc00", arguments='{"e":"\ud83d'))),
+        chat_chunk(td(tc(0, arguments='z"}'))),
+        chat_chunk(td(tc(1, id="b", name="g", arguments='{"e":"\ude00"}'))),
+        chat_chunk(td(tc(2, id="c", name="h", arguments={"e": "\ud800"}))),
+        chat_chunk(td(tc(3, id="d", name="k", arguments='{"e":"\ud83d'))),
+    ]
+    body = _escaped_body(events, CHAT)
+    _, s = assemble_sync(sse_server.register(body, split=split), CHAT)
+    dicts = Assembler()
+    for event in events:
+        dicts.feed_chunk(event)
+    raw = Assembler()
+    raw.feed_sse(body)
+    for calls in (s.calls, dicts.finish(), raw.finish()):
+        assert [c.error.kind for c in calls] == ["lone_surrogate"] * 3 + ["truncated"]
+        assert calls[0].name == "f\ufffd"
+        assert calls[0].arguments == '{"e":"\\ud83dz"}'
+        assert calls[1].arguments == '{"e":"\\ude00"}'
+        assert calls[3].arguments == '{"e":"\\ud83d'
+    assert s.text == raw.text == "a\ufffd"
+
+
 def test_quirk_42_escape_split_at_delta_boundary(sse_server: SSEServer, split: str) -> None:
     _, s = chat(
         sse_server,

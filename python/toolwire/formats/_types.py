@@ -82,3 +82,7 @@ class FormatAdapter(Protocol):
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one chunk into sink calls and return its non-tool content."""
         ...
+
+    def flush(self, sink: Sink) -> None:
+        """The stream ends: feed what the adapter still holds (an unpaired surrogate half)."""
+        ...

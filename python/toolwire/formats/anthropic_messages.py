@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from toolwire.formats._fields import arguments_of, get, index_of, plain, str_or_none
 from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat
+from toolwire.formats._utf16 import Utf16
 
 __all__ = ["AnthropicMessagesAdapter"]
 
@@ -36,6 +37,7 @@ class _Block:
 class _State:
     blocks: dict[int, _Block] = field(default_factory=lambda: {})
     usage: dict[str, Any] = field(default_factory=lambda: {})
+    utf16: Utf16 = field(default_factory=Utf16)
 
 
 class AnthropicMessagesAdapter:
@@ -95,7 +97,7 @@ class AnthropicMessagesAdapter:
         self._state.blocks[index] = _Block(get(block, "input"))
         wire_id = str_or_none(get(block, "id"))
         name = str_or_none(get(block, "name"))
-        ordinal = sink.feed(index, id=wire_id, name=name)
+        ordinal = self._state.utf16.feed(sink, index, id=wire_id, name=name)
         info.feeds.append(FeedRecord(ordinal, wire_id, name))
 
     def _delta(self, event: object, sink: Sink, info: ChunkInfo) -> None:
@@ -114,7 +116,7 @@ class AnthropicMessagesAdapter:
         if block is None or not isinstance(fragment, str) or not fragment:
             return
         block.fragments = True
-        ordinal = sink.feed(index, arguments=fragment)
+        ordinal = self._state.utf16.feed(sink, index, arguments=fragment)
         info.feeds.append(FeedRecord(ordinal, None, None))
 
     def _stop(self, event: object, sink: Sink, info: ChunkInfo) -> None:
@@ -125,7 +127,12 @@ class AnthropicMessagesAdapter:
         if not block.fragments and block.placeholder is not None:
             ordinal = sink.feed(index, arguments=arguments_of(plain(block.placeholder)))
             info.feeds.append(FeedRecord(ordinal, None, None))
+        self._state.utf16.release(sink, index)
         sink.end(index)
+
+    def flush(self, sink: Sink) -> None:
+        """The stream ends: hand the core what is still held (an unpaired surrogate half)."""
+        self._state.utf16.flush(sink)
 
     def _usage(self, usage: object, info: ChunkInfo) -> None:
         if usage is None:

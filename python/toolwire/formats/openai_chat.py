@@ -21,6 +21,7 @@ from typing import cast
 
 from toolwire.formats._fields import arguments_of, extras, get, index_of, plain, str_or_none
 from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat
+from toolwire.formats._utf16 import Utf16
 
 __all__ = ["ChatCompletionsAdapter"]
 
@@ -33,7 +34,11 @@ class ChatCompletionsAdapter:
 
     format: WireFormat = "openai-chat"
 
-    __slots__ = ()
+    __slots__ = ("_utf16",)
+
+    def __init__(self) -> None:
+        """Start with no surrogate half held."""
+        self._utf16 = Utf16()
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one chunk.
@@ -77,6 +82,10 @@ class ChatCompletionsAdapter:
         if legacy is not None:
             self._feed(None, None, legacy, None, sink, info)
 
+    def flush(self, sink: Sink) -> None:
+        """The stream ends: hand the core what is still held (an unpaired surrogate half)."""
+        self._utf16.flush(sink)
+
     def _tool_call(self, entry: object, sink: Sink, info: ChunkInfo) -> None:
         index = index_of(get(entry, "index"))
         function = get(entry, "function")
@@ -91,8 +100,8 @@ class ChatCompletionsAdapter:
         for key, value in metadata.items():
             sink.set_metadata(index, key, plain(value))
 
-    @staticmethod
     def _feed(
+        self,
         index: int | None,
         wire_id: str | None,
         function: object,
@@ -101,7 +110,8 @@ class ChatCompletionsAdapter:
         info: ChunkInfo,
     ) -> None:
         name = str_or_none(get(function, "name"))
-        ordinal = sink.feed(
+        ordinal = self._utf16.feed(
+            sink,
             index,
             id=wire_id,
             name=name,

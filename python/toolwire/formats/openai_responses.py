@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from toolwire.formats._fields import arguments_of, get, index_of, plain, str_or_none
 from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat
+from toolwire.formats._utf16 import Utf16
 
 __all__ = ["ResponsesAdapter"]
 
@@ -30,6 +31,7 @@ class _Calls:
     by_item: dict[str, int] = field(default_factory=lambda: {})
     opened: set[int] = field(default_factory=lambda: set())
     with_arguments: set[int] = field(default_factory=lambda: set())
+    utf16: Utf16 = field(default_factory=Utf16)
 
 
 class ResponsesAdapter:
@@ -104,13 +106,14 @@ class ResponsesAdapter:
                 calls.by_item[item_id] = index
             call_id = str_or_none(get(item, "call_id"))
             name = str_or_none(get(item, "name"))
-            ordinal = sink.feed(index, id=call_id, name=name)
+            ordinal = calls.utf16.feed(sink, index, id=call_id, name=name)
             info.feeds.append(FeedRecord(ordinal, call_id, name))
             if item_id is not None:
                 sink.set_metadata(index, "item_id", item_id)
         if index not in calls.with_arguments:
             self._arguments(index, get(item, "arguments"), sink, info)
         if done:
+            calls.utf16.release(sink, index)
             sink.end(index)
 
     def _arguments(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
@@ -119,8 +122,12 @@ class ResponsesAdapter:
         if arguments is None or arguments == "":
             return
         self._calls.with_arguments.add(index)
-        ordinal = sink.feed(index, arguments=arguments)
+        ordinal = self._calls.utf16.feed(sink, index, arguments=arguments)
         info.feeds.append(FeedRecord(ordinal, None, None))
+
+    def flush(self, sink: Sink) -> None:
+        """The stream ends: hand the core what is still held (an unpaired surrogate half)."""
+        self._calls.utf16.flush(sink)
 
     def _finished(self, response: object, kind: str, sink: Sink, info: ChunkInfo) -> None:
         usage = get(response, "usage")

@@ -1,0 +1,116 @@
+"""Surrogate halves that the SDKs hand over when a producer split a pair between two events.
+
+A producer that works in UTF-16 (JavaScript) may cut an argument fragment between the two halves
+of an astral character and send each half as its own `\\uXXXX` escape (quirk 41). The SDKs decode
+each event on its own, so the halves arrive as lone surrogates in separate `str` fragments,
+which UTF-8 (and the core's `feed`) cannot take. This mirrors what the raw SSE path does in Rust
+(`rust/src/envelope.rs`), so every way in gives the same calls:
+
+- a trailing high surrogate is held per wire index until that call's next fragment, and pairs
+  are joined;
+- a surrogate left unpaired (the call ended, the stream finished, or no partner came) is written
+  back into the argument text as its `\\uXXXX` escape, so the core reports `lone_surrogate` at
+  its offset;
+- in ids, names and assistant text, which are not JSON text, an unpaired surrogate becomes
+  U+FFFD.
+
+The usual fragment costs one dictionary truth test: the work starts only when the core refuses a
+fragment, or while a half is held.
+"""
+
+from __future__ import annotations
+
+import re
+
+from toolwire.formats._types import Arguments, Sink
+
+__all__ = ["Utf16", "text_piece"]
+
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def _join_pairs(text: str) -> str:
+    # UTF-16 with surrogatepass joins each high/low pair into one code point and keeps the rest.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def _escape(text: str) -> str:
+    return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _replace(text: str | None) -> str | None:
+    if text is None or text.isascii():
+        return text
+    return _LONE.sub("\ufffd", _join_pairs(text))
+
+
+def _is_high(char: str) -> bool:
+    return "\ud800" <= char <= "\udbff"
+
+
+class Utf16:
+    """Per-stream state: the high surrogate held at the end of each call's last fragment."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        """Start with nothing held."""
+        self.held: dict[int | None, str] = {}
+
+    def feed(
+        self,
+        sink: Sink,
+        index: int | None,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        arguments: Arguments | None = None,
+        type: str | None = None,
+    ) -> int:
+        """`sink.feed` with surrogate halves joined or escaped; returns the call's ordinal."""
+        if not (self.held and isinstance(arguments, str) and index in self.held):
+            try:
+                return sink.feed(index, id=id, name=name, arguments=arguments, type=type)
+            except UnicodeEncodeError:
+                # Refused before any state changed: `feed` converts every argument first.
+                pass
+        if isinstance(arguments, str):
+            text = self.held.pop(index, "") + arguments
+            if text and _is_high(text[-1]):
+                self.held[index] = text[-1]
+                text = text[:-1]
+            arguments = _escape(_join_pairs(text))
+        return sink.feed(
+            index,
+            id=_replace(id),
+            name=_replace(name),
+            arguments=arguments or None,
+            type=_replace(type),
+        )
+
+    def release(self, sink: Sink, index: int | None) -> None:
+        """The call under `index` ends: write back its held half as an escape."""
+        if self.held:
+            unit = self.held.pop(index, None)
+            if unit is not None:
+                sink.feed(index, arguments=_escape(unit))
+
+    def flush(self, sink: Sink) -> None:
+        """The stream ends: write back every held half as an escape."""
+        held, self.held = self.held, {}
+        for index, unit in held.items():
+            sink.feed(index, arguments=_escape(unit))
+
+
+def text_piece(held: str, text: str) -> tuple[str, str]:
+    """Assistant text of one chunk with the previous chunk's held half: (text, new half).
+
+    Pairs are joined across chunks and an unpaired half becomes U+FFFD, as on the raw SSE path;
+    a trailing high surrogate is held for the next chunk.
+    """
+    text = held + text
+    half = ""
+    if text and _is_high(text[-1]):
+        half = text[-1]
+        text = text[:-1]
+    return _LONE.sub("\ufffd", _join_pairs(text)), half
