@@ -11,8 +11,11 @@ Design notes:
   calls would otherwise be merged. Choices without `delta` (Azure content-filter annotations)
   and chunks with empty `choices` (usage-only, prompt-filter) are skipped (quirks 29, 30).
 - The legacy `function_call` delta is fed as a call without index or id.
-- `finish_reason` is reported as sent; only `content_filter` stops the open calls. Whether a call
-  is usable is decided from the call itself, never from the reason (quirks 34-36).
+- `finish_reason` is reported as sent. The reasons that stop the open calls are those the raw SSE
+  path stops on (`FinishReason::stops_calls` in `rust/src/envelope.rs`): `content_filter`,
+  `safety` and `refusal` in any ASCII case, and a natural end (`stop`) after a `refusal` delta.
+  Whether a call is usable is otherwise decided from the call itself, never from the reason
+  (quirks 34-36).
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from toolwire.formats._utf16 import Utf16
 __all__ = ["ChatCompletionsAdapter"]
 
 _TOOL_CALL_FIELDS = frozenset({"index", "id", "type", "function"})
-_STOPPING_REASONS = frozenset({"content_filter"})
+_STOPPING_REASONS = frozenset({"content_filter", "safety", "refusal"})
+# Natural ends; after a `refusal` delta they mean a refusal (as `FinishReason::Stop` in Rust).
+_NATURAL_ENDS = frozenset({"stop", "end_turn", "stop_sequence", "eos", "completed"})
 
 
 class ChatCompletionsAdapter:
@@ -34,11 +39,12 @@ class ChatCompletionsAdapter:
 
     format: WireFormat = "openai-chat"
 
-    __slots__ = ("_utf16",)
+    __slots__ = ("_refusal", "_utf16")
 
     def __init__(self) -> None:
-        """Start with no surrogate half held."""
+        """Start with no surrogate half held and no refusal seen."""
         self._utf16 = Utf16()
+        self._refusal = False
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one chunk.
@@ -66,7 +72,8 @@ class ChatCompletionsAdapter:
             reason = str_or_none(get(choice, "finish_reason"))
             if reason:
                 info.finish_reason = reason
-                if reason in _STOPPING_REASONS:
+                folded = reason.lower() if reason.isascii() else reason
+                if folded in _STOPPING_REASONS or (folded in _NATURAL_ENDS and self._refusal):
                     sink.stop(reason)
         return info
 
@@ -74,6 +81,9 @@ class ChatCompletionsAdapter:
         content = get(delta, "content")
         if isinstance(content, str):
             info.text += content
+        refusal = get(delta, "refusal")
+        if isinstance(refusal, str) and refusal:
+            self._refusal = True
         tool_calls = get(delta, "tool_calls")
         if isinstance(tool_calls, list):
             for entry in cast("list[object]", tool_calls):
