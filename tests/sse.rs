@@ -809,6 +809,19 @@ fn responses_failed_is_a_provider_error() {
 }
 
 #[test]
+fn responses_failed_stops_open_calls() {
+    // A call whose arguments closed but whose item never got `output_item.done` must not come
+    // back runnable from a failed response; the `feed_chunk` path stops it too.
+    let body = b"data: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"call_1\",\"name\":\"f\",\"arguments\":\"\"}}\n\n\
+data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":0,\"delta\":\"{\\\"a\\\":1}\"}\n\n\
+data: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}}}\n\n";
+    let o = run(body);
+    assert_eq!(o.call(0).args, r#"{"a":1}"#);
+    assert_eq!(o.call(0).error, Some(ErrorKind::Filtered));
+    assert_eq!(o.finish_raw.as_deref(), Some("failed"));
+}
+
+#[test]
 fn chat_content_filter_stops_calls() {
     let body = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}}]}}]}\n\n\
 data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"content_filter\"}]}\n\ndata: [DONE]\n\n";

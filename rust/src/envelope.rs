@@ -164,6 +164,9 @@ pub enum Action<'a> {
     },
     /// The end-of-stream marker (`[DONE]`, `message_stop`).
     Done,
+    /// The response failed (Responses `response.failed`): calls not yet complete and ended
+    /// must not run, as after a content filter. The reason as sent.
+    Stop(&'a str),
     /// The provider reported an error; raw JSON of the error object (or of the whole event).
     ProviderError(&'a str),
     /// Responses `.done` (or `output_item.done`) carried arguments that differ from the deltas
@@ -840,6 +843,7 @@ impl Decoder {
             emit(Action::ProviderError(
                 response.error.map_or("{}", RawValue::get),
             ));
+            emit(Action::Stop(status));
         }
         emit(Action::Finish { raw, reason });
         emit(Action::Done);

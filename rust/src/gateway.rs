@@ -178,6 +178,10 @@ impl State {
                     let _ = assembler.stop(raw);
                 }
             }
+            Action::Stop(reason) => {
+                // Fails only after `finish`, which `StreamDecoder` rules out.
+                let _ = assembler.stop(reason);
+            }
             Action::Done => self.done = true,
             Action::ProviderError(json) => {
                 self.errors

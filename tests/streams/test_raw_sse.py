@@ -27,6 +27,7 @@ from .conftest import SSEServer
 from .streamkit import (
     Call,
     anthropic_stream,
+    chat_chunk,
     chat_stream,
     fixture_names,
     load_events,
@@ -92,6 +93,58 @@ def test_feed_chunk_on_dicts_matches_sdk_wrapper(sse_server: SSEServer, name: st
     asm, calls = via_dicts(events)
     assert key(calls) == key(stream.calls)
     assert asm.chunk_format == stream.format == fmt
+
+
+@pytest.mark.parametrize(
+    ("reason", "refusal", "stopped"),
+    [
+        ("content_filter", "", True),
+        ("CONTENT_FILTER", "", True),
+        ("safety", "", True),
+        ("refusal", "", True),
+        ("stop", "I can't help with that.", True),
+        ("stop", "", False),
+        ("length", "", False),
+    ],
+)
+def test_chat_finish_reasons_stop_the_same_calls_on_every_path(
+    reason: str, refusal: str, stopped: bool
+) -> None:
+    # feed_chunk used to stop calls on `content_filter` alone while the raw path stops on every
+    # reason that normalizes to content_filter or refusal: a complete call of a filtered or
+    # refused response came back executable from the SDK path only.
+    events = [chat_chunk({"role": "assistant", "refusal": refusal or None})]
+    events += chat_stream([Call("f", '{"a": 1}'), Call("g", '{"b": 2}')])[1:-1]
+    events.append(chat_chunk({}, finish_reason=reason))
+    _, dict_calls = via_dicts(events)
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, "openai-chat"))
+    raw_calls = raw.finish()
+    assert key(dict_calls) == key(raw_calls)
+    assert [c.error.kind if c.error else None for c in raw_calls] == (
+        ["filtered", "filtered"] if stopped else [None, None]
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "stopped"),
+    [("failed", None, True), ("incomplete", "content_filter", True), ("completed", None, False)],
+)
+def test_responses_endings_stop_the_same_calls_on_every_path(
+    status: str, reason: str | None, stopped: bool
+) -> None:
+    # The call's arguments closed but its item never got `output_item.done`: the raw path used
+    # to return it runnable from a failed response, where `feed_chunk` stopped it.
+    full = responses_stream([Call("f", '{"a": 1}')], status=status, incomplete_reason=reason)
+    events = [e for e in full if e["type"] != "response.output_item.done"]
+    _, dict_calls = via_dicts(events)
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, "openai-responses"))
+    raw_calls = raw.finish()
+    assert key(dict_calls) == key(raw_calls)
+    assert [c.error.kind if c.error else None for c in raw_calls] == (
+        ["filtered"] if stopped else [None]
+    )
 
 
 # --- Property: random streams, random cuts, three ways in --------------------------------------
