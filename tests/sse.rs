@@ -670,6 +670,30 @@ fn anthropic_body(events: &[(&str, &str)]) -> Vec<u8> {
 }
 
 #[test]
+fn anthropic_tool_without_parameters_is_not_an_empty_arguments_anomaly() {
+    // Anthropic streams a parameterless tool as `input: {}` plus one empty `input_json_delta`:
+    // `{}` is the input as sent, not a missing one. `feed_chunk` reads it so; the raw path used
+    // to drop the placeholder and flag `empty_arguments`.
+    let body = anthropic_body(&[
+        (
+            "content_block_start",
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_time","input":{}}}"#,
+        ),
+        (
+            "content_block_delta",
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}"#,
+        ),
+        (
+            "content_block_stop",
+            r#"{"type":"content_block_stop","index":0}"#,
+        ),
+    ]);
+    let o = run(&body);
+    ok(o.call(0), "get_time", "{}");
+    assert!(o.call(0).warnings.is_empty(), "{:?}", o.call(0).warnings);
+}
+
+#[test]
 fn anthropic_tool_use_input_without_deltas_is_the_arguments() {
     let body = anthropic_body(&[
         (

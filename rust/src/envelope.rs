@@ -432,8 +432,10 @@ struct AnthropicDelta<'a> {
 struct BlockState {
     index: i64,
     tool: bool,
+    /// A non-empty `input_json_delta` arrived (Anthropic sends an empty one first).
     got_delta: bool,
-    /// A non-empty `input` from `content_block_start`, used only if no delta follows.
+    /// The `input` of `content_block_start`, used only if no non-empty delta follows: `{}` then
+    /// is the real input of a tool without parameters, as `feed_chunk` reads it too.
     input: Vec<u8>,
 }
 
@@ -518,12 +520,6 @@ fn nested<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<Option<T>
 
 fn raw_str(raw: Option<&RawValue>) -> Option<&str> {
     raw.map(RawValue::get).filter(|s| s.starts_with('"'))
-}
-
-/// `{}` (with any whitespace): the placeholder `input` of a streamed `tool_use` block.
-fn is_empty_object(raw: &str) -> bool {
-    let mut it = raw.bytes().filter(|b| !b.is_ascii_whitespace());
-    it.next() == Some(b'{') && it.next() == Some(b'}') && it.next().is_none()
 }
 
 impl Decoder {
@@ -942,7 +938,7 @@ impl Decoder {
                     input: Vec::new(),
                 };
                 if tool {
-                    if let Some(input) = block.input.filter(|i| !is_empty_object(i.get())) {
+                    if let Some(input) = block.input {
                         state.input.extend_from_slice(input.get().as_bytes());
                     }
                     let id = non_blank(block.id.as_ref()).filter(|s| !is_blank_id(s));
@@ -1008,10 +1004,12 @@ impl Decoder {
                 if block.as_ref().is_some_and(|b| !b.tool) {
                     return Ok(());
                 }
-                if let Some(b) = block {
-                    b.got_delta = true;
+                let raw = raw_str(delta.partial_json);
+                if let (Some(b), Some(r)) = (block, raw) {
+                    // `""`, the usual first delta, is no fragment (quirk 26).
+                    b.got_delta |= r.len() > 2;
                 }
-                if let Some(raw) = raw_str(delta.partial_json) {
+                if let Some(raw) = raw {
                     self.fragment(Some(index), raw);
                     if !self.scratch.is_empty() {
                         emit(args(Some(index), Arguments::Text(&self.scratch)));
