@@ -63,7 +63,7 @@ class Assembler(_core.Assembler):
             state[_ADAPTER] = adapter
         info = adapter.handle(chunk, self)
         text = info.text
-        if (text and not text.isascii()) or _TEXT_HALF in state:
+        if text and (not text.isascii() or _TEXT_HALF in state):
             info.text, half = text_piece(state.pop(_TEXT_HALF, ""), text)
             if half:
                 state[_TEXT_HALF] = half

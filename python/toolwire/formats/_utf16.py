@@ -74,6 +74,23 @@ class Utf16:
             except UnicodeEncodeError:
                 # Refused before any state changed: `feed` converts every argument first.
                 pass
+        return self.repair(sink, index, id=id, name=name, arguments=arguments, type=type)
+
+    def repair(
+        self,
+        sink: Sink,
+        index: int | None,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        arguments: Arguments | None = None,
+        type: str | None = None,
+    ) -> int:
+        """The slow path of `feed`, for a delta the core refused or while a half is held.
+
+        Hot fragment paths call `sink.feed` themselves while nothing is held and come here when
+        it raises `UnicodeEncodeError`, which it does before any state changed.
+        """
         if isinstance(arguments, str):
             text = self.held.pop(index, "") + arguments
             if text and _is_high(text[-1]):

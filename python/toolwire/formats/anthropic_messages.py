@@ -37,7 +37,6 @@ class _Block:
 class _State:
     blocks: dict[int, _Block] = field(default_factory=lambda: {})
     usage: dict[str, Any] = field(default_factory=lambda: {})
-    utf16: Utf16 = field(default_factory=Utf16)
 
 
 class AnthropicMessagesAdapter:
@@ -45,11 +44,12 @@ class AnthropicMessagesAdapter:
 
     format: WireFormat = "anthropic"
 
-    __slots__ = ("_state",)
+    __slots__ = ("_state", "_utf16")
 
     def __init__(self) -> None:
         """Start with no content blocks seen."""
         self._state = _State()
+        self._utf16 = Utf16()
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one event.
@@ -97,7 +97,7 @@ class AnthropicMessagesAdapter:
         self._state.blocks[index] = _Block(get(block, "input"))
         wire_id = str_or_none(get(block, "id"))
         name = str_or_none(get(block, "name"))
-        ordinal = self._state.utf16.feed(sink, index, id=wire_id, name=name)
+        ordinal = self._utf16.feed(sink, index, id=wire_id, name=name)
         info.feeds.append(FeedRecord(ordinal, wire_id, name))
 
     def _delta(self, event: object, sink: Sink, info: ChunkInfo) -> None:
@@ -116,7 +116,14 @@ class AnthropicMessagesAdapter:
         if block is None or not isinstance(fragment, str) or not fragment:
             return
         block.fragments = True
-        ordinal = self._state.utf16.feed(sink, index, arguments=fragment)
+        utf16 = self._utf16
+        if utf16.held:
+            ordinal = utf16.feed(sink, index, arguments=fragment)
+        else:
+            try:  # the hot path; see `Utf16.repair` (quirk 41)
+                ordinal = sink.feed(index, arguments=fragment)
+            except UnicodeEncodeError:
+                ordinal = utf16.repair(sink, index, arguments=fragment)
         info.feeds.append(FeedRecord(ordinal, None, None))
 
     def _stop(self, event: object, sink: Sink, info: ChunkInfo) -> None:
@@ -127,12 +134,12 @@ class AnthropicMessagesAdapter:
         if not block.fragments and block.placeholder is not None:
             ordinal = sink.feed(index, arguments=arguments_of(plain(block.placeholder)))
             info.feeds.append(FeedRecord(ordinal, None, None))
-        self._state.utf16.release(sink, index)
+        self._utf16.release(sink, index)
         sink.end(index)
 
     def flush(self, sink: Sink) -> None:
         """The stream ends: hand the core what is still held (an unpaired surrogate half)."""
-        self._state.utf16.flush(sink)
+        self._utf16.flush(sink)
 
     def _usage(self, usage: object, info: ChunkInfo) -> None:
         if usage is None:

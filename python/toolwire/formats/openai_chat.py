@@ -81,13 +81,15 @@ class ChatCompletionsAdapter:
         content = get(delta, "content")
         if isinstance(content, str):
             info.text += content
-        refusal = get(delta, "refusal")
-        if isinstance(refusal, str) and refusal:
-            self._refusal = True
         tool_calls = get(delta, "tool_calls")
         if isinstance(tool_calls, list):
             for entry in cast("list[object]", tool_calls):
                 self._tool_call(entry, sink, info)
+        elif not self._refusal:
+            # Refusal text comes in deltas of its own; not reading the field on every tool-call
+            # fragment keeps the hot path as it was.
+            refusal = get(delta, "refusal")
+            self._refusal = isinstance(refusal, str) and refusal != ""
         legacy = get(delta, "function_call")
         if legacy is not None:
             self._feed(None, None, legacy, None, sink, info)
@@ -120,12 +122,17 @@ class ChatCompletionsAdapter:
         info: ChunkInfo,
     ) -> None:
         name = str_or_none(get(function, "name"))
-        ordinal = self._utf16.feed(
-            sink,
-            index,
-            id=wire_id,
-            name=name,
-            arguments=arguments_of(get(function, "arguments")),
-            type=kind,
-        )
+        arguments = arguments_of(get(function, "arguments"))
+        utf16 = self._utf16
+        if utf16.held:
+            ordinal = utf16.feed(sink, index, id=wire_id, name=name, arguments=arguments, type=kind)
+        else:
+            # The hot path calls the core directly; a lone surrogate half makes it refuse the
+            # delta before any state changed, and `repair` takes over (quirk 41).
+            try:
+                ordinal = sink.feed(index, id=wire_id, name=name, arguments=arguments, type=kind)
+            except UnicodeEncodeError:
+                ordinal = utf16.repair(
+                    sink, index, id=wire_id, name=name, arguments=arguments, type=kind
+                )
         info.feeds.append(FeedRecord(ordinal, wire_id, name))

@@ -31,7 +31,6 @@ class _Calls:
     by_item: dict[str, int] = field(default_factory=lambda: {})
     opened: set[int] = field(default_factory=lambda: set())
     with_arguments: set[int] = field(default_factory=lambda: set())
-    utf16: Utf16 = field(default_factory=Utf16)
 
 
 class ResponsesAdapter:
@@ -39,11 +38,12 @@ class ResponsesAdapter:
 
     format: WireFormat = "openai-responses"
 
-    __slots__ = ("_calls",)
+    __slots__ = ("_calls", "_utf16")
 
     def __init__(self) -> None:
         """Start with no calls seen."""
         self._calls = _Calls()
+        self._utf16 = Utf16()
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one event.
@@ -106,14 +106,14 @@ class ResponsesAdapter:
                 calls.by_item[item_id] = index
             call_id = str_or_none(get(item, "call_id"))
             name = str_or_none(get(item, "name"))
-            ordinal = calls.utf16.feed(sink, index, id=call_id, name=name)
+            ordinal = self._utf16.feed(sink, index, id=call_id, name=name)
             info.feeds.append(FeedRecord(ordinal, call_id, name))
             if item_id is not None:
                 sink.set_metadata(index, "item_id", item_id)
         if index not in calls.with_arguments:
             self._arguments(index, get(item, "arguments"), sink, info)
         if done:
-            calls.utf16.release(sink, index)
+            self._utf16.release(sink, index)
             sink.end(index)
 
     def _arguments(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
@@ -122,12 +122,19 @@ class ResponsesAdapter:
         if arguments is None or arguments == "":
             return
         self._calls.with_arguments.add(index)
-        ordinal = self._calls.utf16.feed(sink, index, arguments=arguments)
+        utf16 = self._utf16
+        if utf16.held:
+            ordinal = utf16.feed(sink, index, arguments=arguments)
+        else:
+            try:  # the hot path; see `Utf16.repair` (quirk 41)
+                ordinal = sink.feed(index, arguments=arguments)
+            except UnicodeEncodeError:
+                ordinal = utf16.repair(sink, index, arguments=arguments)
         info.feeds.append(FeedRecord(ordinal, None, None))
 
     def flush(self, sink: Sink) -> None:
         """The stream ends: hand the core what is still held (an unpaired surrogate half)."""
-        self._calls.utf16.flush(sink)
+        self._utf16.flush(sink)
 
     def _finished(self, response: object, kind: str, sink: Sink, info: ChunkInfo) -> None:
         usage = get(response, "usage")
