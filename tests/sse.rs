@@ -808,6 +808,42 @@ fn anthropic_error_event_is_reported_and_the_stream_goes_on() {
 }
 
 #[test]
+fn anthropic_error_event_stops_a_call_it_had_not_ended() {
+    // The first call ended with `content_block_stop`; the second has complete JSON but no stop
+    // when the provider gives up: it must not come back runnable (`feed_chunk` agrees).
+    let body = anthropic_body(&[
+        (
+            "content_block_start",
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"f","input":{}}}"#,
+        ),
+        (
+            "content_block_delta",
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a\":1}"}}"#,
+        ),
+        (
+            "content_block_stop",
+            r#"{"type":"content_block_stop","index":0}"#,
+        ),
+        (
+            "content_block_start",
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_2","name":"g","input":{}}}"#,
+        ),
+        (
+            "content_block_delta",
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"b\":2}"}}"#,
+        ),
+        (
+            "error",
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        ),
+    ]);
+    let o = run(&body);
+    assert_eq!(o.count(StreamErrorKind::ProviderError), 1);
+    ok(o.call(0), "f", r#"{"a":1}"#);
+    assert_eq!(o.call(1).error, Some(ErrorKind::Filtered));
+}
+
+#[test]
 fn responses_incomplete_reports_length_and_truncates() {
     let body = b"data: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"call_1\",\"name\":\"write\",\"arguments\":\"\"}}\n\n\
 data: {\"type\":\"response.function_call_arguments.delta\",\"item_id\":\"fc_1\",\"delta\":\"{\\\"text\\\":\\\"lor\"}\n\n\

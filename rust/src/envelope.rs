@@ -585,6 +585,9 @@ impl Decoder {
                 emit(Action::ProviderError(
                     env.error.map_or_else(|| lossy(data), RawValue::get),
                 ));
+                // The provider gave up on the response: a call it had not ended must not run,
+                // as on the `feed_chunk` path.
+                emit(Action::Stop("error"));
                 Ok(None)
             }
             _ if env.choices.is_some()

@@ -147,6 +147,30 @@ def test_responses_endings_stop_the_same_calls_on_every_path(
     )
 
 
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses"])
+def test_an_error_event_stops_unended_calls_on_every_path(fmt: str) -> None:
+    # Two calls: the first ended by its own event, the second complete JSON but never ended
+    # when the provider sent `error`. The raw path used to return the second runnable.
+    calls = [Call("f", '{"a": 1}'), Call("g", '{"b": 2}')]
+    if fmt == "anthropic":
+        full = anthropic_stream(calls)
+        last_stop = max(i for i, e in enumerate(full) if e["type"] == "content_block_stop")
+        events = full[:last_stop]
+        error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    else:
+        full = responses_stream(calls)
+        last_done = max(i for i, e in enumerate(full) if e["type"] == "response.output_item.done")
+        events = full[:last_done]
+        error = {"type": "error", "code": "server_error", "message": "boom", "param": None}
+    events.append(error)
+    _, dict_calls = via_dicts(events)
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, fmt))
+    raw_calls = raw.finish()
+    assert key(dict_calls) == key(raw_calls)
+    assert [c.error.kind if c.error else None for c in raw_calls] == [None, "filtered"]
+
+
 # --- Property: random streams, random cuts, three ways in --------------------------------------
 
 json_scalars = (
