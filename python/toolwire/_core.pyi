@@ -14,7 +14,7 @@ __all__ = [
     "__version__",
 ]
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, final
 
 from typing_extensions import Self, disjoint_base
@@ -297,6 +297,9 @@ class Assembler:
         """Problems of the stream itself (malformed events, provider error events), as
         (kind, event number, message); they never stop the assembly."""
     def __len__(self) -> int: ...
+    def _flush_before_finish(self, hook: Callable[[Any], object]) -> None:
+        """Registers `hook`, called once with the assembler when `finish` starts (it must not
+        refer to the assembler, which does not traverse it for the garbage collector)."""
     def finish(self) -> list[ToolCall]:
         """Ends the stream: every started call exactly once, in ordinal order.
 

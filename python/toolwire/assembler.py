@@ -61,6 +61,9 @@ class Assembler(_core.Assembler):
                 return ChunkInfo()
             adapter = make_adapter(fmt)
             state[_ADAPTER] = adapter
+            # What the adapter still holds at the end (half of a surrogate pair) is fed when
+            # `finish` starts; a hook, so that streams fed by `feed` pay nothing for it.
+            self._flush_before_finish(adapter.flush)
         info = adapter.handle(chunk, self)
         text = info.text
         if text and (not text.isascii() or _TEXT_HALF in state):
@@ -76,17 +79,3 @@ class Assembler(_core.Assembler):
             `""` or `"\ufffd"`; asking ends the wait for the other half.
         """
         return "\ufffd" if self.__dict__.pop(_TEXT_HALF, None) else ""
-
-    def finish(self) -> list[_core.ToolCall]:
-        """Ends the stream: every started call exactly once, in ordinal order.
-
-        Fragments that `feed_chunk` still holds (half of a surrogate pair whose other half never
-        came) are fed first, so nothing is lost.
-
-        Raises:
-            MisuseError: When called twice.
-        """
-        adapter: FormatAdapter | None = self.__dict__.get(_ADAPTER)
-        if adapter is not None:
-            adapter.flush(self)
-        return super().finish()

@@ -757,6 +757,8 @@ struct PyAssembler {
     scratch: Vec<u8>,
     /// The path of the last progress item and its Python `str`.
     last_path: Option<(String, Py<PyString>)>,
+    /// Called with the assembler before `finish` (see `_flush_before_finish`).
+    before_finish: Option<Py<PyAny>>,
 }
 
 impl PyAssembler {
@@ -1010,6 +1012,7 @@ impl PyAssembler {
             decoder: StreamDecoder::new(inner),
             scratch: Vec::new(),
             last_path: None,
+            before_finish: None,
         })
     }
 
@@ -1235,8 +1238,12 @@ impl PyAssembler {
         self.decoder.assembler().len()
     }
 
-    fn finish(&mut self) -> PyResult<Vec<PyToolCall>> {
-        let calls = self.decoder.finish().map_err(|e| misuse(&e))?;
+    fn finish(slf: &Bound<'_, Self>) -> PyResult<Vec<PyToolCall>> {
+        let hook = slf.borrow_mut().before_finish.take();
+        if let Some(hook) = hook {
+            hook.call1(slf.py(), (slf,))?;
+        }
+        let calls = slf.borrow_mut().decoder.finish().map_err(|e| misuse(&e))?;
         Ok(calls
             .into_iter()
             .map(|call| PyToolCall {
@@ -1245,6 +1252,13 @@ impl PyAssembler {
                 value: PyOnceLock::new(),
             })
             .collect())
+    }
+
+    /// Registers `hook`, called once with the assembler when `finish` starts: the Python
+    /// `feed_chunk` layer hands over input it still holds there. A hook keeps plain `feed`
+    /// streams free of a Python-level `finish`.
+    fn _flush_before_finish(&mut self, hook: Py<PyAny>) {
+        self.before_finish = Some(hook);
     }
 }
 
