@@ -688,10 +688,11 @@ impl Assembler {
         self.finished = true;
         let registry = self.registry.clone();
         let dup_keys = self.config.scan.duplicate_keys == crate::scanner::DuplicateKeys::LastWins;
-        let calls = std::mem::take(&mut self.calls);
+        // Calls are finished in place: moving each (scanner and all) out would copy it.
+        let mut calls = std::mem::take(&mut self.calls);
         let repeated = repeated_ids(&calls);
         let mut out = Vec::with_capacity(calls.len());
-        for ((ordinal, mut call), repeated_id) in calls.into_iter().enumerate().zip(repeated) {
+        for ((ordinal, call), repeated_id) in calls.iter_mut().enumerate().zip(repeated) {
             call.sync();
             // A call with no argument text at all would become `{}`; after a broken stream it
             // is cut off instead (a call with some text is already `truncated`).
@@ -700,13 +701,7 @@ impl Assembler {
                 && call.stopped.is_none()
                 && call.scanner.is_blank()
                 && call.mode != ArgMode::Value;
-            let mut done = finish_call(
-                ordinal,
-                &mut call,
-                registry.as_deref(),
-                dup_keys,
-                repeated_id,
-            );
+            let mut done = finish_call(ordinal, call, registry.as_deref(), dup_keys, repeated_id);
             if cut_before_arguments && done.error.is_none() {
                 done.arguments.clear();
                 done.complete = false;
