@@ -244,6 +244,12 @@ class Assembler:
         """The name received so far for a call."""
     def id(self, ordinal: int, /) -> str | None:
         """The id of a call, if one arrived."""
+    def arguments_so_far(self, ordinal: int, /) -> bytes:
+        """The argument bytes a call holds so far, as appended (UTF-8).
+
+        Raises:
+            MisuseError: No call has that ordinal.
+        """
     def stop(self, reason: str, /) -> None:
         """The provider stopped the stream (content filter, refusal): open calls are `filtered`."""
     def drain_errors(self) -> list[tuple[int, CallError]]:

@@ -1076,6 +1076,19 @@ impl PyAssembler {
         Ok(self.decoder.assembler().id(ordinal).map(str::to_owned))
     }
 
+    /// The argument bytes a call holds so far, as appended.
+    #[pyo3(signature = (ordinal, /))]
+    fn arguments_so_far<'py>(
+        &self,
+        py: Python<'py>,
+        ordinal: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        match self.decoder.assembler().arguments_so_far(ordinal) {
+            Some(text) => Ok(PyBytes::new(py, text)),
+            None => Err(misuse(&Misuse::NoSuchCall(ordinal))),
+        }
+    }
+
     #[pyo3(signature = (reason, /))]
     fn stop(&mut self, reason: &str) -> PyResult<()> {
         self.decoder

@@ -52,6 +52,15 @@ def test_str_fragments_are_accepted_too() -> None:
     assert one(a).value == {"a": "é"}
 
 
+def test_arguments_so_far_is_the_text_appended_so_far() -> None:
+    asm = Assembler()
+    asm.feed(0, id="c1", name="f", arguments='{"city": "Zü')
+    asm.feed(0, arguments=b"\xc3\xbcrich")
+    assert asm.arguments_so_far(0) == '{"city": "Züürich'.encode()
+    with pytest.raises(MisuseError):
+        asm.arguments_so_far(1)
+
+
 def test_name_split_across_fragments() -> None:
     a = Assembler()
     a.feed(0, id="call_1", name="get_")

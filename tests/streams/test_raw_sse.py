@@ -171,6 +171,28 @@ def test_an_error_event_stops_unended_calls_on_every_path(fmt: str) -> None:
     assert [c.error.kind if c.error else None for c in raw_calls] == [None, "filtered"]
 
 
+@pytest.mark.parametrize("lost", ["last", "middle"])
+def test_a_lost_responses_delta_is_settled_by_the_summary_on_every_path(lost: str) -> None:
+    # A bridge dropped one argument delta; `function_call_arguments.done` still carries the
+    # whole text. The raw path repaired a lost tail from it where `feed_chunk` ignored it.
+    full = responses_stream([Call("f", '{"city": "Zürich", "days": 3}')], size=4)
+    deltas = [
+        i for i, e in enumerate(full) if e["type"] == "response.function_call_arguments.delta"
+    ]
+    drop = deltas[-1] if lost == "last" else deltas[len(deltas) // 2]
+    events = full[:drop] + full[drop + 1 :]
+    _, dict_calls = via_dicts(events)
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, "openai-responses"))
+    raw_calls = raw.finish()
+    assert key(dict_calls) == key(raw_calls)
+    if lost == "last":
+        # The text so far is a prefix of the summary: the core keeps the whole text.
+        assert raw_calls[0].ok and raw_calls[0].value == {"city": "Zürich", "days": 3}
+    else:
+        assert not raw_calls[0].ok
+
+
 # --- Property: random streams, random cuts, three ways in --------------------------------------
 
 json_scalars = (

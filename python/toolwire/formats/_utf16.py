@@ -24,7 +24,7 @@ import re
 
 from toolwire.formats._types import Arguments, Sink
 
-__all__ = ["Utf16", "text_piece"]
+__all__ = ["Utf16", "escape_lone_surrogates", "text_piece"]
 
 _LONE = re.compile("[\ud800-\udfff]")
 
@@ -36,6 +36,11 @@ def _join_pairs(text: str) -> str:
 
 def _escape(text: str) -> str:
     return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """`text` with its pairs joined and every unpaired surrogate written as a `\\uXXXX` escape."""
+    return _escape(_join_pairs(text))
 
 
 def _replace(text: str | None) -> str | None:

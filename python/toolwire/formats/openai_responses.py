@@ -6,9 +6,10 @@ Design notes:
 - The call's id is the item's `call_id` (what a `function_call_output` must quote); the item's own
   `id` (`fc_...`) is kept as metadata `item_id` for replaying the item in the next turn.
 - `response.function_call_arguments.done` and the item in `response.output_item.done` repeat the
-  whole arguments. They are summaries, not fragments: they are fed only when no argument text
-  arrived for that item before (bridges that send only the summary), so a normal stream never
-  relies on the core's repeat detection.
+  whole arguments. They are summaries, not fragments: they are fed when no argument text arrived
+  for that item before (bridges that send only the summary). Otherwise the first summary is
+  compared with the text the deltas gave, and fed only when it differs (a delta was lost), so
+  the core's resend rule keeps the whole text, as on the raw SSE path.
 - `response.output_item.done` ends the call. `response.incomplete` with reason `content_filter`,
   `response.failed` and a stream `error` event stop the open calls.
 - Only `function_call` items are tool calls for the caller; hosted tools (web search, code
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 
 from toolwire.formats._fields import arguments_of, get, index_of, plain, str_or_none
 from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat
-from toolwire.formats._utf16 import Utf16
+from toolwire.formats._utf16 import Utf16, escape_lone_surrogates
 
 __all__ = ["ResponsesAdapter"]
 
@@ -31,6 +32,8 @@ class _Calls:
     by_item: dict[str, int] = field(default_factory=lambda: {})
     opened: set[int] = field(default_factory=lambda: set())
     with_arguments: set[int] = field(default_factory=lambda: set())
+    ordinals: dict[int, int] = field(default_factory=lambda: {})
+    verified: set[int] = field(default_factory=lambda: set())
 
 
 class ResponsesAdapter:
@@ -69,8 +72,8 @@ class ResponsesAdapter:
                 self._arguments(index, get(chunk, "delta"), sink, info)
         elif kind == "response.function_call_arguments.done":
             index = self._index(chunk)
-            if index is not None and index not in self._calls.with_arguments:
-                self._arguments(index, get(chunk, "arguments"), sink, info)
+            if index is not None:
+                self._summary(index, get(chunk, "arguments"), sink, info)
         elif kind == "response.output_item.done":
             self._item(chunk, sink, info, done=True)
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
@@ -107,14 +110,38 @@ class ResponsesAdapter:
             call_id = str_or_none(get(item, "call_id"))
             name = str_or_none(get(item, "name"))
             ordinal = self._utf16.feed(sink, index, id=call_id, name=name)
+            calls.ordinals[index] = ordinal
             info.feeds.append(FeedRecord(ordinal, call_id, name))
             if item_id is not None:
                 sink.set_metadata(index, "item_id", item_id)
-        if index not in calls.with_arguments:
-            self._arguments(index, get(item, "arguments"), sink, info)
+        if done or index not in calls.with_arguments:
+            self._summary(index, get(item, "arguments"), sink, info)
         if done:
             self._utf16.release(sink, index)
             sink.end(index)
+
+    def _summary(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
+        """Whole arguments from an item or a `.done` event: fed when no delta came, else
+        compared once with what the deltas carried and fed when they differ (a lost delta),
+        so the core keeps the whole text, as the raw SSE path does."""
+        calls = self._calls
+        if index not in calls.with_arguments:
+            self._arguments(index, value, sink, info)
+            return
+        full = arguments_of(value)
+        if not isinstance(full, str) or full == "" or index in calls.verified:
+            return
+        read = getattr(sink, "arguments_so_far", None)
+        ordinal = calls.ordinals.get(index)
+        if read is None or ordinal is None or index in self._utf16.held:
+            return
+        calls.verified.add(index)
+        try:
+            expected = full.encode()
+        except UnicodeEncodeError:
+            expected = escape_lone_surrogates(full).encode()
+        if read(ordinal) != expected:
+            self._arguments(index, full, sink, info)
 
     def _arguments(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
         arguments = arguments_of(value)
