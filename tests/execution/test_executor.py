@@ -141,6 +141,69 @@ def test_result_payloads_are_json() -> None:
     assert body["ok"] is False and body["error"]["type"] == "unknown_tool"
 
 
+def _cyclic() -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    value["self"] = value
+    return value
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [_cyclic, lambda: 10**5000, lambda: b"\xff\xfe"],
+    ids=["cycle", "int-past-digit-limit", "non-utf8-bytes"],
+)
+def test_unwritable_result_is_a_result_and_never_reruns_the_write(make: Callable[[], Any]) -> None:
+    runs: list[int] = []
+
+    def write(args: Any) -> Any:
+        runs.append(1)
+        return make()
+
+    ledger = MemoryLedger()
+    ex = Executor({"w": ToolSpec(write, side_effects=True)}, ledger=ledger, breaker=False)
+    ex.register("r", lambda args: make())
+    ctx = RequestContext("r", "s")
+    read = ex.execute(Call("r", "c0", {}), ctx)
+    first = ex.execute(Call("w", "c1", {}), ctx)
+    for result in (read, first):
+        assert result.state == "downstream_failed"
+        body = json.loads(result.content())
+        assert body["error"]["type"] == "invalid_result" and body["error"]["retryable"] is False
+    record = ledger.get(first.idempotency_key or "")
+    assert record is not None and record.state == "failed"  # not left in progress
+    again = ex.execute(Call("w", "c1", {}), ctx)
+    assert again.state == "duplicate_suppressed" and not again.ok and runs == [1]
+
+
+def test_exception_with_a_broken_str_is_a_result() -> None:
+    def boom(args: Any) -> None:
+        raise _Unprintable
+
+    result = Executor({"t": boom}, breaker=False).execute(Call("t", "c", {}))
+    assert result.state == "downstream_failed"
+    assert json.loads(result.content())["error"]["message"] == "_Unprintable"
+
+
+async def test_sync_callable_returning_a_coroutine_is_never_reported_done() -> None:
+    ran: list[int] = []
+
+    async def work(args: Any) -> str:
+        ran.append(1)
+        return "done"
+
+    ex = Executor(breaker=False)
+    ex.register("t", lambda args: work(args))  # looks sync, returns a coroutine
+    assert (await ex.aexecute(Call("t", "a", {}))).value == "done" and ran == [1]
+    refused = ex.execute(Call("t", "b", {}))
+    assert refused.state == "downstream_failed" and "aexecute" in refused.error["message"]  # type: ignore[index]
+    assert ran == [1]
+
+
 def test_timings_and_coercions_are_passed_through() -> None:
     ex = Executor({"t": lambda args: 1})
     result = ex.execute(Call("t", "c", {}), parse_time=0.001, validation_time=0.002, coercions=2)

@@ -49,7 +49,14 @@ from toolwire.execution.errors import (
     NeedsClarification,
 )
 from toolwire.execution.idempotency import derive_key, fingerprint
-from toolwire.execution.ledger import DEFAULT_TTL, Claim, Ledger, MemoryLedger, StalePolicy
+from toolwire.execution.ledger import (
+    DEFAULT_TTL,
+    Claim,
+    Ledger,
+    MemoryLedger,
+    StalePolicy,
+    dumps_compact,
+)
 from toolwire.execution.ledger_sqlite import SqliteLedger
 from toolwire.execution.observe import ExecutionRecord, FinalState, Observer, SpanLike
 from toolwire.execution.retry import RetryPolicy, StopReason, decide_retry
@@ -346,12 +353,31 @@ class _Run:
 
 
 def _short(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
+    try:
+        text = str(exc) or type(exc).__name__
+    except Exception:  # a broken __str__ must not turn a failed call into a raised one
+        text = type(exc).__name__
     return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
 
 
+def _safe_repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
+
+
 def _jsonable(value: Any) -> Any:
-    return to_jsonable_python(value, fallback=repr)
+    """The JSON-compatible form of a tool result, checked to be writable as JSON text.
+
+    Raises:
+        ValueError: (or another ``Exception``) if the value cannot be written: a reference
+            cycle, bytes that are not UTF-8, an integer past CPython's digit limit...
+    """
+    result = to_jsonable_python(value, fallback=_safe_repr)
+    # The receipt and the model-facing payload are both written with ``json.dumps``.
+    dumps_compact(result)
+    return result
 
 
 class Executor:
@@ -984,6 +1010,12 @@ class Executor:
         started = self.clock.monotonic()
         try:
             value = _call_with_timeout(self._invoker(run, timeout), timeout, run.spec.name)
+            if inspect.isawaitable(value):
+                # e.g. a lambda or partial around an async function: the work has not run.
+                close = getattr(value, "close", None)
+                if callable(close):
+                    close()
+                raise TypeError(f"tool {run.spec.name!r} returned an awaitable; use aexecute")
         except _AttemptTimeout as exc:
             err: BaseException = DeadlineExceeded(str(exc)) if by_deadline else exc
             self._end_attempt(run, permit, started, err)
@@ -1005,7 +1037,7 @@ class Executor:
                 )
             else:
                 value = await _await_with_timeout(
-                    lambda: asyncio.to_thread(invoke), timeout, run.spec.name
+                    lambda: _to_thread_then_await(invoke), timeout, run.spec.name
                 )
         except _AttemptTimeout as exc:
             err: BaseException = DeadlineExceeded(str(exc)) if by_deadline else exc
@@ -1039,8 +1071,24 @@ class Executor:
         self._ledger_op(run, lambda ledger, key, token: ledger.release(key, token))
 
     def _settle_success(self, run: _Run, value: Any) -> ExecutionResult:
-        result = _jsonable(value)
         ttl = self._ttl(run.spec)
+        try:
+            result = _jsonable(value)
+        except Exception as exc:
+            # The tool ran (for a write, the side effect happened) but its result cannot be
+            # stored or sent. Record that as a final, non-retryable failure so the call still
+            # ends with one result and a replay never executes the write again.
+            error: dict[str, Any] = {
+                "type": "invalid_result",
+                "message": "the tool ran but returned a value that cannot be converted to "
+                f"JSON ({type(exc).__name__})",
+                "retryable": False,
+            }
+            self._ledger_op(
+                run,
+                lambda ledger, key, token: ledger.fail(key, token, error, retryable=False, ttl=ttl),
+            )
+            return self._finish(run, "downstream_failed", error=error)
         self._ledger_op(
             run, lambda ledger, key, token: ledger.complete(key, token, result, ttl=ttl)
         )
@@ -1249,9 +1297,11 @@ def _refusal(call: ValidatedCall) -> tuple[FinalState, dict[str, Any]]:
 
 def _error_entry(error: Any) -> Any:
     as_payload = getattr(error, "as_payload", None)
-    if callable(as_payload):
-        return _jsonable(as_payload())
-    return _jsonable(error)
+    value = as_payload() if callable(as_payload) else error
+    try:
+        return _jsonable(value)
+    except Exception:
+        return _safe_repr(value)[:_MESSAGE_LIMIT]
 
 
 def _error_payload(cls: Classification, exc: BaseException, run: _Run) -> dict[str, Any]:
@@ -1274,6 +1324,14 @@ def _error_payload(cls: Classification, exc: BaseException, run: _Run) -> dict[s
     if run.breaker_rejected:
         payload["circuit_open"] = True
     return payload
+
+
+async def _to_thread_then_await(invoke: Callable[[], Any]) -> Any:
+    value = await asyncio.to_thread(invoke)
+    if inspect.isawaitable(value):
+        # A sync callable that wraps an async function (a lambda, a partial): await its work.
+        value = await value
+    return value
 
 
 def _call_with_timeout(fn: Callable[[], Any], timeout: float | None, name: str) -> Any:
