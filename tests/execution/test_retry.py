@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import time
 import urllib.error
 from collections.abc import Callable
@@ -129,6 +130,39 @@ def test_parse_retry_after_never_negative() -> None:
     assert parse_retry_after(past, now=NOW) == 0.0
     assert parse_retry_after("-3", now=NOW) == 0.0
     assert parse_retry_after(None, now=NOW) is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["1e400", "nan", "inf", float("inf"), float("nan"), 10**400],
+    ids=["text-overflow", "text-nan", "text-inf", "inf", "nan", "int-overflow"],
+)
+def test_parse_retry_after_rejects_non_finite(value: str | float) -> None:
+    assert parse_retry_after(value, now=NOW) is None
+
+
+def test_huge_retry_after_attribute_is_classified_and_payload_is_json() -> None:
+    class Limited(Exception):
+        status_code = 429
+        retry_after = 10**400
+
+    assert classify(Limited(), now=NOW).kind == "rate_limited"
+    result = Executor({"t": _raise(Limited())}, breaker=False, clock=FakeClock()).execute(
+        Call("t", "c", {})
+    )
+    body = json.loads(result.content(), parse_constant=_reject_constant)
+    assert body["error"]["type"] == "rate_limited"
+
+
+def _raise(exc: BaseException) -> Callable[[Any], Any]:
+    def tool(args: Any) -> Any:
+        raise exc
+
+    return tool
+
+
+def _reject_constant(name: str) -> Any:
+    raise AssertionError(f"non-standard JSON constant {name} in a model-facing payload")
 
 
 # ---- executor behaviour ---------------------------------------------------------------------

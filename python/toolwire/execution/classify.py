@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -142,6 +143,16 @@ def _header(headers: Any, name: str) -> str | None:
     return None
 
 
+def _seconds(value: float) -> float | None:
+    # NaN, infinities and ints too large for a float are unreadable, not "wait forever": they
+    # would otherwise raise inside classify or reach the model's JSON payload as `Infinity`.
+    try:
+        seconds = float(value)
+    except OverflowError:
+        return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
 def parse_retry_after(value: str | float | None, *, now: float) -> float | None:
     """Parse a ``Retry-After`` value (delta-seconds or an HTTP date) into seconds from ``now``.
 
@@ -155,10 +166,10 @@ def parse_retry_after(value: str | float | None, *, now: float) -> float | None:
     if value is None:
         return None
     if isinstance(value, (int, float)):
-        return max(0.0, float(value))
+        return _seconds(value)
     text = value.strip()
     try:
-        return max(0.0, float(text))
+        return _seconds(float(text))
     except ValueError:
         pass
     try:
