@@ -719,7 +719,13 @@ class Executor:
             call_id=call.call_id,
             tool=call.tool,
             state="downstream_failed",
-            error={"type": kind, "message": _short(exc), "retryable": False},
+            error={
+                "type": kind,
+                "message": "the call was cancelled"
+                if kind == "cancelled"
+                else "the call could not be run because of an internal error",
+                "retryable": False,
+            },
         )
 
     def _prepare(
@@ -1117,6 +1123,13 @@ class Executor:
             cls, exc = run.last, run.last_exc or exc
         assert cls is not None
         error = _error_payload(cls, exc, run)
+        _log.warning(
+            "toolwire: call %s (%s) failed: %s: %s",
+            run.call.call_id,
+            run.spec.name,
+            type(exc).__name__,
+            _short(exc),
+        )
         if run.spec.side_effects and run.in_flight and cls.ambiguous:
             error = {
                 "type": "unknown_outcome",
@@ -1304,10 +1317,42 @@ def _error_entry(error: Any) -> Any:
         return _safe_repr(value)[:_MESSAGE_LIMIT]
 
 
+# What the model reads about a failed tool. The text of an arbitrary exception is not sent: it
+# can hold a traceback, a URL with credentials, a DSN or a downstream response body (the same
+# rule as `payloads.tool_messages`). Only text written for the model (`BusinessRuleError`,
+# `NeedsClarification`) or by the executor itself (its timeouts) is passed through; the rest is
+# logged for operators.
+_KIND_MESSAGES: dict[str, str] = {
+    "timeout": "the tool did not answer in time",
+    "rate_limited": "the downstream service is rate limiting requests",
+    "bad_gateway": "the downstream service failed",
+    "service_unavailable": "the downstream service is unavailable",
+    "gateway_timeout": "the downstream service did not answer in time",
+    "server_error": "the downstream service failed",
+    "connection_error": "the downstream service could not be reached",
+    "bad_request": "the downstream service rejected the request",
+    "unauthorized": "the tool is not authorised to make this request",
+    "forbidden": "the tool is not allowed to make this request",
+    "not_found": "the downstream service did not find what was asked for",
+    "conflict": "the downstream service reported a conflict",
+    "unprocessable": "the downstream service rejected the request",
+    "client_error": "the downstream service rejected the request",
+    "cancelled": "the call was cancelled",
+    "interrupted": "the call was interrupted",
+    "deadline_exceeded": "the request's deadline passed",
+}
+
+
+def _model_message(cls: Classification, exc: BaseException) -> str:
+    if isinstance(exc, (_AttemptTimeout, DeadlineExceeded, BusinessRuleError)):
+        return _short(exc)
+    return _KIND_MESSAGES.get(cls.kind, "the tool failed with an unexpected error")
+
+
 def _error_payload(cls: Classification, exc: BaseException, run: _Run) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "type": cls.kind,
-        "message": _short(exc),
+        "message": _model_message(cls, exc),
         "retryable": cls.retryable,
     }
     if cls.status_code is not None:
