@@ -190,6 +190,30 @@ def test_exception_with_a_broken_str_is_a_result() -> None:
     assert json.loads(result.content())["error"]["type"] == "unknown_error"
 
 
+class _UnprobeableStatus(Exception):
+    @property
+    def status_code(self) -> int:
+        raise RuntimeError("no status here")
+
+
+def test_exception_whose_attributes_raise_is_a_result_and_frees_the_breaker() -> None:
+    calls: list[int] = []
+
+    def flaky(args: Any) -> dict[str, int]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise _UnprobeableStatus
+        return {"n": len(calls)}
+
+    ex = Executor({"t": flaky})
+    failed = ex.execute(Call("t", "c1", {}))
+    assert failed.state == "downstream_failed"
+    assert json.loads(failed.content())["error"]["type"] == "unknown_error"
+    breaker = ex.breaker_for("t")
+    assert breaker is not None and breaker.snapshot().calls == 1, "the attempt was recorded"
+    assert ex.execute(Call("t", "c2", {})).ok
+
+
 @pytest.mark.parametrize(
     "exc",
     [

@@ -352,6 +352,16 @@ class _Run:
     warnings: list[str] = field(default_factory=lambda: [])
 
 
+def _classify(exc: BaseException, now: float) -> Classification:
+    """`classify`, which probes the exception's attributes; one whose attributes raise (a
+    `status_code` property, say) is an unknown failure that may have been applied, so that the
+    attempt still ends and its breaker permit is given back."""
+    try:
+        return classify(exc, now=now)
+    except Exception:
+        return Classification("unknown_error", retryable=False, ambiguous=True)
+
+
 def _short(exc: BaseException) -> str:
     try:
         text = str(exc) or type(exc).__name__
@@ -952,7 +962,7 @@ class Executor:
         remaining = None if deadline is None else deadline - self.clock.monotonic()
         if remaining is not None and remaining <= 0:
             exc = DeadlineExceeded("request deadline exceeded before the attempt started")
-            run.last, run.last_exc = classify(exc, now=self.clock.time()), exc
+            run.last, run.last_exc = _classify(exc, self.clock.time()), exc
             raise exc
         breaker = self.breaker_for(run.spec.name)
         permit = None
@@ -979,7 +989,7 @@ class Executor:
             if breaker is not None and permit is not None:
                 breaker.record(permit, failure=False, duration=duration)
             return
-        cls = classify(exc, now=self.clock.time())
+        cls = _classify(exc, self.clock.time())
         run.last, run.last_exc = cls, exc
         run.in_flight = cls.ambiguous
         run.span.add_event("attempt_failed", {"attempt": run.attempts, "kind": cls.kind})
@@ -1104,7 +1114,7 @@ class Executor:
         cls = run.last if exc is run.last_exc and run.last is not None else None
         if cls is None and not isinstance(exc, _BreakerOpen):
             # Raised outside an attempt (e.g. cancelled during backoff): classify it now.
-            cls = classify(exc, now=self.clock.time())
+            cls = _classify(exc, self.clock.time())
         ttl = self._ttl(run.spec)
         propagate = cls is not None and cls.propagate
         if isinstance(exc, _BreakerOpen) and run.attempts == 0:
