@@ -190,6 +190,22 @@ def test_exception_with_a_broken_str_is_a_result() -> None:
     assert json.loads(result.content())["error"]["type"] == "unknown_error"
 
 
+class _DownLedger(MemoryLedger):
+    def claim(self, key: str, **kwargs: Any) -> Any:
+        raise ConnectionError("could not connect to postgres://app:hunter2@db.internal:5432/x")
+
+
+def test_an_unavailable_ledger_keeps_its_driver_text_from_the_model(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ex = Executor({"w": ToolSpec(lambda args: {}, side_effects=True)}, ledger=_DownLedger())
+    with caplog.at_level(logging.WARNING, logger="toolwire.execution"):
+        result = ex.execute(Call("w", "c1", {}), RequestContext("r", "s"))
+    assert result.state == "tool_unavailable"
+    assert "hunter2" not in result.content() and "db.internal" not in result.content()
+    assert "db.internal" in caplog.text, "operators still see it"
+
+
 class _UnprobeableStatus(Exception):
     @property
     def status_code(self) -> int:

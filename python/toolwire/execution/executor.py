@@ -859,6 +859,8 @@ class Executor:
         claim = run.claim
         if isinstance(claim, LedgerUnavailable):
             self.observer.count("ledger_errors", 1, tool=run.spec.name)
+            # The driver's text (hosts, ports, credentials in a DSN) is for operators only.
+            _log.warning("toolwire: idempotency store unavailable: %s", _short(claim))
             run.claim = None
             return self._finish(
                 run,
@@ -868,7 +870,6 @@ class Executor:
                     "message": "the idempotency store is unavailable, so this write was not "
                     "executed; it is safe to retry later",
                     "retryable": True,
-                    "detail": _short(claim),
                 },
                 exception=claim,
             )
