@@ -657,12 +657,6 @@ impl Assembler {
         self.calls.get(ordinal).and_then(|c| c.id.as_deref())
     }
 
-    /// The argument bytes a call holds so far (before `finish`), as appended.
-    #[must_use]
-    pub fn arguments_so_far(&self, ordinal: usize) -> Option<&[u8]> {
-        self.calls.get(ordinal).map(|c| c.scanner.text())
-    }
-
     /// The partial value of a call's arguments into `sink` (spec R1-R11): `Ok(None)` when nothing
     /// is reportable yet.
     ///

@@ -1083,7 +1083,7 @@ impl PyAssembler {
         py: Python<'py>,
         ordinal: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        match self.decoder.assembler().arguments_so_far(ordinal) {
+        match self.decoder.assembler().arguments(ordinal) {
             Some(text) => Ok(PyBytes::new(py, text)),
             None => Err(misuse(&Misuse::NoSuchCall(ordinal))),
         }
