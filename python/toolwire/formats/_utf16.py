@@ -72,30 +72,16 @@ class Utf16:
         arguments: Arguments | None = None,
         type: str | None = None,
     ) -> int:
-        """`sink.feed` with surrogate halves joined or escaped; returns the call's ordinal."""
+        """`sink.feed` with surrogate halves joined or escaped; returns the call's ordinal.
+
+        The usual delta goes straight to the core; the repair starts only when the core refuses
+        it (`UnicodeEncodeError`, raised before any state changed) or while a half is held.
+        """
         if not (self.held and isinstance(arguments, str) and index in self.held):
             try:
                 return sink.feed(index, id=id, name=name, arguments=arguments, type=type)
             except UnicodeEncodeError:
-                # Refused before any state changed: `feed` converts every argument first.
                 pass
-        return self.repair(sink, index, id=id, name=name, arguments=arguments, type=type)
-
-    def repair(
-        self,
-        sink: Sink,
-        index: int | None,
-        *,
-        id: str | None = None,
-        name: str | None = None,
-        arguments: Arguments | None = None,
-        type: str | None = None,
-    ) -> int:
-        """The slow path of `feed`, for a delta the core refused or while a half is held.
-
-        Hot fragment paths call `sink.feed` themselves while nothing is held and come here when
-        it raises `UnicodeEncodeError`, which it does before any state changed.
-        """
         if isinstance(arguments, str):
             text = self.held.pop(index, "") + arguments
             if text and _is_high(text[-1]):

@@ -116,14 +116,7 @@ class AnthropicMessagesAdapter:
         if block is None or not isinstance(fragment, str) or not fragment:
             return
         block.fragments = True
-        utf16 = self._utf16
-        if utf16.held:
-            ordinal = utf16.feed(sink, index, arguments=fragment)
-        else:
-            try:  # the hot path; see `Utf16.repair` (quirk 41)
-                ordinal = sink.feed(index, arguments=fragment)
-            except UnicodeEncodeError:
-                ordinal = utf16.repair(sink, index, arguments=fragment)
+        ordinal = self._utf16.feed(sink, index, arguments=fragment)  # quirk 41
         info.feeds.append(FeedRecord(ordinal, None, None))
 
     def _stop(self, event: object, sink: Sink, info: ChunkInfo) -> None:

@@ -123,16 +123,8 @@ class ChatCompletionsAdapter:
     ) -> None:
         name = str_or_none(get(function, "name"))
         arguments = arguments_of(get(function, "arguments"))
-        utf16 = self._utf16
-        if utf16.held:
-            ordinal = utf16.feed(sink, index, id=wire_id, name=name, arguments=arguments, type=kind)
-        else:
-            # The hot path calls the core directly; a lone surrogate half makes it refuse the
-            # delta before any state changed, and `repair` takes over (quirk 41).
-            try:
-                ordinal = sink.feed(index, id=wire_id, name=name, arguments=arguments, type=kind)
-            except UnicodeEncodeError:
-                ordinal = utf16.repair(
-                    sink, index, id=wire_id, name=name, arguments=arguments, type=kind
-                )
+        # Through `Utf16.feed`: surrogate halves split between events are joined (quirk 41).
+        ordinal = self._utf16.feed(
+            sink, index, id=wire_id, name=name, arguments=arguments, type=kind
+        )
         info.feeds.append(FeedRecord(ordinal, wire_id, name))

@@ -149,14 +149,7 @@ class ResponsesAdapter:
         if arguments is None or arguments == "":
             return
         self._calls.with_arguments.add(index)
-        utf16 = self._utf16
-        if utf16.held:
-            ordinal = utf16.feed(sink, index, arguments=arguments)
-        else:
-            try:  # the hot path; see `Utf16.repair` (quirk 41)
-                ordinal = sink.feed(index, arguments=arguments)
-            except UnicodeEncodeError:
-                ordinal = utf16.repair(sink, index, arguments=arguments)
+        ordinal = self._utf16.feed(sink, index, arguments=arguments)  # quirk 41
         info.feeds.append(FeedRecord(ordinal, None, None))
 
     def flush(self, sink: Sink) -> None:
