@@ -911,7 +911,7 @@ fn finish_call(
 }
 
 /// For each call, whether an earlier call has the same wire id. A quadratic scan for the
-/// usual handful of calls: it allocates nothing, where a set would hash and copy every id.
+/// usual handful of calls: no id is hashed or copied, where a map would do both for each.
 fn repeated_ids(calls: &[Call]) -> Vec<bool> {
     const LINEAR_LIMIT: usize = 16;
     let ids = calls.iter().map(|c| c.id.as_deref());

@@ -1121,21 +1121,17 @@ impl PyAssembler {
                 // A long string's items over many drains share one path: reuse its Python str.
                 let path = match last_path.as_mut() {
                     Some((rust, python)) if rust == path => python.clone_ref(py),
-                    Some((rust, python)) => match new_str(py, path) {
-                        Ok(new) => {
-                            path.clone_into(rust);
-                            *python = new.unbind();
-                            python.clone_ref(py)
-                        }
-                        Err(err) => {
-                            failure = Some(err);
-                            return;
-                        }
-                    },
-                    None => match new_str(py, path) {
+                    cache => match new_str(py, path) {
                         Ok(new) => {
                             let python = new.unbind();
-                            *last_path = Some((path.to_owned(), python.clone_ref(py)));
+                            match cache {
+                                // The cached path's buffer is reused for the new path.
+                                Some((rust, cached)) => {
+                                    path.clone_into(rust);
+                                    *cached = python.clone_ref(py);
+                                }
+                                None => *last_path = Some((path.to_owned(), python.clone_ref(py))),
+                            }
                             python
                         }
                         Err(err) => {
