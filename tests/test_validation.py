@@ -439,3 +439,37 @@ def test_outcome_is_frozen() -> None:
     with pytest.raises(AttributeError):
         outcome.ok = False  # type: ignore[misc]
     assert isinstance(outcome, Outcome)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        args(),
+        args(guests="2"),
+        args(guests=40, seating="roof"),
+        args(nickname="x"),
+        "",
+        "  \n",
+        json.dumps({"guests": 2, "name": "Ada", "phone": "+33123456789", "note": "é" * 30}),
+    ],
+)
+def test_toolset_validate_agrees_with_the_tool_validator(arguments: str) -> None:
+    # `Toolset.validate` settles most calls inline; it must say what the tool's full
+    # validator says, for assembled calls and for look-alike calls without raw bytes.
+    # (A call with a core error is answered by the toolset itself, before any validator.)
+    validator = TOOLS.tool("booking").validator
+    assembled = call("booking", arguments)
+    assert assembled.error is None
+    assert TOOLS.validate(assembled) == validator.validate(assembled)
+    lookalike = FakeCall(assembled.arguments, None, value=assembled.value)
+    assert TOOLS.validate(lookalike) == validator.validate(lookalike)
+
+
+def test_successful_outcomes_do_not_share_their_lists() -> None:
+    first, second = (TOOLS.validate(call("booking", args())) for _ in range(2))
+    assert first == second
+    first.errors.append(first.errors[0] if first.errors else None)  # type: ignore[arg-type]
+    first.coercions.clear()
+    first.ask_user.append("x")
+    assert second.errors == [] and second.ask_user == []
+    assert Outcome.success(call("booking", args()), "booking").errors == []

@@ -27,12 +27,12 @@ import copy
 import functools
 import inspect
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
@@ -51,6 +51,7 @@ from toolwire.validation import (
     Redactor,
     ToolValidator,
     outcome_for_call_error,
+    success_outcome,
 )
 
 if TYPE_CHECKING:
@@ -224,6 +225,8 @@ class Toolset:
             if stray:
                 raise ValueError(f"{label} names unknown tools: {stray}")
         self._tools: dict[str, ToolDefinition] = {}
+        # Tools whose calls Pydantic alone validates, for the inline path of `validate`.
+        self._direct: dict[str | None, tuple[ToolValidator, Callable[..., BaseModel], bool]] = {}
         for name, description, model, source in parsed:
             if not _NAME.match(name):
                 raise ValueError(f"invalid tool name {name!r}: use 1-64 of [a-zA-Z0-9_-]")
@@ -252,6 +255,9 @@ class Toolset:
                 problems=tuple(strict_problems(source, tool=name)),
                 validator=validator,
             )
+            direct = validator.direct_json
+            if direct is not None:
+                self._direct[name] = (validator, direct, validator.strict)
 
     # Registry ---------------------------------------------------------------------------
 
@@ -400,7 +406,22 @@ class Toolset:
             The outcome: `ok` with the model, or the errors and what to tell the model.
         """
         error = call.error
-        if error is not None:
+        if error is None:
+            direct = self._direct.get(call.name)
+            if direct is not None:
+                # The common case, inline: Pydantic alone decides (see `direct_json`).
+                validator, validate_json, strict = direct
+                raw: object = getattr(call, "arguments_bytes", None)
+                # Blank arguments (`{}` to the validator) and look-alike calls without raw
+                # bytes take the general path.
+                if isinstance(raw, bytes) and raw and not raw.isspace():
+                    lang = self._lang
+                    try:
+                        instance = validate_json(raw, strict=strict)
+                    except ValidationError as exc:
+                        return validator.rejected(call, exc, lang=lang, redact=self._redact)
+                    return success_outcome(call.id, validator.tool, instance, None, [], lang)
+        else:
             early = outcome_for_call_error(call, error, tools=self.names(), lang=self._lang)
             if early is not None:
                 return early

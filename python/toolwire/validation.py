@@ -167,6 +167,53 @@ class FieldError:
 _NO_RESULT: Any = object()
 # Sets an attribute past a frozen dataclass's guard (see `Outcome.success`).
 _set_attribute = object.__setattr__
+# Every field of a successful `Outcome` that does not depend on the call.
+_SUCCESS_FIELDS: dict[str, Any] = {
+    "ok": True,
+    "kind": "ok",
+    "tool": "",
+    "call_id": None,
+    "model": None,
+    "value": None,
+    "errors": None,
+    "coercions": None,
+    "retryable": False,
+    "error_type": "",
+    "message": None,
+    "hint": None,
+    "ask_user": None,
+    "lang": "en",
+}
+
+
+def success_outcome(
+    call_id: str | None,
+    tool: str,
+    model: BaseModel | None,
+    value: Any,
+    coercions: list[Coercion],
+    lang: Lang,
+    cls: type[Outcome] | None = None,
+) -> Outcome:
+    """A successful `Outcome` (or `cls`), built without the dataclass `__init__`.
+
+    A frozen dataclass's `__init__` sets each field through `object.__setattr__`: about 2 us for
+    this class, most of the time spent validating a small call. The common outcome gets its
+    instance dict in one piece instead (a copy of the constant fields, then the call's own);
+    assignment still raises afterwards.
+    """
+    fields = _SUCCESS_FIELDS.copy()
+    fields["tool"] = tool
+    fields["call_id"] = call_id
+    fields["model"] = model
+    fields["value"] = value
+    fields["errors"] = []
+    fields["coercions"] = coercions
+    fields["ask_user"] = []
+    fields["lang"] = lang
+    outcome = object.__new__(cls or Outcome)
+    _set_attribute(outcome, "__dict__", fields)
+    return outcome
 
 
 @dataclass(frozen=True)
@@ -233,31 +280,8 @@ class Outcome:
         Returns:
             The outcome.
         """
-        # A frozen dataclass's __init__ sets each field through object.__setattr__: about 2 us
-        # for this class, most of the time spent validating a small call. The common outcome
-        # gets its instance dict in one piece instead; assignment still raises afterwards.
-        outcome = object.__new__(cls)
-        _set_attribute(
-            outcome,
-            "__dict__",
-            {
-                "ok": True,
-                "kind": "ok",
-                "tool": tool,
-                "call_id": call.id,
-                "model": model,
-                "value": value,
-                "errors": [],
-                "coercions": [] if coercions is None else coercions,
-                "retryable": False,
-                "error_type": "",
-                "message": None,
-                "hint": None,
-                "ask_user": [],
-                "lang": lang,
-            },
-        )
-        return outcome
+        coercions = [] if coercions is None else coercions
+        return success_outcome(call.id, tool, model, value, coercions, lang, cls)
 
     @property
     def executable(self) -> bool:
@@ -1072,17 +1096,56 @@ class ToolValidator:
             The outcome.
         """
         error = call.error
-        pydantic_errors: list[Any] = []
         if error is None and self._validate_json is not None:
             # The common case first, with nothing built that only a failure needs.
             try:
                 # `model_validate_json` minus its Python wrapper (a tenth of a small call).
                 instance = self._validate_json(self._exact_input(call), strict=self._strict)
             except ValidationError as exc:
-                pydantic_errors = exc.errors(include_url=False)
-            else:
-                if not (self._fixups and _needs_fixup(instance)):
-                    return self._accept(call, instance, None, [], lang)
+                return self.rejected(call, exc, lang=lang, redact=redact)
+            if not (self._fixups and _needs_fixup(instance)):
+                return self._accept(call, instance, None, [], lang)
+        return self._validate_further(call, error, [], lang, redact)
+
+    @property
+    def direct_json(self) -> Callable[..., BaseModel] | None:
+        """Pydantic's `validate_json` when it alone decides a call without a core error.
+
+        That is a model tool whose raw bytes Pydantic may read as they are (no `Decimal` digits
+        to protect), with no timestamp fix-up and no business check: `Toolset.validate` then
+        calls it straight, and hands a `ValidationError` to `rejected`.
+        """
+        if self._decimals or self._fixups or self.check is not None:
+            return None
+        return self._validate_json
+
+    @property
+    def strict(self) -> bool:
+        """Whether Pydantic validates this tool's arguments in strict mode."""
+        return self._strict
+
+    def rejected(
+        self,
+        call: CallLike,
+        exc: ValidationError,
+        *,
+        lang: Lang = "en",
+        redact: Redactor | None = None,
+    ) -> Outcome:
+        """The outcome for a call without a core error that Pydantic rejected with `exc`.
+
+        Coercion may still repair it; otherwise the outcome lists what the model must fix.
+        """
+        return self._validate_further(call, None, exc.errors(include_url=False), lang, redact)
+
+    def _validate_further(
+        self,
+        call: CallLike,
+        error: CallErrorLike | None,
+        pydantic_errors: list[Any],
+        lang: Lang,
+        redact: Redactor | None,
+    ) -> Outcome:
         builder = _ErrorBuilder(self._lookup, lang, redact)
         text_in = _argument_text(call)
         initial: list[_Draft] = builder.from_pydantic(pydantic_errors) if pydantic_errors else []
@@ -1112,7 +1175,8 @@ class ToolValidator:
         needs protecting (a `str` would be re-encoded to UTF-8 by pydantic-core first)."""
         if not self._decimals:
             raw: object = getattr(call, "arguments_bytes", None)
-            if isinstance(raw, bytes) and raw.strip():
+            # `isspace` stops at the first other byte; `strip` would copy the whole text.
+            if isinstance(raw, bytes) and raw and not raw.isspace():
                 return raw
         return self._exact(_argument_text(call))
 
