@@ -286,6 +286,24 @@ async def test_sync_callable_returning_a_coroutine_is_never_reported_done() -> N
     assert ran == [1]
 
 
+@pytest.mark.parametrize("timeout", [None, 5.0])
+async def test_sync_tool_raising_stop_iteration_in_aexecute_ends_its_call(
+    timeout: float | None,
+) -> None:
+    # asyncio cannot put StopIteration into a future: without care the worker thread's
+    # exception is dropped and the call hangs (or, with a timeout, is retried as a timeout).
+    runs: list[int] = []
+
+    def tool(args: Any) -> Any:
+        runs.append(1)
+        return next(iter(()))  # StopIteration, as a stray next() in a tool raises it
+
+    ex = Executor({"t": ToolSpec(tool, timeout=timeout)}, breaker=False)
+    result = await asyncio.wait_for(ex.aexecute(Call("t", "c", {})), 2.0)
+    assert result.state == "downstream_failed" and result.attempts == 1 and runs == [1]
+    assert result.error is not None and result.error["type"] == "unknown_error"
+
+
 def test_timings_and_coercions_are_passed_through() -> None:
     ex = Executor({"t": lambda args: 1})
     result = ex.execute(Call("t", "c", {}), parse_time=0.001, validation_time=0.002, coercions=2)

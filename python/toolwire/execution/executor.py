@@ -1382,8 +1382,25 @@ def _error_payload(cls: Classification, exc: BaseException, run: _Run) -> dict[s
     return payload
 
 
+class _StopIterationRaised(RuntimeError):
+    """A sync tool raised ``StopIteration`` (carried as its cause)."""
+
+
+def _no_stop_iteration(invoke: Callable[[], Any]) -> Callable[[], Any]:
+    # asyncio cannot set StopIteration on a future: the worker thread's exception is dropped by
+    # the event loop (a TypeError is logged) and the awaiting call never finishes. Carry it in a
+    # RuntimeError instead, as PEP 479 does for coroutines.
+    def run() -> Any:
+        try:
+            return invoke()
+        except StopIteration as exc:
+            raise _StopIterationRaised(f"the tool raised {type(exc).__name__}") from exc
+
+    return run
+
+
 async def _to_thread_then_await(invoke: Callable[[], Any]) -> Any:
-    value = await asyncio.to_thread(invoke)
+    value = await asyncio.to_thread(_no_stop_iteration(invoke))
     if inspect.isawaitable(value):
         # A sync callable that wraps an async function (a lambda, a partial): await its work.
         value = await value
