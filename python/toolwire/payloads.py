@@ -414,10 +414,12 @@ def tool_messages(
     """Exactly one tool-result message per call id, in call order; none is ever missing.
 
     Each entry in `outcomes_or_results` is read as follows: a failed `Outcome` gives its error
-    payload; an exception gives a generic failure (`BusinessRuleError` gives its reasons; no
-    other exception text, type or traceback reaches the model); a successful `Outcome` means the
-    tool was never run and gives a "no result" error; anything else is the tool's result. A call
-    with no entry gets an explicit "no result" error.
+    payload; an `ExecutionResult` (from `Executor`) gives its `content()`, marked as an error
+    unless the tool's result is available; an exception gives a generic failure
+    (`BusinessRuleError` gives its reasons; no other exception text, type or traceback reaches
+    the model); a successful `Outcome` means the tool was never run and gives a "no result"
+    error; anything else is the tool's result. A call with no entry gets an explicit "no result"
+    error.
 
     Calls that share an id are answered once, by the first of them with an entry (the provider
     accepts one result per id). A call without an id is answered as `toolwire_<ordinal>`.
@@ -433,6 +435,7 @@ def tool_messages(
     Returns:
         The messages, one per distinct call id.
     """
+    from toolwire.execution.executor import ExecutionResult
     from toolwire.validation import BusinessRuleError, Outcome
 
     def entry_for(position: int, call: _CallLike) -> tuple[bool, object]:
@@ -460,6 +463,12 @@ def tool_messages(
             outcome = Outcome.failure(call, tool, "no_result", lang=lang)
         elif isinstance(entry, Outcome):
             outcome = entry if not entry.ok else Outcome.failure(call, tool, "no_result", lang=lang)
+        elif isinstance(entry, ExecutionResult):
+            # The executor's payload, never the result object itself: its ledger key, hashes,
+            # timings, warnings and exception are for operators, not for the model.
+            answered[call_id] = wrap_message(style, call_id, entry.content(), is_error=not entry.ok)
+            missing[call_id] = False
+            continue
         elif isinstance(entry, BusinessRuleError):
             outcome = Outcome.business_failure(call, tool, entry.reasons, lang=lang)
         elif isinstance(entry, BaseException):
