@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr, ValidationError
 
 from toolwire.execution import (
     BusinessRuleError,
@@ -391,6 +391,28 @@ def test_refused_calls_are_never_executed(outcome: Any, state: str, slug: str) -
             {"path": "/priority", "code": "type", "expected": "integer"}
         ]
         assert result.error["retryable"] is True
+
+
+def test_refusal_from_pydantic_errors_is_short_and_keeps_the_arguments_out() -> None:
+    class Login(BaseModel):
+        user: str
+        password: SecretStr
+        pin: int
+
+    raw = json.dumps({"user": "bob", "password": "hunter2", "note": "x" * 2000})
+    with pytest.raises(ValidationError) as info:
+        Login.model_validate_json(raw)
+    call = Call(
+        "login", "c", raw_arguments=raw, ok=False, kind="model_error", errors=info.value.errors()
+    )
+    result = Executor({"login": lambda args: None}).execute(call)
+    assert result.state == "validation_failed" and result.error is not None
+    assert result.error["errors"] == [
+        {"path": "/pin", "code": "missing", "message": "Field required"}
+    ]
+    content = result.content()
+    assert "hunter2" not in content and "errors.pydantic.dev" not in content
+    assert len(content) < 400
 
 
 # ---- parallel calls -----------------------------------------------------------------------------

@@ -107,6 +107,8 @@ _BREAKER_FAILURES = frozenset(
     }
 )
 _MESSAGE_LIMIT = 500
+# Errors listed in a refusal payload (as many as `Outcome.errors` holds).
+_MAX_ERRORS = 5
 
 
 class ValidatedCall(Protocol):
@@ -1276,7 +1278,8 @@ def _field(arguments: Any, name: str) -> Any:
 
 
 def _refusal(call: ValidatedCall) -> tuple[FinalState, dict[str, Any]]:
-    errors = [_error_entry(e) for e in call.errors]
+    raw_errors = list(call.errors)
+    errors = [_error_entry(e) for e in raw_errors[:_MAX_ERRORS]]
     retryable = bool(getattr(call, "retryable", False))
     kind = call.kind
     error_type = getattr(call, "error_type", None)
@@ -1290,7 +1293,7 @@ def _refusal(call: ValidatedCall) -> tuple[FinalState, dict[str, Any]]:
         or error_type in _PARSE_ERROR_TYPES
         or any(
             isinstance(e, Mapping) and cast(Mapping[str, Any], e).get("type") in _PARSE_ERROR_TYPES
-            for e in errors
+            for e in raw_errors
         )
     ):
         state, slug = "parse_failed", "parse_failed"
@@ -1319,9 +1322,32 @@ def _refusal(call: ValidatedCall) -> tuple[FinalState, dict[str, Any]]:
     return state, payload
 
 
+def _pointer(loc: Any) -> str:
+    if not isinstance(loc, (list, tuple)):
+        return ""
+    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in cast(Sequence[Any], loc)]
+    return "".join("/" + p for p in parts)
+
+
 def _error_entry(error: Any) -> Any:
     as_payload = getattr(error, "as_payload", None)
-    value = as_payload() if callable(as_payload) else error
+    value: Any
+    if callable(as_payload):
+        value = as_payload()
+    elif isinstance(error, Mapping) and "loc" in error and "type" in error:
+        # A pydantic error dict (`ValidationError.errors()`): its `input` repeats the arguments
+        # (secrets included, the whole object for a missing field), `ctx` can hold the
+        # validator's exception and `url` is for developers. The model gets where and what.
+        details = cast(Mapping[str, Any], error)
+        entry = {"path": _pointer(details.get("loc")), "code": str(details.get("type"))}
+        msg = details.get("msg")
+        if isinstance(msg, str) and msg:
+            entry["message"] = (
+                msg if len(msg) <= _MESSAGE_LIMIT else msg[: _MESSAGE_LIMIT - 1] + "…"
+            )
+        value = entry
+    else:
+        value = cast(Any, error)
     try:
         return _jsonable(value)
     except Exception:
