@@ -393,6 +393,20 @@ def test_refused_calls_are_never_executed(outcome: Any, state: str, slug: str) -
         assert result.error["retryable"] is True
 
 
+def test_refusal_of_an_outcome_keeps_its_hint_and_instruction() -> None:
+    from toolwire import Assembler, Toolset
+
+    tools = Toolset([Ticket])
+    asm = Assembler(tools=tools)
+    asm.feed(0, id="c", name="ticket", arguments='{"title": "Printer j')  # cut by max_tokens
+    outcome = tools.validate(asm.finish()[0])
+    result = Executor({"ticket": lambda args: None}).execute(outcome)
+    assert result.state == "parse_failed" and result.error is not None
+    sent = json.loads(outcome.to_message(style="openai-chat")["content"])
+    assert result.error["hint"] == sent["hint"] and "shorter" in sent["hint"]
+    assert result.error["instruction"] == sent["instruction"]
+
+
 def test_refusal_from_pydantic_errors_is_short_and_keeps_the_arguments_out() -> None:
     class Login(BaseModel):
         user: str

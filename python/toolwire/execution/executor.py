@@ -1319,6 +1319,15 @@ def _refusal(call: ValidatedCall) -> tuple[FinalState, dict[str, Any]]:
     ask_user = getattr(call, "ask_user", None)
     if isinstance(ask_user, list) and ask_user:
         payload["missing"] = [str(x) for x in cast(list[Any], ask_user)]
+    # What `Outcome.to_message` tells the model next to the errors: the advice (e.g. to send
+    # shorter arguments after a cut) and whether to call again or stop.
+    hint = getattr(call, "hint", None)
+    if isinstance(hint, str) and hint:
+        payload["hint"] = hint
+    instruction = getattr(call, "instruction", None)
+    said = instruction() if callable(instruction) else None
+    if isinstance(said, str) and said:
+        payload["instruction"] = said
     return state, payload
 
 
