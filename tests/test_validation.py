@@ -417,6 +417,28 @@ def test_plain_tool_secret_and_user_supplied() -> None:
     assert token_error.got == "[redacted]"
 
 
+@pytest.mark.parametrize("precheck", [True, False])
+def test_secret_string_length_is_counted_in_characters(precheck: bool) -> None:
+    class Login(BaseModel):
+        password: SecretStr = Field(min_length=8, max_length=12)
+        codes: list[str] = Field(default=[], max_length=2)
+
+    toolset = Toolset([Login])
+    arguments = '{"password": "hunter2-is-too-long", "codes": ["a", "b", "c"]}'
+    if precheck:
+        asm = Assembler(tools=toolset)
+        asm.feed(0, id="c", name="login", arguments=arguments)
+        (done,) = asm.finish()
+        outcome = toolset.validate(done)
+    else:
+        outcome = toolset.validate(call("login", arguments))
+    by_path = {e.path: e for e in outcome.errors}
+    assert by_path["/password"].expected == "at least 8 characters and at most 12 characters"
+    assert by_path["/password"].got == "[redacted]"
+    if "/codes" in by_path:
+        assert by_path["/codes"].expected == "at most 2 items"
+
+
 def test_outcome_success_is_the_dataclass_outcome_with_every_field() -> None:
     outcome = TOOLS.validate(call("booking", args()))
     assert outcome.ok and outcome.model is not None

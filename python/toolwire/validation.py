@@ -745,7 +745,10 @@ class _ErrorBuilder:
             }.get(ptype, ("expected.max_digits", "max_digits"))
             return text(key[0], lang, n=ctx.get(key[1], "?"))
         if code == "length":
-            return self.length_text(node, ctx, items=ptype in ("too_short", "too_long"))
+            # pydantic's generic too_short/too_long also cover strings (SecretStr): a string
+            # field counts characters, whatever the error type says.
+            items = ptype in ("too_short", "too_long") and node.get("type") != "string"
+            return self.length_text(node, ctx, items=items)
         if code == "pattern":
             description = node.get("description")
             if isinstance(description, str) and description:
