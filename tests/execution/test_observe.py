@@ -193,3 +193,24 @@ def test_real_opentelemetry_api_without_sdk_is_a_no_op(clock: FakeClock) -> None
     ex = Executor({"t": lambda args: 1}, clock=clock, observer=Observer())
     assert ex.execute(Call("t", "c", {})).state == "ok"
     assert ex.observer.counts["calls"] == 1
+
+
+def test_refused_outcomes_do_not_share_the_hash_of_empty_arguments() -> None:
+    import hashlib
+
+    from pydantic import BaseModel
+
+    from toolwire import Assembler, Toolset
+
+    class Lookup(BaseModel):
+        order_id: int
+
+    tools = Toolset([Lookup])
+    asm = Assembler()
+    asm.feed(0, id="a", name="lookup", arguments='{"order_id": "x"}')
+    asm.feed(1, id="b", name="lookup", arguments='{"order_id": [1]}')
+    ex = Executor({"lookup": lambda args: 1}, observer=Observer(otel=False))
+    results = [ex.execute(tools.validate(call)) for call in asm.finish()]
+    assert [r.state for r in results] == ["validation_failed", "validation_failed"]
+    empty = hashlib.sha256(b"").hexdigest()
+    assert all(r.args_hash != empty for r in results)

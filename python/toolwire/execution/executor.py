@@ -763,8 +763,13 @@ class Executor:
             args_hash = fingerprint(arguments)
         else:
             raw = getattr(call, "raw_arguments", None) or getattr(call, "arguments", None)
-            text = raw if isinstance(raw, str) else ""
-            args_hash = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            # An Outcome carries no argument text: report no hash rather than the hash of "",
+            # which would make every refused call look like the same arguments.
+            args_hash = (
+                hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+                if isinstance(raw, str)
+                else None
+            )
         run = _Run(
             spec=spec or ToolSpec(_missing_tool, name=call.tool),
             call=call,
