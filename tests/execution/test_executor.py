@@ -489,6 +489,27 @@ async def test_aexecute_all_one_result_per_call_in_order() -> None:
     assert results[5].error is not None and results[5].error["type"] == "cancelled"
 
 
+@pytest.mark.skipif(
+    not hasattr(asyncio.Task, "cancelling"), reason="needs Task.cancelling (Python 3.11+)"
+)
+async def test_write_whose_tool_raises_cancelled_error_is_an_unknown_outcome() -> None:
+    # The tool awaits work someone else cancelled; our caller was not cancelled. The write may
+    # have happened, so the model must hear "unknown outcome", not just "cancelled".
+    shared = asyncio.get_running_loop().create_future()
+    shared.cancel()
+    runs: list[int] = []
+
+    async def charge(args: Any) -> None:
+        runs.append(1)
+        await shared
+
+    ex = Executor({"charge": ToolSpec(charge, side_effects=True)}, ledger=MemoryLedger())
+    (result,) = await ex.aexecute_all([Call("charge", "c", {"amount": 5})])
+    assert result.state == "unknown_outcome" and result.attempts == 1 and runs == [1]
+    again = await ex.aexecute(Call("charge", "c", {"amount": 5}))
+    assert again.state == "unknown_outcome" and runs == [1]  # settled, not left claimed
+
+
 async def test_aexecute_all_caller_cancellation_propagates() -> None:
     ex = Executor()
 

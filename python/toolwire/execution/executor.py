@@ -633,6 +633,18 @@ class Executor:
         Raises:
             asyncio.CancelledError: Propagated (never retried) after recording the call.
         """
+        return await self._aexecute(call, context, parse_time, validation_time, coercions)
+
+    async def _aexecute(
+        self,
+        call: ValidatedCall,
+        context: RequestContext | None,
+        parse_time: float | None = None,
+        validation_time: float | None = None,
+        coercions: int | None = None,
+        *,
+        settle_own_cancel: bool = False,
+    ) -> ExecutionResult:
         run = self._prepare(call, context, parse_time, validation_time, coercions)
         if isinstance(run, ExecutionResult):
             return run
@@ -655,8 +667,16 @@ class Executor:
                     value = await self._attempt_async(run)
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
-                # Record synchronously: awaiting here could be cancelled again.
-                return self._settle_failure(run, exc)
+                # Record synchronously: awaiting here could be cancelled again. With
+                # `settle_own_cancel`, a CancelledError the tool raised while nobody cancelled
+                # us (it awaited a task someone else cancelled) ends the call with its result
+                # (for a write: unknown_outcome), like any other failure of the tool.
+                own = (
+                    settle_own_cancel
+                    and isinstance(exc, asyncio.CancelledError)
+                    and not _being_cancelled()
+                )
+                return self._settle_failure(run, exc, reraise=not own)
             failure = exc
             return await self._offload(lambda: self._settle_failure(run, failure))
         return await self._offload(lambda: self._settle_success(run, value))
@@ -701,9 +721,9 @@ class Executor:
 
         async def one(call: ValidatedCall) -> ExecutionResult:
             if gate is None:
-                return await self.aexecute(call, ctx)
+                return await self._aexecute(call, ctx, settle_own_cancel=True)
             async with gate:
-                return await self.aexecute(call, ctx)
+                return await self._aexecute(call, ctx, settle_own_cancel=True)
 
         outcomes = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
         results: list[ExecutionResult] = []
@@ -1118,7 +1138,9 @@ class Executor:
         )
         return self._finish(run, "ok", value=result)
 
-    def _settle_failure(self, run: _Run, exc: BaseException) -> ExecutionResult:
+    def _settle_failure(
+        self, run: _Run, exc: BaseException, *, reraise: bool = True
+    ) -> ExecutionResult:
         cls = run.last if exc is run.last_exc and run.last is not None else None
         if cls is None and not isinstance(exc, _BreakerOpen):
             # Raised outside an attempt (e.g. cancelled during backoff): classify it now.
@@ -1177,7 +1199,7 @@ class Executor:
             )
             state = "downstream_failed"
         result = self._finish(run, state, error=error)
-        if propagate:
+        if propagate and reraise:
             raise exc
         return result
 
@@ -1437,6 +1459,16 @@ def _no_stop_iteration(invoke: Callable[[], Any]) -> Callable[[], Any]:
             raise _StopIterationRaised(f"the tool raised {type(exc).__name__}") from exc
 
     return run
+
+
+def _being_cancelled() -> bool:
+    """Whether the running task has a cancellation request pending (True when unknowable)."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return True
+    cancelling: Callable[[], int] | None = getattr(task, "cancelling", None)  # Python 3.11+
+    return task is None or cancelling is None or cancelling() > 0
 
 
 async def _to_thread_then_await(invoke: Callable[[], Any]) -> Any:
