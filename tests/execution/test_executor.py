@@ -7,8 +7,10 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,6 +20,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 from toolwire.execution import (
     BusinessRuleError,
     Call,
+    Claim,
     Clock,
     ExecutionResult,
     Executor,
@@ -26,6 +29,7 @@ from toolwire.execution import (
     MemoryLedger,
     Observer,
     RequestContext,
+    SqliteLedger,
     ToolContext,
     ToolSpec,
 )
@@ -522,6 +526,35 @@ async def test_aexecute_all_caller_cancellation_propagates() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+def test_claim_landing_after_cancel_is_released_even_when_the_loop_ends(tmp_path: Path) -> None:
+    # The caller is cancelled while a blocking ledger is still claiming; then the event loop
+    # ends (asyncio.run cancels every task left). The claim must not stay in progress: its
+    # lease would expire into an "unknown outcome" for a write that never ran.
+    class SlowClaims(SqliteLedger):
+        def claim(self, key: str, **options: Any) -> Claim:
+            time.sleep(0.2)
+            return super().claim(key, **options)
+
+    def tool(args: Any) -> int:
+        return 1
+
+    path = tmp_path / "ledger.db"
+    ex = Executor({"w": ToolSpec(tool, side_effects=True)}, ledger=SlowClaims(path))
+
+    async def cancel_during_claim() -> None:
+        task = asyncio.ensure_future(ex.aexecute(Call("w", "c", {})))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_during_claim())
+    result = Executor({"w": ToolSpec(tool, side_effects=True)}, ledger=SqliteLedger(path)).execute(
+        Call("w", "c", {})
+    )
+    assert result.state == "ok" and result.attempts == 1
 
 
 # ---- 64 concurrent executions of one call key, per backend ------------------------------------

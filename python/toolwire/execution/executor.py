@@ -860,21 +860,36 @@ class Executor:
     async def _aclaim(self, run: _Run) -> Claim | LedgerUnavailable:
         if not self.ledger.blocking:
             return self._claim(run)
-        future = asyncio.ensure_future(asyncio.to_thread(self._claim, run))
-        try:
-            return await asyncio.shield(future)
-        except asyncio.CancelledError:
-            # The claim may still land after we were cancelled; give it back when it does.
-            def release_late(done: asyncio.Future[Claim | LedgerUnavailable]) -> None:
-                if done.cancelled() or done.exception() is not None:
-                    return
-                claim = done.result()
-                if isinstance(claim, Claim) and claim.status == "claimed":
-                    run.claim = claim
-                    self._release_quietly(run)
+        # The claim may land after we were cancelled; whoever sees the other side gone gives
+        # it back: the worker thread if the caller left first (this works even when the event
+        # loop is shutting down and cancels every task), the caller if the claim was made but
+        # not yet delivered.
+        lock = threading.Lock()
+        box: dict[str, Any] = {}
 
-            future.add_done_callback(release_late)
+        def claim_in_thread() -> Claim | LedgerUnavailable:
+            claim = self._claim(run)
+            with lock:
+                if not box.get("abandoned"):
+                    box["claim"] = claim
+                    return claim
+            self._release_claimed(run, claim)
+            return claim
+
+        try:
+            return await asyncio.to_thread(claim_in_thread)
+        except asyncio.CancelledError:
+            with lock:
+                box["abandoned"] = True
+                late = box.pop("claim", None)
+            if late is not None:
+                self._release_claimed(run, late)
             raise
+
+    def _release_claimed(self, run: _Run, claim: Claim | LedgerUnavailable) -> None:
+        if isinstance(claim, Claim) and claim.status == "claimed":
+            run.claim = claim
+            self._release_quietly(run)
 
     async def _offload(self, fn: Callable[[], Any]) -> Any:
         if self._ledger is None or not self._ledger.blocking:
