@@ -14,6 +14,7 @@ order, whether the tool ran, failed validation, raised, or produced nothing at a
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
@@ -29,6 +30,7 @@ __all__ = [
     "call_id_for",
     "error_content",
     "failure_content",
+    "finite_json",
     "message_for",
     "result_content",
     "text",
@@ -314,11 +316,27 @@ def wrap_message(style: Style, call_id: str, content: str, *, is_error: bool) ->
     raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
 
 
+def finite_json(value: Any) -> Any:
+    """`value` (JSON-compatible data) with NaN and infinite floats replaced by None.
+
+    JSON has no NaN or Infinity; `json.dumps` and pydantic-core would write them as bare
+    `NaN`/`Infinity`, which a strict reader (or a model told "this is JSON") rejects.
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in cast(dict[Any, Any], value).items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in cast(Sequence[Any], value)]
+    return value
+
+
 def result_content(result: object) -> str:
     """The payload text for a successful tool result.
 
     A string is sent as it is (most tools return text); anything else is sent as compact JSON
-    through pydantic-core, so models, dataclasses, `Decimal` and `datetime` all serialise.
+    through pydantic-core, so models, dataclasses, `Decimal` and `datetime` all serialise. NaN
+    and infinite floats are written as null.
 
     Args:
         result: What the tool returned.
@@ -328,7 +346,11 @@ def result_content(result: object) -> str:
     """
     if isinstance(result, str):
         return result
-    return pydantic_core.to_json(result, fallback=str).decode()
+    text = pydantic_core.to_json(result, fallback=str)
+    if b"NaN" in text or b"Infinity" in text:  # rare; may also be inside a string
+        plain = finite_json(pydantic_core.to_jsonable_python(result, fallback=str))
+        return json.dumps(plain, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.decode()
 
 
 def failure_content(

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from toolwire.execution import (
     ToolContext,
     ToolSpec,
 )
+from toolwire.payloads import tool_messages
 from toolwire.validation import FieldError, Outcome
 
 LedgerFactory = Callable[[Clock | None], Ledger]
@@ -44,6 +46,15 @@ RACE_ROUNDS = int(os.environ.get("TOOLWIRE_RACE_ROUNDS", "200"))
 class Ticket(BaseModel):
     title: str
     priority: int = 3
+
+
+@dataclass(frozen=True)
+class Sent:
+    """The part of a streamed call `tool_messages` reads."""
+
+    id: str
+    ordinal: int = 0
+    name: str = "stats"
 
 
 def quiet_observer() -> Observer:
@@ -183,6 +194,23 @@ def test_unwritable_result_is_a_result_and_never_reruns_the_write(make: Callable
     assert record is not None and record.state == "failed"  # not left in progress
     again = ex.execute(Call("w", "c1", {}), ctx)
     assert again.state == "duplicate_suppressed" and not again.ok and runs == [1]
+
+
+def test_non_finite_floats_in_a_result_are_sent_and_stored_as_null() -> None:
+    def reject(constant: str) -> Any:
+        raise ValueError(f"not JSON: {constant}")
+
+    def stats(args: Any) -> dict[str, Any]:
+        return {"mean": float("nan"), "range": [float("-inf"), float("inf")], "label": "NaN"}
+
+    ex = Executor({"stats": ToolSpec(stats, side_effects=True)}, ledger=MemoryLedger())
+    first = ex.execute(Call("stats", "c", {}))
+    replay = ex.execute(Call("stats", "c", {}))
+    expected = {"mean": None, "range": [None, None], "label": "NaN"}
+    for result in (first, replay):
+        assert json.loads(result.content(), parse_constant=reject)["result"] == expected
+    (message,) = tool_messages([Sent("c")], [stats({})])
+    assert json.loads(message["content"], parse_constant=reject) == expected
 
 
 def test_exception_with_a_broken_str_is_a_result() -> None:

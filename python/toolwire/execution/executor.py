@@ -60,6 +60,7 @@ from toolwire.execution.ledger import (
 from toolwire.execution.ledger_sqlite import SqliteLedger
 from toolwire.execution.observe import ExecutionRecord, FinalState, Observer, SpanLike
 from toolwire.execution.retry import RetryPolicy, StopReason, decide_retry
+from toolwire.payloads import finite_json
 
 __all__ = [
     "Call",
@@ -387,7 +388,12 @@ def _jsonable(value: Any) -> Any:
             cycle, bytes that are not UTF-8, an integer past CPython's digit limit...
     """
     result = to_jsonable_python(value, fallback=_safe_repr)
-    # The receipt and the model-facing payload are both written with ``json.dumps``.
+    # The receipt and the model-facing payload are both written with ``json.dumps``, which
+    # would write NaN and infinities as ``NaN``/``Infinity``: not JSON. They become null.
+    try:
+        json.dumps(result, allow_nan=False, default=str)
+    except ValueError:
+        result = finite_json(result)
     dumps_compact(result)
     return result
 
