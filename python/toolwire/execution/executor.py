@@ -389,12 +389,13 @@ def _jsonable(value: Any) -> Any:
     """
     result = to_jsonable_python(value, fallback=_safe_repr)
     # The receipt and the model-facing payload are both written with ``json.dumps``, which
-    # would write NaN and infinities as ``NaN``/``Infinity``: not JSON. They become null.
+    # would write NaN and infinities as ``NaN``/``Infinity``: not JSON. They become null; any
+    # other unwritable value fails the second dump.
     try:
         json.dumps(result, allow_nan=False, default=str)
     except ValueError:
         result = finite_json(result)
-    dumps_compact(result)
+        dumps_compact(result)
     return result
 
 
