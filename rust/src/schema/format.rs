@@ -61,7 +61,7 @@ impl Format {
         match self {
             Self::Date => "a date (RFC 3339 full-date, YYYY-MM-DD)",
             Self::DateTime => "a date-time (RFC 3339)",
-            Self::Time => "a time (RFC 3339 full-time)",
+            Self::Time => "a time (HH:MM[:SS], with an optional offset)",
             Self::Email => "an email address",
             Self::Uuid => "a UUID",
             Self::Ipv4 => "an IPv4 address",
@@ -75,7 +75,7 @@ impl Format {
         match self {
             Self::Date => date(s.as_bytes()),
             Self::DateTime => date_time(s.as_bytes()),
-            Self::Time => time(s.as_bytes()),
+            Self::Time => time(s.as_bytes(), false),
             Self::Email => email(s),
             Self::Uuid => uuid(s.as_bytes()),
             Self::Ipv4 => s.parse::<Ipv4Addr>().is_ok(),
@@ -111,29 +111,44 @@ fn date(b: &[u8]) -> bool {
     (1..=days).contains(&d)
 }
 
+/// A time of day, `HH:MM[:SS[.frac]]` then an offset (`Z`, `±HH:MM` or `±HHMM`).
+///
+/// Lenient where Pydantic is (the final validation for model tools): seconds may be left out
+/// and the offset may lack its colon. A `time` field serialises without an offset when it has
+/// no zone (`"14:30:00"`), so the offset is optional for `format: time`; a `date-time` keeps
+/// it required, because validation rejects a naive timestamp unless a default zone is set.
 #[allow(clippy::many_single_char_names)] // h, m, s: the RFC's own names
-fn time(b: &[u8]) -> bool {
-    // HH:MM:SS[.frac](Z|±HH:MM)
-    if b.len() < 9 || b[2] != b':' || b[5] != b':' {
+fn time(b: &[u8], offset_required: bool) -> bool {
+    if b.len() < 5 || b[2] != b':' {
         return false;
     }
-    let (Some(h), Some(m), Some(s)) = (digits(&b[..2]), digits(&b[3..5]), digits(&b[6..8])) else {
+    let (Some(h), Some(m)) = (digits(&b[..2]), digits(&b[3..5])) else {
         return false;
     };
-    let mut i = 8;
-    if b[i] == b'.' {
-        let start = i + 1;
-        i = start;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == start {
+    let mut i = 5;
+    let mut s = 0;
+    if b.get(i) == Some(&b':') {
+        let Some(sec) = b.get(i + 1..i + 3).and_then(digits) else {
             return false;
+        };
+        s = sec;
+        i += 3;
+        if b.get(i) == Some(&b'.') {
+            let start = i + 1;
+            i = start;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i == start {
+                return false;
+            }
         }
     }
     let offset_minutes: i64 = match &b[i..] {
+        [] if !offset_required => 0,
         [b'Z' | b'z'] => 0,
-        [sign @ (b'+' | b'-'), oh1, oh2, b':', om1, om2] => {
+        [sign @ (b'+' | b'-'), oh1, oh2, b':', om1, om2]
+        | [sign @ (b'+' | b'-'), oh1, oh2, om1, om2] => {
             let (Some(oh), Some(om)) = (digits(&[*oh1, *oh2]), digits(&[*om1, *om2])) else {
                 return false;
             };
@@ -160,8 +175,13 @@ fn time(b: &[u8]) -> bool {
     true
 }
 
+/// A date, a separator (`T`, `t`, or the space and `_` that Pydantic also reads) and a time
+/// with its offset.
 fn date_time(b: &[u8]) -> bool {
-    b.len() > 11 && matches!(b[10], b'T' | b't') && date(&b[..10]) && time(&b[11..])
+    b.len() > 11
+        && matches!(b[10], b'T' | b't' | b' ' | b'_')
+        && date(&b[..10])
+        && time(&b[11..], true)
 }
 
 fn uuid(b: &[u8]) -> bool {
@@ -223,46 +243,45 @@ fn email(s: &str) -> bool {
     local_ok && domain_ok
 }
 
-/// RFC 3339 appendix A durations; a decimal fraction is allowed on the last component, as
-/// ISO 8601 permits and common parsers accept.
+/// RFC 3339 appendix A durations, read as leniently as Pydantic reads them (the final
+/// validation for model tools): a leading sign (Pydantic writes a negative `timedelta` as
+/// `-P1D`), weeks next to other date units, units in any order (each at most once), an empty
+/// time part after `T`, and a decimal fraction on the last component.
 fn duration(b: &[u8]) -> bool {
+    let b = match b.first() {
+        Some(b'+' | b'-') => &b[1..],
+        _ => b,
+    };
     let Some(rest) = b.strip_prefix(b"P") else {
         return false;
     };
-    if rest.is_empty() {
-        return false;
-    }
-    // Weeks stand alone.
-    if let Some(n) = rest.strip_suffix(b"W") {
-        return number(n, true);
-    }
     let (date_part, time_part) = match rest.iter().position(|&c| c == b'T') {
-        Some(t) => (&rest[..t], Some(&rest[t + 1..])),
-        None => (rest, None),
+        Some(t) => (&rest[..t], &rest[t + 1..]),
+        None => (rest, &rest[rest.len()..]),
     };
-    let date_ok = components(date_part, b"YMD", time_part.is_none());
-    let time_ok = match time_part {
-        Some(t) => !t.is_empty() && components(t, b"HMS", true),
-        None => true,
-    };
-    date_ok && time_ok && !(date_part.is_empty() && time_part.is_none())
+    (!date_part.is_empty() || !time_part.is_empty())
+        && components(date_part, b"YMWD", time_part.is_empty())
+        && components(time_part, b"HMS", true)
 }
 
-/// Components `<number><unit>` with units in the given order, each at most once.
+/// Components `<number><unit>`, each unit at most once, in any order.
 fn components(mut s: &[u8], units: &[u8], fraction_last: bool) -> bool {
-    let mut next_unit = 0;
+    let mut seen = 0u8;
     while !s.is_empty() {
         let Some(end) = s.iter().position(u8::is_ascii_alphabetic) else {
             return false;
         };
-        let Some(k) = units[next_unit..].iter().position(|&u| u == s[end]) else {
+        let Some(k) = units.iter().position(|&u| u == s[end]) else {
             return false;
         };
+        if seen & (1 << k) != 0 {
+            return false;
+        }
+        seen |= 1 << k;
         let is_last = end + 1 == s.len();
         if !number(&s[..end], fraction_last && is_last) {
             return false;
         }
-        next_unit += k + 1;
         s = &s[end + 1..];
     }
     true
@@ -306,7 +325,15 @@ mod tests {
         assert!(ok(Format::Time, "23:59:60Z"));
         assert!(ok(Format::Time, "15:59:60-08:00"));
         assert!(!ok(Format::Time, "22:59:60Z"));
-        assert!(!ok(Format::Time, "08:30:06"));
+        assert!(
+            ok(Format::Time, "08:30:06"),
+            "a naive time, as Pydantic writes one"
+        );
+        assert!(ok(Format::Time, "08:30"));
+        assert!(ok(Format::Time, "08:30:06.5+0100"));
+        assert!(!ok(Format::Time, "08:30:06+01"));
+        assert!(!ok(Format::Time, "8:30:06"));
+        assert!(!ok(Format::Time, "08:30:"));
         assert!(!ok(Format::Time, "24:00:00Z"));
         assert!(!ok(Format::Time, "08:30:06+24:00"));
         assert!(!ok(Format::Time, "08:30:06."));
@@ -317,7 +344,9 @@ mod tests {
         assert!(ok(Format::DateTime, "1963-06-19T08:30:06.283185Z"));
         assert!(ok(Format::DateTime, "1963-06-19t08:30:06z"));
         assert!(ok(Format::DateTime, "1998-12-31T23:59:60Z"));
-        assert!(!ok(Format::DateTime, "1963-06-19 08:30:06Z"));
+        assert!(ok(Format::DateTime, "1963-06-19 08:30:06Z"));
+        assert!(ok(Format::DateTime, "1963-06-19T08:30+0100"));
+        assert!(!ok(Format::DateTime, "1963-06-19X08:30:06Z"));
         assert!(!ok(Format::DateTime, "1963-06-19T08:30:06"));
         assert!(!ok(Format::DateTime, "06/19/1963 08:30:06 PST"));
     }
@@ -354,11 +383,17 @@ mod tests {
             "P0D",
             "P1M",
             "PT1M",
+            "-P1D",
+            "+PT1S",
+            "-P1Y179DT23H45M39.168246S",
+            "P1W1D",
+            "P1M1Y",
+            "P1DT",
         ] {
             assert!(ok(Format::Duration, s), "{s}");
         }
         for s in [
-            "P", "PT", "P1", "1D", "P1D2H", "PT1D", "P1S", "P2D1Y", "P1W1D", "P1.5DT1H",
+            "P", "PT", "-P", "P1", "1D", "P1D2H", "PT1D", "P1S", "P1D1D", "P1.5DT1H", "PT-1S",
         ] {
             assert!(!ok(Format::Duration, s), "{s}");
         }

@@ -1,0 +1,82 @@
+"""The pre-check on schemas Pydantic generates: what Pydantic writes and reads must pass."""
+
+from __future__ import annotations
+
+import json
+from datetime import time, timedelta, timezone
+
+import pytest
+from pydantic import AwareDatetime, BaseModel
+
+from toolwire import Assembler, Outcome, Toolset
+
+
+def stream(toolset: Toolset, name: str, arguments: str) -> tuple[list[str], Outcome]:
+    """Feeds the arguments cut at every point, as str and as bytes; returns every error seen
+    (early or on the finished call) and the last outcome."""
+    errors: list[str] = []
+    outcomes: list[Outcome] = []
+    for cut in range(1, len(arguments)):
+        for data in (arguments, arguments.encode()):
+            assembler = Assembler(tools=toolset)
+            assembler.feed(0, id="call_1", name=name, arguments=data[:cut])
+            assembler.feed(0, arguments=data[cut:])
+            errors += [e.message for _, e in assembler.drain_errors()]
+            (call,) = assembler.finish()
+            if call.error is not None:
+                errors.append(call.error.message)
+            outcomes.append(toolset.validate(call))
+    assert len({o.ok for o in outcomes}) == 1
+    return errors, outcomes[-1]
+
+
+class Alarm(BaseModel):
+    at: time
+    snooze: timedelta | None = None
+    created: AwareDatetime | None = None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        Alarm(at=time(7, 30)),
+        Alarm(at=time(7, 30, 5, 250), snooze=timedelta(minutes=-5)),
+        Alarm(at=time(7, 30, tzinfo=timezone.utc), snooze=timedelta(days=-1, seconds=5)),
+    ],
+)
+def test_times_and_durations_as_pydantic_writes_them(value: Alarm) -> None:
+    # A naive `time` is written without an offset and a negative `timedelta` with a sign.
+    errors, outcome = stream(Toolset([Alarm]), "alarm", value.model_dump_json())
+    assert errors == []
+    assert outcome.ok and outcome.model == value
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"at": "07:30"},
+        {"at": "07:30:00+0100"},
+        {"at": "07:30:00", "snooze": "P1W1D"},
+        {"at": "07:30:00", "created": "2024-03-05 14:30:00Z"},
+        {"at": "07:30:00", "created": "2024-03-05T14:30+01:00"},
+        {"at": "07:30:00", "created": "2024-03-05T14:30:00+0100"},
+    ],
+)
+def test_forms_pydantic_reads_are_not_rejected_early(arguments: dict[str, str]) -> None:
+    toolset = Toolset([Alarm])
+    errors, outcome = stream(toolset, "alarm", json.dumps(arguments))
+    assert errors == []
+    assert outcome.ok
+
+
+def test_malformed_times_are_still_rejected_early() -> None:
+    toolset = Toolset([Alarm])
+    for bad in ({"at": "7:30"}, {"at": "07:30:00", "snooze": "1D"}):
+        errors, outcome = stream(toolset, "alarm", json.dumps(bad))
+        assert errors and not outcome.ok
+
+
+def test_naive_datetime_without_a_default_zone_is_still_an_early_error() -> None:
+    arguments = '{"at": "07:30", "created": "2024-03-05T14:30:00"}'
+    errors, outcome = stream(Toolset([Alarm]), "alarm", arguments)
+    assert errors and not outcome.ok
