@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from datetime import time, timedelta, timezone
+from typing import Annotated
 
+import jsonschema
 import pytest
-from pydantic import AwareDatetime, BaseModel
+from pydantic import AwareDatetime, BaseModel, Field
 
 from toolwire import Assembler, Outcome, Toolset
 
@@ -79,4 +81,31 @@ def test_malformed_times_are_still_rejected_early() -> None:
 def test_naive_datetime_without_a_default_zone_is_still_an_early_error() -> None:
     arguments = '{"at": "07:30", "created": "2024-03-05T14:30:00"}'
     errors, outcome = stream(Toolset([Alarm]), "alarm", arguments)
+    assert errors and not outcome.ok
+
+
+class Signup(BaseModel):
+    username: Annotated[str, Field(pattern=r"^\w+$")]
+    pin: Annotated[str, Field(pattern=r"^\d{4}$")]
+    phone: Annotated[str, Field(pattern=r"^\+?[1-9]\d{1,14}$")] = "+15550100"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        Signup(username="José", pin="1234"),
+        Signup(username="日本語", pin="١٢٣٤", phone="+1٢٣"),
+    ],
+)
+def test_pattern_classes_are_as_wide_as_the_validators(value: Signup) -> None:
+    # Pydantic (and Python's re, which jsonschema uses) read \w and \d Unicode-wide.
+    toolset = Toolset([Signup])
+    errors, outcome = stream(toolset, "signup", value.model_dump_json())
+    assert errors == []
+    assert outcome.ok and outcome.model == value
+    assert jsonschema.Draft202012Validator(toolset.schema("signup")).is_valid(value.model_dump())
+
+
+def test_pattern_classes_still_reject_early() -> None:
+    errors, outcome = stream(Toolset([Signup]), "signup", '{"username": "a b", "pin": "12a4"}')
     assert errors and not outcome.ok

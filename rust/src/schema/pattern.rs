@@ -2,13 +2,16 @@
 //! backtracking), searched unanchored as JSON Schema requires.
 //!
 //! Design notes:
-//! - The two dialects differ in a few atoms. A pattern is a positive expression (no complement
-//!   operator), so an atom that matches *more* in Rust than in ECMA can only make the check more
-//!   lenient, which is safe; an atom that matches *less* could reject a valid string. The
-//!   translation therefore rewrites the atoms whose Rust meaning is narrower or different:
-//!   `\d \w \s` and their negations become the exact ECMA sets (Rust's are Unicode-wide, so their
-//!   negations are narrower), `\b`/`\B` become ASCII word boundaries, `\uXXXX` and `\cX` become
-//!   `\x{..}`, and a literal `[` inside a class is escaped (Rust reads it as a nested class).
+//! - Dialects differ in the class escapes: ECMA-262 reads `\d \w \b` as ASCII, while the final
+//!   validators read them Unicode-wide (Pydantic's default `rust-regex` engine, and Python's
+//!   `re` for `python-re` and for `jsonschema`), so `"José"` matches `^\w+$` there. The
+//!   pre-check must never reject what the final validation accepts, and a pattern is a positive
+//!   expression (no complement operator), so each atom is translated to the union of what the
+//!   dialects match: `\d \w \s` and their negations match whatever any dialect matches, `\b`
+//!   and `\B` hold where either reading holds. Inside a negated class (`[^\d]`) the opposite
+//!   is needed, so there each escape becomes what every dialect matches. Other translations:
+//!   `\uXXXX` and `\cX` become `\x{..}`, and a literal `[` inside a class is escaped (Rust
+//!   reads it as a nested class).
 //! - Anything the crate cannot compile (lookaround, backreferences, `\p{..}` without the
 //!   gencat tables) is reported as unsupported and not checked; the final validation decides.
 //! - Checked at string end only: testing prefix viability would need the DFA's internal state,
@@ -23,10 +26,13 @@ use std::fmt::Write as _;
 
 use regex::Regex;
 
-/// ECMA-262 `\s` (`WhiteSpace` and `LineTerminator`), exactly.
-const ECMA_SPACE: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
-const ECMA_WORD: &str = "0-9A-Za-z_";
-const ECMA_DIGIT: &str = "0-9";
+/// White space for every dialect: ECMA-262 `\s` without its U+FEFF, which Rust's and Python's
+/// `\s` lack.
+const SPACE_ALL: &str =
+    r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}";
+/// White space for some dialect: Unicode `White_Space` (Rust, U+0085 among others), ECMA-262's
+/// U+FEFF, and Python's U+001C-U+001F.
+const SPACE_ANY: &str = r"\s\x{FEFF}\x1C-\x1F";
 
 /// A compiled `pattern`.
 #[derive(Debug)]
@@ -41,8 +47,8 @@ impl Pattern {
     #[inline]
     pub(crate) fn is_match(&self, s: &str) -> bool {
         match &self.simple {
-            Some(simple) => simple.is_match(s.as_bytes()),
-            None => self.regex.is_match(s),
+            Some(simple) if !simple.digits || s.is_ascii() => simple.is_match(s.as_bytes()),
+            _ => self.regex.is_match(s),
         }
     }
 }
@@ -54,6 +60,8 @@ struct Simple {
     sets: Vec<u128>,
     /// Ends with `$`: the string is exactly as long as `sets`.
     end: bool,
+    /// Has a `\d`, which also matches non-ASCII digits: a non-ASCII string goes to the regex.
+    digits: bool,
 }
 
 /// Longest row of sets kept; longer patterns use the regex.
@@ -78,6 +86,7 @@ impl Simple {
         }
         let mut sets = Vec::new();
         let mut end = false;
+        let mut digits = false;
         let mut i = 1;
         while i < b.len() {
             let set = match b[i] {
@@ -89,7 +98,10 @@ impl Simple {
                     let e = *b.get(i + 1)?;
                     i += 2;
                     match e {
-                        b'd' => ascii_range(b'0', b'9'),
+                        b'd' => {
+                            digits = true;
+                            ascii_range(b'0', b'9')
+                        }
                         _ if e.is_ascii_punctuation() => 1u128 << e,
                         _ => return None,
                     }
@@ -123,7 +135,7 @@ impl Simple {
             }
             sets.extend(std::iter::repeat(set).take(count));
         }
-        Some(Self { sets, end })
+        Some(Self { sets, end, digits })
     }
 }
 
@@ -168,16 +180,18 @@ pub(crate) fn compile(pattern: &str) -> Option<Pattern> {
     })
 }
 
-fn class_escape(c: char) -> Option<(&'static str, bool)> {
-    Some(match c {
-        'd' => (ECMA_DIGIT, false),
-        'D' => (ECMA_DIGIT, true),
-        'w' => (ECMA_WORD, false),
-        'W' => (ECMA_WORD, true),
-        's' => (ECMA_SPACE, false),
-        'S' => (ECMA_SPACE, true),
+/// The set inside the class for `\d \D \w \W \s \S`, and whether the class is negated: what
+/// some dialect matches when `widest`, what every dialect matches otherwise (inside `[^...]`).
+fn class_escape(c: char, widest: bool) -> Option<(&'static str, bool)> {
+    let (any, all) = match c.to_ascii_lowercase() {
+        'd' => (r"\d", "0-9"),
+        'w' => (r"\w", "0-9A-Za-z_"),
+        's' => (SPACE_ANY, SPACE_ALL),
         _ => return None,
-    })
+    };
+    // A negated escape is the complement of its set: widest when the set is narrowest.
+    let negated = c.is_ascii_uppercase();
+    Some((if widest != negated { any } else { all }, negated))
 }
 
 fn translate(p: &str) -> Option<String> {
@@ -185,13 +199,14 @@ fn translate(p: &str) -> Option<String> {
     let mut out = String::with_capacity(p.len() + 8);
     let mut i = 0;
     let mut in_class = false;
+    let mut negated_class = false;
     while i < chars.len() {
         let c = chars[i];
         match c {
             '\\' => {
                 let e = *chars.get(i + 1)?;
                 i += 2;
-                if let Some((set, negated)) = class_escape(e) {
+                if let Some((set, negated)) = class_escape(e, !negated_class) {
                     out.push_str(if negated { "[^" } else { "[" });
                     out.push_str(set);
                     out.push(']');
@@ -199,8 +214,8 @@ fn translate(p: &str) -> Option<String> {
                 }
                 match e {
                     'b' if in_class => out.push_str(r"\x08"),
-                    'b' => out.push_str(r"(?-u:\b)"),
-                    'B' => out.push_str(r"(?-u:\B)"),
+                    'b' => out.push_str(r"(?:\b|(?-u:\b))"),
+                    'B' => out.push_str(r"(?:\B|(?-u:\B))"),
                     'u' => {
                         let (cp, used) = unicode_escape(&chars[i..])?;
                         i += used;
@@ -246,7 +261,8 @@ fn translate(p: &str) -> Option<String> {
             '[' => {
                 in_class = true;
                 out.push('[');
-                if chars.get(i + 1) == Some(&'^') {
+                negated_class = chars.get(i + 1) == Some(&'^');
+                if negated_class {
                     out.push('^');
                     i += 1;
                 }
@@ -257,6 +273,7 @@ fn translate(p: &str) -> Option<String> {
             }
             ']' if in_class => {
                 in_class = false;
+                negated_class = false;
                 out.push(']');
             }
             '&' | '~' if in_class => {
@@ -313,11 +330,38 @@ mod tests {
         assert!(!m("^u_[0-9a-f]{8}$", "u_deadbeefx"));
         assert!(m("a+", "xxaxx"), "unanchored search");
         assert!(m(r"^\d+$", "123"));
-        assert!(!m(r"^\d+$", "١٢٣"), "ECMA \\d is ASCII only");
+        assert!(
+            m(r"^\d+$", "١٢٣"),
+            "Unicode \\d, as Pydantic and Python read it"
+        );
+        assert!(
+            m(r"^\d{3}$", "١٢٣"),
+            "the byte-set matcher defers to the regex"
+        );
+        assert!(!m(r"^\d{3}$", "١٢x"));
+        assert!(m(r"^\w+$", "José"), "Unicode \\w");
+        assert!(m(r"^\w+$", "日本"));
+        assert!(!m(r"^\w+$", "a b"));
+        assert!(m(r"^[^\d]$", "٣"), "ECMA reads [^\\d] as non-ASCII-digit");
+        assert!(!m(r"^[^\d]$", "3"));
+        assert!(m(r"^[^\w]$", "é"), "ECMA reads [^\\w] as non-ASCII-word");
+        assert!(
+            m(r"^[^\s]$", "\u{feff}"),
+            "Rust and Python do not count U+FEFF as space"
+        );
+        assert!(
+            m(r"^\s$", "\u{85}"),
+            "Rust and Python count U+0085 as space"
+        );
+        assert!(m(r"^\S$", "\u{85}"), "ECMA does not");
+        assert!(!m(r"^\S$", " "));
+        assert!(m(r"\bé", "xé"), "an ASCII word boundary");
+        assert!(m(r"^é\b", "é"), "a Unicode word boundary");
         assert!(m(r"^\D$", "٣"), "ECMA \\D matches non-ASCII digits");
         assert!(m(r"^\W$", "é"));
         assert!(m(r"^\s$", "\u{feff}"));
         assert!(m(r"^[^\s]$", "x"));
+        assert!(!m(r"^[^\s]$", "\u{3000}"));
         assert!(m(r"^\/a\.b$", "/a.b"));
         assert!(m(r"^\u00e9\u{1F600}$", "é😀"));
         assert!(m(r"^\ud83d\ude00$", "😀"));
