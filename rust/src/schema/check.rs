@@ -1245,8 +1245,7 @@ impl State {
         partial: bool,
     ) {
         let before = self.errors.len();
-        let own = !self.slots[s].cond;
-        self.fail_at_depth_key(
+        let named = self.fail_at_depth_key(
             nodes,
             s,
             depth,
@@ -1256,7 +1255,7 @@ impl State {
             key,
             Some(key),
         );
-        if partial && own && self.errors.len() > before && self.pending.is_none() {
+        if partial && named && self.errors.len() > before && self.pending.is_none() {
             let base = self.path_to(nodes, depth).len();
             self.pending = Some(Pending {
                 error: to_u32(before),
@@ -1587,9 +1586,8 @@ impl State {
     ) {
         let prefix = String::from_utf8_lossy(&self.text[..upto]).into_owned();
         let before = self.errors.len();
-        let own = !self.slots[s].cond;
-        self.fail_at_depth(nodes, s, depth, at, true, f, &prefix);
-        if own && self.errors.len() > before && self.pending.is_none() {
+        let named = self.fail_at_depth(nodes, s, depth, at, true, f, &prefix);
+        if named && self.errors.len() > before && self.pending.is_none() {
             self.pending = Some(Pending {
                 error: to_u32(before),
                 is_key: false,
@@ -1847,13 +1845,15 @@ impl State {
         fatal: bool,
         f: Failure,
         got: &str,
-    ) {
-        self.fail_at_depth_key(nodes, s, depth, at, fatal, f, got, None);
+    ) -> bool {
+        self.fail_at_depth_key(nodes, s, depth, at, fatal, f, got, None)
     }
 
     /// Slot `s` (of the value at frame `depth`) fails at byte `at`. Conditional slots are
     /// eliminated (and the elimination climbs to the owning branch group); unconditional ones
-    /// record an error, and stop checking when `fatal`.
+    /// record an error, and stop checking when `fatal`. True when an error recorded for this
+    /// failure names it (its own, or the one branch left of a group, see `propagate`), so a
+    /// caller reading an open key or string completes that error when the text closes.
     #[allow(clippy::too_many_arguments)] // a failure is described by all of these
     fn fail_at_depth_key(
         &mut self,
@@ -1865,19 +1865,20 @@ impl State {
         f: Failure,
         got: &str,
         key: Option<&str>,
-    ) {
+    ) -> bool {
         let slot = self.slots[s];
         if !slot.alive {
-            return;
+            return false;
         }
         if slot.cond {
             self.kill(s);
-            self.propagate(nodes, s, at, (depth, f, got, key));
+            self.propagate(nodes, s, at, (depth, f, got, key))
         } else {
             self.record(nodes, s, depth, at, f, got, key);
             if fatal {
                 self.kill(s);
             }
+            true
         }
     }
 
@@ -1898,42 +1899,43 @@ impl State {
     /// `cause` is the failure that killed `s`: when it is the last live branch of an `anyOf` /
     /// `oneOf` and it failed on something more specific than its type (a pattern, an enum, a
     /// bound), that failure is the one reported — `a string matching ^u_...$` tells the model
-    /// more than `none of the alternatives` for an optional field.
+    /// more than `none of the alternatives` for an optional field. True when that failure is
+    /// the one recorded.
     fn propagate(
         &mut self,
         nodes: &[Node],
         mut s: usize,
         at: usize,
         cause: (usize, Failure, &str, Option<&str>),
-    ) {
+    ) -> bool {
         let origin = s;
         loop {
             let slot = self.slots[s];
             if slot.parent == NO_SLOT {
-                return;
+                return false;
             }
             let p = slot.parent as usize;
             if !self.slots[p].alive {
-                return;
+                return false;
             }
             let specific = !matches!(cause.1, Failure::Type | Failure::False);
             if specific && matches!(slot.link, Link::AnyOf | Link::OneOf) {
                 self.slots[p].specific_deaths += 1;
             }
             let failure = match slot.link {
-                Link::Root => return,
+                Link::Root => return false,
                 Link::Member | Link::Conj => None,
                 Link::AnyOf => {
                     self.slots[p].any_alive -= 1;
                     if self.slots[p].any_alive > 0 {
-                        return;
+                        return false;
                     }
                     Some(Failure::AnyOf)
                 }
                 Link::OneOf => {
                     self.slots[p].one_alive -= 1;
                     if self.slots[p].one_alive > 0 {
-                        return;
+                        return false;
                     }
                     Some(Failure::OneOfNone)
                 }
@@ -1943,6 +1945,7 @@ impl State {
                 s = p;
                 continue;
             }
+            let mut named = false;
             if let Some(f) = failure {
                 let (cause_depth, cause_failure, cause_got, cause_key) = cause;
                 // Only when exactly one branch got past its type is its failure the whole story;
@@ -1961,10 +1964,11 @@ impl State {
                         cause_got,
                         cause_key,
                     );
+                    named = true;
                 }
             }
             self.kill(p);
-            return;
+            return named;
         }
     }
 

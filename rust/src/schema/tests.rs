@@ -348,6 +348,29 @@ fn any_of_over_objects_eliminates_inside() {
     assert_eq!(one(&s, r#"{"x":{"z":1}}"#), at(7, "/x", "anyOf"));
 }
 
+/// The one branch of an optional field (`anyOf` with null) that fails on a key or string
+/// still being read names the whole key or string once it closes, as an unconditional
+/// property does: it once named `/x/z` for the key `zz` and reported `got: "u"` for `"urgent"`.
+#[test]
+fn last_branch_failure_in_an_open_key_or_string_is_completed() {
+    let s = json!({"properties": {
+        "x": {"anyOf": [
+            {"type": "object", "properties": {"a": {}}, "additionalProperties": false},
+            {"type": "null"}
+        ]},
+        "p": {"anyOf": [{"enum": ["low", "high"]}, {"type": "null"}]}
+    }});
+    let errs = run(&s, r#"{"x": {"a": 1, "zz": 2}}"#);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!((errs[0].offset, errs[0].path.as_str()), (16, "/x/zz"));
+    assert_eq!(errs[0].message, "unexpected property \"zz\"");
+    assert_eq!(errs[0].detail.as_ref().unwrap().got, "zz");
+    let errs = run(&s, r#"{"p": "urgent"}"#);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!((errs[0].offset, errs[0].path.as_str()), (7, "/p"));
+    assert_eq!(errs[0].detail.as_ref().unwrap().got, "urgent");
+}
+
 #[test]
 fn one_of_exactly_one() {
     let s = json!({"oneOf": [{"type": "integer"}, {"minimum": 2}]});
