@@ -495,3 +495,29 @@ def test_successful_outcomes_do_not_share_their_lists() -> None:
     first.ask_user.append("x")
     assert second.errors == [] and second.ask_user == []
     assert Outcome.success(call("booking", args()), "booking").errors == []
+
+
+class StrictAddress(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    city: str
+
+
+class Profile(BaseModel):
+    home: StrictAddress | None = None
+    status: Literal["active", "away"] | None = None
+
+
+@pytest.mark.parametrize("precheck", [False, True])
+def test_unknown_field_inside_an_optional_model_names_its_own_path(precheck: bool) -> None:
+    # Optional[Model] is `anyOf: [object, null]` and Pydantic puts no union tag in `loc`: the
+    # unknown key is a key of the object branch, not a tag to skip.
+    tools = Toolset([Profile])
+    arguments = '{"home": {"city": "Oslo", "zip_code": "0150"}, "status": "urgent"}'
+    outcome = tools.validate(call("profile", arguments, tools=tools if precheck else None))
+    assert not outcome.ok
+    by_path = {e.path: e for e in outcome.errors}
+    assert set(by_path) == {"/home/zip_code", "/status"}
+    unknown = by_path["/home/zip_code"]
+    assert unknown.code == "unknown_field" and unknown.got == '"0150"'
+    assert unknown.expected is not None and "city" in unknown.expected
+    assert by_path["/status"].got == '"urgent"'

@@ -425,6 +425,11 @@ def _l(value: object) -> list[Any]:
     return cast(list[Any], value) if isinstance(value, list) else []
 
 
+def _is_object_schema(node: Mapping[str, Any]) -> bool:
+    kind = node.get("type")
+    return kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node
+
+
 class _Schema:
     """Lookups on one tool's self-contained schema."""
 
@@ -489,13 +494,19 @@ class _Schema:
                     node = owner
                 elif isinstance(seg, str):
                     chosen = self.pick(branches, seg)
-                    if (
-                        union_ptr is None
-                        and len([b for b in branches if b.get("type") != "null"]) > 1
-                    ):
-                        union_ptr, tag = pointer(parts), seg
-                    node = chosen if chosen is not None else node
-                    continue
+                    objects = [b for b in branches if _is_object_schema(b)]
+                    if chosen is None and len(objects) == 1:
+                        # Not a union tag but a key that no branch declares: an unknown field
+                        # of the one object branch (`Optional[Model]` puts no tag in `loc`).
+                        node = objects[0]
+                    else:
+                        if (
+                            union_ptr is None
+                            and len([b for b in branches if b.get("type") != "null"]) > 1
+                        ):
+                            union_ptr, tag = pointer(parts), seg
+                        node = chosen if chosen is not None else node
+                        continue
             parent = node
             parts.append(seg)
             if isinstance(seg, int):
