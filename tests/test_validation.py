@@ -521,3 +521,27 @@ def test_unknown_field_inside_an_optional_model_names_its_own_path(precheck: boo
     assert unknown.code == "unknown_field" and unknown.got == '"0150"'
     assert unknown.expected is not None and "city" in unknown.expected
     assert by_path["/status"].got == '"urgent"'
+
+
+class Reading(BaseModel):
+    count: int
+    value: int | float = 0
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    ['{"count": 2.0, "note": "x"}', '{"count": 2, "value": 30.0, "note": "x"}'],
+)
+def test_unknown_field_found_by_the_precheck_survives_other_coercions(arguments: str) -> None:
+    # The model ignores extra fields, so only the pre-check sees "note"; a coercion elsewhere
+    # in the call (30.0 -> 30) must not turn the rejection into an accepted call.
+    tools = Toolset([Reading])
+    outcome = tools.validate(call("reading", arguments, tools=tools))
+    assert not outcome.ok
+    assert [(e.path, e.code) for e in outcome.errors] == [("/note", "unknown_field")]
+
+
+def test_unwrapped_arguments_drop_the_wrapper_finding() -> None:
+    tools = Toolset([Reading])
+    outcome = tools.validate(call("reading", '{"params": {"count": 2}}', tools=tools))
+    assert outcome.ok and [c.rule for c in outcome.coercions] == ["unwrap"]

@@ -917,6 +917,32 @@ def _split(path: str) -> list[str | int]:
     return [p.replace("~1", "/").replace("~0", "~") for p in path.lstrip("/").split("/")]
 
 
+_ABSENT = object()
+
+
+def _at(value: Any, path: str) -> Any:
+    """The value at a JSON Pointer, or `_ABSENT`."""
+    for seg in _split(path):
+        if isinstance(value, dict):
+            value = cast(dict[str, Any], value).get(str(seg), _ABSENT)
+            continue
+        items = _as_items(value)
+        if items is None or not str(seg).isdigit() or int(seg) >= len(items):
+            return _ABSENT
+        value = items[int(seg)]
+    return value
+
+
+def _as_items(value: object) -> list[Any] | None:
+    return cast(list[Any], value) if isinstance(value, list) else None
+
+
+def _unchanged_at(before: Any, after: Any, path: str) -> bool:
+    """Whether coercion left the value at `path` in place and as it was."""
+    old = _at(before, path)
+    return old is not _ABSENT and _at(after, path) == old
+
+
 def _merge_unions(drafts: list[_Draft], schema: _Schema, lang: Lang) -> list[_Draft]:
     """Collapse errors from the branches of one untagged union into the closest branch's."""
     groups: dict[str, dict[str, list[_Draft]]] = {}
@@ -1163,6 +1189,9 @@ class ToolValidator:
         builder = _ErrorBuilder(self._lookup, lang, redact)
         text_in = _argument_text(call)
         initial: list[_Draft] = builder.from_pydantic(pydantic_errors) if pydantic_errors else []
+        # A pre-check finding that Pydantic does not report (an unknown field under the default
+        # `extra="ignore"`): coercions elsewhere must not make it disappear.
+        precheck_only: list[_Draft] = []
         if error is not None:
             # Only a schema violation or a non-object (a double-encoded object, say) reaches
             # here: coercion may still fix those; every other core error is final.
@@ -1182,7 +1211,8 @@ class ToolValidator:
                     initial = builder.from_pydantic(exc.errors(include_url=False))
                 if all(d.error.path != found.error.path for d in initial):
                     initial.append(found)
-        return self._repair(call, text_in, initial, builder, lang)
+                    precheck_only.append(found)
+        return self._repair(call, text_in, initial, builder, lang, precheck_only)
 
     def _exact_input(self, call: CallLike) -> str | bytes:
         """What Pydantic validates for a call without a core error: its raw bytes when no digit
@@ -1212,6 +1242,7 @@ class ToolValidator:
         initial: list[_Draft],
         builder: _ErrorBuilder,
         lang: Lang,
+        precheck_only: Sequence[_Draft] = (),
     ) -> Outcome:
         try:
             value = loads_exact(text_in)
@@ -1236,6 +1267,9 @@ class ToolValidator:
             except ValidationError as exc:
                 drafts = drafts + builder.from_pydantic(exc.errors(include_url=False))
                 return self._reject(call, drafts, coercions, lang)
+            # Only Pydantic's errors were re-checked: a pre-check finding stands unless a
+            # coercion changed or removed the value it is about (`unwrap` moves the fields).
+            drafts += [d for d in precheck_only if _unchanged_at(value, fixed, d.error.path)]
             if drafts:
                 return self._reject(call, drafts, coercions, lang)
             return self._accept(call, instance, None, coercions, lang)
