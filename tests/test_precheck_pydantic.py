@@ -109,3 +109,16 @@ def test_pattern_classes_are_as_wide_as_the_validators(value: Signup) -> None:
 def test_pattern_classes_still_reject_early() -> None:
     errors, outcome = stream(Toolset([Signup]), "signup", '{"username": "a b", "pin": "12a4"}')
     assert errors and not outcome.ok
+
+
+class Price(BaseModel):
+    amount: Annotated[float, Field(multiple_of=0.01)]
+
+
+def test_float_multiple_of_takes_floating_point_rounding_as_pydantic_does() -> None:
+    value = Price(amount=57 * 0.01)  # 0.5700000000000001
+    errors, outcome = stream(Toolset([Price]), "price", value.model_dump_json())
+    assert errors == []
+    assert outcome.ok and outcome.model == value
+    errors, outcome = stream(Toolset([Price]), "price", '{"amount": 0.575}')
+    assert errors and not outcome.ok

@@ -55,7 +55,7 @@ use super::compile::{
     at_least, at_most, count_words, type_words, Additional, Node, NodeId, ObjectRule, FALSE_NODE,
     NONE, TRUE_NODE, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
 };
-use super::decimal::{parse_into, DecRef, Decimal, Fixed};
+use super::decimal::{float_multiple, parse_into, DecRef, Decimal, Fixed};
 use super::trie::Trie;
 use super::{push_pointer_token, ToolSchema};
 use crate::error::{Error, ErrorKind, SchemaDetail};
@@ -2087,7 +2087,8 @@ fn fixed_number_failure(n: &Node, x: Fixed) -> Option<Option<Failure>> {
     }
     if let Some(m) = rule.multiple_of {
         if !x.is_multiple_of(m) {
-            return Some(Some(Failure::MultipleOf));
+            // Maybe a float-rounded multiple (see `float_multiple`): the general path decides.
+            return None;
         }
     }
     Some(None)
@@ -2114,8 +2115,12 @@ fn number_failure(n: &Node, d: &DecRef<'_>) -> Option<Failure> {
                 }
             }
         }
-        if let Some((m, _)) = &rule.multiple_of {
-            if !m.divides(d) {
+        if let Some((m, text)) = &rule.multiple_of {
+            // Exact, as JSON Schema has it, or within the tolerance of Pydantic's float
+            // fields: the pre-check must not refuse what the final validation accepts.
+            if !m.divides(d)
+                && (d.is_integer() || !text.parse().is_ok_and(|m| float_multiple(d.to_f64(), m)))
+            {
                 return Some(Failure::MultipleOf);
             }
         }

@@ -20,6 +20,7 @@
 //!   lexeme, and no arithmetic can overflow.
 
 use std::cmp::Ordering;
+use std::fmt::Write as _;
 
 /// Exponents beyond this magnitude are clamped (no schema constant comes near it).
 const EXP_CLAMP: i64 = 1 << 60;
@@ -319,6 +320,35 @@ impl Fixed {
             Err((x, y)) => y != 0 && x % y == 0,
         }
     }
+}
+
+impl DecRef<'_> {
+    /// The nearest `f64`, as a float field reads the number.
+    pub fn to_f64(self) -> f64 {
+        let mut s = String::with_capacity(self.digits.len() + 24);
+        if self.neg {
+            s.push('-');
+        }
+        s.push_str("0.0");
+        for &d in self.digits {
+            s.push(char::from(b'0' + d));
+        }
+        let _ = write!(s, "e{}", self.exp.saturating_add(1));
+        s.parse().unwrap_or(f64::NAN)
+    }
+}
+
+/// Whether Pydantic's `float` validator takes `x` as a multiple of `m`: it lets the remainder
+/// be off by `|x| / 1e9`, so `0.5700000000000001` (`0.57` computed in binary floating point)
+/// passes `multiple_of=0.01` there, although it is no exact multiple. Only for numbers with a
+/// fraction: integers (and integer fields) are checked exactly, as JSON Schema requires.
+pub(crate) fn float_multiple(x: f64, m: f64) -> bool {
+    if !x.is_finite() || !m.is_finite() || m <= 0.0 {
+        return false;
+    }
+    let rem = x % m;
+    let threshold = x.abs() / 1e9;
+    rem.abs() <= threshold || (rem - m).abs() <= threshold || (rem + m).abs() <= threshold
 }
 
 fn len_i64(digits: &[u8]) -> i64 {

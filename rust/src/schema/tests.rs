@@ -371,6 +371,27 @@ fn last_branch_failure_in_an_open_key_or_string_is_completed() {
     assert_eq!(errs[0].detail.as_ref().unwrap().got, "urgent");
 }
 
+/// `multipleOf` accepts what Pydantic's float fields accept: a multiple rounded by binary
+/// floating point (`57 * 0.01` prints as `0.5700000000000001`), within `|x| / 1e9`.
+#[test]
+fn multiple_of_allows_float_rounding() {
+    let s = json!({"type": "number", "multipleOf": 0.01});
+    for text in [
+        "0.57",
+        "0.5700000000000001",
+        "2.0100000000000002",
+        "-1.3800000000000001",
+        "1e2",
+    ] {
+        ok(&s, text);
+    }
+    assert_eq!(one(&s, "0.575"), at(5, "", "multipleOf"));
+    assert_eq!(one(&s, "0.5701"), at(6, "", "multipleOf"));
+    let s = json!({"type": "integer", "multipleOf": 5});
+    ok(&s, "10");
+    assert_eq!(one(&s, "11"), at(2, "", "multipleOf"));
+}
+
 #[test]
 fn one_of_exactly_one() {
     let s = json!({"oneOf": [{"type": "integer"}, {"minimum": 2}]});
