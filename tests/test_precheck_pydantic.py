@@ -8,7 +8,7 @@ from typing import Annotated
 
 import jsonschema
 import pytest
-from pydantic import AwareDatetime, BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from toolwire import Assembler, Outcome, Toolset
 
@@ -122,3 +122,16 @@ def test_float_multiple_of_takes_floating_point_rounding_as_pydantic_does() -> N
     assert outcome.ok and outcome.model == value
     errors, outcome = stream(Toolset([Price]), "price", '{"amount": 0.575}')
     assert errors and not outcome.ok
+
+
+class Recipe(BaseModel):
+    model_config = ConfigDict(regex_engine="python-re")
+    amount: Annotated[str, Field(pattern=r"^\w+$")]
+
+
+def test_pattern_word_class_is_as_wide_as_pythons() -> None:
+    # Python's \w (str.isalnum) takes numerics such as "½", which Rust's \w does not.
+    value = Recipe(amount="1½")
+    errors, outcome = stream(Toolset([Recipe]), "recipe", value.model_dump_json())
+    assert errors == []
+    assert outcome.ok and outcome.model == value

@@ -4,7 +4,8 @@
 //! Design notes:
 //! - Dialects differ in the class escapes: ECMA-262 reads `\d \w \b` as ASCII, while the final
 //!   validators read them Unicode-wide (Pydantic's default `rust-regex` engine, and Python's
-//!   `re` for `python-re` and for `jsonschema`), so `"José"` matches `^\w+$` there. The
+//!   `re` for `python-re` and for `jsonschema`), so `"José"` matches `^\w+$` there. Python's
+//!   `\w` is wider still (`½`, `²`): the widest `\w` takes every non-ASCII character. The
 //!   pre-check must never reject what the final validation accepts, and a pattern is a positive
 //!   expression (no complement operator), so each atom is translated to the union of what the
 //!   dialects match: `\d \w \s` and their negations match whatever any dialect matches, `\b`
@@ -185,7 +186,9 @@ pub(crate) fn compile(pattern: &str) -> Option<Pattern> {
 fn class_escape(c: char, widest: bool) -> Option<(&'static str, bool)> {
     let (any, all) = match c.to_ascii_lowercase() {
         'd' => (r"\d", "0-9"),
-        'w' => (r"\w", "0-9A-Za-z_"),
+        // Python's `\w` (str.isalnum) also takes numerics such as `½` and `²` that Rust's
+        // lacks; without the general-category tables, any non-ASCII character stands in.
+        'w' => (r"\w\x{80}-\x{10FFFF}", "0-9A-Za-z_"),
         's' => (SPACE_ANY, SPACE_ALL),
         _ => return None,
     };
@@ -342,6 +345,9 @@ mod tests {
         assert!(m(r"^\w+$", "José"), "Unicode \\w");
         assert!(m(r"^\w+$", "日本"));
         assert!(!m(r"^\w+$", "a b"));
+        assert!(m(r"^\w+$", "½²"), "Python's \\w takes numerics");
+        assert!(m(r"^[^\W\d_]+$", "José"));
+        assert!(!m(r"^[^\W\d_]+$", "a1"));
         assert!(m(r"^[^\d]$", "٣"), "ECMA reads [^\\d] as non-ASCII-digit");
         assert!(!m(r"^[^\d]$", "3"));
         assert!(m(r"^[^\w]$", "é"), "ECMA reads [^\\w] as non-ASCII-word");
