@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import time, timedelta, timezone
+from datetime import datetime, time, timedelta, timezone
 from typing import Annotated
 
 import jsonschema
@@ -135,3 +135,26 @@ def test_pattern_word_class_is_as_wide_as_pythons() -> None:
     errors, outcome = stream(Toolset([Recipe]), "recipe", value.model_dump_json())
     assert errors == []
     assert outcome.ok and outcome.model == value
+
+
+class Meeting(BaseModel):
+    start: datetime
+    tags: list[str] = []
+
+
+def test_naive_datetime_with_a_default_zone_is_not_an_early_error() -> None:
+    # Validation attaches the tool's default zone, so the pre-check must not refuse (or
+    # signal `failed` for) a timestamp without an offset.
+    toolset = Toolset([Meeting], default_tz={"meeting": timezone.utc})
+    arguments = '{"start": "2024-03-05T10:00:00", "tags": ["a"]}'
+    errors, outcome = stream(toolset, "meeting", arguments)
+    assert errors == []
+    assert outcome.ok and [c.rule for c in outcome.coercions] == ["default_timezone"]
+    assembler = Assembler(tools=toolset)
+    assembler.feed(0, id="call_1", name="meeting", arguments=arguments)
+    assert not assembler.failed
+    # Other tools, and other formats, are still checked early.
+    errors, outcome = stream(Toolset([Meeting]), "meeting", arguments)
+    assert errors and not outcome.ok
+    errors, _ = stream(toolset, "meeting", '{"start": "2024-03-05T10:00:00", "tags": 1}')
+    assert errors

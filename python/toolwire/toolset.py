@@ -131,6 +131,22 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
     return name, description, copy.deepcopy(dict(cast(Mapping[str, Any], params)))
 
 
+def _without_date_time_format(node: Any) -> Any:
+    """The schema with every `format: date-time` removed (values under `enum`, `const`,
+    `default` and `examples` are data and stay as they are)."""
+    if isinstance(node, list):
+        return [_without_date_time_format(item) for item in cast(list[Any], node)]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in cast(dict[str, Any], node).items():
+        if key == "format" and value == "date-time":
+            continue
+        data = key in ("enum", "const", "default", "examples")
+        out[key] = value if data else _without_date_time_format(value)
+    return out
+
+
 def _model_name(model: type[BaseModel]) -> str:
     explicit = getattr(model, "__tool_name__", None)
     if isinstance(explicit, str):
@@ -184,6 +200,8 @@ class Toolset:
             raise ValueError(f"lang must be 'en' or 'zh', not {lang!r}")
         self._strict = strict
         self._rules = resolve_rules(coercion)
+        # Tools whose naive timestamps validation completes with a default zone.
+        self._naive_ok = frozenset(default_tz or {})
         self._redact = redact
         self._lang: Lang = lang
         rename: dict[object, str] = {}
@@ -299,6 +317,8 @@ class Toolset:
         `$ref`s are inlined (a recursive model keeps a `$ref` into `$defs`), every object that
         does not say otherwise gets `additionalProperties: false`, and `required` is the
         model's own: optional fields stay optional, so calls from non-strict providers pass.
+        For a tool with a `default_tz`, the pre-check leaves out `format: date-time`
+        (validation gives a timestamp without an offset the default zone).
 
         Raises:
             KeyError: If no tool has that name.
@@ -325,7 +345,12 @@ class Toolset:
         """The compiled pre-check registry, built once; `Assembler(tools=toolset)` uses it."""
         from toolwire._core import ToolRegistry
 
-        return ToolRegistry(self.schemas())
+        schemas = self.schemas()
+        for name in self._naive_ok:
+            # Validation attaches the tool's default zone to a timestamp without an offset, so
+            # the pre-check must not refuse one: the date-time format is left to validation.
+            schemas[name] = _without_date_time_format(schemas[name])
+        return ToolRegistry(schemas)
 
     # Exports ----------------------------------------------------------------------------
 
