@@ -728,7 +728,10 @@ impl Decoder {
                 // An empty fragment is a no-op (quirk 26); do not let it count as arguments.
                 (!self.scratch.is_empty()).then_some(Arguments::Text(&self.scratch))
             }
-            Some(r) => Some(Arguments::Value(r.as_bytes())),
+            Some(r) => {
+                canonical(r, &mut self.scratch);
+                Some(Arguments::Value(&self.scratch))
+            }
             None => None,
         };
         emit(call(index, id, name, kind, arguments, metadata));
@@ -961,7 +964,9 @@ impl Decoder {
                 let block = self.blocks.swap_remove(pos);
                 if block.tool {
                     if !block.got_delta && !block.input.is_empty() {
-                        emit(args(Some(index), Arguments::Value(&block.input)));
+                        let input = String::from_utf8_lossy(&block.input);
+                        canonical(&input, &mut self.scratch);
+                        emit(args(Some(index), Arguments::Value(&self.scratch)));
                     }
                     self.release(Some(index), emit);
                     emit(Action::EndCall(index));
@@ -1090,6 +1095,106 @@ fn push_lone(out: &mut Vec<u8>, unit: u16, lone: Lone) {
             }
         }
         Lone::Replace => push_char(out, char::REPLACEMENT_CHARACTER),
+    }
+}
+
+/// Write the JSON value `raw` (validated by `serde_json`), sent whole as a call's arguments
+/// (quirk 23), in the form an SDK client gives it to `feed_chunk` after decoding the event and
+/// `json.dumps(value, ensure_ascii=False, separators=(",", ":"))`: no whitespace between tokens,
+/// strings with only the escapes that are required (`\"`, `\\`, control characters), and, as
+/// there, every non-ASCII character escaped when a lone surrogate has no UTF-8 form. Numbers and
+/// repeated keys are kept as sent (the scanner reports a repeated key). Both ways in then give
+/// the same `arguments` text for the same bytes.
+fn canonical(raw: &str, out: &mut Vec<u8>) {
+    out.clear();
+    if canonical_pass(raw, out, false) {
+        out.clear();
+        canonical_pass(raw, out, true);
+    }
+}
+
+/// One pass of [`canonical`]; returns whether a lone surrogate was met.
+fn canonical_pass(raw: &str, out: &mut Vec<u8>, ascii: bool) -> bool {
+    let mut lone = false;
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+                push_char(out, c);
+            }
+            continue;
+        }
+        out.push(b'"');
+        while let Some(c) = chars.next() {
+            let decoded = match c {
+                '"' => break,
+                '\\' => match chars.next() {
+                    Some('n') => '\n',
+                    Some('t') => '\t',
+                    Some('r') => '\r',
+                    Some('b') => '\u{8}',
+                    Some('f') => '\u{c}',
+                    Some('u') => {
+                        let unit = hex_unit(&mut chars);
+                        let pair = (0xD800..=0xDBFF).contains(&unit) && {
+                            let mut ahead = chars.clone();
+                            ahead.next() == Some('\\')
+                                && ahead.next() == Some('u')
+                                && (0xDC00..=0xDFFF).contains(&hex_unit(&mut ahead))
+                        };
+                        if pair {
+                            chars.next();
+                            chars.next();
+                            let low = hex_unit(&mut chars);
+                            let c = 0x10000
+                                + ((u32::from(unit) - 0xD800) << 10)
+                                + (u32::from(low) - 0xDC00);
+                            char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER)
+                        } else if let Some(c) = char::from_u32(u32::from(unit)) {
+                            c
+                        } else {
+                            lone = true;
+                            push_lone(out, unit, Lone::Escape);
+                            continue;
+                        }
+                    }
+                    Some(other) => other,
+                    None => break,
+                },
+                other => other,
+            };
+            push_json_char(out, decoded, ascii);
+        }
+        out.push(b'"');
+    }
+    lone
+}
+
+/// Four hex digits of a `\u` escape (validated JSON has them).
+fn hex_unit(chars: &mut impl Iterator<Item = char>) -> u16 {
+    (0..4).fold(0u16, |n, _| {
+        let digit = chars.next().and_then(|d| d.to_digit(16)).unwrap_or(0);
+        n << 4 | u16::try_from(digit).unwrap_or(0)
+    })
+}
+
+/// One decoded character of a string, escaped as Python's `json.dumps` escapes it.
+fn push_json_char(out: &mut Vec<u8>, c: char, ascii: bool) {
+    match c {
+        '"' => out.extend_from_slice(b"\\\""),
+        '\\' => out.extend_from_slice(b"\\\\"),
+        '\n' => out.extend_from_slice(b"\\n"),
+        '\r' => out.extend_from_slice(b"\\r"),
+        '\t' => out.extend_from_slice(b"\\t"),
+        '\u{8}' => out.extend_from_slice(b"\\b"),
+        '\u{c}' => out.extend_from_slice(b"\\f"),
+        c if c < ' ' || (ascii && !c.is_ascii()) => {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                push_lone(out, *unit, Lone::Escape);
+            }
+        }
+        c => push_char(out, c),
     }
 }
 

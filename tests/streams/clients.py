@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 import anthropic
 import openai
 
+from .streamkit import adversarial_points, pieces
+
 if TYPE_CHECKING:
     from .conftest import Route
 
@@ -100,6 +102,58 @@ async def assemble_async(route: Route, fmt: str, **options: Any) -> tuple[list[A
         async with aassemble(source, **options) as stream:
             events = [event async for event in stream]
     check_event_order(events, stream)
+    return events, stream
+
+
+def raw_plans(body: bytes, cuts: list[int]) -> dict[str, list[bytes]]:
+    """The cuts a gateway may see on the same bytes: the server's own writes, every byte alone,
+    inside every `\\uXXXX` escape and inside `data:` (and, in a CRLF copy of the body, between
+    `\\r` and `\\n`)."""
+    inside = set(adversarial_points(body))
+    for i in range(len(body) - 1):
+        if body[i : i + 2] == b"\\u":
+            inside.update(range(i + 1, i + 6))
+    crlf = body.replace(b"\n", b"\r\n")
+    crlf_cuts = [i + 1 for i in range(len(crlf)) if crlf[i : i + 2] == b"\r\n"]
+    return {
+        "server": pieces(body, cuts),
+        "bytewise": [body[i : i + 1] for i in range(len(body))],
+        "inside": pieces(body, sorted(c for c in inside if c <= len(body))),
+        "crlf": pieces(crlf, crlf_cuts),
+    }
+
+
+def raw_key(calls: list[Any]) -> list[tuple[Any, ...]]:
+    return [
+        (c.ordinal, c.name, c.id, c.arguments, c.value, c.error.kind if c.error else None)
+        for c in calls
+    ]
+
+
+def assemble_both(route: Route, fmt: str, **options: Any) -> tuple[list[Any], Any]:
+    """The real SDK through `assemble`, then `feed_sse` on the very same bytes, cut every way a
+    gateway may see them: both paths must give the same calls, text and finish reason."""
+    from toolwire.assembler import Assembler
+
+    events, stream = assemble_sync(route, fmt, **options)
+    body = route.body if route.drop_after is None else route.body[: route.drop_after]
+    tools = options.get("tools")
+    for plan, parts in raw_plans(body, route.cuts).items():
+        raw = Assembler(tools=tools)
+        for part in parts:
+            raw.feed_sse(part)
+        if route.drop_after is not None:
+            raw.interrupt("the connection dropped")
+        calls = raw.finish()
+        assert raw_key(calls) == raw_key(stream.calls), plan
+        assert [c.warnings for c in calls] == [c.warnings for c in stream.calls], plan
+        assert [c.metadata for c in calls] == [c.metadata for c in stream.calls], plan
+        assert raw.text == stream.text, plan
+        if route.drop_after is None:
+            assert raw.finish_reason == stream.finish_reason, plan
+            assert raw.usage == stream.usage, plan
+        if tools is not None:
+            assert [tools.validate(c).ok for c in calls] == [o.ok for o in stream.outcomes]
     return events, stream
 
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from toolwire.events import CallCompleted, PrecheckError
 from toolwire.toolset import Toolset
 
-from .clients import assemble_sync
+from .clients import assemble_both
 from .conftest import SSEServer
 from .streamkit import (
     Call,
@@ -49,7 +49,7 @@ def chat(
         chunks.append(d if "choices" in d else chat_chunk(d))
     if finish is not None:
         chunks.append(chat_chunk({}, finish_reason=finish))
-    return assemble_sync(server.register_events(chunks, CHAT, split=split), CHAT, **options)
+    return assemble_both(server.register_events(chunks, CHAT, split=split), CHAT, **options)
 
 
 def td(*entries: dict[str, Any]) -> dict[str, Any]:
@@ -412,7 +412,7 @@ def test_quirk_26_empty_delta_string_responses(sse_server: SSEServer, split: str
     for k in range(3):
         events.insert(at + 2 * k, {**events[at], "delta": "", "sequence_number": 900 + k})
     route = sse_server.register_events(events, "openai-responses", split=split)
-    _, s = assemble_sync(route, "openai-responses")
+    _, s = assemble_both(route, "openai-responses")
     assert summary(s.calls) == [("f", {"a": 1}, None)]
 
 
@@ -476,7 +476,7 @@ def test_quirk_29_empty_choices(sse_server: SSEServer, split: str) -> None:
 
 def test_quirk_30_filter_annotations_without_delta(sse_server: SSEServer, split: str) -> None:
     _, chunks = load_events("openai_chat_azure_filters")
-    _, s = assemble_sync(sse_server.register_events(chunks, CHAT, split=split), CHAT)
+    _, s = assemble_both(sse_server.register_events(chunks, CHAT, split=split), CHAT)
     assert summary(s.calls) == [("get_weather", {"city": "東京", "unit": "celsius"}, None)]
     assert s.text == "Sure."
 
@@ -484,7 +484,7 @@ def test_quirk_30_filter_annotations_without_delta(sse_server: SSEServer, split:
 def test_quirk_31_gemini_thought_signature(sse_server: SSEServer, split: str) -> None:
     _, chunks = load_events("openai_chat_gemini_compat")
     chunks.insert(2, chat_chunk(td({"extra_content": {"google": {"thought_signature": "later"}}})))
-    _events, s = assemble_sync(sse_server.register_events(chunks, CHAT, split=split), CHAT)
+    _events, s = assemble_both(sse_server.register_events(chunks, CHAT, split=split), CHAT)
     first, second = s.calls
     # The metadata-only delta updated the open call; it did not start a third one.
     assert len(s.calls) == 2
@@ -538,7 +538,7 @@ def test_quirk_38_connection_drop_without_finish_reason(sse_server: SSEServer) -
     ]
     body = sse_body(chunks, CHAT)
     route = sse_server.register(body, drop_after=body.index(b'ng\\"}'))
-    events, s = assemble_sync(route, CHAT)
+    events, s = assemble_both(route, CHAT)
     assert summary(s.calls) == [("f", {"a": 1}, None), ("g", None, "truncated")]
     assert events[-1].finish_reason is None and s.transport_error is not None
 
@@ -622,7 +622,7 @@ def test_quirk_41_surrogate_pair_split_between_events(
             events += [{**e, "delta": {**delta, field: u}} for u in _utf16_units(delta[field])]
     body = _escaped_body(events, fmt)
     assert b"\\ud83d" in body and b"\\ude00" in body
-    _, s = assemble_sync(sse_server.register(body, split=split), fmt)
+    _, s = assemble_both(sse_server.register(body, split=split), fmt)
     dicts = Assembler()
     for event in events:
         dicts.feed_chunk(event)
@@ -648,7 +648,7 @@ def test_quirk_41_surrogate_half_that_never_pairs(sse_server: SSEServer, split: 
         chat_chunk(td(tc(3, id="d", name="k", arguments='{"e":"\ud83d'))),
     ]
     body = _escaped_body(events, CHAT)
-    _, s = assemble_sync(sse_server.register(body, split=split), CHAT)
+    _, s = assemble_both(sse_server.register(body, split=split), CHAT)
     dicts = Assembler()
     for event in events:
         dicts.feed_chunk(event)
@@ -729,7 +729,7 @@ def test_quirk_47_anthropic_dropped_opening(sse_server: SSEServer, split: str) -
         e for e in events if e["type"] == "content_block_delta" and e["delta"]["partial_json"]
     ]
     deltas[0]["delta"]["partial_json"] = deltas[0]["delta"]["partial_json"][2:]
-    _, s = assemble_sync(sse_server.register_events(events, "anthropic", split=split), "anthropic")
+    _, s = assemble_both(sse_server.register_events(events, "anthropic", split=split), "anthropic")
     (call,) = s.calls
     assert call.error.kind == "unexpected_byte" and call.error.offset == 0
 
