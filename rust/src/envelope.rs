@@ -169,9 +169,11 @@ pub enum Action<'a> {
     Stop(&'a str),
     /// The provider reported an error; raw JSON of the error object (or of the whole event).
     ProviderError(&'a str),
-    /// Responses `.done` (or `output_item.done`) carried arguments that differ from the deltas
-    /// received for the call at this wire index; the full text was fed after them.
-    ArgumentsMismatch(i64),
+    /// Responses `.done` (or `output_item.done`) carried arguments (decoded) that differ from
+    /// the concatenated deltas received for the call at this wire index. The assembler compares
+    /// them with the arguments it holds (cumulative deltas, quirk 19, replace rather than append)
+    /// and feeds them only when those differ too (a lost delta).
+    ArgumentsMismatch(i64, &'a [u8]),
 }
 
 /// Why one event produced no actions. Never fatal for the stream.
@@ -910,8 +912,7 @@ impl Decoder {
         if self.scratch.is_empty() {
             return;
         }
-        emit(Action::ArgumentsMismatch(index));
-        emit(args(Some(index), Arguments::Text(&self.scratch)));
+        emit(Action::ArgumentsMismatch(index, &self.scratch));
     }
 
     fn anthropic<F: FnMut(Action<'_>)>(

@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::assembler::{Assembler, ToolCall};
+use crate::assembler::{Arguments, Assembler, Delta, ToolCall};
 use crate::envelope::{Action, Decoder, EventError, FinishReason, Format};
 use crate::error::Misuse;
 use crate::sse::{Framer, SseConfig, SseError, Tail};
@@ -189,10 +189,25 @@ impl State {
                         json.to_owned()
                     });
             }
-            Action::ArgumentsMismatch(index) => {
+            Action::ArgumentsMismatch(index, full) => {
+                // Compared with what the call holds, as `feed_chunk` compares it: after
+                // cumulative deltas the concatenated deltas differ from the summary while the
+                // call's arguments are equal to it, and nothing was lost.
+                let held = assembler
+                    .ordinal_of(Some(index))
+                    .and_then(|ordinal| assembler.arguments(ordinal));
+                if held == Some(full) {
+                    return;
+                }
                 self.errors.record(StreamErrorKind::ArgumentsMismatch, self.events, || {
                     format!("final arguments of the call at output_index {index} differ from its deltas")
                 });
+                let delta = Delta {
+                    index: Some(index),
+                    arguments: Some(Arguments::Text(full)),
+                    ..Delta::default()
+                };
+                let _ = assembler.feed(&delta);
             }
         }
     }

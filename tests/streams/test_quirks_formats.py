@@ -12,14 +12,134 @@ both must give the same calls, and every call ends with exactly one result.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 pytest.importorskip("toolwire._core")
 
+from toolwire.assembler import Assembler
+
 from .clients import assemble_both
 from .conftest import SSEServer
-from .streamkit import Call, anthropic_stream
+from .streamkit import Call, anthropic_stream, sse_body
+
+FORMATS = ("anthropic", "openai-responses")
+
+Spec = tuple[str, list[str]]  # a tool name and the argument fragments as the provider sends them
+
+
+def events_for(
+    fmt: str, calls: list[Spec], *, end: str = "ok", summary: str | None = None
+) -> list[Any]:
+    """A stream of `calls`, each sent as the given fragments; `end` is "ok", "stop" (a natural
+    end although tools were called, quirk 34) or "length".
+
+    Responses' `function_call_arguments.done` carries `summary` if given, else the fragments
+    joined (what the server believes it sent)."""
+    if fmt == "anthropic":
+        head, *_ = anthropic_stream([])
+        events: list[Any] = [head]
+        for k, (name, frags) in enumerate(calls):
+            block = {"type": "tool_use", "id": f"toolu_{k}", "name": name, "input": {}}
+            events.append({"type": "content_block_start", "index": k, "content_block": block})
+            events += [
+                {
+                    "type": "content_block_delta",
+                    "index": k,
+                    "delta": {"type": "input_json_delta", "partial_json": f},
+                }
+                for f in frags
+            ]
+            events.append({"type": "content_block_stop", "index": k})
+        reason = {"ok": "tool_use", "stop": "end_turn", "length": "max_tokens"}[end]
+        events.append(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": reason, "stop_sequence": None},
+                "usage": {"output_tokens": 9},
+            }
+        )
+        events.append({"type": "message_stop"})
+        return events
+    resp = {"id": "resp_1", "object": "response", "created_at": 1, "model": "m"}
+    events = [{"type": "response.created", "response": {**resp, "status": "in_progress"}}]
+    output = []
+    for k, (name, frags) in enumerate(calls):
+        item = {"type": "function_call", "id": f"fc_{k}", "call_id": f"call_{k}", "name": name}
+        args = "".join(frags) if summary is None else summary
+        events.append(
+            {
+                "type": "response.output_item.added",
+                "output_index": k,
+                "item": {**item, "arguments": "", "status": "in_progress"},
+            }
+        )
+        events += [
+            {
+                "type": "response.function_call_arguments.delta",
+                "item_id": f"fc_{k}",
+                "output_index": k,
+                "delta": f,
+            }
+            for f in frags
+        ]
+        done = {**item, "arguments": args, "status": "completed"}
+        events.append(
+            {
+                "type": "response.function_call_arguments.done",
+                "item_id": f"fc_{k}",
+                "output_index": k,
+                "arguments": args,
+            }
+        )
+        events.append({"type": "response.output_item.done", "output_index": k, "item": done})
+        output.append(done)
+    final: dict[str, Any] = {**resp, "status": "completed", "output": output}
+    kind = "response.completed"
+    if end == "length":
+        final = {
+            **final,
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+        }
+        kind = "response.incomplete"
+    events.append({"type": kind, "response": final})
+    for n, e in enumerate(events):
+        e["sequence_number"] = n
+    return events
+
+
+def run(server: SSEServer, split: str, fmt: str, events: list[Any], **options: Any) -> Any:
+    _, stream = assemble_both(server.register_events(events, fmt, split=split), fmt, **options)
+    return stream
+
+
+def kinds(calls: list[Any]) -> list[str | None]:
+    return [c.error.kind if c.error else None for c in calls]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_quirk_19_cumulative_arguments(sse_server: SSEServer, split: str, fmt: str) -> None:
+    full = '{"city":"東京","days":3}'
+    frags = [full[:6], full[:12], full]
+    events = events_for(fmt, [("f", frags)], summary=full)
+    s = run(sse_server, split, fmt, events)
+    assert [c.value for c in s.calls] == [json.loads(full)]
+    # Responses' summary equals the whole text the call holds: nothing was lost, so no repeat
+    # is dropped and no mismatch reported (the raw path compared it with the deltas joined).
+    assert s.calls[0].warnings == ["cumulative_arguments"]
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, fmt))
+    assert raw.finish()[0].warnings == ["cumulative_arguments"] and raw.stream_errors() == []
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_quirk_20_consolidated_repeat(sse_server: SSEServer, split: str, fmt: str) -> None:
+    frags = ['{"a":', "1}", '{"a":1}']
+    s = run(sse_server, split, fmt, events_for(fmt, [("f", frags)], summary='{"a":1}'))
+    assert [c.value for c in s.calls] == [{"a": 1}]
+    assert "repeat_dropped" in s.calls[0].warnings
 
 
 @pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
