@@ -105,21 +105,38 @@ async def assemble_async(route: Route, fmt: str, **options: Any) -> tuple[list[A
     return events, stream
 
 
+def ascii_escaped(body: bytes) -> bytes:
+    """`body` with every non-ASCII character written as its JSON `\\uXXXX` escape (a surrogate
+    pair for astral ones), as servers with `ensure_ascii` send it: the same events."""
+    out = bytearray()
+    # A body cut by a dropped connection may end inside a character: those bytes stay as sent.
+    for c in body.decode("utf-8", "surrogateescape"):
+        if c.isascii() or "\udc80" <= c <= "\udcff":
+            out += c.encode("utf-8", "surrogateescape")
+            continue
+        units = c.encode("utf-16-be")
+        for i in range(0, len(units), 2):
+            out += f"\\u{units[i]:02x}{units[i + 1]:02x}".encode()
+    return bytes(out)
+
+
 def raw_plans(body: bytes, cuts: list[int]) -> dict[str, list[bytes]]:
     """The cuts a gateway may see on the same bytes: the server's own writes, every byte alone,
     inside every `\\uXXXX` escape and inside `data:` (and, in a CRLF copy of the body, between
-    `\\r` and `\\n`)."""
+    `\\r` and `\\n`), and byte by byte through a copy with non-ASCII characters escaped."""
     inside = set(adversarial_points(body))
     for i in range(len(body) - 1):
         if body[i : i + 2] == b"\\u":
             inside.update(range(i + 1, i + 6))
     crlf = body.replace(b"\n", b"\r\n")
     crlf_cuts = [i + 1 for i in range(len(crlf)) if crlf[i : i + 2] == b"\r\n"]
+    ascii_body = ascii_escaped(body)
     return {
         "server": pieces(body, cuts),
         "bytewise": [body[i : i + 1] for i in range(len(body))],
         "inside": pieces(body, sorted(c for c in inside if c <= len(body))),
         "crlf": pieces(crlf, crlf_cuts),
+        "ascii-bytewise": [ascii_body[i : i + 1] for i in range(len(ascii_body))],
     }
 
 

@@ -142,6 +142,80 @@ def test_quirk_20_consolidated_repeat(sse_server: SSEServer, split: str, fmt: st
     assert "repeat_dropped" in s.calls[0].warnings
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_quirk_21_concatenated_objects(sse_server: SSEServer, split: str, fmt: str) -> None:
+    s = run(sse_server, split, fmt, events_for(fmt, [("f", ['{"q":"a"}', '{"q":"b"}'])]))
+    assert kinds(s.calls) == ["concatenated_values"] and s.calls[0].value is None
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_quirk_25_26_empty_and_no_arguments(sse_server: SSEServer, split: str, fmt: str) -> None:
+    s = run(sse_server, split, fmt, events_for(fmt, [("a", []), ("b", ["", "", ""])]))
+    assert [(c.name, c.value, c.ok) for c in s.calls] == [("a", {}, True), ("b", {}, True)]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("end", ["ok", "stop", "length"])
+@pytest.mark.parametrize("cut", ['{"s": "ab', '{"s": "\\u00', '{"n": 12.', '{"a":', '{"a": [1, 2'])
+def test_quirk_34_to_37_truncated_arguments(
+    sse_server: SSEServer, split: str, fmt: str, end: str, cut: str
+) -> None:
+    s = run(
+        sse_server, split, fmt, events_for(fmt, [("f", [cut]), ("g", ['{"ok": true}'])], end=end)
+    )
+    first, second = s.calls
+    assert first.error.kind == "truncated" and first.arguments == cut and first.value is None
+    assert second.ok or end == "length"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_quirk_38_connection_drop(sse_server: SSEServer, fmt: str) -> None:
+    events = events_for(fmt, [("f", ['{"a":1}']), ("g", ['{"b":"lo', 'ng"}'])])
+    body = sse_body(events, fmt)
+    route = sse_server.register(body, drop_after=body.index(b'ng\\"}'))
+    _, s = assemble_both(route, fmt)
+    assert kinds(s.calls) == [None, "truncated"] and s.transport_error is not None
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_quirk_39_40_utf8_and_replacement_character(
+    sse_server: SSEServer, split: str, fmt: str
+) -> None:
+    text = json.dumps({"t": "東京 🌸 ñ", "r": "ab\ufffdc"}, ensure_ascii=False)
+    frags = [text[i : i + 3] for i in range(0, len(text), 3)]
+    s = run(sse_server, split, fmt, events_for(fmt, [("f", frags)]))
+    (call,) = s.calls
+    assert call.value == json.loads(text) and call.arguments == text
+    assert "replacement_character" in call.warnings
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_quirk_41_42_escapes_split_between_deltas(
+    sse_server: SSEServer, split: str, fmt: str
+) -> None:
+    frags = ['{"e":"\\ud83d', '\\ude00","p":"C:\\', '\\dir","u":"\\u00', 'e9"}']
+    s = run(sse_server, split, fmt, events_for(fmt, [("f", frags)]))
+    assert [c.value for c in s.calls] == [{"e": "😀", "p": "C:\\dir", "u": "é"}]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_quirk_43_44_bad_escapes_end_their_call_only(
+    sse_server: SSEServer, split: str, fmt: str
+) -> None:
+    calls = [("f", ['{"ns":"App\\', 'Http"}']), ("g", ['{"s":"\\ud800"}']), ("h", ["{}"])]
+    s = run(sse_server, split, fmt, events_for(fmt, calls))
+    assert kinds(s.calls) == ["invalid_escape", "lone_surrogate", None]
+    assert s.calls[0].error.offset == len('{"ns":"App\\')
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_quirk_45_46_47_garbled_server_deltas(sse_server: SSEServer, split: str, fmt: str) -> None:
+    calls = [("f", ['{"a": 1}', '"}']), ("g", ['{"a": {"b": 1', "}"]), ("h", ['city": "Paris"}'])]
+    s = run(sse_server, split, fmt, events_for(fmt, calls))
+    assert [c.value for c in s.calls] == [None, None, None]
+    assert kinds(s.calls)[1:] == ["truncated", "unexpected_byte"]
+
+
 @pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
 def test_quirk_23_whole_object_arguments_read_the_same_on_both_paths(
     sse_server: SSEServer, split: str, fmt: str
