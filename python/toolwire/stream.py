@@ -17,6 +17,7 @@ Design notes:
 from __future__ import annotations
 
 import inspect
+import json
 import sys
 from collections.abc import (
     AsyncGenerator,
@@ -68,8 +69,10 @@ def is_transport_error(error: BaseException) -> bool:
     """True when `error` means the stream was cut off rather than misused.
 
     Connection resets and timeouts (`OSError`, httpx/httpcore transport errors), the SDKs'
-    `APIConnectionError` / `APITimeoutError`, and provider errors reported inside the stream
-    (`openai.APIError`, `anthropic.APIError`) count; programming errors do not.
+    `APIConnectionError` / `APITimeoutError`, provider errors reported inside the stream
+    (`openai.APIError`, `anthropic.APIError`) and an event the SDK could not decode
+    (`json.JSONDecodeError`: a proxy's error page or a cut-off line in the body; the SDK's
+    stream cannot go on after it) count; programming errors do not.
 
     Args:
         error: The exception raised while reading the stream.
@@ -77,7 +80,7 @@ def is_transport_error(error: BaseException) -> bool:
     Returns:
         Whether a tool stream should end gracefully with this error kept.
     """
-    if isinstance(error, OSError):
+    if isinstance(error, (OSError, json.JSONDecodeError)):
         return True
     for module_name, class_name in _TRANSPORT_ERRORS:
         module = sys.modules.get(module_name)

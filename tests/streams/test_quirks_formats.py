@@ -20,9 +20,9 @@ pytest.importorskip("toolwire._core")
 
 from toolwire.assembler import Assembler
 
-from .clients import assemble_both
+from .clients import assemble_both, assemble_sync
 from .conftest import SSEServer
-from .streamkit import Call, anthropic_stream, sse_body
+from .streamkit import Call, anthropic_stream, chat_chunk, sse_body, tc, tool_delta
 
 FORMATS = ("anthropic", "openai-responses")
 
@@ -252,3 +252,29 @@ def test_quirk_23_whole_object_arguments_read_the_same_on_both_paths(
     (call,) = s.calls
     assert call.ok and call.value == value
     assert call.arguments == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic", "openai-responses"])
+def test_an_event_the_sdk_cannot_decode_ends_the_stream_without_raising(
+    sse_server: SSEServer, fmt: str
+) -> None:
+    # The SDKs json-decode every event and raise JSONDecodeError on one that is not JSON (a
+    # proxy's HTML error page, a cut-off line); their stream cannot go on after it. That used to
+    # escape from `assemble` and kill the consumer's loop: the calls already started got no
+    # CallCompleted. It now ends the stream as a broken connection does.
+    calls = [("f", ['{"a":1}']), ("g", ['{"b":', "2}"])]
+    if fmt == "openai-chat":
+        events = [chat_chunk(tool_delta(tc(0, id="a", name="f", arguments='{"a":1}')))]
+        events += [chat_chunk(tool_delta(tc(1, id="b", name="g", arguments='{"b":')))]
+        events += [chat_chunk(tool_delta(tc(1, arguments="2}")))]
+    else:
+        events = events_for(fmt, calls)
+    body = sse_body(events, fmt)
+    cut = body.index(b'"2}"')
+    cut = body.rindex(b"\n\n", 0, cut) + 2
+    body = body[:cut] + b"event: x\ndata: <html>bad gateway</html>\n\n" + body[cut:]
+    events_out, s = assemble_sync(sse_server.register(body), fmt)
+    assert isinstance(s.transport_error, json.JSONDecodeError)
+    assert [c.name for c in s.calls] == ["f", "g"]
+    assert kinds(s.calls) == [None, "truncated"]
+    assert events_out[-1].finish_reason is None
