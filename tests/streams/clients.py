@@ -147,21 +147,46 @@ def raw_key(calls: list[Any]) -> list[tuple[Any, ...]]:
     ]
 
 
+def _progress(items: list[tuple[int, str, str]]) -> dict[tuple[int, str], str]:
+    """Progress text joined per (call, JSON Pointer): how it is cut depends on the chunks."""
+    out: dict[tuple[int, str], str] = {}
+    for ordinal, path, text in items:
+        out[ordinal, path] = out.get((ordinal, path), "") + text
+    return out
+
+
 def assemble_both(route: Route, fmt: str, **options: Any) -> tuple[list[Any], Any]:
     """The real SDK through `assemble`, then `feed_sse` on the very same bytes, cut every way a
-    gateway may see them: both paths must give the same calls, text and finish reason."""
+    gateway may see them: both paths must give the same calls, text and finish reason, the same
+    pre-check errors in the same order, and the same progress text."""
     from toolwire.assembler import Assembler
+    from toolwire.events import ArgumentsProgress, PrecheckError
 
     events, stream = assemble_sync(route, fmt, **options)
     body = route.body if route.drop_after is None else route.body[: route.drop_after]
     tools = options.get("tools")
+    early_sdk = [
+        (e.ordinal, e.error.kind, e.error.offset, e.error.path)
+        for e in events
+        if isinstance(e, PrecheckError)
+    ]
+    progress_sdk = _progress(
+        [(e.ordinal, e.path, e.text) for e in events if isinstance(e, ArgumentsProgress)]
+    )
     for plan, parts in raw_plans(body, route.cuts).items():
-        raw = Assembler(tools=tools)
+        raw = Assembler(tools=tools, track_progress=True)
+        early: list[tuple[Any, ...]] = []
+        progress: list[tuple[int, str, str]] = []
         for part in parts:
             raw.feed_sse(part)
+            early += [(o, e.kind, e.offset, e.path) for o, e in raw.drain_errors()]
+            progress += raw.drain_progress()
         if route.drop_after is not None:
             raw.interrupt("the connection dropped")
+            early += [(o, e.kind, e.offset, e.path) for o, e in raw.drain_errors()]
         calls = raw.finish()
+        assert early == early_sdk, plan
+        assert _progress(progress) == progress_sdk, plan
         assert raw_key(calls) == raw_key(stream.calls), plan
         assert [c.warnings for c in calls] == [c.warnings for c in stream.calls], plan
         assert [c.metadata for c in calls] == [c.metadata for c in stream.calls], plan
