@@ -278,3 +278,27 @@ def test_an_event_the_sdk_cannot_decode_ends_the_stream_without_raising(
     assert [c.name for c in s.calls] == ["f", "g"]
     assert kinds(s.calls) == [None, "truncated"]
     assert events_out[-1].finish_reason is None
+
+
+@pytest.mark.parametrize(
+    ("deltas", "summary", "want"),
+    [
+        (['{"e":"\ud83d'], '{"e":"\ud83d"}', ('{"e":"\\ud83d"}', "lone_surrogate")),
+        (['{"e":"\ud83d'], '{"e":"😀"}', ('{"e":"😀"}', None)),
+        (['{"e":"x\ud83d'], '{"e":"x\ud83d', ('{"e":"x\\ud83d', "truncated")),
+        (['{"e":"', "\ud83d"], '{"e":"\ud83d\ude00"}', ('{"e":"😀"}', None)),
+    ],
+)
+def test_quirk_41_responses_summary_while_a_surrogate_half_is_held(
+    sse_server: SSEServer, split: str, deltas: list[str], summary: str, want: tuple[str, str]
+) -> None:
+    # The last delta ends with the high half of a pair (quirk 41) and the delta with its other
+    # half is lost; `function_call_arguments.done` has the whole text. The raw path let the
+    # summary supersede the half; `feed_chunk` skipped the summary while a half was held and
+    # returned the cut text, or, for a summary ending in a half, fed it as a fragment after
+    # the text so far.
+    fmt = "openai-responses"
+    events = events_for(fmt, [("f", deltas)], summary=summary)
+    body = b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+    _, s = assemble_both(sse_server.register(body, split=split), fmt)
+    assert [(c.arguments, c.error.kind if c.error else None) for c in s.calls] == [want]

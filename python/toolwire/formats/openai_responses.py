@@ -133,7 +133,7 @@ class ResponsesAdapter:
             return
         read = getattr(sink, "arguments_so_far", None)
         ordinal = calls.ordinals.get(index)
-        if read is None or ordinal is None or index in self._utf16.held:
+        if read is None or ordinal is None:
             return
         calls.verified.add(index)
         try:
@@ -141,7 +141,12 @@ class ResponsesAdapter:
         except UnicodeEncodeError:
             expected = escape_lone_surrogates(full).encode()
         if read(ordinal) != expected:
-            self._arguments(index, full, sink, info)
+            # The summary is whole: a surrogate half still held waited for a delta that was
+            # lost, and a half at the summary's end has no partner to come. As on the raw SSE
+            # path, the summary supersedes the half and is fed with unpaired halves escaped.
+            self._utf16.held.pop(index, None)
+            ordinal = sink.feed(index, arguments=escape_lone_surrogates(full))
+            info.feeds.append(FeedRecord(ordinal, None, None))
 
     def _arguments(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
         arguments = arguments_of(value)
