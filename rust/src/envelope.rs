@@ -148,6 +148,16 @@ pub enum Action<'a> {
         /// An opaque provider field for this call (`extra_content`, `item_id`).
         metadata: Option<(&'static str, &'a str)>,
     },
+    /// Provider fields alone (no id, type or function): kept for the call under this wire
+    /// index, now or once it opens; never opens a call (quirk 31).
+    Metadata {
+        /// The wire index.
+        index: Option<i64>,
+        /// The field's name (`extra_content`).
+        key: &'static str,
+        /// The field's value, as JSON text.
+        json: &'a str,
+    },
     /// The call last fed at this wire index is complete (Anthropic `content_block_stop`,
     /// Responses `output_item.done`).
     EndCall(i64),
@@ -683,6 +693,22 @@ impl Decoder {
                     let kind = string(entry.kind);
                     let kind = kind.as_deref().filter(|s| !s.is_empty());
                     let metadata = entry.extra_content.map(|raw| ("extra_content", raw.get()));
+                    if let Some((key, json)) = metadata {
+                        // Only provider fields (Gemini's thought signature): they go to the
+                        // call under this index, now or once it opens; they never open a call
+                        // (quirk 31), as in `feed_chunk`.
+                        if function.is_none()
+                            && string(entry.id).is_none()
+                            && string(entry.kind).is_none()
+                        {
+                            emit(Action::Metadata {
+                                index: entry.index,
+                                key,
+                                json,
+                            });
+                            continue;
+                        }
+                    }
                     let args = function.and_then(|f| f.arguments);
                     self.emit_call(entry.index, id, name, kind, args, metadata, emit);
                 }

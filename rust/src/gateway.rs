@@ -156,6 +156,10 @@ impl State {
                     let _ = assembler.set_metadata(ordinal, key, json);
                 }
             }
+            Action::Metadata { index, key, json } => {
+                // Fails only after `finish`, which `StreamDecoder` rules out.
+                let _ = assembler.set_metadata_for_key(index, key, json);
+            }
             Action::EndCall(index) => {
                 if let Some(ordinal) = assembler.ordinal_of(Some(index)) {
                     let _ = assembler.end_call(ordinal);

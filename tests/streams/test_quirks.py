@@ -493,6 +493,25 @@ def test_quirk_31_gemini_thought_signature(sse_server: SSEServer, split: str) ->
     assert [c.value for c in s.calls] == [{"city": "Paris"}, {"city": "Rome"}]
 
 
+def test_quirk_31_metadata_before_its_call_opens(sse_server: SSEServer, split: str) -> None:
+    # The signature for index 0 comes before index 0's first named delta, and another call
+    # opens in between. The raw path used to open a nameless call for the metadata-only delta,
+    # which took ordinal 0 and, with nothing else for that index, ended as `missing_name`.
+    signature = {"extra_content": {"google": {"thought_signature": "s0"}}}
+    chunks = [
+        td({"index": 0, **signature}),
+        td(tc(1, id="b", name="g", arguments="{}")),
+        td(tc(0, id="a", name="f", arguments='{"x":1}')),
+        td({"index": 2, **signature}),
+    ]
+    _, s = chat(sse_server, split, chunks)
+    assert [(c.ordinal, c.index, c.name, c.ok) for c in s.calls] == [
+        (0, 1, "g", True),
+        (1, 0, "f", True),
+    ]
+    assert [c.metadata for c in s.calls] == [{}, signature]
+
+
 # --- Finish reasons and truncation -------------------------------------------------------------
 
 
