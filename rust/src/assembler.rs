@@ -526,7 +526,9 @@ impl Assembler {
     }
 
     /// Keeps metadata for the call under a wire key; when no call is open there yet, it waits
-    /// for the next call that starts under that key.
+    /// for the next call that starts under that key. A missing index means the call a delta
+    /// without index continues (quirk 1): the one open without index, else the last call fed,
+    /// unless it was ended.
     ///
     /// # Errors
     /// [`Misuse::Finished`] after finish.
@@ -536,7 +538,15 @@ impl Assembler {
         key: &str,
         json: &str,
     ) -> Result<(), Misuse> {
-        match self.ordinal_of(index) {
+        let current = match index {
+            None => self
+                .open
+                .get(None)
+                .or(self.last)
+                .filter(|&o| !self.calls[o].ended),
+            key => self.ordinal_of(key),
+        };
+        match current {
             Some(ordinal) => self.set_metadata(ordinal, key, json),
             None if self.finished => Err(Misuse::Finished),
             None => {

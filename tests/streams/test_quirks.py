@@ -512,6 +512,23 @@ def test_quirk_31_metadata_before_its_call_opens(sse_server: SSEServer, split: s
     assert [c.metadata for c in s.calls] == [{}, signature]
 
 
+def test_quirk_31_metadata_on_a_delta_without_index(sse_server: SSEServer, split: str) -> None:
+    # Quirk 1 and 31 together: a continuation without index carries the signature. It belongs
+    # to the call the delta continues; `feed_chunk` kept it for a call without index that never
+    # came, so the signature was lost on the SDK path only.
+    signature = {"extra_content": {"google": {"thought_signature": "s0"}}}
+    chunks = [
+        td(tc(0, id="a", name="f", arguments='{"x":')),
+        td({**tc(None, arguments="1}"), **signature}),
+        td(tc(1, id="b", name="g", arguments="{}")),
+    ]
+    _, s = chat(sse_server, split, chunks)
+    assert [(c.name, c.value, c.metadata) for c in s.calls] == [
+        ("f", {"x": 1}, signature),
+        ("g", {}, {}),
+    ]
+
+
 # --- Finish reasons and truncation -------------------------------------------------------------
 
 
