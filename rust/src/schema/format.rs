@@ -253,7 +253,7 @@ fn duration(b: &[u8]) -> bool {
         _ => b,
     };
     let Some(rest) = b.strip_prefix(b"P") else {
-        return false;
+        return clock_duration(b);
     };
     let (date_part, time_part) = match rest.iter().position(|&c| c == b'T') {
         Some(t) => (&rest[..t], &rest[t + 1..]),
@@ -262,6 +262,19 @@ fn duration(b: &[u8]) -> bool {
     (!date_part.is_empty() || !time_part.is_empty())
         && components(date_part, b"YMWD", time_part.is_empty())
         && components(time_part, b"HMS", true)
+}
+
+/// Pydantic's other duration forms, read loosely: days and a clock time (`01:02:03`,
+/// `1 day, 01:02`, `2d`, `3 Days`, `01:02:03,5`). Models write durations this way, and the
+/// pre-check must not refuse what the final validation accepts; a string that only looks like
+/// one is left to that validation.
+fn clock_duration(b: &[u8]) -> bool {
+    b.first().is_some_and(u8::is_ascii_digit)
+        && b.iter().all(|&c| {
+            c.is_ascii_digit()
+                || matches!(c, b' ' | b':' | b'.' | b',')
+                || matches!(c.to_ascii_lowercase(), b'd' | b'a' | b'y' | b's')
+        })
 }
 
 /// Components `<number><unit>`, each unit at most once, in any order.
@@ -393,9 +406,22 @@ mod tests {
             assert!(ok(Format::Duration, s), "{s}");
         }
         for s in [
-            "P", "PT", "-P", "P1", "1D", "P1D2H", "PT1D", "P1S", "P1D1D", "P1.5DT1H", "PT-1S",
+            "P", "PT", "-P", "P1", "P1D2H", "PT1D", "P1S", "P1D1D", "P1.5DT1H", "PT-1S", "", "day",
+            " 01:02", "1 week", "1h",
         ] {
             assert!(!ok(Format::Duration, s), "{s}");
+        }
+        // Pydantic's clock and day forms.
+        for s in [
+            "01:02:03",
+            "-01:02:03",
+            "1 day, 01:02:03",
+            "2 Days 1:02",
+            "1D",
+            "1d,01:02:03",
+            "01:02:03,5",
+        ] {
+            assert!(ok(Format::Duration, s), "{s}");
         }
     }
 }
