@@ -49,7 +49,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias, cast
 
-from toolwire._core import ToolCall
+from toolwire._core import MisuseError, ToolCall
 from toolwire.assembler import Assembler
 from toolwire.formats import ChunkInfo, make_adapter
 from toolwire.toolset import Toolset
@@ -227,10 +227,28 @@ class _KeyMaker:
         self.seen: Counter[str] = Counter()
 
     def __call__(self, source: str, ident: str) -> str:
-        key = f"{source}:{ident}"
+        # A lone surrogate (from a JSON escape) cannot be printed or written as UTF-8.
+        key = _printable(f"{source}:{ident}")
         self.seen[key] += 1
         n = self.seen[key]
         return key if n == 1 else f"{key}~{n}"
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", errors="backslashreplace").decode("utf-8")
+
+
+def _raw_bytes(text: str) -> bytes:
+    """The bytes a corpus string stands for, even when it holds lone surrogates.
+
+    The recorder writes bytes that are not UTF-8 as `surrogateescape` code points (`\\udcXX`
+    escapes in the JSON), so they come back exactly; any other lone surrogate becomes its
+    (invalid) UTF-8 form, which the core then reports like any invalid UTF-8 from the wire.
+    """
+    try:
+        return text.encode("utf-8", errors="surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="surrogatepass")
 
 
 def _hashes(record: Mapping[str, Any]) -> dict[str, str]:
@@ -281,13 +299,15 @@ def _entry_from_record(
         raise CorpusError(f"{where}: unknown record kind {kind!r}; expected 'stream' or 'call'")
     inline = record.get("chunks")
     body = record.get("body")
+    if raw_body is None and isinstance(body, str):
+        raw_body = _raw_bytes(body)
     return Entry(
         key=keys(source, ident),
         source=source,
         kind="stream",
         format=_format_of(record.get("format"), fmt, where),
         chunks=tuple(cast("list[Any]", inline)) if isinstance(inline, list) else tuple(chunks),
-        body=raw_body if raw_body is not None else body.encode() if isinstance(body, str) else None,
+        body=raw_body,
         expect=_parse_expect(record.get("expect"), "stream"),
         schema_hashes=_hashes(record),
         note=note,
@@ -708,13 +728,21 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
     sites: dict[int, int] = {}  # ordinal -> chunk after which the pre-check flagged it
     text_parts: list[str] = []
     if entry.kind == "call":
-        asm.feed(0, id=entry.call_id, name=entry.tool, arguments=entry.arguments)
+        try:
+            asm.feed(0, id=entry.call_id, name=entry.tool, arguments=_raw_bytes(entry.arguments))
+        except (MisuseError, TypeError, UnicodeError) as exc:
+            raise CorpusError(f"{entry.key}: the call cannot be replayed: {exc}") from exc
     elif entry.body is not None:
         text_parts.append(feed_sse(asm, entry.body, entry.format))
     else:
         adapter = None if entry.format in ("auto", "fragments") else make_adapter(entry.format)
         for number, chunk in enumerate(entry.chunks):
-            text_parts.append(_feed_chunk(asm, chunk, entry.format, adapter))
+            try:
+                text_parts.append(_feed_chunk(asm, chunk, entry.format, adapter))
+            except (MisuseError, TypeError, UnicodeError) as exc:
+                raise CorpusError(
+                    f"{entry.key}: chunk {number} cannot be replayed: {exc}: {chunk!r:.200}"
+                ) from exc
             for ordinal, _ in asm.drain_errors():
                 sites.setdefault(ordinal, number)
     calls = asm.finish()

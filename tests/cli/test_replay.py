@@ -285,3 +285,44 @@ def test_schema_change_is_flagged(tmp_path: Path) -> None:
 
 def test_bundled_keys_are_machine_independent() -> None:
     assert all(e.key.startswith("samples/") for e in load_bundled())
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"index": [1], "arguments": "{}"},
+        {"index": 0, "arguments": 5},
+        {"index": 0, "name": 5},
+        {"end": [1]},
+    ],
+)
+def test_bad_fragments_line_is_a_usage_error_not_a_traceback(
+    tmp_path: Path, line: dict[str, Any]
+) -> None:
+    path = write_jsonl(tmp_path / "f.jsonl", [stream("s", format="fragments"), line])
+    with pytest.raises(CorpusError, match="chunk 0 cannot be replayed"):
+        replay(load_corpus([path]))
+    done = run_module("replay", str(path))
+    assert done.returncode == 2
+    assert b"toolwire: error: " in done.stderr and b"Traceback" not in done.stderr
+
+
+def test_lone_surrogates_in_a_corpus_replay_as_invalid_utf8(tmp_path: Path) -> None:
+    # JSON may escape a lone surrogate; it stands for bytes that are not UTF-8, and replays
+    # like them (the same error every time), never as an encoding crash.
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        '{"toolwire": "call", "id": "a\\ud800", "tool": "lookup_order",'
+        ' "arguments": "{\\"order_id\\": \\"ORD-\\ud800\\"}"}\n'
+        '{"toolwire": "stream", "id": "b", "body": "data: {\\"x\\": \\"\\udcff\\"}\\n\\n"}\n',
+        encoding="utf-8",
+    )
+    entries = load_corpus([path])
+    assert entries[1].body == b'data: {"x": "\xff"}\n\n'
+    report = replay(entries)
+    assert [(c.state, c.code) for c in report.cases[0].calls] == [("model_error", "invalid_utf8")]
+    again = replay(entries)
+    assert [c.to_json() for c in report.calls] == [c.to_json() for c in again.calls]
+    done = run_module("inspect", str(path))
+    assert done.returncode == 1, done.stderr
+    assert b"Traceback" not in done.stderr and b"invalid_utf8" in done.stdout
