@@ -327,7 +327,12 @@ class Recorder:
         """
         full = {"schema_version": CORPUS_SCHEMA_VERSION, **record}
         full.setdefault("recorded_at", self.clock())
-        line = (json.dumps(full, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        text = json.dumps(full, ensure_ascii=False, separators=(",", ":"))
+        try:
+            line = (text + "\n").encode()
+        except UnicodeEncodeError:
+            # Lone surrogates (a body's bytes that are not UTF-8): as `\udcXX` escapes.
+            line = (json.dumps(full, separators=(",", ":")) + "\n").encode()
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             size = self.path.stat().st_size if self.path.exists() else 0
@@ -471,7 +476,9 @@ class Recorder:
                 for c, (s, k) in zip(calls, verdicts, strict=True)
             ]
             if body is not None:
-                record["body"] = body.decode("utf-8", errors="replace")
+                # Bytes that are not UTF-8 are kept as surrogateescape code points, which the
+                # replay turns back into the same bytes: the recording replays as captured.
+                record["body"] = body.decode("utf-8", errors="surrogateescape")
             else:
                 record["chunks"] = [plain(chunk) for chunk in chunks or ()]
             self.write(record)

@@ -222,3 +222,19 @@ def test_record_command_in_process(
     assert main(["record", str(out), "--tools", TOOLS, "--streams", "failed"]) == 0
     assert "1 records appended" in capsys.readouterr().err
     assert main(["record", str(out), "--max-bytes", "0"]) == 2
+
+
+def test_recorded_body_that_is_not_utf8_replays_byte_for_byte(tmp_path: Path) -> None:
+    # A capture with a byte that is not UTF-8 inside an event: replacing it with U+FFFD would
+    # turn the malformed event into a valid one, and the replay into something never seen.
+    body = sse_body().replace(b"ORD-1", b"ORD-\xff1", 1)
+    assert body != sse_body()
+    out = tmp_path / "c.jsonl"
+    Recorder(out, streams="all").record_stream([], body=body)
+    (entry,) = load_corpus([out])
+    assert entry.body == body
+    direct = Assembler()
+    direct.feed_sse(body)
+    expected = [(c.name, c.arguments) for c in direct.finish()]
+    (case,) = replay([entry]).cases
+    assert [(c.tool or None, c.arguments) for c in case.calls] == expected
