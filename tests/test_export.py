@@ -498,3 +498,40 @@ def test_plain_dict_tool_export_round_trip() -> None:
     }
     assert fn["parameters"]["properties"]["path"] == {"type": "string"}
     assert toolset.anthropic()[0]["input_schema"]["required"] == ["path"]
+
+
+class AnyField(BaseModel):
+    payload: Any
+
+
+class BareList(BaseModel):
+    values: list[Any]
+
+
+class OptionalAny(BaseModel):
+    extra: Any | None = None
+
+
+class UniqueTags(BaseModel):
+    tags: set[str]
+
+
+@pytest.mark.parametrize(
+    ("model", "path", "keyword"),
+    [
+        (AnyField, "payload", "type"),
+        (BareList, "values[]", "type"),
+        (OptionalAny, "extra", "type"),
+        (UniqueTags, "tags", "uniqueItems"),
+    ],
+)
+def test_keywords_outside_the_strict_subset_raise_naming_the_field(
+    model: type[BaseModel], path: str, keyword: str
+) -> None:
+    # OpenAI rejects a node without a type ("schema must have a 'type' key") and
+    # `uniqueItems`; an export that passed them on would fail at request time instead.
+    with pytest.raises(SchemaExportError) as info:
+        Toolset([model]).openai()
+    assert (info.value.path, info.value.keyword) == (path, keyword)
+    relaxed = Toolset([model], strict=False).openai()[0]["function"]
+    assert relaxed["strict"] is False

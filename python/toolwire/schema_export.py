@@ -67,7 +67,15 @@ _UNSUPPORTED: dict[str, str] = {
     "unevaluatedItems": "`unevaluatedItems` is not supported",
     "contains": "`contains` is not supported",
     "prefixItems": "tuples (`prefixItems`) are not supported",
+    "uniqueItems": "`uniqueItems` (a set) is not supported",
+    "minContains": "`minContains` is not supported",
+    "maxContains": "`maxContains` is not supported",
+    "minProperties": "`minProperties` is not supported",
+    "maxProperties": "`maxProperties` is not supported",
 }
+# A schema node must say what it is: OpenAI rejects a node with none of these ("schema must
+# have a 'type' key"), which is what an `Any` field or a bare `list` item exports as.
+_TYPED_BY = ("type", "anyOf", "enum", "const", "$ref")
 
 
 class SchemaExportError(ValueError):
@@ -281,6 +289,8 @@ class _StrictWalker:
         for key, reason in _UNSUPPORTED.items():
             if key in out:
                 self.problem(path, key, reason)
+        if not any(key in out for key in _TYPED_BY) and "allOf" not in out:
+            self.problem(path, "type", "a value of any type (no `type`, as for `Any`)")
         enum = _as_list(out.get("enum"))
         if enum is not None and len(enum) > MAX_ENUM_VALUES:
             self.problem(path, "enum", f"more than {MAX_ENUM_VALUES} enum values")
