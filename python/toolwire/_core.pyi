@@ -229,6 +229,10 @@ class Assembler:
 
         Raises:
             MisuseError: After `finish`, or for a wrong argument type.
+            UnicodeEncodeError: A `str` holds a lone surrogate (half of a pair a UTF-16
+                producer split between two events), which UTF-8 cannot hold; nothing was fed.
+                `feed_chunk` joins such halves across chunks; a caller of `feed` can do the
+                same or pass the bytes it has.
         """
     def end(self, index: int | None, /) -> None:
         """A per-call stop event: the open call under `index` is complete."""

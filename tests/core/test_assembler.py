@@ -203,10 +203,13 @@ def test_str_fragments_of_every_storage_kind_arrive_as_their_utf8(piece: str) ->
     assert call.value == json.loads(text)
 
 
-def test_a_str_fragment_with_a_lone_surrogate_is_refused() -> None:
+def test_a_str_fragment_with_a_lone_surrogate_is_refused_and_nothing_is_fed() -> None:
     a = Assembler()
+    a.feed(0, name="f", arguments='{"s": "')
     with pytest.raises(UnicodeEncodeError):
-        a.feed(0, name="f", arguments='{"s": "\ud800"}')
+        a.feed(0, arguments="\ud800")
+    a.feed(0, arguments='ok"}')
+    assert one(a).value == {"s": "ok"}
 
 
 def test_a_dict_value_with_a_lone_surrogate_is_a_call_error() -> None:
