@@ -545,3 +545,16 @@ def test_unwrapped_arguments_drop_the_wrapper_finding() -> None:
     tools = Toolset([Reading])
     outcome = tools.validate(call("reading", '{"params": {"count": 2}}', tools=tools))
     assert outcome.ok and [c.rule for c in outcome.coercions] == ["unwrap"]
+
+
+class Lenient(BaseModel):
+    i: int
+
+
+def test_unknown_field_found_only_by_the_precheck_shows_its_value() -> None:
+    # Pydantic ignores extra fields here; the published schema closes the object, so the
+    # pre-check's finding is reported, with the value the model sent (not `null`).
+    tools = Toolset([Lenient])
+    outcome = tools.validate(call("lenient", '{"i": 1, "zz": {"a": 1}}', tools=tools))
+    (error,) = outcome.errors
+    assert (error.path, error.code, error.got) == ("/zz", "unknown_field", '{"a":1}')

@@ -27,6 +27,7 @@ pre-check (`Assembler(tools=toolset)`) reports them as `unknown_field`. Pydantic
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -165,6 +166,8 @@ class FieldError:
 
 
 _NO_RESULT: Any = object()
+# A value that is not there (a JSON Pointer that leads nowhere), as opposed to null.
+_ABSENT: Any = object()
 # Sets an attribute past a frozen dataclass's guard (see `Outcome.success`).
 _set_attribute = object.__setattr__
 # Every field of a successful `Outcome` that does not depend on the call.
@@ -842,16 +845,20 @@ class _ErrorBuilder:
         expected = self.expected(code, located.node, {}, "")
         return _Draft(FieldError(located.pointer, code, expected, got, hint), refusal=True)
 
-    def from_call_error(self, error: CallErrorLike) -> _Draft:
+    def from_call_error(self, error: CallErrorLike, arguments: Any = _ABSENT) -> _Draft:
         located = self.schema.locate(_split(error.path))
         keyword = error.keyword or ""
         code = _JSON_KEYWORD_CODES.get(keyword, "schema_violation")
         if code == "unknown_field":
-            return (
-                self.unknown_field(located, None)
-                if located.parent
-                else _Draft(FieldError(error.path, code, error.expected, None))
-            )
+            if not located.parent:
+                return _Draft(FieldError(error.path, code, error.expected, None))
+            value = _at(arguments, error.path) if arguments is not _ABSENT else _ABSENT
+            draft = self.unknown_field(located, None if value is _ABSENT else value)
+            if value is _ABSENT:
+                # The core names the key, not its value: without the parsed arguments there is
+                # no value to show.
+                return _Draft(dataclasses.replace(draft.error, got=None))
+            return draft
         got = None if code == "missing" else (REDACTED if located.secret else error.got)
         if got is not None and self.redact is not None and not located.secret:
             got = self.redact(located.pointer, got)
@@ -915,9 +922,6 @@ def _split(path: str) -> list[str | int]:
     if not path:
         return []
     return [p.replace("~1", "/").replace("~0", "~") for p in path.lstrip("/").split("/")]
-
-
-_ABSENT = object()
 
 
 def _at(value: Any, path: str) -> Any:
@@ -1204,7 +1208,7 @@ class ToolValidator:
                 # of them in one round, so the complete JSON is validated in full.
                 # The published schema (closed objects, say) is the contract, so the
                 # pre-check's own finding stays even where the model is more lenient.
-                found = builder.from_call_error(error)
+                found = builder.from_call_error(error, call.value)
                 try:
                     self.model.model_validate_json(self._exact(text_in), strict=self._strict)
                 except ValidationError as exc:
