@@ -328,3 +328,39 @@ def test_union_coercion_only_when_all_readings_agree() -> None:
     result = coerce_arguments({"a": "5", "b": "true"}, schema, rules=SAFE_RULES)
     assert result.value == {"a": 5, "b": True}
     assert result.problems == ()
+
+
+class Embedded(BaseModel):
+    """Take JSON that a model may double-encode."""
+
+    values: list[float] = []
+    counts: dict[str, int] | None = None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [
+        ('{"values": "[NaN]"}', "/values"),
+        ('{"values": "[1, Infinity]"}', "/values"),
+        ('{"values": "[-Infinity]"}', "/values"),
+        ('{"counts": "{\\"a\\": 1, \\"a\\": 2}"}', "/counts"),
+        ('{"counts": "{\\"a\\\\ud800\\": 1}"}', "/counts"),
+        ('{"values": "' + "[" * 65 + "]" * 65 + '"}', "/values"),
+        ('{"values": "' + "[" * 5000 + "]" * 5000 + '"}', "/values"),
+    ],
+)
+def test_json_in_a_string_must_be_json_by_the_core_rules(arguments: str, path: str) -> None:
+    # Not JSON (NaN, Infinity), a value lost to a repeated key, a lone surrogate or nesting past
+    # the depth limit: the string is left as it is and reported, never read leniently (or crash).
+    outcome = Toolset([Embedded]).validate(call("embedded", arguments))
+    assert not outcome.ok
+    assert outcome.coercions == []
+    assert [(e.path, e.code) for e in outcome.errors] == [(path, "type")]
+
+
+def test_json_in_a_string_within_the_depth_limit_is_read() -> None:
+    nested = "[" * 3 + "]" * 3
+    schema = {"type": "object", "properties": {"a": {"type": "array"}}}
+    result = coerce_arguments({"a": nested}, schema, rules=SAFE_RULES)
+    assert result.value == {"a": [[[]]]}
+    assert [c.rule for c in result.coercions] == ["json_string"]

@@ -13,7 +13,8 @@ Rules (names are stable; `SAFE_RULES` is the default set):
   `"19.99"` → `19.99` for number fields, digits kept exactly (`Decimal`).
 * `integral_number`: `30.0` → `30` for integer fields.
 * `bool_string`: `"true"` / `"false"` (any case) → boolean.
-* `json_string`: a string holding a JSON array or object where one is expected.
+* `json_string`: a string holding a JSON array or object where one is expected (JSON by the
+  core's rules: no `NaN`, no repeated key, no lone surrogate, at most 64 levels deep).
 * `unix_ms`: a value above 10^12 in a field marked `"x-unit": "unix-seconds"` is read as
   milliseconds and divided by 1000, for integer fields only when the division is exact.
 * `enum_case`: a string that equals exactly one allowed enum value ignoring case.
@@ -83,12 +84,15 @@ UNIX_SECONDS = "unix-seconds"
 COERCE_KEY = "x-toolwire-coerce"
 WRAPPER_KEYS = ("params", "parameters", "arguments", "args", "input")
 MAX_SHOWN = 200
+# The core's default `max_depth`: JSON held in a string may nest no deeper than the arguments.
+MAX_EMBEDDED_DEPTH = 64
 
 _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 # Integers are taken only in plain notation: "1e3" for a count is more likely a slip than 1000.
 _PLAIN_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
 # Past this a number written as a string would become infinity in a float field.
 _LARGEST_FLOAT = Decimal(sys.float_info.max)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _TZ_SUFFIX = re.compile(r"(?:[zZ]|[-+]\d\d(?::?\d\d)?)$")
 _BOOL_WORDS = {"yes": True, "no": False, "y": True, "n": False, "on": True, "off": False}
 _BOOL_WORDS.update({"1": True, "0": False})
@@ -241,6 +245,42 @@ def shown(value: Any) -> str:
 def pointer(parts: Iterable[str | int]) -> str:
     """A JSON Pointer (RFC 6901) from path segments."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("duplicate key")
+    return out
+
+
+def _well_formed(value: Any, limit: int) -> bool:
+    """Whether arrays and objects nest at most `limit` levels and no string holds a lone
+    surrogate (`"\\ud800"` decodes to one; it cannot be encoded as UTF-8). No recursion."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return False
+            continue
+        if isinstance(item, dict):
+            as_dict = cast(dict[str, Any], item)
+            if any(_SURROGATE.search(key) for key in as_dict):
+                return False
+            children: Iterable[Any] = as_dict.values()
+        elif isinstance(item, list):
+            children = cast(list[Any], item)
+        else:
+            continue
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in children)
+    return True
 
 
 def _types(node: Mapping[str, Any]) -> set[str]:
@@ -404,10 +444,20 @@ class _Coercer:
         stripped = text.strip()
         if not stripped or stripped[0] not in "[{":
             return None
+        # The text inside the string must be JSON by the same rules the core applies to the
+        # arguments themselves: `NaN` / `Infinity` are not JSON, a repeated key would silently
+        # lose a value, a lone surrogate is not text, and nesting past the core's depth limit is
+        # refused (deeper text would exhaust Python's recursion limit here or while validating).
         try:
-            return loads_exact(stripped)
-        except ValueError:
+            parsed = json.loads(
+                stripped,
+                parse_float=Decimal,
+                parse_constant=_reject_constant,
+                object_pairs_hook=_unique_keys,
+            )
+        except (ValueError, RecursionError):
             return None
+        return parsed if _well_formed(parsed, MAX_EMBEDDED_DEPTH) else None
 
     def scalar(
         self, value: Any, node: Mapping[str, Any], path: list[str | int], rules: frozenset[str]
