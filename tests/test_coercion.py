@@ -364,3 +364,61 @@ def test_json_in_a_string_within_the_depth_limit_is_read() -> None:
     result = coerce_arguments({"a": nested}, schema, rules=SAFE_RULES)
     assert result.value == {"a": [[[]]]}
     assert [c.rule for c in result.coercions] == ["json_string"]
+
+
+class Numbered(BaseModel):
+    x: int
+    kind: Literal["a"] = "a"
+
+
+class Named(BaseModel):
+    x: str
+    kind: Literal["b"] = "b"
+
+
+class Pick(BaseModel):
+    """Pick one item."""
+
+    item: Numbered | Named
+    tagged: Numbered | Named = Field(default=Numbered(x=0), discriminator="kind")
+    size: int | float = 0
+    count: int = 0
+
+
+@pytest.mark.parametrize(
+    ("arguments", "item", "size", "paths"),
+    [
+        # `Named` takes the item as it is: coercing it toward `Numbered` changed its meaning.
+        ('{"item": {"x": "5"}, "count": "3"}', Named(x="5"), 0, ["/count"]),
+        ('{"item": {"x": "5", "kind": "b"}, "count": "3"}', Named(x="5"), 0, ["/count"]),
+        # The constant says `Numbered`: there the coercion is the only reading.
+        (
+            '{"item": {"x": "5", "kind": "a"}, "count": "3"}',
+            Numbered(x=5),
+            0,
+            ["/item/x", "/count"],
+        ),
+        # A float that strict validation takes as it is stays a float.
+        ('{"item": {"x": 1}, "size": 5.0, "count": "3"}', Numbered(x=1), 5.0, ["/count"]),
+    ],
+)
+def test_union_branch_is_not_forced_by_a_coercion_elsewhere(
+    arguments: str, item: BaseModel, size: float, paths: list[str]
+) -> None:
+    # Coercion runs only because `count` needs it; the union values must come out exactly as
+    # strict validation would read them on their own.
+    outcome = Toolset([Pick]).validate(call("pick", arguments))
+    assert outcome.ok, outcome.errors
+    assert isinstance(outcome.model, Pick)
+    assert outcome.model.item == item
+    assert type(outcome.model.size) is type(size) and outcome.model.size == size
+    assert [c.path for c in outcome.coercions] == paths
+
+
+def test_union_member_with_a_tag_is_coerced_toward_its_own_branch() -> None:
+    outcome = Toolset([Pick]).validate(
+        call("pick", '{"item": {"x": 1}, "tagged": {"x": "5", "kind": "b"}, "count": "3"}')
+    )
+    assert outcome.ok, outcome.errors
+    assert isinstance(outcome.model, Pick)
+    assert outcome.model.tagged == Named(x="5")

@@ -384,9 +384,11 @@ class _Coercer:
         rules: frozenset[str],
     ) -> Any:
         resolved = [self.deref(b) for b in branches]
-        for branch in resolved:
-            if _matches(value, branch):
-                return self.walk(value, branch, path, rules)
+        matching = [b for b in resolved if _matches(value, b)]
+        if len(matching) == 1:
+            return self.walk(value, matching[0], path, rules)
+        if matching:
+            return self.walk_matching(value, matching, path, rules)
         # No branch takes the value as it is: coerce toward each branch on a scratch recorder
         # and accept only if every successful reading agrees.
         outcomes: dict[str, tuple[Any, list[Coercion]]] = {}
@@ -405,6 +407,72 @@ class _Coercer:
         if len(outcomes) > 1:
             self.refuse(path, "ambiguous", value, " or ".join(outcomes))
         return value
+
+    def trial(
+        self, value: Any, branch: Mapping[str, Any], path: list[str | int], rules: frozenset[str]
+    ) -> tuple[Any, _Coercer]:
+        """Coerce toward one branch on a scratch recorder."""
+        scratch = _Coercer({}, rules, self.default_tz)
+        scratch.defs = self.defs
+        return scratch.walk(value, branch, path, rules), scratch
+
+    def walk_matching(
+        self,
+        value: Any,
+        branches: list[Mapping[str, Any]],
+        path: list[str | int],
+        rules: frozenset[str],
+    ) -> Any:
+        """A value whose type several branches take (two object branches, `int | float`).
+
+        The first such branch is not necessarily the one the value is meant for: coercing
+        toward it could turn a value another branch takes as it is into a different one
+        (`{"x": "5"}` meant for `B{x: str}` made `{"x": 5}` for `A{x: int}`). Branches whose
+        constants, required fields or closed field set the value contradicts are left out;
+        if a remaining branch needs no change the value stays as it is, otherwise every
+        remaining reading must agree (or only one branch may remain).
+        """
+        trials = [(b, *self.trial(value, b, path, rules)) for b in branches]
+        plausible = [t for t in trials if self.fits(t[1], t[0])]
+        if not plausible:
+            return self.walk(value, branches[0], path, rules)
+        if any(not t[2].coercions and not t[2].problems for t in plausible):
+            return value
+        if len(plausible) == 1:
+            _, result, scratch = plausible[0]
+            self.coercions.extend(scratch.coercions)
+            self.problems.extend(scratch.problems)
+            return result
+        readings = {
+            dumps_exact(result): (result, scratch)
+            for _, result, scratch in plausible
+            if not scratch.problems
+        }
+        if len(readings) == 1:
+            result, scratch = next(iter(readings.values()))
+            self.coercions.extend(scratch.coercions)
+            return result
+        if len(readings) > 1:
+            self.refuse(path, "ambiguous", value, " or ".join(readings))
+        return value
+
+    def fits(self, value: Any, node: Mapping[str, Any]) -> bool:
+        """Whether an object does not contradict an object branch's constants and fields."""
+        if not isinstance(value, dict):
+            return True
+        item = cast(dict[str, Any], value)
+        props = cast(Mapping[str, Any], node.get("properties") or {})
+        if any(key not in item for key in cast(list[str], node.get("required") or [])):
+            return False
+        if node.get("additionalProperties") is False and any(key not in props for key in item):
+            return False
+        for key, sub in props.items():
+            if key in item:
+                resolved = self.deref(cast(Mapping[str, Any], sub))
+                constant = "const" in resolved or isinstance(resolved.get("enum"), list)
+                if constant and not _matches(item[key], resolved):
+                    return False
+        return True
 
     def walk_object(
         self,
