@@ -422,3 +422,30 @@ def test_union_member_with_a_tag_is_coerced_toward_its_own_branch() -> None:
     assert outcome.ok, outcome.errors
     assert isinstance(outcome.model, Pick)
     assert outcome.model.tagged == Named(x="5")
+
+
+@pytest.mark.parametrize(
+    ("start", "to"),
+    [
+        ("2024-03-05 10:00", '"2024-03-05 10:00+01:00"'),
+        ("2024-03-05T10:00:00.1234567", '"2024-03-05T10:00:00.1234567+01:00"'),
+    ],
+)
+def test_default_timezone_only_adds_the_offset(start: str, to: str) -> None:
+    toolset = Toolset([Meeting], default_tz={"meeting": ZoneInfo("Europe/Paris")})
+    outcome = toolset.validate(call("meeting", f'{{"start": "{start}"}}'))
+    assert outcome.ok
+    assert [(c.path, c.to, c.rule) for c in outcome.coercions] == [
+        ("/start", to, "default_timezone")
+    ]
+
+
+@pytest.mark.parametrize("start", ["2024-W10-2T10:00", "2024-03-05T10", "2024-065T10:00"])
+def test_default_timezone_does_not_rewrite_other_formats(start: str) -> None:
+    # Python reads these (an ISO week date, an hour alone, an ordinal date); the tool's
+    # validator does not, with or without an offset: they are format errors, not coercions.
+    toolset = Toolset([Meeting], default_tz={"meeting": ZoneInfo("Europe/Paris")})
+    outcome = toolset.validate(call("meeting", f'{{"start": "{start}"}}'))
+    assert not outcome.ok
+    assert outcome.coercions == []
+    assert [(e.path, e.code) for e in outcome.errors] == [("/start", "format")]

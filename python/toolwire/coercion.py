@@ -22,7 +22,8 @@ Rules (names are stable; `SAFE_RULES` is the default set):
   `args` / `input` object (a key the schema does not define) are replaced by that object.
 * `bool_word` (opt-in only): `"yes"`/`"no"`, `"y"`/`"n"`, `"on"`/`"off"`, `"1"`/`"0"`, `1`/`0`.
 * `default_timezone`: a timestamp without an offset gets the tool's declared default time zone.
-  It is not part of the rule set: it applies exactly when the tool declares a time zone.
+  It is not part of the rule set: it applies exactly when the tool declares a time zone. Only
+  the offset is appended to the text as written (an RFC 3339 date and time).
 * `null_as_absent`: `null` for an optional field whose schema does not admit null is dropped,
   so the field's default applies. Always on: strict exports of plain tools offer exactly that
   null (OpenAI's way of writing an optional parameter), and non-strict models send it too.
@@ -38,7 +39,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, cast
 
@@ -93,6 +94,10 @@ _PLAIN_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
 # Past this a number written as a string would become infinity in a float field.
 _LARGEST_FLOAT = Decimal(sys.float_info.max)
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# A local timestamp as RFC 3339 writes it (ASCII digits), which `default_timezone` completes.
+_LOCAL_TIMESTAMP = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt _][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]+)?)?"
+)
 _TZ_SUFFIX = re.compile(r"(?:[zZ]|[-+]\d\d(?::?\d\d)?)$")
 _BOOL_WORDS = {"yes": True, "no": False, "y": True, "n": False, "on": True, "off": False}
 _BOOL_WORDS.update({"1": True, "0": False})
@@ -245,6 +250,16 @@ def shown(value: Any) -> str:
 def pointer(parts: Iterable[str | int]) -> str:
     """A JSON Pointer (RFC 6901) from path segments."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _offset_text(offset: timedelta) -> str:
+    """`+HH:MM` for a UTC offset (seconds kept when a zone has them)."""
+    sign = "-" if offset < timedelta(0) else "+"
+    seconds = int(abs(offset).total_seconds())
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    out = f"{sign}{hours:02d}:{minutes:02d}"
+    return out + f":{seconds:02d}" if seconds else out
 
 
 def _reject_constant(name: str) -> Any:
@@ -617,10 +632,12 @@ class _Coercer:
 
     def timestamp(self, value: str, path: list[str | int]) -> Any:
         text = value.strip()
-        if _TZ_SUFFIX.search(text) or len(text) < 11:
+        if _TZ_SUFFIX.search(text) or not _LOCAL_TIMESTAMP.fullmatch(text):
+            # An offset is there, or it is not a timestamp in the accepted format (a week date,
+            # an hour alone): validation judges the text as written.
             return value
         try:
-            naive = datetime.fromisoformat(text)
+            naive = datetime.fromisoformat(text.replace(",", "."))
         except ValueError:
             # Not a timestamp Python can read; validation reports the format error.
             return value
@@ -629,9 +646,13 @@ class _Coercer:
         if self.default_tz is None:
             self.refuse(path, "timezone_required", value)
             return value
-        return self.record(
-            path, value, naive.replace(tzinfo=self.default_tz).isoformat(), "default_timezone"
-        )
+        local = naive.replace(tzinfo=self.default_tz)
+        offset = local.utcoffset()
+        if offset is None:
+            self.refuse(path, "timezone_required", value)
+            return value
+        # The offset goes after the text as written: no digit of it is reformatted or lost.
+        return self.record(path, value, text + _offset_text(offset), "default_timezone")
 
 
 def is_decimal_union(node: Mapping[str, Any]) -> bool:
