@@ -425,6 +425,22 @@ def test_union_member_with_a_tag_is_coerced_toward_its_own_branch() -> None:
 
 
 @pytest.mark.parametrize(
+    "start",
+    [
+        "2024-10-27T02:30:00",  # Paris passes 02:30 twice that night (clocks go back)
+        "2024-03-31T02:30:00",  # and never at all in spring (clocks go forward)
+    ],
+)
+def test_default_timezone_refuses_a_wall_time_that_is_not_one_instant(start: str) -> None:
+    toolset = Toolset([Meeting], default_tz={"meeting": ZoneInfo("Europe/Paris")})
+    outcome = toolset.validate(call("meeting", f'{{"start": "{start}"}}'))
+    assert not outcome.ok
+    assert outcome.coercions == []
+    (error,) = outcome.errors
+    assert (error.path, error.code, error.got) == ("/start", "timezone_required", f'"{start}"')
+
+
+@pytest.mark.parametrize(
     ("start", "to"),
     [
         ("2024-03-05 10:00", '"2024-03-05 10:00+01:00"'),

@@ -23,7 +23,8 @@ Rules (names are stable; `SAFE_RULES` is the default set):
 * `bool_word` (opt-in only): `"yes"`/`"no"`, `"y"`/`"n"`, `"on"`/`"off"`, `"1"`/`"0"`, `1`/`0`.
 * `default_timezone`: a timestamp without an offset gets the tool's declared default time zone.
   It is not part of the rule set: it applies exactly when the tool declares a time zone. Only
-  the offset is appended to the text as written (an RFC 3339 date and time).
+  the offset is appended to the text as written (an RFC 3339 date and time); a wall time the
+  zone skips or passes twice is refused (`timezone_required`), as either instant is a guess.
 * `null_as_absent`: `null` for an optional field whose schema does not admit null is dropped,
   so the field's default applies. Always on: strict exports of plain tools offer exactly that
   null (OpenAI's way of writing an optional parameter), and non-strict models send it too.
@@ -648,7 +649,9 @@ class _Coercer:
             return value
         local = naive.replace(tzinfo=self.default_tz)
         offset = local.utcoffset()
-        if offset is None:
+        if offset is None or local.replace(fold=1).utcoffset() != offset:
+            # A wall time the zone passes twice (clocks going back) or skips (going forward):
+            # either instant would be a guess, so the model has to give the offset.
             self.refuse(path, "timezone_required", value)
             return value
         # The offset goes after the text as written: no digit of it is reformatted or lost.
