@@ -120,6 +120,9 @@ def test_coercion_record_shows_from_and_to() -> None:
         ('{"quantity": "NaN"}', "/quantity", "type", None),
         ('{"quantity": 1, "ratio": "1e999"}', "/ratio", "type", "too large"),
         ('{"quantity": 1, "ratio": "-1e999"}', "/ratio", "type", "too large"),
+        # Too small for a float: it would silently become 0.0.
+        ('{"quantity": 1, "ratio": "1e-400"}', "/ratio", "type", "too small"),
+        ('{"quantity": 1, "ratio": "-0.1e-330"}', "/ratio", "type", "too small"),
     ],
 )
 def test_refusals_never_guess(arguments: str, path: str, code: str, hint_word: str | None) -> None:

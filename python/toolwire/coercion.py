@@ -617,8 +617,9 @@ class _Coercer:
                         if _integral(exact) is None:
                             self.refuse(path, "fractional_integer", value)
                         return value
-                if abs(exact) > _LARGEST_FLOAT:
-                    # A float field would read it as infinity: no faithful number to give.
+                if abs(exact) > _LARGEST_FLOAT or (exact and not float(exact)):
+                    # A float field would read it as infinity, or as zero when it is too small
+                    # for a float: no faithful number to give.
                     self.refuse(path, "out_of_range", value)
                     return value
                 return self.record(path, value, exact, "number_string")

@@ -106,8 +106,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "此字段只接受整数；不要四舍五入，请发送预期的整数",
     },
     "hint.out_of_range": {
-        "en": "this number is too large to be stored; send the intended value",
-        "zh": "此数字过大，无法存储；请发送预期的值",
+        "en": "this number is too large or too small to be stored; send the intended value",
+        "zh": "此数字过大或过小，无法存储；请发送预期的值",
     },
     "hint.ambiguous": {
         "en": "the value could mean more than one thing ({detail}); send exactly one allowed value",
