@@ -468,3 +468,36 @@ def test_default_timezone_does_not_rewrite_other_formats(start: str) -> None:
     assert not outcome.ok
     assert outcome.coercions == []
     assert [(e.path, e.code) for e in outcome.errors] == [("/start", "format")]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"item": {"x": "5", "kind": "a"}}',
+        '{"item": {"x": 1}, "tagged": {"x": "5", "kind": "a"}}',
+    ],
+)
+def test_precheck_finding_inside_a_repaired_union_member_does_not_stand(arguments: str) -> None:
+    # The pre-check reports a union by the last branch it tried (`kind` is not "b"); once a
+    # coercion has repaired the member for its own branch, that finding says nothing more.
+    toolset = Toolset([Pick])
+    asm = Assembler(tools=toolset)
+    asm.feed(0, id="call_1", name="pick", arguments=arguments)
+    (done,) = asm.finish()
+    assert done.error is not None and done.error.kind == "schema_violation"
+    outcome = toolset.validate(done)
+    assert outcome.ok, outcome.errors
+    assert [c.rule for c in outcome.coercions] == ["number_string"]
+
+
+def test_precheck_finding_outside_the_coerced_value_still_stands() -> None:
+    class Closed(BaseModel):
+        count: int = 0
+
+    toolset = Toolset([Closed])
+    asm = Assembler(tools=toolset)
+    asm.feed(0, id="call_1", name="closed", arguments='{"cuont": 1, "count": "3"}')
+    (done,) = asm.finish()
+    outcome = toolset.validate(done)
+    assert not outcome.ok
+    assert [(e.path, e.code) for e in outcome.errors] == [("/cuont", "unknown_field")]

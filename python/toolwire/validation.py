@@ -947,6 +947,27 @@ def _unchanged_at(before: Any, after: Any, path: str) -> bool:
     return old is not _ABSENT and _at(after, path) == old
 
 
+def _union_root(schema: _Schema, path: str) -> str:
+    """The JSON Pointer of the outermost union value that `path` lies in (or `path` itself).
+
+    A pre-check finding inside a union describes one branch's failure (the last one tried),
+    not necessarily the value that made the union fail.
+    """
+    parts = _split(path)
+    node = schema.deref(schema.root)
+    for depth, seg in enumerate(parts):
+        if "anyOf" in node or "oneOf" in node:
+            return pointer(parts[:depth])
+        items = _d(node.get("items"))
+        if items and str(seg).isdigit():
+            node = schema.deref(items)
+            continue
+        props = _d(node.get("properties"))
+        child: object = props[seg] if seg in props else node.get("additionalProperties")
+        node = schema.deref(_d(child))
+    return path
+
+
 def _merge_unions(drafts: list[_Draft], schema: _Schema, lang: Lang) -> list[_Draft]:
     """Collapse errors from the branches of one untagged union into the closest branch's."""
     groups: dict[str, dict[str, list[_Draft]]] = {}
@@ -1272,8 +1293,13 @@ class ToolValidator:
                 drafts = drafts + builder.from_pydantic(exc.errors(include_url=False))
                 return self._reject(call, drafts, coercions, lang)
             # Only Pydantic's errors were re-checked: a pre-check finding stands unless a
-            # coercion changed or removed the value it is about (`unwrap` moves the fields).
-            drafts += [d for d in precheck_only if _unchanged_at(value, fixed, d.error.path)]
+            # coercion changed or removed the value it is about (`unwrap` moves the fields);
+            # inside a union, that value is the whole union member.
+            drafts += [
+                d
+                for d in precheck_only
+                if _unchanged_at(value, fixed, _union_root(self._lookup, d.error.path))
+            ]
             if drafts:
                 return self._reject(call, drafts, coercions, lang)
             return self._accept(call, instance, None, coercions, lang)
