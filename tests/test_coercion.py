@@ -501,3 +501,31 @@ def test_precheck_finding_outside_the_coerced_value_still_stands() -> None:
     outcome = toolset.validate(done)
     assert not outcome.ok
     assert [(e.path, e.code) for e in outcome.errors] == [("/cuont", "unknown_field")]
+
+
+def test_unknown_fields_after_the_first_precheck_finding_are_reported() -> None:
+    # The pre-check stops at `count`; Pydantic's default `extra="ignore"` would drop the
+    # misspelt keys after it, and the coerced call would run without them.
+    class Line(BaseModel):
+        sku: str = ""
+
+    class Basket(BaseModel):
+        count: int = 0
+        lines: list[Line] = []
+
+    toolset = Toolset([Basket])
+    asm = Assembler(tools=toolset)
+    asm.feed(
+        0,
+        id="call_1",
+        name="basket",
+        arguments='{"count": "3", "cuont": 4, "lines": [{"sku": "a", "qty": 2}]}',
+    )
+    (done,) = asm.finish()
+    assert done.error is not None and done.error.path == "/count"
+    outcome = toolset.validate(done)
+    assert not outcome.ok
+    assert [(e.path, e.code) for e in outcome.errors] == [
+        ("/cuont", "unknown_field"),
+        ("/lines/0/qty", "unknown_field"),
+    ]

@@ -947,6 +947,36 @@ def _unchanged_at(before: Any, after: Any, path: str) -> bool:
     return old is not _ABSENT and _at(after, path) == old
 
 
+def _unknown_fields(schema: _Schema, value: object) -> list[tuple[list[str | int], Any]]:
+    """Keys the published schema's closed objects do not define, with their values.
+
+    Union members are skipped: which branch's fields apply is for validation to decide.
+    """
+    found: list[tuple[list[str | int], Any]] = []
+
+    def walk(item: object, node: Mapping[str, Any], path: list[str | int]) -> None:
+        node = schema.deref(node)
+        if "anyOf" in node or "oneOf" in node:
+            return
+        if isinstance(item, dict):
+            props = _d(node.get("properties"))
+            extra = node.get("additionalProperties")
+            for key, sub in cast(dict[str, Any], item).items():
+                if key in props:
+                    walk(sub, _d(props[key]), [*path, key])
+                elif extra is False:
+                    found.append(([*path, key], sub))
+                else:
+                    walk(sub, _d(extra), [*path, key])
+        elif isinstance(item, list):
+            items = _d(node.get("items"))
+            for index, sub in enumerate(cast(list[Any], item)):
+                walk(sub, items, [*path, index])
+
+    walk(value, schema.root, [])
+    return found
+
+
 def _union_root(schema: _Schema, path: str) -> str:
     """The JSON Pointer of the outermost union value that `path` lies in (or `path` itself).
 
@@ -1234,9 +1264,16 @@ class ToolValidator:
                     self.model.model_validate_json(self._exact(text_in), strict=self._strict)
                 except ValidationError as exc:
                     initial = builder.from_pydantic(exc.errors(include_url=False))
-                if all(d.error.path != found.error.path for d in initial):
-                    initial.append(found)
-                    precheck_only.append(found)
+                # The pre-check stops at its first violation: unknown fields after it (which
+                # Pydantic's default `extra="ignore"` would drop) are found here.
+                unknown = [
+                    builder.unknown_field(self._lookup.locate(parts), item)
+                    for parts, item in _unknown_fields(self._lookup, call.value)
+                ]
+                for draft in [found, *unknown]:
+                    if all(d.error.path != draft.error.path for d in initial):
+                        initial.append(draft)
+                        precheck_only.append(draft)
         return self._repair(call, text_in, initial, builder, lang, precheck_only)
 
     def _exact_input(self, call: CallLike) -> str | bytes:
