@@ -201,3 +201,32 @@ def test_scenario_16_schema_problems_end_with_a_message_per_call() -> None:
     for _ in range(2):
         decision = policy.decide(toolset.validate(turn[1]), lineage="s16", slot=1)
     assert isinstance(decision, Escalation) and decision.attempts == 3
+
+
+def test_a_call_reissued_alone_keeps_its_count_after_a_sibling_succeeded() -> None:
+    # Two parallel calls to one tool; the model fixes the first and keeps failing the second.
+    # It re-issues only the failing call (the other one has its result), so that call is the
+    # first to the tool in its turn: it must still be escalated after `max_rounds` rounds.
+    policy = RepairPolicy(max_rounds=2)
+    good = TOOLS.validate(attempt('{"amount": 5, "currency": "EUR", "recipient": "b"}'))
+    bad = TOOLS.validate(attempt('{"amount": 0, "currency": "EUR", "recipient": "b"}'))
+    kinds = [type(d) for d in policy.decide_turn([bad, bad], lineage="p")]
+    assert kinds == [Retry, Retry]
+    assert [type(d) for d in policy.decide_turn([good, bad], lineage="p")] == [Proceed, Retry]
+    (last,) = policy.decide_turn([bad], lineage="p")
+    assert isinstance(last, Escalation) and last.reason == "max_rounds" and last.attempts == 3
+
+
+def test_reissued_calls_are_matched_to_the_open_logical_calls_in_order() -> None:
+    policy = RepairPolicy(max_rounds=1)
+    good = TOOLS.validate(attempt('{"amount": 5, "currency": "EUR", "recipient": "b"}'))
+    bad = TOOLS.validate(attempt('{"amount": 0, "currency": "EUR", "recipient": "b"}'))
+    assert [type(d) for d in policy.decide_turn([good, bad, bad], lineage="q")] == [
+        Proceed,
+        Retry,
+        Retry,
+    ]
+    # The two failing calls come back (the first is fixed), plus a new third call.
+    decisions = policy.decide_turn([good, bad, bad], lineage="q")
+    assert [type(d) for d in decisions] == [Proceed, Escalation, Retry]
+    assert isinstance(decisions[2], Retry) and decisions[2].attempt == 1

@@ -13,10 +13,11 @@
 repair each other, typically the conversation id plus the id of the user message that started
 the exchange; a new user message should start a new lineage. `tool` is the tool name (calls that
 name no registered tool share the key `"<unknown>"`, so a model that keeps inventing names is
-still stopped). `slot` tells apart parallel calls to the same tool in one turn: the k-th call
-to a tool in a turn is slot k (`decide_turn` numbers them), on the assumption that a model
-re-issues parallel calls in the same order. A success or an escalation ends the logical call
-and forgets its count.
+still stopped). `slot` tells apart parallel calls to the same tool in one turn. `decide_turn`
+numbers them: the k-th call to a tool in a turn continues the k-th logical call still open for
+that tool (in the order they were first made), and calls beyond those start new logical calls.
+A model re-issues only the calls that failed (the others have their results), in the same
+order; a success or an escalation ends the logical call and forgets its count.
 
 Every attempt is validated from scratch by `Toolset.validate`; the policy keeps only counts and
 start times, never earlier arguments or errors, so the payload for a retry carries the latest
@@ -261,12 +262,21 @@ class RepairPolicy:
         Returns:
             One decision per outcome, in the same order.
         """
+        tools = [self._key(outcome, lineage, 0)[1] for outcome in outcomes]
+        with self._lock:
+            open_slots: dict[str, list[int]] = {tool: [] for tool in tools}
+            for key_lineage, tool, slot in self._tracks:
+                if key_lineage == lineage and tool in open_slots:
+                    open_slots[tool].append(slot)
         seen: dict[str, int] = {}
         decisions: list[RepairDecision] = []
-        for outcome in outcomes:
-            tool = self._key(outcome, lineage, 0)[1]
-            slot = seen.get(tool, 0)
-            seen[tool] = slot + 1
+        for outcome, tool in zip(outcomes, tools, strict=True):
+            k = seen.get(tool, 0)
+            seen[tool] = k + 1
+            slots = sorted(open_slots[tool])
+            # The k-th call continues the k-th logical call still open for the tool; calls
+            # beyond those are new logical calls, numbered after them.
+            slot = slots[k] if k < len(slots) else (slots[-1] + 1 if slots else 0) + k - len(slots)
             decisions.append(self.decide(outcome, lineage=lineage, slot=slot))
         return decisions
 
