@@ -529,3 +529,62 @@ def test_unknown_fields_after_the_first_precheck_finding_are_reported() -> None:
         ("/cuont", "unknown_field"),
         ("/lines/0/qty", "unknown_field"),
     ]
+
+
+class Reading(BaseModel):
+    """Record a reading."""
+
+    value: float = 0.0
+    samples: list[float] = []
+    total: Decimal = Decimal(0)
+    note: str = ""
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [
+        ('{"value": 1e400}', "/value"),
+        ('{"value": -1e400}', "/value"),
+        ('{"value": 1' + "0" * 400 + "}", "/value"),
+        ('{"value": 1e-400}', "/value"),
+        ('{"samples": [1.5, 2.5e-999]}', "/samples/1"),
+    ],
+)
+def test_a_float_field_never_turns_a_number_into_infinity_or_zero(
+    arguments: str, path: str
+) -> None:
+    # Valid JSON numbers that a float cannot hold: Pydantic reads them as inf or 0.0.
+    for toolset in (Toolset([Reading]), Toolset([Reading], coercion="none")):
+        outcome = toolset.validate(call("reading", arguments))
+        assert not outcome.ok
+        assert [(e.path, e.code) for e in outcome.errors] == [(path, "type")]
+        assert (
+            outcome.errors[0].hint is not None
+            and "too large or too small" in outcome.errors[0].hint
+        )
+
+
+def test_a_dict_tool_never_turns_a_number_into_infinity() -> None:
+    tool = {
+        "name": "reading",
+        "parameters": {"type": "object", "properties": {"value": {"type": "number"}}},
+    }
+    outcome = Toolset([tool]).validate(call("reading", '{"value": 1e400}'))
+    assert not outcome.ok
+    assert [(e.path, e.code) for e in outcome.errors] == [("/value", "type")]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "total", "value"),
+    [
+        ('{"total": 1e400}', Decimal("1e400"), 0.0),  # a Decimal holds it exactly
+        ('{"value": 1e300, "note": "code e123"}', Decimal(0), 1e300),
+        ('{"value": 5e-324}', Decimal(0), 5e-324),
+    ],
+)
+def test_numbers_that_fit_are_left_alone(arguments: str, total: Decimal, value: float) -> None:
+    outcome = Toolset([Reading]).validate(call("reading", arguments))
+    assert outcome.ok, outcome.errors
+    assert isinstance(outcome.model, Reading)
+    assert (outcome.model.total, outcome.model.value) == (total, value)
+    assert outcome.coercions == []

@@ -29,6 +29,9 @@ Rules (names are stable; `SAFE_RULES` is the default set):
   so the field's default applies. Always on: strict exports of plain tools offer exactly that
   null (OpenAI's way of writing an optional parameter), and non-strict models send it too.
 
+A JSON number that a float field would read as infinity (or, non-zero, as zero) is refused as
+`out_of_range` whatever the rule set: no coercion could keep it.
+
 A field opts in to extra rules with `json_schema_extra={"x-toolwire-coerce": ["bool_word"]}`;
 the rules then apply to that field and everything inside it.
 """
@@ -55,7 +58,9 @@ __all__ = [
     "CoercionSpec",
     "coerce_arguments",
     "dumps_exact",
+    "float_risk",
     "has_decimals",
+    "has_floats",
     "is_decimal_union",
     "loads_exact",
     "quote_decimals",
@@ -253,6 +258,49 @@ def pointer(parts: Iterable[str | int]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
+def _beyond_float(value: Decimal) -> bool:
+    """Whether a float would read this number as infinity, or a non-zero one as zero."""
+    return abs(value) > _LARGEST_FLOAT or (bool(value) and not float(value))
+
+
+def has_floats(schema: Mapping[str, Any]) -> bool:
+    """Whether a schema has a float (`"type": "number"`) position outside `Decimal` fields."""
+    found = False
+
+    def walk(node: Any) -> None:
+        nonlocal found
+        if found:
+            return
+        if isinstance(node, dict):
+            as_dict = cast(dict[str, Any], node)
+            if is_decimal_union(as_dict):
+                return
+            if "number" in _types(as_dict):
+                found = True
+                return
+            for value in as_dict.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in cast(list[Any], node):
+                walk(value)
+
+    walk(schema)
+    return found
+
+
+_LONG_EXPONENT = re.compile(rb"[0-9][eE][-+]?[0-9]{3}")
+_DIGIT_RUN = re.compile(rb"[0-9]{309}")
+
+
+def float_risk(raw: bytes) -> bool:
+    """Whether JSON text may hold a number a float cannot hold (one it reads as infinity, or
+    as zero): such a number has a three-digit exponent or at least 309 digits in a row.
+    Cheap enough for every call (two scans; an alternation would be slower)."""
+    return _LONG_EXPONENT.search(raw) is not None or (
+        len(raw) > 309 and _DIGIT_RUN.search(raw) is not None
+    )
+
+
 def _offset_text(offset: timedelta) -> str:
     """`+HH:MM` for a UTC offset (seconds kept when a zone has them)."""
     sign = "-" if offset < timedelta(0) else "+"
@@ -377,6 +425,9 @@ class _Coercer:
         self, value: Any, node: Mapping[str, Any], path: list[str | int], rules: frozenset[str]
     ) -> Any:
         node = self.deref(node)
+        if is_decimal_union(node):
+            # A `Decimal` takes a number or a numeric string as it is, digit for digit.
+            return value
         extra = node.get(COERCE_KEY)
         if isinstance(extra, list):
             rules = rules | {str(r) for r in cast(list[Any], extra)}
@@ -553,6 +604,17 @@ class _Coercer:
             whole = _integral(Decimal(value))
             if whole is not None and "integral_number" in rules:
                 value = self.record(path, value, whole, "integral_number")
+        if (
+            isinstance(value, (int, Decimal))
+            and not isinstance(value, bool)
+            and "number" in types
+            and "integer" not in types
+            and _beyond_float(Decimal(value))
+        ):
+            # A float field would read this JSON number as infinity or as zero. Not a rule:
+            # a refusal whatever the rule set, as no coercion could keep the value.
+            self.refuse(path, "out_of_range", value)
+            return value
         if isinstance(value, int) and not isinstance(value, bool):
             if "boolean" in types and "bool_word" in rules and value in (0, 1):
                 return self.record(path, value, value == 1, "bool_word")
@@ -617,7 +679,7 @@ class _Coercer:
                         if _integral(exact) is None:
                             self.refuse(path, "fractional_integer", value)
                         return value
-                if abs(exact) > _LARGEST_FLOAT or (exact and not float(exact)):
+                if _beyond_float(exact):
                     # A float field would read it as infinity, or as zero when it is too small
                     # for a float: no faithful number to give.
                     self.refuse(path, "out_of_range", value)

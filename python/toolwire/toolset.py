@@ -36,7 +36,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-from toolwire.coercion import CoercionSpec, resolve_rules
+from toolwire.coercion import CoercionSpec, float_risk, resolve_rules
 from toolwire.payloads import Lang
 from toolwire.schema_export import (
     Relaxation,
@@ -244,7 +244,9 @@ class Toolset:
                 raise ValueError(f"{label} names unknown tools: {stray}")
         self._tools: dict[str, ToolDefinition] = {}
         # Tools whose calls Pydantic alone validates, for the inline path of `validate`.
-        self._direct: dict[str | None, tuple[ToolValidator, Callable[..., BaseModel], bool]] = {}
+        self._direct: dict[
+            str | None, tuple[ToolValidator, Callable[..., BaseModel], bool, bool]
+        ] = {}
         for name, description, model, source in parsed:
             if not _NAME.match(name):
                 raise ValueError(f"invalid tool name {name!r}: use 1-64 of [a-zA-Z0-9_-]")
@@ -275,7 +277,7 @@ class Toolset:
             )
             direct = validator.direct_json
             if direct is not None:
-                self._direct[name] = (validator, direct, validator.strict)
+                self._direct[name] = (validator, direct, validator.strict, validator.floats)
 
     # Registry ---------------------------------------------------------------------------
 
@@ -435,7 +437,7 @@ class Toolset:
             direct = self._direct.get(call.name)
             if direct is not None:
                 # The common case, inline: Pydantic alone decides (see `direct_json`).
-                validator, validate_json, strict = direct
+                validator, validate_json, strict, floats = direct
                 raw: object = getattr(call, "arguments_bytes", None)
                 # Blank arguments (`{}` to the validator) and look-alike calls without raw
                 # bytes take the general path.
@@ -445,6 +447,9 @@ class Toolset:
                         instance = validate_json(raw, strict=strict)
                     except ValidationError as exc:
                         return validator.rejected(call, exc, lang=lang, redact=self._redact)
+                    if floats and float_risk(raw):
+                        # A number a float field may read as infinity or zero: look closer.
+                        return validator.validate(call, lang=lang, redact=self._redact)
                     return success_outcome(call.id, validator.tool, instance, None, [], lang)
         else:
             early = outcome_for_call_error(call, error, tools=self.names(), lang=self._lang)

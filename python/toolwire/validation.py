@@ -8,8 +8,9 @@ The order of work for one call is fixed and cheap-first:
    no Python dict built, `Decimal` fields get the digits the model wrote. Strict mode keeps
    Pydantic from applying its own unrecorded lax conversions (`"yes"` → `True`, `"30"` → `30`);
    a model whose config sets `strict=False` explicitly keeps lax mode.
-3. Only when that fails (or a post-check finds a timestamp without an offset, or milliseconds in
-   a Unix-seconds field) are the arguments parsed with `Decimal` floats, coerced by the rules in
+3. Only when that fails (or a post-check finds a timestamp without an offset, milliseconds in
+   a Unix-seconds field, or a number a float field would read as infinity or zero) are the
+   arguments parsed with `Decimal` floats, coerced by the rules in
    `toolwire.coercion` and validated again from the coerced text. Every change is recorded.
 4. Business checks run on the validated model; a rejection is a `business_error`.
 
@@ -48,7 +49,9 @@ from toolwire.coercion import (
     CoercionProblem,
     coerce_arguments,
     dumps_exact,
+    float_risk,
     has_decimals,
+    has_floats,
     is_decimal_union,
     loads_exact,
     pointer,
@@ -1107,6 +1110,11 @@ def _unit_of(info: Any) -> object:
     return cast(dict[str, Any], extra).get(UNIT_KEY) if isinstance(extra, dict) else None
 
 
+def _raw_bytes(call: CallLike) -> bytes:
+    raw: object = getattr(call, "arguments_bytes", None)
+    return raw if isinstance(raw, bytes) else call.arguments.encode("utf-8", "surrogatepass")
+
+
 def _argument_text(call: CallLike) -> str:
     """The call's argument text as validated: `{}` when nothing but whitespace arrived."""
     arguments = call.arguments
@@ -1163,6 +1171,7 @@ class ToolValidator:
         self._lookup = _Schema(self.schema)
         self._fixups = _has_fixups(self.schema)
         self._decimals = model is not None and has_decimals(self.schema)
+        self._floats = model is not None and has_floats(self.schema)
         self._validate_json = None if model is None else model.__pydantic_validator__.validate_json
         self._strict = model is None or model.model_config.get("strict") is not False
         self._jsonschema: jsonschema.protocols.Validator | None = None
@@ -1198,7 +1207,9 @@ class ToolValidator:
                 instance = self._validate_json(self._exact_input(call), strict=self._strict)
             except ValidationError as exc:
                 return self.rejected(call, exc, lang=lang, redact=redact)
-            if not (self._fixups and _needs_fixup(instance)):
+            if not (self._fixups and _needs_fixup(instance)) and not (
+                self._floats and float_risk(_raw_bytes(call))
+            ):
                 return self._accept(call, instance, None, [], lang)
         return self._validate_further(call, error, [], lang, redact)
 
@@ -1213,6 +1224,12 @@ class ToolValidator:
         if self._decimals or self._fixups or self.check is not None:
             return None
         return self._validate_json
+
+    @property
+    def floats(self) -> bool:
+        """Whether the tool has float fields: a success from `direct_json` then stands only if
+        `toolwire.coercion.float_risk` finds no suspect number (otherwise `validate` decides)."""
+        return self._floats
 
     @property
     def strict(self) -> bool:
