@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from enum import Enum
@@ -588,3 +589,46 @@ def test_numbers_that_fit_are_left_alone(arguments: str, total: Decimal, value: 
     assert isinstance(outcome.model, Reading)
     assert (outcome.model.total, outcome.model.value) == (total, value)
     assert outcome.coercions == []
+
+
+def test_union_trials_stay_linear_in_a_recursive_schema() -> None:
+    # An expression tree: every level is a union of object branches, each tried in turn.
+    schema: dict[str, Any] = {
+        "$defs": {
+            "Add": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "op": {"const": "add"},
+                    "args": {"type": "array", "items": {"$ref": "#/$defs/Expr"}},
+                },
+            },
+            "Mul": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "op": {"const": "mul"},
+                    "args": {"type": "array", "items": {"$ref": "#/$defs/Expr"}},
+                },
+            },
+            "Lit": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"value": {"type": "integer"}},
+                "required": ["value"],
+            },
+            "Expr": {
+                "anyOf": [{"$ref": "#/$defs/Add"}, {"$ref": "#/$defs/Mul"}, {"$ref": "#/$defs/Lit"}]
+            },
+        },
+        "type": "object",
+        "properties": {"expr": {"$ref": "#/$defs/Expr"}},
+    }
+    tree: dict[str, Any] = {"value": "1"}
+    for _ in range(40):
+        tree = {"args": [tree, {"value": 2}]}
+    started = time.perf_counter()
+    result = coerce_arguments({"expr": tree}, schema, rules=SAFE_RULES)
+    assert time.perf_counter() - started < 5  # exponential trials took hours here
+    assert [c.rule for c in result.coercions] == ["number_string"]
+    assert result.coercions[0].path == "/expr" + "/args/0" * 40 + "/value"

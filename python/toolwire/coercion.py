@@ -396,6 +396,10 @@ def _integral(value: Decimal) -> int | None:
     return int(value)
 
 
+_TrialKey = tuple[int, tuple[str | int, ...], int, frozenset[str]]
+"""A union trial: the value's id, its path, the branch's id and the rule set."""
+
+
 class _Coercer:
     def __init__(
         self, root: Mapping[str, Any], rules: frozenset[str], default_tz: tzinfo | None
@@ -405,6 +409,7 @@ class _Coercer:
         self.default_tz = default_tz
         self.coercions: list[Coercion] = []
         self.problems: list[CoercionProblem] = []
+        self.memo: dict[_TrialKey, tuple[Any, Any, _Coercer]] = {}
 
     def deref(self, node: Mapping[str, Any]) -> Mapping[str, Any]:
         seen = 0
@@ -462,9 +467,7 @@ class _Coercer:
         for branch in resolved:
             if _types(branch) == {"null"}:
                 continue
-            trial = _Coercer({}, rules, self.default_tz)
-            trial.defs = self.defs
-            result = trial.walk(value, branch, path, rules)
+            result, trial = self.trial(value, branch, path, rules)
             if trial.coercions and not trial.problems and _matches(result, branch):
                 outcomes.setdefault(dumps_exact(result), (result, trial.coercions))
         if len(outcomes) == 1:
@@ -478,10 +481,23 @@ class _Coercer:
     def trial(
         self, value: Any, branch: Mapping[str, Any], path: list[str | int], rules: frozenset[str]
     ) -> tuple[Any, _Coercer]:
-        """Coerce toward one branch on a scratch recorder."""
+        """Coerce toward one branch on a scratch recorder.
+
+        Trials are remembered for the whole call: a union nested in a union member is tried
+        once per branch, not once per branch of every enclosing union (exponential in depth
+        for recursive schemas such as expression trees).
+        """
+        key = (id(value), tuple(path), id(branch), rules)
+        known = self.memo.get(key)
+        if known is not None:
+            return known[1], known[2]
         scratch = _Coercer({}, rules, self.default_tz)
         scratch.defs = self.defs
-        return scratch.walk(value, branch, path, rules), scratch
+        scratch.memo = self.memo
+        result = scratch.walk(value, branch, path, rules)
+        # The value is kept alive with its entry, so its id cannot be reused meanwhile.
+        self.memo[key] = (value, result, scratch)
+        return result, scratch
 
     def walk_matching(
         self,
