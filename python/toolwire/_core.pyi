@@ -115,6 +115,9 @@ class ToolCall:
     @property
     def arguments_bytes(self) -> bytes: ...
     @property
+    def plain_numbers(self) -> bool:
+        """True when every number is short with a short exponent (no float overflow)."""
+    @property
     def value(self) -> Any: ...
     @property
     def error(self) -> CallError | None: ...

@@ -447,7 +447,8 @@ class Toolset:
                         instance = validate_json(raw, strict=strict)
                     except ValidationError as exc:
                         return validator.rejected(call, exc, lang=lang, redact=self._redact)
-                    if floats and float_risk(raw):
+                    # The core flags long numbers while scanning; only then is the text read.
+                    if floats and not getattr(call, "plain_numbers", False) and float_risk(raw):
                         # A number a float field may read as infinity or zero: look closer.
                         return validator.validate(call, lang=lang, redact=self._redact)
                     return success_outcome(call.id, validator.tool, instance, None, [], lang)

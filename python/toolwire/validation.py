@@ -1208,7 +1208,9 @@ class ToolValidator:
             except ValidationError as exc:
                 return self.rejected(call, exc, lang=lang, redact=redact)
             if not (self._fixups and _needs_fixup(instance)) and not (
-                self._floats and float_risk(_raw_bytes(call))
+                self._floats
+                and not getattr(call, "plain_numbers", False)
+                and float_risk(_raw_bytes(call))
             ):
                 return self._accept(call, instance, None, [], lang)
         return self._validate_further(call, error, [], lang, redact)

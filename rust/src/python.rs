@@ -418,6 +418,12 @@ impl PyToolCall {
     fn arguments_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.call.arguments)
     }
+    /// True when every number in the arguments is at most 18 characters with an exponent of
+    /// at most two digits: a float reads each one as written, never as infinity or zero.
+    #[getter]
+    fn plain_numbers(&self) -> bool {
+        self.call.plain_numbers
+    }
     /// The parsed arguments (equal to `json.loads(arguments)`), or None when they are not one
     /// complete JSON value.
     #[getter]

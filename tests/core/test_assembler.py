@@ -570,3 +570,20 @@ def test_building_a_value_leaves_the_garbage_collector_as_it_was() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "plain"),
+    [
+        ('{"a": 1.5, "b": -2e10, "c": "1e400"}', True),
+        ('{"a": 1e400}', False),
+        ('{"a": 1E-400}', False),
+        ('{"a": 1234567890123456789}', False),
+    ],
+)
+def test_plain_numbers_tells_whether_a_float_reads_every_number_as_written(
+    arguments: str, plain: bool
+) -> None:
+    a = Assembler()
+    a.feed(0, name="f", arguments=arguments)
+    assert one(a).plain_numbers is plain
