@@ -632,3 +632,21 @@ def test_union_trials_stay_linear_in_a_recursive_schema() -> None:
     assert time.perf_counter() - started < 5  # exponential trials took hours here
     assert [c.rule for c in result.coercions] == ["number_string"]
     assert result.coercions[0].path == "/expr" + "/args/0" * 40 + "/value"
+
+
+class Street(BaseModel):
+    kind: Literal["straße", "file"]
+
+
+@pytest.mark.parametrize("sent", ["strasse", "STRASSE", "ﬁle"])
+def test_enum_case_rule_changes_case_only_not_letters(sent: str) -> None:
+    # Case folding equates different letters (ß and ss, the ﬁ ligature and fi); the rule may
+    # only fix a difference of case.
+    outcome = Toolset([Street]).validate(call("street", f'{{"kind": "{sent}"}}'))
+    assert not outcome.ok and outcome.coercions == []
+
+
+def test_enum_case_rule_still_fixes_case() -> None:
+    outcome = Toolset([Street]).validate(call("street", '{"kind": "STRAẞE"}'))
+    assert outcome.ok and outcome.model is not None and outcome.model.kind == "straße"
+    assert [c.rule for c in outcome.coercions] == ["enum_case"]

@@ -660,10 +660,10 @@ class _Coercer:
     ) -> Any:
         enum = node.get("enum")
         if isinstance(enum, list) and value not in enum and "enum_case" in rules:
-            folded = value.casefold()
-            hits = [
-                e for e in cast(list[Any], enum) if isinstance(e, str) and e.casefold() == folded
-            ]
+            # A difference of case only: `casefold` would also equate different letters
+            # ("straße" and "strasse", the "ﬁ" ligature and "fi").
+            folded = value.lower()
+            hits = [e for e in cast(list[Any], enum) if isinstance(e, str) and e.lower() == folded]
             if len(hits) == 1:
                 return self.record(path, value, hits[0], "enum_case")
             if len(hits) > 1:
