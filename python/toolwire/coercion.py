@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from decimal import Decimal, InvalidOperation
@@ -263,29 +263,33 @@ def _beyond_float(value: Decimal) -> bool:
     return abs(value) > _LARGEST_FLOAT or (bool(value) and not float(value))
 
 
-def has_floats(schema: Mapping[str, Any]) -> bool:
-    """Whether a schema has a float (`"type": "number"`) position outside `Decimal` fields."""
-    found = False
+def schema_has(schema: Mapping[str, Any], verdict: Callable[[dict[str, Any]], bool | None]) -> bool:
+    """Whether some subschema is found: `verdict` says True (found), False (not below this
+    node) or None (look inside)."""
 
-    def walk(node: Any) -> None:
-        nonlocal found
-        if found:
-            return
+    def walk(node: Any) -> bool:
         if isinstance(node, dict):
             as_dict = cast(dict[str, Any], node)
-            if is_decimal_union(as_dict):
-                return
-            if "number" in _types(as_dict):
-                found = True
-                return
-            for value in as_dict.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in cast(list[Any], node):
-                walk(value)
+            said = verdict(as_dict)
+            if said is not None:
+                return said
+            return any(walk(value) for value in as_dict.values())
+        if isinstance(node, list):
+            return any(walk(value) for value in cast(list[Any], node))
+        return False
 
-    walk(schema)
-    return found
+    return walk(schema)
+
+
+def has_floats(schema: Mapping[str, Any]) -> bool:
+    """Whether a schema has a float (`"type": "number"`) position outside `Decimal` fields."""
+
+    def verdict(node: dict[str, Any]) -> bool | None:
+        if is_decimal_union(node):
+            return False
+        return True if "number" in _types(node) else None
+
+    return schema_has(schema, verdict)
 
 
 _LONG_EXPONENT = re.compile(rb"[0-9][eE][-+]?[0-9]{3}")
@@ -759,25 +763,7 @@ def is_decimal_union(node: Mapping[str, Any]) -> bool:
 
 def has_decimals(schema: Mapping[str, Any]) -> bool:
     """Whether a schema has a Pydantic `Decimal` field anywhere."""
-    found = False
-
-    def walk(node: Any) -> None:
-        nonlocal found
-        if found:
-            return
-        if isinstance(node, dict):
-            as_dict = cast(dict[str, Any], node)
-            if is_decimal_union(as_dict):
-                found = True
-                return
-            for value in as_dict.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in cast(list[Any], node):
-                walk(value)
-
-    walk(schema)
-    return found
+    return schema_has(schema, lambda node: True if is_decimal_union(node) else None)
 
 
 def quote_decimals(value: Any, schema: Mapping[str, Any]) -> Any:

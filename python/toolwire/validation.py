@@ -56,6 +56,7 @@ from toolwire.coercion import (
     loads_exact,
     pointer,
     quote_decimals,
+    schema_has,
     shown,
 )
 from toolwire.payloads import Lang, Style, call_id_for, message_for, text
@@ -1084,25 +1085,12 @@ _GRAMMAR_KINDS = frozenset(
 
 def _has_fixups(schema: Mapping[str, Any]) -> bool:
     """Whether validated values may still need the timezone or Unix-milliseconds check."""
-    found = False
 
-    def walk(node: Any) -> None:
-        nonlocal found
-        if found:
-            return
-        if isinstance(node, dict):
-            as_dict = cast(dict[str, Any], node)
-            if as_dict.get("format") == "date-time" or as_dict.get(UNIT_KEY) == UNIX_SECONDS:
-                found = True
-                return
-            for value in as_dict.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in cast(list[Any], node):
-                walk(value)
+    def verdict(node: dict[str, Any]) -> bool | None:
+        fixed = node.get("format") == "date-time" or node.get(UNIT_KEY) == UNIX_SECONDS
+        return True if fixed else None
 
-    walk(schema)
-    return found
+    return schema_has(schema, verdict)
 
 
 def _unit_of(info: Any) -> object:
