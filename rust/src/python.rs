@@ -557,9 +557,9 @@ fn fragment_utf8<'a>(obj: &'a Bound<'_, PyAny>, scratch: &'a mut Vec<u8>) -> PyR
     let data = unsafe { s.data() }?;
     scratch.clear();
     let ok = match data {
-        PyStringData::Ucs1(units) => encode_units(units.iter().map(|&u| u32::from(u)), scratch),
-        PyStringData::Ucs2(units) => encode_units(units.iter().map(|&u| u32::from(u)), scratch),
-        PyStringData::Ucs4(units) => encode_units(units.iter().copied(), scratch),
+        PyStringData::Ucs1(units) => encode_units::<u8, 2>(units, scratch),
+        PyStringData::Ucs2(units) => encode_units::<u16, 3>(units, scratch),
+        PyStringData::Ucs4(units) => encode_units::<u32, 4>(units, scratch),
     };
     if ok {
         Ok(scratch.as_slice())
@@ -569,20 +569,44 @@ fn fragment_utf8<'a>(obj: &'a Bound<'_, PyAny>, scratch: &'a mut Vec<u8>) -> PyR
     }
 }
 
-/// Appends the UTF-8 encoding of code points to `out`; false on a surrogate (not encodable).
-fn encode_units(units: impl ExactSizeIterator<Item = u32>, out: &mut Vec<u8>) -> bool {
-    out.reserve(units.len() * 3);
-    let mut buf = [0u8; 4];
-    for unit in units {
-        if unit < 0x80 {
-            out.push(unit as u8);
-        } else {
-            match char::from_u32(unit) {
-                Some(c) => out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes()),
-                None => return false,
+/// Appends the UTF-8 encoding of a string's code units to `out`; false on a surrogate (not
+/// encodable). `MAX` is the most UTF-8 bytes one unit of the string's kind needs (2 for UCS-1,
+/// 3 for UCS-2, 4 for UCS-4): the room is made once and written by index, without the per-byte
+/// capacity checks and the small `memcpy` calls of pushing each character's bytes, which made
+/// this encoding most of the cost of feeding a fragment with CJK text.
+fn encode_units<U: Copy + Into<u32>, const MAX: usize>(units: &[U], out: &mut Vec<u8>) -> bool {
+    let start = out.len();
+    out.resize(start + units.len() * MAX, 0);
+    let buf = &mut out[start..];
+    let mut j = 0;
+    for &unit in units {
+        let c: u32 = unit.into();
+        if c < 0x80 {
+            buf[j] = c as u8;
+            j += 1;
+        } else if c < 0x800 {
+            buf[j] = 0xC0 | (c >> 6) as u8;
+            buf[j + 1] = 0x80 | (c & 0x3F) as u8;
+            j += 2;
+        } else if c < 0x1_0000 {
+            if (0xD800..0xE000).contains(&c) {
+                return false;
             }
+            buf[j] = 0xE0 | (c >> 12) as u8;
+            buf[j + 1] = 0x80 | ((c >> 6) & 0x3F) as u8;
+            buf[j + 2] = 0x80 | (c & 0x3F) as u8;
+            j += 3;
+        } else if c < 0x11_0000 {
+            buf[j] = 0xF0 | (c >> 18) as u8;
+            buf[j + 1] = 0x80 | ((c >> 12) & 0x3F) as u8;
+            buf[j + 2] = 0x80 | ((c >> 6) & 0x3F) as u8;
+            buf[j + 3] = 0x80 | (c & 0x3F) as u8;
+            j += 4;
+        } else {
+            return false;
         }
     }
+    out.truncate(start + j);
     true
 }
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import Splitter
 from toolwire import NO_VALUE, Assembler, MisuseError, Scanner, ToolCall
@@ -201,6 +204,23 @@ def test_str_fragments_of_every_storage_kind_arrive_as_their_utf8(piece: str) ->
     call = one(a)
     assert call.arguments_bytes == text.encode()
     assert call.value == json.loads(text)
+
+
+@given(
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=40),
+    st.lists(st.integers(min_value=0, max_value=60), max_size=8),
+)
+def test_any_str_fragments_arrive_as_their_utf8(piece: str, cuts: list[int]) -> None:
+    # Every code point of every storage kind, cut anywhere between code points.
+    text = json.dumps({"s": piece}, ensure_ascii=False)
+    a = Assembler()
+    a.feed(0, name="f")
+    bounds = [0, *sorted(c % (len(text) + 1) for c in cuts), len(text)]
+    for start, end in itertools.pairwise(bounds):
+        a.feed(0, arguments="".join(list(text[start:end])))
+    call = one(a)
+    assert call.arguments_bytes == text.encode()
+    assert call.value == {"s": piece}
 
 
 def test_a_str_fragment_with_a_lone_surrogate_is_refused_and_nothing_is_fed() -> None:
