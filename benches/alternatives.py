@@ -248,6 +248,17 @@ def toolwire_progress(deltas: Sequence[Delta]) -> tuple[list[Any], list[Any]]:
     return items, asm.finish()
 
 
+def toolwire_progress_into(deltas: Sequence[Delta]) -> tuple[list[Any], list[Any]]:
+    """toolwire with `progress_into`: each `feed` appends its progress items to the caller's
+    list, so after every fragment the list already holds what changed (no call to drain it).
+    """
+    items: list[Any] = []
+    asm = toolwire.Assembler(progress_into=items)
+    for index, id_, name, frag in deltas:
+        asm.feed(index, id=id_, name=name, arguments=frag)
+    return items, asm.finish()
+
+
 def toolwire_partial_every_fragment(deltas: Sequence[Delta]) -> Values:
     """toolwire's `partial(ordinal)` after every fragment: a whole partial value each time, as
     jiter gives, built from already-validated bytes (O(size) per call, by design).

@@ -198,6 +198,11 @@ class Assembler:
         max_number_digits: Maximum digits in a number's integer part.
         duplicate_keys: `"error"` (default) or `"last_wins"`.
         track_progress: Record (path, appended text) items for `drain_progress`.
+        progress_into: A list that every progress item is appended to, as
+            (ordinal, JSON Pointer, appended text), by the call that fed it (`feed`, `feed_sse`,
+            `end`, `interrupt`, `stop`, `finish`): after each fragment the list already holds
+            what changed, without a `drain_progress` call per fragment. Turns `track_progress`
+            on; `drain_progress` then returns nothing. The list must not hold the assembler.
     """
 
     def __new__(
@@ -209,6 +214,7 @@ class Assembler:
         max_number_digits: int = 4300,
         duplicate_keys: Literal["error", "last_wins"] = "error",
         track_progress: bool = False,
+        progress_into: list[tuple[int, str, str]] | None = None,
     ) -> Self: ...
     def feed(
         self,
@@ -262,7 +268,10 @@ class Assembler:
     def drain_errors(self) -> list[tuple[int, CallError]]:
         """Errors that became certain since the last drain, as (ordinal, error)."""
     def drain_progress(self) -> list[tuple[int, str, str]]:
-        """With `track_progress`: (ordinal, JSON Pointer, appended text) since the last drain."""
+        """With `track_progress`: (ordinal, JSON Pointer, appended text) since the last drain.
+
+        Empty when the assembler was made with `progress_into`: its items are in that list.
+        """
     @property
     def failed(self) -> bool:
         """True when some call already has an error that no later input can fix."""

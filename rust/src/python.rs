@@ -119,22 +119,45 @@ fn cached<'py, T>(
 /// copied straight into a new compact string, skipping CPython's UTF-8 decoder, which cost
 /// about as much as the rest of a drain's item.
 fn new_str<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyString>> {
-    if !text.is_ascii() {
-        return Ok(PyString::new(py, text));
-    }
-    let len = pyo3::ffi::Py_ssize_t::try_from(text.len())
+    // CPython's own constructor decodes through a growing writer (and a final realloc) for
+    // non-ASCII text; the length and widest character are known from a `&str` in one pass.
+    let (count, max) = if text.is_ascii() {
+        (text.len(), 0x7F)
+    } else {
+        text.chars().fold((0usize, 0u32), |(n, widest), c| {
+            (n + 1, widest.max(u32::from(c)))
+        })
+    };
+    let len = pyo3::ffi::Py_ssize_t::try_from(count)
         .map_err(|_| pyo3::exceptions::PyOverflowError::new_err("text too long"))?;
-    // SAFETY: `PyUnicode_New(len, 127)` returns a new compact ASCII string with `len` bytes of
-    // storage (one per character), or NULL with an exception set, which `from_owned_ptr_or_err`
-    // turns into the error. Its data is filled with exactly `len` bytes, all below 0x80 (checked
-    // above) as the 127 maximum promises, before the object is handed to anyone.
+    // SAFETY: `PyUnicode_New(len, max)` returns a new compact string of `len` characters in the
+    // storage kind `max` selects (1 byte per character below 0x100, 2 below 0x10000, else 4;
+    // ASCII below 0x80), with its data aligned for that kind, or NULL with an exception set,
+    // which `from_owned_ptr_or_err` turns into the error. `max` is the widest character of
+    // `text` (at most 0x10FFFF, since it is a `&str`), so the kind is the canonical one CPython
+    // expects, and each character fits the unit written for it. Exactly `count` units are
+    // written, one per character, before the object is handed to anyone.
     unsafe {
-        let object = Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyUnicode_New(len, 127))?;
-        std::ptr::copy_nonoverlapping(
-            text.as_ptr(),
-            pyo3::ffi::PyUnicode_DATA(object.as_ptr()).cast::<u8>(),
-            text.len(),
-        );
+        let object = Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyUnicode_New(len, max))?;
+        let data = pyo3::ffi::PyUnicode_DATA(object.as_ptr());
+        if max < 0x80 {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), data.cast::<u8>(), count);
+        } else if max < 0x100 {
+            let units = std::slice::from_raw_parts_mut(data.cast::<u8>(), count);
+            for (unit, c) in units.iter_mut().zip(text.chars()) {
+                *unit = u32::from(c) as u8;
+            }
+        } else if max < 0x1_0000 {
+            let units = std::slice::from_raw_parts_mut(data.cast::<u16>(), count);
+            for (unit, c) in units.iter_mut().zip(text.chars()) {
+                *unit = u32::from(c) as u16;
+            }
+        } else {
+            let units = std::slice::from_raw_parts_mut(data.cast::<u32>(), count);
+            for (unit, c) in units.iter_mut().zip(text.chars()) {
+                *unit = u32::from(c);
+            }
+        }
         Ok(object.cast_into_unchecked())
     }
 }
@@ -248,7 +271,7 @@ impl<'py> Sink for PySink<'py> {
         Ok(pyo3::types::PyFloat::new(self.py, f).into_any())
     }
     fn string(&mut self, value: &str) -> PyResult<Self::Value> {
-        Ok(PyString::new(self.py, value).into_any())
+        Ok(new_str(self.py, value)?.into_any())
     }
     fn array(&mut self) -> PyResult<Self::Array> {
         Ok(Vec::new())
@@ -789,12 +812,85 @@ struct PyAssembler {
     last_path: Option<(String, Py<PyString>)>,
     /// Called with the assembler before `finish` (see `_flush_before_finish`).
     before_finish: Option<Py<PyAny>>,
+    /// The caller's list that progress items are appended to as they arrive (`progress_into`).
+    progress_into: Option<Py<PyList>>,
 }
 
 impl PyAssembler {
     /// `Assembler.feed(index, /, *, id, name, arguments, type)`, once `feed_entry` has matched
     /// the arguments: each is absent (`None`) or the object passed, `None` included.
     fn feed(
+        &mut self,
+        py: Python<'_>,
+        index: &Bound<'_, PyAny>,
+        keywords: [Option<&Bound<'_, PyAny>>; FEED_KEYWORDS.len()],
+    ) -> PyResult<usize> {
+        let ordinal = self.feed_delta(py, index, keywords)?;
+        self.flush_progress(py)?;
+        Ok(ordinal)
+    }
+
+    /// Appends the progress items that arrived to the `progress_into` list, if there is one.
+    #[inline]
+    fn flush_progress(&mut self, py: Python<'_>) -> PyResult<()> {
+        match &self.progress_into {
+            Some(list) => {
+                let list = list.clone_ref(py).into_bound(py);
+                self.drain_progress_to(py, &list)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Appends the progress items since the last drain to `list`, as (ordinal, JSON Pointer,
+    /// appended text).
+    fn drain_progress_to(&mut self, py: Python<'_>, list: &Bound<'_, PyList>) -> PyResult<()> {
+        let mut failure = None;
+        let Self {
+            decoder, last_path, ..
+        } = self;
+        decoder
+            .assembler_mut()
+            .drain_progress_each(|ordinal, path, text, _complete| {
+                if failure.is_some() {
+                    return;
+                }
+                // A long string's items over many drains share one path: reuse its Python str.
+                let path = match last_path.as_mut() {
+                    Some((rust, python)) if rust == path => python.clone_ref(py),
+                    cache => match new_str(py, path) {
+                        Ok(new) => {
+                            let python = new.unbind();
+                            match cache {
+                                // The cached path's buffer is reused for the new path.
+                                Some((rust, cached)) => {
+                                    path.clone_into(rust);
+                                    *cached = python.clone_ref(py);
+                                }
+                                None => *last_path = Some((path.to_owned(), python.clone_ref(py))),
+                            }
+                            python
+                        }
+                        Err(err) => {
+                            failure = Some(err);
+                            return;
+                        }
+                    },
+                };
+                let item =
+                    new_str(py, text).and_then(|text| (ordinal, path, text).into_pyobject(py));
+                if let Err(err) = item.and_then(|item| list.append(item)) {
+                    failure = Some(err);
+                }
+            });
+        match failure {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+
+    /// [`PyAssembler::feed`] before its progress items are handed out.
+    fn feed_delta(
         &mut self,
         py: Python<'_>,
         index: &Bound<'_, PyAny>,
@@ -1020,7 +1116,7 @@ fn keyword_slot(key: &Borrowed<'_, '_, PyAny>) -> PyResult<usize> {
 #[pymethods]
 impl PyAssembler {
     #[new]
-    #[pyo3(signature = (*, tools=None, max_depth=64, max_bytes=8_388_608, max_number_digits=4300, duplicate_keys="error", track_progress=false))]
+    #[pyo3(signature = (*, tools=None, max_depth=64, max_bytes=8_388_608, max_number_digits=4300, duplicate_keys="error", track_progress=false, progress_into=None))]
     fn new(
         tools: Option<&Bound<'_, PyAny>>,
         max_depth: usize,
@@ -1028,10 +1124,11 @@ impl PyAssembler {
         max_number_digits: usize,
         duplicate_keys: &str,
         track_progress: bool,
+        progress_into: Option<Bound<'_, PyList>>,
     ) -> PyResult<Self> {
         let config = AssemblerConfig {
             scan: scan_config(max_depth, max_bytes, max_number_digits, duplicate_keys)?,
-            track_progress,
+            track_progress: track_progress || progress_into.is_some(),
         };
         let inner = match tools.filter(|t| !t.is_none()) {
             Some(t) => Assembler::with_tools(config, registry_of(t)?),
@@ -1043,20 +1140,20 @@ impl PyAssembler {
             scratch: Vec::new(),
             last_path: None,
             before_finish: None,
+            progress_into: progress_into.map(Bound::unbind),
         })
     }
 
     /// A per-call stop event for the open call under `index`.
     #[pyo3(signature = (index, /))]
-    fn end(&mut self, index: Option<i64>) -> PyResult<()> {
-        match self.decoder.assembler().ordinal_of(index) {
-            Some(o) => self
-                .decoder
+    fn end(&mut self, py: Python<'_>, index: Option<i64>) -> PyResult<()> {
+        if let Some(o) = self.decoder.assembler().ordinal_of(index) {
+            self.decoder
                 .assembler_mut()
                 .end_call(o)
-                .map_err(|e| misuse(&e)),
-            None => Ok(()),
+                .map_err(|e| misuse(&e))?;
         }
+        self.flush_progress(py)
     }
 
     #[pyo3(signature = (index, key, value, /))]
@@ -1076,11 +1173,12 @@ impl PyAssembler {
 
     /// The transport broke off: calls with no argument text yet become `truncated`, not `{}`.
     #[pyo3(signature = (reason, /))]
-    fn interrupt(&mut self, reason: &str) -> PyResult<()> {
+    fn interrupt(&mut self, py: Python<'_>, reason: &str) -> PyResult<()> {
         self.decoder
             .assembler_mut()
             .interrupt(reason)
-            .map_err(|e| misuse(&e))
+            .map_err(|e| misuse(&e))?;
+        self.flush_progress(py)
     }
 
     /// The name received so far for a call.
@@ -1120,11 +1218,12 @@ impl PyAssembler {
     }
 
     #[pyo3(signature = (reason, /))]
-    fn stop(&mut self, reason: &str) -> PyResult<()> {
+    fn stop(&mut self, py: Python<'_>, reason: &str) -> PyResult<()> {
         self.decoder
             .assembler_mut()
             .stop(reason)
-            .map_err(|e| misuse(&e))
+            .map_err(|e| misuse(&e))?;
+        self.flush_progress(py)
     }
 
     fn drain_errors(&mut self) -> Vec<(usize, PyCallError)> {
@@ -1138,48 +1237,8 @@ impl PyAssembler {
 
     fn drain_progress<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
-        let mut failure = None;
-        let Self {
-            decoder, last_path, ..
-        } = self;
-        decoder
-            .assembler_mut()
-            .drain_progress_each(|ordinal, path, text, _complete| {
-                if failure.is_some() {
-                    return;
-                }
-                // A long string's items over many drains share one path: reuse its Python str.
-                let path = match last_path.as_mut() {
-                    Some((rust, python)) if rust == path => python.clone_ref(py),
-                    cache => match new_str(py, path) {
-                        Ok(new) => {
-                            let python = new.unbind();
-                            match cache {
-                                // The cached path's buffer is reused for the new path.
-                                Some((rust, cached)) => {
-                                    path.clone_into(rust);
-                                    *cached = python.clone_ref(py);
-                                }
-                                None => *last_path = Some((path.to_owned(), python.clone_ref(py))),
-                            }
-                            python
-                        }
-                        Err(err) => {
-                            failure = Some(err);
-                            return;
-                        }
-                    },
-                };
-                let item =
-                    new_str(py, text).and_then(|text| (ordinal, path, text).into_pyobject(py));
-                if let Err(err) = item.and_then(|item| list.append(item)) {
-                    failure = Some(err);
-                }
-            });
-        match failure {
-            Some(err) => Err(err),
-            None => Ok(list),
-        }
+        self.drain_progress_to(py, &list)?;
+        Ok(list)
     }
 
     /// True when some call already has an error no later input can fix.
@@ -1226,7 +1285,8 @@ impl PyAssembler {
         } else {
             self.decoder.push(bytes)
         };
-        result.map_err(|e| misuse(&e))
+        result.map_err(|e| misuse(&e))?;
+        self.flush_progress(py)
     }
 
     /// Assistant text seen on the raw SSE path.
@@ -1282,7 +1342,11 @@ impl PyAssembler {
         if let Some(hook) = hook {
             hook.call1(slf.py(), (slf,))?;
         }
-        let calls = slf.borrow_mut().decoder.finish().map_err(|e| misuse(&e))?;
+        let calls = {
+            let mut assembler = slf.borrow_mut();
+            assembler.flush_progress(slf.py())?;
+            assembler.decoder.finish().map_err(|e| misuse(&e))?
+        };
         Ok(calls
             .into_iter()
             .map(|call| PyToolCall {

@@ -607,3 +607,31 @@ def test_plain_numbers_tells_whether_a_float_reads_every_number_as_written(
     a = Assembler()
     a.feed(0, name="f", arguments=arguments)
     assert one(a).plain_numbers is plain
+
+
+def _chat_sse(index: int, name: str | None, arguments: str) -> bytes:
+    """One OpenAI Chat Completions SSE event with one tool-call delta."""
+    function: dict[str, str] = {"arguments": arguments}
+    if name is not None:
+        function["name"] = name
+    delta = {"tool_calls": [{"index": index, "function": function}]}
+    chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+    return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+def test_progress_into_a_list_is_filled_by_raw_sse_too() -> None:
+    text = '{"city": "東京", "days": [1, 22]}'
+    body = _chat_sse(0, "weather", "") + b"".join(
+        _chat_sse(0, None, text[i : i + 4]) for i in range(0, len(text), 4)
+    )
+    drained = Assembler(track_progress=True)
+    expected: list[tuple[int, str, str]] = []
+    items: list[tuple[int, str, str]] = []
+    pushed = Assembler(progress_into=items)
+    for i in range(0, len(body), 7):
+        drained.feed_sse(body[i : i + 7])
+        expected.extend(drained.drain_progress())
+        pushed.feed_sse(body[i : i + 7])
+        assert items == expected
+    assert {p for _, p, _ in items} == {"/city", "/days/0", "/days/1"}
+    assert pushed.finish()[0].value == {"city": "東京", "days": [1, 22]}

@@ -182,3 +182,50 @@ def test_progress_of_interleaved_parallel_calls(
         for pointer, leaf in _leaves(value):
             text = joined[(ordinal, pointer)]
             assert (text if isinstance(leaf, str) else json.loads(text)) == leaf
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    values=st.lists(objects, min_size=1, max_size=3),
+    points=st.lists(st.integers(min_value=0, max_value=10_000), max_size=12),
+)
+def test_progress_into_a_list_gives_the_items_of_a_drain_after_every_fragment(
+    values: list[dict[str, Any]], points: list[int]
+) -> None:
+    """`progress_into` appends, during each `feed`, exactly what a drain right after it gives."""
+    pieces = [cut(json.dumps(v, ensure_ascii=False).encode(), points) for v in values]
+    drained = Assembler(track_progress=True)
+    expected: list[tuple[int, str, str]] = []
+    items: list[tuple[int, str, str]] = []
+    pushed = Assembler(progress_into=items)
+    for round_ in range(max(len(p) for p in pieces)):
+        for index, call_pieces in enumerate(pieces):
+            if round_ < len(call_pieces):
+                for a in (drained, pushed):
+                    a.feed(index, name=f"tool{index}", arguments=call_pieces[round_])
+                expected.extend(drained.drain_progress())
+                assert items == expected
+                assert pushed.drain_progress() == []
+    assert [c.value for c in pushed.finish()] == [c.value for c in drained.finish()] == values
+    assert items == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(piece=st.text(st.characters(exclude_categories=("Cs",)), max_size=30))
+def test_strings_built_by_toolwire_are_python_strings_of_the_same_kind(piece: str) -> None:
+    """Progress pieces and partial-value strings are built straight into CPython's storage:
+    they must equal, hash and look up like the str Python makes (same storage kind)."""
+    text = json.dumps({"k": piece}, ensure_ascii=False)
+    items: list[tuple[int, str, str]] = []
+    a = Assembler(progress_into=items)
+    for i in range(0, len(text), 3):
+        a.feed(0, name="tool", arguments=text[i : i + 3])
+    partial = a.partial(0)
+    pieces = [t for _, pointer, t in items if pointer == "/k"]
+    assert "".join(pieces) == piece
+    built = partial["k"]
+    assert built == piece and hash(built) == hash(piece) and {piece: 1}[built] == 1
+    for t in pieces:
+        # `"".join(list(t))` is the same text as Python builds it, in its canonical kind.
+        same = "".join(list(t))
+        assert t == same and hash(t) == hash(same) and {same: 1}[t] == 1
