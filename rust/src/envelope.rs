@@ -179,10 +179,10 @@ pub enum Action<'a> {
     Stop(&'a str),
     /// The provider reported an error; raw JSON of the error object (or of the whole event).
     ProviderError(&'a str),
-    /// Responses `.done` (or `output_item.done`) carried arguments (decoded) that differ from
-    /// the concatenated deltas received for the call at this wire index. The assembler compares
-    /// them with the arguments it holds (cumulative deltas, quirk 19, replace rather than append)
-    /// and feeds them only when those differ too (a lost delta).
+    /// Responses `.done` (or `output_item.done`) carried the whole arguments (decoded) of the
+    /// call at this wire index, once per item. The assembler compares them with the arguments
+    /// it holds (cumulative deltas, quirk 19, replace rather than append; a repeat it dropped,
+    /// quirk 20) and feeds them only when those differ (a lost delta).
     ArgumentsMismatch(i64, &'a [u8]),
 }
 
@@ -904,8 +904,9 @@ impl Decoder {
         }
     }
 
-    /// Compare full `arguments` with what the deltas carried; feed them when they differ, so
-    /// the assembler's cumulative-resend rule (quirk 19) replaces a prefix, and report it.
+    /// Hand full `arguments` to the assembler, which compares them with what the call holds and
+    /// feeds them when they differ, so the cumulative-resend rule (quirk 19) replaces a prefix.
+    /// The deltas' hash only decides whether a surrogate half held from them still stands.
     fn verify<F: FnMut(Action<'_>)>(&mut self, index: i64, raw: &str, emit: &mut F) {
         let Some(pos) = self.items.iter().rposition(|s| s.index == index) else {
             return;
@@ -933,8 +934,10 @@ impl Decoder {
             if let Some(h) = held {
                 self.held.push(h);
             }
-            return;
         }
+        // Even when the deltas match the summary, the call may hold less than they carried (a
+        // fragment dropped as a repeat, quirk 20): the assembler compares with what it holds,
+        // as `feed_chunk` does, so both paths keep the same text.
         if self.scratch.is_empty() {
             return;
         }
