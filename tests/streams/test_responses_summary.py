@@ -1,4 +1,4 @@
-"""Responses streams whose text repeats: the SDK path and the raw SSE path must still agree.
+"""Responses streams whose text or items repeat: the SDK and raw SSE paths must agree.
 
 Each stream is served to the real `openai` client over HTTP and read with `assemble`;
 `assemble_both` then feeds the identical body to `feed_sse`, cut every way a gateway may see it.
@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 pytest.importorskip("toolwire._core")
+
+from toolwire import tool_messages
 
 from .clients import assemble_both
 from .conftest import SSEServer
@@ -35,3 +37,19 @@ def test_summary_of_a_call_that_repeated_a_whole_value(sse_server: SSEServer, sp
     (call,) = s.calls
     assert not call.ok and call.error is not None
     assert call.error.kind == "concatenated_values"
+
+
+def test_stream_replayed_from_the_start_keeps_every_name_and_id(
+    sse_server: SSEServer, split: str
+) -> None:
+    # A reconnect replays the stream from its start: each `output_item.added` comes again at
+    # an `output_index` whose call has ended. `feed_chunk` ignored an item at an index it had
+    # seen, so the replayed calls lost their name and id (`missing_name`) on the SDK path while
+    # the raw SSE path kept them.
+    calls = [Call("get_weather", '{"city": "Oslo"}'), Call("lookup", '{"q": [1, 2]}')]
+    events = responses_stream(calls, size=4, interleave=True)
+    _, s = assemble_both(sse_server.register(_body(events[:-1] + events), split=split), FMT)
+    assert [(c.name, c.error) for c in s.calls] == [(c.name, None) for c in calls + calls]
+    assert all(c.id for c in s.calls)
+    ids = [m["tool_call_id"] for m in tool_messages(s.calls, [{"ok": True}] * len(s.calls))]
+    assert len(ids) == len(set(ids)) == 4

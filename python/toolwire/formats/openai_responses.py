@@ -102,9 +102,14 @@ class ResponsesAdapter:
             return
         calls = self._calls
         item_id = str_or_none(get(item, "id"))
-        first = index not in calls.opened
+        # Every `output_item.added` is an item, also at an `output_index` seen before (a stream
+        # replayed after a reconnect, a bridge that reuses indexes): its id and name go to the
+        # core, which continues the open call or starts a new one, as on the raw SSE path.
+        first = index not in calls.opened or not done
         if first:
             calls.opened.add(index)
+            calls.with_arguments.discard(index)
+            calls.verified.discard(index)
             if item_id is not None:
                 calls.by_item[item_id] = index
             call_id = str_or_none(get(item, "call_id"))
