@@ -53,3 +53,20 @@ def test_stream_replayed_from_the_start_keeps_every_name_and_id(
     assert all(c.id for c in s.calls)
     ids = [m["tool_call_id"] for m in tool_messages(s.calls, [{"ok": True}] * len(s.calls))]
     assert len(ids) == len(set(ids)) == 4
+
+
+def test_an_item_without_call_id_is_answered_under_its_item_id(
+    sse_server: SSEServer, split: str
+) -> None:
+    # Some bridges send function_call items with an `id` and no `call_id`. The raw path used
+    # the item id as the call id while the SDK path gave None (answered as `toolwire_0`).
+    events = responses_stream([Call("f", '{"a": 1}'), Call("g", "{}")], size=3)
+    for event in events:
+        item = event.get("item")
+        if isinstance(item, dict) and item.get("type") == "function_call":
+            item.pop("call_id", None)
+    _, s = assemble_both(sse_server.register(_body(events), split=split), FMT)
+    assert [(c.name, c.error) for c in s.calls] == [("f", None), ("g", None)]
+    ids = [c.id for c in s.calls]
+    assert all(ids) and len(set(ids)) == 2
+    assert [m["tool_call_id"] for m in tool_messages(s.calls, [{}, {}])] == ids

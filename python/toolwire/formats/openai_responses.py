@@ -4,7 +4,8 @@ Design notes:
 - A call is keyed by its `output_index`. Argument deltas that lack it (some bridges) are routed
   through the `item_id` seen in `response.output_item.added`.
 - The call's id is the item's `call_id` (what a `function_call_output` must quote); the item's own
-  `id` (`fc_...`) is kept as metadata `item_id` for replaying the item in the next turn.
+  `id` (`fc_...`) is kept as metadata `item_id` for replaying the item in the next turn, and is
+  the call's id when a bridge sends no `call_id`.
 - `response.function_call_arguments.done` and the item in `response.output_item.done` repeat the
   whole arguments. They are summaries, not fragments: they are fed when no argument text arrived
   for that item before (bridges that send only the summary). Otherwise the first summary is
@@ -112,7 +113,8 @@ class ResponsesAdapter:
             calls.verified.discard(index)
             if item_id is not None:
                 calls.by_item[item_id] = index
-            call_id = str_or_none(get(item, "call_id"))
+            # A bridge that sends no `call_id` gets its item id back, as on the raw SSE path.
+            call_id = str_or_none(get(item, "call_id")) or item_id
             name = str_or_none(get(item, "name"))
             ordinal = self._utf16.feed(sink, index, id=call_id, name=name)
             calls.ordinals[index] = ordinal
