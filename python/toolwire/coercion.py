@@ -416,6 +416,9 @@ class _Coercer:
         self.memo: dict[_TrialKey, tuple[Any, Any, _Coercer]] = {}
 
     def deref(self, node: Mapping[str, Any]) -> Mapping[str, Any]:
+        if not isinstance(cast(object, node), Mapping):
+            # A boolean subschema (`true`, `false`): nothing to coerce toward.
+            return {}
         seen = 0
         while isinstance(node.get("$ref"), str) and seen < 32:
             name = str(node["$ref"]).rsplit("/", 1)[-1]
