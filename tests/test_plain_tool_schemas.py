@@ -39,3 +39,38 @@ def test_boolean_subschemas_validate_without_raising() -> None:
     assert _run(schema, {"anything": 1, "tags": [1, "x"], "maybe": 3}) == ([], True, [])
     errors, ok, _ = _run(schema, {"never": None})
     assert errors and not ok
+
+
+def test_objects_composed_from_subschemas_stay_open() -> None:
+    # Properties named in `allOf` members, in an `anyOf` branch next to the parent's own
+    # properties, or in `then`, are allowed by the schema: no side may be closed.
+    all_of = {
+        "type": "object",
+        "allOf": [
+            {"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+            {"type": "object", "properties": {"b": {"type": "string"}}},
+        ],
+    }
+    assert _run(all_of, {"a": 1, "b": "x"}) == ([], True, [])
+    assert _run({"allOf": all_of["allOf"]}, {"a": 1, "b": "x"}) == ([], True, [])
+    assert _run(all_of, {"a": "1"})[1:] == (False, ["type"])
+    branches = {
+        "type": "object",
+        "properties": {"kind": {"enum": ["user", "team"]}},
+        "required": ["kind"],
+        "oneOf": [
+            {"type": "object", "properties": {"user": {"type": "string"}}, "required": ["user"]},
+            {"type": "object", "properties": {"team": {"type": "string"}}, "required": ["team"]},
+        ],
+    }
+    assert _run(branches, {"kind": "team", "team": "core"}) == ([], True, [])
+    conditional = {
+        "type": "object",
+        "properties": {"kind": {"type": "string"}},
+        "if": {"properties": {"kind": {"const": "business"}}},
+        "then": {"type": "object", "properties": {"vat": {"type": "string"}}, "required": ["vat"]},
+    }
+    assert _run(conditional, {"kind": "business", "vat": "DE1"}) == ([], True, [])
+    # A plain object still gets closed.
+    errors, ok, _ = _run({"type": "object", "properties": {"a": {}}}, {"a": "x", "b": 1})
+    assert errors and not ok

@@ -210,16 +210,31 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     return result
 
 
-def _with_closed_objects(node: Any, *, strip_null_default: bool) -> Any:
-    """Add `additionalProperties: false` where an object says nothing, drop `default: null`."""
+# Keywords whose subschemas describe the same object as their parent: properties named there
+# are not "additional" to the parent, so neither the parent nor (for the keys listed second)
+# the subschema itself may be closed without rejecting what the schema accepts.
+_SAME_OBJECT = ("allOf", "anyOf", "oneOf", "if", "then", "else", "dependentSchemas", "$ref")
+_PARTIAL_MEMBERS = ("allOf", "if", "then", "else", "dependentSchemas")
+
+
+def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool = True) -> Any:
+    """Add `additionalProperties: false` where an object says nothing, drop `default: null`.
+
+    An object whose properties may come from elsewhere stays open: one with `allOf`, `anyOf`,
+    `oneOf`, `if`/`then`/`else`, `dependentSchemas` or `$ref` next to its own keywords, a member
+    of `allOf`, `if`/`then`/`else` or `dependentSchemas` (`closable=False`), and an `anyOf` or
+    `oneOf` branch whose parent declares properties of its own. Closing those would reject every
+    property named on the other side, which the schema allows."""
     as_list = _as_list(node)
     if as_list is not None:
         return [
-            _with_closed_objects(item, strip_null_default=strip_null_default) for item in as_list
+            _with_closed_objects(item, strip_null_default=strip_null_default, closable=closable)
+            for item in as_list
         ]
     as_dict = _as_dict(node)
     if as_dict is None:
         return node
+    own_properties = any(k in as_dict for k in ("properties", "patternProperties"))
     out: JsonSchema = {}
     for key, value in as_dict.items():
         if key in ("properties", "$defs", "definitions", "patternProperties"):
@@ -234,11 +249,26 @@ def _with_closed_objects(node: Any, *, strip_null_default: bool) -> Any:
             )
         elif key in ("enum", "const", "default", "examples", "required"):
             out[key] = copy.deepcopy(value)
+        elif key == "dependentSchemas" and _as_dict(value) is not None:
+            out[key] = {
+                k: _with_closed_objects(v, strip_null_default=strip_null_default, closable=False)
+                for k, v in cast(JsonSchema, value).items()
+            }
         else:
-            out[key] = _with_closed_objects(value, strip_null_default=strip_null_default)
+            member_closable = key not in _PARTIAL_MEMBERS and not (
+                key in ("anyOf", "oneOf") and own_properties
+            )
+            out[key] = _with_closed_objects(
+                value, strip_null_default=strip_null_default, closable=member_closable
+            )
     if strip_null_default and "default" in out and out["default"] is None:
         del out["default"]
-    if _is_object(out) and "additionalProperties" not in out:
+    if (
+        closable
+        and _is_object(out)
+        and "additionalProperties" not in out
+        and not any(k in out for k in _SAME_OBJECT)
+    ):
         out["additionalProperties"] = False
     return out
 
