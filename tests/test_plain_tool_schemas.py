@@ -74,3 +74,21 @@ def test_objects_composed_from_subschemas_stay_open() -> None:
     # A plain object still gets closed.
     errors, ok, _ = _run({"type": "object", "properties": {"a": {}}}, {"a": "x", "b": 1})
     assert errors and not ok
+
+
+def test_formats_validation_reads_loosely_are_left_to_it() -> None:
+    # `jsonschema`'s checker takes any email with an `@` and does not check `hostname` or
+    # `duration` without optional packages: the pre-check must not fail what validation passes.
+    for fmt, value in [
+        ("email", "joe..bloggs@example.com"),
+        ("email", "@example.com"),
+        ("hostname", "-bad.example"),
+        ("duration", "1 week"),
+        ("uuid", "2eb8aa08-aa98-11ea-b4aa-73b441d16380-"),
+    ]:
+        schema = {"type": "object", "properties": {"v": {"type": "string", "format": fmt}}}
+        assert _run(schema, {"v": value}) == ([], True, []), (fmt, value)
+    # A format that validation checks at least as strictly is still pre-checked.
+    schema = {"type": "object", "properties": {"v": {"type": "string", "format": "date"}}}
+    errors, ok, codes = _run(schema, {"v": "2023-02-29"})
+    assert errors == ["string is not a valid date"] and not ok and codes == ["format"]

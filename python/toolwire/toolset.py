@@ -27,7 +27,7 @@ import copy
 import functools
 import inspect
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, cast
@@ -131,19 +131,28 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
     return name, description, copy.deepcopy(dict(cast(Mapping[str, Any], params)))
 
 
-def _without_date_time_format(node: Any) -> Any:
-    """The schema with every `format: date-time` removed (values under `enum`, `const`,
-    `default` and `examples` are data and stay as they are)."""
+# The `format`s the pre-check may assert for a plain-dict tool, whose validation is
+# `jsonschema`'s format checker: those where that checker is at least as strict as the
+# pre-check. Its `email` only asks for an `@`, its `uuid` takes extra dashes, and `hostname`,
+# `duration` or `uri` are checked only with optional packages, by their own rules.
+_PLAIN_PRECHECK_FORMATS = frozenset({"date", "date-time", "time", "ipv4", "ipv6"})
+
+
+def _without_formats(
+    node: Any, *, drop: Container[str] = (), keep: Container[str] | None = None
+) -> Any:
+    """The schema without every `format` named in `drop` or, when `keep` is given, not named in
+    `keep` (values under `enum`, `const`, `default` and `examples` are data and stay)."""
     if isinstance(node, list):
-        return [_without_date_time_format(item) for item in cast(list[Any], node)]
+        return [_without_formats(item, drop=drop, keep=keep) for item in cast(list[Any], node)]
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
     for key, value in cast(dict[str, Any], node).items():
-        if key == "format" and value == "date-time":
+        if key == "format" and (value in drop or (keep is not None and value not in keep)):
             continue
         data = key in ("enum", "const", "default", "examples")
-        out[key] = value if data else _without_date_time_format(value)
+        out[key] = value if data else _without_formats(value, drop=drop, keep=keep)
     return out
 
 
@@ -320,7 +329,9 @@ class Toolset:
         does not say otherwise gets `additionalProperties: false`, and `required` is the
         model's own: optional fields stay optional, so calls from non-strict providers pass.
         For a tool with a `default_tz`, the pre-check leaves out `format: date-time`
-        (validation gives a timestamp without an offset the default zone).
+        (validation gives a timestamp without an offset the default zone); for a plain-dict
+        tool, it leaves out the formats that `jsonschema`'s checker reads more loosely than
+        the pre-check would (`email`, `uuid`, `hostname`, ...).
 
         Raises:
             KeyError: If no tool has that name.
@@ -348,10 +359,17 @@ class Toolset:
         from toolwire._core import ToolRegistry
 
         schemas = self.schemas()
-        for name in self._naive_ok:
+        for name, tool in self._tools.items():
             # Validation attaches the tool's default zone to a timestamp without an offset, so
-            # the pre-check must not refuse one: the date-time format is left to validation.
-            schemas[name] = _without_date_time_format(schemas[name])
+            # the pre-check must not refuse one.
+            drop = ("date-time",) if name in self._naive_ok else ()
+            # A plain-dict tool: a format its validation does not check as strictly as the
+            # pre-check would is left to validation, which must not find a call valid that the
+            # pre-check has already failed.
+            checked = tool.validator.checked_formats
+            keep = None if checked is None else checked & _PLAIN_PRECHECK_FORMATS
+            if drop or keep is not None:
+                schemas[name] = _without_formats(schemas[name], drop=drop, keep=keep)
         return ToolRegistry(schemas)
 
     # Exports ----------------------------------------------------------------------------

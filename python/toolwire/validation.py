@@ -1163,12 +1163,14 @@ class ToolValidator:
         self._validate_json = None if model is None else model.__pydantic_validator__.validate_json
         self._strict = model is None or model.model_config.get("strict") is not False
         self._jsonschema: jsonschema.protocols.Validator | None = None
+        self._formats: frozenset[str] | None = None
         if model is None:
             cls = jsonschema.validators.validator_for(
                 self.schema, default=jsonschema.Draft202012Validator
             )
             cls.check_schema(self.schema)
             self._jsonschema = cls(self.schema, format_checker=cls.FORMAT_CHECKER)
+            self._formats = frozenset(cls.FORMAT_CHECKER.checkers)
 
     def validate(
         self,
@@ -1202,6 +1204,12 @@ class ToolValidator:
             ):
                 return self._accept(call, instance, None, [], lang)
         return self._validate_further(call, error, [], lang, redact)
+
+    @property
+    def checked_formats(self) -> frozenset[str] | None:
+        """The `format` names validation asserts for a plain-dict tool (`jsonschema`'s format
+        checker), or None for a model tool, whose field types decide."""
+        return self._formats
 
     @property
     def direct_json(self) -> Callable[..., BaseModel] | None:
