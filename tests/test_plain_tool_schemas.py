@@ -92,3 +92,28 @@ def test_formats_validation_reads_loosely_are_left_to_it() -> None:
     schema = {"type": "object", "properties": {"v": {"type": "string", "format": "date"}}}
     errors, ok, codes = _run(schema, {"v": "2023-02-29"})
     assert errors == ["string is not a valid date"] and not ok and codes == ["format"]
+
+
+def test_local_refs_other_than_defs_register_and_check() -> None:
+    # OpenAI's recursive schemas refer to the whole schema with `#`; other local JSON
+    # Pointers (`#/properties/a`) are valid too.
+    linked_list = {
+        "type": "object",
+        "properties": {
+            "value": {"type": "integer"},
+            "next": {"anyOf": [{"$ref": "#"}, {"type": "null"}]},
+        },
+        "required": ["value", "next"],
+        "additionalProperties": False,
+    }
+    nested = {"value": 1, "next": {"value": 2, "next": None}}
+    assert _run(linked_list, nested) == ([], True, [])
+    errors, ok, _ = _run(linked_list, {"value": 1, "next": {"value": "two", "next": None}})
+    assert errors and not ok
+    same_as = {
+        "type": "object",
+        "properties": {"a": {"type": "string", "minLength": 2}, "b": {"$ref": "#/properties/a"}},
+    }
+    assert _run(same_as, {"a": "xy", "b": "zw"}) == ([], True, [])
+    errors, ok, _ = _run(same_as, {"a": "xy", "b": "z"})
+    assert errors and not ok

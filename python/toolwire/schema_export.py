@@ -33,6 +33,7 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
+from urllib.parse import unquote
 
 __all__ = [
     "ExportedSchema",
@@ -139,11 +140,14 @@ def _as_list(value: object) -> list[Any] | None:
     return cast(list[Any], value) if isinstance(value, list) else None
 
 
-def _def_name(ref: str) -> str:
-    for prefix in ("#/$defs/", "#/definitions/"):
-        if ref.startswith(prefix):
-            return ref[len(prefix) :].replace("~1", "/").replace("~0", "~")
-    raise ValueError(f"unsupported $ref {ref!r}: only local #/$defs/ references can be inlined")
+def _pointer_tokens(ref: str) -> list[str]:
+    """The reference tokens of a local `$ref` (`#` is the root: no tokens)."""
+    pointer = unquote(ref[1:]) if ref.startswith("#") else None
+    if pointer is None or (pointer and not pointer.startswith("/")):
+        raise ValueError(
+            f"unsupported $ref {ref!r}: only local JSON Pointer references can be inlined"
+        )
+    return [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
 
 
 def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
@@ -152,6 +156,9 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     Sibling keys next to a `$ref` (a field description, say) take priority over the keys of the
     definition, as in `openai.lib._pydantic`. A reference to a definition that is already being
     expanded stays a plain `{"$ref": "#/$defs/Name"}` and that definition stays under `$defs`.
+    Any other local JSON Pointer (`#`, the whole schema, as in OpenAI's recursive examples, or
+    `#/properties/a`) is followed the same way; one that recurses is kept as a reference to a
+    `$defs` entry named after it.
 
     Args:
         schema: A JSON Schema whose definitions live under `$defs` (or `definitions`).
@@ -160,7 +167,7 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
         A new schema; the input is not modified.
 
     Raises:
-        ValueError: On a `$ref` that is not local or names a missing definition.
+        ValueError: On a `$ref` that is not local or points nowhere.
     """
     defs: dict[str, Any] = {}
     for key in ("definitions", "$defs"):
@@ -168,9 +175,43 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
         if found is not None:
             defs.update(found)
     kept: dict[str, JsonSchema] = {}
+    # The `$defs` name and the target of every kept reference that is not a whole definition.
+    aliases: dict[str, str] = {}
+    targets: dict[str, Any] = {}
     # Definitions whose body was already expanded once because a recursive reference carried
     # sibling keys; a second such expansion would never end.
     sibling_expanded: set[str] = set()
+
+    def resolve(ref: str) -> tuple[str, Any]:
+        """The key of what `ref` names (a definition's name, or `#` and its pointer) and it."""
+        tokens = _pointer_tokens(ref)
+        if len(tokens) == 2 and tokens[0] in ("$defs", "definitions"):
+            if tokens[1] not in defs:
+                raise ValueError(f"$ref {ref!r} names a missing definition")
+            return tokens[1], defs[tokens[1]]
+        target: Any = schema
+        for token in tokens:
+            as_dict, as_list = _as_dict(target), _as_list(target)
+            if as_dict is not None and token in as_dict:
+                target = as_dict[token]
+            elif as_list is not None and token.isdigit() and int(token) < len(as_list):
+                target = as_list[int(token)]
+            else:
+                raise ValueError(f"$ref {ref!r} points nowhere")
+        return "#" + "".join(f"/{t}" for t in tokens), target
+
+    def keep(key: str, target: Any) -> str:
+        if key in defs:
+            kept.setdefault(key, {})
+            return key
+        if key not in aliases:
+            name = "_".join(["ref", *key[2:].split("/")]) if key != "#" else "root"
+            while name in defs or name in targets:
+                name += "_"
+            aliases[key] = name
+            targets[name] = (key, target)
+            kept[name] = {}
+        return aliases[key]
 
     def walk(node: Any, stack: tuple[str, ...]) -> Any:
         as_list = _as_list(node)
@@ -181,30 +222,27 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
             return node
         ref = as_dict.get("$ref")
         if isinstance(ref, str):
-            name = _def_name(ref)
-            if name not in defs:
-                raise ValueError(f"$ref {ref!r} names a missing definition")
+            key, target = resolve(ref)
             siblings = {k: v for k, v in as_dict.items() if k != "$ref"}
-            if name in stack:
-                if not siblings or name in sibling_expanded:
-                    kept.setdefault(name, {})
-                    return {"$ref": f"#/$defs/{name}"}
-                sibling_expanded.add(name)
-            target = _as_dict(defs[name]) or {}
-            return walk({**target, **siblings}, (*stack, name))
+            if key in stack:
+                if not siblings or key in sibling_expanded:
+                    return {"$ref": f"#/$defs/{keep(key, target)}"}
+                sibling_expanded.add(key)
+            return walk({**(_as_dict(target) or {}), **siblings}, (*stack, key))
         return {
             key: walk(value, stack)
             for key, value in as_dict.items()
             if key not in ("$defs", "definitions")
         }
 
-    result = cast(JsonSchema, walk(schema, ()))
+    result = cast(JsonSchema, walk(schema, ("#",)))
     # A kept definition may itself reference another definition that must then be kept too.
     done: set[str] = set()
     while len(done) < len(kept):
         for name in [n for n in kept if n not in done]:
             done.add(name)
-            kept[name] = cast(JsonSchema, walk(defs[name], (name,)))
+            key, target = targets.get(name, (name, defs.get(name)))
+            kept[name] = cast(JsonSchema, walk(target, (key,)))
     if kept:
         result["$defs"] = {name: kept[name] for name in sorted(kept)}
     return result
