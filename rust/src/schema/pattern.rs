@@ -70,6 +70,11 @@ const SIMPLE_MAX: usize = 256;
 
 impl Simple {
     fn is_match(&self, s: &[u8]) -> bool {
+        // Python's `$` also holds before a final newline (see `translate`).
+        let s = match s.split_last() {
+            Some((b'\n', rest)) if self.end && rest.len() == self.sets.len() => rest,
+            _ => s,
+        };
         if s.len() < self.sets.len() || (self.end && s.len() != self.sets.len()) {
             return false;
         }
@@ -284,6 +289,13 @@ fn translate(p: &str) -> Option<String> {
                 out.push(c);
             }
             '-' if in_class && chars.get(i + 1) == Some(&'-') => return None,
+            // Python's `$` (`jsonschema`, Pydantic's `python-re`) also holds before a final
+            // newline. Last in the pattern or in an alternative, it takes that newline;
+            // elsewhere, any line end stands in (looser than every dialect, never stricter).
+            '$' if !in_class => out.push_str(match chars.get(i + 1) {
+                None | Some('|') => r"(?:\n?\z)",
+                _ => "(?m:$)",
+            }),
             _ => out.push(c),
         }
         i += 1;
@@ -332,6 +344,17 @@ mod tests {
         assert!(m("^u_[0-9a-f]{8}$", "u_deadbeef"));
         assert!(!m("^u_[0-9a-f]{8}$", "u_deadbeefx"));
         assert!(m("a+", "xxaxx"), "unanchored search");
+        assert!(
+            m("^u_[0-9a-f]{8}$", "u_deadbeef\n"),
+            "Python's $ before a final newline"
+        );
+        assert!(!m("^u_[0-9a-f]{8}$", "u_deadbeef\n\n"));
+        assert!(!m("^u_[0-9a-f]{8}$", "u_deadbee\n"));
+        assert!(m(r"^[A-Z]+$", "AB\n"), "the same through the regex");
+        assert!(!m(r"^[A-Z]+$", "AB\nC"));
+        assert!(m(r"x|^y$", "y\n"));
+        assert!(m(r"^(a|b)$", "a\n"));
+        assert!(!m(r"^(a|b)$", "ab"));
         assert!(m(r"^\d+$", "123"));
         assert!(
             m(r"^\d+$", "١٢٣"),
