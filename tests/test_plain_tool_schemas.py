@@ -117,3 +117,15 @@ def test_local_refs_other_than_defs_register_and_check() -> None:
     assert _run(same_as, {"a": "xy", "b": "zw"}) == ([], True, [])
     errors, ok, _ = _run(same_as, {"a": "xy", "b": "z"})
     assert errors and not ok
+
+
+def test_a_final_newline_read_as_python_reads_dollar() -> None:
+    # jsonschema matches `pattern` and reads date-times with Python's `$`, which also holds
+    # before a final newline: the pre-check must not fail what validation then accepts.
+    ticker = {"type": "object", "properties": {"ticker": {"pattern": "^[A-Z]{1,5}$"}}}
+    assert _run(ticker, {"ticker": "AAPL\n"}) == ([], True, [])
+    assert _run(ticker, {"ticker": "AAPL\nX"})[1] is False
+    when = {"type": "object", "properties": {"at": {"format": "date-time"}}}
+    assert _run(when, {"at": "2024-01-01T10:00:00Z\n"}) == ([], True, [])
+    errors, ok, _ = _run(when, {"at": "2024-01-01T10:00:00Z\n\n"})
+    assert errors and not ok
