@@ -129,3 +129,13 @@ def test_a_final_newline_read_as_python_reads_dollar() -> None:
     assert _run(when, {"at": "2024-01-01T10:00:00Z\n"}) == ([], True, [])
     errors, ok, _ = _run(when, {"at": "2024-01-01T10:00:00Z\n\n"})
     assert errors and not ok
+
+
+def test_multiple_of_a_decimal_step_is_exact() -> None:
+    # jsonschema divides binary floats (19.99 / 0.01 == 1998.9999999999998): a whole number
+    # of cents must pass validation, as it passes the pre-check.
+    price = {"type": "object", "properties": {"price": {"type": "number", "multipleOf": 0.01}}}
+    for value in (19.99, 0.07, 1e308, 3):
+        assert _run(price, {"price": value}) == ([], True, []), value
+    errors, ok, codes = _run(price, {"price": 19.995})
+    assert errors and not ok and codes == ["multiple_of"]
