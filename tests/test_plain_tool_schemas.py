@@ -139,3 +139,19 @@ def test_multiple_of_a_decimal_step_is_exact() -> None:
         assert _run(price, {"price": value}) == ([], True, []), value
     errors, ok, codes = _run(price, {"price": 19.995})
     assert errors and not ok and codes == ["multiple_of"]
+
+
+def test_draft_7_ignores_the_keywords_next_to_a_ref() -> None:
+    # MCP servers often declare draft-07, where a `$ref` replaces its siblings.
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "definitions": {"name": {"type": "string"}},
+        "type": "object",
+        "properties": {"a": {"$ref": "#/definitions/name", "maxLength": 2}},
+    }
+    assert _run(schema, {"a": "abcdef"}) == ([], True, [])
+    errors, ok, _ = _run(schema, {"a": 1})
+    assert errors and not ok
+    schema.pop("$schema")
+    errors, ok, _ = _run(schema, {"a": "abcdef"})
+    assert errors and not ok

@@ -79,6 +79,21 @@ _UNSUPPORTED: dict[str, str] = {
 _TYPED_BY = ("type", "anyOf", "enum", "const", "$ref")
 
 
+# Keywords that assert nothing about an instance.
+_ANNOTATIONS = frozenset(
+    {
+        "title",
+        "description",
+        "default",
+        "examples",
+        "$comment",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+    }
+)
+
+
 class SchemaExportError(ValueError):
     """A tool schema cannot be expressed in the OpenAI strict subset.
 
@@ -169,6 +184,11 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     Raises:
         ValueError: On a `$ref` that is not local or points nowhere.
     """
+    # Draft 7 and older ignore every keyword next to a `$ref`: only annotations are kept then.
+    declared = schema.get("$schema")
+    legacy = isinstance(declared, str) and any(
+        d in declared for d in ("draft-07", "draft-06", "draft-04", "draft-03")
+    )
     defs: dict[str, Any] = {}
     for key in ("definitions", "$defs"):
         found = _as_dict(schema.get(key))
@@ -223,7 +243,11 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
         ref = as_dict.get("$ref")
         if isinstance(ref, str):
             key, target = resolve(ref)
-            siblings = {k: v for k, v in as_dict.items() if k != "$ref"}
+            siblings = {
+                k: v
+                for k, v in as_dict.items()
+                if k != "$ref" and (not legacy or k in _ANNOTATIONS)
+            }
             if key in stack:
                 if not siblings or key in sibling_expanded:
                     return {"$ref": f"#/$defs/{keep(key, target)}"}
