@@ -155,3 +155,21 @@ def test_draft_7_ignores_the_keywords_next_to_a_ref() -> None:
     schema.pop("$schema")
     errors, ok, _ = _run(schema, {"a": "abcdef"})
     assert errors and not ok
+
+
+def test_a_keyword_next_to_a_ref_and_in_its_target_keeps_both() -> None:
+    # 2020-12 applies a `$ref` and its siblings together: extending a base object's
+    # properties must not drop the base's.
+    schema = {
+        "$defs": {
+            "base": {
+                "type": "object",
+                "properties": {"id": {"type": "string"}},
+                "required": ["id"],
+            }
+        },
+        "$ref": "#/$defs/base",
+        "properties": {"note": {"type": "string"}},
+    }
+    assert _run(schema, {"id": "x", "note": "y"}) == ([], True, [])
+    assert _run(schema, {"note": "y"})[1:] == (False, ["missing"])

@@ -169,8 +169,10 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     """Inline every local `$ref`, keeping only those that recurse.
 
     Sibling keys next to a `$ref` (a field description, say) take priority over the keys of the
-    definition, as in `openai.lib._pydantic`. A reference to a definition that is already being
-    expanded stays a plain `{"$ref": "#/$defs/Name"}` and that definition stays under `$defs`.
+    definition, as in `openai.lib._pydantic`; an assertion that both give (`properties` next to
+    a base object's `$ref`) keeps both, in an `allOf`. A reference to a definition that is
+    already being expanded stays a plain `{"$ref": "#/$defs/Name"}` and that definition stays
+    under `$defs`.
     Any other local JSON Pointer (`#`, the whole schema, as in OpenAI's recursive examples, or
     `#/properties/a`) is followed the same way; one that recurses is kept as a reference to a
     `$defs` entry named after it.
@@ -252,7 +254,14 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
                 if not siblings or key in sibling_expanded:
                     return {"$ref": f"#/$defs/{keep(key, target)}"}
                 sibling_expanded.add(key)
-            return walk({**(_as_dict(target) or {}), **siblings}, (*stack, key))
+            body = _as_dict(target) or {}
+            if any(k in body and k not in _ANNOTATIONS for k in siblings):
+                # Both apply: a sibling must not replace the keyword of the target it repeats
+                # (`properties` next to a `$ref` to a base object), so the two go in an `allOf`.
+                notes = {k: v for k, v in siblings.items() if k in _ANNOTATIONS}
+                rest = {k: v for k, v in siblings.items() if k not in _ANNOTATIONS}
+                return walk({"allOf": [body, rest], **notes}, (*stack, key))
+            return walk({**body, **siblings}, (*stack, key))
         return {
             key: walk(value, stack)
             for key, value in as_dict.items()
