@@ -262,6 +262,40 @@ def test_ledger_stale_in_progress_policies(
         assert record.assumed
 
 
+@pytest.mark.parametrize(
+    ("policy", "outcome"),
+    [
+        ("report", "complete"),
+        ("report", "fail"),
+        ("assume_succeeded", "complete"),
+        ("assume_succeeded", "fail"),
+    ],
+)
+def test_ledger_slow_owner_records_its_outcome_over_a_stale_assumption(
+    make_ledger: LedgerFactory, clock: FakeClock, policy: str, outcome: str
+) -> None:
+    # The owner is slow, not dead: its lease ran out and a stale-claim policy settled the record
+    # by assumption, but nobody else executed. The owner's real outcome must land (no ClaimLost,
+    # which the executor reports as a possible duplicate execution).
+    ledger = make_ledger(clock)
+    first = claim(ledger, lease=30.0)
+    clock.advance(31)
+    assert claim(ledger, lease=30.0, on_stale=policy).status in ("stale", "replay")
+    if outcome == "complete":
+        ledger.complete("k", first.token, {"id": 1})
+        ledger.complete("k", first.token, {"id": 1})  # a retried finish is still a no-op
+        replay = claim(ledger, on_stale=policy)
+        assert replay.status == "replay" and replay.record.receipt_value() == {"id": 1}
+        assert not replay.record.assumed
+    else:
+        ledger.fail("k", first.token, {"type": "business_rule"})
+        replay = claim(ledger, on_stale=policy)
+        assert replay.status == "replay" and replay.record.state == "failed"
+        assert replay.record.error_value() == {"type": "business_rule"}
+    with pytest.raises(ClaimLost):  # once observed, a different outcome is refused again
+        ledger.release("k", first.token)
+
+
 def test_ledger_rejects_overlong_keys(make_ledger: LedgerFactory, clock: FakeClock) -> None:
     ledger = make_ledger(clock)
     assert claim(ledger, key="x" * 255).status == "claimed"
@@ -452,3 +486,35 @@ def test_stale_claim_through_the_executor(
     assert result.state == state and len(tool.calls) == executions
     assert ex.observer.counts["stale_in_progress"] == 1
     assert result.duplicate_execution is (policy == "assume_failed_and_retry")
+
+
+def test_slow_write_past_its_lease_is_not_reported_as_a_duplicate(clock: FakeClock) -> None:
+    # Under the default `report` policy a second call finds the first one's lease expired and
+    # answers unknown_outcome without executing: the write ran once, and its success is kept.
+    started, release = threading.Event(), threading.Event()
+    runs: list[int] = []
+
+    def slow_write(arguments: Any) -> dict[str, int]:
+        runs.append(1)
+        started.set()
+        assert release.wait(5)
+        return {"ticket": 1}
+
+    ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
+    ex.register("create_ticket", slow_write, side_effects=True, in_progress_expiry=10.0)
+    ctx = RequestContext("r", "s")
+    results: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: results.append(ex.execute(Call("create_ticket", "c", {}), ctx))
+    )
+    worker.start()
+    assert started.wait(5)
+    clock.advance(11)
+    assert ex.execute(Call("create_ticket", "c", {}), ctx).state == "unknown_outcome"
+    release.set()
+    worker.join(5)
+    first = results[0]
+    assert first.state == "ok" and not first.duplicate_execution and first.warnings == ()
+    assert ex.observer.counts["duplicate_executions"] == 0 and len(runs) == 1
+    again = ex.execute(Call("create_ticket", "c", {}), ctx)
+    assert again.state == "duplicate_suppressed" and again.value == {"ticket": 1}

@@ -76,7 +76,9 @@ class LedgerRecord:
         error: JSON text of the error payload (``failed``/``unknown``).
         retryable: For ``failed``: whether a later claim may execute again.
         executions: How many times the key was claimed for execution (> 1 means recovery).
-        assumed: True when ``succeeded`` was assumed after a stale claim, not observed.
+        assumed: True when a stale-claim policy set the state (``unknown`` under ``report``,
+            ``succeeded`` under ``assume_succeeded``), not an observed outcome; the claim's
+            owner may still record what really happened.
     """
 
     key: str
@@ -263,7 +265,9 @@ def decide_claim(
         },
         separators=(",", ":"),
     )
-    record = replace(existing, state="unknown", updated_at=now, expires_at=now + ttl, error=error)
+    record = replace(
+        existing, state="unknown", updated_at=now, expires_at=now + ttl, error=error, assumed=True
+    )
     return Claim("stale", record), record
 
 
@@ -290,17 +294,17 @@ def decide_finish(
     Raises:
         ClaimLost: If the record is gone, finished differently or owned by another token.
     """
-    if existing is not None and existing.token == token and existing.expires_at > now:
+    owned = existing is not None and existing.token == token and existing.expires_at > now
+    if existing is not None and owned and not existing.assumed:
         if state is not None and existing.state == state:
             return existing
     if state is None and existing is None:
         return None  # releasing twice: the key is free either way
-    if (
-        existing is None
-        or existing.state != "in_progress"
-        or existing.token != token
-        or existing.expires_at <= now
-    ):
+    if existing is None or not owned or (existing.state != "in_progress" and not existing.assumed):
+        # An assumed record was settled by a stale-claim policy (`report`, `assume_succeeded`)
+        # while its owner was still running, and nobody else was let in (the token did not
+        # change): what the owner observed replaces the assumption, so a side effect that ran
+        # once is recorded, not reported as a duplicate.
         raise ClaimLost(key)
     if state is None:
         return None
@@ -312,6 +316,7 @@ def decide_finish(
         receipt=receipt,
         error=error,
         retryable=retryable,
+        assumed=False,
     )
 
 

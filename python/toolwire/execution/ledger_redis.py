@@ -117,7 +117,7 @@ if ARGV[6] == 'assume_succeeded' then
   store(key, r, now)
   return {'replay', flatten(r), 1}
 end
-r.state = 'unknown'; r.updated_at = now; r.expires_at = now + ttl
+r.state = 'unknown'; r.updated_at = now; r.expires_at = now + ttl; r.assumed = 1
 r.error = '{"type":"stale_in_progress","message":"a previous execution started but never '
   .. 'recorded its outcome","claimed_at":' .. string.format('%.3f', tonumber(r.created_at) / 1000)
   .. '}'
@@ -135,15 +135,15 @@ local now = now_ms(ARGV[2])
 local r = load(key)
 if r == false then return 'corrupt' end
 if r == nil and ARGV[4] == '' then return 'ok' end
-if r ~= nil and r.token == ARGV[1] and r.state == ARGV[4] and tonumber(r.expires_at) > now then
+local owned = r ~= nil and r.token == ARGV[1] and tonumber(r.expires_at) > now
+-- assumed: settled by a stale-claim policy while the owner ran; the owner's outcome replaces it
+local assumed = owned and r.assumed == '1'
+if owned and not assumed and r.state == ARGV[4] then
   return 'ok'  -- a retried finish that already landed
 end
-if r == nil or r.state ~= 'in_progress' or r.token ~= ARGV[1]
-   or tonumber(r.expires_at) <= now then
-  return 'lost'
-end
+if not owned or (r.state ~= 'in_progress' and not assumed) then return 'lost' end
 if ARGV[4] == '' then redis.call('DEL', key); return 'ok' end
-r.state = ARGV[4]; r.updated_at = now; r.expires_at = now + tonumber(ARGV[3])
+r.state = ARGV[4]; r.updated_at = now; r.expires_at = now + tonumber(ARGV[3]); r.assumed = 0
 r.receipt = nil; r.error = nil
 if ARGV[5] ~= '' then r.receipt = ARGV[5] end
 if ARGV[6] ~= '' then r.error = ARGV[6] end
