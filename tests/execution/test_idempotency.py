@@ -54,6 +54,11 @@ def test_canonical_json_sorts_keys_and_is_compact() -> None:
         (0.1, Decimal("0.1")),
         (-0.0, 0),
         (Decimal("-0"), 0),
+        # Past the plain-notation limit an integer is spelled like the equal float/Decimal.
+        pytest.param(10**200, 1e200, id="int-float-1e200"),
+        pytest.param(10**200, Decimal("1E+200"), id="int-decimal-1e200"),
+        pytest.param(-(10**150) * 7, Decimal("-7e150"), id="int-decimal--7e150"),
+        pytest.param(12 * 10**300, 1.2e301, id="int-float-1.2e301"),
     ],
 )
 def test_equal_numbers_fingerprint_equal(left: Any, right: Any) -> None:
@@ -73,6 +78,13 @@ def test_equal_numbers_fingerprint_equal(left: Any, right: Any) -> None:
 )
 def test_different_values_fingerprint_differently(left: Any, right: Any) -> None:
     assert fingerprint({"amount": left}) != fingerprint({"amount": right})
+
+
+def test_integers_past_the_digit_limit_are_fingerprinted() -> None:
+    big = 10**5000 + 7  # str() refuses this many digits; a call with it must still run
+    assert canonical_json(big) == "1" + "0" * 4999 + "7"
+    assert fingerprint({"n": big}) != fingerprint({"n": big + 1})
+    assert canonical_json(10**101 + 1) == str(10**101 + 1)
 
 
 def test_decimal_is_exact_not_via_float() -> None:
@@ -453,6 +465,16 @@ def test_business_rejection_is_replayed_not_re_executed(clock: FakeClock) -> Non
     second = ex.execute(Call("w", "c", {}), ctx)
     assert first.state == "downstream_failed" and second.state == "duplicate_suppressed"
     assert second.error == first.error and not second.ok and calls == 1
+
+
+def test_a_large_number_spelled_as_integer_or_exponent_is_one_argument(clock: FakeClock) -> None:
+    # A dict tool gets json.loads values: "1e200" is a float, 1 and 200 zeros an int.
+    ex, tool = writer(clock)
+    ctx = RequestContext("r", "s")
+    first = ex.execute(Call("create_ticket", "c", json.loads('{"n": 1e200}')), ctx)
+    again = ex.execute(Call("create_ticket", "c", json.loads('{"n": 1%s}' % ("0" * 200))), ctx)
+    assert first.state == "ok" and again.state == "duplicate_suppressed"
+    assert first.args_hash == again.args_hash and len(tool.calls) == 1
 
 
 def test_missing_call_id_falls_back_to_argument_fingerprint(clock: FakeClock) -> None:

@@ -32,6 +32,8 @@ __all__ = ["KEY_VERSION", "canonical_json", "derive_key", "fingerprint"]
 KEY_VERSION = "toolwire.v1"
 _SEP = "\x1f"  # unit separator: cannot be confused with text inside an id
 _PLAIN_EXPONENT = 100
+# Integers below this have at most _PLAIN_EXPONENT trailing zeros: str() is their canonical form.
+_PLAIN_INT = 10 ** (_PLAIN_EXPONENT + 1)
 
 
 def _number(value: Decimal) -> str:
@@ -70,7 +72,9 @@ def _encode(value: Any, out: list[str]) -> None:
     elif isinstance(value, str):
         out.append(json.dumps(value, ensure_ascii=False))
     elif isinstance(value, int):
-        out.append(str(value))
+        # A larger integer is written like the equal float or Decimal ("1e200"), and without
+        # str(), which refuses integers past CPython's 4,300-digit limit.
+        out.append(str(value) if -_PLAIN_INT < value < _PLAIN_INT else _number(Decimal(value)))
     elif isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             out.append(_number(Decimal(value)))
