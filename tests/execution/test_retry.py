@@ -154,6 +154,19 @@ def test_huge_retry_after_attribute_is_classified_and_payload_is_json() -> None:
     assert body["error"]["type"] == "rate_limited"
 
 
+@pytest.mark.parametrize("millis", ["inf", "1e400", "nan", "-inf"])
+def test_non_finite_retry_after_ms_is_unreadable_and_payload_is_json(millis: str) -> None:
+    # OpenAI-style millisecond header: unreadable values fall back to Retry-After, like the
+    # standard header's own unreadable values, and never reach the model as `Infinity`.
+    headers = {"retry-after-ms": millis, "retry-after": "4"}
+    assert classify(openai_status(429, headers), now=NOW).retry_after == 4.0
+    assert classify(openai_status(429, {"retry-after-ms": millis}), now=NOW).retry_after is None
+    ex = Executor({"t": _raise(http_status(429, {"retry-after-ms": millis}))}, clock=FakeClock())
+    result = ex.execute(Call("t", "c", {}))
+    body = json.loads(result.content(), parse_constant=_reject_constant)
+    assert body["error"]["type"] == "rate_limited" and "retry_after" not in body["error"]
+
+
 def _raise(exc: BaseException) -> Callable[[Any], Any]:
     def tool(args: Any) -> Any:
         raise exc

@@ -191,9 +191,11 @@ def _retry_after_of(exc: BaseException, *, now: float) -> float | None:
         millis = _header(headers, "retry-after-ms")
         if millis is not None:
             try:
-                return max(0.0, float(millis) / 1000.0)
+                seconds = _seconds(float(millis) / 1000.0)
             except ValueError:
-                pass
+                seconds = None
+            if seconds is not None:
+                return seconds
         parsed = parse_retry_after(_header(headers, "retry-after"), now=now)
         if parsed is not None:
             return parsed
