@@ -274,6 +274,28 @@ def test_ledger_stale_in_progress_policies(
         assert record.assumed
 
 
+@pytest.mark.parametrize("policy", ["report", "assume_succeeded", "assume_failed_and_retry"])
+def test_ledger_stale_claim_outlives_a_ttl_shorter_than_its_lease(
+    make_ledger: LedgerFactory, clock: FakeClock, policy: str
+) -> None:
+    # A crashed claim must reach the stale policy, not vanish with the retention and come back
+    # as a fresh claim that executes the write again unnoticed.
+    ledger = make_ledger(clock)
+    claim(ledger, lease=60.0, ttl=30.0)
+    clock.advance(61)
+    stale = claim(ledger, lease=60.0, ttl=30.0, on_stale=policy)
+    assert stale.status != "claimed" or stale.recovered
+    assert stale.record.executions == (2 if policy == "assume_failed_and_retry" else 1)
+    clock.advance(29)  # the settled record then lives for its TTL
+    assert ledger.get("k") is not None
+    # A claim re-taken after a retryable failure, whose worker then crashes, is found stale too.
+    first = claim(ledger, key="r", lease=60.0, ttl=30.0)
+    ledger.fail("r", first.token, {"type": "rate_limited"}, retryable=True, ttl=30.0)
+    assert claim(ledger, key="r", lease=60.0, ttl=30.0).status == "claimed"
+    clock.advance(61)
+    assert claim(ledger, key="r", lease=60.0, ttl=30.0).status == "stale"
+
+
 @pytest.mark.parametrize(
     ("policy", "outcome"),
     [
@@ -540,3 +562,16 @@ def test_slow_write_past_its_lease_is_not_reported_as_a_duplicate(clock: FakeClo
     assert ex.observer.counts["duplicate_executions"] == 0 and len(runs) == 1
     again = ex.execute(Call("create_ticket", "c", {}), ctx)
     assert again.state == "duplicate_suppressed" and again.value == {"ticket": 1}
+
+
+def test_crashed_write_with_short_retention_is_reported_not_rerun(clock: FakeClock) -> None:
+    ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False, record_ttl=30.0)
+    runs: list[int] = []
+    ex.register("w", lambda _: runs.append(1), side_effects=True, in_progress_expiry=60.0)
+    key = derive_key(tool="w", session_id="s", call_id="c")
+    # A worker claimed, ran the side effect and crashed before recording it.
+    ex.ledger.claim(key, fingerprint=fingerprint({}), tool="w", lease=60.0, ttl=30.0)
+    clock.advance(61)
+    result = ex.execute(Call("w", "c", {}), RequestContext("r", "s"))
+    assert result.state == "unknown_outcome" and runs == []
+    assert ex.observer.counts["stale_in_progress"] == 1

@@ -8,9 +8,11 @@ Record life cycle::
                           |    \\--release----> (none)      (nothing ran; the key is free again)
                           \\--lease expired--> stale: the tool's ``on_stale_in_progress`` policy
 
-Retention: a record expires ``ttl`` seconds after its last change (default 24 h); a claim that
-finds an expired record treats the key as new, so a replay after the TTL executes again. This is
-the documented trade-off of every TTL-based idempotency store (Stripe, Powertools).
+Retention: a record expires ``ttl`` seconds after its last change (default 24 h), an
+``in_progress`` record ``ttl`` seconds after its lease ends, so a crashed claim is always found
+stale and handled by the stale policy, however short the TTL; a claim that finds an expired record
+treats the key as new, so a replay after the TTL executes again. This is the documented trade-off
+of every TTL-based idempotency store (Stripe, Powertools).
 
 Every backend applies the same decision rules; memory and SQLite share ``decide_claim`` and
 ``decide_finish`` below, and Redis runs the same rules in a Lua script.
@@ -212,7 +214,7 @@ def decide_claim(
             created_at=now,
             updated_at=now,
             lease_expires_at=now + lease,
-            expires_at=now + max(ttl, lease),
+            expires_at=now + lease + ttl,
         )
         return Claim("claimed", record, token), record
     if existing.fingerprint != fingerprint:
@@ -233,7 +235,7 @@ def decide_claim(
             token=token,
             updated_at=now,
             lease_expires_at=now + lease,
-            expires_at=max(existing.expires_at, now + lease),
+            expires_at=max(existing.expires_at, now + lease + ttl),
             error=None,
             retryable=False,
             executions=existing.executions + 1,
@@ -248,7 +250,7 @@ def decide_claim(
             token=token,
             updated_at=now,
             lease_expires_at=now + lease,
-            expires_at=max(existing.expires_at, now + lease),
+            expires_at=max(existing.expires_at, now + lease + ttl),
             executions=existing.executions + 1,
         )
         return Claim("claimed", record, token, recovered=True), record

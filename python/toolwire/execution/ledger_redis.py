@@ -86,7 +86,7 @@ if r == false then return {'corrupt', {}, 0} end
 if r == nil or tonumber(r.expires_at) <= now then
   r = {state = 'in_progress', fingerprint = ARGV[1], tool = ARGV[2], token = ARGV[3],
        created_at = now, updated_at = now, lease_expires_at = now + lease,
-       expires_at = now + math.max(ttl, lease), retryable = 0, executions = 1, assumed = 0}
+       expires_at = now + lease + ttl, retryable = 0, executions = 1, assumed = 0}
   store(key, r, now)
   return {'claimed', flatten(r), 0}
 end
@@ -99,7 +99,7 @@ if r.state == 'failed' then
   if r.retryable ~= '1' then return {'replay', flatten(r), 0} end
   r.state = 'in_progress'; r.token = ARGV[3]; r.updated_at = now
   r.lease_expires_at = now + lease
-  r.expires_at = math.max(tonumber(r.expires_at), now + lease)
+  r.expires_at = math.max(tonumber(r.expires_at), now + lease + ttl)
   r.error = nil; r.retryable = 0; r.executions = tonumber(r.executions or '1') + 1
   store(key, r, now)
   return {'claimed', flatten(r), 0}
@@ -107,7 +107,7 @@ end
 if tonumber(r.lease_expires_at) > now then return {'in_progress', flatten(r), 0} end
 if ARGV[6] == 'assume_failed_and_retry' then
   r.token = ARGV[3]; r.updated_at = now; r.lease_expires_at = now + lease
-  r.expires_at = math.max(tonumber(r.expires_at), now + lease)
+  r.expires_at = math.max(tonumber(r.expires_at), now + lease + ttl)
   r.executions = tonumber(r.executions or '1') + 1
   store(key, r, now)
   return {'claimed', flatten(r), 1}
