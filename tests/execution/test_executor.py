@@ -500,6 +500,41 @@ def test_execute_all_one_result_per_call_in_order(workers: int | None) -> None:
     assert [r.value for r in results if r.ok] == [1, 3, 5]  # failures roll nothing back
 
 
+@pytest.mark.parametrize("workers", [None, 4])
+def test_execute_all_answers_a_sync_tool_that_raised_cancelled_error(workers: int | None) -> None:
+    # A sync tool running its own event loop can raise CancelledError; nobody cancelled the
+    # synchronous caller, so every call still gets its result (a write: unknown outcome).
+    runs: list[str] = []
+
+    def inner_cancelled(args: Any) -> None:
+        runs.append(args["n"])
+
+        async def work() -> None:
+            raise asyncio.CancelledError
+
+        asyncio.run(work())
+
+    ex = mixed_executor()
+    ex.register("cancelled", inner_cancelled)
+    ex.register("cancelled_write", inner_cancelled, side_effects=True)
+    calls = [*CALLS, Call("cancelled", "f", {"n": "f"}), Call("cancelled_write", "g", {"n": "g"})]
+    results = ex.execute_all([calls[5], *calls[:5], calls[6]], max_workers=workers)
+    assert [r.call_id for r in results] == ["f", "a", "b", "c", "d", "e", "g"]
+    assert [r.state for r in results] == [
+        "downstream_failed",
+        "ok",
+        "downstream_failed",
+        "ok",
+        "tool_unavailable",
+        "ok",
+        "unknown_outcome",
+    ]
+    assert results[0].error is not None and results[0].error["type"] == "cancelled"
+    assert sorted(runs) == ["f", "g"] and ex.observer.counts["calls"] == 7
+    again = ex.execute(Call("cancelled_write", "g", {"n": "g"}))
+    assert again.state == "unknown_outcome" and sorted(runs) == ["f", "g"]
+
+
 async def test_aexecute_all_one_result_per_call_in_order() -> None:
     ex = mixed_executor()
 

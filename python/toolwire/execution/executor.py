@@ -589,6 +589,18 @@ class Executor:
             TypeError: If the tool is async (use ``aexecute``).
             KeyboardInterrupt: Propagated after recording the call.
         """
+        return self._execute(call, context, parse_time, validation_time, coercions)
+
+    def _execute(
+        self,
+        call: ValidatedCall,
+        context: RequestContext | None,
+        parse_time: float | None = None,
+        validation_time: float | None = None,
+        coercions: int | None = None,
+        *,
+        settle_cancel: bool = False,
+    ) -> ExecutionResult:
         spec = self._tools.get(call.tool)
         if call.ok and spec is not None and spec.is_async:
             raise TypeError(f"tool {spec.name!r} is async; use Executor.aexecute")
@@ -613,7 +625,11 @@ class Executor:
                 with attempt:
                     value = self._attempt_sync(run)
         except BaseException as exc:
-            return self._settle_failure(run, exc)
+            # Nothing cancels a synchronous call from outside: a CancelledError came from the
+            # tool (an event loop it ran). With `settle_cancel` it ends the call with its result
+            # (for a write: unknown_outcome) instead of losing the other calls' results.
+            own = settle_cancel and isinstance(exc, asyncio.CancelledError)
+            return self._settle_failure(run, exc, reraise=not own)
         return self._settle_success(run, value)
 
     async def aexecute(
@@ -747,7 +763,7 @@ class Executor:
 
     def _execute_guarded(self, call: ValidatedCall, ctx: RequestContext) -> ExecutionResult:
         try:
-            return self.execute(call, ctx)
+            return self._execute(call, ctx, settle_cancel=True)
         except Exception as exc:
             return self._internal_error(call, exc)
 
