@@ -214,3 +214,30 @@ def test_refused_outcomes_do_not_share_the_hash_of_empty_arguments() -> None:
     assert [r.state for r in results] == ["validation_failed", "validation_failed"]
     empty = hashlib.sha256(b"").hexdigest()
     assert all(r.args_hash != empty for r in results)
+
+
+@pytest.mark.parametrize("workers", [None, 2])
+def test_execute_all_records_a_call_that_raised_instead_of_settling(
+    otel: tuple[FakeTracer, FakeMeter],
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+    workers: int | None,
+) -> None:
+    tracer, _ = otel
+    ex = observed(otel, clock)
+
+    async def async_read(args: Any) -> str:  # execute_all is synchronous: this call cannot run
+        return "never"
+
+    ex.register("async_read", async_read)
+    calls = [Call("read", "c1", {}), Call("async_read", "c2", {}), Call("read", "c3", {})]
+    with caplog.at_level(logging.INFO, logger="toolwire.execution"):
+        results = ex.execute_all(calls, RequestContext("req-1", "s"), max_workers=workers)
+    assert [r.state for r in results] == ["ok", "downstream_failed", "ok"]
+    logged = [r.__dict__["toolwire"] for r in caplog.records if hasattr(r, "toolwire")]
+    assert sorted(record["call_id"] for record in logged) == ["c1", "c2", "c3"]
+    (raised,) = [record for record in logged if record["call_id"] == "c2"]
+    assert set(raised) == RECORD_KEYS and raised["request_id"] == "req-1"
+    assert raised["state"] == "downstream_failed" and raised["error_type"] == "internal_error"
+    assert ex.observer.counts["calls"] == 3
+    assert len(tracer.spans) == 3 and all(span.ended for span in tracer.spans)

@@ -756,7 +756,10 @@ class Executor:
             elif isinstance(outcome, KeyboardInterrupt | SystemExit):
                 raise outcome
             else:
-                results.append(self._internal_error(call, outcome))
+                # A CancelledError left the call after its record was made (or while the
+                # caller was being cancelled); anything else ended it before that.
+                record = not isinstance(outcome, asyncio.CancelledError)
+                results.append(self._internal_error(call, outcome, ctx, record=record))
         return results
 
     # ---- phases ---------------------------------------------------------------------------
@@ -765,22 +768,39 @@ class Executor:
         try:
             return self._execute(call, ctx, settle_cancel=True)
         except Exception as exc:
-            return self._internal_error(call, exc)
+            return self._internal_error(call, exc, ctx, record=True)
 
-    def _internal_error(self, call: ValidatedCall, exc: BaseException) -> ExecutionResult:
+    def _internal_error(
+        self, call: ValidatedCall, exc: BaseException, ctx: RequestContext, *, record: bool
+    ) -> ExecutionResult:
+        """The result of a call that raised instead of settling (e.g. an async tool handed to
+        ``execute_all``); with ``record``, also its observability record, which it never got."""
         kind = "cancelled" if isinstance(exc, asyncio.CancelledError) else "internal_error"
         _log.error("toolwire: call %s (%s) raised %r", call.call_id, call.tool, exc)
+        error: dict[str, Any] = {
+            "type": kind,
+            "message": "the call was cancelled"
+            if kind == "cancelled"
+            else "the call could not be run because of an internal error",
+            "retryable": False,
+        }
+        if record:
+            run = _Run(
+                spec=ToolSpec(_missing_tool, name=call.tool),
+                call=call,
+                context=ctx,
+                arguments=None,
+                args_hash="",
+                key=None,
+                started=self.clock.monotonic(),
+                span=self.observer.start_span(call.tool, call.call_id),
+                parse_time=None,
+                validation_time=None,
+                coercions=0,
+            )
+            return self._finish(run, "downstream_failed", error=error)
         return ExecutionResult(
-            call_id=call.call_id,
-            tool=call.tool,
-            state="downstream_failed",
-            error={
-                "type": kind,
-                "message": "the call was cancelled"
-                if kind == "cancelled"
-                else "the call could not be run because of an internal error",
-                "retryable": False,
-            },
+            call_id=call.call_id, tool=call.tool, state="downstream_failed", error=error
         )
 
     def _prepare(
