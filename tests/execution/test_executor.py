@@ -19,6 +19,7 @@ import pytest
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from toolwire.execution import (
+    BreakerConfig,
     BusinessRuleError,
     Call,
     Claim,
@@ -699,3 +700,24 @@ def test_fake_clock_sleeps_are_recorded() -> None:
     clock = FakeClock()
     clock.sleep(2.0)
     assert clock.sleeps == [2.0] and clock.monotonic() == 1002.0
+
+
+async def test_sync_wrapper_around_an_async_write_under_execute_runs_nothing() -> None:
+    # A lambda around an async function looks synchronous; under execute() its coroutine is
+    # closed unstarted. That is no attempt: the key stays free for aexecute, which runs it once.
+    runs: list[int] = []
+
+    async def charge(args: Any) -> str:
+        runs.append(args["amount"])
+        return "charged"
+
+    breaker = BreakerConfig(minimum_calls=1, window_size=1)
+    ex = Executor(ledger=MemoryLedger(), breaker=breaker)
+    ex.register("charge", lambda args: charge(args), side_effects=True)
+    misused = ex.execute(Call("charge", "c", {"amount": 5}))
+    assert misused.state == "downstream_failed" and misused.attempts == 0 and runs == []
+    assert not misused.duplicate_execution
+    breaker_for = ex.breaker_for("charge")
+    assert breaker_for is not None and breaker_for.state == "closed"
+    result = await ex.aexecute(Call("charge", "c", {"amount": 5}))
+    assert result.state == "ok" and result.value == "charged" and runs == [5]

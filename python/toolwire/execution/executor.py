@@ -1112,12 +1112,6 @@ class Executor:
         started = self.clock.monotonic()
         try:
             value = _call_with_timeout(self._invoker(run, timeout), timeout, run.spec.name)
-            if inspect.isawaitable(value):
-                # e.g. a lambda or partial around an async function: the work has not run.
-                close = getattr(value, "close", None)
-                if callable(close):
-                    close()
-                raise TypeError(f"tool {run.spec.name!r} returned an awaitable; use aexecute")
         except _AttemptTimeout as exc:
             err: BaseException = DeadlineExceeded(str(exc)) if by_deadline else exc
             self._end_attempt(run, permit, started, err)
@@ -1125,6 +1119,19 @@ class Executor:
         except BaseException as exc:
             self._end_attempt(run, permit, started, exc)
             raise
+        if inspect.isawaitable(value):
+            # e.g. a lambda or partial around an async function: its work never started, so
+            # this was no attempt. Nothing may have taken effect (a write's claim is released,
+            # not recorded as an unknown outcome) and the tool's health is not in question.
+            close = getattr(value, "close", None)
+            if callable(close):
+                close()
+            run.attempts -= 1
+            run.in_flight = False
+            breaker = self.breaker_for(run.spec.name)
+            if breaker is not None and permit is not None:
+                breaker.release(permit)
+            raise TypeError(f"tool {run.spec.name!r} returned an awaitable; use aexecute")
         self._end_attempt(run, permit, started, None)
         return value
 
