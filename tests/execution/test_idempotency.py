@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import threading
@@ -157,6 +158,27 @@ def test_separator_cannot_be_forged() -> None:
     assert derive_key(tool="t", session_id="a", call_id="b\x1fc") != derive_key(
         tool="t", session_id="a\x1fb", call_id="c"
     )
+    # The separator moved across the tool name, which sits between session and call id.
+    assert derive_key(tool="x", session_id="s\x1fw", call_id="c") != derive_key(
+        tool="w", session_id="s", call_id="x\x1fc"
+    )
+    assert derive_key(
+        tool="t", session_id="s\x1fr", request_id="", arguments_fingerprint="f"
+    ) != derive_key(tool="t", session_id="s", request_id="r\x1f", arguments_fingerprint="f")
+    # Keys of ordinary ids keep their value (records already in a ledger stay reachable).
+    plain = "\x1f".join(["toolwire.v1", "", "call", "s1", "pay", "call_1"])
+    assert derive_key(tool="pay", session_id="s1", call_id="call_1") == (
+        hashlib.sha256(plain.encode()).hexdigest()
+    )
+
+
+def test_a_forged_call_id_does_not_replay_another_tools_result(clock: FakeClock) -> None:
+    ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
+    ex.register("refund", lambda args: {"refunded": 100}, side_effects=True)
+    ex.register("lookup", lambda args: {"found": "own data"}, side_effects=True)
+    ex.execute(Call("refund", "lookup\x1fc1", {}), RequestContext("r", "alice"))
+    result = ex.execute(Call("lookup", "c1", {}), RequestContext("r", "alice\x1frefund"))
+    assert result.state == "ok" and result.value == {"found": "own data"}
 
 
 # ---- ledger contract, every backend ---------------------------------------------------------

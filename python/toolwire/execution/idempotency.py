@@ -30,7 +30,7 @@ from pydantic_core import to_jsonable_python
 __all__ = ["KEY_VERSION", "canonical_json", "derive_key", "fingerprint"]
 
 KEY_VERSION = "toolwire.v1"
-_SEP = "\x1f"  # unit separator: cannot be confused with text inside an id
+_SEP = "\x1f"  # unit separator between the parts of a key
 _PLAIN_EXPONENT = 100
 # Integers below this have at most _PLAIN_EXPONENT trailing zeros: str() is their canonical form.
 _PLAIN_INT = 10 ** (_PLAIN_EXPONENT + 1)
@@ -179,4 +179,10 @@ def derive_key(
             tool,
             arguments_fingerprint or "",
         ]
+    if any(_SEP in part for part in parts):
+        # An id holding the separator would let two different sets of parts join to one text
+        # (session "s\x1fw" + tool "x" and session "s" + tool "w", call "x\x1f..."): such parts
+        # are written as a JSON array, which escapes it and cannot equal a plain join (that
+        # starts with KEY_VERSION). Keys of ordinary ids are unchanged.
+        return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
     return hashlib.sha256(_SEP.join(parts).encode("utf-8")).hexdigest()
