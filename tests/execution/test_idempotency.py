@@ -172,6 +172,18 @@ def test_separator_cannot_be_forged() -> None:
     )
 
 
+def test_lone_surrogates_in_ids_and_arguments_are_keyed_not_raised(clock: FakeClock) -> None:
+    # json.loads accepts "\ud800": a Call built from it must still run once and replay.
+    ex, tool = writer(clock)
+    ctx = RequestContext("r", "s")
+    call = Call("create_ticket", "call_\ud800", json.loads('{"t": "a\\ud800"}'))
+    first = ex.execute(call, ctx)
+    assert first.state == "ok" and ex.execute(call, ctx).state == "duplicate_suppressed"
+    other = ex.execute(Call("create_ticket", "call_\udc00", {"t": "a\udc00"}), ctx)
+    assert other.state == "ok" and len(tool.calls) == 2
+    assert fingerprint({"t": "\ud83d\ude00"}) != fingerprint({"t": "\U0001f600"})
+
+
 def test_a_forged_call_id_does_not_replay_another_tools_result(clock: FakeClock) -> None:
     ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
     ex.register("refund", lambda args: {"refunded": 100}, side_effects=True)

@@ -132,7 +132,13 @@ def canonical_json(value: Any) -> str:
 
 def fingerprint(arguments: Any) -> str:
     """Return the sha256 hex digest of ``canonical_json(arguments)`` (64 characters)."""
-    return hashlib.sha256(canonical_json(arguments).encode("utf-8")).hexdigest()
+    return hashlib.sha256(_utf8(canonical_json(arguments))).hexdigest()
+
+
+def _utf8(text: str) -> bytes:
+    # A lone surrogate (json.loads accepts "\ud800") is written as its 3-byte form, which no
+    # valid text encodes to: still one digest per text, and no UnicodeEncodeError.
+    return text.encode("utf-8", "surrogatepass")
 
 
 def derive_key(
@@ -185,4 +191,4 @@ def derive_key(
         # are written as a JSON array, which escapes it and cannot equal a plain join (that
         # starts with KEY_VERSION). Keys of ordinary ids are unchanged.
         return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
-    return hashlib.sha256(_SEP.join(parts).encode("utf-8")).hexdigest()
+    return hashlib.sha256(_utf8(_SEP.join(parts))).hexdigest()
