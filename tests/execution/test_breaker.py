@@ -138,6 +138,18 @@ def test_count_window_slides_by_calls(clock: FakeClock) -> None:
     assert b.state == "open"
 
 
+def test_count_window_smaller_than_the_minimum_still_trips(clock: FakeClock) -> None:
+    # The window never holds more than window_size calls; a larger minimum_calls (20 by
+    # default) would keep the breaker closed through any number of failures. As in
+    # resilience4j, a count window caps the minimum at its size.
+    b = CircuitBreaker("t", BreakerConfig(window_size=10), clock=clock)
+    for _ in range(9):
+        call(b, failure=True)
+    assert b.state == "closed"
+    call(b, failure=True)
+    assert b.state == "open"
+
+
 def test_time_window_slides_by_seconds(clock: FakeClock) -> None:
     b = breaker("time", clock, window_size=10, minimum_calls=10)
     for _ in range(9):

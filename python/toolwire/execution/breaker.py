@@ -38,7 +38,8 @@ class BreakerConfig:
         slow_call_duration: A call at least this long (seconds) is slow.
         window_type: ``count`` (last ``window_size`` calls) or ``time`` (last ``window_size`` s).
         window_size: Calls or seconds in the sliding window.
-        minimum_calls: No decision before this many calls are in the window.
+        minimum_calls: No decision before this many calls are in the window (for a count
+            window, at most ``window_size``: the window never holds more, as in resilience4j).
         open_duration: Base seconds to stay open before probing.
         open_jitter: Open duration is multiplied by a uniform factor in ``1 +- open_jitter``.
         half_open_probes: Calls let through while half-open; all must succeed to close.
@@ -185,6 +186,12 @@ class CircuitBreaker:
             if self.config.window_type == "count"
             else _TimeWindow(self.config.window_size)
         )
+        # A count window holds at most window_size calls: a larger minimum would never be met.
+        self._minimum_calls = (
+            min(self.config.minimum_calls, self.config.window_size)
+            if self.config.window_type == "count"
+            else self.config.minimum_calls
+        )
         self._state: BreakerState = "closed"
         self._epoch = 0
         self._open_until: float | None = None
@@ -253,7 +260,7 @@ class CircuitBreaker:
             if self._state == "closed":
                 w = self._window
                 w.add(failure, slow, now)
-                if w.calls >= cfg.minimum_calls and (
+                if w.calls >= self._minimum_calls and (
                     w.failures >= cfg.failure_rate_threshold * w.calls
                     or w.slow >= cfg.slow_call_rate_threshold * w.calls
                 ):
