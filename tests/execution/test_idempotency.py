@@ -10,6 +10,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -609,3 +610,34 @@ def test_crashed_write_with_short_retention_is_reported_not_rerun(clock: FakeClo
     result = ex.execute(Call("w", "c", {}), RequestContext("r", "s"))
     assert result.state == "unknown_outcome" and runs == []
     assert ex.observer.counts["stale_in_progress"] == 1
+
+
+def test_default_lease_covers_retries_that_honour_retry_after(clock: FakeClock) -> None:
+    # Two 429s asking for 29 s each (under max_retry_after), attempts near their 5 s timeout:
+    # the owner is still within its retry policy, so an identical call must see it in progress
+    # rather than a stale claim (which assume_failed_and_retry would execute a second time).
+    request = httpx.Request("POST", "http://127.0.0.1/")
+    runs: list[str] = []
+    ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
+    ctx = RequestContext("r", "s")
+
+    def charge(args: Any) -> str:
+        runs.append("attempt")
+        clock.advance(4.9)
+        if len(runs) < 3:
+            limited = httpx.Response(429, headers={"Retry-After": "29"}, request=request)
+            raise httpx.HTTPStatusError("429", request=request, response=limited)
+        if len(runs) == 3:
+            runs.append(ex.execute(Call("charge", "c", {}), ctx).state)
+        return "charged"
+
+    ex.register(
+        "charge",
+        charge,
+        side_effects=True,
+        timeout=5.0,
+        on_stale_in_progress="assume_failed_and_retry",
+    )
+    result = ex.execute(Call("charge", "c", {}), ctx)
+    assert result.state == "ok" and result.attempts == 3 and not result.duplicate_execution
+    assert runs == ["attempt", "attempt", "attempt", "in_progress"] and clock.sleeps == [29, 29]

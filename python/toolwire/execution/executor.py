@@ -204,7 +204,8 @@ class ToolSpec:
             of session + ``tool_call_id``.
         timeout: Seconds per attempt (``None``: no timeout).
         in_progress_expiry: Seconds after which an unfinished claim is stale. Default: long
-            enough for every attempt and backoff, plus a margin.
+            enough for every attempt and wait (backoff or honoured ``Retry-After``), plus a
+            margin.
         on_stale_in_progress: What a later call does with a stale claim: ``report`` (mark it
             ``unknown`` and say so; the default, nothing runs twice), ``assume_failed_and_retry``
             (execute again; only for tools whose downstream dedupes on the key) or
@@ -879,7 +880,10 @@ class Executor:
             return spec.in_progress_expiry
         per_attempt = spec.timeout if spec.timeout is not None else 60.0
         attempts = self.retry.max_attempts
-        return per_attempt * attempts + self.retry.backoff_max * (attempts - 1) + 30.0
+        # A wait between attempts is the backoff or, if longer, the server's Retry-After, which
+        # is honoured up to max_retry_after.
+        wait = max(self.retry.backoff_max, self.retry.max_retry_after)
+        return per_attempt * attempts + wait * (attempts - 1) + 30.0
 
     def _ttl(self, spec: ToolSpec) -> float:
         return spec.record_ttl if spec.record_ttl is not None else self.record_ttl
