@@ -402,6 +402,27 @@ def test_deadline_stops_retries_whose_wait_would_pass_it(clock: FakeClock) -> No
     assert result.error["stopped"] == "deadline"
 
 
+class LateWakingClock(FakeClock):
+    """Sleeps end a second late, as on a loaded event loop or machine."""
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds + 1.0)
+
+
+def test_write_whose_deadline_passes_during_backoff_stays_retryable_in_the_ledger() -> None:
+    # The 503 did not take effect and the retry never started: the key must not be stuck on a
+    # non-retryable "deadline exceeded" for the retention period.
+    clock = LateWakingClock()
+    tool = Flaky(http_status(503, {"Retry-After": "2"}))
+    ex = executor_with(tool, clock, side_effects=True)
+    late = RequestContext("r", "s", deadline=clock.monotonic() + 2.5)
+    first = ex.execute(Call("t", "c", {}), late)
+    assert first.state == "downstream_failed" and tool.calls == 1
+    assert first.error is not None and first.error["type"] == "deadline_exceeded"
+    again = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert again.state == "ok" and tool.calls == 2
+
+
 def test_per_attempt_timeout_is_retried_for_reads() -> None:
     calls = 0
 

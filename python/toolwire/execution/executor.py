@@ -1259,7 +1259,9 @@ class Executor:
             self._release_quietly(run)
             state = "downstream_failed"
         else:
-            retryable = cls.retryable
+            # Not in flight: a deadline that passed before the next attempt started; the
+            # attempts made failed without taking effect, so a later call may run the write.
+            retryable = cls.retryable or cls.kind == "deadline_exceeded"
             self._ledger_op(
                 run,
                 lambda ledger, key, token: ledger.fail(
