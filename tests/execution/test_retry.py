@@ -91,6 +91,69 @@ TABLE: list[tuple[Callable[[], BaseException], str, bool, bool]] = [
 ]
 
 
+# requests' and urllib3's shapes, by name (the classifier imports neither): requests raises its
+# own ConnectionError, an OSError that is not the builtin one, around urllib3's error; urllib3's
+# MaxRetryError keeps the last error in `reason`.
+class RequestException(OSError):
+    pass
+
+
+# Named like requests' class without shadowing the builtin in this module.
+RequestsConnectionError = type("ConnectionError", (RequestException,), {})
+
+
+class HTTPError(Exception):  # urllib3.exceptions.HTTPError
+    pass
+
+
+class ProtocolError(HTTPError):
+    pass
+
+
+class ConnectTimeoutError(HTTPError):
+    pass
+
+
+class NewConnectionError(ConnectTimeoutError):
+    pass
+
+
+class MaxRetryError(HTTPError):
+    def __init__(self, reason: BaseException) -> None:
+        super().__init__("Max retries exceeded")
+        self.reason = reason
+
+
+REQUESTS_TABLE: list[tuple[Callable[[], BaseException], bool]] = [
+    # connection refused: nothing was sent, so a write may be retried too
+    (lambda: RequestsConnectionError(MaxRetryError(NewConnectionError("refused"))), False),
+    # reset after the request went out
+    (
+        lambda: RequestsConnectionError(
+            ProtocolError("Connection aborted.", ConnectionResetError())
+        ),
+        True,
+    ),
+    (lambda: RequestsConnectionError("no wrapped error"), True),
+]
+
+
+@pytest.mark.parametrize(("make", "ambiguous"), REQUESTS_TABLE)
+def test_requests_connection_errors_are_retried(
+    make: Callable[[], BaseException], ambiguous: bool
+) -> None:
+    c = classify(make(), now=NOW)
+    assert (c.kind, c.retryable, c.ambiguous) == ("connection_error", True, ambiguous)
+
+
+def test_a_wrapped_connection_error_alone_does_not_make_a_failure_retryable() -> None:
+    class ToolFailed(Exception):
+        pass
+
+    c = classify(ToolFailed(MaxRetryError(NewConnectionError("refused"))), now=NOW)
+    assert (c.kind, c.retryable) == ("unknown_error", False)
+
+
 @pytest.mark.parametrize(("make", "kind", "retryable", "ambiguous"), TABLE)
 def test_classification_table(
     make: Callable[[], BaseException], kind: str, retryable: bool, ambiguous: bool

@@ -97,6 +97,7 @@ _TIMEOUTS = frozenset(
 )
 _CONNECTION = frozenset(
     {
+        "ConnectionError",  # requests' own class (an OSError, not the builtin ConnectionError)
         "RemoteProtocolError",
         "ReadError",
         "WriteError",
@@ -206,6 +207,22 @@ def _names(exc: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(exc).__mro__}
 
 
+def _wrapped_names(exc: BaseException) -> set[str]:
+    """Class names of the errors a client wrapped in ``exc``: requests raises its
+    ``ConnectionError(urllib3_error)``, and urllib3's ``MaxRetryError`` keeps the last error
+    in ``reason``."""
+    names: set[str] = set()
+    args = exc.args
+    inner = args[0] if args and isinstance(args[0], BaseException) else None
+    for _ in range(2):
+        if inner is None:
+            break
+        names |= _names(inner)
+        reason = getattr(inner, "reason", None)
+        inner = reason if isinstance(reason, BaseException) else None
+    return names
+
+
 def classify(exc: BaseException, *, now: float) -> Classification:
     """Classify one failed attempt.
 
@@ -250,5 +267,7 @@ def classify(exc: BaseException, *, now: float) -> Classification:
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or names & _TIMEOUTS:
         return Classification("timeout", retryable=True, ambiguous=True)
     if isinstance(exc, ConnectionError) or names & _CONNECTION:
-        return Classification("connection_error", retryable=True, ambiguous=True)
+        # A connection that could not be made (wrapped by the client) sent nothing.
+        not_sent = _wrapped_names(exc) & (_NOT_SENT_CONNECTION | _NOT_SENT_TIMEOUTS)
+        return Classification("connection_error", retryable=True, ambiguous=not not_sent)
     return Classification("unknown_error", retryable=False, ambiguous=True)
