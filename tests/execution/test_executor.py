@@ -621,6 +621,33 @@ def test_claim_landing_after_cancel_is_released_even_when_the_loop_ends(tmp_path
     assert result.state == "ok" and result.attempts == 1
 
 
+async def test_cancellation_during_the_claim_is_recorded_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class SlowClaims(SqliteLedger):
+        def claim(self, key: str, **options: Any) -> Claim:
+            time.sleep(0.1)
+            return super().claim(key, **options)
+
+    async def tool(args: Any) -> int:
+        return 1
+
+    ex = Executor({"w": ToolSpec(tool, side_effects=True)}, ledger=SlowClaims(tmp_path / "l.db"))
+    with caplog.at_level(logging.INFO, logger="toolwire.execution"):
+        task = asyncio.ensure_future(ex.aexecute(Call("w", "c", {})))
+        await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    records = [r.__dict__["toolwire"] for r in caplog.records if hasattr(r, "toolwire")]
+    assert [(r["call_id"], r["state"], r["error_type"], r["attempts"]) for r in records] == [
+        ("c", "downstream_failed", "cancelled", 0)
+    ]
+    await asyncio.sleep(0.15)  # the claim landing late is given back by its thread
+    result = await ex.aexecute(Call("w", "c", {}))
+    assert result.state == "ok" and result.attempts == 1
+
+
 # ---- 64 concurrent executions of one call key, per backend ------------------------------------
 
 

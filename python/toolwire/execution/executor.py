@@ -673,7 +673,12 @@ class Executor:
         if isinstance(run, ExecutionResult):
             return run
         if run.key is not None:
-            run.claim = await self._aclaim(run)
+            try:
+                run.claim = await self._aclaim(run)
+            except asyncio.CancelledError as exc:
+                # Cancelled while claiming (a late claim is given back): nothing ran, but the
+                # call is recorded like a cancellation at any other point.
+                return self._settle_failure(run, exc)
             early = self._claim_result(run)
             if early is not None:
                 return early
