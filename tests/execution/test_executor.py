@@ -106,6 +106,30 @@ def test_unpack_and_context() -> None:
     assert seen[0].call_id == "call_9" and seen[0].session_id == "s"
 
 
+def test_context_deadline_remaining_is_the_attempts_budget() -> None:
+    # What the tool may spend on its own downstream calls: its timeout, or less when the
+    # request deadline is nearer; None when neither is set.
+    seen: list[float | None] = []
+    ex = Executor(breaker=False)
+
+    @ex.tool("slow", context=True, timeout=5.0)
+    def slow(args: Any, *, ctx: ToolContext) -> str:
+        seen.append(ctx.deadline_remaining)
+        return "ok"
+
+    @ex.tool("free", context=True)
+    def free(args: Any, *, ctx: ToolContext) -> str:
+        seen.append(ctx.deadline_remaining)
+        return "ok"
+
+    ex.execute(Call("slow", "c1", {}), RequestContext("r", "s"))
+    ex.execute(Call("slow", "c2", {}), ex.request("r", "s", timeout=1.0))
+    ex.execute(Call("free", "c3", {}), RequestContext("r", "s"))
+    assert seen[0] == 5.0
+    assert seen[1] is not None and 0.5 < seen[1] <= 1.0
+    assert seen[2] is None
+
+
 def test_unpack_a_model() -> None:
     ex = Executor()
     ex.register("t", lambda title, priority: f"{title}/{priority}", unpack=True)

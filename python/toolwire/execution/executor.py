@@ -180,7 +180,9 @@ class ToolContext:
         request_id: Request identifier.
         session_id: Session identifier.
         attempt: 1-based attempt number.
-        deadline_remaining: Seconds left before the request deadline, if any.
+        deadline_remaining: Seconds this attempt may take: the smaller of the tool's
+            `timeout` and what is left of the request deadline (None when neither is set).
+            Pass it on as the timeout of the tool's own downstream calls.
     """
 
     tool: str
