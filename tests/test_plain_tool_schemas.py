@@ -119,6 +119,15 @@ def test_local_refs_other_than_defs_register_and_check() -> None:
     assert errors and not ok
 
 
+def test_validation_checks_the_formats_the_pre_check_asserts() -> None:
+    # A declared dependency, not whatever the machine has, decides which formats validation
+    # checks; without it `date-time` went unchecked on a fresh install.
+    from jsonschema import Draft202012Validator
+
+    checked = Draft202012Validator.FORMAT_CHECKER.checkers
+    assert {"date", "date-time", "time", "ipv4", "ipv6"} <= checked.keys()
+
+
 def test_a_final_newline_read_as_python_reads_dollar() -> None:
     # jsonschema matches `pattern` and reads date-times with Python's `$`, which also holds
     # before a final newline: the pre-check must not fail what validation then accepts.
