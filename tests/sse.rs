@@ -804,7 +804,9 @@ fn anthropic_error_event_is_reported_and_the_stream_goes_on() {
     let o = run(&body);
     assert_eq!(o.count(StreamErrorKind::ProviderError), 1);
     assert_eq!(o.errors[0].1, 2, "event number");
-    assert_eq!(o.finish, None);
+    // The response failed: its finish reason says so, as `feed_chunk` and the SDK path say.
+    assert_eq!(o.finish, Some(FinishReason::Other));
+    assert_eq!(o.finish_raw.as_deref(), Some("error"));
 }
 
 #[test]
@@ -939,8 +941,11 @@ fn malformed_and_unknown_events_are_counted_and_skipped() {
     assert_eq!(o.finish, Some(FinishReason::ToolCalls));
     assert_eq!(o.errors[0].0, StreamErrorKind::MalformedEvent);
     assert_eq!(o.errors[0].1, 2, "the first malformed event is event 2");
-    // The truncated event 2 contributed nothing: the call continues from event 7.
-    ok(o.call(0), "f", r#"{"a":2}"#);
+    // The truncated event 2 contributed nothing: the call continues from event 7. The
+    // provider's error line ended the response as an `error` event does (the openai SDK raises
+    // it and reads no further): the call it interrupted does not run.
+    assert_eq!(o.call(0).args, r#"{"a":2}"#);
+    assert_eq!(o.call(0).error, Some(ErrorKind::Filtered));
 }
 
 #[test]

@@ -9,6 +9,9 @@ Design notes:
   `StreamEnded(finish_reason=None)`, and the exception is kept on `.transport_error`.
   `raise_for_transport_error()` re-raises it for callers who want the exception. Every other
   exception (a bug, `KeyboardInterrupt`, cancellation) propagates unchanged.
+- An error the provider reported inside the stream, which the SDKs raise, ends it as that event
+  does on the raw SSE path: open calls stop (none of them runs) and the finish reason is
+  `error`; the exception is kept on `.transport_error` too.
 - Closing early (leaving the `with` block, `close()`, `break` then close) closes the SDK stream,
   which releases its HTTP connection, and finishes the assembler quietly so `.calls` still holds
   every call that had started.
@@ -90,6 +93,33 @@ def is_transport_error(error: BaseException) -> bool:
     return False
 
 
+def _sdk_class(module_name: str, class_name: str) -> type | None:
+    module = sys.modules.get(module_name)
+    cls: object = getattr(module, class_name, None) if module is not None else None
+    return cls if isinstance(cls, type) else None
+
+
+def is_provider_error(error: BaseException) -> bool:
+    """True when an SDK raised an error the provider reported inside the stream.
+
+    The openai SDK raises `APIError` for a Chat `{"error": ...}` line and the anthropic SDK an
+    `APIStatusError` for an `error` event; their `APIConnectionError` (a dropped or timed-out
+    connection) is not one.
+
+    Args:
+        error: The exception raised while reading the stream.
+
+    Returns:
+        Whether the provider, not the connection, ended the stream.
+    """
+    for module_name in ("openai", "anthropic"):
+        api_error = _sdk_class(module_name, "APIError")
+        connection_error = _sdk_class(module_name, "APIConnectionError")
+        if api_error is not None and isinstance(error, api_error):
+            return connection_error is None or not isinstance(error, connection_error)
+    return False
+
+
 def _wire_value(value: str | None) -> str | None:
     # Only for CallStarted, which is emitted before the core has settled a call: blank and
     # "null" ids/names are absent there too (quirks 11, 14, 15). The final values come from
@@ -163,9 +193,17 @@ class _Driver:
         self.done = True
         asm = self.assembler
         out: list[Event] = []
+        provider = error is not None and is_provider_error(error)
         if error is not None or interrupted:
             self.transport_error = error
-            _interrupt(asm, "the stream ended early" if error is None else type(error).__name__)
+            if provider:
+                # The provider gave up on the response and the SDK raised its error event: as
+                # when that event is fed (raw SSE or a dict chunk), calls it had not ended must
+                # not run, and the finish reason says why.
+                asm.stop("error")
+                self.finish_reason = "error"
+            else:
+                _interrupt(asm, "the stream ended early" if error is None else type(error).__name__)
             for ordinal, err in asm.drain_errors():
                 self._start(ordinal, None, None, out)
                 out.append(PrecheckError(ordinal, err))
@@ -182,7 +220,8 @@ class _Driver:
             if outcome is not None:
                 self.outcomes.append(outcome)
             out.append(CallCompleted(call, outcome))
-        reason = None if error is not None or interrupted else self.finish_reason
+        broken = (error is not None and not provider) or interrupted
+        reason = None if broken else self.finish_reason
         out.append(StreamEnded(reason, self.usage, tuple(calls)))
         return out
 
@@ -229,7 +268,8 @@ class _StreamBase:
     def finish_reason(self) -> str | None:
         """The provider's stop reason as sent, `None` before it arrives or if the stream broke."""
         driver = self._driver
-        return None if driver.transport_error is not None else driver.finish_reason
+        error = driver.transport_error
+        return None if error is not None and not is_provider_error(error) else driver.finish_reason
 
     @property
     def usage(self) -> dict[str, Any] | None:

@@ -598,8 +598,12 @@ impl Decoder {
                     env.error.map_or_else(|| lossy(data), RawValue::get),
                 ));
                 // The provider gave up on the response: a call it had not ended must not run,
-                // as on the `feed_chunk` path.
+                // as on the `feed_chunk` path and when an SDK raises the event instead.
                 emit(Action::Stop("error"));
+                emit(Action::Finish {
+                    raw: "error",
+                    reason: FinishReason::Other,
+                });
                 Ok(None)
             }
             _ if env.choices.is_some()
@@ -612,7 +616,14 @@ impl Decoder {
                 Ok(Some(Format::OpenAiChat))
             }
             None if env.error.is_some() => {
+                // A Chat stream's `{"error": ...}` line: the same end as an `error` event (the
+                // openai SDK raises it and reads no further).
                 emit(Action::ProviderError(env.error.map_or("", RawValue::get)));
+                emit(Action::Stop("error"));
+                emit(Action::Finish {
+                    raw: "error",
+                    reason: FinishReason::Other,
+                });
                 Ok(None)
             }
             _ => Err(unknown(kind)),

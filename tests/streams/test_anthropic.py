@@ -112,10 +112,10 @@ def test_error_event_mid_stream_ends_gracefully(sse_server: SSEServer, complete:
     events, stream = assemble_sync(sse_server.register(body), FMT)
     assert isinstance(stream.transport_error, anthropic.APIStatusError)
     (call,) = stream.calls
-    # A value that closed before the error is whole; one that did not is never usable.
-    assert call.ok is complete
-    assert complete or call.error.kind == "truncated"
-    assert events[-1].finish_reason is None
+    # The provider gave up before the block's `content_block_stop`: even a value whose JSON
+    # closed does not run, as when the same body is read raw or fed as dicts.
+    assert not call.ok and call.error is not None and call.error.kind == "filtered"
+    assert events[-1].finish_reason == "error" == stream.finish_reason
 
 
 def test_connection_drop_sync(sse_server: SSEServer) -> None:

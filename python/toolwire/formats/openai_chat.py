@@ -16,6 +16,7 @@ Design notes:
   `safety` and `refusal` in any ASCII case, and a natural end (`stop`) after a `refusal` delta.
   Whether a call is usable is otherwise decided from the call itself, never from the reason
   (quirks 34-36).
+- A `{"error": ...}` chunk ends the response: open calls stop, the finish reason is `error`.
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ class ChatCompletionsAdapter:
             info.usage = plain(usage)
         choices = get(chunk, "choices")
         if not isinstance(choices, list):
+            if get(chunk, "error") is not None:
+                # A provider error inside the stream (the SDK raises it instead): calls it had
+                # not ended must not run, as on the raw SSE path.
+                info.finish_reason = "error"
+                sink.stop("error")
             return info
         for choice in cast("list[object]", choices):
             if index_of(get(choice, "index")) not in (0, None):
