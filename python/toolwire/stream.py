@@ -68,6 +68,14 @@ _TRANSPORT_ERRORS: tuple[tuple[str, str], ...] = (
 )
 
 
+def _sdk_class(module_name: str, class_name: str) -> type | None:
+    # Looked up in sys.modules so that toolwire imports no SDK: if an SDK raised it, its
+    # module is loaded.
+    module = sys.modules.get(module_name)
+    cls: object = getattr(module, class_name, None) if module is not None else None
+    return cls if isinstance(cls, type) else None
+
+
 def is_transport_error(error: BaseException) -> bool:
     """True when `error` means the stream was cut off rather than misused.
 
@@ -86,17 +94,10 @@ def is_transport_error(error: BaseException) -> bool:
     if isinstance(error, (OSError, json.JSONDecodeError)):
         return True
     for module_name, class_name in _TRANSPORT_ERRORS:
-        module = sys.modules.get(module_name)
-        cls: object = getattr(module, class_name, None) if module is not None else None
-        if isinstance(cls, type) and isinstance(error, cls):
+        cls = _sdk_class(module_name, class_name)
+        if cls is not None and isinstance(error, cls):
             return True
     return False
-
-
-def _sdk_class(module_name: str, class_name: str) -> type | None:
-    module = sys.modules.get(module_name)
-    cls: object = getattr(module, class_name, None) if module is not None else None
-    return cls if isinstance(cls, type) else None
 
 
 def is_provider_error(error: BaseException) -> bool:
@@ -204,6 +205,8 @@ class _Driver:
                 self.finish_reason = "error"
             else:
                 _interrupt(asm, "the stream ended early" if error is None else type(error).__name__)
+                # A stream that broke off has no finish reason, whatever arrived before.
+                self.finish_reason = None
             for ordinal, err in asm.drain_errors():
                 self._start(ordinal, None, None, out)
                 out.append(PrecheckError(ordinal, err))
@@ -220,9 +223,7 @@ class _Driver:
             if outcome is not None:
                 self.outcomes.append(outcome)
             out.append(CallCompleted(call, outcome))
-        broken = (error is not None and not provider) or interrupted
-        reason = None if broken else self.finish_reason
-        out.append(StreamEnded(reason, self.usage, tuple(calls)))
+        out.append(StreamEnded(self.finish_reason, self.usage, tuple(calls)))
         return out
 
 
@@ -267,9 +268,7 @@ class _StreamBase:
     @property
     def finish_reason(self) -> str | None:
         """The provider's stop reason as sent, `None` before it arrives or if the stream broke."""
-        driver = self._driver
-        error = driver.transport_error
-        return None if error is not None and not is_provider_error(error) else driver.finish_reason
+        return self._driver.finish_reason
 
     @property
     def usage(self) -> dict[str, Any] | None:
