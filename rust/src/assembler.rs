@@ -10,9 +10,10 @@
 //!   they arrive (the caller drains events per fragment). Otherwise fragments are appended and
 //!   scanned, through the pre-check if any (`Call::sync`), when something reads the call's
 //!   state — routing a named delta, a resend, `drain_errors`, `has_certain_error`, partial
-//!   values, `finish` — or once 128 bytes wait, because resuming the scanner per 3-20 byte
-//!   fragment cost more than scanning the bytes. The bound keeps `finish` (the latency from the
-//!   last fragment to a validated call) independent of the arguments' size. A caller who drains
+//!   values, `finish` — or, for a pre-checked call, once 128 bytes wait, because resuming the
+//!   scanner per 3-20 byte fragment cost more than scanning the bytes. The bound keeps `finish`
+//!   (the latency from the last fragment to a validated call) independent of the arguments'
+//!   size. A call without a pre-check is scanned in one pass when read. A caller who drains
 //!   errors after every fragment gets them at the same byte as before.
 //! - Routing rules (quirks 1-26): a nameless delta only continues a call; a named delta starts a
 //!   new call at a key whose call already has a name and argument text (several calls sent under

@@ -183,7 +183,7 @@ pub enum Action<'a> {
     /// call at this wire index, once per item. The assembler compares them with the arguments
     /// it holds (cumulative deltas, quirk 19, replace rather than append; a repeat it dropped,
     /// quirk 20) and feeds them only when those differ (a lost delta).
-    ArgumentsMismatch(i64, &'a [u8]),
+    ArgumentsSummary(i64, &'a [u8]),
 }
 
 /// Why one event produced no actions. Never fatal for the stream.
@@ -597,13 +597,7 @@ impl Decoder {
                 emit(Action::ProviderError(
                     env.error.map_or_else(|| lossy(data), RawValue::get),
                 ));
-                // The provider gave up on the response: a call it had not ended must not run,
-                // as on the `feed_chunk` path and when an SDK raises the event instead.
-                emit(Action::Stop("error"));
-                emit(Action::Finish {
-                    raw: "error",
-                    reason: FinishReason::Other,
-                });
+                provider_gave_up(emit);
                 Ok(None)
             }
             _ if env.choices.is_some()
@@ -619,11 +613,7 @@ impl Decoder {
                 // A Chat stream's `{"error": ...}` line: the same end as an `error` event (the
                 // openai SDK raises it and reads no further).
                 emit(Action::ProviderError(env.error.map_or("", RawValue::get)));
-                emit(Action::Stop("error"));
-                emit(Action::Finish {
-                    raw: "error",
-                    reason: FinishReason::Other,
-                });
+                provider_gave_up(emit);
                 Ok(None)
             }
             _ => Err(unknown(kind)),
@@ -952,7 +942,7 @@ impl Decoder {
         if self.scratch.is_empty() {
             return;
         }
-        emit(Action::ArgumentsMismatch(index, &self.scratch));
+        emit(Action::ArgumentsSummary(index, &self.scratch));
     }
 
     fn anthropic<F: FnMut(Action<'_>)>(
@@ -1137,6 +1127,17 @@ fn push_lone(out: &mut Vec<u8>, unit: u16, lone: Lone) {
         }
         Lone::Replace => push_char(out, char::REPLACEMENT_CHARACTER),
     }
+}
+
+/// The provider reported an error inside the stream and gave up on the response: a call it had
+/// not ended must not run, as on the `feed_chunk` path and when an SDK raises the event
+/// instead, and the finish reason says `error`.
+fn provider_gave_up<F: FnMut(Action<'_>)>(emit: &mut F) {
+    emit(Action::Stop("error"));
+    emit(Action::Finish {
+        raw: "error",
+        reason: FinishReason::Other,
+    });
 }
 
 /// Write the JSON value `raw` (validated by `serde_json`), sent whole as a call's arguments

@@ -193,7 +193,7 @@ impl State {
                         json.to_owned()
                     });
             }
-            Action::ArgumentsMismatch(index, full) => {
+            Action::ArgumentsSummary(index, full) => {
                 // Compared with what the call holds, as `feed_chunk` compares it: after
                 // cumulative deltas the concatenated deltas differ from the summary while the
                 // call's arguments are equal to it, and nothing was lost.
