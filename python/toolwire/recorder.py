@@ -35,6 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
+from toolwire.coercion import pointer
 from toolwire.events import CallCompleted, StreamEnded
 from toolwire.formats._fields import plain
 from toolwire.replay import CORPUS_SCHEMA_VERSION, schema_hash, verdict
@@ -148,10 +149,6 @@ def secret_pointers(schema: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _pointer(path: Path_) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
-
-
 def redact_arguments(
     text: str,
     schema: Mapping[str, Any] | None,
@@ -209,7 +206,7 @@ def redact_arguments(
                 except ValueError:
                     out.append(token)
                 else:
-                    new = redact(_pointer(path), str(decoded))
+                    new = redact(pointer(path), str(decoded))
                     out.append(token if new == decoded else json.dumps(new, ensure_ascii=False))
             else:
                 out.append(token)

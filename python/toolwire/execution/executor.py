@@ -35,6 +35,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 from tenacity import AsyncRetrying, RetryCallState, Retrying, stop_after_attempt
 
+from toolwire.coercion import pointer
 from toolwire.execution.breaker import BreakerConfig, CircuitBreaker, Permit
 from toolwire.execution.budget import RequestContext, RetryBudget
 from toolwire.execution.classify import Classification, DeadlineExceeded, classify
@@ -1436,13 +1437,6 @@ def _refusal(call: ValidatedCall) -> tuple[FinalState, dict[str, Any]]:
     return state, payload
 
 
-def _pointer(loc: Any) -> str:
-    if not isinstance(loc, (list, tuple)):
-        return ""
-    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in cast(Sequence[Any], loc)]
-    return "".join("/" + p for p in parts)
-
-
 def _error_entry(error: Any) -> Any:
     as_payload = getattr(error, "as_payload", None)
     value: Any
@@ -1453,7 +1447,9 @@ def _error_entry(error: Any) -> Any:
         # (secrets included, the whole object for a missing field), `ctx` can hold the
         # validator's exception and `url` is for developers. The model gets where and what.
         details = cast(Mapping[str, Any], error)
-        entry = {"path": _pointer(details.get("loc")), "code": str(details.get("type"))}
+        loc = details.get("loc")
+        path = pointer(cast(Sequence[Any], loc)) if isinstance(loc, (list, tuple)) else ""
+        entry = {"path": path, "code": str(details.get("type"))}
         msg = details.get("msg")
         if isinstance(msg, str) and msg:
             entry["message"] = (
