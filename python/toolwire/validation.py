@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -1129,13 +1130,15 @@ def _needs_fixup(value: Any, unix: bool = False) -> bool:
     return False
 
 
+@functools.cache
 def _with_exact_multiple_of(cls: Any) -> Any:
     """`cls` with a `multipleOf` that divides decimal numbers, not binary floats.
 
     `jsonschema` divides floats: `19.99 / 0.01` is `1998.9999999999998`, so a price that is a
     whole number of cents fails `multipleOf: 0.01` (the pre-check, exact, accepts it). A float
     reads back as the shortest decimal text that round-trips, the digits the model wrote, and
-    that is what is divided; anything `Decimal` cannot divide is left to `jsonschema`.
+    that is what is divided; anything `Decimal` cannot divide is left to `jsonschema`. One
+    class per draft, shared by every tool.
     """
     original = cls.VALIDATORS["multipleOf"]
 
