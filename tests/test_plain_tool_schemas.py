@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from toolwire import Assembler, Toolset
 
 
@@ -182,3 +184,45 @@ def test_a_keyword_next_to_a_ref_and_in_its_target_keeps_both() -> None:
     }
     assert _run(schema, {"id": "x", "note": "y"}) == ([], True, [])
     assert _run(schema, {"note": "y"})[1:] == (False, ["missing"])
+
+
+def test_unicode_property_patterns_build_and_validate() -> None:
+    # ECMA-262 tool schemas use `\p{..}`; Python's `re` refuses it, which made the schema fail
+    # the meta-schema's `regex` format and the whole Toolset raise.
+    name = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "pattern": r"^\p{Lu}\p{L}*$"}},
+    }
+    assert _run(name, {"name": "Élodie"}) == ([], True, [])
+    assert _run(name, {"name": "Zoë"}) == ([], True, [])
+    _, ok, codes = _run(name, {"name": "élodie"})
+    assert not ok and codes == ["pattern"]
+    # ECMA's named groups, which `re` spells `(?P<name>...)`.
+    sku = {
+        "type": "object",
+        "properties": {"sku": {"type": "string", "pattern": r"^(?<kind>[A-Z]+)-\d+$"}},
+    }
+    assert _run(sku, {"sku": "AB-12"}) == ([], True, [])
+    assert not _run(sku, {"sku": "ab-12"})[1]
+
+
+def test_unicode_property_pattern_properties_close_the_object() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "scores": {
+                "type": "object",
+                "patternProperties": {r"^\p{L}+$": {"type": "integer"}},
+                "additionalProperties": False,
+            }
+        },
+    }
+    assert _run(schema, {"scores": {"ü": 1, "東京": 2}})[1]
+    assert not _run(schema, {"scores": {"ü": "x"}})[1]
+    assert not _run(schema, {"scores": {"a1": 1}})[1]
+
+
+def test_a_pattern_no_engine_compiles_is_refused_at_build() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": "(unclosed"}}}
+    with pytest.raises(ValueError, match="invalid parameter schema"):
+        Toolset([{"name": "tool", "parameters": schema}])

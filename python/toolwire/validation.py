@@ -30,12 +30,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import functools
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
-from decimal import Context, Decimal
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import jsonschema
@@ -61,6 +59,7 @@ from toolwire.coercion import (
     schema_has,
     shown,
 )
+from toolwire.jsonschema_dialect import extended_validator
 from toolwire.payloads import Lang, Style, call_id_for, message_for, text
 
 if TYPE_CHECKING:
@@ -1130,39 +1129,6 @@ def _needs_fixup(value: Any, unix: bool = False) -> bool:
     return False
 
 
-@functools.cache
-def _with_exact_multiple_of(cls: Any) -> Any:
-    """`cls` with a `multipleOf` that divides decimal numbers, not binary floats.
-
-    `jsonschema` divides floats: `19.99 / 0.01` is `1998.9999999999998`, so a price that is a
-    whole number of cents fails `multipleOf: 0.01` (the pre-check, exact, accepts it). A float
-    reads back as the shortest decimal text that round-trips, the digits the model wrote, and
-    that is what is divided; anything `Decimal` cannot divide is left to `jsonschema`. One
-    class per draft, shared by every tool.
-    """
-    original = cls.VALIDATORS["multipleOf"]
-
-    def multiple_of(
-        validator: Any, divisor: Any, instance: Any, schema: Any
-    ) -> Iterator[jsonschema.ValidationError]:
-        if isinstance(divisor, float) and isinstance(instance, int | float):
-            try:
-                number, step = Decimal(repr(instance)), Decimal(repr(divisor))
-                # Enough digits for the whole quotient: floats keep it under a thousand.
-                digits = min(max(28, number.adjusted() - step.adjusted() + 28), 1000)
-                remainder = Context(prec=digits).remainder(number, step)
-            except ArithmeticError:  # InvalidOperation for inf and nan, among others
-                pass
-            else:
-                if remainder != 0:
-                    yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {divisor}")
-                return
-        yield from original(validator, divisor, instance, schema)
-
-    extend: Callable[..., Any] = jsonschema.validators.extend  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    return extend(cls, {"multipleOf": multiple_of})
-
-
 class ToolValidator:
     """Validates calls for one tool; built once per tool by `Toolset`.
 
@@ -1203,8 +1169,8 @@ class ToolValidator:
             cls = jsonschema.validators.validator_for(
                 self.schema, default=jsonschema.Draft202012Validator
             )
+            cls = extended_validator(cls)
             cls.check_schema(self.schema)
-            cls = _with_exact_multiple_of(cls)
             self._jsonschema = cls(self.schema, format_checker=cls.FORMAT_CHECKER)
             self._formats = frozenset(cls.FORMAT_CHECKER.checkers)
 

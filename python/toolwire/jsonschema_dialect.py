@@ -1,0 +1,160 @@
+"""The `jsonschema` validator classes that validate plain-dict tools.
+
+`jsonschema` reads two keywords differently from the JSON Schema texts that real tools carry,
+and from toolwire's own pre-check, which must never reject what validation accepts:
+
+* `multipleOf` divides binary floats: `19.99 / 0.01` is `1998.9999999999998`, so a price that
+  is a whole number of cents fails `multipleOf: 0.01`.
+* `pattern`, `patternProperties` (and `additionalProperties` beside it) and the `regex` format
+  go through Python's `re`, which does not know the Unicode property classes (`\\p{L}`,
+  `\\p{Lu}`, `\\P{N}`) that tool schemas written for ECMA-262 engines use: the schema itself
+  is then refused at `Toolset` build. Such a pattern is compiled with the `regex` module
+  instead, which reads `re`'s syntax the same way and adds property classes and ECMA's
+  `(?<name>...)` groups. A pattern that neither compiles is a broken schema and is still
+  refused.
+
+One extended class per draft, shared by every tool.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+from collections.abc import Iterator
+from decimal import Context, Decimal
+from typing import Any, Protocol
+
+import jsonschema
+import jsonschema.validators
+import regex
+
+__all__ = ["extended_validator", "search"]
+
+
+class _Compiled(Protocol):
+    def search(self, string: str, /) -> object: ...
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile(pattern: str) -> _Compiled:
+    """`pattern` compiled by `re` when it can, else by `regex` (raises `regex.error`)."""
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return regex.compile(pattern)
+
+
+def search(pattern: str, text: str) -> bool:
+    """Whether `pattern` matches somewhere in `text`, as JSON Schema's `pattern` asks.
+
+    Raises:
+        regex.error: The pattern compiles in neither `re` nor `regex`.
+    """
+    return _compile(pattern).search(text) is not None
+
+
+def _is_regex(instance: object) -> bool:
+    if not isinstance(instance, str):
+        return True
+    _compile(instance)
+    return True
+
+
+def _pattern(
+    validator: Any, pattern: str, instance: Any, schema: Any
+) -> Iterator[jsonschema.ValidationError]:
+    if validator.is_type(instance, "string") and not search(pattern, instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+) -> Iterator[jsonschema.ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(original: Any) -> Any:
+    def additional_properties(
+        validator: Any, additional: Any, instance: Any, schema: Any
+    ) -> Iterator[jsonschema.ValidationError]:
+        patterns = schema.get("patternProperties")
+        if not patterns or not validator.is_type(instance, "object"):
+            yield from original(validator, additional, instance, schema)
+            return
+        known = schema.get("properties", {})
+        extras = sorted(
+            key
+            for key in instance
+            if key not in known and not any(search(pattern, key) for pattern in patterns)
+        )
+        if validator.is_type(additional, "object"):
+            for extra in extras:
+                yield from validator.descend(instance[extra], additional, path=extra)
+        elif additional is False and extras:
+            names = ", ".join(repr(extra) for extra in extras)
+            yield jsonschema.ValidationError(
+                f"{names} match no property name or pattern ({', '.join(map(repr, patterns))})"
+            )
+
+    return additional_properties
+
+
+def _multiple_of(original: Any) -> Any:
+    def multiple_of(
+        validator: Any, divisor: Any, instance: Any, schema: Any
+    ) -> Iterator[jsonschema.ValidationError]:
+        # A float reads back as the shortest decimal text that round-trips, the digits the
+        # model wrote: that is what is divided. What `Decimal` cannot divide is left to
+        # `jsonschema`.
+        if isinstance(divisor, float) and isinstance(instance, int | float):
+            try:
+                number, step = Decimal(repr(instance)), Decimal(repr(divisor))
+                # Enough digits for the whole quotient: floats keep it under a thousand.
+                digits = min(max(28, number.adjusted() - step.adjusted() + 28), 1000)
+                remainder = Context(prec=digits).remainder(number, step)
+            except ArithmeticError:  # InvalidOperation for inf and nan, among others
+                pass
+            else:
+                if remainder != 0:
+                    yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {divisor}")
+                return
+        yield from original(validator, divisor, instance, schema)
+
+    return multiple_of
+
+
+@functools.cache
+def extended_validator(cls: Any) -> Any:
+    """`cls` (a `jsonschema` validator class) with the readings described in the module doc.
+
+    Its `FORMAT_CHECKER` checks the `regex` format the same way, and `check_schema` uses it, so
+    a schema with `"pattern": "^\\\\p{L}+$"` passes the meta-schema.
+    """
+    checker = copy.deepcopy(cls.FORMAT_CHECKER)
+    checker.checks("regex", raises=(re.error, regex.error))(_is_regex)
+    extend: Any = jsonschema.validators.extend  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    extended = extend(
+        cls,
+        {
+            "multipleOf": _multiple_of(cls.VALIDATORS["multipleOf"]),
+            "pattern": _pattern,
+            "additionalProperties": _additional_properties(cls.VALIDATORS["additionalProperties"]),
+            "patternProperties": _pattern_properties,
+        },
+        format_checker=checker,
+    )
+    meta: Any = jsonschema.validators.validator_for(cls.META_SCHEMA, default=cls)
+
+    def check_schema(schema: Any, format_checker: Any = None) -> None:
+        validator = meta(meta.META_SCHEMA, format_checker=format_checker or checker)
+        for error in validator.iter_errors(schema):
+            raise jsonschema.SchemaError.create_from(error)
+
+    extended.check_schema = staticmethod(check_schema)
+    return extended
