@@ -127,6 +127,31 @@ def test_float_multiple_of_takes_floating_point_rounding_as_pydantic_does() -> N
     assert errors and not outcome.ok
 
 
+class Dose(BaseModel):
+    amount: Annotated[float, Field(gt=0.1, le=100)]
+    unit: Annotated[int, Field(le=3)] = 1
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"amount": 100.000000000000000001}',
+        '{"amount": 1.00000000000000000001e2, "unit": 3}',
+        '{"amount": 99.9999999999999999999}',
+    ],
+)
+def test_digits_beyond_a_double_are_read_as_pydantic_reads_them(arguments: str) -> None:
+    # Exactly these numbers break a bound; as floats they do not, and Pydantic accepts them.
+    errors, outcome = stream(Toolset([Dose]), "dose", arguments)
+    assert errors == []
+    assert outcome.ok
+
+
+def test_bounds_broken_as_floats_are_still_early_errors() -> None:
+    errors, outcome = stream(Toolset([Dose]), "dose", '{"amount": 100.0000000001}')
+    assert errors and not outcome.ok
+
+
 class Recipe(BaseModel):
     model_config = ConfigDict(regex_engine="python-re")
     amount: Annotated[str, Field(pattern=r"^\w+$")]

@@ -817,7 +817,7 @@ impl State {
                 }
                 if let Some(verdict) = Fixed::parse(lexeme).and_then(|x| fixed_number_failure(n, x))
                 {
-                    return verdict.is_none();
+                    return !matches!(verdict, Some(f) if float_reading_fails(n, lexeme, f));
                 }
                 let Some((neg, exp)) = parse_into(lexeme, &mut self.num) else {
                     return true;
@@ -827,7 +827,7 @@ impl State {
                     digits: &self.num,
                     exp,
                 };
-                number_failure(n, &d).is_none()
+                !matches!(number_failure(n, &d), Some(f) if float_reading_fails(n, lexeme, f))
             }
             Payload::Bool(b) => n
                 .enumeration
@@ -1668,7 +1668,9 @@ impl State {
                             digits: &self.num,
                             exp,
                         };
-                        if let Some(f) = number_failure(n, &d) {
+                        if let Some(f) =
+                            number_failure(n, &d).filter(|&f| float_reading_fails(n, lexeme, f))
+                        {
                             // A type error names the type found; the others show the number.
                             let got = if matches!(f, Failure::Type) {
                                 "number"
@@ -2131,6 +2133,48 @@ fn number_failure(n: &Node, d: &DecRef<'_>) -> Option<Failure> {
         }
     }
     None
+}
+
+/// Whether `failure`, found on the exact value of `lexeme`, holds for its nearest `f64` too.
+///
+/// Final validation may read the number as a float (a Pydantic `float` field, `jsonschema` on
+/// the parsed value), and to a float `100.000000000000000001` is `100.0` and
+/// `0.10000000000000001` is `0.1`: the pre-check reports only what every reading rejects, so
+/// a rule broken by digits beyond a double's precision is left to the final validation. Only
+/// failures reach here, so the hot path never parses a float.
+#[cold]
+fn float_reading_fails(n: &Node, lexeme: &[u8], failure: Failure) -> bool {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    let Some(x) = std::str::from_utf8(lexeme)
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+    else {
+        return true;
+    };
+    let float = |d: &Decimal| d.as_ref().to_f64();
+    match failure {
+        Failure::Type => !(x.is_finite() && x.fract() == 0.0),
+        Failure::Bound(keyword) => {
+            let Some(rule) = &n.number else {
+                return true;
+            };
+            let (bound, breaks): (&Option<Decimal>, fn(std::cmp::Ordering) -> bool) = match keyword
+            {
+                "minimum" => (&rule.minimum, |o| o == Less),
+                "exclusiveMinimum" => (&rule.exclusive_minimum, |o| o != Greater),
+                "maximum" => (&rule.maximum, |o| o == Greater),
+                _ => (&rule.exclusive_maximum, |o| o != Less),
+            };
+            bound
+                .as_ref()
+                .map_or(true, |b| breaks(x.partial_cmp(&float(b)).unwrap_or(Equal)))
+        }
+        Failure::Enum => n
+            .enumeration
+            .as_ref()
+            .map_or(true, |e| !e.numbers.iter().any(|v| float(v) == x)),
+        _ => true,
+    }
 }
 
 fn branch_words(nodes: &[Node], branches: &[NodeId]) -> String {

@@ -605,3 +605,29 @@ fn draft7_ref_ignores_siblings() {
         "properties": {"a": {"$ref": "#/definitions/s", "maxLength": 1}}});
     ok(&s, r#"{"a":"long"}"#);
 }
+
+#[test]
+fn digits_beyond_a_double_are_left_to_the_final_validation() {
+    // A float reading (Pydantic float fields, jsonschema on the parsed value) sees 100.0 and
+    // 0.1 here: the exact value breaks the rule, the final validation accepts.
+    let bounds =
+        json!({"properties": {"n": {"type": "number", "maximum": 100, "exclusiveMinimum": 0.1}}});
+    ok(&bounds, r#"{"n":100.000000000000000001}"#);
+    ok(&bounds, r#"{"n":1.00000000000000000001e2}"#);
+    ok(&bounds, r#"{"n":0.10000000000000001}"#);
+    assert_eq!(
+        one(&bounds, r#"{"n":100.00000000001}"#),
+        at(20, "/n", "maximum")
+    );
+    assert_eq!(
+        one(&bounds, r#"{"n":0.1}"#),
+        at(8, "/n", "exclusiveMinimum")
+    );
+    let integer = json!({"properties": {"n": {"type": "integer"}}});
+    ok(&integer, r#"{"n":1.0000000000000000001}"#);
+    assert_eq!(one(&integer, r#"{"n":1.5}"#).2, "type");
+    let choice = json!({"properties": {"n": {"enum": [0.1, 2]}}});
+    ok(&choice, r#"{"n":0.1000000000000000055511151231257827}"#);
+    ok(&choice, r#"{"n":2.00000000000000000001}"#);
+    assert_eq!(one(&choice, r#"{"n":0.2}"#).2, "enum");
+}
