@@ -226,3 +226,24 @@ def test_a_pattern_no_engine_compiles_is_refused_at_build() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": "(unclosed"}}}
     with pytest.raises(ValueError, match="invalid parameter schema"):
         Toolset([{"name": "tool", "parameters": schema}])
+
+
+def test_openapi_nullable_admits_null_in_validation_as_in_the_pre_check() -> None:
+    # Gemini declarations and OpenAPI 3.0 conversions mark optional values `nullable`.
+    schema = {
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "nullable": True, "enum": ["open", "closed"]},
+            "limit": {"type": "integer", "nullable": True},
+        },
+        "required": ["status", "limit"],
+    }
+    assert _run(schema, {"status": None, "limit": None}) == ([], True, [])
+    assert _run(schema, {"status": "open", "limit": 3}) == ([], True, [])
+    errors, ok, codes = _run(schema, {"status": "pending", "limit": None})
+    assert errors and not ok and codes == ["enum"]
+    errors, ok, _ = _run(schema, {"status": "open", "limit": "many"})
+    assert not ok
+    strict = {"type": "object", "properties": {"limit": {"type": "integer"}}, "required": ["limit"]}
+    errors, ok, _ = _run(strict, {"limit": None})
+    assert errors and not ok

@@ -1,6 +1,6 @@
 """The `jsonschema` validator classes that validate plain-dict tools.
 
-`jsonschema` reads two keywords differently from the JSON Schema texts that real tools carry,
+`jsonschema` reads some keywords differently from the JSON Schema texts that real tools carry,
 and from toolwire's own pre-check, which must never reject what validation accepts:
 
 * `multipleOf` divides binary floats: `19.99 / 0.01` is `1998.9999999999998`, so a price that
@@ -12,6 +12,9 @@ and from toolwire's own pre-check, which must never reject what validation accep
   instead, which reads `re`'s syntax the same way and adds property classes and ECMA's
   `(?<name>...)` groups. A pattern that neither compiles is a broken schema and is still
   refused.
+* OpenAPI 3.0's `nullable: true` (Gemini function declarations, schemas converted from
+  OpenAPI documents) is not JSON Schema, so `jsonschema` ignores it and refuses the `null` its
+  author allowed. Here it admits `null` past `type` and `enum`, as the pre-check does.
 
 One extended class per draft, shared by every tool.
 """
@@ -105,6 +108,17 @@ def _additional_properties(original: Any) -> Any:
     return additional_properties
 
 
+def _nullable(original: Any) -> Any:
+    def keyword(
+        validator: Any, value: Any, instance: Any, schema: Any
+    ) -> Iterator[jsonschema.ValidationError]:
+        if instance is None and schema.get("nullable") is True:
+            return
+        yield from original(validator, value, instance, schema)
+
+    return keyword
+
+
 def _multiple_of(original: Any) -> Any:
     def multiple_of(
         validator: Any, divisor: Any, instance: Any, schema: Any
@@ -144,6 +158,8 @@ def extended_validator(cls: Any) -> Any:
         {
             "multipleOf": _multiple_of(cls.VALIDATORS["multipleOf"]),
             "pattern": _pattern,
+            "type": _nullable(cls.VALIDATORS["type"]),
+            "enum": _nullable(cls.VALIDATORS["enum"]),
             "additionalProperties": _additional_properties(cls.VALIDATORS["additionalProperties"]),
             "patternProperties": _pattern_properties,
         },
