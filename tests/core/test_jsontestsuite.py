@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from toolwire import JsonError, Scanner
+from toolwire import Assembler, JsonError, Scanner
 
 SUITE = Path(
     os.environ.get(
@@ -103,3 +103,31 @@ def test_implementation_defined_cases_match_the_documented_table(path: Path) -> 
     _, whole = scan(data, [])
     for cuts in split_points(data):
         assert scan(data, cuts)[1] == whole
+
+
+def finished_call(data: bytes, cuts: list[int], **options: object) -> tuple[object, ...]:
+    assembler = Assembler(**options)  # type: ignore[arg-type]
+    last = 0
+    for cut in [*cuts, len(data)]:
+        assembler.feed(0, id="call_1", name="tool", arguments=data[last:cut])
+        last = cut
+    (call,) = assembler.finish()
+    error = call.error
+    shown = None if error is None else (error.kind, error.offset, error.message)
+    return shown, call.ok, call.plain_numbers, call.value if error is None else None
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("duplicate_keys", ["error", "last_wins"])
+def test_a_call_read_only_at_its_end_gets_the_verdict_of_eager_scanning(
+    path: Path, duplicate_keys: str
+) -> None:
+    # Nobody read this call while it streamed, so its text is scanned in one pass at the
+    # end; a call tracking progress is scanned fragment by fragment. Both must end the same:
+    # same error, offset, message and value.
+    data = path.read_bytes()
+    n = len(data)
+    for cuts in ([], [n // 2], list(range(7, n, 7))):
+        deferred = finished_call(data, cuts, duplicate_keys=duplicate_keys)
+        eager = finished_call(data, cuts, duplicate_keys=duplicate_keys, track_progress=True)
+        assert deferred == eager, cuts[:3]
