@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from toolwire.execution import (
+    BreakerConfig,
     Call,
     ClaimLost,
     Clock,
@@ -641,3 +642,78 @@ def test_default_lease_covers_retries_that_honour_retry_after(clock: FakeClock) 
     result = ex.execute(Call("charge", "c", {}), ctx)
     assert result.state == "ok" and result.attempts == 3 and not result.duplicate_execution
     assert runs == ["attempt", "attempt", "attempt", "in_progress"] and clock.sleeps == [29, 29]
+
+
+def test_one_takeover_of_a_live_claim_counts_one_duplicate_execution(clock: FakeClock) -> None:
+    # The first worker outlives its lease; a second takes the claim over and runs the write
+    # again. That is one repeated execution: the taker reports it, and the first worker, whose
+    # execution came first and who then finds its claim lost, must not count it a second time.
+    started, release = threading.Event(), threading.Event()
+    runs: list[int] = []
+
+    def slow_write(arguments: Any) -> dict[str, int]:
+        runs.append(1)
+        if len(runs) == 1:
+            started.set()
+            assert release.wait(5)
+        return {"ticket": len(runs)}
+
+    ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
+    ex.register(
+        "create_ticket",
+        slow_write,
+        side_effects=True,
+        in_progress_expiry=10.0,
+        on_stale_in_progress="assume_failed_and_retry",
+    )
+    ctx = RequestContext("r", "s")
+    results: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: results.append(ex.execute(Call("create_ticket", "c", {}), ctx))
+    )
+    worker.start()
+    assert started.wait(5)
+    clock.advance(11)
+    taker = ex.execute(Call("create_ticket", "c", {}), ctx)
+    release.set()
+    worker.join(5)
+    first = results[0]
+    assert taker.state == "ok" and taker.duplicate_execution and len(runs) == 2
+    assert first.state == "ok" and not first.duplicate_execution
+    assert any("taken over" in w for w in first.warnings)
+    assert ex.observer.counts["duplicate_executions"] == 1
+    assert ex.observer.counts["stale_in_progress"] == 1
+
+
+def test_takeover_that_runs_nothing_is_no_duplicate_execution(clock: FakeClock) -> None:
+    # A stale claim taken over by a call that the open breaker stops: nothing ran again.
+    runs: list[str] = []
+
+    def write(arguments: Any) -> str:
+        runs.append(arguments["id"])
+        if arguments["id"] == "trip":
+            raise ConnectionError("down")
+        return "written"
+
+    ex = Executor(
+        clock=clock,
+        ledger=MemoryLedger(clock=clock),
+        breaker=BreakerConfig(minimum_calls=1, window_size=1, open_duration=600),
+    )
+    ex.register(
+        "w",
+        write,
+        side_effects=True,
+        in_progress_expiry=60.0,
+        on_stale_in_progress="assume_failed_and_retry",
+    )
+    ctx = RequestContext("r", "s")
+    key = derive_key(tool="w", session_id="s", call_id="c")
+    ex.ledger.claim(key, fingerprint=fingerprint({"id": "c"}), tool="w", lease=60.0)
+    clock.advance(61)
+    assert ex.execute(Call("w", "t", {"id": "trip"}), ctx).state == "unknown_outcome"
+    result = ex.execute(Call("w", "c", {"id": "c"}), ctx)
+    assert result.state == "tool_unavailable" and runs == ["trip"]
+    assert not result.duplicate_execution
+    assert ex.observer.counts["stale_in_progress"] == 1
+    assert ex.observer.counts["duplicate_executions"] == 0

@@ -79,7 +79,8 @@ class ClaimLost(ExecutionError):
     """``complete``/``fail``/``release`` was called with a token that no longer owns the record.
 
     This happens when the claim went stale and another worker took it over: the caller's side
-    effect may then have run twice, which the executor reports as a duplicate execution.
+    effect may then run twice. The executor reports that duplicate on the worker that took the
+    claim over (its execution is the repeat), and warns the worker that lost it.
     """
 
     slug = "claim_lost"

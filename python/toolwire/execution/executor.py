@@ -276,7 +276,9 @@ class ExecutionResult:
         idempotency_key: Ledger key for writes.
         args_hash: Fingerprint of the canonicalised arguments.
         timings: Phase timings.
-        duplicate_execution: True if the side effect may have run twice (stale recovery).
+        duplicate_execution: True if this call executed a write that may already have run:
+            it took over a stale in-progress claim and made an attempt. The worker whose claim
+            was taken over is told so in ``warnings``; its own execution was the first one.
         warnings: Non-fatal problems (e.g. the ledger could not record a success).
     """
 
@@ -356,6 +358,7 @@ class _Run:
     stop_reason: StopReason | None = None
     next_wait: float = 0.0
     duplicate_execution: bool = False
+    recovered: bool = False
     warnings: list[str] = field(default_factory=lambda: [])
 
 
@@ -974,8 +977,10 @@ class Executor:
         record = claim.record
         if claim.status == "claimed":
             if claim.recovered:
+                # Counted as a duplicate execution once an attempt starts (see _begin_attempt):
+                # a takeover that ends before running anything duplicated nothing.
                 self.observer.count("stale_in_progress", 1, tool=run.spec.name)
-                run.duplicate_execution = True
+                run.recovered = True
                 run.warnings.append("stale in-progress claim taken over; may execute twice")
             return None
         run.claim = None
@@ -1075,6 +1080,10 @@ class Executor:
             timeout, by_deadline = remaining, True
         run.attempts += 1
         run.in_flight = True
+        # This execution may repeat the one whose stale claim was taken over: the one
+        # duplicate a takeover can cause, counted here and only here (never again by the
+        # worker that lost the claim, whose execution was the first).
+        run.duplicate_execution = run.recovered
         return permit, timeout, by_deadline
 
     def _end_attempt(
@@ -1180,8 +1189,11 @@ class Executor:
         try:
             op(self.ledger, run.key, claim.token)
         except ClaimLost:
-            run.duplicate_execution = True
-            run.warnings.append("ledger claim was taken over by another worker")
+            # Another worker took over our stale claim and may run the write again; that
+            # worker's result reports the duplicate (and counts it), so it is counted once.
+            run.warnings.append(
+                "ledger claim was taken over by another worker; the write may run twice"
+            )
         except Exception as exc:
             self.observer.count("ledger_errors", 1, tool=run.spec.name)
             run.warnings.append(f"ledger update failed: {_short(exc)}")

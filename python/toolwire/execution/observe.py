@@ -129,7 +129,7 @@ _COUNTERS = {
     "retries": "retries after a failed attempt",
     "parse_failures": "calls whose arguments did not parse",
     "duplicates_suppressed": "duplicate calls answered from the idempotency ledger",
-    "duplicate_executions": "writes that may have run twice (stale-claim recovery, lost claim)",
+    "duplicate_executions": "executions that may repeat an earlier one (stale-claim takeover)",
     "stale_in_progress": "in-progress records found past their expiry",
     "ledger_errors": "ledger store failures",
 }
