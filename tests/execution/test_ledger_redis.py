@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import multiprocessing
 import os
+import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -271,3 +275,87 @@ def test_claims_are_atomic_across_clients(redis_server: Any) -> None:
     assert sorted(statuses) == ["claimed"] + ["in_progress"] * 7
     for c in clients:
         c.close()
+
+
+@contextlib.contextmanager
+def hung_redis() -> Iterator[tuple[str, int]]:
+    """A TCP server on loopback that accepts connections and never answers (a stuck Redis)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
+    try:
+        yield listener.getsockname()
+    finally:
+        stop.set()
+        acceptor.join(5)
+        for conn in accepted:  # the abandoned claim's read fails, and its thread ends
+            conn.close()
+        listener.close()
+
+
+def _writer_on(host: str, port: int) -> tuple[Executor, list[int]]:
+    # What users configure: a plain client, no socket timeout; only the request has a deadline.
+    client = redis.Redis(host=host, port=port, retry=Retry(NoBackoff(), 0))
+    runs: list[int] = []
+    ex = Executor(ledger=RedisLedger(client))
+    ex.register("w", lambda args: runs.append(1), side_effects=True)
+    return ex, runs
+
+
+def _assert_ended_unavailable(ex: Executor, result: Any, runs: list[int], took: float) -> None:
+    assert took < 3.0, f"the claim held the call {took:.1f}s past a 0.3 s deadline"
+    assert result.state == "tool_unavailable" and runs == []
+    assert result.error is not None and result.error["type"] == "ledger_unavailable"
+    assert result.error["retryable"] is True
+    with pytest.raises(LedgerUnavailable):
+        result.raise_for_error()
+    assert ex.observer.counts["calls.tool_unavailable"] == 1
+
+
+def test_hung_store_cannot_hold_a_write_past_the_request_deadline() -> None:
+    with hung_redis() as (host, port):
+        ex, runs = _writer_on(host, port)
+        started = time.monotonic()
+        result = ex.execute(Call("w", "c1", {}), ex.request("r", "s", timeout=0.3))
+        _assert_ended_unavailable(ex, result, runs, time.monotonic() - started)
+
+
+async def test_hung_store_cannot_hold_an_async_write_past_the_request_deadline() -> None:
+    with hung_redis() as (host, port):
+        ex, runs = _writer_on(host, port)
+        started = time.monotonic()
+        ctx = ex.request("r", "s", timeout=0.3)
+        results = await asyncio.wait_for(
+            ex.aexecute_all([Call("w", "c1", {}), Call("w", "c2", {})], ctx), timeout=10
+        )
+        took = time.monotonic() - started
+        assert [r.call_id for r in results] == ["c1", "c2"]
+        assert took < 3.0 and all(r.state == "tool_unavailable" for r in results)
+        assert all(r.error is not None and r.error["retryable"] for r in results) and runs == []
+
+
+def test_no_time_left_ends_the_write_without_asking_the_store() -> None:
+    with hung_redis() as (host, port):
+        ex, runs = _writer_on(host, port)
+        clock = ex.clock
+        ctx = RequestContext("r", "s", deadline=clock.monotonic() - 1)
+        started = time.monotonic()
+        result = ex.execute(Call("w", "c1", {}), ctx)
+        assert time.monotonic() - started < 3.0
+        assert result.state == "downstream_failed" and runs == []
+        assert result.error is not None and result.error["type"] == "deadline_exceeded"

@@ -10,8 +10,10 @@ Design notes:
 - Timeouts: async tools run in a task that is cancelled at the timeout; sync tools with a timeout
   run in a daemon thread that is abandoned at the timeout (Python cannot kill a thread), so for a
   write the outcome becomes ``unknown_outcome``.
-- Blocking ledgers (SQLite, Redis) are called from a worker thread in async mode; a claim that
-  completes after the caller was cancelled is released so it does not linger as in-progress.
+- Blocking ledgers (SQLite, Redis) are called from a worker thread in async mode, and for a
+  claim made under a request deadline in sync mode too: the claim never outlasts the deadline
+  (the call ends as ``ledger_unavailable``, nothing ran). A claim that completes after the
+  caller gave up or was cancelled is released so it does not linger as in-progress.
 - The tool result is stored and returned in its JSON-compatible form
   (``pydantic_core.to_jsonable_python``), so a first execution and a replay look the same.
 """
@@ -27,7 +29,8 @@ import os
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, cast
 
@@ -614,8 +617,11 @@ class Executor:
         run = self._prepare(call, context, parse_time, validation_time, coercions)
         if isinstance(run, ExecutionResult):
             return run
-        run.claim = self._claim(run) if run.key is not None else None
         if run.key is not None:
+            claim = self._claim_in_time(run)
+            if claim is None:
+                return self._late_before_claim(run)
+            run.claim = claim
             early = self._claim_result(run)
             if early is not None:
                 return early
@@ -680,11 +686,14 @@ class Executor:
             return run
         if run.key is not None:
             try:
-                run.claim = await self._aclaim(run)
+                claim = await self._aclaim(run)
             except asyncio.CancelledError as exc:
                 # Cancelled while claiming (a late claim is given back): nothing ran, but the
                 # call is recorded like a cancellation at any other point.
                 return self._settle_failure(run, exc)
+            if claim is None:
+                return self._late_before_claim(run)
+            run.claim = claim
             early = self._claim_result(run)
             if early is not None:
                 return early
@@ -915,39 +924,112 @@ class Executor:
         except Exception as exc:  # a broken custom ledger must fail closed as well
             return LedgerUnavailable(f"ledger error: {_short(exc)}")
 
-    async def _aclaim(self, run: _Run) -> Claim | LedgerUnavailable:
+    def _time_left(self, run: _Run) -> float | None:
+        deadline = run.context.deadline
+        return None if deadline is None else deadline - self.clock.monotonic()
+
+    def _late_before_claim(self, run: _Run) -> ExecutionResult:
+        """The result of a write whose request deadline passed before its claim: nothing ran
+        and the ledger was not touched (a hung store must not hold the call past it)."""
+        exc = DeadlineExceeded("request deadline exceeded before the call started")
+        return self._settle_failure(run, exc, reraise=False)
+
+    def _claim_timed_out(self, waited: float) -> LedgerUnavailable:
+        return LedgerUnavailable(
+            f"the idempotency store did not answer within the request's deadline ({waited:.3f}s)"
+        )
+
+    def _claim_in_time(self, run: _Run) -> Claim | LedgerUnavailable | None:
+        """The claim, bounded by the request's deadline (``None``: no time was left for it).
+
+        A blocking ledger is asked in a daemon thread so a store that hangs (no socket
+        timeout, a stuck server) cannot hold the call past its deadline: the call ends as
+        ``ledger_unavailable`` (the write did not run) and a claim landing later is released.
+        """
+        remaining = self._time_left(run)
+        if remaining is not None and remaining <= 0:
+            return None
+        if remaining is None or not self.ledger.blocking:
+            return self._claim(run)
+        pending, abandon = self._claim_in_thread(run)
+        try:
+            return pending.result(timeout=remaining)
+        except FutureTimeout:
+            late = abandon()
+            if late is not None:  # landed between the timeout and the abandonment
+                return late
+            return self._claim_timed_out(remaining)
+
+    async def _aclaim(self, run: _Run) -> Claim | LedgerUnavailable | None:
+        remaining = self._time_left(run)
+        if remaining is not None and remaining <= 0:
+            return None
         if not self.ledger.blocking:
             return self._claim(run)
-        # The claim may land after we were cancelled; whoever sees the other side gone gives
-        # it back: the worker thread if the caller left first (this works even when the event
-        # loop is shutting down and cancels every task), the caller if the claim was made but
-        # not yet delivered.
+        # The claim may land after we gave up on it (deadline) or were cancelled; whoever sees
+        # the other side gone gives it back: the worker thread if the caller left first (this
+        # works even when the event loop is shutting down and cancels every task), the caller
+        # if the claim was made but not yet delivered. A daemon thread rather than the loop's
+        # default executor, so a hung store cannot hold up the loop's shutdown either.
+        pending, abandon = self._claim_in_thread(run)
+        waiter = asyncio.wrap_future(pending)
+        try:
+            done, _ = await asyncio.wait({waiter}, timeout=remaining)
+        except asyncio.CancelledError:
+            waiter.cancel()
+            late = abandon()
+            if late is not None:
+                self._release_late(run, late)
+            raise
+        if waiter in done:
+            return waiter.result()
+        waiter.cancel()
+        late = abandon()
+        if late is not None:
+            return late
+        assert remaining is not None
+        return self._claim_timed_out(remaining)
+
+    def _claim_in_thread(
+        self, run: _Run
+    ) -> tuple[Future[Claim | LedgerUnavailable], Callable[[], Claim | LedgerUnavailable | None]]:
+        """Start the claim in a daemon thread; returns its future and ``abandon``, which gives
+        up on it and returns the claim if it already landed (the caller then owns it)."""
         lock = threading.Lock()
         box: dict[str, Any] = {}
+        pending: Future[Claim | LedgerUnavailable] = Future()
 
-        def claim_in_thread() -> Claim | LedgerUnavailable:
+        def work() -> None:
             claim = self._claim(run)
             with lock:
                 if not box.get("abandoned"):
                     box["claim"] = claim
-                    return claim
-            self._release_claimed(run, claim)
-            return claim
+                    try:
+                        pending.set_result(claim)
+                    except InvalidStateError:  # the waiter was cancelled meanwhile
+                        pass
+                    return
+            self._release_late(run, claim)
 
-        try:
-            return await asyncio.to_thread(claim_in_thread)
-        except asyncio.CancelledError:
+        def abandon() -> Claim | LedgerUnavailable | None:
             with lock:
                 box["abandoned"] = True
-                late = box.pop("claim", None)
-            if late is not None:
-                self._release_claimed(run, late)
-            raise
+                return box.pop("claim", None)
 
-    def _release_claimed(self, run: _Run, claim: Claim | LedgerUnavailable) -> None:
-        if isinstance(claim, Claim) and claim.status == "claimed":
-            run.claim = claim
-            self._release_quietly(run)
+        threading.Thread(target=work, name=f"toolwire-claim-{run.spec.name}", daemon=True).start()
+        return pending, abandon
+
+    def _release_late(self, run: _Run, claim: Claim | LedgerUnavailable) -> None:
+        """Give back a claim nobody will use (it landed after the call ended). Leaves ``run``
+        alone: its call has a result already, possibly being written in another thread."""
+        if not isinstance(claim, Claim) or claim.status != "claimed" or claim.token is None:
+            return
+        assert run.key is not None
+        try:
+            self.ledger.release(run.key, claim.token)
+        except Exception as exc:
+            self.observer.count("ledger_errors", 1, tool=run.spec.name)
+            _log.warning("toolwire: could not release a late claim: %s", _short(exc))
 
     async def _offload(self, fn: Callable[[], Any]) -> Any:
         if self._ledger is None or not self._ledger.blocking:
