@@ -482,8 +482,43 @@ def test_concurrent_duplicate_gets_in_progress(clock: FakeClock) -> None:
     assert second.state == "in_progress" and second.attempts == 0
     with pytest.raises(IdempotencyInProgress):
         second.raise_for_error()
-    assert second.error is not None and second.error["retryable"] is True
+    # A model calls again with a new call id, which is a new key: the write would run twice.
+    assert second.error is not None and second.error["retryable"] is False
+    assert "retry_after" not in second.error
     assert results[0].state == "ok"
+
+
+def test_in_progress_under_a_business_key_is_retryable_after_the_lease(
+    clock: FakeClock,
+) -> None:
+    entered, release = threading.Event(), threading.Event()
+    runs: list[str] = []
+
+    def slow(args: Any) -> str:
+        runs.append(args["order"])
+        entered.set()
+        assert release.wait(5)
+        return "charged"
+
+    ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
+    ex.register("charge", slow, side_effects=True, idempotency_key="order", in_progress_expiry=40)
+    ctx = RequestContext("r", "s")
+    results: list[Any] = []
+    thread = threading.Thread(
+        target=lambda: results.append(ex.execute(Call("charge", "c1", {"order": "o-1"}), ctx))
+    )
+    thread.start()
+    assert entered.wait(5)
+    clock.advance(15)
+    # The model's retry has a new call id but the same order: it lands on the same record.
+    busy = ex.execute(Call("charge", "c2", {"order": "o-1"}), ctx)
+    assert busy.state == "in_progress" and busy.error is not None
+    assert busy.error["retryable"] is True and busy.error["retry_after"] == 25.0
+    release.set()
+    thread.join(5)
+    again = ex.execute(Call("charge", "c3", {"order": "o-1"}), ctx)
+    assert again.state == "duplicate_suppressed" and again.value == "charged"
+    assert results[0].state == "ok" and runs == ["o-1"]
 
 
 def test_replay_after_ttl_executes_again(clock: FakeClock) -> None:

@@ -57,6 +57,7 @@ from toolwire.execution.ledger import (
     DEFAULT_TTL,
     Claim,
     Ledger,
+    LedgerRecord,
     MemoryLedger,
     StalePolicy,
     dumps_compact,
@@ -1084,11 +1085,7 @@ class Executor:
             return self._finish(
                 run,
                 "in_progress",
-                error={
-                    "type": "in_progress",
-                    "message": "an identical call is still executing; it was not started again",
-                    "retryable": True,
-                },
+                error=self._in_progress_payload(run, record),
                 exception=IdempotencyInProgress(run.key or ""),
             )
         if claim.status == "replay" and record is not None:
@@ -1114,6 +1111,38 @@ class Executor:
                 **({"cause": stored} if stored else {}),
             },
         )
+
+    def _in_progress_payload(self, run: _Run, record: LedgerRecord | None) -> dict[str, Any]:
+        """What the model reads when an identical call holds the claim.
+
+        ``retryable`` means "calling again can help". The model calls again with a new
+        ``tool_call_id``: when the key comes from a business key (or from the arguments, for a
+        call without an id), that lands on this very record and gets the holder's outcome once
+        it is recorded, so it is retryable after ``retry_after`` (the end of the holder's lease:
+        by then it has finished or is stale). Keyed by call id, a new call gets a new key and
+        would run the write a second time beside the one still executing: not retryable.
+        """
+        spec = run.spec
+        business = spec.idempotency_key is not None and (
+            _field(run.arguments, spec.idempotency_key) is not None
+        )
+        same_key = business or not run.call.call_id
+        payload: dict[str, Any] = {"type": "in_progress"}
+        if same_key:
+            payload["message"] = (
+                "an identical call is still executing; it was not started again. Call again "
+                "after retry_after seconds to get its result"
+            )
+            payload["retryable"] = True
+            left = 0.0 if record is None else record.lease_expires_at - self.clock.time()
+            payload["retry_after"] = round(max(0.0, left), 3)
+        else:
+            payload["message"] = (
+                "an identical call is still executing; it was not started again. Do not call "
+                "it again: a new call would run it a second time"
+            )
+            payload["retryable"] = False
+        return payload
 
     def _should_retry(self, run: _Run, state: RetryCallState) -> bool:
         outcome = state.outcome
