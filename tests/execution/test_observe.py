@@ -8,8 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, SecretStr
 
 from toolwire.execution import (
+    BusinessRuleError,
     Call,
     Executor,
     FakeClock,
@@ -241,3 +243,56 @@ def test_execute_all_records_a_call_that_raised_instead_of_settling(
     assert raised["state"] == "downstream_failed" and raised["error_type"] == "internal_error"
     assert ex.observer.counts["calls"] == 3
     assert len(tracer.spans) == 3 and all(span.ended for span in tracer.spans)
+
+
+CARD = "4111111111111111"
+
+
+def _hide_card(path: str, text: str) -> str:
+    return "[card]" if path == "/card" else text.replace("sk-live-123", "[key]")
+
+
+def test_exception_text_is_logged_through_the_redaction_hook(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The same hook as Toolset(redact=...): what it hides from the model must not reach the logs
+    # because a tool put the argument (or a credential) into its exception text.
+    def charge(args: Any) -> None:
+        raise RuntimeError(f"gateway declined card {args['card']} (api key sk-live-123)")
+
+    def refuse(args: Any) -> None:
+        raise BusinessRuleError(f"card {args['card']} is blocked")
+
+    ex = Executor(clock=FakeClock(), breaker=False, redact=_hide_card)
+    ex.register("charge", charge)
+    ex.register("refuse", refuse)
+    ctx = RequestContext("r", "s")
+    with caplog.at_level(logging.DEBUG, logger="toolwire.execution"):
+        failed = ex.execute(Call("charge", "c1", {"card": CARD, "cents": 5}), ctx)
+        refused = ex.execute(Call("refuse", "c2", {"card": CARD}), ctx)
+    assert failed.state == "downstream_failed" and refused.state == "downstream_failed"
+    logged = caplog.text + json.dumps([r.__dict__.get("toolwire") for r in caplog.records])
+    assert "gateway declined card [card] (api key [key])" in caplog.text
+    assert CARD not in logged and "sk-live-123" not in logged
+    # Text a tool wrote for the model goes through the same redaction.
+    assert refused.error is not None and CARD not in refused.content()
+    assert refused.error["reasons"] == ["card [card] is blocked"]
+
+
+def test_secret_arguments_are_kept_out_of_logged_exception_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Login(BaseModel):
+        user: str
+        password: SecretStr
+
+    def login(args: Login) -> None:
+        raise ConnectionError(f"auth failed for {args.user}:{args.password.get_secret_value()}")
+
+    ex = Executor(clock=FakeClock(), breaker=False)
+    ex.register("login", login)
+    args = Login(user="ann", password=SecretStr("hunter2"))
+    with caplog.at_level(logging.DEBUG, logger="toolwire.execution"):
+        result = ex.execute(Call("login", "c1", args), RequestContext("r", "s"))
+    assert result.state == "downstream_failed"
+    assert "auth failed for ann:[redacted]" in caplog.text and "hunter2" not in caplog.text

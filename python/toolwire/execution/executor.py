@@ -28,13 +28,13 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, cast
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretBytes, SecretStr
 from pydantic_core import to_jsonable_python
 from tenacity import AsyncRetrying, RetryCallState, Retrying, stop_after_attempt
 
@@ -66,6 +66,7 @@ from toolwire.execution.ledger_sqlite import SqliteLedger
 from toolwire.execution.observe import ExecutionRecord, FinalState, Observer, SpanLike
 from toolwire.execution.retry import RetryPolicy, StopReason, decide_retry
 from toolwire.payloads import finite_json
+from toolwire.validation import REDACTED, Redactor
 
 __all__ = [
     "Call",
@@ -425,6 +426,11 @@ class Executor:
         observer: Where records, spans and counters go. Default: one per executor.
         namespace: Prefix of every idempotency key (tenant, deployment).
         record_ttl: Ledger retention in seconds (default 24 h).
+        redact: The redaction hook given to ``Toolset(redact=...)``: ``(json_pointer, text) ->
+            text``. Exception text (in logs, warnings and the texts a tool wrote for the model)
+            is scrubbed of every argument value the hook would hide (it is called with each
+            string argument and its pointer), of ``SecretStr``/``SecretBytes`` values, and
+            finally passed to the hook whole with the pointer ``""``.
     """
 
     def __init__(
@@ -439,8 +445,10 @@ class Executor:
         observer: Observer | None = None,
         namespace: str = "",
         record_ttl: float = DEFAULT_TTL,
+        redact: Redactor | None = None,
     ) -> None:
         self.clock: Clock = clock or SystemClock()
+        self.redact = redact
         if isinstance(ledger, (str, os.PathLike)):
             ledger = SqliteLedger(ledger, clock=self.clock)
         self._ledger = ledger
@@ -798,7 +806,13 @@ class Executor:
         """The result of a call that raised instead of settling (e.g. an async tool handed to
         ``execute_all``); with ``record``, also its observability record, which it never got."""
         kind = "cancelled" if isinstance(exc, asyncio.CancelledError) else "internal_error"
-        _log.error("toolwire: call %s (%s) raised %r", call.call_id, call.tool, exc)
+        _log.error(
+            "toolwire: call %s (%s) raised %s: %s",
+            call.call_id,
+            call.tool,
+            type(exc).__name__,
+            self._scrub_text(_safe_arguments(call), _short(exc)),
+        )
         error: dict[str, Any] = {
             "type": kind,
             "message": "the call was cancelled"
@@ -1043,7 +1057,9 @@ class Executor:
         if isinstance(claim, LedgerUnavailable):
             self.observer.count("ledger_errors", 1, tool=run.spec.name)
             # The driver's text (hosts, ports, credentials in a DSN) is for operators only.
-            _log.warning("toolwire: idempotency store unavailable: %s", _short(claim))
+            _log.warning(
+                "toolwire: idempotency store unavailable: %s", self._scrub(run, _short(claim))
+            )
             run.claim = None
             return self._finish(
                 run,
@@ -1307,7 +1323,7 @@ class Executor:
             )
         except Exception as exc:
             self.observer.count("ledger_errors", 1, tool=run.spec.name)
-            run.warnings.append(f"ledger update failed: {_short(exc)}")
+            run.warnings.append(f"ledger update failed: {self._scrub(run, _short(exc))}")
         finally:
             run.claim = None
 
@@ -1362,13 +1378,13 @@ class Executor:
         if isinstance(exc, _BreakerOpen):
             cls, exc = run.last, run.last_exc or exc
         assert cls is not None
-        error = _error_payload(cls, exc, run)
+        error = _error_payload(cls, exc, run, lambda text: self._scrub(run, text))
         _log.warning(
             "toolwire: call %s (%s) failed: %s: %s",
             run.call.call_id,
             run.spec.name,
             type(exc).__name__,
-            _short(exc),
+            self._scrub(run, _short(exc)),
         )
         if run.spec.side_effects and run.in_flight and cls.ambiguous:
             error = {
@@ -1404,6 +1420,31 @@ class Executor:
         if propagate and reraise:
             raise exc
         return result
+
+    def _scrub(self, run: _Run, text: str) -> str:
+        return self._scrub_text(run.arguments, text)
+
+    def _scrub_text(self, arguments: Any, text: str) -> str:
+        """``text`` (an exception's, for logs or the model) without what redaction hides: the
+        secret argument values, every argument value the hook redacts, then the hook's verdict
+        on the whole text. Never raises: a failing hook withholds the text instead."""
+        try:
+            hook = self.redact
+            for path, value in _string_leaves(arguments, []):
+                if isinstance(value, (SecretStr, SecretBytes)):
+                    secret = value.get_secret_value()
+                    plain = (
+                        secret.decode("utf-8", "replace") if isinstance(secret, bytes) else secret
+                    )
+                    if plain:
+                        text = text.replace(plain, REDACTED)
+                elif value and hook is not None:
+                    shown = hook(pointer(path), value)
+                    if shown != value:
+                        text = text.replace(value, shown)
+            return text if hook is None else hook("", text)
+        except Exception:
+            return "[redaction failed]"
 
     def _finish(
         self,
@@ -1488,6 +1529,13 @@ def _arguments_of(call: ValidatedCall) -> Any:
         if isinstance(parsed, dict):
             return cast(dict[str, Any], parsed)
     return {}
+
+
+def _safe_arguments(call: ValidatedCall) -> Any:
+    try:
+        return _arguments_of(call)
+    except Exception:  # a call object that raised already: scrub with the hook alone
+        return None
 
 
 def _fields_of(arguments: Any) -> dict[str, Any]:
@@ -1619,10 +1667,27 @@ def _model_message(cls: Classification, exc: BaseException) -> str:
     return _KIND_MESSAGES.get(cls.kind, "the tool failed with an unexpected error")
 
 
-def _error_payload(cls: Classification, exc: BaseException, run: _Run) -> dict[str, Any]:
+def _string_leaves(value: Any, path: list[str | int]) -> Iterator[tuple[list[str | int], Any]]:
+    """(path, value) of every string and secret in validated arguments (models, dicts, lists)."""
+    if isinstance(value, (str, SecretStr, SecretBytes)):
+        yield path, value
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            yield from _string_leaves(getattr(value, name, None), [*path, name])
+    elif isinstance(value, Mapping):
+        for key, item in cast(Mapping[Any, Any], value).items():
+            yield from _string_leaves(item, [*path, str(key)])
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(cast(Sequence[Any], value)):
+            yield from _string_leaves(item, [*path, i])
+
+
+def _error_payload(
+    cls: Classification, exc: BaseException, run: _Run, scrub: Callable[[str], str]
+) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "type": cls.kind,
-        "message": _model_message(cls, exc),
+        "message": scrub(_model_message(cls, exc)),
         "retryable": cls.retryable,
     }
     if cls.status_code is not None:
@@ -1630,9 +1695,9 @@ def _error_payload(cls: Classification, exc: BaseException, run: _Run) -> dict[s
     if cls.retry_after is not None:
         payload["retry_after"] = cls.retry_after
     if isinstance(exc, BusinessRuleError):
-        payload["reasons"] = list(exc.reasons)
+        payload["reasons"] = [scrub(str(reason)) for reason in exc.reasons]
     elif isinstance(exc, NeedsClarification):
-        payload["message"] = exc.message
+        payload["message"] = scrub(str(exc.message))
         payload["missing"] = list(exc.missing)
     if run.stop_reason not in (None, "not_retryable"):
         payload["stopped"] = run.stop_reason
