@@ -361,6 +361,26 @@ async def test_sync_tool_raising_stop_iteration_in_aexecute_ends_its_call(
     assert result.error is not None and result.error["type"] == "unknown_error"
 
 
+@pytest.mark.parametrize("timeout", [None, 5.0])
+async def test_sync_tool_raising_generator_exit_in_aexecute_all_ends_with_one_result(
+    timeout: float | None,
+) -> None:
+    # A GeneratorExit thrown into the awaiting coroutines closes them: without care the settled
+    # result is dropped, the exception escapes and the call is recorded twice.
+    def tool(args: Any) -> Any:
+        raise GeneratorExit
+
+    ex = Executor({"t": ToolSpec(tool, timeout=timeout), "ok": lambda args: 1}, breaker=False)
+    alone = await asyncio.wait_for(ex.aexecute(Call("t", "c0", {})), 2.0)
+    assert alone.state == "downstream_failed" and alone.attempts == 1
+    results = await asyncio.wait_for(
+        ex.aexecute_all([Call("t", "c1", {}), Call("ok", "c2", {})]), 2.0
+    )
+    assert [r.state for r in results] == ["downstream_failed", "ok"]
+    assert results[0].error is not None and results[0].error["type"] == "unknown_error"
+    assert ex.observer.counts["calls"] == 3
+
+
 def test_timings_and_coercions_are_passed_through() -> None:
     ex = Executor({"t": lambda args: 1})
     result = ex.execute(Call("t", "c", {}), parse_time=0.001, validation_time=0.002, coercions=2)

@@ -1707,17 +1707,20 @@ def _error_payload(
 
 
 class _StopIterationRaised(RuntimeError):
-    """A sync tool raised ``StopIteration`` (carried as its cause)."""
+    """A sync tool raised ``StopIteration`` or ``GeneratorExit`` (carried as its cause)."""
 
 
 def _no_stop_iteration(invoke: Callable[[], Any]) -> Callable[[], Any]:
     # asyncio cannot set StopIteration on a future: the worker thread's exception is dropped by
     # the event loop (a TypeError is logged) and the awaiting call never finishes. Carry it in a
-    # RuntimeError instead, as PEP 479 does for coroutines.
+    # RuntimeError instead, as PEP 479 does for coroutines. GeneratorExit likewise: the task
+    # throws a future's exception into the awaiting coroutines, and a thrown GeneratorExit
+    # closes each of them, so the call's settled result is discarded and GeneratorExit escapes
+    # `aexecute` (and `aexecute_all` records the call a second time).
     def run() -> Any:
         try:
             return invoke()
-        except StopIteration as exc:
+        except (StopIteration, GeneratorExit) as exc:
             raise _StopIterationRaised(f"the tool raised {type(exc).__name__}") from exc
 
     return run
