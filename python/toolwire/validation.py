@@ -553,6 +553,44 @@ class _Schema:
         words = [text(f"type.{t}", lang) for t in names if t in _JSON_TYPES]
         return text("join.or", lang).join(words) if words else text("type.any", lang)
 
+    def holds_secret(self, node: Mapping[str, Any], depth: int = 0) -> bool:
+        """Whether the node, or any value that can sit inside it, is secret."""
+        node = self.deref(node)
+        if _is_secret(node):
+            return True
+        if depth > 32:
+            # A recursive model: as deep as any real value goes.
+            return False
+        children: list[Any] = [
+            *self.branches(node),
+            node.get("items"),
+            node.get("additionalProperties"),
+        ]
+        children += list(_d(node.get("properties")).values()) + _l(node.get("prefixItems"))
+        return any(
+            self.holds_secret(cast(Mapping[str, Any], c), depth + 1)
+            for c in children
+            if isinstance(c, Mapping)
+        )
+
+    def child(self, node: Mapping[str, Any], seg: str | int) -> dict[str, Any] | None:
+        """The schema of the value at `seg` inside a value of `node` (union branches merged),
+        or None where the schema describes no such value."""
+        found: list[dict[str, Any]] = []
+        for candidate in [self.deref(node), *self.branches(node)]:
+            sub: object
+            if isinstance(seg, int):
+                prefix = _l(candidate.get("prefixItems"))
+                sub = prefix[seg] if seg < len(prefix) else candidate.get("items")
+            else:
+                props = _d(candidate.get("properties"))
+                sub = props[seg] if seg in props else candidate.get("additionalProperties")
+            if isinstance(sub, Mapping):
+                found.append(self.deref(cast(Mapping[str, Any], sub)))
+        if not found:
+            return None
+        return found[0] if len(found) == 1 else {"anyOf": found}
+
     def keyword(self, node: Mapping[str, Any], key: str) -> Any:
         """A keyword from the node or the first union branch that has it."""
         node = self.deref(node)
@@ -704,9 +742,75 @@ class _ErrorBuilder:
             return REDACTED
         # Decimal digits are validated as a numeric string (see `quote_decimals`); show them
         # as the number the model wrote.
-        decimal = isinstance(value, str) and is_decimal_union(located.node)
-        words = cast(str, value) if decimal else shown(value)
+        if isinstance(value, str) and is_decimal_union(located.node):
+            words = value
+        elif isinstance(value, (dict, list)) or self.schema.holds_secret(located.node):
+            return self.scrubbed(located, value)
+        else:
+            words = shown(value)
         return self.redact(located.pointer, words) if self.redact is not None else words
+
+    def got_text(self, located: _Located, words: str) -> str:
+        """A value shown as text already (the core's `got`, a coercion's `from_` / `to`), with
+        the same redaction as `got` gives a parsed value."""
+        if located.secret:
+            return REDACTED
+        if words[:1] in ("{", "["):
+            try:
+                return self.scrubbed(located, loads_exact(words))
+            except ValueError:
+                pass  # cut to 200 characters, or not JSON: judged as a whole below
+        if self.schema.holds_secret(located.node):
+            # A value where secrets belong that cannot be taken apart: it may be one.
+            return REDACTED
+        return self.redact(located.pointer, words) if self.redact is not None else words
+
+    def scrubbed(self, located: _Located, value: Any) -> str:
+        """A value that may hold secrets inside, shown with every secret part redacted and
+        every other scalar passed through the hook at its own pointer (then the whole)."""
+        parts: list[str | int] = list(_split(located.pointer))
+        out: list[str] = []
+        self._scrub(value, located.node, parts, out)
+        words = shown_text("".join(out))
+        return self.redact(located.pointer, words) if self.redact is not None else words
+
+    def _scrub(
+        self, value: Any, node: Mapping[str, Any] | None, parts: list[str | int], out: list[str]
+    ) -> None:
+        if node is not None:
+            node = self.schema.deref(node)
+            if _is_secret(node) or any(_is_secret(b) for b in self.schema.branches(node)):
+                out.append(json.dumps(REDACTED))
+                return
+        holds = node is not None and self.schema.holds_secret(node)
+        if isinstance(value, dict):
+            out.append("{")
+            for i, (key, item) in enumerate(cast(dict[str, Any], value).items()):
+                out.append("," if i else "")
+                out.append(json.dumps(key, ensure_ascii=False) + ":")
+                child = None if node is None else self.schema.child(node, key)
+                if child is None and holds:
+                    # A key the schema does not place, next to secrets: it may be one.
+                    out.append(json.dumps(REDACTED))
+                else:
+                    self._scrub(item, child, [*parts, key], out)
+            out.append("}")
+        elif isinstance(value, list):
+            out.append("[")
+            for i, item in enumerate(cast(list[Any], value)):
+                out.append("," if i else "")
+                child = None if node is None else self.schema.child(node, i)
+                if child is None and holds:
+                    out.append(json.dumps(REDACTED))
+                else:
+                    self._scrub(item, child, [*parts, i], out)
+            out.append("]")
+        elif holds:
+            # A scalar where an object or array holding secrets belongs.
+            out.append(json.dumps(REDACTED))
+        else:
+            words = shown(value)
+            out.append(self.redact(pointer(parts), words) if self.redact is not None else words)
 
     def range_text(self, node: Mapping[str, Any], ctx: Mapping[str, Any]) -> str:
         bounds: list[str] = []
@@ -823,7 +927,11 @@ class _ErrorBuilder:
             user = code == "missing" and bool(located.node.get(USER_SUPPLIED_KEY))
             hint: str | None = None
             if code == "value" and "error" in ctx:
-                hint = shown_text(str(ctx["error"]))
+                hint = str(ctx["error"])
+                if isinstance(value, str) and value and self.got(located, value) != shown(value):
+                    # A validator's message that quotes a value redaction hides.
+                    hint = hint.replace(value, REDACTED)
+                hint = shown_text(hint)
             elif code == "timezone_required":
                 hint = text("hint.timezone_required", self.lang)
             elif user:
@@ -844,9 +952,7 @@ class _ErrorBuilder:
         if code in ("fractional_integer", "inexact_milliseconds", "out_of_range"):
             code = "type"
         hint = text(f"hint.{problem.code}", self.lang, detail=problem.detail)
-        got = REDACTED if located.secret else problem.got
-        if self.redact is not None and not located.secret:
-            got = self.redact(located.pointer, got)
+        got = self.got_text(located, problem.got)
         expected = self.expected(code, located.node, {}, "")
         return _Draft(FieldError(located.pointer, code, expected, got, hint), refusal=True)
 
@@ -864,9 +970,7 @@ class _ErrorBuilder:
                 # no value to show.
                 return _Draft(dataclasses.replace(draft.error, got=None))
             return draft
-        got = None if code == "missing" else (REDACTED if located.secret else error.got)
-        if got is not None and self.redact is not None and not located.secret:
-            got = self.redact(located.pointer, got)
+        got = None if code == "missing" or error.got is None else self.got_text(located, error.got)
         # Our own words (translated, derived from the same schema) beat the core's English.
         node = located.node
         expected = self.expected(code, node, {}, "") if node else error.expected
@@ -1334,7 +1438,7 @@ class ToolValidator:
             return not_object_outcome(call, lang=lang)
         fixed = cast(dict[str, Any], raw)
         drafts = [builder.from_problem(p) for p in result.problems]
-        coercions = [self._redacted(c, redact=builder.redact) for c in result.coercions]
+        coercions = [self._redacted(c, builder) for c in result.coercions]
         if not result.coercions and self.model is not None and initial:
             # Refusals come first: for the same field they carry a hint the plain error lacks.
             return self._reject(call, drafts + initial, coercions, lang)
@@ -1367,16 +1471,19 @@ class ToolValidator:
             return self._reject(call, drafts, coercions, lang)
         return self._accept(call, None, plain, coercions, lang)
 
-    def _redacted(self, coercion: Coercion, *, redact: Redactor | None) -> Coercion:
+    def _redacted(self, coercion: Coercion, builder: _ErrorBuilder) -> Coercion:
         located = self._lookup.locate(_split(coercion.path))
         if located.secret:
             return Coercion(coercion.path, REDACTED, REDACTED, coercion.rule)
-        if redact is None:
-            return coercion
+        before = located
+        if coercion.rule == "unwrap":
+            # `{"params": {...}}`: the arguments one level down, under any wrapper key.
+            wrapper = {"type": "object", "additionalProperties": located.node}
+            before = dataclasses.replace(located, node=wrapper)
         return Coercion(
             coercion.path,
-            redact(coercion.path, coercion.from_),
-            redact(coercion.path, coercion.to),
+            builder.got_text(before, coercion.from_),
+            builder.got_text(located, coercion.to),
             coercion.rule,
         )
 
