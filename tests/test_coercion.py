@@ -232,6 +232,62 @@ def test_money_precision_enforced(amount: str) -> None:
     assert outcome.errors[0].code in ("multiple_of", "decimal")
 
 
+class Payment(BaseModel):
+    """Pay."""
+
+    amount: Decimal
+    tip: Decimal | None = None
+    lines: list[Decimal] = []
+    memo: Decimal | str = ""
+    count: int = 0
+    ratio: float = 0.0
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [
+        # Python's Decimal() reads these; JSON has no such numbers.
+        ('{"amount": "1_000"}', "/amount"),
+        ('{"amount": "1_000.50"}', "/amount"),
+        ('{"amount": "\u0661\u0660\u0660"}', "/amount"),  # Arabic-Indic digits
+        ('{"amount": "+5"}', "/amount"),
+        ('{"amount": "1,000"}', "/amount"),
+        ('{"amount": 1, "tip": "2_5"}', "/tip"),
+        ('{"amount": 1, "lines": ["1", "2_0"]}', "/lines/1"),
+        # int() and float() read underscores too: the number_string rule must not.
+        ('{"amount": 1, "count": "1_000"}', "/count"),
+        ('{"amount": 1, "ratio": "1_000.5"}', "/ratio"),
+        ('{"amount": 1, "count": "\u0661\u0662"}', "/count"),
+    ],
+)
+def test_number_text_must_be_json_shaped(arguments: str, path: str, precheck: bool) -> None:
+    toolset = Toolset([Payment])
+    asm = Assembler(tools=toolset) if precheck else Assembler()
+    asm.feed(0, id="call_1", name="payment", arguments=arguments)
+    (done,) = asm.finish()
+    outcome = toolset.validate(done)
+    assert not outcome.ok
+    assert [(e.path, e.code) for e in outcome.errors] == [(path, "type")]
+    assert outcome.coercions == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "amount"),
+    [
+        ('{"amount": "1000"}', Decimal("1000")),
+        ('{"amount": " 12.50 "}', Decimal("12.50")),
+        ('{"amount": "-0.5"}', Decimal("-0.5")),
+        ('{"amount": "1e3"}', Decimal("1e3")),
+        ('{"amount": 1, "memo": "1_000"}', Decimal("1")),  # a plain string is allowed there
+    ],
+)
+def test_json_shaped_number_text_is_still_taken(arguments: str, amount: Decimal) -> None:
+    outcome = Toolset([Payment]).validate(call("payment", arguments))
+    assert outcome.ok, outcome.errors
+    assert outcome.model.amount == amount
+
+
 @given(
     st.decimals(min_value=Decimal("-1e12"), max_value=Decimal("1e12"), places=2, allow_nan=False)
 )

@@ -136,7 +136,7 @@ class CoercionProblem:
     Attributes:
         path: JSON Pointer of the value.
         code: `"ambiguous"`, `"fractional_integer"`, `"inexact_milliseconds"`,
-            `"out_of_range"` or `"timezone_required"`.
+            `"number_text"`, `"out_of_range"` or `"timezone_required"`.
         got: The value as written, compact JSON cut to 200 characters.
         detail: Rule-specific words used in the hint (the candidate values, say).
     """
@@ -439,6 +439,8 @@ class _Coercer:
         node = self.deref(node)
         if is_decimal_union(node):
             # A `Decimal` takes a number or a numeric string as it is, digit for digit.
+            if isinstance(value, str) and not decimal_text_ok(value, node):
+                self.refuse(path, "number_text", value)
             return value
         extra = node.get(COERCE_KEY)
         if isinstance(extra, list):
@@ -764,6 +766,49 @@ def is_decimal_union(node: Mapping[str, Any]) -> bool:
     return numeric_string and kinds - {"null"} == {"number", "string"}
 
 
+def decimal_text_ok(text: str, node: Mapping[str, Any]) -> bool:
+    """Whether a string in a `Decimal` field (`node`) is a number as JSON writes it (surrounding
+    whitespace aside), or not a finite number at all (validation reports that itself).
+
+    Python's `Decimal` reads far more than JSON numbers: `"1_000"`, `"+5"`, `".5"`, and digits
+    in other scripts (Arabic-Indic, say). The model wrote something odd there; its value is a
+    guess.
+    A field that also takes plain strings (`Decimal | str`) takes any text.
+    """
+    for branch in cast(list[Any], node.get("anyOf") or []):
+        if cast(dict[str, Any], branch).get("type") == "string" and "pattern" not in branch:
+            return True
+    stripped = text.strip()
+    if _NUMBER.fullmatch(stripped):
+        return True
+    try:
+        return not Decimal(stripped).is_finite()
+    except (InvalidOperation, ValueError):
+        return True
+
+
+def odd_decimal_text(value: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether a `Decimal` field holds a string that `decimal_text_ok` refuses.
+
+    Args:
+        value: Parsed arguments (`loads_exact`).
+        schema: The tool's self-contained schema.
+
+    Returns:
+        True if some `Decimal` field's string is not a JSON number.
+    """
+    found = False
+
+    def check(item: Any, node: Mapping[str, Any]) -> Any:
+        nonlocal found
+        if isinstance(item, str) and not decimal_text_ok(item, node):
+            found = True
+        return item
+
+    _map_decimals(value, schema, check)
+    return found
+
+
 def has_decimals(schema: Mapping[str, Any]) -> bool:
     """Whether a schema has a Pydantic `Decimal` field anywhere."""
     return schema_has(schema, lambda node: True if is_decimal_union(node) else None)
@@ -783,6 +828,20 @@ def quote_decimals(value: Any, schema: Mapping[str, Any]) -> Any:
     Returns:
         A new value; the input is not modified.
     """
+
+    def quote(item: Any, _node: Mapping[str, Any]) -> Any:
+        if isinstance(item, (int, Decimal)) and not isinstance(item, bool):
+            return str(item)
+        return item
+
+    return _map_decimals(value, schema, quote)
+
+
+def _map_decimals(
+    value: Any, schema: Mapping[str, Any], apply: Callable[[Any, Mapping[str, Any]], Any]
+) -> Any:
+    """`value` with `apply(item, node)` run on the value of every `Decimal` field (a new
+    value)."""
     defs = cast(dict[str, Any], schema.get("$defs") or {})
 
     def deref(node: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -795,9 +854,7 @@ def quote_decimals(value: Any, schema: Mapping[str, Any]) -> Any:
     def walk(item: Any, node: Mapping[str, Any]) -> Any:
         node = deref(node)
         if is_decimal_union(node):
-            if isinstance(item, (int, Decimal)) and not isinstance(item, bool):
-                return str(item)
-            return item
+            return apply(item, node)
         if isinstance(item, dict):
             props = cast(Mapping[str, Any], node.get("properties") or {})
             extra = node.get("additionalProperties")
@@ -815,7 +872,7 @@ def quote_decimals(value: Any, schema: Mapping[str, Any]) -> Any:
         if isinstance(branches, list) and isinstance(item, (int, Decimal)):
             for branch in cast(list[Any], branches):
                 if isinstance(branch, dict) and is_decimal_union(deref(cast(Any, branch))):
-                    return str(item)
+                    return apply(item, deref(cast(Any, branch)))
         return item
 
     return walk(value, schema)

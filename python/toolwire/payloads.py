@@ -109,6 +109,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "this number is too large or too small to be stored; send the intended value",
         "zh": "此数字过大或过小，无法存储；请发送预期的值",
     },
+    "hint.number_text": {
+        "en": "write the number as JSON writes it, e.g. 1000 or 12.50, with no digit separators",
+        "zh": "请按 JSON 数字的写法书写，例如 1000 或 12.50，不要使用数字分隔符",
+    },
     "hint.ambiguous": {
         "en": "the value could mean more than one thing ({detail}); send exactly one allowed value",
         "zh": "该值有多种可能含义（{detail}）；请只发送一个允许的值",

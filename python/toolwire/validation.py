@@ -54,6 +54,7 @@ from toolwire.coercion import (
     has_floats,
     is_decimal_union,
     loads_exact,
+    odd_decimal_text,
     pointer,
     quote_decimals,
     schema_has,
@@ -949,11 +950,14 @@ class _ErrorBuilder:
     def from_problem(self, problem: CoercionProblem) -> _Draft:
         located = self.schema.locate(_split(problem.path))
         code = problem.code
-        if code in ("fractional_integer", "inexact_milliseconds", "out_of_range"):
+        if code in ("fractional_integer", "inexact_milliseconds", "number_text", "out_of_range"):
             code = "type"
         hint = text(f"hint.{problem.code}", self.lang, detail=problem.detail)
         got = self.got_text(located, problem.got)
-        expected = self.expected(code, located.node, {}, "")
+        if problem.code == "number_text":
+            expected = text("type.number", self.lang)
+        else:
+            expected = self.expected(code, located.node, {}, "")
         return _Draft(FieldError(located.pointer, code, expected, got, hint), refusal=True)
 
     def from_call_error(self, error: CallErrorLike, arguments: Any = _ABSENT) -> _Draft:
@@ -1303,10 +1307,14 @@ class ToolValidator:
                 instance = self._validate_json(self._exact_input(call), strict=self._strict)
             except ValidationError as exc:
                 return self.rejected(call, exc, lang=lang, redact=redact)
-            if not (self._fixups and _needs_fixup(instance)) and not (
-                self._floats
-                and not getattr(call, "plain_numbers", False)
-                and float_risk(_raw_bytes(call))
+            if (
+                not (self._fixups and _needs_fixup(instance))
+                and not (
+                    self._floats
+                    and not getattr(call, "plain_numbers", False)
+                    and float_risk(_raw_bytes(call))
+                )
+                and not (self._decimals and self._odd_decimal_text(call))
             ):
                 return self._accept(call, instance, None, [], lang)
         return self._validate_further(call, error, [], lang, redact)
@@ -1396,6 +1404,14 @@ class ToolValidator:
                         initial.append(draft)
                         precheck_only.append(draft)
         return self._repair(call, text_in, initial, builder, lang, precheck_only)
+
+    def _odd_decimal_text(self, call: CallLike) -> bool:
+        """Whether a `Decimal` field holds a string Pydantic read that is not a JSON number
+        (`"1_000"`): coercion refuses it, where Pydantic would have taken it silently."""
+        try:
+            return odd_decimal_text(loads_exact(_argument_text(call)), self.schema)
+        except ValueError:
+            return False
 
     def _exact_input(self, call: CallLike) -> str | bytes:
         """What Pydantic validates for a call without a core error: its raw bytes when no digit
