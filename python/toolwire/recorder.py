@@ -39,7 +39,7 @@ from toolwire.coercion import pointer
 from toolwire.events import CallCompleted, StreamEnded
 from toolwire.formats._fields import plain
 from toolwire.replay import CORPUS_SCHEMA_VERSION, schema_hash, verdict
-from toolwire.stream import ToolStream
+from toolwire.stream import ToolStream, is_provider_error
 from toolwire.validation import REDACTED, SECRET_KEY, Redactor
 
 if TYPE_CHECKING:
@@ -513,6 +513,28 @@ class Recorder:
         )
 
 
+def _error_chunk(error: BaseException, fmt: str | None) -> dict[str, Any]:
+    """The chunk a provider error raised by an SDK stands for, in the stream's wire format."""
+    body: object = getattr(error, "body", None)
+    message = str(getattr(error, "message", "") or error)
+    if type(error).__module__.split(".", 1)[0] == "anthropic" or fmt == "anthropic":
+        if isinstance(body, Mapping) and cast("Mapping[str, Any]", body).get("type") == "error":
+            return dict(cast("Mapping[str, Any]", body))
+        inner: dict[str, Any] = (
+            dict(cast("Mapping[str, Any]", body))
+            if isinstance(body, Mapping)
+            else {"message": message}
+        )
+        return {"type": "error", "error": inner}
+    detail: dict[str, Any] = (
+        dict(cast("Mapping[str, Any]", body)) if isinstance(body, Mapping) else {}
+    )
+    detail.setdefault("message", message)
+    if fmt == "openai-responses":
+        return {"type": "error", "code": detail.get("code"), "message": detail["message"]}
+    return {"error": detail}
+
+
 class RecordingToolStream(ToolStream):
     """A `ToolStream` that hands its chunks and calls to a `Recorder` once it is over."""
 
@@ -540,9 +562,16 @@ class RecordingToolStream(ToolStream):
         super().__init__(self._tee(source), tools, progress=progress)
 
     def _tee(self, source: Iterable[object]) -> Iterator[object]:
-        for chunk in source:
-            self._chunks.append(chunk)
-            yield chunk
+        try:
+            for chunk in source:
+                self._chunks.append(chunk)
+                yield chunk
+        except Exception as error:
+            if is_provider_error(error):
+                # The SDK raised the provider's error chunk instead of yielding it: record it
+                # as the wire carried it, so the replay ends the calls as the live stream did.
+                self._chunks.append(_error_chunk(error, self.format))
+            raise
 
     def _record(self) -> None:
         if not self._recorded:

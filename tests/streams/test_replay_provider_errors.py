@@ -1,0 +1,81 @@
+"""A recorded stream that a provider error ended replays as the live stream ended.
+
+The openai SDK raises a Chat `{"error": ...}` line and the anthropic SDK an `error` event
+instead of yielding them, so the recorder never sees that chunk. Replayed without it, the
+recording would end as if the provider had stopped cleanly: a call whose JSON happened to be
+complete would come back runnable, where the live stream refused it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("toolwire._core")
+
+from toolwire import Toolset
+from toolwire.recorder import Recorder
+from toolwire.replay import load_corpus, replay, verdict
+
+from .clients import open_sync, sync_client
+from .conftest import SSEServer
+from .streamkit import Call, anthropic_stream, chat_stream, responses_stream, sse_body
+
+CALLS = [Call("get_weather", '{"city": "Oslo"}'), Call("lookup", '{"q": [1, 2')]
+
+TOOLS = Toolset(
+    [
+        {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+        {
+            "name": "lookup",
+            "parameters": {"type": "object", "properties": {"q": {"type": "array"}}},
+        },
+    ]
+)
+
+ERRORS: dict[str, dict[str, Any]] = {
+    "anthropic": {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}},
+    "openai-responses": {
+        "type": "error",
+        "code": "server_error",
+        "message": "busy",
+        "param": None,
+        "sequence_number": 999,
+    },
+    "openai-chat": {"error": {"message": "busy", "type": "server_error"}},
+}
+
+
+def _before_the_end(events: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
+    if fmt == "anthropic":
+        ends = ("content_block_stop", "message_delta", "message_stop")
+        return [e for e in events if e["type"] not in ends]
+    if fmt == "openai-responses":
+        return [e for e in events if "done" not in e["type"] and "completed" not in e["type"]]
+    return [e for e in events if not any(c.get("finish_reason") for c in e.get("choices", []))]
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses", "openai-chat"])
+def test_replay_of_a_recorded_provider_error_matches_live(
+    sse_server: SSEServer, tmp_path: Path, fmt: str
+) -> None:
+    make = {"anthropic": anthropic_stream, "openai-responses": responses_stream}.get(
+        fmt, chat_stream
+    )
+    body = sse_body([*_before_the_end(make(CALLS, size=4), fmt), ERRORS[fmt]], fmt)
+    route = sse_server.register(body.removesuffix(b"data: [DONE]\n\n"))
+    recorder = Recorder(tmp_path / "corpus.jsonl", toolset=TOOLS, streams="all")
+    with sync_client(route, fmt) as client:
+        with recorder.assemble(open_sync(client, fmt)) as stream:
+            list(stream)
+    assert stream.finish_reason == "error"
+    live = [verdict(c, o) for c, o in zip(stream.calls, stream.outcomes, strict=True)]
+    assert [state for state, _ in live] == ["model_error", "model_error"]
+
+    (case,) = replay(load_corpus([tmp_path / "corpus.jsonl"]), TOOLS).cases
+    assert [(c.state, c.code) for c in case.calls] == live
