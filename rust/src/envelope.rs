@@ -606,6 +606,14 @@ impl Decoder {
                     .is_some_and(|o| o.get().starts_with("\"chat.completion"))
                 || (kind.is_none() && env.usage.is_some()) =>
             {
+                if let Some(error) = env.error.filter(|e| truthy(e.get())) {
+                    // An error next to `choices` (OpenRouter's mid-stream error chunk): the
+                    // openai SDK raises it as it does a bare `{"error": ...}` line, before the
+                    // chunk's deltas are read, and reads no further.
+                    emit(Action::ProviderError(error.get()));
+                    provider_gave_up(emit);
+                    return Ok(Some(Format::OpenAiChat));
+                }
                 self.chat(&env, emit)?;
                 Ok(Some(Format::OpenAiChat))
             }
@@ -1126,6 +1134,19 @@ fn push_lone(out: &mut Vec<u8>, unit: u16, lone: Lone) {
             }
         }
         Lone::Replace => push_char(out, char::REPLACEMENT_CHARACTER),
+    }
+}
+
+/// Whether a JSON value is truthy as Python reads it (the openai SDK's `if data.get("error")`):
+/// not `null`, `false`, zero, or an empty string, array or object.
+fn truthy(raw: &str) -> bool {
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(serde_json::Value::Null | serde_json::Value::Bool(false)) => false,
+        Ok(serde_json::Value::Number(n)) => n.as_f64().is_some_and(|f| f.abs() > 0.0),
+        Ok(serde_json::Value::String(s)) => !s.is_empty(),
+        Ok(serde_json::Value::Array(a)) => !a.is_empty(),
+        Ok(serde_json::Value::Object(o)) => !o.is_empty(),
+        Ok(serde_json::Value::Bool(true)) | Err(_) => true,
     }
 }
 

@@ -62,12 +62,15 @@ class ChatCompletionsAdapter:
         if usage is not None:
             info.usage = plain(usage)
         choices = get(chunk, "choices")
+        error = get(chunk, "error")
+        if error is not None and (not isinstance(choices, list) or bool(error)):
+            # A provider error inside the stream (the SDK raises it instead, even next to
+            # `choices`, as OpenRouter sends it, and reads no further): calls it had not ended
+            # must not run, as on the raw SSE path.
+            info.finish_reason = "error"
+            sink.stop("error")
+            return info
         if not isinstance(choices, list):
-            if get(chunk, "error") is not None:
-                # A provider error inside the stream (the SDK raises it instead): calls it had
-                # not ended must not run, as on the raw SSE path.
-                info.finish_reason = "error"
-                sink.stop("error")
             return info
         for choice in cast("list[object]", choices):
             if index_of(get(choice, "index")) not in (0, None):
