@@ -247,3 +247,19 @@ def test_openapi_nullable_admits_null_in_validation_as_in_the_pre_check() -> Non
     strict = {"type": "object", "properties": {"limit": {"type": "integer"}}, "required": ["limit"]}
     errors, ok, _ = _run(strict, {"limit": None})
     assert errors and not ok
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "1.5e999"])
+def test_a_number_past_a_double_with_a_float_step_is_an_error_not_a_crash(
+    precheck: bool, number: str
+) -> None:
+    # json reads it as infinity, which `jsonschema`'s multipleOf cannot turn into a fraction.
+    schema = {"type": "object", "properties": {"v": {"type": "number", "multipleOf": 0.5}}}
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    assembler = Assembler(tools=tools) if precheck else Assembler()
+    assembler.feed(0, id="call_1", name="tool", arguments=f'{{"v": {number}}}')
+    (call,) = assembler.finish()
+    outcome = tools.validate(call)
+    assert not outcome.ok
+    assert [(e.path, e.code) for e in outcome.errors] == [("/v", "type")]

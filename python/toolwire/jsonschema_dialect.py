@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import re
 from collections.abc import Iterator
 from decimal import Context, Decimal
@@ -125,7 +126,11 @@ def _multiple_of(original: Any) -> Any:
     ) -> Iterator[jsonschema.ValidationError]:
         # A float reads back as the shortest decimal text that round-trips, the digits the
         # model wrote: that is what is divided. What `Decimal` cannot divide is left to
-        # `jsonschema`.
+        # `jsonschema`, except infinity (a number past a double's range, `1e400`), which
+        # `jsonschema` turns into an OverflowError for a float divisor: it is no multiple.
+        if isinstance(instance, float) and not math.isfinite(instance):
+            yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {divisor}")
+            return
         if isinstance(divisor, float) and isinstance(instance, int | float):
             try:
                 number, step = Decimal(repr(instance)), Decimal(repr(divisor))
