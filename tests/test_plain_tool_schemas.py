@@ -263,3 +263,19 @@ def test_a_number_past_a_double_with_a_float_step_is_an_error_not_a_crash(
     outcome = tools.validate(call)
     assert not outcome.ok
     assert [(e.path, e.code) for e in outcome.errors] == [("/v", "type")]
+
+
+def test_properties_named_like_keywords_are_fields() -> None:
+    # `format` and `not` are common parameter names: the pre-check schema is built around them.
+    schema = {
+        "type": "object",
+        "properties": {
+            "format": {"type": "string", "enum": ["json", "csv"]},
+            "not": {"type": "string", "format": "email"},
+            "enum": {"type": "string", "format": "email"},
+        },
+        "required": ["format"],
+    }
+    assert _run(schema, {"format": "csv", "not": "a@b.co", "enum": "c@d.co"}) == ([], True, [])
+    errors, ok, codes = _run(schema, {"format": "xml"})
+    assert errors and not ok and codes == ["enum"]

@@ -138,22 +138,55 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
 _PLAIN_PRECHECK_FORMATS = frozenset({"date", "date-time", "time", "ipv4", "ipv6"})
 
 
+# Keywords whose value maps names to subschemas: the names are data, not keywords.
+_SCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+)
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+
+
 def _without_formats(
     node: Any, *, drop: Container[str] = (), keep: Container[str] | None = None
 ) -> Any:
     """The schema without every `format` named in `drop` or, when `keep` is given, not named in
-    `keep` (values under `enum`, `const`, `default` and `examples` are data and stay)."""
-    if isinstance(node, list):
-        return [_without_formats(item, drop=drop, keep=keep) for item in cast(list[Any], node)]
+    `keep` (values under `enum`, `const`, `default` and `examples` are data and stay).
+
+    Names under `properties` and the other name-to-subschema keywords are walked as names: a
+    parameter called `format` or `enum` is a field, not a keyword.
+    """
+    return _relaxed(node, drop, keep)[0]
+
+
+def _relaxed(node: Any, drop: Container[str], keep: Container[str] | None) -> tuple[Any, bool]:
+    """`_without_formats` of one subschema, and whether it changed."""
     if not isinstance(node, dict):
-        return node
+        return node, False
     out: dict[str, Any] = {}
+    changed = False
     for key, value in cast(dict[str, Any], node).items():
-        if key == "format" and (value in drop or (keep is not None and value not in keep)):
+        if key == "format" and isinstance(value, str):
+            if value in drop or (keep is not None and value not in keep):
+                changed = True
+                continue
+        if key in _DATA_KEYWORDS or not isinstance(value, dict | list):
+            out[key] = value
             continue
-        data = key in ("enum", "const", "default", "examples")
-        out[key] = value if data else _without_formats(value, drop=drop, keep=keep)
-    return out
+        sub_changed = False
+        new: Any
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            new = {}
+            for name, sub in cast(dict[str, Any], value).items():
+                new[name], moved = _relaxed(sub, drop, keep)
+                sub_changed |= moved
+        elif isinstance(value, list):
+            pairs = [_relaxed(item, drop, keep) for item in cast(list[Any], value)]
+            new = [item for item, _ in pairs]
+            sub_changed = any(moved for _, moved in pairs)
+        else:
+            new, sub_changed = _relaxed(value, drop, keep)
+        changed |= sub_changed
+        out[key] = new
+    return out, changed
 
 
 def _model_name(model: type[BaseModel]) -> str:
