@@ -279,3 +279,37 @@ def test_properties_named_like_keywords_are_fields() -> None:
     assert _run(schema, {"format": "csv", "not": "a@b.co", "enum": "c@d.co"}) == ([], True, [])
     errors, ok, codes = _run(schema, {"format": "xml"})
     assert errors and not ok and codes == ["enum"]
+
+
+def test_formats_left_to_validation_loosen_one_of_not_and_if() -> None:
+    # Without their formats, `oneOf` branches would both match, a `not` would refuse more and an
+    # `if` would pick the other branch: the pre-check must still never refuse a valid call.
+    user = {
+        "type": "object",
+        "properties": {
+            "user": {
+                "oneOf": [
+                    {"type": "string", "format": "email"},
+                    {"type": "string", "format": "uuid"},
+                ]
+            }
+        },
+        "required": ["user"],
+    }
+    assert _run(user, {"user": "ann@example.com"}) == ([], True, [])
+    assert _run(user, {"user": "123e4567-e89b-12d3-a456-426614174000"}) == ([], True, [])
+    errors, ok, _ = _run(user, {"user": 5})
+    assert errors and not ok
+
+    not_email = {"type": "object", "properties": {"handle": {"not": {"format": "email"}}}}
+    assert _run(not_email, {"handle": "ann"}) == ([], True, [])
+
+    contact = {
+        "type": "object",
+        "properties": {"contact": {"type": "string"}, "name": {"type": "string"}},
+        "if": {"properties": {"contact": {"format": "email"}}},
+        "then": {"required": ["name"]},
+        "else": {"properties": {"name": {"maxLength": 0}}},
+    }
+    assert _run(contact, {"contact": "+47 555", "name": ""}) == ([], True, [])
+    assert _run(contact, {"contact": "ann@example.com", "name": "Ann"}) == ([], True, [])

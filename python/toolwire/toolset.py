@@ -151,8 +151,10 @@ def _without_formats(
     """The schema without every `format` named in `drop` or, when `keep` is given, not named in
     `keep` (values under `enum`, `const`, `default` and `examples` are data and stay).
 
-    Names under `properties` and the other name-to-subschema keywords are walked as names: a
-    parameter called `format` or `enum` is a field, not a keyword.
+    Leaving a format out must only ever accept more. Where a looser subschema would refuse
+    more, the keyword around it is loosened too: `oneOf` becomes `anyOf` (two branches that
+    differed by their formats would both match), a `not` is left to validation, and an `if`
+    whose condition lost a format gives way to `anyOf` of its `then` and `else`.
     """
     return _relaxed(node, drop, keep)[0]
 
@@ -163,6 +165,8 @@ def _relaxed(node: Any, drop: Container[str], keep: Container[str] | None) -> tu
         return node, False
     out: dict[str, Any] = {}
     changed = False
+    extra: list[dict[str, Any]] = []
+    loose_if = False
     for key, value in cast(dict[str, Any], node).items():
         if key == "format" and isinstance(value, str):
             if value in drop or (keep is not None and value not in keep):
@@ -185,7 +189,20 @@ def _relaxed(node: Any, drop: Container[str], keep: Container[str] | None) -> tu
         else:
             new, sub_changed = _relaxed(value, drop, keep)
         changed |= sub_changed
+        if sub_changed and key == "not":
+            continue
+        if sub_changed and key == "oneOf":
+            extra.append({"anyOf": new})
+            continue
+        loose_if |= sub_changed and key == "if"
         out[key] = new
+    if loose_if:
+        del out["if"]
+        extra.append({"anyOf": [out.pop("then", True), out.pop("else", True)]})
+    if len(extra) == 1 and "anyOf" not in out:
+        out.update(extra[0])
+    elif extra:
+        out["allOf"] = [*cast(list[Any], out.get("allOf", [])), *extra]
     return out, changed
 
 
