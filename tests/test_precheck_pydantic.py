@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, time, timedelta, timezone
 from typing import Annotated
+from uuid import UUID
 
 import jsonschema
 import pytest
@@ -186,3 +187,30 @@ def test_naive_datetime_with_a_default_zone_is_not_an_early_error() -> None:
     assert errors and not outcome.ok
     errors, _ = stream(toolset, "meeting", '{"start": "2024-03-05T10:00:00", "tags": 1}')
     assert errors
+
+
+class Lookup(BaseModel):
+    id: UUID
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2eb8aa08-aa98-11ea-b4aa-73b441d16380",
+        "2EB8AA08AA9811EAB4AA73B441D16380",
+        "{2eb8aa08-aa98-11ea-b4aa-73b441d16380}",
+        "urn:uuid:2eb8aa08-aa98-11ea-b4aa-73b441d16380",
+    ],
+)
+def test_uuid_forms_pydantic_reads_are_not_rejected_early(value: str) -> None:
+    errors, outcome = stream(Toolset([Lookup]), "lookup", json.dumps({"id": value}))
+    assert errors == []
+    assert outcome.ok and outcome.model == Lookup(id=UUID("2eb8aa08-aa98-11ea-b4aa-73b441d16380"))
+
+
+@pytest.mark.parametrize(
+    "value", ["2eb8aa08aa9811eab4aa73b441d1638", "{2eb8aa08aa9811eab4aa73b441d16380}"]
+)
+def test_malformed_uuids_are_still_rejected_early(value: str) -> None:
+    errors, outcome = stream(Toolset([Lookup]), "lookup", json.dumps({"id": value}))
+    assert errors and not outcome.ok

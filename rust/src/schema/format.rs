@@ -190,7 +190,19 @@ fn date_time(b: &[u8]) -> bool {
         && time(&b[11..], true)
 }
 
+/// A UUID in the forms Pydantic reads (the `uuid` crate's `parse_str`): hyphenated, 32 bare
+/// hex digits, hyphenated in braces, or hyphenated after `urn:uuid:`.
 fn uuid(b: &[u8]) -> bool {
+    match b.len() {
+        32 => b.iter().all(u8::is_ascii_hexdigit),
+        36 => hyphenated_uuid(b),
+        38 => b[0] == b'{' && b[37] == b'}' && hyphenated_uuid(&b[1..37]),
+        45 => b.starts_with(b"urn:uuid:") && hyphenated_uuid(&b[9..]),
+        _ => false,
+    }
+}
+
+fn hyphenated_uuid(b: &[u8]) -> bool {
     b.len() == 36
         && b.iter().enumerate().all(|(i, &c)| {
             if matches!(i, 8 | 13 | 18 | 23) {
@@ -379,7 +391,24 @@ mod tests {
     #[test]
     fn others() {
         assert!(ok(Format::Uuid, "2EB8AA08-AA98-11EA-B4AA-73B441D16380"));
-        assert!(!ok(Format::Uuid, "2eb8aa08aa9811eab4aa73b441d16380"));
+        // The other forms Pydantic reads: bare hex, braces, a URN.
+        assert!(ok(Format::Uuid, "2eb8aa08aa9811eab4aa73b441d16380"));
+        assert!(ok(Format::Uuid, "{2eb8aa08-aa98-11ea-b4aa-73b441d16380}"));
+        assert!(ok(
+            Format::Uuid,
+            "urn:uuid:2eb8aa08-aa98-11ea-b4aa-73b441d16380"
+        ));
+        assert!(!ok(Format::Uuid, "2eb8aa08aa9811eab4aa73b441d1638"));
+        assert!(!ok(Format::Uuid, "{2eb8aa08aa9811eab4aa73b441d16380}"));
+        assert!(!ok(
+            Format::Uuid,
+            "urn:uuid:2eb8aa08aa9811eab4aa73b441d16380"
+        ));
+        assert!(!ok(
+            Format::Uuid,
+            "URN:UUID:2eb8aa08-aa98-11ea-b4aa-73b441d16380"
+        ));
+        assert!(!ok(Format::Uuid, "2eb8aa08-aa98-11ea-b4aa-73b441d1638g"));
         assert!(ok(Format::Ipv4, "192.168.0.1"));
         assert!(!ok(Format::Ipv4, "087.10.0.1"));
         assert!(!ok(Format::Ipv4, "256.0.0.1"));
