@@ -14,6 +14,7 @@ import pytest
 from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolwire import Assembler, ToolCall
 from toolwire.schema_export import (
     SchemaExportError,
     export_schema,
@@ -535,3 +536,41 @@ def test_keywords_outside_the_strict_subset_raise_naming_the_field(
     assert (info.value.path, info.value.keyword) == (path, keyword)
     relaxed = Toolset([model], strict=False).openai()[0]["function"]
     assert relaxed["strict"] is False
+
+
+def test_recursive_references_with_slash_and_tilde_names_stay_valid_pointers() -> None:
+    # A definition named `a/b` is `#/$defs/a~1b`; a kept reference must spell it that way, and
+    # two pointers that differ only by an escaped `/` must not share a definition.
+    node = {"type": "object", "properties": {"next": {"$ref": "#/$defs/a~1b"}}}
+    schema = {
+        "$defs": {"a/b": node},
+        "type": "object",
+        "properties": {"n": {"$ref": "#/$defs/a~1b"}},
+    }
+    out = inline_refs(schema)
+    assert out["$defs"]["a/b"]["properties"]["next"] == {"$ref": "#/$defs/a~1b"}
+    tools = Toolset([{"name": "chain", "parameters": schema}])
+    assert tools.validate(_finished(tools, '{"n": {"next": {"next": {}}}}')).ok
+    assert not tools.validate(_finished(tools, '{"n": {"next": 3}}')).ok
+    twins = {
+        "type": "object",
+        "properties": {
+            "x/y": {"type": "object", "properties": {"me": {"$ref": "#/properties/x~1y"}}},
+            "x": {
+                "type": "object",
+                "properties": {
+                    "y": {"type": "array", "items": {"$ref": "#/properties/x/properties/y"}}
+                },
+            },
+        },
+    }
+    kept = inline_refs(twins)["$defs"]
+    assert len(kept) == 2
+    assert {d.get("type") for d in kept.values()} == {"object", "array"}
+
+
+def _finished(tools: Toolset, arguments: str) -> ToolCall:
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="chain", arguments=arguments)
+    (call,) = assembler.finish()
+    return call

@@ -30,6 +30,7 @@ Design notes:
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -165,6 +166,11 @@ def _pointer_tokens(ref: str) -> list[str]:
     return [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
 
 
+def _pointer_escape(token: str) -> str:
+    """`token` as one JSON Pointer reference token (`~` and `/` escaped)."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
 def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     """Inline every local `$ref`, keeping only those that recurse.
 
@@ -220,14 +226,15 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
                 target = as_list[int(token)]
             else:
                 raise ValueError(f"$ref {ref!r} points nowhere")
-        return "#" + "".join(f"/{t}" for t in tokens), target
+        return "#" + "".join(f"/{_pointer_escape(t)}" for t in tokens), target
 
     def keep(key: str, target: Any) -> str:
         if key in defs:
             kept.setdefault(key, {})
             return key
         if key not in aliases:
-            name = "_".join(["ref", *key[2:].split("/")]) if key != "#" else "root"
+            words = (re.sub(r"[^0-9A-Za-z_]", "_", t) for t in _pointer_tokens(key))
+            name = "_".join(["ref", *words]) if key != "#" else "root"
             while name in defs or name in targets:
                 name += "_"
             aliases[key] = name
@@ -252,7 +259,7 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
             }
             if key in stack:
                 if not siblings or key in sibling_expanded:
-                    return {"$ref": f"#/$defs/{keep(key, target)}"}
+                    return {"$ref": f"#/$defs/{_pointer_escape(keep(key, target))}"}
                 sibling_expanded.add(key)
             body = _as_dict(target) or {}
             if any(k in body and k not in _ANNOTATIONS for k in siblings):
