@@ -439,6 +439,7 @@ class Recorder:
         body: bytes | None = None,
         format: str | None = None,
         policy: StreamPolicy | None = None,
+        interrupted: str | None = None,
     ) -> int:
         """Record one finished stream: as a whole (per `policy`) or its failed calls.
 
@@ -449,6 +450,9 @@ class Recorder:
             body: The raw SSE body, instead of chunks.
             format: The wire format.
             policy: Overrides the recorder's `streams` setting.
+            interrupted: Why the connection broke off, when it did (the exception's class
+                name): a broken connection leaves no chunk behind, so the record says it and
+                the replay interrupts the assembler where the live stream did.
 
         Returns:
             The number of records written.
@@ -465,6 +469,8 @@ class Recorder:
             record: dict[str, Any] = {"toolwire": "stream"}
             if format is not None:
                 record["format"] = format
+            if interrupted is not None:
+                record["interrupted"] = interrupted
             hashes = {n: h for c in calls if (h := self._hash(n := c.name)) is not None}
             if hashes:
                 record["schema_hashes"] = dict(sorted(hashes.items()))
@@ -576,8 +582,14 @@ class RecordingToolStream(ToolStream):
     def _record(self) -> None:
         if not self._recorded:
             self._recorded = True
+            error = self.transport_error
+            broken = error is not None and not is_provider_error(error)
             self._recorder.record_stream(
-                self.calls, self.outcomes, chunks=self._chunks, format=self.format
+                self.calls,
+                self.outcomes,
+                chunks=self._chunks,
+                format=self.format,
+                interrupted=type(error).__name__ if broken else None,
             )
 
     def __next__(self) -> Event:

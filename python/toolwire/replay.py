@@ -18,7 +18,10 @@ A corpus is a set of files (directories are searched for `*.jsonl` and `*.sse`):
 
 Every record may carry `schema_version` (this module reads version 1), `id`, `note`,
 `format` (`openai-chat`, `openai-responses`, `anthropic` or `fragments`; `auto` by default),
-`schema_hash` / `schema_hashes` (written by the recorder) and `expect`.
+`schema_hash` / `schema_hashes` (written by the recorder) and `expect`. A stream record may
+carry `interrupted` (the recorder writes the exception's class name when the connection broke
+off): a broken connection leaves no chunk, so the replay interrupts the assembler after the
+last chunk, as the live stream did.
 
 `fragments` chunks are the core's own deltas, one per line:
 `{"index": 0, "id": ..., "name": ..., "arguments": ..., "type": ...}`, `{"end": 0}` or
@@ -179,6 +182,7 @@ class Entry:
         expect: One expectation per call, or None when the entry carries no `expect`.
         schema_hashes: Tool name to the schema hash recorded with the entry.
         note: Free text from the record.
+        interrupted: Why the recorded connection broke off (stream entries), or None.
     """
 
     key: str
@@ -193,6 +197,7 @@ class Entry:
     expect: tuple[Expectation, ...] | None = None
     schema_hashes: Mapping[str, str] = field(default_factory=lambda: {})
     note: str = ""
+    interrupted: str | None = None
 
 
 def _parse_expect(raw: object, kind: EntryKind) -> tuple[Expectation, ...] | None:
@@ -311,6 +316,7 @@ def _entry_from_record(
         expect=_parse_expect(record.get("expect"), "stream"),
         schema_hashes=_hashes(record),
         note=note,
+        interrupted=str(interrupted) if (interrupted := record.get("interrupted")) else None,
     )
 
 
@@ -745,6 +751,9 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
                 ) from exc
             for ordinal, _ in asm.drain_errors():
                 sites.setdefault(ordinal, number)
+    if entry.interrupted is not None:
+        # The live connection broke off here: calls still open end as they did live.
+        asm.interrupt(entry.interrupted)
     calls = asm.finish()
     outcomes = [None if toolset is None else toolset.validate(c) for c in calls]
     seconds = time.perf_counter() - started

@@ -141,3 +141,29 @@ def test_an_empty_error_next_to_choices_is_no_error(empty: object) -> None:
     for asm in (sse, chunks):
         (call,) = asm.finish()
         assert call.error is None and call.value == {"city": "Oslo"}
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses", "openai-chat"])
+def test_replay_of_a_broken_connection_matches_live(
+    sse_server: SSEServer, tmp_path: Path, fmt: str
+) -> None:
+    # The connection drops after the first call's JSON closed and while the second call has
+    # only started: a transport error leaves no chunk, so the record says the stream broke off.
+    make = {"anthropic": anthropic_stream, "openai-responses": responses_stream}.get(
+        fmt, chat_stream
+    )
+    calls = [Call("get_weather", '{"city": "Oslo"}'), Call("lookup", "")]
+    body = sse_body(_before_the_end(make(calls, size=4), fmt), fmt)
+    route = sse_server.register(body, drop_after=len(body) - 1)
+    recorder = Recorder(tmp_path / "corpus.jsonl", toolset=TOOLS, streams="all")
+    with sync_client(route, fmt) as client:
+        with recorder.assemble(open_sync(client, fmt)) as stream:
+            list(stream)
+    assert stream.transport_error is not None
+    live = [verdict(c, o) for c, o in zip(stream.calls, stream.outcomes, strict=True)]
+    assert len(live) == 2 and live[1][0] != "ok"
+    (record,) = [json.loads(line) for line in (tmp_path / "corpus.jsonl").read_text().splitlines()]
+    assert record["interrupted"] == type(stream.transport_error).__name__
+
+    (case,) = replay(load_corpus([tmp_path / "corpus.jsonl"]), TOOLS).cases
+    assert [(c.state, c.code) for c in case.calls] == live
