@@ -61,21 +61,41 @@ def _before_the_end(events: list[dict[str, Any]], fmt: str) -> list[dict[str, An
     return [e for e in events if not any(c.get("finish_reason") for c in e.get("choices", []))]
 
 
-@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses", "openai-chat"])
-def test_replay_of_a_recorded_provider_error_matches_live(
-    sse_server: SSEServer, tmp_path: Path, fmt: str
-) -> None:
-    make = {"anthropic": anthropic_stream, "openai-responses": responses_stream}.get(
-        fmt, chat_stream
-    )
-    body = sse_body([*_before_the_end(make(CALLS, size=4), fmt), ERRORS[fmt]], fmt)
-    route = sse_server.register(body.removesuffix(b"data: [DONE]\n\n"))
+def _recorded_live(
+    sse_server: SSEServer,
+    tmp_path: Path,
+    fmt: str,
+    events: list[dict[str, Any]],
+    *,
+    broken: bool = False,
+) -> tuple[Any, list[tuple[str, str | None]]]:
+    """Streams `events` through the real SDK client and a recorder (`broken`: the server drops
+    the connection before the last byte); the stream and each call's live verdict."""
+    body = sse_body(events, fmt)
+    if broken:
+        route = sse_server.register(body, drop_after=len(body) - 1)
+    else:
+        route = sse_server.register(body.removesuffix(b"data: [DONE]\n\n"))
     recorder = Recorder(tmp_path / "corpus.jsonl", toolset=TOOLS, streams="all")
     with sync_client(route, fmt) as client:
         with recorder.assemble(open_sync(client, fmt)) as stream:
             list(stream)
+    return stream, [verdict(c, o) for c, o in zip(stream.calls, stream.outcomes, strict=True)]
+
+
+def _stream_of(fmt: str) -> Any:
+    return {"anthropic": anthropic_stream, "openai-responses": responses_stream}.get(
+        fmt, chat_stream
+    )
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses", "openai-chat"])
+def test_replay_of_a_recorded_provider_error_matches_live(
+    sse_server: SSEServer, tmp_path: Path, fmt: str
+) -> None:
+    events = [*_before_the_end(_stream_of(fmt)(CALLS, size=4), fmt), ERRORS[fmt]]
+    stream, live = _recorded_live(sse_server, tmp_path, fmt, events)
     assert stream.finish_reason == "error"
-    live = [verdict(c, o) for c, o in zip(stream.calls, stream.outcomes, strict=True)]
     assert [state for state, _ in live] == ["model_error", "model_error"]
 
     (case,) = replay(load_corpus([tmp_path / "corpus.jsonl"]), TOOLS).cases
@@ -149,18 +169,10 @@ def test_replay_of_a_broken_connection_matches_live(
 ) -> None:
     # The connection drops after the first call's JSON closed and while the second call has
     # only started: a transport error leaves no chunk, so the record says the stream broke off.
-    make = {"anthropic": anthropic_stream, "openai-responses": responses_stream}.get(
-        fmt, chat_stream
-    )
     calls = [Call("get_weather", '{"city": "Oslo"}'), Call("lookup", "")]
-    body = sse_body(_before_the_end(make(calls, size=4), fmt), fmt)
-    route = sse_server.register(body, drop_after=len(body) - 1)
-    recorder = Recorder(tmp_path / "corpus.jsonl", toolset=TOOLS, streams="all")
-    with sync_client(route, fmt) as client:
-        with recorder.assemble(open_sync(client, fmt)) as stream:
-            list(stream)
+    events = _before_the_end(_stream_of(fmt)(calls, size=4), fmt)
+    stream, live = _recorded_live(sse_server, tmp_path, fmt, events, broken=True)
     assert stream.transport_error is not None
-    live = [verdict(c, o) for c, o in zip(stream.calls, stream.outcomes, strict=True)]
     assert len(live) == 2 and live[1][0] != "ok"
     (record,) = [json.loads(line) for line in (tmp_path / "corpus.jsonl").read_text().splitlines()]
     assert record["interrupted"] == type(stream.transport_error).__name__
