@@ -238,6 +238,110 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "参数同时以对象和文本形式到达",
     },
     "json.invalid": {"en": "malformed JSON", "zh": "格式错误的 JSON"},
+    # Execution: what the model reads about a call that did not run, or did not finish.
+    "exec.cancelled": {"en": "the call was cancelled", "zh": "调用已被取消"},
+    "exec.internal_error": {
+        "en": "the call could not be run because of an internal error",
+        "zh": "由于内部错误，调用无法执行",
+    },
+    "exec.unknown_tool": {
+        "en": "no tool named {tool} is registered",
+        "zh": "没有注册名为 {tool} 的工具",
+    },
+    "exec.ledger_unavailable": {
+        "en": "the idempotency store is unavailable, so this write was not executed; it is safe "
+        "to retry later",
+        "zh": "幂等存储不可用，此写操作未执行；稍后重试是安全的",
+    },
+    "exec.idempotency_conflict": {
+        "en": "this call id was already used with different arguments; the call was not executed",
+        "zh": "此调用 id 已用于不同的参数；调用未执行",
+    },
+    "exec.unknown_outcome": {
+        "en": "a previous execution of this call may or may not have taken effect; it was not "
+        "executed again. Check the system before retrying.",
+        "zh": "此调用之前的执行可能已生效，也可能未生效；未再次执行。重试前请先检查系统。",
+    },
+    "exec.in_progress_retry": {
+        "en": "an identical call is still executing; it was not started again. Call again after "
+        "retry_after seconds to get its result",
+        "zh": "相同的调用仍在执行，未再次启动。请在 retry_after 秒后再次调用以获取其结果",
+    },
+    "exec.in_progress_wait": {
+        "en": "an identical call is still executing; it was not started again. Do not call it "
+        "again: a new call would run it a second time",
+        "zh": "相同的调用仍在执行，未再次启动。请勿再次调用：新的调用会再执行一次",
+    },
+    "exec.not_json": {
+        "en": "the tool ran but returned a value that cannot be converted to JSON ({kind})",
+        "zh": "工具已运行，但返回的值无法转换为 JSON（{kind}）",
+    },
+    "exec.breaker_open": {
+        "en": "tool {tool} is temporarily unavailable after repeated failures; it was not called",
+        "zh": "工具 {tool} 因多次失败暂时不可用；未调用",
+    },
+    "exec.unknown_write_outcome": {
+        "en": "the write may or may not have taken effect ({kind}); it will not be retried "
+        "automatically. Check before retrying.",
+        "zh": "写操作可能已生效，也可能未生效（{kind}）；不会自动重试。重试前请先检查。",
+    },
+    "exec.kind.timeout": {"en": "the tool did not answer in time", "zh": "工具未能及时响应"},
+    "exec.kind.rate_limited": {
+        "en": "the downstream service is rate limiting requests",
+        "zh": "下游服务正在限制请求速率",
+    },
+    "exec.kind.bad_gateway": {"en": "the downstream service failed", "zh": "下游服务出错"},
+    "exec.kind.service_unavailable": {
+        "en": "the downstream service is unavailable",
+        "zh": "下游服务不可用",
+    },
+    "exec.kind.gateway_timeout": {
+        "en": "the downstream service did not answer in time",
+        "zh": "下游服务未能及时响应",
+    },
+    "exec.kind.server_error": {"en": "the downstream service failed", "zh": "下游服务出错"},
+    "exec.kind.connection_error": {
+        "en": "the downstream service could not be reached",
+        "zh": "无法连接下游服务",
+    },
+    "exec.kind.bad_request": {
+        "en": "the downstream service rejected the request",
+        "zh": "下游服务拒绝了请求",
+    },
+    "exec.kind.unauthorized": {
+        "en": "the tool is not authorised to make this request",
+        "zh": "工具未获授权发出此请求",
+    },
+    "exec.kind.forbidden": {
+        "en": "the tool is not allowed to make this request",
+        "zh": "工具不被允许发出此请求",
+    },
+    "exec.kind.not_found": {
+        "en": "the downstream service did not find what was asked for",
+        "zh": "下游服务未找到所请求的内容",
+    },
+    "exec.kind.conflict": {
+        "en": "the downstream service reported a conflict",
+        "zh": "下游服务报告了冲突",
+    },
+    "exec.kind.unprocessable": {
+        "en": "the downstream service rejected the request",
+        "zh": "下游服务拒绝了请求",
+    },
+    "exec.kind.client_error": {
+        "en": "the downstream service rejected the request",
+        "zh": "下游服务拒绝了请求",
+    },
+    "exec.kind.cancelled": {"en": "the call was cancelled", "zh": "调用已被取消"},
+    "exec.kind.interrupted": {"en": "the call was interrupted", "zh": "调用被中断"},
+    "exec.kind.deadline_exceeded": {
+        "en": "the request's deadline passed",
+        "zh": "请求的截止时间已过",
+    },
+    "exec.kind.unexpected": {
+        "en": "the tool failed with an unexpected error",
+        "zh": "工具因意外错误而失败",
+    },
 }
 
 

@@ -35,7 +35,7 @@ from toolwire.execution import (
     ToolContext,
     ToolSpec,
 )
-from toolwire.payloads import tool_messages
+from toolwire.payloads import MESSAGES, tool_messages
 from toolwire.validation import FieldError, Outcome
 
 LedgerFactory = Callable[[Clock | None], Ledger]
@@ -792,3 +792,29 @@ async def test_sync_wrapper_around_an_async_write_under_execute_runs_nothing() -
     assert breaker_for is not None and breaker_for.state == "closed"
     result = await ex.aexecute(Call("charge", "c", {"amount": 5}))
     assert result.state == "ok" and result.value == "charged" and runs == [5]
+
+
+def test_texts_for_the_model_follow_the_executor_language() -> None:
+    # A zh deployment gets zh validation payloads from its Toolset; the executor's own texts
+    # (unknown tool, a failing downstream, a timeout) must not switch back to English.
+    def flaky(args: Any) -> None:
+        raise httpx.ConnectError("refused")
+
+    def slow(args: Any) -> None:
+        time.sleep(0.5)
+
+    tools = {"flaky": flaky, "slow": ToolSpec(slow, timeout=0.05)}
+    zh = Executor(tools, lang="zh", breaker=False, observer=quiet_observer())
+    en = Executor(tools, breaker=False, observer=quiet_observer())
+    for name in ("nope", "flaky", "slow"):
+        zh_body = json.loads(zh.execute(Call(name, "c", {})).content())["error"]
+        en_body = json.loads(en.execute(Call(name, "c", {})).content())["error"]
+        assert zh_body["type"] == en_body["type"]
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in zh_body["message"]), zh_body
+        assert zh_body["message"] != en_body["message"]
+
+
+def test_every_execution_text_has_each_language() -> None:
+    keys = [k for k in MESSAGES if k.startswith("exec.")]
+    assert len(keys) > 20
+    assert all(set(MESSAGES[k]) == {"en", "zh"} for k in keys)

@@ -65,7 +65,7 @@ from toolwire.execution.ledger import (
 from toolwire.execution.ledger_sqlite import SqliteLedger
 from toolwire.execution.observe import ExecutionRecord, FinalState, Observer, SpanLike
 from toolwire.execution.retry import RetryPolicy, StopReason, decide_retry
-from toolwire.payloads import finite_json
+from toolwire.payloads import MESSAGES, Lang, finite_json, text
 from toolwire.validation import REDACTED, Redactor
 
 __all__ = [
@@ -431,6 +431,8 @@ class Executor:
             is scrubbed of every argument value the hook would hide (it is called with each
             string argument and its pointer), of ``SecretStr``/``SecretBytes`` values, and
             finally passed to the hook whole with the pointer ``""``.
+        lang: Language of the texts written for the model (``"en"`` or ``"zh"``), as
+            ``Toolset(lang=...)``.
     """
 
     def __init__(
@@ -446,9 +448,11 @@ class Executor:
         namespace: str = "",
         record_ttl: float = DEFAULT_TTL,
         redact: Redactor | None = None,
+        lang: Lang = "en",
     ) -> None:
         self.clock: Clock = clock or SystemClock()
         self.redact = redact
+        self.lang: Lang = lang
         if isinstance(ledger, (str, os.PathLike)):
             ledger = SqliteLedger(ledger, clock=self.clock)
         self._ledger = ledger
@@ -815,9 +819,7 @@ class Executor:
         )
         error: dict[str, Any] = {
             "type": kind,
-            "message": "the call was cancelled"
-            if kind == "cancelled"
-            else "the call could not be run because of an internal error",
+            "message": text(f"exec.{kind}", self.lang),
             "retryable": False,
         }
         if record:
@@ -891,7 +893,7 @@ class Executor:
                 "tool_unavailable",
                 error={
                     "type": "unknown_tool",
-                    "message": f"no tool named {call.tool!r} is registered",
+                    "message": text("exec.unknown_tool", self.lang, tool=repr(call.tool)),
                     "retryable": False,
                 },
             )
@@ -1066,8 +1068,7 @@ class Executor:
                 "tool_unavailable",
                 error={
                     "type": claim.slug,
-                    "message": "the idempotency store is unavailable, so this write was not "
-                    "executed; it is safe to retry later",
+                    "message": text("exec.ledger_unavailable", self.lang),
                     "retryable": True,
                 },
                 exception=claim,
@@ -1089,8 +1090,7 @@ class Executor:
                 "escalated",
                 error={
                     "type": "idempotency_conflict",
-                    "message": "this call id was already used with different arguments; "
-                    "the call was not executed",
+                    "message": text("exec.idempotency_conflict", self.lang),
                     "retryable": False,
                 },
                 exception=IdempotencyConflict(
@@ -1121,8 +1121,7 @@ class Executor:
             "unknown_outcome",
             error={
                 "type": "unknown_outcome",
-                "message": "a previous execution of this call may or may not have taken "
-                "effect; it was not executed again. Check the system before retrying.",
+                "message": text("exec.unknown_outcome", self.lang),
                 "retryable": False,
                 **({"cause": stored} if stored else {}),
             },
@@ -1145,18 +1144,12 @@ class Executor:
         same_key = business or not run.call.call_id
         payload: dict[str, Any] = {"type": "in_progress"}
         if same_key:
-            payload["message"] = (
-                "an identical call is still executing; it was not started again. Call again "
-                "after retry_after seconds to get its result"
-            )
+            payload["message"] = text("exec.in_progress_retry", self.lang)
             payload["retryable"] = True
             left = 0.0 if record is None else record.lease_expires_at - self.clock.time()
             payload["retry_after"] = round(max(0.0, left), 3)
         else:
-            payload["message"] = (
-                "an identical call is still executing; it was not started again. Do not call "
-                "it again: a new call would run it a second time"
-            )
+            payload["message"] = text("exec.in_progress_wait", self.lang)
             payload["retryable"] = False
         return payload
 
@@ -1340,8 +1333,7 @@ class Executor:
             # ends with one result and a replay never executes the write again.
             error: dict[str, Any] = {
                 "type": "invalid_result",
-                "message": "the tool ran but returned a value that cannot be converted to "
-                f"JSON ({type(exc).__name__})",
+                "message": text("exec.not_json", self.lang, kind=type(exc).__name__),
                 "retryable": False,
             }
             self._ledger_op(
@@ -1370,15 +1362,14 @@ class Executor:
                 "tool_unavailable",
                 error={
                     "type": "circuit_open",
-                    "message": f"tool {run.spec.name!r} is temporarily unavailable after repeated "
-                    "failures; it was not called",
+                    "message": text("exec.breaker_open", self.lang, tool=repr(run.spec.name)),
                     "retryable": True,
                 },
             )
         if isinstance(exc, _BreakerOpen):
             cls, exc = run.last, run.last_exc or exc
         assert cls is not None
-        error = _error_payload(cls, exc, run, lambda text: self._scrub(run, text))
+        error = _error_payload(cls, exc, run, lambda shown: self._scrub(run, shown), self.lang)
         _log.warning(
             "toolwire: call %s (%s) failed: %s: %s",
             run.call.call_id,
@@ -1389,8 +1380,7 @@ class Executor:
         if run.spec.side_effects and run.in_flight and cls.ambiguous:
             error = {
                 "type": "unknown_outcome",
-                "message": "the write may or may not have taken effect "
-                f"({cls.kind}); it will not be retried automatically. Check before retrying.",
+                "message": text("exec.unknown_write_outcome", self.lang, kind=cls.kind),
                 "retryable": False,
                 "cause": error,
             }
@@ -1640,31 +1630,15 @@ def _error_entry(error: Any) -> Any:
 # rule as `payloads.tool_messages`). Only text written for the model (`BusinessRuleError`,
 # `NeedsClarification`) or by the executor itself (its timeouts) is passed through; the rest is
 # logged for operators.
-_KIND_MESSAGES: dict[str, str] = {
-    "timeout": "the tool did not answer in time",
-    "rate_limited": "the downstream service is rate limiting requests",
-    "bad_gateway": "the downstream service failed",
-    "service_unavailable": "the downstream service is unavailable",
-    "gateway_timeout": "the downstream service did not answer in time",
-    "server_error": "the downstream service failed",
-    "connection_error": "the downstream service could not be reached",
-    "bad_request": "the downstream service rejected the request",
-    "unauthorized": "the tool is not authorised to make this request",
-    "forbidden": "the tool is not allowed to make this request",
-    "not_found": "the downstream service did not find what was asked for",
-    "conflict": "the downstream service reported a conflict",
-    "unprocessable": "the downstream service rejected the request",
-    "client_error": "the downstream service rejected the request",
-    "cancelled": "the call was cancelled",
-    "interrupted": "the call was interrupted",
-    "deadline_exceeded": "the request's deadline passed",
-}
-
-
-def _model_message(cls: Classification, exc: BaseException) -> str:
-    if isinstance(exc, (_AttemptTimeout, DeadlineExceeded, BusinessRuleError)):
+def _model_message(cls: Classification, exc: BaseException, lang: Lang) -> str:
+    # A business rule's reason is the tool author's own text; a timeout's names its seconds
+    # (English only: other languages get the kind's text).
+    if isinstance(exc, BusinessRuleError) or (
+        lang == "en" and isinstance(exc, (_AttemptTimeout, DeadlineExceeded))
+    ):
         return _short(exc)
-    return _KIND_MESSAGES.get(cls.kind, "the tool failed with an unexpected error")
+    key = f"exec.kind.{cls.kind}"
+    return text(key if key in MESSAGES else "exec.kind.unexpected", lang)
 
 
 def _string_leaves(value: Any, path: list[str | int]) -> Iterator[tuple[list[str | int], Any]]:
@@ -1683,11 +1657,11 @@ def _string_leaves(value: Any, path: list[str | int]) -> Iterator[tuple[list[str
 
 
 def _error_payload(
-    cls: Classification, exc: BaseException, run: _Run, scrub: Callable[[str], str]
+    cls: Classification, exc: BaseException, run: _Run, scrub: Callable[[str], str], lang: Lang
 ) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "type": cls.kind,
-        "message": scrub(_model_message(cls, exc)),
+        "message": scrub(_model_message(cls, exc, lang)),
         "retryable": cls.retryable,
     }
     if cls.status_code is not None:
