@@ -359,3 +359,130 @@ def test_no_time_left_ends_the_write_without_asking_the_store() -> None:
         assert time.monotonic() - started < 3.0
         assert result.state == "downstream_failed" and runs == []
         assert result.error is not None and result.error["type"] == "deadline_exceeded"
+
+
+@contextlib.contextmanager
+def redis_that_hangs_after_the_claim() -> Iterator[tuple[str, int]]:
+    """A TCP server on loopback speaking just enough RESP to grant the first claim (an
+    `EVALSHA` of the claim script), then never answering again (a Redis that got stuck)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def bulk(value: str | bytes) -> bytes:
+        data = value.encode() if isinstance(value, str) else value
+        return b"$%d\r\n%s\r\n" % (len(data), data)
+
+    def commands(conn: socket.socket) -> Iterator[list[bytes]]:
+        buf = b""
+        while True:
+            while True:
+                parsed = _resp_command(buf)
+                if parsed is None:
+                    break
+                command, buf = parsed
+                yield command
+            chunk = conn.recv(65536)
+            if not chunk:
+                return
+            buf += chunk
+
+    def serve(conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            for command in commands(conn):
+                name = command[0].upper()
+                if name == b"HELLO":  # redis-py asks for RESP3; every reply below is RESP3 too
+                    conn.sendall(b"%2\r\n" + bulk("server") + bulk("redis"))
+                    conn.sendall(bulk("proto") + b":3\r\n")
+                elif name == b"CLIENT":
+                    conn.sendall(b"+OK\r\n")
+                elif name == b"EVALSHA" and not stop.is_set():
+                    stop.set()  # the claim is answered; nothing after it is
+                    fingerprint, tool, token = command[4], command[5], command[6]
+                    now = int(time.time() * 1000)
+                    fields = {
+                        b"state": b"in_progress",
+                        b"fingerprint": fingerprint,
+                        b"tool": tool,
+                        b"token": token,
+                        b"created_at": b"%d" % now,
+                        b"lease_expires_at": b"%d" % (now + 60_000),
+                        b"expires_at": b"%d" % (now + 600_000),
+                    }
+                    flat = b"".join(bulk(k) + bulk(v) for k, v in fields.items())
+                    conn.sendall(b"*3\r\n" + bulk("claimed") + b"*14\r\n" + flat + b":0\r\n")
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn = listener.accept()[0]
+                accepted.append(conn)
+                threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield listener.getsockname()
+    finally:
+        listener.close()
+        for conn in accepted:
+            conn.close()
+
+
+def _resp_command(buf: bytes) -> tuple[list[bytes], bytes] | None:
+    """One RESP array of bulk strings from the front of `buf` (None until it is complete)."""
+    if not buf.startswith(b"*") or b"\r\n" not in buf:
+        return None
+    head, rest = buf.split(b"\r\n", 1)
+    parts: list[bytes] = []
+    for _ in range(int(head[1:])):
+        if b"\r\n" not in rest:
+            return None
+        size, rest = rest.split(b"\r\n", 1)
+        length = int(size[1:])
+        if len(rest) < length + 2:
+            return None
+        parts.append(rest[:length])
+        rest = rest[length + 2 :]
+    return parts, rest
+
+
+def _writer_on_store_that_hangs_after_the_claim(host: str, port: int) -> tuple[Executor, list[int]]:
+    # The socket timeout stands for the client's own (long) timeout: only the request's
+    # deadline should bound the call.
+    client = redis.Redis(host=host, port=port, socket_timeout=6, retry=Retry(NoBackoff(), 0))
+    runs: list[int] = []
+    ex = Executor(ledger=RedisLedger(client))
+
+    def write(args: Any) -> dict[str, int]:
+        runs.append(1)
+        return {"charged": 42}
+
+    ex.register("w", write, side_effects=True)
+    return ex, runs
+
+
+def _assert_result_kept(ex: Executor, result: Any, runs: list[int], took: float) -> None:
+    assert took < 3.0, f"recording the outcome held the call {took:.1f}s past a 0.5 s deadline"
+    assert runs == [1]
+    assert result.state == "ok" and result.value == {"charged": 42}
+    assert any("did not answer" in w for w in result.warnings), result.warnings
+    assert ex.observer.counts["ledger_errors"] == 1
+
+
+def test_store_hanging_after_the_claim_cannot_hold_the_result_past_the_deadline() -> None:
+    with redis_that_hangs_after_the_claim() as (host, port):
+        ex, runs = _writer_on_store_that_hangs_after_the_claim(host, port)
+        started = time.monotonic()
+        result = ex.execute(Call("w", "c1", {}), ex.request("r", "s", timeout=0.5))
+        _assert_result_kept(ex, result, runs, time.monotonic() - started)
+
+
+async def test_store_hanging_after_the_claim_cannot_hold_an_async_result() -> None:
+    with redis_that_hangs_after_the_claim() as (host, port):
+        ex, runs = _writer_on_store_that_hangs_after_the_claim(host, port)
+        started = time.monotonic()
+        ctx = ex.request("r", "s", timeout=0.5)
+        result = await asyncio.wait_for(ex.aexecute(Call("w", "c1", {}), ctx), timeout=10)
+        _assert_result_kept(ex, result, runs, time.monotonic() - started)

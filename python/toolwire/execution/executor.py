@@ -13,7 +13,10 @@ Design notes:
 - Blocking ledgers (SQLite, Redis) are called from a worker thread in async mode, and for a
   claim made under a request deadline in sync mode too: the claim never outlasts the deadline
   (the call ends as ``ledger_unavailable``, nothing ran). A claim that completes after the
-  caller gave up or was cancelled is released so it does not linger as in-progress.
+  caller gave up or was cancelled is released so it does not linger as in-progress. Recording
+  the outcome afterwards is bounded the same way (with a short grace once the deadline has
+  passed): a store that stops answering cannot hold a result the tool already produced; it is
+  returned with a warning that the ledger may not have recorded it.
 - The tool result is stored and returned in its JSON-compatible form
   (``pydantic_core.to_jsonable_python``), so a first execution and a replay look the same.
 """
@@ -114,6 +117,10 @@ _BREAKER_FAILURES = frozenset(
     }
 )
 _MESSAGE_LIMIT = 500
+# Seconds a blocking ledger is given to record a call's outcome once the request deadline has
+# passed (a tool stopped by the deadline still has its outcome written; a hung store does not
+# hold the call).
+_SETTLE_GRACE = 1.0
 # Errors listed in a refusal payload (as many as `Outcome.errors` holds).
 _MAX_ERRORS = 5
 
@@ -1307,7 +1314,12 @@ class Executor:
             return
         assert run.key is not None
         try:
-            op(self.ledger, run.key, claim.token)
+            if not self._ledger_op_in_time(run, op, run.key, claim.token):
+                self.observer.count("ledger_errors", 1, tool=run.spec.name)
+                run.warnings.append(
+                    "the idempotency store did not answer within the request's deadline; "
+                    "the call's outcome may not be recorded"
+                )
         except ClaimLost:
             # Another worker took over our stale claim and may run the write again; that
             # worker's result reports the duplicate (and counts it), so it is counted once.
@@ -1319,6 +1331,37 @@ class Executor:
             run.warnings.append(f"ledger update failed: {self._scrub(run, _short(exc))}")
         finally:
             run.claim = None
+
+    def _ledger_op_in_time(
+        self, run: _Run, op: Callable[[Ledger, str, str], None], key: str, token: str
+    ) -> bool:
+        """Run a bookkeeping step (complete, fail, release) bounded like the claim: a blocking
+        ledger under a request deadline is asked in a daemon thread and given what is left of
+        the deadline, at least ``_SETTLE_GRACE`` (the tool has run; its outcome deserves a
+        try). A store that answered the claim and then hangs cannot hold the call's result:
+        the step is abandoned (returns False) and may still land later. Raises what the step
+        raised when it answered in time."""
+        remaining = self._time_left(run)
+        ledger = self.ledger
+        if remaining is None or not ledger.blocking:
+            op(ledger, key, token)
+            return True
+        done: Future[None] = Future()
+
+        def work() -> None:
+            try:
+                op(ledger, key, token)
+            except BaseException as exc:
+                done.set_exception(exc)
+            else:
+                done.set_result(None)
+
+        threading.Thread(target=work, name=f"toolwire-ledger-{run.spec.name}", daemon=True).start()
+        try:
+            done.result(timeout=max(remaining, _SETTLE_GRACE))
+        except FutureTimeout:
+            return False
+        return True
 
     def _release_quietly(self, run: _Run) -> None:
         self._ledger_op(run, lambda ledger, key, token: ledger.release(key, token))
