@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, time, timedelta, timezone
-from typing import Annotated
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Annotated, Any
 from uuid import UUID
 
 import jsonschema
@@ -214,3 +214,51 @@ def test_uuid_forms_pydantic_reads_are_not_rejected_early(value: str) -> None:
 def test_malformed_uuids_are_still_rejected_early(value: str) -> None:
     errors, outcome = stream(Toolset([Lookup]), "lookup", json.dumps({"id": value}))
     assert errors and not outcome.ok
+
+
+class Booking(BaseModel):
+    start: datetime
+    day: date | None = None
+    nights: list[date] = []
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"start": "1700000000"},  # seconds or milliseconds? Pydantic picks by magnitude
+        {"start": "1700000000000"},
+        {"start": "20240305"},  # a compact date, which Pydantic reads as seconds in 1970
+        {"start": "1700000000.5"},
+        {"start": "-5"},
+        {"start": "2024-03-05T14:30:00Z", "day": "1709596800"},
+        {"start": "2024-03-05T14:30:00Z", "nights": ["2024-03-05", "-0"]},
+    ],
+)
+def test_unix_time_as_text_in_a_date_field_is_refused_with_and_without_precheck(
+    arguments: dict[str, Any],
+) -> None:
+    text = json.dumps(arguments)
+    toolset = Toolset([Booking])
+    errors, outcome = stream(toolset, "booking", text)
+    assert errors and not outcome.ok
+    # Without the pre-check (a provider whose stream bypassed it) the outcome is the same.
+    assembler = Assembler()
+    assembler.feed(0, id="call_1", name="booking", arguments=text)
+    (call,) = assembler.finish()
+    direct = toolset.validate(call)
+    assert not direct.ok and direct.coercions == []
+    assert [e.code for e in direct.errors] == ["format"]
+    assert direct.errors[0].hint is not None and "Unix" in direct.errors[0].hint
+    # Also through a tool with a default time zone, where the pre-check leaves date-time out.
+    zoned = Toolset([Booking], default_tz={"booking": "Europe/Paris"})
+    assert not zoned.validate(call).ok
+
+
+def test_dates_written_as_text_still_pass() -> None:
+    value = Booking(
+        start=datetime(2024, 3, 5, 14, 30, tzinfo=timezone.utc),
+        day=date(2024, 3, 5),
+        nights=[date(2024, 3, 5)],
+    )
+    errors, outcome = stream(Toolset([Booking]), "booking", value.model_dump_json())
+    assert errors == [] and outcome.ok and outcome.model == value

@@ -29,6 +29,11 @@ Rules (names are stable; `SAFE_RULES` is the default set):
   so the field's default applies. Always on: strict exports of plain tools offer exactly that
   null (OpenAI's way of writing an optional parameter), and non-strict models send it too.
 
+A string holding a number in a `date-time` or `date` field (`"1700000000"`) is refused as
+`unix_timestamp` whatever the rule set: Pydantic would read it as Unix seconds or, past a
+threshold of its own, as milliseconds, a guess the model should not leave to the reader (and
+the pre-check, which asserts RFC 3339, refuses it too).
+
 A JSON number that a float field would read as infinity (or, non-zero, as zero) is refused as
 `out_of_range` whatever the rule set: no coercion could keep it.
 
@@ -104,6 +109,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _LOCAL_TIMESTAMP = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt _][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]+)?)?"
 )
+# A number as Pydantic's date and date-time parsers read one from a string (as a Unix time):
+# a sign, digits with an optional fraction, an optional exponent. Generous on purpose: a string
+# like this is no RFC 3339 text, so refusing one Pydantic would not read costs nothing.
+_UNIX_TEXT = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+_TIMESTAMP_FORMATS = ("date-time", "date")
 _TZ_SUFFIX = re.compile(r"(?:[zZ]|[-+]\d\d(?::?\d\d)?)$")
 _BOOL_WORDS = {"yes": True, "no": False, "y": True, "n": False, "on": True, "off": False}
 _BOOL_WORDS.update({"1": True, "0": False})
@@ -136,7 +146,7 @@ class CoercionProblem:
     Attributes:
         path: JSON Pointer of the value.
         code: `"ambiguous"`, `"fractional_integer"`, `"inexact_milliseconds"`,
-            `"number_text"`, `"out_of_range"` or `"timezone_required"`.
+            `"number_text"`, `"out_of_range"`, `"timezone_required"` or `"unix_timestamp"`.
         got: The value as written, compact JSON cut to 200 characters.
         detail: Rule-specific words used in the hint (the candidate values, say).
     """
@@ -679,6 +689,10 @@ class _Coercer:
                 self.refuse(path, "ambiguous", value, ", ".join(json.dumps(h) for h in hits))
             return value
         if "string" in types:
+            if node.get("format") in _TIMESTAMP_FORMATS and _UNIX_TEXT.fullmatch(value):
+                # Pydantic reads it as Unix seconds or milliseconds: a guess either way.
+                self.refuse(path, "unix_timestamp", value)
+                return value
             if node.get("format") == "date-time":
                 return self.timestamp(value, path)
             return value
@@ -807,6 +821,67 @@ def odd_decimal_text(value: Any, schema: Mapping[str, Any]) -> bool:
 
     _map_decimals(value, schema, check)
     return found
+
+
+def has_timestamps(schema: Mapping[str, Any]) -> bool:
+    """Whether a schema has a `date-time` or `date` string anywhere."""
+    return schema_has(
+        schema, lambda node: True if node.get("format") in _TIMESTAMP_FORMATS else None
+    )
+
+
+def unix_timestamp_text(value: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether some string that may sit in a `date-time` or `date` field holds a number
+    (`"1700000000"`), which Pydantic would read as a Unix time and coercion refuses.
+
+    Any union branch counts: the coercion walk decides which branch the value is for.
+
+    Args:
+        value: Parsed arguments.
+        schema: The tool's self-contained schema.
+
+    Returns:
+        True if such a string is found.
+    """
+    defs = cast(dict[str, Any], schema.get("$defs") or {})
+
+    def walk(item: Any, node: Any, depth: int) -> bool:
+        if not isinstance(node, dict) or depth > MAX_EMBEDDED_DEPTH:
+            return False
+        as_dict = cast(dict[str, Any], node)
+        hops = 0
+        while isinstance(as_dict.get("$ref"), str) and hops < 32:
+            target: object = defs.get(str(as_dict["$ref"]).rsplit("/", 1)[-1])
+            if not isinstance(target, dict):
+                return False
+            as_dict = cast(dict[str, Any], target)
+            hops += 1
+        for keyword in ("anyOf", "oneOf", "allOf"):
+            branches = as_dict.get(keyword)
+            if isinstance(branches, list):
+                for branch in cast(list[Any], branches):
+                    if walk(item, branch, depth + 1):
+                        return True
+        if isinstance(item, str):
+            return as_dict.get("format") in _TIMESTAMP_FORMATS and bool(_UNIX_TEXT.fullmatch(item))
+        if isinstance(item, dict):
+            props = cast(Mapping[str, Any], as_dict.get("properties") or {})
+            extra = as_dict.get("additionalProperties")
+            return any(
+                walk(sub, props.get(key, extra), depth + 1)
+                for key, sub in cast(dict[str, Any], item).items()
+            )
+        if isinstance(item, list):
+            items = as_dict.get("items")
+            prefix = as_dict.get("prefixItems")
+            firsts = cast(list[Any], prefix) if isinstance(prefix, list) else []
+            return any(
+                walk(sub, firsts[i] if i < len(firsts) else items, depth + 1)
+                for i, sub in enumerate(cast(list[Any], item))
+            )
+        return False
+
+    return walk(value, schema, 0)
 
 
 def has_decimals(schema: Mapping[str, Any]) -> bool:

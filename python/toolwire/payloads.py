@@ -122,6 +122,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "send Unix seconds",
         "zh": "这看起来是毫秒，但不是整秒；请发送 Unix 秒",
     },
+    "hint.unix_timestamp": {
+        "en": "write the date as text, e.g. 2024-03-05 or 2024-03-05T14:30:00Z, "
+        "not as a Unix timestamp",
+        "zh": "请用文本书写日期，例如 2024-03-05 或 2024-03-05T14:30:00Z，不要使用 Unix 时间戳",
+    },
     "hint.timezone_required": {
         "en": "add a time zone offset such as Z or +08:00",
         "zh": "请加上时区偏移，例如 Z 或 +08:00",

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
@@ -52,6 +53,7 @@ from toolwire.coercion import (
     float_risk,
     has_decimals,
     has_floats,
+    has_timestamps,
     is_decimal_union,
     loads_exact,
     odd_decimal_text,
@@ -59,6 +61,7 @@ from toolwire.coercion import (
     quote_decimals,
     schema_has,
     shown,
+    unix_timestamp_text,
 )
 from toolwire.jsonschema_dialect import extended_validator
 from toolwire.payloads import Lang, Style, call_id_for, message_for, text
@@ -952,6 +955,8 @@ class _ErrorBuilder:
         code = problem.code
         if code in ("fractional_integer", "inexact_milliseconds", "number_text", "out_of_range"):
             code = "type"
+        elif code == "unix_timestamp":
+            code = "format"
         hint = text(f"hint.{problem.code}", self.lang, detail=problem.detail)
         got = self.got_text(located, problem.got)
         if problem.code == "number_text":
@@ -1192,6 +1197,11 @@ _GRAMMAR_KINDS = frozenset(
 )
 
 
+# A JSON string holding nothing but a number: the cheap test before looking for a Unix time
+# written into a date or date-time field.
+_QUOTED_NUMBER = re.compile(rb'"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"')
+
+
 def _has_fixups(schema: Mapping[str, Any]) -> bool:
     """Whether validated values may still need the timezone or Unix-milliseconds check."""
 
@@ -1269,6 +1279,7 @@ class ToolValidator:
         self._fixups = _has_fixups(self.schema)
         self._decimals = model is not None and has_decimals(self.schema)
         self._floats = model is not None and has_floats(self.schema)
+        self._timestamps = model is not None and has_timestamps(self.schema)
         self._validate_json = None if model is None else model.__pydantic_validator__.validate_json
         self._strict = model is None or model.model_config.get("strict") is not False
         self._jsonschema: jsonschema.protocols.Validator | None = None
@@ -1315,6 +1326,7 @@ class ToolValidator:
                     and float_risk(_raw_bytes(call))
                 )
                 and not (self._decimals and self._odd_decimal_text(call))
+                and not (self._timestamps and self._unix_timestamp_text(call))
             ):
                 return self._accept(call, instance, None, [], lang)
         return self._validate_further(call, error, [], lang, redact)
@@ -1333,7 +1345,7 @@ class ToolValidator:
         to protect), with no timestamp fix-up and no business check: `Toolset.validate` then
         calls it straight, and hands a `ValidationError` to `rejected`.
         """
-        if self._decimals or self._fixups or self.check is not None:
+        if self._decimals or self._fixups or self._timestamps or self.check is not None:
             return None
         return self._validate_json
 
@@ -1410,6 +1422,16 @@ class ToolValidator:
         (`"1_000"`): coercion refuses it, where Pydantic would have taken it silently."""
         try:
             return odd_decimal_text(loads_exact(_argument_text(call)), self.schema)
+        except ValueError:
+            return False
+
+    def _unix_timestamp_text(self, call: CallLike) -> bool:
+        """Whether a date or date-time field holds a number as text (`"1700000000"`), which
+        Pydantic took as a Unix time: coercion refuses it, as the pre-check does."""
+        if _QUOTED_NUMBER.search(_raw_bytes(call)) is None:
+            return False
+        try:
+            return unix_timestamp_text(loads_exact(_argument_text(call)), self.schema)
         except ValueError:
             return False
 
