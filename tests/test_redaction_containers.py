@@ -9,6 +9,7 @@ its own JSON Pointer, exactly as it does for a scalar error.
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
 import pytest
 from pydantic import BaseModel, Field, SecretStr
@@ -154,3 +155,38 @@ def test_json_string_object_with_secret_inside_is_not_shown() -> None:
     (coercion,) = outcome.coercions
     assert coercion.rule == "json_string"
     assert "tok-secret-9" not in coercion.from_ + coercion.to
+
+
+class Pins(BaseModel):
+    pins: list[Annotated[int, Field(json_schema_extra={"x-secret": True})]] = []
+    codes: dict[str, list[Annotated[int, Field(json_schema_extra={"x-secret": True})]]] = {}
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [
+        ('{"pins": ["12.5"]}', "/pins/0"),  # refused: fractional_integer
+        ('{"pins": [1, true]}', "/pins/1"),  # a type error (the pre-check's, with it)
+        ('{"codes": {"a": [1, "2.5"]}}', "/codes/a/1"),
+    ],
+)
+def test_secret_array_items_stay_hidden_in_errors(
+    arguments: str, path: str, precheck: bool
+) -> None:
+    # JSON Pointers spell array indices as text: the secret item must still be found.
+    tools = Toolset([Pins])
+    outcome = tools.validate(call(tools, "pins", arguments, precheck=precheck))
+    assert not outcome.ok
+    (error,) = outcome.errors
+    assert error.path == path and error.got == "[redacted]"
+    assert error.expected == "an integer"
+
+
+def test_secret_array_items_stay_hidden_in_coercions() -> None:
+    tools = Toolset([Pins])
+    outcome = tools.validate(call(tools, "pins", '{"pins": ["1234"]}', precheck=True))
+    assert outcome.ok
+    (coercion,) = outcome.coercions
+    assert coercion.path == "/pins/0"
+    assert (coercion.from_, coercion.to) == ("[redacted]", "[redacted]")

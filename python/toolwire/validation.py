@@ -481,6 +481,14 @@ class _Schema:
                 return branch
         return None
 
+    def index_in(self, node: dict[str, Any], seg: str) -> str | int:
+        """`seg` as an array index when `node` (or a branch of it) is an array and no object
+        there has a property of that name, else as it is."""
+        candidates = [node, *self.branches(node)]
+        if any(seg in _d(c.get("properties")) for c in candidates):
+            return seg
+        return int(seg) if any("items" in c for c in candidates) else seg
+
     def locate(self, loc: Sequence[str | int]) -> _Located:
         node = self.deref(self.root)
         parent: dict[str, Any] | None = None
@@ -491,6 +499,9 @@ class _Schema:
         for seg in loc:
             node = self.deref(node)
             secret = secret or _is_secret(node)
+            if isinstance(seg, str) and seg.isdigit():
+                # A JSON Pointer (a pre-check error, a coercion) spells an array index as text.
+                seg = self.index_in(node, seg)
             if "anyOf" in node or "oneOf" in node:
                 branches = self.branches(node)
                 owner = next(
