@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime, time, timedelta, timezone
+from ipaddress import IPv6Address
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -262,3 +263,31 @@ def test_dates_written_as_text_still_pass() -> None:
     )
     errors, outcome = stream(Toolset([Booking]), "booking", value.model_dump_json())
     assert errors == [] and outcome.ok and outcome.model == value
+
+
+class Peer(BaseModel):
+    address: IPv6Address
+
+
+@pytest.mark.parametrize("value", ["fe80::1%eth0", "fe80::1%1", "::ffff:192.168.0.1%en0"])
+def test_ipv6_zone_ids_pydantic_reads_are_not_rejected_early(value: str) -> None:
+    errors, outcome = stream(Toolset([Peer]), "peer", json.dumps({"address": value}))
+    assert errors == []
+    assert outcome.ok and outcome.model == Peer(address=IPv6Address(value))
+
+
+@pytest.mark.parametrize("value", ["fe80::1%", "fe80::1%eth%0", "fe80::1%a/b", "fe80::g%eth0"])
+def test_malformed_ipv6_addresses_are_still_rejected_early(value: str) -> None:
+    errors, outcome = stream(Toolset([Peer]), "peer", json.dumps({"address": value}))
+    assert errors and not outcome.ok
+
+
+def test_plain_tools_still_refuse_ipv6_zone_ids_in_validation() -> None:
+    # jsonschema's ipv6 refuses a zone id: the pre-check lets it through, validation decides,
+    # and the outcome is the same with or without the pre-check.
+    schema = {"type": "object", "properties": {"address": {"type": "string", "format": "ipv6"}}}
+    toolset = Toolset([{"name": "peer", "parameters": schema}])
+    errors, outcome = stream(toolset, "peer", json.dumps({"address": "fe80::1%eth0"}))
+    assert not outcome.ok and [e.code for e in outcome.errors] == ["format"]
+    errors, outcome = stream(toolset, "peer", json.dumps({"address": "fe80::1"}))
+    assert errors == [] and outcome.ok
