@@ -67,6 +67,8 @@ def test_times_and_durations_as_pydantic_writes_them(value: Alarm) -> None:
         {"at": "07:30:00", "snooze": "01:30:00"},
         {"at": "07:30:00", "snooze": "1 day, 01:02:03"},
         {"at": "07:30:00", "snooze": "2d"},
+        {"at": "07:30:00,5"},
+        {"at": "07:30:00", "created": "2024-03-05T14:30:00,25Z"},
     ],
 )
 def test_forms_pydantic_reads_are_not_rejected_early(arguments: dict[str, str]) -> None:

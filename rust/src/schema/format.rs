@@ -119,8 +119,8 @@ fn date(b: &[u8]) -> bool {
 
 /// A time of day, `HH:MM[:SS[.frac]]` then an offset (`Z`, `±HH:MM` or `±HHMM`).
 ///
-/// Lenient where Pydantic is (the final validation for model tools): seconds may be left out
-/// and the offset may lack its colon. A `time` field serialises without an offset when it has
+/// Lenient where Pydantic is (the final validation for model tools): seconds may be left out,
+/// a comma may stand for the decimal point and the offset may lack its colon. A `time` field serialises without an offset when it has
 /// no zone (`"14:30:00"`), so the offset is optional for `format: time`; a `date-time` keeps
 /// it required, because validation rejects a naive timestamp unless a default zone is set.
 #[allow(clippy::many_single_char_names)] // h, m, s: the RFC's own names
@@ -139,7 +139,8 @@ fn time(b: &[u8], offset_required: bool) -> bool {
         };
         s = sec;
         i += 3;
-        if b.get(i) == Some(&b'.') {
+        // Pydantic also reads a comma before the fraction (ISO 8601 allows either).
+        if matches!(b.get(i), Some(b'.' | b',')) {
             let start = i + 1;
             i = start;
             while i < b.len() && b[i].is_ascii_digit() {
@@ -381,6 +382,12 @@ mod tests {
         assert!(!ok(Format::Time, "24:00:00Z"));
         assert!(!ok(Format::Time, "08:30:06+24:00"));
         assert!(!ok(Format::Time, "08:30:06."));
+        assert!(
+            ok(Format::Time, "08:30:06,5"),
+            "a comma fraction, as Pydantic reads it"
+        );
+        assert!(!ok(Format::Time, "08:30:06,"));
+        assert!(!ok(Format::Time, "08:30,5"));
     }
 
     #[test]
@@ -392,6 +399,7 @@ mod tests {
         assert!(ok(Format::DateTime, "1963-06-19T08:30+0100"));
         assert!(!ok(Format::DateTime, "1963-06-19X08:30:06Z"));
         assert!(!ok(Format::DateTime, "1963-06-19T08:30:06"));
+        assert!(ok(Format::DateTime, "1963-06-19T08:30:06,283185Z"));
         assert!(!ok(Format::DateTime, "06/19/1963 08:30:06 PST"));
         assert!(
             ok(Format::DateTime, "1963-06-19T08:30:06Z\n"),
