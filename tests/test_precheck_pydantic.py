@@ -10,7 +10,7 @@ from uuid import UUID
 
 import jsonschema
 import pytest
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
 
 from toolwire import Assembler, Outcome, Toolset
 
@@ -293,3 +293,32 @@ def test_plain_tools_still_refuse_ipv6_zone_ids_in_validation() -> None:
     assert not outcome.ok and [e.code for e in outcome.errors] == ["format"]
     errors, outcome = stream(toolset, "peer", json.dumps({"address": "fe80::1"}))
     assert errors == [] and outcome.ok
+
+
+class Stripped(BaseModel):
+    code: Annotated[str, StringConstraints(strip_whitespace=True, max_length=3)]
+    word: Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^[a-z]+$")]
+    raw: Annotated[str, StringConstraints(max_length=3)] = "x"
+
+
+class StrippedByConfig(BaseModel):
+    model_config = ConfigDict(str_strip_whitespace=True)
+    code: Annotated[str, StringConstraints(max_length=2)]
+    inner: Annotated[str, StringConstraints(to_lower=True, pattern=r"^[a-z]+$")] = "a"
+
+
+def test_strings_pydantic_strips_before_checking_are_not_rejected_early() -> None:
+    # Pydantic strips first, then checks length and pattern: " abc " is three letters to it.
+    tools = Toolset([Stripped, StrippedByConfig])
+    errors, outcome = stream(tools, "stripped", '{"code": " abc ", "word": "  ok "}')
+    assert errors == [] and outcome.ok
+    errors, outcome = stream(tools, "stripped_by_config", '{"code": " ab "}')
+    assert errors == [] and outcome.ok
+    # Strings Pydantic checks as sent are still checked while streaming; the export is intact.
+    errors, outcome = stream(tools, "stripped", '{"code": "a", "word": "b", "raw": "long"}')
+    assert errors and not outcome.ok
+    # Every string of a stripping model is left to validation, which still refuses this one.
+    _, outcome = stream(tools, "stripped_by_config", '{"code": "ab", "inner": "ABC"}')
+    assert not outcome.ok
+    exported = tools.anthropic()[0]["input_schema"]["properties"]["code"]
+    assert exported["maxLength"] == 3

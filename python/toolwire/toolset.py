@@ -78,6 +78,42 @@ class _DecimalSchema(GenerateJsonSchema):
         return out
 
 
+class _PrecheckSchema(GenerateJsonSchema):
+    """Pydantic's schema as the streaming pre-check may read it.
+
+    Pydantic strips some strings before it checks their length and pattern (`strip_whitespace`,
+    or the model's `str_strip_whitespace`), so `" abc "` passes `max_length=3`: the text as the
+    model sent it may break `maxLength` and `pattern`, so those two are left to validation for
+    such strings. (`to_lower` and `to_upper` apply after the checks and change nothing here.)
+    Exports keep Pydantic's own schema.
+    """
+
+    _FIELD_FLAGS = ("strip_whitespace",)
+    _MODEL_FLAGS = ("str_strip_whitespace",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Whether the model whose fields are being written transforms every string.
+        self._transforming: list[bool] = [False]
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        """The model's schema, its own string configuration in force for its fields."""
+        config = cast(Mapping[str, Any], schema.get("config") or {})
+        self._transforming.append(any(config.get(flag) for flag in self._MODEL_FLAGS))
+        try:
+            return super().model_schema(schema)
+        finally:
+            self._transforming.pop()
+
+    def str_schema(self, schema: core_schema.StringSchema) -> JsonSchemaValue:
+        """The string's schema, without the keywords a transformed string may break."""
+        out = super().str_schema(schema)
+        if self._transforming[-1] or any(schema.get(flag) for flag in self._FIELD_FLAGS):
+            out.pop("maxLength", None)
+            out.pop("pattern", None)
+        return out
+
+
 ToolInput = type[BaseModel] | Mapping[str, Any]
 """What `Toolset` accepts per tool: a Pydantic model class or a plain tool definition."""
 
@@ -269,6 +305,8 @@ class Toolset:
         used_rename: set[object] = set()
         parsed: list[tuple[str, str, type[BaseModel] | None, dict[str, Any]]] = []
         validation_sources: dict[str, dict[str, Any]] = {}
+        # Model tools whose pre-check must leave some string keywords to validation.
+        check_sources: dict[str, dict[str, Any]] = {}
         for tool in tools:
             if isinstance(tool, type):
                 key: object = tool
@@ -279,6 +317,9 @@ class Toolset:
                 # Validation must know which fields are `Decimal` to keep their digits; the
                 # plain schema no longer says so from pydantic 2.14 on (see _DecimalSchema).
                 validation_sources[name] = tool.model_json_schema(schema_generator=_DecimalSchema)
+                check_source = tool.model_json_schema(schema_generator=_PrecheckSchema)
+                if check_source != source:
+                    check_sources[name] = check_source
             elif isinstance(cast(object, tool), Mapping):
                 name, description, source = _plain_parts(tool)
                 key, model = name, None
@@ -290,6 +331,8 @@ class Toolset:
             if key in rename:
                 if name in validation_sources:
                     validation_sources[rename[key]] = validation_sources.pop(name)
+                if name in check_sources:
+                    check_sources[rename[key]] = check_sources.pop(name)
                 name = rename[key]
                 used_rename.add(key)
             parsed.append((name, description, model, source))
@@ -302,6 +345,7 @@ class Toolset:
             if stray:
                 raise ValueError(f"{label} names unknown tools: {stray}")
         self._tools: dict[str, ToolDefinition] = {}
+        self._check_schemas = {name: precheck_schema(src) for name, src in check_sources.items()}
         # Tools whose calls Pydantic alone validates, for the inline path of `validate`.
         self._direct: dict[
             str | None, tuple[ToolValidator, Callable[..., BaseModel], bool, bool]
@@ -409,6 +453,7 @@ class Toolset:
         from toolwire._core import ToolRegistry
 
         schemas = self.schemas()
+        schemas.update(copy.deepcopy(self._check_schemas))
         for name, tool in self._tools.items():
             # Validation attaches the tool's default zone to a timestamp without an offset, so
             # the pre-check must not refuse one.
