@@ -809,6 +809,16 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
             push_resent(call, text);
             return;
         }
+        if text == &held[..] && !appends_cleanly_twice(&call.scanner, &held) {
+            // The held fragment comes again: a cumulative stream's final repeat (quirks 19,
+            // 20), unless plain appending reads both copies as valid JSON.
+            latch_cumulative(call);
+            push_resent(call, &held);
+            if !call.warnings.contains(&warning::REPEAT_DROPPED) {
+                call.warnings.push(warning::REPEAT_DROPPED);
+            }
+            return;
+        }
         push_checked(call, &held);
     }
     let buffer = call.scanner.text();
@@ -966,6 +976,14 @@ fn contains_replacement_character(text: &[u8]) -> bool {
 fn appends_cleanly(scanner: &Scanner, text: &[u8]) -> bool {
     let mut trial = scanner.clone();
     !matches!(trial.push(text), crate::scanner::Status::Invalid(_))
+}
+
+/// Whether `text` appended twice to what `scanner` holds is still valid JSON so far: a held
+/// fragment that arrives again is an ordinary continuation only then.
+fn appends_cleanly_twice(scanner: &Scanner, text: &[u8]) -> bool {
+    let mut trial = scanner.clone();
+    !matches!(trial.push(text), crate::scanner::Status::Invalid(_))
+        && !matches!(trial.push(text), crate::scanner::Status::Invalid(_))
 }
 
 /// Arguments for a call that already has some: an exact repeat of an object value is dropped

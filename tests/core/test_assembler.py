@@ -366,6 +366,22 @@ def test_consolidated_repeat_after_deltas_is_dropped(splitter: Splitter) -> None
     assert "repeat_dropped" in call.warnings
 
 
+@pytest.mark.parametrize("cut", range(1, 18))
+def test_cumulative_resend_then_final_repeat_wherever_the_first_cut(cut: int) -> None:
+    # A cumulative stream (quirk 19) that ends with a repeat of the whole text (quirk 20): the
+    # result must not depend on where the provider cut its first fragment, including just
+    # before a value, where the resend also reads as a nested object.
+    text = '{"q": {"a": "x"}}'
+    a = Assembler()
+    a.feed(0, id="a", name="f")
+    a.feed(0, arguments=text[:cut])
+    a.feed(0, arguments=text)
+    a.feed(0, arguments=text)
+    call = one(a)
+    assert call.error is None, call.arguments
+    assert call.value == {"q": {"a": "x"}}
+
+
 def test_missing_name_is_an_error() -> None:
     a = Assembler()
     a.feed(0, id="a", arguments='{"x": 1}')
