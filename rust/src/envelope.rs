@@ -786,26 +786,10 @@ impl Decoder {
                 let Some(item) = item.filter(|i| is_kind(i.kind.as_ref(), "function_call")) else {
                     return Ok(());
                 };
-                self.any_function_call = true;
                 let index = env
                     .output_index
                     .unwrap_or_else(|| i64::try_from(self.items.len()).unwrap_or(i64::MAX));
-                let item_id = item.id.as_ref().map_or("", Str::as_str);
-                self.items.push(ItemState {
-                    index,
-                    item_id: item_id.to_owned(),
-                    fed_len: 0,
-                    hash: FNV_OFFSET,
-                    verified: false,
-                });
-                let call_id = non_blank(item.call_id.as_ref()).or(non_blank(item.id.as_ref()));
-                let meta = (!item_id.is_empty()).then(|| json_string(item_id));
-                let metadata = meta.as_deref().map(|m| ("item_id", m));
-                let name = non_blank(item.name.as_ref());
-                emit(call(Some(index), call_id, name, None, None, metadata));
-                if let Some(raw) = raw_str(item.arguments).filter(|r| r.len() > 2) {
-                    self.responses_fragment(index, raw, emit);
-                }
+                self.open_item(index, &item, emit);
             }
             "response.function_call_arguments.delta" => {
                 let index = self.item_index(env, None);
@@ -825,6 +809,11 @@ impl Decoder {
                     return Ok(());
                 };
                 let index = self.item_index(env, item.id.as_ref().map(Str::as_str));
+                if !self.items.iter().any(|s| s.index == index) {
+                    // A bridge that sends the finished item alone (no `output_item.added`):
+                    // the call is opened from it, as `feed_chunk` does, never dropped.
+                    self.open_item(index, &item, emit);
+                }
                 if let Some(raw) = raw_str(item.arguments) {
                     self.verify(index, raw, emit);
                 }
@@ -844,6 +833,28 @@ impl Decoder {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Opens the call of a `function_call` item at `index`: its id, name and `item_id`, then
+    /// the arguments the item already carries, as a fragment.
+    fn open_item<F: FnMut(Action<'_>)>(&mut self, index: i64, item: &Item<'_>, emit: &mut F) {
+        self.any_function_call = true;
+        let item_id = item.id.as_ref().map_or("", Str::as_str);
+        self.items.push(ItemState {
+            index,
+            item_id: item_id.to_owned(),
+            fed_len: 0,
+            hash: FNV_OFFSET,
+            verified: false,
+        });
+        let call_id = non_blank(item.call_id.as_ref()).or(non_blank(item.id.as_ref()));
+        let meta = (!item_id.is_empty()).then(|| json_string(item_id));
+        let metadata = meta.as_deref().map(|m| ("item_id", m));
+        let name = non_blank(item.name.as_ref());
+        emit(call(Some(index), call_id, name, None, None, metadata));
+        if let Some(raw) = raw_str(item.arguments).filter(|r| r.len() > 2) {
+            self.responses_fragment(index, raw, emit);
+        }
     }
 
     /// `response.completed` / `.incomplete` / `.failed` / `.cancelled`: usage and finish reason.

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from toolwire import _core
 from toolwire.assembler import Assembler
 
-from .clients import assemble_sync
+from .clients import assemble_both, assemble_sync
 from .conftest import SSEServer
 from .streamkit import (
     Call,
@@ -169,6 +169,30 @@ def test_an_error_event_stops_unended_calls_on_every_path(fmt: str) -> None:
     raw_calls = raw.finish()
     assert key(dict_calls) == key(raw_calls)
     assert [c.error.kind if c.error else None for c in raw_calls] == [None, "filtered"]
+
+
+def test_a_responses_item_sent_only_finished_is_a_call_on_every_path(
+    sse_server: SSEServer, split: str
+) -> None:
+    # A bridge that sends a function call only as `response.output_item.done` (no `.added`,
+    # no deltas): `feed_chunk` made the call from the item, the raw path used to drop it.
+    full = responses_stream([Call("f", '{"a": "é"}'), Call("g", "{}")])
+    events = [
+        e
+        for e in full
+        if e["type"] not in ("response.output_item.added", "response.function_call_arguments.delta")
+        and e["type"] != "response.function_call_arguments.done"
+    ]
+    route = sse_server.register(sse_body(events, "openai-responses"), split=split)
+    _, stream = assemble_both(route, "openai-responses")
+    assert key(stream.calls) == [
+        ("f", "call_0", '{"a": "é"}', {"a": "é"}, None),
+        ("g", "call_1", "{}", {}, None),
+    ]
+    raw = Assembler()
+    raw.feed_sse(route.body)
+    assert key(raw.finish()) == key(stream.calls)
+    assert raw.finish_reason_normalized == "tool_calls"
 
 
 @pytest.mark.parametrize("lost", ["last", "middle"])
