@@ -171,6 +171,27 @@ def test_an_error_event_stops_unended_calls_on_every_path(fmt: str) -> None:
     assert [c.error.kind if c.error else None for c in raw_calls] == [None, "filtered"]
 
 
+def test_anthropic_fragments_without_a_block_start_are_a_call_on_every_path(
+    sse_server: SSEServer, split: str
+) -> None:
+    # A translator that loses `content_block_start` of a tool block (quirk 32: deltas without
+    # a start event): the raw path kept the fragments as a call without a name, the SDK path
+    # dropped them without a trace. Fragments for a text block stay out of every path.
+    full = anthropic_stream([Call("f", '{"a": 1}'), Call("g", '{"b": 2}')], text="Hi")
+    starts = [i for i, e in enumerate(full) if e["type"] == "content_block_start"]
+    events = [e for i, e in enumerate(full) if i != starts[1]]
+    text_index = full[starts[0]]["index"]
+    stray = {"type": "input_json_delta", "partial_json": '{"x": 0}'}
+    stray_event = {"type": "content_block_delta", "index": text_index, "delta": stray}
+    events.insert(starts[0] + 1, stray_event)
+    route = sse_server.register(sse_body(events, "anthropic"), split=split)
+    _, stream = assemble_both(route, "anthropic")
+    assert [(c.name, c.arguments, c.error.kind if c.error else None) for c in stream.calls] == [
+        (None, '{"a": 1}', "missing_name"),
+        ("g", '{"b": 2}', None),
+    ]
+
+
 def test_a_responses_item_sent_only_finished_is_a_call_on_every_path(
     sse_server: SSEServer, split: str
 ) -> None:

@@ -36,6 +36,8 @@ class _Block:
 @dataclass(slots=True)
 class _State:
     blocks: dict[int, _Block] = field(default_factory=lambda: {})
+    # Open blocks that are not `tool_use` (text, thinking, server tools): not ours.
+    others: set[int] = field(default_factory=lambda: set())
     usage: dict[str, Any] = field(default_factory=lambda: {})
 
 
@@ -87,6 +89,10 @@ class AnthropicMessagesAdapter:
         index = index_of(get(event, "index"))
         block = get(event, "content_block")
         block_type = get(block, "type")
+        if index is not None:
+            self._state.blocks.pop(index, None)
+            if block_type != "tool_use":
+                self._state.others.add(index)
         if block_type == "text":
             text = get(block, "text")
             if isinstance(text, str):
@@ -110,18 +116,25 @@ class AnthropicMessagesAdapter:
             return
         if delta_type != "input_json_delta":
             return
-        index = index_of(get(event, "index"))
-        block = self._state.blocks.get(index) if index is not None else None
+        # A missing index is block 0, as on the raw SSE path.
+        index = index_of(get(event, "index")) or 0
         fragment = get(delta, "partial_json")
-        if block is None or not isinstance(fragment, str) or not fragment:
+        if index in self._state.others or not isinstance(fragment, str) or not fragment:
             return
-        block.fragments = True
+        # A fragment for a block whose start never came is kept (quirk 32), as on the raw SSE
+        # path: the call then reports its missing name instead of vanishing.
+        block = self._state.blocks.get(index)
+        if block is not None:
+            block.fragments = True
         ordinal = self._utf16.feed(sink, index, arguments=fragment)  # quirk 41
         info.feeds.append(FeedRecord(ordinal, None, None))
 
     def _stop(self, event: object, sink: Sink, info: ChunkInfo) -> None:
         index = index_of(get(event, "index"))
-        block = self._state.blocks.get(index) if index is not None else None
+        if index is None:
+            return
+        self._state.others.discard(index)
+        block = self._state.blocks.pop(index, None)
         if block is None:
             return
         if not block.fragments and block.placeholder is not None:
