@@ -353,7 +353,9 @@ struct ChatDelta<'a> {
 
 #[derive(Deserialize)]
 struct ToolCallEntry<'a> {
-    index: Option<i64>,
+    /// Read with [`wire_index`]: a value that is not an integer is a missing index.
+    #[serde(borrow)]
+    index: Option<&'a RawValue>,
     #[serde(borrow)]
     id: Option<&'a RawValue>,
     #[serde(borrow, rename = "type")]
@@ -528,6 +530,14 @@ fn decode_owned(raw: &str) -> String {
 fn nested<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<Option<T>, EventError> {
     raw.map(|r| serde_json::from_str(r.get()).map_err(EventError::Malformed))
         .transpose()
+}
+
+/// A tool call's wire index: an integer that fits `i64`, else missing (quirk 1), as
+/// `feed_chunk` reads it. A string, float, boolean or out-of-range index must not make the
+/// whole event malformed, which would drop every fragment in it. The raw value is valid JSON,
+/// so `str::parse` (no `+` sign can occur) reads exactly the JSON integers that fit.
+fn wire_index(raw: Option<&RawValue>) -> Option<i64> {
+    raw.and_then(|r| r.get().parse().ok())
 }
 
 fn raw_str(raw: Option<&RawValue>) -> Option<&str> {
@@ -711,7 +721,7 @@ impl Decoder {
                             && string(entry.kind).is_none()
                         {
                             emit(Action::Metadata {
-                                index: entry.index,
+                                index: wire_index(entry.index),
                                 key,
                                 json,
                             });
@@ -719,7 +729,15 @@ impl Decoder {
                         }
                     }
                     let args = function.and_then(|f| f.arguments);
-                    self.emit_call(entry.index, id, name, kind, args, metadata, emit);
+                    self.emit_call(
+                        wire_index(entry.index),
+                        id,
+                        name,
+                        kind,
+                        args,
+                        metadata,
+                        emit,
+                    );
                 }
                 if let Some(f) = legacy {
                     let name = string(f.name);

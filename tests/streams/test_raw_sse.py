@@ -171,6 +171,27 @@ def test_an_error_event_stops_unended_calls_on_every_path(fmt: str) -> None:
     assert [c.error.kind if c.error else None for c in raw_calls] == [None, "filtered"]
 
 
+@pytest.mark.parametrize("index", ["0", 1.0, True, 2**64, -(2**63) - 1])
+def test_a_tool_call_index_that_is_no_i64_reads_as_missing_on_every_path(
+    sse_server: SSEServer, index: object
+) -> None:
+    # `feed_chunk` read a string, float or boolean index as missing (quirk 1), where the raw
+    # path dropped the whole event (and its fragment) as malformed; an integer past 64 bits
+    # made `feed_chunk` raise, which ended the whole SDK stream.
+    def entry(**fields: Any) -> dict[str, Any]:
+        return {"tool_calls": [{"index": index, **fields}]}
+
+    chunks = [
+        chat_chunk({"role": "assistant"}),
+        chat_chunk(entry(id="a", type="function", function={"name": "f", "arguments": '{"a"'})),
+        chat_chunk(entry(function={"arguments": ": 1}"})),
+        chat_chunk({}, finish_reason="tool_calls"),
+    ]
+    route = sse_server.register(sse_body(chunks, "openai-chat"), split="adversarial")
+    _, stream = assemble_both(route, "openai-chat")
+    assert key(stream.calls) == [("f", "a", '{"a": 1}', {"a": 1}, None)]
+
+
 def test_anthropic_fragments_without_a_block_start_are_a_call_on_every_path(
     sse_server: SSEServer, split: str
 ) -> None:

@@ -16,6 +16,8 @@ __all__ = ["arguments_of", "extras", "get", "index_of", "plain", "str_or_none"]
 
 
 _NOT_PYDANTIC = object()
+_I64_MIN = -(2**63)
+_I64_MAX = 2**63 - 1
 
 
 def get(obj: object, name: str) -> object:
@@ -60,10 +62,14 @@ def str_or_none(value: object) -> str | None:
 
 
 def index_of(value: object) -> int | None:
-    """A wire index as an opaque integer key; anything that is not an integer is "missing"."""
+    """A wire index as an opaque integer key; anything that is not an integer is "missing".
+
+    So is an integer outside the signed 64-bit range the core keys calls by: passed on, it
+    would make `feed` raise and end the whole stream (the raw SSE path reads it as missing too).
+    """
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
+    if isinstance(value, int) and _I64_MIN <= value <= _I64_MAX:
         return value
     return None
 
