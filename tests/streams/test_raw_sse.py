@@ -213,6 +213,24 @@ def test_anthropic_fragments_without_a_block_start_are_a_call_on_every_path(
     ]
 
 
+def test_anthropic_events_without_index_give_the_same_calls_on_every_path(
+    sse_server: SSEServer, split: str
+) -> None:
+    # A proxy that leaves out the block `index`: the raw path numbers a start by the blocks
+    # open and reads a delta or stop as block 0; `feed_chunk` opened no call at such a start
+    # and dropped its fragments, so the calls differed with the way in.
+    calls = [Call("f", '{"a": 1}'), Call("g", '{"b": 2}')]
+    events = anthropic_stream(calls, text="Hi", thinking=True)
+    for event in events:
+        event.pop("index", None)
+    route = sse_server.register(sse_body(events, "anthropic"), split=split)
+    _, stream = assemble_both(route, "anthropic")
+    assert key(stream.calls) == [
+        ("f", "toolu_0", '{"a": 1}', {"a": 1}, None),
+        ("g", "toolu_1", '{"b": 2}', {"b": 2}, None),
+    ]
+
+
 def test_a_responses_item_sent_only_finished_is_a_call_on_every_path(
     sse_server: SSEServer, split: str
 ) -> None:

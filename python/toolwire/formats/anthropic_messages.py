@@ -86,19 +86,23 @@ class AnthropicMessagesAdapter:
         return info
 
     def _start(self, event: object, sink: Sink, info: ChunkInfo) -> None:
+        state = self._state
         index = index_of(get(event, "index"))
+        if index is None:
+            # No index: the number of blocks open, as on the raw SSE path (events without an
+            # index then pair up as start, deltas and stop of one block at a time).
+            index = len(state.blocks) + len(state.others)
         block = get(event, "content_block")
         block_type = get(block, "type")
-        if index is not None:
-            self._state.blocks.pop(index, None)
-            if block_type != "tool_use":
-                self._state.others.add(index)
+        state.blocks.pop(index, None)
+        if block_type != "tool_use":
+            state.others.add(index)
         if block_type == "text":
             text = get(block, "text")
             if isinstance(text, str):
                 info.text += text
             return
-        if block_type != "tool_use" or index is None:
+        if block_type != "tool_use":
             return
         self._state.blocks[index] = _Block(get(block, "input"))
         wire_id = str_or_none(get(block, "id"))
@@ -130,9 +134,7 @@ class AnthropicMessagesAdapter:
         info.feeds.append(FeedRecord(ordinal, None, None))
 
     def _stop(self, event: object, sink: Sink, info: ChunkInfo) -> None:
-        index = index_of(get(event, "index"))
-        if index is None:
-            return
+        index = index_of(get(event, "index")) or 0
         self._state.others.discard(index)
         block = self._state.blocks.pop(index, None)
         if block is None:
