@@ -231,6 +231,23 @@ def test_anthropic_events_without_index_give_the_same_calls_on_every_path(
     ]
 
 
+def test_responses_events_without_output_index_give_the_same_calls_on_every_path(
+    sse_server: SSEServer, split: str
+) -> None:
+    # A bridge that sends no `output_index`: the raw path numbers items as they are added and
+    # routes the rest by `item_id`; `feed_chunk` dropped every call without a trace.
+    calls = [Call("f", '{"a": 1}'), Call("g", '{"b": 2}')]
+    events = responses_stream(calls, text="Hi", interleave=True)
+    for event in events:
+        event.pop("output_index", None)
+    route = sse_server.register(sse_body(events, "openai-responses"), split=split)
+    _, stream = assemble_both(route, "openai-responses")
+    assert key(stream.calls) == [
+        ("f", "call_0", '{"a": 1}', {"a": 1}, None),
+        ("g", "call_1", '{"b": 2}', {"b": 2}, None),
+    ]
+
+
 def test_a_responses_item_sent_only_finished_is_a_call_on_every_path(
     sse_server: SSEServer, split: str
 ) -> None:

@@ -31,6 +31,8 @@ __all__ = ["ResponsesAdapter"]
 @dataclass(slots=True)
 class _Calls:
     by_item: dict[str, int] = field(default_factory=lambda: {})
+    # The key of every function call item in the order they opened.
+    order: list[int] = field(default_factory=lambda: [])
     opened: set[int] = field(default_factory=lambda: set())
     with_arguments: set[int] = field(default_factory=lambda: set())
     ordinals: dict[int, int] = field(default_factory=lambda: {})
@@ -84,31 +86,40 @@ class ResponsesAdapter:
             sink.stop("error")
         return info
 
-    def _index(self, event: object) -> int | None:
+    def _index(self, event: object, item_id: str | None = None) -> int | None:
         index = index_of(get(event, "output_index"))
         if index is None:
-            item_id = str_or_none(get(event, "item_id"))
-            if item_id is not None:
-                index = self._calls.by_item.get(item_id)
-        if index is None or index not in self._calls.opened:
+            index = self._key_of(str_or_none(get(event, "item_id")) or item_id)
+        if index not in self._calls.opened:
             return None
+        return index
+
+    def _key_of(self, item_id: str | None) -> int:
+        # No `output_index`: the item with this id, else the last function call item, as on
+        # the raw SSE path.
+        calls = self._calls
+        index = calls.by_item.get(item_id) if item_id is not None else None
+        if index is None:
+            index = calls.order[-1] if calls.order else 0
         return index
 
     def _item(self, event: object, sink: Sink, info: ChunkInfo, *, done: bool) -> None:
         item = get(event, "item")
         if get(item, "type") != "function_call":
             return
-        index = index_of(get(event, "output_index"))
-        if index is None:
-            return
         calls = self._calls
         item_id = str_or_none(get(item, "id"))
+        index = index_of(get(event, "output_index"))
+        if index is None:
+            # As on the raw SSE path: a new item is numbered by the items before it.
+            index = len(calls.order) if not done else self._key_of(item_id)
         # Every `output_item.added` is an item, also at an `output_index` seen before (a stream
         # replayed after a reconnect, a bridge that reuses indexes): its id and name go to the
         # core, which continues the open call or starts a new one, as on the raw SSE path.
         first = index not in calls.opened or not done
         if first:
             calls.opened.add(index)
+            calls.order.append(index)
             calls.with_arguments.discard(index)
             calls.verified.discard(index)
             if item_id is not None:
