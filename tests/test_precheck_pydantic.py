@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime, time, timedelta, timezone
+from enum import IntEnum
 from ipaddress import IPv6Address
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import jsonschema
@@ -322,3 +323,43 @@ def test_strings_pydantic_strips_before_checking_are_not_rejected_early() -> Non
     assert not outcome.ok
     exported = tools.anthropic()[0]["input_schema"]["properties"]["code"]
     assert exported["maxLength"] == 3
+
+
+class Level(IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class Switches(BaseModel):
+    size: Literal[1, 2] = 1
+    on: Literal[True] = True
+    level: Level = Level.LOW
+    either: int | bool = 0
+
+
+@pytest.mark.parametrize(
+    ("arguments", "ok"),
+    [
+        ('{"size": true}', False),
+        ('{"on": 1}', False),
+        ('{"level": true}', False),
+        ('{"size": 2, "on": true, "level": 2}', True),
+        ('{"size": 1.0}', True),
+        ('{"either": true}', True),
+    ],
+)
+def test_booleans_and_numbers_in_enums_are_told_apart_with_or_without_precheck(
+    arguments: str, ok: bool
+) -> None:
+    # Strict Pydantic takes `true` for `Literal[1]` (True == 1 in Python); JSON and the
+    # pre-check do not. The outcome must not depend on whether the pre-check ran.
+    tools = Toolset([Switches])
+    errors, outcome = stream(tools, "switches", arguments)
+    assembler = Assembler()
+    assembler.feed(0, id="call_1", name="switches", arguments=arguments)
+    (call,) = assembler.finish()
+    unchecked = tools.validate(call)
+    assert outcome.ok is unchecked.ok is ok
+    assert bool(errors) is not ok
+    if not ok:
+        assert [e.code for e in unchecked.errors] == ["type"]

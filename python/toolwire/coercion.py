@@ -146,7 +146,8 @@ class CoercionProblem:
     Attributes:
         path: JSON Pointer of the value.
         code: `"ambiguous"`, `"fractional_integer"`, `"inexact_milliseconds"`,
-            `"number_text"`, `"out_of_range"`, `"timezone_required"` or `"unix_timestamp"`.
+            `"number_text"`, `"out_of_range"`, `"timezone_required"`, `"unix_timestamp"` or
+            `"bool_number"`.
         got: The value as written, compact JSON cut to 200 characters.
         detail: Rule-specific words used in the hint (the candidate values, say).
     """
@@ -632,6 +633,10 @@ class _Coercer:
     def scalar(
         self, value: Any, node: Mapping[str, Any], path: list[str | int], rules: frozenset[str]
     ) -> Any:
+        if _swaps_bool_and_number(value, node):
+            # Strict Pydantic would take `true` for `1` here; no rule turns one into the other.
+            self.refuse(path, "bool_number", value)
+            return value
         types = _types(node)
         if isinstance(value, str):
             value = self.from_string(value, node, types, path, rules)
@@ -843,6 +848,66 @@ def unix_timestamp_text(value: Any, schema: Mapping[str, Any]) -> bool:
     Returns:
         True if such a string is found.
     """
+
+    def unix_text(item: Any, node: Mapping[str, Any]) -> bool:
+        return (
+            isinstance(item, str)
+            and node.get("format") in _TIMESTAMP_FORMATS
+            and bool(_UNIX_TEXT.fullmatch(item))
+        )
+
+    return _any_leaf(value, schema, unix_text)
+
+
+def _enum_members(node: Mapping[str, Any]) -> list[Any] | None:
+    enum = node.get("enum")
+    if isinstance(enum, list):
+        return cast(list[Any], enum)
+    return [node["const"]] if "const" in node else None
+
+
+def _swaps_bool_and_number(value: Any, node: Mapping[str, Any]) -> bool:
+    """Whether `value` equals a member of the node's enum or const only the way Python equates
+    `True` and `1`: a boolean where the members are numbers, or a number where they are
+    booleans. JSON (and the pre-check) tells them apart; strict Pydantic does not."""
+    members = _enum_members(node)
+    if members is None or not isinstance(value, (bool, int, float, Decimal)):
+        return False
+    is_bool = isinstance(value, bool)
+    if any(isinstance(m, bool) == is_bool and isinstance(m, (int, float)) for m in members):
+        return False
+    return any(isinstance(m, (int, float)) and m == value for m in members)
+
+
+def has_scalar_enums(schema: Mapping[str, Any]) -> bool:
+    """Whether a schema has an enum or const with a number or a boolean anywhere."""
+
+    def verdict(node: dict[str, Any]) -> bool | None:
+        members = _enum_members(node)
+        return True if members and any(isinstance(m, (int, float)) for m in members) else None
+
+    return schema_has(schema, verdict)
+
+
+def bool_number_swap(value: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether some value sits in an enum or const only as `true` equals `1` (see
+    `_swaps_bool_and_number`). Any union branch counts: the coercion walk decides.
+
+    Args:
+        value: Parsed arguments.
+        schema: The tool's self-contained schema.
+
+    Returns:
+        True if such a value is found.
+    """
+    return _any_leaf(value, schema, _swaps_bool_and_number)
+
+
+def _any_leaf(
+    value: Any, schema: Mapping[str, Any], test: Callable[[Any, Mapping[str, Any]], bool]
+) -> bool:
+    """Whether `test(item, node)` holds for some scalar of `value` and a schema node (any
+    union branch) it may be validated against."""
     defs = cast(dict[str, Any], schema.get("$defs") or {})
 
     def walk(item: Any, node: Any, depth: int) -> bool:
@@ -862,8 +927,6 @@ def unix_timestamp_text(value: Any, schema: Mapping[str, Any]) -> bool:
                 for branch in cast(list[Any], branches):
                     if walk(item, branch, depth + 1):
                         return True
-        if isinstance(item, str):
-            return as_dict.get("format") in _TIMESTAMP_FORMATS and bool(_UNIX_TEXT.fullmatch(item))
         if isinstance(item, dict):
             props = cast(Mapping[str, Any], as_dict.get("properties") or {})
             extra = as_dict.get("additionalProperties")
@@ -879,7 +942,7 @@ def unix_timestamp_text(value: Any, schema: Mapping[str, Any]) -> bool:
                 walk(sub, firsts[i] if i < len(firsts) else items, depth + 1)
                 for i, sub in enumerate(cast(list[Any], item))
             )
-        return False
+        return test(item, as_dict)
 
     return walk(value, schema, 0)
 

@@ -113,6 +113,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "write the number as JSON writes it, e.g. 1000 or 12.50, with no digit separators",
         "zh": "请按 JSON 数字的写法书写，例如 1000 或 12.50，不要使用数字分隔符",
     },
+    "hint.bool_number": {
+        "en": "send one of the allowed values exactly: true and false are not numbers here, "
+        "and numbers are not true or false",
+        "zh": "请准确发送允许的值之一：此处 true 和 false 不是数字，数字也不是 true 或 false",
+    },
     "hint.ambiguous": {
         "en": "the value could mean more than one thing ({detail}); send exactly one allowed value",
         "zh": "该值有多种可能含义（{detail}）；请只发送一个允许的值",

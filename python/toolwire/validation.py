@@ -48,11 +48,13 @@ from toolwire.coercion import (
     UNIX_SECONDS,
     Coercion,
     CoercionProblem,
+    bool_number_swap,
     coerce_arguments,
     dumps_exact,
     float_risk,
     has_decimals,
     has_floats,
+    has_scalar_enums,
     has_timestamps,
     is_decimal_union,
     loads_exact,
@@ -964,7 +966,13 @@ class _ErrorBuilder:
     def from_problem(self, problem: CoercionProblem) -> _Draft:
         located = self.schema.locate(_split(problem.path))
         code = problem.code
-        if code in ("fractional_integer", "inexact_milliseconds", "number_text", "out_of_range"):
+        if code in (
+            "fractional_integer",
+            "inexact_milliseconds",
+            "number_text",
+            "out_of_range",
+            "bool_number",
+        ):
             code = "type"
         elif code == "unix_timestamp":
             code = "format"
@@ -1291,6 +1299,7 @@ class ToolValidator:
         self._decimals = model is not None and has_decimals(self.schema)
         self._floats = model is not None and has_floats(self.schema)
         self._timestamps = model is not None and has_timestamps(self.schema)
+        self._scalar_enums = model is not None and has_scalar_enums(self.schema)
         self._validate_json = None if model is None else model.__pydantic_validator__.validate_json
         self._strict = model is None or model.model_config.get("strict") is not False
         self._jsonschema: jsonschema.protocols.Validator | None = None
@@ -1338,6 +1347,7 @@ class ToolValidator:
                 )
                 and not (self._decimals and self._odd_decimal_text(call))
                 and not (self._timestamps and self._unix_timestamp_text(call))
+                and not (self._scalar_enums and self._strict and self._bool_number_swap(call))
             ):
                 return self._accept(call, instance, None, [], lang)
         return self._validate_further(call, error, [], lang, redact)
@@ -1356,7 +1366,13 @@ class ToolValidator:
         to protect), with no timestamp fix-up and no business check: `Toolset.validate` then
         calls it straight, and hands a `ValidationError` to `rejected`.
         """
-        if self._decimals or self._fixups or self._timestamps or self.check is not None:
+        if (
+            self._decimals
+            or self._fixups
+            or self._timestamps
+            or self._scalar_enums
+            or self.check is not None
+        ):
             return None
         return self._validate_json
 
@@ -1433,6 +1449,15 @@ class ToolValidator:
         (`"1_000"`): coercion refuses it, where Pydantic would have taken it silently."""
         try:
             return odd_decimal_text(loads_exact(_argument_text(call)), self.schema)
+        except ValueError:
+            return False
+
+    def _bool_number_swap(self, call: CallLike) -> bool:
+        """Whether an enum or const of numbers got `true`/`false`, or one of booleans got a
+        number: strict Pydantic equates them (`Literal[1]` takes `true` as `1`); coercion
+        refuses it, as the pre-check does."""
+        try:
+            return bool_number_swap(loads_exact(_argument_text(call)), self.schema)
         except ValueError:
             return False
 
