@@ -376,3 +376,29 @@ else:
     @needs_feed_sse
     def test_property_three_ways_agree() -> None:
         Assembler().feed_sse(b"")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("finished", [True, False], ids=["done-follows", "no-done"])
+def test_responses_deltas_without_an_added_item_are_a_call_on_every_path(
+    sse_server: SSEServer, finished: bool
+) -> None:
+    # A bridge lost `response.output_item.added`: the SDK path dropped the deltas that followed
+    # (a silent loss), the raw path kept them. Both now keep them, named by the finished item
+    # when it comes, else ended as `missing_name`.
+    full = responses_stream([Call("f", '{"a": "é"}')], size=3)
+    dropped = {"response.output_item.added"} | (
+        set() if finished else {"response.output_item.done"}
+    )
+    events = [e for e in full if e["type"] not in dropped]
+    route = sse_server.register(sse_body(events, "openai-responses"), split="adversarial")
+    _, stream = assemble_both(route, "openai-responses")
+    raw = Assembler()
+    raw.feed_sse(route.body)
+    raw_calls = raw.finish()
+    assert key(stream.calls) == key(raw_calls)
+    (call,) = stream.calls
+    assert call.arguments == '{"a": "é"}'
+    if finished:
+        assert (call.name, call.error) == ("f", None)
+    else:
+        assert call.error is not None and call.error.kind == "missing_name"

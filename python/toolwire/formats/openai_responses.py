@@ -11,6 +11,9 @@ Design notes:
   for that item before (bridges that send only the summary). Otherwise the first summary is
   compared with the text the deltas gave, and fed only when it differs (a delta was lost), so
   the core's resend rule keeps the whole text, as on the raw SSE path.
+- Deltas for an item never announced (its `response.output_item.added` was lost) open a call
+  without a name, as on the raw SSE path: its `response.output_item.done` names it, else it ends
+  as `missing_name`. Nothing that arrived is dropped.
 - `response.output_item.done` ends the call. `response.incomplete` with reason `content_filter`,
   `response.failed` and a stream `error` event stop the open calls.
 - Only `function_call` items are tool calls for the caller; hosted tools (web search, code
@@ -37,6 +40,9 @@ class _Calls:
     with_arguments: set[int] = field(default_factory=lambda: set())
     ordinals: dict[int, int] = field(default_factory=lambda: {})
     verified: set[int] = field(default_factory=lambda: set())
+    # Items whose deltas came before any `output_item.added` (it was lost): opened without a
+    # name, which their `output_item.done` may still bring.
+    unannounced: set[int] = field(default_factory=lambda: set())
 
 
 class ResponsesAdapter:
@@ -70,9 +76,7 @@ class ResponsesAdapter:
         elif kind == "response.output_item.added":
             self._item(chunk, sink, info, done=False)
         elif kind == "response.function_call_arguments.delta":
-            index = self._index(chunk)
-            if index is not None:
-                self._arguments(index, get(chunk, "delta"), sink, info)
+            self._arguments(self._delta_index(chunk), get(chunk, "delta"), sink, info)
         elif kind == "response.function_call_arguments.done":
             index = self._index(chunk)
             if index is not None:
@@ -92,6 +96,24 @@ class ResponsesAdapter:
             index = self._key_of(str_or_none(get(event, "item_id")) or item_id)
         if index not in self._calls.opened:
             return None
+        return index
+
+    def _delta_index(self, event: object) -> int:
+        """The key of an argument delta's item. An item never announced (its
+        `output_item.added` was lost) is opened here without a name, so its text is not
+        dropped: the raw SSE path keeps it too, and the call ends as `missing_name` unless its
+        `output_item.done` names it."""
+        calls = self._calls
+        item_id = str_or_none(get(event, "item_id"))
+        index = index_of(get(event, "output_index"))
+        if index is None:
+            index = self._key_of(item_id)
+        if index not in calls.opened:
+            calls.opened.add(index)
+            calls.order.append(index)
+            calls.unannounced.add(index)
+            if item_id is not None:
+                calls.by_item[item_id] = index
         return index
 
     def _key_of(self, item_id: str | None) -> int:
@@ -117,26 +139,39 @@ class ResponsesAdapter:
         # replayed after a reconnect, a bridge that reuses indexes): its id and name go to the
         # core, which continues the open call or starts a new one, as on the raw SSE path.
         first = index not in calls.opened or not done
-        if first:
+        if done and index in calls.unannounced:
+            # The deltas came first; the finished item brings the id and name they lacked, and
+            # its arguments go to the core as the raw SSE path sends them (as text the core
+            # compares with the deltas': a repeat is dropped, a resend completes a lost delta).
+            calls.unannounced.discard(index)
+            self._announce(index, item, item_id, sink, info)
+            calls.with_arguments.discard(index)
+        elif first:
             calls.opened.add(index)
             calls.order.append(index)
             calls.with_arguments.discard(index)
             calls.verified.discard(index)
             if item_id is not None:
                 calls.by_item[item_id] = index
-            # A bridge that sends no `call_id` gets its item id back, as on the raw SSE path.
-            call_id = str_or_none(get(item, "call_id")) or item_id
-            name = str_or_none(get(item, "name"))
-            ordinal = self._utf16.feed(sink, index, id=call_id, name=name)
-            calls.ordinals[index] = ordinal
-            info.feeds.append(FeedRecord(ordinal, call_id, name))
-            if item_id is not None:
-                sink.set_metadata(index, "item_id", item_id)
+            self._announce(index, item, item_id, sink, info)
         if done or index not in calls.with_arguments:
             self._summary(index, get(item, "arguments"), sink, info)
         if done:
             self._utf16.release(sink, index)
             sink.end(index)
+
+    def _announce(
+        self, index: int, item: object, item_id: str | None, sink: Sink, info: ChunkInfo
+    ) -> None:
+        """Hands the core an item's call id and name."""
+        # A bridge that sends no `call_id` gets its item id back, as on the raw SSE path.
+        call_id = str_or_none(get(item, "call_id")) or item_id
+        name = str_or_none(get(item, "name"))
+        ordinal = self._utf16.feed(sink, index, id=call_id, name=name)
+        self._calls.ordinals[index] = ordinal
+        info.feeds.append(FeedRecord(ordinal, call_id, name))
+        if item_id is not None:
+            sink.set_metadata(index, "item_id", item_id)
 
     def _summary(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
         """Whole arguments from an item or a `.done` event: fed when no delta came, else
