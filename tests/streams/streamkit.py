@@ -464,6 +464,40 @@ def anthropic_stream(
     return events
 
 
+def well_formed_stream(fmt: str, calls: Sequence[Call], *, size: int = 7) -> list[Event]:
+    """A well-formed tool-call stream in `fmt` (`openai-chat`, `openai-responses`,
+    `anthropic`)."""
+    if fmt == "anthropic":
+        return anthropic_stream(calls, size=size)
+    if fmt == "openai-responses":
+        return responses_stream(calls, size=size)
+    return chat_stream(calls, size=size)
+
+
+def before_the_end(events: list[Event], fmt: str) -> list[Event]:
+    """The events before any call or the response ends."""
+    if fmt == "anthropic":
+        ends = ("content_block_stop", "message_delta", "message_stop")
+        return [e for e in events if e["type"] not in ends]
+    if fmt == "openai-responses":
+        return [e for e in events if "done" not in e["type"] and "completed" not in e["type"]]
+    return [e for e in events if not any(c.get("finish_reason") for c in e.get("choices", []))]
+
+
+# The error event each provider sends when it gives up on a response mid-stream.
+PROVIDER_ERRORS: dict[str, Event] = {
+    "anthropic": {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}},
+    "openai-responses": {
+        "type": "error",
+        "code": "server_error",
+        "message": "busy",
+        "param": None,
+        "sequence_number": 999,
+    },
+    "openai-chat": {"error": {"message": "busy", "type": "server_error"}},
+}
+
+
 # ---------------------------------------------------------------------------------------------
 # A recording stand-in for the core (adapter tests that need no compiled module)
 

@@ -213,38 +213,30 @@ def test_anthropic_fragments_without_a_block_start_are_a_call_on_every_path(
     ]
 
 
-def test_anthropic_events_without_index_give_the_same_calls_on_every_path(
-    sse_server: SSEServer, split: str
+@pytest.mark.parametrize(
+    ("fmt", "field", "id_prefix"),
+    [("anthropic", "index", "toolu"), ("openai-responses", "output_index", "call")],
+)
+def test_events_without_their_index_give_the_same_calls_on_every_path(
+    sse_server: SSEServer, split: str, fmt: str, field: str, id_prefix: str
 ) -> None:
-    # A proxy that leaves out the block `index`: the raw path numbers a start by the blocks
-    # open and reads a delta or stop as block 0; `feed_chunk` opened no call at such a start
-    # and dropped its fragments, so the calls differed with the way in.
+    # A proxy that leaves out the block `index` (Anthropic) or a bridge that sends no
+    # `output_index` (Responses): the raw path numbers a start or item by those before it and
+    # routes the rest (a delta or stop without index is block 0; a Responses event goes by its
+    # `item_id`). `feed_chunk` opened no call there and dropped the fragments, so the calls
+    # differed with the way in.
     calls = [Call("f", '{"a": 1}'), Call("g", '{"b": 2}')]
-    events = anthropic_stream(calls, text="Hi", thinking=True)
+    if fmt == "anthropic":
+        events = anthropic_stream(calls, text="Hi", thinking=True)
+    else:
+        events = responses_stream(calls, text="Hi", interleave=True)
     for event in events:
-        event.pop("index", None)
-    route = sse_server.register(sse_body(events, "anthropic"), split=split)
-    _, stream = assemble_both(route, "anthropic")
+        event.pop(field, None)
+    route = sse_server.register(sse_body(events, fmt), split=split)
+    _, stream = assemble_both(route, fmt)
     assert key(stream.calls) == [
-        ("f", "toolu_0", '{"a": 1}', {"a": 1}, None),
-        ("g", "toolu_1", '{"b": 2}', {"b": 2}, None),
-    ]
-
-
-def test_responses_events_without_output_index_give_the_same_calls_on_every_path(
-    sse_server: SSEServer, split: str
-) -> None:
-    # A bridge that sends no `output_index`: the raw path numbers items as they are added and
-    # routes the rest by `item_id`; `feed_chunk` dropped every call without a trace.
-    calls = [Call("f", '{"a": 1}'), Call("g", '{"b": 2}')]
-    events = responses_stream(calls, text="Hi", interleave=True)
-    for event in events:
-        event.pop("output_index", None)
-    route = sse_server.register(sse_body(events, "openai-responses"), split=split)
-    _, stream = assemble_both(route, "openai-responses")
-    assert key(stream.calls) == [
-        ("f", "call_0", '{"a": 1}', {"a": 1}, None),
-        ("g", "call_1", '{"b": 2}', {"b": 2}, None),
+        ("f", f"{id_prefix}_0", '{"a": 1}', {"a": 1}, None),
+        ("g", f"{id_prefix}_1", '{"b": 2}', {"b": 2}, None),
     ]
 
 

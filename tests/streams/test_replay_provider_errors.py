@@ -22,7 +22,14 @@ from toolwire.replay import load_corpus, replay, verdict
 
 from .clients import open_sync, sync_client
 from .conftest import SSEServer
-from .streamkit import Call, anthropic_stream, chat_stream, responses_stream, sse_body
+from .streamkit import (
+    PROVIDER_ERRORS,
+    Call,
+    before_the_end,
+    chat_stream,
+    sse_body,
+    well_formed_stream,
+)
 
 CALLS = [Call("get_weather", '{"city": "Oslo"}'), Call("lookup", '{"q": [1, 2')]
 
@@ -38,27 +45,6 @@ TOOLS = Toolset(
         },
     ]
 )
-
-ERRORS: dict[str, dict[str, Any]] = {
-    "anthropic": {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}},
-    "openai-responses": {
-        "type": "error",
-        "code": "server_error",
-        "message": "busy",
-        "param": None,
-        "sequence_number": 999,
-    },
-    "openai-chat": {"error": {"message": "busy", "type": "server_error"}},
-}
-
-
-def _before_the_end(events: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
-    if fmt == "anthropic":
-        ends = ("content_block_stop", "message_delta", "message_stop")
-        return [e for e in events if e["type"] not in ends]
-    if fmt == "openai-responses":
-        return [e for e in events if "done" not in e["type"] and "completed" not in e["type"]]
-    return [e for e in events if not any(c.get("finish_reason") for c in e.get("choices", []))]
 
 
 def _recorded_live(
@@ -83,17 +69,11 @@ def _recorded_live(
     return stream, [verdict(c, o) for c, o in zip(stream.calls, stream.outcomes, strict=True)]
 
 
-def _stream_of(fmt: str) -> Any:
-    return {"anthropic": anthropic_stream, "openai-responses": responses_stream}.get(
-        fmt, chat_stream
-    )
-
-
 @pytest.mark.parametrize("fmt", ["anthropic", "openai-responses", "openai-chat"])
 def test_replay_of_a_recorded_provider_error_matches_live(
     sse_server: SSEServer, tmp_path: Path, fmt: str
 ) -> None:
-    events = [*_before_the_end(_stream_of(fmt)(CALLS, size=4), fmt), ERRORS[fmt]]
+    events = [*before_the_end(well_formed_stream(fmt, CALLS, size=4), fmt), PROVIDER_ERRORS[fmt]]
     stream, live = _recorded_live(sse_server, tmp_path, fmt, events)
     assert stream.finish_reason == "error"
     assert [state for state, _ in live] == ["model_error", "model_error"]
@@ -117,7 +97,7 @@ OPENROUTER_ERROR = {
 def test_error_next_to_choices_ends_the_calls_on_every_path(
     sse_server: SSEServer, tmp_path: Path
 ) -> None:
-    events = [*_before_the_end(chat_stream(CALLS, size=4), "openai-chat"), OPENROUTER_ERROR]
+    events = [*before_the_end(chat_stream(CALLS, size=4), "openai-chat"), OPENROUTER_ERROR]
     body = sse_body(events, "openai-chat").removesuffix(b"data: [DONE]\n\n")
     route = sse_server.register(body)
     recorder = Recorder(tmp_path / "recorded.jsonl", toolset=TOOLS, streams="all")
@@ -170,7 +150,7 @@ def test_replay_of_a_broken_connection_matches_live(
     # The connection drops after the first call's JSON closed and while the second call has
     # only started: a transport error leaves no chunk, so the record says the stream broke off.
     calls = [Call("get_weather", '{"city": "Oslo"}'), Call("lookup", "")]
-    events = _before_the_end(_stream_of(fmt)(calls, size=4), fmt)
+    events = before_the_end(well_formed_stream(fmt, calls, size=4), fmt)
     stream, live = _recorded_live(sse_server, tmp_path, fmt, events, broken=True)
     assert stream.transport_error is not None
     assert len(live) == 2 and live[1][0] != "ok"
