@@ -603,20 +603,23 @@ def test_stale_claim_through_the_executor(
     assert result.duplicate_execution is (policy == "assume_failed_and_retry")
 
 
-def test_slow_write_past_its_lease_is_not_reported_as_a_duplicate(clock: FakeClock) -> None:
-    # Under the default `report` policy a second call finds the first one's lease expired and
-    # answers unknown_outcome without executing: the write ran once, and its success is kept.
+def _second_call_past_a_live_lease(
+    clock: FakeClock, **options: Any
+) -> tuple[Executor, list[int], Any, Any]:
+    """A write still running past its 10 s lease, and an identical call made meanwhile: the
+    executor, the executions, the first call's result and the second call's."""
     started, release = threading.Event(), threading.Event()
     runs: list[int] = []
 
     def slow_write(arguments: Any) -> dict[str, int]:
         runs.append(1)
-        started.set()
-        assert release.wait(5)
-        return {"ticket": 1}
+        if len(runs) == 1:
+            started.set()
+            assert release.wait(5)
+        return {"ticket": len(runs)}
 
     ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
-    ex.register("create_ticket", slow_write, side_effects=True, in_progress_expiry=10.0)
+    ex.register("create_ticket", slow_write, side_effects=True, in_progress_expiry=10.0, **options)
     ctx = RequestContext("r", "s")
     results: list[Any] = []
     worker = threading.Thread(
@@ -625,13 +628,20 @@ def test_slow_write_past_its_lease_is_not_reported_as_a_duplicate(clock: FakeClo
     worker.start()
     assert started.wait(5)
     clock.advance(11)
-    assert ex.execute(Call("create_ticket", "c", {}), ctx).state == "unknown_outcome"
+    second = ex.execute(Call("create_ticket", "c", {}), ctx)
     release.set()
     worker.join(5)
-    first = results[0]
+    return ex, runs, results[0], second
+
+
+def test_slow_write_past_its_lease_is_not_reported_as_a_duplicate(clock: FakeClock) -> None:
+    # Under the default `report` policy a second call finds the first one's lease expired and
+    # answers unknown_outcome without executing: the write ran once, and its success is kept.
+    ex, runs, first, second = _second_call_past_a_live_lease(clock)
+    assert second.state == "unknown_outcome"
     assert first.state == "ok" and not first.duplicate_execution and first.warnings == ()
     assert ex.observer.counts["duplicate_executions"] == 0 and len(runs) == 1
-    again = ex.execute(Call("create_ticket", "c", {}), ctx)
+    again = ex.execute(Call("create_ticket", "c", {}), RequestContext("r", "s"))
     assert again.state == "duplicate_suppressed" and again.value == {"ticket": 1}
 
 
@@ -683,36 +693,9 @@ def test_one_takeover_of_a_live_claim_counts_one_duplicate_execution(clock: Fake
     # The first worker outlives its lease; a second takes the claim over and runs the write
     # again. That is one repeated execution: the taker reports it, and the first worker, whose
     # execution came first and who then finds its claim lost, must not count it a second time.
-    started, release = threading.Event(), threading.Event()
-    runs: list[int] = []
-
-    def slow_write(arguments: Any) -> dict[str, int]:
-        runs.append(1)
-        if len(runs) == 1:
-            started.set()
-            assert release.wait(5)
-        return {"ticket": len(runs)}
-
-    ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
-    ex.register(
-        "create_ticket",
-        slow_write,
-        side_effects=True,
-        in_progress_expiry=10.0,
-        on_stale_in_progress="assume_failed_and_retry",
+    ex, runs, first, taker = _second_call_past_a_live_lease(
+        clock, on_stale_in_progress="assume_failed_and_retry"
     )
-    ctx = RequestContext("r", "s")
-    results: list[Any] = []
-    worker = threading.Thread(
-        target=lambda: results.append(ex.execute(Call("create_ticket", "c", {}), ctx))
-    )
-    worker.start()
-    assert started.wait(5)
-    clock.advance(11)
-    taker = ex.execute(Call("create_ticket", "c", {}), ctx)
-    release.set()
-    worker.join(5)
-    first = results[0]
     assert taker.state == "ok" and taker.duplicate_execution and len(runs) == 2
     assert first.state == "ok" and not first.duplicate_execution
     assert any("taken over" in w for w in first.warnings)

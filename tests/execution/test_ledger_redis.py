@@ -308,12 +308,25 @@ def hung_redis() -> Iterator[tuple[str, int]]:
         listener.close()
 
 
-def _writer_on(host: str, port: int) -> tuple[Executor, list[int]]:
-    # What users configure: a plain client, no socket timeout; only the request has a deadline.
-    client = redis.Redis(host=host, port=port, retry=Retry(NoBackoff(), 0))
+def _writer_on(
+    host: str, port: int, *, socket_timeout: float | None = None
+) -> tuple[Executor, list[int]]:
+    """A write tool `w` (it charges 42) over a Redis ledger at `host:port`, and its runs.
+
+    What users configure: a plain client whose own socket timeout, if any, is long; only the
+    request has a deadline that should bound the call.
+    """
+    client = redis.Redis(
+        host=host, port=port, socket_timeout=socket_timeout, retry=Retry(NoBackoff(), 0)
+    )
     runs: list[int] = []
     ex = Executor(ledger=RedisLedger(client))
-    ex.register("w", lambda args: runs.append(1), side_effects=True)
+
+    def write(args: Any) -> dict[str, int]:
+        runs.append(1)
+        return {"charged": 42}
+
+    ex.register("w", write, side_effects=True)
     return ex, runs
 
 
@@ -448,21 +461,6 @@ def _resp_command(buf: bytes) -> tuple[list[bytes], bytes] | None:
     return parts, rest
 
 
-def _writer_on_store_that_hangs_after_the_claim(host: str, port: int) -> tuple[Executor, list[int]]:
-    # The socket timeout stands for the client's own (long) timeout: only the request's
-    # deadline should bound the call.
-    client = redis.Redis(host=host, port=port, socket_timeout=6, retry=Retry(NoBackoff(), 0))
-    runs: list[int] = []
-    ex = Executor(ledger=RedisLedger(client))
-
-    def write(args: Any) -> dict[str, int]:
-        runs.append(1)
-        return {"charged": 42}
-
-    ex.register("w", write, side_effects=True)
-    return ex, runs
-
-
 def _assert_result_kept(ex: Executor, result: Any, runs: list[int], took: float) -> None:
     assert took < 3.0, f"recording the outcome held the call {took:.1f}s past a 0.5 s deadline"
     assert runs == [1]
@@ -473,7 +471,7 @@ def _assert_result_kept(ex: Executor, result: Any, runs: list[int], took: float)
 
 def test_store_hanging_after_the_claim_cannot_hold_the_result_past_the_deadline() -> None:
     with redis_that_hangs_after_the_claim() as (host, port):
-        ex, runs = _writer_on_store_that_hangs_after_the_claim(host, port)
+        ex, runs = _writer_on(host, port, socket_timeout=6)
         started = time.monotonic()
         result = ex.execute(Call("w", "c1", {}), ex.request("r", "s", timeout=0.5))
         _assert_result_kept(ex, result, runs, time.monotonic() - started)
@@ -481,7 +479,7 @@ def test_store_hanging_after_the_claim_cannot_hold_the_result_past_the_deadline(
 
 async def test_store_hanging_after_the_claim_cannot_hold_an_async_result() -> None:
     with redis_that_hangs_after_the_claim() as (host, port):
-        ex, runs = _writer_on_store_that_hangs_after_the_claim(host, port)
+        ex, runs = _writer_on(host, port, socket_timeout=6)
         started = time.monotonic()
         ctx = ex.request("r", "s", timeout=0.5)
         result = await asyncio.wait_for(ex.aexecute(Call("w", "c1", {}), ctx), timeout=10)
