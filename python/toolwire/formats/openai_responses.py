@@ -90,13 +90,10 @@ class ResponsesAdapter:
             sink.stop("error")
         return info
 
-    def _index(self, event: object, item_id: str | None = None) -> int | None:
-        index = index_of(get(event, "output_index"))
-        if index is None:
-            index = self._key_of(str_or_none(get(event, "item_id")) or item_id)
-        if index not in self._calls.opened:
-            return None
-        return index
+    def _index(self, event: object) -> int | None:
+        """The key of an event's item, or None for an item never opened."""
+        index = self._key(event)
+        return index if index in self._calls.opened else None
 
     def _delta_index(self, event: object) -> int:
         """The key of an argument delta's item. An item never announced (its
@@ -104,17 +101,19 @@ class ResponsesAdapter:
         dropped: the raw SSE path keeps it too, and the call ends as `missing_name` unless its
         `output_item.done` names it."""
         calls = self._calls
-        item_id = str_or_none(get(event, "item_id"))
-        index = index_of(get(event, "output_index"))
-        if index is None:
-            index = self._key_of(item_id)
+        index = self._key(event)
         if index not in calls.opened:
             calls.opened.add(index)
             calls.order.append(index)
             calls.unannounced.add(index)
+            item_id = str_or_none(get(event, "item_id"))
             if item_id is not None:
                 calls.by_item[item_id] = index
         return index
+
+    def _key(self, event: object) -> int:
+        index = index_of(get(event, "output_index"))
+        return self._key_of(str_or_none(get(event, "item_id"))) if index is None else index
 
     def _key_of(self, item_id: str | None) -> int:
         # No `output_index`: the item with this id, else the last function call item, as on
