@@ -889,6 +889,16 @@ def has_scalar_enums(schema: Mapping[str, Any]) -> bool:
     return schema_has(schema, verdict)
 
 
+def has_boolean_enums(schema: Mapping[str, Any]) -> bool:
+    """Whether a schema has an enum or const with a boolean anywhere (`Literal[True]`)."""
+
+    def verdict(node: dict[str, Any]) -> bool | None:
+        members = _enum_members(node)
+        return True if members and any(isinstance(m, bool) for m in members) else None
+
+    return schema_has(schema, verdict)
+
+
 def bool_number_swap(value: Any, schema: Mapping[str, Any]) -> bool:
     """Whether some value sits in an enum or const only as `true` equals `1` (see
     `_swaps_bool_and_number`). Any union branch counts: the coercion walk decides.

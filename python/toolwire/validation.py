@@ -52,6 +52,7 @@ from toolwire.coercion import (
     coerce_arguments,
     dumps_exact,
     float_risk,
+    has_boolean_enums,
     has_decimals,
     has_floats,
     has_scalar_enums,
@@ -1300,6 +1301,8 @@ class ToolValidator:
         self._floats = model is not None and has_floats(self.schema)
         self._timestamps = model is not None and has_timestamps(self.schema)
         self._scalar_enums = model is not None and has_scalar_enums(self.schema)
+        # Numeric enums alone can only be swapped by a `true` or `false` in the text.
+        self._boolean_enums = self._scalar_enums and has_boolean_enums(self.schema)
         self._validate_json = None if model is None else model.__pydantic_validator__.validate_json
         self._strict = model is None or model.model_config.get("strict") is not False
         self._jsonschema: jsonschema.protocols.Validator | None = None
@@ -1456,6 +1459,9 @@ class ToolValidator:
         """Whether an enum or const of numbers got `true`/`false`, or one of booleans got a
         number: strict Pydantic equates them (`Literal[1]` takes `true` as `1`); coercion
         refuses it, as the pre-check does."""
+        raw = _raw_bytes(call)
+        if not self._boolean_enums and b"true" not in raw and b"false" not in raw:
+            return False
         try:
             return bool_number_swap(loads_exact(_argument_text(call)), self.schema)
         except ValueError:
