@@ -114,16 +114,32 @@ fn drive_with(
     continuation: bool,
     calls: &[Vec<(Option<String>, Vec<u8>)>],
 ) -> (Vec<Early>, Vec<bool>, Vec<Option<Value>>, Vec<ToolCall>) {
+    let mut asm = assembler(eager, tools);
+    let (early, failed, partials) = feed_all(&mut asm, observe, continuation, calls);
+    (early, failed, partials, asm.finish().expect("finish"))
+}
+
+fn assembler(eager: bool, tools: bool) -> Assembler {
     let config = AssemblerConfig {
         track_progress: eager,
         ..AssemblerConfig::default()
     };
-    let mut asm = if tools {
+    if tools {
         Assembler::with_tools(config, registry())
     } else {
         Assembler::new(config)
     }
-    .expect("config");
+    .expect("config")
+}
+
+/// Feeds `calls` interleaved; with `observe`, reads early errors and partial values after
+/// every fragment.
+fn feed_all(
+    asm: &mut Assembler,
+    observe: bool,
+    continuation: bool,
+    calls: &[Vec<(Option<String>, Vec<u8>)>],
+) -> (Vec<Early>, Vec<bool>, Vec<Option<Value>>) {
     let mut early = Vec::new();
     let mut failed = Vec::new();
     let mut partials = Vec::new();
@@ -169,7 +185,7 @@ fn drive_with(
             partials.push(partial);
         }
     }
-    (early, failed, partials, asm.finish().expect("finish"))
+    (early, failed, partials)
 }
 
 fn summary(calls: &[ToolCall]) -> Vec<String> {
@@ -253,5 +269,22 @@ proptest! {
         prop_assert_eq!(summary(&done_a), summary(&done_b));
         let (_, _, _, unobserved) = drive_with(eager, false, tools, true, &calls);
         prop_assert_eq!(summary(&done_a), summary(&unobserved));
+    }
+
+    #[test]
+    fn scans_deferred_past_finish_are_invisible(
+        picks in prop::collection::vec((0..TEXTS.len() + 2, prop::collection::vec(0usize..4000, 0..40), shape(), prop::option::of((0usize..4000, any::<u8>()))), 1..4),
+        tools in any::<bool>(),
+    ) {
+        let calls = calls_for(&picks);
+        let (_, _, _, eager) = drive(true, false, tools, &calls);
+        let mut asm = assembler(false, tools);
+        feed_all(&mut asm, false, true, &calls);
+        let mut deferred = asm.finish_deferring_scans().expect("finish");
+        for call in &mut deferred {
+            call.scan_deferred();
+            prop_assert!(call.unscanned.is_none());
+        }
+        prop_assert_eq!(summary(&eager), summary(&deferred));
     }
 }

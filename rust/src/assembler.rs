@@ -15,6 +15,9 @@
 //!   (the latency from the last fragment to a validated call) independent of the arguments'
 //!   size. A call without a pre-check is scanned in one pass when read. A caller who drains
 //!   errors after every fragment gets them at the same byte as before.
+//! - `finish_deferring_scans` goes one step further for such a call: its text is left
+//!   unscanned past the end of the stream, for a reader that builds the value anyway to prove it
+//!   valid more cheaply (the Python binding: orjson plus [`crate::outline`]), or to scan it.
 //! - Routing rules (quirks 1-26): a nameless delta only continues a call; a named delta starts a
 //!   new call at a key whose call already has a name and argument text (several calls sent under
 //!   one index); an exact repeat of the stored name is ignored (quirk 8); `id` and `type` are set
@@ -106,9 +109,65 @@ pub struct ToolCall {
     pub duplicate_keys: bool,
     /// Every number in `arguments` is plain (see [`Scanner::plain_numbers`]).
     pub plain_numbers: bool,
+    /// Set by [`Assembler::finish_deferring_scans`] on a call whose only open question is
+    /// whether its text is one JSON object: the text has not been scanned, and `error`,
+    /// `complete` and `plain_numbers` hold nothing until [`ToolCall::scan_deferred`] runs.
+    pub unscanned: Option<ScanConfig>,
+}
+
+/// What a scan decides about a call's text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonVerdict {
+    /// The JSON error, `not_object`, or None.
+    pub error: Option<Error>,
+    /// The text is one complete JSON value.
+    pub complete: bool,
+    /// Every number is plain (see [`Scanner::plain_numbers`]).
+    pub plain_numbers: bool,
+}
+
+impl JsonVerdict {
+    /// One JSON object, valid, with plain numbers.
+    pub const ACCEPTED: Self = Self {
+        error: None,
+        complete: true,
+        plain_numbers: true,
+    };
 }
 
 impl ToolCall {
+    /// The verdict on the text of a call that [`Assembler::finish_deferring_scans`] left
+    /// unscanned, by scanning it now: exactly what [`Assembler::finish`] would have set. None
+    /// for a call already settled.
+    #[must_use]
+    pub fn scan_unscanned(&self) -> Option<JsonVerdict> {
+        let config = self.unscanned?;
+        let mut scanner = Scanner::new(config);
+        scanner.push(&self.arguments);
+        let json_result = scanner.finish();
+        Some(JsonVerdict {
+            complete: json_result.is_ok(),
+            plain_numbers: scanner.plain_numbers(),
+            error: json_verdict(&self.arguments, json_result),
+        })
+    }
+
+    /// Settles a call left unscanned with `verdict` (from [`ToolCall::scan_unscanned`], or
+    /// [`JsonVerdict::ACCEPTED`] once its text is proved valid another way).
+    pub fn settle(&mut self, verdict: JsonVerdict) {
+        self.unscanned = None;
+        self.error = verdict.error;
+        self.complete = verdict.complete;
+        self.plain_numbers = verdict.plain_numbers;
+    }
+
+    /// Scans a call left unscanned and settles it; does nothing on a settled call.
+    pub fn scan_deferred(&mut self) {
+        if let Some(verdict) = self.scan_unscanned() {
+            self.settle(verdict);
+        }
+    }
+
     /// Builds the parsed value into `sink`, when the arguments are complete JSON.
     ///
     /// # Errors
@@ -693,6 +752,22 @@ impl Assembler {
     /// # Errors
     /// [`Misuse::Finished`] when called twice.
     pub fn finish(&mut self) -> Result<Vec<ToolCall>, Misuse> {
+        self.finish_calls(false)
+    }
+
+    /// [`Assembler::finish`], except that a call whose only open question is whether its text
+    /// is valid JSON (no pre-check, a name, text never scanned) is returned with
+    /// [`ToolCall::unscanned`] set: the caller settles it with [`ToolCall::scan_deferred`], or
+    /// with [`ToolCall::settle`] once another strict parser has accepted the text
+    /// (see [`crate::outline`]). A caller that builds the value anyway saves the scan.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] when called twice.
+    pub fn finish_deferring_scans(&mut self) -> Result<Vec<ToolCall>, Misuse> {
+        self.finish_calls(true)
+    }
+
+    fn finish_calls(&mut self, defer: bool) -> Result<Vec<ToolCall>, Misuse> {
         if self.finished {
             return Err(Misuse::Finished);
         }
@@ -704,15 +779,26 @@ impl Assembler {
         let repeated = repeated_ids(&calls);
         let mut out = Vec::with_capacity(calls.len());
         for ((ordinal, call), repeated_id) in calls.iter_mut().enumerate().zip(repeated) {
-            call.sync();
+            let deferred = defer && deferrable(call, registry.as_deref());
+            if !deferred {
+                call.sync();
+            }
             // A call with no argument text at all would become `{}`; after a broken stream it
             // is cut off instead (a call with some text is already `truncated`).
             let cut_before_arguments = self.interrupted.is_some()
+                && !deferred
                 && !call.ended
                 && call.stopped.is_none()
                 && call.scanner.is_blank()
                 && call.mode != ArgMode::Value;
-            let mut done = finish_call(ordinal, call, registry.as_deref(), dup_keys, repeated_id);
+            let mut done = finish_call(
+                ordinal,
+                call,
+                registry.as_deref(),
+                dup_keys,
+                repeated_id,
+                deferred,
+            );
             if cut_before_arguments && done.error.is_none() {
                 done.arguments.clear();
                 done.complete = false;
@@ -728,6 +814,22 @@ impl Assembler {
         }
         Ok(out)
     }
+}
+
+/// True when nothing but the JSON verdict on `call`'s text is left to decide at its end, and
+/// that text has not been scanned yet: no pre-check, progress or resend handling touched it,
+/// the call has a name, and the text is not blank.
+fn deferrable(call: &Call, registry: Option<&Registry>) -> bool {
+    registry.is_none()
+        && call.check.is_none()
+        && call.progress.is_none()
+        && call.held.is_none()
+        && call.mixed.is_none()
+        && call.stopped.is_none()
+        && call.mode != ArgMode::Value
+        && !call.name.is_empty()
+        && call.scanner.unscanned() == call.scanner.text().len()
+        && first_non_ws(call.scanner.text()).is_some()
 }
 
 /// Builds a partial value from a scanner's accepted prefix.
@@ -855,12 +957,15 @@ fn finish_call(
     registry: Option<&Registry>,
     duplicate_keys: bool,
     repeated_id: bool,
+    deferred: bool,
 ) -> ToolCall {
     settle_held(call);
-    call.sync();
+    if !deferred {
+        call.sync();
+    }
     let mut warnings = std::mem::take(&mut call.warnings);
-    let blank = call.scanner.is_blank() && call.mode != ArgMode::Value;
-    let json_result = if blank {
+    let blank = !deferred && call.scanner.is_blank() && call.mode != ArgMode::Value;
+    let json_result = if blank || deferred {
         Ok(())
     } else {
         match (&mut call.check, &mut call.progress) {
@@ -878,12 +983,7 @@ fn finish_call(
     if contains_replacement_character(&arguments) {
         warnings.push(warning::REPLACEMENT_CHARACTER);
     }
-    let json_ok = json_result.is_ok();
-    let is_object = if blank {
-        true
-    } else {
-        json_ok && first_non_ws(&arguments) == Some(b'{')
-    };
+    let json_ok = json_result.is_ok() && !deferred;
     let error = if let Some(reason) = &call.stopped {
         Some(Error::with_message(
             ErrorKind::Filtered,
@@ -897,20 +997,16 @@ fn finish_call(
         registry.map(|r| crate::precheck::unknown_tool(&call.name, r))
     } else if let Some(e) = call.mixed.take() {
         Some(*e)
-    } else if let Err(e) = json_result {
-        Some(e)
-    } else if !is_object {
-        Some(Error::new(
-            ErrorKind::NotObject,
-            first_non_ws_offset(&arguments),
-            String::new(),
-        ))
+    } else if deferred {
+        None
     } else if blank {
         registry.and_then(|r| r.check_complete(&call.name, b"{}"))
-    } else if let Some(check) = &call.check {
-        check.errors().next().cloned()
+    } else if let Some(e) = json_verdict(&arguments, json_result) {
+        Some(e)
     } else {
-        None
+        call.check
+            .as_ref()
+            .and_then(|check| check.errors().next().cloned())
     };
     let mut id = call.id.take();
     if let (Some(wire), true) = (&id, repeated_id) {
@@ -931,7 +1027,22 @@ fn finish_call(
         warnings,
         complete: json_ok,
         duplicate_keys,
-        plain_numbers: call.scanner.plain_numbers(),
+        plain_numbers: call.scanner.plain_numbers() && !deferred,
+        unscanned: deferred.then(|| *call.scanner.config()),
+    }
+}
+
+/// The error of a text from its scan: the JSON error, or `not_object` for valid JSON that is
+/// not an object.
+fn json_verdict(arguments: &[u8], json_result: Result<(), Error>) -> Option<Error> {
+    match json_result {
+        Err(e) => Some(e),
+        Ok(()) if first_non_ws(arguments) != Some(b'{') => Some(Error::new(
+            ErrorKind::NotObject,
+            first_non_ws_offset(arguments),
+            String::new(),
+        )),
+        Ok(()) => None,
     }
 }
 

@@ -313,6 +313,19 @@ impl StreamDecoder {
     /// # Errors
     /// [`Misuse::Finished`] when called twice.
     pub fn finish(&mut self) -> Result<Vec<ToolCall>, Misuse> {
+        self.finish_calls(false)
+    }
+
+    /// [`StreamDecoder::finish`], leaving the JSON verdict of calls that need nothing else to
+    /// their reader (see [`Assembler::finish_deferring_scans`]).
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] when called twice.
+    pub fn finish_deferring_scans(&mut self) -> Result<Vec<ToolCall>, Misuse> {
+        self.finish_calls(true)
+    }
+
+    fn finish_calls(&mut self, defer: bool) -> Result<Vec<ToolCall>, Misuse> {
         if self.finished {
             return Err(Misuse::Finished);
         }
@@ -335,7 +348,11 @@ impl StreamDecoder {
             }
             decoder.finish(&mut |action: Action<'_>| state.apply(assembler, action));
         }
-        assembler.finish()
+        if defer {
+            assembler.finish_deferring_scans()
+        } else {
+            assembler.finish()
+        }
     }
 
     fn state(&self) -> Option<&State> {

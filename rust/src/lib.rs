@@ -18,6 +18,7 @@ pub mod assembler;
 pub mod envelope;
 pub mod error;
 pub mod gateway;
+pub mod outline;
 pub mod precheck;
 pub mod progress;
 pub mod scanner;
@@ -29,7 +30,7 @@ pub mod visit;
 #[cfg(feature = "python")]
 mod python;
 
-pub use assembler::{Arguments, Assembler, AssemblerConfig, Delta, ToolCall};
+pub use assembler::{Arguments, Assembler, AssemblerConfig, Delta, JsonVerdict, ToolCall};
 pub use envelope::{FinishReason, Format};
 pub use error::{Error, ErrorKind, Misuse, SchemaDetail};
 pub use gateway::{StreamDecoder, StreamError, StreamErrorKind};

@@ -6,7 +6,7 @@
 //! `MisuseError(ValueError)` and bad model output never raises — it becomes a `CallError`.
 //! `Assembler.feed`, called once per fragment, matches its own arguments (`install_feed`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -15,10 +15,11 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::string::PyStringData;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-use crate::assembler::{Arguments, Assembler, AssemblerConfig, Delta, ToolCall};
+use crate::assembler::{Arguments, Assembler, AssemblerConfig, Delta, JsonVerdict, ToolCall};
 use crate::envelope::{FinishReason, Format};
 use crate::error::{Error, Misuse};
 use crate::gateway::StreamDecoder;
+use crate::outline::outline;
 use crate::precheck::Registry;
 use crate::scanner::{DuplicateKeys, ScanConfig, Scanner, Status};
 use crate::value::{build, BuildOptions, Sink, StringMode};
@@ -399,9 +400,100 @@ impl PyCallError {
 /// A finished tool call.
 #[pyclass(frozen, name = "ToolCall", module = "toolwire._core")]
 struct PyToolCall {
+    /// The call; its `error`, `complete` and `plain_numbers` are in `verdict` instead.
     call: ToolCall,
+    /// Set when the call is made, or, for a call `finish` left unscanned, by its first reader:
+    /// `.value` proves the text valid with orjson and an outline, anything else scans it.
+    verdict: OnceLock<JsonVerdict>,
     arguments: PyOnceLock<Py<PyString>>,
     value: PyOnceLock<Py<PyAny>>,
+}
+
+impl PyToolCall {
+    fn new(mut call: ToolCall) -> Self {
+        let verdict = OnceLock::new();
+        if call.unscanned.is_none() {
+            let _ = verdict.set(JsonVerdict {
+                error: call.error.take(),
+                complete: call.complete,
+                plain_numbers: call.plain_numbers,
+            });
+        }
+        Self {
+            call,
+            verdict,
+            arguments: PyOnceLock::new(),
+            value: PyOnceLock::new(),
+        }
+    }
+
+    fn verdict(&self) -> &JsonVerdict {
+        self.verdict.get_or_init(|| {
+            self.call.scan_unscanned().unwrap_or_else(|| JsonVerdict {
+                error: self.call.error.clone(),
+                complete: self.call.complete,
+                plain_numbers: self.call.plain_numbers,
+            })
+        })
+    }
+
+    /// The value of a call left unscanned, when orjson accepts its text and the text's
+    /// outline shows nothing orjson would let past the scanner (see [`crate::outline`]): an
+    /// object within the depth limit, plain numbers, and no repeated key. Settles the call as
+    /// valid. None when any of that fails: the scan then decides.
+    fn accepted_value<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        let config = self.call.unscanned.as_ref()?;
+        let text = &self.call.arguments;
+        let shape = outline(text);
+        if shape.first != Some(b'{') || !shape.plain_numbers || shape.depth > config.max_depth {
+            return None;
+        }
+        let value = orjson_value(py, text)?;
+        if config.duplicate_keys == DuplicateKeys::Error && object_members(&value) != shape.members
+        {
+            return None;
+        }
+        // Another thread may have scanned it meanwhile; both verdicts agree.
+        let _ = self.verdict.set(JsonVerdict::ACCEPTED);
+        Some(value)
+    }
+}
+
+/// The entries of every dict in a value orjson built: one per distinct key of each object.
+fn object_members(value: &Bound<'_, PyAny>) -> usize {
+    // SAFETY: `value` is a live object and the GIL is held (the `Bound` proves both).
+    unsafe { members_below(value.as_ptr()) }
+}
+
+/// [`object_members`] on borrowed pointers: no reference counting per item.
+///
+/// # Safety
+/// The GIL is held and `object` is live. Nothing below runs Python code, so no container can
+/// change or be freed while it is walked, and every item pointer borrowed from a live dict or
+/// list stays valid for the walk.
+unsafe fn members_below(object: *mut pyo3::ffi::PyObject) -> usize {
+    use pyo3::ffi;
+    // SAFETY: (all blocks) the function's contract; the `*_GET_*` macros are called only on
+    // objects whose exact type was just checked, with indices below their size.
+    unsafe {
+        if ffi::PyDict_CheckExact(object) != 0 {
+            let mut count = usize::try_from(ffi::PyDict_Size(object)).unwrap_or(0);
+            let mut pos: ffi::Py_ssize_t = 0;
+            let mut key = std::ptr::null_mut();
+            let mut item = std::ptr::null_mut();
+            while ffi::PyDict_Next(object, &mut pos, &mut key, &mut item) != 0 {
+                count += members_below(item);
+            }
+            count
+        } else if ffi::PyList_CheckExact(object) != 0 {
+            let len = ffi::PyList_GET_SIZE(object);
+            (0..len)
+                .map(|i| members_below(ffi::PyList_GET_ITEM(object, i)))
+                .sum()
+        } else {
+            0
+        }
+    }
 }
 
 #[pymethods]
@@ -445,16 +537,27 @@ impl PyToolCall {
     /// at most two digits: a float reads each one as written, never as infinity or zero.
     #[getter]
     fn plain_numbers(&self) -> bool {
-        self.call.plain_numbers
+        self.verdict().plain_numbers
     }
     /// The parsed arguments (equal to `json.loads(arguments)`), or None when they are not one
     /// complete JSON value.
     #[getter]
     fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         cached(py, &self.value, || {
+            if self.verdict.get().is_none() {
+                if let Some(value) = self.accepted_value(py) {
+                    return Ok(value);
+                }
+            }
+            let verdict = self.verdict();
             let call = &self.call;
-            let built = if call.complete {
-                final_value(py, &call.arguments, call.plain_numbers, call.duplicate_keys)?
+            let built = if verdict.complete {
+                final_value(
+                    py,
+                    &call.arguments,
+                    verdict.plain_numbers,
+                    call.duplicate_keys,
+                )?
             } else {
                 None
             };
@@ -463,12 +566,12 @@ impl PyToolCall {
     }
     #[getter]
     fn error(&self) -> Option<PyCallError> {
-        self.call.error.as_ref().map(PyCallError::from)
+        self.verdict().error.as_ref().map(PyCallError::from)
     }
     /// True when the call may be executed (no error).
     #[getter]
     fn ok(&self) -> bool {
-        self.call.error.is_none()
+        self.verdict().error.is_none()
     }
     /// Opaque provider fields kept for the next turn.
     #[getter]
@@ -493,7 +596,7 @@ impl PyToolCall {
             opt(self.call.id.as_deref()),
             opt(self.call.name.as_deref()),
             String::from_utf8_lossy(&self.call.arguments),
-            opt(self.call.error.as_ref().map(|e| e.kind.slug())),
+            opt(self.verdict().error.as_ref().map(|e| e.kind.slug())),
         )
     }
 }
@@ -1345,16 +1448,12 @@ impl PyAssembler {
         let calls = {
             let mut assembler = slf.borrow_mut();
             assembler.flush_progress(slf.py())?;
-            assembler.decoder.finish().map_err(|e| misuse(&e))?
+            assembler
+                .decoder
+                .finish_deferring_scans()
+                .map_err(|e| misuse(&e))?
         };
-        Ok(calls
-            .into_iter()
-            .map(|call| PyToolCall {
-                call,
-                arguments: PyOnceLock::new(),
-                value: PyOnceLock::new(),
-            })
-            .collect())
+        Ok(calls.into_iter().map(PyToolCall::new).collect())
     }
 
     /// Registers `hook`, called once with the assembler when `finish` starts: the Python

@@ -1851,7 +1851,7 @@ fn whole_number(text: &[u8], at: usize) -> Option<(usize, usize, bool)> {
 }
 
 /// True when a number lexeme's exponent has three digits or more (it may overflow a double).
-fn long_exponent(lexeme: &[u8]) -> bool {
+pub(crate) fn long_exponent(lexeme: &[u8]) -> bool {
     lexeme
         .iter()
         .position(|&b| b | 0x20 == b'e')

@@ -105,16 +105,26 @@ def test_implementation_defined_cases_match_the_documented_table(path: Path) -> 
         assert scan(data, cuts)[1] == whole
 
 
-def finished_call(data: bytes, cuts: list[int], **options: object) -> tuple[object, ...]:
+def finished_call(
+    data: bytes, cuts: list[int], *, value_first: bool = False, **options: object
+) -> tuple[object, ...]:
+    """The verdict and value of one call fed `data` cut at `cuts`.
+
+    With `value_first`, `.value` is read before anything else: a call nobody scanned while it
+    streamed is then settled by orjson plus the text's outline instead of by the scanner.
+    """
     assembler = Assembler(**options)  # type: ignore[arg-type]
     last = 0
     for cut in [*cuts, len(data)]:
         assembler.feed(0, id="call_1", name="tool", arguments=data[last:cut])
         last = cut
     (call,) = assembler.finish()
+    value = call.value if value_first else None
     error = call.error
     shown = None if error is None else (error.kind, error.offset, error.message)
-    return shown, call.ok, call.plain_numbers, call.value if error is None else None
+    if not value_first:
+        value = call.value
+    return shown, call.ok, call.plain_numbers, value if error is None else None
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -131,3 +141,23 @@ def test_a_call_read_only_at_its_end_gets_the_verdict_of_eager_scanning(
         deferred = finished_call(data, cuts, duplicate_keys=duplicate_keys)
         eager = finished_call(data, cuts, duplicate_keys=duplicate_keys, track_progress=True)
         assert deferred == eager, cuts[:3]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("duplicate_keys", ["error", "last_wins"])
+@pytest.mark.parametrize("wrap", [False, True], ids=["as is", "in an object"])
+def test_reading_the_value_first_gets_the_verdict_of_a_scan(
+    path: Path, duplicate_keys: str, wrap: bool
+) -> None:
+    # `.value` read first settles an unscanned call with orjson and the text's outline; it
+    # must agree with the scanner on every file: error, offset, message, value and whether
+    # the numbers are plain. Wrapped in an object, every file takes that path as far as
+    # orjson lets it (arguments are objects).
+    data = path.read_bytes()
+    if wrap:
+        data = b'{"k": ' + data + b"}"
+    for max_depth in (64, 3):
+        options = {"duplicate_keys": duplicate_keys, "max_depth": max_depth}
+        by_value = finished_call(data, [], value_first=True, **options)
+        by_scan = finished_call(data, [], **options)
+        assert by_value == by_scan
