@@ -363,3 +363,38 @@ def test_booleans_and_numbers_in_enums_are_told_apart_with_or_without_precheck(
     assert bool(errors) is not ok
     if not ok:
         assert [e.code for e in unchecked.errors] == ["type"]
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+    meow: int = 0
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+    bark: str = ""
+
+
+class Adopt(BaseModel):
+    pet: Annotated[Cat | Dog, Field(discriminator="kind")]
+    backup: Cat | Dog | None = None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path", "allowed"),
+    [
+        ('{"pet": {"kind": "cat", "bark": "x"}}', "/pet/bark", "kind, meow"),
+        (
+            '{"pet": {"kind": "dog", "bark": "x"}, "backup": {"kind": "cat", "bark": "y"}}',
+            "/backup/bark",
+            "kind, meow",
+        ),
+    ],
+)
+def test_a_field_the_tagged_branch_lacks_is_named(arguments: str, path: str, allowed: str) -> None:
+    # The tag picks the branch: the payload names the stray field and that branch's fields,
+    # not "expected an object" at the union.
+    errors, outcome = stream(Toolset([Adopt]), "adopt", arguments)
+    assert errors and not outcome.ok
+    assert [(e.path, e.code) for e in outcome.errors] == [(path, "unknown_field")]
+    assert outcome.errors[0].expected is not None and allowed in outcome.errors[0].expected

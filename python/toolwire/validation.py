@@ -1085,17 +1085,25 @@ def _unchanged_at(before: Any, after: Any, path: str) -> bool:
     return old is not _ABSENT and _at(after, path) == old
 
 
-def _unknown_fields(schema: _Schema, value: object) -> list[tuple[list[str | int], Any]]:
-    """Keys the published schema's closed objects do not define, with their values.
+def _unknown_fields(
+    schema: _Schema, value: object
+) -> list[tuple[list[str | int], Any, dict[str, Any]]]:
+    """Keys the published schema's closed objects do not define, with their values and the
+    object schema that does not define them.
 
-    Union members are skipped: which branch's fields apply is for validation to decide.
+    Union members are skipped (which branch's fields apply is for validation to decide),
+    except a tagged one: an object whose tag names exactly one branch (a discriminated union)
+    is that branch's.
     """
-    found: list[tuple[list[str | int], Any]] = []
+    found: list[tuple[list[str | int], Any, dict[str, Any]]] = []
 
     def walk(item: object, node: Mapping[str, Any], path: list[str | int]) -> None:
         node = schema.deref(node)
         if "anyOf" in node or "oneOf" in node:
-            return
+            branch = _tagged_branch(schema.branches(node), item)
+            if branch is None:
+                return
+            node = branch
         if isinstance(item, dict):
             props = _d(node.get("properties"))
             extra = node.get("additionalProperties")
@@ -1103,7 +1111,7 @@ def _unknown_fields(schema: _Schema, value: object) -> list[tuple[list[str | int
                 if key in props:
                     walk(sub, _d(props[key]), [*path, key])
                 elif extra is False:
-                    found.append(([*path, key], sub))
+                    found.append(([*path, key], sub, node))
                 else:
                     walk(sub, _d(extra), [*path, key])
         elif isinstance(item, list):
@@ -1113,6 +1121,36 @@ def _unknown_fields(schema: _Schema, value: object) -> list[tuple[list[str | int
 
     walk(value, schema.root, [])
     return found
+
+
+def _tagged_branch(branches: list[dict[str, Any]], item: object) -> dict[str, Any] | None:
+    """The one union branch whose tag (a property with a `const`) `item` carries, or None.
+
+    An object branch without a tag, or an item whose tags match no branch or several, gives
+    None.
+    """
+    if not isinstance(item, dict):
+        return None
+    value = cast(dict[str, Any], item)
+    chosen: list[dict[str, Any]] = []
+    for branch in branches:
+        if not _is_object_schema(branch):
+            continue  # `null`, a string: no object goes there
+        tags = {
+            key: _d(sub)["const"]
+            for key, sub in _d(branch.get("properties")).items()
+            if "const" in _d(sub)
+        }
+        if not tags:
+            return None
+        if all(
+            key in value
+            and value[key] == tag
+            and isinstance(value[key], bool) == isinstance(tag, bool)
+            for key, tag in tags.items()
+        ):
+            chosen.append(branch)
+    return chosen[0] if len(chosen) == 1 else None
 
 
 def _union_root(schema: _Schema, path: str) -> str:
@@ -1437,11 +1475,27 @@ class ToolValidator:
                     initial = builder.from_pydantic(exc.errors(include_url=False))
                 # The pre-check stops at its first violation: unknown fields after it (which
                 # Pydantic's default `extra="ignore"` would drop) are found here.
+                # The object's own schema, not what `locate` makes of the key inside a union.
                 unknown = [
-                    builder.unknown_field(self._lookup.locate(parts), item)
-                    for parts, item in _unknown_fields(self._lookup, call.value)
+                    builder.unknown_field(
+                        dataclasses.replace(
+                            self._lookup.locate(parts), pointer=pointer(parts), parent=parent
+                        ),
+                        item,
+                    )
+                    for parts, item, parent in _unknown_fields(self._lookup, call.value)
                 ]
-                for draft in [found, *unknown]:
+                below = found.error.path + "/"
+                if error.keyword in ("anyOf", "oneOf") and any(
+                    d.error.path.startswith(below) for d in [*initial, *unknown]
+                ):
+                    # The union failed on a value inside it (a tag, a field its tagged branch
+                    # does not define): that error says what to fix, "expected an object" at
+                    # the union does not.
+                    drafts = unknown
+                else:
+                    drafts = [found, *unknown]
+                for draft in drafts:
                     if all(d.error.path != draft.error.path for d in initial):
                         initial.append(draft)
                         precheck_only.append(draft)
