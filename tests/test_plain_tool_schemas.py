@@ -313,3 +313,43 @@ def test_formats_left_to_validation_loosen_one_of_not_and_if() -> None:
     }
     assert _run(contact, {"contact": "+47 555", "name": ""}) == ([], True, [])
     assert _run(contact, {"contact": "ann@example.com", "name": "Ann"}) == ([], True, [])
+
+
+def test_a_bound_is_described_from_the_subschema_that_holds_it() -> None:
+    # The bound sits in an `allOf` member (or reads as draft 4's boolean `exclusiveMinimum`),
+    # not in the value's own schema: the payload still says which bound was missed.
+    tools = Toolset(
+        [
+            {
+                "name": "tool",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "n": {"allOf": [{"type": "integer"}, {"minimum": 3}]},
+                        "s": {"type": "string", "allOf": [{"maxLength": 2}]},
+                    },
+                },
+            },
+            {
+                "name": "old",
+                "parameters": {
+                    "$schema": "http://json-schema.org/draft-04/schema#",
+                    "type": "object",
+                    "properties": {
+                        "n": {"type": "integer", "minimum": 0, "exclusiveMinimum": True}
+                    },
+                },
+            },
+        ]
+    )
+    for name, arguments, expected in [
+        ("tool", '{"n": 2}', ">= 3"),
+        ("tool", '{"s": "abc"}', "at most 2 characters"),
+        ("old", '{"n": 0}', "> 0"),
+    ]:
+        assembler = Assembler(tools=tools)
+        assembler.feed(0, id="call_1", name=name, arguments=arguments)
+        (call,) = assembler.finish()
+        outcome = tools.validate(call)
+        assert not outcome.ok
+        assert [e.expected for e in outcome.errors] == [expected]

@@ -841,7 +841,12 @@ class _ErrorBuilder:
             value = self.schema.keyword(node, key)
             if value is None:
                 value = ctx.get(ctx_key)
+            if isinstance(value, bool):
+                continue  # draft 4's `exclusiveMinimum: true`: it sharpens `minimum`
             if value is not None:
+                if key in ("minimum", "maximum"):
+                    strict = self.schema.keyword(node, f"exclusive{key[0].upper()}{key[1:]}")
+                    sign = sign[0] if strict is True else sign
                 bounds.append(f"{sign} {_num(value)}")
         if not bounds:
             return text("expected.finite", self.lang)
@@ -1042,12 +1047,19 @@ class _ErrorBuilder:
             located = self.schema.locate(path)
             code = _JSON_KEYWORD_CODES.get(keyword, "invalid")
             ptype = "too_short" if keyword in ("minItems", "maxItems") else ""
+            node = located.node
+            if code in ("range", "multiple_of", "length", "pattern") and isinstance(
+                error.schema, dict
+            ):
+                # The bound comes from the subschema that failed (an `allOf` member, `then`),
+                # which need not be the value's own schema.
+                node = error.schema
             drafts.append(
                 _Draft(
                     FieldError(
                         located.pointer,
                         code,
-                        self.expected(code, located.node, {}, ptype),
+                        self.expected(code, node, {}, ptype),
                         self.got(located, instance),
                     )
                 )
