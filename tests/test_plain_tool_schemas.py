@@ -353,3 +353,44 @@ def test_a_bound_is_described_from_the_subschema_that_holds_it() -> None:
         outcome = tools.validate(call)
         assert not outcome.ok
         assert [e.expected for e in outcome.errors] == [expected]
+
+
+def test_a_union_error_comes_from_the_branch_the_value_aims_at() -> None:
+    # "expected an integer or a string" for 4 or an object tells the model nothing: the branch
+    # its tag (or its type) picks says what is wrong.
+    pet = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"kind": {"const": "cat"}, "meow": {"type": "integer"}},
+                "required": ["kind"],
+                "additionalProperties": False,
+            },
+            {
+                "type": "object",
+                "properties": {"kind": {"const": "dog"}, "bark": {"type": "string"}},
+                "required": ["kind"],
+                "additionalProperties": False,
+            },
+        ]
+    }
+    schema = {
+        "type": "object",
+        "properties": {
+            "pet": pet,
+            "t": {"anyOf": [{"type": "integer", "minimum": 5}, {"type": "string"}]},
+        },
+    }
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    for arguments, expected in [
+        ('{"t": 4}', [("/t", "range", ">= 5")]),
+        (
+            '{"pet": {"kind": "dog", "meow": 1}}',
+            [("/pet/meow", "unknown_field", "no such field; allowed fields: kind, bark")],
+        ),
+    ]:
+        assembler = Assembler(tools=tools)
+        assembler.feed(0, id="call_1", name="tool", arguments=arguments)
+        (call,) = assembler.finish()
+        outcome = tools.validate(call)
+        assert [(e.path, e.code, e.expected) for e in outcome.errors] == expected

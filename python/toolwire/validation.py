@@ -1042,8 +1042,22 @@ class _ErrorBuilder:
                 allowed = _d(_d(error.schema).get("properties"))
                 for key, item in cast(dict[str, Any], instance).items():
                     if key not in allowed:
-                        drafts.append(self.unknown_field(self.schema.locate([*path, key]), item))
+                        # The object's own schema: inside a union, `locate` may take the key
+                        # for another branch's field.
+                        located = dataclasses.replace(
+                            self.schema.locate([*path, key]),
+                            pointer=pointer([*path, key]),
+                            parent=_d(error.schema),
+                        )
+                        drafts.append(self.unknown_field(located, item))
                 continue
+            if keyword in ("anyOf", "oneOf") and error.context:
+                branch = self._aimed_branch(error)
+                if branch is not None:
+                    # The branch the value was aiming for says what to fix; "expected an
+                    # object or an integer" does not, when the value is already one.
+                    drafts.extend(self.from_jsonschema(branch, value))
+                    continue
             located = self.schema.locate(path)
             code = _JSON_KEYWORD_CODES.get(keyword, "invalid")
             ptype = "too_short" if keyword in ("minItems", "maxItems") else ""
@@ -1065,6 +1079,30 @@ class _ErrorBuilder:
                 )
             )
         return drafts
+
+    def _aimed_branch(
+        self, error: jsonschema.ValidationError
+    ) -> list[jsonschema.ValidationError] | None:
+        """The errors of the one union branch the value aims at: the branch its tag names, or
+        else the only branch whose type it has; None when no single branch stands out."""
+        listed = _l(error.validator_value)
+        by_branch: dict[int, list[jsonschema.ValidationError]] = {}
+        for sub in error.context or []:
+            index = sub.relative_schema_path[0] if sub.relative_schema_path else None
+            if isinstance(index, int):
+                by_branch.setdefault(index, []).append(sub)
+        if not by_branch or len(by_branch) != len(listed):
+            return None  # a branch that passed (oneOf matched twice): nothing to fix in one
+        branches = [self.schema.deref(_d(b)) for b in listed]
+        tagged = _tagged_branch(branches, error.instance)
+        if tagged is not None:
+            return by_branch[next(i for i, b in enumerate(branches) if b is tagged)]
+        fits = [
+            errors
+            for errors in by_branch.values()
+            if not any(e.validator == "type" and not e.relative_path for e in errors)
+        ]
+        return fits[0] if len(fits) == 1 else None
 
 
 def _split(path: str) -> list[str | int]:
