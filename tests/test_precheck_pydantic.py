@@ -398,3 +398,27 @@ def test_a_field_the_tagged_branch_lacks_is_named(arguments: str, path: str, all
     assert errors and not outcome.ok
     assert [(e.path, e.code) for e in outcome.errors] == [(path, "unknown_field")]
     assert outcome.errors[0].expected is not None and allowed in outcome.errors[0].expected
+
+
+class Segment(BaseModel):
+    span: tuple[int, str]
+    rest: tuple[int, ...] = ()
+
+
+def test_tuple_positions_coerce_and_explain_like_list_items() -> None:
+    # `1.0` in an integer position is recorded and accepted, as in a `list[int]`; a wrong
+    # value there is described by that position's own schema.
+    toolset = Toolset([Segment])
+    errors, outcome = stream(toolset, "segment", '{"span": [2.0, "a"], "rest": [3.0]}')
+    assert errors == []
+    assert outcome.ok and outcome.model == Segment(span=(2, "a"), rest=(3,))
+    assert [(c.path, c.rule) for c in outcome.coercions] == [
+        ("/span/0", "integral_number"),
+        ("/rest/0", "integral_number"),
+    ]
+    errors, outcome = stream(toolset, "segment", '{"span": [1.5, 2]}')
+    assert errors and not outcome.ok
+    assert [(e.path, e.expected) for e in outcome.errors] == [
+        ("/span/0", "an integer"),
+        ("/span/1", "a string"),
+    ]

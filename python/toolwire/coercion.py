@@ -460,6 +460,20 @@ class _Coercer:
         if isinstance(branches, list):
             return self.walk_union(value, cast(list[Mapping[str, Any]], branches), path, rules)
         value = self.scalar(value, node, path, rules)
+        prefix = node.get("prefixItems")
+        if isinstance(value, list) and isinstance(prefix, list) and prefix:
+            # A tuple: each position has its own schema, then `items` (if any) for the rest.
+            firsts = cast(list[Mapping[str, Any]], prefix)
+            rest = node.get("items")
+            elements = cast(list[Any], value)
+            return [
+                self.walk(item, firsts[i], [*path, i], rules)
+                if i < len(firsts)
+                else self.walk(item, cast(Mapping[str, Any], rest), [*path, i], rules)
+                if isinstance(rest, dict)
+                else item
+                for i, item in enumerate(elements)
+            ]
         if isinstance(value, list) and isinstance(node.get("items"), dict):
             items = cast(Mapping[str, Any], node["items"])
             elements = cast(list[Any], value)

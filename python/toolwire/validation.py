@@ -490,7 +490,8 @@ class _Schema:
         candidates = [node, *self.branches(node)]
         if any(seg in _d(c.get("properties")) for c in candidates):
             return seg
-        return int(seg) if any("items" in c for c in candidates) else seg
+        arrays = any("items" in c or "prefixItems" in c for c in candidates)
+        return int(seg) if arrays else seg
 
     def locate(self, loc: Sequence[str | int]) -> _Located:
         node = self.deref(self.root)
@@ -512,7 +513,7 @@ class _Schema:
                         b
                         for b in branches
                         if (isinstance(seg, str) and seg in _d(b.get("properties")))
-                        or (isinstance(seg, int) and "items" in b)
+                        or (isinstance(seg, int) and ("items" in b or "prefixItems" in b))
                     ),
                     None,
                 )
@@ -536,7 +537,8 @@ class _Schema:
             parent = node
             parts.append(seg)
             if isinstance(seg, int):
-                node = _d(node.get("items"))
+                prefix = _l(node.get("prefixItems"))
+                node = _d(prefix[seg]) if seg < len(prefix) else _d(node.get("items"))
             else:
                 props = _d(node.get("properties"))
                 node = _d(props.get(seg)) if seg in props else _d(node.get("additionalProperties"))
@@ -1165,9 +1167,10 @@ def _unknown_fields(
                 else:
                     walk(sub, _d(extra), [*path, key])
         elif isinstance(item, list):
+            prefix = _l(node.get("prefixItems"))
             items = _d(node.get("items"))
             for index, sub in enumerate(cast(list[Any], item)):
-                walk(sub, items, [*path, index])
+                walk(sub, _d(prefix[index]) if index < len(prefix) else items, [*path, index])
 
     walk(value, schema.root, [])
     return found
