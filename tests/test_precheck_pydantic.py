@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime, time, timedelta, timezone
+from decimal import Decimal
 from enum import IntEnum
 from ipaddress import IPv6Address
 from typing import Annotated, Any, Literal
@@ -422,3 +423,19 @@ def test_tuple_positions_coerce_and_explain_like_list_items() -> None:
         ("/span/0", "an integer"),
         ("/span/1", "a string"),
     ]
+
+
+class Invoice(BaseModel):
+    quantity: int
+    total: Decimal
+
+
+@pytest.mark.parametrize("quantity", ["9.0", "9e0", "9E0", "90e-1"])
+def test_an_integral_fraction_is_recorded_beside_a_decimal_field(quantity: str) -> None:
+    # A tool with a Decimal field has its numbers re-read exactly: `9e0` must stay the
+    # fraction the model wrote, so turning it into the integer 9 is listed like `9.0` is.
+    arguments = f'{{"quantity": {quantity}, "total": 19.99}}'
+    errors, outcome = stream(Toolset([Invoice]), "invoice", arguments)
+    assert errors == []
+    assert outcome.ok and outcome.model == Invoice(quantity=9, total=Decimal("19.99"))
+    assert [(c.path, c.rule) for c in outcome.coercions] == [("/quantity", "integral_number")]

@@ -212,7 +212,15 @@ def loads_exact(text: str) -> Any:
     Raises:
         ValueError: If the text is not JSON (or holds an integer past CPython's digit cap).
     """
-    return json.loads(text, parse_float=Decimal)
+    return json.loads(text, parse_float=_Fraction)
+
+
+class _Fraction(Decimal):
+    """A number the JSON text wrote with a fraction or an exponent (`9.0`, `9e0`), which
+    `dumps_exact` writes back as one: the integer/fraction distinction is what validation
+    and coercion (`integral_number`) read."""
+
+    __slots__ = ()
 
 
 def dumps_exact(value: Any) -> str:
@@ -249,6 +257,10 @@ def _dump(value: Any, parts: list[str]) -> None:
                 parts.append(",")
             _dump(item, parts)
         parts.append("]")
+    elif isinstance(value, _Fraction) and value.is_finite() and value.as_tuple().exponent == 0:
+        # `9e0` reads as `Decimal("9")`, whose text is the integer 9: written back as one,
+        # validation would see an integer the model never wrote.
+        parts.append(f"{value}.0")
     elif isinstance(value, Decimal):
         parts.append(str(value) if value.is_finite() else "null")
     else:
@@ -636,7 +648,7 @@ class _Coercer:
         try:
             parsed = json.loads(
                 stripped,
-                parse_float=Decimal,
+                parse_float=_Fraction,
                 parse_constant=_reject_constant,
                 object_pairs_hook=_unique_keys,
             )
