@@ -1345,6 +1345,27 @@ fn quirk41_split_surrogate() {
 }
 
 #[test]
+fn quirk19_41_cumulative_resend_of_a_split_surrogate_pair() {
+    // Each fragment resends the arguments so far; the middle one ends between the halves of a
+    // pair, which the last one resends whole. The held half must not go in front of the resend.
+    let chunk = |args: &str| {
+        format!(
+            r#"data: {{"object":"chat.completion.chunk","choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"id":"c","function":{{"name":"f","arguments":{args}}}}}]}}}}]}}"#
+        ) + "\n\n"
+    };
+    let body = [
+        chunk(r#""""#),
+        chunk(r#""{\"k\": \"\ud834""#),
+        chunk(r#""{\"k\": \"\ud834\udd1e\"}""#),
+    ]
+    .concat();
+    let o = run(body.as_bytes());
+    assert_eq!(o, run_chunks(body.as_bytes().chunks(1)));
+    ok(o.call(0), "f", "{\"k\": \"\u{1d11e}\"}");
+    assert!(o.call(0).warnings.contains(&warning::CUMULATIVE_ARGUMENTS));
+}
+
+#[test]
 fn quirk42_split_escape() {
     let o = run_fixture("quirk42_split_escape.sse");
     ok(

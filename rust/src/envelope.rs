@@ -478,13 +478,23 @@ pub struct Decoder {
     /// Decoded argument or text fragment, reused for every event.
     scratch: Vec<u8>,
     /// High surrogates held at the end of a fragment, per wire index (quirk 41).
-    held: Vec<(Option<i64>, u16)>,
+    held: Vec<Held>,
     held_text: Option<u16>,
     blocks: Vec<BlockState>,
     items: Vec<ItemState>,
     any_function_call: bool,
     refusal: bool,
     ignored_choices: u64,
+}
+
+/// A high surrogate that ended an argument fragment, waiting for the call's next fragment.
+#[derive(Debug)]
+struct Held {
+    index: Option<i64>,
+    unit: u16,
+    /// The decoded fragment it ended, without it: a cumulative resend (quirk 19) starts with
+    /// this text followed by the whole pair.
+    before: Vec<u8>,
 }
 
 /// What to do with an unpaired surrogate escape.
@@ -640,7 +650,7 @@ impl Decoder {
 
     /// End of stream: write back surrogates still held (unpaired) to their calls.
     pub fn finish<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
-        for (index, unit) in std::mem::take(&mut self.held) {
+        for Held { index, unit, .. } in std::mem::take(&mut self.held) {
             self.scratch.clear();
             push_lone(&mut self.scratch, unit, Lone::Escape);
             emit(args(index, Arguments::Text(&self.scratch)));
@@ -655,13 +665,34 @@ impl Decoder {
     }
 
     /// Decode an argument fragment for the call at `index` into `scratch`, joining surrogates.
+    ///
+    /// A fragment that repeats the one whose trailing half is held, now with the pair whole,
+    /// is a cumulative resend (quirk 19 with 41): the held half is part of the text resent, so
+    /// it is dropped rather than written back in front of the resend.
     fn fragment(&mut self, index: Option<i64>, raw: &str) {
         self.scratch.clear();
-        let pos = self.held.iter().position(|(i, _)| *i == index);
-        let mut pending = pos.map(|p| self.held.swap_remove(p).1);
-        unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
+        let held = self
+            .held
+            .iter()
+            .position(|h| h.index == index)
+            .map(|p| self.held.swap_remove(p));
+        let mut pending = None;
+        if let Some(h) = held {
+            unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
+            if !resends(&h, &self.scratch, pending) {
+                self.scratch.clear();
+                pending = Some(h.unit);
+                unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
+            }
+        } else {
+            unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
+        }
         if let Some(unit) = pending {
-            self.held.push((index, unit));
+            self.held.push(Held {
+                index,
+                unit,
+                before: self.scratch.clone(),
+            });
         }
     }
 
@@ -675,8 +706,8 @@ impl Decoder {
 
     /// Write back a held surrogate of the call at `index` before that call ends.
     fn release(&mut self, index: Option<i64>, emit: &mut impl FnMut(Action<'_>)) {
-        if let Some(p) = self.held.iter().position(|(i, _)| *i == index) {
-            let unit = self.held.swap_remove(p).1;
+        if let Some(p) = self.held.iter().position(|h| h.index == index) {
+            let unit = self.held.swap_remove(p).unit;
             self.scratch.clear();
             push_lone(&mut self.scratch, unit, Lone::Escape);
             emit(args(index, Arguments::Text(&self.scratch)));
@@ -957,7 +988,7 @@ impl Decoder {
         let held = self
             .held
             .iter()
-            .position(|(i, _)| *i == Some(index))
+            .position(|h| h.index == Some(index))
             .map(|p| self.held.swap_remove(p));
         self.scratch.clear();
         let mut pending = None;
@@ -1296,6 +1327,29 @@ fn hex4(digits: &[u8]) -> Option<u16> {
     }
     digits.iter().try_fold(0u16, |n, &d| {
         Some(n << 4 | u16::try_from(char::from(d).to_digit(16)?).ok()?)
+    })
+}
+
+/// Whether `fragment` (decoded alone, `pending` its own trailing half) resends the fragment
+/// that left `held`: it starts with that text, followed by the held half, now paired with its
+/// low half or again trailing.
+fn resends(held: &Held, fragment: &[u8], pending: Option<u16>) -> bool {
+    let Some(rest) = fragment.strip_prefix(&held.before[..]) else {
+        return false;
+    };
+    if held.before.is_empty() {
+        return false;
+    }
+    if rest.is_empty() {
+        return pending == Some(held.unit);
+    }
+    let first = rest
+        .get(..4)
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .and_then(|s| s.chars().next());
+    first.is_some_and(|c| {
+        let mut units = [0u16; 2];
+        c.encode_utf16(&mut units).len() == 2 && units[0] == held.unit
     })
 }
 

@@ -302,3 +302,44 @@ def test_quirk_41_responses_summary_while_a_surrogate_half_is_held(
     body = b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
     _, s = assemble_both(sse_server.register(body, split=split), fmt)
     assert [(c.arguments, c.error.kind if c.error else None) for c in s.calls] == [want]
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", *FORMATS])
+@pytest.mark.parametrize(
+    "frags",
+    [
+        ["", '{"k": "\ud834', '{"k": "\ud834\udd1e"}'],
+        ['{"a": 1, "k": "x\ud834', '{"a": 1, "k": "x\ud834\udd1ey\ud834', '{"a": 1, "k": "x𝄞y𝄞"}'],
+    ],
+)
+def test_quirk_19_41_cumulative_arguments_resend_a_split_surrogate_pair(
+    sse_server: SSEServer, split: str, fmt: str, frags: list[str]
+) -> None:
+    # A JS producer resends the whole arguments so far (quirk 19), and one resend ends between
+    # the two halves of a pair (quirk 41); the next resend has the pair whole. The half held
+    # from the first used to be written back in front of the resend, which then no longer
+    # extended the text so far: `lone_surrogate` on both paths instead of the value.
+    full = frags[-1].encode("utf-16", "surrogatepass").decode("utf-16")  # the pair joined
+    if fmt == "openai-chat":
+        events: list[Any] = [
+            chat_chunk(tool_delta(tc(0, id="a", name="f", arguments=frags[0])))
+        ] + [chat_chunk(tool_delta(tc(0, arguments=f))) for f in frags[1:]]
+        events.append(chat_chunk({}, finish_reason="tool_calls"))
+    else:
+        events = events_for(fmt, [("f", frags)], summary=full)
+    data = [json.dumps(e) for e in events]  # `ensure_ascii`: a lone half is a `\uXXXX` escape
+    if fmt == "openai-chat":
+        body = "".join(f"data: {d}\n\n" for d in data) + "data: [DONE]\n\n"
+    else:
+        named = zip(events, data, strict=True)
+        body = "".join(f"event: {e['type']}\ndata: {d}\n\n" for e, d in named)
+    assert "\\ud834" in body
+    _, s = assemble_both(sse_server.register(body.encode(), split=split), fmt)
+    dicts = Assembler()
+    for event in events:
+        dicts.feed_chunk(event)
+    for calls in (s.calls, dicts.finish()):
+        assert [(c.arguments, c.value, kinds(calls)[0]) for c in calls] == [
+            (full, json.loads(full), None)
+        ]
+        assert "cumulative_arguments" in calls[0].warnings

@@ -7,7 +7,8 @@ which UTF-8 (and the core's `feed`) cannot take. This mirrors what the raw SSE p
 (`rust/src/envelope.rs`), so every way in gives the same calls:
 
 - a trailing high surrogate is held per wire index until that call's next fragment, and pairs
-  are joined;
+  are joined; a next fragment that repeats the held one with the pair whole is a cumulative
+  resend (quirk 19), which supersedes the half;
 - a surrogate left unpaired (the call ended, the stream finished, or no partner came) is written
   back into the argument text as its `\\uXXXX` escape, so the core reports `lone_surrogate` at
   its offset;
@@ -53,14 +54,26 @@ def _is_high(char: str) -> bool:
     return "\ud800" <= char <= "\udbff"
 
 
+def _resends(half: str, before: str, text: str) -> bool:
+    """Whether `text` (pairs joined) resends the fragment `before` + `half`: it starts with
+    `before`, followed by `half`, now paired with its low half or again trailing."""
+    if not before or not text.startswith(before) or len(text) == len(before):
+        return False
+    first = ord(text[len(before)])
+    if first >= 0x10000:
+        return 0xD800 + ((first - 0x10000) >> 10) == ord(half)
+    return text[len(before) :] == half
+
+
 class Utf16:
-    """Per-stream state: the high surrogate held at the end of each call's last fragment."""
+    """Per-stream state: the high surrogate held at the end of each call's last fragment, with
+    the text of that fragment before it."""
 
     __slots__ = ("held",)
 
     def __init__(self) -> None:
         """Start with nothing held."""
-        self.held: dict[int | None, str] = {}
+        self.held: dict[int | None, tuple[str, str]] = {}
 
     def feed(
         self,
@@ -83,11 +96,14 @@ class Utf16:
             except UnicodeEncodeError:
                 pass
         if isinstance(arguments, str):
-            text = self.held.pop(index, "") + arguments
+            half, before = self.held.pop(index, ("", ""))
+            text = _join_pairs(arguments)
+            if half and not _resends(half, before, text):
+                text = _join_pairs(half + arguments)
             if text and _is_high(text[-1]):
-                self.held[index] = text[-1]
+                self.held[index] = (text[-1], text[:-1])
                 text = text[:-1]
-            arguments = _escape(_join_pairs(text))
+            arguments = _escape(text)
         return sink.feed(
             index,
             id=_replace(id),
@@ -99,14 +115,14 @@ class Utf16:
     def release(self, sink: Sink, index: int | None) -> None:
         """The call under `index` ends: write back its held half as an escape."""
         if self.held:
-            unit = self.held.pop(index, None)
-            if unit is not None:
-                sink.feed(index, arguments=_escape(unit))
+            held = self.held.pop(index, None)
+            if held is not None:
+                sink.feed(index, arguments=_escape(held[0]))
 
     def flush(self, sink: Sink) -> None:
         """The stream ends: write back every held half as an escape."""
         held, self.held = self.held, {}
-        for index, unit in held.items():
+        for index, (unit, _) in held.items():
             sink.feed(index, arguments=_escape(unit))
 
 
