@@ -1366,6 +1366,31 @@ fn quirk19_41_cumulative_resend_of_a_split_surrogate_pair() {
 }
 
 #[test]
+fn quirk02_41_half_held_when_another_call_starts_under_its_key() {
+    // The first call's last fragment ends in half of a pair; the next delta under index 0 has
+    // another name, so it starts a call: the half goes back to the first call, not in front of
+    // the second call's arguments. A repeated name (quirk 8) continues the call and joins it.
+    let chunk = |fields: &str| {
+        format!(
+            r#"data: {{"object":"chat.completion.chunk","choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,{fields}}}]}}}}]}}"#
+        ) + "\n\n"
+    };
+    let body = [
+        chunk(r#""id":"a","function":{"name":"f","arguments":"{\"e\":\"\ud83d"}"#),
+        chunk(r#""id":"b","function":{"name":"g","arguments":"{\"x\":1}"}"#),
+        chunk(r#""id":"c","function":{"name":"h","arguments":"{\"e\":\"\ud83d"}"#),
+        chunk(r#""function":{"name":"h","arguments":"\ude00\"}"}"#),
+    ]
+    .concat();
+    let o = run(body.as_bytes());
+    assert_eq!(o, run_chunks(body.as_bytes().chunks(1)));
+    assert_eq!(o.call(0).args, r#"{"e":"\ud83d"#);
+    assert_eq!(o.call(0).error, Some(ErrorKind::Truncated));
+    ok(o.call(1), "g", r#"{"x":1}"#);
+    ok(o.call(2), "h", "{\"e\":\"\u{1f600}\"}");
+}
+
+#[test]
 fn quirk42_split_escape() {
     let o = run_fixture("quirk42_split_escape.sse");
     ok(

@@ -253,6 +253,16 @@ class Assembler:
         """
     def interrupt(self, reason: str, /) -> None:
         """The transport broke off: calls with no argument text yet become `truncated`."""
+    def starts_call(
+        self,
+        index: int | None,
+        /,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        arguments: str | None = None,
+    ) -> bool:
+        """Whether `feed` would start a new call for this delta rather than continue one."""
     def name(self, ordinal: int, /) -> str | None:
         """The name received so far for a call."""
     def id(self, ordinal: int, /) -> str | None:

@@ -398,8 +398,22 @@ impl Assembler {
         ordinal
     }
 
+    /// Whether [`Assembler::feed`] would start a new call for `delta` rather than continue an
+    /// open one (it changes nothing but may scan text already appended).
+    pub fn starts_call(&mut self, delta: &Delta<'_>) -> bool {
+        self.open_call_for(delta).is_none()
+    }
+
     /// Finds the call a delta belongs to, starting a new one when the rules say so.
     fn route(&mut self, delta: &Delta<'_>) -> usize {
+        match self.open_call_for(delta) {
+            Some(ordinal) => ordinal,
+            None => self.start_call(delta.index),
+        }
+    }
+
+    /// The open call a delta continues, or `None` when the rules say it starts a new one.
+    fn open_call_for(&mut self, delta: &Delta<'_>) -> Option<usize> {
         let name = delta.name.filter(|n| !n.is_empty());
         if let Some((key, ordinal)) = self.last_key {
             // The common case: a nameless continuation of the previous delta's call.
@@ -408,7 +422,7 @@ impl Assembler {
                 && delta.index.is_some()
                 && !self.calls[ordinal].ended
             {
-                return ordinal;
+                return Some(ordinal);
             }
         }
         let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null");
@@ -422,12 +436,7 @@ impl Assembler {
                 .filter(|&o| !self.calls[o].ended),
             key => self.open.get(key),
         };
-        let Some(ordinal) = current else {
-            return self.start_call(delta.index);
-        };
-        if self.calls[ordinal].ended {
-            return self.start_call(delta.index);
-        }
+        let ordinal = current.filter(|&o| !self.calls[o].ended)?;
         if let Some(name) = name {
             // The rules below read how far the arguments got.
             self.calls[ordinal].sync();
@@ -446,11 +455,11 @@ impl Assembler {
                 // arguments after a complete value, is another call (quirks 2, 3). The same name
                 // while the value is still open is a repeated header (quirks 8, 13).
                 if !same_name || (complete && (new_id || !repeat_or_header)) {
-                    return self.start_call(delta.index);
+                    return None;
                 }
             }
         }
-        ordinal
+        Some(ordinal)
     }
 
     /// Feeds one delta; returns the ordinal of the call it went to.

@@ -147,6 +147,10 @@ pub enum Action<'a> {
         delta: Delta<'a>,
         /// An opaque provider field for this call (`extra_content`, `item_id`).
         metadata: Option<(&'static str, &'a str)>,
+        /// The text arguments start with the `\uXXXX` escape (6 bytes) of a high surrogate
+        /// that ended the previous fragment under this key and found no partner. It belongs to
+        /// the call that fragment went to, which is not this delta's if the delta starts one.
+        released: bool,
     },
     /// Provider fields alone (no id, type or function): kept for the call under this wire
     /// index, now or once it opens; never opens a call (quirk 31).
@@ -479,6 +483,8 @@ pub struct Decoder {
     scratch: Vec<u8>,
     /// High surrogates held at the end of a fragment, per wire index (quirk 41).
     held: Vec<Held>,
+    /// The last [`Decoder::fragment`] wrote a held half back at the start of `scratch`.
+    released: bool,
     held_text: Option<u16>,
     blocks: Vec<BlockState>,
     items: Vec<ItemState>,
@@ -671,6 +677,7 @@ impl Decoder {
     /// it is dropped rather than written back in front of the resend.
     fn fragment(&mut self, index: Option<i64>, raw: &str) {
         self.scratch.clear();
+        self.released = false;
         let held = self
             .held
             .iter()
@@ -683,6 +690,9 @@ impl Decoder {
                 self.scratch.clear();
                 pending = Some(h.unit);
                 unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
+                // Joined with its partner, the half starts a 4-byte character; unpaired, it
+                // was written back as its escape.
+                self.released = self.scratch.first() == Some(&b'\\');
             }
         } else {
             unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
@@ -808,9 +818,11 @@ impl Decoder {
         emit: &mut F,
     ) {
         let raw = args.map(RawValue::get).filter(|r| *r != "null");
+        let mut released = false;
         let arguments = match raw {
             Some(r) if r.starts_with('"') => {
                 self.fragment(index, r);
+                released = self.released;
                 // An empty fragment is a no-op (quirk 26); do not let it count as arguments.
                 (!self.scratch.is_empty()).then_some(Arguments::Text(&self.scratch))
             }
@@ -820,7 +832,11 @@ impl Decoder {
             }
             None => None,
         };
-        emit(call(index, id, name, kind, arguments, metadata));
+        let mut action = call(index, id, name, kind, arguments, metadata);
+        if let Action::Call { released: r, .. } = &mut action {
+            *r = released;
+        }
+        emit(action);
     }
 
     fn responses<F: FnMut(Action<'_>)>(
@@ -1151,6 +1167,7 @@ fn call<'a>(
             arguments,
         },
         metadata,
+        released: false,
     }
 }
 

@@ -146,7 +146,24 @@ struct State {
 impl State {
     fn apply(&mut self, assembler: &mut Assembler, action: Action<'_>) {
         match action {
-            Action::Call { delta, metadata } => {
+            Action::Call {
+                mut delta,
+                metadata,
+                released,
+            } => {
+                if let (true, Some(Arguments::Text(text))) = (released, delta.arguments) {
+                    if text.len() >= 6 && assembler.starts_call(&delta) {
+                        // The half written back belongs to the call its fragment went to, which
+                        // is still the open one under this key (quirks 1-3 with 41).
+                        let (half, rest) = text.split_at(6);
+                        let _ = assembler.feed(&Delta {
+                            index: delta.index,
+                            arguments: Some(Arguments::Text(half)),
+                            ..Delta::default()
+                        });
+                        delta.arguments = (!rest.is_empty()).then_some(Arguments::Text(rest));
+                    }
+                }
                 // `feed` fails only after `finish`, which `StreamDecoder` rules out.
                 let Ok(ordinal) = assembler.feed(&delta) else {
                     return;

@@ -1284,6 +1284,24 @@ impl PyAssembler {
         self.flush_progress(py)
     }
 
+    /// Whether `feed` would start a new call for this delta rather than continue an open one.
+    #[pyo3(signature = (index, /, *, id=None, name=None, arguments=None))]
+    fn starts_call(
+        &mut self,
+        index: Option<i64>,
+        id: Option<&str>,
+        name: Option<&str>,
+        arguments: Option<&str>,
+    ) -> bool {
+        self.decoder.assembler_mut().starts_call(&Delta {
+            index,
+            id,
+            name,
+            kind: None,
+            arguments: arguments.map(|a| Arguments::Text(a.as_bytes())),
+        })
+    }
+
     /// The name received so far for a call.
     #[pyo3(signature = (ordinal, /))]
     fn name(&self, ordinal: usize) -> PyResult<Option<String>> {

@@ -699,6 +699,38 @@ def test_quirk_41_surrogate_half_that_never_pairs(sse_server: SSEServer, split: 
     assert s.text == raw.text == "a\ufffd"
 
 
+@pytest.mark.parametrize("index", [0, None])
+def test_quirk_41_half_held_when_another_call_starts_under_its_key(
+    sse_server: SSEServer, split: str, index: int | None
+) -> None:
+    # Quirks 2 / 1 with 41: a call's last fragment ends in half of a pair and the next delta
+    # under the same key (or without one) starts another call. The half was held per key and
+    # written back in front of the new call's arguments, which broke that call; it belongs to
+    # the call it came from. A repeated header (quirk 8) still continues the call: its pair
+    # is joined.
+    from toolwire.assembler import Assembler
+
+    events = [
+        chat_chunk(td(tc(index, id="a", name="f", arguments='{"e":"\ud83d'))),
+        chat_chunk(td(tc(index, id="b", name="g", arguments='{"x":1}'))),
+        chat_chunk(td(tc(index, id="c", name="h", arguments='{"e":"x\ud83d'))),
+        chat_chunk(td(tc(index, name="h", arguments='\ude00"}'))),
+        chat_chunk({}, finish_reason="tool_calls"),
+    ]
+    body = _escaped_body(events, CHAT)
+    _, s = assemble_both(sse_server.register(body, split=split), CHAT)
+    dicts = Assembler()
+    for event in events:
+        dicts.feed_chunk(event)
+    want = [
+        ("f", '{"e":"\\ud83d', "truncated"),
+        ("g", '{"x":1}', None),
+        ("h", '{"e":"x😀"}', None),
+    ]
+    for calls in (s.calls, dicts.finish()):
+        assert [(c.name, c.arguments, c.error.kind if c.error else None) for c in calls] == want
+
+
 def test_quirk_42_escape_split_at_delta_boundary(sse_server: SSEServer, split: str) -> None:
     _, s = chat(
         sse_server,

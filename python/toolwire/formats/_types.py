@@ -29,6 +29,18 @@ class Sink(Protocol):
         """Feed one tool-call delta and return the call's ordinal."""
         ...
 
+    def starts_call(
+        self,
+        index: int | None,
+        /,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        arguments: str | None = None,
+    ) -> bool:
+        """Whether `feed` would start a new call for this delta."""
+        ...
+
     def end(self, index: int | None, /) -> None:
         """Close the call at this wire key (a per-call stop event)."""
         ...

@@ -11,7 +11,8 @@ which UTF-8 (and the core's `feed`) cannot take. This mirrors what the raw SSE p
   resend (quirk 19), which supersedes the half;
 - a surrogate left unpaired (the call ended, the stream finished, or no partner came) is written
   back into the argument text as its `\\uXXXX` escape, so the core reports `lone_surrogate` at
-  its offset;
+  its offset; a half held when a delta starts another call under the same key goes back to
+  the call it came from;
 - in ids, names and assistant text, which are not JSON text, an unpaired surrogate becomes
   U+FFFD.
 
@@ -95,19 +96,28 @@ class Utf16:
                 return sink.feed(index, id=id, name=name, arguments=arguments, type=type)
             except UnicodeEncodeError:
                 pass
+        id, name = _replace(id), _replace(name)
         if isinstance(arguments, str):
             half, before = self.held.pop(index, ("", ""))
             text = _join_pairs(arguments)
+            released = False
             if half and not _resends(half, before, text):
                 text = _join_pairs(half + arguments)
+                # Unpaired, the half stays in front, and is written back as its escape.
+                released = len(text) > 1 and text[0] == half
             if text and _is_high(text[-1]):
                 self.held[index] = (text[-1], text[:-1])
                 text = text[:-1]
             arguments = _escape(text)
+            if released and sink.starts_call(index, id=id, name=name, arguments=arguments):
+                # The half belongs to the call its fragment went to, which is still the open
+                # one under this key, not to the call this delta starts (quirks 1-3 with 41).
+                sink.feed(index, arguments=arguments[:6])
+                arguments = arguments[6:]
         return sink.feed(
             index,
-            id=_replace(id),
-            name=_replace(name),
+            id=id,
+            name=name,
             arguments=arguments or None,
             type=_replace(type),
         )
