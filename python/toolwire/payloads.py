@@ -206,6 +206,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Call {tool} again with corrected arguments. Do not explain or apologise.",
         "zh": "请用修正后的参数再次调用 {tool}。不要解释或道歉。",
     },
+    "instruction.choose_tool": {
+        "en": "Call one of the available tools instead. Do not explain or apologise.",
+        "zh": "请改为调用一个可用的工具。不要解释或道歉。",
+    },
     "instruction.clarify": {
         "en": "Ask the user for {fields}. Do not guess these values and do not call the tool "
         "until the user answers.",

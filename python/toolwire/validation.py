@@ -310,6 +310,10 @@ class Outcome:
             return ""
         if self.kind == "needs_clarification":
             return text("instruction.clarify", self.lang, fields=", ".join(self.ask_user))
+        if self.error_type in ("unknown_tool", "missing_name"):
+            # Calling the same (unknown or missing) name again cannot work; the message lists
+            # the tools that exist.
+            return text("instruction.choose_tool", self.lang)
         if self.retryable:
             return text("instruction.retry", self.lang, tool=tool)
         return text("instruction.stop", self.lang, tool=tool)

@@ -1,0 +1,94 @@
+"""Every started call ends with exactly one result, through the real SDK clients over HTTP.
+
+Each test drives `assemble`/`aassemble` over a real openai or anthropic client talking to the
+local server, then validates, executes and answers the calls, and checks that what the model
+reads is one short, actionable result per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+pytest.importorskip("toolwire._core")
+
+from toolwire import Toolset, aassemble, assemble, tool_messages
+from toolwire.execution import Executor, Observer
+from toolwire.payloads import Style
+
+from .clients import async_client, check_event_order, open_async, open_sync, sync_client
+from .conftest import Route, SSEServer
+from .streamkit import Call, well_formed_stream
+
+STYLES: tuple[Style, ...] = ("openai-chat", "openai-responses", "anthropic")
+
+
+class Lookup(BaseModel):
+    """Look up an order."""
+
+    order_id: int
+
+
+def quiet_executor() -> Executor:
+    logger = logging.getLogger("toolwire.execution.test-promises")
+    logger.setLevel(logging.CRITICAL)
+    logger.propagate = False
+    return Executor(
+        {"lookup": lambda args: {"order": args.order_id}},
+        observer=Observer(logger=logger, otel=False),
+    )
+
+
+def run_sync(route: Route, fmt: str, tools: Toolset) -> tuple[list[Any], Any]:
+    with sync_client(route, fmt) as client, assemble(open_sync(client, fmt), tools) as stream:
+        events = list(stream)
+    check_event_order(events, stream)
+    return events, stream
+
+
+def run_async(route: Route, fmt: str, tools: Toolset) -> tuple[list[Any], Any]:
+    async def main() -> tuple[list[Any], Any]:
+        async with async_client(route, fmt) as client:
+            source = await open_async(client, fmt)
+            async with aassemble(source, tools) as stream:
+                events = [event async for event in stream]
+        return events, stream
+
+    events, stream = asyncio.run(main())
+    check_event_order(events, stream)
+    return events, stream
+
+
+def one_answer_per_call(stream: Any, fmt: Style) -> list[dict[str, Any]]:
+    """Execute the calls and answer them; returns the payloads the model reads, in order."""
+    assert len(stream.outcomes) == len(stream.calls)
+    results = quiet_executor().execute_all(stream.outcomes)
+    messages = tool_messages(stream.calls, results, style=fmt)
+    assert len(messages) == len(stream.calls)
+    key = {"openai-chat": "content", "openai-responses": "output", "anthropic": "content"}[fmt]
+    return [json.loads(m[key]) for m in messages]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("fmt", STYLES)
+def test_an_unknown_tool_is_told_to_pick_an_available_tool(
+    sse_server: SSEServer, fmt: Style, mode: str
+) -> None:
+    calls = [Call("lookup", '{"order_id": 7}', "c_ok"), Call("launch", '{"n": 1}', "c_unknown")]
+    route = sse_server.register_events(well_formed_stream(fmt, calls), fmt)
+    run = run_sync if mode == "sync" else run_async
+    _, stream = run(route, fmt, Toolset([Lookup]))
+    ok, unknown = one_answer_per_call(stream, fmt)
+    assert ok == {"ok": True, "result": {"order": 7}}
+    error = unknown["error"]
+    assert error["type"] == "unknown_tool" and '"lookup"' in error["message"]
+    # Calling "launch" again cannot work: the model is sent to the tools that exist.
+    assert "launch" not in error["instruction"]
+    assert "available tools" in error["instruction"]
+    sent = stream.outcomes[1].to_message(stream.calls[1])["content"]
+    assert json.loads(sent)["instruction"] == error["instruction"]
