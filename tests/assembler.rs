@@ -347,3 +347,25 @@ fn quirk_19_cumulative_stream_whose_first_resend_is_ambiguous() {
     ]);
     assert_eq!(summary(&calls), vec![ok("a", "f", "{\"city\":\"Paris\"}")]);
 }
+
+/// A call whose arguments never arrived before the stream broke off is cut off, also when the
+/// pre-check would reject the stand-in `{}` for a required field: the model did not omit it.
+#[test]
+fn interrupted_call_without_arguments_is_truncated_even_with_required_fields() {
+    let mut registry = toolwire::Registry::new();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"order_id": {"type": "integer"}},
+        "required": ["order_id"]
+    });
+    registry.add("f", &schema).expect("schema compiles");
+    let mut a = Assembler::with_tools(AssemblerConfig::default(), std::sync::Arc::new(registry))
+        .expect("config");
+    a.feed(&text(Some(0), Some("x"), Some("f"), ""))
+        .expect("feed");
+    a.interrupt("connection reset").expect("interrupt");
+    let calls = a.finish().expect("finish");
+    let error = calls[0].error.as_ref().expect("an error");
+    assert_eq!(error.kind, ErrorKind::Truncated);
+    assert!(calls[0].arguments.is_empty());
+}

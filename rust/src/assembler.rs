@@ -793,7 +793,9 @@ impl Assembler {
                 call.sync();
             }
             // A call with no argument text at all would become `{}`; after a broken stream it
-            // is cut off instead (a call with some text is already `truncated`).
+            // is cut off instead (a call with some text is already `truncated`). With a
+            // pre-check, `{}` may also break the schema (a required field): that finding is
+            // about the stand-in `{}`, not about anything the model sent, so the cut wins.
             let cut_before_arguments = self.interrupted.is_some()
                 && !deferred
                 && !call.ended
@@ -808,7 +810,11 @@ impl Assembler {
                 repeated_id,
                 deferred,
             );
-            if cut_before_arguments && done.error.is_none() {
+            let about_the_stand_in = done
+                .error
+                .as_ref()
+                .map_or(true, |e| e.kind == ErrorKind::SchemaViolation);
+            if cut_before_arguments && about_the_stand_in {
                 done.arguments.clear();
                 done.complete = false;
                 let reason = self.interrupted.as_deref().unwrap_or("interrupted");

@@ -18,12 +18,13 @@ from pydantic import BaseModel
 pytest.importorskip("toolwire._core")
 
 from toolwire import Toolset, aassemble, assemble, tool_messages
+from toolwire.events import CallStarted
 from toolwire.execution import Executor, Observer
 from toolwire.payloads import Style
 
 from .clients import async_client, check_event_order, open_async, open_sync, sync_client
 from .conftest import Route, SSEServer
-from .streamkit import Call, well_formed_stream
+from .streamkit import Call, sse_body, well_formed_stream
 
 STYLES: tuple[Style, ...] = ("openai-chat", "openai-responses", "anthropic")
 
@@ -92,3 +93,36 @@ def test_an_unknown_tool_is_told_to_pick_an_available_tool(
     assert "available tools" in error["instruction"]
     sent = stream.outcomes[1].to_message(stream.calls[1])["content"]
     assert json.loads(sent)["instruction"] == error["instruction"]
+
+
+def cut_after_second_start(fmt: str) -> tuple[bytes, int]:
+    """A stream whose connection drops right after the second call started, before any of its
+    argument text (the first call is complete)."""
+    calls = [Call("lookup", '{"order_id": 7}', "c_1"), Call("lookup", '{"order_id": 8}', "c_2")]
+    body = sse_body(well_formed_stream(fmt, calls), fmt)
+    marker = {"openai-chat": b'"id":"c_2"', "openai-responses": b'"call_id":"c_2"'}.get(
+        fmt, b'"id":"c_2"'
+    )
+    start = body.index(marker)
+    return body, body.index(b"\n\n", start) + 2
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("fmt", STYLES)
+def test_a_call_cut_before_its_arguments_reads_as_cut_off_not_as_a_missing_field(
+    sse_server: SSEServer, fmt: Style, mode: str
+) -> None:
+    body, drop = cut_after_second_start(fmt)
+    route = sse_server.register(body, split="whole", drop_after=drop)
+    run = run_sync if mode == "sync" else run_async
+    events, stream = run(route, fmt, Toolset([Lookup]))
+    assert stream.transport_error is not None and stream.finish_reason is None
+    assert sum(isinstance(e, CallStarted) for e in events) == 2
+    first, second = stream.calls
+    assert first.ok and second.id == "c_2"
+    # The required `order_id` is not missing from what the model sent: nothing of it arrived.
+    assert second.error is not None and second.error.kind == "truncated"
+    assert stream.outcomes[1].error_type == "truncated"
+    ok, cut = one_answer_per_call(stream, fmt)
+    assert ok["ok"] is True
+    assert cut["state"] == "parse_failed" and cut["error"]["type"] == "truncated"
