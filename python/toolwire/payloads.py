@@ -193,6 +193,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "此调用没有产生结果。",
     },
     "msg.tool_failed": {"en": "The tool failed while running.", "zh": "工具运行时出错。"},
+    "msg.internal_error": {
+        "en": "The arguments could not be checked because of an internal error; the call was "
+        "not executed.",
+        "zh": "由于内部错误，无法检查参数；该调用未执行。",
+    },
     "msg.escalated": {
         "en": "The arguments are still invalid after {attempts} attempts.",
         "zh": "尝试 {attempts} 次后参数仍然无效。",

@@ -15,12 +15,17 @@ Design notes:
 - Closing early (leaving the `with` block, `close()`, `break` then close) closes the SDK stream,
   which releases its HTTP connection, and finishes the assembler quietly so `.calls` still holds
   every call that had started.
+- Validation runs the application's own code (Pydantic validators, business checks, the
+  redaction hook). If that raises for one call, the call gets a non-retryable `internal_error`
+  outcome (it must not run) and the exception is logged; the other calls and `StreamEnded` are
+  still delivered, so `.outcomes` stays aligned with `.calls`.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import logging
 import sys
 from collections.abc import (
     AsyncGenerator,
@@ -43,6 +48,7 @@ from toolwire.events import (
     StreamEnded,
     TextDelta,
 )
+from toolwire.validation import Outcome
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -50,9 +56,10 @@ if TYPE_CHECKING:
     from toolwire._core import ToolCall
     from toolwire.formats import WireFormat
     from toolwire.toolset import Toolset
-    from toolwire.validation import Outcome
 
 __all__ = ["AsyncToolStream", "ToolStream", "aassemble", "assemble"]
+
+_log = logging.getLogger("toolwire.stream")
 
 # Exceptions that mean "the connection or the provider ended the stream early", looked up in
 # sys.modules so that toolwire imports no SDK: if an SDK raised it, its module is loaded.
@@ -219,12 +226,30 @@ class _Driver:
         toolset = self.toolset
         for call in calls:
             self._start(call.ordinal, call.id, call.name, out)
-            outcome = None if toolset is None else toolset.validate(call)
+            outcome = None if toolset is None else _validate(toolset, call)
             if outcome is not None:
                 self.outcomes.append(outcome)
             out.append(CallCompleted(call, outcome))
         out.append(StreamEnded(self.finish_reason, self.usage, tuple(calls)))
         return out
+
+
+def _validate(toolset: Toolset, call: ToolCall) -> Outcome:
+    try:
+        return toolset.validate(call)
+    except Exception as exc:
+        # The application's validator, check or redaction hook raised: a bug or an outage on
+        # our side, not the model's. The call must not run, and the model must not be told to
+        # fix arguments it may have sent correctly. Only the exception type is logged: its text
+        # can hold the argument values the redaction hook exists to hide.
+        _log.error(
+            "toolwire: validating call %s (%s) raised %s; the call will not run",
+            call.id,
+            call.name,
+            type(exc).__name__,
+        )
+        lang: Any = getattr(toolset, "_lang", "en")
+        return Outcome.failure(call, call.name or "", "internal_error", lang=lang)
 
 
 def _interrupt(asm: Assembler, reason: str) -> None:

@@ -13,12 +13,12 @@ import logging
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 pytest.importorskip("toolwire._core")
 
 from toolwire import Toolset, aassemble, assemble, tool_messages
-from toolwire.events import CallStarted
+from toolwire.events import CallCompleted, CallStarted, StreamEnded
 from toolwire.execution import Executor, Observer
 from toolwire.payloads import Style
 
@@ -33,6 +33,14 @@ class Lookup(BaseModel):
     """Look up an order."""
 
     order_id: int
+
+    @field_validator("order_id")
+    @classmethod
+    def _reachable(cls, value: int) -> int:
+        if value == 13:
+            # An application validator with a bug (or an outage behind it).
+            raise RuntimeError("order service down for order 13")
+        return value
 
 
 def quiet_executor() -> Executor:
@@ -126,3 +134,32 @@ def test_a_call_cut_before_its_arguments_reads_as_cut_off_not_as_a_missing_field
     ok, cut = one_answer_per_call(stream, fmt)
     assert ok["ok"] is True
     assert cut["state"] == "parse_failed" and cut["error"]["type"] == "truncated"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("fmt", STYLES)
+def test_a_validator_that_raises_fails_its_call_and_not_the_stream(
+    sse_server: SSEServer, fmt: Style, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls = [
+        Call("lookup", '{"order_id": 13}', "c_bug"),
+        Call("lookup", '{"order_id": 7}', "c_ok"),
+    ]
+    route = sse_server.register_events(well_formed_stream(fmt, calls), fmt)
+    run = run_sync if mode == "sync" else run_async
+    with caplog.at_level(logging.ERROR, logger="toolwire.stream"):
+        events, stream = run(route, fmt, Toolset([Lookup]))
+    completed = [e for e in events if isinstance(e, CallCompleted)]
+    assert [e.call.id for e in completed] == ["c_bug", "c_ok"]
+    assert isinstance(events[-1], StreamEnded)
+    failed, good = stream.outcomes
+    assert good.ok
+    assert not failed.ok and failed.error_type == "internal_error" and not failed.retryable
+    # Operators learn which call failed and why, without the exception's text.
+    assert "c_bug" in caplog.text and "RuntimeError" in caplog.text
+    assert "order service down" not in caplog.text
+    bug, ok = one_answer_per_call(stream, fmt)
+    assert ok == {"ok": True, "result": {"order": 7}}
+    assert bug["ok"] is False and bug["error"]["type"] == "internal_error"
+    assert bug["error"]["retryable"] is False
+    assert "order service down" not in json.dumps(bug)
