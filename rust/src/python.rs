@@ -968,7 +968,11 @@ impl PyAssembler {
                                 // The cached path's buffer is reused for the new path.
                                 Some((rust, cached)) => {
                                     path.clone_into(rust);
-                                    *cached = python.clone_ref(py);
+                                    // Released as a `Bound`, at once: a `Py` dropped here
+                                    // would wait in pyo3's pool until its next entry point
+                                    // (`feed` enters without raising pyo3's attach count).
+                                    let old = std::mem::replace(cached, python.clone_ref(py));
+                                    drop(old.into_bound(py));
                                 }
                                 None => *last_path = Some((path.to_owned(), python.clone_ref(py))),
                             }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import tracemalloc
 
 import pytest
 from hypothesis import given
@@ -651,3 +652,21 @@ def test_progress_into_a_list_is_filled_by_raw_sse_too() -> None:
         assert items == expected
     assert {p for _, p, _ in items} == {"/city", "/days/0", "/days/1"}
     assert pushed.finish()[0].value == {"city": "東京", "days": [1, 22]}
+
+
+def test_progress_items_a_caller_dropped_are_freed_while_the_stream_runs() -> None:
+    # Each leaf gets a new pointer string. One the caller no longer holds must be freed at
+    # once, not kept until the stream ends: a long call would otherwise hold every pointer it
+    # ever showed.
+    items: list[tuple[int, str, str]] = []
+    asm = Assembler(progress_into=items)
+    asm.feed(0, id="call_1", name="tool", arguments="{")
+    tracemalloc.start()
+    try:
+        for i in range(5000):
+            asm.feed(0, arguments=f'"key{i}": {i}, ')
+            items.clear()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 50_000
