@@ -394,3 +394,34 @@ def test_a_union_error_comes_from_the_branch_the_value_aims_at() -> None:
         (call,) = assembler.finish()
         outcome = tools.validate(call)
         assert [(e.path, e.code, e.expected) for e in outcome.errors] == expected
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"type": "object"},
+        {"type": "object", "required": ["id"]},
+        {"type": "object", "minProperties": 1},
+        {"type": ["object", "null"]},
+    ],
+)
+def test_an_object_that_names_no_properties_is_free_form(field: dict[str, Any]) -> None:
+    # `{"type": "object"}` is how real tools declare headers, filters or metadata. Closing it
+    # like an object with named properties would leave `{}` as its only accepted value.
+    schema = {"type": "object", "properties": {"options": field}}
+    arguments = {"options": {"id": 7, "nested": {"deep": [1, "x"]}}}
+    assert _run(schema, arguments) == ([], True, [])
+    # The object that names its properties still refuses a field it does not name.
+    early, ok, codes = _run(schema, {**arguments, "invented": 1})
+    assert early and not ok and codes == ["unknown_field"]
+
+
+def test_a_free_form_object_keeps_a_tool_out_of_strict_mode() -> None:
+    # OpenAI's strict mode closes every object, so it cannot express a free-form one: the tool
+    # must be exported non-strict (and listed), never narrowed to `{}` in silence.
+    schema = {"type": "object", "properties": {"options": {"type": "object"}}}
+    tools = Toolset([{"name": "tool", "parameters": schema}], strict=False)
+    assert [(r.path, r.keyword) for r in tools.relaxations] == [("options", "additionalProperties")]
+    (function,) = [tool["function"] for tool in tools.openai()]
+    assert function["strict"] is False
+    assert "additionalProperties" not in function["parameters"]["properties"]["options"]

@@ -298,11 +298,14 @@ _PARTIAL_MEMBERS = ("allOf", "if", "then", "else", "dependentSchemas")
 def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool = True) -> Any:
     """Add `additionalProperties: false` where an object says nothing, drop `default: null`.
 
-    An object whose properties may come from elsewhere stays open: one with `allOf`, `anyOf`,
-    `oneOf`, `if`/`then`/`else`, `dependentSchemas` or `$ref` next to its own keywords, a member
-    of `allOf`, `if`/`then`/`else` or `dependentSchemas` (`closable=False`), and an `anyOf` or
-    `oneOf` branch whose parent declares properties of its own. Closing those would reject every
-    property named on the other side, which the schema allows."""
+    Only an object that names its properties is closed: one that names none (`{"type":
+    "object"}`, or only `required`) is a free-form object, and closing it would leave `{}` as
+    its only value. An object whose properties may come from elsewhere stays open too: one
+    with `allOf`, `anyOf`, `oneOf`, `if`/`then`/`else`, `dependentSchemas` or `$ref` next to
+    its own keywords, a member of `allOf`, `if`/`then`/`else` or `dependentSchemas`
+    (`closable=False`), and an `anyOf` or `oneOf` branch whose parent declares properties of its
+    own. Closing those would reject every property named on the other side, which the schema
+    allows."""
     as_list = _as_list(node)
     if as_list is not None:
         return [
@@ -343,6 +346,7 @@ def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool 
         del out["default"]
     if (
         closable
+        and own_properties
         and _is_object(out)
         and "additionalProperties" not in out
         and not any(k in out for k in _SAME_OBJECT)
@@ -367,7 +371,8 @@ def precheck_schema(schema: Mapping[str, Any]) -> JsonSchema:
 
     Returns:
         A new schema with `$ref`s inlined, `additionalProperties: false` on every object that
-        does not set it, and `default: null` removed. `required` is left as the source has it.
+        names its properties and does not set it, and `default: null` removed. `required` is
+        left as the source has it.
     """
     return cast(JsonSchema, _with_closed_objects(inline_refs(schema), strip_null_default=True))
 
@@ -406,7 +411,9 @@ class _StrictWalker:
             depth += 1
             if depth == MAX_OBJECT_DEPTH + 1:
                 self.problem(path, "type", f"objects nested deeper than {MAX_OBJECT_DEPTH} levels")
-            extra = out.get("additionalProperties", False)
+            # An object that names no properties is free-form unless it says otherwise.
+            names_properties = "properties" in out or "patternProperties" in out
+            extra = out.get("additionalProperties", not names_properties)
             if extra is not False:
                 self.problem(
                     path, "additionalProperties", "an open object (a dict or extra='allow')"

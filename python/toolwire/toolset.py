@@ -420,7 +420,8 @@ class Toolset:
         """The self-contained JSON Schema the pre-check compiles for a tool (a fresh copy).
 
         `$ref`s are inlined (a recursive model keeps a `$ref` into `$defs`), every object that
-        does not say otherwise gets `additionalProperties: false`, and `required` is the
+        names its properties and does not say otherwise gets `additionalProperties: false` (one
+        that names none is free-form and stays open), and `required` is the
         model's own: optional fields stay optional, so calls from non-strict providers pass.
         For a tool with a `default_tz`, the pre-check leaves out `format: date-time`
         (validation gives a timestamp without an offset the default zone); for a plain-dict
