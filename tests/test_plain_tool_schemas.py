@@ -1,3 +1,5 @@
+# Chinese expectations use fullwidth punctuation on purpose (as payloads.MESSAGES does).
+# ruff: noqa: RUF001
 """Plain JSON-schema tool dicts as users write them (OpenAI, MCP, Anthropic examples): the
 pre-check while streaming and `Toolset.validate` agree with what the schema accepts."""
 
@@ -7,8 +9,10 @@ import json
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from toolwire import Assembler, Toolset
+from toolwire.payloads import Lang
 
 
 def _run(schema: dict[str, Any], arguments: Any) -> tuple[list[str], bool, list[str]]:
@@ -425,3 +429,237 @@ def test_a_free_form_object_keeps_a_tool_out_of_strict_mode() -> None:
     (function,) = [tool["function"] for tool in tools.openai()]
     assert function["strict"] is False
     assert "additionalProperties" not in function["parameters"]["properties"]["options"]
+
+
+def _payloads(schema: dict[str, Any], arguments: Any, lang: Lang = "en") -> list[dict[str, str]]:
+    """The `errors` entries of the payload a plain tool's refusal sends to the model."""
+    tools = Toolset([{"name": "tool", "parameters": schema}], lang=lang)
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="tool", arguments=json.dumps(arguments))
+    (call,) = assembler.finish()
+    outcome = tools.validate(call)
+    assert not outcome.ok
+    return json.loads(outcome.to_message(call)["content"])["errors"]
+
+
+def _obj(**keywords: Any) -> dict[str, Any]:
+    return {"type": "object", **keywords}
+
+
+_MAP = {"type": "object", "additionalProperties": {"type": "integer"}}
+_INTS = {"type": "array", "contains": {"type": "integer"}}
+_CARD = {"card": {"type": "string"}, "cvv": {"type": "string"}}
+
+# (schema, arguments, English error, Chinese `expected`): keywords whose failure the value's
+# type does not explain used to read "invalid: expected an array" at the container.
+KEYWORD_CASES: list[tuple[dict[str, Any], Any, dict[str, str], str]] = [
+    (
+        _obj(properties={"t": {"type": "array", "uniqueItems": True}}),
+        {"t": [1, 2, 1]},
+        {
+            "path": "/t/2",
+            "code": "unique",
+            "expected": "no repeated items; this item repeats item 0",
+            "got": "1",
+        },
+        "不能有重复项；此项与第 0 项重复",
+    ),
+    (
+        _obj(properties={"m": {**_MAP, "minProperties": 2}}),
+        {"m": {"a": 1}},
+        {
+            "path": "/m",
+            "code": "length",
+            "expected": "number of fields: at least 2",
+            "got": '{"a":1}',
+        },
+        "字段数：至少 2",
+    ),
+    (
+        _obj(properties={"m": {**_MAP, "maxProperties": 1}}),
+        {"m": {"a": 1, "b": 2}},
+        {
+            "path": "/m",
+            "code": "length",
+            "expected": "number of fields: at most 1",
+            "got": '{"a":1,"b":2}',
+        },
+        "字段数：最多 1",
+    ),
+    (
+        _obj(properties={"t": _INTS}),
+        {"t": ["a"]},
+        {
+            "path": "/t",
+            "code": "length",
+            "expected": "items that are an integer: at least 1",
+            "got": '["a"]',
+        },
+        "为整数的项：至少 1 项",
+    ),
+    (
+        _obj(properties={"t": {**_INTS, "minContains": 2}}),
+        {"t": [1, "a"]},
+        {
+            "path": "/t",
+            "code": "length",
+            "expected": "items that are an integer: at least 2",
+            "got": '[1,"a"]',
+        },
+        "为整数的项：至少 2 项",
+    ),
+    (
+        _obj(properties={"t": {**_INTS, "maxContains": 1}}),
+        {"t": [1, 2]},
+        {
+            "path": "/t",
+            "code": "length",
+            "expected": "items that are an integer: at most 1",
+            "got": "[1,2]",
+        },
+        "为整数的项：最多 1 项",
+    ),
+    (
+        _obj(properties=_CARD, dependentRequired={"card": ["cvv"]}),
+        {"card": "4242"},
+        {"path": "/cvv", "code": "missing", "expected": "required when card is given: a string"},
+        "给出 card 时必填：字符串",
+    ),
+    (
+        _obj(
+            properties={"a": {"type": "integer"}, "b": {}},
+            dependentSchemas={"a": {"properties": {"b": {"type": "string"}}}},
+        ),
+        {"a": 1, "b": 2},
+        {"path": "/b", "code": "type", "expected": "a string", "got": "2"},
+        "字符串",
+    ),
+    (
+        _obj(properties={"m": {**_MAP, "propertyNames": {"pattern": "^[a-z]+$"}}}),
+        {"m": {"ok": 1, "Bad Key": 2}},
+        {
+            "path": "/m",
+            "code": "pattern",
+            "expected": "field names must be a string matching ^[a-z]+$",
+            "got": '"Bad Key"',
+        },
+        "字段名必须是匹配 ^[a-z]+$ 的字符串",
+    ),
+    (
+        _obj(properties={"x": {"not": {"type": "string"}}}),
+        {"x": "s"},
+        {"path": "/x", "code": "invalid", "expected": "anything except a string", "got": '"s"'},
+        "不能是字符串",
+    ),
+    (
+        _obj(properties={"a": {}, "b": {}}, **{"not": {"required": ["a", "b"]}}),
+        {"a": 1, "b": 2},
+        {
+            "path": "",
+            "code": "invalid",
+            "expected": "anything except an object with all of: a, b",
+            "got": '{"a":1,"b":2}',
+        },
+        "不能是同时包含以下字段的对象：a, b",
+    ),
+    (
+        _obj(properties={"a": {}, "b": {}}, **{"if": {"required": ["a"]}, "then": False}),
+        {"a": 1},
+        {
+            "path": "",
+            "code": "invalid",
+            "expected": "not allowed when a is given",
+            "got": '{"a":1}',
+        },
+        "在以下条件下不允许：给出了 a",
+    ),
+    (
+        _obj(
+            properties={"kind": {"type": "string"}, "b": {}},
+            **{"if": {"properties": {"kind": {"const": "x"}}}, "else": False},
+        ),
+        {"kind": "y"},
+        {
+            "path": "",
+            "code": "invalid",
+            "expected": 'only allowed when kind is "x"',
+            "got": '{"kind":"y"}',
+        },
+        '仅在以下条件下允许：kind 为 "x"',
+    ),
+]
+
+
+KEYWORD_IDS = [
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "contains",
+    "minContains",
+    "maxContains",
+    "dependentRequired",
+    "dependentSchemas",
+    "propertyNames",
+    "not",
+    "not-required",
+    "then-false",
+    "else-false",
+]
+
+
+@pytest.mark.parametrize(
+    ("schema", "arguments", "english", "chinese"), KEYWORD_CASES, ids=KEYWORD_IDS
+)
+def test_keyword_failures_name_what_to_fix(
+    schema: dict[str, Any], arguments: Any, english: dict[str, str], chinese: str
+) -> None:
+    assert _payloads(schema, arguments) == [english]
+    (error,) = _payloads(schema, arguments, "zh")
+    assert error == {**english, "expected": chinese}
+
+
+def test_keyword_failures_leave_what_is_accepted_alone() -> None:
+    for schema, arguments, _, _ in KEYWORD_CASES:
+        tools = Toolset([{"name": "tool", "parameters": schema}])
+        validator = Draft202012Validator(tools.schema("tool"))
+        assert not validator.is_valid(arguments), arguments
+
+
+def test_a_repeated_secret_is_named_by_index_not_shown() -> None:
+    schema = _obj(
+        properties={
+            "keys": {
+                "type": "array",
+                "items": {"type": "string", "writeOnly": True},
+                "uniqueItems": True,
+            }
+        }
+    )
+    errors = _payloads(schema, {"keys": ["hunter2", "s3cret", "hunter2"]})
+    assert errors == [
+        {
+            "path": "/keys/2",
+            "code": "unique",
+            "expected": "no repeated items; this item repeats item 0",
+            "got": "[redacted]",
+        }
+    ]
+    assert "hunter2" not in json.dumps(errors)
+
+
+def test_draft7_dependencies_name_the_missing_field() -> None:
+    schema = _obj(properties=_CARD, dependencies={"card": ["cvv"]})
+    schema["$schema"] = "http://json-schema.org/draft-07/schema#"
+    assert _payloads(schema, {"card": "4242"}) == [
+        {"path": "/cvv", "code": "missing", "expected": "required when card is given: a string"}
+    ]
+
+
+def test_unique_items_compare_as_json_does() -> None:
+    # `true` and `1` are different JSON values; `1` and `1.0` are the same number.
+    schema = _obj(properties={"t": {"type": "array", "uniqueItems": True}})
+    (error,) = _payloads(schema, {"t": [True, 1, 2, 1.0]})
+    assert (error["path"], error["expected"]) == (
+        "/t/3",
+        "no repeated items; this item repeats item 1",
+    )

@@ -78,6 +78,44 @@ MESSAGES: dict[str, dict[str, str]] = {
     "expected.min_items": {"en": "at least {n} items", "zh": "至少 {n} 项"},
     "expected.max_items": {"en": "at most {n} items", "zh": "最多 {n} 项"},
     "expected.finite": {"en": "a finite number", "zh": "有限数值"},
+    "expected.min_fields": {"en": "number of fields: at least {n}", "zh": "字段数：至少 {n}"},
+    "expected.max_fields": {"en": "number of fields: at most {n}", "zh": "字段数：最多 {n}"},
+    "expected.unique": {
+        "en": "no repeated items; this item repeats item {index}",
+        "zh": "不能有重复项；此项与第 {index} 项重复",
+    },
+    "expected.contains_min": {
+        "en": "items that are {what}: at least {n}",
+        "zh": "为{what}的项：至少 {n} 项",
+    },
+    "expected.contains_max": {
+        "en": "items that are {what}: at most {n}",
+        "zh": "为{what}的项：最多 {n} 项",
+    },
+    "expected.required_with": {
+        "en": "required when {name} is given: {what}",
+        "zh": "给出 {name} 时必填：{what}",
+    },
+    "expected.key": {"en": "field names must be {what}", "zh": "字段名必须是{what}"},
+    "expected.not": {"en": "anything except {what}", "zh": "不能是{what}"},
+    "expected.all_fields": {
+        "en": "an object with all of: {names}",
+        "zh": "同时包含以下字段的对象：{names}",
+    },
+    "expected.then_false": {
+        "en": "not allowed when {condition}",
+        "zh": "在以下条件下不允许：{condition}",
+    },
+    "expected.else_false": {
+        "en": "only allowed when {condition}",
+        "zh": "仅在以下条件下允许：{condition}",
+    },
+    "condition.given": {"en": "{name} is given", "zh": "给出了 {name}"},
+    "condition.is": {"en": "{name} is {value}", "zh": "{name} 为 {value}"},
+    "condition.schema": {
+        "en": "the schema's if-condition holds",
+        "zh": "模式中的 if 条件成立",
+    },
     "format.date-time": {
         "en": "a date-time with a time zone offset, e.g. 2024-03-05T14:30:00+01:00",
         "zh": "带时区偏移的日期时间，例如 2024-03-05T14:30:00+01:00",

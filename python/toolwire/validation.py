@@ -154,7 +154,7 @@ class FieldError:
     Attributes:
         path: JSON Pointer of the value (`""` for the whole arguments).
         code: A stable slug: `missing`, `unknown_field`, `type`, `enum`, `format`,
-            `timezone_required`, `pattern`, `range`, `multiple_of`, `decimal`, `length`,
+            `timezone_required`, `pattern`, `range`, `multiple_of`, `decimal`, `length`, `unique`,
             `ambiguous`, `value`, `business_rule`, `schema_violation` or `invalid`.
         expected: What the schema wants, in words (`one of "low", "high"`, `>= 1`).
         got: The value as written, compact JSON cut to 200 characters (redacted for secrets).
@@ -708,6 +708,7 @@ _RANK: dict[str, int] = {
     "decimal": 5,
     "length": 5,
     "schema_violation": 5,
+    "unique": 5,
     "value": 6,
 }
 _JSON_KEYWORD_CODES: dict[str, str] = {
@@ -1064,12 +1065,33 @@ class _ErrorBuilder:
                     # object or an integer" does not, when the value is already one.
                     drafts.extend(self.from_jsonschema(branch, value))
                     continue
+            special = self._keyword_draft(error, path, keyword)
+            if special is not None:
+                drafts.append(special)
+                continue
             located = self.schema.locate(path)
             code = _JSON_KEYWORD_CODES.get(keyword, "invalid")
             ptype = "too_short" if keyword in ("minItems", "maxItems") else ""
             node = located.node
-            if code in ("range", "multiple_of", "length", "pattern") and isinstance(
-                error.schema, dict
+            if _under_property_names(error) and isinstance(instance, str):
+                # A key breaks the object's rule for keys: the error is the object's, and the
+                # key is the value shown.
+                rule = _d(error.schema)
+                words = self.expected(code, rule, {}, ptype) if rule else ""
+                drafts.append(
+                    _Draft(
+                        FieldError(
+                            located.pointer,
+                            code,
+                            text("expected.key", self.lang, what=words),
+                            self.got(located, instance),
+                        )
+                    )
+                )
+                continue
+            if isinstance(error.schema, dict) and (
+                code in ("range", "multiple_of", "length", "pattern")
+                or (keyword in ("type", "enum", "const", "format") and keyword in error.schema)
             ):
                 # The bound comes from the subschema that failed (an `allOf` member, `then`),
                 # which need not be the value's own schema.
@@ -1085,6 +1107,124 @@ class _ErrorBuilder:
                 )
             )
         return drafts
+
+    def _keyword_draft(
+        self, error: jsonschema.ValidationError, path: list[str | int], keyword: str
+    ) -> _Draft | None:
+        """The error for a keyword whose failure the value's type alone does not explain
+        (a repeated item, a field another one requires, a `not`, a `false` branch), or None."""
+        lang = self.lang
+        instance: Any = error.instance
+        rule: Any = error.validator_value
+        schema = _d(error.schema)
+        if keyword == "uniqueItems" and isinstance(instance, list):
+            seen: dict[object, int] = {}
+            for index, item in enumerate(cast(list[Any], instance)):
+                first = seen.setdefault(_json_key(item), index)
+                if first != index:
+                    located = self.schema.locate([*path, index])
+                    expected = text("expected.unique", lang, index=first)
+                    got = self.got(located, item)
+                    return _Draft(FieldError(located.pointer, "unique", expected, got))
+            return None
+        if keyword in ("minProperties", "maxProperties") and isinstance(rule, int):
+            located = self.schema.locate(path)
+            key = "expected.min_fields" if keyword == "minProperties" else "expected.max_fields"
+            return _Draft(
+                FieldError(
+                    located.pointer, "length", text(key, lang, n=rule), self.got(located, instance)
+                )
+            )
+        if keyword in ("contains", "minContains", "maxContains"):
+            located = self.schema.locate(path)
+            what = self.schema.describe(_d(schema.get("contains")), lang)
+            if keyword == "maxContains":
+                words = text("expected.contains_max", lang, n=rule, what=what)
+            else:
+                least = schema.get("minContains", 1)
+                words = text("expected.contains_min", lang, n=least, what=what)
+            return _Draft(FieldError(located.pointer, "length", words, self.got(located, instance)))
+        if keyword in ("dependentRequired", "dependencies") and isinstance(instance, dict):
+            for name, needed in _d(rule).items():
+                if name not in instance:
+                    continue
+                for key in _l(needed):
+                    if key not in instance:
+                        located = self.schema.locate([*path, key])
+                        what = self.schema.describe(located.node, lang)
+                        expected = text("expected.required_with", lang, name=name, what=what)
+                        return _Draft(FieldError(located.pointer, "missing", expected, None))
+            return None
+        if keyword == "not":
+            located = self.schema.locate(path)
+            what = self._constraint_words(_d(rule))
+            return _Draft(
+                FieldError(
+                    located.pointer,
+                    "invalid",
+                    text("expected.not", lang, what=what),
+                    self.got(located, instance),
+                )
+            )
+        if error.schema is False:  # a `false` subschema (`then: false`, say)
+            owner = self._schema_at(list(error.absolute_schema_path))
+            if owner is None or "if" not in owner:
+                return None
+            then_false, else_false = owner.get("then") is False, owner.get("else") is False
+            if then_false == else_false:
+                return None
+            located = self.schema.locate(path)
+            condition = self._condition_words(owner["if"])
+            key = "expected.then_false" if then_false else "expected.else_false"
+            return _Draft(
+                FieldError(
+                    located.pointer,
+                    "invalid",
+                    text(key, lang, condition=condition),
+                    self.got(located, instance),
+                )
+            )
+        return None
+
+    def _schema_at(self, parts: list[Any]) -> dict[str, Any] | None:
+        """The subschema at a `jsonschema` schema path (through `$ref`), or None."""
+        node: Any = self.schema.root
+        for part in parts:
+            if isinstance(node, dict) and part == "$ref":
+                node = self.schema.deref(cast(dict[str, Any], node))
+            elif isinstance(node, dict):
+                node = cast(dict[str, Any], node).get(str(part))
+            elif isinstance(node, list) and isinstance(part, int):
+                items = cast(list[Any], node)
+                node = items[part] if part < len(items) else None
+            else:
+                return None
+        return cast(dict[str, Any], node) if isinstance(node, dict) else None
+
+    def _constraint_words(self, node: dict[str, Any]) -> str:
+        node = self.schema.deref(node)
+        names = [str(n) for n in _l(node.get("required"))]
+        if names and not any(k in node for k in ("type", "enum", "const", "anyOf", "oneOf")):
+            return text("expected.all_fields", self.lang, names=shown_text(", ".join(names)))
+        return self.schema.describe(node, self.lang)
+
+    def _condition_words(self, condition: object) -> str:
+        """An `if` subschema in words, from its required fields and constant properties."""
+        lang = self.lang
+        node = self.schema.deref(_d(condition))
+        parts = [text("condition.given", lang, name=str(n)) for n in _l(node.get("required"))]
+        for name, sub in _d(node.get("properties")).items():
+            sub = self.schema.deref(_d(sub))
+            if "const" in sub:
+                value = _json(sub["const"])
+            elif isinstance(sub.get("enum"), list):
+                value = _enum_text(_l(sub["enum"]), lang)
+            else:
+                continue
+            parts.append(text("condition.is", lang, name=name, value=value))
+        if not parts:
+            return text("condition.schema", lang)
+        return shown_text(text("join.and", lang).join(parts))
 
     def _aimed_branch(
         self, error: jsonschema.ValidationError
@@ -1109,6 +1249,29 @@ class _ErrorBuilder:
             if not any(e.validator == "type" and not e.relative_path for e in errors)
         ]
         return fits[0] if len(fits) == 1 else None
+
+
+def _under_property_names(error: jsonschema.ValidationError) -> bool:
+    """Whether the error is about a key (a `propertyNames` rule), not a value."""
+    parts = list(error.absolute_schema_path)
+    return any(
+        part == "propertyNames" and (i == 0 or parts[i - 1] not in ("properties", "$defs"))
+        for i, part in enumerate(parts)
+    )
+
+
+def _json_key(value: Any) -> object:
+    """A hashable key under which equal JSON values meet: `true` is not `1`, `1` is `1.0`."""
+    if isinstance(value, bool) or value is None:
+        return ("literal", value)
+    if isinstance(value, (int, float)):
+        return ("number", value)
+    if isinstance(value, dict):
+        items = cast(dict[str, Any], value).items()
+        return ("object", frozenset((k, _json_key(v)) for k, v in items))
+    if isinstance(value, list):
+        return ("array", tuple(_json_key(v) for v in cast(list[Any], value)))
+    return ("string", value)
 
 
 def _split(path: str) -> list[str | int]:
