@@ -446,6 +446,14 @@ def _obj(**keywords: Any) -> dict[str, Any]:
     return {"type": "object", **keywords}
 
 
+_PET = {
+    "oneOf": [
+        _obj(
+            properties={"kind": {"const": "cat"}, "lives": {"type": "integer"}}, required=["kind"]
+        ),
+        _obj(properties={"kind": {"const": "dog"}, "breed": {"type": "string"}}, required=["kind"]),
+    ]
+}
 _MAP = {"type": "object", "additionalProperties": {"type": "integer"}}
 _INTS = {"type": "array", "contains": {"type": "integer"}}
 _CARD = {"card": {"type": "string"}, "cvv": {"type": "string"}}
@@ -587,6 +595,24 @@ KEYWORD_CASES: list[tuple[dict[str, Any], Any, dict[str, str], str]] = [
         },
         '仅在以下条件下允许：kind 为 "x"',
     ),
+    (
+        _obj(properties={"pet": _PET}),
+        {"pet": {"kind": "cow"}},
+        {"path": "/pet/kind", "code": "enum", "expected": 'one of "cat", "dog"', "got": '"cow"'},
+        '以下值之一："cat", "dog"',
+    ),
+    (
+        _obj(properties={"pet": _PET}),
+        {"pet": {"lives": 3}},
+        {"path": "/pet/kind", "code": "missing", "expected": 'required: one of "cat", "dog"'},
+        '必填：以下值之一："cat", "dog"',
+    ),
+    (
+        _PET["oneOf"][0] | {"oneOf": _PET["oneOf"], "properties": {}},
+        {"kind": "cow"},
+        {"path": "/kind", "code": "enum", "expected": 'one of "cat", "dog"', "got": '"cow"'},
+        '以下值之一："cat", "dog"',
+    ),
 ]
 
 
@@ -604,6 +630,9 @@ KEYWORD_IDS = [
     "not-required",
     "then-false",
     "else-false",
+    "wrong-tag",
+    "missing-tag",
+    "wrong-tag-at-root",
 ]
 
 

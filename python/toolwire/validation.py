@@ -1065,6 +1065,11 @@ class _ErrorBuilder:
                     # object or an integer" does not, when the value is already one.
                     drafts.extend(self.from_jsonschema(branch, value))
                     continue
+            if keyword in ("anyOf", "oneOf"):
+                wrong_tag = self._wrong_tag(error, path)
+                if wrong_tag is not None:
+                    drafts.append(wrong_tag)
+                    continue
             special = self._keyword_draft(error, path, keyword)
             if special is not None:
                 drafts.append(special)
@@ -1225,6 +1230,37 @@ class _ErrorBuilder:
         if not parts:
             return text("condition.schema", lang)
         return shown_text(text("join.and", lang).join(parts))
+
+    def _wrong_tag(self, error: jsonschema.ValidationError, path: list[str | int]) -> _Draft | None:
+        """A tagged union's error when the value's tag names no branch: the tag is what to fix.
+
+        Every object branch must carry a constant for the same key (a discriminator); the
+        value then either lacks that key or gives it a value no branch has.
+        """
+        instance: Any = error.instance
+        if not isinstance(instance, dict):
+            return None
+        branches = [self.schema.deref(_d(b)) for b in _l(error.validator_value)]
+        if not branches or not all(_is_object_schema(b) for b in branches):
+            return None
+        tag_sets: list[set[str]] = [
+            {k for k, sub in _d(b.get("properties")).items() if "const" in _d(sub)}
+            for b in branches
+        ]
+        shared: set[str] = tag_sets[0].intersection(*tag_sets[1:])
+        value = cast(dict[str, Any], instance)
+        for key in sorted(shared):
+            tags = [_d(_d(b.get("properties"))[key])["const"] for b in branches]
+            if key in value and _json_key(value[key]) in {_json_key(t) for t in tags}:
+                continue
+            located = self.schema.locate([*path, key])
+            allowed = _enum_text(list({_json_key(t): t for t in tags}.values()), self.lang)
+            at = pointer([*path, key])
+            if key not in value:
+                expected = text("expected.required", self.lang, what=allowed)
+                return _Draft(FieldError(at, "missing", expected, None))
+            return _Draft(FieldError(at, "enum", allowed, self.got(located, value[key])))
+        return None
 
     def _aimed_branch(
         self, error: jsonschema.ValidationError
