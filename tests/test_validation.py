@@ -1,3 +1,5 @@
+# Chinese expectations use fullwidth punctuation on purpose (as payloads.MESSAGES does).
+# ruff: noqa: RUF001
 """Toolset.validate: core errors, field errors from the schema, redaction, checks, plain tools."""
 
 from __future__ import annotations
@@ -167,7 +169,7 @@ def test_redaction_hook_sees_every_shown_value() -> None:
 def test_chinese_messages() -> None:
     toolset = Toolset([Booking], lang="zh")
     outcome = toolset.validate(call("booking", args(seating="roof")))
-    assert outcome.errors[0].expected == '以下值之一："inside", "terrace"'  # noqa: RUF001
+    assert outcome.errors[0].expected == '以下值之一："inside", "terrace"'
     content = json.loads(outcome.to_message(None)["content"])
     assert content["instruction"].startswith("请用修正后的参数再次调用")
 
@@ -558,3 +560,36 @@ def test_unknown_field_found_only_by_the_precheck_shows_its_value() -> None:
     outcome = tools.validate(call("lenient", '{"i": 1, "zz": {"a": 1}}', tools=tools))
     (error,) = outcome.errors
     assert (error.path, error.code, error.got) == ("/zz", "unknown_field", '{"a":1}')
+
+
+class Keyed(BaseModel):
+    """Scores by player number."""
+
+    scores: dict[int, str]
+    levels: dict[Literal["low", "high"], int] = {}
+
+
+KEYED = Toolset([Keyed])
+KEYED_ZH = Toolset([Keyed], lang="zh")
+
+
+def test_a_wrong_dict_key_is_the_objects_error_naming_the_key() -> None:
+    # Pydantic places a key's error at `scores/x/[key]`, a path no value has.
+    arguments = '{"scores": {"1": "a", "x": "b"}, "levels": {"mid": 1}}'
+    errors = [e.as_payload() for e in KEYED.validate(call("keyed", arguments)).errors]
+    assert errors == [
+        {
+            "path": "/scores",
+            "code": "type",
+            "expected": "field names must be an integer",
+            "got": '"x"',
+        },
+        {
+            "path": "/levels",
+            "code": "enum",
+            "expected": 'field names must be one of "low", "high"',
+            "got": '"mid"',
+        },
+    ]
+    zh = KEYED_ZH.validate(call("keyed", arguments)).errors
+    assert [e.expected for e in zh] == ["字段名必须是整数", '字段名必须是以下值之一："low", "high"']

@@ -933,9 +933,19 @@ class _ErrorBuilder:
             ptype = detail["type"]
             loc = detail["loc"]
             ctx = cast(Mapping[str, Any], detail.get("ctx") or {})
-            located = self.schema.locate(loc)
             code = _code_for(ptype)
             value = detail.get("input")
+            if len(loc) >= 2 and loc[-1] == "[key]":
+                # A dict key of the wrong kind (`dict[int, str]` given "x"): the error is the
+                # object's, and the key is the value shown.
+                located = self.schema.locate(loc[:-2])
+                rule = _d(located.node.get("propertyNames")) or {"type": _key_type(ptype)}
+                words = self.expected(code, rule, ctx, ptype)
+                expected = text("expected.key", self.lang, what=words)
+                got = self.got(located, value)
+                drafts.append(_Draft(FieldError(located.pointer, code, expected, got)))
+                continue
+            located = self.schema.locate(loc)
             if code == "unknown_field":
                 drafts.append(self.unknown_field(located, value))
                 continue
@@ -1285,6 +1295,12 @@ class _ErrorBuilder:
             if not any(e.validator == "type" and not e.relative_path for e in errors)
         ]
         return fits[0] if len(fits) == 1 else None
+
+
+def _key_type(pydantic_type: str) -> str | None:
+    """The JSON type a Pydantic error type asks for (`int_parsing`: integer), if it names one."""
+    stem = pydantic_type.split("_", 1)[0]
+    return {"int": "integer", "float": "number", "bool": "boolean", "string": "string"}.get(stem)
 
 
 def _under_property_names(error: jsonschema.ValidationError) -> bool:
