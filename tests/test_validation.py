@@ -593,3 +593,59 @@ def test_a_wrong_dict_key_is_the_objects_error_naming_the_key() -> None:
     ]
     zh = KEYED_ZH.validate(call("keyed", arguments)).errors
     assert [e.expected for e in zh] == ["字段名必须是整数", '字段名必须是以下值之一："low", "high"']
+
+
+class Tabby(BaseModel):
+    lives: int
+
+
+class Hound(BaseModel):
+    breed: str
+
+
+class Key(BaseModel):
+    kid: str
+    token: SecretStr
+
+
+class Rehome(BaseModel):
+    """Rehome a pet."""
+
+    pet: Tabby | Hound
+    lock: Tabby | Key | None = None
+
+
+REHOME = Toolset([Rehome])
+
+
+def test_union_refused_only_by_the_published_schema_names_the_field() -> None:
+    # Pydantic ignores the extra key, the published (closed) schema does not: the pre-check's
+    # union finding used to read "expected an object, got object".
+    arguments = '{"pet": {"lives": 9, "colour": "black"}}'
+    (error,) = REHOME.validate(call("rehome", arguments, tools=REHOME)).errors
+    assert error.as_payload() == {
+        "path": "/pet/colour",
+        "code": "unknown_field",
+        "expected": "no such field; allowed fields: lives",
+        "got": '"black"',
+    }
+
+
+def test_union_findings_never_show_a_secret_meant_for_another_branch() -> None:
+    arguments = '{"pet": {"lives": 9}, "lock": {"lives": 1, "token": "hunter2"}}'
+    (error,) = REHOME.validate(call("rehome", arguments, tools=REHOME)).errors
+    assert (error.path, error.code, error.got) == ("/lock/token", "unknown_field", "[redacted]")
+    arguments = '{"pet": {"lives": 9}, "lock": {"lives": 1, "kid": "k", "token": "hunter2"}}'
+    (error,) = REHOME.validate(call("rehome", arguments, tools=REHOME)).errors
+    assert (error.path, error.code, error.got) == ("/lock/lives", "unknown_field", "1")
+
+
+def test_union_with_no_closest_branch_shows_the_value_not_its_type() -> None:
+    arguments = '{"pet": {"lives": 9, "breed": "x"}}'
+    (error,) = REHOME.validate(call("rehome", arguments, tools=REHOME)).errors
+    assert error.as_payload() == {
+        "path": "/pet",
+        "code": "type",
+        "expected": "an object",
+        "got": '{"lives":9,"breed":"x"}',
+    }

@@ -1021,13 +1021,55 @@ class _ErrorBuilder:
                 # no value to show.
                 return _Draft(dataclasses.replace(draft.error, got=None))
             return draft
-        got = None if code == "missing" or error.got is None else self.got_text(located, error.got)
+        value = _at(arguments, error.path) if arguments is not _ABSENT else _ABSENT
+        if keyword in ("anyOf", "oneOf") and isinstance(value, dict):
+            closest = self._closest_branch(located, cast(dict[str, Any], value))
+            if closest is not None:
+                return closest
+        if keyword in ("anyOf", "oneOf") and isinstance(value, (dict, list)):
+            # The core names only the value's type ("object"): show the value itself.
+            got = self.got(located, value)
+        elif code == "missing" or error.got is None:
+            got = None
+        else:
+            got = self.got_text(located, error.got)
         # Our own words (translated, derived from the same schema) beat the core's English.
         node = located.node
         expected = self.expected(code, node, {}, "") if node else error.expected
         user = code == "missing" and bool(node.get(USER_SUPPLIED_KEY))
         hint = text("hint.user_supplied", self.lang) if user else None
         return _Draft(FieldError(located.pointer, code, expected, got, hint), user_supplied=user)
+
+    def _closest_branch(self, located: _Located, value: dict[str, Any]) -> _Draft | None:
+        """For an object no union branch accepts: the first field that the closed branch it
+        is closest to (fewest unknown and missing fields) does not define, or None when no
+        single branch is closest or the closest one defines every field."""
+        scored: list[tuple[int, list[str], dict[str, Any]]] = []
+        for branch in self.schema.branches(located.node):
+            if not _is_object_schema(branch):
+                continue
+            props = _d(branch.get("properties"))
+            unknown = (
+                [k for k in value if k not in props]
+                if branch.get("additionalProperties") is False
+                else []
+            )
+            missing = [k for k in _l(branch.get("required")) if k not in value]
+            scored.append((len(unknown) + len(missing), unknown, branch))
+        if not scored:
+            return None
+        best = min(score for score, _, _ in scored)
+        closest = [(unknown, branch) for score, unknown, branch in scored if score == best]
+        if len(closest) != 1 or not closest[0][0]:
+            return None
+        unknown, branch = closest[0]
+        key = unknown[0]
+        at = dataclasses.replace(
+            self.schema.locate([*_split(located.pointer), key]),
+            pointer=pointer([*_split(located.pointer), key]),
+            parent=branch,
+        )
+        return self.unknown_field(at, value[key])
 
     def from_jsonschema(
         self, errors: Sequence[jsonschema.ValidationError], value: Any
