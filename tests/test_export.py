@@ -574,3 +574,48 @@ def _finished(tools: Toolset, arguments: str) -> ToolCall:
     assembler.feed(0, id="call_1", name="chain", arguments=arguments)
     (call,) = assembler.finish()
     return call
+
+
+class Paging(BaseModel):
+    path: str
+    limit: int = 5
+
+
+def test_null_for_an_optional_field_passes_the_pre_check() -> None:
+    # A strict export offers null for a plain tool's optional parameter, and validation reads
+    # that null (or one a non-strict model sends for a field with a default) as "absent": the
+    # streaming pre-check must not fail the call first.
+    plain = {
+        "name": "read_file",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "limit": {"type": "integer"},
+                "opts": {
+                    "type": "object",
+                    "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+                    "required": ["a"],
+                },
+            },
+            "required": ["path"],
+        },
+    }
+    arguments = '{"path": "x", "limit": null, "opts": {"a": 1, "b": null}}'
+    for tools, name in ((Toolset([plain]), "read_file"), (Toolset([Paging]), "paging")):
+        if name == "read_file":
+            parameters = tools.openai()[0]["function"]["parameters"]
+            assert parameters["properties"]["limit"]["anyOf"][1] == {"type": "null"}
+        else:
+            arguments = '{"path": "x", "limit": null}'
+        assembler = Assembler(tools=tools)
+        assembler.feed(0, id="call_1", name=name, arguments=arguments)
+        assert assembler.drain_errors() == []
+        assert not assembler.failed
+        (call,) = assembler.finish()
+        assert call.error is None
+        assert tools.validate(call).ok
+    # A wrong value there is still refused while streaming.
+    assembler = Assembler(tools=Toolset([plain]))
+    assembler.feed(0, id="call_1", name="read_file", arguments='{"path": "x", "limit": "many"')
+    assert assembler.failed

@@ -40,6 +40,7 @@ from toolwire.coercion import CoercionSpec, float_risk, resolve_rules
 from toolwire.payloads import Lang
 from toolwire.schema_export import (
     Relaxation,
+    accepts_null,
     export_schema,
     precheck_schema,
     strict_problems,
@@ -187,27 +188,63 @@ def _without_formats(
     """The schema without every `format` named in `drop` or, when `keep` is given, not named in
     `keep` (values under `enum`, `const`, `default` and `examples` are data and stay).
 
-    Leaving a format out must only ever accept more. Where a looser subschema would refuse
-    more, the keyword around it is loosened too: `oneOf` becomes `anyOf` (two branches that
-    differed by their formats would both match), a `not` is left to validation, and an `if`
-    whose condition lost a format gives way to `anyOf` of its `then` and `else`.
+    Leaving a format out must only ever accept more; see `_loosened`.
     """
-    return _relaxed(node, drop, keep)[0]
+
+    def edit(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        value = schema.get("format")
+        if isinstance(value, str) and (value in drop or (keep is not None and value not in keep)):
+            return {k: v for k, v in schema.items() if k != "format"}, True
+        return schema, False
+
+    return _loosened(node, edit)[0]
 
 
-def _relaxed(node: Any, drop: Container[str], keep: Container[str] | None) -> tuple[Any, bool]:
-    """`_without_formats` of one subschema, and whether it changed."""
+def _with_null_as_absent(node: Any) -> Any:
+    """The schema with `null` admitted for every optional property.
+
+    Validation reads a `null` for an optional property whose schema does not admit it as
+    "absent" (the `null_as_absent` rule, always on), and strict exports of plain tools offer
+    exactly that null; the pre-check must not refuse it.
+    """
+
+    def edit(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        props = schema.get("properties")
+        if not isinstance(props, dict):
+            return schema, False
+        listed: object = schema.get("required")
+        required: set[Any] = set(cast(list[Any], listed)) if isinstance(listed, list) else set()
+        wrapped: dict[str, Any] = {}
+        changed = False
+        for name, sub in cast(dict[str, Any], props).items():
+            if name not in required and isinstance(sub, dict):
+                node = cast(dict[str, Any], sub)
+                if not accepts_null(node):
+                    sub = {"anyOf": [node, {"type": "null"}]}
+                    changed = True
+            wrapped[name] = sub
+        return ({**schema, "properties": wrapped}, True) if changed else (schema, False)
+
+    return _loosened(node, edit)[0]
+
+
+def _loosened(
+    node: Any, edit: Callable[[dict[str, Any]], tuple[dict[str, Any], bool]]
+) -> tuple[Any, bool]:
+    """`node` with `edit` applied to each of its subschemas, and whether anything changed.
+
+    `edit` must only make a subschema accept more. Where a looser subschema would refuse more,
+    the keyword around it is loosened too: `oneOf` becomes `anyOf` (two branches that differed
+    by the edit would both match), a `not` is left to validation, and an `if` whose condition
+    changed gives way to `anyOf` of its `then` and `else`.
+    """
     if not isinstance(node, dict):
         return node, False
+    edited, changed = edit(cast(dict[str, Any], node))
     out: dict[str, Any] = {}
-    changed = False
     extra: list[dict[str, Any]] = []
     loose_if = False
-    for key, value in cast(dict[str, Any], node).items():
-        if key == "format" and isinstance(value, str):
-            if value in drop or (keep is not None and value not in keep):
-                changed = True
-                continue
+    for key, value in edited.items():
         if key in _DATA_KEYWORDS or not isinstance(value, dict | list):
             out[key] = value
             continue
@@ -216,14 +253,14 @@ def _relaxed(node: Any, drop: Container[str], keep: Container[str] | None) -> tu
         if key in _SCHEMA_MAPS and isinstance(value, dict):
             new = {}
             for name, sub in cast(dict[str, Any], value).items():
-                new[name], moved = _relaxed(sub, drop, keep)
+                new[name], moved = _loosened(sub, edit)
                 sub_changed |= moved
         elif isinstance(value, list):
-            pairs = [_relaxed(item, drop, keep) for item in cast(list[Any], value)]
+            pairs = [_loosened(item, edit) for item in cast(list[Any], value)]
             new = [item for item, _ in pairs]
             sub_changed = any(moved for _, moved in pairs)
         else:
-            new, sub_changed = _relaxed(value, drop, keep)
+            new, sub_changed = _loosened(value, edit)
         changed |= sub_changed
         if sub_changed and key == "not":
             continue
@@ -466,6 +503,7 @@ class Toolset:
             keep = None if checked is None else checked & _PLAIN_PRECHECK_FORMATS
             if drop or keep is not None:
                 schemas[name] = _without_formats(schemas[name], drop=drop, keep=keep)
+            schemas[name] = _with_null_as_absent(schemas[name])
         return ToolRegistry(schemas)
 
     # Exports ----------------------------------------------------------------------------
