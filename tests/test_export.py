@@ -619,3 +619,25 @@ def test_null_for_an_optional_field_passes_the_pre_check() -> None:
     assembler = Assembler(tools=Toolset([plain]))
     assembler.feed(0, id="call_1", name="read_file", arguments='{"path": "x", "limit": "many"')
     assert assembler.failed
+
+
+@pytest.mark.parametrize(
+    ("properties", "path"),
+    [
+        ({"x": True}, "x"),
+        ({"x": False}, "x"),
+        ({"x": {"type": "array", "items": True}}, "x[]"),
+        ({"x": {"anyOf": [True, {"type": "null"}]}}, "x"),
+    ],
+)
+def test_boolean_schemas_are_outside_the_strict_subset(
+    properties: dict[str, Any], path: str
+) -> None:
+    # `true` means any value, as `{}` does, and OpenAI asks every node for a `type`: an export
+    # that passed the boolean on would be refused at request time.
+    tool = {"name": "t", "parameters": {"type": "object", "properties": properties}}
+    with pytest.raises(SchemaExportError) as info:
+        Toolset([tool]).openai()
+    assert (info.value.path, info.value.keyword) == (path, "type")
+    relaxed = Toolset([tool], strict=False).openai()[0]["function"]
+    assert relaxed["strict"] is False

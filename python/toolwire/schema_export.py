@@ -392,6 +392,12 @@ class _StrictWalker:
     def walk(self, node: Any, path: str, depth: int) -> Any:
         as_dict = _as_dict(node)
         if as_dict is None:
+            # A boolean schema: `true` is a value of any type, as `{}` is; `false` admits
+            # nothing. Neither has the `type` key OpenAI asks of every node.
+            if node is True:
+                self.problem(path, "type", "a value of any type (no `type`, as for `Any`)")
+            elif node is False:
+                self.problem(path, "type", "a schema that admits no value (`false`)")
             return node
         if "$ref" in as_dict:
             return {"$ref": as_dict["$ref"]}
@@ -429,9 +435,8 @@ class _StrictWalker:
             # Keep additionalProperties after properties/required: the order pydantic and the
             # openai helper produce, so exported JSON diffs cleanly against theirs.
             out["additionalProperties"] = out.pop("additionalProperties", False)
-        items = out.get("items")
-        if _as_dict(items) is not None:
-            out["items"] = self.walk(items, f"{path}[]", depth)
+        if "items" in out:
+            out["items"] = self.walk(out["items"], f"{path}[]", depth)
         for key in ("anyOf", "allOf"):
             branches = _as_list(out.get(key))
             if branches is not None:
