@@ -229,3 +229,26 @@ def test_validate_all_keeps_order() -> None:
     asm.feed(1, id="b", name="get_weather", arguments='{"city": 5}')
     outcomes = toolset.validate_all(asm.finish())
     assert [(o.call_id, o.ok) for o in outcomes] == [("a", True), ("b", False)]
+
+
+def test_mcp_tool_parameters_are_read_from_input_schema_camel_case() -> None:
+    # MCP's `tools/list` (and the mcp SDK's `Tool.model_dump()`) spell it `inputSchema`; read
+    # as a tool without parameters, every call would validate and the exports would offer none.
+    mcp_tool = {
+        "name": "search",
+        "description": "Search the docs.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"query": {"type": "string"}},
+            "required": ["query"],
+        },
+    }
+    tools = Toolset([mcp_tool])
+    assert tools.anthropic()[0]["input_schema"]["required"] == ["query"]
+    assert tools.openai()[0]["function"]["parameters"]["properties"] == {
+        "query": {"type": "string"}
+    }
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="search", arguments="{}")
+    (call,) = assembler.finish()
+    assert not tools.validate(call).ok

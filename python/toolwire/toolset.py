@@ -6,7 +6,8 @@ definition in any of the shapes providers and MCP servers use:
 * `{"name", "description", "parameters"}` (an OpenAI `function` object),
 * `{"type": "function", "function": {...}}` (a Chat Completions tool),
 * `{"type": "function", "name", "description", "parameters"}` (a Responses tool),
-* `{"name", "description", "input_schema"}` (an Anthropic tool or an MCP tool).
+* `{"name", "description", "input_schema"}` (an Anthropic tool),
+* `{"name", "description", "inputSchema"}` (an MCP tool).
 
 Naming a model tool, first match wins:
 
@@ -160,7 +161,8 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
     description = tool.get("description") or ""
     if not isinstance(description, str):
         raise ValueError(f"tool {name!r}: 'description' must be a string")
-    params: object = tool.get("parameters", tool.get("input_schema"))
+    # An MCP tool (`tools/list`, or the `mcp` SDK's `Tool.model_dump()`) spells it `inputSchema`.
+    params: object = tool.get("parameters", tool.get("input_schema", tool.get("inputSchema")))
     if params is None:
         return name, description, {"type": "object", "properties": {}}
     if not isinstance(params, Mapping):
