@@ -9,6 +9,7 @@ from decimal import Decimal
 from enum import Enum
 from typing import Annotated, Any, Literal
 
+import jsonschema
 import openai
 import pytest
 from openai.lib._pydantic import to_strict_json_schema
@@ -169,6 +170,22 @@ def _strip(node: Any, keys: tuple[str, ...]) -> Any:
     return node
 
 
+def _decimal_strings(node: Any) -> Any:
+    """`node` with the `pattern` of every `Decimal` string branch (number or string) left out."""
+    if isinstance(node, list):
+        return [_decimal_strings(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _decimal_strings(v) for k, v in node.items()}
+    branches = out.get("anyOf")
+    if isinstance(branches, list) and any(b.get("type") == "number" for b in branches):
+        out["anyOf"] = [
+            {k: v for k, v in b.items() if k != "pattern"} if b.get("type") == "string" else b
+            for b in branches
+        ]
+    return out
+
+
 @pytest.mark.parametrize("model", TWELVE, ids=lambda m: m.__name__)
 def test_strict_export_matches_openai_helper(model: type[BaseModel]) -> None:
     theirs = openai.pydantic_function_tool(model, name="tool")
@@ -176,10 +193,11 @@ def test_strict_export_matches_openai_helper(model: type[BaseModel]) -> None:
     assert ours["type"] == theirs["type"] == "function"
     fn, their_fn = ours["function"], theirs["function"]
     assert fn["name"] == "tool" and fn["strict"] is True and their_fn["strict"] is True
-    # Two documented differences: we inline `$ref`s (the helper keeps `$defs`), and we drop
-    # every default (the helper drops only `default: null`). Modulo those, identical.
-    expected = _strip(_resolve(their_fn["parameters"]), ("default",))
-    got = _strip({k: v for k, v in fn["parameters"].items() if k != "$defs"}, ())
+    # Three documented differences: we inline `$ref`s (the helper keeps `$defs`), we drop
+    # every default (the helper drops only `default: null`), and a `Decimal` string must be a
+    # JSON number. Modulo those, identical.
+    expected = _decimal_strings(_strip(_resolve(their_fn["parameters"]), ("default",)))
+    got = _decimal_strings({k: v for k, v in fn["parameters"].items() if k != "$defs"})
     assert got == _strip(expected, ("$defs",))
     assert "default" not in json.dumps(fn["parameters"])
     if model.__doc__:
@@ -641,3 +659,26 @@ def test_boolean_schemas_are_outside_the_strict_subset(
     assert (info.value.path, info.value.keyword) == (path, "type")
     relaxed = Toolset([tool], strict=False).openai()[0]["function"]
     assert relaxed["strict"] is False
+
+
+class Invoice(BaseModel):
+    amount: Decimal
+    tip: Decimal | None = None
+    lines: list[Decimal] = []
+
+
+def test_strict_decimal_strings_are_the_numbers_validation_accepts() -> None:
+    # A strict export binds the model to the schema: every `Decimal` string it allows must be
+    # one validation accepts (a number as JSON writes it), and those must all still be allowed.
+    tools = Toolset([Invoice])
+    parameters = tools.openai()[0]["function"]["parameters"]
+    checker = jsonschema.Draft202012Validator(parameters)
+    for text in ("12.50", "-0.5", "1e3", "0", "12,50", "$5", "abc", ".5", "+5", "007", "1_000"):
+        arguments = json.dumps({"amount": text, "tip": None, "lines": [text]})
+        assembler = Assembler(tools=tools)
+        assembler.feed(0, id="call_1", name="invoice", arguments=arguments)
+        (call,) = assembler.finish()
+        accepted = tools.validate(call).ok
+        assert checker.is_valid(json.loads(arguments)) == accepted, text
+        assert accepted == (text in ("12.50", "-0.5", "1e3", "0")), text
+    assert tools.responses()[0]["parameters"] == parameters

@@ -68,7 +68,8 @@ class _DecimalSchema(GenerateJsonSchema):
     Up to pydantic 2.13 the string branch of a `Decimal` field carried a numeric `pattern`; later
     versions dropped it, which makes `Decimal` and `float | str` look alike. Validation needs to
     tell them apart (JSON numbers for `Decimal` fields are quoted so no digit is lost), so the
-    schema used for validation puts the pattern back. Exports keep Pydantic's own schema.
+    schema used for validation puts the pattern back. Exports do not use it (see
+    `_ExportSchema`).
     """
 
     def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
@@ -77,6 +78,24 @@ class _DecimalSchema(GenerateJsonSchema):
         for branch in cast(list[dict[str, Any]], out.get("anyOf") or []):
             if branch.get("type") == "string" and "pattern" not in branch:
                 branch["pattern"] = r"^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$"
+        return out
+
+
+class _ExportSchema(GenerateJsonSchema):
+    """Pydantic's schema with the string branch of a `Decimal` field held to a JSON number.
+
+    Pydantic writes `Decimal` as a number or any string (from 2.14 on; before, a pattern that
+    also takes `.5`, `+5` or `007`), while validation takes only a number as JSON writes it
+    there. A strict export binds the model to the schema it is sent, so a string it allows must
+    be one validation accepts.
+    """
+
+    def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
+        """The `Decimal` schema, its string branch held to a JSON number."""
+        out = super().decimal_schema(schema)
+        for branch in cast(list[dict[str, Any]], out.get("anyOf") or []):
+            if branch.get("type") == "string":
+                branch["pattern"] = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$"
         return out
 
 
@@ -384,6 +403,8 @@ class Toolset:
             if stray:
                 raise ValueError(f"{label} names unknown tools: {stray}")
         self._tools: dict[str, ToolDefinition] = {}
+        # Model tools whose OpenAI exports hold `Decimal` strings to JSON numbers.
+        self._export_sources: dict[str, dict[str, Any]] = {}
         self._check_schemas = {name: precheck_schema(src) for name, src in check_sources.items()}
         # Tools whose calls Pydantic alone validates, for the inline path of `validate`.
         self._direct: dict[
@@ -417,6 +438,10 @@ class Toolset:
                 problems=tuple(strict_problems(source, tool=name)),
                 validator=validator,
             )
+            if model is not None:
+                export_source = model.model_json_schema(schema_generator=_ExportSchema)
+                if export_source != source:
+                    self._export_sources[name] = export_source
             direct = validator.direct_json
             if direct is not None:
                 self._direct[name] = (validator, direct, validator.strict, validator.floats)
@@ -515,7 +540,7 @@ class Toolset:
         out: list[tuple[ToolDefinition, dict[str, Any], bool]] = []
         for tool in self._tools.values():
             exported = export_schema(
-                tool.source_schema,
+                self._export_sources.get(tool.name, tool.source_schema),
                 tool=tool.name,
                 strict=want,
                 nullable_optional=tool.model is None,
