@@ -13,7 +13,7 @@ import jsonschema
 import openai
 import pytest
 from openai.lib._pydantic import to_strict_json_schema
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from toolwire import Assembler, ToolCall
 from toolwire.schema_export import (
@@ -682,3 +682,31 @@ def test_strict_decimal_strings_are_the_numbers_validation_accepts() -> None:
         assert checker.is_valid(json.loads(arguments)) == accepted, text
         assert accepted == (text in ("12.50", "-0.5", "1e3", "0")), text
     assert tools.responses()[0]["parameters"] == parameters
+
+
+class Login(BaseModel):
+    """Log in."""
+
+    user: str = Field(examples=["ada"])
+    password: str = Field("hunter2", examples=["s3cret"], json_schema_extra={"x-secret": True})
+    token: SecretStr = SecretStr("sk-live-123")
+    backup: SecretStr | None = SecretStr("sk-live-456")
+
+
+def test_secret_defaults_and_examples_stay_out_of_every_export() -> None:
+    # Redaction keeps these values out of logs and model messages; the tool definitions sent
+    # to providers must not carry them either (nor SecretStr's mask, which a model would copy).
+    tools = Toolset([Login])
+    sent = [
+        tools.anthropic(),
+        tools.openai(),
+        tools.openai(strict=False),
+        tools.responses(),
+        [export_schema(Login.model_json_schema(), tool="login", strict=False).schema],
+        [precheck_schema(Login.model_json_schema())],
+    ]
+    for exported in sent:
+        text = json.dumps(exported)
+        for secret in ("hunter2", "s3cret", "*****"):
+            assert secret not in text
+    assert tools.anthropic()[0]["input_schema"]["properties"]["user"]["examples"] == ["ada"]

@@ -344,6 +344,11 @@ def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool 
             )
     if strip_null_default and "default" in out and out["default"] is None:
         del out["default"]
+    if _is_secret(out):
+        # A secret's default or example is a secret too (or `SecretStr`'s mask, which a model
+        # would copy as the value): neither goes to a provider.
+        out.pop("default", None)
+        out.pop("examples", None)
     if (
         closable
         and own_properties
@@ -353,6 +358,19 @@ def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool 
     ):
         out["additionalProperties"] = False
     return out
+
+
+def _is_secret(node: Mapping[str, Any]) -> bool:
+    """Whether a node, or a union branch of it, holds a secret: `x-secret` (toolwire's mark) or
+    `SecretStr`'s `format: password` / `writeOnly`, the marks redaction honours."""
+    if node.get("x-secret") or node.get("format") == "password" or node.get("writeOnly"):
+        return True
+    for key in ("anyOf", "oneOf"):
+        for branch in _as_list(node.get(key)) or []:
+            as_dict = _as_dict(branch)
+            if as_dict is not None and _is_secret(as_dict):
+                return True
+    return False
 
 
 def _is_object(node: Mapping[str, Any]) -> bool:
