@@ -252,3 +252,16 @@ def test_mcp_tool_parameters_are_read_from_input_schema_camel_case() -> None:
     assembler.feed(0, id="call_1", name="search", arguments="{}")
     (call,) = assembler.finish()
     assert not tools.validate(call).ok
+
+
+def test_a_root_without_a_type_is_exported_as_an_object() -> None:
+    # Anthropic refuses an input_schema whose root does not say `"type": "object"`; arguments
+    # are always an object anyway.
+    schema = {"properties": {"q": {"type": "string"}}, "required": ["q"]}
+    tools = Toolset([{"name": "t", "input_schema": schema}], strict=False)
+    assert tools.anthropic()[0]["input_schema"]["type"] == "object"
+    assert tools.openai()[0]["function"]["parameters"]["type"] == "object"
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="t", arguments='{"q": "x"}')
+    (call,) = assembler.finish()
+    assert tools.validate(call).ok

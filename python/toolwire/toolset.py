@@ -186,7 +186,12 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         return name, description, {"type": "object", "properties": {}}
     if not isinstance(params, Mapping):
         raise ValueError(f"tool {name!r}: parameters must be a JSON Schema object")
-    return name, description, copy.deepcopy(dict(cast(Mapping[str, Any], params)))
+    schema = copy.deepcopy(dict(cast(Mapping[str, Any], params)))
+    if "type" not in schema:
+        # Arguments are always an object (anything else is `not_object`), and Anthropic
+        # refuses an `input_schema` whose root does not say so.
+        schema = {"type": "object", **schema}
+    return name, description, schema
 
 
 # The `format`s the pre-check may assert for a plain-dict tool, whose validation is
