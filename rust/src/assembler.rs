@@ -208,7 +208,7 @@ struct Call {
     // 952 bytes, most of the memory of a stream in flight besides its text.
     check: Option<Box<CallCheck>>,
     /// Early errors already handed out by `drain_errors`.
-    reported: usize,
+    reported: Reported,
     progress: Option<Box<Progress>>,
     /// A fragment that starts with the whole buffer while plain appending is also valid: a
     /// cumulative resend or an ordinary continuation. It waits for the next fragment (which
@@ -237,6 +237,20 @@ impl Call {
     fn has_arguments(&self) -> bool {
         !self.scanner.is_blank() || self.mode == ArgMode::Value
     }
+}
+
+/// What `drain_errors` already handed out for a call, per source: the sources grow
+/// independently (a grammar error can follow reported pre-check violations, and a pre-check
+/// attached when the name arrives can find violations before an already reported grammar
+/// error), so one count over their concatenation would report some twice and skip others.
+#[derive(Debug, Default, Clone, Copy)]
+struct Reported {
+    /// Settled pre-check violations.
+    checks: usize,
+    /// The grammar error.
+    grammar: bool,
+    /// The mixed-arguments error.
+    mixed: bool,
 }
 
 /// The open call of each wire key. Providers number parallel calls 0, 1, 2, ...: those keys
@@ -380,7 +394,7 @@ impl Assembler {
             metadata: Vec::new(),
             warnings: Vec::new(),
             check: None,
-            reported: 0,
+            reported: Reported::default(),
             progress: self.config.track_progress.then(Box::default),
             held: None,
         });
@@ -664,23 +678,24 @@ impl Assembler {
         let mut out = Vec::new();
         for (ordinal, call) in self.calls.iter_mut().enumerate() {
             call.sync();
-            let mut known: Vec<&Error> = Vec::new();
+            let reported = &mut call.reported;
             if let Some(e) = call.scanner.error() {
-                if !e.kind.is_incomplete() {
-                    known.push(e);
+                if !e.kind.is_incomplete() && !reported.grammar {
+                    out.push((ordinal, e.clone()));
+                    reported.grammar = true;
                 }
             }
             if let Some(check) = &call.check {
-                known.extend(check.settled_errors());
+                for e in check.settled_errors().skip(reported.checks) {
+                    out.push((ordinal, e.clone()));
+                    reported.checks += 1;
+                }
             }
             if let Some(e) = &call.mixed {
-                known.push(e);
-            }
-            if known.len() > call.reported {
-                for e in &known[call.reported..] {
-                    out.push((ordinal, (*e).clone()));
+                if !reported.mixed {
+                    out.push((ordinal, (**e).clone()));
+                    reported.mixed = true;
                 }
-                call.reported = known.len();
             }
         }
         out

@@ -1,0 +1,108 @@
+//! Every early error is handed out by `drain_errors` exactly once, however the arguments are
+//! cut and whenever the name arrives: the errors drained along the way are the errors drained
+//! once after feeding the whole text. (No fragment of these texts starts with all the text
+//! before it, which could be a cumulative resend: `assembler_held.rs` covers those.)
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use serde_json::json;
+use toolwire::Registry;
+use toolwire::{Arguments, Assembler, AssemblerConfig, Delta, Error};
+
+fn registry() -> Arc<Registry> {
+    let mut registry = Registry::new();
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "b": {"type": "array", "items": {"type": "integer"}},
+            "s": {"type": "string", "maxLength": 3}
+        },
+        "additionalProperties": false
+    });
+    registry.add("tool", &schema).expect("schema");
+    Arc::new(registry)
+}
+
+const TEXTS: &[&str] = &[
+    r#"{"b": {x}"#,
+    r#"{"s": "abcd", "b": {"s": 1}, x"#,
+    r#"{"s": "abcdef", "x": 1, "b": [1, "a"]]"#,
+    r#"{"b": [1.5, true], "s": 1}}"#,
+    r#"{"x": 1,}"#,
+    r#"{"b": [1, 2], "s": "ab"}"#,
+];
+
+type Early = Vec<(String, usize, String, String)>;
+
+fn early(errors: Vec<(usize, Error)>) -> Early {
+    errors
+        .into_iter()
+        .map(|(_, e)| (format!("{:?}", e.kind), e.offset, e.path, e.message))
+        .collect()
+}
+
+fn delta<'a>(name: Option<&'a str>, text: &'a [u8]) -> Delta<'a> {
+    Delta {
+        index: Some(0),
+        id: None,
+        name,
+        kind: None,
+        arguments: Some(Arguments::Text(text)),
+    }
+}
+
+fn sorted(mut errors: Early) -> Early {
+    errors.sort();
+    errors
+}
+
+#[test]
+fn a_grammar_error_after_a_reported_violation_is_reported() {
+    let mut asm = Assembler::with_tools(AssemblerConfig::default(), registry()).expect("config");
+    asm.feed(&delta(Some("tool"), br#"{"b": {"#)).expect("feed");
+    let first = early(asm.drain_errors());
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(first[0].0, "SchemaViolation");
+    asm.feed(&delta(None, b"x")).expect("feed");
+    let second = early(asm.drain_errors());
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert_eq!(second[0].0, "UnexpectedByte");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn each_early_error_is_drained_once(
+        pick in 0..TEXTS.len(),
+        cuts in prop::collection::vec(0usize..64, 0..6),
+        name_at in 0usize..8,
+        track_progress in any::<bool>(),
+    ) {
+        let text = TEXTS[pick].as_bytes();
+        let config = AssemblerConfig { track_progress, ..AssemblerConfig::default() };
+        let mut whole = Assembler::with_tools(config, registry()).expect("config");
+        whole.feed(&delta(Some("tool"), text)).expect("feed");
+        let expected = sorted(early(whole.drain_errors()));
+
+        let mut points: Vec<usize> = cuts.iter().map(|c| c % (text.len() + 1)).collect();
+        points.extend([0, text.len()]);
+        points.sort_unstable();
+        points.dedup();
+        let pieces: Vec<&[u8]> = points.windows(2).map(|w| &text[w[0]..w[1]]).collect();
+        // The name comes with one of the fragments, or after all of them.
+        let name_at = name_at.min(pieces.len());
+        let mut asm = Assembler::with_tools(config, registry()).expect("config");
+        let mut drained = Vec::new();
+        for (i, piece) in pieces.iter().enumerate() {
+            asm.feed(&delta((i == name_at).then_some("tool"), piece)).expect("feed");
+            drained.extend(early(asm.drain_errors()));
+        }
+        if name_at == pieces.len() {
+            asm.feed(&delta(Some("tool"), b"")).expect("feed");
+            drained.extend(early(asm.drain_errors()));
+        }
+        prop_assert_eq!(sorted(drained), expected);
+    }
+}
