@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -259,3 +260,66 @@ def test_invalid_config_is_rejected() -> None:
         BreakerConfig(open_jitter=1.5)
     with pytest.raises(ValueError, match="minimum_calls"):
         BreakerConfig(minimum_calls=0)
+
+
+class _Unavailable(Exception):
+    status_code = 503
+
+
+def _refusals(results: list[Any]) -> list[dict[str, Any]]:
+    """The error payloads (as the model reads them) of calls the open breaker refused."""
+    import json
+
+    errors = [json.loads(r.content())["error"] for r in results if not r.ok]
+    return [e for e in errors if e["type"] == "circuit_open" or e.get("circuit_open")]
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.2])
+def test_open_breaker_tells_the_model_when_to_retry(clock: FakeClock, jitter: float) -> None:
+    def get(args: Any) -> None:
+        raise _Unavailable("down")
+
+    config = BreakerConfig(minimum_calls=2, window_size=4, open_duration=60, open_jitter=jitter)
+    ex = Executor({"get": get}, clock=clock, breaker=config)
+    results = ex.execute_all([Call("get", f"c{i}", {}) for i in range(6)])
+    refused = _refusals(results)
+    # The retry that tripped the breaker is refused as well as the calls after it.
+    assert len(refused) >= 5 and any(e["type"] == "circuit_open" for e in refused)
+    for error in refused:
+        assert error["retryable"] is True
+        # Whole seconds, at least 1, never past the longest possible open period.
+        assert error["retry_after"] == int(error["retry_after"]) >= 1
+        assert error["retry_after"] <= math.ceil(60 * (1 + jitter))
+    # The time left shrinks as the clock runs, and never reads 0 while still open.
+    breaker_now = ex.breaker_for("get")
+    assert breaker_now is not None
+    assert refused[-1]["retry_after"] == math.ceil(breaker_now.open_remaining())
+    clock.advance(breaker_now.open_remaining() - 0.5)
+    [late] = _refusals(ex.execute_all([Call("get", "late", {})]))
+    assert late["type"] == "circuit_open" and late["retry_after"] == 1
+
+
+async def test_open_breaker_tells_the_model_when_to_retry_async(clock: FakeClock) -> None:
+    async def get(args: Any) -> None:
+        raise _Unavailable("down")
+
+    config = BreakerConfig(minimum_calls=2, window_size=4, open_duration=60, open_jitter=0.0)
+    ex = Executor({"get": get}, clock=clock, breaker=config)
+    results = await ex.aexecute_all([Call("get", f"c{i}", {}) for i in range(6)], concurrency=1)
+    refused = _refusals(results)
+    assert len(refused) >= 5
+    assert all(e["retryable"] is True and e["retry_after"] == 60 for e in refused)
+    breaker_now = ex.breaker_for("get")
+    assert breaker_now is not None
+    clock.advance(breaker_now.open_remaining() - 0.25)
+    [late] = _refusals([await ex.aexecute(Call("get", "late", {}))])
+    assert late["type"] == "circuit_open" and late["retry_after"] == 1
+
+
+def test_half_open_breaker_with_its_probes_taken_asks_for_a_retry_soon(clock: FakeClock) -> None:
+    b = CircuitBreaker("t", BreakerConfig(minimum_calls=1, half_open_probes=1), clock=clock)
+    call(b, failure=True)
+    assert b.state == "open" and b.open_remaining() > 0
+    clock.advance(b.open_remaining())
+    assert b.acquire() is not None  # the probe
+    assert b.state == "half_open" and b.open_remaining() == 0.0

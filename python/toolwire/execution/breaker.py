@@ -237,6 +237,15 @@ class CircuitBreaker:
                 return Permit(self._epoch, probe=True)
             return None
 
+    def open_remaining(self) -> float:
+        """Seconds until an open breaker lets a probe through (0.0 when it is not open)."""
+        with self._lock:
+            now = self._clock.monotonic()
+            self._maybe_half_open(now)
+            if self._state != "open" or self._open_until is None:
+                return 0.0
+            return max(0.0, self._open_until - now)
+
     def release(self, permit: Permit) -> None:
         """Return a permit whose call produced no verdict (cancelled, or a caller error)."""
         with self._lock:

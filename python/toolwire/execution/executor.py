@@ -28,6 +28,7 @@ import hashlib
 import inspect
 import json
 import logging
+import math
 import os
 import threading
 import uuid
@@ -338,7 +339,13 @@ class ExecutionResult:
 
 
 class _BreakerOpen(Exception):
-    pass
+    """The tool's breaker refused an attempt; the model may call again after ``retry_after``
+    seconds (the rest of the open period in whole seconds, at least 1: a half-open breaker
+    whose probes are taken frees up as soon as one ends)."""
+
+    def __init__(self, tool: str, retry_after: float) -> None:
+        super().__init__(tool)
+        self.retry_after = retry_after
 
 
 class _AttemptTimeout(TimeoutError):
@@ -1200,7 +1207,8 @@ class Executor:
             permit = breaker.acquire()
             if permit is None:
                 run.breaker_rejected = True
-                raise _BreakerOpen(run.spec.name)
+                wait = float(max(1, math.ceil(breaker.open_remaining())))
+                raise _BreakerOpen(run.spec.name, wait)
         timeout = run.spec.timeout
         by_deadline = False
         if remaining is not None and (timeout is None or remaining < timeout):
@@ -1407,12 +1415,18 @@ class Executor:
                     "type": "circuit_open",
                     "message": text("exec.breaker_open", self.lang, tool=repr(run.spec.name)),
                     "retryable": True,
+                    "retry_after": exc.retry_after,
                 },
             )
+        breaker_wait = exc.retry_after if isinstance(exc, _BreakerOpen) else None
         if isinstance(exc, _BreakerOpen):
             cls, exc = run.last, run.last_exc or exc
         assert cls is not None
         error = _error_payload(cls, exc, run, lambda shown: self._scrub(run, shown), self.lang)
+        if breaker_wait is not None and error.get("retryable"):
+            # The breaker refused the retry the policy wanted: no call can run before it lets
+            # one through, whatever the last failure asked for.
+            error["retry_after"] = max(breaker_wait, error.get("retry_after") or 0.0)
         _log.warning(
             "toolwire: call %s (%s) failed: %s: %s",
             run.call.call_id,
