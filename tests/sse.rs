@@ -938,7 +938,9 @@ fn malformed_and_unknown_events_are_counted_and_skipped() {
     assert_eq!(o.count(StreamErrorKind::UnknownEvent), 2);
     assert_eq!(o.count(StreamErrorKind::ProviderError), 1);
     assert_eq!(o.format, Some(Format::OpenAiChat));
-    assert_eq!(o.finish, Some(FinishReason::ToolCalls));
+    // The `tool_calls` finish after the provider's error line does not undo the error.
+    assert_eq!(o.finish, Some(FinishReason::Other));
+    assert_eq!(o.finish_raw.as_deref(), Some("error"));
     assert_eq!(o.errors[0].0, StreamErrorKind::MalformedEvent);
     assert_eq!(o.errors[0].1, 2, "the first malformed event is event 2");
     // The truncated event 2 contributed nothing: the call continues from event 7. The
@@ -1641,4 +1643,21 @@ fn throughput_stages() {
     println!(
         "framing only: {framing:.0} MB/s; framing + envelope decoding: {decoding:.0} MB/s (on-CPU)"
     );
+}
+
+#[test]
+fn a_chat_error_line_is_not_undone_by_what_follows() {
+    // After `{"error": ...}` the stream goes on: a finish reason, even a new call. The reason
+    // stays `error` (as `feed_chunk` says), and neither call may run.
+    let body = b"data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}}]}\n\n\
+data: {\"error\":{\"message\":\"boom\"}}\n\n\
+data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"b\",\"type\":\"function\",\"function\":{\"name\":\"g\",\"arguments\":\"{}\"}}]}}]}\n\n\
+data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n\
+data: [DONE]\n\n";
+    let o = run(body);
+    assert_eq!(o.count(StreamErrorKind::ProviderError), 1);
+    assert_eq!(o.finish, Some(FinishReason::Other));
+    assert_eq!(o.finish_raw.as_deref(), Some("error"));
+    assert_eq!(o.call(0).error, Some(ErrorKind::Filtered));
+    assert_eq!(o.call(1).error, Some(ErrorKind::Filtered));
 }

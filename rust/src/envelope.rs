@@ -183,6 +183,10 @@ pub enum Action<'a> {
     Stop(&'a str),
     /// The provider reported an error; raw JSON of the error object (or of the whole event).
     ProviderError(&'a str),
+    /// The provider gave up on the response after an error: calls not yet complete and ended
+    /// must not run, the finish reason is `error` whatever comes after, and a call that still
+    /// starts later is stopped too (an SDK raises at the error and never shows it).
+    GaveUp,
     /// Responses `.done` (or `output_item.done`) carried the whole arguments (decoded) of the
     /// call at this wire index, once per item. The assembler compares them with the arguments
     /// it holds (cumulative deltas, quirk 19, replace rather than append; a repeat it dropped,
@@ -1231,11 +1235,7 @@ fn truthy(raw: &str) -> bool {
 /// not ended must not run, as on the `feed_chunk` path and when an SDK raises the event
 /// instead, and the finish reason says `error`.
 fn provider_gave_up<F: FnMut(Action<'_>)>(emit: &mut F) {
-    emit(Action::Stop("error"));
-    emit(Action::Finish {
-        raw: "error",
-        reason: FinishReason::Other,
-    });
+    emit(Action::GaveUp);
 }
 
 /// Write the JSON value `raw` (validated by `serde_json`), sent whole as a call's arguments

@@ -139,6 +139,8 @@ struct State {
     finish: Option<FinishReason>,
     format: Option<Format>,
     done: bool,
+    /// The provider gave up on the response ([`Action::GaveUp`]).
+    gave_up: bool,
     events: u64,
     errors: Errors,
 }
@@ -172,6 +174,10 @@ impl State {
                     // The ordinal was just returned, so it exists.
                     let _ = assembler.set_metadata(ordinal, key, json);
                 }
+                if self.gave_up {
+                    // Sent after the provider gave up: no SDK shows it, and it must not run.
+                    let _ = assembler.stop("error");
+                }
             }
             Action::Metadata { index, key, json } => {
                 // Fails only after `finish`, which `StreamDecoder` rules out.
@@ -189,6 +195,10 @@ impl State {
                 // values winning. Usage events are a handful per stream, so parsing is cheap.
                 self.usage = Some(merge_usage(self.usage.as_deref(), u));
             }
+            Action::Finish { .. } if self.gave_up => {
+                // A finish reason after the provider gave up (a `finish_reason` chunk after an
+                // error chunk) does not undo the failure: the reason stays `error`.
+            }
             Action::Finish { raw, reason } => {
                 let stored = self.finish_raw.get_or_insert_with(String::new);
                 stored.clear();
@@ -202,6 +212,13 @@ impl State {
             Action::Stop(reason) => {
                 // Fails only after `finish`, which `StreamDecoder` rules out.
                 let _ = assembler.stop(reason);
+            }
+            Action::GaveUp => {
+                // Fails only after `finish`, which `StreamDecoder` rules out.
+                let _ = assembler.stop("error");
+                self.finish_raw = Some("error".to_owned());
+                self.finish = Some(FinishReason::Other);
+                self.gave_up = true;
             }
             Action::Done => self.done = true,
             Action::ProviderError(json) => {

@@ -8,15 +8,25 @@ the finish reason is `error`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 pytest.importorskip("toolwire._core")
 
 from toolwire import tool_messages
+from toolwire.assembler import Assembler
 
 from .clients import assemble_both
 from .conftest import SSEServer
-from .streamkit import PROVIDER_ERRORS, Call, before_the_end, sse_body, well_formed_stream
+from .streamkit import (
+    PROVIDER_ERRORS,
+    Call,
+    before_the_end,
+    chat_chunk,
+    sse_body,
+    well_formed_stream,
+)
 
 CALLS = [Call("get_weather", '{"city": "Oslo 😀"}'), Call("lookup", '{"q": [1, 2')]
 
@@ -35,3 +45,79 @@ def test_a_provider_error_mid_stream_runs_no_call(
     assert stream.finish_reason == "error"
     messages = tool_messages(stream.calls, [None, None])
     assert [m["tool_call_id"] for m in messages] == [c.id for c in stream.calls]
+
+
+def _late_call(fmt: str) -> list[dict[str, Any]]:
+    """Events of a complete, ended call that starts after the provider error."""
+    if fmt == "anthropic":
+        return [
+            {
+                "type": "content_block_start",
+                "index": 5,
+                "content_block": {"type": "tool_use", "id": "toolu_late", "name": "lookup"},
+            },
+            {
+                "type": "content_block_delta",
+                "index": 5,
+                "delta": {"type": "input_json_delta", "partial_json": '{"q": [3]}'},
+            },
+            {"type": "content_block_stop", "index": 5},
+        ]
+    if fmt == "openai-responses":
+        item = {"type": "function_call", "id": "fc_late", "call_id": "late", "name": "lookup"}
+        return [
+            {"type": "response.output_item.added", "output_index": 5, "item": item},
+            {
+                "type": "response.function_call_arguments.delta",
+                "output_index": 5,
+                "item_id": "fc_late",
+                "delta": '{"q": [3]}',
+            },
+            {
+                "type": "response.output_item.done",
+                "output_index": 5,
+                "item": {**item, "arguments": '{"q": [3]}', "status": "completed"},
+            },
+        ]
+    entry = {"index": 5, "id": "late", "type": "function", "function": {"name": "lookup"}}
+    return [
+        chat_chunk({"tool_calls": [{**entry, "function": {**entry["function"], "arguments": ""}}]}),
+        chat_chunk({"tool_calls": [{"index": 5, "function": {"arguments": '{"q": [3]}'}}]}),
+    ]
+
+
+@pytest.mark.parametrize("late", [False, True])
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses", "openai-chat"])
+def test_what_follows_a_provider_error_does_not_undo_it(
+    sse_server: SSEServer, fmt: str, late: bool
+) -> None:
+    # After the error the stream goes on as if nothing happened: the calls' own ends, maybe a
+    # new call, and the finish reason (`tool_calls`, `tool_use`, `completed`). The finish reason
+    # stays `error` on the dict and raw SSE paths alike, and no call runs.
+    full = well_formed_stream(fmt, CALLS, size=4)
+    head = before_the_end(full, fmt)
+    tail = [e for e in full if e not in head]
+    events = [*head, PROVIDER_ERRORS[fmt], *(_late_call(fmt) if late else []), *tail]
+    body = sse_body(events, fmt)
+    dicts = Assembler()
+    reasons = [dicts.feed_chunk(event).finish_reason for event in events]
+    dict_calls = dicts.finish()
+    assert [r for r in reasons if r is not None][-1] == "error"
+    raw = Assembler()
+    raw.feed_sse(body)
+    raw_calls = raw.finish()
+    assert raw.finish_reason == "error"
+    for calls in (dict_calls, raw_calls):
+        assert [c.name for c in calls] == ["get_weather", "lookup"] + (["lookup"] if late else [])
+        assert all(not c.ok for c in calls), [(c.name, c.error) for c in calls]
+    assert [key(c) for c in dict_calls] == [key(c) for c in raw_calls]
+    if fmt == "openai-responses":
+        # The Responses client yields its `error` event and every event after it (the Chat
+        # and Anthropic SDKs raise and read no further): the SDK path agrees as well.
+        _, stream = assemble_both(sse_server.register(body), fmt)
+        assert stream.finish_reason == "error"
+        assert all(not c.ok for c in stream.calls)
+
+
+def key(call: Any) -> tuple[Any, ...]:
+    return (call.name, call.id, call.arguments, call.error.kind if call.error else None)

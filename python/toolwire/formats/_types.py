@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
-__all__ = ["Arguments", "ChunkInfo", "FeedRecord", "FormatAdapter", "Sink", "WireFormat"]
+__all__ = [
+    "Arguments",
+    "ChunkInfo",
+    "FeedRecord",
+    "FormatAdapter",
+    "Sink",
+    "WireFormat",
+    "after_provider_error",
+]
 
 WireFormat: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic"]
 """The wire formats toolwire reads; the same names as the raw-SSE path's `Assembler.format`."""
@@ -84,6 +92,18 @@ class ChunkInfo:
     feeds: list[FeedRecord] = field(default_factory=lambda: [])
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
+
+
+def after_provider_error(info: ChunkInfo, sink: Sink) -> ChunkInfo:
+    """A chunk that comes after the provider gave up on the response (an error chunk or event):
+    as on the raw SSE path, a finish reason it carries does not undo the failure (the reason
+    stays `error`), and a call it starts must not run either (an SDK raises at the error and
+    never shows it)."""
+    if info.finish_reason is not None:
+        info.finish_reason = "error"
+    if info.feeds:
+        sink.stop("error")
+    return info
 
 
 class FormatAdapter(Protocol):

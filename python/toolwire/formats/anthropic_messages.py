@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from toolwire.formats._fields import arguments_of, get, index_of, plain, str_or_none
-from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat
+from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat, after_provider_error
 from toolwire.formats._utf16 import Utf16
 
 __all__ = ["AnthropicMessagesAdapter"]
@@ -46,12 +46,13 @@ class AnthropicMessagesAdapter:
 
     format: WireFormat = "anthropic"
 
-    __slots__ = ("_state", "_utf16")
+    __slots__ = ("_gave_up", "_state", "_utf16")
 
     def __init__(self) -> None:
         """Start with no content blocks seen."""
         self._state = _State()
         self._utf16 = Utf16()
+        self._gave_up = False
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one event.
@@ -63,6 +64,10 @@ class AnthropicMessagesAdapter:
         Returns:
             The event's text, feeds, stop reason and (merged) usage.
         """
+        info = self._handle(chunk, sink)
+        return after_provider_error(info, sink) if self._gave_up else info
+
+    def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         info = ChunkInfo()
         kind = get(chunk, "type")
         if kind == "content_block_delta":
@@ -83,6 +88,7 @@ class AnthropicMessagesAdapter:
         elif kind == "error":
             info.finish_reason = "error"
             sink.stop("error")
+            self._gave_up = True
         return info
 
     def _start(self, event: object, sink: Sink, info: ChunkInfo) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import cast
 
 from toolwire.formats._fields import arguments_of, extras, get, index_of, plain, str_or_none
-from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat
+from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat, after_provider_error
 from toolwire.formats._utf16 import Utf16
 
 __all__ = ["ChatCompletionsAdapter"]
@@ -40,11 +40,12 @@ class ChatCompletionsAdapter:
 
     format: WireFormat = "openai-chat"
 
-    __slots__ = ("_refusal", "_utf16")
+    __slots__ = ("_gave_up", "_refusal", "_utf16")
 
     def __init__(self) -> None:
         """Start with no surrogate half held and no refusal seen."""
         self._utf16 = Utf16()
+        self._gave_up = False
         self._refusal = False
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
@@ -57,6 +58,10 @@ class ChatCompletionsAdapter:
         Returns:
             The chunk's text, feeds, finish reason and usage.
         """
+        info = self._handle(chunk, sink)
+        return after_provider_error(info, sink) if self._gave_up else info
+
+    def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         info = ChunkInfo()
         usage = get(chunk, "usage")
         if usage is not None:
@@ -69,6 +74,7 @@ class ChatCompletionsAdapter:
             # must not run, as on the raw SSE path.
             info.finish_reason = "error"
             sink.stop("error")
+            self._gave_up = True
             return info
         if not isinstance(choices, list):
             return info

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from toolwire.formats._fields import arguments_of, get, index_of, plain, str_or_none
-from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat
+from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat, after_provider_error
 from toolwire.formats._utf16 import Utf16, escape_lone_surrogates
 
 __all__ = ["ResponsesAdapter"]
@@ -50,12 +50,13 @@ class ResponsesAdapter:
 
     format: WireFormat = "openai-responses"
 
-    __slots__ = ("_calls", "_utf16")
+    __slots__ = ("_calls", "_gave_up", "_utf16")
 
     def __init__(self) -> None:
         """Start with no calls seen."""
         self._calls = _Calls()
         self._utf16 = Utf16()
+        self._gave_up = False
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one event.
@@ -67,6 +68,10 @@ class ResponsesAdapter:
         Returns:
             The event's text, feeds, finish reason and usage.
         """
+        info = self._handle(chunk, sink)
+        return after_provider_error(info, sink) if self._gave_up else info
+
+    def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         info = ChunkInfo()
         kind = get(chunk, "type")
         if kind == "response.output_text.delta":
@@ -88,6 +93,7 @@ class ResponsesAdapter:
         elif kind == "error":
             info.finish_reason = "error"
             sink.stop("error")
+            self._gave_up = True
         return info
 
     def _index(self, event: object) -> int | None:
