@@ -213,7 +213,25 @@ struct Call {
     /// A fragment that starts with the whole buffer while plain appending is also valid: a
     /// cumulative resend or an ordinary continuation. It waits for the next fragment (which
     /// extends it in a cumulative stream) or for the end of the call to decide.
-    held: Option<Vec<u8>>,
+    held: Option<Box<Held>>,
+}
+
+/// A fragment held as a possible cumulative resend (see `Call::held`).
+#[derive(Debug)]
+struct Held {
+    text: Vec<u8>,
+    /// Set when both readings of `text` (appended, or resending the whole text) already have an
+    /// error no later input can fix: the call is invalid whichever way the fragment is decided,
+    /// so the early signal does not wait for the decision. Holds the early errors of the call
+    /// under the reading its end would pick now.
+    early: Option<EarlyErrors>,
+}
+
+/// The early errors of one reading of a call's text, by source (see [`Reported`]).
+#[derive(Debug, PartialEq)]
+struct EarlyErrors {
+    grammar: Option<Error>,
+    checks: Vec<Error>,
 }
 
 impl Call {
@@ -678,19 +696,20 @@ impl Assembler {
         let mut out = Vec::new();
         for (ordinal, call) in self.calls.iter_mut().enumerate() {
             call.sync();
-            let reported = &mut call.reported;
-            if let Some(e) = call.scanner.error() {
-                if !e.kind.is_incomplete() && !reported.grammar {
+            let mut reported = call.reported;
+            let (grammar, checks) = early_errors(call);
+            if let Some(e) = grammar {
+                if !reported.grammar {
                     out.push((ordinal, e.clone()));
                     reported.grammar = true;
                 }
             }
-            if let Some(check) = &call.check {
-                for e in check.settled_errors().skip(reported.checks) {
-                    out.push((ordinal, e.clone()));
-                    reported.checks += 1;
-                }
+            for e in checks.into_iter().skip(reported.checks) {
+                out.push((ordinal, e.clone()));
+                reported.checks += 1;
             }
+            call.reported = reported;
+            let reported = &mut call.reported;
             if let Some(e) = &call.mixed {
                 if !reported.mixed {
                     out.push((ordinal, (**e).clone()));
@@ -706,9 +725,9 @@ impl Assembler {
     pub fn has_certain_error(&mut self) -> bool {
         self.calls.iter_mut().any(|c| {
             c.sync();
-            c.scanner.error().is_some_and(|e| !e.kind.is_incomplete())
-                || c.check.as_ref().is_some_and(|k| k.error_count() > 0)
+            has_certain_error(&c.scanner, c.check.as_deref())
                 || c.mixed.is_some()
+                || c.held.as_ref().is_some_and(|h| h.early.is_some())
         })
     }
 
@@ -889,6 +908,8 @@ fn attach_check(call: &mut Call, registry: &Registry) {
         call.scanner.config(),
     );
     call.check = Some(Box::new(check));
+    // A name completed while a fragment is held changes what its readings break.
+    judge_held(call, registry);
 }
 
 fn push_checked(call: &mut Call, text: &[u8]) {
@@ -934,10 +955,12 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
     }
     if let Some(held) = call.held.take() {
         call.sync();
+        let Held { text: held, early } = *held;
         if text.len() > held.len() && text.starts_with(&held) {
             // The next fragment extends the held one: a cumulative stream.
             latch_cumulative(call);
             push_resent(call, &held);
+            recount_reported(call, early);
             push_resent(call, text);
             return;
         }
@@ -946,12 +969,14 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
             // 20), unless plain appending reads both copies as valid JSON.
             latch_cumulative(call);
             push_resent(call, &held);
+            recount_reported(call, early);
             if !call.warnings.contains(&warning::REPEAT_DROPPED) {
                 call.warnings.push(warning::REPEAT_DROPPED);
             }
             return;
         }
         push_checked(call, &held);
+        recount_reported(call, early);
     }
     let buffer = call.scanner.text();
     let extends = text.len() > buffer.len() && text.starts_with(buffer);
@@ -961,7 +986,13 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         let buffer = call.scanner.text();
         if extends && (call.mode == ArgMode::Cumulative || !call.scanner.is_complete()) {
             if call.mode != ArgMode::Cumulative && appends_cleanly(&call.scanner, text) {
-                call.held = Some(text.to_vec());
+                call.held = Some(Box::new(Held {
+                    text: text.to_vec(),
+                    early: None,
+                }));
+                if let Some(reg) = registry {
+                    judge_held(call, reg);
+                }
                 return;
             }
             // Quirk 19: the provider resends everything so far; keep only what is new.
@@ -1159,20 +1190,105 @@ fn latch_cumulative(call: &mut Call) {
 /// reading gives one complete value.
 fn settle_held(call: &mut Call) {
     let Some(held) = call.held.take() else { return };
-    let mut appended = call.scanner.clone();
-    appended.push(&held);
-    let append_ok = appended.finish().is_ok();
-    let cumulative_ok = {
-        let mut replaced = Scanner::new(*call.scanner.config());
-        replaced.push(&held);
-        replaced.finish().is_ok()
-    };
-    if !append_ok && cumulative_ok {
+    if resent_at_end(&call.scanner, &held.text) {
         latch_cumulative(call);
-        push_resent(call, &held);
+        push_resent(call, &held.text);
     } else {
-        push_checked(call, &held);
+        push_checked(call, &held.text);
     }
+}
+
+/// Whether a fragment held until the end of the call, after the text in `scanner`, is read as
+/// a cumulative resend: only when appending it gives no complete value and resending does.
+fn resent_at_end(scanner: &Scanner, held: &[u8]) -> bool {
+    let mut appended = scanner.clone();
+    appended.push(held);
+    if appended.finish().is_ok() {
+        return false;
+    }
+    let mut replaced = Scanner::new(*scanner.config());
+    replaced.push(held);
+    replaced.finish().is_ok()
+}
+
+/// The early errors `drain_errors` reports for a call besides mixed arguments: its grammar
+/// error and its settled pre-check violations, or, while a held fragment already breaks both
+/// of its readings, those of the reading the call's end would pick.
+fn early_errors(call: &Call) -> (Option<&Error>, Vec<&Error>) {
+    match call.held.as_ref().and_then(|h| h.early.as_ref()) {
+        Some(early) => (early.grammar.as_ref(), early.checks.iter().collect()),
+        None => (
+            certain_grammar_error(&call.scanner),
+            call.check
+                .as_ref()
+                .map_or_else(Vec::new, |c| c.settled_errors().collect()),
+        ),
+    }
+}
+
+fn certain_grammar_error(scanner: &Scanner) -> Option<&Error> {
+    scanner.error().filter(|e| !e.kind.is_incomplete())
+}
+
+/// True when a scan or its pre-check has an error no later input can fix.
+fn has_certain_error(scanner: &Scanner, check: Option<&CallCheck>) -> bool {
+    certain_grammar_error(scanner).is_some() || check.is_some_and(|k| k.error_count() > 0)
+}
+
+/// Decides whether the fragment `call` holds already breaks both of its readings, appended to
+/// the text or resending all of it, and records the early errors if so (see [`Held::early`]).
+/// Each reading is replayed from the start through a fresh scanner and pre-check. A fragment
+/// is held only when it is longer than the text so far, and at most once per fragment, so this
+/// costs a few passes over text that arrived anyway, as [`appends_cleanly`] does.
+fn judge_held(call: &mut Call, registry: &Registry) {
+    let Some(held) = call.held.as_deref() else {
+        return;
+    };
+    // Without a pre-check only the grammar can fail, and appending was valid.
+    let early = call.check.as_ref().and_then(|_| {
+        let read = |parts: &[&[u8]]| {
+            let config = *call.scanner.config();
+            let mut scanner = Scanner::new(config);
+            let mut check = CallCheck::new(registry, &call.name, b"", &config);
+            for part in parts {
+                check.push(&mut scanner, part);
+            }
+            has_certain_error(&scanner, Some(&check)).then_some((scanner, check))
+        };
+        let appended = read(&[call.scanner.text(), &held.text])?;
+        let resent = read(&[&held.text])?;
+        let (scanner, check) = if resent_at_end(&call.scanner, &held.text) {
+            resent
+        } else {
+            appended
+        };
+        Some(EarlyErrors {
+            grammar: certain_grammar_error(&scanner).cloned(),
+            checks: check.settled_errors().cloned().collect(),
+        })
+    });
+    if let Some(held) = call.held.as_deref_mut() {
+        held.early = early;
+    }
+}
+
+/// After a held fragment whose errors were reported early is decided: if the reading taken is
+/// not the one they came from, the errors the two readings do not share count as not reported
+/// yet, so `drain_errors` goes on to report those of the text the call really has.
+fn recount_reported(call: &mut Call, early: Option<EarlyErrors>) {
+    let Some(early) = early else { return };
+    call.sync();
+    let (grammar, checks) = early_errors(call);
+    let shared = early
+        .checks
+        .iter()
+        .zip(checks)
+        .take_while(|(a, b)| *a == *b)
+        .count();
+    let same_grammar = early.grammar.as_ref() == grammar;
+    let reported = &mut call.reported;
+    reported.checks = reported.checks.min(shared);
+    reported.grammar &= same_grammar;
 }
 
 #[cfg(test)]

@@ -144,3 +144,25 @@ def test_registry_reports_unsupported_keywords() -> None:
     assert reg.names() == ["t"]
     with pytest.raises(MisuseError):
         ToolRegistry({"t": "{not json"})
+
+
+@pytest.mark.parametrize("when", ["before_finish", "after_finish"])
+def test_a_possible_resend_that_breaks_both_readings_is_reported_early(when: str) -> None:
+    # `{"b": ` then `{"b": 1}}`: the second fragment could be a cumulative resend or an ordinary
+    # continuation, so it waits for the next fragment to decide. Either way `b` is no array:
+    # the violation is certain now and must not wait for the decision.
+    registry = ToolRegistry({"t": {"type": "object", "properties": {"b": {"type": "array"}}}})
+    a = Assembler(tools=registry)
+    a.feed(0, id="c1", name="t", arguments='{"b": ')
+    a.feed(0, arguments='{"b": 1}}')
+    if when == "after_finish":
+        [call] = a.finish()
+        assert call.error is not None and call.error.path == "/b"
+        return
+    assert a.failed
+    [(_, early)] = a.drain_errors()
+    assert (early.kind, early.path) == ("schema_violation", "/b")
+    [call] = a.finish()
+    # The decision at the end is unchanged: appended, the text is one complete value.
+    assert call.arguments == '{"b": {"b": 1}}'
+    assert call.error == early
