@@ -1,12 +1,15 @@
-//! The outline of a JSON text, read without validating it: how many object members it writes,
+//! The outline of a JSON text, read without validating it: whether an object may repeat a key,
 //! how deep it nests, whether its numbers are plain, and what its top-level value starts with.
 //!
 //! Design notes:
 //! - It exists so that a strict parser's acceptance of a text can stand in for a full scan. A
 //!   strict RFC 8259 parser (orjson) accepts no text our scanner refuses, except in what the
 //!   outline measures: nesting beyond our depth limit, and repeated keys (such a parser keeps
-//!   the last one). Its objects hold one entry per distinct key, so their sizes add up to
-//!   `members` exactly when no object repeats a key.
+//!   the last one).
+//! - Repeated keys are judged on the raw key bytes: two keys decode alike only if their bytes
+//!   are equal or one of them has an escape (valid UTF-8 decodes one way). So a key with an
+//!   escape, or two keys of one object with the same hash, count as possibly repeated: the
+//!   caller then scans, and the scan decides. A false alarm costs time, never a wrong verdict.
 //! - On text that is not valid JSON the figures mean nothing, but reading them is still safe
 //!   and linear: the caller only trusts them once the parser has accepted the same text.
 //! - Strings are skipped eight bytes at a time up to the next quote or backslash; only the
@@ -17,8 +20,8 @@ use crate::scanner::long_exponent;
 /// What [`outline`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Outline {
-    /// Colons outside strings: in valid JSON, one per object member.
-    pub members: usize,
+    /// Some object may repeat a key (see the module notes); false means none does.
+    pub repeated_keys: bool,
     /// The deepest nesting of objects and arrays.
     pub depth: usize,
     /// Every number lexeme has at most 18 characters and an exponent of at most two digits
@@ -59,7 +62,7 @@ static CLASSES: [Class; 256] = {
 /// Reads the outline of `text` in one pass.
 #[must_use]
 pub fn outline(text: &[u8]) -> Outline {
-    let mut members = 0;
+    let mut keys = Keys::default();
     let mut depth = 0usize;
     let mut deepest = 0;
     let mut plain_numbers = true;
@@ -67,18 +70,31 @@ pub fn outline(text: &[u8]) -> Outline {
         .iter()
         .copied()
         .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+    // The last string read: in valid JSON, a colon follows a key and nothing else.
+    let mut last_string = (0, 0, false);
     let mut i = 0;
     while let Some(&b) = text.get(i) {
         i += 1;
         match CLASSES[usize::from(b)] {
             Class::Other => {}
-            Class::Quote => i = string_end(text, i),
-            Class::Colon => members += 1,
+            Class::Quote => {
+                let (end, escaped) = string_end(text, i);
+                last_string = (i, end.saturating_sub(1), escaped);
+                i = end;
+            }
+            Class::Colon => {
+                let (start, end, escaped) = last_string;
+                keys.add(text.get(start..end).unwrap_or_default(), escaped);
+            }
             Class::Open => {
                 depth += 1;
                 deepest = deepest.max(depth);
+                keys.open();
             }
-            Class::Close => depth = depth.saturating_sub(1),
+            Class::Close => {
+                depth = depth.saturating_sub(1);
+                keys.close();
+            }
             Class::Number => {
                 let start = i - 1;
                 let rest = text.get(i..).unwrap_or_default();
@@ -94,11 +110,73 @@ pub fn outline(text: &[u8]) -> Outline {
         }
     }
     Outline {
-        members,
+        repeated_keys: keys.repeated,
         depth: deepest,
         plain_numbers,
         first,
     }
+}
+
+/// The keys of the open containers, as words: one stack shared by all depths.
+#[derive(Default)]
+struct Keys {
+    words: Vec<u64>,
+    /// Where each open container's words start.
+    starts: Vec<usize>,
+    repeated: bool,
+}
+
+/// An object with at most this many keys is checked pair by pair; a larger one is sorted.
+const PAIRWISE_KEYS: usize = 16;
+
+impl Keys {
+    fn open(&mut self) {
+        self.starts.push(self.words.len());
+    }
+
+    fn add(&mut self, key: &[u8], escaped: bool) {
+        if escaped {
+            self.repeated = true;
+        }
+        self.words.push(key_word(key));
+    }
+
+    fn close(&mut self) {
+        let start = self.starts.pop().unwrap_or(0).min(self.words.len());
+        let words = &mut self.words[start..];
+        if words.len() <= PAIRWISE_KEYS {
+            for (i, word) in words.iter().enumerate() {
+                if words[i + 1..].contains(word) {
+                    self.repeated = true;
+                }
+            }
+        } else {
+            words.sort_unstable();
+            if words.windows(2).any(|pair| pair[0] == pair[1]) {
+                self.repeated = true;
+            }
+        }
+        self.words.truncate(start);
+    }
+}
+
+/// A key as one word: its bytes themselves when it has at most 7 (then equal words mean equal
+/// keys), or a hash with the top bit set (equal keys give equal words).
+fn key_word(key: &[u8]) -> u64 {
+    if key.len() < 8 {
+        let mut word = [0u8; 8];
+        word[..key.len()].copy_from_slice(key);
+        // The length in the top byte tells a key from the same key padded with NUL bytes.
+        return u64::from_le_bytes(word) | (key.len() as u64) << 56;
+    }
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for chunk in key.chunks(8) {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        hash = (hash ^ u64::from_le_bytes(word)).wrapping_mul(0x0000_0100_0000_01b3);
+        hash ^= hash >> 29;
+    }
+    hash ^ (key.len() as u64).rotate_left(40) | 1 << 63
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -110,10 +188,11 @@ fn zero_byte(w: u64) -> u64 {
 }
 
 /// The offset just past the closing quote of the string whose content starts at `from` (the
-/// end of the text when it never closes). Eight bytes at a time while no quote or backslash is
-/// among them: tool arguments are mostly short strings, where a call to `memchr` costs more
-/// than the search.
-fn string_end(text: &[u8], mut from: usize) -> usize {
+/// end of the text when it never closes), and whether the string has an escape. Eight bytes
+/// at a time while no quote or backslash is among them: tool arguments are mostly short
+/// strings, where a call to `memchr` costs more than the search.
+fn string_end(text: &[u8], mut from: usize) -> (usize, bool) {
+    let mut escaped = false;
     loop {
         while let Some(chunk) = text.get(from..from + 8) {
             let mut word = [0u8; 8];
@@ -129,18 +208,19 @@ fn string_end(text: &[u8], mut from: usize) -> usize {
             from += 8;
         }
         match text.get(from) {
-            Some(b'"') => return from + 1,
+            Some(b'"') => return (from + 1, escaped),
             // A backslash escapes the next byte, whatever it is; in valid text a `\u` is
             // followed by four hex digits, which hold no quote or backslash.
             Some(b'\\') => {
+                escaped = true;
                 from += if text.get(from + 1) == Some(&b'u') {
                     6
                 } else {
                     2
-                }
+                };
             }
             Some(_) => from += 1,
-            None => return text.len(),
+            None => return (text.len(), escaped),
         }
     }
 }
@@ -150,12 +230,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counts_members_outside_strings_only() {
-        let o = outline(br#" {"a:b": "c:d", "e\":": [1, {"f": "\\"}], "g": {}} "#);
-        assert_eq!(o.members, 4);
+    fn reads_keys_outside_strings_only() {
+        let o = outline(br#" {"a:b": "c:d", "e": [1, {"f": "a:b"}], "g": {"e": 1}} "#);
+        assert!(!o.repeated_keys);
         assert_eq!(o.depth, 3);
         assert_eq!(o.first, Some(b'{'));
         assert!(o.plain_numbers);
+    }
+
+    #[test]
+    fn repeated_keys_are_never_missed() {
+        for text in [
+            r#"{"a": 1, "a": 2}"#,
+            r#"{"x": {"b": 1, "c": [{"d": 1}], "b": 2}}"#,
+            r#"{"a long key of many bytes": 1, "a long key of many bytes": 2}"#,
+            r#"{"a": 1, "\u0061": 2}"#,
+            r#"{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k3":3}"#,
+        ] {
+            assert!(outline(text.as_bytes()).repeated_keys, "{text}");
+        }
+        for text in [
+            r#"{"a": {"a": {"a": 1}}, "b": [{"a": 1}, {"a": 2}]}"#,
+            r#"{"ab": 1, "a": 2, "abcdefgh": 3, "abcdefg": 4, "abcdefghi": 5}"#,
+            r#"{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16}"#,
+        ] {
+            assert!(!outline(text.as_bytes()).repeated_keys, "{text}");
+        }
     }
 
     #[test]

@@ -437,62 +437,25 @@ impl PyToolCall {
         })
     }
 
-    /// The value of a call left unscanned, when orjson accepts its text and the text's
-    /// outline shows nothing orjson would let past the scanner (see [`crate::outline`]): an
-    /// object within the depth limit, plain numbers, and no repeated key. Settles the call as
-    /// valid. None when any of that fails: the scan then decides.
+    /// The value of a call left unscanned, when the text's outline shows nothing orjson would
+    /// let past the scanner (see [`crate::outline`]: an object within the depth limit, plain
+    /// numbers, no key that may repeat) and orjson accepts it. Settles the call as valid. None
+    /// when any of that fails: the scan then decides.
     fn accepted_value<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
         let config = self.call.unscanned.as_ref()?;
         let text = &self.call.arguments;
         let shape = outline(text);
-        if shape.first != Some(b'{') || !shape.plain_numbers || shape.depth > config.max_depth {
-            return None;
-        }
-        let value = orjson_value(py, text)?;
-        if config.duplicate_keys == DuplicateKeys::Error && object_members(&value) != shape.members
+        if shape.first != Some(b'{')
+            || !shape.plain_numbers
+            || shape.depth > config.max_depth
+            || (shape.repeated_keys && config.duplicate_keys == DuplicateKeys::Error)
         {
             return None;
         }
+        let value = orjson_value(py, text)?;
         // Another thread may have scanned it meanwhile; both verdicts agree.
         let _ = self.verdict.set(JsonVerdict::ACCEPTED);
         Some(value)
-    }
-}
-
-/// The entries of every dict in a value orjson built: one per distinct key of each object.
-fn object_members(value: &Bound<'_, PyAny>) -> usize {
-    // SAFETY: `value` is a live object and the GIL is held (the `Bound` proves both).
-    unsafe { members_below(value.as_ptr()) }
-}
-
-/// [`object_members`] on borrowed pointers: no reference counting per item.
-///
-/// # Safety
-/// The GIL is held and `object` is live. Nothing below runs Python code, so no container can
-/// change or be freed while it is walked, and every item pointer borrowed from a live dict or
-/// list stays valid for the walk.
-unsafe fn members_below(object: *mut pyo3::ffi::PyObject) -> usize {
-    use pyo3::ffi;
-    // SAFETY: (all blocks) the function's contract; the `*_GET_*` macros are called only on
-    // objects whose exact type was just checked, with indices below their size.
-    unsafe {
-        if ffi::PyDict_CheckExact(object) != 0 {
-            let mut count = usize::try_from(ffi::PyDict_Size(object)).unwrap_or(0);
-            let mut pos: ffi::Py_ssize_t = 0;
-            let mut key = std::ptr::null_mut();
-            let mut item = std::ptr::null_mut();
-            while ffi::PyDict_Next(object, &mut pos, &mut key, &mut item) != 0 {
-                count += members_below(item);
-            }
-            count
-        } else if ffi::PyList_CheckExact(object) != 0 {
-            let len = ffi::PyList_GET_SIZE(object);
-            (0..len)
-                .map(|i| members_below(ffi::PyList_GET_ITEM(object, i)))
-                .sum()
-        } else {
-            0
-        }
     }
 }
 
