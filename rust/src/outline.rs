@@ -120,9 +120,9 @@ pub fn outline(text: &[u8]) -> Outline {
 /// The keys of the open containers, as words: one stack shared by all depths.
 #[derive(Default)]
 struct Keys {
-    words: Vec<u64>,
+    words: Stack<u64, 32>,
     /// Where each open container's words start.
-    starts: Vec<usize>,
+    starts: Stack<usize, 16>,
     repeated: bool,
 }
 
@@ -143,7 +143,7 @@ impl Keys {
 
     fn close(&mut self) {
         let start = self.starts.pop().unwrap_or(0).min(self.words.len());
-        let words = &mut self.words[start..];
+        let words = &mut self.words.as_mut_slice()[start..];
         if words.len() <= PAIRWISE_KEYS {
             for (i, word) in words.iter().enumerate() {
                 if words[i + 1..].contains(word) {
@@ -160,23 +160,100 @@ impl Keys {
     }
 }
 
+/// A stack that lives inline until it outgrows `N` items, then on the heap. Arguments of a few
+/// kilobytes rarely hold more than a few dozen keys at once, and for them the allocations of a
+/// `Vec` cost as much as the rest of the outline.
+struct Stack<T, const N: usize> {
+    inline: [T; N],
+    len: usize,
+    /// Every item, once there were more than `N`; `inline` is unused from then on.
+    spilled: Option<Vec<T>>,
+}
+
+impl<T: Copy + Default, const N: usize> Default for Stack<T, N> {
+    fn default() -> Self {
+        Self {
+            inline: [T::default(); N],
+            len: 0,
+            spilled: None,
+        }
+    }
+}
+
+impl<T: Copy, const N: usize> Stack<T, N> {
+    fn len(&self) -> usize {
+        self.spilled.as_ref().map_or(self.len, Vec::len)
+    }
+
+    fn push(&mut self, item: T) {
+        if let Some(items) = &mut self.spilled {
+            items.push(item);
+        } else if let Some(slot) = self.inline.get_mut(self.len) {
+            *slot = item;
+            self.len += 1;
+        } else {
+            let mut items = Vec::with_capacity(4 * N);
+            items.extend_from_slice(&self.inline);
+            items.push(item);
+            self.spilled = Some(items);
+        }
+    }
+
+    fn pop(&mut self) -> Option<T> {
+        if let Some(items) = &mut self.spilled {
+            return items.pop();
+        }
+        self.len = self.len.checked_sub(1)?;
+        self.inline.get(self.len).copied()
+    }
+
+    fn truncate(&mut self, len: usize) {
+        if let Some(items) = &mut self.spilled {
+            items.truncate(len);
+        } else {
+            self.len = self.len.min(len);
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        match &mut self.spilled {
+            Some(items) => items,
+            None => &mut self.inline[..self.len],
+        }
+    }
+}
+
+/// Up to eight bytes as a little-endian word, zero-padded. A byte loop: `copy_from_slice` of a
+/// variable length becomes a call to `memcpy`, which cost more than the rest of a short key.
+fn word_of(bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .take(8)
+        .enumerate()
+        .fold(0, |word, (i, &b)| word | u64::from(b) << (8 * i))
+}
+
 /// A key as one word: its bytes themselves when it has at most 7 (then equal words mean equal
 /// keys), or a hash with the top bit set (equal keys give equal words).
 fn key_word(key: &[u8]) -> u64 {
     if key.len() < 8 {
-        let mut word = [0u8; 8];
-        word[..key.len()].copy_from_slice(key);
         // The length in the top byte tells a key from the same key padded with NUL bytes.
-        return u64::from_le_bytes(word) | (key.len() as u64) << 56;
+        return word_of(key) | (key.len() as u64) << 56;
     }
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for chunk in key.chunks(8) {
-        let mut word = [0u8; 8];
-        word[..chunk.len()].copy_from_slice(chunk);
-        hash = (hash ^ u64::from_le_bytes(word)).wrapping_mul(0x0000_0100_0000_01b3);
-        hash ^= hash >> 29;
+    let mut chunks = key.chunks_exact(8);
+    for chunk in chunks.by_ref() {
+        hash = mix(hash, word_of(chunk));
+    }
+    if !chunks.remainder().is_empty() {
+        hash = mix(hash, word_of(chunks.remainder()));
     }
     hash ^ (key.len() as u64).rotate_left(40) | 1 << 63
+}
+
+fn mix(hash: u64, word: u64) -> u64 {
+    let hash = (hash ^ word).wrapping_mul(0x0000_0100_0000_01b3);
+    hash ^ hash >> 29
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -256,6 +333,33 @@ mod tests {
         ] {
             assert!(!outline(text.as_bytes()).repeated_keys, "{text}");
         }
+    }
+
+    /// Past the inline capacity of the key stacks (32 words, 16 open containers) nothing changes.
+    #[test]
+    fn many_keys_and_deep_nesting_are_judged_alike() {
+        let many: Vec<String> = (0..70).map(|k| format!("\"key{k}\": {k}")).collect();
+        let flat = format!("{{{}}}", many.join(", "));
+        assert!(!outline(flat.as_bytes()).repeated_keys);
+        let repeated = format!("{{{}, \"key3\": 0}}", many.join(", "));
+        assert!(outline(repeated.as_bytes()).repeated_keys);
+        // Forty nested objects, each with a key of its own before the next and one after it:
+        // the words of every open level stay on the stack while deeper levels come and go.
+        let mut nested = String::new();
+        for level in 0..40 {
+            nested.push_str(&format!("{{\"a{level}\": 1, \"next\": "));
+        }
+        nested.push_str("null");
+        for level in (0..40).rev() {
+            nested.push_str(&format!(", \"z{level}\": 2}}"));
+        }
+        let o = outline(nested.as_bytes());
+        assert_eq!(o.depth, 40);
+        assert!(!o.repeated_keys, "{nested}");
+        let clash = nested.replacen(", \"z20\": 2}", ", \"a20\": 2}", 1);
+        assert!(outline(clash.as_bytes()).repeated_keys, "{clash}");
+        let elsewhere = nested.replacen(", \"z20\": 2}", ", \"a21\": 2}", 1);
+        assert!(!outline(elsewhere.as_bytes()).repeated_keys, "{elsewhere}");
     }
 
     #[test]
