@@ -1136,8 +1136,10 @@ fn first_non_ws_offset(text: &[u8]) -> usize {
 }
 
 /// U+FFFD (EF BF BD) in the text: a character was mangled before it reached us (quirk 40).
+/// A search for the lead byte: `memmem` builds a searcher on each call, which cost more than
+/// the search itself on short arguments, and EF leads only U+F000 to U+FFFF, rare in text.
 fn contains_replacement_character(text: &[u8]) -> bool {
-    memchr::memmem::find(text, "\u{FFFD}".as_bytes()).is_some()
+    memchr::memchr_iter(0xEF, text).any(|at| text.get(at + 1..at + 3) == Some(&[0xBF, 0xBD]))
 }
 
 /// Whether `text` appended to what `scanner` holds is still valid JSON so far. A fragment that
@@ -1294,6 +1296,29 @@ fn recount_reported(call: &mut Call, early: Option<EarlyErrors>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replacement_character_is_found_wherever_it_is() {
+        let fffd = "\u{FFFD}".as_bytes();
+        for text in [
+            fffd.to_vec(),
+            [b"{\"a\": \"".as_slice(), fffd, b"\"}"].concat(),
+            [&[0xEF, 0xEF][..], fffd].concat(),
+            "\u{F000}\u{FFFD}".as_bytes().to_vec(),
+        ] {
+            assert!(contains_replacement_character(&text), "{text:?}");
+        }
+        for text in [
+            &b""[..],
+            &[0xEF],
+            &[0xEF, 0xBF],
+            &[0xEF, 0xBF, 0xBE],
+            "\u{F000}\u{FFFC}".as_bytes(),
+            b"{\"a\": \"\\ufffd\"}",
+        ] {
+            assert!(!contains_replacement_character(text), "{text:?}");
+        }
+    }
 
     #[test]
     fn open_calls_keep_every_kind_of_key() {
