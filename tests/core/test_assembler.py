@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import threading
@@ -652,6 +653,28 @@ def test_progress_into_a_list_is_filled_by_raw_sse_too() -> None:
         assert items == expected
     assert {p for _, p, _ in items} == {"/city", "/days/0", "/days/1"}
     assert pushed.finish()[0].value == {"city": "東京", "days": [1, 22]}
+
+
+def test_progress_items_are_left_out_of_cyclic_garbage_collection() -> None:
+    # An item holds an int and two strs: it cannot be part of a cycle, so the collector must
+    # not walk the many items a long stream leaves in the caller's list. They are still freed
+    # by reference counting, and both ways of getting them agree.
+    items: list[tuple[int, str, str]] = []
+    into = Assembler(progress_into=items)
+    drained = Assembler(track_progress=True)
+    got: list[tuple[int, str, str]] = []
+    for fragment in ['{"city": "東', '京", "days": [1, 2', "2]}"]:
+        into.feed(0, id="call_1", name="tool", arguments=fragment)
+        drained.feed(0, id="call_1", name="tool", arguments=fragment)
+        got.extend(drained.drain_progress())
+    assert items == got
+    assert items == [
+        (0, "/city", "東"),
+        (0, "/city", "京"),
+        (0, "/days/0", "1"),
+        (0, "/days/1", "22"),
+    ]
+    assert not any(gc.is_tracked(item) for item in items + got)
 
 
 def test_progress_items_a_caller_dropped_are_freed_while_the_stream_runs() -> None:
