@@ -480,6 +480,57 @@ def test_discriminated_union_becomes_any_of() -> None:
     assert strict_problems(Adopt.model_json_schema(), tool="adopt") == []
 
 
+class Shelter(BaseModel):
+    """Pets, one of them picked by its tag, at two depths."""
+
+    pet: Annotated[Cat | Dog, Field(discriminator="kind")]
+    waiting: list[Annotated[Cat | Dog, Field(discriminator="kind")]] = []
+
+
+def _references(node: Any) -> list[str]:
+    """Every `$ref` and every `discriminator.mapping` value under `node`."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            found.append(node["$ref"])
+        disc = node.get("discriminator")
+        if isinstance(disc, dict) and isinstance(disc.get("mapping"), dict):
+            found.extend(disc["mapping"].values())
+        for value in node.values():
+            found.extend(_references(value))
+    elif isinstance(node, list):
+        for item in node:
+            found.extend(_references(item))
+    return found
+
+
+def _resolves(schema: dict[str, Any], ref: str) -> bool:
+    target: Any = schema
+    for token in ref.removeprefix("#/").split("/") if ref != "#" else []:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if not isinstance(target, dict) or token not in target:
+            return False
+        target = target[token]
+    return True
+
+
+@pytest.mark.parametrize("model", [Shelter, Adopt])
+def test_no_export_points_at_an_inlined_definition(model: type[BaseModel]) -> None:
+    # Pydantic's discriminator maps each tag to `#/$defs/Cat`; once the branches are inlined,
+    # such a pointer leads nowhere, and a provider or tool that follows it fails.
+    tools = Toolset([model])
+    anthropic = tools.anthropic()[0]["input_schema"]
+    openai_params = tools.openai()[0]["function"]["parameters"]
+    responses = tools.responses()[0]["parameters"]
+    for schema in (anthropic, openai_params, responses, inline_refs(model.model_json_schema())):
+        refs = _references(schema)
+        assert all(_resolves(schema, ref) for ref in refs), refs
+    pet = anthropic["properties"]["pet"]
+    assert pet["discriminator"] == {"propertyName": "kind"}
+    assert [b["properties"]["kind"]["const"] for b in pet["oneOf"]] == ["cat", "dog"]
+    jsonschema.Draft202012Validator(anthropic).validate({"pet": {"kind": "dog", "good": True}})
+
+
 def test_nesting_limit() -> None:
     schema: dict[str, Any] = {"type": "object", "properties": {}}
     node = schema

@@ -269,11 +269,12 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
                 rest = {k: v for k, v in siblings.items() if k not in _ANNOTATIONS}
                 return walk({"allOf": [body, rest], **notes}, (*stack, key))
             return walk({**body, **siblings}, (*stack, key))
-        return {
+        out = {
             key: walk(value, stack)
             for key, value in as_dict.items()
             if key not in ("$defs", "definitions")
         }
+        return _without_discriminator_mapping(out)
 
     result = cast(JsonSchema, walk(schema, ("#",)))
     # A kept definition may itself reference another definition that must then be kept too.
@@ -286,6 +287,24 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     if kept:
         result["$defs"] = {name: kept[name] for name in sorted(kept)}
     return result
+
+
+def _without_discriminator_mapping(node: JsonSchema) -> JsonSchema:
+    """`node` without its OpenAPI `discriminator.mapping`, whose values are references.
+
+    Pydantic maps each tag to `#/$defs/Branch`; once the branches are inlined those point
+    nowhere, and a consumer that follows them fails. The tag `const` in each branch says the
+    same, and `propertyName` stays.
+    """
+    discriminator = _as_dict(node.get("discriminator"))
+    if (
+        discriminator is None
+        or not isinstance(discriminator.get("propertyName"), str)
+        or _as_dict(discriminator.get("mapping")) is None
+    ):
+        return node
+    kept = {k: v for k, v in discriminator.items() if k != "mapping"}
+    return {**node, "discriminator": kept}
 
 
 # Keywords whose subschemas describe the same object as their parent: properties named there
