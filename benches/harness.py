@@ -185,7 +185,9 @@ def run_alternative(
     elapsed = time.perf_counter() - started
     values = spec.check(result) if spec.check else result
     assert values == list(case.expected), f"{alt} gave different arguments on {case_name}"
-    label(benchmark, suite=suite, case=case, alt=alt, baseline=baseline)
+    # The size of what the alternative reads, for throughput: the SSE body on the raw path.
+    extra = {"input_bytes": sum(map(len, data))} if spec.view == "sse_pieces" else {}
+    label(benchmark, suite=suite, case=case, alt=alt, baseline=baseline, **extra)
     wanted = max(3, min(2000, int(ROUND_BUDGET_SECONDS / max(elapsed, 1e-6))))
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
