@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -63,6 +64,13 @@ def test_valid_call() -> None:
     assert outcome.model == Booking(guests=2, name="Ada", phone="+33123456789")
     assert outcome.call_id == "call_1" and outcome.tool == "booking"
     assert outcome.errors == [] and outcome.coercions == [] and outcome.error_type == ""
+    # Built without the dataclass `__init__`, it is still an equal, frozen dataclass.
+    assert outcome == Outcome(
+        ok=True, kind="ok", tool="booking", call_id="call_1", model=outcome.model
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        outcome.ok = False  # type: ignore[misc]
+    assert dataclasses.replace(outcome, call_id="call_2").call_id == "call_2"
 
 
 def test_valid_call_with_the_precheck() -> None:
