@@ -531,6 +531,60 @@ def test_no_export_points_at_an_inlined_definition(model: type[BaseModel]) -> No
     jsonschema.Draft202012Validator(anthropic).validate({"pet": {"kind": "dog", "good": True}})
 
 
+class Marked(BaseModel):
+    """Fields carrying toolwire's own keywords, and a property named like one."""
+
+    flag: bool = Field(json_schema_extra={"x-toolwire-coerce": ["bool_word"]})
+    since: int = Field(json_schema_extra={"x-unit": "unix-seconds"})
+    token: SecretStr = Field(json_schema_extra={"x-secret": True})
+    phone: str = Field(json_schema_extra={"x-user-supplied": True})
+    tags: list[Annotated[str, Field(json_schema_extra={"x-unit": "tag"})]]
+    unit: str = Field(alias="x-unit", json_schema_extra={"examples": [{"x-unit": "data"}]})
+
+
+def _keys(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        return set(node).union(*(_keys(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_keys(v) for v in node))
+    return set()
+
+
+def test_strict_exports_leave_out_toolwire_keywords() -> None:
+    # OpenAI's strict mode refuses keywords outside its subset; these only mean something to
+    # toolwire, which reads them from its own copy of the schema.
+    from toolwire import coercion, validation
+    from toolwire.schema_export import TOOLWIRE_KEYWORDS
+
+    assert {
+        validation.SECRET_KEY,
+        validation.USER_SUPPLIED_KEY,
+        coercion.UNIT_KEY,
+        coercion.COERCE_KEY,
+    } == TOOLWIRE_KEYWORDS
+    tools = Toolset([Marked])
+    for schema in (
+        tools.openai()[0]["function"]["parameters"],
+        tools.responses()[0]["parameters"],
+        strict_schema(Marked.model_json_schema(), tool="marked"),
+    ):
+        properties = schema["properties"]
+        assert "x-unit" in properties  # a property name, not a keyword
+        assert properties["x-unit"]["examples"] == [{"x-unit": "data"}]  # data, kept as is
+        keywords = _keys({k: v for k, v in properties.items() if k != "x-unit"})
+        assert not keywords & TOOLWIRE_KEYWORDS, keywords & TOOLWIRE_KEYWORDS
+    # toolwire itself still reads them: the word is coerced, the secret stays out of payloads.
+    assembler = Assembler(tools=tools)
+    arguments = (
+        '{"flag": "yes", "since": 1700000000, "token": "s3cr3t", "phone": "1", "tags": [],'
+        ' "x-unit": "kg"}'
+    )
+    assembler.feed(0, id="call_1", name="marked", arguments=arguments)
+    outcome = tools.validate(assembler.finish()[0])
+    assert outcome.ok and outcome.model is not None and outcome.model.flag is True
+    assert [(c.path, c.rule) for c in outcome.coercions] == [("/flag", "bool_word")]
+
+
 def test_nesting_limit() -> None:
     schema: dict[str, Any] = {"type": "object", "properties": {}}
     node = schema

@@ -570,6 +570,54 @@ def strict_problems(schema: Mapping[str, Any], *, tool: str) -> list[Relaxation]
     return _strict(schema, tool, nullable_optional=False)[1]
 
 
+# Keywords only toolwire reads (`x-secret` and `x-user-supplied` in validation, `x-unit` and
+# `x-toolwire-coerce` in coercion). A strict export leaves them out: OpenAI's strict mode
+# refuses keywords outside its subset, and these mean nothing to a provider.
+TOOLWIRE_KEYWORDS = frozenset({"x-secret", "x-user-supplied", "x-unit", "x-toolwire-coerce"})
+# Keywords whose value maps names to subschemas, and those whose value is a subschema or a
+# list of them; every other keyword's value is data (`enum`, `default`, `examples`, ...).
+_NAMED_SUBSCHEMAS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SUBSCHEMAS = (
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "additionalProperties",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+    "allOf",
+    "anyOf",
+    "oneOf",
+)
+
+
+def without_toolwire_keywords(node: Any) -> Any:
+    """`node` without `TOOLWIRE_KEYWORDS` in any subschema (a property named like one stays)."""
+    as_dict = _as_dict(node)
+    if as_dict is None:
+        return node
+    out: dict[str, Any] = {}
+    for key, value in as_dict.items():
+        if key in TOOLWIRE_KEYWORDS:
+            continue
+        named = _as_dict(value) if key in _NAMED_SUBSCHEMAS else None
+        listed = _as_list(value) if key in _SUBSCHEMAS else None
+        if named is not None:
+            out[key] = {name: without_toolwire_keywords(sub) for name, sub in named.items()}
+        elif listed is not None:
+            out[key] = [without_toolwire_keywords(sub) for sub in listed]
+        elif key in _SUBSCHEMAS:
+            out[key] = without_toolwire_keywords(value)
+        else:
+            out[key] = value
+    return out
+
+
 def _strict(
     schema: Mapping[str, Any], tool: str, *, nullable_optional: bool
 ) -> tuple[JsonSchema, list[Relaxation]]:
@@ -583,7 +631,7 @@ def _strict(
         out["$defs"] = {name: walker.walk(sub, name, 0) for name, sub in defs.items()}
     if walker.property_count > MAX_PROPERTIES:
         walker.problem("", "properties", f"more than {MAX_PROPERTIES} object properties in all")
-    return out, walker.problems
+    return cast(JsonSchema, without_toolwire_keywords(out)), walker.problems
 
 
 def strict_schema(
