@@ -602,6 +602,32 @@ def test_enum_limit() -> None:
     assert [p.keyword for p in strict_problems(schema, tool="t")] == ["enum"]
 
 
+def test_enum_values_count_across_the_whole_schema() -> None:
+    # OpenAI's limit is on enum values across all enum properties, not on each one.
+    def with_enums(sizes: list[int]) -> dict[str, Any]:
+        props = {f"e{i}": {"type": "integer", "enum": list(range(n))} for i, n in enumerate(sizes)}
+        return {"type": "object", "properties": props}
+
+    assert strict_problems(with_enums([500, 500]), tool="t") == []
+    problems = strict_problems(with_enums([500, 400, 101, 7]), tool="t")
+    assert [(p.path, p.keyword) for p in problems] == [("e2", "enum")]
+
+
+def test_large_string_enums_and_long_names_are_outside_the_strict_subset() -> None:
+    # More than 250 string values may hold at most 15,000 characters together.
+    words = [f"{i:03d}" + "x" * 57 for i in range(251)]  # 251 values of 60 characters
+    large = {"type": "object", "properties": {"w": {"type": "string", "enum": words}}}
+    assert [p.keyword for p in strict_problems(large, tool="t")] == ["enum"]
+    short = {"type": "object", "properties": {"w": {"type": "string", "enum": words[:250]}}}
+    assert strict_problems(short, tool="t") == []
+    # Names, enum and const values: at most 120,000 characters in all.
+    names = {f"{i:04d}" + "n" * 196: {"type": "string"} for i in range(601)}
+    wide = {"type": "object", "properties": names}
+    assert [p.keyword for p in strict_problems(wide, tool="t")] == ["properties"]
+    tools = Toolset([{"name": "wide", "parameters": wide}], strict=False)
+    assert tools.openai()[0]["function"]["strict"] is False
+
+
 def test_plain_dict_tool_export_round_trip() -> None:
     mcp_tool = {
         "name": "read_file",

@@ -53,7 +53,13 @@ JsonSchema = dict[str, Any]
 # Published OpenAI Structured Outputs limits ("Supported schemas", structured-outputs guide).
 MAX_OBJECT_DEPTH = 10
 MAX_PROPERTIES = 5000
+# Enum values across the whole schema.
 MAX_ENUM_VALUES = 1000
+# Characters of one enum's string values, once it has more than `LARGE_ENUM_VALUES` of them.
+MAX_LARGE_ENUM_CHARS = 15_000
+LARGE_ENUM_VALUES = 250
+# Characters of every property name, definition name, enum value and const value together.
+MAX_SCHEMA_CHARS = 120_000
 
 # Keywords the strict subset rejects outright, with the reason we report.
 _UNSUPPORTED: dict[str, str] = {
@@ -422,6 +428,9 @@ class _StrictWalker:
         self.nullable_optional = nullable_optional
         self.problems: list[Relaxation] = []
         self.property_count = 0
+        self.enum_values = 0
+        # Characters of names, enum and const values (see `MAX_SCHEMA_CHARS`).
+        self.chars = 0
 
     def problem(self, path: str, keyword: str, reason: str) -> None:
         self.problems.append(Relaxation(self.tool, path or "(root)", keyword, reason))
@@ -447,9 +456,7 @@ class _StrictWalker:
                 self.problem(path, key, reason)
         if not any(key in out for key in _TYPED_BY) and "allOf" not in out:
             self.problem(path, "type", "a value of any type (no `type`, as for `Any`)")
-        enum = _as_list(out.get("enum"))
-        if enum is not None and len(enum) > MAX_ENUM_VALUES:
-            self.problem(path, "enum", f"more than {MAX_ENUM_VALUES} enum values")
+        self._count_enum(out, path)
         if _is_object(out) or "properties" in out:
             depth += 1
             if depth == MAX_OBJECT_DEPTH + 1:
@@ -464,6 +471,7 @@ class _StrictWalker:
             props = _as_dict(out.get("properties")) or {}
             required = set(_as_list(out.get("required")) or [])
             self.property_count += len(props)
+            self.chars += sum(len(name) for name in props)
             out["properties"] = {
                 key: self._property(sub, f"{path}.{key}" if path else key, depth, key in required)
                 for key, sub in props.items()
@@ -479,6 +487,26 @@ class _StrictWalker:
             if branches is not None:
                 out[key] = [self.walk(branch, path, depth) for branch in branches]
         return out
+
+    def _count_enum(self, out: JsonSchema, path: str) -> None:
+        """Counts `enum` and `const` towards the schema's limits; one enum's own limit here."""
+        enum = _as_list(out.get("enum")) or []
+        strings = [v for v in enum if isinstance(v, str)]
+        if "const" in out and isinstance(out["const"], str):
+            strings.append(out["const"])
+        self.chars += sum(len(v) for v in strings)
+        before = self.enum_values
+        self.enum_values += len(enum)
+        if before <= MAX_ENUM_VALUES < self.enum_values:
+            self.problem(path, "enum", f"more than {MAX_ENUM_VALUES} enum values in all")
+        own_chars = sum(len(v) for v in enum if isinstance(v, str))
+        if len(enum) > LARGE_ENUM_VALUES and own_chars > MAX_LARGE_ENUM_CHARS:
+            self.problem(
+                path,
+                "enum",
+                f"more than {LARGE_ENUM_VALUES} enum values with more than"
+                f" {MAX_LARGE_ENUM_CHARS:,} characters in all",
+            )
 
     def _property(self, node: Any, path: str, depth: int, required: bool) -> Any:
         out = self.walk(node, path, depth)
@@ -631,6 +659,14 @@ def _strict(
         out["$defs"] = {name: walker.walk(sub, name, 0) for name, sub in defs.items()}
     if walker.property_count > MAX_PROPERTIES:
         walker.problem("", "properties", f"more than {MAX_PROPERTIES} object properties in all")
+    walker.chars += sum(len(name) for name in _as_dict(out.get("$defs")) or {})
+    if walker.chars > MAX_SCHEMA_CHARS:
+        walker.problem(
+            "",
+            "properties",
+            f"more than {MAX_SCHEMA_CHARS:,} characters of property names, definition names,"
+            " enum and const values",
+        )
     return cast(JsonSchema, without_toolwire_keywords(out)), walker.problems
 
 
