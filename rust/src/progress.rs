@@ -36,7 +36,7 @@ struct Level {
 }
 
 /// Visitor that records progress items.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Progress {
     /// The open containers are `levels[..depth]`; the levels past `depth` are kept for their
     /// key buffers, so that opening an object allocates nothing once the stream has been as
@@ -66,6 +66,29 @@ struct Pending {
     path_end: usize,
     end: usize,
     complete: bool,
+}
+
+/// Room reserved when tracking starts, enough for a typical call's nesting, pointers and the
+/// items of a few fragments: growing each buffer from empty cost a tenth of a small call's
+/// progress tracking in reallocations.
+const LEVELS: usize = 4;
+const POINTER_BYTES: usize = 32;
+const PENDING_BYTES: usize = 64;
+const PENDING_ITEMS: usize = 4;
+
+impl Default for Progress {
+    fn default() -> Self {
+        Self {
+            levels: Vec::with_capacity(LEVELS),
+            depth: 0,
+            prefix: String::with_capacity(POINTER_BYTES),
+            text: Vec::with_capacity(PENDING_BYTES),
+            paths: String::with_capacity(PENDING_BYTES),
+            items: Vec::with_capacity(PENDING_ITEMS),
+            string_path: String::with_capacity(POINTER_BYTES),
+            open_string: false,
+        }
+    }
 }
 
 impl Progress {
@@ -208,7 +231,10 @@ impl Visitor for Progress {
                 self.push_member_token(&mut prefix);
                 self.prefix = prefix;
                 if self.depth == self.levels.len() {
-                    self.levels.push(Level::default());
+                    self.levels.push(Level {
+                        key: String::with_capacity(POINTER_BYTES / 4),
+                        ..Level::default()
+                    });
                 }
                 self.depth += 1;
                 if let Some(level) = self.innermost() {
