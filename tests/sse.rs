@@ -950,6 +950,91 @@ fn malformed_and_unknown_events_are_counted_and_skipped() {
     assert_eq!(o.call(0).error, Some(ErrorKind::Filtered));
 }
 
+/// A Chat chunk carrying `args` for the call at `index` (its first chunk names it).
+fn chat_args(index: u32, args: &str, first: bool) -> String {
+    let head = if first {
+        format!(r#""id":"c{index}","type":"function","function":{{"name":"f","arguments":"#)
+    } else {
+        r#""function":{"arguments":"#.to_owned()
+    };
+    format!(
+        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":{index},{head}{}}}}}]}}}}]}}\n\n",
+        serde_json::to_string(args).expect("a string")
+    )
+}
+
+const CHAT_END: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n";
+
+#[test]
+fn a_malformed_event_while_a_call_is_open_keeps_that_call_from_running() {
+    // Event 3 could have been `"b": 2, ` of call 0: without it the call still closes as valid
+    // JSON, with a field missing. Call 1 was already one complete value, and call 2 started
+    // after the loss: both are untouched.
+    let body = [
+        chat_args(0, r#"{"a": 1, "#, true),
+        chat_args(1, r#"{"x": 1}"#, true),
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"fun\n\n"
+            .to_owned(),
+        chat_args(0, r#""c": 3}"#, false),
+        chat_args(2, r#"{"y": 2}"#, true),
+        CHAT_END.to_owned(),
+    ]
+    .concat();
+    let whole = run(body.as_bytes());
+    assert_eq!(whole.count(StreamErrorKind::MalformedEvent), 1);
+    assert_eq!(whole.call(0).args, r#"{"a": 1, "c": 3}"#);
+    assert_eq!(whole.call(0).error, Some(ErrorKind::LostEvent));
+    assert_eq!(whole.call(1).error, None);
+    assert_eq!(whole.call(2).error, None);
+    assert_eq!(whole.finish, Some(FinishReason::ToolCalls));
+    for at in 1..body.len() {
+        let (a, b) = body.as_bytes().split_at(at);
+        assert_eq!(run_chunks([a, b]), whole, "split at {at}");
+    }
+}
+
+#[test]
+fn an_event_dropped_for_size_while_a_call_is_open_keeps_that_call_from_running() {
+    let run_small = |pieces: &[&[u8]]| {
+        let mut d = StreamDecoder::with_config(
+            Assembler::new(AssemblerConfig::default()).expect("default config"),
+            SseConfig {
+                max_event_bytes: 400,
+            },
+        );
+        for p in pieces {
+            d.push(p).expect("push");
+        }
+        collect(d)
+    };
+    let long = format!(r#""b": "{}", "#, "x".repeat(500));
+    let body = [
+        chat_args(0, r#"{"a": 1, "#, true),
+        chat_args(0, &long, false),
+        chat_args(0, r#""c": 3}"#, false),
+        chat_args(1, r#"{"y": 2}"#, true),
+        CHAT_END.to_owned(),
+    ]
+    .concat();
+    let whole = run_small(&[body.as_bytes()]);
+    assert_eq!(whole.count(StreamErrorKind::EventTooLarge), 1);
+    assert_eq!(whole.call(0).error, Some(ErrorKind::LostEvent));
+    assert_eq!(
+        whole.call(1).error,
+        None,
+        "it started after the dropped event"
+    );
+    for at in (1..body.len()).step_by(7) {
+        let (a, b) = body.as_bytes().split_at(at);
+        assert_eq!(run_small(&[a, b]), whole, "split at {at}");
+    }
+    // Dropped as the last event of a push, after the call opened in the same push.
+    let third = chat_args(0, r#""c": 3}"#, false);
+    let cut = body.find(&third).expect("present");
+    let (a, b) = body.as_bytes().split_at(cut);
+    assert_eq!(run_small(&[a, b]), whole);
+}
+
 #[test]
 fn oversized_event_is_reported() {
     let mut d = StreamDecoder::with_config(

@@ -218,6 +218,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "The provider stopped this call before it was complete; it was not executed.",
         "zh": "服务商在调用完成前终止了它；该调用未执行。",
     },
+    "msg.lost_event": {
+        "en": "Part of this call was lost on the way, so it was not executed. Send the same call "
+        "again.",
+        "zh": "该调用的一部分在传输中丢失，因此未执行。请重新发送同一调用。",
+    },
     "msg.business_rule": {
         "en": "The request was rejected: {reasons}",
         "zh": "请求被拒绝：{reasons}",

@@ -247,7 +247,8 @@ class Outcome:
         retryable: True if asking the model to call again can fix it.
         error_type: A stable slug for the failure (`validation`, `truncated`, `invalid_json`,
             `not_object`, `too_large`, `unknown_tool`, `missing_name`, `filtered`,
-            `business_rule`, `needs_clarification`, `no_result`, `tool_failed`); "" when ok.
+            `lost_event`, `business_rule`, `needs_clarification`, `no_result`, `tool_failed`);
+            "" when ok.
         message: One sentence about the failure for the model.
         hint: Advice for the model (and for whoever reads the logs).
         ask_user: Fields only the user can supply (for `needs_clarification`).
@@ -2023,6 +2024,9 @@ def outcome_for_call_error(
         return fail("truncated", text("msg.truncated", lang), hint=text("hint.truncated", lang))
     if kind == "filtered":
         return fail("filtered", text("msg.filtered", lang), retryable=False)
+    if kind == "lost_event":
+        # Nothing the model did: the same call sent again is the fix.
+        return fail("lost_event", text("msg.lost_event", lang))
     if kind == "unknown_tool":
         name = json.dumps(shown_text(tool), ensure_ascii=False)
         return fail("unknown_tool", text("msg.unknown_tool", lang, name=name, names=names))

@@ -201,10 +201,12 @@ struct Call {
     mode: ArgMode,
     ended: bool,
     stopped: Option<String>,
-    mixed: Option<Box<Error>>,
+    /// An error in how the fragments arrived, not in what they say: object and text fragments
+    /// mixed, or an event that may have carried some of them lost in transit.
+    arrival: Option<Box<Error>>,
     metadata: Vec<(String, String)>,
     warnings: Vec<&'static str>,
-    // Boxed, like `progress` and `mixed`: most calls have none, and inline they made a `Call`
+    // Boxed, like `progress` and `arrival`: most calls have none, and inline they made a `Call`
     // 952 bytes, most of the memory of a stream in flight besides its text.
     check: Option<Box<CallCheck>>,
     /// Early errors already handed out by `drain_errors`.
@@ -267,8 +269,8 @@ struct Reported {
     checks: usize,
     /// The grammar error.
     grammar: bool,
-    /// The mixed-arguments error.
-    mixed: bool,
+    /// The arrival error.
+    arrival: bool,
 }
 
 /// The open call of each wire key. Providers number parallel calls 0, 1, 2, ...: those keys
@@ -408,7 +410,7 @@ impl Assembler {
             mode: ArgMode::Fragments,
             ended: false,
             stopped: None,
-            mixed: None,
+            arrival: None,
             metadata: Vec::new(),
             warnings: Vec::new(),
             check: None,
@@ -690,6 +692,35 @@ impl Assembler {
         Ok(())
     }
 
+    /// An event that may have carried part of a call could not be read (malformed or too
+    /// large, so skipped): every call whose arguments were still open may now lack a fragment
+    /// and becomes a [`ErrorKind::LostEvent`] error, never executed. A call whose arguments
+    /// were already one complete value, or whose end the provider had signalled, is untouched.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after finish.
+    pub fn lose_event(&mut self, reason: &str) -> Result<(), Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        for call in &mut self.calls {
+            call.sync();
+            let open = !call.ended && !call.scanner.is_complete() && call.stopped.is_none();
+            if open && call.arrival.is_none() {
+                call.arrival = Some(Box::new(Error::with_message(
+                    ErrorKind::LostEvent,
+                    call.scanner.text().len(),
+                    String::new(),
+                    format!(
+                        "an event that may have carried part of this call could not be read \
+                         ({reason})"
+                    ),
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Errors that became certain since the last call, as (ordinal, error): grammar errors and
     /// pre-check violations, each reported once.
     pub fn drain_errors(&mut self) -> Vec<(usize, Error)> {
@@ -710,10 +741,10 @@ impl Assembler {
             }
             call.reported = reported;
             let reported = &mut call.reported;
-            if let Some(e) = &call.mixed {
-                if !reported.mixed {
+            if let Some(e) = &call.arrival {
+                if !reported.arrival {
                     out.push((ordinal, (**e).clone()));
-                    reported.mixed = true;
+                    reported.arrival = true;
                 }
             }
         }
@@ -726,7 +757,7 @@ impl Assembler {
         self.calls.iter_mut().any(|c| {
             c.sync();
             has_certain_error(&c.scanner, c.check.as_deref())
-                || c.mixed.is_some()
+                || c.arrival.is_some()
                 || c.held.as_ref().is_some_and(|h| h.early.is_some())
         })
     }
@@ -873,7 +904,7 @@ fn deferrable(call: &Call, registry: Option<&Registry>) -> bool {
         && call.check.is_none()
         && call.progress.is_none()
         && call.held.is_none()
-        && call.mixed.is_none()
+        && call.arrival.is_none()
         && call.stopped.is_none()
         && call.mode != ArgMode::Value
         && !call.name.is_empty()
@@ -1056,7 +1087,7 @@ fn finish_call(
         Some(Error::new(ErrorKind::MissingName, 0, String::new()))
     } else if registry.is_some_and(|r| !r.contains(&call.name)) {
         registry.map(|r| crate::precheck::unknown_tool(&call.name, r))
-    } else if let Some(e) = call.mixed.take() {
+    } else if let Some(e) = call.arrival.take() {
         Some(*e)
     } else if deferred {
         None
@@ -1165,9 +1196,9 @@ fn appends_cleanly_twice(scanner: &Scanner, text: &[u8]) -> bool {
 fn extra_arguments(call: &mut Call, text: &[u8]) {
     if call.mode == ArgMode::Value && call.scanner.text() == text {
         call.warnings.push(warning::REPEAT_DROPPED);
-    } else if call.mixed.is_none() {
+    } else if call.arrival.is_none() {
         let offset = call.scanner.text().len();
-        call.mixed = Some(Box::new(Error::new(
+        call.arrival = Some(Box::new(Error::new(
             ErrorKind::MixedArguments,
             offset,
             String::new(),
@@ -1213,7 +1244,7 @@ fn resent_at_end(scanner: &Scanner, held: &[u8]) -> bool {
     replaced.finish().is_ok()
 }
 
-/// The early errors `drain_errors` reports for a call besides mixed arguments: its grammar
+/// The early errors `drain_errors` reports for a call besides its arrival error: its grammar
 /// error and its settled pre-check violations, or, while a held fragment already breaks both
 /// of its readings, those of the reading the call's end would pick.
 fn early_errors(call: &Call) -> (Option<&Error>, Vec<&Error>) {

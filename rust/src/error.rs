@@ -51,6 +51,9 @@ pub enum ErrorKind {
     MixedArguments,
     /// The provider stopped the call (content filter, refusal); it must not be executed.
     Filtered,
+    /// An event of the stream that may have carried part of the call could not be read; the
+    /// arguments may lack a fragment, so the call must not be executed.
+    LostEvent,
 }
 
 impl ErrorKind {
@@ -79,6 +82,7 @@ impl ErrorKind {
             Self::SchemaViolation => "schema_violation",
             Self::MixedArguments => "mixed_arguments",
             Self::Filtered => "filtered",
+            Self::LostEvent => "lost_event",
         }
     }
 
@@ -113,6 +117,7 @@ impl ErrorKind {
             Self::SchemaViolation => "arguments do not match the tool schema",
             Self::MixedArguments => "arguments arrived both as an object and as text",
             Self::Filtered => "the provider stopped this call",
+            Self::LostEvent => "part of this call may have been lost in transit",
         }
     }
 }

@@ -142,6 +142,8 @@ struct State {
     /// The provider gave up on the response ([`Action::GaveUp`]).
     gave_up: bool,
     events: u64,
+    /// Events the framer dropped for size that the assembler has been told of.
+    dropped_seen: u64,
     errors: Errors,
 }
 
@@ -314,6 +316,11 @@ impl StreamDecoder {
         } = &mut **body;
         let framed = framer.push(bytes, |event| {
             state.events += 1;
+            if event.dropped_before > state.dropped_seen {
+                state.dropped_seen = event.dropped_before;
+                // Fails only after `finish`, which `StreamDecoder` rules out.
+                let _ = assembler.lose_event("an event too large to read");
+            }
             let mut apply = |action: Action<'_>| state.apply(assembler, action);
             match decoder.decode(event.event, event.data, &mut apply) {
                 Ok(format) => {
@@ -324,14 +331,21 @@ impl StreamDecoder {
                 Err(e) => {
                     let kind = match e {
                         EventError::Malformed(_) | EventError::InvalidUtf8(_) => {
+                            // It may have carried a fragment of any open call.
+                            let _ = assembler.lose_event("a malformed event");
                             StreamErrorKind::MalformedEvent
                         }
+                        // An event of a type no format has: not a call's (SDKs skip it too).
                         EventError::UnknownEvent(_) => StreamErrorKind::UnknownEvent,
                     };
                     state.errors.record(kind, state.events, || e.to_string());
                 }
             }
         });
+        if framer.dropped_events() > state.dropped_seen {
+            state.dropped_seen = framer.dropped_events();
+            let _ = assembler.lose_event("an event too large to read");
+        }
         let errors = &mut state.errors;
         let new = framer.dropped_events() - errors.counts[StreamErrorKind::EventTooLarge.slot()];
         if let Err(e @ SseError::EventTooLarge { after, .. }) = framed {

@@ -89,6 +89,8 @@ pub struct Event<'a> {
     pub data: &'a [u8],
     /// The last event id seen so far in the stream (it persists across events, per spec).
     pub id: &'a [u8],
+    /// Events dropped for size so far, all of them before this one.
+    pub dropped_before: u64,
 }
 
 impl Event<'_> {
@@ -445,6 +447,7 @@ impl Framer {
                 event: &self.event,
                 data,
                 id: &self.id,
+                dropped_before: self.dropped,
             });
         }
         self.skipping = false;

@@ -1,0 +1,87 @@
+"""An event that cannot be read while a call is open: the call must not run.
+
+A malformed event (not JSON, or cut short by a proxy) or one too large to read may have carried
+a fragment of any open call. Skipping it and assembling the rest can still close the arguments
+as valid JSON, with a field missing: a call that would run with data the model never chose.
+The raw path marks every call whose arguments were still open as `lost_event` (the SDKs raise
+at such an event, and their calls end cut off); a call already complete, or one that starts
+after the loss, is untouched.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("toolwire._core")
+
+from toolwire import Assembler, tool_messages
+from toolwire.toolset import Toolset
+
+from .clients import assemble_sync
+from .conftest import SSEServer
+from .streamkit import Call, before_the_end, sse_body, well_formed_stream
+
+CALLS = [Call("get_weather", '{"city": "Oslo", "days": 3}'), Call("lookup", '{"q": [1, 2]}')]
+GARBLED = {
+    "openai-chat": b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"fun\n\n',
+    "openai-responses": b'event: response.function_call_arguments.delta\ndata: {"type":"resp\n\n',
+    "anthropic": b'event: content_block_delta\ndata: {"type":"content_block_delta","ind\n\n',
+}
+
+
+def _with_garbled_event(fmt: str) -> bytes:
+    """The stream with an unreadable event right after the first call's first fragment."""
+    events = well_formed_stream(fmt, CALLS, size=4)
+    body = sse_body(events, fmt)
+    # The first event that carries argument text of the first call (its first fragment).
+    first = next(i for i, e in enumerate(events) if '{"ci' in str(e))
+    cut = len(sse_body(events[: first + 1], fmt).removesuffix(b"data: [DONE]\n\n"))
+    return body[:cut] + GARBLED[fmt] + body[cut:]
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic"])
+def test_a_call_open_across_an_unreadable_event_does_not_run(fmt: str) -> None:
+    body = _with_garbled_event(fmt)
+    assembler = Assembler()
+    assembler.feed_sse(body)
+    assert assembler.failed, "known at once, before the stream ends"
+    calls = assembler.finish()
+    assert [c.name for c in calls] == ["get_weather", "lookup"]
+    first, second = calls
+    assert first.error is not None and first.error.kind == "lost_event"
+    assert second.ok, "it started after the loss"
+    assert [kind for kind, _, _ in assembler.stream_errors()] == ["malformed_event"]
+    tools = Toolset(
+        [
+            {"name": "get_weather", "parameters": {"type": "object"}},
+            {"name": "lookup", "parameters": {"type": "object"}},
+        ]
+    )
+    outcome = tools.validate(first)
+    assert not outcome.ok and outcome.error_type == "lost_event" and outcome.retryable
+    assert outcome.message is not None and "not executed" in outcome.message
+    messages = tool_messages(calls, [None, {"found": 1}])
+    assert [m["tool_call_id"] for m in messages] == [c.id for c in calls]
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic"])
+def test_the_sdk_path_does_not_run_it_either(sse_server: SSEServer, fmt: str) -> None:
+    # The SDKs raise at an event they cannot parse: the stream ends there as a transport
+    # error, and the call it interrupted comes back cut off, never runnable.
+    body = _with_garbled_event(fmt)
+    _, stream = assemble_sync(sse_server.register(body), fmt)
+    assert stream.transport_error is not None
+    assert stream.calls and stream.calls[0].name == "get_weather"
+    assert not stream.calls[0].ok
+
+
+def test_an_unreadable_event_between_calls_costs_nothing() -> None:
+    fmt = "openai-chat"
+    events = well_formed_stream(fmt, CALLS, size=64)
+    head = before_the_end(events, fmt)
+    body = sse_body(head, fmt).removesuffix(b"data: [DONE]\n\n")
+    tail = sse_body([e for e in events if e not in head], fmt)
+    assembler = Assembler()
+    assembler.feed_sse(body + GARBLED[fmt] + tail)
+    calls = assembler.finish()
+    assert all(c.ok for c in calls), [c.error for c in calls]
