@@ -394,3 +394,27 @@ def test_responses_deltas_without_an_added_item_are_a_call_on_every_path(
         assert (call.name, call.error) == ("f", None)
     else:
         assert call.error is not None and call.error.kind == "missing_name"
+
+
+def test_an_anthropic_block_restarting_an_open_index_is_a_call_on_every_path(
+    sse_server: SSEServer, split: str
+) -> None:
+    # A translator that numbers every block 0 and skips the text block's `content_block_stop`:
+    # the tool block then restarts index 0 while the text block is open. The raw path replaced
+    # the text block; `feed_chunk` still read index 0 as text, dropped the call's fragments and
+    # returned it runnable with the `{}` placeholder of its start.
+    events = anthropic_stream([Call("f", '{"a": "東"}')])
+    text = {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "text", "text": ""},
+    }
+    hi = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}
+    events[1:1] = [text, hi]
+    route = sse_server.register(sse_body(events, "anthropic"), split=split)
+    _, stream = assemble_both(route, "anthropic")
+    _, dict_calls = via_dicts(events)
+    assert (
+        key(stream.calls) == key(dict_calls) == [("f", "toolu_0", '{"a": "東"}', {"a": "東"}, None)]
+    )
+    assert stream.text == "Hi"

@@ -100,7 +100,10 @@ class AnthropicMessagesAdapter:
             index = len(state.blocks) + len(state.others)
         block = get(event, "content_block")
         block_type = get(block, "type")
+        # A block restarting at an index still open (a translator that reuses indexes and
+        # skips `content_block_stop`) replaces it, whatever its type, as on the raw SSE path.
         state.blocks.pop(index, None)
+        state.others.discard(index)
         if block_type != "tool_use":
             state.others.add(index)
         if block_type == "text":
