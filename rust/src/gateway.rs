@@ -496,16 +496,35 @@ impl StreamDecoder {
 }
 
 /// Merges the members of the usage object `next` into `previous` (both JSON texts).
+///
+/// A member sent as `null` (Anthropic's `message_delta` repeats `input_tokens` as `null`,
+/// OpenAI-compatible servers send `prompt_tokens_details: null`) is no count: it is left out,
+/// at any depth, and never erases a count already known. The SDKs read usage the same way
+/// (their objects drop `None` members), so every way in reports the same usage.
 fn merge_usage(previous: Option<&str>, next: &str) -> String {
     let parse =
         |t: &str| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(t).ok();
-    match (previous.and_then(parse), parse(next)) {
-        (Some(mut merged), Some(fresh)) => {
-            for (k, v) in fresh {
-                merged.insert(k, v);
-            }
-            serde_json::Value::Object(merged).to_string()
+    let Some(fresh) = parse(next) else {
+        return next.to_owned();
+    };
+    let mut merged = previous.and_then(parse).unwrap_or_default();
+    for (k, v) in fresh {
+        if let Some(v) = without_nulls(v) {
+            merged.insert(k, v);
         }
-        _ => next.to_owned(),
+    }
+    serde_json::Value::Object(merged).to_string()
+}
+
+/// `value` with the `null` members of its objects left out, at any depth; `None` for `null`.
+fn without_nulls(value: serde_json::Value) -> Option<serde_json::Value> {
+    match value {
+        serde_json::Value::Null => None,
+        serde_json::Value::Object(map) => Some(serde_json::Value::Object(
+            map.into_iter()
+                .filter_map(|(k, v)| without_nulls(v).map(|v| (k, v)))
+                .collect(),
+        )),
+        other => Some(other),
     }
 }

@@ -396,6 +396,71 @@ def test_responses_deltas_without_an_added_item_are_a_call_on_every_path(
         assert call.error is not None and call.error.kind == "missing_name"
 
 
+def _usage_cases() -> dict[str, tuple[str, list[dict[str, Any]], dict[str, Any]]]:
+    chat = chat_stream(
+        [Call("f", '{"a": 1}')],
+        usage={
+            "prompt_tokens": 3,
+            "completion_tokens": 4,
+            "total_tokens": 7,
+            "prompt_tokens_details": None,
+            "completion_tokens_details": {"reasoning_tokens": None, "audio_tokens": 0},
+        },
+    )
+    split = chat_stream([Call("f", '{"a": 1}')])
+    split.insert(1, chat_chunk({}, usage={"prompt_tokens": 3}))
+    split.append(chat_chunk(choices=[], usage={"completion_tokens": 4}))
+    anthropic = anthropic_stream([Call("f", '{"a": 1}')])
+    for event in anthropic:
+        if event["type"] == "message_delta":
+            event["usage"] = {"output_tokens": 5, "input_tokens": None, "server_tool_use": None}
+    responses = responses_stream([Call("f", '{"a": 1}')])
+    responses[-1]["response"]["usage"]["input_tokens_details"] = None
+    want_chat = {
+        "prompt_tokens": 3,
+        "completion_tokens": 4,
+        "total_tokens": 7,
+        "completion_tokens_details": {"audio_tokens": 0},
+    }
+    return {
+        "chat-null-members": ("openai-chat", chat, want_chat),
+        "chat-split-over-chunks": (
+            "openai-chat",
+            split,
+            {"prompt_tokens": 3, "completion_tokens": 4},
+        ),
+        "anthropic-null-counts": ("anthropic", anthropic, {"input_tokens": 17, "output_tokens": 5}),
+        "responses-null-details": (
+            "openai-responses",
+            responses,
+            {
+                "input_tokens": 11,
+                "output_tokens": 22,
+                "total_tokens": 33,
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", list(_usage_cases()))
+def test_usage_reads_the_same_on_every_path(sse_server: SSEServer, case: str) -> None:
+    # Anthropic's `message_delta` repeats `input_tokens` as null, and OpenAI-compatible servers
+    # send `prompt_tokens_details: null`: the raw path let the null erase the count
+    # `message_start` had brought and kept null members, which the SDK objects drop. Usage
+    # split over Chat chunks was merged on the raw path and replaced on the SDK path. Every
+    # path now merges members, later values winning, and leaves null members out.
+    fmt, events, want = _usage_cases()[case]
+    route = sse_server.register(sse_body(events, fmt), split="adversarial")
+    _, stream = assemble_both(route, fmt)
+    asm = Assembler()
+    usage = None
+    for event in events:
+        info = asm.feed_chunk(event)
+        usage = info.usage if info.usage is not None else usage
+    assert stream.usage == usage == want
+
+
 def test_an_anthropic_block_restarting_an_open_index_is_a_call_on_every_path(
     sse_server: SSEServer, split: str
 ) -> None:

@@ -12,7 +12,15 @@ import json
 from collections.abc import Mapping
 from typing import Any, cast
 
-__all__ = ["arguments_of", "extras", "get", "index_of", "plain", "str_or_none"]
+__all__ = [
+    "arguments_of",
+    "extras",
+    "get",
+    "index_of",
+    "merge_usage",
+    "plain",
+    "str_or_none",
+]
 
 
 _NOT_PYDANTIC = object()
@@ -100,4 +108,32 @@ def plain(value: object) -> Any:
         # warnings=False: construct()-built models may hold values of unexpected types, which
         # pydantic would otherwise report as serialization warnings (errors under pytest -W error).
         return dump(mode="json", by_alias=True, exclude_none=True, warnings=False)
+    return value
+
+
+def merge_usage(known: dict[str, Any] | None, usage: object) -> dict[str, Any] | None:
+    """`known` with the members of one more usage object merged in, later values winning.
+
+    Providers split usage over events (Anthropic: input tokens in `message_start`, output tokens
+    in `message_delta`; some Chat servers: one count per chunk). A member sent as `null` is no
+    count: it is left out at any depth and never erases a known one, as the SDK objects (which
+    drop `None` members) and the raw SSE path read it.
+
+    Args:
+        known: The usage merged so far (not modified), or `None`.
+        usage: The usage object of the event: an SDK model or a dict.
+
+    Returns:
+        The merged usage, or `usage` as sent when it is not an object.
+    """
+    values = _without_none(plain(usage))
+    if not isinstance(values, dict):
+        return cast("dict[str, Any] | None", values)
+    return {**(known or {}), **cast("dict[str, Any]", values)}
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        items = cast("dict[str, Any]", value).items()
+        return {k: _without_none(v) for k, v in items if v is not None}
     return value

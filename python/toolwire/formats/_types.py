@@ -85,7 +85,8 @@ class ChunkInfo:
         text: Assistant text in this chunk (empty when none).
         feeds: One record per `feed` made for this chunk, in order.
         finish_reason: The provider's stop reason if this chunk carried one.
-        usage: Token usage if this chunk carried it, as a plain dict (merged for Anthropic).
+        usage: Token usage if this chunk carried it, as a plain dict: the members of every usage
+            object so far, merged, later values winning, `null` members left out.
     """
 
     text: str = ""

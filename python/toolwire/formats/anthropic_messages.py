@@ -16,9 +16,9 @@ Design notes:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from toolwire.formats._fields import arguments_of, get, index_of, plain, str_or_none
+from toolwire.formats._fields import arguments_of, get, index_of, merge_usage, plain, str_or_none
 from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat, after_provider_error
 from toolwire.formats._utf16 import Utf16
 
@@ -161,10 +161,8 @@ class AnthropicMessagesAdapter:
     def _usage(self, usage: object, info: ChunkInfo) -> None:
         if usage is None:
             return
-        values = plain(usage)
-        if isinstance(values, dict):
-            # message_delta repeats some counters as null; a null must not erase a known count.
-            for key, value in cast("dict[str, Any]", values).items():
-                if value is not None:
-                    self._state.usage[key] = value
-            info.usage = dict(self._state.usage)
+        # message_delta repeats some counters as null; a null must not erase a known count.
+        merged = merge_usage(self._state.usage, usage)
+        if isinstance(merged, dict):
+            self._state.usage = merged
+            info.usage = dict(merged)

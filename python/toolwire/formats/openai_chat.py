@@ -16,14 +16,23 @@ Design notes:
   `safety` and `refusal` in any ASCII case, and a natural end (`stop`) after a `refusal` delta.
   Whether a call is usable is otherwise decided from the call itself, never from the reason
   (quirks 34-36).
+- Usage members are merged over the chunks that carry usage; `null` members are left out.
 - A `{"error": ...}` chunk ends the response: open calls stop, the finish reason is `error`.
 """
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
-from toolwire.formats._fields import arguments_of, extras, get, index_of, plain, str_or_none
+from toolwire.formats._fields import (
+    arguments_of,
+    extras,
+    get,
+    index_of,
+    merge_usage,
+    plain,
+    str_or_none,
+)
 from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat, after_provider_error
 from toolwire.formats._utf16 import Utf16
 
@@ -40,13 +49,14 @@ class ChatCompletionsAdapter:
 
     format: WireFormat = "openai-chat"
 
-    __slots__ = ("_gave_up", "_refusal", "_utf16")
+    __slots__ = ("_gave_up", "_refusal", "_usage", "_utf16")
 
     def __init__(self) -> None:
         """Start with no surrogate half held and no refusal seen."""
         self._utf16 = Utf16()
         self._gave_up = False
         self._refusal = False
+        self._usage: dict[str, Any] | None = None
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one chunk.
@@ -65,7 +75,7 @@ class ChatCompletionsAdapter:
         info = ChunkInfo()
         usage = get(chunk, "usage")
         if usage is not None:
-            info.usage = plain(usage)
+            self._usage = info.usage = merge_usage(self._usage, usage)
         choices = get(chunk, "choices")
         error = get(chunk, "error")
         if error is not None and (not isinstance(choices, list) or bool(error)):

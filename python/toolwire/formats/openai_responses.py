@@ -23,8 +23,9 @@ Design notes:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from toolwire.formats._fields import arguments_of, get, index_of, plain, str_or_none
+from toolwire.formats._fields import arguments_of, get, index_of, merge_usage, str_or_none
 from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat, after_provider_error
 from toolwire.formats._utf16 import Utf16, escape_lone_surrogates
 
@@ -50,13 +51,14 @@ class ResponsesAdapter:
 
     format: WireFormat = "openai-responses"
 
-    __slots__ = ("_calls", "_gave_up", "_utf16")
+    __slots__ = ("_calls", "_gave_up", "_usage", "_utf16")
 
     def __init__(self) -> None:
         """Start with no calls seen."""
         self._calls = _Calls()
         self._utf16 = Utf16()
         self._gave_up = False
+        self._usage: dict[str, Any] | None = None
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one event.
@@ -222,7 +224,8 @@ class ResponsesAdapter:
     def _finished(self, response: object, kind: str, sink: Sink, info: ChunkInfo) -> None:
         usage = get(response, "usage")
         if usage is not None:
-            info.usage = plain(usage)
+            # `null` members left out, as the SDK objects and the raw SSE path read them.
+            self._usage = info.usage = merge_usage(self._usage, usage)
         if kind == "response.completed":
             info.finish_reason = "completed"
         elif kind == "response.failed":
