@@ -36,16 +36,20 @@ pub enum StreamErrorKind {
     ArgumentsMismatch,
     /// The body ended inside an event (no closing blank line); that event was not decoded.
     TruncatedBody,
+    /// An OpenAI stream went on after `[DONE]`; the event was skipped, as the `openai` SDK
+    /// stops reading at that marker and never shows it.
+    AfterDone,
 }
 
 impl StreamErrorKind {
-    const ALL: [Self; 6] = [
+    const ALL: [Self; 7] = [
         Self::MalformedEvent,
         Self::UnknownEvent,
         Self::ProviderError,
         Self::EventTooLarge,
         Self::ArgumentsMismatch,
         Self::TruncatedBody,
+        Self::AfterDone,
     ];
 
     /// The stable identifier of this kind.
@@ -58,6 +62,7 @@ impl StreamErrorKind {
             Self::EventTooLarge => "event_too_large",
             Self::ArgumentsMismatch => "arguments_mismatch",
             Self::TruncatedBody => "truncated_body",
+            Self::AfterDone => "after_done",
         }
     }
 
@@ -139,6 +144,8 @@ struct State {
     finish: Option<FinishReason>,
     format: Option<Format>,
     done: bool,
+    /// An OpenAI stream sent `[DONE]`: the events after it are not part of the response.
+    closed: bool,
     /// The provider gave up on the response ([`Action::GaveUp`]).
     gave_up: bool,
     events: u64,
@@ -316,6 +323,23 @@ impl StreamDecoder {
         } = &mut **body;
         let framed = framer.push(bytes, |event| {
             state.events += 1;
+            let data = event.data.trim_ascii();
+            if state.closed {
+                // The `openai` SDK stops reading at `[DONE]`: what follows is in no response
+                // it shows, and a call in it must not run from the raw path alone.
+                if !data.is_empty() && data != b"[DONE]" {
+                    state
+                        .errors
+                        .record(StreamErrorKind::AfterDone, state.events, || {
+                            String::from_utf8_lossy(&event.data[..event.data.len().min(200)])
+                                .into_owned()
+                        });
+                }
+                return;
+            }
+            // Anthropic streams end with `message_stop`, and the `anthropic` SDK reads on past
+            // a `[DONE]`, so only an OpenAI stream (or one of no known format yet) ends there.
+            state.closed = data == b"[DONE]" && state.format != Some(Format::Anthropic);
             if event.dropped_before > state.dropped_seen {
                 state.dropped_seen = event.dropped_before;
                 // Fails only after `finish`, which `StreamDecoder` rules out.
@@ -342,7 +366,7 @@ impl StreamDecoder {
                 }
             }
         });
-        if framer.dropped_events() > state.dropped_seen {
+        if framer.dropped_events() > state.dropped_seen && !state.closed {
             state.dropped_seen = framer.dropped_events();
             let _ = assembler.lose_event("an event too large to read");
         }

@@ -33,6 +33,8 @@ from .streamkit import (
     load_events,
     responses_stream,
     sse_body,
+    tc,
+    tool_delta,
 )
 
 HAS_FEED_SSE = hasattr(_core.Assembler, "feed_sse")
@@ -483,3 +485,36 @@ def test_an_anthropic_block_restarting_an_open_index_is_a_call_on_every_path(
         key(stream.calls) == key(dict_calls) == [("f", "toolu_0", '{"a": "東"}', {"a": "東"}, None)]
     )
     assert stream.text == "Hi"
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses"])
+def test_events_after_done_are_not_part_of_the_response_on_any_path(
+    sse_server: SSEServer, split: str, fmt: str
+) -> None:
+    # A proxy that appends to a finished stream (a replayed response, a late usage chunk):
+    # the openai SDK stops reading at `[DONE]`, so the SDK path never shows what follows. The
+    # raw path read on and returned a call the SDK path did not have, runnable. It now stops at
+    # the marker too and reports what it skipped.
+    calls = [Call("f", '{"a": 1}')]
+    if fmt == "openai-chat":
+        body = sse_body(chat_stream(calls, usage={"prompt_tokens": 1}), fmt)
+        late = [chat_chunk(tool_delta(tc(5, id="late", name="g", arguments="{}")))]
+        late.append(chat_chunk(choices=[], usage={"completion_tokens": 9}))
+        body += sse_body(late, fmt)
+    else:
+        body = sse_body(responses_stream(calls), fmt) + b"data: [DONE]\n\n"
+        late_item = {"type": "function_call", "id": "fc_9", "call_id": "late", "name": "g"}
+        late = [
+            {
+                "type": "response.output_item.done",
+                "output_index": 9,
+                "item": {**late_item, "arguments": "{}"},
+            }
+        ]
+        body += sse_body(late, fmt)
+    _, stream = assemble_both(sse_server.register(body, split=split), fmt)
+    assert [(c.name, c.ok) for c in stream.calls] == [("f", True)]
+    raw = Assembler()
+    raw.feed_sse(body)
+    raw.finish()
+    assert [kind for kind, _, _ in raw.stream_errors()] == ["after_done"]
