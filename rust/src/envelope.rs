@@ -1082,7 +1082,16 @@ impl Decoder {
                 };
                 let block = self.blocks.swap_remove(pos);
                 if block.tool {
-                    if !block.got_delta && !block.input.is_empty() {
+                    if !block.got_delta && block.input.first() == Some(&b'"') {
+                        // `input` sent as the arguments' JSON text (a translator that copied a
+                        // Chat `arguments` string): text, as `feed_chunk` reads it, not a
+                        // string value that is no object.
+                        let input = String::from_utf8_lossy(&block.input).into_owned();
+                        self.fragment(Some(index), &input);
+                        if !self.scratch.is_empty() {
+                            emit(args(Some(index), Arguments::Text(&self.scratch)));
+                        }
+                    } else if !block.got_delta && !block.input.is_empty() {
                         let input = String::from_utf8_lossy(&block.input);
                         canonical(&input, &mut self.scratch);
                         emit(args(Some(index), Arguments::Value(&self.scratch)));

@@ -518,3 +518,28 @@ def test_events_after_done_are_not_part_of_the_response_on_any_path(
     raw.feed_sse(body)
     raw.finish()
     assert [kind for kind, _, _ in raw.stream_errors()] == ["after_done"]
+
+
+@pytest.mark.parametrize(
+    ("given", "want"),
+    [
+        ('{"x": "東", "n": 1e3}', ('{"x": "東", "n": 1e3}', None)),
+        ('{"x": 1', ('{"x": 1', "truncated")),
+    ],
+)
+def test_anthropic_input_sent_as_json_text_reads_the_same_on_every_path(
+    sse_server: SSEServer, split: str, given: str, want: tuple[str, str | None]
+) -> None:
+    # A translator that copies a Chat `arguments` string into the `input` of
+    # `content_block_start` and sends no `input_json_delta`: `feed_chunk` read the string as
+    # the arguments' text, the raw path as a JSON string value (`not_object`).
+    events = anthropic_stream([Call("f", '{"a": 1}'), Call("g", '{"b": 2}')])
+    start = next(e for e in events if e["type"] == "content_block_start")
+    start["content_block"]["input"] = given
+    events = [e for e in events if e["type"] != "content_block_delta" or e["index"] != 0]
+    route = sse_server.register(sse_body(events, "anthropic"), split=split)
+    _, stream = assemble_both(route, "anthropic")
+    _, dict_calls = via_dicts(events)
+    assert key(stream.calls) == key(dict_calls)
+    first = stream.calls[0]
+    assert (first.arguments, first.error.kind if first.error else None) == want
