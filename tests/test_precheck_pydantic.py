@@ -297,6 +297,40 @@ def test_plain_tools_still_refuse_ipv6_zone_ids_in_validation() -> None:
     assert errors == [] and outcome.ok
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        " ada@example.com ",
+        "\tada@example.com",
+        "Ada Lovelace <ada@example.com>",
+        '"Lovelace, Ada" <ada@example.com>',
+    ],
+)
+def test_email_forms_pydantic_reads_are_not_rejected_early(value: str) -> None:
+    # `EmailStr` strips whitespace and reads the address out of a display-name form.
+    pytest.importorskip("email_validator")
+    from pydantic import EmailStr
+
+    class Invite(BaseModel):
+        email: EmailStr
+
+    errors, outcome = stream(Toolset([Invite]), "invite", json.dumps({"email": value}))
+    assert errors == []
+    assert outcome.ok and outcome.model == Invite(email="ada@example.com")
+
+
+@pytest.mark.parametrize("value", ["ada@", "Ada <ada.example.com>", "Ada <ada@example.com"])
+def test_malformed_emails_are_still_rejected_early(value: str) -> None:
+    pytest.importorskip("email_validator")
+    from pydantic import EmailStr
+
+    class Invite(BaseModel):
+        email: EmailStr
+
+    errors, outcome = stream(Toolset([Invite]), "invite", json.dumps({"email": value}))
+    assert errors and not outcome.ok
+
+
 class Stripped(BaseModel):
     code: Annotated[str, StringConstraints(strip_whitespace=True, max_length=3)]
     word: Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^[a-z]+$")]

@@ -242,7 +242,33 @@ fn hostname(s: &str) -> bool {
     })
 }
 
+/// An email address, read as Pydantic's `EmailStr` and `NameEmail` read one (the final
+/// validation for model tools): whitespace around it is stripped, and an address in angle
+/// brackets after a display name (`Jane Doe <jane@example.com>`, the name maybe quoted) is the
+/// address checked. `jsonschema` asks only for an `@`, so neither form makes a plain-dict tool
+/// stricter.
 fn email(s: &str) -> bool {
+    let s = s.trim_matches(py_space);
+    if let Some(inner) = s.strip_suffix('>') {
+        // A quoted display name may hold a `<` itself: any `<` may open the address.
+        if inner
+            .match_indices('<')
+            .any(|(at, _)| addr_spec(inner[at + 1..].trim_matches(py_space)))
+        {
+            return true;
+        }
+    }
+    addr_spec(s)
+}
+
+/// Whitespace as Python's `str.strip` and `\s` see it: Unicode `White_Space` plus the four
+/// separators U+001C to U+001F.
+fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// A bare address (`local@domain`), leniently.
+fn addr_spec(s: &str) -> bool {
     let Some((local, domain)) = s.rsplit_once('@') else {
         return false;
     };
@@ -452,6 +478,31 @@ mod tests {
         assert!(!ok(Format::Email, "joe..bloggs@example.com"));
         assert!(!ok(Format::Email, "example.com"));
         assert!(!ok(Format::Email, "@example.com"));
+    }
+
+    #[test]
+    fn emails_as_pydantic_reads_them() {
+        // Pydantic's `EmailStr` strips whitespace around the address and takes the address
+        // out of a display-name form.
+        for s in [
+            " joe@example.com ",
+            "\tjoe@example.com\u{a0}",
+            "joe@example.com\u{1f}",
+            "Joe Bloggs <joe@example.com>",
+            "\"Bloggs, Joe <2>\" < joe@example.com >",
+            "<joe@example.com>",
+        ] {
+            assert!(ok(Format::Email, s), "{s:?}");
+        }
+        for s in [
+            "Joe <example.com>",
+            "Joe <joe@example.com",
+            "Joe <joe@exa mple.com>",
+            " ",
+            "<>",
+        ] {
+            assert!(!ok(Format::Email, s), "{s:?}");
+        }
     }
 
     #[test]
