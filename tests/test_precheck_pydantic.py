@@ -459,6 +459,17 @@ def test_tuple_positions_coerce_and_explain_like_list_items() -> None:
     ]
 
 
+def test_a_tuple_too_short_says_how_many_items_it_needs() -> None:
+    # Pydantic names the missing position; the pre-check's item count, kept beside it, must
+    # say how many items the tuple takes, not "expected an array" for an array.
+    errors, outcome = stream(Toolset([Segment]), "segment", '{"span": [1]}')
+    assert errors and not outcome.ok
+    assert [(e.path, e.code, e.expected) for e in outcome.errors] == [
+        ("/span/1", "missing", "required: a string"),
+        ("/span", "length", "at least 2 items and at most 2 items"),
+    ]
+
+
 class Invoice(BaseModel):
     quantity: int
     total: Decimal

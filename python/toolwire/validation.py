@@ -1034,7 +1034,9 @@ class _ErrorBuilder:
             got = self.got_text(located, error.got)
         # Our own words (translated, derived from the same schema) beat the core's English.
         node = located.node
-        expected = self.expected(code, node, {}, "") if node else error.expected
+        # An item count, not a string length (`expected` tells them apart by the type given).
+        ptype = "too_short" if keyword in ("minItems", "maxItems") else ""
+        expected = self.expected(code, node, {}, ptype) if node else error.expected
         user = code == "missing" and bool(node.get(USER_SUPPLIED_KEY))
         hint = text("hint.user_supplied", self.lang) if user else None
         return _Draft(FieldError(located.pointer, code, expected, got, hint), user_supplied=user)
