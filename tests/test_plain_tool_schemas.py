@@ -613,6 +613,12 @@ KEYWORD_CASES: list[tuple[dict[str, Any], Any, dict[str, str], str]] = [
         {"path": "/kind", "code": "enum", "expected": 'one of "cat", "dog"', "got": '"cow"'},
         '以下值之一："cat", "dog"',
     ),
+    (
+        _obj(properties={"point": {"prefixItems": [{"type": "number"}] * 2, "items": False}}),
+        {"point": [1, 2, 3]},
+        {"path": "/point", "code": "length", "expected": "at most 2 items", "got": "[1,2,3]"},
+        "最多 2 项",
+    ),
 ]
 
 
@@ -633,6 +639,7 @@ KEYWORD_IDS = [
     "wrong-tag",
     "missing-tag",
     "wrong-tag-at-root",
+    "items-false",
 ]
 
 
@@ -645,6 +652,16 @@ def test_keyword_failures_name_what_to_fix(
     assert _payloads(schema, arguments) == [english]
     (error,) = _payloads(schema, arguments, "zh")
     assert error == {**english, "expected": chinese}
+
+
+def test_draft7_additional_items_false_says_how_many_items() -> None:
+    schema = _obj(
+        properties={"pair": {"items": [{"type": "number"}] * 2, "additionalItems": False}},
+        **{"$schema": "http://json-schema.org/draft-07/schema#"},
+    )
+    assert _payloads(schema, {"pair": [1, 2, 3]}) == [
+        {"path": "/pair", "code": "length", "expected": "at most 2 items", "got": "[1,2,3]"}
+    ]
 
 
 def test_keyword_failures_leave_what_is_accepted_alone() -> None:

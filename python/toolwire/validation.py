@@ -1193,6 +1193,19 @@ class _ErrorBuilder:
                     located.pointer, "length", text(key, lang, n=rule), self.got(located, instance)
                 )
             )
+        if keyword in ("items", "additionalItems") and rule is False and isinstance(instance, list):
+            # No items past the tuple's positions (`prefixItems`, or draft 7's `items` list):
+            # the array is too long, which "a valid value" does not tell the model.
+            positions = _l(schema.get("prefixItems" if keyword == "items" else "items"))
+            located = self.schema.locate(path)
+            return _Draft(
+                FieldError(
+                    located.pointer,
+                    "length",
+                    text("expected.max_items", lang, n=len(positions)),
+                    self.got(located, instance),
+                )
+            )
         if keyword in ("contains", "minContains", "maxContains"):
             located = self.schema.locate(path)
             what = self.schema.describe(_d(schema.get("contains")), lang)
