@@ -7,10 +7,19 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
+from ipaddress import IPv4Interface
 from typing import Annotated, Literal
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    IPvAnyAddress,
+    IPvAnyNetwork,
+    SecretStr,
+    field_validator,
+)
 
 from toolwire import Assembler, ToolCall
 from toolwire.toolset import Toolset
@@ -657,3 +666,42 @@ def test_union_with_no_closest_branch_shows_the_value_not_its_type() -> None:
         "expected": "an object",
         "got": '{"lives":9,"breed":"x"}',
     }
+
+
+class Route(BaseModel):
+    gateway: IPvAnyAddress
+    subnet: IPvAnyNetwork | None = None
+    interface: IPv4Interface | None = None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path", "expected"),
+    [
+        ('{"gateway": "router"}', "/gateway", "an IPv4 or IPv6 address"),
+        (
+            '{"gateway": "10.0.0.1", "subnet": "lan"}',
+            "/subnet",
+            "an IPv4 or IPv6 network, e.g. 192.168.0.0/24 or null",
+        ),
+        (
+            '{"gateway": "10.0.0.1", "interface": "eth0"}',
+            "/interface",
+            "an IPv4 address with a prefix length, e.g. 192.168.0.1/24 or null",
+        ),
+    ],
+)
+@pytest.mark.parametrize("precheck", [False, True])
+def test_pydantic_string_types_say_what_string_they_take(
+    arguments: str, path: str, expected: str, precheck: bool
+) -> None:
+    # "expected a string" for a string the model did send tells it nothing.
+    tools = Toolset([Route])
+    outcome = tools.validate(call("route", arguments, tools=tools if precheck else None))
+    assert [(e.path, e.expected) for e in outcome.errors] == [(path, expected)]
+
+
+def test_a_hostname_field_of_a_plain_tool_is_described() -> None:
+    schema = {"type": "object", "properties": {"host": {"type": "string", "format": "hostname"}}}
+    tools = Toolset([{"name": "ping", "parameters": schema}])
+    outcome = tools.validate(call("ping", '{"host": 5}'))
+    assert [(e.path, e.expected) for e in outcome.errors] == [("/host", "a host name")]

@@ -138,6 +138,37 @@ MESSAGES: dict[str, dict[str, str]] = {
     "format.ipv4": {"en": "an IPv4 address", "zh": "IPv4 地址"},
     "format.ipv6": {"en": "an IPv6 address", "zh": "IPv6 地址"},
     "format.hostname": {"en": "a host name", "zh": "主机名"},
+    # The formats Pydantic writes for its own string types (`IPvAnyAddress`, `NameEmail`, ...).
+    "format.ipvanyaddress": {"en": "an IPv4 or IPv6 address", "zh": "IPv4 或 IPv6 地址"},
+    "format.ipv4network": {
+        "en": "an IPv4 network, e.g. 192.168.0.0/24",
+        "zh": "IPv4 网络，例如 192.168.0.0/24",
+    },
+    "format.ipv6network": {
+        "en": "an IPv6 network, e.g. 2001:db8::/32",
+        "zh": "IPv6 网络，例如 2001:db8::/32",
+    },
+    "format.ipvanynetwork": {
+        "en": "an IPv4 or IPv6 network, e.g. 192.168.0.0/24",
+        "zh": "IPv4 或 IPv6 网络，例如 192.168.0.0/24",
+    },
+    "format.ipv4interface": {
+        "en": "an IPv4 address with a prefix length, e.g. 192.168.0.1/24",
+        "zh": "带前缀长度的 IPv4 地址，例如 192.168.0.1/24",
+    },
+    "format.ipv6interface": {
+        "en": "an IPv6 address with a prefix length, e.g. 2001:db8::1/64",
+        "zh": "带前缀长度的 IPv6 地址，例如 2001:db8::1/64",
+    },
+    "format.ipvanyinterface": {
+        "en": "an IPv4 or IPv6 address with a prefix length, e.g. 192.168.0.1/24",
+        "zh": "带前缀长度的 IPv4 或 IPv6 地址，例如 192.168.0.1/24",
+    },
+    "format.name-email": {
+        "en": "an email address, optionally with a name, e.g. Ada <ada@example.com>",
+        "zh": "电子邮件地址，可带名字，例如 Ada <ada@example.com>",
+    },
+    "format.multi-host-uri": {"en": "an absolute URL", "zh": "完整的 URL"},
     # Hints attached to single errors.
     "hint.fractional_integer": {
         "en": "this field takes a whole number; do not round, send the intended integer",

@@ -420,7 +420,28 @@ def shown_text(value: str) -> str:
 # Schema lookups
 
 _JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
-_FORMATS = ("date-time", "date", "time", "duration", "uuid", "email", "uri", "ipv4", "ipv6")
+_FORMATS = (
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "uuid",
+    "email",
+    "uri",
+    "ipv4",
+    "ipv6",
+    "hostname",
+    # Pydantic's own string types: "a string" tells the model nothing when it sent one.
+    "ipvanyaddress",
+    "ipv4network",
+    "ipv6network",
+    "ipvanynetwork",
+    "ipv4interface",
+    "ipv6interface",
+    "ipvanyinterface",
+    "name-email",
+    "multi-host-uri",
+)
 _TAG_TYPES = {
     "int": "integer",
     "str": "string",
