@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
+from decimal import Decimal
 from ipaddress import IPv4Interface
 from typing import Annotated, Literal
 
@@ -705,3 +706,27 @@ def test_a_hostname_field_of_a_plain_tool_is_described() -> None:
     tools = Toolset([{"name": "ping", "parameters": schema}])
     outcome = tools.validate(call("ping", '{"host": 5}'))
     assert [(e.path, e.expected) for e in outcome.errors] == [("/host", "a host name")]
+
+
+class Payout(BaseModel):
+    amount: Decimal
+    fee: Decimal | None = None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path", "expected", "got"),
+    [
+        ('{"amount": "ten"}', "/amount", "a number", '"ten"'),
+        ('{"amount": true}', "/amount", "a number", "true"),
+        ('{"amount": 1, "fee": "none"}', "/fee", "a number or null", '"none"'),
+    ],
+)
+@pytest.mark.parametrize("precheck", [False, True])
+def test_a_decimal_field_asks_for_a_number_not_any_string(
+    arguments: str, path: str, expected: str, got: str, precheck: bool
+) -> None:
+    # Pydantic writes `Decimal` as a number or a string, but only digits validate: "expected
+    # a number or a string" for a string sent (shown unquoted) gives the model nothing to fix.
+    tools = Toolset([Payout])
+    outcome = tools.validate(call("payout", arguments, tools=tools if precheck else None))
+    assert [(e.path, e.expected, e.got) for e in outcome.errors] == [(path, expected, got)]

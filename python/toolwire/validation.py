@@ -68,6 +68,7 @@ from toolwire.coercion import (
 )
 from toolwire.jsonschema_dialect import extended_validator
 from toolwire.payloads import Lang, Style, call_id_for, message_for, text
+from toolwire.schema_export import accepts_null
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -579,6 +580,11 @@ class _Schema:
         if "const" in node:
             return text("expected.const", lang, value=_json(node["const"]))
         branches = self.branches(node)
+        if is_decimal_union(node):
+            # Pydantic's `Decimal`: a number, its digits possibly quoted. "A number or a
+            # string" would read as if any string did.
+            kinds = ["number", *(["null"] if accepts_null(node) else [])]
+            return text("join.or", lang).join(text(f"type.{k}", lang) for k in kinds)
         if branches:
             consts = [b["const"] for b in branches if "const" in b]
             if len(consts) == len(branches):
@@ -786,8 +792,12 @@ class _ErrorBuilder:
         if located.secret:
             return REDACTED
         # Decimal digits are validated as a numeric string (see `quote_decimals`); show them
-        # as the number the model wrote.
-        if isinstance(value, str) and is_decimal_union(located.node):
+        # as the number the model wrote. Any other string there was written as one.
+        if (
+            isinstance(value, str)
+            and is_decimal_union(located.node)
+            and _JSON_NUMBER_TEXT.fullmatch(value)
+        ):
             words = value
         elif isinstance(value, (dict, list)) or self.schema.holds_secret(located.node):
             return self.scrubbed(located, value)
@@ -1606,6 +1616,8 @@ _GRAMMAR_KINDS = frozenset(
 
 # A JSON string holding nothing but a number: the cheap test before looking for a Unix time
 # written into a date or date-time field.
+# A number as JSON writes it: how a `Decimal` field's digits reach the error builder, quoted.
+_JSON_NUMBER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 _QUOTED_NUMBER = re.compile(rb'"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"')
 
 
