@@ -815,6 +815,21 @@ def test_strict_decimal_strings_are_the_numbers_validation_accepts() -> None:
     assert tools.responses()[0]["parameters"] == parameters
 
 
+def test_anthropic_decimal_strings_are_the_numbers_validation_accepts() -> None:
+    # The input schema is all the model knows of the field: a string it allows there must be
+    # one validation accepts, as in the OpenAI exports.
+    tools = Toolset([Invoice])
+    checker = jsonschema.Draft202012Validator(tools.anthropic()[0]["input_schema"])
+    for text in ("12.50", "-0.5", "1e3", "0", "12,50", "$5", "abc", ".5", "+5", "007", "1_000"):
+        arguments = json.dumps({"amount": text, "tip": text, "lines": [text]})
+        assembler = Assembler(tools=tools)
+        assembler.feed(0, id="call_1", name="invoice", arguments=arguments)
+        (call,) = assembler.finish()
+        accepted = tools.validate(call).ok
+        assert checker.is_valid(json.loads(arguments)) == accepted, text
+    assert checker.is_valid({"amount": 12.5})
+
+
 class Login(BaseModel):
     """Log in."""
 

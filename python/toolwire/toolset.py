@@ -591,7 +591,9 @@ class Toolset:
         """Anthropic Messages `tools=`: `{"name", "description", "input_schema"}` per tool.
 
         `input_schema` is the pre-check schema: optional fields stay optional and defaults
-        other than null are kept, since Anthropic does not require every property.
+        other than null are kept, since Anthropic does not require every property. As in the
+        OpenAI exports, the string a `Decimal` field allows is a number as JSON writes it: the
+        schema is all the model knows of the field, and validation takes no other string.
 
         Returns:
             The tool list (fresh dicts).
@@ -601,7 +603,12 @@ class Toolset:
             entry: dict[str, Any] = {"name": tool.name}
             if tool.description:
                 entry["description"] = tool.description
-            entry["input_schema"] = copy.deepcopy(tool.schema)
+            export_source = self._export_sources.get(tool.name)
+            entry["input_schema"] = (
+                copy.deepcopy(tool.schema)
+                if export_source is None
+                else precheck_schema(export_source)
+            )
             out.append(entry)
         return out
 
