@@ -18,6 +18,7 @@ from pydantic import (
     Field,
     IPvAnyAddress,
     IPvAnyNetwork,
+    Json,
     SecretStr,
     field_validator,
 )
@@ -730,3 +731,24 @@ def test_a_decimal_field_asks_for_a_number_not_any_string(
     tools = Toolset([Payout])
     outcome = tools.validate(call("payout", arguments, tools=tools if precheck else None))
     assert [(e.path, e.expected, e.got) for e in outcome.errors] == [(path, expected, got)]
+
+
+class Query(BaseModel):
+    ids: Json[list[int]]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path", "expected"),
+    [
+        ('{"ids": "[1,"}', "/ids", "a string holding JSON text of an array"),
+        ('{"ids": [1, 2]}', "/ids", "a string holding JSON text of an array"),
+        ('{"ids": "[1, \\"a\\"]"}', "/ids/1", "an integer"),
+    ],
+)
+@pytest.mark.parametrize("precheck", [False, True])
+def test_a_json_text_field_says_it_takes_json_in_a_string(
+    arguments: str, path: str, expected: str, precheck: bool
+) -> None:
+    tools = Toolset([Query])
+    outcome = tools.validate(call("query", arguments, tools=tools if precheck else None))
+    assert [(e.path, e.expected) for e in outcome.errors] == [(path, expected)]

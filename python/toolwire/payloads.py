@@ -97,6 +97,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "给出 {name} 时必填：{what}",
     },
     "expected.key": {"en": "field names must be {what}", "zh": "字段名必须是{what}"},
+    # A string whose content is JSON text (Pydantic's `Json[...]`), and what that JSON holds.
+    "expected.json_text": {
+        "en": "a string holding JSON text of {what}",
+        "zh": "内容为 JSON 文本的字符串，JSON 为{what}",
+    },
     "expected.not": {"en": "anything except {what}", "zh": "不能是{what}"},
     "expected.all_fields": {
         "en": "an object with all of: {names}",

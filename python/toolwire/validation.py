@@ -528,6 +528,10 @@ class _Schema:
         for seg in loc:
             node = self.deref(node)
             secret = secret or _is_secret(node)
+            inner = node.get("contentSchema")
+            if isinstance(inner, dict) and node.get("contentMediaType") == "application/json":
+                # Pydantic's `Json[...]` reports errors inside the JSON text the string holds.
+                node = self.deref(cast(dict[str, Any], inner))
             if isinstance(seg, str) and seg.isdigit():
                 # A JSON Pointer (a pre-check error, a coercion) spells an array index as text.
                 seg = self.index_in(node, seg)
@@ -595,6 +599,11 @@ class _Schema:
                 if words not in seen:
                     seen.append(words)
             return text("join.or", lang).join(seen)
+        if node.get("contentMediaType") == "application/json":
+            # Pydantic's `Json[...]`: "a string" tells the model nothing when it sent one.
+            inner = node.get("contentSchema")
+            what = self.describe(cast(Mapping[str, Any], inner), lang) if inner else ""
+            return text("expected.json_text", lang, what=what or text("type.any", lang))
         fmt = node.get("format")
         if isinstance(fmt, str) and fmt in _FORMATS:
             return text(f"format.{fmt}", lang)
