@@ -13,7 +13,7 @@ import jsonschema
 import openai
 import pytest
 from openai.lib._pydantic import to_strict_json_schema
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, SecretStr
 
 from toolwire import Assembler, ToolCall
 from toolwire.schema_export import (
@@ -828,6 +828,41 @@ def test_anthropic_decimal_strings_are_the_numbers_validation_accepts() -> None:
         accepted = tools.validate(call).ok
         assert checker.is_valid(json.loads(arguments)) == accepted, text
     assert checker.is_valid({"amount": 12.5})
+
+
+class Crawl(BaseModel):
+    page: HttpUrl
+    token: SecretStr
+    since: datetime | None = None
+
+
+FETCH = {
+    "name": "fetch",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"url": {"type": "string", "format": "uri", "minLength": 1}},
+        "required": ["url"],
+    },
+}
+
+
+def test_strict_exports_leave_out_formats_openai_refuses() -> None:
+    # OpenAI refuses a strict tool whose schema names another format ("'uri' is not a valid
+    # format"): the whole request fails. Validation still checks the value.
+    tools = Toolset([Crawl, FETCH])
+    crawl, fetch = (t["function"] for t in tools.openai())
+    assert crawl["strict"] is True and fetch["strict"] is True
+    props = crawl["parameters"]["properties"]
+    assert "format" not in props["page"] and "format" not in props["token"]
+    assert props["since"]["anyOf"][0]["format"] == "date-time"
+    assert "format" not in fetch["parameters"]["properties"]["url"]
+    assert tools.responses()[0]["parameters"] == crawl["parameters"]
+    # Schemas that are not strict keep them.
+    assert tools.anthropic()[0]["input_schema"]["properties"]["page"]["format"] == "uri"
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="crawl", arguments='{"page": "not a url", "token": "t"}')
+    (call,) = assembler.finish()
+    assert [e.path for e in tools.validate(call).errors] == ["/page"]
 
 
 class Login(BaseModel):

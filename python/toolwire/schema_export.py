@@ -24,6 +24,10 @@ Design notes:
   OpenAI rejects them ("'default' is not permitted", dotnet/extensions#6196) and
   openai-agents-python strips them too (PR #4529). In strict mode the model must send every
   field anyway, so a default tells it nothing it can act on.
+* A `format` outside the strict subset's list (Pydantic's `uri` for URLs, `password` for
+  `SecretStr`, `ipvanyaddress`, ...) is dropped from the strict schema: OpenAI refuses the
+  whole request otherwise ("'uri' is not a valid format"), and validation still checks the
+  value. The relaxed and Anthropic schemas keep it.
 * Key order follows the source schema, and keys we add go last, so output is deterministic.
 """
 
@@ -81,6 +85,10 @@ _UNSUPPORTED: dict[str, str] = {
     "minProperties": "`minProperties` is not supported",
     "maxProperties": "`maxProperties` is not supported",
 }
+# The `format` values the strict subset accepts ("Supported schemas", structured-outputs guide).
+STRICT_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
 # A schema node must say what it is: OpenAI rejects a node with none of these ("schema must
 # have a 'type' key"), which is what an `Any` field or a bare `list` item exports as.
 _TYPED_BY = ("type", "anyOf", "enum", "const", "$ref")
@@ -449,6 +457,8 @@ class _StrictWalker:
             return {"$ref": as_dict["$ref"]}
         out: JsonSchema = dict(as_dict)
         out.pop("default", None)
+        if isinstance(out.get("format"), str) and out["format"] not in STRICT_FORMATS:
+            del out["format"]
         self._flatten_all_of(out, path)
         self._rewrite_one_of(out, path)
         for key, reason in _UNSUPPORTED.items():
