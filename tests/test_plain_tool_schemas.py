@@ -82,6 +82,25 @@ def test_objects_composed_from_subschemas_stay_open() -> None:
     assert errors and not ok
 
 
+def test_a_required_field_the_properties_leave_out_can_still_be_sent() -> None:
+    # Closed, the object would require `ticket` and refuse it as unknown: no call could pass.
+    schema = {
+        "type": "object",
+        "properties": {"title": {"type": "string"}},
+        "required": ["title", "ticket"],
+    }
+    errors, ok, codes = _run(schema, {"title": "x", "ticket": 7})
+    assert errors == [] and ok and codes == []
+    errors, ok, codes = _run(schema, {"title": "x"})
+    assert not ok and codes == ["missing"]
+    # Strict mode admits only declared properties, so the tool cannot be strict.
+    tools = Toolset([{"name": "tool", "parameters": schema}], strict=False)
+    assert [(r.keyword, r.path) for r in tools.relaxations] == [("required", "(root)")]
+    function = tools.openai()[0]["function"]
+    assert function["strict"] is False
+    assert function["parameters"]["required"] == ["title", "ticket"]
+
+
 def test_formats_validation_reads_loosely_are_left_to_it() -> None:
     # `jsonschema`'s checker takes any email with an `@` and does not check `hostname` or
     # `duration` without optional packages: the pre-check must not fail what validation passes.

@@ -338,7 +338,9 @@ def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool 
     its own keywords, a member of `allOf`, `if`/`then`/`else` or `dependentSchemas`
     (`closable=False`), and an `anyOf` or `oneOf` branch whose parent declares properties of its
     own. Closing those would reject every property named on the other side, which the schema
-    allows."""
+    allows. An object whose `required` names a property that `properties` does not declare
+    stays open as well: closed, that property would be required and refused at once, and no
+    call could pass."""
     as_list = _as_list(node)
     if as_list is not None:
         return [
@@ -388,9 +390,16 @@ def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool 
         and _is_object(out)
         and "additionalProperties" not in out
         and not any(k in out for k in _SAME_OBJECT)
+        and not _requires_undeclared(out)
     ):
         out["additionalProperties"] = False
     return out
+
+
+def _requires_undeclared(node: Mapping[str, Any]) -> bool:
+    """Whether `required` names a property that `properties` does not declare."""
+    declared = _as_dict(node.get("properties")) or {}
+    return any(name not in declared for name in _as_list(node.get("required")) or [])
 
 
 def _is_secret(node: Mapping[str, Any]) -> bool:
@@ -480,6 +489,9 @@ class _StrictWalker:
                 )
             props = _as_dict(out.get("properties")) or {}
             required = set(_as_list(out.get("required")) or [])
+            for name in sorted(str(r) for r in required if r not in props):
+                # Strict mode admits only the declared properties: this one could never be sent.
+                self.problem(path, "required", f"required field {name!r} is not in `properties`")
             self.property_count += len(props)
             self.chars += sum(len(name) for name in props)
             out["properties"] = {
