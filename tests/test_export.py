@@ -798,6 +798,14 @@ class Invoice(BaseModel):
     lines: list[Decimal] = []
 
 
+def _invoice_accepted(tools: Toolset, arguments: str) -> bool:
+    """Whether an `invoice` call with these arguments, streamed and validated, may run."""
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="invoice", arguments=arguments)
+    (call,) = assembler.finish()
+    return tools.validate(call).ok
+
+
 def test_strict_decimal_strings_are_the_numbers_validation_accepts() -> None:
     # A strict export binds the model to the schema: every `Decimal` string it allows must be
     # one validation accepts (a number as JSON writes it), and those must all still be allowed.
@@ -806,10 +814,7 @@ def test_strict_decimal_strings_are_the_numbers_validation_accepts() -> None:
     checker = jsonschema.Draft202012Validator(parameters)
     for text in ("12.50", "-0.5", "1e3", "0", "12,50", "$5", "abc", ".5", "+5", "007", "1_000"):
         arguments = json.dumps({"amount": text, "tip": None, "lines": [text]})
-        assembler = Assembler(tools=tools)
-        assembler.feed(0, id="call_1", name="invoice", arguments=arguments)
-        (call,) = assembler.finish()
-        accepted = tools.validate(call).ok
+        accepted = _invoice_accepted(tools, arguments)
         assert checker.is_valid(json.loads(arguments)) == accepted, text
         assert accepted == (text in ("12.50", "-0.5", "1e3", "0")), text
     assert tools.responses()[0]["parameters"] == parameters
@@ -822,10 +827,7 @@ def test_anthropic_decimal_strings_are_the_numbers_validation_accepts() -> None:
     checker = jsonschema.Draft202012Validator(tools.anthropic()[0]["input_schema"])
     for text in ("12.50", "-0.5", "1e3", "0", "12,50", "$5", "abc", ".5", "+5", "007", "1_000"):
         arguments = json.dumps({"amount": text, "tip": text, "lines": [text]})
-        assembler = Assembler(tools=tools)
-        assembler.feed(0, id="call_1", name="invoice", arguments=arguments)
-        (call,) = assembler.finish()
-        accepted = tools.validate(call).ok
+        accepted = _invoice_accepted(tools, arguments)
         assert checker.is_valid(json.loads(arguments)) == accepted, text
     assert checker.is_valid({"amount": 12.5})
 
