@@ -56,6 +56,7 @@ from toolwire.schema_export import accepts_null
 
 __all__ = [
     "ALL_RULES",
+    "JSON_NUMBER",
     "SAFE_RULES",
     "Coercion",
     "CoercionProblem",
@@ -99,7 +100,8 @@ MAX_SHOWN = 200
 # The core's default `max_depth`: JSON held in a string may nest no deeper than the arguments.
 MAX_EMBEDDED_DEPTH = 64
 
-_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+# A number as JSON writes it (RFC 8259), the only text a numeric string is read as.
+JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 # Integers are taken only in plain notation: "1e3" for a count is more likely a slip than 1000.
 _PLAIN_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
 # Past this a number written as a string would become infinity in a float field.
@@ -736,7 +738,7 @@ class _Coercer:
             return value
         if types & {"integer", "number"} and "number_string" in rules:
             stripped = value.strip()
-            if _NUMBER.fullmatch(stripped):
+            if JSON_NUMBER.fullmatch(stripped):
                 try:
                     exact = Decimal(stripped)
                 except InvalidOperation:
@@ -824,7 +826,7 @@ def decimal_text_ok(text: str, node: Mapping[str, Any]) -> bool:
         if cast(dict[str, Any], branch).get("type") == "string" and "pattern" not in branch:
             return True
     stripped = text.strip()
-    if _NUMBER.fullmatch(stripped):
+    if JSON_NUMBER.fullmatch(stripped):
         return True
     try:
         return not Decimal(stripped).is_finite()

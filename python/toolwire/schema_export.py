@@ -513,15 +513,13 @@ class _StrictWalker:
     def _count_enum(self, out: JsonSchema, path: str) -> None:
         """Counts `enum` and `const` towards the schema's limits; one enum's own limit here."""
         enum = _as_list(out.get("enum")) or []
-        strings = [v for v in enum if isinstance(v, str)]
-        if "const" in out and isinstance(out["const"], str):
-            strings.append(out["const"])
-        self.chars += sum(len(v) for v in strings)
+        own_chars = sum(len(v) for v in enum if isinstance(v, str))
+        const = out.get("const")
+        self.chars += own_chars + (len(const) if isinstance(const, str) else 0)
         before = self.enum_values
         self.enum_values += len(enum)
         if before <= MAX_ENUM_VALUES < self.enum_values:
             self.problem(path, "enum", f"more than {MAX_ENUM_VALUES} enum values in all")
-        own_chars = sum(len(v) for v in enum if isinstance(v, str))
         if len(enum) > LARGE_ENUM_VALUES and own_chars > MAX_LARGE_ENUM_CHARS:
             self.problem(
                 path,

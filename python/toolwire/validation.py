@@ -43,6 +43,7 @@ import jsonschema.validators
 from pydantic import BaseModel, ValidationError
 
 from toolwire.coercion import (
+    JSON_NUMBER,
     UNIT_KEY,
     UNIX_MS_THRESHOLD,
     UNIX_SECONDS,
@@ -805,7 +806,7 @@ class _ErrorBuilder:
         if (
             isinstance(value, str)
             and is_decimal_union(located.node)
-            and _JSON_NUMBER_TEXT.fullmatch(value)
+            and JSON_NUMBER.fullmatch(value)
         ):
             words = value
         elif isinstance(value, (dict, list)) or self.schema.holds_secret(located.node):
@@ -1625,8 +1626,6 @@ _GRAMMAR_KINDS = frozenset(
 
 # A JSON string holding nothing but a number: the cheap test before looking for a Unix time
 # written into a date or date-time field.
-# A number as JSON writes it: how a `Decimal` field's digits reach the error builder, quoted.
-_JSON_NUMBER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 _QUOTED_NUMBER = re.compile(rb'"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"')
 
 
