@@ -155,6 +155,16 @@ struct State {
 }
 
 impl State {
+    /// The framer has dropped `dropped` events for size so far: the calls open when a new one
+    /// was dropped may lack a fragment it carried.
+    fn note_dropped(&mut self, assembler: &mut Assembler, dropped: u64) {
+        if dropped > self.dropped_seen {
+            self.dropped_seen = dropped;
+            // Fails only after `finish`, which `StreamDecoder` rules out.
+            let _ = assembler.lose_event("an event too large to read");
+        }
+    }
+
     fn apply(&mut self, assembler: &mut Assembler, action: Action<'_>) {
         match action {
             Action::Call {
@@ -340,11 +350,7 @@ impl StreamDecoder {
             // Anthropic streams end with `message_stop`, and the `anthropic` SDK reads on past
             // a `[DONE]`, so only an OpenAI stream (or one of no known format yet) ends there.
             state.closed = data == b"[DONE]" && state.format != Some(Format::Anthropic);
-            if event.dropped_before > state.dropped_seen {
-                state.dropped_seen = event.dropped_before;
-                // Fails only after `finish`, which `StreamDecoder` rules out.
-                let _ = assembler.lose_event("an event too large to read");
-            }
+            state.note_dropped(assembler, event.dropped_before);
             let mut apply = |action: Action<'_>| state.apply(assembler, action);
             match decoder.decode(event.event, event.data, &mut apply) {
                 Ok(format) => {
@@ -366,9 +372,8 @@ impl StreamDecoder {
                 }
             }
         });
-        if framer.dropped_events() > state.dropped_seen && !state.closed {
-            state.dropped_seen = framer.dropped_events();
-            let _ = assembler.lose_event("an event too large to read");
+        if !state.closed {
+            state.note_dropped(assembler, framer.dropped_events());
         }
         let errors = &mut state.errors;
         let new = framer.dropped_events() - errors.counts[StreamErrorKind::EventTooLarge.slot()];
