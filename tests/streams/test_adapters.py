@@ -7,6 +7,7 @@ shape give identical calls (provider extras included).
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -340,3 +341,35 @@ def test_detect_format(chunk: object, fmt: str | None) -> None:
 def test_make_adapter_rejects_unknown_format() -> None:
     with pytest.raises(ValueError, match="unknown wire format"):
         make_adapter("gemini")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "events"),
+    [
+        (
+            "openai-chat",
+            [
+                chat_chunk(choices=[], usage={"prompt_tokens": 5, "details": {"cached": 1}}),
+                chat_chunk(choices=[], usage={"completion_tokens": 7}),
+            ],
+        ),
+        ("openai-responses", responses_stream([Call("f", "{}")])),
+        ("anthropic", anthropic_stream([Call("f", "{}")])),
+    ],
+    ids=["openai-chat", "openai-responses", "anthropic"],
+)
+def test_usage_handed_out_is_the_callers_to_change(fmt: str, events: list[Any]) -> None:
+    # A caller that edits the usage of one chunk (adds its own cost, pops a member) must not
+    # change what the adapter merges into the usage of the chunks after it.
+    adapter = make_adapter(fmt)  # type: ignore[arg-type]
+    sink = RecordingSink()
+    untouched = [adapter.handle(e, sink).usage for e in events]
+    adapter = make_adapter(fmt)  # type: ignore[arg-type]
+    edited: list[Any] = []
+    for e in events:
+        usage = adapter.handle(e, sink).usage
+        edited.append(copy.deepcopy(usage))
+        if isinstance(usage, dict):
+            usage.clear()
+            usage["cost"] = 1
+    assert [u for u in untouched if u] and edited == untouched

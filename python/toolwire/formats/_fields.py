@@ -8,12 +8,14 @@ extras (Gemini's `extra_content`) visible to the adapters.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from typing import Any, cast
 
 __all__ = [
     "arguments_of",
+    "copy_usage",
     "extras",
     "get",
     "index_of",
@@ -130,6 +132,15 @@ def merge_usage(known: dict[str, Any] | None, usage: object) -> dict[str, Any] |
     if not isinstance(values, dict):
         return cast("dict[str, Any] | None", values)
     return {**(known or {}), **cast("dict[str, Any]", values)}
+
+
+def copy_usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A copy of merged usage for one chunk's `ChunkInfo`, nested objects included.
+
+    The adapter keeps merging into its own dict; a caller that edits the usage it was handed
+    (adds a cost, pops a member) must not change the counts of the chunks that follow.
+    """
+    return copy.deepcopy(usage)
 
 
 def _without_none(value: Any) -> Any:

@@ -18,7 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolwire.formats._fields import arguments_of, get, index_of, merge_usage, plain, str_or_none
+from toolwire.formats._fields import (
+    arguments_of,
+    copy_usage,
+    get,
+    index_of,
+    merge_usage,
+    plain,
+    str_or_none,
+)
 from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat, after_provider_error
 from toolwire.formats._utf16 import Utf16
 
@@ -165,4 +173,4 @@ class AnthropicMessagesAdapter:
         merged = merge_usage(self._state.usage, usage)
         if isinstance(merged, dict):
             self._state.usage = merged
-            info.usage = dict(merged)
+            info.usage = copy_usage(merged)

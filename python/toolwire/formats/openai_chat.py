@@ -26,6 +26,7 @@ from typing import Any, cast
 
 from toolwire.formats._fields import (
     arguments_of,
+    copy_usage,
     extras,
     get,
     index_of,
@@ -75,7 +76,8 @@ class ChatCompletionsAdapter:
         info = ChunkInfo()
         usage = get(chunk, "usage")
         if usage is not None:
-            self._usage = info.usage = merge_usage(self._usage, usage)
+            self._usage = merge_usage(self._usage, usage)
+            info.usage = copy_usage(self._usage)
         choices = get(chunk, "choices")
         error = get(chunk, "error")
         if error is not None and (not isinstance(choices, list) or bool(error)):

@@ -25,7 +25,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolwire.formats._fields import arguments_of, get, index_of, merge_usage, str_or_none
+from toolwire.formats._fields import (
+    arguments_of,
+    copy_usage,
+    get,
+    index_of,
+    merge_usage,
+    str_or_none,
+)
 from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat, after_provider_error
 from toolwire.formats._utf16 import Utf16, escape_lone_surrogates
 
@@ -225,7 +232,8 @@ class ResponsesAdapter:
         usage = get(response, "usage")
         if usage is not None:
             # `null` members left out, as the SDK objects and the raw SSE path read them.
-            self._usage = info.usage = merge_usage(self._usage, usage)
+            self._usage = merge_usage(self._usage, usage)
+            info.usage = copy_usage(self._usage)
         if kind == "response.completed":
             info.finish_reason = "completed"
         elif kind == "response.failed":
