@@ -332,6 +332,9 @@ class Assembler:
     def _flush_before_finish(self, hook: Callable[[Any], object]) -> None:
         """Registers `hook`, called once with the assembler when `finish` starts (it must not
         refer to the assembler, which does not traverse it for the garbage collector)."""
+    def _set_index(self, ordinal: int, index: int | None, /) -> None:
+        """Sets the index the call at `ordinal` reports when it is routed by another key (a
+        Responses item keyed apart from another item sent under the same `output_index`)."""
     def finish(self) -> list[ToolCall]:
         """Ends the stream: every started call exactly once, in ordinal order.
 

@@ -591,14 +591,30 @@ impl Assembler {
     /// # Errors
     /// [`Misuse`] after finish or for an unknown ordinal.
     pub fn end_call(&mut self, ordinal: usize) -> Result<(), Misuse> {
+        let call = self.open_call_mut(ordinal)?;
+        call.ended = true;
+        Ok(())
+    }
+
+    /// The call at `ordinal`, for a change while the stream runs.
+    fn open_call_mut(&mut self, ordinal: usize) -> Result<&mut Call, Misuse> {
         if self.finished {
             return Err(Misuse::Finished);
         }
-        let call = self
-            .calls
+        self.calls
             .get_mut(ordinal)
-            .ok_or(Misuse::NoSuchCall(ordinal))?;
-        call.ended = true;
+            .ok_or(Misuse::NoSuchCall(ordinal))
+    }
+
+    /// Sets the index a call reports ([`ToolCall::index`]) when it is not the key the call is
+    /// routed by: a Responses item keyed by its `item_id`, apart from another item sent under
+    /// the same `output_index`, still reports the `output_index` it came with.
+    ///
+    /// # Errors
+    /// [`Misuse`] after finish or for an unknown ordinal.
+    pub fn set_index(&mut self, ordinal: usize, index: Option<i64>) -> Result<(), Misuse> {
+        let call = self.open_call_mut(ordinal)?;
+        call.index = index;
         Ok(())
     }
 
@@ -613,13 +629,7 @@ impl Assembler {
     /// # Errors
     /// [`Misuse`] after finish or for an unknown ordinal.
     pub fn set_metadata(&mut self, ordinal: usize, key: &str, json: &str) -> Result<(), Misuse> {
-        if self.finished {
-            return Err(Misuse::Finished);
-        }
-        let call = self
-            .calls
-            .get_mut(ordinal)
-            .ok_or(Misuse::NoSuchCall(ordinal))?;
+        let call = self.open_call_mut(ordinal)?;
         if let Some(slot) = call.metadata.iter_mut().find(|(k, _)| k == key) {
             json.clone_into(&mut slot.1);
         } else {

@@ -151,6 +151,9 @@ pub enum Action<'a> {
         /// that ended the previous fragment under this key and found no partner. It belongs to
         /// the call that fragment went to, which is not this delta's if the delta starts one.
         released: bool,
+        /// The index the call reports when it differs from the routing key `delta.index`: a
+        /// Responses item keyed apart from another item sent under the same `output_index`.
+        shown_index: Option<i64>,
     },
     /// Provider fields alone (no id, type or function): kept for the call under this wire
     /// index, now or once it opens; never opens a call (quirk 31).
@@ -463,7 +466,13 @@ struct BlockState {
 
 #[derive(Debug)]
 struct ItemState {
+    /// The `output_index` as sent.
     index: i64,
+    /// The assembler key of the item's call: `index`, unless another item (another non-blank
+    /// `item_id`) already has that key, as when a server sends one `output_index` for all.
+    key: i64,
+    /// Its `output_item.added` (or `.done`) was read; deltas alone open no item with a name.
+    announced: bool,
     item_id: String,
     fed_len: usize,
     hash: u64,
@@ -492,6 +501,8 @@ pub struct Decoder {
     held_text: Option<u16>,
     blocks: Vec<BlockState>,
     items: Vec<ItemState>,
+    /// A key above every `output_index` and key seen, for an item that must be keyed apart.
+    next_key: i64,
     any_function_call: bool,
     refusal: bool,
     ignored_choices: u64,
@@ -858,18 +869,25 @@ impl Decoder {
                 let index = env
                     .output_index
                     .unwrap_or_else(|| i64::try_from(self.items.len()).unwrap_or(i64::MAX));
-                self.open_item(index, &item, emit);
+                let item_id = item.id.as_ref().map_or("", Str::as_str);
+                // A repeated `added` of one item (a replay after a reconnect) keeps its key.
+                let known = self.items.iter().rposition(|s| s.item_id == item_id);
+                let key = match known.filter(|_| !item_id.is_empty()) {
+                    Some(pos) => self.items[pos].key,
+                    None => self.new_key(index, item_id),
+                };
+                self.open_item(index, key, &item, emit);
             }
             "response.function_call_arguments.delta" => {
-                let index = self.item_index(env, None);
+                let key = self.item_key(env, None, true);
                 if let Some(raw) = raw_str(env.delta) {
-                    self.responses_fragment(index, raw, emit);
+                    self.responses_fragment(key, raw, emit);
                 }
             }
             "response.function_call_arguments.done" => {
-                let index = self.item_index(env, None);
+                let key = self.item_key(env, None, false);
                 if let Some(raw) = raw_str(env.arguments) {
-                    self.verify(index, raw, emit);
+                    self.verify(key, raw, emit);
                 }
             }
             "response.output_item.done" => {
@@ -877,17 +895,20 @@ impl Decoder {
                 let Some(item) = item.filter(|i| is_kind(i.kind.as_ref(), "function_call")) else {
                     return Ok(());
                 };
-                let index = self.item_index(env, item.id.as_ref().map(Str::as_str));
-                if !self.items.iter().any(|s| s.index == index) {
+                let key = self.item_key(env, item.id.as_ref().map(Str::as_str), false);
+                let pos = self.items.iter().rposition(|s| s.key == key);
+                if !pos.is_some_and(|p| self.items[p].announced) {
                     // A bridge that sends the finished item alone (no `output_item.added`):
                     // the call is opened from it, as `feed_chunk` does, never dropped.
-                    self.open_item(index, &item, emit);
+                    let index =
+                        pos.map_or(env.output_index.unwrap_or(key), |p| self.items[p].index);
+                    self.open_item(index, key, &item, emit);
                 }
                 if let Some(raw) = raw_str(item.arguments) {
-                    self.verify(index, raw, emit);
+                    self.verify(key, raw, emit);
                 }
-                self.release(Some(index), emit);
-                emit(Action::EndCall(index));
+                self.release(Some(key), emit);
+                emit(Action::EndCall(key));
             }
             "response.output_text.delta" => {
                 if let Some(raw) = raw_str(env.delta) {
@@ -904,25 +925,51 @@ impl Decoder {
         Ok(())
     }
 
-    /// Opens the call of a `function_call` item at `index`: its id, name and `item_id`, then
-    /// the arguments the item already carries, as a fragment.
-    fn open_item<F: FnMut(Action<'_>)>(&mut self, index: i64, item: &Item<'_>, emit: &mut F) {
+    /// Opens the call of a `function_call` item at `output_index` `index` under `key`: its id,
+    /// name and `item_id`, then the arguments the item already carries, as a fragment.
+    fn open_item<F: FnMut(Action<'_>)>(
+        &mut self,
+        index: i64,
+        key: i64,
+        item: &Item<'_>,
+        emit: &mut F,
+    ) {
         self.any_function_call = true;
         let item_id = item.id.as_ref().map_or("", Str::as_str);
-        self.items.push(ItemState {
-            index,
-            item_id: item_id.to_owned(),
-            fed_len: 0,
-            hash: FNV_OFFSET,
-            verified: false,
-        });
+        match self
+            .items
+            .iter_mut()
+            .rev()
+            .find(|s| s.key == key && !s.announced)
+        {
+            // Its deltas came first (its `added` was lost): the state they started goes on.
+            Some(state) => {
+                state.announced = true;
+                if state.item_id.is_empty() {
+                    item_id.clone_into(&mut state.item_id);
+                }
+            }
+            None => self.items.push(ItemState {
+                index,
+                key,
+                announced: true,
+                item_id: item_id.to_owned(),
+                fed_len: 0,
+                hash: FNV_OFFSET,
+                verified: false,
+            }),
+        }
         let call_id = non_blank(item.call_id.as_ref()).or(non_blank(item.id.as_ref()));
         let meta = (!item_id.is_empty()).then(|| json_string(item_id));
         let metadata = meta.as_deref().map(|m| ("item_id", m));
         let name = non_blank(item.name.as_ref());
-        emit(call(Some(index), call_id, name, None, None, metadata));
+        let mut action = call(Some(key), call_id, name, None, None, metadata);
+        if let Action::Call { shown_index, .. } = &mut action {
+            *shown_index = (key != index).then_some(index);
+        }
+        emit(action);
         if let Some(raw) = raw_str(item.arguments).filter(|r| r.len() > 2) {
-            self.responses_fragment(index, raw, emit);
+            self.responses_fragment(key, raw, emit);
         }
     }
 
@@ -969,22 +1016,73 @@ impl Decoder {
         Ok(())
     }
 
-    /// The wire index of a Responses item event: `output_index`, else the index recorded for
-    /// its `item_id`, else the last function call seen.
-    fn item_index(&self, env: &Envelope<'_>, item_id: Option<&str>) -> i64 {
-        if let Some(i) = env.output_index {
-            return i;
+    /// The item an event names: by its `item_id` when one is known; else by `output_index`
+    /// (the latest item sent there, unless that item has another `item_id`); else, with
+    /// neither, the last function call seen.
+    fn find_item(&self, item_id: Option<&str>, output_index: Option<i64>) -> Option<usize> {
+        let item_id = item_id.filter(|id| !id.is_empty());
+        if let Some(id) = item_id {
+            if let Some(pos) = self.items.iter().rposition(|s| s.item_id == id) {
+                return Some(pos);
+            }
         }
+        match output_index {
+            Some(i) => self
+                .items
+                .iter()
+                .rposition(|s| s.index == i)
+                .filter(|&p| item_id.is_none() || self.items[p].item_id.is_empty()),
+            None => self.items.len().checked_sub(1),
+        }
+    }
+
+    /// The key of a new item at `output_index` `index`: the index itself, unless an item with
+    /// another `item_id` has that key already (two calls sent under one `output_index` must not
+    /// have their arguments mixed), then a key above every index and key seen.
+    fn new_key(&mut self, index: i64, item_id: &str) -> i64 {
+        let taken = self.items.iter().any(|s| {
+            s.key == index && !(item_id.is_empty() || s.item_id.is_empty() || s.item_id == item_id)
+        });
+        let key = if taken { self.next_key } else { index };
+        self.next_key = self.next_key.max(key.saturating_add(1));
+        key
+    }
+
+    /// The key of a Responses item event, found by [`Decoder::find_item`]. With `start`, an
+    /// event for an item never announced (its `output_item.added` was lost) starts its state,
+    /// so its later events find it by `item_id`.
+    fn item_key(&mut self, env: &Envelope<'_>, item_id: Option<&str>, start: bool) -> i64 {
         let from_event = string(env.item_id);
-        let id = from_event.as_deref().or(item_id);
-        id.and_then(|id| self.items.iter().find(|s| s.item_id == id))
-            .or(self.items.last())
-            .map_or(0, |s| s.index)
+        let id = from_event.as_deref().filter(|s| !s.is_empty()).or(item_id);
+        if let Some(i) = env.output_index {
+            self.next_key = self.next_key.max(i.saturating_add(1));
+        }
+        if let Some(pos) = self.find_item(id, env.output_index) {
+            return self.items[pos].key;
+        }
+        let Some(index) = env.output_index else {
+            return 0;
+        };
+        let id = id.unwrap_or("");
+        let key = self.new_key(index, id);
+        if !start {
+            return key;
+        }
+        self.items.push(ItemState {
+            index,
+            key,
+            announced: false,
+            item_id: id.to_owned(),
+            fed_len: 0,
+            hash: FNV_OFFSET,
+            verified: false,
+        });
+        key
     }
 
     fn responses_fragment<F: FnMut(Action<'_>)>(&mut self, index: i64, raw: &str, emit: &mut F) {
         self.fragment(Some(index), raw);
-        if let Some(state) = self.items.iter_mut().rev().find(|s| s.index == index) {
+        if let Some(state) = self.items.iter_mut().rev().find(|s| s.key == index) {
             state.fed_len += self.scratch.len();
             state.hash = fnv(state.hash, &self.scratch);
         }
@@ -997,7 +1095,7 @@ impl Decoder {
     /// feeds them when they differ, so the cumulative-resend rule (quirk 19) replaces a prefix.
     /// The deltas' hash only decides whether a surrogate half held from them still stands.
     fn verify<F: FnMut(Action<'_>)>(&mut self, index: i64, raw: &str, emit: &mut F) {
-        let Some(pos) = self.items.iter().rposition(|s| s.index == index) else {
+        let Some(pos) = self.items.iter().rposition(|s| s.key == index) else {
             return;
         };
         if self.items[pos].verified {
@@ -1181,6 +1279,7 @@ fn call<'a>(
         },
         metadata,
         released: false,
+        shown_index: None,
     }
 }
 

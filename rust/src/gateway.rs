@@ -171,6 +171,7 @@ impl State {
                 mut delta,
                 metadata,
                 released,
+                shown_index,
             } => {
                 if let (true, Some(Arguments::Text(text))) = (released, delta.arguments) {
                     if text.len() >= 6 && assembler.starts_call(&delta) {
@@ -192,6 +193,9 @@ impl State {
                 if let Some((key, json)) = metadata {
                     // The ordinal was just returned, so it exists.
                     let _ = assembler.set_metadata(ordinal, key, json);
+                }
+                if shown_index.is_some() {
+                    let _ = assembler.set_index(ordinal, shown_index);
                 }
                 if self.gave_up {
                     // Sent after the provider gave up: no SDK shows it, and it must not run.

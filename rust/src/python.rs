@@ -1461,6 +1461,16 @@ impl PyAssembler {
     fn _flush_before_finish(&mut self, hook: Py<PyAny>) {
         self.before_finish = Some(hook);
     }
+
+    /// The index the call at `ordinal` reports, when it is routed by another key (the
+    /// `feed_chunk` layer keys a Responses item apart from another under its `output_index`).
+    #[pyo3(signature = (ordinal, index, /))]
+    fn _set_index(&mut self, ordinal: usize, index: Option<i64>) -> PyResult<()> {
+        self.decoder
+            .assembler_mut()
+            .set_index(ordinal, index)
+            .map_err(|e| misuse(&e))
+    }
 }
 
 fn dump_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {

@@ -1,8 +1,12 @@
 """OpenAI Responses API stream events to assembler calls.
 
 Design notes:
-- A call is keyed by its `output_index`. Argument deltas that lack it (some bridges) are routed
-  through the `item_id` seen in `response.output_item.added`.
+- A call is found by its `item_id` when the event has one the stream announced, else by its
+  `output_index`, else it is the last function call. Some compatible servers send one (or a
+  wrong) `output_index` for interleaved items: keyed by `output_index` alone, their arguments
+  would be mixed. A call is keyed in the core by its `output_index`, unless an item with another
+  `item_id` already has that key; it is then keyed apart (by a number above every index seen)
+  and still reports its `output_index` as `ToolCall.index`, as on the raw SSE path.
 - The call's id is the item's `call_id` (what a `function_call_output` must quote); the item's own
   `id` (`fc_...`) is kept as metadata `item_id` for replaying the item in the next turn, and is
   the call's id when a bridge sends no `call_id`.
@@ -51,6 +55,11 @@ class _Calls:
     # Items whose deltas came before any `output_item.added` (it was lost): opened without a
     # name, which their `output_item.done` may still bring.
     unannounced: set[int] = field(default_factory=lambda: set())
+    # The `item_id` of each key, and the latest key opened at each `output_index`.
+    item_of: dict[int, str | None] = field(default_factory=lambda: {})
+    latest_at: dict[int, int] = field(default_factory=lambda: {})
+    # A key above every `output_index` and key seen, for an item keyed apart.
+    next_key: int = 0
 
 
 class ResponsesAdapter:
@@ -107,7 +116,7 @@ class ResponsesAdapter:
 
     def _index(self, event: object) -> int | None:
         """The key of an event's item, or None for an item never opened."""
-        index = self._key(event)
+        index = self._find(str_or_none(get(event, "item_id")), self._output_index(event))
         return index if index in self._calls.opened else None
 
     def _delta_index(self, event: object) -> int:
@@ -116,28 +125,54 @@ class ResponsesAdapter:
         dropped: the raw SSE path keeps it too, and the call ends as `missing_name` unless its
         `output_item.done` names it."""
         calls = self._calls
-        index = self._key(event)
-        if index not in calls.opened:
-            calls.opened.add(index)
-            calls.order.append(index)
-            calls.unannounced.add(index)
-            item_id = str_or_none(get(event, "item_id"))
-            if item_id is not None:
-                calls.by_item[item_id] = index
-        return index
-
-    def _key(self, event: object) -> int:
-        index = index_of(get(event, "output_index"))
-        return self._key_of(str_or_none(get(event, "item_id"))) if index is None else index
-
-    def _key_of(self, item_id: str | None) -> int:
-        # No `output_index`: the item with this id, else the last function call item, as on
-        # the raw SSE path.
-        calls = self._calls
-        index = calls.by_item.get(item_id) if item_id is not None else None
+        item_id = str_or_none(get(event, "item_id"))
+        output_index = self._output_index(event)
+        index = self._find(item_id, output_index)
         if index is None:
-            index = calls.order[-1] if calls.order else 0
+            index = self._new_key(0 if output_index is None else output_index, item_id)
+        if index not in calls.opened:
+            self._open(index, index if output_index is None else output_index, item_id)
+            calls.unannounced.add(index)
         return index
+
+    def _output_index(self, event: object) -> int | None:
+        index = index_of(get(event, "output_index"))
+        if index is not None:
+            self._calls.next_key = max(self._calls.next_key, index + 1)
+        return index
+
+    def _find(self, item_id: str | None, output_index: int | None) -> int | None:
+        """The key of the item an event names: by `item_id` when it is known; else by
+        `output_index` (the latest item there, unless that item has another `item_id`); else,
+        with neither, the last function call item. As on the raw SSE path."""
+        calls = self._calls
+        if item_id is not None and item_id in calls.by_item:
+            return calls.by_item[item_id]
+        if output_index is None:
+            return calls.order[-1] if calls.order else None
+        index = calls.latest_at.get(output_index)
+        if index is not None and item_id is not None and calls.item_of.get(index) is not None:
+            return None
+        return index
+
+    def _new_key(self, output_index: int, item_id: str | None) -> int:
+        """The key of a new item: its `output_index`, unless an item with another `item_id`
+        has that key, so that two items sent under one index never share a call."""
+        calls = self._calls
+        other = calls.item_of.get(output_index)
+        taken = output_index in calls.opened and None not in (item_id, other) and other != item_id
+        index = calls.next_key if taken else output_index
+        calls.next_key = max(calls.next_key, index + 1)
+        return index
+
+    def _open(self, index: int, output_index: int, item_id: str | None) -> None:
+        calls = self._calls
+        calls.opened.add(index)
+        calls.order.append(index)
+        calls.item_of[index] = item_id
+        calls.latest_at[output_index] = index
+        if item_id is not None:
+            calls.by_item[item_id] = index
 
     def _item(self, event: object, sink: Sink, info: ChunkInfo, *, done: bool) -> None:
         item = get(event, "item")
@@ -145,10 +180,17 @@ class ResponsesAdapter:
             return
         calls = self._calls
         item_id = str_or_none(get(item, "id"))
-        index = index_of(get(event, "output_index"))
+        output_index = self._output_index(event)
+        if done:
+            index = self._find(item_id, output_index)
+        else:
+            # A repeated `output_item.added` of one item (a replay after a reconnect) keeps its
+            # key; a new item is numbered by the items before it when it has no index.
+            index = calls.by_item.get(item_id) if item_id is not None else None
+            if output_index is None:
+                output_index = len(calls.order)
         if index is None:
-            # As on the raw SSE path: a new item is numbered by the items before it.
-            index = len(calls.order) if not done else self._key_of(item_id)
+            index = self._new_key(0 if output_index is None else output_index, item_id)
         # Every `output_item.added` is an item, also at an `output_index` seen before (a stream
         # replayed after a reconnect, a bridge that reuses indexes): its id and name go to the
         # core, which continues the open call or starts a new one, as on the raw SSE path.
@@ -158,16 +200,16 @@ class ResponsesAdapter:
             # its arguments go to the core as the raw SSE path sends them (as text the core
             # compares with the deltas': a repeat is dropped, a resend completes a lost delta).
             calls.unannounced.discard(index)
+            if item_id is not None and calls.item_of.get(index) is None:
+                calls.item_of[index] = item_id
+                calls.by_item[item_id] = index
             self._announce(index, item, item_id, sink, info)
             calls.with_arguments.discard(index)
         elif first:
-            calls.opened.add(index)
-            calls.order.append(index)
+            self._open(index, index if output_index is None else output_index, item_id)
             calls.with_arguments.discard(index)
             calls.verified.discard(index)
-            if item_id is not None:
-                calls.by_item[item_id] = index
-            self._announce(index, item, item_id, sink, info)
+            self._announce(index, item, item_id, sink, info, output_index)
         if done or index not in calls.with_arguments:
             self._summary(index, get(item, "arguments"), sink, info)
         if done:
@@ -175,7 +217,13 @@ class ResponsesAdapter:
             sink.end(index)
 
     def _announce(
-        self, index: int, item: object, item_id: str | None, sink: Sink, info: ChunkInfo
+        self,
+        index: int,
+        item: object,
+        item_id: str | None,
+        sink: Sink,
+        info: ChunkInfo,
+        output_index: int | None = None,
     ) -> None:
         """Hands the core an item's call id and name."""
         # A bridge that sends no `call_id` gets its item id back, as on the raw SSE path.
@@ -183,6 +231,10 @@ class ResponsesAdapter:
         name = str_or_none(get(item, "name"))
         ordinal = self._utf16.feed(sink, index, id=call_id, name=name)
         self._calls.ordinals[index] = ordinal
+        set_index = getattr(sink, "_set_index", None)
+        if output_index is not None and output_index != index and set_index is not None:
+            # Keyed apart from another item under this `output_index`, it still reports it.
+            set_index(ordinal, output_index)
         info.feeds.append(FeedRecord(ordinal, call_id, name))
         if item_id is not None:
             sink.set_metadata(index, "item_id", item_id)

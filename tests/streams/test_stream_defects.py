@@ -1,0 +1,54 @@
+"""Stream-path defects found by comparing the SDK path with `feed_sse`, each pinned here on both
+ways in: the real SDK client over HTTP through `assemble`, and `feed_sse` on the same bytes cut
+every way a gateway may see them (`assemble_both`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("toolwire._core")
+
+from toolwire.assembler import Assembler
+
+from .clients import assemble_both
+from .conftest import SSEServer
+from .streamkit import Call, responses_stream, sse_body
+
+RESPONSES = "openai-responses"
+
+
+def _shown(calls: list[Any]) -> list[tuple[Any, ...]]:
+    return [(c.index, c.id, c.name, c.value, c.error.kind if c.error else None) for c in calls]
+
+
+@pytest.mark.parametrize("output_index", ["same", "swapped"])
+def test_responses_items_are_found_by_item_id_not_output_index(
+    sse_server: SSEServer, split: str, output_index: str
+) -> None:
+    # Interleaved function calls that a compatible server sends under one `output_index` (or
+    # under each other's): keyed by `output_index`, the arguments of both calls were mixed
+    # into one. Every event names its item by `item_id` (`output_item.done` in its item).
+    calls = [Call("f", '{"a": "one one one"}'), Call("g", '{"b": "two two two"}')]
+    events = responses_stream(calls, interleave=True, size=4)
+    for event in events:
+        if "output_index" in event and event["type"] != "response.output_item.added":
+            item = event.get("item_id") or event["item"]["id"]
+            if output_index == "swapped":
+                event["output_index"] = {"fc_0": 1, "fc_1": 0}[item]
+        if "output_index" in event and output_index == "same":
+            event["output_index"] = 0
+    route = sse_server.register(sse_body(events, RESPONSES), split=split)
+    _, stream = assemble_both(route, RESPONSES)
+    # The index a call reports is the `output_index` its item was announced with.
+    want = [
+        (0, "call_0", "f", {"a": "one one one"}, None),
+        (0 if output_index == "same" else 1, "call_1", "g", {"b": "two two two"}, None),
+    ]
+    assert _shown(stream.calls) == want
+    dicts = Assembler()
+    for event in events:
+        dicts.feed_chunk(event)
+    assert _shown(dicts.finish()) == want
+
