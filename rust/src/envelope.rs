@@ -1010,6 +1010,9 @@ impl Decoder {
                 response.error.map_or("{}", RawValue::get),
             ));
             emit(Action::Stop(status));
+        } else if status == "cancelled" {
+            // The response was cut off: a call the server had not finished must not run.
+            emit(Action::Stop(status));
         }
         emit(Action::Finish { raw, reason });
         emit(Action::Done);

@@ -52,3 +52,25 @@ def test_responses_items_are_found_by_item_id_not_output_index(
         dicts.feed_chunk(event)
     assert _shown(dicts.finish()) == want
 
+
+def test_responses_cancelled_reads_the_same_on_both_paths(
+    sse_server: SSEServer, split: str
+) -> None:
+    # `response.cancelled` (no event class in the openai SDK) was read only by `feed_sse`: the
+    # SDK path had no finish reason or usage, and the call the server never finished (no
+    # `output_item.done`, its arguments complete) would run on either path.
+    calls = [Call("f", '{"a": 1}'), Call("g", '{"b": 2}')]
+    events = responses_stream(calls)
+    final = events[-1]
+    final["type"] = "response.cancelled"
+    final["response"]["status"] = "cancelled"
+    done = [i for i, e in enumerate(events) if e["type"] == "response.output_item.done"]
+    del events[done[-1]]
+    route = sse_server.register(sse_body(events, RESPONSES), split=split)
+    _, stream = assemble_both(route, RESPONSES)
+    assert stream.finish_reason == "cancelled"
+    assert stream.usage is not None and stream.usage["total_tokens"] == 33
+    assert [(c.value, c.error.kind if c.error else None) for c in stream.calls] == [
+        ({"a": 1}, None),
+        ({"b": 2}, "filtered"),
+    ]

@@ -19,7 +19,7 @@ Design notes:
   without a name, as on the raw SSE path: its `response.output_item.done` names it, else it ends
   as `missing_name`. Nothing that arrived is dropped.
 - `response.output_item.done` ends the call. `response.incomplete` with reason `content_filter`,
-  `response.failed` and a stream `error` event stop the open calls.
+  `response.failed`, `response.cancelled` and a stream `error` event stop the open calls.
 - Only `function_call` items are tool calls for the caller; hosted tools (web search, code
   interpreter) run on the server and custom tools stream free text, so they are not assembled.
 """
@@ -41,6 +41,12 @@ from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat, aft
 from toolwire.formats._utf16 import Utf16, escape_lone_surrogates
 
 __all__ = ["ResponsesAdapter"]
+
+# `response.cancelled` has no event class in the openai SDK: it yields the event as the first
+# class of its union with the fields kept (`get` reads them), so it is matched by `type` alone.
+_FINAL = frozenset(
+    ("response.completed", "response.incomplete", "response.failed", "response.cancelled")
+)
 
 
 @dataclass(slots=True)
@@ -106,7 +112,7 @@ class ResponsesAdapter:
                 self._summary(index, get(chunk, "arguments"), sink, info)
         elif kind == "response.output_item.done":
             self._item(chunk, sink, info, done=True)
-        elif kind in ("response.completed", "response.incomplete", "response.failed"):
+        elif kind in _FINAL:
             self._finished(get(chunk, "response"), str(kind), sink, info)
         elif kind == "error":
             info.finish_reason = "error"
@@ -291,6 +297,10 @@ class ResponsesAdapter:
         elif kind == "response.failed":
             info.finish_reason = "failed"
             sink.stop("failed")
+        elif kind == "response.cancelled":
+            # As on the raw SSE path: a call the server had not finished must not run.
+            info.finish_reason = "cancelled"
+            sink.stop("cancelled")
         else:
             reason = str_or_none(get(get(response, "incomplete_details"), "reason"))
             info.finish_reason = reason or "incomplete"
