@@ -224,8 +224,8 @@ struct Held {
     text: Vec<u8>,
     /// Set when both readings of `text` (appended, or resending the whole text) already have an
     /// error no later input can fix: the call is invalid whichever way the fragment is decided,
-    /// so the early signal does not wait for the decision. Holds the early errors of the call
-    /// under the reading its end would pick now.
+    /// so the early signal does not wait for the decision. Holds the early errors both readings
+    /// share: those are certain whichever way a later fragment decides.
     early: Option<EarlyErrors>,
 }
 
@@ -1256,7 +1256,7 @@ fn resent_at_end(scanner: &Scanner, held: &[u8]) -> bool {
 
 /// The early errors `drain_errors` reports for a call besides its arrival error: its grammar
 /// error and its settled pre-check violations, or, while a held fragment already breaks both
-/// of its readings, those of the reading the call's end would pick.
+/// of its readings, those both readings share.
 fn early_errors(call: &Call) -> (Option<&Error>, Vec<&Error>) {
     match call.held.as_ref().and_then(|h| h.early.as_ref()) {
         Some(early) => (early.grammar.as_ref(), early.checks.iter().collect()),
@@ -1298,17 +1298,20 @@ fn judge_held(call: &mut Call, registry: &Registry) {
             }
             has_certain_error(&scanner, Some(&check)).then_some((scanner, check))
         };
-        let appended = read(&[call.scanner.text(), &held.text])?;
-        let resent = read(&[&held.text])?;
-        let (scanner, check) = if resent_at_end(&call.scanner, &held.text) {
-            resent
-        } else {
-            appended
-        };
-        Some(EarlyErrors {
-            grammar: certain_grammar_error(&scanner).cloned(),
-            checks: check.settled_errors().cloned().collect(),
-        })
+        let (appended, appended_check) = read(&[call.scanner.text(), &held.text])?;
+        let (resent, resent_check) = read(&[&held.text])?;
+        // Only what both readings have is certain: a later fragment may still pick either, and
+        // an error reported from the one it drops would be an error the call never has.
+        let grammar = certain_grammar_error(&appended)
+            .filter(|&e| certain_grammar_error(&resent) == Some(e))
+            .cloned();
+        let checks = appended_check
+            .settled_errors()
+            .zip(resent_check.settled_errors())
+            .take_while(|(a, b)| a == b)
+            .map(|(a, _)| a.clone())
+            .collect();
+        Some(EarlyErrors { grammar, checks })
     });
     if let Some(held) = call.held.as_deref_mut() {
         held.early = early;

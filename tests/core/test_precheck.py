@@ -147,10 +147,12 @@ def test_registry_reports_unsupported_keywords() -> None:
 
 
 @pytest.mark.parametrize("when", ["before_finish", "after_finish"])
-def test_a_possible_resend_that_breaks_both_readings_is_reported_early(when: str) -> None:
+def test_a_possible_resend_that_breaks_both_readings_fails_early(when: str) -> None:
     # `{"b": ` then `{"b": 1}}`: the second fragment could be a cumulative resend or an ordinary
     # continuation, so it waits for the next fragment to decide. Either way `b` is no array:
-    # the violation is certain now and must not wait for the decision.
+    # the call is certain to fail now and `failed` must not wait for the decision. The two
+    # readings break differently (an object, a number), so no error is drained until one is
+    # picked: one from the reading a later fragment drops would be an error the call never has.
     registry = ToolRegistry({"t": {"type": "object", "properties": {"b": {"type": "array"}}}})
     a = Assembler(tools=registry)
     a.feed(0, id="c1", name="t", arguments='{"b": ')
@@ -160,9 +162,26 @@ def test_a_possible_resend_that_breaks_both_readings_is_reported_early(when: str
         assert call.error is not None and call.error.path == "/b"
         return
     assert a.failed
-    [(_, early)] = a.drain_errors()
-    assert (early.kind, early.path) == ("schema_violation", "/b")
+    assert a.drain_errors() == []
     [call] = a.finish()
     # The decision at the end is unchanged: appended, the text is one complete value.
     assert call.arguments == '{"b": {"b": 1}}'
-    assert call.error == early
+    assert call.error is not None and (call.error.kind, call.error.path) == (
+        "schema_violation",
+        "/b",
+    )
+
+
+def test_an_early_error_of_a_dropped_reading_is_never_drained() -> None:
+    # As above, then the next fragment extends the held one: a cumulative stream, whose text
+    # is `{"b": 1}} `. Only that text's errors are drained, never the appended reading's.
+    registry = ToolRegistry({"t": {"type": "object", "properties": {"b": {"type": "array"}}}})
+    a = Assembler(tools=registry)
+    drained: list[tuple[str, str, str]] = []
+    for fragment in ('{"b": ', '{"b": 1}}', '{"b": 1}} '):
+        a.feed(0, id="c1", name="t", arguments=fragment)
+        drained += [(e.kind, e.path, e.message) for _, e in a.drain_errors()]
+    [call] = a.finish()
+    assert call.arguments == '{"b": 1}} '
+    assert all("object" not in message for _, _, message in drained), drained
+    assert ("schema_violation", "/b") in [(k, p) for k, p, _ in drained]
