@@ -1746,3 +1746,38 @@ data: [DONE]\n\n";
     assert_eq!(o.call(0).error, Some(ErrorKind::Filtered));
     assert_eq!(o.call(1).error, Some(ErrorKind::Filtered));
 }
+
+#[test]
+fn a_mismatch_names_the_output_index_a_call_was_sent_under() {
+    // Two items under one `output_index`: the second is routed by another key, and its
+    // `.done` (which repairs lost deltas) is reported by the index the server sent.
+    let events = [
+        r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc_a","call_id":"call_a","name":"f","arguments":""}}"#,
+        r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc_b","call_id":"call_b","name":"g","arguments":""}}"#,
+        r#"{"type":"response.function_call_arguments.delta","output_index":0,"item_id":"fc_a","delta":"{}"}"#,
+        r#"{"type":"response.function_call_arguments.delta","output_index":0,"item_id":"fc_b","delta":"{\"x\""}"#,
+        r#"{"type":"response.function_call_arguments.done","output_index":0,"item_id":"fc_b","arguments":"{\"x\":1}"}"#,
+    ];
+    let body: String = events
+        .iter()
+        .map(|data| {
+            let kind = value(data)["type"].as_str().map(str::to_owned);
+            format!("event: {}\ndata: {data}\n\n", kind.unwrap_or_default())
+        })
+        .collect();
+    let mut d = decoder();
+    d.push(body.as_bytes()).expect("push before finish");
+    let calls = d.finish().expect("first finish");
+    assert_eq!(calls[1].index, Some(0));
+    assert_eq!(calls[1].arguments, br#"{"x":1}"#);
+    let mismatch: Vec<&str> = d
+        .errors()
+        .iter()
+        .filter(|e| e.kind == StreamErrorKind::ArgumentsMismatch)
+        .map(|e| e.message.as_str())
+        .collect();
+    assert_eq!(
+        mismatch,
+        ["final arguments of the call at output_index 0 differ from its deltas"]
+    );
+}

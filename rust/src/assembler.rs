@@ -793,6 +793,12 @@ impl Assembler {
         }
     }
 
+    /// The index the call at `ordinal` reports ([`ToolCall::index`]): its wire index, or the
+    /// one [`Assembler::set_index`] gave it.
+    pub fn index(&self, ordinal: usize) -> Option<i64> {
+        self.calls.get(ordinal).and_then(|call| call.index)
+    }
+
     /// The raw argument text received so far for a call.
     #[must_use]
     pub fn arguments(&self, ordinal: usize) -> Option<&[u8]> {

@@ -254,14 +254,15 @@ impl State {
                 // Compared with what the call holds, as `feed_chunk` compares it: after
                 // cumulative deltas the concatenated deltas differ from the summary while the
                 // call's arguments are equal to it, and nothing was lost.
-                let held = assembler
-                    .ordinal_of(Some(index))
-                    .and_then(|ordinal| assembler.arguments(ordinal));
+                let ordinal = assembler.ordinal_of(Some(index));
+                let held = ordinal.and_then(|ordinal| assembler.arguments(ordinal));
                 if held == Some(full) {
                     return;
                 }
+                // Named by the `output_index` it was sent under, not the key it is routed by.
+                let shown = ordinal.and_then(|o| assembler.index(o)).unwrap_or(index);
                 self.errors.record(StreamErrorKind::ArgumentsMismatch, self.events, || {
-                    format!("final arguments of the call at output_index {index} differ from its deltas")
+                    format!("final arguments of the call at output_index {shown} differ from its deltas")
                 });
                 let delta = Delta {
                     index: Some(index),
