@@ -25,6 +25,7 @@ const FILES: &[&str] = &[
     "required",
     "enum",
     "const",
+    "allOf",
     "anyOf",
     "oneOf",
     "items",
@@ -43,10 +44,9 @@ const FILES: &[&str] = &[
     "defs",
     "boolean_schema",
     // Keywords the pre-check leaves to the final validation: only the first half is asserted
-    // (a valid instance gets no error), which guards the loosening they need (`allOf` members,
-    // `patternProperties` next to `additionalProperties`, `$anchor` and `$dynamicRef` targets,
+    // (a valid instance gets no error), which guards the loosening they need
+    // (`patternProperties` next to `additionalProperties`, `$anchor` and `$dynamicRef` targets,
     // `unevaluatedProperties` next to `properties`, ...).
-    "allOf",
     "anchor",
     "contains",
     "content",

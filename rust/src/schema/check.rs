@@ -3,11 +3,13 @@
 //!
 //! Design notes:
 //! - One *frame* per open JSON value, holding the *slots* (compiled nodes applied to that value)
-//!   in one shared, stack-ordered `Vec`. A node with `$ref`, `anyOf` or `oneOf` expands into
-//!   several slots on the same value, linked to their owner: `$ref` is a conjunction, branches
-//!   form a group that fails when its last live branch dies. Member and element values get
-//!   slots linked to the container's slot, so a failure deep inside a branch climbs to the
-//!   branch and eliminates it at the byte where it happened.
+//!   in one shared, stack-ordered `Vec`. A node with `$ref`, `allOf`, `anyOf` or `oneOf`
+//!   expands into several slots on the same value, linked to their owner: `$ref` and each
+//!   `allOf` member are conjuncts (`Link::Conj`: they fail alone and report their own keyword,
+//!   and under a branch they take the branch with them), branches form a group that fails
+//!   when its last live branch dies. Member and element values get slots linked to the
+//!   container's slot, so a failure deep inside a branch climbs to the branch and eliminates
+//!   it at the byte where it happened.
 //! - A slot is *conditional* when it sits under a branch. Conditional failures only eliminate
 //!   (no error text is built: the hot `anyOf [T, null]` case stays allocation-free);
 //!   unconditional failures are recorded and the failed slot stops checking its value, so one
@@ -18,13 +20,14 @@
 //!   type and nothing else for the value's kind, `Node::plain`; also an `anyOf` one of whose
 //!   one-slot branches is plain, as it cannot fail) gets no slot outside a branch group: its
 //!   only check passes at the first byte, and a slot for it was most of the pre-check's cost on
-//!   schemas of plain fields. A `$ref`-only node applies its target in its place (same parent,
+//!   schemas of plain fields. A node that is only one conjunct (a `$ref`, or an `allOf` of one
+//!   member, as older exporters wrap a described `$ref`) applies it in its place (same parent,
 //!   link and condition), so it adds no slot either.
 //! - Fast paths for the common shape, a container checked by one unconditional slot: its
 //!   members are decided in `start_fast` before the general path (`start_slots`) runs; a scalar
-//!   member whose schema is one node (`Node::lone`: no `$ref`, branches or `false`) is followed
-//!   in a `Lone` record without frame or slot, and gets both (`materialize`, with the state
-//!   read so far) only when a rule is about to fail, so every error is still built by the
+//!   member whose schema is one node (`Node::lone`: no conjuncts, branches or `false`) is
+//!   followed in a `Lone` record without frame or slot, and gets both (`materialize`, with the
+//!   state read so far) only when a rule is about to fail, so every error is still built by the
 //!   general path; a container member of that kind opens its frame and slot directly, and a
 //!   container closes inline when none of its end rules fails. Each fast path is small and
 //!   inline and its general path out of line (`step_keys`, `step_string`, `end_slots`): the
@@ -43,8 +46,8 @@
 //!   required bits, keys) are reused, so steady-state checking does not allocate; error
 //!   construction is `#[cold]`.
 //! - `oneOf` "more than one" is decided at value end and only counts branches compiled exactly
-//!   (nothing ignored under them), because an ignored keyword could make a surviving branch
-//!   invalid after all.
+//!   (nothing ignored under them, in any conjunct either) and not loosened by the slot cap,
+//!   because an ignored keyword could make a surviving branch invalid after all.
 //! - Container-valued `enum`/`const` are decided at the container's close, on a value rebuilt
 //!   from events (`canon`); scalars are decided without building anything.
 
@@ -92,7 +95,8 @@ struct Slot {
     link: Link,
     cond: bool,
     alive: bool,
-    /// False for a branch that stands in for subschemas cut by `MAX_SLOTS_PER_VALUE`.
+    /// False for a branch that stands in for subschemas cut by `MAX_SLOTS_PER_VALUE`, and for
+    /// every slot above a subschema the cap left out.
     exact: bool,
     any_alive: u32,
     one_alive: u32,
@@ -635,16 +639,16 @@ impl State {
             };
             if child != NONE {
                 let mut n = node(nodes, child);
-                // A `$ref` wrapper stands for its target (see `instantiate`); chains of them
+                // A wrapper stands for its one conjunct (see `instantiate`); chains of them
                 // are short, and a long one is left to the general path.
                 let mut hops = 0;
                 let mut child = child;
-                while n.pure_ref {
+                while n.wrapped != NONE {
                     if hops == 8 {
                         return false;
                     }
                     hops += 1;
-                    child = n.reff;
+                    child = n.wrapped;
                     n = node(nodes, child);
                 }
                 if n.plain & bits == 0 {
@@ -973,7 +977,7 @@ impl State {
         }
     }
 
-    /// Adds the slots of node `id` (and of its `$ref` and branches) for a value of kind
+    /// Adds the slots of node `id` (and of its conjuncts and branches) for a value of kind
     /// `bits`. A plain node (see `Node::plain`) gets none outside a branch group: its one
     /// check, the type, passes, and nothing else would ever look at its slot.
     #[allow(clippy::too_many_arguments)] // a slot is described by all of these
@@ -994,6 +998,10 @@ impl State {
         }
         let capped = self.slots.len() - start + self.phantom >= MAX_SLOTS_PER_VALUE;
         if capped && !branch {
+            if link == Link::Conj {
+                // The owner now matches more than its schema does.
+                self.loosen(parent);
+            }
             return;
         }
         if n.plain & bits != 0 && !branch {
@@ -1001,12 +1009,12 @@ impl State {
             self.phantom += 1 + n.any_of.len();
             return;
         }
-        // The wrapper's slot would assert nothing and only relay its target's failures, which
-        // the target does itself when it takes the wrapper's place (same parent, link and
+        // The wrapper's slot would assert nothing and only relay its conjunct's failures, which
+        // the conjunct does itself when it takes the wrapper's place (same parent, link and
         // condition). Counted as a slot, so the cap falls where it always did.
-        if n.pure_ref && self.slots.len() - start + self.phantom + 1 < MAX_SLOTS_PER_VALUE {
+        if n.wrapped != NONE && self.slots.len() - start + self.phantom + 1 < MAX_SLOTS_PER_VALUE {
             self.phantom += 1;
-            self.instantiate(nodes, n.reff, parent, link, cond, start, bits);
+            self.instantiate(nodes, n.wrapped, parent, link, cond, start, bits);
             return;
         }
         let idx = to_u32(self.slots.len());
@@ -1018,13 +1026,17 @@ impl State {
         self.slots.push(Slot {
             link,
             cond,
-            exact: !capped,
             any_alive: to_u32(n.any_of.len()),
             one_alive: to_u32(n.one_of.len()),
             ..Slot::member(id, parent)
         });
-        if n.reff != NONE {
-            self.instantiate(nodes, n.reff, idx, Link::Conj, cond, start, bits);
+        if capped {
+            self.loosen(idx);
+        }
+        // Conjuncts are unconditional exactly when their owner is: a failure of one is the
+        // owner's failure, with the conjunct's own keyword in the report.
+        for c in n.conjuncts() {
+            self.instantiate(nodes, c, idx, Link::Conj, cond, start, bits);
         }
         for &b in &n.any_of {
             self.instantiate(nodes, b, idx, Link::AnyOf, true, start, bits);
@@ -1881,6 +1893,17 @@ impl State {
                 self.kill(s);
             }
             true
+        }
+    }
+
+    /// Marks slot `s` and the slots it belongs to (to the root) as matching more than their
+    /// schemas: a subschema was left out under them, so none may count as an exact `oneOf`
+    /// match.
+    #[cold]
+    fn loosen(&mut self, mut s: u32) {
+        while let Some(slot) = self.slots.get_mut(s as usize) {
+            slot.exact = false;
+            s = slot.parent;
         }
     }
 

@@ -7,9 +7,14 @@
 //!   and a node that asserts nothing about strings costs nothing on a string.
 //! - `$ref` is compiled lazily and memoised by canonical JSON Pointer: the target gets a node id
 //!   before its body is compiled, so recursive schemas become cycles in the arena. Cycles that
-//!   do not consume input (`{"$ref": "#"}`, `anyOf` back to itself) would make the checker loop;
-//!   they are cut at compile time (the edge is dropped, which only loosens the check) and
-//!   reported as unsupported.
+//!   do not consume input (`{"$ref": "#"}`, `anyOf` or `allOf` back to itself) would make the
+//!   checker loop; they are cut at compile time (the edge is dropped, which only loosens the
+//!   check) and reported as unsupported.
+//! - `$ref` and the members of `allOf` are *conjuncts*: subschemas applied to the same value as
+//!   their owner, each with its own keywords (so `additionalProperties` in a member sees only
+//!   that member's `properties`, as 2020-12 says). They differ only in number, so every rule
+//!   about one conjunct (cycles, exactness, wrappers, plainness) reads both through
+//!   [`Node::conjuncts`].
 //! - Soundness over completeness: an unsupported keyword is reported and ignored, which can only
 //!   accept more. The exception is a keyword that changes the meaning of a supported one
 //!   (`patternProperties` narrows `additionalProperties`): then the supported one is loosened
@@ -77,17 +82,20 @@ pub(crate) struct Node {
     /// branches is plain for the kinds some branch is plain for (`own_plain_types`).
     pub plain: u8,
     /// `T_*` bits of the kinds for which this node is the only subschema a value meets when it
-    /// is a member of a container (no `$ref`, no branches, no `false`) and its first byte
+    /// is a member of a container (no conjuncts, no branches, no `false`) and its first byte
     /// already passes its type and `enum` kinds (containers: no `enum` at all): the checker
     /// then follows a scalar without a frame or slot, and opens a container's frame and slot
     /// directly. Set with `plain`.
     pub lone: u8,
-    /// Only a `$ref` (and annotations), as exact as its target: the checker applies the target
-    /// in its place, one slot instead of two (Pydantic's `{"$ref": "#/$defs/Item"}` members).
-    pub pure_ref: bool,
+    /// The one conjunct of a node that holds nothing else (annotations aside) and is as exact
+    /// as it, or `NONE`: the checker applies that conjunct in its place, one slot instead of
+    /// two (Pydantic's `{"$ref": "#/$defs/Item"}` members, and the `{"allOf": [{"$ref": ...}],
+    /// "description": ...}` that older exporters wrap a described reference in).
+    pub wrapped: NodeId,
     /// Everything in and under this node is checked exactly (nothing ignored).
     pub exact: bool,
     pub reff: NodeId,
+    pub all_of: Box<[NodeId]>,
     pub any_of: Box<[NodeId]>,
     pub one_of: Box<[NodeId]>,
     pub enumeration: Option<Box<EnumRule>>,
@@ -109,9 +117,10 @@ impl Node {
             trivial: false,
             plain: 0,
             lone: 0,
-            pure_ref: false,
+            wrapped: NONE,
             exact: true,
             reff: NONE,
+            all_of: Box::new([]),
             any_of: Box::new([]),
             one_of: Box::new([]),
             enumeration: None,
@@ -124,6 +133,20 @@ impl Node {
         }
     }
 
+    /// The subschemas applied to the same value alongside this one: its `$ref` target, then
+    /// its `allOf` members.
+    pub fn conjuncts(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (self.reff != NONE)
+            .then_some(self.reff)
+            .into_iter()
+            .chain(self.all_of.iter().copied())
+    }
+
+    fn has_conjuncts(&self) -> bool {
+        self.reff != NONE || !self.all_of.is_empty()
+    }
+
+    /// What this node asserts on its own, conjuncts aside.
     fn asserts_locally(&self) -> bool {
         self.types != T_ALL
             || self.is_false
@@ -297,7 +320,7 @@ pub(crate) fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
         }
         let simple = |b: &NodeId| {
             let b = &c.nodes[*b as usize];
-            b.reff == NONE && b.any_of.is_empty() && b.one_of.is_empty()
+            !b.has_conjuncts() && b.any_of.is_empty() && b.one_of.is_empty()
         };
         if !n.any_of.iter().all(simple) {
             continue;
@@ -310,10 +333,20 @@ pub(crate) fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
     }
     c.propagate_exactness();
     for i in 0..c.nodes.len() {
-        let n = &c.nodes[i];
-        let pure_ref =
-            n.reff != NONE && !n.asserts_locally() && n.exact == c.nodes[n.reff as usize].exact;
-        c.nodes[i].pure_ref = pure_ref;
+        let wrapped = {
+            let n = &c.nodes[i];
+            let mut conjuncts = n.conjuncts();
+            match (conjuncts.next(), conjuncts.next()) {
+                // An inexact wrapper over an exact target (an ignored keyword next to the
+                // `$ref`) must keep its own slot, or a `oneOf` would count the target as an
+                // exact match.
+                (Some(t), None) if !n.asserts_locally() && n.exact == c.nodes[t as usize].exact => {
+                    t
+                }
+                _ => NONE,
+            }
+        };
+        c.nodes[i].wrapped = wrapped;
     }
     c.summarise();
     Ok(Compiled {
@@ -553,6 +586,7 @@ impl Compiler<'_> {
                 "const" => {
                     node.enumeration = Some(Box::new(enum_rule("const", std::slice::from_ref(v))));
                 }
+                "allOf" => node.all_of = self.schema_list(v, ptr, "allOf")?,
                 "anyOf" => node.any_of = self.schema_list(v, ptr, "anyOf")?,
                 "oneOf" => node.one_of = self.schema_list(v, ptr, "oneOf")?,
                 "items" => {
@@ -747,7 +781,8 @@ impl Compiler<'_> {
         Ok(())
     }
 
-    /// Drops `$ref`/`anyOf`/`oneOf` edges that close a cycle on the same instance value.
+    /// Drops `$ref`/`allOf`/`anyOf`/`oneOf` edges that close a cycle on the same instance
+    /// value.
     fn cut_cycles(&mut self) {
         const WHITE: u8 = 0;
         const GREY: u8 = 1;
@@ -780,8 +815,8 @@ impl Compiler<'_> {
                         let node = &mut self.nodes[u];
                         node.exact = false;
                         let pointer = node.pointer.to_string();
-                        drop_edge(node, e);
-                        self.unsupported("$ref", &pointer);
+                        let keyword = drop_edge(node, e);
+                        self.unsupported(keyword, &pointer);
                     }
                     _ => {}
                 }
@@ -799,7 +834,7 @@ impl Compiler<'_> {
                     .iter()
                     .any(|&b| self.nodes[b as usize].trivial);
                 // A dropped edge keeps its inexactness: a branch that is trivial only because
-                // its keywords were ignored (`{"allOf": [...]}`) may reject values, so the owner
+                // its keywords were ignored (`{"not": ...}`) may reject values, so the owner
                 // must not count as an exact `oneOf` match once the edge is gone.
                 if trivial_branch {
                     let inexact = self.nodes[i]
@@ -819,8 +854,24 @@ impl Compiler<'_> {
                     n.exact &= !inexact;
                     changed = true;
                 }
+                // A trivial member of a conjunction adds nothing but its inexactness.
+                let members = &self.nodes[i].all_of;
+                if members.iter().any(|&m| self.nodes[m as usize].trivial) {
+                    let inexact = members
+                        .iter()
+                        .any(|&m| self.nodes[m as usize].trivial && !self.nodes[m as usize].exact);
+                    let kept: Box<[NodeId]> = members
+                        .iter()
+                        .copied()
+                        .filter(|&m| !self.nodes[m as usize].trivial)
+                        .collect();
+                    let n = &mut self.nodes[i];
+                    n.all_of = kept;
+                    n.exact &= !inexact;
+                    changed = true;
+                }
                 let node = &self.nodes[i];
-                if !node.trivial && node.reff == NONE && !node.asserts_locally() {
+                if !node.trivial && !node.has_conjuncts() && !node.asserts_locally() {
                     self.nodes[i].trivial = true;
                     changed = true;
                 }
@@ -856,13 +907,32 @@ impl Compiler<'_> {
             let s = own_summary(&self.nodes[i]);
             self.nodes[i].summary = s.into();
         }
-        for i in 0..self.nodes.len() {
-            let r = self.nodes[i].reff;
-            if self.nodes[i].summary.is_empty() && r != NONE {
-                self.nodes[i].summary = self.nodes[r as usize].summary.clone();
+        // A node that says nothing of its own is described by its first conjunct that does
+        // (an `allOf` around a `$ref` reads as the target): to a fixed point, as a conjunct's
+        // own description may come from its conjuncts in turn.
+        loop {
+            let mut changed = false;
+            for i in 0..self.nodes.len() {
+                if !self.nodes[i].summary.is_empty() {
+                    continue;
+                }
+                let found = self.nodes[i]
+                    .conjuncts()
+                    .map(|c| &self.nodes[c as usize].summary)
+                    .find(|s| !s.is_empty())
+                    .cloned();
+                if let Some(s) = found {
+                    self.nodes[i].summary = s;
+                    changed = true;
+                }
             }
-            if self.nodes[i].summary.is_empty() {
-                self.nodes[i].summary = "a value matching the schema".into();
+            if !changed {
+                break;
+            }
+        }
+        for n in &mut self.nodes {
+            if n.summary.is_empty() {
+                n.summary = "a value matching the schema".into();
             }
         }
     }
@@ -883,7 +953,7 @@ fn plain_types(n: &Node) -> u8 {
 /// one slot each and one of which is plain for the kind cannot fail (that branch lives to the
 /// end, and the others are conditional), so it asserts nothing more either.
 fn own_plain_types(n: &Node) -> u8 {
-    if n.is_false || n.reff != NONE || !n.one_of.is_empty() || n.enumeration.is_some() {
+    if n.is_false || n.has_conjuncts() || !n.one_of.is_empty() || n.enumeration.is_some() {
         return 0;
     }
     let mut plain = n.types & (T_NULL | T_BOOL);
@@ -905,7 +975,7 @@ fn own_plain_types(n: &Node) -> u8 {
 
 /// The `lone` bits of a node.
 fn lone_types(n: &Node) -> u8 {
-    if n.is_false || n.reff != NONE || !n.any_of.is_empty() || !n.one_of.is_empty() {
+    if n.is_false || n.has_conjuncts() || !n.any_of.is_empty() || !n.one_of.is_empty() {
         return 0;
     }
     match &n.enumeration {
@@ -931,29 +1001,35 @@ fn own_summary(node: &Node) -> String {
 }
 
 fn same_value_edges(node: &Node) -> Vec<NodeId> {
-    let mut v: Vec<NodeId> = Vec::new();
-    if node.reff != NONE {
-        v.push(node.reff);
-    }
-    v.extend(node.any_of.iter());
-    v.extend(node.one_of.iter());
-    v
+    node.conjuncts()
+        .chain(node.any_of.iter().copied())
+        .chain(node.one_of.iter().copied())
+        .collect()
 }
 
-/// Removes edge `e` in [`same_value_edges`] order: `$ref` becomes none, a branch becomes `true`.
-fn drop_edge(node: &mut Node, mut e: usize) {
+/// Removes edge `e` in [`same_value_edges`] order and returns its keyword: `$ref` becomes
+/// none, an `allOf` member or a branch becomes `true` (`simplify` then drops it).
+fn drop_edge(node: &mut Node, mut e: usize) -> &'static str {
     if node.reff != NONE {
         if e == 0 {
             node.reff = NONE;
-            return;
+            return "$ref";
         }
         e -= 1;
     }
-    if e < node.any_of.len() {
-        node.any_of[e] = TRUE_NODE;
-    } else if let Some(b) = node.one_of.get_mut(e - node.any_of.len()) {
-        *b = TRUE_NODE;
+    let groups: [(&mut [NodeId], &'static str); 3] = [
+        (&mut node.all_of, "allOf"),
+        (&mut node.any_of, "anyOf"),
+        (&mut node.one_of, "oneOf"),
+    ];
+    for (members, keyword) in groups {
+        if let Some(m) = members.get_mut(e) {
+            *m = TRUE_NODE;
+            return keyword;
+        }
+        e -= members.len();
     }
+    "$ref"
 }
 
 fn children(node: &Node) -> impl Iterator<Item = NodeId> + '_ {
@@ -969,6 +1045,7 @@ fn children(node: &Node) -> impl Iterator<Item = NodeId> + '_ {
         .iter()
         .flat_map(|a| a.prefix.iter().copied().chain(std::iter::once(a.items)));
     std::iter::once(node.reff)
+        .chain(node.all_of.iter().copied())
         .chain(node.any_of.iter().copied())
         .chain(node.one_of.iter().copied())
         .chain(object)

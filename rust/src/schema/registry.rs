@@ -87,7 +87,7 @@ mod tests {
         assert!(!r.name_viable(""));
         r.add("get_weather", &json!({"type": "object"})).unwrap();
         r.add("get_time", &json!(true)).unwrap();
-        r.add("search", &json!({"type": "object", "allOf": []}))
+        r.add("search", &json!({"type": "object", "not": {}}))
             .map(|u| assert_eq!(u.len(), 1))
             .unwrap();
         assert!(r.name_viable(""));

@@ -423,18 +423,18 @@ fn any_of_dies_at_its_last_branch_byte_for_every_split() {
 
 #[test]
 fn one_of_branch_loosened_by_a_dropped_edge_stays_inexact() {
-    // `{"allOf": ...}` is ignored, so it compiles to a trivial but inexact node; dropping it
+    // `{"not": ...}` is ignored, so it compiles to a trivial but inexact node; dropping it
     // from the `anyOf` (or the `$ref` to it) must not leave the owner counting as an exact
     // match: 7 matches only the number branch, and the schema accepts it.
     let any_of = json!({"oneOf": [
-        {"anyOf": [{"allOf": [{"type": "string"}]}, {"type": "null"}]},
+        {"anyOf": [{"not": {"type": "number"}}, {"type": "null"}]},
         {"type": "number"}
     ]});
     ok(&any_of, "7");
     ok(&any_of, "null");
     let reff = json!({
         "oneOf": [{"$ref": "#/$defs/s"}, {"type": "number"}],
-        "$defs": {"s": {"allOf": [{"type": "string"}]}}
+        "$defs": {"s": {"not": {"type": "number"}}}
     });
     ok(&reff, "7");
     ok(&reff, "\"x\"");
@@ -547,7 +547,7 @@ fn got_is_cut_to_200_chars() {
 fn unsupported_keywords_are_reported_and_ignored() {
     let s = json!({
         "type": "object",
-        "allOf": [{"required": ["zzz"]}],
+        "not": {"required": ["zzz"]},
         "properties": {"a": {"not": {"type": "string"}, "x-extra": 1}},
         "if": {}, "then": {}, "dependentRequired": {}, "unevaluatedProperties": false
     });
@@ -559,7 +559,7 @@ fn unsupported_keywords_are_reported_and_ignored() {
     assert_eq!(
         words,
         [
-            ("allOf", ""),
+            ("not", ""),
             ("if", ""),
             ("then", ""),
             ("dependentRequired", ""),
@@ -630,4 +630,245 @@ fn digits_beyond_a_double_are_left_to_the_final_validation() {
     ok(&choice, r#"{"n":0.1000000000000000055511151231257827}"#);
     ok(&choice, r#"{"n":2.00000000000000000001}"#);
     assert_eq!(one(&choice, r#"{"n":0.2}"#).2, "enum");
+}
+
+#[test]
+fn all_of_members_check_the_same_value() {
+    let s = json!({
+        "type": "object",
+        "allOf": [
+            {"properties": {"name": {"type": "string", "maxLength": 4}}, "required": ["name"]},
+            {"properties": {"kind": {"enum": ["user", "team"]}}, "required": ["kind"]}
+        ]
+    });
+    ok(&s, r#"{"name":"ada","kind":"team","other":1}"#);
+    assert_eq!(
+        one(&s, r#"{"name":1,"kind":"user"}"#),
+        at(8, "/name", "type")
+    );
+    assert_eq!(
+        one(&s, r#"{"name":"ada","kind":"usr"}"#),
+        at(24, "/kind", "enum")
+    );
+    assert_eq!(
+        one(&s, r#"{"name":"adam!","kind":"user"}"#),
+        at(13, "/name", "maxLength")
+    );
+    let errs = run(&s, r#"{"name":"ada"}"#);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    let (e, d) = (&errs[0], errs[0].detail.as_ref().unwrap());
+    assert_eq!((e.offset, e.path.as_str()), (13, "/kind"));
+    assert_eq!(
+        (d.keyword.as_str(), d.expected.as_str()),
+        ("required", r#"required properties "kind""#)
+    );
+    assert_eq!(e.message, r#"missing required property "kind""#);
+    // Every member that fails says so, each with its own keyword.
+    let mut paths: Vec<String> = run(&s, "{}").iter().map(|e| e.path.clone()).collect();
+    paths.sort();
+    assert_eq!(paths, ["/kind", "/name"]);
+    // A member's type is checked at the value's first byte.
+    let typed = json!({"allOf": [{"type": "object"}, {"required": ["a"]}]});
+    assert_eq!(one(&typed, "[1]"), at(0, "", "type"));
+    assert_eq!(one(&typed, "{}"), at(1, "/a", "required"));
+}
+
+#[test]
+fn a_keyword_inside_all_of_reports_as_it_does_alone() {
+    // The same offset, path, keyword, expected, got and message as the keyword at the top, for
+    // a lone member, a member next to others, and a member under a described wrapper.
+    let cases: &[(Value, &str)] = &[
+        (
+            tool(),
+            r#"{"title":"toolong","priority":"mid","x":{"deep":[1]},"count":0}"#,
+        ),
+        (tool(), r#"{"tix":1,"title":"a","priority":"low"}"#),
+        (tool(), r#"{"title":"a"}"#),
+        (
+            tool(),
+            r#"{"title":"a","priority":"low","tags":["a","b","c"]}"#,
+        ),
+        (json!({"type": "integer", "multipleOf": 3}), "7"),
+        (
+            json!({"type": "string", "pattern": "^u_[0-9]+$"}),
+            r#""u_x""#,
+        ),
+        (json!({"const": {"a": [1]}}), r#"{"a":[2]}"#),
+        (
+            json!({"anyOf": [{"type": "string"}, {"type": "null"}]}),
+            "1",
+        ),
+        (json!({"oneOf": [{"type": "integer"}, {"minimum": 2}]}), "3"),
+        (json!(false), "1"),
+    ];
+    for (schema, text) in cases {
+        let alone = run(schema, text);
+        assert!(!alone.is_empty(), "{schema} {text}");
+        for wrapped in [
+            json!({"allOf": [schema]}),
+            json!({"allOf": [schema], "description": "described"}),
+            json!({"allOf": [{}, schema, true]}),
+            json!({"allOf": [{"allOf": [schema]}]}),
+        ] {
+            assert_eq!(run(&wrapped, text), alone, "{wrapped} {text}");
+        }
+    }
+}
+
+#[test]
+fn additional_properties_sees_only_its_own_member() {
+    // 2020-12: `additionalProperties` knows the `properties` of its own schema object only,
+    // so a closed member refuses what a sibling member declares.
+    let s = json!({"allOf": [
+        {"properties": {"a": {}}, "additionalProperties": false},
+        {"properties": {"b": {}}}
+    ]});
+    ok(&s, r#"{"a":1}"#);
+    let errs = run(&s, r#"{"a":1,"b":2}"#);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!((errs[0].offset, errs[0].path.as_str()), (8, "/b"));
+    let d = errs[0].detail.as_ref().unwrap();
+    assert_eq!(
+        (d.keyword.as_str(), d.expected.as_str()),
+        ("additionalProperties", r#"no properties other than "a""#)
+    );
+    // Open members compose: each checks the properties it names.
+    let open = json!({"properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"},
+        "allOf": [{"properties": {"b": {"type": "boolean"}}}]});
+    ok(&open, r#"{"a":1,"c":"x"}"#);
+    assert_eq!(one(&open, r#"{"b":true}"#), at(5, "/b", "type"));
+    assert_eq!(one(&open, r#"{"a":1,"b":"x"}"#), at(11, "/b", "type"));
+}
+
+#[test]
+fn nested_all_of_and_refs() {
+    let s = json!({
+        "$defs": {
+            "named": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+            "node": {"allOf": [
+                {"$ref": "#/$defs/named"},
+                {"properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}},
+                {"allOf": [{"properties": {"size": {"type": "integer", "minimum": 0}}}]}
+            ]}
+        },
+        "$ref": "#/$defs/node"
+    });
+    ok(
+        &s,
+        r#"{"name":"a","children":[{"name":"b","size":0,"children":[]}]}"#,
+    );
+    assert_eq!(
+        one(
+            &s,
+            r#"{"name":"a","children":[{"name":"b","children":[{"size":-1,"name":"c"}]}]}"#
+        ),
+        at(58, "/children/0/children/0/size", "minimum")
+    );
+    assert_eq!(
+        one(&s, r#"{"name":"a","children":[{"size":1}]}"#),
+        at(33, "/children/0/name", "required")
+    );
+    assert_eq!(
+        one(&s, r#"{"name":"a","children":[7]}"#),
+        at(24, "/children/0", "type")
+    );
+}
+
+#[test]
+fn all_of_inside_any_of_branches() {
+    let s = json!({"properties": {"who": {"anyOf": [
+        {"allOf": [{"type": "object"}, {"properties": {"id": {"pattern": "^u_"}}, "required": ["id"]}]},
+        {"type": "null"}
+    ]}}});
+    ok(&s, r#"{"who":null}"#);
+    ok(&s, r#"{"who":{"id":"u_1"}}"#);
+    // The one branch that got past its type failed in a member: that failure is reported.
+    let errs = run(&s, r#"{"who":{"id":"x"}}"#);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    let d = errs[0].detail.as_ref().unwrap();
+    assert_eq!(
+        (errs[0].offset, errs[0].path.as_str(), d.keyword.as_str()),
+        (15, "/who/id", "pattern")
+    );
+    assert_eq!(d.expected, "a string matching ^u_");
+    assert_eq!(one(&s, r#"{"who":{}}"#), at(8, "/who/id", "required"));
+    // A type no branch takes names the alternatives, the member's type standing for its owner.
+    let errs = run(&s, r#"{"who":"u_1"}"#);
+    assert_eq!(errs[0].offset, 7);
+    assert_eq!(errs[0].detail.as_ref().unwrap().expected, "object or null");
+}
+
+#[test]
+fn one_of_counts_an_all_of_branch_only_when_exact() {
+    let s = json!({"oneOf": [
+        {"allOf": [{"type": "integer"}, {"maximum": 5}]},
+        {"allOf": [{"minimum": 3}]}
+    ]});
+    ok(&s, "1");
+    ok(&s, "7");
+    assert_eq!(one(&s, "4"), at(1, "", "oneOf"));
+    assert_eq!(one(&s, "2.5"), at(3, "", "oneOf"));
+    // An ignored keyword inside a member makes its owner inexact: it never counts as a
+    // second match, however deep the member.
+    let loose = json!({"oneOf": [
+        {"type": "integer"},
+        {"allOf": [{"minimum": 2}, {"allOf": [{"not": {"const": 3}}]}]}
+    ]});
+    ok(&loose, "3");
+    assert_eq!(one(&loose, "1.5"), at(3, "", "oneOf"));
+}
+
+#[test]
+fn cycles_through_all_of_are_cut() {
+    let (_, unsupported) = ToolSchema::compile(&json!({"allOf": [{"$ref": "#"}]})).unwrap();
+    assert_eq!(unsupported.len(), 1, "{unsupported:?}");
+    ok(&json!({"allOf": [{"$ref": "#"}]}), r#"{"a":[1]}"#);
+    let typed = json!({"type": "string", "allOf": [{"$ref": "#"}, {"maxLength": 2}]});
+    ok(&typed, r#""ab""#);
+    assert_eq!(one(&typed, "1"), at(0, "", "type"));
+    assert_eq!(one(&typed, r#""abc""#), at(3, "", "maxLength"));
+    let mutual = json!({"$defs": {
+        "a": {"allOf": [{"$ref": "#/$defs/b"}], "type": "object"},
+        "b": {"allOf": [{"$ref": "#/$defs/a"}], "required": ["x"]}
+    }, "$ref": "#/$defs/a"});
+    ok(&mutual, r#"{"x":1}"#);
+    assert_eq!(one(&mutual, "{}"), at(1, "/x", "required"));
+    // Recursion that consumes input is kept.
+    let tree = json!({"allOf": [{"properties": {"next": {"$ref": "#"}}}], "type": "object"});
+    assert_eq!(
+        one(&tree, r#"{"next":{"next":1}}"#),
+        at(16, "/next/next", "type")
+    );
+}
+
+#[test]
+fn trivial_members_and_malformed_all_of() {
+    let (compiled, unsupported) =
+        ToolSchema::compile(&json!({"allOf": [{}, true, {"description": "x"}]})).unwrap();
+    assert!(compiled.is_trivial() && unsupported.is_empty());
+    assert_eq!(
+        one(&json!({"allOf": [true, false]}), "1"),
+        at(0, "", "false")
+    );
+    for bad in [
+        json!({"allOf": []}),
+        json!({"allOf": {}}),
+        json!({"allOf": [1]}),
+    ] {
+        assert!(ToolSchema::compile(&bad).is_err(), "{bad}");
+    }
+    let e = ToolSchema::compile(&json!({"allOf": [{"type": "nope"}]})).unwrap_err();
+    assert_eq!(e.pointer, "/allOf/0/type");
+}
+
+#[test]
+fn a_member_the_slot_cap_leaves_out_loosens_its_owner() {
+    // Past `MAX_SLOTS_PER_VALUE` the last member (which 5 breaks) gets no slot: the second
+    // branch then seems to match, but must not count as a second exact `oneOf` match.
+    let mut members = vec![json!({"minimum": 0}); 300];
+    members.push(json!({"maximum": -1}));
+    let s = json!({"oneOf": [{"type": "number"}, {"allOf": members}]});
+    ok(&s, "5");
+    ok(&s, "-3");
+    ok(&s, "\"x\"");
 }
