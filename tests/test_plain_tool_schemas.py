@@ -77,6 +77,29 @@ def test_objects_composed_from_subschemas_stay_open() -> None:
         "then": {"type": "object", "properties": {"vat": {"type": "string"}}, "required": ["vat"]},
     }
     assert _run(conditional, {"kind": "business", "vat": "DE1"}) == ([], True, [])
+    # The branches of a member describe the same object as the member's siblings.
+    nested = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}},
+        "allOf": [
+            {
+                "anyOf": [
+                    {"type": "object", "properties": {"user": {"type": "string"}}},
+                    {"type": "object", "properties": {"team": {"type": "string"}}},
+                ]
+            }
+        ],
+        "then": {
+            "oneOf": [
+                {"type": "object", "properties": {"vat": {"type": "string"}}, "required": ["vat"]},
+                {"type": "object", "properties": {"ein": {"type": "string"}}, "required": ["ein"]},
+            ]
+        },
+        "if": {"properties": {"id": {"const": 1}}},
+    }
+    assert _run(nested, {"id": 1, "user": "ann", "vat": "DE1"}) == ([], True, [])
+    assert _run(nested, {"id": 2, "team": "core"}) == ([], True, [])
+    assert _run(nested, {"id": "1", "user": "ann"})[1:] == (False, ["type"])
     # A plain object still gets closed.
     errors, ok, _ = _run({"type": "object", "properties": {"a": {}}}, {"a": "x", "b": 1})
     assert errors and not ok

@@ -337,10 +337,11 @@ def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool 
     with `allOf`, `anyOf`, `oneOf`, `if`/`then`/`else`, `dependentSchemas` or `$ref` next to
     its own keywords, a member of `allOf`, `if`/`then`/`else` or `dependentSchemas`
     (`closable=False`), and an `anyOf` or `oneOf` branch whose parent declares properties of its
-    own. Closing those would reject every property named on the other side, which the schema
-    allows. An object whose `required` names a property that `properties` does not declare
-    stays open as well: closed, that property would be required and refused at once, and no
-    call could pass."""
+    own or is such a member itself (the branches of an `allOf` member describe the same object
+    as its siblings). Closing those would reject every property named on the other side, which
+    the schema allows. An object whose `required` names a property that `properties` does not
+    declare stays open as well: closed, that property would be required and refused at once,
+    and no call could pass."""
     as_list = _as_list(node)
     if as_list is not None:
         return [
@@ -372,7 +373,7 @@ def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool 
             }
         else:
             member_closable = key not in _PARTIAL_MEMBERS and not (
-                key in ("anyOf", "oneOf") and own_properties
+                key in ("anyOf", "oneOf") and (own_properties or not closable)
             )
             out[key] = _with_closed_objects(
                 value, strip_null_default=strip_null_default, closable=member_closable
