@@ -105,6 +105,17 @@ def test_objects_composed_from_subschemas_stay_open() -> None:
     assert errors and not ok
 
 
+def test_null_for_an_optional_all_of_field_reads_as_absent() -> None:
+    # The member refuses null, so the field does not admit it: null is "absent" (the
+    # `null_as_absent` rule), for the pre-check and for validation alike.
+    schema = {
+        "type": "object",
+        "properties": {"when": {"allOf": [{"type": "object"}], "description": "Start"}},
+    }
+    assert _run(schema, {"when": None}) == ([], True, [])
+    assert _run(schema, {"when": 1})[1:] == (False, ["type"])
+
+
 def test_a_required_field_the_properties_leave_out_can_still_be_sent() -> None:
     # Closed, the object would require `ticket` and refuse it as unknown: no call could pass.
     schema = {

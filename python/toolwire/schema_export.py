@@ -590,6 +590,12 @@ class _StrictWalker:
 
 def accepts_null(node: Mapping[str, Any]) -> bool:
     """Whether a (dereferenced) schema node obviously admits `null`."""
+    # Every `allOf` member applies to the same value: one that refuses null (the described
+    # `{"allOf": [{"$ref": ...}]}` of older exporters) refuses it for the node.
+    for member in _as_list(node.get("allOf")) or []:
+        as_dict = _as_dict(member)
+        if member is False or (as_dict is not None and not accepts_null(as_dict)):
+            return False
     kind = node.get("type")
     if kind == "null" or (isinstance(kind, list) and "null" in kind):
         return True
