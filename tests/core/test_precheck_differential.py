@@ -47,25 +47,37 @@ def scalar_schemas() -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
+def object_schemas(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.builds(
+        lambda props, req, closed: {
+            "type": "object",
+            "properties": props,
+            "required": sorted(set(req) & set(props)),
+            **({"additionalProperties": False} if closed else {}),
+        },
+        st.dictionaries(names, inner, max_size=3),
+        st.lists(names, max_size=3),
+        st.booleans(),
+    )
+
+
 schemas = st.recursive(
     scalar_schemas(),
     lambda inner: st.one_of(
-        st.builds(
-            lambda props, req, closed: {
-                "type": "object",
-                "properties": props,
-                "required": sorted(set(req) & set(props)),
-                **({"additionalProperties": False} if closed else {}),
-            },
-            st.dictionaries(names, inner, max_size=3),
-            st.lists(names, max_size=3),
-            st.booleans(),
-        ),
+        object_schemas(inner),
         st.builds(
             lambda items, hi: {"type": "array", "items": items, "maxItems": hi},
             inner,
             st.integers(0, 3),
         ),
+        # Conjunctions, nested and around branches; `oneOf` counts only exact matches.
+        st.builds(lambda members: {"allOf": members}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(
+            lambda a, b: {"anyOf": [{"allOf": [a, b]}, {"type": "null"}]},
+            inner,
+            inner,
+        ),
+        st.builds(lambda a, b: {"oneOf": [{"allOf": [a]}, b]}, inner, inner),
     ),
     max_leaves=6,
 )
@@ -87,15 +99,24 @@ values = st.recursive(
 @given(
     props=st.dictionaries(names, schemas, max_size=3),
     closed=st.booleans(),
+    members=st.lists(object_schemas(schemas), max_size=2),
     instance=st.dictionaries(names, values, max_size=3),
     cuts=st.lists(st.integers(1, 200), max_size=6),
 )
 def test_precheck_agrees_with_jsonschema(
-    props: dict[str, Any], closed: bool, instance: dict[str, Any], cuts: list[int]
+    props: dict[str, Any],
+    closed: bool,
+    members: list[dict[str, Any]],
+    instance: dict[str, Any],
+    cuts: list[int],
 ) -> None:
     schema: dict[str, Any] = {"type": "object", "properties": props}
     if closed:
         schema["additionalProperties"] = False
+    if members:
+        # Objects composed from members: each member's `additionalProperties` sees only its
+        # own `properties`.
+        schema["allOf"] = members
     expected = jsonschema.Draft202012Validator(schema).is_valid(instance)
     text = json.dumps(instance, ensure_ascii=False).encode()
     a = Assembler(tools=ToolRegistry({"t": schema}))
