@@ -545,7 +545,9 @@ class _StrictWalker:
             return
         merged: JsonSchema = {}
         props: JsonSchema = {}
-        required: list[str] = []
+        # The object's own required names stay required next to the members'.
+        own_required = _as_list(out.get("required")) or []
+        required: list[str] = [r for r in own_required if isinstance(r, str)]
         for branch in branches:
             as_dict = _as_dict(branch)
             if as_dict is None or "$ref" in as_dict:
@@ -553,6 +555,12 @@ class _StrictWalker:
                     path, "allOf", "`allOf` over a recursive reference cannot be flattened"
                 )
                 return
+            if "allOf" in as_dict:
+                # A member made of members (nested composition) is one object too.
+                as_dict = dict(as_dict)
+                self._flatten_all_of(as_dict, path)
+                if "allOf" in as_dict:
+                    return
             for key, value in as_dict.items():
                 if key == "properties":
                     for name, sub in (_as_dict(value) or {}).items():
