@@ -59,7 +59,7 @@ def test_objects_composed_from_subschemas_stay_open() -> None:
     }
     assert _run(all_of, {"a": 1, "b": "x"}) == ([], True, [])
     assert _run({"allOf": all_of["allOf"]}, {"a": 1, "b": "x"}) == ([], True, [])
-    assert _run(all_of, {"a": "1"})[1:] == (False, ["type"])
+    assert _run(all_of, {"a": "one"})[1:] == (False, ["type"])
     branches = {
         "type": "object",
         "properties": {"kind": {"enum": ["user", "team"]}},
@@ -114,6 +114,37 @@ def test_null_for_an_optional_all_of_field_reads_as_absent() -> None:
     }
     assert _run(schema, {"when": None}) == ([], True, [])
     assert _run(schema, {"when": 1})[1:] == (False, ["type"])
+
+
+def test_fields_declared_in_all_of_members_are_the_objects_fields() -> None:
+    # The strict export merges the members into one object and offers null for the optional
+    # field; validation must read that null as absent, and coerce toward the member's schema.
+    schema = {
+        "type": "object",
+        "properties": {"title": {"type": "string"}},
+        "allOf": [
+            {"properties": {"due": {"type": "string"}, "count": {"type": "integer"}}},
+            {"allOf": [{"properties": {"owner": {"type": "string"}}, "required": ["owner"]}]},
+        ],
+        "required": ["title"],
+    }
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    exported = tools.openai()[0]["function"]["parameters"]["properties"]
+    # Required by the object itself or by a member (nested too): never offered as null.
+    assert {"type": "null"} in exported["due"]["anyOf"]
+    assert exported["title"] == {"type": "string"} and exported["owner"] == {"type": "string"}
+    assert _run(schema, {"title": "x", "due": None, "owner": "ann"}) == ([], True, [])
+    errors, ok, codes = _run(schema, {"title": "x", "owner": None})
+    assert errors and not ok and codes == ["type"]
+    assembler = Assembler(tools=tools)
+    assembler.feed(
+        0, id="call_1", name="tool", arguments='{"title": "x", "count": "3", "owner": "ann"}'
+    )
+    (call,) = assembler.finish()
+    outcome = tools.validate(call)
+    assert outcome.ok and [(c.path, c.rule) for c in outcome.coercions] == [
+        ("/count", "number_string")
+    ]
 
 
 def test_a_required_field_the_properties_leave_out_can_still_be_sent() -> None:

@@ -623,6 +623,12 @@ class _Coercer:
                     return self.walk_object(cast(dict[str, Any], inner), node, path, rules)
         extra = node.get("additionalProperties")
         required = set(cast(list[str], node.get("required") or []))
+        member_props, member_required = self.member_fields(node, 0)
+        if member_props:
+            # Fields declared in `allOf` members are the object's fields too: the strict
+            # export merges them into one object, offering null for the optional ones.
+            props = {**member_props, **props}
+        required |= member_required
         out: dict[str, Any] = {}
         for key, item in value.items():
             sub = props.get(key)
@@ -637,6 +643,34 @@ class _Coercer:
                 sub = cast(Mapping[str, Any], extra)
             out[key] = self.walk(item, sub, [*path, key], rules) if sub is not None else item
         return out
+
+    def member_fields(
+        self, node: Mapping[str, Any], depth: int
+    ) -> tuple[dict[str, Any], set[str]]:
+        """The properties and required names that `node`'s `allOf` members declare.
+
+        A property declared by two members with different schemas is left out: no one schema
+        says what it takes, so nothing is coerced toward either.
+        """
+        members = node.get("allOf")
+        if not isinstance(members, list) or depth > MAX_EMBEDDED_DEPTH:
+            return {}, set()
+        props: dict[str, Any] = {}
+        clashing: set[str] = set()
+        required: set[str] = set()
+        for member in cast(list[Any], members):
+            resolved = self.deref(cast(Mapping[str, Any], member))
+            nested_props, nested_required = self.member_fields(resolved, depth + 1)
+            own = cast(Mapping[str, Any], resolved.get("properties") or {})
+            for name, sub in {**nested_props, **own}.items():
+                if name in props and props[name] != sub:
+                    clashing.add(name)
+                props.setdefault(name, sub)
+            listed = resolved.get("required")
+            if isinstance(listed, list):
+                required |= {str(n) for n in cast(list[Any], listed)}
+            required |= nested_required
+        return {k: v for k, v in props.items() if k not in clashing}, required
 
     @staticmethod
     def parse_container(text: str) -> Any:
