@@ -12,7 +12,16 @@ from uuid import UUID
 
 import jsonschema
 import pytest
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AliasChoices,
+    AliasPath,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+)
+from pydantic.alias_generators import to_camel
 
 from toolwire import Assembler, Outcome, Toolset
 
@@ -484,3 +493,49 @@ def test_an_integral_fraction_is_recorded_beside_a_decimal_field(quantity: str) 
     assert errors == []
     assert outcome.ok and outcome.model == Invoice(quantity=9, total=Decimal("19.99"))
     assert [(c.path, c.rule) for c in outcome.coercions] == [("/quantity", "integral_number")]
+
+
+class MoveFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel)
+
+    source_path: str
+    dry_run: bool = False
+
+
+class Rename(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(validation_alias=AliasChoices("name", "title"))
+    folder: str = Field(default="/", validation_alias=AliasPath("target", "folder"))
+
+
+@pytest.mark.parametrize(
+    ("model", "arguments"),
+    [
+        (MoveFile, '{"source_path": "/a", "dry_run": true}'),
+        (MoveFile, '{"sourcePath": "/a", "dry_run": true}'),
+        (Rename, '{"title": "report"}'),
+        (Rename, '{"name": "report", "target": {"folder": "/tmp"}}'),
+    ],
+)
+def test_every_key_pydantic_reads_a_field_from_is_allowed(
+    model: type[BaseModel], arguments: str
+) -> None:
+    # By name next to the alias, each of an `AliasChoices`, an `AliasPath`'s first key: the
+    # schema Pydantic writes names one key per field, yet the model reads all of them.
+    toolset = Toolset([model])
+    (name,) = toolset.names()
+    errors, outcome = stream(toolset, name, arguments)
+    assert errors == []
+    assert outcome.ok and outcome.model == model.model_validate_json(arguments)
+
+
+def test_a_field_read_by_name_is_still_checked_and_coerced() -> None:
+    toolset = Toolset([MoveFile])
+    errors, outcome = stream(toolset, "move_file", '{"source_path": 7}')
+    assert errors and not outcome.ok
+    errors, outcome = stream(toolset, "move_file", '{"source_path": "/a", "dry_run": "true"}')
+    assert outcome.ok and [c.rule for c in outcome.coercions] == ["bool_string"]
+    assert outcome.model == MoveFile(source_path="/a", dry_run=True)
+    errors, outcome = stream(toolset, "move_file", '{"dry_run": true}')
+    assert not outcome.ok and [e.code for e in outcome.errors] == ["missing"]

@@ -69,8 +69,15 @@ class _DecimalSchema(GenerateJsonSchema):
     versions dropped it, which makes `Decimal` and `float | str` look alike. Validation needs to
     tell them apart (JSON numbers for `Decimal` fields are quoted so no digit is lost), so the
     schema used for validation puts the pattern back. Exports do not use it (see
-    `_ExportSchema`).
+    `_ExportSchema`). Coercion walks this schema too, so it names every key a field is read
+    from, as the pre-check's does (see `_PrecheckSchema`).
     """
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        """The model's schema with every key its fields are read from."""
+        out = super().model_schema(schema)
+        _add_alternate_keys(out, schema, cast(Mapping[str, Any], schema.get("config") or {}))
+        return out
 
     def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
         """The `Decimal` schema with a numeric pattern on its string branch."""
@@ -107,6 +114,12 @@ class _PrecheckSchema(GenerateJsonSchema):
     model sent it may break `maxLength` and `pattern`, so those two are left to validation for
     such strings. (`to_lower` and `to_upper` apply after the checks and change nothing here.)
     Exports keep Pydantic's own schema.
+
+    Pydantic's schema also names each field by one key, while a model may read it under
+    several: by name as well as by alias (`populate_by_name` / `validate_by_name`), or under
+    each of an `AliasChoices`, an `AliasPath`'s first key holding the value deeper down. Every
+    such key is a property here (an `AliasPath` key with any value), and a required field read
+    under several keys is required under none of them, since any one of them supplies it.
     """
 
     _FIELD_FLAGS = ("strip_whitespace",)
@@ -122,9 +135,11 @@ class _PrecheckSchema(GenerateJsonSchema):
         config = cast(Mapping[str, Any], schema.get("config") or {})
         self._transforming.append(any(config.get(flag) for flag in self._MODEL_FLAGS))
         try:
-            return super().model_schema(schema)
+            out = super().model_schema(schema)
         finally:
             self._transforming.pop()
+        _add_alternate_keys(out, schema, config)
+        return out
 
     def str_schema(self, schema: core_schema.StringSchema) -> JsonSchemaValue:
         """The string's schema, without the keywords a transformed string may break."""
@@ -133,6 +148,50 @@ class _PrecheckSchema(GenerateJsonSchema):
             out.pop("maxLength", None)
             out.pop("pattern", None)
         return out
+
+
+def _add_alternate_keys(
+    out: JsonSchemaValue, schema: core_schema.ModelSchema, config: Mapping[str, Any]
+) -> None:
+    """Adds to a model's object schema `out` every other key Pydantic reads a field from."""
+    fields_schema = cast(Mapping[str, Any], schema["schema"])
+    # A `model_validator` wraps the fields in function schemas.
+    while fields_schema.get("type") != "model-fields" and "schema" in fields_schema:
+        fields_schema = cast(Mapping[str, Any], fields_schema["schema"])
+    props = out.get("properties")
+    if fields_schema.get("type") != "model-fields" or not isinstance(props, dict):
+        return
+    props = cast(dict[str, Any], props)
+    by_alias = config.get("validate_by_alias", True) is not False
+    by_name = bool(config.get("validate_by_name") or config.get("populate_by_name"))
+    required = cast(list[str], out.get("required") or [])
+    for name, field in cast(Mapping[str, Mapping[str, Any]], fields_schema["fields"]).items():
+        alias: object = field.get("validation_alias")
+        # Each key the field is read from, and whether its value is the field's own.
+        keys: dict[str, bool] = {}
+        if by_alias and isinstance(alias, str):
+            keys[alias] = True
+        elif by_alias and isinstance(alias, list):
+            paths = cast(list[object], alias)
+            # One `AliasPath` is a list of keys; `AliasChoices` a list of such lists.
+            if not all(isinstance(path, list) for path in paths):
+                paths = [paths]
+            for path in cast(list[list[object]], paths):
+                if path and isinstance(path[0], str):
+                    keys.setdefault(path[0], len(path) == 1)
+        if by_name or alias is None or not by_alias:
+            keys.setdefault(name, True)
+        # Pydantic shows the field by name where no alias key is a plain one (an `AliasPath`).
+        shown = next((key for key in keys if key in props), name if name in props else None)
+        if shown is None or set(keys) == {shown}:
+            continue
+        for key, whole in keys.items():
+            if key not in props:
+                props[key] = copy.deepcopy(props[shown]) if whole else {}
+        if shown in required:
+            required.remove(shown)
+    if "required" in out and not required:
+        del out["required"]
 
 
 ToolInput = type[BaseModel] | Mapping[str, Any]
