@@ -17,9 +17,12 @@ from pydantic import (
     AliasPath,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
+    field_validator,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
 
@@ -539,3 +542,56 @@ def test_a_field_read_by_name_is_still_checked_and_coerced() -> None:
     assert outcome.model == MoveFile(source_path="/a", dry_run=True)
     errors, outcome = stream(toolset, "move_file", '{"dry_run": true}')
     assert not outcome.ok and [e.code for e in outcome.errors] == ["missing"]
+
+
+def _split_commas(value: object) -> object:
+    return value.split(",") if isinstance(value, str) else value
+
+
+class Labels(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tags: list[str]
+    owners: Annotated[list[str], BeforeValidator(_split_commas)] = []
+    limit: int = 10
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags(cls, value: object) -> object:
+        return _split_commas(value)
+
+
+class Legacy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "title" in value:
+            return {"name": value["title"]}
+        return value
+
+
+@pytest.mark.parametrize(
+    ("model", "arguments"),
+    [
+        (Labels, '{"tags": "a,b", "owners": "ann,bo"}'),
+        (Legacy, '{"title": "report"}'),
+    ],
+)
+def test_values_a_before_validator_reads_are_not_rejected_early(
+    model: type[BaseModel], arguments: str
+) -> None:
+    # A validator that runs before Pydantic's checks may accept what the schema does not show.
+    toolset = Toolset([model])
+    (name,) = toolset.names()
+    errors, outcome = stream(toolset, name, arguments)
+    assert errors == []
+    assert outcome.ok and outcome.model == model.model_validate_json(arguments)
+
+
+def test_fields_without_a_before_validator_are_still_checked_early() -> None:
+    errors, outcome = stream(Toolset([Labels]), "labels", '{"tags": "a", "limit": "x"}')
+    assert errors and not outcome.ok

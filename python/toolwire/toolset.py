@@ -106,6 +106,10 @@ class _ExportSchema(GenerateJsonSchema):
         return out
 
 
+# Validators that see a value before Pydantic's checks (see `_PrecheckSchema`).
+_FREE_INPUT = ("function-before", "function-wrap")
+
+
 class _PrecheckSchema(GenerateJsonSchema):
     """Pydantic's schema as the streaming pre-check may read it.
 
@@ -120,6 +124,11 @@ class _PrecheckSchema(GenerateJsonSchema):
     each of an `AliasChoices`, an `AliasPath`'s first key holding the value deeper down. Every
     such key is a property here (an `AliasPath` key with any value), and a required field read
     under several keys is required under none of them, since any one of them supplies it.
+
+    A `mode="before"` or `mode="wrap"` validator (on a field, through `BeforeValidator`, or on
+    the whole model) sees the value before Pydantic's own checks and may turn any input into a
+    valid one (`"a,b"` into `["a", "b"]`), so the value it guards is left to validation, unless
+    the validator declares the input it takes (`json_schema_input_type`).
     """
 
     _FIELD_FLAGS = ("strip_whitespace",)
@@ -133,6 +142,10 @@ class _PrecheckSchema(GenerateJsonSchema):
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
         """The model's schema, its own string configuration in force for its fields."""
         config = cast(Mapping[str, Any], schema.get("config") or {})
+        inner = cast(Mapping[str, Any], schema["schema"])
+        if inner.get("type") in _FREE_INPUT and not inner.get("json_schema_input_schema"):
+            # A model validator before the fields: no key or value can be ruled out.
+            return {}
         self._transforming.append(any(config.get(flag) for flag in self._MODEL_FLAGS))
         try:
             out = super().model_schema(schema)
@@ -140,6 +153,22 @@ class _PrecheckSchema(GenerateJsonSchema):
             self._transforming.pop()
         _add_alternate_keys(out, schema, config)
         return out
+
+    def function_before_schema(
+        self, schema: core_schema.BeforeValidatorFunctionSchema
+    ) -> JsonSchemaValue:
+        """Any value, unless the validator declares its input."""
+        if schema.get("json_schema_input_schema"):
+            return super().function_before_schema(schema)
+        return {}
+
+    def function_wrap_schema(
+        self, schema: core_schema.WrapValidatorFunctionSchema
+    ) -> JsonSchemaValue:
+        """Any value, unless the validator declares its input."""
+        if schema.get("json_schema_input_schema"):
+            return super().function_wrap_schema(schema)
+        return {}
 
     def str_schema(self, schema: core_schema.StringSchema) -> JsonSchemaValue:
         """The string's schema, without the keywords a transformed string may break."""
