@@ -498,6 +498,15 @@ def test_an_integral_fraction_is_recorded_beside_a_decimal_field(quantity: str) 
     assert [(c.path, c.rule) for c in outcome.coercions] == [("/quantity", "integral_number")]
 
 
+def assert_read_as_pydantic_reads(model: type[BaseModel], arguments: str) -> None:
+    """Streams `arguments` to a toolset of `model`: no early error, and Pydantic's model."""
+    toolset = Toolset([model])
+    (name,) = toolset.names()
+    errors, outcome = stream(toolset, name, arguments)
+    assert errors == []
+    assert outcome.ok and outcome.model == model.model_validate_json(arguments)
+
+
 class MoveFile(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel)
 
@@ -526,11 +535,7 @@ def test_every_key_pydantic_reads_a_field_from_is_allowed(
 ) -> None:
     # By name next to the alias, each of an `AliasChoices`, an `AliasPath`'s first key: the
     # schema Pydantic writes names one key per field, yet the model reads all of them.
-    toolset = Toolset([model])
-    (name,) = toolset.names()
-    errors, outcome = stream(toolset, name, arguments)
-    assert errors == []
-    assert outcome.ok and outcome.model == model.model_validate_json(arguments)
+    assert_read_as_pydantic_reads(model, arguments)
 
 
 def test_a_field_read_by_name_is_still_checked_and_coerced() -> None:
@@ -585,11 +590,7 @@ def test_values_a_before_validator_reads_are_not_rejected_early(
     model: type[BaseModel], arguments: str
 ) -> None:
     # A validator that runs before Pydantic's checks may accept what the schema does not show.
-    toolset = Toolset([model])
-    (name,) = toolset.names()
-    errors, outcome = stream(toolset, name, arguments)
-    assert errors == []
-    assert outcome.ok and outcome.model == model.model_validate_json(arguments)
+    assert_read_as_pydantic_reads(model, arguments)
 
 
 def test_fields_without_a_before_validator_are_still_checked_early() -> None:
