@@ -893,3 +893,52 @@ def test_secret_defaults_and_examples_stay_out_of_every_export() -> None:
         for secret in ("hunter2", "s3cret", "*****"):
             assert secret not in text
     assert tools.anthropic()[0]["input_schema"]["properties"]["user"]["examples"] == ["ada"]
+
+
+def test_a_draft_7_tuple_is_exported_non_strict() -> None:
+    # A list of `items` is a tuple before draft 2020-12; OpenAI takes one schema there.
+    rgb = {
+        "name": "set_color",
+        "parameters": {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "properties": {
+                "rgb": {
+                    "type": "array",
+                    "items": [{"type": "integer"}] * 3,
+                    "additionalItems": False,
+                }
+            },
+            "required": ["rgb"],
+        },
+    }
+    tools = Toolset([rgb], strict=False)
+    (exported,) = tools.openai()
+    assert exported["function"]["strict"] is False
+    assert [r.keyword for r in tools.relaxations] == ["items"]
+    with pytest.raises(SchemaExportError, match="tuples"):
+        Toolset([rgb]).openai()
+
+
+def test_draft_4_exclusive_bounds_are_exported_as_numbers() -> None:
+    # Draft 4 marks `minimum` exclusive with a boolean; OpenAI's subset wants the bound itself.
+    old = {
+        "name": "page",
+        "parameters": {
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            "type": "object",
+            "properties": {
+                "size": {"type": "integer", "minimum": 0, "exclusiveMinimum": True},
+                "ratio": {"type": "number", "maximum": 1, "exclusiveMaximum": False},
+            },
+            "required": ["size", "ratio"],
+        },
+    }
+    (exported,) = Toolset([old]).openai()
+    parameters = exported["function"]["parameters"]
+    assert exported["function"]["strict"] is True and "$schema" not in parameters
+    assert parameters["properties"]["size"] == {"type": "integer", "exclusiveMinimum": 0}
+    assert parameters["properties"]["ratio"] == {"type": "number", "maximum": 1}
+    validator = jsonschema.Draft202012Validator(parameters)
+    assert not validator.is_valid({"size": 0, "ratio": 1})
+    assert validator.is_valid({"size": 1, "ratio": 1})

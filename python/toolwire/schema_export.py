@@ -467,6 +467,7 @@ class _StrictWalker:
             return {"$ref": as_dict["$ref"]}
         out: JsonSchema = dict(as_dict)
         out.pop("default", None)
+        _numeric_exclusive_bounds(out)
         if isinstance(out.get("format"), str) and out["format"] not in STRICT_FORMATS:
             del out["format"]
         self._flatten_all_of(out, path)
@@ -503,8 +504,13 @@ class _StrictWalker:
             # Keep additionalProperties after properties/required: the order pydantic and the
             # openai helper produce, so exported JSON diffs cleanly against theirs.
             out["additionalProperties"] = out.pop("additionalProperties", False)
-        if "items" in out:
+        if _as_list(out.get("items")) is not None:
+            # Draft 2019-09 and older write a tuple as a list of `items`.
+            self.problem(path, "items", "tuples (`items` as a list) are not supported")
+        elif "items" in out:
             out["items"] = self.walk(out["items"], f"{path}[]", depth)
+            # Read only beside a list of `items`: with one schema it asserts nothing.
+            out.pop("additionalItems", None)
         for key in ("anyOf", "allOf"):
             branches = _as_list(out.get(key))
             if branches is not None:
@@ -594,6 +600,22 @@ class _StrictWalker:
             out["anyOf"] = out.pop("oneOf")
         else:
             self.problem(path, "oneOf", "`oneOf` without a discriminator is not supported")
+
+
+def _numeric_exclusive_bounds(out: JsonSchema) -> None:
+    """Rewrites draft 4's boolean `exclusiveMinimum` / `exclusiveMaximum` in place.
+
+    Draft 4 marks `minimum` as exclusive with `exclusiveMinimum: true`; later drafts, and
+    OpenAI's strict subset, take the bound itself as the keyword's number (a boolean there is
+    a schema error).
+    """
+    for exclusive, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        flag = out.get(exclusive)
+        if not isinstance(flag, bool):
+            continue
+        del out[exclusive]
+        if flag and isinstance(out.get(bound), (int, float)) and bound in out:
+            out[exclusive] = out.pop(bound)
 
 
 def accepts_null(node: Mapping[str, Any]) -> bool:
@@ -689,6 +711,9 @@ def _strict(
     if not _is_object(base) or "anyOf" in base:
         walker.problem("", "type", "the top level must be an object, not a union or a scalar")
     out = cast(JsonSchema, walker.walk(base, "", 0))
+    # The strict schema is written in OpenAI's dialect (draft 4's boolean bounds rewritten,
+    # refs inlined as a draft 7 reads them): a declared older draft no longer describes it.
+    out.pop("$schema", None)
     defs = _as_dict(out.get("$defs"))
     if defs is not None:
         out["$defs"] = {name: walker.walk(sub, name, 0) for name, sub in defs.items()}
