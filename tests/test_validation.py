@@ -245,6 +245,39 @@ def test_bad_discriminator_tag() -> None:
     assert error.expected == 'one of "cat", "dog"' and error.got == '"cow"'
 
 
+class Bird(BaseModel):
+    kind: Literal["bird"] = Field(alias="petKind")
+    wings: int = 2
+
+
+class Fish(BaseModel):
+    kind: Literal["fish", "eel"] = Field(alias="petKind")
+
+
+class Aquarium(BaseModel):
+    pets: list[Annotated[Bird | Fish, Field(discriminator="kind")]]
+
+
+@pytest.mark.parametrize("tools", [None, Toolset([Aquarium])])
+@pytest.mark.parametrize(
+    ("pet", "path", "code", "expected"),
+    [
+        # Pydantic names an aliased tag `'kind' | 'petKind'`: the key the model must send is
+        # the alias, and a path naming both keys at once points nowhere.
+        ({"petKind": "cow"}, "/pets/0/petKind", "enum", 'one of "bird", "fish", "eel"'),
+        # An object without its tag: the tag is what is missing, not the object.
+        ({"wings": 2}, "/pets/0/petKind", "missing", 'required: one of "bird", "fish", "eel"'),
+    ],
+)
+def test_a_bad_or_missing_tag_is_named_by_the_key_to_send(
+    tools: Toolset | None, pet: dict[str, object], path: str, code: str, expected: str
+) -> None:
+    arguments = json.dumps({"pets": [pet]})
+    outcome = Toolset([Aquarium]).validate(call("aquarium", arguments, tools=tools))
+    (error,) = outcome.errors
+    assert (error.path, error.code, error.expected) == (path, code, expected)
+
+
 def test_untagged_union_type_error_is_one_error() -> None:
     outcome = ADOPT.validate(call("adopt", '{"pet": {"kind": "dog", "good": true}, "size": 1.5}'))
     (error,) = outcome.errors

@@ -989,9 +989,20 @@ class _ErrorBuilder:
             if code == "unknown_field":
                 drafts.append(self.unknown_field(located, value))
                 continue
+            if ptype == "union_tag_not_found" and _tag_key(ctx, value):
+                # The object is there, its tag is not: name the tag and the values it takes.
+                key = _tag_key(ctx, value)
+                values: list[Any] = []
+                for branch in self.schema.branches(located.node):
+                    rule = self.schema.deref(_d(_d(branch.get("properties")).get(key)))
+                    values += [rule["const"]] if "const" in rule else _l(rule.get("enum"))
+                expected = self.expected(code, {"enum": values} if values else {}, ctx, ptype)
+                path = located.pointer + pointer([key])
+                drafts.append(_Draft(FieldError(path, code, expected)))
+                continue
             if ptype == "union_tag_invalid":
-                key = str(ctx.get("discriminator", "")).strip("'\"")
-                path = f"{located.pointer}/{key}" if key else located.pointer
+                key = _tag_key(ctx, value)
+                path = located.pointer + pointer([key]) if key else located.pointer
                 tags = str(ctx.get("expected_tags", ""))
                 drafts.append(
                     _Draft(
@@ -1392,6 +1403,17 @@ class _ErrorBuilder:
             if not any(e.validator == "type" and not e.relative_path for e in errors)
         ]
         return fits[0] if len(fits) == 1 else None
+
+
+def _tag_key(ctx: Mapping[str, Any], value: object) -> str:
+    """The key of a discriminated union's tag, from a `union_tag_*` error.
+
+    Pydantic names the tag `'kind'`, or `'kind' | 'Kind'` when the field has an alias: the
+    key the arguments hold is the one to name, else the alias (what the schema shows).
+    """
+    keys = [k.strip().strip("'\"") for k in str(ctx.get("discriminator", "")).split("|")]
+    present = [k for k in keys if isinstance(value, dict) and k in value]
+    return (present or keys)[-1]
 
 
 def _key_type(pydantic_type: str) -> str | None:
