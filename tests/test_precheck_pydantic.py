@@ -596,3 +596,19 @@ def test_values_a_before_validator_reads_are_not_rejected_early(
 def test_fields_without_a_before_validator_are_still_checked_early() -> None:
     errors, outcome = stream(Toolset([Labels]), "labels", '{"tags": "a", "limit": "x"}')
     assert errors and not outcome.ok
+
+
+class Tagging(BaseModel):
+    tags: set[str] = Field(max_length=2)
+    ids: frozenset[int] = Field(default=frozenset(), max_length=1)
+
+
+@pytest.mark.parametrize("arguments", ['{"tags": ["a", "a", "a"]}', '{"tags": [], "ids": [7, 7]}'])
+def test_a_set_counts_its_items_once_duplicates_dropped(arguments: str) -> None:
+    # Pydantic checks `max_length` on the set it built, not on the array it came from.
+    assert_read_as_pydantic_reads(Tagging, arguments)
+
+
+def test_a_set_over_its_size_still_fails() -> None:
+    _, outcome = stream(Toolset([Tagging]), "tagging", '{"tags": ["a", "b", "c"]}')
+    assert not outcome.ok and [e.code for e in outcome.errors] == ["length"]

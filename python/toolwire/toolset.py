@@ -170,6 +170,14 @@ class _PrecheckSchema(GenerateJsonSchema):
             return super().function_wrap_schema(schema)
         return {}
 
+    def set_schema(self, schema: core_schema.SetSchema) -> JsonSchemaValue:
+        """The set's schema, its size limit left to validation (see `_without_max_items`)."""
+        return _without_max_items(super().set_schema(schema))
+
+    def frozenset_schema(self, schema: core_schema.FrozenSetSchema) -> JsonSchemaValue:
+        """The frozenset's schema, its size limit left to validation."""
+        return _without_max_items(super().frozenset_schema(schema))
+
     def str_schema(self, schema: core_schema.StringSchema) -> JsonSchemaValue:
         """The string's schema, without the keywords a transformed string may break."""
         out = super().str_schema(schema)
@@ -177,6 +185,13 @@ class _PrecheckSchema(GenerateJsonSchema):
             out.pop("maxLength", None)
             out.pop("pattern", None)
         return out
+
+
+def _without_max_items(out: JsonSchemaValue) -> JsonSchemaValue:
+    """A set's schema without `maxItems`: Pydantic counts the set, duplicates dropped, so
+    `[1, 1, 1]` passes `max_length=2` although the array it came from has three items."""
+    out.pop("maxItems", None)
+    return out
 
 
 def _add_alternate_keys(
