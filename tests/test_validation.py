@@ -172,6 +172,15 @@ def test_secret_values_are_redacted(changes: dict[str, object], path: str) -> No
     assert "12345" not in json.dumps(outcome.to_message(None, "openai-chat"))
 
 
+@pytest.mark.parametrize("tools", [None, TOOLS])
+@pytest.mark.parametrize("key", ["pasword", "apikey"])
+def test_a_misspelt_secret_field_keeps_its_value_hidden(tools: Toolset | None, key: str) -> None:
+    outcome = TOOLS.validate(call("booking", args(**{key: "hunter2-s3cret"}), tools=tools))
+    (error,) = (e for e in outcome.errors if e.code == "unknown_field")
+    assert error.path == f"/{key}" and error.got == "[redacted]" and error.hint
+    assert "hunter2" not in json.dumps(outcome.to_message(None, "openai-chat"))
+
+
 def test_redaction_hook_sees_every_shown_value() -> None:
     seen: list[tuple[str, str]] = []
 

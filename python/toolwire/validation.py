@@ -963,9 +963,11 @@ class _ErrorBuilder:
         )
         close = difflib.get_close_matches(key, names, n=1)
         hint = text("hint.did_you_mean", self.lang, name=close[0]) if close else None
-        return _Draft(
-            FieldError(located.pointer, "unknown_field", expected, self.got(located, value), hint)
-        )
+        got = self.got(located, value)
+        if close and self.schema.holds_secret(_d(_d(parent.get("properties")).get(close[0]))):
+            # A misspelt secret field (`pasword`) holds the secret all the same.
+            got = REDACTED
+        return _Draft(FieldError(located.pointer, "unknown_field", expected, got, hint))
 
     def from_pydantic(self, details: Sequence[ErrorDetails]) -> list[_Draft]:
         drafts: list[_Draft] = []
