@@ -173,12 +173,30 @@ def test_secret_values_are_redacted(changes: dict[str, object], path: str) -> No
 
 
 @pytest.mark.parametrize("tools", [None, TOOLS])
-@pytest.mark.parametrize("key", ["pasword", "apikey"])
+@pytest.mark.parametrize("key", ["pasword", "apikey", "PASSWORD", "API_KEY"])
 def test_a_misspelt_secret_field_keeps_its_value_hidden(tools: Toolset | None, key: str) -> None:
     outcome = TOOLS.validate(call("booking", args(**{key: "hunter2-s3cret"}), tools=tools))
     (error,) = (e for e in outcome.errors if e.code == "unknown_field")
     assert error.path == f"/{key}" and error.got == "[redacted]" and error.hint
     assert "hunter2" not in json.dumps(outcome.to_message(None, "openai-chat"))
+
+
+class Credentials(BaseModel):
+    token: SecretStr
+    scope: str = "read"
+
+
+class Connect(BaseModel):
+    account: str
+    credentials: Credentials
+
+
+def test_a_misspelt_object_around_a_secret_shows_only_what_is_not_secret() -> None:
+    tools = Toolset([Connect])
+    arguments = '{"account": "acme", "Credentials": {"token": "hunter2-s3cret", "scope": "all"}}'
+    outcome = tools.validate(call("connect", arguments, tools=tools))
+    (error,) = (e for e in outcome.errors if e.code == "unknown_field")
+    assert error.got == '{"token":"[redacted]","scope":"all"}'
 
 
 def test_redaction_hook_sees_every_shown_value() -> None:

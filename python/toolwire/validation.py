@@ -961,12 +961,17 @@ class _ErrorBuilder:
             if names
             else text("expected.no_fields", self.lang)
         )
-        close = difflib.get_close_matches(key, names, n=1)
+        # Case drift (`PASSWORD`) is the commonest slip: names are compared ignoring case.
+        lowered = {name.lower(): name for name in names}
+        close = [lowered[c] for c in difflib.get_close_matches(key.lower(), list(lowered), n=1)]
         hint = text("hint.did_you_mean", self.lang, name=close[0]) if close else None
+        meant = self.schema.deref(_d(_d(parent.get("properties")).get(close[0]))) if close else {}
+        if meant and self.schema.holds_secret(meant):
+            # A misspelt secret field (`pasword`, or `AUTH` around an `api_key`) holds the
+            # secret all the same: shown as the value of the field it was meant for.
+            secret = _is_secret(meant) or any(_is_secret(b) for b in self.schema.branches(meant))
+            located = dataclasses.replace(located, node=meant, secret=secret)
         got = self.got(located, value)
-        if close and self.schema.holds_secret(_d(_d(parent.get("properties")).get(close[0]))):
-            # A misspelt secret field (`pasword`) holds the secret all the same.
-            got = REDACTED
         return _Draft(FieldError(located.pointer, "unknown_field", expected, got, hint))
 
     def from_pydantic(self, details: Sequence[ErrorDetails]) -> list[_Draft]:
