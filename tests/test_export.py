@@ -942,3 +942,20 @@ def test_draft_4_exclusive_bounds_are_exported_as_numbers() -> None:
     validator = jsonschema.Draft202012Validator(parameters)
     assert not validator.is_valid({"size": 0, "ratio": 1})
     assert validator.is_valid({"size": 1, "ratio": 1})
+
+
+def test_gemini_property_ordering_is_left_out_of_strict_exports() -> None:
+    flight = {
+        "name": "book_flight",
+        "parameters": {
+            "type": "object",
+            "properties": {"origin": {"type": "string"}, "destination": {"type": "string"}},
+            "required": ["origin", "destination"],
+            "propertyOrdering": ["origin", "destination"],
+        },
+    }
+    (exported,) = Toolset([flight]).openai()
+    assert exported["function"]["strict"] is True
+    assert "propertyOrdering" not in exported["function"]["parameters"]
+    (anthropic,) = Toolset([flight]).anthropic()
+    assert anthropic["input_schema"]["propertyOrdering"] == ["origin", "destination"]

@@ -467,6 +467,9 @@ class _StrictWalker:
             return {"$ref": as_dict["$ref"]}
         out: JsonSchema = dict(as_dict)
         out.pop("default", None)
+        # Gemini's key order for its own output: it asserts nothing, and OpenAI's strict
+        # subset does not know it (tools written for Gemini are exported to OpenAI too).
+        out.pop("propertyOrdering", None)
         _numeric_exclusive_bounds(out)
         if isinstance(out.get("format"), str) and out["format"] not in STRICT_FORMATS:
             del out["format"]
