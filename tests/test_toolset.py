@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
@@ -88,6 +88,24 @@ def test_names_come_from_mapping_attribute_title_then_class_name() -> None:
     assert toolset.model("send_email") is Attributed
     # The explicit mapping beats the attribute.
     assert Toolset([Attributed], names={Attributed: "mail"}).names() == ["mail"]
+
+
+Item = TypeVar("Item")
+
+
+class Page(BaseModel, Generic[Item]):
+    items: list[Item]
+    cursor: str | None = None
+
+
+def test_a_parametrized_generic_model_gets_a_valid_name() -> None:
+    # Pydantic names the class `Page[int]`; brackets are not allowed in a tool name.
+    toolset = Toolset([Page[int], Page[GetWeather]])
+    assert toolset.names() == ["page_int", "page_get_weather"]
+    assembler = Assembler(tools=toolset)
+    assembler.feed(0, id="call_1", name="page_int", arguments='{"items": [1, 2]}')
+    (call,) = assembler.finish()
+    assert toolset.validate(call).model == Page[int](items=[1, 2])
 
 
 def test_description_from_cleaned_docstring_and_field_descriptions_carried() -> None:

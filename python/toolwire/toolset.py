@@ -15,7 +15,8 @@ Naming a model tool, first match wins:
 2. a `__tool_name__` class attribute,
 3. `model_config["title"]`, only when set explicitly,
 4. the class name in snake_case (`GetWeather` → `get_weather`): tool names read as function
-   names, and models of the same family then agree with hand-written tools.
+   names, and models of the same family then agree with hand-written tools. A parametrized
+   generic model's brackets become underscores (`Page[Issue]` → `page_issue`).
 
 Every name must match `^[a-zA-Z0-9_-]{1,64}$` (OpenAI's rule, the strictest provider's).
 A model's description is its docstring, cleaned with `inspect.cleandoc`; field descriptions come
@@ -242,6 +243,7 @@ ToolInput = type[BaseModel] | Mapping[str, Any]
 """What `Toolset` accepts per tool: a Pydantic model class or a plain tool definition."""
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_UNNAMEABLE = re.compile(r"[^a-zA-Z0-9_-]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
@@ -415,7 +417,9 @@ def _model_name(model: type[BaseModel]) -> str:
     title = model.model_config.get("title")
     if isinstance(title, str):
         return title
-    return snake_case(model.__name__)
+    # A parametrized generic model is named `Page[int]`: its brackets and commas would make
+    # an invalid tool name, so each run of characters a name cannot hold becomes one `_`.
+    return _UNNAMEABLE.sub("_", snake_case(model.__name__)).strip("_")
 
 
 class Toolset:
