@@ -20,6 +20,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    NaiveDatetime,
     StringConstraints,
     field_validator,
     model_validator,
@@ -612,3 +613,35 @@ def test_a_set_counts_its_items_once_duplicates_dropped(arguments: str) -> None:
 def test_a_set_over_its_size_still_fails() -> None:
     _, outcome = stream(Toolset([Tagging]), "tagging", '{"tags": ["a", "b", "c"]}')
     assert not outcome.ok and [e.code for e in outcome.errors] == ["length"]
+
+
+class Shift(BaseModel):
+    starts: NaiveDatetime
+    breaks: list[NaiveDatetime] = []
+    logged: datetime | None = None
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"starts": "2024-03-05T09:00:00"}',
+        '{"starts": "2024-03-05T09:00:00", "breaks": ["2024-03-05T12:00:00"]}',
+    ],
+)
+def test_a_naive_datetime_field_takes_a_timestamp_without_an_offset(arguments: str) -> None:
+    # RFC 3339 asks for an offset, the one thing a NaiveDatetime refuses: read as a
+    # `date-time`, such a field could take no value at all.
+    assert_read_as_pydantic_reads(Shift, arguments)
+
+
+def test_naive_and_aware_fields_each_say_what_they_need() -> None:
+    toolset = Toolset([Shift])
+    _, outcome = stream(toolset, "shift", '{"starts": "2024-03-05T09:00:00Z"}')
+    assert [(e.path, e.code, e.expected) for e in outcome.errors] == [
+        ("/starts", "format", "a date-time without a time zone offset, e.g. 2024-03-05T14:30:00")
+    ]
+    arguments = '{"starts": "2024-03-05T09:00:00", "logged": "2024-03-05T09:00:00"}'
+    errors, outcome = stream(toolset, "shift", arguments)
+    assert errors and [(e.path, e.code) for e in outcome.errors] == [
+        ("/logged", "timezone_required")
+    ]

@@ -125,6 +125,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "a date-time with a time zone offset, e.g. 2024-03-05T14:30:00+01:00",
         "zh": "带时区偏移的日期时间，例如 2024-03-05T14:30:00+01:00",
     },
+    "format.naive-date-time": {
+        "en": "a date-time without a time zone offset, e.g. 2024-03-05T14:30:00",
+        "zh": "不带时区偏移的日期时间，例如 2024-03-05T14:30:00",
+    },
     "format.date": {
         "en": "a date YYYY-MM-DD, e.g. 2024-03-05",
         "zh": "日期 YYYY-MM-DD，例如 2024-03-05",

@@ -80,6 +80,10 @@ class _DecimalSchema(GenerateJsonSchema):
         _add_alternate_keys(out, schema, cast(Mapping[str, Any], schema.get("config") or {}))
         return out
 
+    def datetime_schema(self, schema: core_schema.DatetimeSchema) -> JsonSchemaValue:
+        """The timestamp's schema; a `NaiveDatetime` is no RFC 3339 `date-time`."""
+        return _naive_without_format(schema, super().datetime_schema(schema))
+
     def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
         """The `Decimal` schema with a numeric pattern on its string branch."""
         out = super().decimal_schema(schema)
@@ -171,6 +175,10 @@ class _PrecheckSchema(GenerateJsonSchema):
             return super().function_wrap_schema(schema)
         return {}
 
+    def datetime_schema(self, schema: core_schema.DatetimeSchema) -> JsonSchemaValue:
+        """The timestamp's schema; a `NaiveDatetime` is no RFC 3339 `date-time`."""
+        return _naive_without_format(schema, super().datetime_schema(schema))
+
     def set_schema(self, schema: core_schema.SetSchema) -> JsonSchemaValue:
         """The set's schema, its size limit left to validation (see `_without_max_items`)."""
         return _without_max_items(super().set_schema(schema))
@@ -186,6 +194,20 @@ class _PrecheckSchema(GenerateJsonSchema):
             out.pop("maxLength", None)
             out.pop("pattern", None)
         return out
+
+
+def _naive_without_format(
+    schema: core_schema.DatetimeSchema, out: JsonSchemaValue
+) -> JsonSchemaValue:
+    """A `NaiveDatetime`'s schema without `format: date-time`.
+
+    Pydantic writes it as any timestamp, but RFC 3339 (which the pre-check asserts and coercion
+    completes with a default zone or refuses as `timezone_required`) needs an offset, the one
+    thing such a field refuses: left as it is, the field could take no value at all.
+    """
+    if schema.get("tz_constraint") == "naive":
+        out.pop("format", None)
+    return out
 
 
 def _without_max_items(out: JsonSchemaValue) -> JsonSchemaValue:

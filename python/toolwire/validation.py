@@ -35,12 +35,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
 
 import jsonschema
 import jsonschema.protocols
 import jsonschema.validators
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, NaiveDatetime, ValidationError
 
 from toolwire.coercion import (
     JSON_NUMBER,
@@ -724,6 +724,7 @@ _CODE_BY_TYPE: dict[str, str] = {
     "too_long": "length",
     "string_pattern_mismatch": "pattern",
     "timezone_aware": "timezone_required",
+    "timezone_naive": "format",
     "value_error": "value",
     "assertion_error": "value",
     "json_invalid": "invalid",
@@ -950,6 +951,8 @@ class _ErrorBuilder:
             return text("expected.pattern", lang, pattern=shown_text(str(pattern)))
         if code == "timezone_required":
             return text("format.date-time", lang)
+        if ptype == "timezone_naive":
+            return text("format.naive-date-time", lang)
         return self.schema.describe(node, lang)
 
     def unknown_field(self, located: _Located, value: Any) -> _Draft:
@@ -1684,20 +1687,28 @@ def _argument_text(call: CallLike) -> str:
     return arguments if arguments.strip() else "{}"
 
 
-def _needs_fixup(value: Any, unix: bool = False) -> bool:
+def _wants_naive(annotation: Any) -> bool:
+    """Whether a field's type holds a `NaiveDatetime`, which must stay without an offset."""
+    return annotation is NaiveDatetime or any(_wants_naive(a) for a in get_args(annotation))
+
+
+def _needs_fixup(value: Any, unix: bool = False, naive_ok: bool = False) -> bool:
     """Walk a validated model for a naive datetime or milliseconds in a Unix-seconds field."""
     if isinstance(value, BaseModel):
         fields = type(value).model_fields
         return any(
-            _needs_fixup(getattr(value, name), _unit_of(info) == UNIX_SECONDS)
+            _needs_fixup(
+                getattr(value, name), _unit_of(info) == UNIX_SECONDS, _wants_naive(info.annotation)
+            )
             for name, info in fields.items()
         )
     if isinstance(value, datetime):
-        return value.tzinfo is None
+        return value.tzinfo is None and not naive_ok
     if isinstance(value, (list, tuple, set, frozenset)):
-        return any(_needs_fixup(item, unix) for item in cast(list[Any], value))
+        return any(_needs_fixup(item, unix, naive_ok) for item in cast(list[Any], value))
     if isinstance(value, dict):
-        return any(_needs_fixup(item, unix) for item in cast(dict[Any, Any], value).values())
+        items = cast(dict[Any, Any], value).values()
+        return any(_needs_fixup(item, unix, naive_ok) for item in items)
     if unix and isinstance(value, (int, float)) and not isinstance(value, bool):
         return value > UNIX_MS_THRESHOLD
     return False
