@@ -125,6 +125,10 @@ def documented_refusal(outcome: Any, schema: dict[str, Any]) -> bool:
         # unknown key is refused even where Pydantic would ignore it (`test_validation.py`).
         if error.code == "unknown_field":
             return True
+        # A timestamp without an offset, where the tool declares no default zone (`coercion`
+        # module docs, `default_timezone`): which instant it names would be a guess.
+        if error.code == "timezone_required":
+            return True
         got = (error.got or "").strip('"')
         number = got.lstrip("-").replace(".", "", 1).isdigit()
         # A date or timestamp as a string of digits, which Pydantic reads as Unix time

@@ -12,7 +12,7 @@ import dataclasses
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from enum import Enum, IntEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import (
     AliasChoices,
@@ -26,6 +26,7 @@ from pydantic import (
     HttpUrl,
     IPvAnyAddress,
     Json,
+    NaiveDatetime,
     RootModel,
     SecretStr,
     Tag,
@@ -921,7 +922,25 @@ class Subscribe(BaseModel):
     token: SecretStr
 
 
+class ClockIn(BaseModel):
+    """Local wall-clock times, as a time-tracking tool keeps them."""
+
+    employee_id: int
+    at: NaiveDatetime
+    breaks: list[NaiveDatetime] = []
+
+
+Entry = TypeVar("Entry")
+
+
+class Paged(BaseModel, Generic[Entry]):
+    entries: list[Entry] = Field(max_length=50)
+    next_cursor: str | None = None
+
+
 MODELS: list[type[BaseModel]] = [
+    ClockIn,
+    Paged[Address],
     MoveItem,
     TagItems,
     LegacyPayload,
