@@ -283,3 +283,52 @@ def test_a_root_without_a_type_is_exported_as_an_object() -> None:
     assembler.feed(0, id="call_1", name="t", arguments='{"q": "x"}')
     (call,) = assembler.finish()
     assert tools.validate(call).ok
+
+
+class _LaxFlag(BaseModel):
+    """A model that lets Pydantic convert on its own."""
+
+    model_config = ConfigDict(strict=False)
+    flag: bool
+    count: int = 0
+
+
+def _outcomes_both_ways(tools: Toolset, name: str, arguments: str) -> list[Any]:
+    """The outcome of one call assembled without and with the pre-check, and whether each
+    call says it was pre-checked."""
+    out: list[Any] = []
+    for assembler in (Assembler(), Assembler(tools=tools)):
+        assembler.feed(0, id="call_1", name=name, arguments=arguments)
+        (call,) = assembler.finish()
+        outcome = tools.validate(call)
+        codes = [e.code for e in outcome.errors]
+        out.append((call.prechecked, outcome.ok, codes, [c.rule for c in outcome.coercions]))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("arguments", "ok", "codes", "rules"),
+    [
+        # A lax model would read 1 as True silently: not a safe coercion.
+        ('{"flag": 1}', False, ["type"], []),
+        # The published schema closes the object: an unknown field is the model's mistake.
+        ('{"flag": true, "zz": 2}', False, ["unknown_field"], []),
+        # A safe coercion is applied and recorded either way.
+        ('{"flag": true, "count": "3"}', True, [], ["number_string"]),
+        ('{"flag": false}', True, [], []),
+    ],
+)
+def test_a_call_gets_one_verdict_with_or_without_the_precheck(
+    arguments: str, ok: bool, codes: list[str], rules: list[str]
+) -> None:
+    tools = Toolset([_LaxFlag], names={_LaxFlag: "set_flag"})
+    without, with_precheck = _outcomes_both_ways(tools, "set_flag", arguments)
+    assert without == (False, ok, codes, rules)
+    assert with_precheck == (True, ok, codes, rules)
+
+
+def test_registry_checks_a_complete_text() -> None:
+    tools = Toolset([_LaxFlag], names={_LaxFlag: "set_flag"})
+    error = tools.registry.check("set_flag", b'{"flag": "yes"}')
+    assert error is not None and (error.kind, error.path) == ("schema_violation", "/flag")
+    assert tools.registry.check("set_flag", b'{"flag": true}') is None

@@ -199,7 +199,8 @@ def test_a_misspelt_object_around_a_secret_shows_only_what_is_not_secret() -> No
     assert error.got == '{"token":"[redacted]","scope":"all"}'
 
 
-def test_redaction_hook_sees_every_shown_value() -> None:
+@pytest.mark.parametrize("precheck", [False, True])
+def test_redaction_hook_sees_every_shown_value(precheck: bool) -> None:
     seen: list[tuple[str, str]] = []
 
     def redact(path: str, text: str) -> str:
@@ -207,9 +208,12 @@ def test_redaction_hook_sees_every_shown_value() -> None:
         return text.replace("0612", "****")
 
     toolset = Toolset([Booking], redact=redact)
-    outcome = toolset.validate(call("booking", args(phone="0612")))
+    done = call("booking", args(phone="0612"), tools=toolset if precheck else None)
+    outcome = toolset.validate(done)
     assert outcome.errors[0].got == '"****"'
-    assert seen == [("/phone", '"0612"')]
+    # The value as the pre-check quoted it, then as the payload shows it.
+    assert seen == [("/phone", "0612"), ("/phone", '"0612"')]
+    assert "0612" not in json.dumps(outcome.to_message(done))
 
 
 def test_chinese_messages() -> None:

@@ -118,6 +118,10 @@ class ToolCall:
     def plain_numbers(self) -> bool:
         """True when every number is short with a short exponent (no float overflow)."""
     @property
+    def prechecked(self) -> bool:
+        """True when the arguments were checked against the tool's schema while they
+        streamed (the assembler had tools): a violation would be in `error`."""
+    @property
     def value(self) -> Any: ...
     @property
     def error(self) -> CallError | None: ...
@@ -186,6 +190,17 @@ class ToolRegistry:
     def names(self) -> list[str]:
         """Registered tool names, sorted."""
     def __contains__(self, name: str, /) -> bool: ...
+    def check(self, name: str, arguments: bytes, /) -> CallError | None:
+        """The first schema violation of a complete argument text, as the pre-check reports
+        it while a call streams; for calls assembled without the pre-check.
+
+        Args:
+            name: A registered tool name.
+            arguments: The call's complete argument text.
+
+        Returns:
+            The violation, or None.
+        """
 
 @disjoint_base
 class Assembler:

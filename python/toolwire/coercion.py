@@ -644,9 +644,7 @@ class _Coercer:
             out[key] = self.walk(item, sub, [*path, key], rules) if sub is not None else item
         return out
 
-    def member_fields(
-        self, node: Mapping[str, Any], depth: int
-    ) -> tuple[dict[str, Any], set[str]]:
+    def member_fields(self, node: Mapping[str, Any], depth: int) -> tuple[dict[str, Any], set[str]]:
         """The properties and required names that `node`'s `allOf` members declare.
 
         A property declared by two members with different schemas is left out: no one schema

@@ -48,6 +48,7 @@ from toolwire.schema_export import (
     strict_problems,
 )
 from toolwire.validation import (
+    CallErrorLike,
     CallLike,
     Check,
     Outcome,
@@ -755,6 +756,14 @@ class Toolset:
             The outcome: `ok` with the model, or the errors and what to tell the model.
         """
         error = call.error
+        if error is None and not getattr(call, "prechecked", True):
+            # A `ToolCall` assembled without the pre-check: find what it would have found, so
+            # that a call gets the same verdict whichever way it was assembled (an unknown
+            # field, a value a lax model would convert silently). Look-alike calls are read as
+            # they are.
+            found = self._schema_violation(call)
+            if found is not None:
+                call, error = _WithViolation(call, found), found
         if error is None:
             direct = self._direct.get(call.name)
             if direct is not None:
@@ -788,6 +797,15 @@ class Toolset:
             )
         return tool.validator.validate(call, lang=self._lang, redact=self._redact)
 
+    def _schema_violation(self, call: CallLike) -> CallErrorLike | None:
+        """The first violation the pre-check finds in a complete call to a known tool."""
+        name = call.name
+        if name is None or name not in self._tools:
+            return None
+        raw: object = getattr(call, "arguments_bytes", None)
+        text = raw if isinstance(raw, bytes) else call.arguments.encode()
+        return self.registry.check(name, text)
+
     def validate_all(self, calls: Iterable[CallLike]) -> list[Outcome]:
         """`validate` for each call, in order."""
         return [self.validate(call) for call in calls]
@@ -800,6 +818,55 @@ def _function(tool: ToolDefinition, schema: dict[str, Any], is_strict: bool) -> 
     out["parameters"] = schema
     out["strict"] = is_strict
     return out
+
+
+class _WithViolation:
+    """A call assembled without the pre-check, carrying the violation it would have found."""
+
+    __slots__ = ("_call", "_error")
+
+    def __init__(self, call: CallLike, error: CallErrorLike) -> None:
+        self._call = call
+        self._error = error
+
+    @property
+    def ordinal(self) -> int:
+        """As the call's."""
+        return self._call.ordinal
+
+    @property
+    def index(self) -> int | None:
+        """As the call's."""
+        return self._call.index
+
+    @property
+    def id(self) -> str | None:
+        """As the call's."""
+        return self._call.id
+
+    @property
+    def name(self) -> str | None:
+        """As the call's."""
+        return self._call.name
+
+    @property
+    def arguments(self) -> str:
+        """As the call's."""
+        return self._call.arguments
+
+    @property
+    def value(self) -> object:
+        """As the call's."""
+        return self._call.value
+
+    @property
+    def error(self) -> CallErrorLike:
+        """The violation the pre-check finds in the arguments."""
+        return self._error
+
+    def __getattr__(self, name: str) -> Any:
+        # The optional attributes validation reads (`arguments_bytes`, `plain_numbers`, ...).
+        return getattr(self._call, name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,6 +109,9 @@ pub struct ToolCall {
     pub duplicate_keys: bool,
     /// Every number in `arguments` is plain (see [`Scanner::plain_numbers`]).
     pub plain_numbers: bool,
+    /// The call's arguments were checked against its tool's schema while they streamed (the
+    /// assembler had a registry): a schema violation would be in `error`.
+    pub prechecked: bool,
     /// Set by [`Assembler::finish_deferring_scans`] on a call whose only open question is
     /// whether its text is one JSON object: the text has not been scanned, and `error`,
     /// `complete` and `plain_numbers` hold nothing until [`ToolCall::scan_deferred`] runs.
@@ -1136,6 +1139,7 @@ fn finish_call(
         complete: json_ok,
         duplicate_keys,
         plain_numbers: call.scanner.plain_numbers() && !deferred,
+        prechecked: registry.is_some(),
         unscanned: deferred.then(|| *call.scanner.config()),
     }
 }

@@ -494,6 +494,12 @@ impl PyToolCall {
     fn r#type(&self) -> Option<&str> {
         self.call.kind.as_deref()
     }
+    /// True when the arguments were checked against the tool's schema while they streamed
+    /// (the assembler had tools).
+    #[getter]
+    fn prechecked(&self) -> bool {
+        self.call.prechecked
+    }
     /// The raw argument text as received (`{}` when nothing arrived).
     #[getter]
     fn arguments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
@@ -864,6 +870,16 @@ impl PyToolRegistry {
 
     fn __contains__(&self, name: &str) -> bool {
         self.inner.contains(name)
+    }
+
+    /// The first schema violation of a complete argument text, as the pre-check would have
+    /// reported it while the text streamed: for calls assembled without the pre-check.
+    #[pyo3(signature = (name, arguments, /))]
+    fn check(&self, name: &str, arguments: &[u8]) -> Option<PyCallError> {
+        self.inner
+            .check_complete(name, arguments)
+            .as_ref()
+            .map(PyCallError::from)
     }
 }
 
