@@ -687,8 +687,9 @@ impl Assembler {
         Ok(())
     }
 
-    /// The provider stopped the stream (content filter, refusal): every call not yet ended
-    /// becomes a [`ErrorKind::Filtered`] error and must not be executed.
+    /// The provider stopped the stream (content filter, refusal): every call not yet ended,
+    /// or ended with its arguments incomplete, becomes a [`ErrorKind::Filtered`] error and must
+    /// not be executed.
     ///
     /// # Errors
     /// [`Misuse::Finished`] after finish.
@@ -698,7 +699,11 @@ impl Assembler {
         }
         for call in &mut self.calls {
             call.sync();
-            if !call.ended || !call.scanner.is_complete() {
+            // A call ended with no argument text is a parameterless call, as whole as one
+            // ended with `{}`: it stays as the provider finished it.
+            let whole =
+                call.scanner.is_complete() || (!call.has_arguments() && call.held.is_none());
+            if !call.ended || !whole {
                 call.stopped = Some(reason.to_owned());
             }
         }

@@ -14,7 +14,7 @@ from toolwire.assembler import Assembler
 
 from .clients import assemble_both
 from .conftest import SSEServer
-from .streamkit import Call, responses_stream, sse_body
+from .streamkit import Call, anthropic_stream, responses_stream, sse_body
 
 RESPONSES = "openai-responses"
 
@@ -73,4 +73,26 @@ def test_responses_cancelled_reads_the_same_on_both_paths(
     assert [(c.value, c.error.kind if c.error else None) for c in stream.calls] == [
         ({"a": 1}, None),
         ({"b": 2}, "filtered"),
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["openai-responses", "anthropic"])
+def test_an_ended_parameterless_call_stays_runnable_when_the_response_is_stopped(
+    sse_server: SSEServer, split: str, fmt: str
+) -> None:
+    # A content filter or refusal after the provider had ended its calls stops only the calls
+    # still open. An ended call with no argument text (a tool without parameters, quirk 25)
+    # was stopped as if it were open, while the same call ended with `{}` stayed runnable.
+    calls = [Call("ping", ""), Call("f", "{}"), Call("g", '{"a": 1}')]
+    if fmt == "anthropic":
+        events = anthropic_stream(calls, stop_reason="refusal", empty_first_delta=False)
+    else:
+        events = responses_stream(calls, status="incomplete", incomplete_reason="content_filter")
+        events = [e for e in events if e.get("delta") != ""]
+    route = sse_server.register(sse_body(events, fmt), split=split)
+    _, stream = assemble_both(route, fmt)
+    assert [(c.name, c.arguments, c.error) for c in stream.calls] == [
+        ("ping", "{}", None),
+        ("f", "{}", None),
+        ("g", '{"a": 1}', None),
     ]
