@@ -563,12 +563,56 @@ fn nested<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<Option<T>
         .transpose()
 }
 
-/// A tool call's wire index: an integer that fits `i64`, else missing (quirk 1), as
-/// `feed_chunk` reads it. A string, float, boolean or out-of-range index must not make the
-/// whole event malformed, which would drop every fragment in it. The raw value is valid JSON,
-/// so `str::parse` (no `+` sign can occur) reads exactly the JSON integers that fit.
+/// A tool call's wire index as the `openai` SDK reads it (pydantic's lax integer, which
+/// `feed_chunk` mirrors): an integer that fits `i64`; a boolean as 0 or 1; a float with no
+/// fraction; a string holding an integer (`" 2"`, `"+1"`, `"1_000"`, `"1.00"`). Anything else,
+/// or out of range, is missing (quirk 1). Read as missing while the SDK routed by it, two
+/// interleaved calls had their fragments mixed into one. Nothing here makes the whole event
+/// malformed, which would drop every fragment in it. The raw value is valid JSON, so
+/// `str::parse` (no `+` sign can occur) reads exactly the JSON integers that fit.
 fn wire_index(raw: Option<&RawValue>) -> Option<i64> {
-    raw.and_then(|r| r.get().parse().ok())
+    let r = raw?.get();
+    if let Ok(i) = r.parse() {
+        return Some(i);
+    }
+    match r.as_bytes().first()? {
+        b't' => Some(1),
+        b'f' => Some(0),
+        b'"' => lax_integer(&string(raw)?),
+        // A JSON integer past 64 bits is an integer to the SDK too: out of range, not a float.
+        _ if r.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) => integral_float(r.parse().ok()?),
+        _ => None,
+    }
+}
+
+/// A float with no fraction within `i64`, as an integer (pydantic refuses any other).
+fn integral_float(f: f64) -> Option<i64> {
+    if !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) || f.fract() != 0.0
+    {
+        return None;
+    }
+    // 2^63 is exact in f64, so the range check is exact and the cast loses nothing.
+    #[allow(clippy::cast_possible_truncation)]
+    Some(f as i64)
+}
+
+/// The integer a string holds, read as pydantic reads one: ASCII whitespace around it, a
+/// sign, digits with single underscores between them, and a fraction of zeros.
+fn lax_integer(s: &str) -> Option<i64> {
+    let s = s.trim_matches(|c: char| c.is_ascii_whitespace());
+    let s = match s.split_once('.') {
+        Some((int, zeros)) if !zeros.is_empty() && zeros.bytes().all(|b| b == b'0') => int,
+        Some(_) => return None,
+        None => s,
+    };
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let well_formed = digits
+        .split('_')
+        .all(|run| !run.is_empty() && run.bytes().all(|b| b.is_ascii_digit()));
+    if !well_formed {
+        return None;
+    }
+    s.replace('_', "").parse().ok()
 }
 
 fn raw_str(raw: Option<&RawValue>) -> Option<&str> {
@@ -1557,7 +1601,8 @@ fn unescape(raw: &str, out: &mut Vec<u8>, pending: &mut Option<u16>, lone: Lone)
 
 #[cfg(test)]
 mod tests {
-    use super::{unescape, Lone};
+    use super::{unescape, wire_index, Lone};
+    use serde_json::value::RawValue;
 
     fn un(raw: &str) -> String {
         let mut out = Vec::new();
@@ -1579,6 +1624,43 @@ mod tests {
         ] {
             let want: String = serde_json::from_str(raw).unwrap_or_default();
             assert_eq!(un(raw), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn wire_index_reads_what_the_sdk_reads() {
+        let read = |json: &str| {
+            let raw: Box<RawValue> = serde_json::from_str(json).expect("json");
+            wire_index(Some(&raw))
+        };
+        for (json, want) in [
+            ("3", Some(3)),
+            ("true", Some(1)),
+            ("false", Some(0)),
+            ("1.0", Some(1)),
+            ("-0.0", Some(0)),
+            ("1e2", Some(100)),
+            ("1.5", None),
+            ("1e300", None),
+            ("9223372036854775808", None),
+            ("-9223372036854775809", None),
+            (r#""0""#, Some(0)),
+            (r#"" 2\n""#, Some(2)),
+            (r#""+4""#, Some(4)),
+            (r#""-3""#, Some(-3)),
+            (r#""1_000""#, Some(1000)),
+            (r#""1.00""#, Some(1)),
+            (r#""1.""#, None),
+            (r#""1.5""#, None),
+            (r#""1__0""#, None),
+            (r#""_1""#, None),
+            (r#""1e2""#, None),
+            (r#""x""#, None),
+            (r#""""#, None),
+            ("null", None),
+            ("[0]", None),
+        ] {
+            assert_eq!(read(json), want, "{json}");
         }
     }
 

@@ -173,13 +173,14 @@ def test_an_error_event_stops_unended_calls_on_every_path(fmt: str) -> None:
     assert [c.error.kind if c.error else None for c in raw_calls] == [None, "filtered"]
 
 
-@pytest.mark.parametrize("index", ["0", 1.0, True, 2**64, -(2**63) - 1])
-def test_a_tool_call_index_that_is_no_i64_reads_as_missing_on_every_path(
+@pytest.mark.parametrize("index", ["0", 1.0, True, "x", 1.5, 2**64, -(2**63) - 1])
+def test_a_tool_call_index_that_is_no_i64_reads_the_same_on_every_path(
     sse_server: SSEServer, index: object
 ) -> None:
-    # `feed_chunk` read a string, float or boolean index as missing (quirk 1), where the raw
-    # path dropped the whole event (and its fragment) as malformed; an integer past 64 bits
-    # made `feed_chunk` raise, which ended the whole SDK stream.
+    # The raw path dropped a whole event (and its fragment) as malformed for a string, float
+    # or boolean index, which `feed_chunk` read as missing (quirk 1); an integer past 64 bits
+    # made `feed_chunk` raise, which ended the whole SDK stream. Every path now reads the index
+    # as the SDK does: the integer it holds, else missing.
     def entry(**fields: Any) -> dict[str, Any]:
         return {"tool_calls": [{"index": index, **fields}]}
 
@@ -192,6 +193,37 @@ def test_a_tool_call_index_that_is_no_i64_reads_as_missing_on_every_path(
     route = sse_server.register(sse_body(chunks, "openai-chat"), split="adversarial")
     _, stream = assemble_both(route, "openai-chat")
     assert key(stream.calls) == [("f", "a", '{"a": 1}', {"a": 1}, None)]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("0", "1"), (" 0", "+1"), ("1_0", "11.00"), (0.0, 1e0), (False, True)],
+    ids=["strings", "signed-strings", "underscore-fraction", "floats", "booleans"],
+)
+def test_interleaved_calls_under_an_index_the_sdk_reads_as_integer_stay_apart(
+    sse_server: SSEServer, first: object, second: object
+) -> None:
+    # The `openai` SDK reads an index `"0"`, `1.0` or `true` as the integer it holds (pydantic's
+    # lax integer) and routed each fragment to its own call; `feed_chunk` on dicts and the raw
+    # path read it as missing (quirk 1), so a fragment went to the last call opened and the
+    # arguments of two calls were mixed (`{"b": 1}: 2}`).
+    def delta(index: object, **fields: Any) -> dict[str, Any]:
+        return chat_chunk({"tool_calls": [{"index": index, **fields}]})
+
+    chunks = [
+        chat_chunk({"role": "assistant"}),
+        delta(first, id="a", type="function", function={"name": "f", "arguments": '{"a"'}),
+        delta(second, id="b", type="function", function={"name": "g", "arguments": '{"b"'}),
+        delta(first, function={"arguments": ": 1}"}),
+        delta(second, function={"arguments": ": 2}"}),
+        chat_chunk({}, finish_reason="tool_calls"),
+    ]
+    route = sse_server.register(sse_body(chunks, "openai-chat"), split="adversarial")
+    _, stream = assemble_both(route, "openai-chat")
+    _, dict_calls = via_dicts(chunks)
+    want = [("f", "a", '{"a": 1}', {"a": 1}, None), ("g", "b", '{"b": 2}', {"b": 2}, None)]
+    assert key(stream.calls) == key(dict_calls) == want
+    assert [c.index for c in stream.calls] == [c.index for c in dict_calls]
 
 
 def test_anthropic_fragments_without_a_block_start_are_a_call_on_every_path(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -21,6 +22,7 @@ __all__ = [
     "index_of",
     "merge_usage",
     "plain",
+    "sdk_index_of",
     "str_or_none",
 ]
 
@@ -82,6 +84,30 @@ def index_of(value: object) -> int | None:
     if isinstance(value, int) and _I64_MIN <= value <= _I64_MAX:
         return value
     return None
+
+
+# pydantic's lax integer in a string, as the `openai` SDK reads a tool call's `index`.
+_LAX_INTEGER = re.compile(r"[ \t\n\r\x0b\x0c]*([+-]?[0-9]+(?:_[0-9]+)*)(?:\.0+)?[ \t\n\r\x0b\x0c]*")
+
+
+def sdk_index_of(value: object) -> int | None:
+    """A Chat tool call's `index` as the `openai` SDK reads it from the wire: `index_of`, with
+    a boolean, a float without fraction and a string holding an integer read as that integer
+    (`rust/src/envelope.rs` `wire_index` does the same for the raw SSE path).
+
+    Read as missing on a dict while the SDK object routed by it, two interleaved calls under
+    `"0"` and `"1"` had their fragments mixed into one.
+    """
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float):
+        if value.is_integer() and _I64_MIN <= value <= _I64_MAX:
+            return int(value)
+        return None
+    if isinstance(value, str):
+        match = _LAX_INTEGER.fullmatch(value)
+        return index_of(int(match.group(1).replace("_", ""))) if match else None
+    return index_of(value)
 
 
 def arguments_of(value: object) -> str | bytes | dict[str, Any] | list[Any] | None:

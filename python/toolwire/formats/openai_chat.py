@@ -32,6 +32,7 @@ from toolwire.formats._fields import (
     index_of,
     merge_usage,
     plain,
+    sdk_index_of,
     str_or_none,
 )
 from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat, after_provider_error
@@ -126,7 +127,7 @@ class ChatCompletionsAdapter:
         self._utf16.flush(sink)
 
     def _tool_call(self, entry: object, sink: Sink, info: ChunkInfo) -> None:
-        index = index_of(get(entry, "index"))
+        index = sdk_index_of(get(entry, "index"))
         function = get(entry, "function")
         metadata = extras(entry, _TOOL_CALL_FIELDS)
         wire_id = str_or_none(get(entry, "id"))
