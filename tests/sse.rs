@@ -1434,14 +1434,16 @@ fn quirk41_split_surrogate() {
 #[test]
 fn quirk19_41_cumulative_resend_of_a_split_surrogate_pair() {
     // Each fragment resends the arguments so far; the middle one ends between the halves of a
-    // pair, which the last one resends whole. The held half must not go in front of the resend.
+    // pair, which the last one resends whole. The held half must not go in front of the resend,
+    // and the text before it must not reach the assembler alone: an exact repeat of the text so
+    // far, which it appended, and then the resend (`{"k": "{"k": "{"k": "𝄞"}`).
     let chunk = |args: &str| {
         format!(
             r#"data: {{"object":"chat.completion.chunk","choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"id":"c","function":{{"name":"f","arguments":{args}}}}}]}}}}]}}"#
         ) + "\n\n"
     };
     let body = [
-        chunk(r#""""#),
+        chunk(r#""{\"k\": \"""#),
         chunk(r#""{\"k\": \"\ud834""#),
         chunk(r#""{\"k\": \"\ud834\udd1e\"}""#),
     ]

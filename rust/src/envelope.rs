@@ -28,8 +28,10 @@
 //!   Responses items (`item_id` to `output_index`, a length and FNV-1a hash of the deltas so that
 //!   `.done`'s full `arguments` can be verified without keeping a second copy of the text).
 //! - A UTF-16 surrogate pair split between two fragments of one call (quirk 41) is joined: a
-//!   trailing high surrogate is held per call until the next fragment. One left unpaired is
-//!   written back as its `\uXXXX` escape, so the argument scanner reports it at its offset.
+//!   fragment that ends in a high surrogate is held whole per call until the next fragment
+//!   (held whole, a cumulative resend of it, quirk 19, is seen against the text before it). A
+//!   half left unpaired is written back as its `\uXXXX` escape, so the argument scanner
+//!   reports it at its offset.
 //! - Blank ids and names (`""`, and `"null"` for ids) become `None` here already (quirks 11,
 //!   14, 15); the assembler does the same for deltas fed from Python.
 
@@ -147,10 +149,11 @@ pub enum Action<'a> {
         delta: Delta<'a>,
         /// An opaque provider field for this call (`extra_content`, `item_id`).
         metadata: Option<(&'static str, &'a str)>,
-        /// The text arguments start with the `\uXXXX` escape (6 bytes) of a high surrogate
-        /// that ended the previous fragment under this key and found no partner. It belongs to
-        /// the call that fragment went to, which is not this delta's if the delta starts one.
-        released: bool,
+        /// The text arguments start with this many bytes of the previous fragment under this
+        /// key, held because it ended in a high surrogate (with that half's `\uXXXX` escape if
+        /// it found no partner). They belong to the call that fragment went to, which is not
+        /// this delta's if the delta starts one.
+        released: usize,
         /// The index the call reports when it differs from the routing key `delta.index`: a
         /// Responses item keyed apart from another item sent under the same `output_index`.
         shown_index: Option<i64>,
@@ -496,8 +499,9 @@ pub struct Decoder {
     scratch: Vec<u8>,
     /// High surrogates held at the end of a fragment, per wire index (quirk 41).
     held: Vec<Held>,
-    /// The last [`Decoder::fragment`] wrote a held half back at the start of `scratch`.
-    released: bool,
+    /// The last [`Decoder::fragment`] wrote this many bytes of a held fragment at the start of
+    /// `scratch` (see [`Action::Call`]).
+    released: usize,
     held_text: Option<u16>,
     blocks: Vec<BlockState>,
     items: Vec<ItemState>,
@@ -508,13 +512,15 @@ pub struct Decoder {
     ignored_choices: u64,
 }
 
-/// A high surrogate that ended an argument fragment, waiting for the call's next fragment.
+/// An argument fragment that ended in a high surrogate, waiting for the call's next fragment.
 #[derive(Debug)]
 struct Held {
     index: Option<i64>,
     unit: u16,
-    /// The decoded fragment it ended, without it: a cumulative resend (quirk 19) starts with
-    /// this text followed by the whole pair.
+    /// The decoded fragment before the half, not yet handed on: a cumulative resend (quirk 19)
+    /// starts with this text followed by the whole pair, and replaces it. Handed on alone, it
+    /// was an exact repeat of the text so far to the assembler, which then appended the
+    /// resend to it.
     before: Vec<u8>,
 }
 
@@ -715,8 +721,13 @@ impl Decoder {
 
     /// End of stream: write back surrogates still held (unpaired) to their calls.
     pub fn finish<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
-        for Held { index, unit, .. } in std::mem::take(&mut self.held) {
-            self.scratch.clear();
+        for Held {
+            index,
+            unit,
+            before,
+        } in std::mem::take(&mut self.held)
+        {
+            self.scratch.clone_from(&before);
             push_lone(&mut self.scratch, unit, Lone::Escape);
             emit(args(index, Arguments::Text(&self.scratch)));
         }
@@ -731,12 +742,12 @@ impl Decoder {
 
     /// Decode an argument fragment for the call at `index` into `scratch`, joining surrogates.
     ///
-    /// A fragment that repeats the one whose trailing half is held, now with the pair whole,
-    /// is a cumulative resend (quirk 19 with 41): the held half is part of the text resent, so
-    /// it is dropped rather than written back in front of the resend.
+    /// A fragment that repeats the held one, now with the pair whole (or again ending in the
+    /// half), is a cumulative resend (quirk 19 with 41): it replaces the held fragment, which
+    /// is dropped. Any other fragment follows the held one, whose half it may pair.
     fn fragment(&mut self, index: Option<i64>, raw: &str) {
         self.scratch.clear();
-        self.released = false;
+        self.released = 0;
         let held = self
             .held
             .iter()
@@ -746,21 +757,24 @@ impl Decoder {
         if let Some(h) = held {
             unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
             if !resends(&h, &self.scratch, pending) {
-                self.scratch.clear();
+                self.scratch.clone_from(&h.before);
+                let start = self.scratch.len();
                 pending = Some(h.unit);
                 unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
                 // Joined with its partner, the half starts a 4-byte character; unpaired, it
                 // was written back as its escape.
-                self.released = self.scratch.first() == Some(&b'\\');
+                let unpaired = self.scratch.get(start) == Some(&b'\\');
+                self.released = start + if unpaired { 6 } else { 0 };
             }
         } else {
             unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
         }
         if let Some(unit) = pending {
+            self.released = 0;
             self.held.push(Held {
                 index,
                 unit,
-                before: self.scratch.clone(),
+                before: std::mem::take(&mut self.scratch),
             });
         }
     }
@@ -776,8 +790,8 @@ impl Decoder {
     /// Write back a held surrogate of the call at `index` before that call ends.
     fn release(&mut self, index: Option<i64>, emit: &mut impl FnMut(Action<'_>)) {
         if let Some(p) = self.held.iter().position(|h| h.index == index) {
-            let unit = self.held.swap_remove(p).unit;
-            self.scratch.clear();
+            let Held { unit, before, .. } = self.held.swap_remove(p);
+            self.scratch = before;
             push_lone(&mut self.scratch, unit, Lone::Escape);
             emit(args(index, Arguments::Text(&self.scratch)));
         }
@@ -877,7 +891,7 @@ impl Decoder {
         emit: &mut F,
     ) {
         let raw = args.map(RawValue::get).filter(|r| *r != "null");
-        let mut released = false;
+        let mut released = 0;
         let arguments = match raw {
             Some(r) if r.starts_with('"') => {
                 self.fragment(index, r);
@@ -1325,7 +1339,7 @@ fn call<'a>(
             arguments,
         },
         metadata,
-        released: false,
+        released: 0,
         shown_index: None,
     }
 }

@@ -173,14 +173,16 @@ impl State {
                 released,
                 shown_index,
             } => {
-                if let (true, Some(Arguments::Text(text))) = (released, delta.arguments) {
-                    if text.len() >= 6 && assembler.starts_call(&delta) {
-                        // The half written back belongs to the call its fragment went to, which
-                        // is still the open one under this key (quirks 1-3 with 41).
-                        let (half, rest) = text.split_at(6);
+                if let Some(Arguments::Text(text)) = delta.arguments {
+                    if released > 0 && text.len() >= released {
+                        // The held fragment written back belongs to the call it went to, which
+                        // is still the open one under this key (quirks 1-3 with 41). Handed on
+                        // first, it also counts as that call's arguments when the rules decide
+                        // whether this delta starts another call.
+                        let (held, rest) = text.split_at(released);
                         let _ = assembler.feed(&Delta {
                             index: delta.index,
-                            arguments: Some(Arguments::Text(half)),
+                            arguments: Some(Arguments::Text(held)),
                             ..Delta::default()
                         });
                         delta.arguments = (!rest.is_empty()).then_some(Arguments::Text(rest));

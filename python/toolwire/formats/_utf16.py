@@ -6,9 +6,11 @@ each event on its own, so the halves arrive as lone surrogates in separate `str`
 which UTF-8 (and the core's `feed`) cannot take. This mirrors what the raw SSE path does in Rust
 (`rust/src/envelope.rs`), so every way in gives the same calls:
 
-- a trailing high surrogate is held per wire index until that call's next fragment, and pairs
-  are joined; a next fragment that repeats the held one with the pair whole is a cumulative
-  resend (quirk 19), which supersedes the half;
+- a fragment that ends in a high surrogate is held whole per wire index until that call's next
+  fragment, and pairs are joined; a next fragment that repeats the held one with the pair
+  whole is a cumulative resend (quirk 19), which replaces it (handed on without its half, the
+  held fragment was an exact repeat of the text so far, to which the core appended the
+  resend);
 - a surrogate left unpaired (the call ended, the stream finished, or no partner came) is written
   back into the argument text as its `\\uXXXX` escape, so the core reports `lone_surrogate` at
   its offset; a half held when a delta starts another call under the same key goes back to
@@ -68,7 +70,7 @@ def _resends(half: str, before: str, text: str) -> bool:
 
 class Utf16:
     """Per-stream state: the high surrogate held at the end of each call's last fragment, with
-    the text of that fragment before it."""
+    the text of that fragment before it, held too."""
 
     __slots__ = ("held",)
 
@@ -100,20 +102,24 @@ class Utf16:
         if isinstance(arguments, str):
             half, before = self.held.pop(index, ("", ""))
             text = _join_pairs(arguments)
-            released = False
+            released = 0
             if half and not _resends(half, before, text):
-                text = _join_pairs(half + arguments)
+                joined = _join_pairs(half + arguments)
                 # Unpaired, the half stays in front, and is written back as its escape.
-                released = len(text) > 1 and text[0] == half
+                released = len(_escape(before)) + (6 if joined[0] == half else 0)
+                text = before + joined
             if text and _is_high(text[-1]):
                 self.held[index] = (text[-1], text[:-1])
-                text = text[:-1]
+                text = ""
+                released = 0
             arguments = _escape(text)
-            if released and sink.starts_call(index, id=id, name=name, arguments=arguments):
-                # The half belongs to the call its fragment went to, which is still the open
-                # one under this key, not to the call this delta starts (quirks 1-3 with 41).
-                sink.feed(index, arguments=arguments[:6])
-                arguments = arguments[6:]
+            if released:
+                # The held fragment belongs to the call it went to, which is still the open
+                # one under this key, not to a call this delta starts (quirks 1-3 with 41).
+                # Handed on first, it also counts as that call's arguments when the core
+                # decides whether this delta starts another call.
+                sink.feed(index, arguments=arguments[:released])
+                arguments = arguments[released:]
         return sink.feed(
             index,
             id=id,
@@ -127,13 +133,13 @@ class Utf16:
         if self.held:
             held = self.held.pop(index, None)
             if held is not None:
-                sink.feed(index, arguments=_escape(held[0]))
+                sink.feed(index, arguments=_escape(held[1] + held[0]))
 
     def flush(self, sink: Sink) -> None:
         """The stream ends: write back every held half as an escape."""
         held, self.held = self.held, {}
-        for index, (unit, _) in held.items():
-            sink.feed(index, arguments=_escape(unit))
+        for index, (unit, before) in held.items():
+            sink.feed(index, arguments=_escape(before + unit))
 
 
 def text_piece(held: str, text: str) -> tuple[str, str]:
