@@ -369,3 +369,28 @@ fn interrupted_call_without_arguments_is_truncated_even_with_required_fields() {
     assert_eq!(error.kind, ErrorKind::Truncated);
     assert!(calls[0].arguments.is_empty());
 }
+
+#[test]
+fn output_limit_truncates_the_last_call_cut_before_its_arguments() {
+    // Only the last call can have been cut by the limit: an empty call another call followed
+    // is a call without parameters (quirk 25), the empty last one was cut (quirk 36).
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    a.feed(&text(Some(0), Some("a"), Some("ping"), ""))
+        .expect("feed");
+    a.feed(&text(Some(1), Some("b"), Some("f"), ""))
+        .expect("feed");
+    a.limit_reached().expect("open");
+    let calls = a.finish().expect("finish");
+    assert_eq!(
+        summary(&calls),
+        vec![
+            (Some("a".into()), Some("ping".into()), "{}".into(), None),
+            (
+                Some("b".into()),
+                Some("f".into()),
+                String::new(),
+                Some(ErrorKind::Truncated)
+            ),
+        ]
+    );
+}

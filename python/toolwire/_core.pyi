@@ -290,6 +290,9 @@ class Assembler:
         """
     def stop(self, reason: str, /) -> None:
         """The provider stopped the stream (content filter, refusal): open calls are `filtered`."""
+    def limit_reached(self) -> None:
+        """The output limit was reached: the last call started, if not ended and with no
+        argument text, becomes `truncated` at finish rather than `{}`."""
     def drain_errors(self) -> list[tuple[int, CallError]]:
         """Errors that became certain since the last drain, as (ordinal, error)."""
     def drain_progress(self) -> list[tuple[int, str, str]]:

@@ -346,6 +346,8 @@ pub struct Assembler {
     pending_metadata: Vec<(Option<i64>, String, String)>,
     /// The transport broke off: calls not ended become `truncated` unless their value is complete.
     interrupted: Option<String>,
+    /// The output limit was reached while this call (the last one started) was open.
+    cut_by_limit: Option<usize>,
     finished: bool,
 }
 
@@ -365,6 +367,7 @@ impl Assembler {
             last_key: None,
             pending_metadata: Vec::new(),
             interrupted: None,
+            cut_by_limit: None,
             finished: false,
         })
     }
@@ -687,6 +690,24 @@ impl Assembler {
         Ok(())
     }
 
+    /// The output limit was reached (`length`, `max_tokens`, `max_output_tokens`): the last
+    /// call started, if the provider had not ended it, was cut there. With some text, its
+    /// arguments are incomplete anyway; with none, it becomes `truncated` at finish rather than
+    /// `{}`, which would run a call whose arguments the model never began as a call without
+    /// parameters (quirk 36 meets quirk 25). Earlier calls were followed by another, so an
+    /// empty one among them is a call without parameters.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after finish.
+    pub fn limit_reached(&mut self) -> Result<(), Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        let last = self.calls.len().checked_sub(1);
+        self.cut_by_limit = last.filter(|&o| !self.calls[o].ended);
+        Ok(())
+    }
+
     /// The provider stopped the stream (content filter, refusal): every call not yet ended,
     /// or ended with its arguments incomplete, becomes a [`ErrorKind::Filtered`] error and must
     /// not be executed.
@@ -885,7 +906,8 @@ impl Assembler {
             // is cut off instead (a call with some text is already `truncated`). With a
             // pre-check, `{}` may also break the schema (a required field): that finding is
             // about the stand-in `{}`, not about anything the model sent, so the cut wins.
-            let cut_before_arguments = self.interrupted.is_some()
+            let cut = self.interrupted.is_some() || self.cut_by_limit == Some(ordinal);
+            let cut_before_arguments = cut
                 && !deferred
                 && !call.ended
                 && call.stopped.is_none()
@@ -906,12 +928,19 @@ impl Assembler {
             if cut_before_arguments && about_the_stand_in {
                 done.arguments.clear();
                 done.complete = false;
-                let reason = self.interrupted.as_deref().unwrap_or("interrupted");
+                let message = match self.interrupted.as_deref() {
+                    Some(reason) => format!(
+                        "the stream broke off before this call's arguments arrived ({reason})"
+                    ),
+                    None => {
+                        "the output limit was reached before this call's arguments began".to_owned()
+                    }
+                };
                 done.error = Some(Error::with_message(
                     ErrorKind::Truncated,
                     0,
                     String::new(),
-                    format!("the stream broke off before this call's arguments arrived ({reason})"),
+                    message,
                 ));
             }
             out.push(done);

@@ -232,6 +232,9 @@ impl State {
                 if reason.stops_calls() {
                     // Fails only after `finish`, which `StreamDecoder` rules out.
                     let _ = assembler.stop(raw);
+                } else if reason == FinishReason::Length {
+                    // Fails only after `finish`, which `StreamDecoder` rules out.
+                    let _ = assembler.limit_reached();
                 }
             }
             Action::Stop(reason) => {

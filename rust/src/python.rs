@@ -1335,6 +1335,13 @@ impl PyAssembler {
         }
     }
 
+    fn limit_reached(&mut self) -> PyResult<()> {
+        self.decoder
+            .assembler_mut()
+            .limit_reached()
+            .map_err(|e| misuse(&e))
+    }
+
     #[pyo3(signature = (reason, /))]
     fn stop(&mut self, py: Python<'_>, reason: &str) -> PyResult<()> {
         self.decoder

@@ -531,6 +531,9 @@ class RecordingSink:
     def stop(self, reason: str) -> None:
         self.calls.append(("stop", reason))
 
+    def limit_reached(self) -> None:
+        self.calls.append(("limit_reached",))
+
     def arguments(self, index: int | None) -> str:
         """Concatenated text fragments fed for one key."""
         return "".join(

@@ -14,7 +14,7 @@ from toolwire.assembler import Assembler
 
 from .clients import assemble_both
 from .conftest import SSEServer
-from .streamkit import Call, anthropic_stream, responses_stream, sse_body
+from .streamkit import Call, anthropic_stream, chat_stream, responses_stream, sse_body
 
 RESPONSES = "openai-responses"
 
@@ -96,3 +96,41 @@ def test_an_ended_parameterless_call_stays_runnable_when_the_response_is_stopped
         ("f", "{}", None),
         ("g", '{"a": 1}', None),
     ]
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic"])
+def test_a_call_cut_by_the_output_limit_before_its_arguments_does_not_run(
+    sse_server: SSEServer, split: str, fmt: str
+) -> None:
+    # The output limit cut the last call after its header, before any argument text: it came
+    # back runnable as a call without parameters (`{}`, quirk 25), on both paths, although
+    # the model never began its arguments (quirk 36). An empty call that another call followed
+    # is a call without parameters, and stays runnable.
+    calls = [Call("ping", ""), Call("f", '{"a": 1}'), Call("g", '{"b": 2}')]
+    if fmt == "openai-chat":
+        events = chat_stream(calls, finish_reason="length")
+        events = [e for e in events if not _fragment_of(e, 2)]
+    elif fmt == "anthropic":
+        events = anthropic_stream(calls, stop_reason="max_tokens")
+        events = [e for e in events if e.get("index") != 2 or e["type"] == "content_block_start"]
+    else:
+        events = responses_stream(calls, status="incomplete", incomplete_reason="max_output_tokens")
+        events = [e for e in events if e.get("item_id") != "fc_2" and not _done(e, "fc_2")]
+    route = sse_server.register(sse_body(events, fmt), split=split)
+    _, stream = assemble_both(route, fmt)
+    assert [(c.name, c.arguments, c.error.kind if c.error else None) for c in stream.calls] == [
+        ("ping", "{}", None),
+        ("f", '{"a": 1}', None),
+        ("g", "", "truncated"),
+    ]
+
+
+def _fragment_of(event: dict[str, Any], index: int) -> bool:
+    """Whether a Chat chunk carries an argument fragment (no header) of the call at `index`."""
+    deltas = [c.get("delta", {}) for c in event.get("choices", [])]
+    entries = [t for d in deltas for t in d.get("tool_calls", [])]
+    return any(t.get("index") == index and "id" not in t for t in entries)
+
+
+def _done(event: dict[str, Any], item_id: str) -> bool:
+    return event["type"] == "response.output_item.done" and event["item"]["id"] == item_id

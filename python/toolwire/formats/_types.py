@@ -61,6 +61,22 @@ class Sink(Protocol):
         """The provider stopped the stream; open calls must not be executed."""
         ...
 
+    def limit_reached(self) -> None:
+        """The output limit was reached: the last call started, if open, was cut there."""
+        ...
+
+
+# Finish reasons of every format that say the output limit was reached (`FinishReason::Length`
+# in `rust/src/envelope.rs`), compared in lower case.
+LIMIT_REASONS = frozenset(
+    {"length", "max_tokens", "max_output_tokens", "model_length", "model_context_window_exceeded"}
+)
+
+
+def is_limit(reason: str) -> bool:
+    """Whether a raw finish reason says the output limit was reached."""
+    return reason.isascii() and reason.lower() in LIMIT_REASONS
+
 
 @dataclass(frozen=True, slots=True)
 class FeedRecord:

@@ -27,7 +27,14 @@ from toolwire.formats._fields import (
     plain,
     str_or_none,
 )
-from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat, after_provider_error
+from toolwire.formats._types import (
+    ChunkInfo,
+    FeedRecord,
+    Sink,
+    WireFormat,
+    after_provider_error,
+    is_limit,
+)
 from toolwire.formats._utf16 import Utf16
 
 __all__ = ["AnthropicMessagesAdapter"]
@@ -93,6 +100,8 @@ class AnthropicMessagesAdapter:
                 info.finish_reason = reason
                 if reason in _STOPPING_REASONS:
                     sink.stop(reason)
+                elif is_limit(reason):
+                    sink.limit_reached()
         elif kind == "error":
             info.finish_reason = "error"
             sink.stop("error")

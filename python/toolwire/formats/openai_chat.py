@@ -35,7 +35,14 @@ from toolwire.formats._fields import (
     sdk_index_of,
     str_or_none,
 )
-from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat, after_provider_error
+from toolwire.formats._types import (
+    ChunkInfo,
+    FeedRecord,
+    Sink,
+    WireFormat,
+    after_provider_error,
+    is_limit,
+)
 from toolwire.formats._utf16 import Utf16
 
 __all__ = ["ChatCompletionsAdapter"]
@@ -103,6 +110,8 @@ class ChatCompletionsAdapter:
                 folded = reason.lower() if reason.isascii() else reason
                 if folded in _STOPPING_REASONS or (folded in _NATURAL_ENDS and self._refusal):
                     sink.stop(reason)
+                elif is_limit(reason):
+                    sink.limit_reached()
         return info
 
     def _delta(self, delta: object, sink: Sink, info: ChunkInfo) -> None:

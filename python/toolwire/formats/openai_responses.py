@@ -37,7 +37,14 @@ from toolwire.formats._fields import (
     merge_usage,
     str_or_none,
 )
-from toolwire.formats._types import ChunkInfo, FeedRecord, Sink, WireFormat, after_provider_error
+from toolwire.formats._types import (
+    ChunkInfo,
+    FeedRecord,
+    Sink,
+    WireFormat,
+    after_provider_error,
+    is_limit,
+)
 from toolwire.formats._utf16 import Utf16, escape_lone_surrogates
 
 __all__ = ["ResponsesAdapter"]
@@ -306,3 +313,5 @@ class ResponsesAdapter:
             info.finish_reason = reason or "incomplete"
             if reason == "content_filter":
                 sink.stop(reason)
+            elif is_limit(reason or "incomplete"):
+                sink.limit_reached()
