@@ -142,7 +142,7 @@ def raw_plans(body: bytes, cuts: list[int]) -> dict[str, list[bytes]]:
 
 def raw_key(calls: list[Any]) -> list[tuple[Any, ...]]:
     return [
-        (c.ordinal, c.name, c.id, c.arguments, c.value, c.error.kind if c.error else None)
+        (c.ordinal, c.index, c.name, c.id, c.arguments, c.value, c.error.kind if c.error else None)
         for c in calls
     ]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,11 +22,18 @@ Event = dict[str, Any]
 # SSE bodies
 
 
+_LONE = re.compile("[\ud800-\udfff]")
+
+
 def sse_body(events: Iterable[Event], fmt: str) -> bytes:
-    """Render events as the provider's SSE body (Chat: data-only plus [DONE]; others: named)."""
+    """Render events as the provider's SSE body (Chat: data-only plus [DONE]; others: named).
+
+    A lone surrogate (half of a pair a UTF-16 producer split between two fragments, quirk 41)
+    has no UTF-8 form: it is written as its `\\uXXXX` escape, as a JSON encoder writes it."""
     out: list[str] = []
     for event in events:
         data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        data = _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", data)
         if fmt == "openai-chat":
             out.append(f"data: {data}\n\n")
         else:
@@ -78,7 +86,7 @@ def split_points(body: bytes, mode: str) -> list[int]:
 
 def adversarial_points(body: bytes) -> list[int]:
     """Cut inside every multi-byte UTF-8 character, between the two newlines ending an event,
-    inside `data:` prefixes and right after every backslash."""
+    inside `data:` and `event:` prefixes and right after every backslash."""
     cuts: set[int] = set()
     for i, b in enumerate(body):
         if 0x80 <= b < 0xC0 and i > 0:  # continuation byte: cut before it
@@ -89,6 +97,8 @@ def adversarial_points(body: bytes) -> list[int]:
             cuts.add(i + 1)
         if body[i : i + 5] == b"data:":
             cuts.add(i + 2)
+        if body[i : i + 6] == b"event:":
+            cuts.add(i + 3)
     cuts.add(len(body))
     return sorted(c for c in cuts if 0 < c <= len(body))
 
@@ -358,6 +368,44 @@ def responses_stream(
 # Anthropic Messages
 
 
+def anthropic_message_start(message_id: str = "msg_1") -> Event:
+    return {
+        "type": "message_start",
+        "message": {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": "test-model",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 17, "output_tokens": 1},
+        },
+    }
+
+
+def anthropic_thinking(index: int, thought: str = "Let me think.") -> list[Event]:
+    """A whole thinking block (text and signature) at content-block `index`."""
+    return [
+        {
+            "type": "content_block_start",
+            "index": index,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+        },
+        {
+            "type": "content_block_delta",
+            "index": index,
+            "delta": {"type": "thinking_delta", "thinking": thought},
+        },
+        {
+            "type": "content_block_delta",
+            "index": index,
+            "delta": {"type": "signature_delta", "signature": "c2ln"},
+        },
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
 def anthropic_stream(
     calls: Sequence[Call],
     *,
@@ -367,41 +415,10 @@ def anthropic_stream(
     stop_reason: str = "tool_use",
     empty_first_delta: bool = True,
 ) -> list[Event]:
-    events: list[Event] = [
-        {
-            "type": "message_start",
-            "message": {
-                "id": "msg_1",
-                "type": "message",
-                "role": "assistant",
-                "model": "test-model",
-                "content": [],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": 17, "output_tokens": 1},
-            },
-        },
-    ]
+    events: list[Event] = [anthropic_message_start()]
     index = 0
     if thinking:
-        events += [
-            {
-                "type": "content_block_start",
-                "index": index,
-                "content_block": {"type": "thinking", "thinking": "", "signature": ""},
-            },
-            {
-                "type": "content_block_delta",
-                "index": index,
-                "delta": {"type": "thinking_delta", "thinking": "Let me think."},
-            },
-            {
-                "type": "content_block_delta",
-                "index": index,
-                "delta": {"type": "signature_delta", "signature": "c2ln"},
-            },
-            {"type": "content_block_stop", "index": index},
-        ]
+        events += anthropic_thinking(index)
         index += 1
     if text:
         events.append(
