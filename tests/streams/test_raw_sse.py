@@ -173,6 +173,24 @@ def test_an_error_event_stops_unended_calls_on_every_path(fmt: str) -> None:
     assert [c.error.kind if c.error else None for c in raw_calls] == [None, "filtered"]
 
 
+def test_refusal_text_next_to_a_tool_call_fragment_stops_the_call_on_every_path(
+    sse_server: SSEServer, split: str
+) -> None:
+    # `feed_chunk` read `refusal` only in deltas without `tool_calls`, the raw path in every
+    # delta: with refusal text next to a call's fragment, the natural end (`stop`) was a
+    # refusal on the raw path only, and the SDK path ran the call.
+    header = tc(0, id="a", type="function", name="f", arguments='{"a": 1}')
+    events = [
+        chat_chunk({"role": "assistant", "refusal": "I can't.", "tool_calls": [header]}),
+        chat_chunk({}, finish_reason="stop"),
+    ]
+    route = sse_server.register(sse_body(events, "openai-chat"), split=split)
+    _, stream = assemble_both(route, "openai-chat")
+    _, dict_calls = via_dicts(events)
+    want = [("f", "a", '{"a": 1}', {"a": 1}, "filtered")]
+    assert key(stream.calls) == key(dict_calls) == want
+
+
 @pytest.mark.parametrize("index", ["0", 1.0, True, "x", 1.5, 2**64, -(2**63) - 1])
 def test_a_tool_call_index_that_is_no_i64_reads_the_same_on_every_path(
     sse_server: SSEServer, index: object

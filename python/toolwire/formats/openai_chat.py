@@ -122,9 +122,9 @@ class ChatCompletionsAdapter:
         if isinstance(tool_calls, list):
             for entry in cast("list[object]", tool_calls):
                 self._tool_call(entry, sink, info)
-        elif not self._refusal:
-            # Refusal text comes in deltas of its own; not reading the field on every tool-call
-            # fragment keeps the hot path as it was.
+        if not self._refusal:
+            # Read on tool-call deltas too, as the raw path reads it: refusal text next to a
+            # call's fragment made a later `stop` a refusal there only, and the call ran here.
             refusal = get(delta, "refusal")
             self._refusal = isinstance(refusal, str) and refusal != ""
         legacy = get(delta, "function_call")
