@@ -134,3 +134,28 @@ def _fragment_of(event: dict[str, Any], index: int) -> bool:
 
 def _done(event: dict[str, Any], item_id: str) -> bool:
     return event["type"] == "response.output_item.done" and event["item"]["id"] == item_id
+
+
+@pytest.mark.parametrize("reason", ["content_filter", "CONTENT_FILTER", "safety", "Refusal"])
+@pytest.mark.parametrize("fmt", ["openai-responses", "anthropic"])
+def test_every_path_reads_the_same_stopping_reasons(
+    sse_server: SSEServer, split: str, fmt: str, reason: str
+) -> None:
+    # The raw path stops the open calls on every reason that normalizes to a content filter or
+    # a refusal, in any ASCII case; `feed_chunk` stopped Responses calls on `content_filter`
+    # alone and Anthropic calls on `refusal` alone, so a call the provider had not ended ran
+    # on the SDK path only (with complete arguments) or came back `truncated` instead.
+    calls = [Call("f", '{"a": 1}'), Call("g", '{"b": 2}')]
+    if fmt == "anthropic":
+        events = anthropic_stream(calls, stop_reason=reason)
+        ends = [i for i, e in enumerate(events) if e["type"] == "content_block_stop"]
+    else:
+        events = responses_stream(calls, status="incomplete", incomplete_reason=reason)
+        ends = [i for i, e in enumerate(events) if e["type"] == "response.output_item.done"]
+    del events[ends[-1]]
+    route = sse_server.register(sse_body(events, fmt), split=split)
+    _, stream = assemble_both(route, fmt)
+    assert [(c.name, c.error.kind if c.error else None) for c in stream.calls] == [
+        ("f", None),
+        ("g", "filtered"),
+    ]

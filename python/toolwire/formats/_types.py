@@ -66,16 +66,27 @@ class Sink(Protocol):
         ...
 
 
-# Finish reasons of every format that say the output limit was reached (`FinishReason::Length`
-# in `rust/src/envelope.rs`), compared in lower case.
+# Finish reasons of every format, compared in ASCII lower case, as `FinishReason::from_raw` in
+# `rust/src/envelope.rs` reads them for the raw path: the ones after which no call may run
+# (`stops_calls`), and the ones that say the output limit was reached (`Length`).
+STOPPING_REASONS = frozenset({"content_filter", "safety", "refusal"})
 LIMIT_REASONS = frozenset(
     {"length", "max_tokens", "max_output_tokens", "model_length", "model_context_window_exceeded"}
 )
 
 
+def _folded(reason: str) -> str:
+    return reason.lower() if reason.isascii() else reason
+
+
+def stops_calls(reason: str) -> bool:
+    """Whether a raw finish reason ends the response so that no open call may run."""
+    return _folded(reason) in STOPPING_REASONS
+
+
 def is_limit(reason: str) -> bool:
     """Whether a raw finish reason says the output limit was reached."""
-    return reason.isascii() and reason.lower() in LIMIT_REASONS
+    return _folded(reason) in LIMIT_REASONS
 
 
 @dataclass(frozen=True, slots=True)

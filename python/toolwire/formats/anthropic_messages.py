@@ -7,8 +7,9 @@ Design notes:
   `{}` followed by `input_json_delta` fragments. The placeholder is therefore not fed at start; at
   `content_block_stop` it is fed as the complete value only if no fragment arrived (a server that
   sends the whole input at start). An empty `partial_json` is no fragment (quirk 26).
-- `content_block_stop` ends the call (`end(index)`); `message_delta.stop_reason == "refusal"` and
-  an `error` event stop the open calls.
+- `content_block_stop` ends the call (`end(index)`); a `message_delta.stop_reason` of `refusal`
+  (or, from translators, `content_filter` or `safety`, in any ASCII case, as the raw path reads
+  it) and an `error` event stop the open calls.
 - `server_tool_use` and other hosted blocks run on Anthropic's side and are not assembled.
 - Usage is merged: `message_start` brings input tokens, `message_delta` the output tokens.
 """
@@ -34,12 +35,11 @@ from toolwire.formats._types import (
     WireFormat,
     after_provider_error,
     is_limit,
+    stops_calls,
 )
 from toolwire.formats._utf16 import Utf16
 
 __all__ = ["AnthropicMessagesAdapter"]
-
-_STOPPING_REASONS = frozenset({"refusal"})
 
 
 @dataclass(slots=True)
@@ -98,7 +98,7 @@ class AnthropicMessagesAdapter:
             reason = str_or_none(get(get(chunk, "delta"), "stop_reason"))
             if reason:
                 info.finish_reason = reason
-                if reason in _STOPPING_REASONS:
+                if stops_calls(reason):
                     sink.stop(reason)
                 elif is_limit(reason):
                     sink.limit_reached()

@@ -42,13 +42,13 @@ from toolwire.formats._types import (
     WireFormat,
     after_provider_error,
     is_limit,
+    stops_calls,
 )
 from toolwire.formats._utf16 import Utf16
 
 __all__ = ["ChatCompletionsAdapter"]
 
 _TOOL_CALL_FIELDS = frozenset({"index", "id", "type", "function"})
-_STOPPING_REASONS = frozenset({"content_filter", "safety", "refusal"})
 # Natural ends; after a `refusal` delta they mean a refusal (as `FinishReason::Stop` in Rust).
 _NATURAL_ENDS = frozenset({"stop", "end_turn", "stop_sequence", "eos", "completed"})
 
@@ -108,7 +108,7 @@ class ChatCompletionsAdapter:
             if reason:
                 info.finish_reason = reason
                 folded = reason.lower() if reason.isascii() else reason
-                if folded in _STOPPING_REASONS or (folded in _NATURAL_ENDS and self._refusal):
+                if stops_calls(reason) or (folded in _NATURAL_ENDS and self._refusal):
                     sink.stop(reason)
                 elif is_limit(reason):
                     sink.limit_reached()

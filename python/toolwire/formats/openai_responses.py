@@ -18,8 +18,9 @@ Design notes:
 - Deltas for an item never announced (its `response.output_item.added` was lost) open a call
   without a name, as on the raw SSE path: its `response.output_item.done` names it, else it ends
   as `missing_name`. Nothing that arrived is dropped.
-- `response.output_item.done` ends the call. `response.incomplete` with reason `content_filter`,
-  `response.failed`, `response.cancelled` and a stream `error` event stop the open calls.
+- `response.output_item.done` ends the call. `response.incomplete` with reason `content_filter`
+  (or `safety` or `refusal`, in any ASCII case, as the raw path reads it), `response.failed`,
+  `response.cancelled` and a stream `error` event stop the open calls.
 - Only `function_call` items are tool calls for the caller; hosted tools (web search, code
   interpreter) run on the server and custom tools stream free text, so they are not assembled.
 """
@@ -44,6 +45,7 @@ from toolwire.formats._types import (
     WireFormat,
     after_provider_error,
     is_limit,
+    stops_calls,
 )
 from toolwire.formats._utf16 import Utf16, escape_lone_surrogates
 
@@ -311,7 +313,7 @@ class ResponsesAdapter:
         else:
             reason = str_or_none(get(get(response, "incomplete_details"), "reason"))
             info.finish_reason = reason or "incomplete"
-            if reason == "content_filter":
-                sink.stop(reason)
+            if stops_calls(reason or "incomplete"):
+                sink.stop(reason or "incomplete")
             elif is_limit(reason or "incomplete"):
                 sink.limit_reached()
