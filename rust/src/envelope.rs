@@ -482,6 +482,21 @@ struct ItemState {
     verified: bool,
 }
 
+impl ItemState {
+    /// A new item at `output_index` `index` under `key`, nothing fed yet.
+    fn new(index: i64, key: i64, item_id: &str, announced: bool) -> Self {
+        Self {
+            index,
+            key,
+            announced,
+            item_id: item_id.to_owned(),
+            fed_len: 0,
+            hash: FNV_OFFSET,
+            verified: false,
+        }
+    }
+}
+
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
@@ -1007,15 +1022,7 @@ impl Decoder {
                     item_id.clone_into(&mut state.item_id);
                 }
             }
-            None => self.items.push(ItemState {
-                index,
-                key,
-                announced: true,
-                item_id: item_id.to_owned(),
-                fed_len: 0,
-                hash: FNV_OFFSET,
-                verified: false,
-            }),
+            None => self.items.push(ItemState::new(index, key, item_id, true)),
         }
         let call_id = non_blank(item.call_id.as_ref()).or(non_blank(item.id.as_ref()));
         let meta = (!item_id.is_empty()).then(|| json_string(item_id));
@@ -1129,15 +1136,7 @@ impl Decoder {
         if !start {
             return key;
         }
-        self.items.push(ItemState {
-            index,
-            key,
-            announced: false,
-            item_id: id.to_owned(),
-            fed_len: 0,
-            hash: FNV_OFFSET,
-            verified: false,
-        });
+        self.items.push(ItemState::new(index, key, id, false));
         key
     }
 

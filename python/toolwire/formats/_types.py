@@ -13,6 +13,9 @@ __all__ = [
     "Sink",
     "WireFormat",
     "after_provider_error",
+    "folded_reason",
+    "is_limit",
+    "stops_calls",
 ]
 
 WireFormat: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic"]
@@ -75,18 +78,19 @@ LIMIT_REASONS = frozenset(
 )
 
 
-def _folded(reason: str) -> str:
+def folded_reason(reason: str) -> str:
+    """A raw finish reason in ASCII lower case, as the raw path compares it."""
     return reason.lower() if reason.isascii() else reason
 
 
 def stops_calls(reason: str) -> bool:
     """Whether a raw finish reason ends the response so that no open call may run."""
-    return _folded(reason) in STOPPING_REASONS
+    return folded_reason(reason) in STOPPING_REASONS
 
 
 def is_limit(reason: str) -> bool:
     """Whether a raw finish reason says the output limit was reached."""
-    return _folded(reason) in LIMIT_REASONS
+    return folded_reason(reason) in LIMIT_REASONS
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from toolwire.formats._types import (
     Sink,
     WireFormat,
     after_provider_error,
+    folded_reason,
     is_limit,
     stops_calls,
 )
@@ -107,8 +108,8 @@ class ChatCompletionsAdapter:
             reason = str_or_none(get(choice, "finish_reason"))
             if reason:
                 info.finish_reason = reason
-                folded = reason.lower() if reason.isascii() else reason
-                if stops_calls(reason) or (folded in _NATURAL_ENDS and self._refusal):
+                natural = folded_reason(reason) in _NATURAL_ENDS
+                if stops_calls(reason) or (natural and self._refusal):
                     sink.stop(reason)
                 elif is_limit(reason):
                     sink.limit_reached()
