@@ -1079,6 +1079,9 @@ fn format_and_finish_names_are_stable() {
         ("tool_use", FinishReason::ToolCalls),
         ("max_tokens", FinishReason::Length),
         ("content_filter", FinishReason::ContentFilter),
+        ("guardrail_intervened", FinishReason::ContentFilter),
+        ("Content_Filtered", FinishReason::ContentFilter),
+        ("model_context_window_exceeded", FinishReason::Length),
         ("refusal", FinishReason::Refusal),
         ("pause_turn", FinishReason::Other),
     ] {

@@ -84,7 +84,8 @@ pub enum FinishReason {
     ToolCalls,
     /// The output limit was hit (`length`, `max_tokens`, `max_output_tokens`).
     Length,
-    /// The provider's content filter stopped the output.
+    /// The provider's content filter stopped the output (`content_filter`, `safety`, Bedrock's
+    /// `guardrail_intervened` and `content_filtered`).
     ContentFilter,
     /// The model refused.
     Refusal,
@@ -125,6 +126,9 @@ impl FinishReason {
             ("model_context_window_exceeded", FinishReason::Length),
             ("content_filter", FinishReason::ContentFilter),
             ("safety", FinishReason::ContentFilter),
+            // Bedrock Converse: a guardrail or the model's own filter ended the response.
+            ("guardrail_intervened", FinishReason::ContentFilter),
+            ("content_filtered", FinishReason::ContentFilter),
             ("refusal", FinishReason::Refusal),
         ];
         TABLE

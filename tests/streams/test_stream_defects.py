@@ -136,7 +136,18 @@ def _done(event: dict[str, Any], item_id: str) -> bool:
     return event["type"] == "response.output_item.done" and event["item"]["id"] == item_id
 
 
-@pytest.mark.parametrize("reason", ["content_filter", "CONTENT_FILTER", "safety", "Refusal"])
+@pytest.mark.parametrize(
+    "reason",
+    # Bedrock's (from a translator that passes them on): the same on the raw path and feed_chunk.
+    [
+        "content_filter",
+        "CONTENT_FILTER",
+        "safety",
+        "Refusal",
+        "guardrail_intervened",
+        "Content_Filtered",
+    ],
+)
 @pytest.mark.parametrize("fmt", ["openai-responses", "anthropic"])
 def test_every_path_reads_the_same_stopping_reasons(
     sse_server: SSEServer, split: str, fmt: str, reason: str

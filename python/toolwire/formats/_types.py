@@ -72,7 +72,9 @@ class Sink(Protocol):
 # Finish reasons of every format, compared in ASCII lower case, as `FinishReason::from_raw` in
 # `rust/src/envelope.rs` reads them for the raw path: the ones after which no call may run
 # (`stops_calls`), and the ones that say the output limit was reached (`Length`).
-STOPPING_REASONS = frozenset({"content_filter", "safety", "refusal"})
+STOPPING_REASONS = frozenset(
+    {"content_filter", "safety", "refusal", "guardrail_intervened", "content_filtered"}
+)
 LIMIT_REASONS = frozenset(
     {"length", "max_tokens", "max_output_tokens", "model_length", "model_context_window_exceeded"}
 )
