@@ -72,6 +72,14 @@ _TRANSPORT_ERRORS: tuple[tuple[str, str], ...] = (
     ("openai", "APIError"),
     ("anthropic", "APIError"),
     ("aiohttp", "ClientError"),
+    # boto3 (Bedrock): a connection that broke off or timed out is urllib3's own error during
+    # iteration, a frame that cannot be decoded botocore's `ParserError` (the stream cannot go
+    # on after it), an exception event `EventStreamError`.
+    ("urllib3.exceptions", "ProtocolError"),
+    ("urllib3.exceptions", "TimeoutError"),
+    ("botocore.exceptions", "HTTPClientError"),
+    ("botocore.eventstream", "ParserError"),
+    ("botocore.exceptions", "EventStreamError"),
 )
 
 
@@ -86,11 +94,12 @@ def _sdk_class(module_name: str, class_name: str) -> type | None:
 def is_transport_error(error: BaseException) -> bool:
     """True when `error` means the stream was cut off rather than misused.
 
-    Connection resets and timeouts (`OSError`, httpx/httpcore transport errors), the SDKs'
-    `APIConnectionError` / `APITimeoutError`, provider errors reported inside the stream
-    (`openai.APIError`, `anthropic.APIError`) and an event the SDK could not decode
-    (`json.JSONDecodeError`: a proxy's error page or a cut-off line in the body; the SDK's
-    stream cannot go on after it) count; programming errors do not.
+    Connection resets and timeouts (`OSError`, httpx/httpcore and urllib3 transport errors),
+    the SDKs' `APIConnectionError` / `APITimeoutError`, provider errors reported inside the
+    stream (`openai.APIError`, `anthropic.APIError`, botocore's `EventStreamError`) and an
+    event the SDK could not decode (`json.JSONDecodeError`: a proxy's error page or a cut-off
+    line in the body; botocore's event-stream `ParserError`; the SDK's stream cannot go on
+    after it) count; programming errors do not.
 
     Args:
         error: The exception raised while reading the stream.
@@ -112,7 +121,8 @@ def is_provider_error(error: BaseException) -> bool:
 
     The openai SDK raises `APIError` for a Chat `{"error": ...}` line and the anthropic SDK an
     `APIStatusError` for an `error` event; their `APIConnectionError` (a dropped or timed-out
-    connection) is not one.
+    connection) is not one. boto3 raises `botocore.exceptions.EventStreamError` for a Bedrock
+    exception event (`modelStreamErrorException`, `throttlingException`, ...).
 
     Args:
         error: The exception raised while reading the stream.
@@ -120,6 +130,9 @@ def is_provider_error(error: BaseException) -> bool:
     Returns:
         Whether the provider, not the connection, ended the stream.
     """
+    event_error = _sdk_class("botocore.exceptions", "EventStreamError")
+    if event_error is not None and isinstance(error, event_error):
+        return True
     for module_name in ("openai", "anthropic"):
         api_error = _sdk_class(module_name, "APIError")
         connection_error = _sdk_class(module_name, "APIConnectionError")
@@ -473,7 +486,8 @@ def assemble(
 
     Accepts what `client.chat.completions.create(..., stream=True)`,
     `client.responses.create(..., stream=True)` and Anthropic's
-    `client.messages.create(..., stream=True)` return, or any iterable of such chunks or dicts.
+    `client.messages.create(..., stream=True)` return, boto3's Bedrock
+    `client.converse_stream(...)["stream"]`, or any iterable of such chunks or dicts.
 
     Args:
         stream: The SDK stream.

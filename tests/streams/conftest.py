@@ -2,10 +2,12 @@
 
 The server runs in a background thread for the whole session. A test registers a body under a
 fresh URL prefix and points a client's `base_url` at it; the server then answers
-`POST <prefix>/v1/chat/completions`, `/v1/responses` and `/v1/messages` with that body, using
-chunked transfer encoding so every planned cut is its own chunk on the wire. A route can drop
-the connection after N body bytes (no terminating chunk), which the HTTP client reports as a
-protocol error, exactly like a provider connection reset mid-stream.
+`POST <prefix>/v1/chat/completions`, `/v1/responses`, `/v1/messages` and Bedrock's
+`/model/<modelId>/converse-stream` with that body (SSE, or AWS event-stream binary for a route
+registered with that content type), using chunked transfer encoding so every planned cut is its
+own chunk on the wire. A route can drop the connection after N body bytes (no terminating
+chunk), which the HTTP client reports as a protocol error, exactly like a provider connection
+reset mid-stream.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pytest
 from .streamkit import Event, pieces, split_points, sse_body
 
 ENDPOINTS = ("/v1/chat/completions", "/v1/responses", "/v1/messages")
+SSE = "text/event-stream; charset=utf-8"
 SPLIT_MODES = ("whole", "random-1", "adversarial")
 
 
@@ -37,6 +40,7 @@ class Route:
     cuts: list[int]
     drop_after: int | None = None
     status: int = 200
+    content_type: str = SSE
     requests: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
 
     @property
@@ -94,11 +98,12 @@ class SSEServer:
         split: str | Sequence[int] = "whole",
         drop_after: int | None = None,
         status: int = 200,
+        content_type: str = SSE,
     ) -> Route:
         """Serve `body` under a fresh prefix, cut at `split` (a mode name or explicit offsets)."""
         cuts = split_points(body, split) if isinstance(split, str) else list(split)
         prefix = f"/s{next(self._ids)}"
-        route = Route(self, prefix, body, cuts, drop_after, status)
+        route = Route(self, prefix, body, cuts, drop_after, status, content_type)
         with self._lock:
             self._routes[prefix] = route
         return route
@@ -121,21 +126,27 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         payload = self.rfile.read(length) if length else b""
-        prefix, _, endpoint = self.path.partition("/v1/")
+        prefix, v1, endpoint = self.path.partition("/v1/")
+        if v1:
+            endpoint = v1 + endpoint
+        else:  # Bedrock: <prefix>/model/<modelId>/converse-stream
+            prefix, model, endpoint = self.path.partition("/model/")
+            endpoint = model + endpoint
         route = self.registry.route(prefix)
-        if route is None or "/v1/" + endpoint.split("?")[0] not in ENDPOINTS:
+        path = endpoint.split("?")[0]
+        if route is None or (path not in ENDPOINTS and not path.endswith("/converse-stream")):
             self._plain(404, b'{"error": {"message": "no such route", "type": "not_found"}}')
             return
         try:
             request = json.loads(payload) if payload else {}
         except ValueError:
             request = {"raw": payload.decode("utf-8", "replace")}
-        route.requests.append({"path": "/v1/" + endpoint, "json": request})
+        route.requests.append({"path": endpoint, "json": request})
         if route.status != 200:
             self._plain(route.status, route.body)
             return
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("content-type", route.content_type)
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.send_header("connection", "close")

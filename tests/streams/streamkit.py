@@ -25,15 +25,21 @@ Event = dict[str, Any]
 _LONE = re.compile("[\ud800-\udfff]")
 
 
-def sse_body(events: Iterable[Event], fmt: str) -> bytes:
-    """Render events as the provider's SSE body (Chat: data-only plus [DONE]; others: named).
+def json_text(value: Any) -> str:
+    """Compact JSON with non-ASCII text as is, as providers send it.
 
     A lone surrogate (half of a pair a UTF-16 producer split between two fragments, quirk 41)
     has no UTF-8 form: it is written as its `\\uXXXX` escape, as a JSON encoder writes it."""
+    data = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", data)
+
+
+def sse_body(events: Iterable[Event], fmt: str) -> bytes:
+    """Render events as the provider's SSE body (Chat: data-only plus [DONE]; others: named),
+    each event's data as `json_text` writes it."""
     out: list[str] = []
     for event in events:
-        data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-        data = _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", data)
+        data = json_text(event)
         if fmt == "openai-chat":
             out.append(f"data: {data}\n\n")
         else:

@@ -1,8 +1,10 @@
 """One named test per applicable provider quirk (spec/provider-quirks.md), through real SDKs.
 
 Each stream is served over HTTP by the local server (in every split mode) and read with the real
-OpenAI or Anthropic client wrapped by `toolwire.assemble`. Quirks 32 (Bedrock ConverseStream) and
-33 (Gemini native API) concern wire formats toolwire does not read yet and have no test here.
+OpenAI or Anthropic client wrapped by `toolwire.assemble`, or for quirk 32 (Bedrock
+ConverseStream) with the real boto3 client (more Bedrock cases, quirk 23 among them, are in
+`test_bedrock.py`). Quirk 33 (Gemini native API) concerns a wire format toolwire does not read
+yet and has no test here.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pydantic import BaseModel
 from toolwire.events import CallCompleted, PrecheckError
 from toolwire.toolset import Toolset
 
+from . import bedrockkit as bedrock
 from .clients import assemble_both
 from .conftest import SSEServer
 from .streamkit import (
@@ -527,6 +530,34 @@ def test_quirk_31_metadata_on_a_delta_without_index(sse_server: SSEServer, split
         ("f", {"x": 1}, signature),
         ("g", {}, {}),
     ]
+
+
+def test_quirk_32_bedrock_blocks_counted_across_text(sse_server: SSEServer, split: str) -> None:
+    # Text and reasoning blocks have no `contentBlockStart` but take a `contentBlockIndex`.
+    calls = [Call("get_weather", '{"city": "Oslo"}'), Call("get_time", '{"tz": "CET"}')]
+    events = bedrock.converse_events(calls, text="Checking.", reasoning=True, size=4)
+    _, s = bedrock.assemble_bedrock(bedrock.serve(sse_server, events, split=split))
+    assert summary(s.calls) == [
+        ("get_weather", {"city": "Oslo"}, None),
+        ("get_time", {"tz": "CET"}, None),
+    ]
+    assert [(c.ordinal, c.index) for c in s.calls] == [(0, 2), (1, 3)]
+    assert s.text == "Checking."
+
+
+def test_quirk_32_bedrock_tool_delta_without_start(sse_server: SSEServer, split: str) -> None:
+    # The second call's `contentBlockStart` is lost: its input is kept under its block index
+    # and the call reports the missing name instead of vanishing or joining the first call.
+    calls = [Call("get_weather", '{"city": "Oslo"}'), Call("get_time", '{"tz": "CET"}')]
+    events = bedrock.converse_events(calls, text="Checking.", size=4)
+    del events[next(i for i, e in enumerate(events) if e == bedrock.tool_start(2, calls[1], 1))]
+    _, s = bedrock.assemble_bedrock(bedrock.serve(sse_server, events, split=split))
+    assert summary(s.calls) == [
+        ("get_weather", {"city": "Oslo"}, None),
+        (None, {"tz": "CET"}, "missing_name"),
+    ]
+    assert [(c.ordinal, c.index, c.id) for c in s.calls] == [(0, 1, "tooluse_0"), (1, 2, None)]
+    assert bedrock.shown(bedrock.via_dicts(events)[1]) == bedrock.shown(s.calls)
 
 
 # --- Finish reasons and truncation -------------------------------------------------------------

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from toolwire.formats._types import ChunkInfo, FeedRecord, FormatAdapter, Sink, WireFormat
 from toolwire.formats.anthropic_messages import AnthropicMessagesAdapter
+from toolwire.formats.bedrock_converse import BedrockConverseAdapter
 from toolwire.formats.detect import detect_format
 from toolwire.formats.openai_chat import ChatCompletionsAdapter
 from toolwire.formats.openai_responses import ResponsesAdapter
 
 __all__ = [
     "AnthropicMessagesAdapter",
+    "BedrockConverseAdapter",
     "ChatCompletionsAdapter",
     "ChunkInfo",
     "FeedRecord",
@@ -33,7 +35,8 @@ def make_adapter(fmt: WireFormat) -> FormatAdapter:
     """A fresh adapter (with new per-stream state) for the wire format `fmt`.
 
     Args:
-        fmt: One of `"openai-chat"`, `"openai-responses"`, `"anthropic"`.
+        fmt: One of `"openai-chat"`, `"openai-responses"`, `"anthropic"`,
+            `"bedrock-converse"`.
 
     Returns:
         An adapter whose `handle(chunk, sink)` translates that format's chunks.
@@ -47,6 +50,9 @@ def make_adapter(fmt: WireFormat) -> FormatAdapter:
         return ResponsesAdapter()
     if fmt == "anthropic":
         return AnthropicMessagesAdapter()
+    if fmt == "bedrock-converse":
+        return BedrockConverseAdapter()
     raise ValueError(
-        f"unknown wire format {fmt!r}; expected 'openai-chat', 'openai-responses' or 'anthropic'"
+        f"unknown wire format {fmt!r}; expected 'openai-chat', 'openai-responses', 'anthropic'"
+        " or 'bedrock-converse'"
     )

@@ -18,8 +18,9 @@ __all__ = [
     "stops_calls",
 ]
 
-WireFormat: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic"]
-"""The wire formats toolwire reads; the same names as the raw-SSE path's `Assembler.format`."""
+WireFormat: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "bedrock-converse"]
+"""The wire formats toolwire reads; the same names as the raw-SSE path's `Assembler.format` (which
+reads no `bedrock-converse`: its body is AWS event-stream binary, not SSE)."""
 
 Arguments: TypeAlias = str | bytes | dict[str, Any] | list[Any]
 

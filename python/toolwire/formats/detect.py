@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import cast
+
 from toolwire.formats._fields import get
 from toolwire.formats._types import WireFormat
+from toolwire.formats.bedrock_converse import is_converse_event
 
 __all__ = ["detect_format"]
 
@@ -25,14 +29,16 @@ def detect_format(chunk: object) -> WireFormat | None:
 
     Chat Completions chunks carry `choices` (possibly empty) or `object: "chat.completion.chunk"`;
     Responses events have a `type` starting with `response.`; Anthropic events have one of the
-    Messages event types. An `error` event is ambiguous and returns `None`, as does anything
-    unrecognised, so the caller can wait for a chunk that decides.
+    Messages event types; Bedrock ConverseStream events (the dicts boto3 yields) have one member
+    named after the event (`contentBlockDelta`, `metadata` with its `usage`, an exception). An
+    `error` event is ambiguous and returns `None`, as does anything unrecognised, so the caller
+    can wait for a chunk that decides.
 
     Args:
         chunk: An SDK event object or a dict of the same shape.
 
     Returns:
-        `"openai-chat"`, `"openai-responses"`, `"anthropic"`, or `None`.
+        `"openai-chat"`, `"openai-responses"`, `"anthropic"`, `"bedrock-converse"`, or `None`.
     """
     kind = get(chunk, "type")
     if isinstance(kind, str):
@@ -42,4 +48,6 @@ def detect_format(chunk: object) -> WireFormat | None:
             return "anthropic"
     if get(chunk, "object") == "chat.completion.chunk" or get(chunk, "choices") is not None:
         return "openai-chat"
+    if isinstance(chunk, Mapping) and is_converse_event(cast("Mapping[object, object]", chunk)):
+        return "bedrock-converse"
     return None

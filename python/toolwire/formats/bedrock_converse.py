@@ -1,0 +1,250 @@
+"""Amazon Bedrock ConverseStream events to assembler calls.
+
+The chunks are the event dicts that boto3's `bedrock-runtime` `converse_stream(...)["stream"]`
+yields, each with exactly one member: `messageStart`, `contentBlockStart`, `contentBlockDelta`,
+`contentBlockStop`, `messageStop`, `metadata`, or an exception (`internalServerException`,
+`modelStreamErrorException`, `validationException`, `throttlingException`,
+`serviceUnavailableException`). The body is AWS event-stream binary, not SSE, so this format has
+no raw `feed_sse` path: read it through boto3 (or any decoder that yields these dicts).
+
+Design notes:
+- Only tool blocks have a `contentBlockStart`; text and reasoning blocks start with their first
+  delta. `contentBlockIndex` counts every block, so it is the call's key and the core maps it
+  to a dense ordinal (quirk 32). A `toolUse` delta for an index whose start never came is kept
+  (quirk 32), as the Anthropic adapter keeps a fragment after a lost `content_block_start`: the
+  call then reports its missing name instead of vanishing. A missing index is passed on as
+  missing: the core owns that rule.
+- `toolUse.input` is a string fragment to fold; an object (quirk 23) is the complete value.
+  An empty string is no fragment (quirk 26).
+- `contentBlockStop` ends the call. A tool block that stopped with no input at all is a call of
+  a tool without parameters (`{}`, quirk 25), but only if the response goes on normally: its end
+  is held until the next event. If that event says the output limit was reached
+  (`max_tokens`), the call is left open under `limit_reached`, so it is `truncated` and not `{}`
+  (the model was cut before it wrote the input); if it is an exception, or the stream breaks
+  off there, the call is still open when the assembler stops or interrupts it, so boto3's raised
+  `EventStreamError` and the same exception event fed as a dict give the same call.
+- Server-side tools (`toolUse.type == "server_tool_use"`), tool results and images run or live
+  on Bedrock's side and are not assembled; `toolUse` deltas at their index are skipped.
+- `stopReason` is reported as sent; `guardrail_intervened` and `content_filtered` (and the other
+  stopping reasons of `stops_calls`) stop the open calls, `max_tokens` and
+  `model_context_window_exceeded` mark the output limit. Reasoning deltas are not assistant text
+  and are skipped, as the Anthropic adapter skips thinking.
+- Usage comes from `metadata.usage`, merged like the other formats; `metrics` and `trace` are
+  not usage.
+- An exception event ends the response: open calls stop, the finish reason is `error`. boto3
+  raises these as `botocore.exceptions.EventStreamError` instead, which `assemble` reads the
+  same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from toolwire.formats._fields import (
+    arguments_of,
+    copy_usage,
+    get,
+    index_of,
+    merge_usage,
+    str_or_none,
+)
+from toolwire.formats._types import (
+    ChunkInfo,
+    FeedRecord,
+    Sink,
+    WireFormat,
+    after_provider_error,
+    is_limit,
+    stops_calls,
+)
+from toolwire.formats._utf16 import Utf16
+
+__all__ = ["BedrockConverseAdapter", "is_converse_event"]
+
+# The event members of `ConverseStreamOutput` in botocore's bedrock-runtime model but `metadata`,
+# which is too common a key to tell the format alone (it does with the `usage` it always carries).
+_EVENTS = frozenset(
+    {"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop"}
+)
+
+
+def _is_exception(key: object) -> bool:
+    # The model's exception members (`internalServerException`, `modelStreamErrorException`,
+    # `validationException`, `throttlingException`, `serviceUnavailableException`) and any
+    # later one, which boto3 raises all the same.
+    return isinstance(key, str) and key.endswith("Exception")
+
+
+def is_converse_event(event: Mapping[object, object]) -> bool:
+    """Whether a dict is a ConverseStream event, as boto3 yields it.
+
+    Args:
+        event: A chunk that is a mapping.
+
+    Returns:
+        True when a member is named after a ConverseStream event or exception.
+    """
+    for key, value in event.items():
+        if key in _EVENTS or _is_exception(key):
+            return True
+        if key == "metadata" and get(value, "usage") is not None:
+            return True
+    return False
+
+
+Key = int | None
+
+
+class BedrockConverseAdapter:
+    """Per-stream state for ConverseStream event dicts (what boto3's `EventStream` yields)."""
+
+    format: WireFormat = "bedrock-converse"
+
+    __slots__ = ("_empty", "_fed", "_gave_up", "_hosted", "_usage", "_utf16")
+
+    def __init__(self) -> None:
+        """Start with no content blocks seen."""
+        # Open tool blocks, each with whether input was fed to it.
+        self._fed: dict[Key, bool] = {}
+        # Open blocks that are not ours (server-side tools, tool results, images).
+        self._hosted: set[Key] = set()
+        # A tool block that stopped without input, whose end waits for the next event.
+        self._empty: list[Key] = []
+        self._usage: dict[str, Any] | None = None
+        self._utf16 = Utf16()
+        self._gave_up = False
+
+    def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
+        """Translate one event.
+
+        Args:
+            chunk: A ConverseStream event dict (one member: `contentBlockDelta`, ...).
+            sink: Receives `feed` / `end` / `stop` / `limit_reached` calls.
+
+        Returns:
+            The event's text, feeds, stop reason and (merged) usage.
+        """
+        info = self._handle(chunk, sink)
+        return after_provider_error(info, sink) if self._gave_up else info
+
+    def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
+        info = ChunkInfo()
+        delta = get(chunk, "contentBlockDelta")
+        if delta is not None:
+            self._end_empty(sink)
+            self._delta(delta, sink, info)
+            return info
+        event = get(chunk, "contentBlockStart")
+        if event is not None:
+            self._end_empty(sink)
+            self._start(event, sink, info)
+            return info
+        event = get(chunk, "contentBlockStop")
+        if event is not None:
+            self._end_empty(sink)
+            self._stop(event, sink)
+            return info
+        event = get(chunk, "messageStop")
+        if event is not None:
+            self._message_stop(event, sink, info)
+            return info
+        event = get(chunk, "metadata")
+        if event is not None:
+            self._end_empty(sink)
+            self._read_usage(get(event, "usage"), info)
+            return info
+        if get(chunk, "messageStart") is not None:
+            self._end_empty(sink)
+        elif isinstance(chunk, Mapping) and any(
+            map(_is_exception, cast("Mapping[object, object]", chunk))
+        ):
+            # The provider gave up: calls it had not ended must not run, and a block that
+            # stopped without input is not known to be a call without parameters.
+            self._empty.clear()
+            info.finish_reason = "error"
+            sink.stop("error")
+            self._gave_up = True
+        return info
+
+    def _start(self, event: object, sink: Sink, info: ChunkInfo) -> None:
+        index = index_of(get(event, "contentBlockIndex"))
+        tool = get(get(event, "start"), "toolUse")
+        # A block restarting at an index still open replaces it, as in the Anthropic adapter.
+        self._fed.pop(index, None)
+        self._hosted.discard(index)
+        if tool is None or get(tool, "type") == "server_tool_use":
+            self._hosted.add(index)
+            return
+        self._fed[index] = False
+        wire_id = str_or_none(get(tool, "toolUseId"))
+        name = str_or_none(get(tool, "name"))
+        ordinal = self._utf16.feed(sink, index, id=wire_id, name=name)
+        info.feeds.append(FeedRecord(ordinal, wire_id, name))
+
+    def _delta(self, event: object, sink: Sink, info: ChunkInfo) -> None:
+        delta = get(event, "delta")
+        text = get(delta, "text")
+        if isinstance(text, str):
+            info.text += text
+            return
+        tool = get(delta, "toolUse")
+        if tool is None:
+            return
+        index = index_of(get(event, "contentBlockIndex"))
+        arguments = arguments_of(get(tool, "input"))
+        if index in self._hosted or arguments is None or arguments == "":
+            return
+        # Also for a block whose start never came (quirk 32): its stop then ends the call.
+        self._fed[index] = True
+        ordinal = self._utf16.feed(sink, index, arguments=arguments)  # quirks 23, 41
+        info.feeds.append(FeedRecord(ordinal, None, None))
+
+    def _stop(self, event: object, sink: Sink) -> None:
+        index = index_of(get(event, "contentBlockIndex"))
+        self._hosted.discard(index)
+        fed = self._fed.pop(index, None)
+        if fed is None:
+            return
+        if not fed:
+            self._empty.append(index)
+            return
+        self._utf16.release(sink, index)
+        sink.end(index)
+
+    def _end_empty(self, sink: Sink) -> None:
+        # The response went on after a block that stopped without input: a call of a tool
+        # without parameters, which the core completes as `{}` when it ends.
+        for index in self._empty:
+            sink.end(index)
+        self._empty.clear()
+
+    def _message_stop(self, event: object, sink: Sink, info: ChunkInfo) -> None:
+        reason = str_or_none(get(event, "stopReason"))
+        if reason and is_limit(reason):
+            # The last call started, if it has no input, was cut before it wrote any: left
+            # open, `limit_reached` makes it `truncated` at finish rather than `{}`.
+            self._empty.clear()
+            sink.limit_reached()
+        self._end_empty(sink)
+        if reason:
+            info.finish_reason = reason
+            if stops_calls(reason):
+                sink.stop(reason)
+
+    def _read_usage(self, usage: object, info: ChunkInfo) -> None:
+        if usage is None:
+            return
+        merged = merge_usage(self._usage, usage)
+        if isinstance(merged, dict):
+            self._usage = merged
+            info.usage = copy_usage(merged)
+
+    def flush(self, sink: Sink) -> None:
+        """The stream ends: hand the core what is still held (an unpaired surrogate half).
+
+        A block that stopped without input just before the end is left open: if the stream
+        broke off there, the interruption makes it `truncated`; otherwise `finish` completes it
+        as `{}`, as any open call without arguments.
+        """
+        self._utf16.flush(sink)

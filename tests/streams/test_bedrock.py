@@ -1,0 +1,349 @@
+"""`toolwire.assemble` over the real boto3 `bedrock-runtime` client (ConverseStream), and the
+same event dicts through `Assembler.feed_chunk`.
+
+The loopback server answers `converse-stream` with AWS event-stream binary, cut into writes
+inside every message in the adversarial mode; boto3 decodes it with its own `EventStream`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+pytest.importorskip("toolwire._core")
+
+import botocore.eventstream
+import botocore.exceptions
+import urllib3.exceptions
+
+from toolwire.assembler import Assembler
+from toolwire.events import CallStarted, StreamEnded, TextDelta
+from toolwire.formats import detect_format, make_adapter
+from toolwire.stream import assemble
+
+from .bedrockkit import (
+    USAGE,
+    assemble_bedrock,
+    block_stop,
+    converse_events,
+    converse_stream,
+    event_message,
+    eventstream_body,
+    frame_points,
+    message_stop,
+    metadata,
+    serve,
+    shown,
+    text_block,
+    tool_block,
+    tool_input,
+    tool_start,
+    via_dicts,
+)
+from .conftest import SSEServer
+from .streamkit import Call, pieces
+
+WEATHER = Call("get_weather", '{"city": "Paris", "days": 3}')
+PARALLEL = [
+    WEATHER,
+    Call("get_time", '{"tz": "Europe/Paris"}'),
+    Call("search", '{"q": ["a", "b"], "limit": 2}'),
+]
+TEXT = "Let me check that for you."
+ERROR = {"modelStreamErrorException": {"message": "stream broke", "originalStatusCode": 500}}
+
+
+def both(server: SSEServer, events: list[dict[str, Any]], split: str = "whole") -> Any:
+    """boto3 through `assemble`, then the same dicts through `feed_chunk`: the same calls."""
+    _, stream = assemble_bedrock(serve(server, events, split=split))
+    asm, calls = via_dicts(events)
+    assert shown(calls) == shown(stream.calls)
+    assert asm.chunk_format == stream.format == "bedrock-converse"
+    return stream
+
+
+# --- The test encoder -------------------------------------------------------------------------
+
+
+def test_encoder_round_trips_through_botocores_decoder() -> None:
+    events = [*converse_events(PARALLEL[:1], text="東京 😀"), ERROR]
+    body = eventstream_body(events)
+    buffer = botocore.eventstream.EventStreamBuffer()
+    decoded: list[Any] = []
+    for piece in pieces(body, frame_points(body)):
+        buffer.add_data(piece)
+        decoded += list(buffer)
+    assert len(decoded) == len(events)
+    for message, event in zip(decoded, events, strict=True):
+        ((kind, payload),) = event.items()
+        failed = kind.endswith("Exception")
+        assert message.headers[":message-type"] == ("exception" if failed else "event")
+        assert message.headers[":exception-type" if failed else ":event-type"] == kind
+        assert message.headers[":content-type"] == "application/json"
+        value = json.loads(message.payload)
+        assert value.pop("p") and value == payload
+    # botocore checks both CRCs: a flipped payload byte is refused.
+    frame = bytearray(event_message(events[0]))
+    frame[-6] ^= 1
+    buffer = botocore.eventstream.EventStreamBuffer()
+    buffer.add_data(bytes(frame))
+    with pytest.raises(botocore.eventstream.ChecksumMismatch):
+        list(buffer)
+
+
+# --- Through the real client ------------------------------------------------------------------
+
+
+def test_one_call(sse_server: SSEServer, split: str) -> None:
+    events = converse_events([WEATHER])
+    route = serve(sse_server, events, split=split)
+    out, stream = assemble_bedrock(route)
+    (call,) = stream.calls
+    assert (call.ordinal, call.index, call.id, call.name) == (0, 0, "tooluse_0", "get_weather")
+    assert call.ok and call.value == {"city": "Paris", "days": 3}
+    assert [e.name for e in out if isinstance(e, CallStarted)] == ["get_weather"]
+    assert stream.finish_reason == "tool_use" and stream.transport_error is None
+    assert route.requests[0]["path"] == "/model/test-model/converse-stream"
+    assert route.requests[0]["json"]["messages"][0]["content"] == [
+        {"text": "What is the weather in Paris?"}
+    ]
+
+
+def test_tool_blocks_after_reasoning_and_text(sse_server: SSEServer, split: str) -> None:
+    events = converse_events(PARALLEL, text=TEXT, reasoning=True, size=4)
+    out, stream = assemble_bedrock(serve(sse_server, events, split=split))
+    # Block indexes count the reasoning and text blocks, which have no start; ordinals are dense.
+    assert [c.index for c in stream.calls] == [2, 3, 4]
+    assert [c.ordinal for c in stream.calls] == [0, 1, 2]
+    assert [c.value for c in stream.calls] == [c.value for c in PARALLEL]
+    assert [c.id for c in stream.calls] == ["tooluse_0", "tooluse_1", "tooluse_2"]
+    # Reasoning is not assistant text.
+    assert stream.text == TEXT == "".join(e.text for e in out if isinstance(e, TextDelta))
+    assert shown(via_dicts(events)[1]) == shown(stream.calls)
+
+
+def test_input_as_an_object(sse_server: SSEServer, split: str) -> None:
+    # Quirk 23: boto3 passes an object `input` through as a dict; it is the complete value.
+    events = [
+        {"messageStart": {"role": "assistant"}},
+        tool_start(0, WEATHER),
+        tool_input(0, {"city": "Oslo", "days": 2}),
+        block_stop(0),
+        message_stop("tool_use"),
+    ]
+    stream = both(sse_server, events, split)
+    (call,) = stream.calls
+    assert call.ok and call.value == {"city": "Oslo", "days": 2}
+
+
+def test_non_ascii_and_escapes_in_input(sse_server: SSEServer, split: str) -> None:
+    arguments = json.dumps({"q": '東京 😀 "quoted" \\ é\n', "e": "\u00e9\ud83d\ude00"})
+    escaped = arguments.replace("é", "\\u00e9")  # a JSON escape the model wrote itself
+    events = converse_events([Call("search", escaped)], size=3)
+    stream = both(sse_server, events, split)
+    (call,) = stream.calls
+    assert call.ok and call.value == json.loads(arguments) and call.arguments == escaped
+
+
+def test_a_tool_without_parameters_is_an_empty_object(sse_server: SSEServer) -> None:
+    stream = both(sse_server, converse_events([Call("list_files", "")]))
+    (call,) = stream.calls
+    assert call.ok and call.value == {} and call.arguments == "{}"
+
+
+def test_max_tokens_cuts_the_last_call(sse_server: SSEServer, split: str) -> None:
+    events = converse_events([WEATHER, Call("f", '{"path": "x", "content": "abcdef"}')], size=5)
+    stop = max(i for i, e in enumerate(events) if "contentBlockStop" in e)
+    events = [*events[: stop - 2], *events[stop:-2], message_stop("max_tokens"), metadata()]
+    out, stream = assemble_bedrock(serve(sse_server, events, split=split))
+    first, second = stream.calls
+    assert first.ok
+    assert second.error is not None and second.error.kind == "truncated"
+    end = out[-1]
+    assert isinstance(end, StreamEnded) and end.finish_reason == "max_tokens"
+    assert shown(via_dicts(events)[1]) == shown(stream.calls)
+
+
+@pytest.mark.parametrize("reason", ["max_tokens", "model_context_window_exceeded"])
+def test_a_block_stopped_without_input_at_the_limit_is_truncated(
+    sse_server: SSEServer, reason: str
+) -> None:
+    # Bedrock ends the block before it reports the limit: the model never wrote the input, so
+    # the call is not a call without parameters.
+    events = converse_events([WEATHER, Call("list_files", "")], stop_reason=reason)
+    stream = both(sse_server, events)
+    assert [c.error.kind if c.error else None for c in stream.calls] == [None, "truncated"]
+    assert stream.finish_reason == reason
+
+
+@pytest.mark.parametrize("reason", ["guardrail_intervened", "content_filtered"])
+def test_a_guardrail_stops_the_open_call(sse_server: SSEServer, split: str, reason: str) -> None:
+    events = converse_events([WEATHER, Call("f", '{"a": 1}')], stop_reason=reason)
+    del events[max(i for i, e in enumerate(events) if "contentBlockStop" in e)]
+    stream = both(sse_server, events, split)
+    assert [(c.name, c.error.kind if c.error else None) for c in stream.calls] == [
+        ("get_weather", None),
+        ("f", "filtered"),
+    ]
+    assert stream.finish_reason == reason
+
+
+@pytest.mark.parametrize("complete", [True, False])
+def test_an_exception_event_mid_stream(sse_server: SSEServer, split: str, complete: bool) -> None:
+    events = converse_events([WEATHER, Call("f", '{"a": 1}')], size=3)
+    cut = max(i for i, e in enumerate(events) if "contentBlockStop" in e)
+    if not complete:
+        cut -= 1  # the last input fragment never arrives
+    events = [*events[:cut], ERROR]
+    out, stream = assemble_bedrock(serve(sse_server, events, split=split))
+    error = stream.transport_error
+    assert isinstance(error, botocore.exceptions.EventStreamError)
+    assert error.response["Error"]["Code"] == "modelStreamErrorException"
+    first, second = stream.calls
+    assert first.ok
+    # The provider gave up before the block's stop: even a value whose JSON closed does not run.
+    assert second.error is not None and second.error.kind == "filtered"
+    assert out[-1].finish_reason == "error" == stream.finish_reason
+    assert shown(via_dicts(events)[1]) == shown(stream.calls)
+    with pytest.raises(botocore.exceptions.EventStreamError):
+        stream.raise_for_transport_error()
+
+
+def test_an_exception_right_after_a_block_without_input(sse_server: SSEServer) -> None:
+    # The block stopped, but the response did not go on: not known to be a call without
+    # parameters, on the boto3 path (which raises) and the dict path alike.
+    events = [*converse_events([Call("list_files", "")])[:-2], ERROR]
+    stream = both(sse_server, events)
+    assert [c.error.kind if c.error else None for c in stream.calls] == ["filtered"]
+
+
+@pytest.mark.parametrize("split", ["whole", "adversarial"])
+def test_a_dropped_connection(sse_server: SSEServer, split: str) -> None:
+    events = converse_events([Call("f", '{"a": 1}'), Call("g", '{"b": "xyz"}')], size=3)
+    body = eventstream_body(events)
+    route = serve(sse_server, events, split=split, drop_after=body.index(b'"xy') + 2)
+    out, stream = assemble_bedrock(route)
+    first, second = stream.calls
+    assert first.ok and first.value == {"a": 1}
+    assert second.error is not None and second.error.kind == "truncated"
+    # boto3 lets urllib3's own error through.
+    assert isinstance(stream.transport_error, urllib3.exceptions.ProtocolError)
+    with pytest.raises(urllib3.exceptions.ProtocolError):
+        stream.raise_for_transport_error()
+    assert out[-1].finish_reason is None
+
+
+def test_a_message_botocore_cannot_decode(sse_server: SSEServer) -> None:
+    events = converse_events([Call("f", '{"a": 1}'), Call("g", '{"b": "xyz"}')], size=3)
+    body = bytearray(eventstream_body(events))
+    body[body.index(b'"xy')] ^= 1  # the message CRC no longer matches
+    route = sse_server.register(bytes(body), content_type="application/vnd.amazon.eventstream")
+    _, stream = assemble_bedrock(route)
+    assert isinstance(stream.transport_error, botocore.eventstream.ChecksumMismatch)
+    assert [c.ok for c in stream.calls] == [True, False]
+    assert stream.calls[1].error is not None and stream.calls[1].error.kind == "truncated"
+
+
+def test_usage(sse_server: SSEServer, split: str) -> None:
+    out, stream = assemble_bedrock(serve(sse_server, converse_events([WEATHER]), split=split))
+    end = out[-1]
+    assert isinstance(end, StreamEnded) and end.usage == USAGE == stream.usage
+
+
+def test_usage_members_are_merged() -> None:
+    # Cache counters (newer than the oldest boto3 the tests support, which drops members its
+    # model does not know) pass through as sent; a `null` never erases a known count.
+    cache = {"cacheReadInputTokens": 5, "cacheWriteInputTokens": 0}
+    events = converse_events([WEATHER], usage={**USAGE, **cache})
+    events.append({"metadata": {"usage": {"outputTokens": 50, "inputTokens": None}}})
+    asm = Assembler()
+    infos = [asm.feed_chunk(event) for event in events]
+    assert infos[-2].usage == {**USAGE, **cache}
+    assert infos[-1].usage == {**USAGE, **cache, "outputTokens": 50}
+
+
+def test_closing_early_closes_the_boto3_stream(sse_server: SSEServer) -> None:
+    source = converse_stream(serve(sse_server, converse_events(PARALLEL, size=2)))
+    with assemble(source) as stream:
+        first = next(iter(stream))
+        assert isinstance(first, CallStarted)
+    assert source._raw_stream.closed  # type: ignore[attr-defined]
+    assert stream.calls and not any(c.ok for c in stream.calls)
+
+
+def test_a_server_side_tool_is_not_assembled() -> None:
+    # As dicts: `toolUse.type` is newer than the oldest boto3 the tests support.
+    hosted = tool_start(0, Call("web_search", ""))
+    hosted["contentBlockStart"]["start"]["toolUse"]["type"] = "server_tool_use"
+    events = [
+        {"messageStart": {"role": "assistant"}},
+        hosted,
+        tool_input(0, '{"query": "weather"}'),
+        block_stop(0),
+        *text_block(1, TEXT),
+        *tool_block(2, WEATHER),
+        message_stop("tool_use"),
+    ]
+    _, calls = via_dicts(events)
+    assert [(c.index, c.name, c.value) for c in calls] == [(2, "get_weather", WEATHER.value)]
+
+
+# --- Plain dicts ------------------------------------------------------------------------------
+
+
+def test_dicts_through_feed_chunk() -> None:
+    events = converse_events(PARALLEL[:2], text=TEXT, reasoning=True, size=5)
+    asm = Assembler()
+    infos = [asm.feed_chunk(event) for event in events]
+    assert asm.chunk_format == "bedrock-converse"
+    assert "".join(i.text for i in infos) == TEXT
+    assert [i.finish_reason for i in infos if i.finish_reason] == ["tool_use"]
+    usage = infos[-1].usage
+    assert usage == USAGE
+    usage["outputTokens"] = 0  # the caller's own copy
+    assert [r.name for i in infos for r in i.feeds if r.name] == ["get_weather", "get_time"]
+    calls = asm.finish()
+    assert [(c.index, c.value) for c in calls] == [(2, PARALLEL[0].value), (3, PARALLEL[1].value)]
+
+
+@pytest.mark.parametrize(
+    "error",
+    # An exception member newer than botocore's model ends the response all the same.
+    [ERROR, {"throttlingException": {"message": "slow down"}}, {"quotaException": {}}],
+)
+def test_an_exception_event_as_a_dict_runs_no_open_call(error: dict[str, Any]) -> None:
+    events = [*converse_events([WEATHER])[:-3], error, *tool_block(5, Call("late", "{}"))]
+    asm = Assembler()
+    infos = [asm.feed_chunk(event) for event in events]
+    assert infos[-4].finish_reason == "error"
+    assert [(c.name, c.error and c.error.kind) for c in asm.finish()] == [
+        ("get_weather", "filtered"),
+        ("late", "filtered"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"messageStart": {"role": "assistant"}},
+        tool_start(3, WEATHER),
+        tool_input(3, "{"),
+        block_stop(3),
+        message_stop("end_turn"),
+        metadata(),
+        ERROR,
+        {"throttlingException": {"message": "slow down"}},
+    ],
+)
+def test_detect_format(event: dict[str, Any]) -> None:
+    assert detect_format(event) == "bedrock-converse"
+    # `metadata` is too common a key to tell the format without the usage it carries.
+    assert detect_format({"metadata": {"user": "x"}}) is None
+
+
+def test_make_adapter() -> None:
+    assert make_adapter("bedrock-converse").format == "bedrock-converse"
+    with pytest.raises(ValueError, match="bedrock-converse"):
+        make_adapter("bedrock")  # type: ignore[arg-type]
