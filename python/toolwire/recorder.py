@@ -27,6 +27,7 @@ Size cap: before a record would push `corpus.jsonl` past `max_bytes`, the file i
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import threading
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from toolwire.coercion import pointer
 from toolwire.events import CallCompleted, StreamEnded
-from toolwire.formats._fields import plain
+from toolwire.formats._fields import get, plain
 from toolwire.replay import CORPUS_SCHEMA_VERSION, schema_hash, verdict
 from toolwire.stream import ToolStream, is_provider_error
 from toolwire.validation import REDACTED, SECRET_KEY, Redactor
@@ -324,12 +325,12 @@ class Recorder:
         """
         full = {"schema_version": CORPUS_SCHEMA_VERSION, **record}
         full.setdefault("recorded_at", self.clock())
-        text = json.dumps(full, ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(full, ensure_ascii=False, separators=(",", ":"), default=_blob)
         try:
             line = (text + "\n").encode()
         except UnicodeEncodeError:
             # Lone surrogates (a body's bytes that are not UTF-8): as `\udcXX` escapes.
-            line = (json.dumps(full, separators=(",", ":")) + "\n").encode()
+            line = (json.dumps(full, separators=(",", ":"), default=_blob) + "\n").encode()
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             size = self.path.stat().st_size if self.path.exists() else 0
@@ -519,8 +520,22 @@ class Recorder:
         )
 
 
+def _blob(value: object) -> str:
+    # boto3 decodes the base64 of a blob member (Bedrock's `redactedContent`) into bytes: a
+    # chunk is recorded with the base64 text the wire carried.
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def _error_chunk(error: BaseException, fmt: str | None) -> dict[str, Any]:
     """The chunk a provider error raised by an SDK stands for, in the stream's wire format."""
+    if fmt == "bedrock-converse":
+        # botocore's EventStreamError: the exception member is the event's `:exception-type`.
+        failure = get(getattr(error, "response", None), "Error")
+        code, text = get(failure, "Code"), get(failure, "Message")
+        kind = code if isinstance(code, str) and code.endswith("Exception") else None
+        return {kind or "internalServerException": {"message": str(text or error)}}
     body: object = getattr(error, "body", None)
     message = str(getattr(error, "message", "") or error)
     if type(error).__module__.split(".", 1)[0] == "anthropic" or fmt == "anthropic":

@@ -89,13 +89,16 @@ CORPUS_SCHEMA_VERSION = 1
 REPORT_SCHEMA_VERSION = 1
 """The version of the `--json` report layout (`Report.to_json`)."""
 
-FormatName: TypeAlias = Literal["auto", "openai-chat", "openai-responses", "anthropic", "fragments"]
+FormatName: TypeAlias = Literal[
+    "auto", "openai-chat", "openai-responses", "anthropic", "bedrock-converse", "fragments"
+]
 """How chunks are read: auto-detected, one wire format, or the core's own deltas."""
 FORMATS: tuple[FormatName, ...] = (
     "auto",
     "openai-chat",
     "openai-responses",
     "anthropic",
+    "bedrock-converse",
     "fragments",
 )
 EntryKind: TypeAlias = Literal["stream", "call"]

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -210,8 +211,10 @@ def serve(
     return server.register(body, split=cuts, drop_after=drop_after, content_type=CONTENT_TYPE)
 
 
-def converse_stream(route: Route) -> Any:
-    """`converse_stream(...)["stream"]` of the real boto3 client (an `EventStream`)."""
+@contextmanager
+def converse_stream(route: Route) -> Iterator[Any]:
+    """`converse_stream(...)["stream"]` of the real boto3 client (an `EventStream`); the client
+    and its connections are closed on leaving."""
     client = boto3.client(
         "bedrock-runtime",
         region_name="us-east-1",
@@ -220,14 +223,17 @@ def converse_stream(route: Route) -> Any:
         aws_secret_access_key="test",
         config=Config(retries={"total_max_attempts": 1}),
     )
-    return client.converse_stream(modelId="test-model", messages=MESSAGES)["stream"]
+    try:
+        yield client.converse_stream(modelId="test-model", messages=MESSAGES)["stream"]
+    finally:
+        client.close()
 
 
 def assemble_bedrock(route: Route, **options: Any) -> tuple[list[Any], Any]:
     """`toolwire.assemble` over the real boto3 stream; returns (events, tool stream)."""
     from toolwire.stream import assemble
 
-    with assemble(converse_stream(route), **options) as stream:
+    with converse_stream(route) as source, assemble(source, **options) as stream:
         events = list(stream)
     check_event_order(events, stream)
     return events, stream

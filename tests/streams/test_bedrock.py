@@ -8,6 +8,7 @@ inside every message in the adversarial mode; boto3 decodes it with its own `Eve
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,9 +19,12 @@ import botocore.eventstream
 import botocore.exceptions
 import urllib3.exceptions
 
+from toolwire import Toolset
 from toolwire.assembler import Assembler
 from toolwire.events import CallStarted, StreamEnded, TextDelta
 from toolwire.formats import detect_format, make_adapter
+from toolwire.recorder import Recorder
+from toolwire.replay import load_corpus, replay, verdict
 from toolwire.stream import assemble
 
 from .bedrockkit import (
@@ -265,11 +269,12 @@ def test_usage_members_are_merged() -> None:
 
 
 def test_closing_early_closes_the_boto3_stream(sse_server: SSEServer) -> None:
-    source = converse_stream(serve(sse_server, converse_events(PARALLEL, size=2)))
-    with assemble(source) as stream:
-        first = next(iter(stream))
-        assert isinstance(first, CallStarted)
-    assert source._raw_stream.closed  # type: ignore[attr-defined]
+    route = serve(sse_server, converse_events(PARALLEL, size=2))
+    with converse_stream(route) as source:
+        with assemble(source) as stream:
+            first = next(iter(stream))
+            assert isinstance(first, CallStarted)
+        assert source._raw_stream.closed
     assert stream.calls and not any(c.ok for c in stream.calls)
 
 
@@ -347,3 +352,50 @@ def test_make_adapter() -> None:
     assert make_adapter("bedrock-converse").format == "bedrock-converse"
     with pytest.raises(ValueError, match="bedrock-converse"):
         make_adapter("bedrock")  # type: ignore[arg-type]
+
+
+# --- Recorded and replayed ----------------------------------------------------------------------
+
+REDACTED = {
+    "contentBlockDelta": {
+        "delta": {"reasoningContent": {"redactedContent": "c2VjcmV0"}},
+        "contentBlockIndex": 0,
+    }
+}
+
+
+@pytest.mark.parametrize("end", ["exception", "dropped", "clean"])
+def test_a_recorded_stream_replays_as_it_ended_live(
+    sse_server: SSEServer, tmp_path: Path, end: str
+) -> None:
+    # boto3 raises an exception event instead of yielding it, a dropped connection leaves no
+    # event, and a redacted reasoning block reaches the recorder as bytes: the recording must
+    # still load and end its calls as the live stream did.
+    calls = [WEATHER, Call("lookup", '{"q": [1, 2]}')]
+    events = converse_events(calls, size=4)
+    events.insert(1, REDACTED)
+    stop = max(i for i, e in enumerate(events) if "contentBlockStop" in e)
+    drop_after = None
+    if end == "exception":
+        events = [*events[:stop], ERROR]
+    elif end == "dropped":
+        drop_after = len(eventstream_body(events[:stop])) - 3
+    route = serve(sse_server, events, drop_after=drop_after)
+    tools = Toolset(
+        [
+            {"name": "get_weather", "parameters": {"type": "object"}},
+            {"name": "lookup", "parameters": {"type": "object"}},
+        ]
+    )
+    recorder = Recorder(tmp_path / "corpus.jsonl", toolset=tools, streams="all")
+    with converse_stream(route) as source, recorder.assemble(source) as live:
+        list(live)
+    verdicts = [verdict(c, o) for c, o in zip(live.calls, live.outcomes, strict=True)]
+    assert [state for state, _ in verdicts] == (
+        ["ok", "ok"] if end == "clean" else ["ok", "model_error"]
+    )
+    (record,) = [json.loads(line) for line in (tmp_path / "corpus.jsonl").read_text().splitlines()]
+    assert record["format"] == "bedrock-converse"
+    assert REDACTED in record["chunks"]
+    (case,) = replay(load_corpus([tmp_path / "corpus.jsonl"]), tools).cases
+    assert [(c.state, c.code) for c in case.calls] == verdicts
