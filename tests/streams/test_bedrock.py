@@ -151,6 +151,22 @@ def test_non_ascii_and_escapes_in_input(sse_server: SSEServer, split: str) -> No
     assert call.ok and call.value == json.loads(arguments) and call.arguments == escaped
 
 
+def test_a_surrogate_pair_split_between_deltas(sse_server: SSEServer, split: str) -> None:
+    # Quirk 41: a UTF-16 producer sends each half as its own escape; boto3 decodes each event
+    # alone and hands over lone surrogates.
+    events = [
+        {"messageStart": {"role": "assistant"}},
+        tool_start(0, WEATHER),
+        tool_input(0, '{"city": "Oslo \ud83d'),
+        tool_input(0, '\ude00"}'),
+        block_stop(0),
+        message_stop("tool_use"),
+    ]
+    stream = both(sse_server, events, split)
+    (call,) = stream.calls
+    assert call.ok and call.value == {"city": "Oslo 😀"}
+
+
 def test_a_tool_without_parameters_is_an_empty_object(sse_server: SSEServer) -> None:
     stream = both(sse_server, converse_events([Call("list_files", "")]))
     (call,) = stream.calls

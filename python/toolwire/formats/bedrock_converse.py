@@ -4,8 +4,9 @@ The chunks are the event dicts that boto3's `bedrock-runtime` `converse_stream(.
 yields, each with exactly one member: `messageStart`, `contentBlockStart`, `contentBlockDelta`,
 `contentBlockStop`, `messageStop`, `metadata`, or an exception (`internalServerException`,
 `modelStreamErrorException`, `validationException`, `throttlingException`,
-`serviceUnavailableException`). The body is AWS event-stream binary, not SSE, so this format has
-no raw `feed_sse` path: read it through boto3 (or any decoder that yields these dicts).
+`serviceUnavailableException`, or any later `...Exception` member). The body is AWS event-stream
+binary, not SSE, so this format has no raw `feed_sse` path: read it through boto3 (or any decoder
+that yields these dicts).
 
 Design notes:
 - Only tool blocks have a `contentBlockStart`; text and reasoning blocks start with their first
@@ -93,7 +94,7 @@ def is_converse_event(event: Mapping[object, object]) -> bool:
     return False
 
 
-Key = int | None
+_Key = int | None
 
 
 class BedrockConverseAdapter:
@@ -106,11 +107,11 @@ class BedrockConverseAdapter:
     def __init__(self) -> None:
         """Start with no content blocks seen."""
         # Open tool blocks, each with whether input was fed to it.
-        self._fed: dict[Key, bool] = {}
+        self._fed: dict[_Key, bool] = {}
         # Open blocks that are not ours (server-side tools, tool results, images).
-        self._hosted: set[Key] = set()
+        self._hosted: set[_Key] = set()
         # A tool block that stopped without input, whose end waits for the next event.
-        self._empty: list[Key] = []
+        self._empty: list[_Key] = []
         self._usage: dict[str, Any] | None = None
         self._utf16 = Utf16()
         self._gave_up = False
