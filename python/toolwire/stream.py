@@ -34,10 +34,12 @@ from collections.abc import (
     Generator,
     Iterable,
     Iterator,
+    Mapping,
 )
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from toolwire._core import MisuseError
 from toolwire.assembler import Assembler
 from toolwire.events import (
     ArgumentsProgress,
@@ -275,6 +277,30 @@ def _interrupt(asm: Assembler, reason: str) -> None:
         interrupt(reason)
 
 
+def chunk_source(source: Any) -> Any:
+    """The chunk stream inside `source`, or `MisuseError` for what is not a stream of chunks.
+
+    A dict, str or bytes is iterable too, but over keys or characters: read as a stream, it
+    would give no calls and no error. boto3's `converse_stream` response is a dict whose
+    `stream` member is the stream, and is taken as such.
+    """
+    if isinstance(source, Mapping):
+        inner = cast("Mapping[object, object]", source).get("stream")
+        if inner is not None and not isinstance(inner, Mapping | str | bytes):
+            return inner
+        raise MisuseError(
+            "assemble takes a stream of chunks, not a dict; for a boto3 converse_stream "
+            "response pass response['stream']"
+        )
+    if isinstance(source, str | bytes | bytearray | memoryview):
+        kind = type(cast("object", source)).__name__
+        raise MisuseError(
+            f"assemble takes a stream of chunks, not {kind}; "
+            "for raw SSE bytes use Assembler.feed_sse"
+        )
+    return source
+
+
 class _StreamBase:
     """Results shared by `ToolStream` and `AsyncToolStream`."""
 
@@ -364,12 +390,16 @@ class ToolStream(_StreamBase):
         """Wrap `source`; nothing is read until iteration starts.
 
         Args:
-            source: What `create(..., stream=True)` returned, or any iterable of chunks.
+            source: What `create(..., stream=True)` returned, or any iterable of chunks;
+                boto3's `converse_stream` response dict stands for its `stream` member.
             tools: A `Toolset` to pre-check and validate calls against.
             progress: Emit `ArgumentsProgress` events.
+
+        Raises:
+            MisuseError: `source` is a dict (other than a boto3 response), str or bytes.
         """
         super().__init__(tools, progress)
-        self._source = source
+        self._source: Iterable[object] = chunk_source(source)
         self._events = self._run()
 
     def _run(self) -> Generator[Event, None, None]:
@@ -428,9 +458,12 @@ class AsyncToolStream(_StreamBase):
             source: What `await create(..., stream=True)` returned, or any async iterable.
             tools: A `Toolset` to pre-check and validate calls against.
             progress: Emit `ArgumentsProgress` events.
+
+        Raises:
+            MisuseError: `source` is a dict, str or bytes.
         """
         super().__init__(tools, progress)
-        self._source = source
+        self._source: AsyncIterable[object] = chunk_source(source)
         self._events = self._run()
 
     async def _run(self) -> AsyncGenerator[Event, None]:
@@ -497,6 +530,10 @@ def assemble(
 
     Returns:
         A single-use iterator of events and a context manager that closes the SDK stream.
+
+    Raises:
+        MisuseError: `stream` is one dict (other than boto3's `converse_stream` response,
+            which stands for its `stream`), a str or bytes: not a stream of chunks.
     """
     return ToolStream(stream, tools, progress=progress)
 
@@ -513,5 +550,8 @@ def aassemble(
 
     Returns:
         A single-use async iterator of events and an async context manager.
+
+    Raises:
+        MisuseError: `stream` is a dict, str or bytes: not a stream of chunks.
     """
     return AsyncToolStream(stream, tools, progress=progress)

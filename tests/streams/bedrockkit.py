@@ -212,9 +212,9 @@ def serve(
 
 
 @contextmanager
-def converse_stream(route: Route) -> Iterator[Any]:
-    """`converse_stream(...)["stream"]` of the real boto3 client (an `EventStream`); the client
-    and its connections are closed on leaving."""
+def converse_response(route: Route) -> Iterator[dict[str, Any]]:
+    """The whole response of the real boto3 client's `converse_stream` (a dict whose `stream`
+    member is an `EventStream`); the client and its connections are closed on leaving."""
     client = boto3.client(
         "bedrock-runtime",
         region_name="us-east-1",
@@ -224,9 +224,16 @@ def converse_stream(route: Route) -> Iterator[Any]:
         config=Config(retries={"total_max_attempts": 1}),
     )
     try:
-        yield client.converse_stream(modelId="test-model", messages=MESSAGES)["stream"]
+        yield client.converse_stream(modelId="test-model", messages=MESSAGES)
     finally:
         client.close()
+
+
+@contextmanager
+def converse_stream(route: Route) -> Iterator[Any]:
+    """`converse_stream(...)["stream"]` of the real boto3 client (an `EventStream`)."""
+    with converse_response(route) as response:
+        yield response["stream"]
 
 
 def assemble_bedrock(route: Route, **options: Any) -> tuple[list[Any], Any]:

@@ -19,19 +19,20 @@ import botocore.eventstream
 import botocore.exceptions
 import urllib3.exceptions
 
-from toolwire import Toolset
+from toolwire import MisuseError, Toolset
 from toolwire.assembler import Assembler
 from toolwire.events import CallStarted, StreamEnded, TextDelta
 from toolwire.formats import detect_format, make_adapter
 from toolwire.recorder import Recorder
 from toolwire.replay import load_corpus, replay, verdict
-from toolwire.stream import assemble
+from toolwire.stream import aassemble, assemble
 
 from .bedrockkit import (
     USAGE,
     assemble_bedrock,
     block_stop,
     converse_events,
+    converse_response,
     converse_stream,
     event_message,
     eventstream_body,
@@ -292,6 +293,39 @@ def test_closing_early_closes_the_boto3_stream(sse_server: SSEServer) -> None:
             assert isinstance(first, CallStarted)
         assert source._raw_stream.closed
     assert stream.calls and not any(c.ok for c in stream.calls)
+
+
+def test_a_recording_stream_closes_the_boto3_stream_too(
+    sse_server: SSEServer, tmp_path: Path
+) -> None:
+    # The recorder reads the SDK stream through a tee of its own; closing must still reach
+    # the SDK stream, or its connection is left to the garbage collector.
+    route = serve(sse_server, converse_events(PARALLEL, size=2))
+    recorder = Recorder(tmp_path / "corpus.jsonl", streams="all")
+    with converse_response(route) as response:
+        with recorder.assemble(response) as stream:
+            assert isinstance(next(iter(stream)), CallStarted)
+        assert response["stream"]._raw_stream.closed
+    assert stream.calls and not any(c.ok for c in stream.calls)
+
+
+def test_the_whole_boto3_response_stands_for_its_stream(sse_server: SSEServer) -> None:
+    route = serve(sse_server, converse_events([WEATHER]))
+    with converse_response(route) as response, assemble(response) as stream:
+        list(stream)
+    (call,) = stream.calls
+    assert call.ok and call.value == {"city": "Paris", "days": 3}
+
+
+@pytest.mark.parametrize(
+    "source", [{"messageStart": {"role": "assistant"}}, {"stream": "abc"}, "{}", b"data: {}"]
+)
+def test_one_chunk_or_text_is_not_a_stream(source: Any) -> None:
+    # Iterated, each would give keys or characters: no calls and no error.
+    with pytest.raises(MisuseError, match="stream of chunks"):
+        assemble(source)
+    with pytest.raises(MisuseError, match="stream of chunks"):
+        aassemble(source)
 
 
 def test_a_server_side_tool_is_not_assembled() -> None:
