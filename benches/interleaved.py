@@ -15,7 +15,12 @@ it is timed, as in the suites.
 Pairs (the targets of the performance issue they answer):
 * final values: `toolwire feed` against `join+orjson`, per size (at most 1.2x);
 * pre-check: `toolwire feed+precheck` against `toolwire feed` (at most 1.3x);
-* last fragment to a model: toolwire against `model_validate_json` alone (at most 1.1x).
+* last fragment to a model: toolwire against `model_validate_json` alone (at most 1.1x);
+* progressive values: `progress_into` against `jiter` re-parsing after every fragment (at
+  most 0.25x at 200 B, that is at least 4x faster);
+* growth from 20 KB to 200 KB of each toolwire path: the path at 200 KB against itself at
+  20 KB in the same round (between 9x and 11x), next to the growth of the baseline and of
+  `model_validate_json`, which toolwire's paths cannot undercut by much.
 """
 
 from __future__ import annotations
@@ -53,6 +58,27 @@ class PairResult:
     reference_ns: float
     ratio: float
     rounds: int
+    bounds: tuple[float, float] | None
+    """The target's range for the ratio; None for a pair measured for context only."""
+
+    @property
+    def verdict(self) -> str:
+        """`met`, `MISSED` or `-` (no target)."""
+        if self.bounds is None:
+            return "-"
+        low, high = self.bounds
+        return "met" if low <= self.ratio <= high else "MISSED"
+
+
+@dataclass(frozen=True)
+class _Pair:
+    target: str
+    case: str
+    subject: str
+    run_subject: Prepared
+    reference: str
+    run_reference: Prepared
+    bounds: tuple[float, float] | None
 
 
 def _feed_run(fn: Callable[[Any], Any], case_name: str) -> Prepared:
@@ -95,42 +121,89 @@ def _model_validate_run(case_name: str) -> Prepared:
     return prepare
 
 
-def _pairs() -> list[tuple[str, str, str, Prepared, str, Prepared]]:
-    """(target, case, subject, its run, reference, its run) for every pair measured."""
-    out: list[tuple[str, str, str, Prepared, str, Prepared]] = []
+def _progress_run(fn: Callable[[Any], Any], case_name: str) -> Prepared:
+    return _feed_run(fn, case_name)
+
+
+def _sse_run(case_name: str) -> Prepared:
+    case = get_case(case_name)
+
+    def prepare() -> Callable[[], Any]:
+        pieces = fresh_view(case, "sse_pieces")
+        return lambda: a.sse_toolwire_feed_sse(pieces)
+
+    return prepare
+
+
+GROWTH = (9.0, 11.0)
+"""Linear growth from 20 KB to 200 KB, with room for the memory hierarchy."""
+
+
+def _pairs() -> list[_Pair]:
+    """Every pair measured, in order."""
+    out: list[_Pair] = []
     for case in CASES:
         feed = _feed_run(a.toolwire_feed, case)
+        baseline = _feed_run(a.baseline_join_orjson, case)
         out.append(
-            (
-                "final <= 1.2x",
-                case,
-                "toolwire feed",
-                feed,
-                "join+orjson",
-                _feed_run(a.baseline_join_orjson, case),
-            )
+            _Pair("final <= 1.2x", case, "toolwire feed", feed, "join+orjson", baseline, (0, 1.2))
         )
         out.append(
-            (
+            _Pair(
                 "pre-check <= 1.3x",
                 case,
                 "toolwire feed+precheck",
                 _feed_run(a.toolwire_feed_prechecked, case),
                 "toolwire feed",
                 feed,
+                (0, 1.3),
             )
         )
         if case.startswith("single-"):
             out.append(
-                (
+                _Pair(
                     "last fragment -> model <= 1.1x",
                     case,
                     "toolwire last fragment->model",
                     _last_fragment_run(case),
                     "model_validate_json",
                     _model_validate_run(case),
+                    (0, 1.1),
                 )
             )
+    for case, bounds in (("single-200B", (0.0, 0.25)), ("single-2KB", None)):
+        out.append(
+            _Pair(
+                "progressive <= 0.25x jiter",
+                case,
+                "toolwire progress_into",
+                _progress_run(a.toolwire_progress_into, case),
+                "jiter every fragment",
+                _progress_run(a.jiter_every_fragment, case),
+                bounds,
+            )
+        )
+    growth: list[tuple[str, Callable[[str], Prepared], bool]] = [
+        ("toolwire feed", lambda c: _feed_run(a.toolwire_feed, c), True),
+        ("toolwire feed+precheck", lambda c: _feed_run(a.toolwire_feed_prechecked, c), True),
+        ("toolwire progress_into", lambda c: _progress_run(a.toolwire_progress_into, c), True),
+        ("toolwire feed_sse", _sse_run, True),
+        ("toolwire last fragment->model", _last_fragment_run, True),
+        ("join+orjson", lambda c: _feed_run(a.baseline_join_orjson, c), False),
+        ("model_validate_json", _model_validate_run, False),
+    ]
+    for name, run, is_target in growth:
+        out.append(
+            _Pair(
+                "growth 20KB->200KB 9x-11x",
+                "single-200KB",
+                name,
+                run("single-200KB"),
+                "same at 20KB",
+                run("single-20KB"),
+                GROWTH if is_target else None,
+            )
+        )
     return out
 
 
@@ -154,7 +227,8 @@ def measure_pairs(budget_seconds: float = 1.5, max_rounds: int = 400) -> list[Pa
     """
     rng = random.Random(20261201)
     results: list[PairResult] = []
-    for target, case, subject, run_subject, reference, run_reference in _pairs():
+    for pair in _pairs():
+        run_subject, run_reference = pair.run_subject, pair.run_reference
         subject_ns: list[int] = []
         reference_ns: list[int] = []
         ratios: list[float] = []
@@ -172,14 +246,15 @@ def measure_pairs(budget_seconds: float = 1.5, max_rounds: int = 400) -> list[Pa
             ratios.append(s / max(r, 1))
         results.append(
             PairResult(
-                target=target,
-                case=case,
-                subject=subject,
-                reference=reference,
+                target=pair.target,
+                case=pair.case,
+                subject=pair.subject,
+                reference=pair.reference,
                 subject_ns=statistics.median(subject_ns),
                 reference_ns=statistics.median(reference_ns),
                 ratio=statistics.median(ratios),
                 rounds=len(ratios),
+                bounds=pair.bounds,
             )
         )
     return results
@@ -197,11 +272,15 @@ def main(argv: list[str]) -> int:
     """Prints the table of interleaved ratios."""
     quick = "--quick" in argv
     results = measure_pairs(budget_seconds=0.0, max_rounds=1) if quick else measure_pairs()
-    print(f"{'target':32} {'case':16} {'subject':>12} {'reference':>12} {'ratio':>7} rounds")
+    print(
+        f"{'target':32} {'case':14} {'subject':30} {'median':>9} {'reference':22} "
+        f"{'median':>9} {'ratio':>7} rounds verdict"
+    )
     for r in results:
         print(
-            f"{r.target:32} {r.case:16} {_human(r.subject_ns):>12} "
-            f"{_human(r.reference_ns):>12} {r.ratio:6.2f}x {r.rounds:6d}"
+            f"{r.target:32} {r.case:14} {r.subject:30} {_human(r.subject_ns):>9} "
+            f"{r.reference:22} {_human(r.reference_ns):>9} {r.ratio:6.2f}x {r.rounds:6d} "
+            f"{r.verdict}"
         )
     return 0
 

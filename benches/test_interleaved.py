@@ -11,5 +11,17 @@ def test_every_pair_is_measured_once() -> None:
         "final <= 1.2x",
         "pre-check <= 1.3x",
         "last fragment -> model <= 1.1x",
+        "progressive <= 0.25x jiter",
+        "growth 20KB->200KB 9x-11x",
     }
     assert all(r.rounds == 1 and r.ratio > 0 and r.reference_ns > 0 for r in results)
+    assert {r.verdict for r in results} <= {"met", "MISSED", "-"}
+    growth = [r for r in results if r.target.startswith("growth")]
+    # Every toolwire path has a growth target; the baseline and pydantic are context.
+    assert {r.subject for r in growth if r.bounds is not None} == {
+        "toolwire feed",
+        "toolwire feed+precheck",
+        "toolwire progress_into",
+        "toolwire feed_sse",
+        "toolwire last fragment->model",
+    }
