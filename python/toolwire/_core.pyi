@@ -294,7 +294,12 @@ class Assembler:
         """The output limit was reached: the last call started, if not ended and with no
         argument text, becomes `truncated` at finish rather than `{}`."""
     def drain_errors(self) -> list[tuple[int, CallError]]:
-        """Errors that became certain since the last drain, as (ordinal, error)."""
+        """Errors that became certain since the last drain, as (ordinal, error).
+
+        In ordinal order, each call's in the order found: one drain after a `feed_sse` piece
+        that carried events of several calls does not tell which call's error came first on
+        the wire (drain after each `feed` to follow the stream's own order).
+        """
     def drain_progress(self) -> list[tuple[int, str, str]]:
         """With `track_progress`: (ordinal, JSON Pointer, appended text) since the last drain.
 
