@@ -18,7 +18,7 @@ __all__ = [
     "stops_calls",
 ]
 
-WireFormat: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic"]
+WireFormat: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
 """The wire formats toolwire reads; the same names as the raw-SSE path's `Assembler.format`."""
 
 Arguments: TypeAlias = str | bytes | dict[str, Any] | list[Any]
@@ -72,9 +72,32 @@ class Sink(Protocol):
 # Finish reasons of every format, compared in ASCII lower case, as `FinishReason::from_raw` in
 # `rust/src/envelope.rs` reads them for the raw path: the ones after which no call may run
 # (`stops_calls`), and the ones that say the output limit was reached (`Length`).
-STOPPING_REASONS = frozenset({"content_filter", "safety", "refusal"})
+STOPPING_REASONS = frozenset(
+    {
+        "content_filter",
+        "safety",
+        "refusal",
+        # Gemini's filters: the output was cut because of what it held.
+        "recitation",
+        "blocklist",
+        "prohibited_content",
+        "spii",
+        "language",
+        "image_safety",
+        "image_prohibited_content",
+        "image_recitation",
+    }
+)
 LIMIT_REASONS = frozenset(
-    {"length", "max_tokens", "max_output_tokens", "model_length", "model_context_window_exceeded"}
+    {
+        "length",
+        "max_tokens",
+        "max_output_tokens",
+        "model_length",
+        "model_context_window_exceeded",
+        # Gemini's per-request token limit, when the SDK does not continue the answer itself.
+        "continuation",
+    }
 )
 
 
