@@ -22,7 +22,8 @@ class Assembler(_core.Assembler):
     """Assembles one stream's tool calls; see `_core.Assembler` for the delta-level API.
 
     Adds `feed_chunk` for whole provider chunks: OpenAI Chat Completions chunks, Responses
-    events and Anthropic Messages events, as SDK objects or as dicts of the same shape. The
+    events, Anthropic Messages events and Gemini `GenerateContentResponse` chunks, as SDK objects
+    or as dicts of the same shape. The
     format is detected from the first chunk that tells it and then fixed for the stream.
 
     Example:
@@ -43,7 +44,8 @@ class Assembler(_core.Assembler):
 
         Args:
             chunk: A `ChatCompletionChunk`, a Responses stream event, an Anthropic
-                `RawMessageStreamEvent`, or a dict of the same shape.
+                `RawMessageStreamEvent`, a google-genai `GenerateContentResponse`, or a dict of
+                the same shape.
 
         Returns:
             The chunk's assistant text, the `feed` calls it caused (ordinal, id, name), its

@@ -71,6 +71,9 @@ _TRANSPORT_ERRORS: tuple[tuple[str, str], ...] = (
     ("httpcore", "TimeoutException"),
     ("openai", "APIError"),
     ("anthropic", "APIError"),
+    ("google.genai.errors", "APIError"),
+    # google-genai's error for a line of the body that is not JSON (its stream cannot go on).
+    ("google.genai.errors", "UnknownApiResponseError"),
     ("aiohttp", "ClientError"),
 )
 
@@ -88,9 +91,10 @@ def is_transport_error(error: BaseException) -> bool:
 
     Connection resets and timeouts (`OSError`, httpx/httpcore transport errors), the SDKs'
     `APIConnectionError` / `APITimeoutError`, provider errors reported inside the stream
-    (`openai.APIError`, `anthropic.APIError`) and an event the SDK could not decode
-    (`json.JSONDecodeError`: a proxy's error page or a cut-off line in the body; the SDK's
-    stream cannot go on after it) count; programming errors do not.
+    (`openai.APIError`, `anthropic.APIError`, `google.genai.errors.APIError`) and an event the
+    SDK could not decode (`json.JSONDecodeError`, google-genai's `UnknownApiResponseError`: a
+    proxy's error page or a cut-off line in the body; the SDK's stream cannot go on after it)
+    count; programming errors do not.
 
     Args:
         error: The exception raised while reading the stream.
@@ -111,8 +115,8 @@ def is_provider_error(error: BaseException) -> bool:
     """True when an SDK raised an error the provider reported inside the stream.
 
     The openai SDK raises `APIError` for a Chat `{"error": ...}` line and the anthropic SDK an
-    `APIStatusError` for an `error` event; their `APIConnectionError` (a dropped or timed-out
-    connection) is not one.
+    `APIStatusError` for an `error` event, google-genai an `APIError` for an `{"error": ...}`
+    chunk; their `APIConnectionError` (a dropped or timed-out connection) is not one.
 
     Args:
         error: The exception raised while reading the stream.
@@ -120,8 +124,9 @@ def is_provider_error(error: BaseException) -> bool:
     Returns:
         Whether the provider, not the connection, ended the stream.
     """
-    for module_name in ("openai", "anthropic"):
+    for module_name in ("openai", "anthropic", "google.genai.errors"):
         api_error = _sdk_class(module_name, "APIError")
+        # google-genai has no connection error of its own: the HTTP client's passes through.
         connection_error = _sdk_class(module_name, "APIConnectionError")
         if api_error is not None and isinstance(error, api_error):
             return connection_error is None or not isinstance(error, connection_error)
@@ -472,8 +477,9 @@ def assemble(
     """Wrap a synchronous SDK stream and yield `toolwire.events` as chunks arrive.
 
     Accepts what `client.chat.completions.create(..., stream=True)`,
-    `client.responses.create(..., stream=True)` and Anthropic's
-    `client.messages.create(..., stream=True)` return, or any iterable of such chunks or dicts.
+    `client.responses.create(..., stream=True)`, Anthropic's
+    `client.messages.create(..., stream=True)` and google-genai's
+    `client.models.generate_content_stream(...)` return, or any iterable of such chunks or dicts.
 
     Args:
         stream: The SDK stream.
@@ -490,7 +496,8 @@ def assemble(
 def aassemble(
     stream: AsyncIterable[object], tools: Toolset | None = None, *, progress: bool = True
 ) -> AsyncToolStream:
-    """Async twin of `assemble` for `AsyncOpenAI` / `AsyncAnthropic` streams.
+    """Async twin of `assemble` for `AsyncOpenAI` / `AsyncAnthropic` streams and google-genai's
+    `await client.aio.models.generate_content_stream(...)`.
 
     Args:
         stream: The async SDK stream (already awaited: `await client...create(stream=True)`).

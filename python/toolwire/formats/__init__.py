@@ -12,6 +12,7 @@ from __future__ import annotations
 from toolwire.formats._types import ChunkInfo, FeedRecord, FormatAdapter, Sink, WireFormat
 from toolwire.formats.anthropic_messages import AnthropicMessagesAdapter
 from toolwire.formats.detect import detect_format
+from toolwire.formats.gemini import GeminiAdapter
 from toolwire.formats.openai_chat import ChatCompletionsAdapter
 from toolwire.formats.openai_responses import ResponsesAdapter
 
@@ -21,6 +22,7 @@ __all__ = [
     "ChunkInfo",
     "FeedRecord",
     "FormatAdapter",
+    "GeminiAdapter",
     "ResponsesAdapter",
     "Sink",
     "WireFormat",
@@ -33,7 +35,7 @@ def make_adapter(fmt: WireFormat) -> FormatAdapter:
     """A fresh adapter (with new per-stream state) for the wire format `fmt`.
 
     Args:
-        fmt: One of `"openai-chat"`, `"openai-responses"`, `"anthropic"`.
+        fmt: One of `"openai-chat"`, `"openai-responses"`, `"anthropic"`, `"gemini"`.
 
     Returns:
         An adapter whose `handle(chunk, sink)` translates that format's chunks.
@@ -47,6 +49,9 @@ def make_adapter(fmt: WireFormat) -> FormatAdapter:
         return ResponsesAdapter()
     if fmt == "anthropic":
         return AnthropicMessagesAdapter()
+    if fmt == "gemini":
+        return GeminiAdapter()
     raise ValueError(
-        f"unknown wire format {fmt!r}; expected 'openai-chat', 'openai-responses' or 'anthropic'"
+        f"unknown wire format {fmt!r}; expected 'openai-chat', 'openai-responses', 'anthropic'"
+        " or 'gemini'"
     )
