@@ -37,6 +37,8 @@ Design notes:
   `_types.STOPPING_REASONS`). A `promptFeedback.blockReason` means the prompt was blocked: it
   is the finish reason and stops every call.
 - Usage (`usageMetadata`, camelCase members on both paths) is merged as the other adapters do.
+- An `{"error": ...}` chunk (the SDK raises it) ends the answer: every call stops, the finish
+  reason is `error`, and calls that still follow do not run either.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from toolwire.formats._types import (
     FeedRecord,
     Sink,
     WireFormat,
+    after_provider_error,
     folded_reason,
     is_limit,
     stops_calls,
@@ -299,12 +302,13 @@ class GeminiAdapter:
 
     format: WireFormat = "gemini"
 
-    __slots__ = ("_state", "_utf16")
+    __slots__ = ("_gave_up", "_state", "_utf16")
 
     def __init__(self) -> None:
         """Start with no calls seen."""
         self._state = _State()
         self._utf16 = Utf16()
+        self._gave_up = False
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one chunk.
@@ -316,8 +320,20 @@ class GeminiAdapter:
         Returns:
             The chunk's text, feeds, finish reason and (merged) usage.
         """
+        info = self._handle(chunk, sink)
+        return after_provider_error(info, sink) if self._gave_up else info
+
+    def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         state = self._state
         info = ChunkInfo()
+        if get(chunk, "error") is not None and get(chunk, "candidates") is None:
+            # The server gave up on the answer (google-genai raises this chunk): calls it had
+            # not finished must not run, as when the SDK's error ends `assemble`.
+            info.finish_reason = "error"
+            state.open = None
+            sink.stop("error")
+            self._gave_up = True
+            return info
         usage = _field(chunk, "usage_metadata", "usageMetadata")
         if usage is not None:
             state.usage = merge_usage(state.usage, _rest_names(plain(usage)))
