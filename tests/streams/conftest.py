@@ -2,7 +2,8 @@
 
 The server runs in a background thread for the whole session. A test registers a body under a
 fresh URL prefix and points a client's `base_url` at it; the server then answers
-`POST <prefix>/v1/chat/completions`, `/v1/responses` and `/v1/messages` with that body, using
+`POST <prefix>/v1/chat/completions`, `/v1/responses`, `/v1/messages` and Gemini's
+`/v1beta/models/<model>:streamGenerateContent?alt=sse` with that body, using
 chunked transfer encoding so every planned cut is its own chunk on the wire. A route can drop
 the connection after N body bytes (no terminating chunk), which the HTTP client reports as a
 protocol error, exactly like a provider connection reset mid-stream.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -24,6 +26,9 @@ import pytest
 from .streamkit import Event, pieces, split_points, sse_body
 
 ENDPOINTS = ("/v1/chat/completions", "/v1/responses", "/v1/messages")
+# Gemini's streaming path (`v1beta`, or `v1` that google-genai 3.6 asks for by default); the SDK
+# asks for SSE with `alt=sse`.
+_GEMINI_STREAM = re.compile(r"/v1(?:beta)?/models/[^/:?]+:streamGenerateContent\?alt=sse$")
 SPLIT_MODES = ("whole", "random-1", "adversarial")
 
 
@@ -45,6 +50,11 @@ class Route:
 
     @property
     def anthropic_base_url(self) -> str:
+        return f"{self.server.origin}{self.prefix}"
+
+    @property
+    def gemini_base_url(self) -> str:
+        """For `genai.Client(http_options=HttpOptions(base_url=...))`: it appends `/v1beta/...`."""
         return f"{self.server.origin}{self.prefix}"
 
     @property
@@ -121,16 +131,22 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         payload = self.rfile.read(length) if length else b""
-        prefix, _, endpoint = self.path.partition("/v1/")
+        gemini = _GEMINI_STREAM.search(self.path)
+        if gemini is not None:
+            prefix, path, known = self.path[: gemini.start()], gemini.group(), True
+        else:
+            prefix, _, endpoint = self.path.partition("/v1/")
+            path = "/v1/" + endpoint
+            known = path.split("?")[0] in ENDPOINTS
         route = self.registry.route(prefix)
-        if route is None or "/v1/" + endpoint.split("?")[0] not in ENDPOINTS:
+        if route is None or not known:
             self._plain(404, b'{"error": {"message": "no such route", "type": "not_found"}}')
             return
         try:
             request = json.loads(payload) if payload else {}
         except ValueError:
             request = {"raw": payload.decode("utf-8", "replace")}
-        route.requests.append({"path": "/v1/" + endpoint, "json": request})
+        route.requests.append({"path": path, "json": request})
         if route.status != 200:
             self._plain(route.status, route.body)
             return
