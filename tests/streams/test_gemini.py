@@ -592,3 +592,14 @@ def test_error_chunk_as_a_dict_stops_the_calls() -> None:
         ("f", "filtered"),
         ("g", "filtered"),
     ]
+
+
+@pytest.mark.anyio
+async def test_streamed_arguments_cut_by_a_dropped_connection(sse_server: SSEServer) -> None:
+    chunks = _streamed(*PIECES)
+    body = sse_body(chunks, FMT)
+    route = sse_server.register(body, split="adversarial", drop_after=body.index(b"tags"))
+    events, stream = await assemble_async(route, FMT)
+    (call,) = stream.calls
+    assert call.error is not None and call.error.kind == "truncated" and not call.ok
+    assert stream.transport_error is not None and events[-1].finish_reason is None

@@ -77,15 +77,16 @@ STOPPING_REASONS = frozenset(
         "content_filter",
         "safety",
         "refusal",
-        # Gemini's filters: the output was cut because of what it held.
-        "recitation",
-        "blocklist",
-        "prohibited_content",
-        "spii",
-        "language",
-        "image_safety",
-        "image_prohibited_content",
-        "image_recitation",
+        # Gemini's filters: the output was cut because of what it held, so what came is not
+        # the answer the model meant to give.
+        "recitation",  # it repeated a source too closely
+        "blocklist",  # it held a term of the configured blocklist
+        "prohibited_content",  # it may hold prohibited content
+        "spii",  # it may hold sensitive personal data
+        "language",  # it was in a language the filters do not support
+        "image_safety",  # an image it made broke the safety policy
+        "image_prohibited_content",  # an image it made may be prohibited
+        "image_recitation",  # an image it made repeated a source
     }
 )
 LIMIT_REASONS = frozenset(

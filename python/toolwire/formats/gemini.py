@@ -93,6 +93,10 @@ _ABORTS = frozenset(
         "image_other",
     }
 )
+# Decided from the calls instead (quirk 34): `STOP` (a natural end, with or without calls),
+# `TOO_MANY_TOOL_CALLS` (the server's own tool loop stopped; the calls that came are whole),
+# `NO_IMAGE` (an image was expected; calls are unaffected). `MAX_TOKENS` and `CONTINUATION`
+# are the output limit (`_types.LIMIT_REASONS`).
 # `*_UNSPECIFIED` is the enum's zero value: no reason at all.
 _UNSPECIFIED = frozenset({"finish_reason_unspecified", "blocked_reason_unspecified"})
 # Part fields that make a part more than a carrier of a signature.
