@@ -17,7 +17,9 @@ Design notes:
 - Vertex AI streams the arguments of one call over several parts when asked
   (`streamFunctionCallArguments`): the first part names the call with `willContinue`, the next
   ones carry `partialArgs` (a JSON Path and a scalar, strings continued piece by piece) until a
-  part without `willContinue`. The pieces are merged into one object, fed when the call closes.
+  part without `willContinue` (as google-genai's `FunctionCall` and `PartialArg` describe it;
+  not checked against a live Vertex stream). The pieces are merged into one object, fed when
+  the call closes.
   A call still waiting for pieces when the candidate or the stream ends is fed as the text it
   has, without its closing brace, so it ends `truncated`; pieces that cannot be merged (a path
   that is not one, a value where another shape already is) end it as `mixed_arguments`. Never
