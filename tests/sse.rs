@@ -1084,6 +1084,18 @@ fn format_and_finish_names_are_stable() {
         ("model_context_window_exceeded", FinishReason::Length),
         ("refusal", FinishReason::Refusal),
         ("pause_turn", FinishReason::Other),
+        // Gemini's reasons, sent in upper case.
+        ("MAX_TOKENS", FinishReason::Length),
+        ("CONTINUATION", FinishReason::Length),
+        ("SAFETY", FinishReason::ContentFilter),
+        ("RECITATION", FinishReason::ContentFilter),
+        ("BLOCKLIST", FinishReason::ContentFilter),
+        ("PROHIBITED_CONTENT", FinishReason::ContentFilter),
+        ("SPII", FinishReason::ContentFilter),
+        ("LANGUAGE", FinishReason::ContentFilter),
+        ("IMAGE_SAFETY", FinishReason::ContentFilter),
+        ("MALFORMED_FUNCTION_CALL", FinishReason::Other),
+        ("OTHER", FinishReason::Other),
     ] {
         assert_eq!(FinishReason::from_raw(raw), want, "{raw}");
     }

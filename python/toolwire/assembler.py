@@ -22,9 +22,9 @@ class Assembler(_core.Assembler):
     """Assembles one stream's tool calls; see `_core.Assembler` for the delta-level API.
 
     Adds `feed_chunk` for whole provider chunks: OpenAI Chat Completions chunks, Responses
-    events and Anthropic Messages events, as SDK objects or as dicts of the same shape, and
-    the Bedrock ConverseStream event dicts boto3 yields. The format is detected from the first
-    chunk that tells it and then fixed for the stream.
+    events, Anthropic Messages events and Gemini `GenerateContentResponse` chunks, as SDK objects
+    or as dicts of the same shape, and the Bedrock ConverseStream event dicts boto3 yields. The
+    format is detected from the first chunk that tells it and then fixed for the stream.
 
     Example:
         >>> asm = Assembler()  # doctest: +SKIP
@@ -44,8 +44,8 @@ class Assembler(_core.Assembler):
 
         Args:
             chunk: A `ChatCompletionChunk`, a Responses stream event, an Anthropic
-                `RawMessageStreamEvent`, or a dict of the same shape; or a Bedrock
-                ConverseStream event dict.
+                `RawMessageStreamEvent`, a google-genai `GenerateContentResponse`, or a dict of
+                the same shape; or a Bedrock ConverseStream event dict.
 
         Returns:
             The chunk's assistant text, the `feed` calls it caused (ordinal, id, name), its

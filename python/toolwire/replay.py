@@ -17,11 +17,11 @@ A corpus is a set of files (directories are searched for `*.jsonl` and `*.sse`):
   SDK chunks or events is a corpus as it is.
 
 Every record may carry `schema_version` (this module reads version 1), `id`, `note`,
-`format` (`openai-chat`, `openai-responses`, `anthropic` or `fragments`; `auto` by default),
-`schema_hash` / `schema_hashes` (written by the recorder) and `expect`. A stream record may
-carry `interrupted` (the recorder writes the exception's class name when the connection broke
-off): a broken connection leaves no chunk, so the replay interrupts the assembler after the
-last chunk, as the live stream did.
+`format` (`openai-chat`, `openai-responses`, `anthropic`, `gemini` or `fragments`; `auto` by
+default), `schema_hash` / `schema_hashes` (written by the recorder) and `expect`. A stream
+record may carry `interrupted` (the recorder writes the exception's class name when the
+connection broke off): a broken connection leaves no chunk, so the replay interrupts the
+assembler after the last chunk, as the live stream did.
 
 `fragments` chunks are the core's own deltas, one per line:
 `{"index": 0, "id": ..., "name": ..., "arguments": ..., "type": ...}`, `{"end": 0}` or
@@ -90,7 +90,13 @@ REPORT_SCHEMA_VERSION = 1
 """The version of the `--json` report layout (`Report.to_json`)."""
 
 FormatName: TypeAlias = Literal[
-    "auto", "openai-chat", "openai-responses", "anthropic", "bedrock-converse", "fragments"
+    "auto",
+    "openai-chat",
+    "openai-responses",
+    "anthropic",
+    "bedrock-converse",
+    "gemini",
+    "fragments",
 ]
 """How chunks are read: auto-detected, one wire format, or the core's own deltas."""
 FORMATS: tuple[FormatName, ...] = (
@@ -99,6 +105,7 @@ FORMATS: tuple[FormatName, ...] = (
     "openai-responses",
     "anthropic",
     "bedrock-converse",
+    "gemini",
     "fragments",
 )
 EntryKind: TypeAlias = Literal["stream", "call"]

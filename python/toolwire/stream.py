@@ -73,6 +73,9 @@ _TRANSPORT_ERRORS: tuple[tuple[str, str], ...] = (
     ("httpcore", "TimeoutException"),
     ("openai", "APIError"),
     ("anthropic", "APIError"),
+    ("google.genai.errors", "APIError"),
+    # google-genai's error for a line of the body that is not JSON (its stream cannot go on).
+    ("google.genai.errors", "UnknownApiResponseError"),
     ("aiohttp", "ClientError"),
     # boto3 (Bedrock): a connection that broke off or timed out is urllib3's own error during
     # iteration, a frame that cannot be decoded botocore's `ParserError` (the stream cannot go
@@ -98,10 +101,11 @@ def is_transport_error(error: BaseException) -> bool:
 
     Connection resets and timeouts (`OSError`, httpx/httpcore and urllib3 transport errors),
     the SDKs' `APIConnectionError` / `APITimeoutError`, provider errors reported inside the
-    stream (`openai.APIError`, `anthropic.APIError`, botocore's `EventStreamError`) and an
-    event the SDK could not decode (`json.JSONDecodeError`: a proxy's error page or a cut-off
-    line in the body; botocore's event-stream `ParserError`; the SDK's stream cannot go on
-    after it) count; programming errors do not.
+    stream (`openai.APIError`, `anthropic.APIError`, `google.genai.errors.APIError`, botocore's
+    `EventStreamError`) and an event the SDK could not decode (`json.JSONDecodeError`: a proxy's
+    error page or a cut-off line in the body; google-genai's `UnknownApiResponseError`;
+    botocore's event-stream `ParserError`; the SDK's stream cannot go on after it) count;
+    programming errors do not.
 
     Args:
         error: The exception raised while reading the stream.
@@ -122,9 +126,10 @@ def is_provider_error(error: BaseException) -> bool:
     """True when an SDK raised an error the provider reported inside the stream.
 
     The openai SDK raises `APIError` for a Chat `{"error": ...}` line and the anthropic SDK an
-    `APIStatusError` for an `error` event; their `APIConnectionError` (a dropped or timed-out
-    connection) is not one. boto3 raises `botocore.exceptions.EventStreamError` for a Bedrock
-    exception event (`modelStreamErrorException`, `throttlingException`, ...).
+    `APIStatusError` for an `error` event, google-genai an `APIError` for an `{"error": ...}`
+    chunk; their `APIConnectionError` (a dropped or timed-out connection) is not one. boto3
+    raises `botocore.exceptions.EventStreamError` for a Bedrock exception event
+    (`modelStreamErrorException`, `throttlingException`, ...).
 
     Args:
         error: The exception raised while reading the stream.
@@ -135,8 +140,9 @@ def is_provider_error(error: BaseException) -> bool:
     event_error = _sdk_class("botocore.exceptions", "EventStreamError")
     if event_error is not None and isinstance(error, event_error):
         return True
-    for module_name in ("openai", "anthropic"):
+    for module_name in ("openai", "anthropic", "google.genai.errors"):
         api_error = _sdk_class(module_name, "APIError")
+        # google-genai has no connection error of its own: the HTTP client's passes through.
         connection_error = _sdk_class(module_name, "APIConnectionError")
         if api_error is not None and isinstance(error, api_error):
             return connection_error is None or not isinstance(error, connection_error)
@@ -518,9 +524,11 @@ def assemble(
     """Wrap a synchronous SDK stream and yield `toolwire.events` as chunks arrive.
 
     Accepts what `client.chat.completions.create(..., stream=True)`,
-    `client.responses.create(..., stream=True)` and Anthropic's
-    `client.messages.create(..., stream=True)` return, boto3's Bedrock
-    `client.converse_stream(...)["stream"]`, or any iterable of such chunks or dicts.
+    `client.responses.create(..., stream=True)`, Anthropic's
+    `client.messages.create(..., stream=True)` and google-genai's
+    `client.models.generate_content_stream(...)` return, boto3's Bedrock
+    `client.converse_stream(...)` response (or its `["stream"]`), or any iterable of such chunks
+    or dicts.
 
     Args:
         stream: The SDK stream.
@@ -541,7 +549,8 @@ def assemble(
 def aassemble(
     stream: AsyncIterable[object], tools: Toolset | None = None, *, progress: bool = True
 ) -> AsyncToolStream:
-    """Async twin of `assemble` for `AsyncOpenAI` / `AsyncAnthropic` streams.
+    """Async twin of `assemble` for `AsyncOpenAI` / `AsyncAnthropic` streams and google-genai's
+    `await client.aio.models.generate_content_stream(...)`.
 
     Args:
         stream: The async SDK stream (already awaited: `await client...create(stream=True)`).

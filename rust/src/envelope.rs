@@ -124,11 +124,22 @@ impl FinishReason {
             ("max_output_tokens", FinishReason::Length),
             ("model_length", FinishReason::Length),
             ("model_context_window_exceeded", FinishReason::Length),
+            // Gemini's per-request token limit, when the answer is not continued.
+            ("continuation", FinishReason::Length),
             ("content_filter", FinishReason::ContentFilter),
             ("safety", FinishReason::ContentFilter),
             // Bedrock Converse: a guardrail or the model's own filter ended the response.
             ("guardrail_intervened", FinishReason::ContentFilter),
             ("content_filtered", FinishReason::ContentFilter),
+            // Gemini's filters: the output was cut because of what it held.
+            ("recitation", FinishReason::ContentFilter),
+            ("blocklist", FinishReason::ContentFilter),
+            ("prohibited_content", FinishReason::ContentFilter),
+            ("spii", FinishReason::ContentFilter),
+            ("language", FinishReason::ContentFilter),
+            ("image_safety", FinishReason::ContentFilter),
+            ("image_prohibited_content", FinishReason::ContentFilter),
+            ("image_recitation", FinishReason::ContentFilter),
             ("refusal", FinishReason::Refusal),
         ];
         TABLE

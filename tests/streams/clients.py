@@ -34,8 +34,26 @@ def _aanthropic(route: Route) -> anthropic.AsyncAnthropic:
     )
 
 
+def _gemini(route: Route) -> Any:
+    from google import genai
+    from google.genai import types
+
+    # No retries (the SDK's default has none either): a test sees the first answer.
+    options = types.HttpOptions(base_url=route.gemini_base_url, api_version="v1beta")
+    return genai.Client(api_key="test", http_options=options)
+
+
+GEMINI_TOOLS = [
+    {"function_declarations": [{"name": "get_weather", "parameters": {"type": "object"}}]}
+]
+
+
 def open_sync(client: Any, fmt: str) -> Any:
     """Start the streaming request for `fmt` on a sync client; returns the SDK stream."""
+    if fmt == "gemini":
+        return client.models.generate_content_stream(
+            model="test-model", contents="weather?", config={"tools": GEMINI_TOOLS}
+        )
     if fmt == "openai-chat":
         return client.chat.completions.create(
             model="test-model", messages=MESSAGES, tools=TOOLS_CHAT, stream=True
@@ -48,6 +66,11 @@ def open_sync(client: Any, fmt: str) -> Any:
 
 
 async def open_async(client: Any, fmt: str) -> Any:
+    if fmt == "gemini":
+        # `client` is the async face, `genai.Client(...).aio`.
+        return await client.models.generate_content_stream(
+            model="test-model", contents="weather?", config={"tools": GEMINI_TOOLS}
+        )
     if fmt == "openai-chat":
         return await client.chat.completions.create(
             model="test-model", messages=MESSAGES, tools=TOOLS_CHAT, stream=True
@@ -60,17 +83,26 @@ async def open_async(client: Any, fmt: str) -> Any:
 
 
 def sync_client(route: Route, fmt: str) -> Any:
+    if fmt == "gemini":
+        return _gemini(route)
     return _anthropic(route) if fmt == "anthropic" else _openai(route)
 
 
 def async_client(route: Route, fmt: str) -> Any:
+    if fmt == "gemini":
+        # One client serves both: `client.aio` is its async face (closed by `aclose`).
+        return _gemini(route).aio
     return _aanthropic(route) if fmt == "anthropic" else _aopenai(route)
 
 
 def sdk_chunks(route: Route, fmt: str) -> list[Any]:
     """All SDK event objects of a stream that ends cleanly."""
-    with sync_client(route, fmt) as client, open_sync(client, fmt) as stream:
-        return list(stream)
+    with sync_client(route, fmt) as client:
+        if fmt == "gemini":
+            # google-genai's stream is a generator, not a context manager.
+            return list(open_sync(client, fmt))
+        with open_sync(client, fmt) as stream:
+            return list(stream)
 
 
 async def sdk_chunks_async(route: Route, fmt: str) -> list[Any]:
@@ -227,3 +259,34 @@ def check_event_order(events: list[Any], stream: Any) -> None:
     assert started == sorted(started) == completed
     assert [c.ordinal for c in stream.calls] == completed
     assert list(events[-1].calls) == stream.calls
+
+
+def assemble_gemini(
+    route: Route, chunks: list[dict[str, Any]], **options: Any
+) -> tuple[list[Any], Any]:
+    """The real google-genai client through `assemble`, then `feed_chunk` on the same chunks as
+    plain dicts of the REST shape, and again as the snake_case dicts of the SDK objects'
+    `model_dump()`: every way in must give the same calls, text, finish reason and usage."""
+    from toolwire.assembler import Assembler
+
+    events, stream = assemble_sync(route, "gemini", **options)
+    if route.drop_after is not None:
+        return events, stream
+    sdk = sdk_chunks(route, "gemini")
+    for shape, dicts in (
+        ("rest", chunks),
+        ("snake", [c.model_dump(exclude_none=True) for c in sdk]),
+        ("sdk", sdk),
+    ):
+        asm = Assembler(tools=options.get("tools"))
+        infos = [asm.feed_chunk(chunk) for chunk in dicts]
+        calls = asm.finish()
+        assert raw_key(calls) == raw_key(stream.calls), shape
+        assert [c.metadata for c in calls] == [c.metadata for c in stream.calls], shape
+        assert [c.warnings for c in calls] == [c.warnings for c in stream.calls], shape
+        assert "".join(i.text for i in infos) == stream.text, shape
+        reasons = [i.finish_reason for i in infos if i.finish_reason is not None]
+        assert (reasons[-1] if reasons else None) == stream.finish_reason, shape
+        usages = [i.usage for i in infos if i.usage is not None]
+        assert (usages[-1] if usages else None) == stream.usage, shape
+    return events, stream

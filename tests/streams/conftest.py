@@ -2,7 +2,8 @@
 
 The server runs in a background thread for the whole session. A test registers a body under a
 fresh URL prefix and points a client's `base_url` at it; the server then answers
-`POST <prefix>/v1/chat/completions`, `/v1/responses`, `/v1/messages` and Bedrock's
+`POST <prefix>/v1/chat/completions`, `/v1/responses`, `/v1/messages`, Gemini's
+`/v1beta/models/<model>:streamGenerateContent?alt=sse` and Bedrock's
 `/model/<modelId>/converse-stream` with that body (SSE, or AWS event-stream binary for a route
 registered with that content type), using chunked transfer encoding so every planned cut is its
 own chunk on the wire. A route can drop the connection after N body bytes (no terminating
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -27,6 +29,9 @@ from .streamkit import Event, pieces, split_points, sse_body
 
 ENDPOINTS = ("/v1/chat/completions", "/v1/responses", "/v1/messages")
 SSE = "text/event-stream; charset=utf-8"
+# Gemini's streaming path (`v1beta`, or `v1` that google-genai 3.6 asks for by default); the SDK
+# asks for SSE with `alt=sse`.
+_GEMINI_STREAM = re.compile(r"/v1(?:beta)?/models/[^/:?]+:streamGenerateContent\?alt=sse$")
 SPLIT_MODES = ("whole", "random-1", "adversarial")
 
 
@@ -49,6 +54,11 @@ class Route:
 
     @property
     def anthropic_base_url(self) -> str:
+        return f"{self.server.origin}{self.prefix}"
+
+    @property
+    def gemini_base_url(self) -> str:
+        """For `genai.Client(http_options=HttpOptions(base_url=...))`: it appends `/v1beta/...`."""
         return f"{self.server.origin}{self.prefix}"
 
     @property
@@ -126,22 +136,27 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         payload = self.rfile.read(length) if length else b""
-        prefix, v1, endpoint = self.path.partition("/v1/")
-        if v1:
-            endpoint = v1 + endpoint
-        else:  # Bedrock: <prefix>/model/<modelId>/converse-stream
-            prefix, model, endpoint = self.path.partition("/model/")
-            endpoint = model + endpoint
+        gemini = _GEMINI_STREAM.search(self.path)
+        if gemini is not None:
+            prefix, path, known = self.path[: gemini.start()], gemini.group(), True
+        else:
+            prefix, v1, endpoint = self.path.partition("/v1/")
+            if v1:
+                path = v1 + endpoint
+                known = path.split("?")[0] in ENDPOINTS
+            else:  # Bedrock: <prefix>/model/<modelId>/converse-stream
+                prefix, model, endpoint = self.path.partition("/model/")
+                path = model + endpoint
+                known = path.split("?")[0].endswith("/converse-stream")
         route = self.registry.route(prefix)
-        path = endpoint.split("?")[0]
-        if route is None or (path not in ENDPOINTS and not path.endswith("/converse-stream")):
+        if route is None or not known:
             self._plain(404, b'{"error": {"message": "no such route", "type": "not_found"}}')
             return
         try:
             request = json.loads(payload) if payload else {}
         except ValueError:
             request = {"raw": payload.decode("utf-8", "replace")}
-        route.requests.append({"path": endpoint, "json": request})
+        route.requests.append({"path": path, "json": request})
         if route.status != 200:
             self._plain(route.status, route.body)
             return

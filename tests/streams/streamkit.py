@@ -35,12 +35,12 @@ def json_text(value: Any) -> str:
 
 
 def sse_body(events: Iterable[Event], fmt: str) -> bytes:
-    """Render events as the provider's SSE body (Chat: data-only plus [DONE]; others: named),
-    each event's data as `json_text` writes it."""
+    """Render events as the provider's SSE body (Chat: data-only plus [DONE]; Gemini: data-only;
+    others: named), each event's data as `json_text` writes it."""
     out: list[str] = []
     for event in events:
         data = json_text(event)
-        if fmt == "openai-chat":
+        if fmt in ("openai-chat", "gemini"):
             out.append(f"data: {data}\n\n")
         else:
             out.append(f"event: {event['type']}\ndata: {data}\n\n")
@@ -519,6 +519,46 @@ PROVIDER_ERRORS: dict[str, Event] = {
     },
     "openai-chat": {"error": {"message": "busy", "type": "server_error"}},
 }
+
+
+# ---------------------------------------------------------------------------------------------
+# Gemini generateContent (REST shape, camelCase)
+
+
+def gemini_chunk(
+    *parts: Event,
+    finish: str | None = None,
+    usage: dict[str, Any] | None = None,
+    index: int | None = None,
+) -> Event:
+    """One `GenerateContentResponse` chunk with candidate 0 (or `index`) holding `parts`."""
+    candidate: Event = {"content": {"role": "model", "parts": list(parts)}}
+    if index is not None:
+        candidate["index"] = index
+    if finish is not None:
+        candidate["finishReason"] = finish
+    chunk: Event = {"candidates": [candidate], "modelVersion": "test-model"}
+    if usage is not None:
+        chunk["usageMetadata"] = usage
+    return chunk
+
+
+def gemini_call(
+    name: str | None = None, args: dict[str, Any] | None = None, **fields: Any
+) -> Event:
+    """A `functionCall` part; `fields` go on the call (`id`, `willContinue`, `partialArgs`) or,
+    for `thoughtSignature`, on the part."""
+    call: Event = {}
+    if name is not None:
+        call["name"] = name
+    if args is not None:
+        call["args"] = args
+    signature = fields.pop("thoughtSignature", None)
+    call.update(fields)
+    part: Event = {"functionCall": call}
+    if signature is not None:
+        part["thoughtSignature"] = signature
+    return part
 
 
 # ---------------------------------------------------------------------------------------------

@@ -341,7 +341,7 @@ def test_detect_format(chunk: object, fmt: str | None) -> None:
 
 def test_make_adapter_rejects_unknown_format() -> None:
     with pytest.raises(ValueError, match="unknown wire format"):
-        make_adapter("gemini")  # type: ignore[arg-type]
+        make_adapter("no-such-format")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,10 @@
 """One named test per applicable provider quirk (spec/provider-quirks.md), through real SDKs.
 
 Each stream is served over HTTP by the local server (in every split mode) and read with the real
-OpenAI or Anthropic client wrapped by `toolwire.assemble`, or for quirk 32 (Bedrock
-ConverseStream) with the real boto3 client (more Bedrock cases, quirk 23 among them, are in
-`test_bedrock.py`). Quirk 33 (Gemini native API) concerns a wire format toolwire does not read
-yet and has no test here.
+OpenAI, Anthropic or google-genai client wrapped by `toolwire.assemble`, or for quirk 32
+(Bedrock ConverseStream) with the real boto3 client (more Bedrock cases, quirk 23 among them, are
+in `test_bedrock.py`); quirk 33 (Gemini native API) is read through google-genai (more Gemini
+cases in `test_gemini.py`).
 """
 
 from __future__ import annotations
@@ -22,12 +22,14 @@ from toolwire.events import CallCompleted, PrecheckError
 from toolwire.toolset import Toolset
 
 from . import bedrockkit as bedrock
-from .clients import assemble_both
+from .clients import assemble_both, assemble_gemini
 from .conftest import SSEServer
 from .streamkit import (
     Call,
     anthropic_stream,
     chat_chunk,
+    gemini_call,
+    gemini_chunk,
     load_events,
     responses_stream,
     sse_body,
@@ -558,6 +560,31 @@ def test_quirk_32_bedrock_tool_delta_without_start(sse_server: SSEServer, split:
     ]
     assert [(c.ordinal, c.index, c.id) for c in s.calls] == [(0, 1, "tooluse_0"), (1, 2, None)]
     assert bedrock.shown(bedrock.via_dicts(events)[1]) == bedrock.shown(s.calls)
+
+
+def test_quirk_33_gemini_several_calls_and_split_call(sse_server: SSEServer, split: str) -> None:
+    # Several `functionCall` parts in one chunk, then a name-only part followed by an args-only
+    # part without a name: every part is read, and the nameless args join the open call.
+    chunks = [
+        gemini_chunk(
+            gemini_call("get_weather", {"city": "Oslo"}),
+            gemini_call("get_weather", {"city": "Rome"}),
+        ),
+        gemini_chunk(gemini_call("get_weather")),
+        gemini_chunk(gemini_call(None, {"city": "東京", "days": 2})),
+        gemini_chunk(gemini_call("get_weather", {"city": "Lima"}), gemini_call("get_time")),
+        gemini_chunk(gemini_call(None, {"tz": "UTC"}), finish="STOP"),
+    ]
+    route = sse_server.register(sse_body(chunks, "gemini"), split=split)
+    _, s = assemble_gemini(route, chunks, tools=TOOLS)
+    assert summary(s.calls) == [
+        ("get_weather", {"city": "Oslo"}, None),
+        ("get_weather", {"city": "Rome"}, None),
+        ("get_weather", {"city": "東京", "days": 2}, None),
+        ("get_weather", {"city": "Lima"}, None),
+        ("get_time", {"tz": "UTC"}, "unknown_tool"),
+    ]
+    assert [o.ok for o in s.outcomes] == [True, True, True, True, False]
 
 
 # --- Finish reasons and truncation -------------------------------------------------------------

@@ -13,6 +13,7 @@ from toolwire.formats._types import ChunkInfo, FeedRecord, FormatAdapter, Sink, 
 from toolwire.formats.anthropic_messages import AnthropicMessagesAdapter
 from toolwire.formats.bedrock_converse import BedrockConverseAdapter
 from toolwire.formats.detect import detect_format
+from toolwire.formats.gemini import GeminiAdapter
 from toolwire.formats.openai_chat import ChatCompletionsAdapter
 from toolwire.formats.openai_responses import ResponsesAdapter
 
@@ -23,6 +24,7 @@ __all__ = [
     "ChunkInfo",
     "FeedRecord",
     "FormatAdapter",
+    "GeminiAdapter",
     "ResponsesAdapter",
     "Sink",
     "WireFormat",
@@ -35,7 +37,7 @@ def make_adapter(fmt: WireFormat) -> FormatAdapter:
     """A fresh adapter (with new per-stream state) for the wire format `fmt`.
 
     Args:
-        fmt: One of `"openai-chat"`, `"openai-responses"`, `"anthropic"`,
+        fmt: One of `"openai-chat"`, `"openai-responses"`, `"anthropic"`, `"gemini"`,
             `"bedrock-converse"`.
 
     Returns:
@@ -50,9 +52,11 @@ def make_adapter(fmt: WireFormat) -> FormatAdapter:
         return ResponsesAdapter()
     if fmt == "anthropic":
         return AnthropicMessagesAdapter()
+    if fmt == "gemini":
+        return GeminiAdapter()
     if fmt == "bedrock-converse":
         return BedrockConverseAdapter()
     raise ValueError(
-        f"unknown wire format {fmt!r}; expected 'openai-chat', 'openai-responses', 'anthropic'"
-        " or 'bedrock-converse'"
+        f"unknown wire format {fmt!r}; expected 'openai-chat', 'openai-responses', 'anthropic',"
+        " 'gemini' or 'bedrock-converse'"
     )

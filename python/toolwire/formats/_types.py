@@ -18,9 +18,11 @@ __all__ = [
     "stops_calls",
 ]
 
-WireFormat: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "bedrock-converse"]
+WireFormat: TypeAlias = Literal[
+    "openai-chat", "openai-responses", "anthropic", "gemini", "bedrock-converse"
+]
 """The wire formats toolwire reads; the same names as the raw-SSE path's `Assembler.format` (which
-reads no `bedrock-converse`: its body is AWS event-stream binary, not SSE)."""
+reads no `gemini` yet, and no `bedrock-converse`: its body is AWS event-stream binary, not SSE)."""
 
 Arguments: TypeAlias = str | bytes | dict[str, Any] | list[Any]
 
@@ -74,10 +76,35 @@ class Sink(Protocol):
 # `rust/src/envelope.rs` reads them for the raw path: the ones after which no call may run
 # (`stops_calls`), and the ones that say the output limit was reached (`Length`).
 STOPPING_REASONS = frozenset(
-    {"content_filter", "safety", "refusal", "guardrail_intervened", "content_filtered"}
+    {
+        "content_filter",
+        "safety",
+        "refusal",
+        # Bedrock Converse: a guardrail or the model's own filter ended the response.
+        "guardrail_intervened",
+        "content_filtered",
+        # Gemini's filters: the output was cut because of what it held, so what came is not
+        # the answer the model meant to give.
+        "recitation",  # it repeated a source too closely
+        "blocklist",  # it held a term of the configured blocklist
+        "prohibited_content",  # it may hold prohibited content
+        "spii",  # it may hold sensitive personal data
+        "language",  # it was in a language the filters do not support
+        "image_safety",  # an image it made broke the safety policy
+        "image_prohibited_content",  # an image it made may be prohibited
+        "image_recitation",  # an image it made repeated a source
+    }
 )
 LIMIT_REASONS = frozenset(
-    {"length", "max_tokens", "max_output_tokens", "model_length", "model_context_window_exceeded"}
+    {
+        "length",
+        "max_tokens",
+        "max_output_tokens",
+        "model_length",
+        "model_context_window_exceeded",
+        # Gemini's per-request token limit, when the SDK does not continue the answer itself.
+        "continuation",
+    }
 )
 
 

@@ -23,22 +23,33 @@ _ANTHROPIC_TYPES = frozenset(
     }
 )
 
+_GEMINI_FIELDS = (
+    "candidates",
+    "usageMetadata",
+    "usage_metadata",
+    "promptFeedback",
+    "prompt_feedback",
+)
+
 
 def detect_format(chunk: object) -> WireFormat | None:
     """The wire format of `chunk`, or `None` when this chunk alone does not tell.
 
     Chat Completions chunks carry `choices` (possibly empty) or `object: "chat.completion.chunk"`;
     Responses events have a `type` starting with `response.`; Anthropic events have one of the
-    Messages event types; Bedrock ConverseStream events (the dicts boto3 yields) have one member
-    named after the event (`contentBlockDelta`, `metadata` with its `usage`, an exception). An
-    `error` event is ambiguous and returns `None`, as does anything unrecognised, so the caller
-    can wait for a chunk that decides.
+    Messages event types; Gemini `GenerateContentResponse` chunks carry `candidates`,
+    `usageMetadata` or `promptFeedback` (snake_case on SDK objects) and no `choices`; Bedrock
+    ConverseStream events (the dicts boto3 yields) have one member named after the event
+    (`contentBlockDelta`, `metadata` with its `usage`, an exception). An `error` event is
+    ambiguous and returns `None`, as does anything unrecognised, so the caller can wait for a
+    chunk that decides.
 
     Args:
         chunk: An SDK event object or a dict of the same shape.
 
     Returns:
-        `"openai-chat"`, `"openai-responses"`, `"anthropic"`, `"bedrock-converse"`, or `None`.
+        `"openai-chat"`, `"openai-responses"`, `"anthropic"`, `"gemini"`, `"bedrock-converse"`,
+        or `None`.
     """
     kind = get(chunk, "type")
     if isinstance(kind, str):
@@ -48,6 +59,8 @@ def detect_format(chunk: object) -> WireFormat | None:
             return "anthropic"
     if get(chunk, "object") == "chat.completion.chunk" or get(chunk, "choices") is not None:
         return "openai-chat"
+    if any(get(chunk, name) is not None for name in _GEMINI_FIELDS):
+        return "gemini"
     if isinstance(chunk, Mapping) and is_converse_event(cast("Mapping[object, object]", chunk)):
         return "bedrock-converse"
     return None

@@ -1,0 +1,503 @@
+"""Gemini native API (`generateContent` streaming) chunks to assembler calls.
+
+Design notes:
+- Chunks are `GenerateContentResponse` objects of the `google-genai` SDK (snake_case fields, the
+  finish reason an enum, the thought signature decoded to bytes) or dicts of the REST shape
+  (camelCase fields, the signature in base64). Every field is read under both spellings, so a
+  dict of either shape (`model_dump()` gives snake_case) reads the same.
+- Every `functionCall` part is one whole call: `args` arrives as an object and is fed as the
+  complete value. Calls have no wire index, so each gets its own key (a running count) and two
+  calls never merge, in one chunk or across chunks. The one exception is quirk 33: a part with
+  a name and no `args`, followed by a part with `args` and no name, is one call. A name-only
+  part that no such part follows is a function without parameters: `{}`, once another call
+  starts or the candidate stops naturally. Cut off by the output limit or a broken stream, it
+  is `truncated` (the core's `limit_reached` / `interrupt`), since its arguments may have been
+  on their way. Gemini sends no index: `ToolCall.index` reports that key, the call's position
+  among the answer's calls.
+- Vertex AI streams the arguments of one call over several parts when asked
+  (`streamFunctionCallArguments`): the first part names the call with `willContinue`, the next
+  ones carry `partialArgs` (a JSON Path and a scalar, strings continued piece by piece) until a
+  part without `willContinue` (as google-genai's `FunctionCall` and `PartialArg` describe it;
+  not checked against a live Vertex stream). The pieces are merged into one object, fed when
+  the call closes.
+  A call still waiting for pieces when the candidate or the stream ends is fed as the text it
+  has, without its closing brace, so it ends `truncated`; pieces that cannot be merged (a path
+  that is not one, a value where another shape already is) end it as `mixed_arguments`. Never
+  a silent `{}`.
+- A thought signature (quirk 31) is kept per call as metadata `thought_signature`, in base64 as
+  the REST API sends it. It sits on the call's own part (with quirk 33, on either of its two
+  parts); a part that carries nothing but a signature belongs to the call before it, or, when
+  no call came yet, to the next one. Signatures on text or thought parts are theirs, not a
+  call's.
+- Text parts make `ChunkInfo.text`; thought parts (`thought: true`) are the model's reasoning
+  and are left out, as the Anthropic adapter leaves thinking blocks out.
+- Only candidate 0 is assembled (a missing `index` is 0, as the REST API omits it); other
+  candidates are independent answers whose calls would otherwise be merged.
+- Finish reasons are reported as sent (`STOP`, `MAX_TOKENS`, ...). `STOP` comes with or without
+  calls (quirk 34): whether a call is usable is decided from the call. The output limit is
+  `limit_reached`; the reasons after which no call may run stop every call (see `_ABORTS` and
+  `_types.STOPPING_REASONS`). A `promptFeedback.blockReason` means the prompt was blocked: it
+  is the finish reason and stops every call.
+- Usage (`usageMetadata`, camelCase members on both paths) is merged as the other adapters do.
+- An `{"error": ...}` chunk (the SDK raises it) ends the answer: every call stops, the finish
+  reason is `error`, and calls that still follow do not run either.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+from dataclasses import dataclass
+from enum import Enum
+from itertools import pairwise
+from typing import Any, cast
+
+from toolwire.formats._fields import (
+    arguments_of,
+    copy_usage,
+    get,
+    index_of,
+    merge_usage,
+    plain,
+    str_or_none,
+)
+from toolwire.formats._types import (
+    Arguments,
+    ChunkInfo,
+    FeedRecord,
+    Sink,
+    WireFormat,
+    after_provider_error,
+    folded_reason,
+    is_limit,
+    stops_calls,
+)
+from toolwire.formats._utf16 import Utf16
+
+__all__ = ["GeminiAdapter"]
+
+# Gemini's own finish reasons after which no call may run, beyond the filters every format
+# shares (`_types.STOPPING_REASONS`: `safety`, `recitation`, `blocklist`, ...):
+_ABORTS = frozenset(
+    {
+        # The model wrote a call that could not be parsed: what arrived of it is not the call.
+        "malformed_function_call",
+        # A call to a tool that was not offered (or with tools off): it must not run.
+        "unexpected_tool_call",
+        # The server rejected the turn (a signature of an earlier call was not sent back).
+        "missing_thought_signature",
+        # The server could not produce a well-formed response.
+        "malformed_response",
+        # Stopped for a reason Gemini does not state: nothing says the answer is whole.
+        "other",
+        "image_other",
+    }
+)
+# Decided from the calls instead (quirk 34): `STOP` (a natural end, with or without calls),
+# `TOO_MANY_TOOL_CALLS` (the server's own tool loop stopped; the calls that came are whole),
+# `NO_IMAGE` (an image was expected; calls are unaffected). `MAX_TOKENS` and `CONTINUATION`
+# are the output limit (`_types.LIMIT_REASONS`).
+# `*_UNSPECIFIED` is the enum's zero value: no reason at all.
+_UNSPECIFIED = frozenset({"finish_reason_unspecified", "blocked_reason_unspecified"})
+# Part fields that make a part more than a carrier of a signature.
+_CONTENT = (
+    ("inline_data", "inlineData"),
+    ("file_data", "fileData"),
+    ("executable_code", "executableCode"),
+    ("code_execution_result", "codeExecutionResult"),
+    ("function_response", "functionResponse"),
+)
+_CAMEL = re.compile(r"_([a-z0-9])")
+# One step of an RFC 9535 normalized path: `.name`, `['name']`, `["name"]` or `[0]`.
+_STEP = re.compile(r"""\.([^.\[\]'"]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]""")
+
+
+def _field(obj: object, snake: str, camel: str) -> object:
+    """A field under its SDK (snake_case) or REST (camelCase) name."""
+    value = get(obj, snake)
+    return get(obj, camel) if value is None else value
+
+
+def _reason(value: object) -> str | None:
+    """A finish or block reason as sent: the SDK's enum by its value, `None` for none."""
+    if isinstance(value, Enum):
+        value = value.value
+    reason = str_or_none(value)
+    if not reason or folded_reason(reason) in _UNSPECIFIED:
+        return None
+    return reason
+
+
+def _rest_names(value: object) -> object:
+    """Member names as the REST API (and the SDK objects, dumped by alias) spell them: a
+    snake_case dict (`model_dump()`) gives the same usage as the chunk it came from."""
+    if isinstance(value, dict):
+        items = cast("dict[str, object]", value).items()
+        return {_CAMEL.sub(lambda m: m.group(1).upper(), k): _rest_names(v) for k, v in items}
+    if isinstance(value, list):
+        return [_rest_names(v) for v in cast("list[object]", value)]
+    return value
+
+
+def _signature(value: object) -> str | None:
+    """A thought signature in base64, as the REST API sends it (the SDK decodes it to bytes)."""
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode("ascii")
+    return str_or_none(value) or None
+
+
+def _path(text: str) -> list[str | int] | None:
+    """The steps of a JSON Path such as `$.a.b[0]`, or `None` when it is not one."""
+    if not text.startswith("$"):
+        return None
+    steps: list[str | int] = []
+    pos = 1
+    while pos < len(text):
+        match = _STEP.match(text, pos)
+        if match is None:
+            return None
+        name, number, single, double = match.groups()
+        if number is not None:
+            steps.append(int(number))
+        elif name is not None:
+            steps.append(name)
+        else:
+            quoted = double if double is not None else single.replace("\\'", "'")
+            try:
+                steps.append(str(json.loads(f'"{quoted}"')))
+            except ValueError:
+                return None
+        pos = match.end()
+    return steps
+
+
+def _scalar(piece: object) -> tuple[bool, object]:
+    """The value of one partial argument: (has a value, value)."""
+    text = _field(piece, "string_value", "stringValue")
+    if isinstance(text, str):
+        return True, text
+    flag = _field(piece, "bool_value", "boolValue")
+    if isinstance(flag, bool):
+        return True, flag
+    number = _field(piece, "number_value", "numberValue")
+    if isinstance(number, (int, float)) and not isinstance(number, bool):
+        # A protobuf number is a double; the SDK reads `3` as `3.0` where a dict keeps `3`.
+        if isinstance(number, float) and number.is_integer() and abs(number) < 2**53:
+            return True, int(number)
+        return (True, number) if math.isfinite(number) else (False, None)
+    if _field(piece, "null_value", "nullValue") is not None:
+        return True, None
+    return False, None
+
+
+@dataclass(slots=True)
+class _Open:
+    """A call that may still receive arguments from a later part."""
+
+    key: int
+    # Arguments streamed as partial pieces (Vertex AI); `None` for a name-only part (quirk 33).
+    value: dict[str, Any] | None = None
+    # The path of a string piece that said another piece of it follows.
+    continuing: tuple[str | int, ...] | None = None
+    broken: bool = False
+
+    def merge(self, pieces: list[object]) -> None:
+        """Merge partial pieces in order; a piece that cannot be merged breaks the call."""
+        root = self.value if self.value is not None else {}
+        self.value = root
+        for piece in pieces:
+            path_text = str_or_none(_field(piece, "json_path", "jsonPath"))
+            steps = _path(path_text) if path_text is not None else None
+            has_value, value = _scalar(piece)
+            more = _field(piece, "will_continue", "willContinue") is True
+            if steps is None or not steps or not isinstance(steps[0], str):
+                self.broken = True
+                return
+            if not has_value:
+                value = "" if more else None
+                if not more:
+                    continue
+            path = tuple(steps)
+            appended = self.continuing == path and isinstance(value, str)
+            if not _put(root, steps, value, append=appended):
+                self.broken = True
+                return
+            self.continuing = path if more else None
+
+    def merge_object(self, args: object) -> None:
+        """Merge whole arguments sent next to the pieces; a member already there breaks it."""
+        root = self.value if self.value is not None else {}
+        self.value = root
+        values = plain(args)
+        if not isinstance(values, dict):
+            self.broken = True
+            return
+        for key, value in cast("dict[str, Any]", values).items():
+            if key in root:
+                self.broken = True
+                return
+            root[key] = value
+
+
+def _put(root: dict[str, Any], steps: list[str | int], value: object, *, append: bool) -> bool:
+    """Set `value` at `steps` inside `root`, creating containers; False on a shape conflict."""
+    node: Any = root
+    for step, after in pairwise(steps):
+        child = _child(node, step, {} if isinstance(after, str) else [])
+        if child is None:
+            return False
+        node = child
+    last = steps[-1]
+    if isinstance(node, dict) and isinstance(last, str):
+        typed = cast("dict[str, Any]", node)
+        if append and isinstance(typed.get(last), str) and isinstance(value, str):
+            typed[last] += value
+        elif last in typed:
+            return False
+        else:
+            typed[last] = value
+        return True
+    if isinstance(node, list) and isinstance(last, int):
+        items = cast("list[Any]", node)
+        if append and last < len(items) and isinstance(items[last], str):
+            items[last] += value
+        elif last == len(items):
+            items.append(value)
+        else:
+            return False
+        return True
+    return False
+
+
+def _child(node: object, step: str | int, empty: dict[str, Any] | list[Any]) -> object:
+    """The container at `step` in `node`, created as `empty` if absent; None on a conflict."""
+    if isinstance(node, dict) and isinstance(step, str):
+        typed = cast("dict[str, Any]", node)
+        child = typed.setdefault(step, empty)
+    elif isinstance(node, list) and isinstance(step, int):
+        items = cast("list[Any]", node)
+        if step == len(items):
+            items.append(empty)
+        if step >= len(items):
+            return None
+        child = items[step]
+    else:
+        return None
+    return child if type(child) is type(empty) else None
+
+
+@dataclass(slots=True)
+class _State:
+    # The key the next call gets.
+    next_key: int = 0
+    # The call that may still get arguments from a later part.
+    open: _Open | None = None
+    # The last call, while no text came after it: a signature-only part belongs to it.
+    last: int | None = None
+    # A signature that came before any call, for the next call.
+    held: str | None = None
+    # The reason the prompt was blocked: calls that follow must not run either.
+    blocked: str | None = None
+    usage: dict[str, Any] | None = None
+
+
+class GeminiAdapter:
+    """Per-stream state for Gemini `GenerateContentResponse` chunks (SDK objects or dicts)."""
+
+    format: WireFormat = "gemini"
+
+    __slots__ = ("_gave_up", "_state", "_utf16")
+
+    def __init__(self) -> None:
+        """Start with no calls seen."""
+        self._state = _State()
+        self._utf16 = Utf16()
+        self._gave_up = False
+
+    def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
+        """Translate one chunk.
+
+        Args:
+            chunk: A `google.genai.types.GenerateContentResponse` or a dict of the REST shape.
+            sink: Receives `feed` / `set_metadata` / `stop` / `limit_reached` calls.
+
+        Returns:
+            The chunk's text, feeds, finish reason and (merged) usage.
+        """
+        info = self._handle(chunk, sink)
+        return after_provider_error(info, sink) if self._gave_up else info
+
+    def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
+        state = self._state
+        info = ChunkInfo()
+        if get(chunk, "error") is not None and get(chunk, "candidates") is None:
+            # The server gave up on the answer (google-genai raises this chunk): calls it had
+            # not finished must not run, as when the SDK's error ends `assemble`.
+            info.finish_reason = "error"
+            state.open = None
+            sink.stop("error")
+            self._gave_up = True
+            return info
+        usage = _field(chunk, "usage_metadata", "usageMetadata")
+        if usage is not None:
+            state.usage = merge_usage(state.usage, _rest_names(plain(usage)))
+            info.usage = copy_usage(state.usage)
+        feedback = _field(chunk, "prompt_feedback", "promptFeedback")
+        blocked = _reason(_field(feedback, "block_reason", "blockReason"))
+        if blocked is not None:
+            # The prompt was blocked: no answer comes, and no call may run.
+            state.blocked = blocked
+            info.finish_reason = blocked
+            state.open = None
+            sink.stop(blocked)
+        candidates = get(chunk, "candidates")
+        if isinstance(candidates, list):
+            for candidate in cast("list[object]", candidates):
+                if index_of(get(candidate, "index")) in (0, None):
+                    self._candidate(candidate, sink, info)
+        if state.blocked is not None and info.feeds:
+            sink.stop(state.blocked)
+        return info
+
+    def flush(self, sink: Sink) -> None:
+        """The stream ends: a call still waiting for streamed pieces is cut there."""
+        self._cut(sink, None)
+        self._utf16.flush(sink)
+
+    def _candidate(self, candidate: object, sink: Sink, info: ChunkInfo) -> None:
+        parts = get(get(candidate, "content"), "parts")
+        if isinstance(parts, list):
+            for part in cast("list[object]", parts):
+                self._part(part, sink, info)
+        reason = _reason(_field(candidate, "finish_reason", "finishReason"))
+        if reason is None:
+            return
+        info.finish_reason = reason
+        if stops_calls(reason) or folded_reason(reason) in _ABORTS:
+            self._state.open = None
+            sink.stop(reason)
+        elif is_limit(reason):
+            # Pieces still streaming are cut where they are; a name-only call is left without
+            # arguments, which the core makes `truncated` (they may have been on their way).
+            self._cut(sink, info)
+            self._state.open = None
+            sink.limit_reached()
+        else:
+            self._settle(sink, info)
+
+    def _part(self, part: object, sink: Sink, info: ChunkInfo) -> None:
+        state = self._state
+        signature = _signature(_field(part, "thought_signature", "thoughtSignature"))
+        call = _field(part, "function_call", "functionCall")
+        if call is not None:
+            self._call(call, signature, sink, info)
+            return
+        if get(part, "thought") is True:
+            return
+        text = get(part, "text")
+        if isinstance(text, str) and text:
+            info.text += text
+            # What follows belongs to the text now, not to the call before it.
+            state.last = None
+            state.held = None
+            return
+        if signature is None or any(_field(part, *names) is not None for names in _CONTENT):
+            return
+        if state.last is not None:
+            sink.set_metadata(state.last, "thought_signature", signature)
+        else:
+            state.held = signature
+
+    def _call(self, call: object, signature: str | None, sink: Sink, info: ChunkInfo) -> None:
+        state = self._state
+        name = str_or_none(get(call, "name")) or None
+        wire_id = str_or_none(get(call, "id")) or None
+        args = get(call, "args")
+        pieces = _field(call, "partial_args", "partialArgs")
+        more = _field(call, "will_continue", "willContinue") is True
+        opened = state.open
+        if opened is not None and name is None:
+            # The next part of the open call: its arguments (quirk 33) or streamed pieces.
+            key = opened.key
+            if wire_id is not None:
+                self._feed(sink, info, key, id=wire_id)
+        else:
+            self._settle(sink, info)
+            opened = None
+            key = state.next_key
+            state.next_key += 1
+            self._feed(sink, info, key, id=wire_id, name=name)
+            if signature is None:
+                signature = state.held
+        state.held = None
+        state.last = key
+        if signature is not None:
+            sink.set_metadata(key, "thought_signature", signature)
+        if more or isinstance(pieces, list) or (opened is not None and opened.value is not None):
+            streamed = opened or _Open(key)
+            state.open = streamed
+            if isinstance(pieces, list):
+                streamed.merge(cast("list[object]", pieces))
+            if args is not None:
+                streamed.merge_object(args)
+            if not more:
+                state.open = None
+                self._close(sink, info, streamed)
+        elif args is not None:
+            state.open = None
+            self._feed(sink, info, key, arguments=arguments_of(plain(args)))
+        elif opened is None and name is not None:
+            # A name and no arguments: they may follow in the next part (quirk 33).
+            state.open = _Open(key)
+
+    def _feed(
+        self,
+        sink: Sink,
+        info: ChunkInfo | None,
+        key: int,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        arguments: Arguments | None = None,
+    ) -> int:
+        ordinal = self._utf16.feed(sink, key, id=id, name=name, arguments=arguments)
+        if info is not None:
+            info.feeds.append(FeedRecord(ordinal, id, name))
+        return ordinal
+
+    def _settle(self, sink: Sink, info: ChunkInfo | None) -> None:
+        """No more arguments come for the open call (another call starts, the answer ended)."""
+        opened = self._state.open
+        if opened is None:
+            return
+        self._state.open = None
+        if opened.value is None:
+            # A name-only part that no arguments followed: a function without parameters.
+            self._feed(sink, info, opened.key, arguments={})
+        else:
+            self._cut_call(sink, info, opened)
+
+    def _cut(self, sink: Sink, info: ChunkInfo | None) -> None:
+        """A streamed call still waiting for pieces is cut where it is."""
+        opened = self._state.open
+        if opened is not None and opened.value is not None:
+            self._state.open = None
+            self._cut_call(sink, info, opened)
+
+    def _close(self, sink: Sink, info: ChunkInfo | None, opened: _Open) -> None:
+        """Feed the merged pieces of a streamed call whose last piece came."""
+        self._feed(sink, info, opened.key, arguments=opened.value or {})
+        if opened.broken:
+            # Pieces that do not make one object: text after an object value is the core's
+            # `mixed_arguments`, so the call never runs.
+            self._feed(sink, info, opened.key, arguments="?")
+
+    def _cut_call(self, sink: Sink, info: ChunkInfo | None, opened: _Open) -> None:
+        if opened.broken:
+            self._close(sink, info, opened)
+            return
+        text = json.dumps(opened.value, ensure_ascii=False, separators=(",", ":"))
+        # Without its closing brace: the core reports the call `truncated`, with what came.
+        self._feed(sink, info, opened.key, arguments=text[:-1])

@@ -1,0 +1,605 @@
+"""`toolwire.assemble` over the real google-genai client (Gemini `streamGenerateContent`), sync
+and async, and `feed_chunk` on the same chunks as plain dicts of the REST shape."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.genai import errors as genai_errors
+
+pytest.importorskip("toolwire._core")
+
+from toolwire.assembler import Assembler
+from toolwire.events import CallCompleted, CallStarted, StreamEnded, TextDelta
+from toolwire.formats import detect_format
+from toolwire.formats._types import LIMIT_REASONS, STOPPING_REASONS
+from toolwire.toolset import Toolset
+
+from .clients import assemble_async, assemble_gemini, assemble_sync
+from .conftest import SSEServer
+from .streamkit import chat_chunk, gemini_call, gemini_chunk, sse_body
+
+FMT = "gemini"
+USAGE = {"promptTokenCount": 12, "candidatesTokenCount": 30, "totalTokenCount": 42}
+TOOLS = Toolset(
+    [
+        {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        }
+    ]
+)
+
+
+def serve(server: SSEServer, chunks: list[dict[str, Any]], split: str = "whole") -> Any:
+    return server.register(sse_body(chunks, FMT), split=split)
+
+
+def summary(calls: list[Any]) -> list[tuple[Any, ...]]:
+    return [(c.name, c.value, c.error.kind if c.error else None) for c in calls]
+
+
+def feed_dicts(chunks: list[dict[str, Any]]) -> tuple[list[Any], Assembler]:
+    asm = Assembler()
+    for chunk in chunks:
+        asm.feed_chunk(chunk)
+    return asm.finish(), asm
+
+
+PARALLEL = [
+    gemini_chunk({"text": "Let me check "}, {"text": "東京 and 🌸 Rome."}),
+    # Three whole calls in one chunk, two of them to the same tool (quirk 33's first half).
+    gemini_chunk(
+        gemini_call("get_weather", {"city": "東京", "note": '晴れ 🌸 "quoted" \\ back'}),
+        gemini_call("get_weather", {"city": "Rome", "days": 3}),
+        gemini_call("get_time", {"tz": "Europe/Rome"}),
+    ),
+    gemini_chunk(gemini_call("list_files", {}), usage=USAGE),
+    gemini_chunk(finish="STOP", usage={**USAGE, "candidatesTokenCount": 31}),
+]
+PARALLEL_VALUES = [
+    ("get_weather", {"city": "東京", "note": '晴れ 🌸 "quoted" \\ back'}, None),
+    ("get_weather", {"city": "Rome", "days": 3}, None),
+    ("get_time", {"tz": "Europe/Rome"}, None),
+    ("list_files", {}, None),
+]
+
+
+def test_several_calls_in_one_chunk_sync(sse_server: SSEServer, split: str) -> None:
+    route = serve(sse_server, PARALLEL, split)
+    events, stream = assemble_gemini(route, PARALLEL)
+    assert summary(stream.calls) == PARALLEL_VALUES
+    # Gemini sends no index and (on most models) no id: each call is keyed apart.
+    assert [c.index for c in stream.calls] == [0, 1, 2, 3]
+    assert [c.id for c in stream.calls] == [None] * 4
+    assert all(c.ok for c in stream.calls)
+    assert stream.text == "Let me check 東京 and 🌸 Rome."
+    assert stream.text == "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert stream.format == FMT
+    # STOP with calls (quirk 34): the calls decide, not the reason.
+    end = events[-1]
+    assert isinstance(end, StreamEnded) and end.finish_reason == "STOP"
+    assert end.usage == {**USAGE, "candidatesTokenCount": 31}
+    assert [e.name for e in events if isinstance(e, CallStarted)] == [
+        "get_weather",
+        "get_weather",
+        "get_time",
+        "list_files",
+    ]
+    assert route.requests[0]["path"] == "/v1beta/models/test-model:streamGenerateContent?alt=sse"
+    assert stream.transport_error is None
+
+
+@pytest.mark.anyio
+async def test_several_calls_in_one_chunk_async(sse_server: SSEServer, split: str) -> None:
+    events, stream = await assemble_async(serve(sse_server, PARALLEL, split), FMT)
+    assert summary(stream.calls) == PARALLEL_VALUES
+    assert isinstance(events[-1], StreamEnded) and events[-1].finish_reason == "STOP"
+    assert stream.usage == {**USAGE, "candidatesTokenCount": 31}
+
+
+def test_crlf_framing_bytewise(sse_server: SSEServer) -> None:
+    # Google's servers end SSE lines with CRLF; every byte its own write.
+    body = sse_body(PARALLEL, FMT).replace(b"\n", b"\r\n")
+    _, stream = assemble_sync(sse_server.register(body, split="bytewise"), FMT)
+    assert summary(stream.calls) == PARALLEL_VALUES
+
+
+def test_calls_across_chunks_never_merge(sse_server: SSEServer, split: str) -> None:
+    chunks = [
+        gemini_chunk(gemini_call("f", {"a": 1}, id="call-1")),
+        gemini_chunk(gemini_call("f", {"a": 1}, id="call-2")),
+        gemini_chunk(gemini_call("f", {"a": 1}), finish="STOP"),
+    ]
+    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
+    assert summary(stream.calls) == [("f", {"a": 1}, None)] * 3
+    assert [c.id for c in stream.calls] == ["call-1", "call-2", None]
+
+
+def test_name_only_call_without_arguments_is_parameterless(
+    sse_server: SSEServer, split: str
+) -> None:
+    # A function without parameters: a name and no `args` that no args-only part follows.
+    chunks = [
+        gemini_chunk(gemini_call("list_files")),
+        gemini_chunk(gemini_call("get_time", {"tz": "UTC"})),
+        gemini_chunk(gemini_call("refresh"), finish="STOP"),
+    ]
+    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
+    assert summary(stream.calls) == [
+        ("list_files", {}, None),
+        ("get_time", {"tz": "UTC"}, None),
+        ("refresh", {}, None),
+    ]
+    assert all(c.ok for c in stream.calls)
+
+
+def test_thought_parts_are_not_text(sse_server: SSEServer, split: str) -> None:
+    chunks = [
+        gemini_chunk({"text": "I should look it up.", "thought": True}),
+        gemini_chunk({"text": "Checking."}, gemini_call("get_weather", {"city": "Oslo"})),
+        gemini_chunk(finish="STOP"),
+    ]
+    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
+    assert stream.text == "Checking."
+    assert summary(stream.calls) == [("get_weather", {"city": "Oslo"}, None)]
+
+
+# --- Thought signatures (quirk 31) -----------------------------------------------------------
+
+
+def test_thought_signatures_stay_on_their_calls(sse_server: SSEServer, split: str) -> None:
+    chunks = [
+        # A thought's signature is the thought's, a text's the text's: neither is a call's.
+        gemini_chunk({"text": "Hmm.", "thought": True, "thoughtSignature": "dGhvdWdodA=="}),
+        # A signature-only part before any call goes to the next call.
+        gemini_chunk({"text": "", "thoughtSignature": "Zmlyc3Q="}),
+        gemini_chunk(gemini_call("f", {"a": 1})),
+        # Its own signature on the call's part.
+        gemini_chunk(gemini_call("g", {"b": 2}, thoughtSignature="c2Vjb25k")),
+        # A signature-only part after a call belongs to that call.
+        gemini_chunk(gemini_call("h", {"c": 3}), {"thoughtSignature": "dGhpcmQ="}),
+        # Quirk 33 with the signature on the second (args-only) part.
+        gemini_chunk(gemini_call("k")),
+        gemini_chunk(gemini_call(None, {"d": 4}, thoughtSignature="Zm91cnRo")),
+        gemini_chunk({"text": "Done.", "thoughtSignature": "dGV4dA=="}, finish="STOP"),
+    ]
+    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
+    assert [(c.name, c.value, c.metadata) for c in stream.calls] == [
+        ("f", {"a": 1}, {"thought_signature": "Zmlyc3Q="}),
+        ("g", {"b": 2}, {"thought_signature": "c2Vjb25k"}),
+        ("h", {"c": 3}, {"thought_signature": "dGhpcmQ="}),
+        ("k", {"d": 4}, {"thought_signature": "Zm91cnRo"}),
+    ]
+
+
+def test_signature_of_parallel_calls_only_on_the_first(sse_server: SSEServer, split: str) -> None:
+    # Gemini signs only the first of parallel calls: the others keep no signature of their own.
+    chunks = [
+        gemini_chunk(
+            gemini_call("f", {"a": 1}, thoughtSignature="c2ln"),
+            gemini_call("f", {"a": 2}),
+            finish="STOP",
+        )
+    ]
+    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
+    assert [c.metadata for c in stream.calls] == [{"thought_signature": "c2ln"}, {}]
+
+
+# --- Finish reasons ----------------------------------------------------------------------------
+
+
+def test_safety_finish_stops_every_call(sse_server: SSEServer, split: str) -> None:
+    chunks = [
+        gemini_chunk(gemini_call("f", {"a": 1})),
+        gemini_chunk(gemini_call("g")),
+        # When filters block the output, the streamed content is empty.
+        gemini_chunk(finish="SAFETY"),
+    ]
+    events, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
+    assert [(c.name, c.error.kind if c.error else None, c.ok) for c in stream.calls] == [
+        ("f", "filtered", False),
+        ("g", "filtered", False),
+    ]
+    assert events[-1].finish_reason == "SAFETY"
+    assert all(not e.call.ok for e in events if isinstance(e, CallCompleted))
+
+
+def test_max_tokens_cuts_a_call_still_waiting_for_arguments(
+    sse_server: SSEServer, split: str
+) -> None:
+    chunks = [
+        gemini_chunk(gemini_call("f", {"a": 1}), gemini_call("g")),
+        gemini_chunk(finish="MAX_TOKENS", usage=USAGE),
+    ]
+    events, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
+    # The whole call stands; the name-only one may have lost its arguments to the limit.
+    assert summary(stream.calls) == [("f", {"a": 1}, None), ("g", None, "truncated")]
+    assert events[-1].finish_reason == "MAX_TOKENS" and stream.usage == USAGE
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "SAFETY",
+        "RECITATION",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "IMAGE_SAFETY",
+        "LANGUAGE",
+        "MALFORMED_FUNCTION_CALL",
+        "UNEXPECTED_TOOL_CALL",
+        "OTHER",
+    ],
+)
+def test_reasons_after_which_no_call_runs(reason: str) -> None:
+    calls, _ = feed_dicts([gemini_chunk(gemini_call("f", {"a": 1})), gemini_chunk(finish=reason)])
+    assert [c.error.kind if c.error else None for c in calls] == ["filtered"]
+
+
+@pytest.mark.parametrize("reason", ["STOP", "FINISH_REASON_UNSPECIFIED", "TOO_MANY_TOOL_CALLS"])
+def test_reasons_that_leave_whole_calls_usable(reason: str) -> None:
+    calls, _ = feed_dicts([gemini_chunk(gemini_call("f", {"a": 1}), finish=reason)])
+    assert summary(calls) == [("f", {"a": 1}, None)]
+
+
+def test_shared_reasons_read_the_same_on_the_raw_path() -> None:
+    # `_types.STOPPING_REASONS` / `LIMIT_REASONS` must match `FinishReason::from_raw` in Rust.
+    for reason in sorted(STOPPING_REASONS | LIMIT_REASONS):
+        asm = Assembler()
+        body = sse_body([chat_chunk({}, finish_reason=reason.upper())], "openai-chat")
+        asm.feed_sse(body)
+        want = "length" if reason in LIMIT_REASONS else "content_filter"
+        if reason == "refusal":
+            want = "refusal"
+        assert asm.finish_reason_normalized == want, reason
+
+
+def test_blocked_prompt(sse_server: SSEServer) -> None:
+    chunks = [{"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}, "usageMetadata": USAGE}]
+    events, stream = assemble_gemini(serve(sse_server, chunks), chunks)
+    assert stream.calls == [] and stream.finish_reason == "PROHIBITED_CONTENT"
+    assert isinstance(events[-1], StreamEnded) and events[-1].usage == USAGE
+
+
+def test_calls_after_a_blocked_prompt_do_not_run() -> None:
+    calls, _ = feed_dicts(
+        [
+            {"promptFeedback": {"blockReason": "SAFETY"}},
+            gemini_chunk(gemini_call("f", {"a": 1}), finish="STOP"),
+        ]
+    )
+    assert summary(calls) == [("f", {"a": 1}, "filtered")]
+
+
+def test_only_candidate_zero_is_assembled(sse_server: SSEServer, split: str) -> None:
+    chunks = [
+        {
+            "candidates": [
+                {"content": {"parts": [gemini_call("f", {"a": 1})]}},
+                {"index": 1, "content": {"parts": [gemini_call("g", {"b": 2})]}},
+            ]
+        },
+        gemini_chunk({"text": "other answer"}, index=1, finish="SAFETY"),
+        gemini_chunk(finish="STOP"),
+    ]
+    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
+    assert summary(stream.calls) == [("f", {"a": 1}, None)]
+    assert stream.text == "" and stream.finish_reason == "STOP"
+
+
+def test_usage_is_merged(sse_server: SSEServer) -> None:
+    chunks = [
+        gemini_chunk({"text": "a"}, usage={"promptTokenCount": 12}),
+        gemini_chunk(
+            gemini_call("f", {}),
+            finish="STOP",
+            usage={"candidatesTokenCount": 5, "thoughtsTokenCount": 9},
+        ),
+    ]
+    _, stream = assemble_gemini(serve(sse_server, chunks), chunks)
+    assert stream.usage == {
+        "promptTokenCount": 12,
+        "candidatesTokenCount": 5,
+        "thoughtsTokenCount": 9,
+    }
+
+
+# --- Broken streams ----------------------------------------------------------------------------
+
+
+def test_connection_drop_between_the_two_parts_of_a_call(sse_server: SSEServer, split: str) -> None:
+    chunks = [
+        gemini_chunk(gemini_call("f", {"a": 1})),
+        gemini_chunk(gemini_call("g")),
+        gemini_chunk(gemini_call(None, {"b": "never"}), finish="STOP"),
+    ]
+    body = sse_body(chunks, FMT)
+    route = sse_server.register(body, split=split, drop_after=body.index(b"never"))
+    events, stream = assemble_sync(route, FMT)
+    assert summary(stream.calls) == [("f", {"a": 1}, None), ("g", None, "truncated")]
+    assert events[-1].finish_reason is None and stream.transport_error is not None
+
+
+@pytest.mark.anyio
+async def test_connection_drop_async(sse_server: SSEServer, split: str) -> None:
+    chunks = [
+        gemini_chunk(gemini_call("f", {"a": "東京"}), gemini_call("g")),
+        gemini_chunk(gemini_call(None, {"b": "🌸 lost"}), finish="STOP"),
+    ]
+    body = sse_body(chunks, FMT)
+    route = sse_server.register(body, split=split, drop_after=body.index("🌸".encode()) + 2)
+    events, stream = await assemble_async(route, FMT)
+    assert summary(stream.calls) == [("f", {"a": "東京"}, None), ("g", None, "truncated")]
+    assert stream.transport_error is not None and events[-1].finish_reason is None
+
+
+def test_connection_drop_before_any_call(sse_server: SSEServer) -> None:
+    body = sse_body([gemini_chunk({"text": "Let me"}), gemini_chunk({"text": " see"})], FMT)
+    route = sse_server.register(body, drop_after=body.index(b" see"))
+    events, stream = assemble_sync(route, FMT)
+    assert stream.calls == [] and stream.text == "Let me"
+    assert isinstance(events[-1], StreamEnded) and events[-1].finish_reason is None
+
+
+@pytest.mark.parametrize("complete", [True, False])
+def test_error_chunk_mid_stream(sse_server: SSEServer, complete: bool) -> None:
+    first = gemini_call("f", {"a": 1}) if complete else gemini_call("f")
+    body = sse_body([gemini_chunk(first)], FMT) + (
+        b'data: {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}\n\n'
+    )
+    events, stream = assemble_sync(sse_server.register(body), FMT)
+    assert isinstance(stream.transport_error, genai_errors.APIError)
+    # The provider gave up on the answer: even a whole call does not run.
+    assert [(c.name, c.error.kind if c.error else None, c.ok) for c in stream.calls] == [
+        ("f", "filtered", False)
+    ]
+    assert events[-1].finish_reason == "error" == stream.finish_reason
+
+
+def test_close_early_finishes_quietly(sse_server: SSEServer) -> None:
+    from toolwire.stream import assemble
+
+    from .clients import open_sync, sync_client
+
+    route = serve(sse_server, PARALLEL, "random-1")
+    with sync_client(route, FMT) as client, assemble(open_sync(client, FMT)) as stream:
+        for event in stream:
+            if isinstance(event, CallStarted):
+                break
+    assert [c.name for c in stream.calls] == ["get_weather", "get_weather", "get_time"]
+    assert [c.ok for c in stream.calls] == [True, True, True]
+
+
+# --- Streamed arguments (Vertex AI `streamFunctionCallArguments`) ------------------------------
+
+
+def _streamed(*pieces: list[dict[str, Any]], end: bool = True) -> list[dict[str, Any]]:
+    chunks = [gemini_chunk(gemini_call("get_weather", willContinue=True))]
+    chunks += [gemini_chunk(gemini_call(None, partialArgs=p, willContinue=True)) for p in pieces]
+    if end:
+        chunks.append(gemini_chunk(gemini_call(None)))
+    chunks.append(gemini_chunk(finish="STOP"))
+    return chunks
+
+
+PIECES = (
+    [{"jsonPath": "$.city", "stringValue": "東", "willContinue": True}],
+    [
+        {"jsonPath": "$.city", "stringValue": "京 🌸"},
+        {"jsonPath": "$.days", "numberValue": 3},
+        {"jsonPath": "$.units['temp unit']", "stringValue": "C"},
+    ],
+    [
+        {"jsonPath": "$.tags[0]", "stringValue": "a"},
+        {"jsonPath": "$.tags[1]", "boolValue": True},
+        {"jsonPath": "$.extra", "nullValue": "NULL_VALUE"},
+    ],
+)
+
+
+def test_streamed_argument_pieces_make_one_call(sse_server: SSEServer, split: str) -> None:
+    chunks = _streamed(*PIECES)
+    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
+    assert summary(stream.calls) == [
+        (
+            "get_weather",
+            {
+                "city": "東京 🌸",
+                "days": 3,
+                "units": {"temp unit": "C"},
+                "tags": ["a", True],
+                "extra": None,
+            },
+            None,
+        )
+    ]
+
+
+def test_streamed_arguments_cut_before_their_last_piece(sse_server: SSEServer, split: str) -> None:
+    chunks = _streamed(*PIECES[:2], end=False)
+    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
+    (call,) = stream.calls
+    # Never `{}` nor the pieces so far as if they were whole.
+    assert call.error is not None and call.error.kind == "truncated" and not call.ok
+    assert call.arguments == '{"city":"東京 🌸","days":3,"units":{"temp unit":"C"}'
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [
+            {"jsonPath": "$.city", "stringValue": "x"},
+            {"jsonPath": "$.city.inner", "boolValue": True},
+        ],
+        [{"jsonPath": "$.city", "stringValue": "x"}, {"jsonPath": "$.city", "stringValue": "y"}],
+        [{"jsonPath": "$.list[3]", "stringValue": "gap"}],
+        [{"jsonPath": "city", "stringValue": "no root"}],
+        [{"jsonPath": "$", "stringValue": "not an object"}],
+    ],
+)
+def test_streamed_pieces_that_do_not_merge_are_an_error(bad: list[dict[str, Any]]) -> None:
+    calls, _ = feed_dicts(_streamed(bad))
+    assert [(c.name, c.error.kind if c.error else None, c.ok) for c in calls] == [
+        ("get_weather", "mixed_arguments", False)
+    ]
+
+
+def test_streamed_pieces_after_a_name_only_part() -> None:
+    # A name-only part (quirk 33) whose arguments then stream as pieces.
+    calls, _ = feed_dicts(
+        [
+            gemini_chunk(gemini_call("f")),
+            gemini_chunk(
+                gemini_call(
+                    None, partialArgs=[{"jsonPath": "$.a", "numberValue": 1.5}], willContinue=True
+                )
+            ),
+            gemini_chunk(gemini_call(None), finish="STOP"),
+        ]
+    )
+    assert summary(calls) == [("f", {"a": 1.5}, None)]
+
+
+# --- Plain dicts and detection -----------------------------------------------------------------
+
+
+def test_detect_format() -> None:
+    assert detect_format(gemini_chunk({"text": "x"})) == FMT
+    assert detect_format({"usageMetadata": USAGE}) == FMT
+    assert detect_format({"usage_metadata": USAGE}) == FMT
+    assert detect_format({"promptFeedback": {"blockReason": "SAFETY"}}) == FMT
+    assert detect_format({"prompt_feedback": {"block_reason": "SAFETY"}}) == FMT
+    # Chat chunks keep their format, also with fields that look like Gemini's.
+    assert detect_format({"choices": [], "candidates": []}) == "openai-chat"
+    assert detect_format({"modelVersion": "x"}) is None
+
+
+def test_plain_dicts_of_either_spelling() -> None:
+    camel = [
+        gemini_chunk(gemini_call("f", {"a": [1, {"b": "東京"}]}, thoughtSignature="c2ln")),
+        gemini_chunk(finish="STOP", usage={"promptTokenCount": 1}),
+    ]
+    snake = [
+        {
+            "candidates": [
+                {
+                    "content": {
+                        "parts": [
+                            {
+                                "function_call": {"name": "f", "args": {"a": [1, {"b": "東京"}]}},
+                                "thought_signature": b"sig",
+                            }
+                        ]
+                    }
+                }
+            ]
+        },
+        {"candidates": [{"finish_reason": "STOP"}], "usage_metadata": {"promptTokenCount": 1}},
+    ]
+    for chunks in (camel, snake):
+        asm = Assembler()
+        infos = [asm.feed_chunk(chunk) for chunk in chunks]
+        (call,) = asm.finish()
+        assert (call.name, call.value, call.metadata) == (
+            "f",
+            {"a": [1, {"b": "東京"}]},
+            {"thought_signature": "c2ln"},
+        )
+        assert call.arguments == json.dumps(call.value, ensure_ascii=False, separators=(",", ":"))
+        assert asm.chunk_format == FMT
+        assert infos[-1].finish_reason == "STOP"
+        assert infos[-1].usage == {"promptTokenCount": 1}
+
+
+def test_nameless_arguments_without_an_open_call() -> None:
+    # Arguments with no name and no name-only part before them: kept, and reported.
+    calls, _ = feed_dicts(
+        [
+            gemini_chunk(gemini_call("f", {"a": 1})),
+            gemini_chunk(gemini_call(None, {"b": 2}), finish="STOP"),
+        ]
+    )
+    assert summary(calls) == [("f", {"a": 1}, None), (None, {"b": 2}, "missing_name")]
+
+
+def test_an_empty_part_does_not_close_a_split_call() -> None:
+    calls, _ = feed_dicts(
+        [
+            gemini_chunk(gemini_call("f")),
+            gemini_chunk(gemini_call(None)),
+            gemini_chunk(gemini_call(None, {"a": 1}), finish="STOP"),
+        ]
+    )
+    assert summary(calls) == [("f", {"a": 1}, None)]
+    assert calls[0].warnings == []
+
+
+def test_a_line_that_is_not_json_ends_as_a_broken_stream(sse_server: SSEServer) -> None:
+    # google-genai raises `UnknownApiResponseError` and cannot read on: as a dropped connection.
+    body = sse_body([gemini_chunk(gemini_call("f", {"a": 1}), gemini_call("g"))], FMT)
+    events, stream = assemble_sync(sse_server.register(body + b"data: {oops\n\n"), FMT)
+    assert isinstance(stream.transport_error, genai_errors.UnknownApiResponseError)
+    assert summary(stream.calls) == [("f", {"a": 1}, None), ("g", None, "truncated")]
+    assert events[-1].finish_reason is None
+
+
+@pytest.mark.parametrize("ending", ["clean", "provider-error", "broken"])
+def test_replay_of_a_recorded_stream_matches_live(
+    sse_server: SSEServer, tmp_path: Path, ending: str
+) -> None:
+    from toolwire.recorder import Recorder
+    from toolwire.replay import load_corpus, replay, verdict
+
+    from .clients import open_sync, sync_client
+
+    chunks = [
+        gemini_chunk(gemini_call("get_weather", {"city": "東京"}, thoughtSignature="c2ln")),
+        gemini_chunk(gemini_call("get_weather")),
+    ]
+    body = sse_body(chunks, FMT)
+    drop_after = None
+    if ending == "provider-error":
+        body += b'data: {"error": {"code": 500, "message": "internal", "status": "INTERNAL"}}\n\n'
+    else:
+        body += sse_body([gemini_chunk(gemini_call(None, {"city": "Rome"}), finish="STOP")], FMT)
+        # Broken: the connection drops inside the part that held the second call's arguments.
+        drop_after = body.index(b"Rome") if ending == "broken" else None
+    route = sse_server.register(body, drop_after=drop_after)
+    recorder = Recorder(tmp_path / "corpus.jsonl", toolset=TOOLS, streams="all")
+    with sync_client(route, FMT) as client, recorder.assemble(open_sync(client, FMT)) as live:
+        list(live)
+    expected = [verdict(c, o) for c, o in zip(live.calls, live.outcomes, strict=True)]
+    assert len(expected) == 2
+    assert (expected[1][0] == "ok") == (ending == "clean")
+    (case,) = replay(load_corpus([tmp_path / "corpus.jsonl"]), TOOLS).cases
+    assert [(c.state, c.code) for c in case.calls] == expected
+
+
+def test_error_chunk_as_a_dict_stops_the_calls() -> None:
+    calls, _ = feed_dicts(
+        [
+            gemini_chunk(gemini_call("f", {"a": 1})),
+            {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}},
+            gemini_chunk(gemini_call("g", {"b": 2}), finish="STOP"),
+        ]
+    )
+    assert [(c.name, c.error.kind if c.error else None) for c in calls] == [
+        ("f", "filtered"),
+        ("g", "filtered"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_streamed_arguments_cut_by_a_dropped_connection(sse_server: SSEServer) -> None:
+    chunks = _streamed(*PIECES)
+    body = sse_body(chunks, FMT)
+    route = sse_server.register(body, split="adversarial", drop_after=body.index(b"tags"))
+    events, stream = await assemble_async(route, FMT)
+    (call,) = stream.calls
+    assert call.error is not None and call.error.kind == "truncated" and not call.ok
+    assert stream.transport_error is not None and events[-1].finish_reason is None
