@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from typing import Any
 
 import pytest
@@ -24,8 +23,7 @@ pytest.importorskip("toolwire._core")
 from .clients import assemble_both
 from .conftest import SSEServer
 from .streamgen import FAULTS, FORMATS, GenCall, Generated, cuts_for, generate, with_fault
-
-_LONE = re.compile("[\ud800-\udfff]")
+from .streamkit import joined_text
 
 VALID_SEEDS = range(40)
 FAULT_SEEDS = range(10)
@@ -120,9 +118,6 @@ def test_generated_faulty_stream(sse_server: SSEServer, fmt: str, fault: str, se
 
 
 def _joined(fragments: list[str]) -> str:
-    """The fragments' text as a call carries it: surrogate halves split between fragments
-    paired again, a half left alone written back as its escape, blank text as `{}`."""
-    text = "".join(fragments)
-    text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-    text = _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """The fragments' text as a call carries it, blank text as `{}`."""
+    text = joined_text(fragments)
     return text if text.strip() else "{}"
