@@ -36,6 +36,7 @@ from .bedrockkit import (
     converse_stream,
     event_message,
     eventstream_body,
+    feed_dicts,
     frame_points,
     message_stop,
     metadata,
@@ -238,6 +239,39 @@ def test_an_exception_right_after_a_block_without_input(sse_server: SSEServer) -
     events = [*converse_events([Call("list_files", "")])[:-2], ERROR]
     stream = both(sse_server, events)
     assert [c.error.kind if c.error else None for c in stream.calls] == ["filtered"]
+
+
+@pytest.mark.parametrize(
+    ("end", "kind"),
+    [
+        ("tool_use", None),
+        ("max_tokens", "truncated"),
+        ("exception", "filtered"),
+        ("drop", "truncated"),
+    ],
+)
+def test_a_block_with_only_whitespace_input_is_a_block_without_input(
+    sse_server: SSEServer, end: str, kind: str | None
+) -> None:
+    # Found by the generated corpus: the model began the input with whitespace and was cut
+    # right there, and the block still stopped. The core reads blank arguments as `{}`, so
+    # such a block must wait for the response to go on, as one without input does; ended at
+    # its stop, it ran as a call without parameters after the limit, an exception or a drop.
+    events = [{"messageStart": {"role": "assistant"}}, tool_start(0, WEATHER)]
+    events += [tool_input(0, "\n"), tool_input(0, " \t"), block_stop(0)]
+    drop_after = None
+    if end == "exception":
+        events.append(ERROR)
+    elif end == "drop":
+        drop_after = len(eventstream_body(events))
+    else:
+        events += [message_stop(end), metadata()]
+    route = serve(sse_server, events, split="adversarial", drop_after=drop_after)
+    _, stream = assemble_bedrock(route)
+    run = feed_dicts(events, interrupted=drop_after is not None)
+    want = [(kind, "" if kind == "truncated" else "{}")]
+    assert [(c.error and c.error.kind, c.arguments) for c in stream.calls] == want
+    assert shown(run.calls) == shown(stream.calls)
 
 
 @pytest.mark.parametrize("split", ["whole", "adversarial"])
