@@ -234,8 +234,8 @@ def _variants(seed: int) -> list[BedrockGenerated]:
 
 def test_generated_bedrock_events_fit_botocores_model() -> None:
     # boto3 validates requests, not what it reads: the generator's shapes are checked against
-    # the service model here (members, required members, types, unions set once; the id and
-    # name patterns, which the validator leaves out, by hand).
+    # the service model here (members, required members, types, unions set once; the enums
+    # and the id and name patterns, which the validator leaves out, by hand).
     model = botocore.session.get_session().get_service_model("bedrock-runtime")
     output = model.operation_model("ConverseStream").output_shape
     assert output is not None
@@ -248,6 +248,9 @@ def test_generated_bedrock_events_fit_botocores_model() -> None:
                 ((kind, body),) = event.items()
                 report = validator.validate(body, members[kind])
                 assert not report.has_errors(), (seed, report.generate_report())
+                for key in ("role", "stopReason"):
+                    if key in body:
+                        assert body[key] in members[kind].members[key].enum, (seed, body)
             for call in gen.calls:
                 for value, key in ((call.id, "toolUseId"), (call.name, "name")):
                     assert re.fullmatch(tool[key].metadata["pattern"], value), (seed, value)
