@@ -126,6 +126,44 @@ fn a_held_fragment_one_reading_accepts_stays_quiet() {
     assert!(calls[0].error.is_none(), "{:?}", calls[0].error);
 }
 
+/// A fragment held after whitespace can be the whole value (`" "` then `" {}"`, which starts
+/// with the text so far). A call the provider ended is whole when the stream is stopped, and an
+/// open one is kept when the stream breaks off or reaches the output limit, as it is at a
+/// plain finish: deciding the held fragment only at the very end read it as blank or
+/// incomplete (`filtered`, or `truncated` with its arguments cleared).
+#[test]
+fn a_whole_value_held_after_whitespace_survives_a_stop_a_break_and_the_limit() {
+    for progress in [false, true] {
+        for ended in [false, true] {
+            for how in ["stop", "interrupt", "limit", "finish"] {
+                let mut asm = assembler(progress);
+                feed(&mut asm, true, b" ");
+                feed(&mut asm, false, b" {}");
+                if ended {
+                    asm.end_call(0).expect("end");
+                }
+                match how {
+                    "stop" => asm.stop("error").expect("stop"),
+                    "interrupt" => asm.interrupt("reset").expect("interrupt"),
+                    "limit" => asm.limit_reached().expect("limit"),
+                    _ => {}
+                }
+                let calls = asm.finish().expect("finish");
+                let call = &calls[0];
+                assert_eq!(call.arguments, b"  {}", "{how} {ended} {progress}");
+                // Only an open call is stopped: the provider had not ended it.
+                let stopped = how == "stop" && !ended;
+                let kind = call.error.as_ref().map(|e| e.kind);
+                assert_eq!(
+                    kind.is_some(),
+                    stopped,
+                    "{how} {ended} {progress}: {kind:?}"
+                );
+            }
+        }
+    }
+}
+
 /// Texts for the schema above, valid and not, that make many held fragments.
 const TEXTS: &[&str] = &[
     r#"{"b": [1, 2]}"#,

@@ -719,6 +719,12 @@ impl Assembler {
             return Err(Misuse::Finished);
         }
         for call in &mut self.calls {
+            if call.ended {
+                // No fragment can follow an ended call: its held one is decided as `finish`
+                // would decide it, or a whole value held after whitespace (`" "` then
+                // `" {}"`) would read as incomplete here and be stopped.
+                settle_held(call);
+            }
             call.sync();
             // A call ended with no argument text is a parameterless call, as whole as one
             // ended with `{}`: it stays as the provider finished it.
@@ -900,6 +906,9 @@ impl Assembler {
         for ((ordinal, call), repeated_id) in calls.iter_mut().enumerate().zip(repeated) {
             let deferred = defer && deferrable(call, registry.as_deref());
             if !deferred {
+                // Decided before asking whether the call is blank: a fragment held after
+                // whitespace may be the whole value (`" "` then `" {}"`).
+                settle_held(call);
                 call.sync();
             }
             // A call with no argument text at all would become `{}`; after a broken stream it

@@ -21,6 +21,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -113,20 +114,26 @@ def cuts_for(body: bytes, split: str) -> list[int]:
 # Streams
 
 
-def text_block(index: int, text: str) -> list[Event]:
-    """A text block: no `contentBlockStart` (quirk 32), deltas, then its stop."""
+def text_block(index: int, text: str, *, size: int = 5) -> list[Event]:
+    """A text block: no `contentBlockStart` (quirk 32), deltas of `size` characters, then its
+    stop."""
     return [
         *(
             {"contentBlockDelta": {"delta": {"text": piece}, "contentBlockIndex": index}}
-            for piece in fragments(text, 5)
+            for piece in fragments(text, size)
         ),
         {"contentBlockStop": {"contentBlockIndex": index}},
     ]
 
 
-def reasoning_block(index: int, thought: str = "Let me think.") -> list[Event]:
-    """A reasoning block (no start either), its text in pieces and its signature."""
-    deltas = [{"text": piece} for piece in fragments(thought, 6)] + [{"signature": "c2ln"}]
+def reasoning_block(
+    index: int, thought: str = "Let me think.", *, size: int = 6, redacted: bool = False
+) -> list[Event]:
+    """A reasoning block (no start either), its text in pieces of `size` characters and its
+    signature; or, `redacted`, only the encrypted reasoning (a blob, base64 on the wire)."""
+    deltas: list[dict[str, Any]] = [{"redactedContent": "c2VjcmV0"}]
+    if not redacted:
+        deltas = [{"text": piece} for piece in fragments(thought, size)] + [{"signature": "c2ln"}]
     return [
         *(
             {"contentBlockDelta": {"delta": {"reasoningContent": d}, "contentBlockIndex": index}}
@@ -160,6 +167,22 @@ def tool_block(index: int, call: Call, k: int = 0, *, size: int = 7) -> list[Eve
         *(tool_input(index, piece) for piece in pieces),
         block_stop(index),
     ]
+
+
+# The exception members of `ConverseStreamOutput`, as Bedrock sends them mid-stream.
+EXCEPTIONS: list[Event] = [
+    {
+        "modelStreamErrorException": {
+            "message": "stream broke",
+            "originalStatusCode": 500,
+            "originalMessage": "upstream reset",
+        }
+    },
+    {"internalServerException": {"message": "internal error"}},
+    {"throttlingException": {"message": "slow down"}},
+    {"serviceUnavailableException": {"message": "try again"}},
+    {"validationException": {"message": "output too long"}},
+]
 
 
 def message_stop(reason: str) -> Event:
@@ -254,6 +277,36 @@ def via_dicts(events: Sequence[Event]) -> tuple[Any, list[Any]]:
     for event in events:
         asm.feed_chunk(event)
     return asm, asm.finish()
+
+
+@dataclass
+class DictRun:
+    """What `Assembler.feed_chunk` made of a sequence of event dicts."""
+
+    calls: list[Any]
+    text: str
+    finish_reason: str | None
+    usage: dict[str, Any] | None
+
+
+def feed_dicts(events: Sequence[Event], *, interrupted: bool = False) -> DictRun:
+    """The events fed as dicts, as `assemble` reads them: a connection that broke off after
+    the last one interrupts the assembler before it finishes."""
+    from toolwire.assembler import Assembler
+
+    asm = Assembler()
+    text: list[str] = []
+    finish: str | None = None
+    usage: dict[str, Any] | None = None
+    for event in events:
+        info = asm.feed_chunk(event)
+        text.append(info.text)
+        finish = info.finish_reason or finish
+        usage = usage if info.usage is None else info.usage
+    if interrupted:
+        asm.interrupt("the connection dropped")
+    text.append(asm.text_tail())
+    return DictRun(asm.finish(), "".join(text), finish, usage)
 
 
 def shown(calls: Sequence[Any]) -> list[tuple[Any, ...]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -179,11 +180,7 @@ def _arguments(rng: random.Random, name: str) -> str:
 def generate(seed: int, fmt: str) -> Generated:
     """A well-formed stream in `fmt` built from `seed` alone."""
     rng = random.Random(f"{fmt}/{seed}")
-    calls: list[GenCall] = []
-    for k in range(rng.randint(1, 5)):
-        name = rng.choice(_NAMES)
-        arguments = _arguments(rng, name)
-        calls.append(GenCall(name, f"call_{seed}_{k}", arguments, _split(rng, arguments)))
+    calls = new_calls(rng, seed)
     if fmt == "openai-chat":
         return _chat(rng, seed, calls)
     if fmt == "openai-responses":
@@ -191,7 +188,17 @@ def generate(seed: int, fmt: str) -> Generated:
     return _anthropic(rng, seed, calls)
 
 
-def _texts(rng: random.Random, slots: int) -> list[str]:
+def new_calls(rng: random.Random, seed: int) -> list[GenCall]:
+    """One to five calls: a name, arguments as JSON text and the fragments that carry them."""
+    calls: list[GenCall] = []
+    for k in range(rng.randint(1, 5)):
+        name = rng.choice(_NAMES)
+        arguments = _arguments(rng, name)
+        calls.append(GenCall(name, f"call_{seed}_{k}", arguments, _split(rng, arguments)))
+    return calls
+
+
+def assistant_texts(rng: random.Random, slots: int) -> list[str]:
     """Assistant text before each call and after the last (most slots empty)."""
     return [
         "".join(rng.choice(_WORDS) + " " for _ in range(rng.randint(1, 3)))
@@ -231,7 +238,7 @@ def _chat_chunk(delta: dict[str, Any], finish: str | None = None) -> Event:
 
 
 def _chat(rng: random.Random, seed: int, calls: list[GenCall]) -> Generated:
-    texts = _texts(rng, len(calls) + 1)
+    texts = assistant_texts(rng, len(calls) + 1)
     events: list[Event] = [_chat_chunk({"role": "assistant", "content": None})]
     if rng.random() < 0.3:
         # DeepSeek-style reasoning: not assistant text, not a call.
@@ -294,7 +301,7 @@ def _merge_tool_chunks(rng: random.Random, events: list[Event]) -> list[Event]:
 
 
 def _responses(rng: random.Random, seed: int, calls: list[GenCall]) -> Generated:
-    texts = _texts(rng, len(calls) + 1)
+    texts = assistant_texts(rng, len(calls) + 1)
     resp = {"id": f"resp_{seed}", "object": "response", "created_at": 1, "model": "test-model"}
     events: list[Event] = [
         {"type": "response.created", "response": {**resp, "status": "in_progress", "output": []}},
@@ -464,7 +471,7 @@ def _responses(rng: random.Random, seed: int, calls: list[GenCall]) -> Generated
 
 
 def _anthropic(rng: random.Random, seed: int, calls: list[GenCall]) -> Generated:
-    texts = _texts(rng, len(calls) + 1)
+    texts = assistant_texts(rng, len(calls) + 1)
     events: list[Event] = [anthropic_message_start(f"msg_{seed}")]
     block = 0
 
@@ -586,18 +593,29 @@ def with_fault(gen: Generated, fault: str, rng: random.Random) -> Generated:
         out.notes.append(f"ended after event {i}")
     elif fault == "reset":
         body = gen.body
-        at = rng.choice([*adversarial_points(body), *range(1, len(body))])
-        out.drop_after = at
+        at = out.drop_after = reset_point(body, adversarial_points(body), rng)
         out.notes.append(f"connection reset after {at} bytes")
     elif fault == "provider_error":
-        i = rng.randint(1, len(events) - 1)
-        del events[i:]
-        events.append(json.loads(json.dumps(PROVIDER_ERRORS[gen.fmt])))
+        i = end_with_error(events, PROVIDER_ERRORS[gen.fmt], rng)
         out.done = False
         out.notes.append(f"provider error after event {i}")
     else:
         raise ValueError(fault)
     return out
+
+
+def reset_point(body: bytes, adversarial: Sequence[int], rng: random.Random) -> int:
+    """Where the connection drops: at an adversarial point or after any byte."""
+    return rng.choice([*adversarial, *range(1, len(body))])
+
+
+def end_with_error(events: list[Event], error: Event, rng: random.Random) -> int:
+    """Replace the events from a random one on (never the first) with the provider's error
+    event; returns where they were cut."""
+    i = rng.randint(1, len(events) - 1)
+    del events[i:]
+    events.append(json.loads(json.dumps(error)))
+    return i
 
 
 def _clean_end(gen: Generated) -> list[Event]:
@@ -624,11 +642,15 @@ def _clean_end(gen: Generated) -> list[Event]:
     return [{"type": "response.incomplete", "sequence_number": 10_000, "response": final}]
 
 
-def cuts_for(body: bytes, rng: random.Random) -> list[int]:
-    """Where the server cuts its writes: a mix of adversarial points (inside UTF-8 characters,
-    `data:` and `event:` lines, after backslashes, between the newlines ending an event), a
-    stretch of single bytes, and random points."""
-    adversarial = adversarial_points(body)
+def cuts_for(
+    body: bytes, rng: random.Random, adversarial: Sequence[int] | None = None
+) -> list[int]:
+    """Where the server cuts its writes: a mix of adversarial points (by default inside UTF-8
+    characters, `data:` and `event:` lines, after backslashes, between the newlines ending an
+    event; for a binary body, points inside its frames), a stretch of single bytes, and random
+    points."""
+    if adversarial is None:
+        adversarial = adversarial_points(body)
     cuts = set(rng.sample(adversarial, min(len(adversarial), rng.randint(5, 60))))
     start = rng.randrange(len(body))
     cuts.update(range(start, min(len(body), start + rng.randint(0, 80))))

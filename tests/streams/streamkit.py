@@ -34,6 +34,14 @@ def json_text(value: Any) -> str:
     return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", data)
 
 
+def joined_text(fragments: Iterable[str]) -> str:
+    """The fragments' text as a call carries it: surrogate halves split between fragments
+    paired again, a half left alone written back as its escape."""
+    text = "".join(fragments)
+    text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def sse_body(events: Iterable[Event], fmt: str) -> bytes:
     """Render events as the provider's SSE body (Chat: data-only plus [DONE]; Gemini: data-only;
     others: named), each event's data as `json_text` writes it."""

@@ -29,6 +29,7 @@ from toolwire.stream import aassemble, assemble
 
 from .bedrockkit import (
     USAGE,
+    DictRun,
     assemble_bedrock,
     block_stop,
     converse_events,
@@ -36,6 +37,7 @@ from .bedrockkit import (
     converse_stream,
     event_message,
     eventstream_body,
+    feed_dicts,
     frame_points,
     message_stop,
     metadata,
@@ -67,6 +69,22 @@ def both(server: SSEServer, events: list[dict[str, Any]], split: str = "whole") 
     assert shown(calls) == shown(stream.calls)
     assert asm.chunk_format == stream.format == "bedrock-converse"
     return stream
+
+
+def ended_by(server: SSEServer, events: list[dict[str, Any]], end: str) -> tuple[Any, DictRun]:
+    """`events` ended by an exception event (`exception`), a dropped connection (`drop`) or
+    `messageStop` with the stop reason `end`, through boto3 (cut inside every frame) and as
+    dicts."""
+    drop_after = None
+    if end == "exception":
+        events = [*events, ERROR]
+    elif end == "drop":
+        drop_after = len(eventstream_body(events))
+    else:
+        events = [*events, message_stop(end), metadata()]
+    route = serve(server, events, split="adversarial", drop_after=drop_after)
+    _, stream = assemble_bedrock(route)
+    return stream, feed_dicts(events, interrupted=drop_after is not None)
 
 
 # --- The test encoder -------------------------------------------------------------------------
@@ -238,6 +256,50 @@ def test_an_exception_right_after_a_block_without_input(sse_server: SSEServer) -
     events = [*converse_events([Call("list_files", "")])[:-2], ERROR]
     stream = both(sse_server, events)
     assert [c.error.kind if c.error else None for c in stream.calls] == ["filtered"]
+
+
+@pytest.mark.parametrize(
+    ("end", "kind"),
+    [
+        ("tool_use", None),
+        ("max_tokens", "truncated"),
+        ("exception", "filtered"),
+        ("drop", "truncated"),
+    ],
+)
+def test_a_block_with_only_whitespace_input_is_a_block_without_input(
+    sse_server: SSEServer, end: str, kind: str | None
+) -> None:
+    # Found by the generated corpus: the model began the input with whitespace and was cut
+    # right there, and the block still stopped. The core reads blank arguments as `{}`, so
+    # such a block must wait for the response to go on, as one without input does; ended at
+    # its stop, it ran as a call without parameters after the limit, an exception or a drop.
+    events = [{"messageStart": {"role": "assistant"}}, tool_start(0, WEATHER)]
+    events += [tool_input(0, "\n"), tool_input(0, " \t"), block_stop(0)]
+    stream, run = ended_by(sse_server, events, end)
+    want = [(kind, "" if kind == "truncated" else "{}")]
+    assert [(c.error and c.error.kind, c.arguments) for c in stream.calls] == want
+    assert shown(run.calls) == shown(stream.calls)
+
+
+@pytest.mark.parametrize("stopped", [True, False])
+@pytest.mark.parametrize("end", ["exception", "max_tokens", "drop"])
+def test_a_whole_input_after_whitespace_survives_the_end(
+    sse_server: SSEServer, end: str, stopped: bool
+) -> None:
+    # Found by the generated corpus: `" "` then `" {}"` (a fragment that starts with the whole
+    # text so far, which the core holds as a possible cumulative resend). Decided only at
+    # finish, the value read as blank or incomplete when the stream ended: an exception
+    # stopped the call its block had ended, the limit or a drop cut one that was whole.
+    events = [{"messageStart": {"role": "assistant"}}, tool_start(0, WEATHER)]
+    events += [tool_input(0, " "), tool_input(0, " {}")]
+    if stopped:
+        events.append(block_stop(0))
+    stream, run = ended_by(sse_server, events, end)
+    # An exception stops a call its block had not ended; otherwise the value is whole.
+    kind = "filtered" if end == "exception" and not stopped else None
+    assert [(c.error and c.error.kind, c.arguments) for c in stream.calls] == [(kind, "  {}")]
+    assert shown(run.calls) == shown(stream.calls)
 
 
 @pytest.mark.parametrize("split", ["whole", "adversarial"])

@@ -17,13 +17,14 @@ Design notes:
   missing: the core owns that rule.
 - `toolUse.input` is a string fragment to fold; an object (quirk 23) is the complete value.
   An empty string is no fragment (quirk 26).
-- `contentBlockStop` ends the call. A tool block that stopped with no input at all is a call of
-  a tool without parameters (`{}`, quirk 25), but only if the response goes on normally: its end
-  is held until the next event. If that event says the output limit was reached
-  (`max_tokens`), the call is left open under `limit_reached`, so it is `truncated` and not `{}`
-  (the model was cut before it wrote the input); if it is an exception, or the stream breaks
-  off there, the call is still open when the assembler stops or interrupts it, so boto3's raised
-  `EventStreamError` and the same exception event fed as a dict give the same call.
+- `contentBlockStop` ends the call. A tool block that stopped with no input at all (or only
+  whitespace, which the core reads as none) is a call of a tool without parameters (`{}`,
+  quirk 25), but only if the response goes on normally: its end is held until the next event.
+  If that event says the output limit was reached (`max_tokens`), the call is left open under
+  `limit_reached`, so it is `truncated` and not `{}` (the model was cut before it wrote the
+  input); if it is an exception, or the stream breaks off there, the call is still open when
+  the assembler stops or interrupts it, so boto3's raised `EventStreamError` and the same
+  exception event fed as a dict give the same call.
 - Server-side tools (`toolUse.type == "server_tool_use"`), tool results and images run or live
   on Bedrock's side and are not assembled; `toolUse` deltas at their index are skipped.
 - `stopReason` is reported as sent; `guardrail_intervened` and `content_filtered` (and the other
@@ -95,6 +96,15 @@ def is_converse_event(event: Mapping[object, object]) -> bool:
 
 
 _Key = int | None
+_JSON_WHITESPACE = " \t\n\r"
+
+
+def _has_input(arguments: str | bytes | dict[str, Any] | list[Any]) -> bool:
+    if isinstance(arguments, str):
+        return bool(arguments.strip(_JSON_WHITESPACE))
+    if isinstance(arguments, bytes):
+        return bool(arguments.strip(_JSON_WHITESPACE.encode()))
+    return True
 
 
 class BedrockConverseAdapter:
@@ -106,7 +116,7 @@ class BedrockConverseAdapter:
 
     def __init__(self) -> None:
         """Start with no content blocks seen."""
-        # Open tool blocks, each with whether input was fed to it.
+        # Open tool blocks, each with whether input (more than whitespace) was fed to it.
         self._fed: dict[_Key, bool] = {}
         # Open blocks that are not ours (server-side tools, tool results, images).
         self._hosted: set[_Key] = set()
@@ -197,7 +207,9 @@ class BedrockConverseAdapter:
         if index in self._hosted or arguments is None or arguments == "":
             return
         # Also for a block whose start never came (quirk 32): its stop then ends the call.
-        self._fed[index] = True
+        # Whitespace alone is no input: the model has not begun the value, and the core
+        # completes blank arguments as `{}` just as it does none.
+        self._fed[index] = self._fed.get(index) or _has_input(arguments)
         ordinal = self._utf16.feed(sink, index, arguments=arguments)  # quirks 23, 41
         info.feeds.append(FeedRecord(ordinal, None, None))
 
