@@ -248,6 +248,20 @@ impl State {
                 self.finish = Some(FinishReason::Other);
                 self.gave_up = true;
             }
+            Action::UnreadArguments(index) => {
+                if let Some(ordinal) = assembler.ordinal_of(Some(index)) {
+                    // Fails only after `finish`, which `StreamDecoder` rules out.
+                    let _ = assembler.lose_arguments(
+                        ordinal,
+                        "its arguments were streamed as Vertex AI `partialArgs` pieces, which \
+                         `feed_sse` does not merge (`feed_chunk` does)",
+                    );
+                }
+            }
+            Action::Interrupt(reason) => {
+                // Fails only after `finish`, which `StreamDecoder` rules out.
+                let _ = assembler.interrupt(reason);
+            }
             Action::Done => self.done = true,
             Action::ProviderError(json) => {
                 self.errors
