@@ -1,5 +1,7 @@
 """`toolwire.assemble` over the real google-genai client (Gemini `streamGenerateContent`), sync
-and async, and `feed_chunk` on the same chunks as plain dicts of the REST shape."""
+and async, `feed_sse` on the same bytes cut at adversarial points, and `feed_chunk` on the same
+chunks as plain dicts of the REST shape: the three ways in give the same calls (`assemble_gemini`
+and `assemble_both` check every way on every stream they run)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from toolwire.formats import detect_format
 from toolwire.formats._types import LIMIT_REASONS, STOPPING_REASONS
 from toolwire.toolset import Toolset
 
-from .clients import assemble_async, assemble_gemini, assemble_sync
+from .clients import assemble_async, assemble_both, assemble_gemini, assemble_sync, raw_key
 from .conftest import SSEServer
 from .streamkit import chat_chunk, gemini_call, gemini_chunk, sse_body
 
@@ -320,7 +322,7 @@ def test_connection_drop_between_the_two_parts_of_a_call(sse_server: SSEServer, 
     ]
     body = sse_body(chunks, FMT)
     route = sse_server.register(body, split=split, drop_after=body.index(b"never"))
-    events, stream = assemble_sync(route, FMT)
+    events, stream = assemble_both(route, FMT)
     assert summary(stream.calls) == [("f", {"a": 1}, None), ("g", None, "truncated")]
     assert events[-1].finish_reason is None and stream.transport_error is not None
 
@@ -341,7 +343,7 @@ async def test_connection_drop_async(sse_server: SSEServer, split: str) -> None:
 def test_connection_drop_before_any_call(sse_server: SSEServer) -> None:
     body = sse_body([gemini_chunk({"text": "Let me"}), gemini_chunk({"text": " see"})], FMT)
     route = sse_server.register(body, drop_after=body.index(b" see"))
-    events, stream = assemble_sync(route, FMT)
+    events, stream = assemble_both(route, FMT)
     assert stream.calls == [] and stream.text == "Let me"
     assert isinstance(events[-1], StreamEnded) and events[-1].finish_reason is None
 
@@ -352,7 +354,7 @@ def test_error_chunk_mid_stream(sse_server: SSEServer, complete: bool) -> None:
     body = sse_body([gemini_chunk(first)], FMT) + (
         b'data: {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}\n\n'
     )
-    events, stream = assemble_sync(sse_server.register(body), FMT)
+    events, stream = assemble_both(sse_server.register(body), FMT)
     assert isinstance(stream.transport_error, genai_errors.APIError)
     # The provider gave up on the answer: even a whole call does not run.
     assert [(c.name, c.error.kind if c.error else None, c.ok) for c in stream.calls] == [
@@ -404,7 +406,8 @@ PIECES = (
 
 def test_streamed_argument_pieces_make_one_call(sse_server: SSEServer, split: str) -> None:
     chunks = _streamed(*PIECES)
-    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
+    # Only `feed_chunk` merges the pieces (see the raw SSE tests below).
+    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks, raw=False)
     assert summary(stream.calls) == [
         (
             "get_weather",
@@ -422,7 +425,7 @@ def test_streamed_argument_pieces_make_one_call(sse_server: SSEServer, split: st
 
 def test_streamed_arguments_cut_before_their_last_piece(sse_server: SSEServer, split: str) -> None:
     chunks = _streamed(*PIECES[:2], end=False)
-    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
+    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks, raw=False)
     (call,) = stream.calls
     # Never `{}` nor the pieces so far as if they were whole.
     assert call.error is not None and call.error.kind == "truncated" and not call.ok
@@ -603,3 +606,75 @@ async def test_streamed_arguments_cut_by_a_dropped_connection(sse_server: SSESer
     (call,) = stream.calls
     assert call.error is not None and call.error.kind == "truncated" and not call.ok
     assert stream.transport_error is not None and events[-1].finish_reason is None
+
+
+# --- The raw SSE path where it cannot be the adapter's twin ------------------------------------
+
+
+def _via_sse(body: bytes) -> tuple[Assembler, list[Any]]:
+    asm = Assembler()
+    for i in range(len(body)):
+        asm.feed_sse(body[i : i + 1])
+    return asm, asm.finish()
+
+
+@pytest.mark.parametrize("end", [True, False])
+def test_raw_sse_never_gives_a_value_for_streamed_arguments(end: bool) -> None:
+    # `feed_sse` does not merge Vertex AI's `partialArgs` pieces: the call keeps its place,
+    # name, id and signature and ends `lost_event` (never runs); the calls around it agree.
+    chunks = [
+        gemini_chunk(gemini_call("list_files", {})),
+        *_streamed(*PIECES, end=end)[:-1],
+        gemini_chunk(gemini_call("get_time", {"tz": "UTC"}), finish="STOP"),
+    ]
+    chunks[1]["candidates"][0]["content"]["parts"][0]["thoughtSignature"] = "c2ln"
+    dicts, _ = feed_dicts(chunks)
+    raw_asm, raw = _via_sse(sse_body(chunks, FMT))
+    assert raw_asm.format == FMT
+    assert [(c.ordinal, c.index, c.name, c.id, c.metadata) for c in raw] == [
+        (c.ordinal, c.index, c.name, c.id, c.metadata) for c in dicts
+    ]
+    assert raw_key([raw[0], raw[2]]) == raw_key([dicts[0], dicts[2]])
+    assert dicts[1].error is None if end else dicts[1].error is not None
+    streamed = raw[1]
+    assert streamed.error is not None and streamed.error.kind == "lost_event" and not streamed.ok
+    assert "partialArgs" in streamed.error.message
+
+
+def test_raw_sse_reads_a_body_without_a_finish_reason_as_broken() -> None:
+    # A name-only call with no finish reason after it: the body broke off, as `assemble` reads
+    # a dropped connection; `feed_chunk` leaves that to its caller (`interrupt`).
+    chunks = [gemini_chunk(gemini_call("f", {"a": 1})), gemini_chunk(gemini_call("g"))]
+    _, raw = _via_sse(sse_body(chunks, FMT))
+    asm = Assembler()
+    for chunk in chunks:
+        asm.feed_chunk(chunk)
+    asm.interrupt("the connection dropped")
+    assert summary(raw) == [("f", {"a": 1}, None), ("g", None, "truncated")]
+    assert raw_key(raw) == raw_key(asm.finish())
+
+
+def test_raw_sse_keeps_number_lexemes_as_sent() -> None:
+    # The one place where the argument text may differ: `feed_chunk` gets the numbers that
+    # `json.loads` made and `json.dumps` writes them again; the raw path keeps them as sent.
+    body = (
+        b'data: {"candidates":[{"content":{"parts":[{"functionCall":{"name":"f",'
+        b'"args":{"x": 1e5, "y": 1.50, "z": -0.0, "s": "\\u00e9"}}}]},"finishReason":"STOP"}]}\n\n'
+    )
+    (raw,) = _via_sse(body)[1]
+    (dicts,) = feed_dicts([json.loads(body[len(b"data: ") :])])[0]
+    assert raw.arguments == '{"x":1e5,"y":1.50,"z":-0.0,"s":"é"}'
+    assert dicts.arguments == '{"x":100000.0,"y":1.5,"z":-0.0,"s":"é"}'
+    assert raw.value == dicts.value and raw.ok and dicts.ok
+
+
+def test_raw_sse_skips_a_line_that_is_not_json() -> None:
+    # google-genai raises at such a line (a broken stream: `truncated`, see above); `feed_sse`
+    # skips the event and reads on, and a call it may have carried part of ends `lost_event`.
+    body = sse_body([gemini_chunk(gemini_call("f", {"a": 1}), gemini_call("g"))], FMT)
+    asm, calls = _via_sse(body + b"data: {oops\n\n")
+    assert [(c.name, c.error.kind if c.error else None) for c in calls] == [
+        ("f", None),
+        ("g", "lost_event"),
+    ]
+    assert [kind for kind, _, _ in asm.stream_errors()] == ["malformed_event"]
