@@ -1767,15 +1767,71 @@ fn gemini_only_candidate_zero_is_assembled() {
 }
 
 #[test]
-fn gemini_streamed_partial_arguments_are_never_a_silent_value() {
+fn gemini_streamed_partial_arguments_are_merged() {
     let o = run_gemini("gemini_partial_args.sse");
-    // The pieces are not merged on this path: the call keeps its place and name and ends
-    // `lost_event`; the call after it is read as usual.
     assert_eq!(o.calls.len(), 2);
-    assert_eq!(o.call(0).name.as_deref(), Some("get_weather"));
-    assert_eq!(o.call(0).error, Some(ErrorKind::LostEvent));
+    // Numbers as Python writes them: `3.0` sent as a protobuf double is the integer 3.
+    ok(
+        o.call(0),
+        "get_weather",
+        r#"{"city":"東京 🌸","days":3,"units":{"temp unit":"C"},"ratio":1e-07,"tags":["a",true],"extra":null}"#,
+    );
+    assert_eq!(signature(o.call(0)), Some(r#""c2ln""#));
     ok(o.call(1), "get_time", r#"{"tz":"UTC"}"#);
     assert_eq!(o.call(1).index, Some(1));
+}
+
+/// A Gemini body of one chunk per `functionCall` part, the last chunk with `finish`.
+fn gemini_body(calls: &[&str], finish: Option<&str>) -> Vec<u8> {
+    let mut body = String::new();
+    for (i, call) in calls.iter().enumerate() {
+        let reason = match finish {
+            Some(r) if i + 1 == calls.len() => format!(",\"finishReason\":\"{r}\""),
+            _ => String::new(),
+        };
+        body.push_str(&format!(
+            "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"functionCall\":{call}}}]}}{reason}}}]}}\n\n"
+        ));
+    }
+    body.into_bytes()
+}
+
+#[test]
+fn gemini_streamed_arguments_cut_or_broken_never_run() {
+    let open = r#"{"name":"f","willContinue":true}"#;
+    let city = r#"{"partialArgs":[{"jsonPath":"$.city","stringValue":"Par","willContinue":true}],"willContinue":true}"#;
+    // Cut by the output limit, and by the end of the body: what came, without its brace.
+    for finish in [Some("MAX_TOKENS"), None] {
+        let o = run(&gemini_body(&[open, city], finish));
+        assert_eq!(o.call(0).args, r#"{"city":"Par""#, "{finish:?}");
+        assert_eq!(o.call(0).error, Some(ErrorKind::Truncated), "{finish:?}");
+    }
+    // Pieces that do not make one object.
+    for bad in [
+        r#"{"partialArgs":[{"jsonPath":"$.city","stringValue":"x"},{"jsonPath":"$.city.inner","boolValue":true}]}"#,
+        r#"{"partialArgs":[{"jsonPath":"$.list[3]","stringValue":"gap"}]}"#,
+        r#"{"partialArgs":[{"jsonPath":"city","stringValue":"no root"}]}"#,
+        r#"{"partialArgs":[{"jsonPath":"$","stringValue":"not an object"}]}"#,
+        r#"{"partialArgs":[{"jsonPath":"$.a","stringValue":"x"}],"args":{"a":1}}"#,
+    ] {
+        let o = run(&gemini_body(&[open, bad], Some("STOP")));
+        assert_eq!(o.call(0).error, Some(ErrorKind::MixedArguments), "{bad}");
+    }
+    // Values Python reads where this path cannot follow: never a guess.
+    for unread in [
+        r#"{"partialArgs":[{"jsonPath":"$.a","stringValue":"\ud800"}]}"#,
+        r#"{"partialArgs":[{"jsonPath":"$[\"\\udc00\"]","stringValue":"x"}]}"#,
+        r#"{"partialArgs":[{"jsonPath":"$.\udc00","stringValue":"x"}]}"#,
+        "{\"partialArgs\":[{\"jsonPath\":\"$.a[\u{661}]\",\"stringValue\":\"x\"}]}",
+        r#"{"partialArgs":[],"args":{"a":1e400}}"#,
+    ] {
+        let o = run(&gemini_body(
+            &[open, unread, r#"{"name":"g","args":{}}"#],
+            Some("STOP"),
+        ));
+        assert_eq!(o.call(0).error, Some(ErrorKind::LostEvent), "{unread}");
+        ok(o.call(1), "g", "{}");
+    }
 }
 
 #[test]

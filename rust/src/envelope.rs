@@ -48,6 +48,7 @@ use serde_json::value::RawValue;
 use crate::assembler::{Arguments, Delta};
 
 mod gemini;
+mod partial_args;
 
 /// The wire format of an event stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -215,8 +216,9 @@ pub enum Action<'a> {
     /// must not run, the finish reason is `error` whatever comes after, and a call that still
     /// starts later is stopped too (an SDK raises at the error and never shows it).
     GaveUp,
-    /// Gemini: the call at this wire key streams its arguments as Vertex AI `partialArgs`
-    /// pieces, which this path does not merge: the call ends `lost_event` and never runs.
+    /// Gemini: the Vertex AI `partialArgs` pieces of the call at this wire key hold a value
+    /// this path cannot read exactly as `feed_chunk` does: the call ends `lost_event` and
+    /// never runs.
     UnreadArguments(i64),
     /// Gemini: the body ended before the answer did (no finish reason after the last call):
     /// a call still without arguments was cut off, as after a dropped connection.

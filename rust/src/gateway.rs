@@ -253,8 +253,9 @@ impl State {
                     // Fails only after `finish`, which `StreamDecoder` rules out.
                     let _ = assembler.lose_arguments(
                         ordinal,
-                        "its arguments were streamed as Vertex AI `partialArgs` pieces, which \
-                         `feed_sse` does not merge (`feed_chunk` does)",
+                        "its Vertex AI `partialArgs` hold a value `feed_sse` cannot read as \
+                         Python does (a lone surrogate, an infinite number, a non-ASCII digit \
+                         in a path)",
                     );
                 }
             }

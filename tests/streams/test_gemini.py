@@ -6,6 +6,9 @@ and `assemble_both` check every way on every stream they run)."""
 from __future__ import annotations
 
 import json
+import math
+import random
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +52,20 @@ def feed_dicts(chunks: list[dict[str, Any]]) -> tuple[list[Any], Assembler]:
     for chunk in chunks:
         asm.feed_chunk(chunk)
     return asm.finish(), asm
+
+
+def feed_dicts_and_sse(chunks: list[dict[str, Any]]) -> list[Any]:
+    """`feed_chunk` on the dicts and `feed_sse` on their body byte by byte: the same calls."""
+    calls, dicts = feed_dicts(chunks)
+    raw = Assembler()
+    body = sse_body(chunks, FMT)
+    for i in range(len(body)):
+        raw.feed_sse(body[i : i + 1])
+    raw_calls = raw.finish()
+    assert raw_key(raw_calls) == raw_key(calls)
+    assert [c.metadata for c in raw_calls] == [c.metadata for c in calls]
+    assert raw.format == dicts.chunk_format == FMT
+    return calls
 
 
 PARALLEL = [
@@ -406,8 +423,7 @@ PIECES = (
 
 def test_streamed_argument_pieces_make_one_call(sse_server: SSEServer, split: str) -> None:
     chunks = _streamed(*PIECES)
-    # Only `feed_chunk` merges the pieces (see the raw SSE tests below).
-    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks, raw=False)
+    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
     assert summary(stream.calls) == [
         (
             "get_weather",
@@ -425,7 +441,7 @@ def test_streamed_argument_pieces_make_one_call(sse_server: SSEServer, split: st
 
 def test_streamed_arguments_cut_before_their_last_piece(sse_server: SSEServer, split: str) -> None:
     chunks = _streamed(*PIECES[:2], end=False)
-    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks, raw=False)
+    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
     (call,) = stream.calls
     # Never `{}` nor the pieces so far as if they were whole.
     assert call.error is not None and call.error.kind == "truncated" and not call.ok
@@ -446,7 +462,7 @@ def test_streamed_arguments_cut_before_their_last_piece(sse_server: SSEServer, s
     ],
 )
 def test_streamed_pieces_that_do_not_merge_are_an_error(bad: list[dict[str, Any]]) -> None:
-    calls, _ = feed_dicts(_streamed(bad))
+    calls = feed_dicts_and_sse(_streamed(bad))
     assert [(c.name, c.error.kind if c.error else None, c.ok) for c in calls] == [
         ("get_weather", "mixed_arguments", False)
     ]
@@ -454,7 +470,7 @@ def test_streamed_pieces_that_do_not_merge_are_an_error(bad: list[dict[str, Any]
 
 def test_streamed_pieces_after_a_name_only_part() -> None:
     # A name-only part (quirk 33) whose arguments then stream as pieces.
-    calls, _ = feed_dicts(
+    calls = feed_dicts_and_sse(
         [
             gemini_chunk(gemini_call("f")),
             gemini_chunk(
@@ -618,27 +634,78 @@ def _via_sse(body: bytes) -> tuple[Assembler, list[Any]]:
     return asm, asm.finish()
 
 
-@pytest.mark.parametrize("end", [True, False])
-def test_raw_sse_never_gives_a_value_for_streamed_arguments(end: bool) -> None:
-    # `feed_sse` does not merge Vertex AI's `partialArgs` pieces: the call keeps its place,
-    # name, id and signature and ends `lost_event` (never runs); the calls around it agree.
-    chunks = [
-        gemini_chunk(gemini_call("list_files", {})),
-        *_streamed(*PIECES, end=end)[:-1],
-        gemini_chunk(gemini_call("get_time", {"tz": "UTC"}), finish="STOP"),
+def _one_streamed(*pieces: dict[str, Any], **fields: Any) -> list[dict[str, Any]]:
+    return [
+        gemini_chunk(gemini_call("f", willContinue=True)),
+        gemini_chunk(gemini_call(None, partialArgs=list(pieces), **fields)),
+        gemini_chunk(gemini_call("g", {}), finish="STOP"),
     ]
-    chunks[1]["candidates"][0]["content"]["parts"][0]["thoughtSignature"] = "c2ln"
-    dicts, _ = feed_dicts(chunks)
-    raw_asm, raw = _via_sse(sse_body(chunks, FMT))
+
+
+def _floats() -> list[float]:
+    rng = random.Random(33)
+    values = [
+        0.0,
+        -0.0,
+        0.1,
+        1.5,
+        1e-4,
+        1e-5,
+        1e15,
+        1e16,
+        1e22,
+        2.0**53,
+        5e-324,
+        1.7976931348623157e308,
+    ]
+    values += [rng.uniform(-1e6, 1e6) for _ in range(100)]
+    values += [10.0 ** rng.uniform(-30, 30) for _ in range(100)]
+    bits = (struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0] for _ in range(400))
+    values += [f for f in bits if math.isfinite(f)][:150]
+    return values
+
+
+def test_streamed_numbers_are_written_as_python_writes_them() -> None:
+    # The raw path merges `partialArgs` itself, and writes the numbers as `json.dumps` writes
+    # those `json.loads` made: integral doubles below 2^53 as integers, other floats with
+    # Python's `repr`, in pieces and in `args` next to them.
+    floats = _floats()
+    pieces = [{"jsonPath": f"$.n[{i}]", "numberValue": f} for i, f in enumerate(floats)]
+    args = {f"a{i}": f for i, f in enumerate(floats)}
+    calls = feed_dicts_and_sse(_one_streamed(*pieces, args=args))
+    assert calls[0].ok and calls[1].ok
+
+
+@pytest.mark.parametrize(
+    ("pieces", "args"),
+    [
+        # A lone surrogate (a str holds it, no Rust string does), in a value and in a path.
+        ([{"jsonPath": "$.a", "stringValue": "\ud800"}], None),
+        ([{"jsonPath": "$['\\udc00']", "stringValue": "x"}], None),
+        # Python's `\d` takes a non-ASCII digit as an index.
+        ([{"jsonPath": "$.a[\u0661]", "stringValue": "x"}], None),
+        # An infinite float next to the pieces: `json.dumps` writes `Infinity`.
+        ([], {"a": "INFINITY"}),
+    ],
+)
+def test_raw_sse_never_guesses_streamed_arguments(
+    pieces: list[dict[str, Any]], args: dict[str, Any] | None
+) -> None:
+    # Where Python reads a piece in a way Rust cannot follow, the call ends `lost_event` on the
+    # raw path (never runs) and keeps its place, name and id; the calls around it agree.
+    fields = {} if args is None else {"args": args}
+    chunks = _one_streamed(*pieces, **fields)
+    body = sse_body(chunks, FMT).replace(b'"INFINITY"', b"1e400")
+    raw_asm, raw = _via_sse(body)
+    dicts, _ = feed_dicts([json.loads(line[len(b"data: ") :]) for line in body.split(b"\n\n")[:-1]])
     assert raw_asm.format == FMT
-    assert [(c.ordinal, c.index, c.name, c.id, c.metadata) for c in raw] == [
-        (c.ordinal, c.index, c.name, c.id, c.metadata) for c in dicts
+    assert [(c.ordinal, c.index, c.name, c.id) for c in raw] == [
+        (c.ordinal, c.index, c.name, c.id) for c in dicts
     ]
-    assert raw_key([raw[0], raw[2]]) == raw_key([dicts[0], dicts[2]])
-    assert dicts[1].error is None if end else dicts[1].error is not None
-    streamed = raw[1]
-    assert streamed.error is not None and streamed.error.kind == "lost_event" and not streamed.ok
-    assert "partialArgs" in streamed.error.message
+    assert raw_key([raw[1]]) == raw_key([dicts[1]])
+    (first,) = raw[:1]
+    assert first.error is not None and first.error.kind == "lost_event" and not first.ok
+    assert "partialArgs" in first.error.message
 
 
 def test_raw_sse_reads_a_body_without_a_finish_reason_as_broken() -> None:

@@ -25,11 +25,12 @@
 //!   `-0.0`, where Python writes `1.0`, `100000.0`, `-0.0` after `json.loads`; `1e5` and `1E5`
 //!   differ), and repeated keys, kept (the scanner reports `duplicate_key`, where `json.loads`
 //!   keeps the last). A string `args` is argument text, a scalar its JSON text.
-//! - Vertex AI's streamed arguments (`partialArgs` pieces, `willContinue`) are not merged here:
-//!   the adapter merges JSON Path pieces into Python values and writes floats with Python's
-//!   `repr`, which this path would have to reproduce bit for bit. Such a call keeps its key,
-//!   name, id and signature, and ends `lost_event` (never runs) with a message that says why;
-//!   `feed_chunk` reads those streams.
+//! - Vertex AI's streamed arguments (`partialArgs` pieces, `willContinue`) are merged as the
+//!   adapter merges them (`partial_args.rs`) and fed when the call closes, or cut (`truncated`)
+//!   by the limit, another call or the end of the body; pieces that do not make one object end
+//!   it `mixed_arguments`. A piece that Python reads where Rust cannot follow (a lone
+//!   surrogate, an infinite number in `args`, a non-ASCII digit in a path) is never guessed:
+//!   that call ends `lost_event` and never runs.
 //! - Thought signatures (quirk 31) go to the call of their part, else (a signature-only part) to
 //!   the last call while no text came after it, else to the next call; as metadata
 //!   `thought_signature`, the JSON text of the base64 string.
@@ -40,6 +41,7 @@ use memchr::memchr;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::partial_args::{Merge, Piece, Streamed};
 use super::{
     args, call, canonical, decode_owned, json_string, raw_str, string, Action, Arguments, Decoder,
     Envelope, EventError, Few, FinishReason,
@@ -135,19 +137,37 @@ struct PromptFeedback<'a> {
 /// to make it smaller would allocate for every part.
 #[allow(clippy::large_enum_variant)]
 enum Item<'a> {
-    /// A part, with its `functionCall` if it has one.
-    Part(Part<'a>, Option<FunctionCall<'a>>),
+    /// A part, with its `functionCall` if it has one, and that call's `partialArgs` if they
+    /// are a list (a piece that is no object is `None`).
+    Part(
+        Part<'a>,
+        Option<FunctionCall<'a>>,
+        Option<Vec<Option<Piece<'a>>>>,
+    ),
     /// The end of a candidate's parts, with its finish reason.
     Finish(Option<&'a RawValue>),
 }
 
 /// A call that may still receive arguments from a later part.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct Open {
     key: i64,
-    /// Its arguments stream as `partialArgs` pieces (not read here); else it is a name-only
-    /// part waiting for an args-only one (quirk 33).
-    streamed: bool,
+    /// Arguments streamed as `partialArgs` pieces, merged so far; `None` for a name-only part
+    /// waiting for an args-only one (quirk 33).
+    value: Option<Box<Streamed>>,
+    /// A piece held what this path cannot read exactly: the call is `lost_event`, and nothing
+    /// more is fed for it.
+    unread: bool,
+}
+
+impl Open {
+    fn new(key: i64) -> Self {
+        Self {
+            key,
+            value: None,
+            unread: false,
+        }
+    }
 }
 
 /// Per-stream Gemini state: the adapter's `_State`.
@@ -265,13 +285,57 @@ impl GeminiState {
     /// name-only part is a function without parameters.
     fn settle<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
         if let Some(open) = self.open.take() {
-            if open.streamed {
-                // The adapter feeds the pieces so far here; this path fed none (`lost_event`).
-                self.feeds += 1;
-            } else {
+            if open.value.is_none() {
                 self.feed(emit, args(Some(open.key), Arguments::Value(b"{}")));
+            } else {
+                self.cut_call(open, emit);
             }
         }
+    }
+
+    /// A streamed call still waiting for pieces is cut where it is.
+    fn cut<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
+        if self.open.as_ref().is_some_and(|o| o.value.is_some()) {
+            if let Some(open) = self.open.take() {
+                self.cut_call(open, emit);
+            }
+        }
+    }
+
+    /// Feed the merged pieces of a streamed call whose last piece came.
+    fn close<F: FnMut(Action<'_>)>(&mut self, open: Open, emit: &mut F) {
+        if open.unread {
+            self.feeds += 1;
+            return;
+        }
+        let text = open
+            .value
+            .as_ref()
+            .map_or_else(|| "{}".to_owned(), |v| v.text());
+        self.feed(
+            emit,
+            args(Some(open.key), Arguments::Value(text.as_bytes())),
+        );
+        if open.value.is_some_and(|v| v.broken) {
+            // Pieces that do not make one object: text after an object value is the core's
+            // `mixed_arguments`, so the call never runs.
+            self.feed(emit, args(Some(open.key), Arguments::Text(b"?")));
+        }
+    }
+
+    /// Feed a streamed call's pieces so far without its closing brace: `truncated`.
+    fn cut_call<F: FnMut(Action<'_>)>(&mut self, open: Open, emit: &mut F) {
+        let broken = open.value.as_ref().is_some_and(|v| v.broken);
+        if open.unread || broken {
+            self.close(open, emit);
+            return;
+        }
+        let text = open.value.as_ref().map_or_else(String::new, |v| v.text());
+        let cut = text.len().saturating_sub(1);
+        self.feed(
+            emit,
+            args(Some(open.key), Arguments::Text(&text.as_bytes()[..cut])),
+        );
     }
 }
 
@@ -305,11 +369,21 @@ impl Decoder {
                 let Some(part) = object::<Part<'_>>(Some(part))? else {
                     continue;
                 };
-                let call = match part.function_call {
+                let call: Option<FunctionCall<'_>> = match part.function_call {
                     Some(raw) => Some(object(Some(raw))?.unwrap_or_default()),
                     None => None,
                 };
-                items.push(Item::Part(part, call));
+                let pieces = match call.as_ref().and_then(|c| c.partial_args) {
+                    Some(raw) if raw.get().starts_with('[') => Some(
+                        list(Some(raw))?
+                            .as_slice()
+                            .iter()
+                            .map(|p| object::<Piece<'_>>(Some(p)))
+                            .collect::<Result<Vec<_>, _>>()?,
+                    ),
+                    _ => None,
+                };
+                items.push(Item::Part(part, call, pieces));
             }
             items.push(Item::Finish(candidate.finish_reason));
         }
@@ -337,7 +411,10 @@ impl Decoder {
         }
         for item in &items {
             match item {
-                Item::Part(part, call) => self.gemini_part(&mut st, part, call.as_ref(), emit),
+                Item::Part(part, call, pieces) => {
+                    let call = call.as_ref().map(|c| (c, pieces.as_deref()));
+                    self.gemini_part(&mut st, part, call, emit);
+                }
                 Item::Finish(raw) => self.gemini_finish(&mut st, *raw, emit),
             }
         }
@@ -357,14 +434,17 @@ impl Decoder {
         }
     }
 
-    /// End of body: a name-only call still open means no finish reason came after it.
+    /// End of body: a streamed call still waiting for pieces is cut there (the adapter's
+    /// `flush`); a name-only call still open means no finish reason came after it.
     pub(super) fn gemini_finish_stream<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
-        if let Some(open) = self.gemini.as_mut().and_then(|st| st.open.take()) {
-            if !open.streamed {
-                emit(Action::Interrupt(
-                    "the body ended before the answer finished",
-                ));
-            }
+        let Some(st) = self.gemini.as_mut() else {
+            return;
+        };
+        st.cut(emit);
+        if st.open.take().is_some() {
+            emit(Action::Interrupt(
+                "the body ended before the answer finished",
+            ));
         }
     }
 
@@ -372,12 +452,12 @@ impl Decoder {
         &mut self,
         st: &mut GeminiState,
         part: &Part<'_>,
-        call: Option<&FunctionCall<'_>>,
+        call: Option<(&FunctionCall<'_>, Option<&[Option<Piece<'_>>]>)>,
         emit: &mut F,
     ) {
         let signature = signature(part.thought_signature);
-        if let Some(call) = call {
-            self.gemini_call(st, call, signature, emit);
+        if let Some((call, pieces)) = call {
+            self.gemini_call(st, call, pieces, signature, emit);
             return;
         }
         if part.thought.is_some_and(|t| t.get() == "true") {
@@ -409,6 +489,7 @@ impl Decoder {
         &mut self,
         st: &mut GeminiState,
         fc: &FunctionCall<'_>,
+        pieces: Option<&[Option<Piece<'_>>]>,
         mut signature: Option<Cow<'_, str>>,
         emit: &mut F,
     ) {
@@ -416,27 +497,25 @@ impl Decoder {
         let name = name.as_deref().filter(|s| !s.is_empty());
         let id = string(fc.id);
         let id = id.as_deref().filter(|s| !s.is_empty());
-        let pieces = fc.partial_args.is_some_and(|p| p.get().starts_with('['));
         let more = fc.will_continue.is_some_and(|w| w.get() == "true");
-        let mut opened = st.open;
-        let key = match opened {
+        let (key, opened) = match st.open.take() {
             Some(open) if name.is_none() => {
                 // The next part of the open call: its arguments (quirk 33) or pieces.
                 if id.is_some() {
                     st.feed(emit, call(Some(open.key), id, None, None, None, None));
                 }
-                open.key
+                (open.key, Some(open))
             }
-            _ => {
+            other => {
+                st.open = other;
                 st.settle(emit);
-                opened = None;
                 let key = st.next_key;
                 st.next_key = st.next_key.saturating_add(1);
                 st.feed(emit, call(Some(key), id, name, None, None, None));
                 if signature.is_none() {
                     signature = st.held.take().map(Cow::Owned);
                 }
-                key
+                (key, None)
             }
         };
         st.held = None;
@@ -448,25 +527,33 @@ impl Decoder {
                 json,
             });
         }
-        let streamed = opened.is_some_and(|o| o.streamed);
-        if more || pieces || streamed {
-            if !streamed {
-                emit(Action::UnreadArguments(key));
+        let streamed = opened.as_ref().is_some_and(|o| o.value.is_some());
+        if more || pieces.is_some() || streamed {
+            let mut open = opened.unwrap_or_else(|| Open::new(key));
+            if !open.unread && (pieces.is_some() || fc.args.is_some()) {
+                let value = open.value.get_or_insert_with(Box::default);
+                let mut merged = pieces.map_or(Merge::Done, |p| value.merge(p));
+                if let (false, Some(raw)) = (merged == Merge::Unread, fc.args) {
+                    merged = value.merge_object(raw);
+                }
+                if merged == Merge::Unread {
+                    open.unread = true;
+                    emit(Action::UnreadArguments(key));
+                }
             }
-            st.open = more.then_some(Open {
-                key,
-                streamed: true,
-            });
+            if more {
+                st.open = Some(open);
+            } else {
+                st.close(open, emit);
+            }
         } else if let Some(raw) = fc.args {
-            st.open = None;
             st.feeds += 1;
             self.gemini_arguments(key, raw, emit);
         } else if opened.is_none() && name.is_some() {
             // A name and no arguments: they may follow in the next part (quirk 33).
-            st.open = Some(Open {
-                key,
-                streamed: false,
-            });
+            st.open = Some(Open::new(key));
+        } else {
+            st.open = opened;
         }
     }
 
@@ -503,10 +590,10 @@ impl Decoder {
             });
             emit(Action::Stop(&raw));
         } else if normalized == FinishReason::Length {
-            // A name-only call is left without arguments, which the limit makes `truncated`.
-            if st.open.take().is_some_and(|o| o.streamed) {
-                st.feeds += 1;
-            }
+            // Pieces still streaming are cut where they are; a name-only call is left without
+            // arguments, which the limit makes `truncated`.
+            st.cut(emit);
+            st.open = None;
             emit(Action::Finish {
                 raw: &raw,
                 reason: normalized,
