@@ -1560,6 +1560,331 @@ fn every_quirk_fixture_has_a_test() {
 }
 
 // =============================================================================================
+// Gemini (`streamGenerateContent?alt=sse`, data-only `GenerateContentResponse` chunks)
+
+/// A Gemini fixture, checked at every split point of the body into two pieces (the other
+/// fixture tests take every seventh) as well as byte by byte.
+fn run_gemini(name: &str) -> Outcome {
+    let body = fixture(name);
+    let whole = run_fixture(name);
+    for cut in 0..=body.len() {
+        assert_eq!(
+            run_chunks([&body[..cut], &body[cut..]]),
+            whole,
+            "{name} cut at {cut}"
+        );
+    }
+    assert_eq!(whole.format, Some(Format::Gemini), "{name}");
+    assert_eq!(Format::Gemini.as_str(), "gemini");
+    whole
+}
+
+fn signature(c: &Call) -> Option<&str> {
+    c.metadata
+        .iter()
+        .find(|(k, _)| k == "thought_signature")
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn gemini_calls_text_and_thought_signatures() {
+    let o = run_gemini("gemini_calls_text_signatures.sse");
+    let calls: Vec<_> = o
+        .calls
+        .iter()
+        .map(|c| {
+            (
+                c.ordinal,
+                c.index,
+                c.name.as_deref(),
+                c.args.as_str(),
+                c.error,
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (
+                0,
+                Some(0),
+                Some("get_weather"),
+                r#"{"city":"東京","note":"晴れ 🌸 \"quoted\" \\ back"}"#,
+                None
+            ),
+            (
+                1,
+                Some(1),
+                Some("get_weather"),
+                r#"{"city":"Rome","days":3}"#,
+                None
+            ),
+            (
+                2,
+                Some(2),
+                Some("get_time"),
+                r#"{"tz":"Europe/Rome"}"#,
+                None
+            ),
+            // A name-only part that another call follows: a function without parameters.
+            (3, Some(3), Some("list_files"), "{}", None),
+            // Quirk 33: the args-only part after a name-only one is the same call.
+            (4, Some(4), Some("refresh"), r#"{"force":true}"#, None),
+            // Settled by the natural end.
+            (5, Some(5), Some("ping"), "{}", None),
+        ]
+    );
+    assert_eq!(o.call(4).id.as_deref(), Some("call-9"));
+    // A signature-only part before any call waits for the next call, but text came between;
+    // a call's own; a signature-only part after a call; on the second part of quirk 33; a
+    // thought's and a text's are their own.
+    let signatures: Vec<_> = o.calls.iter().map(signature).collect();
+    assert_eq!(
+        signatures,
+        [
+            None,
+            Some(r#""c2Vjb25k""#),
+            Some(r#""dGhpcmQ=""#),
+            None,
+            Some(r#""Zm91cnRo""#),
+            None
+        ]
+    );
+    // Thought parts are not text.
+    assert_eq!(o.text, "Let me check 東京 and 🌸 Rome.Done.");
+    assert_eq!(o.finish_raw.as_deref(), Some("STOP"));
+    // STOP with calls (quirk 34): the calls decide.
+    assert_eq!(o.finish, Some(FinishReason::Stop));
+    let usage: serde_json::Value =
+        serde_json::from_str(o.usage.as_deref().unwrap_or("null")).expect("usage is JSON");
+    assert_eq!(
+        usage,
+        serde_json::json!({"promptTokenCount": 12, "candidatesTokenCount": 31, "totalTokenCount": 42})
+    );
+    assert!(o.errors.is_empty(), "{:?}", o.errors);
+    assert!(!o.done, "Gemini has no end-of-stream marker");
+}
+
+#[test]
+fn gemini_output_limit_truncates_a_name_only_call() {
+    let o = run_gemini("gemini_max_tokens.sse");
+    ok(o.call(0), "f", r#"{"a":1}"#);
+    assert_eq!(o.call(1).name.as_deref(), Some("g"));
+    assert_eq!(o.call(1).error, Some(ErrorKind::Truncated));
+    assert_eq!(o.finish, Some(FinishReason::Length));
+    assert_eq!(o.finish_raw.as_deref(), Some("MAX_TOKENS"));
+}
+
+#[test]
+fn gemini_safety_stops_every_call() {
+    let o = run_gemini("gemini_safety.sse");
+    let kinds: Vec<_> = o.calls.iter().map(|c| c.error).collect();
+    assert_eq!(
+        kinds,
+        [Some(ErrorKind::Filtered), Some(ErrorKind::Filtered)]
+    );
+    assert_eq!(o.finish, Some(FinishReason::ContentFilter));
+}
+
+#[test]
+fn gemini_own_abort_reasons_stop_calls() {
+    for reason in [
+        "MALFORMED_FUNCTION_CALL",
+        "UNEXPECTED_TOOL_CALL",
+        "MISSING_THOUGHT_SIGNATURE",
+        "MALFORMED_RESPONSE",
+        "OTHER",
+        "IMAGE_OTHER",
+        "RECITATION",
+        "SPII",
+    ] {
+        let body = format!(
+            "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"functionCall\":{{\"name\":\"f\",\"args\":{{}}}}}}]}},\"finishReason\":\"{reason}\"}}]}}\n\n"
+        );
+        let o = run(body.as_bytes());
+        assert_eq!(o.call(0).error, Some(ErrorKind::Filtered), "{reason}");
+        assert_eq!(o.finish_raw.as_deref(), Some(reason));
+    }
+    // `FINISH_REASON_UNSPECIFIED` is no reason: a name-only call before it still waits (and the
+    // body ending there broke it off).
+    for (reason, want) in [
+        ("STOP", None),
+        ("TOO_MANY_TOOL_CALLS", None),
+        ("FINISH_REASON_UNSPECIFIED", Some(ErrorKind::Truncated)),
+    ] {
+        let body = format!(
+            "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"functionCall\":{{\"name\":\"f\"}}}}]}},\"finishReason\":\"{reason}\"}}]}}\n\n"
+        );
+        let o = run(body.as_bytes());
+        assert_eq!(o.call(0).error, want, "{reason}");
+        if want.is_none() {
+            ok(o.call(0), "f", "{}");
+        }
+    }
+}
+
+#[test]
+fn gemini_blocked_prompt_stops_calls_that_follow() {
+    let o = run_gemini("gemini_blocked_prompt.sse");
+    assert_eq!(o.call(0).error, Some(ErrorKind::Filtered));
+    // The candidate's own reason comes later and is the last one sent.
+    assert_eq!(o.finish_raw.as_deref(), Some("STOP"));
+    assert!(o
+        .usage
+        .as_deref()
+        .is_some_and(|u| u.contains("\"promptTokenCount\":12")));
+}
+
+#[test]
+fn gemini_error_chunk_gives_up_on_the_answer() {
+    let o = run_gemini("gemini_error_chunk.sse");
+    // The name-only call waited for its second part: after the error, that part is a call of
+    // its own, which does not run either.
+    let calls: Vec<_> = o
+        .calls
+        .iter()
+        .map(|c| (c.name.as_deref(), c.error))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (Some("f"), Some(ErrorKind::Filtered)),
+            (Some("g"), Some(ErrorKind::Filtered)),
+            (None, Some(ErrorKind::Filtered)),
+        ]
+    );
+    assert_eq!(o.finish_raw.as_deref(), Some("error"));
+    assert_eq!(o.count(StreamErrorKind::ProviderError), 1);
+}
+
+#[test]
+fn gemini_only_candidate_zero_is_assembled() {
+    let o = run_gemini("gemini_other_candidates.sse");
+    assert_eq!(o.calls.len(), 1);
+    ok(o.call(0), "f", r#"{"a":1}"#);
+    assert_eq!(o.text, "");
+    assert_eq!(o.finish_raw.as_deref(), Some("STOP"));
+}
+
+#[test]
+fn gemini_streamed_partial_arguments_are_merged() {
+    let o = run_gemini("gemini_partial_args.sse");
+    assert_eq!(o.calls.len(), 2);
+    // Numbers as Python writes them: `3.0` sent as a protobuf double is the integer 3.
+    ok(
+        o.call(0),
+        "get_weather",
+        r#"{"city":"東京 🌸","days":3,"units":{"temp unit":"C"},"ratio":1e-07,"tags":["a",true],"extra":null}"#,
+    );
+    assert_eq!(signature(o.call(0)), Some(r#""c2ln""#));
+    ok(o.call(1), "get_time", r#"{"tz":"UTC"}"#);
+    assert_eq!(o.call(1).index, Some(1));
+}
+
+/// A Gemini body of one chunk per `functionCall` part, the last chunk with `finish`.
+fn gemini_body(calls: &[&str], finish: Option<&str>) -> Vec<u8> {
+    let mut body = String::new();
+    for (i, call) in calls.iter().enumerate() {
+        let reason = match finish {
+            Some(r) if i + 1 == calls.len() => format!(",\"finishReason\":\"{r}\""),
+            _ => String::new(),
+        };
+        body.push_str(&format!(
+            "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"functionCall\":{call}}}]}}{reason}}}]}}\n\n"
+        ));
+    }
+    body.into_bytes()
+}
+
+#[test]
+fn gemini_streamed_arguments_cut_or_broken_never_run() {
+    let open = r#"{"name":"f","willContinue":true}"#;
+    let city = r#"{"partialArgs":[{"jsonPath":"$.city","stringValue":"Par","willContinue":true}],"willContinue":true}"#;
+    // Cut by the output limit, and by the end of the body: what came, without its brace.
+    for finish in [Some("MAX_TOKENS"), None] {
+        let o = run(&gemini_body(&[open, city], finish));
+        assert_eq!(o.call(0).args, r#"{"city":"Par""#, "{finish:?}");
+        assert_eq!(o.call(0).error, Some(ErrorKind::Truncated), "{finish:?}");
+    }
+    // Pieces that do not make one object.
+    for bad in [
+        r#"{"partialArgs":[{"jsonPath":"$.city","stringValue":"x"},{"jsonPath":"$.city.inner","boolValue":true}]}"#,
+        r#"{"partialArgs":[{"jsonPath":"$.list[3]","stringValue":"gap"}]}"#,
+        r#"{"partialArgs":[{"jsonPath":"city","stringValue":"no root"}]}"#,
+        r#"{"partialArgs":[{"jsonPath":"$","stringValue":"not an object"}]}"#,
+        r#"{"partialArgs":[{"jsonPath":"$.a","stringValue":"x"}],"args":{"a":1}}"#,
+    ] {
+        let o = run(&gemini_body(&[open, bad], Some("STOP")));
+        assert_eq!(o.call(0).error, Some(ErrorKind::MixedArguments), "{bad}");
+    }
+    // Values Python reads where this path cannot follow: never a guess.
+    for unread in [
+        r#"{"partialArgs":[{"jsonPath":"$.a","stringValue":"\ud800"}]}"#,
+        r#"{"partialArgs":[{"jsonPath":"$[\"\\udc00\"]","stringValue":"x"}]}"#,
+        r#"{"partialArgs":[{"jsonPath":"$.\udc00","stringValue":"x"}]}"#,
+        "{\"partialArgs\":[{\"jsonPath\":\"$.a[\u{661}]\",\"stringValue\":\"x\"}]}",
+        r#"{"partialArgs":[],"args":{"a":1e400}}"#,
+    ] {
+        let o = run(&gemini_body(
+            &[open, unread, r#"{"name":"g","args":{}}"#],
+            Some("STOP"),
+        ));
+        assert_eq!(o.call(0).error, Some(ErrorKind::LostEvent), "{unread}");
+        ok(o.call(1), "g", "{}");
+    }
+}
+
+#[test]
+fn gemini_broken_body_truncates_the_call_waiting_for_arguments() {
+    let o = run_gemini("gemini_broken_body.sse");
+    ok(o.call(0), "f", r#"{"a":1}"#);
+    assert_eq!(o.call(1).error, Some(ErrorKind::Truncated));
+    assert_eq!(o.count(StreamErrorKind::TruncatedBody), 1);
+    assert_eq!(o.finish, None);
+}
+
+#[test]
+fn gemini_fields_of_the_wrong_type_are_absent_and_malformed_chunks_change_nothing() {
+    let o = run(concat!(
+        "data: {\"candidates\":{\"not\":\"a list\"},\"usageMetadata\":{\"promptTokenCount\":1}}\n\n",
+        "data: {\"candidates\":[5,{\"content\":\"x\"},{\"content\":{\"parts\":[1,\"s\",{\"functionCall\":\"f\"}]}}]}\n\n",
+        // A repeated field: malformed, skipped whole (no call from its first part).
+        "data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"g\",\"args\":{}}},{\"text\":\"a\",\"text\":\"b\"}]}}]}\n\n",
+        "data: {\"candidates\":[{\"finishReason\":\"STOP\"}]}\n\n",
+    ).as_bytes());
+    // `functionCall` that is no object: a call without fields (no name).
+    assert_eq!(o.calls.len(), 1);
+    assert_eq!(o.call(0).error, Some(ErrorKind::MissingName));
+    assert_eq!(o.count(StreamErrorKind::MalformedEvent), 1);
+    assert_eq!(o.format, Some(Format::Gemini));
+}
+
+#[test]
+fn gemini_arguments_keep_number_lexemes_and_read_strings_as_text() {
+    let o = run(concat!(
+        "data: {\"candidates\":[{\"content\":{\"parts\":[",
+        "{\"functionCall\":{\"name\":\"f\",\"args\":{ \"x\" : 1.50, \"y\": 1e5, \"s\": \"\\u00e9\\/\" }}},",
+        "{\"functionCall\":{\"name\":\"g\",\"args\":\"{\\\"a\\\":1}\"}},",
+        "{\"functionCall\":{\"name\":\"h\",\"args\":42}}",
+        "]},\"finishReason\":\"STOP\"}]}\n\n"
+    ).as_bytes());
+    ok(o.call(0), "f", r#"{"x":1.50,"y":1e5,"s":"é/"}"#);
+    ok(o.call(1), "g", r#"{"a":1}"#);
+    assert_eq!(o.call(2).args, "42");
+    assert_eq!(o.call(2).error, Some(ErrorKind::NotObject));
+}
+
+#[test]
+fn gemini_snake_case_usage_members_are_respelled() {
+    let o =
+        run(b"data: {\"usageMetadata\":{\"prompt_token_count\":3,\"x__y\":1,\"cache_Ab\":2}}\n\n");
+    assert_eq!(
+        o.usage.as_deref(),
+        Some(r#"{"promptTokenCount":3,"x_Y":1,"cache_Ab":2}"#)
+    );
+}
+
+// =============================================================================================
 // Split anywhere
 
 #[test]

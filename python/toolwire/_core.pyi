@@ -325,8 +325,9 @@ class Assembler:
         """Feeds raw SSE bytes of the HTTP response body, split anywhere (the gateway path).
 
         Frames events per the WHATWG rules, detects the format per event (Chat Completions,
-        Responses, Anthropic Messages) and assembles the calls in Rust, creating no Python object
-        per chunk. Releases the GIL for pieces of 1 KiB or more.
+        Responses, Anthropic Messages, Gemini `GenerateContentResponse` chunks) and assembles the
+        calls in Rust, creating no Python object per chunk. Releases the GIL for pieces of 1 KiB
+        or more.
 
         Raises:
             MisuseError: After `finish`, or when `data` is not bytes.
@@ -346,7 +347,7 @@ class Assembler:
     ) -> Literal["stop", "tool_calls", "length", "content_filter", "refusal", "other"] | None:
         """The finish reason mapped onto one vocabulary for every provider."""
     @property
-    def format(self) -> Literal["openai-chat", "openai-responses", "anthropic"] | None:
+    def format(self) -> Literal["openai-chat", "openai-responses", "anthropic", "gemini"] | None:
         """The wire format detected on the raw SSE path."""
     def stream_errors(self) -> list[tuple[str, int, str]]:
         """Problems of the stream itself (malformed events, provider error events), as

@@ -766,6 +766,26 @@ impl Assembler {
         Ok(())
     }
 
+    /// The arguments of the call at `ordinal` came in a form this path does not read (`reason`
+    /// says which): whatever it holds, the call becomes a [`ErrorKind::LostEvent`] error and is
+    /// never executed, as when an event carrying part of it could not be read.
+    ///
+    /// # Errors
+    /// [`Misuse`] after finish or for an unknown ordinal.
+    pub fn lose_arguments(&mut self, ordinal: usize, reason: &str) -> Result<(), Misuse> {
+        let call = self.open_call_mut(ordinal)?;
+        if call.arrival.is_none() {
+            call.sync();
+            call.arrival = Some(Box::new(Error::with_message(
+                ErrorKind::LostEvent,
+                call.scanner.text().len(),
+                String::new(),
+                format!("this call's arguments could not be read ({reason})"),
+            )));
+        }
+        Ok(())
+    }
+
     /// Errors that became certain since the last call, as (ordinal, error): grammar errors and
     /// pre-check violations, each reported once.
     pub fn drain_errors(&mut self) -> Vec<(usize, Error)> {

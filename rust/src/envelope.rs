@@ -2,9 +2,10 @@
 //!
 //! Design notes
 //! - One serde pass per event over a single permissive `Envelope` struct that holds the
-//!   top-level fields of all three formats (`OpenAI` Chat Completions chunks, `OpenAI` Responses
-//!   events, Anthropic Messages events); unknown fields are skipped, so the format is detected
-//!   per event from the fields present and what `type` says.
+//!   top-level fields of all four formats (`OpenAI` Chat Completions chunks, `OpenAI` Responses
+//!   events, Anthropic Messages events, Gemini `GenerateContentResponse` chunks, decoded in
+//!   `envelope/gemini.rs`); unknown fields are skipped, so the format is detected per event from
+//!   the fields present and what `type` says.
 //! - The event is checked as UTF-8 once and parsed with `serde_json::from_str`: `from_slice`
 //!   would re-check every string it borrows.
 //! - String fields are taken as `&RawValue` and decoded on use: borrowed when they hold no
@@ -46,6 +47,9 @@ use serde_json::value::RawValue;
 
 use crate::assembler::{Arguments, Delta};
 
+mod gemini;
+mod partial_args;
+
 /// The wire format of an event stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
@@ -55,16 +59,20 @@ pub enum Format {
     OpenAiResponses,
     /// Anthropic Messages API events.
     Anthropic,
+    /// Gemini native API `GenerateContentResponse` chunks (`streamGenerateContent?alt=sse`).
+    Gemini,
 }
 
 impl Format {
-    /// The stable name: `openai-chat`, `openai-responses` or `anthropic`.
+    /// The stable name: `openai-chat`, `openai-responses`, `anthropic` or `gemini` (the names
+    /// of Python's `WireFormat`).
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             Self::OpenAiChat => "openai-chat",
             Self::OpenAiResponses => "openai-responses",
             Self::Anthropic => "anthropic",
+            Self::Gemini => "gemini",
         }
     }
 }
@@ -208,6 +216,13 @@ pub enum Action<'a> {
     /// must not run, the finish reason is `error` whatever comes after, and a call that still
     /// starts later is stopped too (an SDK raises at the error and never shows it).
     GaveUp,
+    /// Gemini: the Vertex AI `partialArgs` pieces of the call at this wire key hold a value
+    /// this path cannot read exactly as `feed_chunk` does: the call ends `lost_event` and
+    /// never runs.
+    UnreadArguments(i64),
+    /// Gemini: the body ended before the answer did (no finish reason after the last call):
+    /// a call still without arguments was cut off, as after a dropped connection.
+    Interrupt(&'a str),
     /// Responses `.done` (or `output_item.done`) carried the whole arguments (decoded) of the
     /// call at this wire index, once per item. The assembler compares them with the arguments
     /// it holds (cumulative deltas, quirk 19, replace rather than append; a repeat it dropped,
@@ -356,6 +371,13 @@ struct Envelope<'a> {
     /// A [`Message`], parsed only for `message_start`.
     #[serde(borrow)]
     message: Option<&'a RawValue>,
+    // Gemini: each parsed only when a Gemini chunk comes.
+    #[serde(borrow)]
+    candidates: Option<&'a RawValue>,
+    #[serde(borrow, rename = "usageMetadata")]
+    usage_metadata: Option<&'a RawValue>,
+    #[serde(borrow, rename = "promptFeedback")]
+    prompt_feedback: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -540,6 +562,8 @@ pub struct Decoder {
     any_function_call: bool,
     refusal: bool,
     ignored_choices: u64,
+    /// Made on the first Gemini chunk: other formats never pay for it.
+    gemini: Option<Box<gemini::GeminiState>>,
 }
 
 /// An argument fragment that ended in a high surrogate, waiting for the call's next fragment.
@@ -715,6 +739,7 @@ impl Decoder {
                 Ok(Some(Format::Anthropic))
             }
             Some("error") => {
+                self.gemini_gave_up();
                 emit(Action::ProviderError(
                     env.error.map_or_else(|| lossy(data), RawValue::get),
                 ));
@@ -738,9 +763,19 @@ impl Decoder {
                 self.chat(&env, emit)?;
                 Ok(Some(Format::OpenAiChat))
             }
+            // A Gemini `GenerateContentResponse` chunk (no `choices`, checked above).
+            _ if env.candidates.is_some()
+                || env.usage_metadata.is_some()
+                || env.prompt_feedback.is_some() =>
+            {
+                self.gemini(&env, emit)?;
+                Ok(Some(Format::Gemini))
+            }
             None if env.error.is_some() => {
                 // A Chat stream's `{"error": ...}` line: the same end as an `error` event (the
-                // openai SDK raises it and reads no further).
+                // openai SDK raises it and reads no further). Gemini's (google-genai raises
+                // it) also ends a call waiting for its second part.
+                self.gemini_gave_up();
                 emit(Action::ProviderError(env.error.map_or("", RawValue::get)));
                 provider_gave_up(emit);
                 Ok(None)
@@ -749,8 +784,10 @@ impl Decoder {
         }
     }
 
-    /// End of stream: write back surrogates still held (unpaired) to their calls.
+    /// End of stream: write back surrogates still held (unpaired) to their calls; a Gemini
+    /// call still waiting for its arguments was cut off.
     pub fn finish<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
+        self.gemini_finish_stream(emit);
         for Held {
             index,
             unit,

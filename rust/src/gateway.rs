@@ -248,6 +248,21 @@ impl State {
                 self.finish = Some(FinishReason::Other);
                 self.gave_up = true;
             }
+            Action::UnreadArguments(index) => {
+                if let Some(ordinal) = assembler.ordinal_of(Some(index)) {
+                    // Fails only after `finish`, which `StreamDecoder` rules out.
+                    let _ = assembler.lose_arguments(
+                        ordinal,
+                        "its Vertex AI `partialArgs` hold a value `feed_sse` cannot read as \
+                         Python does (a lone surrogate, an infinite number, a non-ASCII digit \
+                         in a path)",
+                    );
+                }
+            }
+            Action::Interrupt(reason) => {
+                // Fails only after `finish`, which `StreamDecoder` rules out.
+                let _ = assembler.interrupt(reason);
+            }
             Action::Done => self.done = true,
             Action::ProviderError(json) => {
                 self.errors

@@ -264,12 +264,16 @@ def check_event_order(events: list[Any], stream: Any) -> None:
 def assemble_gemini(
     route: Route, chunks: list[dict[str, Any]], **options: Any
 ) -> tuple[list[Any], Any]:
-    """The real google-genai client through `assemble`, then `feed_chunk` on the same chunks as
-    plain dicts of the REST shape, and again as the snake_case dicts of the SDK objects'
+    """The real google-genai client through `assemble`, then `feed_sse` on the very same bytes
+    cut every way a gateway may see them (`assemble_both`), then `feed_chunk` on the same chunks
+    as plain dicts of the REST shape, and again as the snake_case dicts of the SDK objects'
     `model_dump()`: every way in must give the same calls, text, finish reason and usage."""
     from toolwire.assembler import Assembler
 
-    events, stream = assemble_sync(route, "gemini", **options)
+    events, stream = assemble_both(route, "gemini", **options)
+    detected = Assembler()
+    detected.feed_sse(route.body)
+    assert detected.format == "gemini"
     if route.drop_after is not None:
         return events, stream
     sdk = sdk_chunks(route, "gemini")

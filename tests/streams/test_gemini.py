@@ -1,9 +1,14 @@
 """`toolwire.assemble` over the real google-genai client (Gemini `streamGenerateContent`), sync
-and async, and `feed_chunk` on the same chunks as plain dicts of the REST shape."""
+and async, `feed_sse` on the same bytes cut at adversarial points, and `feed_chunk` on the same
+chunks as plain dicts of the REST shape: the three ways in give the same calls (`assemble_gemini`
+and `assemble_both` check every way on every stream they run)."""
 
 from __future__ import annotations
 
 import json
+import math
+import random
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +23,7 @@ from toolwire.formats import detect_format
 from toolwire.formats._types import LIMIT_REASONS, STOPPING_REASONS
 from toolwire.toolset import Toolset
 
-from .clients import assemble_async, assemble_gemini, assemble_sync
+from .clients import assemble_async, assemble_both, assemble_gemini, assemble_sync, raw_key
 from .conftest import SSEServer
 from .streamkit import chat_chunk, gemini_call, gemini_chunk, sse_body
 
@@ -47,6 +52,20 @@ def feed_dicts(chunks: list[dict[str, Any]]) -> tuple[list[Any], Assembler]:
     for chunk in chunks:
         asm.feed_chunk(chunk)
     return asm.finish(), asm
+
+
+def feed_dicts_and_sse(chunks: list[dict[str, Any]]) -> list[Any]:
+    """`feed_chunk` on the dicts and `feed_sse` on their body byte by byte: the same calls."""
+    calls, dicts = feed_dicts(chunks)
+    raw = Assembler()
+    body = sse_body(chunks, FMT)
+    for i in range(len(body)):
+        raw.feed_sse(body[i : i + 1])
+    raw_calls = raw.finish()
+    assert raw_key(raw_calls) == raw_key(calls)
+    assert [c.metadata for c in raw_calls] == [c.metadata for c in calls]
+    assert raw.format == dicts.chunk_format == FMT
+    return calls
 
 
 PARALLEL = [
@@ -320,7 +339,7 @@ def test_connection_drop_between_the_two_parts_of_a_call(sse_server: SSEServer, 
     ]
     body = sse_body(chunks, FMT)
     route = sse_server.register(body, split=split, drop_after=body.index(b"never"))
-    events, stream = assemble_sync(route, FMT)
+    events, stream = assemble_both(route, FMT)
     assert summary(stream.calls) == [("f", {"a": 1}, None), ("g", None, "truncated")]
     assert events[-1].finish_reason is None and stream.transport_error is not None
 
@@ -341,7 +360,7 @@ async def test_connection_drop_async(sse_server: SSEServer, split: str) -> None:
 def test_connection_drop_before_any_call(sse_server: SSEServer) -> None:
     body = sse_body([gemini_chunk({"text": "Let me"}), gemini_chunk({"text": " see"})], FMT)
     route = sse_server.register(body, drop_after=body.index(b" see"))
-    events, stream = assemble_sync(route, FMT)
+    events, stream = assemble_both(route, FMT)
     assert stream.calls == [] and stream.text == "Let me"
     assert isinstance(events[-1], StreamEnded) and events[-1].finish_reason is None
 
@@ -352,7 +371,7 @@ def test_error_chunk_mid_stream(sse_server: SSEServer, complete: bool) -> None:
     body = sse_body([gemini_chunk(first)], FMT) + (
         b'data: {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}\n\n'
     )
-    events, stream = assemble_sync(sse_server.register(body), FMT)
+    events, stream = assemble_both(sse_server.register(body), FMT)
     assert isinstance(stream.transport_error, genai_errors.APIError)
     # The provider gave up on the answer: even a whole call does not run.
     assert [(c.name, c.error.kind if c.error else None, c.ok) for c in stream.calls] == [
@@ -443,7 +462,7 @@ def test_streamed_arguments_cut_before_their_last_piece(sse_server: SSEServer, s
     ],
 )
 def test_streamed_pieces_that_do_not_merge_are_an_error(bad: list[dict[str, Any]]) -> None:
-    calls, _ = feed_dicts(_streamed(bad))
+    calls = feed_dicts_and_sse(_streamed(bad))
     assert [(c.name, c.error.kind if c.error else None, c.ok) for c in calls] == [
         ("get_weather", "mixed_arguments", False)
     ]
@@ -451,7 +470,7 @@ def test_streamed_pieces_that_do_not_merge_are_an_error(bad: list[dict[str, Any]
 
 def test_streamed_pieces_after_a_name_only_part() -> None:
     # A name-only part (quirk 33) whose arguments then stream as pieces.
-    calls, _ = feed_dicts(
+    calls = feed_dicts_and_sse(
         [
             gemini_chunk(gemini_call("f")),
             gemini_chunk(
@@ -603,3 +622,126 @@ async def test_streamed_arguments_cut_by_a_dropped_connection(sse_server: SSESer
     (call,) = stream.calls
     assert call.error is not None and call.error.kind == "truncated" and not call.ok
     assert stream.transport_error is not None and events[-1].finish_reason is None
+
+
+# --- The raw SSE path where it cannot be the adapter's twin ------------------------------------
+
+
+def _via_sse(body: bytes) -> tuple[Assembler, list[Any]]:
+    asm = Assembler()
+    for i in range(len(body)):
+        asm.feed_sse(body[i : i + 1])
+    return asm, asm.finish()
+
+
+def _one_streamed(*pieces: dict[str, Any], **fields: Any) -> list[dict[str, Any]]:
+    return [
+        gemini_chunk(gemini_call("f", willContinue=True)),
+        gemini_chunk(gemini_call(None, partialArgs=list(pieces), **fields)),
+        gemini_chunk(gemini_call("g", {}), finish="STOP"),
+    ]
+
+
+def _floats() -> list[float]:
+    rng = random.Random(33)
+    values = [
+        0.0,
+        -0.0,
+        0.1,
+        1.5,
+        1e-4,
+        1e-5,
+        1e15,
+        1e16,
+        1e22,
+        2.0**53,
+        5e-324,
+        1.7976931348623157e308,
+    ]
+    values += [rng.uniform(-1e6, 1e6) for _ in range(100)]
+    values += [10.0 ** rng.uniform(-30, 30) for _ in range(100)]
+    bits = (struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0] for _ in range(400))
+    values += [f for f in bits if math.isfinite(f)][:150]
+    return values
+
+
+def test_streamed_numbers_are_written_as_python_writes_them() -> None:
+    # The raw path merges `partialArgs` itself, and writes the numbers as `json.dumps` writes
+    # those `json.loads` made: integral doubles below 2^53 as integers, other floats with
+    # Python's `repr`, in pieces and in `args` next to them.
+    floats = _floats()
+    pieces = [{"jsonPath": f"$.n[{i}]", "numberValue": f} for i, f in enumerate(floats)]
+    args = {f"a{i}": f for i, f in enumerate(floats)}
+    calls = feed_dicts_and_sse(_one_streamed(*pieces, args=args))
+    assert calls[0].ok and calls[1].ok
+
+
+@pytest.mark.parametrize(
+    ("pieces", "args"),
+    [
+        # A lone surrogate (a str holds it, no Rust string does), in a value and in a path.
+        ([{"jsonPath": "$.a", "stringValue": "\ud800"}], None),
+        ([{"jsonPath": "$['\\udc00']", "stringValue": "x"}], None),
+        # Python's `\d` takes a non-ASCII digit as an index.
+        ([{"jsonPath": "$.a[\u0661]", "stringValue": "x"}], None),
+        # An infinite float next to the pieces: `json.dumps` writes `Infinity`.
+        ([], {"a": "INFINITY"}),
+    ],
+)
+def test_raw_sse_never_guesses_streamed_arguments(
+    pieces: list[dict[str, Any]], args: dict[str, Any] | None
+) -> None:
+    # Where Python reads a piece in a way Rust cannot follow, the call ends `lost_event` on the
+    # raw path (never runs) and keeps its place, name and id; the calls around it agree.
+    fields = {} if args is None else {"args": args}
+    chunks = _one_streamed(*pieces, **fields)
+    body = sse_body(chunks, FMT).replace(b'"INFINITY"', b"1e400")
+    raw_asm, raw = _via_sse(body)
+    dicts, _ = feed_dicts([json.loads(line[len(b"data: ") :]) for line in body.split(b"\n\n")[:-1]])
+    assert raw_asm.format == FMT
+    assert [(c.ordinal, c.index, c.name, c.id) for c in raw] == [
+        (c.ordinal, c.index, c.name, c.id) for c in dicts
+    ]
+    assert raw_key([raw[1]]) == raw_key([dicts[1]])
+    (first,) = raw[:1]
+    assert first.error is not None and first.error.kind == "lost_event" and not first.ok
+    assert "partialArgs" in first.error.message
+
+
+def test_raw_sse_reads_a_body_without_a_finish_reason_as_broken() -> None:
+    # A name-only call with no finish reason after it: the body broke off, as `assemble` reads
+    # a dropped connection; `feed_chunk` leaves that to its caller (`interrupt`).
+    chunks = [gemini_chunk(gemini_call("f", {"a": 1})), gemini_chunk(gemini_call("g"))]
+    _, raw = _via_sse(sse_body(chunks, FMT))
+    asm = Assembler()
+    for chunk in chunks:
+        asm.feed_chunk(chunk)
+    asm.interrupt("the connection dropped")
+    assert summary(raw) == [("f", {"a": 1}, None), ("g", None, "truncated")]
+    assert raw_key(raw) == raw_key(asm.finish())
+
+
+def test_raw_sse_keeps_number_lexemes_as_sent() -> None:
+    # The one place where the argument text may differ: `feed_chunk` gets the numbers that
+    # `json.loads` made and `json.dumps` writes them again; the raw path keeps them as sent.
+    body = (
+        b'data: {"candidates":[{"content":{"parts":[{"functionCall":{"name":"f",'
+        b'"args":{"x": 1e5, "y": 1.50, "z": -0.0, "s": "\\u00e9"}}}]},"finishReason":"STOP"}]}\n\n'
+    )
+    (raw,) = _via_sse(body)[1]
+    (dicts,) = feed_dicts([json.loads(body[len(b"data: ") :])])[0]
+    assert raw.arguments == '{"x":1e5,"y":1.50,"z":-0.0,"s":"é"}'
+    assert dicts.arguments == '{"x":100000.0,"y":1.5,"z":-0.0,"s":"é"}'
+    assert raw.value == dicts.value and raw.ok and dicts.ok
+
+
+def test_raw_sse_skips_a_line_that_is_not_json() -> None:
+    # google-genai raises at such a line (a broken stream: `truncated`, see above); `feed_sse`
+    # skips the event and reads on, and a call it may have carried part of ends `lost_event`.
+    body = sse_body([gemini_chunk(gemini_call("f", {"a": 1}), gemini_call("g"))], FMT)
+    asm, calls = _via_sse(body + b"data: {oops\n\n")
+    assert [(c.name, c.error.kind if c.error else None) for c in calls] == [
+        ("f", None),
+        ("g", "lost_event"),
+    ]
+    assert [kind for kind, _, _ in asm.stream_errors()] == ["malformed_event"]

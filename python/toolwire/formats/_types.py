@@ -21,8 +21,9 @@ __all__ = [
 WireFormat: TypeAlias = Literal[
     "openai-chat", "openai-responses", "anthropic", "gemini", "bedrock-converse"
 ]
-"""The wire formats toolwire reads; the same names as the raw-SSE path's `Assembler.format` (which
-reads no `gemini` yet, and no `bedrock-converse`: its body is AWS event-stream binary, not SSE)."""
+"""The wire formats toolwire reads; the same names as the raw-SSE path's `Assembler.format`
+(`Format::as_str` in `rust/src/envelope.rs`), which reads every one but `bedrock-converse`: its body
+is AWS event-stream binary, not SSE."""
 
 Arguments: TypeAlias = str | bytes | dict[str, Any] | list[Any]
 

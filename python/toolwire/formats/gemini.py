@@ -41,6 +41,11 @@ Design notes:
 - Usage (`usageMetadata`, camelCase members on both paths) is merged as the other adapters do.
 - An `{"error": ...}` chunk (the SDK raises it) ends the answer: every call stops, the finish
   reason is `error`, and calls that still follow do not run either.
+- `feed_sse` reads the same chunks from raw SSE bytes in Rust (`rust/src/envelope/gemini.rs`),
+  feeding the core what this adapter feeds it (`partialArgs` merged in
+  `rust/src/envelope/partial_args.rs`); a change here belongs there too. Where the raw path
+  cannot be this adapter's twin (it keeps the numbers of a whole `args` as sent, and ends a call
+  `lost_event` where a piece holds what only Python reads), its design notes say so.
 """
 
 from __future__ import annotations

@@ -1,0 +1,609 @@
+//! Gemini native API chunks (`GenerateContentResponse`, the data-only SSE of
+//! `streamGenerateContent?alt=sse`) to [`Action`]s: the raw path's twin of the `feed_chunk`
+//! adapter `python/toolwire/formats/gemini.py`, whose design notes are the specification. Each
+//! chunk drives the assembler with the same deltas, metadata, stops and limits as the adapter
+//! drives its sink, so both ways in give the same calls.
+//!
+//! Design notes
+//! - Only Gemini chunks pay for Gemini: the [`Envelope`] holds three more borrowed fields
+//!   (`candidates`, `usageMetadata`, `promptFeedback`), absent from every other format's events,
+//!   and the per-stream state is boxed and made on the first Gemini chunk.
+//! - The chunk is parsed whole before any action is emitted (a malformed chunk changes
+//!   nothing): candidate 0's parts are collected first, one small `Vec` per Gemini chunk.
+//! - Fields are read as the adapter reads a dict: one of the wrong type is absent (a
+//!   `candidates` that is no list, a part that is no object), never a malformed event; a
+//!   `functionCall` that is no object is a call without fields. The REST spelling (camelCase) is
+//!   read, as Google's servers send it; the adapter also reads the snake_case of `model_dump()`.
+//! - Every `functionCall` part is one whole call under its own running key, reported as its
+//!   `index`. Quirk 33: a name-only part followed by a part without a name is one call; alone,
+//!   it becomes `{}` when another call starts or the candidate stops naturally, and stays
+//!   without arguments at the output limit (the core makes it `truncated`). When the body ends
+//!   with one still open, no finish reason came after it: the stream broke off, and the
+//!   assembler is interrupted, as `assemble` interrupts it when the connection drops.
+//! - `args` is the complete value (quirk 23), written by [`canonical`] as `json.dumps` writes
+//!   the value the SDK decoded: the same text, except number lexemes, kept as sent (`1.0`, `1e5`,
+//!   `-0.0`, where Python writes `1.0`, `100000.0`, `-0.0` after `json.loads`; `1e5` and `1E5`
+//!   differ), and repeated keys, kept (the scanner reports `duplicate_key`, where `json.loads`
+//!   keeps the last). A string `args` is argument text, a scalar its JSON text.
+//! - Vertex AI's streamed arguments (`partialArgs` pieces, `willContinue`) are merged as the
+//!   adapter merges them (`partial_args.rs`) and fed when the call closes, or cut (`truncated`)
+//!   by the limit, another call or the end of the body; pieces that do not make one object end
+//!   it `mixed_arguments`. A piece that Python reads where Rust cannot follow (a lone
+//!   surrogate, an infinite number in `args`, a non-ASCII digit in a path) is never guessed:
+//!   that call ends `lost_event` and never runs.
+//! - Thought signatures (quirk 31) go to the call of their part, else (a signature-only part) to
+//!   the last call while no text came after it, else to the next call; as metadata
+//!   `thought_signature`, the JSON text of the base64 string.
+
+use std::borrow::Cow;
+
+use memchr::memchr;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::partial_args::{Merge, Piece, Streamed};
+use super::{
+    args, call, canonical, decode_owned, json_string, raw_str, string, Action, Arguments, Decoder,
+    Envelope, EventError, Few, FinishReason,
+};
+
+/// The metadata key of a call's thought signature.
+const SIGNATURE: &str = "thought_signature";
+
+/// Gemini's own finish reasons after which no call may run, beyond the filters every format
+/// shares ([`FinishReason::stops_calls`]); `_ABORTS` of the adapter.
+const ABORTS: [&str; 6] = [
+    "malformed_function_call",
+    "unexpected_tool_call",
+    "missing_thought_signature",
+    "malformed_response",
+    "other",
+    "image_other",
+];
+
+/// The enums' zero values: no reason at all.
+const UNSPECIFIED: [&str; 2] = ["finish_reason_unspecified", "blocked_reason_unspecified"];
+
+#[derive(Deserialize)]
+struct Candidate<'a> {
+    #[serde(borrow)]
+    index: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow, rename = "finishReason")]
+    finish_reason: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Content<'a> {
+    #[serde(borrow)]
+    parts: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow)]
+    thought: Option<&'a RawValue>,
+    #[serde(borrow, rename = "thoughtSignature")]
+    thought_signature: Option<&'a RawValue>,
+    #[serde(borrow, rename = "functionCall")]
+    function_call: Option<&'a RawValue>,
+    // Content that makes a part more than the carrier of a signature.
+    #[serde(borrow, rename = "inlineData")]
+    inline_data: Option<&'a RawValue>,
+    #[serde(borrow, rename = "fileData")]
+    file_data: Option<&'a RawValue>,
+    #[serde(borrow, rename = "executableCode")]
+    executable_code: Option<&'a RawValue>,
+    #[serde(borrow, rename = "codeExecutionResult")]
+    code_execution_result: Option<&'a RawValue>,
+    #[serde(borrow, rename = "functionResponse")]
+    function_response: Option<&'a RawValue>,
+}
+
+impl Part<'_> {
+    fn has_content(&self) -> bool {
+        self.inline_data.is_some()
+            || self.file_data.is_some()
+            || self.executable_code.is_some()
+            || self.code_execution_result.is_some()
+            || self.function_response.is_some()
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct FunctionCall<'a> {
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    args: Option<&'a RawValue>,
+    #[serde(borrow, rename = "partialArgs")]
+    partial_args: Option<&'a RawValue>,
+    #[serde(borrow, rename = "willContinue")]
+    will_continue: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct PromptFeedback<'a> {
+    #[serde(borrow, rename = "blockReason")]
+    block_reason: Option<&'a RawValue>,
+}
+
+/// What candidate 0 of one chunk holds, in order. One `Finish` per candidate: boxing the parts
+/// to make it smaller would allocate for every part.
+#[allow(clippy::large_enum_variant)]
+enum Item<'a> {
+    /// A part, with its `functionCall` if it has one, and that call's `partialArgs` if they
+    /// are a list (a piece that is no object is `None`).
+    Part(
+        Part<'a>,
+        Option<FunctionCall<'a>>,
+        Option<Vec<Option<Piece<'a>>>>,
+    ),
+    /// The end of a candidate's parts, with its finish reason.
+    Finish(Option<&'a RawValue>),
+}
+
+/// A call that may still receive arguments from a later part.
+#[derive(Debug)]
+struct Open {
+    key: i64,
+    /// Arguments streamed as `partialArgs` pieces, merged so far; `None` for a name-only part
+    /// waiting for an args-only one (quirk 33).
+    value: Option<Box<Streamed>>,
+    /// A piece held what this path cannot read exactly: the call is `lost_event`, and nothing
+    /// more is fed for it.
+    unread: bool,
+}
+
+impl Open {
+    fn new(key: i64) -> Self {
+        Self {
+            key,
+            value: None,
+            unread: false,
+        }
+    }
+}
+
+/// Per-stream Gemini state: the adapter's `_State`.
+#[derive(Debug, Default)]
+pub(super) struct GeminiState {
+    /// The key the next call gets.
+    next_key: i64,
+    open: Option<Open>,
+    /// The last call, while no text came after it: a signature-only part belongs to it.
+    last: Option<i64>,
+    /// A signature (JSON text) that came before any call, for the next call.
+    held: Option<String>,
+    /// Why the prompt was blocked: calls that follow must not run either.
+    blocked: Option<String>,
+    /// Deltas fed for the current chunk.
+    feeds: usize,
+    /// Usage with its member names respelled (rare: only when one has an underscore).
+    usage: String,
+}
+
+/// An object field as the adapter reads a dict: anything but an object is absent.
+fn object<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<Option<T>, EventError> {
+    match raw {
+        Some(r) if r.get().starts_with('{') => serde_json::from_str(r.get())
+            .map(Some)
+            .map_err(EventError::Malformed),
+        _ => Ok(None),
+    }
+}
+
+/// A list field: anything but an array holds nothing.
+fn list(raw: Option<&RawValue>) -> Result<Few<&RawValue>, EventError> {
+    match raw {
+        Some(r) if r.get().starts_with('[') => {
+            serde_json::from_str(r.get()).map_err(EventError::Malformed)
+        }
+        _ => Ok(Few::Zero),
+    }
+}
+
+/// A finish or block reason as sent; `None` for none, a blank or an `*_UNSPECIFIED`.
+fn reason(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    string(raw).filter(|r| !r.is_empty() && !UNSPECIFIED.iter().any(|u| u.eq_ignore_ascii_case(r)))
+}
+
+/// A thought signature as the JSON text `json.dumps` gives the adapter's string.
+fn signature(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    let r = raw_str(raw).filter(|r| r.len() > 2)?;
+    if memchr(b'\\', r.as_bytes()).is_none() {
+        return Some(Cow::Borrowed(r));
+    }
+    Some(Cow::Owned(json_string(&decode_owned(r))))
+}
+
+/// Candidate 0 is assembled: a missing index, or one that is no integer, is 0 (the REST API
+/// omits it), as the adapter's `index_of` reads it.
+fn is_first(candidate: &Candidate<'_>) -> bool {
+    candidate
+        .index
+        .and_then(|i| i.get().parse::<i64>().ok())
+        .map_or(true, |i| i == 0)
+}
+
+/// Usage with its member names in the REST spelling, as the adapter's `_rest_names` respells
+/// a snake_case dict: `_x` becomes `X` for an ASCII lowercase letter or digit `x`.
+#[cold]
+fn rest_names(text: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(value) => camel(value).to_string(),
+        Err(_) => text.to_owned(),
+    }
+}
+
+fn camel(value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => serde_json::Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (camel_key(&k), camel(v)))
+                .collect(),
+        ),
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.into_iter().map(camel).collect())
+        }
+        other => other,
+    }
+}
+
+fn camel_key(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    let mut chars = key.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '_' {
+            if let Some(&next) = chars
+                .peek()
+                .filter(|n| n.is_ascii_lowercase() || n.is_ascii_digit())
+            {
+                out.push(next.to_ascii_uppercase());
+                chars.next();
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+impl GeminiState {
+    /// Emit a delta of this chunk (counted: calls fed after a blocked prompt are stopped).
+    fn feed<F: FnMut(Action<'_>)>(&mut self, emit: &mut F, action: Action<'_>) {
+        self.feeds += 1;
+        emit(action);
+    }
+
+    /// No more arguments come for the open call (another call starts, the answer ended): a
+    /// name-only part is a function without parameters.
+    fn settle<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
+        if let Some(open) = self.open.take() {
+            if open.value.is_none() {
+                self.feed(emit, args(Some(open.key), Arguments::Value(b"{}")));
+            } else {
+                self.cut_call(open, emit);
+            }
+        }
+    }
+
+    /// A streamed call still waiting for pieces is cut where it is.
+    fn cut<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
+        if self.open.as_ref().is_some_and(|o| o.value.is_some()) {
+            if let Some(open) = self.open.take() {
+                self.cut_call(open, emit);
+            }
+        }
+    }
+
+    /// Feed the merged pieces of a streamed call whose last piece came.
+    fn close<F: FnMut(Action<'_>)>(&mut self, open: Open, emit: &mut F) {
+        if open.unread {
+            self.feeds += 1;
+            return;
+        }
+        let text = open
+            .value
+            .as_ref()
+            .map_or_else(|| "{}".to_owned(), |v| v.text());
+        self.feed(
+            emit,
+            args(Some(open.key), Arguments::Value(text.as_bytes())),
+        );
+        if open.value.is_some_and(|v| v.broken) {
+            // Pieces that do not make one object: text after an object value is the core's
+            // `mixed_arguments`, so the call never runs.
+            self.feed(emit, args(Some(open.key), Arguments::Text(b"?")));
+        }
+    }
+
+    /// Feed a streamed call's pieces so far without its closing brace: `truncated`.
+    fn cut_call<F: FnMut(Action<'_>)>(&mut self, open: Open, emit: &mut F) {
+        let broken = open.value.as_ref().is_some_and(|v| v.broken);
+        if open.unread || broken {
+            self.close(open, emit);
+            return;
+        }
+        let text = open.value.as_ref().map_or_else(String::new, |v| v.text());
+        let cut = text.len().saturating_sub(1);
+        self.feed(
+            emit,
+            args(Some(open.key), Arguments::Text(&text.as_bytes()[..cut])),
+        );
+    }
+}
+
+impl Decoder {
+    /// One Gemini chunk: usage, a blocked prompt, candidate 0's parts and finish reason, or an
+    /// `{"error": ...}` chunk.
+    pub(super) fn gemini<F: FnMut(Action<'_>)>(
+        &mut self,
+        env: &Envelope<'_>,
+        emit: &mut F,
+    ) -> Result<(), EventError> {
+        if let (Some(error), None) = (env.error, env.candidates) {
+            // The server gave up on the answer (google-genai raises this chunk).
+            self.gemini_gave_up();
+            emit(Action::ProviderError(error.get()));
+            emit(Action::GaveUp);
+            return Ok(());
+        }
+        // Parsed whole first: a malformed chunk must emit nothing.
+        let feedback: Option<PromptFeedback<'_>> = object(env.prompt_feedback)?;
+        let mut items = Vec::new();
+        for candidate in list(env.candidates)?.as_slice() {
+            let Some(candidate) = object::<Candidate<'_>>(Some(candidate))? else {
+                continue;
+            };
+            if !is_first(&candidate) {
+                continue;
+            }
+            let content: Option<Content<'_>> = object(candidate.content)?;
+            for part in list(content.and_then(|c| c.parts))?.as_slice() {
+                let Some(part) = object::<Part<'_>>(Some(part))? else {
+                    continue;
+                };
+                let call: Option<FunctionCall<'_>> = match part.function_call {
+                    Some(raw) => Some(object(Some(raw))?.unwrap_or_default()),
+                    None => None,
+                };
+                let pieces = match call.as_ref().and_then(|c| c.partial_args) {
+                    Some(raw) if raw.get().starts_with('[') => Some(
+                        list(Some(raw))?
+                            .as_slice()
+                            .iter()
+                            .map(|p| object::<Piece<'_>>(Some(p)))
+                            .collect::<Result<Vec<_>, _>>()?,
+                    ),
+                    _ => None,
+                };
+                items.push(Item::Part(part, call, pieces));
+            }
+            items.push(Item::Finish(candidate.finish_reason));
+        }
+
+        let mut st = self.gemini.take().unwrap_or_default();
+        st.feeds = 0;
+        if let Some(usage) = env.usage_metadata {
+            let text = usage.get();
+            if memchr(b'_', text.as_bytes()).is_some() {
+                st.usage = rest_names(text);
+                emit(Action::Usage(&st.usage));
+            } else {
+                emit(Action::Usage(text));
+            }
+        }
+        if let Some(blocked) = feedback.as_ref().and_then(|f| reason(f.block_reason)) {
+            // The prompt was blocked: no answer comes, and no call may run.
+            st.open = None;
+            emit(Action::Finish {
+                raw: &blocked,
+                reason: FinishReason::from_raw(&blocked),
+            });
+            emit(Action::Stop(&blocked));
+            st.blocked = Some(blocked.into_owned());
+        }
+        for item in &items {
+            match item {
+                Item::Part(part, call, pieces) => {
+                    let call = call.as_ref().map(|c| (c, pieces.as_deref()));
+                    self.gemini_part(&mut st, part, call, emit);
+                }
+                Item::Finish(raw) => self.gemini_finish(&mut st, *raw, emit),
+            }
+        }
+        if st.feeds > 0 {
+            if let Some(blocked) = &st.blocked {
+                emit(Action::Stop(blocked));
+            }
+        }
+        self.gemini = Some(st);
+        Ok(())
+    }
+
+    /// The provider gave up: a call waiting for a second part gets none.
+    pub(super) fn gemini_gave_up(&mut self) {
+        if let Some(st) = &mut self.gemini {
+            st.open = None;
+        }
+    }
+
+    /// End of body: a streamed call still waiting for pieces is cut there (the adapter's
+    /// `flush`); a name-only call still open means no finish reason came after it.
+    pub(super) fn gemini_finish_stream<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
+        let Some(st) = self.gemini.as_mut() else {
+            return;
+        };
+        st.cut(emit);
+        if st.open.take().is_some() {
+            emit(Action::Interrupt(
+                "the body ended before the answer finished",
+            ));
+        }
+    }
+
+    fn gemini_part<F: FnMut(Action<'_>)>(
+        &mut self,
+        st: &mut GeminiState,
+        part: &Part<'_>,
+        call: Option<(&FunctionCall<'_>, Option<&[Option<Piece<'_>>]>)>,
+        emit: &mut F,
+    ) {
+        let signature = signature(part.thought_signature);
+        if let Some((call, pieces)) = call {
+            self.gemini_call(st, call, pieces, signature, emit);
+            return;
+        }
+        if part.thought.is_some_and(|t| t.get() == "true") {
+            // The model's reasoning: not text, and its signature is its own.
+            return;
+        }
+        if let Some(raw) = raw_str(part.text).filter(|r| r.len() > 2) {
+            self.text(raw, emit);
+            // What follows belongs to the text now, not to the call before it.
+            st.last = None;
+            st.held = None;
+            return;
+        }
+        let Some(signature) = signature else { return };
+        if part.has_content() {
+            return;
+        }
+        match st.last {
+            Some(key) => emit(Action::Metadata {
+                index: Some(key),
+                key: SIGNATURE,
+                json: &signature,
+            }),
+            None => st.held = Some(signature.into_owned()),
+        }
+    }
+
+    fn gemini_call<F: FnMut(Action<'_>)>(
+        &mut self,
+        st: &mut GeminiState,
+        fc: &FunctionCall<'_>,
+        pieces: Option<&[Option<Piece<'_>>]>,
+        mut signature: Option<Cow<'_, str>>,
+        emit: &mut F,
+    ) {
+        let name = string(fc.name);
+        let name = name.as_deref().filter(|s| !s.is_empty());
+        let id = string(fc.id);
+        let id = id.as_deref().filter(|s| !s.is_empty());
+        let more = fc.will_continue.is_some_and(|w| w.get() == "true");
+        let (key, opened) = match st.open.take() {
+            Some(open) if name.is_none() => {
+                // The next part of the open call: its arguments (quirk 33) or pieces.
+                if id.is_some() {
+                    st.feed(emit, call(Some(open.key), id, None, None, None, None));
+                }
+                (open.key, Some(open))
+            }
+            other => {
+                st.open = other;
+                st.settle(emit);
+                let key = st.next_key;
+                st.next_key = st.next_key.saturating_add(1);
+                st.feed(emit, call(Some(key), id, name, None, None, None));
+                if signature.is_none() {
+                    signature = st.held.take().map(Cow::Owned);
+                }
+                (key, None)
+            }
+        };
+        st.held = None;
+        st.last = Some(key);
+        if let Some(json) = &signature {
+            emit(Action::Metadata {
+                index: Some(key),
+                key: SIGNATURE,
+                json,
+            });
+        }
+        let streamed = opened.as_ref().is_some_and(|o| o.value.is_some());
+        if more || pieces.is_some() || streamed {
+            let mut open = opened.unwrap_or_else(|| Open::new(key));
+            if !open.unread && (pieces.is_some() || fc.args.is_some()) {
+                let value = open.value.get_or_insert_with(Box::default);
+                let mut merged = pieces.map_or(Merge::Done, |p| value.merge(p));
+                if let (false, Some(raw)) = (merged == Merge::Unread, fc.args) {
+                    merged = value.merge_object(raw);
+                }
+                if merged == Merge::Unread {
+                    open.unread = true;
+                    emit(Action::UnreadArguments(key));
+                }
+            }
+            if more {
+                st.open = Some(open);
+            } else {
+                st.close(open, emit);
+            }
+        } else if let Some(raw) = fc.args {
+            st.feeds += 1;
+            self.gemini_arguments(key, raw, emit);
+        } else if opened.is_none() && name.is_some() {
+            // A name and no arguments: they may follow in the next part (quirk 33).
+            st.open = Some(Open::new(key));
+        } else {
+            st.open = opened;
+        }
+    }
+
+    /// `args` fed as `feed_chunk` feeds the adapter's `arguments_of(args)`: an object or array
+    /// whole, a string as text, a scalar as its JSON text.
+    fn gemini_arguments<F: FnMut(Action<'_>)>(&mut self, key: i64, raw: &RawValue, emit: &mut F) {
+        let text = raw.get();
+        match text.as_bytes().first() {
+            Some(b'"') => self.emit_call(Some(key), None, None, None, Some(raw), None, emit),
+            Some(b'{' | b'[') => {
+                canonical(text, &mut self.scratch);
+                emit(args(Some(key), Arguments::Value(&self.scratch)));
+            }
+            _ => {
+                canonical(text, &mut self.scratch);
+                emit(args(Some(key), Arguments::Text(&self.scratch)));
+            }
+        }
+    }
+
+    fn gemini_finish<F: FnMut(Action<'_>)>(
+        &mut self,
+        st: &mut GeminiState,
+        raw: Option<&RawValue>,
+        emit: &mut F,
+    ) {
+        let Some(raw) = reason(raw) else { return };
+        let normalized = FinishReason::from_raw(&raw);
+        if normalized.stops_calls() || ABORTS.iter().any(|a| a.eq_ignore_ascii_case(&raw)) {
+            st.open = None;
+            emit(Action::Finish {
+                raw: &raw,
+                reason: normalized,
+            });
+            emit(Action::Stop(&raw));
+        } else if normalized == FinishReason::Length {
+            // Pieces still streaming are cut where they are; a name-only call is left without
+            // arguments, which the limit makes `truncated`.
+            st.cut(emit);
+            st.open = None;
+            emit(Action::Finish {
+                raw: &raw,
+                reason: normalized,
+            });
+        } else {
+            st.settle(emit);
+            emit(Action::Finish {
+                raw: &raw,
+                reason: normalized,
+            });
+        }
+    }
+}

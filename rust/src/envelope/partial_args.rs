@@ -1,0 +1,487 @@
+//! Vertex AI's streamed function-call arguments (`partialArgs`): JSON Path pieces merged into
+//! one object, exactly as the adapter's `_Open.merge` / `merge_object` merge them into Python
+//! values and `json.dumps` writes them.
+//!
+//! Design notes
+//! - Values are `serde_json::Value`s (insertion order kept, as a Python dict keeps it), their
+//!   numbers rewritten as Python writes the number `json.loads` made of them: an integer as its
+//!   digits (`-0` as `0`), a float with `repr` (shortest round-trip digits, exponent form below
+//!   `1e-4` and from `1e16`). A piece's `numberValue` is a protobuf double: integral and within
+//!   2^53 it is an integer, not finite it is no value.
+//! - What Python would read where this path cannot follow (a lone surrogate, which no Rust
+//!   string holds; an infinite float inside `args`, which `json.dumps` writes as `Infinity`; a
+//!   non-ASCII digit in a path index, which Python's `\d` takes) is never guessed: the merge
+//!   reports [`Merge::Unread`], and the call ends `lost_event`.
+
+use std::fmt::Write;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Number, Value};
+
+/// One piece of `partialArgs`.
+#[derive(Deserialize, Default)]
+pub(super) struct Piece<'a> {
+    #[serde(borrow, rename = "jsonPath")]
+    json_path: Option<&'a RawValue>,
+    #[serde(borrow, rename = "stringValue")]
+    string_value: Option<&'a RawValue>,
+    #[serde(borrow, rename = "boolValue")]
+    bool_value: Option<&'a RawValue>,
+    #[serde(borrow, rename = "numberValue")]
+    number_value: Option<&'a RawValue>,
+    #[serde(borrow, rename = "nullValue")]
+    null_value: Option<&'a RawValue>,
+    #[serde(borrow, rename = "willContinue")]
+    will_continue: Option<&'a RawValue>,
+}
+
+/// One step of a JSON Path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    Key(String),
+    /// An index; one past `usize` is `usize::MAX`, which no list reaches either.
+    Index(usize),
+}
+
+/// Why a merge stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Merge {
+    /// Merged (or skipped, as the adapter skips a piece without a value).
+    Done,
+    /// Pieces that do not make one object: the adapter's `broken`.
+    Broken,
+    /// Python would read this in a way this path does not reproduce.
+    Unread,
+}
+
+/// The arguments merged so far of a call whose pieces are still coming.
+#[derive(Debug, Default)]
+pub(super) struct Streamed {
+    root: Map<String, Value>,
+    /// The path of a string piece that said another piece of it follows.
+    continuing: Option<Vec<Step>>,
+    /// The adapter's `broken`: the call ends `mixed_arguments`.
+    pub(super) broken: bool,
+}
+
+impl Streamed {
+    /// Merge pieces in order; a piece that cannot be merged breaks the call.
+    pub(super) fn merge(&mut self, pieces: &[Option<Piece<'_>>]) -> Merge {
+        for piece in pieces {
+            let piece = piece.as_ref();
+            // A lone surrogate escape fails here: Python reads it, Rust cannot hold it.
+            let path = piece
+                .and_then(|p| p.json_path)
+                .filter(|r| r.get().starts_with('"'))
+                .map(|raw| serde_json::from_str::<String>(raw.get()).map_err(|_| ()));
+            let steps = match path {
+                None => return self.breaks(),
+                Some(Err(())) => return Merge::Unread,
+                Some(Ok(text)) => match parse_path(&text) {
+                    Ok(Some(steps)) => steps,
+                    Ok(None) => return self.breaks(),
+                    Err(()) => return Merge::Unread,
+                },
+            };
+            if !matches!(steps.first(), Some(Step::Key(_))) {
+                return self.breaks();
+            }
+            let more = piece
+                .and_then(|p| p.will_continue)
+                .is_some_and(|w| w.get() == "true");
+            let value = match piece.map_or(Ok(None), scalar) {
+                Err(()) => return Merge::Unread,
+                Ok(Some(value)) => value,
+                Ok(None) if more => Value::String(String::new()),
+                Ok(None) => continue,
+            };
+            let appended = value.is_string() && self.continuing.as_ref() == Some(&steps);
+            let mut root = Value::Object(std::mem::take(&mut self.root));
+            let put = put(&mut root, &steps, value, appended);
+            if let Value::Object(map) = root {
+                self.root = map;
+            }
+            if !put {
+                return self.breaks();
+            }
+            self.continuing = more.then_some(steps);
+        }
+        Merge::Done
+    }
+
+    /// Merge whole arguments sent next to the pieces; a member already there breaks the call.
+    pub(super) fn merge_object(&mut self, args: &RawValue) -> Merge {
+        let Ok(Value::Object(values)) = serde_json::from_str::<Value>(args.get()) else {
+            // Not an object (no surrogate pair can fail: a lone one fails an object too).
+            return if args.get().starts_with('{') {
+                Merge::Unread
+            } else {
+                self.breaks()
+            };
+        };
+        for (key, value) in values {
+            if self.root.contains_key(&key) {
+                return self.breaks();
+            }
+            let Some(value) = python_numbers(value) else {
+                return Merge::Unread;
+            };
+            self.root.insert(key, value);
+        }
+        Merge::Done
+    }
+
+    fn breaks(&mut self) -> Merge {
+        self.broken = true;
+        Merge::Broken
+    }
+
+    /// The merged object as `json.dumps(value, ensure_ascii=False, separators=(",", ":"))`
+    /// writes it.
+    pub(super) fn text(&self) -> String {
+        serde_json::to_string(&self.root).unwrap_or_default()
+    }
+}
+
+/// The value of one piece: `Ok(None)` for none, `Err` for one this path cannot hold.
+fn scalar(piece: &Piece<'_>) -> Result<Option<Value>, ()> {
+    if let Some(raw) = piece.string_value.filter(|r| r.get().starts_with('"')) {
+        return serde_json::from_str::<String>(raw.get())
+            .map(|s| Some(Value::String(s)))
+            .map_err(|_| ());
+    }
+    match piece.bool_value.map(RawValue::get) {
+        Some("true") => return Ok(Some(Value::Bool(true))),
+        Some("false") => return Ok(Some(Value::Bool(false))),
+        _ => {}
+    }
+    if let Some(lexeme) = piece
+        .number_value
+        .map(RawValue::get)
+        .filter(|n| n.starts_with(|c: char| c == '-' || c.is_ascii_digit()))
+    {
+        return Ok(python_number(lexeme, true).map(|n| number(&n)));
+    }
+    if piece.null_value.is_some() {
+        return Ok(Some(Value::Null));
+    }
+    Ok(None)
+}
+
+fn number(text: &str) -> Value {
+    serde_json::from_str::<Number>(text).map_or(Value::Null, Value::Number)
+}
+
+/// `value` with its numbers as Python writes them back; `None` for one it writes as no JSON.
+fn python_numbers(value: Value) -> Option<Value> {
+    Some(match value {
+        Value::Number(n) => number(&python_number(&n.to_string(), false)?),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(python_numbers)
+                .collect::<Option<_>>()?,
+        ),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| Some((k, python_numbers(v)?)))
+                .collect::<Option<_>>()?,
+        ),
+        other => other,
+    })
+}
+
+/// The JSON number `lexeme` as Python writes the number `json.loads` made of it; with
+/// `double`, read as a protobuf double (`_scalar`: integral within 2^53 is an integer). `None`
+/// for a float that is not finite.
+fn python_number(lexeme: &str, double: bool) -> Option<String> {
+    if !lexeme.contains(['.', 'e', 'E']) {
+        // An `int`: its digits (a JSON integer has no leading zeros), `-0` being `0`.
+        return Some(if lexeme == "-0" {
+            "0".to_owned()
+        } else {
+            lexeme.to_owned()
+        });
+    }
+    let f: f64 = lexeme.parse().ok()?;
+    if !f.is_finite() {
+        return None;
+    }
+    if double && f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 {
+        // Exact: an integral double below 2^53 fits an i64.
+        #[allow(clippy::cast_possible_truncation)]
+        return Some((f as i64).to_string());
+    }
+    Some(float_repr(f))
+}
+
+/// Python's `repr` of a finite float: the shortest digits that read back as `f` (Rust's
+/// `{:e}` finds the same), fixed notation for a decimal exponent from -4 to 15, else
+/// `d.ddde±XX`.
+fn float_repr(f: f64) -> String {
+    let shortest = format!("{f:e}");
+    let (mantissa, exponent) = shortest.split_once('e').unwrap_or((&shortest, "0"));
+    let exponent: i64 = exponent.parse().unwrap_or(0);
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let n = i64::try_from(digits.len()).unwrap_or(i64::MAX);
+    // The position of the decimal point after the first digit: 0.d1d2... x 10^point.
+    let point = exponent + 1;
+    let mut out = String::from(sign);
+    if point <= -4 || point > 16 {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let e = point - 1;
+        let _ = write!(out, "e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
+    } else if point <= 0 {
+        out.push_str("0.");
+        for _ in 0..-point {
+            out.push('0');
+        }
+        out.push_str(&digits);
+    } else if point >= n {
+        out.push_str(&digits);
+        for _ in 0..point - n {
+            out.push('0');
+        }
+        out.push_str(".0");
+    } else {
+        let cut = usize::try_from(point).unwrap_or(0);
+        out.push_str(&digits[..cut]);
+        out.push('.');
+        out.push_str(&digits[cut..]);
+    }
+    out
+}
+
+/// The steps of a JSON Path such as `$.a['b c'][0]` as the adapter's `_path` reads them:
+/// `Ok(None)` when it is not one, `Err` where Python would read what this path cannot.
+fn parse_path(text: &str) -> Result<Option<Vec<Step>>, ()> {
+    let Some(mut rest) = text.strip_prefix('$') else {
+        return Ok(None);
+    };
+    let mut steps = Vec::new();
+    while !rest.is_empty() {
+        let step;
+        if let Some(after) = rest.strip_prefix('.') {
+            let end = after
+                .find(['.', '[', ']', '\'', '"'])
+                .unwrap_or(after.len());
+            if end == 0 {
+                return Ok(None);
+            }
+            step = Step::Key(after[..end].to_owned());
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let digits = after.find(|c: char| !c.is_numeric()).unwrap_or(after.len());
+            if digits > 0 {
+                if !after[..digits].bytes().all(|b| b.is_ascii_digit()) {
+                    // Python's `\d` takes any decimal digit, and `int` reads it.
+                    return Err(());
+                }
+                let Some(tail) = after[digits..].strip_prefix(']') else {
+                    return Ok(None);
+                };
+                step = Step::Index(after[..digits].parse().unwrap_or(usize::MAX));
+                rest = tail;
+            } else if let Some(quote) = after.chars().next().filter(|c| matches!(c, '\'' | '"')) {
+                let body = &after[1..];
+                let Some(end) = quoted_end(body, quote) else {
+                    return Ok(None);
+                };
+                let Some(tail) = body[end + 1..].strip_prefix(']') else {
+                    return Ok(None);
+                };
+                let inner = &body[..end];
+                let inner = if quote == '\'' {
+                    inner.replace("\\'", "'")
+                } else {
+                    inner.to_owned()
+                };
+                step = match serde_json::from_str::<String>(&format!("\"{inner}\"")) {
+                    Ok(key) => Step::Key(key),
+                    // A lone surrogate escape, which Python reads and Rust cannot hold.
+                    Err(_) if inner.contains("\\u") => return Err(()),
+                    Err(_) => return Ok(None),
+                };
+                rest = tail;
+            } else {
+                return Ok(None);
+            }
+        } else {
+            return Ok(None);
+        }
+        steps.push(step);
+    }
+    Ok(Some(steps))
+}
+
+/// Where the quoted name `body` (after its opening `quote`) ends: the first unescaped `quote`,
+/// a backslash taking any one character but a newline (the regex's `\\.`).
+fn quoted_end(body: &str, quote: char) -> Option<usize> {
+    let mut chars = body.char_indices();
+    while let Some((i, c)) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some((_, '\n')) | None => return None,
+                Some(_) => {}
+            }
+        } else if c == quote {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// Set `value` at `steps` inside `root`, creating containers; false on a shape conflict.
+fn put(root: &mut Value, steps: &[Step], value: Value, append: bool) -> bool {
+    let Some((last, inner)) = steps.split_last() else {
+        return false;
+    };
+    let mut node = root;
+    for (i, step) in inner.iter().enumerate() {
+        let want_object = matches!(steps.get(i + 1), Some(Step::Key(_)));
+        let Some(next) = child(node, step, want_object) else {
+            return false;
+        };
+        node = next;
+    }
+    match (node, last) {
+        (Value::Object(map), Step::Key(key)) => set(map, key, value, append),
+        (Value::Array(items), Step::Index(i)) => {
+            if let (true, Some(Value::String(s)), Value::String(more)) =
+                (append, items.get_mut(*i), &value)
+            {
+                s.push_str(more);
+            } else if *i == items.len() {
+                items.push(value);
+            } else {
+                return false;
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+fn set(map: &mut Map<String, Value>, key: &str, value: Value, append: bool) -> bool {
+    if let (true, Some(Value::String(s)), Value::String(more)) = (append, map.get_mut(key), &value)
+    {
+        s.push_str(more);
+        return true;
+    }
+    if map.contains_key(key) {
+        return false;
+    }
+    map.insert(key.to_owned(), value);
+    true
+}
+
+fn empty(object: bool) -> Value {
+    if object {
+        Value::Object(Map::new())
+    } else {
+        Value::Array(Vec::new())
+    }
+}
+
+fn same_shape(value: &Value, object: bool) -> bool {
+    if object {
+        value.is_object()
+    } else {
+        value.is_array()
+    }
+}
+
+/// The container at `step` in `node`, created if absent; `None` on a conflict.
+fn child<'v>(node: &'v mut Value, step: &Step, object: bool) -> Option<&'v mut Value> {
+    let child = match (node, step) {
+        (Value::Object(map), Step::Key(key)) => match map.entry(key.clone()) {
+            serde_json::map::Entry::Vacant(v) => v.insert(empty(object)),
+            serde_json::map::Entry::Occupied(o) => o.into_mut(),
+        },
+        (Value::Array(items), Step::Index(i)) => {
+            if *i == items.len() {
+                items.push(empty(object));
+            }
+            items.get_mut(*i)?
+        }
+        _ => return None,
+    };
+    same_shape(child, object).then_some(child)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{float_repr, parse_path, python_number, Step};
+
+    #[test]
+    fn floats_are_written_as_python_repr_writes_them() {
+        for (f, want) in [
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.5, "1.5"),
+            (0.1, "0.1"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (9_999_999_999_999_998.0, "9999999999999998.0"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (1e100, "1e+100"),
+            (-123.456, "-123.456"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (100_000.0, "100000.0"),
+        ] {
+            assert_eq!(float_repr(f), want, "{f}");
+        }
+    }
+
+    #[test]
+    fn numbers_are_read_as_json_loads_reads_them() {
+        let n = |lexeme, double| python_number(lexeme, double);
+        assert_eq!(n("3", true).as_deref(), Some("3"));
+        assert_eq!(n("-0", false).as_deref(), Some("0"));
+        assert_eq!(n("3.0", true).as_deref(), Some("3"));
+        assert_eq!(n("3.0", false).as_deref(), Some("3.0"));
+        assert_eq!(n("-0.0", true).as_deref(), Some("0"));
+        assert_eq!(n("1e20", true).as_deref(), Some("1e+20"));
+        assert_eq!(n("1E5", false).as_deref(), Some("100000.0"));
+        assert_eq!(n("1e400", true), None);
+        assert_eq!(
+            n("123456789012345678901234567890", false).as_deref(),
+            Some("123456789012345678901234567890")
+        );
+    }
+
+    #[test]
+    fn paths_are_read_as_the_adapter_reads_them() {
+        let key = |k: &str| Step::Key(k.to_owned());
+        assert_eq!(
+            parse_path("$.a['b c'][0][\"d\\\"e\"]['f\\'g']"),
+            Ok(Some(vec![
+                key("a"),
+                key("b c"),
+                Step::Index(0),
+                key("d\"e"),
+                key("f'g")
+            ]))
+        );
+        assert_eq!(parse_path("$"), Ok(Some(vec![])));
+        assert_eq!(parse_path("a.b"), Ok(None));
+        assert_eq!(parse_path("$.a."), Ok(None));
+        assert_eq!(parse_path("$[1"), Ok(None));
+        assert_eq!(parse_path("$['a]"), Ok(None));
+        assert_eq!(parse_path("$[\"a\nb\"]"), Ok(None));
+        assert_eq!(parse_path("$[\"\\ud800\"]"), Err(()));
+        assert_eq!(parse_path("$[\u{661}]"), Err(()));
+    }
+}
