@@ -669,28 +669,78 @@ fn anthropic_body(events: &[(&str, &str)]) -> Vec<u8> {
     body
 }
 
+/// A `tool_use` block with the `{}` placeholder and no input, as Anthropic streams a tool
+/// without parameters (with one empty `input_json_delta` when `empty_delta`), then `tail`.
+fn empty_tool_blocks(blocks: &[(&str, bool)], tail: &[(&str, &str)]) -> Vec<u8> {
+    let mut events: Vec<(&str, String)> = Vec::new();
+    for (index, (name, empty_delta)) in blocks.iter().enumerate() {
+        events.push((
+            "content_block_start",
+            format!(
+                r#"{{"type":"content_block_start","index":{index},"content_block":{{"type":"tool_use","id":"toolu_{index}","name":"{name}","input":{{}}}}}}"#
+            ),
+        ));
+        if *empty_delta {
+            events.push((
+                "content_block_delta",
+                format!(
+                    r#"{{"type":"content_block_delta","index":{index},"delta":{{"type":"input_json_delta","partial_json":""}}}}"#
+                ),
+            ));
+        }
+        events.push((
+            "content_block_stop",
+            format!(r#"{{"type":"content_block_stop","index":{index}}}"#),
+        ));
+    }
+    events.extend(tail.iter().map(|(t, d)| (*t, (*d).to_owned())));
+    let borrowed: Vec<(&str, &str)> = events.iter().map(|(t, d)| (*t, d.as_str())).collect();
+    anthropic_body(&borrowed)
+}
+
+const PING: (&str, &str) = ("ping", r#"{"type":"ping"}"#);
+
 #[test]
 fn anthropic_tool_without_parameters_is_not_an_empty_arguments_anomaly() {
     // Anthropic streams a parameterless tool as `input: {}` plus one empty `input_json_delta`:
     // `{}` is the input as sent, not a missing one. `feed_chunk` reads it so; the raw path used
     // to drop the placeholder and flag `empty_arguments`.
-    let body = anthropic_body(&[
-        (
-            "content_block_start",
-            r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_time","input":{}}}"#,
-        ),
-        (
-            "content_block_delta",
-            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}"#,
-        ),
-        (
-            "content_block_stop",
-            r#"{"type":"content_block_stop","index":0}"#,
-        ),
-    ]);
+    let body = empty_tool_blocks(
+        &[("get_time", true)],
+        &[
+            PING,
+            (
+                "message_delta",
+                r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":3}}"#,
+            ),
+        ],
+    );
     let o = run(&body);
     ok(o.call(0), "get_time", "{}");
     assert!(o.call(0).warnings.is_empty(), "{:?}", o.call(0).warnings);
+}
+
+#[test]
+fn anthropic_tool_block_closed_without_input_at_max_tokens_is_truncated() {
+    // The output limit cut the block before its input began: Anthropic closes the block, then
+    // says `max_tokens`. The call must not run as a call without parameters, while an empty
+    // block the message went on after is one.
+    let body = empty_tool_blocks(
+        &[("ping", false), ("get_time", true)],
+        &[
+            PING,
+            (
+                "message_delta",
+                r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":9}}"#,
+            ),
+            ("message_stop", r#"{"type":"message_stop"}"#),
+        ],
+    );
+    let o = run(&body);
+    ok(o.call(0), "ping", "{}");
+    let cut = o.call(1);
+    assert_eq!(cut.error, Some(ErrorKind::Truncated), "{cut:?}");
+    assert!(cut.args.is_empty(), "{cut:?}");
 }
 
 #[test]

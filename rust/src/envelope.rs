@@ -556,6 +556,9 @@ pub struct Decoder {
     released: usize,
     held_text: Option<u16>,
     blocks: Vec<BlockState>,
+    /// An Anthropic tool block that stopped with no input, whose end waits for the next event
+    /// (see [`Decoder::anthropic`]).
+    empty_block: Option<BlockState>,
     items: Vec<ItemState>,
     /// A key above every `output_index` and key seen, for an item that must be keyed apart.
     next_key: i64,
@@ -739,6 +742,11 @@ impl Decoder {
                 Ok(Some(Format::Anthropic))
             }
             Some("error") => {
+                // A tool block that stopped with no input before the error was whole, as
+                // `feed_chunk` reads it: the error stops only what was still open.
+                if let Some(block) = self.empty_block.take() {
+                    self.end_tool_block(&block, emit);
+                }
                 self.gemini_gave_up();
                 emit(Action::ProviderError(
                     env.error.map_or_else(|| lossy(data), RawValue::get),
@@ -1249,6 +1257,17 @@ impl Decoder {
         env: &Envelope<'_>,
         emit: &mut F,
     ) -> Result<(), EventError> {
+        // A tool block that stopped with no input is a tool without parameters only if the
+        // message goes on; Anthropic closes the block the output limit cut before it says why
+        // the message stopped, so at `max_tokens` the call is left open for `limit_reached` to
+        // cut. A `ping` tells nothing either way.
+        if t != "ping" {
+            if let Some(block) = self.empty_block.take() {
+                if !(t == "message_delta" && stops_at_limit(env.delta)) {
+                    self.end_tool_block(&block, emit);
+                }
+            }
+        }
         match t {
             "message_start" => {
                 let message: Option<Message<'_>> = nested(env.message)?;
@@ -1292,22 +1311,11 @@ impl Decoder {
                 };
                 let block = self.blocks.swap_remove(pos);
                 if block.tool {
-                    if !block.got_delta && block.input.first() == Some(&b'"') {
-                        // `input` sent as the arguments' JSON text (a translator that copied a
-                        // Chat `arguments` string): text, as `feed_chunk` reads it, not a
-                        // string value that is no object.
-                        let input = String::from_utf8_lossy(&block.input).into_owned();
-                        self.fragment(Some(index), &input);
-                        if !self.scratch.is_empty() {
-                            emit(args(Some(index), Arguments::Text(&self.scratch)));
-                        }
-                    } else if !block.got_delta && !block.input.is_empty() {
-                        let input = String::from_utf8_lossy(&block.input);
-                        canonical(&input, &mut self.scratch);
-                        emit(args(Some(index), Arguments::Value(&self.scratch)));
+                    if !block.got_delta && no_input(&block.input) {
+                        self.empty_block = Some(block);
+                    } else {
+                        self.end_tool_block(&block, emit);
                     }
-                    self.release(Some(index), emit);
-                    emit(Action::EndCall(index));
                 }
             }
             "message_delta" => {
@@ -1330,6 +1338,27 @@ impl Decoder {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Ends a stopped `tool_use` block: its `input` is the arguments when no fragment came.
+    fn end_tool_block<F: FnMut(Action<'_>)>(&mut self, block: &BlockState, emit: &mut F) {
+        let index = block.index;
+        if !block.got_delta && block.input.first() == Some(&b'"') {
+            // `input` sent as the arguments' JSON text (a translator that copied a Chat
+            // `arguments` string): text, as `feed_chunk` reads it, not a string value that is
+            // no object.
+            let input = String::from_utf8_lossy(&block.input).into_owned();
+            self.fragment(Some(index), &input);
+            if !self.scratch.is_empty() {
+                emit(args(Some(index), Arguments::Text(&self.scratch)));
+            }
+        } else if !block.got_delta && !block.input.is_empty() {
+            let input = String::from_utf8_lossy(&block.input);
+            canonical(&input, &mut self.scratch);
+            emit(args(Some(index), Arguments::Value(&self.scratch)));
+        }
+        self.release(Some(index), emit);
+        emit(Action::EndCall(index));
     }
 
     /// `content_block_delta`: argument fragments of `tool_use` blocks and text.
@@ -1465,6 +1494,25 @@ fn provider_gave_up<F: FnMut(Action<'_>)>(emit: &mut F) {
 /// there, every non-ASCII character escaped when a lone surrogate has no UTF-8 form. Numbers and
 /// repeated keys are kept as sent (the scanner reports a repeated key). Both ways in then give
 /// the same `arguments` text for the same bytes.
+/// A `tool_use` block's `input` that says nothing: none, the `{}` placeholder or `""`.
+fn no_input(input: &[u8]) -> bool {
+    let trimmed = input.trim_ascii();
+    let mut object = trimmed
+        .iter()
+        .filter(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+    trimmed.is_empty()
+        || trimmed == b"\"\""
+        || (object.next() == Some(&b'{') && object.next() == Some(&b'}') && object.next().is_none())
+}
+
+/// Whether a `message_delta`'s `delta` says the output limit stopped the message.
+fn stops_at_limit(delta: Option<&RawValue>) -> bool {
+    delta
+        .and_then(|raw| serde_json::from_str::<AnthropicDelta<'_>>(raw.get()).ok())
+        .and_then(|d| d.stop_reason)
+        .is_some_and(|r| FinishReason::from_raw(r.as_str()) == FinishReason::Length)
+}
+
 fn canonical(raw: &str, out: &mut Vec<u8>) {
     out.clear();
     if canonical_pass(raw, out, false) {

@@ -11,7 +11,7 @@ pytest.importorskip("toolwire._core")
 
 from toolwire.events import CallStarted, StreamEnded, TextDelta
 
-from .clients import assemble_async, assemble_sync
+from .clients import assemble_async, assemble_both, assemble_sync
 from .conftest import SSEServer
 from .make_fixtures import PARALLEL, TEXT, large_arguments
 from .streamkit import Call, anthropic_stream, load_events, sse_body
@@ -85,6 +85,29 @@ def test_max_tokens_cut_is_truncated(sse_server: SSEServer) -> None:
     events, stream = assemble_sync(sse_server.register_events(events_in, FMT), FMT)
     assert stream.calls[0].error.kind == "truncated"
     assert events[-1].finish_reason == "max_tokens"
+
+
+def test_an_empty_tool_block_closed_at_max_tokens_is_truncated(sse_server: SSEServer) -> None:
+    # The limit cut the block before its input began; Anthropic closes the block before the
+    # message says `max_tokens`, so the call must not run as a call without parameters. An
+    # empty block the message went on after is one.
+    events_in = anthropic_stream(
+        [Call("ping", ""), Call("f", "")], stop_reason="max_tokens", empty_first_delta=False
+    )
+    stop = max(i for i, e in enumerate(events_in) if e["type"] == "content_block_stop")
+    events_in.insert(stop + 1, {"type": "ping"})
+    events, stream = assemble_both(sse_server.register_events(events_in, FMT), FMT)
+    first, second = stream.calls
+    assert first.ok and first.value == {}
+    assert second.error is not None and second.error.kind == "truncated"
+    assert second.arguments == ""
+    assert events[-1].finish_reason == "max_tokens"
+    # The same stream ending normally: both are calls without parameters.
+    for event in events_in:
+        if event["type"] == "message_delta":
+            event["delta"]["stop_reason"] = "tool_use"
+    _, stream = assemble_both(sse_server.register_events(events_in, FMT), FMT)
+    assert [(c.ok, c.value) for c in stream.calls] == [(True, {}), (True, {})]
 
 
 @pytest.mark.anyio

@@ -7,6 +7,12 @@ Design notes:
   `{}` followed by `input_json_delta` fragments. The placeholder is therefore not fed at start; at
   `content_block_stop` it is fed as the complete value only if no fragment arrived (a server that
   sends the whole input at start). An empty `partial_json` is no fragment (quirk 26).
+- A tool block that stops with no input (no fragment, the `{}` placeholder or none) is a tool
+  without parameters only if the message goes on: its end waits for the next event (a `ping`
+  does not count). If that event says `max_tokens`, the call is left open under
+  `limit_reached` and ends `truncated`, since Anthropic closes the block the limit cut before
+  it says why the message stopped; if the stream breaks off there, the interruption makes it
+  `truncated` too. The raw SSE path holds it the same way.
 - `content_block_stop` ends the call (`end(index)`); a `message_delta.stop_reason` of `refusal`
   (or, from translators, `content_filter` or `safety`, in any ASCII case, as the raw path reads
   it) and an `error` event stop the open calls.
@@ -54,6 +60,9 @@ class _State:
     # Open blocks that are not `tool_use` (text, thinking, server tools): not ours.
     others: set[int] = field(default_factory=lambda: set())
     usage: dict[str, Any] = field(default_factory=lambda: {})
+    # A tool block that stopped with no input, whose end waits for the next event: its index
+    # and its placeholder.
+    empty: tuple[int | None, object] | None = None
 
 
 class AnthropicMessagesAdapter:
@@ -85,6 +94,13 @@ class AnthropicMessagesAdapter:
     def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         info = ChunkInfo()
         kind = get(chunk, "type")
+        held = self._state.empty
+        if held is not None and kind != "ping":
+            self._state.empty = None
+            reason = str_or_none(get(get(chunk, "delta"), "stop_reason"))
+            if not (kind == "message_delta" and reason and is_limit(reason)):
+                # The message went on: a call of a tool without parameters.
+                self._end_block(*held, sink, info)
         if kind == "content_block_delta":
             self._delta(chunk, sink, info)
         elif kind == "content_block_start":
@@ -165,14 +181,30 @@ class AnthropicMessagesAdapter:
         block = self._state.blocks.pop(index, None)
         if block is None:
             return
-        if not block.fragments and block.placeholder is not None:
-            ordinal = sink.feed(index, arguments=arguments_of(plain(block.placeholder)))
+        placeholder = None if block.fragments else block.placeholder
+        if not block.fragments and arguments_of(plain(placeholder)) in (None, {}, ""):
+            self._state.empty = (index, placeholder)
+            return
+        self._end_block(index, placeholder, sink, info)
+
+    def _end_block(
+        self, index: int | None, placeholder: object, sink: Sink, info: ChunkInfo
+    ) -> None:
+        # The placeholder is the input only when no fragment came (a server that sends the
+        # whole input at start, or `{}` for a tool without parameters).
+        if placeholder is not None:
+            ordinal = sink.feed(index, arguments=arguments_of(plain(placeholder)))
             info.feeds.append(FeedRecord(ordinal, None, None))
         self._utf16.release(sink, index)
         sink.end(index)
 
     def flush(self, sink: Sink) -> None:
-        """The stream ends: hand the core what is still held (an unpaired surrogate half)."""
+        """The stream ends: hand the core what is still held (an unpaired surrogate half).
+
+        A tool block that stopped without input just before the end is left open: if the
+        stream broke off there, the interruption makes it `truncated`; otherwise `finish`
+        completes it as `{}`, as any open call without arguments.
+        """
         self._utf16.flush(sink)
 
     def _usage(self, usage: object, info: ChunkInfo) -> None:
