@@ -50,11 +50,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeAlias, cast
+from typing import Any, Literal, Protocol, TypeAlias, cast, get_args
 
 from toolwire._core import MisuseError, ToolCall
 from toolwire.assembler import Assembler
-from toolwire.formats import ChunkInfo, make_adapter
+from toolwire.formats import ChunkInfo, WireFormat, make_adapter
 from toolwire.toolset import Toolset
 from toolwire.validation import Outcome
 
@@ -89,25 +89,9 @@ CORPUS_SCHEMA_VERSION = 1
 REPORT_SCHEMA_VERSION = 1
 """The version of the `--json` report layout (`Report.to_json`)."""
 
-FormatName: TypeAlias = Literal[
-    "auto",
-    "openai-chat",
-    "openai-responses",
-    "anthropic",
-    "bedrock-converse",
-    "gemini",
-    "fragments",
-]
+FormatName: TypeAlias = Literal["auto", WireFormat, "fragments"]
 """How chunks are read: auto-detected, one wire format, or the core's own deltas."""
-FORMATS: tuple[FormatName, ...] = (
-    "auto",
-    "openai-chat",
-    "openai-responses",
-    "anthropic",
-    "bedrock-converse",
-    "gemini",
-    "fragments",
-)
+FORMATS: tuple[FormatName, ...] = get_args(FormatName)
 EntryKind: TypeAlias = Literal["stream", "call"]
 
 _SSE_HEADER = b": toolwire "
