@@ -121,10 +121,6 @@ def _model_validate_run(case_name: str) -> Prepared:
     return prepare
 
 
-def _progress_run(fn: Callable[[Any], Any], case_name: str) -> Prepared:
-    return _feed_run(fn, case_name)
-
-
 def _sse_run(case_name: str) -> Prepared:
     case = get_case(case_name)
 
@@ -177,16 +173,16 @@ def _pairs() -> list[_Pair]:
                 "progressive <= 0.25x jiter",
                 case,
                 "toolwire progress_into",
-                _progress_run(a.toolwire_progress_into, case),
+                _feed_run(a.toolwire_progress_into, case),
                 "jiter every fragment",
-                _progress_run(a.jiter_every_fragment, case),
+                _feed_run(a.jiter_every_fragment, case),
                 bounds,
             )
         )
     growth: list[tuple[str, Callable[[str], Prepared], bool]] = [
         ("toolwire feed", lambda c: _feed_run(a.toolwire_feed, c), True),
         ("toolwire feed+precheck", lambda c: _feed_run(a.toolwire_feed_prechecked, c), True),
-        ("toolwire progress_into", lambda c: _progress_run(a.toolwire_progress_into, c), True),
+        ("toolwire progress_into", lambda c: _feed_run(a.toolwire_progress_into, c), True),
         ("toolwire feed_sse", _sse_run, True),
         ("toolwire last fragment->model", _last_fragment_run, True),
         ("join+orjson", lambda c: _feed_run(a.baseline_join_orjson, c), False),
