@@ -40,7 +40,7 @@ from toolwire.coercion import pointer
 from toolwire.events import CallCompleted, StreamEnded
 from toolwire.formats._fields import get, plain
 from toolwire.replay import CORPUS_SCHEMA_VERSION, schema_hash, verdict
-from toolwire.stream import ToolStream, chunk_source, is_provider_error
+from toolwire.stream import ToolStream, is_provider_error
 from toolwire.validation import REDACTED, SECRET_KEY, Redactor
 
 if TYPE_CHECKING:
@@ -559,7 +559,7 @@ def _error_chunk(error: BaseException, fmt: str | None) -> dict[str, Any]:
 class RecordingToolStream(ToolStream):
     """A `ToolStream` that hands its chunks and calls to a `Recorder` once it is over."""
 
-    __slots__ = ("_chunks", "_recorded", "_recorder", "_sdk_source")
+    __slots__ = ("_chunks", "_recorded", "_recorder")
 
     def __init__(
         self,
@@ -580,11 +580,11 @@ class RecordingToolStream(ToolStream):
         self._chunks: list[object] = []
         self._recorder = recorder
         self._recorded = False
-        # The SDK stream itself, which closing the tee below would not close.
-        self._sdk_source: Iterable[object] = chunk_source(source)
-        super().__init__(self._tee(self._sdk_source), tools, progress=progress)
+        # The SDK stream stays the source `close` closes; `_chunks_of` keeps its chunks.
+        super().__init__(source, tools, progress=progress)
 
-    def _tee(self, source: Iterable[object]) -> Iterator[object]:
+    def _chunks_of(self, source: Iterable[object]) -> Iterator[object]:
+        """The SDK stream's chunks, each kept for the record as it passes."""
         try:
             for chunk in source:
                 self._chunks.append(chunk)
@@ -618,7 +618,4 @@ class RecordingToolStream(ToolStream):
     def close(self) -> None:
         """Stop reading, then record what arrived (see `ToolStream.close`)."""
         super().close()
-        close: Any = getattr(self._sdk_source, "close", None)
-        if callable(close):
-            close()
         self._record()

@@ -412,7 +412,7 @@ class ToolStream(_StreamBase):
         driver = self._driver
         try:
             try:
-                for chunk in self._source:
+                for chunk in self._chunks_of(self._source):
                     yield from driver.chunk(chunk)
             except Exception as error:
                 if not is_transport_error(error):
@@ -424,6 +424,10 @@ class ToolStream(_StreamBase):
             # Reached without end() when the consumer closed early or a non-transport error
             # propagated: finish quietly so .calls is complete and no call reads as usable.
             driver.end(interrupted=True)
+
+    def _chunks_of(self, source: Iterable[object]) -> Iterable[object]:
+        """The chunks read from the SDK stream (a subclass may watch them pass)."""
+        return source
 
     def __iter__(self) -> Iterator[Event]:
         return self
