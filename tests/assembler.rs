@@ -394,3 +394,40 @@ fn output_limit_truncates_the_last_call_cut_before_its_arguments() {
         ]
     );
 }
+
+#[test]
+fn stop_spares_ended_whole_calls_and_stop_all_spares_none() {
+    let feed = |a: &mut Assembler| {
+        let first = a
+            .feed(&text(Some(0), Some("a"), Some("f"), "{\"x\": 1}"))
+            .expect("feed");
+        a.end_call(first).expect("end");
+        a.feed(&text(Some(1), Some("b"), Some("g"), "{\"y\": 2}"))
+            .expect("feed");
+    };
+    let mut stopped = Assembler::new(AssemblerConfig::default()).expect("config");
+    feed(&mut stopped);
+    stopped.stop("content_filter").expect("stop");
+    let kinds: Vec<_> = stopped
+        .finish()
+        .expect("finish")
+        .iter()
+        .map(|c| c.error.as_ref().map(|e| e.kind))
+        .collect();
+    // The second call was not ended: its closed JSON may still have been followed by more.
+    assert_eq!(kinds, [None, Some(ErrorKind::Filtered)]);
+
+    let mut rejected = Assembler::new(AssemblerConfig::default()).expect("config");
+    feed(&mut rejected);
+    rejected.stop_all("malformed_tool_use").expect("stop_all");
+    let calls = rejected.finish().expect("finish");
+    let kinds: Vec<_> = calls
+        .iter()
+        .map(|c| c.error.as_ref().map(|e| e.kind))
+        .collect();
+    assert_eq!(kinds, [Some(ErrorKind::Filtered); 2]);
+    let message = calls[0].error.as_ref().map(|e| e.message.clone());
+    assert!(message.is_some_and(|m| m.contains("malformed_tool_use")));
+    // Values still read: the JSON itself was complete.
+    assert!(calls.iter().all(|c| c.complete));
+}

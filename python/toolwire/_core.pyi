@@ -290,6 +290,9 @@ class Assembler:
         """
     def stop(self, reason: str, /) -> None:
         """The provider stopped the stream (content filter, refusal): open calls are `filtered`."""
+    def stop_all(self, reason: str, /) -> None:
+        """The provider said the calls it sent are malformed: every call is `filtered`, even one
+        it had ended with a complete value (nothing tells which call it judged)."""
     def limit_reached(self) -> None:
         """The output limit was reached: the last call started, if not ended and with no
         argument text, becomes `truncated` at finish rather than `{}`."""

@@ -715,10 +715,28 @@ impl Assembler {
     /// # Errors
     /// [`Misuse::Finished`] after finish.
     pub fn stop(&mut self, reason: &str) -> Result<(), Misuse> {
+        self.stop_calls(reason, false)
+    }
+
+    /// The provider said the calls it sent are themselves malformed (Bedrock's
+    /// `malformed_tool_use`): every call becomes a [`ErrorKind::Filtered`] error, even one the
+    /// provider had ended with a complete value, since nothing tells which call it judged.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after finish.
+    pub fn stop_all(&mut self, reason: &str) -> Result<(), Misuse> {
+        self.stop_calls(reason, true)
+    }
+
+    fn stop_calls(&mut self, reason: &str, ended_too: bool) -> Result<(), Misuse> {
         if self.finished {
             return Err(Misuse::Finished);
         }
         for call in &mut self.calls {
+            if ended_too {
+                call.stopped = Some(reason.to_owned());
+                continue;
+            }
             if call.ended {
                 // No fragment can follow an ended call: its held one is decided as `finish`
                 // would decide it, or a whole value held after whitespace (`" "` then

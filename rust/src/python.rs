@@ -1351,6 +1351,15 @@ impl PyAssembler {
         self.flush_progress(py)
     }
 
+    #[pyo3(signature = (reason, /))]
+    fn stop_all(&mut self, py: Python<'_>, reason: &str) -> PyResult<()> {
+        self.decoder
+            .assembler_mut()
+            .stop_all(reason)
+            .map_err(|e| misuse(&e))?;
+        self.flush_progress(py)
+    }
+
     fn drain_errors(&mut self) -> Vec<(usize, PyCallError)> {
         self.decoder
             .assembler_mut()

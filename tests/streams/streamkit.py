@@ -602,6 +602,9 @@ class RecordingSink:
     def stop(self, reason: str) -> None:
         self.calls.append(("stop", reason))
 
+    def stop_all(self, reason: str) -> None:
+        self.calls.append(("stop_all", reason))
+
     def limit_reached(self) -> None:
         self.calls.append(("limit_reached",))
 

@@ -229,6 +229,22 @@ def test_a_guardrail_stops_the_open_call(sse_server: SSEServer, split: str, reas
     assert stream.finish_reason == reason
 
 
+@pytest.mark.parametrize("reason", ["malformed_tool_use", "MALFORMED_MODEL_OUTPUT"])
+def test_a_malformed_output_stops_every_call(
+    sse_server: SSEServer, split: str, reason: str
+) -> None:
+    # Every block ended with a whole value, yet Bedrock says a tool use (or the output) was
+    # malformed without saying which: none may run.
+    events = converse_events([WEATHER, Call("f", '{"a": 1}')], stop_reason=reason)
+    stream = both(sse_server, events, split)
+    assert [(c.name, c.error.kind if c.error else None) for c in stream.calls] == [
+        ("get_weather", "filtered"),
+        ("f", "filtered"),
+    ]
+    assert all(reason in c.error.message for c in stream.calls if c.error)
+    assert stream.finish_reason == reason
+
+
 @pytest.mark.parametrize("complete", [True, False])
 def test_an_exception_event_mid_stream(sse_server: SSEServer, split: str, complete: bool) -> None:
     events = converse_events([WEATHER, Call("f", '{"a": 1}')], size=3)

@@ -68,6 +68,10 @@ class Sink(Protocol):
         """The provider stopped the stream; open calls must not be executed."""
         ...
 
+    def stop_all(self, reason: str, /) -> None:
+        """The provider said its calls are malformed; no call may be executed, ended or not."""
+        ...
+
     def limit_reached(self) -> None:
         """The output limit was reached: the last call started, if open, was cut there."""
         ...

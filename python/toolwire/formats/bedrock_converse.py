@@ -29,8 +29,10 @@ Design notes:
   on Bedrock's side and are not assembled; `toolUse` deltas at their index are skipped.
 - `stopReason` is reported as sent; `guardrail_intervened` and `content_filtered` (and the other
   stopping reasons of `stops_calls`) stop the open calls, `max_tokens` and
-  `model_context_window_exceeded` mark the output limit. Reasoning deltas are not assistant text
-  and are skipped, as the Anthropic adapter skips thinking.
+  `model_context_window_exceeded` mark the output limit. `malformed_tool_use` and
+  `malformed_model_output` stop every call, even one whose block ended with a whole value:
+  Bedrock judged the calls it sent and does not say which one failed. Reasoning deltas are not
+  assistant text and are skipped, as the Anthropic adapter skips thinking.
 - Usage comes from `metadata.usage`, merged like the other formats; `metrics` and `trace` are
   not usage.
 - An exception event ends the response: open calls stop, the finish reason is `error`. boto3
@@ -57,6 +59,7 @@ from toolwire.formats._types import (
     Sink,
     WireFormat,
     after_provider_error,
+    folded_reason,
     is_limit,
     stops_calls,
 )
@@ -95,6 +98,10 @@ def is_converse_event(event: Mapping[object, object]) -> bool:
     return False
 
 
+# Stop reasons that say the model's output itself was malformed: Bedrock could not turn it into
+# a valid message (`malformed_model_output`) or a valid tool use (`malformed_tool_use`).
+_MALFORMED = frozenset({"malformed_tool_use", "malformed_model_output"})
+
 _Key = int | None
 _JSON_WHITESPACE = " \t\n\r"
 
@@ -131,7 +138,7 @@ class BedrockConverseAdapter:
 
         Args:
             chunk: A ConverseStream event dict (one member: `contentBlockDelta`, ...).
-            sink: Receives `feed` / `end` / `stop` / `limit_reached` calls.
+            sink: Receives `feed` / `end` / `stop` / `stop_all` / `limit_reached` calls.
 
         Returns:
             The event's text, feeds, stop reason and (merged) usage.
@@ -242,7 +249,9 @@ class BedrockConverseAdapter:
         self._end_empty(sink)
         if reason:
             info.finish_reason = reason
-            if stops_calls(reason):
+            if folded_reason(reason) in _MALFORMED:
+                sink.stop_all(reason)
+            elif stops_calls(reason):
                 sink.stop(reason)
 
     def _read_usage(self, usage: object, info: ChunkInfo) -> None:
