@@ -125,6 +125,11 @@ class ToolCall:
     def value(self) -> Any: ...
     @property
     def error(self) -> CallError | None: ...
+    def _validation_fields(
+        self,
+    ) -> tuple[CallError | None, bool, str | None, str | None, bytes | None, bool]:
+        """`(error, prechecked, name, id, arguments_bytes or None when blank, plain_numbers)`
+        in one call, for `Toolset.validate`."""
     @property
     def ok(self) -> bool: ...
     @property

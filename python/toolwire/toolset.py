@@ -58,6 +58,8 @@ from toolwire.validation import (
     success_outcome,
 )
 
+from toolwire._core import ToolCall
+
 if TYPE_CHECKING:
     from toolwire._core import ToolRegistry
 
@@ -755,8 +757,13 @@ class Toolset:
         Returns:
             The outcome: `ok` with the model, or the errors and what to tell the model.
         """
-        error = call.error
-        if error is None and not getattr(call, "prechecked", True):
+        if type(call) is ToolCall:
+            error, prechecked, name, call_id, raw, plain_numbers = call._validation_fields()
+        else:
+            error, prechecked, name = call.error, getattr(call, "prechecked", True), call.name
+            call_id, raw = call.id, _raw_arguments(call)
+            plain_numbers = getattr(call, "plain_numbers", False)
+        if error is None and not prechecked:
             # A `ToolCall` assembled without the pre-check: find what it would have found, so
             # that a call gets the same verdict whichever way it was assembled (an unknown
             # field, a value a lax model would convert silently). Look-alike calls are read as
@@ -765,24 +772,22 @@ class Toolset:
             if found is not None:
                 call, error = _WithViolation(call, found), found
         if error is None:
-            direct = self._direct.get(call.name)
-            if direct is not None:
-                # The common case, inline: Pydantic alone decides (see `direct_json`).
+            direct = self._direct.get(name)
+            # The common case, inline: Pydantic alone decides (see `direct_json`). Blank
+            # arguments (`{}` to the validator) and look-alike calls without raw bytes take the
+            # general path.
+            if direct is not None and raw is not None:
                 validator, validate_json, strict, floats = direct
-                raw: object = getattr(call, "arguments_bytes", None)
-                # Blank arguments (`{}` to the validator) and look-alike calls without raw
-                # bytes take the general path.
-                if isinstance(raw, bytes) and raw and not raw.isspace():
-                    lang = self._lang
-                    try:
-                        instance = validate_json(raw, strict=strict)
-                    except ValidationError as exc:
-                        return validator.rejected(call, exc, lang=lang, redact=self._redact)
-                    # The core flags long numbers while scanning; only then is the text read.
-                    if floats and not getattr(call, "plain_numbers", False) and float_risk(raw):
-                        # A number a float field may read as infinity or zero: look closer.
-                        return validator.validate(call, lang=lang, redact=self._redact)
-                    return success_outcome(call.id, validator.tool, instance, None, [], lang)
+                lang = self._lang
+                try:
+                    instance = validate_json(raw, strict=strict)
+                except ValidationError as exc:
+                    return validator.rejected(call, exc, lang=lang, redact=self._redact)
+                # The core flags long numbers while scanning; only then is the text read.
+                if floats and not plain_numbers and float_risk(raw):
+                    # A number a float field may read as infinity or zero: look closer.
+                    return validator.validate(call, lang=lang, redact=self._redact)
+                return success_outcome(call_id, validator.tool, instance, None, [], lang)
         else:
             early = outcome_for_call_error(call, error, tools=self.names(), lang=self._lang)
             if early is not None:
@@ -809,6 +814,14 @@ class Toolset:
     def validate_all(self, calls: Iterable[CallLike]) -> list[Outcome]:
         """`validate` for each call, in order."""
         return [self.validate(call) for call in calls]
+
+
+def _raw_arguments(call: CallLike) -> bytes | None:
+    """A look-alike call's raw argument bytes, or None when it has none or they are blank."""
+    raw: object = getattr(call, "arguments_bytes", None)
+    if isinstance(raw, bytes) and raw and not raw.isspace():
+        return raw
+    return None
 
 
 def _function(tool: ToolDefinition, schema: dict[str, Any], is_strict: bool) -> dict[str, Any]:

@@ -422,6 +422,16 @@ struct PyToolCall {
     value: PyOnceLock<Py<PyAny>>,
 }
 
+/// See [`PyToolCall::validation_fields`].
+type ValidationFields<'a, 'py> = (
+    Option<PyCallError>,
+    bool,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<Bound<'py, PyBytes>>,
+    bool,
+);
+
 impl PyToolCall {
     fn new(mut call: ToolCall) -> Self {
         let verdict = OnceLock::new();
@@ -549,6 +559,28 @@ impl PyToolCall {
     #[getter]
     fn error(&self) -> Option<PyCallError> {
         self.verdict().error.as_ref().map(PyCallError::from)
+    }
+    /// What `Toolset.validate` reads of a call, in one crossing instead of six: `(error,
+    /// prechecked, name, id, arguments_bytes or None when they are blank, plain_numbers)`.
+    /// Each getter is a method call of its own, and on a small call they cost as much as a
+    /// tenth of Pydantic's validation.
+    #[pyo3(name = "_validation_fields")]
+    fn validation_fields<'py>(&self, py: Python<'py>) -> ValidationFields<'_, 'py> {
+        let verdict = self.verdict();
+        let call = &self.call;
+        // `bytes.isspace`, which the look-alike path applies: blank is `{}` to the validator.
+        let blank = call
+            .arguments
+            .iter()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c'));
+        (
+            verdict.error.as_ref().map(PyCallError::from),
+            call.prechecked,
+            call.name.as_deref(),
+            call.id.as_deref(),
+            (!blank).then(|| PyBytes::new(py, &call.arguments)),
+            verdict.plain_numbers,
+        )
     }
     /// True when the call may be executed (no error).
     #[getter]
