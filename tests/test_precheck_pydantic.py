@@ -539,6 +539,28 @@ def test_every_key_pydantic_reads_a_field_from_is_allowed(
     assert_read_as_pydantic_reads(model, arguments)
 
 
+class Profile(BaseModel):
+    # Extra inputs ignored: a key Pydantic does not read for the field is no error.
+    model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel)
+
+    user_name: str
+    title: str = Field(default="", validation_alias=AliasChoices("title", "heading"))
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"userName": "ada", "user_name": 7}',
+        '{"user_name": 7, "userName": "ada"}',
+        '{"user_name": "ada", "heading": 3, "title": "x"}',
+    ],
+)
+def test_a_later_key_beside_the_first_is_ignored_as_pydantic_ignores_it(arguments: str) -> None:
+    # Pydantic takes the alias (or the first choice) and ignores the value under the other key,
+    # so that value, which the stream cannot yet tell is ignored, is never an early error.
+    assert_read_as_pydantic_reads(Profile, arguments)
+
+
 def test_a_field_read_by_name_is_still_checked_and_coerced() -> None:
     toolset = Toolset([MoveFile])
     errors, outcome = stream(toolset, "move_file", '{"source_path": 7}')

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
+from toolwire._core import ToolCall
 from toolwire.coercion import CoercionSpec, float_risk, resolve_rules
 from toolwire.payloads import Lang
 from toolwire.schema_export import (
@@ -57,8 +58,6 @@ from toolwire.validation import (
     outcome_for_call_error,
     success_outcome,
 )
-
-from toolwire._core import ToolCall
 
 if TYPE_CHECKING:
     from toolwire._core import ToolRegistry
@@ -130,8 +129,12 @@ class _PrecheckSchema(GenerateJsonSchema):
     Pydantic's schema also names each field by one key, while a model may read it under
     several: by name as well as by alias (`populate_by_name` / `validate_by_name`), or under
     each of an `AliasChoices`, an `AliasPath`'s first key holding the value deeper down. Every
-    such key is a property here (an `AliasPath` key with any value), and a required field read
-    under several keys is required under none of them, since any one of them supplies it.
+    such key is a property here, and a required field read under several keys is required
+    under none of them, since any one of them supplies it. Pydantic ignores the value under a
+    later key when an earlier one is present (`{"userName": "a", "user_name": 5}` is valid), so
+    unless the model forbids extra inputs (then both keys together are refused anyway) only the
+    key it tries first keeps the field's schema; the others, and an `AliasPath` key, which
+    holds the value deeper down, take any value and validation judges them.
 
     A `mode="before"` or `mode="wrap"` validator (on a field, through `BeforeValidator`, or on
     the whole model) sees the value before Pydantic's own checks and may turn any input into a
@@ -235,6 +238,8 @@ def _add_alternate_keys(
     by_alias = config.get("validate_by_alias", True) is not False
     by_name = bool(config.get("validate_by_name") or config.get("populate_by_name"))
     required = cast(list[str], out.get("required") or [])
+    extra = fields_schema.get("extra_behavior") or config.get("extra_fields_behavior")
+    forbid = extra == "forbid"
     for name, field in cast(Mapping[str, Mapping[str, Any]], fields_schema["fields"]).items():
         alias: object = field.get("validation_alias")
         # Each key the field is read from, and whether its value is the field's own.
@@ -255,9 +260,13 @@ def _add_alternate_keys(
         shown = next((key for key in keys if key in props), name if name in props else None)
         if shown is None or set(keys) == {shown}:
             continue
-        for key, whole in keys.items():
-            if key not in props:
-                props[key] = copy.deepcopy(props[shown]) if whole else {}
+        own = props[shown]
+        for rank, (key, whole) in enumerate(keys.items()):
+            # Pydantic reads the first key present, in this order, and ignores the others (as
+            # extra inputs, which only `forbid` refuses): a value under a later key is the
+            # field's only if no earlier key comes, which the stream may still bring.
+            certain = rank == 0 or forbid
+            props[key] = copy.deepcopy(own) if whole and certain else {}
         if shown in required:
             required.remove(shown)
     if "required" in out and not required:
@@ -757,7 +766,7 @@ class Toolset:
         Returns:
             The outcome: `ok` with the model, or the errors and what to tell the model.
         """
-        if type(call) is ToolCall:
+        if isinstance(call, ToolCall):
             error, prechecked, name, call_id, raw, plain_numbers = call._validation_fields()
         else:
             error, prechecked, name = call.error, getattr(call, "prechecked", True), call.name
