@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import openai
 import pytest
 
 pytest.importorskip("toolwire._core")
 
+from toolwire import Assembler
 from toolwire.events import CallStarted, StreamEnded, TextDelta
 
 from .clients import assemble_async, assemble_sync
@@ -97,3 +99,36 @@ def test_connection_drop(sse_server: SSEServer) -> None:
     assert second.error is not None and second.error.kind == "truncated"
     assert isinstance(stream.transport_error, openai.APIConnectionError)
     assert events[-1].finish_reason is None
+
+
+def _calls_three_ways(sse_server: SSEServer, events: list[dict[str, Any]]) -> list[Any]:
+    """The calls of `events` fed as dicts, as raw SSE and through the real openai client: the
+    same on every path."""
+    dicts = Assembler()
+    for event in events:
+        dicts.feed_chunk(event)
+    shown = [(c.name, c.arguments, c.error.kind if c.error else None) for c in dicts.finish()]
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, FMT))
+    assert [(c.name, c.arguments, c.error.kind if c.error else None) for c in raw.finish()] == shown
+    _, stream = assemble_sync(sse_server.register_events(events, FMT), FMT)
+    assert [(c.name, c.arguments, c.error.kind if c.error else None) for c in stream.calls] == shown
+    return shown
+
+
+def test_a_blank_item_id_is_no_id(sse_server: SSEServer) -> None:
+    # Quirk 14: an empty `item_id` names no item; keyed apart, its delta made a second call.
+    events = responses_stream([Call("ping", '{"a": 1, "b": 2}')], size=7)
+    deltas = [e for e in events if e["type"] == "response.function_call_arguments.delta"]
+    deltas[-1]["item_id"] = ""
+    assert _calls_three_ways(sse_server, events) == [("ping", '{"a": 1, "b": 2}', None)]
+
+
+def test_an_event_type_of_the_wrong_json_type_is_skipped(sse_server: SSEServer) -> None:
+    # A list as `type` reached a set lookup and raised TypeError out of `feed_chunk`.
+    events = responses_stream([Call("ping", '{"a": 1}')])
+    events.insert(1, {"type": ["response.output_text.delta"], "sequence_number": 99})
+    asm = Assembler()
+    for event in events:
+        asm.feed_chunk(event)
+    assert [(c.name, c.value) for c in asm.finish()] == [("ping", {"a": 1})]

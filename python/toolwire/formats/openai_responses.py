@@ -58,6 +58,12 @@ _FINAL = frozenset(
 )
 
 
+def _item_id(obj: object, field: str) -> str | None:
+    """An item's id, with a blank one (`""`) read as none, as the raw SSE path reads it
+    (quirk 14): keyed apart, the events of one item would make two calls."""
+    return str_or_none(get(obj, field)) or None
+
+
 @dataclass(slots=True)
 class _Calls:
     by_item: dict[str, int] = field(default_factory=lambda: {})
@@ -106,7 +112,9 @@ class ResponsesAdapter:
 
     def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         info = ChunkInfo()
-        kind = get(chunk, "type")
+        # Only a str names an event; any other value (a list from a broken producer) is no
+        # kind this adapter knows, and must not reach the set lookup below, where it would raise.
+        kind = str_or_none(get(chunk, "type"))
         if kind == "response.output_text.delta":
             delta = get(chunk, "delta")
             if isinstance(delta, str):
@@ -122,7 +130,7 @@ class ResponsesAdapter:
         elif kind == "response.output_item.done":
             self._item(chunk, sink, info, done=True)
         elif kind in _FINAL:
-            self._finished(get(chunk, "response"), str(kind), sink, info)
+            self._finished(get(chunk, "response"), kind, sink, info)
         elif kind == "error":
             info.finish_reason = "error"
             sink.stop("error")
@@ -131,7 +139,7 @@ class ResponsesAdapter:
 
     def _index(self, event: object) -> int | None:
         """The key of an event's item, or None for an item never opened."""
-        index = self._find(str_or_none(get(event, "item_id")), self._output_index(event))
+        index = self._find(_item_id(event, "item_id"), self._output_index(event))
         return index if index in self._calls.opened else None
 
     def _delta_index(self, event: object) -> int:
@@ -140,7 +148,7 @@ class ResponsesAdapter:
         dropped: the raw SSE path keeps it too, and the call ends as `missing_name` unless its
         `output_item.done` names it."""
         calls = self._calls
-        item_id = str_or_none(get(event, "item_id"))
+        item_id = _item_id(event, "item_id")
         output_index = self._output_index(event)
         index = self._find(item_id, output_index)
         if index is None:
@@ -194,7 +202,7 @@ class ResponsesAdapter:
         if get(item, "type") != "function_call":
             return
         calls = self._calls
-        item_id = str_or_none(get(item, "id"))
+        item_id = _item_id(item, "id")
         output_index = self._output_index(event)
         if done:
             index = self._find(item_id, output_index)
