@@ -2173,3 +2173,31 @@ fn a_mismatch_names_the_output_index_a_call_was_sent_under() {
         ["final arguments of the call at output_index 0 differ from its deltas"]
     );
 }
+
+#[test]
+fn a_body_without_finish_reason_cuts_a_call_whose_arguments_never_began() {
+    // Quirk 38, the transport closed cleanly: nothing says the answer ended, so a call with no
+    // argument text is not a call without parameters. A complete value is kept.
+    let chunk = |delta: &str, finish: &str| {
+        format!(
+            "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
+        )
+    };
+    let calls = [
+        chunk(
+            r#"{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]}"#,
+            "null",
+        ),
+        chunk(
+            r#"{"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"transfer","arguments":""}}]}"#,
+            "null",
+        ),
+    ]
+    .concat();
+    let cut = run(calls.as_bytes());
+    ok(cut.call(0), "f", r#"{"x":1}"#);
+    assert_eq!(cut.call(1).error, Some(ErrorKind::Truncated), "{cut:?}");
+    assert_eq!(cut.finish, None);
+    let whole = run(format!("{calls}{}data: [DONE]\n\n", chunk("{}", "\"tool_calls\"")).as_bytes());
+    ok(whole.call(1), "transfer", "{}");
+}

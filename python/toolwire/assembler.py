@@ -16,6 +16,8 @@ __all__ = ["Assembler"]
 _ADAPTER = "_toolwire_adapter"
 # The high surrogate that ended the last text piece, waiting for its other half.
 _TEXT_HALF = "_toolwire_text_half"
+# Present once a chunk carried a finish reason (or the provider's error).
+_FINISH_SEEN = "_toolwire_finish_seen"
 
 
 class Assembler(_core.Assembler):
@@ -65,8 +67,10 @@ class Assembler(_core.Assembler):
             state[_ADAPTER] = adapter
             # What the adapter still holds at the end (half of a surrogate pair) is fed when
             # `finish` starts; a hook, so that streams fed by `feed` pay nothing for it.
-            self._flush_before_finish(adapter.flush)
+            self._flush_before_finish(_end_of_chunks)
         info = adapter.handle(chunk, self)
+        if info.finish_reason is not None:
+            state[_FINISH_SEEN] = True
         text = info.text
         if text and (not text.isascii() or _TEXT_HALF in state):
             info.text, half = text_piece(state.pop(_TEXT_HALF, ""), text)
@@ -81,3 +85,15 @@ class Assembler(_core.Assembler):
             `""` or `"\ufffd"`; asking ends the wait for the other half.
         """
         return "\ufffd" if self.__dict__.pop(_TEXT_HALF, None) else ""
+
+
+def _end_of_chunks(asm: Assembler) -> None:
+    """`finish` of a stream fed by `feed_chunk` starts: the adapter hands over what it holds,
+    and a stream that never carried a finish reason broke off (quirk 38), however its
+    transport ended, so its open calls with empty or incomplete arguments are cut, as the raw
+    SSE path cuts them at the end of such a body."""
+    state: dict[str, Any] = asm.__dict__
+    adapter: FormatAdapter = state[_ADAPTER]
+    adapter.flush(asm)
+    if _FINISH_SEEN not in state:
+        asm.interrupt("the stream ended without a finish reason")

@@ -448,6 +448,12 @@ impl StreamDecoder {
                         )
                     });
             }
+            if state.finish.is_none() {
+                // Quirk 38: a body that never carried a finish reason broke off, however its
+                // transport ended (a proxy may close a cut stream cleanly): its open calls with
+                // empty or incomplete arguments must not run. Fails only after `finish`.
+                let _ = assembler.interrupt("the body ended without a finish reason");
+            }
             decoder.finish(&mut |action: Action<'_>| state.apply(assembler, action));
         }
         if defer {

@@ -27,6 +27,7 @@ from .conftest import SSEServer
 from .streamkit import (
     Call,
     anthropic_stream,
+    before_the_end,
     chat_chunk,
     gemini_call,
     gemini_chunk,
@@ -35,6 +36,7 @@ from .streamkit import (
     sse_body,
     tc,
     tool_delta,
+    well_formed_stream,
 )
 
 CHAT = "openai-chat"
@@ -635,6 +637,27 @@ def test_quirk_38_connection_drop_without_finish_reason(sse_server: SSEServer) -
     events, s = assemble_both(route, CHAT)
     assert summary(s.calls) == [("f", {"a": 1}, None), ("g", None, "truncated")]
     assert events[-1].finish_reason is None and s.transport_error is not None
+
+
+@pytest.mark.parametrize("fmt", [CHAT, "openai-responses", "anthropic"])
+def test_quirk_38_a_body_closed_cleanly_without_finish_reason(
+    sse_server: SSEServer, split: str, fmt: str
+) -> None:
+    # The transport ends normally (a proxy closed a cut stream), but no finish reason came: a
+    # call whose arguments never began is not a call without parameters, and never runs. A call
+    # whose value is complete is kept, as after a dropped connection.
+    events = well_formed_stream(fmt, [Call("f", '{"a": 1}'), Call("transfer", "")])
+    events = before_the_end(events, fmt)
+    _, s = assemble_both(sse_server.register_events(events, fmt, split=split), fmt)
+    assert summary(s.calls) == [("f", {"a": 1}, None), ("transfer", None, "truncated")]
+    assert s.finish_reason is None and s.transport_error is None
+
+
+def test_quirk_38_gemini_name_only_call_at_a_clean_end(sse_server: SSEServer) -> None:
+    chunks = [gemini_chunk(gemini_call("f", {"a": 1})), gemini_chunk(gemini_call("transfer"))]
+    route = sse_server.register(sse_body(chunks, "gemini"))
+    _, s = assemble_gemini(route, chunks)
+    assert summary(s.calls) == [("f", {"a": 1}, None), ("transfer", None, "truncated")]
 
 
 # --- Encoding and escapes ----------------------------------------------------------------------

@@ -76,6 +76,10 @@ class Sink(Protocol):
         """The output limit was reached: the last call started, if open, was cut there."""
         ...
 
+    def interrupt(self, reason: str, /) -> None:
+        """The stream broke off: open calls with empty or incomplete arguments are cut."""
+        ...
+
 
 # Finish reasons of every format, compared in ASCII lower case, as `FinishReason::from_raw` in
 # `rust/src/envelope.rs` reads them for the raw path: the ones after which no call may run

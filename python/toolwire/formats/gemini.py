@@ -367,8 +367,13 @@ class GeminiAdapter:
         return info
 
     def flush(self, sink: Sink) -> None:
-        """The stream ends: a call still waiting for streamed pieces is cut there."""
+        """The stream ends: a call still waiting for streamed pieces is cut there, and a
+        name-only call still open had no finish reason after it: the stream broke off (as the
+        raw SSE path reads the end of its body)."""
         self._cut(sink, None)
+        if self._state.open is not None:
+            self._state.open = None
+            sink.interrupt("the body ended before the answer finished")
         self._utf16.flush(sink)
 
     def _candidate(self, candidate: object, sink: Sink, info: ChunkInfo) -> None:
