@@ -604,6 +604,7 @@ class Reading(BaseModel):
         ('{"value": -1e400}', "/value"),
         ('{"value": 1' + "0" * 400 + "}", "/value"),
         ('{"value": 1e-400}', "/value"),
+        ('{"value": 1.7976931348623159e308}', "/value"),
         ('{"samples": [1.5, 2.5e-999]}', "/samples/1"),
     ],
 )
@@ -637,6 +638,9 @@ def test_a_dict_tool_never_turns_a_number_into_infinity() -> None:
         ('{"total": 1e400}', Decimal("1e400"), 0.0),  # a Decimal holds it exactly
         ('{"value": 1e300, "note": "code e123"}', Decimal(0), 1e300),
         ('{"value": 5e-324}', Decimal(0), 5e-324),
+        # Above the largest double but below the midpoint to 2**1024: a float rounds it down.
+        ('{"value": 1.7976931348623158e308}', Decimal(0), 1.7976931348623157e308),
+        ('{"value": -1797693134862315807' + "0" * 290 + "}", Decimal(0), -1.7976931348623157e308),
     ],
 )
 def test_numbers_that_fit_are_left_alone(arguments: str, total: Decimal, value: float) -> None:

@@ -44,8 +44,8 @@ the rules then apply to that field and everything inside it.
 from __future__ import annotations
 
 import json
+import math
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
@@ -104,8 +104,6 @@ MAX_EMBEDDED_DEPTH = 64
 JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 # Integers are taken only in plain notation: "1e3" for a count is more likely a slip than 1000.
 _PLAIN_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
-# Past this a number written as a string would become infinity in a float field.
-_LARGEST_FLOAT = Decimal(sys.float_info.max)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A local timestamp as RFC 3339 writes it (ASCII digits), which `default_timezone` completes.
 _LOCAL_TIMESTAMP = re.compile(
@@ -284,8 +282,12 @@ def pointer(parts: Iterable[str | int]) -> str:
 
 
 def _beyond_float(value: Decimal) -> bool:
-    """Whether a float would read this number as infinity, or a non-zero one as zero."""
-    return abs(value) > _LARGEST_FLOAT or (bool(value) and not float(value))
+    """Whether a float would read this number as infinity, or a non-zero one as zero.
+
+    Read as a float reads it (rounded to nearest): a number a little above the largest double
+    but below the midpoint to the next power of two is that double, not infinity."""
+    as_float = float(value)
+    return math.isinf(as_float) or (bool(value) and not as_float)
 
 
 def schema_has(schema: Mapping[str, Any], verdict: Callable[[dict[str, Any]], bool | None]) -> bool:
