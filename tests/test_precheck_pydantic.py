@@ -21,6 +21,7 @@ from pydantic import (
     ConfigDict,
     Field,
     NaiveDatetime,
+    SecretStr,
     StringConstraints,
     field_validator,
     model_validator,
@@ -667,3 +668,48 @@ def test_naive_and_aware_fields_each_say_what_they_need() -> None:
     assert errors and [(e.path, e.code) for e in outcome.errors] == [
         ("/logged", "timezone_required")
     ]
+
+
+class Vault(BaseModel):
+    kind: Literal["primary", "backup"]
+    pin: str = Field(max_length=4, json_schema_extra={"x-secret": True})
+
+
+class Login(BaseModel):
+    user: str = Field(max_length=3)
+    password: SecretStr = Field(min_length=20)
+    keys: list[Annotated[str, Field(pattern="^k_", json_schema_extra={"x-secret": True})]] = []
+    vaults: list[Vault] = []
+    recovery: Vault | None = None
+
+
+def test_the_precheck_never_shows_a_secret_value() -> None:
+    # Early errors go to UIs and logs: a value at (or inside) an `x-secret` or `SecretStr`
+    # field reads `[redacted]` there as in validation's errors, however the text was cut,
+    # while other values are shown as sent.
+    toolset = Toolset([Login])
+    arguments = json.dumps(
+        {
+            "user": "mallory",
+            "password": "hunter2",
+            "keys": ["k_ok", "sk-live-1"],
+            "vaults": [{"kind": "primary", "pin": "123456"}],
+            "recovery": {"kind": "backup", "pin": "98765"},
+        }
+    )
+    for cut in range(1, len(arguments)):
+        assembler = Assembler(tools=toolset)
+        assembler.feed(0, id="c", name="login", arguments=arguments[:cut])
+        early = assembler.drain_errors()
+        assembler.feed(0, arguments=arguments[cut:])
+        early += assembler.drain_errors()
+        (call,) = assembler.finish()
+        got = {e.path: e.got for _, e in early}
+        assert got == {
+            "/user": "mallory",
+            "/password": "[redacted]",
+            "/keys/1": "[redacted]",
+            "/vaults/0/pin": "[redacted]",
+            "/recovery/pin": "[redacted]",
+        }, cut
+        assert call.error is not None and call.error.got == "mallory"

@@ -186,9 +186,17 @@ class ToolRegistry:
 
     Args:
         schemas: Tool name to its JSON Schema (a dict, or its JSON text).
+        secrets: Tool name to the JSON Pointers of its secret values (`*` matches any one
+            token): a violation at or under one reports its `got` as `[redacted]`.
     """
 
-    def __new__(cls, schemas: Mapping[str, Any], /) -> Self: ...
+    def __new__(
+        cls,
+        schemas: Mapping[str, Any],
+        /,
+        *,
+        secrets: Mapping[str, list[str]] | None = None,
+    ) -> Self: ...
     @property
     def unsupported(self) -> list[tuple[str, str, str]]:
         """Keywords the pre-check leaves to the final validation: (tool, keyword, pointer)."""

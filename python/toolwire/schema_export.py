@@ -416,6 +416,53 @@ def _is_secret(node: Mapping[str, Any]) -> bool:
     return False
 
 
+def secret_patterns(schema: Mapping[str, Any]) -> list[str]:
+    """JSON Pointers of every secret value a schema declares, for the pre-check's errors:
+    `*` stands for any array item or additional property. Local `$ref`s are followed (each
+    definition once on a path, so a recursive one ends), and union branches are searched.
+
+    Args:
+        schema: A self-contained tool schema.
+
+    Returns:
+        The pointers, depth first (a secret's own children are not listed).
+    """
+    defs = _as_dict(schema.get("$defs")) or {}
+    out: list[str] = []
+
+    def walk(node: Mapping[str, Any], prefix: str, seen: frozenset[str]) -> None:
+        if _is_secret(node):
+            if prefix not in out:
+                out.append(prefix)
+            return
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref not in seen:
+            target = _as_dict(defs.get(ref[len("#/$defs/") :]))
+            if target is not None:
+                walk(target, prefix, seen | {ref})
+        for key in ("anyOf", "oneOf", "allOf"):
+            for branch in _as_list(node.get(key)) or []:
+                as_dict = _as_dict(branch)
+                if as_dict is not None:
+                    walk(as_dict, prefix, seen)
+        for name, child in (_as_dict(node.get("properties")) or {}).items():
+            as_dict = _as_dict(child)
+            if as_dict is not None:
+                token = name.replace("~", "~0").replace("/", "~1")
+                walk(as_dict, f"{prefix}/{token}", seen)
+        for index, child in enumerate(_as_list(node.get("prefixItems")) or []):
+            as_dict = _as_dict(child)
+            if as_dict is not None:
+                walk(as_dict, f"{prefix}/{index}", seen)
+        for key in ("items", "additionalProperties"):
+            as_dict = _as_dict(node.get(key))
+            if as_dict is not None:
+                walk(as_dict, f"{prefix}/*", seen)
+
+    walk(schema, "", frozenset())
+    return out
+
+
 def _is_object(node: Mapping[str, Any]) -> bool:
     kind = node.get("type")
     if kind == "object":

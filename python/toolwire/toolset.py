@@ -46,6 +46,7 @@ from toolwire.schema_export import (
     accepts_null,
     export_schema,
     precheck_schema,
+    secret_patterns,
     strict_problems,
 )
 from toolwire.validation import (
@@ -679,7 +680,10 @@ class Toolset:
             if drop or keep is not None:
                 schemas[name] = _without_formats(schemas[name], drop=drop, keep=keep)
             schemas[name] = _with_null_as_absent(schemas[name])
-        return ToolRegistry(schemas)
+        # The pre-check's errors (early ones shown in UIs and logs) hide secret values, as
+        # validation's do.
+        secrets = {name: secret_patterns(schema) for name, schema in schemas.items()}
+        return ToolRegistry(schemas, secrets={k: v for k, v in secrets.items() if v})
 
     # Exports ----------------------------------------------------------------------------
 

@@ -44,6 +44,20 @@ impl Registry {
         self.tools.add(name, schema)
     }
 
+    /// [`Registry::add`], with the JSON Pointers of the values whose text no violation may
+    /// show (`*` matches any token); see [`crate::schema::ToolSchema::set_secrets`].
+    ///
+    /// # Errors
+    /// A malformed schema.
+    pub fn add_with_secrets(
+        &mut self,
+        name: &str,
+        schema: &serde_json::Value,
+        secrets: &[&str],
+    ) -> Result<Vec<Unsupported>, SchemaError> {
+        self.tools.add_with_secrets(name, schema, secrets)
+    }
+
     /// True when a tool of that exact name is registered.
     #[must_use]
     pub fn contains(&self, name: &str) -> bool {
@@ -112,7 +126,10 @@ impl CallCheck {
     /// Pushes bytes through `scanner` with this check (and no other visitor).
     pub fn push(&mut self, scanner: &mut Scanner, bytes: &[u8]) {
         match &mut self.checker {
-            Some(c) => scanner.feed_with(bytes, c),
+            Some(c) => {
+                scanner.feed_with(bytes, c);
+                c.redact_secrets();
+            }
             None => scanner.feed(bytes),
         }
     }
@@ -120,7 +137,10 @@ impl CallCheck {
     /// Pushes bytes through `scanner` with this check and another visitor.
     pub fn push_also<V: Visitor>(&mut self, scanner: &mut Scanner, bytes: &[u8], other: &mut V) {
         match &mut self.checker {
-            Some(c) => scanner.feed_with(bytes, &mut crate::visit::Both(c, other)),
+            Some(c) => {
+                scanner.feed_with(bytes, &mut crate::visit::Both(&mut *c, other));
+                c.redact_secrets();
+            }
             None => scanner.feed_with(bytes, other),
         }
     }
@@ -133,6 +153,7 @@ impl CallCheck {
         };
         if let Some(c) = &mut self.checker {
             c.finish(scanner.text().len());
+            c.redact_secrets();
         }
         result
     }

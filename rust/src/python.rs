@@ -853,9 +853,14 @@ struct PyToolRegistry {
 #[pymethods]
 impl PyToolRegistry {
     #[new]
-    #[pyo3(signature = (schemas, /))]
-    fn new(py: Python<'_>, schemas: &Bound<'_, PyAny>) -> PyResult<Self> {
+    #[pyo3(signature = (schemas, /, *, secrets=None))]
+    fn new(
+        py: Python<'_>,
+        schemas: &Bound<'_, PyAny>,
+        secrets: Option<std::collections::HashMap<String, Vec<String>>>,
+    ) -> PyResult<Self> {
         let mut registry = Registry::new();
+        let secrets = secrets.unwrap_or_default();
         let mut unsupported = Vec::new();
         let items = schemas.call_method0("items").map_err(|_| {
             MisuseError::new_err("schemas must be a mapping of tool name to JSON Schema")
@@ -875,9 +880,15 @@ impl PyToolRegistry {
             let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
                 MisuseError::new_err(format!("schema of {name:?} is not valid JSON: {e}"))
             })?;
-            let skipped = registry.add(&name, &value).map_err(|e| {
-                MisuseError::new_err(format!("schema of {name:?} cannot be compiled: {e}"))
-            })?;
+            let hidden: Vec<&str> = secrets
+                .get(&name)
+                .map(|p| p.iter().map(String::as_str).collect())
+                .unwrap_or_default();
+            let skipped = registry
+                .add_with_secrets(&name, &value, &hidden)
+                .map_err(|e| {
+                    MisuseError::new_err(format!("schema of {name:?} cannot be compiled: {e}"))
+                })?;
             unsupported.extend(
                 skipped
                     .into_iter()

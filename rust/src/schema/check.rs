@@ -240,6 +240,8 @@ struct State {
     /// Bytes of the current key read so far by `key_piece` (`text` may lag behind, see
     /// `key_text`).
     key_len: usize,
+    /// The errors before this one had secret values hidden (`Checker::redact_secrets`).
+    redacted: usize,
     /// The current string value is read: some slot has a string rule or an enum on it, or a
     /// container `enum` captures it.
     want_str: bool,
@@ -286,6 +288,26 @@ impl Checker {
     #[must_use]
     pub fn errors(&self) -> &[Error] {
         &self.st.errors
+    }
+
+    /// Hides the value of every violation settled since the last call whose path is a secret
+    /// of the schema (see [`ToolSchema::set_secrets`]); call it after each piece of text and at
+    /// the end, before the errors are read. An error still pending (inside an open key or
+    /// string) gets its value only when it settles, so it is judged then.
+    pub fn redact_secrets(&mut self) {
+        let settled = self.settled_errors().len();
+        let st = &mut self.st;
+        if settled <= st.redacted {
+            return;
+        }
+        for e in &mut st.errors[st.redacted..settled] {
+            if self.schema.is_secret(&e.path) {
+                if let Some(d) = e.detail.as_mut() {
+                    "[redacted]".clone_into(&mut d.got);
+                }
+            }
+        }
+        st.redacted = settled;
     }
 
     /// Violations whose text is final: an error found inside a key or string that is still

@@ -39,6 +39,9 @@ pub struct ToolSchema {
     nodes: Vec<compile::Node>,
     root: compile::NodeId,
     unsupported: Vec<Unsupported>,
+    /// JSON Pointers of secret values, as escaped tokens; `*` stands for any token (an array
+    /// item, an additional property). A violation at or under one shows no value.
+    secrets: Vec<Box<[Box<str>]>>,
 }
 
 impl ToolSchema {
@@ -54,8 +57,35 @@ impl ToolSchema {
             nodes: compiled.nodes,
             root: compiled.root,
             unsupported: unsupported.clone(),
+            secrets: Vec::new(),
         };
         Ok((me, unsupported))
+    }
+
+    /// Marks the values at these JSON Pointers secret (`*` matches any one token): a violation
+    /// at or under one of them reports `got` as `[redacted]`, so an error shown in a UI or a log
+    /// never carries a password the model sent.
+    pub fn set_secrets<'a>(&mut self, pointers: impl IntoIterator<Item = &'a str>) {
+        self.secrets = pointers
+            .into_iter()
+            .map(|p| p.split('/').skip(1).map(Box::from).collect())
+            .collect();
+    }
+
+    /// Whether the value at `path` (a JSON Pointer) is, or lies inside, a secret one.
+    #[must_use]
+    pub fn is_secret(&self, path: &str) -> bool {
+        if self.secrets.is_empty() {
+            return false;
+        }
+        let tokens: Vec<&str> = path.split('/').skip(1).collect();
+        self.secrets.iter().any(|secret| {
+            secret.len() <= tokens.len()
+                && secret
+                    .iter()
+                    .zip(&tokens)
+                    .all(|(want, got)| &**want == "*" || **want == **got)
+        })
     }
 
     /// The keywords this schema's pre-check ignores (as returned by [`ToolSchema::compile`]).

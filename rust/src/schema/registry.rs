@@ -33,7 +33,22 @@ impl ToolRegistry {
         name: &str,
         schema: &serde_json::Value,
     ) -> Result<Vec<Unsupported>, SchemaError> {
-        let (compiled, unsupported) = ToolSchema::compile(schema)?;
+        self.add_with_secrets(name, schema, &[])
+    }
+
+    /// [`Registry::add`], with the JSON Pointers of the tool's secret values (see
+    /// [`ToolSchema::set_secrets`]).
+    ///
+    /// # Errors
+    /// The [`SchemaError`] of a malformed schema; the registry is then unchanged.
+    pub fn add_with_secrets(
+        &mut self,
+        name: &str,
+        schema: &serde_json::Value,
+        secrets: &[&str],
+    ) -> Result<Vec<Unsupported>, SchemaError> {
+        let (mut compiled, unsupported) = ToolSchema::compile(schema)?;
+        compiled.set_secrets(secrets.iter().copied());
         self.tools.insert(name.to_owned(), Arc::new(compiled));
         Ok(unsupported)
     }

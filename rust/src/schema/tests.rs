@@ -872,3 +872,29 @@ fn a_member_the_slot_cap_leaves_out_loosens_its_owner() {
     ok(&s, "-3");
     ok(&s, "\"x\"");
 }
+
+#[test]
+fn secret_pointers_match_their_values_and_everything_under_them() {
+    let (mut schema, _) = ToolSchema::compile(&serde_json::json!({})).expect("compiles");
+    assert!(!schema.is_secret("/password"));
+    schema.set_secrets(["/password", "/vaults/*/pin", "/a~1b"]);
+    for path in [
+        "/password",
+        "/password/0",
+        "/vaults/3/pin",
+        "/vaults/x/pin/deep",
+        "/a~1b",
+    ] {
+        assert!(schema.is_secret(path), "{path}");
+    }
+    for path in [
+        "",
+        "/passwords",
+        "/vaults/3",
+        "/vaults/3/kind",
+        "/a/b",
+        "/pass",
+    ] {
+        assert!(!schema.is_secret(path), "{path}");
+    }
+}
