@@ -8,11 +8,14 @@
 //!   `\w` is wider still (`½`, `²`): the widest `\w` takes every non-ASCII character. The
 //!   pre-check must never reject what the final validation accepts, and a pattern is a positive
 //!   expression (no complement operator), so each atom is translated to the union of what the
-//!   dialects match: `\d \w \s` and their negations match whatever any dialect matches, `\b`
-//!   and `\B` hold where either reading holds. Inside a negated class (`[^\d]`) the opposite
-//!   is needed, so there each escape becomes what every dialect matches. Other translations:
-//!   `\uXXXX` and `\cX` become `\x{..}`, and a literal `[` inside a class is escaped (Rust
-//!   reads it as a nested class).
+//!   dialects match: `\d \w \s` and their negations match whatever any dialect matches. Inside
+//!   a negated class (`[^\d]`) the opposite is needed, so there each escape becomes what every
+//!   dialect matches. `\b` and `\B` cannot be widened so (Python's `\w` sees characters no
+//!   boundary of the crate does), nor can inline flags (`(?i)`: Python folds `İ` and `ı` to `i`),
+//!   so those patterns are left to the final validation. Other translations:
+//!   `\uXXXX` and `\cX` become `\x{..}`, a literal `[` inside a class is escaped (Rust
+//!   reads it as a nested class), and so is a `{` whose body holds a space (`x{ 2}` is text to
+//!   ECMA-262 and Python, a count to the crate).
 //! - Anything the crate cannot compile (lookaround, backreferences, `\p{..}` without the
 //!   gencat tables) is reported as unsupported and not checked; the final validation decides.
 //! - Checked at string end only: testing prefix viability would need the DFA's internal state,
@@ -222,8 +225,10 @@ fn translate(p: &str) -> Option<String> {
                 }
                 match e {
                     'b' if in_class => out.push_str(r"\x08"),
-                    'b' => out.push_str(r"(?:\b|(?-u:\b))"),
-                    'B' => out.push_str(r"(?:\B|(?-u:\B))"),
+                    // A word boundary is judged on `\w` at both sides, and Python's `\w` takes
+                    // characters (`²`) that no boundary the crate has can see: `\b` and `\B`
+                    // may hold there for the final validation and never here.
+                    'b' | 'B' => return None,
                     'u' => {
                         let (cp, used) = unicode_escape(&chars[i..])?;
                         i += used;
@@ -289,6 +294,17 @@ fn translate(p: &str) -> Option<String> {
                 out.push(c);
             }
             '-' if in_class && chars.get(i + 1) == Some(&'-') => return None,
+            // Inline flags (`(?i)`) are no ECMA-262 syntax, and Python folds case more widely
+            // than the crate (`İ` and `ı` match `i`): left to the final validation.
+            '(' if !in_class
+                && chars.get(i + 1) == Some(&'?')
+                && chars.get(i + 2).is_some_and(|f| "imsxuUR-".contains(*f)) =>
+            {
+                return None;
+            }
+            // A brace whose body holds a space is no quantifier to ECMA-262 or Python (`x{ 2}`
+            // is text), where the crate reads one.
+            '{' if !in_class && brace_has_space(&chars[i + 1..]) => out.push_str(r"\{"),
             // Python's `$` (`jsonschema`, Pydantic's `python-re`) also holds before a final
             // newline. Last in the pattern or in an alternative, it takes that newline;
             // elsewhere, any line end stands in (looser than every dialect, never stricter).
@@ -301,6 +317,11 @@ fn translate(p: &str) -> Option<String> {
         i += 1;
     }
     Some(out)
+}
+
+/// Whether the text up to the next `}` (the rest of a `{`) holds a space.
+fn brace_has_space(rest: &[char]) -> bool {
+    rest.iter().take_while(|&&c| c != '}').any(|&c| c == ' ')
 }
 
 fn unicode_escape(rest: &[char]) -> Option<(u32, usize)> {
@@ -384,8 +405,6 @@ mod tests {
         );
         assert!(m(r"^\S$", "\u{85}"), "ECMA does not");
         assert!(!m(r"^\S$", " "));
-        assert!(m(r"\bé", "xé"), "an ASCII word boundary");
-        assert!(m(r"^é\b", "é"), "a Unicode word boundary");
         assert!(m(r"^\D$", "٣"), "ECMA \\D matches non-ASCII digits");
         assert!(m(r"^\W$", "é"));
         assert!(m(r"^\s$", "\u{feff}"));
@@ -395,8 +414,29 @@ mod tests {
         assert!(m(r"^\u00e9\u{1F600}$", "é😀"));
         assert!(m(r"^\ud83d\ude00$", "😀"));
         assert!(m(r"^[a[]+$", "a[a"));
-        assert!(m(r"\bfoo\b", "a foo b"));
         assert!(m(r"^\cJ$", "\n"));
+        assert!(m(r"^x{ 2}$", "x{ 2}"), "a brace with a space is text");
+        assert!(m(r"^x{2, 3}$", "x{2, 3}"));
+        assert!(m(r"^x{2}$", "xx"));
+        assert!(m(r"^(?P<id>[0-9]+)$", "12"), "a named group is no flag");
+    }
+
+    /// What the final validation may read otherwise is left to it: word boundaries (Python's
+    /// `\w` takes `²`), inline flags (Python folds `İ` and `ı` to `i`).
+    #[test]
+    fn patterns_read_otherwise_elsewhere_are_unsupported() {
+        for p in [
+            r"\bfoo\b",
+            r"\Bx",
+            r"^é\b",
+            "(?i)^[a-z]+$",
+            "(?i:ab)",
+            "(?-i)a",
+            "(?m)^a",
+        ] {
+            assert!(compile(p).is_none(), "{p}");
+        }
+        assert!(m(r"^[\b]$", "\u{8}"), "a backspace in a class stays");
     }
 
     /// The byte-set matcher agrees with the regex on the patterns it takes, and declines the
