@@ -251,7 +251,7 @@ class Assembler:
         *,
         id: str | None = None,
         name: str | None = None,
-        arguments: str | bytes | dict[str, Any] | list[Any] | None = None,
+        arguments: str | bytes | dict[str, Any] | list[Any] | int | float | None = None,
         type: str | None = None,
     ) -> int:
         """Feeds one tool-call delta and returns the ordinal of the call it went to.
@@ -260,8 +260,9 @@ class Assembler:
             index: The wire index, used as an opaque key (None when the provider omits it).
             id: The call id, when this delta carries one (blank and `"null"` are ignored).
             name: The name or a fragment of it (a repeat of the stored name is ignored).
-            arguments: A text fragment (str or bytes, cut anywhere), or a dict/list sent as the
-                complete value.
+            arguments: A text fragment (str or bytes, cut anywhere), or a dict, list, number or
+                bool sent as the complete value (one that is no object is `not_object`; one
+                after text fragments, `mixed_arguments`).
             type: The call type, assigned once.
 
         Raises:

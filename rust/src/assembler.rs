@@ -810,7 +810,16 @@ impl Assembler {
         let mut out = Vec::new();
         for (ordinal, call) in self.calls.iter_mut().enumerate() {
             call.sync();
+            let start = out.len();
             let mut reported = call.reported;
+            // An arrival error (a fragment that cannot join the call) is known when its delta
+            // comes, before the bytes after it are scanned: first among equal offsets.
+            if let Some(e) = &call.arrival {
+                if !reported.arrival {
+                    out.push((ordinal, (**e).clone()));
+                    reported.arrival = true;
+                }
+            }
             let (grammar, checks) = early_errors(call);
             if let Some(e) = grammar {
                 if !reported.grammar {
@@ -823,13 +832,9 @@ impl Assembler {
                 reported.checks += 1;
             }
             call.reported = reported;
-            let reported = &mut call.reported;
-            if let Some(e) = &call.arrival {
-                if !reported.arrival {
-                    out.push((ordinal, (**e).clone()));
-                    reported.arrival = true;
-                }
-            }
+            // In the order they became certain, as the byte offsets tell it (stable: a tie
+            // keeps the order above), so one drain after many events reads as many drains.
+            out[start..].sort_by_key(|(_, e)| e.offset);
         }
         out
     }

@@ -1015,6 +1015,11 @@ impl Decoder {
                 let key = self.item_key(env, None, true);
                 if let Some(raw) = raw_str(env.delta) {
                     self.responses_fragment(key, raw, emit);
+                } else if let Some(value) = env.delta.map(RawValue::get).filter(|r| *r != "null") {
+                    // A delta that is no string (a broken bridge's number): a value, as in a
+                    // Chat delta (quirk 23), which the core never splices into the text.
+                    canonical(value, &mut self.scratch);
+                    emit(args(Some(key), Arguments::Value(&self.scratch)));
                 }
             }
             "response.function_call_arguments.done" => {

@@ -13,7 +13,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::string::PyStringData;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::assembler::{Arguments, Assembler, AssemblerConfig, Delta, JsonVerdict, ToolCall};
 use crate::envelope::{FinishReason, Format};
@@ -1055,12 +1055,18 @@ impl PyAssembler {
             Some(a) => {
                 if a.is_instance_of::<PyString>() || a.is_instance_of::<PyBytes>() {
                     Some(Arguments::Text(fragment_utf8(a, &mut self.scratch)?))
-                } else if a.is_instance_of::<PyDict>() || a.is_instance_of::<PyList>() {
+                } else if a.is_instance_of::<PyDict>()
+                    || a.is_instance_of::<PyList>()
+                    || a.is_instance_of::<PyInt>()
+                    || a.is_instance_of::<PyFloat>()
+                {
+                    // A scalar (a provider sending `42` as the arguments) is a value too: the
+                    // core reports it as no object, and never splices it into a call's text.
                     serialized = dump_json(py, a)?;
                     Some(Arguments::Value(serialized.as_bytes()))
                 } else {
                     return Err(MisuseError::new_err(
-                        "arguments must be str, bytes, dict, list or None",
+                        "arguments must be str, bytes, dict, list, a number, a bool or None",
                     ));
                 }
             }

@@ -291,7 +291,6 @@ def test_bundled_keys_are_machine_independent() -> None:
     "line",
     [
         {"index": [1], "arguments": "{}"},
-        {"index": 0, "arguments": 5},
         {"index": 0, "name": 5},
         {"end": [1]},
     ],

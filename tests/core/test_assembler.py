@@ -522,7 +522,7 @@ def test_misuse_raises_value_error_subclass() -> None:
     with pytest.raises(MisuseError):
         a.finish()
     with pytest.raises(ValueError):
-        Assembler().feed(0, arguments=3.5)  # type: ignore[arg-type]
+        Assembler().feed(0, arguments={1, 2})  # type: ignore[arg-type]
     with pytest.raises(MisuseError):
         Assembler(max_depth=0)
     with pytest.raises(MisuseError):
@@ -693,3 +693,18 @@ def test_progress_items_a_caller_dropped_are_freed_while_the_stream_runs() -> No
     finally:
         tracemalloc.stop()
     assert held < 50_000
+
+
+@pytest.mark.parametrize("scalar", [7, 2.5, True, False])
+def test_a_scalar_is_a_value_never_text(scalar: object) -> None:
+    alone = Assembler()
+    alone.feed(0, id="a", name="f", arguments=scalar)  # type: ignore[arg-type]
+    (call,) = alone.finish()
+    assert call.error is not None and call.error.kind == "not_object"
+    mixed = Assembler()
+    mixed.feed(0, id="a", name="f", arguments='{"n": ')
+    mixed.feed(0, arguments=scalar)  # type: ignore[arg-type]
+    mixed.feed(0, arguments="}")
+    (call,) = mixed.finish()
+    assert call.error is not None and call.error.kind == "mixed_arguments"
+    assert call.arguments == '{"n": }'

@@ -391,6 +391,38 @@ def test_quirk_23_arguments_as_object(sse_server: SSEServer, split: str) -> None
     assert second.error.kind == "mixed_arguments"
 
 
+@pytest.mark.parametrize("scalar", [1000, True, 2.5])
+def test_quirk_23_a_scalar_among_text_fragments_is_never_spliced(
+    sse_server: SSEServer, split: str, scalar: object
+) -> None:
+    # `{"amount": ` then the number 1000 then `}`: the SDK path used to write the number into
+    # the text and run `{"amount": 1000}`, which the raw path refuses as mixed arguments.
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="set_limit", arguments='{"amount": ')),
+            td(tc(0, arguments=scalar)),
+            td(tc(0, arguments="}")),
+            td(tc(1, id="b", name="ping", arguments=7)),
+        ],
+    )
+    assert [(c.name, c.error.kind if c.error else None) for c in s.calls] == [
+        ("set_limit", "mixed_arguments"),
+        ("ping", "not_object"),
+    ]
+
+
+def test_quirk_23_a_responses_delta_that_is_no_string(sse_server: SSEServer) -> None:
+    events = responses_stream([Call("set_limit", '{"amount": 5}')], size=11)
+    deltas = [e for e in events if e["type"] == "response.function_call_arguments.delta"]
+    deltas[0]["delta"] = 1000
+    events = [e for e in events if e["type"] != "response.function_call_arguments.done"]
+    events = [e for e in events if e["type"] != "response.output_item.done"]
+    _, s = assemble_both(sse_server.register_events(events, "openai-responses"), "openai-responses")
+    assert [c.error.kind if c.error else None for c in s.calls] == ["mixed_arguments"]
+
+
 def test_quirk_24_null_arguments_first(sse_server: SSEServer, split: str) -> None:
     _, s = chat(
         sse_server,

@@ -110,19 +110,26 @@ def sdk_index_of(value: object) -> int | None:
     return index_of(value)
 
 
-def arguments_of(value: object) -> str | bytes | dict[str, Any] | list[Any] | None:
-    """Arguments as the core takes them: text fragments as text, an object or array whole.
+def arguments_of(
+    value: object,
+) -> str | bytes | dict[str, Any] | list[Any] | int | float | None:
+    """Arguments as the core takes them: text fragments as text, any other JSON value whole.
 
-    Scalars (a provider sending `42` or `true` as "arguments") are passed as their JSON text so
-    the core reports them as a non-object instead of the adapter guessing.
+    Scalars (a provider sending `42` or `true` as "arguments") are values too, as on the raw
+    SSE path: alone the core reports them as a non-object, and after text fragments as mixed
+    arguments, never spliced into the text. Anything else goes as the JSON value it dumps to.
     """
-    if value is None or isinstance(value, (str, bytes)):
+    if value is None or isinstance(value, (str, bytes, int, float)):
         return value
     if isinstance(value, Mapping):
         return dict(cast("Mapping[str, Any]", value))
     if isinstance(value, list):
         return cast("list[Any]", value)
-    return json.dumps(plain(value))
+    dumped = plain(value)
+    if dumped is None or isinstance(dumped, (str, bytes, int, float, dict, list)):
+        return cast("str | bytes | dict[str, Any] | list[Any] | int | float | None", dumped)
+    # No JSON value at all: its text, which the core reports as not an object.
+    return json.dumps(str(dumped))
 
 
 def plain(value: object) -> Any:

@@ -25,7 +25,7 @@ WireFormat: TypeAlias = Literal[
 (`Format::as_str` in `rust/src/envelope.rs`), which reads every one but `bedrock-converse`: its body
 is AWS event-stream binary, not SSE."""
 
-Arguments: TypeAlias = str | bytes | dict[str, Any] | list[Any]
+Arguments: TypeAlias = str | bytes | dict[str, Any] | list[Any] | int | float
 
 
 class Sink(Protocol):

@@ -54,6 +54,7 @@ from toolwire.formats._fields import (
     str_or_none,
 )
 from toolwire.formats._types import (
+    Arguments,
     ChunkInfo,
     FeedRecord,
     Sink,
@@ -106,7 +107,7 @@ _Key = int | None
 _JSON_WHITESPACE = " \t\n\r"
 
 
-def _has_input(arguments: str | bytes | dict[str, Any] | list[Any]) -> bool:
+def _has_input(arguments: Arguments) -> bool:
     if isinstance(arguments, str):
         return bool(arguments.strip(_JSON_WHITESPACE))
     if isinstance(arguments, bytes):
