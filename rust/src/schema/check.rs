@@ -2210,16 +2210,41 @@ fn float_reading_fails(n: &Node, lexeme: &[u8], failure: Failure) -> bool {
                 "maximum" => (&rule.maximum, |o| o == Greater),
                 _ => (&rule.exclusive_maximum, |o| o != Less),
             };
-            bound
-                .as_ref()
-                .map_or(true, |b| breaks(x.partial_cmp(&float(b)).unwrap_or(Equal)))
+            bound.as_ref().map_or(true, |b| {
+                // Both float readings must break it: Pydantic's (the bound a float too) and
+                // Python's (`jsonschema` compares the float with an integer bound exactly).
+                breaks(x.partial_cmp(&float(b)).unwrap_or(Equal))
+                    && (!b.as_ref().is_integer()
+                        || exact_of(x, lexeme)
+                            .map_or(true, |e| breaks(e.as_ref().cmp(&b.as_ref()))))
+            })
         }
         Failure::Enum => n
             .enumeration
             .as_ref()
             .map_or(true, |e| !e.numbers.iter().any(|v| float(v) == x)),
+        Failure::MultipleOf => {
+            // `jsonschema` divides the float Python read: `9007199254740995.0` is
+            // `9007199254740996.0` there, a multiple of 3.
+            let whole = x.is_finite() && x.fract() == 0.0;
+            let multiple = n.number.as_ref().and_then(|r| r.multiple_of.as_ref());
+            match (whole, multiple, exact_of(x, lexeme)) {
+                (true, Some((m, _)), Some(e)) => !m.divides(&e.as_ref()),
+                _ => true,
+            }
+        }
         _ => true,
     }
+}
+
+/// The exact value of `x`, the float Python reads from `lexeme`, when Python reads a float
+/// there (a fraction or an exponent; an integer lexeme is an exact `int`).
+fn exact_of(x: f64, lexeme: &[u8]) -> Option<Decimal> {
+    if !x.is_finite() || !lexeme.iter().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+        return None;
+    }
+    // 1080 places hold every digit of a double (the smallest has 1074 after the point).
+    Decimal::parse(&format!("{x:.1080}"))
 }
 
 fn branch_words(nodes: &[Node], branches: &[NodeId]) -> String {

@@ -630,6 +630,23 @@ fn digits_beyond_a_double_are_left_to_the_final_validation() {
     ok(&choice, r#"{"n":0.1000000000000000055511151231257827}"#);
     ok(&choice, r#"{"n":2.00000000000000000001}"#);
     assert_eq!(one(&choice, r#"{"n":0.2}"#).2, "enum");
+    // Past 2**53 Python compares the float it read with an integer bound exactly, and divides
+    // that float: `9007199254740993.0` reads `...992.0`, `9007199254740995.0` reads `...996.0`.
+    let big = json!({"properties": {
+        "lt": {"type": "number", "exclusiveMaximum": 9_007_199_254_740_993_u64},
+        "gt": {"type": "number", "exclusiveMinimum": 9_007_199_254_740_995_u64},
+        "by3": {"type": "number", "multipleOf": 3},
+    }});
+    ok(&big, r#"{"lt":9007199254740993.0}"#);
+    ok(&big, r#"{"gt":9007199254740995.0}"#);
+    ok(&big, r#"{"by3":9007199254740995.0}"#);
+    // Integer lexemes are exact integers to every reading.
+    assert_eq!(
+        one(&big, r#"{"lt":9007199254740993}"#).2,
+        "exclusiveMaximum"
+    );
+    assert_eq!(one(&big, r#"{"by3":9007199254740995}"#).2, "multipleOf");
+    assert_eq!(one(&big, r#"{"by3":4.0}"#).2, "multipleOf");
 }
 
 #[test]
