@@ -70,6 +70,32 @@ fn a_grammar_error_after_a_reported_violation_is_reported() {
     assert_eq!(second[0].0, "UnexpectedByte");
 }
 
+#[test]
+fn a_violation_inside_an_open_string_or_key_is_drained_at_once() {
+    // Certain at the byte that decided it, and handed out then, not when the string or key
+    // closes (or never, when the stream is cut inside it); as it read at that byte.
+    for (text, rest, path, got) in [
+        (r#"{"s": "abcd"#, r#"ef"}"#, "/s", "abcd"),
+        (r#"{"xy"#, r#"z": 1}"#, "/x", "x"),
+    ] {
+        let mut asm =
+            Assembler::with_tools(AssemblerConfig::default(), registry()).expect("config");
+        asm.feed(&delta(Some("tool"), text.as_bytes()))
+            .expect("feed");
+        let drained = asm.drain_errors();
+        assert_eq!(drained.len(), 1, "{text}: {drained:?}");
+        let e = &drained[0].1;
+        assert_eq!(e.path, path, "{text}");
+        assert_eq!(
+            e.detail.as_ref().map(|d| d.got.as_str()),
+            Some(got),
+            "{text}"
+        );
+        asm.feed(&delta(None, rest.as_bytes())).expect("feed");
+        assert!(asm.drain_errors().is_empty(), "{text}: reported once");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 

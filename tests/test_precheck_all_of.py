@@ -138,26 +138,35 @@ class Ship(BaseModel):
 
 
 @pytest.mark.parametrize(
-    ("arguments", "offset", "path", "keyword", "code"),
+    ("arguments", "offset", "early_path", "keyword", "path", "code"),
     [
-        ('{"to": {"city": "Lyon", "country": "IT"}}', 36, "/to/country", "enum", "enum"),
+        (
+            '{"to": {"city": "Lyon", "country": "IT"}}',
+            36,
+            "/to/country",
+            "enum",
+            "/to/country",
+            "enum",
+        ),
+        # No allowed key starts with "z": reported at that byte, under the key read so far.
         (
             '{"to": {"city": "Lyon", "zip": "69001"}}',
             25,
-            "/to/zip",
+            "/to/z",
             "additionalProperties",
+            "/to/zip",
             "unknown_field",
         ),
-        ('{"to": {"city": 7, "country": "FR"}}', 16, "/to/city", "type", "type"),
-        ('{"to": {"city": "Lyon"}}', 22, "/to/country", "required", "missing"),
+        ('{"to": {"city": 7, "country": "FR"}}', 16, "/to/city", "type", "/to/city", "type"),
+        ('{"to": {"city": "Lyon"}}', 22, "/to/country", "required", "/to/country", "missing"),
     ],
 )
 def test_a_model_tool_reports_a_mistake_inside_all_of_early(
-    arguments: str, offset: int, path: str, keyword: str, code: str
+    arguments: str, offset: int, early_path: str, keyword: str, path: str, code: str
 ) -> None:
     tools = Toolset([Ship])
     assert "allOf" in Ship.model_json_schema()["properties"]["to"]
-    errors = _refused(tools, "ship", arguments, (offset, path, keyword))
+    errors = _refused(tools, "ship", arguments, (offset, early_path, keyword))
     assert (path, code) in errors
 
 

@@ -315,7 +315,8 @@ class Assembler:
 
         In ordinal order, each call's in the order found: one drain after a `feed_sse` piece
         that carried events of several calls does not tell which call's error came first on
-        the wire (drain after each `feed` to follow the stream's own order).
+        the wire (drain after each `feed` to follow the stream's own order). An error found
+        inside a key or string still open comes at once, as it read at the deciding byte.
         """
     def drain_progress(self) -> list[tuple[int, str, str]]:
         """With `track_progress`: (ordinal, JSON Pointer, appended text) since the last drain.

@@ -1360,7 +1360,7 @@ fn early_errors(call: &Call) -> (Option<&Error>, Vec<&Error>) {
             certain_grammar_error(&call.scanner),
             call.check
                 .as_ref()
-                .map_or_else(Vec::new, |c| c.settled_errors().collect()),
+                .map_or_else(Vec::new, |c| c.early_errors().collect()),
         ),
     }
 }
@@ -1402,8 +1402,8 @@ fn judge_held(call: &mut Call, registry: &Registry) {
             .filter(|&e| certain_grammar_error(&resent) == Some(e))
             .cloned();
         let checks = appended_check
-            .settled_errors()
-            .zip(resent_check.settled_errors())
+            .early_errors()
+            .zip(resent_check.early_errors())
             .take_while(|(a, b)| a == b)
             .map(|(a, _)| a.clone())
             .collect();

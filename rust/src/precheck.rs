@@ -165,13 +165,13 @@ impl CallCheck {
             .chain(self.checker.iter().flat_map(|c| c.errors()))
     }
 
-    /// Violations whose details are final (see [`Checker::settled_errors`]), for early
-    /// reporting: an early error then reads the same however the stream was cut. Borrowed, so
-    /// draining after every fragment copies only the errors not reported yet.
-    pub fn settled_errors(&self) -> impl Iterator<Item = &Error> {
+    /// Violations for early reporting (see [`Checker::early_errors`]): each reads the same
+    /// however the stream was cut. Borrowed, so draining after every fragment copies only the
+    /// errors not reported yet.
+    pub fn early_errors(&self) -> impl Iterator<Item = &Error> {
         self.name_error
             .iter()
-            .chain(self.checker.iter().flat_map(|c| c.settled_errors()))
+            .chain(self.checker.iter().flat_map(|c| c.early_errors()))
     }
 
     /// The number of violations found so far.

@@ -242,6 +242,11 @@ struct State {
     key_len: usize,
     /// The errors before this one had secret values hidden (`Checker::redact_secrets`).
     redacted: usize,
+    /// Errors raised inside a key or string still open, as they read when they became certain
+    /// (index into `errors`, the error then): the text so far through the byte that decided.
+    early_forms: Vec<(u32, Error)>,
+    /// The early forms before this one had secret values hidden.
+    early_redacted: usize,
     /// The current string value is read: some slot has a string rule or an enum on it, or a
     /// container `enum` captures it.
     want_str: bool,
@@ -295,31 +300,40 @@ impl Checker {
     /// the end, before the errors are read. An error still pending (inside an open key or
     /// string) gets its value only when it settles, so it is judged then.
     pub fn redact_secrets(&mut self) {
-        let settled = self.settled_errors().len();
         let st = &mut self.st;
-        if settled <= st.redacted {
+        if st.errors.len() <= st.redacted && st.early_forms.len() <= st.early_redacted {
             return;
         }
-        for e in &mut st.errors[st.redacted..settled] {
-            if self.schema.is_secret(&e.path) {
+        let schema = &self.schema;
+        let hide = |e: &mut Error| {
+            if schema.is_secret(&e.path) {
                 if let Some(d) = e.detail.as_mut() {
-                    "[redacted]".clone_into(&mut d.got);
+                    REDACTED.clone_into(&mut d.got);
                 }
             }
-        }
-        st.redacted = settled;
+        };
+        // A pending error's path is already its value's, so it is judged now; its value, when
+        // the string closes, is not written over `[redacted]` (see `patch_pending`).
+        st.errors[st.redacted..].iter_mut().for_each(hide);
+        st.early_forms[st.early_redacted..]
+            .iter_mut()
+            .for_each(|(_, e)| hide(e));
+        st.redacted = st.errors.len();
+        st.early_redacted = st.early_forms.len();
     }
 
-    /// Violations whose text is final: an error found inside a key or string that is still
-    /// open has its offset already, but its path and `got` are completed only when that key or
-    /// string closes, so it is left out here until then.
-    #[must_use]
-    pub fn settled_errors(&self) -> &[Error] {
-        let settled = self
-            .st
-            .pending
-            .map_or(self.st.errors.len(), |p| p.error as usize);
-        &self.st.errors[..settled.min(self.st.errors.len())]
+    /// Every violation found so far, for early reporting: one raised inside a key or string
+    /// still open reads as it did when it became certain (the text through the deciding byte),
+    /// however the text was cut and whether or not that key or string has closed since, so an
+    /// early report is the same for every cut. `errors` has them completed.
+    pub fn early_errors(&self) -> impl Iterator<Item = &Error> {
+        let mut forms = self.st.early_forms.iter().peekable();
+        self.st.errors.iter().enumerate().map(move |(i, e)| {
+            match forms.next_if(|(at, _)| *at as usize == i) {
+                Some((_, early)) => early,
+                None => e,
+            }
+        })
     }
 
     /// The first violation, the one to report.
@@ -338,6 +352,9 @@ impl Checker {
         &self.st.errors
     }
 }
+
+/// What a violation at a secret value shows instead of the value.
+const REDACTED: &str = "[redacted]";
 
 #[inline]
 fn kind_bits(kind: ValueKind) -> u8 {
@@ -1296,6 +1313,8 @@ impl State {
                 is_key: true,
                 base: to_u32(base),
             });
+            self.early_forms
+                .push((to_u32(before), self.errors[before].clone()));
         }
     }
 
@@ -1627,6 +1646,8 @@ impl State {
                 is_key: false,
                 base: 0,
             });
+            self.early_forms
+                .push((to_u32(before), self.errors[before].clone()));
         }
     }
 
@@ -1643,7 +1664,9 @@ impl State {
             return;
         };
         if let Some(d) = e.detail.as_mut() {
-            d.got = cut(full);
+            if d.got != REDACTED {
+                d.got = cut(full);
+            }
         }
         if is_key {
             e.path.truncate(p.base as usize);
