@@ -96,6 +96,41 @@ fn a_violation_inside_an_open_string_or_key_is_drained_at_once() {
     }
 }
 
+#[test]
+fn an_early_error_decided_inside_a_character_shows_the_whole_ones_before_it() {
+    let mut registry = Registry::new();
+    let schema = json!({
+        "type": "object",
+        "properties": {"v": {"enum": ["東京"]}, "w": {"type": "string", "maxLength": 2}},
+        "additionalProperties": false
+    });
+    registry.add("tool", &schema).expect("schema");
+    let registry = Arc::new(registry);
+    for (text, path, got) in [
+        (r#"{"v": "京"}"#, "/v", ""),
+        (r#"{"w": "東京都庁"}"#, "/w", "東京"),
+        (r#"{"京": 1}"#, "", ""),
+    ] {
+        let bytes = text.as_bytes();
+        for cut in 1..bytes.len() {
+            let mut asm = Assembler::with_tools(AssemblerConfig::default(), Arc::clone(&registry))
+                .expect("config");
+            asm.feed(&delta(Some("tool"), &bytes[..cut])).expect("feed");
+            let mut drained = asm.drain_errors();
+            asm.feed(&delta(None, &bytes[cut..])).expect("feed");
+            drained.extend(asm.drain_errors());
+            assert_eq!(drained.len(), 1, "{text} cut at {cut}");
+            let e = &drained[0].1;
+            assert_eq!(e.path, path, "{text} cut at {cut}");
+            assert_eq!(
+                e.detail.as_ref().map(|d| d.got.as_str()),
+                Some(got),
+                "{text}"
+            );
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 

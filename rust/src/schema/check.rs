@@ -353,6 +353,16 @@ impl Checker {
     }
 }
 
+/// The characters of `bytes` that are whole: the text read through a deciding byte ends inside
+/// a character when that byte is not its last, and the rest of it may not have arrived yet, so
+/// an early error shows the text before that character, the same for every cut.
+fn whole_chars(bytes: &[u8]) -> &str {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
+    }
+}
+
 /// What a violation at a secret value shows instead of the value.
 const REDACTED: &str = "[redacted]";
 
@@ -1254,7 +1264,7 @@ impl State {
         failures.sort_unstable();
         for (at, s, upto) in failures {
             if self.slots[s].alive {
-                let prefix = String::from_utf8_lossy(&self.text[..upto]).into_owned();
+                let prefix = whole_chars(&self.text[..upto]).to_owned();
                 self.unknown_key(nodes, s, depth, at, &prefix, true);
             }
         }
@@ -1296,16 +1306,11 @@ impl State {
         partial: bool,
     ) {
         let before = self.errors.len();
-        let named = self.fail_at_depth_key(
-            nodes,
-            s,
-            depth,
-            at,
-            false,
-            Failure::UnknownKey,
-            key,
-            Some(key),
-        );
+        // A key still open whose first character decided shows its object's path: `/` would
+        // name the empty key.
+        let shown = (!partial || !key.is_empty()).then_some(key);
+        let named =
+            self.fail_at_depth_key(nodes, s, depth, at, false, Failure::UnknownKey, key, shown);
         if partial && named && self.errors.len() > before && self.pending.is_none() {
             let base = self.path_to(nodes, depth).len();
             self.pending = Some(Pending {
@@ -1637,7 +1642,7 @@ impl State {
         f: Failure,
         upto: usize,
     ) {
-        let prefix = String::from_utf8_lossy(&self.text[..upto]).into_owned();
+        let prefix = whole_chars(&self.text[..upto]).to_owned();
         let before = self.errors.len();
         let named = self.fail_at_depth(nodes, s, depth, at, true, f, &prefix);
         if named && self.errors.len() > before && self.pending.is_none() {
