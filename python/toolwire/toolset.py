@@ -29,6 +29,7 @@ import copy
 import functools
 import inspect
 import re
+from collections import Counter
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import tzinfo
@@ -241,6 +242,7 @@ def _add_alternate_keys(
     required = cast(list[str], out.get("required") or [])
     extra = fields_schema.get("extra_behavior") or config.get("extra_fields_behavior")
     forbid = extra == "forbid"
+    read: list[tuple[str, dict[str, bool]]] = []
     for name, field in cast(Mapping[str, Mapping[str, Any]], fields_schema["fields"]).items():
         alias: object = field.get("validation_alias")
         # Each key the field is read from, and whether its value is the field's own.
@@ -257,16 +259,27 @@ def _add_alternate_keys(
                     keys.setdefault(path[0], len(path) == 1)
         if by_name or alias is None or not by_alias:
             keys.setdefault(name, True)
+        read.append((name, keys))
+    # A key two fields read (one's alias, the other's name) may feed either or both: it takes
+    # any value, and validation judges it.
+    readers = Counter(key for _, keys in read for key in keys)
+    shared = {key for key, count in readers.items() if count > 1}
+    original = dict(props)
+    for name, keys in read:
         # Pydantic shows the field by name where no alias key is a plain one (an `AliasPath`).
-        shown = next((key for key in keys if key in props), name if name in props else None)
-        if shown is None or set(keys) == {shown}:
+        shown = next((k for k in keys if k in original), name if name in original else None)
+        if shown is None:
             continue
-        own = props[shown]
+        if set(keys) == {shown}:
+            if shown in shared:
+                props[shown] = {}
+            continue
+        own = original[shown]
         for rank, (key, whole) in enumerate(keys.items()):
             # Pydantic reads the first key present, in this order, and ignores the others (as
             # extra inputs, which only `forbid` refuses): a value under a later key is the
             # field's only if no earlier key comes, which the stream may still bring.
-            certain = rank == 0 or forbid
+            certain = (rank == 0 or forbid) and key not in shared
             props[key] = copy.deepcopy(own) if whole and certain else {}
         if shown in required:
             required.remove(shown)
