@@ -608,6 +608,9 @@ class RecordingSink:
     def limit_reached(self) -> None:
         self.calls.append(("limit_reached",))
 
+    def interrupt(self, reason: str) -> None:
+        self.calls.append(("interrupt", reason))
+
     def arguments(self, index: int | None) -> str:
         """Concatenated text fragments fed for one key."""
         return "".join(
