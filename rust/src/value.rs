@@ -510,7 +510,7 @@ impl Reader<'_> {
 
 /// The longest prefix of `bytes` that is valid UTF-8 (an unfinished character at the end of a
 /// partial string is held back).
-fn utf8_prefix(bytes: &[u8]) -> &str {
+pub(crate) fn utf8_prefix(bytes: &[u8]) -> &str {
     match std::str::from_utf8(bytes) {
         Ok(s) => s,
         Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or(""),

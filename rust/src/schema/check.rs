@@ -62,6 +62,7 @@ use super::decimal::{float_multiple, parse_into, DecRef, Decimal, Fixed};
 use super::trie::Trie;
 use super::{push_pointer_token, ToolSchema};
 use crate::error::{Error, ErrorKind, SchemaDetail};
+use crate::value::utf8_prefix;
 use crate::visit::{ValueKind, Visitor};
 
 /// The most errors one [`Checker`] records; the first is the one that matters.
@@ -295,10 +296,9 @@ impl Checker {
         &self.st.errors
     }
 
-    /// Hides the value of every violation settled since the last call whose path is a secret
-    /// of the schema (see [`ToolSchema::set_secrets`]); call it after each piece of text and at
-    /// the end, before the errors are read. An error still pending (inside an open key or
-    /// string) gets its value only when it settles, so it is judged then.
+    /// Hides the value of every violation (and early form) found since the last call whose
+    /// path is a secret of the schema (see [`ToolSchema::set_secrets`]); call it after each
+    /// piece of text and at the end, before the errors are read.
     pub fn redact_secrets(&mut self) {
         let st = &mut self.st;
         if st.errors.len() <= st.redacted && st.early_forms.len() <= st.early_redacted {
@@ -350,16 +350,6 @@ impl Checker {
         let _ = end_offset;
         self.st.pending = None;
         &self.st.errors
-    }
-}
-
-/// The characters of `bytes` that are whole: the text read through a deciding byte ends inside
-/// a character when that byte is not its last, and the rest of it may not have arrived yet, so
-/// an early error shows the text before that character, the same for every cut.
-fn whole_chars(bytes: &[u8]) -> &str {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
     }
 }
 
@@ -1264,7 +1254,9 @@ impl State {
         failures.sort_unstable();
         for (at, s, upto) in failures {
             if self.slots[s].alive {
-                let prefix = whole_chars(&self.text[..upto]).to_owned();
+                // Through the deciding byte, which may not end its character (the rest may
+                // not have arrived): the whole characters before it, the same for every cut.
+                let prefix = utf8_prefix(&self.text[..upto]).to_owned();
                 self.unknown_key(nodes, s, depth, at, &prefix, true);
             }
         }
@@ -1642,7 +1634,8 @@ impl State {
         f: Failure,
         upto: usize,
     ) {
-        let prefix = whole_chars(&self.text[..upto]).to_owned();
+        // As for keys: the whole characters through the deciding byte.
+        let prefix = utf8_prefix(&self.text[..upto]).to_owned();
         let before = self.errors.len();
         let named = self.fail_at_depth(nodes, s, depth, at, true, f, &prefix);
         if named && self.errors.len() > before && self.pending.is_none() {
