@@ -769,16 +769,13 @@ impl Assembler {
         for call in &mut self.calls {
             call.sync();
             let open = !call.ended && !call.scanner.is_complete() && call.stopped.is_none();
-            if open && call.arrival.is_none() {
-                call.arrival = Some(Box::new(Error::with_message(
-                    ErrorKind::LostEvent,
-                    call.scanner.text().len(),
-                    String::new(),
+            if open {
+                lose(call, || {
                     format!(
                         "an event that may have carried part of this call could not be read \
                          ({reason})"
-                    ),
-                )));
+                    )
+                });
             }
         }
         Ok(())
@@ -792,15 +789,10 @@ impl Assembler {
     /// [`Misuse`] after finish or for an unknown ordinal.
     pub fn lose_arguments(&mut self, ordinal: usize, reason: &str) -> Result<(), Misuse> {
         let call = self.open_call_mut(ordinal)?;
-        if call.arrival.is_none() {
-            call.sync();
-            call.arrival = Some(Box::new(Error::with_message(
-                ErrorKind::LostEvent,
-                call.scanner.text().len(),
-                String::new(),
-                format!("this call's arguments could not be read ({reason})"),
-            )));
-        }
+        call.sync();
+        lose(call, || {
+            format!("this call's arguments could not be read ({reason})")
+        });
         Ok(())
     }
 
@@ -1353,6 +1345,19 @@ fn resent_at_end(scanner: &Scanner, held: &[u8]) -> bool {
 /// The early errors `drain_errors` reports for a call besides its arrival error: its grammar
 /// error and its settled pre-check violations, or, while a held fragment already breaks both
 /// of its readings, those both readings share.
+/// Makes `call` a [`ErrorKind::LostEvent`] error at the text it holds (synced), unless an
+/// arrival error came first.
+fn lose(call: &mut Call, message: impl FnOnce() -> String) {
+    if call.arrival.is_none() {
+        call.arrival = Some(Box::new(Error::with_message(
+            ErrorKind::LostEvent,
+            call.scanner.text().len(),
+            String::new(),
+            message(),
+        )));
+    }
+}
+
 fn early_errors(call: &Call) -> (Option<&Error>, Vec<&Error>) {
     match call.held.as_ref().and_then(|h| h.early.as_ref()) {
         Some(early) => (early.grammar.as_ref(), early.checks.iter().collect()),
