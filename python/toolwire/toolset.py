@@ -794,7 +794,7 @@ class Toolset:
             # that a call gets the same verdict whichever way it was assembled (an unknown
             # field, a value a lax model would convert silently). Look-alike calls are read as
             # they are.
-            found = self._schema_violation(call)
+            found = self._schema_violation(call, raw)
             if found is not None:
                 call, error = _WithViolation(call, found), found
         if error is None:
@@ -828,14 +828,16 @@ class Toolset:
             )
         return tool.validator.validate(call, lang=self._lang, redact=self._redact)
 
-    def _schema_violation(self, call: CallLike) -> CallErrorLike | None:
-        """The first violation the pre-check finds in a complete call to a known tool."""
+    def _schema_violation(self, call: CallLike, raw: bytes | None) -> CallErrorLike | None:
+        """The first violation the pre-check finds in a complete call to a known tool; `raw`
+        is its argument bytes already read (None when blank or not at hand)."""
         name = call.name
         if name is None or name not in self._tools:
             return None
-        raw: object = getattr(call, "arguments_bytes", None)
-        text = raw if isinstance(raw, bytes) else call.arguments.encode()
-        return self.registry.check(name, text)
+        if raw is None:
+            held: object = getattr(call, "arguments_bytes", None)
+            raw = held if isinstance(held, bytes) else call.arguments.encode()
+        return self.registry.check(name, raw)
 
     def validate_all(self, calls: Iterable[CallLike]) -> list[Outcome]:
         """`validate` for each call, in order."""
