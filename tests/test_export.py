@@ -553,11 +553,11 @@ def _keys(node: Any) -> set[str]:
 def test_strict_exports_leave_out_toolwire_keywords() -> None:
     # OpenAI's strict mode refuses keywords outside its subset; these only mean something to
     # toolwire, which reads them from its own copy of the schema.
-    from toolwire import coercion, validation
+    from toolwire import coercion, subschemas, validation
     from toolwire.schema_export import TOOLWIRE_KEYWORDS
 
     assert {
-        validation.SECRET_KEY,
+        subschemas.SECRET_KEY,
         validation.USER_SUPPLIED_KEY,
         coercion.UNIT_KEY,
         coercion.COERCE_KEY,

@@ -190,3 +190,96 @@ def test_secret_array_items_stay_hidden_in_coercions() -> None:
     (coercion,) = outcome.coercions
     assert coercion.path == "/pins/0"
     assert (coercion.from_, coercion.to) == ("[redacted]", "[redacted]")
+
+
+SECRET = "sk-live-9999"
+_SECRET_FIELD = {"type": "string", "x-secret": True}
+# Every place besides `properties`, `items` and unions where a schema can declare a field: a
+# secret declared there is as secret as one declared directly.
+SECRET_SHAPES = {
+    "allOf": {"allOf": [{"type": "object", "properties": {"k": _SECRET_FIELD}}]},
+    "nested allOf": {
+        "allOf": [{"allOf": [{"type": "object", "properties": {"k": _SECRET_FIELD}}]}]
+    },
+    "patternProperties": {"type": "object", "patternProperties": {"^k": _SECRET_FIELD}},
+    "then": {
+        "type": "object",
+        "if": {"required": ["k"]},
+        "then": {"properties": {"k": _SECRET_FIELD}},
+    },
+    "else": {
+        "type": "object",
+        "if": {"required": ["z"]},
+        "else": {"properties": {"k": _SECRET_FIELD}},
+    },
+    "dependentSchemas": {
+        "type": "object",
+        "dependentSchemas": {"k": {"properties": {"k": _SECRET_FIELD}}},
+    },
+}
+
+
+def _shape_tool(shape: dict[str, object]) -> Toolset:
+    params = {
+        "type": "object",
+        "properties": {"cred": shape, "n": {"type": "integer"}, "note": {"type": "string"}},
+        "required": ["cred"],
+    }
+    return Toolset([{"name": "connect", "parameters": params}], strict=False)
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize("shape", list(SECRET_SHAPES))
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"cred": [{"k": SECRET}]},  # the container is shown in a type error
+        {"cred": {"k": SECRET}, "n": "many"},  # an error next to it
+        {"input": {"cred": {"k": SECRET}, "n": 1}},  # an unwrap coercion shows everything
+        {"cred": json.dumps({"k": SECRET})},  # a JSON-string coercion shows the text
+        {"cred": SECRET},  # a scalar where an object holding secrets belongs
+    ],
+)
+def test_a_secret_declared_anywhere_in_the_schema_is_redacted(
+    shape: str, arguments: dict[str, object], precheck: bool
+) -> None:
+    tools = _shape_tool(SECRET_SHAPES[shape])
+    done = call(tools, "connect", json.dumps(arguments), precheck=precheck)
+    outcome = tools.validate(done)
+    shown = [c.from_ + c.to for c in outcome.coercions]
+    if not outcome.ok:
+        shown.append(json.dumps(outcome.to_message(done)))
+    if done.error is not None:
+        shown.append(done.error.got or "")
+    assert shown, "every case shows the value somewhere"
+    assert not any(SECRET in text for text in shown), shown
+
+
+def test_values_next_to_a_secret_in_an_all_of_member_stay_visible() -> None:
+    shape = {
+        "allOf": [
+            {"type": "object", "properties": {"user": {"type": "string"}}},
+            {"type": "object", "properties": {"k": _SECRET_FIELD}},
+        ]
+    }
+    tools = _shape_tool(shape)
+    done = call(tools, "connect", json.dumps({"cred": {"user": 5, "k": SECRET}}), precheck=False)
+    (error,) = tools.validate(done).errors
+    assert (error.path, error.got) == ("/cred/user", "5")
+    wrapped = {"input": {"cred": {"user": "bob", "k": SECRET}}}
+    done = call(tools, "connect", json.dumps(wrapped), precheck=False)
+    (coercion,) = tools.validate(done).coercions
+    assert json.loads(coercion.to) == {"cred": {"user": "bob", "k": "[redacted]"}}
+
+
+@pytest.mark.parametrize("shape", list(SECRET_SHAPES))
+def test_recordings_and_precheck_pointers_find_a_secret_declared_anywhere(shape: str) -> None:
+    from toolwire.recorder import redact_arguments
+    from toolwire.schema_export import secret_patterns
+
+    schema = _shape_tool(SECRET_SHAPES[shape]).schema("connect")
+    text = json.dumps({"cred": {"k": SECRET, "kz": SECRET}, "note": "visible"})
+    redacted = json.loads(redact_arguments(text, schema))
+    assert redacted["note"] == "visible"
+    assert redacted["cred"]["k"] == "[redacted]"
+    assert any(p in ("/cred/k", "/cred/*") for p in secret_patterns(schema))

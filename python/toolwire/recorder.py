@@ -41,7 +41,8 @@ from toolwire.events import CallCompleted, StreamEnded
 from toolwire.formats._fields import get, plain
 from toolwire.replay import CORPUS_SCHEMA_VERSION, schema_hash, verdict
 from toolwire.stream import ToolStream, is_provider_error
-from toolwire.validation import REDACTED, SECRET_KEY, Redactor
+from toolwire.subschemas import inner, is_marked_secret, same_value
+from toolwire.validation import REDACTED, Redactor
 
 if TYPE_CHECKING:
     from toolwire._core import ToolCall
@@ -70,54 +71,29 @@ DEFAULT_BACKUPS = 5
 # Redaction
 
 
-def _is_secret(node: Mapping[str, Any]) -> bool:
-    # The same three marks validation honours: x-secret, and SecretStr's format/writeOnly.
-    return (
-        bool(node.get(SECRET_KEY))
-        or node.get("format") == "password"
-        or bool(node.get("writeOnly"))
-    )
-
-
-def _branches(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    out: list[Mapping[str, Any]] = []
-    for key in ("anyOf", "oneOf", "allOf"):
-        items = node.get(key)
-        if isinstance(items, list):
-            out.extend(
-                cast("Mapping[str, Any]", b)
-                for b in cast("list[object]", items)
-                if isinstance(b, Mapping)
-            )
+def _same(node: Mapping[str, Any], depth: int = 0) -> list[Mapping[str, Any]]:
+    """`node` and every schema that describes the same value, nested ones included."""
+    out = [node]
+    if depth <= 32:
+        for part in same_value(node):
+            out += _same(part, depth + 1)
     return out
+
+
+def _secret_here(node: Mapping[str, Any]) -> bool:
+    return any(is_marked_secret(n) for n in _same(node))
 
 
 def _is_secret_at(schema: Mapping[str, Any], path: Path_) -> bool:
     """Whether the value at `path` is (or lies inside) a secret field of `schema`."""
     nodes: list[Mapping[str, Any]] = [schema]
     for seg in path:
-        if any(_is_secret(n) or any(_is_secret(b) for b in _branches(n)) for n in nodes):
+        if any(_secret_here(n) for n in nodes):
             return True
-        nxt: list[Mapping[str, Any]] = []
-        for node in nodes:
-            for candidate in [node, *_branches(node)]:
-                if isinstance(seg, int):
-                    child = candidate.get("items")
-                else:
-                    props = candidate.get("properties")
-                    child = (
-                        cast("Mapping[str, Any]", props).get(seg)
-                        if isinstance(props, Mapping)
-                        else None
-                    )
-                    if child is None:
-                        child = candidate.get("additionalProperties")
-                if isinstance(child, Mapping):
-                    nxt.append(cast("Mapping[str, Any]", child))
-        if not nxt:
+        nodes = [child for node in nodes for part in _same(node) for child in inner(part, seg)]
+        if not nodes:
             return False
-        nodes = nxt
-    return any(_is_secret(n) or any(_is_secret(b) for b in _branches(n)) for n in nodes)
+    return any(_secret_here(n) for n in nodes)
 
 
 def secret_pointers(schema: Mapping[str, Any]) -> list[str]:
@@ -132,7 +108,7 @@ def secret_pointers(schema: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
 
     def walk(node: Mapping[str, Any], prefix: str) -> None:
-        for candidate in [node, *_branches(node)]:
+        for candidate in _same(node):
             props = candidate.get("properties")
             if not isinstance(props, Mapping):
                 continue
@@ -141,8 +117,9 @@ def secret_pointers(schema: Mapping[str, Any]) -> list[str]:
                     continue
                 sub = cast("Mapping[str, Any]", child)
                 ptr = f"{prefix}/{key.replace('~', '~0').replace('/', '~1')}"
-                if _is_secret(sub) or any(_is_secret(b) for b in _branches(sub)):
-                    out.append(ptr)
+                if _secret_here(sub):
+                    if ptr not in out:
+                        out.append(ptr)
                 else:
                     walk(sub, ptr)
 

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import unquote
 
+from toolwire.subschemas import inner_any, is_marked_secret, same_value
+
 __all__ = [
     "ExportedSchema",
     "Relaxation",
@@ -406,7 +408,7 @@ def _requires_undeclared(node: Mapping[str, Any]) -> bool:
 def _is_secret(node: Mapping[str, Any]) -> bool:
     """Whether a node, or a union branch of it, holds a secret: `x-secret` (toolwire's mark) or
     `SecretStr`'s `format: password` / `writeOnly`, the marks redaction honours."""
-    if node.get("x-secret") or node.get("format") == "password" or node.get("writeOnly"):
+    if is_marked_secret(node):
         return True
     for key in ("anyOf", "oneOf"):
         for branch in _as_list(node.get(key)) or []:
@@ -431,7 +433,7 @@ def secret_patterns(schema: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
 
     def walk(node: Mapping[str, Any], prefix: str, seen: frozenset[str]) -> None:
-        if _is_secret(node):
+        if is_marked_secret(node):
             if prefix not in out:
                 out.append(prefix)
             return
@@ -440,24 +442,21 @@ def secret_patterns(schema: Mapping[str, Any]) -> list[str]:
             target = _as_dict(defs.get(ref[len("#/$defs/") :]))
             if target is not None:
                 walk(target, prefix, seen | {ref})
-        for key in ("anyOf", "oneOf", "allOf"):
-            for branch in _as_list(node.get(key)) or []:
-                as_dict = _as_dict(branch)
-                if as_dict is not None:
-                    walk(as_dict, prefix, seen)
+        for part in same_value(node):
+            walk(part, prefix, seen)
         for name, child in (_as_dict(node.get("properties")) or {}).items():
             as_dict = _as_dict(child)
             if as_dict is not None:
                 token = name.replace("~", "~0").replace("/", "~1")
                 walk(as_dict, f"{prefix}/{token}", seen)
-        for index, child in enumerate(_as_list(node.get("prefixItems")) or []):
+        items = node.get("items")
+        listed = [*(_as_list(node.get("prefixItems")) or []), *(_as_list(items) or [])]
+        for index, child in enumerate(listed):
             as_dict = _as_dict(child)
             if as_dict is not None:
                 walk(as_dict, f"{prefix}/{index}", seen)
-        for key in ("items", "additionalProperties"):
-            as_dict = _as_dict(node.get(key))
-            if as_dict is not None:
-                walk(as_dict, f"{prefix}/*", seen)
+        for child in inner_any(node):
+            walk(child, f"{prefix}/*", seen)
 
     walk(schema, "", frozenset())
     return out

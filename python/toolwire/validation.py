@@ -70,6 +70,8 @@ from toolwire.coercion import (
 from toolwire.jsonschema_dialect import extended_validator
 from toolwire.payloads import Lang, Style, call_id_for, message_for, text
 from toolwire.schema_export import accepts_null
+from toolwire.subschemas import inner, inner_all, same_value
+from toolwire.subschemas import is_marked_secret as _is_secret
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -89,7 +91,6 @@ __all__ = [
 
 MAX_ERRORS = 5
 REDACTED = "[redacted]"
-SECRET_KEY = "x-secret"
 USER_SUPPLIED_KEY = "x-user-supplied"
 
 OutcomeKind = Literal["ok", "model_error", "business_error", "needs_clarification"]
@@ -496,6 +497,36 @@ class _Schema:
                 out.append(resolved)
         return out
 
+    def parts(self, node: Mapping[str, Any], depth: int = 0) -> list[dict[str, Any]]:
+        """Every schema that describes the same value as `node` besides its own keywords
+        (union branches, `allOf` members, `if`/`then`/`else`, `dependentSchemas`), nested
+        ones included, dereferenced."""
+        out: list[dict[str, Any]] = []
+        if depth > 32:
+            return out
+        for part in same_value(self.deref(node)):
+            resolved = self.deref(part)
+            out.append(resolved)
+            out.extend(self.parts(resolved, depth + 1))
+        return out
+
+    def is_secret_here(self, node: Mapping[str, Any]) -> bool:
+        """Whether the value `node` describes is itself secret, by its own mark or a part's."""
+        node = self.deref(node)
+        return _is_secret(node) or any(_is_secret(p) for p in self.parts(node))
+
+    def owner(self, node: dict[str, Any], seg: str | int) -> dict[str, Any] | None:
+        """The `allOf` member (or `then`, `else`, `dependentSchemas` value) that declares
+        `seg` when `node` itself does not, so that a field declared there is described and
+        judged by its own schema."""
+        if isinstance(seg, str):
+            if seg in _d(node.get("properties")):
+                return None
+            return next((p for p in self.parts(node) if seg in _d(p.get("properties"))), None)
+        if "items" in node or "prefixItems" in node:
+            return None
+        return next((p for p in self.parts(node) if "items" in p or "prefixItems" in p), None)
+
     def pick(self, branches: list[dict[str, Any]], tag: str) -> dict[str, Any] | None:
         for branch in branches:
             if branch.get("title") == tag:
@@ -536,6 +567,11 @@ class _Schema:
             if isinstance(seg, str) and seg.isdigit():
                 # A JSON Pointer (a pre-check error, a coercion) spells an array index as text.
                 seg = self.index_in(node, seg)
+            if "anyOf" not in node and "oneOf" not in node:
+                declared = self.owner(node, seg)
+                if declared is not None:
+                    secret = secret or _is_secret(declared)
+                    node = declared
             if "anyOf" in node or "oneOf" in node:
                 branches = self.branches(node)
                 owner = next(
@@ -573,7 +609,7 @@ class _Schema:
                 props = _d(node.get("properties"))
                 node = _d(props.get(seg)) if seg in props else _d(node.get("additionalProperties"))
         node = self.deref(node)
-        secret = secret or _is_secret(node) or any(_is_secret(b) for b in self.branches(node))
+        secret = secret or self.is_secret_here(node)
         return _Located(pointer(parts), node, parent, secret, union_ptr, tag)
 
     # Descriptions -----------------------------------------------------------------------
@@ -621,32 +657,16 @@ class _Schema:
         if depth > 32:
             # A recursive model: as deep as any real value goes.
             return False
-        children: list[Any] = [
-            *self.branches(node),
-            node.get("items"),
-            node.get("additionalProperties"),
-        ]
-        children += list(_d(node.get("properties")).values()) + _l(node.get("prefixItems"))
-        return any(
-            self.holds_secret(cast(Mapping[str, Any], c), depth + 1)
-            for c in children
-            if isinstance(c, Mapping)
-        )
+        own = [node, *self.parts(node)]
+        if any(_is_secret(p) for p in own):
+            return True
+        return any(self.holds_secret(c, depth + 1) for p in own for c in inner_all(p))
 
     def child(self, node: Mapping[str, Any], seg: str | int) -> dict[str, Any] | None:
-        """The schema of the value at `seg` inside a value of `node` (union branches merged),
-        or None where the schema describes no such value."""
-        found: list[dict[str, Any]] = []
-        for candidate in [self.deref(node), *self.branches(node)]:
-            sub: object
-            if isinstance(seg, int):
-                prefix = _l(candidate.get("prefixItems"))
-                sub = prefix[seg] if seg < len(prefix) else candidate.get("items")
-            else:
-                props = _d(candidate.get("properties"))
-                sub = props[seg] if seg in props else candidate.get("additionalProperties")
-            if isinstance(sub, Mapping):
-                found.append(self.deref(cast(Mapping[str, Any], sub)))
+        """The schema of the value at `seg` inside a value of `node` (what every part of it
+        says, merged), or None where the schema describes no such value."""
+        node = self.deref(node)
+        found = [self.deref(sub) for part in [node, *self.parts(node)] for sub in inner(part, seg)]
         if not found:
             return None
         return found[0] if len(found) == 1 else {"anyOf": found}
@@ -670,15 +690,6 @@ class _Located:
     secret: bool
     union_ptr: str | None
     tag: str | None
-
-
-def _is_secret(node: Mapping[str, Any]) -> bool:
-    # SecretStr / SecretBytes appear in JSON Schema as format "password" with writeOnly.
-    return (
-        bool(node.get(SECRET_KEY))
-        or node.get("format") == "password"
-        or bool(node.get("writeOnly"))
-    )
 
 
 def _json(value: Any) -> str:
@@ -845,7 +856,7 @@ class _ErrorBuilder:
     ) -> None:
         if node is not None:
             node = self.schema.deref(node)
-            if _is_secret(node) or any(_is_secret(b) for b in self.schema.branches(node)):
+            if self.schema.is_secret_here(node):
                 out.append(json.dumps(REDACTED))
                 return
         holds = node is not None and self.schema.holds_secret(node)
@@ -972,7 +983,7 @@ class _ErrorBuilder:
         if meant and self.schema.holds_secret(meant):
             # A misspelt secret field (`pasword`, or `AUTH` around an `api_key`) holds the
             # secret all the same: shown as the value of the field it was meant for.
-            secret = _is_secret(meant) or any(_is_secret(b) for b in self.schema.branches(meant))
+            secret = self.schema.is_secret_here(meant)
             located = dataclasses.replace(located, node=meant, secret=secret)
         got = self.got(located, value)
         return _Draft(FieldError(located.pointer, "unknown_field", expected, got, hint))

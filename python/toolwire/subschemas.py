@@ -1,0 +1,151 @@
+"""Where a JSON Schema can describe a value: the walk every secret-redaction path shares.
+
+A secret must be found wherever a schema can declare one, so validation's payloads, the
+pre-check's secret pointers and the recorder's redaction all ask this module the same two
+questions:
+
+* which schemas describe the *same* value as a node: its `anyOf`/`oneOf` branches, its `allOf`
+  members, `if`/`then`/`else` and the `dependentSchemas` (`dependencies`) values;
+* which schemas describe a value *inside* it: `properties`, `patternProperties`,
+  `additionalProperties`, `items`, `prefixItems` and their draft-7 spellings, `contains`.
+
+Design notes:
+- Missing a place means a leak, taking in one too many only redacts more, so the walk errs on
+  the wide side: a `then` counts even when its `if` may not hold, and a `patternProperties`
+  pattern that Python's `re` cannot compile is taken to match every key.
+- `$ref` is left to the caller, which knows where its definitions live.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any, cast
+
+__all__ = ["SECRET_KEY", "inner", "inner_all", "inner_any", "is_marked_secret", "same_value"]
+
+SECRET_KEY = "x-secret"
+"""The schema extension that marks a field secret (next to `SecretStr`'s own marks)."""
+
+_SAME_VALUE_LISTS = ("anyOf", "oneOf", "allOf")
+_SAME_VALUE_SINGLE = ("if", "then", "else")
+_SAME_VALUE_MAPS = ("dependentSchemas", "dependencies")
+_INNER_SINGLE = (
+    "additionalProperties",
+    "unevaluatedProperties",
+    "contains",
+    "additionalItems",
+    "unevaluatedItems",
+)
+
+
+def is_marked_secret(node: Mapping[str, Any]) -> bool:
+    """Whether the node itself carries a secret mark: `x-secret`, or the `format: password` /
+    `writeOnly` that Pydantic writes for `SecretStr` and `SecretBytes`."""
+    return (
+        bool(node.get(SECRET_KEY))
+        or node.get("format") == "password"
+        or bool(node.get("writeOnly"))
+    )
+
+
+def _single(value: object) -> list[Mapping[str, Any]]:
+    """`value` when it is one schema (not a list of them)."""
+    return [cast(Mapping[str, Any], value)] if isinstance(value, Mapping) else []
+
+
+def _listed(value: object) -> list[Mapping[str, Any]]:
+    """The schemas of `value` when it is a list of them."""
+    if not isinstance(value, list):
+        return []
+    return [cast(Mapping[str, Any], v) for v in cast(list[object], value) if isinstance(v, Mapping)]
+
+
+def _schemas(value: object) -> list[Mapping[str, Any]]:
+    """One schema or a list of them, as a list."""
+    return _single(value) + _listed(value)
+
+
+def _map_values(value: object) -> list[Mapping[str, Any]]:
+    out: list[Mapping[str, Any]] = []
+    if isinstance(value, Mapping):
+        # `dependencies` mixes schemas with lists of names; a list of names yields nothing.
+        for item in cast(Mapping[str, object], value).values():
+            out += _schemas(item)
+    return out
+
+
+def same_value(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The schemas next to `node` that describe the same value (one level, `$ref` unresolved)."""
+    out: list[Mapping[str, Any]] = []
+    for key in (*_SAME_VALUE_LISTS, *_SAME_VALUE_SINGLE):
+        out += _schemas(node.get(key))
+    for key in _SAME_VALUE_MAPS:
+        out += _map_values(node.get(key))
+    return out
+
+
+@lru_cache(maxsize=512)
+def _pattern(source: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(source)
+    except (re.error, OverflowError):
+        return None
+
+
+def _matches(source: str, key: str) -> bool:
+    compiled = _pattern(source)
+    return compiled is None or compiled.search(key) is not None
+
+
+def inner(node: Mapping[str, Any], seg: str | int) -> list[Mapping[str, Any]]:
+    """The schemas `node` itself gives the value at `seg` inside its value (a property name
+    or an array index), `$ref` unresolved; empty where it says nothing of that value."""
+    if isinstance(seg, int):
+        prefix = node.get("prefixItems")
+        items = node.get("items")
+        if isinstance(prefix, list):
+            listed = cast(list[object], prefix)
+            if seg < len(listed):
+                return _schemas(listed[seg])
+            return _single(items)
+        if isinstance(items, list):
+            # Draft 7's tuple form: `items` is the list, `additionalItems` the rest.
+            listed = cast(list[object], items)
+            return (
+                _schemas(listed[seg])
+                if seg < len(listed)
+                else _schemas(node.get("additionalItems"))
+            )
+        return _schemas(items) + _schemas(node.get("contains"))
+    props = node.get("properties")
+    if isinstance(props, Mapping) and seg in props:
+        return _schemas(cast(Mapping[str, object], props)[seg])
+    patterns = node.get("patternProperties")
+    matched: list[Mapping[str, Any]] = []
+    if isinstance(patterns, Mapping):
+        for source, schema in cast(Mapping[str, object], patterns).items():
+            if _matches(source, seg):
+                matched += _schemas(schema)
+    if matched:
+        return matched
+    return _schemas(node.get("additionalProperties")) or _schemas(node.get("unevaluatedProperties"))
+
+
+def inner_any(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The schemas `node` gives values inside its value that it does not name: pattern and
+    additional properties, and items past any listed ones (`$ref` unresolved)."""
+    items = node.get("items")
+    out = _map_values(node.get("patternProperties"))
+    out += _single(items)
+    for key in _INNER_SINGLE:
+        out += _schemas(node.get(key))
+    return out
+
+
+def inner_all(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Every schema `node` itself gives a value inside its value, `$ref` unresolved."""
+    out = _map_values(node.get("properties")) + _schemas(node.get("prefixItems"))
+    out += _listed(node.get("items"))
+    return out + inner_any(node)
