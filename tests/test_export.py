@@ -13,7 +13,7 @@ import jsonschema
 import openai
 import pytest
 from openai.lib._pydantic import to_strict_json_schema
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, SecretStr
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, HttpUrl, NaiveDatetime, SecretStr
 
 from toolwire import Assembler, ToolCall
 from toolwire.schema_export import (
@@ -959,3 +959,33 @@ def test_gemini_property_ordering_is_left_out_of_strict_exports() -> None:
     assert "propertyOrdering" not in exported["function"]["parameters"]
     (anthropic,) = Toolset([flight]).anthropic()
     assert anthropic["input_schema"]["propertyOrdering"] == ["origin", "destination"]
+
+
+class BookRoom(BaseModel):
+    """Book a room at local wall-clock time."""
+
+    starts_at: NaiveDatetime
+    confirmed_at: AwareDatetime | None = None
+
+
+@pytest.mark.parametrize("export", ["openai", "responses", "anthropic"])
+def test_a_naive_timestamp_is_exported_as_a_value_it_accepts(export: str) -> None:
+    # RFC 3339's `date-time` needs an offset, which a NaiveDatetime refuses: exported with
+    # that format, the field could take no value at all.
+    tools = Toolset([BookRoom])
+    exported = getattr(tools, export)()[0]
+    schema = (
+        exported.get("input_schema")
+        or exported.get("parameters")
+        or exported["function"]["parameters"]
+    )
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
+    validator = jsonschema.Draft202012Validator(schema, format_checker=checker)
+    naive = {"starts_at": "2024-05-01T09:00:00", "confirmed_at": None}
+    assert validator.is_valid(naive)
+    asm = Assembler(tools=tools)
+    asm.feed(0, id="c1", name="book_room", arguments=json.dumps(naive))
+    (done,) = asm.finish()
+    assert tools.validate(done).ok
+    # An aware timestamp keeps its format.
+    assert not validator.is_valid({**naive, "confirmed_at": "2024-05-01T09:00:00"})

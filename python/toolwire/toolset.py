@@ -103,8 +103,13 @@ class _ExportSchema(GenerateJsonSchema):
     Pydantic writes `Decimal` as a number or any string (from 2.14 on; before, a pattern that
     also takes `.5`, `+5` or `007`), while validation takes only a number as JSON writes it
     there. A strict export binds the model to the schema it is sent, so a string it allows must
-    be one validation accepts.
+    be one validation accepts. For the same reason a `NaiveDatetime` is exported without
+    `format: date-time`, which no value it accepts satisfies (see `_naive_without_format`).
     """
+
+    def datetime_schema(self, schema: core_schema.DatetimeSchema) -> JsonSchemaValue:
+        """The timestamp's schema; a `NaiveDatetime` is no RFC 3339 `date-time`."""
+        return _naive_without_format(schema, super().datetime_schema(schema))
 
     def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
         """The `Decimal` schema, its string branch held to a JSON number."""
