@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
+from pydantic import BaseModel, Field
 
 from toolwire import Assembler, Toolset
 from toolwire.payloads import Lang
@@ -806,3 +807,98 @@ def test_a_pattern_re_warns_about_neither_raises_nor_warns() -> None:
     assert _run(schema, {"s": "a]"}) == ([], True, [])
     errors, ok, codes = _run(schema, {"s": "abc"})
     assert errors and not ok and codes == ["pattern"]
+
+
+@pytest.mark.parametrize("field", ["definitions", "$defs"])
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_property_named_like_a_definitions_keyword_keeps_its_schema(
+    field: str, precheck: bool
+) -> None:
+    inner = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    tool = {
+        "name": "set_config",
+        "parameters": {
+            "type": "object",
+            "properties": {field: inner, "version": {"type": "integer"}},
+            "required": [field, "version"],
+        },
+    }
+    tools = Toolset([tool], strict=False)
+    for schema in (
+        tools.schema("set_config"),
+        tools.openai()[0]["function"]["parameters"],
+        tools.anthropic()[0]["input_schema"],
+    ):
+        assert schema["properties"][field]["required"] == ["name"]
+    for arguments, ok in (
+        ({field: {"name": "a"}, "version": 1}, True),
+        ({field: 42, "version": 1}, False),
+        ({field: {"name": 5}, "version": 1}, False),
+    ):
+        asm = Assembler(tools=tools) if precheck else Assembler()
+        asm.feed(0, id="c1", name="set_config", arguments=json.dumps(arguments))
+        (done,) = asm.finish()
+        assert tools.validate(done).ok is ok, arguments
+
+
+def test_a_model_field_aliased_to_a_definitions_keyword_exports_strict() -> None:
+    class Form(BaseModel):
+        """Save a form."""
+
+        defs: str = Field(alias="$defs")
+        definitions: int
+
+    function = Toolset([Form]).openai()[0]["function"]
+    assert function["strict"] is True
+    assert set(function["parameters"]["properties"]) == {"$defs", "definitions"}
+
+
+def test_values_that_look_like_references_are_data() -> None:
+    looks_like = {"$ref": "#/nowhere", "definitions": {"a": 1}}
+    tool = {
+        "name": "t",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "a": {"type": "object", "default": looks_like, "examples": [looks_like]},
+                "b": {"const": looks_like},
+            },
+        },
+    }
+    props = Toolset([tool], strict=False).schema("t")["properties"]
+    assert props["a"]["default"] == looks_like
+    assert props["a"]["examples"] == [looks_like]
+    assert props["b"]["const"] == looks_like
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    "nickname",
+    [
+        {"type": "string", "nullable": True},
+        {"type": "string", "enum": ["a", "b"], "nullable": True},
+        {"allOf": [{"type": "string", "nullable": True}]},
+    ],
+)
+def test_a_null_that_openapi_nullable_admits_is_kept(
+    nickname: dict[str, Any], precheck: bool
+) -> None:
+    # A PATCH-style tool: null clears the field, absence leaves it as it is.
+    tool = {
+        "name": "update_user",
+        "parameters": {
+            "type": "object",
+            "properties": {"id": {"type": "integer"}, "nickname": nickname},
+            "required": ["id"],
+        },
+    }
+    tools = Toolset([tool])
+    asm = Assembler(tools=tools) if precheck else Assembler()
+    asm.feed(0, id="c1", name="update_user", arguments='{"id": 7, "nickname": null}')
+    (done,) = asm.finish()
+    outcome = tools.validate(done)
+    assert (outcome.ok, outcome.value, outcome.coercions) == (
+        True,
+        {"id": 7, "nickname": None},
+        [],
+    )

@@ -285,11 +285,18 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
                 rest = {k: v for k, v in siblings.items() if k not in _ANNOTATIONS}
                 return walk({"allOf": [body, rest], **notes}, (*stack, key))
             return walk({**body, **siblings}, (*stack, key))
-        out = {
-            key: walk(value, stack)
-            for key, value in as_dict.items()
-            if key not in ("$defs", "definitions")
-        }
+        out: JsonSchema = {}
+        for key, value in as_dict.items():
+            if key in ("$defs", "definitions"):
+                continue
+            if key in _DATA_KEYWORDS:
+                # Values, not schemas: a `$ref` or a `$defs` key in a default is data.
+                out[key] = value
+            elif key in _SCHEMA_MAPS and _as_dict(value) is not None:
+                # Names of properties (or dependencies) may be any text, `$defs` included.
+                out[key] = {name: walk(sub, stack) for name, sub in value.items()}
+            else:
+                out[key] = walk(value, stack)
         return _without_discriminator_mapping(out)
 
     result = cast(JsonSchema, walk(schema, ("#",)))
@@ -303,6 +310,11 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     if kept:
         result["$defs"] = {name: kept[name] for name in sorted(kept)}
     return result
+
+
+# Keywords whose value is a map from names to schemas, and keywords whose value is data.
+_SCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas", "dependencies")
+_DATA_KEYWORDS = ("enum", "const", "default", "examples", "example", "required")
 
 
 def _without_discriminator_mapping(node: JsonSchema) -> JsonSchema:
@@ -667,14 +679,18 @@ def _numeric_exclusive_bounds(out: JsonSchema) -> None:
             out[exclusive] = out.pop(bound)
 
 
-def accepts_null(node: Mapping[str, Any]) -> bool:
-    """Whether a (dereferenced) schema node obviously admits `null`."""
+def accepts_null(node: Mapping[str, Any], *, openapi: bool = False) -> bool:
+    """Whether a (dereferenced) schema node obviously admits `null`; with `openapi`, OpenAPI
+    3.0's `nullable: true` admits it too, as validation reads it (exports do not: a provider
+    that does not know the keyword would refuse the null)."""
     # Every `allOf` member applies to the same value: one that refuses null (the described
     # `{"allOf": [{"$ref": ...}]}` of older exporters) refuses it for the node.
     for member in _as_list(node.get("allOf")) or []:
         as_dict = _as_dict(member)
-        if member is False or (as_dict is not None and not accepts_null(as_dict)):
+        if member is False or (as_dict is not None and not accepts_null(as_dict, openapi=openapi)):
             return False
+    if openapi and node.get("nullable") is True:
+        return True
     kind = node.get("type")
     if kind == "null" or (isinstance(kind, list) and "null" in kind):
         return True
@@ -686,7 +702,7 @@ def accepts_null(node: Mapping[str, Any]) -> bool:
     for key in ("anyOf", "oneOf"):
         for branch in _as_list(node.get(key)) or []:
             as_dict = _as_dict(branch)
-            if as_dict is not None and accepts_null(as_dict):
+            if as_dict is not None and accepts_null(as_dict, openapi=openapi):
                 return True
     return not kind and not any(k in node for k in ("anyOf", "oneOf", "enum", "const", "$ref"))
 
