@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import multiprocessing
 import os
 import sqlite3
@@ -242,6 +244,39 @@ def test_corrupt_record_fails_closed(tmp_path: Path) -> None:
     assert result.error is not None and result.error["type"] == "ledger_corrupt"
     with pytest.raises(LedgerCorrupt):
         ex.ledger.get(key)
+
+
+@pytest.mark.parametrize(
+    ("state", "field"), [("succeeded", "receipt"), ("failed", "error"), ("unknown", "error")]
+)
+@pytest.mark.parametrize("api", ["execute", "aexecute", "execute_all"])
+def test_a_record_whose_stored_payload_does_not_decode_fails_closed(
+    tmp_path: Path, state: str, field: str, api: str
+) -> None:
+    # The record itself decodes; only the stored result (or error) inside it does not.
+    path = tmp_path / "ledger.db"
+    runs: list[int] = []
+    ex = _write_executor(SqliteLedger(path), runs)
+    call, ctx = Call("w", "c0", {}), RequestContext("r", "s")
+    key = ex.execute(call, ctx).idempotency_key
+    with closing(sqlite3.connect(path)) as conn, conn:
+        (text,) = conn.execute(
+            "SELECT record FROM toolwire_ledger WHERE key = ?", (key,)
+        ).fetchone()
+        record = {**json.loads(text), "state": state, field: "{not json"}
+        conn.execute(
+            "UPDATE toolwire_ledger SET record = ? WHERE key = ?", (json.dumps(record), key)
+        )
+    before = ex.observer.counts["calls"]
+    if api == "execute":
+        result = ex.execute(call, ctx)
+    elif api == "aexecute":
+        result = asyncio.run(ex.aexecute(call, ctx))
+    else:
+        (result,) = ex.execute_all([call], ctx)
+    assert result.state == "tool_unavailable" and runs == [1]
+    assert result.error is not None and result.error["type"] == "ledger_corrupt"
+    assert ex.observer.counts["calls"] == before + 1
 
 
 def test_expired_records_are_purged(tmp_path: Path) -> None:

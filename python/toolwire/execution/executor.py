@@ -53,6 +53,7 @@ from toolwire.execution.errors import (
     ExecutionError,
     IdempotencyConflict,
     IdempotencyInProgress,
+    LedgerCorrupt,
     LedgerUnavailable,
     NeedsClarification,
 )
@@ -1071,23 +1072,37 @@ class Executor:
         """Turn a non-``claimed`` ledger answer into the call's result (``None``: go ahead)."""
         claim = run.claim
         if isinstance(claim, LedgerUnavailable):
-            self.observer.count("ledger_errors", 1, tool=run.spec.name)
-            # The driver's text (hosts, ports, credentials in a DSN) is for operators only.
-            _log.warning(
-                "toolwire: idempotency store unavailable: %s", self._scrub(run, _short(claim))
-            )
-            run.claim = None
-            return self._finish(
-                run,
-                "tool_unavailable",
-                error={
-                    "type": claim.slug,
-                    "message": text("exec.ledger_unavailable", self.lang),
-                    "retryable": True,
-                },
-                exception=claim,
-            )
-        assert claim is not None
+            return self._ledger_down(run, claim)
+        try:
+            return self._claim_answer(run)
+        except LedgerCorrupt as exc:
+            # A record whose stored result or error does not decode: fail closed, as for a
+            # record that does not decode at all.
+            return self._ledger_down(run, exc)
+
+    def _ledger_down(self, run: _Run, claim: LedgerUnavailable) -> ExecutionResult:
+        """The result of a call whose ledger could not be read or written."""
+        self.observer.count("ledger_errors", 1, tool=run.spec.name)
+        # The driver's text (hosts, ports, credentials in a DSN) is for operators only.
+        _log.warning(
+            "toolwire: idempotency store unavailable: %s", self._scrub(run, _short(claim))
+        )
+        run.claim = None
+        return self._finish(
+            run,
+            "tool_unavailable",
+            error={
+                "type": claim.slug,
+                "message": text("exec.ledger_unavailable", self.lang),
+                "retryable": True,
+            },
+            exception=claim,
+        )
+
+    def _claim_answer(self, run: _Run) -> ExecutionResult | None:
+        """`_claim_result` for a ledger that answered."""
+        claim = run.claim
+        assert claim is not None and not isinstance(claim, LedgerUnavailable)
         record = claim.record
         if claim.status == "claimed":
             if claim.recovered:

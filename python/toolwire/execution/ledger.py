@@ -60,6 +60,15 @@ def new_token() -> str:
     return secrets.token_hex(16)
 
 
+def _decoded(text: str, what: str) -> Any:
+    """A stored JSON text, decoded; a record that decodes while its payload does not is as
+    corrupt as one that does not decode at all."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise LedgerCorrupt(f"undecodable ledger {what}: {exc}") from exc
+
+
 @dataclass(frozen=True, slots=True)
 class LedgerRecord:
     """One idempotency record.
@@ -99,14 +108,22 @@ class LedgerRecord:
     assumed: bool = False
 
     def receipt_value(self) -> Any:
-        """Decode the stored result (``None`` if there is none)."""
-        return None if self.receipt is None else json.loads(self.receipt)
+        """Decode the stored result (``None`` if there is none).
+
+        Raises:
+            LedgerCorrupt: If the stored text is not JSON.
+        """
+        return None if self.receipt is None else _decoded(self.receipt, "receipt")
 
     def error_value(self) -> dict[str, Any] | None:
-        """Decode the stored error payload (``None`` if there is none)."""
+        """Decode the stored error payload (``None`` if there is none).
+
+        Raises:
+            LedgerCorrupt: If the stored text is not JSON.
+        """
         if self.error is None:
             return None
-        value = json.loads(self.error)
+        value = _decoded(self.error, "error")
         return value if isinstance(value, dict) else {"message": value}  # pyright: ignore[reportUnknownVariableType]
 
     def to_json(self) -> str:
