@@ -217,6 +217,22 @@ def test_ledger_claim_complete_replay(make_ledger: LedgerFactory, clock: FakeClo
     assert record is not None and record.state == "succeeded" and record.executions == 1
 
 
+def test_results_with_lone_surrogates_are_stored_on_every_ledger(
+    make_ledger: LedgerFactory, clock: FakeClock
+) -> None:
+    # A file name decoded with surrogateescape, next to text that stays UTF-8.
+    odd = {"stored_as": b"upload_\xff.bin".decode("utf-8", "surrogateescape"), "city": "東京"}
+    ledger = make_ledger(clock)
+    first = claim(ledger)
+    ledger.complete("k", first.token, odd)
+    replay = claim(ledger)
+    assert replay.status == "replay" and replay.record.receipt_value() == odd
+    failing = claim(ledger, key="f")
+    ledger.fail("f", failing.token, {"type": "x", "message": "\ud800 broke"}, retryable=False)
+    record = ledger.get("f")
+    assert record is not None and record.error_value() == {"type": "x", "message": "\ud800 broke"}
+
+
 def test_ledger_conflict_on_different_fingerprint(
     make_ledger: LedgerFactory, clock: FakeClock
 ) -> None:

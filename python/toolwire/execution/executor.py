@@ -1084,9 +1084,7 @@ class Executor:
         """The result of a call whose ledger could not be read or written."""
         self.observer.count("ledger_errors", 1, tool=run.spec.name)
         # The driver's text (hosts, ports, credentials in a DSN) is for operators only.
-        _log.warning(
-            "toolwire: idempotency store unavailable: %s", self._scrub(run, _short(claim))
-        )
+        _log.warning("toolwire: idempotency store unavailable: %s", self._scrub(run, _short(claim)))
         run.claim = None
         return self._finish(
             run,

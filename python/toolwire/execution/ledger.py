@@ -340,8 +340,18 @@ def decide_finish(
 
 
 def dumps_compact(value: Any) -> str:
-    """JSON text used for receipts and error payloads (compact, UTF-8 kept)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    """JSON text used for receipts and error payloads (compact, UTF-8 kept).
+
+    A lone surrogate (a file name decoded with `surrogateescape`, a `"\\ud800"` the model
+    sent) has no UTF-8 form, so a store that keeps UTF-8 text (Redis) could not hold it; such a
+    value is written with escapes instead, which decode back to the same string.
+    """
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":"), default=str)
+    return text
 
 
 class Ledger(ABC):
