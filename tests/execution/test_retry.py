@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import socket
 import time
 import urllib.error
+import urllib.request
 from collections.abc import Callable
 from email.message import Message
 from typing import Any
@@ -321,6 +323,17 @@ def test_retry_after_is_honoured(clock: FakeClock) -> None:
     assert clock.sleeps[0] >= 6.0
 
 
+def test_callers_turned_away_together_by_retry_after_come_back_spread() -> None:
+    waits: list[float] = []
+    for i in range(50):
+        clock = FakeClock()
+        tool = Flaky(http_status(429, {"Retry-After": "2"}))
+        executor_with(tool, clock).execute(Call("t", f"c{i}", {}), RequestContext("r", "s"))
+        waits.extend(clock.sleeps)
+    assert all(w >= 2.0 for w in waits)
+    assert len(set(waits)) > 40
+
+
 def test_retry_after_beyond_limit_is_not_waited_for(clock: FakeClock) -> None:
     tool = Flaky(http_status(429, {"Retry-After": "600"}))
     ex = executor_with(tool, clock)
@@ -599,3 +612,39 @@ def test_writes_that_forward_the_key_may_retry_ambiguous_failures(clock: FakeClo
 
 def test_system_clock_is_the_default() -> None:
     assert isinstance(Executor().clock, SystemClock)
+
+
+@pytest.mark.parametrize(
+    ("reason", "kind", "ambiguous"),
+    [
+        (ConnectionRefusedError(111, "Connection refused"), "connection_error", False),
+        (socket.gaierror(-2, "Name or service not known"), "connection_error", False),
+        (ConnectionResetError(104, "Connection reset by peer"), "connection_error", True),
+        (TimeoutError("timed out"), "timeout", True),
+    ],
+)
+def test_urllib_failures_are_read_by_their_reason(
+    reason: BaseException, kind: str, ambiguous: bool
+) -> None:
+    found = classify(urllib.error.URLError(reason), now=NOW)
+    assert (found.kind, found.retryable, found.ambiguous) == (kind, True, ambiguous)
+    # Without an exception inside, nothing says what happened.
+    assert classify(urllib.error.URLError("unknown url type: x"), now=NOW).kind == "unknown_error"
+
+
+def test_a_write_over_urllib_to_a_closed_port_is_retried() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/charge"
+    attempts: list[int] = []
+
+    def charge(args: Any) -> bytes:
+        attempts.append(1)
+        return urllib.request.urlopen(urllib.request.Request(url, data=b"{}"), timeout=2).read()
+
+    ex = Executor(clock=FakeClock(), breaker=False)
+    ex.register("charge", charge, side_effects=True)
+    result = ex.execute(Call("charge", "call_1", {"amount": 5}), RequestContext("r", "s"))
+    assert result.state == "downstream_failed" and len(attempts) == 3
+    assert result.error is not None and result.error["type"] == "connection_error"

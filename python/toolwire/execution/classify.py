@@ -2,8 +2,8 @@
 
 The classifier duck-types instead of importing HTTP clients, so it works with ``httpx``,
 ``openai``-style ``APIStatusError`` (``.status_code`` and ``.response.headers``), ``urllib``'s
-``HTTPError`` and plain exceptions that carry ``status_code``/``retry_after`` attributes, without
-making any of them a dependency.
+``HTTPError``, its ``URLError`` (read by the ``reason`` inside) and plain exceptions that carry
+``status_code``/``retry_after`` attributes, without making any of them a dependency.
 
 ``ambiguous`` matters for writes: a read timeout or a 502/504 may come after the downstream applied
 the change, so a side-effecting tool is not retried on it unless it forwards the idempotency key
@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import math
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -259,9 +260,15 @@ def classify(exc: BaseException, *, now: float) -> Classification:
         return Classification(kind, retryable, ambiguous, status, retry_after)
 
     names = _names(exc)
+    reason = getattr(exc, "reason", None)
+    if "URLError" in names and isinstance(reason, BaseException) and reason is not exc:
+        # urllib wraps what failed while connecting and sending in `URLError(reason)`; the
+        # reason says whether anything reached the server.
+        return classify(reason, now=now)
     if names & _NOT_SENT_TIMEOUTS:
         return Classification("timeout", retryable=True, ambiguous=False)
-    if isinstance(exc, ConnectionRefusedError) or names & _NOT_SENT_CONNECTION:
+    # A refused connection or a name that does not resolve: nothing was sent.
+    if isinstance(exc, (ConnectionRefusedError, socket.gaierror)) or names & _NOT_SENT_CONNECTION:
         return Classification("connection_error", retryable=True, ambiguous=False)
     # asyncio.TimeoutError is only an alias of TimeoutError from 3.11 on.
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or names & _TIMEOUTS:

@@ -108,7 +108,9 @@ def decide_retry(
     retry_after = classification.retry_after
     if retry_after is not None and retry_after > policy.max_retry_after:
         return RetryVerdict(False, reason="retry_after_too_long")
-    wait = max(retry_after or 0.0, policy.backoff(state))
+    # Retry-After is the earliest moment, not the moment: callers the same limit turned away
+    # together must not all come back in the same instant, so the jitter is added to it.
+    wait = (retry_after or 0.0) + policy.backoff(state)
     if context is not None and context.deadline is not None and now + wait >= context.deadline:
         return RetryVerdict(False, reason="deadline")
     if context is not None and not context.try_spend_retry():
