@@ -3,9 +3,11 @@
 The ratio budget follows Finagle/Envoy/SRE practice: every call deposits ``ratio`` of a token and
 every retry withdraws a whole one, so retries stay below ``ratio`` of calls in steady state. A
 separate reserve refilled at ``min_per_second`` keeps low-traffic processes able to retry at all.
-Both buckets are capped so a long healthy period cannot bank a retry storm for the next outage.
-In an outage where every call fails retryably, attempts are therefore bounded by
-``calls * (1 + ratio) + ratio_cap + min_per_second * (1 + elapsed seconds)``.
+The reserve is a floor, not an addition (Envoy's ``min_retry_concurrency``): every retry draws
+on both buckets, so retries follow whichever allows more, never their sum. Both buckets are
+capped so a long healthy period cannot bank a retry storm for the next outage. In an outage
+where every call fails retryably, retries are therefore bounded by
+``max(calls * ratio, min_per_second * elapsed seconds) + ratio_cap + min_per_second``.
 """
 
 from __future__ import annotations
@@ -111,12 +113,12 @@ class RetryBudget:
         """Withdraw one retry; return False (and count a denial) if the budget is exhausted."""
         with self._lock:
             self._refill()
-            if self._balance >= 1.0:
-                self._balance -= 1.0
-            elif self._reserve >= 1.0:
-                self._reserve -= 1.0
-            else:
+            if self._balance < 1.0 and self._reserve < 1.0:
                 self.denied += 1
                 return False
+            # A retry the reserve allows still costs the ratio bucket, which may owe up to one
+            # second of reserve: on a busy process the reserve then adds nothing to the ratio.
+            self._balance = max(-self.min_per_second, self._balance - 1.0)
+            self._reserve = max(0.0, self._reserve - 1.0)
             self.retries += 1
             return True
