@@ -636,6 +636,27 @@ async def test_aexecute_all_caller_cancellation_propagates() -> None:
         await task
 
 
+@pytest.mark.parametrize("concurrency", [None, 3])
+async def test_cancelling_aexecute_all_records_every_call_once(
+    concurrency: int | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    # With a concurrency limit most calls are still queued when the caller is cancelled.
+    ex = Executor(breaker=False)
+
+    async def slow(args: Any) -> None:
+        await asyncio.sleep(10)
+
+    ex.register("slow", slow)
+    calls = [Call("slow", f"c{i}", {}) for i in range(12)]
+    task = asyncio.create_task(ex.aexecute_all(calls, concurrency=concurrency))
+    await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert ex.observer.counts["calls"] == len(calls)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
 def test_claim_landing_after_cancel_is_released_even_when_the_loop_ends(tmp_path: Path) -> None:
     # The caller is cancelled while a blocking ledger is still claiming; then the event loop
     # ends (asyncio.run cancels every task left). The claim must not stay in progress: its

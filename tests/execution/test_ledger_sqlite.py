@@ -279,6 +279,25 @@ def test_a_record_whose_stored_payload_does_not_decode_fails_closed(
     assert ex.observer.counts["calls"] == before + 1
 
 
+def test_a_record_with_a_null_fingerprint_is_corrupt_not_a_conflict(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    runs: list[int] = []
+    ex = _write_executor(SqliteLedger(path), runs)
+    call, ctx = Call("w", "c0", {}), RequestContext("r", "s")
+    key = ex.execute(call, ctx).idempotency_key
+    with closing(sqlite3.connect(path)) as conn, conn:
+        (text,) = conn.execute(
+            "SELECT record FROM toolwire_ledger WHERE key = ?", (key,)
+        ).fetchone()
+        record = {**json.loads(text), "fingerprint": None}
+        conn.execute(
+            "UPDATE toolwire_ledger SET record = ? WHERE key = ?", (json.dumps(record), key)
+        )
+    result = ex.execute(call, ctx)
+    assert result.error is not None and result.error["type"] == "ledger_corrupt"
+    assert runs == [1]
+
+
 def test_expired_records_are_purged(tmp_path: Path) -> None:
     clock = FakeClock()
     ledger = SqliteLedger(tmp_path / "ledger.db", clock=clock)

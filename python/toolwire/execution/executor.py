@@ -791,13 +791,28 @@ class Executor:
         ctx = context or self.request()
         gate = asyncio.Semaphore(concurrency) if concurrency else None
 
-        async def one(call: ValidatedCall) -> ExecutionResult:
+        # Calls that reached `_aexecute`, which records each call however it ends.
+        entered: set[int] = set()
+
+        async def one(i: int, call: ValidatedCall) -> ExecutionResult:
             if gate is None:
+                entered.add(i)
                 return await self._aexecute(call, ctx, settle_own_cancel=True)
             async with gate:
+                entered.add(i)
                 return await self._aexecute(call, ctx, settle_own_cancel=True)
 
-        outcomes = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
+        try:
+            outcomes = await asyncio.gather(
+                *(one(i, c) for i, c in enumerate(calls)), return_exceptions=True
+            )
+        except asyncio.CancelledError as exc:
+            # The caller was cancelled: calls still queued (or not yet started) never ran, and
+            # each still gets its one record before the cancellation propagates.
+            for i, call in enumerate(calls):
+                if i not in entered:
+                    self._internal_error(call, exc, ctx, record=True, log=False)
+            raise
         results: list[ExecutionResult] = []
         for call, outcome in zip(calls, outcomes, strict=True):
             if isinstance(outcome, ExecutionResult):
@@ -820,18 +835,26 @@ class Executor:
             return self._internal_error(call, exc, ctx, record=True)
 
     def _internal_error(
-        self, call: ValidatedCall, exc: BaseException, ctx: RequestContext, *, record: bool
+        self,
+        call: ValidatedCall,
+        exc: BaseException,
+        ctx: RequestContext,
+        *,
+        record: bool,
+        log: bool = True,
     ) -> ExecutionResult:
         """The result of a call that raised instead of settling (e.g. an async tool handed to
-        ``execute_all``); with ``record``, also its observability record, which it never got."""
+        ``execute_all``), or was cancelled before it started (then without ``log``); with
+        ``record``, also its observability record, which it never got."""
         kind = "cancelled" if isinstance(exc, asyncio.CancelledError) else "internal_error"
-        _log.error(
-            "toolwire: call %s (%s) raised %s: %s",
-            call.call_id,
-            call.tool,
-            type(exc).__name__,
-            self._scrub_text(_safe_arguments(call), _short(exc)),
-        )
+        if log:
+            _log.error(
+                "toolwire: call %s (%s) raised %s: %s",
+                call.call_id,
+                call.tool,
+                type(exc).__name__,
+                self._scrub_text(_safe_arguments(call), _short(exc)),
+            )
         error: dict[str, Any] = {
             "type": kind,
             "message": text(f"exec.{kind}", self.lang),
@@ -932,9 +955,9 @@ class Executor:
             return spec.in_progress_expiry
         per_attempt = spec.timeout if spec.timeout is not None else 60.0
         attempts = self.retry.max_attempts
-        # A wait between attempts is the backoff or, if longer, the server's Retry-After, which
-        # is honoured up to max_retry_after.
-        wait = max(self.retry.backoff_max, self.retry.max_retry_after)
+        # A wait between attempts is the backoff, added to the server's Retry-After when there
+        # is one (honoured up to max_retry_after).
+        wait = self.retry.backoff_max + self.retry.max_retry_after
         return per_attempt * attempts + wait * (attempts - 1) + 30.0
 
     def _ttl(self, spec: ToolSpec) -> float:

@@ -163,12 +163,17 @@ class LedgerRecord:
             state = d["state"]
             if state not in _STATES:
                 raise ValueError(f"unknown state {state!r}")
+            for name in ("key", "fingerprint", "tool", "token"):
+                # A null fingerprint read as the text "None" would pass for a different
+                # call's arguments (a conflict) instead of the corruption it is.
+                if not isinstance(d[name], str):
+                    raise TypeError(f"{name} is not a string")
             return cls(
-                key=str(d["key"]),
+                key=d["key"],
                 state=state,
-                fingerprint=str(d["fingerprint"]),
-                tool=str(d["tool"]),
-                token=str(d["token"]),
+                fingerprint=d["fingerprint"],
+                tool=d["tool"],
+                token=d["token"],
                 created_at=float(d["created_at"]),
                 updated_at=float(d["updated_at"]),
                 lease_expires_at=float(d["lease_expires_at"]),
