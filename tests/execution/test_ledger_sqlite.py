@@ -246,6 +246,17 @@ def test_corrupt_record_fails_closed(tmp_path: Path) -> None:
         ex.ledger.get(key)
 
 
+def _rewrite_record(path: Path, key: str, changes: dict[str, Any]) -> None:
+    """Changes fields of a stored record that still decodes as a whole."""
+    with closing(sqlite3.connect(path)) as conn, conn:
+        query = "SELECT record FROM toolwire_ledger WHERE key = ?"
+        (text,) = conn.execute(query, (key,)).fetchone()
+        record = {**json.loads(text), **changes}
+        conn.execute(
+            "UPDATE toolwire_ledger SET record = ? WHERE key = ?", (json.dumps(record), key)
+        )
+
+
 @pytest.mark.parametrize(
     ("state", "field"), [("succeeded", "receipt"), ("failed", "error"), ("unknown", "error")]
 )
@@ -259,14 +270,8 @@ def test_a_record_whose_stored_payload_does_not_decode_fails_closed(
     ex = _write_executor(SqliteLedger(path), runs)
     call, ctx = Call("w", "c0", {}), RequestContext("r", "s")
     key = ex.execute(call, ctx).idempotency_key
-    with closing(sqlite3.connect(path)) as conn, conn:
-        (text,) = conn.execute(
-            "SELECT record FROM toolwire_ledger WHERE key = ?", (key,)
-        ).fetchone()
-        record = {**json.loads(text), "state": state, field: "{not json"}
-        conn.execute(
-            "UPDATE toolwire_ledger SET record = ? WHERE key = ?", (json.dumps(record), key)
-        )
+    assert key is not None
+    _rewrite_record(path, key, {"state": state, field: "{not json"})
     before = ex.observer.counts["calls"]
     if api == "execute":
         result = ex.execute(call, ctx)
@@ -285,14 +290,8 @@ def test_a_record_with_a_null_fingerprint_is_corrupt_not_a_conflict(tmp_path: Pa
     ex = _write_executor(SqliteLedger(path), runs)
     call, ctx = Call("w", "c0", {}), RequestContext("r", "s")
     key = ex.execute(call, ctx).idempotency_key
-    with closing(sqlite3.connect(path)) as conn, conn:
-        (text,) = conn.execute(
-            "SELECT record FROM toolwire_ledger WHERE key = ?", (key,)
-        ).fetchone()
-        record = {**json.loads(text), "fingerprint": None}
-        conn.execute(
-            "UPDATE toolwire_ledger SET record = ? WHERE key = ?", (json.dumps(record), key)
-        )
+    assert key is not None
+    _rewrite_record(path, key, {"fingerprint": None})
     result = ex.execute(call, ctx)
     assert result.error is not None and result.error["type"] == "ledger_corrupt"
     assert runs == [1]
