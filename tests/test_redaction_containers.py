@@ -283,3 +283,63 @@ def test_recordings_and_precheck_pointers_find_a_secret_declared_anywhere(shape:
     assert redacted["note"] == "visible"
     assert redacted["cred"]["k"] == "[redacted]"
     assert any(p in ("/cred/k", "/cred/*") for p in secret_patterns(schema))
+
+
+class Tree(BaseModel):
+    """A tree whose nodes refer to their own model three times."""
+
+    value: int
+    key: SecretStr | None = None
+    left: Tree | None = None
+    right: Tree | None = None
+    kids: list[Tree] = []
+
+
+class Plain(BaseModel):
+    """A tree without secrets, whose nodes refer to their own model three times."""
+
+    value: int
+    left: Plain | None = None
+    right: Plain | None = None
+    kids: list[Plain] = []
+
+
+@pytest.mark.parametrize("model", [Tree, Plain])
+def test_a_recursive_model_is_searched_for_secrets_once_per_definition(
+    model: type[BaseModel], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolwire import validation
+
+    # Walked once per path, a model with three self-references takes 3**depth steps to find
+    # that it holds no secret.
+    steps = [0]
+    original = validation.same_value
+
+    def counted(node: dict[str, object]) -> object:
+        steps[0] += 1
+        if steps[0] > 5_000:
+            raise RecursionError("the schema is walked once per path")
+        return original(node)
+
+    monkeypatch.setattr(validation, "same_value", counted)
+    tools = Toolset([model], strict=False)
+    name = model.__name__.lower()
+    arguments = {"value": 1, "left": [{"value": 2, "key": SECRET}], "kids": "x"}
+    done = call(tools, name, json.dumps(arguments), precheck=False)
+    outcome = tools.validate(done)
+    assert {e.path for e in outcome.errors} == {"/left", "/kids"}
+    shown = json.dumps(outcome.to_message(done))
+    # Where the schema declares the key secret it is hidden; elsewhere it is just text.
+    assert (SECRET in shown) is (model is Plain)
+
+
+def test_recordings_follow_references_to_find_secrets() -> None:
+    from toolwire.recorder import redact_arguments, secret_pointers
+
+    schema = Toolset([Tree], strict=False).schema("tree")
+    nested = {"value": 1, "left": {"value": 2, "right": {"value": 3, "key": SECRET}}}
+    redacted = json.loads(redact_arguments(json.dumps(nested), schema))
+    assert redacted["left"]["right"]["key"] == "[redacted]"
+    assert redacted["left"]["right"]["value"] == 3
+    # Each self-reference is followed once: the recursion ends where it would repeat.
+    assert secret_pointers(schema) == ["/key", "/left/key", "/right/key"]

@@ -41,7 +41,7 @@ from toolwire.events import CallCompleted, StreamEnded
 from toolwire.formats._fields import get, plain
 from toolwire.replay import CORPUS_SCHEMA_VERSION, schema_hash, verdict
 from toolwire.stream import ToolStream, is_provider_error
-from toolwire.subschemas import inner, is_marked_secret, same_value
+from toolwire.subschemas import inner, is_marked_secret, resolve, same_value
 from toolwire.validation import REDACTED, Redactor
 
 if TYPE_CHECKING:
@@ -71,29 +71,39 @@ DEFAULT_BACKUPS = 5
 # Redaction
 
 
-def _same(node: Mapping[str, Any], depth: int = 0) -> list[Mapping[str, Any]]:
-    """`node` and every schema that describes the same value, nested ones included."""
-    out = [node]
-    if depth <= 32:
-        for part in same_value(node):
-            out += _same(part, depth + 1)
+def _same(root: Mapping[str, Any], node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """`node` and every schema that describes the same value (nested, local references
+    followed, each once)."""
+    out: list[Mapping[str, Any]] = []
+    seen: set[str] = set()
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        out.append(current)
+        ref = current.get("$ref")
+        if isinstance(ref, str) and ref not in seen:
+            seen.add(ref)
+            target = resolve(root, ref)
+            if target is not None:
+                pending.append(target)
+        pending += same_value(current)
     return out
 
 
-def _secret_here(node: Mapping[str, Any]) -> bool:
-    return any(is_marked_secret(n) for n in _same(node))
+def _secret_here(root: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    return any(is_marked_secret(n) for n in _same(root, node))
 
 
 def _is_secret_at(schema: Mapping[str, Any], path: Path_) -> bool:
     """Whether the value at `path` is (or lies inside) a secret field of `schema`."""
     nodes: list[Mapping[str, Any]] = [schema]
     for seg in path:
-        if any(_secret_here(n) for n in nodes):
+        if any(_secret_here(schema, n) for n in nodes):
             return True
-        nodes = [child for node in nodes for part in _same(node) for child in inner(part, seg)]
+        nodes = [c for node in nodes for part in _same(schema, node) for c in inner(part, seg)]
         if not nodes:
             return False
-    return any(_secret_here(n) for n in nodes)
+    return any(_secret_here(schema, n) for n in nodes)
 
 
 def secret_pointers(schema: Mapping[str, Any]) -> list[str]:
@@ -107,8 +117,15 @@ def secret_pointers(schema: Mapping[str, Any]) -> list[str]:
     """
     out: list[str] = []
 
-    def walk(node: Mapping[str, Any], prefix: str) -> None:
-        for candidate in _same(node):
+    def walk(node: Mapping[str, Any], prefix: str, refs: frozenset[str]) -> None:
+        for candidate in _same(schema, node):
+            ref = candidate.get("$ref")
+            if isinstance(ref, str) and ref in refs:
+                # A recursive definition: its fields were listed where it first appeared.
+                return
+            if isinstance(ref, str):
+                refs |= {ref}
+        for candidate in _same(schema, node):
             props = candidate.get("properties")
             if not isinstance(props, Mapping):
                 continue
@@ -117,13 +134,13 @@ def secret_pointers(schema: Mapping[str, Any]) -> list[str]:
                     continue
                 sub = cast("Mapping[str, Any]", child)
                 ptr = f"{prefix}/{key.replace('~', '~0').replace('/', '~1')}"
-                if _secret_here(sub):
+                if _secret_here(schema, sub):
                     if ptr not in out:
                         out.append(ptr)
                 else:
-                    walk(sub, ptr)
+                    walk(sub, ptr, refs)
 
-    walk(schema, "")
+    walk(schema, "", frozenset())
     return out
 
 

@@ -13,7 +13,8 @@ Design notes:
 - Missing a place means a leak, taking in one too many only redacts more, so the walk errs on
   the wide side: a `then` counts even when its `if` may not hold, and a `patternProperties`
   pattern that Python's `re` cannot compile is taken to match every key.
-- `$ref` is left to the caller, which knows where its definitions live.
+- `$ref` is left to the caller, which knows where its definitions live; `resolve` follows a
+  local one from the schema's root.
 """
 
 from __future__ import annotations
@@ -23,7 +24,15 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, cast
 
-__all__ = ["SECRET_KEY", "inner", "inner_all", "inner_any", "is_marked_secret", "same_value"]
+__all__ = [
+    "SECRET_KEY",
+    "inner",
+    "inner_all",
+    "inner_any",
+    "is_marked_secret",
+    "resolve",
+    "same_value",
+]
 
 SECRET_KEY = "x-secret"
 """The schema extension that marks a field secret (next to `SecretStr`'s own marks)."""
@@ -149,3 +158,23 @@ def inner_all(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     out = _map_values(node.get("properties")) + _schemas(node.get("prefixItems"))
     out += _listed(node.get("items"))
     return out + inner_any(node)
+
+
+def resolve(root: Mapping[str, Any], ref: str) -> Mapping[str, Any] | None:
+    """The schema a local `$ref` (`#`, `#/$defs/Name`, any JSON Pointer from the root) names,
+    or None when it names nothing there."""
+    if ref != "#" and not ref.startswith("#/"):
+        return None
+    target: object = root
+    for token in ref[2:].split("/") if ref != "#" else []:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(target, Mapping) and token in target:
+            target = cast(Mapping[str, object], target)[token]
+        elif isinstance(target, list) and token.isdigit():
+            listed = cast(list[object], target)
+            if int(token) >= len(listed):
+                return None
+            target = listed[int(token)]
+        else:
+            return None
+    return cast(Mapping[str, Any], target) if isinstance(target, Mapping) else None

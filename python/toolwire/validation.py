@@ -478,6 +478,7 @@ class _Schema:
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
         self.defs = _d(root.get("$defs"))
+        self._marks_of: dict[str, tuple[bool, frozenset[str]]] = {}
 
     def deref(self, node: Mapping[str, Any]) -> dict[str, Any]:
         hops = 0
@@ -497,17 +498,23 @@ class _Schema:
                 out.append(resolved)
         return out
 
-    def parts(self, node: Mapping[str, Any], depth: int = 0) -> list[dict[str, Any]]:
+    def parts(self, node: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Every schema that describes the same value as `node` besides its own keywords
         (union branches, `allOf` members, `if`/`then`/`else`, `dependentSchemas`), nested
-        ones included, dereferenced."""
+        ones included, dereferenced; a definition reached twice is taken once."""
         out: list[dict[str, Any]] = []
-        if depth > 32:
-            return out
-        for part in same_value(self.deref(node)):
+        seen: set[str] = set()
+        pending = list(same_value(self.deref(node)))
+        while pending:
+            part = pending.pop(0)
+            ref = part.get("$ref")
+            if isinstance(ref, str):
+                if ref in seen:
+                    continue
+                seen.add(ref)
             resolved = self.deref(part)
             out.append(resolved)
-            out.extend(self.parts(resolved, depth + 1))
+            pending.extend(same_value(resolved))
         return out
 
     def is_secret_here(self, node: Mapping[str, Any]) -> bool:
@@ -649,18 +656,40 @@ class _Schema:
         words = [text(f"type.{t}", lang) for t in names if t in _JSON_TYPES]
         return text("join.or", lang).join(words) if words else text("type.any", lang)
 
-    def holds_secret(self, node: Mapping[str, Any], depth: int = 0) -> bool:
-        """Whether the node, or any value that can sit inside it, is secret."""
-        node = self.deref(node)
-        if _is_secret(node):
-            return True
-        if depth > 32:
-            # A recursive model: as deep as any real value goes.
-            return False
-        own = [node, *self.parts(node)]
-        if any(_is_secret(p) for p in own):
-            return True
-        return any(self.holds_secret(c, depth + 1) for p in own for c in inner_all(p))
+    def holds_secret(self, node: Mapping[str, Any]) -> bool:
+        """Whether the node, or any value that can sit inside it, is secret.
+
+        Each definition is read once, however often (or recursively) it is referenced: a
+        recursive model with two self-references would otherwise be walked 2**depth times.
+        """
+        marked, refs = self._marks(node)
+        seen: set[str] = set()
+        while not marked and refs:
+            name = refs.pop()
+            if name not in seen:
+                seen.add(name)
+                marked, more = self._marks(self.defs.get(name) or {}, name)
+                refs |= more - seen
+        return marked
+
+    def _marks(self, node: Mapping[str, Any], name: str | None = None) -> tuple[bool, set[str]]:
+        """Whether a secret mark appears in `node` or its subschemas short of any `$ref`, and
+        the definitions those references name (cached per definition)."""
+        if name is not None and name in self._marks_of:
+            marked, refs = self._marks_of[name]
+            return marked, set(refs)
+        marked, refs = False, set[str]()
+        pending: list[Mapping[str, Any]] = [node]
+        while pending and not marked:
+            current = pending.pop()
+            marked = _is_secret(current)
+            ref = current.get("$ref")
+            if isinstance(ref, str):
+                refs.add(ref.rsplit("/", 1)[-1])
+            pending += same_value(current) + inner_all(current)
+        if name is not None:
+            self._marks_of[name] = (marked, frozenset(refs))
+        return marked, refs
 
     def child(self, node: Mapping[str, Any], seg: str | int) -> dict[str, Any] | None:
         """The schema of the value at `seg` inside a value of `node` (what every part of it
