@@ -480,7 +480,9 @@ def call_id_for(call: _Identified) -> str:
     """The id to answer a call with: its own id, or `toolwire_<ordinal>` if it has none.
 
     A call without an id cannot be answered by id; the synthetic id is stable, so echo the same
-    id in the assistant message you send back with the history.
+    id in the assistant message you send back with the history. No other call of the turn
+    answers to it: the assembler renames a wire id that repeats an earlier one or equals a
+    synthetic id (warning `duplicate_id`, the wire id kept in `metadata["wire_id"]`).
 
     Args:
         call: A completed call.

@@ -76,7 +76,8 @@ pub mod warning {
     pub const REPEAT_DROPPED: &str = "repeat_dropped";
     /// The arguments contain U+FFFD, usually a character split and mangled before it reached us.
     pub const REPLACEMENT_CHARACTER: &str = "replacement_character";
-    /// The wire id was already used by an earlier call; this call got a derived id.
+    /// The wire id was already used by an earlier call, or is the synthetic id of a call that
+    /// has none ([`synthetic_id`](super::synthetic_id)); this call got a derived id no other call of the turn has.
     pub const DUPLICATE_ID: &str = "duplicate_id";
     /// The call had no argument text; `{}` was used.
     pub const EMPTY_ARGUMENTS: &str = "empty_arguments";
@@ -936,9 +937,9 @@ impl Assembler {
         let dup_keys = self.config.scan.duplicate_keys == crate::scanner::DuplicateKeys::LastWins;
         // Calls are finished in place: moving each (scanner and all) out would copy it.
         let mut calls = std::mem::take(&mut self.calls);
-        let repeated = repeated_ids(&calls);
+        let renamed = renamed_ids(&calls);
         let mut out = Vec::with_capacity(calls.len());
-        for ((ordinal, call), repeated_id) in calls.iter_mut().enumerate().zip(repeated) {
+        for ((ordinal, call), renamed_id) in calls.iter_mut().enumerate().zip(renamed) {
             let deferred = defer && deferrable(call, registry.as_deref());
             if !deferred {
                 // Decided before asking whether the call is blank: a fragment held after
@@ -962,7 +963,7 @@ impl Assembler {
                 call,
                 registry.as_deref(),
                 dup_keys,
-                repeated_id,
+                renamed_id,
                 deferred,
             );
             let about_the_stand_in = done
@@ -1145,7 +1146,7 @@ fn finish_call(
     call: &mut Call,
     registry: Option<&Registry>,
     duplicate_keys: bool,
-    repeated_id: bool,
+    renamed_id: Option<String>,
     deferred: bool,
 ) -> ToolCall {
     settle_held(call);
@@ -1198,11 +1199,11 @@ fn finish_call(
             .and_then(|check| check.errors().next().cloned())
     };
     let mut id = call.id.take();
-    if let (Some(wire), true) = (&id, repeated_id) {
+    if let (Some(wire), Some(renamed)) = (&id, renamed_id) {
         warnings.push(warning::DUPLICATE_ID);
         call.metadata
             .push(("wire_id".to_owned(), format!("{wire:?}")));
-        id = Some(format!("{wire}_{ordinal}"));
+        id = Some(renamed);
     }
     ToolCall {
         ordinal,
@@ -1236,20 +1237,61 @@ fn json_verdict(arguments: &[u8], json_result: Result<(), Error>) -> Option<Erro
     }
 }
 
-/// For each call, whether an earlier call has the same wire id. A quadratic scan for the
-/// usual handful of calls: no id is hashed or copied, where a map would do both for each.
-fn repeated_ids(calls: &[Call]) -> Vec<bool> {
+/// The id a call without a wire id is answered with (Python's `call_id_for`).
+#[must_use]
+pub fn synthetic_id(ordinal: usize) -> String {
+    format!("toolwire_{ordinal}")
+}
+
+/// For each call, the id it gets in place of its wire id, if it needs one: a wire id that an
+/// earlier call used, or one equal to the synthetic id of a call without an id, would make two
+/// calls answer to one id (a provider refuses a turn with an unanswered call). The new id is
+/// the wire id and the call's ordinal, with `_` appended until no id of the turn has it.
+fn renamed_ids(calls: &[Call]) -> Vec<Option<String>> {
+    let mut out = vec![None; calls.len()];
+    let idless = calls.iter().any(|c| c.id.is_none());
+    let posing = |id: &str| idless && is_synthetic_of_idless(calls, id);
+    // Usually nothing clashes, and nothing is allocated: a quadratic scan for the usual handful
+    // of calls, a set for many.
     const LINEAR_LIMIT: usize = 16;
-    let ids = calls.iter().map(|c| c.id.as_deref());
-    if calls.len() <= LINEAR_LIMIT {
-        return ids
-            .enumerate()
-            .map(|(i, id)| id.is_some() && calls[..i].iter().any(|c| c.id.as_deref() == id))
-            .collect();
+    let mut seen = std::collections::HashSet::new();
+    let flagged: Vec<usize> = (0..calls.len())
+        .filter(|&i| {
+            calls[i].id.as_deref().is_some_and(|id| {
+                let repeated = if calls.len() <= LINEAR_LIMIT {
+                    calls[..i].iter().any(|c| c.id.as_deref() == Some(id))
+                } else {
+                    !seen.insert(id)
+                };
+                repeated || posing(id)
+            })
+        })
+        .collect();
+    if flagged.is_empty() {
+        return out;
     }
-    let mut seen = std::collections::HashSet::with_capacity(calls.len());
-    ids.map(|id| id.is_some_and(|id| !seen.insert(id)))
-        .collect()
+    let mut taken: std::collections::HashSet<String> = calls
+        .iter()
+        .enumerate()
+        .map(|(ordinal, c)| c.id.clone().unwrap_or_else(|| synthetic_id(ordinal)))
+        .collect();
+    for ordinal in flagged {
+        let wire = calls[ordinal].id.as_deref().unwrap_or_default();
+        let mut id = format!("{wire}_{ordinal}");
+        while taken.contains(&id) {
+            id.push('_');
+        }
+        taken.insert(id.clone());
+        out[ordinal] = Some(id);
+    }
+    out
+}
+
+/// Whether `id` is the synthetic id of some call that has no wire id.
+fn is_synthetic_of_idless(calls: &[Call], id: &str) -> bool {
+    id.strip_prefix("toolwire_")
+        .and_then(|n| n.parse::<usize>().ok())
+        .is_some_and(|n| synthetic_id(n) == id && calls.get(n).is_some_and(|c| c.id.is_none()))
 }
 
 fn first_non_ws(text: &[u8]) -> Option<u8> {
@@ -1441,6 +1483,51 @@ fn recount_reported(call: &mut Call, early: Option<EarlyErrors>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn call_with_id(id: Option<&str>) -> Call {
+        let mut asm = Assembler::new(AssemblerConfig::default()).expect("config");
+        asm.feed(&Delta {
+            index: Some(0),
+            id,
+            name: Some("f"),
+            arguments: Some(Arguments::Text(b"{}")),
+            kind: None,
+        })
+        .expect("feed");
+        asm.calls.remove(0)
+    }
+
+    #[test]
+    fn renamed_ids_never_collide_with_any_id_of_the_turn() {
+        for wire in [
+            vec![Some("x"), Some("x"), Some("x_1")],
+            vec![None, Some("toolwire_0")],
+            vec![
+                Some("a"),
+                Some("a"),
+                Some("a"),
+                Some("a_1"),
+                Some("a_2"),
+                Some("a_2_"),
+            ],
+        ] {
+            let calls: Vec<Call> = wire.iter().map(|id| call_with_id(*id)).collect();
+            let renamed = renamed_ids(&calls);
+            let ids: Vec<String> = calls
+                .iter()
+                .zip(&renamed)
+                .enumerate()
+                .map(|(ordinal, (call, new))| {
+                    new.clone()
+                        .or_else(|| call.id.clone())
+                        .unwrap_or_else(|| synthetic_id(ordinal))
+                })
+                .collect();
+            let unique: std::collections::HashSet<&String> = ids.iter().collect();
+            assert_eq!(unique.len(), ids.len(), "{ids:?}");
+            assert!(renamed[0].is_none() || wire[0].is_none() || wire[1].is_none());
+        }
+    }
 
     #[test]
     fn replacement_character_is_found_wherever_it_is() {

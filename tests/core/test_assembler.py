@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import Splitter
-from toolwire import NO_VALUE, Assembler, MisuseError, Scanner, ToolCall
+from toolwire import NO_VALUE, Assembler, MisuseError, Scanner, ToolCall, call_id_for, tool_messages
 
 
 def feed_call(
@@ -419,6 +419,29 @@ def test_duplicate_wire_ids_get_unique_ids() -> None:
     assert calls[1].id != "dup" and calls[1].id is not None
     assert "duplicate_id" in calls[1].warnings
     assert calls[1].metadata == {"wire_id": "dup"}
+
+
+@pytest.mark.parametrize(
+    "wire_ids",
+    [
+        ["x", "x", "x_1"],  # the derived id of the second would be the third's own
+        ["x", "x", "x", "x_1", "x_2", "x_2_"],
+        [None, "toolwire_0"],  # a wire id posing as an id-less call's synthetic id
+        ["toolwire_1", None, "toolwire_1"],
+    ],
+)
+def test_every_call_of_a_turn_answers_to_an_id_of_its_own(wire_ids: list[str | None]) -> None:
+    a = Assembler()
+    for index, wire_id in enumerate(wire_ids):
+        a.feed(index, id=wire_id, name="f", arguments="{}")
+    calls = a.finish()
+    answered = [call_id_for(c) for c in calls]
+    assert len(set(answered)) == len(calls), answered
+    assert len(tool_messages(calls, ["done"] * len(calls))) == len(calls)
+    # The first call to use an id keeps it.
+    for call, wire_id in zip(calls, wire_ids, strict=True):
+        if wire_id is not None and wire_ids.index(wire_id) == call.ordinal:
+            assert call.id == wire_id or "duplicate_id" in call.warnings
 
 
 def test_metadata_is_kept_per_call() -> None:
