@@ -217,3 +217,31 @@ def test_exactly_one_message_per_call_id_in_call_order(
         owners = [c.ordinal for c in batch if call_id_for(c) == call_id_for(call)]
         if not any(o in results for o in owners):
             assert json.loads(body)["error_type"] == "no_result"
+
+
+class _BrokenText:
+    def __str__(self) -> str:
+        raise RuntimeError("boom")
+
+
+_CYCLE: dict[str, Any] = {}
+_CYCLE["self"] = _CYCLE
+LONE = b"caf\xff".decode("utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("result", [_CYCLE, {"k": _BrokenText()}, {"text": LONE}, LONE, b"\xff"])
+def test_a_result_that_cannot_be_sent_as_it_is_still_answers_its_call(
+    style: Style, result: object
+) -> None:
+    made = calls(("call_a", "lookup", "{}"), ("call_b", "lookup", "{}"))
+    messages = tool_messages(made, [{"hits": 3}, result], style=style)
+    assert [id_of(m) for m in messages] == ["call_a", "call_b"]
+    assert json.loads(content_of(messages[0])) == {"hits": 3}
+    for message in messages:
+        content_of(message).encode("utf-8")  # every client sends UTF-8
+    second = content_of(messages[1])
+    if result is _CYCLE or (isinstance(result, dict) and "k" in result):
+        assert json.loads(second)["error_type"] == "invalid_result"
+    elif isinstance(result, dict):
+        assert json.loads(second) == result  # escaped in JSON, read back the same

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import pydantic_core
@@ -276,6 +276,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "此调用没有产生结果。",
     },
     "msg.tool_failed": {"en": "The tool failed while running.", "zh": "工具运行时出错。"},
+    "msg.invalid_result": {
+        "en": "The tool ran but returned a value that cannot be sent as JSON.",
+        "zh": "工具已运行，但返回的值无法作为 JSON 发送。",
+    },
     "msg.internal_error": {
         "en": "The arguments could not be checked because of an internal error; the call was "
         "not executed.",
@@ -494,7 +498,29 @@ def call_id_for(call: _Identified) -> str:
 
 
 def _compact(payload: Mapping[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return compact_json(payload)
+
+
+def compact_json(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:
+    """Compact JSON text that any provider client can send: UTF-8 kept as it is, except that
+    a value holding a lone surrogate (a file name decoded with `surrogateescape`, say), which
+    has no UTF-8 form, is written with `\\u` escapes, which decode back to the same string."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=default)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":"), default=default)
+    return text
+
+
+def sendable_text(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD, so that it encodes as UTF-8 (plain
+    text, unlike JSON, has no escape that keeps it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
 
 
 def wrap_message(style: Style, call_id: str, content: str, *, is_error: bool) -> dict[str, Any]:
@@ -546,22 +572,32 @@ def finite_json(value: Any) -> Any:
 def result_content(result: object) -> str:
     """The payload text for a successful tool result.
 
-    A string is sent as it is (most tools return text); anything else is sent as compact JSON
-    through pydantic-core, so models, dataclasses, `Decimal` and `datetime` all serialise. NaN
-    and infinite floats are written as null.
+    A string is sent as it is (most tools return text), a lone surrogate replaced with U+FFFD;
+    anything else is sent as compact JSON through pydantic-core, so models, dataclasses,
+    `Decimal` and `datetime` all serialise. NaN and infinite floats are written as null.
 
     Args:
         result: What the tool returned.
 
     Returns:
         The payload text.
+
+    Raises:
+        ValueError: The value cannot be written as JSON (a cycle; `tool_messages` answers the
+            call with an `invalid_result` error then).
     """
     if isinstance(result, str):
-        return result
-    text = pydantic_core.to_json(result, fallback=str)
+        return sendable_text(result)
+    try:
+        text = pydantic_core.to_json(result, fallback=str)
+    except Exception:
+        # pydantic-core refuses a lone surrogate; the standard encoder escapes it. Anything
+        # it cannot write either (a cycle, a `__str__` that raises) is raised to the caller.
+        plain = finite_json(pydantic_core.to_jsonable_python(result, fallback=str))
+        return compact_json(plain)
     if b"NaN" in text or b"Infinity" in text:  # rare; may also be inside a string
         plain = finite_json(pydantic_core.to_jsonable_python(result, fallback=str))
-        return json.dumps(plain, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return compact_json(plain)
     return text.decode()
 
 
@@ -708,9 +744,16 @@ def tool_messages(
         elif isinstance(entry, BaseException):
             outcome = Outcome.failure(call, tool, "tool_failed", lang=lang)
         else:
-            answered[call_id] = wrap_message(style, call_id, result_content(entry), is_error=False)
-            missing[call_id] = False
-            continue
+            try:
+                content = result_content(entry)
+            except Exception:
+                # A result that cannot be written (a cycle, a `__str__` that raises) still
+                # answers its call, as an error: the other calls' results are kept.
+                outcome = Outcome.failure(call, tool, "invalid_result", lang=lang)
+            else:
+                answered[call_id] = wrap_message(style, call_id, content, is_error=False)
+                missing[call_id] = False
+                continue
         answered[call_id] = message_for(style, call_id, outcome, attempt=attempt)
         missing[call_id] = not found
     return list(answered.values())

@@ -186,6 +186,26 @@ def test_lone_surrogates_in_ids_and_arguments_are_keyed_not_raised(clock: FakeCl
     assert fingerprint({"t": "\ud83d\ude00"}) != fingerprint({"t": "\U0001f600"})
 
 
+@pytest.mark.parametrize(
+    "result",
+    [
+        {b"report_\xff.pdf".decode("utf-8", "surrogateescape"): 1024},  # in a key
+        {"stored_as": "upload_\udcff.bin"},  # in a value
+    ],
+)
+def test_a_result_holding_a_lone_surrogate_is_kept_and_sendable(
+    make_ledger: LedgerFactory, clock: FakeClock, result: dict[str, Any]
+) -> None:
+    ex = Executor(clock=clock, ledger=make_ledger(clock), breaker=False)
+    ex.register("snapshot", lambda args: result, side_effects=True)
+    ctx = RequestContext("r", "s")
+    first = ex.execute(Call("snapshot", "c1", {}), ctx)
+    assert first.state == "ok" and first.value == result
+    first.content().encode("utf-8")  # what a provider client sends
+    again = ex.execute(Call("snapshot", "c1", {}), ctx)
+    assert again.state == "duplicate_suppressed" and again.value == result
+
+
 def test_a_forged_call_id_does_not_replay_another_tools_result(clock: FakeClock) -> None:
     ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
     ex.register("refund", lambda args: {"refunded": 100}, side_effects=True)

@@ -70,7 +70,7 @@ from toolwire.execution.ledger import (
 from toolwire.execution.ledger_sqlite import SqliteLedger
 from toolwire.execution.observe import ExecutionRecord, FinalState, Observer, SpanLike
 from toolwire.execution.retry import RetryPolicy, StopReason, decide_retry
-from toolwire.payloads import MESSAGES, Lang, finite_json, text
+from toolwire.payloads import MESSAGES, Lang, compact_json, finite_json, text
 from toolwire.validation import REDACTED, Redactor
 
 __all__ = [
@@ -325,7 +325,7 @@ class ExecutionResult:
 
     def content(self) -> str:
         """``to_payload()`` as compact JSON text."""
-        return json.dumps(self.to_payload(), separators=(",", ":"), ensure_ascii=False)
+        return compact_json(self.to_payload())
 
     def raise_for_error(self) -> None:
         """Raise the typed exception behind a refused call, if there is one.
@@ -414,7 +414,12 @@ def _jsonable(value: Any) -> Any:
         ValueError: (or another ``Exception``) if the value cannot be written: a reference
             cycle, bytes that are not UTF-8, an integer past CPython's digit limit...
     """
-    result = to_jsonable_python(value, fallback=_safe_repr)
+    try:
+        result = to_jsonable_python(value, fallback=_safe_repr)
+    except UnicodeEncodeError:
+        # pydantic-core refuses a lone surrogate in a key (a file name decoded with
+        # `surrogateescape`); the standard encoder escapes it, and it reads back the same.
+        result = json.loads(compact_json(value, default=_safe_repr))
     # The receipt and the model-facing payload are both written with ``json.dumps``, which
     # would write NaN and infinities as ``NaN``/``Infinity``: not JSON. They become null; any
     # other unwritable value fails the second dump.

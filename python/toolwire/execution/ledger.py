@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Literal, get_args
 
 from toolwire.execution.clock import Clock, SystemClock
 from toolwire.execution.errors import ClaimLost, LedgerCorrupt
+from toolwire.payloads import compact_json
 
 __all__ = [
     "DEFAULT_TTL",
@@ -345,18 +346,9 @@ def decide_finish(
 
 
 def dumps_compact(value: Any) -> str:
-    """JSON text used for receipts and error payloads (compact, UTF-8 kept).
-
-    A lone surrogate (a file name decoded with `surrogateescape`, a `"\\ud800"` the model
-    sent) has no UTF-8 form, so a store that keeps UTF-8 text (Redis) could not hold it; such a
-    value is written with escapes instead, which decode back to the same string.
-    """
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":"), default=str)
-    return text
+    """JSON text used for receipts and error payloads (compact, UTF-8 kept, a lone surrogate
+    escaped: see `compact_json`, which a store of UTF-8 text such as Redis needs)."""
+    return compact_json(value, default=str)
 
 
 class Ledger(ABC):
