@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
@@ -204,6 +205,29 @@ def test_a_result_holding_a_lone_surrogate_is_kept_and_sendable(
     first.content().encode("utf-8")  # what a provider client sends
     again = ex.execute(Call("snapshot", "c1", {}), ctx)
     assert again.state == "duplicate_suppressed" and again.value == result
+
+
+def test_a_custom_ledger_handing_back_a_receipt_that_is_not_text_fails_closed(
+    clock: FakeClock,
+) -> None:
+    class DecodingLedger(MemoryLedger):
+        """A ledger that decodes receipts itself, against the `LedgerRecord` contract."""
+
+        def claim(self, key: str, **options: Any) -> Any:
+            found = super().claim(key, **options)
+            if found.record is not None and found.record.receipt is not None:
+                record = dataclasses.replace(found.record, receipt={"id": 1})
+                found = dataclasses.replace(found, record=record)
+            return found
+
+    ex = Executor(clock=clock, ledger=DecodingLedger(clock=clock), breaker=False)
+    ex.register("create", lambda args: {"id": 1}, side_effects=True)
+    ctx = RequestContext("r", "s")
+    assert ex.execute(Call("create", "c1", {}), ctx).state == "ok"
+    again = ex.execute(Call("create", "c1", {}), ctx)
+    assert again.state == "tool_unavailable"
+    assert again.error is not None and again.error["type"] == "ledger_corrupt"
+    assert ex.observer.counts["calls"] == 2
 
 
 def test_a_forged_call_id_does_not_replay_another_tools_result(clock: FakeClock) -> None:

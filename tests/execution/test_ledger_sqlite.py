@@ -265,6 +265,9 @@ def _rewrite_record(path: Path, key: str, changes: dict[str, Any]) -> None:
         {"state": "unknown", "error": "{not json"},
         # Read as the text "None", it would pass for another call's arguments: a conflict.
         {"fingerprint": None},
+        # Replayed, these would tell the model that a refused write succeeded.
+        {"state": "failed", "error": None},
+        {"state": "succeeded", "receipt": None, "assumed": False},
     ],
 )
 @pytest.mark.parametrize("api", ["execute", "aexecute", "execute_all"])

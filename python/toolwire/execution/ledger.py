@@ -61,9 +61,11 @@ def new_token() -> str:
     return secrets.token_hex(16)
 
 
-def _decoded(text: str, what: str) -> Any:
-    """A stored JSON text, decoded; a record that decodes while its payload does not is as
-    corrupt as one that does not decode at all."""
+def _decoded(text: object, what: str) -> Any:
+    """A stored JSON text, decoded; a record that decodes while its payload does not (or a
+    custom ledger's payload that is not text) is as corrupt as one that does not decode."""
+    if not isinstance(text, str | bytes):
+        raise LedgerCorrupt(f"ledger {what} is not text: {type(text).__name__}")
     try:
         return json.loads(text)
     except ValueError as exc:
@@ -112,17 +114,25 @@ class LedgerRecord:
         """Decode the stored result (``None`` if there is none).
 
         Raises:
-            LedgerCorrupt: If the stored text is not JSON.
+            LedgerCorrupt: If the stored text is not JSON, or a ``succeeded`` record observed
+                (not ``assumed``) holds none: a result of ``None`` is stored as ``null``.
         """
-        return None if self.receipt is None else _decoded(self.receipt, "receipt")
+        if self.receipt is None:
+            if self.state == "succeeded" and not self.assumed:
+                raise LedgerCorrupt("a succeeded ledger record holds no result")
+            return None
+        return _decoded(self.receipt, "receipt")
 
     def error_value(self) -> dict[str, Any] | None:
         """Decode the stored error payload (``None`` if there is none).
 
         Raises:
-            LedgerCorrupt: If the stored text is not JSON.
+            LedgerCorrupt: If the stored text is not JSON, or a ``failed`` record holds none
+                (`Ledger.fail` always stores one).
         """
         if self.error is None:
+            if self.state == "failed":
+                raise LedgerCorrupt("a failed ledger record holds no error")
             return None
         value = _decoded(self.error, "error")
         return value if isinstance(value, dict) else {"message": value}  # pyright: ignore[reportUnknownVariableType]
