@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
 import json
 import socket
 import time
@@ -645,6 +646,8 @@ def test_system_clock_is_the_default() -> None:
         (socket.gaierror(-2, "Name or service not known"), "connection_error", False),
         (ConnectionResetError(104, "Connection reset by peer"), "connection_error", True),
         (TimeoutError("timed out"), "timeout", True),
+        (OSError(errno.ENETUNREACH, "Network is unreachable"), "connection_error", False),
+        (OSError(errno.EHOSTUNREACH, "No route to host"), "connection_error", False),
     ],
 )
 def test_urllib_failures_are_read_by_their_reason(

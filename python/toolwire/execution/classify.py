@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
 import math
 import socket
 from collections.abc import Mapping
@@ -93,6 +94,7 @@ _STATUS: dict[int, tuple[FailureKind, bool, bool]] = {
 # of them has to be imported. The first set never reached the server.
 _NOT_SENT_TIMEOUTS = frozenset({"ConnectTimeout", "PoolTimeout", "ConnectTimeoutError"})
 _NOT_SENT_CONNECTION = frozenset({"ConnectError", "NewConnectionError"})
+_UNREACHABLE = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH})
 _TIMEOUTS = frozenset(
     {"TimeoutException", "ReadTimeout", "WriteTimeout", "APITimeoutError", "ReadTimeoutError"}
 )
@@ -267,8 +269,14 @@ def classify(exc: BaseException, *, now: float) -> Classification:
         return classify(reason, now=now)
     if names & _NOT_SENT_TIMEOUTS:
         return Classification("timeout", retryable=True, ambiguous=False)
-    # A refused connection or a name that does not resolve: nothing was sent.
-    if isinstance(exc, (ConnectionRefusedError, socket.gaierror)) or names & _NOT_SENT_CONNECTION:
+    # A refused connection, a name that does not resolve or a host that cannot be reached:
+    # nothing was sent.
+    unreachable = isinstance(exc, OSError) and exc.errno in _UNREACHABLE
+    if (
+        isinstance(exc, (ConnectionRefusedError, socket.gaierror))
+        or unreachable
+        or names & _NOT_SENT_CONNECTION
+    ):
         return Classification("connection_error", retryable=True, ambiguous=False)
     # asyncio.TimeoutError is only an alias of TimeoutError from 3.11 on.
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or names & _TIMEOUTS:
