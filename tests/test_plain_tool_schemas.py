@@ -862,6 +862,7 @@ def test_values_that_look_like_references_are_data() -> None:
             "properties": {
                 "a": {"type": "object", "default": looks_like, "examples": [looks_like]},
                 "b": {"const": looks_like},
+                "c": {"type": "string", "x-meta": looks_like, "$comment": "x"},
             },
         },
     }
@@ -869,6 +870,7 @@ def test_values_that_look_like_references_are_data() -> None:
     assert props["a"]["default"] == looks_like
     assert props["a"]["examples"] == [looks_like]
     assert props["b"]["const"] == looks_like
+    assert props["c"]["x-meta"] == looks_like
 
 
 @pytest.mark.parametrize("precheck", [True, False])

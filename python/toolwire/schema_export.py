@@ -289,14 +289,15 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
         for key, value in as_dict.items():
             if key in ("$defs", "definitions"):
                 continue
-            if key in _DATA_KEYWORDS:
-                # Values, not schemas: a `$ref` or a `$defs` key in a default is data.
-                out[key] = value
-            elif key in _SCHEMA_MAPS and _as_dict(value) is not None:
+            if key in _SCHEMA_MAPS and _as_dict(value) is not None:
                 # Names of properties (or dependencies) may be any text, `$defs` included.
                 out[key] = {name: walk(sub, stack) for name, sub in value.items()}
-            else:
+            elif key in _SUBSCHEMAS:
                 out[key] = walk(value, stack)
+            else:
+                # Values, not schemas (a default, an enum, an `x-` extension): a `$ref` or a
+                # `$defs` key inside is data.
+                out[key] = value
         return _without_discriminator_mapping(out)
 
     result = cast(JsonSchema, walk(schema, ("#",)))
@@ -312,9 +313,29 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     return result
 
 
-# Keywords whose value is a map from names to schemas, and keywords whose value is data.
+# Keywords whose value is a map from names to schemas, and keywords whose value is a schema
+# or a list of them; every other keyword's value is data.
 _SCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas", "dependencies")
-_DATA_KEYWORDS = ("enum", "const", "default", "examples", "example", "required")
+_SUBSCHEMAS = frozenset(
+    {
+        "items",
+        "prefixItems",
+        "additionalItems",
+        "unevaluatedItems",
+        "contains",
+        "additionalProperties",
+        "unevaluatedProperties",
+        "propertyNames",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contentSchema",
+    }
+)
 
 
 def _without_discriminator_mapping(node: JsonSchema) -> JsonSchema:
