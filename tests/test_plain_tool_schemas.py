@@ -904,3 +904,28 @@ def test_a_null_that_openapi_nullable_admits_is_kept(
         {"id": 7, "nickname": None},
         [],
     )
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    "field",
+    [
+        # `nullable` lets null past `type` and `enum` only: a union or a `const` still refuses
+        # it, so an optional field's null is read as absent, as without `nullable`.
+        {"anyOf": [{"type": "string"}, {"type": "integer"}], "nullable": True},
+        {"oneOf": [{"type": "string"}, {"type": "integer"}], "nullable": True},
+        {"type": "string", "const": "x", "nullable": True},
+        {"type": "string", "enum": ["a", None]},
+    ],
+)
+def test_a_null_that_only_nullable_would_admit_past_other_keywords_is_absent(
+    field: dict[str, Any], precheck: bool
+) -> None:
+    tool = {"name": "t", "parameters": {"type": "object", "properties": {"a": field}}}
+    tools = Toolset([tool], strict=False)
+    asm = Assembler(tools=tools) if precheck else Assembler()
+    asm.feed(0, id="c1", name="t", arguments='{"a": null}')
+    (done,) = asm.finish()
+    outcome = tools.validate(done)
+    assert outcome.ok and outcome.value == {}
+    assert [c.rule for c in outcome.coercions] == ["null_as_absent"]

@@ -701,31 +701,36 @@ def _numeric_exclusive_bounds(out: JsonSchema) -> None:
 
 
 def accepts_null(node: Mapping[str, Any], *, openapi: bool = False) -> bool:
-    """Whether a (dereferenced) schema node obviously admits `null`; with `openapi`, OpenAPI
-    3.0's `nullable: true` admits it too, as validation reads it (exports do not: a provider
-    that does not know the keyword would refuse the null)."""
+    """Whether a (dereferenced) schema node obviously admits `null`: every keyword of it that
+    judges null lets it pass. With `openapi`, OpenAPI 3.0's `nullable: true` lets null past
+    `type` and `enum`, as validation reads it (exports do not: a provider that does not know
+    the keyword would refuse the null); it does not override `const` or a union."""
     # Every `allOf` member applies to the same value: one that refuses null (the described
     # `{"allOf": [{"$ref": ...}]}` of older exporters) refuses it for the node.
     for member in _as_list(node.get("allOf")) or []:
         as_dict = _as_dict(member)
         if member is False or (as_dict is not None and not accepts_null(as_dict, openapi=openapi)):
             return False
-    if openapi and node.get("nullable") is True:
-        return True
-    kind = node.get("type")
-    if kind == "null" or (isinstance(kind, list) and "null" in kind):
-        return True
+    if "$ref" in node:
+        return False
+    if "const" in node and node["const"] is not None:
+        return False
+    nullable = openapi and node.get("nullable") is True
     enum = _as_list(node.get("enum"))
-    if enum is not None and None in enum:
-        return True
-    if "const" in node and node["const"] is None:
-        return True
+    if enum is not None and None not in enum and not nullable:
+        return False
+    kind = node.get("type")
+    kinds = [kind] if isinstance(kind, str) else _as_list(kind)
+    if kinds is not None and "null" not in kinds and not nullable:
+        return False
     for key in ("anyOf", "oneOf"):
-        for branch in _as_list(node.get(key)) or []:
-            as_dict = _as_dict(branch)
-            if as_dict is not None and accepts_null(as_dict, openapi=openapi):
-                return True
-    return not kind and not any(k in node for k in ("anyOf", "oneOf", "enum", "const", "$ref"))
+        branches = _as_list(node.get(key))
+        if branches is not None and not any(
+            as_dict is not None and accepts_null(as_dict, openapi=openapi)
+            for as_dict in (_as_dict(b) for b in branches)
+        ):
+            return False
+    return True
 
 
 def strict_problems(schema: Mapping[str, Any], *, tool: str) -> list[Relaxation]:
