@@ -289,7 +289,7 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
         for key, value in as_dict.items():
             if key in ("$defs", "definitions"):
                 continue
-            if key in _SCHEMA_MAPS and _as_dict(value) is not None:
+            if key in _NAMED_SUBSCHEMAS and _as_dict(value) is not None:
                 # Names of properties (or dependencies) may be any text, `$defs` included.
                 out[key] = {name: walk(sub, stack) for name, sub in value.items()}
             elif key in _SUBSCHEMAS:
@@ -311,31 +311,6 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     if kept:
         result["$defs"] = {name: kept[name] for name in sorted(kept)}
     return result
-
-
-# Keywords whose value is a map from names to schemas, and keywords whose value is a schema
-# or a list of them; every other keyword's value is data.
-_SCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas", "dependencies")
-_SUBSCHEMAS = frozenset(
-    {
-        "items",
-        "prefixItems",
-        "additionalItems",
-        "unevaluatedItems",
-        "contains",
-        "additionalProperties",
-        "unevaluatedProperties",
-        "propertyNames",
-        "allOf",
-        "anyOf",
-        "oneOf",
-        "not",
-        "if",
-        "then",
-        "else",
-        "contentSchema",
-    }
-)
 
 
 def _without_discriminator_mapping(node: JsonSchema) -> JsonSchema:
@@ -752,7 +727,14 @@ def strict_problems(schema: Mapping[str, Any], *, tool: str) -> list[Relaxation]
 TOOLWIRE_KEYWORDS = frozenset({"x-secret", "x-user-supplied", "x-unit", "x-toolwire-coerce"})
 # Keywords whose value maps names to subschemas, and those whose value is a subschema or a
 # list of them; every other keyword's value is data (`enum`, `default`, `examples`, ...).
-_NAMED_SUBSCHEMAS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_NAMED_SUBSCHEMAS = (
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",
+)
 _SUBSCHEMAS = (
     "items",
     "prefixItems",
@@ -769,6 +751,7 @@ _SUBSCHEMAS = (
     "allOf",
     "anyOf",
     "oneOf",
+    "contentSchema",
 )
 
 
