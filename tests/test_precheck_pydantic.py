@@ -744,3 +744,37 @@ def test_the_precheck_never_shows_a_secret_value() -> None:
             "/recovery/pin": "[redacted]",
         }, cut
         assert call.error is not None and call.error.got == "mallory"
+
+
+class Credential(BaseModel):
+    """A credential tree: each node refers to its own model."""
+
+    token: SecretStr = Field(max_length=8)
+    label: str = Field(default="", max_length=3)
+    children: list[Credential] = []
+
+
+class Deploy(BaseModel):
+    """Deploy with a credential tree."""
+
+    root: Credential
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 5])
+def test_the_precheck_hides_a_secret_at_any_depth_of_a_recursive_model(depth: int) -> None:
+    secret = "sk-live-DO-NOT-LEAK"
+    node: dict[str, Any] = {"token": secret}
+    for _ in range(depth - 1):
+        node = {"token": "ok", "children": [node]}
+    arguments = json.dumps({"root": node})
+    assembler = Assembler(tools=Toolset([Deploy]))
+    assembler.feed(0, id="c", name="deploy", arguments=arguments)
+    early = assembler.drain_errors()
+    (call,) = assembler.finish()
+    assert call.error is not None and call.error.got == "[redacted]"
+    assert [e.got for _, e in early] == ["[redacted]"]
+    # Where no recursion has come back yet, other values are shown as sent.
+    assembler = Assembler(tools=Toolset([Deploy]))
+    assembler.feed(0, id="c", name="deploy", arguments='{"root": {"token": "a", "label": "long"}}')
+    (call,) = assembler.finish()
+    assert call.error is not None and call.error.got == "long"

@@ -429,7 +429,9 @@ def _is_secret(node: Mapping[str, Any]) -> bool:
 def secret_patterns(schema: Mapping[str, Any]) -> list[str]:
     """JSON Pointers of every secret value a schema declares, for the pre-check's errors:
     `*` stands for any array item or additional property. Local `$ref`s are followed (each
-    definition once on a path, so a recursive one ends), and union branches are searched.
+    definition once on a path, so a recursive one ends; where a recursive definition that holds
+    a secret comes back, the whole value there counts as secret), and union branches, `allOf`
+    members and the other schemas of the same value are searched.
 
     Args:
         schema: A self-contained tool schema.
@@ -439,34 +441,53 @@ def secret_patterns(schema: Mapping[str, Any]) -> list[str]:
     """
     defs = _as_dict(schema.get("$defs")) or {}
     out: list[str] = []
+    holding: dict[str, bool] = {}
 
-    def walk(node: Mapping[str, Any], prefix: str, seen: frozenset[str]) -> None:
+    def holds_secret(ref: str) -> bool:
+        """Whether the definition `ref` names declares a secret anywhere inside."""
+        if ref not in holding:
+            holding[ref] = False  # a cycle back to it adds nothing
+            found: list[str] = []
+            target = _as_dict(defs.get(ref[len("#/$defs/") :])) or {}
+            collect(target, "", frozenset({ref}), found)
+            holding[ref] = bool(found)
+        return holding[ref]
+
+    def collect(
+        node: Mapping[str, Any], prefix: str, seen: frozenset[str], into: list[str]
+    ) -> None:
         if is_marked_secret(node):
-            if prefix not in out:
-                out.append(prefix)
+            if prefix not in into:
+                into.append(prefix)
             return
         ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref not in seen:
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
             target = _as_dict(defs.get(ref[len("#/$defs/") :]))
-            if target is not None:
-                walk(target, prefix, seen | {ref})
+            if target is not None and ref not in seen:
+                collect(target, prefix, seen | {ref}, into)
+            elif target is not None and holds_secret(ref):
+                # A recursive definition seen again on this path: its secrets lie at every
+                # depth, which no finite list of pointers names, so all of it counts.
+                if prefix not in into:
+                    into.append(prefix)
+                return
         for part in same_value(node):
-            walk(part, prefix, seen)
+            collect(part, prefix, seen, into)
         for name, child in (_as_dict(node.get("properties")) or {}).items():
             as_dict = _as_dict(child)
             if as_dict is not None:
                 token = name.replace("~", "~0").replace("/", "~1")
-                walk(as_dict, f"{prefix}/{token}", seen)
+                collect(as_dict, f"{prefix}/{token}", seen, into)
         items = node.get("items")
         listed = [*(_as_list(node.get("prefixItems")) or []), *(_as_list(items) or [])]
         for index, child in enumerate(listed):
             as_dict = _as_dict(child)
             if as_dict is not None:
-                walk(as_dict, f"{prefix}/{index}", seen)
+                collect(as_dict, f"{prefix}/{index}", seen, into)
         for child in inner_any(node):
-            walk(child, f"{prefix}/*", seen)
+            collect(child, f"{prefix}/*", seen, into)
 
-    walk(schema, "", frozenset())
+    collect(schema, "", frozenset(), out)
     return out
 
 
