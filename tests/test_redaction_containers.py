@@ -343,3 +343,26 @@ def test_recordings_follow_references_to_find_secrets() -> None:
     assert redacted["left"]["right"]["value"] == 3
     # Each self-reference is followed once: the recursion ends where it would repeat.
     assert secret_pointers(schema) == ["/key", "/left/key", "/right/key"]
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize("key", ["params", "extra", "credz"])
+def test_an_object_under_an_unknown_key_next_to_secrets_keeps_them_hidden(
+    key: str, precheck: bool
+) -> None:
+    cred = {"type": "object", "properties": {"api_key": _SECRET_FIELD}}
+    auth = {
+        "type": "object",
+        "properties": {"cred": cred, "region": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    tools = Toolset(
+        [{"name": "t", "parameters": {"type": "object", "properties": {"auth": auth}}}],
+        strict=False,
+    )
+    # A wrapper around the object's own fields, an extra key beside them, a misspelt field.
+    inner = {"cred": {"api_key": SECRET}} if key != "credz" else {"api_key": SECRET}
+    done = call(tools, "t", json.dumps({"auth": {key: inner, "region": "eu"}}), precheck=precheck)
+    outcome = tools.validate(done)
+    assert [e.code for e in outcome.errors] == ["unknown_field"]
+    assert SECRET not in json.dumps(outcome.to_message(done))

@@ -1014,6 +1014,10 @@ class _ErrorBuilder:
             # secret all the same: shown as the value of the field it was meant for.
             secret = self.schema.is_secret_here(meant)
             located = dataclasses.replace(located, node=meant, secret=secret)
+        elif isinstance(value, dict | list) and parent and self.schema.holds_secret(parent):
+            # An object under a key the schema does not place, next to secrets, may wrap the
+            # object's own fields (`{"params": {"api_key": ...}}`): read as they would be.
+            located = dataclasses.replace(located, node=parent)
         got = self.got(located, value)
         return _Draft(FieldError(located.pointer, "unknown_field", expected, got, hint))
 
