@@ -116,6 +116,11 @@ def test_business_error_is_not_retried_by_default() -> None:
     assert "daily limit exceeded" in payload["message"]
     retrying = RepairPolicy(retry_business_errors=True).decide(outcome)
     assert isinstance(retrying, Retry)
+    # Retried, the model is told to call again with arguments the check accepts.
+    payload = json.loads(retrying.to_message(attempt("{}"))["content"])
+    assert payload["retryable"] is True
+    assert payload["instruction"].startswith('Call "transfer" again')
+    assert "daily limit exceeded" in payload["message"]
 
 
 def test_not_retryable_failure_escalates() -> None:

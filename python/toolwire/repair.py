@@ -26,6 +26,7 @@ errors only.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -248,6 +249,10 @@ class RepairPolicy:
                     del self._tracks[next(iter(self._tracks))]
                 track = self._tracks[key] = _Track(0, now)
             track.attempts = attempt
+            if not outcome.retryable:
+                # A business error the policy retries (`retry_business_errors`): the model is
+                # told to call again, not to give up.
+                outcome = dataclasses.replace(outcome, retryable=True)
             return Retry(outcome, attempt, self.max_rounds - attempt)
 
     def decide_turn(
