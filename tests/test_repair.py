@@ -235,3 +235,33 @@ def test_reissued_calls_are_matched_to_the_open_logical_calls_in_order() -> None
     decisions = policy.decide_turn([good, bad, bad], lineage="q")
     assert [type(d) for d in decisions] == [Proceed, Escalation, Retry]
     assert isinstance(decisions[2], Retry) and decisions[2].attempt == 1
+
+
+def test_payloads_stay_short_whatever_the_model_or_the_tool_sent() -> None:
+    from toolwire.execution import BusinessRuleError, Executor
+
+    asm = Assembler(tools=TOOLS)
+    huge_key = "k" * 100_000
+    asm.feed(0, id="c0", name="transfer", arguments=f'{{"{huge_key}": 1}}')
+    asm.feed(1, id="c1", name="n" * 100_000, arguments="{}")
+    asm.feed(
+        2, id="c2", name="transfer", arguments='{"amount": 5, "currency": "EUR", "recipient": "b"}'
+    )
+    unknown_key, unknown_tool, _ = calls = asm.finish()
+    limit = 4_000
+    assert len(TOOLS.validate(unknown_key).to_message(unknown_key)["content"]) < limit
+    policy = RepairPolicy()
+    for _ in range(3):
+        decision = policy.decide(TOOLS.validate(unknown_tool), lineage="L")
+    assert isinstance(decision, Escalation)
+    assert len(decision.to_message(unknown_tool)["content"]) < limit
+    assert len(decision.question) < limit
+
+    def refuse(args: object) -> None:
+        raise BusinessRuleError(*[f"slot taken {'z' * 5_000}" for _ in range(50)])
+
+    executor = Executor({"transfer": refuse})
+    outcome = TOOLS.validate(calls[2])
+    assert outcome.ok
+    result = executor.execute(outcome)
+    assert len(tool_messages([calls[2]], [result])[0]["content"]) < limit

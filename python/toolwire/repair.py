@@ -41,7 +41,7 @@ from toolwire.payloads import (
     text,
     wrap_message,
 )
-from toolwire.validation import CallLike, FieldError, Outcome
+from toolwire.validation import CallLike, FieldError, Outcome, shown_text
 
 __all__ = [
     "Escalation",
@@ -126,7 +126,8 @@ class Escalation:
         """The final tool-result message: what went wrong and that the model must stop."""
         outcome = self.outcome
         lang = outcome.lang
-        tool = f'"{outcome.tool or self.tool}"'
+        # The name may be the model's own (an unknown tool): cut like any text it sent.
+        tool = f'"{shown_text(outcome.tool or self.tool)}"'
         if self.reason == "needs_clarification":
             instruction = outcome.instruction()
             error_type = "needs_clarification"
@@ -306,7 +307,7 @@ class RepairPolicy:
         outcome: Outcome, key: tuple[str, str, int], reason: EscalationReason, attempt: int
     ) -> Escalation:
         lang = outcome.lang
-        tool = outcome.tool or key[1]
+        tool = shown_text(outcome.tool or key[1])
         if reason == "needs_clarification":
             question = text("question.clarify", lang, fields=", ".join(outcome.ask_user))
         else:

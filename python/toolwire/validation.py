@@ -171,8 +171,9 @@ class FieldError:
     hint: str | None = None
 
     def as_payload(self) -> dict[str, str]:
-        """The error as a compact dict for a model-facing payload (None values left out)."""
-        out = {"path": self.path, "code": self.code}
+        """The error as a compact dict for a model-facing payload (None values left out; a
+        path through keys the model made up is cut like any text it sent)."""
+        out = {"path": shown_text(self.path), "code": self.code}
         for key in ("expected", "got", "hint"):
             value = getattr(self, key)
             if value is not None:

@@ -397,6 +397,10 @@ def _short(exc: BaseException) -> str:
         text = str(exc) or type(exc).__name__
     except Exception:  # a broken __str__ must not turn a failed call into a raised one
         text = type(exc).__name__
+    return _cut(text)
+
+
+def _cut(text: str) -> str:
     return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
 
 
@@ -1767,7 +1771,8 @@ def _error_payload(
     if cls.retry_after is not None:
         payload["retry_after"] = cls.retry_after
     if isinstance(exc, BusinessRuleError):
-        payload["reasons"] = [scrub(str(reason)) for reason in exc.reasons]
+        # As many reasons, each as long, as a check's reasons get in validation's payloads.
+        payload["reasons"] = [scrub(_cut(str(r))) for r in exc.reasons[:_MAX_ERRORS]]
     elif isinstance(exc, NeedsClarification):
         payload["message"] = scrub(str(exc.message))
         payload["missing"] = list(exc.missing)
