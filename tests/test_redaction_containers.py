@@ -366,3 +366,42 @@ def test_an_object_under_an_unknown_key_next_to_secrets_keeps_them_hidden(
     outcome = tools.validate(done)
     assert [e.code for e in outcome.errors] == ["unknown_field"]
     assert SECRET not in json.dumps(outcome.to_message(done))
+
+
+class Login(BaseModel):
+    """Log in."""
+
+    user: str
+    password: SecretStr
+
+
+@pytest.mark.parametrize("how", ["returned", "raised"])
+def test_a_business_check_quoting_a_secret_does_not_show_it(how: str) -> None:
+    from toolwire.validation import BusinessRuleError
+
+    def check(login: Login) -> list[str]:
+        reason = f"password {login.password.get_secret_value()} is expired for {login.user}"
+        if how == "raised":
+            raise BusinessRuleError(reason)
+        return [reason]
+
+    plain = {
+        "name": "connect",
+        "parameters": {"type": "object", "properties": {"token": _SECRET_FIELD}},
+    }
+    tools = Toolset(
+        [Login, plain],
+        strict=False,
+        checks={"login": check, "connect": lambda args: [f"token {args['token']} revoked"]},
+    )
+    for name, arguments in (
+        ("login", {"user": "bob", "password": SECRET}),
+        ("connect", {"token": SECRET}),
+    ):
+        done = call(tools, name, json.dumps(arguments), precheck=True)
+        outcome = tools.validate(done)
+        assert outcome.kind == "business_error"
+        shown = json.dumps(outcome.to_message(done))
+        assert SECRET not in shown and "[redacted]" in shown
+        # The rest of the reason stays as the check wrote it.
+        assert ("for bob" in shown) is (name == "login")

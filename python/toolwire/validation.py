@@ -32,7 +32,7 @@ import dataclasses
 import difflib
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
 import jsonschema
 import jsonschema.protocols
 import jsonschema.validators
-from pydantic import BaseModel, NaiveDatetime, ValidationError
+from pydantic import BaseModel, NaiveDatetime, SecretBytes, SecretStr, ValidationError
 
 from toolwire.coercion import (
     JSON_NUMBER,
@@ -710,6 +710,30 @@ class _Schema:
             if key in branch:
                 return branch[key]
         return None
+
+
+def string_leaves(
+    value: Any, path: list[str | int] | None = None
+) -> Iterator[tuple[list[str | int], Any]]:
+    """(path, value) of every string and secret in validated arguments (models, dicts, lists)."""
+    path = path or []
+    if isinstance(value, (str, SecretStr, SecretBytes)):
+        yield path, value
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            yield from string_leaves(getattr(value, name, None), [*path, name])
+    elif isinstance(value, Mapping):
+        for key, item in cast(Mapping[Any, Any], value).items():
+            yield from string_leaves(item, [*path, str(key)])
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(cast(Sequence[Any], value)):
+            yield from string_leaves(item, [*path, i])
+
+
+def secret_text(value: SecretStr | SecretBytes) -> str:
+    """The text a secret value holds (bytes read as UTF-8)."""
+    secret = value.get_secret_value()
+    return secret.decode("utf-8", "replace") if isinstance(secret, bytes) else secret
 
 
 @dataclass(frozen=True, slots=True)
@@ -2084,16 +2108,37 @@ class ToolValidator:
         lang: Lang,
     ) -> Outcome:
         if self.check is not None:
+            arguments = instance if instance is not None else plain
             try:
-                verdict = self.check(instance if instance is not None else plain)
+                verdict = self.check(arguments)
             except BusinessRuleError as exc:
                 verdict = exc.reasons
             reasons = [verdict] if isinstance(verdict, str) else list(verdict or [])
             if reasons:
+                reasons = self._without_secrets(
+                    instance if instance is not None else plain, reasons
+                )
                 return Outcome.business_failure(call, self.tool, reasons, lang=lang)
         return Outcome.success(
             call, self.tool, model=instance, value=plain, coercions=coercions, lang=lang
         )
+
+    def _without_secrets(self, arguments: Any, reasons: Sequence[object]) -> list[str]:
+        """A check's reasons, each secret argument value in them redacted: a check may quote
+        the value it refused (`password ... is expired`), and the reasons go to the model."""
+        secrets: list[str] = []
+        for path, value in string_leaves(arguments):
+            if isinstance(value, (SecretStr, SecretBytes)):
+                secrets.append(secret_text(value))
+            elif value and self._lookup.locate(path).secret:
+                secrets.append(value)
+        out: list[str] = []
+        for reason in reasons:
+            words = str(reason)
+            for secret in sorted(filter(None, secrets), key=len, reverse=True):
+                words = words.replace(secret, REDACTED)
+            out.append(words)
+        return out
 
     def _reject(
         self, call: CallLike, drafts: list[_Draft], coercions: list[Coercion], lang: Lang

@@ -32,7 +32,7 @@ import math
 import os
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -71,7 +71,7 @@ from toolwire.execution.ledger_sqlite import SqliteLedger
 from toolwire.execution.observe import ExecutionRecord, FinalState, Observer, SpanLike
 from toolwire.execution.retry import RetryPolicy, StopReason, decide_retry
 from toolwire.payloads import MESSAGES, Lang, compact_json, finite_json, text
-from toolwire.validation import REDACTED, Redactor
+from toolwire.validation import REDACTED, Redactor, secret_text, string_leaves
 
 __all__ = [
     "Call",
@@ -1522,12 +1522,9 @@ class Executor:
         on the whole text. Never raises: a failing hook withholds the text instead."""
         try:
             hook = self.redact
-            for path, value in _string_leaves(arguments, []):
+            for path, value in string_leaves(arguments):
                 if isinstance(value, (SecretStr, SecretBytes)):
-                    secret = value.get_secret_value()
-                    plain = (
-                        secret.decode("utf-8", "replace") if isinstance(secret, bytes) else secret
-                    )
+                    plain = secret_text(value)
                     if plain:
                         text = text.replace(plain, REDACTED)
                 elif value and hook is not None:
@@ -1741,21 +1738,6 @@ def _model_message(cls: Classification, exc: BaseException, lang: Lang) -> str:
         return _short(exc)
     key = f"exec.kind.{cls.kind}"
     return text(key if key in MESSAGES else "exec.kind.unexpected", lang)
-
-
-def _string_leaves(value: Any, path: list[str | int]) -> Iterator[tuple[list[str | int], Any]]:
-    """(path, value) of every string and secret in validated arguments (models, dicts, lists)."""
-    if isinstance(value, (str, SecretStr, SecretBytes)):
-        yield path, value
-    elif isinstance(value, BaseModel):
-        for name in type(value).model_fields:
-            yield from _string_leaves(getattr(value, name, None), [*path, name])
-    elif isinstance(value, Mapping):
-        for key, item in cast(Mapping[Any, Any], value).items():
-            yield from _string_leaves(item, [*path, str(key)])
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(cast(Sequence[Any], value)):
-            yield from _string_leaves(item, [*path, i])
 
 
 def _error_payload(
