@@ -265,3 +265,15 @@ def test_payloads_stay_short_whatever_the_model_or_the_tool_sent() -> None:
     assert outcome.ok
     result = executor.execute(outcome)
     assert len(tool_messages([calls[2]], [result])[0]["content"]) < limit
+
+
+def test_correcting_a_tool_name_does_not_start_the_count_again() -> None:
+    policy = RepairPolicy(max_rounds=2)
+    decisions = []
+    for turn, name in enumerate(["transfers", "Transfer", "transfer"]):
+        asm = Assembler(tools=TOOLS)
+        asm.feed(0, id=f"c{turn}", name=name, arguments='{"amount": "lots"}')
+        (decision,) = policy.decide_turn([TOOLS.validate(c) for c in asm.finish()], lineage="L")
+        decisions.append(decision)
+    assert [type(d).__name__ for d in decisions] == ["Retry", "Retry", "Escalation"]
+    assert isinstance(decisions[-1], Escalation) and decisions[-1].attempts == 3

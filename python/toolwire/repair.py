@@ -261,6 +261,10 @@ class RepairPolicy:
     ) -> list[RepairDecision]:
         """`decide` for every outcome of one assistant turn, numbering slots per tool.
 
+        A call to a tool that starts a new logical call continues an open call to a name that
+        did not exist, if one is left over: the model corrected the name, and the attempts it
+        spent on the wrong one count.
+
         Args:
             outcomes: The turn's outcomes, in call order.
             lineage: The chain of turns.
@@ -270,10 +274,14 @@ class RepairPolicy:
         """
         tools = [self._key(outcome, lineage, 0)[1] for outcome in outcomes]
         with self._lock:
-            open_slots: dict[str, list[int]] = {tool: [] for tool in tools}
+            open_slots: dict[str, list[int]] = {tool: [] for tool in [*tools, UNKNOWN_TOOL_KEY]}
             for key_lineage, tool, slot in self._tracks:
                 if key_lineage == lineage and tool in open_slots:
                     open_slots[tool].append(slot)
+        # Calls to a name that did not exist, which no such call of this turn continues: the
+        # model may have corrected the name, and a new call to a tool then continues one of
+        # them, so that renaming the tool does not start the count again.
+        misnamed = sorted(open_slots[UNKNOWN_TOOL_KEY])[tools.count(UNKNOWN_TOOL_KEY) :]
         seen: dict[str, int] = {}
         decisions: list[RepairDecision] = []
         for outcome, tool in zip(outcomes, tools, strict=True):
@@ -283,6 +291,11 @@ class RepairPolicy:
             # The k-th call continues the k-th logical call still open for the tool; calls
             # beyond those are new logical calls, numbered after them.
             slot = slots[k] if k < len(slots) else (slots[-1] + 1 if slots else 0) + k - len(slots)
+            if k >= len(slots) and tool != UNKNOWN_TOOL_KEY and misnamed:
+                with self._lock:
+                    track = self._tracks.pop((lineage, UNKNOWN_TOOL_KEY, misnamed.pop(0)), None)
+                    if track is not None:
+                        self._tracks[(lineage, tool, slot)] = track
             decisions.append(self.decide(outcome, lineage=lineage, slot=slot))
         return decisions
 
