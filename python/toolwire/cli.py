@@ -144,8 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = _parser().parse_args(argv)
     # soft_wrap: long lines (snippets with their caret line, case keys) must never be folded.
-    out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
-    err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+    # No emoji codes: `:fire:` in a tool's arguments is text, and the caret under it must
+    # land where the text says.
+    out = Console(file=sys.stdout, highlight=False, soft_wrap=True, emoji=False)
+    err = Console(file=sys.stderr, highlight=False, soft_wrap=True, emoji=False)
     try:
         if args.command == "record":
             return _record(args, err)
@@ -224,8 +226,8 @@ def _read_baseline(path: str | None) -> dict[str, Any] | None:
         data: object = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise _UsageError(f"cannot read baseline {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise _UsageError(f"baseline {path} is not JSON: {exc}") from exc
+    except (ValueError, RecursionError) as exc:
+        raise _UsageError(f"baseline {path} is not JSON: {exc.__class__.__name__}") from exc
     if not isinstance(data, dict):
         raise _UsageError(f"baseline {path} is not a toolwire report")
     return cast("dict[str, Any]", data)
@@ -411,7 +413,8 @@ def _inspect(args: argparse.Namespace, out: Console) -> int:
         raise _UsageError(f"no such file: {args.file}")
     entries = load_corpus([path], fmt=cast("FormatName", args.format))
     if args.entry is not None:
-        entries = [e for e in entries if e.key.rsplit(":", 1)[-1] == args.entry]
+        # The key is `<source>:<id>`, and an id may hold colons itself.
+        entries = [e for e in entries if e.key.removeprefix(f"{e.source}:") == args.entry]
         if not entries:
             raise _UsageError(f"no entry {args.entry!r} in {args.file}")
     toolset = _toolset(args.tools)

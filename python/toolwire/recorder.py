@@ -28,10 +28,12 @@ Size cap: before a record would push `corpus.jsonl` past `max_bytes`, the file i
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
+import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
@@ -195,14 +197,23 @@ def redact_arguments(
                 out.append(token)
             elif schema is not None and _is_secret_at(schema, path):
                 out.append(f'"{REDACTED}"' if closed else f'"{REDACTED}')
-            elif redact is not None and closed:
+            elif redact is not None:
                 try:
-                    decoded: object = json.loads(token)
+                    decoded: object = json.loads(token) if closed else None
                 except ValueError:
-                    out.append(token)
-                else:
-                    new = redact(pointer(path), str(decoded))
+                    decoded = None
+                if isinstance(decoded, str):
+                    new = redact(pointer(path), decoded)
                     out.append(token if new == decoded else json.dumps(new, ensure_ascii=False))
+                else:
+                    # Cut off, or an escape JSON does not have: the hook still reads the text
+                    # as it stands (the failures recorded most are cut-off calls).
+                    raw = token[1:-1] if closed else token[1:]
+                    new = redact(pointer(path), raw)
+                    # The text's own escapes stay as they were (an invalid one must still
+                    # be invalid on replay); a quote the hook wrote must not end the string.
+                    body = re.sub(r'(?<!\\)"', r'\\"', new)
+                    out.append(f'"{body}"' if closed else f'"{body}')
             else:
                 out.append(token)
             i = min(j + 1, n)
@@ -236,6 +247,24 @@ def redact_arguments(
 
 # --------------------------------------------------------------------------------------------
 # The recorder
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Generator[None, None, None]:
+    """Hold an advisory lock beside `path` while a line is appended: processes writing one
+    corpus must not rotate a file from under each other (each rename would race with the
+    others, and a record would be lost). Without `fcntl` (Windows) only threads are ordered."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(f"{path}.lock", "ab") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _now() -> str:
@@ -307,9 +336,10 @@ class Recorder:
             return
         self.rotated(self.backups).unlink(missing_ok=True)
         for k in range(self.backups - 1, 0, -1):
-            if self.rotated(k).exists():
+            with contextlib.suppress(FileNotFoundError):
                 self.rotated(k).replace(self.rotated(k + 1))
-        self.path.replace(self.rotated(1))
+        with contextlib.suppress(FileNotFoundError):
+            self.path.replace(self.rotated(1))
 
     def write(self, record: Mapping[str, Any]) -> None:
         """Append one record (a JSON object) as one line, rotating first if needed.
@@ -327,14 +357,19 @@ class Recorder:
             line = (json.dumps(full, separators=(",", ":"), default=_blob) + "\n").encode()
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            size = self.path.stat().st_size if self.path.exists() else 0
-            if size and size + len(line) > self.max_bytes:
-                self._rotate()
-            # One write per line, opened for append each time: concurrent processes appending
-            # to the same file interleave whole lines, and no handle outlives the call.
-            with self.path.open("ab") as f:
-                f.write(line)
-            self.written += 1
+            with _file_lock(self.path):
+                self._append(line)
+
+    def _append(self, line: bytes) -> None:
+        """Rotate if `line` would pass the cap, then append it; under both locks."""
+        size = self.path.stat().st_size if self.path.exists() else 0
+        if size and size + len(line) > self.max_bytes:
+            self._rotate()
+        # One write per line, opened for append each time: whole lines, and no handle
+        # outlives the call.
+        with self.path.open("ab") as f:
+            f.write(line)
+        self.written += 1
 
     # Records ------------------------------------------------------------------------------
 

@@ -210,9 +210,15 @@ def _format_of(raw: object, default: FormatName, where: str) -> FormatName:
     return raw
 
 
+def _reason(exc: BaseException) -> str:
+    return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+
+
 def _check_version(record: Mapping[str, Any], where: str) -> None:
     version = record.get("schema_version", CORPUS_SCHEMA_VERSION)
-    if not isinstance(version, int) or version > CORPUS_SCHEMA_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise CorpusError(f"{where}: schema_version {version!r} is not a version number")
+    if version > CORPUS_SCHEMA_VERSION:
         raise CorpusError(
             f"{where}: schema_version {version!r} is newer than this toolwire reads "
             f"({CORPUS_SCHEMA_VERSION})"
@@ -328,13 +334,16 @@ def _load_jsonl(text: str, source: str, fmt: FormatName, keys: _KeyMaker) -> lis
                 _entry_from_record(record, chunks, source=source, line=line, fmt=fmt, keys=keys)
             )
 
-    for number, raw_line in enumerate(text.splitlines(), start=1):
+    # Records are split on "\n" only: `splitlines` also splits on U+2028, U+2029 and U+0085,
+    # which JSON text may hold raw inside a string.
+    for number, raw_line in enumerate(text.split("\n"), start=1):
         if not raw_line.strip():
             continue
         try:
             item: object = json.loads(raw_line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(f"{source}:{number}: not JSON: {exc}") from exc
+        except (ValueError, RecursionError) as exc:
+            # JSONDecodeError, an integer past CPython's digit limit, nesting past the stack.
+            raise CorpusError(f"{source}:{number}: not JSON: {_reason(exc)}") from exc
         if isinstance(item, dict) and "toolwire" in item:
             close()
             current = (cast("dict[str, Any]", item), number, [])
@@ -352,8 +361,9 @@ def _load_sse(data: bytes, source: str, fmt: FormatName, keys: _KeyMaker) -> Ent
         if line.startswith(_SSE_HEADER):
             try:
                 parsed: object = json.loads(line[len(_SSE_HEADER) :])
-            except json.JSONDecodeError as exc:
-                raise CorpusError(f"{source}: bad '{_SSE_HEADER.decode()}' header: {exc}") from exc
+            except (ValueError, RecursionError) as exc:
+                header_name = _SSE_HEADER.decode()
+                raise CorpusError(f"{source}: bad '{header_name}' header: {_reason(exc)}") from exc
             if not isinstance(parsed, dict):
                 raise CorpusError(f"{source}: the toolwire header must be a JSON object")
             header.update(cast("dict[str, Any]", parsed))
@@ -650,7 +660,7 @@ class CaseResult:
         entry = self.entry
         return {
             "key": entry.key,
-            "source": entry.source,
+            "source": _printable(entry.source),
             "kind": entry.kind,
             "format": entry.format,
             "note": entry.note,

@@ -94,3 +94,42 @@ def test_inspect_through_python_dash_m(samples: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert b"parallel-interleaved" in done.stdout
     assert b"coerced /priority (enum_case)" in done.stdout
+
+
+def test_inspect_shows_text_as_it_is_and_finds_an_id_with_colons(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = {
+        "toolwire": "call",
+        "id": "bug:42",
+        "tool": "lookup_order",
+        "arguments": '{"order_id": "ORD-1:fire:2"}',
+    }
+    path = write_jsonl(tmp_path / "c.jsonl", [record])
+    tools = "toolwire.demo_tools:demo_toolset"
+    # Found (not a usage error); the call fails its default expectation.
+    assert main(["inspect", str(path), "--tools", tools, "--entry", "bug:42"]) == 1
+    out = capsys.readouterr().out
+    # `:fire:` is text, not an emoji code, and the caret stays under the byte that decided.
+    assert ":fire:" in out and "bug:42" in out
+    lines = out.splitlines()
+    caret_at = next(i for i, line in enumerate(lines) if line.strip() == "^")
+    text, at = lines[caret_at - 1], lines[caret_at].index("^")
+    assert text[at - 1 : at + 1] == '2"'  # the closing quote decides the pattern
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"toolwire":"call","tool":"t","arguments":"{}","note":' + "1" * 5000 + "}",
+        "[" * 100_000 + "]" * 100_000,
+        '{"toolwire":"call","tool":"t","arguments":"{}","schema_version":true}',
+    ],
+)
+def test_an_unreadable_corpus_line_is_a_usage_error(
+    tmp_path: Path, line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+    assert main(["inspect", str(path)]) == 2
+    assert "toolwire: error:" in capsys.readouterr().err

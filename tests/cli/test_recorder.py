@@ -238,3 +238,61 @@ def test_recorded_body_that_is_not_utf8_replays_byte_for_byte(tmp_path: Path) ->
     expected = [(c.name, c.arguments) for c in direct.finish()]
     (case,) = replay([entry]).cases
     assert [(c.tool or None, c.arguments) for c in case.calls] == expected
+
+
+def test_a_record_holding_line_separators_loads_back(tmp_path: Path) -> None:
+    # U+2028, U+2029 and U+0085 are text inside a JSON string, not line ends.
+    path = tmp_path / "c.jsonl"
+    recorder = Recorder(path)
+    for text in ("line\u2028sep", "para\u2029sep", "nel\u0085x"):
+        asm = Assembler()
+        asm.feed(0, id="c", name="t", arguments='{"title": "' + text + '"')
+        (call,) = asm.finish()
+        recorder.record_call(call)
+    entries = load_corpus([path])
+    assert len(entries) == 3
+
+
+@pytest.mark.parametrize(
+    "arguments", ['{"note": "ssn 123-45-6789', '{"note": "ssn 123-45-6789 \\q"}']
+)
+def test_the_hook_reads_a_cut_or_badly_escaped_string_too(tmp_path: Path, arguments: str) -> None:
+    def hook(pointer: str, text: str) -> str:
+        return text.replace("123-45-6789", "[ssn]")
+
+    redacted = redact_arguments(arguments, None, hook)
+    assert "123-45-6789" not in redacted and "[ssn]" in redacted
+    # The text stays as broken as it was, so a replay finds the same error.
+    asm = Assembler()
+    asm.feed(0, id="c", name="t", arguments=redacted)
+    (again,) = asm.finish()
+    asm = Assembler()
+    asm.feed(0, id="c", name="t", arguments=arguments)
+    (first,) = asm.finish()
+    assert again.error is not None and first.error is not None
+    assert again.error.kind == first.error.kind
+
+
+def _write_many(args: tuple[str, int]) -> int:
+    path, worker = args
+    recorder = Recorder(path, max_bytes=5_000, backups=50)
+    lost = 0
+    for i in range(200):
+        try:
+            recorder.write(
+                {"toolwire": "call", "tool": "t", "arguments": "{}", "id": f"{worker}-{i}"}
+            )
+        except OSError:
+            lost += 1
+    return lost
+
+
+def test_processes_writing_one_corpus_rotate_it_without_losing_records(tmp_path: Path) -> None:
+    import multiprocessing
+
+    path = str(tmp_path / "corpus.jsonl")
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        lost = pool.map(_write_many, [(path, w) for w in range(4)])
+    assert lost == [0, 0, 0, 0]
+    ids = [e.key.rsplit(":", 1)[-1] for e in load_corpus([tmp_path])]
+    assert len(ids) == len(set(ids)) == 800
