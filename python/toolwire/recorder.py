@@ -42,6 +42,7 @@ from toolwire.coercion import pointer
 from toolwire.events import CallCompleted, StreamEnded
 from toolwire.formats._fields import get, plain
 from toolwire.replay import CORPUS_SCHEMA_VERSION, schema_hash, verdict
+from toolwire.schema_export import secret_patterns
 from toolwire.stream import ToolStream, is_provider_error
 from toolwire.subschemas import inner, is_marked_secret, resolve, same_value
 from toolwire.validation import REDACTED, Redactor
@@ -97,7 +98,16 @@ def _secret_here(root: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
 
 
 def _is_secret_at(schema: Mapping[str, Any], path: Path_) -> bool:
-    """Whether the value at `path` is (or lies inside) a secret field of `schema`."""
+    """Whether the value at `path` is (or lies inside) a secret field of `schema`, also read
+    without a first key or index the schema does not place (validation unwraps
+    `{"params": {...}}`, and a list around the arguments)."""
+    unplaced = path and not any(inner(p, path[0]) for p in _same(schema, schema))
+    if unplaced and _is_secret_along(schema, path[1:]):
+        return True
+    return _is_secret_along(schema, path)
+
+
+def _is_secret_along(schema: Mapping[str, Any], path: Path_) -> bool:
     nodes: list[Mapping[str, Any]] = [schema]
     for seg in path:
         if any(_secret_here(schema, n) for n in nodes):
@@ -106,6 +116,36 @@ def _is_secret_at(schema: Mapping[str, Any], path: Path_) -> bool:
         if not nodes:
             return False
     return any(_secret_here(schema, n) for n in nodes)
+
+
+def _holds_json(token: str, closed: bool) -> bool:
+    """Whether a string token holds a JSON object or array (which validation may parse)."""
+    if not closed:
+        return token[1:].lstrip()[:1] in ("{", "[")
+    try:
+        decoded: object = json.loads(token)
+    except ValueError:
+        return False
+    return isinstance(decoded, str) and decoded.lstrip()[:1] in ("{", "[")
+
+
+def _broken_at(text: str) -> int | None:
+    """Where `text` stops being readable JSON structure, as an index into the text; None when
+    its structure holds (it may still be cut off or hold a bad escape)."""
+    from toolwire._core import JsonError, Scanner
+
+    scanner = Scanner()
+    data = text.encode("utf-8", "surrogatepass")
+    try:
+        scanner.push(data)
+        scanner.finish()
+    except JsonError as exc:
+        # Only a byte that breaks the structure: inside well-delimited strings (a bad escape,
+        # a raw control character) the walk still knows every path.
+        if exc.error.kind not in ("unexpected_byte", "trailing_data"):
+            return None
+        return len(data[: exc.error.offset].decode("utf-8", "ignore"))
+    return None
 
 
 def secret_pointers(schema: Mapping[str, Any]) -> list[str]:
@@ -161,11 +201,23 @@ def redact_arguments(
         schema: The tool's schema; values at its secret fields become `"[redacted]"`.
         redact: Hook applied to every other string value (`(json_pointer, text) -> text`).
 
+    A tool that declares secrets gets more: validation also reads arguments in shapes the
+    schema does not describe (an object as a JSON string, the arguments under a wrapper key),
+    so a string holding a JSON object or array becomes `"[redacted]"` too, a path under an
+    unknown top-level key is also judged as if that key were not there, and the text past
+    the first byte that breaks JSON (Python quotes, bare keys), which no walk can read
+    reliably, becomes `[redacted]`.
+
     Returns:
         The redacted text.
     """
     if schema is None and redact is None:
         return text
+    secretive = schema is not None and bool(secret_patterns(schema))
+    if secretive:
+        broken = _broken_at(text)
+        if broken is not None:
+            return redact_arguments(text[:broken], schema, redact) + REDACTED
     out: list[str] = []
     # Frames: [is_object, key or index, expecting_key]
     stack: list[list[Any]] = []
@@ -195,7 +247,9 @@ def redact_arguments(
                     stack[-1][1] = token[1:-1]
                 stack[-1][2] = False
                 out.append(token)
-            elif schema is not None and _is_secret_at(schema, path):
+            elif schema is not None and (
+                _is_secret_at(schema, path) or (secretive and _holds_json(token, closed))
+            ):
                 out.append(f'"{REDACTED}"' if closed else f'"{REDACTED}')
             elif redact is not None:
                 try:

@@ -155,7 +155,10 @@ def test_redaction_hook_and_malformed_text() -> None:
     assert redact_arguments('{"user": "a\\q", "password": "p\\q"}', schema) == (
         '{"user": "a\\q", "password": "[redacted]"}'
     )
-    assert redact_arguments("not json at all", schema) == "not json at all"
+    # Text whose structure no walk can read is withheld for a tool that declares secrets.
+    # (`n` may begin `null`: the text is kept up to the byte that broke it.)
+    assert redact_arguments("not json at all", schema) == "n[redacted]"
+    assert redact_arguments("not json at all", None, lambda p, t: t) == "not json at all"
     assert redact_arguments('{"a": 1}', None) == '{"a": 1}'
 
 
@@ -296,3 +299,44 @@ def test_processes_writing_one_corpus_rotate_it_without_losing_records(tmp_path:
     assert lost == [0, 0, 0, 0]
     ids = [e.key.rsplit(":", 1)[-1] for e in load_corpus([tmp_path])]
     assert len(ids) == len(set(ids)) == 800
+
+
+class _Creds(BaseModel):
+    user: str
+    password: SecretStr
+
+
+class _Login(BaseModel):
+    """Log in."""
+
+    creds: _Creds
+    region: str
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        json.dumps({"creds": json.dumps({"user": "bob", "password": "hunter2-x"})}),
+        json.dumps({"arguments": {"creds": {"user": "bob", "password": "hunter2-x"}}}),
+        json.dumps([{"creds": {"user": "bob", "password": "hunter2-x"}}]),
+        "{'creds': {'user': 'bob', 'password': 'hunter2-x'}}",
+        '{"creds": {user: "bob", password: "hunter2-x"}}',
+        '{"creds": {"user": "bob" "password": "hunter2-x"}}',
+    ],
+)
+def test_a_secret_in_a_shape_validation_reads_is_never_recorded(
+    tmp_path: Path, arguments: str
+) -> None:
+    # Shapes validation coerces (a JSON string, a wrapper key, a list around the arguments)
+    # or that no walk reads reliably (Python quotes, bare keys, a missing comma).
+    tools = Toolset([_Login])
+    asm = Assembler(tools=tools)
+    asm.feed(0, id="c", name="login", arguments=arguments)
+    (call,) = asm.finish()
+    path = tmp_path / "c.jsonl"
+    Recorder(path, toolset=tools).record_call(call, tools.validate(call))
+    written = path.read_text(encoding="utf-8")
+    assert "hunter2" not in written and "[redacted]" in written
+    # The recorded call still fails the way the live one did.
+    (entry,) = load_corpus([path])
+    assert entry.kind == "call"
