@@ -118,6 +118,29 @@ def _is_secret_along(schema: Mapping[str, Any], path: Path_) -> bool:
     return any(_secret_here(schema, n) for n in nodes)
 
 
+_STOPPED = re.compile(r"the provider stopped this call \((.*)\)\Z", re.S)
+
+
+def _end_of(call: ToolCall) -> dict[str, Any] | None:
+    """How the stream ended the call, when its text alone does not say: the provider stopped
+    it (`stop`, with the reason), or the stream broke off before its arguments began
+    (`cut`). Replay ends the call the same way."""
+    error = call.error
+    if error is None:
+        return None
+    if error.kind == "filtered":
+        found = _STOPPED.match(error.message)
+        return {"stop": found.group(1) if found else "recorded"}
+    if error.kind == "truncated" and not call.arguments_bytes.strip():
+        return {"cut": True}
+    return None
+
+
+def _raw_utf8(text: str) -> bytes:
+    """The bytes a text holding `surrogateescape` code points stands for."""
+    return text.encode("utf-8", "surrogateescape")
+
+
 def _holds_json(token: str, closed: bool) -> bool:
     """Whether a string token holds a JSON object or array (which validation may parse)."""
     if not closed:
@@ -462,8 +485,11 @@ class Recorder:
             A `call` record.
         """
         state, code = verdict(call, outcome)
-        arguments = redact_arguments(call.arguments, self._schema(call.name), self.redact)
-        digest = hashlib.sha256(f"{call.name}\0{arguments}".encode()).hexdigest()[:12]
+        # The bytes as received: bytes that are not UTF-8 stay `surrogateescape` code points
+        # (written as `\udcXX`), which replay turns back into the same bytes.
+        raw = call.arguments_bytes.decode("utf-8", "surrogateescape")
+        arguments = redact_arguments(raw, self._schema(call.name), self.redact)
+        digest = hashlib.sha256(_raw_utf8(f"{call.name}\0{arguments}")).hexdigest()[:12]
         record: dict[str, Any] = {
             "toolwire": "call",
             "id": f"{call.name or 'unnamed'}-{digest}",
@@ -483,6 +509,9 @@ class Recorder:
             observed["offset"] = call.error.offset
             observed["path"] = call.error.path
         record["observed"] = observed
+        end = _end_of(call)
+        if end is not None:
+            record["end"] = end
         return record
 
     def record_call(

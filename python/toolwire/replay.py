@@ -12,6 +12,9 @@ A corpus is a set of files (directories are searched for `*.jsonl` and `*.sse`):
     plain lines that follow, up to the next record, are its chunks.
   - `{"toolwire": "call", "tool": ..., "arguments": "<raw text>", ...}` is one call whose raw
     argument text is replayed as a single fragment (what the recorder writes for failed calls).
+    Its `end`, when the text alone does not say how the stream ended the call, is replayed
+    after it: `{"stop": reason}` (the provider stopped it: `filtered`) or `{"cut": true}`
+    (the stream ended before its arguments began: `truncated`).
 
   Plain lines before any record form one stream entry named after the file, so a JSONL file of
   SDK chunks or events is a corpus as it is.
@@ -177,6 +180,8 @@ class Entry:
         schema_hashes: Tool name to the schema hash recorded with the entry.
         note: Free text from the record.
         interrupted: Why the recorded connection broke off (stream entries), or None.
+        end: How the stream ended a recorded call, when its text alone does not say
+            (call entries): `{"stop": reason}` or `{"cut": true}`.
     """
 
     key: str
@@ -192,6 +197,7 @@ class Entry:
     schema_hashes: Mapping[str, str] = field(default_factory=lambda: {})
     note: str = ""
     interrupted: str | None = None
+    end: Mapping[str, Any] | None = None
 
 
 def _parse_expect(raw: object, kind: EntryKind) -> tuple[Expectation, ...] | None:
@@ -289,6 +295,12 @@ def _entry_from_record(
         if not isinstance(arguments, str) or not (tool is None or isinstance(tool, str)):
             raise CorpusError(f"{where}: a call record needs string 'tool' and 'arguments'")
         call_id = record.get("call_id")
+        raw_end: object = record.get("end")
+        end = cast("dict[str, Any]", raw_end) if isinstance(raw_end, dict) else None
+        if raw_end is not None and not (
+            end is not None and (isinstance(end.get("stop"), str) or end.get("cut") is True)
+        ):
+            raise CorpusError(f'{where}: \'end\' must be {{"stop": reason}} or {{"cut": true}}')
         return Entry(
             key=keys(source, ident),
             source=source,
@@ -296,6 +308,7 @@ def _entry_from_record(
             tool=tool,
             call_id=call_id if isinstance(call_id, str) else None,
             arguments=arguments,
+            end=end,
             expect=_parse_expect(record.get("expect"), "call"),
             schema_hashes=_hashes(record),
             note=note,
@@ -742,6 +755,10 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
             asm.feed(0, id=entry.call_id, name=entry.tool, arguments=_raw_bytes(entry.arguments))
         except (MisuseError, TypeError, UnicodeError) as exc:
             raise CorpusError(f"{entry.key}: the call cannot be replayed: {exc}") from exc
+        if entry.end is not None and isinstance(entry.end.get("stop"), str):
+            asm.stop(entry.end["stop"])
+        elif entry.end is not None:
+            asm.limit_reached()
     elif entry.body is not None:
         text_parts.append(feed_sse(asm, entry.body, entry.format))
     else:

@@ -340,3 +340,36 @@ def test_a_secret_in_a_shape_validation_reads_is_never_recorded(
     # The recorded call still fails the way the live one did.
     (entry,) = load_corpus([path])
     assert entry.kind == "call"
+
+
+def _stopped() -> Assembler:
+    asm = Assembler()
+    asm.feed(0, id="c1", name="t", arguments='{"city": "Paris"}')
+    asm.stop("content_filter")
+    return asm
+
+
+def _cut_by_the_limit() -> Assembler:
+    asm = Assembler()
+    asm.feed(0, id="c2", name="t", arguments="")
+    asm.limit_reached()
+    return asm
+
+
+def _invalid_bytes() -> Assembler:
+    asm = Assembler()
+    asm.feed(0, id="c4", name="t", arguments=b'{"a": "x\xffy"}')
+    return asm
+
+
+@pytest.mark.parametrize("make", [_stopped, _cut_by_the_limit, _invalid_bytes])
+def test_a_recorded_call_replays_with_the_verdict_it_had(tmp_path: Path, make: Any) -> None:
+    (call,) = make().finish()
+    path = tmp_path / "c.jsonl"
+    Recorder(path).record_call(call)
+    observed = json.loads(path.read_text(encoding="utf-8"))["observed"]
+    (case,) = replay(load_corpus([path])).cases
+    (result,) = case.calls
+    assert (result.state, result.code) == (observed["state"], observed["code"])
+    # Without an `expect`, a recorded failure is a case still to fix.
+    assert not case.passed
