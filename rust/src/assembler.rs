@@ -600,6 +600,25 @@ impl Assembler {
     pub fn end_call(&mut self, ordinal: usize) -> Result<(), Misuse> {
         let call = self.open_call_mut(ordinal)?;
         call.ended = true;
+        // No fragment follows to tell a held one's two readings apart: it is decided now, as
+        // `finish` would decide it, so partial values and progress see it at once.
+        settle_held(call);
+        Ok(())
+    }
+
+    /// Decides every fragment still held (see [`Assembler::feed`]) as `finish` will, so that
+    /// the progress items and partial values of the stream's last fragments can be read
+    /// before it: the caller knows no fragment follows.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after finish.
+    pub fn settle_held_fragments(&mut self) -> Result<(), Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        for call in &mut self.calls {
+            settle_held(call);
+        }
         Ok(())
     }
 

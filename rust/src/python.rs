@@ -1527,6 +1527,14 @@ impl PyAssembler {
         }
         let calls = {
             let mut assembler = slf.borrow_mut();
+            if assembler.progress_into.is_some() {
+                // The last fragments' progress items, a held one's included, go out first.
+                assembler
+                    .decoder
+                    .assembler_mut()
+                    .settle_held_fragments()
+                    .map_err(|e| misuse(&e))?;
+            }
             assembler.flush_progress(slf.py())?;
             assembler
                 .decoder

@@ -731,3 +731,30 @@ def test_a_scalar_is_a_value_never_text(scalar: object) -> None:
     (call,) = mixed.finish()
     assert call.error is not None and call.error.kind == "mixed_arguments"
     assert call.arguments == '{"n": }'
+
+
+@pytest.mark.parametrize(
+    ("pieces", "expected"),
+    [
+        # Each last fragment starts with all the text so far: held until a fragment tells a
+        # cumulative resend from a continuation, and no fragment follows.
+        ([" ", ' {"a": "xy"}'], [(0, "/a", "xy")]),
+        (['{"a": [', '{"a": [{"b": 1}]}'], [(0, "/a/0/b", "1")]),
+    ],
+)
+def test_a_fragment_held_when_the_call_ends_reaches_progress_and_partial(
+    pieces: list[str], expected: list[tuple[int, str, str]]
+) -> None:
+    items: list[tuple[int, str, str]] = []
+    fed = Assembler(progress_into=items)
+    ended = Assembler(track_progress=True)
+    for i, piece in enumerate(pieces):
+        names = {"id": "c", "name": "t"} if i == 0 else {}
+        fed.feed(0, arguments=piece, **names)
+        ended.feed(0, arguments=piece, **names)
+    ended.end(0)
+    assert ended.drain_progress() == expected
+    value = ended.partial(0)
+    (call,) = ended.finish()
+    assert value == call.value == fed.finish()[0].value
+    assert items == expected
