@@ -216,6 +216,16 @@ def _format_of(raw: object, default: FormatName, where: str) -> FormatName:
     return raw
 
 
+def _paired(text: str) -> str:
+    """`text` with surrogate halves that chunks split apart joined again, and any half left
+    alone made U+FFFD, as `Assembler.feed_chunk` gives it: printable and writable."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
 def _reason(exc: BaseException) -> str:
     return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
 
@@ -836,7 +846,7 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
         passed=reason is None,
         reason=reason,
         schema_changed=tuple(changed),
-        text="".join(text_parts),
+        text=_paired("".join(text_parts)),
     )
 
 

@@ -373,3 +373,20 @@ def test_a_recorded_call_replays_with_the_verdict_it_had(tmp_path: Path, make: A
     assert (result.state, result.code) == (observed["state"], observed["code"])
     # Without an `expect`, a recorded failure is a case still to fix.
     assert not case.passed
+
+
+def test_a_recorded_stream_with_an_emoji_split_between_chunks_replays_its_text(
+    tmp_path: Path,
+) -> None:
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"content": "hi \ud83d"}, "finish_reason": None}]},
+        {"choices": [{"index": 0, "delta": {"content": "\ude00"}, "finish_reason": "stop"}]},
+    ]
+    path = tmp_path / "s.jsonl"
+    recorder = Recorder(path, streams="all")
+    with recorder.assemble(iter(chunks)) as stream:
+        for _ in stream:
+            pass
+    (case,) = replay(load_corpus([path])).cases
+    assert case.text == stream.text == "hi \U0001f600"
+    assert main(["inspect", str(path)]) == 0
