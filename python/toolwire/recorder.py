@@ -136,6 +136,10 @@ def _end_of(call: ToolCall) -> dict[str, Any] | None:
     return None
 
 
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:12]
+
+
 def _raw_utf8(text: str) -> bytes:
     """The bytes a text holding `surrogateescape` code points stands for."""
     return text.encode("utf-8", "surrogateescape")
@@ -489,7 +493,7 @@ class Recorder:
         # (written as `\udcXX`), which replay turns back into the same bytes.
         raw = call.arguments_bytes.decode("utf-8", "surrogateescape")
         arguments = redact_arguments(raw, self._schema(call.name), self.redact)
-        digest = hashlib.sha256(_raw_utf8(f"{call.name}\0{arguments}")).hexdigest()[:12]
+        digest = _digest(_raw_utf8(f"{call.name}\0{arguments}"))
         record: dict[str, Any] = {
             "toolwire": "call",
             "id": f"{call.name or 'unnamed'}-{digest}",
@@ -595,8 +599,13 @@ class Recorder:
                 # Bytes that are not UTF-8 are kept as surrogateescape code points, which the
                 # replay turns back into the same bytes: the recording replays as captured.
                 record["body"] = body.decode("utf-8", errors="surrogateescape")
+                content = body
             else:
                 record["chunks"] = [plain(chunk) for chunk in chunks or ()]
+                content = _raw_utf8(json.dumps(record["chunks"], sort_keys=True, default=str))
+            # Named by what it holds, not by where it sits: a baseline keeps knowing it when
+            # rotation moves it to another file or line.
+            record = {"toolwire": "stream", "id": f"stream-{_digest(content)}", **record}
             self.write(record)
             return 1
         return sum(self.record_call(c, o, format=format) for c, o in pairs)

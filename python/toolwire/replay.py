@@ -47,6 +47,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -248,11 +249,18 @@ class _KeyMaker:
         self.seen: Counter[str] = Counter()
 
     def __call__(self, source: str, ident: str) -> str:
-        # A lone surrogate (from a JSON escape) cannot be printed or written as UTF-8.
-        key = _printable(f"{source}:{ident}")
+        # A lone surrogate (from a JSON escape) cannot be printed or written as UTF-8. A file
+        # the recorder rotated (`corpus.2.jsonl`) keys its entries as the current one does, so
+        # a baseline follows an entry that rotation moved.
+        key = _printable(f"{_unrotated(source)}:{ident}")
         self.seen[key] += 1
         n = self.seen[key]
         return key if n == 1 else f"{key}~{n}"
+
+
+def _unrotated(source: str) -> str:
+    """`dir/corpus.jsonl` for `dir/corpus.<n>.jsonl`, the name of a rotated corpus file."""
+    return re.sub(r"\.[1-9][0-9]*(\.jsonl)\Z", r"\1", source)
 
 
 def _printable(text: str) -> str:

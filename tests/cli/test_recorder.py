@@ -390,3 +390,26 @@ def test_a_recorded_stream_with_an_emoji_split_between_chunks_replays_its_text(
     (case,) = replay(load_corpus([path])).cases
     assert case.text == stream.text == "hi \U0001f600"
     assert main(["inspect", str(path)]) == 0
+
+
+def test_a_baseline_follows_entries_that_rotation_moved(tmp_path: Path) -> None:
+    from toolwire.replay import compare
+
+    def stream(order_id: str) -> list[dict[str, Any]]:
+        return [
+            chat_call(0, json.dumps({"order_id": order_id}), id="c1", name="lookup_order"),
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        ]
+
+    tools = demo_toolset()
+    path = tmp_path / "corpus" / "c.jsonl"
+    recorder = Recorder(path, toolset=tools, streams="all", max_bytes=600)
+    for chunks in (stream("1042"), stream("ORD-7")):
+        with recorder.assemble(iter(chunks), tools) as live:
+            for _ in live:
+                pass
+        if len(recorder.files()) == 1:
+            before = replay(load_corpus([path.parent]), tools).to_json()
+    assert len(recorder.files()) == 2  # the first stream moved to c.1.jsonl
+    diff = compare(replay(load_corpus([path.parent]), tools), before)
+    assert diff.newly_failing == () and diff.newly_passing == () and len(diff.still_failing) == 1
