@@ -536,54 +536,58 @@ def test_request_budget_is_shared_by_all_calls_of_a_request(clock: FakeClock) ->
     assert results[-1].error is not None and results[-1].error["stopped"] == "request_budget"
 
 
+class _Outage:
+    """An executor whose one tool always answers 503, and the attempts it made."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.budget = RetryBudget(clock=clock)  # 10 %, minimum 3 per second
+        self.attempts = 0
+        self.executor = Executor(
+            {"t": self._tool}, clock=clock, retry_budget=self.budget, breaker=False
+        )
+
+    def _tool(self, args: Any) -> None:
+        self.attempts += 1
+        raise http_status(503)
+
+
 @pytest.mark.parametrize("advance", [False, True])
 def test_outage_amplification_is_bounded(advance: bool) -> None:
     clock = FakeClock(advance_on_sleep=advance)
-    budget = RetryBudget(clock=clock)  # 10 %, minimum 3 per second
-    attempts = 0
-
-    def tool(args: Any) -> None:
-        nonlocal attempts
-        attempts += 1
-        raise http_status(503)
-
-    ex = Executor({"t": tool}, clock=clock, retry_budget=budget, breaker=False)
+    outage = _Outage(clock)
     calls = 2000
     start = clock.monotonic()
     for i in range(calls):
         # Every call is its own user request, so only the process budget can stop the storm.
-        ex.execute(Call("t", f"c{i}", {}), RequestContext(f"r{i}", "s", retry_budget=100))
+        outage.executor.execute(
+            Call("t", f"c{i}", {}), RequestContext(f"r{i}", "s", retry_budget=100)
+        )
     elapsed = clock.monotonic() - start
     # The reserve is a floor under the 10 %, not an addition to it: past the reserve a fresh
     # process starts with, retries follow the larger of the two.
-    floor = budget.min_per_second * elapsed
-    assert attempts <= calls + max(0.1 * calls, floor) + budget.min_per_second
-    assert attempts >= calls
-    assert budget.denied > 0
+    floor = outage.budget.min_per_second * elapsed
+    assert outage.attempts <= calls + max(0.1 * calls, floor) + outage.budget.min_per_second
+    assert outage.attempts >= calls
+    assert outage.budget.denied > 0
     if not advance:
-        assert attempts <= 1.1 * calls + 3
+        assert outage.attempts <= 1.1 * calls + 3
 
 
 def test_outage_amplification_stays_under_ten_percent_at_any_rate() -> None:
     for per_second in (30, 100, 300):
         clock = FakeClock(advance_on_sleep=False)
-        budget = RetryBudget(clock=clock)
-        attempts = 0
-
-        def tool(args: Any) -> None:
-            nonlocal attempts
-            attempts += 1
-            raise http_status(503)
-
-        ex = Executor({"t": tool}, clock=clock, retry_budget=budget, breaker=False)
+        outage = _Outage(clock)
         calls = 0
         for second in range(20):
             for i in range(per_second):
-                ex.execute(Call("t", f"c{second}-{i}", {}), RequestContext(session_id="s"))
+                outage.executor.execute(
+                    Call("t", f"c{second}-{i}", {}), RequestContext(session_id="s")
+                )
                 calls += 1
             clock.advance(1.0)
         # 30 calls a second is where the 3-a-second floor meets the 10 %.
-        assert attempts <= 1.1 * calls + budget.min_per_second, (per_second, attempts / calls)
+        ratio = outage.attempts / calls
+        assert outage.attempts <= 1.1 * calls + outage.budget.min_per_second, (per_second, ratio)
 
 
 def test_process_budget_allows_minimum_retries_per_second() -> None:
