@@ -405,3 +405,59 @@ def test_a_business_check_quoting_a_secret_does_not_show_it(how: str) -> None:
         assert SECRET not in shown and "[redacted]" in shown
         # The rest of the reason stays as the check wrote it.
         assert ("for bob" in shown) is (name == "login")
+
+
+class _Pin(BaseModel):
+    """Unlock."""
+
+    pin: int = Field(json_schema_extra={"x-secret": True})
+    card: SecretStr = SecretStr("")
+
+
+def test_secrets_in_a_tools_words_are_hidden_before_they_are_cut() -> None:
+    from toolwire.execution import BusinessRuleError, Executor, NeedsClarification
+
+    def refuse(args: _Pin) -> None:
+        secret = args.card.get_secret_value()
+        raise BusinessRuleError("x" * 480 + f" card {secret} declined, pin {args.pin}")
+
+    def ask(args: _Pin) -> None:
+        raise NeedsClarification(f"is {args.pin} right? " + "q" * 100_000, missing=["m" * 999] * 99)
+
+    tools = Toolset([_Pin], strict=False)
+    done = call(tools, "pin", json.dumps({"pin": 987654321, "card": SECRET}), precheck=True)
+    outcome = tools.validate(done)
+    assert outcome.ok
+    for tool in (refuse, ask):
+        content = Executor({"pin": tool}, breaker=False).execute(outcome).content()
+        assert "987654321" not in content and SECRET[:10] not in content
+        assert len(content) < 8_000
+
+
+def test_a_check_quoting_a_secret_number_does_not_show_it() -> None:
+    tool = {
+        "name": "unlock",
+        "parameters": {
+            "type": "object",
+            "properties": {"pin": {"type": "integer", "x-secret": True}},
+        },
+    }
+    tools = Toolset([tool], strict=False, checks={"unlock": lambda a: f"pin {a['pin']} is wrong"})
+    done = call(tools, "unlock", '{"pin": 987654321}', precheck=False)
+    shown = json.dumps(tools.validate(done).to_message(done))
+    assert "987654321" not in shown and "pin [redacted] is wrong" in shown
+
+
+def test_reasons_that_are_not_text_still_answer_the_call() -> None:
+    from toolwire.validation import BusinessRuleError
+
+    class Coded(BusinessRuleError):
+        def __init__(self, code: int) -> None:
+            super().__init__(f"code {code}")
+            self.reasons = [code]  # type: ignore[assignment]
+
+    made = Assembler()
+    made.feed(0, id="c0", name="t", arguments="{}")
+    (done,) = made.finish()
+    (message,) = tool_messages([done], [Coded(7)])
+    assert json.loads(message["content"])["error_type"] == "business_rule"

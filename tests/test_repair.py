@@ -256,6 +256,9 @@ def test_payloads_stay_short_whatever_the_model_or_the_tool_sent() -> None:
     assert isinstance(decision, Escalation)
     assert len(decision.to_message(unknown_tool)["content"]) < limit
     assert len(decision.question) < limit
+    # An escalation's question quotes the errors: their paths hold the model's keys.
+    decision = RepairPolicy(max_rounds=0).decide(TOOLS.validate(unknown_key))
+    assert isinstance(decision, Escalation) and len(decision.question) < limit
 
     def refuse(args: object) -> None:
         raise BusinessRuleError(*[f"slot taken {'z' * 5_000}" for _ in range(50)])

@@ -324,9 +324,10 @@ class RepairPolicy:
         if reason == "needs_clarification":
             question = text("question.clarify", lang, fields=", ".join(outcome.ask_user))
         else:
+            # Paths and hints may hold the model's own keys: each cut like any text it sent.
             problems = "; ".join(
-                f"{e.path or '/'} {e.expected}" if e.expected else (e.hint or e.code)
+                shown_text(f"{e.path or '/'} {e.expected}" if e.expected else (e.hint or e.code))
                 for e in outcome.errors[:3]
-            ) or (outcome.message or outcome.error_type)
+            ) or shown_text(outcome.message or outcome.error_type)
             question = text("question.escalate", lang, tool=tool, problems=problems)
         return Escalation(tool, key[0], reason, attempt, outcome, question)

@@ -70,7 +70,7 @@ from toolwire.coercion import (
 from toolwire.jsonschema_dialect import extended_validator
 from toolwire.payloads import Lang, Style, call_id_for, message_for, text
 from toolwire.schema_export import accepts_null
-from toolwire.subschemas import inner, inner_all, same_value
+from toolwire.subschemas import SECRET_KEY, inner, inner_all, same_value
 from toolwire.subschemas import is_marked_secret as _is_secret
 
 if TYPE_CHECKING:
@@ -396,7 +396,7 @@ class Outcome:
         Returns:
             The outcome.
         """
-        cut = [shown_text(r) for r in reasons][:MAX_ERRORS]
+        cut = [shown_text(str(r)) for r in list(reasons or [])][:MAX_ERRORS]
         return cls(
             ok=False,
             kind="business_error",
@@ -713,21 +713,36 @@ class _Schema:
 
 
 def string_leaves(
-    value: Any, path: list[str | int] | None = None
+    value: Any, path: list[str | int] | None = None, *, scalars: bool = False
 ) -> Iterator[tuple[list[str | int], Any]]:
-    """(path, value) of every string and secret in validated arguments (models, dicts, lists)."""
+    """(path, value) of every string and secret in validated arguments (models, dicts, lists),
+    with `scalars` every number and bool too. A model field marked `x-secret` comes as a
+    `SecretStr` of its text, whatever its type, since only its schema says it is secret."""
     path = path or []
-    if isinstance(value, (str, SecretStr, SecretBytes)):
+    if isinstance(value, (str, SecretStr, SecretBytes)) or (
+        scalars and isinstance(value, (int, float))
+    ):
         yield path, value
     elif isinstance(value, BaseModel):
-        for name in type(value).model_fields:
-            yield from string_leaves(getattr(value, name, None), [*path, name])
+        for name, info in type(value).model_fields.items():
+            item = getattr(value, name, None)
+            extra: object = info.json_schema_extra
+            if isinstance(extra, dict) and cast(dict[str, Any], extra).get(SECRET_KEY):
+                for at, leaf in string_leaves(item, [*path, name], scalars=True):
+                    yield (
+                        at,
+                        leaf
+                        if isinstance(leaf, (SecretStr, SecretBytes))
+                        else (SecretStr(leaf if isinstance(leaf, str) else json.dumps(leaf))),
+                    )
+            else:
+                yield from string_leaves(item, [*path, name], scalars=scalars)
     elif isinstance(value, Mapping):
         for key, item in cast(Mapping[Any, Any], value).items():
-            yield from string_leaves(item, [*path, str(key)])
+            yield from string_leaves(item, [*path, str(key)], scalars=scalars)
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(cast(Sequence[Any], value)):
-            yield from string_leaves(item, [*path, i])
+            yield from string_leaves(item, [*path, i], scalars=scalars)
 
 
 def secret_text(value: SecretStr | SecretBytes) -> str:
@@ -2127,11 +2142,11 @@ class ToolValidator:
         """A check's reasons, each secret argument value in them redacted: a check may quote
         the value it refused (`password ... is expired`), and the reasons go to the model."""
         secrets: list[str] = []
-        for path, value in string_leaves(arguments):
+        for path, value in string_leaves(arguments, scalars=True):
             if isinstance(value, (SecretStr, SecretBytes)):
                 secrets.append(secret_text(value))
-            elif value and self._lookup.locate(path).secret:
-                secrets.append(value)
+            elif value != "" and self._lookup.locate(path).secret:
+                secrets.append(value if isinstance(value, str) else json.dumps(value))
         out: list[str] = []
         for reason in reasons:
             words = str(reason)

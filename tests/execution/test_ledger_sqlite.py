@@ -268,6 +268,10 @@ def _rewrite_record(path: Path, key: str, changes: dict[str, Any]) -> None:
         # Replayed, these would tell the model that a refused write succeeded.
         {"state": "failed", "error": None},
         {"state": "succeeded", "receipt": None, "assumed": False},
+        # JSON text no receipt is written as (NaN, an infinity) or an error that says nothing.
+        {"state": "succeeded", "receipt": "NaN"},
+        {"state": "succeeded", "receipt": "1e999"},
+        {"state": "failed", "error": "null"},
     ],
 )
 @pytest.mark.parametrize("api", ["execute", "aexecute", "execute_all"])

@@ -119,6 +119,9 @@ _BREAKER_FAILURES = frozenset(
     }
 )
 _MESSAGE_LIMIT = 500
+# The fields a `NeedsClarification` may ask for, and the length of each name shown.
+_MAX_MISSING = 20
+_NAME_LIMIT = 200
 # Seconds a blocking ledger is given to record a call's outcome once the request deadline has
 # passed (a tool stopped by the deadline still has its outcome written; a hung store does not
 # hold the call).
@@ -393,15 +396,23 @@ def _classify(exc: BaseException, now: float) -> Classification:
 
 
 def _short(exc: BaseException) -> str:
+    return _cut(_whole(exc))
+
+
+def _whole(exc: BaseException) -> str:
+    """An exception's text, uncut (to scrub before it is cut: a cut secret would not match)."""
     try:
-        text = str(exc) or type(exc).__name__
+        return str(exc) or type(exc).__name__
     except Exception:  # a broken __str__ must not turn a failed call into a raised one
-        text = type(exc).__name__
-    return _cut(text)
+        return type(exc).__name__
 
 
 def _cut(text: str) -> str:
     return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
+
+
+def _cut_name(text: str) -> str:
+    return text if len(text) <= _NAME_LIMIT else text[: _NAME_LIMIT - 1] + "…"
 
 
 def _safe_repr(value: Any) -> str:
@@ -1735,7 +1746,7 @@ def _model_message(cls: Classification, exc: BaseException, lang: Lang) -> str:
     if isinstance(exc, BusinessRuleError) or (
         lang == "en" and isinstance(exc, (_AttemptTimeout, DeadlineExceeded))
     ):
-        return _short(exc)
+        return _whole(exc)
     key = f"exec.kind.{cls.kind}"
     return text(key if key in MESSAGES else "exec.kind.unexpected", lang)
 
@@ -1745,7 +1756,8 @@ def _error_payload(
 ) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "type": cls.kind,
-        "message": scrub(_model_message(cls, exc, lang)),
+        # Scrubbed, then cut: a secret cut in two would no longer be found.
+        "message": _cut(scrub(_model_message(cls, exc, lang))),
         "retryable": cls.retryable,
     }
     if cls.status_code is not None:
@@ -1754,10 +1766,11 @@ def _error_payload(
         payload["retry_after"] = cls.retry_after
     if isinstance(exc, BusinessRuleError):
         # As many reasons, each as long, as a check's reasons get in validation's payloads.
-        payload["reasons"] = [scrub(_cut(str(r))) for r in exc.reasons[:_MAX_ERRORS]]
+        payload["reasons"] = [_cut(scrub(str(r))) for r in list(exc.reasons or [])[:_MAX_ERRORS]]
     elif isinstance(exc, NeedsClarification):
-        payload["message"] = scrub(str(exc.message))
-        payload["missing"] = list(exc.missing)
+        payload["message"] = _cut(scrub(str(exc.message)))
+        missing = list(exc.missing or [])[:_MAX_MISSING]
+        payload["missing"] = [_cut_name(scrub(str(name))) for name in missing]
     if run.stop_reason not in (None, "not_retryable"):
         payload["stopped"] = run.stop_reason
     if run.breaker_rejected:

@@ -21,6 +21,7 @@ Every backend applies the same decision rules; memory and SQLite share ``decide_
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import threading
 from abc import ABC, abstractmethod
@@ -67,9 +68,21 @@ def _decoded(text: object, what: str) -> Any:
     if not isinstance(text, str | bytes):
         raise LedgerCorrupt(f"ledger {what} is not text: {type(text).__name__}")
     try:
-        return json.loads(text)
+        # Receipts are written without NaN or infinities: one read back is corrupt.
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
     except ValueError as exc:
         raise LedgerCorrupt(f"undecodable ledger {what}: {exc}") from exc
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +148,8 @@ class LedgerRecord:
                 raise LedgerCorrupt("a failed ledger record holds no error")
             return None
         value = _decoded(self.error, "error")
+        if value is None and self.state == "failed":
+            raise LedgerCorrupt("a failed ledger record holds no error")
         return value if isinstance(value, dict) else {"message": value}  # pyright: ignore[reportUnknownVariableType]
 
     def to_json(self) -> str:
