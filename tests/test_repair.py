@@ -270,12 +270,18 @@ def test_payloads_stay_short_whatever_the_model_or_the_tool_sent() -> None:
     assert len(tool_messages([calls[2]], [result])[0]["content"]) < limit
 
 
-def test_correcting_a_tool_name_does_not_start_the_count_again() -> None:
+@pytest.mark.parametrize(
+    "names",
+    [["transfers", "Transfer", "transfer"], ["transfer", "tranfser", "transfer"]],
+)
+def test_correcting_a_tool_name_does_not_start_the_count_again(names: list[str]) -> None:
+    # Misnamed first, or misnamed after a first call under the right name.
     policy = RepairPolicy(max_rounds=2)
     decisions = []
-    for turn, name in enumerate(["transfers", "Transfer", "transfer"]):
+    for turn, name in enumerate(names):
         asm = Assembler(tools=TOOLS)
-        asm.feed(0, id=f"c{turn}", name=name, arguments='{"amount": "lots"}')
+        arguments = '{"amount": "lots", "currency": "EUR", "recipient": "b"}'
+        asm.feed(0, id=f"c{turn}", name=name, arguments=arguments)
         (decision,) = policy.decide_turn([TOOLS.validate(c) for c in asm.finish()], lineage="L")
         decisions.append(decision)
     assert [type(d).__name__ for d in decisions] == ["Retry", "Retry", "Escalation"]

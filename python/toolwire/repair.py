@@ -263,7 +263,8 @@ class RepairPolicy:
 
         A call to a tool that starts a new logical call continues an open call to a name that
         did not exist, if one is left over: the model corrected the name, and the attempts it
-        spent on the wrong one count.
+        spent on the wrong one count. Likewise a new call to a name that does not exist
+        continues an open call to a tool that this turn does not call (the model misspelt it).
 
         Args:
             outcomes: The turn's outcomes, in call order.
@@ -276,12 +277,20 @@ class RepairPolicy:
         with self._lock:
             open_slots: dict[str, list[int]] = {tool: [] for tool in [*tools, UNKNOWN_TOOL_KEY]}
             for key_lineage, tool, slot in self._tracks:
-                if key_lineage == lineage and tool in open_slots:
-                    open_slots[tool].append(slot)
+                if key_lineage == lineage:
+                    open_slots.setdefault(tool, []).append(slot)
         # Calls to a name that did not exist, which no such call of this turn continues: the
         # model may have corrected the name, and a new call to a tool then continues one of
         # them, so that renaming the tool does not start the count again.
         misnamed = sorted(open_slots[UNKNOWN_TOOL_KEY])[tools.count(UNKNOWN_TOOL_KEY) :]
+        # Open calls to tools this turn does not continue: a new call to a name that does not
+        # exist may be the same call misnamed (`ping`, then `pign`).
+        orphans = [
+            (tool, slot)
+            for tool, slots in open_slots.items()
+            if tool != UNKNOWN_TOOL_KEY
+            for slot in sorted(slots)[tools.count(tool) :]
+        ]
         seen: dict[str, int] = {}
         decisions: list[RepairDecision] = []
         for outcome, tool in zip(outcomes, tools, strict=True):
@@ -292,12 +301,18 @@ class RepairPolicy:
             # beyond those are new logical calls, numbered after them.
             slot = slots[k] if k < len(slots) else (slots[-1] + 1 if slots else 0) + k - len(slots)
             if k >= len(slots) and tool != UNKNOWN_TOOL_KEY and misnamed:
-                with self._lock:
-                    track = self._tracks.pop((lineage, UNKNOWN_TOOL_KEY, misnamed.pop(0)), None)
-                    if track is not None:
-                        self._tracks[(lineage, tool, slot)] = track
+                self._move(lineage, (UNKNOWN_TOOL_KEY, misnamed.pop(0)), (tool, slot))
+            elif k >= len(slots) and tool == UNKNOWN_TOOL_KEY and orphans:
+                self._move(lineage, orphans.pop(0), (tool, slot))
             decisions.append(self.decide(outcome, lineage=lineage, slot=slot))
         return decisions
+
+    def _move(self, lineage: str, source: tuple[str, int], target: tuple[str, int]) -> None:
+        """Continue the open logical call at `source` (tool, slot) under `target`."""
+        with self._lock:
+            track = self._tracks.pop((lineage, *source), None)
+            if track is not None:
+                self._tracks[(lineage, *target)] = track
 
     def _stop_reason(
         self, outcome: Outcome, attempt: int, track: _Track | None, now: float
