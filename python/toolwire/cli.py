@@ -42,6 +42,7 @@ from toolwire.replay import (
     FormatName,
     Report,
     compare,
+    entry_ident,
     feed_sse,
     load_bundled,
     load_corpus,
@@ -414,7 +415,7 @@ def _inspect(args: argparse.Namespace, out: Console) -> int:
     entries = load_corpus([path], fmt=cast("FormatName", args.format))
     if args.entry is not None:
         # The key is `<source>:<id>`, and an id may hold colons itself.
-        entries = [e for e in entries if e.key.removeprefix(f"{e.source}:") == args.entry]
+        entries = [e for e in entries if entry_ident(e) == args.entry]
         if not entries:
             raise _UsageError(f"no entry {args.entry!r} in {args.file}")
     toolset = _toolset(args.tools)

@@ -28,11 +28,13 @@ Size cap: before a record would push `corpus.jsonl` past `max_bytes`, the file i
 from __future__ import annotations
 
 import base64
+import codecs
 import contextlib
 import hashlib
 import json
 import re
 import threading
+import warnings
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 from toolwire.coercion import pointer
 from toolwire.events import CallCompleted, StreamEnded
 from toolwire.formats._fields import get, plain
+from toolwire.payloads import compact_json
 from toolwire.replay import CORPUS_SCHEMA_VERSION, schema_hash, verdict
 from toolwire.schema_export import secret_patterns
 from toolwire.stream import ToolStream, is_provider_error
@@ -141,19 +144,25 @@ def _digest(data: bytes) -> str:
 
 
 def _raw_utf8(text: str) -> bytes:
-    """The bytes a text holding `surrogateescape` code points stands for."""
-    return text.encode("utf-8", "surrogateescape")
+    """The bytes a text holding `surrogateescape` code points stands for (any other lone
+    surrogate as its invalid UTF-8 form)."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
 
 
 def _holds_json(token: str, closed: bool) -> bool:
-    """Whether a string token holds a JSON object or array (which validation may parse)."""
-    if not closed:
-        return token[1:].lstrip()[:1] in ("{", "[")
+    """Whether a string token holds a JSON object or array (which validation may parse), read
+    leniently: cut off, or with an escape JSON does not have, it may still be one."""
+    raw = token[1:-1] if closed else token[1:]
     try:
-        decoded: object = json.loads(token)
-    except ValueError:
-        return False
-    return isinstance(decoded, str) and decoded.lstrip()[:1] in ("{", "[")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an invalid escape, which this reading allows
+            decoded = codecs.decode(raw, "unicode_escape")
+    except (UnicodeDecodeError, ValueError):
+        decoded = raw
+    return decoded.lstrip()[:1] in ("{", "[")
 
 
 def _broken_at(text: str) -> int | None:
@@ -285,7 +294,8 @@ def redact_arguments(
                     decoded = None
                 if isinstance(decoded, str):
                     new = redact(pointer(path), decoded)
-                    out.append(token if new == decoded else json.dumps(new, ensure_ascii=False))
+                    # A lone surrogate the text escaped stays an escape (`compact_json`).
+                    out.append(token if new == decoded else compact_json(new))
                 else:
                     # Cut off, or an escape JSON does not have: the hook still reads the text
                     # as it stands (the failures recorded most are cut-off calls).
@@ -294,6 +304,8 @@ def redact_arguments(
                     # The text's own escapes stay as they were (an invalid one must still
                     # be invalid on replay); a quote the hook wrote must not end the string.
                     body = re.sub(r'(?<!\\)"', r'\\"', new)
+                    # Nor may a control character the hook wrote change the error.
+                    body = re.sub(r"[\x00-\x1f]", lambda m: json.dumps(m.group())[1:-1], body)
                     out.append(f'"{body}"' if closed else f'"{body}')
             else:
                 out.append(token)
@@ -471,7 +483,8 @@ class Recorder:
             return True
         for tool in tools:
             schema = self._schema(tool)
-            if schema is not None and secret_pointers(schema):
+            # Every place a secret may sit, array items and additional properties included.
+            if schema is not None and secret_patterns(schema):
                 return True
         return False
 

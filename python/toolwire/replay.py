@@ -77,6 +77,7 @@ __all__ = [
     "Resource",
     "bundled_corpus",
     "compare",
+    "entry_ident",
     "feed_sse",
     "load_bundled",
     "load_corpus",
@@ -258,6 +259,11 @@ class _KeyMaker:
         return key if n == 1 else f"{key}~{n}"
 
 
+def entry_ident(entry: Entry) -> str:
+    """The id part of an entry's key (`<file>:<id>`, the id possibly holding colons)."""
+    return entry.key.removeprefix(f"{_printable(_unrotated(entry.source))}:")
+
+
 def _unrotated(source: str) -> str:
     """`dir/corpus.jsonl` for `dir/corpus.<n>.jsonl`, the name of a rotated corpus file."""
     return re.sub(r"\.[1-9][0-9]*(\.jsonl)\Z", r"\1", source)
@@ -347,7 +353,10 @@ def _entry_from_record(
         expect=_parse_expect(record.get("expect"), "stream"),
         schema_hashes=_hashes(record),
         note=note,
-        interrupted=str(interrupted) if (interrupted := record.get("interrupted")) else None,
+        # Printed and handed to the assembler: a lone surrogate escape there is made text.
+        interrupted=_printable(str(interrupted))
+        if (interrupted := record.get("interrupted"))
+        else None,
     )
 
 
@@ -852,7 +861,8 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
         calls=tuple(results),
         seconds=seconds,
         passed=reason is None,
-        reason=reason,
+        # It may quote an `expect` holding a lone surrogate escape: printable either way.
+        reason=None if reason is None else _printable(reason),
         schema_changed=tuple(changed),
         text=_paired("".join(text_parts)),
     )
@@ -860,7 +870,7 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
 
 def _with(result: CallResult, *, passed: bool, reason: str | None) -> CallResult:
     fields = {name: getattr(result, name) for name in CallResult.__slots__}
-    fields.update(passed=passed, reason=reason)
+    fields.update(passed=passed, reason=None if reason is None else _printable(reason))
     return CallResult(**fields)
 
 

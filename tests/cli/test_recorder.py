@@ -413,3 +413,53 @@ def test_a_baseline_follows_entries_that_rotation_moved(tmp_path: Path) -> None:
     assert len(recorder.files()) == 2  # the first stream moved to c.1.jsonl
     diff = compare(replay(load_corpus([path.parent]), tools), before)
     assert diff.newly_failing == () and diff.newly_passing == () and len(diff.still_failing) == 1
+
+
+class _Keys(BaseModel):
+    """Store API keys."""
+
+    keys: list[SecretStr]
+    region: str
+
+
+def test_a_stream_whose_tool_holds_secret_items_is_recorded_call_by_call(tmp_path: Path) -> None:
+    tools = Toolset([_Keys])
+    chunks = [
+        chat_call(0, '{"keys": ["sk-LIVE-SEKRIT"]}', id="c1", name=tools.names()[0]),
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    path = tmp_path / "c.jsonl"
+    with Recorder(path, toolset=tools, streams="all").assemble(iter(chunks), tools) as stream:
+        for _ in stream:
+            pass
+    assert "SEKRIT" not in path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"creds": "\\n{\\"user\\": \\"bob\\", \\"password\\": \\"SEKRIT',
+        '{"creds": "\\u007b\\"user\\": \\"bob\\", \\"password\\": \\"SEKRIT',
+        '{"creds": "{\\"user\\": \\"bob\\\'s\\", \\"password\\": \\"SEKRIT\\"}", "region": "eu"}',
+    ],
+)
+def test_an_object_in_a_string_is_hidden_however_it_is_escaped(arguments: str) -> None:
+    tools = Toolset([_Login])
+    schema = tools.schema(tools.names()[0])
+    assert "SEKRIT" not in redact_arguments(arguments, schema)
+
+
+@pytest.mark.parametrize("escape", ["\\ud800", "\\udc80"])
+def test_a_hooked_string_with_a_surrogate_escape_records_and_replays_alike(
+    tmp_path: Path, escape: str
+) -> None:
+    def hook(pointer: str, text: str) -> str:
+        return text.replace("123-45-6789", "[ssn]\n")
+
+    asm = Assembler()
+    asm.feed(0, id="c", name="t", arguments='{"note": "ssn 123-45-6789 ' + escape + '"}')
+    (call,) = asm.finish()
+    path = tmp_path / "c.jsonl"
+    Recorder(path, redact=hook).record_call(call)
+    (case,) = replay(load_corpus([path])).cases
+    assert call.error is not None and case.calls[0].code == call.error.kind
