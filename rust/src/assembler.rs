@@ -956,9 +956,10 @@ impl Assembler {
         let dup_keys = self.config.scan.duplicate_keys == crate::scanner::DuplicateKeys::LastWins;
         // Calls are finished in place: moving each (scanner and all) out would copy it.
         let mut calls = std::mem::take(&mut self.calls);
-        let renamed = renamed_ids(&calls);
+        let mut renamed = renamed_ids(&calls);
         let mut out = Vec::with_capacity(calls.len());
-        for ((ordinal, call), renamed_id) in calls.iter_mut().enumerate().zip(renamed) {
+        for (ordinal, call) in calls.iter_mut().enumerate() {
+            let renamed_id = renamed.get_mut(ordinal).and_then(Option::take);
             let deferred = defer && deferrable(call, registry.as_deref());
             if !deferred {
                 // Decided before asking whether the call is blank: a fragment held after
@@ -1266,8 +1267,8 @@ pub fn synthetic_id(ordinal: usize) -> String {
 /// earlier call used, or one equal to the synthetic id of a call without an id, would make two
 /// calls answer to one id (a provider refuses a turn with an unanswered call). The new id is
 /// the wire id and the call's ordinal, with `_` appended until no id of the turn has it.
+/// Empty when no call needs one.
 fn renamed_ids(calls: &[Call]) -> Vec<Option<String>> {
-    let mut out = vec![None; calls.len()];
     let idless = calls.iter().any(|c| c.id.is_none());
     let posing = |id: &str| idless && is_synthetic_of_idless(calls, id);
     // Usually nothing clashes, and nothing is allocated: a quadratic scan for the usual handful
@@ -1287,8 +1288,10 @@ fn renamed_ids(calls: &[Call]) -> Vec<Option<String>> {
         })
         .collect();
     if flagged.is_empty() {
-        return out;
+        // Nothing to rename: nothing is allocated on the common path (an empty `Vec` does not allocate).
+        return Vec::new();
     }
+    let mut out = vec![None; calls.len()];
     let mut taken: std::collections::HashSet<String> = calls
         .iter()
         .enumerate()
