@@ -38,9 +38,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
-from urllib.parse import unquote
 
-from toolwire.subschemas import inner_any, is_marked_secret, same_value
+from toolwire.subschemas import (
+    NOWHERE,
+    inner_any,
+    is_marked_secret,
+    lookup,
+    pointer_tokens,
+    same_value,
+)
 
 __all__ = [
     "ExportedSchema",
@@ -174,12 +180,12 @@ def _as_list(value: object) -> list[Any] | None:
 
 def _pointer_tokens(ref: str) -> list[str]:
     """The reference tokens of a local `$ref` (`#` is the root: no tokens)."""
-    pointer = unquote(ref[1:]) if ref.startswith("#") else None
-    if pointer is None or (pointer and not pointer.startswith("/")):
+    tokens = pointer_tokens(ref)
+    if tokens is None:
         raise ValueError(
             f"unsupported $ref {ref!r}: only local JSON Pointer references can be inlined"
         )
-    return [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+    return tokens
 
 
 def _pointer_escape(token: str) -> str:
@@ -233,15 +239,9 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
             if tokens[1] not in defs:
                 raise ValueError(f"$ref {ref!r} names a missing definition")
             return tokens[1], defs[tokens[1]]
-        target: Any = schema
-        for token in tokens:
-            as_dict, as_list = _as_dict(target), _as_list(target)
-            if as_dict is not None and token in as_dict:
-                target = as_dict[token]
-            elif as_list is not None and token.isdigit() and int(token) < len(as_list):
-                target = as_list[int(token)]
-            else:
-                raise ValueError(f"$ref {ref!r} points nowhere")
+        target = lookup(schema, tokens)
+        if target is NOWHERE:
+            raise ValueError(f"$ref {ref!r} points nowhere")
         return "#" + "".join(f"/{_pointer_escape(t)}" for t in tokens), target
 
     def keep(key: str, target: Any) -> str:

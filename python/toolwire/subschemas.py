@@ -23,13 +23,17 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, cast
+from urllib.parse import unquote
 
 __all__ = [
+    "NOWHERE",
     "SECRET_KEY",
     "inner",
     "inner_all",
     "inner_any",
     "is_marked_secret",
+    "lookup",
+    "pointer_tokens",
     "resolve",
     "same_value",
 ]
@@ -160,21 +164,38 @@ def inner_all(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return out + inner_any(node)
 
 
-def resolve(root: Mapping[str, Any], ref: str) -> Mapping[str, Any] | None:
-    """The schema a local `$ref` (`#`, `#/$defs/Name`, any JSON Pointer from the root) names,
-    or None when it names nothing there."""
-    if ref != "#" and not ref.startswith("#/"):
+def pointer_tokens(ref: str) -> list[str] | None:
+    """The reference tokens of a local `$ref` (`#` is the root: no tokens), percent-decoded and
+    unescaped; None for a reference that is not a local JSON Pointer."""
+    pointer = unquote(ref[1:]) if ref.startswith("#") else None
+    if pointer is None or (pointer and not pointer.startswith("/")):
         return None
-    target: object = root
-    for token in ref[2:].split("/") if ref != "#" else []:
-        token = token.replace("~1", "/").replace("~0", "~")
+    return [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+
+
+NOWHERE: Any = object()
+"""What `lookup` gives for tokens that lead nowhere."""
+
+
+def lookup(root: object, tokens: list[str]) -> Any:
+    """What `tokens` lead to from `root` through objects and arrays, or `NOWHERE`."""
+    target = root
+    for token in tokens:
         if isinstance(target, Mapping) and token in target:
             target = cast(Mapping[str, object], target)[token]
         elif isinstance(target, list) and token.isdigit():
             listed = cast(list[object], target)
             if int(token) >= len(listed):
-                return None
+                return NOWHERE
             target = listed[int(token)]
         else:
-            return None
+            return NOWHERE
+    return target
+
+
+def resolve(root: Mapping[str, Any], ref: str) -> Mapping[str, Any] | None:
+    """The schema a local `$ref` (`#`, `#/$defs/Name`, any JSON Pointer from the root) names,
+    or None when it names nothing there."""
+    tokens = pointer_tokens(ref)
+    target = NOWHERE if tokens is None else lookup(root, tokens)
     return cast(Mapping[str, Any], target) if isinstance(target, Mapping) else None
