@@ -44,7 +44,7 @@ from toolwire.coercion import pointer
 from toolwire.events import CallCompleted, StreamEnded
 from toolwire.formats._fields import get, plain
 from toolwire.payloads import compact_json
-from toolwire.replay import CORPUS_SCHEMA_VERSION, schema_hash, verdict
+from toolwire.replay import CORPUS_SCHEMA_VERSION, raw_bytes, schema_hash, verdict
 from toolwire.schema_export import secret_patterns
 from toolwire.stream import ToolStream, is_provider_error
 from toolwire.subschemas import inner, is_marked_secret, resolve, same_value
@@ -143,15 +143,6 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:12]
 
 
-def _raw_utf8(text: str) -> bytes:
-    """The bytes a text holding `surrogateescape` code points stands for (any other lone
-    surrogate as its invalid UTF-8 form)."""
-    try:
-        return text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")
-
-
 def _holds_json(token: str, closed: bool) -> bool:
     """Whether a string token holds a JSON object or array (which validation may parse), read
     leniently: cut off, or with an escape JSON does not have, it may still be one."""
@@ -196,14 +187,15 @@ def secret_pointers(schema: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
 
     def walk(node: Mapping[str, Any], prefix: str, refs: frozenset[str]) -> None:
-        for candidate in _same(schema, node):
+        candidates = _same(schema, node)
+        for candidate in candidates:
             ref = candidate.get("$ref")
             if isinstance(ref, str) and ref in refs:
                 # A recursive definition: its fields were listed where it first appeared.
                 return
             if isinstance(ref, str):
                 refs |= {ref}
-        for candidate in _same(schema, node):
+        for candidate in candidates:
             props = candidate.get("properties")
             if not isinstance(props, Mapping):
                 continue
@@ -506,7 +498,7 @@ class Recorder:
         # (written as `\udcXX`), which replay turns back into the same bytes.
         raw = call.arguments_bytes.decode("utf-8", "surrogateescape")
         arguments = redact_arguments(raw, self._schema(call.name), self.redact)
-        digest = _digest(_raw_utf8(f"{call.name}\0{arguments}"))
+        digest = _digest(raw_bytes(f"{call.name}\0{arguments}"))
         record: dict[str, Any] = {
             "toolwire": "call",
             "id": f"{call.name or 'unnamed'}-{digest}",
@@ -615,7 +607,7 @@ class Recorder:
                 content = body
             else:
                 record["chunks"] = [plain(chunk) for chunk in chunks or ()]
-                content = _raw_utf8(json.dumps(record["chunks"], sort_keys=True, default=str))
+                content = raw_bytes(json.dumps(record["chunks"], sort_keys=True, default=str))
             # Named by what it holds, not by where it sits: a baseline keeps knowing it when
             # rotation moves it to another file or line.
             record = {"toolwire": "stream", "id": f"stream-{_digest(content)}", **record}

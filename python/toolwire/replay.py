@@ -273,7 +273,7 @@ def _printable(text: str) -> str:
     return text.encode("utf-8", errors="backslashreplace").decode("utf-8")
 
 
-def _raw_bytes(text: str) -> bytes:
+def raw_bytes(text: str) -> bytes:
     """The bytes a corpus string stands for, even when it holds lone surrogates.
 
     The recorder writes bytes that are not UTF-8 as `surrogateescape` code points (`\\udcXX`
@@ -342,7 +342,7 @@ def _entry_from_record(
     inline = record.get("chunks")
     body = record.get("body")
     if raw_body is None and isinstance(body, str):
-        raw_body = _raw_bytes(body)
+        raw_body = raw_bytes(body)
     return Entry(
         key=keys(source, ident),
         source=source,
@@ -779,7 +779,7 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
     text_parts: list[str] = []
     if entry.kind == "call":
         try:
-            asm.feed(0, id=entry.call_id, name=entry.tool, arguments=_raw_bytes(entry.arguments))
+            asm.feed(0, id=entry.call_id, name=entry.tool, arguments=raw_bytes(entry.arguments))
         except (MisuseError, TypeError, UnicodeError) as exc:
             raise CorpusError(f"{entry.key}: the call cannot be replayed: {exc}") from exc
         if entry.end is not None and isinstance(entry.end.get("stop"), str):

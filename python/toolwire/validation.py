@@ -745,6 +745,14 @@ def string_leaves(
             yield from string_leaves(item, [*path, i], scalars=scalars)
 
 
+def without_values(text: str, secrets: Sequence[str]) -> str:
+    """`text` with every occurrence of each secret value redacted, longest first (a secret
+    that holds another must not be left half shown)."""
+    for secret in sorted(filter(None, secrets), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
 def secret_text(value: SecretStr | SecretBytes) -> str:
     """The text a secret value holds (bytes read as UTF-8)."""
     secret = value.get_secret_value()
@@ -2147,13 +2155,7 @@ class ToolValidator:
                 secrets.append(secret_text(value))
             elif value != "" and self._lookup.locate(path).secret:
                 secrets.append(value if isinstance(value, str) else json.dumps(value))
-        out: list[str] = []
-        for reason in reasons:
-            words = str(reason)
-            for secret in sorted(filter(None, secrets), key=len, reverse=True):
-                words = words.replace(secret, REDACTED)
-            out.append(words)
-        return out
+        return [without_values(str(reason), secrets) for reason in reasons]
 
     def _reject(
         self, call: CallLike, drafts: list[_Draft], coercions: list[Coercion], lang: Lang

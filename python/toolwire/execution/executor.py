@@ -71,7 +71,7 @@ from toolwire.execution.ledger_sqlite import SqliteLedger
 from toolwire.execution.observe import ExecutionRecord, FinalState, Observer, SpanLike
 from toolwire.execution.retry import RetryPolicy, StopReason, decide_retry
 from toolwire.payloads import MESSAGES, Lang, compact_json, finite_json, text
-from toolwire.validation import REDACTED, Redactor, secret_text, string_leaves
+from toolwire.validation import Redactor, secret_text, string_leaves, without_values
 
 __all__ = [
     "Call",
@@ -1533,12 +1533,11 @@ class Executor:
         on the whole text. Never raises: a failing hook withholds the text instead."""
         try:
             hook = self.redact
-            for path, value in string_leaves(arguments):
-                if isinstance(value, (SecretStr, SecretBytes)):
-                    plain = secret_text(value)
-                    if plain:
-                        text = text.replace(plain, REDACTED)
-                elif value and hook is not None:
+            leaves = list(string_leaves(arguments))
+            secrets = [secret_text(v) for _, v in leaves if isinstance(v, (SecretStr, SecretBytes))]
+            text = without_values(text, secrets)
+            for path, value in leaves:
+                if isinstance(value, str) and value and hook is not None:
                     shown = hook(pointer(path), value)
                     if shown != value:
                         text = text.replace(value, shown)
