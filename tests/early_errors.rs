@@ -52,6 +52,18 @@ fn delta<'a>(name: Option<&'a str>, text: &'a [u8]) -> Delta<'a> {
     }
 }
 
+/// One error was drained, at `path`, showing `got`.
+fn assert_one_error(drained: &[(usize, Error)], path: &str, got: &str, context: &str) {
+    assert_eq!(drained.len(), 1, "{context}: {drained:?}");
+    let e = &drained[0].1;
+    assert_eq!(e.path, path, "{context}");
+    assert_eq!(
+        e.detail.as_ref().map(|d| d.got.as_str()),
+        Some(got),
+        "{context}"
+    );
+}
+
 fn sorted(mut errors: Early) -> Early {
     errors.sort();
     errors
@@ -82,15 +94,7 @@ fn a_violation_inside_an_open_string_or_key_is_drained_at_once() {
             Assembler::with_tools(AssemblerConfig::default(), registry()).expect("config");
         asm.feed(&delta(Some("tool"), text.as_bytes()))
             .expect("feed");
-        let drained = asm.drain_errors();
-        assert_eq!(drained.len(), 1, "{text}: {drained:?}");
-        let e = &drained[0].1;
-        assert_eq!(e.path, path, "{text}");
-        assert_eq!(
-            e.detail.as_ref().map(|d| d.got.as_str()),
-            Some(got),
-            "{text}"
-        );
+        assert_one_error(&asm.drain_errors(), path, got, text);
         asm.feed(&delta(None, rest.as_bytes())).expect("feed");
         assert!(asm.drain_errors().is_empty(), "{text}: reported once");
     }
@@ -119,14 +123,7 @@ fn an_early_error_decided_inside_a_character_shows_the_whole_ones_before_it() {
             let mut drained = asm.drain_errors();
             asm.feed(&delta(None, &bytes[cut..])).expect("feed");
             drained.extend(asm.drain_errors());
-            assert_eq!(drained.len(), 1, "{text} cut at {cut}");
-            let e = &drained[0].1;
-            assert_eq!(e.path, path, "{text} cut at {cut}");
-            assert_eq!(
-                e.detail.as_ref().map(|d| d.got.as_str()),
-                Some(got),
-                "{text}"
-            );
+            assert_one_error(&drained, path, got, &format!("{text} cut at {cut}"));
         }
     }
 }
