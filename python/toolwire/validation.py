@@ -2138,9 +2138,7 @@ class ToolValidator:
                 verdict = exc.reasons
             reasons = [verdict] if isinstance(verdict, str) else list(verdict or [])
             if reasons:
-                reasons = self._without_secrets(
-                    instance if instance is not None else plain, reasons
-                )
+                reasons = self._without_secrets(arguments, reasons)
                 return Outcome.business_failure(call, self.tool, reasons, lang=lang)
         return Outcome.success(
             call, self.tool, model=instance, value=plain, coercions=coercions, lang=lang
