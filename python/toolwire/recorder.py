@@ -434,12 +434,8 @@ class Recorder:
         """
         full = {"schema_version": CORPUS_SCHEMA_VERSION, **record}
         full.setdefault("recorded_at", self.clock())
-        text = json.dumps(full, ensure_ascii=False, separators=(",", ":"), default=_blob)
-        try:
-            line = (text + "\n").encode()
-        except UnicodeEncodeError:
-            # Lone surrogates (a body's bytes that are not UTF-8): as `\udcXX` escapes.
-            line = (json.dumps(full, separators=(",", ":"), default=_blob) + "\n").encode()
+        # Lone surrogates (a body's bytes that are not UTF-8) go out as `\udcXX` escapes.
+        line = (compact_json(full, default=_blob) + "\n").encode()
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with _file_lock(self.path):

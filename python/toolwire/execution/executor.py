@@ -71,7 +71,13 @@ from toolwire.execution.ledger_sqlite import SqliteLedger
 from toolwire.execution.observe import ExecutionRecord, FinalState, Observer, SpanLike
 from toolwire.execution.retry import RetryPolicy, StopReason, decide_retry
 from toolwire.payloads import MESSAGES, Lang, compact_json, finite_json, text
-from toolwire.validation import Redactor, secret_text, string_leaves, without_values
+from toolwire.validation import (
+    Redactor,
+    secret_text,
+    shown_text,
+    string_leaves,
+    without_values,
+)
 
 __all__ = [
     "Call",
@@ -119,9 +125,8 @@ _BREAKER_FAILURES = frozenset(
     }
 )
 _MESSAGE_LIMIT = 500
-# The fields a `NeedsClarification` may ask for, and the length of each name shown.
+# The fields a `NeedsClarification` may ask for (each name cut like any shown text).
 _MAX_MISSING = 20
-_NAME_LIMIT = 200
 # Seconds a blocking ledger is given to record a call's outcome once the request deadline has
 # passed (a tool stopped by the deadline still has its outcome written; a hung store does not
 # hold the call).
@@ -409,10 +414,6 @@ def _whole(exc: BaseException) -> str:
 
 def _cut(text: str) -> str:
     return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
-
-
-def _cut_name(text: str) -> str:
-    return text if len(text) <= _NAME_LIMIT else text[: _NAME_LIMIT - 1] + "…"
 
 
 def _safe_repr(value: Any) -> str:
@@ -1769,7 +1770,7 @@ def _error_payload(
     elif isinstance(exc, NeedsClarification):
         payload["message"] = _cut(scrub(str(exc.message)))
         missing = list(exc.missing or [])[:_MAX_MISSING]
-        payload["missing"] = [_cut_name(scrub(str(name))) for name in missing]
+        payload["missing"] = [shown_text(scrub(str(name))) for name in missing]
     if run.stop_reason not in (None, "not_retryable"):
         payload["stopped"] = run.stop_reason
     if run.breaker_rejected:
