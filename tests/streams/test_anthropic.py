@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("toolwire._core")
 
 from toolwire.events import CallStarted, StreamEnded, TextDelta
+from toolwire.stream import is_provider_error, is_transport_error
 
 from .clients import assemble_async, assemble_both, assemble_sync
 from .conftest import SSEServer
@@ -146,8 +147,13 @@ def test_connection_drop_sync(sse_server: SSEServer) -> None:
     route = sse_server.register(body, split="adversarial", drop_after=body.index(b'"xy') + 2)
     events, stream = assemble_sync(route, FMT)
     assert [c.ok for c in stream.calls] == [True, False]
-    # The Anthropic SDK lets the HTTP client's own error through (no APIConnectionError wrap).
-    assert type(stream.transport_error).__name__ == "RemoteProtocolError"
+    # Older Anthropic SDKs let the HTTP client's own error through; newer ones wrap it in
+    # APIConnectionError. Either way it is a dropped connection, not a provider's error.
+    error = stream.transport_error
+    assert isinstance(error, anthropic.APIConnectionError) or (
+        type(error).__name__ == "RemoteProtocolError"
+    )
+    assert is_transport_error(error) and not is_provider_error(error)
     with pytest.raises(type(stream.transport_error)):
         stream.raise_for_transport_error()
     assert events[-1].finish_reason is None
