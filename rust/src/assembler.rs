@@ -1612,22 +1612,37 @@ mod tests {
         assert_eq!(open.get(Some(3)), Some(9));
     }
 
+    /// Feeds the `k`-th fragment of call 0 of tool `tool` (named on the first) and returns the
+    /// bytes its scanner has not read yet.
+    fn feed_fragment(asm: &mut Assembler, k: usize, fragment: &[u8]) -> usize {
+        let delta = Delta {
+            index: Some(0),
+            id: None,
+            name: (k == 0).then_some("tool"),
+            kind: None,
+            arguments: Some(Arguments::Text(fragment)),
+        };
+        assert_eq!(asm.feed(&delta), Ok(0));
+        asm.calls[0].scanner.unscanned()
+    }
+
     /// Feeds `{"note":"xxxx…"}` (about 2 KB) to one call in 10-byte fragments and returns the
     /// bytes its scanner has not read yet.
     fn unscanned_after_feeding(asm: &mut Assembler) -> usize {
         let text = format!("{{\"note\":\"{}\"}}", "x".repeat(2000));
+        let mut unscanned = 0;
         for (k, piece) in text.as_bytes().chunks(10).enumerate() {
-            let piece = std::str::from_utf8(piece).unwrap_or_default();
-            let delta = Delta {
-                index: Some(0),
-                id: None,
-                name: (k == 0).then_some("tool"),
-                kind: None,
-                arguments: Some(Arguments::Text(piece.as_bytes())),
-            };
-            assert_eq!(asm.feed(&delta), Ok(0));
+            unscanned = feed_fragment(asm, k, piece);
         }
-        asm.calls[0].scanner.unscanned()
+        unscanned
+    }
+
+    /// An assembler that pre-checks tool `tool` against an object schema with `properties`.
+    fn checked_assembler(properties: serde_json::Value) -> Assembler {
+        let mut registry = Registry::new();
+        let schema = serde_json::json!({"type": "object", "properties": properties});
+        assert!(registry.add("tool", &schema).is_ok());
+        Assembler::with_tools(AssemblerConfig::default(), Arc::new(registry)).expect("config")
     }
 
     #[test]
@@ -1638,23 +1653,15 @@ mod tests {
         assert!(unscanned_after_feeding(&mut plain) >= 2002);
         assert!(plain.finish().expect("finish")[0].error.is_none());
         // A pre-checked call keeps its early decisions at most `DEFERRED_BYTES` behind.
-        let mut registry = Registry::new();
-        let schema =
-            serde_json::json!({"type": "object", "properties": {"note": {"type": "string"}}});
-        assert!(registry.add("tool", &schema).is_ok());
-        let mut checked =
-            Assembler::with_tools(AssemblerConfig::default(), Arc::new(registry)).expect("config");
+        let mut checked = checked_assembler(serde_json::json!({"note": {"type": "string"}}));
         assert!(unscanned_after_feeding(&mut checked) < DEFERRED_BYTES);
     }
 
     #[test]
     fn a_prechecked_fragment_that_may_close_the_value_is_scanned_at_once() {
-        let mut registry = Registry::new();
-        let schema = serde_json::json!({"type": "object", "properties": {
-            "note": {"type": "string"}, "size": {"type": "object"}}});
-        assert!(registry.add("tool", &schema).is_ok());
-        let mut asm =
-            Assembler::with_tools(AssemblerConfig::default(), Arc::new(registry)).expect("config");
+        let mut asm = checked_assembler(
+            serde_json::json!({"note": {"type": "string"}, "size": {"type": "object"}}),
+        );
         let fragments = [
             r#"{"note":"a"#,
             r#"b","size":{"w":1"#,
@@ -1662,18 +1669,9 @@ mod tests {
             r#","note2":"#,
             "3} \n",
         ];
-        let mut unscanned = Vec::new();
-        for (k, fragment) in fragments.iter().enumerate() {
-            let delta = Delta {
-                index: Some(0),
-                id: None,
-                name: (k == 0).then_some("tool"),
-                kind: None,
-                arguments: Some(Arguments::Text(fragment.as_bytes())),
-            };
-            assert_eq!(asm.feed(&delta), Ok(0));
-            unscanned.push(asm.calls[0].scanner.unscanned());
-        }
+        let unscanned: Vec<usize> = (fragments.iter().enumerate())
+            .map(|(k, fragment)| feed_fragment(&mut asm, k, fragment.as_bytes()))
+            .collect();
         // Short fragments wait for `DEFERRED_BYTES`, unless they end with `}` (whitespace
         // after it included): then nothing is left for `finish` to scan.
         assert!(unscanned[0] > 0 && unscanned[1] > 0 && unscanned[3] > 0);
