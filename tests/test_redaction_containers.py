@@ -9,7 +9,7 @@ its own JSON Pointer, exactly as it does for a scalar error.
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
 from pydantic import BaseModel, Field, SecretStr
@@ -461,3 +461,79 @@ def test_reasons_that_are_not_text_still_answer_the_call() -> None:
     (done,) = made.finish()
     (message,) = tool_messages([done], [Coded(7)])
     assert json.loads(message["content"])["error_type"] == "business_rule"
+
+
+_PLAIN_LOGIN = {
+    "name": "login",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "user": {"type": "string"},
+            "password": {"type": "string", "x-secret": True},
+            "device": {
+                "type": "object",
+                "properties": {"pin": {"type": "integer", "x-secret": True}},
+            },
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("how", ["business_rule", "clarification", "exception"])
+def test_a_plain_tools_words_do_not_show_its_secret_arguments(
+    how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    from toolwire.execution import BusinessRuleError, Executor, NeedsClarification
+
+    def login(args: dict[str, Any]) -> None:
+        quoted = f"{args['user']}:{args['password']} pin {args['device']['pin']}"
+        if how == "business_rule":
+            raise BusinessRuleError(f"account {quoted} is locked")
+        if how == "clarification":
+            raise NeedsClarification(f"is {quoted} right?")
+        raise ConnectionError(f"auth failed for {quoted}")
+
+    tools = Toolset([_PLAIN_LOGIN], strict=False)
+    arguments = {"user": "bob", "password": SECRET, "device": {"pin": 987654321}}
+    done = call(tools, "login", json.dumps(arguments), precheck=True)
+    outcome = tools.validate(done)
+    assert outcome.ok
+    with caplog.at_level(logging.DEBUG, logger="toolwire.execution"):
+        content = Executor({"login": login}, breaker=False).execute(outcome).content()
+    for shown in (content, caplog.text):
+        assert SECRET[:10] not in shown and "987654321" not in shown
+    # The rest of the tool's words stay as it wrote them (an exception's only in the log).
+    assert "bob:[redacted] pin [redacted]" in (caplog.text if how == "exception" else content)
+
+
+class _Pins(BaseModel):
+    """Unlock with one of several pins."""
+
+    pins: list[Annotated[int, Field(json_schema_extra={"x-secret": True})]]
+
+
+def test_a_model_tools_words_do_not_show_secrets_declared_on_its_items() -> None:
+    from toolwire.execution import BusinessRuleError, Executor
+
+    def unlock(args: _Pins) -> None:
+        raise BusinessRuleError(f"pins {args.pins[0]} and {args.pins[1]} are both expired")
+
+    tools = Toolset([_Pins], strict=False)
+    done = call(tools, "pins", '{"pins": [987654321, 123456789]}', precheck=True)
+    outcome = tools.validate(done)
+    assert outcome.ok and len(outcome.secrets) == 2
+    content = Executor({"pins": unlock}, breaker=False).execute(outcome).content()
+    assert "987654321" not in content and "123456789" not in content
+    assert "pins [redacted] and [redacted] are both expired" in content
+
+
+def test_an_outcome_without_secrets_carries_none() -> None:
+    class Note(BaseModel):
+        text: str
+
+    for tool in (Note, {"name": "note", "parameters": {"properties": {"text": {}}}}):
+        tools = Toolset([tool], strict=False)
+        outcome = tools.validate(call(tools, "note", '{"text": "hi"}', precheck=True))
+        assert outcome.ok and outcome.secrets == () and vars(outcome)["secrets"] == ()

@@ -573,7 +573,7 @@ class Toolset:
         self._check_schemas = {name: precheck_schema(src) for name, src in check_sources.items()}
         # Tools whose calls Pydantic alone validates, for the inline path of `validate`.
         self._direct: dict[
-            str | None, tuple[ToolValidator, Callable[..., BaseModel], bool, bool]
+            str | None, tuple[ToolValidator, Callable[..., BaseModel], bool, bool, bool]
         ] = {}
         for name, description, model, source in parsed:
             if not _NAME.match(name):
@@ -609,7 +609,13 @@ class Toolset:
                     self._export_sources[name] = export_source
             direct = validator.direct_json
             if direct is not None:
-                self._direct[name] = (validator, direct, validator.strict, validator.floats)
+                self._direct[name] = (
+                    validator,
+                    direct,
+                    validator.strict,
+                    validator.floats,
+                    validator.holds_secrets,
+                )
 
     # Registry ---------------------------------------------------------------------------
 
@@ -808,7 +814,7 @@ class Toolset:
             # arguments (`{}` to the validator) and look-alike calls without raw bytes take the
             # general path.
             if direct is not None and raw is not None:
-                validator, validate_json, strict, floats = direct
+                validator, validate_json, strict, floats, secret = direct
                 lang = self._lang
                 try:
                     instance = validate_json(raw, strict=strict)
@@ -818,7 +824,10 @@ class Toolset:
                 if floats and not plain_numbers and float_risk(raw):
                     # A number a float field may read as infinity or zero: look closer.
                     return validator.validate(call, lang=lang, redact=self._redact)
-                return success_outcome(call_id, validator.tool, instance, None, [], lang)
+                secrets = validator.secrets_of(instance) if secret else ()
+                return success_outcome(
+                    call_id, validator.tool, instance, None, [], lang, None, secrets
+                )
         else:
             early = outcome_for_call_error(call, error, tools=self.names(), lang=self._lang)
             if early is not None:

@@ -200,6 +200,7 @@ _SUCCESS_FIELDS: dict[str, Any] = {
     "hint": None,
     "ask_user": None,
     "lang": "en",
+    "secrets": (),
 }
 
 
@@ -211,6 +212,7 @@ def success_outcome(
     coercions: list[Coercion],
     lang: Lang,
     cls: type[Outcome] | None = None,
+    secrets: tuple[SecretStr, ...] = (),
 ) -> Outcome:
     """A successful `Outcome` (or `cls`), built without the dataclass `__init__`.
 
@@ -230,6 +232,8 @@ def success_outcome(
     fields["coercions"] = coercions
     fields["ask_user"] = []
     fields["lang"] = lang
+    if secrets:
+        fields["secrets"] = secrets
     return outcome
 
 
@@ -257,6 +261,11 @@ class Outcome:
         hint: Advice for the model (and for whoever reads the logs).
         ask_user: Fields only the user can supply (for `needs_clarification`).
         lang: The language of the texts.
+        secrets: The argument values the tool's schema marks secret (`x-secret`,
+            `format: password`), each as a `SecretStr`, for a successful call whose tool has
+            any: the executor hides them in whatever quotes them (the tool's own errors, logs).
+            A plain tool's arguments are plain data, so nothing else says which are secret.
+            Left out of `repr` and comparisons.
     """
 
     ok: bool
@@ -273,6 +282,7 @@ class Outcome:
     hint: str | None = None
     ask_user: list[str] = field(default_factory=lambda: [])
     lang: Lang = "en"
+    secrets: tuple[SecretStr, ...] = field(default=(), repr=False, compare=False)
 
     @classmethod
     def success(
@@ -284,6 +294,7 @@ class Outcome:
         value: Any = None,
         coercions: list[Coercion] | None = None,
         lang: Lang = "en",
+        secrets: Sequence[SecretStr] = (),
     ) -> Outcome:
         """A successful outcome: the call may run with `model` (or `value`, for dict tools).
 
@@ -294,12 +305,13 @@ class Outcome:
             value: The validated arguments as plain JSON data, for dict tools.
             coercions: The coercions applied before the arguments validated.
             lang: The language of the texts.
+            secrets: The argument values the tool's schema marks secret.
 
         Returns:
             The outcome.
         """
         coercions = [] if coercions is None else coercions
-        return success_outcome(call.id, tool, model, value, coercions, lang, cls)
+        return success_outcome(call.id, tool, model, value, coercions, lang, cls, tuple(secrets))
 
     @property
     def executable(self) -> bool:
@@ -1835,6 +1847,7 @@ class ToolValidator:
         self.default_tz = default_tz
         self.check = check
         self._lookup = _Schema(self.schema)
+        self._holds_secrets = self._lookup.holds_secret(self.schema)
         self._fixups = _has_fixups(self.schema)
         self._decimals = model is not None and has_decimals(self.schema)
         self._floats = model is not None and has_floats(self.schema)
@@ -1923,6 +1936,11 @@ class ToolValidator:
         """Whether the tool has float fields: a success from `direct_json` then stands only if
         `toolwire.coercion.float_risk` finds no suspect number (otherwise `validate` decides)."""
         return self._floats
+
+    @property
+    def holds_secrets(self) -> bool:
+        """Whether the tool's schema marks any value secret (see `secrets_of`)."""
+        return self._holds_secrets
 
     @property
     def strict(self) -> bool:
@@ -2138,22 +2156,48 @@ class ToolValidator:
                 verdict = exc.reasons
             reasons = [verdict] if isinstance(verdict, str) else list(verdict or [])
             if reasons:
-                reasons = self._without_secrets(arguments, reasons)
-                return Outcome.business_failure(call, self.tool, reasons, lang=lang)
+                secrets = self._secret_texts(arguments)
+                return Outcome.business_failure(
+                    call,
+                    self.tool,
+                    [without_values(str(reason), secrets) for reason in reasons],
+                    lang=lang,
+                )
         return Outcome.success(
-            call, self.tool, model=instance, value=plain, coercions=coercions, lang=lang
+            call,
+            self.tool,
+            model=instance,
+            value=plain,
+            coercions=coercions,
+            lang=lang,
+            secrets=self.secrets_of(instance if instance is not None else plain),
         )
 
-    def _without_secrets(self, arguments: Any, reasons: Sequence[object]) -> list[str]:
-        """A check's reasons, each secret argument value in them redacted: a check may quote
-        the value it refused (`password ... is expired`), and the reasons go to the model."""
+    def secrets_of(self, arguments: Any) -> tuple[SecretStr, ...]:
+        """The secret values of validated `arguments`, for `Outcome.secrets`: () unless the
+        tool's schema marks something secret (then the arguments are walked once).
+
+        Args:
+            arguments: The validated model instance or plain data.
+
+        Returns:
+            Each secret value's text as a `SecretStr`.
+        """
+        if not self._holds_secrets:
+            return ()
+        return tuple(SecretStr(secret) for secret in self._secret_texts(arguments))
+
+    def _secret_texts(self, arguments: Any) -> list[str]:
+        """The text of every secret value in validated `arguments`: a `SecretStr`'s, and any
+        value the schema marks secret (a plain tool's, or an item of a marked list). A check or
+        a tool may quote the value it refused (`password ... is expired`)."""
         secrets: list[str] = []
         for path, value in string_leaves(arguments, scalars=True):
             if isinstance(value, (SecretStr, SecretBytes)):
                 secrets.append(secret_text(value))
             elif value != "" and self._lookup.locate(path).secret:
                 secrets.append(value if isinstance(value, str) else json.dumps(value))
-        return [without_values(str(reason), secrets) for reason in reasons]
+        return secrets
 
     def _reject(
         self, call: CallLike, drafts: list[_Draft], coercions: list[Coercion], lang: Lang

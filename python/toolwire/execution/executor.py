@@ -874,7 +874,7 @@ class Executor:
                 call.call_id,
                 call.tool,
                 type(exc).__name__,
-                self._scrub_text(_safe_arguments(call), _short(exc)),
+                self._scrub_text(_safe_arguments(call), _short(exc), _declared_secrets(call)),
             )
         error: dict[str, Any] = {
             "type": kind,
@@ -1526,16 +1526,20 @@ class Executor:
         return result
 
     def _scrub(self, run: _Run, text: str) -> str:
-        return self._scrub_text(run.arguments, text)
+        return self._scrub_text(run.arguments, text, _declared_secrets(run.call))
 
-    def _scrub_text(self, arguments: Any, text: str) -> str:
+    def _scrub_text(
+        self, arguments: Any, text: str, declared: Sequence[SecretStr | SecretBytes] = ()
+    ) -> str:
         """``text`` (an exception's, for logs or the model) without what redaction hides: the
-        secret argument values, every argument value the hook redacts, then the hook's verdict
-        on the whole text. Never raises: a failing hook withholds the text instead."""
+        secret argument values (``SecretStr`` ones and those the call's schema ``declared``),
+        every argument value the hook redacts, then the hook's verdict on the whole text. Never
+        raises: a failing hook withholds the text instead."""
         try:
             hook = self.redact
             leaves = list(string_leaves(arguments))
             secrets = [secret_text(v) for _, v in leaves if isinstance(v, (SecretStr, SecretBytes))]
+            secrets += [secret_text(v) for v in declared]
             text = without_values(text, secrets)
             for path, value in leaves:
                 if isinstance(value, str) and value and hook is not None:
@@ -1629,6 +1633,18 @@ def _arguments_of(call: ValidatedCall) -> Any:
         if isinstance(parsed, dict):
             return cast(dict[str, Any], parsed)
     return {}
+
+
+def _declared_secrets(call: ValidatedCall) -> Sequence[SecretStr | SecretBytes]:
+    """The secret values a call's validation found by its schema (``Outcome.secrets``); none
+    for a look-alike call without them, or one whose attribute raises."""
+    try:
+        declared: object = getattr(call, "secrets", ())
+    except Exception:
+        return ()
+    if not isinstance(declared, (tuple, list)):
+        return ()
+    return [v for v in cast(Sequence[object], declared) if isinstance(v, (SecretStr, SecretBytes))]
 
 
 def _safe_arguments(call: ValidatedCall) -> Any:
