@@ -296,3 +296,22 @@ def test_secret_arguments_are_kept_out_of_logged_exception_text(
         result = ex.execute(Call("login", "c1", args), RequestContext("r", "s"))
     assert result.state == "downstream_failed"
     assert "auth failed for ann:[redacted]" in caplog.text and "hunter2" not in caplog.text
+
+
+def test_a_secret_across_the_cut_of_a_logged_exception_is_not_shown(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Login(BaseModel):
+        password: SecretStr
+
+    def login(args: Login) -> None:
+        # The 500-character cut falls inside the secret: scrubbing after it would miss it.
+        raise ConnectionError("x" * 494 + f" {args.password.get_secret_value()} refused")
+
+    ex = Executor(clock=FakeClock(), breaker=False)
+    ex.register("login", login)
+    with caplog.at_level(logging.DEBUG, logger="toolwire.execution"):
+        ex.execute(Call("login", "c1", Login(password=SecretStr("hunter2-9"))), RequestContext("r"))
+    logged = [r.getMessage() for r in caplog.records if "failed: ConnectionError" in r.getMessage()]
+    # Cut (so the cut was exercised), and no part of the secret before it.
+    assert logged and all(m.endswith("…") and "hunt" not in m for m in logged)

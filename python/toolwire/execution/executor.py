@@ -874,7 +874,7 @@ class Executor:
                 call.call_id,
                 call.tool,
                 type(exc).__name__,
-                self._scrub_text(_safe_arguments(call), _short(exc), _declared_secrets(call)),
+                _cut(self._scrub_text(_safe_arguments(call), _whole(exc), _declared_secrets(call))),
             )
         error: dict[str, Any] = {
             "type": kind,
@@ -998,7 +998,8 @@ class Executor:
         except LedgerUnavailable as exc:
             return exc
         except Exception as exc:  # a broken custom ledger must fail closed as well
-            return LedgerUnavailable(f"ledger error: {_short(exc)}")
+            # Whole: it is cut where it is shown, once scrubbed.
+            return LedgerUnavailable(f"ledger error: {_whole(exc)}")
 
     def _time_left(self, run: _Run) -> float | None:
         deadline = run.context.deadline
@@ -1128,7 +1129,7 @@ class Executor:
         """The result of a call whose ledger could not be read or written."""
         self.observer.count("ledger_errors", 1, tool=run.spec.name)
         # The driver's text (hosts, ports, credentials in a DSN) is for operators only.
-        _log.warning("toolwire: idempotency store unavailable: %s", self._scrub(run, _short(claim)))
+        _log.warning("toolwire: idempotency store unavailable: %s", self._scrubbed(run, claim))
         run.claim = None
         return self._finish(
             run,
@@ -1393,7 +1394,7 @@ class Executor:
             )
         except Exception as exc:
             self.observer.count("ledger_errors", 1, tool=run.spec.name)
-            run.warnings.append(f"ledger update failed: {self._scrub(run, _short(exc))}")
+            run.warnings.append(f"ledger update failed: {self._scrubbed(run, exc)}")
         finally:
             run.claim = None
 
@@ -1489,7 +1490,7 @@ class Executor:
             run.call.call_id,
             run.spec.name,
             type(exc).__name__,
-            self._scrub(run, _short(exc)),
+            self._scrubbed(run, exc),
         )
         if run.spec.side_effects and run.in_flight and cls.ambiguous:
             error = {
@@ -1524,6 +1525,11 @@ class Executor:
         if propagate and reraise:
             raise exc
         return result
+
+    def _scrubbed(self, run: _Run, exc: BaseException) -> str:
+        """An exception's text for logs and warnings: scrubbed whole, then cut (a secret cut
+        in two would no longer be found)."""
+        return _cut(self._scrub(run, _whole(exc)))
 
     def _scrub(self, run: _Run, text: str) -> str:
         return self._scrub_text(run.arguments, text, _declared_secrets(run.call))
