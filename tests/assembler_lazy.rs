@@ -283,7 +283,7 @@ proptest! {
         let mut deferred = asm.finish_deferring_scans().expect("finish");
         for call in &mut deferred {
             call.scan_deferred();
-            prop_assert!(call.unscanned.is_none());
+            prop_assert!(!call.unscanned);
         }
         prop_assert_eq!(summary(&eager), summary(&deferred));
     }

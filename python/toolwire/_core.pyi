@@ -122,6 +122,11 @@ class ToolCall:
         """True when the arguments were checked against the tool's schema while they
         streamed (the assembler had tools): a violation would be in `error`."""
     @property
+    def limits(self) -> dict[str, int | str]:
+        """The limits of the call's assembler that differ from the defaults, as `Assembler`
+        keyword arguments (`max_depth`, `max_bytes`, `max_number_digits`, `duplicate_keys`):
+        `Assembler(**call.limits)` reads the same text the same way (replay relies on it)."""
+    @property
     def value(self) -> Any: ...
     @property
     def error(self) -> CallError | None: ...

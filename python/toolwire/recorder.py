@@ -175,6 +175,16 @@ def _broken_at(text: str) -> int | None:
     return None
 
 
+def limits_of(calls: Iterable[object]) -> dict[str, int | str]:
+    """The assembler limits the calls were read with, where they differ from the defaults
+    (`ToolCall.limits`; the calls of one stream share them): replay reads with the same."""
+    for call in calls:
+        limits: object = getattr(call, "limits", None)
+        if isinstance(limits, dict):
+            return dict(cast("dict[str, int | str]", limits))
+    return {}
+
+
 def secret_pointers(schema: Mapping[str, Any]) -> list[str]:
     """JSON Pointers of the secret properties declared in a tool schema (for docs and tests).
 
@@ -507,6 +517,9 @@ class Recorder:
             record["schema_hash"] = schema_digest
         if format is not None:
             record["format"] = format
+        limits = limits_of([call])
+        if limits:
+            record["limits"] = limits
         observed: dict[str, Any] = {"state": state}
         if code is not None:
             observed["code"] = code
@@ -589,6 +602,9 @@ class Recorder:
                 record["format"] = format
             if interrupted is not None:
                 record["interrupted"] = interrupted
+            limits = limits_of(calls)
+            if limits:
+                record["limits"] = limits
             hashes = {n: h for c in calls if (h := self._hash(n := c.name)) is not None}
             if hashes:
                 record["schema_hashes"] = dict(sorted(hashes.items()))

@@ -24,7 +24,10 @@ Every record may carry `schema_version` (this module reads version 1), `id`, `no
 default), `schema_hash` / `schema_hashes` (written by the recorder) and `expect`. A stream
 record may carry `interrupted` (the recorder writes the exception's class name when the
 connection broke off): a broken connection leaves no chunk, so the replay interrupts the
-assembler after the last chunk, as the live stream did.
+assembler after the last chunk, as the live stream did. Any record may carry `limits`, the
+recorded assembler's limits that differ from the defaults (`max_depth`, `max_bytes`,
+`max_number_digits`, `duplicate_keys`, as `ToolCall.limits` gives them): the replay's
+assembler reads with the same, so a text reaches the verdict it had live.
 
 `fragments` chunks are the core's own deltas, one per line:
 `{"index": 0, "id": ..., "name": ..., "arguments": ..., "type": ...}`, `{"end": 0}` or
@@ -184,6 +187,7 @@ class Entry:
         interrupted: Why the recorded connection broke off (stream entries), or None.
         end: How the stream ended a recorded call, when its text alone does not say
             (call entries): `{"stop": reason}` or `{"cut": true}`.
+        limits: The recorded assembler's limits that differ from the defaults.
     """
 
     key: str
@@ -200,6 +204,31 @@ class Entry:
     note: str = ""
     interrupted: str | None = None
     end: Mapping[str, Any] | None = None
+    limits: Mapping[str, int | str] = field(default_factory=lambda: {})
+
+
+_LIMIT_NAMES = ("max_depth", "max_bytes", "max_number_digits")
+
+
+def _parse_limits(raw: object, where: str) -> dict[str, int | str]:
+    """A record's `limits`, checked for shape (the assembler checks the ranges)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise CorpusError(f"{where}: 'limits' must be an object")
+    limits: dict[str, int | str] = {}
+    for name, value in cast("dict[str, object]", raw).items():
+        if name in _LIMIT_NAMES and isinstance(value, int) and not isinstance(value, bool):
+            limits[name] = value
+        elif name == "duplicate_keys" and value in ("error", "last_wins"):
+            limits[name] = cast(str, value)
+        else:
+            raise CorpusError(
+                f"{where}: 'limits' holds {name!r}: {value!r:.50}; expected "
+                "max_depth, max_bytes or max_number_digits (integers) or duplicate_keys "
+                "('error' or 'last_wins')"
+            )
+    return limits
 
 
 def _parse_expect(raw: object, kind: EntryKind) -> tuple[Expectation, ...] | None:
@@ -336,6 +365,7 @@ def _entry_from_record(
             expect=_parse_expect(record.get("expect"), "call"),
             schema_hashes=_hashes(record),
             note=note,
+            limits=_parse_limits(record.get("limits"), where),
         )
     if kind != "stream":
         raise CorpusError(f"{where}: unknown record kind {kind!r}; expected 'stream' or 'call'")
@@ -357,6 +387,7 @@ def _entry_from_record(
         interrupted=_printable(str(interrupted))
         if (interrupted := record.get("interrupted"))
         else None,
+        limits=_parse_limits(record.get("limits"), where),
     )
 
 
@@ -540,9 +571,24 @@ def load_toolset(spec: str) -> Toolset:
 # Feeding
 
 
-def new_assembler(toolset: Toolset | None = None) -> Assembler:
-    """A fresh `toolwire.assembler.Assembler`, pre-checking against `toolset` if given."""
-    return Assembler(tools=toolset)
+def new_assembler(
+    toolset: Toolset | None = None, limits: Mapping[str, int | str] | None = None
+) -> Assembler:
+    """A fresh `toolwire.assembler.Assembler`, pre-checking against `toolset` if given.
+
+    Args:
+        toolset: Tools to pre-check against.
+        limits: Assembler limits other than the defaults (`ToolCall.limits`).
+
+    Returns:
+        The assembler.
+
+    Raises:
+        MisuseError: A limit is out of range.
+    """
+    if not limits:
+        return Assembler(tools=toolset)
+    return Assembler(tools=toolset, **cast("dict[str, Any]", dict(limits)))
 
 
 def _feed_chunk(asm: Assembler, chunk: object, fmt: FormatName, adapter: Any) -> str:
@@ -774,7 +820,10 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
         The case result.
     """
     started = time.perf_counter()
-    asm = new_assembler(toolset)
+    try:
+        asm = new_assembler(toolset, entry.limits)
+    except MisuseError as exc:
+        raise CorpusError(f"{entry.key}: its limits cannot be used: {exc}") from exc
     sites: dict[int, int] = {}  # ordinal -> chunk after which the pre-check flagged it
     text_parts: list[str] = []
     if entry.kind == "call":

@@ -116,7 +116,10 @@ pub struct ToolCall {
     /// Set by [`Assembler::finish_deferring_scans`] on a call whose only open question is
     /// whether its text is one JSON object: the text has not been scanned, and `error`,
     /// `complete` and `plain_numbers` hold nothing until [`ToolCall::scan_deferred`] runs.
-    pub unscanned: Option<ScanConfig>,
+    pub unscanned: bool,
+    /// The limits and policies its text is scanned with (its assembler's): a replay of the
+    /// call needs them to reach the same verdict.
+    pub limits: ScanConfig,
 }
 
 /// What a scan decides about a call's text.
@@ -145,8 +148,10 @@ impl ToolCall {
     /// for a call already settled.
     #[must_use]
     pub fn scan_unscanned(&self) -> Option<JsonVerdict> {
-        let config = self.unscanned?;
-        let mut scanner = Scanner::new(config);
+        if !self.unscanned {
+            return None;
+        }
+        let mut scanner = Scanner::new(self.limits);
         scanner.push(&self.arguments);
         let json_result = scanner.finish();
         Some(JsonVerdict {
@@ -159,7 +164,7 @@ impl ToolCall {
     /// Settles a call left unscanned with `verdict` (from [`ToolCall::scan_unscanned`], or
     /// [`JsonVerdict::ACCEPTED`] once its text is proved valid another way).
     pub fn settle(&mut self, verdict: JsonVerdict) {
-        self.unscanned = None;
+        self.unscanned = false;
         self.error = verdict.error;
         self.complete = verdict.complete;
         self.plain_numbers = verdict.plain_numbers;
@@ -1254,7 +1259,8 @@ fn finish_call(
         duplicate_keys,
         plain_numbers: call.scanner.plain_numbers() && !deferred,
         prechecked: registry.is_some(),
-        unscanned: deferred.then(|| *call.scanner.config()),
+        unscanned: deferred,
+        limits: *call.scanner.config(),
     }
 }
 

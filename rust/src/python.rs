@@ -435,7 +435,7 @@ type ValidationFields<'a, 'py> = (
 impl PyToolCall {
     fn new(mut call: ToolCall) -> Self {
         let verdict = OnceLock::new();
-        if call.unscanned.is_none() {
+        if !call.unscanned {
             let _ = verdict.set(JsonVerdict {
                 error: call.error.take(),
                 complete: call.complete,
@@ -465,7 +465,10 @@ impl PyToolCall {
     /// numbers, no key that may repeat) and orjson accepts it. Settles the call as valid. None
     /// when any of that fails: the scan then decides.
     fn accepted_value<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        let config = self.call.unscanned.as_ref()?;
+        if !self.call.unscanned {
+            return None;
+        }
+        let config = &self.call.limits;
         let text = &self.call.arguments;
         let shape = outline(text);
         if shape.first != Some(b'{')
@@ -509,6 +512,28 @@ impl PyToolCall {
     #[getter]
     fn prechecked(&self) -> bool {
         self.call.prechecked
+    }
+    /// The assembler's limits that differ from the defaults, as its keyword arguments.
+    #[getter]
+    fn limits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (limits, defaults) = (self.call.limits, ScanConfig::default());
+        let out = PyDict::new(py);
+        if limits.max_depth != defaults.max_depth {
+            out.set_item("max_depth", limits.max_depth)?;
+        }
+        if limits.max_bytes != defaults.max_bytes {
+            out.set_item("max_bytes", limits.max_bytes)?;
+        }
+        if limits.max_number_digits != defaults.max_number_digits {
+            out.set_item("max_number_digits", limits.max_number_digits)?;
+        }
+        if limits.duplicate_keys != defaults.duplicate_keys {
+            out.set_item(
+                "duplicate_keys",
+                duplicate_policy_name(limits.duplicate_keys),
+            )?;
+        }
+        Ok(out)
     }
     /// The raw argument text as received (`{}` when nothing arrived).
     #[getter]
@@ -622,6 +647,14 @@ fn duplicate_policy(s: &str) -> PyResult<DuplicateKeys> {
         _ => Err(MisuseError::new_err(
             "duplicate_keys must be 'error' or 'last_wins'",
         )),
+    }
+}
+
+/// The `duplicate_keys` argument that selects `policy`.
+fn duplicate_policy_name(policy: DuplicateKeys) -> &'static str {
+    match policy {
+        DuplicateKeys::Error => "error",
+        DuplicateKeys::LastWins => "last_wins",
     }
 }
 

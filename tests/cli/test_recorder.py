@@ -16,7 +16,7 @@ from toolwire.cli import main
 from toolwire.demo_tools import demo_toolset
 from toolwire.events import CallCompleted
 from toolwire.recorder import Recorder, redact_arguments, schema_hash, secret_pointers
-from toolwire.replay import load_corpus, replay
+from toolwire.replay import CorpusError, load_corpus, replay
 from toolwire.stream import assemble
 
 from .conftest import chat_call, run_module
@@ -362,7 +362,16 @@ def _invalid_bytes() -> Assembler:
     return asm
 
 
-@pytest.mark.parametrize("make", [_stopped, _cut_by_the_limit, _invalid_bytes])
+def _too_deep_for_its_limit() -> Assembler:
+    # Valid JSON with the default limits: only the recorded limit makes it fail.
+    asm = Assembler(max_depth=3)
+    asm.feed(0, id="c5", name="t", arguments='{"a": {"b": {"c": [1]}}}')
+    return asm
+
+
+@pytest.mark.parametrize(
+    "make", [_stopped, _cut_by_the_limit, _invalid_bytes, _too_deep_for_its_limit]
+)
 def test_a_recorded_call_replays_with_the_verdict_it_had(tmp_path: Path, make: Any) -> None:
     (call,) = make().finish()
     path = tmp_path / "c.jsonl"
@@ -463,3 +472,52 @@ def test_a_hooked_string_with_a_surrogate_escape_records_and_replays_alike(
     Recorder(path, redact=hook).record_call(call)
     (case,) = replay(load_corpus([path])).cases
     assert call.error is not None and case.calls[0].code == call.error.kind
+
+
+def test_a_recorded_stream_replays_with_the_limits_it_was_read_with(tmp_path: Path) -> None:
+    chunks = [
+        chat_call(0, '{"a": 1, "a": 2}', id="d1", name="t"),
+        chat_call(1, '{"b": {"c": 1}}', id="d2", name="t"),
+    ]
+    asm = Assembler(duplicate_keys="last_wins", max_depth=1)
+    for chunk in chunks:
+        asm.feed_chunk(chunk)
+    calls = asm.finish()
+    # The repeated key is fine under last_wins; the second call is one level too deep.
+    assert [c.ok for c in calls] == [True, False]
+    assert calls[0].limits == {"max_depth": 1, "duplicate_keys": "last_wins"}
+    path = tmp_path / "s.jsonl"
+    Recorder(path, streams="failed").record_stream(calls, chunks=chunks, format="openai-chat")
+    (record,) = records(path)
+    assert record["limits"] == {"max_depth": 1, "duplicate_keys": "last_wins"}
+    (case,) = replay(load_corpus([path])).cases
+    assert [(r.state, r.code) for r in case.calls] == [("ok", None), ("model_error", "too_deep")]
+
+
+def test_default_limits_are_not_recorded(tmp_path: Path) -> None:
+    asm = Assembler(max_depth=64, duplicate_keys="error")
+    asm.feed(0, id="c", name="t", arguments='{"a": ')
+    (call,) = asm.finish()
+    assert call.limits == {}
+    path = tmp_path / "c.jsonl"
+    Recorder(path).record_call(call)
+    assert "limits" not in records(path)[0]
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        [3],
+        {"max_depth": "3"},
+        {"max_depth": True},
+        {"depth": 3},
+        {"duplicate_keys": "first_wins"},
+        {"max_depth": 100_000},  # the right shape, out of the assembler's range
+    ],
+)
+def test_a_record_whose_limits_cannot_be_used_is_refused(tmp_path: Path, limits: object) -> None:
+    path = tmp_path / "c.jsonl"
+    record = {"toolwire": "call", "tool": "t", "arguments": "{}", "limits": limits}
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match="limits"):
+        replay(load_corpus([path]))
