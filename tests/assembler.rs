@@ -408,14 +408,15 @@ fn stop_spares_ended_whole_calls_and_stop_all_spares_none() {
     let mut stopped = Assembler::new(AssemblerConfig::default()).expect("config");
     feed(&mut stopped);
     stopped.stop("content_filter").expect("stop");
-    let kinds: Vec<_> = stopped
-        .finish()
-        .expect("finish")
+    let calls = stopped.finish().expect("finish");
+    let kinds: Vec<_> = calls
         .iter()
         .map(|c| c.error.as_ref().map(|e| e.kind))
         .collect();
     // The second call was not ended: its closed JSON may still have been followed by more.
     assert_eq!(kinds, [None, Some(ErrorKind::Filtered)]);
+    let reasons: Vec<_> = calls.iter().map(|c| c.stop_reason.as_deref()).collect();
+    assert_eq!(reasons, [None, Some("content_filter")]);
 
     let mut rejected = Assembler::new(AssemblerConfig::default()).expect("config");
     feed(&mut rejected);

@@ -122,6 +122,10 @@ class ToolCall:
         """True when the arguments were checked against the tool's schema while they
         streamed (the assembler had tools): a violation would be in `error`."""
     @property
+    def stop_reason(self) -> str | None:
+        """Why the provider stopped the call (`content_filter`, a refusal, ...), when it did:
+        its error is then `filtered`. None otherwise."""
+    @property
     def limits(self) -> dict[str, int | str]:
         """The limits of the call's assembler that differ from the defaults, as `Assembler`
         keyword arguments (`max_depth`, `max_bytes`, `max_number_digits`, `duplicate_keys`):

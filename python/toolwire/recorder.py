@@ -121,9 +121,6 @@ def _is_secret_along(schema: Mapping[str, Any], path: Path_) -> bool:
     return any(_secret_here(schema, n) for n in nodes)
 
 
-_STOPPED = re.compile(r"the provider stopped this call \((.*)\)\Z", re.S)
-
-
 def _end_of(call: ToolCall) -> dict[str, Any] | None:
     """How the stream ended the call, when its text alone does not say: the provider stopped
     it (`stop`, with the reason), or the stream broke off before its arguments began
@@ -132,8 +129,8 @@ def _end_of(call: ToolCall) -> dict[str, Any] | None:
     if error is None:
         return None
     if error.kind == "filtered":
-        found = _STOPPED.match(error.message)
-        return {"stop": found.group(1) if found else "recorded"}
+        reason: object = getattr(call, "stop_reason", None)
+        return {"stop": reason if isinstance(reason, str) else "recorded"}
     if error.kind == "truncated" and not call.arguments_bytes.strip():
         return {"cut": True}
     return None

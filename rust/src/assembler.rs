@@ -120,6 +120,9 @@ pub struct ToolCall {
     /// The limits and policies its text is scanned with (its assembler's): a replay of the
     /// call needs them to reach the same verdict.
     pub limits: ScanConfig,
+    /// Why the provider stopped the call (`content_filter`, a refusal, ...), when it did: its
+    /// error is then [`ErrorKind::Filtered`].
+    pub stop_reason: Option<String>,
 }
 
 /// What a scan decides about a call's text.
@@ -1261,6 +1264,7 @@ fn finish_call(
         prechecked: registry.is_some(),
         unscanned: deferred,
         limits: *call.scanner.config(),
+        stop_reason: call.stopped.clone(),
     }
 }
 

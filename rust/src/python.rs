@@ -513,6 +513,11 @@ impl PyToolCall {
     fn prechecked(&self) -> bool {
         self.call.prechecked
     }
+    /// Why the provider stopped the call, when it did (its error is then `filtered`).
+    #[getter]
+    fn stop_reason(&self) -> Option<&str> {
+        self.call.stop_reason.as_deref()
+    }
     /// The assembler's limits that differ from the defaults, as its keyword arguments.
     #[getter]
     fn limits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

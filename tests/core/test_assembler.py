@@ -400,6 +400,8 @@ def test_stop_marks_open_calls_filtered() -> None:
     calls = a.finish()
     assert calls[0].error is None
     assert calls[1].error is not None and calls[1].error.kind == "filtered"
+    # The reason is on the call itself, for whoever records or reports it.
+    assert (calls[0].stop_reason, calls[1].stop_reason) == (None, "content_filter")
 
 
 def test_end_closes_a_call_and_a_later_delta_starts_another() -> None:
