@@ -106,8 +106,6 @@ pub struct ToolCall {
     pub warnings: Vec<&'static str>,
     /// True when `arguments` is one complete JSON value (an object or not).
     pub complete: bool,
-    /// Duplicate-key policy used, needed to build the value.
-    pub duplicate_keys: bool,
     /// Every number in `arguments` is plain (see [`Scanner::plain_numbers`]).
     pub plain_numbers: bool,
     /// The call's arguments were checked against its tool's schema while they streamed (the
@@ -164,6 +162,13 @@ impl ToolCall {
         })
     }
 
+    /// True when its assembler let a repeated key's last value win (`duplicate_keys`), which
+    /// building the value must know.
+    #[must_use]
+    pub fn last_key_wins(&self) -> bool {
+        self.limits.duplicate_keys == crate::scanner::DuplicateKeys::LastWins
+    }
+
     /// Settles a call left unscanned with `verdict` (from [`ToolCall::scan_unscanned`], or
     /// [`JsonVerdict::ACCEPTED`] once its text is proved valid another way).
     pub fn settle(&mut self, verdict: JsonVerdict) {
@@ -190,7 +195,7 @@ impl ToolCall {
         }
         build(
             &self.arguments,
-            BuildOptions::for_complete(self.duplicate_keys),
+            BuildOptions::for_complete(self.last_key_wins()),
             sink,
         )
     }
@@ -961,7 +966,6 @@ impl Assembler {
         }
         self.finished = true;
         let registry = self.registry.clone();
-        let dup_keys = self.config.scan.duplicate_keys == crate::scanner::DuplicateKeys::LastWins;
         // Calls are finished in place: moving each (scanner and all) out would copy it.
         let mut calls = std::mem::take(&mut self.calls);
         let mut renamed = renamed_ids(&calls);
@@ -986,14 +990,7 @@ impl Assembler {
                 && call.stopped.is_none()
                 && call.scanner.is_blank()
                 && call.mode != ArgMode::Value;
-            let mut done = finish_call(
-                ordinal,
-                call,
-                registry.as_deref(),
-                dup_keys,
-                renamed_id,
-                deferred,
-            );
+            let mut done = finish_call(ordinal, call, registry.as_deref(), renamed_id, deferred);
             let about_the_stand_in = done
                 .error
                 .as_ref()
@@ -1188,7 +1185,6 @@ fn finish_call(
     ordinal: usize,
     call: &mut Call,
     registry: Option<&Registry>,
-    duplicate_keys: bool,
     renamed_id: Option<String>,
     deferred: bool,
 ) -> ToolCall {
@@ -1259,7 +1255,6 @@ fn finish_call(
         metadata: std::mem::take(&mut call.metadata),
         warnings,
         complete: json_ok,
-        duplicate_keys,
         plain_numbers: call.scanner.plain_numbers() && !deferred,
         prechecked: registry.is_some(),
         unscanned: deferred,

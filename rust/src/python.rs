@@ -578,7 +578,7 @@ impl PyToolCall {
                     py,
                     &call.arguments,
                     verdict.plain_numbers,
-                    call.duplicate_keys,
+                    call.last_key_wins(),
                 )?
             } else {
                 None
