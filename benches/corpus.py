@@ -289,13 +289,15 @@ class Case:
         arg_bytes: Argument bytes of all calls.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, variant: int = 0) -> None:
+        """`variant` 0 is the timed corpus; another gives other streams of the same kind (the
+        profile-guided build trains on those, so that its profile is not of the timed bytes)."""
         kind, label = name.split("-", 1)
         self.name = name
         self.size = label
         calls = 4 if kind.startswith("parallel") else 1
         size = SIZES[label]
-        base = SIZES[label] + (1 if calls > 1 else 0)
+        base = SIZES[label] + (1 if calls > 1 else 0) + variant * 1_000_003
         self.texts: tuple[str, ...] = tuple(
             make_arguments(size, base * 10 + i) for i in range(calls)
         )
@@ -308,8 +310,11 @@ class Case:
             _with_heads(_interleave(byte_frags, base + 1))
         )
 
+        self.variant = variant
+
     def __repr__(self) -> str:
-        return f"Case({self.name!r})"
+        variant = f", {self.variant}" if self.variant else ""
+        return f"Case({self.name!r}{variant})"
 
     @property
     def calls(self) -> int:
