@@ -36,7 +36,7 @@ from typing import Any
 
 import alternatives as a
 from corpus import CASES, Document, get_case
-from harness import fresh_view
+from harness import fresh_text, fresh_view
 
 import toolwire
 
@@ -116,7 +116,10 @@ def _model_validate_run(case_name: str) -> Prepared:
     text = get_case(case_name).texts[0]
 
     def prepare() -> Callable[[], Any]:
-        return lambda: Document.model_validate_json(text)
+        # A new str each round, as an accumulator's join makes one: a str validated before
+        # keeps its UTF-8 form, which would spare every later round the encoding (`fresh_text`).
+        fresh = fresh_text(text)
+        return lambda: Document.model_validate_json(fresh)
 
     return prepare
 
