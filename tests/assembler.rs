@@ -285,6 +285,33 @@ fn quirk_08_26_repeated_name_with_an_empty_fragment_after_a_complete_value() {
 }
 
 #[test]
+fn quirk_08_12_repeated_header_with_whitespace_after_a_complete_value() {
+    // A provider that repeats name and id in every chunk sends the model's trailing newline
+    // token that way: it is the call's own whitespace, not a second call with `{}`.
+    for (id, tail) in [(Some("a"), "\n"), (None, " "), (Some("a"), "\r\n\t")] {
+        let calls = run(&[
+            text(Some(0), Some("a"), Some("f"), "{\"x\": "),
+            text(Some(0), Some("a"), Some("f"), "1}"),
+            text(Some(0), id, Some("f"), tail),
+        ]);
+        let want = format!("{{\"x\": 1}}{tail}");
+        assert_eq!(summary(&calls), vec![ok("a", "f", &want)], "{tail:?}");
+    }
+    // A new id, or a value after the whitespace, still starts another call.
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("f"), "{}"),
+        text(Some(0), Some("b"), Some("f"), " "),
+        text(Some(0), None, None, "{}"),
+    ]);
+    assert_eq!(calls.len(), 2);
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("f"), "{}"),
+        text(Some(0), Some("a"), Some("f"), " {}"),
+    ]);
+    assert_eq!(calls.len(), 2);
+}
+
+#[test]
 fn a_fragment_that_merely_starts_with_the_buffer_is_appended() {
     // `{"k": ` then `{"k": null}}` reads as a cumulative resend at first sight; appending is
     // the only reading that gives one complete value.

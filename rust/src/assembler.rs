@@ -500,9 +500,11 @@ impl Assembler {
                 let same_name = name == call.name;
                 let new_id = id.is_some_and(|i| call.id.as_deref().is_some_and(|c| c != i));
                 // An empty fragment is no new argument text (quirk 26): a repeated header.
+                // Nor is whitespace, which cannot start a value: a provider that repeats the
+                // name (and id) in every chunk sends a model's trailing newline token that way.
                 let repeat_or_header = match delta.arguments {
                     None => true,
-                    Some(Arguments::Text(t)) => t.is_empty() || t == call.scanner.text(),
+                    Some(Arguments::Text(t)) => is_json_whitespace(t) || t == call.scanner.text(),
                     Some(Arguments::Value(t)) => t == call.scanner.text(),
                 };
                 // Another name under the same key, or a named delta with a new id or new
@@ -1351,6 +1353,12 @@ fn first_non_ws_offset(text: &[u8]) -> usize {
 /// U+FFFD (EF BF BD) in the text: a character was mangled before it reached us (quirk 40).
 /// A search for the lead byte: `memmem` builds a searcher on each call, which cost more than
 /// the search itself on short arguments, and EF leads only U+F000 to U+FFFF, rare in text.
+/// True when `text` is empty or JSON whitespace only.
+fn is_json_whitespace(text: &[u8]) -> bool {
+    text.iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+}
+
 fn contains_replacement_character(text: &[u8]) -> bool {
     memchr::memchr_iter(0xEF, text).any(|at| text.get(at + 1..at + 3) == Some(&[0xBF, 0xBD]))
 }

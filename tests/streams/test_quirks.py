@@ -200,6 +200,25 @@ def test_quirk_08_name_repeated_every_chunk(sse_server: SSEServer, split: str) -
     assert summary(s.calls) == [("read_file", {"p": "a.txt"}, None)]
 
 
+def test_quirk_08_12_header_repeated_with_a_trailing_newline(
+    sse_server: SSEServer, split: str
+) -> None:
+    # Name and id in every chunk, and the model's last token a newline after the closing
+    # brace: whitespace of the one call, never a second call with `{}` that would run.
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="get_weather", arguments='{"city": ')),
+            td(tc(0, id="a", name="get_weather", arguments='"Paris"}')),
+            td(tc(0, id="a", name="get_weather", arguments="\n")),
+        ],
+        tools=TOOLS,
+    )
+    assert summary(s.calls) == [("get_weather", {"city": "Paris"}, None)]
+    assert s.calls[0].warnings == []
+
+
 def test_quirk_09_name_in_fragments(sse_server: SSEServer, split: str) -> None:
     _, s = chat(
         sse_server,
