@@ -15,7 +15,7 @@
 //! - Strings are skipped eight bytes at a time up to the next quote or backslash; only the
 //!   bytes between strings are looked at one by one, and those are few in tool arguments.
 
-use crate::scanner::long_exponent;
+use crate::scanner::{long_exponent, PLAIN_NUMBER_CHARS};
 
 /// What [`outline`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +103,7 @@ pub fn outline(text: &[u8]) -> Outline {
                     .take_while(|c| matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
                     .count();
                 let lexeme = &text[start..i];
-                if lexeme.len() > 18 || long_exponent(lexeme) {
+                if lexeme.len() > PLAIN_NUMBER_CHARS || long_exponent(lexeme) {
                     plain_numbers = false;
                 }
             }

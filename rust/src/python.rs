@@ -21,7 +21,7 @@ use crate::error::{Error, Misuse};
 use crate::gateway::StreamDecoder;
 use crate::outline::outline;
 use crate::precheck::Registry;
-use crate::scanner::{DuplicateKeys, ScanConfig, Scanner, Status};
+use crate::scanner::{DuplicateKeys, ScanConfig, Scanner, Status, PLAIN_NUMBER_CHARS};
 use crate::value::{build, BuildOptions, Sink, StringMode};
 
 create_exception!(
@@ -471,8 +471,11 @@ impl PyToolCall {
         let config = &self.call.limits;
         let text = &self.call.arguments;
         let shape = outline(text);
+        // A plain number has at most `PLAIN_NUMBER_CHARS` digits: under a lower digit limit
+        // only the scan can tell whether one is too long.
         if shape.first != Some(b'{')
             || !shape.plain_numbers
+            || config.max_number_digits < PLAIN_NUMBER_CHARS
             || shape.depth > config.max_depth
             || (shape.repeated_keys && config.duplicate_keys == DuplicateKeys::Error)
         {

@@ -990,7 +990,7 @@ impl Scanner {
     #[inline]
     fn end_number<V: Visitor>(&mut self, text: &[u8], end: usize, visitor: &mut V) {
         let lexeme = &text[self.num_start..end];
-        if lexeme.len() > 18 || long_exponent(lexeme) {
+        if lexeme.len() > PLAIN_NUMBER_CHARS || long_exponent(lexeme) {
             self.long_numbers = true;
         }
         visitor.number_end_bytes(lexeme, end);
@@ -1849,6 +1849,9 @@ fn whole_number(text: &[u8], at: usize) -> Option<(usize, usize, bool)> {
     }
     is_delimiter(*text.get(i)?).then_some((i, int_digits, long_exp))
 }
+
+/// The longest number lexeme that is plain (see [`Scanner::plain_numbers`]).
+pub(crate) const PLAIN_NUMBER_CHARS: usize = 18;
 
 /// True when a number lexeme's exponent has three digits or more (it may overflow a double).
 pub(crate) fn long_exponent(lexeme: &[u8]) -> bool {

@@ -193,3 +193,13 @@ def test_valid_objects_read_value_first_equal_json_loads(value: object) -> None:
     assert shown is None and ok
     assert built == json.loads(text)
     assert verdict(text, True) == eager(text)
+
+
+def test_a_digit_limit_below_plain_numbers_holds_when_the_value_is_read_first() -> None:
+    # A plain number (up to 18 characters) may still break a lower `max_number_digits`.
+    for text in ('{"amount": 123456}', '{"amount": 123456.789e5}'):
+        shown, value, _, ok = verdict(text, True, max_number_digits=3)
+        assert not ok and value is None
+        assert shown is not None and shown[0] == "number_too_long"
+        assert verdict(text, False, max_number_digits=3)[0] == shown
+    assert verdict('{"amount": 123}', True, max_number_digits=3)[1] == {"amount": 123}
