@@ -745,3 +745,27 @@ def test_raw_sse_skips_a_line_that_is_not_json() -> None:
         ("g", "lost_event"),
     ]
     assert [kind for kind, _, _ in asm.stream_errors()] == ["malformed_event"]
+
+
+def test_arguments_nested_deeper_than_python_recursion_end_as_that_call_error(
+    sse_server: SSEServer,
+) -> None:
+    # The SDK parses 600 levels without complaint; the call must end `too_deep` and the stream
+    # go on, not raise a RecursionError that loses the calls before it.
+    deep = json.loads('{"a":' * 600 + "1" + "}" * 600)
+    chunks = [
+        gemini_chunk(gemini_call("lookup", {"id": 1})),
+        gemini_chunk(gemini_call("nested", deep), finish="STOP"),
+    ]
+    events, stream = assemble_gemini(serve(sse_server, chunks, "whole"), chunks)
+    assert [(c.name, c.error and c.error.kind) for c in stream.calls] == [
+        ("lookup", None),
+        ("nested", "too_deep"),
+    ]
+    assert isinstance(events[-1], StreamEnded)
+    raw = Assembler()
+    raw.feed_sse(sse_body(chunks, FMT))
+    assert [(c.name, c.error and c.error.kind) for c in raw.finish()] == [
+        ("lookup", None),
+        ("nested", "too_deep"),
+    ]

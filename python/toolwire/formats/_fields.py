@@ -133,17 +133,39 @@ def arguments_of(
 
 
 def plain(value: object) -> Any:
-    """Convert SDK models (recursively) to JSON-shaped Python values; leave the rest alone."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in cast("Mapping[object, object]", value).items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in cast("list[object]", value)]
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        # warnings=False: construct()-built models may hold values of unexpected types, which
-        # pydantic would otherwise report as serialization warnings (errors under pytest -W error).
-        return dump(mode="json", by_alias=True, exclude_none=True, warnings=False)
-    return value
+    """Convert SDK models (at any depth) to JSON-shaped Python values; leave the rest alone.
+
+    A loop with its own stack, not recursion: a model's arguments may nest deeper than
+    Python's recursion limit allows a recursive walk (the SDK parsed them without one), and
+    the core reports nesting beyond its own limit as the call's error.
+    """
+    done: list[Any] = [None]
+    # (value to convert, container its conversion goes into, key or index there); pushed in
+    # reverse so that members are converted in order and a later duplicate key wins.
+    pending: list[tuple[object, Any, Any]] = [(value, done, 0)]
+    while pending:
+        item, into, at = pending.pop()
+        made: Any
+        if isinstance(item, Mapping):
+            members = [(str(k), v) for k, v in cast("Mapping[object, object]", item).items()]
+            made = dict.fromkeys(key for key, _ in members)
+            pending.extend((v, made, key) for key, v in reversed(members))
+        elif isinstance(item, (list, tuple)):
+            items = cast("list[object]", item)
+            made = [None] * len(items)
+            pending.extend((v, made, i) for i, v in reversed(list(enumerate(items))))
+        else:
+            dump = getattr(item, "model_dump", None)
+            # warnings=False: construct()-built models may hold values of unexpected types,
+            # which pydantic would otherwise report as serialization warnings (errors under
+            # pytest -W error).
+            made = (
+                dump(mode="json", by_alias=True, exclude_none=True, warnings=False)
+                if callable(dump)
+                else item
+            )
+        into[at] = made
+    return done[0]
 
 
 def merge_usage(known: dict[str, Any] | None, usage: object) -> dict[str, Any] | None:
