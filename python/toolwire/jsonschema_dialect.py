@@ -28,7 +28,7 @@ import re
 import warnings
 from collections.abc import Iterator
 from decimal import Context, Decimal
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import jsonschema
 import jsonschema.validators
@@ -37,33 +37,89 @@ import regex
 __all__ = ["extended_validator", "search"]
 
 
+PATTERN_SECONDS = 0.05
+"""How long one search of a pattern may take. A backtracking engine takes time exponential in
+the text on some patterns (`^(\\w+\\s?)*$` on a long word and a `!`), and the text is model
+output: a search that runs out of time counts as no match, so the value is refused."""
+
+
 class _Compiled(Protocol):
     def search(self, string: str, /) -> object: ...
 
 
 @functools.lru_cache(maxsize=1024)
-def _compile(pattern: str) -> _Compiled:
-    """`pattern` compiled by `re` when it can, else by `regex` (raises `regex.error`)."""
-    try:
-        # `re` warns of syntax it may read differently one day (`[[:alpha:]]` is a "possible
-        # nested set"). The pattern is the tool author's data, read today as ECMA-262 engines
-        # read it, and the warning would reach the caller's warning filters: under
-        # `-W error` (as test suites often run) building the toolset would fail. The compiled
-        # pattern is cached, so this runs once per pattern.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            return re.compile(pattern)
-    except re.error:
-        return regex.compile(pattern)
+def _compile(pattern: str) -> tuple[_Compiled, bool]:
+    """`pattern` compiled, and whether its searches can be stopped in time.
+
+    `regex` reads `re`'s syntax the same way, adds what ECMA-262 patterns use, and can stop a
+    search; `re` compiles the rare pattern `regex` refuses. Raises `regex.error` when neither
+    engine compiles it.
+    """
+    # Both engines warn of syntax they may read differently one day (`[[:alpha:]]` is a
+    # "possible nested set"). The pattern is the tool author's data, read today as ECMA-262
+    # engines read it, and the warning would reach the caller's warning filters: under
+    # `-W error` (as test suites often run) building the toolset would fail. The compiled
+    # pattern is cached, so this runs once per pattern.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        try:
+            return regex.compile(_literal_brackets_in_sets(pattern)), True
+        except regex.error:
+            try:
+                return re.compile(pattern), False
+            except re.error:
+                pass
+        raise regex.error(f"bad pattern {pattern!r}")
 
 
-def search(pattern: str, text: str) -> bool:
-    """Whether `pattern` matches somewhere in `text`, as JSON Schema's `pattern` asks.
+def _literal_brackets_in_sets(pattern: str) -> str:
+    """`pattern` with each `[` inside a set escaped. `re` and ECMA-262 read `[[:alpha:]]` as
+    the set `[:alph` and a `]`; `regex` reads a POSIX class there. Escaped, all read alike."""
+    out: list[str] = []
+    in_set = False
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if not in_set:
+            if c == "[":
+                in_set = True
+                out.append(c)
+                i += 1
+                # `^` and then `]` right after the opening are members, not the end.
+                if pattern.startswith("^", i):
+                    out.append("^")
+                    i += 1
+                if pattern.startswith("]", i):
+                    out.append("]")
+                    i += 1
+                continue
+        elif c == "]":
+            in_set = False
+        elif c == "[":
+            c = "\\["
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def search(pattern: str, text: str, *, out_of_time: bool = False) -> bool:
+    """Whether `pattern` matches somewhere in `text`, as JSON Schema's `pattern` asks;
+    `out_of_time` when the search takes longer than `PATTERN_SECONDS`.
 
     Raises:
-        regex.error: The pattern compiles in neither `re` nor `regex`.
+        regex.error: The pattern compiles in neither `regex` nor `re`.
     """
-    return _compile(pattern).search(text) is not None
+    compiled, stoppable = _compile(pattern)
+    if not stoppable:
+        return compiled.search(text) is not None
+    try:
+        return cast(Any, compiled).search(text, timeout=PATTERN_SECONDS) is not None
+    except TimeoutError:
+        return out_of_time
 
 
 def _is_regex(instance: object) -> bool:

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any, cast
 from urllib.parse import unquote
+
+import regex
+
+from toolwire.jsonschema_dialect import search
 
 __all__ = [
     "NOWHERE",
@@ -99,17 +102,14 @@ def same_value(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return out
 
 
-@lru_cache(maxsize=512)
-def _pattern(source: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(source)
-    except (re.error, OverflowError):
-        return None
-
-
 def _matches(source: str, key: str) -> bool:
-    compiled = _pattern(source)
-    return compiled is None or compiled.search(key) is not None
+    """Whether a `patternProperties` pattern takes `key`. A pattern that compiles nowhere, or
+    a search that runs out of time (the key is model output), counts as taking it: the walks
+    that ask look for what a value may be (a secret, say), and must not miss a subschema."""
+    try:
+        return search(source, key, out_of_time=True)
+    except (regex.error, re.error, OverflowError):
+        return True
 
 
 def inner(node: Mapping[str, Any], seg: str | int) -> list[Mapping[str, Any]]:
