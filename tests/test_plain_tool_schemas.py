@@ -6,6 +6,7 @@ pre-check while streaming and `Toolset.validate` agree with what the schema acce
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -929,3 +930,60 @@ def test_a_null_that_only_nullable_would_admit_past_other_keywords_is_absent(
     outcome = tools.validate(done)
     assert outcome.ok and outcome.value == {}
     assert [c.rule for c in outcome.coercions] == ["null_as_absent"]
+
+
+def test_a_backtracking_pattern_cannot_stall_validation() -> None:
+    # `re` needs time exponential in the word's length to refuse these; the text is model
+    # output, so each search is bounded and one that runs out of time refuses the value.
+    for pattern, text in ((r"^(\w+\s?)*$", "a" * 60 + "!"), (r"^(a|aa)+$", "a" * 80 + "b")):
+        schema = _obj(properties={"title": {"type": "string", "pattern": pattern}})
+        started = time.perf_counter()
+        errors, ok, codes = _run(schema, {"title": text})
+        assert time.perf_counter() - started < 5
+        assert errors and not ok and codes == ["pattern"]
+        assert _run(schema, {"title": "a" * 8})[1]
+    keyed = _obj(patternProperties={r"^(a|aa)+$": {"type": "integer"}}, additionalProperties=False)
+    started = time.perf_counter()
+    assert not _run(keyed, {"a" * 80 + "b": 1})[1]
+    assert time.perf_counter() - started < 5
+
+
+def test_a_union_that_names_itself_validates() -> None:
+    # `A = anyOf[integer, $ref A]`: a union reached again for the same value adds nothing.
+    looped = _obj(
+        properties={"a": {"$ref": "#/$defs/A"}},
+        **{"$defs": {"A": {"anyOf": [{"type": "integer"}, {"$ref": "#/$defs/A"}]}}},
+    )
+    assert _run(looped, {"a": 1}) == ([], True, [])
+    expr = _obj(
+        properties={"e": {"$ref": "#/$defs/Expr"}},
+        required=["e"],
+        **{
+            "$defs": {
+                "Expr": {
+                    "anyOf": [
+                        {"type": "number"},
+                        {"$ref": "#/$defs/Group"},
+                        _obj(
+                            properties={
+                                "op": {"enum": ["+", "-"]},
+                                "args": {"type": "array", "items": {"$ref": "#/$defs/Expr"}},
+                            },
+                            required=["op", "args"],
+                        ),
+                    ]
+                },
+                "Group": {"anyOf": [{"$ref": "#/$defs/Expr"}]},
+            }
+        },
+    )
+    assert _run(expr, {"e": {"op": "+", "args": [1, {"op": "-", "args": [2, 3]}]}})[1]
+
+
+def test_a_dynamic_reference_keeps_the_definitions_it_resolves_through() -> None:
+    schema = _obj(
+        properties={"a": {"$dynamicRef": "#meta"}},
+        **{"$defs": {"X": {"$dynamicAnchor": "meta", "type": "integer"}}},
+    )
+    assert _run(schema, {"a": 1})[1:] == (True, [])
+    assert _run(schema, {"a": "x"})[1:] == (False, ["type"])

@@ -441,6 +441,7 @@ class _Coercer:
         self.coercions: list[Coercion] = []
         self.problems: list[CoercionProblem] = []
         self.memo: dict[_TrialKey, tuple[Any, Any, _Coercer]] = {}
+        self.unions_open: set[tuple[int, int, tuple[str | int, ...]]] = set()
 
     def deref(self, node: Mapping[str, Any]) -> Mapping[str, Any]:
         if not isinstance(cast(object, node), Mapping):
@@ -505,6 +506,24 @@ class _Coercer:
         path: list[str | int],
         rules: frozenset[str],
     ) -> Any:
+        # A union reached again for the same value at the same place (`A = anyOf[int,
+        # $ref A]`) has nothing to add the first visit does not.
+        visit = (id(branches), id(value), tuple(path))
+        if visit in self.unions_open:
+            return value
+        self.unions_open.add(visit)
+        try:
+            return self.walk_branches(value, branches, path, rules)
+        finally:
+            self.unions_open.discard(visit)
+
+    def walk_branches(
+        self,
+        value: Any,
+        branches: list[Mapping[str, Any]],
+        path: list[str | int],
+        rules: frozenset[str],
+    ) -> Any:
         resolved = [self.deref(b) for b in branches]
         matching = [b for b in resolved if _matches(value, b)]
         if len(matching) == 1:
@@ -544,6 +563,10 @@ class _Coercer:
         scratch = _Coercer({}, rules, self.default_tz)
         scratch.defs = self.defs
         scratch.memo = self.memo
+        scratch.unions_open = self.unions_open
+        # A branch that leads back to itself for the same value (`A = anyOf[int, $ref A]`)
+        # meets this entry while it is being tried: the cycle changes nothing.
+        self.memo[key] = (value, value, _Coercer({}, rules, self.default_tz))
         result = scratch.walk(value, branch, path, rules)
         # The value is kept alive with its entry, so its id cannot be reused meanwhile.
         self.memo[key] = (value, result, scratch)

@@ -231,6 +231,9 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     # Definitions whose body was already expanded once because a recursive reference carried
     # sibling keys; a second such expansion would never end.
     sibling_expanded: set[str] = set()
+    # A dynamic reference is resolved by a validator at run time, through anchors anywhere in
+    # the definitions: when one is met, every definition stays.
+    dynamic = False
 
     def resolve(ref: str) -> tuple[str, Any]:
         """The key of what `ref` names (a definition's name, or `#` and its pointer) and it."""
@@ -259,12 +262,15 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
         return aliases[key]
 
     def walk(node: Any, stack: tuple[str, ...]) -> Any:
+        nonlocal dynamic
         as_list = _as_list(node)
         if as_list is not None:
             return [walk(item, stack) for item in as_list]
         as_dict = _as_dict(node)
         if as_dict is None:
             return node
+        if "$dynamicRef" in as_dict or "$recursiveRef" in as_dict:
+            dynamic = True
         ref = as_dict.get("$ref")
         if isinstance(ref, str):
             key, target = resolve(ref)
@@ -308,6 +314,8 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
             done.add(name)
             key, target = targets.get(name, (name, defs.get(name)))
             kept[name] = cast(JsonSchema, walk(target, (key,)))
+    if dynamic:
+        kept = {**defs, **kept}
     if kept:
         result["$defs"] = {name: kept[name] for name in sorted(kept)}
     return result

@@ -2116,9 +2116,16 @@ class ToolValidator:
             return self._accept(call, instance, None, coercions, lang)
         assert self._jsonschema is not None
         plain = json.loads(dumps_exact(fixed))
-        errors = sorted(
-            self._jsonschema.iter_errors(plain), key=lambda e: list(map(str, e.absolute_path))
-        )
+        try:
+            errors = sorted(
+                self._jsonschema.iter_errors(plain), key=lambda e: list(map(str, e.absolute_path))
+            )
+        except RecursionError:
+            # A definition that reaches itself before reading anything (`Expr` taking a
+            # `Group` that is only `anyOf: [Expr]`) sends jsonschema round that loop for ever.
+            # The pre-check has checked the whole call against the same schema already, with
+            # the loop cut: its verdict stands alone.
+            errors = []
         drafts = drafts + builder.from_jsonschema(errors, plain)
         if drafts:
             return self._reject(call, drafts, coercions, lang)
