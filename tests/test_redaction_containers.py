@@ -537,3 +537,25 @@ def test_an_outcome_without_secrets_carries_none() -> None:
         tools = Toolset([tool], strict=False)
         outcome = tools.validate(call(tools, "note", '{"text": "hi"}', precheck=True))
         assert outcome.ok and outcome.secrets == () and vars(outcome)["secrets"] == ()
+
+
+def test_a_plain_tools_password_format_is_hidden_in_the_precheck() -> None:
+    # A plain tool's pre-check leaves `format` to validation, but the mark still says secret.
+    tools = Toolset(
+        [
+            {
+                "name": "login",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"pw": {"type": "string", "format": "password", "minLength": 30}},
+                },
+            }
+        ]
+    )
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="c1", name="login", arguments='{"pw": "hunter2"}')
+    early = [error.got for _, error in assembler.drain_errors()]
+    (call,) = assembler.finish()
+    assert early == ["[redacted]"]
+    assert call.error is not None and call.error.got == "[redacted]"
+    assert "hunter2" not in repr(tools.registry.check("login", b'{"pw": "hunter2"}'))

@@ -692,6 +692,10 @@ class Toolset:
 
         schemas = self.schemas()
         schemas.update(copy.deepcopy(self._check_schemas))
+        # The pre-check's errors (early ones shown in UIs and logs) hide secret values, as
+        # validation's do: read before the formats a plain tool leaves to validation go, as
+        # `format: password` marks a secret.
+        secrets = {name: secret_patterns(schema) for name, schema in schemas.items()}
         for name, tool in self._tools.items():
             # Validation attaches the tool's default zone to a timestamp without an offset, so
             # the pre-check must not refuse one.
@@ -704,9 +708,6 @@ class Toolset:
             if drop or keep is not None:
                 schemas[name] = _without_formats(schemas[name], drop=drop, keep=keep)
             schemas[name] = _with_null_as_absent(schemas[name])
-        # The pre-check's errors (early ones shown in UIs and logs) hide secret values, as
-        # validation's do.
-        secrets = {name: secret_patterns(schema) for name, schema in schemas.items()}
         return ToolRegistry(schemas, secrets={k: v for k, v in secrets.items() if v})
 
     # Exports ----------------------------------------------------------------------------
