@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolwire import Assembler, ToolCall, ToolRegistry
+from toolwire import Assembler, MisuseError, ToolCall, ToolRegistry
 from toolwire.schema_export import SchemaExportError
 from toolwire.toolset import Toolset, snake_case
 
@@ -332,3 +332,22 @@ def test_registry_checks_a_complete_text() -> None:
     error = tools.registry.check("set_flag", b'{"flag": "yes"}')
     assert error is not None and (error.kind, error.path) == ("schema_violation", "/flag")
     assert tools.registry.check("set_flag", b'{"flag": true}') is None
+
+
+def test_an_assembler_shows_why_a_toolsets_schema_does_not_compile() -> None:
+    # `Infinity` is no JSON: the registry cannot be built, and that is the error to see.
+    tools = Toolset(
+        [
+            {
+                "name": "t",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"x": {"type": "number", "maximum": float("inf")}},
+                },
+            }
+        ]
+    )
+    with pytest.raises(MisuseError, match='schema of "t"'):
+        Assembler(tools=tools)
+    with pytest.raises(MisuseError, match="must be a Toolset"):
+        Assembler(tools=object())  # type: ignore[arg-type]

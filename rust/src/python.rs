@@ -9,7 +9,7 @@
 use std::sync::{Arc, OnceLock};
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::string::PyStringData;
@@ -971,9 +971,17 @@ fn registry_of(tools: &Bound<'_, PyAny>) -> PyResult<Arc<Registry>> {
     if let Ok(r) = tools.cast::<PyToolRegistry>() {
         return Ok(Arc::clone(&r.get().inner));
     }
+    // A Toolset builds its registry on first use: its own error (a schema that does not
+    // compile) is the one to show, not a complaint about the argument's type.
     let attr = tools
         .getattr(pyo3::intern!(tools.py(), "registry"))
-        .map_err(|_| MisuseError::new_err("tools must be a Toolset or a ToolRegistry"))?;
+        .map_err(|e| {
+            if e.is_instance_of::<PyAttributeError>(tools.py()) {
+                MisuseError::new_err("tools must be a Toolset or a ToolRegistry")
+            } else {
+                e
+            }
+        })?;
     let r = attr
         .cast::<PyToolRegistry>()
         .map_err(|_| MisuseError::new_err("tools.registry must be a ToolRegistry"))?;
@@ -1608,7 +1616,15 @@ fn dump_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
     let kwargs = PyDict::new(py);
     kwargs.set_item("ensure_ascii", false)?;
     kwargs.set_item("separators", (",", ":"))?;
-    let text = dumps.call((value,), Some(&kwargs))?;
+    // Values that JSON cannot hold (an arbitrary object, an int past Python's digit limit)
+    // come from the caller, never from a provider's parsed JSON: misuse.
+    let text = dumps.call((value,), Some(&kwargs)).map_err(|e| {
+        if e.is_instance_of::<PyTypeError>(py) || e.is_instance_of::<PyValueError>(py) {
+            MisuseError::new_err(format!("not JSON data: {}", e.value(py)))
+        } else {
+            e
+        }
+    })?;
     if let Ok(s) = text.cast::<PyString>() {
         if let Ok(s) = s.to_str() {
             return Ok(s.to_owned());

@@ -760,3 +760,14 @@ def test_a_fragment_held_when_the_call_ends_reaches_progress_and_partial(
     (call,) = ended.finish()
     assert value == call.value == fed.finish()[0].value
     assert items == expected
+
+
+@pytest.mark.parametrize("value", [object(), 10**5000], ids=["object", "huge_int"])
+def test_arguments_that_are_no_json_data_are_misuse(value: object) -> None:
+    assembler = Assembler()
+    with pytest.raises(MisuseError, match="not JSON data"):
+        assembler.feed(0, name="f", arguments={"a": value})  # type: ignore[dict-item]
+    with pytest.raises(MisuseError, match="not JSON data"):
+        assembler.set_metadata(0, "k", value)
+    assembler.feed(0, id="c", name="f", arguments="{}")
+    assert [call.value for call in assembler.finish()] == [{}]
