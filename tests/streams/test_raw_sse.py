@@ -593,3 +593,27 @@ def test_anthropic_input_sent_as_json_text_reads_the_same_on_every_path(
     assert key(stream.calls) == key(dict_calls)
     first = stream.calls[0]
     assert (first.arguments, first.error.kind if first.error else None) == want
+
+
+@pytest.mark.parametrize("block", [b"id: 5\n\n", b"retry: 5\n\n", b"event: ping\n\n"])
+def test_a_block_without_data_is_no_event(block: bytes) -> None:
+    # The SSE standard dispatches nothing for it: the call goes on, nothing is reported.
+    def chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
+        body = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+        body["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
+        return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+    first = {"index": 0, "id": "a", "function": {"name": "f", "arguments": '{"a": '}}
+    rest = {"index": 0, "function": {"arguments": "1}"}}
+    body = (
+        chunk({"tool_calls": [first]})
+        + block
+        + chunk({"tool_calls": [rest]})
+        + chunk({}, "tool_calls")
+    )
+    for cut in range(len(body)):
+        assembler = Assembler()
+        assembler.feed_sse(body[:cut])
+        assembler.feed_sse(body[cut:])
+        assert assembler.stream_errors() == []
+        assert [(c.value, c.ok) for c in assembler.finish()] == [({"a": 1}, True)]
