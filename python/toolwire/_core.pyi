@@ -12,6 +12,7 @@ __all__ = [
     "ToolRegistry",
     "ToolwireError",
     "__version__",
+    "same_tokens",
 ]
 
 from collections.abc import Callable, Mapping
@@ -20,6 +21,10 @@ from typing import Any, Final, Literal, final
 from typing_extensions import Self, disjoint_base
 
 __version__: Final[str]
+
+def same_tokens(a: bytes, b: bytes, /) -> bool:
+    """Whether two JSON texts are the same tokens, the whitespace between tokens aside
+    (`{"a": 1}` and `{"a":1}`); two valid texts that are have equal values."""
 
 class ToolwireError(ValueError):
     """Base class of toolwire's exceptions."""

@@ -20,6 +20,7 @@ use crate::assembler::{Arguments, Assembler, Delta, ToolCall};
 use crate::envelope::{Action, Decoder, EventError, FinishReason, Format};
 use crate::error::Misuse;
 use crate::sse::{Framer, SseConfig, SseError, Tail};
+use crate::tokens::same_tokens;
 
 /// What went wrong in a stream, outside any one tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -274,16 +275,23 @@ impl State {
                 // Compared with what the call holds, as `feed_chunk` compares it: after
                 // cumulative deltas the concatenated deltas differ from the summary while the
                 // call's arguments are equal to it, and nothing was lost.
+                // A summary that only spaces the same tokens otherwise (a server that
+                // re-serializes the arguments) is the same call: appending it would break it.
                 let ordinal = assembler.ordinal_of(Some(index));
                 let held = ordinal.and_then(|ordinal| assembler.arguments(ordinal));
-                if held == Some(full) {
+                if held.is_some_and(|held| same_tokens(held, full)) {
                     return;
                 }
-                // Named by the `output_index` it was sent under, not the key it is routed by.
-                let shown = ordinal.and_then(|o| assembler.index(o)).unwrap_or(index);
-                self.errors.record(StreamErrorKind::ArgumentsMismatch, self.events, || {
-                    format!("final arguments of the call at output_index {shown} differ from its deltas")
-                });
+                // A call with no text yet (a bridge that sends only the summary) lost nothing.
+                if held.is_some_and(|held| !held.is_empty()) {
+                    // Named by the `output_index` it was sent under, not the key it is routed by.
+                    let shown = ordinal.and_then(|o| assembler.index(o)).unwrap_or(index);
+                    self.errors.record(StreamErrorKind::ArgumentsMismatch, self.events, || {
+                        format!(
+                            "final arguments of the call at output_index {shown} differ from its deltas"
+                        )
+                    });
+                }
                 let delta = Delta {
                     index: Some(index),
                     arguments: Some(Arguments::Text(full)),

@@ -24,6 +24,7 @@ pub mod progress;
 pub mod scanner;
 pub mod schema;
 pub mod sse;
+pub mod tokens;
 pub mod value;
 pub mod visit;
 

@@ -1637,9 +1637,19 @@ fn dump_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
     dumps.call((value,), Some(&kwargs))?.extract()
 }
 
+/// Whether two JSON texts are the same tokens, whitespace between them aside (see
+/// [`crate::tokens`]).
+#[pyfunction]
+#[pyo3(name = "same_tokens", signature = (a, b, /))]
+fn py_same_tokens(a: &[u8], b: &[u8]) -> bool {
+    crate::tokens::same_tokens(a, b)
+}
+
 #[pymodule]
 #[pyo3(name = "_core")]
 mod core_module {
+    #[pymodule_export]
+    use super::py_same_tokens;
     #[pymodule_export]
     use super::{JsonError, MisuseError, ToolwireError};
     #[pymodule_export]

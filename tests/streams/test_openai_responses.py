@@ -132,3 +132,32 @@ def test_an_event_type_of_the_wrong_json_type_is_skipped(sse_server: SSEServer) 
     for event in events:
         asm.feed_chunk(event)
     assert [(c.name, c.value) for c in asm.finish()] == [("ping", {"a": 1})]
+
+
+def test_a_summary_spaced_otherwise_is_the_same_call(sse_server: SSEServer) -> None:
+    # A server that re-serializes the final arguments (`{"a":1,"b":[2]}` after deltas that
+    # spelled `{"a": 1, "b": [2]}`): appended, it made the call `concatenated_values`.
+    events = responses_stream([Call("ping", '{"a": 1, "b": [2, "x y"]}')], size=5)
+    for event in events:
+        if event["type"] == "response.function_call_arguments.done":
+            event["arguments"] = '{"a":1,"b":[2,"x y"]}'
+        item = event.get("item")
+        if event["type"] == "response.output_item.done" and isinstance(item, dict):
+            item["arguments"] = '{"a":1,\n"b":[2,"x y"]}'
+    assert _calls_three_ways(sse_server, events) == [("ping", '{"a": 1, "b": [2, "x y"]}', None)]
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, FMT))
+    raw.finish()
+    assert raw.stream_errors() == []
+
+
+def test_a_call_sent_only_as_a_summary_reports_no_mismatch() -> None:
+    events = [
+        e
+        for e in responses_stream([Call("ping", '{"a": 1}')])
+        if e["type"] != "response.function_call_arguments.delta"
+    ]
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, FMT))
+    assert [(c.name, c.value) for c in raw.finish()] == [("ping", {"a": 1})]
+    assert raw.stream_errors() == []

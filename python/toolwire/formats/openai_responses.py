@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolwire._core import same_tokens
 from toolwire.formats._fields import (
     arguments_of,
     copy_usage,
@@ -282,7 +283,8 @@ class ResponsesAdapter:
             expected = full.encode()
         except UnicodeEncodeError:
             expected = escape_lone_surrogates(full).encode()
-        if read(ordinal) != expected:
+        # A summary that spaces the same tokens otherwise (re-serialized) is the same call.
+        if not same_tokens(read(ordinal), expected):
             # The summary is whole: a surrogate half still held waited for a delta that was
             # lost, and a half at the summary's end has no partner to come. As on the raw SSE
             # path, the summary supersedes the half and is fed with unpaired halves escaped.
