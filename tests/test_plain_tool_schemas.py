@@ -987,3 +987,31 @@ def test_a_dynamic_reference_keeps_the_definitions_it_resolves_through() -> None
     )
     assert _run(schema, {"a": 1})[1:] == (True, [])
     assert _run(schema, {"a": "x"})[1:] == (False, ["type"])
+
+
+def test_an_optional_fields_early_error_names_the_value_inside_it() -> None:
+    # An optional field is `anyOf [its schema, null]` to the pre-check; once its first byte
+    # has ruled out null, the error is the one inside it, as for a required field.
+    schema = _obj(
+        properties={
+            "req": {"type": "array", "items": {"type": "integer"}},
+            "opt": {"type": "array", "items": {"type": "integer"}},
+            "obj": _obj(properties={"n": {"type": "integer"}}),
+        },
+        required=["req"],
+    )
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+
+    def early(arguments: str) -> list[tuple[str, str | None]]:
+        assembler = Assembler(tools=tools)
+        assembler.feed(0, id="c", name="tool", arguments=arguments)
+        shown = [(e.path, e.expected) for _, e in assembler.drain_errors()]
+        (call,) = assembler.finish()
+        assert call.error is not None and (call.error.path, call.error.expected) == shown[0]
+        return shown
+
+    assert early('{"req": [1, "x"]}') == [("/req/1", "integer")]
+    assert early('{"req": [], "opt": [1, "x"]}') == [("/opt/1", "integer")]
+    # `n` is optional too: its own union failed, and says what it takes.
+    assert early('{"req": [], "obj": {"n": "x"}}') == [("/obj/n", "integer or null")]
+    assert early('{"req": [], "opt": "x"}') == [("/opt", "array or null")]

@@ -1974,9 +1974,9 @@ impl State {
         nodes: &[Node],
         mut s: usize,
         at: usize,
-        cause: (usize, Failure, &str, Option<&str>),
+        mut cause: (usize, Failure, &str, Option<&str>),
     ) -> bool {
-        let origin = s;
+        let mut origin = s;
         loop {
             let slot = self.slots[s];
             if slot.parent == NO_SLOT {
@@ -1986,7 +1986,10 @@ impl State {
             if !self.slots[p].alive {
                 return false;
             }
-            let specific = !matches!(cause.1, Failure::Type | Failure::False);
+            // A branch got past its own type when it failed on a keyword, or on anything
+            // inside its value (an item of the wrong type in an array branch).
+            let specific = !matches!(cause.1, Failure::Type | Failure::False)
+                || (matches!(slot.link, Link::AnyOf | Link::OneOf) && cause.0 > self.frame_of(p));
             if specific && matches!(slot.link, Link::AnyOf | Link::OneOf) {
                 self.slots[p].specific_deaths += 1;
             }
@@ -2009,6 +2012,15 @@ impl State {
                 }
             };
             if self.slots[p].cond {
+                // A union that ran out inside a branch of an outer one, with no single
+                // branch to name: it, not the leaf that ended it, is what failed there
+                // (`integer or null` at `/obj/n`, not the `null` its last branch wanted).
+                if let Some(f) = failure.filter(|_| !specific || self.slots[p].specific_deaths != 1)
+                {
+                    let depth = self.frame_of(p);
+                    cause = (depth, f, self.frames[depth].kind.type_name(), None);
+                    origin = p;
+                }
                 self.kill(p);
                 s = p;
                 continue;
