@@ -8,7 +8,7 @@ from toolwire import _core
 from toolwire.formats import ChunkInfo, FormatAdapter, WireFormat, detect_format, make_adapter
 from toolwire.formats._utf16 import text_piece
 
-__all__ = ["Assembler"]
+__all__ = ["Assembler", "read_chunks_as"]
 
 # Per-stream format state lives in the instance __dict__ (the core class is a subclassable
 # pyclass) under this key, created on the first meaningful chunk, so the core's constructor
@@ -63,11 +63,7 @@ class Assembler(_core.Assembler):
             fmt = detect_format(chunk)
             if fmt is None:
                 return ChunkInfo()
-            adapter = make_adapter(fmt)
-            state[_ADAPTER] = adapter
-            # What the adapter still holds at the end (half of a surrogate pair) is fed when
-            # `finish` starts; a hook, so that streams fed by `feed` pay nothing for it.
-            self._flush_before_finish(_end_of_chunks)
+            adapter = _read_chunks_as(self, fmt)
         info = adapter.handle(chunk, self)
         if info.finish_reason is not None:
             state[_FINISH_SEEN] = True
@@ -85,6 +81,29 @@ class Assembler(_core.Assembler):
             `""` or `"\ufffd"`; asking ends the wait for the other half.
         """
         return "\ufffd" if self.__dict__.pop(_TEXT_HALF, None) else ""
+
+
+def _read_chunks_as(asm: Assembler, fmt: WireFormat) -> FormatAdapter:
+    """Makes `feed_chunk` read `asm`'s chunks as `fmt` from now on, and returns the adapter."""
+    adapter = make_adapter(fmt)
+    asm.__dict__[_ADAPTER] = adapter
+    # What the adapter still holds at the end (half of a surrogate pair) is fed when `finish`
+    # starts, and a stream without a finish reason is cut there; a hook, so that streams fed
+    # by `feed` pay nothing for it.
+    asm._flush_before_finish(_end_of_chunks)
+    return adapter
+
+
+def read_chunks_as(asm: Assembler, fmt: WireFormat) -> None:
+    """Makes `asm.feed_chunk` read every chunk as `fmt`, for a caller that knows the format
+    (a recorded stream): chunks are not sniffed, and the end-of-stream rules apply as usual.
+
+    Raises:
+        MisuseError: `asm` already reads chunks of a format.
+    """
+    if _ADAPTER in asm.__dict__:
+        raise _core.MisuseError("the assembler already reads chunks of a format")
+    _read_chunks_as(asm, fmt)
 
 
 def _end_of_chunks(asm: Assembler) -> None:

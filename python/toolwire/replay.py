@@ -60,8 +60,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias, cast, get_args
 
 from toolwire._core import MisuseError, ToolCall
-from toolwire.assembler import Assembler
-from toolwire.formats import ChunkInfo, WireFormat, make_adapter
+from toolwire.assembler import Assembler, read_chunks_as
+from toolwire.formats import WireFormat
 from toolwire.toolset import Toolset
 from toolwire.validation import Outcome
 
@@ -591,13 +591,12 @@ def new_assembler(
     return Assembler(tools=toolset, **cast("dict[str, Any]", dict(limits)))
 
 
-def _feed_chunk(asm: Assembler, chunk: object, fmt: FormatName, adapter: Any) -> str:
+def _feed_chunk(asm: Assembler, chunk: object, fmt: FormatName) -> str:
     """Feed one chunk; returns its assistant text."""
     if fmt == "fragments":
         _feed_fragment(asm, chunk)
         return ""
-    info: ChunkInfo = adapter.handle(chunk, asm) if adapter is not None else asm.feed_chunk(chunk)
-    return info.text
+    return asm.feed_chunk(chunk).text
 
 
 def _feed_fragment(asm: Assembler, chunk: object) -> None:
@@ -838,10 +837,13 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
     elif entry.body is not None:
         text_parts.append(feed_sse(asm, entry.body, entry.format))
     else:
-        adapter = None if entry.format in ("auto", "fragments") else make_adapter(entry.format)
+        if entry.format not in ("auto", "fragments"):
+            # The recorded format, not a guess from the first chunk; the stream is read as
+            # `feed_chunk` reads it live, end-of-stream rules included.
+            read_chunks_as(asm, entry.format)
         for number, chunk in enumerate(entry.chunks):
             try:
-                text_parts.append(_feed_chunk(asm, chunk, entry.format, adapter))
+                text_parts.append(_feed_chunk(asm, chunk, entry.format))
             except (MisuseError, TypeError, UnicodeError) as exc:
                 raise CorpusError(
                     f"{entry.key}: chunk {number} cannot be replayed: {exc}: {chunk!r:.200}"

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from toolwire import Assembler
 from toolwire.cli import main
 from toolwire.demo_tools import demo_toolset
 from toolwire.replay import (
@@ -325,3 +326,73 @@ def test_lone_surrogates_in_a_corpus_replay_as_invalid_utf8(tmp_path: Path) -> N
     done = run_module("inspect", str(path))
     assert done.returncode == 1, done.stderr
     assert b"Traceback" not in done.stderr and b"invalid_utf8" in done.stdout
+
+
+_CUT_OFF = {
+    "anthropic": [
+        {
+            "type": "message_start",
+            "message": {
+                "id": "m",
+                "type": "message",
+                "role": "assistant",
+                "model": "x",
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+        },
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "t1", "name": "delete_all", "input": {}},
+        },
+    ],
+    "openai-chat": [
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": None,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": "delete_all", "arguments": ""},
+                            }
+                        ]
+                    },
+                }
+            ],
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(_CUT_OFF))
+def test_a_recorded_stream_without_a_finish_reason_replays_truncated(
+    tmp_path: Path, fmt: str
+) -> None:
+    # Live, a call whose arguments never began in a stream that never finished is cut off;
+    # read with its recorded format, the replay must not make it `{}` and runnable.
+    head = {"toolwire": "stream", "schema_version": 1, "id": "cut", "format": fmt}
+    lines = [head, *_CUT_OFF[fmt]]
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    live = Assembler()
+    for chunk in _CUT_OFF[fmt]:
+        live.feed_chunk(chunk)
+    assert [(c.name, c.error and c.error.kind) for c in live.finish()] == [
+        ("delete_all", "truncated")
+    ]
+    report = replay(load_corpus([path]))
+    assert [(c.tool, c.state, c.code) for case in report.cases for c in case.calls] == [
+        ("delete_all", "model_error", "truncated")
+    ]
