@@ -15,7 +15,7 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 from toolwire.execution import (
     BreakerConfig,
@@ -796,3 +796,37 @@ def test_takeover_that_runs_nothing_is_no_duplicate_execution(clock: FakeClock) 
     assert not result.duplicate_execution
     assert ex.observer.counts["stale_in_progress"] == 1
     assert ex.observer.counts["duplicate_executions"] == 0
+
+
+class _Charge(BaseModel):
+    order_id: str
+    card_token: SecretStr
+
+
+def test_calls_differing_only_in_a_secret_are_different_writes() -> None:
+    # Pydantic writes every SecretStr as the same mask: fingerprinted so, a second charge with
+    # another card was answered with the first charge's result.
+    assert fingerprint({"k": SecretStr("a")}) != fingerprint({"k": SecretStr("b")})
+    assert fingerprint({"k": SecretStr("a")}) == fingerprint({"k": "a"})
+    charged: list[str] = []
+
+    def charge(args: _Charge) -> dict[str, int]:
+        charged.append(args.card_token.get_secret_value())
+        return {"charged": len(charged)}
+
+    executor = Executor(breaker=False)
+    executor.register("charge", charge, side_effects=True, idempotency_key="order_id")
+    ctx = RequestContext("r", "s")
+    first = executor.execute(
+        Call("charge", "c1", _Charge(order_id="O-1", card_token=SecretStr("A"))), ctx
+    )
+    other = executor.execute(
+        Call("charge", "c2", _Charge(order_id="O-1", card_token=SecretStr("B"))), ctx
+    )
+    again = executor.execute(
+        Call("charge", "c3", _Charge(order_id="O-1", card_token=SecretStr("A"))), ctx
+    )
+    assert first.state == "ok"
+    assert other.error is not None and other.error["type"] == "idempotency_conflict"
+    assert again.state == "duplicate_suppressed"
+    assert charged == ["A"]

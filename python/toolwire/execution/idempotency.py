@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, cast
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretBytes, SecretStr
 from pydantic_core import to_jsonable_python
 
 __all__ = ["KEY_VERSION", "canonical_json", "derive_key", "fingerprint"]
@@ -112,6 +112,11 @@ def _encode(value: Any, out: list[str]) -> None:
         out.append(json.dumps(str(value)))
     elif isinstance(value, (bytes, bytearray)):
         out.append(json.dumps(base64.b64encode(bytes(value)).decode("ascii")))
+    elif isinstance(value, (SecretStr, SecretBytes)):
+        # Its value, as for a secret sent as a plain str: pydantic's JSON form is the same mask
+        # for every secret, and two calls that differ only in a card token would share a
+        # fingerprint, the second answered with the first's result. Only the digest is kept.
+        _encode(value.get_secret_value(), out)
     else:
         _encode(to_jsonable_python(value, fallback=repr), out)
 
