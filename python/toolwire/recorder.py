@@ -461,30 +461,35 @@ class Recorder:
 
     # Records ------------------------------------------------------------------------------
 
-    def _schema(self, tool: str | None) -> Mapping[str, Any] | None:
-        toolset = self.toolset
+    def _schema(self, tool: str | None, toolset: Toolset | None = None) -> Mapping[str, Any] | None:
+        toolset = toolset or self.toolset
         if toolset is None or tool is None or tool not in toolset:
             return None
         return toolset.schema(tool)
 
-    def _hash(self, tool: str | None) -> str | None:
-        toolset = self.toolset
+    def _hash(self, tool: str | None, toolset: Toolset | None = None) -> str | None:
+        toolset = toolset or self.toolset
         if toolset is None or tool is None or tool not in toolset:
             return None
         return schema_hash(toolset, tool)
 
-    def _needs_redaction(self, tools: Iterable[str | None]) -> bool:
+    def _needs_redaction(self, tools: Iterable[str | None], toolset: Toolset | None) -> bool:
         if self.redact is not None:
             return True
         for tool in tools:
-            schema = self._schema(tool)
+            schema = self._schema(tool, toolset)
             # Every place a secret may sit, array items and additional properties included.
             if schema is not None and secret_patterns(schema):
                 return True
         return False
 
     def call_record(
-        self, call: ToolCall, outcome: Outcome | None = None, *, format: str | None = None
+        self,
+        call: ToolCall,
+        outcome: Outcome | None = None,
+        *,
+        format: str | None = None,
+        toolset: Toolset | None = None,
     ) -> dict[str, Any]:
         """The corpus record of one call (redacted), without writing it.
 
@@ -492,6 +497,8 @@ class Recorder:
             call: The assembled call.
             outcome: Its validation outcome, if any.
             format: The wire format it came in, for the record.
+            toolset: The toolset the call was validated with, when not the recorder's: its
+                schemas say what to redact and give the schema hash.
 
         Returns:
             A `call` record.
@@ -500,7 +507,7 @@ class Recorder:
         # The bytes as received: bytes that are not UTF-8 stay `surrogateescape` code points
         # (written as `\udcXX`), which replay turns back into the same bytes.
         raw = call.arguments_bytes.decode("utf-8", "surrogateescape")
-        arguments = redact_arguments(raw, self._schema(call.name), self.redact)
+        arguments = redact_arguments(raw, self._schema(call.name, toolset), self.redact)
         digest = _digest(raw_bytes(f"{call.name}\0{arguments}"))
         record: dict[str, Any] = {
             "toolwire": "call",
@@ -509,7 +516,7 @@ class Recorder:
             "call_id": call.id,
             "arguments": arguments,
         }
-        schema_digest = self._hash(call.name)
+        schema_digest = self._hash(call.name, toolset)
         if schema_digest is not None:
             record["schema_hash"] = schema_digest
         if format is not None:
@@ -530,7 +537,12 @@ class Recorder:
         return record
 
     def record_call(
-        self, call: ToolCall, outcome: Outcome | None = None, *, format: str | None = None
+        self,
+        call: ToolCall,
+        outcome: Outcome | None = None,
+        *,
+        format: str | None = None,
+        toolset: Toolset | None = None,
     ) -> bool:
         """Record `call` if it failed (its outcome is not ok, or without one, it has an error).
 
@@ -538,6 +550,7 @@ class Recorder:
             call: The assembled call.
             outcome: Its validation outcome, if any.
             format: The wire format it came in, for the record.
+            toolset: The toolset the call was validated with, when not the recorder's.
 
         Returns:
             True if a record was written.
@@ -545,7 +558,7 @@ class Recorder:
         failed = (not outcome.ok) if outcome is not None else call.error is not None
         if not failed:
             return False
-        record = self.call_record(call, outcome, format=format)
+        record = self.call_record(call, outcome, format=format, toolset=toolset)
         if self.dedupe:
             with self._lock:
                 if record["id"] in self._seen:
@@ -568,6 +581,7 @@ class Recorder:
         format: str | None = None,
         policy: StreamPolicy | None = None,
         interrupted: str | None = None,
+        toolset: Toolset | None = None,
     ) -> int:
         """Record one finished stream: as a whole (per `policy`) or its failed calls.
 
@@ -581,6 +595,8 @@ class Recorder:
             interrupted: Why the connection broke off, when it did (the exception's class
                 name): a broken connection leaves no chunk behind, so the record says it and
                 the replay interrupts the assembler where the live stream did.
+            toolset: The toolset the stream was validated with, when not the recorder's:
+                its schemas say what to redact.
 
         Returns:
             The number of records written.
@@ -593,7 +609,7 @@ class Recorder:
         whole = (policy == "all" or (policy == "failed" and failed)) and (
             chunks is not None or body is not None
         )
-        if whole and not self._needs_redaction(c.name for c in calls):
+        if whole and not self._needs_redaction((c.name for c in calls), toolset):
             record: dict[str, Any] = {"toolwire": "stream"}
             if format is not None:
                 record["format"] = format
@@ -602,7 +618,7 @@ class Recorder:
             limits = limits_of(calls)
             if limits:
                 record["limits"] = limits
-            hashes = {n: h for c in calls if (h := self._hash(n := c.name)) is not None}
+            hashes = {n: h for c in calls if (h := self._hash(n := c.name, toolset)) is not None}
             if hashes:
                 record["schema_hashes"] = dict(sorted(hashes.items()))
             record["observed"] = [
@@ -622,7 +638,7 @@ class Recorder:
             record = {"toolwire": "stream", "id": f"stream-{_digest(content)}", **record}
             self.write(record)
             return 1
-        return sum(self.record_call(c, o, format=format) for c, o in pairs)
+        return sum(self.record_call(c, o, format=format, toolset=toolset) for c, o in pairs)
 
     # Stream hooks -------------------------------------------------------------------------
 
@@ -694,7 +710,7 @@ def _error_chunk(error: BaseException, fmt: str | None) -> dict[str, Any]:
 class RecordingToolStream(ToolStream):
     """A `ToolStream` that hands its chunks and calls to a `Recorder` once it is over."""
 
-    __slots__ = ("_chunks", "_recorded", "_recorder")
+    __slots__ = ("_chunks", "_recorded", "_recorder", "_tools")
 
     def __init__(
         self,
@@ -714,6 +730,8 @@ class RecordingToolStream(ToolStream):
         """
         self._chunks: list[object] = []
         self._recorder = recorder
+        # Redaction follows the schemas the stream is validated with.
+        self._tools = tools
         self._recorded = False
         # The SDK stream stays the source `close` closes; `_chunks_of` keeps its chunks.
         super().__init__(source, tools, progress=progress)
@@ -742,6 +760,7 @@ class RecordingToolStream(ToolStream):
                 chunks=self._chunks,
                 format=self.format,
                 interrupted=type(error).__name__ if broken else None,
+                toolset=self._tools,
             )
 
     def __next__(self) -> Event:

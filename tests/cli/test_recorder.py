@@ -145,6 +145,26 @@ def test_redaction_of_secret_fields(tmp_path: Path) -> None:
     assert [c.calls[0].code for c in report.cases] == ["unknown_field", "truncated"]
 
 
+@pytest.mark.parametrize("streams", ["off", "failed", "all"])
+def test_the_stream_toolset_decides_redaction(tmp_path: Path, streams: str) -> None:
+    # The recorder was built without a toolset; the stream is validated with one that marks
+    # secrets. Those schemas must decide what reaches the disk, whole stream or calls.
+    tools = Toolset([Login])
+    path = tmp_path / "r.jsonl"
+    recorder = Recorder(path, streams=streams)  # type: ignore[arg-type]
+    chunks = [
+        chat_call(0, '{"user": "ann", "password": "hunter2", ', id="l1", name="login"),
+        chat_call(0, '"token": "tok-SECRET", "extra": 1}'),
+    ]
+    with recorder.assemble(chunks, tools) as stream:
+        list(stream)
+    text = path.read_text(encoding="utf-8")
+    assert "hunter2" not in text and "SECRET" not in text
+    (written,) = records(path)
+    assert written["toolwire"] == "call"
+    assert written["schema_hash"] == schema_hash(tools, "login")
+
+
 def test_redaction_hook_and_malformed_text() -> None:
     schema = Toolset([Login]).schema("login")
     upper = redact_arguments('{"user": "ann"}', schema, lambda ptr, text: text.upper())
