@@ -691,3 +691,22 @@ def test_a_write_over_urllib_to_a_closed_port_is_retried() -> None:
     result = ex.execute(Call("charge", "call_1", {"amount": 5}), RequestContext("r", "s"))
     assert result.state == "downstream_failed" and len(attempts) == 3
     assert result.error is not None and result.error["type"] == "connection_error"
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Asia/Tokyo"])
+def test_an_http_date_without_a_zone_is_gmt(zone: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The asctime form carries no zone and `-0000` reads as none: both are GMT, whatever the
+    # host's zone, as the `GMT` form already was.
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        when = time.gmtime(NOW + 20)
+        forms = [
+            time.strftime("%a %b %e %H:%M:%S %Y", when),
+            time.strftime("%a, %d %b %Y %H:%M:%S -0000", when),
+            time.strftime("%a, %d %b %Y %H:%M:%S GMT", when),
+        ]
+        assert [parse_retry_after(form, now=NOW) for form in forms] == [20.0, 20.0, 20.0]
+    finally:
+        monkeypatch.undo()
+        time.tzset()

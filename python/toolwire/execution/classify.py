@@ -14,6 +14,7 @@ not processed, so they are retried for writes as well.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import email.utils
 import errno
 import math
@@ -180,6 +181,11 @@ def parse_retry_after(value: str | float | None, *, now: float) -> float | None:
         when = email.utils.parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):
         return None
+    if when.tzinfo is None:
+        # An HTTP date is always GMT (RFC 9110), the asctime form included, which carries no
+        # zone; `-0000` and a missing zone also come back without one. Read as local time,
+        # the wait would move by the host's UTC offset.
+        when = when.replace(tzinfo=dt.timezone.utc)
     return max(0.0, when.timestamp() - now)
 
 
