@@ -321,6 +321,13 @@ class Assembler:
     def stop_all(self, reason: str, /) -> None:
         """The provider said the calls it sent are malformed: every call is `filtered`, even one
         it had ended with a complete value (nothing tells which call it judged)."""
+    def lose_arguments(self, ordinal: int, reason: str, /) -> None:
+        """The call at `ordinal` lost part of its arguments (an event that carried them could
+        not be read): it becomes a `lost_event` error, never executed, whatever it holds.
+
+        Raises:
+            MisuseError: After `finish`, or for an unknown ordinal.
+        """
     def limit_reached(self) -> None:
         """The output limit was reached: the last call started, if not ended and with no
         argument text, becomes `truncated` at finish rather than `{}`."""

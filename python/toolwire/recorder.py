@@ -123,11 +123,14 @@ def _is_secret_along(schema: Mapping[str, Any], path: Path_) -> bool:
 
 def _end_of(call: ToolCall) -> dict[str, Any] | None:
     """How the stream ended the call, when its text alone does not say: the provider stopped
-    it (`stop`, with the reason), or the stream broke off before its arguments began
-    (`cut`). Replay ends the call the same way."""
+    it (`stop`, with the reason), the stream broke off before its arguments began (`cut`), or
+    an event that carried part of them could not be read (`lost`, with the error's message).
+    Replay ends the call the same way."""
     error = call.error
     if error is None:
         return None
+    if error.kind == "lost_event":
+        return {"lost": error.message}
     if error.kind == "filtered":
         reason: object = getattr(call, "stop_reason", None)
         return {"stop": reason if isinstance(reason, str) else "recorded"}

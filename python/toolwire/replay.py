@@ -13,8 +13,9 @@ A corpus is a set of files (directories are searched for `*.jsonl` and `*.sse`):
   - `{"toolwire": "call", "tool": ..., "arguments": "<raw text>", ...}` is one call whose raw
     argument text is replayed as a single fragment (what the recorder writes for failed calls).
     Its `end`, when the text alone does not say how the stream ended the call, is replayed
-    after it: `{"stop": reason}` (the provider stopped it: `filtered`) or `{"cut": true}`
-    (the stream ended before its arguments began: `truncated`).
+    after it: `{"stop": reason}` (the provider stopped it: `filtered`), `{"cut": true}`
+    (the stream ended before its arguments began: `truncated`) or `{"lost": reason}` (an event
+    that carried part of them could not be read: `lost_event`).
 
   Plain lines before any record form one stream entry named after the file, so a JSONL file of
   SDK chunks or events is a corpus as it is.
@@ -186,7 +187,7 @@ class Entry:
         note: Free text from the record.
         interrupted: Why the recorded connection broke off (stream entries), or None.
         end: How the stream ended a recorded call, when its text alone does not say
-            (call entries): `{"stop": reason}` or `{"cut": true}`.
+            (call entries): `{"stop": reason}`, `{"cut": true}` or `{"lost": reason}`.
         limits: The recorded assembler's limits that differ from the defaults.
     """
 
@@ -351,9 +352,15 @@ def _entry_from_record(
         raw_end: object = record.get("end")
         end = cast("dict[str, Any]", raw_end) if isinstance(raw_end, dict) else None
         if raw_end is not None and not (
-            end is not None and (isinstance(end.get("stop"), str) or end.get("cut") is True)
+            end is not None
+            and (
+                isinstance(end.get("stop"), str)
+                or end.get("cut") is True
+                or isinstance(end.get("lost"), str)
+            )
         ):
-            raise CorpusError(f'{where}: \'end\' must be {{"stop": reason}} or {{"cut": true}}')
+            forms = '{"stop": reason}, {"cut": true} or {"lost": reason}'
+            raise CorpusError(f"{where}: 'end' must be {forms}")
         return Entry(
             key=keys(source, ident),
             source=source,
@@ -832,6 +839,8 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
             raise CorpusError(f"{entry.key}: the call cannot be replayed: {exc}") from exc
         if entry.end is not None and isinstance(entry.end.get("stop"), str):
             asm.stop(entry.end["stop"])
+        elif entry.end is not None and isinstance(entry.end.get("lost"), str):
+            asm.lose_arguments(0, entry.end["lost"])
         elif entry.end is not None:
             asm.limit_reached()
     elif entry.body is not None:

@@ -1433,6 +1433,17 @@ impl PyAssembler {
         }
     }
 
+    /// The call at `ordinal` lost part of its arguments (an event that carried them could not
+    /// be read): it becomes a `lost_event` error, never executed, whatever it holds.
+    #[pyo3(signature = (ordinal, reason, /))]
+    fn lose_arguments(&mut self, py: Python<'_>, ordinal: usize, reason: &str) -> PyResult<()> {
+        self.decoder
+            .assembler_mut()
+            .lose_arguments(ordinal, reason)
+            .map_err(|e| misuse(&e))?;
+        self.flush_progress(py)
+    }
+
     fn limit_reached(&mut self) -> PyResult<()> {
         self.decoder
             .assembler_mut()

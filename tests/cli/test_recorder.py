@@ -541,3 +541,31 @@ def test_a_record_whose_limits_cannot_be_used_is_refused(tmp_path: Path, limits:
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")
     with pytest.raises(CorpusError, match="limits"):
         replay(load_corpus([path]))
+
+
+@pytest.mark.parametrize("second", [b'"arguments":"1}"', b'"arguments":"'])
+def test_a_lost_event_call_replays_lost(tmp_path: Path, second: bytes) -> None:
+    # A malformed event in the middle: the call may lack a fragment, whatever its text says
+    # once the stream goes on; its record must replay to the same verdict.
+    head = b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c",'
+    body = (
+        head
+        + b'"function":{"name":"f","arguments":"{\\"a\\": "}}]}}]}\n\n'
+        + b"data: {not json}\n\n"
+        + b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{'
+        + second
+        + b"}}]}}]}\n\n"
+        + b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n'
+    )
+    live = Assembler()
+    live.feed_sse(body)
+    (call,) = live.finish()
+    assert call.error is not None and call.error.kind == "lost_event"
+    path = tmp_path / "r.jsonl"
+    assert Recorder(path).record_call(call)
+    (written,) = records(path)
+    assert written["observed"]["code"] == "lost_event" and "lost" in written["end"]
+    report = replay(load_corpus([path]))
+    assert [(c.state, c.code) for case in report.cases for c in case.calls] == [
+        ("model_error", "lost_event")
+    ]
