@@ -32,6 +32,7 @@ import dataclasses
 import difflib
 import json
 import re
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
@@ -759,10 +760,26 @@ def string_leaves(
 
 def without_values(text: str, secrets: Sequence[str]) -> str:
     """`text` with every occurrence of each secret value redacted, longest first (a secret
-    that holds another must not be left half shown)."""
-    for secret in sorted(filter(None, secrets), key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
+    that holds another must not be left half shown), in the forms an exception's text quotes
+    it in as well as verbatim: escaped as `repr` and JSON write it (a `KeyError`, a payload
+    echoed in a message) and URL-quoted (a query string in a connection error)."""
+    forms = {form for secret in secrets if secret for form in _quoted_forms(secret)}
+    for form in sorted(forms, key=len, reverse=True):
+        text = text.replace(form, REDACTED)
     return text
+
+
+def _quoted_forms(secret: str) -> set[str]:
+    """`secret` and the escaped or quoted texts that stand for it."""
+    forms = {
+        secret,
+        repr(secret)[1:-1],
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        urllib.parse.quote(secret, safe=""),
+        urllib.parse.quote_plus(secret, safe=""),
+    }
+    return {form for form in forms if form}
 
 
 def secret_text(value: SecretStr | SecretBytes) -> str:

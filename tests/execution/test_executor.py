@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -839,3 +840,37 @@ def test_every_execution_text_has_each_language() -> None:
     keys = [k for k in MESSAGES if k.startswith("exec.")]
     assert len(keys) > 20
     assert all(set(MESSAGES[k]) == {"en", "zh"} for k in keys)
+
+
+class _Login(BaseModel):
+    user: str
+    password: SecretStr
+
+
+@pytest.mark.parametrize(
+    ("secret", "fail"),
+    [
+        # `KeyError` quotes its key with `repr`: backslashes doubled.
+        (r"C:\vault\k3y", lambda s: KeyError(s)),
+        # A JSON payload echoed in a business rule: quote and non-ASCII escaped.
+        ('pa"ss-wörd', lambda s: BusinessRuleError("rejected: " + json.dumps({"password": s}))),
+        # A connection error naming the URL it tried: the secret URL-quoted.
+        ("ab+c/d=", lambda s: ConnectionError("GET https://x/?k=" + quote(s, safe=""))),
+    ],
+)
+def test_a_secret_quoted_or_escaped_is_scrubbed_too(
+    secret: str, fail: Callable[[str], Exception], caplog: pytest.LogCaptureFixture
+) -> None:
+    def tool(args: _Login) -> None:
+        raise fail(args.password.get_secret_value())
+
+    executor = Executor({"login": tool}, breaker=False)
+    with caplog.at_level(logging.DEBUG, logger="toolwire"):
+        result = executor.execute(
+            Call("login", "c1", _Login(user="ann", password=SecretStr(secret))),
+            RequestContext("r"),
+        )
+    shown = caplog.text + json.dumps(result.content())
+    for form in (secret, repr(secret)[1:-1], json.dumps(secret)[1:-1], quote(secret, safe="")):
+        assert form not in shown
+    assert "[redacted]" in shown
