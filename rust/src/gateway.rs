@@ -219,7 +219,7 @@ impl State {
                 // Providers split usage over events (Anthropic: input tokens in
                 // `message_start`, output tokens in `message_delta`): merge the members, later
                 // values winning. Usage events are a handful per stream, so parsing is cheap.
-                self.usage = Some(merge_usage(self.usage.as_deref(), u));
+                self.usage = merge_usage(self.usage.as_deref(), u);
             }
             Action::Finish { .. } if self.gave_up => {
                 // A finish reason after the provider gave up (a `finish_reason` chunk after an
@@ -563,17 +563,19 @@ impl StreamDecoder {
     }
 }
 
-/// Merges the members of the usage object `next` into `previous` (both JSON texts).
+/// Merges the members of the usage object `next` into `previous` (both JSON texts); a `next`
+/// that is no object leaves `previous` as it was.
 ///
 /// A member sent as `null` (Anthropic's `message_delta` repeats `input_tokens` as `null`,
 /// OpenAI-compatible servers send `prompt_tokens_details: null`) is no count: it is left out,
 /// at any depth, and never erases a count already known. The SDKs read usage the same way
 /// (their objects drop `None` members), so every way in reports the same usage.
-fn merge_usage(previous: Option<&str>, next: &str) -> String {
+fn merge_usage(previous: Option<&str>, next: &str) -> Option<String> {
     let parse =
         |t: &str| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(t).ok();
     let Some(fresh) = parse(next) else {
-        return next.to_owned();
+        // A usage that is no object (a broken bridge's number or text) counts nothing.
+        return previous.map(str::to_owned);
     };
     let mut merged = previous.and_then(parse).unwrap_or_default();
     for (k, v) in fresh {
@@ -581,7 +583,7 @@ fn merge_usage(previous: Option<&str>, next: &str) -> String {
             merged.insert(k, v);
         }
     }
-    serde_json::Value::Object(merged).to_string()
+    Some(serde_json::Value::Object(merged).to_string())
 }
 
 /// `value` with the `null` members of its objects left out, at any depth; `None` for `null`.

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from toolwire import _core
 from toolwire.assembler import Assembler
+from toolwire.stream import assemble
 
 from .clients import assemble_both, assemble_sync
 from .conftest import SSEServer
@@ -617,3 +618,25 @@ def test_a_block_without_data_is_no_event(block: bytes) -> None:
         assembler.feed_sse(body[cut:])
         assert assembler.stream_errors() == []
         assert [(c.value, c.ok) for c in assembler.finish()] == [({"a": 1}, True)]
+
+
+@pytest.mark.parametrize("odd", [b'"x"', b"[1,2]", b"7"])
+def test_a_usage_that_is_no_object_counts_nothing(odd: bytes) -> None:
+    # `StreamEnded.usage` is a dict or None on every path: a broken bridge's usage that is
+    # no object leaves the counts known so far as they were.
+    def chunk(finish: str | None, usage: bytes) -> bytes:
+        choice = b'{"index":0,"delta":{"content":"hi"},"finish_reason":'
+        choice += b"null" if finish is None else b'"' + finish.encode() + b'"'
+        return b'data: {"choices":[' + choice + b'}],"usage":' + usage + b"}\n\n"
+
+    body = chunk(None, b'{"prompt_tokens":3}') + chunk("stop", odd) + b"data: [DONE]\n\n"
+    raw = Assembler()
+    raw.feed_sse(body)
+    raw.finish()
+    assert raw.usage == {"prompt_tokens": 3}
+    chunks = [
+        json.loads(line[6:]) for line in body.split(b"\n\n") if line[6:] not in (b"", b"[DONE]")
+    ]
+    stream = assemble(chunks)
+    events = list(stream)
+    assert stream.usage == {"prompt_tokens": 3} and events[-1].usage == {"prompt_tokens": 3}

@@ -181,11 +181,11 @@ def merge_usage(known: dict[str, Any] | None, usage: object) -> dict[str, Any] |
         usage: The usage object of the event: an SDK model or a dict.
 
     Returns:
-        The merged usage, or `usage` as sent when it is not an object.
+        The merged usage; `known` when `usage` is not an object (it counts nothing).
     """
     values = _without_none(plain(usage))
     if not isinstance(values, dict):
-        return cast("dict[str, Any] | None", values)
+        return known
     return {**(known or {}), **cast("dict[str, Any]", values)}
 
 
