@@ -674,10 +674,27 @@ fn string_mode(s: &str) -> PyResult<StringMode> {
     }
 }
 
+/// A count or an ordinal from Python: an `int` that is not negative. A negative one (`-1`
+/// for "no limit", say) is the caller's mistake, a `MisuseError`, not the `OverflowError` of
+/// a plain `usize` argument.
+#[derive(Clone, Copy)]
+struct Count(usize);
+
+impl FromPyObject<'_, '_> for Count {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'_, '_, PyAny>) -> Result<Self, Self::Error> {
+        let value: i128 = obj.extract()?;
+        usize::try_from(value)
+            .map(Count)
+            .map_err(|_| MisuseError::new_err(format!("{value} is not a count (0 or more)")))
+    }
+}
+
 fn scan_config(
-    max_depth: usize,
-    max_bytes: usize,
-    max_number_digits: usize,
+    Count(max_depth): Count,
+    Count(max_bytes): Count,
+    Count(max_number_digits): Count,
     duplicate_keys: &str,
 ) -> PyResult<ScanConfig> {
     let config = ScanConfig {
@@ -812,11 +829,14 @@ struct PyScanner {
 #[pymethods]
 impl PyScanner {
     #[new]
-    #[pyo3(signature = (*, max_depth=64, max_bytes=8_388_608, max_number_digits=4300, duplicate_keys="error"))]
+    #[pyo3(
+        signature = (*, max_depth=Count(64), max_bytes=Count(8_388_608), max_number_digits=Count(4300), duplicate_keys="error"),
+        text_signature = "(*, max_depth=64, max_bytes=8388608, max_number_digits=4300, duplicate_keys='error')"
+    )]
     fn new(
-        max_depth: usize,
-        max_bytes: usize,
-        max_number_digits: usize,
+        max_depth: Count,
+        max_bytes: Count,
+        max_number_digits: Count,
         duplicate_keys: &str,
     ) -> PyResult<Self> {
         Ok(Self {
@@ -1314,12 +1334,15 @@ fn keyword_slot(key: &Borrowed<'_, '_, PyAny>) -> PyResult<usize> {
 #[pymethods]
 impl PyAssembler {
     #[new]
-    #[pyo3(signature = (*, tools=None, max_depth=64, max_bytes=8_388_608, max_number_digits=4300, duplicate_keys="error", track_progress=false, progress_into=None))]
+    #[pyo3(
+        signature = (*, tools=None, max_depth=Count(64), max_bytes=Count(8_388_608), max_number_digits=Count(4300), duplicate_keys="error", track_progress=false, progress_into=None),
+        text_signature = "(*, tools=None, max_depth=64, max_bytes=8388608, max_number_digits=4300, duplicate_keys='error', track_progress=False, progress_into=None)"
+    )]
     fn new(
         tools: Option<&Bound<'_, PyAny>>,
-        max_depth: usize,
-        max_bytes: usize,
-        max_number_digits: usize,
+        max_depth: Count,
+        max_bytes: Count,
+        max_number_digits: Count,
         duplicate_keys: &str,
         track_progress: bool,
         progress_into: Option<Bound<'_, PyList>>,
@@ -1399,7 +1422,8 @@ impl PyAssembler {
 
     /// The name received so far for a call.
     #[pyo3(signature = (ordinal, /))]
-    fn name(&self, ordinal: usize) -> PyResult<Option<String>> {
+    fn name(&self, ordinal: Count) -> PyResult<Option<String>> {
+        let Count(ordinal) = ordinal;
         if ordinal >= self.decoder.assembler().len() {
             return Err(misuse(&Misuse::NoSuchCall(ordinal)));
         }
@@ -1413,7 +1437,8 @@ impl PyAssembler {
 
     /// The id of a call, if one arrived.
     #[pyo3(signature = (ordinal, /))]
-    fn id(&self, ordinal: usize) -> PyResult<Option<String>> {
+    fn id(&self, ordinal: Count) -> PyResult<Option<String>> {
+        let Count(ordinal) = ordinal;
         if ordinal >= self.decoder.assembler().len() {
             return Err(misuse(&Misuse::NoSuchCall(ordinal)));
         }
@@ -1425,8 +1450,9 @@ impl PyAssembler {
     fn arguments_so_far<'py>(
         &self,
         py: Python<'py>,
-        ordinal: usize,
+        ordinal: Count,
     ) -> PyResult<Bound<'py, PyBytes>> {
+        let Count(ordinal) = ordinal;
         match self.decoder.assembler().arguments(ordinal) {
             Some(text) => Ok(PyBytes::new(py, text)),
             None => Err(misuse(&Misuse::NoSuchCall(ordinal))),
@@ -1436,7 +1462,8 @@ impl PyAssembler {
     /// The call at `ordinal` lost part of its arguments (an event that carried them could not
     /// be read): it becomes a `lost_event` error, never executed, whatever it holds.
     #[pyo3(signature = (ordinal, reason, /))]
-    fn lose_arguments(&mut self, py: Python<'_>, ordinal: usize, reason: &str) -> PyResult<()> {
+    fn lose_arguments(&mut self, py: Python<'_>, ordinal: Count, reason: &str) -> PyResult<()> {
+        let Count(ordinal) = ordinal;
         self.decoder
             .assembler_mut()
             .lose_arguments(ordinal, reason)
@@ -1494,10 +1521,11 @@ impl PyAssembler {
     fn partial<'py>(
         &mut self,
         py: Python<'py>,
-        ordinal: usize,
+        ordinal: Count,
         strings: &str,
         eager_numbers: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let Count(ordinal) = ordinal;
         let v = self
             .decoder
             .assembler_mut()
@@ -1614,7 +1642,8 @@ impl PyAssembler {
     /// The index the call at `ordinal` reports, when it is routed by another key (the
     /// `feed_chunk` layer keys a Responses item apart from another under its `output_index`).
     #[pyo3(signature = (ordinal, index, /))]
-    fn _set_index(&mut self, ordinal: usize, index: Option<i64>) -> PyResult<()> {
+    fn _set_index(&mut self, ordinal: Count, index: Option<i64>) -> PyResult<()> {
+        let Count(ordinal) = ordinal;
         self.decoder
             .assembler_mut()
             .set_index(ordinal, index)

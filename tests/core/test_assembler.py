@@ -771,3 +771,18 @@ def test_arguments_that_are_no_json_data_are_misuse(value: object) -> None:
         assembler.set_metadata(0, "k", value)
     assembler.feed(0, id="c", name="f", arguments="{}")
     assert [call.value for call in assembler.finish()] == [{}]
+
+
+def test_a_negative_count_or_ordinal_is_misuse() -> None:
+    # `-1` for "no limit" is the caller's mistake: a MisuseError naming it, not the
+    # OverflowError of an unsigned conversion.
+    for make in (
+        lambda: Assembler(max_bytes=-1),
+        lambda: Assembler(max_depth=-1),
+        lambda: Scanner(max_number_digits=-1),
+        lambda: Assembler().partial(-1),
+        lambda: Assembler().name(-1),
+        lambda: Assembler().arguments_so_far(-1),
+    ):
+        with pytest.raises(MisuseError, match="-1 is not a count"):
+            make()
