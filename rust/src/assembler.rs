@@ -32,7 +32,7 @@ use std::sync::Arc;
 use crate::error::{Error, ErrorKind, Misuse};
 use crate::precheck::{CallCheck, Registry};
 use crate::progress::{Progress, ProgressItem};
-use crate::scanner::{ScanConfig, Scanner};
+use crate::scanner::{is_ws, ScanConfig, Scanner};
 use crate::value::{build, BuildOptions, Sink, StringMode};
 
 /// How one delta carries arguments.
@@ -504,7 +504,9 @@ impl Assembler {
                 // name (and id) in every chunk sends a model's trailing newline token that way.
                 let repeat_or_header = match delta.arguments {
                     None => true,
-                    Some(Arguments::Text(t)) => is_json_whitespace(t) || t == call.scanner.text(),
+                    Some(Arguments::Text(t)) => {
+                        first_non_ws(t).is_none() || t == call.scanner.text()
+                    }
                     Some(Arguments::Value(t)) => t == call.scanner.text(),
                 };
                 // Another name under the same key, or a named delta with a new id or new
@@ -1097,11 +1099,7 @@ fn push_checked(call: &mut Call, text: &[u8]) {
 /// for the time between the last fragment and a validated call (on a 200 B call they were most
 /// of `finish`). A `}` that closes a nested object costs one early resume, no more.
 fn may_close_value(fragment: &[u8]) -> bool {
-    fragment
-        .iter()
-        .rev()
-        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-        == Some(&b'}')
+    fragment.iter().rev().find(|&&b| !is_ws(b)) == Some(&b'}')
 }
 
 /// Most bytes a pre-checked call leaves unscanned between decisions. Resuming the scanner
@@ -1339,26 +1337,16 @@ fn is_synthetic_of_idless(calls: &[Call], id: &str) -> bool {
 }
 
 fn first_non_ws(text: &[u8]) -> Option<u8> {
-    text.iter()
-        .copied()
-        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    text.iter().copied().find(|&b| !is_ws(b))
 }
 
 fn first_non_ws_offset(text: &[u8]) -> usize {
-    text.iter()
-        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-        .unwrap_or(0)
+    text.iter().position(|&b| !is_ws(b)).unwrap_or(0)
 }
 
 /// U+FFFD (EF BF BD) in the text: a character was mangled before it reached us (quirk 40).
 /// A search for the lead byte: `memmem` builds a searcher on each call, which cost more than
 /// the search itself on short arguments, and EF leads only U+F000 to U+FFFF, rare in text.
-/// True when `text` is empty or JSON whitespace only.
-fn is_json_whitespace(text: &[u8]) -> bool {
-    text.iter()
-        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-}
-
 fn contains_replacement_character(text: &[u8]) -> bool {
     memchr::memchr_iter(0xEF, text).any(|at| text.get(at + 1..at + 3) == Some(&[0xBF, 0xBD]))
 }

@@ -1733,8 +1733,9 @@ fn literal_at(text: &[u8], at: usize, lit: &[u8]) -> bool {
     }
 }
 
+/// JSON's four whitespace bytes.
 #[inline]
-fn is_ws(b: u8) -> bool {
+pub(crate) fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 

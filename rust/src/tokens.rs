@@ -10,6 +10,8 @@
 //! - Escapes are compared as written: `"\u0041"` and `"A"` differ. A summary that re-escapes is
 //!   rare, and treating it as different only means it is fed as before.
 
+use crate::scanner::is_ws;
+
 /// Whether `a` and `b` are the same JSON tokens (see the module notes).
 #[must_use]
 pub fn same_tokens(a: &[u8], b: &[u8]) -> bool {
@@ -75,7 +77,7 @@ impl Iterator for Tokens<'_> {
                 }
                 return Some(b);
             }
-            if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            if is_ws(b) {
                 skipped = true;
                 continue;
             }
