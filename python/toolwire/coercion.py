@@ -564,9 +564,6 @@ class _Coercer:
         scratch.defs = self.defs
         scratch.memo = self.memo
         scratch.unions_open = self.unions_open
-        # A branch that leads back to itself for the same value (`A = anyOf[int, $ref A]`)
-        # meets this entry while it is being tried: the cycle changes nothing.
-        self.memo[key] = (value, value, _Coercer({}, rules, self.default_tz))
         result = scratch.walk(value, branch, path, rules)
         # The value is kept alive with its entry, so its id cannot be reused meanwhile.
         self.memo[key] = (value, result, scratch)

@@ -64,12 +64,11 @@ def _compile(pattern: str) -> tuple[_Compiled, bool]:
         warnings.simplefilter("ignore", FutureWarning)
         try:
             return regex.compile(_literal_brackets_in_sets(pattern)), True
-        except regex.error:
+        except regex.error as refused:
             try:
                 return re.compile(pattern), False
             except re.error:
-                pass
-        raise regex.error(f"bad pattern {pattern!r}")
+                raise refused from None
 
 
 def _literal_brackets_in_sets(pattern: str) -> str:

@@ -465,13 +465,13 @@ class Recorder:
     # Records ------------------------------------------------------------------------------
 
     def _schema(self, tool: str | None, toolset: Toolset | None = None) -> Mapping[str, Any] | None:
-        toolset = toolset or self.toolset
+        toolset = self.toolset if toolset is None else toolset
         if toolset is None or tool is None or tool not in toolset:
             return None
         return toolset.schema(tool)
 
     def _hash(self, tool: str | None, toolset: Toolset | None = None) -> str | None:
-        toolset = toolset or self.toolset
+        toolset = self.toolset if toolset is None else toolset
         if toolset is None or tool is None or tool not in toolset:
             return None
         return schema_hash(toolset, tool)
