@@ -342,6 +342,8 @@ class Assembler:
     def drain_progress(self) -> list[tuple[int, str, str]]:
         """With `track_progress`: (ordinal, JSON Pointer, appended text) since the last drain.
 
+        A value's first item announces it (its text may be empty: `""`, or a string whose first
+        character is still cut); every later item of the value adds text.
         Empty when the assembler was made with `progress_into`: its items are in that list.
         """
     @property

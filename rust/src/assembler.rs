@@ -891,11 +891,14 @@ impl Assembler {
     }
 
     /// `drain_progress` without allocating: each item goes to `f` as (ordinal, path, text,
-    /// complete), its text borrowed from the call's progress buffer.
-    pub fn drain_progress_each(&mut self, mut f: impl FnMut(usize, &str, &str, bool)) {
+    /// complete, continues), its text borrowed from the call's progress buffer (see
+    /// [`Progress::drain_each`](crate::progress::Progress::drain_each)).
+    pub fn drain_progress_each(&mut self, mut f: impl FnMut(usize, &str, &str, bool, bool)) {
         for (ordinal, call) in self.calls.iter_mut().enumerate() {
             if let Some(p) = &mut call.progress {
-                p.drain_each(|path, text, complete| f(ordinal, path, text, complete));
+                p.drain_each(|path, text, complete, continues| {
+                    f(ordinal, path, text, complete, continues);
+                });
             }
         }
     }

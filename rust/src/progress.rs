@@ -66,6 +66,8 @@ struct Pending {
     path_end: usize,
     end: usize,
     complete: bool,
+    /// The rest of a string whose first piece went out in an earlier drain.
+    continues: bool,
 }
 
 /// Room reserved when tracking starts, enough for a typical call's nesting, pointers and the
@@ -120,7 +122,7 @@ impl Progress {
     /// The items recorded since the last drain, as owned values.
     pub fn drain(&mut self) -> Vec<ProgressItem> {
         let mut out = Vec::with_capacity(self.items.len());
-        self.drain_each(|path, text, complete| {
+        self.drain_each(|path, text, complete, _continues| {
             out.push(ProgressItem {
                 path: path.to_owned(),
                 text: text.to_owned(),
@@ -130,9 +132,10 @@ impl Progress {
         out
     }
 
-    /// Hands each item recorded since the last drain to `f` (path, text, complete), borrowing
-    /// its path and text: a drain allocates nothing.
-    pub fn drain_each(&mut self, mut f: impl FnMut(&str, &str, bool)) {
+    /// Hands each item recorded since the last drain to `f` (path, text, complete, continues),
+    /// borrowing its path and text: a drain allocates nothing. `continues` is true for the rest
+    /// of a string whose first piece an earlier drain gave (its pointer is not new).
+    pub fn drain_each(&mut self, mut f: impl FnMut(&str, &str, bool, bool)) {
         if self.items.is_empty() {
             // Nothing new (in a parallel stream, the fragments since the last drain may all
             // have gone to other calls): a character the last drain cut stays in `text`.
@@ -150,7 +153,7 @@ impl Progress {
             start = item.end;
             path_start = item.path_end;
             match std::str::from_utf8(bytes) {
-                Ok(text) => f(path, text, item.complete),
+                Ok(text) => f(path, text, item.complete, item.continues),
                 Err(e) => {
                     // The scanner has validated the text, so only a character cut by this
                     // drain can be unfinished: the tail of the last, still open, string.
@@ -158,9 +161,14 @@ impl Progress {
                     if i + 1 == n && !item.complete {
                         carry_from = Some(item.end - (bytes.len() - valid));
                         let head = std::str::from_utf8(&bytes[..valid]).unwrap_or_default();
-                        f(path, head, false);
+                        f(path, head, false, item.continues);
                     } else {
-                        f(path, &String::from_utf8_lossy(bytes), item.complete);
+                        f(
+                            path,
+                            &String::from_utf8_lossy(bytes),
+                            item.complete,
+                            item.continues,
+                        );
                     }
                 }
             }
@@ -188,6 +196,7 @@ impl Progress {
             path_end: self.paths.len(),
             end: self.text.len(),
             complete,
+            continues,
         });
     }
 
@@ -290,6 +299,11 @@ impl Visitor for Progress {
         self.scalar(lexeme.as_bytes());
     }
 
+    /// The lexeme is recorded as bytes: its UTF-8 check (a call per number) is not needed.
+    fn number_end_bytes(&mut self, lexeme: &[u8], _offset: usize) {
+        self.scalar(lexeme);
+    }
+
     fn literal_end(&mut self, kind: ValueKind, value: bool, _offset: usize) {
         let text: &[u8] = match (kind, value) {
             (ValueKind::Null, _) => b"null",
@@ -370,6 +384,31 @@ mod tests {
                 ("/tags/2", "true", true)
             ]
         );
+    }
+
+    #[test]
+    fn items_after_a_drain_say_they_continue_a_string() {
+        let mut scanner = Scanner::default();
+        let mut progress = Progress::default();
+        let mut seen = Vec::new();
+        for piece in [&br#"{"a": "x"#[..], b"y", br#"", "b": ""#, br#""}"#] {
+            scanner.push_with(piece, &mut progress);
+            progress.drain_each(|path, text, complete, continues| {
+                seen.push((path.to_owned(), text.to_owned(), complete, continues));
+            });
+        }
+        let expected = [
+            ("/a", "x", false, false),
+            ("/a", "y", false, true),
+            ("/a", "", true, true),
+            ("/b", "", false, false),
+            ("/b", "", true, true),
+        ];
+        let expected: Vec<_> = expected
+            .iter()
+            .map(|&(p, t, c, k)| (p.to_owned(), t.to_owned(), c, k))
+            .collect();
+        assert_eq!(seen, expected);
     }
 
     #[test]

@@ -163,6 +163,20 @@ fn new_str<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyString>> {
     }
 }
 
+/// The Python `str` of a progress item's text. The literals and texts of at most one ASCII
+/// character (a digit, a one-letter word, the empty text) are objects CPython or this module
+/// already holds: a dense call has many, and each new `str` costs its allocation and its free.
+fn item_text<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyString>> {
+    Ok(match text {
+        "true" => pyo3::intern!(py, "true").clone(),
+        "false" => pyo3::intern!(py, "false").clone(),
+        "null" => pyo3::intern!(py, "null").clone(),
+        // `PyUnicode_FromStringAndSize` returns its shared empty and one-character strings.
+        _ if text.len() <= 1 => PyString::new(py, text),
+        _ => new_str(py, text)?,
+    })
+}
+
 /// `item`, no longer watched by the cyclic garbage collector. A progress item holds an int and
 /// two strs, so it can never be part of a cycle; the collector would find that out itself, but
 /// only after walking it in a collection, and a large stream's items kept in the caller's list
@@ -1058,8 +1072,11 @@ impl PyAssembler {
         } = self;
         decoder
             .assembler_mut()
-            .drain_progress_each(|ordinal, path, text, _complete| {
-                if failure.is_some() {
+            .drain_progress_each(|ordinal, path, text, _complete, continues| {
+                if failure.is_some() || (continues && text.is_empty()) {
+                    // The rest of a string already announced, adding nothing (its closing
+                    // quote, or a character still cut): in token-sized streams a closing quote
+                    // often arrives alone, so these would be a good share of the items.
                     return;
                 }
                 // A long string's items over many drains share one path: reuse its Python str.
@@ -1088,7 +1105,7 @@ impl PyAssembler {
                         }
                     },
                 };
-                let item = new_str(py, text)
+                let item = item_text(py, text)
                     .and_then(|text| (ordinal, path, text).into_pyobject(py))
                     .map(untracked);
                 if let Err(err) = item.and_then(|item| list.append(item)) {

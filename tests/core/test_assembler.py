@@ -539,6 +539,27 @@ def test_progress_reports_path_and_appended_text() -> None:
     assert a.drain_progress() == [(0, "/content", " two")]
 
 
+def test_progress_leaves_out_items_that_add_nothing() -> None:
+    items: list[tuple[int, str, str]] = []
+    a = Assembler(progress_into=items)
+    a.feed(0, name="a", arguments='{"s": "ab')
+    a.feed(0, arguments='"')  # the closing quote alone adds nothing to "/s"
+    a.feed(0, arguments=', "e": "')
+    a.feed(0, arguments='"')
+    # Another call's empty string at the same path is a new value: it is announced.
+    a.feed(1, name="b", arguments='{"s": "')
+    a.feed(1, arguments='"}')
+    a.feed(0, arguments=', "t": true, "n": 7}')
+    assert items == [
+        (0, "/s", "ab"),
+        (0, "/e", ""),
+        (1, "/s", ""),
+        (0, "/t", "true"),
+        (0, "/n", "7"),
+    ]
+    assert [c.value for c in a.finish()] == [{"s": "ab", "e": "", "t": True, "n": 7}, {"s": ""}]
+
+
 def test_misuse_raises_value_error_subclass() -> None:
     a = Assembler()
     a.finish()

@@ -142,6 +142,9 @@ def test_progress_items_spell_every_leaf_under_any_split(
         assert ordinal == 0
         if pointer not in joined:
             order.append(pointer)
+        else:
+            # Only a value's first item may be empty (it announces the value).
+            assert piece, f"an item adds nothing to {pointer}"
         joined[pointer] = joined.get(pointer, "") + piece
     leaves = _leaves(value)
     assert order == [p for p, _ in leaves]
@@ -177,6 +180,8 @@ def test_progress_of_interleaved_parallel_calls(
     assert [c.value for c in a.finish()] == values
     joined: dict[tuple[int, str], str] = {}
     for ordinal, pointer, piece in items:
+        # Only a value's first item may be empty, whatever another call's last item was.
+        assert piece or (ordinal, pointer) not in joined, (ordinal, pointer)
         joined[(ordinal, pointer)] = joined.get((ordinal, pointer), "") + piece
     for ordinal, value in enumerate(values):
         for pointer, leaf in _leaves(value):
