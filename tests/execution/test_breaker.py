@@ -255,6 +255,54 @@ def test_breaker_opening_mid_retries_stops_them(clock: FakeClock) -> None:
     assert result.error["type"] == "timeout"
 
 
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_retry_the_breaker_would_refuse_is_not_made(
+    clock: FakeClock, asynchronous: bool
+) -> None:
+    """The attempt whose failure opens the breaker ends the call at once: no backoff is slept
+    and neither retry budget is spent for a retry that could not run."""
+    calls = 0
+
+    def down(args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        raise TimeoutError
+
+    config = BreakerConfig(minimum_calls=1, window_size=10, open_duration=30, open_jitter=0.0)
+    ex = Executor(clock=clock, breaker=config)
+    ex.register("t", down)
+    context = RequestContext("r", "s")
+    call_ = Call("t", "c", {})
+    result = await ex.aexecute(call_, context) if asynchronous else ex.execute(call_, context)
+    assert calls == 1 and result.state == "downstream_failed"
+    assert clock.sleeps == []
+    assert context.retries_used == 0
+    assert ex.retry_budget.retries == 0 and ex.retry_budget.denied == 0
+    assert result.error is not None
+    assert result.error["type"] == "timeout" and result.error["circuit_open"] is True
+    assert result.error["stopped"] == "breaker_open"
+    assert result.error["retryable"] is True and result.error["retry_after"] == 30
+
+
+def test_a_retry_after_the_open_period_is_still_made(clock: FakeClock) -> None:
+    """An open period shorter than the backoff ends before the retry: the retry is a probe."""
+    calls = 0
+
+    def flaky(args: Any) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise TimeoutError
+        return "ok"
+
+    # Open for 0.001 s at most: any backoff of the default policy outlasts it.
+    config = BreakerConfig(minimum_calls=1, window_size=10, open_duration=0.001)
+    ex = Executor(clock=clock, breaker=config)
+    ex.register("t", flaky)
+    result = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert calls == 2 and result.ok and len(clock.sleeps) == 1
+
+
 def test_invalid_config_is_rejected() -> None:
     with pytest.raises(ValueError, match="open_jitter"):
         BreakerConfig(open_jitter=1.5)
@@ -293,7 +341,7 @@ def test_open_breaker_tells_the_model_when_to_retry(clock: FakeClock, jitter: fl
     # The time left shrinks as the clock runs, and never reads 0 while still open.
     breaker_now = ex.breaker_for("get")
     assert breaker_now is not None
-    assert refused[-1]["retry_after"] == math.ceil(breaker_now.open_remaining())
+    assert refused[-1]["retry_after"] == math.ceil(round(breaker_now.open_remaining(), 3))
     clock.advance(breaker_now.open_remaining() - 0.5)
     [late] = _refusals(ex.execute_all([Call("get", "late", {})]))
     assert late["type"] == "circuit_open" and late["retry_after"] == 1

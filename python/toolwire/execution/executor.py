@@ -383,11 +383,19 @@ class _Run:
     last_exc: BaseException | None = None
     in_flight: bool = False
     breaker_rejected: bool = False
+    breaker_wait: float | None = None
+    """Whole seconds before the breaker that stopped the retries lets a call through."""
     stop_reason: StopReason | None = None
     next_wait: float = 0.0
     duplicate_execution: bool = False
     recovered: bool = False
     warnings: list[str] = field(default_factory=lambda: [])
+
+
+def _whole_seconds(wait: float) -> float:
+    """A breaker's remaining open time as the model reads it: whole seconds, at least 1. Read
+    to the millisecond first, so that float error (60.000000001 s) does not add a second."""
+    return float(max(1, math.ceil(round(wait, 3))))
 
 
 def _classify(exc: BaseException, now: float) -> Classification:
@@ -1232,6 +1240,7 @@ class Executor:
         exc = outcome.exception()
         if isinstance(exc, _BreakerOpen) or run.last is None or exc is not run.last_exc:
             return False
+        breaker = self.breaker_for(run.spec.name)
         verdict = decide_retry(
             policy=self.retry,
             state=state,
@@ -1241,8 +1250,14 @@ class Executor:
             now=self.clock.monotonic(),
             context=run.context,
             budget=self.retry_budget,
+            breaker_wait=0.0 if breaker is None else breaker.open_remaining(),
         )
         run.stop_reason = verdict.reason
+        if verdict.reason == "breaker_open":
+            # The failure just recorded opened the breaker: the retry could not run before
+            # the open period ends, so the call ends now, as if the breaker had refused it.
+            run.breaker_rejected = True
+            run.breaker_wait = _whole_seconds(verdict.wait)
         run.next_wait = verdict.wait
         if verdict.retry:
             run.span.add_event("retry", {"attempt": state.attempt_number, "wait": verdict.wait})
@@ -1265,7 +1280,7 @@ class Executor:
             permit = breaker.acquire()
             if permit is None:
                 run.breaker_rejected = True
-                wait = float(max(1, math.ceil(breaker.open_remaining())))
+                wait = _whole_seconds(breaker.open_remaining())
                 raise _BreakerOpen(run.spec.name, wait)
         timeout = run.spec.timeout
         by_deadline = False
@@ -1476,7 +1491,7 @@ class Executor:
                     "retry_after": exc.retry_after,
                 },
             )
-        breaker_wait = exc.retry_after if isinstance(exc, _BreakerOpen) else None
+        breaker_wait = exc.retry_after if isinstance(exc, _BreakerOpen) else run.breaker_wait
         if isinstance(exc, _BreakerOpen):
             cls, exc = run.last, run.last_exc or exc
         assert cls is not None

@@ -30,6 +30,7 @@ StopReason = Literal[
     "max_attempts",
     "deadline",
     "retry_after_too_long",
+    "breaker_open",
     "request_budget",
     "process_budget",
 ]
@@ -86,6 +87,7 @@ def decide_retry(
     now: float,
     context: RequestContext | None,
     budget: RetryBudget | None,
+    breaker_wait: float = 0.0,
 ) -> RetryVerdict:
     """Decide whether a failed attempt is retried; spends budgets only on a "yes".
 
@@ -98,6 +100,9 @@ def decide_retry(
         now: Monotonic time, compared with the request deadline.
         context: The request (deadline, per-request budget).
         budget: The per-process ratio budget.
+        breaker_wait: Seconds before the tool's circuit breaker lets a call through (0.0 when
+            it lets one through now). A retry it would refuse after the backoff is not made:
+            no budget is spent and no backoff slept for an attempt that cannot run.
     """
     if not classification.retryable:
         return RetryVerdict(False, reason="not_retryable")
@@ -113,6 +118,8 @@ def decide_retry(
     wait = (retry_after or 0.0) + policy.backoff(state)
     if context is not None and context.deadline is not None and now + wait >= context.deadline:
         return RetryVerdict(False, reason="deadline")
+    if breaker_wait > wait:
+        return RetryVerdict(False, wait=breaker_wait, reason="breaker_open")
     if context is not None and not context.try_spend_retry():
         return RetryVerdict(False, reason="request_budget")
     if budget is not None and not budget.try_spend_retry():
