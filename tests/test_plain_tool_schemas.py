@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -955,6 +956,9 @@ def test_a_union_that_names_itself_validates() -> None:
         **{"$defs": {"A": {"anyOf": [{"type": "integer"}, {"$ref": "#/$defs/A"}]}}},
     )
     assert _run(looped, {"a": 1}) == ([], True, [])
+    # The loop adds no way to match: what the integer branch refuses, the union refuses.
+    assert _run(looped, {"a": "x"})[1:] == (False, ["type"])
+    assert _run(looped, {"a": 1.5})[1:] == (False, ["type"])
     expr = _obj(
         properties={"e": {"$ref": "#/$defs/Expr"}},
         required=["e"],
@@ -978,6 +982,34 @@ def test_a_union_that_names_itself_validates() -> None:
         },
     )
     assert _run(expr, {"e": {"op": "+", "args": [1, {"op": "-", "args": [2, 3]}]}})[1]
+    assert not _run(expr, {"e": "str"})[1]
+    assert not _run(expr, {"e": {"op": "*", "args": [1]}})[1]
+    assert not _run(expr, {"e": {"op": "+", "args": [1, {"op": "-", "args": [2, "3"]}]}})[1]
+    # The whole schema named from inside itself (OpenAI's recursive `#`), for the same value.
+    rooted = {"anyOf": [_obj(properties={"x": {"type": "integer"}}, required=["x"]), {"$ref": "#"}]}
+    assert _run(rooted, {"x": 1})[1:] == (True, [])
+    assert not _run(rooted, {"x": "s"})[1]
+
+
+def test_a_loop_through_a_reference_is_read_the_same_from_every_thread() -> None:
+    # The references running are per context: threads validating at once must not take each
+    # other's evaluations for loops of their own.
+    looped = _obj(
+        properties={"a": {"$ref": "#/$defs/A"}},
+        **{"$defs": {"A": {"anyOf": [{"type": "integer"}, {"$ref": "#/$defs/A"}]}}},
+    )
+    tools = Toolset([{"name": "tool", "parameters": looped}])
+
+    def verdict(value: object) -> bool:
+        assembler = Assembler(tools=tools)
+        assembler.feed(0, id="c", name="tool", arguments=json.dumps({"a": value}))
+        (call,) = assembler.finish()
+        return tools.validate(call).ok
+
+    values = [i if i % 2 else f"s{i}" for i in range(400)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        verdicts = list(pool.map(verdict, values))
+    assert verdicts == [isinstance(v, int) for v in values]
 
 
 def test_a_dynamic_reference_keeps_the_definitions_it_resolves_through() -> None:

@@ -15,12 +15,19 @@ and from toolwire's own pre-check, which must never reject what validation accep
 * OpenAPI 3.0's `nullable: true` (Gemini function declarations, schemas converted from
   OpenAPI documents) is not JSON Schema, so `jsonschema` ignores it and refuses the `null` its
   author allowed. Here it admits `null` past `type` and `enum`, as the pre-check does.
+* A definition that reaches itself again for the same value (`A = anyOf[integer, $ref A]`,
+  or `Expr` taking a `Group` that is only `anyOf: [Expr]`) sends `jsonschema` round that loop
+  until Python's recursion limit. Such a reference, met again while its own evaluation on the
+  same value is still running, is read as not matching: the loop can add nothing that the
+  other branches do not already give, so `A` above accepts exactly the integers (the least
+  reading that satisfies the schema, as a grammar reads a left-recursive rule).
 
 One extended class per draft, shared by every tool.
 """
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import functools
 import math
@@ -34,7 +41,7 @@ import jsonschema
 import jsonschema.validators
 import regex
 
-__all__ = ["extended_validator", "search"]
+__all__ = ["ReferenceLoop", "extended_validator", "search"]
 
 
 PATTERN_SECONDS = 0.05
@@ -211,6 +218,51 @@ def _multiple_of(original: Any) -> Any:
     return multiple_of
 
 
+class ReferenceLoop(jsonschema.ValidationError):
+    """A reference met again for the same value while its own evaluation runs: the branch
+    that holds it gives nothing (error reports skip such a branch when naming what to fix)."""
+
+
+_REFERENCES_RUNNING: contextvars.ContextVar[frozenset[tuple[str, str, int]]] = (
+    contextvars.ContextVar("toolwire_references_running", default=frozenset())
+)
+"""The references being evaluated: (base URI, reference, identity of the value). A JSON value
+read by `json.loads` never contains itself, so meeting a triple again on the way down means
+the schema went round a loop without reading into the value. Context-local, so that threads
+and tasks validating at once do not see each other's evaluations."""
+
+
+def _acyclic(keyword: Any) -> Any:
+    """A reference keyword (`$ref`, `$dynamicRef`, `$recursiveRef`) that reads a loop back to
+    itself on the same value as a mismatch (see the module doc)."""
+
+    def evaluate(validator: Any, reference: Any, instance: Any, schema: Any) -> list[Any]:
+        # The reference as written and the base it is read against name its target, wherever
+        # it is written: `Expr -> Group -> Expr` is caught when `Expr` comes round again.
+        base = getattr(getattr(validator, "_resolver", None), "_base_uri", "")
+        key = (str(base), str(reference), id(instance))
+        running = _REFERENCES_RUNNING.get()
+        if key in running:
+            return [
+                ReferenceLoop(
+                    f"{reference!r} refers back to itself for the same value",
+                    validator="$ref",
+                    validator_value=reference,
+                    instance=instance,
+                    schema=schema,
+                )
+            ]
+        token = _REFERENCES_RUNNING.set(running | {key})
+        try:
+            # Consumed here, not yielded lazily: the set must hold exactly while the
+            # reference's own evaluation runs.
+            return list(keyword(validator, reference, instance, schema) or ())
+        finally:
+            _REFERENCES_RUNNING.reset(token)
+
+    return evaluate
+
+
 @functools.cache
 def extended_validator(cls: Any) -> Any:
     """`cls` (a `jsonschema` validator class) with the readings described in the module doc.
@@ -230,6 +282,11 @@ def extended_validator(cls: Any) -> Any:
             "enum": _nullable(cls.VALIDATORS["enum"]),
             "additionalProperties": _additional_properties(cls.VALIDATORS["additionalProperties"]),
             "patternProperties": _pattern_properties,
+            **{
+                name: _acyclic(cls.VALIDATORS[name])
+                for name in ("$ref", "$dynamicRef", "$recursiveRef")
+                if name in cls.VALIDATORS
+            },
         },
         format_checker=checker,
     )

@@ -71,7 +71,7 @@ from toolwire.coercion import (
     shown,
     unix_timestamp_text,
 )
-from toolwire.jsonschema_dialect import extended_validator
+from toolwire.jsonschema_dialect import ReferenceLoop, extended_validator
 from toolwire.payloads import Lang, Style, call_id_for, message_for, text
 from toolwire.schema_export import accepts_null
 from toolwire.subschemas import SECRET_KEY, inner, inner_all, same_value
@@ -555,13 +555,22 @@ class _Schema:
             hops += 1
         return dict(node)
 
-    def branches(self, node: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """The leaf branches of a (possibly nested) union, dereferenced."""
+    def branches(
+        self, node: Mapping[str, Any], _seen: set[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The leaf branches of a (possibly nested) union, dereferenced. A definition the union
+        reaches again (`A = anyOf[integer, $ref A]`) adds no branch it has not given already."""
+        seen: set[str] = set() if _seen is None else _seen
         out: list[dict[str, Any]] = []
         for branch in _l(node.get("anyOf")) + _l(node.get("oneOf")):
+            reference = _d(branch).get("$ref")
+            if isinstance(reference, str):
+                if reference in seen:
+                    continue
+                seen.add(reference)
             resolved = self.deref(_d(branch))
             if "anyOf" in resolved or "oneOf" in resolved:
-                out.extend(self.branches(resolved))
+                out.extend(self.branches(resolved, seen))
             else:
                 out.append(resolved)
         return out
@@ -1585,9 +1594,20 @@ class _ErrorBuilder:
         fits = [
             errors
             for errors in by_branch.values()
-            if not any(e.validator == "type" and not e.relative_path for e in errors)
+            if not _loops_only(errors)
+            and not any(e.validator == "type" and not e.relative_path for e in errors)
         ]
         return fits[0] if len(fits) == 1 else None
+
+
+def _loops_only(errors: Sequence[jsonschema.ValidationError]) -> bool:
+    """Whether a union branch failed only by looping back to a reference already running for
+    the value (directly, or in every branch of a union inside it): it gives nothing to fix."""
+    return bool(errors) and all(
+        isinstance(e, ReferenceLoop)
+        or (e.validator in ("anyOf", "oneOf") and _loops_only(list(e.context or [])))
+        for e in errors
+    )
 
 
 def _tag_key(ctx: Mapping[str, Any], value: object) -> str:
@@ -2203,10 +2223,10 @@ class ToolValidator:
                 self._jsonschema.iter_errors(plain), key=lambda e: list(map(str, e.absolute_path))
             )
         except RecursionError:
-            # A definition that reaches itself before reading anything (`Expr` taking a
-            # `Group` that is only `anyOf: [Expr]`) sends jsonschema round that loop for ever.
-            # The pre-check has checked the whole call against the same schema already, with
-            # the loop cut: its verdict stands alone.
+            # A definition that reaches itself before reading anything no longer loops (the
+            # dialect reads the loop as a mismatch); a schema deep enough to exhaust Python's
+            # stack in other ways still may. The pre-check has checked the whole call against
+            # the same schema already: its verdict stands alone.
             errors = []
         drafts = drafts + builder.from_jsonschema(errors, plain)
         if drafts:
