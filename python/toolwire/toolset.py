@@ -51,7 +51,6 @@ from toolwire.schema_export import (
     strict_problems,
 )
 from toolwire.validation import (
-    GC_PAUSE_MIN_BYTES,
     CallErrorLike,
     CallLike,
     Check,
@@ -60,7 +59,6 @@ from toolwire.validation import (
     ToolValidator,
     outcome_for_call_error,
     success_outcome,
-    validate_json_gc_paused,
 )
 
 if TYPE_CHECKING:
@@ -575,7 +573,7 @@ class Toolset:
         self._check_schemas = {name: precheck_schema(src) for name, src in check_sources.items()}
         # Tools whose calls Pydantic alone validates, for the inline path of `validate`.
         self._direct: dict[
-            str | None, tuple[ToolValidator, Callable[..., BaseModel], bool, bool, bool, bool]
+            str | None, tuple[ToolValidator, Callable[..., BaseModel], bool, bool, bool]
         ] = {}
         for name, description, model, source in parsed:
             if not _NAME.match(name):
@@ -617,7 +615,6 @@ class Toolset:
                     validator.strict,
                     validator.floats,
                     validator.holds_secrets,
-                    validator.gc_pausable,
                 )
 
     # Registry ---------------------------------------------------------------------------
@@ -818,13 +815,10 @@ class Toolset:
             # arguments (`{}` to the validator) and look-alike calls without raw bytes take the
             # general path.
             if direct is not None and raw is not None:
-                validator, validate_json, strict, floats, secret, pausable = direct
+                validator, validate_json, strict, floats, secret = direct
                 lang = self._lang
                 try:
-                    if pausable and len(raw) >= GC_PAUSE_MIN_BYTES:
-                        instance = validate_json_gc_paused(validate_json, raw, strict)
-                    else:
-                        instance = validate_json(raw, strict=strict)
+                    instance = validate_json(raw, strict=strict)
                 except ValidationError as exc:
                     return validator.rejected(call, exc, lang=lang, redact=self._redact)
                 # The core flags long numbers while scanning; only then is the text read.

@@ -7,9 +7,7 @@ The order of work for one call is fixed and cheap-first:
 2. Valid argument text goes straight to `model_validate_json(text, strict=True)`: one Rust pass,
    no Python dict built, `Decimal` fields get the digits the model wrote. Strict mode keeps
    Pydantic from applying its own unrecorded lax conversions (`"yes"` → `True`, `"30"` → `30`);
-   a model whose config sets `strict=False` explicitly keeps lax mode. Arguments of 2 KB and
-   more validate with the cyclic garbage collector paused when the model runs no Python code
-   while validating (`validate_json_gc_paused`).
+   a model whose config sets `strict=False` explicitly keeps lax mode.
 3. Only when that fails (or a post-check finds a timestamp without an offset, milliseconds in
    a Unix-seconds field, or a number a float field would read as infinity or zero) are the
    arguments parsed with `Decimal` floats, coerced by the rules in
@@ -32,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import gc
 import json
 import re
 import urllib.parse
@@ -206,57 +203,6 @@ _SUCCESS_FIELDS: dict[str, Any] = {
     "lang": "en",
     "secrets": (),
 }
-
-
-GC_PAUSE_MIN_BYTES = 2048
-"""Arguments at least this long are validated with the cyclic garbage collector paused (for a
-model whose validation runs no Python code). Below it, a model is too small to allocate the few
-hundred containers that trigger a collection, and the pause would only add its own cost."""
-
-
-def runs_python(core_schema: object) -> bool:
-    """Whether validating against a pydantic-core schema may call Python code: a function
-    validator, a default factory, an enum's `_missing_`, a custom `__init__` or a post-init hook.
-
-    Serialisation and metadata parts are skipped (validation never runs them); a class is not
-    code (the schema names the model's own classes). Anything unrecognised that is callable
-    counts, so the answer errs towards "yes".
-    """
-    pending: list[object] = [core_schema]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, dict):
-            for key, value in cast("dict[object, object]", node).items():
-                if key in ("serialization", "metadata"):
-                    continue
-                if key in ("custom_init", "post_init") and value:
-                    return True
-                pending.append(value)
-        elif isinstance(node, (list, tuple)):
-            pending.extend(cast("Sequence[object]", node))
-        elif callable(node) and not isinstance(node, type):
-            return True
-    return False
-
-
-def validate_json_gc_paused(
-    validate_json: Callable[..., BaseModel], data: str | bytes, strict: bool
-) -> BaseModel:
-    """`validate_json(data, strict=strict)` with the cyclic garbage collector paused.
-
-    A model built from JSON is a tree, so the collections its allocations trigger find nothing
-    to free: on 200 KB of arguments they were a sixth of the validation, and they made its cost
-    grow faster than the input (each full collection walks every live object of the process).
-    Only for schemas that run no Python code (`runs_python`), so no user code ever runs with
-    the collector paused; the previous state is restored even when validation raises.
-    """
-    if not gc.isenabled():
-        return validate_json(data, strict=strict)
-    gc.disable()
-    try:
-        return validate_json(data, strict=strict)
-    finally:
-        gc.enable()
 
 
 def success_outcome(
@@ -1947,7 +1893,6 @@ class ToolValidator:
         # Numeric enums alone can only be swapped by a `true` or `false` in the text.
         self._boolean_enums = self._scalar_enums and has_boolean_enums(self.schema)
         self._validate_json = None if model is None else model.__pydantic_validator__.validate_json
-        self._gc_pausable = model is not None and not runs_python(model.__pydantic_core_schema__)
         self._strict = model is None or model.model_config.get("strict") is not False
         self._jsonschema: jsonschema.protocols.Validator | None = None
         self._formats: frozenset[str] | None = None
@@ -1982,11 +1927,7 @@ class ToolValidator:
             # The common case first, with nothing built that only a failure needs.
             try:
                 # `model_validate_json` minus its Python wrapper (a tenth of a small call).
-                data = self._exact_input(call)
-                if self._gc_pausable and len(data) >= GC_PAUSE_MIN_BYTES:
-                    instance = validate_json_gc_paused(self._validate_json, data, self._strict)
-                else:
-                    instance = self._validate_json(data, strict=self._strict)
+                instance = self._validate_json(self._exact_input(call), strict=self._strict)
             except ValidationError as exc:
                 return self.rejected(call, exc, lang=lang, redact=redact)
             if (
@@ -2026,12 +1967,6 @@ class ToolValidator:
         ):
             return None
         return self._validate_json
-
-    @property
-    def gc_pausable(self) -> bool:
-        """Whether large arguments may be validated with the garbage collector paused (the
-        model's validation runs no Python code; see `validate_json_gc_paused`)."""
-        return self._gc_pausable
 
     @property
     def floats(self) -> bool:
