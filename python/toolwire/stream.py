@@ -244,6 +244,12 @@ class _Driver:
             out.append(TextDelta(tail))
         calls = asm.finish()
         self.calls = calls
+        if self.progress:
+            # What the last fragments wrote (a fragment held to tell a resend from new text
+            # is decided only now) comes before the calls complete.
+            for ordinal, path, text in asm.drain_progress():
+                self._start(ordinal, None, None, out)
+                out.append(ArgumentsProgress(ordinal, path, text))
         toolset = self.toolset
         for call in calls:
             self._start(call.ordinal, call.id, call.name, out)

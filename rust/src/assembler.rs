@@ -879,6 +879,12 @@ impl Assembler {
         })
     }
 
+    /// The settings this assembler was made with.
+    #[must_use]
+    pub fn config(&self) -> &AssemblerConfig {
+        &self.config
+    }
+
     /// Progress items recorded since the last drain (with `track_progress`).
     pub fn drain_progress(&mut self) -> Vec<(usize, ProgressItem)> {
         let mut out = Vec::new();

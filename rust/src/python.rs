@@ -1035,6 +1035,9 @@ struct PyAssembler {
     before_finish: Option<Py<PyAny>>,
     /// The caller's list that progress items are appended to as they arrive (`progress_into`).
     progress_into: Option<Py<PyList>>,
+    /// With `track_progress`, the items `finish` released (the last fragments', a held one's
+    /// included), kept for the next `drain_progress`: the calls they were recorded in are gone.
+    finished_progress: Option<Py<PyList>>,
 }
 
 impl PyAssembler {
@@ -1379,6 +1382,7 @@ impl PyAssembler {
             last_path: None,
             before_finish: None,
             progress_into: progress_into.map(Bound::unbind),
+            finished_progress: None,
         })
     }
 
@@ -1523,6 +1527,9 @@ impl PyAssembler {
     }
 
     fn drain_progress<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        if let Some(released) = self.finished_progress.take() {
+            return Ok(released.into_bound(py));
+        }
         let list = PyList::empty(py);
         self.drain_progress_to(py, &list)?;
         Ok(list)
@@ -1632,13 +1639,19 @@ impl PyAssembler {
         }
         let calls = {
             let mut assembler = slf.borrow_mut();
-            if assembler.progress_into.is_some() {
-                // The last fragments' progress items, a held one's included, go out first.
+            if assembler.decoder.assembler().config().track_progress {
+                // The last fragments' progress items, a held one's included, go out first:
+                // into the caller's list, or kept for the next `drain_progress`.
                 assembler
                     .decoder
                     .assembler_mut()
                     .settle_held_fragments()
                     .map_err(|e| misuse(&e))?;
+                if assembler.progress_into.is_none() {
+                    let released = PyList::empty(slf.py());
+                    assembler.drain_progress_to(slf.py(), &released)?;
+                    assembler.finished_progress = Some(released.unbind());
+                }
             }
             assembler.flush_progress(slf.py())?;
             assembler

@@ -13,7 +13,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import Splitter
-from toolwire import NO_VALUE, Assembler, MisuseError, Scanner, ToolCall, call_id_for, tool_messages
+from toolwire import (
+    NO_VALUE,
+    Assembler,
+    MisuseError,
+    Scanner,
+    ToolCall,
+    assemble,
+    call_id_for,
+    tool_messages,
+)
+from toolwire.events import ArgumentsProgress, CallCompleted
 
 
 def feed_call(
@@ -558,6 +568,50 @@ def test_progress_leaves_out_items_that_add_nothing() -> None:
         (0, "/n", "7"),
     ]
     assert [c.value for c in a.finish()] == [{"s": "ab", "e": "", "t": True, "n": 7}, {"s": ""}]
+
+
+# A fragment that starts with all the text before it may be a resend of the whole arguments:
+# it is held until the next fragment, `end` or `finish` decides. Here it is new text.
+HELD = ['{"nodes":[', '{"nodes":[],"title":"a"}]}']
+
+
+def test_items_finish_releases_reach_drain_progress_as_they_reach_progress_into() -> None:
+    into: list[tuple[int, str, str]] = []
+    pushed = Assembler(progress_into=into)
+    drained = Assembler(track_progress=True)
+    for piece in HELD:
+        pushed.feed(0, name="t", arguments=piece)
+        drained.feed(0, name="t", arguments=piece)
+    assert into == [] and drained.drain_progress() == []
+    pushed.finish()
+    assert [c.value for c in drained.finish()] == [{"nodes": [{"nodes": [], "title": "a"}]}]
+    assert drained.drain_progress() == into == [(0, "/nodes/0/title", "a")]
+    assert drained.drain_progress() == []
+
+
+def test_items_left_undrained_at_finish_are_kept_for_the_next_drain() -> None:
+    a = Assembler(track_progress=True)
+    a.feed(0, name="t", arguments='{"a": "x"')
+    a.interrupt("the connection dropped")
+    a.finish()
+    assert a.drain_progress() == [(0, "/a", "x")]
+
+
+def test_assemble_reports_the_progress_finish_releases() -> None:
+    def chunk(arguments: str, first: bool) -> dict[str, object]:
+        function = {"name": "t", "arguments": arguments} if first else {"arguments": arguments}
+        call = {"index": 0, "function": function, **({"id": "c1"} if first else {})}
+        return {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}
+
+    chunks = [chunk(HELD[0], True), chunk(HELD[1], False)]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    events = list(assemble(chunks))
+    progress = [(e.ordinal, e.path, e.text) for e in events if isinstance(e, ArgumentsProgress)]
+    assert progress == [(0, "/nodes/0/title", "a")]
+    completed = [e for e in events if isinstance(e, CallCompleted)]
+    assert events.index(completed[0]) > max(
+        i for i, e in enumerate(events) if isinstance(e, ArgumentsProgress)
+    )
 
 
 def test_misuse_raises_value_error_subclass() -> None:
