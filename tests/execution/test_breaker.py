@@ -16,6 +16,7 @@ from toolwire.execution import (
     Executor,
     FakeClock,
     RequestContext,
+    RetryBudget,
 )
 
 WINDOWS = ["count", "time"]
@@ -301,6 +302,40 @@ def test_a_retry_after_the_open_period_is_still_made(clock: FakeClock) -> None:
     ex.register("t", flaky)
     result = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
     assert calls == 2 and result.ok and len(clock.sleeps) == 1
+
+
+def test_a_breaker_the_last_failure_opened_is_reported(clock: FakeClock) -> None:
+    """The retries are spent and the last failure opens the breaker: the model is told the
+    circuit is open and when to come back, not just that the failure was retryable."""
+
+    def down(args: Any) -> None:
+        raise TimeoutError
+
+    config = BreakerConfig(minimum_calls=3, window_size=10, open_duration=30, open_jitter=0.0)
+    ex = Executor(clock=clock, breaker=config)
+    ex.register("t", down)
+    result = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert result.attempts == 3
+    assert result.error is not None and result.error["stopped"] == "max_attempts"
+    assert result.error["circuit_open"] is True and result.error["retry_after"] == 30
+    # A breaker still closed adds nothing.
+    ex2 = Executor(clock=clock, breaker=BreakerConfig(minimum_calls=10))
+    ex2.register("t", down)
+    other = ex2.execute(Call("t", "c2", {}), RequestContext("r", "s"))
+    assert other.error is not None and "circuit_open" not in other.error
+
+
+def test_calls_an_open_breaker_refuses_do_not_fill_the_retry_budget(clock: FakeClock) -> None:
+    def down(args: Any) -> None:
+        raise TimeoutError
+
+    budget = RetryBudget(ratio=0.1, min_per_second=0.0, clock=clock)
+    config = BreakerConfig(minimum_calls=1, window_size=10, open_duration=60)
+    ex = Executor(clock=clock, breaker=config, retry_budget=budget)
+    ex.register("t", down)
+    results = ex.execute_all([Call("t", f"c{i}", {}) for i in range(100)])
+    assert sum(r.attempts for r in results) == 1
+    assert budget.calls == 1
 
 
 def test_invalid_config_is_rejected() -> None:

@@ -1267,7 +1267,6 @@ class Executor:
         """Breaker and deadline checks; returns (permit, timeout, timeout_is_deadline)."""
         if run.exec_started is None:
             run.exec_started = self.clock.monotonic()
-            self.retry_budget.record_call()
         deadline = run.context.deadline
         remaining = None if deadline is None else deadline - self.clock.monotonic()
         if remaining is not None and remaining <= 0:
@@ -1286,6 +1285,10 @@ class Executor:
         by_deadline = False
         if remaining is not None and (timeout is None or remaining < timeout):
             timeout, by_deadline = remaining, True
+        if run.attempts == 0:
+            # Deposits into the process budget come from calls that run: a breaker refusing
+            # calls through an outage must not bank a burst of retries for its recovery.
+            self.retry_budget.record_call()
         run.attempts += 1
         run.in_flight = True
         # This execution may repeat the one whose stale claim was taken over: the one
@@ -1495,6 +1498,14 @@ class Executor:
         if isinstance(exc, _BreakerOpen):
             cls, exc = run.last, run.last_exc or exc
         assert cls is not None
+        if breaker_wait is None and run.attempts > 0:
+            # The call's last failure may have opened the breaker (the retries were over
+            # anyway): a model told only "retryable" would call again into a refusal.
+            breaker = self.breaker_for(run.spec.name)
+            left = 0.0 if breaker is None else breaker.open_remaining()
+            if left > 0:
+                run.breaker_rejected = True
+                breaker_wait = _whole_seconds(left)
         error = _error_payload(cls, exc, run, lambda shown: self._scrub(run, shown), self.lang)
         if breaker_wait is not None and error.get("retryable"):
             # The breaker refused the retry the policy wanted: no call can run before it lets
