@@ -1047,3 +1047,45 @@ def test_an_optional_fields_early_error_names_the_value_inside_it() -> None:
     # `n` is optional too: its own union failed, and says what it takes.
     assert early('{"req": [], "obj": {"n": "x"}}') == [("/obj/n", "integer or null")]
     assert early('{"req": [], "opt": "x"}') == [("/opt", "array or null")]
+
+
+def test_a_declared_draft_keeps_its_readings_under_a_reference_to_the_root() -> None:
+    # Inlining copies the root, `$schema` and all, where `#` is referenced: the copy must be
+    # read with the same extended validator as the root, not plain `jsonschema`.
+    tree = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {
+            "price": {"type": "number", "multipleOf": 0.01},
+            "name": {"type": "string", "pattern": "^\\p{L}+$"},
+            "kids": {"type": "array", "items": {"$ref": "#"}},
+        },
+    }
+    assert _run(tree, {"price": 19.99})[1:] == (True, [])
+    assert _run(tree, {"kids": [{"price": 19.99}]})[1:] == (True, [])
+    assert _run(tree, {"kids": [{"name": "Zoë"}]})[1:] == (True, [])
+    assert not _run(tree, {"kids": [{"name": "Zoë1"}]})[1]
+    looped = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+        "anyOf": [{"required": ["a"]}, {"$ref": "#"}],
+    }
+    assert _run(looped, {"a": 1, "b": "x"})[1]
+    assert not _run(looped, {"b": "x"})[1]
+
+
+def test_arguments_too_deep_for_validation_are_refused_with_an_outcome() -> None:
+    # An assembler may allow deeper nesting than Python's stack can validate.
+    node = _obj(
+        properties={"v": {"type": "integer"}, "c": {"type": "array", "items": {"$ref": "#"}}}
+    )
+    tools = Toolset([{"name": "tool", "parameters": node}])
+    value: dict[str, Any] = {"v": 1, "c": []}
+    for _ in range(250):
+        value = {"v": 1, "c": [value]}
+    assembler = Assembler(tools=tools, max_depth=512)
+    assembler.feed(0, id="c", name="tool", arguments=json.dumps(value))
+    (call,) = assembler.finish()
+    outcome = tools.validate(call)
+    assert not outcome.ok and outcome.error_type == "too_large"

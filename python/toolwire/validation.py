@@ -1546,6 +1546,23 @@ class _ErrorBuilder:
         return fits[0] if len(fits) == 1 else None
 
 
+def _one_dialect(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """`schema` without `$schema` below its root. `jsonschema` validates a subschema that
+    declares `$schema` with that draft's own class, not the extended one chosen for the root
+    (so a loop, a `\\p{L}` pattern or a cent-step `multipleOf` under it would be read the plain
+    way); inlining copies the root, `$schema` and all, wherever `#` is referenced."""
+
+    def strip(node: Any, root: bool) -> Any:
+        if isinstance(node, list):
+            return [strip(item, False) for item in cast(list[Any], node)]
+        if isinstance(node, dict):
+            items = cast(dict[str, Any], node).items()
+            return {k: strip(v, False) for k, v in items if root or k != "$schema"}
+        return node
+
+    return cast(dict[str, Any], strip(schema, True))
+
+
 def _loops_only(errors: Sequence[jsonschema.ValidationError]) -> bool:
     """Whether a union branch failed only by looping back to a reference already running for
     the value (directly, or in every branch of a union inside it): it gives nothing to fix."""
@@ -1902,7 +1919,7 @@ class ToolValidator:
             )
             cls = extended_validator(cls)
             cls.check_schema(self.schema)
-            self._jsonschema = cls(self.schema, format_checker=cls.FORMAT_CHECKER)
+            self._jsonschema = cls(_one_dialect(self.schema), format_checker=cls.FORMAT_CHECKER)
             self._formats = frozenset(cls.FORMAT_CHECKER.checkers)
 
     def validate(
