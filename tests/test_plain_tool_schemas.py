@@ -1089,3 +1089,27 @@ def test_arguments_too_deep_for_validation_are_refused_with_an_outcome() -> None
     (call,) = assembler.finish()
     outcome = tools.validate(call)
     assert not outcome.ok and outcome.error_type == "too_large"
+
+
+def test_keys_beside_a_recursive_reference_apply_at_every_depth() -> None:
+    # `required` beside the reference that recurses: inlining expands the definition once,
+    # then keeps the reference, and the keys beside it must stay with it.
+    schema = _obj(
+        properties={"root": {"$ref": "#/$defs/N"}},
+        **{
+            "$defs": {
+                "N": _obj(
+                    properties={
+                        "w": {"type": "integer"},
+                        "kids": {
+                            "type": "array",
+                            "items": {"$ref": "#/$defs/N", "required": ["w"]},
+                        },
+                    }
+                )
+            }
+        },
+    )
+    assert _run(schema, {"root": {"kids": [{"w": 1, "kids": [{"w": 2}]}]}})[1:] == (True, [])
+    assert _run(schema, {"root": {"kids": [{"w": 1, "kids": [{}]}]}})[1:] == (False, ["missing"])
+    assert _run(schema, {"root": {"kids": [{"kids": []}]}})[1:] == (False, ["missing"])

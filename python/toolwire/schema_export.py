@@ -199,8 +199,8 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     Sibling keys next to a `$ref` (a field description, say) take priority over the keys of the
     definition, as in `openai.lib._pydantic`; an assertion that both give (`properties` next to
     a base object's `$ref`) keeps both, in an `allOf`. A reference to a definition that is
-    already being expanded stays a plain `{"$ref": "#/$defs/Name"}` and that definition stays
-    under `$defs`.
+    already being expanded stays a reference, `{"$ref": "#/$defs/Name"}` with the keys beside
+    it, and that definition stays under `$defs`.
     Any other local JSON Pointer (`#`, the whole schema, as in OpenAI's recursive examples, or
     `#/properties/a`) is followed the same way; one that recurses is kept as a reference to a
     `$defs` entry named after it.
@@ -281,7 +281,9 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
             }
             if key in stack:
                 if not siblings or key in sibling_expanded:
-                    return {"$ref": f"#/$defs/{_pointer_escape(keep(key, target))}"}
+                    reference = f"#/$defs/{_pointer_escape(keep(key, target))}"
+                    # The keys beside it still apply, beside the reference (a conjunct).
+                    return {**walk(siblings, stack), "$ref": reference}
                 sibling_expanded.add(key)
             body = _as_dict(target) or {}
             if any(k in body and k not in _ANNOTATIONS for k in siblings):
