@@ -1113,3 +1113,24 @@ def test_keys_beside_a_recursive_reference_apply_at_every_depth() -> None:
     assert _run(schema, {"root": {"kids": [{"w": 1, "kids": [{"w": 2}]}]}})[1:] == (True, [])
     assert _run(schema, {"root": {"kids": [{"w": 1, "kids": [{}]}]}})[1:] == (False, ["missing"])
     assert _run(schema, {"root": {"kids": [{"kids": []}]}})[1:] == (False, ["missing"])
+
+
+def test_unevaluated_properties_beside_a_reference_loop_never_escape_validate() -> None:
+    # jsonschema's walk for `unevaluatedProperties` follows the loop itself, to the recursion
+    # limit (raised as a RecursionError, or as a panic of its `rpds` maps): whatever the
+    # depth the validation starts at, the call gets an outcome, and a value that breaks the
+    # schema is never accepted.
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "anyOf": [{"$ref": "#/$defs/L"}],
+        "unevaluatedProperties": False,
+        "$defs": {
+            "L": {"anyOf": [{"properties": {"b": {"type": "integer"}}}, {"$ref": "#/$defs/L"}]}
+        },
+    }
+
+    def at_depth(depth: int) -> bool:
+        return at_depth(depth - 1) if depth else _run(schema, {"a": 1, "b": 2, "c": 3})[1]
+
+    assert not any(at_depth(depth) for depth in range(0, 300, 25))

@@ -841,18 +841,7 @@ class Toolset:
                 Outcome,
                 outcome_for_call_error(call, _KindOnly(kind), tools=self.names(), lang=self._lang),
             )
-        try:
-            return tool.validator.validate(call, lang=self._lang, redact=self._redact)
-        except RecursionError:
-            # Arguments nested deeper than Python's stack allows (an assembler made with a
-            # `max_depth` above the default), or a schema loop the validator cannot cut.
-            return Outcome.failure(call, tool.name, "too_large", lang=self._lang)
-        except BaseException as exc:
-            # The same, surfaced by a Rust extension under the validator (jsonschema's `rpds`
-            # panics when Python's recursion limit is hit inside it). Anything else goes on.
-            if type(exc).__name__ != "PanicException":
-                raise
-            return Outcome.failure(call, tool.name, "too_large", lang=self._lang)
+        return tool.validator.validate(call, lang=self._lang, redact=self._redact)
 
     def _schema_violation(self, call: CallLike, raw: bytes | None) -> CallErrorLike | None:
         """The first violation the pre-check finds in a complete call to a known tool; `raw`

@@ -2023,6 +2023,29 @@ class ToolValidator:
         lang: Lang,
         redact: Redactor | None,
     ) -> Outcome:
+        """`_examine`, with arguments too deep for Python's stack refused as `too_large`."""
+        try:
+            return self._examine(call, error, pydantic_errors, lang, redact)
+        except RecursionError:
+            # Nested deeper than the stack allows (an assembler made with a `max_depth` above
+            # the default), or a schema loop no reading can cut (`unevaluatedProperties` beside
+            # one): the call cannot be checked, so it must not run.
+            return Outcome.failure(call, self.tool, "too_large", lang=lang)
+        except BaseException as exc:
+            # The same, surfaced by a Rust extension under `jsonschema` (`rpds` panics when the
+            # recursion limit is hit inside it). Anything else goes on.
+            if type(exc).__name__ != "PanicException":
+                raise
+            return Outcome.failure(call, self.tool, "too_large", lang=lang)
+
+    def _examine(
+        self,
+        call: CallLike,
+        error: CallErrorLike | None,
+        pydantic_errors: list[Any],
+        lang: Lang,
+        redact: Redactor | None,
+    ) -> Outcome:
         builder = _ErrorBuilder(self._lookup, lang, redact)
         text_in = _argument_text(call)
         initial: list[_Draft] = builder.from_pydantic(pydantic_errors) if pydantic_errors else []
@@ -2170,16 +2193,9 @@ class ToolValidator:
             return self._accept(call, instance, None, coercions, lang)
         assert self._jsonschema is not None
         plain = json.loads(dumps_exact(fixed))
-        try:
-            errors = sorted(
-                self._jsonschema.iter_errors(plain), key=lambda e: list(map(str, e.absolute_path))
-            )
-        except RecursionError:
-            # A definition that reaches itself before reading anything no longer loops (the
-            # dialect reads the loop as a mismatch); a schema deep enough to exhaust Python's
-            # stack in other ways still may. The pre-check has checked the whole call against
-            # the same schema already: its verdict stands alone.
-            errors = []
+        errors = sorted(
+            self._jsonschema.iter_errors(plain), key=lambda e: list(map(str, e.absolute_path))
+        )
         drafts = drafts + builder.from_jsonschema(errors, plain)
         if drafts:
             return self._reject(call, drafts, coercions, lang)
