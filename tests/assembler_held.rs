@@ -325,3 +325,33 @@ fn an_early_error_of_the_reading_a_later_fragment_drops_is_not_reported() {
         );
     }
 }
+
+#[test]
+fn a_self_similar_value_is_not_taken_for_a_resend_that_would_break_it() {
+    // Each fragment starts with all the text before it, as a resending provider's would; only
+    // appending reads the three as valid JSON, so they are appended.
+    let pieces: [&[u8]; 3] = [
+        b"{\"o\":[",
+        b"{\"o\":[{\"o\":[",
+        b"{\"o\":[{\"o\":[1]}]}]}]}]}",
+    ];
+    let mut asm = Assembler::new(AssemblerConfig::default()).expect("config");
+    for (i, piece) in pieces.iter().enumerate() {
+        feed(&mut asm, i == 0, piece);
+    }
+    let calls = asm.finish().expect("finish");
+    let whole: Vec<u8> = pieces.concat();
+    assert!(calls[0].error.is_none(), "{:?}", calls[0].error);
+    assert_eq!(calls[0].arguments, whole);
+    assert!(calls[0].warnings.is_empty(), "{:?}", calls[0].warnings);
+    // A true resend stream is still read as one: the third fragment is valid only as a resend.
+    let resent: [&[u8]; 3] = [b"{\"o\":[", b"{\"o\":[1", b"{\"o\":[1,2]}"];
+    let mut asm = Assembler::new(AssemblerConfig::default()).expect("config");
+    for (i, piece) in resent.iter().enumerate() {
+        feed(&mut asm, i == 0, piece);
+    }
+    let calls = asm.finish().expect("finish");
+    assert!(calls[0].error.is_none(), "{:?}", calls[0].error);
+    assert_eq!(calls[0].arguments, b"{\"o\":[1,2]}");
+    assert_eq!(calls[0].warnings, vec!["cumulative_arguments"]);
+}

@@ -1134,7 +1134,10 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
     if let Some(held) = call.held.take() {
         call.sync();
         let Held { text: held, early } = *held;
-        if text.len() > held.len() && text.starts_with(&held) {
+        if text.len() > held.len()
+            && text.starts_with(&held)
+            && !only_appending_reads(&call.scanner, &held, text)
+        {
             // The next fragment extends the held one: a cumulative stream.
             latch_cumulative(call);
             push_resent(call, &held);
@@ -1368,6 +1371,20 @@ fn contains_replacement_character(text: &[u8]) -> bool {
 fn appends_cleanly(scanner: &Scanner, text: &[u8]) -> bool {
     let mut trial = scanner.clone();
     !matches!(trial.push(text), crate::scanner::Status::Invalid(_))
+}
+
+/// Whether the fragments `held` and then `next` (which extends it) are valid JSON so far only
+/// when appended: the text of a self-similar value (`{"a":[` then `{"a":[{"a":[` then
+/// `{"a":[{"a":[1]}]}]}]}]}`) can look like a provider resending everything twice, and the
+/// resend reading would break it. Paid only when a held fragment is extended, once per call.
+fn only_appending_reads(scanner: &Scanner, held: &[u8], next: &[u8]) -> bool {
+    let resent = next.get(scanner.text().len()..).unwrap_or_default();
+    if appends_cleanly(scanner, resent) {
+        return false;
+    }
+    let mut trial = scanner.clone();
+    !matches!(trial.push(held), crate::scanner::Status::Invalid(_))
+        && !matches!(trial.push(next), crate::scanner::Status::Invalid(_))
 }
 
 /// Whether `text` appended twice to what `scanner` holds is still valid JSON so far: a held
