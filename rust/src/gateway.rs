@@ -315,6 +315,8 @@ pub struct StreamDecoder {
     config: SseConfig,
     assembler: Assembler,
     finished: bool,
+    /// The body's end was handled ([`StreamDecoder::end_body`]) ahead of `finish`.
+    body_ended: bool,
 }
 
 #[derive(Debug)]
@@ -339,6 +341,7 @@ impl StreamDecoder {
             config,
             assembler,
             finished: false,
+            body_ended: false,
         }
     }
 
@@ -435,11 +438,17 @@ impl StreamDecoder {
         self.finish_calls(true)
     }
 
-    fn finish_calls(&mut self, defer: bool) -> Result<Vec<ToolCall>, Misuse> {
+    /// What the end of the body settles before the calls finish: an event cut off, a missing
+    /// finish reason, text the decoder still holds (a surrogate half waiting for its pair)
+    /// goes into its call. `finish` does it first; a caller that wants what it writes into the
+    /// calls (progress items) before they are taken calls it ahead. Once only.
+    pub(crate) fn end_body(&mut self) -> Result<(), Misuse> {
         if self.finished {
             return Err(Misuse::Finished);
         }
-        self.finished = true;
+        if std::mem::replace(&mut self.body_ended, true) {
+            return Ok(());
+        }
         let assembler = &mut self.assembler;
         if let Some(body) = &mut self.body {
             let Body {
@@ -464,6 +473,13 @@ impl StreamDecoder {
             }
             decoder.finish(&mut |action: Action<'_>| state.apply(assembler, action));
         }
+        Ok(())
+    }
+
+    fn finish_calls(&mut self, defer: bool) -> Result<Vec<ToolCall>, Misuse> {
+        self.end_body()?;
+        self.finished = true;
+        let assembler = &mut self.assembler;
         if defer {
             assembler.finish_deferring_scans()
         } else {

@@ -1640,6 +1640,8 @@ impl PyAssembler {
         let calls = {
             let mut assembler = slf.borrow_mut();
             if assembler.decoder.assembler().config().track_progress {
+                // Text the raw body's decoder still holds goes into its call first.
+                assembler.decoder.end_body().map_err(|e| misuse(&e))?;
                 // The last fragments' progress items, a held one's included, go out first:
                 // into the caller's list, or kept for the next `drain_progress`.
                 assembler
