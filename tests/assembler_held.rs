@@ -355,3 +355,41 @@ fn a_self_similar_value_is_not_taken_for_a_resend_that_would_break_it() {
     assert_eq!(calls[0].arguments, b"{\"o\":[1,2]}");
     assert_eq!(calls[0].warnings, vec!["cumulative_arguments"]);
 }
+
+#[test]
+fn a_whole_value_after_a_held_fragment_mixes_and_nothing_panics() {
+    for end_first in [false, true] {
+        let mut asm = Assembler::new(AssemblerConfig::default()).expect("config");
+        feed(&mut asm, true, b" ");
+        feed(&mut asm, false, b" {}");
+        let delta = Delta {
+            index: Some(0),
+            arguments: Some(Arguments::Value(b"{\"a\":1}")),
+            ..Delta::default()
+        };
+        asm.feed(&delta).expect("feed");
+        if end_first {
+            asm.end_call(0).expect("end");
+        }
+        let calls = asm.finish().expect("finish");
+        let kind = calls[0].error.as_ref().map(|e| format!("{:?}", e.kind));
+        assert_eq!(kind.as_deref(), Some("MixedArguments"), "{:?}", calls[0]);
+    }
+}
+
+#[test]
+fn a_complete_value_resent_with_whitespace_after_it_is_a_repeat() {
+    for pieces in [
+        vec![&b"{}"[..], b"{} "],
+        vec![&b"{\"b\":[1]}"[..], b"{\"b\":[1]}\n", b"{\"b\":[1]}\n "],
+    ] {
+        let mut asm = Assembler::new(AssemblerConfig::default()).expect("config");
+        for (i, piece) in pieces.iter().enumerate() {
+            feed(&mut asm, i == 0, piece);
+        }
+        let calls = asm.finish().expect("finish");
+        assert!(calls[0].error.is_none(), "{:?}", calls[0].error);
+        assert_eq!(&calls[0].arguments[..], *pieces.last().expect("pieces"));
+        assert_eq!(calls[0].warnings, vec!["cumulative_arguments"]);
+    }
+}

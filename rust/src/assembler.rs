@@ -558,6 +558,9 @@ impl Assembler {
             None => {}
             Some(Arguments::Text(text)) => feed_text(call, text, registry),
             Some(Arguments::Value(text)) => {
+                // A fragment held to tell a resend from new text is text the call has: decide
+                // it first, so that a whole value after it mixes (and nothing is left held).
+                settle_held(call);
                 call.sync();
                 if call.has_arguments() {
                     extra_arguments(call, text);
@@ -1165,6 +1168,19 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         // A resend or a repeat is told apart by how far the value got.
         call.sync();
         let buffer = call.scanner.text();
+        if extends
+            && call.mode != ArgMode::Cumulative
+            && call.scanner.is_complete()
+            && text
+                .get(buffer.len()..)
+                .is_some_and(|rest| rest.iter().all(|&b| is_ws(b)))
+        {
+            // A complete value sent again with whitespace after it: a resending provider's
+            // final repeat (appended, it would be a second value).
+            latch_cumulative(call);
+            push_resent(call, text);
+            return;
+        }
         if extends && (call.mode == ArgMode::Cumulative || !call.scanner.is_complete()) {
             if call.mode != ArgMode::Cumulative && appends_cleanly(&call.scanner, text) {
                 call.held = Some(Box::new(Held {
@@ -1413,7 +1429,7 @@ fn extra_arguments(call: &mut Call, text: &[u8]) {
 /// Pushes the part of a cumulative resend (everything so far) beyond what the call holds.
 fn push_resent(call: &mut Call, full: &[u8]) {
     let held = call.scanner.text().len();
-    push_checked(call, &full[held..]);
+    push_checked(call, full.get(held..).unwrap_or_default());
 }
 
 fn latch_cumulative(call: &mut Call) {
