@@ -1173,7 +1173,7 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
             && call.scanner.is_complete()
             && text
                 .get(buffer.len()..)
-                .is_some_and(|rest| rest.iter().all(|&b| is_ws(b)))
+                .is_some_and(|rest| first_non_ws(rest).is_none())
         {
             // A complete value sent again with whitespace after it: a resending provider's
             // final repeat (appended, it would be a second value).
@@ -1385,8 +1385,16 @@ fn contains_replacement_character(text: &[u8]) -> bool {
 /// plain appending would be invalid. This costs one copy of the buffer, and only until the call
 /// is latched into cumulative mode, so ordinary streams almost never pay it.
 fn appends_cleanly(scanner: &Scanner, text: &[u8]) -> bool {
+    appends_cleanly_all(scanner, &[text])
+}
+
+/// Whether `pieces`, appended in order to what `scanner` holds, are still valid JSON so far
+/// (on a copy: `scanner` is left as it was).
+fn appends_cleanly_all(scanner: &Scanner, pieces: &[&[u8]]) -> bool {
     let mut trial = scanner.clone();
-    !matches!(trial.push(text), crate::scanner::Status::Invalid(_))
+    pieces
+        .iter()
+        .all(|piece| !matches!(trial.push(piece), crate::scanner::Status::Invalid(_)))
 }
 
 /// Whether the fragments `held` and then `next` (which extends it) are valid JSON so far only
@@ -1395,20 +1403,13 @@ fn appends_cleanly(scanner: &Scanner, text: &[u8]) -> bool {
 /// resend reading would break it. Paid only when a held fragment is extended, once per call.
 fn only_appending_reads(scanner: &Scanner, held: &[u8], next: &[u8]) -> bool {
     let resent = next.get(scanner.text().len()..).unwrap_or_default();
-    if appends_cleanly(scanner, resent) {
-        return false;
-    }
-    let mut trial = scanner.clone();
-    !matches!(trial.push(held), crate::scanner::Status::Invalid(_))
-        && !matches!(trial.push(next), crate::scanner::Status::Invalid(_))
+    !appends_cleanly(scanner, resent) && appends_cleanly_all(scanner, &[held, next])
 }
 
 /// Whether `text` appended twice to what `scanner` holds is still valid JSON so far: a held
 /// fragment that arrives again is an ordinary continuation only then.
 fn appends_cleanly_twice(scanner: &Scanner, text: &[u8]) -> bool {
-    let mut trial = scanner.clone();
-    !matches!(trial.push(text), crate::scanner::Status::Invalid(_))
-        && !matches!(trial.push(text), crate::scanner::Status::Invalid(_))
+    appends_cleanly_all(scanner, &[text, text])
 }
 
 /// Arguments for a call that already has some: an exact repeat of an object value is dropped
