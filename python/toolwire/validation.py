@@ -2026,15 +2026,12 @@ class ToolValidator:
         """`_examine`, with arguments too deep for Python's stack refused as `too_large`."""
         try:
             return self._examine(call, error, pydantic_errors, lang, redact)
-        except RecursionError:
+        except BaseException as exc:
             # Nested deeper than the stack allows (an assembler made with a `max_depth` above
             # the default), or a schema loop no reading can cut (`unevaluatedProperties` beside
-            # one): the call cannot be checked, so it must not run.
-            return Outcome.failure(call, self.tool, "too_large", lang=lang)
-        except BaseException as exc:
-            # The same, surfaced by a Rust extension under `jsonschema` (`rpds` panics when the
-            # recursion limit is hit inside it). Anything else goes on.
-            if type(exc).__name__ != "PanicException":
+            # one): the call cannot be checked, so it must not run. A Rust extension under
+            # `jsonschema` (`rpds`) reports the recursion limit as a panic. Anything else goes on.
+            if not isinstance(exc, RecursionError) and type(exc).__name__ != "PanicException":
                 raise
             return Outcome.failure(call, self.tool, "too_large", lang=lang)
 

@@ -383,8 +383,6 @@ class _Run:
     last_exc: BaseException | None = None
     in_flight: bool = False
     breaker_rejected: bool = False
-    breaker_wait: float | None = None
-    """Whole seconds before the breaker that stopped the retries lets a call through."""
     stop_reason: StopReason | None = None
     next_wait: float = 0.0
     duplicate_execution: bool = False
@@ -1253,11 +1251,6 @@ class Executor:
             breaker_wait=0.0 if breaker is None else breaker.open_remaining(),
         )
         run.stop_reason = verdict.reason
-        if verdict.reason == "breaker_open":
-            # The failure just recorded opened the breaker: the retry could not run before
-            # the open period ends, so the call ends now, as if the breaker had refused it.
-            run.breaker_rejected = True
-            run.breaker_wait = _whole_seconds(verdict.wait)
         run.next_wait = verdict.wait
         if verdict.retry:
             run.span.add_event("retry", {"attempt": state.attempt_number, "wait": verdict.wait})
@@ -1494,13 +1487,14 @@ class Executor:
                     "retry_after": exc.retry_after,
                 },
             )
-        breaker_wait = exc.retry_after if isinstance(exc, _BreakerOpen) else run.breaker_wait
+        breaker_wait = exc.retry_after if isinstance(exc, _BreakerOpen) else None
         if isinstance(exc, _BreakerOpen):
             cls, exc = run.last, run.last_exc or exc
         assert cls is not None
         if breaker_wait is None and run.attempts > 0:
-            # The call's last failure may have opened the breaker (the retries were over
-            # anyway): a model told only "retryable" would call again into a refusal.
+            # The call's last failure may have opened the breaker, whether that stopped the
+            # retries (`breaker_open`) or they were over anyway: a model told only
+            # "retryable" would call again into a refusal.
             breaker = self.breaker_for(run.spec.name)
             left = 0.0 if breaker is None else breaker.open_remaining()
             if left > 0:
