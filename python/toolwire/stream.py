@@ -206,14 +206,20 @@ class _Driver:
             self.finish_reason = info.finish_reason
         if info.usage is not None:
             self.usage = info.usage
+        self._drain_progress(out)
+        self._drain_errors(out)
+        return out
+
+    def _drain_progress(self, out: list[Event]) -> None:
         if self.progress:
-            for ordinal, path, text in asm.drain_progress():
+            for ordinal, path, text in self.assembler.drain_progress():
                 self._start(ordinal, None, None, out)
                 out.append(ArgumentsProgress(ordinal, path, text))
-        for ordinal, error in asm.drain_errors():
+
+    def _drain_errors(self, out: list[Event]) -> None:
+        for ordinal, error in self.assembler.drain_errors():
             self._start(ordinal, None, None, out)
             out.append(PrecheckError(ordinal, error))
-        return out
 
     def end(self, error: BaseException | None = None, *, interrupted: bool = False) -> list[Event]:
         """Finish the assembler once; `error`/`interrupted` mean the stream did not end cleanly."""
@@ -235,21 +241,16 @@ class _Driver:
                 _interrupt(asm, "the stream ended early" if error is None else type(error).__name__)
                 # A stream that broke off has no finish reason, whatever arrived before.
                 self.finish_reason = None
-            for ordinal, err in asm.drain_errors():
-                self._start(ordinal, None, None, out)
-                out.append(PrecheckError(ordinal, err))
+            self._drain_errors(out)
         tail = asm.text_tail()
         if tail:
             self.text_parts.append(tail)
             out.append(TextDelta(tail))
         calls = asm.finish()
         self.calls = calls
-        if self.progress:
-            # What the last fragments wrote (a fragment held to tell a resend from new text
-            # is decided only now) comes before the calls complete.
-            for ordinal, path, text in asm.drain_progress():
-                self._start(ordinal, None, None, out)
-                out.append(ArgumentsProgress(ordinal, path, text))
+        # What the last fragments wrote (a fragment held to tell a resend from new text is
+        # decided only now) comes before the calls complete.
+        self._drain_progress(out)
         toolset = self.toolset
         for call in calls:
             self._start(call.ordinal, call.id, call.name, out)
