@@ -393,3 +393,297 @@ fn a_complete_value_resent_with_whitespace_after_it_is_a_repeat() {
         assert_eq!(calls[0].warnings, vec!["cumulative_arguments"]);
     }
 }
+
+/// Self-similar JSON: few keys and small values, so that one prefix of a text often starts
+/// another, as the fragments of a resending provider do.
+fn self_similar() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        Just("1".to_owned()),
+        Just("[]".to_owned()),
+        Just("{}".to_owned()),
+        Just("\"a\"".to_owned()),
+    ];
+    let value = leaf.prop_recursive(4, 24, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3).prop_map(|v| format!("[{}]", v.join(","))),
+            (
+                prop::sample::subsequence(vec!["a", "b"], 1..=2),
+                prop::collection::vec(inner, 2)
+            )
+                .prop_map(|(keys, values)| {
+                    let members: Vec<String> = keys
+                        .iter()
+                        .zip(values)
+                        .map(|(k, v)| format!("\"{k}\":{v}"))
+                        .collect();
+                    format!("{{{}}}", members.join(","))
+                }),
+        ]
+    });
+    (prop::sample::select(vec!["a", "b"]), value).prop_map(|(k, v)| format!("{{\"{k}\":{v}}}"))
+}
+
+/// Cut points of `text`: sorted, distinct, inside it.
+fn cuts_of(text: &str, picks: &[usize]) -> Vec<usize> {
+    let mut cuts: Vec<usize> = picks
+        .iter()
+        .map(|p| 1 + p % text.len().max(1))
+        .filter(|&c| c < text.len())
+        .collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts
+}
+
+fn fed(pieces: &[&[u8]], name_every_chunk: bool) -> Vec<ToolCall> {
+    let mut asm = Assembler::new(AssemblerConfig::default()).expect("config");
+    for (i, piece) in pieces.iter().enumerate() {
+        feed(&mut asm, i == 0 || name_every_chunk, piece);
+    }
+    asm.finish().expect("finish")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Valid arguments appended fragment by fragment are read as they are, however much the
+    /// fragments look like a provider resending everything (each starting with the text
+    /// before it), and whether or not every chunk repeats the name.
+    #[test]
+    fn appended_arguments_are_never_taken_for_a_resend(
+        text in self_similar(),
+        picks in prop::collection::vec(any::<usize>(), 0..8),
+        name_every_chunk in any::<bool>(),
+    ) {
+        let cuts = cuts_of(&text, &picks);
+        let mut pieces = Vec::new();
+        let mut at = 0;
+        for &cut in cuts.iter().chain(std::iter::once(&text.len())) {
+            pieces.push(&text.as_bytes()[at..cut]);
+            at = cut;
+        }
+        let calls = fed(&pieces, name_every_chunk);
+        prop_assert_eq!(calls.len(), 1, "{:?}", calls);
+        prop_assert!(calls[0].error.is_none(), "{:?}", calls[0]);
+        prop_assert_eq!(&calls[0].arguments[..], text.as_bytes());
+    }
+
+    /// A resending provider's stream (each chunk the whole text so far) is read as its last
+    /// chunk, unless its chunks appended one after the other are also one whole value: then
+    /// nothing tells the two apart, and appending, the ordinary case, is kept.
+    #[test]
+    fn resent_arguments_are_read_as_the_last_chunk(
+        text in self_similar(),
+        picks in prop::collection::vec(any::<usize>(), 1..8),
+        name_every_chunk in any::<bool>(),
+    ) {
+        let cuts = cuts_of(&text, &picks);
+        let chunks: Vec<&[u8]> = cuts
+            .iter()
+            .chain(std::iter::once(&text.len()))
+            .map(|&cut| &text.as_bytes()[..cut])
+            .collect();
+        let calls = fed(&chunks, name_every_chunk);
+        let appended: Vec<u8> = chunks.concat();
+        let appended_whole = {
+            let mut scanner = Scanner::new(ScanConfig::default());
+            scanner.push(&appended);
+            scanner.finish().is_ok()
+        };
+        prop_assert_eq!(calls.len(), 1, "{:?}", calls);
+        prop_assert!(calls[0].error.is_none(), "{:?}", calls[0]);
+        if appended_whole {
+            prop_assert_eq!(&calls[0].arguments, &appended);
+        } else {
+            prop_assert_eq!(&calls[0].arguments[..], text.as_bytes());
+            if chunks.len() > 1 {
+                prop_assert_eq!(&calls[0].warnings, &vec!["cumulative_arguments"]);
+            }
+        }
+    }
+}
+
+#[test]
+fn fragments_that_both_readings_accept_wait_for_the_one_that_breaks() {
+    let pieces: [&[u8]; 4] = [b"{\"a\":", b"{\"a\":[", b"{\"a\":[]}", b"]}}"];
+    for name_every_chunk in [false, true] {
+        let calls = fed(&pieces, name_every_chunk);
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        assert!(calls[0].error.is_none(), "{:?}", calls[0].error);
+        assert_eq!(calls[0].arguments, pieces.concat());
+        assert!(calls[0].warnings.is_empty(), "{:?}", calls[0].warnings);
+        // Ended before the fragment that breaks the resend reading, only that reading is a
+        // whole value.
+        let calls = fed(&pieces[..3], name_every_chunk);
+        assert_eq!(calls[0].arguments, b"{\"a\":[]}");
+        assert_eq!(calls[0].warnings, vec!["cumulative_arguments"]);
+    }
+}
+
+#[test]
+fn a_named_chunk_after_a_resent_whole_value_starts_the_next_call() {
+    // Every chunk names the tool; the second resends the first and completes it, and the third
+    // is a new call under the same index, which only the resend reading leaves room for.
+    let pieces: [&[u8]; 3] = [b"{\"a\":", b"{\"a\":1}", b"{\"b\":2}"];
+    let calls = fed(&pieces, true);
+    let summary: Vec<(&[u8], bool)> = calls
+        .iter()
+        .map(|c| (&c.arguments[..], c.error.is_none()))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![(&b"{\"a\":1}"[..], true), (&b"{\"b\":2}"[..], true)]
+    );
+}
+
+/// The text that closes `text` (JSON without strings but `"a"`): a value where one is due, then
+/// every open container.
+fn closing(text: &[u8]) -> Vec<u8> {
+    let mut open = Vec::new();
+    let mut in_string = false;
+    for &b in text {
+        match (in_string, b) {
+            (true, b'"') | (false, b'"') => in_string = !in_string,
+            (false, b'{') => open.push(b'}'),
+            (false, b'[') => open.push(b']'),
+            (false, b'}' | b']') => {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if in_string {
+        out.push(b'"');
+    }
+    if matches!(
+        text.iter().rev().find(|b| !b.is_ascii_whitespace()),
+        Some(b':' | b',')
+    ) {
+        out.push(b'1');
+    }
+    out.extend(open.iter().rev());
+    out
+}
+
+/// Appends to `text` one token that keeps it a valid prefix of a JSON value, picked by
+/// `choice` among those the grammar allows; `levels` holds each open container (`{` or `[`)
+/// and how many members it has. Objects have at most the keys `a` and `b`, each once.
+fn grow(text: &mut Vec<u8>, levels: &mut Vec<(u8, usize)>, choice: usize) {
+    let last = text
+        .iter()
+        .rev()
+        .find(|b| !b.is_ascii_whitespace())
+        .copied();
+    let value_due = matches!(last, Some(b':' | b',' | b'[')) || last.is_none();
+    let mut options: Vec<&[u8]> = Vec::new();
+    match levels.last().copied() {
+        Some((b'{', members)) if last == Some(b'{') => {
+            options.extend([&b"\"a\":"[..], b"}"]);
+            let _ = members;
+        }
+        Some((b'{', members)) if !value_due => {
+            options.push(b"}");
+            if members == 1 {
+                options.push(b",\"b\":");
+            }
+        }
+        Some((b'[', _)) if !value_due => options.extend([&b","[..], b"]"]),
+        None if !value_due => return,
+        Some((b'[', _)) if last == Some(b'[') => options.push(b"]"),
+        _ => {}
+    }
+    if value_due {
+        options.extend([&b"{"[..], b"[", b"1", b"\"a\"", b"{}", b"[]"]);
+    }
+    let token = options[choice % options.len()];
+    text.extend_from_slice(token);
+    match token {
+        b"{" => levels.push((b'{', 0)),
+        b"[" => levels.push((b'[', 0)),
+        b"}" | b"]" => {
+            levels.pop();
+        }
+        b"\"a\":" | b",\"b\":" => {
+            if let Some(level) = levels.last_mut() {
+                level.1 += 1;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Chunks that each extend the one before by a few tokens, all valid prefixes of one value
+/// that starts `{"a":`: a resending provider's chunks, and, appended, sometimes valid too.
+fn extending_chunks() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    prop::collection::vec(prop::collection::vec(any::<usize>(), 1..4), 2..5).prop_map(|steps| {
+        let mut chunks: Vec<Vec<u8>> = Vec::new();
+        let mut text = b"{\"a\":".to_vec();
+        let mut levels = vec![(b'{', 1)];
+        for step in steps {
+            for choice in step {
+                grow(&mut text, &mut levels, choice);
+            }
+            if chunks.last() != Some(&text) {
+                chunks.push(text.clone());
+            }
+        }
+        chunks
+    })
+}
+
+fn whole_value(text: &[u8]) -> bool {
+    let mut scanner = Scanner::new(ScanConfig::default());
+    scanner.push(text);
+    scanner.finish().is_ok()
+}
+
+proptest! {
+    // Appended chunks that start with the text before them are rarely valid: most cases are
+    // thrown away before the one that counts.
+    #![proptest_config(ProptestConfig {
+        cases: 2000,
+        max_global_rejects: 20_000,
+        ..ProptestConfig::default()
+    })]
+
+    /// Chunks that each start with the one before, appended and then closed: when that is
+    /// valid JSON, it is the call's text (the resend reading is dropped once it breaks).
+    #[test]
+    fn extending_chunks_that_append_validly_are_appended(
+        chunks in extending_chunks(),
+        name_every_chunk in any::<bool>(),
+    ) {
+        let mut pieces = chunks.clone();
+        let appended: Vec<u8> = chunks.concat();
+        pieces.push(closing(&appended));
+        let text: Vec<u8> = pieces.concat();
+        prop_assume!(whole_value(&text));
+        let pieces: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
+        let calls = fed(&pieces, name_every_chunk);
+        prop_assert_eq!(calls.len(), 1, "{:?}", calls);
+        prop_assert!(calls[0].error.is_none(), "{:?}", calls[0]);
+        prop_assert_eq!(&calls[0].arguments, &text);
+    }
+
+    /// The same chunks as a resending provider's, the last one closed: read as the last chunk
+    /// unless appending them is also one whole value.
+    #[test]
+    fn extending_chunks_that_only_resend_validly_are_resent(
+        chunks in extending_chunks(),
+        name_every_chunk in any::<bool>(),
+    ) {
+        let mut chunks = chunks;
+        let last = chunks.last().cloned().unwrap_or_default();
+        chunks.push([&last[..], &closing(&last)].concat());
+        let text = chunks.last().cloned().unwrap_or_default();
+        prop_assume!(whole_value(&text));
+        let appended: Vec<u8> = chunks.concat();
+        let pieces: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+        let calls = fed(&pieces, name_every_chunk);
+        prop_assert_eq!(calls.len(), 1, "{:?}", calls);
+        prop_assert!(calls[0].error.is_none(), "{:?}", calls[0]);
+        let expected = if whole_value(&appended) { &appended } else { &text };
+        prop_assert_eq!(&calls[0].arguments, expected);
+    }
+}

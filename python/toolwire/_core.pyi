@@ -344,7 +344,7 @@ class Assembler:
 
         A value's first item announces it (its text may be empty: `""`, or a string whose first
         character is still cut); every later item of the value adds text. After `finish`, the
-        first drain gives the items `finish` released (the last fragments', a fragment held to
+        first drain gives the items `finish` released (the last fragments', fragments held to
         tell a resend from new text included).
         Empty when the assembler was made with `progress_into`: its items are in that list.
         """

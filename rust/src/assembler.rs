@@ -22,7 +22,10 @@
 //!   new call at a key whose call already has a name and argument text (several calls sent under
 //!   one index); an exact repeat of the stored name is ignored (quirk 8); `id` and `type` are set
 //!   once (quirks 12-17); a fragment that strictly extends the whole buffer switches the call to
-//!   cumulative mode (quirk 19); a repeat of a complete buffer is dropped (quirk 20).
+//!   cumulative mode (quirk 19) once appending it would break the JSON; while both readings stay
+//!   valid, the fragments are held and each reading scanned, until one breaks or the call ends
+//!   (then the one that is a whole value wins, appending on a tie); a repeat of a complete
+//!   buffer is dropped (quirk 20).
 //! - Bad model output never fails `feed`: it ends up as the call's [`Error`]. `feed` fails only on
 //!   misuse (after `finish`).
 
@@ -229,21 +232,155 @@ struct Call {
     /// Early errors already handed out by `drain_errors`.
     reported: Reported,
     progress: Option<Box<Progress>>,
-    /// A fragment that starts with the whole buffer while plain appending is also valid: a
-    /// cumulative resend or an ordinary continuation. It waits for the next fragment (which
-    /// extends it in a cumulative stream) or for the end of the call to decide.
+    /// Fragments that start with the whole buffer while plain appending is also valid: a
+    /// cumulative resend or an ordinary continuation. They wait, both readings kept, until a
+    /// later fragment breaks one of them or the call ends.
     held: Option<Box<Held>>,
 }
 
-/// A fragment held as a possible cumulative resend (see `Call::held`).
+/// Fragments held while two readings of them stay possible (see `Call::held`): appended to the
+/// call's text, or each resending the whole text so far (quirk 19). A resend stream and a
+/// self-similar value (`{"a":` then `{"a":[` then `{"a":[]}`, then `]}}`) can look alike for
+/// several fragments; deciding at the first fragment that both readings accept ran a valid
+/// but wrong call, or broke a valid one. Each reading is scanned as its fragments arrive, so a
+/// long ambiguity costs one more pass over its text per reading, never a replay.
 #[derive(Debug)]
 struct Held {
-    text: Vec<u8>,
-    /// Set when both readings of `text` (appended, or resending the whole text) already have an
-    /// error no later input can fix: the call is invalid whichever way the fragment is decided,
-    /// so the early signal does not wait for the decision. Holds the early errors both readings
-    /// share: those are certain whichever way a later fragment decides.
+    /// The call's text with every held fragment appended.
+    appended: Reading,
+    /// The last held fragment alone, as a resending provider means it; each fragment extends
+    /// the one before, so only the new part of each is pushed.
+    resent: Reading,
+    /// A held fragment repeated the one before it: a resend stream's repeat (quirk 20).
+    repeated: bool,
+    /// Set when both readings already have an error no later input can fix: the call is
+    /// invalid whichever way the fragments are decided, so the early signal does not wait for
+    /// the decision. Holds the early errors both readings share: those are certain whichever
+    /// way a later fragment decides.
     early: Option<EarlyErrors>,
+}
+
+/// One reading of a call's text: its scanner and, with a registry, its own pre-check.
+#[derive(Debug)]
+struct Reading {
+    scanner: Scanner,
+    check: Option<CallCheck>,
+}
+
+impl Reading {
+    /// A reading of `text`, pre-checked against `name` when there is a registry.
+    fn of(text: &[u8], config: ScanConfig, name: &str, registry: Option<&Registry>) -> Self {
+        let mut reading = Self {
+            scanner: Scanner::new(config),
+            check: registry.map(|reg| CallCheck::new(reg, name, b"", &config)),
+        };
+        reading.push(text);
+        reading
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        match &mut self.check {
+            Some(check) => check.push(&mut self.scanner, bytes),
+            None => self.scanner.feed(bytes),
+        }
+    }
+
+    /// True when the text can no longer become valid JSON.
+    fn broken(&self) -> bool {
+        certain_grammar_error(&self.scanner).is_some()
+    }
+
+    /// True when `bytes` appended would leave the text valid JSON so far (on a copy).
+    fn accepts(&self, bytes: &[u8]) -> bool {
+        let mut trial = self.scanner.clone();
+        !self.broken() && !matches!(trial.push(bytes), crate::scanner::Status::Invalid(_))
+    }
+
+    /// The pre-check's violations for early reporting (see [`CallCheck::early_errors`]).
+    fn early_checks(&self) -> impl Iterator<Item = &Error> {
+        self.check.iter().flat_map(CallCheck::early_errors)
+    }
+
+    /// True when the text has a complete value and nothing else.
+    fn completes(&self) -> bool {
+        let mut trial = self.scanner.clone();
+        trial.finish().is_ok()
+    }
+}
+
+impl Held {
+    /// Holds `fragment`, which starts with the whole of `call`'s (synced) text.
+    fn new(call: &Call, fragment: &[u8], registry: Option<&Registry>) -> Self {
+        let config = *call.scanner.config();
+        let registry = registry.filter(|_| call.check.is_some());
+        // The call's scanner is copied rather than replayed; only a pre-check must replay.
+        let mut appended = Reading {
+            scanner: call.scanner.clone(),
+            check: registry
+                .map(|reg| CallCheck::new(reg, &call.name, call.scanner.text(), &config)),
+        };
+        appended.push(fragment);
+        let mut held = Self {
+            appended,
+            resent: Reading::of(fragment, config, &call.name, registry),
+            repeated: false,
+            early: None,
+        };
+        held.judge();
+        held
+    }
+
+    /// The last held fragment: the whole text, read as a resend.
+    fn last(&self) -> &[u8] {
+        self.resent.scanner.text()
+    }
+
+    /// Whether `fragment` keeps the resend reading: it extends the last held fragment, or
+    /// repeats it.
+    fn resends(&self, fragment: &[u8]) -> bool {
+        fragment.starts_with(self.last())
+    }
+
+    /// Whether `fragment` is more of this call as `feed_text` would take it: a resend of the
+    /// last held fragment (broken or not), or text the appended reading accepts (on a copy).
+    fn continued_by(&self, fragment: &[u8]) -> bool {
+        self.resends(fragment) || self.appended.accepts(fragment)
+    }
+
+    /// Rebuilds both readings' pre-checks for `name` (a name completed while fragments are
+    /// held changes what each reading breaks).
+    fn recheck(&mut self, registry: &Registry, name: &str) {
+        for reading in [&mut self.appended, &mut self.resent] {
+            let config = *reading.scanner.config();
+            reading.check = Some(CallCheck::new(
+                registry,
+                name,
+                reading.scanner.text(),
+                &config,
+            ));
+        }
+        self.judge();
+    }
+
+    /// Records the early errors both readings share, if both have a certain error.
+    fn judge(&mut self) {
+        let (appended, resent) = (&self.appended, &self.resent);
+        let failed = |r: &Reading| has_certain_error(&r.scanner, r.check.as_ref());
+        self.early = (failed(appended) && failed(resent)).then(|| {
+            // Only what both readings have is certain: a later fragment may still pick either,
+            // and an error reported from the one it drops would be an error the call never has.
+            let grammar = certain_grammar_error(&appended.scanner)
+                .filter(|&e| certain_grammar_error(&resent.scanner) == Some(e))
+                .cloned();
+            let checks = appended
+                .early_checks()
+                .zip(resent.early_checks())
+                .take_while(|(a, b)| a == b)
+                .map(|(a, _)| a.clone())
+                .collect();
+            EarlyErrors { grammar, checks }
+        });
+    }
 }
 
 /// The early errors of one reading of a call's text, by source (see [`Reported`]).
@@ -493,7 +630,17 @@ impl Assembler {
         let ordinal = current.filter(|&o| !self.calls[o].ended)?;
         if let Some(name) = name {
             // The rules below read how far the arguments got.
-            self.calls[ordinal].sync();
+            let call = &mut self.calls[ordinal];
+            call.sync();
+            if let (Some(held), Some(Arguments::Text(text))) = (&call.held, delta.arguments) {
+                // A provider that repeats the name in every chunk: held fragments are decided
+                // first unless one of their readings takes this one as more of the call, so
+                // text a reading accepts never starts a call of its own.
+                if name == call.name && !held.continued_by(text) {
+                    settle_held(call);
+                    call.sync();
+                }
+            }
             let call = &self.calls[ordinal];
             if !call.name.is_empty() && call.has_arguments() {
                 let complete = call.scanner.is_complete() || call.mode == ArgMode::Value;
@@ -1078,8 +1225,10 @@ fn attach_check(call: &mut Call, registry: &Registry) {
         call.scanner.config(),
     );
     call.check = Some(Box::new(check));
-    // A name completed while a fragment is held changes what its readings break.
-    judge_held(call, registry);
+    // A name completed while fragments are held changes what their readings break.
+    if let Some(held) = call.held.as_deref_mut() {
+        held.recheck(registry, &call.name);
+    }
 }
 
 fn push_checked(call: &mut Call, text: &[u8]) {
@@ -1134,33 +1283,33 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
             attach_check(call, reg);
         }
     }
-    if let Some(held) = call.held.take() {
+    if let Some(mut held) = call.held.take() {
         call.sync();
-        let Held { text: held, early } = *held;
-        if text.len() > held.len()
-            && text.starts_with(&held)
-            && !only_appending_reads(&call.scanner, &held, text)
-        {
-            // The next fragment extends the held one: a cumulative stream.
-            latch_cumulative(call);
-            push_resent(call, &held);
-            recount_reported(call, early);
-            push_resent(call, text);
+        // Each reading takes the fragment its own way; one that breaks is dropped.
+        let resends = held.resends(text);
+        if resends {
+            held.repeated |= text.len() == held.last().len();
+            let new = text.get(held.last().len()..).unwrap_or_default();
+            held.resent.push(new);
+        }
+        let held_end = held.appended.scanner.text().len();
+        held.appended.push(text);
+        let appends = !held.appended.broken();
+        if appends && resends && !held.resent.broken() {
+            held.judge();
+            call.held = Some(held);
             return;
         }
-        if text == &held[..] && !appends_cleanly_twice(&call.scanner, &held) {
-            // The held fragment comes again: a cumulative stream's final repeat (quirks 19,
-            // 20), unless plain appending reads both copies as valid JSON.
-            latch_cumulative(call);
-            push_resent(call, &held);
-            recount_reported(call, early);
-            if !call.warnings.contains(&warning::REPEAT_DROPPED) {
-                call.warnings.push(warning::REPEAT_DROPPED);
-            }
+        if resends && (!appends || !held.resent.broken()) {
+            // Only the resend reading survives, or neither does and the fragment still
+            // extends the last: a cumulative stream (quirks 19, 20), broken or not, whose own
+            // text the call keeps.
+            take_resent(call, *held);
             return;
         }
-        push_checked(call, &held);
-        recount_reported(call, early);
+        // Appended: the held fragments join the call's text, and this one goes the ordinary
+        // way (it may start a new hold).
+        take_appended(call, *held, held_end);
     }
     let buffer = call.scanner.text();
     let extends = text.len() > buffer.len() && text.starts_with(buffer);
@@ -1182,15 +1331,12 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
             return;
         }
         if extends && (call.mode == ArgMode::Cumulative || !call.scanner.is_complete()) {
-            if call.mode != ArgMode::Cumulative && appends_cleanly(&call.scanner, text) {
-                call.held = Some(Box::new(Held {
-                    text: text.to_vec(),
-                    early: None,
-                }));
-                if let Some(reg) = registry {
-                    judge_held(call, reg);
+            if call.mode != ArgMode::Cumulative {
+                let held = Held::new(call, text, registry);
+                if !held.appended.broken() {
+                    call.held = Some(Box::new(held));
+                    return;
                 }
-                return;
             }
             // Quirk 19: the provider resends everything so far; keep only what is new.
             latch_cumulative(call);
@@ -1200,9 +1346,7 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         if text == buffer && (call.mode == ArgMode::Cumulative || call.scanner.is_complete()) {
             // Quirk 19/20: an exact repeat once latched, or a consolidated repeat of a complete
             // value.
-            if !call.warnings.contains(&warning::REPEAT_DROPPED) {
-                call.warnings.push(warning::REPEAT_DROPPED);
-            }
+            warn_repeat_dropped(call);
             return;
         }
     }
@@ -1379,37 +1523,10 @@ fn contains_replacement_character(text: &[u8]) -> bool {
     memchr::memchr_iter(0xEF, text).any(|at| text.get(at + 1..at + 3) == Some(&[0xBF, 0xBD]))
 }
 
-/// Whether `text` appended to what `scanner` holds is still valid JSON so far. A fragment that
-/// starts with the whole buffer is usually a cumulative resend (quirk 19), but it can also be
-/// an ordinary continuation (`{"a": ` then `{"a": 1}}`); cumulative mode is chosen only when
-/// plain appending would be invalid. This costs one copy of the buffer, and only until the call
-/// is latched into cumulative mode, so ordinary streams almost never pay it.
-fn appends_cleanly(scanner: &Scanner, text: &[u8]) -> bool {
-    appends_cleanly_all(scanner, &[text])
-}
-
-/// Whether `pieces`, appended in order to what `scanner` holds, are still valid JSON so far
-/// (on a copy: `scanner` is left as it was).
-fn appends_cleanly_all(scanner: &Scanner, pieces: &[&[u8]]) -> bool {
-    let mut trial = scanner.clone();
-    pieces
-        .iter()
-        .all(|piece| !matches!(trial.push(piece), crate::scanner::Status::Invalid(_)))
-}
-
-/// Whether the fragments `held` and then `next` (which extends it) are valid JSON so far only
-/// when appended: the text of a self-similar value (`{"a":[` then `{"a":[{"a":[` then
-/// `{"a":[{"a":[1]}]}]}]}]}`) can look like a provider resending everything twice, and the
-/// resend reading would break it. Paid only when a held fragment is extended, once per call.
-fn only_appending_reads(scanner: &Scanner, held: &[u8], next: &[u8]) -> bool {
-    let resent = next.get(scanner.text().len()..).unwrap_or_default();
-    !appends_cleanly(scanner, resent) && appends_cleanly_all(scanner, &[held, next])
-}
-
-/// Whether `text` appended twice to what `scanner` holds is still valid JSON so far: a held
-/// fragment that arrives again is an ordinary continuation only then.
-fn appends_cleanly_twice(scanner: &Scanner, text: &[u8]) -> bool {
-    appends_cleanly_all(scanner, &[text, text])
+fn warn_repeat_dropped(call: &mut Call) {
+    if !call.warnings.contains(&warning::REPEAT_DROPPED) {
+        call.warnings.push(warning::REPEAT_DROPPED);
+    }
 }
 
 /// Arguments for a call that already has some: an exact repeat of an object value is dropped
@@ -1440,29 +1557,41 @@ fn latch_cumulative(call: &mut Call) {
     }
 }
 
-/// Decides a fragment still held at the end of the call: appended, unless only the cumulative
-/// reading gives one complete value.
+/// Decides the fragments still held when no fragment can follow: appended, unless only the
+/// resend reading gives one complete value.
 fn settle_held(call: &mut Call) {
     let Some(held) = call.held.take() else { return };
-    if resent_at_end(&call.scanner, &held.text) {
-        latch_cumulative(call);
-        push_resent(call, &held.text);
+    if !held.appended.completes() && held.resent.completes() {
+        take_resent(call, *held);
     } else {
-        push_checked(call, &held.text);
+        let end = held.appended.scanner.text().len();
+        take_appended(call, *held, end);
     }
 }
 
-/// Whether a fragment held until the end of the call, after the text in `scanner`, is read as
-/// a cumulative resend: only when appending it gives no complete value and resending does.
-fn resent_at_end(scanner: &Scanner, held: &[u8]) -> bool {
-    let mut appended = scanner.clone();
-    appended.push(held);
-    if appended.finish().is_ok() {
-        return false;
+/// Decides held fragments as resends: the call's text becomes the last one's.
+fn take_resent(call: &mut Call, held: Held) {
+    latch_cumulative(call);
+    push_resent(call, held.resent.scanner.text());
+    if held.repeated {
+        warn_repeat_dropped(call);
     }
-    let mut replaced = Scanner::new(*scanner.config());
-    replaced.push(held);
-    replaced.finish().is_ok()
+    recount_reported(call, held.early);
+}
+
+/// Decides held fragments as appended: the call's text grows to the appended reading's, up
+/// to `end`.
+fn take_appended(call: &mut Call, held: Held, end: usize) {
+    let own = call.scanner.text().len();
+    push_checked(
+        call,
+        held.appended
+            .scanner
+            .text()
+            .get(own..end)
+            .unwrap_or_default(),
+    );
+    recount_reported(call, held.early);
 }
 
 /// The early errors `drain_errors` reports for a call besides its arrival error: its grammar
@@ -1500,46 +1629,6 @@ fn certain_grammar_error(scanner: &Scanner) -> Option<&Error> {
 /// True when a scan or its pre-check has an error no later input can fix.
 fn has_certain_error(scanner: &Scanner, check: Option<&CallCheck>) -> bool {
     certain_grammar_error(scanner).is_some() || check.is_some_and(|k| k.error_count() > 0)
-}
-
-/// Decides whether the fragment `call` holds already breaks both of its readings, appended to
-/// the text or resending all of it, and records the early errors if so (see [`Held::early`]).
-/// Each reading is replayed from the start through a fresh scanner and pre-check. A fragment
-/// is held only when it is longer than the text so far, and at most once per fragment, so this
-/// costs a few passes over text that arrived anyway, as [`appends_cleanly`] does.
-fn judge_held(call: &mut Call, registry: &Registry) {
-    let Some(held) = call.held.as_deref() else {
-        return;
-    };
-    // Without a pre-check only the grammar can fail, and appending was valid.
-    let early = call.check.as_ref().and_then(|_| {
-        let read = |parts: &[&[u8]]| {
-            let config = *call.scanner.config();
-            let mut scanner = Scanner::new(config);
-            let mut check = CallCheck::new(registry, &call.name, b"", &config);
-            for part in parts {
-                check.push(&mut scanner, part);
-            }
-            has_certain_error(&scanner, Some(&check)).then_some((scanner, check))
-        };
-        let (appended, appended_check) = read(&[call.scanner.text(), &held.text])?;
-        let (resent, resent_check) = read(&[&held.text])?;
-        // Only what both readings have is certain: a later fragment may still pick either, and
-        // an error reported from the one it drops would be an error the call never has.
-        let grammar = certain_grammar_error(&appended)
-            .filter(|&e| certain_grammar_error(&resent) == Some(e))
-            .cloned();
-        let checks = appended_check
-            .early_errors()
-            .zip(resent_check.early_errors())
-            .take_while(|(a, b)| a == b)
-            .map(|(a, _)| a.clone())
-            .collect();
-        Some(EarlyErrors { grammar, checks })
-    });
-    if let Some(held) = call.held.as_deref_mut() {
-        held.early = early;
-    }
 }
 
 /// After a held fragment whose errors were reported early is decided: if the reading taken is

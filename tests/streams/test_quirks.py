@@ -360,6 +360,30 @@ def test_quirk_19_cumulative_arguments(sse_server: SSEServer, split: str) -> Non
     assert "cumulative_arguments" in s.calls[0].warnings
 
 
+@pytest.mark.parametrize("name_every_chunk", [False, True])
+def test_quirk_19_a_self_similar_value_is_not_taken_for_a_resend(
+    sse_server: SSEServer, split: str, name_every_chunk: bool
+) -> None:
+    # Each chunk starts with the one before, as a resending provider's would, and both
+    # readings stay valid for three chunks; the fourth breaks the resend reading. Deciding on
+    # the third ran `{"a": []}` (named chunks) or failed the call.
+    pieces = ['{"a":', '{"a":[', '{"a":[]}', "]}}"]
+    deltas = [
+        td(
+            tc(
+                0,
+                id="a" if i == 0 else None,
+                name="f" if i == 0 or name_every_chunk else None,
+                arguments=piece,
+            )
+        )
+        for i, piece in enumerate(pieces)
+    ]
+    _, s = chat(sse_server, split, deltas)
+    assert summary(s.calls) == [("f", {"a": {"a": [{"a": []}]}}, None)]
+    assert s.calls[0].warnings == []
+
+
 def test_quirk_20_consolidated_repeat(sse_server: SSEServer, split: str) -> None:
     _, s = chat(
         sse_server,
