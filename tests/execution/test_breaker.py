@@ -256,6 +256,19 @@ def test_breaker_opening_mid_retries_stops_them(clock: FakeClock) -> None:
     assert result.error["type"] == "timeout"
 
 
+async def _run_without_retry(ex: Executor, clock: FakeClock, asynchronous: bool) -> Any:
+    """Runs one call to `t` that fails once and must not be retried: no backoff slept and
+    neither retry budget spent."""
+    context = RequestContext("r", "s")
+    call_ = Call("t", "c", {})
+    result = await ex.aexecute(call_, context) if asynchronous else ex.execute(call_, context)
+    assert result.state == "downstream_failed"
+    assert clock.sleeps == []
+    assert context.retries_used == 0
+    assert ex.retry_budget.retries == 0 and ex.retry_budget.denied == 0
+    return result
+
+
 @pytest.mark.parametrize("asynchronous", [False, True])
 async def test_a_retry_the_breaker_would_refuse_is_not_made(
     clock: FakeClock, asynchronous: bool
@@ -272,14 +285,8 @@ async def test_a_retry_the_breaker_would_refuse_is_not_made(
     config = BreakerConfig(minimum_calls=1, window_size=10, open_duration=30, open_jitter=0.0)
     ex = Executor(clock=clock, breaker=config)
     ex.register("t", down)
-    context = RequestContext("r", "s")
-    call_ = Call("t", "c", {})
-    result = await ex.aexecute(call_, context) if asynchronous else ex.execute(call_, context)
-    assert calls == 1 and result.state == "downstream_failed"
-    assert clock.sleeps == []
-    assert context.retries_used == 0
-    assert ex.retry_budget.retries == 0 and ex.retry_budget.denied == 0
-    assert result.error is not None
+    result = await _run_without_retry(ex, clock, asynchronous)
+    assert calls == 1 and result.error is not None
     assert result.error["type"] == "timeout" and result.error["circuit_open"] is True
     assert result.error["stopped"] == "breaker_open"
     assert result.error["retryable"] is True and result.error["retry_after"] == 30
@@ -406,3 +413,46 @@ def test_half_open_breaker_with_its_probes_taken_asks_for_a_retry_soon(clock: Fa
     clock.advance(b.open_remaining())
     assert b.acquire() is not None  # the probe
     assert b.state == "half_open" and b.open_remaining() == 0.0
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_retry_into_a_half_open_breaker_with_its_probes_taken_is_not_made(
+    clock: FakeClock, asynchronous: bool
+) -> None:
+    """While the attempt runs, other calls open the breaker, its open period ends, and another
+    call takes the one probe: the retry would be refused whatever the backoff, so it is not
+    made, no budget is spent and no backoff slept, and the model is told to come back soon."""
+    config = BreakerConfig(minimum_calls=1, window_size=10, open_duration=5, half_open_probes=1)
+    ex = Executor(clock=clock, breaker=config)
+    calls = 0
+
+    def down(args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        breaker_now = ex.breaker_for("t")
+        assert breaker_now is not None
+        assert call(breaker_now, failure=True)  # another call opens it
+        clock.advance(breaker_now.open_remaining())
+        assert breaker_now.acquire() is not None  # another call takes the probe
+        raise TimeoutError
+
+    ex.register("t", down)
+    result = await _run_without_retry(ex, clock, asynchronous)
+    assert calls == 1 and result.error is not None
+    assert result.error["stopped"] == "breaker_open"
+    assert result.error["circuit_open"] is True and result.error["retry_after"] == 1
+
+
+def test_admission_wait_tells_open_half_open_and_full(clock: FakeClock) -> None:
+    b = CircuitBreaker(
+        "t", BreakerConfig(minimum_calls=1, half_open_probes=1, open_jitter=0.0), clock=clock
+    )
+    assert b.admission_wait() == 0.0
+    call(b, failure=True)
+    assert b.admission_wait() == 30.0
+    clock.advance(30.0)
+    assert b.admission_wait() == 0.0
+    permit = b.acquire()
+    assert permit is not None and b.admission_wait() is None
+    b.release(permit)
+    assert b.admission_wait() == 0.0

@@ -246,6 +246,19 @@ class CircuitBreaker:
                 return 0.0
             return max(0.0, self._open_until - now)
 
+    def admission_wait(self) -> float | None:
+        """Seconds until ``acquire`` can let a call through: 0.0 when it can now, the rest of
+        the open period when open, and ``None`` when half-open with every probe taken (the
+        probes in flight decide, at no time this breaker can tell)."""
+        with self._lock:
+            now = self._clock.monotonic()
+            self._maybe_half_open(now)
+            if self._state == "closed":
+                return 0.0
+            if self._state == "half_open":
+                return 0.0 if self._probes_issued < self.config.half_open_probes else None
+            return max(0.0, (self._open_until or now) - now)
+
     def release(self, permit: Permit) -> None:
         """Return a permit whose call produced no verdict (cancelled, or a caller error)."""
         with self._lock:

@@ -1248,7 +1248,7 @@ class Executor:
             now=self.clock.monotonic(),
             context=run.context,
             budget=self.retry_budget,
-            breaker_wait=0.0 if breaker is None else breaker.open_remaining(),
+            breaker_wait=0.0 if breaker is None else breaker.admission_wait(),
         )
         run.stop_reason = verdict.reason
         run.next_wait = verdict.wait
@@ -1495,11 +1495,12 @@ class Executor:
             # The call's last failure may have opened the breaker, whether that stopped the
             # retries (`breaker_open`) or they were over anyway: a model told only
             # "retryable" would call again into a refusal.
+            # Or left it half-open with every probe taken by other calls.
             breaker = self.breaker_for(run.spec.name)
-            left = 0.0 if breaker is None else breaker.open_remaining()
-            if left > 0:
+            left = 0.0 if breaker is None else breaker.admission_wait()
+            if left is None or left > 0:
                 run.breaker_rejected = True
-                breaker_wait = _whole_seconds(left)
+                breaker_wait = _whole_seconds(left or 0.0)
         error = _error_payload(cls, exc, run, lambda shown: self._scrub(run, shown), self.lang)
         if breaker_wait is not None and error.get("retryable"):
             # The breaker refused the retry the policy wanted: no call can run before it lets

@@ -87,7 +87,7 @@ def decide_retry(
     now: float,
     context: RequestContext | None,
     budget: RetryBudget | None,
-    breaker_wait: float = 0.0,
+    breaker_wait: float | None = 0.0,
 ) -> RetryVerdict:
     """Decide whether a failed attempt is retried; spends budgets only on a "yes".
 
@@ -101,8 +101,9 @@ def decide_retry(
         context: The request (deadline, per-request budget).
         budget: The per-process ratio budget.
         breaker_wait: Seconds before the tool's circuit breaker lets a call through (0.0 when
-            it lets one through now). A retry it would refuse after the backoff is not made:
-            no budget is spent and no backoff slept for an attempt that cannot run.
+            it lets one through now; None when it is half-open with every probe taken, so that
+            no time is known). A retry it would refuse after the backoff is not made: no
+            budget is spent and no backoff slept for an attempt that cannot run.
     """
     if not classification.retryable:
         return RetryVerdict(False, reason="not_retryable")
@@ -118,8 +119,8 @@ def decide_retry(
     wait = (retry_after or 0.0) + policy.backoff(state)
     if context is not None and context.deadline is not None and now + wait >= context.deadline:
         return RetryVerdict(False, reason="deadline")
-    if breaker_wait > wait:
-        return RetryVerdict(False, wait=breaker_wait, reason="breaker_open")
+    if breaker_wait is None or breaker_wait > wait:
+        return RetryVerdict(False, wait=breaker_wait or 0.0, reason="breaker_open")
     if context is not None and not context.try_spend_retry():
         return RetryVerdict(False, reason="request_budget")
     if budget is not None and not budget.try_spend_retry():
