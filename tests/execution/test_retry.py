@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolwire.execution import (
     BusinessRuleError,
@@ -572,13 +574,10 @@ def test_outage_amplification_is_bounded(advance: bool, seed: int) -> None:
         elapsed = clock.monotonic() - start
     finally:
         random.setstate(saved)
-    # The reserve is a floor under the 10 %, not an addition to it: past the reserve a fresh
-    # process starts with, retries follow the larger of the two, plus what the ratio bucket
-    # may have banked (the bound `RetryBudget` documents).
+    # Retries never exceed what the two buckets took in (the bound `RetryBudget` documents).
     budget = outage.budget
-    floor = budget.min_per_second * elapsed
-    bound = calls + max(0.1 * calls, floor) + budget.ratio_cap + budget.min_per_second
-    assert outage.attempts <= bound
+    bound = calls + 0.1 * calls + budget.min_per_second * (elapsed + 1)
+    assert outage.attempts <= bound + 1e-9
     assert outage.attempts >= calls
     assert outage.budget.denied > 0
     if not advance:
@@ -600,6 +599,53 @@ def test_outage_amplification_stays_under_ten_percent_at_any_rate() -> None:
         # 30 calls a second is where the 3-a-second floor meets the 10 %.
         ratio = outage.attempts / calls
         assert outage.attempts <= 1.1 * calls + outage.budget.min_per_second, (per_second, ratio)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.just("call"),
+            st.just("retry"),
+            st.sampled_from([0.01, 0.1, 0.5, 1.0, 7.0]),
+        ),
+        max_size=400,
+    ),
+    ratio=st.sampled_from([0.0, 0.05, 0.1, 0.5, 1.0]),
+    min_per_second=st.sampled_from([0.0, 0.5, 3.0, 10.0]),
+    ratio_cap=st.sampled_from([0.0, 1.0, 10.0]),
+)
+def test_process_budget_never_gives_more_than_it_took_in(
+    steps: list[str | float], ratio: float, min_per_second: float, ratio_cap: float
+) -> None:
+    clock = FakeClock(advance_on_sleep=False)
+    budget = RetryBudget(
+        ratio=ratio, min_per_second=min_per_second, ratio_cap=ratio_cap, clock=clock
+    )
+    start = clock.monotonic()
+    for step in steps:
+        if step == "call":
+            budget.record_call()
+        elif step == "retry":
+            budget.try_spend_retry()
+        else:
+            clock.advance(float(step))
+        elapsed = clock.monotonic() - start
+        took_in = budget.calls * ratio + min_per_second * (elapsed + 1)
+        assert budget.retries <= took_in + 1e-9
+
+
+def test_process_budget_reserve_is_a_floor_at_a_steady_rate() -> None:
+    # One call a second, each retried as often as allowed, for ten minutes: the reserve's
+    # three a second, not three plus the ratio's tenth.
+    clock = FakeClock(advance_on_sleep=False)
+    budget = RetryBudget(ratio=0.1, min_per_second=3.0, ratio_cap=10.0, clock=clock)
+    for _ in range(600):
+        budget.record_call()
+        while budget.try_spend_retry():
+            pass
+        clock.advance(1.0)
+    assert budget.retries <= 3.0 * 600 + budget.ratio_cap + budget.min_per_second
 
 
 def test_process_budget_allows_minimum_retries_per_second() -> None:

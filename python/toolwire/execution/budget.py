@@ -3,11 +3,15 @@
 The ratio budget follows Finagle/Envoy/SRE practice: every call deposits ``ratio`` of a token and
 every retry withdraws a whole one, so retries stay below ``ratio`` of calls in steady state. A
 separate reserve refilled at ``min_per_second`` keeps low-traffic processes able to retry at all.
-The reserve is a floor, not an addition (Envoy's ``min_retry_concurrency``): every retry draws
-on both buckets, so retries follow whichever allows more, never their sum. Both buckets are
-capped so a long healthy period cannot bank a retry storm for the next outage. In an outage
-where every call fails retryably, retries are therefore bounded by
-``max(calls * ratio, min_per_second * elapsed seconds) + ratio_cap + min_per_second``.
+Both buckets are capped so a long healthy period cannot bank a retry storm for the next outage.
+
+Bounds. A retry needs a whole token in one bucket and takes it, so over any history retries
+never exceed what the buckets took in: ``calls * ratio + min_per_second * (elapsed seconds + 1)``.
+At a steady rate the reserve is a floor, not an addition (Envoy's ``min_retry_concurrency``):
+every retry draws on both buckets, the ratio bucket owing up to ``min_per_second`` for retries
+the reserve allowed, so retries per second follow whichever allows more, never their sum. The
+debt is bounded so that reserve retries of a quiet hour do not starve the next busy minute;
+the price is that a quiet period and then a burst can together reach the sum above.
 """
 
 from __future__ import annotations
