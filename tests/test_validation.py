@@ -445,6 +445,24 @@ def test_business_check_raising() -> None:
     assert [e.hint for e in outcome.errors] == ["groups above 8 must call", "deposit required"]
 
 
+def test_business_rejection_without_reasons_or_with_non_text_ones() -> None:
+    # Raised bare, the model reads a whole sentence, not "rejected: " and nothing; a reason
+    # that is not a str is written as text, so the raise itself cannot fail.
+    def check(booking: Booking) -> None:
+        if booking.guests > 8:
+            raise BusinessRuleError()
+        if booking.guests > 4:
+            raise BusinessRuleError(8, "  ")  # type: ignore[arg-type]
+
+    toolset = Toolset([Booking], checks={"booking": check})
+    bare = toolset.validate(call("booking", args(guests=10)))
+    assert bare.kind == "business_error" and bare.errors == []
+    assert bare.message == "The request was rejected."
+    numbered = toolset.validate(call("booking", args(guests=6)))
+    assert [e.hint for e in numbered.errors] == ["8"]
+    assert numbered.message == "The request was rejected: 8"
+
+
 # ---------------------------------------------------------------------------------------------
 # Plain-dict tools use jsonschema
 

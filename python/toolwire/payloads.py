@@ -267,6 +267,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "The request was rejected: {reasons}",
         "zh": "请求被拒绝：{reasons}",
     },
+    "msg.business_rule_unexplained": {
+        "en": "The request was rejected.",
+        "zh": "请求被拒绝。",
+    },
     "msg.needs_clarification": {
         "en": "Information that only the user can give is missing: {fields}.",
         "zh": "缺少只有用户才能提供的信息：{fields}。",

@@ -147,8 +147,10 @@ class BusinessRuleError(Exception):
     """
 
     def __init__(self, *reasons: str) -> None:
-        super().__init__("; ".join(reasons))
-        self.reasons: list[str] = list(reasons)
+        # A reason that is not a str (an enum, a number) is written as text rather than making
+        # the raise itself fail, which would turn a rejection into a generic tool failure.
+        self.reasons: list[str] = [str(reason) for reason in reasons]
+        super().__init__("; ".join(self.reasons))
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,7 +411,12 @@ class Outcome:
         Returns:
             The outcome.
         """
-        cut = [shown_text(str(r)) for r in list(reasons or [])][:MAX_ERRORS]
+        cut = [shown_text(str(r)) for r in list(reasons or []) if str(r).strip()][:MAX_ERRORS]
+        message = (
+            text("msg.business_rule", lang, reasons="; ".join(cut))
+            if cut
+            else text("msg.business_rule_unexplained", lang)
+        )
         return cls(
             ok=False,
             kind="business_error",
@@ -418,7 +425,7 @@ class Outcome:
             errors=[FieldError("", "business_rule", hint=r) for r in cut],
             retryable=False,
             error_type="business_rule",
-            message=text("msg.business_rule", lang, reasons="; ".join(cut)),
+            message=message,
             lang=lang,
         )
 
@@ -2224,12 +2231,16 @@ class ToolValidator:
     ) -> Outcome:
         if self.check is not None:
             arguments = instance if instance is not None else plain
+            rejected = False
             try:
                 verdict = self.check(arguments)
             except BusinessRuleError as exc:
-                verdict = exc.reasons
+                # A raise rejects, with or without reasons; only a returned verdict can pass.
+                verdict, rejected = exc.reasons, True
             reasons = [verdict] if isinstance(verdict, str) else list(verdict or [])
-            if reasons:
+            # A blank reason says nothing: returned alone, it is a pass, as `None` or `""` is.
+            reasons = [reason for reason in reasons if str(reason).strip()]
+            if reasons or rejected:
                 secrets = self._secret_texts(arguments)
                 return Outcome.business_failure(
                     call,

@@ -329,6 +329,15 @@ def test_business_rule_text_still_reaches_the_model() -> None:
     assert body["reasons"] == ["refund exceeds the order total", "max 20 EUR"]
 
 
+def test_business_rule_raised_without_a_reason_reads_as_a_sentence() -> None:
+    def tool(args: Any) -> None:
+        raise BusinessRuleError()
+
+    body = json.loads(Executor({"t": tool}).execute(Call("t", "c", {})).content())["error"]
+    assert body["type"] == "business_rule" and body["retryable"] is False
+    assert body["message"] == "The request was rejected." and body["reasons"] == []
+
+
 async def test_sync_callable_returning_a_coroutine_is_never_reported_done() -> None:
     ran: list[int] = []
 

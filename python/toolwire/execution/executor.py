@@ -1786,6 +1786,9 @@ def _error_entry(error: Any) -> Any:
 def _model_message(cls: Classification, exc: BaseException, lang: Lang) -> str:
     # A business rule's reason is the tool author's own text; a timeout's names its seconds
     # (English only: other languages get the kind's text).
+    if isinstance(exc, BusinessRuleError) and not "".join(exc.reasons).strip():
+        # Raised without a reason: a sentence, not the class name.
+        return text("msg.business_rule_unexplained", lang)
     if isinstance(exc, BusinessRuleError) or (
         lang == "en" and isinstance(exc, (_AttemptTimeout, DeadlineExceeded))
     ):
