@@ -687,3 +687,51 @@ proptest! {
         prop_assert_eq!(&calls[0].arguments, expected);
     }
 }
+
+fn named(asm: &mut Assembler, id: Option<&str>, text: &[u8]) {
+    let delta = Delta {
+        index: Some(0),
+        id,
+        name: Some("tool"),
+        kind: None,
+        arguments: Some(Arguments::Text(text)),
+    };
+    asm.feed(&delta).expect("feed");
+}
+
+#[test]
+fn a_named_resend_with_whitespace_after_a_whole_value_is_the_same_call() {
+    for pieces in [
+        vec![&b"{}"[..], b"{} "],
+        vec![&b"{\"a\":\""[..], b"{\"a\":\"x\"}", b"{\"a\":\"x\"} "],
+    ] {
+        let mut asm = Assembler::new(AssemblerConfig::default()).expect("config");
+        for piece in &pieces {
+            named(&mut asm, None, piece);
+        }
+        let calls = asm.finish().expect("finish");
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        assert!(calls[0].error.is_none(), "{:?}", calls[0].error);
+        assert_eq!(&calls[0].arguments[..], *pieces.last().expect("pieces"));
+        assert_eq!(calls[0].warnings, vec!["cumulative_arguments"]);
+    }
+}
+
+#[test]
+fn a_new_id_while_fragments_are_held_starts_the_next_call() {
+    // Held: `{"a":{"a":1}` appended, `{"a":1}` resent. Another call under the same index, with
+    // its own id, repeats the same text: it is not a repeat of the first call.
+    let mut asm = Assembler::new(AssemblerConfig::default()).expect("config");
+    named(&mut asm, Some("A"), b"{\"a\":");
+    feed(&mut asm, false, b"{\"a\":1}");
+    named(&mut asm, Some("B"), b"{\"a\":1}");
+    let calls = asm.finish().expect("finish");
+    let summary: Vec<(Option<&str>, &[u8])> = calls
+        .iter()
+        .map(|c| (c.id.as_deref(), &c.arguments[..]))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![(Some("A"), &b"{\"a\":1}"[..]), (Some("B"), &b"{\"a\":1}"[..])]
+    );
+}

@@ -632,11 +632,17 @@ impl Assembler {
             // The rules below read how far the arguments got.
             let call = &mut self.calls[ordinal];
             call.sync();
-            if let (Some(held), Some(Arguments::Text(text))) = (&call.held, delta.arguments) {
+            let new_id = id.is_some_and(|i| call.id.as_deref().is_some_and(|c| c != i));
+            if let Some(held) = call.held.as_deref().filter(|_| name == call.name) {
                 // A provider that repeats the name in every chunk: held fragments are decided
-                // first unless one of their readings takes this one as more of the call, so
-                // text a reading accepts never starts a call of its own.
-                if name == call.name && !held.continued_by(text) {
+                // first when a new id says a new call starts, or when neither of their
+                // readings takes this text as more of the call; text a reading accepts never
+                // starts a call of its own.
+                let continues = match delta.arguments {
+                    Some(Arguments::Text(text)) => held.continued_by(text),
+                    _ => true,
+                };
+                if new_id || !continues {
                     settle_held(call);
                     call.sync();
                 }
@@ -645,14 +651,17 @@ impl Assembler {
             if !call.name.is_empty() && call.has_arguments() {
                 let complete = call.scanner.is_complete() || call.mode == ArgMode::Value;
                 let same_name = name == call.name;
-                let new_id = id.is_some_and(|i| call.id.as_deref().is_some_and(|c| c != i));
                 // An empty fragment is no new argument text (quirk 26): a repeated header.
                 // Nor is whitespace, which cannot start a value: a provider that repeats the
                 // name (and id) in every chunk sends a model's trailing newline token that way.
+                // Nor is the whole text again, whitespace after it or not: a resending
+                // provider's repeat (quirks 19, 20).
                 let repeat_or_header = match delta.arguments {
                     None => true,
                     Some(Arguments::Text(t)) => {
-                        first_non_ws(t).is_none() || t == call.scanner.text()
+                        first_non_ws(t).is_none()
+                            || t.strip_prefix(call.scanner.text())
+                                .is_some_and(|rest| first_non_ws(rest).is_none())
                     }
                     Some(Arguments::Value(t)) => t == call.scanner.text(),
                 };
