@@ -732,6 +732,58 @@ fn a_new_id_while_fragments_are_held_starts_the_next_call() {
         .collect();
     assert_eq!(
         summary,
-        vec![(Some("A"), &b"{\"a\":1}"[..]), (Some("B"), &b"{\"a\":1}"[..])]
+        vec![
+            (Some("A"), &b"{\"a\":1}"[..]),
+            (Some("B"), &b"{\"a\":1}"[..])
+        ]
     );
+}
+
+/// `{"children": [` then `{"children": [], "name": "leaf"}`: appended, unfinished; resent, a
+/// whole value. Only a stream that ends normally reads the resend.
+fn look_alike() -> (Assembler, Vec<u8>) {
+    let pieces: [&[u8]; 2] = [
+        b"{\"children\": [",
+        b"{\"children\": [], \"name\": \"leaf\"}",
+    ];
+    let mut asm = Assembler::new(AssemblerConfig::default()).expect("config");
+    feed(&mut asm, true, pieces[0]);
+    feed(&mut asm, false, pieces[1]);
+    (asm, pieces.concat())
+}
+
+#[test]
+fn held_fragments_of_a_call_the_limit_cut_are_appended_even_after_its_end() {
+    let (mut asm, appended) = look_alike();
+    asm.end_call(0).expect("end");
+    asm.limit_reached().expect("limit");
+    let calls = asm.finish().expect("finish");
+    assert_eq!(calls[0].arguments, appended);
+    let kind = calls[0].error.as_ref().map(|e| e.kind);
+    assert_eq!(kind, Some(toolwire::ErrorKind::Truncated));
+    // Ended normally, the resend is read.
+    let (mut asm, _) = look_alike();
+    asm.end_call(0).expect("end");
+    let calls = asm.finish().expect("finish");
+    assert!(calls[0].error.is_none(), "{:?}", calls[0].error);
+    assert_eq!(
+        calls[0].arguments,
+        b"{\"children\": [], \"name\": \"leaf\"}"
+    );
+}
+
+#[test]
+fn a_whole_text_summary_decides_held_fragments_by_the_reading_it_matches() {
+    let (mut asm, appended) = look_alike();
+    assert!(asm.confirm_whole(0, &appended));
+    assert_eq!(asm.arguments(0), Some(&appended[..]));
+    let (mut asm, _) = look_alike();
+    // Spaced otherwise, the same tokens.
+    assert!(asm.confirm_whole(0, b"{\"children\":[],\"name\":\"leaf\"}"));
+    assert_eq!(
+        asm.arguments(0),
+        Some(&b"{\"children\": [], \"name\": \"leaf\"}"[..])
+    );
+    let (mut asm, _) = look_alike();
+    assert!(!asm.confirm_whole(0, b"{\"children\": [1]}"));
 }

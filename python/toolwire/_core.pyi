@@ -399,6 +399,9 @@ class Assembler:
     def _flush_before_finish(self, hook: Callable[[Any], object]) -> None:
         """Registers `hook`, called once with the assembler when `finish` starts (it must not
         refer to the assembler, which does not traverse it for the garbage collector)."""
+    def _confirm_whole(self, ordinal: int, full: bytes, /) -> bool:
+        """True when the call's text is already the JSON tokens of `full` (a `.done` summary);
+        held fragments are decided by the reading it matches."""
     def _set_index(self, ordinal: int, index: int | None, /) -> None:
         """Sets the index the call at `ordinal` reports when it is routed by another key (a
         Responses item keyed apart from another item sent under the same `output_index`)."""

@@ -341,6 +341,11 @@ impl Held {
         fragment.starts_with(self.last())
     }
 
+    /// Whether the resend reading is one whole value and the appended reading is not.
+    fn only_resend_completes(&self) -> bool {
+        !self.appended.completes() && self.resent.completes()
+    }
+
     /// Whether `fragment` is more of this call as `feed_text` would take it: a resend of the
     /// last held fragment (broken or not), or text the appended reading accepts (on a copy).
     fn continued_by(&self, fragment: &[u8]) -> bool {
@@ -776,9 +781,18 @@ impl Assembler {
     pub fn end_call(&mut self, ordinal: usize) -> Result<(), Misuse> {
         let call = self.open_call_mut(ordinal)?;
         call.ended = true;
-        // No fragment follows to tell a held one's two readings apart: it is decided now, as
-        // `finish` would decide it, so partial values and progress see it at once.
-        settle_held(call);
+        // No fragment follows to tell held fragments' two readings apart: they are decided
+        // now, as `finish` would decide them, so partial values and progress see them at once.
+        // Except when only the resend reading is a whole value: the stream's stop reason, still
+        // to come, may say the output was cut there (`max_tokens` after the block's stop), and
+        // then the appended, unfinished reading is the one the provider sent.
+        if !call
+            .held
+            .as_deref()
+            .is_some_and(Held::only_resend_completes)
+        {
+            settle_held(call);
+        }
         Ok(())
     }
 
@@ -883,6 +897,9 @@ impl Assembler {
             return Err(Misuse::Finished);
         }
         self.interrupted = Some(reason.to_owned());
+        for call in self.calls.iter_mut().filter(|call| !call.ended) {
+            settle_held_appended(call);
+        }
         Ok(())
     }
 
@@ -901,6 +918,11 @@ impl Assembler {
         }
         let last = self.calls.len().checked_sub(1);
         self.cut_by_limit = last.filter(|&o| !self.calls[o].ended);
+        // The last call was cut, even when the provider ended it first (Anthropic and Bedrock
+        // stop the block, then say `max_tokens`): fragments it still holds are appended.
+        if let Some(call) = last.and_then(|o| self.calls.get_mut(o)) {
+            settle_held_appended(call);
+        }
         Ok(())
     }
 
@@ -1078,6 +1100,32 @@ impl Assembler {
     #[must_use]
     pub fn arguments(&self, ordinal: usize) -> Option<&[u8]> {
         self.calls.get(ordinal).map(|c| c.scanner.text())
+    }
+
+    /// A provider's statement of a call's whole argument text (the Responses API's `.done`
+    /// summaries): true when the call's text is already those JSON tokens
+    /// ([`crate::tokens::same_tokens`]). While fragments are held, it decides them by the
+    /// reading it matches: a summary is the one witness of which reading the provider meant,
+    /// and a stream that ends cut would otherwise take the resend reading if only that one is a
+    /// whole value. False, changing nothing, when it matches no reading (or no such call).
+    pub fn confirm_whole(&mut self, ordinal: usize, full: &[u8]) -> bool {
+        let Some(call) = self.calls.get_mut(ordinal) else {
+            return false;
+        };
+        let Some(held) = call.held.as_deref() else {
+            return crate::tokens::same_tokens(call.scanner.text(), full);
+        };
+        if crate::tokens::same_tokens(held.appended.scanner.text(), full) {
+            settle_held_appended(call);
+            true
+        } else if crate::tokens::same_tokens(held.last(), full) {
+            if let Some(held) = call.held.take() {
+                take_resent(call, *held);
+            }
+            true
+        } else {
+            false
+        }
     }
 
     /// The name received so far for a call.
@@ -1570,9 +1618,20 @@ fn latch_cumulative(call: &mut Call) {
 /// resend reading gives one complete value.
 fn settle_held(call: &mut Call) {
     let Some(held) = call.held.take() else { return };
-    if !held.appended.completes() && held.resent.completes() {
+    if held.only_resend_completes() {
         take_resent(call, *held);
     } else {
+        let end = held.appended.scanner.text().len();
+        take_appended(call, *held, end);
+    }
+}
+
+/// Decides held fragments as appended, whatever either reading completes: the call was cut
+/// (by the output limit or a broken transport), so its text is expected to be unfinished, and
+/// a resend reading that happens to be a whole value would run a call the model never
+/// finished.
+fn settle_held_appended(call: &mut Call) {
+    if let Some(held) = call.held.take() {
         let end = held.appended.scanner.text().len();
         take_appended(call, *held, end);
     }

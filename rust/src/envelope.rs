@@ -396,7 +396,9 @@ struct ChatDelta<'a> {
     #[serde(borrow)]
     refusal: Option<&'a RawValue>,
     #[serde(borrow)]
-    tool_calls: Option<Few<ToolCallEntry<'a>>>,
+    /// A `null` entry is skipped, as `feed_chunk` skips it: it carries no call, and reading it
+    /// as malformed lost the calls beside it.
+    tool_calls: Option<Few<Option<ToolCallEntry<'a>>>>,
     /// A [`Function`] of the legacy `functions` API: one call, no index.
     #[serde(borrow)]
     function_call: Option<&'a RawValue>,
@@ -892,7 +894,8 @@ impl Decoder {
                 if raw_str(delta.refusal).is_some_and(|r| r.len() > 2) {
                     self.refusal = true;
                 }
-                for entry in delta.tool_calls.as_ref().map_or(&[][..], Few::as_slice) {
+                let entries = delta.tool_calls.as_ref().map_or(&[][..], Few::as_slice);
+                for entry in entries.iter().flatten() {
                     let function = entry.function.as_ref();
                     let id = string(entry.id);
                     let id = id.as_deref().filter(|s| !is_blank_id(s));

@@ -20,7 +20,6 @@ use crate::assembler::{Arguments, Assembler, Delta, ToolCall};
 use crate::envelope::{Action, Decoder, EventError, FinishReason, Format};
 use crate::error::Misuse;
 use crate::sse::{Framer, SseConfig, SseError, Tail};
-use crate::tokens::same_tokens;
 
 /// What went wrong in a stream, outside any one tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -278,10 +277,10 @@ impl State {
                 // A summary that only spaces the same tokens otherwise (a server that
                 // re-serializes the arguments) is the same call: appending it would break it.
                 let ordinal = assembler.ordinal_of(Some(index));
-                let held = ordinal.and_then(|ordinal| assembler.arguments(ordinal));
-                if held.is_some_and(|held| same_tokens(held, full)) {
+                if ordinal.is_some_and(|ordinal| assembler.confirm_whole(ordinal, full)) {
                     return;
                 }
+                let held = ordinal.and_then(|ordinal| assembler.arguments(ordinal));
                 // A call with no text yet (a bridge that sends only the summary) lost nothing.
                 if held.is_some_and(|held| !held.is_empty()) {
                     // Named by the `output_index` it was sent under, not the key it is routed by.

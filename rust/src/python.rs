@@ -1671,6 +1671,13 @@ impl PyAssembler {
         self.before_finish = Some(hook);
     }
 
+    /// See [`Assembler::confirm_whole`] (the Responses layer's `.done` summaries).
+    #[pyo3(signature = (ordinal, full, /))]
+    fn _confirm_whole(&mut self, ordinal: Count, full: &[u8]) -> bool {
+        let Count(ordinal) = ordinal;
+        self.decoder.assembler_mut().confirm_whole(ordinal, full)
+    }
+
     /// The index the call at `ordinal` reports, when it is routed by another key (the
     /// `feed_chunk` layer keys a Responses item apart from another under its `output_index`).
     #[pyo3(signature = (ordinal, index, /))]

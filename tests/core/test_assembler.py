@@ -811,16 +811,19 @@ def test_a_scalar_is_a_value_never_text(scalar: object) -> None:
 
 
 @pytest.mark.parametrize(
-    ("pieces", "expected"),
+    ("pieces", "expected", "decided_at_end"),
     [
         # Each last fragment starts with all the text so far: held until a fragment tells a
-        # cumulative resend from a continuation, and no fragment follows.
-        ([" ", ' {"a": "xy"}'], [(0, "/a", "xy")]),
-        (['{"a": [', '{"a": [{"b": 1}]}'], [(0, "/a/0/b", "1")]),
+        # cumulative resend from a continuation, and no fragment follows. The end of the call
+        # decides it at once when appending gives a whole value; when only the resend does,
+        # the decision waits for the stream's end, whose stop reason may say the output was
+        # cut there (then the unfinished, appended reading is the one sent).
+        ([" ", ' {"a": "xy"}'], [(0, "/a", "xy")], True),
+        (['{"a": [', '{"a": [{"b": 1}]}'], [(0, "/a/0/b", "1")], False),
     ],
 )
 def test_a_fragment_held_when_the_call_ends_reaches_progress_and_partial(
-    pieces: list[str], expected: list[tuple[int, str, str]]
+    pieces: list[str], expected: list[tuple[int, str, str]], decided_at_end: bool
 ) -> None:
     items: list[tuple[int, str, str]] = []
     fed = Assembler(progress_into=items)
@@ -830,11 +833,38 @@ def test_a_fragment_held_when_the_call_ends_reaches_progress_and_partial(
         fed.feed(0, arguments=piece, **names)
         ended.feed(0, arguments=piece, **names)
     ended.end(0)
-    assert ended.drain_progress() == expected
+    at_end = ended.drain_progress()
     value = ended.partial(0)
     (call,) = ended.finish()
-    assert value == call.value == fed.finish()[0].value
+    assert at_end + ended.drain_progress() == expected
+    assert (at_end == expected) is decided_at_end
+    assert (value == call.value) is decided_at_end
+    assert call.value == fed.finish()[0].value
     assert items == expected
+
+
+@pytest.mark.parametrize("cut", ["limit", "interrupt", "none"])
+def test_held_fragments_of_a_cut_call_are_appended(cut: str) -> None:
+    # Appended, the text is unfinished; resent, it is a whole value. A stream cut by the output
+    # limit (after the provider ended the call, as Anthropic and Bedrock do) or by the
+    # transport (before it ended) sent the unfinished one; only a stream that ends normally
+    # reads the resend.
+    pieces = ['{"children": [', '{"children": [], "name": "leaf"}']
+    a = Assembler()
+    a.feed(0, id="c", name="t", arguments=pieces[0])
+    a.feed(0, arguments=pieces[1])
+    if cut != "interrupt":
+        # A drop after the provider ended the call cuts nothing of it.
+        a.end(0)
+    if cut == "limit":
+        a.limit_reached()
+    elif cut == "interrupt":
+        a.interrupt("connection dropped")
+    (call,) = a.finish()
+    if cut == "none":
+        assert call.ok and call.value == {"children": [], "name": "leaf"}
+    else:
+        assert not call.ok and call.arguments == "".join(pieces)
 
 
 @pytest.mark.parametrize("value", [object(), 10**5000], ids=["object", "huge_int"])

@@ -384,6 +384,29 @@ def test_quirk_19_a_self_similar_value_is_not_taken_for_a_resend(
     assert s.calls[0].warnings == []
 
 
+@pytest.mark.parametrize("finish", ["tool_calls", "length"])
+def test_quirk_19_a_look_alike_resend_cut_by_the_limit_is_not_run(
+    sse_server: SSEServer, split: str, finish: str
+) -> None:
+    # Appended, the text is cut off; resent, it is a whole value. A stream the output limit
+    # cut sent the unfinished one: running the resend would run arguments never sent.
+    pieces = ['{"children": [', '{"children": [], "name": "leaf"}']
+    deltas = [td(tc(0, id="a", name="f", arguments=pieces[0])), td(tc(0, arguments=pieces[1]))]
+    _, s = chat(sse_server, split, deltas, finish=finish)
+    (call,) = s.calls
+    if finish == "length":
+        assert not call.ok and call.arguments == "".join(pieces)
+    else:
+        assert call.value == {"children": [], "name": "leaf"}
+
+
+def test_a_null_tool_call_entry_is_skipped_on_both_paths(sse_server: SSEServer, split: str) -> None:
+    # A malformed `null` entry beside a real one: no call made up for it, none lost.
+    entry = tc(0, id="a", name="f", arguments="{}")
+    _, s = chat(sse_server, split, [{"tool_calls": [None, entry]}])
+    assert summary(s.calls) == [("f", {}, None)]
+
+
 def test_quirk_20_consolidated_repeat(sse_server: SSEServer, split: str) -> None:
     _, s = chat(
         sse_server,

@@ -169,6 +169,20 @@ def test_quirk_34_to_37_truncated_arguments(
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+def test_quirk_19_a_look_alike_resend_cut_by_the_limit_is_not_run(
+    sse_server: SSEServer, split: str, fmt: str
+) -> None:
+    # Appended, the text is cut off; resent, it is a whole value. Anthropic ends the block and
+    # then says `max_tokens`; Responses' summary repeats the appended text. Either way the call
+    # was cut and must not run as the resend.
+    pieces = ['{"children": [', '{"children": [], "name": "leaf"}']
+    s = run(sse_server, split, fmt, events_for(fmt, [("f", pieces)], end="length"))
+    (call,) = s.calls
+    assert not call.ok and call.arguments == "".join(pieces)
+    assert call.error.kind == "truncated"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_quirk_38_connection_drop(sse_server: SSEServer, fmt: str) -> None:
     events = events_for(fmt, [("f", ['{"a":1}']), ("g", ['{"b":"lo', 'ng"}'])])
     body = sse_body(events, fmt)

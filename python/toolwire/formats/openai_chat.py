@@ -122,7 +122,9 @@ class ChatCompletionsAdapter:
         tool_calls = get(delta, "tool_calls")
         if isinstance(tool_calls, list):
             for entry in cast("list[object]", tool_calls):
-                self._tool_call(entry, sink, info)
+                # A `null` entry carries no call (the raw path skips it too).
+                if entry is not None:
+                    self._tool_call(entry, sink, info)
         if not self._refusal:
             # Read on tool-call deltas too, as the raw path reads it: refusal text next to a
             # call's fragment made a later `stop` a refusal there only, and the call ran here.
