@@ -558,6 +558,8 @@ pub struct Decoder {
     released: usize,
     held_text: Option<u16>,
     blocks: Vec<BlockState>,
+    /// The highest Anthropic block index an event gave, for a block start without one.
+    highest_block: Option<i64>,
     /// An Anthropic tool block that stopped with no input, whose end waits for the next event
     /// (see [`Decoder::anthropic`]).
     empty_block: Option<BlockState>,
@@ -1285,12 +1287,18 @@ impl Decoder {
             }
             "content_block_start" => {
                 let block: Option<Block<'_>> = nested(env.content_block)?;
+                self.note_block_index(env.index);
                 let Some(block) = block else {
                     return Ok(());
                 };
-                let index = env
-                    .index
-                    .unwrap_or_else(|| i64::try_from(self.blocks.len()).unwrap_or(i64::MAX));
+                // Without an index: the next one after the highest the stream gave (a block
+                // whose start lost its index while its deltas keep theirs); in a stream that
+                // gives none, the number of blocks open, so that start, deltas and stop pair up
+                // one block at a time.
+                let index = env.index.unwrap_or_else(|| match self.highest_block {
+                    Some(highest) => highest.saturating_add(1),
+                    None => i64::try_from(self.blocks.len()).unwrap_or(i64::MAX),
+                });
                 let tool = is_kind(block.kind.as_ref(), "tool_use");
                 self.blocks.retain(|b| b.index != index);
                 let mut state = BlockState {
@@ -1313,6 +1321,7 @@ impl Decoder {
             }
             "content_block_delta" => self.anthropic_delta(env, emit)?,
             "content_block_stop" => {
+                self.note_block_index(env.index);
                 let index = env.index.unwrap_or(0);
                 let Some(pos) = self.blocks.iter().position(|b| b.index == index) else {
                     return Ok(());
@@ -1370,6 +1379,12 @@ impl Decoder {
     }
 
     /// `content_block_delta`: argument fragments of `tool_use` blocks and text.
+    fn note_block_index(&mut self, index: Option<i64>) {
+        if let Some(index) = index {
+            self.highest_block = Some(self.highest_block.map_or(index, |h| h.max(index)));
+        }
+    }
+
     fn anthropic_delta<F: FnMut(Action<'_>)>(
         &mut self,
         env: &Envelope<'_>,
@@ -1378,6 +1393,7 @@ impl Decoder {
         let Some(raw) = env.delta else { return Ok(()) };
         let delta: AnthropicDelta<'_> =
             serde_json::from_str(raw.get()).map_err(EventError::Malformed)?;
+        self.note_block_index(env.index);
         let index = env.index.unwrap_or(0);
         let block = self.blocks.iter_mut().find(|b| b.index == index);
         match delta.kind.as_ref().map(Str::as_str) {

@@ -182,6 +182,23 @@ def test_quirk_19_a_look_alike_resend_cut_by_the_limit_is_not_run(
     assert call.error.kind == "truncated"
 
 
+def test_an_anthropic_block_start_without_its_index_keeps_its_deltas(
+    sse_server: SSEServer, split: str
+) -> None:
+    # The second block's start lost its index; its deltas and stop keep theirs. Read as the
+    # number of blocks open (0), the start made `g` a call with no input, run as `{}`, and its
+    # input a nameless call of its own.
+    events = events_for("anthropic", [("f", ['{"q":', '"ab"}']), ("g", ['{"k":', '"v"}'])])
+    for event in events:
+        if event["type"] == "content_block_start" and event["index"] == 1:
+            event["index"] = None
+    s = run(sse_server, split, "anthropic", events)
+    assert [(c.name, c.value, c.ok) for c in s.calls] == [
+        ("f", {"q": "ab"}, True),
+        ("g", {"k": "v"}, True),
+    ]
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_quirk_38_connection_drop(sse_server: SSEServer, fmt: str) -> None:
     events = events_for(fmt, [("f", ['{"a":1}']), ("g", ['{"b":"lo', 'ng"}'])])

@@ -63,6 +63,13 @@ class _State:
     # A tool block that stopped with no input, whose end waits for the next event: its index
     # and its placeholder.
     empty: tuple[int | None, object] | None = None
+    # The highest block index an event gave, for a block start without one.
+    highest: int | None = None
+
+    def note(self, index: int | None) -> None:
+        """Remembers an index an event gave."""
+        if index is not None and (self.highest is None or index > self.highest):
+            self.highest = index
 
 
 class AnthropicMessagesAdapter:
@@ -127,10 +134,16 @@ class AnthropicMessagesAdapter:
     def _start(self, event: object, sink: Sink, info: ChunkInfo) -> None:
         state = self._state
         index = index_of(get(event, "index"))
-        if index is None:
-            # No index: the number of blocks open, as on the raw SSE path (events without an
-            # index then pair up as start, deltas and stop of one block at a time).
+        if index is None and state.highest is not None:
+            # No index: the next after the highest the stream gave (a start that lost its index
+            # while its deltas keep theirs), as on the raw SSE path.
+            index = state.highest + 1
+        elif index is None:
+            # In a stream that gives none, the number of blocks open, as on the raw SSE path
+            # (start, deltas and stop then pair up one block at a time).
             index = len(state.blocks) + len(state.others)
+        else:
+            state.note(index)
         block = get(event, "content_block")
         block_type = get(block, "type")
         # A block restarting at an index still open (a translator that reuses indexes and
@@ -163,7 +176,9 @@ class AnthropicMessagesAdapter:
         if delta_type != "input_json_delta":
             return
         # A missing index is block 0, as on the raw SSE path.
-        index = index_of(get(event, "index")) or 0
+        given = index_of(get(event, "index"))
+        self._state.note(given)
+        index = given or 0
         fragment = get(delta, "partial_json")
         if index in self._state.others or not isinstance(fragment, str) or not fragment:
             return
@@ -176,7 +191,9 @@ class AnthropicMessagesAdapter:
         info.feeds.append(FeedRecord(ordinal, None, None))
 
     def _stop(self, event: object, sink: Sink, info: ChunkInfo) -> None:
-        index = index_of(get(event, "index")) or 0
+        given = index_of(get(event, "index"))
+        self._state.note(given)
+        index = given or 0
         self._state.others.discard(index)
         block = self._state.blocks.pop(index, None)
         if block is None:
