@@ -157,6 +157,36 @@ def test_unwrap_lone_params_object() -> None:
         assert outcome.coercions[0].path == ""
 
 
+class _Search(BaseModel):
+    q: str
+    limit: int = 10
+
+
+class _Inner(BaseModel):
+    k: int
+
+
+class _Outer(BaseModel):
+    inner: _Inner
+
+
+@pytest.mark.parametrize("precheck", [False, True])
+def test_a_misspelled_field_a_coercion_brings_into_view_is_refused(precheck: bool) -> None:
+    # Under `extra="ignore"` the misspelled `limt` would be dropped and the call run with
+    # `limit=10`; found directly it is refused, and so it is inside a wrapper or a JSON string.
+    toolset = Toolset([_Search, _Outer])
+    for name, arguments, path in (
+        ("search", '{"params": {"q": "x", "limt": 50}}', "/limt"),
+        ("outer", '{"inner": "{\\"k\\": 1, \\"typo\\": 2}"}', "/inner/typo"),
+    ):
+        asm = Assembler(tools=toolset) if precheck else Assembler()
+        asm.feed(0, id="c", name=name, arguments=arguments)
+        (done,) = asm.finish()
+        outcome = toolset.validate(done)
+        assert not outcome.ok, (name, outcome)
+        assert [(e.path, e.code) for e in outcome.errors] == [(path, "unknown_field")]
+
+
 def test_no_unwrap_when_the_wrapper_has_company_or_is_a_real_field() -> None:
     outcome = validate('{"params": {"quantity": 2}, "gift": true}')
     assert not outcome.ok

@@ -834,3 +834,19 @@ def test_a_json_text_field_says_it_takes_json_in_a_string(
     tools = Toolset([Query])
     outcome = tools.validate(call("query", arguments, tools=tools if precheck else None))
     assert [(e.path, e.expected) for e in outcome.errors] == [(path, expected)]
+
+
+class _Count(BaseModel):
+    n: int
+
+
+@pytest.mark.parametrize("precheck", [False, True])
+def test_a_number_past_pythons_digit_limit_is_too_large_not_an_exception(precheck: bool) -> None:
+    # An assembler may allow more digits than CPython converts to an int (4,300): validation
+    # answers `too_large` rather than raising out of `validate`.
+    toolset = Toolset([_Count])
+    asm = Assembler(tools=toolset if precheck else None, max_number_digits=10_000)
+    asm.feed(0, id="c", name="count", arguments='{"n": ' + "9" * 5000 + "}")
+    (done,) = asm.finish()
+    outcome = toolset.validate(done)
+    assert not outcome.ok and outcome.error_type == "too_large"

@@ -2038,7 +2038,16 @@ class ToolValidator:
             # the default), or a schema loop no reading can cut (`unevaluatedProperties` beside
             # one): the call cannot be checked, so it must not run. A Rust extension under
             # `jsonschema` (`rpds`) reports the recursion limit as a panic. Anything else goes on.
-            if not isinstance(exc, RecursionError) and type(exc).__name__ != "PanicException":
+            # And a number with more digits than Python converts to an int (an assembler made
+            # with a `max_number_digits` above CPython's own limit).
+            too_many_digits = isinstance(exc, ValueError) and "integer string conversion" in str(
+                exc
+            )
+            if (
+                not isinstance(exc, RecursionError)
+                and type(exc).__name__ != "PanicException"
+                and not too_many_digits
+            ):
                 raise
             return Outcome.failure(call, self.tool, "too_large", lang=lang)
 
@@ -2075,16 +2084,7 @@ class ToolValidator:
                     initial = builder.from_pydantic(exc.errors(include_url=False))
                 # The pre-check stops at its first violation: unknown fields after it (which
                 # Pydantic's default `extra="ignore"` would drop) are found here.
-                # The object's own schema, not what `locate` makes of the key inside a union.
-                unknown = [
-                    builder.unknown_field(
-                        dataclasses.replace(
-                            self._lookup.locate(parts), pointer=pointer(parts), parent=parent
-                        ),
-                        item,
-                    )
-                    for parts, item, parent in _unknown_fields(self._lookup, call.value)
-                ]
+                unknown = self._unknown_drafts(builder, call.value)
                 below = found.error.path + "/"
                 if error.keyword in ("anyOf", "oneOf") and any(
                     d.error.path.startswith(below) for d in [*initial, *unknown]
@@ -2100,6 +2100,19 @@ class ToolValidator:
                         initial.append(draft)
                         precheck_only.append(draft)
         return self._repair(call, text_in, initial, builder, lang, precheck_only)
+
+    def _unknown_drafts(self, builder: _ErrorBuilder, value: Any) -> list[_Draft]:
+        """An `unknown_field` draft for each member the published schema does not allow."""
+        # The object's own schema, not what `locate` makes of the key inside a union.
+        return [
+            builder.unknown_field(
+                dataclasses.replace(
+                    self._lookup.locate(parts), pointer=pointer(parts), parent=parent
+                ),
+                item,
+            )
+            for parts, item, parent in _unknown_fields(self._lookup, value)
+        ]
 
     def _odd_decimal_text(self, call: CallLike) -> bool:
         """Whether a `Decimal` field holds a string Pydantic read that is not a JSON number
@@ -2192,6 +2205,15 @@ class ToolValidator:
                 for d in precheck_only
                 if _unchanged_at(value, fixed, _union_root(self._lookup, d.error.path))
             ]
+            if result.coercions:
+                # A coercion may have brought members into view that nothing checked yet (an
+                # object unwrapped from a wrapper key or read from a JSON string): a misspelled
+                # field there would otherwise be dropped by `extra="ignore"` and the call run
+                # with the default.
+                seen = {d.error.path for d in drafts}
+                drafts += [
+                    d for d in self._unknown_drafts(builder, fixed) if d.error.path not in seen
+                ]
             if drafts:
                 return self._reject(call, drafts, coercions, lang)
             return self._accept(call, instance, None, coercions, lang)
