@@ -6,7 +6,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from enum import Enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -740,3 +740,35 @@ def test_enum_case_rule_still_fixes_case() -> None:
     outcome = Toolset([Street]).validate(call("street", '{"kind": "STRAẞE"}'))
     assert outcome.ok and outcome.model is not None and outcome.model.kind == "straße"
     assert [c.rule for c in outcome.coercions] == ["enum_case"]
+
+
+_Cents = Annotated[Decimal, Field(decimal_places=2, max_digits=4)]
+
+
+class _Line(BaseModel):
+    amount: _Cents
+
+
+class _Invoice(BaseModel):
+    line: _Line | None = None
+    pair: tuple[_Cents, str] = (Decimal(0), "")
+    either: str | Decimal = ""
+
+
+def test_decimal_digits_are_kept_inside_optional_models_and_tuples_and_unions_are_pydantics() -> (
+    None
+):
+    # A value that breaks `decimal_places` is refused wherever it sits, never rounded to fit;
+    # and a number under `Union[str, Decimal]` is the Decimal Pydantic makes of it, not the
+    # string that quoting it would have made.
+    toolset = Toolset([_Invoice])
+    for arguments, path in (
+        ('{"line": {"amount": 19.999999999999999999}}', "/line/amount"),
+        ('{"pair": [19.999999999999999999, "a"]}', "/pair/0"),
+    ):
+        outcome = toolset.validate(call("invoice", arguments))
+        assert not outcome.ok and [e.path for e in outcome.errors] == [path]
+    outcome = toolset.validate(call("invoice", '{"line": {"amount": 19.99}, "either": 5}'))
+    assert outcome.ok and outcome.model is not None
+    assert outcome.model.line == _Line(amount=Decimal("19.99"))
+    assert outcome.model.either == Decimal(5)

@@ -863,7 +863,12 @@ def is_decimal_union(node: Mapping[str, Any]) -> bool:
             return False
         kinds.add(kind)
         pattern = as_dict.get("pattern")
-        numeric_string |= kind == "string" and isinstance(pattern, str) and "\\d" in pattern
+        numeric = isinstance(pattern, str) and "\\d" in pattern
+        if kind == "string" and not numeric:
+            # A plain string branch beside it (`Union[str, Decimal]`): a number there is
+            # Pydantic's to place, and quoted it would become the str.
+            return False
+        numeric_string |= kind == "string" and numeric
     return numeric_string and kinds - {"null"} == {"number", "string"}
 
 
@@ -1085,6 +1090,18 @@ def _map_decimals(
         node = deref(node)
         if is_decimal_union(node):
             return apply(item, node)
+        branches = node.get("anyOf") or node.get("oneOf")
+        if isinstance(branches, list) and isinstance(item, (dict, list)):
+            # `Optional[Model]`, a recursive model, a list or None: the one branch of the
+            # item's own JSON type is the schema it is read by; with several, Pydantic picks
+            # and nothing is quoted.
+            kind = "object" if isinstance(item, dict) else "array"
+            fits = [
+                deref(cast(Mapping[str, Any], b))
+                for b in cast(list[Any], branches)
+                if isinstance(b, dict) and deref(cast(Mapping[str, Any], b)).get("type") == kind
+            ]
+            return walk(item, fits[0]) if len(fits) == 1 else cast(Any, item)
         if isinstance(item, dict):
             props = cast(Mapping[str, Any], node.get("properties") or {})
             extra = node.get("additionalProperties")
@@ -1095,9 +1112,15 @@ def _map_decimals(
             return out
         if isinstance(item, list):
             items = node.get("items")
-            if isinstance(items, dict):
-                return [walk(x, cast(Mapping[str, Any], items)) for x in cast(list[Any], item)]
-            return cast(list[Any], item)
+            prefix = node.get("prefixItems")
+            positions = cast(list[Any], prefix) if isinstance(prefix, list) else []
+            out_list: list[Any] = []
+            for at, x in enumerate(cast(list[Any], item)):
+                sub_node = positions[at] if at < len(positions) else items
+                out_list.append(
+                    walk(x, cast(Mapping[str, Any], sub_node)) if isinstance(sub_node, dict) else x
+                )
+            return out_list
         branches = node.get("anyOf") or node.get("oneOf")
         if isinstance(branches, list) and isinstance(item, (int, Decimal)):
             for branch in cast(list[Any], branches):
