@@ -30,6 +30,7 @@ from toolwire.execution import (
     FakeClock,
     Ledger,
     MemoryLedger,
+    NeedsClarification,
     Observer,
     RequestContext,
     SqliteLedger,
@@ -883,3 +884,65 @@ def test_a_secret_quoted_or_escaped_is_scrubbed_too(
     for form in (secret, repr(secret)[1:-1], json.dumps(secret)[1:-1], quote(secret, safe="")):
         assert form not in shown
     assert "[redacted]" in shown
+
+
+class _Declined(BusinessRuleError):
+    """A subclass that skips `BusinessRuleError.__init__`: it has no `reasons`."""
+
+    def __init__(self, text: str) -> None:
+        Exception.__init__(self, text)
+
+
+class _Which(NeedsClarification):
+    """A subclass that skips `NeedsClarification.__init__`: no `message`, no `missing`."""
+
+    def __init__(self, text: str) -> None:
+        Exception.__init__(self, text)
+
+
+@pytest.mark.parametrize("raised", [_Declined("card declined"), _Which("which city?")])
+def test_a_rejection_subclass_without_its_fields_is_recorded_not_raised(
+    raised: Exception,
+) -> None:
+    # Reading the missing fields raised out of `execute` and left the write's claim in progress,
+    # so the same call was answered `in_progress` forever after.
+    ex = Executor(ledger=MemoryLedger())
+
+    def tool(args: Any) -> None:
+        raise raised
+
+    ex.register("t", tool, side_effects=True)
+    first = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    body = json.loads(first.content())["error"]
+    assert body["message"] == str(raised)
+    again = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert again.state != "in_progress"
+
+
+async def test_a_generator_a_tool_returns_runs_inside_its_attempt(clock: FakeClock) -> None:
+    # Its work is the tool's: bound by the timeout and retried, not run later when the result
+    # is written (which took 1 s past a 0.1 s timeout and reported success).
+    def slow_rows(args: Any) -> Any:
+        def rows() -> Any:
+            time.sleep(0.5)
+            yield {"row": 1}
+
+        return rows()
+
+    ran: list[int] = []
+
+    async def charge(args: Any) -> Any:
+        ran.append(1)
+        yield {"charged": True}
+
+    ex = Executor(clock=clock, breaker=False)
+    ex.register("rows", slow_rows, timeout=0.05)
+    ex.register("quick", lambda args: (n for n in (1, 2)))
+    ex.register("charge", charge, side_effects=True)
+    assert ex.execute(Call("rows", "a", {})).state == "downstream_failed"
+    assert json.loads(ex.execute(Call("quick", "b", {})).content())["result"] == [1, 2]
+    # An async generator never starts under `execute` (as a returned coroutine), and runs to
+    # its end under `aexecute`.
+    assert ex.execute(Call("charge", "c", {})).state == "downstream_failed" and ran == []
+    done = await ex.aexecute(Call("charge", "d", {}))
+    assert done.ok and done.value == [{"charged": True}] and ran == [1]

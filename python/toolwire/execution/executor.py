@@ -32,7 +32,7 @@ import math
 import os
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -1329,8 +1329,8 @@ class Executor:
         arguments = run.arguments
         if spec.unpack:
             fields = _fields_of(arguments)
-            return lambda: spec.fn(**fields, **kwargs)
-        return lambda: spec.fn(arguments, **kwargs)
+            return lambda: _drained(spec.fn(**fields, **kwargs))
+        return lambda: _drained(spec.fn(arguments, **kwargs))
 
     def _attempt_sync(self, run: _Run) -> Any:
         permit, timeout, by_deadline = self._begin_attempt(run)
@@ -1344,7 +1344,7 @@ class Executor:
         except BaseException as exc:
             self._end_attempt(run, permit, started, exc)
             raise
-        if inspect.isawaitable(value):
+        if inspect.isawaitable(value) or inspect.isasyncgen(value):
             # e.g. a lambda or partial around an async function: its work never started, so
             # this was no attempt. Nothing may have taken effect (a write's claim is released,
             # not recorded as an unknown outcome) and the tool's health is not in question.
@@ -1356,7 +1356,9 @@ class Executor:
             breaker = self.breaker_for(run.spec.name)
             if breaker is not None and permit is not None:
                 breaker.release(permit)
-            raise TypeError(f"tool {run.spec.name!r} returned an awaitable; use aexecute")
+            raise TypeError(
+                f"tool {run.spec.name!r} returned an awaitable or async generator; use aexecute"
+            )
         self._end_attempt(run, permit, started, None)
         return value
 
@@ -1367,7 +1369,9 @@ class Executor:
         try:
             if run.spec.is_async:
                 value = await _await_with_timeout(
-                    cast(Callable[[], Awaitable[Any]], invoke), timeout, run.spec.name
+                    lambda: _drained_async(cast(Callable[[], Awaitable[Any]], invoke)()),
+                    timeout,
+                    run.spec.name,
                 )
             else:
                 value = await _await_with_timeout(
@@ -1783,10 +1787,42 @@ def _error_entry(error: Any) -> Any:
 # rule as `payloads.tool_messages`). Only text written for the model (`BusinessRuleError`,
 # `NeedsClarification`) or by the executor itself (its timeouts) is passed through; the rest is
 # logged for operators.
+def _text_of(value: object) -> str:
+    """`str(value)`, or `""` when that raises: a tool's own exception must not break the
+    recording of its failure."""
+    if value is None:
+        return ""
+    try:
+        return str(value)
+    except Exception:
+        return ""
+
+
+def _items_of(value: object) -> list[object]:
+    """The items of a list or tuple attribute (anything else counts as none)."""
+    return (
+        list(cast("list[object] | tuple[object, ...]", value))
+        if isinstance(value, (list, tuple))
+        else []
+    )
+
+
+def _reasons_of(exc: BusinessRuleError) -> list[str]:
+    """A business rejection's reasons as text. A subclass that skipped `__init__` (no
+    `reasons`) or set them to something else gives its own text instead."""
+    raw: object = getattr(exc, "reasons", None)
+    if isinstance(raw, str):
+        return [raw]
+    if isinstance(raw, (list, tuple)):
+        return [_text_of(reason) for reason in _items_of(cast(object, raw))]
+    own = _whole(exc)
+    return [] if own == type(exc).__name__ else [own]
+
+
 def _model_message(cls: Classification, exc: BaseException, lang: Lang) -> str:
     # A business rule's reason is the tool author's own text; a timeout's names its seconds
     # (English only: other languages get the kind's text).
-    if isinstance(exc, BusinessRuleError) and not "".join(exc.reasons).strip():
+    if isinstance(exc, BusinessRuleError) and not "".join(_reasons_of(exc)).strip():
         # Raised without a reason: a sentence, not the class name.
         return text("msg.business_rule_unexplained", lang)
     if isinstance(exc, BusinessRuleError) or (
@@ -1812,10 +1848,10 @@ def _error_payload(
         payload["retry_after"] = cls.retry_after
     if isinstance(exc, BusinessRuleError):
         # As many reasons, each as long, as a check's reasons get in validation's payloads.
-        payload["reasons"] = [_cut(scrub(str(r))) for r in list(exc.reasons or [])[:_MAX_ERRORS]]
+        payload["reasons"] = [_cut(scrub(r)) for r in _reasons_of(exc)[:_MAX_ERRORS]]
     elif isinstance(exc, NeedsClarification):
-        payload["message"] = _cut(scrub(str(exc.message)))
-        missing = list(exc.missing or [])[:_MAX_MISSING]
+        payload["message"] = _cut(scrub(_text_of(getattr(exc, "message", None)) or _whole(exc)))
+        missing = _items_of(getattr(exc, "missing", None))[:_MAX_MISSING]
         payload["missing"] = [shown_text(scrub(str(name))) for name in missing]
     if run.stop_reason not in (None, "not_retryable"):
         payload["stopped"] = run.stop_reason
@@ -1859,7 +1895,24 @@ async def _to_thread_then_await(invoke: Callable[[], Any]) -> Any:
     if inspect.isawaitable(value):
         # A sync callable that wraps an async function (a lambda, a partial): await its work.
         value = await value
-    return value
+    return await _drained_async(value)
+
+
+def _drained(value: Any) -> Any:
+    """A generator a tool returned, run to its end now, inside the attempt: its work is the
+    tool's work (bound by the timeout, retried as the tool is, on the tool's thread), not
+    something the result's serialisation would do later, outside all of that."""
+    return list(cast(Generator[Any, None, None], value)) if inspect.isgenerator(value) else value
+
+
+async def _drained_async(value: Any) -> Any:
+    """`_drained` for `aexecute`: an awaitable is awaited and an async generator run to its
+    end inside the attempt (reported as the object it is, it never ran at all)."""
+    if inspect.isawaitable(value):
+        value = await value
+    if inspect.isasyncgen(value):
+        return [item async for item in cast(AsyncGenerator[Any, None], value)]
+    return _drained(value)
 
 
 def _call_with_timeout(fn: Callable[[], Any], timeout: float | None, name: str) -> Any:
