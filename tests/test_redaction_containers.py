@@ -12,7 +12,7 @@ import json
 from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, model_validator
 
 from toolwire import Assembler, ToolCall, Toolset, tool_messages
 
@@ -559,3 +559,30 @@ def test_a_plain_tools_password_format_is_hidden_in_the_precheck() -> None:
     assert early == ["[redacted]"]
     assert call.error is not None and call.error.got == "[redacted]"
     assert "hunter2" not in repr(tools.registry.check("login", b'{"pw": "hunter2"}'))
+
+
+class _Login(BaseModel):
+    user: str
+    password: SecretStr
+
+    @model_validator(mode="after")
+    def _not_expired(self) -> _Login:
+        if self.user == "old":
+            raise ValueError(f"password {self.password.get_secret_value()} is expired")
+        return self
+
+
+@pytest.mark.parametrize("precheck", [False, True])
+def test_a_secret_value_quoted_elsewhere_in_an_error_is_hidden(precheck: bool) -> None:
+    # A validator's message quoting the secret, and the secret sent again under an unknown key,
+    # are not the secret field itself, whose own redaction missed them.
+    tools = Toolset([_Login])
+    for arguments in (
+        '{"user": "old", "password": "hunter2XYZ"}',
+        '{"user": "new", "password": "hunter2XYZ", "pw": "hunter2XYZ"}',
+    ):
+        outcome = tools.validate(call(tools, "login", arguments, precheck=precheck))
+        assert not outcome.ok and outcome.errors
+        [message] = tool_messages([call(tools, "login", arguments, precheck=precheck)], [outcome])
+        assert "hunter2XYZ" not in json.dumps(message), message
+        assert "hunter2XYZ" not in repr(outcome.errors)

@@ -2306,10 +2306,33 @@ class ToolValidator:
                 secrets.append(value if isinstance(value, str) else json.dumps(value))
         return secrets
 
+    def _without_secret_values(self, call: CallLike, errors: list[FieldError]) -> list[FieldError]:
+        """`errors` with every secret value of the call's arguments hidden wherever it shows:
+        a validator may quote it in its message (`hint`), and the model may send it again
+        under an unknown key (`got`), where the field's own redaction does not reach."""
+        if not self._holds_secrets:
+            return errors
+        try:
+            arguments = loads_exact(_argument_text(call))
+        except ValueError:
+            return errors
+        secrets = self._secret_texts(arguments)
+        if not secrets:
+            return errors
+
+        def hide(text: str | None) -> str | None:
+            return None if text is None else without_values(text, secrets)
+
+        return [
+            dataclasses.replace(e, got=hide(e.got), hint=hide(e.hint), expected=hide(e.expected))
+            for e in errors
+        ]
+
     def _reject(
         self, call: CallLike, drafts: list[_Draft], coercions: list[Coercion], lang: Lang
     ) -> Outcome:
         errors, ask_user = _finish_errors(drafts, self._lookup, lang)
+        errors = self._without_secret_values(call, errors)
         if ask_user:
             return Outcome(
                 ok=False,
