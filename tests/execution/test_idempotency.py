@@ -830,3 +830,9 @@ def test_calls_differing_only_in_a_secret_are_different_writes() -> None:
     assert other.error is not None and other.error["type"] == "idempotency_conflict"
     assert again.state == "duplicate_suppressed"
     assert charged == ["A"]
+
+
+def test_keys_with_one_text_do_not_make_the_fingerprint_compare_values() -> None:
+    # `1` and `"1"` are written alike; sorting the pairs compared the two dicts and raised
+    # TypeError out of `execute`.
+    assert len(fingerprint({1: {"a": 1}, "1": {"b": 2}})) == 64

@@ -86,7 +86,9 @@ def _encode(value: Any, out: list[str]) -> None:
         _encode(value.model_dump(mode="python"), out)
     elif isinstance(value, Mapping):
         mapping = cast(Mapping[Any, Any], value)
-        items = sorted((str(k), v) for k, v in mapping.items())
+        # Ordered by key alone: two keys with one text (`1` and `"1"`) must not make the sort
+        # compare their values, which may not be comparable (two dicts).
+        items = sorted(((str(k), v) for k, v in mapping.items()), key=lambda kv: kv[0])
         out.append("{")
         for i, (key, item) in enumerate(items):
             if i:
