@@ -138,6 +138,18 @@ def test_calls_across_chunks_never_merge(sse_server: SSEServer, split: str) -> N
     assert [c.id for c in stream.calls] == ["call-1", "call-2", None]
 
 
+def test_the_same_call_sent_again_runs_once(sse_server: SSEServer, split: str) -> None:
+    # Same id, name and arguments: a repeat (quirk 20), which ran twice under a renamed id. The
+    # same id with other arguments is still a call of its own.
+    chunks = [
+        gemini_chunk(gemini_call("f", {"a": 1}, id="call-1")),
+        gemini_chunk(gemini_call("f", {"a": 1}, id="call-1")),
+        gemini_chunk(gemini_call("f", {"a": 2}, id="call-1"), finish="STOP"),
+    ]
+    _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
+    assert summary(stream.calls) == [("f", {"a": 1}, None), ("f", {"a": 2}, None)]
+
+
 def test_name_only_call_without_arguments_is_parameterless(
     sse_server: SSEServer, split: str
 ) -> None:

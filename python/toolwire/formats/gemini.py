@@ -54,7 +54,7 @@ import base64
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from itertools import pairwise
 from typing import Any, cast
@@ -306,6 +306,8 @@ class _State:
     # The reason the prompt was blocked: calls that follow must not run either.
     blocked: str | None = None
     usage: dict[str, Any] | None = None
+    # Each whole call by its id: (name, arguments), to know a call sent again (quirk 20).
+    whole: dict[str, tuple[str, object]] = field(default_factory=lambda: {})
 
 
 class GeminiAdapter:
@@ -428,6 +430,14 @@ class GeminiAdapter:
         pieces = _field(call, "partial_args", "partialArgs")
         more = _field(call, "will_continue", "willContinue") is True
         opened = state.open
+        if wire_id is not None and name is not None and args is not None:
+            if not more and pieces is None and opened is None:
+                # The same call (id, name and arguments) sent again is a repeat: run once, not
+                # twice under a renamed id (quirk 20).
+                whole = (name, plain(args))
+                if state.whole.get(wire_id) == whole:
+                    return
+                state.whole.setdefault(wire_id, whole)
         if opened is not None and name is None:
             # The next part of the open call: its arguments (quirk 33) or streamed pieces.
             key = opened.key

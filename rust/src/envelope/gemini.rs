@@ -46,6 +46,7 @@ use super::{
     args, call, canonical, decode_owned, json_string, raw_str, string, Action, Arguments, Decoder,
     Envelope, EventError, Few, FinishReason,
 };
+use crate::tokens::same_tokens;
 
 /// The metadata key of a call's thought signature.
 const SIGNATURE: &str = "thought_signature";
@@ -186,6 +187,8 @@ pub(super) struct GeminiState {
     feeds: usize,
     /// Usage with its member names respelled (rare: only when one has an underscore).
     usage: String,
+    /// Each whole call by its id: (id, name, arguments JSON), to know a call sent again.
+    whole: Vec<(String, String, String)>,
 }
 
 /// An object field as the adapter reads a dict: anything but an object is absent.
@@ -498,6 +501,21 @@ impl Decoder {
         let id = string(fc.id);
         let id = id.as_deref().filter(|s| !s.is_empty());
         let more = fc.will_continue.is_some_and(|w| w.get() == "true");
+        if let (Some(id), Some(name), Some(args), false, None, None) =
+            (id, name, fc.args, more, pieces, st.open.as_ref())
+        {
+            // The same call (id, name and arguments) sent again is a repeat: run once, not
+            // twice under a renamed id (quirk 20), as `feed_chunk` reads it.
+            let seen = st.whole.iter().find(|(i, _, _)| i == id);
+            if let Some((_, seen_name, seen_args)) = seen {
+                if seen_name == name && same_tokens(seen_args.as_bytes(), args.get().as_bytes()) {
+                    return;
+                }
+            } else {
+                st.whole
+                    .push((id.to_owned(), name.to_owned(), args.get().to_owned()));
+            }
+        }
         let (key, opened) = match st.open.take() {
             Some(open) if name.is_none() => {
                 // The next part of the open call: its arguments (quirk 33) or pieces.
