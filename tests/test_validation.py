@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from decimal import Decimal
 from ipaddress import IPv4Interface
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import (
@@ -847,6 +847,21 @@ def test_a_number_past_pythons_digit_limit_is_too_large_not_an_exception(prechec
     toolset = Toolset([_Count])
     asm = Assembler(tools=toolset if precheck else None, max_number_digits=10_000)
     asm.feed(0, id="c", name="count", arguments='{"n": ' + "9" * 5000 + "}")
+    (done,) = asm.finish()
+    outcome = toolset.validate(done)
+    assert not outcome.ok and outcome.error_type == "too_large"
+
+
+class _Deep(BaseModel):
+    x: Any
+
+
+def test_json_too_deep_for_pydantic_is_too_large_not_its_raw_text() -> None:
+    # Pydantic's parser stops at its recursion limit: the payload said "expected an object"
+    # and quoted the raw bytes (`b'{"x": [[[...`) back to the model.
+    toolset = Toolset([_Deep])
+    asm = Assembler(max_depth=400)
+    asm.feed(0, id="c", name="deep", arguments='{"x": ' + "[" * 300 + "]" * 300 + "}")
     (done,) = asm.finish()
     outcome = toolset.validate(done)
     assert not outcome.ok and outcome.error_type == "too_large"

@@ -2059,6 +2059,15 @@ class ToolValidator:
         lang: Lang,
         redact: Redactor | None,
     ) -> Outcome:
+        # At the root only: a `Json[...]` field's own text is the model's to fix.
+        unreadable = any(
+            e.get("type") == "json_invalid" and not e.get("loc") for e in pydantic_errors
+        )
+        if unreadable and _is_json(_argument_text(call)):
+            # JSON that Pydantic's own parser cannot read (nested past its recursion limit, a
+            # number its float cannot hold): the call is too large for it, not invalid in a way
+            # the model could fix by reading the raw text back.
+            return Outcome.failure(call, self.tool, "too_large", lang=lang)
         builder = _ErrorBuilder(self._lookup, lang, redact)
         text_in = _argument_text(call)
         initial: list[_Draft] = builder.from_pydantic(pydantic_errors) if pydantic_errors else []
@@ -2359,6 +2368,17 @@ class ToolValidator:
             message=text("msg.validation", lang),
             lang=lang,
         )
+
+
+def _is_json(text: str) -> bool:
+    """Whether `text` is JSON (a text too deep for Python's own parser counts as JSON)."""
+    try:
+        loads_exact(text)
+    except RecursionError:
+        return True
+    except ValueError:
+        return False
+    return True
 
 
 def outcome_for_call_error(
