@@ -772,3 +772,16 @@ def test_decimal_digits_are_kept_inside_optional_models_and_tuples_and_unions_ar
     assert outcome.ok and outcome.model is not None
     assert outcome.model.line == _Line(amount=Decimal("19.99"))
     assert outcome.model.either == Decimal(5)
+
+
+class _Stock(BaseModel):
+    units: int
+
+
+def test_an_integral_number_past_any_float_is_not_made_an_int() -> None:
+    # `1e3` for an int field is 1000, but `1e400` would be a 401-digit integer, which
+    # `model_validate_json` refuses (it reads infinity): coercion refuses it too.
+    toolset = Toolset([_Stock])
+    assert toolset.validate(call("stock", '{"units": 1e3}')).model == _Stock(units=1000)
+    outcome = toolset.validate(call("stock", '{"units": 1e400}'))
+    assert not outcome.ok and [e.path for e in outcome.errors] == ["/units"]

@@ -46,6 +46,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
@@ -419,6 +420,10 @@ def _matches(value: Any, node: Mapping[str, Any]) -> bool:
 def _integral(value: Decimal) -> int | None:
     if not value.is_finite() or value != value.to_integral_value():
         return None
+    if abs(value) > _FLOAT_MAX:
+        # Past any float (`1e400`): Pydantic reads it as infinity and refuses it for an int, so
+        # coercion does not make a 400-digit integer of it either.
+        return None
     if (
         len(value.as_tuple().digits) + max(cast(int, value.as_tuple().exponent), 0)
         > _MAX_INT_DIGITS
@@ -426,6 +431,8 @@ def _integral(value: Decimal) -> int | None:
         return None
     return int(value)
 
+
+_FLOAT_MAX = Decimal(sys.float_info.max)
 
 _TrialKey = tuple[int, tuple[str | int, ...], int, frozenset[str]]
 """A union trial: the value's id, its path, the branch's id and the rule set."""
