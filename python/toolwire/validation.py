@@ -785,6 +785,14 @@ def without_values(text: str, secrets: Sequence[str]) -> str:
     return text
 
 
+def with_value_shown_as(text: str, value: str, shown: str) -> str:
+    """`text` with each occurrence of `value`, verbatim or in the quoted forms an exception's
+    text writes it in (see `without_values`), replaced by `shown`."""
+    for form in sorted(_quoted_forms(value), key=len, reverse=True):
+        text = text.replace(form, shown)
+    return text
+
+
 def _quoted_forms(secret: str) -> set[str]:
     """`secret` and the escaped or quoted texts that stand for it."""
     forms = {

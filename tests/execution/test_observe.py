@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from pydantic import BaseModel, SecretStr
@@ -277,6 +278,34 @@ def test_exception_text_is_logged_through_the_redaction_hook(
     # Text a tool wrote for the model goes through the same redaction.
     assert refused.error is not None and CARD not in refused.content()
     assert refused.error["reasons"] == ["card [card] is blocked"]
+
+
+def _hide_email(path: str, text: str) -> str:
+    return "[email]" if path == "/email" else text
+
+
+def test_a_value_the_hook_hides_is_hidden_quoted_too(caplog: pytest.LogCaptureFixture) -> None:
+    # A tool quoting the value as `repr`, JSON or a URL writes it: only the plain text was
+    # replaced, and the escaped forms reached the model and the logs.
+    email = 'jörg+"test"@example.com'
+
+    def refuse(args: Any) -> None:
+        raise BusinessRuleError(f"no account for {args['email']!r}", json.dumps(args))
+
+    def lookup(args: Any) -> None:
+        raise ConnectionError(f"GET /v1/users?email={quote(args['email'], safe='')} failed")
+
+    ex = Executor(clock=FakeClock(), breaker=False, redact=_hide_email)
+    ex.register("refuse", refuse)
+    ex.register("lookup", lookup)
+    ctx = RequestContext("r", "s")
+    with caplog.at_level(logging.DEBUG, logger="toolwire.execution"):
+        refused = ex.execute(Call("refuse", "c1", {"email": email}), ctx)
+        failed = ex.execute(Call("lookup", "c2", {"email": email}), ctx)
+    shown = refused.content() + failed.content() + caplog.text
+    for form in (repr(email)[1:-1], json.dumps(email)[1:-1], quote(email, safe="")):
+        assert form not in shown, form
+    assert "[email]" in refused.content()
 
 
 def test_secret_arguments_are_kept_out_of_logged_exception_text(

@@ -76,6 +76,7 @@ from toolwire.validation import (
     secret_text,
     shown_text,
     string_leaves,
+    with_value_shown_as,
     without_values,
 )
 
@@ -1576,7 +1577,8 @@ class Executor:
                 if isinstance(value, str) and value and hook is not None:
                     shown = hook(pointer(path), value)
                     if shown != value:
-                        text = text.replace(value, shown)
+                        # Quoted as `repr`, JSON or a URL writes it, too.
+                        text = with_value_shown_as(text, value, shown)
             return text if hook is None else hook("", text)
         except Exception:
             return "[redaction failed]"
