@@ -295,7 +295,8 @@ class Assembler:
         metadata-only delta never starts a call.
         """
     def interrupt(self, reason: str, /) -> None:
-        """The transport broke off: calls with no argument text yet become `truncated`."""
+        """The transport broke off: calls with no argument text yet become `truncated`, and
+        fragments an open call still holds two ways are read as appended."""
     def starts_call(
         self,
         index: int | None,
@@ -330,7 +331,8 @@ class Assembler:
         """
     def limit_reached(self) -> None:
         """The output limit was reached: the last call started, if not ended and with no
-        argument text, becomes `truncated` at finish rather than `{}`."""
+        argument text, becomes `truncated` at finish rather than `{}`; fragments it still
+        holds two ways (appended, or resending the text so far) are read as appended."""
     def drain_errors(self) -> list[tuple[int, CallError]]:
         """Errors that became certain since the last drain, as (ordinal, error).
 
