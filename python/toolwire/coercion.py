@@ -1103,11 +1103,12 @@ def _map_decimals(
             # item's own JSON type is the schema it is read by; with several, Pydantic picks
             # and nothing is quoted.
             kind = "object" if isinstance(item, dict) else "array"
-            fits = [
+            resolved = [
                 deref(cast(Mapping[str, Any], b))
                 for b in cast(list[Any], branches)
-                if isinstance(b, dict) and deref(cast(Mapping[str, Any], b)).get("type") == kind
+                if isinstance(b, dict)
             ]
+            fits = [b for b in resolved if b.get("type") == kind]
             return walk(item, fits[0]) if len(fits) == 1 else cast(Any, item)
         if isinstance(item, dict):
             props = cast(Mapping[str, Any], node.get("properties") or {})

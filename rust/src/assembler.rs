@@ -36,6 +36,7 @@ use crate::error::{Error, ErrorKind, Misuse};
 use crate::precheck::{CallCheck, Registry};
 use crate::progress::{Progress, ProgressItem};
 use crate::scanner::{is_ws, ScanConfig, Scanner};
+use crate::tokens::same_tokens;
 use crate::value::{build, BuildOptions, Sink, StringMode};
 
 /// How one delta carries arguments.
@@ -292,8 +293,16 @@ impl Reading {
 
     /// True when `bytes` appended would leave the text valid JSON so far (on a copy).
     fn accepts(&self, bytes: &[u8]) -> bool {
-        let mut trial = self.scanner.clone();
-        !self.broken() && !matches!(trial.push(bytes), crate::scanner::Status::Invalid(_))
+        !self.broken() && {
+            let mut trial = self.scanner.clone();
+            !matches!(trial.push(bytes), crate::scanner::Status::Invalid(_))
+        }
+    }
+
+    /// Gives the reading a pre-check for `name`, caught up on the text it holds.
+    fn check_against(&mut self, registry: &Registry, name: &str) {
+        let config = *self.scanner.config();
+        self.check = Some(CallCheck::new(registry, name, self.scanner.text(), &config));
     }
 
     /// The pre-check's violations for early reporting (see [`CallCheck::early_errors`]).
@@ -316,9 +325,11 @@ impl Held {
         // The call's scanner is copied rather than replayed; only a pre-check must replay.
         let mut appended = Reading {
             scanner: call.scanner.clone(),
-            check: registry
-                .map(|reg| CallCheck::new(reg, &call.name, call.scanner.text(), &config)),
+            check: None,
         };
+        if let Some(reg) = registry {
+            appended.check_against(reg, &call.name);
+        }
         appended.push(fragment);
         let mut held = Self {
             appended,
@@ -356,13 +367,7 @@ impl Held {
     /// held changes what each reading breaks).
     fn recheck(&mut self, registry: &Registry, name: &str) {
         for reading in [&mut self.appended, &mut self.resent] {
-            let config = *reading.scanner.config();
-            reading.check = Some(CallCheck::new(
-                registry,
-                name,
-                reading.scanner.text(),
-                &config,
-            ));
+            reading.check_against(registry, name);
         }
         self.judge();
     }
@@ -1113,12 +1118,12 @@ impl Assembler {
             return false;
         };
         let Some(held) = call.held.as_deref() else {
-            return crate::tokens::same_tokens(call.scanner.text(), full);
+            return same_tokens(call.scanner.text(), full);
         };
-        if crate::tokens::same_tokens(held.appended.scanner.text(), full) {
+        if same_tokens(held.appended.scanner.text(), full) {
             settle_held_appended(call);
             true
-        } else if crate::tokens::same_tokens(held.last(), full) {
+        } else if same_tokens(held.last(), full) {
             if let Some(held) = call.held.take() {
                 take_resent(call, *held);
             }
