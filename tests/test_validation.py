@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
 from dataclasses import dataclass
 from decimal import Decimal
 from ipaddress import IPv4Interface
@@ -557,6 +558,28 @@ def test_outcome_success_is_the_dataclass_outcome_with_every_field() -> None:
     assert vars(outcome).keys() == vars(built).keys()
     with pytest.raises(AttributeError):
         outcome.kind = "model_error"  # type: ignore[misc]
+
+
+def test_a_fast_built_outcome_behaves_like_any_other() -> None:
+    # `success_outcome` builds the instance as another class and then assigns `__class__`.
+    outcome = TOOLS.validate(call("booking", args()))
+    assert type(outcome) is Outcome
+    assert pickle.loads(pickle.dumps(outcome)) == outcome
+    changed = dataclasses.replace(outcome, hint="h")
+    assert changed.hint == "h" and changed.model == outcome.model
+    assert repr(outcome).startswith("Outcome(ok=True, kind='ok'")
+
+    @dataclass(frozen=True)
+    class Tagged(Outcome):
+        tag: str = "t"
+
+    @dataclass(frozen=True, slots=True)
+    class Slotted(Outcome):
+        extra: int = 1
+
+    for cls in (Tagged, Slotted):
+        sub = cls.success(call("booking", args()), "booking", lang="fr")
+        assert type(sub) is cls and sub.ok and sub.lang == "fr" and sub.errors == []
 
 
 def test_outcome_is_frozen() -> None:
