@@ -351,3 +351,47 @@ def test_an_assembler_shows_why_a_toolsets_schema_does_not_compile() -> None:
         Assembler(tools=tools)
     with pytest.raises(MisuseError, match="must be a Toolset"):
         Assembler(tools=object())  # type: ignore[arg-type]
+
+
+class Counter(BaseModel):
+    n: int
+    mode: str = "fast"
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("arguments", "error_path"),
+    [
+        ('{"n": "x", "n": 3}', None),
+        ('{"n": 3, "n": "x"}', "/n"),
+        ('{"n": 1, "n": 2, "zz": 1}', "/zz"),
+        ('{"n": 1, "zz": 1, "zz": 2}', "/zz"),
+    ],
+)
+def test_last_wins_calls_are_judged_on_the_value_they_stand_for(
+    precheck: bool, arguments: str, error_path: str | None
+) -> None:
+    # Under `last_wins` a later duplicate key replaces the earlier value: a violation in the
+    # replaced value is none, and what follows a duplicate is still checked.
+    tools = Toolset([Counter])
+    asm = Assembler(tools=tools if precheck else None, duplicate_keys="last_wins")
+    asm.feed(0, id="c", name="counter", arguments=arguments)
+    # No violation of the arguments is certain before the end: a duplicate may still come.
+    assert asm.drain_errors() == []
+    (call,) = asm.finish()
+    outcome = tools.validate(call)
+    if error_path is None:
+        assert outcome.ok and outcome.model == Counter(n=3), outcome
+    else:
+        assert not outcome.ok and [e.path for e in outcome.errors] == [error_path], outcome
+    assert outcome == tools.validate(call)
+    assert call.value == json.loads(arguments)
+
+
+def test_registry_check_reads_a_text_under_the_policy_given() -> None:
+    registry = Toolset([Counter]).registry
+    text = b'{"n": "x", "n": 3}'
+    assert registry.check("counter", text) is not None
+    assert registry.check("counter", text, duplicate_keys="last_wins") is None
+    with pytest.raises(MisuseError):
+        registry.check("counter", text, duplicate_keys="first_wins")  # type: ignore[arg-type]

@@ -217,13 +217,23 @@ class ToolRegistry:
     def names(self) -> list[str]:
         """Registered tool names, sorted."""
     def __contains__(self, name: str, /) -> bool: ...
-    def check(self, name: str, arguments: bytes, /) -> CallError | None:
+    def check(
+        self,
+        name: str,
+        arguments: bytes,
+        /,
+        *,
+        duplicate_keys: Literal["error", "last_wins"] = "error",
+    ) -> CallError | None:
         """The first schema violation of a complete argument text, as the pre-check reports
         it while a call streams; for calls assembled without the pre-check.
 
         Args:
             name: A registered tool name.
             arguments: The call's complete argument text.
+            duplicate_keys: The policy the call was assembled with; under `last_wins` the
+                violation is about the value the text stands for (each repeated key with its
+                last value).
 
         Returns:
             The violation, or None.

@@ -852,7 +852,10 @@ class Toolset:
         if raw is None:
             held: object = getattr(call, "arguments_bytes", None)
             raw = held if isinstance(held, bytes) else call.arguments.encode()
-        return self.registry.check(name, raw)
+        # Read as the call was: a scan under `error` stops at a duplicate key that `last_wins`
+        # let through, and would miss what follows it.
+        last_wins = isinstance(call, ToolCall) and call.limits.get("duplicate_keys") == "last_wins"
+        return self.registry.check(name, raw, duplicate_keys="last_wins" if last_wins else "error")
 
     def validate_all(self, calls: Iterable[CallLike]) -> list[Outcome]:
         """`validate` for each call, in order."""

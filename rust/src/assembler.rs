@@ -1467,9 +1467,13 @@ fn finish_call(
     } else if let Some(e) = json_verdict(&arguments, json_result) {
         Some(e)
     } else {
-        call.check
-            .as_ref()
-            .and_then(|check| check.errors().next().cloned())
+        let repeated_keys = call.scanner.repeated_keys();
+        match (&call.check, registry) {
+            (Some(check), Some(registry)) => {
+                check.first_error(registry, &call.name, &arguments, repeated_keys)
+            }
+            (check, _) => check.as_ref().and_then(|c| c.errors().next().cloned()),
+        }
     };
     let mut id = call.id.take();
     if let (Some(wire), Some(renamed)) = (&id, renamed_id) {
@@ -1701,7 +1705,7 @@ fn certain_grammar_error(scanner: &Scanner) -> Option<&Error> {
 
 /// True when a scan or its pre-check has an error no later input can fix.
 fn has_certain_error(scanner: &Scanner, check: Option<&CallCheck>) -> bool {
-    certain_grammar_error(scanner).is_some() || check.is_some_and(|k| k.error_count() > 0)
+    certain_grammar_error(scanner).is_some() || check.is_some_and(CallCheck::has_certain_error)
 }
 
 /// After a held fragment whose errors were reported early is decided: if the reading taken is

@@ -9,8 +9,9 @@
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, SchemaDetail};
-use crate::scanner::{ScanConfig, Scanner};
+use crate::scanner::{DuplicateKeys, ScanConfig, Scanner};
 use crate::schema::{Checker, SchemaError, ToolRegistry, Unsupported};
+use crate::value::{build_value, BuildOptions};
 use crate::visit::Visitor;
 
 /// The registered tools, shared (behind an `Arc`) by every stream and thread.
@@ -80,12 +81,68 @@ impl Registry {
     /// (empty arguments become `{}`).
     #[must_use]
     pub fn check_complete(&self, name: &str, text: &[u8]) -> Option<Error> {
-        let mut check = CallCheck::new(self, name, b"", &ScanConfig::default());
-        let mut scanner = Scanner::default();
+        self.check_text(name, text, DuplicateKeys::Error)
+    }
+
+    /// [`Registry::check_complete`] for a text read under a duplicate-key policy: under
+    /// `last_wins`, the finding is about the value the text stands for (see
+    /// [`CallCheck::first_error`]).
+    #[must_use]
+    pub fn check_text(
+        &self,
+        name: &str,
+        text: &[u8],
+        duplicate_keys: DuplicateKeys,
+    ) -> Option<Error> {
+        let config = ScanConfig {
+            duplicate_keys,
+            ..ScanConfig::default()
+        };
+        let mut check = CallCheck::new(self, name, b"", &config);
+        let mut scanner = Scanner::new(config);
         check.push(&mut scanner, text);
         let _ = check.finish(&mut scanner);
-        let first = check.errors().next().cloned();
-        first
+        check.first_error(self, name, text, scanner.repeated_keys())
+    }
+
+    /// The first violation of the value a complete text stands for when its objects repeat
+    /// keys and the last of each wins: the text as written may break the schema only in a
+    /// value a later duplicate replaced (`{"n": "x", "n": 3}`). The text's own findings are
+    /// `written`. When the value breaks the schema, the finding the text had at the same path
+    /// for the same keyword is given, the last such (it is about the occurrence that won), so
+    /// its offset points into the text the model sent; failing that, the value's own finding,
+    /// at the end of the text, where it became certain.
+    fn recheck_last_wins<'e>(
+        &self,
+        name: &str,
+        text: &[u8],
+        written: impl Iterator<Item = &'e Error>,
+    ) -> Option<Error> {
+        let written: Vec<&Error> = written.collect();
+        let Some(value) = build_value(text, BuildOptions::for_complete(true)) else {
+            return written.first().map(|e| (*e).clone());
+        };
+        let canonical = value.to_json();
+        let config = ScanConfig::default();
+        let mut check = CallCheck::new(self, name, b"", &config);
+        let mut scanner = Scanner::new(config);
+        check.push(&mut scanner, &canonical);
+        let _ = check.finish(&mut scanner);
+        let found = check.errors().next()?;
+        let same = |e: &&&Error| {
+            e.path == found.path
+                && e.kind == found.kind
+                && e.detail.as_ref().map(|d| &d.keyword)
+                    == found.detail.as_ref().map(|d| &d.keyword)
+        };
+        Some(match written.iter().rev().find(same) {
+            Some(e) => (*e).clone(),
+            None => {
+                let mut e = found.clone();
+                e.offset = text.len();
+                e
+            }
+        })
     }
 }
 
@@ -94,6 +151,9 @@ impl Registry {
 pub struct CallCheck {
     name_error: Option<Error>,
     checker: Option<Checker>,
+    /// Under the `last_wins` policy a later duplicate key can replace any member's value, so
+    /// no violation of the arguments is certain before the end: only the name's is.
+    provisional: bool,
 }
 
 impl CallCheck {
@@ -109,6 +169,7 @@ impl CallCheck {
         let mut check = Self {
             name_error,
             checker,
+            provisional: config.duplicate_keys == DuplicateKeys::LastWins,
         };
         if !received.is_empty() {
             let mut replay = Scanner::new(*config);
@@ -168,17 +229,42 @@ impl CallCheck {
     /// Violations for early reporting (see [`Checker::early_errors`]): each reads the same
     /// however the stream was cut. Borrowed, so draining after every fragment copies only the
     /// errors not reported yet.
+    /// Under `last_wins`, only the name's.
     pub fn early_errors(&self) -> impl Iterator<Item = &Error> {
+        let checker = self.checker.as_ref().filter(|_| !self.provisional);
         self.name_error
             .iter()
-            .chain(self.checker.iter().flat_map(|c| c.early_errors()))
+            .chain(checker.into_iter().flat_map(Checker::early_errors))
     }
 
-    /// The number of violations found so far.
+    /// True when some violation found so far is certain: no later input can remove it (see
+    /// `provisional`).
     #[must_use]
-    pub fn error_count(&self) -> usize {
-        usize::from(self.name_error.is_some())
-            + self.checker.as_ref().map_or(0, |c| c.errors().len())
+    pub fn has_certain_error(&self) -> bool {
+        self.name_error.is_some()
+            || (!self.provisional
+                && self
+                    .checker
+                    .as_ref()
+                    .is_some_and(|c| !c.errors().is_empty()))
+    }
+
+    /// The call's violation once its text (`text`, complete) has been pushed and finished:
+    /// the first found, unless the scan saw `repeated_keys` under `last_wins`, where a finding
+    /// may concern a value a later duplicate replaced; see [`Registry::recheck_last_wins`].
+    #[must_use]
+    pub fn first_error(
+        &self,
+        registry: &Registry,
+        name: &str,
+        text: &[u8],
+        repeated_keys: bool,
+    ) -> Option<Error> {
+        let first = self.errors().next()?;
+        if !(self.provisional && repeated_keys) || self.name_error.is_some() {
+            return Some(first.clone());
+        }
+        registry.recheck_last_wins(name, text, self.errors())
     }
 }
 

@@ -991,13 +991,21 @@ impl PyToolRegistry {
     }
 
     /// The first schema violation of a complete argument text, as the pre-check would have
-    /// reported it while the text streamed: for calls assembled without the pre-check.
-    #[pyo3(signature = (name, arguments, /))]
-    fn check(&self, name: &str, arguments: &[u8]) -> Option<PyCallError> {
-        self.inner
-            .check_complete(name, arguments)
+    /// reported it while the text streamed: for calls assembled without the pre-check, read
+    /// with their assembler's `duplicate_keys` policy.
+    #[pyo3(signature = (name, arguments, /, *, duplicate_keys="error"))]
+    fn check(
+        &self,
+        name: &str,
+        arguments: &[u8],
+        duplicate_keys: &str,
+    ) -> PyResult<Option<PyCallError>> {
+        let policy = duplicate_policy(duplicate_keys)?;
+        Ok(self
+            .inner
+            .check_text(name, arguments, policy)
             .as_ref()
-            .map(PyCallError::from)
+            .map(PyCallError::from))
     }
 }
 

@@ -493,6 +493,8 @@ pub struct Scanner {
     num_int_digits: usize,
     /// Some number lexeme is long or has a long exponent (see [`Scanner::plain_numbers`]).
     long_numbers: bool,
+    /// Some object repeated a key, under the `last_wins` policy (see [`Scanner::repeated_keys`]).
+    repeated_keys: bool,
     literal: &'static [u8],
     literal_pos: u8,
     value_done: bool,
@@ -530,6 +532,7 @@ impl Scanner {
             num_start: 0,
             num_int_digits: 0,
             long_numbers: false,
+            repeated_keys: false,
             literal: b"",
             literal_pos: 0,
             value_done: false,
@@ -582,6 +585,13 @@ impl Scanner {
     #[must_use]
     pub fn plain_numbers(&self) -> bool {
         !self.long_numbers
+    }
+
+    /// True when some object repeated a key that the `last_wins` policy let through: a value
+    /// read from the text may then differ from what its first occurrence said.
+    #[must_use]
+    pub fn repeated_keys(&self) -> bool {
+        self.repeated_keys
     }
 
     /// The current status.
@@ -1574,8 +1584,11 @@ impl Scanner {
         let level = self.depth - 1;
         let frame = &mut self.frames[level];
         frame.has_key = true;
-        if !self.keys.insert(frame, level, text) && policy == DuplicateKeys::Error {
-            return false;
+        if !self.keys.insert(frame, level, text) {
+            if policy == DuplicateKeys::Error {
+                return false;
+            }
+            self.repeated_keys = true;
         }
         frame.count += 1;
         true

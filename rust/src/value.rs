@@ -33,6 +33,70 @@ pub enum Value {
     Object(Vec<(String, Value)>),
 }
 
+impl Value {
+    /// The value as compact JSON text: numbers as their lexemes, strings escaped as JSON
+    /// requires and nothing more.
+    #[must_use]
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write_json(&mut out);
+        out
+    }
+
+    fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Null => out.extend_from_slice(b"null"),
+            Self::Bool(true) => out.extend_from_slice(b"true"),
+            Self::Bool(false) => out.extend_from_slice(b"false"),
+            Self::Number(lexeme) => out.extend_from_slice(lexeme.as_bytes()),
+            Self::String(s) => write_json_string(s, out),
+            Self::Array(items) => {
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    item.write_json(out);
+                }
+                out.push(b']');
+            }
+            Self::Object(members) => {
+                out.push(b'{');
+                for (i, (key, value)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_json_string(key, out);
+                    out.push(b':');
+                    value.write_json(out);
+                }
+                out.push(b'}');
+            }
+        }
+    }
+}
+
+fn write_json_string(s: &str, out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    for &b in s.as_bytes() {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0..=0x1f => out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 0xf)],
+            ]),
+            _ => out.push(b),
+        }
+    }
+    out.push(b'"');
+}
+
 /// How unfinished strings appear in a partial value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StringMode {
@@ -540,6 +604,21 @@ mod tests {
 
     fn n(v: &str) -> Value {
         Value::Number(v.to_owned())
+    }
+
+    #[test]
+    fn to_json_reads_back_as_the_same_value_with_each_duplicate_resolved() {
+        let text = r#"{"a": "q\"\\\u0001\n\u00e9\ud83d\ude80", "b": [1.50, -0e3, true, null, {}], "a": 7}"#;
+        let value = build_value(text.as_bytes(), BuildOptions::for_complete(true)).expect("value");
+        let json = value.to_json();
+        assert_eq!(
+            std::str::from_utf8(&json).expect("utf-8"),
+            "{\"a\":7,\"b\":[1.50,-0e3,true,null,{}]}"
+        );
+        let strings = r#"["q\"\\\u0001\n\u00e9\ud83d\ude80\u001f"]"#;
+        let value = build_value(strings.as_bytes(), BuildOptions::for_complete(false)).expect("v");
+        let again = build_value(&value.to_json(), BuildOptions::for_complete(false));
+        assert_eq!(again, Some(value));
     }
 
     #[test]
