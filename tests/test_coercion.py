@@ -98,6 +98,36 @@ def test_each_rule_applies_and_is_recorded(
         assert outcome.coercions[0].path == f"/{field}"
 
 
+class Event(BaseModel):
+    """Log an event."""
+
+    at: int | None = Field(default=None, json_schema_extra={"x-unit": "unix-seconds"})
+    at_f: float | None = Field(default=None, json_schema_extra={"x-unit": "unix-seconds"})
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field", "value", "rules"),
+    [
+        ('{"at": 1700000000000}', "at", 1700000000, ["unix_ms"]),
+        ('{"at": 1700000000}', "at", 1700000000, []),
+        ('{"at": null}', "at", None, []),
+        ('{"at_f": 1700000000123}', "at_f", 1700000000.123, ["unix_ms"]),
+    ],
+)
+def test_an_optional_unix_seconds_field_reads_milliseconds_as_a_plain_one_does(
+    arguments: str, field: str, value: Any, rules: list[str]
+) -> None:
+    # Pydantic writes an `Optional` field's extra beside its `anyOf`: the unit holds for the
+    # number branch all the same.
+    tools = Toolset([Event])
+    outcome = tools.validate(call("event", arguments))
+    assert outcome.ok, outcome.errors
+    assert getattr(outcome.model, field) == value
+    assert [c.rule for c in outcome.coercions] == rules
+    refused = tools.validate(call("event", '{"at": 1700000000123}'))
+    assert not refused.ok and "milliseconds" in (refused.errors[0].hint or "")
+
+
 def test_coercion_record_shows_from_and_to() -> None:
     outcome = validate('{"quantity": "30", "gift": "true"}')
     assert [(c.path, c.from_, c.to, c.rule) for c in outcome.coercions] == [
@@ -785,3 +815,83 @@ def test_an_integral_number_past_any_float_is_not_made_an_int() -> None:
     assert toolset.validate(call("stock", '{"units": 1e3}')).model == _Stock(units=1000)
     outcome = toolset.validate(call("stock", '{"units": 1e400}'))
     assert not outcome.ok and [e.path for e in outcome.errors] == ["/units"]
+
+
+class _IntX(BaseModel):
+    x: int
+
+
+class _BoolX(BaseModel):
+    x: bool
+
+
+class _StrX(BaseModel):
+    x: str
+
+
+class Either(BaseModel):
+    """Two object branches that differ in a field's type."""
+
+    v: _IntX | _BoolX
+    w: _IntX | _StrX | None = None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected", "rules"),
+    [
+        # Only one branch can take the value once coerced: that reading is taken.
+        ('{"v": {"x": "true"}}', Either(v=_BoolX(x=True)), ["bool_string"]),
+        ('{"v": {"x": "1"}}', Either(v=_IntX(x=1)), ["number_string"]),
+        # A branch takes the value as it is: nothing changes.
+        ('{"v": {"x": 1}, "w": {"x": "5"}}', Either(v=_IntX(x=1), w=_StrX(x="5")), []),
+        ('{"v": {"x": true}}', Either(v=_BoolX(x=True)), []),
+    ],
+)
+def test_a_union_of_objects_takes_the_one_reading_a_branch_accepts(
+    arguments: str, expected: Either, rules: list[str]
+) -> None:
+    outcome = Toolset([Either]).validate(call("either", arguments))
+    assert outcome.ok, outcome.errors
+    assert outcome.model == expected
+    assert [c.rule for c in outcome.coercions] == rules
+
+
+class _Cat(BaseModel):
+    kind: Literal["cat"]
+    at: datetime
+
+
+class _Dog(BaseModel):
+    kind: Literal["dog"]
+    at: datetime
+
+
+class Adopt(BaseModel):
+    """A union of models holding a timestamp."""
+
+    pet: _Cat | _Dog
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("arguments", "errors"),
+    [
+        (
+            '{"pet": {"kind": "cat", "at": "2024-01-01T00:00:00"}}',
+            [("/pet/at", "timezone_required")],
+        ),
+        ('{"pet": {"kind": "cow", "at": "2024-01-01T00:00:00Z"}}', [("/pet/kind", "enum")]),
+        ('{"pet": 5}', [("/pet", "type")]),
+    ],
+)
+def test_a_refusal_inside_a_union_member_is_the_only_error(
+    precheck: bool, arguments: str, errors: list[tuple[str, str]]
+) -> None:
+    # The pre-check finds that no branch takes the member (its timestamp has no offset); the
+    # refusal inside says what to fix, "expected an object" at the union would mislead.
+    tools = Toolset([Adopt])
+    asm = Assembler(tools=tools if precheck else None)
+    asm.feed(0, id="c", name="adopt", arguments=arguments)
+    (done,) = asm.finish()
+    outcome = tools.validate(done)
+    assert [(e.path, e.code) for e in outcome.errors] == errors

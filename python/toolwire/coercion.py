@@ -449,6 +449,7 @@ class _Coercer:
         self.problems: list[CoercionProblem] = []
         self.memo: dict[_TrialKey, tuple[Any, Any, _Coercer]] = {}
         self.unions_open: set[tuple[int, int, tuple[str | int, ...]]] = set()
+        self.unit_unions: dict[int, tuple[Any, list[Mapping[str, Any]]]] = {}
 
     def deref(self, node: Mapping[str, Any]) -> Mapping[str, Any]:
         if not isinstance(cast(object, node), Mapping):
@@ -482,7 +483,10 @@ class _Coercer:
             rules = rules | {str(r) for r in cast(list[Any], extra)}
         branches = node.get("anyOf") or node.get("oneOf")
         if isinstance(branches, list):
-            return self.walk_union(value, cast(list[Mapping[str, Any]], branches), path, rules)
+            union = cast(list[Mapping[str, Any]], branches)
+            if UNIT_KEY in node:
+                union = self.with_unit(union, node[UNIT_KEY])
+            return self.walk_union(value, union, path, rules)
         value = self.scalar(value, node, path, rules)
         prefix = node.get("prefixItems")
         if isinstance(value, list) and isinstance(prefix, list) and prefix:
@@ -505,6 +509,21 @@ class _Coercer:
         if isinstance(value, dict):
             return self.walk_object(cast(dict[str, Any], value), node, path, rules)
         return cast(Any, value)
+
+    def with_unit(self, branches: list[Mapping[str, Any]], unit: Any) -> list[Mapping[str, Any]]:
+        """The branches of a union marked with a unit (`Optional[int]` with `x-unit`: Pydantic
+        puts the field's extra beside `anyOf`), each inline branch marked too.
+
+        Made once per union and kept, so that each branch keeps one identity for the trials'
+        memo (an id of a dropped copy could be reused by another).
+        """
+        known = self.unit_unions.get(id(branches))
+        if known is None:
+            marked = [
+                b if "$ref" in b or UNIT_KEY in b else {**b, UNIT_KEY: unit} for b in branches
+            ]
+            known = self.unit_unions[id(branches)] = (branches, marked)
+        return known[1]
 
     def walk_union(
         self,
@@ -571,6 +590,7 @@ class _Coercer:
         scratch.defs = self.defs
         scratch.memo = self.memo
         scratch.unions_open = self.unions_open
+        scratch.unit_unions = self.unit_unions
         result = scratch.walk(value, branch, path, rules)
         # The value is kept alive with its entry, so its id cannot be reused meanwhile.
         self.memo[key] = (value, result, scratch)
@@ -596,7 +616,12 @@ class _Coercer:
         plausible = [t for t in trials if self.fits(t[1], t[0])]
         if not plausible:
             return self.walk(value, branches[0], path, rules)
-        if any(not t[2].coercions and not t[2].problems for t in plausible):
+        # A branch needs no change only if it takes the value: a trial that coerced nothing
+        # may just have found nothing to coerce (`{"x": "true"}` toward `A{x: int}`).
+        if any(
+            not scratch.coercions and not scratch.problems and self.accepts(result, branch)
+            for branch, result, scratch in plausible
+        ):
             return value
         if len(plausible) == 1:
             _, result, scratch = plausible[0]
@@ -605,8 +630,8 @@ class _Coercer:
             return result
         readings = {
             dumps_exact(result): (result, scratch)
-            for _, result, scratch in plausible
-            if not scratch.problems
+            for branch, result, scratch in plausible
+            if not scratch.problems and self.accepts(result, branch)
         }
         if len(readings) == 1:
             result, scratch = next(iter(readings.values()))
@@ -615,6 +640,39 @@ class _Coercer:
         if len(readings) > 1:
             self.refuse(path, "ambiguous", value, " or ".join(readings))
         return value
+
+    def accepts(self, value: Any, node: Mapping[str, Any]) -> bool:
+        """Whether a schema takes a value as it is, by the types, constants and fields it
+        states all the way down (other constraints are left to validation)."""
+        node = self.deref(node)
+        branches = node.get("anyOf") or node.get("oneOf")
+        if isinstance(branches, list):
+            return any(self.accepts(value, b) for b in cast(list[Mapping[str, Any]], branches))
+        members = node.get("allOf")
+        if isinstance(members, list):
+            if not all(self.accepts(value, m) for m in cast(list[Mapping[str, Any]], members)):
+                return False
+        if not _matches(value, node):
+            return False
+        if isinstance(value, dict):
+            item = cast(dict[str, Any], value)
+            if not self.fits(item, node):
+                return False
+            props = cast(Mapping[str, Any], node.get("properties") or {})
+            extra = node.get("additionalProperties")
+            for key, sub in item.items():
+                schema = props.get(key, extra if isinstance(extra, dict) else None)
+                if schema is not None and not self.accepts(sub, cast(Mapping[str, Any], schema)):
+                    return False
+        elif isinstance(value, list):
+            prefix = node.get("prefixItems")
+            firsts = cast(list[Any], prefix) if isinstance(prefix, list) else []
+            rest = node.get("items")
+            for at, sub in enumerate(cast(list[Any], value)):
+                schema = firsts[at] if at < len(firsts) else rest
+                if isinstance(schema, dict) and not self.accepts(sub, cast(Any, schema)):
+                    return False
+        return True
 
     def fits(self, value: Any, node: Mapping[str, Any]) -> bool:
         """Whether an object does not contradict an object branch's constants and fields."""

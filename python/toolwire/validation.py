@@ -938,6 +938,9 @@ class _Draft:
     tag: str | None = None
     user_supplied: bool = False
     refusal: bool = False
+    union_level: bool = False
+    """The pre-check's finding that no branch of a union took the value: superseded by an
+    error inside the value, which says what to fix."""
 
 
 class _ErrorBuilder:
@@ -1841,6 +1844,15 @@ _GRAMMAR_KINDS = frozenset(
 _QUOTED_NUMBER = re.compile(rb'"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"')
 
 
+def _without_unions_above(drafts: Sequence[_Draft], paths: Sequence[str]) -> list[_Draft]:
+    """`drafts` less the union-level findings that some path in `paths` lies inside."""
+    return [
+        d
+        for d in drafts
+        if not (d.union_level and any(p.startswith(d.error.path + "/") for p in paths))
+    ]
+
+
 def _has_fixups(schema: Mapping[str, Any]) -> bool:
     """Whether validated values may still need the timezone or Unix-milliseconds check."""
 
@@ -2102,6 +2114,7 @@ class ToolValidator:
                 # The published schema (closed objects, say) is the contract, so the
                 # pre-check's own finding stays even where the model is more lenient.
                 found = builder.from_call_error(error, call.value)
+                found.union_level = error.keyword in ("anyOf", "oneOf")
                 try:
                     self.model.model_validate_json(self._exact(text_in), strict=self._strict)
                 except ValidationError as exc:
@@ -2110,7 +2123,7 @@ class ToolValidator:
                 # Pydantic's default `extra="ignore"` would drop) are found here.
                 unknown = self._unknown_drafts(builder, call.value)
                 below = found.error.path + "/"
-                if error.keyword in ("anyOf", "oneOf") and any(
+                if found.union_level and any(
                     d.error.path.startswith(below) for d in [*initial, *unknown]
                 ):
                     # The union failed on a value inside it (a tag, a field its tagged branch
@@ -2209,6 +2222,12 @@ class ToolValidator:
             return not_object_outcome(call, lang=lang)
         fixed = cast(dict[str, Any], raw)
         drafts = [builder.from_problem(p) for p in result.problems]
+        if drafts:
+            # A refusal inside a union's value (a naive timestamp in the tagged branch) is why
+            # no branch took it: "expected an object" at the union would mislead.
+            inside = [d.error.path for d in drafts]
+            initial = _without_unions_above(initial, inside)
+            precheck_only = _without_unions_above(precheck_only, inside)
         coercions = [self._redacted(c, builder) for c in result.coercions]
         if not result.coercions and self.model is not None and initial:
             # Refusals come first: for the same field they carry a hint the plain error lacks.
