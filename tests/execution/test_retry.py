@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolwire.execution import (
+    BreakerConfig,
     BusinessRuleError,
     Call,
     DeadlineExceeded,
@@ -756,3 +757,96 @@ def test_an_http_date_without_a_zone_is_gmt(zone: str, monkeypatch: pytest.Monke
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+# ---- a retry that never runs gives its budget back ---------------------------------------------
+
+
+class _StuckBackoff(FakeClock):
+    """A clock whose async sleep never ends: the test cancels the call during its backoff."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sleeping = asyncio.Event()
+
+    async def asleep(self, seconds: float) -> None:
+        self.sleep(seconds)
+        self.sleeping.set()
+        await asyncio.Event().wait()
+
+
+class _HookedBackoff(FakeClock):
+    """A clock that runs `during` in every sleep: something happens while a retry waits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.during: Callable[[], None] = lambda: None
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        self.during()
+
+
+def _always_503(args: Any) -> None:
+    raise http_status(503)
+
+
+async def test_a_retry_cancelled_in_its_backoff_gives_its_budgets_back() -> None:
+    clock = _StuckBackoff()
+    budget = RetryBudget(clock=clock)
+    ex = Executor({"t": _always_503}, clock=clock, retry_budget=budget, breaker=False)
+    ctx = RequestContext("r", "s", retry_budget=5)
+    task = asyncio.create_task(ex.aexecute(Call("t", "c", {}), ctx))
+    await clock.sleeping.wait()
+    assert budget.retries == 1 and ctx.retries_left == 4
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert budget.retries == 0 and ctx.retries_left == 5
+    # The reserve the retry took is back: a quiet process may retry three times at once.
+    assert [budget.try_spend_retry() for _ in range(4)] == [True, True, True, False]
+
+
+def test_a_retry_the_breaker_turns_away_at_its_start_gives_its_budgets_back() -> None:
+    clock = _HookedBackoff()
+    budget = RetryBudget(clock=clock)
+    config = BreakerConfig(minimum_calls=5, window_size=5, open_duration=60)
+    ex = Executor({"t": _always_503}, clock=clock, retry_budget=budget, breaker=config)
+    breaker = ex.breaker_for("t")
+    assert breaker is not None
+
+    def other_calls_fail() -> None:
+        # Other calls of the tool fail while this one waits: the breaker opens.
+        for _ in range(5):
+            permit = breaker.acquire()
+            if permit is not None:
+                breaker.record(permit, failure=True, duration=0.0)
+
+    clock.during = other_calls_fail
+    ctx = RequestContext("r", "s", retry_budget=5)
+    result = ex.execute(Call("t", "c", {}), ctx)
+    assert not result.ok and result.attempts == 1
+    assert budget.retries == 0 and ctx.retries_left == 5
+
+
+@given(st.lists(st.sampled_from(["call", "retry", "tick"]), max_size=60))
+@settings(max_examples=200, deadline=None)
+def test_a_refunded_retry_leaves_the_budget_as_if_never_taken(history: list[str]) -> None:
+    def replay(refund_each: bool) -> list[bool]:
+        clock = FakeClock()
+        budget = RetryBudget(ratio=0.5, min_per_second=2.0, ratio_cap=4.0, clock=clock)
+        granted: list[bool] = []
+        for step in history:
+            if step == "call":
+                budget.record_call()
+            elif step == "tick":
+                clock.advance(0.25)
+            else:
+                if refund_each:
+                    ticket = budget.take_retry()
+                    if ticket is not None:
+                        budget.refund(ticket)
+                granted.append(budget.try_spend_retry())
+        return granted
+
+    assert replay(refund_each=True) == replay(refund_each=False)

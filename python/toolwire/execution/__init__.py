@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from toolwire.execution.breaker import BreakerConfig, BreakerSnapshot, CircuitBreaker
-from toolwire.execution.budget import RequestContext, RetryBudget
+from toolwire.execution.budget import RequestContext, RetryBudget, RetryTicket
 from toolwire.execution.classify import Classification, DeadlineExceeded, classify
 from toolwire.execution.clock import Clock, FakeClock, SystemClock
 from toolwire.execution.errors import (
@@ -71,6 +71,7 @@ __all__ = [
     "RequestContext",
     "RetryBudget",
     "RetryPolicy",
+    "RetryTicket",
     "SqliteLedger",
     "StalePolicy",
     "SystemClock",

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from toolwire.execution.clock import Clock, SystemClock
 
-__all__ = ["RequestContext", "RetryBudget"]
+__all__ = ["RequestContext", "RetryBudget", "RetryTicket"]
 
 
 @dataclass(eq=False)
@@ -67,6 +67,15 @@ class RequestContext:
         """Give back a retry taken by ``try_spend_retry`` that was not used."""
         with self._lock:
             self._used = max(0, self._used - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryTicket:
+    """What one retry took from a `RetryBudget`'s two buckets, so that a retry that never ran
+    (cancelled during its backoff, refused by the breaker) gives back exactly that."""
+
+    balance: float
+    reserve: float
 
 
 class RetryBudget:
@@ -115,14 +124,31 @@ class RetryBudget:
 
     def try_spend_retry(self) -> bool:
         """Withdraw one retry; return False (and count a denial) if the budget is exhausted."""
+        return self.take_retry() is not None
+
+    def take_retry(self) -> RetryTicket | None:
+        """Withdraw one retry, or None (and count a denial) if the budget is exhausted.
+
+        Returns:
+            What was taken, for `refund` if the retry does not run after all.
+        """
         with self._lock:
             self._refill()
             if self._balance < 1.0 and self._reserve < 1.0:
                 self.denied += 1
-                return False
+                return None
             # A retry the reserve allows still costs the ratio bucket, which may owe up to one
             # second of reserve: on a busy process the reserve then adds nothing to the ratio.
-            self._balance = max(-self.min_per_second, self._balance - 1.0)
-            self._reserve = max(0.0, self._reserve - 1.0)
+            balance = max(-self.min_per_second, self._balance - 1.0)
+            reserve = max(0.0, self._reserve - 1.0)
+            ticket = RetryTicket(self._balance - balance, self._reserve - reserve)
+            self._balance, self._reserve = balance, reserve
             self.retries += 1
-            return True
+            return ticket
+
+    def refund(self, ticket: RetryTicket) -> None:
+        """Give back a retry `take_retry` granted that never ran (within the buckets' caps)."""
+        with self._lock:
+            self._balance = min(self.ratio_cap, self._balance + ticket.balance)
+            self._reserve = min(self.min_per_second, self._reserve + ticket.reserve)
+            self.retries = max(0, self.retries - 1)

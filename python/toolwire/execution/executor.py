@@ -69,7 +69,7 @@ from toolwire.execution.ledger import (
 )
 from toolwire.execution.ledger_sqlite import SqliteLedger
 from toolwire.execution.observe import ExecutionRecord, FinalState, Observer, SpanLike
-from toolwire.execution.retry import RetryPolicy, StopReason, decide_retry
+from toolwire.execution.retry import RetryPolicy, RetryVerdict, StopReason, decide_retry
 from toolwire.payloads import MESSAGES, Lang, compact_json, finite_json, text
 from toolwire.validation import (
     Redactor,
@@ -386,6 +386,8 @@ class _Run:
     breaker_rejected: bool = False
     stop_reason: StopReason | None = None
     next_wait: float = 0.0
+    granted: RetryVerdict | None = None
+    """A retry decided on whose attempt has not started yet (see `Executor._refund`)."""
     duplicate_execution: bool = False
     recovered: bool = False
     warnings: list[str] = field(default_factory=lambda: [])
@@ -694,6 +696,7 @@ class Executor:
                 with attempt:
                     value = self._attempt_sync(run)
         except BaseException as exc:
+            self._refund(run)
             # Nothing cancels a synchronous call from outside: a CancelledError came from the
             # tool (an event loop it ran). With `settle_cancel` it ends the call with its result
             # (for a write: unknown_outcome) instead of losing the other calls' results.
@@ -766,6 +769,7 @@ class Executor:
                 with attempt:
                     value = await self._attempt_async(run)
         except BaseException as exc:
+            self._refund(run)
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
                 # Record synchronously: awaiting here could be cancelled again. With
                 # `settle_own_cancel`, a CancelledError the tool raised while nobody cancelled
@@ -1253,6 +1257,7 @@ class Executor:
         )
         run.stop_reason = verdict.reason
         run.next_wait = verdict.wait
+        run.granted = verdict if verdict.retry else None
         if verdict.retry:
             run.span.add_event("retry", {"attempt": state.attempt_number, "wait": verdict.wait})
         return verdict.retry
@@ -1264,6 +1269,7 @@ class Executor:
         deadline = run.context.deadline
         remaining = None if deadline is None else deadline - self.clock.monotonic()
         if remaining is not None and remaining <= 0:
+            self._refund(run)
             exc = DeadlineExceeded("request deadline exceeded before the attempt started")
             run.last, run.last_exc = _classify(exc, self.clock.time()), exc
             raise exc
@@ -1272,6 +1278,7 @@ class Executor:
         if breaker is not None:
             permit = breaker.acquire()
             if permit is None:
+                self._refund(run)
                 run.breaker_rejected = True
                 wait = _whole_seconds(breaker.open_remaining())
                 raise _BreakerOpen(run.spec.name, wait)
@@ -1279,6 +1286,7 @@ class Executor:
         by_deadline = False
         if remaining is not None and (timeout is None or remaining < timeout):
             timeout, by_deadline = remaining, True
+        run.granted = None
         if run.attempts == 0:
             # Deposits into the process budget come from calls that run: a breaker refusing
             # calls through an outage must not bank a burst of retries for its recovery.
@@ -1290,6 +1298,17 @@ class Executor:
         # worker that lost the claim, whose execution was the first).
         run.duplicate_execution = run.recovered
         return permit, timeout, by_deadline
+
+    def _refund(self, run: _Run) -> None:
+        """Gives back what a retry took from the budgets when its attempt never starts: it was
+        cancelled during the backoff, or the breaker or the deadline turned it away."""
+        granted, run.granted = run.granted, None
+        if granted is None:
+            return
+        if granted.ticket is not None:
+            self.retry_budget.refund(granted.ticket)
+        if granted.request_spent:
+            run.context.refund_retry()
 
     def _end_attempt(
         self, run: _Run, permit: Permit | None, started: float, exc: BaseException | None

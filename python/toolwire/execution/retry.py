@@ -19,7 +19,7 @@ from typing import Literal
 
 from tenacity import RetryCallState, wait_random_exponential
 
-from toolwire.execution.budget import RequestContext, RetryBudget
+from toolwire.execution.budget import RequestContext, RetryBudget, RetryTicket
 from toolwire.execution.classify import Classification
 
 __all__ = ["RetryPolicy", "RetryVerdict", "StopReason", "decide_retry"]
@@ -70,11 +70,17 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class RetryVerdict:
-    """The outcome of ``decide_retry``: retry after ``wait`` seconds, or stop for ``reason``."""
+    """The outcome of ``decide_retry``: retry after ``wait`` seconds, or stop for ``reason``.
+
+    A retry carries what it took from the process budget (``ticket``, None without one) and
+    from the request's (``request_spent``): the caller gives both back if the retry never runs.
+    """
 
     retry: bool
     wait: float = 0.0
     reason: StopReason | None = None
+    ticket: RetryTicket | None = None
+    request_spent: bool = False
 
 
 def decide_retry(
@@ -123,8 +129,9 @@ def decide_retry(
         return RetryVerdict(False, wait=breaker_wait or 0.0, reason="breaker_open")
     if context is not None and not context.try_spend_retry():
         return RetryVerdict(False, reason="request_budget")
-    if budget is not None and not budget.try_spend_retry():
+    ticket = None if budget is None else budget.take_retry()
+    if budget is not None and ticket is None:
         if context is not None:
             context.refund_retry()
         return RetryVerdict(False, reason="process_budget")
-    return RetryVerdict(True, wait=wait)
+    return RetryVerdict(True, wait=wait, ticket=ticket, request_spent=context is not None)
