@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import random
 from typing import Any
@@ -17,6 +18,8 @@ from toolwire.execution import (
     FakeClock,
     RequestContext,
     RetryBudget,
+    RetryPolicy,
+    ToolSpec,
 )
 
 WINDOWS = ["count", "time"]
@@ -456,3 +459,29 @@ def test_admission_wait_tells_open_half_open_and_full(clock: FakeClock) -> None:
     assert permit is not None and b.admission_wait() is None
     b.release(permit)
     assert b.admission_wait() == 0.0
+
+
+async def test_a_tool_cut_off_by_the_request_deadline_counts_as_slow() -> None:
+    async def hung(args: Any) -> None:
+        await asyncio.sleep(3600)
+
+    config = BreakerConfig(minimum_calls=5, slow_call_duration=0.02, slow_call_rate_threshold=0.5)
+    ex = Executor({"t": ToolSpec(hung)}, retry=RetryPolicy(max_attempts=1), breaker=config)
+    for i in range(5):
+        await ex.aexecute(Call("t", f"c{i}", {}), ex.request(timeout=0.03))
+    breaker = ex.breaker_for("t")
+    assert breaker is not None and breaker.state == "open"
+    refused = await ex.aexecute(Call("t", "c5", {}), ex.request(timeout=0.03))
+    assert refused.state == "tool_unavailable" and refused.attempts == 0
+
+
+async def test_a_call_the_deadline_refuses_at_once_leaves_the_breaker_alone() -> None:
+    async def quick(args: Any) -> int:
+        return 1
+
+    config = BreakerConfig(minimum_calls=1, slow_call_duration=0.02, slow_call_rate_threshold=0.5)
+    ex = Executor({"t": ToolSpec(quick)}, retry=RetryPolicy(max_attempts=1), breaker=config)
+    result = await ex.aexecute(Call("t", "c", {}), ex.request(timeout=0.0))
+    breaker = ex.breaker_for("t")
+    assert not result.ok and breaker is not None and breaker.state == "closed"
+    assert breaker.snapshot().calls == 0

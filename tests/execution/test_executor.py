@@ -33,6 +33,7 @@ from toolwire.execution import (
     NeedsClarification,
     Observer,
     RequestContext,
+    RetryPolicy,
     SqliteLedger,
     ToolContext,
     ToolSpec,
@@ -172,6 +173,54 @@ async def test_async_timeout_cancels_the_tool() -> None:
     result = await ex.aexecute(Call("w", "c", {}), RequestContext("r", "s"))
     assert result.state == "unknown_outcome" and result.attempts == 1
     await asyncio.wait_for(cancelled.wait(), 1)
+
+
+async def test_a_timed_out_attempt_ends_before_the_next_one_or_the_result() -> None:
+    # The cancelled attempt's cleanup awaits: the retry must not start beside it, nor the
+    # result be settled while it still runs.
+    live: list[int] = []
+    running = 0
+
+    async def charge(args: Any) -> None:
+        nonlocal running
+        running += 1
+        live.append(running)
+        try:
+            await asyncio.sleep(10)
+        finally:
+            await asyncio.sleep(0.05)
+            running -= 1
+
+    ex = Executor(retry=RetryPolicy(backoff_base=0.001, backoff_max=0.001), breaker=False)
+    ex.register("charge", charge, side_effects=True, retry_ambiguous=True, timeout=0.02)
+    result = await ex.aexecute(Call("charge", "c", {}), RequestContext("r", "s"))
+    assert result.attempts == 3 and result.state == "unknown_outcome"
+    assert live == [1, 1, 1] and running == 0
+
+
+async def test_an_attempt_that_ignores_its_cancellation_is_not_tried_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import toolwire.execution.executor as executor_module
+
+    monkeypatch.setattr(executor_module, "_SETTLE_GRACE", 0.05)
+    stop = asyncio.Event()
+    attempts = 0
+
+    async def stubborn(args: Any) -> None:
+        nonlocal attempts
+        attempts += 1
+        while not stop.is_set():
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.2)  # keeps going however often it is cancelled
+
+    ex = Executor(retry=RetryPolicy(backoff_base=0.001, backoff_max=0.001), breaker=False)
+    ex.register("read", stubborn, timeout=0.02)
+    result = await ex.aexecute(Call("read", "c", {}), RequestContext("r", "s"))
+    assert result.attempts == 1 and attempts == 1 and not result.ok
+    stop.set()
 
 
 def test_result_payloads_are_json() -> None:
@@ -589,6 +638,9 @@ def test_execute_all_answers_a_sync_tool_that_raised_cancelled_error(workers: in
     assert sorted(runs) == ["f", "g"] and ex.observer.counts["calls"] == 7
     again = ex.execute(Call("cancelled_write", "g", {"n": "g"}))
     assert again.state == "unknown_outcome" and sorted(runs) == ["f", "g"]
+    # `execute` alone answers it too: nothing cancels a synchronous caller from outside.
+    alone = ex.execute(Call("cancelled", "h", {"n": "h"}))
+    assert alone.state == "downstream_failed" and sorted(runs) == ["f", "g", "h"]
 
 
 async def test_aexecute_all_one_result_per_call_in_order() -> None:

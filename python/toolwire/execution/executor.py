@@ -24,6 +24,7 @@ Design notes:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import inspect
 import json
@@ -359,7 +360,12 @@ class _BreakerOpen(Exception):
 
 
 class _AttemptTimeout(TimeoutError):
-    pass
+    """An attempt cut off at its timeout; `still_running` when it ignored its cancellation
+    (an async tool past the grace, or any sync tool in its thread)."""
+
+    def __init__(self, message: str, *, still_running: bool = False) -> None:
+        super().__init__(message)
+        self.still_running = still_running
 
 
 @dataclass(eq=False)
@@ -403,6 +409,9 @@ def _classify(exc: BaseException, now: float) -> Classification:
     """`classify`, which probes the exception's attributes; one whose attributes raise (a
     `status_code` property, say) is an unknown failure that may have been applied, so that the
     attempt still ends and its breaker permit is given back."""
+    if isinstance(exc, _AttemptTimeout) and exc.still_running:
+        # Another attempt would run beside the one that is still going.
+        return Classification("timeout", retryable=False, ambiguous=True)
     try:
         return classify(exc, now=now)
     except Exception:
@@ -666,8 +675,6 @@ class Executor:
         parse_time: float | None = None,
         validation_time: float | None = None,
         coercions: int | None = None,
-        *,
-        settle_cancel: bool = False,
     ) -> ExecutionResult:
         spec = self._tools.get(call.tool)
         if call.ok and spec is not None and spec.is_async:
@@ -698,9 +705,9 @@ class Executor:
         except BaseException as exc:
             self._refund(run)
             # Nothing cancels a synchronous call from outside: a CancelledError came from the
-            # tool (an event loop it ran). With `settle_cancel` it ends the call with its result
-            # (for a write: unknown_outcome) instead of losing the other calls' results.
-            own = settle_cancel and isinstance(exc, asyncio.CancelledError)
+            # tool (an event loop it ran). It ends the call with its result (for a write:
+            # unknown_outcome), as any other failure of the tool does.
+            own = isinstance(exc, asyncio.CancelledError)
             return self._settle_failure(run, exc, reraise=not own)
         return self._settle_success(run, value)
 
@@ -862,7 +869,7 @@ class Executor:
 
     def _execute_guarded(self, call: ValidatedCall, ctx: RequestContext) -> ExecutionResult:
         try:
-            return self._execute(call, ctx, settle_cancel=True)
+            return self._execute(call, ctx)
         except Exception as exc:
             return self._internal_error(call, exc, ctx, record=True)
 
@@ -1325,7 +1332,11 @@ class Executor:
         run.in_flight = cls.ambiguous
         run.span.add_event("attempt_failed", {"attempt": run.attempts, "kind": cls.kind})
         if breaker is not None and permit is not None:
-            if cls.propagate or cls.kind == "deadline_exceeded":
+            if cls.kind == "deadline_exceeded" and duration >= breaker.config.slow_call_duration:
+                # Cut by the request's deadline, not by its own timeout, but it ran that long:
+                # a slow call all the same, or a hanging tool would never trip its breaker.
+                breaker.record(permit, failure=False, duration=duration)
+            elif cls.propagate or cls.kind == "deadline_exceeded":
                 breaker.release(permit)
             else:
                 breaker.record(permit, failure=cls.kind in _BREAKER_FAILURES, duration=duration)
@@ -1970,11 +1981,24 @@ async def _await_with_timeout(
     try:
         done, _ = await asyncio.wait({task}, timeout=timeout)
     except asyncio.CancelledError:
-        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await _stop(task)
         raise
     if task in done:
         return task.result()
+    stopped = await _stop(task)
+    raise _AttemptTimeout(
+        f"tool {name!r} timed out after {timeout:.3f}s", still_running=not stopped
+    )
+
+
+async def _stop(task: asyncio.Future[Any]) -> bool:
+    """Cancels an attempt's task and waits, at most `_SETTLE_GRACE` seconds, for it to end:
+    its cleanup (which may await) must be over before the call is settled or tried again, or
+    two attempts of one write would overlap. False if it is still running."""
     task.cancel()
+    if not task.done():
+        await asyncio.wait({task}, timeout=_SETTLE_GRACE)
     # Retrieve the task's eventual exception so asyncio does not log it as never retrieved.
     task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
-    raise _AttemptTimeout(f"tool {name!r} timed out after {timeout:.3f}s")
+    return task.done()
