@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import pytest
 from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from toolwire import Assembler, ToolCall, Toolset, tool_messages
 
@@ -586,3 +587,38 @@ def test_a_secret_value_quoted_elsewhere_in_an_error_is_hidden(precheck: bool) -
         [message] = tool_messages([call(tools, "login", arguments, precheck=precheck)], [outcome])
         assert "hunter2XYZ" not in json.dumps(message), message
         assert "hunter2XYZ" not in repr(outcome.errors)
+
+
+@pydantic_dataclass
+class _Creds:
+    token: SecretStr
+
+
+class _FetchReport(BaseModel):
+    """Fetch a report with credentials held in a dataclass and a set."""
+
+    creds: _Creds
+    spare: frozenset[SecretStr] = frozenset()
+
+
+def test_secrets_inside_dataclasses_and_sets_are_known_and_hidden(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    from toolwire.execution import Executor
+
+    def fetch_report(args: _FetchReport) -> None:
+        (spare,) = args.spare
+        token = args.creds.token.get_secret_value()
+        raise ConnectionError(f"GET https://x/?key={token}&spare={spare.get_secret_value()}")
+
+    tools = Toolset([_FetchReport])
+    arguments = {"creds": {"token": "sk-live-4444"}, "spare": ["sk-live-5555"]}
+    outcome = tools.validate(call(tools, "fetch_report", json.dumps(arguments), precheck=True))
+    assert outcome.ok
+    assert sorted(s.get_secret_value() for s in outcome.secrets) == ["sk-live-4444", "sk-live-5555"]
+    with caplog.at_level(logging.DEBUG, logger="toolwire.execution"):
+        content = Executor({"fetch_report": fetch_report}, breaker=False).execute(outcome).content()
+    assert "sk-live" not in content and "sk-live" not in caplog.text
+    assert "key=[redacted]" in caplog.text

@@ -42,6 +42,7 @@ import jsonschema
 import jsonschema.protocols
 import jsonschema.validators
 from pydantic import BaseModel, NaiveDatetime, SecretBytes, SecretStr, ValidationError
+from pydantic.fields import FieldInfo
 
 from toolwire.coercion import (
     JSON_NUMBER,
@@ -759,8 +760,14 @@ def string_leaves(
         scalars and isinstance(value, (int, float))
     ):
         yield path, value
-    elif isinstance(value, BaseModel):
-        for name, info in type(value).model_fields.items():
+    elif isinstance(value, BaseModel) or _is_pydantic_dataclass(value):
+        fields = cast(
+            Mapping[str, FieldInfo],
+            type(value).model_fields
+            if isinstance(value, BaseModel)
+            else cast(Any, type(value)).__pydantic_fields__,
+        )
+        for name, info in fields.items():
             item = getattr(value, name, None)
             extra: object = info.json_schema_extra
             if isinstance(extra, dict) and cast(dict[str, Any], extra).get(SECRET_KEY):
@@ -779,6 +786,21 @@ def string_leaves(
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(cast(Sequence[Any], value)):
             yield from string_leaves(item, [*path, i], scalars=scalars)
+    elif isinstance(value, (set, frozenset)):
+        # No order: the position stands for "an item", which is all a secret's path says.
+        for i, item in enumerate(cast(frozenset[Any], value)):
+            yield from string_leaves(item, [*path, i], scalars=scalars)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for entry in dataclasses.fields(value):
+            yield from string_leaves(
+                getattr(value, entry.name, None), [*path, entry.name], scalars=scalars
+            )
+
+
+def _is_pydantic_dataclass(value: Any) -> bool:
+    """Whether `value` is an instance of a Pydantic dataclass (its fields carry `FieldInfo`)."""
+    fields: object = getattr(type(cast(object, value)), "__pydantic_fields__", None)
+    return not isinstance(value, type) and isinstance(fields, dict)
 
 
 def without_values(text: str, secrets: Sequence[str]) -> str:
