@@ -450,6 +450,7 @@ class _Coercer:
         self.memo: dict[_TrialKey, tuple[Any, Any, _Coercer]] = {}
         self.unions_open: set[tuple[int, int, tuple[str | int, ...]]] = set()
         self.unit_unions: dict[int, tuple[Any, list[Mapping[str, Any]]]] = {}
+        self.accepting: set[tuple[int, int]] = set()
 
     def deref(self, node: Mapping[str, Any]) -> Mapping[str, Any]:
         if not isinstance(cast(object, node), Mapping):
@@ -645,13 +646,31 @@ class _Coercer:
         """Whether a schema takes a value as it is, by the types, constants and fields it
         states all the way down (other constraints are left to validation)."""
         node = self.deref(node)
-        branches = node.get("anyOf") or node.get("oneOf")
+        branches: object = node.get("anyOf") or node.get("oneOf")
         if isinstance(branches, list):
-            return any(self.accepts(value, b) for b in cast(list[Mapping[str, Any]], branches))
-        members = node.get("allOf")
-        if isinstance(members, list):
-            if not all(self.accepts(value, m) for m in cast(list[Mapping[str, Any]], members)):
+            # A union reached again for the same value (`Group = anyOf[$ref Expr]` inside
+            # `Expr`) adds no way to match that the first visit does not try.
+            union = cast(list[Mapping[str, Any]], branches)
+            visit = (id(union), id(value))
+            if visit in self.accepting:
                 return False
+            self.accepting.add(visit)
+            try:
+                return any(self.accepts(value, b) for b in union)
+            finally:
+                self.accepting.discard(visit)
+        members: object = node.get("allOf")
+        if isinstance(members, list):
+            # Reached again for the same value, `allOf` adds no constraint it has not checked.
+            group = cast(list[Mapping[str, Any]], members)
+            visit = (id(group), id(value))
+            if visit not in self.accepting:
+                self.accepting.add(visit)
+                try:
+                    if not all(self.accepts(value, m) for m in group):
+                        return False
+                finally:
+                    self.accepting.discard(visit)
         if not _matches(value, node):
             return False
         if isinstance(value, dict):
