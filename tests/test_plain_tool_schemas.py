@@ -1134,3 +1134,29 @@ def test_unevaluated_properties_beside_a_reference_loop_never_escape_validate() 
         return at_depth(depth - 1) if depth else _run(schema, {"a": 1, "b": 2, "c": 3})[1]
 
     assert not any(at_depth(depth) for depth in range(0, 300, 25))
+
+
+@pytest.mark.parametrize(
+    ("keywords", "arguments"),
+    [
+        ({"dependentRequired": {"a": ["b"]}}, {"a": 1, "b": 2}),
+        ({"dependencies": {"a": ["b"]}}, {"a": 1, "b": 2}),
+        ({"unevaluatedProperties": True}, {"a": 1, "z": 2}),
+        ({"unevaluatedProperties": {"type": "integer"}}, {"a": 1, "z": 2}),
+        ({"propertyNames": {"maxLength": 3}}, {"a": 1, "zz": 2}),
+        ({"minProperties": 2}, {"a": 1, "z": 2}),
+    ],
+)
+def test_an_object_whose_keywords_expect_other_properties_stays_open(
+    keywords: dict[str, Any], arguments: dict[str, Any]
+) -> None:
+    # Closed, these objects would refuse the very properties their keywords ask for or allow.
+    schema = _obj(properties={"a": {}}, **keywords)
+    assert "additionalProperties" not in Toolset([{"name": "t", "parameters": schema}]).schema("t")
+    assert _run(schema, arguments) == ([], True, [])
+
+
+def test_an_object_that_asks_nothing_more_is_still_closed() -> None:
+    schema = _obj(properties={"a": {}}, minProperties=1, dependentRequired={"a": ["a"]})
+    assert _run(schema, {"a": 1})[1]
+    assert not _run(schema, {"a": 1, "z": 2})[1]

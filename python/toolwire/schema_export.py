@@ -360,8 +360,9 @@ def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool 
     own or is such a member itself (the branches of an `allOf` member describe the same object
     as its siblings). Closing those would reject every property named on the other side, which
     the schema allows. An object whose `required` names a property that `properties` does not
-    declare stays open as well: closed, that property would be required and refused at once,
-    and no call could pass."""
+    declare stays open as well (and one whose other keywords expect undeclared properties, see
+    `_expects_undeclared`): closed, that property would be required and refused at once, and
+    no call could pass."""
     as_list = _as_list(node)
     if as_list is not None:
         return [
@@ -411,16 +412,31 @@ def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool 
         and _is_object(out)
         and "additionalProperties" not in out
         and not any(k in out for k in _SAME_OBJECT)
-        and not _requires_undeclared(out)
+        and not _expects_undeclared(out)
     ):
         out["additionalProperties"] = False
     return out
 
 
-def _requires_undeclared(node: Mapping[str, Any]) -> bool:
-    """Whether `required` names a property that `properties` does not declare."""
+# Keywords that govern, or name, properties beyond those an object declares.
+_OPEN_OBJECT = ("unevaluatedProperties", "propertyNames", "dependencies")
+
+
+def _expects_undeclared(node: Mapping[str, Any]) -> bool:
+    """Whether an object's other keywords expect properties `properties` does not declare:
+    `required` or `dependentRequired` naming one, more `minProperties` than it declares, or
+    a keyword about the other properties (`unevaluatedProperties`, `propertyNames`,
+    draft 7's `dependencies`). Closed, such an object would refuse what its schema asks for."""
+    if any(k in node for k in _OPEN_OBJECT):
+        return True
     declared = _as_dict(node.get("properties")) or {}
-    return any(name not in declared for name in _as_list(node.get("required")) or [])
+    if any(name not in declared for name in _as_list(node.get("required")) or []):
+        return True
+    for key, names in (_as_dict(node.get("dependentRequired")) or {}).items():
+        if key not in declared or any(n not in declared for n in _as_list(names) or []):
+            return True
+    minimum = node.get("minProperties")
+    return isinstance(minimum, int) and minimum > len(declared) and "patternProperties" not in node
 
 
 def _is_secret(node: Mapping[str, Any]) -> bool:
