@@ -1160,3 +1160,18 @@ def test_an_object_that_asks_nothing_more_is_still_closed() -> None:
     schema = _obj(properties={"a": {}}, minProperties=1, dependentRequired={"a": ["a"]})
     assert _run(schema, {"a": 1})[1]
     assert not _run(schema, {"a": 1, "z": 2})[1]
+
+
+@pytest.mark.parametrize(
+    ("keywords", "value", "ok"),
+    [
+        ({"type": "string", "maxLength": 2**64}, "x", True),
+        ({"type": "array", "maxItems": 2**70}, [1], True),
+        ({"type": "string", "minLength": 2**64}, "x", False),
+    ],
+)
+def test_a_count_past_any_reachable_one_compiles(
+    keywords: dict[str, Any], value: Any, ok: bool
+) -> None:
+    # A bound above 2**64 - 1 is valid JSON Schema; it bounds nothing more than that one does.
+    assert _run(_obj(properties={"a": keywords}), {"a": value})[1] is ok

@@ -226,7 +226,9 @@ class ToolRegistry:
         duplicate_keys: Literal["error", "last_wins"] = "error",
     ) -> CallError | None:
         """The first schema violation of a complete argument text, as the pre-check reports
-        it while a call streams; for calls assembled without the pre-check.
+        it while a call streams; for calls assembled without the pre-check. Only violations
+        of the schema: what makes the text unreadable (invalid JSON, a duplicate key under
+        `duplicate_keys="error"`) is the assembler's to report, on `ToolCall.error`.
 
         Args:
             name: A registered tool name.

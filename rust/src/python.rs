@@ -992,7 +992,7 @@ impl PyToolRegistry {
 
     /// The first schema violation of a complete argument text, as the pre-check would have
     /// reported it while the text streamed: for calls assembled without the pre-check, read
-    /// with their assembler's `duplicate_keys` policy.
+    /// with their assembler's `duplicate_keys` policy. Grammar errors are the assembler's.
     #[pyo3(signature = (name, arguments, /, *, duplicate_keys="error"))]
     fn check(
         &self,

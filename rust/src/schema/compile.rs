@@ -489,7 +489,10 @@ impl Compiler<'_> {
     fn count(v: &Value, ptr: &str, keyword: &str) -> Result<u64, SchemaError> {
         v.as_number()
             .and_then(|n| Decimal::parse(&n.to_string()))
-            .and_then(|d| d.to_u64())
+            .filter(|d| !d.as_ref().neg && d.as_ref().is_integer())
+            // A count past any a text can reach (`maxLength: 2**64`) bounds nothing more than
+            // the largest one does.
+            .map(|d| d.to_u64().unwrap_or(u64::MAX))
             .ok_or_else(|| {
                 err(
                     &child_ptr(ptr, keyword),
