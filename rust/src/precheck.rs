@@ -228,8 +228,7 @@ impl CallCheck {
 
     /// Violations for early reporting (see [`Checker::early_errors`]): each reads the same
     /// however the stream was cut. Borrowed, so draining after every fragment copies only the
-    /// errors not reported yet.
-    /// Under `last_wins`, only the name's.
+    /// errors not reported yet. Under `last_wins`, only the name's (see `provisional`).
     pub fn early_errors(&self) -> impl Iterator<Item = &Error> {
         let checker = self.checker.as_ref().filter(|_| !self.provisional);
         self.name_error
