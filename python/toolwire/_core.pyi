@@ -334,6 +334,14 @@ class Assembler:
     def stop_all(self, reason: str, /) -> None:
         """The provider said the calls it sent are malformed: every call is `filtered`, even one
         it had ended with a complete value (nothing tells which call it judged)."""
+    def lose_event(self, reason: str, /) -> None:
+        """An event that may have carried part of a call could not be read: every call whose
+        arguments were still open (not one complete value, not ended by the provider) becomes
+        a `lost_event` error, never executed.
+
+        Raises:
+            MisuseError: After `finish`.
+        """
     def lose_arguments(self, ordinal: int, reason: str, /) -> None:
         """The call at `ordinal` lost part of its arguments (an event that carried them could
         not be read): it becomes a `lost_event` error, never executed, whatever it holds.

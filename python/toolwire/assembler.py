@@ -53,10 +53,19 @@ class Assembler(_core.Assembler):
             The chunk's assistant text, the `feed` calls it caused (ordinal, id, name), its
             finish reason and usage. A chunk that does not tell its format before any format
             is known (an ambiguous `error` event) is ignored and returns an empty `ChunkInfo`.
+            A chunk that is not an object (`None`, a number, a string, a list: an SSE event
+            whose data is such JSON) makes the calls still open `lost_event`, as on the raw
+            path.
 
         Raises:
             MisuseError: The assembler was already finished.
         """
+        if chunk is None or isinstance(chunk, (bool, int, float, str, list)):
+            # An event whose data is JSON but not an object (`data: 123`): the SDKs hand it on
+            # as it is, and the raw SSE path reads it as a malformed event. It may have carried
+            # part of a call, so the calls still open must not run, on both paths.
+            self.lose_event("a malformed event")
+            return ChunkInfo()
         state: dict[str, Any] = self.__dict__
         adapter: FormatAdapter | None = state.get(_ADAPTER)
         if adapter is None:

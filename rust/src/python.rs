@@ -1488,6 +1488,17 @@ impl PyAssembler {
         }
     }
 
+    /// An event that may have carried part of a call could not be read: every call whose
+    /// arguments were still open becomes a `lost_event` error (see [`Assembler::lose_event`]).
+    #[pyo3(signature = (reason, /))]
+    fn lose_event(&mut self, py: Python<'_>, reason: &str) -> PyResult<()> {
+        self.decoder
+            .assembler_mut()
+            .lose_event(reason)
+            .map_err(|e| misuse(&e))?;
+        self.flush_progress(py)
+    }
+
     /// The call at `ordinal` lost part of its arguments (an event that carried them could not
     /// be read): it becomes a `lost_event` error, never executed, whatever it holds.
     #[pyo3(signature = (ordinal, reason, /))]

@@ -10,6 +10,8 @@ after the loss, is untouched.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 pytest.importorskip("toolwire._core")
@@ -17,7 +19,7 @@ pytest.importorskip("toolwire._core")
 from toolwire import Assembler, tool_messages
 from toolwire.toolset import Toolset
 
-from .clients import assemble_sync
+from .clients import assemble_async, assemble_sync
 from .conftest import SSEServer
 from .streamkit import Call, before_the_end, sse_body, well_formed_stream
 
@@ -29,14 +31,19 @@ GARBLED = {
 }
 
 
-def _with_garbled_event(fmt: str) -> bytes:
-    """The stream with an unreadable event right after the first call's first fragment."""
+def _with_event(fmt: str, event: bytes) -> bytes:
+    """The stream with `event` right after the first call's first fragment."""
     events = well_formed_stream(fmt, CALLS, size=4)
     body = sse_body(events, fmt)
     # The first event that carries argument text of the first call (its first fragment).
     first = next(i for i, e in enumerate(events) if '{"ci' in str(e))
     cut = len(sse_body(events[: first + 1], fmt).removesuffix(b"data: [DONE]\n\n"))
-    return body[:cut] + GARBLED[fmt] + body[cut:]
+    return body[:cut] + event + body[cut:]
+
+
+def _with_garbled_event(fmt: str) -> bytes:
+    """The stream with an unreadable event right after the first call's first fragment."""
+    return _with_event(fmt, GARBLED[fmt])
 
 
 @pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic"])
@@ -85,3 +92,56 @@ def test_an_unreadable_event_between_calls_costs_nothing() -> None:
     assembler.feed_sse(body + GARBLED[fmt] + tail)
     calls = assembler.finish()
     assert all(c.ok for c in calls), [c.error for c in calls]
+
+
+NOT_AN_OBJECT = {
+    "openai-chat": b"data: 123\n\n",
+    "openai-responses": b"event: response.function_call_arguments.delta\ndata: 123\n\n",
+    "anthropic": b"event: content_block_delta\ndata: 123\n\n",
+}
+
+
+def _first_call_fate(stream: Any) -> tuple[str | None, bool]:
+    first = stream.calls[0]
+    return first.name, first.ok
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic"])
+def test_an_event_whose_data_is_not_an_object_loses_the_open_call_on_both_paths(
+    sse_server: SSEServer, fmt: str
+) -> None:
+    # `data: 123` parses as JSON: the SDKs hand it on as the event, where the raw path reads a
+    # malformed event. Either way the call it may have cut must not run.
+    body = _with_event(fmt, NOT_AN_OBJECT[fmt])
+    raw = Assembler()
+    raw.feed_sse(body)
+    raw_first = raw.finish()[0]
+    assert raw_first.error is not None and raw_first.error.kind == "lost_event"
+    _, stream = assemble_sync(sse_server.register(body), fmt)
+    assert _first_call_fate(stream) == ("get_weather", False)
+    assert stream.calls[0].error is not None and stream.calls[0].error.kind == "lost_event"
+    assert stream.calls[1].ok, "it started after the loss"
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
+def test_bytes_that_are_not_utf8_end_the_sdk_stream_cleanly(
+    sse_server: SSEServer, fmt: str
+) -> None:
+    # The SDKs decode the body line by line and raise UnicodeDecodeError: like any event they
+    # cannot decode, it ends the stream as a transport error, with every call answered.
+    body = _with_event(fmt, b'data: {"\xff"}\n\n')
+    events, stream = assemble_sync(sse_server.register(body), fmt)
+    assert isinstance(stream.transport_error, UnicodeDecodeError)
+    assert _first_call_fate(stream) == ("get_weather", False)
+    assert type(events[-1]).__name__ == "StreamEnded"
+
+
+@pytest.mark.anyio
+async def test_bytes_that_are_not_utf8_end_the_async_sdk_stream_cleanly(
+    sse_server: SSEServer,
+) -> None:
+    body = _with_event("openai-chat", b'data: {"\xff"}\n\n')
+    events, stream = await assemble_async(sse_server.register(body), "openai-chat")
+    assert isinstance(stream.transport_error, UnicodeDecodeError)
+    assert _first_call_fate(stream) == ("get_weather", False)
+    assert type(events[-1]).__name__ == "StreamEnded"
