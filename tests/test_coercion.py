@@ -895,3 +895,63 @@ def test_a_refusal_inside_a_union_member_is_the_only_error(
     (done,) = asm.finish()
     outcome = tools.validate(done)
     assert [(e.path, e.code) for e in outcome.errors] == errors
+
+
+class Keyed(BaseModel):
+    """Dicts whose keys are not strings."""
+
+    by_id: dict[int, str] = {}
+    by_ratio: dict[float, str] = {}
+    by_flag: dict[bool, int] = {}
+    by_price: dict[Decimal, int] = {}
+    nested: list[dict[int, int]] | None = None
+    by_name: dict[str, int] = {}
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("arguments", "error", "hint_word"),
+    [
+        # Pydantic would read both as key 1, and one value would be lost.
+        ('{"by_id": {"1": "a", "01": "b"}}', ("/by_id", "type", '"01"'), "integer"),
+        ('{"by_id": {"1_000": "a"}}', ("/by_id", "type", '"1_000"'), "integer"),
+        ('{"by_id": {" 1 ": "a"}}', ("/by_id", "type", '" 1 "'), "integer"),
+        ('{"by_ratio": {"nan": "a"}}', ("/by_ratio", "type", '"nan"'), "number"),
+        ('{"by_ratio": {"1e400": "a"}}', ("/by_ratio", "type", '"1e400"'), "number"),
+        ('{"by_ratio": {"1": "a", "1.0": "b"}}', ("/by_ratio", "unique", '"1.0"'), '"1"'),
+        ('{"by_flag": {"yes": 1}}', ("/by_flag", "type", '"yes"'), "true or false"),
+        ('{"by_price": {"1.0": 1, "1.00": 2}}', ("/by_price", "unique", '"1.00"'), '"1.0"'),
+        ('{"nested": [{"7": 1, "+7": 2}]}', ("/nested/0", "type", '"+7"'), "integer"),
+    ],
+)
+def test_a_dict_key_must_be_written_as_its_type_and_name_one_entry(
+    precheck: bool, arguments: str, error: tuple[str, str, str], hint_word: str
+) -> None:
+    tools = Toolset([Keyed])
+    asm = Assembler(tools=tools if precheck else None)
+    asm.feed(0, id="c", name="keyed", arguments=arguments)
+    (done,) = asm.finish()
+    outcome = tools.validate(done)
+    assert not outcome.ok and [(e.path, e.code, e.got) for e in outcome.errors] == [error]
+    assert hint_word in (outcome.errors[0].hint or "")
+
+
+def test_dict_keys_written_as_their_type_are_taken() -> None:
+    outcome = Toolset([Keyed]).validate(
+        call(
+            "keyed",
+            '{"by_id": {"-5": "a", "12": "b"}, "by_ratio": {"1.5": "x", "2e3": "y"},'
+            ' "by_flag": {"true": 1, "false": 0}, "by_price": {"19.99": 1},'
+            ' "nested": [{"7": 1}], "by_name": {"01": 1, "1": 2}}',
+        )
+    )
+    assert outcome.ok, outcome.errors
+    assert outcome.model == Keyed(
+        by_id={-5: "a", 12: "b"},
+        by_ratio={1.5: "x", 2000.0: "y"},
+        by_flag={True: 1, False: 0},
+        by_price={Decimal("19.99"): 1},
+        nested=[{7: 1}],
+        by_name={"01": 1, "1": 2},
+    )
+    assert outcome.coercions == []

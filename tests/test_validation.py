@@ -707,6 +707,7 @@ def test_a_wrong_dict_key_is_the_objects_error_naming_the_key() -> None:
             "code": "type",
             "expected": "field names must be an integer",
             "got": '"x"',
+            "hint": "write the key as a plain integer, e.g. 7 (no leading zeros, +, spaces or _)",
         },
         {
             "path": "/levels",

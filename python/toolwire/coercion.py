@@ -96,6 +96,9 @@ UNIX_MS_THRESHOLD = 10**12
 UNIT_KEY = "x-unit"
 UNIX_SECONDS = "unix-seconds"
 COERCE_KEY = "x-toolwire-coerce"
+# Written by `Toolset` into the validation schema of a dict field whose keys are not strings:
+# the JSON type each key's text stands for (`integer`, `number`, `decimal`, `boolean`).
+KEYS_KEY = "x-toolwire-keys"
 WRAPPER_KEYS = ("params", "parameters", "arguments", "args", "input")
 MAX_SHOWN = 200
 # The core's default `max_depth`: JSON held in a string may nest no deeper than the arguments.
@@ -147,8 +150,8 @@ class CoercionProblem:
     Attributes:
         path: JSON Pointer of the value.
         code: `"ambiguous"`, `"fractional_integer"`, `"inexact_milliseconds"`,
-            `"number_text"`, `"out_of_range"`, `"timezone_required"`, `"unix_timestamp"` or
-            `"bool_number"`.
+            `"number_text"`, `"out_of_range"`, `"timezone_required"`, `"unix_timestamp"`,
+            `"bool_number"`, `"key_text"` or `"duplicate_key"` (a dict key, see `KEYS_KEY`).
         got: The value as written, compact JSON cut to 200 characters.
         detail: Rule-specific words used in the hint (the candidate values, say).
     """
@@ -377,6 +380,26 @@ def _well_formed(value: Any, limit: int) -> bool:
             return False
         stack.extend((child, depth + 1) for child in children)
     return True
+
+
+_NOT_A_KEY: Any = object()
+_INTEGER_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+def _key_value(key: str, kind: str) -> Any:
+    """The entry a dict key's text names once Pydantic converts it, or `_NOT_A_KEY` when the
+    text is not how JSON writes a value of `kind`."""
+    if kind == "boolean":
+        return {"true": True, "false": False}.get(key, _NOT_A_KEY)
+    if kind == "integer":
+        return int(key) if _INTEGER_TEXT.fullmatch(key) and len(key) <= 4300 else _NOT_A_KEY
+    if not JSON_NUMBER.fullmatch(key):
+        return _NOT_A_KEY
+    exact = Decimal(key)
+    if kind == "decimal":
+        return exact
+    # A float key: read as Pydantic reads it, so that two texts of one float are one entry.
+    return _NOT_A_KEY if _beyond_float(exact) else float(exact)
 
 
 def _types(node: Mapping[str, Any]) -> set[str]:
@@ -727,6 +750,9 @@ class _Coercer:
                 if isinstance(inner, dict):
                     self.record(path, value, inner, "unwrap")
                     return self.walk_object(cast(dict[str, Any], inner), node, path, rules)
+        kind = node.get(KEYS_KEY)
+        if isinstance(kind, str):
+            self.check_keys(value, kind, path)
         extra = node.get("additionalProperties")
         required = set(cast(list[str], node.get("required") or []))
         member_props, member_required = self.member_fields(node, 0)
@@ -749,6 +775,25 @@ class _Coercer:
                 sub = cast(Mapping[str, Any], extra)
             out[key] = self.walk(item, sub, [*path, key], rules) if sub is not None else item
         return out
+
+    def check_keys(self, value: dict[str, Any], kind: str, path: list[str | int]) -> None:
+        """The keys of a dict field whose keys are not strings (`dict[int, str]`).
+
+        A JSON key is always a string, so Pydantic converts each key's text, laxly even in
+        strict mode: `"01"` and `"+1"` become 1 like `"1"` (one of their values is lost),
+        `"1_000"` becomes 1000, `"yes"` becomes True, `"nan"` a float key. Each key must be
+        written as JSON writes a value of its type, and no two keys may name the same entry.
+        """
+        seen: dict[Any, str] = {}
+        for key in value:
+            read = _key_value(key, kind)
+            # Reported at the object, as Pydantic's own key errors are: no value is at the key.
+            if read is _NOT_A_KEY:
+                self.refuse(path, "key_text", key, kind)
+                continue
+            first = seen.setdefault(read, key)
+            if first != key:
+                self.refuse(path, "duplicate_key", key, json.dumps(first))
 
     def member_fields(self, node: Mapping[str, Any], depth: int) -> tuple[dict[str, Any], set[str]]:
         """The properties and required names that `node`'s `allOf` members declare.

@@ -214,6 +214,26 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "add a time zone offset such as Z or +08:00",
         "zh": "请加上时区偏移，例如 Z 或 +08:00",
     },
+    "hint.key_integer": {
+        "en": "write the key as a plain integer, e.g. 7 (no leading zeros, +, spaces or _)",
+        "zh": "请将键写成普通整数，例如 7（不要前导零、+、空格或 _）",
+    },
+    "hint.key_number": {
+        "en": "write the key as a JSON number, e.g. 1.5 (no NaN, Infinity, spaces or _)",
+        "zh": "请将键写成 JSON 数字，例如 1.5（不要 NaN、Infinity、空格或 _）",
+    },
+    "hint.key_boolean": {"en": "write the key as true or false", "zh": "请将键写成 true 或 false"},
+    "hint.duplicate_key": {
+        "en": "this key names the same entry as {detail}; send each entry once",
+        "zh": "此键与 {detail} 指向同一条目；每个条目只发送一次",
+    },
+    "key.integer": {"en": "an integer", "zh": "整数"},
+    "key.number": {"en": "a number", "zh": "数字"},
+    "key.boolean": {"en": "true or false", "zh": "true 或 false"},
+    "expected.distinct_keys": {
+        "en": "field names that each name a different entry",
+        "zh": "每个字段名指向不同的条目",
+    },
     "hint.did_you_mean": {"en": "did you mean {name}?", "zh": "是否是指 {name}？"},
     "hint.user_supplied": {
         "en": "only the user can provide this value; ask them",

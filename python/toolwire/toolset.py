@@ -40,7 +40,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from toolwire._core import ToolCall
-from toolwire.coercion import CoercionSpec, float_risk, resolve_rules
+from toolwire.coercion import KEYS_KEY, CoercionSpec, float_risk, resolve_rules
 from toolwire.payloads import Lang
 from toolwire.schema_export import (
     Relaxation,
@@ -67,6 +67,10 @@ if TYPE_CHECKING:
 __all__ = ["ToolDefinition", "ToolInput", "Toolset", "snake_case"]
 
 
+# Pydantic key schemas whose texts `coercion.check_keys` holds to JSON's form of the type.
+_KEY_KINDS = {"int": "integer", "float": "number", "decimal": "decimal", "bool": "boolean"}
+
+
 class _DecimalSchema(GenerateJsonSchema):
     """Pydantic's schema with `Decimal` fields recognisable again.
 
@@ -87,6 +91,16 @@ class _DecimalSchema(GenerateJsonSchema):
     def datetime_schema(self, schema: core_schema.DatetimeSchema) -> JsonSchemaValue:
         """The timestamp's schema; a `NaiveDatetime` is no RFC 3339 `date-time`."""
         return _naive_without_format(schema, super().datetime_schema(schema))
+
+    def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
+        """The dict's schema, marked with the JSON type its keys stand for when they are not
+        strings (see `coercion.KEYS_KEY`): Pydantic converts key texts laxly."""
+        out = super().dict_schema(schema)
+        keys = cast(Mapping[str, Any], schema.get("keys_schema") or {})
+        kind = _KEY_KINDS.get(str(keys.get("type")))
+        if kind is not None:
+            out[KEYS_KEY] = kind
+        return out
 
     def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
         """The `Decimal` schema with a numeric pattern on its string branch."""

@@ -46,6 +46,7 @@ from pydantic.fields import FieldInfo
 
 from toolwire.coercion import (
     JSON_NUMBER,
+    KEYS_KEY,
     UNIT_KEY,
     UNIX_MS_THRESHOLD,
     UNIX_SECONDS,
@@ -162,7 +163,9 @@ class FieldError:
         path: JSON Pointer of the value (`""` for the whole arguments).
         code: A stable slug: `missing`, `unknown_field`, `type`, `enum`, `format`,
             `timezone_required`, `pattern`, `range`, `multiple_of`, `decimal`, `length`, `unique`,
-            `ambiguous`, `value`, `business_rule`, `schema_violation` or `invalid`.
+            `ambiguous`, `value`, `business_rule`, `schema_violation` or `invalid`. A dict key
+            is reported at its object (`got` is the key): `type` when it is not written as its
+            type's JSON text, `unique` when it names an entry another key names.
         expected: What the schema wants, in words (`one of "low", "high"`, `>= 1`).
         got: The value as written, compact JSON cut to 200 characters (redacted for secrets).
         hint: Extra advice for the model, when there is any.
@@ -1237,8 +1240,19 @@ class _ErrorBuilder:
             code = "type"
         elif code == "unix_timestamp":
             code = "format"
-        hint = text(f"hint.{problem.code}", self.lang, detail=problem.detail)
         got = self.got_text(located, problem.got)
+        if code == "key_text":
+            # About a key of the object, as Pydantic's own key errors are (`from_pydantic`).
+            kind = "number" if problem.detail == "decimal" else problem.detail
+            words = text(f"key.{kind}", self.lang)
+            expected = text("expected.key", self.lang, what=words)
+            hint = text(f"hint.key_{kind}", self.lang)
+            return _Draft(FieldError(located.pointer, "type", expected, got, hint), refusal=True)
+        if code == "duplicate_key":
+            expected = text("expected.distinct_keys", self.lang)
+            hint = text("hint.duplicate_key", self.lang, detail=problem.detail)
+            return _Draft(FieldError(located.pointer, "unique", expected, got, hint), refusal=True)
+        hint = text(f"hint.{problem.code}", self.lang, detail=problem.detail)
         if problem.code == "number_text":
             expected = text("type.number", self.lang)
         else:
@@ -1962,6 +1976,11 @@ class ToolValidator:
         self._decimals = model is not None and has_decimals(self.schema)
         self._floats = model is not None and has_floats(self.schema)
         self._timestamps = model is not None and has_timestamps(self.schema)
+        # Dict fields whose keys Pydantic converts from text: every call goes through the
+        # coercion walk, which holds the key texts to their type's JSON form.
+        self._keyed_dicts = model is not None and schema_has(
+            self.schema, lambda node: True if KEYS_KEY in node else None
+        )
         self._scalar_enums = model is not None and has_scalar_enums(self.schema)
         # Numeric enums alone can only be swapped by a `true` or `false` in the text.
         self._boolean_enums = self._scalar_enums and has_boolean_enums(self.schema)
@@ -2013,6 +2032,7 @@ class ToolValidator:
                 and not (self._decimals and self._odd_decimal_text(call))
                 and not (self._timestamps and self._unix_timestamp_text(call))
                 and not (self._scalar_enums and self._strict and self._bool_number_swap(call))
+                and not self._keyed_dicts
             ):
                 return self._accept(call, instance, None, [], lang)
         return self._validate_further(call, error, [], lang, redact)
@@ -2036,6 +2056,7 @@ class ToolValidator:
             or self._fixups
             or self._timestamps
             or self._scalar_enums
+            or self._keyed_dicts
             or self.check is not None
         ):
             return None
