@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -889,3 +890,28 @@ def test_json_too_deep_for_pydantic_is_too_large_not_its_raw_text() -> None:
     (done,) = asm.finish()
     outcome = toolset.validate(done)
     assert not outcome.ok and outcome.error_type == "too_large"
+
+
+class _ByName(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    user_id: int = Field(alias="userId")
+
+
+class _Either(BaseModel):
+    v: int = Field(validation_alias=AliasChoices("val", "value"))
+
+
+@pytest.mark.parametrize(
+    ("model", "arguments", "path"),
+    [
+        (_ByName, '{"user_id": "x"}', "/user_id"),
+        (_ByName, '{"userId": "x"}', "/userId"),
+        (_Either, '{"value": "x"}', "/value"),
+    ],
+)
+def test_an_error_under_any_key_a_field_is_read_from_names_its_type(
+    model: type[BaseModel], arguments: str, path: str
+) -> None:
+    tools = Toolset([model])
+    outcome = tools.validate(call(tools.names()[0], arguments))
+    assert [(e.path, e.code, e.expected) for e in outcome.errors] == [(path, "type", "an integer")]

@@ -85,7 +85,8 @@ class _DecimalSchema(GenerateJsonSchema):
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
         """The model's schema with every key its fields are read from."""
         out = super().model_schema(schema)
-        _add_alternate_keys(out, schema, cast(Mapping[str, Any], schema.get("config") or {}))
+        config = cast(Mapping[str, Any], schema.get("config") or {})
+        _add_alternate_keys(out, schema, config, describe_every_key=True)
         return out
 
     def datetime_schema(self, schema: core_schema.DatetimeSchema) -> JsonSchemaValue:
@@ -245,9 +246,18 @@ def _without_max_items(out: JsonSchemaValue) -> JsonSchemaValue:
 
 
 def _add_alternate_keys(
-    out: JsonSchemaValue, schema: core_schema.ModelSchema, config: Mapping[str, Any]
+    out: JsonSchemaValue,
+    schema: core_schema.ModelSchema,
+    config: Mapping[str, Any],
+    *,
+    describe_every_key: bool = False,
 ) -> None:
-    """Adds to a model's object schema `out` every other key Pydantic reads a field from."""
+    """Adds to a model's object schema `out` every other key Pydantic reads a field from.
+
+    A key whose value is the field's only when no earlier key comes takes any value (the
+    pre-check cannot know yet), unless `describe_every_key`: validation, which sees the whole
+    call, describes an error under any key holding the field by the field's own schema.
+    """
     fields_schema = cast(Mapping[str, Any], schema["schema"])
     # A `model_validator` wraps the fields in function schemas.
     while fields_schema.get("type") != "model-fields" and "schema" in fields_schema:
@@ -299,7 +309,7 @@ def _add_alternate_keys(
             # extra inputs, which only `forbid` refuses): a value under a later key is the
             # field's only if no earlier key comes, which the stream may still bring.
             certain = (rank == 0 or forbid) and key not in shared
-            props[key] = copy.deepcopy(own) if whole and certain else {}
+            props[key] = copy.deepcopy(own) if whole and (certain or describe_every_key) else {}
         if shown in required:
             required.remove(shown)
     if "required" in out and not required:
