@@ -18,6 +18,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    HttpUrl,
     IPvAnyAddress,
     IPvAnyNetwork,
     Json,
@@ -915,3 +916,16 @@ def test_an_error_under_any_key_a_field_is_read_from_names_its_type(
     tools = Toolset([model])
     outcome = tools.validate(call(tools.names()[0], arguments))
     assert [(e.path, e.code, e.expected) for e in outcome.errors] == [(path, "type", "an integer")]
+
+
+class _Link(BaseModel):
+    url: HttpUrl
+
+
+def test_a_url_with_another_scheme_is_told_the_schemes_it_may_use() -> None:
+    tools = Toolset([_Link])
+    (error,) = tools.validate(call("link", '{"url": "ftp://x.com"}')).errors
+    assert (error.path, error.code) == ("/url", "format")
+    assert error.expected == "a URL whose scheme is 'http' or 'https'"
+    zh = Toolset([_Link], lang="zh").validate(call("link", '{"url": "ftp://x.com"}')).errors
+    assert zh[0].expected == "协议为 'http' 或 'https' 的 URL"

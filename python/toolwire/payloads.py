@@ -144,6 +144,10 @@ MESSAGES: dict[str, dict[str, str]] = {
     "format.uuid": {"en": "a UUID", "zh": "UUID"},
     "format.email": {"en": "an email address", "zh": "电子邮件地址"},
     "format.uri": {"en": "an absolute URL", "zh": "完整的 URL"},
+    "expected.url_scheme": {
+        "en": "a URL whose scheme is {schemes}",
+        "zh": "协议为 {schemes} 的 URL",
+    },
     "format.ipv4": {"en": "an IPv4 address", "zh": "IPv4 地址"},
     "format.ipv6": {"en": "an IPv6 address", "zh": "IPv6 地址"},
     "format.hostname": {"en": "a host name", "zh": "主机名"},

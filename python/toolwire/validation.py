@@ -898,6 +898,7 @@ _CODE_BY_TYPE: dict[str, str] = {
     "string_pattern_mismatch": "pattern",
     "timezone_aware": "timezone_required",
     "timezone_naive": "format",
+    "url_scheme": "format",
     "value_error": "value",
     "assertion_error": "value",
     "json_invalid": "invalid",
@@ -1129,6 +1130,11 @@ class _ErrorBuilder:
             return text("format.date-time", lang)
         if ptype == "timezone_naive":
             return text("format.naive-date-time", lang)
+        if ptype == "url_scheme" and ctx.get("expected_schemes"):
+            # `ftp://x.com` is an absolute URL already: what is wrong is its scheme.
+            named = re.findall(r"'[^']*'", str(ctx["expected_schemes"]))
+            schemes = text("join.or", lang).join(named) if named else str(ctx["expected_schemes"])
+            return text("expected.url_scheme", lang, schemes=shown_text(schemes))
         return self.schema.describe(node, lang)
 
     def unknown_field(self, located: _Located, value: Any) -> _Draft:
