@@ -6,7 +6,7 @@ import json
 from typing import Any, ClassVar, Generic, TypeVar
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from toolwire import Assembler, MisuseError, ToolCall, ToolRegistry
 from toolwire.schema_export import SchemaExportError
@@ -395,3 +395,35 @@ def test_registry_check_reads_a_text_under_the_policy_given() -> None:
     assert registry.check("counter", text, duplicate_keys="last_wins") is None
     with pytest.raises(MisuseError):
         registry.check("counter", text, duplicate_keys="first_wins")  # type: ignore[arg-type]
+
+
+class _Numbers(RootModel[list[int]]):
+    """A list of numbers: no call's arguments can be one."""
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [
+        _Numbers,
+        {"name": "listing", "parameters": {"type": "array"}},
+        {"name": "either", "parameters": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
+    ],
+)
+def test_a_tool_whose_arguments_can_never_be_an_object_is_refused(tool: Any) -> None:
+    with pytest.raises(ValueError, match="must allow a JSON object"):
+        Toolset([tool])
+
+
+def test_a_root_model_of_an_object_is_a_tool() -> None:
+    class Inner(BaseModel):
+        a: int
+
+    class Wrapped(RootModel[Inner]):
+        """A model wrapped in a root model."""
+
+    tools = Toolset([Wrapped])
+    asm = Assembler(tools=tools)
+    asm.feed(0, id="c", name="wrapped", arguments='{"a": 1}')
+    (done,) = asm.finish()
+    outcome = tools.validate(done)
+    assert outcome.ok and outcome.model == Wrapped(Inner(a=1))

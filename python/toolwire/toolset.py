@@ -245,6 +245,28 @@ def _without_max_items(out: JsonSchemaValue) -> JsonSchemaValue:
     return out
 
 
+def _may_be_object(schema: object) -> bool:
+    """Whether a schema may allow a JSON object, by its `type` and the branches of its
+    `anyOf`, `oneOf` and `allOf` (a `$ref`, or anything else, is taken as allowing one)."""
+    if not isinstance(schema, dict):
+        return schema is not False
+    node = cast(Mapping[str, Any], schema)
+    kind: object = node.get("type")
+    if isinstance(kind, str) and kind != "object":
+        return False
+    if isinstance(kind, list) and "object" not in cast(list[object], kind):
+        return False
+    for keyword in ("anyOf", "oneOf"):
+        branches: object = node.get(keyword)
+        if isinstance(branches, list) and branches:
+            if not any(_may_be_object(b) for b in cast(list[object], branches)):
+                return False
+    members: object = node.get("allOf")
+    if isinstance(members, list):
+        return all(_may_be_object(m) for m in cast(list[object], members))
+    return True
+
+
 def _add_alternate_keys(
     out: JsonSchemaValue,
     schema: core_schema.ModelSchema,
@@ -605,6 +627,9 @@ class Toolset:
             if name in self._tools:
                 raise ValueError(f"duplicate tool name {name!r}")
             schema = precheck_schema(source)
+            if not _may_be_object(schema):
+                # Every provider sends a call's arguments as one JSON object: no call could pass.
+                raise ValueError(f"tool {name!r}: its parameters must allow a JSON object")
             try:
                 validator = ToolValidator(
                     name,
