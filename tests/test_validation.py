@@ -929,3 +929,21 @@ def test_a_url_with_another_scheme_is_told_the_schemes_it_may_use() -> None:
     assert error.expected == "a URL whose scheme is 'http' or 'https'"
     zh = Toolset([_Link], lang="zh").validate(call("link", '{"url": "ftp://x.com"}')).errors
     assert zh[0].expected == "协议为 'http' 或 'https' 的 URL"
+
+
+class _Count(BaseModel):
+    n: int
+    ratios: list[float] = []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path", "got"),
+    [('{"n": 1e309}', "/n", "1E+309"), ('{"n": 1, "ratios": [1, -1e400]}', "/ratios/1", "-1E+400")],
+)
+def test_a_number_past_a_float_is_shown_as_written_not_as_infinity(
+    arguments: str, path: str, got: str
+) -> None:
+    # Pydantic reads it as infinity; the model wrote a (very large) number.
+    tools = Toolset([_Count])
+    errors = tools.validate(call("count", arguments)).errors
+    assert [(e.path, e.got) for e in errors] == [(path, got)]

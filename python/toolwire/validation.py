@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 import re
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -970,10 +971,29 @@ class _Draft:
 
 
 class _ErrorBuilder:
-    def __init__(self, schema: _Schema, lang: Lang, redact: Redactor | None) -> None:
+    def __init__(
+        self,
+        schema: _Schema,
+        lang: Lang,
+        redact: Redactor | None,
+        written: Callable[[], Any] | None = None,
+    ) -> None:
         self.schema = schema
         self.lang: Lang = lang
         self.redact = redact
+        # The arguments as the model wrote them (numbers exact), read when first needed.
+        self._written = written
+
+    def as_written(self, pointer_: str, value: Any) -> Any:
+        """`value` as the model wrote it: Pydantic reads a number past a float's range as
+        infinity, which the model never sent (`1e309`); anything else is shown as read."""
+        if not (isinstance(value, float) and not math.isfinite(value)) or self._written is None:
+            return value
+        try:
+            found = _at(self._written(), pointer_)
+        except ValueError:
+            return value
+        return value if found is _ABSENT else found
 
     def got(self, where: _Located | str, value: Any) -> str:
         located = where if isinstance(where, _Located) else self.schema.locate(_split(where))
@@ -1182,6 +1202,7 @@ class _ErrorBuilder:
                 drafts.append(_Draft(FieldError(located.pointer, code, expected, got)))
                 continue
             located = self.schema.locate(loc)
+            value = self.as_written(located.pointer, value)
             if code == "unknown_field":
                 drafts.append(self.unknown_field(located, value))
                 continue
@@ -2144,8 +2165,8 @@ class ToolValidator:
             # number its float cannot hold): the call is too large for it, not invalid in a way
             # the model could fix by reading the raw text back.
             return Outcome.failure(call, self.tool, "too_large", lang=lang)
-        builder = _ErrorBuilder(self._lookup, lang, redact)
         text_in = _argument_text(call)
+        builder = _ErrorBuilder(self._lookup, lang, redact, lambda: loads_exact(text_in))
         initial: list[_Draft] = builder.from_pydantic(pydantic_errors) if pydantic_errors else []
         # A pre-check finding that Pydantic does not report (an unknown field under the default
         # `extra="ignore"`): coercions elsewhere must not make it disappear.
