@@ -48,6 +48,16 @@ fn misuse(e: &Misuse) -> PyErr {
     MisuseError::new_err(e.to_string())
 }
 
+/// An assembler already borrowed: another thread is inside one of its methods (`feed_sse`
+/// releases the GIL while it decodes a large body). One assembler serves one stream.
+#[cold]
+fn in_use(_: pyo3::pycell::PyBorrowMutError) -> PyErr {
+    MisuseError::new_err(
+        "the assembler is in use by another call (another thread?): one assembler serves one \
+         stream at a time",
+    )
+}
+
 #[cold]
 fn json_error(py: Python<'_>, e: &Error) -> PyErr {
     let err = JsonError::new_err(e.to_string());
@@ -1328,7 +1338,7 @@ unsafe fn feed_arguments(
     // created for (`descr_check`) before calling the C function; `install_feed` created it for
     // `PyAssembler`. Checking again would walk the MRO of every Python subclass on each call.
     let slf = unsafe { slf.cast_unchecked::<PyAssembler>() };
-    let mut assembler = slf.try_borrow_mut()?;
+    let mut assembler = slf.try_borrow_mut().map_err(in_use)?;
     // SAFETY: each non-NULL entry was taken from `args` above.
     let keyword = |p: *mut ffi::PyObject| unsafe { Borrowed::from_ptr_or_opt(py, p) };
     let [id, name, arguments, kind] = keywords.map(keyword);
@@ -1652,12 +1662,12 @@ impl PyAssembler {
     }
 
     fn finish(slf: &Bound<'_, Self>) -> PyResult<Vec<PyToolCall>> {
-        let hook = slf.borrow_mut().before_finish.take();
+        let hook = slf.try_borrow_mut().map_err(in_use)?.before_finish.take();
         if let Some(hook) = hook {
             hook.call1(slf.py(), (slf,))?;
         }
         let calls = {
-            let mut assembler = slf.borrow_mut();
+            let mut assembler = slf.try_borrow_mut().map_err(in_use)?;
             if assembler.decoder.assembler().config().track_progress {
                 // Text the raw body's decoder still holds goes into its call first.
                 assembler.decoder.end_body().map_err(|e| misuse(&e))?;

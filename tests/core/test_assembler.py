@@ -891,3 +891,35 @@ def test_a_negative_count_or_ordinal_is_misuse() -> None:
     ):
         with pytest.raises(MisuseError, match="-1 is not a count"):
             make()
+
+
+def test_an_assembler_used_from_two_threads_at_once_says_so() -> None:
+    # `feed_sse` releases the GIL while it decodes a large body: a `finish` from another thread
+    # meanwhile must be a MisuseError, never a panic (a BaseException no handler expects).
+    def event(obj: object) -> bytes:
+        return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+    start = {"index": 0, "id": "c", "function": {"name": "f", "arguments": '{"a": "'}}
+    more = {"index": 0, "function": {"arguments": "x" * 1000}}
+    body = (
+        event({"choices": [{"index": 0, "delta": {"tool_calls": [start]}}]})
+        + event({"choices": [{"index": 0, "delta": {"tool_calls": [more]}}]}) * 3000
+    )
+    for _ in range(20):
+        asm = Assembler()
+        failures: list[BaseException] = []
+
+        def feed(asm: Assembler = asm, failures: list[BaseException] = failures) -> None:
+            try:
+                asm.feed_sse(body)
+            except BaseException as exc:
+                failures.append(exc)
+
+        thread = threading.Thread(target=feed)
+        thread.start()
+        try:
+            asm.finish()
+        except BaseException as exc:
+            failures.append(exc)
+        thread.join()
+        assert all(isinstance(f, MisuseError) for f in failures), failures
