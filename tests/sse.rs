@@ -261,19 +261,47 @@ fn oversized_event_is_dropped_and_framing_goes_on() {
 }
 
 #[test]
-fn carried_line_completed_past_the_limit_is_dropped() {
+fn carried_data_line_completed_past_the_limit_is_dropped() {
     let mut framer = Framer::new(SseConfig {
         max_event_bytes: 16,
     });
-    let long = format!(": {}\ndata: ok\n\n", "c".repeat(64));
+    let long = format!("{}\ndata: ok\n\n", "c".repeat(64));
     let (events, errors, tail) = frame_with(
         &mut framer,
-        &[b": short", long.as_bytes(), b"data: next\n\n"],
+        &[b"data: short", long.as_bytes(), b"data: next\n\n"],
     );
     assert_eq!(errors.len(), 1, "{errors:?}");
-    // The comment's event is skipped up to its blank line; the next event is intact.
+    // The line's event is skipped up to its blank line; the next event is intact.
     assert_eq!(events, vec![ev("", "next", "")]);
     assert_eq!(tail, Tail::Clean);
+}
+
+#[test]
+fn a_comment_or_id_line_past_the_limit_is_skipped_alone() {
+    // Only data can hold part of a call: a runaway comment, `id` or `retry` line costs its
+    // event nothing, however the body is split.
+    let long = "c".repeat(64);
+    for line in [
+        format!(": {long}"),
+        format!("id: {long}"),
+        format!("retry: {long}"),
+    ] {
+        let body = format!("data: a\n{line}\ndata: b\n\ndata: next\n\n");
+        for cut in 0..=body.len() {
+            let mut framer = Framer::new(SseConfig {
+                max_event_bytes: 16,
+            });
+            let (head, rest) = body.as_bytes().split_at(cut);
+            let (events, errors, tail) = frame_with(&mut framer, &[head, rest]);
+            assert!(errors.is_empty(), "{line:.8} cut at {cut}: {errors:?}");
+            assert_eq!(
+                events,
+                vec![ev("", "a\nb", ""), ev("", "next", "")],
+                "cut at {cut}"
+            );
+            assert_eq!(tail, Tail::Clean);
+        }
+    }
 }
 
 #[test]

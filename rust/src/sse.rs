@@ -36,6 +36,14 @@ pub const LINE_SLACK: usize = 8;
 
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
+/// Whether a line (its first 8 bytes suffice) can never carry event data: a comment, or an
+/// `id` or `retry` field. One too long for the cap is skipped alone, leaving its event intact: the
+/// size cap is about data, and only data can hold part of a call.
+fn inert_line(line: &[u8]) -> bool {
+    let name = line.split(|&b| b == b':').next().unwrap_or_default();
+    line.first() == Some(&b':') || name == b"id" || name == b"retry"
+}
+
 /// Limits for a [`Framer`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SseConfig {
@@ -276,10 +284,14 @@ impl Framer {
                     }
                     self.line.extend_from_slice(&input[pos..]);
                     if self.line.len() > self.max + LINE_SLACK {
-                        let at = self.line_start;
-                        self.overflow();
                         self.skipping_line = true;
-                        first_err.get_or_insert(self.too_large(at));
+                        if inert_line(&self.line) {
+                            self.line.clear();
+                        } else {
+                            let at = self.line_start;
+                            self.overflow();
+                            first_err.get_or_insert(self.too_large(at));
+                        }
                     }
                 }
                 break;
@@ -290,16 +302,29 @@ impl Framer {
                 Ok(())
             } else if self.line.is_empty() {
                 let start = self.offset + pos as u64;
-                if found > self.max + LINE_SLACK {
+                if found <= self.max + LINE_SLACK {
+                    self.on_line(&input[pos..end], Some(pos), start, input, on_event)
+                } else if inert_line(&input[pos..end]) {
+                    Ok(())
+                } else {
                     self.overflow();
                     Err(self.too_large(start))
-                } else {
-                    self.on_line(&input[pos..end], Some(pos), start, input, on_event)
                 }
             } else if self.line.len() + found > self.max + LINE_SLACK {
-                let at = self.line_start;
-                self.overflow();
-                Err(self.too_large(at))
+                // The held start may be too short to tell: judged with the bytes after it.
+                let mut head = [0u8; 8];
+                let held = self.line.len().min(head.len());
+                head[..held].copy_from_slice(&self.line[..held]);
+                let more = (head.len() - held).min(found);
+                head[held..held + more].copy_from_slice(&input[pos..pos + more]);
+                if inert_line(&head[..held + more]) {
+                    self.line.clear();
+                    Ok(())
+                } else {
+                    let at = self.line_start;
+                    self.overflow();
+                    Err(self.too_large(at))
+                }
             } else {
                 let mut line = std::mem::take(&mut self.line);
                 line.extend_from_slice(&input[pos..end]);
