@@ -622,3 +622,35 @@ def test_secrets_inside_dataclasses_and_sets_are_known_and_hidden(
         content = Executor({"fetch_report": fetch_report}, breaker=False).execute(outcome).content()
     assert "sk-live" not in content and "sk-live" not in caplog.text
     assert "key=[redacted]" in caplog.text
+
+
+def test_a_short_secret_is_hidden_where_it_stands_alone_not_inside_other_words() -> None:
+    unlock = {
+        "name": "unlock",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "door": {"type": "string"},
+                "pin": {"type": "integer", "x-secret": True},
+                "code": {"type": "string", "minLength": 10, "x-secret": True},
+            },
+            "required": ["door", "pin", "code"],
+        },
+    }
+    tools = Toolset([unlock], strict=False)
+    arguments = '{"door": "d1", "pin": 1, "code": "SHORTSEC"}'
+    outcome = tools.validate(call(tools, "unlock", arguments, precheck=True))
+    shown = json.dumps(tool_messages([call(tools, "unlock", arguments, precheck=True)], [outcome]))
+    # "at least 10" keeps its digits: a `1` replaced inside it would mangle the words and, by
+    # the gap, show the PIN.
+    assert "at least 10 characters" in shown and "[redacted]0" not in shown
+    assert "SHORTSEC" not in shown
+
+    from toolwire.validation import without_values
+
+    assert without_values("pin 1 is wrong; at least 10; x1y; key=1&b", ["1"]) == (
+        "pin [redacted] is wrong; at least 10; x1y; key=[redacted]&b"
+    )
+    assert (
+        without_values("Bearer abcsk-live-9999xyz", ["sk-live-9999"]) == "Bearer abc[redacted]xyz"
+    )

@@ -811,18 +811,32 @@ def without_values(text: str, secrets: Sequence[str]) -> str:
     """`text` with every occurrence of each secret value redacted, longest first (a secret
     that holds another must not be left half shown), in the forms an exception's text quotes
     it in as well as verbatim: escaped as `repr` and JSON write it (a `KeyError`, a payload
-    echoed in a message) and URL-quoted (a query string in a connection error)."""
+    echoed in a message) and URL-quoted (a query string in a connection error). A short value
+    is replaced only where it stands alone (see `_replaced`)."""
     forms = {form for secret in secrets if secret for form in _quoted_forms(secret)}
-    for form in sorted(forms, key=len, reverse=True):
-        text = text.replace(form, REDACTED)
-    return text
+    return _replaced(text, forms, REDACTED)
 
 
 def with_value_shown_as(text: str, value: str, shown: str) -> str:
     """`text` with each occurrence of `value`, verbatim or in the quoted forms an exception's
     text writes it in (see `without_values`), replaced by `shown`."""
-    for form in sorted(_quoted_forms(value), key=len, reverse=True):
-        text = text.replace(form, shown)
+    return _replaced(text, _quoted_forms(value), shown)
+
+
+# Below this length a secret value (a PIN, `1`) is also a part of other words and numbers.
+_SHORT_SECRET = 6
+
+
+def _replaced(text: str, forms: set[str], replacement: str) -> str:
+    """`text` with each form replaced, longest first. A short form is replaced only where no
+    letter or digit touches it: inside "at least 10 characters" the secret `1` would mangle
+    the sentence, and the gaps it left would show the value anyway."""
+    for form in sorted(forms, key=len, reverse=True):
+        if len(form) < _SHORT_SECRET:
+            alone = re.compile(rf"(?<![^\W_]){re.escape(form)}(?![^\W_])")
+            text = alone.sub(lambda _: replacement, text)
+        else:
+            text = text.replace(form, replacement)
     return text
 
 
