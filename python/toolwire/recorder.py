@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import codecs
 import contextlib
+import difflib
 import hashlib
 import json
 import re
@@ -115,10 +116,28 @@ def _is_secret_along(schema: Mapping[str, Any], path: Path_) -> bool:
     for seg in path:
         if any(_secret_here(schema, n) for n in nodes):
             return True
-        nodes = [c for node in nodes for part in _same(schema, node) for c in inner(part, seg)]
-        if not nodes:
-            return False
+        placed = [c for node in nodes for part in _same(schema, node) for c in inner(part, seg)]
+        if not placed:
+            return isinstance(seg, str) and _misspelt_secret(schema, nodes, seg)
+        nodes = placed
     return any(_secret_here(schema, n) for n in nodes)
+
+
+def _misspelt_secret(schema: Mapping[str, Any], nodes: list[Mapping[str, Any]], key: str) -> bool:
+    """Whether an unknown `key` is the misspelling of a secret field there (`Password` for
+    `password`): validation reads it as that field, and so hides its value; so must a record."""
+    for node in nodes:
+        for part in _same(schema, node):
+            props: object = part.get("properties")
+            if not isinstance(props, dict):
+                continue
+            fields = cast(dict[str, Any], props)
+            lowered = {name.lower(): name for name in fields}
+            close = difflib.get_close_matches(key.lower(), list(lowered), n=1)
+            meant: object = fields[lowered[close[0]]] if close else None
+            if isinstance(meant, dict) and _secret_here(schema, cast(Mapping[str, Any], meant)):
+                return True
+    return False
 
 
 def _end_of(call: ToolCall) -> dict[str, Any] | None:

@@ -182,6 +182,17 @@ def test_redaction_hook_and_malformed_text() -> None:
     assert redact_arguments('{"a": 1}', None) == '{"a": 1}'
 
 
+def test_a_misspelt_secret_field_is_redacted_as_validation_reads_it() -> None:
+    # Validation takes `Password` for `password` ("did you mean password?") and hides it.
+    schema = Toolset([Login]).schema("login")
+    for key in ("Password", "pasword", "PASSWORD"):
+        text = json.dumps({"user": "u_a", key: "hunter2"})
+        assert "hunter2" not in redact_arguments(text, schema), key
+    assert redact_arguments('{"user": "u_a", "note": "hi"}', schema) == (
+        '{"user": "u_a", "note": "hi"}'
+    )
+
+
 def test_rotation(tmp_path: Path) -> None:
     path = tmp_path / "corpus.jsonl"
     recorder = Recorder(path, max_bytes=400, backups=2, dedupe=False)
