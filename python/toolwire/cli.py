@@ -31,7 +31,13 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from toolwire.recorder import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, Recorder, StreamPolicy
+from toolwire.recorder import (
+    DEFAULT_BACKUPS,
+    DEFAULT_MAX_BYTES,
+    Recorder,
+    StreamPolicy,
+    redact_arguments,
+)
 from toolwire.replay import (
     FORMATS,
     BaselineDiff,
@@ -51,6 +57,7 @@ from toolwire.replay import (
     replay,
     replay_entry,
 )
+from toolwire.schema_export import secret_patterns
 from toolwire.toolset import Toolset
 
 __all__ = ["main", "snippet"]
@@ -425,11 +432,13 @@ def _inspect(args: argparse.Namespace, out: Console) -> int:
             out.print()
         case = replay_entry(entry, toolset)
         all_passed = all_passed and case.passed
-        _print_case(entry, case, out)
+        _print_case(entry, case, out, toolset)
     return 0 if all_passed else 1
 
 
-def _print_case(entry: Entry, case: CaseResult, out: Console) -> None:
+def _print_case(
+    entry: Entry, case: CaseResult, out: Console, toolset: Toolset | None = None
+) -> None:
     source = f"{len(entry.chunks)} chunks" if entry.body is None else "raw SSE"
     if entry.kind == "call":
         source = "one recorded call"
@@ -440,10 +449,21 @@ def _print_case(entry: Entry, case: CaseResult, out: Console) -> None:
     if case.text:
         out.print(f"  text: {escape(json.dumps(case.text, ensure_ascii=False))}")
     for call in case.calls:
-        _print_call(call, out)
+        _print_call(call, out, toolset)
 
 
-def _print_call(call: CallResult, out: Console) -> None:
+def _shown_arguments(call: CallResult, toolset: Toolset | None) -> str:
+    """The call's arguments as they may be printed: for a tool that declares secrets, with
+    its secret values redacted as the recorder redacts them."""
+    if toolset is None or call.tool not in toolset.names():
+        return call.arguments
+    schema = toolset.schema(call.tool)
+    if not secret_patterns(schema):
+        return call.arguments
+    return redact_arguments(call.arguments, schema)
+
+
+def _print_call(call: CallResult, out: Console, toolset: Toolset | None = None) -> None:
     outcome = call.state if call.code is None else f"{call.state}/{call.code}"
     mark = "" if call.passed else f"  [red]<- {escape(call.reason or '')}[/]"
     out.print(
@@ -451,6 +471,7 @@ def _print_call(call: CallResult, out: Console) -> None:
         f"{escape(outcome)}{mark}"
     )
     raw = call.arguments.encode("utf-8", errors="surrogatepass")
+    shown = _shown_arguments(call, toolset)
     site = call.error
     if site is not None:
         when = "" if site.chunk is None else f", reported after chunk {site.chunk}"
@@ -458,9 +479,13 @@ def _print_call(call: CallResult, out: Console) -> None:
             f"     {escape(site.kind)}: {escape(site.message)}; certain at byte {site.offset}, "
             f"path {escape(json.dumps(site.path))}{when}"
         )
-        line, caret = snippet(raw, site.offset)
-        out.print(f"       {escape(line)}")
-        out.print(f"       {caret}")
+        if shown == call.arguments:
+            line, caret = snippet(raw, site.offset)
+            out.print(f"       {escape(line)}")
+            out.print(f"       {caret}")
+        else:
+            # Offsets are into the raw text, which holds secrets: the redacted text instead.
+            out.print(f"     arguments (secrets redacted): {escape(shown)}")
     for error in call.field_errors:
         details = [f"{key} {error[key]}" for key in ("expected", "got", "hint") if key in error]
         head = f"{error['path'] or '/'} {error['code']}"
@@ -471,7 +496,7 @@ def _print_call(call: CallResult, out: Console) -> None:
             f"{escape(str(coercion['from']))} -> {escape(str(coercion['to']))}"
         )
     if site is None:
-        out.print(f"     arguments: {escape(call.arguments)}")
+        out.print(f"     arguments: {escape(shown)}")
 
 
 if __name__ == "__main__":

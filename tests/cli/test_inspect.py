@@ -133,3 +133,39 @@ def test_an_unreadable_corpus_line_is_a_usage_error(
     path.write_text(line + "\n", encoding="utf-8")
     assert main(["inspect", str(path)]) == 2
     assert "toolwire: error:" in capsys.readouterr().err
+
+
+_SECRET_TOOLS = '''
+from pydantic import BaseModel, Field, SecretStr
+
+from toolwire import Toolset
+
+
+class Login(BaseModel):
+    """Log in."""
+
+    user: str = Field(pattern="^u_[a-z]+$")
+    password: SecretStr
+
+
+tools = Toolset([Login])
+'''
+
+
+def test_inspect_never_prints_a_secret_argument(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "secret_tools_mod.py").write_text(_SECRET_TOOLS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    records = [
+        {"toolwire": "call", "id": "bad", "tool": "login",
+         "arguments": '{"user": "bad user", "password": "hunter2SECRET"}'},
+        {"toolwire": "call", "id": "ok", "tool": "login",
+         "arguments": '{"user": "u_ok", "password": "hunter2SECRET"}'},
+    ]  # fmt: skip
+    path = write_jsonl(tmp_path / "c.jsonl", records)
+    main(["inspect", str(path), "--tools", "secret_tools_mod:tools"])
+    captured = capsys.readouterr()
+    out = captured.out
+    assert "hunter2" not in out + captured.err, captured.err
+    assert '"user": "bad user"' in out and "[redacted]" in out
