@@ -43,7 +43,8 @@ it is ok, one error code: the first field error's code when validation produced 
 each `{"state": ..., "code": ..., "tool": ..., "coercions": [rule, ...]}` where every key but
 `state` is optional; a string is shorthand for `{"state": <string>}`. An entry with `expect`
 passes when every call matches and the number of calls is right; an entry without `expect`
-passes when every call is ok.
+passes when every call is ok and the raw body had no event that could not be read (a
+malformed or oversized event may have held a call that is then not even listed).
 """
 
 from __future__ import annotations
@@ -863,6 +864,8 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
         # The live connection broke off here: calls still open end as they did live.
         asm.interrupt(entry.interrupted)
     calls = asm.finish()
+    # Events the raw path could not read: whatever they held is gone (a call may be missing).
+    unread = [e for e in asm.stream_errors() if e[0] in _UNREAD_EVENTS]
     outcomes = [None if toolset is None else toolset.validate(c) for c in calls]
     seconds = time.perf_counter() - started
     expects = entry.expect
@@ -906,6 +909,13 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
     reason: str | None = None
     if expects is not None and len(expects) != len(calls):
         reason = f"expected {len(expects)} calls, got {len(calls)}"
+    elif expects is None and unread:
+        # Without an `expect` the case asks for clean calls, and a call an unread event held
+        # would not even be listed: the stream's own errors fail it.
+        kind, number, message = unread[0]
+        reason = f"event {number} could not be read ({kind}: {message})"
+        if len(unread) > 1:
+            reason += f" (+{len(unread) - 1} more)"
     elif failing:
         first = failing[0]
         reason = f"#{first.ordinal} {first.tool or '<no name>'}: {first.reason}"
@@ -926,6 +936,10 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
         schema_changed=tuple(changed),
         text=_paired("".join(text_parts)),
     )
+
+
+# `stream_errors` kinds after which data is missing: the event was skipped unread.
+_UNREAD_EVENTS = frozenset({"malformed_event", "event_too_large"})
 
 
 def _with(result: CallResult, *, passed: bool, reason: str | None) -> CallResult:

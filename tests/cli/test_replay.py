@@ -165,6 +165,23 @@ def test_expectation_mismatches_fail(tmp_path: Path) -> None:
     assert not report.ok
 
 
+def test_a_stream_with_an_event_that_could_not_be_read_fails_without_expect(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The one event that carried the whole call is not UTF-8: no call is assembled, and a
+    # replay that counted only the calls it saw would pass.
+    event = json.dumps(chat_call(0, '{"order_id": "ORD-1"}', id="a", name="lookup_order"))
+    broken = event.encode().replace(b"ORD-1", b"ORD-\xff")
+    (tmp_path / "lost.sse").write_bytes(b"data: " + broken + b"\n\ndata: [DONE]\n\n")
+    assert main(["replay", str(tmp_path / "lost.sse")]) == 1
+    assert "could not be read (malformed_event" in capsys.readouterr().out
+    # An `expect` that describes the calls is the recording's own account of them.
+    header = json.dumps({"id": "lost", "expect": []}).encode()
+    body = (tmp_path / "lost.sse").read_bytes()
+    (tmp_path / "lost.sse").write_bytes(b": toolwire " + header + b"\n\n" + body)
+    assert main(["replay", str(tmp_path / "lost.sse")]) == 0
+
+
 def test_sse_files_and_fragments(tmp_path: Path) -> None:
     chunks = [chat_call(0, '{"order_id": "ORD-', id="c1", name="lookup_order"), chat_call(0, '2"}')]
     header = json.dumps({"id": "sse", "expect": [{"tool": "lookup_order", "state": "ok"}]})
