@@ -49,6 +49,7 @@ malformed or oversized event may have held a call that is then not even listed).
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import importlib
 import json
@@ -436,7 +437,10 @@ def _load_jsonl(text: str, source: str, fmt: FormatName, keys: _KeyMaker) -> lis
 
 def _load_sse(data: bytes, source: str, fmt: FormatName, keys: _KeyMaker) -> Entry:
     header: dict[str, Any] = {"toolwire": "stream", "id": Path(source).stem}
-    for line in data.splitlines():
+    for number, line in enumerate(data.splitlines()):
+        # A body may open with a byte order mark (the SSE framer skips it too).
+        if number == 0 and line.startswith(codecs.BOM_UTF8):
+            line = line[len(codecs.BOM_UTF8) :]
         if line.startswith(_SSE_HEADER):
             try:
                 parsed: object = json.loads(line[len(_SSE_HEADER) :])

@@ -182,6 +182,18 @@ def test_a_stream_with_an_event_that_could_not_be_read_fails_without_expect(
     assert main(["replay", str(tmp_path / "lost.sse")]) == 0
 
 
+def test_an_sse_file_opening_with_a_byte_order_mark_keeps_its_header(tmp_path: Path) -> None:
+    chunks = [chat_call(0, '{"order_id": "ORD-2"}', id="c1", name="lookup_order")]
+    header = json.dumps({"id": "bom", "expect": [{"state": "model_error"}]})
+    body = f": toolwire {header}\n\n" + "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
+    path = tmp_path / "bom.sse"
+    path.write_bytes(b"\xef\xbb\xbf" + body.encode() + b"data: [DONE]\n\n")
+    (entry,) = load_corpus([path])
+    assert entry.key.endswith("bom.sse:bom") and entry.expect is not None
+    # The header's expectation is applied: the call is ok, so the case fails.
+    assert not replay([entry], demo_toolset()).ok
+
+
 def test_sse_files_and_fragments(tmp_path: Path) -> None:
     chunks = [chat_call(0, '{"order_id": "ORD-', id="c1", name="lookup_order"), chat_call(0, '2"}')]
     header = json.dumps({"id": "sse", "expect": [{"tool": "lookup_order", "state": "ok"}]})
