@@ -189,6 +189,9 @@ def _replay(args: argparse.Namespace, out: Console) -> int:
         if missing:
             raise _UsageError(f"no such file or directory: {', '.join(missing)}")
         entries = load_corpus(corpus, fmt=fmt)
+        if not entries:
+            # A run over nothing would pass: a wrong path in CI must not look like success.
+            raise _UsageError(f"no corpus entries in {', '.join(corpus)} (*.jsonl, *.sse)")
     toolset = _toolset(tools_spec)
     baseline = _read_baseline(getattr(args, "baseline", None))
     show_bar = (

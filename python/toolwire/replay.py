@@ -380,6 +380,15 @@ def _entry_from_record(
         raise CorpusError(f"{where}: unknown record kind {kind!r}; expected 'stream' or 'call'")
     inline = record.get("chunks")
     body = record.get("body")
+    if inline is not None and not isinstance(inline, list):
+        raise CorpusError(f"{where}: 'chunks' must be a list of chunks")
+    if body is not None and not isinstance(body, str):
+        raise CorpusError(f"{where}: 'body' must be the raw SSE body as a string")
+    # A chunk is an object (a provider event, or a `fragments` delta); anything else is a
+    # damaged record, which would otherwise replay as a stream without calls.
+    for at, chunk in enumerate(cast("list[Any]", inline) if inline is not None else chunks):
+        if not isinstance(chunk, dict):
+            raise CorpusError(f"{where}: chunk {at} is not a JSON object: {chunk!r:.100}")
     if raw_body is None and isinstance(body, str):
         raw_body = raw_bytes(body)
     return Entry(

@@ -194,6 +194,29 @@ def test_an_sse_file_opening_with_a_byte_order_mark_keeps_its_header(tmp_path: P
     assert not replay([entry], demo_toolset()).ok
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"toolwire": "stream", "body": 5}',
+        '{"toolwire": "stream", "chunks": "abc"}',
+        '{"toolwire": "stream", "chunks": [1, 2, 3]}',
+        "[1, 2]",
+    ],
+)
+def test_a_damaged_record_is_a_corpus_error_not_an_empty_stream(tmp_path: Path, line: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(CorpusError):
+        load_corpus([path])
+    assert main(["replay", str(path)]) == 2
+
+
+def test_a_corpus_without_entries_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
+    assert main(["replay", str(tmp_path / "empty.jsonl")]) == 2
+    assert main(["replay", str(tmp_path)]) == 2
+
+
 def test_sse_files_and_fragments(tmp_path: Path) -> None:
     chunks = [chat_call(0, '{"order_id": "ORD-', id="c1", name="lookup_order"), chat_call(0, '2"}')]
     header = json.dumps({"id": "sse", "expect": [{"tool": "lookup_order", "state": "ok"}]})
