@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import IO, Any, cast
 
 from rich.cells import cell_len
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -415,7 +416,20 @@ def snippet(arguments: bytes, offset: int, context: int = _SNIPPET_CONTEXT) -> t
 
 
 def _visible(text: str) -> str:
-    return "".join(json.dumps(ch)[1:-1] if (ord(ch) < 0x20 or ch == "\x7f") else ch for ch in text)
+    return "".join(
+        json.dumps(ch)[1:-1] if _CONTROL.fullmatch(ch) else ch  # `\u001b`, never a raw ESC
+        for ch in text
+    )
+
+
+# C0 and C1 control characters and DEL: a terminal acts on them (`\x1b[2J` clears it).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def escape(text: str) -> str:
+    """Text from a stream or a corpus, printable as it is: rich markup escaped, and control
+    characters written as escapes so that a tool name or a note cannot drive the terminal."""
+    return _markup_escape(_visible(text) if _CONTROL.search(text) else text)
 
 
 def _inspect(args: argparse.Namespace, out: Console) -> int:

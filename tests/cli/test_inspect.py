@@ -169,3 +169,17 @@ def test_inspect_never_prints_a_secret_argument(
     out = captured.out
     assert "hunter2" not in out + captured.err, captured.err
     assert '"user": "bad user"' in out and "[redacted]" in out
+
+
+def test_control_characters_from_a_stream_never_reach_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = [
+        {"toolwire": "call", "id": "e\x1b[2J", "tool": "look\x1b[2Jup", "arguments": "{}",
+         "note": "clear \x9b2J", "call_id": "c\x1b]0;x\x07"},
+    ]  # fmt: skip
+    path = write_jsonl(tmp_path / "c.jsonl", records)
+    main(["inspect", str(path)])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x9b" not in out and "\x07" not in out
+    assert "look\\u001b[2Jup" in out
