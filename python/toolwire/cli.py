@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -379,10 +380,20 @@ def _read_stdin(tee: bool) -> bytes:
     sink = sys.stdout.buffer
     # read1 returns what has arrived, so a live body is passed on as it streams.
     read: Callable[[int], bytes] = getattr(source, "read1", source.read)
+    passing = True
     while piece := read(65536):
         parts.append(piece)
-        sink.write(piece)
-        sink.flush()
+        if passing:
+            try:
+                sink.write(piece)
+                sink.flush()
+            except BrokenPipeError:
+                # The reader downstream left (`| head`): the recording goes on without it.
+                # stdout is pointed at /dev/null so that closing it at exit raises nothing.
+                passing = False
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
     return b"".join(parts)
 
 

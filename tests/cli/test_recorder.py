@@ -580,3 +580,32 @@ def test_a_lost_event_call_replays_lost(tmp_path: Path, second: bytes) -> None:
     assert [(c.state, c.code) for case in report.cases for c in case.calls] == [
         ("model_error", "lost_event")
     ]
+
+
+def test_record_tee_goes_on_recording_when_its_reader_leaves(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    # A call cut off (no finish reason): recorded as a failed call.
+    event = json.dumps(chat_call(0, '{"order_id": "ORD-' + "1" * 2000, id="a", name="lookup_order"))
+    body = (f"data: {event}\n\n" * 400).encode()
+    out = tmp_path / "t.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolwire", "record", str(out), "--tee"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(body[:10_000])
+    process.stdin.flush()
+    assert process.stdout.read(10)
+    process.stdout.close()  # the reader downstream leaves, as `| head -c 10` does
+    process.stdin.write(body[10_000:])
+    process.stdin.close()
+    assert process.wait(timeout=120) == 0
+    assert process.stderr is not None
+    with process.stderr:
+        stderr = process.stderr.read().decode()
+    assert "Traceback" not in stderr
+    assert out.exists() and records(out)
