@@ -1149,6 +1149,7 @@ impl Assembler {
     /// is reportable yet.
     ///
     /// # Errors
+    /// [`Misuse::Finished`] after [`Assembler::finish`] (the finished calls have their values),
     /// [`Misuse::NoSuchCall`]; sink errors are returned inside the `Ok`.
     pub fn partial_into<S: Sink>(
         &mut self,
@@ -1157,10 +1158,7 @@ impl Assembler {
         eager_numbers: bool,
         sink: &mut S,
     ) -> Result<Result<Option<S::Value>, S::Error>, Misuse> {
-        let call = self
-            .calls
-            .get_mut(ordinal)
-            .ok_or(Misuse::NoSuchCall(ordinal))?;
+        let call = self.open_call_mut(ordinal)?;
         call.sync();
         Ok(partial_of(&call.scanner, strings, eager_numbers, sink))
     }

@@ -923,3 +923,11 @@ def test_an_assembler_used_from_two_threads_at_once_says_so() -> None:
             failures.append(exc)
         thread.join()
         assert all(isinstance(f, MisuseError) for f in failures), failures
+
+
+def test_partial_after_finish_says_the_stream_is_finished() -> None:
+    asm = Assembler()
+    asm.feed(0, id="c", name="f", arguments='{"a": 1}')
+    asm.finish()
+    with pytest.raises(MisuseError, match="already finished"):
+        asm.partial(0)
