@@ -581,8 +581,15 @@ def load_toolset(spec: str) -> Toolset:
         found = getattr(found, part, None)
         if found is None:
             raise ValueError(f"{module_name!r} has no attribute {attr!r}")
+    if isinstance(found, type) and not issubclass(found, Toolset):
+        # A class (a Pydantic model, say) is no factory of toolsets: calling it would fail
+        # with its own error about missing fields.
+        raise ValueError(f"{spec!r} is a class, not a Toolset; wrap it: Toolset([{attr}])")
     if not isinstance(found, Toolset) and callable(found):
-        found = cast("Callable[[], object]", found)()
+        try:
+            found = cast("Callable[[], object]", found)()
+        except Exception as exc:
+            raise ValueError(f"{spec!r} raised {type(exc).__name__} when called: {exc}") from exc
     if not isinstance(found, Toolset):
         raise ValueError(f"{spec!r} is not a Toolset (got {type(found).__name__})")
     return found

@@ -183,3 +183,18 @@ def test_control_characters_from_a_stream_never_reach_the_terminal(
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x9b" not in out and "\x07" not in out
     assert "look\\u001b[2Jup" in out
+
+
+def test_tools_naming_a_model_class_or_a_failing_factory_is_a_clear_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolwire.replay import load_toolset
+
+    source = _SECRET_TOOLS + "\n\ndef broken():\n    raise RuntimeError('no tools today')\n"
+    (tmp_path / "class_tools_mod.py").write_text(source, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match="is a class, not a Toolset"):
+        load_toolset("class_tools_mod:Login")
+    with pytest.raises(ValueError, match="raised RuntimeError when called"):
+        load_toolset("class_tools_mod:broken")
+    assert load_toolset("class_tools_mod:tools").names() == ["login"]
