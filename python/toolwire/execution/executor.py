@@ -7,9 +7,11 @@ record the outcome in the ledger; emit one observability record. Everything that
 with a call comes back as an ``ExecutionResult``; only cancellation and interrupts propagate.
 
 Design notes:
-- Timeouts: async tools run in a task that is cancelled at the timeout; sync tools with a timeout
-  run in a daemon thread that is abandoned at the timeout (Python cannot kill a thread), so for a
-  write the outcome becomes ``unknown_outcome``.
+- Timeouts: async tools run in a task that is cancelled at the timeout, and awaited (for at most
+  a second) so that its cleanup ends before a retry or the result; one that ignores its
+  cancellation is not tried again. Sync tools with a timeout run in a daemon thread that is
+  abandoned at the timeout (Python cannot kill a thread), so for a write the outcome becomes
+  ``unknown_outcome``.
 - Blocking ledgers (SQLite, Redis) are called from a worker thread in async mode, and for a
   claim made under a request deadline in sync mode too: the claim never outlasts the deadline
   (the call ends as ``ledger_unavailable``, nothing ran). A claim that completes after the
@@ -360,8 +362,8 @@ class _BreakerOpen(Exception):
 
 
 class _AttemptTimeout(TimeoutError):
-    """An attempt cut off at its timeout; `still_running` when it ignored its cancellation
-    (an async tool past the grace, or any sync tool in its thread)."""
+    """An attempt cut off at its timeout; `still_running` when an async tool ignored its
+    cancellation past the grace (a sync tool's thread is abandoned, as documented)."""
 
     def __init__(self, message: str, *, still_running: bool = False) -> None:
         super().__init__(message)
