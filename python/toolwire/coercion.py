@@ -402,6 +402,14 @@ def _key_value(key: str, kind: str) -> Any:
     return _NOT_A_KEY if _beyond_float(exact) else float(exact)
 
 
+def _position_schema(node: Mapping[str, Any], at: int) -> object:
+    """The schema of item `at` of an array: its `prefixItems` entry, else `items`."""
+    prefix = node.get("prefixItems")
+    if isinstance(prefix, list) and at < len(cast(list[object], prefix)):
+        return cast(list[object], prefix)[at]
+    return node.get("items")
+
+
 def _types(node: Mapping[str, Any]) -> set[str]:
     kind = node.get("type")
     if isinstance(kind, str):
@@ -512,24 +520,16 @@ class _Coercer:
                 union = self.with_unit(union, node[UNIT_KEY])
             return self.walk_union(value, union, path, rules)
         value = self.scalar(value, node, path, rules)
-        prefix = node.get("prefixItems")
-        if isinstance(value, list) and isinstance(prefix, list) and prefix:
-            # A tuple: each position has its own schema, then `items` (if any) for the rest.
-            firsts = cast(list[Mapping[str, Any]], prefix)
-            rest = node.get("items")
-            elements = cast(list[Any], value)
+        if isinstance(value, list) and (
+            node.get("prefixItems") or isinstance(node.get("items"), dict)
+        ):
+            # A tuple's positions each have their own schema, then `items` (if any) the rest.
             return [
-                self.walk(item, firsts[i], [*path, i], rules)
-                if i < len(firsts)
-                else self.walk(item, cast(Mapping[str, Any], rest), [*path, i], rules)
-                if isinstance(rest, dict)
+                self.walk(item, cast(Mapping[str, Any], sub), [*path, i], rules)
+                if isinstance(sub := _position_schema(node, i), Mapping)
                 else item
-                for i, item in enumerate(elements)
+                for i, item in enumerate(cast(list[Any], value))
             ]
-        if isinstance(value, list) and isinstance(node.get("items"), dict):
-            items = cast(Mapping[str, Any], node["items"])
-            elements = cast(list[Any], value)
-            return [self.walk(item, items, [*path, i], rules) for i, item in enumerate(elements)]
         if isinstance(value, dict):
             return self.walk_object(cast(dict[str, Any], value), node, path, rules)
         return cast(Any, value)
@@ -707,11 +707,8 @@ class _Coercer:
                 if schema is not None and not self.accepts(sub, cast(Mapping[str, Any], schema)):
                     return False
         elif isinstance(value, list):
-            prefix = node.get("prefixItems")
-            firsts = cast(list[Any], prefix) if isinstance(prefix, list) else []
-            rest = node.get("items")
             for at, sub in enumerate(cast(list[Any], value)):
-                schema = firsts[at] if at < len(firsts) else rest
+                schema = _position_schema(node, at)
                 if isinstance(schema, dict) and not self.accepts(sub, cast(Any, schema)):
                     return False
         return True
@@ -1161,11 +1158,8 @@ def _any_leaf(
                 for key, sub in cast(dict[str, Any], item).items()
             )
         if isinstance(item, list):
-            items = as_dict.get("items")
-            prefix = as_dict.get("prefixItems")
-            firsts = cast(list[Any], prefix) if isinstance(prefix, list) else []
             return any(
-                walk(sub, firsts[i] if i < len(firsts) else items, depth + 1)
+                walk(sub, _position_schema(as_dict, i), depth + 1)
                 for i, sub in enumerate(cast(list[Any], item))
             )
         return test(item, as_dict)
@@ -1241,16 +1235,12 @@ def _map_decimals(
                 out[key] = walk(sub, cast(Mapping[str, Any], sub_node)) if sub_node else sub
             return out
         if isinstance(item, list):
-            items = node.get("items")
-            prefix = node.get("prefixItems")
-            positions = cast(list[Any], prefix) if isinstance(prefix, list) else []
-            out_list: list[Any] = []
-            for at, x in enumerate(cast(list[Any], item)):
-                sub_node = positions[at] if at < len(positions) else items
-                out_list.append(
-                    walk(x, cast(Mapping[str, Any], sub_node)) if isinstance(sub_node, dict) else x
-                )
-            return out_list
+            return [
+                walk(x, cast(Mapping[str, Any], sub))
+                if isinstance(sub := _position_schema(node, at), dict)
+                else x
+                for at, x in enumerate(cast(list[Any], item))
+            ]
         branches = node.get("anyOf") or node.get("oneOf")
         if isinstance(branches, list) and isinstance(item, (int, Decimal)):
             for branch in cast(list[Any], branches):
