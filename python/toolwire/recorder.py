@@ -30,7 +30,6 @@ from __future__ import annotations
 import base64
 import codecs
 import contextlib
-import difflib
 import hashlib
 import json
 import re
@@ -48,7 +47,7 @@ from toolwire.payloads import compact_json
 from toolwire.replay import CORPUS_SCHEMA_VERSION, raw_bytes, schema_hash, verdict
 from toolwire.schema_export import secret_patterns
 from toolwire.stream import ToolStream, is_provider_error
-from toolwire.subschemas import inner, is_marked_secret, resolve, same_value
+from toolwire.subschemas import inner, is_marked_secret, meant_field, resolve, same_value
 from toolwire.validation import REDACTED, Redactor
 
 if TYPE_CHECKING:
@@ -132,9 +131,8 @@ def _misspelt_secret(schema: Mapping[str, Any], nodes: list[Mapping[str, Any]], 
             if not isinstance(props, dict):
                 continue
             fields = cast(dict[str, Any], props)
-            lowered = {name.lower(): name for name in fields}
-            close = difflib.get_close_matches(key.lower(), list(lowered), n=1)
-            meant: object = fields[lowered[close[0]]] if close else None
+            close = meant_field(key, fields)
+            meant: object = fields[close] if close is not None else None
             if isinstance(meant, dict) and _secret_here(schema, cast(Mapping[str, Any], meant)):
                 return True
     return False

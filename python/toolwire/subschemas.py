@@ -20,7 +20,8 @@ Design notes:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Iterable, Mapping
 from typing import Any, cast
 from urllib.parse import unquote
 
@@ -36,6 +37,7 @@ __all__ = [
     "inner_any",
     "is_marked_secret",
     "lookup",
+    "meant_field",
     "pointer_tokens",
     "resolve",
     "same_value",
@@ -43,6 +45,19 @@ __all__ = [
 
 SECRET_KEY = "x-secret"
 """The schema extension that marks a field secret (next to `SecretStr`'s own marks)."""
+
+
+def meant_field(key: str, names: Iterable[str]) -> str | None:
+    """The declared name an unknown key was most likely meant as (`pasword` for `password`),
+    or None. Case drift (`PASSWORD`) is the commonest slip: names are compared ignoring case.
+
+    Validation names it in its hint and hides the value if that field is secret; the
+    recorder redacts by the same match.
+    """
+    lowered = {name.lower(): name for name in names}
+    close = difflib.get_close_matches(key.lower(), list(lowered), n=1)
+    return lowered[close[0]] if close else None
+
 
 _SAME_VALUE_LISTS = ("anyOf", "oneOf", "allOf")
 _SAME_VALUE_SINGLE = ("if", "then", "else")

@@ -29,12 +29,11 @@ pre-check (`Assembler(tools=toolset)`) reports them as `unknown_field`. Pydantic
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import math
 import re
 import urllib.parse
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
@@ -74,7 +73,7 @@ from toolwire.coercion import (
 from toolwire.jsonschema_dialect import ReferenceLoop, extended_validator
 from toolwire.payloads import Lang, Style, call_id_for, message_for, text
 from toolwire.schema_export import accepts_null
-from toolwire.subschemas import SECRET_KEY, inner, inner_all, same_value
+from toolwire.subschemas import SECRET_KEY, inner, inner_all, meant_field, same_value
 from toolwire.subschemas import is_marked_secret as _is_secret
 
 if TYPE_CHECKING:
@@ -787,12 +786,9 @@ def string_leaves(
     elif isinstance(value, Mapping):
         for key, item in cast(Mapping[Any, Any], value).items():
             yield from string_leaves(item, [*path, str(key)], scalars=scalars)
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(cast(Sequence[Any], value)):
-            yield from string_leaves(item, [*path, i], scalars=scalars)
-    elif isinstance(value, (set, frozenset)):
-        # No order: the position stands for "an item", which is all a secret's path says.
-        for i, item in enumerate(cast(frozenset[Any], value)):
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        # A set has no order: its position stands for "an item", all a secret's path says.
+        for i, item in enumerate(cast(Iterable[Any], value)):
             yield from string_leaves(item, [*path, i], scalars=scalars)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for entry in dataclasses.fields(value):
@@ -1180,11 +1176,9 @@ class _ErrorBuilder:
             if names
             else text("expected.no_fields", self.lang)
         )
-        # Case drift (`PASSWORD`) is the commonest slip: names are compared ignoring case.
-        lowered = {name.lower(): name for name in names}
-        close = [lowered[c] for c in difflib.get_close_matches(key.lower(), list(lowered), n=1)]
-        hint = text("hint.did_you_mean", self.lang, name=close[0]) if close else None
-        meant = self.schema.deref(_d(_d(parent.get("properties")).get(close[0]))) if close else {}
+        close = meant_field(key, names)
+        hint = text("hint.did_you_mean", self.lang, name=close) if close else None
+        meant = self.schema.deref(_d(_d(parent.get("properties")).get(close))) if close else {}
         if meant and self.schema.holds_secret(meant):
             # A misspelt secret field (`pasword`, or `AUTH` around an `api_key`) holds the
             # secret all the same: shown as the value of the field it was meant for.
@@ -2174,12 +2168,12 @@ class ToolValidator:
         unreadable = any(
             e.get("type") == "json_invalid" and not e.get("loc") for e in pydantic_errors
         )
-        if unreadable and _is_json(_argument_text(call)):
+        text_in = _argument_text(call)
+        if unreadable and _is_json(text_in):
             # JSON that Pydantic's own parser cannot read (nested past its recursion limit, a
             # number its float cannot hold): the call is too large for it, not invalid in a way
             # the model could fix by reading the raw text back.
             return Outcome.failure(call, self.tool, "too_large", lang=lang)
-        text_in = _argument_text(call)
         builder = _ErrorBuilder(self._lookup, lang, redact, lambda: loads_exact(text_in))
         initial: list[_Draft] = builder.from_pydantic(pydantic_errors) if pydantic_errors else []
         # A pre-check finding that Pydantic does not report (an unknown field under the default
@@ -2206,16 +2200,11 @@ class ToolValidator:
                 # The pre-check stops at its first violation: unknown fields after it (which
                 # Pydantic's default `extra="ignore"` would drop) are found here.
                 unknown = self._unknown_drafts(builder, call.value)
-                below = found.error.path + "/"
-                if found.union_level and any(
-                    d.error.path.startswith(below) for d in [*initial, *unknown]
-                ):
-                    # The union failed on a value inside it (a tag, a field its tagged branch
-                    # does not define): that error says what to fix, "expected an object" at
-                    # the union does not.
-                    drafts = unknown
-                else:
-                    drafts = [found, *unknown]
+                # The union failed on a value inside it (a tag, a field its tagged branch does
+                # not define): that error says what to fix, "expected an object" at the union
+                # does not.
+                inside = [d.error.path for d in [*initial, *unknown]]
+                drafts = _without_unions_above([found, *unknown], inside)
                 for draft in drafts:
                     if all(d.error.path != draft.error.path for d in initial):
                         initial.append(draft)
