@@ -3,12 +3,15 @@
 //! once after feeding the whole text. (No fragment of these texts starts with all the text
 //! before it, which could be a cumulative resend: `assembler_held.rs` covers those.)
 
+mod common;
+
 use std::sync::Arc;
 
+use common::delta;
 use proptest::prelude::*;
 use serde_json::json;
 use toolwire::Registry;
-use toolwire::{Arguments, Assembler, AssemblerConfig, Delta, Error};
+use toolwire::{Assembler, AssemblerConfig, Error};
 
 fn registry() -> Arc<Registry> {
     let mut registry = Registry::new();
@@ -40,16 +43,6 @@ fn early(errors: Vec<(usize, Error)>) -> Early {
         .into_iter()
         .map(|(_, e)| (format!("{:?}", e.kind), e.offset, e.path, e.message))
         .collect()
-}
-
-fn delta<'a>(name: Option<&'a str>, text: &'a [u8]) -> Delta<'a> {
-    Delta {
-        index: Some(0),
-        id: None,
-        name,
-        kind: None,
-        arguments: Some(Arguments::Text(text)),
-    }
 }
 
 /// One error was drained, at `path`, showing `got`.

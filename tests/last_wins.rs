@@ -3,13 +3,14 @@
 //! that value, not about a value a later duplicate replaced; and while the text streams no
 //! violation of the arguments is certain, so none is reported early.
 
+mod common;
+
 use std::sync::Arc;
 
+use common::delta;
 use proptest::prelude::*;
 use serde_json::json;
-use toolwire::{
-    Arguments, Assembler, AssemblerConfig, Delta, DuplicateKeys, ErrorKind, Registry, ScanConfig,
-};
+use toolwire::{Assembler, AssemblerConfig, DuplicateKeys, ErrorKind, Registry, ScanConfig};
 
 fn registry() -> Arc<Registry> {
     let mut registry = Registry::new();
@@ -38,16 +39,6 @@ fn last_wins() -> AssemblerConfig {
             ..ScanConfig::default()
         },
         ..AssemblerConfig::default()
-    }
-}
-
-fn delta<'a>(name: Option<&'a str>, text: &'a [u8]) -> Delta<'a> {
-    Delta {
-        index: Some(0),
-        id: None,
-        name,
-        kind: None,
-        arguments: Some(Arguments::Text(text)),
     }
 }
 

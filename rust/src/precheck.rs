@@ -98,11 +98,17 @@ impl Registry {
             duplicate_keys,
             ..ScanConfig::default()
         };
+        let (check, scanner) = self.checked(name, text, config);
+        check.first_error(self, name, text, scanner.repeated_keys())
+    }
+
+    /// A complete text pushed through a fresh pre-check and scanner, and finished.
+    fn checked(&self, name: &str, text: &[u8], config: ScanConfig) -> (CallCheck, Scanner) {
         let mut check = CallCheck::new(self, name, b"", &config);
         let mut scanner = Scanner::new(config);
         check.push(&mut scanner, text);
         let _ = check.finish(&mut scanner);
-        check.first_error(self, name, text, scanner.repeated_keys())
+        (check, scanner)
     }
 
     /// The first violation of the value a complete text stands for when its objects repeat
@@ -122,12 +128,7 @@ impl Registry {
         let Some(value) = build_value(text, BuildOptions::for_complete(true)) else {
             return written.first().map(|e| (*e).clone());
         };
-        let canonical = value.to_json();
-        let config = ScanConfig::default();
-        let mut check = CallCheck::new(self, name, b"", &config);
-        let mut scanner = Scanner::new(config);
-        check.push(&mut scanner, &canonical);
-        let _ = check.finish(&mut scanner);
+        let (check, _) = self.checked(name, &value.to_json(), ScanConfig::default());
         let found = check.errors().next()?;
         let same = |e: &&&Error| {
             e.path == found.path
