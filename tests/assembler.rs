@@ -459,3 +459,126 @@ fn stop_spares_ended_whole_calls_and_stop_all_spares_none() {
     // Values still read: the JSON itself was complete.
     assert!(calls.iter().all(|c| c.complete));
 }
+
+// --- A stream replayed after a reconnect (faults.md 5) -----------------------------------------
+
+fn header<'a>(index: i64, id: &'a str, name: &'a str) -> Delta<'a> {
+    text(Some(index), Some(id), Some(name), "")
+}
+
+fn frag(index: i64, args: &str) -> Delta<'_> {
+    text(Some(index), None, None, args)
+}
+
+#[test]
+fn fault_05_replay_after_a_whole_call_drops_the_repeated_text() {
+    // The replay is cut other than the first rendition: it still lines up.
+    let calls = run(&[
+        header(0, "c0", "f"),
+        frag(0, r#"{"a": "#),
+        frag(0, "[1, 2]}"),
+        header(0, "c0", "f"),
+        frag(0, r#"{"#),
+        frag(0, r#""a": [1"#),
+        frag(0, ", 2]}"),
+    ]);
+    assert_eq!(summary(&calls), vec![ok("c0", "f", r#"{"a": [1, 2]}"#)]);
+    assert!(calls[0].warnings.contains(&"replay_dropped"));
+}
+
+#[test]
+fn fault_05_replay_from_the_middle_of_a_call_goes_on_after_the_text_it_had() {
+    // Cut other than the first rendition; or one replayed fragment with all the text and more,
+    // which reads as a cumulative resend (quirk 19) and gives the same text.
+    for replay in [&[r#"{"a": "#, "[1, 2", "]}"][..], &[r#"{"a": [1, 2"#, "]}"]] {
+        let mut deltas = vec![
+            header(0, "c0", "f"),
+            frag(0, r#"{"a": "#),
+            frag(0, "[1"),
+            header(0, "c0", "f"),
+        ];
+        deltas.extend(replay.iter().map(|t| frag(0, t)));
+        let calls = run(&deltas);
+        assert_eq!(summary(&calls), vec![ok("c0", "f", r#"{"a": [1, 2]}"#)]);
+        assert_eq!(
+            calls[0].warnings.contains(&"replay_dropped"),
+            replay.len() == 3
+        );
+    }
+}
+
+#[test]
+fn fault_05_other_text_after_a_whole_call_is_another_call() {
+    // The text matched until it differed: all of it is the second call's, none the first's.
+    let calls = run(&[
+        header(0, "c0", "f"),
+        frag(0, r#"{"a": 1}"#),
+        header(0, "c0", "f"),
+        frag(0, r#"{"a": "#),
+        frag(0, "2}"),
+    ]);
+    assert_eq!(
+        summary(&calls),
+        vec![ok("c0", "f", r#"{"a": 1}"#), ok("c0_1", "f", r#"{"a": 2}"#)]
+    );
+    assert!(calls[1].warnings.contains(&"duplicate_id"));
+    assert!(!calls[0].warnings.contains(&"replay_dropped"));
+}
+
+#[test]
+fn fault_05_a_repeated_header_inside_an_open_call_takes_back_what_matched() {
+    // A provider that repeats the bare header mid-call, then goes on with text that happens to
+    // start like the call's own: the matched bytes are the call's text after all.
+    let calls = run(&[
+        header(0, "c0", "f"),
+        frag(0, r#"{"a": ["#),
+        header(0, "c0", "f"),
+        frag(0, "{"),
+        frag(0, r#""b": 1}]}"#),
+    ]);
+    assert_eq!(summary(&calls), vec![ok("c0", "f", r#"{"a": [{"b": 1}]}"#)]);
+    assert!(!calls[0].warnings.contains(&"replay_dropped"));
+}
+
+#[test]
+fn fault_05_headers_in_every_chunk_are_no_replay() {
+    // Quirks 8 and 12: the id and name with every fragment of an open call.
+    let calls = run(&[
+        text(Some(0), Some("c0"), Some("f"), r#"{"a": "#),
+        text(Some(0), Some("c0"), Some("f"), r#"{"#),
+        text(Some(0), Some("c0"), Some("f"), r#""a": 1}}"#),
+    ]);
+    assert_eq!(summary(&calls), vec![ok("c0", "f", r#"{"a": {"a": 1}}"#)]);
+}
+
+#[test]
+fn fault_05_replay_of_an_ended_call_and_of_a_call_without_text() {
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    for _ in 0..2 {
+        let first = a.feed(&header(0, "c0", "now")).expect("feed");
+        a.end_call(first).expect("end");
+        let second = a.feed(&header(1, "c1", "f")).expect("feed");
+        a.feed(&frag(1, r#"{"q": "#)).expect("feed");
+        a.feed(&frag(1, r#""x"}"#)).expect("feed");
+        a.end_call(second).expect("end");
+    }
+    let calls = a.finish().expect("finish");
+    assert_eq!(
+        summary(&calls),
+        vec![ok("c0", "now", "{}"), ok("c1", "f", r#"{"q": "x"}"#)]
+    );
+}
+
+#[test]
+fn fault_05_cumulative_replay_is_dropped() {
+    // Quirk 19 meets a replay: each fragment is the text so far, sent again from the start.
+    let calls = run(&[
+        header(0, "c0", "f"),
+        frag(0, r#"{"a""#),
+        frag(0, r#"{"a": 1}"#),
+        header(0, "c0", "f"),
+        frag(0, r#"{"a""#),
+        frag(0, r#"{"a": 1}"#),
+    ]);
+    assert_eq!(summary(&calls), vec![ok("c0", "f", r#"{"a": 1}"#)]);
+}

@@ -102,7 +102,7 @@ class ToolCall:
         ok: True when `error` is None.
         metadata: Opaque provider fields kept for the next turn.
         warnings: Anomalies that were handled (`cumulative_arguments`, `repeat_dropped`,
-            `duplicate_id`, `empty_arguments`, `replacement_character`).
+            `replay_dropped`, `duplicate_id`, `empty_arguments`, `replacement_character`).
     """
 
     @property

@@ -85,6 +85,9 @@ pub mod warning {
     pub const DUPLICATE_ID: &str = "duplicate_id";
     /// The call had no argument text; `{}` was used.
     pub const EMPTY_ARGUMENTS: &str = "empty_arguments";
+    /// The provider sent the call again from its start (a stream replayed after a reconnect):
+    /// the text it already had was dropped, not appended.
+    pub const REPLAY_DROPPED: &str = "replay_dropped";
 }
 
 /// A finished call.
@@ -237,6 +240,23 @@ struct Call {
     /// cumulative resend or an ordinary continuation. They wait, both readings kept, until a
     /// later fragment breaks one of them or the call ends.
     held: Option<Box<Held>>,
+    /// The provider is sending the call again from its start (see [`Retread`]).
+    retread: Option<Retread>,
+}
+
+/// A call the provider sends again from its start: its header came again (same key, id and
+/// name) after its text, as a stream replayed after a reconnect sends it. The fragments that
+/// follow are compared with the text the call holds rather than appended, so a replayed
+/// stream gives each call once, with its text once.
+#[derive(Debug, Clone, Copy)]
+struct Retread {
+    /// How much of the call's text the replayed fragments have matched.
+    pos: usize,
+    /// The call was whole (ended, or its value complete) when the replay began: text that
+    /// differs from it is another call under the same id, as before replays were recognised.
+    /// Otherwise the matched text was a continuation after all (a provider that repeats the
+    /// header) and is appended.
+    whole: bool,
 }
 
 /// Fragments held while two readings of them stay possible (see `Call::held`): appended to the
@@ -584,6 +604,7 @@ impl Assembler {
             reported: Reported::default(),
             progress: self.config.track_progress.then(Box::default),
             held: None,
+            retread: None,
         });
         self.open.insert(index, ordinal);
         self.last_key = None;
@@ -602,7 +623,47 @@ impl Assembler {
     /// Whether [`Assembler::feed`] would start a new call for `delta` rather than continue an
     /// open one (it changes nothing but may scan text already appended).
     pub fn starts_call(&mut self, delta: &Delta<'_>) -> bool {
-        self.open_call_for(delta).is_none()
+        self.replay_of(delta).is_none() && self.open_call_for(delta).is_none()
+    }
+
+    /// True when the call at `ordinal` takes deltas routed to it: it was not ended, or the
+    /// provider is sending it again (see [`Retread`]).
+    fn takes_deltas(&self, ordinal: usize) -> bool {
+        self.calls
+            .get(ordinal)
+            .is_some_and(|c| !c.ended || c.retread.is_some())
+    }
+
+    /// The call that `delta` starts sending again, and whether that call was whole (see
+    /// [`Retread`]): a header with the id and name of the last call under its key, after that
+    /// call got its text (or was ended without any), carrying no argument text of its own or,
+    /// for a whole call, only a start of the text the call holds. A provider that repeats the
+    /// header in every chunk sends it with new text: that is the call going on.
+    fn replay_of(&mut self, delta: &Delta<'_>) -> Option<(usize, bool)> {
+        let name = delta.name.filter(|n| !n.is_empty())?;
+        let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null")?;
+        let ordinal = match delta.index {
+            None => self.open.get(None).or(self.last),
+            key => self.open.get(key),
+        }?;
+        let call = self.calls.get_mut(ordinal)?;
+        let same = call.name == name && call.id.as_deref() == Some(id);
+        // Held fragments are two readings of the text still: no start of it is known.
+        if !same || call.retread.is_some() || call.held.is_some() || call.mode == ArgMode::Value {
+            return None;
+        }
+        call.sync();
+        if !call.has_arguments() {
+            // Without text, an open call takes a repeated header as the call going on.
+            return call.ended.then_some((ordinal, true));
+        }
+        let whole = call.ended || call.scanner.is_complete();
+        let replays = match delta.arguments {
+            None | Some(Arguments::Text([])) => true,
+            Some(Arguments::Text(t)) => whole && call.scanner.text().starts_with(t),
+            Some(Arguments::Value(_)) => false,
+        };
+        replays.then_some((ordinal, whole))
     }
 
     /// Finds the call a delta belongs to, starting a new one when the rules say so.
@@ -621,7 +682,7 @@ impl Assembler {
             if key == delta.index
                 && name.is_none()
                 && delta.index.is_some()
-                && !self.calls[ordinal].ended
+                && self.takes_deltas(ordinal)
             {
                 return Some(ordinal);
             }
@@ -637,7 +698,7 @@ impl Assembler {
                 .filter(|&o| !self.calls[o].ended),
             key => self.open.get(key),
         };
-        let ordinal = current.filter(|&o| !self.calls[o].ended)?;
+        let ordinal = current.filter(|&o| self.takes_deltas(o))?;
         if let Some(name) = name {
             // The rules below read how far the arguments got.
             let call = &mut self.calls[ordinal];
@@ -678,7 +739,9 @@ impl Assembler {
                 // Another name under the same key, or a named delta with a new id or new
                 // arguments after a complete value, is another call (quirks 2, 3). The same name
                 // while the value is still open is a repeated header (quirks 8, 13).
-                if !same_name || (complete && (new_id || !repeat_or_header)) {
+                // A call sent again decides its new text itself (see `Retread`).
+                let replaying = call.retread.is_some();
+                if !same_name || (complete && (new_id || (!repeat_or_header && !replaying))) {
                     return None;
                 }
             }
@@ -694,11 +757,18 @@ impl Assembler {
         if self.finished {
             return Err(Misuse::Finished);
         }
-        let ordinal = self.route(delta);
+        let replay = self.replay_of(delta);
+        let ordinal = match replay {
+            Some((ordinal, _)) => ordinal,
+            None => self.route(delta),
+        };
         self.last = Some(ordinal);
         self.last_key = Some((delta.index, ordinal));
         let registry = self.registry.as_deref();
         let call = &mut self.calls[ordinal];
+        if let Some((_, whole)) = replay {
+            call.retread = Some(Retread { pos: 0, whole });
+        }
         if call.index.is_none() {
             call.index = delta.index;
         }
@@ -722,6 +792,12 @@ impl Assembler {
         }
         match delta.arguments {
             None => {}
+            Some(Arguments::Text(text)) if call.retread.is_some() => {
+                let to = self.feed_retread(ordinal, delta.index, text);
+                self.last = Some(to);
+                self.last_key = Some((delta.index, to));
+                return Ok(to);
+            }
             Some(Arguments::Text(text)) => feed_text(call, text, registry),
             Some(Arguments::Value(text)) => {
                 // A fragment held to tell a resend from new text is text the call has: decide
@@ -740,6 +816,100 @@ impl Assembler {
             }
         }
         Ok(ordinal)
+    }
+
+    /// A fragment of a call the provider sends again (see [`Retread`]): text the call already
+    /// has is dropped; text past it goes on an open call; text that differs ends the replay,
+    /// with the text matched so far taken back as new. Returns the ordinal the text went to.
+    fn feed_retread(&mut self, ordinal: usize, key: Option<i64>, text: &[u8]) -> usize {
+        let registry = self.registry.as_deref();
+        let Some(call) = self.calls.get_mut(ordinal) else {
+            return ordinal;
+        };
+        let Some(mut retread) = call.retread else {
+            feed_text(call, text, registry);
+            return ordinal;
+        };
+        let held = call.scanner.text();
+        let cumulative = call.mode == ArgMode::Cumulative;
+        if cumulative {
+            // Each fragment is the whole text so far: the replay is a start of the call's text.
+            if held.starts_with(text) {
+                if text.len() == held.len() {
+                    warn_once(call, warning::REPLAY_DROPPED);
+                }
+                return ordinal;
+            }
+            if text.starts_with(held) && !retread.whole {
+                call.retread = None;
+                warn_once(call, warning::REPLAY_DROPPED);
+                feed_text(call, text, registry);
+                return ordinal;
+            }
+        } else {
+            let rest = held.get(retread.pos..).unwrap_or_default();
+            if rest.starts_with(text) {
+                retread.pos += text.len();
+                let caught_up = retread.pos == held.len();
+                if caught_up && !retread.whole {
+                    // The open call goes on from here: its next fragments are new.
+                    call.retread = None;
+                } else {
+                    call.retread = Some(retread);
+                }
+                if caught_up {
+                    warn_once(call, warning::REPLAY_DROPPED);
+                }
+                return ordinal;
+            }
+            if let Some(new) = text.strip_prefix(rest) {
+                if !retread.whole {
+                    call.retread = None;
+                    if retread.pos == 0 {
+                        // The whole text and more in one fragment: a cumulative resend (quirk
+                        // 19), which the ordinary rules tell from a continuation.
+                        feed_text(call, text, registry);
+                    } else {
+                        warn_once(call, warning::REPLAY_DROPPED);
+                        feed_text(call, new, registry);
+                    }
+                    return ordinal;
+                }
+                if first_non_ws(new).is_none() {
+                    retread.pos = held.len();
+                    call.retread = Some(retread);
+                    warn_once(call, warning::REPLAY_DROPPED);
+                    return ordinal;
+                }
+            }
+        }
+        // The text differs from the call's: what matched was not a replay after all.
+        let matched = if cumulative { 0 } else { retread.pos };
+        let mut sent = held.get(..matched).unwrap_or_default().to_vec();
+        sent.extend_from_slice(text);
+        call.retread = None;
+        if !retread.whole {
+            // A provider that repeats the header in every chunk, then more of the call.
+            feed_text(call, &sent, registry);
+            return ordinal;
+        }
+        // After a whole call, other text under its id is another call (quirk 16), as it was
+        // before replays were recognised; the call sent first stays as it was.
+        let (index, id, name, kind) = (
+            call.index,
+            call.id.clone(),
+            call.name.clone(),
+            call.kind.clone(),
+        );
+        let started = self.start_call(key);
+        let registry = self.registry.as_deref();
+        let call = &mut self.calls[started];
+        call.index = index;
+        call.id = id;
+        call.name = name;
+        call.kind = kind;
+        feed_text(call, &sent, registry);
+        started
     }
 
     /// Feeds the most common delta, an argument fragment alone (no id, name or type) for the
@@ -764,6 +934,7 @@ impl Assembler {
         let appends_only = !call.ended
             && call.mode == ArgMode::Fragments
             && call.held.is_none()
+            && call.retread.is_none()
             && (buffered == 0 || text.len() < buffered)
             // `feed_text` would attach the pre-check first.
             && (call.check.is_some() || !registry || call.name.is_empty());
@@ -786,6 +957,8 @@ impl Assembler {
     pub fn end_call(&mut self, ordinal: usize) -> Result<(), Misuse> {
         let call = self.open_call_mut(ordinal)?;
         call.ended = true;
+        // A replay cut short leaves the call as it was.
+        call.retread = None;
         // No fragment follows to tell held fragments' two readings apart: they are decided
         // now, as `finish` would decide them, so partial values and progress see them at once.
         // Except when only the resend reading is a whole value: the stream's stop reason, still
@@ -1585,6 +1758,12 @@ fn first_non_ws_offset(text: &[u8]) -> usize {
 /// the search itself on short arguments, and EF leads only U+F000 to U+FFFF, rare in text.
 fn contains_replacement_character(text: &[u8]) -> bool {
     memchr::memchr_iter(0xEF, text).any(|at| text.get(at + 1..at + 3) == Some(&[0xBF, 0xBD]))
+}
+
+fn warn_once(call: &mut Call, warning: &'static str) {
+    if !call.warnings.contains(&warning) {
+        call.warnings.push(warning);
+    }
 }
 
 fn warn_repeat_dropped(call: &mut Call) {

@@ -222,7 +222,11 @@ def assemble_both(route: Route, fmt: str, **options: Any) -> tuple[list[Any], An
         assert early == early_sdk, plan
         assert _progress(progress) == progress_sdk, (plan, _progress(progress), progress_sdk)
         assert raw_key(calls) == raw_key(stream.calls), plan
-        assert [c.warnings for c in calls] == [c.warnings for c in stream.calls], plan
+        assert [c.warnings for c in calls] == [c.warnings for c in stream.calls], (
+            plan,
+            [(c.arguments, c.warnings) for c in calls],
+            [(c.arguments, c.warnings) for c in stream.calls],
+        )
         assert [c.metadata for c in calls] == [c.metadata for c in stream.calls], plan
         assert raw.text == stream.text, plan
         if route.drop_after is None:

@@ -1,0 +1,142 @@
+"""A stream replayed after a reconnect (fault 5): each call comes back once, its text once.
+
+A provider or proxy that reconnects may send the response again from its start, either after
+the first rendition ended or while a call was still streaming. The replay repeats each call's
+header (its key, id and name) before its fragments; the calls must not come back twice (a tool
+would run twice, under a renamed id) nor with their text doubled. Every stream is served to the
+real SDK client over HTTP and read with `assemble`; `assemble_both` then feeds the identical body
+to `feed_sse`, cut every way a gateway may see it, and requires the same result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("toolwire._core")
+
+from .clients import assemble_both
+from .conftest import SSEServer
+from .streamkit import (
+    Call,
+    Event,
+    anthropic_stream,
+    before_the_end,
+    chat_stream,
+    responses_stream,
+    sse_body,
+)
+
+FORMATS = ("openai-chat", "openai-responses", "anthropic")
+CALLS = [
+    Call("get_weather", '{"city": "Z\\u00fcrich \\"old town\\"", "days": [1, 2]}'),
+    Call("lookup", '{"q": "\u6771\u4eac \U0001f600", "n": 3}'),
+]
+
+
+def _stream(fmt: str, calls: list[Call], **options: Any) -> list[Event]:
+    if fmt == "anthropic":
+        return anthropic_stream(calls, **options)
+    if fmt == "openai-responses":
+        return responses_stream(calls, **options)
+    return chat_stream(calls, **options)
+
+
+def _until_fragment(events: list[Event], fmt: str, nth: int) -> list[Event]:
+    """The events of `events` before the end, up to and including its `nth` argument fragment
+    (a connection that dropped in the middle of a call)."""
+    kept: list[Event] = []
+    seen = 0
+    for event in before_the_end(events, fmt):
+        kept.append(event)
+        seen += _is_fragment(event)
+        if seen == nth:
+            break
+    return kept
+
+
+def _is_fragment(event: Event) -> bool:
+    if event.get("type") == "response.function_call_arguments.delta":
+        return bool(event["delta"])
+    delta = event.get("delta")
+    if event.get("type") == "content_block_delta" and isinstance(delta, dict):
+        return bool(delta.get("partial_json"))
+    for choice in event.get("choices", []):
+        for entry in choice.get("delta", {}).get("tool_calls", []):
+            if entry.get("function", {}).get("arguments"):
+                return True
+    return False
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_stream_replayed_after_it_ended_gives_each_call_once(
+    sse_server: SSEServer, split: str, fmt: str
+) -> None:
+    events = _stream(fmt, CALLS, size=5)
+    first = events if fmt != "openai-chat" else events[:-1]
+    route = sse_server.register(sse_body(first + events, fmt), split=split)
+    _, s = assemble_both(route, fmt)
+    assert [(c.name, c.arguments, c.error) for c in s.calls] == [
+        (c.name, c.arguments, None) for c in CALLS
+    ]
+    assert len({c.id for c in s.calls}) == 2
+    assert all("replay_dropped" in c.warnings for c in s.calls)
+    assert all("duplicate_id" not in c.warnings for c in s.calls)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("nth", [1, 4, 9])
+def test_stream_replayed_from_the_middle_of_a_call(
+    sse_server: SSEServer, split: str, fmt: str, nth: int
+) -> None:
+    # The connection dropped after the `nth` fragment (in the first or the second call); the
+    # replay resends what came, then goes on. Fragments of another size than the first
+    # rendition's must line up too.
+    events = _stream(fmt, CALLS, size=5)
+    replay = _stream(fmt, CALLS, size=3)
+    route = sse_server.register(
+        sse_body(_until_fragment(events, fmt, nth) + replay, fmt), split=split
+    )
+    _, s = assemble_both(route, fmt)
+    assert [(c.name, c.arguments, c.error) for c in s.calls] == [
+        (c.name, c.arguments, None) for c in CALLS
+    ]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_replay_with_other_arguments_is_another_call_never_appended(
+    sse_server: SSEServer, split: str, fmt: str
+) -> None:
+    # The stream sent again is not the same (the server generated it anew): the call sent
+    # first keeps its own arguments, and the other text is a call of its own under a renamed
+    # id, as any two calls under one id are (quirk 16); nothing is spliced into the first.
+    first = [Call("get_weather", '{"city": "Oslo", "days": [1]}')]
+    again = [Call("get_weather", '{"city": "Oslo", "days": [2]}')]
+    events = _stream(fmt, first, size=4)
+    if fmt == "openai-chat":
+        events = events[:-1]
+    route = sse_server.register(sse_body(events + _stream(fmt, again, size=4), fmt), split=split)
+    _, s = assemble_both(route, fmt)
+    assert [(c.arguments, c.error) for c in s.calls] == [
+        (first[0].arguments, None),
+        (again[0].arguments, None),
+    ]
+    assert s.calls[1].id != s.calls[0].id
+    assert "duplicate_id" in s.calls[1].warnings
+    assert "replay_dropped" not in s.calls[0].warnings
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_replayed_call_without_parameters_runs_once(
+    sse_server: SSEServer, split: str, fmt: str
+) -> None:
+    calls = [Call("now", "{}"), Call("lookup", '{"q": "x"}')]
+    events = _stream(fmt, calls, size=4)
+    first = events if fmt != "openai-chat" else events[:-1]
+    route = sse_server.register(sse_body(first + events, fmt), split=split)
+    _, s = assemble_both(route, fmt)
+    assert [(c.name, c.arguments, c.error) for c in s.calls] == [
+        ("now", "{}", None),
+        ("lookup", '{"q": "x"}', None),
+    ]
