@@ -2229,3 +2229,41 @@ fn a_body_without_finish_reason_cuts_a_call_whose_arguments_never_began() {
     let whole = run(format!("{calls}{}data: [DONE]\n\n", chunk("{}", "\"tool_calls\"")).as_bytes());
     ok(whole.call(1), "transfer", "{}");
 }
+
+#[test]
+fn fault05_replayed_response_keeps_its_text_once() {
+    // Anthropic sends `message_start` again when the stream is replayed from its start; the
+    // replay is cut other than the first rendition, and goes on past where it broke off.
+    let event = |kind: &str, data: &str| format!("event: {kind}\ndata: {data}\n\n");
+    let start = event(
+        "message_start",
+        r#"{"type":"message_start","message":{"id":"m"}}"#,
+    );
+    let block = event(
+        "content_block_start",
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+    );
+    let text = |t: &str| {
+        event(
+            "content_block_delta",
+            &format!(
+                r#"{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"{t}"}}}}"#
+            ),
+        )
+    };
+    let body = [
+        start.clone(),
+        block.clone(),
+        text("Hel"),
+        text("lo, "),
+        start,
+        block,
+        text("Hello"),
+        text(", wor"),
+        text("ld"),
+    ]
+    .concat();
+    let o = run(body.as_bytes());
+    assert_eq!(o, run_chunks(body.as_bytes().chunks(1)));
+    assert_eq!(o.text, "Hello, world");
+}

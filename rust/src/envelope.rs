@@ -207,6 +207,9 @@ pub enum Action<'a> {
     },
     /// The end-of-stream marker (`[DONE]`, `message_stop`).
     Done,
+    /// The response starts again from its beginning (a second `message_start` or
+    /// `response.created`: a stream replayed after a reconnect). Its text comes again too.
+    Restart,
     /// The response failed (Responses `response.failed`): calls not yet complete and ended
     /// must not run, as after a content filter. The reason as sent.
     Stop(&'a str),
@@ -571,6 +574,8 @@ pub struct Decoder {
     ignored_choices: u64,
     /// Made on the first Gemini chunk: other formats never pay for it.
     gemini: Option<Box<gemini::GeminiState>>,
+    /// The response's first event (`message_start`, `response.created`) came.
+    started: bool,
 }
 
 /// An argument fragment that ended in a high surrogate, waiting for the call's next fragment.
@@ -992,6 +997,13 @@ impl Decoder {
         emit(action);
     }
 
+    /// The response's first event; a second one starts a replay of the response.
+    fn start<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
+        if std::mem::replace(&mut self.started, true) {
+            emit(Action::Restart);
+        }
+    }
+
     fn responses<F: FnMut(Action<'_>)>(
         &mut self,
         t: &str,
@@ -1053,6 +1065,7 @@ impl Decoder {
                 self.release(Some(key), emit);
                 emit(Action::EndCall(key));
             }
+            "response.created" => self.start(emit),
             "response.output_text.delta" => {
                 if let Some(raw) = raw_str(env.delta) {
                     self.text(raw, emit);
@@ -1281,6 +1294,7 @@ impl Decoder {
         match t {
             "message_start" => {
                 let message: Option<Message<'_>> = nested(env.message)?;
+                self.start(emit);
                 if let Some(usage) = message.and_then(|m| m.usage) {
                     emit(Action::Usage(usage.get()));
                 }

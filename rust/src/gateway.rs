@@ -139,6 +139,8 @@ impl Errors {
 #[derive(Debug, Default)]
 struct State {
     text: Vec<u8>,
+    /// While a replayed response re-treads its text: how much of `text` it has matched.
+    text_replay: Option<usize>,
     usage: Option<String>,
     finish_raw: Option<String>,
     finish: Option<FinishReason>,
@@ -162,6 +164,30 @@ impl State {
             self.dropped_seen = dropped;
             // Fails only after `finish`, which `StreamDecoder` rules out.
             let _ = assembler.lose_event("an event too large to read");
+        }
+    }
+
+    /// Assistant text; during a replay, text the response already had is dropped, and the
+    /// text matched so far is taken back as new when the replay differs from it.
+    fn push_text(&mut self, t: &[u8]) {
+        let Some(pos) = self.text_replay else {
+            self.text.extend_from_slice(t);
+            return;
+        };
+        let rest = self.text.get(pos..).unwrap_or_default();
+        if rest.starts_with(t) {
+            let pos = pos + t.len();
+            self.text_replay = (pos < self.text.len()).then_some(pos);
+            return;
+        }
+        self.text_replay = None;
+        let (caught_up, skip) = (t.starts_with(rest), rest.len());
+        if caught_up {
+            self.text
+                .extend_from_slice(t.get(skip..).unwrap_or_default());
+        } else {
+            self.text.extend_from_within(..pos.min(self.text.len()));
+            self.text.extend_from_slice(t);
         }
     }
 
@@ -213,7 +239,8 @@ impl State {
                     let _ = assembler.end_call(ordinal);
                 }
             }
-            Action::Text(t) => self.text.extend_from_slice(t),
+            Action::Text(t) => self.push_text(t),
+            Action::Restart => self.text_replay = (!self.text.is_empty()).then_some(0),
             Action::Usage(u) => {
                 // Providers split usage over events (Anthropic: input tokens in
                 // `message_start`, output tokens in `message_delta`): merge the members, later

@@ -140,3 +140,29 @@ def test_replayed_call_without_parameters_runs_once(
         ("now", "{}", None),
         ("lookup", '{"q": "x"}', None),
     ]
+
+
+@pytest.mark.parametrize("fmt", ["openai-responses", "anthropic"])
+@pytest.mark.parametrize("cut", [None, 3])
+def test_replayed_response_keeps_its_text_once(
+    sse_server: SSEServer, split: str, fmt: str, cut: int | None
+) -> None:
+    # A second `response.created` / `message_start` starts the replay; its text comes again,
+    # after the first rendition ended or broke off after `cut` text events.
+    text = 'Let me look that up: \u6771\u4eac \U0001f600, "quoted".\n'
+    events = _stream(fmt, CALLS, text=text, size=5)
+    first = events
+    if cut is not None:
+        texts = [i for i, e in enumerate(events) if _is_text(e)]
+        first = events[: texts[cut]]
+    route = sse_server.register(sse_body(first + events, fmt), split=split)
+    _, s = assemble_both(route, fmt)
+    assert s.text == text
+    assert [(c.arguments, c.error) for c in s.calls] == [(c.arguments, None) for c in CALLS]
+
+
+def _is_text(event: Event) -> bool:
+    delta = event.get("delta")
+    if event.get("type") == "response.output_text.delta":
+        return True
+    return isinstance(delta, dict) and delta.get("type") == "text_delta"

@@ -34,6 +34,7 @@ from toolwire.formats._fields import (
     plain,
     str_or_none,
 )
+from toolwire.formats._replay import ReplayedText
 from toolwire.formats._types import (
     ChunkInfo,
     FeedRecord,
@@ -77,13 +78,14 @@ class AnthropicMessagesAdapter:
 
     format: WireFormat = "anthropic"
 
-    __slots__ = ("_gave_up", "_state", "_utf16")
+    __slots__ = ("_gave_up", "_state", "_text", "_utf16")
 
     def __init__(self) -> None:
         """Start with no content blocks seen."""
         self._state = _State()
         self._utf16 = Utf16()
         self._gave_up = False
+        self._text = ReplayedText()
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one event.
@@ -96,6 +98,8 @@ class AnthropicMessagesAdapter:
             The event's text, feeds, stop reason and (merged) usage.
         """
         info = self._handle(chunk, sink)
+        if info.text:
+            info.text = self._text.take(info.text)
         return after_provider_error(info, sink) if self._gave_up else info
 
     def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
@@ -115,6 +119,7 @@ class AnthropicMessagesAdapter:
         elif kind == "content_block_stop":
             self._stop(chunk, sink, info)
         elif kind == "message_start":
+            self._text.start()
             self._usage(get(get(chunk, "message"), "usage"), info)
         elif kind == "message_delta":
             self._usage(get(chunk, "usage"), info)

@@ -39,6 +39,7 @@ from toolwire.formats._fields import (
     merge_usage,
     str_or_none,
 )
+from toolwire.formats._replay import ReplayedText
 from toolwire.formats._types import (
     ChunkInfo,
     FeedRecord,
@@ -89,7 +90,7 @@ class ResponsesAdapter:
 
     format: WireFormat = "openai-responses"
 
-    __slots__ = ("_calls", "_gave_up", "_usage", "_utf16")
+    __slots__ = ("_calls", "_gave_up", "_text", "_usage", "_utf16")
 
     def __init__(self) -> None:
         """Start with no calls seen."""
@@ -97,6 +98,7 @@ class ResponsesAdapter:
         self._utf16 = Utf16()
         self._gave_up = False
         self._usage: dict[str, Any] | None = None
+        self._text = ReplayedText()
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one event.
@@ -109,6 +111,8 @@ class ResponsesAdapter:
             The event's text, feeds, finish reason and usage.
         """
         info = self._handle(chunk, sink)
+        if info.text:
+            info.text = self._text.take(info.text)
         return after_provider_error(info, sink) if self._gave_up else info
 
     def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
@@ -120,6 +124,8 @@ class ResponsesAdapter:
             delta = get(chunk, "delta")
             if isinstance(delta, str):
                 info.text = delta
+        elif kind == "response.created":
+            self._text.start()
         elif kind == "response.output_item.added":
             self._item(chunk, sink, info, done=False)
         elif kind == "response.function_call_arguments.delta":
