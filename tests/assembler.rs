@@ -14,6 +14,7 @@ fn text<'a>(
         name,
         kind: None,
         arguments: Some(Arguments::Text(args.as_bytes())),
+        start: false,
     }
 }
 
@@ -236,6 +237,7 @@ fn quirk_23_arguments_as_an_object() {
         name: Some("f"),
         kind: None,
         arguments: Some(Arguments::Value(b"{\"x\":1}")),
+        start: false,
     };
     a.feed(&d).expect("feed");
     let calls = a.finish().expect("finish");
@@ -466,6 +468,15 @@ fn header<'a>(index: i64, id: &'a str, name: &'a str) -> Delta<'a> {
     text(Some(index), Some(id), Some(name), "")
 }
 
+/// The header of an event that starts a call (Responses `output_item.added`, Anthropic
+/// `content_block_start`).
+fn start<'a>(index: i64, id: &'a str, name: &'a str) -> Delta<'a> {
+    Delta {
+        start: true,
+        ..header(index, id, name)
+    }
+}
+
 fn frag(index: i64, args: &str) -> Delta<'_> {
     text(Some(index), None, None, args)
 }
@@ -487,24 +498,40 @@ fn fault_05_replay_after_a_whole_call_drops_the_repeated_text() {
 }
 
 #[test]
-fn fault_05_replay_from_the_middle_of_a_call_goes_on_after_the_text_it_had() {
-    // Cut other than the first rendition; or one replayed fragment with all the text and more,
-    // which reads as a cumulative resend (quirk 19) and gives the same text.
+fn fault_05_call_started_again_from_the_middle_goes_on_after_the_text_it_had() {
+    // Cut other than the first rendition, or one replayed fragment with all the text and more.
     for replay in [&[r#"{"a": "#, "[1, 2", "]}"][..], &[r#"{"a": [1, 2"#, "]}"]] {
         let mut deltas = vec![
-            header(0, "c0", "f"),
+            start(0, "c0", "f"),
             frag(0, r#"{"a": "#),
             frag(0, "[1"),
-            header(0, "c0", "f"),
+            start(0, "c0", "f"),
         ];
         deltas.extend(replay.iter().map(|t| frag(0, t)));
         let calls = run(&deltas);
         assert_eq!(summary(&calls), vec![ok("c0", "f", r#"{"a": [1, 2]}"#)]);
-        assert_eq!(
-            calls[0].warnings.contains(&"replay_dropped"),
-            replay.len() == 3
-        );
+        assert!(calls[0].warnings.contains(&"replay_dropped"));
     }
+}
+
+#[test]
+fn fault_05_a_header_repeated_inside_an_open_call_is_no_replay() {
+    // Quirks 8 and 12 with blank fragments: a provider that repeats the header, then a nested
+    // value that starts the way the call's text does. Only an event that starts a call sends
+    // an open call again.
+    let calls = run(&[
+        text(Some(0), Some("c0"), Some("f"), r#"{"filter": "#),
+        header(0, "c0", "f"),
+        frag(0, r#"{""#),
+        frag(0, r#"filter": "x"}"#),
+        header(0, "c0", "f"),
+        frag(0, r#", "limit": 5}"#),
+    ]);
+    assert_eq!(
+        summary(&calls),
+        vec![ok("c0", "f", r#"{"filter": {"filter": "x"}, "limit": 5}"#)]
+    );
+    assert!(calls[0].warnings.is_empty());
 }
 
 #[test]
@@ -526,18 +553,21 @@ fn fault_05_other_text_after_a_whole_call_is_another_call() {
 }
 
 #[test]
-fn fault_05_a_repeated_header_inside_an_open_call_takes_back_what_matched() {
-    // A provider that repeats the bare header mid-call, then goes on with text that happens to
-    // start like the call's own: the matched bytes are the call's text after all.
+fn fault_05_open_call_started_again_otherwise_keeps_every_byte() {
+    // The call sent again differs from what it had (generated anew): nothing is dropped, and
+    // the text, no longer one value, keeps the call from running.
     let calls = run(&[
-        header(0, "c0", "f"),
+        start(0, "c0", "f"),
         frag(0, r#"{"a": ["#),
-        header(0, "c0", "f"),
+        start(0, "c0", "f"),
         frag(0, "{"),
-        frag(0, r#""b": 1}]}"#),
+        frag(0, r#""b": 1}"#),
     ]);
-    assert_eq!(summary(&calls), vec![ok("c0", "f", r#"{"a": [{"b": 1}]}"#)]);
-    assert!(!calls[0].warnings.contains(&"replay_dropped"));
+    assert_eq!(calls[0].arguments, br#"{"a": [{"b": 1}"#);
+    assert_eq!(
+        calls[0].error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::Truncated)
+    );
 }
 
 #[test]
@@ -581,4 +611,87 @@ fn fault_05_cumulative_replay_is_dropped() {
         frag(0, r#"{"a": 1}"#),
     ]);
     assert_eq!(summary(&calls), vec![ok("c0", "f", r#"{"a": 1}"#)]);
+}
+
+#[test]
+fn fault_05_replay_of_a_call_sent_whole_as_a_value() {
+    // Anthropic's `input` of a tool without parameters, or a Chat provider's object (quirk 23).
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    for value in [r#"{"a": 1}"#, r#"{"a": 1}"#, r#"{"a": 2}"#] {
+        let ordinal = a.feed(&start(0, "t", "f")).expect("feed");
+        a.feed(&Delta {
+            index: Some(0),
+            arguments: Some(Arguments::Value(value.as_bytes())),
+            ..Delta::default()
+        })
+        .expect("feed");
+        a.end_call(a.ordinal_of(Some(0)).unwrap_or(ordinal))
+            .expect("end");
+    }
+    let calls = a.finish().expect("finish");
+    assert_eq!(
+        summary(&calls),
+        vec![ok("t", "f", r#"{"a": 1}"#), ok("t_1", "f", r#"{"a": 2}"#)]
+    );
+    assert!(calls[0].warnings.contains(&"replay_dropped"));
+}
+
+#[test]
+fn fault_05_replay_without_indexes_finds_each_call_by_its_id() {
+    // Quirk 1: no index at all; each call is found again by its id.
+    let header = |id, name| text(None, Some(id), Some(name), "");
+    let frag = |t| text(None, None, None, t);
+    let rendition = [
+        header("a", "f"),
+        frag(r#"{"x": "#),
+        frag("1}"),
+        header("b", "g"),
+        frag(r#"{"y": 2}"#),
+    ];
+    let calls = run(&[&rendition[..], &rendition[..]].concat());
+    assert_eq!(
+        summary(&calls),
+        vec![ok("a", "f", r#"{"x": 1}"#), ok("b", "g", r#"{"y": 2}"#)]
+    );
+}
+
+#[test]
+fn fault_05_consolidated_repeat_with_its_header_stays_a_repeat() {
+    // Quirk 20 from a provider that repeats the header: the whole text again is a repeat.
+    let calls = run(&[
+        header(0, "c0", "f"),
+        frag(0, r#"{"a": "#),
+        frag(0, "1}"),
+        text(Some(0), Some("c0"), Some("f"), r#"{"a": 1}"#),
+    ]);
+    assert_eq!(summary(&calls), vec![ok("c0", "f", r#"{"a": 1}"#)]);
+    assert!(calls[0].warnings.contains(&"repeat_dropped"));
+}
+
+#[test]
+fn fault_05_whole_call_sent_again_in_one_delta() {
+    // Quirk 22 (each call whole in one chunk) replayed: after the call ended, or without a key
+    // (found by its id), the same header and text is the call sent again.
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    for _ in 0..2 {
+        let ordinal = a
+            .feed(&Delta {
+                arguments: Some(Arguments::Value(br#"{"a":1}"#)),
+                ..header(0, "t", "f")
+            })
+            .expect("feed");
+        a.end_call(ordinal).expect("end");
+    }
+    assert_eq!(a.finish().expect("finish").len(), 1);
+    let whole = |id, name, args| text(None, Some(id), Some(name), args);
+    let calls = run(&[
+        whole("a", "f", r#"{"x":1}"#),
+        whole("b", "g", r#"{"y":2}"#),
+        whole("a", "f", r#"{"x":1}"#),
+        whole("b", "g", r#"{"y":2}"#),
+    ]);
+    assert_eq!(
+        summary(&calls),
+        vec![ok("a", "f", r#"{"x":1}"#), ok("b", "g", r#"{"y":2}"#)]
+    );
 }

@@ -42,6 +42,7 @@ fn feed(asm: &mut Assembler, first: bool, text: &[u8]) {
         name: first.then_some("tool"),
         kind: None,
         arguments: Some(Arguments::Text(text)),
+        start: false,
     };
     asm.feed(&delta).expect("feed");
 }
@@ -695,6 +696,7 @@ fn named(asm: &mut Assembler, id: Option<&str>, text: &[u8]) {
         name: Some("tool"),
         kind: None,
         arguments: Some(Arguments::Text(text)),
+        start: false,
     };
     asm.feed(&delta).expect("feed");
 }

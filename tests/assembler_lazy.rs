@@ -162,6 +162,7 @@ fn feed_all(
                 name: name.as_deref(),
                 kind: None,
                 arguments: Some(Arguments::Text(piece)),
+                start: false,
             };
             let ordinal = match fast {
                 Some(ordinal) => ordinal,

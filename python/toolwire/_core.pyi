@@ -279,6 +279,7 @@ class Assembler:
         name: str | None = None,
         arguments: str | bytes | dict[str, Any] | list[Any] | int | float | None = None,
         type: str | None = None,
+        start: bool = False,
     ) -> int:
         """Feeds one tool-call delta and returns the ordinal of the call it went to.
 
@@ -290,6 +291,12 @@ class Assembler:
                 bool sent as the complete value (one that is no object is `not_object`; one
                 after text fragments, `mixed_arguments`).
             type: The call type, assigned once.
+            start: The delta comes from an event that starts a call (a Responses
+                `output_item.added`, an Anthropic `content_block_start`). A header (id and
+                name) equal to the last call's under `index` is then that call sent again by a
+                replayed stream, even while it is open: the text it already has is dropped as
+                it comes again (warning `replay_dropped`). Without `start`, only a call whose
+                value is whole, or that was ended, is recognised as sent again.
 
         Raises:
             MisuseError: After `finish`, or for a wrong argument type.

@@ -61,6 +61,10 @@ pub struct Delta<'a> {
     pub kind: Option<&'a str>,
     /// Argument text or value.
     pub arguments: Option<Arguments<'a>>,
+    /// The event that carried the delta starts a call (a Responses `output_item.added`, an
+    /// Anthropic `content_block_start`): a header equal to an earlier call's under its key is
+    /// then that call sent again (a replayed stream), even while the call is still open.
+    pub start: bool,
 }
 
 /// Settings of an assembler.
@@ -635,21 +639,31 @@ impl Assembler {
     }
 
     /// The call that `delta` starts sending again, and whether that call was whole (see
-    /// [`Retread`]): a header with the id and name of the last call under its key, after that
-    /// call got its text (or was ended without any), carrying no argument text of its own or,
-    /// for a whole call, only a start of the text the call holds. A provider that repeats the
-    /// header in every chunk sends it with new text: that is the call going on.
+    /// [`Retread`]): a header with the id and name of the last call under its key (without a
+    /// key, of a recent call with that id) that got its text or was ended, carrying no
+    /// argument text of its own or only a start of the call's. A call still open is sent again
+    /// only by an event that starts a call ([`Delta::start`]): a header repeated inside an open
+    /// call by a provider that repeats it in every chunk may be followed by text that starts
+    /// the way the call's text does (`{"a": ` then `{"a": 1}}`) and is still the call going on.
     fn replay_of(&mut self, delta: &Delta<'_>) -> Option<(usize, bool)> {
+        /// Calls searched for a header's id when the header has no key.
+        const RECENT: usize = 64;
         let name = delta.name.filter(|n| !n.is_empty())?;
         let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null")?;
         let ordinal = match delta.index {
-            None => self.open.get(None).or(self.last),
+            None => self
+                .calls
+                .iter()
+                .rev()
+                .take(RECENT)
+                .position(|c| c.index.is_none() && c.id.as_deref() == Some(id))
+                .map(|back| self.calls.len() - 1 - back),
             key => self.open.get(key),
         }?;
         let call = self.calls.get_mut(ordinal)?;
         let same = call.name == name && call.id.as_deref() == Some(id);
         // Held fragments are two readings of the text still: no start of it is known.
-        if !same || call.retread.is_some() || call.held.is_some() || call.mode == ArgMode::Value {
+        if !same || call.retread.is_some() || call.held.is_some() {
             return None;
         }
         call.sync();
@@ -657,11 +671,19 @@ impl Assembler {
             // Without text, an open call takes a repeated header as the call going on.
             return call.ended.then_some((ordinal, true));
         }
-        let whole = call.ended || call.scanner.is_complete();
+        let whole = call.ended || call.scanner.is_complete() || call.mode == ArgMode::Value;
+        if !whole && !delta.start {
+            return None;
+        }
+        let text = call.scanner.text();
+        // The whole text again under the call's key, before the call ended, is a consolidated
+        // repeat (quirk 20), which the ordinary rules drop; after, or found by its id, it is
+        // the call sent again.
+        let again = call.ended || delta.index.is_none();
         let replays = match delta.arguments {
             None | Some(Arguments::Text([])) => true,
-            Some(Arguments::Text(t)) => whole && call.scanner.text().starts_with(t),
-            Some(Arguments::Value(_)) => false,
+            Some(Arguments::Text(t)) => text.starts_with(t) && (t.len() < text.len() || again),
+            Some(Arguments::Value(v)) => again && v == text,
         };
         replays.then_some((ordinal, whole))
     }
@@ -765,10 +787,13 @@ impl Assembler {
         self.last = Some(ordinal);
         self.last_key = Some((delta.index, ordinal));
         let registry = self.registry.as_deref();
-        let call = &mut self.calls[ordinal];
         if let Some((_, whole)) = replay {
-            call.retread = Some(Retread { pos: 0, whole });
+            self.calls[ordinal].retread = Some(Retread { pos: 0, whole });
+            // Deltas under the key go to the call sent again (without a key, the call found
+            // by its id may not be the one open there).
+            self.open.insert(delta.index, ordinal);
         }
+        let call = &mut self.calls[ordinal];
         if call.index.is_none() {
             call.index = delta.index;
         }
@@ -799,6 +824,29 @@ impl Assembler {
                 return Ok(to);
             }
             Some(Arguments::Text(text)) => feed_text(call, text, registry),
+            Some(Arguments::Value(text)) if call.retread.is_some() => {
+                if call.scanner.text() == text {
+                    warn_once(call, warning::REPLAY_DROPPED);
+                    return Ok(ordinal);
+                }
+                call.retread = None;
+                if call.ended || call.scanner.is_complete() || call.mode == ArgMode::Value {
+                    // Another value under the id of a whole call: another call (quirk 16).
+                    let to = self.fork(ordinal, delta.index);
+                    return self
+                        .feed(&Delta {
+                            index: delta.index,
+                            arguments: delta.arguments,
+                            ..Delta::default()
+                        })
+                        .map(|_| to);
+                }
+                self.feed(&Delta {
+                    index: delta.index,
+                    arguments: delta.arguments,
+                    ..Delta::default()
+                })?;
+            }
             Some(Arguments::Value(text)) => {
                 // A fragment held to tell a resend from new text is text the call has: decide
                 // it first, so that a whole value after it mixes (and nothing is left held).
@@ -864,15 +912,11 @@ impl Assembler {
             }
             if let Some(new) = text.strip_prefix(rest) {
                 if !retread.whole {
+                    // An open call is sent again only by an event that starts it: what
+                    // follows its text is new.
                     call.retread = None;
-                    if retread.pos == 0 {
-                        // The whole text and more in one fragment: a cumulative resend (quirk
-                        // 19), which the ordinary rules tell from a continuation.
-                        feed_text(call, text, registry);
-                    } else {
-                        warn_once(call, warning::REPLAY_DROPPED);
-                        feed_text(call, new, registry);
-                    }
+                    warn_once(call, warning::REPLAY_DROPPED);
+                    feed_text(call, new, registry);
                     return ordinal;
                 }
                 if first_non_ws(new).is_none() {
@@ -889,26 +933,38 @@ impl Assembler {
         sent.extend_from_slice(text);
         call.retread = None;
         if !retread.whole {
-            // A provider that repeats the header in every chunk, then more of the call.
+            // The open call was sent again otherwise (generated anew): nothing is dropped,
+            // and its text, no longer one value, keeps it from running.
             feed_text(call, &sent, registry);
             return ordinal;
         }
         // After a whole call, other text under its id is another call (quirk 16), as it was
         // before replays were recognised; the call sent first stays as it was.
+        let started = self.fork(ordinal, key);
+        let registry = self.registry.as_deref();
+        feed_text(&mut self.calls[started], &sent, registry);
+        started
+    }
+
+    /// Starts a call under `key` with the id, name, type and index of the call at `ordinal`:
+    /// what a replay of that whole call sent that differs from it.
+    fn fork(&mut self, ordinal: usize, key: Option<i64>) -> usize {
+        let from = &self.calls[ordinal];
         let (index, id, name, kind) = (
-            call.index,
-            call.id.clone(),
-            call.name.clone(),
-            call.kind.clone(),
+            from.index,
+            from.id.clone(),
+            from.name.clone(),
+            from.kind.clone(),
         );
         let started = self.start_call(key);
-        let registry = self.registry.as_deref();
         let call = &mut self.calls[started];
         call.index = index;
         call.id = id;
-        call.name = name;
         call.kind = kind;
-        feed_text(call, &sent, registry);
+        call.name = name;
+        if let Some(reg) = self.registry.as_deref() {
+            attach_check(call, reg);
+        }
         started
     }
 
@@ -1916,6 +1972,7 @@ mod tests {
             name: Some("f"),
             arguments: Some(Arguments::Text(b"{}")),
             kind: None,
+            start: false,
         })
         .expect("feed");
         asm.calls.remove(0)
@@ -2008,6 +2065,7 @@ mod tests {
             name: (k == 0).then_some("tool"),
             kind: None,
             arguments: Some(Arguments::Text(fragment)),
+            start: false,
         };
         assert_eq!(asm.feed(&delta), Ok(0));
         asm.calls[0].scanner.unscanned()

@@ -1023,7 +1023,13 @@ impl Decoder {
                 // A repeated `added` of one item (a replay after a reconnect) keeps its key.
                 let known = self.items.iter().rposition(|s| s.item_id == item_id);
                 let key = match known.filter(|_| !item_id.is_empty()) {
-                    Some(pos) => self.items[pos].key,
+                    Some(pos) => {
+                        let key = self.items[pos].key;
+                        // Its arguments come again: a surrogate half held from the first
+                        // rendition is not waiting for more.
+                        self.held.retain(|h| h.index != Some(key));
+                        key
+                    }
                     None => self.new_key(index, item_id),
                 };
                 self.open_item(index, key, &item, emit);
@@ -1112,8 +1118,12 @@ impl Decoder {
         let metadata = meta.as_deref().map(|m| ("item_id", m));
         let name = non_blank(item.name.as_ref());
         let mut action = call(Some(key), call_id, name, None, None, metadata);
-        if let Action::Call { shown_index, .. } = &mut action {
+        if let Action::Call {
+            shown_index, delta, ..
+        } = &mut action
+        {
             *shown_index = (key != index).then_some(index);
+            delta.start = true;
         }
         emit(action);
         if let Some(raw) = raw_str(item.arguments).filter(|r| r.len() > 2) {
@@ -1327,7 +1337,14 @@ impl Decoder {
                     }
                     let id = non_blank(block.id.as_ref()).filter(|s| !is_blank_id(s));
                     let name = non_blank(block.name.as_ref());
-                    emit(call(Some(index), id, name, None, None, None));
+                    let mut start = call(Some(index), id, name, None, None, None);
+                    if let Action::Call { delta, .. } = &mut start {
+                        delta.start = true;
+                    }
+                    // A block started again (a replayed stream) sends its text again: a
+                    // surrogate half held from its first rendition is not waiting for more.
+                    self.held.retain(|h| h.index != Some(index));
+                    emit(start);
                 } else if let Some(raw) = raw_str(block.text) {
                     self.text(raw, emit);
                 }
@@ -1455,6 +1472,7 @@ fn call<'a>(
             name,
             kind,
             arguments,
+            start: false,
         },
         metadata,
         released: 0,

@@ -1144,7 +1144,7 @@ impl PyAssembler {
         &mut self,
         py: Python<'_>,
         index: &Bound<'_, PyAny>,
-        [id, name, arguments, r#type]: [Option<&Bound<'_, PyAny>>; FEED_KEYWORDS.len()],
+        [id, name, arguments, r#type, start]: [Option<&Bound<'_, PyAny>>; FEED_KEYWORDS.len()],
     ) -> PyResult<usize> {
         let index = if index.is_none() {
             None
@@ -1197,13 +1197,14 @@ impl PyAssembler {
             name: optional_text(name, "name")?,
             kind: optional_text(r#type, "type")?,
             arguments,
+            start: start.map_or(Ok(false), |s| s.is_truthy())?,
         };
         assembler.feed(&delta).map_err(|e| misuse(&e))
     }
 }
 
 /// The keyword parameters of `Assembler.feed`, in the order `PyAssembler::feed` takes them.
-const FEED_KEYWORDS: [&str; 4] = ["id", "name", "arguments", "type"];
+const FEED_KEYWORDS: [&str; 5] = ["id", "name", "arguments", "type", "start"];
 
 /// `Assembler.feed` is installed by hand (see `install_feed`) so that its arguments are read
 /// straight from CPython's vectorcall array. It runs once per streamed fragment, and pyo3's
@@ -1212,7 +1213,7 @@ const FEED_KEYWORDS: [&str; 4] = ["id", "name", "arguments", "type"];
 /// constants, so comparing pointers with the interned parameter names settles nearly every
 /// match; an equal but distinct `str` still matches by value.
 const FEED_DOC: &std::ffi::CStr =
-    c"feed($self, index, /, *, id=None, name=None, arguments=None, type=None)
+    c"feed($self, index, /, *, id=None, name=None, arguments=None, type=None, start=False)
 --
 
 Feeds one tool-call delta and returns the ordinal of the call it went to.";
@@ -1341,7 +1342,7 @@ unsafe fn feed_arguments(
     let mut assembler = slf.try_borrow_mut().map_err(in_use)?;
     // SAFETY: each non-NULL entry was taken from `args` above.
     let keyword = |p: *mut ffi::PyObject| unsafe { Borrowed::from_ptr_or_opt(py, p) };
-    let [id, name, arguments, kind] = keywords.map(keyword);
+    let [id, name, arguments, kind, start] = keywords.map(keyword);
     assembler.feed(
         py,
         &index,
@@ -1350,6 +1351,7 @@ unsafe fn feed_arguments(
             name.as_deref(),
             arguments.as_deref(),
             kind.as_deref(),
+            start.as_deref(),
         ],
     )
 }
@@ -1456,6 +1458,7 @@ impl PyAssembler {
             name,
             kind: None,
             arguments: arguments.map(|a| Arguments::Text(a.as_bytes())),
+            start: false,
         })
     }
 

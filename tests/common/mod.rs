@@ -10,5 +10,6 @@ pub fn delta<'a>(name: Option<&'a str>, text: &'a [u8]) -> Delta<'a> {
         name,
         kind: None,
         arguments: Some(Arguments::Text(text)),
+        start: false,
     }
 }

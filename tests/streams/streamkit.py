@@ -589,7 +589,10 @@ class RecordingSink:
         name: str | None = None,
         arguments: Any = None,
         type: str | None = None,
+        start: bool = False,
     ) -> int:
+        # `start` only tells the core that a header may send a call again; the recorded
+        # deltas are what the adapter fed.
         self.calls.append(("feed", index, id, name, arguments, type))
         return self.keys.setdefault(index, len(self.keys))
 

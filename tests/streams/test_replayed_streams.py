@@ -10,6 +10,7 @@ to `feed_sse`, cut every way a gateway may see it, and requires the same result.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -91,17 +92,24 @@ def test_stream_replayed_from_the_middle_of_a_call(
     sse_server: SSEServer, split: str, fmt: str, nth: int
 ) -> None:
     # The connection dropped after the `nth` fragment (in the first or the second call); the
-    # replay resends what came, then goes on. Fragments of another size than the first
-    # rendition's must line up too.
+    # replay resends what came, then goes on, cut other than the first rendition. Responses
+    # and Anthropic start each call with an event of its own, which says the call is sent
+    # again. A Chat header repeated inside an open call does not say it (providers repeat it
+    # in every chunk, and text that follows may start the way the call's does): that call's
+    # text comes twice and it does not run; a call whole before the cut still runs once.
     events = _stream(fmt, CALLS, size=5)
     replay = _stream(fmt, CALLS, size=3)
-    route = sse_server.register(
-        sse_body(_until_fragment(events, fmt, nth) + replay, fmt), split=split
-    )
-    _, s = assemble_both(route, fmt)
-    assert [(c.name, c.arguments, c.error) for c in s.calls] == [
-        (c.name, c.arguments, None) for c in CALLS
-    ]
+    body = sse_body(_until_fragment(events, fmt, nth) + replay, fmt)
+    _, s = assemble_both(sse_server.register(body, split=split), fmt)
+    assert len(s.calls) == len(CALLS)
+    got = [(c.name, c.arguments, c.error) for c in s.calls]
+    expected = [(c.name, c.arguments, None) for c in CALLS]
+    if fmt != "openai-chat":
+        assert got == expected
+        return
+    for call, want in zip(s.calls, CALLS, strict=True):
+        assert call.arguments == want.arguments or not call.ok
+    assert not all(c.ok for c in s.calls)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -166,3 +174,40 @@ def _is_text(event: Event) -> bool:
     if event.get("type") == "response.output_text.delta":
         return True
     return isinstance(delta, dict) and delta.get("type") == "text_delta"
+
+
+def test_replayed_anthropic_tool_without_parameters_runs_once(
+    sse_server: SSEServer, split: str
+) -> None:
+    # As Anthropic streams a tool without parameters: `input: {}` and one empty fragment,
+    # so the call is the whole value `{}`.
+    calls = [Call("now", ""), Call("lookup", '{"q": 1}')]
+    events = anthropic_stream(calls, size=4)
+    route = sse_server.register(sse_body(events + events, "anthropic"), split=split)
+    _, s = assemble_both(route, "anthropic")
+    assert [(c.id, c.arguments, c.error) for c in s.calls] == [
+        ("toolu_0", "{}", None),
+        ("toolu_1", '{"q": 1}', None),
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["openai-responses", "anthropic"])
+def test_replay_from_a_cut_between_the_halves_of_a_surrogate_pair(
+    sse_server: SSEServer, split: str, fmt: str
+) -> None:
+    # A UTF-16 producer cut the first rendition between the halves of a pair (quirk 41); the
+    # replay sends the pair whole. The half held from the first rendition is not its start.
+    events = _stream(fmt, [Call("f", '{"e": "x\\ud83d\\ude00"}')], size=4)
+    fragments = [i for i, e in enumerate(events) if _is_fragment(e)]
+    first = events[: fragments[0]]
+    for piece in ['{"e": "x', "\\ud83d"]:
+        event = json.loads(json.dumps(events[fragments[0]]))
+        if fmt == "anthropic":
+            event["delta"]["partial_json"] = piece
+        else:
+            event["delta"] = piece
+        first.append(event)
+    route = sse_server.register(sse_body(first + events, fmt), split=split)
+    _, s = assemble_both(route, fmt)
+    assert [(c.arguments, c.error) for c in s.calls] == [('{"e": "x\\ud83d\\ude00"}', None)]
+    assert s.calls[0].value == {"e": "x\U0001f600"}

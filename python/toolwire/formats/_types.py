@@ -40,6 +40,7 @@ class Sink(Protocol):
         name: str | None = None,
         arguments: Arguments | None = None,
         type: str | None = None,
+        start: bool = False,
     ) -> int:
         """Feed one tool-call delta and return the call's ordinal."""
         ...

@@ -87,6 +87,7 @@ class Utf16:
         name: str | None = None,
         arguments: Arguments | None = None,
         type: str | None = None,
+        start: bool = False,
     ) -> int:
         """`sink.feed` with surrogate halves joined or escaped; returns the call's ordinal.
 
@@ -95,7 +96,9 @@ class Utf16:
         """
         if not (self.held and isinstance(arguments, str) and index in self.held):
             try:
-                return sink.feed(index, id=id, name=name, arguments=arguments, type=type)
+                return sink.feed(
+                    index, id=id, name=name, arguments=arguments, type=type, start=start
+                )
             except UnicodeEncodeError:
                 pass
         id, name = _replace(id), _replace(name)
@@ -126,7 +129,13 @@ class Utf16:
             name=name,
             arguments=arguments or None,
             type=_replace(type),
+            start=start,
         )
+
+    def forget(self, index: int | None) -> None:
+        """The call under `index` is sent again from its start (a replayed stream): a half held
+        from its first rendition comes again with it, and is no longer waited for."""
+        self.held.pop(index, None)
 
     def release(self, sink: Sink, index: int | None) -> None:
         """The call under `index` ends: write back its held half as an escape."""

@@ -167,7 +167,8 @@ class AnthropicMessagesAdapter:
         self._state.blocks[index] = _Block(get(block, "input"))
         wire_id = str_or_none(get(block, "id"))
         name = str_or_none(get(block, "name"))
-        ordinal = self._utf16.feed(sink, index, id=wire_id, name=name)
+        self._utf16.forget(index)
+        ordinal = self._utf16.feed(sink, index, id=wire_id, name=name, start=True)
         info.feeds.append(FeedRecord(ordinal, wire_id, name))
 
     def _delta(self, event: object, sink: Sink, info: ChunkInfo) -> None:

@@ -217,6 +217,10 @@ class ResponsesAdapter:
             # A repeated `output_item.added` of one item (a replay after a reconnect) keeps its
             # key; a new item is numbered by the items before it when it has no index.
             index = calls.by_item.get(item_id) if item_id is not None else None
+            if index is not None:
+                # Its arguments come again: a half held from the first rendition is not
+                # waiting for more.
+                self._utf16.forget(index)
             if output_index is None:
                 output_index = len(calls.order)
         if index is None:
@@ -259,7 +263,8 @@ class ResponsesAdapter:
         # A bridge that sends no `call_id` gets its item id back, as on the raw SSE path.
         call_id = str_or_none(get(item, "call_id")) or item_id
         name = str_or_none(get(item, "name"))
-        ordinal = self._utf16.feed(sink, index, id=call_id, name=name)
+        # An item event starts its call: the same item again is that call sent again.
+        ordinal = self._utf16.feed(sink, index, id=call_id, name=name, start=True)
         self._calls.ordinals[index] = ordinal
         set_index = getattr(sink, "_set_index", None)
         if output_index is not None and output_index != index and set_index is not None:
