@@ -48,7 +48,10 @@ use serde_json::value::RawValue;
 use crate::assembler::{Arguments, Delta};
 
 mod gemini;
+mod items;
 mod partial_args;
+
+use items::{ItemState, Items};
 
 /// The wire format of an event stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -509,36 +512,6 @@ struct BlockState {
     input: Vec<u8>,
 }
 
-#[derive(Debug)]
-struct ItemState {
-    /// The `output_index` as sent.
-    index: i64,
-    /// The assembler key of the item's call: `index`, unless another item (another non-blank
-    /// `item_id`) already has that key, as when a server sends one `output_index` for all.
-    key: i64,
-    /// Its `output_item.added` (or `.done`) was read; deltas alone open no item with a name.
-    announced: bool,
-    item_id: String,
-    fed_len: usize,
-    hash: u64,
-    verified: bool,
-}
-
-impl ItemState {
-    /// A new item at `output_index` `index` under `key`, nothing fed yet.
-    fn new(index: i64, key: i64, item_id: &str, announced: bool) -> Self {
-        Self {
-            index,
-            key,
-            announced,
-            item_id: item_id.to_owned(),
-            fed_len: 0,
-            hash: FNV_OFFSET,
-            verified: false,
-        }
-    }
-}
-
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
@@ -566,7 +539,7 @@ pub struct Decoder {
     /// An Anthropic tool block that stopped with no input, whose end waits for the next event
     /// (see [`Decoder::anthropic`]).
     empty_block: Option<BlockState>,
-    items: Vec<ItemState>,
+    items: Items,
     /// A key above every `output_index` and key seen, for an item that must be keyed apart.
     next_key: i64,
     any_function_call: bool,
@@ -1021,10 +994,9 @@ impl Decoder {
                     .unwrap_or_else(|| i64::try_from(self.items.len()).unwrap_or(i64::MAX));
                 let item_id = item.id.as_ref().map_or("", Str::as_str);
                 // A repeated `added` of one item (a replay after a reconnect) keeps its key.
-                let known = self.items.iter().rposition(|s| s.item_id == item_id);
-                let key = match known.filter(|_| !item_id.is_empty()) {
-                    Some(pos) => {
-                        let key = self.items[pos].key;
+                let known = self.items.with_id(item_id).and_then(|p| self.items.get(p));
+                let key = match known.map(|item| item.key) {
+                    Some(key) => {
                         // Its arguments come again: a surrogate half held from the first
                         // rendition is not waiting for more.
                         self.held.retain(|h| h.index != Some(key));
@@ -1057,12 +1029,11 @@ impl Decoder {
                     return Ok(());
                 };
                 let key = self.item_key(env, item.id.as_ref().map(Str::as_str), false);
-                let pos = self.items.iter().rposition(|s| s.key == key);
-                if !pos.is_some_and(|p| self.items[p].announced) {
+                let state = self.items.latest_under(key).and_then(|p| self.items.get(p));
+                if !state.is_some_and(|state| state.announced) {
                     // A bridge that sends the finished item alone (no `output_item.added`):
                     // the call is opened from it, as `feed_chunk` does, never dropped.
-                    let index =
-                        pos.map_or(env.output_index.unwrap_or(key), |p| self.items[p].index);
+                    let index = state.map_or(env.output_index.unwrap_or(key), |state| state.index);
                     self.open_item(index, key, &item, emit);
                 }
                 if let Some(raw) = raw_str(item.arguments) {
@@ -1098,20 +1069,25 @@ impl Decoder {
     ) {
         self.any_function_call = true;
         let item_id = item.id.as_ref().map_or("", Str::as_str);
-        match self
+        let unannounced = self
             .items
-            .iter_mut()
-            .rev()
-            .find(|s| s.key == key && !s.announced)
-        {
+            .under_key(key)
+            .find(|&p| self.items.get(p).is_some_and(|s| !s.announced));
+        match unannounced {
             // Its deltas came first (its `added` was lost): the state they started goes on.
-            Some(state) => {
-                state.announced = true;
-                if state.item_id.is_empty() {
-                    item_id.clone_into(&mut state.item_id);
+            Some(pos) => {
+                let blank = self.items.get_mut(pos).is_some_and(|state| {
+                    state.announced = true;
+                    state.item_id().is_empty()
+                });
+                if blank {
+                    self.items.set_item_id(pos, item_id);
                 }
             }
-            None => self.items.push(ItemState::new(index, key, item_id, true)),
+            None => {
+                self.items
+                    .push(ItemState::new(index, key, item_id, true, FNV_OFFSET));
+            }
         }
         let call_id = non_blank(item.call_id.as_ref()).or(non_blank(item.id.as_ref()));
         let meta = (!item_id.is_empty()).then(|| json_string(item_id));
@@ -1182,17 +1158,13 @@ impl Decoder {
     /// neither, the last function call seen.
     fn find_item(&self, item_id: Option<&str>, output_index: Option<i64>) -> Option<usize> {
         let item_id = item_id.filter(|id| !id.is_empty());
-        if let Some(id) = item_id {
-            if let Some(pos) = self.items.iter().rposition(|s| s.item_id == id) {
-                return Some(pos);
-            }
+        if let Some(pos) = item_id.and_then(|id| self.items.with_id(id)) {
+            return Some(pos);
         }
         match output_index {
-            Some(i) => self
-                .items
-                .iter()
-                .rposition(|s| s.index == i)
-                .filter(|&p| item_id.is_none() || self.items[p].item_id.is_empty()),
+            Some(i) => self.items.at_index(i).filter(|&p| {
+                item_id.is_none() || self.items.get(p).is_some_and(|s| s.item_id().is_empty())
+            }),
             None => self.items.len().checked_sub(1),
         }
     }
@@ -1201,9 +1173,12 @@ impl Decoder {
     /// another `item_id` has that key already (two calls sent under one `output_index` must not
     /// have their arguments mixed), then a key above every index and key seen.
     fn new_key(&mut self, index: i64, item_id: &str) -> i64 {
-        let taken = self.items.iter().any(|s| {
-            s.key == index && !(item_id.is_empty() || s.item_id.is_empty() || s.item_id == item_id)
-        });
+        let taken = !item_id.is_empty()
+            && self.items.under_key(index).any(|p| {
+                self.items
+                    .get(p)
+                    .is_some_and(|s| !(s.item_id().is_empty() || s.item_id() == item_id))
+            });
         let key = if taken { self.next_key } else { index };
         self.next_key = self.next_key.max(key.saturating_add(1));
         key
@@ -1218,8 +1193,11 @@ impl Decoder {
         if let Some(i) = env.output_index {
             self.next_key = self.next_key.max(i.saturating_add(1));
         }
-        if let Some(pos) = self.find_item(id, env.output_index) {
-            return self.items[pos].key;
+        if let Some(item) = self
+            .find_item(id, env.output_index)
+            .and_then(|p| self.items.get(p))
+        {
+            return item.key;
         }
         let Some(index) = env.output_index else {
             return 0;
@@ -1229,13 +1207,15 @@ impl Decoder {
         if !start {
             return key;
         }
-        self.items.push(ItemState::new(index, key, id, false));
+        self.items
+            .push(ItemState::new(index, key, id, false, FNV_OFFSET));
         key
     }
 
     fn responses_fragment<F: FnMut(Action<'_>)>(&mut self, index: i64, raw: &str, emit: &mut F) {
         self.fragment(Some(index), raw);
-        if let Some(state) = self.items.iter_mut().rev().find(|s| s.key == index) {
+        let latest = self.items.latest_under(index);
+        if let Some(state) = latest.and_then(|p| self.items.get_mut(p)) {
             state.fed_len += self.scratch.len();
             state.hash = fnv(state.hash, &self.scratch);
         }
@@ -1248,13 +1228,13 @@ impl Decoder {
     /// feeds them when they differ, so the cumulative-resend rule (quirk 19) replaces a prefix.
     /// The deltas' hash only decides whether a surrogate half held from them still stands.
     fn verify<F: FnMut(Action<'_>)>(&mut self, index: i64, raw: &str, emit: &mut F) {
-        let Some(pos) = self.items.iter().rposition(|s| s.key == index) else {
+        let Some(pos) = self.items.latest_under(index) else {
             return;
         };
-        if self.items[pos].verified {
-            return;
+        match self.items.get_mut(pos) {
+            Some(state) if !state.verified => state.verified = true,
+            _ => return,
         }
-        self.items[pos].verified = true;
         // Surrogate state of the deltas must not leak into the full text.
         let held = self
             .held
@@ -1267,9 +1247,9 @@ impl Decoder {
         if let Some(unit) = pending {
             push_lone(&mut self.scratch, unit, Lone::Escape);
         }
-        let state = &self.items[pos];
-        let same =
-            state.fed_len == self.scratch.len() && state.hash == fnv(FNV_OFFSET, &self.scratch);
+        let same = self.items.get(pos).is_some_and(|state| {
+            state.fed_len == self.scratch.len() && state.hash == fnv(FNV_OFFSET, &self.scratch)
+        });
         if same {
             if let Some(h) = held {
                 self.held.push(h);
