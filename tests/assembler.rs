@@ -695,3 +695,93 @@ fn fault_05_whole_call_sent_again_in_one_delta() {
         vec![ok("a", "f", r#"{"x":1}"#), ok("b", "g", r#"{"y":2}"#)]
     );
 }
+
+// --- Per-stream limits (faults.md 14) -----------------------------------------------------------
+
+fn limited(max_calls: usize, max_stream_bytes: usize) -> Assembler {
+    Assembler::new(AssemblerConfig {
+        max_calls,
+        max_stream_bytes,
+        ..AssemblerConfig::default()
+    })
+    .expect("config")
+}
+
+#[test]
+fn fault_14_a_response_past_max_calls_is_refused_whole() {
+    let mut a = limited(2, 1 << 20);
+    for i in 0..5 {
+        let ordinal = a
+            .feed(&text(Some(i), Some("c"), Some("f"), r#"{"a": 1}"#))
+            .expect("feed");
+        assert!(ordinal < 2);
+    }
+    assert_eq!(a.len(), 2);
+    assert_eq!(a.over_limit(), Some((toolwire::StreamLimit::Calls(2), 3)));
+    let calls = a.finish().expect("finish");
+    assert!(calls
+        .iter()
+        .all(|c| c.error.as_ref().map(|e| e.kind) == Some(ErrorKind::TooLarge)));
+}
+
+#[test]
+fn fault_14_a_response_past_max_stream_bytes_keeps_no_more() {
+    let mut a = limited(16, 64);
+    a.feed(&text(
+        Some(0),
+        Some("c0"),
+        Some("f"),
+        r#"{"a": "0123456789"}"#,
+    ))
+    .expect("feed");
+    for _ in 0..100 {
+        a.feed(&text(Some(1), Some("c1"), Some("g"), "0123456789"))
+            .expect("feed");
+    }
+    assert!(matches!(
+        a.over_limit(),
+        Some((toolwire::StreamLimit::Bytes(64), 0))
+    ));
+    let calls = a.finish().expect("finish");
+    assert_eq!(calls.len(), 2);
+    assert!(calls.iter().map(|c| c.arguments.len()).sum::<usize>() <= 64);
+    // The call that was whole before the limit fails too: the response is refused whole.
+    assert!(calls
+        .iter()
+        .all(|c| c.error.as_ref().map(|e| e.kind) == Some(ErrorKind::TooLarge)));
+}
+
+#[test]
+fn fault_14_limits_must_allow_something() {
+    assert!(Assembler::new(AssemblerConfig {
+        max_calls: 0,
+        ..AssemblerConfig::default()
+    })
+    .is_err());
+    assert!(Assembler::new(AssemblerConfig {
+        max_stream_bytes: 0,
+        ..AssemblerConfig::default()
+    })
+    .is_err());
+}
+
+#[test]
+fn fault_05_keyless_header_alone_after_the_call_ended() {
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    for header in [
+        text(None, Some("c1"), Some("g"), r#"{"a": 1}"#),
+        Delta {
+            start: true,
+            ..text(None, Some("c1"), Some("g"), "")
+        },
+    ] {
+        a.feed(&header).expect("feed");
+        if header.start {
+            a.feed(&text(None, None, None, r#"{"a": 1}"#))
+                .expect("feed");
+        }
+        a.end_call(a.len() - 1).expect("end");
+    }
+    let calls = a.finish().expect("finish");
+    assert_eq!(summary(&calls), vec![ok("c1", "g", r#"{"a": 1}"#)]);
+}

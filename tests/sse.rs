@@ -2267,3 +2267,35 @@ fn fault05_replayed_response_keeps_its_text_once() {
     assert_eq!(o, run_chunks(body.as_bytes().chunks(1)));
     assert_eq!(o.text, "Hello, world");
 }
+
+#[test]
+fn fault14_assistant_text_counts_toward_the_stream_limit() {
+    let chunk = |delta: &str| {
+        format!(
+            r#"data: {{"object":"chat.completion.chunk","choices":[{{"index":0,"delta":{delta}}}]}}"#
+        ) + "\n\n"
+    };
+    let mut body =
+        chunk(r#"{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]}"#);
+    for _ in 0..200 {
+        body += &chunk(r#"{"content":"0123456789"}"#);
+    }
+    let mut d = StreamDecoder::new(
+        Assembler::new(AssemblerConfig {
+            max_stream_bytes: 1000,
+            ..AssemblerConfig::default()
+        })
+        .expect("config"),
+    );
+    d.push(body.as_bytes()).expect("push");
+    assert!(d.text().len() <= 1000);
+    assert!(d
+        .errors()
+        .iter()
+        .any(|e| e.kind == StreamErrorKind::StreamLimit));
+    let calls = d.finish().expect("finish");
+    assert_eq!(
+        calls[0].error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::TooLarge)
+    );
+}

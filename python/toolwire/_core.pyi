@@ -257,6 +257,11 @@ class Assembler:
             `end`, `interrupt`, `stop`, `finish`): after each fragment the list already holds
             what changed, without a `drain_progress` call per fragment. Turns `track_progress`
             on; `drain_progress` then returns nothing. The list must not hold the assembler.
+        max_calls: Most calls one response may start (at least 1).
+        max_stream_bytes: Most bytes of argument text, all calls together, and on the raw SSE
+            path of assistant text, one response may send (at least 1). A response past either
+            limit is refused whole: nothing more of it is kept, every call fails `too_large`
+            (none runs), and `stream_errors` has a `stream_limit` entry on the raw SSE path.
     """
 
     def __new__(
@@ -269,6 +274,8 @@ class Assembler:
         duplicate_keys: Literal["error", "last_wins"] = "error",
         track_progress: bool = False,
         progress_into: list[tuple[int, str, str]] | None = None,
+        max_calls: int = 1024,
+        max_stream_bytes: int = 33_554_432,
     ) -> Self: ...
     def feed(
         self,

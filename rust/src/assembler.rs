@@ -68,12 +68,74 @@ pub struct Delta<'a> {
 }
 
 /// Settings of an assembler.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct AssemblerConfig {
     /// Limits of each call's JSON text.
     pub scan: ScanConfig,
     /// Record (path, appended text) progress items for progressive UIs.
     pub track_progress: bool,
+    /// Most calls one response may start (default 1,024): past it, the response is refused
+    /// whole (see [`StreamLimit`]).
+    pub max_calls: usize,
+    /// Most bytes of argument text (and, on the raw SSE path, assistant text) one response may
+    /// send, all calls together (default 32 MiB): past it, the response is refused whole.
+    pub max_stream_bytes: usize,
+}
+
+impl Default for AssemblerConfig {
+    fn default() -> Self {
+        Self {
+            scan: ScanConfig::default(),
+            track_progress: false,
+            max_calls: 1024,
+            max_stream_bytes: 32 * 1024 * 1024,
+        }
+    }
+}
+
+impl AssemblerConfig {
+    /// Checks that every limit is in its allowed range.
+    ///
+    /// # Errors
+    /// A message naming the offending setting.
+    pub fn validate(&self) -> Result<(), String> {
+        self.scan.validate()?;
+        if self.max_calls == 0 {
+            return Err("max_calls must be at least 1".to_owned());
+        }
+        if self.max_stream_bytes == 0 {
+            return Err("max_stream_bytes must be at least 1".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// A per-stream limit a response passed. Past it nothing more of the response is kept (memory
+/// stays bounded whatever the provider sends), and every call of the response fails with
+/// [`ErrorKind::TooLarge`]: a response that ran away is refused whole rather than run in part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamLimit {
+    /// More calls than [`AssemblerConfig::max_calls`].
+    Calls(usize),
+    /// More bytes than [`AssemblerConfig::max_stream_bytes`].
+    Bytes(usize),
+}
+
+impl StreamLimit {
+    /// Why the calls of a response that passed this limit fail.
+    #[must_use]
+    pub fn message(self) -> String {
+        match self {
+            Self::Calls(max) => format!(
+                "the response started more than {max} tool calls (max_calls): it is refused \
+                 whole, and none of its calls runs"
+            ),
+            Self::Bytes(max) => format!(
+                "the response sent more than {max} bytes of arguments and text \
+                 (max_stream_bytes): it is refused whole, and none of its calls runs"
+            ),
+        }
+    }
 }
 
 /// Anomalies worth knowing about that did not make a call invalid.
@@ -533,6 +595,12 @@ pub struct Assembler {
     interrupted: Option<String>,
     /// The output limit was reached while this call (the last one started) was open.
     cut_by_limit: Option<usize>,
+    /// Bytes of argument text and values the response sent, and assistant text counted in.
+    stream_bytes: usize,
+    /// The per-stream limit the response passed, if any.
+    over: Option<StreamLimit>,
+    /// Calls the response tried to start past `max_calls`.
+    refused_calls: u64,
     finished: bool,
 }
 
@@ -542,7 +610,7 @@ impl Assembler {
     /// # Errors
     /// [`Misuse::BadConfig`] when a limit is out of range.
     pub fn new(config: AssemblerConfig) -> Result<Self, Misuse> {
-        config.scan.validate().map_err(Misuse::BadConfig)?;
+        config.validate().map_err(Misuse::BadConfig)?;
         Ok(Self {
             config,
             registry: None,
@@ -553,6 +621,9 @@ impl Assembler {
             pending_metadata: Vec::new(),
             interrupted: None,
             cut_by_limit: None,
+            stream_bytes: 0,
+            over: None,
+            refused_calls: 0,
             finished: false,
         })
     }
@@ -640,7 +711,10 @@ impl Assembler {
 
     /// The call that `delta` starts sending again, and whether that call was whole (see
     /// [`Retread`]): a header with the id and name of the last call under its key (without a
-    /// key, of a recent call with that id) that got its text or was ended, carrying no
+    /// key, or from an event that starts a call under a key no call with that id has, of a
+    /// recent call with that id: a Responses item without `output_index` is keyed by its
+    /// place among the items, which a replay does not keep) that got its text or was ended,
+    /// carrying no
     /// argument text of its own or only a start of the call's. A call still open is sent again
     /// only by an event that starts a call ([`Delta::start`]): a header repeated inside an open
     /// call by a provider that repeats it in every chunk may be followed by text that starts
@@ -650,15 +724,21 @@ impl Assembler {
         const RECENT: usize = 64;
         let name = delta.name.filter(|n| !n.is_empty())?;
         let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null")?;
-        let ordinal = match delta.index {
-            None => self
-                .calls
+        let recent = |keyless: bool| {
+            self.calls
                 .iter()
                 .rev()
                 .take(RECENT)
-                .position(|c| c.index.is_none() && c.id.as_deref() == Some(id))
-                .map(|back| self.calls.len() - 1 - back),
-            key => self.open.get(key),
+                .position(|c| (!keyless || c.index.is_none()) && c.id.as_deref() == Some(id))
+                .map(|back| self.calls.len() - 1 - back)
+        };
+        let ordinal = match delta.index {
+            None => recent(true),
+            key => self
+                .open
+                .get(key)
+                .filter(|&o| !delta.start || self.calls[o].id.as_deref() == Some(id))
+                .or_else(|| delta.start.then(|| recent(false)).flatten()),
         }?;
         let call = self.calls.get_mut(ordinal)?;
         let same = call.name == name && call.id.as_deref() == Some(id);
@@ -688,12 +768,42 @@ impl Assembler {
         replays.then_some((ordinal, whole))
     }
 
-    /// Finds the call a delta belongs to, starting a new one when the rules say so.
-    fn route(&mut self, delta: &Delta<'_>) -> usize {
+    /// Finds the call a delta belongs to, starting a new one when the rules say so; `None`
+    /// when that would pass `max_calls` (the response is then over its limit).
+    fn route(&mut self, delta: &Delta<'_>) -> Option<usize> {
         match self.open_call_for(delta) {
-            Some(ordinal) => ordinal,
-            None => self.start_call(delta.index),
+            Some(ordinal) => Some(ordinal),
+            None if self.calls.len() < self.config.max_calls => Some(self.start_call(delta.index)),
+            None => {
+                self.refuse_call();
+                None
+            }
         }
+    }
+
+    /// A call the response tried to start past `max_calls`.
+    fn refuse_call(&mut self) {
+        self.refused_calls += 1;
+        self.over
+            .get_or_insert(StreamLimit::Calls(self.config.max_calls));
+    }
+
+    /// Counts `n` more bytes of the response; false once it is over a per-stream limit, when
+    /// they must not be kept.
+    pub fn count_stream_bytes(&mut self, n: usize) -> bool {
+        self.stream_bytes = self.stream_bytes.saturating_add(n);
+        if self.stream_bytes > self.config.max_stream_bytes {
+            self.over
+                .get_or_insert(StreamLimit::Bytes(self.config.max_stream_bytes));
+        }
+        self.over.is_none()
+    }
+
+    /// The per-stream limit the response passed, if any, and how many calls it tried to start
+    /// past `max_calls`.
+    #[must_use]
+    pub fn over_limit(&self) -> Option<(StreamLimit, u64)> {
+        self.over.map(|limit| (limit, self.refused_calls))
     }
 
     /// The open call a delta continues, or `None` when the rules say it starts a new one.
@@ -717,7 +827,7 @@ impl Assembler {
                 .open
                 .get(None)
                 .or(self.last)
-                .filter(|&o| !self.calls[o].ended),
+                .filter(|&o| self.takes_deltas(o)),
             key => self.open.get(key),
         };
         let ordinal = current.filter(|&o| self.takes_deltas(o))?;
@@ -779,10 +889,30 @@ impl Assembler {
         if self.finished {
             return Err(Misuse::Finished);
         }
+        let sent = match delta.arguments {
+            Some(Arguments::Text(t) | Arguments::Value(t)) => t.len(),
+            None => 0,
+        };
+        let stripped;
+        let delta = if self.count_stream_bytes(sent) {
+            delta
+        } else {
+            // Past a per-stream limit nothing more is kept; headers still find their calls.
+            stripped = Delta {
+                arguments: None,
+                ..*delta
+            };
+            &stripped
+        };
         let replay = self.replay_of(delta);
-        let ordinal = match replay {
-            Some((ordinal, _)) => ordinal,
+        let routed = match replay {
+            Some((ordinal, _)) => Some(ordinal),
             None => self.route(delta),
+        };
+        let Some(ordinal) = routed else {
+            // A call past `max_calls` is not kept; the response is refused whole at finish,
+            // and the delta is answered with the last call kept, which it leaves as it is.
+            return Ok(self.calls.len().saturating_sub(1));
         };
         self.last = Some(ordinal);
         self.last_key = Some((delta.index, ordinal));
@@ -832,7 +962,9 @@ impl Assembler {
                 call.retread = None;
                 if call.ended || call.scanner.is_complete() || call.mode == ArgMode::Value {
                     // Another value under the id of a whole call: another call (quirk 16).
-                    let to = self.fork(ordinal, delta.index);
+                    let Some(to) = self.fork(ordinal, delta.index) else {
+                        return Ok(ordinal);
+                    };
                     return self
                         .feed(&Delta {
                             index: delta.index,
@@ -940,15 +1072,21 @@ impl Assembler {
         }
         // After a whole call, other text under its id is another call (quirk 16), as it was
         // before replays were recognised; the call sent first stays as it was.
-        let started = self.fork(ordinal, key);
+        let Some(started) = self.fork(ordinal, key) else {
+            return ordinal;
+        };
         let registry = self.registry.as_deref();
         feed_text(&mut self.calls[started], &sent, registry);
         started
     }
 
     /// Starts a call under `key` with the id, name, type and index of the call at `ordinal`:
-    /// what a replay of that whole call sent that differs from it.
-    fn fork(&mut self, ordinal: usize, key: Option<i64>) -> usize {
+    /// what a replay of that whole call sent that differs from it. `None` past `max_calls`.
+    fn fork(&mut self, ordinal: usize, key: Option<i64>) -> Option<usize> {
+        if self.calls.len() >= self.config.max_calls {
+            self.refuse_call();
+            return None;
+        }
         let from = &self.calls[ordinal];
         let (index, id, name, kind) = (
             from.index,
@@ -965,7 +1103,7 @@ impl Assembler {
         if let Some(reg) = self.registry.as_deref() {
             attach_check(call, reg);
         }
-        started
+        Some(started)
     }
 
     /// Feeds the most common delta, an argument fragment alone (no id, name or type) for the
@@ -975,7 +1113,10 @@ impl Assembler {
     /// nor a repeat. Returns the call's ordinal, or `None` (having changed nothing) when the
     /// delta needs the full rules; `feed` then gives the same result as if this were not tried.
     pub fn feed_continuation(&mut self, index: i64, text: &[u8]) -> Option<usize> {
-        if self.finished {
+        if self.finished
+            || self.over.is_some()
+            || self.stream_bytes.saturating_add(text.len()) > self.config.max_stream_bytes
+        {
             return None;
         }
         let key = Some(index);
@@ -1000,6 +1141,7 @@ impl Assembler {
         if !text.is_empty() {
             push_checked(call, text);
         }
+        self.stream_bytes += text.len();
         self.last = Some(ordinal);
         self.last_key = Some((key, ordinal));
         Some(ordinal)
@@ -1063,7 +1205,12 @@ impl Assembler {
     /// # Errors
     /// [`Misuse`] after finish or for an unknown ordinal.
     pub fn set_index(&mut self, ordinal: usize, index: Option<i64>) -> Result<(), Misuse> {
+        let over = self.over.is_some();
         let call = self.open_call_mut(ordinal)?;
+        if over {
+            // Past a per-stream limit nothing more is kept (it may be a call refused).
+            return Ok(());
+        }
         call.index = index;
         Ok(())
     }
@@ -1079,7 +1226,12 @@ impl Assembler {
     /// # Errors
     /// [`Misuse`] after finish or for an unknown ordinal.
     pub fn set_metadata(&mut self, ordinal: usize, key: &str, json: &str) -> Result<(), Misuse> {
+        let over = self.over.is_some();
         let call = self.open_call_mut(ordinal)?;
+        if over {
+            // Past a per-stream limit nothing more is kept (it may be a call refused).
+            return Ok(());
+        }
         if let Some(slot) = call.metadata.iter_mut().find(|(k, _)| k == key) {
             json.clone_into(&mut slot.1);
         } else {
@@ -1112,6 +1264,7 @@ impl Assembler {
         match current {
             Some(ordinal) => self.set_metadata(ordinal, key, json),
             None if self.finished => Err(Misuse::Finished),
+            None if self.over.is_some() => Ok(()),
             None => {
                 self.pending_metadata
                     .push((index, key.to_owned(), json.to_owned()));
@@ -1463,6 +1616,15 @@ impl Assembler {
                     0,
                     String::new(),
                     message,
+                ));
+            }
+            if let Some(limit) = self.over {
+                done.scan_deferred();
+                done.error = Some(Error::with_message(
+                    ErrorKind::TooLarge,
+                    0,
+                    String::new(),
+                    limit.message(),
                 ));
             }
             out.push(done);

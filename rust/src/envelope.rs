@@ -1199,7 +1199,9 @@ impl Decoder {
         {
             return item.key;
         }
-        let Some(index) = env.output_index else {
+        // A delta without `output_index` for an item never seen is opened at 0 (or the next
+        // free key), as `feed_chunk` opens it, so that its later deltas find it by `item_id`.
+        let Some(index) = env.output_index.or(start.then_some(0)) else {
             return 0;
         };
         let id = id.unwrap_or("");
@@ -1207,8 +1209,13 @@ impl Decoder {
         if !start {
             return key;
         }
+        let shown = if env.output_index.is_some() {
+            index
+        } else {
+            key
+        };
         self.items
-            .push(ItemState::new(index, key, id, false, FNV_OFFSET));
+            .push(ItemState::new(shown, key, id, false, FNV_OFFSET));
         key
     }
 

@@ -39,10 +39,13 @@ pub enum StreamErrorKind {
     /// An OpenAI stream went on after `[DONE]`; the event was skipped, as the `openai` SDK
     /// stops reading at that marker and never shows it.
     AfterDone,
+    /// The response passed a per-stream limit (`max_calls`, `max_stream_bytes`): nothing more
+    /// of it was kept, and every call fails.
+    StreamLimit,
 }
 
 impl StreamErrorKind {
-    const ALL: [Self; 7] = [
+    const ALL: [Self; 8] = [
         Self::MalformedEvent,
         Self::UnknownEvent,
         Self::ProviderError,
@@ -50,6 +53,7 @@ impl StreamErrorKind {
         Self::ArgumentsMismatch,
         Self::TruncatedBody,
         Self::AfterDone,
+        Self::StreamLimit,
     ];
 
     /// The stable identifier of this kind.
@@ -63,6 +67,7 @@ impl StreamErrorKind {
             Self::ArgumentsMismatch => "arguments_mismatch",
             Self::TruncatedBody => "truncated_body",
             Self::AfterDone => "after_done",
+            Self::StreamLimit => "stream_limit",
         }
     }
 
@@ -191,6 +196,18 @@ impl State {
         }
     }
 
+    /// Records, once, that the response passed a per-stream limit.
+    fn note_limit(&mut self, assembler: &Assembler) {
+        if self.errors.counts[StreamErrorKind::StreamLimit.slot()] == 0 {
+            if let Some((limit, _)) = assembler.over_limit() {
+                self.errors
+                    .record(StreamErrorKind::StreamLimit, self.events, || {
+                        limit.message()
+                    });
+            }
+        }
+    }
+
     fn apply(&mut self, assembler: &mut Assembler, action: Action<'_>) {
         match action {
             Action::Call {
@@ -239,7 +256,11 @@ impl State {
                     let _ = assembler.end_call(ordinal);
                 }
             }
-            Action::Text(t) => self.push_text(t),
+            Action::Text(t) => {
+                if assembler.count_stream_bytes(t.len()) {
+                    self.push_text(t);
+                }
+            }
             Action::Restart => self.text_replay = (!self.text.is_empty()).then_some(0),
             Action::Usage(u) => {
                 // Providers split usage over events (Anthropic: input tokens in
@@ -433,6 +454,7 @@ impl StreamDecoder {
                     state.errors.record(kind, state.events, || e.to_string());
                 }
             }
+            state.note_limit(assembler);
         });
         if !state.closed {
             state.note_dropped(assembler, framer.dropped_events());

@@ -31,7 +31,9 @@ pub mod visit;
 #[cfg(feature = "python")]
 mod python;
 
-pub use assembler::{Arguments, Assembler, AssemblerConfig, Delta, JsonVerdict, ToolCall};
+pub use assembler::{
+    Arguments, Assembler, AssemblerConfig, Delta, JsonVerdict, StreamLimit, ToolCall,
+};
 pub use envelope::{FinishReason, Format};
 pub use error::{Error, ErrorKind, Misuse, SchemaDetail};
 pub use gateway::{StreamDecoder, StreamError, StreamErrorKind};

@@ -1375,8 +1375,8 @@ fn keyword_slot(key: &Borrowed<'_, '_, PyAny>) -> PyResult<usize> {
 impl PyAssembler {
     #[new]
     #[pyo3(
-        signature = (*, tools=None, max_depth=Count(64), max_bytes=Count(8_388_608), max_number_digits=Count(4300), duplicate_keys="error", track_progress=false, progress_into=None),
-        text_signature = "(*, tools=None, max_depth=64, max_bytes=8388608, max_number_digits=4300, duplicate_keys='error', track_progress=False, progress_into=None)"
+        signature = (*, tools=None, max_depth=Count(64), max_bytes=Count(8_388_608), max_number_digits=Count(4300), duplicate_keys="error", track_progress=false, progress_into=None, max_calls=Count(1024), max_stream_bytes=Count(33_554_432)),
+        text_signature = "(*, tools=None, max_depth=64, max_bytes=8388608, max_number_digits=4300, duplicate_keys='error', track_progress=False, progress_into=None, max_calls=1024, max_stream_bytes=33554432)"
     )]
     fn new(
         tools: Option<&Bound<'_, PyAny>>,
@@ -1386,10 +1386,14 @@ impl PyAssembler {
         duplicate_keys: &str,
         track_progress: bool,
         progress_into: Option<Bound<'_, PyList>>,
+        max_calls: Count,
+        max_stream_bytes: Count,
     ) -> PyResult<Self> {
         let config = AssemblerConfig {
             scan: scan_config(max_depth, max_bytes, max_number_digits, duplicate_keys)?,
             track_progress: track_progress || progress_into.is_some(),
+            max_calls: max_calls.0,
+            max_stream_bytes: max_stream_bytes.0,
         };
         let inner = match tools.filter(|t| !t.is_none()) {
             Some(t) => Assembler::with_tools(config, registry_of(t)?),

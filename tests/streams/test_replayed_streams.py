@@ -17,6 +17,8 @@ import pytest
 
 pytest.importorskip("toolwire._core")
 
+from toolwire.assembler import Assembler
+
 from .clients import assemble_both
 from .conftest import SSEServer
 from .streamkit import (
@@ -211,3 +213,69 @@ def test_replay_from_a_cut_between_the_halves_of_a_surrogate_pair(
     _, s = assemble_both(route, fmt)
     assert [(c.arguments, c.error) for c in s.calls] == [('{"e": "x\\ud83d\\ude00"}', None)]
     assert s.calls[0].value == {"e": "x\U0001f600"}
+
+
+# --- Responses items that lack some of their fields ----------------------------------------
+
+_CREATED = {"type": "response.created", "response": {"id": "r", "status": "in_progress"}}
+_COMPLETED = {"type": "response.completed", "response": {"id": "r", "status": "completed"}}
+
+
+def _delta(item_id: str, text: str, **fields: Any) -> Event:
+    return {
+        "type": "response.function_call_arguments.delta",
+        "item_id": item_id,
+        "delta": text,
+        **fields,
+    }
+
+
+def _item(kind: str, output_index: int | None, arguments: str, **item: Any) -> Event:
+    event: Event = {
+        "type": f"response.output_item.{kind}",
+        "item": {"type": "function_call", "arguments": arguments, **item},
+    }
+    if output_index is not None:
+        event["output_index"] = output_index
+    return event
+
+
+def _both(events: list[Event]) -> list[tuple[Any, ...]]:
+    """The calls `feed_sse` and `feed_chunk` make of `events`, which must be the same."""
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, "openai-responses"))
+    sdk = Assembler()
+    for event in events:
+        sdk.feed_chunk(event)
+    out = []
+    for calls in (raw.finish(), sdk.finish()):
+        out.append([(c.id, c.name, c.arguments, c.error and c.error.kind) for c in calls])
+    assert out[0] == out[1]
+    return out[0]
+
+
+def test_item_whose_added_was_lost_keeps_its_deltas_after_a_replay() -> None:
+    # `fc_0` lost its `output_item.added` and its deltas have no `output_index`: it is found
+    # by its `item_id`, on both paths, and never lends its text to the next item.
+    g = {"id": "fc_1", "call_id": "c1", "name": "g"}
+    first = [_CREATED, _delta("fc_0", "{"), _item("added", 1, "", **g), _delta("fc_0", "}")]
+    rest = [
+        _delta("fc_1", '{"t": 1}', output_index=1),
+        _item("done", 1, '{"t": 1}', **g),
+        _COMPLETED,
+    ]
+    assert _both(first + rest)[1] == ("c1", "g", '{"t": 1}', None)
+    calls = _both(first + first + rest)
+    assert [c for c in calls if c[1] == "g"] == [("c1", "g", '{"t": 1}', None)]
+
+
+def test_replayed_items_without_output_index_or_id_are_found_by_call_id() -> None:
+    # Such items are keyed by their place among the items, which the replay does not keep.
+    call = {"call_id": "call_0", "name": "g"}
+    rendition = [
+        _CREATED,
+        _item("added", None, "", **call),
+        _delta("fc_0", '{"a": 1}'),
+        _item("done", None, '{"a": 1}', **call),
+    ]
+    assert _both(rendition + rendition + [_COMPLETED]) == [("call_0", "g", '{"a": 1}', None)]

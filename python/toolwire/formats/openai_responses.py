@@ -315,8 +315,9 @@ class ResponsesAdapter:
             return
         self._calls.with_arguments.add(index)
         ordinal = self._utf16.feed(sink, index, arguments=arguments)  # quirk 41
-        # Text that differs from a call sent again goes to a call of its own (a replay that
-        # is no replay), which the item's summary must then be compared with.
+        # The item's summary is compared with the call its text went to: an item whose
+        # `output_item.added` was lost has no other record of it, and text that differs from
+        # a call sent again goes to a call of its own (a replay that is no replay).
         self._calls.ordinals[index] = ordinal
         info.feeds.append(FeedRecord(ordinal, None, None))
 
