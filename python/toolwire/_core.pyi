@@ -385,6 +385,9 @@ class Assembler:
         Empty when the assembler was made with `progress_into`: its items are in that list.
         """
     @property
+    def finished(self) -> bool:
+        """True once `finish` ran; the assembler then takes nothing more."""
+    @property
     def failed(self) -> bool:
         """True when some call already has an error that no later input can fix."""
     def partial(

@@ -60,6 +60,9 @@ class Assembler(_core.Assembler):
         Raises:
             MisuseError: The assembler was already finished.
         """
+        if self.finished:
+            # A chunk of text alone would touch no call, and so raise nowhere in the core.
+            raise _core.MisuseError("already finished: create a new one for the next stream")
         if chunk is None or isinstance(chunk, (bool, int, float, str, list)):
             # An event whose data is JSON but not an object (`data: 123`): the SDKs hand it on
             # as it is, and the raw SSE path reads it as a malformed event. It may have carried

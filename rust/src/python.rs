@@ -1378,6 +1378,8 @@ impl PyAssembler {
         signature = (*, tools=None, max_depth=Count(64), max_bytes=Count(8_388_608), max_number_digits=Count(4300), duplicate_keys="error", track_progress=false, progress_into=None, max_calls=Count(1024), max_stream_bytes=Count(33_554_432)),
         text_signature = "(*, tools=None, max_depth=64, max_bytes=8388608, max_number_digits=4300, duplicate_keys='error', track_progress=False, progress_into=None, max_calls=1024, max_stream_bytes=33554432)"
     )]
+    // One parameter per keyword of the Python constructor, which pyo3 matches by name.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         tools: Option<&Bound<'_, PyAny>>,
         max_depth: Count,
@@ -1569,6 +1571,12 @@ impl PyAssembler {
         let list = PyList::empty(py);
         self.drain_progress_to(py, &list)?;
         Ok(list)
+    }
+
+    /// True once `finish` ran.
+    #[getter]
+    fn finished(&self) -> bool {
+        self.decoder.assembler().is_finished()
     }
 
     /// True when some call already has an error no later input can fix.

@@ -374,3 +374,25 @@ def test_usage_handed_out_is_the_callers_to_change(fmt: str, events: list[Any]) 
             usage.clear()
             usage["cost"] = 1
     assert [u for u in untouched if u] and edited == untouched
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "hi"}}]},
+        {"type": "response.output_text.delta", "delta": "hi"},
+        {"type": "ping"},
+    ],
+)
+def test_any_chunk_after_finish_is_misuse(chunk: dict[str, Any]) -> None:
+    # A chunk that touches no call (text alone, a ping) once slipped through after `finish`,
+    # its text handed back as if the stream went on.
+    from toolwire import MisuseError
+    from toolwire.assembler import Assembler
+
+    asm = Assembler()
+    asm.feed_chunk(chunk)
+    asm.finish()
+    assert asm.finished
+    with pytest.raises(MisuseError, match="already finished"):
+        asm.feed_chunk(chunk)
