@@ -947,3 +947,60 @@ def test_a_number_past_a_float_is_shown_as_written_not_as_infinity(
     tools = Toolset([_Count])
     errors = tools.validate(call("count", arguments)).errors
     assert [(e.path, e.got) for e in errors] == [(path, got)]
+
+
+class _IntN(BaseModel):
+    n: int
+
+
+class _FloatN(BaseModel):
+    n: float
+
+
+class _DecimalN(BaseModel):
+    n: Decimal
+
+
+class _OptionalDecimalN(BaseModel):
+    n: Decimal | None = None
+
+
+class _StrN(BaseModel):
+    n: str
+
+
+_PLAIN_NUMBER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "plain",
+        "parameters": {"type": "object", "properties": {"n": {"type": "number"}}},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "tool", [_IntN, _FloatN, _DecimalN, _OptionalDecimalN, _StrN, _PLAIN_NUMBER_TOOL]
+)
+@pytest.mark.parametrize(
+    "number",
+    [
+        "1e9999999999999999999",
+        "-1e9999999999999999999",
+        "1e-9999999999999999999",
+        "2.5E+" + "9" * 5000,
+    ],
+)
+@pytest.mark.parametrize("prechecked", [True, False])
+def test_exponent_no_decimal_holds_is_a_model_error(
+    tool: Any, number: str, prechecked: bool
+) -> None:
+    # Fault 10: such a number once raised `decimal.InvalidOperation` out of `validate` (or
+    # `Overflow` for an int field); capped, it must not be taken as the number it became.
+    tools = Toolset([tool])
+    name = tools.names()[0]
+    asm = Assembler(tools=tools if prechecked else None)
+    asm.feed(0, id="c", name=name, arguments=f'{{"n": {number}}}')
+    (call,) = asm.finish()
+    outcome = tools.validate(call)
+    assert outcome.kind == "model_error"
+    assert [e.path for e in outcome.errors] == ["/n"]

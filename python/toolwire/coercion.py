@@ -216,7 +216,7 @@ def loads_exact(text: str) -> Any:
     Raises:
         ValueError: If the text is not JSON (or holds an integer past CPython's digit cap).
     """
-    return json.loads(text, parse_float=_Fraction)
+    return json.loads(text, parse_float=_exact_number)
 
 
 class _Fraction(Decimal):
@@ -225,6 +225,32 @@ class _Fraction(Decimal):
     and coercion (`integral_number`) read."""
 
     __slots__ = ()
+
+
+# Far past a float's range either way, and within a `Decimal`'s whatever the digits before it.
+_EXPONENT_CAP = 10**17
+
+
+class _Unbounded(_Fraction):
+    """A number whose exponent no `Decimal` holds (`1e9999999999999999999`), kept with its
+    exponent capped and its text as written: no field can take it faithfully, so coercion
+    refuses it as out of range wherever it is, and nothing reads it as infinity, zero or a
+    number it is not."""
+
+    __slots__ = ("text",)
+    text: str
+
+
+def _exact_number(text: str) -> _Fraction:
+    """A JSON number with a fraction or an exponent, exactly (see `_Unbounded`)."""
+    try:
+        return _Fraction(text)
+    except InvalidOperation:
+        digits, _, exponent = text.lower().partition("e")
+        sign = "-" if exponent.startswith("-") else ""
+        capped = _Unbounded(f"{digits}e{sign}{_EXPONENT_CAP}")
+        capped.text = text
+        return capped
 
 
 def dumps_exact(value: Any) -> str:
@@ -449,11 +475,12 @@ def _matches(value: Any, node: Mapping[str, Any]) -> bool:
 
 
 def _integral(value: Decimal) -> int | None:
-    if not value.is_finite() or value != value.to_integral_value():
-        return None
-    if abs(value) > _FLOAT_MAX:
+    if not value.is_finite() or abs(value) > _FLOAT_MAX:
         # Past any float (`1e400`): Pydantic reads it as infinity and refuses it for an int, so
-        # coercion does not make a 400-digit integer of it either.
+        # coercion does not make a 400-digit integer of it either (and an exponent past the
+        # context's, asked for its integral value, would raise).
+        return None
+    if value != value.to_integral_value():
         return None
     if (
         len(value.as_tuple().digits) + max(cast(int, value.as_tuple().exponent), 0)
@@ -830,7 +857,7 @@ class _Coercer:
         try:
             parsed = json.loads(
                 stripped,
-                parse_float=_Fraction,
+                parse_float=_exact_number,
                 parse_constant=_reject_constant,
                 object_pairs_hook=_unique_keys,
             )
@@ -844,6 +871,9 @@ class _Coercer:
         if _swaps_bool_and_number(value, node):
             # Strict Pydantic would take `true` for `1` here; no rule turns one into the other.
             self.refuse(path, "bool_number", value)
+            return value
+        if isinstance(value, _Unbounded):
+            self.refuse(path, "out_of_range", value)
             return value
         types = _types(node)
         if isinstance(value, str):
@@ -1188,6 +1218,9 @@ def quote_decimals(value: Any, schema: Mapping[str, Any]) -> Any:
     """
 
     def quote(item: Any, _node: Mapping[str, Any]) -> Any:
+        if isinstance(item, _Unbounded):
+            # As written, which no Decimal holds: refused, never taken as the capped number.
+            return item.text
         if isinstance(item, (int, Decimal)) and not isinstance(item, bool):
             return str(item)
         return item

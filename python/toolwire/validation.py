@@ -448,7 +448,29 @@ class _HasId(Protocol):
 
 def shown_text(value: str) -> str:
     """Cut free text to 200 characters."""
-    return value if len(value) <= 200 else value[:199] + "…"
+    return value if len(value) <= _SHOWN else value[: _SHOWN - 1] + "…"
+
+
+_SHOWN = 200
+
+
+class _Shown(list[str]):
+    """The pieces of a value being written for `shown_text`, and whether they already run
+    past what it keeps (then the rest need not be written)."""
+
+    __slots__ = ("size",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.size = 0
+
+    def append(self, piece: str, /) -> None:
+        super().append(piece)
+        self.size += len(piece)
+
+    @property
+    def full(self) -> bool:
+        return self.size > _SHOWN
 
 
 # --------------------------------------------------------------------------------------------
@@ -1042,14 +1064,17 @@ class _ErrorBuilder:
         """A value that may hold secrets inside, shown with every secret part redacted and
         every other scalar passed through the hook at its own pointer (then the whole)."""
         parts: list[str | int] = list(_split(located.pointer))
-        out: list[str] = []
+        out = _Shown()
         self._scrub(value, located.node, parts, out)
         words = shown_text("".join(out))
         return self.redact(located.pointer, words) if self.redact is not None else words
 
     def _scrub(
-        self, value: Any, node: Mapping[str, Any] | None, parts: list[str | int], out: list[str]
+        self, value: Any, node: Mapping[str, Any] | None, parts: list[str | int], out: _Shown
     ) -> None:
+        if out.full:
+            # Past what `shown_text` keeps: a 100,000-item array is not walked to its end.
+            return
         if node is not None:
             node = self.schema.deref(node)
             if self.schema.is_secret_here(node):
@@ -1059,6 +1084,8 @@ class _ErrorBuilder:
         if isinstance(value, dict):
             out.append("{")
             for i, (key, item) in enumerate(cast(dict[str, Any], value).items()):
+                if out.full:
+                    break
                 out.append("," if i else "")
                 out.append(json.dumps(key, ensure_ascii=False) + ":")
                 child = None if node is None else self.schema.child(node, key)
@@ -1071,6 +1098,8 @@ class _ErrorBuilder:
         elif isinstance(value, list):
             out.append("[")
             for i, item in enumerate(cast(list[Any], value)):
+                if out.full:
+                    break
                 out.append("," if i else "")
                 child = None if node is None else self.schema.child(node, i)
                 if child is None and holds:
@@ -1742,8 +1771,8 @@ def _unchanged_at(before: Any, after: Any, path: str) -> bool:
 def _unknown_fields(
     schema: _Schema, value: object
 ) -> list[tuple[list[str | int], Any, dict[str, Any]]]:
-    """Keys the published schema's closed objects do not define, with their values and the
-    object schema that does not define them.
+    """Keys the published schema's closed objects do not define (the first `MAX_ERRORS`), with
+    their values and the object schema that does not define them.
 
     Union members are skipped (which branch's fields apply is for validation to decide),
     except a tagged one: an object whose tag names exactly one branch (a discriminated union)
@@ -1765,7 +1794,10 @@ def _unknown_fields(
                 if key in props:
                     walk(sub, _d(props[key]), [*path, key])
                 elif extra is False:
-                    found.append(([*path, key], sub, node))
+                    # No more are shown than `MAX_ERRORS`: a call with 100,000 unknown keys
+                    # must not cost 100,000 error drafts.
+                    if len(found) < MAX_ERRORS:
+                        found.append(([*path, key], sub, node))
                 else:
                     walk(sub, _d(extra), [*path, key])
         elif isinstance(item, list):
@@ -2205,8 +2237,11 @@ class ToolValidator:
                 # does not.
                 inside = [d.error.path for d in [*initial, *unknown]]
                 drafts = _without_unions_above([found, *unknown], inside)
+                # A set: a call with thousands of unknown fields has as many drafts.
+                seen = {d.error.path for d in initial}
                 for draft in drafts:
-                    if all(d.error.path != draft.error.path for d in initial):
+                    if draft.error.path not in seen:
+                        seen.add(draft.error.path)
                         initial.append(draft)
                         precheck_only.append(draft)
         return self._repair(call, text_in, initial, builder, lang, precheck_only)
