@@ -885,12 +885,30 @@ class _Deep(BaseModel):
 def test_json_too_deep_for_pydantic_is_too_large_not_its_raw_text() -> None:
     # Pydantic's parser stops at its recursion limit: the payload said "expected an object"
     # and quoted the raw bytes (`b'{"x": [[[...`) back to the model.
+    # The assembler stops at 128 levels; a call from elsewhere may be deeper.
     toolset = Toolset([_Deep])
-    asm = Assembler(max_depth=400)
-    asm.feed(0, id="c", name="deep", arguments='{"x": ' + "[" * 300 + "]" * 300 + "}")
-    (done,) = asm.finish()
-    outcome = toolset.validate(done)
+    outcome = toolset.validate(_call("deep", '{"x": ' + "[" * 300 + "]" * 300 + "}"))
     assert not outcome.ok and outcome.error_type == "too_large"
+
+
+@dataclass
+class _GivenCall:
+    """A completed call that did not come through an assembler (a stored one)."""
+
+    name: str
+    arguments: str
+    ordinal: int = 0
+    index: int | None = 0
+    id: str | None = "c"
+    error: None = None
+
+    @property
+    def value(self) -> Any:
+        return json.loads(self.arguments)
+
+
+def _call(name: str, arguments: str) -> _GivenCall:
+    return _GivenCall(name, arguments)
 
 
 class _ByName(BaseModel):

@@ -158,7 +158,7 @@ class Scanner:
     Push the text in pieces cut anywhere, then `finish`. Each byte is examined once.
 
     Args:
-        max_depth: Maximum nesting depth (1 to 512).
+        max_depth: Maximum nesting depth (1 to 128).
         max_bytes: Maximum size of the text.
         max_number_digits: Maximum digits in a number's integer part.
         duplicate_keys: `"error"` (default) or `"last_wins"` (as `json.loads`).
@@ -247,7 +247,7 @@ class Assembler:
 
     Args:
         tools: A `Toolset` or `ToolRegistry`: turns the schema pre-check on.
-        max_depth: Maximum nesting depth of one call's arguments (1 to 512).
+        max_depth: Maximum nesting depth of one call's arguments (1 to 128).
         max_bytes: Maximum size of one call's arguments.
         max_number_digits: Maximum digits in a number's integer part.
         duplicate_keys: `"error"` (default) or `"last_wins"`.
@@ -261,7 +261,7 @@ class Assembler:
         max_stream_bytes: Most bytes of argument text, all calls together, and on the raw SSE
             path of assistant text, one response may send (at least 1). A response past either
             limit is refused whole: nothing more of it is kept, every call fails `too_large`
-            (none runs), and `stream_errors` has a `stream_limit` entry on the raw SSE path.
+            (none runs), and `stream_errors` has a `stream_limit` entry.
     """
 
     def __new__(

@@ -18,7 +18,7 @@ use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use crate::assembler::{Arguments, Assembler, AssemblerConfig, Delta, JsonVerdict, ToolCall};
 use crate::envelope::{FinishReason, Format};
 use crate::error::{Error, Misuse};
-use crate::gateway::StreamDecoder;
+use crate::gateway::{StreamDecoder, StreamErrorKind};
 use crate::outline::outline;
 use crate::precheck::Registry;
 use crate::scanner::{DuplicateKeys, ScanConfig, Scanner, Status, PLAIN_NUMBER_CHARS};
@@ -1665,11 +1665,21 @@ impl PyAssembler {
     /// Problems of the stream itself (malformed events, provider errors), as
     /// (kind, event number, message).
     fn stream_errors(&self) -> Vec<(&'static str, u64, String)> {
-        self.decoder
+        let mut errors: Vec<_> = self
+            .decoder
             .errors()
             .iter()
             .map(|e| (e.kind.slug(), e.event, e.message.clone()))
-            .collect()
+            .collect();
+        let limit = StreamErrorKind::StreamLimit.slug();
+        if let Some((over, _)) = self.decoder.assembler().over_limit() {
+            // Fed by `feed` or `feed_chunk`, the stream has no event numbers: the limit is
+            // still said, at event 0.
+            if !errors.iter().any(|(kind, _, _)| *kind == limit) {
+                errors.push((limit, 0, over.message()));
+            }
+        }
+        errors
     }
 
     fn __len__(&self) -> usize {

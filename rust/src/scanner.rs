@@ -80,7 +80,7 @@ pub struct ScanConfig {
 }
 
 /// The largest `max_depth` a configuration may ask for.
-pub const MAX_DEPTH_LIMIT: usize = 512;
+pub const MAX_DEPTH_LIMIT: usize = 128;
 
 impl Default for ScanConfig {
     fn default() -> Self {

@@ -625,6 +625,10 @@ def test_misuse_raises_value_error_subclass() -> None:
         Assembler().feed(0, arguments={1, 2})  # type: ignore[arg-type]
     with pytest.raises(MisuseError):
         Assembler(max_depth=0)
+    # The spec's bound on nesting (faults.md: configurable up to 128).
+    Assembler(max_depth=128)
+    with pytest.raises(MisuseError, match="between 1 and 128"):
+        Assembler(max_depth=129)
     with pytest.raises(MisuseError):
         Assembler(duplicate_keys="first")
 

@@ -30,7 +30,8 @@ def test_ten_thousand_calls_are_refused_whole(fmt: str) -> None:
     sdk = Assembler()
     for event in events:
         sdk.feed_chunk(event)
-    assert [kind for kind, _, _ in raw.stream_errors()] == ["stream_limit"]
+    for asm in (raw, sdk):
+        assert [kind for kind, _, _ in asm.stream_errors()] == ["stream_limit"]
     kept = [raw.finish(), sdk.finish()]
     for calls in kept:
         assert len(calls) == 1024
