@@ -717,7 +717,8 @@ fn fault_14_a_response_past_max_calls_is_refused_whole() {
         assert!(ordinal < 2);
     }
     assert_eq!(a.len(), 2);
-    assert_eq!(a.over_limit(), Some((toolwire::StreamLimit::Calls(2), 3)));
+    // Past the limit nothing more is read: the first call refused is the one counted.
+    assert_eq!(a.over_limit(), Some((toolwire::StreamLimit::Calls(2), 1)));
     let calls = a.finish().expect("finish");
     assert!(calls
         .iter()
@@ -784,4 +785,38 @@ fn fault_05_keyless_header_alone_after_the_call_ended() {
     }
     let calls = a.finish().expect("finish");
     assert_eq!(summary(&calls), vec![ok("c1", "g", r#"{"a": 1}"#)]);
+}
+
+#[test]
+fn fault_14_what_is_kept_counts_not_what_is_resent() {
+    // A provider that resends the text so far (quirk 19) sends the square of the arguments'
+    // size; only what the call keeps counts toward the limit.
+    let full = format!(r#"{{"a":"{}"}}"#, "x".repeat(20_000));
+    let mut a = limited(16, 30_000);
+    for end in (100..full.len()).step_by(100).chain([full.len()]) {
+        a.feed(&text(Some(0), Some("c"), Some("f"), &full[..end]))
+            .expect("feed");
+    }
+    assert_eq!(a.over_limit(), None);
+    let calls = a.finish().expect("finish");
+    assert_eq!(summary(&calls), vec![ok("c", "f", &full)]);
+}
+
+#[test]
+fn fault_14_names_count_and_nothing_grows_past_the_limit() {
+    // Names streamed in pieces are joined (quirk 9): a name can grow without end.
+    let mut a = limited(16, 1_000);
+    for i in 0..200 {
+        let piece = format!("piece{i:05}");
+        a.feed(&Delta {
+            name: Some(&piece),
+            index: Some(0),
+            ..Delta::default()
+        })
+        .expect("feed");
+    }
+    assert!(a.over_limit().is_some());
+    assert!(a.has_certain_error());
+    let calls = a.finish().expect("finish");
+    assert!(calls[0].name.as_ref().map_or(0, String::len) <= 1_010);
 }

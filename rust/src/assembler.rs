@@ -308,6 +308,8 @@ struct Call {
     held: Option<Box<Held>>,
     /// The provider is sending the call again from its start (see [`Retread`]).
     retread: Option<Retread>,
+    /// The bytes of the call counted toward `max_stream_bytes` (see [`Call::kept_bytes`]).
+    counted: usize,
 }
 
 /// A call the provider sends again from its start: its header came again (same key, id and
@@ -487,6 +489,15 @@ struct EarlyErrors {
 }
 
 impl Call {
+    /// The bytes the call keeps of what the provider sent: its text, the fragments it holds
+    /// (each reading's copy), its name and id.
+    fn kept_bytes(&self) -> usize {
+        let held = self.held.as_deref().map_or(0, |h| {
+            h.appended.scanner.text().len() + h.resent.scanner.text().len()
+        });
+        self.scanner.text().len() + held + self.name.len() + self.id.as_ref().map_or(0, String::len)
+    }
+
     /// Scans the fragments appended since the last scan, through the pre-check if there is one
     /// (a call that tracks progress is never behind).
     fn sync(&mut self) {
@@ -680,6 +691,7 @@ impl Assembler {
             progress: self.config.track_progress.then(Box::default),
             held: None,
             retread: None,
+            counted: 0,
         });
         self.open.insert(index, ordinal);
         self.last_key = None;
@@ -800,7 +812,7 @@ impl Assembler {
     }
 
     /// The per-stream limit the response passed, if any, and how many calls it tried to start
-    /// past `max_calls`.
+    /// past `max_calls` before that (nothing is read after).
     #[must_use]
     pub fn over_limit(&self) -> Option<(StreamLimit, u64)> {
         self.over.map(|limit| (limit, self.refused_calls))
@@ -889,21 +901,30 @@ impl Assembler {
         if self.finished {
             return Err(Misuse::Finished);
         }
-        let sent = match delta.arguments {
-            Some(Arguments::Text(t) | Arguments::Value(t)) => t.len(),
-            None => 0,
-        };
-        let stripped;
-        let delta = if self.count_stream_bytes(sent) {
-            delta
-        } else {
-            // Past a per-stream limit nothing more is kept; headers still find their calls.
-            stripped = Delta {
-                arguments: None,
-                ..*delta
-            };
-            &stripped
-        };
+        if self.over.is_some() {
+            // Past a per-stream limit nothing more is kept: the response is refused whole. The
+            // ordinal handed back names a call (one is started, without text, if none was), so
+            // that a reader that shows calls as they start sees that one end too.
+            if self.calls.is_empty() {
+                self.start_call(delta.index);
+            }
+            let last = self.calls.len() - 1;
+            return Ok(self.last.filter(|&o| o < last).unwrap_or(last));
+        }
+        let to = self.feed_kept(delta)?;
+        // What the call keeps now, counted once: a cumulative resend or a replay keeps (and
+        // counts) only what is new; a name streamed in pieces counts as it grows.
+        if let Some(call) = self.calls.get_mut(to) {
+            let kept = call.kept_bytes();
+            let grown = kept.saturating_sub(call.counted);
+            call.counted = call.counted.max(kept);
+            self.count_stream_bytes(grown);
+        }
+        Ok(to)
+    }
+
+    /// [`Assembler::feed`] under the per-stream limits.
+    fn feed_kept(&mut self, delta: &Delta<'_>) -> Result<usize, Misuse> {
         let replay = self.replay_of(delta);
         let routed = match replay {
             Some((ordinal, _)) => Some(ordinal),
@@ -1141,6 +1162,7 @@ impl Assembler {
         if !text.is_empty() {
             push_checked(call, text);
         }
+        call.counted += text.len();
         self.stream_bytes += text.len();
         self.last = Some(ordinal);
         self.last_key = Some((key, ordinal));
@@ -1226,7 +1248,7 @@ impl Assembler {
     /// # Errors
     /// [`Misuse`] after finish or for an unknown ordinal.
     pub fn set_metadata(&mut self, ordinal: usize, key: &str, json: &str) -> Result<(), Misuse> {
-        let over = self.over.is_some();
+        let over = self.finished || !self.count_stream_bytes(key.len() + json.len());
         let call = self.open_call_mut(ordinal)?;
         if over {
             // Past a per-stream limit nothing more is kept (it may be a call refused).
@@ -1264,7 +1286,7 @@ impl Assembler {
         match current {
             Some(ordinal) => self.set_metadata(ordinal, key, json),
             None if self.finished => Err(Misuse::Finished),
-            None if self.over.is_some() => Ok(()),
+            None if !self.count_stream_bytes(key.len() + json.len()) => Ok(()),
             None => {
                 self.pending_metadata
                     .push((index, key.to_owned(), json.to_owned()));
@@ -1439,6 +1461,10 @@ impl Assembler {
     /// True when some call already has an error that no later input can fix (fail-fast signal).
     #[must_use]
     pub fn has_certain_error(&mut self) -> bool {
+        if self.over.is_some() {
+            // Every call of a response past a per-stream limit fails.
+            return true;
+        }
         self.calls.iter_mut().any(|c| {
             c.sync();
             has_certain_error(&c.scanner, c.check.as_deref())

@@ -257,8 +257,11 @@ impl State {
                 }
             }
             Action::Text(t) => {
-                if assembler.count_stream_bytes(t.len()) {
+                if assembler.over_limit().is_none() {
+                    // Only what the text keeps counts: a replay's text again adds nothing.
+                    let before = self.text.len();
                     self.push_text(t);
+                    assembler.count_stream_bytes(self.text.len().saturating_sub(before));
                 }
             }
             Action::Restart => self.text_replay = (!self.text.is_empty()).then_some(0),
@@ -317,6 +320,9 @@ impl State {
                     .record(StreamErrorKind::ProviderError, self.events, || {
                         json.to_owned()
                     });
+            }
+            Action::ArgumentsSummary(..) if assembler.over_limit().is_some() => {
+                // Nothing more of the response is kept: its deltas were dropped, not lost.
             }
             Action::ArgumentsSummary(index, full) => {
                 // Compared with what the call holds, as `feed_chunk` compares it: after
