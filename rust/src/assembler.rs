@@ -489,6 +489,12 @@ struct EarlyErrors {
 }
 
 impl Call {
+    /// True when nothing more belongs to the call's arguments: it was ended, its value is
+    /// complete, or it was sent as a value (scanned up to date: see [`Call::sync`]).
+    fn is_whole(&self) -> bool {
+        self.ended || self.scanner.is_complete() || self.mode == ArgMode::Value
+    }
+
     /// The bytes the call keeps of what the provider sent: its text, the fragments it holds
     /// (each reading's copy), its name and id.
     fn kept_bytes(&self) -> usize {
@@ -763,7 +769,7 @@ impl Assembler {
             // Without text, an open call takes a repeated header as the call going on.
             return call.ended.then_some((ordinal, true));
         }
-        let whole = call.ended || call.scanner.is_complete() || call.mode == ArgMode::Value;
+        let whole = call.is_whole();
         if !whole && !delta.start {
             return None;
         }
@@ -981,24 +987,22 @@ impl Assembler {
                     return Ok(ordinal);
                 }
                 call.retread = None;
-                if call.ended || call.scanner.is_complete() || call.mode == ArgMode::Value {
-                    // Another value under the id of a whole call: another call (quirk 16).
-                    let Some(to) = self.fork(ordinal, delta.index) else {
-                        return Ok(ordinal);
-                    };
-                    return self
-                        .feed(&Delta {
-                            index: delta.index,
-                            arguments: delta.arguments,
-                            ..Delta::default()
-                        })
-                        .map(|_| to);
-                }
+                // Another value under the id of a whole call is another call (quirk 16); in an
+                // open call, the ordinary rules take it.
+                let to = if call.is_whole() {
+                    match self.fork(ordinal, delta.index) {
+                        Some(to) => to,
+                        None => return Ok(ordinal),
+                    }
+                } else {
+                    ordinal
+                };
                 self.feed(&Delta {
                     index: delta.index,
                     arguments: delta.arguments,
                     ..Delta::default()
                 })?;
+                return Ok(to);
             }
             Some(Arguments::Value(text)) => {
                 // A fragment held to tell a resend from new text is text the call has: decide
@@ -1823,7 +1827,7 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         if text == buffer && (call.mode == ArgMode::Cumulative || call.scanner.is_complete()) {
             // Quirk 19/20: an exact repeat once latched, or a consolidated repeat of a complete
             // value.
-            warn_repeat_dropped(call);
+            warn_once(call, warning::REPEAT_DROPPED);
             return;
         }
     }
@@ -2010,12 +2014,6 @@ fn warn_once(call: &mut Call, warning: &'static str) {
     }
 }
 
-fn warn_repeat_dropped(call: &mut Call) {
-    if !call.warnings.contains(&warning::REPEAT_DROPPED) {
-        call.warnings.push(warning::REPEAT_DROPPED);
-    }
-}
-
 /// Arguments for a call that already has some: an exact repeat of an object value is dropped
 /// (quirk 20); anything else mixes an object with other arguments (quirk 23).
 fn extra_arguments(call: &mut Call, text: &[u8]) {
@@ -2072,7 +2070,7 @@ fn take_resent(call: &mut Call, held: Held) {
     latch_cumulative(call);
     push_resent(call, held.resent.scanner.text());
     if held.repeated {
-        warn_repeat_dropped(call);
+        warn_once(call, warning::REPEAT_DROPPED);
     }
     recount_reported(call, held.early);
 }

@@ -844,6 +844,12 @@ impl Decoder {
         }
     }
 
+    /// The call at `index` starts again (a replayed stream) and sends its text again: a
+    /// surrogate half held from its first rendition is not waiting for more.
+    fn forget_held(&mut self, index: i64) {
+        self.held.retain(|h| h.index != Some(index));
+    }
+
     /// Write back a held surrogate of the call at `index` before that call ends.
     fn release(&mut self, index: Option<i64>, emit: &mut impl FnMut(Action<'_>)) {
         if let Some(p) = self.held.iter().position(|h| h.index == index) {
@@ -997,9 +1003,7 @@ impl Decoder {
                 let known = self.items.with_id(item_id).and_then(|p| self.items.get(p));
                 let key = match known.map(|item| item.key) {
                     Some(key) => {
-                        // Its arguments come again: a surrogate half held from the first
-                        // rendition is not waiting for more.
-                        self.held.retain(|h| h.index != Some(key));
+                        self.forget_held(key);
                         key
                     }
                     None => self.new_key(index, item_id),
@@ -1328,9 +1332,7 @@ impl Decoder {
                     if let Action::Call { delta, .. } = &mut start {
                         delta.start = true;
                     }
-                    // A block started again (a replayed stream) sends its text again: a
-                    // surrogate half held from its first rendition is not waiting for more.
-                    self.held.retain(|h| h.index != Some(index));
+                    self.forget_held(index);
                     emit(start);
                 } else if let Some(raw) = raw_str(block.text) {
                     self.text(raw, emit);
