@@ -40,6 +40,7 @@ enum Class {
     Open,
     Close,
     Number,
+    Literal,
 }
 
 static CLASSES: [Class; 256] = {
@@ -51,6 +52,9 @@ static CLASSES: [Class; 256] = {
     table[b'}' as usize] = Class::Close;
     table[b']' as usize] = Class::Close;
     table[b'-' as usize] = Class::Number;
+    table[b't' as usize] = Class::Literal;
+    table[b'f' as usize] = Class::Literal;
+    table[b'n' as usize] = Class::Literal;
     let mut digit = b'0';
     while digit <= b'9' {
         table[digit as usize] = Class::Number;
@@ -77,14 +81,32 @@ pub fn outline(text: &[u8]) -> Outline {
         i += 1;
         match CLASSES[usize::from(b)] {
             Class::Other => {}
-            Class::Quote => {
+            // Runs of `"key":"value",` are read here without a round through the loop: which
+            // class of byte comes next is what the processor cannot predict, and in compact
+            // text a string is mostly followed by a colon or a comma and another string.
+            Class::Quote => loop {
+                // `i` is just past an opening quote.
                 let (end, escaped) = string_end(text, i);
-                last_string = (i, end.saturating_sub(1), escaped);
-                i = end;
-            }
+                match text.get(end) {
+                    Some(b':') => {
+                        keys.add(key_word(text, i, end - 1), escaped);
+                        i = end + 1;
+                    }
+                    Some(b',') => i = end + 1,
+                    _ => {
+                        last_string = (i, end.saturating_sub(1), escaped);
+                        i = end;
+                        break;
+                    }
+                }
+                if text.get(i) != Some(&b'"') {
+                    break;
+                }
+                i += 1;
+            },
             Class::Colon => {
                 let (start, end, escaped) = last_string;
-                keys.add(text.get(start..end).unwrap_or_default(), escaped);
+                keys.add(key_word(text, start, end), escaped);
             }
             Class::Open => {
                 depth += 1;
@@ -94,6 +116,15 @@ pub fn outline(text: &[u8]) -> Outline {
             Class::Close => {
                 depth = depth.saturating_sub(1);
                 keys.close();
+            }
+            // `true`, `false` or `null`, skipped whole rather than letter by letter.
+            Class::Literal => {
+                i += text
+                    .get(i..)
+                    .unwrap_or_default()
+                    .iter()
+                    .take_while(|c| c.is_ascii_lowercase())
+                    .count();
             }
             Class::Number => {
                 let start = i - 1;
@@ -134,11 +165,11 @@ impl Keys {
         self.starts.push(self.words.len());
     }
 
-    fn add(&mut self, key: &[u8], escaped: bool) {
+    fn add(&mut self, word: u64, escaped: bool) {
         if escaped {
             self.repeated = true;
         }
-        self.words.push(key_word(key));
+        self.words.push(word);
     }
 
     fn close(&mut self) {
@@ -234,21 +265,36 @@ fn word_of(bytes: &[u8]) -> u64 {
 }
 
 /// A key as one word: its bytes themselves when it has at most 7 (then equal words mean equal
-/// keys), or a hash with the top bit set (equal keys give equal words).
-fn key_word(key: &[u8]) -> u64 {
+/// keys), or a hash with the top bit set (equal keys give equal words). `text[start..end]` is the
+/// key; the bytes after it (its closing quote at least) let a short key be read in one load.
+fn key_word(text: &[u8], start: usize, end: usize) -> u64 {
+    let key = text.get(start..end).unwrap_or_default();
     if key.len() < 8 {
+        let word = match text.get(start..start + 8) {
+            Some(eight) => word8(eight) & ((1 << (8 * key.len())) - 1),
+            None => word_of(key),
+        };
         // The length in the top byte tells a key from the same key padded with NUL bytes.
-        return word_of(key) | (key.len() as u64) << 56;
+        return word | (key.len() as u64) << 56;
     }
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut chunks = key.chunks_exact(8);
     for chunk in chunks.by_ref() {
-        hash = mix(hash, word_of(chunk));
+        hash = mix(hash, word8(chunk));
     }
     if !chunks.remainder().is_empty() {
-        hash = mix(hash, word_of(chunks.remainder()));
+        // The last eight bytes of the key, overlapping the chunk before: still a function of
+        // the key's bytes alone.
+        hash = mix(hash, word8(&key[key.len() - 8..]));
     }
     hash ^ (key.len() as u64).rotate_left(40) | 1 << 63
+}
+
+/// The first eight bytes of `bytes` (which has at least eight) as a little-endian word.
+fn word8(bytes: &[u8]) -> u64 {
+    bytes
+        .first_chunk::<8>()
+        .map_or_else(|| word_of(bytes), |eight| u64::from_le_bytes(*eight))
 }
 
 fn mix(hash: u64, word: u64) -> u64 {
@@ -377,6 +423,123 @@ mod tests {
             scanner.finish().expect("valid");
             assert_eq!(scanner.plain_numbers(), plain, "{text}");
         }
+    }
+
+    #[test]
+    fn runs_of_strings_literals_and_numbers_are_read_in_any_spacing() {
+        for (text, repeated, depth) in [
+            (r#"{"a":"x","b":["p","q"],"a":1}"#, true, 2),
+            (
+                r#"{"a":"x","b":["p","q"],"c":true,"d":null,"e":false,"f":{"a":1}}"#,
+                false,
+                2,
+            ),
+            (r#"{"a":{"b":1},"b":[{"b":2},{"b":3}],"c":"d"}"#, false, 3),
+            (r#"{"a" :"x", "a"  : "y"}"#, true, 1),
+            (r#"{"t":true,"n":null,"t":false}"#, true, 1),
+            (r#"["a","b",{"a":"a","b":"b"},"a",["a"]]"#, false, 2),
+            (r#"{"key,":"a,","key":",b"}"#, false, 1),
+            (r#"{"abcdefghij":1,"abcdefghik":2,"abcdefghij":3}"#, true, 1),
+            (r#"{"abcdefghij":1,"abcdefghik":2}"#, false, 1),
+        ] {
+            let o = outline(text.as_bytes());
+            assert_eq!((o.repeated_keys, o.depth), (repeated, depth), "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Against the structure itself, on random compact or spaced texts with short keys
+        /// (at most seven bytes, no escapes: judged exactly, never a false alarm).
+        #[test]
+        fn repeated_keys_and_depth_match_the_structure(
+            node in node_strategy(),
+            spaced in proptest::bool::ANY,
+        ) {
+            let mut text = String::new();
+            node.render(spaced, &mut text);
+            let o = outline(text.as_bytes());
+            proptest::prop_assert_eq!(o.repeated_keys, node.repeats(), "{}", text);
+            proptest::prop_assert_eq!(o.depth, node.depth(), "{}", text);
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Node {
+        Leaf(String),
+        Array(Vec<Node>),
+        Object(Vec<(String, Node)>),
+    }
+
+    impl Node {
+        fn render(&self, spaced: bool, out: &mut String) {
+            let gap = if spaced { " " } else { "" };
+            match self {
+                Node::Leaf(text) => out.push_str(text),
+                Node::Array(items) => {
+                    out.push('[');
+                    for (n, item) in items.iter().enumerate() {
+                        if n > 0 {
+                            out.push(',');
+                            out.push_str(gap);
+                        }
+                        item.render(spaced, out);
+                    }
+                    out.push(']');
+                }
+                Node::Object(fields) => {
+                    out.push('{');
+                    for (n, (key, value)) in fields.iter().enumerate() {
+                        if n > 0 {
+                            out.push(',');
+                            out.push_str(gap);
+                        }
+                        out.push_str(&format!("\"{key}\"{gap}:{gap}"));
+                        value.render(spaced, out);
+                    }
+                    out.push('}');
+                }
+            }
+        }
+
+        fn repeats(&self) -> bool {
+            match self {
+                Node::Leaf(_) => false,
+                Node::Array(items) => items.iter().any(Node::repeats),
+                Node::Object(fields) => {
+                    let mut seen = std::collections::HashSet::new();
+                    !fields.iter().all(|(key, _)| seen.insert(key))
+                        || fields.iter().any(|(_, value)| value.repeats())
+                }
+            }
+        }
+
+        fn depth(&self) -> usize {
+            match self {
+                Node::Leaf(_) => 0,
+                Node::Array(items) => 1 + items.iter().map(Node::depth).max().unwrap_or(0),
+                Node::Object(fields) => {
+                    1 + fields.iter().map(|(_, v)| v.depth()).max().unwrap_or(0)
+                }
+            }
+        }
+    }
+
+    fn node_strategy() -> impl proptest::strategy::Strategy<Value = Node> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Node::Leaf("null".into())),
+            Just(Node::Leaf("true".into())),
+            Just(Node::Leaf("false".into())),
+            Just(Node::Leaf("-12.5e+3".into())),
+            (0u32..1000).prop_map(|n| Node::Leaf(n.to_string())),
+            "[a-c:, {}\\[\\]]{0,4}".prop_map(|s| Node::Leaf(format!("\"{s}\""))),
+        ];
+        leaf.prop_recursive(4, 32, 5, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Node::Array),
+                proptest::collection::vec(("[a-c:,]{1,2}", inner), 0..5).prop_map(Node::Object),
+            ]
+        })
     }
 
     #[test]
