@@ -1686,7 +1686,7 @@ impl PyAssembler {
         self.decoder.assembler().len()
     }
 
-    fn finish(slf: &Bound<'_, Self>) -> PyResult<Vec<PyToolCall>> {
+    fn finish<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
         let hook = slf.try_borrow_mut().map_err(in_use)?.before_finish.take();
         if let Some(hook) = hook {
             hook.call1(slf.py(), (slf,))?;
@@ -1715,7 +1715,12 @@ impl PyAssembler {
                 .finish_deferring_scans()
                 .map_err(|e| misuse(&e))?
         };
-        Ok(calls.into_iter().map(PyToolCall::new).collect())
+        let py = slf.py();
+        let made = calls
+            .into_iter()
+            .map(|call| Bound::new(py, PyToolCall::new(call)))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, made)
     }
 
     /// Registers `hook`, called once with the assembler when `finish` starts: the Python
