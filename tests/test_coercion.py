@@ -49,6 +49,8 @@ class Order(BaseModel):
     gift: bool = False
     priority: Priority = Priority.LOW
     mode: Literal["fast", "slow"] = "slow"
+    # One member: Pydantic gives it as `const`, not `enum`.
+    channel: Literal["web"] = "web"
     items: list[int] = []
     meta: dict[str, int] | None = None
     created: int = Field(default=0, json_schema_extra={"x-unit": "unix-seconds"})
@@ -78,6 +80,7 @@ def validate(arguments: str, toolset: Toolset = TOOLS) -> Any:
         ('{"quantity": 1, "meta": "{\\"a\\": 1}"}', "meta", {"a": 1}, "json_string"),
         ('{"quantity": 1, "priority": "HIGH"}', "priority", Priority.HIGH, "enum_case"),
         ('{"quantity": 1, "mode": "Fast"}', "mode", "fast", "enum_case"),
+        ('{"quantity": 1, "channel": "WEB"}', "channel", "web", "enum_case"),
         ('{"quantity": 1, "created": 1700000000000}', "created", 1700000000, "unix_ms"),
         ('{"quantity": 1, "created_f": 1700000000123}', "created_f", 1700000000.123, "unix_ms"),
         ('{"quantity": 1, "confirm": "yes"}', "confirm", True, "bool_word"),

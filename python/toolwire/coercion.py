@@ -920,12 +920,13 @@ class _Coercer:
         path: list[str | int],
         rules: frozenset[str],
     ) -> Any:
-        enum = node.get("enum")
-        if isinstance(enum, list) and value not in enum and "enum_case" in rules:
+        # A `const` is a one-member enum (Pydantic gives `Literal["fast"]` as one).
+        enum = _enum_members(node)
+        if enum is not None and value not in enum and "enum_case" in rules:
             # A difference of case only: `casefold` would also equate different letters
             # ("straße" and "strasse", the "ﬁ" ligature and "fi").
             folded = value.lower()
-            hits = [e for e in cast(list[Any], enum) if isinstance(e, str) and e.lower() == folded]
+            hits = [e for e in enum if isinstance(e, str) and e.lower() == folded]
             if len(hits) == 1:
                 return self.record(path, value, hits[0], "enum_case")
             if len(hits) > 1:
