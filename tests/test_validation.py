@@ -325,6 +325,51 @@ def test_union_of_models_reports_the_closest_branch() -> None:
     assert [(e.path, e.code) for e in outcome.errors] == [("/home/city", "missing")]
 
 
+class Keep(BaseModel):
+    kind: Literal["cat", "kitten"]
+    lives: int
+
+
+class Walk(BaseModel):
+    kind: Literal["dog"]
+    good: bool
+
+
+class Shelter(BaseModel):
+    """An untagged union (no discriminator) of models told apart by one field."""
+
+    pet: Keep | Walk | None = None
+    pets: list[Keep | Walk] = []
+
+
+@pytest.mark.parametrize("tools", [None, Toolset([Shelter])])
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [
+        ('{"pet": {"kind": "cow"}}', "/pet/kind"),
+        ('{"pets": [{"kind": "cat", "lives": 9}, {"kind": "cow"}]}', "/pets/1/kind"),
+    ],
+)
+def test_an_untagged_union_tie_on_its_tag_names_the_tag_with_every_branchs_values(
+    tools: Toolset | None, arguments: str, path: str
+) -> None:
+    # Both branches fail alike (the tag, and a required field that depends on it): reporting
+    # the first branch's errors told the model to send "cat" and "lives" when "dog" was allowed.
+    outcome = Toolset([Shelter]).validate(call("shelter", arguments, tools=tools))
+    (error,) = outcome.errors
+    assert (error.path, error.code, error.got) == (path, "enum", '"cow"')
+    assert error.expected == 'one of "cat", "kitten", "dog"'
+
+
+def test_an_untagged_union_closer_to_one_branch_keeps_that_branchs_errors() -> None:
+    outcome = Toolset([Shelter]).validate(call("shelter", '{"pet": {"kind": "dog", "good": 3}}'))
+    assert [(e.path, e.code) for e in outcome.errors] == [("/pet/good", "type")]
+    outcome = Toolset([Shelter]).validate(call("shelter", '{"pet": {"kind": "cow", "lives": 1}}'))
+    assert [(e.path, e.expected) for e in outcome.errors] == [
+        ("/pet/kind", 'one of "cat", "kitten"')
+    ]
+
+
 # ---------------------------------------------------------------------------------------------
 # Core errors become outcomes without running Pydantic
 

@@ -1880,8 +1880,16 @@ def _merge_unions(drafts: list[_Draft], schema: _Schema, lang: Lang) -> list[_Dr
         specific = [d for d in members if d.error.code not in ("type", "invalid")]
         if deeper:
             # The branch that got furthest (fewest errors) is what the model was aiming for.
-            best = min(deeper.values(), key=len)
-            keep.update(id(d) for d in best)
+            fewest = min(len(ds) for ds in deeper.values())
+            tied = [ds for ds in deeper.values() if len(ds) == fewest]
+            tag = _tag_error(tied, union_ptr, schema, lang) if len(tied) > 1 else None
+            if tag is not None:
+                # No branch is closer, and each fails on the field that tells them apart (a tag
+                # none of them takes): what the model must fix is that field, to any branch's
+                # value; the other errors depend on which branch it means.
+                replacement[id(tied[0][0])] = tag
+            else:
+                keep.update(id(d) for d in tied[0])
         elif specific:
             keep.add(id(specific[0]))
         else:
@@ -1898,6 +1906,36 @@ def _merge_unions(drafts: list[_Draft], schema: _Schema, lang: Lang) -> list[_Dr
         elif draft.union_ptr is None or draft.tag is None or id(draft) in keep:
             out.append(draft)
     return out
+
+
+def _tag_error(
+    tied: list[list[_Draft]], union_ptr: str, schema: _Schema, lang: Lang
+) -> _Draft | None:
+    """For branches of a union that fail equally: when each fails a `const`/`enum` on the same
+    member of the union's object (a tag such as `"kind"`), that member's error listing the
+    values of every branch; else None."""
+    paths: set[str] | None = None
+    for branch in tied:
+        mine = {d.error.path for d in branch if d.error.code == "enum"}
+        paths = mine if paths is None else paths & mine
+    if not paths:
+        return None
+    prefix = union_ptr.rstrip("/") + "/"
+    members = sorted(p for p in paths if p.startswith(prefix) and "/" not in p[len(prefix) :])
+    if not members:
+        return None
+    path = members[0]
+    key = str(_split(path)[-1])
+    values: list[Any] = []
+    for branch in schema.branches(schema.locate(_split(union_ptr)).node):
+        rule = schema.deref(_d(_d(branch.get("properties")).get(key)))
+        for value in [rule["const"]] if "const" in rule else _l(rule.get("enum")):
+            if value not in values:
+                values.append(value)
+    if not values:
+        return None
+    got = next(d.error.got for d in tied[0] if d.error.path == path)
+    return _Draft(FieldError(path, "enum", _enum_text(values, lang), got))
 
 
 def _finish_errors(
