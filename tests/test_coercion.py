@@ -807,6 +807,38 @@ def test_decimal_digits_are_kept_inside_optional_models_and_tuples_and_unions_ar
     assert outcome.model.either == Decimal(5)
 
 
+class _Reading(BaseModel):
+    value: float | Decimal = 0
+    exact: Decimal | float | None = None
+    amount: Decimal = Decimal(0)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"value": 1.5}',
+        '{"value": 0.1, "exact": 2.25}',
+        '{"value": "1.5"}',
+        '{"exact": null, "amount": 19.99}',
+    ],
+)
+def test_a_union_of_float_and_decimal_is_read_as_pydantic_reads_it(arguments: str) -> None:
+    # Its schema is a lone Decimal's (a number or a numeric string): quoting its numbers to keep
+    # their digits made them Decimals where Pydantic takes the float branch.
+    toolset = Toolset([_Reading])
+    outcome = toolset.validate(call("reading", arguments))
+    assert outcome.ok and outcome.model is not None, outcome.errors
+    expected = _Reading.model_validate_json(arguments)
+    assert outcome.model == expected
+    assert [type(outcome.model.value), type(outcome.model.exact)] == [
+        type(expected.value),
+        type(expected.exact),
+    ]
+    # A lone Decimal beside it keeps every digit.
+    outcome = toolset.validate(call("reading", '{"amount": 12345678901234567.89}'))
+    assert outcome.model is not None and outcome.model.amount == Decimal("12345678901234567.89")
+
+
 class _Stock(BaseModel):
     units: int
 

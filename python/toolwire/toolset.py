@@ -103,13 +103,38 @@ class _DecimalSchema(GenerateJsonSchema):
             out[KEYS_KEY] = kind
         return out
 
+    def union_schema(self, schema: core_schema.UnionSchema) -> JsonSchemaValue:
+        """The union's schema; a union of `float` and `Decimal` is no `Decimal` field.
+
+        Pydantic merges the two into the same `anyOf` as a lone `Decimal`, but places a JSON
+        number in the `float` branch, and a number quoted to keep its digits would land in the
+        `Decimal` one: without the numeric pattern its numbers are left as they are."""
+        out = super().union_schema(schema)
+        kinds = {_choice_type(choice) for choice in schema.get("choices", [])}
+        if {"float", "decimal"} <= kinds:
+            for branch in cast(list[dict[str, Any]], out.get("anyOf") or []):
+                if branch.get("type") == "string" and branch.get("pattern") == _NUMERIC_PATTERN:
+                    del branch["pattern"]
+        return out
+
     def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
         """The `Decimal` schema with a numeric pattern on its string branch."""
         out = super().decimal_schema(schema)
         for branch in cast(list[dict[str, Any]], out.get("anyOf") or []):
             if branch.get("type") == "string" and "pattern" not in branch:
-                branch["pattern"] = r"^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$"
+                branch["pattern"] = _NUMERIC_PATTERN
         return out
+
+
+# The numeric pattern Pydantic gave a `Decimal` field's string branch up to 2.13.
+_NUMERIC_PATTERN = r"^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$"
+
+
+def _choice_type(choice: object) -> str | None:
+    """The core schema type of a union choice (a schema, or a (schema, label) pair)."""
+    if isinstance(choice, tuple):
+        choice = cast(tuple[object, ...], choice)[0]
+    return cast(Mapping[str, Any], choice).get("type") if isinstance(choice, Mapping) else None
 
 
 class _ExportSchema(GenerateJsonSchema):
