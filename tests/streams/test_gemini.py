@@ -654,6 +654,60 @@ def _one_streamed(*pieces: dict[str, Any], **fields: Any) -> list[dict[str, Any]
     ]
 
 
+def _string_in_pieces(path: str, text: str, size: int) -> list[dict[str, Any]]:
+    cuts = range(0, len(text), size)
+    return [
+        {
+            "jsonPath": path,
+            "stringValue": text[at : at + size],
+            "willContinue": at + size < len(text),
+        }
+        for at in cuts
+    ]
+
+
+def test_a_string_continued_over_many_pieces_and_parts_is_joined_whole() -> None:
+    # Each piece of a long string used to copy the whole string so far (a 2 MB string in 10-byte
+    # pieces took half a minute); the pieces are now held and joined once it ends, wherever it
+    # ends: at its last piece, at another path, at whole `args` beside it, or cut by the end of
+    # the stream.
+    long = "東京 🌸 " * 300 + "end"
+    pieces = _string_in_pieces("$.note", long, 7)
+    parts = [pieces[i : i + 5] for i in range(0, len(pieces), 5)]
+    chunks = [gemini_chunk(gemini_call("f", willContinue=True))]
+    chunks += [
+        gemini_chunk(gemini_call(None, partialArgs=part, willContinue=True)) for part in parts
+    ]
+    chunks += [
+        gemini_chunk(
+            gemini_call(
+                None,
+                partialArgs=[
+                    *_string_in_pieces("$.tags[0]", "abcdefghij", 3)[:-1],
+                    {"jsonPath": "$.days", "numberValue": 3},
+                ],
+                args={"city": "Rome"},
+            )
+        ),
+        gemini_chunk(gemini_call("g", willContinue=True)),
+        gemini_chunk(
+            gemini_call(
+                None, partialArgs=_string_in_pieces("$.q", "x" * 50, 4)[:-1], willContinue=True
+            )
+        ),
+    ]
+    calls = feed_dicts_and_sse(chunks)
+    assert calls[0].ok and calls[0].value == {
+        "note": long,
+        "tags": ["abcdefghi"],
+        "days": 3,
+        "city": "Rome",
+    }
+    # The second call's last piece never came: cut where it was, with every piece before.
+    assert calls[1].error is not None and calls[1].error.kind == "truncated"
+    assert calls[1].arguments == '{"q":"' + "x" * 48 + '"'
+
+
 def _floats() -> list[float]:
     rng = random.Random(33)
     values = [

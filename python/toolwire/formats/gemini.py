@@ -206,6 +206,9 @@ class _Open:
     value: dict[str, Any] | None = None
     # The path of a string piece that said another piece of it follows.
     continuing: tuple[str | int, ...] | None = None
+    # The pieces of that string after the one in `value`, joined once it ends: appending each
+    # to the string in place would copy the whole string per piece.
+    tail: list[str] = field(default_factory=lambda: [])
     broken: bool = False
 
     def merge(self, pieces: list[object]) -> None:
@@ -225,14 +228,31 @@ class _Open:
                 if not more:
                     continue
             path = tuple(steps)
-            appended = self.continuing == path and isinstance(value, str)
-            if not _put(root, steps, value, append=appended):
-                self.broken = True
-                return
+            if self.continuing == path and isinstance(value, str):
+                self.tail.append(value)
+            else:
+                self.join_tail()
+                if not _put(root, steps, value, append=False):
+                    self.broken = True
+                    return
+            if not more:
+                self.join_tail()
             self.continuing = path if more else None
+
+    def join_tail(self) -> None:
+        """Appends the pieces held in `tail` to their string in `value`."""
+        if self.tail and self.value is not None and self.continuing is not None:
+            _put(self.value, list(self.continuing), "".join(self.tail), append=True)
+        self.tail.clear()
+
+    def merged(self) -> dict[str, Any] | None:
+        """The arguments merged so far, every piece included."""
+        self.join_tail()
+        return self.value
 
     def merge_object(self, args: object) -> None:
         """Merge whole arguments sent next to the pieces; a member already there breaks it."""
+        self.join_tail()
         root = self.value if self.value is not None else {}
         self.value = root
         values = plain(args)
@@ -508,7 +528,7 @@ class GeminiAdapter:
 
     def _close(self, sink: Sink, info: ChunkInfo | None, opened: _Open) -> None:
         """Feed the merged pieces of a streamed call whose last piece came."""
-        self._feed(sink, info, opened.key, arguments=opened.value or {})
+        self._feed(sink, info, opened.key, arguments=opened.merged() or {})
         if opened.broken:
             # Pieces that do not make one object: text after an object value is the core's
             # `mixed_arguments`, so the call never runs.
@@ -518,6 +538,6 @@ class GeminiAdapter:
         if opened.broken:
             self._close(sink, info, opened)
             return
-        text = json.dumps(opened.value, ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(opened.merged(), ensure_ascii=False, separators=(",", ":"))
         # Without its closing brace: the core reports the call `truncated`, with what came.
         self._feed(sink, info, opened.key, arguments=text[:-1])
