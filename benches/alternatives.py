@@ -27,6 +27,8 @@ __all__ = [
     "baseline_join_orjson",
     "baseline_join_orjson_bytes",
     "dict_concat_json",
+    "gemini_streamed_feed_chunk",
+    "gemini_streamed_feed_sse",
     "jiter_every_fragment",
     "langchain_addition",
     "openai_sdk_stream",
@@ -270,6 +272,21 @@ def toolwire_partial_every_fragment(deltas: Sequence[Delta]) -> Values:
         latest[ordinal] = asm.partial(ordinal)
     asm.finish()
     return list(latest.values())
+
+
+def gemini_streamed_feed_chunk(chunks: Iterable[dict[str, Any]]) -> Values:
+    """toolwire's `feed_chunk` over Vertex AI streamed-argument chunks (`partialArgs`)."""
+    asm = ChunkAssembler()
+    for chunk in chunks:
+        asm.feed_chunk(chunk)
+    return [call.value for call in asm.finish()]
+
+
+def gemini_streamed_feed_sse(body: bytes) -> Values:
+    """toolwire's `feed_sse` over the same chunks as an SSE body, in one piece."""
+    asm = toolwire.Assembler()
+    asm.feed_sse(body)
+    return [call.value for call in asm.finish()]
 
 
 # --- Raw SSE bytes ------------------------------------------------------------------------------

@@ -426,6 +426,40 @@ class Case:
         return [adapter.validate_python(e) for e in raw]
 
     @functools.cached_property
+    def gemini_streamed(self) -> list[dict[str, Any]]:
+        """Each call as Vertex AI streams arguments (`streamFunctionCallArguments`), REST dicts.
+
+        A part naming the call, then one part per argument piece: a JSON Path and a scalar,
+        strings cut where the corpus cuts its fragments (`willContinue` on each piece but a
+        string's last). partialArgs carry scalars only, so an empty list or object cannot be
+        sent: `gemini_expected` is the arguments without them.
+        """
+        return _gemini_streamed(self.gemini_expected, len(self.texts[0]))
+
+    @functools.cached_property
+    def gemini_long_string(self) -> list[dict[str, Any]]:
+        """`gemini_streamed` of one string argument: each call's whole text, as a note."""
+        return _gemini_streamed(self.gemini_long_expected, len(self.texts[0]))
+
+    @functools.cached_property
+    def gemini_long_expected(self) -> list[Any]:
+        """The arguments `gemini_long_string` carries."""
+        return [{"note": text} for text in self.texts]
+
+    @functools.cached_property
+    def gemini_expected(self) -> list[Any]:
+        """The arguments `gemini_streamed` carries: `expected` without empty containers."""
+        return [_without_empty(value) for value in self.expected]
+
+    @functools.cached_property
+    def gemini_sse_body(self) -> bytes:
+        """`gemini_streamed` as the SSE body of `streamGenerateContent?alt=sse`."""
+        events = (
+            json.dumps(c, ensure_ascii=False, separators=_COMPACT) for c in self.gemini_streamed
+        )
+        return b"".join(b"data: " + event.encode() + b"\r\n\r\n" for event in events)
+
+    @functools.cached_property
     def langchain_chunks(self) -> list[Any]:
         """The deltas as LangChain `AIMessageChunk`s with `tool_call_chunks`."""
         from langchain_core.messages import AIMessageChunk
@@ -456,6 +490,62 @@ class Case:
             data = self.texts[index].encode()
             in_char += pos < len(data) and (data[pos] & 0xC0) == 0x80
         return {"cuts_in_escape": in_escape, "cuts_in_utf8_char": in_char}
+
+
+def _gemini_streamed(values: list[Any], seed: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for index, value in enumerate(values):
+        start = {"name": TOOL_NAME, "id": call_id(index), "willContinue": True}
+        out.append(_gemini_chunk({"functionCall": start}))
+        pieces = list(_gemini_pieces("$", value, random.Random(index + seed)))
+        for n, piece in enumerate(pieces):
+            call: dict[str, Any] = {"partialArgs": [piece]}
+            if n + 1 < len(pieces):
+                call["willContinue"] = True
+            out.append(_gemini_chunk({"functionCall": call}))
+    out.append({**_gemini_chunk(), "candidates": [{"index": 0, "finishReason": "STOP"}]})
+    return out
+
+
+def _gemini_chunk(*parts: dict[str, Any]) -> dict[str, Any]:
+    content = {"role": "model", "parts": list(parts)}
+    return {"candidates": [{"index": 0, "content": content}], "modelVersion": "gemini-3-pro"}
+
+
+def _gemini_pieces(path: str, value: Any, rng: random.Random) -> Iterator[dict[str, Any]]:
+    """The partialArgs pieces of `value` at JSON Path `path`, in document order."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _gemini_pieces(f"{path}.{key}", item, rng)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _gemini_pieces(f"{path}[{i}]", item, rng)
+    elif isinstance(value, str):
+        at = 0
+        while True:
+            size = rng.randint(3, 20)
+            piece = {"jsonPath": path, "stringValue": value[at : at + size]}
+            at += size
+            if at < len(value):
+                piece["willContinue"] = True
+                yield piece
+            else:
+                yield piece
+                return
+    elif isinstance(value, bool):
+        yield {"jsonPath": path, "boolValue": value}
+    elif value is None:
+        yield {"jsonPath": path, "nullValue": "NULL_VALUE"}
+    else:
+        yield {"jsonPath": path, "numberValue": value}
+
+
+def _without_empty(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_empty(v) for k, v in value.items() if v not in ({}, [])}
+    if isinstance(value, list):
+        return [_without_empty(v) for v in value if v not in ({}, [])]
+    return value
 
 
 def _escape_interiors(data: bytes) -> set[int]:

@@ -20,7 +20,9 @@ Pairs (the targets of the performance issue they answer):
   most 0.25x at 200 B, that is at least 4x faster);
 * growth from 20 KB to 200 KB of each toolwire path: the path at 200 KB against itself at
   20 KB in the same round (between 9x and 11x), next to the growth of the baseline and of
-  `model_validate_json`, which toolwire's paths cannot undercut by much.
+  `model_validate_json`, which toolwire's paths cannot undercut by much. The paths include
+  Vertex AI's streamed arguments (`partialArgs` pieces merged into one object), through
+  `feed_chunk` and `feed_sse`, and through `feed_chunk` for one long string in pieces.
 """
 
 from __future__ import annotations
@@ -128,6 +130,16 @@ def _model_validate_run(case_name: str) -> Prepared:
     return prepare
 
 
+def _gemini_run(fn: Callable[[Any], Any], view: str) -> Callable[[str], Prepared]:
+    """A run of `fn` on a Gemini streamed-arguments view (dict chunks or SSE body) of a case."""
+
+    def for_case(case_name: str) -> Prepared:
+        data = getattr(get_case(case_name), view)
+        return lambda: lambda: fn(data)
+
+    return for_case
+
+
 def _sse_run(case_name: str) -> Prepared:
     case = get_case(case_name)
 
@@ -192,6 +204,21 @@ def _pairs() -> list[_Pair]:
         ("toolwire progress_into", lambda c: _feed_run(a.toolwire_progress_into, c), True),
         ("toolwire feed_sse", _sse_run, True),
         ("toolwire last fragment->model", _last_fragment_run, True),
+        (
+            "toolwire Gemini feed_chunk",
+            _gemini_run(a.gemini_streamed_feed_chunk, "gemini_streamed"),
+            True,
+        ),
+        (
+            "toolwire Gemini feed_sse",
+            _gemini_run(a.gemini_streamed_feed_sse, "gemini_sse_body"),
+            True,
+        ),
+        (
+            "toolwire Gemini one string",
+            _gemini_run(a.gemini_streamed_feed_chunk, "gemini_long_string"),
+            True,
+        ),
         ("join+orjson", lambda c: _feed_run(a.baseline_join_orjson, c), False),
         ("model_validate_json", _model_validate_run, False),
     ]

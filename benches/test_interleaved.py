@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import alternatives as a
+import pytest
+from corpus import CASES, get_case
 from interleaved import measure_pairs
 
 
@@ -24,4 +27,16 @@ def test_every_pair_is_measured_once() -> None:
         "toolwire progress_into",
         "toolwire feed_sse",
         "toolwire last fragment->model",
+        "toolwire Gemini feed_chunk",
+        "toolwire Gemini feed_sse",
+        "toolwire Gemini one string",
     }
+
+
+@pytest.mark.parametrize("case_name", [name for name in CASES if name.startswith("single-")])
+def test_gemini_streamed_pieces_give_the_arguments(case_name: str) -> None:
+    """The Gemini growth rows time paths that produce the arguments the pieces carry."""
+    case = get_case(case_name)
+    assert a.gemini_streamed_feed_chunk(case.gemini_streamed) == case.gemini_expected
+    assert a.gemini_streamed_feed_sse(case.gemini_sse_body) == case.gemini_expected
+    assert a.gemini_streamed_feed_chunk(case.gemini_long_string) == case.gemini_long_expected
