@@ -2299,3 +2299,48 @@ fn fault14_assistant_text_counts_toward_the_stream_limit() {
         Some(ErrorKind::TooLarge)
     );
 }
+
+#[test]
+fn fault14_merged_gemini_pieces_count_toward_the_stream_limit() {
+    let part = |call: &str| {
+        format!(r#"data: {{"candidates":[{{"content":{{"parts":[{{"functionCall":{call}}}]}}}}]}}"#)
+            + "\r\n\r\n"
+    };
+    let mut body = part(r#"{"name":"write","willContinue":true}"#);
+    for _ in 0..200 {
+        body += &part(
+            r#"{"partialArgs":[{"jsonPath":"$.text","stringValue":"0123456789","willContinue":true}],"willContinue":true}"#,
+        );
+    }
+    body += &part(r#"{"partialArgs":[{"jsonPath":"$.end","boolValue":true}]}"#);
+    let limited = |max_stream_bytes| {
+        let mut d = StreamDecoder::new(
+            Assembler::new(AssemblerConfig {
+                max_stream_bytes,
+                ..AssemblerConfig::default()
+            })
+            .expect("config"),
+        );
+        d.push(body.as_bytes()).expect("push");
+        let over = d
+            .errors()
+            .iter()
+            .any(|e| e.kind == StreamErrorKind::StreamLimit);
+        (over, d.finish().expect("finish"))
+    };
+    // 200 pieces of "$.text" (6 bytes) and ten bytes of text: 3,200 bytes held before the call
+    // closes, then "$.end".
+    let (over, calls) = limited(1000);
+    assert!(over);
+    assert_eq!(
+        calls[0].error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::TooLarge)
+    );
+    let (over, calls) = limited(4000);
+    assert!(!over);
+    assert!(calls[0].error.is_none(), "{:?}", calls[0].error);
+    assert_eq!(
+        calls[0].arguments.len(),
+        2000 + r#"{"text":"","end":true}"#.len()
+    );
+}

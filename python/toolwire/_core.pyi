@@ -438,6 +438,9 @@ class Assembler:
     def _flush_before_finish(self, hook: Callable[[Any], object]) -> None:
         """Registers `hook`, called once with the assembler when `finish` starts (it must not
         refer to the assembler, which does not traverse it for the garbage collector)."""
+    def _may_hold(self, n: int, /) -> bool:
+        """Whether `n` bytes an adapter holds for an open call fit beside what the response has
+        kept under `max_stream_bytes`; False once the response is over its limit."""
     def _confirm_whole(self, ordinal: int, full: bytes, /) -> bool:
         """True when the call's text is already the JSON tokens of `full` (a `.done` summary);
         held fragments are decided by the reading it matches."""

@@ -817,6 +817,17 @@ impl Assembler {
         self.over.is_none()
     }
 
+    /// Whether `n` more bytes held outside the calls (a Gemini call's merged `partialArgs`,
+    /// fed when the call closes and counted then) fit beside what the response has kept. When
+    /// they do not, the response is over its byte limit from now on, as if it had kept them.
+    pub fn may_hold(&mut self, n: usize) -> bool {
+        if self.over.is_none() && self.stream_bytes.saturating_add(n) > self.config.max_stream_bytes
+        {
+            self.over = Some(StreamLimit::Bytes(self.config.max_stream_bytes));
+        }
+        self.over.is_none()
+    }
+
     /// The per-stream limit the response passed, if any, and how many calls it tried to start
     /// past `max_calls` before that (nothing is read after).
     #[must_use]

@@ -234,6 +234,9 @@ pub enum Action<'a> {
     /// it holds (cumulative deltas, quirk 19, replace rather than append; a repeat it dropped,
     /// quirk 20) and feeds them only when those differ (a lost delta).
     ArgumentsSummary(i64, &'a [u8]),
+    /// Gemini: bytes of `partialArgs` pieces the decoder has merged for the open call and
+    /// holds until it closes (see [`crate::Assembler::may_hold`]).
+    Held(usize),
 }
 
 /// Why one event produced no actions. Never fatal for the stream.
@@ -547,6 +550,9 @@ pub struct Decoder {
     ignored_choices: u64,
     /// Made on the first Gemini chunk: other formats never pay for it.
     gemini: Option<Box<gemini::GeminiState>>,
+    /// Most bytes of `partialArgs` pieces merged in one stream (the assembler's
+    /// `max_stream_bytes`; none until [`Decoder::set_keep_limit`]).
+    keep_limit: Option<usize>,
     /// The response's first event (`message_start`, `response.created`) came.
     started: bool,
 }
@@ -669,6 +675,11 @@ impl Decoder {
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Bounds what the decoder holds for calls still open (merged `partialArgs` pieces).
+    pub fn set_keep_limit(&mut self, limit: usize) {
+        self.keep_limit = Some(limit);
     }
 
     /// Chat Completions choices other than choice 0 that were skipped.

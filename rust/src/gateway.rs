@@ -265,6 +265,9 @@ impl State {
                 }
             }
             Action::Restart => self.text_replay = (!self.text.is_empty()).then_some(0),
+            Action::Held(n) => {
+                assembler.may_hold(n);
+            }
             Action::Usage(u) => {
                 // Providers split usage over events (Anthropic: input tokens in
                 // `message_start`, output tokens in `message_delta`): merge the members, later
@@ -407,10 +410,13 @@ impl StreamDecoder {
             return Err(Misuse::Finished);
         }
         let config = self.config;
+        let keep_limit = self.assembler.config().max_stream_bytes;
         let body = self.body.get_or_insert_with(|| {
+            let mut decoder = Decoder::new();
+            decoder.set_keep_limit(keep_limit);
             Box::new(Body {
                 framer: Framer::new(config),
-                decoder: Decoder::new(),
+                decoder,
                 state: State::default(),
             })
         });

@@ -1730,6 +1730,15 @@ impl PyAssembler {
         self.before_finish = Some(hook);
     }
 
+    /// Whether `n` bytes an adapter holds for an open call (merged Gemini `partialArgs`
+    /// pieces) fit beside what the response has kept; False once the response is over its byte
+    /// limit, when the adapter lets them go (see [`Assembler::may_hold`]).
+    #[pyo3(signature = (n, /))]
+    fn _may_hold(&mut self, n: Count) -> bool {
+        let Count(n) = n;
+        self.decoder.assembler_mut().may_hold(n)
+    }
+
     /// See [`Assembler::confirm_whole`] (the Responses layer's `.done` summaries).
     #[pyo3(signature = (ordinal, full, /))]
     fn _confirm_whole(&mut self, ordinal: Count, full: &[u8]) -> bool {

@@ -3,6 +3,10 @@ whole, on the SDK path and the raw SSE path alike, and nothing more of it is kep
 
 from __future__ import annotations
 
+import tracemalloc
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
 pytest.importorskip("toolwire._core")
@@ -11,7 +15,15 @@ from toolwire.assembler import Assembler
 
 from .clients import assemble_both
 from .conftest import SSEServer
-from .streamkit import Call, anthropic_stream, chat_stream, responses_stream, sse_body
+from .streamkit import (
+    Call,
+    anthropic_stream,
+    chat_stream,
+    gemini_call,
+    gemini_chunk,
+    responses_stream,
+    sse_body,
+)
 
 GENERATORS = {
     "openai-chat": chat_stream,
@@ -75,3 +87,58 @@ def test_limits_are_checked() -> None:
         Assembler(max_calls=0)
     with pytest.raises((MisuseError, OverflowError, ValueError)):
         Assembler(max_stream_bytes=-1)
+
+
+def _gemini_pieces(count: int) -> Iterator[dict[str, Any]]:
+    """One Vertex AI call streaming `count` pieces of 100 bytes: one string continued over the
+    first half, a member of its own for each piece of the second (what is merged grows by paths
+    as well as text), then a whole call and the finish."""
+    yield gemini_chunk(gemini_call("write", willContinue=True))
+    half = count // 2
+    for n in range(count):
+        if n < half:
+            piece = {"jsonPath": "$.text", "stringValue": "x" * 100, "willContinue": n + 1 < half}
+        else:
+            piece = {"jsonPath": f"$.part{n}", "stringValue": "y" * 100}
+        yield gemini_chunk(gemini_call(None, partialArgs=[piece], willContinue=True))
+    yield gemini_chunk(gemini_call(None, partialArgs=[{"jsonPath": "$.end", "boolValue": True}]))
+    yield gemini_chunk(gemini_call("after", {"a": 1}), finish="STOP")
+
+
+@pytest.mark.parametrize("path", ["sdk", "raw"])
+def test_streamed_gemini_pieces_past_the_stream_limit_are_let_go(path: str) -> None:
+    # Vertex AI's `partialArgs` pieces are merged and held until their call closes: they count
+    # against `max_stream_bytes` as they arrive, and past it the response is refused whole and
+    # nothing more of it is held (20 MB of pieces, a limit of 200 KB).
+    asm = Assembler(max_stream_bytes=200_000)
+    tracemalloc.start()
+    try:
+        for chunk in _gemini_pieces(200_000):
+            if path == "sdk":
+                asm.feed_chunk(chunk)
+            else:
+                asm.feed_sse(sse_body([chunk], "gemini"))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [kind for kind, _, _ in asm.stream_errors()] == ["stream_limit"]
+    done = asm.finish()
+    assert done and all(c.error is not None and c.error.kind == "too_large" for c in done)
+    # Python's own allocations (the SDK path's adapter); the raw path holds its pieces in Rust,
+    # where the limit is checked by the decoder itself.
+    assert peak < 5_000_000, peak
+
+
+def test_streamed_gemini_pieces_within_the_limit_are_merged_on_both_paths() -> None:
+    chunks = list(_gemini_pieces(300))
+    raw = Assembler(max_stream_bytes=200_000)
+    raw.feed_sse(sse_body(chunks, "gemini"))
+    sdk = Assembler(max_stream_bytes=200_000)
+    for chunk in chunks:
+        sdk.feed_chunk(chunk)
+    for asm in (raw, sdk):
+        assert asm.stream_errors() == []
+        first, second = asm.finish()
+        assert first.ok and isinstance(first.value, dict)
+        assert len(first.value["text"]) == 100 * 150 and first.value["part299"] == "y" * 100
+        assert second.ok and second.value == {"a": 1}

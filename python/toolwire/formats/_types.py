@@ -81,6 +81,10 @@ class Sink(Protocol):
         """The stream broke off: open calls with empty or incomplete arguments are cut."""
         ...
 
+    def _may_hold(self, n: int, /) -> bool:
+        """Whether `n` bytes held for an open call fit the response's limit; False once over."""
+        ...
+
 
 # Finish reasons of every format, compared in ASCII lower case, as `FinishReason::from_raw` in
 # `rust/src/envelope.rs` reads them for the raw path: the ones after which no call may run

@@ -210,11 +210,17 @@ class _Open:
     # to the string in place would copy the whole string per piece.
     tail: list[str] = field(default_factory=lambda: [])
     broken: bool = False
+    # Bytes of the pieces merged (see `merge`), held until the call closes.
+    kept: int = 0
 
-    def merge(self, pieces: list[object]) -> None:
-        """Merge partial pieces in order; a piece that cannot be merged breaks the call."""
+    def merge(self, pieces: list[object]) -> int:
+        """Merge partial pieces in order; a piece that cannot be merged breaks the call.
+
+        Returns the bytes merged: each piece's path and, for a string, its text, in UTF-8 (the
+        raw path's `Streamed::kept`), added to `kept`."""
         root = self.value if self.value is not None else {}
         self.value = root
+        kept = 0
         for piece in pieces:
             path_text = str_or_none(_field(piece, "json_path", "jsonPath"))
             steps = _path(path_text) if path_text is not None else None
@@ -222,11 +228,16 @@ class _Open:
             more = _field(piece, "will_continue", "willContinue") is True
             if steps is None or not steps or not isinstance(steps[0], str):
                 self.broken = True
-                return
+                return kept
             if not has_value:
                 value = "" if more else None
                 if not more:
                     continue
+            grown = _utf8_len(cast(str, path_text))
+            if isinstance(value, str):
+                grown += _utf8_len(value)
+            kept += grown
+            self.kept += grown
             path = tuple(steps)
             if self.continuing == path and isinstance(value, str):
                 self.tail.append(value)
@@ -234,10 +245,11 @@ class _Open:
                 self.join_tail()
                 if not _put(root, steps, value, append=False):
                     self.broken = True
-                    return
+                    return kept
             if not more:
                 self.join_tail()
             self.continuing = path if more else None
+        return kept
 
     def join_tail(self) -> None:
         """Appends the pieces held in `tail` to their string in `value`."""
@@ -264,6 +276,11 @@ class _Open:
                 self.broken = True
                 return
             root[key] = value
+
+
+def _utf8_len(text: str) -> int:
+    """The UTF-8 length of `text`, a lone surrogate counted as its three bytes."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def _put(root: dict[str, Any], steps: list[str | int], value: object, *, append: bool) -> bool:
@@ -328,6 +345,8 @@ class _State:
     usage: dict[str, Any] | None = None
     # Each whole call by its id: (name, arguments), to know a call sent again (quirk 20).
     whole: dict[str, tuple[str, object]] = field(default_factory=lambda: {})
+    # A call's streamed pieces passed the stream's byte limit: none is merged any more.
+    over: bool = False
 
 
 class GeminiAdapter:
@@ -478,9 +497,18 @@ class GeminiAdapter:
         if more or isinstance(pieces, list) or (opened is not None and opened.value is not None):
             streamed = opened or _Open(key)
             state.open = streamed
-            if isinstance(pieces, list):
-                streamed.merge(cast("list[object]", pieces))
-            if args is not None:
+            if state.over:
+                # The response passed its byte limit and is refused whole: nothing more of it
+                # is held.
+                pass
+            elif isinstance(pieces, list):
+                grown = streamed.merge(cast("list[object]", pieces))
+                # What the call holds must fit beside what the response kept.
+                if grown and not sink._may_hold(streamed.kept):  # pyright: ignore[reportPrivateUsage]
+                    state.over = True
+                    streamed.value, streamed.continuing = {}, None
+                    streamed.tail.clear()
+            if args is not None and not state.over:
                 streamed.merge_object(args)
             if not more:
                 state.open = None

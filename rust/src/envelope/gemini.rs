@@ -189,6 +189,9 @@ pub(super) struct GeminiState {
     usage: String,
     /// Each whole call by its id: (id, name, arguments JSON), to know a call sent again.
     whole: Vec<(String, String, String)>,
+    /// A call's merged pieces passed the stream's byte limit: the response is refused whole,
+    /// and pieces are no longer merged, so that what a runaway stream sends is not held.
+    over: bool,
 }
 
 /// An object field as the adapter reads a dict: anything but an object is absent.
@@ -548,11 +551,21 @@ impl Decoder {
         let streamed = opened.as_ref().is_some_and(|o| o.value.is_some());
         if more || pieces.is_some() || streamed {
             let mut open = opened.unwrap_or_else(|| Open::new(key));
-            if !open.unread && (pieces.is_some() || fc.args.is_some()) {
+            if !open.unread && !st.over && (pieces.is_some() || fc.args.is_some()) {
                 let value = open.value.get_or_insert_with(Box::default);
+                let before = value.kept;
                 let mut merged = pieces.map_or(Merge::Done, |p| value.merge(p));
                 if let (false, Some(raw)) = (merged == Merge::Unread, fc.args) {
                     merged = value.merge_object(raw);
+                }
+                if value.kept > before {
+                    // What the call holds must fit beside what the response kept (the raw twin
+                    // of the adapter's `_may_hold`); past the limit it is let go.
+                    emit(Action::Held(value.kept));
+                    if value.kept > self.keep_limit.unwrap_or(usize::MAX) {
+                        st.over = true;
+                        **value = Streamed::default();
+                    }
                 }
                 if merged == Merge::Unread {
                     open.unread = true;

@@ -63,6 +63,9 @@ pub(super) struct Streamed {
     continuing: Option<Vec<Step>>,
     /// The adapter's `broken`: the call ends `mixed_arguments`.
     pub(super) broken: bool,
+    /// Bytes of the pieces merged: each one's decoded path and, for a string, its text. What
+    /// the merged value holds grows with it, and it is counted against the stream's limit.
+    pub(super) kept: usize,
 }
 
 impl Streamed {
@@ -75,11 +78,11 @@ impl Streamed {
                 .and_then(|p| p.json_path)
                 .filter(|r| r.get().starts_with('"'))
                 .map(|raw| serde_json::from_str::<String>(raw.get()).map_err(|_| ()));
-            let steps = match path {
+            let (steps, path_len) = match path {
                 None => return self.breaks(),
                 Some(Err(())) => return Merge::Unread,
                 Some(Ok(text)) => match parse_path(&text) {
-                    Ok(Some(steps)) => steps,
+                    Ok(Some(steps)) => (steps, text.len()),
                     Ok(None) => return self.breaks(),
                     Err(()) => return Merge::Unread,
                 },
@@ -96,6 +99,9 @@ impl Streamed {
                 Ok(None) if more => Value::String(String::new()),
                 Ok(None) => continue,
             };
+            self.kept = self
+                .kept
+                .saturating_add(path_len + value.as_str().map_or(0, str::len));
             let appended = value.is_string() && self.continuing.as_ref() == Some(&steps);
             let mut root = Value::Object(std::mem::take(&mut self.root));
             let put = put(&mut root, &steps, value, appended);
