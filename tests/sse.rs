@@ -699,20 +699,22 @@ fn anthropic_body(events: &[(&str, &str)]) -> Vec<u8> {
 
 /// A `tool_use` block with the `{}` placeholder and no input, as Anthropic streams a tool
 /// without parameters (with one empty `input_json_delta` when `empty_delta`), then `tail`.
-fn empty_tool_blocks(blocks: &[(&str, bool)], tail: &[(&str, &str)]) -> Vec<u8> {
+/// Tool blocks with an empty `{}` input, each with one `input_json_delta` of the given JSON
+/// string content (`""`, the usual first delta, or JSON whitespace) or none.
+fn empty_tool_blocks(blocks: &[(&str, Option<&str>)], tail: &[(&str, &str)]) -> Vec<u8> {
     let mut events: Vec<(&str, String)> = Vec::new();
-    for (index, (name, empty_delta)) in blocks.iter().enumerate() {
+    for (index, (name, delta)) in blocks.iter().enumerate() {
         events.push((
             "content_block_start",
             format!(
                 r#"{{"type":"content_block_start","index":{index},"content_block":{{"type":"tool_use","id":"toolu_{index}","name":"{name}","input":{{}}}}}}"#
             ),
         ));
-        if *empty_delta {
+        if let Some(content) = delta {
             events.push((
                 "content_block_delta",
                 format!(
-                    r#"{{"type":"content_block_delta","index":{index},"delta":{{"type":"input_json_delta","partial_json":""}}}}"#
+                    r#"{{"type":"content_block_delta","index":{index},"delta":{{"type":"input_json_delta","partial_json":"{content}"}}}}"#
                 ),
             ));
         }
@@ -734,7 +736,7 @@ fn anthropic_tool_without_parameters_is_not_an_empty_arguments_anomaly() {
     // `{}` is the input as sent, not a missing one. `feed_chunk` reads it so; the raw path used
     // to drop the placeholder and flag `empty_arguments`.
     let body = empty_tool_blocks(
-        &[("get_time", true)],
+        &[("get_time", Some(""))],
         &[
             PING,
             (
@@ -754,7 +756,7 @@ fn anthropic_tool_block_closed_without_input_at_max_tokens_is_truncated() {
     // says `max_tokens`. The call must not run as a call without parameters, while an empty
     // block the message went on after is one.
     let body = empty_tool_blocks(
-        &[("ping", false), ("get_time", true)],
+        &[("ping", None), ("get_time", Some(""))],
         &[
             PING,
             (
@@ -769,6 +771,25 @@ fn anthropic_tool_block_closed_without_input_at_max_tokens_is_truncated() {
     let cut = o.call(1);
     assert_eq!(cut.error, Some(ErrorKind::Truncated), "{cut:?}");
     assert!(cut.args.is_empty(), "{cut:?}");
+}
+
+#[test]
+fn anthropic_tool_block_of_whitespace_alone_at_max_tokens_is_truncated() {
+    // JSON whitespace is no input yet: the block is held as one without any delta is.
+    for blank in ["  ", r"\n\t ", r"\u0020"] {
+        let tail = [
+            (
+                "message_delta",
+                r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":9}}"#,
+            ),
+            ("message_stop", r#"{"type":"message_stop"}"#),
+        ];
+        let body = empty_tool_blocks(&[("ping", Some(blank)), ("get_time", Some(blank))], &tail);
+        let o = run(&body);
+        ok(o.call(0), "ping", "{}");
+        let cut = o.call(1);
+        assert_eq!(cut.error, Some(ErrorKind::Truncated), "{blank}: {cut:?}");
+    }
 }
 
 #[test]

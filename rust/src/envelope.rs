@@ -510,6 +510,9 @@ struct BlockState {
     tool: bool,
     /// A non-empty `input_json_delta` arrived (Anthropic sends an empty one first).
     got_delta: bool,
+    /// A delta held more than JSON whitespace: only then did the input start. A block cut by
+    /// the output limit after whitespace alone has no input, as one with no delta.
+    got_content: bool,
     /// The `input` of `content_block_start`, used only if no non-empty delta follows: `{}` then
     /// is the real input of a tool without parameters, as `feed_chunk` reads it too.
     input: Vec<u8>,
@@ -1331,6 +1334,7 @@ impl Decoder {
                     index,
                     tool,
                     got_delta: false,
+                    got_content: false,
                     input: Vec::new(),
                 };
                 if tool {
@@ -1359,7 +1363,7 @@ impl Decoder {
                 };
                 let block = self.blocks.swap_remove(pos);
                 if block.tool {
-                    if !block.got_delta && no_input(&block.input) {
+                    if !block.got_content && (block.got_delta || no_input(&block.input)) {
                         self.empty_block = Some(block);
                     } else {
                         self.end_tool_block(&block, emit);
@@ -1438,6 +1442,15 @@ impl Decoder {
                 if let (Some(b), Some(r)) = (block, raw) {
                     // `""`, the usual first delta, is no fragment (quirk 26).
                     b.got_delta |= r.len() > 2;
+                    if !b.got_content && r.len() > 2 {
+                        // Decoded until the first delta with content: usually the first one. A
+                        // text no `String` holds (a lone surrogate) is content.
+                        b.got_content = serde_json::from_str::<String>(r).map_or(true, |text| {
+                            !text
+                                .trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'))
+                                .is_empty()
+                        });
+                    }
                 }
                 if let Some(raw) = raw {
                     self.fragment(Some(index), raw);

@@ -88,12 +88,15 @@ def test_max_tokens_cut_is_truncated(sse_server: SSEServer) -> None:
     assert events[-1].finish_reason == "max_tokens"
 
 
-def test_an_empty_tool_block_closed_at_max_tokens_is_truncated(sse_server: SSEServer) -> None:
-    # The limit cut the block before its input began; Anthropic closes the block before the
-    # message says `max_tokens`, so the call must not run as a call without parameters. An
-    # empty block the message went on after is one.
+@pytest.mark.parametrize("blank", ["", "  ", "\n\t "])
+def test_an_empty_tool_block_closed_at_max_tokens_is_truncated(
+    sse_server: SSEServer, blank: str
+) -> None:
+    # The limit cut the block before its input began (nothing, or JSON whitespace alone);
+    # Anthropic closes the block before the message says `max_tokens`, so the call must not run
+    # as a call without parameters. An empty block the message went on after is one.
     events_in = anthropic_stream(
-        [Call("ping", ""), Call("f", "")], stop_reason="max_tokens", empty_first_delta=False
+        [Call("ping", blank), Call("f", blank)], stop_reason="max_tokens", empty_first_delta=False
     )
     stop = max(i for i, e in enumerate(events_in) if e["type"] == "content_block_stop")
     events_in.insert(stop + 1, {"type": "ping"})
@@ -101,7 +104,7 @@ def test_an_empty_tool_block_closed_at_max_tokens_is_truncated(sse_server: SSESe
     first, second = stream.calls
     assert first.ok and first.value == {}
     assert second.error is not None and second.error.kind == "truncated"
-    assert second.arguments == ""
+    assert second.arguments.strip() == ""
     assert events[-1].finish_reason == "max_tokens"
     # The same stream ending normally: both are calls without parameters.
     for event in events_in:

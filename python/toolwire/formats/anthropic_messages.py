@@ -7,12 +7,12 @@ Design notes:
   `{}` followed by `input_json_delta` fragments. The placeholder is therefore not fed at start; at
   `content_block_stop` it is fed as the complete value only if no fragment arrived (a server that
   sends the whole input at start). An empty `partial_json` is no fragment (quirk 26).
-- A tool block that stops with no input (no fragment, the `{}` placeholder or none) is a tool
-  without parameters only if the message goes on: its end waits for the next event (a `ping`
-  does not count). If that event says `max_tokens`, the call is left open under
-  `limit_reached` and ends `truncated`, since Anthropic closes the block the limit cut before
-  it says why the message stopped; if the stream breaks off there, the interruption makes it
-  `truncated` too. The raw SSE path holds it the same way.
+- A tool block that stops with no input (no fragment or only JSON whitespace, the `{}`
+  placeholder or none) is a tool without parameters only if the message goes on: its end waits
+  for the next event (a `ping` does not count). If that event says `max_tokens`, the call is
+  left open under `limit_reached` and ends `truncated`, since Anthropic closes the block the
+  limit cut before it says why the message stopped; if the stream breaks off there, the
+  interruption makes it `truncated` too. The raw SSE path holds it the same way.
 - `content_block_stop` ends the call (`end(index)`); a `message_delta.stop_reason` of `refusal`
   (or, from translators, `content_filter` or `safety`, in any ASCII case, as the raw path reads
   it) and an `error` event stop the open calls.
@@ -53,6 +53,8 @@ __all__ = ["AnthropicMessagesAdapter"]
 class _Block:
     placeholder: object
     fragments: bool = False
+    # A fragment held more than JSON whitespace: only then did the input start.
+    content: bool = False
 
 
 @dataclass(slots=True)
@@ -193,6 +195,7 @@ class AnthropicMessagesAdapter:
         block = self._state.blocks.get(index)
         if block is not None:
             block.fragments = True
+            block.content = block.content or bool(fragment.strip(" \t\n\r"))
         ordinal = self._utf16.feed(sink, index, arguments=fragment)  # quirk 41
         info.feeds.append(FeedRecord(ordinal, None, None))
 
@@ -205,7 +208,7 @@ class AnthropicMessagesAdapter:
         if block is None:
             return
         placeholder = None if block.fragments else block.placeholder
-        if not block.fragments and arguments_of(plain(placeholder)) in (None, {}, ""):
+        if not block.content and arguments_of(plain(placeholder)) in (None, {}, ""):
             self._state.empty = (index, placeholder)
             return
         self._end_block(index, placeholder, sink, info)
