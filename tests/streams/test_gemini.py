@@ -451,6 +451,20 @@ def test_streamed_argument_pieces_make_one_call(sse_server: SSEServer, split: st
     ]
 
 
+def test_a_null_piece_is_null_as_protobuf_json_writes_it(sse_server: SSEServer) -> None:
+    # Protobuf's JSON mapping writes a `NullValue` as `null`: `"nullValue": null` is a piece
+    # with the value null, not a piece without a value (which would drop the member).
+    pieces = [
+        {"jsonPath": "$.city", "stringValue": "Rome"},
+        {"jsonPath": "$.note", "nullValue": None},
+    ]
+    chunks = _streamed(pieces)
+    _, stream = assemble_both(serve(sse_server, chunks), FMT)
+    for calls in (stream.calls, feed_dicts_and_sse(chunks)):
+        (call,) = calls
+        assert call.ok and call.value == {"city": "Rome", "note": None}
+
+
 def test_streamed_arguments_cut_before_their_last_piece(sse_server: SSEServer, split: str) -> None:
     chunks = _streamed(*PIECES[:2], end=False)
     _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)

@@ -192,9 +192,20 @@ def _scalar(piece: object) -> tuple[bool, object]:
         if isinstance(number, float) and number.is_integer() and abs(number) < 2**53:
             return True, int(number)
         return (True, number) if math.isfinite(number) else (False, None)
-    if _field(piece, "null_value", "nullValue") is not None:
+    if _field(piece, "null_value", "nullValue") is not None or _null_sent(piece):
         return True, None
     return False, None
+
+
+def _null_sent(piece: object) -> bool:
+    """Whether the piece says `null` as protobuf's JSON writes a `NullValue`: `"nullValue":
+    null`. A REST dict has the member; the SDK, which reads it as `None`, keeps it among the
+    fields that were set. (A snake_case dict from `model_dump()` has every field, set or not:
+    only a value there says null.)"""
+    if isinstance(piece, dict):
+        return "nullValue" in piece
+    fields_set: object = getattr(piece, "model_fields_set", None)
+    return isinstance(fields_set, (set, frozenset)) and "null_value" in fields_set
 
 
 @dataclass(slots=True)

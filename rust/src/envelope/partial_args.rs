@@ -30,8 +30,9 @@ pub(super) struct Piece<'a> {
     bool_value: Option<&'a RawValue>,
     #[serde(borrow, rename = "numberValue")]
     number_value: Option<&'a RawValue>,
-    #[serde(borrow, rename = "nullValue")]
-    null_value: Option<&'a RawValue>,
+    /// Present, whatever its value: protobuf's JSON writes a `NullValue` as `null`.
+    #[serde(default, rename = "nullValue", deserialize_with = "present")]
+    null_value: bool,
     #[serde(borrow, rename = "willContinue")]
     will_continue: Option<&'a RawValue>,
 }
@@ -169,10 +170,15 @@ fn scalar(piece: &Piece<'_>) -> Result<Option<Value>, ()> {
     {
         return Ok(python_number(lexeme, true).map(|n| number(&n)));
     }
-    if piece.null_value.is_some() {
+    if piece.null_value {
         return Ok(Some(Value::Null));
     }
     Ok(None)
+}
+
+/// True for a member that is there, `null` included (serde reads a `null` `Option` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(member: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(member).map(|_| true)
 }
 
 fn number(text: &str) -> Value {
