@@ -812,14 +812,76 @@ def test_union_findings_never_show_a_secret_meant_for_another_branch() -> None:
     assert (error.path, error.code, error.got) == ("/lock/lives", "unknown_field", "1")
 
 
-def test_union_with_no_closest_branch_shows_the_value_not_its_type() -> None:
+def test_union_with_branches_equally_close_names_what_the_first_finds() -> None:
+    # "Expected an object" for an object gave nothing to fix: between branches as close as each
+    # other, the first one's finding (as Pydantic tries them in order) is one fix that works.
     arguments = '{"pet": {"lives": 9, "breed": "x"}}'
     (error,) = REHOME.validate(call("rehome", arguments, tools=REHOME)).errors
     assert error.as_payload() == {
-        "path": "/pet",
-        "code": "type",
-        "expected": "an object",
-        "got": '{"lives":9,"breed":"x"}',
+        "path": "/pet/breed",
+        "code": "unknown_field",
+        "expected": "no such field; allowed fields: lives",
+        "got": '"x"',
+    }
+
+
+class ByNumber(BaseModel):
+    ref: int
+    strict_match: bool = False
+
+
+class ByCode(BaseModel):
+    ref: str
+    region: str = "eu"
+
+
+class Find(BaseModel):
+    order: ByNumber | ByCode | None = None
+
+
+@pytest.mark.parametrize("tools", [None, Toolset([Find])])
+@pytest.mark.parametrize(
+    ("arguments", "path", "code"),
+    [
+        # Closer to ByNumber (its `ref` type) than to ByCode: the unknown field of ByNumber.
+        ('{"order": {"ref": 42, "region": "us"}}', "/order/region", "unknown_field"),
+        # A field of the wrong type where no field is unknown: the type error, with its words.
+        ('{"order": {"ref": [1]}}', "/order/ref", "type"),
+    ],
+)
+def test_a_union_of_models_names_what_the_closest_branch_finds(
+    tools: Toolset | None, arguments: str, path: str, code: str
+) -> None:
+    (error,) = Toolset([Find]).validate(call("find", arguments, tools=tools)).errors
+    assert (error.path, error.code) == (path, code)
+    assert "object" not in error.expected
+
+
+class Moggy(BaseModel):
+    kind: Literal["cat"]
+    lives: int = 9
+
+
+class Mutt(BaseModel):
+    kind: Literal["dog"]
+    tags: list[str] = []
+
+
+class Kennel(BaseModel):
+    pets: list[Annotated[Moggy | Mutt, Field(discriminator="kind")]] = []
+
+
+@pytest.mark.parametrize("tools", [None, Toolset([Kennel])])
+def test_a_field_of_another_branch_is_unknown_to_the_tagged_one(tools: Toolset | None) -> None:
+    # The pre-check names the key no branch left takes; the finding is the object's, in the
+    # branch its tag chose (it used to read "expected an array" for the array sent).
+    arguments = '{"pets": [{"kind": "cat", "tags": ["a"]}]}'
+    (error,) = Toolset([Kennel]).validate(call("kennel", arguments, tools=tools)).errors
+    assert error.as_payload() == {
+        "path": "/pets/0/tags",
+        "code": "unknown_field",
+        "expected": "no such field; allowed fields: kind, lives",
+        "got": '["a"]',
     }
 
 
@@ -1067,3 +1129,34 @@ def test_exponent_no_decimal_holds_is_a_model_error(
     outcome = tools.validate(call)
     assert outcome.kind == "model_error"
     assert [e.path for e in outcome.errors] == ["/n"]
+
+
+class OnlyA(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    a: int
+
+
+class OnlyB(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    b: int
+
+
+class PickOne(BaseModel):
+    v: OnlyA | OnlyB
+
+
+@pytest.mark.parametrize("tools", [None, Toolset([PickOne])])
+@pytest.mark.parametrize(
+    ("arguments", "found"),
+    [
+        ('{"v": {"a": "x"}}', [("/v/a", "type")]),
+        ('{"v": {"a": 1, "c": 2}}', [("/v/c", "unknown_field")]),
+    ],
+)
+def test_a_key_one_branch_forbids_is_weighed_with_the_other_branches(
+    tools: Toolset | None, arguments: str, found: list[tuple[str, str]]
+) -> None:
+    # Pydantic reports every branch's errors; a key `extra="forbid"` refuses in one branch was
+    # kept beside the closer branch's findings ("a: no such field" and "a: an integer").
+    outcome = Toolset([PickOne]).validate(call("pick_one", arguments, tools=tools))
+    assert [(e.path, e.code) for e in outcome.errors] == found

@@ -1241,7 +1241,11 @@ class _ErrorBuilder:
             located = self.schema.locate(loc)
             value = self.as_written(located.pointer, value)
             if code == "unknown_field":
-                drafts.append(self.unknown_field(located, value))
+                draft = self.unknown_field(located, value)
+                # A key one branch of a union forbids is that branch's finding, weighed with
+                # the other branches' (see `_merge_unions`).
+                draft.union_ptr, draft.tag = located.union_ptr, located.tag
+                drafts.append(draft)
                 continue
             if ptype == "union_tag_not_found" and _tag_key(ctx, value):
                 # The object is there, its tag is not: name the tag and the values it takes.
@@ -1338,6 +1342,18 @@ class _ErrorBuilder:
                 return _Draft(dataclasses.replace(draft.error, got=None))
             return draft
         value = _at(arguments, error.path) if arguments is not _ABSENT else _ABSENT
+        if keyword in ("anyOf", "oneOf") and arguments is not _ABSENT:
+            parts = _split(error.path)
+            holder = _at(arguments, pointer(parts[:-1])) if parts else _ABSENT
+            if (
+                parts
+                and error.got == parts[-1]
+                and isinstance(holder, dict)
+                and error.got in holder
+            ):
+                # The core names the key no branch left takes, at the key: the union is the
+                # object's, and so is the finding.
+                located, value = self.schema.locate(parts[:-1]), cast(dict[str, Any], holder)
         if keyword in ("anyOf", "oneOf") and isinstance(value, dict):
             closest = self._closest_branch(located, cast(dict[str, Any], value))
             if closest is not None:
@@ -1359,11 +1375,17 @@ class _ErrorBuilder:
         return _Draft(FieldError(located.pointer, code, expected, got, hint), user_supplied=user)
 
     def _closest_branch(self, located: _Located, value: dict[str, Any]) -> _Draft | None:
-        """For an object no union branch accepts: the first field that the closed branch it
-        is closest to (fewest unknown and missing fields) does not define, or None when no
-        single branch is closest or the closest one defines every field."""
-        scored: list[tuple[int, list[str], dict[str, Any]]] = []
-        for branch in self.schema.branches(located.node):
+        """For an object no union branch accepts: the first thing the branch it is closest to
+        finds wrong with it, or None when no branch finds anything it can name.
+
+        A branch is closer when fewer of the object's fields break its constants (a tag such as
+        `"kind": "cat"` says which branch the model meant), then when fewer fields are unknown
+        to it, missing or of the wrong type. Between branches equally close, the first one, as
+        Pydantic tries them. What it finds: an unknown field, else a missing one, else a field
+        of the wrong type."""
+        scored: list[tuple[tuple[int, int], int, dict[str, Any], list[str], list[str], list[str]]]
+        scored = []
+        for order, branch in enumerate(self.schema.branches(located.node)):
             if not _is_object_schema(branch):
                 continue
             props = _d(branch.get("properties"))
@@ -1373,21 +1395,66 @@ class _ErrorBuilder:
                 else []
             )
             missing = [k for k in _l(branch.get("required")) if k not in value]
-            scored.append((len(unknown) + len(missing), unknown, branch))
+            tags = 0
+            mistyped: list[str] = []
+            for key, item in value.items():
+                if key not in props:
+                    continue
+                rule = self.schema.deref(_d(props[key]))
+                if "const" in rule or isinstance(rule.get("enum"), list):
+                    tags += not _constant_fits(item, rule)
+                elif not _type_fits(item, rule):
+                    mistyped.append(key)
+            score = (tags, len(unknown) + len(missing) + len(mistyped))
+            scored.append((score, order, branch, unknown, missing, mistyped))
         if not scored:
             return None
-        best = min(score for score, _, _ in scored)
-        closest = [(unknown, branch) for score, unknown, branch in scored if score == best]
-        if len(closest) != 1 or not closest[0][0]:
-            return None
-        unknown, branch = closest[0]
-        key = unknown[0]
-        at = dataclasses.replace(
-            self.schema.locate([*_split(located.pointer), key]),
-            pointer=pointer([*_split(located.pointer), key]),
-            parent=branch,
-        )
-        return self.unknown_field(at, value[key])
+        (tags, _), _, branch, unknown, missing, mistyped = min(scored, key=lambda s: (s[0], s[1]))
+        base = _split(located.pointer)
+        if tags:
+            # Every branch breaks a constant: the tag, if they share one, is what to fix.
+            return self._tag_of_no_branch(located, value, [b for _, _, b, _, _, _ in scored])
+        if unknown:
+            key = unknown[0]
+            at = dataclasses.replace(
+                self.schema.locate([*base, key]), pointer=pointer([*base, key]), parent=branch
+            )
+            return self.unknown_field(at, value[key])
+        props = _d(branch.get("properties"))
+        if missing:
+            key = missing[0]
+            rule = self.schema.deref(_d(props.get(key)))
+            user = bool(rule.get(USER_SUPPLIED_KEY))
+            hint = text("hint.user_supplied", self.lang) if user else None
+            expected = self.expected("missing", rule, {}, "")
+            error = FieldError(pointer([*base, key]), "missing", expected, None, hint)
+            return _Draft(error, user_supplied=user)
+        if mistyped:
+            key = mistyped[0]
+            rule = self.schema.deref(_d(props.get(key)))
+            at = dataclasses.replace(located, pointer=pointer([*base, key]), node=rule)
+            expected = self.schema.describe(rule, self.lang)
+            return _Draft(FieldError(at.pointer, "type", expected, self.got(at, value[key])))
+        return None
+
+    def _tag_of_no_branch(
+        self, located: _Located, value: dict[str, Any], branches: list[dict[str, Any]]
+    ) -> _Draft | None:
+        """The error of a member every object branch holds to constants the value breaks in
+        each (a tag), listing the values of them all; None when there is no such member."""
+        for key, item in value.items():
+            values: list[Any] = []
+            for branch in branches:
+                rule = self.schema.deref(_d(_d(branch.get("properties")).get(key)))
+                allowed = [rule["const"]] if "const" in rule else _l(rule.get("enum"))
+                if not allowed or _constant_fits(item, rule):
+                    break
+                values += [v for v in allowed if v not in values]
+            else:
+                at = dataclasses.replace(located, pointer=pointer([*_split(located.pointer), key]))
+                got = self.got(at, item)
+                return _Draft(FieldError(at.pointer, "enum", _enum_text(values, self.lang), got))
+        return None
 
     def from_jsonschema(
         self, errors: Sequence[jsonschema.ValidationError], value: Any
@@ -1906,6 +1973,44 @@ def _merge_unions(drafts: list[_Draft], schema: _Schema, lang: Lang) -> list[_Dr
         elif draft.union_ptr is None or draft.tag is None or id(draft) in keep:
             out.append(draft)
     return out
+
+
+def _constant_fits(value: Any, rule: Mapping[str, Any]) -> bool:
+    """Whether `value` is the rule's `const` or one of its `enum` values, as JSON compares."""
+    allowed = [rule["const"]] if "const" in rule else _l(rule.get("enum"))
+    return any(type(value) is type(a) and value == a for a in allowed) or any(
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and isinstance(a, (int, float))
+        and not isinstance(a, bool)
+        and value == a
+        for a in allowed
+    )
+
+
+_TYPES_OF_VALUES: dict[type, tuple[str, ...]] = {
+    bool: ("boolean",),
+    int: ("integer", "number"),
+    float: ("number",),
+    str: ("string",),
+    type(None): ("null",),
+    list: ("array",),
+    dict: ("object",),
+}
+
+
+def _type_fits(value: Any, rule: Mapping[str, Any]) -> bool:
+    """Whether `value` has a JSON type the rule's `type` allows (a rule without a plain `type`,
+    a union among them, is taken to allow it: only the branch's own validation can tell)."""
+    kind: object = rule.get("type")
+    kinds: list[Any] = [kind] if isinstance(kind, str) else _l(kind)
+    if not kinds:
+        return True
+    kind_of_value: type = type(cast(object, value))
+    mine = _TYPES_OF_VALUES.get(kind_of_value, ())
+    if isinstance(value, float) and value.is_integer():
+        mine = ("number", "integer")
+    return any(k in mine for k in kinds)
 
 
 def _tag_error(
