@@ -1160,3 +1160,33 @@ def test_a_key_one_branch_forbids_is_weighed_with_the_other_branches(
     # kept beside the closer branch's findings ("a: no such field" and "a: an integer").
     outcome = Toolset([PickOne]).validate(call("pick_one", arguments, tools=tools))
     assert [(e.path, e.code) for e in outcome.errors] == found
+
+
+class Stay(BaseModel):
+    nights: int = Field(ge=1, le=10)
+
+
+class LaxFlags(BaseModel):
+    model_config = ConfigDict(strict=False)
+    notify: bool = False
+
+
+@pytest.mark.parametrize("prechecked", [False, True])
+@pytest.mark.parametrize(
+    ("model", "arguments", "got"),
+    [
+        # Pydantic reports what it read: a float of the number, a coercion's result, and the
+        # pre-check the JSON type it read. The model is shown what it sent.
+        (Stay, '{"nights": 30.0000000000000001}', "30.0000000000000001"),
+        (Stay, '{"nights": "11"}', '"11"'),
+        (LaxFlags, '{"notify": "yes"}', '"yes"'),
+        (LaxFlags, '{"notify": 1}', "1"),
+    ],
+)
+def test_got_is_the_value_as_the_model_wrote_it(
+    model: type[BaseModel], arguments: str, got: str, prechecked: bool
+) -> None:
+    tools = Toolset([model])
+    name = tools.names()[0]
+    (error,) = tools.validate(call(name, arguments, tools=tools if prechecked else None)).errors
+    assert error.got == got

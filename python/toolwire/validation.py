@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -1014,18 +1013,38 @@ class _ErrorBuilder:
         self.lang: Lang = lang
         self.redact = redact
         # The arguments as the model wrote them (numbers exact), read when first needed.
-        self._written = written
+        self._read = written
+        self._written_value: Any = _ABSENT
+
+    def _written(self) -> Any:
+        if self._written_value is _ABSENT and self._read is not None:
+            self._written_value = self._read()
+        return self._written_value
+
+    def _value_at(self, value: Any, pointer_: str) -> Any:
+        """`value` when given, else what the arguments as written hold at `pointer_` (or
+        `_ABSENT`)."""
+        if value is not _ABSENT or self._read is None:
+            return value
+        try:
+            return _at(self._written(), pointer_)
+        except ValueError:
+            return _ABSENT
 
     def as_written(self, pointer_: str, value: Any) -> Any:
-        """`value` as the model wrote it: Pydantic reads a number past a float's range as
-        infinity, which the model never sent (`1e309`); anything else is shown as read."""
-        if not (isinstance(value, float) and not math.isfinite(value)) or self._written is None:
-            return value
+        """`value` as the model wrote it, where the arguments hold a scalar there: Pydantic
+        reports what it read, which may be a coercion's result (`11` for `"11"`), a float of
+        the number (`30.0` for `30.0000000000000001`, infinity for `1e309`); anything else (a
+        container, a value under a path only a coercion made) is shown as read."""
+        if self._read is None or isinstance(value, (dict, list)):
+            return cast(Any, value)
         try:
             found = _at(self._written(), pointer_)
         except ValueError:
             return value
-        return value if found is _ABSENT else found
+        if found is _ABSENT or isinstance(found, (dict, list)):
+            return value
+        return found
 
     def got(self, where: _Located | str, value: Any) -> str:
         located = where if isinstance(where, _Located) else self.schema.locate(_split(where))
@@ -1363,6 +1382,12 @@ class _ErrorBuilder:
             got = self.got(located, value)
         elif code == "missing" or error.got is None:
             got = None
+        elif (
+            keyword in ("type", "anyOf", "oneOf")
+            and (sent := self._value_at(value, error.path)) is not _ABSENT
+        ):
+            # The core names the type it read ("string"): show the value instead.
+            got = self.got(located, sent)
         else:
             got = self.got_text(located, error.got)
         # Our own words (translated, derived from the same schema) beat the core's English.
