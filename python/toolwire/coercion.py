@@ -995,9 +995,15 @@ class _Coercer:
             return value
         local = naive.replace(tzinfo=self.default_tz)
         offset = local.utcoffset()
-        if offset is None or local.replace(fold=1).utcoffset() != offset:
+        if (
+            offset is None
+            or local.replace(fold=1).utcoffset() != offset
+            or offset.total_seconds() % 60
+        ):
             # A wall time the zone passes twice (clocks going back) or skips (going forward):
-            # either instant would be a guess, so the model has to give the offset.
+            # either instant would be a guess, so the model has to give the offset. So too an
+            # offset of seconds (a zone's local mean time before standard time, +00:19:32):
+            # no RFC 3339 timestamp, nor Pydantic, can write it.
             self.refuse(path, "timezone_required", value)
             return value
         # The offset goes after the text as written: no digit of it is reformatted or lost.
