@@ -71,3 +71,40 @@ def test_an_item_without_call_id_is_answered_under_its_item_id(
     ids = [c.id for c in s.calls]
     assert all(ids) and len(set(ids)) == 2
     assert [m["tool_call_id"] for m in tool_messages(s.calls, [{}, {}])] == ids
+
+
+def test_a_delta_before_its_item_and_a_lost_one_read_alike_on_both_paths(
+    sse_server: SSEServer, split: str
+) -> None:
+    # A delta arrived before its `output_item.added`, and a later one was lost. The item
+    # announced after the delta still counted as unannounced on the SDK path, so both
+    # summaries were fed there and once on the raw path: the same stream gave two texts.
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f"}
+    item |= {"arguments": "", "status": "in_progress"}
+
+    def delta(text: str) -> dict[str, Any]:
+        return {
+            "type": "response.function_call_arguments.delta",
+            "item_id": "fc_1",
+            "output_index": 0,
+            "delta": text,
+        }
+
+    done = {**item, "arguments": '{"a":12}', "status": "completed"}
+    events = [
+        {"type": "response.created", "response": {"id": "r", "status": "in_progress"}},
+        delta('{"a":'),
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        delta("2}"),
+        {
+            "type": "response.function_call_arguments.done",
+            "item_id": "fc_1",
+            "output_index": 0,
+            "arguments": '{"a":12}',
+        },
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+        {"type": "response.completed", "response": {"id": "r", "status": "completed"}},
+    ]
+    _, s = assemble_both(sse_server.register(_body(events), split=split), FMT)
+    (call,) = s.calls
+    assert not call.ok and call.error is not None

@@ -241,6 +241,8 @@ class ResponsesAdapter:
             calls.with_arguments.discard(index)
         elif first:
             self._open(index, index if output_index is None else output_index, item_id)
+            # Deltas that came before it are its own: the item is announced now.
+            calls.unannounced.discard(index)
             calls.with_arguments.discard(index)
             calls.verified.discard(index)
             self._announce(index, item, item_id, sink, info, output_index)
