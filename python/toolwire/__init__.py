@@ -49,7 +49,7 @@ from toolwire.recorder import Recorder
 from toolwire.repair import Escalation, Proceed, RepairPolicy, Retry
 from toolwire.replay import Report, compare, load_corpus, replay
 from toolwire.schema_export import Relaxation, SchemaExportError
-from toolwire.stream import AsyncToolStream, ToolStream, aassemble, assemble
+from toolwire.stream import AssemblerLimits, AsyncToolStream, ToolStream, aassemble, assemble
 from toolwire.toolset import ToolDefinition, Toolset
 from toolwire.validation import BusinessRuleError, FieldError, Outcome
 
@@ -57,6 +57,7 @@ __all__ = [
     "NO_VALUE",
     "ArgumentsProgress",
     "Assembler",
+    "AssemblerLimits",
     "AsyncToolStream",
     "BreakerConfig",
     "BusinessRuleError",

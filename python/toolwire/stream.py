@@ -37,7 +37,7 @@ from collections.abc import (
     Mapping,
 )
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from toolwire._core import MisuseError
 from toolwire.assembler import Assembler
@@ -59,7 +59,20 @@ if TYPE_CHECKING:
     from toolwire.formats import WireFormat
     from toolwire.toolset import Toolset
 
-__all__ = ["AsyncToolStream", "ToolStream", "aassemble", "assemble"]
+__all__ = ["AssemblerLimits", "AsyncToolStream", "ToolStream", "aassemble", "assemble"]
+
+
+class AssemblerLimits(TypedDict, total=False):
+    """The limits of the `Assembler` a stream wrapper makes: its keyword arguments of the same
+    names and meanings (each defaults as there)."""
+
+    max_depth: int
+    max_bytes: int
+    max_number_digits: int
+    duplicate_keys: Literal["error", "last_wins"]
+    max_calls: int
+    max_stream_bytes: int
+
 
 _log = logging.getLogger("toolwire.stream")
 
@@ -176,8 +189,10 @@ class _Driver:
         "usage",
     )
 
-    def __init__(self, toolset: Toolset | None, progress: bool) -> None:
-        self.assembler = Assembler(tools=toolset, track_progress=progress)
+    def __init__(
+        self, toolset: Toolset | None, progress: bool, limits: AssemblerLimits | None
+    ) -> None:
+        self.assembler = Assembler(tools=toolset, track_progress=progress, **(limits or {}))
         self.toolset = toolset
         self.progress = progress
         self.started: set[int] = set()
@@ -320,8 +335,10 @@ class _StreamBase:
 
     __slots__ = ("_driver",)
 
-    def __init__(self, tools: Toolset | None, progress: bool) -> None:
-        self._driver = _Driver(tools, progress)
+    def __init__(
+        self, tools: Toolset | None, progress: bool, limits: AssemblerLimits | None
+    ) -> None:
+        self._driver = _Driver(tools, progress, limits)
 
     @property
     def assembler(self) -> Assembler:
@@ -399,7 +416,12 @@ class ToolStream(_StreamBase):
     __slots__ = ("_events", "_source")
 
     def __init__(
-        self, source: Iterable[object], tools: Toolset | None = None, *, progress: bool = True
+        self,
+        source: Iterable[object],
+        tools: Toolset | None = None,
+        *,
+        progress: bool = True,
+        limits: AssemblerLimits | None = None,
     ) -> None:
         """Wrap `source`; nothing is read until iteration starts.
 
@@ -408,11 +430,13 @@ class ToolStream(_StreamBase):
                 boto3's `converse_stream` response dict stands for its `stream` member.
             tools: A `Toolset` to pre-check and validate calls against.
             progress: Emit `ArgumentsProgress` events.
+            limits: The assembler's limits (`AssemblerLimits`), where the defaults do not fit.
 
         Raises:
-            MisuseError: `source` is a dict (other than a boto3 response), str or bytes.
+            MisuseError: `source` is a dict (other than a boto3 response), str or bytes, or a
+                limit is out of range.
         """
-        super().__init__(tools, progress)
+        super().__init__(tools, progress, limits)
         self._source: Iterable[object] = chunk_source(source)
         self._events = self._run()
 
@@ -468,7 +492,12 @@ class AsyncToolStream(_StreamBase):
     __slots__ = ("_events", "_source")
 
     def __init__(
-        self, source: AsyncIterable[object], tools: Toolset | None = None, *, progress: bool = True
+        self,
+        source: AsyncIterable[object],
+        tools: Toolset | None = None,
+        *,
+        progress: bool = True,
+        limits: AssemblerLimits | None = None,
     ) -> None:
         """Wrap `source`; nothing is read until iteration starts.
 
@@ -476,11 +505,12 @@ class AsyncToolStream(_StreamBase):
             source: What `await create(..., stream=True)` returned, or any async iterable.
             tools: A `Toolset` to pre-check and validate calls against.
             progress: Emit `ArgumentsProgress` events.
+            limits: The assembler's limits (`AssemblerLimits`), where the defaults do not fit.
 
         Raises:
-            MisuseError: `source` is a dict, str or bytes.
+            MisuseError: `source` is a dict, str or bytes, or a limit is out of range.
         """
-        super().__init__(tools, progress)
+        super().__init__(tools, progress, limits)
         self._source: AsyncIterable[object] = chunk_source(source)
         self._events = self._run()
 
@@ -531,7 +561,11 @@ class AsyncToolStream(_StreamBase):
 
 
 def assemble(
-    stream: Iterable[object], tools: Toolset | None = None, *, progress: bool = True
+    stream: Iterable[object],
+    tools: Toolset | None = None,
+    *,
+    progress: bool = True,
+    limits: AssemblerLimits | None = None,
 ) -> ToolStream:
     """Wrap a synchronous SDK stream and yield `toolwire.events` as chunks arrive.
 
@@ -547,19 +581,26 @@ def assemble(
         tools: A `Toolset`; when given, calls are pre-checked while streaming and each
             `CallCompleted` carries `tools.validate(call)`.
         progress: Emit `ArgumentsProgress` events (decoded argument text per JSON Pointer).
+        limits: The limits of the stream's `Assembler`, under its keyword names
+            (`{"max_stream_bytes": 4_000_000}`); the others keep their defaults.
 
     Returns:
         A single-use iterator of events and a context manager that closes the SDK stream.
 
     Raises:
         MisuseError: `stream` is one dict (other than boto3's `converse_stream` response,
-            which stands for its `stream`), a str or bytes: not a stream of chunks.
+            which stands for its `stream`), a str or bytes: not a stream of chunks; or a limit
+            is out of range.
     """
-    return ToolStream(stream, tools, progress=progress)
+    return ToolStream(stream, tools, progress=progress, limits=limits)
 
 
 def aassemble(
-    stream: AsyncIterable[object], tools: Toolset | None = None, *, progress: bool = True
+    stream: AsyncIterable[object],
+    tools: Toolset | None = None,
+    *,
+    progress: bool = True,
+    limits: AssemblerLimits | None = None,
 ) -> AsyncToolStream:
     """Async twin of `assemble` for `AsyncOpenAI` / `AsyncAnthropic` streams and google-genai's
     `await client.aio.models.generate_content_stream(...)`.
@@ -568,11 +609,13 @@ def aassemble(
         stream: The async SDK stream (already awaited: `await client...create(stream=True)`).
         tools: A `Toolset`; see `assemble`.
         progress: Emit `ArgumentsProgress` events.
+        limits: The limits of the stream's `Assembler`; see `assemble`.
 
     Returns:
         A single-use async iterator of events and an async context manager.
 
     Raises:
-        MisuseError: `stream` is a dict, str or bytes: not a stream of chunks.
+        MisuseError: `stream` is a dict, str or bytes: not a stream of chunks; or a limit is
+            out of range.
     """
-    return AsyncToolStream(stream, tools, progress=progress)
+    return AsyncToolStream(stream, tools, progress=progress, limits=limits)

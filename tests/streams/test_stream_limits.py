@@ -13,7 +13,7 @@ pytest.importorskip("toolwire._core")
 
 from toolwire.assembler import Assembler
 
-from .clients import assemble_both
+from .clients import assemble_async, assemble_both, assemble_sync
 from .conftest import SSEServer
 from .streamkit import (
     Call,
@@ -142,3 +142,27 @@ def test_streamed_gemini_pieces_within_the_limit_are_merged_on_both_paths() -> N
         assert first.ok and isinstance(first.value, dict)
         assert len(first.value["text"]) == 100 * 150 and first.value["part299"] == "y" * 100
         assert second.ok and second.value == {"a": 1}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("fmt", sorted(GENERATORS))
+async def test_the_stream_wrappers_take_the_assembler_limits(
+    sse_server: SSEServer, fmt: str
+) -> None:
+    # Through the real SDK clients: a gateway that caps a response below the defaults says so
+    # once, to `assemble` or `aassemble`, and the response is refused whole at that cap.
+    calls = [Call("f", '{"a": 1}') for _ in range(5)]
+    route = sse_server.register(sse_body(GENERATORS[fmt](calls, size=64), fmt))
+    _, synced = assemble_sync(route, fmt, limits={"max_calls": 3})
+    _, awaited = await assemble_async(route, fmt, limits={"max_calls": 3})
+    for stream in (synced, awaited):
+        assert len(stream.calls) == 3
+        assert not any(c.ok for c in stream.calls)
+        assert [kind for kind, _, _ in stream.assembler.stream_errors()] == ["stream_limit"]
+
+
+def test_a_limit_out_of_range_is_refused_when_the_wrapper_is_made() -> None:
+    from toolwire import MisuseError, assemble
+
+    with pytest.raises(MisuseError):
+        assemble([], limits={"max_calls": 0})
