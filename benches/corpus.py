@@ -521,17 +521,15 @@ def _gemini_pieces(path: str, value: Any, rng: random.Random) -> Iterator[dict[s
         for i, item in enumerate(value):
             yield from _gemini_pieces(f"{path}[{i}]", item, rng)
     elif isinstance(value, str):
-        at = 0
-        while True:
+        at, more = 0, True
+        while more:
             size = rng.randint(3, 20)
             piece = {"jsonPath": path, "stringValue": value[at : at + size]}
             at += size
-            if at < len(value):
+            more = at < len(value)
+            if more:
                 piece["willContinue"] = True
-                yield piece
-            else:
-                yield piece
-                return
+            yield piece
     elif isinstance(value, bool):
         yield {"jsonPath": path, "boolValue": value}
     elif value is None:

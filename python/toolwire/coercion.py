@@ -452,6 +452,11 @@ def _matches(value: Any, node: Mapping[str, Any]) -> bool:
         return False
     if "const" in node and value != node["const"]:
         return False
+    return has_json_type(value, node)
+
+
+def has_json_type(value: Any, node: Mapping[str, Any]) -> bool:
+    """Whether a parsed value has a JSON type the node's `type` allows (any, without one)."""
     types = _types(node)
     if not types:
         return True
@@ -921,7 +926,7 @@ class _Coercer:
         rules: frozenset[str],
     ) -> Any:
         # A `const` is a one-member enum (Pydantic gives `Literal["fast"]` as one).
-        enum = _enum_members(node)
+        enum = enum_members(node)
         if enum is not None and value not in enum and "enum_case" in rules:
             # A difference of case only: `casefold` would also equate different letters
             # ("straße" and "strasse", the "ﬁ" ligature and "fi").
@@ -1109,7 +1114,9 @@ def unix_timestamp_text(value: Any, schema: Mapping[str, Any]) -> bool:
     return _any_leaf(value, schema, unix_text)
 
 
-def _enum_members(node: Mapping[str, Any]) -> list[Any] | None:
+def enum_members(node: Mapping[str, Any]) -> list[Any] | None:
+    """The values a node's `enum` allows, or its `const` as a one-member enum; None for
+    neither."""
     enum = node.get("enum")
     if isinstance(enum, list):
         return cast(list[Any], enum)
@@ -1120,7 +1127,7 @@ def _swaps_bool_and_number(value: Any, node: Mapping[str, Any]) -> bool:
     """Whether `value` equals a member of the node's enum or const only the way Python equates
     `True` and `1`: a boolean where the members are numbers, or a number where they are
     booleans. JSON (and the pre-check) tells them apart; strict Pydantic does not."""
-    members = _enum_members(node)
+    members = enum_members(node)
     if members is None or not isinstance(value, (bool, int, float, Decimal)):
         return False
     is_bool = isinstance(value, bool)
@@ -1133,7 +1140,7 @@ def has_scalar_enums(schema: Mapping[str, Any]) -> bool:
     """Whether a schema has an enum or const with a number or a boolean anywhere."""
 
     def verdict(node: dict[str, Any]) -> bool | None:
-        members = _enum_members(node)
+        members = enum_members(node)
         return True if members and any(isinstance(m, (int, float)) for m in members) else None
 
     return schema_has(schema, verdict)
@@ -1143,7 +1150,7 @@ def has_boolean_enums(schema: Mapping[str, Any]) -> bool:
     """Whether a schema has an enum or const with a boolean anywhere (`Literal[True]`)."""
 
     def verdict(node: dict[str, Any]) -> bool | None:
-        members = _enum_members(node)
+        members = enum_members(node)
         return True if members and any(isinstance(m, bool) for m in members) else None
 
     return schema_has(schema, verdict)

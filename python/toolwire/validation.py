@@ -54,10 +54,12 @@ from toolwire.coercion import (
     bool_number_swap,
     coerce_arguments,
     dumps_exact,
+    enum_members,
     float_risk,
     has_boolean_enums,
     has_decimals,
     has_floats,
+    has_json_type,
     has_scalar_enums,
     has_timestamps,
     is_decimal_union,
@@ -1021,11 +1023,10 @@ class _ErrorBuilder:
             self._written_value = self._read()
         return self._written_value
 
-    def _value_at(self, value: Any, pointer_: str) -> Any:
-        """`value` when given, else what the arguments as written hold at `pointer_` (or
-        `_ABSENT`)."""
-        if value is not _ABSENT or self._read is None:
-            return value
+    def _written_at(self, pointer_: str) -> Any:
+        """What the arguments as written hold at `pointer_`, or `_ABSENT`."""
+        if self._read is None:
+            return _ABSENT
         try:
             return _at(self._written(), pointer_)
         except ValueError:
@@ -1036,15 +1037,10 @@ class _ErrorBuilder:
         reports what it read, which may be a coercion's result (`11` for `"11"`), a float of
         the number (`30.0` for `30.0000000000000001`, infinity for `1e309`); anything else (a
         container, a value under a path only a coercion made) is shown as read."""
-        if self._read is None or isinstance(value, (dict, list)):
+        if isinstance(value, (dict, list)):
             return cast(Any, value)
-        try:
-            found = _at(self._written(), pointer_)
-        except ValueError:
-            return value
-        if found is _ABSENT or isinstance(found, (dict, list)):
-            return value
-        return found
+        found = self._written_at(pointer_)
+        return value if found is _ABSENT or isinstance(found, (dict, list)) else found
 
     def got(self, where: _Located | str, value: Any) -> str:
         located = where if isinstance(where, _Located) else self.schema.locate(_split(where))
@@ -1269,10 +1265,7 @@ class _ErrorBuilder:
             if ptype == "union_tag_not_found" and _tag_key(ctx, value):
                 # The object is there, its tag is not: name the tag and the values it takes.
                 key = _tag_key(ctx, value)
-                values: list[Any] = []
-                for branch in self.schema.branches(located.node):
-                    rule = self.schema.deref(_d(_d(branch.get("properties")).get(key)))
-                    values += [rule["const"]] if "const" in rule else _l(rule.get("enum"))
+                values = _tag_values(self.schema, self.schema.branches(located.node), key)
                 expected = self.expected(code, {"enum": values} if values else {}, ctx, ptype)
                 path = located.pointer + pointer([key])
                 drafts.append(_Draft(FieldError(path, code, expected)))
@@ -1377,16 +1370,16 @@ class _ErrorBuilder:
             closest = self._closest_branch(located, cast(dict[str, Any], value))
             if closest is not None:
                 return closest
+        # For these the core names only the type it read ("string", "object"): the value
+        # itself is shown instead.
+        sent: Any = _ABSENT
+        if keyword in ("type", "anyOf", "oneOf"):
+            sent = cast(Any, value) if value is not _ABSENT else self._written_at(error.path)
         if keyword in ("anyOf", "oneOf") and isinstance(value, (dict, list)):
-            # The core names only the value's type ("object"): show the value itself.
             got = self.got(located, value)
         elif code == "missing" or error.got is None:
             got = None
-        elif (
-            keyword in ("type", "anyOf", "oneOf")
-            and (sent := self._value_at(value, error.path)) is not _ABSENT
-        ):
-            # The core names the type it read ("string"): show the value instead.
+        elif sent is not _ABSENT:
             got = self.got(located, sent)
         else:
             got = self.got_text(located, error.got)
@@ -1428,7 +1421,7 @@ class _ErrorBuilder:
                 rule = self.schema.deref(_d(props[key]))
                 if "const" in rule or isinstance(rule.get("enum"), list):
                     tags += not _constant_fits(item, rule)
-                elif not _type_fits(item, rule):
+                elif not has_json_type(item, rule):
                     mistyped.append(key)
             score = (tags, len(unknown) + len(missing) + len(mistyped))
             scored.append((score, order, branch, unknown, missing, mistyped))
@@ -1468,15 +1461,10 @@ class _ErrorBuilder:
         """The error of a member every object branch holds to constants the value breaks in
         each (a tag), listing the values of them all; None when there is no such member."""
         for key, item in value.items():
-            values: list[Any] = []
-            for branch in branches:
-                rule = self.schema.deref(_d(_d(branch.get("properties")).get(key)))
-                allowed = [rule["const"]] if "const" in rule else _l(rule.get("enum"))
-                if not allowed or _constant_fits(item, rule):
-                    break
-                values += [v for v in allowed if v not in values]
-            else:
+            rules = [_member_rule(self.schema, branch, key) for branch in branches]
+            if all(enum_members(rule) and not _constant_fits(item, rule) for rule in rules):
                 at = dataclasses.replace(located, pointer=pointer([*_split(located.pointer), key]))
+                values = _tag_values(self.schema, branches, key)
                 got = self.got(at, item)
                 return _Draft(FieldError(at.pointer, "enum", _enum_text(values, self.lang), got))
         return None
@@ -2002,7 +1990,7 @@ def _merge_unions(drafts: list[_Draft], schema: _Schema, lang: Lang) -> list[_Dr
 
 def _constant_fits(value: Any, rule: Mapping[str, Any]) -> bool:
     """Whether `value` is the rule's `const` or one of its `enum` values, as JSON compares."""
-    allowed = [rule["const"]] if "const" in rule else _l(rule.get("enum"))
+    allowed = enum_members(rule) or []
     return any(type(value) is type(a) and value == a for a in allowed) or any(
         isinstance(value, (int, float))
         and not isinstance(value, bool)
@@ -2013,29 +2001,19 @@ def _constant_fits(value: Any, rule: Mapping[str, Any]) -> bool:
     )
 
 
-_TYPES_OF_VALUES: dict[type, tuple[str, ...]] = {
-    bool: ("boolean",),
-    int: ("integer", "number"),
-    float: ("number",),
-    str: ("string",),
-    type(None): ("null",),
-    list: ("array",),
-    dict: ("object",),
-}
+def _member_rule(schema: _Schema, branch: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """The schema of the member `key` of an object branch (`{}` when it declares none)."""
+    return schema.deref(_d(_d(branch.get("properties")).get(key)))
 
 
-def _type_fits(value: Any, rule: Mapping[str, Any]) -> bool:
-    """Whether `value` has a JSON type the rule's `type` allows (a rule without a plain `type`,
-    a union among them, is taken to allow it: only the branch's own validation can tell)."""
-    kind: object = rule.get("type")
-    kinds: list[Any] = [kind] if isinstance(kind, str) else _l(kind)
-    if not kinds:
-        return True
-    kind_of_value: type = type(cast(object, value))
-    mine = _TYPES_OF_VALUES.get(kind_of_value, ())
-    if isinstance(value, float) and value.is_integer():
-        mine = ("number", "integer")
-    return any(k in mine for k in kinds)
+def _tag_values(schema: _Schema, branches: Iterable[Mapping[str, Any]], key: str) -> list[Any]:
+    """The values the member `key` takes as a constant in any of `branches`, once each."""
+    values: list[Any] = []
+    for branch in branches:
+        for value in enum_members(_member_rule(schema, branch, key)) or []:
+            if value not in values:
+                values.append(value)
+    return values
 
 
 def _tag_error(
@@ -2056,12 +2034,7 @@ def _tag_error(
         return None
     path = members[0]
     key = str(_split(path)[-1])
-    values: list[Any] = []
-    for branch in schema.branches(schema.locate(_split(union_ptr)).node):
-        rule = schema.deref(_d(_d(branch.get("properties")).get(key)))
-        for value in [rule["const"]] if "const" in rule else _l(rule.get("enum")):
-            if value not in values:
-                values.append(value)
+    values = _tag_values(schema, schema.branches(schema.locate(_split(union_ptr)).node), key)
     if not values:
         return None
     got = next(d.error.got for d in tied[0] if d.error.path == path)

@@ -810,20 +810,16 @@ impl Assembler {
     /// they must not be kept.
     pub fn count_stream_bytes(&mut self, n: usize) -> bool {
         self.stream_bytes = self.stream_bytes.saturating_add(n);
-        if self.stream_bytes > self.config.max_stream_bytes {
-            self.over
-                .get_or_insert(StreamLimit::Bytes(self.config.max_stream_bytes));
-        }
-        self.over.is_none()
+        self.may_hold(0)
     }
 
     /// Whether `n` more bytes held outside the calls (a Gemini call's merged `partialArgs`,
     /// fed when the call closes and counted then) fit beside what the response has kept. When
     /// they do not, the response is over its byte limit from now on, as if it had kept them.
     pub fn may_hold(&mut self, n: usize) -> bool {
-        if self.over.is_none() && self.stream_bytes.saturating_add(n) > self.config.max_stream_bytes
-        {
-            self.over = Some(StreamLimit::Bytes(self.config.max_stream_bytes));
+        if self.stream_bytes.saturating_add(n) > self.config.max_stream_bytes {
+            self.over
+                .get_or_insert(StreamLimit::Bytes(self.config.max_stream_bytes));
         }
         self.over.is_none()
     }

@@ -318,9 +318,7 @@ fn string_end(text: &[u8], mut from: usize) -> (usize, bool) {
     let mut escaped = false;
     loop {
         while let Some(chunk) = text.get(from..from + 8) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            let w = u64::from_le_bytes(word);
+            let w = word8(chunk);
             let stop =
                 zero_byte(w ^ (ONES * u64::from(b'"'))) | zero_byte(w ^ (ONES * u64::from(b'\\')));
             if stop != 0 {

@@ -224,14 +224,13 @@ class _Open:
     # Bytes of the pieces merged (see `merge`), held until the call closes.
     kept: int = 0
 
-    def merge(self, pieces: list[object]) -> int:
+    def merge(self, pieces: list[object]) -> None:
         """Merge partial pieces in order; a piece that cannot be merged breaks the call.
 
-        Returns the bytes merged: each piece's path and, for a string, its text, in UTF-8 (the
-        raw path's `Streamed::kept`), added to `kept`."""
+        Each piece merged adds its path and, for a string, its text to `kept`, in UTF-8 bytes
+        (the raw path's `Streamed::kept`)."""
         root = self.value if self.value is not None else {}
         self.value = root
-        kept = 0
         for piece in pieces:
             path_text = str_or_none(_field(piece, "json_path", "jsonPath"))
             steps = _path(path_text) if path_text is not None else None
@@ -239,16 +238,14 @@ class _Open:
             more = _field(piece, "will_continue", "willContinue") is True
             if steps is None or not steps or not isinstance(steps[0], str):
                 self.broken = True
-                return kept
+                return
             if not has_value:
                 value = "" if more else None
                 if not more:
                     continue
-            grown = _utf8_len(cast(str, path_text))
+            self.kept += _utf8_len(cast(str, path_text))
             if isinstance(value, str):
-                grown += _utf8_len(value)
-            kept += grown
-            self.kept += grown
+                self.kept += _utf8_len(value)
             path = tuple(steps)
             if self.continuing == path and isinstance(value, str):
                 self.tail.append(value)
@@ -256,11 +253,10 @@ class _Open:
                 self.join_tail()
                 if not _put(root, steps, value, append=False):
                     self.broken = True
-                    return kept
+                    return
             if not more:
                 self.join_tail()
             self.continuing = path if more else None
-        return kept
 
     def join_tail(self) -> None:
         """Appends the pieces held in `tail` to their string in `value`."""
@@ -508,14 +504,13 @@ class GeminiAdapter:
         if more or isinstance(pieces, list) or (opened is not None and opened.value is not None):
             streamed = opened or _Open(key)
             state.open = streamed
-            if state.over:
-                # The response passed its byte limit and is refused whole: nothing more of it
-                # is held.
-                pass
-            elif isinstance(pieces, list):
-                grown = streamed.merge(cast("list[object]", pieces))
+            # Past the response's byte limit (refused whole), nothing more of it is held.
+            if isinstance(pieces, list) and not state.over:
+                before = streamed.kept
+                streamed.merge(cast("list[object]", pieces))
                 # What the call holds must fit beside what the response kept.
-                if grown and not sink._may_hold(streamed.kept):  # pyright: ignore[reportPrivateUsage]
+                held = streamed.kept
+                if held > before and not sink._may_hold(held):  # pyright: ignore[reportPrivateUsage]
                     state.over = True
                     streamed.value, streamed.continuing = {}, None
                     streamed.tail.clear()
