@@ -373,6 +373,59 @@ def test_properties_named_like_keywords_are_fields() -> None:
     assert errors and not ok and codes == ["enum"]
 
 
+def _validated(schema: dict[str, Any], arguments: Any, lang: Lang = "en") -> tuple[Any, list[Any]]:
+    """`arguments` in one fragment to a one-tool toolset: the call and validation's errors."""
+    tools = Toolset([{"name": "tool", "parameters": schema}], lang=lang)
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="tool", arguments=json.dumps(arguments))
+    (call,) = assembler.finish()
+    return call, tools.validate(call).errors
+
+
+def _errors(schema: dict[str, Any], arguments: Any) -> list[tuple[str, str, str | None]]:
+    """Validation's errors for `arguments`: (path, code, got)."""
+    return [(e.path, e.code, e.got) for e in _validated(schema, arguments)[1]]
+
+
+def test_a_union_of_objects_names_what_the_closest_branch_finds() -> None:
+    # Both branches are closed objects: "expected an object" would not tell the model that the
+    # field it added is what no branch takes, nor which field has the wrong type.
+    schema = {
+        "type": "object",
+        "properties": {
+            "target": {
+                "oneOf": [
+                    {"type": "object", "properties": {"user": {"type": "integer"}}},
+                    {"type": "object", "properties": {"team": {"type": "string"}}},
+                ]
+            }
+        },
+    }
+    assert _errors(schema, {"target": {"usr": 1}}) == [("/target/usr", "unknown_field", "1")]
+    assert _errors(schema, {"target": {"user": "x"}}) == [("/target/user", "type", '"x"')]
+    any_of = {
+        "type": "object",
+        "properties": {"target": {"anyOf": schema["properties"]["target"]["oneOf"]}},
+    }
+    assert _errors(any_of, {"target": {"user": "x"}}) == [("/target/user", "type", '"x"')]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_value_several_one_of_branches_take_is_ambiguous(lang: Lang) -> None:
+    # Not a type error: 5 is a number. Exactly one branch must take it, and two do.
+    schema = {
+        "type": "object",
+        "properties": {"n": {"oneOf": [{"type": "number"}, {"type": "integer"}]}},
+    }
+    call, (error,) = _validated(schema, {"n": 5}, lang)
+    assert call.error is not None and call.error.keyword == "oneOf"
+    assert (error.path, error.code, error.got) == ("/n", "ambiguous", "5")
+    assert error.expected and error.hint
+    if lang == "en":
+        assert "exactly one" in error.expected and "number" in error.expected
+    assert _run(schema, {"n": 5.5}) == ([], True, [])
+
+
 def test_formats_left_to_validation_loosen_one_of_not_and_if() -> None:
     # Without their formats, `oneOf` branches would both match, a `not` would refuse more and an
     # `if` would pick the other branch: the pre-check must still never refuse a valid call.

@@ -97,6 +97,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "给出 {name} 时必填：{what}",
     },
     "expected.key": {"en": "field names must be {what}", "zh": "字段名必须是{what}"},
+    "expected.exactly_one": {
+        "en": "exactly one of the alternatives: {what}",
+        "zh": "恰好符合以下备选项之一：{what}",
+    },
     # A string whose content is JSON text (Pydantic's `Json[...]`), and what that JSON holds.
     "expected.json_text": {
         "en": "a string holding JSON text of {what}",
@@ -199,6 +203,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "send one of the allowed values exactly: true and false are not numbers here, "
         "and numbers are not true or false",
         "zh": "请准确发送允许的值之一：此处 true 和 false 不是数字，数字也不是 true 或 false",
+    },
+    "hint.one_of_several": {
+        "en": "the value fits more than one of the alternatives, and exactly one must fit; "
+        "send a value that only one of them accepts",
+        "zh": "该值符合多个备选项，但必须恰好符合一个；请发送只有其中一个接受的值",
     },
     "hint.ambiguous": {
         "en": "the value could mean more than one thing ({detail}); send exactly one allowed value",

@@ -1515,11 +1515,24 @@ class _ErrorBuilder:
                     # object or an integer" does not, when the value is already one.
                     drafts.extend(self.from_jsonschema(branch, value))
                     continue
+            if keyword == "oneOf" and not error.context:
+                # jsonschema reports a value more than one branch takes without sub-errors.
+                drafts.append(self._several_branches(path, instance))
+                continue
             if keyword in ("anyOf", "oneOf"):
                 wrong_tag = self._wrong_tag(error, path)
                 if wrong_tag is not None:
                     drafts.append(wrong_tag)
                     continue
+                if isinstance(instance, dict):
+                    # "Expected an object" says nothing to an object: what the branch it comes
+                    # closest to finds wrong with it does.
+                    closest = self._closest_branch(
+                        self.schema.locate(path), cast(dict[str, Any], instance)
+                    )
+                    if closest is not None:
+                        drafts.append(closest)
+                        continue
             special = self._keyword_draft(error, path, keyword)
             if special is not None:
                 drafts.append(special)
@@ -1693,6 +1706,24 @@ class _ErrorBuilder:
         if not parts:
             return text("condition.schema", lang)
         return shown_text(text("join.and", lang).join(parts))
+
+    def _several_branches(self, path: list[str | int], value: Any) -> _Draft:
+        """The error of a value more than one `oneOf` branch takes (exactly one must): the
+        branches, in words, and what to do about it."""
+        located = self.schema.locate(path)
+        return _Draft(
+            FieldError(
+                located.pointer,
+                "ambiguous",
+                text(
+                    "expected.exactly_one",
+                    self.lang,
+                    what=self.schema.describe(located.node, self.lang),
+                ),
+                self.got(located, value),
+                text("hint.one_of_several", self.lang),
+            )
+        )
 
     def _wrong_tag(self, error: jsonschema.ValidationError, path: list[str | int]) -> _Draft | None:
         """A tagged union's error when the value's tag names no branch: the tag is what to fix.
