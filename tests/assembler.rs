@@ -111,6 +111,26 @@ fn quirk_07_interleaved_fragments() {
 }
 
 #[test]
+fn quirk_01_07_interleaved_calls_without_index_are_routed_by_id() {
+    // Without an index the id is the only key: "the last call" would give each call the
+    // other's text, and with an output limit, a whole call made of another's fragments.
+    let calls = run(&[
+        text(None, Some("a"), Some("delete_rows"), "{\"ids\":["),
+        text(None, Some("b"), Some("archive_rows"), "{\"ids\":["),
+        text(None, Some("a"), None, "1"),
+        text(None, None, None, "]}"),
+        text(None, Some("b"), None, "2]}"),
+    ]);
+    assert_eq!(
+        summary(&calls),
+        vec![
+            ok("a", "delete_rows", "{\"ids\":[1]}"),
+            ok("b", "archive_rows", "{\"ids\":[2]}")
+        ]
+    );
+}
+
+#[test]
 fn quirk_08_repeated_full_name() {
     let calls = run(&[
         text(Some(0), Some("a"), Some("read_file"), "{\"p\":"),

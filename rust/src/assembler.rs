@@ -552,6 +552,9 @@ struct OpenCalls {
 }
 
 const SMALL_KEYS: usize = 16;
+
+/// How many of the latest calls are searched for a wire id when a delta has no index.
+const RECENT_BY_ID: usize = 64;
 const NONE: u32 = u32::MAX;
 
 impl Default for OpenCalls {
@@ -721,6 +724,20 @@ impl Assembler {
 
     /// True when the call at `ordinal` takes deltas routed to it: it was not ended, or the
     /// provider is sending it again (see [`Retread`]).
+    /// The most recent call started without an index that has `id` and still takes deltas.
+    /// Only the last [`RECENT_BY_ID`] calls are searched: a fragment costs a bounded scan,
+    /// however many calls a response starts.
+    fn open_keyless_call(&self, id: &str) -> Option<usize> {
+        self.calls
+            .iter()
+            .enumerate()
+            .rev()
+            .take(RECENT_BY_ID)
+            .find(|(_, c)| c.index.is_none() && c.id.as_deref() == Some(id))
+            .map(|(ordinal, _)| ordinal)
+            .filter(|&o| self.takes_deltas(o))
+    }
+
     fn takes_deltas(&self, ordinal: usize) -> bool {
         self.calls
             .get(ordinal)
@@ -738,15 +755,13 @@ impl Assembler {
     /// call by a provider that repeats it in every chunk may be followed by text that starts
     /// the way the call's text does (`{"a": ` then `{"a": 1}}`) and is still the call going on.
     fn replay_of(&mut self, delta: &Delta<'_>) -> Option<(usize, bool)> {
-        /// Calls searched for a header's id when the header has no key.
-        const RECENT: usize = 64;
         let name = delta.name.filter(|n| !n.is_empty())?;
         let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null")?;
         let recent = |keyless: bool| {
             self.calls
                 .iter()
                 .rev()
-                .take(RECENT)
+                .take(RECENT_BY_ID)
                 .position(|c| (!keyless || c.index.is_none()) && c.id.as_deref() == Some(id))
                 .map(|back| self.calls.len() - 1 - back)
         };
@@ -845,14 +860,25 @@ impl Assembler {
             }
         }
         let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null");
+        // Without an index, the id is the key: parallel calls interleave there too, each
+        // fragment carrying its call's id, and "the last call" would take another's text.
+        let by_id = match delta.index {
+            None => id.and_then(|i| self.open_keyless_call(i)),
+            Some(_) => None,
+        };
+        if let Some(ordinal) = by_id {
+            // Fragments without an id that follow continue this call (quirk 1).
+            self.open.insert(None, ordinal);
+        }
         let current = match delta.index {
             // A missing index continues the call the previous delta went to (quirk 1), unless
             // that call was ended.
-            None => self
-                .open
-                .get(None)
-                .or(self.last)
-                .filter(|&o| self.takes_deltas(o)),
+            None => by_id.or_else(|| {
+                self.open
+                    .get(None)
+                    .or(self.last)
+                    .filter(|&o| self.takes_deltas(o))
+            }),
             key => self.open.get(key),
         };
         let ordinal = current.filter(|&o| self.takes_deltas(o))?;

@@ -97,6 +97,30 @@ def test_quirk_01_missing_index(sse_server: SSEServer, split: str) -> None:
     assert [c.index for c in s.calls] == [None, None]
 
 
+def test_quirk_01_07_interleaved_calls_without_index_follow_their_ids(
+    sse_server: SSEServer, split: str
+) -> None:
+    # The id is the only key: routed to "the last call", the first call's rows would go to the
+    # second, which the output limit leaves whole, and `archive_rows` would run with row 1.
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(None, id="a", name="delete_rows", arguments='{"ids":[')),
+            td(tc(None, id="b", name="archive_rows", arguments='{"ids":[')),
+            td(tc(None, id="a", arguments="1,")),
+            td(tc(None, id="b", arguments="2]}")),
+        ],
+        finish="length",
+    )
+    assert [(c.id, c.name, c.arguments) for c in s.calls] == [
+        ("a", "delete_rows", '{"ids":[1,'),
+        ("b", "archive_rows", '{"ids":[2]}'),
+    ]
+    assert s.calls[0].error is not None and s.calls[0].error.kind == "truncated"
+    assert s.calls[1].error is None
+
+
 def test_quirk_02_same_index_parallel_calls(sse_server: SSEServer, split: str) -> None:
     _, s = chat(
         sse_server,
