@@ -961,6 +961,25 @@ data: {\"type\":\"response.incomplete\",\"response\":{\"status\":\"incomplete\",
 }
 
 #[test]
+fn responses_placeholder_arguments_in_item_added_are_not_the_start_of_the_deltas() {
+    // Quirk 24: `added` carries `{}`, the deltas carry the arguments.
+    let added = b"data: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"call_1\",\"name\":\"f\",\"arguments\":\"{}\"}}\n\n";
+    let deltas = b"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":0,\"delta\":\"{\\\"a\\\":\"}\n\n\
+data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":0,\"delta\":\"1}\"}\n\n";
+    let completed =
+        b"data: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\"}}\n\n";
+    let o = run(&[&added[..], deltas, completed].concat());
+    assert_eq!(o.call(0).args, r#"{"a":1}"#);
+    assert_eq!(o.call(0).error, None);
+    // Nothing else brought arguments: a response that ended well gives the call `added`'s;
+    // one cut short does not.
+    let o = run(&[&added[..], completed].concat());
+    assert_eq!((o.call(0).args.as_str(), o.call(0).error), ("{}", None));
+    let o = run(added);
+    assert_eq!(o.call(0).error, Some(ErrorKind::Truncated));
+}
+
+#[test]
 fn responses_failed_is_a_provider_error() {
     let body = b"event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}}}\n\n";
     let o = run(body);

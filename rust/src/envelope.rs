@@ -1057,6 +1057,7 @@ impl Decoder {
                 if let Some(raw) = raw_str(item.arguments) {
                     self.verify(key, raw, emit);
                 }
+                self.feed_provisional(key, emit);
                 self.release(Some(key), emit);
                 emit(Action::EndCall(key));
             }
@@ -1120,8 +1121,27 @@ impl Decoder {
             delta.start = true;
         }
         emit(action);
+        // What `added` carries may be a placeholder (`"{}"`, quirk 24) that deltas do not
+        // continue: set aside, it is fed only if nothing else brings the arguments.
         if let Some(raw) = raw_str(item.arguments).filter(|r| r.len() > 2) {
-            self.responses_fragment(key, raw, emit);
+            let latest = self.items.latest_under(key);
+            if let Some(state) = latest.and_then(|p| self.items.get_mut(p)) {
+                if state.fed_len == 0 && !state.verified {
+                    state.provisional = Some(raw.into());
+                    emit(Action::Held(raw.len()));
+                }
+            }
+        }
+    }
+
+    /// Feeds the arguments an item's `added` carried, if nothing else brought any.
+    fn feed_provisional<F: FnMut(Action<'_>)>(&mut self, key: i64, emit: &mut F) {
+        let latest = self.items.latest_under(key);
+        let raw = latest
+            .and_then(|p| self.items.get_mut(p))
+            .and_then(|state| state.provisional.take());
+        if let Some(raw) = raw {
+            self.responses_fragment(key, &raw, emit);
         }
     }
 
@@ -1133,6 +1153,13 @@ impl Decoder {
         emit: &mut F,
     ) -> Result<(), EventError> {
         let response: Option<ResponseObject<'_>> = nested(env.response)?;
+        if t == "response.completed" {
+            // A response that ended well gives every item the arguments its `added` carried,
+            // if nothing else brought any; one cut short leaves such a call without them.
+            for (key, raw) in self.items.take_provisional() {
+                self.responses_fragment(key, &raw, emit);
+            }
+        }
         let Some(response) = response else {
             return Ok(());
         };
@@ -1243,6 +1270,9 @@ impl Decoder {
         if let Some(state) = latest.and_then(|p| self.items.get_mut(p)) {
             state.fed_len += self.scratch.len();
             state.hash = fnv(state.hash, &self.scratch);
+            if !self.scratch.is_empty() {
+                state.provisional = None;
+            }
         }
         if !self.scratch.is_empty() {
             emit(args(Some(index), Arguments::Text(&self.scratch)));
@@ -1285,6 +1315,9 @@ impl Decoder {
         // as `feed_chunk` does, so both paths keep the same text.
         if self.scratch.is_empty() {
             return;
+        }
+        if let Some(state) = self.items.get_mut(pos) {
+            state.provisional = None;
         }
         emit(Action::ArgumentsSummary(index, &self.scratch));
     }

@@ -526,6 +526,73 @@ def test_quirk_24_null_arguments_first(sse_server: SSEServer, split: str) -> Non
     assert s.calls[0].arguments == '{"location":"Oslo"}'
 
 
+def _with_added_arguments(events: list[Any], arguments: str) -> list[Any]:
+    """`events` with `arguments` in every `output_item.added` of a function call."""
+    return [
+        {**e, "item": {**e["item"], "arguments": arguments}}
+        if e["type"] == "response.output_item.added"
+        else e
+        for e in events
+    ]
+
+
+@pytest.mark.parametrize("placeholder", ["{}", '{"a":0}'])
+def test_quirk_24_responses_item_added_with_placeholder_arguments(
+    sse_server: SSEServer, split: str, placeholder: str
+) -> None:
+    # Deltas that follow are the arguments: what `added` carried is not their start.
+    events = _with_added_arguments(responses_stream([Call("f", '{"a":1}')], size=2), placeholder)
+    route = sse_server.register_events(events, "openai-responses", split=split)
+    _, s = assemble_both(route, "openai-responses")
+    assert summary(s.calls) == [("f", {"a": 1}, None)]
+    assert s.calls[0].arguments == '{"a":1}'
+
+
+@pytest.mark.parametrize(
+    ("dropped", "ends"),
+    [
+        # Nothing else brings them: the item's own arguments, at its end or the response's.
+        (("response.function_call_arguments.delta", "response.function_call_arguments.done"), None),
+        (
+            (
+                "response.function_call_arguments.delta",
+                "response.function_call_arguments.done",
+                "response.output_item.done",
+            ),
+            None,
+        ),
+        # Cut short (no `response.completed`): the call did not get its arguments.
+        (
+            (
+                "response.function_call_arguments.delta",
+                "response.function_call_arguments.done",
+                "response.output_item.done",
+                "response.completed",
+            ),
+            "truncated",
+        ),
+    ],
+)
+def test_quirk_24_responses_arguments_only_in_item_added(
+    sse_server: SSEServer, dropped: tuple[str, ...], ends: str | None
+) -> None:
+    events = _with_added_arguments(responses_stream([Call("f", '{"a":1}')], size=2), '{"a":1}')
+    events = [
+        {**e, "item": {**e["item"], "arguments": ""}}
+        if e["type"] == "response.output_item.done"
+        else e
+        for e in events
+        if e["type"] not in dropped
+    ]
+    route = sse_server.register_events(events, "openai-responses")
+    _, s = assemble_both(route, "openai-responses")
+    (call,) = s.calls
+    if ends is None:
+        assert call.ok and call.arguments == '{"a":1}'
+    else:
+        assert call.error is not None and call.error.kind == ends
+
+
 def test_quirk_25_empty_arguments(sse_server: SSEServer, split: str) -> None:
     _, s = chat(sse_server, split, [td(tc(0, id="a", name="list_files", arguments=""))])
     (call,) = s.calls

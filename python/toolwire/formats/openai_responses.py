@@ -27,6 +27,7 @@ Design notes:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,9 @@ class _Calls:
     with_arguments: set[int] = field(default_factory=lambda: set())
     ordinals: dict[int, int] = field(default_factory=lambda: {})
     verified: set[int] = field(default_factory=lambda: set())
+    # The arguments each item's `output_item.added` carried, set aside: a placeholder (`"{}"`,
+    # quirk 24) that deltas do not continue. Fed only if no delta or summary brings any.
+    provisional: dict[int, str] = field(default_factory=lambda: {})
     # Items whose deltas came before any `output_item.added` (it was lost): opened without a
     # name, which their `output_item.done` may still bring.
     unannounced: set[int] = field(default_factory=lambda: set())
@@ -231,14 +235,13 @@ class ResponsesAdapter:
         first = index not in calls.opened or not done
         if done and index in calls.unannounced:
             # The deltas came first; the finished item brings the id and name they lacked, and
-            # its arguments go to the core as the raw SSE path sends them (as text the core
-            # compares with the deltas': a repeat is dropped, a resend completes a lost delta).
+            # its arguments are the summary the deltas' text is compared with, as on the raw
+            # SSE path.
             calls.unannounced.discard(index)
             if item_id is not None and calls.item_of.get(index) is None:
                 calls.item_of[index] = item_id
                 calls.by_item[item_id] = index
             self._announce(index, item, item_id, sink, info)
-            calls.with_arguments.discard(index)
         elif first:
             self._open(index, index if output_index is None else output_index, item_id)
             # Deltas that came before it are its own: the item is announced now.
@@ -246,11 +249,25 @@ class ResponsesAdapter:
             calls.with_arguments.discard(index)
             calls.verified.discard(index)
             self._announce(index, item, item_id, sink, info, output_index)
-        if done or index not in calls.with_arguments:
-            self._summary(index, get(item, "arguments"), sink, info)
         if done:
+            self._summary(index, get(item, "arguments"), sink, info)
+            self._feed_provisional(index, sink, info)
             self._utf16.release(sink, index)
             sink.end(index)
+        elif index not in calls.with_arguments and index not in calls.verified:
+            arguments = get(item, "arguments")
+            # Only text, as on the raw SSE path: an item carries its arguments as a string.
+            if isinstance(arguments, str) and arguments:
+                calls.provisional[index] = arguments
+                # Counted as the raw SSE path counts it: the JSON string as sent, quotes and all.
+                sent = len(json.dumps(arguments, ensure_ascii=False).encode())
+                sink._may_hold(sent)  # pyright: ignore[reportPrivateUsage]
+
+    def _feed_provisional(self, index: int, sink: Sink, info: ChunkInfo) -> None:
+        """Feeds the arguments an item's `added` carried, if nothing else brought any."""
+        arguments = self._calls.provisional.pop(index, None)
+        if arguments is not None:
+            self._arguments(index, arguments, sink, info)
 
     def _announce(
         self,
@@ -316,6 +333,7 @@ class ResponsesAdapter:
         if arguments is None or arguments == "":
             return
         self._calls.with_arguments.add(index)
+        self._calls.provisional.pop(index, None)
         ordinal = self._utf16.feed(sink, index, arguments=arguments)  # quirk 41
         # The item's summary is compared with the call its text went to: an item whose
         # `output_item.added` was lost has no other record of it, and text that differs from
@@ -334,6 +352,10 @@ class ResponsesAdapter:
             self._usage = merge_usage(self._usage, usage)
             info.usage = copy_usage(self._usage)
         if kind == "response.completed":
+            # A response that ended well gives every item the arguments its `added` carried,
+            # if nothing else brought any; one cut short leaves such a call without them.
+            for index in list(self._calls.provisional):
+                self._feed_provisional(index, sink, info)
             info.finish_reason = "completed"
         elif kind == "response.failed":
             info.finish_reason = "failed"

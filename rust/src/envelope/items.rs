@@ -22,6 +22,9 @@ pub(super) struct ItemState {
     pub fed_len: usize,
     pub hash: u64,
     pub verified: bool,
+    /// The arguments its `output_item.added` carried (JSON string text, quotes and escapes
+    /// as sent), set aside: fed only if no delta and no summary brings any (quirk 24).
+    pub provisional: Option<Box<str>>,
 }
 
 impl ItemState {
@@ -35,6 +38,7 @@ impl ItemState {
             fed_len: 0,
             hash,
             verified: false,
+            provisional: None,
         }
     }
 
@@ -70,6 +74,14 @@ impl Items {
 
     pub fn get_mut(&mut self, pos: usize) -> Option<&mut ItemState> {
         self.all.get_mut(pos)
+    }
+
+    /// Takes the set-aside arguments of every item still holding some, with their keys.
+    pub fn take_provisional(&mut self) -> Vec<(i64, Box<str>)> {
+        self.all
+            .iter_mut()
+            .filter_map(|state| Some((state.key, state.provisional.take()?)))
+            .collect()
     }
 
     /// Adds an item; returns its position.
