@@ -117,9 +117,10 @@ def is_transport_error(error: BaseException) -> bool:
     stream (`openai.APIError`, `anthropic.APIError`, `google.genai.errors.APIError`, botocore's
     `EventStreamError`) and an event the SDK could not decode (`json.JSONDecodeError`: a proxy's
     error page or a cut-off line in the body; `UnicodeDecodeError`: bytes in the body that
-    are not UTF-8, which the SDKs decode line by line; google-genai's `UnknownApiResponseError`;
-    botocore's event-stream `ParserError`; the SDK's stream cannot go on after it) count;
-    programming errors do not.
+    are not UTF-8, which the SDKs decode line by line; `RecursionError`: an event nested deeper
+    than Python's JSON decoder goes; google-genai's `UnknownApiResponseError`; botocore's
+    event-stream `ParserError`; the SDK's stream cannot go on after it) count; programming
+    errors do not.
 
     Args:
         error: The exception raised while reading the stream.
@@ -127,7 +128,7 @@ def is_transport_error(error: BaseException) -> bool:
     Returns:
         Whether a tool stream should end gracefully with this error kept.
     """
-    if isinstance(error, (OSError, json.JSONDecodeError, UnicodeDecodeError)):
+    if isinstance(error, (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError)):
         return True
     for module_name, class_name in _TRANSPORT_ERRORS:
         cls = _sdk_class(module_name, class_name)

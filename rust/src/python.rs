@@ -1169,7 +1169,8 @@ impl PyAssembler {
                 {
                     // A scalar (a provider sending `42` as the arguments) is a value too: the
                     // core reports it as no object, and never splices it into a call's text.
-                    serialized = dump_json(py, a)?;
+                    let max_depth = self.decoder.assembler().config().scan.max_depth;
+                    serialized = dump_arguments(py, a, max_depth)?;
                     Some(Arguments::Value(serialized.as_bytes()))
                 } else {
                     return Err(MisuseError::new_err(
@@ -1756,6 +1757,75 @@ impl PyAssembler {
             .set_index(ordinal, index)
             .map_err(|e| misuse(&e))
     }
+}
+
+/// `value` as JSON text for the scanner. Nested past what `json.dumps` can recurse into (a
+/// provider's arguments object a thousand levels deep, as a gateway's parser hands it over),
+/// the text the scanner reads up to its verdict: every container at depth `max_depth + 1`
+/// written empty, all before it as `json.dumps` writes it, so the call is `too_deep` where
+/// the whole text would have it.
+fn dump_arguments(py: Python<'_>, value: &Bound<'_, PyAny>, max_depth: usize) -> PyResult<String> {
+    match dump_json(py, value) {
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py) => {
+            let mut out = String::new();
+            dump_capped(py, value, 1, max_depth + 1, &mut out)?;
+            Ok(out)
+        }
+        dumped => dumped,
+    }
+}
+
+/// Writes `value`, a container at `depth`, stopping at depth `last` (see [`dump_arguments`]).
+/// Scalars and keys go through `json.dumps`; the recursion here is at most `last` deep, which
+/// `MAX_DEPTH_LIMIT` bounds.
+fn dump_capped(
+    py: Python<'_>,
+    value: &Bound<'_, PyAny>,
+    depth: usize,
+    last: usize,
+    out: &mut String,
+) -> PyResult<()> {
+    let item = |item: &Bound<'_, PyAny>, out: &mut String| -> PyResult<()> {
+        let container = item.is_instance_of::<PyDict>()
+            || item.is_instance_of::<PyList>()
+            || item.is_instance_of::<PyTuple>();
+        if container {
+            dump_capped(py, item, depth + 1, last, out)
+        } else {
+            out.push_str(&dump_json(py, item)?);
+            Ok(())
+        }
+    };
+    if let Ok(dict) = value.cast::<PyDict>() {
+        out.push('{');
+        for (i, (key, member)) in dict.iter().enumerate().take_while(|_| depth < last) {
+            if i > 0 {
+                out.push(',');
+            }
+            // `json.dumps` writes a non-string key (a number, a bool) as the string of its
+            // JSON text.
+            let key_text = dump_json(py, &key)?;
+            if key.is_instance_of::<PyString>() {
+                out.push_str(&key_text);
+            } else {
+                out.push_str(&dump_json(py, PyString::new(py, &key_text).as_any())?);
+            }
+            out.push(':');
+            item(&member, out)?;
+        }
+        out.push('}');
+    } else {
+        let items = value.try_iter()?;
+        out.push('[');
+        for (i, member) in items.enumerate().take_while(|_| depth < last) {
+            if i > 0 {
+                out.push(',');
+            }
+            item(&member?, out)?;
+        }
+        out.push(']');
+    }
+    Ok(())
 }
 
 fn dump_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {

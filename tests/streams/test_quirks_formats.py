@@ -285,30 +285,82 @@ def test_quirk_23_whole_object_arguments_read_the_same_on_both_paths(
     assert call.arguments == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic", "openai-responses"])
-def test_an_event_the_sdk_cannot_decode_ends_the_stream_without_raising(
-    sse_server: SSEServer, fmt: str
-) -> None:
-    # The SDKs json-decode every event and raise JSONDecodeError on one that is not JSON (a
-    # proxy's HTML error page, a cut-off line); their stream cannot go on after it. That used to
-    # escape from `assemble` and kill the consumer's loop: the calls already started got no
-    # CallCompleted. It now ends the stream as a broken connection does.
-    calls = [("f", ['{"a":1}']), ("g", ['{"b":', "2}"])]
+def _two_calls_with(fmt: str, inserted: bytes) -> bytes:
+    """The body of two calls, `f` whole and `g` open, with `inserted` before `g`'s end."""
     if fmt == "openai-chat":
         events = [chat_chunk(tool_delta(tc(0, id="a", name="f", arguments='{"a":1}')))]
         events += [chat_chunk(tool_delta(tc(1, id="b", name="g", arguments='{"b":')))]
         events += [chat_chunk(tool_delta(tc(1, arguments="2}")))]
     else:
-        events = events_for(fmt, calls)
+        events = events_for(fmt, [("f", ['{"a":1}']), ("g", ['{"b":', "2}"])])
     body = sse_body(events, fmt)
-    cut = body.index(b'"2}"')
-    cut = body.rindex(b"\n\n", 0, cut) + 2
-    body = body[:cut] + b"event: x\ndata: <html>bad gateway</html>\n\n" + body[cut:]
-    events_out, s = assemble_sync(sse_server.register(body), fmt)
-    assert isinstance(s.transport_error, json.JSONDecodeError)
+    cut = body.rindex(b"\n\n", 0, body.index(b'"2}"')) + 2
+    return body[:cut] + inserted + body[cut:]
+
+
+_DEEP = '{"a":' * 1000 + "1" + "}" * 1000
+
+
+@pytest.mark.parametrize(
+    ("fmt", "inserted", "error"),
+    [
+        # The SDKs json-decode every event and raise JSONDecodeError on one that is not JSON (a
+        # proxy's HTML error page, a cut-off line); their stream cannot go on after it.
+        *[
+            (fmt, b"event: x\ndata: <html>bad gateway</html>\n\n", json.JSONDecodeError)
+            for fmt in ("openai-chat", "anthropic", "openai-responses")
+        ],
+        # Arguments sent as an object (quirk 23) a thousand levels deep: the SDK's decoder
+        # raises RecursionError on the event.
+        (
+            "openai-chat",
+            b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":2,"id":"c",'
+            + b'"function":{"name":"h","arguments":'
+            + _DEEP.encode()
+            + b"}}]}}]}\n\n",
+            RecursionError,
+        ),
+        (
+            "anthropic",
+            b'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,"x":'
+            + _DEEP.encode()
+            + b"}\n\n",
+            RecursionError,
+        ),
+    ],
+)
+def test_an_event_the_sdk_cannot_decode_ends_the_stream_without_raising(
+    sse_server: SSEServer, fmt: str, inserted: bytes, error: type[Exception]
+) -> None:
+    # Raised from `assemble`, it used to kill the consumer's loop: the calls already started got
+    # no CallCompleted. It now ends the stream as a broken connection does.
+    events_out, s = assemble_sync(sse_server.register(_two_calls_with(fmt, inserted)), fmt)
+    assert isinstance(s.transport_error, error)
     assert [c.name for c in s.calls] == ["f", "g"]
     assert kinds(s.calls) == [None, "truncated"]
     assert events_out[-1].finish_reason is None
+
+
+def test_feed_chunk_of_arguments_nested_past_json_dumps_is_too_deep_as_their_text() -> None:
+    # A gateway's parser hands over the object; `json.dumps` cannot write it back.
+    nested: dict[str, Any] = {}
+    inner = nested
+    for _ in range(1500):
+        inner["a"] = {}
+        inner = inner["a"]
+    chunk = chat_chunk(tool_delta(tc(0, id="a", name="f", arguments=nested)))
+    from_object = Assembler()
+    from_object.feed_chunk(chunk)
+    text = '{"a":' * 1500 + "{}" + "}" * 1500
+    from_text = Assembler()
+    from_text.feed(0, id="a", name="f", arguments=text)
+    (call,), (expected,) = from_object.finish(), from_text.finish()
+    assert call.error is not None and expected.error is not None
+    assert (call.error.kind, call.error.offset, call.error.path) == (
+        expected.error.kind,
+        expected.error.offset,
+        expected.error.path,
+    ) and call.error.kind == "too_deep"
 
 
 @pytest.mark.parametrize(
