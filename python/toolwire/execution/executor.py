@@ -19,6 +19,9 @@ Design notes:
   the outcome afterwards is bounded the same way (with a short grace once the deadline has
   passed): a store that stops answering cannot hold a result the tool already produced; it is
   returned with a warning that the ledger may not have recorded it.
+- Cancellation: a call is recorded (and its claim released or settled) wherever the
+  cancellation lands; once the tool has run, the cancellation is raised only after its outcome
+  was saved.
 - The tool result is stored and returned in its JSON-compatible form
   (``pydantic_core.to_jsonable_python``), so a first execution and a replay look the same.
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import hashlib
 import inspect
 import json
@@ -94,6 +98,7 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 _log = logging.getLogger("toolwire.execution")
 
@@ -791,8 +796,8 @@ class Executor:
                 )
                 return self._settle_failure(run, exc, reraise=not own)
             failure = exc
-            return await self._offload(lambda: self._settle_failure(run, failure))
-        return await self._offload(lambda: self._settle_success(run, value))
+            return await self._settle_shielded(run, lambda: self._settle_failure(run, failure))
+        return await self._settle_shielded(run, lambda: self._settle_success(run, value))
 
     def execute_all(
         self,
@@ -1128,10 +1133,33 @@ class Executor:
             self.observer.count("ledger_errors", 1, tool=run.spec.name)
             _log.warning("toolwire: could not release a late claim: %s", _short(exc))
 
-    async def _offload(self, fn: Callable[[], Any]) -> Any:
-        if self._ledger is None or not self._ledger.blocking:
-            return fn()
-        return await asyncio.to_thread(fn)
+    async def _settle_shielded(
+        self, run: _Run, settle: Callable[[], ExecutionResult]
+    ) -> ExecutionResult:
+        """Settle a call whose tool ran, in a thread when that writes to a blocking ledger.
+
+        Once the tool has started, the outcome must reach the ledger and the observer however
+        the caller leaves: a cancellation landing here waits for the settlement to end and is
+        raised after it (a claim left in progress would answer a retry "in progress", then
+        "unknown outcome", for a write that succeeded). The thread is a daemon thread of its
+        own, not the loop's default executor: a job queued there behind busy workers (sync
+        tools) never runs once its awaiter is cancelled, and would hold the result meanwhile.
+        """
+        claim = run.claim
+        blocking = self._ledger is not None and self._ledger.blocking
+        if not blocking or not isinstance(claim, Claim) or claim.token is None:
+            return settle()  # nothing to wait for: settled before a cancellation can land
+        waiter = asyncio.wrap_future(_in_thread(settle, f"toolwire-settle-{run.spec.name}"))
+        cancelled: asyncio.CancelledError | None = None
+        while not waiter.done():
+            try:
+                # `wait`, unlike awaiting the future, leaves it running when we are cancelled.
+                await asyncio.wait({waiter})
+            except asyncio.CancelledError as exc:
+                cancelled = exc
+        if cancelled is not None:
+            raise cancelled from waiter.exception()
+        return waiter.result()
 
     def _claim_result(self, run: _Run) -> ExecutionResult | None:
         """Turn a non-``claimed`` ledger answer into the call's result (``None``: go ahead)."""
@@ -1460,17 +1488,7 @@ class Executor:
         if remaining is None or not ledger.blocking:
             op(ledger, key, token)
             return True
-        done: Future[None] = Future()
-
-        def work() -> None:
-            try:
-                op(ledger, key, token)
-            except BaseException as exc:
-                done.set_exception(exc)
-            else:
-                done.set_result(None)
-
-        threading.Thread(target=work, name=f"toolwire-ledger-{run.spec.name}", daemon=True).start()
+        done = _in_thread(lambda: op(ledger, key, token), f"toolwire-ledger-{run.spec.name}")
         try:
             done.result(timeout=max(remaining, _SETTLE_GRACE))
         except FutureTimeout:
@@ -1947,6 +1965,25 @@ async def _drained_async(value: Any) -> Any:
     if inspect.isasyncgen(value):
         return [item async for item in cast(AsyncGenerator[Any, None], value)]
     return _drained(value)
+
+
+def _in_thread(fn: Callable[[], T], name: str) -> Future[T]:
+    """Start ``fn`` in a new daemon thread, in a copy of the caller's context (as
+    ``asyncio.to_thread`` does: the current span, logging context and the like go along);
+    its outcome lands in the returned future."""
+    done: Future[T] = Future()
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            value = context.run(fn)
+        except BaseException as exc:
+            done.set_exception(exc)
+        else:
+            done.set_result(value)
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return done
 
 
 def _call_with_timeout(fn: Callable[[], Any], timeout: float | None, name: str) -> Any:

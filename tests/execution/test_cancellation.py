@@ -1,0 +1,280 @@
+"""Cancelling an async call wherever it is: one record per call, and no write's claim is left in
+progress (released if the tool never ran, settled if it did)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolwire.execution import (
+    BusinessRuleError,
+    Call,
+    Claim,
+    Clock,
+    ExecutionRecord,
+    ExecutionResult,
+    Executor,
+    FakeClock,
+    Ledger,
+    Observer,
+    RetryPolicy,
+    SqliteLedger,
+    ToolSpec,
+)
+from toolwire.execution.observe import SpanLike
+
+LedgerFactory = Callable[[Clock | None], Ledger]
+# An upper bound only: no test waits this long unless it is failing.
+PATIENCE = 30.0
+
+
+class States(Observer):
+    """Keeps the state of every record it emits."""
+
+    def __init__(self) -> None:
+        super().__init__(otel=False)
+        self.states: list[str] = []
+
+    def finish(self, record: ExecutionRecord, span: SpanLike) -> None:
+        self.states.append(record["state"])
+        super().finish(record, span)
+
+
+class GatedLedger(SqliteLedger):
+    """A SQLite ledger whose claim, or whose writes after it, wait until the test opens a gate."""
+
+    def __init__(self, path: Path, *, gate_claim: bool = False) -> None:
+        super().__init__(path)
+        self.gate_claim = gate_claim
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+        self.written = threading.Event()
+
+    def _wait(self) -> None:
+        self.entered.set()
+        if not self.gate.wait(PATIENCE):
+            raise TimeoutError("the test never opened the gate")
+
+    def claim(self, key: str, **options: Any) -> Claim:
+        if self.gate_claim:
+            self._wait()
+        return super().claim(key, **options)
+
+    def _finish(self, key: str, token: str, ttl: float, state: Any, **options: Any) -> None:
+        if not self.gate_claim:
+            self._wait()
+        super()._finish(key, token, ttl, state, **options)
+        self.written.set()
+
+
+class StuckBackoff(FakeClock):
+    """A clock whose async sleep never ends: the call is cancelled during its backoff."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stuck = True
+        self.sleeping = asyncio.Event()
+
+    async def asleep(self, seconds: float) -> None:
+        if not self.stuck:
+            return await super().asleep(seconds)
+        self.sleep(seconds)
+        self.sleeping.set()
+        await asyncio.Event().wait()
+
+
+class Unavailable(Exception):
+    status_code = 503
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Wait for a condition a worker thread makes true (bounded, so a failure cannot hang)."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + PATIENCE
+    while not condition():
+        assert loop.time() < give_up, "the condition never came true"
+        await asyncio.sleep(0.001)
+
+
+async def cancelled(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+def start(
+    ex: Executor, call: Call, entry: str
+) -> asyncio.Task[ExecutionResult | list[ExecutionResult]]:
+    run: Awaitable[ExecutionResult | list[ExecutionResult]] = (
+        ex.aexecute(call) if entry == "aexecute" else ex.aexecute_all([call])
+    )
+    return asyncio.ensure_future(run)
+
+
+# The tool's outcome, the record's state, and what a retry of the same call then gets.
+OUTCOMES = {
+    "ok": ("ok", "duplicate_suppressed", {"refunded": 5}),
+    "business_rule": ("downstream_failed", "duplicate_suppressed", None),
+    "error": ("unknown_outcome", "unknown_outcome", None),
+}
+
+
+def refund_tool(outcome: str, finished: asyncio.Event) -> Callable[[Any], Awaitable[Any]]:
+    async def refund(args: Any) -> Any:
+        finished.set()
+        if outcome == "business_rule":
+            raise BusinessRuleError("order already refunded")
+        if outcome == "error":
+            raise ValueError("downstream said something odd")
+        return {"refunded": args["amount"]}
+
+    return refund
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+@pytest.mark.parametrize("outcome", list(OUTCOMES))
+@pytest.mark.parametrize("entry", ["aexecute", "aexecute_all"])
+async def test_cancelled_just_after_the_tool_ran_the_outcome_is_saved_first(
+    make_ledger: LedgerFactory, outcome: str, entry: str
+) -> None:
+    # The loop's default executor is busy (a sync tool runs in it). Saving the outcome must not
+    # queue behind it: a queued job never runs once its awaiter is cancelled.
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
+    busy = threading.Event()
+    occupied = loop.run_in_executor(None, busy.wait)
+    try:
+        finished = asyncio.Event()
+        observer = States()
+        spec = ToolSpec(refund_tool(outcome, finished), side_effects=True)
+        ex = Executor({"refund": spec}, ledger=make_ledger(None), observer=observer)
+        call = Call("refund", "call_1", {"amount": 5})
+        task = start(ex, call, entry)
+        await finished.wait()
+        # The call is now saving its outcome (nothing else awaits after the tool).
+        await cancelled(task)
+        state, replayed, value = OUTCOMES[outcome]
+        assert observer.states == [state]  # recorded before the cancellation propagated
+        again = await ex.aexecute(call)
+        assert (again.state, again.value, again.attempts) == (replayed, value, 0)
+    finally:
+        busy.set()
+        await occupied
+
+
+@pytest.mark.parametrize("outcome", list(OUTCOMES))
+async def test_cancellations_while_the_outcome_is_written_wait_for_it(
+    tmp_path: Path, outcome: str
+) -> None:
+    ledger = GatedLedger(tmp_path / "ledger.db")
+    finished = asyncio.Event()
+    observer = States()
+    spec = ToolSpec(refund_tool(outcome, finished), side_effects=True)
+    ex = Executor({"refund": spec}, ledger=ledger, observer=observer)
+    call = Call("refund", "call_1", {"amount": 5})
+    task = start(ex, call, "aexecute")
+    await until(ledger.entered.is_set)
+    task.cancel()
+    await asyncio.sleep(0)
+    task.cancel()  # cancelled again while it waits: it still waits
+    done, _ = await asyncio.wait({task}, timeout=0.05)
+    assert not done and observer.states == []
+    ledger.gate.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    state, replayed, value = OUTCOMES[outcome]
+    assert observer.states == [state]
+    again = await ex.aexecute(call)
+    assert (again.state, again.value) == (replayed, value)
+
+
+async def test_cancelled_during_the_claim_nothing_runs_and_the_claim_is_given_back(
+    tmp_path: Path,
+) -> None:
+    ledger = GatedLedger(tmp_path / "ledger.db", gate_claim=True)
+    runs: list[int] = []
+
+    async def refund(args: Any) -> int:
+        runs.append(1)
+        return 1
+
+    observer = States()
+    ex = Executor({"refund": ToolSpec(refund, side_effects=True)}, ledger=ledger, observer=observer)
+    call = Call("refund", "call_1", {})
+    task = start(ex, call, "aexecute")
+    await until(ledger.entered.is_set)
+    await cancelled(task)
+    assert observer.states == ["downstream_failed"] and runs == []
+    ledger.gate.set()  # the claim lands after the caller left; its thread gives it back
+    await until(ledger.written.is_set)
+    again = await ex.aexecute(call)
+    assert again.state == "ok" and runs == [1]
+
+
+@pytest.mark.parametrize("entry", ["aexecute", "aexecute_all"])
+async def test_cancelled_during_the_tool_the_write_is_an_unknown_outcome(
+    tmp_path: Path, entry: str
+) -> None:
+    started = asyncio.Event()
+
+    async def refund(args: Any) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    observer = States()
+    ledger = SqliteLedger(tmp_path / "ledger.db")
+    ex = Executor({"refund": ToolSpec(refund, side_effects=True)}, ledger=ledger, observer=observer)
+    call = Call("refund", "call_1", {})
+    task = start(ex, call, entry)
+    await started.wait()
+    await cancelled(task)
+    assert observer.states == ["unknown_outcome"]
+    # The write may have happened: a retry is told so, it is not told "in progress".
+    again = await ex.aexecute(call)
+    assert again.state == "unknown_outcome" and again.attempts == 0
+
+
+@pytest.mark.parametrize(
+    ("failure", "state", "then"),
+    [
+        # The failed attempt took no effect: the claim is given back and a retry runs.
+        (Unavailable, "downstream_failed", "ok"),
+        # It may have taken effect (a retry of an ambiguous failure was waiting).
+        (ConnectionResetError, "unknown_outcome", "unknown_outcome"),
+    ],
+)
+async def test_cancelled_during_the_backoff(
+    tmp_path: Path, failure: type[Exception], state: str, then: str
+) -> None:
+    runs: list[int] = []
+
+    async def refund(args: Any) -> str:
+        runs.append(1)
+        if len(runs) == 1:
+            raise failure("first attempt fails")
+        return "done"
+
+    clock = StuckBackoff()
+    observer = States()
+    ex = Executor(
+        {"refund": ToolSpec(refund, side_effects=True, retry_ambiguous=True)},
+        ledger=SqliteLedger(tmp_path / "ledger.db", clock=clock),
+        clock=clock,
+        retry=RetryPolicy(max_attempts=3),
+        observer=observer,
+        breaker=False,
+    )
+    call = Call("refund", "call_1", {})
+    task = start(ex, call, "aexecute")
+    await clock.sleeping.wait()
+    await cancelled(task)
+    assert observer.states == [state] and runs == [1]
+    clock.stuck = False
+    again = await ex.aexecute(call)
+    assert again.state == then
