@@ -42,6 +42,7 @@ import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, cast
 
@@ -819,7 +820,11 @@ class Executor:
             return self._execute_guarded(call, ctx)
 
         with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="toolwire") as pool:
-            return list(pool.map(one, calls))
+            # Each call in its own copy of the caller's context, taken here in the caller's
+            # thread (a pool thread has a context of its own, and one context cannot be
+            # entered by two threads at once).
+            running = [pool.submit(contextvars.copy_context().run, one, call) for call in calls]
+            return [future.result() for future in running]
 
     async def aexecute_all(
         self,
@@ -1118,7 +1123,12 @@ class Executor:
                 box["abandoned"] = True
                 return box.pop("claim", None)
 
-        threading.Thread(target=work, name=f"toolwire-claim-{run.spec.name}", daemon=True).start()
+        threading.Thread(
+            target=contextvars.copy_context().run,
+            args=(work,),
+            name=f"toolwire-claim-{run.spec.name}",
+            daemon=True,
+        ).start()
         return pending, abandon
 
     def _release_late(self, run: _Run, claim: Claim | LedgerUnavailable) -> None:
@@ -1987,26 +1997,16 @@ def _in_thread(fn: Callable[[], T], name: str) -> Future[T]:
 
 
 def _call_with_timeout(fn: Callable[[], Any], timeout: float | None, name: str) -> Any:
+    """A sync tool's attempt. It runs in a copy of the caller's context whether or not it has
+    a thread of its own: it sees the caller's context variables (the current span, a tenant)
+    either way, and what it sets stays its own, as with ``aexecute`` (``asyncio.to_thread``)."""
     if timeout is None:
-        return fn()
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def runner() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:
-            box["error"] = exc
-        finally:
-            done.set()
-
-    thread = threading.Thread(target=runner, name=f"toolwire-{name}", daemon=True)
-    thread.start()
-    if not done.wait(max(0.0, timeout)):
+        return contextvars.copy_context().run(fn)
+    done = _in_thread(fn, f"toolwire-{name}")
+    # Not `done.result(timeout)`: its TimeoutError is the builtin one, which the tool may raise.
+    if not wait_futures([done], timeout=max(0.0, timeout)).done:
         raise _AttemptTimeout(f"tool {name!r} timed out after {timeout:.3f}s")
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    return done.result()
 
 
 async def _await_with_timeout(
