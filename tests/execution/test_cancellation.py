@@ -22,6 +22,7 @@ from toolwire.execution import (
     Executor,
     FakeClock,
     Ledger,
+    MemoryLedger,
     Observer,
     RetryPolicy,
     SqliteLedger,
@@ -278,3 +279,56 @@ async def test_cancelled_during_the_backoff(
     clock.stuck = False
     again = await ex.aexecute(call)
     assert again.state == then
+
+
+async def test_cancelled_while_a_sync_tool_waits_for_a_thread_the_claim_is_given_back() -> None:
+    # The loop's default executor is busy: the sync tool's job is queued, and a cancellation
+    # takes it back before it starts. Nothing ran, so a retry may run the write.
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
+    busy = threading.Event()
+    occupied = loop.run_in_executor(None, busy.wait)
+    runs: list[int] = []
+
+    def refund(args: Any) -> str:
+        runs.append(1)
+        return "done"
+
+    observer = States()
+    spec = ToolSpec(refund, side_effects=True)
+    ex = Executor({"refund": spec}, ledger=MemoryLedger(), observer=observer, breaker=False)
+    call = Call("refund", "call_1", {})
+    try:
+        task = start(ex, call, "aexecute")
+        # A memory ledger claims in place: the task's first suspension is the queued job.
+        await asyncio.sleep(0)
+        await cancelled(task)
+    finally:
+        busy.set()
+        await occupied
+    assert observer.states == ["downstream_failed"]
+    again = await ex.aexecute(call)
+    assert (again.state, again.value, runs) == ("ok", "done", [1])
+
+
+async def test_cancelled_while_a_sync_tool_runs_the_write_is_an_unknown_outcome() -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def refund(args: Any) -> str:
+        started.set()
+        release.wait(PATIENCE)
+        return "done"
+
+    observer = States()
+    spec = ToolSpec(refund, side_effects=True)
+    ex = Executor({"refund": spec}, ledger=MemoryLedger(), observer=observer, breaker=False)
+    call = Call("refund", "call_1", {})
+    task = start(ex, call, "aexecute")
+    try:
+        await until(started.is_set)
+        await cancelled(task)
+    finally:
+        release.set()
+    assert observer.states == ["unknown_outcome"]
+    again = await ex.aexecute(call)
+    assert again.state == "unknown_outcome" and again.attempts == 0

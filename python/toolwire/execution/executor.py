@@ -1437,16 +1437,18 @@ class Executor:
         permit, timeout, by_deadline = self._begin_attempt(run)
         started = self.clock.monotonic()
         invoke = self._invoker(run, timeout)
+        job = None if run.spec.is_async else _Job(_no_stop_iteration(invoke))
         try:
-            if run.spec.is_async:
+            if job is None:
                 value = await _await_with_timeout(
                     lambda: _drained_async(cast(Callable[[], Awaitable[Any]], invoke)()),
                     timeout,
                     run.spec.name,
                 )
             else:
+                queued = job
                 value = await _await_with_timeout(
-                    lambda: _to_thread_then_await(invoke), timeout, run.spec.name
+                    lambda: _to_thread_then_await(queued), timeout, run.spec.name
                 )
         except _AttemptTimeout as exc:
             err: BaseException = DeadlineExceeded(str(exc)) if by_deadline else exc
@@ -1454,6 +1456,12 @@ class Executor:
             raise err from None
         except BaseException as exc:
             self._end_attempt(run, permit, started, exc)
+            if isinstance(exc, asyncio.CancelledError) and job is not None and job.withdraw():
+                # Cancelled while the sync tool waited for a worker thread: it never ran, so
+                # this was no attempt (a write's claim is released, not left as an unknown
+                # outcome that a retry could never clear).
+                run.attempts -= 1
+                run.in_flight = False
             raise
         self._end_attempt(run, permit, started, None)
         return value
@@ -1952,8 +1960,32 @@ def _being_cancelled() -> bool:
     return task is None or cancelling is None or cancelling() > 0
 
 
-async def _to_thread_then_await(invoke: Callable[[], Any]) -> Any:
-    value = await asyncio.to_thread(_no_stop_iteration(invoke))
+class _Job:
+    """A sync tool's attempt handed to the loop's default executor, which can be withdrawn
+    while it waits there for a free worker (it then never runs)."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._fn = fn
+        self._lock = threading.Lock()
+        self._state: Literal["queued", "started", "withdrawn"] = "queued"
+
+    def __call__(self) -> Any:
+        with self._lock:
+            if self._state == "withdrawn":
+                return None  # nobody awaits it any more
+            self._state = "started"
+        return self._fn()
+
+    def withdraw(self) -> bool:
+        """Stop the job if it has not started; True if it never runs."""
+        with self._lock:
+            if self._state == "queued":
+                self._state = "withdrawn"
+            return self._state == "withdrawn"
+
+
+async def _to_thread_then_await(job: _Job) -> Any:
+    value = await asyncio.to_thread(job)
     if inspect.isawaitable(value):
         # A sync callable that wraps an async function (a lambda, a partial): await its work.
         value = await value
