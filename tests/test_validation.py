@@ -9,6 +9,7 @@ import json
 import pickle
 from dataclasses import dataclass
 from decimal import Decimal
+from enum import Enum
 from ipaddress import IPv4Interface
 from typing import Annotated, Any, Literal
 
@@ -277,6 +278,37 @@ def test_bad_discriminator_tag() -> None:
     (error,) = outcome.errors
     assert (error.path, error.code) == ("/pet/kind", "enum")
     assert error.expected == 'one of "cat", "dog"' and error.got == '"cow"'
+
+
+class Channel(str, Enum):
+    email = "email"
+    sms = "sms"
+
+
+class EmailTarget(BaseModel):
+    channel: Literal[Channel.email]
+    address: str
+
+
+class SmsTarget(BaseModel):
+    channel: Literal[Channel.sms]
+    phone: str
+
+
+class Notify(BaseModel):
+    target: Annotated[EmailTarget | SmsTarget, Field(discriminator="channel")]
+
+
+@pytest.mark.parametrize("tools", [None, Toolset([Notify])])
+def test_enum_member_tags_are_listed_as_the_values_the_model_sends(
+    tools: Toolset | None,
+) -> None:
+    # Pydantic's own list of tags is their Python reprs (`<Channel.email: 'email'>`).
+    arguments = '{"target": {"channel": "fax", "phone": "+15551234"}}'
+    outcome = Toolset([Notify]).validate(call("notify", arguments, tools=tools))
+    (error,) = outcome.errors
+    assert (error.path, error.code) == ("/target/channel", "enum")
+    assert error.expected == 'one of "email", "sms"' and error.got == '"fax"'
 
 
 class Bird(BaseModel):

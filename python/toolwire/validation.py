@@ -1273,17 +1273,16 @@ class _ErrorBuilder:
             if ptype == "union_tag_invalid":
                 key = _tag_key(ctx, value)
                 path = located.pointer + pointer([key]) if key else located.pointer
-                tags = str(ctx.get("expected_tags", ""))
-                drafts.append(
-                    _Draft(
-                        FieldError(
-                            path,
-                            "enum",
-                            text("expected.enum", self.lang, values=tags.replace("'", '"')),
-                            self.got(located, ctx.get("tag")),
-                        )
-                    )
-                )
+                # Pydantic's `expected_tags` is the tags' Python reprs (`<Channel.email:
+                # 'email'>` for an enum member): the schema holds the values the model sends.
+                values = _tag_values(self.schema, self.schema.branches(located.node), key)
+                if values:
+                    expected = _enum_text(values, self.lang)
+                else:
+                    tags = str(ctx.get("expected_tags", "")).replace("'", '"')
+                    expected = text("expected.enum", self.lang, values=tags)
+                got = self.got(located, ctx.get("tag"))
+                drafts.append(_Draft(FieldError(path, "enum", expected, got)))
                 continue
             user = code == "missing" and bool(located.node.get(USER_SUPPLIED_KEY))
             hint: str | None = None
