@@ -12,18 +12,24 @@ from decimal import Decimal
 from enum import Enum
 from ipaddress import IPv4Interface
 from typing import Annotated, Any, Literal
+from uuid import uuid4
 
 import pytest
 from pydantic import (
+    UUID4,
     AliasChoices,
+    AnyUrl,
     BaseModel,
     ConfigDict,
     Field,
+    FutureDatetime,
     HttpUrl,
     IPvAnyAddress,
     IPvAnyNetwork,
     Json,
+    PastDate,
     SecretStr,
+    UrlConstraints,
     field_validator,
 )
 
@@ -947,6 +953,54 @@ def test_pydantic_string_types_say_what_string_they_take(
     tools = Toolset([Route])
     outcome = tools.validate(call("route", arguments, tools=tools if precheck else None))
     assert [(e.path, e.expected) for e in outcome.errors] == [(path, expected)]
+
+
+class Meeting(BaseModel):
+    start: FutureDatetime | None = None
+    born: PastDate | None = None
+    room: UUID4 = Field(default_factory=uuid4)
+    link: Annotated[AnyUrl, UrlConstraints(max_length=20)] | None = None
+    blob: Annotated[bytes, Field(max_length=3)] | None = None
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "code", "expected", "expected_zh"),
+    [
+        ("start", "2001-01-01T10:00:00Z", "range", "a date-time in the future", "将来的日期时间"),
+        ("born", "2999-01-01", "range", "a date in the past", "过去的日期"),
+        (
+            "room",
+            "a8098c1a-f86e-11da-bd1a-00112444be1e",
+            "format",
+            "a version-4 UUID",
+            "版本 4 的 UUID",
+        ),
+        ("link", "https://example.com/long", "length", "at most 20 characters", "最多 20 个字符"),
+        # Bytes, not characters: the model counts what the field counts.
+        ("blob", "éé", "length", "at most 3 bytes", "最多 3 个字节"),
+    ],
+)
+def test_pydantic_constraints_on_a_well_formed_value_say_what_is_wrong_with_it(
+    field: str, value: str, code: str, expected: str, expected_zh: str
+) -> None:
+    # The value has the right form already: describing the form ("a date-time with a time
+    # zone offset") does not tell the model what to change.
+    arguments = json.dumps({field: value})
+    (error,) = Toolset([Meeting]).validate(call("meeting", arguments)).errors
+    (error_zh,) = Toolset([Meeting], lang="zh").validate(call("meeting", arguments)).errors
+    assert (error.path, error.code, error.expected) == (f"/{field}", code, expected)
+    assert error_zh.expected == expected_zh
+
+
+class Upload(BaseModel):
+    model_config = ConfigDict(val_json_bytes="base64")
+
+    data: bytes
+
+
+def test_bytes_in_a_text_encoding_name_the_encoding() -> None:
+    (error,) = Toolset([Upload]).validate(call("upload", '{"data": "!!!"}')).errors
+    assert (error.code, error.expected) == ("format", "base64-encoded data")
 
 
 def test_a_hostname_field_of_a_plain_tool_is_described() -> None:

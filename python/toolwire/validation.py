@@ -715,6 +715,10 @@ class _Schema:
         fmt = node.get("format")
         if isinstance(fmt, str) and fmt in _FORMATS:
             return text(f"format.{fmt}", lang)
+        if isinstance(fmt, str) and re.fullmatch(r"uuid[1-8]", fmt):
+            # Pydantic's `UUID4` and its kin: "a UUID" for a UUID of another version says
+            # nothing.
+            return text("format.uuid_version", lang, n=fmt[4:])
         types = node.get("type")
         names = [types] if isinstance(types, str) else [str(t) for t in _l(types)]
         words = [text(f"type.{t}", lang) for t in names if t in _JSON_TYPES]
@@ -933,9 +937,27 @@ _CODE_BY_TYPE: dict[str, str] = {
     "timezone_aware": "timezone_required",
     "timezone_naive": "format",
     "url_scheme": "format",
+    "url_syntax_violation": "format",
+    "uuid_version": "format",
+    "bytes_invalid_encoding": "format",
+    "url_too_long": "length",
+    "bytes_too_short": "length",
+    "bytes_too_long": "length",
+    # A date that is one, on the wrong side of today (`FutureDate`, `PastDatetime`).
+    "date_future": "range",
+    "date_past": "range",
+    "datetime_future": "range",
+    "datetime_past": "range",
     "value_error": "value",
     "assertion_error": "value",
     "json_invalid": "invalid",
+}
+# Length errors about one bound, whatever other bound the schema has, with Pydantic's context
+# key for it: bytes count bytes ("é" is two of them), and a URL's `minLength: 1` is no news.
+_ONE_BOUND: dict[str, tuple[str, str]] = {
+    "bytes_too_short": ("expected.min_bytes", "min_length"),
+    "bytes_too_long": ("expected.max_bytes", "max_length"),
+    "url_too_long": ("expected.max_length", "max_length"),
 }
 _FORMAT_PREFIXES = ("date", "datetime", "time", "timedelta", "uuid", "url", "email", "ip")
 
@@ -1174,6 +1196,8 @@ class _ErrorBuilder:
         lang = self.lang
         if code == "missing":
             return text("expected.required", lang, what=self.schema.describe(node, lang))
+        if ptype in ("date_future", "date_past", "datetime_future", "datetime_past"):
+            return text(f"expected.{ptype}", lang)
         if code == "range":
             return self.range_text(node, ctx)
         if code == "multiple_of":
@@ -1189,6 +1213,11 @@ class _ErrorBuilder:
                 "decimal_whole_digits": ("expected.whole_digits", "whole_digits"),
             }.get(ptype, ("expected.max_digits", "max_digits"))
             return text(key[0], lang, n=ctx.get(key[1], "?"))
+        if ptype in _ONE_BOUND:
+            key, bound = _ONE_BOUND[ptype]
+            return text(key, lang, n=ctx.get(bound, "?"))
+        if ptype == "bytes_invalid_encoding":
+            return text("expected.encoded", lang, encoding=ctx.get("encoding", "base64"))
         if code == "length":
             # pydantic's generic too_short/too_long also cover strings (SecretStr): a string
             # field counts characters, whatever the error type says.
