@@ -17,6 +17,7 @@ from uuid import uuid4
 import pytest
 from pydantic import (
     UUID4,
+    AfterValidator,
     AliasChoices,
     AnyUrl,
     BaseModel,
@@ -32,6 +33,7 @@ from pydantic import (
     UrlConstraints,
     field_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from toolwire import Assembler, ToolCall
 from toolwire.toolset import Toolset
@@ -551,6 +553,35 @@ def test_business_rejection_without_reasons_or_with_non_text_ones() -> None:
 
 # ---------------------------------------------------------------------------------------------
 # Plain-dict tools use jsonschema
+
+
+def _business_day(day: str) -> str:
+    if day.endswith(("-06", "-07")):
+        raise PydanticCustomError("weekend", "{day} is not a business day", {"day": day})
+    return day
+
+
+class BookSlot(BaseModel):
+    day: Annotated[str, AfterValidator(_business_day)]
+
+
+def test_a_custom_error_message_becomes_a_hint() -> None:
+    # A type Pydantic does not know is the validator author's, as a ValueError is.
+    outcome = Toolset([BookSlot]).validate(call("book_slot", '{"day": "2024-01-06"}'))
+    (error,) = outcome.errors
+    assert (error.code, error.hint) == ("value", "2024-01-06 is not a business day")
+
+
+def test_a_custom_error_message_is_redacted_as_the_value_is() -> None:
+    def redact(path: str, words: str) -> str:
+        return "[hidden]" if path == "/day" else words
+
+    outcome = Toolset([BookSlot], redact=redact).validate(
+        call("book_slot", '{"day": "2024-01-06"}')
+    )
+    (error,) = outcome.errors
+    assert error.got == "[hidden]" and error.hint == "[redacted] is not a business day"
+
 
 SEARCH = {
     "name": "search",

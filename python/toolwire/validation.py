@@ -42,6 +42,7 @@ import jsonschema.protocols
 import jsonschema.validators
 from pydantic import BaseModel, NaiveDatetime, SecretBytes, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
+from pydantic_core.core_schema import ErrorType
 
 from toolwire.coercion import (
     JSON_NUMBER,
@@ -950,6 +951,12 @@ _CODE_BY_TYPE: dict[str, str] = {
     "datetime_past": "range",
     "value_error": "value",
     "assertion_error": "value",
+    # Pydantic's own custom errors for its IP types: the schema's format says what is wanted.
+    **{
+        f"ip_{version}_{kind}": "format"
+        for version in ("any", "v4", "v6")
+        for kind in ("address", "interface", "network")
+    },
     "json_invalid": "invalid",
 }
 # Length errors about one bound, whatever other bound the schema has, with Pydantic's context
@@ -1000,9 +1007,16 @@ _JSON_KEYWORD_CODES: dict[str, str] = {
 }
 
 
+# Any other type is a validator's `PydanticCustomError`: like a `ValueError`, its message is the
+# author's word on what is wrong.
+_BUILT_IN_TYPES = frozenset(str(name) for name in get_args(ErrorType))
+
+
 def _code_for(pydantic_type: str) -> str:
     if pydantic_type in _CODE_BY_TYPE:
         return _CODE_BY_TYPE[pydantic_type]
+    if pydantic_type not in _BUILT_IN_TYPES:
+        return "value"
     stem = pydantic_type.split("_", 1)[0]
     if stem in _FORMAT_PREFIXES and pydantic_type.endswith(("_parsing", "_type", "_inexact")):
         return "format"
@@ -1315,8 +1329,11 @@ class _ErrorBuilder:
                 continue
             user = code == "missing" and bool(located.node.get(USER_SUPPLIED_KEY))
             hint: str | None = None
-            if code == "value" and "error" in ctx:
-                hint = str(ctx["error"])
+            # A `ValueError`'s own text, else the message a custom error renders (Pydantic's
+            # `msg` for a `ValueError` is prefixed "Value error, ").
+            said = ctx["error"] if "error" in ctx and ptype in _BUILT_IN_TYPES else detail["msg"]
+            if code == "value" and said:
+                hint = str(said)
                 if isinstance(value, str) and value and self.got(located, value) != shown(value):
                     # A validator's message that quotes a value redaction hides.
                     hint = hint.replace(value, REDACTED)
