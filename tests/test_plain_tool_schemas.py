@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 from toolwire import Assembler, Toolset
 from toolwire.payloads import Lang
@@ -222,12 +222,42 @@ def test_validation_checks_the_formats_the_pre_check_asserts() -> None:
     assert {"date", "date-time", "time", "ipv4", "ipv6"} <= checked.keys()
 
 
-def test_a_final_newline_read_as_python_reads_dollar() -> None:
-    # jsonschema matches `pattern` and reads date-times with Python's `$`, which also holds
+@pytest.mark.parametrize(
+    ("pattern", "value", "ok"),
+    [
+        (r"^[a-z0-9/_-]+$", "main\n", False),
+        (r"^[a-z0-9/_-]+$", "main", True),
+        (r"^(a|b)$|^c$", "a\n", False),
+        # A `$` escaped or in a set is the character.
+        (r"^\$[0-9]+$", "$5", True),
+        (r"^[$]+$", "$$", True),
+        # Multiline mode, turned on inline, keeps `$` an end of line.
+        (r"(?m)^a$", "a\nb", True),
+    ],
+)
+def test_a_pattern_dollar_matches_only_at_the_end_of_the_text(
+    pattern: str, value: str, ok: bool
+) -> None:
+    # ECMA-262, which JSON Schema patterns follow, and Pydantic's Rust engine read `$` so;
+    # Python's `$` also matches before a final newline, which let a plain tool take
+    # `"main\n"` where a Pydantic tool with the same pattern refuses it.
+    schema = {"type": "object", "properties": {"branch": {"type": "string", "pattern": pattern}}}
+    assert _run(schema, {"branch": value})[1:] == (ok, [] if ok else ["pattern"])
+    model = create_model("Branch", branch=(str, Field(pattern=pattern)))
+    assert _pydantic_accepts(model, json.dumps({"branch": value})) is ok
+
+
+def _pydantic_accepts(model: type[BaseModel], text: str) -> bool:
+    try:
+        model.model_validate_json(text)
+    except ValidationError:
+        return False
+    return True
+
+
+def test_a_final_newline_after_a_date_time_read_as_jsonschema_reads_it() -> None:
+    # jsonschema reads date-times with rfc3339-validator's regex, whose Python `$` also holds
     # before a final newline: the pre-check must not fail what validation then accepts.
-    ticker = {"type": "object", "properties": {"ticker": {"pattern": "^[A-Z]{1,5}$"}}}
-    assert _run(ticker, {"ticker": "AAPL\n"}) == ([], True, [])
-    assert _run(ticker, {"ticker": "AAPL\nX"})[1] is False
     when = {"type": "object", "properties": {"at": {"format": "date-time"}}}
     assert _run(when, {"at": "2024-01-01T10:00:00Z\n"}) == ([], True, [])
     errors, ok, _ = _run(when, {"at": "2024-01-01T10:00:00Z\n\n"})

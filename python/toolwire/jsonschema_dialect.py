@@ -11,7 +11,8 @@ and from toolwire's own pre-check, which must never reject what validation accep
   is then refused at `Toolset` build. Such a pattern is compiled with the `regex` module
   instead, which reads `re`'s syntax the same way and adds property classes and ECMA's
   `(?<name>...)` groups. A pattern that neither compiles is a broken schema and is still
-  refused.
+  refused. Python's `$` also matches before a final newline, ECMA-262's (and Pydantic's) only
+  at the end: a `$` is compiled as `\\Z`, so `^[a-z]+$` refuses `"main\\n"` here too.
 * OpenAPI 3.0's `nullable: true` (Gemini function declarations, schemas converted from
   OpenAPI documents) is not JSON Schema, so `jsonschema` ignores it and refuses the `null` its
   author allowed. Here it admits `null` past `type` and `enum`, as the pre-check does.
@@ -69,18 +70,31 @@ def _compile(pattern: str) -> tuple[_Compiled, bool]:
     # pattern is cached, so this runs once per pattern.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
+        ecma = _ecma_reading(pattern)
         try:
-            return regex.compile(_literal_brackets_in_sets(pattern)), True
+            return regex.compile(ecma), True
         except regex.error as refused:
             try:
-                return re.compile(pattern), False
+                return re.compile(ecma), False
             except re.error:
                 raise refused from None
 
 
-def _literal_brackets_in_sets(pattern: str) -> str:
-    """`pattern` with each `[` inside a set escaped. `re` and ECMA-262 read `[[:alpha:]]` as
-    the set `[:alph` and a `]`; `regex` reads a POSIX class there. Escaped, all read alike."""
+# An inline flag group that turns multiline mode on (`(?m)`, `(?im:...)`): `$` is then an end
+# of line in every engine, and is left as written.
+_MULTILINE_FLAG = re.compile(r"\(\?[a-zA-Z]*m[a-zA-Z]*[):-]")
+
+
+def _ecma_reading(pattern: str) -> str:
+    """`pattern` rewritten so that Python's engines read it as ECMA-262 does:
+
+    * each `[` inside a set escaped. `re` and ECMA-262 read `[[:alpha:]]` as the set `[:alph`
+      and a `]`; `regex` reads a POSIX class there. Escaped, all read alike.
+    * each `$` outside a set made `\\Z`. ECMA-262's `$` matches only at the very end of the
+      text; Python's also before a final newline, so `^[a-z]+$` would take `"main\\n"`, which
+      Pydantic's Rust engine (and the tool's author) refuses.
+    """
+    end_of_text = _MULTILINE_FLAG.search(pattern) is None
     out: list[str] = []
     in_set = False
     i = 0
@@ -91,7 +105,9 @@ def _literal_brackets_in_sets(pattern: str) -> str:
             i += 2
             continue
         if not in_set:
-            if c == "[":
+            if c == "$" and end_of_text:
+                c = "\\Z"
+            elif c == "[":
                 in_set = True
                 out.append(c)
                 i += 1
