@@ -417,6 +417,13 @@ def _errors(schema: dict[str, Any], arguments: Any) -> list[tuple[str, str, str 
     return [(e.path, e.code, e.got) for e in _validated(schema, arguments)[1]]
 
 
+def test_two_keywords_failing_alike_are_one_error() -> None:
+    # `type` and `enum` both fail on "2", and both are described by the enum's values.
+    level = {"type": "object", "properties": {"level": {"type": "integer", "enum": [1, 2, 3]}}}
+    _, errors = _validated(level, {"level": "2"})
+    assert [(e.path, e.code, e.expected) for e in errors] == [("/level", "type", "one of 1, 2, 3")]
+
+
 def test_a_union_of_objects_names_what_the_closest_branch_finds() -> None:
     # Both branches are closed objects: "expected an object" would not tell the model that the
     # field it added is what no branch takes, nor which field has the wrong type.

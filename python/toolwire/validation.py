@@ -2123,16 +2123,22 @@ def _finish_errors(
     drafts = _merge_unions(drafts, schema, lang)
     # A coercion refusal explains its field better than the validator's plain error there.
     refused = {d.error.path for d in drafts if d.refusal}
-    seen: set[tuple[str, str]] = set()
+    ranked = sorted(drafts, key=lambda d: (not d.user_supplied, _RANK.get(d.error.code, 7)))
+    codes: set[tuple[str, str]] = set()
+    # Two keywords that fail for one reason (`type` and `enum` on `"2"` for `enum: [1, 2, 3]`)
+    # read alike: the model is told once, under the code that ranks first.
+    words: set[tuple[str, str]] = set()
     unique: list[_Draft] = []
-    for draft in drafts:
-        key = (draft.error.path, draft.error.code)
-        if draft.error.path in refused and not draft.refusal:
+    for draft in ranked:
+        error = draft.error
+        if error.path in refused and not draft.refusal:
             continue
-        if key not in seen:
-            seen.add(key)
+        told = error.expected is not None and (error.path, error.expected) in words
+        if (error.path, error.code) not in codes and not told:
+            codes.add((error.path, error.code))
+            if error.expected is not None:
+                words.add((error.path, error.expected))
             unique.append(draft)
-    unique.sort(key=lambda d: (not d.user_supplied, _RANK.get(d.error.code, 7)))
     ask_user = [d.error.path.lstrip("/").replace("/", ".") for d in unique if d.user_supplied]
     return [d.error for d in unique[:MAX_ERRORS]], ask_user
 
