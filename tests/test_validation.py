@@ -223,8 +223,8 @@ def test_redaction_hook_sees_every_shown_value(precheck: bool) -> None:
     done = call("booking", args(phone="0612"), tools=toolset if precheck else None)
     outcome = toolset.validate(done)
     assert outcome.errors[0].got == '"****"'
-    # The value as the pre-check quoted it, then as the payload shows it.
-    assert seen == [("/phone", "0612"), ("/phone", '"0612"')]
+    # The value for the pre-check's finding, then for Pydantic's: shown alike, as JSON.
+    assert seen == [("/phone", '"0612"'), ("/phone", '"0612"')]
     assert "0612" not in json.dumps(outcome.to_message(done))
 
 
@@ -800,6 +800,24 @@ def test_unknown_field_found_only_by_the_precheck_shows_its_value() -> None:
     outcome = tools.validate(call("lenient", '{"i": 1, "zz": {"a": 1}}', tools=tools))
     (error,) = outcome.errors
     assert (error.path, error.code, error.got) == ("/zz", "unknown_field", '{"a":1}')
+
+
+class Themed(BaseModel):
+    color: str = Field(json_schema_extra={"enum": ["red", "blue"]})
+
+
+@pytest.mark.parametrize("precheck", [False, True])
+@pytest.mark.parametrize(("color", "got"), [("green", '"green"'), ('say "hi"', '"say \\"hi\\""')])
+def test_a_value_only_the_published_schema_refuses_is_shown_as_json(
+    precheck: bool, color: str, got: str
+) -> None:
+    # The enum is the schema's alone, so the pre-check's finding is the error: its value
+    # reads as every other error's does, not as the bare text of the string.
+    tools = Toolset([Themed])
+    arguments = json.dumps({"color": color})
+    outcome = tools.validate(call("themed", arguments, tools=tools if precheck else None))
+    (error,) = outcome.errors
+    assert (error.path, error.code, error.got) == ("/color", "enum", got)
 
 
 class Keyed(BaseModel):

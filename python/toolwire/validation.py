@@ -1415,11 +1415,10 @@ class _ErrorBuilder:
             closest = self._closest_branch(located, cast(dict[str, Any], value))
             if closest is not None:
                 return closest
-        # For these the core names only the type it read ("string", "object"): the value
-        # itself is shown instead.
-        sent: Any = _ABSENT
-        if keyword in ("type", "anyOf", "oneOf"):
-            sent = cast(Any, value) if value is not _ABSENT else self._written_at(error.path)
+        # The value itself, where it is at hand, is shown as every other path shows it: the
+        # core names only the type it read for these ("string", "object"), and writes a
+        # string without its quotes for the rest (`green` for "green").
+        sent: Any = cast(Any, value) if value is not _ABSENT else self._written_at(error.path)
         if keyword in ("anyOf", "oneOf") and isinstance(value, (dict, list)):
             got = self.got(located, value)
         elif code == "missing" or error.got is None:
