@@ -654,3 +654,21 @@ def test_a_short_secret_is_hidden_where_it_stands_alone_not_inside_other_words()
     assert (
         without_values("Bearer abcsk-live-9999xyz", ["sk-live-9999"]) == "Bearer abc[redacted]xyz"
     )
+
+
+class _Connect(BaseModel):
+    token: SecretStr = Field(json_schema_extra={"pattern": "^tok_[a-z0-9]{8}$"})
+    mode: str = Field(json_schema_extra={"x-secret": True, "enum": ["a", "b"]})
+
+
+@pytest.mark.parametrize("precheck", [False, True])
+def test_a_short_secret_leaves_the_schemas_words_whole(precheck: bool) -> None:
+    # The secret "a" stands alone in "a string matching ^tok_[a-z0-9]{8}$", which is the
+    # schema's wording, not the model's input: only what quotes the input is redacted.
+    tools = Toolset([_Connect])
+    arguments = '{"token": "tok_LEAKED-SECRET", "mode": "a"}'
+    outcome = tools.validate(call(tools, "connect", arguments, precheck=precheck))
+    (error,) = outcome.errors
+    assert (error.path, error.got) == ("/token", "[redacted]")
+    assert error.expected == "a string matching ^tok_[a-z0-9]{8}$"
+    assert "LEAKED" not in repr(outcome.errors)

@@ -2682,7 +2682,9 @@ class ToolValidator:
     def _without_secret_values(self, call: CallLike, errors: list[FieldError]) -> list[FieldError]:
         """`errors` with every secret value of the call's arguments hidden wherever it shows:
         a validator may quote it in its message (`hint`), and the model may send it again
-        under an unknown key (`got`), where the field's own redaction does not reach."""
+        under an unknown key (`got`), where the field's own redaction does not reach.
+        `expected` is left whole: it is the schema's own words, which the model has been
+        shown, and a short secret (`a`) would cut into them (`[redacted] string matching`)."""
         if not self._holds_secrets:
             return errors
         try:
@@ -2696,10 +2698,7 @@ class ToolValidator:
         def hide(text: str | None) -> str | None:
             return None if text is None else without_values(text, secrets)
 
-        return [
-            dataclasses.replace(e, got=hide(e.got), hint=hide(e.hint), expected=hide(e.expected))
-            for e in errors
-        ]
+        return [dataclasses.replace(e, got=hide(e.got), hint=hide(e.hint)) for e in errors]
 
     def _reject(
         self, call: CallLike, drafts: list[_Draft], coercions: list[Coercion], lang: Lang
