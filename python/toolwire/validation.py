@@ -1329,15 +1329,15 @@ class _ErrorBuilder:
                 continue
             user = code == "missing" and bool(located.node.get(USER_SUPPLIED_KEY))
             hint: str | None = None
-            # A `ValueError`'s own text, else the message a custom error renders (Pydantic's
-            # `msg` for a `ValueError` is prefixed "Value error, ").
-            said = ctx["error"] if "error" in ctx and ptype in _BUILT_IN_TYPES else detail["msg"]
-            if code == "value" and said:
-                hint = str(said)
+            if code == "value":
+                # A `ValueError`'s own text, else the message a custom error renders
+                # (Pydantic's `msg` for a `ValueError` is prefixed "Value error, ").
+                own = "error" in ctx and ptype in _BUILT_IN_TYPES
+                hint = str(ctx["error"] if own else detail["msg"])
                 if isinstance(value, str) and value and self.got(located, value) != shown(value):
                     # A validator's message that quotes a value redaction hides.
                     hint = hint.replace(value, REDACTED)
-                hint = shown_text(hint)
+                hint = shown_text(hint) or None
             elif code == "timezone_required":
                 hint = text("hint.timezone_required", self.lang)
             elif user:
