@@ -980,6 +980,29 @@ data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":0,\"
 }
 
 #[test]
+fn a_responses_event_sent_twice_is_read_once() {
+    // Fault 5: by its `sequence_number` and bytes; numbers that do not rise are not read.
+    let event = |seq: u32, delta: &str| {
+        format!("data: {{\"type\":\"response.function_call_arguments.delta\",\"output_index\":0,\"sequence_number\":{seq},\"delta\":\"{delta}\"}}\n\n")
+    };
+    let added = "data: {\"type\":\"response.output_item.added\",\"sequence_number\":1,\"output_index\":0,\"item\":{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"call_1\",\"name\":\"f\",\"arguments\":\"\"}}\n\n";
+    let completed = "data: {\"type\":\"response.completed\",\"sequence_number\":9,\"response\":{\"status\":\"completed\"}}\n\n";
+    let (open, one, close) = (event(2, "{\\\"a\\\":"), event(3, "1"), event(4, "}"));
+    let body = [added, &open, &one, &one, &close, completed].concat();
+    assert_eq!(run(body.as_bytes()).call(0).args, r#"{"a":1}"#);
+    let constant = [
+        added,
+        &event(1, "{\\\"a\\\":"),
+        &event(1, "1"),
+        &event(1, "1"),
+        &event(1, "}"),
+        completed,
+    ]
+    .concat();
+    assert_eq!(run(constant.as_bytes()).call(0).args, r#"{"a":11}"#);
+}
+
+#[test]
 fn responses_failed_is_a_provider_error() {
     let body = b"event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}}}\n\n";
     let o = run(body);

@@ -359,6 +359,9 @@ struct Envelope<'a> {
     error: Option<&'a RawValue>,
     // Responses
     output_index: Option<i64>,
+    /// Read leniently: a bridge's odd value (a string, a negative number) is no number.
+    #[serde(borrow)]
+    sequence_number: Option<&'a RawValue>,
     #[serde(borrow)]
     item_id: Option<&'a RawValue>,
     /// An [`Item`], parsed only for Responses item events.
@@ -558,7 +561,28 @@ pub struct Decoder {
     keep_limit: Option<usize>,
     /// The response's first event (`message_start`, `response.created`) came.
     started: bool,
+    /// How the Responses events of this response are numbered (see
+    /// [`Decoder::is_repeated_event`]).
+    sequence: Sequence,
 }
+
+/// The `sequence_number`s of a Responses stream read so far.
+#[derive(Debug, Default)]
+enum Sequence {
+    /// Rising: the highest number since the last `response.created`, and a fingerprint of each
+    /// of the latest events by number.
+    #[default]
+    Rising,
+    Seen {
+        last: u64,
+        recent: std::collections::VecDeque<(u64, u64)>,
+    },
+    /// A number came again on another event: this stream's numbers say nothing.
+    Unreliable,
+}
+
+/// How many of the latest events a repeat is looked for among.
+const RECENT_EVENTS: usize = 16;
 
 /// An argument fragment that ended in a high surrogate, waiting for the call's next fragment.
 #[derive(Debug)]
@@ -722,7 +746,9 @@ impl Decoder {
         let kind = kind_text.as_deref().or(from_event);
         match kind {
             Some(t) if t.starts_with("response.") => {
-                self.responses(t, &env, emit)?;
+                if !self.is_repeated_event(t, &env, text) {
+                    self.responses(t, &env, emit)?;
+                }
                 Ok(Some(Format::OpenAiResponses))
             }
             Some(
@@ -991,6 +1017,51 @@ impl Decoder {
     }
 
     /// The response's first event; a second one starts a replay of the response.
+    /// Whether a Responses event is one read already, sent again (fault 5: a proxy repeats a
+    /// delta after a reconnect), which taken twice would double its text: its
+    /// `sequence_number` is not above the last one's, and an event among the latest had that
+    /// number and these very bytes. A response sent again from its start begins with
+    /// `response.created`, and its events go to the replay rules. A number that comes again on
+    /// other bytes means the producer does not number events in order (a bridge that sends a
+    /// constant): numbers are then not read for the rest of the stream.
+    fn is_repeated_event(&mut self, t: &str, env: &Envelope<'_>, data: &str) -> bool {
+        let Some(number) = env
+            .sequence_number
+            .and_then(|n| n.get().parse::<u64>().ok())
+        else {
+            return false;
+        };
+        let fingerprint = fnv(FNV_OFFSET, data.as_bytes());
+        let restart = t == "response.created";
+        match &mut self.sequence {
+            Sequence::Unreliable => false,
+            Sequence::Seen { last, recent } if number <= *last && !restart => {
+                if recent.contains(&(number, fingerprint)) {
+                    return true;
+                }
+                self.sequence = Sequence::Unreliable;
+                false
+            }
+            Sequence::Seen { last, recent } => {
+                *last = number;
+                if recent.len() == RECENT_EVENTS {
+                    recent.pop_front();
+                }
+                recent.push_back((number, fingerprint));
+                false
+            }
+            Sequence::Rising => {
+                let mut recent = std::collections::VecDeque::with_capacity(RECENT_EVENTS);
+                recent.push_back((number, fingerprint));
+                self.sequence = Sequence::Seen {
+                    last: number,
+                    recent,
+                };
+                false
+            }
+        }
+    }
+
     fn start<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
         if std::mem::replace(&mut self.started, true) {
             emit(Action::Restart);

@@ -161,3 +161,35 @@ def test_a_call_sent_only_as_a_summary_reports_no_mismatch() -> None:
     raw.feed_sse(sse_body(events, FMT))
     assert [(c.name, c.value) for c in raw.finish()] == [("ping", {"a": 1})]
     assert raw.stream_errors() == []
+
+
+def test_an_event_sent_twice_is_read_once(sse_server: SSEServer) -> None:
+    # Fault 5: a proxy repeats an argument delta; its `sequence_number` says it is one read.
+    events = responses_stream([Call("ping", '{"a": 1, "b": 2}')], size=3)
+    at = next(
+        i for i, e in enumerate(events) if e["type"] == "response.function_call_arguments.delta"
+    )
+    again = [*events[: at + 2], events[at + 1], events[at], *events[at + 2 :]]
+    assert _calls_three_ways(sse_server, again) == [("ping", '{"a": 1, "b": 2}', None)]
+
+
+def test_numbers_that_do_not_rise_are_not_read(sse_server: SSEServer) -> None:
+    # A bridge that numbers every event 0: its events are all different, none is a repeat.
+    events = [{**e, "sequence_number": 0} for e in responses_stream([Call("ping", '{"a": 1}')])]
+    assert _calls_three_ways(sse_server, events) == [("ping", '{"a": 1}', None)]
+    # Numbers that fall back once make the rest of them unread: a delta equal to one before it
+    # still counts.
+    events = responses_stream([Call("ping", '{"a": 11}')], size=1)
+    deltas = [e for e in events if e["type"] == "response.function_call_arguments.delta"]
+    deltas[0]["sequence_number"] = 0
+    ones = [i for i, d in enumerate(deltas) if d["delta"] == "1"]
+    assert len(ones) == 2 and ones[1] == ones[0] + 1
+    deltas[ones[1]]["sequence_number"] = deltas[ones[0]]["sequence_number"]
+    assert _calls_three_ways(sse_server, events) == [("ping", '{"a": 11}', None)]
+
+
+def test_a_response_sent_again_from_its_start_gives_its_call_once(sse_server: SSEServer) -> None:
+    events = responses_stream([Call("ping", '{"a": 1}')], size=2)
+    end = next(i for i, e in enumerate(events) if e["type"] == "response.completed")
+    shown = _calls_three_ways(sse_server, events[:end] + events)
+    assert shown == [("ping", '{"a": 1}', None)]

@@ -28,6 +28,7 @@ Design notes:
 from __future__ import annotations
 
 import json
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,12 +90,49 @@ class _Calls:
     next_key: int = 0
 
 
+# How many of the latest events a repeat is looked for among.
+_RECENT_EVENTS = 16
+
+
+class _Sequence:
+    """The `sequence_number`s of a Responses stream read so far."""
+
+    __slots__ = ("last", "recent", "reliable")
+
+    def __init__(self) -> None:
+        self.last: int | None = None
+        # The latest events by number (the objects, compared whole, as the raw SSE path
+        # compares their bytes).
+        self.recent: deque[tuple[int, object]] = deque(maxlen=_RECENT_EVENTS)
+        self.reliable = True
+
+    def repeated(self, kind: str, event: object) -> bool:
+        """Whether `event` is one read already, sent again (fault 5: a proxy repeats a delta
+        after a reconnect), which taken twice would double its text: its number is not above
+        the last one's, and an event among the latest had that number and is equal to it. A
+        response sent again from its start begins with `response.created`, and its events go to
+        the replay rules. A number that comes again on another event means the producer does
+        not number events in order (a bridge that sends a constant): numbers are then not read
+        for the rest of the stream."""
+        number = get(event, "sequence_number")
+        if not self.reliable or type(number) is not int or not 0 <= number < 1 << 64:
+            return False
+        if self.last is not None and number <= self.last and kind != "response.created":
+            if any(seen == number and earlier == event for seen, earlier in self.recent):
+                return True
+            self.reliable = False
+            return False
+        self.last = number
+        self.recent.append((number, event))
+        return False
+
+
 class ResponsesAdapter:
     """Per-stream state for Responses events (`ResponseStreamEvent` variants or dicts)."""
 
     format: WireFormat = "openai-responses"
 
-    __slots__ = ("_calls", "_gave_up", "_text", "_usage", "_utf16")
+    __slots__ = ("_calls", "_gave_up", "_sequence", "_text", "_usage", "_utf16")
 
     def __init__(self) -> None:
         """Start with no calls seen."""
@@ -103,6 +141,7 @@ class ResponsesAdapter:
         self._gave_up = False
         self._usage: dict[str, Any] | None = None
         self._text = ReplayedText()
+        self._sequence = _Sequence()
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one event.
@@ -124,6 +163,12 @@ class ResponsesAdapter:
         # Only a str names an event; any other value (a list from a broken producer) is no
         # kind this adapter knows, and must not reach the set lookup below, where it would raise.
         kind = str_or_none(get(chunk, "type"))
+        if (
+            kind is not None
+            and kind.startswith("response.")
+            and self._sequence.repeated(kind, chunk)
+        ):
+            return info
         if kind == "response.output_text.delta":
             delta = get(chunk, "delta")
             if isinstance(delta, str):
