@@ -39,7 +39,7 @@ from collections.abc import (
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
-from toolwire._core import MisuseError
+from toolwire._core import MisuseError, Scanner
 from toolwire.assembler import Assembler
 from toolwire.events import (
     ArgumentsProgress,
@@ -73,6 +73,9 @@ class AssemblerLimits(TypedDict, total=False):
     max_calls: int
     max_stream_bytes: int
 
+
+# The limits an `Assembler` shares with a `Scanner`.
+_SCANNER_LIMITS = frozenset(("max_depth", "max_bytes", "max_number_digits", "duplicate_keys"))
 
 _log = logging.getLogger("toolwire.stream")
 
@@ -181,6 +184,7 @@ class _Driver:
         "calls",
         "done",
         "finish_reason",
+        "limits",
         "outcomes",
         "progress",
         "started",
@@ -194,6 +198,7 @@ class _Driver:
         self, toolset: Toolset | None, progress: bool, limits: AssemblerLimits | None
     ) -> None:
         self.assembler = Assembler(tools=toolset, track_progress=progress, **(limits or {}))
+        self.limits: AssemblerLimits = limits or {}
         self.toolset = toolset
         self.progress = progress
         self.started: set[int] = set()
@@ -392,15 +397,33 @@ class _StreamBase:
             raise error
 
     def partial(self, ordinal: int) -> object:
-        """The partial arguments value of a call still streaming (`toolwire.NO_VALUE` if none).
+        """The partial arguments value of a call (`toolwire.NO_VALUE` if none).
+
+        Once the stream ended (the last `ArgumentsProgress` items and every `CallCompleted`
+        come after that), the value of the finished call: its `value`, or for a call that
+        ended with an error, what its text held before it.
 
         Args:
             ordinal: The call's ordinal from `CallStarted`.
 
         Returns:
             A value that later chunks only extend, never take back.
+
+        Raises:
+            MisuseError: If no call has that ordinal.
         """
-        return self._driver.assembler.partial(ordinal)
+        driver = self._driver
+        calls = driver.calls
+        if not driver.assembler.finished or not 0 <= ordinal < len(calls):
+            return driver.assembler.partial(ordinal)
+        call = calls[ordinal]
+        if call.error is None:
+            return call.value
+        # The text read as the stream's assembler read it (its defaults are the same).
+        shared: Any = {k: v for k, v in driver.limits.items() if k in _SCANNER_LIMITS}
+        scanner = Scanner(**shared)
+        scanner.push(call.arguments)
+        return scanner.partial()
 
 
 class ToolStream(_StreamBase):

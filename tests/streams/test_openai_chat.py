@@ -23,7 +23,7 @@ from toolwire.stream import assemble
 from .clients import assemble_async, assemble_sync, open_sync, sync_client
 from .conftest import SSEServer
 from .make_fixtures import PARALLEL, TEXT, large_arguments
-from .streamkit import Call, chat_chunk, chat_stream, load_events, sse_body
+from .streamkit import Call, chat_chunk, chat_stream, load_events, sse_body, tc
 
 FMT = "openai-chat"
 
@@ -183,6 +183,30 @@ def test_partial_value_grows_while_streaming(sse_server: SSEServer) -> None:
         for key, value in earlier.items():
             assert key in later
             assert later[key] == value or (isinstance(value, str) and later[key].startswith(value))
+
+
+def test_partial_answers_for_every_event_the_stream_yields(sse_server: SSEServer) -> None:
+    # The last progress items (a fragment held to tell a resend from new text is decided only
+    # at the end) and every CallCompleted come after the stream finished: a UI that asks for
+    # the partial value there gets the call's, not a MisuseError.
+    chunks = [
+        chat_chunk({"tool_calls": [tc(0, id="a", name="t", arguments='{"b": ')]}),
+        chat_chunk({"tool_calls": [tc(0, arguments='{"b": 3}')]}),
+        chat_chunk({"tool_calls": [tc(1, id="c", name="t", arguments='{"c": "x')]}),
+        chat_chunk({}, finish_reason="length"),
+    ]
+    route = sse_server.register_events(chunks, FMT)
+    seen: list[tuple[str, Any]] = []
+    with sync_client(route, FMT) as client, assemble(open_sync(client, FMT)) as stream:
+        for event in stream:
+            if isinstance(event, (ArgumentsProgress, CallCompleted)):
+                ordinal = (
+                    event.ordinal if isinstance(event, ArgumentsProgress) else event.call.ordinal
+                )
+                seen.append((type(event).__name__, stream.partial(ordinal)))
+    assert seen[-2:] == [("CallCompleted", {"b": 3}), ("CallCompleted", {"c": "x"})]
+    assert ("ArgumentsProgress", {"b": 3}) in seen
+    assert stream.calls[1].error is not None
 
 
 def test_content_filter_mid_call_is_not_executable(sse_server: SSEServer, split: str) -> None:
