@@ -1759,46 +1759,41 @@ impl PyAssembler {
     }
 }
 
-/// `value` as JSON text for the scanner. Nested past what `json.dumps` can recurse into (a
-/// provider's arguments object a thousand levels deep, as a gateway's parser hands it over),
-/// the text the scanner reads up to its verdict: every container at depth `max_depth + 1`
-/// written empty, all before it as `json.dumps` writes it, so the call is `too_deep` where
-/// the whole text would have it.
+/// `value` as JSON text for the scanner, as `json.dumps` writes it, except where it cannot:
+/// - nested past what it can recurse into (a provider's arguments object a thousand levels
+///   deep, as a gateway's parser hands it over), the text as far as the scanner reads before
+///   its verdict: every container at depth `max_depth + 1` written empty, so the call is
+///   `too_deep` where the whole text would have it;
+/// - a float an SDK decoded to infinity from a number past double range (`1e400`): JSON has no
+///   `Infinity`, and the raw path keeps the number as sent, so it is written as such a number
+///   (`1e999`), which reads back as the same value.
 fn dump_arguments(py: Python<'_>, value: &Bound<'_, PyAny>, max_depth: usize) -> PyResult<String> {
-    match dump_json(py, value) {
-        Err(e) if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py) => {
+    match dumps(py, value, false) {
+        Err(e)
+            if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py)
+                || e.is_instance_of::<PyValueError>(py) =>
+        {
             let mut out = String::new();
-            dump_capped(py, value, 1, max_depth + 1, &mut out)?;
+            dump_item(py, value, 0, max_depth + 1, &mut out)?;
             Ok(out)
         }
-        dumped => dumped,
+        dumped => dumped.map_err(|e| not_json(py, e)),
     }
 }
 
-/// Writes `value`, a container at `depth`, stopping at depth `last` (see [`dump_arguments`]).
-/// Scalars and keys go through `json.dumps`; the recursion here is at most `last` deep, which
-/// `MAX_DEPTH_LIMIT` bounds.
-fn dump_capped(
+/// Writes `item`, at nesting `depth`, for [`dump_arguments`]: a container at depth `last`
+/// empty. Scalars and keys go through `json.dumps`; the recursion here is at most `last` deep,
+/// which `MAX_DEPTH_LIMIT` bounds.
+fn dump_item(
     py: Python<'_>,
-    value: &Bound<'_, PyAny>,
+    item: &Bound<'_, PyAny>,
     depth: usize,
     last: usize,
     out: &mut String,
 ) -> PyResult<()> {
-    let item = |item: &Bound<'_, PyAny>, out: &mut String| -> PyResult<()> {
-        let container = item.is_instance_of::<PyDict>()
-            || item.is_instance_of::<PyList>()
-            || item.is_instance_of::<PyTuple>();
-        if container {
-            dump_capped(py, item, depth + 1, last, out)
-        } else {
-            out.push_str(&dump_json(py, item)?);
-            Ok(())
-        }
-    };
-    if let Ok(dict) = value.cast::<PyDict>() {
+    if let Ok(dict) = item.cast::<PyDict>() {
         out.push('{');
-        for (i, (key, member)) in dict.iter().enumerate().take_while(|_| depth < last) {
+        for (i, (key, member)) in dict.iter().enumerate().take_while(|_| depth + 1 < last) {
             if i > 0 {
                 out.push(',');
             }
@@ -1811,37 +1806,57 @@ fn dump_capped(
                 out.push_str(&dump_json(py, PyString::new(py, &key_text).as_any())?);
             }
             out.push(':');
-            item(&member, out)?;
+            dump_item(py, &member, depth + 1, last, out)?;
         }
         out.push('}');
-    } else {
-        let items = value.try_iter()?;
+    } else if item.is_instance_of::<PyList>() || item.is_instance_of::<PyTuple>() {
         out.push('[');
-        for (i, member) in items.enumerate().take_while(|_| depth < last) {
+        for (i, member) in item
+            .try_iter()?
+            .enumerate()
+            .take_while(|_| depth + 1 < last)
+        {
             if i > 0 {
                 out.push(',');
             }
-            item(&member?, out)?;
+            dump_item(py, &member?, depth + 1, last, out)?;
         }
         out.push(']');
+    } else if let Some(x) = item
+        .cast::<PyFloat>()
+        .ok()
+        .map(|f| f.value())
+        .filter(|x| x.is_infinite())
+    {
+        out.push_str(if x > 0.0 { "1e999" } else { "-1e999" });
+    } else {
+        out.push_str(&dump_json(py, item)?);
     }
     Ok(())
 }
 
 fn dump_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
+    dumps(py, value, true).map_err(|e| not_json(py, e))
+}
+
+/// Values that JSON cannot hold (an arbitrary object, an int past Python's digit limit) come
+/// from the caller, never from a provider's parsed JSON: misuse.
+fn not_json(py: Python<'_>, e: PyErr) -> PyErr {
+    if e.is_instance_of::<PyTypeError>(py) || e.is_instance_of::<PyValueError>(py) {
+        MisuseError::new_err(format!("not JSON data: {}", e.value(py)))
+    } else {
+        e
+    }
+}
+
+/// `json.dumps(value)`, compact and not ASCII-escaped.
+fn dumps(py: Python<'_>, value: &Bound<'_, PyAny>, allow_nan: bool) -> PyResult<String> {
     let dumps = py.import("json")?.getattr("dumps")?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("ensure_ascii", false)?;
     kwargs.set_item("separators", (",", ":"))?;
-    // Values that JSON cannot hold (an arbitrary object, an int past Python's digit limit)
-    // come from the caller, never from a provider's parsed JSON: misuse.
-    let text = dumps.call((value,), Some(&kwargs)).map_err(|e| {
-        if e.is_instance_of::<PyTypeError>(py) || e.is_instance_of::<PyValueError>(py) {
-            MisuseError::new_err(format!("not JSON data: {}", e.value(py)))
-        } else {
-            e
-        }
-    })?;
+    kwargs.set_item("allow_nan", allow_nan)?;
+    let text = dumps.call((value,), Some(&kwargs))?;
     if let Ok(s) = text.cast::<PyString>() {
         if let Ok(s) = s.to_str() {
             return Ok(s.to_owned());

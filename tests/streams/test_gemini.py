@@ -788,6 +788,23 @@ def test_raw_sse_never_guesses_streamed_arguments(
     assert "partialArgs" in first.error.message
 
 
+@pytest.mark.parametrize("number", ["1e400", "-1e400"])
+def test_a_number_past_double_range_gets_the_same_verdict_on_both_paths(number: str) -> None:
+    # The parsed chunk holds infinity, which `json.dumps` writes `Infinity` (no JSON): the call
+    # was refused there and taken on the raw path. Written as a number again, it is the same
+    # value on both, and validation decides (a float field refuses it).
+    body = sse_body([gemini_chunk(gemini_call("f", {"q": 0}), finish="STOP")], FMT)
+    body = body.replace(b'"q": 0', b'"q": ' + number.encode()).replace(
+        b'"q":0', b'"q":' + number.encode()
+    )
+    assert number.encode() in body
+    _, raw = _via_sse(body)
+    dicts, _ = feed_dicts([json.loads(line[len(b"data: ") :]) for line in body.split(b"\n\n")[:-1]])
+    assert [c.ok for c in raw] == [c.ok for c in dicts] == [True]
+    assert raw[0].value == dicts[0].value == {"q": float(number)}
+    assert raw[0].arguments == '{"q":' + number + "}"
+
+
 def test_raw_sse_reads_a_body_without_a_finish_reason_as_broken() -> None:
     # A name-only call with no finish reason after it: the body broke off, as `assemble` reads
     # a dropped connection; `feed_chunk` leaves that to its caller (`interrupt`).
