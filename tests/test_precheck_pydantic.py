@@ -185,6 +185,28 @@ def test_pattern_word_class_is_as_wide_as_pythons() -> None:
     assert outcome.ok and outcome.model == value
 
 
+class Branch(BaseModel):
+    name: Annotated[str, Field(pattern=r"^[a-z0-9/_-]+$")]
+
+
+class PythonBranch(Branch):
+    model_config = ConfigDict(regex_engine="python-re")
+
+
+def test_pattern_dollar_is_the_end_of_the_text_unless_the_model_reads_it_as_python() -> None:
+    # ECMA-262 and Pydantic's default engine: "main\n" breaks the pattern, and the pre-check
+    # says so while it streams. On `python-re`, `$` also holds before a final newline: the
+    # pre-check leaves the model's patterns to it.
+    arguments = json.dumps({"name": "main\n"})
+    errors, outcome = stream(Toolset([Branch]), "branch", arguments)
+    assert errors and not outcome.ok and outcome.errors[0].code == "pattern"
+    errors, outcome = stream(Toolset([PythonBranch]), "python_branch", arguments)
+    assert errors == []
+    assert outcome.ok and outcome.model == PythonBranch(name="main\n")
+    errors, outcome = stream(Toolset([PythonBranch]), "python_branch", '{"name": "a b"}')
+    assert errors == [] and not outcome.ok
+
+
 class Meeting(BaseModel):
     start: datetime
     tags: list[str] = []

@@ -455,6 +455,17 @@ def _without_formats(
     return _loosened(node, edit)[0]
 
 
+def _without_patterns(node: Any) -> Any:
+    """The schema without its `pattern`s (values under data keywords stay; see `_loosened`)."""
+
+    def edit(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        if "pattern" not in schema:
+            return schema, False
+        return {k: v for k, v in schema.items() if k != "pattern"}, True
+
+    return _loosened(node, edit)[0]
+
+
 def _with_null_as_absent(node: Any) -> Any:
     """The schema with `null` admitted for every optional property.
 
@@ -781,6 +792,11 @@ class Toolset:
             keep = None if checked is None else checked & _PLAIN_PRECHECK_FORMATS
             if drop or keep is not None:
                 schemas[name] = _without_formats(schemas[name], drop=drop, keep=keep)
+            engine = None if tool.model is None else tool.model.model_config.get("regex_engine")
+            if engine == "python-re":
+                # Python's `$` also matches before a final newline; the pre-check reads patterns
+                # as ECMA-262 does (and Pydantic's default engine), where it does not.
+                schemas[name] = _without_patterns(schemas[name])
             schemas[name] = _with_null_as_absent(schemas[name])
         return ToolRegistry(schemas, secrets={k: v for k, v in secrets.items() if v})
 
