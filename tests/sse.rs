@@ -504,7 +504,7 @@ fn collect(mut d: StreamDecoder) -> Outcome {
     Outcome {
         calls,
         text: d.text().into_owned(),
-        usage: d.usage().map(str::to_owned),
+        usage: d.usage(),
         finish: d.finish_reason(),
         finish_raw: d.finish_reason_raw().map(str::to_owned),
         format: d.format(),

@@ -1930,8 +1930,11 @@ fn finish_call(
     let mut id = call.id.take();
     if let (Some(wire), Some(renamed)) = (&id, renamed_id) {
         warnings.push(warning::DUPLICATE_ID);
-        call.metadata
-            .push(("wire_id".to_owned(), format!("{wire:?}")));
+        call.metadata.push((
+            "wire_id".to_owned(),
+            // JSON, as every metadata value: Rust's `{:?}` escapes are not.
+            serde_json::to_string(wire).unwrap_or_default(),
+        ));
         id = Some(renamed);
     }
     ToolCall {

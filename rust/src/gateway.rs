@@ -146,7 +146,7 @@ struct State {
     text: Vec<u8>,
     /// While a replayed response re-treads its text: how much of `text` it has matched.
     text_replay: Option<usize>,
-    usage: Option<String>,
+    usage: Option<serde_json::Map<String, serde_json::Value>>,
     finish_raw: Option<String>,
     finish: Option<FinishReason>,
     format: Option<Format>,
@@ -272,7 +272,7 @@ impl State {
                 // Providers split usage over events (Anthropic: input tokens in
                 // `message_start`, output tokens in `message_delta`): merge the members, later
                 // values winning. Usage events are a handful per stream, so parsing is cheap.
-                self.usage = merge_usage(self.usage.as_deref(), u);
+                merge_usage(&mut self.usage, u);
             }
             Action::Finish { .. } if self.gave_up => {
                 // A finish reason after the provider gave up (a `finish_reason` chunk after an
@@ -560,8 +560,9 @@ impl StreamDecoder {
 
     /// The JSON text of the usage seen so far (members of every usage object, merged).
     #[must_use]
-    pub fn usage(&self) -> Option<&str> {
-        self.state().and_then(|s| s.usage.as_deref())
+    pub fn usage(&self) -> Option<String> {
+        let usage = self.state().and_then(|s| s.usage.as_ref())?;
+        Some(serde_json::Value::Object(usage.clone()).to_string())
     }
 
     /// The normalized finish reason, or `None` if the stream has not sent one (yet).
@@ -639,28 +640,41 @@ impl StreamDecoder {
     }
 }
 
-/// Merges the members of the usage object `next` into `previous` (both JSON texts); a `next`
-/// that is no object leaves `previous` as it was.
+/// Merges the members of the usage object `next` (JSON text) into `merged`; a `next` that is
+/// no object leaves it as it was.
 ///
 /// A member sent as `null` (Anthropic's `message_delta` repeats `input_tokens` as `null`,
 /// OpenAI-compatible servers send `prompt_tokens_details: null`) is no count: it is left out,
 /// at any depth, and never erases a count already known. The SDKs read usage the same way
 /// (their objects drop `None` members), so every way in reports the same usage.
-fn merge_usage(previous: Option<&str>, next: &str) -> Option<String> {
-    let parse =
-        |t: &str| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(t).ok();
-    let Some(fresh) = parse(next) else {
+///
+/// Usage is a handful of counts; a provider's is never near these bounds. What passes them is
+/// left out, so that a stream of usage objects costs memory and time in proportion to what
+/// each brings (never to all of them so far): an object whose text is longer than
+/// [`USAGE_MAX_BYTES`] counts nothing, and members past the first [`USAGE_MAX_MEMBERS`] are
+/// not added (those known are still updated).
+fn merge_usage(merged: &mut Option<serde_json::Map<String, serde_json::Value>>, next: &str) {
+    if next.len() > USAGE_MAX_BYTES {
+        return;
+    }
+    let Ok(fresh) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(next) else {
         // A usage that is no object (a broken bridge's number or text) counts nothing.
-        return previous.map(str::to_owned);
+        return;
     };
-    let mut merged = previous.and_then(parse).unwrap_or_default();
+    let merged = merged.get_or_insert_with(serde_json::Map::new);
     for (k, v) in fresh {
         if let Some(v) = without_nulls(v) {
-            merged.insert(k, v);
+            if merged.len() < USAGE_MAX_MEMBERS || merged.contains_key(&k) {
+                merged.insert(k, v);
+            }
         }
     }
-    Some(serde_json::Value::Object(merged).to_string())
 }
+
+/// The longest usage object read, in bytes of JSON text.
+pub const USAGE_MAX_BYTES: usize = 8 * 1024;
+/// The most members merged usage keeps.
+pub const USAGE_MAX_MEMBERS: usize = 64;
 
 /// `value` with the `null` members of its objects left out, at any depth; `None` for `null`.
 fn without_nulls(value: serde_json::Value) -> Option<serde_json::Value> {

@@ -1640,7 +1640,11 @@ impl PyAssembler {
     fn usage<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         match self.decoder.usage() {
             None => Ok(None),
-            Some(text) => Ok(Some(py.import("json")?.getattr("loads")?.call1((text,))?)),
+            Some(text) => Ok(Some(
+                py.import("json")?
+                    .getattr("loads")?
+                    .call1((text.as_str(),))?,
+            )),
         }
     }
 

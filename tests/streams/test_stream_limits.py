@@ -166,3 +166,28 @@ def test_a_limit_out_of_range_is_refused_when_the_wrapper_is_made() -> None:
 
     with pytest.raises(MisuseError):
         assemble([], limits={"max_calls": 0})
+
+
+def _usage_chunk(usage: Any) -> dict[str, Any]:
+    return {"id": "x", "object": "chat.completion.chunk", "choices": [], "usage": usage}
+
+
+def test_usage_is_bounded_and_read_alike_on_both_paths() -> None:
+    # Usage is a handful of counts: a stream of usage objects that each bring new members, one
+    # with a huge member, one nested past any reader, must cost time in proportion to each
+    # object (they were merged whole, again and again) and keep no more than the bounds.
+    deep: Any = 1
+    for _ in range(600):
+        deep = {"a": deep}
+    usages: list[Any] = [{"prompt_tokens": 3, "details": {"cached": None, "hit": 1}}]
+    usages += [{f"k{i}_{j}": j for j in range(20)} for i in range(10)]
+    usages += [{"prompt_tokens": 5, "huge": "v" * 10_000}, {"deep": deep}, {"completion_tokens": 7}]
+    chunks = [_usage_chunk(u) for u in usages]
+    raw = Assembler()
+    raw.feed_sse(sse_body(chunks, "openai-chat"))
+    dicts = Assembler()
+    infos = [dicts.feed_chunk(chunk) for chunk in chunks]
+    usage = raw.usage
+    assert usage is not None and usage == infos[-1].usage
+    assert len(usage) == 64 and usage["prompt_tokens"] == 3 and usage["details"] == {"hit": 1}
+    assert "huge" not in usage and "deep" not in usage and "completion_tokens" not in usage

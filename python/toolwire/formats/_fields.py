@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 __all__ = [
@@ -176,6 +176,12 @@ def merge_usage(known: dict[str, Any] | None, usage: object) -> dict[str, Any] |
     count: it is left out at any depth and never erases a known one, as the SDK objects (which
     drop `None` members) and the raw SSE path read it.
 
+    Usage is a handful of counts; a provider's is never near these bounds, and what passes them
+    is left out, as on the raw SSE path, so that a stream of usage objects costs time in
+    proportion to what each brings: an object nested deeper than `_USAGE_MAX_DEPTH` or whose
+    JSON text is longer than `_USAGE_MAX_BYTES` counts nothing, and members past the first
+    `_USAGE_MAX_MEMBERS` are not added (those known are still updated).
+
     Args:
         known: The usage merged so far (not modified), or `None`.
         usage: The usage object of the event: an SDK model or a dict.
@@ -183,10 +189,20 @@ def merge_usage(known: dict[str, Any] | None, usage: object) -> dict[str, Any] |
     Returns:
         The merged usage; `known` when `usage` is not an object (it counts nothing).
     """
-    values = _without_none(plain(usage))
-    if not isinstance(values, dict):
+    raw = plain(usage)
+    if not _nested_within(raw, _USAGE_MAX_DEPTH):
         return known
-    return {**(known or {}), **cast("dict[str, Any]", values)}
+    if not isinstance(raw, dict):
+        return known
+    text = json.dumps(raw, ensure_ascii=False, separators=(",", ":"), default=str)
+    if len(text.encode(errors="surrogatepass")) > _USAGE_MAX_BYTES:
+        return known
+    fresh = cast("dict[str, Any]", _without_none(raw))
+    merged = dict(known or {})
+    for key, value in fresh.items():
+        if len(merged) < _USAGE_MAX_MEMBERS or key in merged:
+            merged[key] = value
+    return merged
 
 
 def copy_usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -196,6 +212,29 @@ def copy_usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
     (adds a cost, pops a member) must not change the counts of the chunks that follow.
     """
     return copy.deepcopy(usage)
+
+
+# As the raw SSE path bounds usage (its JSON reader nests 128 deep at most).
+_USAGE_MAX_DEPTH = 128
+_USAGE_MAX_BYTES = 8 * 1024
+_USAGE_MAX_MEMBERS = 64
+
+
+def _nested_within(value: Any, limit: int) -> bool:
+    """Whether `value` holds no object or array more than `limit` levels deep."""
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict | list):
+            if depth == limit:
+                return False
+            children: Iterable[Any] = (
+                cast("dict[str, Any]", item).values()
+                if isinstance(item, dict)
+                else cast("list[Any]", item)
+            )
+            todo.extend((child, depth + 1) for child in children)
+    return True
 
 
 def _without_none(value: Any) -> Any:

@@ -44,7 +44,7 @@ from toolwire.formats._types import (
     is_limit,
     stops_calls,
 )
-from toolwire.formats._utf16 import Utf16
+from toolwire.formats._utf16 import Utf16, escape_lone_surrogates
 
 __all__ = ["AnthropicMessagesAdapter"]
 
@@ -219,7 +219,11 @@ class AnthropicMessagesAdapter:
         # The placeholder is the input only when no fragment came (a server that sends the
         # whole input at start, or `{}` for a tool without parameters).
         if placeholder is not None:
-            ordinal = sink.feed(index, arguments=arguments_of(plain(placeholder)))
+            arguments = arguments_of(plain(placeholder))
+            if isinstance(arguments, str):
+                # Written as the raw SSE path keeps it: a lone surrogate as its escape.
+                arguments = escape_lone_surrogates(arguments)
+            ordinal = sink.feed(index, arguments=arguments)
             info.feeds.append(FeedRecord(ordinal, None, None))
         self._utf16.release(sink, index)
         sink.end(index)

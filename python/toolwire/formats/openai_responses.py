@@ -305,7 +305,7 @@ class ResponsesAdapter:
             if isinstance(arguments, str) and arguments:
                 calls.provisional[index] = arguments
                 # Counted as the raw SSE path counts it: the JSON string as sent, quotes and all.
-                sent = len(json.dumps(arguments, ensure_ascii=False).encode())
+                sent = len(json.dumps(arguments, ensure_ascii=False).encode(errors="surrogatepass"))
                 sink._may_hold(sent)  # pyright: ignore[reportPrivateUsage]
 
     def _feed_provisional(self, index: int, sink: Sink, info: ChunkInfo) -> None:
