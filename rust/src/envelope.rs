@@ -358,6 +358,7 @@ struct Envelope<'a> {
     #[serde(borrow)]
     error: Option<&'a RawValue>,
     // Responses
+    #[serde(default, deserialize_with = "position")]
     output_index: Option<i64>,
     /// Read leniently: a bridge's odd value (a string, a negative number) is no number.
     #[serde(borrow)]
@@ -376,6 +377,7 @@ struct Envelope<'a> {
     #[serde(borrow)]
     response: Option<&'a RawValue>,
     // Anthropic
+    #[serde(default, deserialize_with = "position")]
     index: Option<i64>,
     /// A [`Block`], parsed only for `content_block_start`.
     #[serde(borrow)]
@@ -1616,6 +1618,17 @@ fn unknown(kind: Option<&str>) -> EventError {
 fn lossy(data: &[u8]) -> &str {
     std::str::from_utf8(data).unwrap_or("{}")
 }
+
+/// A position in a response's output (Responses `output_index`, an Anthropic block `index`):
+/// one past every real list's length, from [`POSITION_LIMIT`] on, is read as missing, as a
+/// position is keyed and numbered on from (`index + 1`) where a value near `i64::MAX` would
+/// wrap or saturate into another item's key.
+fn position<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    Ok(Option::<i64>::deserialize(d)?.filter(|&i| i < POSITION_LIMIT))
+}
+
+/// See [`position`]; `feed_chunk`'s adapters read positions the same way.
+pub const POSITION_LIMIT: i64 = 1 << 53;
 
 #[cold]
 fn json_string(s: &str) -> String {

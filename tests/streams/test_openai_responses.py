@@ -193,3 +193,20 @@ def test_a_response_sent_again_from_its_start_gives_its_call_once(sse_server: SS
     end = next(i for i, e in enumerate(events) if e["type"] == "response.completed")
     shown = _calls_three_ways(sse_server, events[:end] + events)
     assert shown == [("ping", '{"a": 1}', None)]
+
+
+def test_items_at_a_position_past_any_list_stay_apart(sse_server: SSEServer) -> None:
+    # An `output_index` near 2**63 was numbered on (`+ 1`) into the next item's key on the raw
+    # path (two calls merged into one named "fg") and past the 64-bit range on `feed_chunk`
+    # (MisuseError): it is read as missing on every path.
+    far = 2**63 - 1
+
+    def item(event: str, name: str, arguments: str) -> dict[str, Any]:
+        fields = {"id": f"fc_{name}", "call_id": f"c_{name}", "name": name}
+        item = {"type": "function_call", **fields, "arguments": arguments}
+        return {"type": f"response.output_item.{event}", "output_index": far, "item": item}
+
+    events = [item("added", "f", ""), item("added", "g", ""), item("done", "g", "{}")]
+    events += [item("done", "f", "{}")]
+    events += [{"type": "response.completed", "response": {"id": "r", "status": "completed"}}]
+    assert _calls_three_ways(sse_server, events) == [("f", "{}", None), ("g", "{}", None)]

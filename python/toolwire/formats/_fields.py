@@ -86,6 +86,18 @@ def index_of(value: object) -> int | None:
     return None
 
 
+# See `position_of`.
+_POSITION_LIMIT = 1 << 53
+
+
+def position_of(value: object) -> int | None:
+    """A position in a response's output (Responses `output_index`, an Anthropic block `index`),
+    as `index_of` reads it; one from 2**53 on is missing, as on the raw SSE path: a position is
+    numbered on from (`index + 1`), which past the signed 64-bit range would end the stream."""
+    index = index_of(value)
+    return None if index is None or index >= _POSITION_LIMIT else index
+
+
 # pydantic's lax integer in a string, as the `openai` SDK reads a tool call's `index`.
 _LAX_INTEGER = re.compile(r"[ \t\n\r\x0b\x0c]*([+-]?[0-9]+(?:_[0-9]+)*)(?:\.0+)?[ \t\n\r\x0b\x0c]*")
 

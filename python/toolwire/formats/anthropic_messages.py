@@ -29,9 +29,9 @@ from toolwire.formats._fields import (
     arguments_of,
     copy_usage,
     get,
-    index_of,
     merge_usage,
     plain,
+    position_of,
     str_or_none,
 )
 from toolwire.formats._replay import ReplayedText
@@ -140,7 +140,7 @@ class AnthropicMessagesAdapter:
 
     def _start(self, event: object, sink: Sink, info: ChunkInfo) -> None:
         state = self._state
-        index = index_of(get(event, "index"))
+        index = position_of(get(event, "index"))
         if index is None and state.highest is not None:
             # No index: the next after the highest the stream gave (a start that lost its index
             # while its deltas keep theirs), as on the raw SSE path.
@@ -184,7 +184,7 @@ class AnthropicMessagesAdapter:
         if delta_type != "input_json_delta":
             return
         # A missing index is block 0, as on the raw SSE path.
-        given = index_of(get(event, "index"))
+        given = position_of(get(event, "index"))
         self._state.note(given)
         index = given or 0
         fragment = get(delta, "partial_json")
@@ -200,7 +200,7 @@ class AnthropicMessagesAdapter:
         info.feeds.append(FeedRecord(ordinal, None, None))
 
     def _stop(self, event: object, sink: Sink, info: ChunkInfo) -> None:
-        given = index_of(get(event, "index"))
+        given = position_of(get(event, "index"))
         self._state.note(given)
         index = given or 0
         self._state.others.discard(index)

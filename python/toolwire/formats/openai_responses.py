@@ -37,8 +37,8 @@ from toolwire.formats._fields import (
     arguments_of,
     copy_usage,
     get,
-    index_of,
     merge_usage,
+    position_of,
     str_or_none,
 )
 from toolwire.formats._replay import ReplayedText
@@ -215,7 +215,7 @@ class ResponsesAdapter:
         return index
 
     def _output_index(self, event: object) -> int | None:
-        index = index_of(get(event, "output_index"))
+        index = position_of(get(event, "output_index"))
         if index is not None:
             self._calls.next_key = max(self._calls.next_key, index + 1)
         return index
