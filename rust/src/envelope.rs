@@ -37,6 +37,7 @@
 //!   14, 15); the assembler does the same for deltas fed from Python.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -544,7 +545,9 @@ pub struct Decoder {
     /// `scratch` (see [`Action::Call`]).
     released: usize,
     held_text: Option<u16>,
-    blocks: Vec<BlockState>,
+    /// The open Anthropic blocks by index (a stream may open many and stop none: a lookup
+    /// must not cost a scan of them).
+    blocks: HashMap<i64, BlockState>,
     /// The highest Anthropic block index an event gave, for a block start without one.
     highest_block: Option<i64>,
     /// An Anthropic tool block that stopped with no input, whose end waits for the next event
@@ -1435,7 +1438,6 @@ impl Decoder {
                     None => i64::try_from(self.blocks.len()).unwrap_or(i64::MAX),
                 });
                 let tool = is_kind(block.kind.as_ref(), "tool_use");
-                self.blocks.retain(|b| b.index != index);
                 let mut state = BlockState {
                     index,
                     tool,
@@ -1458,16 +1460,15 @@ impl Decoder {
                 } else if let Some(raw) = raw_str(block.text) {
                     self.text(raw, emit);
                 }
-                self.blocks.push(state);
+                self.blocks.insert(index, state);
             }
             "content_block_delta" => self.anthropic_delta(env, emit)?,
             "content_block_stop" => {
                 self.note_block_index(env.index);
                 let index = env.index.unwrap_or(0);
-                let Some(pos) = self.blocks.iter().position(|b| b.index == index) else {
+                let Some(block) = self.blocks.remove(&index) else {
                     return Ok(());
                 };
-                let block = self.blocks.swap_remove(pos);
                 if block.tool {
                     if !block.got_content && (block.got_delta || no_input(&block.input)) {
                         self.empty_block = Some(block);
@@ -1536,7 +1537,7 @@ impl Decoder {
             serde_json::from_str(raw.get()).map_err(EventError::Malformed)?;
         self.note_block_index(env.index);
         let index = env.index.unwrap_or(0);
-        let block = self.blocks.iter_mut().find(|b| b.index == index);
+        let block = self.blocks.get_mut(&index);
         match delta.kind.as_ref().map(Str::as_str) {
             Some("input_json_delta") => {
                 // A delta for a block never started is kept (tolerant); one for a
