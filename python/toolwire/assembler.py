@@ -80,10 +80,16 @@ class Assembler(_core.Assembler):
         if info.finish_reason is not None:
             state[_FINISH_SEEN] = True
         text = info.text
-        if text and (not text.isascii() or _TEXT_HALF in state):
-            info.text, half = text_piece(state.pop(_TEXT_HALF, ""), text)
-            if half:
-                state[_TEXT_HALF] = half
+        if text:
+            # Counted as the raw SSE path counts the text it reads: a response past its byte
+            # limit is refused whole on both paths.
+            self._count_text(
+                len(text) if text.isascii() else len(text.encode(errors="surrogatepass"))
+            )
+            if not text.isascii() or _TEXT_HALF in state:
+                info.text, half = text_piece(state.pop(_TEXT_HALF, ""), text)
+                if half:
+                    state[_TEXT_HALF] = half
         return info
 
     def text_tail(self) -> str:

@@ -1744,6 +1744,14 @@ impl PyAssembler {
         self.decoder.assembler_mut().may_hold(n)
     }
 
+    /// Counts `n` bytes of assistant text `feed_chunk` read toward `max_stream_bytes`, as the
+    /// raw SSE path counts the text it reads; False once the response is over its limit.
+    #[pyo3(signature = (n, /))]
+    fn _count_text(&mut self, n: Count) -> bool {
+        let Count(n) = n;
+        self.decoder.assembler_mut().count_stream_bytes(n)
+    }
+
     /// See [`Assembler::confirm_whole`] (the Responses layer's `.done` summaries).
     #[pyo3(signature = (ordinal, full, /))]
     fn _confirm_whole(&mut self, ordinal: Count, full: &[u8]) -> bool {

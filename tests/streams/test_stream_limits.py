@@ -191,3 +191,22 @@ def test_usage_is_bounded_and_read_alike_on_both_paths() -> None:
     assert usage is not None and usage == infos[-1].usage
     assert len(usage) == 64 and usage["prompt_tokens"] == 3 and usage["details"] == {"hit": 1}
     assert "huge" not in usage and "deep" not in usage and "completion_tokens" not in usage
+
+
+@pytest.mark.parametrize("fmt", sorted(GENERATORS))
+def test_assistant_text_counts_toward_the_stream_limit_on_both_paths(fmt: str) -> None:
+    # `feed_chunk` neither counted the text nor stopped keeping it (Anthropic and Responses
+    # keep it to recognise a replay): 200 MiB of it was held, and the raw path refused the
+    # response where `feed_chunk` ran it.
+    events = GENERATORS[fmt]([Call("f", '{"a": 1}')], text="long answer " * 200, size=8)
+    raw = Assembler(max_stream_bytes=1000)
+    raw.feed_sse(sse_body(events, fmt))
+    dicts = Assembler(max_stream_bytes=1000)
+    for event in events:
+        dicts.feed_chunk(event)
+    calls = raw.finish(), dicts.finish()
+    assert [[c.error.kind if c.error else None for c in run] for run in calls] == [
+        ["too_large"],
+        ["too_large"],
+    ]
+    assert raw.stream_errors()[0][0] == dicts.stream_errors()[0][0] == "stream_limit"

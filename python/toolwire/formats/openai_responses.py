@@ -155,7 +155,7 @@ class ResponsesAdapter:
         """
         info = self._handle(chunk, sink)
         if info.text:
-            info.text = self._text.take(info.text)
+            info.text = self._text.take(info.text, keep=sink._may_hold(0))  # pyright: ignore[reportPrivateUsage]
         return after_provider_error(info, sink) if self._gave_up else info
 
     def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
