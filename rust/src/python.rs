@@ -1433,7 +1433,13 @@ impl PyAssembler {
         key: &str,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let json = dump_json(py, value)?;
+        let json = match dumps(py, value, true) {
+            Ok(json) => json,
+            // An opaque provider value nested past what `json.dumps` can write: no use to the
+            // next turn in part, and provider data must not raise.
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py) => return Ok(()),
+            Err(e) => return Err(not_json(py, e)),
+        };
         self.decoder
             .assembler_mut()
             .set_metadata_for_key(index, key, &json)

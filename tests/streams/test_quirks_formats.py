@@ -341,6 +341,20 @@ def test_an_event_the_sdk_cannot_decode_ends_the_stream_without_raising(
     assert events_out[-1].finish_reason is None
 
 
+def test_feed_chunk_of_metadata_nested_past_json_dumps_is_dropped_not_raised() -> None:
+    # Opaque provider fields kept for the next turn (quirk 31) are no use in part.
+    nested: dict[str, Any] = {}
+    inner = nested
+    for _ in range(2000):
+        inner["a"] = {}
+        inner = inner["a"]
+    entry = tc(0, id="a", name="f", arguments="{}", extra_content=nested)
+    asm = Assembler()
+    asm.feed_chunk(chat_chunk(tool_delta(entry)))
+    (call,) = asm.finish()
+    assert call.ok and call.metadata == {}
+
+
 def test_feed_chunk_of_arguments_nested_past_json_dumps_is_too_deep_as_their_text() -> None:
     # A gateway's parser hands over the object; `json.dumps` cannot write it back.
     nested: dict[str, Any] = {}
