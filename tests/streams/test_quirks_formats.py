@@ -341,13 +341,20 @@ def test_an_event_the_sdk_cannot_decode_ends_the_stream_without_raising(
     assert events_out[-1].finish_reason is None
 
 
-def test_feed_chunk_of_metadata_nested_past_json_dumps_is_dropped_not_raised() -> None:
-    # Opaque provider fields kept for the next turn (quirk 31) are no use in part.
+def _nested(depth: int) -> dict[str, Any]:
+    """`{"a": {"a": ... {}}}` with `depth` objects inside the outer one, built without
+    recursion."""
     nested: dict[str, Any] = {}
     inner = nested
-    for _ in range(2000):
+    for _ in range(depth):
         inner["a"] = {}
         inner = inner["a"]
+    return nested
+
+
+def test_feed_chunk_of_metadata_nested_past_json_dumps_is_dropped_not_raised() -> None:
+    # Opaque provider fields kept for the next turn (quirk 31) are no use in part.
+    nested = _nested(2000)
     entry = tc(0, id="a", name="f", arguments="{}", extra_content=nested)
     asm = Assembler()
     asm.feed_chunk(chat_chunk(tool_delta(entry)))
@@ -357,11 +364,7 @@ def test_feed_chunk_of_metadata_nested_past_json_dumps_is_dropped_not_raised() -
 
 def test_feed_chunk_of_arguments_nested_past_json_dumps_is_too_deep_as_their_text() -> None:
     # A gateway's parser hands over the object; `json.dumps` cannot write it back.
-    nested: dict[str, Any] = {}
-    inner = nested
-    for _ in range(1500):
-        inner["a"] = {}
-        inner = inner["a"]
+    nested = _nested(1500)
     chunk = chat_chunk(tool_delta(tc(0, id="a", name="f", arguments=nested)))
     from_object = Assembler()
     from_object.feed_chunk(chunk)
