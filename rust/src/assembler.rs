@@ -552,10 +552,10 @@ struct OpenCalls {
 }
 
 const SMALL_KEYS: usize = 16;
+const NONE: u32 = u32::MAX;
 
 /// How many of the latest calls are searched for a wire id when a delta has no index.
 const RECENT_BY_ID: usize = 64;
-const NONE: u32 = u32::MAX;
 
 impl Default for OpenCalls {
     fn default() -> Self {
@@ -722,8 +722,6 @@ impl Assembler {
         self.replay_of(delta).is_none() && self.open_call_for(delta).is_none()
     }
 
-    /// True when the call at `ordinal` takes deltas routed to it: it was not ended, or the
-    /// provider is sending it again (see [`Retread`]).
     /// The most recent call started without an index that has `id` and still takes deltas.
     /// Only the last [`RECENT_BY_ID`] calls are searched: a fragment costs a bounded scan,
     /// however many calls a response starts.
@@ -738,6 +736,8 @@ impl Assembler {
             .filter(|&o| self.takes_deltas(o))
     }
 
+    /// True when the call at `ordinal` takes deltas routed to it: it was not ended, or the
+    /// provider is sending it again (see [`Retread`]).
     fn takes_deltas(&self, ordinal: usize) -> bool {
         self.calls
             .get(ordinal)
@@ -860,25 +860,25 @@ impl Assembler {
             }
         }
         let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null");
-        // Without an index, the id is the key: parallel calls interleave there too, each
-        // fragment carrying its call's id, and "the last call" would take another's text.
-        let by_id = match delta.index {
-            None => id.and_then(|i| self.open_keyless_call(i)),
-            Some(_) => None,
-        };
-        if let Some(ordinal) = by_id {
-            // Fragments without an id that follow continue this call (quirk 1).
-            self.open.insert(None, ordinal);
-        }
         let current = match delta.index {
-            // A missing index continues the call the previous delta went to (quirk 1), unless
-            // that call was ended.
-            None => by_id.or_else(|| {
-                self.open
-                    .get(None)
-                    .or(self.last)
-                    .filter(|&o| self.takes_deltas(o))
-            }),
+            None => {
+                // Without an index, the id is the key: parallel calls interleave there too,
+                // each fragment carrying its call's id, and "the last call" would take
+                // another's text.
+                let by_id = id.and_then(|i| self.open_keyless_call(i));
+                if let Some(ordinal) = by_id {
+                    // Fragments without an id that follow continue this call (quirk 1).
+                    self.open.insert(None, ordinal);
+                }
+                // Else a missing index continues the call the previous delta went to (quirk
+                // 1), unless that call was ended.
+                by_id.or_else(|| {
+                    self.open
+                        .get(None)
+                        .or(self.last)
+                        .filter(|&o| self.takes_deltas(o))
+                })
+            }
             key => self.open.get(key),
         };
         let ordinal = current.filter(|&o| self.takes_deltas(o))?;
