@@ -81,12 +81,11 @@ class Assembler(_core.Assembler):
             state[_FINISH_SEEN] = True
         text = info.text
         if text:
+            ascii_only = text.isascii()
             # Counted as the raw SSE path counts the text it reads: a response past its byte
             # limit is refused whole on both paths.
-            self._count_text(
-                len(text) if text.isascii() else len(text.encode(errors="surrogatepass"))
-            )
-            if not text.isascii() or _TEXT_HALF in state:
+            self._count_text(len(text) if ascii_only else len(text.encode(errors="surrogatepass")))
+            if not ascii_only or _TEXT_HALF in state:
                 info.text, half = text_piece(state.pop(_TEXT_HALF, ""), text)
                 if half:
                     state[_TEXT_HALF] = half

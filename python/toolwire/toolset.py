@@ -446,22 +446,26 @@ def _without_formats(
     Leaving a format out must only ever accept more; see `_loosened`.
     """
 
-    def edit(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        value = schema.get("format")
-        if isinstance(value, str) and (value in drop or (keep is not None and value not in keep)):
-            return {k: v for k, v in schema.items() if k != "format"}, True
-        return schema, False
+    def dropped(value: object) -> bool:
+        return isinstance(value, str) and (
+            value in drop or (keep is not None and value not in keep)
+        )
 
-    return _loosened(node, edit)[0]
+    return _without_keyword(node, "format", dropped)
 
 
 def _without_patterns(node: Any) -> Any:
     """The schema without its `pattern`s (values under data keywords stay; see `_loosened`)."""
+    return _without_keyword(node, "pattern", lambda _: True)
+
+
+def _without_keyword(node: Any, keyword: str, dropped: Callable[[object], bool]) -> Any:
+    """The schema without each `keyword` whose value `dropped` picks (see `_loosened`)."""
 
     def edit(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        if "pattern" not in schema:
+        if keyword not in schema or not dropped(schema[keyword]):
             return schema, False
-        return {k: v for k, v in schema.items() if k != "pattern"}, True
+        return {k: v for k, v in schema.items() if k != keyword}, True
 
     return _loosened(node, edit)[0]
 

@@ -202,9 +202,7 @@ def merge_usage(known: dict[str, Any] | None, usage: object) -> dict[str, Any] |
         The merged usage; `known` when `usage` is not an object (it counts nothing).
     """
     raw = plain(usage)
-    if not _nested_within(raw, _USAGE_MAX_DEPTH):
-        return known
-    if not isinstance(raw, dict):
+    if not isinstance(raw, dict) or not _nested_within(raw, _USAGE_MAX_DEPTH):
         return known
     text = json.dumps(raw, ensure_ascii=False, separators=(",", ":"), default=str)
     if len(text.encode(errors="surrogatepass")) > _USAGE_MAX_BYTES:
