@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import gc
 import inspect
 import re
 from collections import Counter
@@ -51,6 +52,7 @@ from toolwire.schema_export import (
     strict_problems,
 )
 from toolwire.validation import (
+    GC_PAUSE_MIN_BYTES,
     CallErrorLike,
     CallLike,
     Check,
@@ -58,6 +60,7 @@ from toolwire.validation import (
     Redactor,
     ToolValidator,
     outcome_for_call_error,
+    pause_gc,
     success_outcome,
 )
 
@@ -911,18 +914,23 @@ class Toolset:
             if direct is not None and raw is not None:
                 validator, validate_json, strict, floats, secret = direct
                 lang = self._lang
+                paused = len(raw) >= GC_PAUSE_MIN_BYTES and pause_gc()
                 try:
-                    instance = validate_json(raw, strict=strict)
-                except ValidationError as exc:
-                    return validator.rejected(call, exc, lang=lang, redact=self._redact)
-                # The core flags long numbers while scanning; only then is the text read.
-                if floats and not plain_numbers and float_risk(raw):
-                    # A number a float field may read as infinity or zero: look closer.
-                    return validator.validate(call, lang=lang, redact=self._redact)
-                secrets = validator.secrets_of(instance) if secret else ()
-                return success_outcome(
-                    call_id, validator.tool, instance, None, [], lang, None, secrets
-                )
+                    try:
+                        instance = validate_json(raw, strict=strict)
+                    except ValidationError as exc:
+                        return validator.rejected(call, exc, lang=lang, redact=self._redact)
+                    # The core flags long numbers while scanning; only then is the text read.
+                    if floats and not plain_numbers and float_risk(raw):
+                        # A number a float field may read as infinity or zero: look closer.
+                        return validator.validate(call, lang=lang, redact=self._redact)
+                    secrets = validator.secrets_of(instance) if secret else ()
+                    return success_outcome(
+                        call_id, validator.tool, instance, None, [], lang, None, secrets
+                    )
+                finally:
+                    if paused:
+                        gc.enable()
         else:
             early = outcome_for_call_error(call, error, tools=self.names(), lang=self._lang)
             if early is not None:
