@@ -1228,6 +1228,7 @@ impl Assembler {
         {
             settle_held(call);
         }
+        complete_for_progress(call);
         Ok(())
     }
 
@@ -1243,6 +1244,7 @@ impl Assembler {
         }
         for call in &mut self.calls {
             settle_held(call);
+            complete_for_progress(call);
         }
         Ok(())
     }
@@ -2087,6 +2089,21 @@ fn settle_held(call: &mut Call) {
     } else {
         let end = held.appended.scanner.text().len();
         take_appended(call, *held, end);
+    }
+}
+
+/// Completes a top-level number at the end of a call's text for its progress items, once no
+/// fragment can follow (its end event, or `finish`, which releases progress items before it
+/// finishes the calls). Held fragments, still undecided, leave the call as it is.
+fn complete_for_progress(call: &mut Call) {
+    if call.held.is_some() {
+        return;
+    }
+    if let Some(progress) = call.progress.as_deref_mut() {
+        match call.check.as_deref_mut() {
+            Some(check) => check.complete_top_level_number_also(&mut call.scanner, progress),
+            None => call.scanner.complete_top_level_number(progress),
+        }
     }
 }
 

@@ -207,6 +207,21 @@ impl CallCheck {
         }
     }
 
+    /// [`Scanner::complete_top_level_number`] with this check and another visitor.
+    pub fn complete_top_level_number_also<V: Visitor>(
+        &mut self,
+        scanner: &mut Scanner,
+        other: &mut V,
+    ) {
+        match &mut self.checker {
+            Some(c) => {
+                scanner.complete_top_level_number(&mut crate::visit::Both(&mut *c, other));
+                c.redact_secrets();
+            }
+            None => scanner.complete_top_level_number(other),
+        }
+    }
+
     /// Ends the text: completes a pending number and applies the end-of-value rules.
     pub fn finish(&mut self, scanner: &mut Scanner) -> Result<(), Error> {
         let result = match &mut self.checker {

@@ -739,6 +739,28 @@ impl Scanner {
         }
     }
 
+    /// Completes a top-level number that reaches the end of the text, reporting it to
+    /// `visitor` as [`Scanner::finish`] will, for a caller who knows that no byte follows and
+    /// reads the value before finishing: a number is pending until a delimiter or the end of
+    /// the text, so without this the last value of `123` would reach nobody who reads early.
+    /// Does nothing in any other state, and nothing twice.
+    pub fn complete_top_level_number<V: Visitor>(&mut self, visitor: &mut V) {
+        if self.finished || self.error.is_some() || self.depth != 0 {
+            return;
+        }
+        if self.scanned < self.text.len() {
+            self.scan(visitor);
+        }
+        if let Lex::Num(st) = self.lex {
+            if st.can_end() && self.error.is_none() {
+                let end = self.text.len();
+                let text = std::mem::take(&mut self.text);
+                self.end_number(&text, end, visitor);
+                self.text = text;
+            }
+        }
+    }
+
     /// The JSON Pointer of the position being read (the value, member or element).
     #[must_use]
     pub fn pointer(&self) -> String {
@@ -1897,6 +1919,55 @@ mod tests {
             s.push(std::slice::from_ref(b));
         }
         s.finish()
+    }
+
+    /// The numbers a scan reports, as their lexemes.
+    #[derive(Default)]
+    struct Numbers(Vec<String>);
+
+    impl Visitor for Numbers {
+        fn number_end_bytes(&mut self, lexeme: &[u8], _offset: usize) {
+            self.0.push(String::from_utf8_lossy(lexeme).into_owned());
+        }
+    }
+
+    #[test]
+    fn completes_a_top_level_number_at_the_end_once() {
+        // Pieces, numbers reported while feeding, numbers the completion reports, and whether
+        // the text is valid JSON.
+        type Case = (
+            &'static [&'static str],
+            &'static [&'static str],
+            &'static [&'static str],
+            bool,
+        );
+        let cases: &[Case] = &[
+            (&["12", "3"], &[], &["123"], true),
+            (&["-1", ".5e3"], &[], &["-1.5e3"], true),
+            (&["7 "], &["7"], &[], true),
+            (&["\"12\""], &[], &[], true),
+            (&["1."], &[], &[], false),
+            (&["[1"], &[], &[], false),
+            (&["01"], &[], &[], false),
+        ];
+        for &(pieces, fed, completed, valid) in cases {
+            let mut s = Scanner::default();
+            let mut seen = Numbers::default();
+            for piece in pieces {
+                s.feed_with(piece.as_bytes(), &mut seen);
+            }
+            assert_eq!(seen.0, fed, "{pieces:?}");
+            seen.0.clear();
+            s.complete_top_level_number(&mut seen);
+            s.complete_top_level_number(&mut seen);
+            assert_eq!(seen.0, completed, "{pieces:?}");
+            seen.0.clear();
+            assert_eq!(s.finish_with(&mut seen).is_ok(), valid, "{pieces:?}");
+            assert!(
+                seen.0.is_empty(),
+                "{pieces:?}: finish reported the number again"
+            );
+        }
     }
 
     #[test]

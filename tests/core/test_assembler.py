@@ -19,6 +19,7 @@ from toolwire import (
     MisuseError,
     Scanner,
     ToolCall,
+    ToolRegistry,
     assemble,
     call_id_for,
     tool_messages,
@@ -595,6 +596,35 @@ def test_items_left_undrained_at_finish_are_kept_for_the_next_drain() -> None:
     a.interrupt("the connection dropped")
     a.finish()
     assert a.drain_progress() == [(0, "/a", "x")]
+
+
+@pytest.mark.parametrize("tools", [False, True])
+@pytest.mark.parametrize("pieces", [["12", "3"], ["-1", ".5e3"], ["  7"]])
+def test_a_number_ending_the_text_reaches_progress_at_the_end(
+    pieces: list[str], tools: bool
+) -> None:
+    # A number is pending until a delimiter or the end of the text: once no byte can follow,
+    # progress and the partial value show it, as the finished call's text has it.
+    registry = ToolRegistry({"t": {"type": "object"}}) if tools else None
+    items: list[tuple[int, str, str]] = []
+    pushed = Assembler(progress_into=items, tools=registry)
+    ended = Assembler(track_progress=True, tools=registry)
+    for i, piece in enumerate(pieces):
+        names = {"id": "c", "name": "t"} if i == 0 else {}
+        pushed.feed(0, arguments=piece, **names)
+        ended.feed(0, arguments=piece, **names)
+    assert items == [] and ended.drain_progress() == []
+    assert ended.partial(0) is NO_VALUE
+    ended.end(0)
+    lexeme = "".join(pieces).strip()
+    assert ended.drain_progress() == [(0, "", lexeme)]
+    assert ended.partial(0) == json.loads(lexeme)
+    (call,) = ended.finish()
+    assert ended.drain_progress() == []
+    (pushed_call,) = pushed.finish()
+    assert items == [(0, "", lexeme)]
+    assert call.error is not None and pushed_call.error is not None
+    assert call.error.kind == pushed_call.error.kind == "not_object"
 
 
 def test_assemble_reports_the_progress_finish_releases() -> None:
