@@ -13,6 +13,10 @@ and from toolwire's own pre-check, which must never reject what validation accep
   `(?<name>...)` groups. A pattern that neither compiles is a broken schema and is still
   refused. Python's `$` also matches before a final newline, ECMA-262's (and Pydantic's) only
   at the end: a `$` is compiled as `\\Z`, so `^[a-z]+$` refuses `"main\\n"` here too.
+* The format checkers read most formats with a regex ending in Python's `$` too
+  (`rfc3339-validator` for `date-time` and `time`, `fqdn` for `hostname` when installed), so
+  `"2024-01-02T03:04:05Z\\n"` passed as a date-time. No format without line breaks in its
+  grammar takes a final newline here, as Pydantic's types take none.
 * OpenAPI 3.0's `nullable: true` (Gemini function declarations, schemas converted from
   OpenAPI documents) is not JSON Schema, so `jsonschema` ignores it and refuses the `null` its
   author allowed. Here it admits `null` past `type` and `enum`, as the pre-check does.
@@ -279,15 +283,60 @@ def _acyclic(keyword: Any) -> Any:
     return evaluate
 
 
+# The formats whose values never hold a line break. `regex` and the JSON Pointers are left out
+# (a pointer's tokens may hold any character), and so are `email` and `idn-email`: their
+# checker asks only for an `@`, and Pydantic's `EmailStr` strips the whitespace around an
+# address, so a final newline is no mismatch there.
+_SINGLE_LINE_FORMATS = frozenset(
+    {
+        "date-time",
+        "date",
+        "time",
+        "duration",
+        "uuid",
+        "ipv4",
+        "ipv6",
+        "ip-address",
+        "hostname",
+        "host-name",
+        "idn-hostname",
+        "uri",
+        "uri-reference",
+        "iri",
+        "iri-reference",
+        "uri-template",
+        "color",
+    }
+)
+
+
+def _single_line(check: Any) -> Any:
+    """`check`, refusing a string that ends with a newline before the library's `$` can take it
+    (see the module doc)."""
+
+    def single_line(instance: object) -> bool:
+        if isinstance(instance, str) and instance.endswith("\n"):
+            return False
+        return bool(check(instance))
+
+    return single_line
+
+
 @functools.cache
 def extended_validator(cls: Any) -> Any:
     """`cls` (a `jsonschema` validator class) with the readings described in the module doc.
 
     Its `FORMAT_CHECKER` checks the `regex` format the same way, and `check_schema` uses it, so
-    a schema with `"pattern": "^\\\\p{L}+$"` passes the meta-schema.
+    a schema with `"pattern": "^\\\\p{L}+$"` passes the meta-schema; it refuses a final newline
+    in the formats that have no line breaks.
     """
     checker = copy.deepcopy(cls.FORMAT_CHECKER)
     checker.checks("regex", raises=(re.error, regex.error))(_is_regex)
+    # Only what this draft's checker already asserts: a format left unchecked (its optional
+    # package missing, or not in this draft) stays an annotation.
+    for name, (check, raises) in list(checker.checkers.items()):
+        if name in _SINGLE_LINE_FORMATS:
+            checker.checks(name, raises=raises)(_single_line(check))
     extend: Any = jsonschema.validators.extend  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     extended = extend(
         cls,
