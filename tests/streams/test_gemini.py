@@ -5,6 +5,7 @@ and `assemble_both` check every way on every stream they run)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -404,6 +405,52 @@ def test_close_early_finishes_quietly(sse_server: SSEServer) -> None:
                 break
     assert [c.name for c in stream.calls] == ["get_weather", "get_weather", "get_time"]
     assert [c.ok for c in stream.calls] == [True, True, True]
+
+
+def _socket_closed(response: Any) -> bool:
+    # The socket, not `response.is_closed`: google-genai reads through httpx2 (which sets that
+    # flag when the body's generator is closed) or httpx (which does not, though its connection
+    # pool still closes the socket).
+    sock = response.extensions["network_stream"].get_extra_info("socket")
+    assert sock is not None
+    return bool(sock.fileno() == -1)
+
+
+@pytest.mark.parametrize("how", ["with", "close"])
+def test_closing_early_closes_the_http_connection(sse_server: SSEServer, how: str) -> None:
+    # google-genai's sync stream is a plain generator, not an object that holds its response:
+    # closing it unwinds the SDK's generators down to the HTTP body, which closes the response.
+    from google import genai
+    from google.genai import types
+
+    from toolwire.stream import assemble
+
+    from .clients import open_sync
+
+    # A body long enough that the break comes well before its end.
+    chunks = [*PARALLEL[:2], *(gemini_chunk({"text": f"and {i} more "}) for i in range(200))]
+    route = serve(sse_server, [*chunks, PARALLEL[-1]], "random-1")
+    responses: list[Any] = []
+    options = types.HttpOptions(
+        base_url=route.gemini_base_url,
+        api_version="v1beta",
+        client_args={"event_hooks": {"response": [responses.append]}},
+    )
+    with genai.Client(api_key="test", http_options=options) as client:
+        source = open_sync(client, FMT)
+        stream = assemble(source)
+        with stream if how == "with" else contextlib.nullcontext():
+            for event in stream:
+                if isinstance(event, CallStarted):
+                    break
+            (response,) = responses
+            assert not _socket_closed(response)
+        if how == "close":
+            stream.close()
+        assert _socket_closed(response)
+        assert source.gi_frame is None, "the SDK's generator is closed"
+    assert [c.name for c in stream.calls] == ["get_weather", "get_weather", "get_time"]
+    assert stream.finish_reason is None
 
 
 # --- Streamed arguments (Vertex AI `streamFunctionCallArguments`) ------------------------------
