@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 
 from toolwire import Assembler, Toolset
 from toolwire.payloads import Lang
+from toolwire.toolset import _PLAIN_PRECHECK_FORMATS as _PRECHECKED_FORMATS
 
 
 def _run(schema: dict[str, Any], arguments: Any) -> tuple[list[str], bool, list[str]]:
@@ -279,7 +280,10 @@ def test_a_format_value_takes_no_final_newline(
     model = create_model("Value", v=(python_type, ...))
     assert _run(schema, {"v": value})[1:] == (True, [])
     for text in (f"{value}\n", f"{value}\n\n"):
-        assert _run(schema, {"v": text})[1:] == (False, ["format"]), repr(text)
+        early, ok, codes = _run(schema, {"v": text})
+        assert (ok, codes) == (False, ["format"]), repr(text)
+        # The pre-check, where it checks the format, says so while the call streams.
+        assert early or fmt not in _PRECHECKED_FORMATS, repr(text)
         assert not _pydantic_accepts(model, json.dumps({"v": text}))
 
 
