@@ -262,6 +262,12 @@ class Assembler:
             path of assistant text, one response may send (at least 1). A response past either
             limit is refused whole: nothing more of it is kept, every call fails `too_large`
             (none runs), and `stream_errors` has a `stream_limit` entry.
+
+    Raises:
+        MisuseError: From any method or property, when another call is still inside this
+            assembler: one made by another thread (`feed_sse` lets other threads run while it
+            decodes a large piece) or by Python code it runs (a dict subclass's `items` when
+            `feed` writes dict arguments out). One assembler serves one stream at a time.
     """
 
     def __new__(

@@ -49,9 +49,13 @@ fn misuse(e: &Misuse) -> PyErr {
 }
 
 /// An assembler already borrowed: another thread is inside one of its methods (`feed_sse`
-/// releases the GIL while it decodes a large body). One assembler serves one stream.
+/// releases the GIL while it decodes a large body, and Python code a method runs, such as
+/// `json.dumps` of dict arguments, lets other threads in), or that code called back into it.
+/// One assembler serves one stream. Every `Assembler` method borrows through this instead of
+/// taking `&self`/`&mut self`, whose failure is pyo3's bare `RuntimeError("Already borrowed")`;
+/// the check is the one pyo3 makes anyway. Takes either borrow error.
 #[cold]
-fn in_use(_: pyo3::pycell::PyBorrowMutError) -> PyErr {
+fn in_use<E>(_: E) -> PyErr {
     MisuseError::new_err(
         "the assembler is in use by another call (another thread?): one assembler serves one \
          stream at a time",
@@ -1415,24 +1419,27 @@ impl PyAssembler {
 
     /// A per-call stop event for the open call under `index`.
     #[pyo3(signature = (index, /))]
-    fn end(&mut self, py: Python<'_>, index: Option<i64>) -> PyResult<()> {
-        if let Some(o) = self.decoder.assembler().ordinal_of(index) {
-            self.decoder
+    fn end(slf: &Bound<'_, Self>, py: Python<'_>, index: Option<i64>) -> PyResult<()> {
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        if let Some(o) = this.decoder.assembler().ordinal_of(index) {
+            this.decoder
                 .assembler_mut()
                 .end_call(o)
                 .map_err(|e| misuse(&e))?;
         }
-        self.flush_progress(py)
+        this.flush_progress(py)
     }
 
     #[pyo3(signature = (index, key, value, /))]
     fn set_metadata(
-        &mut self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         index: Option<i64>,
         key: &str,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
+        // Written out before the assembler is taken: `json.dumps` runs the caller's code (a
+        // dict subclass's `items`), which may use the assembler or let another thread in.
         let json = match dumps(py, value, true) {
             Ok(json) => json,
             // An opaque provider value nested past what `json.dumps` can write: no use to the
@@ -1440,7 +1447,8 @@ impl PyAssembler {
             Err(e) if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py) => return Ok(()),
             Err(e) => return Err(not_json(py, e)),
         };
-        self.decoder
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder
             .assembler_mut()
             .set_metadata_for_key(index, key, &json)
             .map_err(|e| misuse(&e))
@@ -1448,41 +1456,44 @@ impl PyAssembler {
 
     /// The transport broke off: calls with no argument text yet become `truncated`, not `{}`.
     #[pyo3(signature = (reason, /))]
-    fn interrupt(&mut self, py: Python<'_>, reason: &str) -> PyResult<()> {
-        self.decoder
+    fn interrupt(slf: &Bound<'_, Self>, py: Python<'_>, reason: &str) -> PyResult<()> {
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder
             .assembler_mut()
             .interrupt(reason)
             .map_err(|e| misuse(&e))?;
-        self.flush_progress(py)
+        this.flush_progress(py)
     }
 
     /// Whether `feed` would start a new call for this delta rather than continue an open one.
     #[pyo3(signature = (index, /, *, id=None, name=None, arguments=None))]
     fn starts_call(
-        &mut self,
+        slf: &Bound<'_, Self>,
         index: Option<i64>,
         id: Option<&str>,
         name: Option<&str>,
         arguments: Option<&str>,
-    ) -> bool {
-        self.decoder.assembler_mut().starts_call(&Delta {
+    ) -> PyResult<bool> {
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        Ok(this.decoder.assembler_mut().starts_call(&Delta {
             index,
             id,
             name,
             kind: None,
             arguments: arguments.map(|a| Arguments::Text(a.as_bytes())),
             start: false,
-        })
+        }))
     }
 
     /// The name received so far for a call.
     #[pyo3(signature = (ordinal, /))]
-    fn name(&self, ordinal: Count) -> PyResult<Option<String>> {
+    fn name(slf: &Bound<'_, Self>, ordinal: Count) -> PyResult<Option<String>> {
         let Count(ordinal) = ordinal;
-        if ordinal >= self.decoder.assembler().len() {
+        let this = slf.try_borrow().map_err(in_use)?;
+        if ordinal >= this.decoder.assembler().len() {
             return Err(misuse(&Misuse::NoSuchCall(ordinal)));
         }
-        Ok(self
+        Ok(this
             .decoder
             .assembler()
             .name(ordinal)
@@ -1492,23 +1503,25 @@ impl PyAssembler {
 
     /// The id of a call, if one arrived.
     #[pyo3(signature = (ordinal, /))]
-    fn id(&self, ordinal: Count) -> PyResult<Option<String>> {
+    fn id(slf: &Bound<'_, Self>, ordinal: Count) -> PyResult<Option<String>> {
         let Count(ordinal) = ordinal;
-        if ordinal >= self.decoder.assembler().len() {
+        let this = slf.try_borrow().map_err(in_use)?;
+        if ordinal >= this.decoder.assembler().len() {
             return Err(misuse(&Misuse::NoSuchCall(ordinal)));
         }
-        Ok(self.decoder.assembler().id(ordinal).map(str::to_owned))
+        Ok(this.decoder.assembler().id(ordinal).map(str::to_owned))
     }
 
     /// The argument bytes a call holds so far, as appended.
     #[pyo3(signature = (ordinal, /))]
     fn arguments_so_far<'py>(
-        &self,
+        slf: &Bound<'py, Self>,
         py: Python<'py>,
         ordinal: Count,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let Count(ordinal) = ordinal;
-        match self.decoder.assembler().arguments(ordinal) {
+        let this = slf.try_borrow().map_err(in_use)?;
+        match this.decoder.assembler().arguments(ordinal) {
             Some(text) => Ok(PyBytes::new(py, text)),
             None => Err(misuse(&Misuse::NoSuchCall(ordinal))),
         }
@@ -1517,91 +1530,113 @@ impl PyAssembler {
     /// An event that may have carried part of a call could not be read: every call whose
     /// arguments were still open becomes a `lost_event` error (see [`Assembler::lose_event`]).
     #[pyo3(signature = (reason, /))]
-    fn lose_event(&mut self, py: Python<'_>, reason: &str) -> PyResult<()> {
-        self.decoder
+    fn lose_event(slf: &Bound<'_, Self>, py: Python<'_>, reason: &str) -> PyResult<()> {
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder
             .assembler_mut()
             .lose_event(reason)
             .map_err(|e| misuse(&e))?;
-        self.flush_progress(py)
+        this.flush_progress(py)
     }
 
     /// The call at `ordinal` lost part of its arguments (an event that carried them could not
     /// be read): it becomes a `lost_event` error, never executed, whatever it holds.
     #[pyo3(signature = (ordinal, reason, /))]
-    fn lose_arguments(&mut self, py: Python<'_>, ordinal: Count, reason: &str) -> PyResult<()> {
+    fn lose_arguments(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        ordinal: Count,
+        reason: &str,
+    ) -> PyResult<()> {
         let Count(ordinal) = ordinal;
-        self.decoder
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder
             .assembler_mut()
             .lose_arguments(ordinal, reason)
             .map_err(|e| misuse(&e))?;
-        self.flush_progress(py)
+        this.flush_progress(py)
     }
 
-    fn limit_reached(&mut self) -> PyResult<()> {
-        self.decoder
+    fn limit_reached(slf: &Bound<'_, Self>) -> PyResult<()> {
+        slf.try_borrow_mut()
+            .map_err(in_use)?
+            .decoder
             .assembler_mut()
             .limit_reached()
             .map_err(|e| misuse(&e))
     }
 
     #[pyo3(signature = (reason, /))]
-    fn stop(&mut self, py: Python<'_>, reason: &str) -> PyResult<()> {
-        self.decoder
+    fn stop(slf: &Bound<'_, Self>, py: Python<'_>, reason: &str) -> PyResult<()> {
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder
             .assembler_mut()
             .stop(reason)
             .map_err(|e| misuse(&e))?;
-        self.flush_progress(py)
+        this.flush_progress(py)
     }
 
     #[pyo3(signature = (reason, /))]
-    fn stop_all(&mut self, py: Python<'_>, reason: &str) -> PyResult<()> {
-        self.decoder
+    fn stop_all(slf: &Bound<'_, Self>, py: Python<'_>, reason: &str) -> PyResult<()> {
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder
             .assembler_mut()
             .stop_all(reason)
             .map_err(|e| misuse(&e))?;
-        self.flush_progress(py)
+        this.flush_progress(py)
     }
 
-    fn drain_errors(&mut self) -> Vec<(usize, PyCallError)> {
-        self.decoder
+    fn drain_errors(slf: &Bound<'_, Self>) -> PyResult<Vec<(usize, PyCallError)>> {
+        Ok(slf
+            .try_borrow_mut()
+            .map_err(in_use)?
+            .decoder
             .assembler_mut()
             .drain_errors()
             .iter()
             .map(|(o, e)| (*o, PyCallError::from(e)))
-            .collect()
+            .collect())
     }
 
-    fn drain_progress<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        if let Some(released) = self.finished_progress.take() {
+    fn drain_progress<'py>(
+        slf: &Bound<'py, Self>,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        if let Some(released) = this.finished_progress.take() {
             return Ok(released.into_bound(py));
         }
         let list = PyList::empty(py);
-        self.drain_progress_to(py, &list)?;
+        this.drain_progress_to(py, &list)?;
         Ok(list)
     }
 
     /// True once `finish` ran.
     #[getter]
-    fn finished(&self) -> bool {
-        self.decoder.assembler().is_finished()
+    fn finished(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        let this = slf.try_borrow().map_err(in_use)?;
+        Ok(this.decoder.assembler().is_finished())
     }
 
     /// True when some call already has an error no later input can fix.
     #[getter]
-    fn failed(&mut self) -> bool {
-        self.decoder.assembler_mut().has_certain_error()
+    fn failed(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        Ok(this.decoder.assembler_mut().has_certain_error())
     }
 
     #[pyo3(signature = (ordinal, /, *, strings="trailing", eager_numbers=false))]
     fn partial<'py>(
-        &mut self,
+        slf: &Bound<'py, Self>,
         py: Python<'py>,
         ordinal: Count,
         strings: &str,
         eager_numbers: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let Count(ordinal) = ordinal;
-        let v = self
+        let v = slf
+            .try_borrow_mut()
+            .map_err(in_use)?
             .decoder
             .assembler_mut()
             .partial_into(
@@ -1616,35 +1651,37 @@ impl PyAssembler {
 
     /// Feeds raw SSE bytes of the HTTP response body, split anywhere (gateways).
     #[pyo3(signature = (data, /))]
-    fn feed_sse(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn feed_sse(slf: &Bound<'_, Self>, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let bytes = data
             .cast::<PyBytes>()
             .map_err(|_| MisuseError::new_err("feed_sse takes bytes"))?
             .as_bytes();
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
         // Releasing and re-taking the GIL costs a few hundred nanoseconds: below about 1 KiB
         // (a few microseconds of decoding) it is not worth it; above, other threads run Python
         // (or their own `feed_sse`) meanwhile. The bytes object is immutable and kept alive by
         // the caller's reference for the whole call, so the borrowed slice stays valid.
         let result = if bytes.len() >= DETACH_MIN_BYTES {
-            let decoder = &mut self.decoder;
+            let decoder = &mut this.decoder;
             py.detach(|| decoder.push(bytes))
         } else {
-            self.decoder.push(bytes)
+            this.decoder.push(bytes)
         };
         result.map_err(|e| misuse(&e))?;
-        self.flush_progress(py)
+        this.flush_progress(py)
     }
 
     /// Assistant text seen on the raw SSE path.
     #[getter]
-    fn text(&self) -> String {
-        self.decoder.text().into_owned()
+    fn text(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let this = slf.try_borrow().map_err(in_use)?;
+        Ok(this.decoder.text().into_owned())
     }
 
     /// The last usage object seen on the raw SSE path.
     #[getter]
-    fn usage<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        match self.decoder.usage() {
+    fn usage<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match slf.try_borrow().map_err(in_use)?.decoder.usage() {
             None => Ok(None),
             Some(text) => Ok(Some(
                 py.import("json")?
@@ -1656,45 +1693,50 @@ impl PyAssembler {
 
     /// The finish reason as sent, on the raw SSE path.
     #[getter]
-    fn finish_reason(&self) -> Option<String> {
-        self.decoder.finish_reason_raw().map(str::to_owned)
+    fn finish_reason(slf: &Bound<'_, Self>) -> PyResult<Option<String>> {
+        let this = slf.try_borrow().map_err(in_use)?;
+        Ok(this.decoder.finish_reason_raw().map(str::to_owned))
     }
 
     /// The finish reason normalized: `stop`, `tool_calls`, `length`, `content_filter`,
     /// `refusal` or `other`.
     #[getter]
-    fn finish_reason_normalized(&self) -> Option<&'static str> {
-        self.decoder.finish_reason().map(FinishReason::as_str)
+    fn finish_reason_normalized(slf: &Bound<'_, Self>) -> PyResult<Option<&'static str>> {
+        let this = slf.try_borrow().map_err(in_use)?;
+        Ok(this.decoder.finish_reason().map(FinishReason::as_str))
     }
 
     /// The wire format detected on the raw SSE path.
     #[getter]
-    fn format(&self) -> Option<&'static str> {
-        self.decoder.format().map(Format::as_str)
+    fn format(slf: &Bound<'_, Self>) -> PyResult<Option<&'static str>> {
+        let this = slf.try_borrow().map_err(in_use)?;
+        Ok(this.decoder.format().map(Format::as_str))
     }
 
     /// Problems of the stream itself (malformed events, provider errors), as
     /// (kind, event number, message).
-    fn stream_errors(&self) -> Vec<(&'static str, u64, String)> {
-        let mut errors: Vec<_> = self
+    fn stream_errors(slf: &Bound<'_, Self>) -> PyResult<Vec<(&'static str, u64, String)>> {
+        let this = slf.try_borrow().map_err(in_use)?;
+        let mut errors: Vec<_> = this
             .decoder
             .errors()
             .iter()
             .map(|e| (e.kind.slug(), e.event, e.message.clone()))
             .collect();
         let limit = StreamErrorKind::StreamLimit.slug();
-        if let Some((over, _)) = self.decoder.assembler().over_limit() {
+        if let Some((over, _)) = this.decoder.assembler().over_limit() {
             // Fed by `feed` or `feed_chunk`, the stream has no event numbers: the limit is
             // still said, at event 0.
             if !errors.iter().any(|(kind, _, _)| *kind == limit) {
                 errors.push((limit, 0, over.message()));
             }
         }
-        errors
+        Ok(errors)
     }
 
-    fn __len__(&self) -> usize {
-        self.decoder.assembler().len()
+    fn __len__(slf: &Bound<'_, Self>) -> PyResult<usize> {
+        let this = slf.try_borrow().map_err(in_use)?;
+        Ok(this.decoder.assembler().len())
     }
 
     fn finish<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
@@ -1737,40 +1779,46 @@ impl PyAssembler {
     /// Registers `hook`, called once with the assembler when `finish` starts: the Python
     /// `feed_chunk` layer hands over input it still holds there. A hook keeps plain `feed`
     /// streams free of a Python-level `finish`.
-    fn _flush_before_finish(&mut self, hook: Py<PyAny>) {
-        self.before_finish = Some(hook);
+    fn _flush_before_finish(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<()> {
+        slf.try_borrow_mut().map_err(in_use)?.before_finish = Some(hook);
+        Ok(())
     }
 
     /// Whether `n` bytes an adapter holds for an open call (merged Gemini `partialArgs`
     /// pieces) fit beside what the response has kept; False once the response is over its byte
     /// limit, when the adapter lets them go (see [`Assembler::may_hold`]).
     #[pyo3(signature = (n, /))]
-    fn _may_hold(&mut self, n: Count) -> bool {
+    fn _may_hold(slf: &Bound<'_, Self>, n: Count) -> PyResult<bool> {
         let Count(n) = n;
-        self.decoder.assembler_mut().may_hold(n)
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        Ok(this.decoder.assembler_mut().may_hold(n))
     }
 
     /// Counts `n` bytes of assistant text `feed_chunk` read toward `max_stream_bytes`, as the
     /// raw SSE path counts the text it reads; False once the response is over its limit.
     #[pyo3(signature = (n, /))]
-    fn _count_text(&mut self, n: Count) -> bool {
+    fn _count_text(slf: &Bound<'_, Self>, n: Count) -> PyResult<bool> {
         let Count(n) = n;
-        self.decoder.assembler_mut().count_stream_bytes(n)
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        Ok(this.decoder.assembler_mut().count_stream_bytes(n))
     }
 
     /// See [`Assembler::confirm_whole`] (the Responses layer's `.done` summaries).
     #[pyo3(signature = (ordinal, full, /))]
-    fn _confirm_whole(&mut self, ordinal: Count, full: &[u8]) -> bool {
+    fn _confirm_whole(slf: &Bound<'_, Self>, ordinal: Count, full: &[u8]) -> PyResult<bool> {
         let Count(ordinal) = ordinal;
-        self.decoder.assembler_mut().confirm_whole(ordinal, full)
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        Ok(this.decoder.assembler_mut().confirm_whole(ordinal, full))
     }
 
     /// The index the call at `ordinal` reports, when it is routed by another key (the
     /// `feed_chunk` layer keys a Responses item apart from another under its `output_index`).
     #[pyo3(signature = (ordinal, index, /))]
-    fn _set_index(&mut self, ordinal: Count, index: Option<i64>) -> PyResult<()> {
+    fn _set_index(slf: &Bound<'_, Self>, ordinal: Count, index: Option<i64>) -> PyResult<()> {
         let Count(ordinal) = ordinal;
-        self.decoder
+        slf.try_borrow_mut()
+            .map_err(in_use)?
+            .decoder
             .assembler_mut()
             .set_index(ordinal, index)
             .map_err(|e| misuse(&e))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 import json
 import threading
 import tracemalloc
+from collections.abc import Callable, ItemsView, Iterator
 
 import pytest
 from hypothesis import given
@@ -20,6 +22,7 @@ from toolwire import (
     Scanner,
     ToolCall,
     ToolRegistry,
+    _core,
     assemble,
     call_id_for,
     tool_messages,
@@ -957,6 +960,117 @@ def test_an_assembler_used_from_two_threads_at_once_says_so() -> None:
             failures.append(exc)
         thread.join()
         assert all(isinstance(f, MisuseError) for f in failures), failures
+
+
+class _BlockingArguments(dict[str, object]):
+    """Dict arguments whose writing out waits for `release`: `feed` holds its assembler all the
+    while, since it writes dict arguments with `json.dumps`, which calls a subclass's `items`."""
+
+    def __init__(self) -> None:
+        super().__init__(a=1)
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def items(self) -> ItemsView[str, object]:  # type: ignore[override]
+        self.entered.set()
+        self.release.wait(timeout=60)
+        return super().items()
+
+
+@contextlib.contextmanager
+def _in_use_by_another_thread() -> Iterator[Assembler]:
+    """An assembler that another thread is inside `feed` of, until the block ends."""
+    asm = Assembler()
+    arguments = _BlockingArguments()
+    failures: list[BaseException] = []
+
+    def feed() -> None:
+        try:
+            asm.feed(0, id="c", name="f", arguments=arguments)
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=feed)
+    thread.start()
+    try:
+        assert arguments.entered.wait(timeout=60)
+        yield asm
+    finally:
+        arguments.release.set()
+        thread.join()
+    assert failures == []
+
+
+# Every method of the assembler, called as a stream would, but while another call holds it.
+_WHILE_IN_USE: dict[str, Callable[[Assembler], object]] = {
+    "feed": lambda a: a.feed(0, arguments="x"),
+    "feed_sse": lambda a: a.feed_sse(b'data: {"choices": []}\n\n'),
+    "feed_chunk": lambda a: a.feed_chunk({"choices": []}),
+    "finish": lambda a: a.finish(),
+    "end": lambda a: a.end(0),
+    "set_metadata": lambda a: a.set_metadata(0, "k", 1),
+    "interrupt": lambda a: a.interrupt("dropped"),
+    "starts_call": lambda a: a.starts_call(0, id="d"),
+    "name": lambda a: a.name(0),
+    "id": lambda a: a.id(0),
+    "arguments_so_far": lambda a: a.arguments_so_far(0),
+    "lose_event": lambda a: a.lose_event("unreadable"),
+    "lose_arguments": lambda a: a.lose_arguments(0, "unreadable"),
+    "limit_reached": lambda a: a.limit_reached(),
+    "stop": lambda a: a.stop("filtered"),
+    "stop_all": lambda a: a.stop_all("filtered"),
+    "drain_errors": lambda a: a.drain_errors(),
+    "drain_progress": lambda a: a.drain_progress(),
+    "partial": lambda a: a.partial(0),
+    "stream_errors": lambda a: a.stream_errors(),
+    "len": len,
+    "finished": lambda a: a.finished,
+    "failed": lambda a: a.failed,
+    "text": lambda a: a.text,
+    "usage": lambda a: a.usage,
+    "finish_reason": lambda a: a.finish_reason,
+    "finish_reason_normalized": lambda a: a.finish_reason_normalized,
+    "format": lambda a: a.format,
+    "_flush_before_finish": lambda a: a._flush_before_finish(lambda _: None),
+    "_may_hold": lambda a: a._may_hold(1),
+    "_count_text": lambda a: a._count_text(1),
+    "_confirm_whole": lambda a: a._confirm_whole(0, b"{}"),
+    "_set_index": lambda a: a._set_index(0, 1),
+}
+
+
+def test_every_method_of_the_assembler_is_tried_in_use() -> None:
+    methods = {name for name in vars(_core.Assembler) if not name.startswith("__")}
+    assert set(_WHILE_IN_USE) == methods | {"len", "feed_chunk"}
+
+
+@pytest.mark.parametrize("method", list(_WHILE_IN_USE))
+def test_every_method_of_an_assembler_in_use_elsewhere_says_so(method: str) -> None:
+    # Not pyo3's bare RuntimeError ("Already borrowed"): the same MisuseError as `feed`.
+    with _in_use_by_another_thread() as asm:
+        with pytest.raises(MisuseError, match="in use by another call"):
+            _WHILE_IN_USE[method](asm)
+    # The refused call did nothing: the other thread's call went through, and nothing else.
+    (call,) = asm.finish()
+    assert call.ok and call.value == {"a": 1}
+
+
+def test_metadata_values_are_written_out_before_the_assembler_is_taken() -> None:
+    # Writing the value out runs the caller's code (a dict subclass's `items`), which may read
+    # the assembler: it is not held yet.
+    asm = Assembler()
+    asm.feed(0, id="c", name="f", arguments="{}")
+    lengths: list[int] = []
+
+    class Reading(dict[str, object]):
+        def items(self) -> ItemsView[str, object]:  # type: ignore[override]
+            lengths.append(len(asm))
+            return super().items()
+
+    asm.set_metadata(0, "k", Reading(x=1))
+    assert lengths == [1]
+    (call,) = asm.finish()
+    assert call.metadata == {"k": {"x": 1}}
 
 
 def test_partial_after_finish_says_the_stream_is_finished() -> None:
