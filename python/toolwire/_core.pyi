@@ -162,6 +162,11 @@ class Scanner:
         max_bytes: Maximum size of the text.
         max_number_digits: Maximum digits in a number's integer part.
         duplicate_keys: `"error"` (default) or `"last_wins"` (as `json.loads`).
+
+    Raises:
+        MisuseError: From any method or property, when another thread's call is still inside
+            this scanner (the first `finish` in a process imports orjson, which lets other
+            threads run). One scanner reads one text at a time.
     """
 
     def __new__(

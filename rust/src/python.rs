@@ -62,6 +62,16 @@ fn in_use<E>(_: E) -> PyErr {
     )
 }
 
+/// A scanner already borrowed, as [`in_use`]: its first `finish` in a process imports orjson,
+/// which runs Python code and lets other threads in while the scanner is held.
+#[cold]
+fn scanner_in_use<E>(_: E) -> PyErr {
+    MisuseError::new_err(
+        "the scanner is in use by another call (another thread?): one scanner reads one text \
+         at a time",
+    )
+}
+
 #[cold]
 fn json_error(py: Python<'_>, e: &Error) -> PyErr {
     let err = JsonError::new_err(e.to_string());
@@ -878,37 +888,40 @@ impl PyScanner {
     }
 
     #[pyo3(signature = (data, /))]
-    fn push(&mut self, data: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+    fn push(slf: &Bound<'_, Self>, data: &Bound<'_, PyAny>) -> PyResult<&'static str> {
         let bytes = fragment(data)?;
-        Ok(match self.inner.push(bytes) {
+        let mut this = slf.try_borrow_mut().map_err(scanner_in_use)?;
+        Ok(match this.inner.push(bytes) {
             Status::Incomplete => "incomplete",
             Status::Complete => "complete",
             Status::Invalid(_) => "invalid",
         })
     }
 
-    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        if let Err(e) = self.inner.finish() {
+    fn finish<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let mut this = slf.try_borrow_mut().map_err(scanner_in_use)?;
+        if let Err(e) = this.inner.finish() {
             return Err(json_error(py, &e));
         }
         let v = final_value(
             py,
-            self.inner.text(),
-            self.inner.plain_numbers(),
-            self.inner.config().duplicate_keys == DuplicateKeys::LastWins,
+            this.inner.text(),
+            this.inner.plain_numbers(),
+            this.inner.config().duplicate_keys == DuplicateKeys::LastWins,
         )?;
         optional_value(py, v)
     }
 
     #[pyo3(signature = (*, strings="trailing", eager_numbers=false))]
     fn partial<'py>(
-        &self,
+        slf: &Bound<'py, Self>,
         py: Python<'py>,
         strings: &str,
         eager_numbers: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let this = slf.try_borrow().map_err(scanner_in_use)?;
         let v = crate::assembler::partial_of(
-            &self.inner,
+            &this.inner,
             string_mode(strings)?,
             eager_numbers,
             &mut PySink::new(py),
@@ -917,18 +930,21 @@ impl PyScanner {
     }
 
     #[getter]
-    fn error(&self) -> Option<PyCallError> {
-        self.inner.error().map(PyCallError::from)
+    fn error(slf: &Bound<'_, Self>) -> PyResult<Option<PyCallError>> {
+        let this = slf.try_borrow().map_err(scanner_in_use)?;
+        Ok(this.inner.error().map(PyCallError::from))
     }
 
     #[getter]
-    fn complete(&self) -> bool {
-        self.inner.is_complete()
+    fn complete(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        let this = slf.try_borrow().map_err(scanner_in_use)?;
+        Ok(this.inner.is_complete())
     }
 
     #[getter]
-    fn text<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, self.inner.text())
+    fn text<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let this = slf.try_borrow().map_err(scanner_in_use)?;
+        Ok(PyBytes::new(py, this.inner.text()))
     }
 }
 

@@ -6,6 +6,8 @@ import contextlib
 import gc
 import itertools
 import json
+import subprocess
+import sys
 import threading
 import tracemalloc
 from collections.abc import Callable, ItemsView, Iterator
@@ -1053,6 +1055,65 @@ def test_every_method_of_an_assembler_in_use_elsewhere_says_so(method: str) -> N
     # The refused call did nothing: the other thread's call went through, and nothing else.
     (call,) = asm.finish()
     assert call.ok and call.value == {"a": 1}
+
+
+def test_a_scanner_in_use_elsewhere_says_so() -> None:
+    # `Scanner.finish` first looks orjson up with the scanner held, and the import runs Python
+    # code (here: a finder that waits) with the GIL let go. A fresh process, since the lookup
+    # happens once per process.
+    script = """
+import json, sys, threading
+from toolwire import Scanner
+
+assert "orjson" not in sys.modules
+entered, release = threading.Event(), threading.Event()
+
+class SlowFinder:
+    def find_spec(self, name, path=None, target=None):
+        if name == "orjson":
+            entered.set()
+            release.wait(timeout=60)
+
+sys.meta_path.insert(0, SlowFinder())
+scanner = Scanner()
+scanner.push(b'{"a": 1}')
+values = []
+thread = threading.Thread(target=lambda: values.append(scanner.finish()))
+thread.start()
+assert entered.wait(timeout=60)
+outcomes = {}
+for name, call in {
+    "push": lambda: scanner.push(b" "),
+    "finish": scanner.finish,
+    "partial": scanner.partial,
+    "error": lambda: scanner.error,
+    "complete": lambda: scanner.complete,
+    "text": lambda: scanner.text,
+}.items():
+    try:
+        call()
+        outcomes[name] = "no error"
+    except Exception as exc:
+        outcomes[name] = f"{type(exc).__name__}: {exc}"
+release.set()
+thread.join()
+print(json.dumps({"outcomes": outcomes, "values": values}))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    in_use = (
+        "MisuseError: the scanner is in use by another call (another thread?): "
+        "one scanner reads one text at a time"
+    )
+    assert report == {
+        "outcomes": dict.fromkeys(
+            ["push", "finish", "partial", "error", "complete", "text"], in_use
+        ),
+        "values": [{"a": 1}],
+    }
 
 
 def test_metadata_values_are_written_out_before_the_assembler_is_taken() -> None:
