@@ -1697,7 +1697,10 @@ impl PyAssembler {
     /// The last usage object seen on the raw SSE path.
     #[getter]
     fn usage<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        match slf.try_borrow().map_err(in_use)?.decoder.usage() {
+        // Parsed once the assembler is let go: `json.loads` is Python code, in which another
+        // thread may take its turn and use the assembler.
+        let usage = slf.try_borrow().map_err(in_use)?.decoder.usage();
+        match usage {
             None => Ok(None),
             Some(text) => Ok(Some(
                 py.import("json")?
@@ -1796,7 +1799,14 @@ impl PyAssembler {
     /// `feed_chunk` layer hands over input it still holds there. A hook keeps plain `feed`
     /// streams free of a Python-level `finish`.
     fn _flush_before_finish(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<()> {
-        slf.try_borrow_mut().map_err(in_use)?.before_finish = Some(hook);
+        let replaced = slf
+            .try_borrow_mut()
+            .map_err(in_use)?
+            .before_finish
+            .replace(hook);
+        // Released once the assembler is let go: the last reference to a hook runs its
+        // finalizer, which may use the assembler.
+        drop(replaced);
         Ok(())
     }
 

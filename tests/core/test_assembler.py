@@ -1134,6 +1134,36 @@ def test_metadata_values_are_written_out_before_the_assembler_is_taken() -> None
     assert call.metadata == {"k": {"x": 1}}
 
 
+def test_usage_is_parsed_once_the_assembler_is_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    asm = Assembler()
+    asm.feed_sse(b'data: {"choices": [], "usage": {"prompt_tokens": 3}}\n\n')
+    loads = json.loads
+
+    def loads_and_feed(text: str) -> object:
+        asm.feed_sse(b": keep-alive\n\n")
+        return loads(text)
+
+    monkeypatch.setattr(json, "loads", loads_and_feed)
+    assert asm.usage == {"prompt_tokens": 3}
+
+
+def test_a_replaced_finish_hook_is_let_go_after_the_assembler() -> None:
+    # The hook's last reference goes with it, and so its finalizer runs: the assembler is free.
+    asm = Assembler()
+    lengths: list[int] = []
+
+    class Hook:
+        def __call__(self, asm: Assembler) -> None:
+            pass
+
+        def __del__(self) -> None:
+            lengths.append(len(asm))
+
+    asm._flush_before_finish(Hook())
+    asm._flush_before_finish(lambda _: None)
+    assert lengths == [0]
+
+
 def test_partial_after_finish_says_the_stream_is_finished() -> None:
     asm = Assembler()
     asm.feed(0, id="c", name="f", arguments='{"a": 1}')
