@@ -452,9 +452,10 @@ class Assembler:
     def _may_hold(self, n: int, /) -> bool:
         """Whether `n` bytes an adapter holds for an open call fit beside what the response has
         kept under `max_stream_bytes`; False once the response is over its limit."""
-    def _count_text(self, n: int, /) -> bool:
+    def _keep_text(self, n: int, /) -> bool:
         """Counts `n` bytes of assistant text `feed_chunk` read toward `max_stream_bytes`, as
-        the raw SSE path counts the text it reads; False once the response is over its limit."""
+        the raw SSE path counts the text it reads; False (nothing counted) once the response is
+        past a limit, when the text is not kept."""
     def _confirm_whole(self, ordinal: int, full: bytes, /) -> bool:
         """True when the call's text is already the JSON tokens of `full` (a `.done` summary);
         held fragments are decided by the reading it matches."""

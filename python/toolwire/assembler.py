@@ -83,9 +83,12 @@ class Assembler(_core.Assembler):
         if text:
             ascii_only = text.isascii()
             # Counted as the raw SSE path counts the text it reads: a response past its byte
-            # limit is refused whole on both paths.
-            self._count_text(len(text) if ascii_only else len(text.encode(errors="surrogatepass")))
-            if not ascii_only or _TEXT_HALF in state:
+            # limit is refused whole on both paths, and its later text is not kept on either.
+            if not self._keep_text(
+                len(text) if ascii_only else len(text.encode(errors="surrogatepass"))
+            ):
+                info.text = ""
+            elif not ascii_only or _TEXT_HALF in state:
                 info.text, half = text_piece(state.pop(_TEXT_HALF, ""), text)
                 if half:
                     state[_TEXT_HALF] = half

@@ -828,6 +828,18 @@ impl Assembler {
         self.may_hold(0)
     }
 
+    /// Counts `n` bytes of assistant text toward `max_stream_bytes` unless the response is
+    /// already past a limit; true when the text is kept. Text past the limit is neither kept
+    /// nor counted, as the raw SSE path reads none: the chunk that crosses the limit is kept,
+    /// and the limit refuses what follows.
+    pub fn keep_text(&mut self, n: usize) -> bool {
+        if self.over.is_some() {
+            return false;
+        }
+        self.count_stream_bytes(n);
+        true
+    }
+
     /// Whether `n` more bytes held outside the calls (a Gemini call's merged `partialArgs`,
     /// fed when the call closes and counted then) fit beside what the response has kept. When
     /// they do not, the response is over its byte limit from now on, as if it had kept them.

@@ -1821,12 +1821,13 @@ impl PyAssembler {
     }
 
     /// Counts `n` bytes of assistant text `feed_chunk` read toward `max_stream_bytes`, as the
-    /// raw SSE path counts the text it reads; False once the response is over its limit.
+    /// raw SSE path counts the text it reads; False (nothing counted) once the response is
+    /// past a limit, when `feed_chunk` keeps the text no more (see [`Assembler::keep_text`]).
     #[pyo3(signature = (n, /))]
-    fn _count_text(slf: &Bound<'_, Self>, n: Count) -> PyResult<bool> {
+    fn _keep_text(slf: &Bound<'_, Self>, n: Count) -> PyResult<bool> {
         let Count(n) = n;
         let mut this = slf.try_borrow_mut().map_err(in_use)?;
-        Ok(this.decoder.assembler_mut().count_stream_bytes(n))
+        Ok(this.decoder.assembler_mut().keep_text(n))
     }
 
     /// See [`Assembler::confirm_whole`] (the Responses layer's `.done` summaries).

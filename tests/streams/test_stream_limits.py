@@ -194,6 +194,26 @@ def test_usage_is_bounded_and_read_alike_on_both_paths() -> None:
 
 
 @pytest.mark.parametrize("fmt", sorted(GENERATORS))
+def test_text_past_the_stream_limit_is_kept_on_neither_path(
+    sse_server: SSEServer, fmt: str
+) -> None:
+    # The raw path reads no text once the response is past its limit; `feed_chunk` and the
+    # SDK wrapper went on keeping (and announcing) every later piece, without bound.
+    events = GENERATORS[fmt]([Call("f", '{"a": 1}')], text="part of a long answer. " * 40)
+    raw = Assembler(max_stream_bytes=30)
+    raw.feed_sse(sse_body(events, fmt))
+    dicts = Assembler(max_stream_bytes=30)
+    dict_text = "".join(dicts.feed_chunk(event).text for event in events)
+    route = sse_server.register(sse_body(events, fmt))
+    _, sdk = assemble_sync(route, fmt, limits={"max_stream_bytes": 30})
+    assert 30 < len(raw.text) < 40
+    assert dict_text == raw.text == sdk.text
+    for asm in (raw, dicts):
+        assert [kind for kind, _, _ in asm.stream_errors()] == ["stream_limit"]
+        assert [c.error.kind if c.error else None for c in asm.finish()] == ["too_large"]
+
+
+@pytest.mark.parametrize("fmt", sorted(GENERATORS))
 def test_assistant_text_counts_toward_the_stream_limit_on_both_paths(fmt: str) -> None:
     # `feed_chunk` neither counted the text nor stopped keeping it (Anthropic and Responses
     # keep it to recognise a replay): 200 MiB of it was held, and the raw path refused the
