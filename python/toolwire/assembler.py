@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from toolwire import _core
-from toolwire.formats import ChunkInfo, FormatAdapter, WireFormat, detect_format, make_adapter
+from toolwire.formats import (
+    ChunkInfo,
+    FormatAdapter,
+    WireFormat,
+    detect_format,
+    is_error_event,
+    make_adapter,
+)
+from toolwire.formats._types import after_provider_error
 from toolwire.formats._utf16 import text_piece
 
 __all__ = ["Assembler", "read_chunks_as"]
@@ -18,6 +26,8 @@ _ADAPTER = "_toolwire_adapter"
 _TEXT_HALF = "_toolwire_text_half"
 # Present once a chunk carried a finish reason (or the provider's error).
 _FINISH_SEEN = "_toolwire_finish_seen"
+# Present once the provider gave up before any chunk told the stream's format.
+_GAVE_UP_EARLY = "_toolwire_gave_up_early"
 
 
 class Assembler(_core.Assembler):
@@ -74,9 +84,18 @@ class Assembler(_core.Assembler):
         if adapter is None:
             fmt = detect_format(chunk)
             if fmt is None:
-                return ChunkInfo()
+                if not is_error_event(chunk):
+                    return ChunkInfo()
+                # The provider gave up first: whatever the format turns out to be, what follows
+                # is in no response an SDK shows (it raises here), and no call of it may run.
+                self.stop("error")
+                state[_GAVE_UP_EARLY] = True
+                state[_FINISH_SEEN] = True
+                return ChunkInfo(finish_reason="error")
             adapter = _read_chunks_as(self, fmt)
         info = adapter.handle(chunk, self)
+        if _GAVE_UP_EARLY in state:
+            info = after_provider_error(info, self)
         if info.finish_reason is not None:
             state[_FINISH_SEEN] = True
         text = info.text

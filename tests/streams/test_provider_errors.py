@@ -24,6 +24,8 @@ from .streamkit import (
     Call,
     before_the_end,
     chat_chunk,
+    gemini_call,
+    gemini_chunk,
     sse_body,
     well_formed_stream,
 )
@@ -117,6 +119,33 @@ def test_what_follows_a_provider_error_does_not_undo_it(
         _, stream = assemble_both(sse_server.register(body), fmt)
         assert stream.finish_reason == "error"
         assert all(not c.ok for c in stream.calls)
+
+
+GEMINI_ERROR = {"error": {"code": 500, "message": "busy", "status": "INTERNAL"}}
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses", "openai-chat", "gemini"])
+def test_a_provider_error_before_the_format_is_known_runs_no_call(fmt: str) -> None:
+    # An error chunk first does not tell its format; `feed_chunk` ignored it and ran the calls
+    # that followed, while the raw path stops them, as an SDK (which raises there) shows none.
+    if fmt == "gemini":
+        events = [
+            GEMINI_ERROR,
+            gemini_chunk(gemini_call("delete_file", {"path": "/tmp/x"})),
+            gemini_chunk(finish="STOP"),
+        ]
+    else:
+        events = [PROVIDER_ERRORS[fmt], *well_formed_stream(fmt, CALLS[:1], size=4)]
+    dicts = Assembler()
+    reasons = [dicts.feed_chunk(event).finish_reason for event in events]
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, fmt))
+    assert reasons[0] == "error"
+    assert [r for r in reasons if r is not None][-1] == "error"
+    assert raw.finish_reason == "error"
+    dict_calls, raw_calls = dicts.finish(), raw.finish()
+    assert [key(c) for c in dict_calls] == [key(c) for c in raw_calls]
+    assert [c.error.kind if c.error else None for c in dict_calls] == ["filtered"]
 
 
 def key(call: Any) -> tuple[Any, ...]:

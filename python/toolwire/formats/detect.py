@@ -9,7 +9,7 @@ from toolwire.formats._fields import get
 from toolwire.formats._types import WireFormat
 from toolwire.formats.bedrock_converse import is_converse_event
 
-__all__ = ["detect_format"]
+__all__ = ["detect_format", "is_error_event"]
 
 _ANTHROPIC_TYPES = frozenset(
     {
@@ -64,3 +64,15 @@ def detect_format(chunk: object) -> WireFormat | None:
     if isinstance(chunk, Mapping) and is_converse_event(cast("Mapping[object, object]", chunk)):
         return "bedrock-converse"
     return None
+
+
+def is_error_event(chunk: object) -> bool:
+    """True for a provider's error chunk of any format: an event of type `error` (Anthropic,
+    Responses) or a chunk whose only news is an `error` member (a Chat `{"error": ...}` line,
+    Gemini's). `detect_format` cannot tell their format, yet they end the response whatever
+    it is, as the raw SSE path reads them.
+    """
+    kind = get(chunk, "type")
+    if kind is not None:
+        return kind == "error"
+    return get(chunk, "error") is not None
