@@ -445,6 +445,21 @@ fn output_limit_truncates_the_last_call_cut_before_its_arguments() {
 }
 
 #[test]
+fn a_stopped_call_keeps_the_first_reason() {
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    a.feed(&text(Some(0), Some("a"), Some("f"), "{\"x\": "))
+        .expect("feed");
+    a.stop("error").expect("stop");
+    a.feed(&text(Some(1), Some("b"), Some("g"), "{\"y\": 2"))
+        .expect("feed");
+    a.stop("content_filter").expect("stop");
+    let calls = a.finish().expect("finish");
+    let reasons: Vec<_> = calls.iter().map(|c| c.stop_reason.as_deref()).collect();
+    // The call started after the first stop takes the second reason.
+    assert_eq!(reasons, [Some("error"), Some("content_filter")]);
+}
+
+#[test]
 fn stop_spares_ended_whole_calls_and_stop_all_spares_none() {
     let feed = |a: &mut Assembler| {
         let first = a

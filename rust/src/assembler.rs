@@ -1388,7 +1388,7 @@ impl Assembler {
 
     /// The provider stopped the stream (content filter, refusal): every call not yet ended,
     /// or ended with its arguments incomplete, becomes a [`ErrorKind::Filtered`] error and must
-    /// not be executed.
+    /// not be executed. A call already stopped keeps its first reason.
     ///
     /// # Errors
     /// [`Misuse::Finished`] after finish.
@@ -1426,7 +1426,9 @@ impl Assembler {
             // ended with `{}`: it stays as the provider finished it.
             let whole =
                 call.scanner.is_complete() || (!call.has_arguments() && call.held.is_none());
-            if !call.ended || !whole {
+            // The first reason stays: a finish reason after the provider's error (which the
+            // raw path reads as no news) must not rename what stopped the call.
+            if (!call.ended || !whole) && call.stopped.is_none() {
                 call.stopped = Some(reason.to_owned());
             }
         }

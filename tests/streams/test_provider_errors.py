@@ -148,5 +148,30 @@ def test_a_provider_error_before_the_format_is_known_runs_no_call(fmt: str) -> N
     assert [c.error.kind if c.error else None for c in dict_calls] == ["filtered"]
 
 
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-chat"])
+def test_a_stop_after_a_provider_error_keeps_the_error_as_the_reason(fmt: str) -> None:
+    # The call open at the error stopped there; a refusal or content filter the provider sends
+    # after it renamed the reason on the dict path, while the raw path kept `error`.
+    head = before_the_end(well_formed_stream(fmt, CALLS[1:], size=4), fmt)
+    if fmt == "anthropic":
+        stop: dict[str, Any] = {
+            "type": "message_delta",
+            "delta": {"stop_reason": "refusal", "stop_sequence": None},
+            "usage": {"output_tokens": 5},
+        }
+    else:
+        stop = chat_chunk({}, finish_reason="content_filter")
+    events = [*head, PROVIDER_ERRORS[fmt], stop]
+    dicts = Assembler()
+    for event in events:
+        dicts.feed_chunk(event)
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, fmt))
+    for calls in (dicts.finish(), raw.finish()):
+        assert [(c.error.kind if c.error else None, c.stop_reason) for c in calls] == [
+            ("filtered", "error")
+        ]
+
+
 def key(call: Any) -> tuple[Any, ...]:
     return (call.name, call.id, call.arguments, call.error.kind if call.error else None)
