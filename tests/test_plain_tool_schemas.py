@@ -1189,6 +1189,21 @@ def test_a_declared_draft_keeps_its_readings_under_a_reference_to_the_root() -> 
     assert not _run(looped, {"b": "x"})[1]
 
 
+def test_a_dollar_schema_that_is_data_stays() -> None:
+    # Only the keyword leaves the subschemas (see above): a property named `$schema` (a config
+    # writer's argument) and a `$schema` key inside a `const` or `enum` value are the tool's.
+    config = _obj(
+        properties={"$schema": {"type": "string"}, "name": {"type": "string"}}, required=["name"]
+    )
+    document = {"$schema": "https://json.schemastore.org/package.json", "name": "x"}
+    assert _run(config, document) == ([], True, [])
+    pinned = _obj(properties={"c": {"const": {"$schema": "v1"}}, "e": {"enum": [{"$schema": 2}]}})
+    assert _run(pinned, {"c": {"$schema": "v1"}, "e": {"$schema": 2}}) == ([], True, [])
+    for wrong in ({"c": {}}, {"e": {}}):
+        errors, ok, codes = _run(pinned, wrong)
+        assert errors and (ok, codes) == (False, ["enum"])
+
+
 def test_arguments_too_deep_for_validation_are_refused_with_an_outcome() -> None:
     # An assembler may allow deeper nesting than Python's stack can validate.
     node = _obj(

@@ -58,6 +58,7 @@ __all__ = [
     "precheck_schema",
     "strict_problems",
     "strict_schema",
+    "without_keywords",
 ]
 
 JsonSchema = dict[str, Any]
@@ -802,23 +803,25 @@ _SUBSCHEMAS = (
 )
 
 
-def without_toolwire_keywords(node: Any) -> Any:
-    """`node` without `TOOLWIRE_KEYWORDS` in any subschema (a property named like one stays)."""
+def without_keywords(node: Any, keywords: frozenset[str]) -> Any:
+    """`node` without `keywords` in any subschema. Only schema positions are touched: a
+    property named like one of them, or a key inside an `enum`, `const`, `default` or
+    `examples` value, is data and stays."""
     as_dict = _as_dict(node)
     if as_dict is None:
         return node
     out: dict[str, Any] = {}
     for key, value in as_dict.items():
-        if key in TOOLWIRE_KEYWORDS:
+        if key in keywords:
             continue
         named = _as_dict(value) if key in _NAMED_SUBSCHEMAS else None
         listed = _as_list(value) if key in _SUBSCHEMAS else None
         if named is not None:
-            out[key] = {name: without_toolwire_keywords(sub) for name, sub in named.items()}
+            out[key] = {name: without_keywords(sub, keywords) for name, sub in named.items()}
         elif listed is not None:
-            out[key] = [without_toolwire_keywords(sub) for sub in listed]
+            out[key] = [without_keywords(sub, keywords) for sub in listed]
         elif key in _SUBSCHEMAS:
-            out[key] = without_toolwire_keywords(value)
+            out[key] = without_keywords(value, keywords)
         else:
             out[key] = value
     return out
@@ -848,7 +851,7 @@ def _strict(
             f"more than {MAX_SCHEMA_CHARS:,} characters of property names, definition names,"
             " enum and const values",
         )
-    return cast(JsonSchema, without_toolwire_keywords(out)), walker.problems
+    return cast(JsonSchema, without_keywords(out, TOOLWIRE_KEYWORDS)), walker.problems
 
 
 def strict_schema(

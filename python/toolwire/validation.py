@@ -75,7 +75,7 @@ from toolwire.coercion import (
 )
 from toolwire.jsonschema_dialect import ReferenceLoop, extended_validator
 from toolwire.payloads import Lang, Style, call_id_for, message_for, text
-from toolwire.schema_export import accepts_null
+from toolwire.schema_export import accepts_null, without_keywords
 from toolwire.subschemas import SECRET_KEY, inner, inner_all, meant_field, same_value
 from toolwire.subschemas import is_marked_secret as _is_secret
 
@@ -1853,17 +1853,12 @@ def _one_dialect(schema: Mapping[str, Any]) -> dict[str, Any]:
     """`schema` without `$schema` below its root. `jsonschema` validates a subschema that
     declares `$schema` with that draft's own class, not the extended one chosen for the root
     (so a loop, a `\\p{L}` pattern or a cent-step `multipleOf` under it would be read the plain
-    way); inlining copies the root, `$schema` and all, wherever `#` is referenced."""
+    way); inlining copies the root, `$schema` and all, wherever `#` is referenced.
 
-    def strip(node: Any, root: bool) -> Any:
-        if isinstance(node, list):
-            return [strip(item, False) for item in cast(list[Any], node)]
-        if isinstance(node, dict):
-            items = cast(dict[str, Any], node).items()
-            return {k: strip(v, False) for k, v in items if root or k != "$schema"}
-        return node
-
-    return cast(dict[str, Any], strip(schema, True))
+    Only the keyword goes: a property named `$schema` (a config file's own field) or a
+    `$schema` key inside a `const` or `enum` value is the tool's data."""
+    below = cast(dict[str, Any], without_keywords(schema, frozenset({"$schema"})))
+    return {"$schema": schema["$schema"], **below} if "$schema" in schema else below
 
 
 def _loops_only(errors: Sequence[jsonschema.ValidationError]) -> bool:
