@@ -895,6 +895,16 @@ def test_secret_defaults_and_examples_stay_out_of_every_export() -> None:
     assert tools.anthropic()[0]["input_schema"]["properties"]["user"]["examples"] == ["ada"]
 
 
+def test_an_extension_keywords_value_is_data_left_as_written() -> None:
+    # An `x-` keyword holds the author's data, even one shaped like a schema: nothing in it is
+    # closed or dropped.
+    ui = {"type": "object", "properties": {"width": {}}, "default": None}
+    schema = {"type": "object", "properties": {"a": {"type": "string", "x-ui": ui}}}
+    tools = Toolset([{"name": "t", "parameters": schema}])
+    assert tools.schema("t")["properties"]["a"]["x-ui"] == ui
+    assert tools.anthropic()[0]["input_schema"]["properties"]["a"]["x-ui"] == ui
+
+
 def test_a_draft_7_tuple_is_exported_non_strict() -> None:
     # A list of `items` is a tuple before draft 2020-12; OpenAI takes one schema there.
     rgb = {

@@ -902,6 +902,18 @@ def test_draft7_dependencies_name_the_missing_field() -> None:
     ]
 
 
+def test_a_draft7_dependency_schema_adds_to_its_owners_object() -> None:
+    # As a `dependentSchemas` value does: closed, it would refuse the owner's own fields.
+    billing = _obj(properties={"billing": {"type": "string"}}, required=["billing"])
+    schema = _obj(
+        properties={"name": {"type": "string"}, "card": {"type": "string"}},
+        dependencies={"card": billing},
+    )
+    schema["$schema"] = "http://json-schema.org/draft-07/schema#"
+    assert _run(schema, {"name": "a", "card": "4242", "billing": "x"}) == ([], True, [])
+    assert _run(schema, {"name": "a", "card": "4242"})[1:] == (False, ["missing"])
+
+
 def test_unique_items_compare_as_json_does() -> None:
     # `true` and `1` are different JSON values; `1` and `1.0` are the same number.
     schema = _obj(properties={"t": {"type": "array", "uniqueItems": True}})

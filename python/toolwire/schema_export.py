@@ -356,14 +356,14 @@ def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool 
     "object"}`, or only `required`) is a free-form object, and closing it would leave `{}` as
     its only value. An object whose properties may come from elsewhere stays open too: one
     with `allOf`, `anyOf`, `oneOf`, `if`/`then`/`else`, `dependentSchemas` or `$ref` next to
-    its own keywords, a member of `allOf`, `if`/`then`/`else` or `dependentSchemas`
-    (`closable=False`), and an `anyOf` or `oneOf` branch whose parent declares properties of its
-    own or is such a member itself (the branches of an `allOf` member describe the same object
-    as its siblings). Closing those would reject every property named on the other side, which
-    the schema allows. An object whose `required` names a property that `properties` does not
-    declare stays open as well (and one whose other keywords expect undeclared properties, see
-    `_expects_undeclared`): closed, that property would be required and refused at once, and
-    no call could pass."""
+    its own keywords, a member of `allOf`, `if`/`then`/`else`, `dependentSchemas` or draft 7's
+    `dependencies` (`closable=False`), and an `anyOf` or `oneOf` branch whose parent declares
+    properties of its own or is such a member itself (the branches of an `allOf` member
+    describe the same object as its siblings). Closing those would reject every property
+    named on the other side, which the schema allows. An object whose `required` names a
+    property that `properties` does not declare stays open as well (and one whose other
+    keywords expect undeclared properties, see `_expects_undeclared`): closed, that property
+    would be required and refused at once, and no call could pass."""
     as_list = _as_list(node)
     if as_list is not None:
         return [
@@ -376,30 +376,29 @@ def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool 
     own_properties = any(k in as_dict for k in ("properties", "patternProperties"))
     out: JsonSchema = {}
     for key, value in as_dict.items():
-        if key in ("properties", "$defs", "definitions", "patternProperties"):
-            sub = _as_dict(value)
-            out[key] = (
-                {
-                    k: _with_closed_objects(v, strip_null_default=strip_null_default)
-                    for k, v in sub.items()
-                }
-                if sub is not None
-                else value
-            )
-        elif key in ("enum", "const", "default", "examples", "required"):
-            out[key] = copy.deepcopy(value)
-        elif key == "dependentSchemas" and _as_dict(value) is not None:
+        named = _as_dict(value) if key in _NAMED_SUBSCHEMAS else None
+        if named is not None:
+            # The names are data (a property may be called `type`); each value is a schema.
+            # Those of `dependentSchemas` and draft 7's `dependencies` describe the same
+            # object as their owner, so they are partial members.
+            partial = key in ("dependentSchemas", "dependencies")
             out[key] = {
-                k: _with_closed_objects(v, strip_null_default=strip_null_default, closable=False)
-                for k, v in cast(JsonSchema, value).items()
+                k: _with_closed_objects(
+                    v, strip_null_default=strip_null_default, closable=not partial
+                )
+                for k, v in named.items()
             }
-        else:
+        elif key in _SUBSCHEMAS:
             member_closable = key not in _PARTIAL_MEMBERS and not (
                 key in ("anyOf", "oneOf") and (own_properties or not closable)
             )
             out[key] = _with_closed_objects(
                 value, strip_null_default=strip_null_default, closable=member_closable
             )
+        else:
+            # Data (`enum`, `const`, `default`, `examples`, an `x-` extension): an object in
+            # it is a value, not a schema to close.
+            out[key] = copy.deepcopy(value)
     if strip_null_default and "default" in out and out["default"] is None:
         del out["default"]
     if _is_secret(out):
