@@ -113,6 +113,36 @@ def test_objects_composed_from_subschemas_stay_open() -> None:
     assert errors and not ok
 
 
+def test_objects_a_value_is_tested_against_stay_as_written() -> None:
+    # `not`, `if` and `contains` test a value; they do not say which fields it may have. An
+    # object closed there stops matching a value with another field, and the verdict flips.
+    us = _obj(properties={"country": {"const": "US"}}, required=["country"])
+    refused_us = _obj(properties={"to": {"not": us}})
+    assert _run(refused_us, {"to": {"country": "US", "city": "NYC"}})[1:] == (False, ["invalid"])
+    assert _run(refused_us, {"to": {"country": "CA", "city": "Toronto"}}) == ([], True, [])
+    address = _obj(properties={"country": {"type": "string"}, "city": {"type": "string"}})
+    shipping = _obj(
+        properties={"to": address, "zip": {"type": "string"}},
+        required=["to"],
+        **{"if": {"properties": {"to": us}}, "then": {"required": ["zip"]}},
+    )
+    to_nyc = {"to": {"country": "US", "city": "NYC"}}
+    assert _run(shipping, to_nyc)[1:] == (False, ["missing"])
+    assert _run(shipping, {**to_nyc, "zip": "10001"}) == ([], True, [])
+    zip_only_in_us = {**shipping, "else": {"properties": {"zip": False}}}
+    assert _run(zip_only_in_us, {**to_nyc, "zip": "10001"}) == ([], True, [])
+    primary = _obj(properties={"primary": {"const": True}}, required=["primary"])
+    one_primary = _obj(properties={"xs": {"type": "array", "contains": primary}})
+    two = [{"primary": True, "n": 1}, {"primary": True, "n": 2}]
+    assert _run(one_primary, {"xs": two[:1]}) == ([], True, [])
+    at_most_one = _obj(
+        properties={
+            "xs": {"type": "array", "contains": primary, "minContains": 0, "maxContains": 1}
+        }
+    )
+    assert _run(at_most_one, {"xs": two})[1:] == (False, ["length"])
+
+
 def test_null_for_an_optional_all_of_field_reads_as_absent() -> None:
     # The member refuses null, so the field does not admit it: null is "absent" (the
     # `null_as_absent` rule), for the pre-check and for validation alike.

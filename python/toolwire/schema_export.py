@@ -347,10 +347,19 @@ def _without_discriminator_mapping(node: JsonSchema) -> JsonSchema:
 # the subschema itself may be closed without rejecting what the schema accepts.
 _SAME_OBJECT = ("allOf", "anyOf", "oneOf", "if", "then", "else", "dependentSchemas", "$ref")
 _PARTIAL_MEMBERS = ("allOf", "if", "then", "else", "dependentSchemas")
+# Keywords whose subschema is a test put to the value, not a description of the fields it may
+# have: a match refuses it (`not`), picks `then` over `else` (`if`), or is counted
+# (`contains`). An object closed there turns "has another field" into "does not match", which
+# flips the verdict either way, so nothing under them is closed.
+_TESTS = ("not", "if", "contains")
 
 
-def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool = True) -> Any:
+def _with_closed_objects(
+    node: Any, *, strip_null_default: bool, closable: bool = True, closing: bool = True
+) -> Any:
     """Add `additionalProperties: false` where an object says nothing, drop `default: null`.
+
+    With `closing` false (under `not`, `if` or `contains`, see `_TESTS`) no object is closed.
 
     Only an object that names its properties is closed: one that names none (`{"type":
     "object"}`, or only `required`) is a free-form object, and closing it would leave `{}` as
@@ -364,12 +373,15 @@ def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool 
     property that `properties` does not declare stays open as well (and one whose other
     keywords expect undeclared properties, see `_expects_undeclared`): closed, that property
     would be required and refused at once, and no call could pass."""
+
+    def walk(sub: Any, closable: bool, closing: bool = closing) -> Any:
+        return _with_closed_objects(
+            sub, strip_null_default=strip_null_default, closable=closable, closing=closing
+        )
+
     as_list = _as_list(node)
     if as_list is not None:
-        return [
-            _with_closed_objects(item, strip_null_default=strip_null_default, closable=closable)
-            for item in as_list
-        ]
+        return [walk(item, closable) for item in as_list]
     as_dict = _as_dict(node)
     if as_dict is None:
         return node
@@ -382,19 +394,12 @@ def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool 
             # Those of `dependentSchemas` and draft 7's `dependencies` describe the same
             # object as their owner, so they are partial members.
             partial = key in ("dependentSchemas", "dependencies")
-            out[key] = {
-                k: _with_closed_objects(
-                    v, strip_null_default=strip_null_default, closable=not partial
-                )
-                for k, v in named.items()
-            }
+            out[key] = {k: walk(v, not partial) for k, v in named.items()}
         elif key in _SUBSCHEMAS:
             member_closable = key not in _PARTIAL_MEMBERS and not (
                 key in ("anyOf", "oneOf") and (own_properties or not closable)
             )
-            out[key] = _with_closed_objects(
-                value, strip_null_default=strip_null_default, closable=member_closable
-            )
+            out[key] = walk(value, member_closable, closing and key not in _TESTS)
         else:
             # Data (`enum`, `const`, `default`, `examples`, an `x-` extension): an object in
             # it is a value, not a schema to close.
@@ -407,7 +412,8 @@ def _with_closed_objects(node: Any, *, strip_null_default: bool, closable: bool 
         out.pop("default", None)
         out.pop("examples", None)
     if (
-        closable
+        closing
+        and closable
         and own_properties
         and _is_object(out)
         and "additionalProperties" not in out
@@ -533,8 +539,8 @@ def precheck_schema(schema: Mapping[str, Any]) -> JsonSchema:
 
     Returns:
         A new schema with `$ref`s inlined, `additionalProperties: false` on every object that
-        names its properties and does not set it, and `default: null` removed. `required` is
-        left as the source has it.
+        names its properties and does not set it (outside `not`, `if` and `contains`), and
+        `default: null` removed. `required` is left as the source has it.
     """
     return cast(JsonSchema, _with_closed_objects(inline_refs(schema), strip_null_default=True))
 

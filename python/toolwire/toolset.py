@@ -749,9 +749,10 @@ class Toolset:
         `$ref`s are inlined (a recursive model keeps a `$ref` into `$defs`), every object that
         names its properties and does not say otherwise gets `additionalProperties: false` (one
         that names none is free-form and stays open, as does one composed from subschemas: an
-        `allOf` member, or the owner of one, may name only some of its properties), and
-        `required` is the model's own: optional fields stay optional, so calls from non-strict
-        providers pass.
+        `allOf` member, or the owner of one, may name only some of its properties; and so does
+        every object under `not`, `if` and `contains`, which test a value rather than describe
+        its fields), and `required` is the model's own: optional fields stay optional, so calls
+        from non-strict providers pass.
         For a tool with a `default_tz`, the pre-check leaves out `format: date-time`
         (validation gives a timestamp without an offset the default zone); for a plain-dict
         tool, it leaves out the formats that `jsonschema`'s checker reads more loosely than
