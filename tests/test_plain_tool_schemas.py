@@ -516,6 +516,29 @@ def test_a_value_several_one_of_branches_take_is_ambiguous(lang: Lang) -> None:
     assert _run(schema, {"n": 5.5}) == ([], True, [])
 
 
+def test_one_of_is_judged_as_written_though_its_branches_are_closed() -> None:
+    # Closed, the branches differ by the field each names; as written, each takes an object
+    # with the other's field too, so both take these and `oneOf` refuses them. Closing objects
+    # must only add the unknown-field rule, never let through what the schema refuses.
+    target = {
+        "oneOf": [
+            _obj(properties={"user_id": {"type": "string"}}),
+            _obj(properties={"email": {"type": "string"}}),
+        ]
+    }
+    schema = _obj(properties={"target": target}, required=["target"])
+    for value in ({"user_id": "u1"}, {"email": "a@b.c"}):
+        assert not Draft202012Validator(schema).is_valid({"target": value})
+        assert _run(schema, {"target": value})[1:] == (False, ["ambiguous"])
+    # Branches told apart as written (by their required fields) still take their own values,
+    # and still refuse unknown fields.
+    for branch, name in zip(target["oneOf"], ("user_id", "email"), strict=True):
+        branch["required"] = [name]
+    assert _run(schema, {"target": {"user_id": "u1"}}) == ([], True, [])
+    errors, ok, codes = _run(schema, {"target": {"user_id": "u1", "zzz": 1}})
+    assert errors and (ok, codes) == (False, ["unknown_field"])
+
+
 def test_formats_left_to_validation_loosen_one_of_not_and_if() -> None:
     # Without their formats, `oneOf` branches would both match, a `not` would refuse more and an
     # `if` would pick the other branch: the pre-check must still never refuse a valid call.

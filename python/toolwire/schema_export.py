@@ -53,6 +53,7 @@ __all__ = [
     "Relaxation",
     "SchemaExportError",
     "accepts_null",
+    "closing_splits_one_of",
     "export_schema",
     "inline_refs",
     "precheck_schema",
@@ -359,7 +360,8 @@ def _with_closed_objects(
 ) -> Any:
     """Add `additionalProperties: false` where an object says nothing, drop `default: null`.
 
-    With `closing` false (under `not`, `if` or `contains`, see `_TESTS`) no object is closed.
+    With `closing` false (under `not`, `if` or `contains`, see `_TESTS`, or for the schema as
+    written) no object is closed.
 
     Only an object that names its properties is closed: one that names none (`{"type":
     "object"}`, or only `required`) is a free-form object, and closing it would leave `{}` as
@@ -531,18 +533,52 @@ def _is_object(node: Mapping[str, Any]) -> bool:
     return kinds is not None and "object" in kinds
 
 
-def precheck_schema(schema: Mapping[str, Any]) -> JsonSchema:
+def precheck_schema(schema: Mapping[str, Any], *, closed: bool = True) -> JsonSchema:
     """The self-contained schema that the pre-check compiles and Anthropic receives.
 
     Args:
         schema: A tool's parameter schema.
+        closed: False leaves every object as written (validation reads `oneOf` that way: see
+            `closing_splits_one_of`).
 
     Returns:
         A new schema with `$ref`s inlined, `additionalProperties: false` on every object that
         names its properties and does not set it (outside `not`, `if` and `contains`), and
         `default: null` removed. `required` is left as the source has it.
     """
-    return cast(JsonSchema, _with_closed_objects(inline_refs(schema), strip_null_default=True))
+    out = _with_closed_objects(inline_refs(schema), strip_null_default=True, closing=closed)
+    return cast(JsonSchema, out)
+
+
+def closing_splits_one_of(closed: Any, written: Any) -> bool:
+    """Whether closing objects changed a `oneOf` branch: `closed` is `written` with objects
+    closed (`precheck_schema` both ways).
+
+    Two open branches that both take a value make `oneOf` refuse it; closed, they may differ by
+    a field one of them does not name, and the value passes. Such a schema must also be held to
+    its `oneOf`s as written.
+    """
+    closed_node, written_node = _as_dict(closed), _as_dict(written)
+    if closed_node is None or written_node is None:
+        return False
+    if "oneOf" in written_node and closed_node.get("oneOf") != written_node["oneOf"]:
+        return True
+    for key, value in written_node.items():
+        other: Any = closed_node.get(key)
+        pairs: list[tuple[Any, Any]]
+        named, other_named = _as_dict(value), _as_dict(other)
+        listed, other_listed = _as_list(value), _as_list(other)
+        if key in _NAMED_SUBSCHEMAS and named is not None and other_named is not None:
+            pairs = [(other_named.get(name), sub) for name, sub in named.items()]
+        elif key in _SUBSCHEMAS and listed is not None and other_listed is not None:
+            pairs = list(zip(other_listed, listed, strict=False))
+        elif key in _SUBSCHEMAS:
+            pairs = [(other, value)]
+        else:
+            continue
+        if any(closing_splits_one_of(c, w) for c, w in pairs):
+            return True
+    return False
 
 
 class _StrictWalker:

@@ -683,6 +683,7 @@ class Toolset:
                     rules=self._rules,
                     default_tz=(default_tz or {}).get(name),
                     check=(checks or {}).get(name),
+                    written=precheck_schema(source, closed=False) if model is None else None,
                 )
             except Exception as exc:  # jsonschema.SchemaError and friends
                 raise ValueError(f"tool {name!r}: invalid parameter schema: {exc}") from exc

@@ -75,7 +75,7 @@ from toolwire.coercion import (
 )
 from toolwire.jsonschema_dialect import ReferenceLoop, extended_validator
 from toolwire.payloads import Lang, Style, call_id_for, message_for, text
-from toolwire.schema_export import accepts_null, without_keywords
+from toolwire.schema_export import accepts_null, closing_splits_one_of, without_keywords
 from toolwire.subschemas import SECRET_KEY, inner, inner_all, meant_field, same_value
 from toolwire.subschemas import is_marked_secret as _is_secret
 
@@ -2259,6 +2259,8 @@ class ToolValidator:
         rules: Coercion rules enabled for the whole tool.
         default_tz: Time zone given to timestamps without an offset; None makes them errors.
         check: Business check run on the validated model or dict.
+        written: For a plain-dict tool, `schema` with its objects as written (not closed):
+            a value must pass its `oneOf`s too (see `_as_written`).
     """
 
     def __init__(
@@ -2270,6 +2272,7 @@ class ToolValidator:
         rules: frozenset[str],
         default_tz: tzinfo | None = None,
         check: Check | None = None,
+        written: Mapping[str, Any] | None = None,
     ) -> None:
         self.tool = tool
         self.schema = dict(schema)
@@ -2294,6 +2297,11 @@ class ToolValidator:
         self._validate_json = None if model is None else model.__pydantic_validator__.validate_json
         self._strict = model is None or model.model_config.get("strict") is not False
         self._jsonschema: jsonschema.protocols.Validator | None = None
+        # Closed objects (what makes an unknown field an error) also make `oneOf` branches that
+        # differ by a field exclusive: a value both open branches take, which the schema
+        # refuses, would pass. Where closing changed a `oneOf`, the value must also pass the
+        # schema as written.
+        self._as_written: jsonschema.protocols.Validator | None = None
         self._formats: frozenset[str] | None = None
         if model is None:
             cls = jsonschema.validators.validator_for(
@@ -2301,7 +2309,10 @@ class ToolValidator:
             )
             cls = extended_validator(cls)
             cls.check_schema(self.schema)
-            self._jsonschema = cls(_one_dialect(self.schema), format_checker=cls.FORMAT_CHECKER)
+            checker = cls.FORMAT_CHECKER
+            self._jsonschema = cls(_one_dialect(self.schema), format_checker=checker)
+            if written is not None and closing_splits_one_of(self.schema, written):
+                self._as_written = cls(_one_dialect(written), format_checker=checker)
             self._formats = frozenset(cls.FORMAT_CHECKER.checkers)
 
     def validate(
@@ -2620,6 +2631,12 @@ class ToolValidator:
         errors = sorted(
             self._jsonschema.iter_errors(plain), key=lambda e: list(map(str, e.absolute_path))
         )
+        if not errors and self._as_written is not None:
+            # No unknown field; a `oneOf` whose open branches both take the value still
+            # refuses it (`ambiguous`).
+            errors = sorted(
+                self._as_written.iter_errors(plain), key=lambda e: list(map(str, e.absolute_path))
+            )
         drafts = drafts + builder.from_jsonschema(errors, plain)
         if drafts:
             return self._reject(call, drafts, coercions, lang)
