@@ -856,6 +856,18 @@ def test_an_integral_number_past_any_float_is_not_made_an_int() -> None:
     assert not outcome.ok and [e.path for e in outcome.errors] == ["/units"]
 
 
+@pytest.mark.parametrize("number", ["5.0000000000000001", "999.9999999999999999", "1e-400"])
+def test_a_fraction_a_float_rounds_to_a_whole_number_is_refused_with_advice(number: str) -> None:
+    # Strict Pydantic refuses it already; the model hears why, as for a plain tool: a float
+    # would round it to a whole number, and rounding is for the model to decide.
+    for toolset in (Toolset([_Stock]), Toolset([_Stock], coercion="none")):
+        outcome = toolset.validate(call("stock", f'{{"units": {number}}}'))
+        assert not outcome.ok
+        (error,) = outcome.errors
+        assert (error.path, error.code, error.got) == ("/units", "type", number.upper())
+        assert error.hint is not None and "do not round" in error.hint
+
+
 class _IntX(BaseModel):
     x: int
 

@@ -11,7 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from ipaddress import IPv4Address, IPv6Address
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 import pytest
@@ -1371,3 +1371,64 @@ def test_a_count_past_any_reachable_one_compiles(
 ) -> None:
     # A bound above 2**64 - 1 is valid JSON Schema; it bounds nothing more than that one does.
     assert _run(_obj(properties={"a": keywords}), {"a": value})[1] is ok
+
+
+_NO_ROUNDING = "this field takes a whole number; do not round, send the intended integer"
+
+
+def _numbers_checked(schema: dict[str, Any], text: str, coercion: Literal["safe", "none"]) -> Any:
+    """`text` in one fragment to a one-tool toolset with `coercion`: the outcome."""
+    tools = Toolset([{"name": "tool", "parameters": schema}], coercion=coercion)
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="tool", arguments=text)
+    (call,) = assembler.finish()
+    return tools.validate(call)
+
+
+@pytest.mark.parametrize("coercion", ["safe", "none"])
+@pytest.mark.parametrize("number", ["5.0000000000000001", "999.9999999999999999", "1e-400"])
+def test_a_fraction_a_float_rounds_to_a_whole_number_is_no_integer(
+    coercion: Literal["safe", "none"], number: str
+) -> None:
+    # A float reads each as a whole number, which `jsonschema` takes for an integer: the tool
+    # got 1000.0 for 999.9999999999999999. Judged as written, as Pydantic judges it, none is
+    # one, wherever the integer is declared (coercion walks `properties` and `items`, not the
+    # rest), whatever the rule set.
+    count = {"type": "integer", "minimum": 0}
+    cases = [
+        (_obj(properties={"count": count}), '{"count": N}', "/count"),
+        (
+            _obj(properties={"counts": {"type": "array", "items": count}}),
+            '{"counts": [1, N]}',
+            "/counts/1",
+        ),
+        (_obj(patternProperties={"^count": count}), '{"count": N}', "/count"),
+        (
+            _obj(
+                properties={"unit": {"type": "string"}, "count": {}},
+                **{"if": {"required": ["unit"]}, "then": {"properties": {"count": count}}},
+            ),
+            '{"unit": "box", "count": N}',
+            "/count",
+        ),
+    ]
+    written = "1E-400" if number == "1e-400" else number
+    for schema, text, path in cases:
+        outcome = _numbers_checked(schema, text.replace("N", number), coercion)
+        assert not outcome.ok, (schema, outcome.value)
+        assert [(e.path, e.code, e.got, e.hint) for e in outcome.errors] == [
+            (path, "type", written, _NO_ROUNDING)
+        ]
+
+
+def test_whole_numbers_written_with_a_fraction_or_an_exponent_keep_their_reading() -> None:
+    # `1e2`, `1.0e2` and `100.0` are the integer 100 (`integral_number`, recorded); a number
+    # field takes 999.9999999999999999 as the float it reads, and hands the tool a plain one.
+    schema = _obj(properties={"count": {"type": "integer"}, "ratio": {"type": "number"}})
+    for number in ("1e2", "1.0e2", "100.0"):
+        outcome = _numbers_checked(schema, f'{{"count": {number}}}', "safe")
+        assert outcome.ok and outcome.value == {"count": 100}
+        assert [c.rule for c in outcome.coercions] == ["integral_number"]
+    outcome = _numbers_checked(schema, '{"ratio": 999.9999999999999999}', "safe")
+    assert outcome.ok and outcome.value == {"ratio": 1000.0}
+    assert type(outcome.value["ratio"]) is float

@@ -35,7 +35,10 @@ threshold of its own, as milliseconds, a guess the model should not leave to the
 the pre-check, which asserts RFC 3339, refuses it too).
 
 A JSON number that a float field would read as infinity (or, non-zero, as zero) is refused as
-`out_of_range` whatever the rule set: no coercion could keep it.
+`out_of_range` whatever the rule set: no coercion could keep it. Likewise a number with a
+fraction that a float reads as a whole one (`5.0000000000000001` is 5.0) is refused for an
+integer field as `fractional_integer`: it is no integer, and the reading that makes it one
+rounds what the model wrote.
 
 A field opts in to extra rules with `json_schema_extra={"x-toolwire-coerce": ["bool_word"]}`;
 the rules then apply to that field and everything inside it.
@@ -72,6 +75,7 @@ __all__ = [
     "loads_exact",
     "quote_decimals",
     "resolve_rules",
+    "rounds_to_whole",
 ]
 
 CoercionSpec = Literal["safe", "none"] | Iterable[str]
@@ -497,6 +501,24 @@ def _integral(value: Decimal) -> int | None:
 
 _FLOAT_MAX = Decimal(sys.float_info.max)
 
+
+def rounds_to_whole(value: Decimal | float | str) -> bool:
+    """Whether a float rounds a number that is not whole to a whole one
+    (`999.9999999999999999` reads as 1000.0, `1e-400` as 0.0).
+
+    Args:
+        value: The number exactly, or its JSON text.
+
+    Returns:
+        True when a float rounds it to a whole number it is not.
+    """
+    as_float = float(value)
+    if not as_float.is_integer():  # infinity and NaN included
+        return False
+    exact = Decimal(value)
+    return exact != exact.to_integral_value()
+
+
 _TrialKey = tuple[int, tuple[str | int, ...], int, frozenset[str]]
 """A union trial: the value's id, its path, the branch's id and the rule set."""
 
@@ -887,6 +909,11 @@ class _Coercer:
             whole = _integral(Decimal(value))
             if whole is not None and "integral_number" in rules:
                 value = self.record(path, value, whole, "integral_number")
+            elif whole is None and "number" not in types and rounds_to_whole(value):
+                # Not a rule but a refusal whatever the rule set, as `out_of_range` is: the
+                # float reading is a whole number, so the model is told not to round.
+                self.refuse(path, "fractional_integer", value)
+                return value
         if (
             isinstance(value, (int, Decimal))
             and not isinstance(value, bool)

@@ -69,6 +69,7 @@ from toolwire.coercion import (
     odd_decimal_text,
     pointer,
     quote_decimals,
+    rounds_to_whole,
     schema_has,
     shown,
     unix_timestamp_text,
@@ -1631,6 +1632,16 @@ class _ErrorBuilder:
                 # The bound comes from the subschema that failed (an `allOf` member, `then`),
                 # which need not be the value's own schema.
                 node = error.schema
+            hint = None
+            if code == "type" and isinstance(instance, _RoundedToWhole):
+                # The digits the model wrote, not the float that rounds them; and for an
+                # integer where coercion does not walk (`patternProperties`, `then`, ...), the
+                # advice it gives where it does (`fractional_integer`): do not round.
+                instance = loads_exact(instance.text)
+                rule = error.validator_value
+                types = [rule] if isinstance(rule, str) else _l(rule)
+                if keyword == "type" and "integer" in types:
+                    hint = text("hint.fractional_integer", self.lang)
             drafts.append(
                 _Draft(
                     FieldError(
@@ -1638,6 +1649,7 @@ class _ErrorBuilder:
                         code,
                         self.expected(code, node, {}, ptype),
                         self.got(located, instance),
+                        hint,
                     )
                 )
             )
@@ -1859,6 +1871,36 @@ def _one_dialect(schema: Mapping[str, Any]) -> dict[str, Any]:
     `$schema` key inside a `const` or `enum` value is the tool's data."""
     below = cast(dict[str, Any], without_keywords(schema, frozenset({"$schema"})))
     return {"$schema": schema["$schema"], **below} if "$schema" in schema else below
+
+
+class _RoundedToWhole(float):
+    """A number written with a fraction that a float reads as a whole one (`5.0000000000000001`
+    is 5.0). `jsonschema` takes a whole float for an integer by asking `is_integer`, which this
+    one answers for the number as written: it is none. `text` is that number's JSON text."""
+
+    __slots__ = ("text",)
+    text: str
+
+    def is_integer(self) -> bool:
+        return False
+
+
+def _loads_judged(text: str) -> tuple[Any, bool]:
+    """The arguments as `jsonschema` validates them, and whether any number in them is a
+    `_RoundedToWhole` (the tool must get plain floats)."""
+    rounded = False
+
+    def number(lexeme: str) -> float:
+        nonlocal rounded
+        value = float(lexeme)
+        if not value.is_integer() or not rounds_to_whole(lexeme):
+            return value
+        rounded = True
+        judged = _RoundedToWhole(lexeme)
+        judged.text = lexeme
+        return judged
+
+    return json.loads(text, parse_float=number), rounded
 
 
 def _loops_only(errors: Sequence[jsonschema.ValidationError]) -> bool:
@@ -2627,19 +2669,24 @@ class ToolValidator:
                 return self._reject(call, drafts, coercions, lang)
             return self._accept(call, instance, None, coercions, lang)
         assert self._jsonschema is not None
-        plain = json.loads(dumps_exact(fixed))
+        # Judged on the numbers as written: a float would make `999.9999999999999999` the
+        # integer 1000 (coercion refuses it where it walks; this holds everywhere).
+        fixed_text = dumps_exact(fixed)
+        judged, rounded = _loads_judged(fixed_text)
         errors = sorted(
-            self._jsonschema.iter_errors(plain), key=lambda e: list(map(str, e.absolute_path))
+            self._jsonschema.iter_errors(judged), key=lambda e: list(map(str, e.absolute_path))
         )
         if not errors and self._as_written is not None:
             # No unknown field; a `oneOf` whose open branches both take the value still
             # refuses it (`ambiguous`).
             errors = sorted(
-                self._as_written.iter_errors(plain), key=lambda e: list(map(str, e.absolute_path))
+                self._as_written.iter_errors(judged),
+                key=lambda e: list(map(str, e.absolute_path)),
             )
-        drafts = drafts + builder.from_jsonschema(errors, plain)
+        drafts = drafts + builder.from_jsonschema(errors, judged)
         if drafts:
             return self._reject(call, drafts, coercions, lang)
+        plain = json.loads(fixed_text) if rounded else judged
         return self._accept(call, None, plain, coercions, lang)
 
     def _redacted(self, coercion: Coercion, builder: _ErrorBuilder) -> Coercion:
