@@ -787,6 +787,97 @@ fn fault_14_a_response_past_max_stream_bytes_keeps_no_more() {
         .all(|c| c.error.as_ref().map(|e| e.kind) == Some(ErrorKind::TooLarge)));
 }
 
+/// A call started under key 0 (id `c`, name `f`: two bytes counted), and its ordinal.
+fn started(a: &mut Assembler) -> usize {
+    a.feed(&Delta {
+        index: Some(0),
+        id: Some("c"),
+        name: Some("f"),
+        ..Delta::default()
+    })
+    .expect("feed")
+}
+
+#[test]
+fn fault_14_set_aside_arguments_count_while_held() {
+    // Arguments set aside outside the calls (an Anthropic block's `input`, a Responses
+    // `added`'s `arguments`) count toward `max_stream_bytes` as they are held: two inputs of
+    // 60 bytes are never held together under a limit of 100.
+    let mut a = limited(16, 100);
+    let o = started(&mut a);
+    assert!(a.set_aside(Some(o), 60));
+    assert_eq!(a.over_limit(), None);
+    assert!(!a.set_aside(Some(o), 60));
+    assert_eq!(a.over_limit(), Some((toolwire::StreamLimit::Bytes(100), 0)));
+    // Refused whole: nothing more is set aside, even what would fit.
+    a.release(60);
+    assert!(!a.set_aside(Some(o), 1));
+    let calls = a.finish().expect("finish");
+    assert_eq!(
+        calls[0].error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::TooLarge)
+    );
+}
+
+#[test]
+fn fault_14_set_aside_arguments_given_back_are_not_counted_twice() {
+    // Given back when let go, or before they are fed: a response that only ever holds 90 of its
+    // 100 bytes at a time is never refused, however many it set aside in turn.
+    let mut a = limited(16, 100);
+    let o = started(&mut a);
+    for _ in 0..10 {
+        assert!(a.set_aside(Some(o), 90));
+        a.release(90);
+    }
+    assert!(a.set_aside(Some(o), 90));
+    a.release(90);
+    let value = format!(r#"{{"a":"{}"}}"#, "x".repeat(90 - 8));
+    a.feed(&Delta {
+        index: Some(0),
+        arguments: Some(Arguments::Value(value.as_bytes())),
+        ..Delta::default()
+    })
+    .expect("feed");
+    assert_eq!(a.over_limit(), None);
+    let calls = a.finish().expect("finish");
+    assert!(calls[0].error.is_none(), "{:?}", calls[0].error);
+    assert_eq!(calls[0].arguments, value.as_bytes());
+}
+
+#[test]
+fn fault_14_set_aside_arguments_past_max_bytes_fail_their_call_at_once() {
+    // More than one call may hold: that call fails now, nothing is kept or counted, and the
+    // response goes on (the next call is whole).
+    let mut a = Assembler::new(AssemblerConfig {
+        scan: toolwire::ScanConfig {
+            max_bytes: 10,
+            ..toolwire::ScanConfig::default()
+        },
+        max_stream_bytes: 100,
+        ..AssemblerConfig::default()
+    })
+    .expect("config");
+    let o = started(&mut a);
+    assert!(!a.set_aside(Some(o), 11));
+    assert_eq!(a.over_limit(), None);
+    let early = a.drain_errors();
+    assert_eq!(
+        early.iter().map(|(o, e)| (*o, e.kind)).collect::<Vec<_>>(),
+        vec![(o, ErrorKind::TooLarge)]
+    );
+    a.end_call(o).expect("end");
+    a.feed(&text(Some(1), Some("d"), Some("g"), r#"{"a":1}"#))
+        .expect("feed");
+    assert!(a.set_aside(Some(1), 10));
+    let calls = a.finish().expect("finish");
+    assert_eq!(
+        calls[0].error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::TooLarge)
+    );
+    assert_eq!(calls[0].arguments, b"{}");
+    assert!(calls[1].error.is_none(), "{:?}", calls[1].error);
+}
+
 #[test]
 fn fault_14_limits_must_allow_something() {
     assert!(Assembler::new(AssemblerConfig {

@@ -615,7 +615,8 @@ pub struct Assembler {
     interrupted: Option<String>,
     /// The output limit was reached while this call (the last one started) was open.
     cut_by_limit: Option<usize>,
-    /// Bytes of argument text and values the response sent, and assistant text counted in.
+    /// Bytes of argument text and values the response sent, assistant text counted in, and
+    /// arguments held set aside outside the calls (see [`Assembler::set_aside`]).
     stream_bytes: usize,
     /// The per-stream limit the response passed, if any.
     over: Option<StreamLimit>,
@@ -849,6 +850,49 @@ impl Assembler {
                 .get_or_insert(StreamLimit::Bytes(self.config.max_stream_bytes));
         }
         self.over.is_none()
+    }
+
+    /// Whether the caller may keep `n` bytes of arguments set aside for the call at `ordinal`
+    /// (what Anthropic's `content_block_start` or a Responses `output_item.added` carries, used
+    /// only if the call's own fragments never come), counting them toward `max_stream_bytes`
+    /// until [`Assembler::release`] gives them back. `n` is the length of the text the bytes
+    /// will be fed as, so a use that releases and then feeds them counts the same total.
+    ///
+    /// They are counted while they are held, not only once used: the promise is that a
+    /// response never makes us hold more than the limit, and whether set-aside text is used is
+    /// known only when its call ends, after later calls may have been read. Counted only when
+    /// used, a hostile stream held any number of them; counted when set aside and again when
+    /// its fragments came, a response under the limit could be refused. Held text is therefore
+    /// counted exactly while it is held, and a response is refused only when what it made us
+    /// hold at one time passed the limit.
+    ///
+    /// False, counting nothing, when the bytes must not be kept: after finish; once the
+    /// response is over a per-stream limit; when `n` passes `max_bytes`, which fails that call
+    /// with [`ErrorKind::TooLarge`] now (its arguments could never be taken whole); or when
+    /// they do not fit beside what the response keeps, which refuses the response as the
+    /// stream limit does.
+    pub fn set_aside(&mut self, ordinal: Option<usize>, n: usize) -> bool {
+        if self.finished || self.over.is_some() {
+            return false;
+        }
+        let max_bytes = self.config.scan.max_bytes;
+        if n > max_bytes {
+            if let Some(call) = ordinal.and_then(|o| self.calls.get_mut(o)) {
+                set_aside_too_large(call, max_bytes);
+            }
+            return false;
+        }
+        if !self.may_hold(n) {
+            return false;
+        }
+        self.stream_bytes += n;
+        true
+    }
+
+    /// Gives back `n` bytes counted by [`Assembler::set_aside`]: they were let go, or are about
+    /// to be fed (and counted again as the call's own).
+    pub fn release(&mut self, n: usize) {
+        self.stream_bytes = self.stream_bytes.saturating_sub(n);
     }
 
     /// The per-stream limit the response passed, if any, and how many calls it tried to start
@@ -2162,6 +2206,26 @@ fn take_appended(call: &mut Call, held: Held, end: usize) {
 /// of its readings, those both readings share.
 /// Makes `call` a [`ErrorKind::LostEvent`] error at the text it holds (synced), unless an
 /// arrival error came first.
+/// Set-aside arguments of `call` passed `max_bytes`: the call fails as a call whose fragments
+/// passed it would, without the text being kept (see [`Assembler::set_aside`]).
+#[cold]
+#[inline(never)]
+fn set_aside_too_large(call: &mut Call, max_bytes: usize) {
+    if call.arrival.is_none() {
+        // At the end of the text the call holds (none, for a call just started), as for a
+        // lost event: the bytes that passed the limit were never part of it.
+        call.arrival = Some(Box::new(Error::with_message(
+            ErrorKind::TooLarge,
+            call.scanner.text().len(),
+            String::new(),
+            format!(
+                "the arguments sent with this call's start are larger than max_bytes \
+                 ({max_bytes} bytes)"
+            ),
+        )));
+    }
+}
+
 fn lose(call: &mut Call, message: impl FnOnce() -> String) {
     if call.arrival.is_none() {
         call.arrival = Some(Box::new(Error::with_message(
