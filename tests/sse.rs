@@ -2203,7 +2203,10 @@ fn throughput_stages() {
         let mut n = 0usize;
         for piece in body.chunks(16 * 1024) {
             let _ = framer.push(piece, |e| {
-                let _ = decoder.decode(e.event, e.data, &mut |_| n += 1);
+                let _ = decoder.decode(e.event, e.data, &mut |_| {
+                    n += 1;
+                    true
+                });
             });
         }
         assert!(n > 0);

@@ -237,7 +237,8 @@ pub enum Action<'a> {
     ArgumentsSummary(i64, &'a [u8]),
     /// Bytes the decoder holds for a call outside the assembler until the call closes: a
     /// Gemini call's merged `partialArgs` pieces, a Responses item's `added` arguments (see
-    /// [`crate::Assembler::may_hold`]).
+    /// [`crate::Assembler::may_hold`]). Answered with whether they fit beside what the
+    /// response keeps.
     Held(usize),
 }
 
@@ -739,9 +740,12 @@ impl Decoder {
     /// actions in order. Returns the event's format, or `None` for an event that belongs to no
     /// particular format (`[DONE]`, a keep-alive with empty data, an error event).
     ///
+    /// `emit` answers each action with whether the response is still kept: false once it was
+    /// refused whole (past a per-stream limit); for [`Action::Held`], whether those bytes fit.
+    ///
     /// # Errors
     /// [`EventError`] when the event is skipped; nothing was emitted for it then.
-    pub fn decode<F: FnMut(Action<'_>)>(
+    pub fn decode<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         event: &[u8],
         data: &[u8],
@@ -836,7 +840,7 @@ impl Decoder {
 
     /// End of stream: write back surrogates still held (unpaired) to their calls; a Gemini
     /// call still waiting for its arguments was cut off.
-    pub fn finish<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
+    pub fn finish<F: FnMut(Action<'_>) -> bool>(&mut self, emit: &mut F) {
         self.gemini_finish_stream(emit);
         for Held {
             index,
@@ -896,7 +900,7 @@ impl Decoder {
         }
     }
 
-    fn text<F: FnMut(Action<'_>)>(&mut self, raw: &str, emit: &mut F) {
+    fn text<F: FnMut(Action<'_>) -> bool>(&mut self, raw: &str, emit: &mut F) {
         self.scratch.clear();
         unescape(raw, &mut self.scratch, &mut self.held_text, Lone::Replace);
         if !self.scratch.is_empty() {
@@ -911,7 +915,7 @@ impl Decoder {
     }
 
     /// Write back a held surrogate of the call at `index` before that call ends.
-    fn release(&mut self, index: Option<i64>, emit: &mut impl FnMut(Action<'_>)) {
+    fn release(&mut self, index: Option<i64>, emit: &mut impl FnMut(Action<'_>) -> bool) {
         if let Some(p) = self.held.iter().position(|h| h.index == index) {
             let Held { unit, before, .. } = self.held.swap_remove(p);
             self.scratch = before;
@@ -920,7 +924,7 @@ impl Decoder {
         }
     }
 
-    fn chat<F: FnMut(Action<'_>)>(
+    fn chat<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         env: &Envelope<'_>,
         emit: &mut F,
@@ -1004,7 +1008,7 @@ impl Decoder {
     /// One tool-call delta whose `arguments` may be a string fragment, an object (a complete
     /// value, quirk 23) or absent/null.
     #[allow(clippy::too_many_arguments)]
-    fn emit_call<F: FnMut(Action<'_>)>(
+    fn emit_call<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         index: Option<i64>,
         id: Option<&str>,
@@ -1068,13 +1072,13 @@ impl Decoder {
     }
 
     /// The response's first event; a second one starts a replay of the response.
-    fn start<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
+    fn start<F: FnMut(Action<'_>) -> bool>(&mut self, emit: &mut F) {
         if std::mem::replace(&mut self.started, true) {
             emit(Action::Restart);
         }
     }
 
-    fn responses<F: FnMut(Action<'_>)>(
+    fn responses<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         t: &str,
         env: &Envelope<'_>,
@@ -1156,7 +1160,7 @@ impl Decoder {
 
     /// Opens the call of a `function_call` item at `output_index` `index` under `key`: its id,
     /// name and `item_id`, then the arguments the item already carries, as a fragment.
-    fn open_item<F: FnMut(Action<'_>)>(
+    fn open_item<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         index: i64,
         key: i64,
@@ -1212,7 +1216,7 @@ impl Decoder {
     }
 
     /// Feeds the arguments an item's `added` carried, if nothing else brought any.
-    fn feed_provisional<F: FnMut(Action<'_>)>(&mut self, key: i64, emit: &mut F) {
+    fn feed_provisional<F: FnMut(Action<'_>) -> bool>(&mut self, key: i64, emit: &mut F) {
         let latest = self.items.latest_under(key);
         let raw = latest
             .and_then(|p| self.items.get_mut(p))
@@ -1223,7 +1227,7 @@ impl Decoder {
     }
 
     /// `response.completed` / `.incomplete` / `.failed` / `.cancelled`: usage and finish reason.
-    fn responses_end<F: FnMut(Action<'_>)>(
+    fn responses_end<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         t: &str,
         env: &Envelope<'_>,
@@ -1341,7 +1345,12 @@ impl Decoder {
         key
     }
 
-    fn responses_fragment<F: FnMut(Action<'_>)>(&mut self, index: i64, raw: &str, emit: &mut F) {
+    fn responses_fragment<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        index: i64,
+        raw: &str,
+        emit: &mut F,
+    ) {
         self.fragment(Some(index), raw);
         let latest = self.items.latest_under(index);
         if let Some(state) = latest.and_then(|p| self.items.get_mut(p)) {
@@ -1359,7 +1368,7 @@ impl Decoder {
     /// Hand full `arguments` to the assembler, which compares them with what the call holds and
     /// feeds them when they differ, so the cumulative-resend rule (quirk 19) replaces a prefix.
     /// The deltas' hash only decides whether a surrogate half held from them still stands.
-    fn verify<F: FnMut(Action<'_>)>(&mut self, index: i64, raw: &str, emit: &mut F) {
+    fn verify<F: FnMut(Action<'_>) -> bool>(&mut self, index: i64, raw: &str, emit: &mut F) {
         let Some(pos) = self.items.latest_under(index) else {
             return;
         };
@@ -1399,7 +1408,7 @@ impl Decoder {
         emit(Action::ArgumentsSummary(index, &self.scratch));
     }
 
-    fn anthropic<F: FnMut(Action<'_>)>(
+    fn anthropic<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         t: &str,
         env: &Envelope<'_>,
@@ -1494,14 +1503,16 @@ impl Decoder {
                     emit(Action::Usage(usage.get()));
                 }
             }
-            "message_stop" => emit(Action::Done),
+            "message_stop" => {
+                emit(Action::Done);
+            }
             _ => {}
         }
         Ok(())
     }
 
     /// Ends a stopped `tool_use` block: its `input` is the arguments when no fragment came.
-    fn end_tool_block<F: FnMut(Action<'_>)>(&mut self, block: &BlockState, emit: &mut F) {
+    fn end_tool_block<F: FnMut(Action<'_>) -> bool>(&mut self, block: &BlockState, emit: &mut F) {
         let index = block.index;
         if !block.got_delta && block.input.first() == Some(&b'"') {
             // `input` sent as the arguments' JSON text (a translator that copied a Chat
@@ -1528,7 +1539,7 @@ impl Decoder {
         }
     }
 
-    fn anthropic_delta<F: FnMut(Action<'_>)>(
+    fn anthropic_delta<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         env: &Envelope<'_>,
         emit: &mut F,
@@ -1671,7 +1682,7 @@ fn truthy(raw: &str) -> bool {
 /// The provider reported an error inside the stream and gave up on the response: a call it had
 /// not ended must not run, as on the `feed_chunk` path and when an SDK raises the event
 /// instead, and the finish reason says `error`.
-fn provider_gave_up<F: FnMut(Action<'_>)>(emit: &mut F) {
+fn provider_gave_up<F: FnMut(Action<'_>) -> bool>(emit: &mut F) {
     emit(Action::GaveUp);
 }
 

@@ -208,7 +208,19 @@ impl State {
         }
     }
 
-    fn apply(&mut self, assembler: &mut Assembler, action: Action<'_>) {
+    /// Applies one action; answers, as [`Decoder::decode`] asks, whether the response is still
+    /// kept, and for [`Action::Held`] whether those bytes may be kept.
+    fn apply(&mut self, assembler: &mut Assembler, action: Action<'_>) -> bool {
+        match action {
+            Action::Held(n) => assembler.may_hold(n),
+            action => {
+                self.apply_action(assembler, action);
+                assembler.over_limit().is_none()
+            }
+        }
+    }
+
+    fn apply_action(&mut self, assembler: &mut Assembler, action: Action<'_>) {
         match action {
             Action::Call {
                 mut delta,
@@ -265,8 +277,8 @@ impl State {
                 }
             }
             Action::Restart => self.text_replay = (!self.text.is_empty()).then_some(0),
-            Action::Held(n) => {
-                assembler.may_hold(n);
+            Action::Held(_) => {
+                // Answered by `apply`.
             }
             Action::Usage(u) => {
                 // Providers split usage over events (Anthropic: input tokens in

@@ -282,14 +282,14 @@ fn camel_key(key: &str) -> String {
 
 impl GeminiState {
     /// Emit a delta of this chunk (counted: calls fed after a blocked prompt are stopped).
-    fn feed<F: FnMut(Action<'_>)>(&mut self, emit: &mut F, action: Action<'_>) {
+    fn feed<F: FnMut(Action<'_>) -> bool>(&mut self, emit: &mut F, action: Action<'_>) {
         self.feeds += 1;
         emit(action);
     }
 
     /// No more arguments come for the open call (another call starts, the answer ended): a
     /// name-only part is a function without parameters.
-    fn settle<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
+    fn settle<F: FnMut(Action<'_>) -> bool>(&mut self, emit: &mut F) {
         if let Some(open) = self.open.take() {
             if open.value.is_none() {
                 self.feed(emit, args(Some(open.key), Arguments::Value(b"{}")));
@@ -300,7 +300,7 @@ impl GeminiState {
     }
 
     /// A streamed call still waiting for pieces is cut where it is.
-    fn cut<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
+    fn cut<F: FnMut(Action<'_>) -> bool>(&mut self, emit: &mut F) {
         if self.open.as_ref().is_some_and(|o| o.value.is_some()) {
             if let Some(open) = self.open.take() {
                 self.cut_call(open, emit);
@@ -309,7 +309,7 @@ impl GeminiState {
     }
 
     /// Feed the merged pieces of a streamed call whose last piece came.
-    fn close<F: FnMut(Action<'_>)>(&mut self, open: Open, emit: &mut F) {
+    fn close<F: FnMut(Action<'_>) -> bool>(&mut self, open: Open, emit: &mut F) {
         if open.unread {
             self.feeds += 1;
             return;
@@ -330,7 +330,7 @@ impl GeminiState {
     }
 
     /// Feed a streamed call's pieces so far without its closing brace: `truncated`.
-    fn cut_call<F: FnMut(Action<'_>)>(&mut self, open: Open, emit: &mut F) {
+    fn cut_call<F: FnMut(Action<'_>) -> bool>(&mut self, open: Open, emit: &mut F) {
         let broken = open.value.as_ref().is_some_and(|v| v.broken);
         if open.unread || broken {
             self.close(open, emit);
@@ -348,7 +348,7 @@ impl GeminiState {
 impl Decoder {
     /// One Gemini chunk: usage, a blocked prompt, candidate 0's parts and finish reason, or an
     /// `{"error": ...}` chunk.
-    pub(super) fn gemini<F: FnMut(Action<'_>)>(
+    pub(super) fn gemini<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         env: &Envelope<'_>,
         emit: &mut F,
@@ -442,7 +442,7 @@ impl Decoder {
 
     /// End of body: a streamed call still waiting for pieces is cut there (the adapter's
     /// `flush`); a name-only call still open means no finish reason came after it.
-    pub(super) fn gemini_finish_stream<F: FnMut(Action<'_>)>(&mut self, emit: &mut F) {
+    pub(super) fn gemini_finish_stream<F: FnMut(Action<'_>) -> bool>(&mut self, emit: &mut F) {
         let Some(st) = self.gemini.as_mut() else {
             return;
         };
@@ -454,7 +454,7 @@ impl Decoder {
         }
     }
 
-    fn gemini_part<F: FnMut(Action<'_>)>(
+    fn gemini_part<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         st: &mut GeminiState,
         part: &Part<'_>,
@@ -482,16 +482,18 @@ impl Decoder {
             return;
         }
         match st.last {
-            Some(key) => emit(Action::Metadata {
-                index: Some(key),
-                key: SIGNATURE,
-                json: &signature,
-            }),
+            Some(key) => {
+                emit(Action::Metadata {
+                    index: Some(key),
+                    key: SIGNATURE,
+                    json: &signature,
+                });
+            }
             None => st.held = Some(signature.into_owned()),
         }
     }
 
-    fn gemini_call<F: FnMut(Action<'_>)>(
+    fn gemini_call<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         st: &mut GeminiState,
         fc: &FunctionCall<'_>,
@@ -590,7 +592,12 @@ impl Decoder {
 
     /// `args` fed as `feed_chunk` feeds the adapter's `arguments_of(args)`: an object or array
     /// whole, a string as text, a scalar as its JSON text.
-    fn gemini_arguments<F: FnMut(Action<'_>)>(&mut self, key: i64, raw: &RawValue, emit: &mut F) {
+    fn gemini_arguments<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        key: i64,
+        raw: &RawValue,
+        emit: &mut F,
+    ) {
         let text = raw.get();
         match text.as_bytes().first() {
             Some(b'"') => self.emit_call(Some(key), None, None, None, Some(raw), None, emit),
@@ -605,7 +612,7 @@ impl Decoder {
         }
     }
 
-    fn gemini_finish<F: FnMut(Action<'_>)>(
+    fn gemini_finish<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         st: &mut GeminiState,
         raw: Option<&RawValue>,
