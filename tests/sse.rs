@@ -2366,6 +2366,113 @@ fn fault14_assistant_text_counts_toward_the_stream_limit() {
     );
 }
 
+/// A decoder whose assembler has these limits.
+fn limited_decoder(max_bytes: usize, max_stream_bytes: usize) -> StreamDecoder {
+    StreamDecoder::new(
+        Assembler::new(AssemblerConfig {
+            scan: toolwire::ScanConfig {
+                max_bytes,
+                ..toolwire::ScanConfig::default()
+            },
+            max_stream_bytes,
+            ..AssemblerConfig::default()
+        })
+        .expect("config"),
+    )
+}
+
+fn over_stream_limit(d: &StreamDecoder) -> bool {
+    d.errors()
+        .iter()
+        .any(|e| e.kind == StreamErrorKind::StreamLimit)
+}
+
+/// An Anthropic `tool_use` block at `index` that starts with `input`, then its fragments and
+/// its stop.
+fn anthropic_block(index: usize, input: &str, fragments: &[&str]) -> String {
+    let mut body = format!(
+        "data: {{\"type\":\"content_block_start\",\"index\":{index},\"content_block\":{{\"type\":\"tool_use\",\"id\":\"t{index}\",\"name\":\"f\",\"input\":{input}}}}}\n\n"
+    );
+    for fragment in fragments {
+        let fragment = serde_json::to_string(fragment).expect("json");
+        body += &format!(
+            "data: {{\"type\":\"content_block_delta\",\"index\":{index},\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":{fragment}}}}}\n\n"
+        );
+    }
+    body + &format!("data: {{\"type\":\"content_block_stop\",\"index\":{index}}}\n\n")
+}
+
+const ANTHROPIC_START: &str =
+    "data: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{}}}\n\n";
+const ANTHROPIC_END: &str = "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"}}\n\ndata: {\"type\":\"message_stop\"}\n\n";
+
+#[test]
+fn fault14_anthropic_block_inputs_count_toward_the_stream_limit() {
+    // Each block's start carries 10,000 bytes of input that no fragment replaces, and none
+    // stops: held until then, they were never counted, and 200 of them were all kept.
+    let input = format!(r#"{{"text":"{}"}}"#, "x".repeat(10_000));
+    let mut body = ANTHROPIC_START.to_owned();
+    for i in 0..200 {
+        body += &format!(
+            "data: {{\"type\":\"content_block_start\",\"index\":{i},\"content_block\":{{\"type\":\"tool_use\",\"id\":\"t{i}\",\"name\":\"f\",\"input\":{input}}}}}\n\n"
+        );
+    }
+    let mut d = limited_decoder(1 << 20, 64 * 1024);
+    d.push(body.as_bytes()).expect("push");
+    assert!(over_stream_limit(&d));
+    let calls = d.finish().expect("finish");
+    // Six inputs fit 64 KiB; the seventh passed it, and no call started after it.
+    assert_eq!(calls.len(), 7);
+    assert!(calls
+        .iter()
+        .all(|c| c.error.as_ref().map(|e| e.kind) == Some(ErrorKind::TooLarge)));
+}
+
+#[test]
+fn fault14_an_anthropic_input_past_max_bytes_fails_its_call_alone() {
+    // An input larger than one call may hold fails that call at once, and is not kept; the
+    // response goes on.
+    let body = [
+        ANTHROPIC_START.to_owned(),
+        anthropic_block(0, &format!(r#"{{"text":"{}"}}"#, "x".repeat(500)), &[]),
+        anthropic_block(1, "{}", &["", r#"{"a": 1}"#]),
+        ANTHROPIC_END.to_owned(),
+    ]
+    .concat();
+    let mut d = limited_decoder(100, 1 << 20);
+    d.push(body.as_bytes()).expect("push");
+    assert!(!over_stream_limit(&d));
+    let calls = d.finish().expect("finish");
+    assert_eq!(
+        calls[0].error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::TooLarge)
+    );
+    assert_eq!(calls[0].arguments, b"{}");
+    assert!(calls[1].error.is_none(), "{:?}", calls[1].error);
+    assert_eq!(calls[1].arguments, br#"{"a": 1}"#);
+}
+
+#[test]
+fn fault14_set_aside_inputs_count_only_while_held() {
+    // Inputs of 1,511 bytes under a limit of 3,000: those that fragments replace are given
+    // back at the first fragment, and one that is used is counted once. Counted for good when
+    // set aside, the second block would pass the limit.
+    let big = |n: usize| format!(r#"{{"text":"{}"}}"#, "x".repeat(n));
+    let mut body = ANTHROPIC_START.to_owned();
+    for i in 0..5 {
+        body += &anthropic_block(i, &big(1500), &["", "{}"]);
+    }
+    body += &anthropic_block(5, &big(1500), &[]);
+    body += ANTHROPIC_END;
+    let mut d = limited_decoder(1 << 20, 3000);
+    d.push(body.as_bytes()).expect("push");
+    assert!(!over_stream_limit(&d));
+    let calls = d.finish().expect("finish");
+    assert_eq!(calls.len(), 6);
+    assert!(calls.iter().all(|c| c.error.is_none()), "{calls:?}");
+    assert_eq!(calls[5].arguments, big(1500).as_bytes());
+}
+
 #[test]
 fn fault14_merged_gemini_pieces_count_toward_the_stream_limit() {
     let part = |call: &str| {

@@ -452,6 +452,19 @@ class Assembler:
     def _may_hold(self, n: int, /) -> bool:
         """Whether `n` bytes an adapter holds for an open call fit beside what the response has
         kept under `max_stream_bytes`; False once the response is over its limit."""
+    def _set_aside(
+        self,
+        index: int | None,
+        arguments: str | bytes | dict[str, Any] | list[Any] | int | float,
+        /,
+    ) -> int | None:
+        """Sets aside `arguments` (as `feed` takes them) for the call open under wire key
+        `index`, used only if its own fragments never come: the bytes counted toward
+        `max_stream_bytes` until `_release` gives them back, or None when they must not be kept
+        (past `max_bytes` the call is `too_large` now; past the stream limit the response is
+        refused whole)."""
+    def _release(self, n: int, /) -> None:
+        """Gives back `n` bytes counted by `_set_aside`: let go, or about to be fed."""
     def _keep_text(self, n: int, /) -> bool:
         """Counts `n` bytes of assistant text `feed_chunk` read toward `max_stream_bytes`, as
         the raw SSE path counts the text it reads; False (nothing counted) once the response is

@@ -28,6 +28,11 @@
 //!   `tool_use`? did `input_json_delta`s follow the `input` of `content_block_start`?) and
 //!   Responses items (`item_id` to `output_index`, a length and FNV-1a hash of the deltas so that
 //!   `.done`'s full `arguments` can be verified without keeping a second copy of the text).
+//! - Arguments set aside until their call ends (an Anthropic block's `input`, used only if the
+//!   call's own fragments never come) are held decoded, as they will be fed, and the assembler
+//!   counts them toward `max_stream_bytes` while they are held ([`Action::SetAside`],
+//!   [`crate::Assembler::set_aside`] says why then): a stream cannot make the decoder hold more
+//!   than the limit, and one past `max_bytes` is not kept.
 //! - A UTF-16 surrogate pair split between two fragments of one call (quirk 41) is joined: a
 //!   fragment that ends in a high surrogate is held whole per call until the next fragment
 //!   (held whole, a cumulative resend of it, quirk 19, is seen against the text before it). A
@@ -240,6 +245,19 @@ pub enum Action<'a> {
     /// [`crate::Assembler::may_hold`]). Answered with whether they fit beside what the
     /// response keeps.
     Held(usize),
+    /// Arguments the decoder would set aside for the call at this wire index until the call
+    /// ends, used only if its own fragments never come: the `input` of an Anthropic
+    /// `content_block_start`. `bytes` is the length of the text they would be fed as. Answered
+    /// with whether they may be kept (see [`crate::Assembler::set_aside`]); kept, they are
+    /// counted until a [`Action::Release`] of the same length.
+    SetAside {
+        /// The wire index of the call.
+        index: i64,
+        /// The length of the text held.
+        bytes: usize,
+    },
+    /// Set-aside bytes let go: replaced by the call's own fragments, or about to be fed.
+    Release(usize),
 }
 
 /// Why one event produced no actions. Never fatal for the stream.
@@ -523,7 +541,32 @@ struct BlockState {
     got_content: bool,
     /// The `input` of `content_block_start`, used only if no non-empty delta follows: `{}` then
     /// is the real input of a tool without parameters, as `feed_chunk` reads it too.
-    input: Vec<u8>,
+    input: Placeholder,
+}
+
+/// The `input` of a `tool_use` block's `content_block_start`, until the block stops.
+#[derive(Debug)]
+enum Placeholder {
+    /// An input that says nothing (none, `""`, or not kept), or the `{}` of a tool without
+    /// parameters (`object`): nothing to hold, as its text is known.
+    Empty { object: bool },
+    /// The value, as it will be fed: written by [`canonical`], as `feed_chunk` writes it.
+    /// Set aside ([`Action::SetAside`]): the held bytes are what is counted, so escapes and
+    /// whitespace as sent can neither hide bytes from the limit nor differ from `feed_chunk`,
+    /// which sees only the decoded value.
+    Value(Box<[u8]>),
+    /// The arguments' JSON text sent as a string (a translator that copied a Chat `arguments`
+    /// string), decoded; set aside as a value is.
+    Text(Box<[u8]>),
+}
+
+impl Placeholder {
+    const NONE: Self = Self::Empty { object: false };
+
+    /// Whether the input says nothing that a tool without parameters would not.
+    fn is_empty(&self) -> bool {
+        matches!(self, Self::Empty { .. })
+    }
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -584,6 +627,9 @@ pub struct Decoder {
     /// Most bytes of `partialArgs` pieces merged in one stream (the assembler's
     /// `max_stream_bytes`; none until [`Decoder::set_keep_limit`]).
     keep_limit: Option<usize>,
+    /// Bytes of arguments set aside (Anthropic block inputs), counted by the assembler while
+    /// held (see [`Action::SetAside`]).
+    aside: usize,
     /// The response's first event (`message_start`, `response.created`) came.
     started: bool,
     /// How the Responses events of this response are numbered (see
@@ -730,6 +776,13 @@ impl Decoder {
         self.keep_limit = Some(limit);
     }
 
+    /// Bytes of arguments held set aside for calls still open, each counted by the assembler
+    /// toward `max_stream_bytes` while held (see [`Action::SetAside`]).
+    #[must_use]
+    pub fn set_aside_bytes(&self) -> usize {
+        self.aside
+    }
+
     /// Chat Completions choices other than choice 0 that were skipped.
     #[must_use]
     pub fn ignored_choices(&self) -> u64 {
@@ -741,7 +794,8 @@ impl Decoder {
     /// particular format (`[DONE]`, a keep-alive with empty data, an error event).
     ///
     /// `emit` answers each action with whether the response is still kept: false once it was
-    /// refused whole (past a per-stream limit); for [`Action::Held`], whether those bytes fit.
+    /// refused whole (past a per-stream limit); for [`Action::Held`] and [`Action::SetAside`],
+    /// whether those bytes may be kept.
     ///
     /// # Errors
     /// [`EventError`] when the event is skipped; nothing was emitted for it then.
@@ -791,7 +845,7 @@ impl Decoder {
                 // A tool block that stopped with no input before the error was whole, as
                 // `feed_chunk` reads it: the error stops only what was still open.
                 if let Some(block) = self.empty_block.take() {
-                    self.end_tool_block(&block, emit);
+                    self.end_tool_block(block, emit);
                 }
                 self.gemini_gave_up();
                 emit(Action::ProviderError(
@@ -859,6 +913,8 @@ impl Decoder {
         }
         self.blocks.clear();
         self.items.clear();
+        // What was set aside is let go with them; the assembler counts nothing after finish.
+        self.aside = 0;
     }
 
     /// Decode an argument fragment for the call at `index` into `scratch`, joining surrogates.
@@ -898,6 +954,27 @@ impl Decoder {
                 before: std::mem::take(&mut self.scratch),
             });
         }
+    }
+
+    /// Sets aside the arguments decoded into `scratch` for the call at `index`, if the
+    /// assembler lets them be kept; returns the bytes held.
+    fn set_aside<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        index: i64,
+        emit: &mut F,
+    ) -> Option<Box<[u8]>> {
+        let bytes = self.scratch.len();
+        if !emit(Action::SetAside { index, bytes }) {
+            return None;
+        }
+        self.aside += bytes;
+        Some(self.scratch.as_slice().into())
+    }
+
+    /// Lets go of set-aside bytes (used or replaced): the assembler no longer counts them.
+    fn let_go<F: FnMut(Action<'_>) -> bool>(&mut self, held: &[u8], emit: &mut F) {
+        self.aside = self.aside.saturating_sub(held.len());
+        emit(Action::Release(held.len()));
     }
 
     fn text<F: FnMut(Action<'_>) -> bool>(&mut self, raw: &str, emit: &mut F) {
@@ -1421,7 +1498,7 @@ impl Decoder {
         if t != "ping" {
             if let Some(block) = self.empty_block.take() {
                 if !(t == "message_delta" && stops_at_limit(env.delta)) {
-                    self.end_tool_block(&block, emit);
+                    self.end_tool_block(block, emit);
                 }
             }
         }
@@ -1447,18 +1524,20 @@ impl Decoder {
                     Some(highest) => highest.saturating_add(1),
                     None => i64::try_from(self.blocks.len()).unwrap_or(i64::MAX),
                 });
+                // A block restarting at an index still open (a translator that reuses indexes
+                // and skips `content_block_stop`) replaces it, whatever its type.
+                if let Some(old) = self.blocks.remove(&index) {
+                    self.let_go_input(old.input, emit);
+                }
                 let tool = is_kind(block.kind.as_ref(), "tool_use");
                 let mut state = BlockState {
                     index,
                     tool,
                     got_delta: false,
                     got_content: false,
-                    input: Vec::new(),
+                    input: Placeholder::NONE,
                 };
                 if tool {
-                    if let Some(input) = block.input {
-                        state.input.extend_from_slice(input.get().as_bytes());
-                    }
                     let id = non_blank(block.id.as_ref()).filter(|s| !is_blank_id(s));
                     let name = non_blank(block.name.as_ref());
                     let mut start = call(Some(index), id, name, None, None, None);
@@ -1467,6 +1546,9 @@ impl Decoder {
                     }
                     self.forget_held(index);
                     emit(start);
+                    if let Some(input) = block.input {
+                        state.input = self.placeholder(index, input.get(), emit);
+                    }
                 } else if let Some(raw) = raw_str(block.text) {
                     self.text(raw, emit);
                 }
@@ -1480,10 +1562,10 @@ impl Decoder {
                     return Ok(());
                 };
                 if block.tool {
-                    if !block.got_content && (block.got_delta || no_input(&block.input)) {
+                    if !block.got_content && (block.got_delta || block.input.is_empty()) {
                         self.empty_block = Some(block);
                     } else {
-                        self.end_tool_block(&block, emit);
+                        self.end_tool_block(block, emit);
                     }
                 }
             }
@@ -1512,24 +1594,64 @@ impl Decoder {
     }
 
     /// Ends a stopped `tool_use` block: its `input` is the arguments when no fragment came.
-    fn end_tool_block<F: FnMut(Action<'_>) -> bool>(&mut self, block: &BlockState, emit: &mut F) {
+    fn end_tool_block<F: FnMut(Action<'_>) -> bool>(&mut self, block: BlockState, emit: &mut F) {
         let index = block.index;
-        if !block.got_delta && block.input.first() == Some(&b'"') {
-            // `input` sent as the arguments' JSON text (a translator that copied a Chat
-            // `arguments` string): text, as `feed_chunk` reads it, not a string value that is
-            // no object.
-            let input = String::from_utf8_lossy(&block.input).into_owned();
-            self.fragment(Some(index), &input);
-            if !self.scratch.is_empty() {
-                emit(args(Some(index), Arguments::Text(&self.scratch)));
+        // After a fragment the input was let go already (see `anthropic_delta`): what is left
+        // here is used.
+        match block.input {
+            Placeholder::Empty { object: true } => {
+                emit(args(Some(index), Arguments::Value(b"{}")));
             }
-        } else if !block.got_delta && !block.input.is_empty() {
-            let input = String::from_utf8_lossy(&block.input);
-            canonical(&input, &mut self.scratch);
-            emit(args(Some(index), Arguments::Value(&self.scratch)));
+            Placeholder::Empty { .. } => {}
+            Placeholder::Value(value) => {
+                // Given back first: fed, the same bytes are counted as the call's own.
+                self.let_go(&value, emit);
+                emit(args(Some(index), Arguments::Value(&value)));
+            }
+            Placeholder::Text(text) => {
+                // `input` sent as the arguments' JSON text (a translator that copied a Chat
+                // `arguments` string): text, as `feed_chunk` reads it, not a string value that
+                // is no object.
+                self.let_go(&text, emit);
+                emit(args(Some(index), Arguments::Text(&text)));
+            }
         }
         self.release(Some(index), emit);
         emit(Action::EndCall(index));
+    }
+
+    /// The `input` of a `tool_use` block's start, set aside for the block at `index` as the
+    /// text it would be fed as; an input too large to keep is not kept (the assembler failed
+    /// the call, or refused the response).
+    fn placeholder<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        index: i64,
+        input: &str,
+        emit: &mut F,
+    ) -> Placeholder {
+        if no_input(input.as_bytes()) {
+            return Placeholder::Empty {
+                object: input.trim_ascii_start().starts_with('{'),
+            };
+        }
+        let text = input.starts_with('"');
+        if text {
+            decode_text(input, &mut self.scratch);
+        } else {
+            canonical(input, &mut self.scratch);
+        }
+        match self.set_aside(index, emit) {
+            Some(held) if text => Placeholder::Text(held),
+            Some(held) => Placeholder::Value(held),
+            None => Placeholder::NONE,
+        }
+    }
+
+    /// A block's input that will not be used: the assembler no longer counts it.
+    fn let_go_input<F: FnMut(Action<'_>) -> bool>(&mut self, input: Placeholder, emit: &mut F) {
+        if let Placeholder::Value(held) | Placeholder::Text(held) = input {
+            self.let_go(&held, emit);
+        }
     }
 
     /// `content_block_delta`: argument fragments of `tool_use` blocks and text.
@@ -1558,9 +1680,14 @@ impl Decoder {
                     return Ok(());
                 }
                 let raw = raw_str(delta.partial_json);
+                let mut unused = Placeholder::NONE;
                 if let (Some(b), Some(r)) = (block, raw) {
                     // `""`, the usual first delta, is no fragment (quirk 26).
                     b.got_delta |= r.len() > 2;
+                    if b.got_delta {
+                        // The input of the block's start is not used now: let go at once.
+                        unused = std::mem::replace(&mut b.input, Placeholder::NONE);
+                    }
                     if !b.got_content && r.len() > 2 {
                         // Decoded until the first delta with content: usually the first one. A
                         // text no `String` holds (a lone surrogate) is content.
@@ -1571,6 +1698,8 @@ impl Decoder {
                         });
                     }
                 }
+                // Given back before the fragment is counted: both are never counted at once.
+                self.let_go_input(unused, emit);
                 if let Some(raw) = raw {
                     self.fragment(Some(index), raw);
                     if !self.scratch.is_empty() {
@@ -1642,6 +1771,18 @@ fn position<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
 
 /// See [`position`]; `feed_chunk`'s adapters read positions the same way.
 pub const POSITION_LIMIT: i64 = 1 << 53;
+
+/// Decode the JSON string literal `raw` onto `out` (cleared first) as argument text: a
+/// surrogate half without its partner, even a trailing one, written back as its escape. The
+/// text a set-aside string is fed as, whole.
+fn decode_text(raw: &str, out: &mut Vec<u8>) {
+    out.clear();
+    let mut pending = None;
+    unescape(raw, out, &mut pending, Lone::Escape);
+    if let Some(unit) = pending {
+        push_lone(out, unit, Lone::Escape);
+    }
+}
 
 #[cold]
 fn json_string(s: &str) -> String {
@@ -1912,9 +2053,124 @@ fn unescape(raw: &str, out: &mut Vec<u8>, pending: &mut Option<u16>, lone: Lone)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{unescape, wire_index, Lone};
+pub(super) mod tests {
+    use super::{unescape, wire_index, Action, Arguments, Decoder, Lone};
     use serde_json::value::RawValue;
+
+    /// The assembler's answers to a decoder, reduced to the byte budget of one response: what
+    /// calls are fed and what is set aside count against `limit`; past it the response is
+    /// refused, and nothing more is kept.
+    pub(in crate::envelope) struct Budget {
+        pub limit: usize,
+        /// Bytes fed to calls (not given back) and set aside (until released).
+        pub counted: usize,
+        pub refused: bool,
+    }
+
+    impl Budget {
+        pub fn new(limit: usize) -> Self {
+            Self {
+                limit,
+                counted: 0,
+                refused: false,
+            }
+        }
+
+        fn fits(&mut self, n: usize) -> bool {
+            if self.refused || self.counted + n > self.limit {
+                self.refused = true;
+                return false;
+            }
+            true
+        }
+
+        pub fn answer(&mut self, action: Action<'_>) -> bool {
+            match action {
+                Action::SetAside { bytes, .. } => {
+                    let kept = self.fits(bytes);
+                    if kept {
+                        self.counted += bytes;
+                    }
+                    kept
+                }
+                Action::Release(n) => {
+                    self.counted -= n;
+                    !self.refused
+                }
+                Action::Held(n) => !self.refused && self.counted + n <= self.limit,
+                Action::Call {
+                    delta:
+                        crate::assembler::Delta {
+                            arguments: Some(Arguments::Text(t) | Arguments::Value(t)),
+                            ..
+                        },
+                    ..
+                } => {
+                    if self.fits(t.len()) {
+                        self.counted += t.len();
+                    }
+                    !self.refused
+                }
+                _ => !self.refused,
+            }
+        }
+
+        /// Decodes one event's data, answering as the assembler would.
+        pub fn decode(&mut self, decoder: &mut Decoder, data: &str) {
+            decoder
+                .decode(b"", data.as_bytes(), &mut |a| self.answer(a))
+                .expect("event");
+        }
+    }
+
+    fn anthropic_block(index: usize, input: &str) -> String {
+        format!(
+            r#"{{"type":"content_block_start","index":{index},"content_block":{{"type":"tool_use","id":"t{index}","name":"f","input":{input}}}}}"#
+        )
+    }
+
+    #[test]
+    fn anthropic_inputs_held_stay_within_the_stream_limit() {
+        // 200 blocks that start with 1,000 bytes of input each and never stop: what the decoder
+        // holds never passes the 3,500 bytes of the limit.
+        let mut decoder = Decoder::new();
+        let mut budget = Budget::new(3500);
+        let input = format!(r#"{{"text":"{}"}}"#, "x".repeat(989));
+        for i in 0..200 {
+            budget.decode(&mut decoder, &anthropic_block(i, &input));
+            assert!(decoder.set_aside_bytes() <= budget.limit);
+            assert!(decoder.set_aside_bytes() <= budget.counted);
+        }
+        assert!(budget.refused);
+        assert_eq!(decoder.set_aside_bytes(), input.len() * 3);
+    }
+
+    #[test]
+    fn anthropic_input_is_given_back_at_the_first_fragment_or_when_fed() {
+        let mut decoder = Decoder::new();
+        let mut budget = Budget::new(1000);
+        let input = format!(r#"{{"text":"{}"}}"#, "x".repeat(589));
+        budget.decode(&mut decoder, &anthropic_block(0, &input));
+        assert_eq!(decoder.set_aside_bytes(), 600);
+        // Whitespace as sent is not held: the value as it will be fed is.
+        budget.decode(&mut decoder, &anthropic_block(1, r#" { "a" : 1 } "#));
+        assert_eq!(decoder.set_aside_bytes(), 600 + r#"{"a":1}"#.len());
+        // An empty first fragment leaves the input in place; a real one lets it go.
+        for fragment in ["", "{}"] {
+            budget.decode(
+                &mut decoder,
+                &format!(
+                    r#"{{"type":"content_block_delta","index":0,"delta":{{"type":"input_json_delta","partial_json":"{fragment}"}}}}"#
+                ),
+            );
+        }
+        assert_eq!(decoder.set_aside_bytes(), r#"{"a":1}"#.len());
+        // Block 1 stops without fragments: its input is fed, given back first.
+        budget.decode(&mut decoder, r#"{"type":"content_block_stop","index":1}"#);
+        assert_eq!(decoder.set_aside_bytes(), 0);
+        assert_eq!(budget.counted, 2 + r#"{"a":1}"#.len());
+        assert!(!budget.refused);
+    }
 
     fn un(raw: &str) -> String {
         let mut out = Vec::new();

@@ -209,10 +209,17 @@ impl State {
     }
 
     /// Applies one action; answers, as [`Decoder::decode`] asks, whether the response is still
-    /// kept, and for [`Action::Held`] whether those bytes may be kept.
+    /// kept, and for [`Action::Held`] and [`Action::SetAside`] whether those bytes may be kept.
     fn apply(&mut self, assembler: &mut Assembler, action: Action<'_>) -> bool {
         match action {
             Action::Held(n) => assembler.may_hold(n),
+            Action::SetAside { index, bytes } => {
+                assembler.set_aside(assembler.ordinal_of(Some(index)), bytes)
+            }
+            Action::Release(n) => {
+                assembler.release(n);
+                assembler.over_limit().is_none()
+            }
             action => {
                 self.apply_action(assembler, action);
                 assembler.over_limit().is_none()
@@ -277,7 +284,7 @@ impl State {
                 }
             }
             Action::Restart => self.text_replay = (!self.text.is_empty()).then_some(0),
-            Action::Held(_) => {
+            Action::Held(_) | Action::SetAside { .. } | Action::Release(_) => {
                 // Answered by `apply`.
             }
             Action::Usage(u) => {

@@ -1175,29 +1175,11 @@ impl PyAssembler {
                     .map_err(|_| MisuseError::new_err("index must be int or None"))?,
             )
         };
-        let serialized;
+        let mut serialized = String::new();
+        let max_depth = self.decoder.assembler().config().scan.max_depth;
         let arguments = match arguments {
             None => None,
-            Some(a) if a.is_none() => None,
-            Some(a) => {
-                if a.is_instance_of::<PyString>() || a.is_instance_of::<PyBytes>() {
-                    Some(Arguments::Text(fragment_utf8(a, &mut self.scratch)?))
-                } else if a.is_instance_of::<PyDict>()
-                    || a.is_instance_of::<PyList>()
-                    || a.is_instance_of::<PyInt>()
-                    || a.is_instance_of::<PyFloat>()
-                {
-                    // A scalar (a provider sending `42` as the arguments) is a value too: the
-                    // core reports it as no object, and never splices it into a call's text.
-                    let max_depth = self.decoder.assembler().config().scan.max_depth;
-                    serialized = dump_arguments(py, a, max_depth)?;
-                    Some(Arguments::Value(serialized.as_bytes()))
-                } else {
-                    return Err(MisuseError::new_err(
-                        "arguments must be str, bytes, dict, list, a number, a bool or None",
-                    ));
-                }
-            }
+            Some(a) => read_arguments(py, a, &mut self.scratch, &mut serialized, max_depth)?,
         };
         let assembler = self.decoder.assembler_mut();
         let absent = |o: Option<&Bound<'_, PyAny>>| o.map_or(true, |o| o.is_none());
@@ -1221,6 +1203,37 @@ impl PyAssembler {
             start: start.map_or(Ok(false), |s| s.is_truthy())?,
         };
         assembler.feed(&delta).map_err(|e| misuse(&e))
+    }
+}
+
+/// `arguments` of `Assembler.feed` as the core takes them: a `str` or `bytes` as text (encoded
+/// into `scratch` when needed), any other JSON value whole (written into `serialized`), `None`
+/// as absent.
+#[inline]
+fn read_arguments<'a>(
+    py: Python<'_>,
+    a: &'a Bound<'_, PyAny>,
+    scratch: &'a mut Vec<u8>,
+    serialized: &'a mut String,
+    max_depth: usize,
+) -> PyResult<Option<Arguments<'a>>> {
+    if a.is_none() {
+        Ok(None)
+    } else if a.is_instance_of::<PyString>() || a.is_instance_of::<PyBytes>() {
+        Ok(Some(Arguments::Text(fragment_utf8(a, scratch)?)))
+    } else if a.is_instance_of::<PyDict>()
+        || a.is_instance_of::<PyList>()
+        || a.is_instance_of::<PyInt>()
+        || a.is_instance_of::<PyFloat>()
+    {
+        // A scalar (a provider sending `42` as the arguments) is a value too: the core reports
+        // it as no object, and never splices it into a call's text.
+        *serialized = dump_arguments(py, a, max_depth)?;
+        Ok(Some(Arguments::Value(serialized.as_bytes())))
+    } else {
+        Err(MisuseError::new_err(
+            "arguments must be str, bytes, dict, list, a number, a bool or None",
+        ))
     }
 }
 
@@ -1818,6 +1831,47 @@ impl PyAssembler {
         let Count(n) = n;
         let mut this = slf.try_borrow_mut().map_err(in_use)?;
         Ok(this.decoder.assembler_mut().may_hold(n))
+    }
+
+    /// Sets aside `arguments` (as `feed` takes them) for the call open under wire key `index`,
+    /// used only if its own fragments never come (see [`Assembler::set_aside`]): the bytes
+    /// counted toward `max_stream_bytes` until `_release` gives them back, or None when the
+    /// adapter must not keep them (the call became `too_large`, or the response is refused).
+    #[pyo3(signature = (index, arguments, /))]
+    fn _set_aside(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        index: Option<i64>,
+        arguments: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<usize>> {
+        let max_depth = slf
+            .try_borrow()
+            .map_err(in_use)?
+            .decoder
+            .assembler()
+            .config()
+            .scan
+            .max_depth;
+        // Measured before the assembler is taken: `json.dumps` runs the caller's code (a dict
+        // subclass's `items`), which may use the assembler or let another thread in.
+        let (mut scratch, mut serialized) = (Vec::new(), String::new());
+        let bytes = match read_arguments(py, arguments, &mut scratch, &mut serialized, max_depth)? {
+            Some(Arguments::Text(t) | Arguments::Value(t)) => t.len(),
+            None => 0,
+        };
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        let assembler = this.decoder.assembler_mut();
+        let ordinal = assembler.ordinal_of(index);
+        Ok(assembler.set_aside(ordinal, bytes).then_some(bytes))
+    }
+
+    /// Gives back `n` bytes counted by `_set_aside`: let go, or about to be fed.
+    #[pyo3(signature = (n, /))]
+    fn _release(slf: &Bound<'_, Self>, n: Count) -> PyResult<()> {
+        let Count(n) = n;
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder.assembler_mut().release(n);
+        Ok(())
     }
 
     /// Counts `n` bytes of assistant text `feed_chunk` read toward `max_stream_bytes`, as the

@@ -1036,6 +1036,8 @@ _WHILE_IN_USE: dict[str, Callable[[Assembler], object]] = {
     "_flush_before_finish": lambda a: a._flush_before_finish(lambda _: None),
     "_may_hold": lambda a: a._may_hold(1),
     "_keep_text": lambda a: a._keep_text(1),
+    "_set_aside": lambda a: a._set_aside(0, '{"b": 2}'),
+    "_release": lambda a: a._release(1),
     "_confirm_whole": lambda a: a._confirm_whole(0, b"{}"),
     "_set_index": lambda a: a._set_index(0, 1),
 }

@@ -618,6 +618,13 @@ class RecordingSink:
         # Held bytes are not a delta: the recording sink sets no limit.
         return True
 
+    def _set_aside(self, index: int | None, arguments: Any) -> int | None:
+        # Set-aside arguments are not a delta either: kept, with no limit to count them against.
+        return 0
+
+    def _release(self, n: int) -> None:
+        pass
+
     def arguments(self, index: int | None) -> str:
         """Concatenated text fragments fed for one key."""
         return "".join(

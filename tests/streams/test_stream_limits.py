@@ -3,8 +3,9 @@ whole, on the SDK path and the raw SSE path alike, and nothing more of it is kep
 
 from __future__ import annotations
 
+import json
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from .clients import assemble_async, assemble_both, assemble_sync
 from .conftest import SSEServer
 from .streamkit import (
     Call,
+    anthropic_message_start,
     anthropic_stream,
     chat_stream,
     gemini_call,
@@ -230,3 +232,185 @@ def test_assistant_text_counts_toward_the_stream_limit_on_both_paths(fmt: str) -
         ["too_large"],
     ]
     assert raw.stream_errors()[0][0] == dicts.stream_errors()[0][0] == "stream_limit"
+
+
+# ---------------------------------------------------------------------------------------------
+# Arguments set aside outside the calls: an Anthropic block's `input` at its start. Used only if
+# the call's own fragments never come, they are held until the call ends, and count toward the
+# limits while they are held.
+
+MiB = 1 << 20
+
+
+def _feed(asm: Assembler, events: Iterable[dict[str, Any]], path: str, fmt: str) -> None:
+    """Feed events one at a time (made one at a time: nothing here keeps them alive)."""
+    for event in events:
+        if path == "sdk":
+            asm.feed_chunk(event)
+        else:
+            asm.feed_sse(sse_body([event], fmt))
+
+
+def _held_while(feed: Callable[[], None]) -> tuple[int, int]:
+    """The Python memory still allocated after `feed`, and its peak, as tracemalloc sees it."""
+    tracemalloc.start()
+    try:
+        feed()
+        return tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+
+def _block_start(index: int, arguments: object, *, id: str | None = None) -> dict[str, Any]:
+    return {
+        "type": "content_block_start",
+        "index": index,
+        "content_block": {
+            "type": "tool_use",
+            "id": id or f"toolu_{index}",
+            "name": "write",
+            "input": arguments,
+        },
+    }
+
+
+def _block_rest(index: int, *fragments: str) -> list[dict[str, Any]]:
+    return [
+        *(
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": f},
+            }
+            for f in fragments
+        ),
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
+_ANTHROPIC_END = [
+    {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}},
+    {"type": "message_stop"},
+]
+
+
+def _outcome(asm: Assembler) -> list[tuple[Any, ...]]:
+    return [
+        (c.ordinal, c.id, c.name, c.arguments, c.error.kind if c.error else None)
+        for c in asm.finish()
+    ] + [(kind,) for kind, _, _ in asm.stream_errors()]
+
+
+def _anthropic_inputs(count: int, size: int) -> Iterator[dict[str, Any]]:
+    """Tool blocks whose start carries `size` bytes of input and that never stop."""
+    yield anthropic_message_start()
+    for i in range(count):
+        yield _block_start(i, {"text": f"{i:08d}" + "x" * size})
+
+
+# Each format's calls with their stream limit.
+_SET_ASIDE = {
+    "anthropic": (_anthropic_inputs, 64 * 1024),
+}
+
+
+@pytest.mark.parametrize("path", ["sdk", "raw"])
+@pytest.mark.parametrize("fmt", sorted(_SET_ASIDE))
+def test_set_aside_arguments_count_toward_the_stream_limit(fmt: str, path: str) -> None:
+    # 200 calls whose start carries 256 KiB of arguments, never replaced and never ended:
+    # Anthropic's inputs were counted against no limit, and all of them were held (50 MiB on
+    # either path).
+    calls, limit = _SET_ASIDE[fmt]
+    asm = Assembler(max_stream_bytes=limit)
+    _, peak = _held_while(lambda: _feed(asm, calls(200, 256 * 1024), path, fmt))
+    assert [kind for kind, _, _ in asm.stream_errors()] == ["stream_limit"]
+    done = asm.finish()
+    assert 1 <= len(done) <= 4
+    assert all(c.error is not None and c.error.kind == "too_large" for c in done)
+    # Python's own allocations: the SDK path's adapter held each start's arguments.
+    assert peak < 5 * MiB, peak
+
+
+@pytest.mark.parametrize("fmt", sorted(_SET_ASIDE))
+def test_set_aside_arguments_past_the_stream_limit_alike_on_both_paths(fmt: str) -> None:
+    calls, limit = _SET_ASIDE[fmt]
+    outcomes = []
+    for path in ("sdk", "raw"):
+        asm = Assembler(max_stream_bytes=limit)
+        _feed(asm, calls(40, 256 * 1024), path, fmt)
+        outcomes.append(_outcome(asm))
+    assert outcomes[0] == outcomes[1]
+
+
+def _anthropic_past_max_bytes(size: int) -> Iterator[dict[str, Any]]:
+    yield anthropic_message_start()
+    yield _block_start(0, {"text": "x" * size})
+
+
+def _anthropic_after_past_max_bytes() -> list[dict[str, Any]]:
+    return [
+        *_block_rest(0),
+        _block_start(1, {}),
+        *_block_rest(1, "", '{"a": 1}'),
+        *_ANTHROPIC_END,
+    ]
+
+
+_PAST_MAX_BYTES = {
+    "anthropic": (_anthropic_past_max_bytes, _anthropic_after_past_max_bytes),
+}
+
+
+@pytest.mark.parametrize("path", ["sdk", "raw"])
+@pytest.mark.parametrize("fmt", sorted(_PAST_MAX_BYTES))
+def test_set_aside_arguments_past_max_bytes_fail_their_call_at_once(fmt: str, path: str) -> None:
+    # Arguments at a call's start larger than one call may hold: that call is `too_large` at
+    # once (they were held until the call ended, then fed), they are not kept, and the
+    # response goes on.
+    start, rest = _PAST_MAX_BYTES[fmt]
+    asm = Assembler(max_bytes=MiB)
+    held, _ = _held_while(lambda: _feed(asm, start(2 * MiB), path, fmt))
+    assert [(ordinal, e.kind) for ordinal, e in asm.drain_errors()] == [(0, "too_large")]
+    assert held < MiB // 2, held
+    _feed(asm, rest(), path, fmt)
+    assert asm.stream_errors() == []
+    first, second = asm.finish()
+    assert first.error is not None and first.error.kind == "too_large"
+    assert first.arguments == "{}"
+    assert second.ok and second.value == {"a": 1}
+
+
+def _anthropic_replaced(limit: int) -> list[dict[str, Any]]:
+    """Blocks whose start carries more than half the limit, replaced by fragments, then one
+    whose start is used."""
+    big = {"text": "x" * (limit // 2 - 2)}
+    events = [anthropic_message_start()]
+    for i in range(5):
+        events += [_block_start(i, big), *_block_rest(i, "", "{}")]
+    events += [_block_start(5, big), *_block_rest(5), *_ANTHROPIC_END]
+    return events
+
+
+_REPLACED = {"anthropic": _anthropic_replaced}
+
+
+@pytest.mark.parametrize("fmt", sorted(_REPLACED))
+def test_set_aside_arguments_count_only_while_held(fmt: str) -> None:
+    # Each start sets aside more than half the limit: what fragments replace is given back at
+    # the first fragment, what is used is counted once. Counted for good when set aside, the
+    # second call would pass the limit; counted only when used, a hostile stream held any
+    # number of them.
+    limit = 4000
+    events = _REPLACED[fmt](limit)
+    outcomes = []
+    for path in ("sdk", "raw"):
+        asm = Assembler(max_stream_bytes=limit)
+        _feed(asm, events, path, fmt)
+        assert asm.stream_errors() == []
+        outcomes.append(_outcome(asm))
+    assert outcomes[0] == outcomes[1]
+    assert [error for *_, error in outcomes[0]] == [None] * 6
+    assert [json.loads(arguments) for *_, arguments, _ in outcomes[0]][4:] == [
+        {},
+        {"text": "x" * (limit // 2 - 2)},
+    ]

@@ -85,6 +85,15 @@ class Sink(Protocol):
         """Whether `n` bytes held for an open call fit the response's limit; False once over."""
         ...
 
+    def _set_aside(self, index: int | None, arguments: Arguments, /) -> int | None:
+        """Counts arguments set aside for the call at this wire key while they are held: the
+        bytes counted, or None when they must not be kept."""
+        ...
+
+    def _release(self, n: int, /) -> None:
+        """Gives back `n` bytes counted by `_set_aside` (let go, or about to be fed)."""
+        ...
+
 
 # Finish reasons of every format, compared in ASCII lower case, as `FinishReason::from_raw` in
 # `rust/src/envelope.rs` reads them for the raw path: the ones after which no call may run

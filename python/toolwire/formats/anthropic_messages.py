@@ -7,6 +7,11 @@ Design notes:
   `{}` followed by `input_json_delta` fragments. The placeholder is therefore not fed at start; at
   `content_block_stop` it is fed as the complete value only if no fragment arrived (a server that
   sends the whole input at start). An empty `partial_json` is no fragment (quirk 26).
+- An input that says more than `{}` is held outside the core until then: it is counted toward
+  `max_stream_bytes` while held (`Sink._set_aside`), given back at the first fragment or when
+  fed, and not kept at all past `max_bytes` (the call is `too_large`) or past the stream limit
+  (the response is refused whole), so a stream of large inputs cannot make us hold more than the
+  limits. As on the raw SSE path.
 - A tool block that stops with no input (no fragment or only JSON whitespace, the `{}`
   placeholder or none) is a tool without parameters only if the message goes on: its end waits
   for the next event (a `ping` does not count). If that event says `max_tokens`, the call is
@@ -23,7 +28,7 @@ Design notes:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from toolwire.formats._fields import (
     arguments_of,
@@ -36,6 +41,7 @@ from toolwire.formats._fields import (
 )
 from toolwire.formats._replay import ReplayedText
 from toolwire.formats._types import (
+    Arguments,
     ChunkInfo,
     FeedRecord,
     Sink,
@@ -51,7 +57,11 @@ __all__ = ["AnthropicMessagesAdapter"]
 
 @dataclass(slots=True)
 class _Block:
+    # The block's `input` as the core takes it (`arguments_of`), fed only if no fragment comes;
+    # None when there was none, when it was not kept, and once a fragment came.
     placeholder: object
+    # The bytes of `placeholder` the core counts while it is held (`Sink._set_aside`).
+    aside: int = 0
     fragments: bool = False
     # A fragment held more than JSON whitespace: only then did the input start.
     content: bool = False
@@ -64,7 +74,7 @@ class _State:
     others: set[int] = field(default_factory=lambda: set())
     usage: dict[str, Any] = field(default_factory=lambda: {})
     # A tool block that stopped with no input, whose end waits for the next event: its index
-    # and its placeholder.
+    # and its placeholder (one that says nothing, so none is held).
     empty: tuple[int | None, object] | None = None
     # The highest block index an event gave, for a block start without one.
     highest: int | None = None
@@ -155,7 +165,9 @@ class AnthropicMessagesAdapter:
         block_type = get(block, "type")
         # A block restarting at an index still open (a translator that reuses indexes and
         # skips `content_block_stop`) replaces it, whatever its type, as on the raw SSE path.
-        state.blocks.pop(index, None)
+        replaced = state.blocks.pop(index, None)
+        if replaced is not None and replaced.aside:
+            sink._release(replaced.aside)  # pyright: ignore[reportPrivateUsage]
         state.others.discard(index)
         if block_type != "tool_use":
             state.others.add(index)
@@ -166,12 +178,27 @@ class AnthropicMessagesAdapter:
             return
         if block_type != "tool_use":
             return
-        self._state.blocks[index] = _Block(get(block, "input"))
         wire_id = str_or_none(get(block, "id"))
         name = str_or_none(get(block, "name"))
         self._utf16.forget(index)
         ordinal = self._utf16.feed(sink, index, id=wire_id, name=name, start=True)
         info.feeds.append(FeedRecord(ordinal, wire_id, name))
+        state.blocks[index] = self._placeholder(index, get(block, "input"), sink)
+
+    @staticmethod
+    def _placeholder(index: int, placeholder: object, sink: Sink) -> _Block:
+        """A tool block with its `input`, set aside as the core will take it; an input that
+        passes a limit is not kept (the core made the call `too_large`, or refused the
+        response), as on the raw SSE path."""
+        arguments = arguments_of(plain(placeholder))
+        if arguments is None or arguments == {} or arguments == "":
+            # It says nothing: nothing to hold, as its text is known.
+            return _Block(arguments)
+        if isinstance(arguments, str):
+            # Written as the raw SSE path keeps it: a lone surrogate as its escape.
+            arguments = escape_lone_surrogates(arguments)
+        aside = sink._set_aside(index, arguments)  # pyright: ignore[reportPrivateUsage]
+        return _Block(None) if aside is None else _Block(arguments, aside)
 
     def _delta(self, event: object, sink: Sink, info: ChunkInfo) -> None:
         delta = get(event, "delta")
@@ -194,6 +221,12 @@ class AnthropicMessagesAdapter:
         # path: the call then reports its missing name instead of vanishing.
         block = self._state.blocks.get(index)
         if block is not None:
+            if block.aside:
+                # The input of the block's start is not used now: given back at once, before
+                # the fragment is counted, so both are never counted together.
+                sink._release(block.aside)  # pyright: ignore[reportPrivateUsage]
+                block.aside = 0
+            block.placeholder = None
             block.fragments = True
             block.content = block.content or bool(fragment.strip(" \t\n\r"))
         ordinal = self._utf16.feed(sink, index, arguments=fragment)  # quirk 41
@@ -207,23 +240,22 @@ class AnthropicMessagesAdapter:
         block = self._state.blocks.pop(index, None)
         if block is None:
             return
-        placeholder = None if block.fragments else block.placeholder
-        if not block.content and arguments_of(plain(placeholder)) in (None, {}, ""):
+        placeholder = block.placeholder
+        if not block.content and (placeholder is None or placeholder == {} or placeholder == ""):
             self._state.empty = (index, placeholder)
             return
-        self._end_block(index, placeholder, sink, info)
+        self._end_block(index, placeholder, sink, info, block.aside)
 
     def _end_block(
-        self, index: int | None, placeholder: object, sink: Sink, info: ChunkInfo
+        self, index: int | None, placeholder: object, sink: Sink, info: ChunkInfo, aside: int = 0
     ) -> None:
         # The placeholder is the input only when no fragment came (a server that sends the
         # whole input at start, or `{}` for a tool without parameters).
         if placeholder is not None:
-            arguments = arguments_of(plain(placeholder))
-            if isinstance(arguments, str):
-                # Written as the raw SSE path keeps it: a lone surrogate as its escape.
-                arguments = escape_lone_surrogates(arguments)
-            ordinal = sink.feed(index, arguments=arguments)
+            if aside:
+                # Given back first: fed, the same bytes are counted as the call's own.
+                sink._release(aside)  # pyright: ignore[reportPrivateUsage]
+            ordinal = sink.feed(index, arguments=cast("Arguments", placeholder))
             info.feeds.append(FeedRecord(ordinal, None, None))
         self._utf16.release(sink, index)
         sink.end(index)
