@@ -2473,6 +2473,55 @@ fn fault14_set_aside_inputs_count_only_while_held() {
     assert_eq!(calls[5].arguments, big(1500).as_bytes());
 }
 
+/// A Responses `output_item.added` at `index` whose item carries `arguments` (decoded text).
+fn responses_added(index: usize, arguments: &str) -> String {
+    let arguments = serde_json::to_string(arguments).expect("json");
+    format!(
+        "data: {{\"type\":\"response.output_item.added\",\"output_index\":{index},\"item\":{{\"type\":\"function_call\",\"id\":\"fc_{index}\",\"call_id\":\"c{index}\",\"name\":\"f\",\"arguments\":{arguments}}}}}\n\n"
+    )
+}
+
+#[test]
+fn fault14_responses_added_arguments_are_summed_against_the_stream_limit() {
+    // Each `added` carried 10,000 bytes: checked one at a time, each fitted 64 KiB, and 200 of
+    // them were all held.
+    let arguments = format!(r#"{{"text":"{}"}}"#, "x".repeat(10_000));
+    let mut body = String::new();
+    for i in 0..200 {
+        body += &responses_added(i, &arguments);
+    }
+    let mut d = limited_decoder(1 << 20, 64 * 1024);
+    d.push(body.as_bytes()).expect("push");
+    assert!(over_stream_limit(&d));
+    let calls = d.finish().expect("finish");
+    assert_eq!(calls.len(), 7);
+    assert!(calls
+        .iter()
+        .all(|c| c.error.as_ref().map(|e| e.kind) == Some(ErrorKind::TooLarge)));
+}
+
+#[test]
+fn fault14_responses_added_arguments_past_max_bytes_fail_their_call_alone() {
+    let body = [
+        responses_added(0, &format!(r#"{{"text":"{}"}}"#, "x".repeat(500))),
+        "data: {\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"id\":\"fc_0\",\"call_id\":\"c0\",\"name\":\"f\"}}\n\n".to_owned(),
+        responses_added(1, r#"{"a":1}"#),
+        "data: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\"}}\n\n".to_owned(),
+    ]
+    .concat();
+    let mut d = limited_decoder(100, 1 << 20);
+    d.push(body.as_bytes()).expect("push");
+    assert!(!over_stream_limit(&d));
+    let calls = d.finish().expect("finish");
+    assert_eq!(
+        calls[0].error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::TooLarge)
+    );
+    assert_eq!(calls[0].arguments, b"{}");
+    assert!(calls[1].error.is_none(), "{:?}", calls[1].error);
+    assert_eq!(calls[1].arguments, br#"{"a":1}"#);
+}
+
 #[test]
 fn fault14_merged_gemini_pieces_count_toward_the_stream_limit() {
     let part = |call: &str| {

@@ -28,11 +28,11 @@
 //!   `tool_use`? did `input_json_delta`s follow the `input` of `content_block_start`?) and
 //!   Responses items (`item_id` to `output_index`, a length and FNV-1a hash of the deltas so that
 //!   `.done`'s full `arguments` can be verified without keeping a second copy of the text).
-//! - Arguments set aside until their call ends (an Anthropic block's `input`, used only if the
-//!   call's own fragments never come) are held decoded, as they will be fed, and the assembler
-//!   counts them toward `max_stream_bytes` while they are held ([`Action::SetAside`],
-//!   [`crate::Assembler::set_aside`] says why then): a stream cannot make the decoder hold more
-//!   than the limit, and one past `max_bytes` is not kept.
+//! - Arguments set aside until their call ends (an Anthropic block's `input`, a Responses
+//!   `added`'s `arguments`, used only if the call's own fragments never come) are held decoded,
+//!   as they will be fed, and the assembler counts them toward `max_stream_bytes` while they are
+//!   held ([`Action::SetAside`], [`crate::Assembler::set_aside`] says why then): a stream cannot
+//!   make the decoder hold more than the limit, and one past `max_bytes` is not kept.
 //! - A UTF-16 surrogate pair split between two fragments of one call (quirk 41) is joined: a
 //!   fragment that ends in a high surrogate is held whole per call until the next fragment
 //!   (held whole, a cumulative resend of it, quirk 19, is seen against the text before it). A
@@ -240,16 +240,16 @@ pub enum Action<'a> {
     /// it holds (cumulative deltas, quirk 19, replace rather than append; a repeat it dropped,
     /// quirk 20) and feeds them only when those differ (a lost delta).
     ArgumentsSummary(i64, &'a [u8]),
-    /// Bytes the decoder holds for a call outside the assembler until the call closes: a
-    /// Gemini call's merged `partialArgs` pieces, a Responses item's `added` arguments (see
-    /// [`crate::Assembler::may_hold`]). Answered with whether they fit beside what the
-    /// response keeps.
+    /// Bytes the decoder holds for a call outside the assembler until the call closes (a
+    /// Gemini call's merged `partialArgs` pieces; see [`crate::Assembler::may_hold`]): answered
+    /// with whether they fit beside what the response keeps.
     Held(usize),
     /// Arguments the decoder would set aside for the call at this wire index until the call
     /// ends, used only if its own fragments never come: the `input` of an Anthropic
-    /// `content_block_start`. `bytes` is the length of the text they would be fed as. Answered
-    /// with whether they may be kept (see [`crate::Assembler::set_aside`]); kept, they are
-    /// counted until a [`Action::Release`] of the same length.
+    /// `content_block_start`, the `arguments` of a Responses `output_item.added`. `bytes` is
+    /// the length of the text they would be fed as. Answered with whether they may be kept
+    /// (see [`crate::Assembler::set_aside`]); kept, they are counted until a
+    /// [`Action::Release`] of the same length.
     SetAside {
         /// The wire index of the call.
         index: i64,
@@ -627,8 +627,8 @@ pub struct Decoder {
     /// Most bytes of `partialArgs` pieces merged in one stream (the assembler's
     /// `max_stream_bytes`; none until [`Decoder::set_keep_limit`]).
     keep_limit: Option<usize>,
-    /// Bytes of arguments set aside (Anthropic block inputs), counted by the assembler while
-    /// held (see [`Action::SetAside`]).
+    /// Bytes of arguments set aside (Anthropic block inputs, Responses `added` arguments),
+    /// counted by the assembler while held (see [`Action::SetAside`]).
     aside: usize,
     /// The response's first event (`message_start`, `response.created`) came.
     started: bool,
@@ -1236,7 +1236,7 @@ impl Decoder {
     }
 
     /// Opens the call of a `function_call` item at `output_index` `index` under `key`: its id,
-    /// name and `item_id`, then the arguments the item already carries, as a fragment.
+    /// name and `item_id`, then the arguments the item already carries, set aside.
     fn open_item<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         index: i64,
@@ -1282,12 +1282,31 @@ impl Decoder {
         // What `added` carries may be a placeholder (`"{}"`, quirk 24) that deltas do not
         // continue: set aside, it is fed only if nothing else brings the arguments.
         if let Some(raw) = raw_str(item.arguments).filter(|r| r.len() > 2) {
-            let latest = self.items.latest_under(key);
-            if let Some(state) = latest.and_then(|p| self.items.get_mut(p)) {
-                if state.fed_len == 0 && !state.verified {
-                    state.provisional = Some(raw.into());
-                    emit(Action::Held(raw.len()));
+            let Some(pos) = self.items.latest_under(key) else {
+                return;
+            };
+            let fresh = self
+                .items
+                .get(pos)
+                .is_some_and(|state| state.fed_len == 0 && !state.verified);
+            if !fresh {
+                return;
+            }
+            // An `added` sent again (a replay) replaces what the first one carried, held by
+            // the item state made for it then, as `feed_chunk` keeps one per key: given back
+            // first, so that the two are never counted at once (nor fed one after the other
+            // at the end of the response).
+            let under: Vec<usize> = self.items.under_key(key).collect();
+            for p in under {
+                let before = self.items.get_mut(p).and_then(|s| s.provisional.take());
+                if let Some(before) = before {
+                    self.let_go(&before, emit);
                 }
+            }
+            decode_text(raw, &mut self.scratch);
+            let held = self.set_aside(key, emit);
+            if let Some(state) = self.items.get_mut(pos) {
+                state.provisional = held;
             }
         }
     }
@@ -1295,12 +1314,31 @@ impl Decoder {
     /// Feeds the arguments an item's `added` carried, if nothing else brought any.
     fn feed_provisional<F: FnMut(Action<'_>) -> bool>(&mut self, key: i64, emit: &mut F) {
         let latest = self.items.latest_under(key);
-        let raw = latest
+        let held = latest
             .and_then(|p| self.items.get_mut(p))
             .and_then(|state| state.provisional.take());
-        if let Some(raw) = raw {
-            self.responses_fragment(key, &raw, emit);
+        if let Some(held) = held {
+            self.feed_set_aside(key, &held, emit);
         }
+    }
+
+    /// Feeds set-aside arguments (decoded, surrogate halves paired or escaped) to the item at
+    /// `key`, as [`Decoder::responses_fragment`] feeds a fragment: no delta brought any text,
+    /// so no surrogate half is held for it.
+    fn feed_set_aside<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        key: i64,
+        held: &[u8],
+        emit: &mut F,
+    ) {
+        // Given back first: fed, the same bytes are counted as the call's own.
+        self.let_go(held, emit);
+        let latest = self.items.latest_under(key);
+        if let Some(state) = latest.and_then(|p| self.items.get_mut(p)) {
+            state.fed_len += held.len();
+            state.hash = fnv(state.hash, held);
+        }
+        emit(args(Some(key), Arguments::Text(held)));
     }
 
     /// `response.completed` / `.incomplete` / `.failed` / `.cancelled`: usage and finish reason.
@@ -1314,8 +1352,8 @@ impl Decoder {
         if t == "response.completed" {
             // A response that ended well gives every item the arguments its `added` carried,
             // if nothing else brought any; one cut short leaves such a call without them.
-            for (key, raw) in self.items.take_provisional() {
-                self.responses_fragment(key, &raw, emit);
+            for (key, held) in self.items.take_provisional() {
+                self.feed_set_aside(key, &held, emit);
             }
         }
         let Some(response) = response else {
@@ -1430,12 +1468,19 @@ impl Decoder {
     ) {
         self.fragment(Some(index), raw);
         let latest = self.items.latest_under(index);
+        let mut unused = None;
         if let Some(state) = latest.and_then(|p| self.items.get_mut(p)) {
             state.fed_len += self.scratch.len();
             state.hash = fnv(state.hash, &self.scratch);
-            if !self.scratch.is_empty() {
-                state.provisional = None;
+            // Any text is the call's own, even a surrogate half held for the next fragment
+            // (as `feed_chunk` reads a non-empty delta): what `added` carried is not used.
+            if raw.len() > 2 {
+                unused = state.provisional.take();
             }
+        }
+        // Given back before the fragment is counted: both are never counted at once.
+        if let Some(unused) = unused {
+            self.let_go(&unused, emit);
         }
         if !self.scratch.is_empty() {
             emit(args(Some(index), Arguments::Text(&self.scratch)));
@@ -1479,8 +1524,12 @@ impl Decoder {
         if self.scratch.is_empty() {
             return;
         }
-        if let Some(state) = self.items.get_mut(pos) {
-            state.provisional = None;
+        let unused = self
+            .items
+            .get_mut(pos)
+            .and_then(|state| state.provisional.take());
+        if let Some(unused) = unused {
+            self.let_go(&unused, emit);
         }
         emit(Action::ArgumentsSummary(index, &self.scratch));
     }
@@ -2170,6 +2219,26 @@ pub(super) mod tests {
         assert_eq!(decoder.set_aside_bytes(), 0);
         assert_eq!(budget.counted, 2 + r#"{"a":1}"#.len());
         assert!(!budget.refused);
+    }
+
+    #[test]
+    fn responses_added_arguments_held_stay_within_the_stream_limit() {
+        // 200 items announced with 1,000 bytes of arguments each: checked one at a time, each
+        // fitted the limit of 3,500 bytes. They are summed now.
+        let mut decoder = Decoder::new();
+        let mut budget = Budget::new(3500);
+        let arguments = format!(r#"{{\"text\":\"{}\"}}"#, "x".repeat(989));
+        for i in 0..200 {
+            budget.decode(
+                &mut decoder,
+                &format!(
+                    r#"{{"type":"response.output_item.added","output_index":{i},"item":{{"type":"function_call","id":"fc_{i}","call_id":"c{i}","name":"f","arguments":"{arguments}"}}}}"#
+                ),
+            );
+            assert!(decoder.set_aside_bytes() <= budget.limit);
+        }
+        assert!(budget.refused);
+        assert_eq!(decoder.set_aside_bytes(), 3000);
     }
 
     fn un(raw: &str) -> String {

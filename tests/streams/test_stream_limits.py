@@ -235,9 +235,9 @@ def test_assistant_text_counts_toward_the_stream_limit_on_both_paths(fmt: str) -
 
 
 # ---------------------------------------------------------------------------------------------
-# Arguments set aside outside the calls: an Anthropic block's `input` at its start. Used only if
-# the call's own fragments never come, they are held until the call ends, and count toward the
-# limits while they are held.
+# Arguments set aside outside the calls: an Anthropic block's `input` at its start, a Responses
+# `output_item.added`'s `arguments`. Used only if the call's own fragments never come, they are
+# held until the call ends, and count toward the limits while they are held.
 
 MiB = 1 << 20
 
@@ -294,6 +294,40 @@ _ANTHROPIC_END = [
 ]
 
 
+def _item_added(index: int, arguments: str) -> dict[str, Any]:
+    return {
+        "type": "response.output_item.added",
+        "output_index": index,
+        "item": {
+            "type": "function_call",
+            "id": f"fc_{index}",
+            "call_id": f"call_{index}",
+            "name": "write",
+            "arguments": arguments,
+        },
+    }
+
+
+def _item_done(index: int) -> dict[str, Any]:
+    return {
+        "type": "response.output_item.done",
+        "output_index": index,
+        "item": {"type": "function_call", "id": f"fc_{index}", "call_id": f"call_{index}"},
+    }
+
+
+def _item_delta(index: int, delta: str) -> dict[str, Any]:
+    return {
+        "type": "response.function_call_arguments.delta",
+        "item_id": f"fc_{index}",
+        "output_index": index,
+        "delta": delta,
+    }
+
+
+_RESPONSES_END = [{"type": "response.completed", "response": {"status": "completed"}}]
+
+
 def _outcome(asm: Assembler) -> list[tuple[Any, ...]]:
     return [
         (c.ordinal, c.id, c.name, c.arguments, c.error.kind if c.error else None)
@@ -308,9 +342,16 @@ def _anthropic_inputs(count: int, size: int) -> Iterator[dict[str, Any]]:
         yield _block_start(i, {"text": f"{i:08d}" + "x" * size})
 
 
-# Each format's calls with their stream limit.
+def _responses_added(count: int, size: int) -> Iterator[dict[str, Any]]:
+    """Items announced with `size` bytes of arguments that no delta replaces."""
+    for i in range(count):
+        yield _item_added(i, json.dumps({"text": f"{i:08d}" + "x" * size}))
+
+
+# Each format's calls with their stream limit: Responses' is one that each call fits alone.
 _SET_ASIDE = {
     "anthropic": (_anthropic_inputs, 64 * 1024),
+    "openai-responses": (_responses_added, MiB),
 }
 
 
@@ -318,7 +359,8 @@ _SET_ASIDE = {
 @pytest.mark.parametrize("fmt", sorted(_SET_ASIDE))
 def test_set_aside_arguments_count_toward_the_stream_limit(fmt: str, path: str) -> None:
     # 200 calls whose start carries 256 KiB of arguments, never replaced and never ended:
-    # Anthropic's inputs were counted against no limit, and all of them were held (50 MiB on
+    # Anthropic's inputs were counted against no limit; Responses' `added` arguments were
+    # checked one at a time (each fits 1 MiB) but never summed. All of them were held (50 MiB on
     # either path).
     calls, limit = _SET_ASIDE[fmt]
     asm = Assembler(max_stream_bytes=limit)
@@ -356,8 +398,24 @@ def _anthropic_after_past_max_bytes() -> list[dict[str, Any]]:
     ]
 
 
+def _responses_past_max_bytes(size: int) -> Iterator[dict[str, Any]]:
+    yield {"type": "response.created", "response": {"status": "in_progress"}}
+    yield _item_added(0, json.dumps({"text": "x" * size}))
+
+
+def _responses_after_past_max_bytes() -> list[dict[str, Any]]:
+    return [
+        _item_done(0),
+        _item_added(1, ""),
+        _item_delta(1, '{"a": 1}'),
+        _item_done(1),
+        *_RESPONSES_END,
+    ]
+
+
 _PAST_MAX_BYTES = {
     "anthropic": (_anthropic_past_max_bytes, _anthropic_after_past_max_bytes),
+    "openai-responses": (_responses_past_max_bytes, _responses_after_past_max_bytes),
 }
 
 
@@ -391,7 +449,16 @@ def _anthropic_replaced(limit: int) -> list[dict[str, Any]]:
     return events
 
 
-_REPLACED = {"anthropic": _anthropic_replaced}
+def _responses_replaced(limit: int) -> list[dict[str, Any]]:
+    big = json.dumps({"text": "x" * (limit // 2 - 2)})
+    events = [{"type": "response.created", "response": {"status": "in_progress"}}]
+    for i in range(5):
+        events += [_item_added(i, big), _item_delta(i, "{}"), _item_done(i)]
+    events += [_item_added(5, big), _item_done(5), *_RESPONSES_END]
+    return events
+
+
+_REPLACED = {"anthropic": _anthropic_replaced, "openai-responses": _responses_replaced}
 
 
 @pytest.mark.parametrize("fmt", sorted(_REPLACED))

@@ -23,11 +23,14 @@ Design notes:
   `response.cancelled` and a stream `error` event stop the open calls.
 - Only `function_call` items are tool calls for the caller; hosted tools (web search, code
   interpreter) run on the server and custom tools stream free text, so they are not assembled.
+- The arguments an `output_item.added` carries are held until a delta or summary replaces them
+  or the item ends: counted toward `max_stream_bytes` while held (`Sink._set_aside`), given back
+  when replaced or fed, and not kept at all past `max_bytes` (the call is `too_large`) or past the
+  stream limit (the response is refused whole). As on the raw SSE path.
 """
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,8 +81,9 @@ class _Calls:
     ordinals: dict[int, int] = field(default_factory=lambda: {})
     verified: set[int] = field(default_factory=lambda: set())
     # The arguments each item's `output_item.added` carried, set aside: a placeholder (`"{}"`,
-    # quirk 24) that deltas do not continue. Fed only if no delta or summary brings any.
-    provisional: dict[int, str] = field(default_factory=lambda: {})
+    # quirk 24) that deltas do not continue. Fed only if no delta or summary brings any. With
+    # the bytes the core counts while they are held (`Sink._set_aside`).
+    provisional: dict[int, tuple[str, int]] = field(default_factory=lambda: {})
     # Items whose deltas came before any `output_item.added` (it was lost): opened without a
     # name, which their `output_item.done` may still bring.
     unannounced: set[int] = field(default_factory=lambda: set())
@@ -303,16 +307,26 @@ class ResponsesAdapter:
             arguments = get(item, "arguments")
             # Only text, as on the raw SSE path: an item carries its arguments as a string.
             if isinstance(arguments, str) and arguments:
-                calls.provisional[index] = arguments
-                # Counted as the raw SSE path counts it: the JSON string as sent, quotes and all.
-                sent = len(json.dumps(arguments, ensure_ascii=False).encode(errors="surrogatepass"))
-                sink._may_hold(sent)  # pyright: ignore[reportPrivateUsage]
+                # An `added` sent again replaces what the first one carried: given back first,
+                # so that the two are never counted at once.
+                before = calls.provisional.pop(index, None)
+                if before is not None:
+                    sink._release(before[1])  # pyright: ignore[reportPrivateUsage]
+                # Held as it will be fed, as the raw SSE path holds it decoded: a lone
+                # surrogate as its escape.
+                text = escape_lone_surrogates(arguments)
+                aside = sink._set_aside(index, text)  # pyright: ignore[reportPrivateUsage]
+                if aside is not None:
+                    calls.provisional[index] = (text, aside)
 
     def _feed_provisional(self, index: int, sink: Sink, info: ChunkInfo) -> None:
         """Feeds the arguments an item's `added` carried, if nothing else brought any."""
-        arguments = self._calls.provisional.pop(index, None)
-        if arguments is not None:
-            self._arguments(index, arguments, sink, info)
+        held = self._calls.provisional.pop(index, None)
+        if held is not None:
+            text, aside = held
+            # Given back first: fed, the same bytes are counted as the call's own.
+            sink._release(aside)  # pyright: ignore[reportPrivateUsage]
+            self._arguments(index, text, sink, info)
 
     def _announce(
         self,
@@ -377,13 +391,18 @@ class ResponsesAdapter:
         # An empty delta is a no-op (quirk 26); it must not count as "arguments arrived".
         if arguments is None or arguments == "":
             return
-        self._calls.with_arguments.add(index)
-        self._calls.provisional.pop(index, None)
+        calls = self._calls
+        calls.with_arguments.add(index)
+        unused = calls.provisional.pop(index, None)
+        if unused is not None:
+            # What `added` carried is not used now: given back before the text is counted, so
+            # both are never counted together.
+            sink._release(unused[1])  # pyright: ignore[reportPrivateUsage]
         ordinal = self._utf16.feed(sink, index, arguments=arguments)  # quirk 41
         # The item's summary is compared with the call its text went to: an item whose
         # `output_item.added` was lost has no other record of it, and text that differs from
         # a call sent again goes to a call of its own (a replay that is no replay).
-        self._calls.ordinals[index] = ordinal
+        calls.ordinals[index] = ordinal
         info.feeds.append(FeedRecord(ordinal, None, None))
 
     def flush(self, sink: Sink) -> None:

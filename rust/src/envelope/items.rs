@@ -22,9 +22,9 @@ pub(super) struct ItemState {
     pub fed_len: usize,
     pub hash: u64,
     pub verified: bool,
-    /// The arguments its `output_item.added` carried (JSON string text, quotes and escapes
-    /// as sent), set aside: fed only if no delta and no summary brings any (quirk 24).
-    pub provisional: Option<Box<str>>,
+    /// The arguments its `output_item.added` carried, decoded, set aside: fed only if no delta
+    /// and no summary brings any (quirk 24). Counted by the assembler while held.
+    pub provisional: Option<Box<[u8]>>,
 }
 
 impl ItemState {
@@ -77,7 +77,7 @@ impl Items {
     }
 
     /// Takes the set-aside arguments of every item still holding some, with their keys.
-    pub fn take_provisional(&mut self) -> Vec<(i64, Box<str>)> {
+    pub fn take_provisional(&mut self) -> Vec<(i64, Box<[u8]>)> {
         self.all
             .iter_mut()
             .filter_map(|state| Some((state.key, state.provisional.take()?)))
