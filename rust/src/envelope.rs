@@ -32,7 +32,8 @@
 //!   `added`'s `arguments`, used only if the call's own fragments never come) are held decoded,
 //!   as they will be fed, and the assembler counts them toward `max_stream_bytes` while they are
 //!   held ([`Action::SetAside`], [`crate::Assembler::set_aside`] says why then): a stream cannot
-//!   make the decoder hold more than the limit, and one past `max_bytes` is not kept.
+//!   make the decoder hold more than the limit, and one past `max_bytes` is not kept. Once the
+//!   response is refused whole, no per-item state is made.
 //! - A UTF-16 surrogate pair split between two fragments of one call (quirk 41) is joined: a
 //!   fragment that ends in a high surrogate is held whole per call until the next fragment
 //!   (held whole, a cumulative resend of it, quirk 19, is seen against the text before it). A
@@ -242,7 +243,8 @@ pub enum Action<'a> {
     ArgumentsSummary(i64, &'a [u8]),
     /// Bytes the decoder holds for a call outside the assembler until the call closes (a
     /// Gemini call's merged `partialArgs` pieces; see [`crate::Assembler::may_hold`]): answered
-    /// with whether they fit beside what the response keeps.
+    /// with whether they fit beside what the response keeps. `Held(0)` asks whether the
+    /// response is still kept at all, before the decoder makes state for a new item.
     Held(usize),
     /// Arguments the decoder would set aside for the call at this wire index until the call
     /// ends, used only if its own fragments never come: the `input` of an Anthropic
@@ -794,8 +796,8 @@ impl Decoder {
     /// particular format (`[DONE]`, a keep-alive with empty data, an error event).
     ///
     /// `emit` answers each action with whether the response is still kept: false once it was
-    /// refused whole (past a per-stream limit); for [`Action::Held`] and [`Action::SetAside`],
-    /// whether those bytes may be kept.
+    /// refused whole (past a per-stream limit), when the decoder makes no more state for new
+    /// items; for [`Action::Held`] and [`Action::SetAside`], whether those bytes may be kept.
     ///
     /// # Errors
     /// [`EventError`] when the event is skipped; nothing was emitted for it then.
@@ -1183,7 +1185,7 @@ impl Decoder {
                 self.open_item(index, key, &item, emit);
             }
             "response.function_call_arguments.delta" => {
-                let key = self.item_key(env, None, true);
+                let key = self.item_key(env, None, Some(&mut *emit));
                 if let Some(raw) = raw_str(env.delta) {
                     self.responses_fragment(key, raw, emit);
                 } else if let Some(value) = env.delta.map(RawValue::get).filter(|r| *r != "null") {
@@ -1194,7 +1196,7 @@ impl Decoder {
                 }
             }
             "response.function_call_arguments.done" => {
-                let key = self.item_key(env, None, false);
+                let key = self.item_key(env, None, None::<&mut F>);
                 if let Some(raw) = raw_str(env.arguments) {
                     self.verify(key, raw, emit);
                 }
@@ -1204,7 +1206,7 @@ impl Decoder {
                 let Some(item) = item.filter(|i| is_kind(i.kind.as_ref(), "function_call")) else {
                     return Ok(());
                 };
-                let key = self.item_key(env, item.id.as_ref().map(Str::as_str), false);
+                let key = self.item_key(env, item.id.as_ref().map(Str::as_str), None::<&mut F>);
                 let state = self.items.latest_under(key).and_then(|p| self.items.get(p));
                 if !state.is_some_and(|state| state.announced) {
                     // A bridge that sends the finished item alone (no `output_item.added`):
@@ -1236,7 +1238,8 @@ impl Decoder {
     }
 
     /// Opens the call of a `function_call` item at `output_index` `index` under `key`: its id,
-    /// name and `item_id`, then the arguments the item already carries, set aside.
+    /// name and `item_id`, then the arguments the item already carries, set aside. Once the
+    /// response was refused whole, the item gets no state.
     fn open_item<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         index: i64,
@@ -1246,6 +1249,23 @@ impl Decoder {
     ) {
         self.any_function_call = true;
         let item_id = item.id.as_ref().map_or("", Str::as_str);
+        let call_id = non_blank(item.call_id.as_ref()).or(non_blank(item.id.as_ref()));
+        let meta = (!item_id.is_empty()).then(|| json_string(item_id));
+        let metadata = meta.as_deref().map(|m| ("item_id", m));
+        let name = non_blank(item.name.as_ref());
+        let mut action = call(Some(key), call_id, name, None, None, metadata);
+        if let Action::Call {
+            shown_index, delta, ..
+        } = &mut action
+        {
+            *shown_index = (key != index).then_some(index);
+            delta.start = true;
+        }
+        if !emit(action) {
+            // The response was refused whole: the item gets no state (its later events find
+            // none, and the assembler keeps none of them), so what follows costs no memory.
+            return;
+        }
         let unannounced = self
             .items
             .under_key(key)
@@ -1266,19 +1286,6 @@ impl Decoder {
                     .push(ItemState::new(index, key, item_id, true, FNV_OFFSET));
             }
         }
-        let call_id = non_blank(item.call_id.as_ref()).or(non_blank(item.id.as_ref()));
-        let meta = (!item_id.is_empty()).then(|| json_string(item_id));
-        let metadata = meta.as_deref().map(|m| ("item_id", m));
-        let name = non_blank(item.name.as_ref());
-        let mut action = call(Some(key), call_id, name, None, None, metadata);
-        if let Action::Call {
-            shown_index, delta, ..
-        } = &mut action
-        {
-            *shown_index = (key != index).then_some(index);
-            delta.start = true;
-        }
-        emit(action);
         // What `added` carries may be a placeholder (`"{}"`, quirk 24) that deltas do not
         // continue: set aside, it is fed only if nothing else brings the arguments.
         if let Some(raw) = raw_str(item.arguments).filter(|r| r.len() > 2) {
@@ -1425,10 +1432,16 @@ impl Decoder {
         key
     }
 
-    /// The key of a Responses item event, found by [`Decoder::find_item`]. With `start`, an
-    /// event for an item never announced (its `output_item.added` was lost) starts its state,
-    /// so its later events find it by `item_id`.
-    fn item_key(&mut self, env: &Envelope<'_>, item_id: Option<&str>, start: bool) -> i64 {
+    /// The key of a Responses item event, found by [`Decoder::find_item`]. With `start` (the
+    /// stream's `emit`), an event for an item never announced (its `output_item.added` was
+    /// lost) starts its state, so its later events find it by `item_id`, unless the response
+    /// was refused whole.
+    fn item_key<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        env: &Envelope<'_>,
+        item_id: Option<&str>,
+        start: Option<&mut F>,
+    ) -> i64 {
         let from_event = string(env.item_id);
         let id = from_event.as_deref().filter(|s| !s.is_empty()).or(item_id);
         if let Some(i) = env.output_index {
@@ -1442,12 +1455,12 @@ impl Decoder {
         }
         // A delta without `output_index` for an item never seen is opened at 0 (or the next
         // free key), as `feed_chunk` opens it, so that its later deltas find it by `item_id`.
-        let Some(index) = env.output_index.or(start.then_some(0)) else {
+        let Some(index) = env.output_index.or(start.is_some().then_some(0)) else {
             return 0;
         };
         let id = id.unwrap_or("");
         let key = self.new_key(index, id);
-        if !start {
+        if !start.is_some_and(|emit| still_kept(emit)) {
             return key;
         }
         let shown = if env.output_index.is_some() {
@@ -1594,7 +1607,11 @@ impl Decoder {
                         delta.start = true;
                     }
                     self.forget_held(index);
-                    emit(start);
+                    if !emit(start) {
+                        // The response was refused whole: its blocks keep nothing (their
+                        // deltas and stop find no block, and the assembler keeps none of it).
+                        return Ok(());
+                    }
                     if let Some(input) = block.input {
                         state.input = self.placeholder(index, input.get(), emit);
                     }
@@ -1820,6 +1837,13 @@ fn position<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
 
 /// See [`position`]; `feed_chunk`'s adapters read positions the same way.
 pub const POSITION_LIMIT: i64 = 1 << 53;
+
+/// Whether the response is still kept, asked before the decoder makes state for a new item
+/// (a Responses item, an Anthropic block, a Gemini call by its id): once it was refused whole,
+/// what follows costs no memory, as `feed_chunk`'s adapters ask `sink._may_hold(0)`.
+fn still_kept<F: FnMut(Action<'_>) -> bool>(emit: &mut F) -> bool {
+    emit(Action::Held(0))
+}
 
 /// Decode the JSON string literal `raw` onto `out` (cleared first) as argument text: a
 /// surrogate half without its partner, even a trailing one, written back as its escape. The
@@ -2181,14 +2205,20 @@ pub(super) mod tests {
     #[test]
     fn anthropic_inputs_held_stay_within_the_stream_limit() {
         // 200 blocks that start with 1,000 bytes of input each and never stop: what the decoder
-        // holds never passes the 3,500 bytes of the limit.
+        // holds never passes the 3,500 bytes of the limit, and once the response is refused a
+        // block keeps nothing.
         let mut decoder = Decoder::new();
         let mut budget = Budget::new(3500);
         let input = format!(r#"{{"text":"{}"}}"#, "x".repeat(989));
+        let mut blocks_when_refused = None;
         for i in 0..200 {
             budget.decode(&mut decoder, &anthropic_block(i, &input));
             assert!(decoder.set_aside_bytes() <= budget.limit);
             assert!(decoder.set_aside_bytes() <= budget.counted);
+            if budget.refused {
+                let blocks = *blocks_when_refused.get_or_insert(decoder.blocks.len());
+                assert_eq!(decoder.blocks.len(), blocks);
+            }
         }
         assert!(budget.refused);
         assert_eq!(decoder.set_aside_bytes(), input.len() * 3);
@@ -2224,7 +2254,8 @@ pub(super) mod tests {
     #[test]
     fn responses_added_arguments_held_stay_within_the_stream_limit() {
         // 200 items announced with 1,000 bytes of arguments each: checked one at a time, each
-        // fitted the limit of 3,500 bytes. They are summed now.
+        // fitted the limit of 3,500 bytes. They are summed now, and once the response is
+        // refused, deltas for ever-new items make no item state.
         let mut decoder = Decoder::new();
         let mut budget = Budget::new(3500);
         let arguments = format!(r#"{{\"text\":\"{}\"}}"#, "x".repeat(989));
@@ -2239,6 +2270,16 @@ pub(super) mod tests {
         }
         assert!(budget.refused);
         assert_eq!(decoder.set_aside_bytes(), 3000);
+        let items = decoder.items.len();
+        for i in 200..1200 {
+            budget.decode(
+                &mut decoder,
+                &format!(
+                    r#"{{"type":"response.function_call_arguments.delta","item_id":"fc_{i}","output_index":{i},"delta":"{{}}"}}"#
+                ),
+            );
+        }
+        assert_eq!(decoder.items.len(), items);
     }
 
     fn un(raw: &str) -> String {

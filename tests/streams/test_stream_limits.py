@@ -3,6 +3,7 @@ whole, on the SDK path and the raw SSE path alike, and nothing more of it is kep
 
 from __future__ import annotations
 
+import itertools
 import json
 import tracemalloc
 from collections.abc import Callable, Iterable, Iterator
@@ -481,3 +482,68 @@ def test_set_aside_arguments_count_only_while_held(fmt: str) -> None:
         {},
         {"text": "x" * (limit // 2 - 2)},
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# After a stream limit: further events cost no memory, yet every call started ends once.
+
+
+def _responses_new_items(count: int) -> Iterator[dict[str, Any]]:
+    """Deltas for ever-new items (their `added` never came)."""
+    for i in range(count):
+        yield _item_delta(i, '{"a": "' + "x" * 100 + '"}')
+
+
+def _gemini_new_calls(count: int) -> Iterator[dict[str, Any]]:
+    """Whole calls with ever-new ids."""
+    for i in range(count):
+        yield gemini_chunk(gemini_call("write", {"a": "x" * 100}, id=f"call_{i:08d}"))
+
+
+def _anthropic_new_blocks(count: int) -> Iterator[dict[str, Any]]:
+    """Tool blocks that start and never stop."""
+    yield anthropic_message_start()
+    for i in range(count):
+        yield _block_start(i, {})
+
+
+_NEW_ITEMS = {
+    "openai-responses": _responses_new_items,
+    "gemini": _gemini_new_calls,
+    "anthropic": _anthropic_new_blocks,
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(_NEW_ITEMS))
+def test_after_a_stream_limit_new_items_cost_no_memory(fmt: str) -> None:
+    # Refused after a few dozen calls, a response goes on with 20,000 new items: the adapter
+    # made state for each (8 MB on the SDK path, as much again in Rust on the raw path).
+    limit = 4096 if fmt != "anthropic" else 256
+    max_calls = 1024 if fmt != "anthropic" else 16
+    asm = Assembler(max_stream_bytes=limit, max_calls=max_calls)
+    items = _NEW_ITEMS[fmt](21_000)
+    _feed(asm, itertools.islice(items, 1000), "sdk", fmt)
+    assert [kind for kind, _, _ in asm.stream_errors()] == ["stream_limit"]
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        _feed(asm, items, "sdk", fmt)
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert after - before < 100_000, after - before
+
+
+@pytest.mark.parametrize("fmt", sorted(_NEW_ITEMS))
+def test_after_a_stream_limit_every_call_started_ends_once_on_both_paths(fmt: str) -> None:
+    outcomes = []
+    for path in ("sdk", "raw"):
+        asm = Assembler(max_stream_bytes=4096, max_calls=16)
+        _feed(asm, _NEW_ITEMS[fmt](2000), path, fmt)
+        outcomes.append(_outcome(asm))
+    assert outcomes[0] == outcomes[1]
+    *calls, (limit,) = outcomes[0]
+    assert limit == "stream_limit"
+    assert calls and all(error == "too_large" for *_, error in calls)
+    # One result per call started.
+    assert [ordinal for ordinal, *_ in calls] == list(range(len(calls)))

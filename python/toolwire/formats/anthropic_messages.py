@@ -11,7 +11,7 @@ Design notes:
   `max_stream_bytes` while held (`Sink._set_aside`), given back at the first fragment or when
   fed, and not kept at all past `max_bytes` (the call is `too_large`) or past the stream limit
   (the response is refused whole), so a stream of large inputs cannot make us hold more than the
-  limits. As on the raw SSE path.
+  limits. Once the response is refused, a block keeps nothing. As on the raw SSE path.
 - A tool block that stops with no input (no fragment or only JSON whitespace, the `{}`
   placeholder or none) is a tool without parameters only if the message goes on: its end waits
   for the next event (a `ping` does not count). If that event says `max_tokens`, the call is
@@ -183,6 +183,10 @@ class AnthropicMessagesAdapter:
         self._utf16.forget(index)
         ordinal = self._utf16.feed(sink, index, id=wire_id, name=name, start=True)
         info.feeds.append(FeedRecord(ordinal, wire_id, name))
+        if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+            # The response was refused whole: its blocks keep nothing (their deltas and stop
+            # find no block, and the core keeps none of it), as on the raw SSE path.
+            return
         state.blocks[index] = self._placeholder(index, get(block, "input"), sink)
 
     @staticmethod

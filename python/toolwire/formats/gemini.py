@@ -479,11 +479,14 @@ class GeminiAdapter:
         if wire_id is not None and name is not None and args is not None:
             if not more and pieces is None and opened is None:
                 # The same call (id, name and arguments) sent again is a repeat: run once, not
-                # twice under a renamed id (quirk 20).
-                whole = (name, plain(args))
-                if state.whole.get(wire_id) == whole:
-                    return
-                state.whole.setdefault(wire_id, whole)
+                # twice under a renamed id (quirk 20). Once the response was refused whole, none
+                # of its calls runs: calls are no longer kept by their id, so that what follows
+                # costs no memory, as on the raw SSE path.
+                if sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+                    whole = (name, plain(args))
+                    if state.whole.get(wire_id) == whole:
+                        return
+                    state.whole.setdefault(wire_id, whole)
         if opened is not None and name is None:
             # The next part of the open call: its arguments (quirk 33) or streamed pieces.
             key = opened.key

@@ -26,7 +26,8 @@ Design notes:
 - The arguments an `output_item.added` carries are held until a delta or summary replaces them
   or the item ends: counted toward `max_stream_bytes` while held (`Sink._set_aside`), given back
   when replaced or fed, and not kept at all past `max_bytes` (the call is `too_large`) or past the
-  stream limit (the response is refused whole). As on the raw SSE path.
+  stream limit (the response is refused whole). Once the response is refused, a new item makes
+  no state, so what follows costs no memory. As on the raw SSE path.
 """
 
 from __future__ import annotations
@@ -182,7 +183,7 @@ class ResponsesAdapter:
         elif kind == "response.output_item.added":
             self._item(chunk, sink, info, done=False)
         elif kind == "response.function_call_arguments.delta":
-            self._arguments(self._delta_index(chunk), get(chunk, "delta"), sink, info)
+            self._arguments(self._delta_index(chunk, sink), get(chunk, "delta"), sink, info)
         elif kind == "response.function_call_arguments.done":
             index = self._index(chunk)
             if index is not None:
@@ -202,18 +203,18 @@ class ResponsesAdapter:
         index = self._find(_item_id(event, "item_id"), self._output_index(event))
         return index if index in self._calls.opened else None
 
-    def _delta_index(self, event: object) -> int:
+    def _delta_index(self, event: object, sink: Sink) -> int:
         """The key of an argument delta's item. An item never announced (its
         `output_item.added` was lost) is opened here without a name, so its text is not
         dropped: the raw SSE path keeps it too, and the call ends as `missing_name` unless its
-        `output_item.done` names it."""
+        `output_item.done` names it. Once the response was refused whole, it gets no state."""
         calls = self._calls
         item_id = _item_id(event, "item_id")
         output_index = self._output_index(event)
         index = self._find(item_id, output_index)
         if index is None:
             index = self._new_key(0 if output_index is None else output_index, item_id)
-        if index not in calls.opened:
+        if index not in calls.opened and sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
             self._open(index, index if output_index is None else output_index, item_id)
             calls.unannounced.add(index)
         return index
@@ -290,14 +291,22 @@ class ResponsesAdapter:
             if item_id is not None and calls.item_of.get(index) is None:
                 calls.item_of[index] = item_id
                 calls.by_item[item_id] = index
-            self._announce(index, item, item_id, sink, info)
+            calls.ordinals[index] = self._announce(index, item, item_id, sink, info)
         elif first:
+            ordinal = self._announce(index, item, item_id, sink, info, output_index)
+            if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+                # The response was refused whole: the item gets no state (its later events
+                # find none, and the core keeps none of them), as on the raw SSE path.
+                if done:
+                    self._utf16.release(sink, index)
+                    sink.end(index)
+                return
             self._open(index, index if output_index is None else output_index, item_id)
+            calls.ordinals[index] = ordinal
             # Deltas that came before it are its own: the item is announced now.
             calls.unannounced.discard(index)
             calls.with_arguments.discard(index)
             calls.verified.discard(index)
-            self._announce(index, item, item_id, sink, info, output_index)
         if done:
             self._summary(index, get(item, "arguments"), sink, info)
             self._feed_provisional(index, sink, info)
@@ -336,14 +345,13 @@ class ResponsesAdapter:
         sink: Sink,
         info: ChunkInfo,
         output_index: int | None = None,
-    ) -> None:
-        """Hands the core an item's call id and name."""
+    ) -> int:
+        """Hands the core an item's call id and name; returns the call's ordinal."""
         # A bridge that sends no `call_id` gets its item id back, as on the raw SSE path.
         call_id = str_or_none(get(item, "call_id")) or item_id
         name = str_or_none(get(item, "name"))
         # An item event starts its call: the same item again is that call sent again.
         ordinal = self._utf16.feed(sink, index, id=call_id, name=name, start=True)
-        self._calls.ordinals[index] = ordinal
         set_index = getattr(sink, "_set_index", None)
         if output_index is not None and output_index != index and set_index is not None:
             # Keyed apart from another item under this `output_index`, it still reports it.
@@ -351,6 +359,7 @@ class ResponsesAdapter:
         info.feeds.append(FeedRecord(ordinal, call_id, name))
         if item_id is not None:
             sink.set_metadata(index, "item_id", item_id)
+        return ordinal
 
     def _summary(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
         """Whole arguments from an item or a `.done` event: fed when no delta came, else
@@ -392,17 +401,21 @@ class ResponsesAdapter:
         if arguments is None or arguments == "":
             return
         calls = self._calls
-        calls.with_arguments.add(index)
-        unused = calls.provisional.pop(index, None)
-        if unused is not None:
-            # What `added` carried is not used now: given back before the text is counted, so
-            # both are never counted together.
-            sink._release(unused[1])  # pyright: ignore[reportPrivateUsage]
+        # An item with no state (the response was refused whole) gets none here either.
+        kept = index in calls.opened
+        if kept:
+            calls.with_arguments.add(index)
+            unused = calls.provisional.pop(index, None)
+            if unused is not None:
+                # What `added` carried is not used now: given back before the text is counted,
+                # so both are never counted together.
+                sink._release(unused[1])  # pyright: ignore[reportPrivateUsage]
         ordinal = self._utf16.feed(sink, index, arguments=arguments)  # quirk 41
-        # The item's summary is compared with the call its text went to: an item whose
-        # `output_item.added` was lost has no other record of it, and text that differs from
-        # a call sent again goes to a call of its own (a replay that is no replay).
-        calls.ordinals[index] = ordinal
+        if kept:
+            # The item's summary is compared with the call its text went to: an item whose
+            # `output_item.added` was lost has no other record of it, and text that differs
+            # from a call sent again goes to a call of its own (a replay that is no replay).
+            calls.ordinals[index] = ordinal
         info.feeds.append(FeedRecord(ordinal, None, None))
 
     def flush(self, sink: Sink) -> None:

@@ -43,8 +43,8 @@ use serde_json::value::RawValue;
 
 use super::partial_args::{Merge, Piece, Streamed};
 use super::{
-    args, call, canonical, decode_owned, json_string, raw_str, string, Action, Arguments, Decoder,
-    Envelope, EventError, Few, FinishReason,
+    args, call, canonical, decode_owned, json_string, raw_str, still_kept, string, Action,
+    Arguments, Decoder, Envelope, EventError, Few, FinishReason,
 };
 use crate::tokens::same_tokens;
 
@@ -510,15 +510,20 @@ impl Decoder {
             (id, name, fc.args, more, pieces, st.open.as_ref())
         {
             // The same call (id, name and arguments) sent again is a repeat: run once, not
-            // twice under a renamed id (quirk 20), as `feed_chunk` reads it.
-            let seen = st.whole.iter().find(|(i, _, _)| i == id);
-            if let Some((_, seen_name, seen_args)) = seen {
-                if seen_name == name && same_tokens(seen_args.as_bytes(), args.get().as_bytes()) {
-                    return;
+            // twice under a renamed id (quirk 20), as `feed_chunk` reads it. Once the response
+            // was refused whole, none of its calls runs: calls are no longer kept by their id,
+            // so that what follows costs no memory.
+            if still_kept(emit) {
+                let seen = st.whole.iter().find(|(i, _, _)| i == id);
+                if let Some((_, seen_name, seen_args)) = seen {
+                    if seen_name == name && same_tokens(seen_args.as_bytes(), args.get().as_bytes())
+                    {
+                        return;
+                    }
+                } else {
+                    st.whole
+                        .push((id.to_owned(), name.to_owned(), args.get().to_owned()));
                 }
-            } else {
-                st.whole
-                    .push((id.to_owned(), name.to_owned(), args.get().to_owned()));
             }
         }
         let (key, opened) = match st.open.take() {
@@ -643,5 +648,29 @@ impl Decoder {
                 reason: normalized,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::Budget;
+    use super::super::Decoder;
+
+    #[test]
+    fn whole_calls_are_not_kept_by_id_once_the_response_is_refused() {
+        // 1,000 whole calls with ids, 98 bytes of arguments each, under a limit of 1,000: the
+        // eleventh call passes it, and the thousand after it make no state.
+        let mut decoder = Decoder::new();
+        let mut budget = Budget::new(1000);
+        for i in 0..1000 {
+            let chunk = format!(
+                r#"{{"candidates":[{{"content":{{"parts":[{{"functionCall":{{"id":"id{i}","name":"f","args":{{"a":"{}"}}}}}}]}}}}]}}"#,
+                "x".repeat(90)
+            );
+            budget.decode(&mut decoder, &chunk);
+        }
+        assert!(budget.refused);
+        let whole = decoder.gemini.as_ref().map_or(0, |st| st.whole.len());
+        assert_eq!(whole, 11);
     }
 }

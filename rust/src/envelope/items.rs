@@ -3,7 +3,8 @@
 //!
 //! Every event names its item one of these ways, and a response may hold thousands of items:
 //! a scan of all items per event made a stream of 16,000 calls take 0.4 s, twelve times the
-//! time of 4,000. Items are never removed while a stream runs, so each index only grows.
+//! time of 4,000. Items are never removed while a stream runs, so each index only grows: by
+//! one item per call the response starts, as no item is made once it was refused whole.
 
 use std::collections::HashMap;
 
