@@ -871,6 +871,10 @@ impl Assembler {
     /// with [`ErrorKind::TooLarge`] now (its arguments could never be taken whole); or when
     /// they do not fit beside what the response keeps, which refuses the response as the
     /// stream limit does.
+    ///
+    /// With no `ordinal`, the bytes are a call's own text held for a moment (a fragment that
+    /// ends in a surrogate half, waiting for the other half): past `max_bytes` they fail
+    /// nothing here, as the call fails when they are fed.
     pub fn set_aside(&mut self, ordinal: Option<usize>, n: usize) -> bool {
         if self.finished || self.over.is_some() {
             return false;

@@ -36,9 +36,10 @@
 //!   response is refused whole, no per-item state is made.
 //! - A UTF-16 surrogate pair split between two fragments of one call (quirk 41) is joined: a
 //!   fragment that ends in a high surrogate is held whole per call until the next fragment
-//!   (held whole, a cumulative resend of it, quirk 19, is seen against the text before it). A
-//!   half left unpaired is written back as its `\uXXXX` escape, so the argument scanner
-//!   reports it at its offset.
+//!   (held whole, a cumulative resend of it, quirk 19, is seen against the text before it),
+//!   counted toward `max_stream_bytes` while held ([`Action::HoldFragment`]); one the assembler
+//!   will not let be held is handed on at once. A half left unpaired is written back as its
+//!   `\uXXXX` escape, so the argument scanner reports it at its offset.
 //! - Blank ids and names (`""`, and `"null"` for ids) become `None` here already (quirks 11,
 //!   14, 15); the assembler does the same for deltas fed from Python.
 
@@ -260,6 +261,13 @@ pub enum Action<'a> {
     },
     /// Set-aside bytes let go: replaced by the call's own fragments, or about to be fed.
     Release(usize),
+    /// The decoded bytes of an argument fragment held for its call's next fragment because it
+    /// ends in a high surrogate (quirk 41). Answered with whether they may be kept (see
+    /// [`crate::Assembler::set_aside`], for no call in particular: held, they are the call's
+    /// own text, checked against `max_bytes` when fed); kept, they are counted until a
+    /// [`Action::Release`] of the same length. Refused, the fragment is handed on at once with
+    /// its half written back as an escape, and nothing is held.
+    HoldFragment(usize),
 }
 
 /// Why one event produced no actions. Never fatal for the stream.
@@ -604,8 +612,14 @@ fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
 pub struct Decoder {
     /// Decoded argument or text fragment, reused for every event.
     scratch: Vec<u8>,
-    /// High surrogates held at the end of a fragment, per wire index (quirk 41).
-    held: Vec<Held>,
+    /// High surrogates held at the end of a fragment, per wire index (quirk 41). A map: every
+    /// fragment of a call looks its key up while any is held, and a stream may leave a half
+    /// held under each of many indexes (up to `max_calls`, since each held fragment's key has
+    /// a call; none once the response is refused), which a scan would cost on every fragment.
+    held: HashMap<Option<i64>, Held>,
+    /// Insertion order of `held`, so that halves still held at the end are written back in
+    /// the order `feed_chunk` writes them back (a dict's).
+    held_order: u64,
     /// The last [`Decoder::fragment`] wrote this many bytes of a held fragment at the start of
     /// `scratch` (see [`Action::Call`]).
     released: usize,
@@ -629,8 +643,9 @@ pub struct Decoder {
     /// Most bytes of `partialArgs` pieces merged in one stream (the assembler's
     /// `max_stream_bytes`; none until [`Decoder::set_keep_limit`]).
     keep_limit: Option<usize>,
-    /// Bytes of arguments set aside (Anthropic block inputs, Responses `added` arguments),
-    /// counted by the assembler while held (see [`Action::SetAside`]).
+    /// Bytes of arguments set aside (Anthropic block inputs, Responses `added` arguments) and of
+    /// fragments held for a surrogate half, counted by the assembler while held (see
+    /// [`Action::SetAside`], [`Action::HoldFragment`]).
     aside: usize,
     /// The response's first event (`message_start`, `response.created`) came.
     started: bool,
@@ -653,10 +668,12 @@ struct Sequence {
 /// How many of the latest events a repeat is looked for among.
 const RECENT_EVENTS: usize = 16;
 
-/// An argument fragment that ended in a high surrogate, waiting for the call's next fragment.
+/// An argument fragment that ended in a high surrogate, waiting for the call's next fragment;
+/// `before` is counted by the assembler while held ([`Action::HoldFragment`]).
 #[derive(Debug)]
 struct Held {
-    index: Option<i64>,
+    /// When it was held, among the fragments held in this stream (see `Decoder::held_order`).
+    order: u64,
     unit: u16,
     /// The decoded fragment before the half, not yet handed on: a cumulative resend (quirk 19)
     /// starts with this text followed by the whole pair, and replaces it. Handed on alone, it
@@ -778,8 +795,9 @@ impl Decoder {
         self.keep_limit = Some(limit);
     }
 
-    /// Bytes of arguments held set aside for calls still open, each counted by the assembler
-    /// toward `max_stream_bytes` while held (see [`Action::SetAside`]).
+    /// Bytes of arguments held for calls still open (set aside, or a fragment held for its
+    /// surrogate half), each counted by the assembler toward `max_stream_bytes` while held (see
+    /// [`Action::SetAside`], [`Action::HoldFragment`]).
     #[must_use]
     pub fn set_aside_bytes(&self) -> usize {
         self.aside
@@ -797,7 +815,8 @@ impl Decoder {
     ///
     /// `emit` answers each action with whether the response is still kept: false once it was
     /// refused whole (past a per-stream limit), when the decoder makes no more state for new
-    /// items; for [`Action::Held`] and [`Action::SetAside`], whether those bytes may be kept.
+    /// items; for [`Action::Held`], [`Action::SetAside`] and [`Action::HoldFragment`], whether
+    /// those bytes may be kept.
     ///
     /// # Errors
     /// [`EventError`] when the event is skipped; nothing was emitted for it then.
@@ -898,15 +917,10 @@ impl Decoder {
     /// call still waiting for its arguments was cut off.
     pub fn finish<F: FnMut(Action<'_>) -> bool>(&mut self, emit: &mut F) {
         self.gemini_finish_stream(emit);
-        for Held {
-            index,
-            unit,
-            before,
-        } in std::mem::take(&mut self.held)
-        {
-            self.scratch.clone_from(&before);
-            push_lone(&mut self.scratch, unit, Lone::Escape);
-            emit(args(index, Arguments::Text(&self.scratch)));
+        let mut held: Vec<_> = std::mem::take(&mut self.held).into_iter().collect();
+        held.sort_unstable_by_key(|(_, h)| h.order);
+        for (index, h) in held {
+            self.write_back(index, h, emit);
         }
         if let Some(unit) = self.held_text.take() {
             self.scratch.clear();
@@ -924,14 +938,24 @@ impl Decoder {
     /// A fragment that repeats the held one, now with the pair whole (or again ending in the
     /// half), is a cumulative resend (quirk 19 with 41): it replaces the held fragment, which
     /// is dropped. Any other fragment follows the held one, whose half it may pair.
-    fn fragment(&mut self, index: Option<i64>, raw: &str) {
+    ///
+    /// Held, the fragment's bytes are counted toward `max_stream_bytes` ([`Action::HoldFragment`])
+    /// until given back just before they are fed or dropped; one the assembler will not let be
+    /// held is written into `scratch` with its half escaped, as it would be at the end.
+    fn fragment<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        index: Option<i64>,
+        raw: &str,
+        emit: &mut F,
+    ) {
         self.scratch.clear();
         self.released = 0;
-        let held = self
-            .held
-            .iter()
-            .position(|h| h.index == index)
-            .map(|p| self.held.swap_remove(p));
+        // Nothing held (the usual stream): no lookup.
+        let held = if self.held.is_empty() {
+            None
+        } else {
+            self.take_held(index, emit)
+        };
         let mut pending = None;
         if let Some(h) = held {
             unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
@@ -949,13 +973,49 @@ impl Decoder {
             unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
         }
         if let Some(unit) = pending {
-            self.released = 0;
-            self.held.push(Held {
-                index,
-                unit,
-                before: std::mem::take(&mut self.scratch),
-            });
+            let bytes = self.scratch.len();
+            if emit(Action::HoldFragment(bytes)) {
+                self.aside += bytes;
+                self.released = 0;
+                self.held_order += 1;
+                let held = Held {
+                    order: self.held_order,
+                    unit,
+                    before: std::mem::take(&mut self.scratch),
+                };
+                self.held.insert(index, held);
+            } else {
+                // Not kept (the response is over its limit, or the text alone passes
+                // `max_bytes`): handed on now, the half unpaired. Whatever the next fragment
+                // brings, the call is `too_large` then, as on `feed_chunk`.
+                push_lone(&mut self.scratch, unit, Lone::Escape);
+            }
         }
+    }
+
+    /// Takes the fragment held for the call at `index`, given back to the assembler's count:
+    /// it is about to be fed, or dropped.
+    fn take_held<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        index: Option<i64>,
+        emit: &mut F,
+    ) -> Option<Held> {
+        let held = self.held.remove(&index)?;
+        self.let_go(&held.before, emit);
+        Some(held)
+    }
+
+    /// Feeds a held fragment to its call with its half written back as an escape.
+    fn write_back<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        index: Option<i64>,
+        held: Held,
+        emit: &mut F,
+    ) {
+        self.let_go(&held.before, emit);
+        self.scratch = held.before;
+        push_lone(&mut self.scratch, held.unit, Lone::Escape);
+        emit(args(index, Arguments::Text(&self.scratch)));
     }
 
     /// Sets aside the arguments decoded into `scratch` for the call at `index`, if the
@@ -989,17 +1049,14 @@ impl Decoder {
 
     /// The call at `index` starts again (a replayed stream) and sends its text again: a
     /// surrogate half held from its first rendition is not waiting for more.
-    fn forget_held(&mut self, index: i64) {
-        self.held.retain(|h| h.index != Some(index));
+    fn forget_held<F: FnMut(Action<'_>) -> bool>(&mut self, index: i64, emit: &mut F) {
+        self.take_held(Some(index), emit);
     }
 
     /// Write back a held surrogate of the call at `index` before that call ends.
-    fn release(&mut self, index: Option<i64>, emit: &mut impl FnMut(Action<'_>) -> bool) {
-        if let Some(p) = self.held.iter().position(|h| h.index == index) {
-            let Held { unit, before, .. } = self.held.swap_remove(p);
-            self.scratch = before;
-            push_lone(&mut self.scratch, unit, Lone::Escape);
-            emit(args(index, Arguments::Text(&self.scratch)));
+    fn release<F: FnMut(Action<'_>) -> bool>(&mut self, index: Option<i64>, emit: &mut F) {
+        if let Some(held) = self.held.remove(&index) {
+            self.write_back(index, held, emit);
         }
     }
 
@@ -1101,7 +1158,7 @@ impl Decoder {
         let mut released = 0;
         let arguments = match raw {
             Some(r) if r.starts_with('"') => {
-                self.fragment(index, r);
+                self.fragment(index, r, emit);
                 released = self.released;
                 // An empty fragment is a no-op (quirk 26); do not let it count as arguments.
                 (!self.scratch.is_empty()).then_some(Arguments::Text(&self.scratch))
@@ -1177,7 +1234,7 @@ impl Decoder {
                 let known = self.items.with_id(item_id).and_then(|p| self.items.get(p));
                 let key = match known.map(|item| item.key) {
                     Some(key) => {
-                        self.forget_held(key);
+                        self.forget_held(key, emit);
                         key
                     }
                     None => self.new_key(index, item_id),
@@ -1479,21 +1536,21 @@ impl Decoder {
         raw: &str,
         emit: &mut F,
     ) {
-        self.fragment(Some(index), raw);
         let latest = self.items.latest_under(index);
-        let mut unused = None;
+        // Any text is the call's own, even a surrogate half held for the next fragment (as
+        // `feed_chunk` reads a non-empty delta): what `added` carried is not used. Given back
+        // before the fragment is counted (or held): both are never counted at once.
+        let unused = latest
+            .filter(|_| raw.len() > 2)
+            .and_then(|p| self.items.get_mut(p))
+            .and_then(|state| state.provisional.take());
+        if let Some(unused) = unused {
+            self.let_go(&unused, emit);
+        }
+        self.fragment(Some(index), raw, emit);
         if let Some(state) = latest.and_then(|p| self.items.get_mut(p)) {
             state.fed_len += self.scratch.len();
             state.hash = fnv(state.hash, &self.scratch);
-            // Any text is the call's own, even a surrogate half held for the next fragment
-            // (as `feed_chunk` reads a non-empty delta): what `added` carried is not used.
-            if raw.len() > 2 {
-                unused = state.provisional.take();
-            }
-        }
-        // Given back before the fragment is counted: both are never counted at once.
-        if let Some(unused) = unused {
-            self.let_go(&unused, emit);
         }
         if !self.scratch.is_empty() {
             emit(args(Some(index), Arguments::Text(&self.scratch)));
@@ -1512,11 +1569,6 @@ impl Decoder {
             _ => return,
         }
         // Surrogate state of the deltas must not leak into the full text.
-        let held = self
-            .held
-            .iter()
-            .position(|h| h.index == Some(index))
-            .map(|p| self.held.swap_remove(p));
         self.scratch.clear();
         let mut pending = None;
         unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
@@ -1526,10 +1578,8 @@ impl Decoder {
         let same = self.items.get(pos).is_some_and(|state| {
             state.fed_len == self.scratch.len() && state.hash == fnv(FNV_OFFSET, &self.scratch)
         });
-        if same {
-            if let Some(h) = held {
-                self.held.push(h);
-            }
+        if !same {
+            self.forget_held(index, emit);
         }
         // Even when the deltas match the summary, the call may hold less than they carried (a
         // fragment dropped as a repeat, quirk 20): the assembler compares with what it holds,
@@ -1606,7 +1656,7 @@ impl Decoder {
                     if let Action::Call { delta, .. } = &mut start {
                         delta.start = true;
                     }
-                    self.forget_held(index);
+                    self.forget_held(index, emit);
                     if !emit(start) {
                         // The response was refused whole: its blocks keep nothing (their
                         // deltas and stop find no block, and the assembler keeps none of it).
@@ -1767,7 +1817,7 @@ impl Decoder {
                 // Given back before the fragment is counted: both are never counted at once.
                 self.let_go_input(unused, emit);
                 if let Some(raw) = raw {
-                    self.fragment(Some(index), raw);
+                    self.fragment(Some(index), raw, emit);
                     if !self.scratch.is_empty() {
                         emit(args(Some(index), Arguments::Text(&self.scratch)));
                     }
@@ -2159,7 +2209,7 @@ pub(super) mod tests {
 
         pub fn answer(&mut self, action: Action<'_>) -> bool {
             match action {
-                Action::SetAside { bytes, .. } => {
+                Action::SetAside { bytes, .. } | Action::HoldFragment(bytes) => {
                     let kept = self.fits(bytes);
                     if kept {
                         self.counted += bytes;
@@ -2280,6 +2330,134 @@ pub(super) mod tests {
             );
         }
         assert_eq!(decoder.items.len(), items);
+    }
+
+    /// A Chat chunk with one argument fragment (JSON string contents) for the call at `index`.
+    fn chat_fragment(index: usize, fragment: &str) -> String {
+        format!(
+            r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":{index},"function":{{"arguments":"{fragment}"}}}}]}}}}]}}"#
+        )
+    }
+
+    #[test]
+    fn chat_fragments_held_for_a_surrogate_half_stay_within_the_stream_limit() {
+        // 200 new indexes, each a 1,000-byte fragment ending in a high surrogate half whose
+        // low half never comes: each was held whole, counted against no limit. They are
+        // counted now; once the response is refused, none is held.
+        let mut decoder = Decoder::new();
+        let mut budget = Budget::new(3500);
+        let fragment = format!("{}\\ud83d", "x".repeat(1000));
+        for i in 0..200 {
+            budget.decode(&mut decoder, &chat_fragment(i, &fragment));
+            assert!(decoder.set_aside_bytes() <= budget.limit);
+            assert!(decoder.set_aside_bytes() <= budget.counted);
+            assert!(decoder.held.len() <= 3);
+        }
+        assert!(budget.refused);
+        assert_eq!(decoder.set_aside_bytes(), 3000);
+        decoder.finish(&mut |a| budget.answer(a));
+        assert_eq!(decoder.set_aside_bytes(), 0);
+        assert!(decoder.held.is_empty());
+    }
+
+    /// The argument text each wire index was fed, in order.
+    fn fed(decoder: &mut Decoder, budget: &mut Budget, events: &[String]) -> Vec<(i64, String)> {
+        let mut out: Vec<(i64, String)> = Vec::new();
+        let mut at: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
+        let mut answer = |a: Action<'_>| {
+            if let Action::Call {
+                delta:
+                    crate::assembler::Delta {
+                        index: Some(i),
+                        arguments: Some(Arguments::Text(t)),
+                        ..
+                    },
+                ..
+            } = a
+            {
+                let text = String::from_utf8_lossy(t);
+                match at.get(&i) {
+                    Some(&p) => out[p].1.push_str(&text),
+                    None => {
+                        at.insert(i, out.len());
+                        out.push((i, text.into_owned()));
+                    }
+                }
+            }
+            budget.answer(a)
+        };
+        for event in events {
+            decoder
+                .decode(b"", event.as_bytes(), &mut answer)
+                .expect("event");
+        }
+        decoder.finish(&mut answer);
+        out
+    }
+
+    #[test]
+    fn fragments_held_for_a_surrogate_half_count_only_while_held() {
+        // A pair split between fragments, and a cumulative resend (quirk 19) of a held
+        // fragment: what was held is given back before it is fed or replaced, so the stream
+        // counts what it feeds, once, and the text is as before.
+        let mut decoder = Decoder::new();
+        let mut budget = Budget::new(1000);
+        let events = [
+            chat_fragment(0, "{\\\"a\\\":\\\"\\ud83d"),
+            chat_fragment(0, "\\ude00\\\"}"),
+            chat_fragment(1, "{\\\"b\\\":\\\"x\\ud83d"),
+            chat_fragment(1, "{\\\"b\\\":\\\"x\\ud83d\\ude00\\\"}"),
+        ];
+        let out = fed(&mut decoder, &mut budget, &events);
+        assert_eq!(
+            out,
+            [
+                (0, "{\"a\":\"\u{1f600}\"}".to_owned()),
+                (1, "{\"b\":\"x\u{1f600}\"}".to_owned()),
+            ]
+        );
+        assert!(!budget.refused);
+        assert_eq!(
+            budget.counted,
+            out.iter().map(|(_, t)| t.len()).sum::<usize>()
+        );
+        assert_eq!(decoder.set_aside_bytes(), 0);
+    }
+
+    #[test]
+    fn a_fragment_refused_a_hold_is_handed_on_with_its_half_escaped() {
+        // Past the limit nothing is held: the fragment goes on at once, its half unpaired, and
+        // the next fragment's low half is unpaired too.
+        let mut decoder = Decoder::new();
+        let mut budget = Budget::new(10);
+        let events = [
+            chat_fragment(0, "0123456789ab\\ud83d"),
+            chat_fragment(0, "\\ude00"),
+        ];
+        let out = fed(&mut decoder, &mut budget, &events);
+        assert!(budget.refused);
+        assert_eq!(out, [(0, "0123456789ab\\ud83d\\ude00".to_owned())]);
+        assert!(decoder.held.is_empty());
+        assert_eq!(decoder.set_aside_bytes(), 0);
+    }
+
+    #[test]
+    fn halves_held_under_many_indexes_are_each_found() {
+        // 20,000 calls each holding a half (a scan of the held halves per fragment made this
+        // quadratic: seconds, not milliseconds), paired in reverse order, and the halves
+        // still held at the end written back in the order they were held.
+        let mut decoder = Decoder::new();
+        let mut budget = Budget::new(usize::MAX / 2);
+        let n = 20_000;
+        let mut events: Vec<String> = (0..n).map(|i| chat_fragment(i, "\\ud83d")).collect();
+        events.extend((2..n).rev().map(|i| chat_fragment(i, "\\ude00")));
+        let out = fed(&mut decoder, &mut budget, &events);
+        let lone = out.iter().filter(|(_, t)| t == "\\ud83d").count();
+        let paired = out.iter().filter(|(_, t)| t == "\u{1f600}").count();
+        assert_eq!((lone, paired), (2, n - 2));
+        let last: Vec<_> = out[n - 2..].iter().map(|(i, _)| *i).collect();
+        assert_eq!(last, [0, 1]);
+        assert!(decoder.held.is_empty());
     }
 
     fn un(raw: &str) -> String {

@@ -209,13 +209,17 @@ impl State {
     }
 
     /// Applies one action; answers, as [`Decoder::decode`] asks, whether the response is still
-    /// kept, and for [`Action::Held`] and [`Action::SetAside`] whether those bytes may be kept.
+    /// kept, and for [`Action::Held`], [`Action::SetAside`] and [`Action::HoldFragment`] whether
+    /// those bytes may be kept.
     fn apply(&mut self, assembler: &mut Assembler, action: Action<'_>) -> bool {
         match action {
             Action::Held(n) => assembler.may_hold(n),
             Action::SetAside { index, bytes } => {
                 assembler.set_aside(assembler.ordinal_of(Some(index)), bytes)
             }
+            // A fragment held for its surrogate half is the call's own text, checked against
+            // `max_bytes` when fed: held, it counts toward the stream alone.
+            Action::HoldFragment(n) => assembler.set_aside(None, n),
             Action::Release(n) => {
                 assembler.release(n);
                 assembler.over_limit().is_none()
@@ -284,7 +288,10 @@ impl State {
                 }
             }
             Action::Restart => self.text_replay = (!self.text.is_empty()).then_some(0),
-            Action::Held(_) | Action::SetAside { .. } | Action::Release(_) => {
+            Action::Held(_)
+            | Action::SetAside { .. }
+            | Action::HoldFragment(_)
+            | Action::Release(_) => {
                 // Answered by `apply`.
             }
             Action::Usage(u) => {
