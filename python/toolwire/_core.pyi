@@ -463,6 +463,10 @@ class Assembler:
         `max_stream_bytes` until `_release` gives them back, or None when they must not be kept
         (past `max_bytes` the call is `too_large` now; past the stream limit the response is
         refused whole)."""
+    def _hold_fragment(self, n: int, /) -> bool:
+        """Counts `n` bytes of an argument fragment held for its call's next fragment (it ends
+        in a surrogate half) toward `max_stream_bytes` until `_release` gives them back; False
+        (nothing counted) when they must not be held, and the fragment is handed on at once."""
     def _release(self, n: int, /) -> None:
         """Gives back `n` bytes counted by `_set_aside`: let go, or about to be fed."""
     def _keep_text(self, n: int, /) -> bool:

@@ -1865,6 +1865,18 @@ impl PyAssembler {
         Ok(assembler.set_aside(ordinal, bytes).then_some(bytes))
     }
 
+    /// Counts `n` bytes of an argument fragment an adapter holds for its call's next fragment
+    /// (it ends in a surrogate half, quirk 41) toward `max_stream_bytes` until `_release` gives
+    /// them back; False (nothing counted) when the adapter must not hold them (the response is
+    /// refused, or they alone pass `max_bytes`) and hands the fragment on at once.
+    #[pyo3(signature = (n, /))]
+    fn _hold_fragment(slf: &Bound<'_, Self>, n: Count) -> PyResult<bool> {
+        let Count(n) = n;
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        // No call: the held text is the call's own, checked against `max_bytes` when fed.
+        Ok(this.decoder.assembler_mut().set_aside(None, n))
+    }
+
     /// Gives back `n` bytes counted by `_set_aside`: let go, or about to be fed.
     #[pyo3(signature = (n, /))]
     fn _release(slf: &Bound<'_, Self>, n: Count) -> PyResult<()> {

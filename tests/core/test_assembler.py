@@ -1037,6 +1037,7 @@ _WHILE_IN_USE: dict[str, Callable[[Assembler], object]] = {
     "_may_hold": lambda a: a._may_hold(1),
     "_keep_text": lambda a: a._keep_text(1),
     "_set_aside": lambda a: a._set_aside(0, '{"b": 2}'),
+    "_hold_fragment": lambda a: a._hold_fragment(1),
     "_release": lambda a: a._release(1),
     "_confirm_whole": lambda a: a._confirm_whole(0, b"{}"),
     "_set_index": lambda a: a._set_index(0, 1),

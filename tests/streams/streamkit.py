@@ -622,6 +622,10 @@ class RecordingSink:
         # Set-aside arguments are not a delta either: kept, with no limit to count them against.
         return 0
 
+    def _hold_fragment(self, n: int) -> bool:
+        # A held fragment is not a delta either: held, with no limit.
+        return True
+
     def _release(self, n: int) -> None:
         pass
 

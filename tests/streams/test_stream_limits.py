@@ -249,7 +249,8 @@ def _feed(asm: Assembler, events: Iterable[dict[str, Any]], path: str, fmt: str)
         if path == "sdk":
             asm.feed_chunk(event)
         else:
-            asm.feed_sse(sse_body([event], fmt))
+            # One event at a time: Chat's `[DONE]` belongs after the last one only.
+            asm.feed_sse(sse_body([event], fmt).removesuffix(b"data: [DONE]\n\n"))
 
 
 def _held_while(feed: Callable[[], None]) -> tuple[int, int]:
@@ -547,3 +548,125 @@ def test_after_a_stream_limit_every_call_started_ends_once_on_both_paths(fmt: st
     assert calls and all(error == "too_large" for *_, error in calls)
     # One result per call started.
     assert [ordinal for ordinal, *_ in calls] == list(range(len(calls)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Fragments held for a surrogate half (quirk 41) count toward the limit while held.
+
+_HIGH = "\ud83d"
+_LOW = "\ude00"
+
+
+def _chat_fragment(index: int, fragment: str) -> dict[str, Any]:
+    function = {"name": "write", "arguments": fragment}
+    entry = {"index": index, "id": f"call_{index}", "type": "function", "function": function}
+    return {"choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]}
+
+
+def _anthropic_fragment(index: int, fragment: str) -> Iterator[dict[str, Any]]:
+    yield _block_start(index, {})
+    yield _block_rest(index, fragment)[0]
+
+
+def _responses_fragment(index: int, fragment: str) -> Iterator[dict[str, Any]]:
+    yield _item_added(index, "")
+    yield _item_delta(index, fragment)
+
+
+def _halves(fmt: str, fragments: Iterable[tuple[int, str]]) -> Iterator[dict[str, Any]]:
+    """Each (wire index, fragment) as the first fragment of a new call (its start, for the
+    formats that send one) or, for an index seen before, its next fragment (Chat only)."""
+    if fmt == "anthropic":
+        yield anthropic_message_start()
+    seen: set[int] = set()
+    for index, fragment in fragments:
+        if fmt == "openai-chat":
+            yield _chat_fragment(index, fragment)
+        elif index in seen:
+            yield (
+                _block_rest(index, fragment)[0]
+                if fmt == "anthropic"
+                else _item_delta(index, fragment)
+            )
+        elif fmt == "anthropic":
+            yield from _anthropic_fragment(index, fragment)
+        else:
+            yield from _responses_fragment(index, fragment)
+        seen.add(index)
+
+
+def _rss() -> int:
+    """The process's resident memory, in bytes (Linux)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * 4096
+
+
+@pytest.mark.parametrize("path", ["sdk", "raw"])
+@pytest.mark.parametrize("fmt", sorted(GENERATORS))
+def test_fragments_held_for_a_surrogate_half_count_toward_the_stream_limit(
+    fmt: str, path: str
+) -> None:
+    # 100 new calls whose first fragment is 1 MiB ending in a high surrogate half whose low half
+    # never comes: each was held whole until its call's next fragment, counted against no
+    # limit, so 100 MiB were held under a 64 KiB limit and the response was never refused.
+    asm = Assembler(max_stream_bytes=64 * 1024)
+    fragments = ((i, '{"text": "' + "x" * MiB + _HIGH) for i in range(100))
+    rss = _rss()
+    held, peak = _held_while(lambda: _feed(asm, _halves(fmt, fragments), path, fmt))
+    # Rust's allocations on the raw path (the SDK path holds what it holds in Python).
+    assert _rss() - rss < 32 * MiB, _rss() - rss
+    assert [kind for kind, _, _ in asm.stream_errors()] == ["stream_limit"]
+    done = asm.finish()
+    assert done and all(c.error is not None and c.error.kind == "too_large" for c in done)
+    # Python's own allocations: one event at a time, and nothing held after it.
+    assert held < MiB // 2, held
+    # Each 1 MiB fragment with a lone half is a 2 MiB `str`, copied a few times while read.
+    assert peak < 16 * MiB, peak
+
+
+@pytest.mark.parametrize("fmt", sorted(GENERATORS))
+def test_fragments_held_for_a_surrogate_half_past_the_limit_alike_on_both_paths(fmt: str) -> None:
+    # Some halves are paired by their call's next fragment (Chat), some never are; the limit
+    # is passed while several are held, and a hold refused hands the fragment on at once.
+    def fragments() -> Iterator[tuple[int, str]]:
+        for i in range(40):
+            yield i, '{"text": "' + f"{i:04d}" * 1000 + _HIGH
+            if fmt == "openai-chat" and i % 2:
+                yield i, _LOW + '"}'
+
+    outcomes = []
+    for path in ("sdk", "raw"):
+        asm = Assembler(max_stream_bytes=64 * 1024)
+        _feed(asm, _halves(fmt, fragments()), path, fmt)
+        outcomes.append(_outcome(asm))
+    assert outcomes[0] == outcomes[1]
+    *calls, (limit,) = outcomes[0]
+    assert limit == "stream_limit"
+    assert calls and all(error == "too_large" for *_, error in calls)
+
+
+@pytest.mark.parametrize("fmt", sorted(GENERATORS))
+def test_fragments_held_for_a_surrogate_half_count_only_while_held(fmt: str) -> None:
+    # Each call is 3,000 bytes, held at 2,900 for its half, under a limit of 7,000 that the
+    # stream as sent never passes: a held fragment is given back before it is fed, and a
+    # cumulative resend (quirk 19) that replaces it is counted once.
+    limit = 7000
+    text = '{"text": "' + "x" * 2890
+
+    def fragments() -> Iterator[tuple[int, str]]:
+        yield 0, text + _HIGH
+        yield 0, _LOW + '"}'
+        if fmt == "openai-chat":
+            yield 1, text + _HIGH
+            yield 1, text + _HIGH + _LOW + '"}'
+
+    outcomes = []
+    for path in ("sdk", "raw"):
+        asm = Assembler(max_stream_bytes=limit)
+        _feed(asm, _halves(fmt, fragments()), path, fmt)
+        assert asm.stream_errors() == []
+        outcomes.append(_outcome(asm))
+    assert outcomes[0] == outcomes[1]
+    assert [json.loads(arguments) for *_, arguments, _ in outcomes[0]] == [
+        {"text": "x" * 2890 + "\U0001f600"}
+    ] * (2 if fmt == "openai-chat" else 1)

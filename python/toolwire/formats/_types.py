@@ -90,8 +90,14 @@ class Sink(Protocol):
         bytes counted, or None when they must not be kept."""
         ...
 
+    def _hold_fragment(self, n: int, /) -> bool:
+        """Counts a fragment held for its surrogate half while it is held; False (nothing
+        counted) when it must not be held."""
+        ...
+
     def _release(self, n: int, /) -> None:
-        """Gives back `n` bytes counted by `_set_aside` (let go, or about to be fed)."""
+        """Gives back `n` bytes counted by `_set_aside` or `_hold_fragment` (let go, or about to
+        be fed)."""
         ...
 
 

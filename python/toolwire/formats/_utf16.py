@@ -10,7 +10,10 @@ which UTF-8 (and the core's `feed`) cannot take. This mirrors what the raw SSE p
   fragment, and pairs are joined; a next fragment that repeats the held one with the pair
   whole is a cumulative resend (quirk 19), which replaces it (handed on without its half, the
   held fragment was an exact repeat of the text so far, to which the core appended the
-  resend);
+  resend); while held, its bytes count toward `max_stream_bytes` (`Sink._hold_fragment`),
+  given back just before they are fed or dropped, and one the core will not let be held (the
+  response is refused, or it alone passes `max_bytes`) is handed on at once, its half written
+  back as an escape, so that a stream cannot make us hold more than its limit;
 - a surrogate left unpaired (the call ended, the stream finished, or no partner came) is written
   back into the argument text as its `\\uXXXX` escape, so the core reports `lone_surrogate` at
   its offset; a half held when a delta starts another call under the same key goes back to
@@ -68,15 +71,34 @@ def _resends(half: str, before: str, text: str) -> bool:
     return text[len(before) :] == half
 
 
+def _fed_bytes(before: str) -> int:
+    """The length of `before` (pairs joined) as it will be fed: UTF-8, each unpaired surrogate
+    written as its 6-byte escape, as the raw SSE path holds it."""
+    if before.isascii():
+        return len(before)
+    return len(_escape(before).encode())
+
+
 class Utf16:
     """Per-stream state: the high surrogate held at the end of each call's last fragment, with
-    the text of that fragment before it, held too."""
+    the text of that fragment before it, held too, and the bytes the core counts for it."""
 
     __slots__ = ("held",)
 
     def __init__(self) -> None:
         """Start with nothing held."""
-        self.held: dict[int | None, tuple[str, str]] = {}
+        # A dict: a stream may hold a half under each of many keys, and every fragment of a
+        # call looks its key up while any is held.
+        self.held: dict[int | None, tuple[str, str, int]] = {}
+
+    def _take(self, sink: Sink, index: int | None) -> tuple[str, str]:
+        """The half and text held for `index` (empty if none), given back to the core's count:
+        they are about to be fed, or dropped."""
+        held = self.held.pop(index, None)
+        if held is None:
+            return "", ""
+        sink._release(held[2])  # pyright: ignore[reportPrivateUsage]
+        return held[0], held[1]
 
     def feed(
         self,
@@ -103,7 +125,7 @@ class Utf16:
                 pass
         id, name = _replace(id), _replace(name)
         if isinstance(arguments, str):
-            half, before = self.held.pop(index, ("", ""))
+            half, before = self._take(sink, index)
             text = _join_pairs(arguments)
             released = 0
             if half and not _resends(half, before, text):
@@ -112,9 +134,14 @@ class Utf16:
                 released = len(_escape(before)) + (6 if joined[0] == half else 0)
                 text = before + joined
             if text and _is_high(text[-1]):
-                self.held[index] = (text[-1], text[:-1])
-                text = ""
-                released = 0
+                bytes_ = _fed_bytes(text[:-1])
+                # Refused (the response is over its limit, or the text alone passes
+                # `max_bytes`), the fragment goes on now with its half unpaired: whatever
+                # comes next, the call is `too_large`, as on the raw SSE path.
+                if sink._hold_fragment(bytes_):  # pyright: ignore[reportPrivateUsage]
+                    self.held[index] = (text[-1], text[:-1], bytes_)
+                    text = ""
+                    released = 0
             arguments = _escape(text)
             if released:
                 # The held fragment belongs to the call it went to, which is still the open
@@ -132,23 +159,25 @@ class Utf16:
             start=start,
         )
 
-    def forget(self, index: int | None) -> None:
-        """The call under `index` is sent again from its start (a replayed stream): a half held
-        from its first rendition comes again with it, and is no longer waited for."""
-        self.held.pop(index, None)
+    def forget(self, sink: Sink, index: int | None) -> None:
+        """The call under `index` is sent again from its start (a replayed stream), or its
+        whole text supersedes its fragments: a half held from them is no longer waited for."""
+        if self.held:
+            self._take(sink, index)
 
     def release(self, sink: Sink, index: int | None) -> None:
         """The call under `index` ends: write back its held half as an escape."""
         if self.held:
-            held = self.held.pop(index, None)
-            if held is not None:
-                sink.feed(index, arguments=_escape(held[1] + held[0]))
+            half, before = self._take(sink, index)
+            if half:
+                sink.feed(index, arguments=_escape(before + half))
 
     def flush(self, sink: Sink) -> None:
         """The stream ends: write back every held half as an escape."""
-        held, self.held = self.held, {}
-        for index, (unit, before) in held.items():
-            sink.feed(index, arguments=_escape(before + unit))
+        while self.held:
+            index = next(iter(self.held))
+            half, before = self._take(sink, index)
+            sink.feed(index, arguments=_escape(before + half))
 
 
 def text_piece(held: str, text: str) -> tuple[str, str]:

@@ -180,7 +180,7 @@ class AnthropicMessagesAdapter:
             return
         wire_id = str_or_none(get(block, "id"))
         name = str_or_none(get(block, "name"))
-        self._utf16.forget(index)
+        self._utf16.forget(sink, index)
         ordinal = self._utf16.feed(sink, index, id=wire_id, name=name, start=True)
         info.feeds.append(FeedRecord(ordinal, wire_id, name))
         if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]

@@ -274,7 +274,7 @@ class ResponsesAdapter:
             if index is not None:
                 # Its arguments come again: a half held from the first rendition is not
                 # waiting for more.
-                self._utf16.forget(index)
+                self._utf16.forget(sink, index)
             if output_index is None:
                 output_index = len(calls.order)
         if index is None:
@@ -391,7 +391,7 @@ class ResponsesAdapter:
             # The summary is whole: a surrogate half still held waited for a delta that was
             # lost, and a half at the summary's end has no partner to come. As on the raw SSE
             # path, the summary supersedes the half and is fed with unpaired halves escaped.
-            self._utf16.held.pop(index, None)
+            self._utf16.forget(sink, index)
             ordinal = sink.feed(index, arguments=escape_lone_surrogates(full))
             info.feeds.append(FeedRecord(ordinal, None, None))
 
