@@ -2566,3 +2566,56 @@ fn fault14_merged_gemini_pieces_count_toward_the_stream_limit() {
         2000 + r#"{"text":"","end":true}"#.len()
     );
 }
+
+/// A Responses body of `events` (their `data`), each framed under its own `type`.
+fn responses_body(events: &[&str]) -> String {
+    events
+        .iter()
+        .map(|data| {
+            let kind = value(data)["type"].as_str().map(str::to_owned);
+            format!("event: {}\ndata: {data}\n\n", kind.unwrap_or_default())
+        })
+        .collect()
+}
+
+#[test]
+fn a_final_item_that_contradicts_the_done_summary_is_not_run() {
+    // The `.done` summary gave a call without deltas its text; the finished item then says
+    // otherwise. Only the first summary was read, so the call ran with it silently: every
+    // summary is compared with what the call holds, as `feed_chunk` compares it.
+    for (done, last) in [
+        ("{}", r#"{\"n\": 1}"#),
+        (r#"{\"a\":1}"#, r#"{\"a\":1,\"b\":2}"#),
+    ] {
+        let added = r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"c","name":"f","arguments":""}}"#;
+        let done = format!(
+            r#"{{"type":"response.function_call_arguments.done","output_index":0,"arguments":"{done}"}}"#
+        );
+        let last = format!(
+            r#"{{"type":"response.output_item.done","output_index":0,"item":{{"type":"function_call","id":"fc_1","call_id":"c","name":"f","arguments":"{last}"}}}}"#
+        );
+        let body = responses_body(&[added, &done, &last]);
+        let mut d = decoder();
+        d.push(body.as_bytes()).expect("push before finish");
+        let calls = d.finish().expect("first finish");
+        assert_eq!(calls.len(), 1);
+        assert!(calls[0].error.is_some(), "{:?}", calls[0]);
+        let kinds: Vec<_> = d.errors().iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [StreamErrorKind::ArgumentsMismatch]);
+    }
+}
+
+#[test]
+fn a_final_item_that_repeats_the_done_summary_changes_nothing() {
+    let body = responses_body(&[
+        r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"c","name":"f","arguments":""}}"#,
+        r#"{"type":"response.function_call_arguments.done","output_index":0,"arguments":"{\"a\":1}"}"#,
+        r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"c","name":"f","arguments":"{\"a\": 1}"}}"#,
+    ]);
+    let mut d = decoder();
+    d.push(body.as_bytes()).expect("push before finish");
+    let calls = d.finish().expect("first finish");
+    assert_eq!(calls[0].error, None);
+    assert_eq!(calls[0].arguments, br#"{"a":1}"#);
+    assert!(d.errors().is_empty());
+}

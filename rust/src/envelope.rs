@@ -1560,13 +1560,17 @@ impl Decoder {
     /// Hand full `arguments` to the assembler, which compares them with what the call holds and
     /// feeds them when they differ, so the cumulative-resend rule (quirk 19) replaces a prefix.
     /// The deltas' hash only decides whether a surrogate half held from them still stands.
+    /// Every summary is handed on, not only the first: an `output_item.done` that contradicts
+    /// the `.done` before it (or the text that one gave a call with no deltas) must not leave
+    /// the call to run silently with the first reading. One that repeats what the call holds
+    /// changes nothing. As `feed_chunk` compares them.
     fn verify<F: FnMut(Action<'_>) -> bool>(&mut self, index: i64, raw: &str, emit: &mut F) {
         let Some(pos) = self.items.latest_under(index) else {
             return;
         };
         match self.items.get_mut(pos) {
-            Some(state) if !state.verified => state.verified = true,
-            _ => return,
+            Some(state) => state.verified = true,
+            None => return,
         }
         // Surrogate state of the deltas must not leak into the full text.
         self.scratch.clear();

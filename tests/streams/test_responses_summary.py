@@ -108,3 +108,72 @@ def test_a_delta_before_its_item_and_a_lost_one_read_alike_on_both_paths(
     _, s = assemble_both(sse_server.register(_body(events), split=split), FMT)
     (call,) = s.calls
     assert not call.ok and call.error is not None
+
+
+def _one_item(
+    added: str, deltas: list[str], done: str | None, final: str, *, item_id: bool = True
+) -> list[dict[str, Any]]:
+    """One function call item: `added` carrying `added`, its deltas, a `.done` summary (unless
+    None) and an `output_item.done` whose item carries `final`. Without `item_id`, the
+    argument events name the item by its `output_index` alone."""
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f"}
+    named: dict[str, Any] = {"item_id": "fc_1"} if item_id else {}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"id": "r", "status": "in_progress"}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**item, "arguments": added, "status": "in_progress"},
+        },
+    ]
+    events += [
+        {"type": "response.function_call_arguments.delta", "output_index": 0, "delta": d} | named
+        for d in deltas
+    ]
+    if done is not None:
+        events.append(
+            {"type": "response.function_call_arguments.done", "output_index": 0, "arguments": done}
+            | named
+        )
+    events.append(
+        {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": {**item, "arguments": final, "status": "completed"},
+        }
+    )
+    events.append({"type": "response.completed", "response": {"id": "r", "status": "completed"}})
+    return events
+
+
+@pytest.mark.parametrize("item_id", [True, False])
+@pytest.mark.parametrize(
+    ("deltas", "done", "final"),
+    [
+        ([], "{}", '{"n": 1}'),
+        ([], '{"a":1}', '{"a":1,"b":2}'),
+        (['{"a":', "1}"], '{"a":1}', '{"a":1,"b":2}'),
+    ],
+)
+def test_a_final_item_that_contradicts_the_done_summary_is_never_run(
+    sse_server: SSEServer, split: str, deltas: list[str], done: str, final: str, item_id: bool
+) -> None:
+    # The `.done` summary and the finished item disagree. The raw path read only the first
+    # summary and ran it silently (the final item ignored); `feed_chunk` fed the second when
+    # no delta came, and ignored it after deltas. Every summary is compared with what the
+    # call holds on both paths: one that contradicts it is fed, and the call does not run.
+    events = _one_item("", deltas, done, final, item_id=item_id)
+    _, s = assemble_both(sse_server.register(_body(events), split=split), FMT)
+    (call,) = s.calls
+    assert not call.ok and call.error is not None
+
+
+@pytest.mark.parametrize("final", ['{"a":1}', '{"a": 1}'])
+def test_a_final_item_that_repeats_the_done_summary_runs(
+    sse_server: SSEServer, split: str, final: str
+) -> None:
+    # The same tokens said twice (spaced otherwise too) confirm the call: it runs once.
+    events = _one_item("", [], '{"a":1}', final)
+    _, s = assemble_both(sse_server.register(_body(events), split=split), FMT)
+    (call,) = s.calls
+    assert (call.ok, call.arguments) == (True, '{"a":1}')

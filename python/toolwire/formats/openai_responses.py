@@ -12,9 +12,10 @@ Design notes:
   the call's id when a bridge sends no `call_id`.
 - `response.function_call_arguments.done` and the item in `response.output_item.done` repeat the
   whole arguments. They are summaries, not fragments: they are fed when no argument text arrived
-  for that item before (bridges that send only the summary). Otherwise the first summary is
-  compared with the text the deltas gave, and fed only when it differs (a delta was lost), so
-  the core's resend rule keeps the whole text, as on the raw SSE path.
+  for that item before (bridges that send only the summary). Otherwise each summary is
+  compared with the text the call holds, and fed only when it differs (a delta was lost, or the
+  finished item contradicts the `.done` before it), so the core's resend rule keeps the whole
+  text or the call does not run, as on the raw SSE path.
 - Deltas for an item never announced (its `response.output_item.added` was lost) open a call
   without a name, as on the raw SSE path: its `response.output_item.done` names it, else it ends
   as `missing_name`. Nothing that arrived is dropped.
@@ -362,15 +363,17 @@ class ResponsesAdapter:
         return ordinal
 
     def _summary(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
-        """Whole arguments from an item or a `.done` event: fed when no delta came, else
-        compared once with what the deltas carried and fed when they differ (a lost delta),
-        so the core keeps the whole text, as the raw SSE path does."""
+        """Whole arguments from an item or a `.done` event: fed when no text came, else
+        compared with what the call holds and fed when they differ (a lost delta), so the core
+        keeps the whole text, as the raw SSE path does. Every summary is compared, not only the
+        first: an `output_item.done` that contradicts the `.done` before it must not leave the
+        call to run silently with the first reading."""
         calls = self._calls
         if index not in calls.with_arguments:
             self._arguments(index, value, sink, info)
             return
         full = arguments_of(value)
-        if not isinstance(full, str) or full == "" or index in calls.verified:
+        if not isinstance(full, str) or full == "":
             return
         read = getattr(sink, "arguments_so_far", None)
         ordinal = calls.ordinals.get(index)
