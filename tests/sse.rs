@@ -2619,3 +2619,27 @@ fn a_final_item_that_repeats_the_done_summary_changes_nothing() {
     assert_eq!(calls[0].arguments, br#"{"a":1}"#);
     assert!(d.errors().is_empty());
 }
+
+#[test]
+fn a_summary_after_its_item_ended_opens_no_call() {
+    // Events out of order: the item ended (with no text, or the text a summary gave it), then
+    // a `.done` came. The call has ended: the summary must not open a nameless one.
+    for done in [
+        "",
+        r#"{"type":"response.function_call_arguments.done","output_index":0,"arguments":"{\"a\":1}"}"#,
+    ] {
+        let mut events = vec![
+            r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"c","name":"f","arguments":""}}"#,
+            done,
+            r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"c","name":"f","arguments":""}}"#,
+            r#"{"type":"response.function_call_arguments.done","item_id":"fc_1","output_index":0,"arguments":"{\"a\":2}"}"#,
+        ];
+        events.retain(|e| !e.is_empty());
+        let body = responses_body(&events);
+        let mut d = decoder();
+        d.push(body.as_bytes()).expect("push before finish");
+        let calls = d.finish().expect("first finish");
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        assert_eq!(calls[0].name.as_deref(), Some("f"));
+    }
+}

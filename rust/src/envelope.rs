@@ -1277,6 +1277,10 @@ impl Decoder {
                 self.feed_provisional(key, emit);
                 self.release(Some(key), emit);
                 emit(Action::EndCall(key));
+                let latest = self.items.latest_under(key);
+                if let Some(state) = latest.and_then(|p| self.items.get_mut(p)) {
+                    state.ended = true;
+                }
             }
             "response.created" => self.start(emit),
             "response.output_text.delta" => {
@@ -1569,8 +1573,8 @@ impl Decoder {
             return;
         };
         match self.items.get_mut(pos) {
-            Some(state) => state.verified = true,
-            None => return,
+            Some(state) if !state.ended => state.verified = true,
+            _ => return,
         }
         // Surrogate state of the deltas must not leak into the full text.
         self.scratch.clear();

@@ -177,3 +177,23 @@ def test_a_final_item_that_repeats_the_done_summary_runs(
     _, s = assemble_both(sse_server.register(_body(events), split=split), FMT)
     (call,) = s.calls
     assert (call.ok, call.arguments) == (True, '{"a":1}')
+
+
+@pytest.mark.parametrize("done", [None, '{"a":1}'])
+def test_a_summary_after_its_item_ended_makes_no_second_call(
+    sse_server: SSEServer, split: str, done: str | None
+) -> None:
+    # Events out of order: a `.done` summary comes after the item's `output_item.done`. The
+    # call has ended; on the SDK path the summary was fed to a call of its own (nameless, so
+    # `missing_name`), while the raw path returned one call. It is one call on both.
+    events = _one_item("", [], done, "")
+    late = {
+        "type": "response.function_call_arguments.done",
+        "item_id": "fc_1",
+        "output_index": 0,
+        "arguments": '{"a":2}',
+    }
+    events.insert(-1, late)
+    _, s = assemble_both(sse_server.register(_body(events), split=split), FMT)
+    (call,) = s.calls
+    assert call.name == "f"

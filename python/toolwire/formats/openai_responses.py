@@ -82,6 +82,9 @@ class _Calls:
     with_arguments: set[int] = field(default_factory=lambda: set())
     ordinals: dict[int, int] = field(default_factory=lambda: {})
     verified: set[int] = field(default_factory=lambda: set())
+    # Items whose `output_item.done` was read: the call ended, so a summary that comes late
+    # (events out of order) finds no call to compare with, and must not open a nameless one.
+    ended: set[int] = field(default_factory=lambda: set())
     # The arguments each item's `output_item.added` carried, set aside: a placeholder (`"{}"`,
     # quirk 24) that deltas do not continue. Fed only if no delta or summary brings any. With
     # the bytes the core counts while they are held (`Sink._set_aside`).
@@ -308,11 +311,13 @@ class ResponsesAdapter:
             calls.unannounced.discard(index)
             calls.with_arguments.discard(index)
             calls.verified.discard(index)
+            calls.ended.discard(index)
         if done:
             self._summary(index, get(item, "arguments"), sink, info)
             self._feed_provisional(index, sink, info)
             self._utf16.release(sink, index)
             sink.end(index)
+            calls.ended.add(index)
         elif index not in calls.with_arguments and index not in calls.verified:
             arguments = get(item, "arguments")
             # Only text, as on the raw SSE path: an item carries its arguments as a string.
@@ -369,6 +374,8 @@ class ResponsesAdapter:
         first: an `output_item.done` that contradicts the `.done` before it must not leave the
         call to run silently with the first reading."""
         calls = self._calls
+        if index in calls.ended:
+            return
         if index not in calls.with_arguments:
             self._arguments(index, value, sink, info)
             return

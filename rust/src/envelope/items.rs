@@ -23,6 +23,9 @@ pub(super) struct ItemState {
     pub fed_len: usize,
     pub hash: u64,
     pub verified: bool,
+    /// Its `output_item.done` was read: the call ended, so a summary that comes late (events
+    /// out of order) finds no call to compare with, and must not open a nameless one.
+    pub ended: bool,
     /// The arguments its `output_item.added` carried, decoded, set aside: fed only if no delta
     /// and no summary brings any (quirk 24). Counted by the assembler while held.
     pub provisional: Option<Box<[u8]>>,
@@ -39,6 +42,7 @@ impl ItemState {
             fed_len: 0,
             hash,
             verified: false,
+            ended: false,
             provisional: None,
         }
     }
