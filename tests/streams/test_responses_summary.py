@@ -197,3 +197,40 @@ def test_a_summary_after_its_item_ended_makes_no_second_call(
     _, s = assemble_both(sse_server.register(_body(events), split=split), FMT)
     (call,) = s.calls
     assert call.name == "f"
+
+
+def test_items_under_one_output_index_without_added_report_that_index(
+    sse_server: SSEServer, split: str
+) -> None:
+    # Two items sent under one `output_index`, both `output_item.added` lost: the second is
+    # keyed apart from the first. The raw path reported `output_index` 0 for both (as the README
+    # promises); the SDK path reported the second's internal key, 1.
+    def item(i: int, arguments: str) -> dict[str, Any]:
+        return {
+            "type": "function_call",
+            "id": f"fc_{i}",
+            "call_id": f"call_{i}",
+            "name": "f",
+            "arguments": arguments,
+            "status": "completed",
+        }
+
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"id": "r", "status": "in_progress"}}
+    ]
+    for i, text in ((1, '{"a":1}'), (2, '{"b":2}')):
+        events += [
+            {
+                "type": "response.function_call_arguments.delta",
+                "item_id": f"fc_{i}",
+                "output_index": 0,
+                "delta": text,
+            },
+            {"type": "response.output_item.done", "output_index": 0, "item": item(i, text)},
+        ]
+    events.append({"type": "response.completed", "response": {"id": "r", "status": "completed"}})
+    _, s = assemble_both(sse_server.register(_body(events), split=split), FMT)
+    assert [(c.index, c.id, c.arguments, c.error) for c in s.calls] == [
+        (0, "call_1", '{"a":1}', None),
+        (0, "call_2", '{"b":2}', None),
+    ]

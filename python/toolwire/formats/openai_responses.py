@@ -94,6 +94,8 @@ class _Calls:
     unannounced: set[int] = field(default_factory=lambda: set())
     # The `item_id` of each key, and the latest key opened at each `output_index`.
     item_of: dict[int, str | None] = field(default_factory=lambda: {})
+    # The `output_index` each key was opened at (its key, when the event had none).
+    index_of: dict[int, int] = field(default_factory=lambda: {})
     latest_at: dict[int, int] = field(default_factory=lambda: {})
     # A key above every `output_index` and key seen, for an item keyed apart.
     next_key: int = 0
@@ -258,6 +260,7 @@ class ResponsesAdapter:
         calls.opened.add(index)
         calls.order.append(index)
         calls.item_of[index] = item_id
+        calls.index_of[index] = output_index
         calls.latest_at[output_index] = index
         if item_id is not None:
             calls.by_item[item_id] = index
@@ -290,12 +293,14 @@ class ResponsesAdapter:
         if done and index in calls.unannounced:
             # The deltas came first; the finished item brings the id and name they lacked, and
             # its arguments are the summary the deltas' text is compared with, as on the raw
-            # SSE path.
+            # SSE path. Keyed apart from another item under its `output_index`, the call
+            # reports that index, as the raw path has it report the index its deltas came with.
             calls.unannounced.discard(index)
             if item_id is not None and calls.item_of.get(index) is None:
                 calls.item_of[index] = item_id
                 calls.by_item[item_id] = index
-            calls.ordinals[index] = self._announce(index, item, item_id, sink, info)
+            shown = calls.index_of.get(index)
+            calls.ordinals[index] = self._announce(index, item, item_id, sink, info, shown)
         elif first:
             ordinal = self._announce(index, item, item_id, sink, info, output_index)
             if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
