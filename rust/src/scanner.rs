@@ -715,21 +715,17 @@ impl Scanner {
     /// # Errors
     /// The first error of the text.
     pub fn finish_with<V: Visitor>(&mut self, visitor: &mut V) -> Result<(), Error> {
-        if !self.finished && self.error.is_none() && self.scanned < self.text.len() {
-            self.scan(visitor);
-        }
+        self.complete_top_level_number(visitor);
         if !self.finished {
             self.finished = true;
             if self.error.is_none() && !self.value_done {
                 let end = self.text.len();
                 let text = std::mem::take(&mut self.text);
-                match self.lex {
-                    Lex::Num(st) if st.can_end() && self.depth == 0 => {
-                        self.end_number(&text, end, visitor);
-                    }
-                    Lex::Start => self.fail(&text, ErrorKind::Empty, end),
-                    _ => self.fail(&text, ErrorKind::Truncated, end),
-                }
+                let kind = match self.lex {
+                    Lex::Start => ErrorKind::Empty,
+                    _ => ErrorKind::Truncated,
+                };
+                self.fail(&text, kind, end);
                 self.text = text;
             }
         }
@@ -740,19 +736,20 @@ impl Scanner {
     }
 
     /// Completes a top-level number that reaches the end of the text, reporting it to
-    /// `visitor` as [`Scanner::finish`] will, for a caller who knows that no byte follows and
-    /// reads the value before finishing: a number is pending until a delimiter or the end of
-    /// the text, so without this the last value of `123` would reach nobody who reads early.
-    /// Does nothing in any other state, and nothing twice.
+    /// `visitor`, as [`Scanner::finish`] does first; for a caller who knows that no byte
+    /// follows and reads the value before finishing: a number is pending until a delimiter or
+    /// the end of the text, so without this the last value of `123` would reach nobody who
+    /// reads early. Scans what is left first; does nothing in any other state, and nothing
+    /// twice.
     pub fn complete_top_level_number<V: Visitor>(&mut self, visitor: &mut V) {
-        if self.finished || self.error.is_some() || self.depth != 0 {
+        if self.finished || self.error.is_some() {
             return;
         }
         if self.scanned < self.text.len() {
             self.scan(visitor);
         }
         if let Lex::Num(st) = self.lex {
-            if st.can_end() && self.error.is_none() {
+            if st.can_end() && self.depth == 0 && self.error.is_none() {
                 let end = self.text.len();
                 let text = std::mem::take(&mut self.text);
                 self.end_number(&text, end, visitor);
