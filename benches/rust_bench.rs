@@ -156,6 +156,27 @@ fn benches(c: &mut Criterion) {
     }
     group.finish();
 
+    // What the binding's `progress_into` does: every item borrowed, none copied.
+    let mut group = c.benchmark_group("progress_each_every_fragment");
+    for stream in &streams {
+        group.throughput(Throughput::Bytes(stream.arg_bytes));
+        group.bench_with_input(BenchmarkId::from_parameter(stream.name), stream, |b, s| {
+            b.iter(|| {
+                let config = AssemblerConfig {
+                    track_progress: true,
+                    ..AssemblerConfig::default()
+                };
+                let mut assembler = Assembler::new(config).expect("config");
+                let mut bytes = 0usize;
+                feed_all(&mut assembler, s, |a| {
+                    a.drain_progress_each(|_, path, text, _, _| bytes += path.len() + text.len());
+                });
+                black_box((assembler.finish().expect("finish"), bytes))
+            });
+        });
+    }
+    group.finish();
+
     // The scanner alone, on each single call: the per-byte cost without routing.
     let mut group = c.benchmark_group("scanner_push");
     for stream in streams.iter().filter(|s| s.name.starts_with("single-")) {
