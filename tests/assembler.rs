@@ -81,6 +81,96 @@ fn quirk_02_same_index_for_parallel_calls() {
     );
 }
 
+/// A call of a tool without parameters sends no text before the next call comes under the
+/// same key: the next call's header once joined it, names run together and one id lost.
+#[test]
+fn quirk_02_25_call_without_arguments_then_another_under_the_same_index() {
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("get_time"), ""),
+        text(
+            Some(0),
+            Some("b"),
+            Some("get_weather"),
+            "{\"city\":\"Paris\"}",
+        ),
+    ]);
+    assert_eq!(
+        summary(&calls),
+        vec![
+            ok("a", "get_time", "{}"),
+            ok("b", "get_weather", "{\"city\":\"Paris\"}")
+        ]
+    );
+    // The same tool twice, told apart by the id alone.
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("get_time"), " "),
+        text(Some(0), Some("b"), Some("get_time"), ""),
+    ]);
+    assert_eq!(
+        summary(&calls),
+        vec![ok("a", "get_time", "{}"), ok("b", "get_time", "{}")]
+    );
+    // An event that starts a call carries a whole name, id or not.
+    let start = |name| Delta {
+        start: true,
+        ..text(Some(0), None, Some(name), "")
+    };
+    let calls = run(&[start("get_time"), start("get_weather")]);
+    assert_eq!(
+        calls.iter().map(|c| c.name.as_deref()).collect::<Vec<_>>(),
+        vec![Some("get_time"), Some("get_weather")]
+    );
+}
+
+/// Without an id, a second name is more of the first (quirk 9) unless the registry says the
+/// name so far is a whole tool that no registered name extends by it.
+#[test]
+fn quirk_02_09_name_after_a_whole_registered_name_starts_a_call() {
+    let mut registry = toolwire::Registry::new();
+    let schema = serde_json::json!({"type": "object"});
+    for name in ["get_time", "get_weather", "get_", "get_timezone"] {
+        registry.add(name, &schema).expect("schema compiles");
+    }
+    let registry = std::sync::Arc::new(registry);
+    let names = |deltas: &[Delta<'_>]| {
+        let mut a =
+            Assembler::with_tools(AssemblerConfig::default(), registry.clone()).expect("config");
+        for d in deltas {
+            a.feed(d).expect("feed");
+        }
+        let calls = a.finish().expect("finish");
+        calls.into_iter().map(|c| c.name).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(&[
+            text(Some(0), Some("a"), Some("get_time"), ""),
+            text(Some(0), None, Some("get_weather"), "{}"),
+        ]),
+        vec![Some("get_time".to_owned()), Some("get_weather".to_owned())]
+    );
+    // Pieces of a registered name still join, even after a name that is a tool itself.
+    assert_eq!(
+        names(&[
+            text(Some(0), Some("a"), Some("get_"), ""),
+            text(Some(0), None, Some("weather"), "{}"),
+        ]),
+        vec![Some("get_weather".to_owned())]
+    );
+    assert_eq!(
+        names(&[
+            text(Some(0), Some("a"), Some("get_time"), ""),
+            text(Some(0), None, Some("zone"), "{}"),
+        ]),
+        vec![Some("get_timezone".to_owned())]
+    );
+    // Without a registry the pieces join (quirk 9).
+    let calls = run(&[
+        text(Some(0), Some("a"), Some("get_time"), ""),
+        text(Some(0), None, Some("get_weather"), "{}"),
+    ]);
+    assert_eq!(calls.len(), 1);
+}
+
 #[test]
 fn quirk_04_05_offset_and_negative_indexes() {
     let calls = run(&[
@@ -701,6 +791,32 @@ fn fault_05_consolidated_repeat_with_its_header_stays_a_repeat() {
     ]);
     assert_eq!(summary(&calls), vec![ok("c0", "f", r#"{"a": 1}"#)]);
     assert!(calls[0].warnings.contains(&"repeat_dropped"));
+}
+
+#[test]
+fn quirk_20_consolidated_repeat_with_other_spacing_is_a_repeat() {
+    // An adapter that re-serializes the parsed arguments for its repeat spaces them its own way.
+    let calls = run(&[
+        header(0, "c0", "f"),
+        frag(0, r#"{"city": "Paris", "#),
+        frag(0, r#""unit": "c"}"#),
+        frag(0, r#"{"city":"Paris","unit":"c"}"#),
+    ]);
+    assert_eq!(
+        summary(&calls),
+        vec![ok("c0", "f", r#"{"city": "Paris", "unit": "c"}"#)]
+    );
+    assert!(calls[0].warnings.contains(&"repeat_dropped"));
+    // Another value after it is still a second value, never dropped as a repeat.
+    let calls = run(&[
+        header(0, "c0", "f"),
+        frag(0, r#"{"city": "Paris"}"#),
+        frag(0, r#"{"city":"Rome"}"#),
+    ]);
+    assert_eq!(
+        calls[0].error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::ConcatenatedValues)
+    );
 }
 
 #[test]

@@ -987,9 +987,36 @@ impl Assembler {
                 if !same_name || (complete && (new_id || (!repeat_or_header && !replaying))) {
                     return None;
                 }
+            } else if !call.name.is_empty()
+                && self.starts_before_arguments(call, name, new_id, delta.start)
+            {
+                return None;
             }
         }
         Some(ordinal)
+    }
+
+    /// Whether a named delta starts another call under the key of `call`, which has a name
+    /// but no argument text yet: a call of a tool without parameters sends none before the
+    /// next call comes under the same key (quirks 2, 3 and 25). A name there is otherwise read
+    /// as more of the name (quirk 9), so what tells them apart is evidence that it is not:
+    /// a different id (quirk 2), an event that starts a call (it carries a whole name), or a
+    /// registered tool that the name so far already is and that no registered name extends
+    /// by this piece.
+    fn starts_before_arguments(&self, call: &Call, name: &str, new_id: bool, start: bool) -> bool {
+        if new_id {
+            return true;
+        }
+        if name == call.name || call.id.as_deref() == Some(name) {
+            // A repeated header (quirk 8), or a proxy that glues the call's id onto its name.
+            return false;
+        }
+        if start {
+            return true;
+        }
+        self.registry.as_deref().is_some_and(|registry| {
+            registry.contains(&call.name) && !registry.name_viable(&format!("{}{name}", call.name))
+        })
     }
 
     /// Feeds one delta; returns the ordinal of the call it went to.
@@ -1251,6 +1278,7 @@ impl Assembler {
             && call.held.is_none()
             && call.retread.is_none()
             && (buffered == 0 || text.len() < buffered)
+            && !may_repeat_value(call.scanner.text(), text)
             // `feed_text` would attach the pre-check first.
             && (call.check.is_some() || !registry || call.name.is_empty());
         if !appends_only {
@@ -1928,7 +1956,29 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
             return;
         }
     }
+    if call.mode != ArgMode::Cumulative && may_repeat_value(call.scanner.text(), text) {
+        // The same value written again with other spacing: an adapter that re-serializes the
+        // parsed arguments for its consolidated repeat (quirk 20). Appended, it would be a
+        // second value and the call lost.
+        call.sync();
+        if call.scanner.is_complete() && same_tokens(call.scanner.text(), text) {
+            warn_once(call, warning::REPEAT_DROPPED);
+            return;
+        }
+    }
     push_checked(call, text);
+}
+
+/// Whether `text` may be `buffer`'s object or array written again: `buffer` ends a container
+/// and `text` starts one of the same kind. No valid continuation does (a `}` or `]` is never
+/// followed by `{` or `[` in one value), so the test costs the hot path a few byte reads.
+fn may_repeat_value(buffer: &[u8], text: &[u8]) -> bool {
+    let opens = first_non_ws(text);
+    let closes = buffer.iter().rev().copied().find(|&b| !is_ws(b));
+    matches!(
+        (first_non_ws(buffer), opens, closes),
+        (Some(b'{'), Some(b'{'), Some(b'}')) | (Some(b'['), Some(b'['), Some(b']'))
+    )
 }
 
 fn finish_call(

@@ -151,6 +151,28 @@ def test_quirk_03_whole_calls_same_index(sse_server: SSEServer, split: str) -> N
     assert [c.value for c in s.calls] == [{"city": "Oslo"}, {"city": "Rome"}, {}]
 
 
+def test_quirk_02_25_a_call_without_arguments_then_another_under_the_same_index(
+    sse_server: SSEServer, split: str
+) -> None:
+    # A tool without parameters sends no text before the next call's header: the two once
+    # became one call, named `get_timeget_weather`, and `b` got no result at all.
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="get_time", arguments="")),
+            td(tc(0, id="b", name="get_weather", arguments='{"city":"Paris"}')),
+            td(tc(0, id="c", name="get_time")),
+        ],
+    )
+    assert summary(s.calls) == [
+        ("get_time", {}, None),
+        ("get_weather", {"city": "Paris"}, None),
+        ("get_time", {}, None),
+    ]
+    assert [c.id for c in s.calls] == ["a", "b", "c"]
+
+
 def test_quirk_04_index_offset(sse_server: SSEServer, split: str) -> None:
     _, s = chat(
         sse_server,
@@ -442,6 +464,21 @@ def test_quirk_20_consolidated_repeat(sse_server: SSEServer, split: str) -> None
         ],
     )
     assert summary(s.calls) == [("f", {"a": 1}, None)]
+    assert "repeat_dropped" in s.calls[0].warnings
+
+
+def test_quirk_20_consolidated_repeat_spaced_otherwise(sse_server: SSEServer, split: str) -> None:
+    # An adapter that re-serializes the parsed arguments for its repeat: the same tokens.
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="f", arguments='{"city": "Paris", ')),
+            td(tc(0, arguments='"unit": "c"}')),
+            td(tc(0, arguments='{"city":"Paris","unit":"c"}')),
+        ],
+    )
+    assert summary(s.calls) == [("f", {"city": "Paris", "unit": "c"}, None)]
     assert "repeat_dropped" in s.calls[0].warnings
 
 

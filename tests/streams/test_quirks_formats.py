@@ -200,6 +200,32 @@ def test_an_anthropic_block_start_without_its_index_keeps_its_deltas(
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+def test_quirk_02_25_calls_without_input_under_one_key(
+    sse_server: SSEServer, split: str, fmt: str
+) -> None:
+    # A translator puts every call under one key (block index 0, output_index 0), each
+    # announced before any input; the second has no item id on Responses. They once became
+    # one call with the names run together, and the others got no result.
+    events = events_for(fmt, [("g", []), ("h", []), ("f", ['{"a":1}'])])
+    for event in events:
+        if event["type"] in ("content_block_start", "content_block_delta", "content_block_stop"):
+            event["index"] = 0
+        if "output_index" in event:
+            event["output_index"] = 0
+        if event["type"] == "content_block_stop" and event is not events[-3]:
+            event["type"] = "ping"
+        item = event.get("item")
+        if item is not None and item["call_id"] == "call_1":
+            item["id"] = ""
+    s = run(sse_server, split, fmt, events)
+    assert [(c.name, c.value, c.ok) for c in s.calls] == [
+        ("g", {}, True),
+        ("h", {}, True),
+        ("f", {"a": 1}, True),
+    ]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_quirk_38_connection_drop(sse_server: SSEServer, fmt: str) -> None:
     events = events_for(fmt, [("f", ['{"a":1}']), ("g", ['{"b":"lo', 'ng"}'])])
     body = sse_body(events, fmt)
