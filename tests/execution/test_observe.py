@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import logging
 from collections.abc import Mapping
@@ -19,6 +21,7 @@ from toolwire.execution import (
     MemoryLedger,
     Observer,
     RequestContext,
+    ToolSpec,
 )
 
 RECORD_KEYS = {
@@ -344,3 +347,144 @@ def test_a_secret_across_the_cut_of_a_logged_exception_is_not_shown(
     logged = [r.getMessage() for r in caplog.records if "failed: ConnectionError" in r.getMessage()]
     # Cut (so the cut was exercised), and no part of the secret before it.
     assert logged and all(m.endswith("…") and "hunt" not in m for m in logged)
+
+
+# ---- a telemetry hook that raises --------------------------------------------------------------
+
+
+class ExporterDown(Exception):
+    pass
+
+
+def exporter_down(*args: Any, **kwargs: Any) -> Any:
+    raise ExporterDown("collector unreachable")
+
+
+class RaisingFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        raise ExporterDown("log shipper down")
+
+
+class BrokenSpans(FakeTracer):
+    """A tracer whose spans raise from one method."""
+
+    def __init__(self, method: str) -> None:
+        super().__init__()
+        self.method = method
+
+    def start_span(self, name: str, *, attributes: Mapping[str, Any] | None = None) -> FakeSpan:
+        span = super().start_span(name, attributes=attributes)
+        setattr(span, self.method, exporter_down)
+        return span
+
+
+def observer_with_broken(hook: str) -> Observer:
+    """An observer whose `hook` raises on every use."""
+    tracer: FakeTracer = (
+        BrokenSpans(hook) if hook in ("set_attribute", "add_event", "end") else FakeTracer()
+    )
+    if hook == "start_span":
+        tracer.start_span = exporter_down  # type: ignore[method-assign]
+    meter = FakeMeter()
+    logger = logging.getLogger(f"toolwire.execution.test-broken-{hook}")
+    logger.filters.clear()
+    logger.setLevel(logging.INFO)  # every record is written: a broken filter sees each one
+    logger.propagate = False
+    if hook == "logger_filter":
+        logger.addFilter(RaisingFilter())
+    observer = Observer(tracer=tracer, meter=meter, logger=logger)
+    for name, instrument in meter.instruments.items():
+        if hook == ("histogram" if name.endswith(".duration") else "counter"):
+            instrument.add = instrument.record = exporter_down  # type: ignore[method-assign]
+    return observer
+
+
+BROKEN_HOOKS = ["start_span", "set_attribute", "add_event", "end", "counter", "histogram",
+                "logger_filter"]  # fmt: skip
+
+
+@pytest.mark.parametrize("entry", ["execute", "execute_all", "execute_all_threads", "aexecute_all"])
+@pytest.mark.parametrize("hook", BROKEN_HOOKS)
+def test_a_raising_hook_changes_no_result_and_is_reported_once(
+    hook: str, entry: str, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An exporter that is down must not turn a write that ran (and was recorded) into an
+    # exception, nor cost the other calls of a batch their results.
+    runs: list[str] = []
+
+    def charge(args: Any) -> str:
+        runs.append(args["id"])
+        if runs.count(args["id"]) == 1:
+            raise ConnectionRefusedError  # a retry: the span gets its events
+        return args["id"]
+
+    ex = Executor(
+        clock=clock, ledger=MemoryLedger(clock=clock), observer=observer_with_broken(hook)
+    )
+    ex.register("charge", charge, side_effects=True)
+    ex.register("read", lambda args: "r")
+    calls = [
+        Call("charge", "c1", {"id": "A"}),
+        Call("read", "c2", {}),
+        Call("charge", "c3", {"id": "B"}),
+    ]
+    ctx = RequestContext("r", "s")
+    with caplog.at_level(logging.WARNING, logger="toolwire.execution.observe"):
+        for _ in range(2):  # the second round replays the writes
+            if entry == "execute":
+                results = [ex.execute(call, ctx) for call in calls]
+            elif entry == "aexecute_all":
+                results = asyncio.run(ex.aexecute_all(calls, ctx))
+            else:
+                workers = 3 if entry == "execute_all_threads" else None
+                results = ex.execute_all(calls, ctx, max_workers=workers)
+            assert [r.value for r in results] == ["A", "r", "B"]
+    assert sorted(runs) == ["A", "A", "B", "B"]  # each write ran once, after a refused attempt
+    assert ex.observer.counts["calls"] == 6 and ex.observer.counts["observer_errors"] >= 2
+    reports = [r for r in caplog.records if r.name == "toolwire.execution.observe"]
+    assert len(reports) == 1 and reports[0].levelno == logging.WARNING
+    assert reports[0].exc_info is not None and reports[0].exc_info[0] is ExporterDown
+
+
+def test_a_raising_filter_on_the_execution_logger_changes_no_result(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The executor's own diagnostics (a failed call, the in-memory ledger notice) go to the
+    # same logger as the records: its broken filter must not break a failed call's result.
+    def charge(args: Any) -> None:
+        raise ValueError("odd answer")
+
+    ex = Executor({"charge": ToolSpec(charge, side_effects=True)}, clock=clock,
+                  observer=Observer(otel=False))  # fmt: skip
+    execution = logging.getLogger("toolwire.execution")
+    broken = RaisingFilter()
+    execution.addFilter(broken)
+    try:
+        with caplog.at_level(logging.WARNING, logger="toolwire.execution.observe"):
+            results = [ex.execute(Call("charge", f"c{i}", {})) for i in range(3)]
+    finally:
+        execution.removeFilter(broken)
+    assert [r.state for r in results] == ["unknown_outcome"] * 3
+    assert ex.observer.counts["calls.unknown_outcome"] == 3
+    reports = [r for r in caplog.records if r.name == "toolwire.execution.observe"]
+    assert len(reports) == 1 and "logger" in reports[0].getMessage()
+
+
+def test_when_logging_itself_fails_the_report_is_a_warning(clock: FakeClock) -> None:
+    # A handler whose filter raises fails the report too: it is issued as a warning instead.
+    execution = logging.getLogger("toolwire.execution")
+    handler = logging.StreamHandler(io.StringIO())
+    handler.addFilter(RaisingFilter())
+    execution.addHandler(handler)
+
+    def read(args: Any) -> None:
+        raise ValueError("odd answer")  # logged at warning level, so through the handler
+
+    ex = Executor({"read": read}, clock=clock, observer=Observer(otel=False))
+    try:
+        with pytest.warns(RuntimeWarning, match="logger raised ExporterDown"):
+            results = [ex.execute(Call("read", f"c{i}", {})) for i in range(3)]
+    finally:
+        execution.removeHandler(handler)
+    assert [r.state for r in results] == ["downstream_failed"] * 3
+    assert ex.observer.counts["observer_errors"] >= 3

@@ -611,9 +611,11 @@ class Executor:
         """The idempotency ledger (created on first use if none was given)."""
         with self._lock:
             if self._ledger is None:
-                _log.warning(
+                self.observer.log(
+                    _log,
+                    logging.WARNING,
                     "toolwire: no idempotency ledger configured; using an in-memory ledger "
-                    "(not durable, not shared between processes)"
+                    "(not durable, not shared between processes)",
                 )
                 self._ledger = MemoryLedger(clock=self.clock)
             return self._ledger
@@ -899,7 +901,9 @@ class Executor:
         ``record``, also its observability record, which it never got."""
         kind = "cancelled" if isinstance(exc, asyncio.CancelledError) else "internal_error"
         if log:
-            _log.error(
+            self.observer.log(
+                _log,
+                logging.ERROR,
                 "toolwire: call %s (%s) raised %s: %s",
                 call.call_id,
                 call.tool,
@@ -1141,7 +1145,9 @@ class Executor:
             self.ledger.release(run.key, claim.token)
         except Exception as exc:
             self.observer.count("ledger_errors", 1, tool=run.spec.name)
-            _log.warning("toolwire: could not release a late claim: %s", _short(exc))
+            self.observer.log(
+                _log, logging.WARNING, "toolwire: could not release a late claim: %s", _short(exc)
+            )
 
     async def _settle_shielded(
         self, run: _Run, settle: Callable[[], ExecutionResult]
@@ -1187,7 +1193,12 @@ class Executor:
         """The result of a call whose ledger could not be read or written."""
         self.observer.count("ledger_errors", 1, tool=run.spec.name)
         # The driver's text (hosts, ports, credentials in a DSN) is for operators only.
-        _log.warning("toolwire: idempotency store unavailable: %s", self._scrubbed(run, claim))
+        self.observer.log(
+            _log,
+            logging.WARNING,
+            "toolwire: idempotency store unavailable: %s",
+            self._scrubbed(run, claim),
+        )
         run.claim = None
         return self._finish(
             run,
@@ -1579,7 +1590,9 @@ class Executor:
             # The breaker refused the retry the policy wanted: no call can run before it lets
             # one through, whatever the last failure asked for.
             error["retry_after"] = max(breaker_wait, error.get("retry_after") or 0.0)
-        _log.warning(
+        self.observer.log(
+            _log,
+            logging.WARNING,
             "toolwire: call %s (%s) failed: %s: %s",
             run.call.call_id,
             run.spec.name,

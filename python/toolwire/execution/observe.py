@@ -5,12 +5,21 @@ Logging goes to the ``toolwire.execution`` logger with the record under
 when ``opentelemetry-api`` is importable and no tracer/meter is injected, each ``Observer`` asks
 the API for its own tracer and meter (which are no-ops until the application installs an SDK).
 Nothing is module-global: counters live on the ``Observer`` an ``Executor`` owns.
+
+Telemetry never decides a call's outcome. A hook that raises (the tracer, a span, a counter or
+the histogram, the logger's filters or handlers) is contained where it is called: the call's
+result is unchanged and the other channels still get the record. Each failure is counted
+(``observer_errors``); the first one of each hook per ``Observer`` is logged with its traceback
+to ``toolwire.execution.observe`` (or, if logging is what fails, issued as a
+``RuntimeWarning``), so a broken exporter is seen once, not once per call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+import warnings
 from collections import Counter as _Tally
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol, TypedDict
@@ -18,6 +27,7 @@ from typing import Any, Literal, Protocol, TypedDict
 __all__ = [
     "ExecutionRecord",
     "FinalState",
+    "Hook",
     "MeterLike",
     "Observer",
     "SpanLike",
@@ -132,7 +142,14 @@ _COUNTERS = {
     "duplicate_executions": "executions that may repeat an earlier one (stale-claim takeover)",
     "stale_in_progress": "in-progress records found past their expiry",
     "ledger_errors": "ledger store failures",
+    "observer_errors": "observability hooks that raised (the calls were not affected)",
 }
+
+Hook = Literal["tracer", "span", "meter", "logger"]
+
+# Not the observer's own logger: a filter of that logger may be the hook that failed, and a
+# logger's filters do not see records that propagate up from its children.
+_report_log = logging.getLogger("toolwire.execution.observe")
 
 
 def _default_otel() -> tuple[TracerLike | None, MeterLike | None]:
@@ -145,8 +162,39 @@ def _default_otel() -> tuple[TracerLike | None, MeterLike | None]:
     return tracer, meter
 
 
+class _ContainedSpan:
+    """A span whose methods never raise: a failure goes to the observer's ``hook_failed``."""
+
+    def __init__(self, span: SpanLike, observer: Observer) -> None:
+        self._span = span
+        self._observer = observer
+
+    def set_attribute(self, key: str, value: AttrValue) -> None:
+        try:
+            self._span.set_attribute(key, value)
+        except Exception as exc:
+            self._observer.hook_failed("span", exc)
+
+    def add_event(self, name: str, attributes: Mapping[str, AttrValue] | None = None) -> None:
+        try:
+            self._span.add_event(name, attributes)
+        except Exception as exc:
+            self._observer.hook_failed("span", exc)
+
+    def end(self) -> None:
+        try:
+            self._span.end()
+        except Exception as exc:
+            self._observer.hook_failed("span", exc)
+
+
 class Observer:
     """Emits the per-call record to logging, tracing and metrics.
+
+    No method raises because a hook did (see the module notes): a failing tracer, span, meter
+    instrument or logging filter or handler is counted under ``observer_errors`` and reported
+    once per hook, and the call's result is unaffected. A subclass that overrides a method
+    must keep that promise (call the base method, or catch and pass to ``hook_failed``).
 
     Args:
         logger: Logger to write to (default ``logging.getLogger("toolwire.execution")``).
@@ -180,8 +228,42 @@ class Observer:
                 "toolwire.execution.duration", unit="s", description="tool call wall time"
             )
         self._lock = threading.Lock()
+        self._reported: set[Hook] = set()
         #: In-process tallies of the same counters, keyed by counter name (and state for calls).
         self.counts: _Tally[str] = _Tally()
+
+    def hook_failed(self, hook: Hook, exc: Exception) -> None:
+        """Contain a telemetry hook that raised: count it, and report its first failure.
+
+        Args:
+            hook: Which hook raised.
+            exc: What it raised.
+        """
+        with self._lock:
+            self.counts["observer_errors"] += 1
+            first = hook not in self._reported
+            self._reported.add(hook)
+        counter = self._counters.get("observer_errors")
+        if counter is not None:
+            # The meter may be what failed: its failure to count this one is not reported again.
+            with contextlib.suppress(Exception):
+                counter.add(1, {"hook": hook})
+        if not first:
+            return
+        message = (
+            "toolwire: the observability %s raised %s; tool calls are not affected. Later "
+            "failures of the %s are only counted (observer_errors)"
+        )
+        try:
+            _report_log.warning(message, hook, type(exc).__name__, hook, exc_info=exc)
+        except Exception:
+            # A logging filter or handler that raises: say it where logging is not involved.
+            with contextlib.suppress(Exception):  # e.g. warnings turned into errors
+                warnings.warn(
+                    message % (hook, f"{type(exc).__name__}: {exc}", hook),
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
 
     def count(self, name: str, amount: int = 1, **attributes: AttrValue) -> None:
         """Add to counter ``name`` (see ``_COUNTERS``), in-process and in OpenTelemetry."""
@@ -191,16 +273,44 @@ class Observer:
             self.counts[name] += amount
         counter = self._counters.get(name)
         if counter is not None:
-            counter.add(amount, attributes)
+            try:
+                counter.add(amount, attributes)
+            except Exception as exc:
+                self.hook_failed("meter", exc)
 
     def start_span(self, tool: str, call_id: str | None) -> SpanLike:
-        """Start the span of one call (a no-op object without a tracer)."""
+        """Start the span of one call (a no-op object without a tracer, or if it raised).
+
+        The span returned never raises: its failures are contained like the tracer's.
+        """
         if self._tracer is None:
             return _NO_SPAN
         attributes: dict[str, AttrValue] = {"toolwire.tool": tool}
         if call_id is not None:
             attributes["toolwire.call_id"] = call_id
-        return self._tracer.start_span(f"toolwire.execute {tool}", attributes=attributes)
+        try:
+            span = self._tracer.start_span(f"toolwire.execute {tool}", attributes=attributes)
+        except Exception as exc:
+            self.hook_failed("tracer", exc)
+            return _NO_SPAN
+        return self._contained(span)
+
+    def _contained(self, span: SpanLike) -> SpanLike:
+        return span if isinstance(span, (_NoSpan, _ContainedSpan)) else _ContainedSpan(span, self)
+
+    def log(self, logger: logging.Logger, level: int, msg: str, *args: object) -> None:
+        """``logger.log(level, msg, *args)``, with a filter or handler that raises contained.
+
+        Args:
+            logger: Where to log (the executor's diagnostics use ``toolwire.execution``).
+            level: Logging level.
+            msg: Format string.
+            *args: Its arguments.
+        """
+        try:
+            logger.log(level, msg, *args, stacklevel=2)  # the caller's line, not this one
+        except Exception as exc:
+            self.hook_failed("logger", exc)
 
     def finish(self, record: ExecutionRecord, span: SpanLike) -> None:
         """Emit the record: counters, span attributes, one log line."""
@@ -218,7 +328,12 @@ class Observer:
         if record["duplicate_execution"]:
             self.count("duplicate_executions", 1, tool=tool)
         if self._duration is not None:
-            self._duration.record(record["total_time"], {"tool": tool, "state": state})
+            try:
+                self._duration.record(record["total_time"], {"tool": tool, "state": state})
+            except Exception as exc:
+                self.hook_failed("meter", exc)
+        # Also a span the caller started itself: it must not keep the log line from being written.
+        span = self._contained(span)
         for key, value in record.items():
             if value is not None and isinstance(value, (str, bool, int, float)):
                 span.set_attribute(f"toolwire.{key}", value)
@@ -226,12 +341,15 @@ class Observer:
         level = logging.INFO if state in ("ok", "duplicate_suppressed") else logging.WARNING
         if self.logger.isEnabledFor(level):
             payload: dict[str, Any] = dict(record)
-            self.logger.log(
-                level,
-                "tool call %s (%s): %s after %d attempt(s)",
-                record["call_id"],
-                tool,
-                state,
-                record["attempts"],
-                extra={"toolwire": payload},
-            )
+            try:
+                self.logger.log(
+                    level,
+                    "tool call %s (%s): %s after %d attempt(s)",
+                    record["call_id"],
+                    tool,
+                    state,
+                    record["attempts"],
+                    extra={"toolwire": payload},
+                )
+            except Exception as exc:
+                self.hook_failed("logger", exc)
