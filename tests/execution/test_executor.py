@@ -667,7 +667,8 @@ async def test_aexecute_all_one_result_per_call_in_order() -> None:
 @pytest.mark.skipif(
     not hasattr(asyncio.Task, "cancelling"), reason="needs Task.cancelling (Python 3.11+)"
 )
-async def test_write_whose_tool_raises_cancelled_error_is_an_unknown_outcome() -> None:
+@pytest.mark.parametrize("entry", ["aexecute", "aexecute_all"])
+async def test_write_whose_tool_raises_cancelled_error_is_an_unknown_outcome(entry: str) -> None:
     # The tool awaits work someone else cancelled; our caller was not cancelled. The write may
     # have happened, so the model must hear "unknown outcome", not just "cancelled".
     shared = asyncio.get_running_loop().create_future()
@@ -679,10 +680,40 @@ async def test_write_whose_tool_raises_cancelled_error_is_an_unknown_outcome() -
         await shared
 
     ex = Executor({"charge": ToolSpec(charge, side_effects=True)}, ledger=MemoryLedger())
-    (result,) = await ex.aexecute_all([Call("charge", "c", {"amount": 5})])
+    call = Call("charge", "c", {"amount": 5})
+    result = await ex.aexecute(call) if entry == "aexecute" else (await ex.aexecute_all([call]))[0]
     assert result.state == "unknown_outcome" and result.attempts == 1 and runs == [1]
     again = await ex.aexecute(Call("charge", "c", {"amount": 5}))
     assert again.state == "unknown_outcome" and runs == [1]  # settled, not left claimed
+
+
+@pytest.mark.skipif(
+    not hasattr(asyncio.Task, "cancelling"), reason="needs Task.cancelling (Python 3.11+)"
+)
+@pytest.mark.parametrize("timeout", [None, 5.0])
+async def test_aexecute_answers_a_tool_that_raised_cancelled_error(timeout: float | None) -> None:
+    # Another component cancels what the tool awaits (a closed HTTP pool, a torn-down shared
+    # task). Nobody cancelled the caller: it gets the call's result, as from `execute` and
+    # `aexecute_all`, and its task goes on. Cancelling the caller still propagates.
+    async def lookup(args: Any) -> None:
+        awaited = asyncio.get_running_loop().create_future()
+        if args["torn_down"]:
+            asyncio.get_running_loop().call_soon(awaited.cancel)
+        await awaited
+
+    ex = Executor({"lookup": ToolSpec(lookup, timeout=timeout)}, observer=quiet_observer())
+    result = await ex.aexecute(Call("lookup", "c1", {"torn_down": True}))
+    assert (result.state, result.attempts) == ("downstream_failed", 1)
+    assert result.error is not None and result.error["type"] == "cancelled"
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+    await asyncio.sleep(0)  # not cancelled: the caller goes on
+    caller = asyncio.ensure_future(ex.aexecute(Call("lookup", "c2", {"torn_down": False})))
+    await asyncio.sleep(0.01)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    assert ex.observer.counts["calls.downstream_failed"] == 2
 
 
 async def test_aexecute_all_caller_cancellation_propagates() -> None:

@@ -740,10 +740,16 @@ class Executor:
             coercions: Number of coercions validation applied.
 
         Returns:
-            The result; failures are data, never exceptions.
+            The result; failures are data, never exceptions. That includes a
+            ``CancelledError`` the tool raised while the caller was not being cancelled (it
+            awaited something another component cancelled): the call ends
+            ``downstream_failed`` with type ``cancelled`` (a write: ``unknown_outcome``), as
+            in ``execute`` and ``aexecute_all``.
 
         Raises:
-            asyncio.CancelledError: Propagated (never retried) after recording the call.
+            asyncio.CancelledError: When the caller's task is cancelled: propagated (never
+                retried) after recording the call. Telling the two apart needs
+                ``Task.cancelling`` (Python 3.11+); before that, every one propagates.
         """
         return await self._aexecute(call, context, parse_time, validation_time, coercions)
 
@@ -754,8 +760,6 @@ class Executor:
         parse_time: float | None = None,
         validation_time: float | None = None,
         coercions: int | None = None,
-        *,
-        settle_own_cancel: bool = False,
     ) -> ExecutionResult:
         run = self._prepare(call, context, parse_time, validation_time, coercions)
         if isinstance(run, ExecutionResult):
@@ -788,15 +792,12 @@ class Executor:
         except BaseException as exc:
             self._refund(run)
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
-                # Record synchronously: awaiting here could be cancelled again. With
-                # `settle_own_cancel`, a CancelledError the tool raised while nobody cancelled
-                # us (it awaited a task someone else cancelled) ends the call with its result
-                # (for a write: unknown_outcome), like any other failure of the tool.
-                own = (
-                    settle_own_cancel
-                    and isinstance(exc, asyncio.CancelledError)
-                    and not _being_cancelled()
-                )
+                # Record synchronously: awaiting here could be cancelled again. A CancelledError
+                # the tool raised while nobody cancelled us (it awaited a task someone else
+                # cancelled) ends the call with its result (for a write: unknown_outcome), like
+                # any other failure of the tool: raising it would end the caller's task as if
+                # the caller had been cancelled.
+                own = isinstance(exc, asyncio.CancelledError) and not _being_cancelled()
                 return self._settle_failure(run, exc, reraise=not own)
             failure = exc
             return await self._settle_shielded(run, lambda: self._settle_failure(run, failure))
@@ -850,10 +851,10 @@ class Executor:
         async def one(i: int, call: ValidatedCall) -> ExecutionResult:
             if gate is None:
                 entered.add(i)
-                return await self._aexecute(call, ctx, settle_own_cancel=True)
+                return await self._aexecute(call, ctx)
             async with gate:
                 entered.add(i)
-                return await self._aexecute(call, ctx, settle_own_cancel=True)
+                return await self._aexecute(call, ctx)
 
         try:
             outcomes = await asyncio.gather(
