@@ -4,8 +4,9 @@ progress (released if the tool never ran, settled if it did)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from toolwire.execution import (
+    BreakerConfig,
     BusinessRuleError,
     Call,
     Claim,
@@ -281,31 +283,55 @@ async def test_cancelled_during_the_backoff(
     assert again.state == then
 
 
-async def test_cancelled_while_a_sync_tool_waits_for_a_thread_the_claim_is_given_back() -> None:
-    # The loop's default executor is busy: the sync tool's job is queued, and a cancellation
-    # takes it back before it starts. Nothing ran, so a retry may run the write.
+@contextlib.asynccontextmanager
+async def default_pool_busy() -> AsyncIterator[None]:
+    """The loop's default executor has one worker, taken until the block ends: a sync tool's
+    job waits in its queue meanwhile."""
     loop = asyncio.get_running_loop()
     loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
     busy = threading.Event()
     occupied = loop.run_in_executor(None, busy.wait)
-    runs: list[int] = []
+    try:
+        yield
+    finally:
+        busy.set()
+        await occupied
+
+
+def refund_counted(runs: list[int]) -> Callable[[Any], str]:
+    """A sync write that notes each run in ``runs``."""
 
     def refund(args: Any) -> str:
         runs.append(1)
         return "done"
 
+    return refund
+
+
+def refund_held(started: threading.Event, release: threading.Event) -> Callable[[Any], str]:
+    """A sync write that says it started, then holds its thread until ``release``."""
+
+    def refund(args: Any) -> str:
+        started.set()
+        release.wait(PATIENCE)
+        return "done"
+
+    return refund
+
+
+async def test_cancelled_while_a_sync_tool_waits_for_a_thread_the_claim_is_given_back() -> None:
+    # The loop's default executor is busy: the sync tool's job is queued, and a cancellation
+    # takes it back before it starts. Nothing ran, so a retry may run the write.
+    runs: list[int] = []
     observer = States()
-    spec = ToolSpec(refund, side_effects=True)
+    spec = ToolSpec(refund_counted(runs), side_effects=True)
     ex = Executor({"refund": spec}, ledger=MemoryLedger(), observer=observer, breaker=False)
     call = Call("refund", "call_1", {})
-    try:
+    async with default_pool_busy():
         task = start(ex, call, "aexecute")
         # A memory ledger claims in place: the task's first suspension is the queued job.
         await asyncio.sleep(0)
         await cancelled(task)
-    finally:
-        busy.set()
-        await occupied
     assert observer.states == ["downstream_failed"]
     again = await ex.aexecute(call)
     assert (again.state, again.value, runs) == ("ok", "done", [1])
@@ -313,12 +339,7 @@ async def test_cancelled_while_a_sync_tool_waits_for_a_thread_the_claim_is_given
 
 async def test_cancelled_while_a_sync_tool_runs_the_write_is_an_unknown_outcome() -> None:
     started, release = threading.Event(), threading.Event()
-
-    def refund(args: Any) -> str:
-        started.set()
-        release.wait(PATIENCE)
-        return "done"
-
+    refund = refund_held(started, release)
     observer = States()
     spec = ToolSpec(refund, side_effects=True)
     ex = Executor({"refund": spec}, ledger=MemoryLedger(), observer=observer, breaker=False)
@@ -332,3 +353,75 @@ async def test_cancelled_while_a_sync_tool_runs_the_write_is_an_unknown_outcome(
     assert observer.states == ["unknown_outcome"]
     again = await ex.aexecute(call)
     assert again.state == "unknown_outcome" and again.attempts == 0
+
+
+@pytest.mark.parametrize("entry", ["aexecute", "aexecute_all"])
+async def test_a_sync_write_that_times_out_waiting_for_a_thread_did_not_run(entry: str) -> None:
+    # The loop's default executor is busy past the tool's timeout: the job is withdrawn
+    # unstarted. No attempt was made, so the write is no unknown outcome (which would refuse
+    # every later execution of the call until the record expires) and the breaker is not told
+    # the tool failed; the model may call again.
+    runs: list[int] = []
+    observer = States()
+    once = RetryPolicy(max_attempts=1)
+    tripwire = BreakerConfig(minimum_calls=1, window_size=1)  # one failure would open it
+    spec = ToolSpec(refund_counted(runs), side_effects=True, timeout=0.05, breaker=tripwire)
+    ex = Executor({"refund": spec}, ledger=MemoryLedger(), observer=observer, retry=once)
+    call = Call("refund", "call_1", {})
+    async with default_pool_busy():
+        result = await start(ex, call, entry)
+    (result,) = result if isinstance(result, list) else [result]
+    assert (result.state, result.attempts, runs) == ("downstream_failed", 0, [])
+    assert result.error is not None and result.error["type"] == "timeout"
+    assert result.error["retryable"] and "never started" in result.error["message"]
+    assert observer.states == ["downstream_failed"]
+    breaker = ex.breaker_for("refund")
+    assert breaker is not None and breaker.snapshot().calls == 0
+    again = await ex.aexecute(call)
+    assert (again.state, again.value, again.attempts, runs) == ("ok", "done", 1, [1])
+
+
+async def test_a_sync_write_that_started_then_timed_out_is_an_unknown_outcome() -> None:
+    # The contrast: once its thread picked the job up, the write may have happened.
+    started, release = threading.Event(), threading.Event()
+    refund = refund_held(started, release)
+    observer = States()
+    tripwire = BreakerConfig(minimum_calls=1, window_size=1)
+    spec = ToolSpec(refund, side_effects=True, timeout=0.05, breaker=tripwire)
+    ex = Executor({"refund": spec}, ledger=MemoryLedger(), observer=observer)
+    call = Call("refund", "call_1", {})
+    try:
+        result = await ex.aexecute(call)
+    finally:
+        release.set()
+    assert started.is_set() and (result.state, result.attempts) == ("unknown_outcome", 1)
+    assert observer.states == ["unknown_outcome"]
+    breaker = ex.breaker_for("refund")
+    assert breaker is not None and breaker.snapshot().failures == 1
+    again = await ex.aexecute(call)
+    assert again.state == "unknown_outcome" and again.attempts == 0
+
+
+async def test_a_retry_that_never_started_keeps_the_earlier_attempt_unknown() -> None:
+    # The only worker still runs the first attempt (abandoned at its timeout), so the retries
+    # time out in the queue: they ran nothing, but the first attempt may have taken effect.
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
+    release = threading.Event()
+    runs: list[int] = []
+
+    def charge(args: Any) -> str:
+        runs.append(1)
+        release.wait(PATIENCE)
+        return "done"
+
+    quick = RetryPolicy(backoff_base=0.001, backoff_max=0.001)
+    spec = ToolSpec(charge, side_effects=True, retry_ambiguous=True, timeout=0.05)
+    ex = Executor({"charge": spec}, ledger=MemoryLedger(), retry=quick, breaker=False)
+    ctx = ex.request(retry_budget=5)
+    try:
+        result = await ex.aexecute(Call("charge", "call_1", {}), ctx)
+    finally:
+        release.set()
+    assert (result.state, result.attempts, runs) == ("unknown_outcome", 1, [1])
+    assert ctx.retries_used == 0  # the retries that never ran gave their budget back

@@ -11,7 +11,10 @@ Design notes:
   a second) so that its cleanup ends before a retry or the result; one that ignores its
   cancellation is not tried again. Sync tools with a timeout run in a daemon thread that is
   abandoned at the timeout (Python cannot kill a thread), so for a write the outcome becomes
-  ``unknown_outcome``.
+  ``unknown_outcome``. Under ``aexecute`` a sync tool waits for a worker of the loop's default
+  executor, and its timeout runs while it waits: one that runs out there is withdrawn and never
+  runs, so it is no attempt (a ``timeout`` that is not ambiguous, retried like a connection
+  pool's; the write's claim is released, the breaker is not charged).
 - Blocking ledgers (SQLite, Redis) are called from a worker thread in async mode, and for a
   claim made under a request deadline in sync mode too: the claim never outlasts the deadline
   (the call ends as ``ledger_unavailable``, nothing ran). A claim that completes after the
@@ -43,7 +46,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapp
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, SecretBytes, SecretStr
@@ -404,6 +407,8 @@ class _Run:
     """A retry decided on whose attempt has not started yet (see `Executor._refund`)."""
     duplicate_execution: bool = False
     recovered: bool = False
+    deposited: bool = False
+    """Whether this call has made its deposit into the retry budget (see `_begin_attempt`)."""
     warnings: list[str] = field(default_factory=lambda: [])
 
 
@@ -1346,10 +1351,12 @@ class Executor:
         if remaining is not None and (timeout is None or remaining < timeout):
             timeout, by_deadline = remaining, True
         run.granted = None
-        if run.attempts == 0:
+        if not run.deposited:
             # Deposits into the process budget come from calls that run: a breaker refusing
-            # calls through an outage must not bank a burst of retries for its recovery.
+            # calls through an outage must not bank a burst of retries for its recovery. Once
+            # per call, though an attempt that never started gives its count back.
             self.retry_budget.record_call()
+            run.deposited = True
         run.attempts += 1
         run.in_flight = True
         # This execution may repeat the one whose stale claim was taken over: the one
@@ -1368,6 +1375,22 @@ class Executor:
             self.retry_budget.refund(granted.ticket)
         if granted.request_spent:
             run.context.refund_retry()
+
+    def _not_started(
+        self, run: _Run, permit: Permit | None, in_flight: bool, granted: RetryVerdict | None
+    ) -> None:
+        """Undo `_begin_attempt` for an attempt whose tool never started: no attempt was made,
+        so it cannot have taken effect (a write's claim is released, not left as an unknown
+        outcome that a retry could never clear), says nothing of the tool's health and gives
+        back the retry it was (`granted`). ``in_flight`` is what the attempts before it left
+        (one of them may have taken effect)."""
+        run.attempts -= 1
+        run.in_flight = in_flight
+        run.granted = granted
+        self._refund(run)
+        breaker = self.breaker_for(run.spec.name)
+        if breaker is not None and permit is not None:
+            breaker.release(permit)
 
     def _end_attempt(
         self, run: _Run, permit: Permit | None, started: float, exc: BaseException | None
@@ -1416,6 +1439,7 @@ class Executor:
         return lambda: _drained(spec.fn(arguments, **kwargs))
 
     def _attempt_sync(self, run: _Run) -> Any:
+        in_flight, granted = run.in_flight, run.granted
         permit, timeout, by_deadline = self._begin_attempt(run)
         started = self.clock.monotonic()
         try:
@@ -1428,17 +1452,11 @@ class Executor:
             self._end_attempt(run, permit, started, exc)
             raise
         if inspect.isawaitable(value) or inspect.isasyncgen(value):
-            # e.g. a lambda or partial around an async function: its work never started, so
-            # this was no attempt. Nothing may have taken effect (a write's claim is released,
-            # not recorded as an unknown outcome) and the tool's health is not in question.
+            # e.g. a lambda or partial around an async function: its work never started.
             close = getattr(value, "close", None)
             if callable(close):
                 close()
-            run.attempts -= 1
-            run.in_flight = False
-            breaker = self.breaker_for(run.spec.name)
-            if breaker is not None and permit is not None:
-                breaker.release(permit)
+            self._not_started(run, permit, in_flight, granted)
             raise TypeError(
                 f"tool {run.spec.name!r} returned an awaitable or async generator; use aexecute"
             )
@@ -1446,6 +1464,7 @@ class Executor:
         return value
 
     async def _attempt_async(self, run: _Run) -> Any:
+        in_flight, granted = run.in_flight, run.granted
         permit, timeout, by_deadline = self._begin_attempt(run)
         started = self.clock.monotonic()
         invoke = self._invoker(run, timeout)
@@ -1463,17 +1482,34 @@ class Executor:
                     lambda: _to_thread_then_await(queued), timeout, run.spec.name
                 )
         except _AttemptTimeout as exc:
-            err: BaseException = DeadlineExceeded(str(exc)) if by_deadline else exc
-            self._end_attempt(run, permit, started, err)
+            # Timed out while the sync tool waited for a worker thread of the loop's default
+            # executor (a batch larger than the pool, hung tools holding it): it never ran, so
+            # unlike a tool that timed out, it cannot have taken effect.
+            withdrawn = job is not None and job.withdraw()
+            timed_out = (
+                _AttemptTimeout(
+                    f"{exc}; it never started (no worker thread was free), so it did not run"
+                )
+                if withdrawn
+                else exc
+            )
+            err: BaseException = DeadlineExceeded(str(timed_out)) if by_deadline else timed_out
+            if withdrawn:
+                self._not_started(run, permit, in_flight, granted)
+                # Like a connection pool's timeout, it sent nothing: it may have taken effect
+                # only through an earlier attempt (the retries and the result then stay as
+                # after that one, as when the breaker turns a retry away).
+                cls = replace(_classify(err, self.clock.time()), ambiguous=in_flight)
+                run.last, run.last_exc = cls, err
+            else:
+                self._end_attempt(run, permit, started, err)
             raise err from None
         except BaseException as exc:
-            self._end_attempt(run, permit, started, exc)
             if isinstance(exc, asyncio.CancelledError) and job is not None and job.withdraw():
-                # Cancelled while the sync tool waited for a worker thread: it never ran, so
-                # this was no attempt (a write's claim is released, not left as an unknown
-                # outcome that a retry could never clear).
-                run.attempts -= 1
-                run.in_flight = False
+                # Cancelled while the sync tool waited for a worker thread: it never ran.
+                self._not_started(run, permit, in_flight, granted)
+            else:
+                self._end_attempt(run, permit, started, exc)
             raise
         self._end_attempt(run, permit, started, None)
         return value
