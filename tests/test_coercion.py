@@ -1006,3 +1006,55 @@ def test_dict_keys_written_as_their_type_are_taken() -> None:
         by_name={"01": 1, "1": 2},
     )
     assert outcome.coercions == []
+
+
+class _WholeNumbers(BaseModel):
+    """Integer fields of the shapes a huge exponent once broke."""
+
+    limit: int | None = None
+    either: int | str = 0
+    count: int = 0
+
+
+_HUGE_TOOLS = Toolset(
+    [
+        _WholeNumbers,
+        {
+            "name": "plain",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "page": {"type": "integer"},
+                    "since": {"type": "integer", "x-unit": "unix-seconds"},
+                    "at": {"type": "number", "x-unit": "unix-seconds"},
+                    "pages": {"type": "array", "items": {"type": "integer"}},
+                },
+            },
+        },
+    ]
+)
+
+
+@pytest.mark.parametrize("number", ["1e1000000", "-1.0e1000000", "1e1000000000000"])
+@pytest.mark.parametrize(
+    ("tool", "template"),
+    [
+        ("_WholeNumbers", '{"limit": %s}'),
+        ("_WholeNumbers", '{"either": %s}'),
+        ("_WholeNumbers", '{"count": %s}'),
+        ("_WholeNumbers", '{"count": "%s"}'),
+        ("plain", '{"page": %s}'),
+        ("plain", '{"since": %s}'),
+        ("plain", '{"at": %s}'),
+        ("plain", '{"pages": "[%s]"}'),
+    ],
+)
+def test_a_huge_exponent_is_refused_not_raised(tool: str, template: str, number: str) -> None:
+    # A few bytes of exponent once let `decimal.Overflow` escape validation (arithmetic past the
+    # context's exponents), or made an `int` of 10**1000000 first: a minute of one worker.
+    asm = Assembler(tools=_HUGE_TOOLS)
+    asm.feed(0, id="c", name=tool, arguments=template % number)
+    (call,) = asm.finish()
+    outcome = _HUGE_TOOLS.validate(call)
+    assert not outcome.ok
+    assert outcome.kind == "model_error"

@@ -473,7 +473,7 @@ def has_json_type(value: Any, node: Mapping[str, Any]) -> bool:
     if isinstance(value, (float, Decimal)):
         if "number" in types:
             return True
-        return "integer" in types and value == int(value)
+        return "integer" in types and _is_whole(value)
     if isinstance(value, str):
         return "string" in types
     if isinstance(value, list):
@@ -483,8 +483,27 @@ def has_json_type(value: Any, node: Mapping[str, Any]) -> bool:
     return False
 
 
+def _is_whole(value: float | Decimal) -> bool:
+    """Whether a number is whole, without making it an `int`: `1e300000` would take seconds
+    to become one, and a `Decimal` past the context's exponents raises in arithmetic."""
+    if not isinstance(value, Decimal):
+        return float(value).is_integer()
+    if not value.is_finite():
+        return False
+    _sign, digits, exponent = value.as_tuple()
+    exponent = cast(int, exponent)
+    # The digits after the point (all of them when the point is left of the first) are zeros.
+    return exponent >= 0 or not any(digits[exponent:])
+
+
 def _integral(value: Decimal) -> int | None:
-    if not value.is_finite() or abs(value) > _FLOAT_MAX:
+    # Asked by the exponent first: arithmetic on a number past the context's exponents
+    # (`1e1000000`) raises `decimal.Overflow`.
+    if (
+        not value.is_finite()
+        or value.adjusted() > _FLOAT_MAX_EXPONENT
+        or (value.copy_abs() > _FLOAT_MAX)
+    ):
         # Past any float (`1e400`): Pydantic reads it as infinity and refuses it for an int, so
         # coercion does not make a 400-digit integer of it either (and an exponent past the
         # context's, asked for its integral value, would raise).
@@ -500,6 +519,7 @@ def _integral(value: Decimal) -> int | None:
 
 
 _FLOAT_MAX = Decimal(sys.float_info.max)
+_FLOAT_MAX_EXPONENT = sys.float_info.max_10_exp
 
 
 def rounds_to_whole(value: Decimal | float | str) -> bool:
@@ -940,7 +960,13 @@ class _Coercer:
                 else:
                     return self.record(path, value, Decimal(value).scaleb(-3), "unix_ms")
         if isinstance(value, Decimal) and node.get(UNIT_KEY) == UNIX_SECONDS:
-            if value > UNIX_MS_THRESHOLD and "unix_ms" in rules:
+            # No instant is past any float: a larger number is left to validation to refuse
+            # (scaled, one past the context's exponents would raise).
+            if (
+                UNIX_MS_THRESHOLD < value
+                and value.adjusted() <= _FLOAT_MAX_EXPONENT
+                and "unix_ms" in rules
+            ):
                 return self.record(path, value, value.scaleb(-3), "unix_ms")
         return value
 
