@@ -793,6 +793,30 @@ fn anthropic_tool_block_of_whitespace_alone_at_max_tokens_is_truncated() {
 }
 
 #[test]
+fn anthropic_tool_block_closed_without_input_before_an_error_does_not_run() {
+    // The provider gave up right after the block stopped: the message did not go on, so the
+    // block is not known to be a call without parameters, and the error stops it as it stops
+    // every call it had not ended (`feed_chunk` and the SDKs, which raise the event, agree).
+    // A `ping` between them tells nothing either way.
+    let error = (
+        "error",
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+    );
+    for tail in [vec![error], vec![PING, error]] {
+        for delta in [None, Some(""), Some("  ")] {
+            let o = run(&empty_tool_blocks(&[("get_time", delta)], &tail));
+            let stopped = o.call(0);
+            assert_eq!(
+                stopped.error,
+                Some(ErrorKind::Filtered),
+                "{delta:?}: {stopped:?}"
+            );
+            assert_eq!(o.finish_raw.as_deref(), Some("error"));
+        }
+    }
+}
+
+#[test]
 fn anthropic_tool_use_input_without_deltas_is_the_arguments() {
     let body = anthropic_body(&[
         (

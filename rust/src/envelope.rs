@@ -863,11 +863,11 @@ impl Decoder {
                 Ok(Some(Format::Anthropic))
             }
             Some("error") => {
-                // A tool block that stopped with no input before the error was whole, as
-                // `feed_chunk` reads it: the error stops only what was still open.
-                if let Some(block) = self.empty_block.take() {
-                    self.end_tool_block(block, emit);
-                }
+                // A tool block that stopped with no input is a call without parameters only
+                // if the message goes on; an error says it did not, so the block is left open
+                // for the error to stop, as `feed_chunk` and the SDKs (which raise the event)
+                // read it. Its input says nothing: nothing is set aside to let go.
+                self.empty_block = None;
                 self.gemini_gave_up();
                 emit(Action::ProviderError(
                     env.error.map_or_else(|| lossy(data), RawValue::get),

@@ -22,6 +22,7 @@ from .conftest import SSEServer
 from .streamkit import (
     PROVIDER_ERRORS,
     Call,
+    anthropic_stream,
     before_the_end,
     chat_chunk,
     gemini_call,
@@ -119,6 +120,41 @@ def test_what_follows_a_provider_error_does_not_undo_it(
         _, stream = assemble_both(sse_server.register(body), fmt)
         assert stream.finish_reason == "error"
         assert all(not c.ok for c in stream.calls)
+
+
+@pytest.mark.parametrize("ping", [False, True])
+@pytest.mark.parametrize(("blank", "first_delta"), [("", False), ("", True), ("  ", True)])
+def test_an_anthropic_tool_block_closed_empty_just_before_an_error_does_not_run(
+    sse_server: SSEServer, blank: str, first_delta: bool, ping: bool
+) -> None:
+    # A tool block that stops with no input is a call without parameters only when the message
+    # goes on; the provider giving up next says it did not, and the error stops the block as
+    # every call it had not ended. The SDK raises the error, so it saw the same; the dict and
+    # raw paths used to run the call as `{}`. A `ping` in between tells nothing either way.
+    full = anthropic_stream([Call("get_time", blank)], empty_first_delta=first_delta)
+    stop = next(i for i, e in enumerate(full) if e["type"] == "content_block_stop")
+    events = [
+        *full[: stop + 1],
+        *([{"type": "ping"}] if ping else []),
+        PROVIDER_ERRORS["anthropic"],
+    ]
+    # The SDK path against `feed_sse` on the same bytes, cut every way.
+    _, stream = assemble_both(sse_server.register(sse_body(events, "anthropic")), "anthropic")
+    assert stream.finish_reason == "error"
+    # The dict path agrees, and what only it and `feed_sse` see after the error (the message
+    # going on) does not make the block a call either.
+    for tail in ([], full[stop + 1 :]):
+        dicts = Assembler()
+        for event in [*events, *tail]:
+            dicts.feed_chunk(event)
+        raw = Assembler()
+        raw.feed_sse(sse_body([*events, *tail], "anthropic"))
+        dict_calls = dicts.finish()
+        assert [key(c) for c in dict_calls] == [key(c) for c in raw.finish()]
+        assert [key(c) for c in dict_calls] == [key(c) for c in stream.calls]
+        assert [(c.error.kind if c.error else None, c.stop_reason) for c in dict_calls] == [
+            ("filtered", "error")
+        ]
 
 
 GEMINI_ERROR = {"error": {"code": 500, "message": "busy", "status": "INTERNAL"}}

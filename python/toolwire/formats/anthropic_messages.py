@@ -17,7 +17,8 @@ Design notes:
   for the next event (a `ping` does not count). If that event says `max_tokens`, the call is
   left open under `limit_reached` and ends `truncated`, since Anthropic closes the block the
   limit cut before it says why the message stopped; if the stream breaks off there, the
-  interruption makes it `truncated` too. The raw SSE path holds it the same way.
+  interruption makes it `truncated` too, and if an `error` event follows, the error stops it
+  (`filtered`). The raw SSE path holds it the same way.
 - `content_block_stop` ends the call (`end(index)`); a `message_delta.stop_reason` of `refusal`
   (or, from translators, `content_filter` or `safety`, in any ASCII case, as the raw path reads
   it) and an `error` event stop the open calls.
@@ -121,7 +122,9 @@ class AnthropicMessagesAdapter:
         if held is not None and kind != "ping":
             self._state.empty = None
             reason = str_or_none(get(get(chunk, "delta"), "stop_reason"))
-            if not (kind == "message_delta" and reason and is_limit(reason)):
+            # An error is no sign that the message went on: the provider gave up, the block is
+            # left open for the error to stop, as when the SDK raises the event instead.
+            if kind != "error" and not (kind == "message_delta" and reason and is_limit(reason)):
                 # The message went on: a call of a tool without parameters.
                 self._end_block(*held, sink, info)
         if kind == "content_block_delta":
