@@ -112,6 +112,36 @@ def _sdk_class(module_name: str, class_name: str) -> type | None:
     return cls if isinstance(cls, type) else None
 
 
+# google-genai turns each chunk into its pydantic model as it reads it: a chunk that does not fit
+# (`args` sent as a JSON string, a count that is no number, a `finishReason` that is no string)
+# raises `ValidationError`, `TypeError` or `AttributeError` from inside these functions, and the
+# stream cannot go on. The exception type alone does not tell that from the caller's mistake: a
+# `config` that does not validate raises the same `ValidationError` at the first read, from the
+# same generator. So the frames the exception passed through decide: the base `_from_response`
+# (the subclass's own, of the same name, also runs the caller's `response_schema`) and the
+# converters of the REST response.
+_GENAI_DECODERS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("google.genai._common", "_from_response"),
+        ("google.genai.models", "_GenerateContentResponse_from_mldev"),
+        ("google.genai.models", "_GenerateContentResponse_from_vertex"),
+    }
+)
+
+
+def _genai_could_not_decode(error: BaseException) -> bool:
+    """Whether google-genai raised `error` while turning a chunk it read into its model."""
+    if not isinstance(error, (ValueError, TypeError, AttributeError)):
+        return False
+    tb = error.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if (frame.f_globals.get("__name__"), frame.f_code.co_name) in _GENAI_DECODERS:
+            return True
+        tb = tb.tb_next
+    return False
+
+
 def is_transport_error(error: BaseException) -> bool:
     """True when `error` means the stream was cut off rather than misused.
 
@@ -121,9 +151,11 @@ def is_transport_error(error: BaseException) -> bool:
     `EventStreamError`) and an event the SDK could not decode (`json.JSONDecodeError`: a proxy's
     error page or a cut-off line in the body; `UnicodeDecodeError`: bytes in the body that
     are not UTF-8, which the SDKs decode line by line; `RecursionError`: an event nested deeper
-    than Python's JSON decoder goes; google-genai's `UnknownApiResponseError`; botocore's
-    event-stream `ParserError`; the SDK's stream cannot go on after it) count; programming
-    errors do not.
+    than Python's JSON decoder goes; google-genai's `UnknownApiResponseError`, and the
+    `ValidationError`, `TypeError` or `AttributeError` it raises from its own decoding of a
+    chunk that does not fit its model; botocore's event-stream `ParserError`; the SDK's stream
+    cannot go on after it) count; programming errors do not, the caller's own `ValidationError`
+    (a request `config` google-genai rejects at the first read) among them.
 
     Args:
         error: The exception raised while reading the stream.
@@ -137,7 +169,7 @@ def is_transport_error(error: BaseException) -> bool:
         cls = _sdk_class(module_name, class_name)
         if cls is not None and isinstance(error, cls):
             return True
-    return False
+    return _genai_could_not_decode(error)
 
 
 def is_provider_error(error: BaseException) -> bool:

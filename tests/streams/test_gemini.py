@@ -640,6 +640,108 @@ def test_a_line_that_is_not_json_ends_as_a_broken_stream(sse_server: SSEServer) 
     assert events[-1].finish_reason is None
 
 
+def _text_part(finish: object) -> dict[str, Any]:
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": [{"text": "x"}]}, "finishReason": finish}
+        ]
+    }
+
+
+# Chunks that are JSON but that google-genai cannot turn into its model: it raises while reading
+# (`ValidationError`, or `AttributeError` / `TypeError` from its own decoding) and cannot go on.
+UNFIT: dict[str, dict[str, Any]] = {
+    # Translators that copy a Chat `arguments` string send `args` as JSON text.
+    "args-as-json-text": gemini_chunk({"functionCall": {"name": "h", "args": '{"y": 2}'}}),
+    "args-as-list": gemini_chunk({"functionCall": {"name": "h", "args": [1]}}),
+    "count-not-a-number": gemini_chunk({"text": "x"}, usage={"totalTokenCount": "many"}),
+    "finish-reason-not-a-string": _text_part(7),
+    "candidate-not-an-object": {"candidates": [1]},
+}
+
+
+def _before_the_unfit_chunk() -> bytes:
+    return sse_body([gemini_chunk(gemini_call("f", {"a": 1}), gemini_call("g"))], FMT)
+
+
+def _as_a_broken_stream(events: list[Any], stream: Any) -> None:
+    """The stream ended where the SDK raised, as a dropped connection ends it there: the whole
+    call is delivered, the open one is `truncated`, and so `feed_sse` reads those bytes."""
+    from toolwire.stream import is_provider_error, is_transport_error
+
+    assert stream.transport_error is not None
+    assert is_transport_error(stream.transport_error)
+    assert not is_provider_error(stream.transport_error)
+    assert summary(stream.calls) == [("f", {"a": 1}, None), ("g", None, "truncated")]
+    assert [type(e).__name__ for e in events[-3:]] == [
+        "CallCompleted",
+        "CallCompleted",
+        "StreamEnded",
+    ]
+    assert events[-1].finish_reason is None
+    raw = Assembler()
+    raw.feed_sse(_before_the_unfit_chunk())
+    raw.interrupt("the connection dropped")
+    assert raw_key(raw.finish()) == raw_key(stream.calls)
+
+
+@pytest.mark.parametrize("unfit", list(UNFIT))
+def test_a_chunk_the_sdk_cannot_model_ends_as_a_broken_stream(
+    sse_server: SSEServer, unfit: str
+) -> None:
+    body = _before_the_unfit_chunk() + sse_body([UNFIT[unfit]], FMT)
+    events, stream = assemble_sync(sse_server.register(body), FMT)
+    _as_a_broken_stream(events, stream)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("unfit", ["args-as-json-text", "finish-reason-not-a-string"])
+async def test_a_chunk_the_sdk_cannot_model_ends_as_a_broken_stream_async(
+    sse_server: SSEServer, unfit: str
+) -> None:
+    body = _before_the_unfit_chunk() + sse_body([UNFIT[unfit]], FMT)
+    events, stream = await assemble_async(sse_server.register(body), FMT)
+    _as_a_broken_stream(events, stream)
+
+
+def test_a_config_the_sdk_rejects_is_the_callers_error(sse_server: SSEServer) -> None:
+    # google-genai validates the request at the first read, from the same generator that
+    # decodes the chunks, and raises the same `ValidationError`: a mistake, not a broken stream.
+    import pydantic
+
+    from toolwire.stream import assemble
+
+    from .clients import sync_client
+
+    route = serve(sse_server, PARALLEL)
+    with sync_client(route, FMT) as client:
+        source = client.models.generate_content_stream(
+            model="test-model", contents="weather?", config={"temperature": "hot"}
+        )
+        with pytest.raises(pydantic.ValidationError), assemble(source) as stream:
+            list(stream)
+
+
+@pytest.mark.parametrize("error", [ValueError, TypeError, AttributeError])
+def test_the_callers_own_errors_while_reading_chunks_propagate(error: type[Exception]) -> None:
+    import pydantic
+
+    from toolwire.stream import assemble
+
+    class Model(pydantic.BaseModel):
+        x: int
+
+    def source() -> Any:
+        yield gemini_chunk(gemini_call("f", {"a": 1}))
+        if error is ValueError:
+            Model.model_validate({"x": "not a number"})
+        raise error("a bug in the caller's code")
+
+    with pytest.raises(error), assemble(source()) as stream:
+        list(stream)
+    assert stream.transport_error is None
+
+
 @pytest.mark.parametrize("ending", ["clean", "provider-error", "broken"])
 def test_replay_of_a_recorded_stream_matches_live(
     sse_server: SSEServer, tmp_path: Path, ending: str
