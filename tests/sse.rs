@@ -2667,3 +2667,34 @@ fn a_summary_after_its_item_ended_opens_no_call() {
         assert_eq!(calls[0].name.as_deref(), Some("f"));
     }
 }
+
+#[test]
+fn a_responses_item_announced_without_a_name_is_named_by_its_done() {
+    // Quirks 10, 11: `added` gave a blank name or none, the arguments streamed in, and the
+    // finished item names the call, as it names an item whose `added` was lost. The text that
+    // came between is kept; a name the call has is kept as well.
+    let done = |name: &str| {
+        format!(
+            r#"{{"type":"response.output_item.done","output_index":0,"item":{{"type":"function_call","id":"fc_1","call_id":"c","name":"{name}","arguments":"{{\"city\":\"Paris\"}}"}}}}"#
+        )
+    };
+    let delta = r#"{"type":"response.function_call_arguments.delta","output_index":0,"item_id":"fc_1","delta":"{\"city\":\"Paris\"}"}"#;
+    for (added, last, want) in [
+        (r#""name":"","#, "get_weather", "get_weather"),
+        ("", "get_weather", "get_weather"),
+        (r#""name":"f","#, "get_weather", "f"),
+    ] {
+        let added = format!(
+            r#"{{"type":"response.output_item.added","output_index":0,"item":{{"type":"function_call","id":"fc_1","call_id":"c",{added}"arguments":""}}}}"#
+        );
+        let body = responses_body(&[&added, delta, &done(last)]);
+        let whole = run(body.as_bytes());
+        ok(whole.call(0), want, r#"{"city":"Paris"}"#);
+        assert_eq!(whole.calls.len(), 1);
+        assert_eq!(whole, run_chunks(body.as_bytes().chunks(1)), "{added}");
+    }
+    // A finished item without a name leaves the call without one: it does not run.
+    let added = r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"c","name":"","arguments":""}}"#;
+    let o = run(responses_body(&[added, delta, &done("")]).as_bytes());
+    assert_eq!(o.call(0).error, Some(ErrorKind::MissingName));
+}

@@ -1264,12 +1264,26 @@ impl Decoder {
                     return Ok(());
                 };
                 let key = self.item_key(env, item.id.as_ref().map(Str::as_str), None::<&mut F>);
-                let state = self.items.latest_under(key).and_then(|p| self.items.get(p));
+                let latest = self.items.latest_under(key);
+                let state = latest.and_then(|p| self.items.get(p));
                 if !state.is_some_and(|state| state.announced) {
                     // A bridge that sends the finished item alone (no `output_item.added`):
                     // the call is opened from it, as `feed_chunk` does, never dropped.
                     let index = state.map_or(env.output_index.unwrap_or(key), |state| state.index);
                     self.open_item(index, key, &item, emit);
+                } else if let Some(name) = non_blank(item.name.as_ref()) {
+                    // Announced without a name (blank or missing), the item is named by its
+                    // finished form, as when its `added` was lost (quirks 10, 11): the text
+                    // that came between is buffered under the key, not dropped. A call with a
+                    // name keeps it.
+                    let named = latest.and_then(|p| self.items.get_mut(p)).map(|state| {
+                        let named = state.named;
+                        state.named = true;
+                        named
+                    });
+                    if named == Some(false) {
+                        emit(call(Some(key), None, Some(name), None, None, None));
+                    }
                 }
                 if let Some(raw) = raw_str(item.arguments) {
                     self.verify(key, raw, emit);
@@ -1331,7 +1345,7 @@ impl Decoder {
             .items
             .under_key(key)
             .find(|&p| self.items.get(p).is_some_and(|s| !s.announced));
-        match unannounced {
+        let pos = match unannounced {
             // Its deltas came first (its `added` was lost): the state they started goes on.
             Some(pos) => {
                 let blank = self.items.get_mut(pos).is_some_and(|state| {
@@ -1341,11 +1355,14 @@ impl Decoder {
                 if blank {
                     self.items.set_item_id(pos, item_id);
                 }
+                pos
             }
-            None => {
-                self.items
-                    .push(ItemState::new(index, key, item_id, true, FNV_OFFSET));
-            }
+            None => self
+                .items
+                .push(ItemState::new(index, key, item_id, true, FNV_OFFSET)),
+        };
+        if let Some(state) = self.items.get_mut(pos) {
+            state.named = name.is_some();
         }
         // What `added` carries may be a placeholder (`"{}"`, quirk 24) that deltas do not
         // continue: set aside, it is fed only if nothing else brings the arguments.

@@ -12,8 +12,9 @@ pytest.importorskip("toolwire._core")
 
 from toolwire import Assembler
 from toolwire.events import CallStarted, StreamEnded, TextDelta
+from toolwire.toolset import Toolset
 
-from .clients import assemble_async, assemble_sync
+from .clients import assemble_async, assemble_both, assemble_sync
 from .conftest import SSEServer
 from .make_fixtures import PARALLEL, TEXT, large_arguments
 from .streamkit import Call, load_events, responses_stream, sse_body
@@ -122,6 +123,46 @@ def test_a_blank_item_id_is_no_id(sse_server: SSEServer) -> None:
     deltas = [e for e in events if e["type"] == "response.function_call_arguments.delta"]
     deltas[-1]["item_id"] = ""
     assert _calls_three_ways(sse_server, events) == [("ping", '{"a": 1, "b": 2}', None)]
+
+
+@pytest.mark.parametrize("blank", ["", None])
+def test_an_item_announced_without_a_name_is_named_by_its_done(
+    sse_server: SSEServer, blank: str | None
+) -> None:
+    # Quirks 10, 11: a bridge announces the item with a blank name (or none), streams the
+    # arguments, and names it in `output_item.done`. The name was ignored and the call ended
+    # `missing_name`, while the same `done` named an item whose `added` was lost. A name the
+    # call has is kept (the second item's `done` names it otherwise).
+    calls = [Call("get_weather", '{"city": "Paris"}'), Call("lookup", '{"q": [1]}')]
+    events = responses_stream(calls, size=4, interleave=True)
+    for event in events:
+        item = event.get("item")
+        if not isinstance(item, dict) or item.get("type") != "function_call":
+            continue
+        if event["type"] == "response.output_item.added" and item["id"] == "fc_0":
+            event["item"] = {k: v for k, v in item.items() if k != "name" or blank is not None}
+            if blank is not None:
+                event["item"]["name"] = blank
+        elif event["type"] == "response.output_item.done" and item["id"] == "fc_1":
+            event["item"] = {**item, "name": "other"}
+    expected = [("get_weather", '{"city": "Paris"}', None), ("lookup", '{"q": [1]}', None)]
+    assert _calls_three_ways(sse_server, events) == expected
+    # The control: its `added` lost.
+    lost = [
+        e
+        for e in events
+        if not (e["type"] == "response.output_item.added" and e["item"]["id"] == "fc_0")
+    ]
+    assert sorted(_calls_three_ways(sse_server, lost)) == expected
+    # The schema check the name brings reads the text that came before it, on every path.
+    tools = Toolset(
+        [
+            {"name": "get_weather", "parameters": {"properties": {"city": {"type": "integer"}}}},
+            {"name": "lookup", "parameters": {}},
+        ]
+    )
+    _, stream = assemble_both(sse_server.register_events(events, FMT), FMT, tools=tools)
+    assert [o.ok for o in stream.outcomes] == [False, True]
 
 
 def test_an_event_type_of_the_wrong_json_type_is_skipped(sse_server: SSEServer) -> None:

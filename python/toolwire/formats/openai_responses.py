@@ -18,7 +18,8 @@ Design notes:
   text or the call does not run, as on the raw SSE path.
 - Deltas for an item never announced (its `response.output_item.added` was lost) open a call
   without a name, as on the raw SSE path: its `response.output_item.done` names it, else it ends
-  as `missing_name`. Nothing that arrived is dropped.
+  as `missing_name`. Nothing that arrived is dropped. So does an item announced without a name
+  (blank or missing: quirks 10, 11); a name the call has is kept.
 - `response.output_item.done` ends the call. `response.incomplete` with reason `content_filter`
   (or `safety` or `refusal`, in any ASCII case, as the raw path reads it), `response.failed`,
   `response.cancelled` and a stream `error` event stop the open calls.
@@ -92,6 +93,9 @@ class _Calls:
     # Items whose deltas came before any `output_item.added` (it was lost): opened without a
     # name, which their `output_item.done` may still bring.
     unannounced: set[int] = field(default_factory=lambda: set())
+    # Items announced without a name (blank or missing): their `output_item.done` names them
+    # (quirks 10, 11), as it names an item whose `added` was lost.
+    nameless: set[int] = field(default_factory=lambda: set())
     # The `item_id` of each key, and the latest key opened at each `output_index`.
     item_of: dict[int, str | None] = field(default_factory=lambda: {})
     # The `output_index` each key was opened at (its key, when the event had none).
@@ -301,6 +305,15 @@ class ResponsesAdapter:
                 calls.by_item[item_id] = index
             shown = calls.index_of.get(index)
             calls.ordinals[index] = self._announce(index, item, item_id, sink, info, shown)
+        elif done and index in calls.nameless:
+            # Announced without a name (quirks 10, 11): the finished item names the call its
+            # text went to, as it names one whose `added` was lost (a call that has a name is
+            # not in the set, and keeps it). As on the raw SSE path.
+            calls.nameless.discard(index)
+            name = str_or_none(get(item, "name"))
+            if name:
+                ordinal = self._utf16.feed(sink, index, name=name)
+                info.feeds.append(FeedRecord(ordinal, None, name))
         elif first:
             ordinal = self._announce(index, item, item_id, sink, info, output_index)
             if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
@@ -317,6 +330,10 @@ class ResponsesAdapter:
             calls.with_arguments.discard(index)
             calls.verified.discard(index)
             calls.ended.discard(index)
+            if str_or_none(get(item, "name")):
+                calls.nameless.discard(index)
+            else:
+                calls.nameless.add(index)
         if done:
             self._summary(index, get(item, "arguments"), sink, info)
             self._feed_provisional(index, sink, info)

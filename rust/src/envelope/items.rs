@@ -18,6 +18,9 @@ pub(super) struct ItemState {
     pub key: i64,
     /// Its `output_item.added` (or `.done`) was read; deltas alone open no item with a name.
     pub announced: bool,
+    /// Its announcement gave the call a name: an item announced with none (a blank or missing
+    /// `name`) is named by its `output_item.done` (quirks 10, 11).
+    pub named: bool,
     /// Set through [`Items::set_item_id`], which keeps the index by id.
     item_id: String,
     pub fed_len: usize,
@@ -38,6 +41,7 @@ impl ItemState {
             index,
             key,
             announced,
+            named: false,
             item_id: item_id.to_owned(),
             fed_len: 0,
             hash,
