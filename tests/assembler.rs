@@ -545,8 +545,35 @@ fn a_stopped_call_keeps_the_first_reason() {
     a.stop("content_filter").expect("stop");
     let calls = a.finish().expect("finish");
     let reasons: Vec<_> = calls.iter().map(|c| c.stop_reason.as_deref()).collect();
-    // The call started after the first stop takes the second reason.
-    assert_eq!(reasons, [Some("error"), Some("content_filter")]);
+    // The call started after the stop is stopped as it starts, for the same reason.
+    assert_eq!(reasons, [Some("error"), Some("error")]);
+}
+
+/// A call the provider starts after it stopped the response (a content filter, a refusal) is
+/// in no answer it gave; it once ran as if the stop had not happened.
+#[test]
+fn a_call_started_after_a_stop_is_stopped_too() {
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    let first = a
+        .feed(&text(Some(0), Some("a"), Some("f"), "{\"x\": 1}"))
+        .expect("feed");
+    a.end_call(first).expect("end");
+    a.stop("content_filter").expect("stop");
+    a.feed(&text(Some(1), Some("b"), Some("g"), "{\"y\": 2}"))
+        .expect("feed");
+    let calls = a.finish().expect("finish");
+    let kinds: Vec<_> = calls
+        .iter()
+        .map(|c| (c.error.as_ref().map(|e| e.kind), c.stop_reason.as_deref()))
+        .collect();
+    // The call the provider had ended whole stays as it finished it.
+    assert_eq!(
+        kinds,
+        [
+            (None, None),
+            (Some(ErrorKind::Filtered), Some("content_filter"))
+        ]
+    );
 }
 
 #[test]

@@ -622,6 +622,9 @@ pub struct Assembler {
     over: Option<StreamLimit>,
     /// Calls the response tried to start past `max_calls`.
     refused_calls: u64,
+    /// Why the provider stopped the response ([`Assembler::stop`]), if it did: a call that
+    /// starts after that is stopped for the same reason (see `start_call`).
+    stopped_as: Option<String>,
     finished: bool,
 }
 
@@ -645,6 +648,7 @@ impl Assembler {
             stream_bytes: 0,
             over: None,
             refused_calls: 0,
+            stopped_as: None,
             finished: false,
         })
     }
@@ -692,7 +696,9 @@ impl Assembler {
             scanner: Scanner::new(self.config.scan),
             mode: ArgMode::Fragments,
             ended: false,
-            stopped: None,
+            // A call the provider starts after it stopped the response (filtered, refused) is
+            // in no answer it gave: whatever sent it, it must not run.
+            stopped: self.stopped_as.clone(),
             arrival: None,
             metadata: Vec::new(),
             warnings: Vec::new(),
@@ -1486,6 +1492,7 @@ impl Assembler {
         if self.finished {
             return Err(Misuse::Finished);
         }
+        self.stopped_as.get_or_insert_with(|| reason.to_owned());
         for call in &mut self.calls {
             if ended_too {
                 call.stopped = Some(reason.to_owned());

@@ -825,6 +825,25 @@ def test_quirk_34_stop_with_tool_calls(sse_server: SSEServer, split: str) -> Non
     assert s.calls[0].ok and events[-1].finish_reason == "stop"
 
 
+def test_a_call_started_after_a_content_filter_does_not_run(
+    sse_server: SSEServer, split: str
+) -> None:
+    # The provider stopped the response; a call sent after that is in no answer it gave. It
+    # once ran as if the stop had not happened, on every path.
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="f", arguments='{"x":1}')),
+            chat_chunk({}, finish_reason="content_filter"),
+            td(tc(1, id="b", name="g", arguments='{"y":2}')),
+        ],
+        finish=None,
+    )
+    assert [(c.name, c.ok) for c in s.calls] == [("f", False), ("g", False)]
+    assert [c.stop_reason for c in s.calls] == ["content_filter", "content_filter"]
+
+
 def test_quirk_35_tool_calls_reason_with_cut_arguments(sse_server: SSEServer, split: str) -> None:
     _, s = chat(
         sse_server,
