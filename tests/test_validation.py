@@ -8,11 +8,12 @@ import dataclasses
 import json
 import pickle
 from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal
 from enum import Enum
 from ipaddress import IPv4Interface
 from typing import Annotated, Any, Literal
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import pytest
 from pydantic import (
@@ -20,17 +21,22 @@ from pydantic import (
     AfterValidator,
     AliasChoices,
     AnyUrl,
+    Base64Bytes,
+    Base64UrlStr,
     BaseModel,
     ConfigDict,
     Field,
+    FilePath,
     FutureDatetime,
     HttpUrl,
     IPvAnyAddress,
     IPvAnyNetwork,
     Json,
+    NaiveDatetime,
     PastDate,
     SecretStr,
     UrlConstraints,
+    WithJsonSchema,
     field_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -1002,6 +1008,77 @@ def test_pydantic_string_types_say_what_string_they_take(
     tools = Toolset([Route])
     outcome = tools.validate(call("route", arguments, tools=tools if precheck else None))
     assert [(e.path, e.expected) for e in outcome.errors] == [(path, expected)]
+
+
+class Schedule(BaseModel):
+    at: NaiveDatetime
+    blob: Base64Bytes | None = None
+    token: Base64UrlStr | None = None
+    report: FilePath | None = None
+    every: int | NaiveDatetime = 0
+
+
+_NAIVE = "a date-time without a time zone offset, e.g. 2024-03-05T14:30:00"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path", "expected"),
+    [
+        ('{"at": "next tuesday"}', "/at", _NAIVE),
+        ('{"at": "P1D"}', "/at", _NAIVE),
+        ('{"at": "2024-01-02T03:04:05", "blob": "abc"}', "/blob", "base64-encoded data or null"),
+        (
+            '{"at": "2024-01-02T03:04:05", "token": "a"}',
+            "/token",
+            "base64url-encoded data or null",
+        ),
+        (
+            '{"at": "2024-01-02T03:04:05", "report": "/no/such/file"}',
+            "/report",
+            "the path of an existing file or null",
+        ),
+        ("{}", "/at", f"required: {_NAIVE}"),
+        ('{"at": "2024-01-02T03:04:05", "every": [1]}', "/every", f"an integer or {_NAIVE}"),
+    ],
+)
+@pytest.mark.parametrize("precheck", [False, True])
+def test_a_string_of_a_pydantic_type_without_a_checked_format_says_what_it_holds(
+    arguments: str, path: str, expected: str, precheck: bool
+) -> None:
+    # A `NaiveDatetime` carries no `format` in the schema (no RFC 3339 date-time is naive),
+    # and base64 and path formats had no words: the model was told "a string" for a string.
+    tools = Toolset([Schedule])
+    done = call("schedule", arguments, tools=tools if precheck else None)
+    content = json.loads(tools.validate(done).to_message(done, style="openai-chat")["content"])
+    assert [(e["path"], e["expected"]) for e in content["errors"]] == [(path, expected)]
+
+
+class OwnSchemas(BaseModel):
+    # Fields whose JSON schema their author wrote: the error type says what the string holds.
+    room: Annotated[UUID, WithJsonSchema({"type": "string"})] | None = None
+    day: Annotated[date, WithJsonSchema({"type": "string"})] | None = None
+    host: Annotated[IPvAnyAddress, WithJsonSchema({"type": "string"})] | None = None
+
+
+@pytest.mark.parametrize(
+    ("field", "expected", "expected_zh"),
+    [
+        ("room", "a UUID or null", "UUID 或 null"),
+        (
+            "day",
+            "a date YYYY-MM-DD, e.g. 2024-03-05 or null",
+            "日期 YYYY-MM-DD，例如 2024-03-05 或 null",
+        ),
+        ("host", "an IPv4 or IPv6 address or null", "IPv4 或 IPv6 地址 或 null"),
+    ],
+)
+def test_a_string_whose_schema_names_no_format_is_described_by_its_error(
+    field: str, expected: str, expected_zh: str
+) -> None:
+    arguments = json.dumps({field: "soon"})
+    (error,) = Toolset([OwnSchemas]).validate(call("own_schemas", arguments)).errors
+    (error_zh,) = Toolset([OwnSchemas], lang="zh").validate(call("own_schemas", arguments)).errors
+    assert (error.path, error.expected, error_zh.expected) == (f"/{field}", expected, expected_zh)
 
 
 class Meeting(BaseModel):

@@ -194,6 +194,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "电子邮件地址，可带名字，例如 Ada <ada@example.com>",
     },
     "format.multi-host-uri": {"en": "an absolute URL", "zh": "完整的 URL"},
+    "format.file-path": {"en": "the path of an existing file", "zh": "已存在的文件的路径"},
+    "format.directory-path": {
+        "en": "the path of an existing directory",
+        "zh": "已存在的目录的路径",
+    },
+    "format.path": {"en": "a file system path", "zh": "文件系统路径"},
     # Hints attached to single errors.
     "hint.fractional_integer": {
         "en": "this field takes a whole number; do not round, send the intended integer",

@@ -93,8 +93,16 @@ class _DecimalSchema(GenerateJsonSchema):
         return out
 
     def datetime_schema(self, schema: core_schema.DatetimeSchema) -> JsonSchemaValue:
-        """The timestamp's schema; a `NaiveDatetime` is no RFC 3339 `date-time`."""
-        return _naive_without_format(schema, super().datetime_schema(schema))
+        """The timestamp's schema; a `NaiveDatetime` is no RFC 3339 `date-time`.
+
+        Its format is named `naive-date-time` instead, which no JSON Schema reader knows and
+        nothing here asserts: without a format, the model whose value it refuses would be told
+        it expected "a string" (or, when the field is missing, "required: a string").
+        """
+        out = _naive_without_format(schema, super().datetime_schema(schema))
+        if schema.get("tz_constraint") == "naive":
+            out["format"] = "naive-date-time"
+        return out
 
     def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
         """The dict's schema, marked with the JSON type its keys stand for when they are not

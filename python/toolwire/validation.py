@@ -524,7 +524,14 @@ _FORMATS = (
     "ipvanyinterface",
     "name-email",
     "multi-host-uri",
+    "file-path",
+    "directory-path",
+    "path",
+    # Validation's own name for a `NaiveDatetime` (see `toolset._DecimalSchema`).
+    "naive-date-time",
 )
+# Byte strings the model writes encoded (Pydantic's `Base64Bytes`, `Base64UrlStr`, ...).
+_ENCODINGS = ("base64", "base64url")
 _TAG_TYPES = {
     "int": "integer",
     "str": "string",
@@ -710,7 +717,17 @@ class _Schema:
 
     # Descriptions -----------------------------------------------------------------------
 
-    def describe(self, node: Mapping[str, Any], lang: Lang) -> str:
+    def describe(self, node: Mapping[str, Any], lang: Lang, fmt: str | None = None) -> str:
+        """What a value of `node` must be, in the model's words.
+
+        Args:
+            node: The schema node.
+            lang: The language of the text.
+            fmt: The format of a string whose node names none (see `_FORMAT_BY_TYPE`).
+
+        Returns:
+            The description.
+        """
         node = self.deref(node)
         if isinstance(node.get("enum"), list):
             return _enum_text(_l(node["enum"]), lang)
@@ -728,7 +745,7 @@ class _Schema:
                 return _enum_text(consts, lang)
             seen: list[str] = []
             for branch in branches:
-                words = self.describe(branch, lang)
+                words = self.describe(branch, lang, fmt)
                 if words not in seen:
                     seen.append(words)
             return text("join.or", lang).join(seen)
@@ -737,16 +754,19 @@ class _Schema:
             inner = node.get("contentSchema")
             what = self.describe(cast(Mapping[str, Any], inner), lang) if inner else ""
             return text("expected.json_text", lang, what=what or text("type.any", lang))
-        fmt = node.get("format")
-        if isinstance(fmt, str) and fmt in _FORMATS:
-            return text(f"format.{fmt}", lang)
-        if isinstance(fmt, str) and re.fullmatch(r"uuid[1-8]", fmt):
-            # Pydantic's `UUID4` and its kin: "a UUID" for a UUID of another version says
-            # nothing.
-            return text("format.uuid_version", lang, n=fmt[4:])
+        own = _format_text(node.get("format"), lang)
+        if own is not None:
+            return own
         types = node.get("type")
         names = [types] if isinstance(types, str) else [str(t) for t in _l(types)]
-        words = [text(f"type.{t}", lang) for t in names if t in _JSON_TYPES]
+        # A string whose schema names no format: the error's own format says what it must
+        # hold, where "a string" would tell the model nothing when it sent one.
+        string = _format_text(fmt, lang)
+        words = [
+            string if t == "string" and string is not None else text(f"type.{t}", lang)
+            for t in names
+            if t in _JSON_TYPES
+        ]
         return text("join.or", lang).join(words) if words else text("type.any", lang)
 
     def holds_secret(self, node: Mapping[str, Any]) -> bool:
@@ -932,6 +952,20 @@ def _num(value: Any) -> str:
     return dumps_exact(value) if not isinstance(value, str) else value
 
 
+def _format_text(fmt: object, lang: Lang) -> str | None:
+    """The words for a string format, or None for a format that has none."""
+    if not isinstance(fmt, str):
+        return None
+    if fmt in _FORMATS:
+        return text(f"format.{fmt}", lang)
+    if fmt in _ENCODINGS:
+        return text("expected.encoded", lang, encoding=fmt)
+    if re.fullmatch(r"uuid[1-8]", fmt):
+        # Pydantic's `UUID4` and its kin: "a UUID" for a UUID of another version says nothing.
+        return text("format.uuid_version", lang, n=fmt[4:])
+    return None
+
+
 # --------------------------------------------------------------------------------------------
 # Error construction
 
@@ -991,6 +1025,31 @@ _ONE_BOUND: dict[str, tuple[str, str]] = {
     "url_too_long": ("expected.max_length", "max_length"),
 }
 _FORMAT_PREFIXES = ("date", "datetime", "time", "timedelta", "uuid", "url", "email", "ip")
+# The format a Pydantic error type is about, for a string whose schema names none (a field
+# given its own JSON schema, say). Timestamps are not here: whether one takes an offset is not
+# in the error type.
+_FORMAT_BY_TYPE: dict[str, str] = {
+    **dict.fromkeys(
+        ("date_parsing", "date_type", "date_from_datetime_parsing", "date_from_datetime_inexact"),
+        "date",
+    ),
+    **dict.fromkeys(("time_parsing", "time_type"), "time"),
+    **dict.fromkeys(("time_delta_parsing", "time_delta_type"), "duration"),
+    **dict.fromkeys(("uuid_parsing", "uuid_type"), "uuid"),
+    **dict.fromkeys(("url_parsing", "url_type", "url_syntax_violation"), "uri"),
+    # Pydantic's own custom errors for its base64, path and IP types.
+    "base64_decode": "base64",
+    "path_not_file": "file-path",
+    "path_not_directory": "directory-path",
+    "ip_v4_address": "ipv4",
+    "ip_v6_address": "ipv6",
+    "ip_any_address": "ipvanyaddress",
+    **{
+        f"ip_{version}_{kind}": f"ip{prefix}{kind}"
+        for version, prefix in (("v4", "v4"), ("v6", "v6"), ("any", "vany"))
+        for kind in ("network", "interface")
+    },
+}
 
 _RANK: dict[str, int] = {
     "missing": 0,
@@ -1276,7 +1335,7 @@ class _ErrorBuilder:
             named = re.findall(r"'[^']*'", str(ctx["expected_schemes"]))
             schemes = text("join.or", lang).join(named) if named else str(ctx["expected_schemes"])
             return text("expected.url_scheme", lang, schemes=shown_text(schemes))
-        return self.schema.describe(node, lang)
+        return self.schema.describe(node, lang, _FORMAT_BY_TYPE.get(ptype))
 
     def unknown_field(self, located: _Located, value: Any) -> _Draft:
         parent = located.parent or {}
