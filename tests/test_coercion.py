@@ -864,7 +864,7 @@ def test_a_fraction_a_float_rounds_to_a_whole_number_is_refused_with_advice(numb
         outcome = toolset.validate(call("stock", f'{{"units": {number}}}'))
         assert not outcome.ok
         (error,) = outcome.errors
-        assert (error.path, error.code, error.got) == ("/units", "type", number.upper())
+        assert (error.path, error.code, error.got) == ("/units", "type", number)
         assert error.hint is not None and "do not round" in error.hint
 
 

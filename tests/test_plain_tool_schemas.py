@@ -1412,12 +1412,11 @@ def test_a_fraction_a_float_rounds_to_a_whole_number_is_no_integer(
             "/count",
         ),
     ]
-    written = "1E-400" if number == "1e-400" else number
     for schema, text, path in cases:
         outcome = _numbers_checked(schema, text.replace("N", number), coercion)
         assert not outcome.ok, (schema, outcome.value)
         assert [(e.path, e.code, e.got, e.hint) for e in outcome.errors] == [
-            (path, "type", written, _NO_ROUNDING)
+            (path, "type", number, _NO_ROUNDING)
         ]
 
 

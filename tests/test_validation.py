@@ -1275,7 +1275,7 @@ class _Count(BaseModel):
 
 @pytest.mark.parametrize(
     ("arguments", "path", "got"),
-    [('{"n": 1e309}', "/n", "1E+309"), ('{"n": 1, "ratios": [1, -1e400]}', "/ratios/1", "-1E+400")],
+    [('{"n": 1e309}', "/n", "1e309"), ('{"n": 1, "ratios": [1, -1e400]}', "/ratios/1", "-1e400")],
 )
 def test_a_number_past_a_float_is_shown_as_written_not_as_infinity(
     arguments: str, path: str, got: str
@@ -1284,6 +1284,62 @@ def test_a_number_past_a_float_is_shown_as_written_not_as_infinity(
     tools = Toolset([_Count])
     errors = tools.validate(call("count", arguments)).errors
     assert [(e.path, e.got) for e in errors] == [(path, got)]
+
+
+_PAST_FLOAT_FIELDS = {
+    "count": {"type": "integer"},
+    "ratio": {"type": "number"},
+    "level": {"enum": [1, 2, 3]},
+    "note": {"type": "string"},
+    "done": {"type": "boolean"},
+    "pages": {"type": "array", "items": {"type": "integer"}},
+}
+
+
+class _PastFloat(BaseModel):
+    count: int = 0
+    ratio: float = 0
+    level: Literal[1, 2, 3] = 1
+    note: str = ""
+    done: bool = False
+    pages: list[int] = []
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [_PastFloat, {"name": "past_float", "parameters": {"properties": _PAST_FLOAT_FIELDS}}],
+)
+@pytest.mark.parametrize(
+    ("field", "number"),
+    [
+        *((field, "1e309") for field in _PAST_FLOAT_FIELDS),
+        ("count", "-1E+400"),
+        ("done", "1e-400"),
+        ("note", "2.5e-400"),
+        ("pages", "[1, 1e309]"),
+        ("level", "1e9999999999999999999"),
+    ],
+)
+@pytest.mark.parametrize("precheck", [False, True])
+def test_a_number_past_a_float_is_quoted_as_written_and_told_out_of_range_in_any_field(
+    tool: Any, field: str, number: str, precheck: bool
+) -> None:
+    # `got` was `Infinity` (not even JSON) or `1E+309` for the `1e309` the model wrote, and
+    # only a number field said why: what a float cannot hold no field of any type takes.
+    tools = Toolset([tool])
+    done = call("past_float", f'{{"{field}": {number}}}', tools=tools if precheck else None)
+    content = json.loads(tools.validate(done).to_message(done, style="openai-chat")["content"])
+    written = number.strip("[]").split(", ")[-1]
+    path = f"/{field}/1" if number.startswith("[") else f"/{field}"
+    hint = "this number is too large or too small to be stored; send the intended value"
+    assert [(e["path"], e["got"], e["hint"]) for e in content["errors"]] == [(path, written, hint)]
+
+
+def test_a_number_is_quoted_as_written_where_a_float_holds_it_too() -> None:
+    # A float reads `1.5e3` as 1500.0: the model is shown its own text, with no hint.
+    tools = Toolset([{"name": "past_float", "parameters": {"properties": _PAST_FLOAT_FIELDS}}])
+    (error,) = tools.validate(call("past_float", '{"level": 1.5e3}')).errors
+    assert (error.got, error.hint) == ("1.5e3", None)
 
 
 class _IntN(BaseModel):

@@ -73,6 +73,7 @@ __all__ = [
     "has_floats",
     "is_decimal_union",
     "loads_exact",
+    "past_float",
     "quote_decimals",
     "resolve_rules",
     "rounds_to_whole",
@@ -226,9 +227,11 @@ def loads_exact(text: str) -> Any:
 class _Fraction(Decimal):
     """A number the JSON text wrote with a fraction or an exponent (`9.0`, `9e0`), which
     `dumps_exact` writes back as one: the integer/fraction distinction is what validation
-    and coercion (`integral_number`) read."""
+    and coercion (`integral_number`) read. It keeps its text as written, which `shown`
+    repeats to the model (`1e309`, not `1E+309`)."""
 
-    __slots__ = ()
+    __slots__ = ("text",)
+    text: str
 
 
 # Far past a float's range either way, and within a `Decimal`'s whatever the digits before it.
@@ -241,20 +244,19 @@ class _Unbounded(_Fraction):
     refuses it as out of range wherever it is, and nothing reads it as infinity, zero or a
     number it is not."""
 
-    __slots__ = ("text",)
-    text: str
+    __slots__ = ()
 
 
 def _exact_number(text: str) -> _Fraction:
     """A JSON number with a fraction or an exponent, exactly (see `_Unbounded`)."""
     try:
-        return _Fraction(text)
+        number = _Fraction(text)
     except InvalidOperation:
         digits, _, exponent = text.lower().partition("e")
         sign = "-" if exponent.startswith("-") else ""
-        capped = _Unbounded(f"{digits}e{sign}{_EXPONENT_CAP}")
-        capped.text = text
-        return capped
+        number = _Unbounded(f"{digits}e{sign}{_EXPONENT_CAP}")
+    number.text = text
+    return number
 
 
 def dumps_exact(value: Any) -> str:
@@ -270,11 +272,11 @@ def dumps_exact(value: Any) -> str:
         Compact JSON text.
     """
     parts: list[str] = []
-    _dump(value, parts)
+    _dump(value, parts, written=False)
     return "".join(parts)
 
 
-def _dump(value: Any, parts: list[str]) -> None:
+def _dump(value: Any, parts: list[str], *, written: bool) -> None:
     if isinstance(value, dict):
         parts.append("{")
         for i, (key, item) in enumerate(cast(dict[str, Any], value).items()):
@@ -282,15 +284,19 @@ def _dump(value: Any, parts: list[str]) -> None:
                 parts.append(",")
             parts.append(json.dumps(key, ensure_ascii=False))
             parts.append(":")
-            _dump(item, parts)
+            _dump(item, parts, written=written)
         parts.append("}")
     elif isinstance(value, (list, tuple)):
         parts.append("[")
         for i, item in enumerate(cast(list[Any], value)):
             if i:
                 parts.append(",")
-            _dump(item, parts)
+            _dump(item, parts, written=written)
         parts.append("]")
+    elif written and isinstance(value, _Fraction) and hasattr(value, "text"):
+        # Shown to the model as it wrote it. (A copy or a pickle of the number has lost the
+        # text; its digits are then shown as validation reads them.)
+        parts.append(value.text)
     elif isinstance(value, _Fraction) and value.is_finite() and value.as_tuple().exponent == 0:
         # `9e0` reads as `Decimal("9")`, whose text is the integer 9: written back as one,
         # validation would see an integer the model never wrote.
@@ -302,9 +308,15 @@ def _dump(value: Any, parts: list[str]) -> None:
 
 
 def shown(value: Any) -> str:
-    """Compact JSON of a value, cut to 200 characters (for reports, never for validation)."""
+    """Compact JSON of a value, cut to 200 characters (for reports, never for validation).
+
+    A number parsed by `loads_exact` is written as the model wrote it: `1E+309` or `1.5E+3`
+    would quote the model something it never sent.
+    """
     try:
-        text = dumps_exact(value)
+        parts: list[str] = []
+        _dump(value, parts, written=True)
+        text = "".join(parts)
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
@@ -313,6 +325,19 @@ def shown(value: Any) -> str:
 def pointer(parts: Iterable[str | int]) -> str:
     """A JSON Pointer (RFC 6901) from path segments."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def past_float(value: Any) -> bool:
+    """Whether a parsed value is a number with a fraction or an exponent that a float cannot
+    hold: JSON parsers (Pydantic's among them) read it as infinity, or a non-zero one as zero.
+
+    Args:
+        value: A value parsed by `loads_exact`.
+
+    Returns:
+        True for such a number.
+    """
+    return isinstance(value, Decimal) and _beyond_float(value)
 
 
 def _beyond_float(value: Decimal) -> bool:

@@ -36,6 +36,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
 
 import jsonschema
@@ -67,6 +68,7 @@ from toolwire.coercion import (
     is_decimal_union,
     loads_exact,
     odd_decimal_text,
+    past_float,
     pointer,
     quote_decimals,
     rounds_to_whole,
@@ -1161,10 +1163,21 @@ class _ErrorBuilder:
         found = self._written_at(pointer_)
         return value if found is _ABSENT or isinstance(found, (dict, list)) else found
 
+    def _number_as_written(self, pointer_: str, value: Any) -> Any:
+        """A number as the model wrote the number at `pointer_`: a float is a parser's reading
+        of it (`Infinity` for `1e309`, `1500.0` for `1.5e3`), and a `Decimal` may be one read
+        back from text written for validation (`1E-400`), not the model's text."""
+        if isinstance(value, (float, Decimal)):
+            found = self._written_at(pointer_)
+            if isinstance(found, (int, Decimal)) and not isinstance(found, bool):
+                return found
+        return value
+
     def got(self, where: _Located | str, value: Any) -> str:
         located = where if isinstance(where, _Located) else self.schema.locate(_split(where))
         if located.secret:
             return REDACTED
+        value = self._number_as_written(located.pointer, value)
         # Decimal digits are validated as a numeric string (see `quote_decimals`); show them
         # as the number the model wrote. Any other string there was written as one.
         if (
@@ -1245,8 +1258,31 @@ class _ErrorBuilder:
             # A scalar where an object or array holding secrets belongs.
             out.append(json.dumps(REDACTED))
         else:
-            words = shown(value)
-            out.append(self.redact(pointer(parts), words) if self.redact is not None else words)
+            where = pointer(parts)
+            words = shown(self._number_as_written(where, value))
+            out.append(self.redact(where, words) if self.redact is not None else words)
+
+    def with_range_hints(self, drafts: list[_Draft]) -> list[_Draft]:
+        """`drafts`, each that shows a number past any float telling the model so, whatever
+        the field's type: an integer, enum or string field refuses `1e309` for its type, and
+        the model, which meant a number, should hear why no number that large will do."""
+        out: list[_Draft] = []
+        for draft in drafts:
+            error = draft.error
+            if (
+                error.hint is None
+                and error.got is not None
+                and error.code != "unknown_field"
+                # Cheap first: most errors show no number, and need no look at the arguments.
+                and JSON_NUMBER.fullmatch(error.got)
+            ):
+                found = self._written_at(error.path)
+                # Only where the payload shows that very number (not redacted or rewritten).
+                if past_float(found) and error.got == shown(found):
+                    hint = text("hint.out_of_range", self.lang)
+                    draft = dataclasses.replace(draft, error=dataclasses.replace(error, hint=hint))
+            out.append(draft)
+        return out
 
     def range_text(self, node: Mapping[str, Any], ctx: Mapping[str, Any]) -> str:
         bounds: list[str] = []
@@ -2698,7 +2734,7 @@ class ToolValidator:
         coercions = [self._redacted(c, builder) for c in result.coercions]
         if not result.coercions and self.model is not None and initial:
             # Refusals come first: for the same field they carry a hint the plain error lacks.
-            return self._reject(call, drafts + initial, coercions, lang)
+            return self._reject(call, drafts + initial, coercions, lang, builder)
         if self.model is not None:
             try:
                 instance = self.model.model_validate_json(
@@ -2706,7 +2742,7 @@ class ToolValidator:
                 )
             except ValidationError as exc:
                 drafts = drafts + builder.from_pydantic(exc.errors(include_url=False))
-                return self._reject(call, drafts, coercions, lang)
+                return self._reject(call, drafts, coercions, lang, builder)
             # Only Pydantic's errors were re-checked: a pre-check finding stands unless a
             # coercion changed or removed the value it is about (`unwrap` moves the fields);
             # inside a union, that value is the whole union member.
@@ -2725,7 +2761,7 @@ class ToolValidator:
                     d for d in self._unknown_drafts(builder, fixed) if d.error.path not in seen
                 ]
             if drafts:
-                return self._reject(call, drafts, coercions, lang)
+                return self._reject(call, drafts, coercions, lang, builder)
             return self._accept(call, instance, None, coercions, lang)
         assert self._jsonschema is not None
         # Judged on the numbers as written: a float would make `999.9999999999999999` the
@@ -2744,7 +2780,7 @@ class ToolValidator:
             )
         drafts = drafts + builder.from_jsonschema(errors, judged)
         if drafts:
-            return self._reject(call, drafts, coercions, lang)
+            return self._reject(call, drafts, coercions, lang, builder)
         plain = json.loads(fixed_text) if rounded else judged
         return self._accept(call, None, plain, coercions, lang)
 
@@ -2849,8 +2885,14 @@ class ToolValidator:
         return [dataclasses.replace(e, got=hide(e.got), hint=hide(e.hint)) for e in errors]
 
     def _reject(
-        self, call: CallLike, drafts: list[_Draft], coercions: list[Coercion], lang: Lang
+        self,
+        call: CallLike,
+        drafts: list[_Draft],
+        coercions: list[Coercion],
+        lang: Lang,
+        builder: _ErrorBuilder,
     ) -> Outcome:
+        drafts = builder.with_range_hints(drafts)
         errors, ask_user = _finish_errors(drafts, self._lookup, lang)
         errors = self._without_secret_values(call, errors)
         if ask_user:
