@@ -1039,10 +1039,10 @@ _HUGE_TOOLS = Toolset(
 @pytest.mark.parametrize(
     ("tool", "template"),
     [
-        ("_WholeNumbers", '{"limit": %s}'),
-        ("_WholeNumbers", '{"either": %s}'),
-        ("_WholeNumbers", '{"count": %s}'),
-        ("_WholeNumbers", '{"count": "%s"}'),
+        ("whole_numbers", '{"limit": %s}'),
+        ("whole_numbers", '{"either": %s}'),
+        ("whole_numbers", '{"count": %s}'),
+        ("whole_numbers", '{"count": "%s"}'),
         ("plain", '{"page": %s}'),
         ("plain", '{"since": %s}'),
         ("plain", '{"at": %s}'),
@@ -1058,3 +1058,64 @@ def test_a_huge_exponent_is_refused_not_raised(tool: str, template: str, number:
     outcome = _HUGE_TOOLS.validate(call)
     assert not outcome.ok
     assert outcome.kind == "model_error"
+    field = template.split('"')[1]
+    assert [e.path.split("/")[1] for e in outcome.errors] == [field]
+
+
+class _Untyped(BaseModel):
+    """Fields that take any data: Pydantic's `Any`, a bare `list` and a bare `dict`."""
+
+    anything: Any = None
+    items: list = []  # type: ignore[type-arg]
+    mapping: dict = {}  # type: ignore[type-arg]
+
+
+_UNTYPED_TOOLS = Toolset(
+    [
+        _Untyped,
+        {
+            "name": "plain",
+            "parameters": {
+                "type": "object",
+                "properties": {"anything": {}, "items": {"type": "array"}},
+            },
+        },
+    ]
+)
+
+
+@pytest.mark.parametrize("tool", ["untyped", "plain"])
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [
+        ('{"anything": 1e309}', "/anything"),
+        ('{"anything": {"deep": [-1e400]}}', "/anything/deep/0"),
+        ('{"anything": 1e-400}', "/anything"),
+        ('{"items": [1, 1e999]}', "/items/1"),
+    ],
+)
+def test_a_number_past_any_float_in_untyped_data_is_refused(
+    tool: str, arguments: str, path: str
+) -> None:
+    # Data without a schema is what JSON reading makes of it: the tool once got `inf` or `0.0`
+    # for what the model wrote.
+    asm = Assembler(tools=_UNTYPED_TOOLS)
+    asm.feed(0, id="c", name=tool, arguments=arguments)
+    (call,) = asm.finish()
+    outcome = _UNTYPED_TOOLS.validate(call)
+    assert not outcome.ok
+    assert [e.path for e in outcome.errors] == [path]
+    assert outcome.errors[0].hint is not None and "too large or too small" in outcome.errors[0].hint
+
+
+@pytest.mark.parametrize("tool", ["untyped", "plain"])
+def test_untyped_data_keeps_numbers_a_float_holds(tool: str) -> None:
+    asm = Assembler(tools=_UNTYPED_TOOLS)
+    asm.feed(
+        0, id="c", name=tool, arguments='{"anything": [1.5e3, 123456789012345678901234567890]}'
+    )
+    (call,) = asm.finish()
+    outcome = _UNTYPED_TOOLS.validate(call)
+    assert outcome.ok
+    data = outcome.model.model_dump() if outcome.model is not None else outcome.value
+    assert data["anything"] == [1500.0, 123456789012345678901234567890]

@@ -1374,6 +1374,7 @@ def test_a_count_past_any_reachable_one_compiles(
 
 
 _NO_ROUNDING = "this field takes a whole number; do not round, send the intended integer"
+_OUT_OF_RANGE = "this number is too large or too small to be stored; send the intended value"
 
 
 def _numbers_checked(schema: dict[str, Any], text: str, coercion: Literal["safe", "none"]) -> Any:
@@ -1415,8 +1416,12 @@ def test_a_fraction_a_float_rounds_to_a_whole_number_is_no_integer(
     for schema, text, path in cases:
         outcome = _numbers_checked(schema, text.replace("N", number), coercion)
         assert not outcome.ok, (schema, outcome.value)
+        # Where the field itself is untyped (the integer comes from `then`), a number a float
+        # reads as zero is refused as past any float before anything else judges it.
+        untyped = "if" in schema and number == "1e-400"
+        hint = _OUT_OF_RANGE if untyped else _NO_ROUNDING
         assert [(e.path, e.code, e.got, e.hint) for e in outcome.errors] == [
-            (path, "type", number, _NO_ROUNDING)
+            (path, "type", number, hint)
         ]
 
 

@@ -71,6 +71,7 @@ __all__ = [
     "float_risk",
     "has_decimals",
     "has_floats",
+    "has_untyped",
     "is_decimal_union",
     "loads_exact",
     "past_float",
@@ -378,6 +379,50 @@ def has_floats(schema: Mapping[str, Any]) -> bool:
     return schema_has(schema, verdict)
 
 
+# Keywords that give a value a schema of its own; a node with none of them takes any data.
+_SHAPING = frozenset(
+    (
+        "type", "enum", "const", "$ref", "anyOf", "oneOf", "allOf", "not", "if",
+        "properties", "patternProperties", "additionalProperties", "items", "prefixItems",
+    )
+)  # fmt: skip
+
+
+def is_untyped(node: Mapping[str, Any]) -> bool:
+    """Whether a schema node takes any JSON data (`{}`, or only annotations): Pydantic's `Any`."""
+    return _SHAPING.isdisjoint(node)
+
+
+def has_untyped(schema: Mapping[str, Any]) -> bool:
+    """Whether a schema has a position that takes any data: an untyped node, an array without
+    an item schema, or an object open to members no schema describes."""
+
+    def visit(node: Any) -> bool:
+        if not isinstance(node, dict):
+            return False
+        as_dict = cast(dict[str, Any], node)
+        if is_untyped(as_dict):
+            return True
+        kinds = _types(as_dict)
+        if "array" in kinds and not isinstance(as_dict.get("items"), dict):
+            return True
+        extra = as_dict.get("additionalProperties", True)
+        if "object" in kinds and extra is True and not as_dict.get("patternProperties"):
+            return True
+        nested: list[Any] = [as_dict.get("items"), as_dict.get("additionalProperties")]
+        for key in ("properties", "$defs", "definitions", "patternProperties"):
+            members = as_dict.get(key)
+            if isinstance(members, dict):
+                nested.extend(cast(dict[str, Any], members).values())
+        for key in ("prefixItems", "anyOf", "oneOf", "allOf"):
+            branches = as_dict.get(key)
+            if isinstance(branches, list):
+                nested.extend(cast(list[Any], branches))
+        return any(visit(sub) for sub in nested)
+
+    return visit(schema)
+
+
 _LONG_EXPONENT = re.compile(rb"[0-9][eE][-+]?[0-9]{3}")
 _DIGIT_RUN = re.compile(rb"[0-9]{309}")
 
@@ -619,6 +664,9 @@ class _Coercer:
                 union = self.with_unit(union, node[UNIT_KEY])
             return self.walk_union(value, union, path, rules)
         value = self.scalar(value, node, path, rules)
+        if is_untyped(node):
+            self.refuse_past_float(value, path)
+            return value
         if isinstance(value, list) and (
             node.get("prefixItems") or isinstance(node.get("items"), dict)
         ):
@@ -629,9 +677,28 @@ class _Coercer:
                 else item
                 for i, item in enumerate(cast(list[Any], value))
             ]
-        if isinstance(value, dict):
+        if isinstance(value, list):
+            # Items without a schema of their own.
+            self.refuse_past_float(value, path)
+        elif isinstance(value, dict):
             return self.walk_object(cast(dict[str, Any], value), node, path, rules)
         return cast(Any, value)
+
+    def refuse_past_float(self, value: Any, path: list[str | int]) -> None:
+        """Refuses each number in data without a schema that a float reads as infinity or as
+        zero. Such data is what JSON reading makes of it, where a fraction or an exponent is a
+        float: the tool would get `inf` or `0.0` for what the model wrote."""
+        pending: list[tuple[Any, list[str | int]]] = [(value, path)]
+        while pending:
+            item, at = pending.pop()
+            if isinstance(item, Decimal):
+                if _beyond_float(item):
+                    self.refuse(at, "out_of_range", item)
+            elif isinstance(item, dict):
+                members = cast(dict[str, Any], item)
+                pending.extend((inner, [*at, key]) for key, inner in members.items())
+            elif isinstance(item, list):
+                pending.extend((inner, [*at, i]) for i, inner in enumerate(cast(list[Any], item)))
 
     def with_unit(self, branches: list[Mapping[str, Any]], unit: Any) -> list[Mapping[str, Any]]:
         """The branches of a union marked with a unit (`Optional[int]` with `x-unit`: Pydantic
@@ -869,7 +936,13 @@ class _Coercer:
                     continue
             if sub is None and isinstance(extra, dict):
                 sub = cast(Mapping[str, Any], extra)
-            out[key] = self.walk(item, sub, [*path, key], rules) if sub is not None else item
+            if sub is None:
+                if extra in (None, True) and not node.get("patternProperties"):
+                    # A member no schema describes (an open object's): data as JSON reads it.
+                    self.refuse_past_float(item, [*path, key])
+                out[key] = item
+            else:
+                out[key] = self.walk(item, sub, [*path, key], rules)
         return out
 
     def check_keys(self, value: dict[str, Any], kind: str, path: list[str | int]) -> None:

@@ -65,6 +65,7 @@ from toolwire.coercion import (
     has_json_type,
     has_scalar_enums,
     has_timestamps,
+    has_untyped,
     is_decimal_union,
     loads_exact,
     odd_decimal_text,
@@ -2421,7 +2422,9 @@ class ToolValidator:
         self._holds_secrets = self._lookup.holds_secret(self.schema)
         self._fixups = _has_fixups(self.schema)
         self._decimals = model is not None and has_decimals(self.schema)
-        self._floats = model is not None and has_floats(self.schema)
+        # Untyped positions (`Any`, a bare `list` or `dict`) read a fraction or an exponent
+        # as a float too.
+        self._floats = model is not None and (has_floats(self.schema) or has_untyped(self.schema))
         self._timestamps = model is not None and has_timestamps(self.schema)
         # Dict fields whose keys Pydantic converts from text: every call goes through the
         # coercion walk, which holds the key texts to their type's JSON form.
