@@ -835,12 +835,12 @@ impl Assembler {
         self.may_hold(0)
     }
 
-    /// Counts `n` bytes of assistant text toward `max_stream_bytes` unless the response is
-    /// already past a limit; true when the text is kept. Text past the limit is neither kept
-    /// nor counted, as the raw SSE path reads none: the chunk that crosses the limit is kept,
-    /// and the limit refuses what follows.
+    /// Counts `n` bytes of assistant text toward `max_stream_bytes`; true when the text is
+    /// kept. Text that would pass the limit is neither kept nor counted, and the response is
+    /// over its limit from then on: the text that crosses it is not kept either, since one
+    /// event may carry megabytes of it.
     pub fn keep_text(&mut self, n: usize) -> bool {
-        if self.over.is_some() {
+        if !self.may_hold(n) {
             return false;
         }
         self.count_stream_bytes(n);

@@ -284,7 +284,11 @@ impl State {
                     // Only what the text keeps counts: a replay's text again adds nothing.
                     let before = self.text.len();
                     self.push_text(t);
-                    assembler.count_stream_bytes(self.text.len().saturating_sub(before));
+                    if !assembler.keep_text(self.text.len().saturating_sub(before)) {
+                        // Past the limit, as `feed_chunk` leaves it: an event may carry
+                        // megabytes of text, none of which is kept.
+                        self.text.truncate(before);
+                    }
                 }
             }
             Action::Restart => self.text_replay = (!self.text.is_empty()).then_some(0),

@@ -201,7 +201,8 @@ def test_text_past_the_stream_limit_is_kept_on_neither_path(
     sse_server: SSEServer, fmt: str
 ) -> None:
     # The raw path reads no text once the response is past its limit; `feed_chunk` and the
-    # SDK wrapper went on keeping (and announcing) every later piece, without bound.
+    # SDK wrapper went on keeping (and announcing) every later piece, without bound. The piece
+    # that crosses the limit is not kept either: one event may carry megabytes.
     events = GENERATORS[fmt]([Call("f", '{"a": 1}')], text="part of a long answer. " * 40)
     raw = Assembler(max_stream_bytes=30)
     raw.feed_sse(sse_body(events, fmt))
@@ -209,11 +210,25 @@ def test_text_past_the_stream_limit_is_kept_on_neither_path(
     dict_text = "".join(dicts.feed_chunk(event).text for event in events)
     route = sse_server.register(sse_body(events, fmt))
     _, sdk = assemble_sync(route, fmt, limits={"max_stream_bytes": 30})
-    assert 30 < len(raw.text) < 40
+    assert 0 < len(raw.text) <= 30
     assert dict_text == raw.text == sdk.text
     for asm in (raw, dicts):
         assert [kind for kind, _, _ in asm.stream_errors()] == ["stream_limit"]
         assert [c.error.kind if c.error else None for c in asm.finish()] == ["too_large"]
+
+
+@pytest.mark.parametrize("fmt", sorted(GENERATORS))
+def test_one_event_of_text_past_the_limit_is_not_kept(fmt: str) -> None:
+    # The raw path kept the whole text of the event that crossed the limit: 5 MB under a
+    # limit of 1,000 bytes, bounded only by the event size cap.
+    events = GENERATORS[fmt]([Call("f", '{"a": 1}')], text="Z")
+    events = json.loads(json.dumps(events).replace('"Z"', '"' + "y" * 5_000_000 + '"'))
+    raw = Assembler(max_stream_bytes=1000)
+    raw.feed_sse(sse_body(events, fmt))
+    dicts = Assembler(max_stream_bytes=1000)
+    dict_text = "".join(dicts.feed_chunk(event).text for event in events)
+    assert raw.text == dict_text == ""
+    assert [kind for kind, _, _ in raw.stream_errors()] == ["stream_limit"]
 
 
 @pytest.mark.parametrize("fmt", sorted(GENERATORS))
