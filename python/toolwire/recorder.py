@@ -13,12 +13,14 @@ Each line is one corpus record (`toolwire.replay` documents the format) with `sc
 the tool's `schema_hash` and what was `observed`. Records carry no `expect`: a recorded failure
 is an observation, not a specification; triage adds `expect` (or a `--baseline` run tracks it).
 
-Redaction: values at `x-secret` / `SecretStr` fields of the toolset's schemas become
-`"[redacted]"` in the raw argument text, then the `redact` hook (`(json_pointer, text) -> text`,
-the same signature as `Toolset(redact=...)`) is applied to every other string value. Both edit
-the raw text in place, so a truncated or invalid text stays truncated or invalid; a value that
-is both secret and malformed loses its malformation (secrecy wins). Whole streams are recorded
-only when nothing would need redacting, since a secret may be cut across chunks; otherwise the
+Redaction: every value validation would show as `"[redacted]"` in an error becomes
+`"[redacted]"` in the raw argument text (validation's own rule, `hidden_values`: values at
+`x-secret` / `SecretStr` fields, a string or number where secrets belong, a key the schema does
+not place next to secrets), then the `redact` hook (`(json_pointer, text) -> text`, the same
+signature as `Toolset(redact=...)`) is applied to every other string value. Both edit the raw
+text in place, so a truncated or invalid text stays truncated or invalid; a value that is both
+secret and malformed loses its malformation (secrecy wins). Whole streams are recorded only
+when nothing would need redacting, since a secret may be cut across chunks; otherwise the
 stream's failed calls are recorded one by one, redacted.
 
 Size cap: before a record would push `corpus.jsonl` past `max_bytes`, the file is rotated to
@@ -47,8 +49,8 @@ from toolwire.payloads import compact_json
 from toolwire.replay import CORPUS_SCHEMA_VERSION, raw_bytes, schema_hash, verdict
 from toolwire.schema_export import secret_patterns
 from toolwire.stream import ToolStream, is_provider_error
-from toolwire.subschemas import inner, is_marked_secret, meant_field, resolve, same_value
-from toolwire.validation import REDACTED, Redactor
+from toolwire.subschemas import is_marked_secret, resolve, same_value
+from toolwire.validation import REDACTED, Redactor, hidden_values
 
 if TYPE_CHECKING:
     from toolwire._core import ToolCall
@@ -98,44 +100,6 @@ def _same(root: Mapping[str, Any], node: Mapping[str, Any]) -> list[Mapping[str,
 
 def _secret_here(root: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     return any(is_marked_secret(n) for n in _same(root, node))
-
-
-def _is_secret_at(schema: Mapping[str, Any], path: Path_) -> bool:
-    """Whether the value at `path` is (or lies inside) a secret field of `schema`, also read
-    without a first key or index the schema does not place (validation unwraps
-    `{"params": {...}}`, and a list around the arguments)."""
-    unplaced = path and not any(inner(p, path[0]) for p in _same(schema, schema))
-    if unplaced and _is_secret_along(schema, path[1:]):
-        return True
-    return _is_secret_along(schema, path)
-
-
-def _is_secret_along(schema: Mapping[str, Any], path: Path_) -> bool:
-    nodes: list[Mapping[str, Any]] = [schema]
-    for seg in path:
-        if any(_secret_here(schema, n) for n in nodes):
-            return True
-        placed = [c for node in nodes for part in _same(schema, node) for c in inner(part, seg)]
-        if not placed:
-            return isinstance(seg, str) and _misspelt_secret(schema, nodes, seg)
-        nodes = placed
-    return any(_secret_here(schema, n) for n in nodes)
-
-
-def _misspelt_secret(schema: Mapping[str, Any], nodes: list[Mapping[str, Any]], key: str) -> bool:
-    """Whether an unknown `key` is the misspelling of a secret field there (`Password` for
-    `password`): validation reads it as that field, and so hides its value; so must a record."""
-    for node in nodes:
-        for part in _same(schema, node):
-            props: object = part.get("properties")
-            if not isinstance(props, dict):
-                continue
-            fields = cast(dict[str, Any], props)
-            close = meant_field(key, fields)
-            meant: object = fields[close] if close is not None else None
-            if isinstance(meant, dict) and _secret_here(schema, cast(Mapping[str, Any], meant)):
-                return True
-    return False
 
 
 def _end_of(call: ToolCall) -> dict[str, Any] | None:
@@ -256,12 +220,15 @@ def redact_arguments(
         schema: The tool's schema; values at its secret fields become `"[redacted]"`.
         redact: Hook applied to every other string value (`(json_pointer, text) -> text`).
 
-    A tool that declares secrets gets more: validation also reads arguments in shapes the
-    schema does not describe (an object as a JSON string, the arguments under a wrapper key),
-    so a string holding a JSON object or array becomes `"[redacted]"` too, a path under an
-    unknown top-level key is also judged as if that key were not there, and the text past
-    the first byte that breaks JSON (Python quotes, bare keys), which no walk can read
-    reliably, becomes `[redacted]`.
+    What is secret is decided by validation's own rule (`toolwire.validation.hidden_values`),
+    so a record hides at least what an error payload hides: a value at or under a secret
+    field, a string or number where secrets belong (`"tokens": "x"` for a list of them), and
+    any value under a key or index the schema does not place next to secrets (a misspelt
+    secret field, the arguments under a wrapper key). `null`, `true` and `false` stay where
+    secrets only may sit. A tool that declares secrets gets more: validation also reads
+    arguments in shapes the schema does not describe, so a string holding a JSON object or
+    array becomes `"[redacted]"` too, and the text past the first byte that breaks JSON
+    (Python quotes, bare keys), which no walk can read reliably, becomes `[redacted]`.
 
     Returns:
         The redacted text.
@@ -273,6 +240,8 @@ def redact_arguments(
         broken = _broken_at(text)
         if broken is not None:
             return redact_arguments(text[:broken], schema, redact) + REDACTED
+    # Validation's own rule: a record must hide at least what an error payload hides.
+    hidden = None if schema is None else hidden_values(schema)
     out: list[str] = []
     # Frames: [is_object, key or index, expecting_key]
     stack: list[list[Any]] = []
@@ -302,8 +271,8 @@ def redact_arguments(
                     stack[-1][1] = token[1:-1]
                 stack[-1][2] = False
                 out.append(token)
-            elif schema is not None and (
-                _is_secret_at(schema, path) or (secretive and _holds_json(token, closed))
+            elif hidden is not None and (
+                hidden(path, True) or (secretive and _holds_json(token, closed))
             ):
                 out.append(f'"{REDACTED}"' if closed else f'"{REDACTED}')
             elif redact is not None:
@@ -340,13 +309,17 @@ def redact_arguments(
                 stack[-1][1], stack[-1][2] = None, True
             else:
                 stack[-1][1] = int(stack[-1][1] or 0) + 1
-        elif ch not in " \t\r\n:" and schema is not None:
+        elif ch not in " \t\r\n:" and hidden is not None:
             # A bare scalar (number, literal): redact it too when it sits at a secret path.
             j = i
             while j < n and text[j] not in ' \t\r\n,:]}"[{':
                 j += 1
             path = value_path()
-            if path is not None and _is_secret_at(schema, path):
+            # `null`, `true` and `false` (or the start of one, cut off) hold no text to hide
+            # where secrets only may sit (a list of them given `null`): kept, so the record
+            # replays as it failed.
+            literal = any(word.startswith(text[i:j]) for word in ("null", "true", "false"))
+            if path is not None and hidden(path, not literal):
                 out.append(f'"{REDACTED}"')
             else:
                 out.append(text[i:j])

@@ -807,6 +807,37 @@ class _Schema:
             self._marks_of[name] = (marked, frozenset(refs))
         return marked, refs
 
+    def hides(self, node: Mapping[str, Any] | None, scalar: bool) -> bool:
+        """Whether a value `node` describes is shown as `[redacted]` whole: it is secret, or
+        it is a scalar where secrets belong (one that cannot be taken apart may be one)."""
+        if node is None:
+            return False
+        return self.is_secret_here(node) or (scalar and self.holds_secret(node))
+
+    def beneath(
+        self, node: Mapping[str, Any] | None, seg: str | int
+    ) -> tuple[dict[str, Any] | None, bool]:
+        """The schema of the value at `seg` inside a value of `node` (None where the schema
+        says nothing of it), and whether that value is shown as `[redacted]` whole for where
+        it sits: a key or item the schema does not place, next to secrets, may be one."""
+        if node is None:
+            return None, False
+        child = self.child(node, seg)
+        return child, child is None and self.holds_secret(node)
+
+    def hides_at(self, path: Sequence[str | int], scalar: bool) -> bool:
+        """Whether the value at `path` of the arguments is shown as `[redacted]` wherever an
+        error shows it: the same steps `_scrub` takes from the root, which, with every union
+        branch's view merged (`child`), hide at least what `locate` hides for any error."""
+        node: Mapping[str, Any] | None = self.root
+        for seg in path:
+            if self.hides(node, False):
+                return True
+            node, hidden = self.beneath(node, seg)
+            if hidden:
+                return True
+        return self.hides(node, scalar)
+
     def child(self, node: Mapping[str, Any], seg: str | int) -> dict[str, Any] | None:
         """The schema of the value at `seg` inside a value of `node` (what every part of it
         says, merged), or None where the schema describes no such value."""
@@ -876,6 +907,22 @@ def _is_pydantic_dataclass(value: Any) -> bool:
     """Whether `value` is an instance of a Pydantic dataclass (its fields carry `FieldInfo`)."""
     fields: object = getattr(type(cast(object, value)), "__pydantic_fields__", None)
     return not isinstance(value, type) and isinstance(fields, dict)
+
+
+def hidden_values(schema: Mapping[str, Any]) -> Callable[[Sequence[str | int], bool], bool]:
+    """The rule by which validation hides argument values of a tool, for anything else that
+    shows them (a recording, `toolwire inspect`): one rule, so they hide what validation does.
+
+    Args:
+        schema: The tool's self-contained schema (`Toolset.schema(name)`).
+
+    Returns:
+        `hidden(path, scalar)`: whether any error would show the value at `path` (keys and
+        array indexes from the root of the arguments) as `[redacted]`, either as a whole or
+        inside a value around it. `scalar` says the value is a string or number, which is
+        hidden too where an object or array holding secrets belongs.
+    """
+    return _Schema(schema).hides_at
 
 
 def without_values(text: str, secrets: Sequence[str]) -> str:
@@ -1223,12 +1270,11 @@ class _ErrorBuilder:
         if out.full:
             # Past what `shown_text` keeps: a 100,000-item array is not walked to its end.
             return
-        if node is not None:
-            node = self.schema.deref(node)
-            if self.schema.is_secret_here(node):
-                out.append(json.dumps(REDACTED))
-                return
-        holds = node is not None and self.schema.holds_secret(node)
+        # `_Schema.hides` and `beneath` decide what is hidden, as they do for a recording
+        # (`_Schema.hides_at`): the two must not drift apart.
+        if self.schema.hides(node, not isinstance(value, (dict, list))):
+            out.append(json.dumps(REDACTED))
+            return
         if isinstance(value, dict):
             out.append("{")
             for i, (key, item) in enumerate(cast(dict[str, Any], value).items()):
@@ -1236,9 +1282,8 @@ class _ErrorBuilder:
                     break
                 out.append("," if i else "")
                 out.append(json.dumps(key, ensure_ascii=False) + ":")
-                child = None if node is None else self.schema.child(node, key)
-                if child is None and holds:
-                    # A key the schema does not place, next to secrets: it may be one.
+                child, hidden = self.schema.beneath(node, key)
+                if hidden:
                     out.append(json.dumps(REDACTED))
                 else:
                     self._scrub(item, child, [*parts, key], out)
@@ -1249,15 +1294,12 @@ class _ErrorBuilder:
                 if out.full:
                     break
                 out.append("," if i else "")
-                child = None if node is None else self.schema.child(node, i)
-                if child is None and holds:
+                child, hidden = self.schema.beneath(node, i)
+                if hidden:
                     out.append(json.dumps(REDACTED))
                 else:
                     self._scrub(item, child, [*parts, i], out)
             out.append("]")
-        elif holds:
-            # A scalar where an object or array holding secrets belongs.
-            out.append(json.dumps(REDACTED))
         else:
             where = pointer(parts)
             words = shown(self._number_as_written(where, value))

@@ -137,8 +137,10 @@ def test_redaction_of_secret_fields(tmp_path: Path) -> None:
     written = records(tmp_path / "r.jsonl")
     # A stream with secret fields is never stored whole: its failed calls are, redacted.
     assert [r["toolwire"] for r in written] == ["call", "call"]
+    # A key the schema does not place, next to secrets, is hidden as validation hides it
+    # wherever it shows the arguments around it (a model validator's error, say).
     assert written[0]["arguments"] == (
-        '{"user": "ann", "password": "[redacted]", "token": "[redacted]", "extra": 1}'
+        '{"user": "ann", "password": "[redacted]", "token": "[redacted]", "extra": "[redacted]"}'
     )
     assert written[1]["arguments"] == '{"user": "bob", "password": "[redacted]'
     report = replay(load_corpus([tmp_path / "r.jsonl"]), tools)
@@ -188,8 +190,10 @@ def test_a_misspelt_secret_field_is_redacted_as_validation_reads_it() -> None:
     for key in ("Password", "pasword", "PASSWORD"):
         text = json.dumps({"user": "u_a", key: "hunter2"})
         assert "hunter2" not in redact_arguments(text, schema), key
+    # Any other unknown key next to secrets is hidden too: validation shows it redacted
+    # wherever it shows the object around it. A declared field stays.
     assert redact_arguments('{"user": "u_a", "note": "hi"}', schema) == (
-        '{"user": "u_a", "note": "hi"}'
+        '{"user": "u_a", "note": "[redacted]"}'
     )
 
 
