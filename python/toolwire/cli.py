@@ -360,7 +360,11 @@ def _record(args: argparse.Namespace, err: Console) -> int:
     fmt: object = getattr(asm, "format", None) or asm.chunk_format
     try:
         written = recorder.record_stream(
-            calls, outcomes, body=body, format=fmt if isinstance(fmt, str) else None
+            calls,
+            outcomes,
+            body=body,
+            format=fmt if isinstance(fmt, str) else None,
+            stream_errors=asm.stream_errors(),
         )
     except OSError as exc:
         raise _UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from exc

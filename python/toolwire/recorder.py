@@ -19,9 +19,13 @@ Redaction: every value validation would show as `"[redacted]"` in an error becom
 not place next to secrets), then the `redact` hook (`(json_pointer, text) -> text`, the same
 signature as `Toolset(redact=...)`) is applied to every other string value. Both edit the raw
 text in place, so a truncated or invalid text stays truncated or invalid; a value that is both
-secret and malformed loses its malformation (secrecy wins). Whole streams are recorded only
-when nothing would need redacting, since a secret may be cut across chunks; otherwise the
-stream's failed calls are recorded one by one, redacted.
+secret and malformed loses its malformation (secrecy wins). A call of no tool the toolset knows
+(no name, or an unknown one) has every value hidden while any tool declares a secret.
+
+Whole streams are recorded only when nothing would need redacting, since a secret may be cut
+across chunks: while the toolset declares any secret, only a raw body read in full (no event
+skipped unread, no stream limit passed, per `stream_errors`), each of its calls named as a
+tool that declares none. Otherwise the stream's failed calls are recorded one by one, redacted.
 
 Size cap: before a record would push `corpus.jsonl` past `max_bytes`, the file is rotated to
 `corpus.1.jsonl` (`corpus.1` to `corpus.2`, ...), keeping `backups` old files.
@@ -49,7 +53,7 @@ from toolwire.payloads import compact_json
 from toolwire.replay import CORPUS_SCHEMA_VERSION, raw_bytes, schema_hash, verdict
 from toolwire.schema_export import secret_patterns
 from toolwire.stream import ToolStream, is_provider_error
-from toolwire.subschemas import is_marked_secret, resolve, same_value
+from toolwire.subschemas import SECRET_KEY, is_marked_secret, resolve, same_value
 from toolwire.validation import REDACTED, Redactor, hidden_values
 
 if TYPE_CHECKING:
@@ -466,15 +470,53 @@ class Recorder:
             return None
         return schema_hash(toolset, tool)
 
-    def _needs_redaction(self, tools: Iterable[str | None], toolset: Toolset | None) -> bool:
+    def _secret_tools(self, toolset: Toolset | None) -> set[str]:
+        """The tools of the toolset whose schemas declare a secret anywhere."""
+        toolset = self.toolset if toolset is None else toolset
+        if toolset is None:
+            return set()
+        return {name for name in toolset.names() if secret_patterns(toolset.schema(name))}
+
+    def _redaction_schema(
+        self, tool: str | None, toolset: Toolset | None
+    ) -> Mapping[str, Any] | None:
+        """The schema a call's arguments are redacted by. A call of no tool the toolset knows
+        (its name lost with a malformed event, or misspelt) may be a call of one that declares
+        secrets: while any tool does, every value of it is hidden (`_UNKNOWN_TOOL`), keys and
+        structure kept, as no schema says which of its values are safe to keep."""
+        schema = self._schema(tool, toolset)
+        if schema is None and self._secret_tools(toolset):
+            return _UNKNOWN_TOOL
+        return schema
+
+    def _whole_is_safe(
+        self,
+        calls: Sequence[ToolCall],
+        stream_errors: Iterable[tuple[str, int, str]] | None,
+        *,
+        raw: bool,
+        toolset: Toolset | None,
+    ) -> bool:
+        """Whether a stream may be stored as received: nothing in it needs redacting.
+
+        The body may hold what no listed call shows: an event skipped unread (a call in it is
+        not listed at all), a call refused past a stream limit, a call whose name was lost. So
+        while the toolset declares any secret, only a raw body whose stream errors say every
+        event was read, each call named as a tool that declares none, is stored whole. The
+        chunk path does not report a chunk it could not read, so it never qualifies.
+        """
         if self.redact is not None:
+            return False
+        secret = self._secret_tools(toolset)
+        if not secret:
             return True
-        for tool in tools:
-            schema = self._schema(tool, toolset)
-            # Every place a secret may sit, array items and additional properties included.
-            if schema is not None and secret_patterns(schema):
-                return True
-        return False
+        if not raw or stream_errors is None:
+            return False
+        if any(kind not in _READ_STREAM_ERRORS for kind, _, _ in stream_errors):
+            return False
+        toolset = self.toolset if toolset is None else toolset
+        known: set[str] = set() if toolset is None else set(toolset.names())
+        return all(c.name in known and c.name not in secret for c in calls)
 
     def call_record(
         self,
@@ -500,7 +542,8 @@ class Recorder:
         # The bytes as received: bytes that are not UTF-8 stay `surrogateescape` code points
         # (written as `\udcXX`), which replay turns back into the same bytes.
         raw = call.arguments_bytes.decode("utf-8", "surrogateescape")
-        arguments = redact_arguments(raw, self._schema(call.name, toolset), self.redact)
+        schema = self._redaction_schema(call.name, toolset)
+        arguments = redact_arguments(raw, schema, self.redact)
         digest = _digest(raw_bytes(f"{call.name}\0{arguments}"))
         record: dict[str, Any] = {
             "toolwire": "call",
@@ -575,8 +618,14 @@ class Recorder:
         policy: StreamPolicy | None = None,
         interrupted: str | None = None,
         toolset: Toolset | None = None,
+        stream_errors: Iterable[tuple[str, int, str]] | None = None,
     ) -> int:
         """Record one finished stream: as a whole (per `policy`) or its failed calls.
+
+        While the toolset declares any secret, a stream is stored whole only when nothing in
+        it can need redacting: a raw `body` whose `stream_errors` are given and show every
+        event read, each call named as a tool that declares no secret. Otherwise its failed
+        calls are recorded one by one, redacted.
 
         Args:
             calls: The stream's calls (`ToolStream.calls` / `Assembler.finish()`).
@@ -590,6 +639,8 @@ class Recorder:
                 the replay interrupts the assembler where the live stream did.
             toolset: The toolset the stream was validated with, when not the recorder's:
                 its schemas say what to redact.
+            stream_errors: `Assembler.stream_errors()` of the assembler that read `body`:
+                without them, nothing says that no event was skipped unread.
 
         Returns:
             The number of records written.
@@ -602,7 +653,8 @@ class Recorder:
         whole = (policy == "all" or (policy == "failed" and failed)) and (
             chunks is not None or body is not None
         )
-        if whole and not self._needs_redaction((c.name for c in calls), toolset):
+        raw = body is not None
+        if whole and self._whole_is_safe(calls, stream_errors, raw=raw, toolset=toolset):
             record: dict[str, Any] = {"toolwire": "stream"}
             if format is not None:
                 record["format"] = format
@@ -662,6 +714,14 @@ class Recorder:
         return RecordingToolStream(
             stream, tools if tools is not None else self.toolset, recorder=self, progress=progress
         )
+
+
+# `stream_errors` kinds of events that were read (the others were skipped unread, or the
+# response was refused past a limit): a provider's error event is read, and replays as it came.
+_READ_STREAM_ERRORS = frozenset({"provider_error"})
+
+# Redacts every value: stands for the schema of a call of a tool the toolset does not know.
+_UNKNOWN_TOOL: Mapping[str, Any] = {SECRET_KEY: True}
 
 
 def _blob(value: object) -> str:

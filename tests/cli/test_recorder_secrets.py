@@ -1,8 +1,12 @@
-"""A recording never holds a secret that validation would hide."""
+"""A recording never holds a secret that validation would hide: whole streams, calls without a
+name, and values in shapes the schema does not describe."""
 
 from __future__ import annotations
 
+import io
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +15,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, SecretStr
 
 from toolwire import Assembler, Toolset
-from toolwire.recorder import Recorder, redact_arguments
+from toolwire.cli import main
+from toolwire.recorder import Recorder, StreamPolicy, redact_arguments
 
 SECRET = "hunter2"
 
@@ -38,6 +43,163 @@ class Deploy(BaseModel):
 
 
 TOOLSET = Toolset([Login, Ping, Deploy])
+"""Read by `toolwire record --tools` below."""
+
+
+def _chat(index: int, name: str, arguments: str) -> str:
+    call = {"index": index, "id": f"c{index}", "type": "function"}
+    call["function"] = {"name": name, "arguments": arguments}
+    chunk = {"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]}
+    return f"data: {json.dumps(chunk)}\n\n"
+
+
+_END = 'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n'
+_LOGIN = json.dumps({"user": "bob", "password": SECRET})
+
+
+def _anthropic(start_index: str) -> str:
+    start = {
+        "type": "content_block_start",
+        "index": start_index,
+        "content_block": {"type": "tool_use", "id": "t", "name": "login", "input": {}},
+    }
+    delta = {
+        "type": "content_block_delta",
+        "index": 1,
+        "delta": {"type": "input_json_delta", "partial_json": _LOGIN},
+    }
+    events = [
+        ("content_block_start", start),
+        ("content_block_delta", delta),
+        ("content_block_stop", {"type": "content_block_stop", "index": 1}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}),
+    ]
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+
+
+# Bodies that carry a login call no listed call shows with its name.
+_HIDDEN_CALLS: dict[str, tuple[dict[str, Any], str]] = {
+    # The login call is refused past `max_calls`: it is not listed.
+    "past_max_calls": (
+        {"max_calls": 1},
+        _chat(0, "ping", '{"host":"a"}') + _chat(1, "login", _LOGIN),
+    ),
+    # Its only event is malformed (a trailing comma): skipped, so no call exists.
+    "malformed_event": ({}, _chat(0, "login", _LOGIN).replace("]}\n\n", "],}\n\n")),
+    # Its start event is malformed (the index a string): the call arrives without a name.
+    "nameless_call": ({}, _anthropic("1")),
+}
+
+
+def _read(body: bytes, **limits: Any) -> Assembler:
+    asm = Assembler(tools=TOOLSET, **limits)
+    asm.feed_sse(body)
+    return asm
+
+
+@pytest.mark.parametrize("policy", ["failed", "all"])
+@pytest.mark.parametrize("case", list(_HIDDEN_CALLS))
+@pytest.mark.parametrize("errors_given", [True, False])
+def test_a_stream_hiding_a_secret_call_is_not_recorded_whole(
+    tmp_path: Path, case: str, policy: StreamPolicy, errors_given: bool
+) -> None:
+    limits, text = _HIDDEN_CALLS[case]
+    body = (text + _END).encode()
+    asm = _read(body, **limits)
+    calls = asm.finish()
+    path = tmp_path / "c.jsonl"
+    recorder = Recorder(path, toolset=TOOLSET, streams=policy)
+    stream_errors = asm.stream_errors() if errors_given else None
+    outcomes = [TOOLSET.validate(c) for c in calls]
+    recorder.record_stream(
+        calls, outcomes, body=body, format=asm.format, stream_errors=stream_errors
+    )
+    written = path.read_text(encoding="utf-8") if path.exists() else ""
+    assert SECRET not in written
+    assert '"toolwire":"stream"' not in written
+
+
+def test_a_call_without_a_name_has_every_value_hidden(tmp_path: Path) -> None:
+    # No schema says which of its values are safe: it may be a call of any tool.
+    body = (_anthropic("1") + _END).encode()
+    (call,) = _read(body).finish()
+    assert call.name is None
+    path = tmp_path / "c.jsonl"
+    Recorder(path, toolset=TOOLSET).record_call(call)
+    (record,) = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert record["arguments"] == '{"user": "[redacted]", "password": "[redacted]"}'
+
+
+def test_a_call_of_an_unknown_tool_has_every_value_hidden() -> None:
+    asm = Assembler(tools=TOOLSET)
+    asm.feed(0, id="c", name="logn", arguments=_LOGIN)
+    (call,) = asm.finish()
+    record = Recorder("unused.jsonl", toolset=TOOLSET).call_record(call, TOOLSET.validate(call))
+    assert SECRET not in record["arguments"] and "bob" not in record["arguments"]
+
+
+def test_a_stream_read_in_full_of_tools_without_secrets_is_still_recorded_whole(
+    tmp_path: Path,
+) -> None:
+    body = (_chat(0, "ping", '{"host":"a"}') + _chat(1, "ping", '{"host":') + _END).encode()
+    asm = _read(body)
+    calls = asm.finish()
+    path = tmp_path / "c.jsonl"
+    recorder = Recorder(path, toolset=TOOLSET, streams="failed")
+    outcomes = [TOOLSET.validate(c) for c in calls]
+    recorder.record_stream(
+        calls, outcomes, body=body, format=asm.format, stream_errors=asm.stream_errors()
+    )
+    (record,) = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert record["toolwire"] == "stream"
+    # Without the stream's errors nothing says no event was skipped: its calls are recorded.
+    path.unlink()
+    recorder.record_stream(calls, outcomes, body=body, format=asm.format)
+    (record,) = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert record["toolwire"] == "call"
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        # Chunks the SDK path skips without a stream error.
+        {"choices": [{"index": 0, "delta": {"tool_calls": f"login {SECRET}"}}]},
+        {"weird": {"password": SECRET}},
+    ],
+)
+def test_a_chunk_stream_with_an_unread_chunk_is_not_recorded_whole(
+    tmp_path: Path, chunk: dict[str, Any]
+) -> None:
+    first = json.loads(_chat(0, "ping", '{"host":')[len("data: ") :])
+    path = tmp_path / "c.jsonl"
+    recorder = Recorder(path, toolset=TOOLSET, streams="all")
+    with recorder.assemble([first, chunk]) as stream:
+        list(stream)
+    written = path.read_text(encoding="utf-8")
+    assert SECRET not in written and '"toolwire":"call"' in written
+
+
+# The command reads with the default limits.
+@pytest.mark.parametrize(
+    "case", [case for case, (limits, _) in _HIDDEN_CALLS.items() if not limits]
+)
+def test_the_record_command_keeps_a_hidden_secret_call_out(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+) -> None:
+    _, text = _HIDDEN_CALLS[case]
+
+    class Stdin:
+        buffer = io.BytesIO((text + _END).encode())
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    out = tmp_path / "r.jsonl"
+    tools = f"{__name__}:TOOLSET"
+    assert main(["record", str(out), "--tools", tools, "--streams", "all"]) == 0
+    capsys.readouterr()
+    assert SECRET not in (out.read_text(encoding="utf-8") if out.exists() else "")
 
 
 # --------------------------------------------------------------------------------------------
