@@ -157,3 +157,34 @@ proptest! {
         prop_assert_eq!(sorted(drained), expected);
     }
 }
+
+/// A name no tool has, that a tool's name starts with (`tool` beside `tool_v2`), waits only
+/// while more of it may come: once the arguments begin (or the call ends) it is final, and the
+/// unknown tool is said then, not first at `finish`.
+#[test]
+fn an_unknown_name_that_starts_a_known_one_is_said_once_it_is_final() {
+    let mut registry = Registry::new();
+    registry
+        .add("search_web", &json!({"type": "object"}))
+        .expect("schema");
+    let registry = Arc::new(registry);
+    let kinds = |a: &mut Assembler| {
+        a.drain_errors()
+            .into_iter()
+            .map(|(_, e)| e.kind)
+            .collect::<Vec<_>>()
+    };
+    let mut a = Assembler::with_tools(AssemblerConfig::default(), registry.clone()).expect("ok");
+    a.feed(&delta(Some("search"), b"")).expect("feed");
+    // More of the name may come yet.
+    assert!(kinds(&mut a).is_empty());
+    assert!(!a.has_certain_error());
+    a.feed(&delta(None, b"{\"q\": ")).expect("feed");
+    assert_eq!(kinds(&mut a), [toolwire::ErrorKind::UnknownTool]);
+    assert!(a.has_certain_error());
+    // Ended before any argument: final too.
+    let mut a = Assembler::with_tools(AssemblerConfig::default(), registry).expect("ok");
+    let ordinal = a.feed(&delta(Some("search"), b"")).expect("feed");
+    a.end_call(ordinal).expect("end");
+    assert_eq!(kinds(&mut a), [toolwire::ErrorKind::UnknownTool]);
+}

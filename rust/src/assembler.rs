@@ -1565,6 +1565,7 @@ impl Assembler {
         let mut out = Vec::new();
         for (ordinal, call) in self.calls.iter_mut().enumerate() {
             call.sync();
+            settle_name(call);
             let start = out.len();
             let mut reported = call.reported;
             // An arrival error (a fragment that cannot join the call) is known when its delta
@@ -1603,6 +1604,7 @@ impl Assembler {
         }
         self.calls.iter_mut().any(|c| {
             c.sync();
+            settle_name(c);
             has_certain_error(&c.scanner, c.check.as_deref())
                 || c.arrival.is_some()
                 || c.held.as_ref().is_some_and(|h| h.early.is_some())
@@ -2307,6 +2309,16 @@ fn early_errors(call: &Call) -> (Option<&Error>, Vec<&Error>) {
                 .as_ref()
                 .map_or_else(Vec::new, |c| c.early_errors().collect()),
         ),
+    }
+}
+
+/// Once a call's arguments began or it ended, its name is final: a later name under its key
+/// starts another call (see `open_call_for`).
+fn settle_name(call: &mut Call) {
+    if call.ended || call.has_arguments() {
+        if let Some(check) = call.check.as_deref_mut() {
+            check.name_is_final();
+        }
     }
 }
 

@@ -151,6 +151,10 @@ impl Registry {
 #[derive(Debug)]
 pub struct CallCheck {
     name_error: Option<Error>,
+    /// The error of a name that no tool has but some tool's name starts with (`search` beside
+    /// `search_web`): said once the name is final ([`CallCheck::name_is_final`]), since until
+    /// then more of it may come.
+    unregistered: Option<Box<Error>>,
     checker: Option<Checker>,
     /// Under the `last_wins` policy a later duplicate key can replace any member's value, so
     /// no violation of the arguments is certain before the end: only the name's is.
@@ -161,7 +165,10 @@ impl CallCheck {
     /// Starts checking a call to `name`, catching up on the argument text already received.
     #[must_use]
     pub fn new(registry: &Registry, name: &str, received: &[u8], config: &ScanConfig) -> Self {
-        let name_error = (!registry.name_viable(name)).then(|| unknown_tool(name, registry));
+        let viable = registry.name_viable(name);
+        let name_error = (!viable).then(|| unknown_tool(name, registry));
+        let unregistered =
+            (viable && !registry.contains(name)).then(|| Box::new(unknown_tool(name, registry)));
         let checker = registry
             .tools
             .get(name)
@@ -169,6 +176,7 @@ impl CallCheck {
             .map(Checker::new);
         let mut check = Self {
             name_error,
+            unregistered,
             checker,
             provisional: config.duplicate_keys == DuplicateKeys::LastWins,
         };
@@ -177,6 +185,14 @@ impl CallCheck {
             check.push(&mut replay, received);
         }
         check
+    }
+
+    /// The call's name can no longer grow (its arguments began, or the call ended): a name
+    /// no tool has is an error from now on, though some tool's name starts with it.
+    pub fn name_is_final(&mut self) {
+        if let Some(error) = self.unregistered.take() {
+            self.name_error.get_or_insert(*error);
+        }
     }
 
     /// True when there is a schema to check the arguments against.
