@@ -50,9 +50,15 @@ from toolwire.coercion import pointer
 from toolwire.events import CallCompleted, StreamEnded
 from toolwire.formats._fields import get, plain
 from toolwire.payloads import compact_json
-from toolwire.replay import CORPUS_SCHEMA_VERSION, raw_bytes, schema_hash, verdict
+from toolwire.replay import (
+    CORPUS_SCHEMA_VERSION,
+    STREAM_LIMIT_DEFAULTS,
+    raw_bytes,
+    schema_hash,
+    verdict,
+)
 from toolwire.schema_export import secret_patterns
-from toolwire.stream import ToolStream, is_provider_error
+from toolwire.stream import AssemblerLimits, ToolStream, is_provider_error
 from toolwire.subschemas import SECRET_KEY, is_marked_secret, resolve, same_value
 from toolwire.validation import REDACTED, Redactor, hidden_values
 
@@ -108,12 +114,16 @@ def _secret_here(root: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
 
 def _end_of(call: ToolCall) -> dict[str, Any] | None:
     """How the stream ended the call, when its text alone does not say: the provider stopped
-    it (`stop`, with the reason), the stream broke off before its arguments began (`cut`), or
-    an event that carried part of them could not be read (`lost`, with the error's message).
-    Replay ends the call the same way."""
+    it (`stop`, with the reason), the stream broke off before its arguments began (`cut`), an
+    event that carried part of them could not be read (`lost`, with the error's message), or
+    the response passed a stream limit and was refused whole (`refused`, with the limit's
+    name). Replay ends the call the same way."""
     error = call.error
     if error is None:
         return None
+    refused = _refusal(call)
+    if refused is not None:
+        return {"refused": refused[0]}
     if error.kind == "lost_event":
         return {"lost": error.message}
     if error.kind == "filtered":
@@ -160,14 +170,54 @@ def _broken_at(text: str) -> int | None:
     return None
 
 
-def limits_of(calls: Iterable[object]) -> dict[str, int | str]:
-    """The assembler limits the calls were read with, where they differ from the defaults
-    (`ToolCall.limits`; the calls of one stream share them): replay reads with the same."""
+# The core's message for a response refused whole names the limit and its value (the
+# `too_large` of one call past `max_bytes` says neither).
+_REFUSED = re.compile(r"more than (\d+) .*?\((max_calls|max_stream_bytes)\): it is refused whole")
+
+
+def _refusal(call: object) -> tuple[str, int] | None:
+    """The stream limit that refused the call's response whole, and its value, if one did."""
+    error: object = getattr(call, "error", None)
+    if getattr(error, "kind", None) != "too_large":
+        return None
+    found = _REFUSED.search(str(getattr(error, "message", "")))
+    return None if found is None else (found[2], int(found[1]))
+
+
+def limits_of(
+    calls: Iterable[object], limits: Mapping[str, object] | None = None
+) -> dict[str, int | str]:
+    """The assembler limits the calls were read with, where they differ from the defaults:
+    replay reads with the same.
+
+    Args:
+        calls: The calls of one stream (they share `ToolCall.limits`).
+        limits: The limits the stream's assembler was made with, when the caller knows them
+            (`AssemblerLimits`): they add `max_calls` and `max_stream_bytes`, which
+            `ToolCall.limits` leaves out.
+
+    Returns:
+        The limits, as `Assembler` keyword arguments; a stream limit that refused the
+        response is there even when the caller did not say it.
+    """
+    calls = list(calls)
+    out: dict[str, int | str] = {}
     for call in calls:
-        limits: object = getattr(call, "limits", None)
-        if isinstance(limits, dict):
-            return dict(cast("dict[str, int | str]", limits))
-    return {}
+        found: object = getattr(call, "limits", None)
+        if isinstance(found, dict):
+            out.update(cast("dict[str, int | str]", found))
+            break
+    # `ToolCall.limits` leaves out the limits of the response: the caller's, or the refusal's.
+    for name, default in STREAM_LIMIT_DEFAULTS.items():
+        value = (limits or {}).get(name)
+        if isinstance(value, int) and value != default:
+            out[name] = value
+    for call in calls:
+        refused = _refusal(call)
+        if refused is not None:
+            out[refused[0]] = refused[1]
+            break
+    return out
 
 
 def secret_pointers(schema: Mapping[str, Any]) -> list[str]:
@@ -525,6 +575,7 @@ class Recorder:
         *,
         format: str | None = None,
         toolset: Toolset | None = None,
+        limits: AssemblerLimits | None = None,
     ) -> dict[str, Any]:
         """The corpus record of one call (redacted), without writing it.
 
@@ -534,6 +585,8 @@ class Recorder:
             format: The wire format it came in, for the record.
             toolset: The toolset the call was validated with, when not the recorder's: its
                 schemas say what to redact and give the schema hash.
+            limits: The limits its assembler was made with (`AssemblerLimits`), for the
+                record: `max_calls` and `max_stream_bytes` are not on the call.
 
         Returns:
             A `call` record.
@@ -557,9 +610,9 @@ class Recorder:
             record["schema_hash"] = schema_digest
         if format is not None:
             record["format"] = format
-        limits = limits_of([call])
-        if limits:
-            record["limits"] = limits
+        recorded_limits = limits_of([call], limits)
+        if recorded_limits:
+            record["limits"] = recorded_limits
         observed: dict[str, Any] = {"state": state}
         if code is not None:
             observed["code"] = code
@@ -579,6 +632,7 @@ class Recorder:
         *,
         format: str | None = None,
         toolset: Toolset | None = None,
+        limits: AssemblerLimits | None = None,
     ) -> bool:
         """Record `call` if it failed (its outcome is not ok, or without one, it has an error).
 
@@ -587,6 +641,7 @@ class Recorder:
             outcome: Its validation outcome, if any.
             format: The wire format it came in, for the record.
             toolset: The toolset the call was validated with, when not the recorder's.
+            limits: The limits its assembler was made with (`AssemblerLimits`), if known.
 
         Returns:
             True if a record was written.
@@ -594,7 +649,7 @@ class Recorder:
         failed = (not outcome.ok) if outcome is not None else call.error is not None
         if not failed:
             return False
-        record = self.call_record(call, outcome, format=format, toolset=toolset)
+        record = self.call_record(call, outcome, format=format, toolset=toolset, limits=limits)
         if self.dedupe:
             with self._lock:
                 if record["id"] in self._seen:
@@ -619,6 +674,7 @@ class Recorder:
         interrupted: str | None = None,
         toolset: Toolset | None = None,
         stream_errors: Iterable[tuple[str, int, str]] | None = None,
+        limits: AssemblerLimits | None = None,
     ) -> int:
         """Record one finished stream: as a whole (per `policy`) or its failed calls.
 
@@ -641,6 +697,9 @@ class Recorder:
                 its schemas say what to redact.
             stream_errors: `Assembler.stream_errors()` of the assembler that read `body`:
                 without them, nothing says that no event was skipped unread.
+            limits: The limits the stream's assembler was made with (`AssemblerLimits`),
+                if known: a recording replays under the same (a limit that refused the
+                response is recorded either way).
 
         Returns:
             The number of records written.
@@ -660,9 +719,9 @@ class Recorder:
                 record["format"] = format
             if interrupted is not None:
                 record["interrupted"] = interrupted
-            limits = limits_of(calls)
-            if limits:
-                record["limits"] = limits
+            recorded_limits = limits_of(calls, limits)
+            if recorded_limits:
+                record["limits"] = recorded_limits
             hashes = {n: h for c in calls if (h := self._hash(n := c.name, toolset)) is not None}
             if hashes:
                 record["schema_hashes"] = dict(sorted(hashes.items()))
@@ -683,7 +742,9 @@ class Recorder:
             record = {"toolwire": "stream", "id": f"stream-{_digest(content)}", **record}
             self.write(record)
             return 1
-        return sum(self.record_call(c, o, format=format, toolset=toolset) for c, o in pairs)
+        return sum(
+            self.record_call(c, o, format=format, toolset=toolset, limits=limits) for c, o in pairs
+        )
 
     # Stream hooks -------------------------------------------------------------------------
 
@@ -698,7 +759,12 @@ class Recorder:
             self.record_call(event.call, event.outcome, format=format)
 
     def assemble(
-        self, stream: Iterable[object], tools: Toolset | None = None, *, progress: bool = True
+        self,
+        stream: Iterable[object],
+        tools: Toolset | None = None,
+        *,
+        progress: bool = True,
+        limits: AssemblerLimits | None = None,
     ) -> RecordingToolStream:
         """`toolwire.assemble` that records the stream when it ends.
 
@@ -706,13 +772,19 @@ class Recorder:
             stream: The SDK stream (or any iterable of chunks).
             tools: The toolset to validate with; defaults to the recorder's.
             progress: Emit `ArgumentsProgress` events.
+            limits: The limits of the stream's `Assembler`, as `toolwire.assemble` takes
+                them; they are recorded, and the replay reads with the same.
 
         Returns:
             A `ToolStream` (same events, same attributes) that records on its last event or
             when closed early.
         """
         return RecordingToolStream(
-            stream, tools if tools is not None else self.toolset, recorder=self, progress=progress
+            stream,
+            tools if tools is not None else self.toolset,
+            recorder=self,
+            progress=progress,
+            limits=limits,
         )
 
 
@@ -772,6 +844,7 @@ class RecordingToolStream(ToolStream):
         *,
         recorder: Recorder,
         progress: bool = True,
+        limits: AssemblerLimits | None = None,
     ) -> None:
         """Wrap `source` (see `ToolStream`).
 
@@ -780,6 +853,10 @@ class RecordingToolStream(ToolStream):
             tools: The toolset.
             recorder: Where the stream goes when it ends.
             progress: Emit `ArgumentsProgress` events.
+            limits: The assembler's limits (`AssemblerLimits`), recorded with the stream.
+
+        Raises:
+            MisuseError: See `ToolStream`.
         """
         self._chunks: list[object] = []
         self._recorder = recorder
@@ -787,7 +864,7 @@ class RecordingToolStream(ToolStream):
         self._tools = tools
         self._recorded = False
         # The SDK stream stays the source `close` closes; `_chunks_of` keeps its chunks.
-        super().__init__(source, tools, progress=progress)
+        super().__init__(source, tools, progress=progress, limits=limits)
 
     def _chunks_of(self, source: Iterable[object]) -> Iterator[object]:
         """The SDK stream's chunks, each kept for the record as it passes."""
@@ -814,6 +891,7 @@ class RecordingToolStream(ToolStream):
                 format=self.format,
                 interrupted=type(error).__name__ if broken else None,
                 toolset=self._tools,
+                limits=self._driver.limits,
             )
 
     def __next__(self) -> Event:

@@ -14,8 +14,10 @@ A corpus is a set of files (directories are searched for `*.jsonl` and `*.sse`):
     argument text is replayed as a single fragment (what the recorder writes for failed calls).
     Its `end`, when the text alone does not say how the stream ended the call, is replayed
     after it: `{"stop": reason}` (the provider stopped it: `filtered`), `{"cut": true}`
-    (the stream ended before its arguments began: `truncated`) or `{"lost": reason}` (an event
-    that carried part of them could not be read: `lost_event`).
+    (the stream ended before its arguments began: `truncated`), `{"lost": reason}` (an event
+    that carried part of them could not be read: `lost_event`) or `{"refused": limit}` (the
+    response passed its `max_calls` or `max_stream_bytes` limit and was refused whole:
+    `too_large`; the replay takes it past the same limit again).
 
   Plain lines before any record form one stream entry named after the file, so a JSONL file of
   SDK chunks or events is a corpus as it is.
@@ -27,8 +29,9 @@ record may carry `interrupted` (the recorder writes the exception's class name w
 connection broke off): a broken connection leaves no chunk, so the replay interrupts the
 assembler after the last chunk, as the live stream did. Any record may carry `limits`, the
 recorded assembler's limits that differ from the defaults (`max_depth`, `max_bytes`,
-`max_number_digits`, `duplicate_keys`, as `ToolCall.limits` gives them): the replay's
-assembler reads with the same, so a text reaches the verdict it had live.
+`max_number_digits`, `duplicate_keys`, as `ToolCall.limits` gives them, and the response's
+`max_calls` and `max_stream_bytes`): the replay's assembler reads with the same, so a text
+reaches the verdict it had live.
 
 `fragments` chunks are the core's own deltas, one per line:
 `{"index": 0, "id": ..., "name": ..., "arguments": ..., "type": ...}`, `{"end": 0}` or
@@ -52,6 +55,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import importlib
+import inspect
 import json
 import re
 import time
@@ -71,6 +75,7 @@ from toolwire.validation import Outcome
 __all__ = [
     "CORPUS_SCHEMA_VERSION",
     "REPORT_SCHEMA_VERSION",
+    "STREAM_LIMIT_DEFAULTS",
     "BaselineDiff",
     "CallResult",
     "CaseResult",
@@ -210,7 +215,16 @@ class Entry:
     limits: Mapping[str, int | str] = field(default_factory=lambda: {})
 
 
-_LIMIT_NAMES = ("max_depth", "max_bytes", "max_number_digits")
+_LIMIT_NAMES = ("max_depth", "max_bytes", "max_number_digits", "max_calls", "max_stream_bytes")
+STREAM_LIMIT_DEFAULTS: dict[str, int] = {
+    name: cast("int", inspect.signature(Assembler).parameters[name].default)
+    for name in ("max_calls", "max_stream_bytes")
+}
+"""The limits that bound a whole response rather than one call (`ToolCall.limits` leaves
+them out), with the assembler's defaults; a call record replays a refusal by either."""
+# Replaying a refusal by `max_calls` starts that many calls: a response refused past more
+# calls than this is no recording, it is a damaged record.
+_MOST_CALLS_REFUSED = 1_000_000
 
 
 def _parse_limits(raw: object, where: str) -> dict[str, int | str]:
@@ -228,8 +242,8 @@ def _parse_limits(raw: object, where: str) -> dict[str, int | str]:
         else:
             raise CorpusError(
                 f"{where}: 'limits' holds {name!r}: {value!r:.50}; expected "
-                "max_depth, max_bytes or max_number_digits (integers) or duplicate_keys "
-                "('error' or 'last_wins')"
+                "max_depth, max_bytes, max_number_digits, max_calls or max_stream_bytes "
+                "(integers) or duplicate_keys ('error' or 'last_wins')"
             )
     return limits
 
@@ -359,9 +373,13 @@ def _entry_from_record(
                 isinstance(end.get("stop"), str)
                 or end.get("cut") is True
                 or isinstance(end.get("lost"), str)
+                or end.get("refused") in STREAM_LIMIT_DEFAULTS
             )
         ):
-            forms = '{"stop": reason}, {"cut": true} or {"lost": reason}'
+            forms = (
+                '{"stop": reason}, {"cut": true}, {"lost": reason} or '
+                '{"refused": "max_calls" or "max_stream_bytes"}'
+            )
             raise CorpusError(f"{where}: 'end' must be {forms}")
         return Entry(
             key=keys(source, ident),
@@ -862,6 +880,8 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
             asm.stop(entry.end["stop"])
         elif entry.end is not None and isinstance(entry.end.get("lost"), str):
             asm.lose_arguments(0, entry.end["lost"])
+        elif entry.end is not None and entry.end.get("refused") in STREAM_LIMIT_DEFAULTS:
+            _refuse(asm, entry)
         elif entry.end is not None:
             asm.limit_reached()
     elif entry.body is not None:
@@ -884,6 +904,9 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
         # The live connection broke off here: calls still open end as they did live.
         asm.interrupt(entry.interrupted)
     calls = asm.finish()
+    if entry.kind == "call":
+        # Only the recorded call: others `_refuse` started stand for the rest of the response.
+        calls = calls[:1]
     # Events the raw path could not read: whatever they held is gone (a call may be missing).
     unread = [e for e in asm.stream_errors() if e[0] in _UNREAD_EVENTS]
     outcomes = [None if toolset is None else toolset.validate(c) for c in calls]
@@ -956,6 +979,28 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
         schema_changed=tuple(changed),
         text=_paired("".join(text_parts)),
     )
+
+
+def _refuse(asm: Assembler, entry: Entry) -> None:
+    """Takes the response of a recorded call past the stream limit that refused it live, so
+    that it is refused whole again, with the same message: the rest of the response that
+    took it there is not in a call record."""
+    name = cast("str", (entry.end or {})["refused"])
+    limit = entry.limits.get(name, STREAM_LIMIT_DEFAULTS[name])
+    if not isinstance(limit, int):
+        raise CorpusError(f"{entry.key}: its {name} limit is not a number: {limit!r:.50}")
+    if name == "max_stream_bytes":
+        # Text counts toward the limit as arguments do.
+        asm._keep_text(limit + 1)  # pyright: ignore[reportPrivateUsage]
+        return
+    if limit > _MOST_CALLS_REFUSED:
+        raise CorpusError(
+            f"{entry.key}: a refusal by max_calls of {limit} calls cannot be replayed "
+            f"(at most {_MOST_CALLS_REFUSED})"
+        )
+    for index in range(1, limit + 1):
+        # Wire keys no recorded call uses: each starts a call of its own.
+        asm.feed(-index)
 
 
 # `stream_errors` kinds after which data is missing: the event was skipped unread.

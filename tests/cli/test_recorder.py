@@ -558,6 +558,53 @@ def test_a_record_whose_limits_cannot_be_used_is_refused(tmp_path: Path, limits:
         replay(load_corpus([path]))
 
 
+def _three_calls() -> list[dict[str, Any]]:
+    return [
+        chat_call(0, '{"x": 1}', id="r0", name="a"),
+        chat_call(1, '{"y": 2}', id="r1", name="b"),
+        chat_call(2, '{"z": 3}', id="r2", name="c"),
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+
+
+@pytest.mark.parametrize("limits", [{"max_calls": 2}, {"max_stream_bytes": 10}])
+@pytest.mark.parametrize("streams", ["all", "off"])
+def test_a_response_refused_by_a_stream_limit_replays_refused(
+    tmp_path: Path, limits: dict[str, int], streams: str
+) -> None:
+    # `ToolCall.limits` leaves the stream limits out: the refusal itself must be recorded, or
+    # the replay reads with the defaults and the calls that never ran pass.
+    chunks = _three_calls()
+    asm = Assembler(**limits)
+    for chunk in chunks:
+        asm.feed_chunk(chunk)
+    calls = asm.finish()
+    live = [(c.name, c.error.kind if c.error else None, c.error and c.error.message) for c in calls]
+    assert {kind for _, kind, _ in live} == {"too_large"}
+    path = tmp_path / "c.jsonl"
+    Recorder(path, streams=streams).record_stream(calls, chunks=chunks, format="openai-chat")
+    assert all(r["limits"] == limits for r in records(path))
+    report = replay(load_corpus([path]))
+    got = [(c.tool, c.code, c.error and c.error.message) for c in report.calls]
+    assert got == live
+    assert not report.ok
+
+
+def test_the_assemble_hook_records_the_stream_limits_it_was_given(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    recorder = Recorder(path, streams="all")
+    with recorder.assemble(_three_calls(), limits={"max_calls": 2}) as stream:
+        list(stream)
+    assert [c.error and c.error.kind for c in stream.calls] == ["too_large", "too_large"]
+    # A limit above the default refused nothing, yet the replay needs it as much.
+    with recorder.assemble(_three_calls(), limits={"max_calls": 5000}) as stream:
+        list(stream)
+    assert [r["limits"] for r in records(path)] == [{"max_calls": 2}, {"max_calls": 5000}]
+    refused, passed = replay(load_corpus([path])).cases
+    assert [c.code for c in refused.calls] == ["too_large", "too_large"]
+    assert passed.passed and len(passed.calls) == 3
+
+
 @pytest.mark.parametrize("second", [b'"arguments":"1}"', b'"arguments":"'])
 def test_a_lost_event_call_replays_lost(tmp_path: Path, second: bytes) -> None:
     # A malformed event in the middle: the call may lack a fragment, whatever its text says
