@@ -9,7 +9,9 @@ A corpus is a set of files (directories are searched for `*.jsonl` and `*.sse`):
 
   - `{"toolwire": "stream", ...}` starts a stream entry. It holds its chunks inline
     (`"chunks": [...]`), a raw SSE body inline (`"body": "..."`), or neither, in which case the
-    plain lines that follow, up to the next record, are its chunks.
+    plain lines that follow, up to the next record, are its chunks. A plain line after any
+    other record (a call, or a stream with inline content) belongs to no entry: a corpus
+    error, never a line skipped.
   - `{"toolwire": "call", "tool": ..., "arguments": "<raw text>", ...}` is one call whose raw
     argument text is replayed as a single fragment (what the recorder writes for failed calls).
     Its `end`, when the text alone does not say how the stream ended the call, is replayed
@@ -457,6 +459,16 @@ def _load_jsonl(text: str, source: str, fmt: FormatName, keys: _KeyMaker) -> lis
         elif current is None:
             current = ({"toolwire": "stream", "id": stem}, number, [item])
         else:
+            record, line, _ = current
+            held = next((k for k in ("chunks", "body") if record.get(k) is not None), None)
+            if record.get("toolwire") == "call" or held is not None:
+                # Only a stream record without inline content takes the lines that follow:
+                # these would be no part of any entry (two files joined, a capture appended).
+                what = "a call record" if held is None else f"a stream record with inline {held}"
+                raise CorpusError(
+                    f"{source}:{number}: a plain line follows {what} (line {line}), which takes "
+                    "none; a stream's chunks need a stream record of their own before them"
+                )
             current[2].append(item)
     close()
     return entries

@@ -211,6 +211,33 @@ def test_a_damaged_record_is_a_corpus_error_not_an_empty_stream(tmp_path: Path, 
     assert main(["replay", str(path)]) == 2
 
 
+@pytest.mark.parametrize(
+    ("record", "what"),
+    [
+        (call("c", "lookup_order", '{"order_id": "ORD-1"}'), "a call record"),
+        (stream("s", chunks=[]), "a stream record with inline chunks"),
+        (stream("b", body=""), "a stream record with inline body"),
+    ],
+)
+def test_plain_lines_after_a_record_that_takes_none_are_a_corpus_error(
+    tmp_path: Path, record: dict[str, Any], what: str
+) -> None:
+    # Two failing calls in lines no entry holds: skipped, they would let the run pass.
+    path = write_jsonl(
+        tmp_path / "joined.jsonl",
+        [
+            record,
+            chat_call(0, '{"order_id": 5', id="x", name="lookup_order"),
+            chat_call(1, "{", id="y", name="nosuch"),
+        ],
+    )
+    with pytest.raises(CorpusError, match=f"joined.jsonl:2: a plain line follows {what} "):
+        load_corpus([path])
+    done = run_module("replay", str(path), "--tools", TOOLS)
+    assert done.returncode == 2
+    assert b"toolwire: error: " in done.stderr and b"Traceback" not in done.stderr
+
+
 def test_a_corpus_without_entries_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
     assert main(["replay", str(tmp_path / "empty.jsonl")]) == 2
