@@ -250,6 +250,30 @@ def _parse_limits(raw: object, where: str) -> dict[str, int | str]:
     return limits
 
 
+def _parse_end(raw: object, where: str) -> dict[str, Any] | None:
+    """A call record's `end`, as the one form replay acts on."""
+    if raw is None:
+        return None
+    if isinstance(raw, dict):
+        end = cast("dict[str, object]", raw)
+        for form in ("stop", "lost"):
+            reason = end.get(form)
+            if isinstance(reason, str):
+                # Handed to the assembler and printed: a lone surrogate escape is made text,
+                # as the recorder, writing a reason the core gave, never writes one.
+                return {form: _printable(reason)}
+        refused = end.get("refused")
+        if isinstance(refused, str) and refused in STREAM_LIMIT_DEFAULTS:
+            return {"refused": refused}
+        if end.get("cut") is True:
+            return {"cut": True}
+    forms = (
+        '{"stop": reason}, {"cut": true}, {"lost": reason} or '
+        '{"refused": "max_calls" or "max_stream_bytes"}'
+    )
+    raise CorpusError(f"{where}: 'end' must be {forms}")
+
+
 def _parse_expect(raw: object, kind: EntryKind) -> tuple[Expectation, ...] | None:
     if raw is None:
         return None
@@ -367,22 +391,7 @@ def _entry_from_record(
         if not isinstance(arguments, str) or not (tool is None or isinstance(tool, str)):
             raise CorpusError(f"{where}: a call record needs string 'tool' and 'arguments'")
         call_id = record.get("call_id")
-        raw_end: object = record.get("end")
-        end = cast("dict[str, Any]", raw_end) if isinstance(raw_end, dict) else None
-        if raw_end is not None and not (
-            end is not None
-            and (
-                isinstance(end.get("stop"), str)
-                or end.get("cut") is True
-                or isinstance(end.get("lost"), str)
-                or end.get("refused") in STREAM_LIMIT_DEFAULTS
-            )
-        ):
-            forms = (
-                '{"stop": reason}, {"cut": true}, {"lost": reason} or '
-                '{"refused": "max_calls" or "max_stream_bytes"}'
-            )
-            raise CorpusError(f"{where}: 'end' must be {forms}")
+        end = _parse_end(record.get("end"), where)
         return Entry(
             key=keys(source, ident),
             source=source,
@@ -886,16 +895,17 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
     if entry.kind == "call":
         try:
             asm.feed(0, id=entry.call_id, name=entry.tool, arguments=raw_bytes(entry.arguments))
-        except (MisuseError, TypeError, UnicodeError) as exc:
+            end = entry.end or {}
+            if "stop" in end:
+                asm.stop(end["stop"])
+            elif "lost" in end:
+                asm.lose_arguments(0, end["lost"])
+            elif "refused" in end:
+                _refuse(asm, entry)
+            elif end:
+                asm.limit_reached()
+        except _UNREPLAYABLE as exc:
             raise CorpusError(f"{entry.key}: the call cannot be replayed: {exc}") from exc
-        if entry.end is not None and isinstance(entry.end.get("stop"), str):
-            asm.stop(entry.end["stop"])
-        elif entry.end is not None and isinstance(entry.end.get("lost"), str):
-            asm.lose_arguments(0, entry.end["lost"])
-        elif entry.end is not None and entry.end.get("refused") in STREAM_LIMIT_DEFAULTS:
-            _refuse(asm, entry)
-        elif entry.end is not None:
-            asm.limit_reached()
     elif entry.body is not None:
         text_parts.append(feed_sse(asm, entry.body, entry.format))
     else:
@@ -906,7 +916,7 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
         for number, chunk in enumerate(entry.chunks):
             try:
                 text_parts.append(_feed_chunk(asm, chunk, entry.format))
-            except (MisuseError, TypeError, UnicodeError) as exc:
+            except _UNREPLAYABLE as exc:
                 raise CorpusError(
                     f"{entry.key}: chunk {number} cannot be replayed: {exc}: {chunk!r:.200}"
                 ) from exc
@@ -993,11 +1003,16 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
     )
 
 
+# What the assembler raises for a value a record holds that no stream could have sent: of the
+# wrong type, an integer past its range, a string UTF-8 cannot hold (a lone surrogate escape).
+_UNREPLAYABLE = (MisuseError, TypeError, OverflowError, UnicodeError)
+
+
 def _refuse(asm: Assembler, entry: Entry) -> None:
     """Takes the response of a recorded call past the stream limit that refused it live, so
     that it is refused whole again, with the same message: the rest of the response that
     took it there is not in a call record."""
-    name = cast("str", (entry.end or {})["refused"])
+    name = str((entry.end or {})["refused"])
     limit = entry.limits.get(name, STREAM_LIMIT_DEFAULTS[name])
     if not isinstance(limit, int):
         raise CorpusError(f"{entry.key}: its {name} limit is not a number: {limit!r:.50}")

@@ -373,6 +373,9 @@ def test_bundled_keys_are_machine_independent() -> None:
         {"index": [1], "arguments": "{}"},
         {"index": 0, "name": 5},
         {"end": [1]},
+        {"end": 10**23},
+        {"index": 10**23, "arguments": "{}"},
+        {"stop": "\ud800"},
     ],
 )
 def test_bad_fragments_line_is_a_usage_error_not_a_traceback(
@@ -384,6 +387,27 @@ def test_bad_fragments_line_is_a_usage_error_not_a_traceback(
     done = run_module("replay", str(path))
     assert done.returncode == 2
     assert b"toolwire: error: " in done.stderr and b"Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("form", "code"), [("stop", "filtered"), ("lost", "lost_event")])
+def test_a_call_ended_for_a_reason_with_a_lone_surrogate_replays_it_as_text(
+    tmp_path: Path, form: str, code: str
+) -> None:
+    record = call("c", "lookup_order", '{"order_id": "ORD-1"}') | {"end": {form: "\ud800"}}
+    path = write_jsonl(tmp_path / "c.jsonl", [record])
+    (entry,) = load_corpus([path])
+    assert entry.end == {form: "\\ud800"}
+    (result,) = replay_entry(entry).calls
+    assert result.code == code
+    done = run_module("replay", str(path))
+    assert done.returncode == 1 and b"Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("end", [{"refused": []}, {"refused": "max_depth"}, {"cut": 1}, []])
+def test_a_call_end_of_no_known_form_is_a_corpus_error(tmp_path: Path, end: object) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", [call("c", "t", "{") | {"end": end}])
+    with pytest.raises(CorpusError, match=r"c\.jsonl:1: 'end' must be"):
+        load_corpus([path])
 
 
 def test_lone_surrogates_in_a_corpus_replay_as_invalid_utf8(tmp_path: Path) -> None:
