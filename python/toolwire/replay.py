@@ -274,12 +274,16 @@ def _parse_end(raw: object, where: str) -> dict[str, Any] | None:
     raise CorpusError(f"{where}: 'end' must be {forms}")
 
 
-def _parse_expect(raw: object, kind: EntryKind) -> tuple[Expectation, ...] | None:
+def _parse_expect(raw: object, kind: EntryKind, where: str) -> tuple[Expectation, ...] | None:
     if raw is None:
         return None
-    if kind == "call" or not isinstance(raw, list):
-        return (Expectation.parse(raw),)
-    return tuple(Expectation.parse(item) for item in cast("list[object]", raw))
+    try:
+        if kind == "call" or not isinstance(raw, list):
+            return (Expectation.parse(raw),)
+        return tuple(Expectation.parse(item) for item in cast("list[object]", raw))
+    except CorpusError as exc:
+        # `Expectation.parse` reads one value and knows no place; the corpus does.
+        raise CorpusError(f"{where}: {exc}") from exc
 
 
 def _format_of(raw: object, default: FormatName, where: str) -> FormatName:
@@ -400,7 +404,7 @@ def _entry_from_record(
             call_id=call_id if isinstance(call_id, str) else None,
             arguments=arguments,
             end=end,
-            expect=_parse_expect(record.get("expect"), "call"),
+            expect=_parse_expect(record.get("expect"), "call", where),
             schema_hashes=_hashes(record),
             note=note,
             limits=_parse_limits(record.get("limits"), where),
@@ -427,7 +431,7 @@ def _entry_from_record(
         format=_format_of(record.get("format"), fmt, where),
         chunks=tuple(cast("list[Any]", inline)) if isinstance(inline, list) else tuple(chunks),
         body=raw_body,
-        expect=_parse_expect(record.get("expect"), "stream"),
+        expect=_parse_expect(record.get("expect"), "stream", where),
         schema_hashes=_hashes(record),
         note=note,
         # Printed and handed to the assembler: a lone surrogate escape there is made text.

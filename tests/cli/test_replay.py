@@ -238,6 +238,13 @@ def test_plain_lines_after_a_record_that_takes_none_are_a_corpus_error(
     assert b"toolwire: error: " in done.stderr and b"Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("expect", [5, {"code": "enum"}, [{"state": "ok"}, {"state": 5}]])
+def test_a_malformed_expect_names_the_file_and_line(tmp_path: Path, expect: object) -> None:
+    path = write_jsonl(tmp_path / "e.jsonl", [stream("ok"), stream("bad", expect)])
+    with pytest.raises(CorpusError, match=r"e\.jsonl:2: an expect item needs a string 'state'"):
+        load_corpus([path])
+
+
 def test_a_corpus_without_entries_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
     assert main(["replay", str(tmp_path / "empty.jsonl")]) == 2
