@@ -144,22 +144,25 @@ class Expectation:
     def parse(cls, raw: object) -> Expectation:
         """Read one expectation from its JSON form (a dict, or a state string).
 
+        A lone surrogate escape in a string is made text (`\\ud800`): no call holds one,
+        so it matches nothing either way, and the expectation stays printable and writable.
+
         Raises:
             CorpusError: The value has the wrong shape.
         """
         if isinstance(raw, str):
-            return cls(raw)
+            return cls(_printable(raw))
         data: Mapping[str, Any] = cast("Mapping[str, Any]", raw) if isinstance(raw, Mapping) else {}
         state = data.get("state")
         if not isinstance(state, str):
             raise CorpusError(f"an expect item needs a string 'state': {raw!r:.200}")
         code, tool, rules = data.get("code"), data.get("tool"), data.get("coercions")
         return cls(
-            state=state,
-            code=code if isinstance(code, str) else None,
-            tool=tool if isinstance(tool, str) else None,
+            state=_printable(state),
+            code=_printable(code) if isinstance(code, str) else None,
+            tool=_printable(tool) if isinstance(tool, str) else None,
             coercions=(
-                tuple(sorted(str(r) for r in cast("list[object]", rules)))
+                tuple(sorted(_printable(str(r)) for r in cast("list[object]", rules)))
                 if isinstance(rules, list)
                 else None
             ),
@@ -388,7 +391,8 @@ def _entry_from_record(
     _check_version(record, where)
     kind = record.get("toolwire")
     ident = str(record.get("id") or f"L{line}")
-    note = str(record.get("note") or "")
+    # Printed by `inspect` and written to the report: a lone surrogate escape is made text.
+    note = _printable(str(record.get("note") or ""))
     if kind == "call":
         arguments = record.get("arguments")
         tool = record.get("tool")

@@ -198,3 +198,17 @@ def test_tools_naming_a_model_class_or_a_failing_factory_is_a_clear_usage_error(
     with pytest.raises(ValueError, match="raised RuntimeError when called"):
         load_toolset("class_tools_mod:broken")
     assert load_toolset("class_tools_mod:tools").names() == ["login"]
+
+
+def test_a_note_holding_a_lone_surrogate_is_printed_escaped(tmp_path: Path) -> None:
+    # Valid JSON, yet no terminal can be written a lone surrogate: shown as its escape.
+    path = tmp_path / "n.jsonl"
+    path.write_text(
+        '{"toolwire": "call", "id": "n", "tool": "a", "arguments": "{}", '
+        '"note": "bad \\ud800 note", "expect": {"state": "ok", "tool": "\\udc80"}}\n',
+        encoding="utf-8",
+    )
+    done = run_module("inspect", str(path))
+    assert b"Traceback" not in done.stderr
+    assert b"bad \\ud800 note" in done.stdout
+    assert b"expected tool '\\\\udc80'" in done.stdout

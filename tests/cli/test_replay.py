@@ -245,6 +245,30 @@ def test_a_malformed_expect_names_the_file_and_line(tmp_path: Path, expect: obje
         load_corpus([path])
 
 
+def test_a_lone_surrogate_in_a_note_or_expect_is_written_to_the_report_as_text(
+    tmp_path: Path,
+) -> None:
+    path = write_jsonl(
+        tmp_path / "c.jsonl",
+        [
+            call("n", "a", "{}") | {"note": "bad \ud800 note"},
+            call("t", "a", "{}", {"state": "ok", "tool": "\udc80", "coercions": ["\ud801"]}),
+            call("s", "a", "{}", "\ud802"),
+        ],
+    )
+    out = tmp_path / "r.json"
+    done = run_module("replay", str(path), "--json", str(out))
+    assert done.returncode == 1 and b"Traceback" not in done.stderr
+    cases = read_report(out)["cases"]
+    assert cases[0]["note"] == "bad \\ud800 note"
+    assert cases[1]["calls"][0]["expect"] == {
+        "state": "ok",
+        "tool": "\\udc80",
+        "coercions": ["\\ud801"],
+    }
+    assert cases[2]["calls"][0]["expect"] == {"state": "\\ud802"}
+
+
 def test_a_corpus_without_entries_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
     assert main(["replay", str(tmp_path / "empty.jsonl")]) == 2
