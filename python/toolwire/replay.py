@@ -614,18 +614,33 @@ def load_toolset(spec: str) -> Toolset:
         The toolset.
 
     Raises:
-        ValueError: The spec is malformed, cannot be imported, or does not name a toolset.
+        ValueError: The spec is malformed, its module cannot be imported (or raises when it
+            is), or it does not name a toolset.
     """
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"--tools wants 'module:attribute', not {spec!r}")
+    if module_name.startswith("."):
+        # `importlib` would want a package to resolve it against and raise TypeError.
+        raise ValueError(f"cannot import {module_name!r}: --tools wants an absolute module name")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ValueError(f"cannot import {module_name!r}: {exc}") from exc
+    except Exception as exc:
+        # The module's own code failed (a missing setting, a syntax error): the user's module,
+        # so its error is the message, not a traceback through toolwire.
+        raise ValueError(
+            f"cannot import {module_name!r}: it raised {type(exc).__name__}: {exc}"
+        ) from exc
     found: object = module
     for part in attr.split("."):
-        found = getattr(found, part, None)
+        try:
+            found = getattr(found, part, None)
+        except Exception as exc:  # a module `__getattr__` or a property that raises
+            raise ValueError(
+                f"{module_name!r} raised {type(exc).__name__} looking up {attr!r}: {exc}"
+            ) from exc
         if found is None:
             raise ValueError(f"{module_name!r} has no attribute {attr!r}")
     if isinstance(found, type) and not issubclass(found, Toolset):

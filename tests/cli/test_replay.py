@@ -530,3 +530,29 @@ def test_a_recorded_stream_without_a_finish_reason_replays_truncated(
     assert [(c.tool, c.state, c.code) for case in report.cases for c in case.calls] == [
         ("delete_all", "model_error", "truncated")
     ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (".tools:toolset", "wants an absolute module name"),
+        ("raising_tools_mod:toolset", "it raised RuntimeError: config missing"),
+        ("broken_syntax_mod:toolset", "it raised SyntaxError"),
+    ],
+)
+def test_tools_whose_module_cannot_be_imported_is_a_usage_error(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    spec: str,
+    message: str,
+) -> None:
+    (tmp_path / "raising_tools_mod.py").write_text(
+        "raise RuntimeError('config missing')\n", encoding="utf-8"
+    )
+    (tmp_path / "broken_syntax_mod.py").write_text("def (:\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    corpus = write_jsonl(tmp_path / "c.jsonl", [call("c", "a", "{}")])
+    assert main(["replay", str(corpus), "--tools", spec]) == 2
+    err = capsys.readouterr().err
+    assert "toolwire: error: cannot import " in err and message in err
