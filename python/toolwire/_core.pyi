@@ -133,8 +133,9 @@ class ToolCall:
     @property
     def limits(self) -> dict[str, int | str]:
         """The limits of the call's assembler that differ from the defaults, as `Assembler`
-        keyword arguments (`max_depth`, `max_bytes`, `max_number_digits`, `duplicate_keys`):
-        `Assembler(**call.limits)` reads the same text the same way (replay relies on it)."""
+        keyword arguments (`max_depth`, `max_bytes`, `max_number_digits`, `duplicate_keys`,
+        and the response's `max_calls` and `max_stream_bytes`): `Assembler(**call.limits)`
+        reads the same text the same way (replay relies on it)."""
     @property
     def value(self) -> Any: ...
     @property

@@ -170,18 +170,20 @@ def _broken_at(text: str) -> int | None:
     return None
 
 
-# The core's message for a response refused whole names the limit and its value (the
-# `too_large` of one call past `max_bytes` says neither).
-_REFUSED = re.compile(r"more than (\d+) .*?\((max_calls|max_stream_bytes)\): it is refused whole")
-
-
 def _refusal(call: object) -> tuple[str, int] | None:
-    """The stream limit that refused the call's response whole, and its value, if one did."""
+    """The stream limit that refused the call's response whole, and its value, if one did:
+    its `too_large` error names the setting as its keyword (the `too_large` of one call past
+    `max_bytes` names none), and `ToolCall.limits` holds the value when not the default."""
     error: object = getattr(call, "error", None)
-    if getattr(error, "kind", None) != "too_large":
+    setting: object = getattr(error, "keyword", None)
+    if getattr(error, "kind", None) != "too_large" or not isinstance(setting, str):
         return None
-    found = _REFUSED.search(str(getattr(error, "message", "")))
-    return None if found is None else (found[2], int(found[1]))
+    default = STREAM_LIMIT_DEFAULTS.get(setting)
+    if default is None:
+        return None
+    limits: object = getattr(call, "limits", None)
+    value = cast("dict[str, object]", limits).get(setting) if isinstance(limits, dict) else None
+    return setting, value if isinstance(value, int) else default
 
 
 def limits_of(
@@ -191,31 +193,24 @@ def limits_of(
     replay reads with the same.
 
     Args:
-        calls: The calls of one stream (they share `ToolCall.limits`).
+        calls: The calls of one stream (they share `ToolCall.limits`, the response's
+            `max_calls` and `max_stream_bytes` included).
         limits: The limits the stream's assembler was made with, when the caller knows them
-            (`AssemblerLimits`): they add `max_calls` and `max_stream_bytes`, which
-            `ToolCall.limits` leaves out.
+            (`AssemblerLimits`): for calls that do not say theirs (look-alikes of
+            `ToolCall`, a stream that ended with no call).
 
     Returns:
-        The limits, as `Assembler` keyword arguments; a stream limit that refused the
-        response is there even when the caller did not say it.
+        The limits, as `Assembler` keyword arguments.
     """
-    calls = list(calls)
     out: dict[str, int | str] = {}
-    for call in calls:
-        found: object = getattr(call, "limits", None)
-        if isinstance(found, dict):
-            out.update(cast("dict[str, int | str]", found))
-            break
-    # `ToolCall.limits` leaves out the limits of the response: the caller's, or the refusal's.
     for name, default in STREAM_LIMIT_DEFAULTS.items():
         value = (limits or {}).get(name)
         if isinstance(value, int) and value != default:
             out[name] = value
     for call in calls:
-        refused = _refusal(call)
-        if refused is not None:
-            out[refused[0]] = refused[1]
+        found: object = getattr(call, "limits", None)
+        if isinstance(found, dict):
+            out.update(cast("dict[str, int | str]", found))
             break
     return out
 

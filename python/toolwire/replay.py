@@ -225,8 +225,8 @@ STREAM_LIMIT_DEFAULTS: dict[str, int] = {
     name: cast("int", inspect.signature(Assembler).parameters[name].default)
     for name in ("max_calls", "max_stream_bytes")
 }
-"""The limits that bound a whole response rather than one call (`ToolCall.limits` leaves
-them out), with the assembler's defaults; a call record replays a refusal by either."""
+"""The limits that bound a whole response rather than one call, with the assembler's
+defaults; a call record replays a refusal by either."""
 # Replaying a refusal by `max_calls` starts that many calls: a response refused past more
 # calls than this is no recording, it is a damaged record.
 _MOST_CALLS_REFUSED = 1_000_000

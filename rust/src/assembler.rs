@@ -32,7 +32,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::error::{Error, ErrorKind, Misuse};
+use crate::error::{Error, ErrorKind, Misuse, SchemaDetail};
 use crate::precheck::{CallCheck, Registry};
 use crate::progress::{Progress, ProgressItem};
 use crate::scanner::{is_ws, ScanConfig, Scanner};
@@ -122,6 +122,29 @@ pub enum StreamLimit {
 }
 
 impl StreamLimit {
+    /// The limit's setting (`max_calls`, `max_stream_bytes`) and its value.
+    #[must_use]
+    pub fn setting(self) -> (&'static str, usize) {
+        match self {
+            Self::Calls(max) => ("max_calls", max),
+            Self::Bytes(max) => ("max_stream_bytes", max),
+        }
+    }
+
+    /// The error of every call of a response that passed this limit: `too_large`, the
+    /// limit's setting as its keyword and its value as what was expected.
+    #[must_use]
+    pub fn error(self) -> Error {
+        let (setting, max) = self.setting();
+        let mut error = Error::with_message(ErrorKind::TooLarge, 0, String::new(), self.message());
+        error.detail = Some(Box::new(SchemaDetail {
+            keyword: setting.to_owned(),
+            expected: format!("at most {max}"),
+            got: String::new(),
+        }));
+        error
+    }
+
     /// Why the calls of a response that passed this limit fail.
     #[must_use]
     pub fn message(self) -> String {
@@ -191,6 +214,9 @@ pub struct ToolCall {
     /// The limits and policies its text is scanned with (its assembler's): a replay of the
     /// call needs them to reach the same verdict.
     pub limits: ScanConfig,
+    /// The limits of the whole response it came in, `(max_calls, max_stream_bytes)`: a replay
+    /// of a response refused whole needs them too.
+    pub stream_limits: (usize, usize),
     /// Why the provider stopped the call (`content_filter`, a refusal, ...), when it did: its
     /// error is then [`ErrorKind::Filtered`].
     pub stop_reason: Option<String>,
@@ -1760,6 +1786,7 @@ impl Assembler {
                 && call.scanner.is_blank()
                 && call.mode != ArgMode::Value;
             let mut done = finish_call(ordinal, call, registry.as_deref(), renamed_id, deferred);
+            done.stream_limits = (self.config.max_calls, self.config.max_stream_bytes);
             let about_the_stand_in = done
                 .error
                 .as_ref()
@@ -1784,12 +1811,7 @@ impl Assembler {
             }
             if let Some(limit) = self.over {
                 done.scan_deferred();
-                done.error = Some(Error::with_message(
-                    ErrorKind::TooLarge,
-                    0,
-                    String::new(),
-                    limit.message(),
-                ));
+                done.error = Some(limit.error());
             }
             out.push(done);
         }
@@ -2075,6 +2097,7 @@ fn finish_call(
         prechecked: registry.is_some(),
         unscanned: deferred,
         limits: *call.scanner.config(),
+        stream_limits: (0, 0),
         stop_reason: call.stopped.clone(),
     }
 }

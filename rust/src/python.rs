@@ -579,6 +579,14 @@ impl PyToolCall {
                 duplicate_policy_name(limits.duplicate_keys),
             )?;
         }
+        let (max_calls, max_stream_bytes) = self.call.stream_limits;
+        let stream = AssemblerConfig::default();
+        if max_calls != stream.max_calls {
+            out.set_item("max_calls", max_calls)?;
+        }
+        if max_stream_bytes != stream.max_stream_bytes {
+            out.set_item("max_stream_bytes", max_stream_bytes)?;
+        }
         Ok(out)
     }
     /// The raw argument text as received (`{}` when nothing arrived).

@@ -685,3 +685,19 @@ def test_fragments_held_for_a_surrogate_half_count_only_while_held(fmt: str) -> 
     assert [json.loads(arguments) for *_, arguments, _ in outcomes[0]] == [
         {"text": "x" * 2890 + "\U0001f600"}
     ] * (2 if fmt == "openai-chat" else 1)
+
+
+def test_a_refused_call_names_the_limit_and_its_limits_say_the_value() -> None:
+    # A record of a refused call once had to read the limit back out of the error's message:
+    # `ToolCall.limits` left the response's limits out, and the error named no setting.
+    asm = Assembler(max_calls=1, max_stream_bytes=4096)
+    asm.feed(0, id="a", name="f", arguments='{"x": 1}')
+    asm.feed(1, id="b", name="f", arguments='{"x": 2}')
+    (call,) = asm.finish()
+    assert call.error is not None and call.error.kind == "too_large"
+    assert call.error.keyword == "max_calls"
+    assert call.limits == {"max_calls": 1, "max_stream_bytes": 4096}
+    again = Assembler(**call.limits)
+    again.feed(0, id="a", name="f", arguments='{"x": 1}')
+    again.feed(1, id="b", name="f", arguments='{"x": 2}')
+    assert [c.error.keyword if c.error else None for c in again.finish()] == ["max_calls"]
