@@ -1458,6 +1458,10 @@ impl PyAssembler {
     #[pyo3(signature = (index, /))]
     fn end(slf: &Bound<'_, Self>, py: Python<'_>, index: Option<i64>) -> PyResult<()> {
         let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        if this.decoder.assembler().is_finished() {
+            // As for a key that names a call: the stream is over, whatever the key.
+            return Err(misuse(&Misuse::Finished));
+        }
         if let Some(o) = this.decoder.assembler().ordinal_of(index) {
             this.decoder
                 .assembler_mut()

@@ -1173,3 +1173,25 @@ def test_partial_after_finish_says_the_stream_is_finished() -> None:
     asm.finish()
     with pytest.raises(MisuseError, match="already finished"):
         asm.partial(0)
+
+
+@pytest.mark.parametrize(
+    ("method", "args"),
+    [
+        ("end", (0,)),
+        ("end", (7,)),
+        ("set_metadata", (7, "k", "v")),
+        ("stop", ("content_filter",)),
+        ("interrupt", ("reset",)),
+        ("feed_sse", (b"data: {}\n\n",)),
+        ("feed", (0,)),
+    ],
+)
+def test_every_change_after_finish_is_a_misuse(method: str, args: tuple[object, ...]) -> None:
+    # `end` of a key no call had was accepted silently after `finish`, where every other
+    # change raises: a caller that ends calls late was never told its stream was over.
+    asm = Assembler()
+    asm.feed(0, id="a", name="f", arguments="{}")
+    asm.finish()
+    with pytest.raises(MisuseError, match="already finished"):
+        getattr(asm, method)(*args)
