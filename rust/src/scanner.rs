@@ -1175,6 +1175,12 @@ impl Scanner {
                         };
                         self.hex_value = (self.hex_value << 4) | d;
                         self.hex_digits += 1;
+                        if self.surrogate_decided() {
+                            // The digit that makes a lone surrogate certain is the error's
+                            // byte (spec R1), not the escape's last.
+                            self.fail(text, ErrorKind::LoneSurrogate, i);
+                            break 'scan;
+                        }
                         if self.hex_digits == 4 || i + 1 == end {
                             break;
                         }
@@ -1476,6 +1482,19 @@ impl Scanner {
                 self.fail(text, ErrorKind::ControlCharacterInString, k);
                 Err(end)
             }
+        }
+    }
+
+    /// Whether the `\uXXXX` digits read so far already make the escape a lone surrogate: a
+    /// low surrogate (`DC`-`DF`) with no high one before it, or, after a high surrogate, an
+    /// escape that cannot be its low half (not `D`, then not `DC`-`DF`).
+    #[inline]
+    fn surrogate_decided(&self) -> bool {
+        let low_half = (0xDC..=0xDF).contains(&self.hex_value);
+        match (self.high_surrogate != 0, self.hex_digits) {
+            (true, 1) => self.hex_value != 0xD,
+            (_, 2) => (self.high_surrogate != 0) != low_half,
+            _ => false,
         }
     }
 
@@ -2001,7 +2020,14 @@ mod tests {
             ("{'a':1}", ErrorKind::UnexpectedByte, 1),
             ("\"\\x\"", ErrorKind::InvalidEscape, 2),
             ("\"\\ud800\"", ErrorKind::LoneSurrogate, 7),
-            ("\"\\udc00\"", ErrorKind::LoneSurrogate, 6),
+            // Decided at the second digit: no escape starting `\udc` can be valid here.
+            ("\"\\udc00\"", ErrorKind::LoneSurrogate, 4),
+            ("\"\\udcXX\"", ErrorKind::LoneSurrogate, 4),
+            // After a high surrogate: the next escape's first digit must be `d`, its second
+            // one of `c`-`f`.
+            ("\"\\ud800\\u0041\"", ErrorKind::LoneSurrogate, 9),
+            ("\"\\ud800\\ud800\"", ErrorKind::LoneSurrogate, 10),
+            ("\"\\ud800\\uC00\"", ErrorKind::LoneSurrogate, 9),
             ("{\"a\":1}{\"b\":2}", ErrorKind::ConcatenatedValues, 7),
             ("{\"a\":1} x", ErrorKind::TrailingData, 8),
             ("{\"a\":1,\"a\":2}", ErrorKind::DuplicateKey, 9),
