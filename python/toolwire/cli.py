@@ -39,6 +39,7 @@ from toolwire.recorder import (
     Recorder,
     StreamPolicy,
     redact_arguments,
+    redaction_schema,
 )
 from toolwire.replay import (
     FORMATS,
@@ -485,12 +486,11 @@ def _print_case(
 
 
 def _shown_arguments(call: CallResult, toolset: Toolset | None) -> str:
-    """The call's arguments as they may be printed: for a tool that declares secrets, with
-    its secret values redacted as the recorder redacts them."""
-    if toolset is None or call.tool not in toolset.names():
-        return call.arguments
-    schema = toolset.schema(call.tool)
-    if not secret_patterns(schema):
+    """The call's arguments as they may be printed: redacted as the recorder redacts them,
+    for a tool that declares secrets and for a call of no known tool beside one that does
+    (a hand-written corpus is not redacted already)."""
+    schema = redaction_schema(call.tool, toolset)
+    if schema is None or not secret_patterns(schema):
         return call.arguments
     return redact_arguments(call.arguments, schema)
 

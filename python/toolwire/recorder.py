@@ -73,6 +73,7 @@ __all__ = [
     "RecordingToolStream",
     "StreamPolicy",
     "redact_arguments",
+    "redaction_schema",
     "schema_hash",
     "secret_pointers",
 ]
@@ -252,6 +253,26 @@ def secret_pointers(schema: Mapping[str, Any]) -> list[str]:
 
     walk(schema, "", frozenset())
     return out
+
+
+def redaction_schema(tool: str | None, toolset: Toolset | None) -> Mapping[str, Any] | None:
+    """The schema a call's arguments are redacted by (for `redact_arguments`), or None.
+
+    A call of no tool the toolset knows (its name lost with a malformed event, or misspelt)
+    may be a call of one that declares secrets: while any tool does, every value of it is
+    hidden, keys and structure kept, as no schema says which of its values are safe to keep.
+
+    Args:
+        tool: The call's tool name, if it has one.
+        toolset: The toolset the call was validated with.
+    """
+    if toolset is None:
+        return None
+    if tool is not None and tool in toolset:
+        return toolset.schema(tool)
+    if any(secret_patterns(toolset.schema(name)) for name in toolset.names()):
+        return _UNKNOWN_TOOL
+    return None
 
 
 def redact_arguments(
@@ -525,14 +546,7 @@ class Recorder:
     def _redaction_schema(
         self, tool: str | None, toolset: Toolset | None
     ) -> Mapping[str, Any] | None:
-        """The schema a call's arguments are redacted by. A call of no tool the toolset knows
-        (its name lost with a malformed event, or misspelt) may be a call of one that declares
-        secrets: while any tool does, every value of it is hidden (`_UNKNOWN_TOOL`), keys and
-        structure kept, as no schema says which of its values are safe to keep."""
-        schema = self._schema(tool, toolset)
-        if schema is None and self._secret_tools(toolset):
-            return _UNKNOWN_TOOL
-        return schema
+        return redaction_schema(tool, self.toolset if toolset is None else toolset)
 
     def _whole_is_safe(
         self,

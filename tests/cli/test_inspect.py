@@ -162,6 +162,11 @@ def test_inspect_never_prints_a_secret_argument(
          "arguments": '{"user": "bad user", "password": "hunter2SECRET"}'},
         {"toolwire": "call", "id": "ok", "tool": "login",
          "arguments": '{"user": "u_ok", "password": "hunter2SECRET"}'},
+        # A misspelt name (or none) may be a call of a tool with secrets: a hand-written
+        # corpus is not redacted, and these were printed as they were.
+        {"toolwire": "call", "id": "typo", "tool": "log_in",
+         "arguments": '{"password": "hunter2SECRET"}'},
+        {"toolwire": "call", "id": "nameless", "arguments": '{"password": "hunter2SECRET"}'},
     ]  # fmt: skip
     path = write_jsonl(tmp_path / "c.jsonl", records)
     main(["inspect", str(path), "--tools", "secret_tools_mod:tools"])
