@@ -825,6 +825,33 @@ def test_quirk_34_stop_with_tool_calls(sse_server: SSEServer, split: str) -> Non
     assert s.calls[0].ok and events[-1].finish_reason == "stop"
 
 
+@pytest.mark.parametrize(
+    "malformed",
+    [
+        {"tool_calls": "garbage"},
+        {"tool_calls": [{"index": 0, "function": "zz"}]},
+        {"tool_calls": [5]},
+        [1],
+    ],
+)
+def test_a_chunk_of_a_shape_no_stream_sends_loses_the_open_call(
+    sse_server: SSEServer, split: str, malformed: Any
+) -> None:
+    # The raw path cannot read such an event, which may have carried part of the call: the
+    # call must not run. `feed_chunk` (and the SDK path, whose chunks are not validated)
+    # skipped it and ran the call with what it had.
+    _, s = chat(
+        sse_server,
+        split,
+        [
+            td(tc(0, id="a", name="f", arguments='{"x": ')),
+            chat_chunk(malformed),
+            td(tc(0, arguments="1}")),
+        ],
+    )
+    assert [(c.name, c.error.kind if c.error else None) for c in s.calls] == [("f", "lost_event")]
+
+
 def test_a_call_started_after_a_content_filter_does_not_run(
     sse_server: SSEServer, split: str
 ) -> None:

@@ -81,6 +81,11 @@ class Sink(Protocol):
         """The stream broke off: open calls with empty or incomplete arguments are cut."""
         ...
 
+    def lose_event(self, reason: str, /) -> None:
+        """An event that may have carried part of a call could not be read: the calls still
+        open must not run."""
+        ...
+
     def _may_hold(self, n: int, /) -> bool:
         """Whether `n` bytes held for an open call fit the response's limit; False once over."""
         ...
