@@ -225,6 +225,36 @@ def test_quirk_02_25_calls_without_input_under_one_key(
     ]
 
 
+_MALFORMED = {
+    "anthropic": [
+        {"type": "content_block_delta", "index": 0, "delta": "zz"},
+        {"type": "content_block_delta", "index": "0", "delta": {"type": "input_json_delta"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": 5}},
+    ],
+    "openai-responses": [
+        {"type": "response.output_item.added", "output_index": 1, "item": "zz"},
+        {"type": "response.output_item.added", "output_index": 1, "item": {"name": 5}},
+        {"type": "response.function_call_arguments.delta", "output_index": "0", "delta": ""},
+    ],
+}
+
+
+@pytest.mark.parametrize(("fmt", "case"), [(f, c) for f in FORMATS for c in range(3)])
+def test_an_event_of_a_shape_no_stream_sends_loses_the_open_call(
+    sse_server: SSEServer, split: str, fmt: str, case: int
+) -> None:
+    # The raw path cannot read such an event, which may have carried part of the call: the
+    # call must not run. `feed_chunk` (and the SDK path, whose events are not validated)
+    # skipped it and ran the call with what it had.
+    events = events_for(fmt, [("f", ['{"x": ', "1}"])])
+    first_delta = next(
+        i for i, e in enumerate(events) if e["type"].endswith(("_delta", "arguments.delta"))
+    )
+    events.insert(first_delta + 1, {**_MALFORMED[fmt][case], "sequence_number": 999})
+    s = run(sse_server, split, fmt, events)
+    assert kinds(s.calls) == ["lost_event"]
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_quirk_38_connection_drop(sse_server: SSEServer, fmt: str) -> None:
     events = events_for(fmt, [("f", ['{"a":1}']), ("g", ['{"b":"lo', 'ng"}'])])

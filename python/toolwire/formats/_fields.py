@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
+from pydantic import BaseModel
+
 __all__ = [
     "arguments_of",
     "copy_usage",
@@ -252,3 +254,56 @@ def _without_none(value: Any) -> Any:
         items = cast("dict[str, Any]", value).items()
         return {k: _without_none(v) for k, v in items if v is not None}
     return value
+
+
+def is_object(value: object) -> bool:
+    """A JSON object as a chunk holds one: a dict, or an SDK model built from one."""
+    return isinstance(value, (dict, BaseModel))
+
+
+def malformed_envelope(chunk: object) -> bool:
+    """Whether a chunk has a shape the raw SSE path's decoder refuses in every format
+    (`rust/src/envelope.rs`, whose envelope types these fields whatever the format): an `index`
+    or `output_index` that is not an integer, or Chat `choices` that are not an array, a
+    choice that is not an object or whose `index` is not an integer, a `delta`, `tool_calls`
+    entry or `function` that is not an object, or `tool_calls` that is not an array. The SDKs
+    build their chunks without validating them, so such a chunk reaches `feed_chunk` as it was
+    sent; the raw path cannot read it, and the calls it may have carried part of must not run.
+    """
+    for name in ("index", "output_index"):
+        position = get(chunk, name)
+        if position is not None and type(position) is not int:
+            return True
+    return _malformed_choices(get(chunk, "choices"))
+
+
+def _malformed_choices(choices: object) -> bool:
+    if choices is None:
+        return False
+    if not isinstance(choices, list):
+        return True
+    for choice in cast("list[object]", choices):
+        if not is_object(choice):
+            return True
+        index = get(choice, "index")
+        if index is not None and type(index) is not int:
+            return True
+        delta = get(choice, "delta")
+        if delta is None:
+            continue
+        if not is_object(delta):
+            return True
+        tool_calls = get(delta, "tool_calls")
+        if tool_calls is None:
+            continue
+        if not isinstance(tool_calls, list):
+            return True
+        for entry in cast("list[object]", tool_calls):
+            if entry is None:
+                continue
+            if not is_object(entry):
+                return True
+            function = get(entry, "function")
+            if function is not None and not is_object(function):
+                return True
+    return False

@@ -35,6 +35,8 @@ from toolwire.formats._fields import (
     arguments_of,
     copy_usage,
     get,
+    is_object,
+    malformed_envelope,
     merge_usage,
     plain,
     position_of,
@@ -118,6 +120,11 @@ class AnthropicMessagesAdapter:
     def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         info = ChunkInfo()
         kind = get(chunk, "type")
+        if malformed_envelope(chunk) or _malformed(chunk, kind):
+            # The raw SSE path cannot read such an event at all: it may have carried part of a
+            # call, so the calls still open must not run, on both paths (nothing of it is used).
+            sink.lose_event("a malformed event")
+            return info
         held = self._state.empty
         if held is not None and kind != "ping":
             self._state.empty = None
@@ -284,3 +291,23 @@ class AnthropicMessagesAdapter:
         if isinstance(merged, dict):
             self._state.usage = merged
             info.usage = copy_usage(merged)
+
+
+def _malformed(event: object, kind: object) -> bool:
+    """Whether an Anthropic event has a shape the raw SSE path's decoder refuses beyond
+    `malformed_envelope`'s: a `delta` or `content_block` that is not an object, or a delta
+    whose `type` or `stop_reason` is not a string."""
+    if kind == "content_block_start":
+        block = get(event, "content_block")
+        return block is not None and not is_object(block)
+    if kind not in ("content_block_delta", "message_delta"):
+        return False
+    delta = get(event, "delta")
+    if delta is None:
+        return False
+    if not is_object(delta):
+        return True
+    return any(
+        (field := get(delta, name)) is not None and not isinstance(field, str)
+        for name in ("type", "stop_reason")
+    )

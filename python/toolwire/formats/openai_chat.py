@@ -24,14 +24,13 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from pydantic import BaseModel
-
 from toolwire.formats._fields import (
     arguments_of,
     copy_usage,
     extras,
     get,
     index_of,
+    malformed_envelope,
     merge_usage,
     plain,
     sdk_index_of,
@@ -85,7 +84,7 @@ class ChatCompletionsAdapter:
 
     def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         info = ChunkInfo()
-        if _malformed(get(chunk, "choices")):
+        if malformed_envelope(chunk):
             # The raw SSE path cannot read such an event at all: it may have carried part of a
             # call, so the calls still open must not run, on both paths (nothing of it is used).
             sink.lose_event("a malformed event")
@@ -175,45 +174,3 @@ class ChatCompletionsAdapter:
             sink, index, id=wire_id, name=name, arguments=arguments, type=kind
         )
         info.feeds.append(FeedRecord(ordinal, wire_id, name))
-
-
-def _is_object(value: object) -> bool:
-    """A JSON object as a chunk holds one: a dict, or an SDK model built from one."""
-    return isinstance(value, (dict, BaseModel))
-
-
-def _malformed(choices: object) -> bool:
-    """Whether `choices` has a shape no chunk may have, one the raw SSE path's decoder refuses
-    (`rust/src/envelope.rs`): not an array, a choice that is not an object or whose `index` is
-    not an integer, a `delta` or `tool_calls` entry or `function` that is not an object, or
-    `tool_calls` that is not an array. The SDK builds its chunks without validating them, so
-    such a chunk reaches `feed_chunk` as it was sent."""
-    if choices is None:
-        return False
-    if not isinstance(choices, list):
-        return True
-    for choice in cast("list[object]", choices):
-        if not _is_object(choice):
-            return True
-        index = get(choice, "index")
-        if index is not None and (type(index) is not int):
-            return True
-        delta = get(choice, "delta")
-        if delta is None:
-            continue
-        if not _is_object(delta):
-            return True
-        tool_calls = get(delta, "tool_calls")
-        if tool_calls is None:
-            continue
-        if not isinstance(tool_calls, list):
-            return True
-        for entry in cast("list[object]", tool_calls):
-            if entry is None:
-                continue
-            if not _is_object(entry):
-                return True
-            function = get(entry, "function")
-            if function is not None and not _is_object(function):
-                return True
-    return False

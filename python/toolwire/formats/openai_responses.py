@@ -43,6 +43,8 @@ from toolwire.formats._fields import (
     arguments_of,
     copy_usage,
     get,
+    is_object,
+    malformed_envelope,
     merge_usage,
     position_of,
     str_or_none,
@@ -178,6 +180,13 @@ class ResponsesAdapter:
         # Only a str names an event; any other value (a list from a broken producer) is no
         # kind this adapter knows, and must not reach the set lookup below, where it would raise.
         kind = str_or_none(get(chunk, "type"))
+        if malformed_envelope(chunk) or (
+            kind in _ITEM_EVENTS and _malformed_item(get(chunk, "item"))
+        ):
+            # The raw SSE path cannot read such an event at all: it may have carried part of a
+            # call, so the calls still open must not run, on both paths (nothing of it is used).
+            sink.lose_event("a malformed event")
+            return info
         if (
             kind is not None
             and kind.startswith("response.")
@@ -480,3 +489,19 @@ class ResponsesAdapter:
                 sink.stop(reason or "incomplete")
             elif is_limit(reason or "incomplete"):
                 sink.limit_reached()
+
+
+_ITEM_EVENTS = frozenset({"response.output_item.added", "response.output_item.done"})
+
+
+def _malformed_item(item: object) -> bool:
+    """Whether an item event's `item` has a shape the raw SSE path's decoder refuses: not an
+    object, or a `type`, `id`, `call_id` or `name` that is not a string."""
+    if item is None:
+        return False
+    if not is_object(item):
+        return True
+    return any(
+        (field := get(item, name)) is not None and not isinstance(field, str)
+        for name in ("type", "id", "call_id", "name")
+    )
