@@ -261,6 +261,19 @@ def is_object(value: object) -> bool:
     return isinstance(value, (dict, BaseModel))
 
 
+def malformed_record(value: object, strings: tuple[str, ...]) -> bool:
+    """Whether `value`, where the raw SSE path's decoder reads an object whose fields `strings`
+    are strings, is one it refuses: present but no object, or one of those fields present but
+    no string. `None` is an absent record, which it takes."""
+    if value is None:
+        return False
+    if not is_object(value):
+        return True
+    return any(
+        (field := get(value, name)) is not None and not isinstance(field, str) for name in strings
+    )
+
+
 def malformed_envelope(chunk: object) -> bool:
     """Whether a chunk has a shape the raw SSE path's decoder refuses in every format
     (`rust/src/envelope.rs`, whose envelope types these fields whatever the format): an `index`

@@ -37,6 +37,7 @@ from toolwire.formats._fields import (
     get,
     is_object,
     malformed_envelope,
+    malformed_record,
     merge_usage,
     plain,
     position_of,
@@ -302,12 +303,4 @@ def _malformed(event: object, kind: object) -> bool:
         return block is not None and not is_object(block)
     if kind not in ("content_block_delta", "message_delta"):
         return False
-    delta = get(event, "delta")
-    if delta is None:
-        return False
-    if not is_object(delta):
-        return True
-    return any(
-        (field := get(delta, name)) is not None and not isinstance(field, str)
-        for name in ("type", "stop_reason")
-    )
+    return malformed_record(get(event, "delta"), ("type", "stop_reason"))

@@ -43,8 +43,8 @@ from toolwire.formats._fields import (
     arguments_of,
     copy_usage,
     get,
-    is_object,
     malformed_envelope,
+    malformed_record,
     merge_usage,
     position_of,
     str_or_none,
@@ -181,7 +181,8 @@ class ResponsesAdapter:
         # kind this adapter knows, and must not reach the set lookup below, where it would raise.
         kind = str_or_none(get(chunk, "type"))
         if malformed_envelope(chunk) or (
-            kind in _ITEM_EVENTS and _malformed_item(get(chunk, "item"))
+            kind in _ITEM_EVENTS
+            and malformed_record(get(chunk, "item"), ("type", "id", "call_id", "name"))
         ):
             # The raw SSE path cannot read such an event at all: it may have carried part of a
             # call, so the calls still open must not run, on both paths (nothing of it is used).
@@ -492,16 +493,3 @@ class ResponsesAdapter:
 
 
 _ITEM_EVENTS = frozenset({"response.output_item.added", "response.output_item.done"})
-
-
-def _malformed_item(item: object) -> bool:
-    """Whether an item event's `item` has a shape the raw SSE path's decoder refuses: not an
-    object, or a `type`, `id`, `call_id` or `name` that is not a string."""
-    if item is None:
-        return False
-    if not is_object(item):
-        return True
-    return any(
-        (field := get(item, name)) is not None and not isinstance(field, str)
-        for name in ("type", "id", "call_id", "name")
-    )
