@@ -1589,9 +1589,10 @@ impl Assembler {
     /// pre-check violations, each reported once.
     pub fn drain_errors(&mut self) -> Vec<(usize, Error)> {
         let mut out = Vec::new();
+        let registry = self.registry.as_deref();
         for (ordinal, call) in self.calls.iter_mut().enumerate() {
             call.sync();
-            settle_name(call);
+            settle_name(call, registry);
             let start = out.len();
             let mut reported = call.reported;
             // An arrival error (a fragment that cannot join the call) is known when its delta
@@ -1628,9 +1629,10 @@ impl Assembler {
             // Every call of a response past a per-stream limit fails.
             return true;
         }
+        let registry = self.registry.as_deref();
         self.calls.iter_mut().any(|c| {
             c.sync();
-            settle_name(c);
+            settle_name(c, registry);
             has_certain_error(&c.scanner, c.check.as_deref())
                 || c.arrival.is_some()
                 || c.held.as_ref().is_some_and(|h| h.early.is_some())
@@ -1785,8 +1787,15 @@ impl Assembler {
                 && call.stopped.is_none()
                 && call.scanner.is_blank()
                 && call.mode != ArgMode::Value;
-            let mut done = finish_call(ordinal, call, registry.as_deref(), renamed_id, deferred);
-            done.stream_limits = (self.config.max_calls, self.config.max_stream_bytes);
+            let stream_limits = (self.config.max_calls, self.config.max_stream_bytes);
+            let mut done = finish_call(
+                ordinal,
+                call,
+                registry.as_deref(),
+                renamed_id,
+                deferred,
+                stream_limits,
+            );
             let about_the_stand_in = done
                 .error
                 .as_ref()
@@ -2018,6 +2027,7 @@ fn finish_call(
     registry: Option<&Registry>,
     renamed_id: Option<String>,
     deferred: bool,
+    stream_limits: (usize, usize),
 ) -> ToolCall {
     settle_held(call);
     if !deferred {
@@ -2097,7 +2107,7 @@ fn finish_call(
         prechecked: registry.is_some(),
         unscanned: deferred,
         limits: *call.scanner.config(),
-        stream_limits: (0, 0),
+        stream_limits,
         stop_reason: call.stopped.clone(),
     }
 }
@@ -2337,10 +2347,10 @@ fn early_errors(call: &Call) -> (Option<&Error>, Vec<&Error>) {
 
 /// Once a call's arguments began or it ended, its name is final: a later name under its key
 /// starts another call (see `open_call_for`).
-fn settle_name(call: &mut Call) {
+fn settle_name(call: &mut Call, registry: Option<&Registry>) {
     if call.ended || call.has_arguments() {
-        if let Some(check) = call.check.as_deref_mut() {
-            check.name_is_final();
+        if let (Some(check), Some(registry)) = (call.check.as_deref_mut(), registry) {
+            check.name_is_final(registry, &call.name);
         }
     }
 }

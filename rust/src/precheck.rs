@@ -151,10 +151,10 @@ impl Registry {
 #[derive(Debug)]
 pub struct CallCheck {
     name_error: Option<Error>,
-    /// The error of a name that no tool has but some tool's name starts with (`search` beside
-    /// `search_web`): said once the name is final ([`CallCheck::name_is_final`]), since until
-    /// then more of it may come.
-    unregistered: Option<Box<Error>>,
+    /// The name is no tool's, though some tool's name starts with it (`search` beside
+    /// `search_web`): an error once the name is final ([`CallCheck::name_is_final`]), since
+    /// until then more of it may come.
+    unregistered: bool,
     checker: Option<Checker>,
     /// Under the `last_wins` policy a later duplicate key can replace any member's value, so
     /// no violation of the arguments is certain before the end: only the name's is.
@@ -167,8 +167,9 @@ impl CallCheck {
     pub fn new(registry: &Registry, name: &str, received: &[u8], config: &ScanConfig) -> Self {
         let viable = registry.name_viable(name);
         let name_error = (!viable).then(|| unknown_tool(name, registry));
-        let unregistered =
-            (viable && !registry.contains(name)).then(|| Box::new(unknown_tool(name, registry)));
+        // The error is made only if it is ever said: a name streamed in pieces makes a check
+        // per piece, each of them unregistered, and the error lists every tool's name.
+        let unregistered = viable && !registry.contains(name);
         let checker = registry
             .tools
             .get(name)
@@ -187,11 +188,13 @@ impl CallCheck {
         check
     }
 
-    /// The call's name can no longer grow (its arguments began, or the call ended): a name
-    /// no tool has is an error from now on, though some tool's name starts with it.
-    pub fn name_is_final(&mut self) {
-        if let Some(error) = self.unregistered.take() {
-            self.name_error.get_or_insert(*error);
+    /// The call's name, `name` (the one this check was made for), can no longer grow (its
+    /// arguments began, or the call ended): a name no tool has is an error from now on, though
+    /// some tool's name starts with it.
+    pub fn name_is_final(&mut self, registry: &Registry, name: &str) {
+        if std::mem::take(&mut self.unregistered) {
+            self.name_error
+                .get_or_insert_with(|| unknown_tool(name, registry));
         }
     }
 
