@@ -138,44 +138,16 @@ fn benches(c: &mut Criterion) {
     }
     group.finish();
 
-    let mut group = c.benchmark_group("progress_drain_every_fragment");
-    for stream in &streams {
-        group.throughput(Throughput::Bytes(stream.arg_bytes));
-        group.bench_with_input(BenchmarkId::from_parameter(stream.name), stream, |b, s| {
-            b.iter(|| {
-                let config = AssemblerConfig {
-                    track_progress: true,
-                    ..AssemblerConfig::default()
-                };
-                let mut assembler = Assembler::new(config).expect("config");
-                let mut items = 0usize;
-                feed_all(&mut assembler, s, |a| items += a.drain_progress().len());
-                black_box((assembler.finish().expect("finish"), items))
-            });
-        });
-    }
-    group.finish();
-
-    // What the binding's `progress_into` does: every item borrowed, none copied.
-    let mut group = c.benchmark_group("progress_each_every_fragment");
-    for stream in &streams {
-        group.throughput(Throughput::Bytes(stream.arg_bytes));
-        group.bench_with_input(BenchmarkId::from_parameter(stream.name), stream, |b, s| {
-            b.iter(|| {
-                let config = AssemblerConfig {
-                    track_progress: true,
-                    ..AssemblerConfig::default()
-                };
-                let mut assembler = Assembler::new(config).expect("config");
-                let mut bytes = 0usize;
-                feed_all(&mut assembler, s, |a| {
-                    a.drain_progress_each(|_, path, text, _, _| bytes += path.len() + text.len());
-                });
-                black_box((assembler.finish().expect("finish"), bytes))
-            });
-        });
-    }
-    group.finish();
+    // Progress drained after every fragment: owned items, and borrowed ones as the binding's
+    // `progress_into` drains them (none copied).
+    bench_progress(c, &streams, "progress_drain_every_fragment", |a| {
+        a.drain_progress().len()
+    });
+    bench_progress(c, &streams, "progress_each_every_fragment", |a| {
+        let mut bytes = 0;
+        a.drain_progress_each(|_, path, text, _, _| bytes += path.len() + text.len());
+        bytes
+    });
 
     // The scanner alone, on each single call: the per-byte cost without routing.
     let mut group = c.benchmark_group("scanner_push");
@@ -189,6 +161,32 @@ fn benches(c: &mut Criterion) {
                 }
                 scanner.finish().expect("valid corpus");
                 black_box(scanner.text().len())
+            });
+        });
+    }
+    group.finish();
+}
+
+/// A group feeding every stream with progress tracking on, `drain` after each fragment.
+fn bench_progress(
+    c: &mut Criterion,
+    streams: &[Stream],
+    name: &str,
+    drain: impl Fn(&mut Assembler) -> usize,
+) {
+    let mut group = c.benchmark_group(name);
+    for stream in streams {
+        group.throughput(Throughput::Bytes(stream.arg_bytes));
+        group.bench_with_input(BenchmarkId::from_parameter(stream.name), stream, |b, s| {
+            b.iter(|| {
+                let config = AssemblerConfig {
+                    track_progress: true,
+                    ..AssemblerConfig::default()
+                };
+                let mut assembler = Assembler::new(config).expect("config");
+                let mut drained = 0usize;
+                feed_all(&mut assembler, s, |a| drained += drain(a));
+                black_box((assembler.finish().expect("finish"), drained))
             });
         });
     }

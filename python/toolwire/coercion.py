@@ -691,9 +691,8 @@ class _Coercer:
         pending: list[tuple[Any, list[str | int]]] = [(value, path)]
         while pending:
             item, at = pending.pop()
-            if isinstance(item, Decimal):
-                if _beyond_float(item):
-                    self.refuse(at, "out_of_range", item)
+            if past_float(item):
+                self.refuse(at, "out_of_range", item)
             elif isinstance(item, dict):
                 members = cast(dict[str, Any], item)
                 pending.extend((inner, [*at, key]) for key, inner in members.items())
