@@ -2698,3 +2698,61 @@ fn a_responses_item_announced_without_a_name_is_named_by_its_done() {
     let o = run(responses_body(&[added, delta, &done("")]).as_bytes());
     assert_eq!(o.call(0).error, Some(ErrorKind::MissingName));
 }
+
+/// A stream read elsewhere (chunk objects) tells its problems by event number; they are the
+/// stream's errors as a body's own are, first of each kind, ordered by event; once a body is
+/// pushed they join its errors instead of hiding behind them.
+#[test]
+fn errors_told_by_the_caller_are_the_streams_errors() {
+    let mut d = decoder();
+    d.record_error(
+        StreamErrorKind::ProviderError,
+        4,
+        "{\"type\":\"overloaded_error\"}",
+    );
+    d.record_error(
+        StreamErrorKind::MalformedEvent,
+        2,
+        "a chunk that is not an object",
+    );
+    d.record_error(StreamErrorKind::ProviderError, 5, "second");
+    let told: Vec<_> = d
+        .errors()
+        .iter()
+        .map(|e| (e.kind, e.event, e.message.as_str()))
+        .collect();
+    assert_eq!(
+        told,
+        [
+            (
+                StreamErrorKind::MalformedEvent,
+                2,
+                "a chunk that is not an object"
+            ),
+            (
+                StreamErrorKind::ProviderError,
+                4,
+                "{\"type\":\"overloaded_error\"}"
+            ),
+        ]
+    );
+    assert_eq!(d.error_count(StreamErrorKind::ProviderError), 2);
+    assert_eq!(
+        StreamErrorKind::from_slug("provider_error"),
+        Some(StreamErrorKind::ProviderError)
+    );
+    assert_eq!(StreamErrorKind::from_slug("nonsense"), None);
+
+    let mut d = decoder();
+    d.push(b"data: {\"error\": {\"message\": \"boom\"}}\n\n")
+        .expect("push");
+    d.record_error(StreamErrorKind::MalformedEvent, 2, "told");
+    let kinds: Vec<_> = d.errors().iter().map(|e| (e.kind, e.event)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (StreamErrorKind::ProviderError, 1),
+            (StreamErrorKind::MalformedEvent, 2)
+        ]
+    );
+}

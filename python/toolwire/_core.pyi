@@ -368,6 +368,13 @@ class Assembler:
         Raises:
             MisuseError: After `finish`.
         """
+    def _stream_error(self, kind: str, event: int, message: str, /) -> None:
+        """A problem of a stream read outside the core (`feed_chunk`), at its 1-based event
+        number: `stream_errors` tells it as it tells the raw path's own.
+
+        Raises:
+            MisuseError: `kind` is no `stream_errors` kind.
+        """
     def lose_arguments(self, ordinal: int, reason: str, /) -> None:
         """The call at `ordinal` lost part of its arguments (an event that carried them could
         not be read): it becomes a `lost_event` error, never executed, whatever it holds.

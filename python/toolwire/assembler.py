@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, cast
 
 from toolwire import _core
 from toolwire.formats import (
@@ -13,7 +14,8 @@ from toolwire.formats import (
     is_error_event,
     make_adapter,
 )
-from toolwire.formats._types import after_provider_error
+from toolwire.formats._fields import get
+from toolwire.formats._types import after_provider_error, gave_up, unreadable
 from toolwire.formats._utf16 import text_piece
 
 __all__ = ["Assembler", "read_chunks_as"]
@@ -28,6 +30,8 @@ _TEXT_HALF = "_toolwire_text_half"
 _FINISH_SEEN = "_toolwire_finish_seen"
 # Present once the provider gave up before any chunk told the stream's format.
 _GAVE_UP_EARLY = "_toolwire_gave_up_early"
+# How many chunks `feed_chunk` took: the event number of the stream errors it tells.
+_CHUNKS = "_toolwire_chunks"
 
 
 class Assembler(_core.Assembler):
@@ -61,11 +65,12 @@ class Assembler(_core.Assembler):
 
         Returns:
             The chunk's assistant text, the `feed` calls it caused (ordinal, id, name), its
-            finish reason and usage. A chunk that does not tell its format before any format
-            is known (an ambiguous `error` event) is ignored and returns an empty `ChunkInfo`.
-            A chunk that is not an object (`None`, a number, a string, a list: an SSE event
-            whose data is such JSON) makes the calls still open `lost_event`, as on the raw
-            path.
+            finish reason and usage, and the provider's error if it gave up in this chunk. A
+            chunk that does not tell its format before any format is known is ignored and
+            returns an empty `ChunkInfo`. A chunk that is not an object (`None`, a number, a
+            string, a list: an SSE event whose data is such JSON) makes the calls still open
+            `lost_event`, as on the raw path. As there, `stream_errors()` tells a provider's
+            error and a chunk that could not be read, numbering the chunks from 1.
 
         Raises:
             MisuseError: The assembler was already finished.
@@ -73,13 +78,15 @@ class Assembler(_core.Assembler):
         if self.finished:
             # A chunk of text alone would touch no call, and so raise nowhere in the core.
             raise _core.MisuseError("already finished: create a new one for the next stream")
+        state: dict[str, Any] = self.__dict__
+        number = state[_CHUNKS] = state.get(_CHUNKS, 0) + 1
         if chunk is None or isinstance(chunk, (bool, int, float, str, list)):
             # An event whose data is JSON but not an object (`data: 123`): the SDKs hand it on
             # as it is, and the raw SSE path reads it as a malformed event. It may have carried
             # part of a call, so the calls still open must not run, on both paths.
-            self.lose_event("a malformed event")
-            return ChunkInfo()
-        state: dict[str, Any] = self.__dict__
+            what = f"malformed event: not an object ({type(cast(object, chunk)).__name__})"
+            self._stream_error("malformed_event", number, what)
+            return unreadable(ChunkInfo(), self)
         adapter: FormatAdapter | None = state.get(_ADAPTER)
         if adapter is None:
             fmt = detect_format(chunk)
@@ -88,12 +95,19 @@ class Assembler(_core.Assembler):
                     return ChunkInfo()
                 # The provider gave up first: whatever the format turns out to be, what follows
                 # is in no response an SDK shows (it raises here), and no call of it may run.
-                self.stop("error")
+                error = get(chunk, "error")
+                info = gave_up(ChunkInfo(), self, chunk if error is None else error)
+                self._stream_error("provider_error", number, _error_text(info.error))
                 state[_GAVE_UP_EARLY] = True
                 state[_FINISH_SEEN] = True
-                return ChunkInfo(finish_reason="error")
+                return info
             adapter = _read_chunks_as(self, fmt)
         info = adapter.handle(chunk, self)
+        if info.error is not None:
+            self._stream_error("provider_error", number, _error_text(info.error))
+        elif info.malformed:
+            what = "malformed event: a field of the wrong type"
+            self._stream_error("malformed_event", number, what)
         if _GAVE_UP_EARLY in state:
             info = after_provider_error(info, self)
         if info.finish_reason is not None:
@@ -143,6 +157,19 @@ def read_chunks_as(asm: Assembler, fmt: WireFormat) -> None:
     if _ADAPTER in asm.__dict__:
         raise _core.MisuseError("the assembler already reads chunks of a format")
     _read_chunks_as(asm, fmt)
+
+
+def _error_text(error: object) -> str:
+    """A provider's error object as compact JSON, the text the raw SSE path keeps of it (for
+    people: an object that cannot be written as JSON is written as far as it can)."""
+    try:
+        dump = getattr(error, "model_dump", None)
+        data = dump(mode="json") if callable(dump) else error
+        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(error)
+    # A lone surrogate cannot cross into the core's UTF-8 text.
+    return text.encode("utf-8", "replace").decode()
 
 
 def _end_of_chunks(asm: Assembler) -> None:

@@ -71,6 +71,12 @@ impl StreamErrorKind {
         }
     }
 
+    /// The kind whose [`slug`](Self::slug) is `slug`.
+    #[must_use]
+    pub fn from_slug(slug: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.slug() == slug)
+    }
+
     fn slot(self) -> usize {
         self as usize
     }
@@ -403,6 +409,9 @@ pub struct StreamDecoder {
     finished: bool,
     /// The body's end was handled ([`StreamDecoder::end_body`]) ahead of `finish`.
     body_ended: bool,
+    /// Problems told by a caller that reads the events itself ([`StreamDecoder::record_error`])
+    /// while no body was pushed; once one is, they go with the body's own.
+    told: Errors,
 }
 
 #[derive(Debug)]
@@ -428,6 +437,7 @@ impl StreamDecoder {
             assembler,
             finished: false,
             body_ended: false,
+            told: Errors::default(),
         }
     }
 
@@ -629,7 +639,7 @@ impl StreamDecoder {
     /// How many stream errors of `kind` occurred.
     #[must_use]
     pub fn error_count(&self, kind: StreamErrorKind) -> u64 {
-        self.state().map_or(0, |s| s.errors.counts[kind.slot()])
+        self.state().map_or(&self.told, |s| &s.errors).counts[kind.slot()]
     }
 
     /// Malformed events so far (not JSON, or wrong field types).
@@ -641,7 +651,18 @@ impl StreamDecoder {
     /// The first stream error of each kind, ordered by event number.
     #[must_use]
     pub fn errors(&self) -> &[StreamError] {
-        self.state().map_or(&[], |s| &s.errors.first)
+        &self.state().map_or(&self.told, |s| &s.errors).first
+    }
+
+    /// A problem of a stream whose events the caller reads itself (chunk objects fed one by
+    /// one), at its 1-based event number, so that [`StreamDecoder::errors`] tells it as it
+    /// tells the body's own. Only the first of each kind keeps its message.
+    pub fn record_error(&mut self, kind: StreamErrorKind, event: u64, message: &str) {
+        let errors = match &mut self.body {
+            Some(body) => &mut body.state.errors,
+            None => &mut self.told,
+        };
+        errors.record(kind, event, || message.to_owned());
     }
 
     /// The first stream error of any kind (by event number).

@@ -1580,6 +1580,19 @@ impl PyAssembler {
         this.flush_progress(py)
     }
 
+    /// A problem of the stream read outside the core (`feed_chunk`), at its 1-based event
+    /// number: `stream_errors` tells it as it tells the raw path's own.
+    #[pyo3(name = "_stream_error", signature = (kind, event, message, /))]
+    fn stream_error(slf: &Bound<'_, Self>, kind: &str, event: u64, message: &str) -> PyResult<()> {
+        let kind = StreamErrorKind::from_slug(kind)
+            .ok_or_else(|| MisuseError::new_err(format!("no stream error kind {kind:?}")))?;
+        slf.try_borrow_mut()
+            .map_err(in_use)?
+            .decoder
+            .record_error(kind, event, message);
+        Ok(())
+    }
+
     /// The call at `ordinal` lost part of its arguments (an event that carried them could not
     /// be read): it becomes a `lost_event` error, never executed, whatever it holds.
     #[pyo3(signature = (ordinal, reason, /))]

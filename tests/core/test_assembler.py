@@ -1041,6 +1041,7 @@ _WHILE_IN_USE: dict[str, Callable[[Assembler], object]] = {
     "_release": lambda a: a._release(1),
     "_confirm_whole": lambda a: a._confirm_whole(0, b"{}"),
     "_set_index": lambda a: a._set_index(0, 1),
+    "_stream_error": lambda a: a._stream_error("provider_error", 1, "{}"),
 }
 
 

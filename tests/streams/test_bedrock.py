@@ -451,6 +451,11 @@ def test_an_exception_event_as_a_dict_runs_no_open_call(error: dict[str, Any]) -
     asm = Assembler()
     infos = [asm.feed_chunk(event) for event in events]
     assert infos[-4].finish_reason == "error"
+    assert infos[-4].error == error
+    # Told as the other formats' provider errors are, at its chunk.
+    assert [(kind, event) for kind, event, _ in asm.stream_errors()] == [
+        ("provider_error", len(events) - 3)
+    ]
     assert [(c.name, c.error and c.error.kind) for c in asm.finish()] == [
         ("get_weather", "filtered"),
         ("late", "filtered"),

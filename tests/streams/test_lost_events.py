@@ -10,6 +10,7 @@ after the loss, is untouched.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -145,3 +146,43 @@ async def test_bytes_that_are_not_utf8_end_the_async_sdk_stream_cleanly(
     assert isinstance(stream.transport_error, UnicodeDecodeError)
     assert _first_call_fate(stream) == ("get_weather", False)
     assert type(events[-1]).__name__ == "StreamEnded"
+
+
+# Events the raw path cannot read: data that is no object, and a field of the wrong type.
+UNREADABLE: dict[str, list[Any]] = {
+    "openai-chat": [123, {"object": "chat.completion.chunk", "choices": "none"}],
+    "openai-responses": [
+        None,
+        {"type": "response.function_call_arguments.delta", "output_index": "0", "delta": "x"},
+    ],
+    "anthropic": [
+        [1],
+        {"type": "content_block_delta", "index": 0.5, "delta": {"type": "input_json_delta"}},
+    ],
+}
+
+
+@pytest.mark.parametrize("which", [0, 1])
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic"])
+def test_an_unreadable_chunk_is_told_as_the_raw_path_tells_it(fmt: str, which: int) -> None:
+    # Fed as chunks, the same stream says what it could not read, at the same event, as the
+    # raw path says it: a caller of `feed_chunk` learns why its call became `lost_event`.
+    events = well_formed_stream(fmt, CALLS, size=4)
+    first = next(i for i, e in enumerate(events) if '{"ci' in str(e))
+    unreadable = UNREADABLE[fmt][which]
+    dicts = Assembler()
+    infos = [dicts.feed_chunk(event) for event in [*events[: first + 1], unreadable]]
+    infos += [dicts.feed_chunk(event) for event in events[first + 1 :]]
+    raw = Assembler()
+    named = "" if fmt == "openai-chat" else f"event: {events[first]['type']}\n"
+    data = json.dumps(unreadable, separators=(",", ":"))
+    raw.feed_sse(
+        sse_body(events[: first + 1], fmt).removesuffix(b"data: [DONE]\n\n")
+        + f"{named}data: {data}\n\n".encode()
+        + sse_body(events[first + 1 :], fmt)
+    )
+    assert [i for i, info in enumerate(infos) if info.malformed] == [first + 1]
+    told = [(kind, event) for kind, event, _ in dicts.stream_errors()]
+    assert told == [(kind, event) for kind, event, _ in raw.stream_errors()]
+    assert told == [("malformed_event", first + 2)]
+    assert [c.error.kind if c.error else None for c in dicts.finish()] == ["lost_event", None]

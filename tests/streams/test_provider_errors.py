@@ -114,6 +114,9 @@ def test_what_follows_a_provider_error_does_not_undo_it(
         assert [c.name for c in calls] == ["get_weather", "lookup"] + (["lookup"] if late else [])
         assert all(not c.ok for c in calls), [(c.name, c.error) for c in calls]
     assert [key(c) for c in dict_calls] == [key(c) for c in raw_calls]
+    # Both tell the provider's error, at the same event, with the same text.
+    assert dicts.stream_errors() == raw.stream_errors()
+    assert [kind for kind, _, _ in raw.stream_errors()] == ["provider_error"]
     if fmt == "openai-responses":
         # The Responses client yields its `error` event and every event after it (the Chat
         # and Anthropic SDKs raise and read no further): the SDK path agrees as well.
@@ -182,6 +185,8 @@ def test_a_provider_error_before_the_format_is_known_runs_no_call(fmt: str) -> N
     dict_calls, raw_calls = dicts.finish(), raw.finish()
     assert [key(c) for c in dict_calls] == [key(c) for c in raw_calls]
     assert [c.error.kind if c.error else None for c in dict_calls] == ["filtered"]
+    assert dicts.stream_errors() == raw.stream_errors()
+    assert [kind for kind, event, _ in raw.stream_errors()] == ["provider_error"]
 
 
 @pytest.mark.parametrize("fmt", ["anthropic", "openai-chat"])
@@ -211,3 +216,33 @@ def test_a_stop_after_a_provider_error_keeps_the_error_as_the_reason(fmt: str) -
 
 def key(call: Any) -> tuple[Any, ...]:
     return (call.name, call.id, call.arguments, call.error.kind if call.error else None)
+
+
+def test_a_failed_response_and_a_gemini_error_are_told_as_on_the_raw_path() -> None:
+    failed = {
+        "type": "response.failed",
+        "response": {
+            "id": "resp_1",
+            "status": "failed",
+            "error": {"code": "server_error", "message": "boom"},
+        },
+    }
+    responses = [
+        *before_the_end(well_formed_stream("openai-responses", CALLS, size=4), "openai-responses"),
+        failed,
+    ]
+    gemini = [gemini_chunk(gemini_call("delete_file", {"path": "/tmp/x"})), GEMINI_ERROR]
+    for fmt, events, error in [
+        ("openai-responses", responses, failed["response"]["error"]),
+        ("gemini", gemini, GEMINI_ERROR["error"]),
+    ]:
+        dicts = Assembler()
+        infos = [dicts.feed_chunk(event) for event in events]
+        assert infos[-1].error == error and all(info.error is None for info in infos[:-1])
+        raw = Assembler()
+        raw.feed_sse(sse_body(events, fmt))
+        assert dicts.stream_errors() == raw.stream_errors()
+        assert [(kind, event) for kind, event, _ in raw.stream_errors()] == [
+            ("provider_error", len(events))
+        ]
+        assert [key(c) for c in dicts.finish()] == [key(c) for c in raw.finish()]

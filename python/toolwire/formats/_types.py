@@ -14,8 +14,10 @@ __all__ = [
     "WireFormat",
     "after_provider_error",
     "folded_reason",
+    "gave_up",
     "is_limit",
     "stops_calls",
+    "unreadable",
 ]
 
 WireFormat: TypeAlias = Literal[
@@ -182,12 +184,37 @@ class ChunkInfo:
         finish_reason: The provider's stop reason if this chunk carried one.
         usage: Token usage if this chunk carried it, as a plain dict: the members of every usage
             object so far, merged, later values winning, `null` members left out.
+        error: The provider's error object, as sent, when this chunk says the provider gave up
+            on the response (an error event or member, a failed response's `error`, a Bedrock
+            exception); `stream_errors()` then tells it as `provider_error`.
+        malformed: True when the chunk could not be read (not an object, or a field of the
+            wrong type) and was skipped whole: the calls still open lost what it may have
+            carried (`lost_event`), and `stream_errors()` tells it as `malformed_event`.
     """
 
     text: str = ""
     feeds: list[FeedRecord] = field(default_factory=lambda: [])
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
+    error: Any = None
+    malformed: bool = False
+
+
+def unreadable(info: ChunkInfo, sink: Sink) -> ChunkInfo:
+    """A chunk that cannot be read at all: the raw SSE path skips such an event whole, and it
+    may have carried part of a call, so the calls still open must not run, on both paths."""
+    sink.lose_event("a malformed event")
+    info.malformed = True
+    return info
+
+
+def gave_up(info: ChunkInfo, sink: Sink, error: object, reason: str = "error") -> ChunkInfo:
+    """A chunk by which the provider gave up on the response, `error` being what it said: the
+    calls it had not ended must not run (an SDK raises there and reads no further)."""
+    info.finish_reason = reason
+    info.error = {} if error is None else error
+    sink.stop(reason)
+    return info
 
 
 def after_provider_error(info: ChunkInfo, sink: Sink) -> ChunkInfo:

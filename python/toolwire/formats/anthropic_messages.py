@@ -51,8 +51,10 @@ from toolwire.formats._types import (
     Sink,
     WireFormat,
     after_provider_error,
+    gave_up,
     is_limit,
     stops_calls,
+    unreadable,
 )
 from toolwire.formats._utf16 import Utf16, escape_lone_surrogates
 
@@ -122,10 +124,7 @@ class AnthropicMessagesAdapter:
         info = ChunkInfo()
         kind = get(chunk, "type")
         if malformed_envelope(chunk) or _malformed(chunk, kind):
-            # The raw SSE path cannot read such an event at all: it may have carried part of a
-            # call, so the calls still open must not run, on both paths (nothing of it is used).
-            sink.lose_event("a malformed event")
-            return info
+            return unreadable(info, sink)
         held = self._state.empty
         if held is not None and kind != "ping":
             self._state.empty = None
@@ -154,8 +153,7 @@ class AnthropicMessagesAdapter:
                 elif is_limit(reason):
                     sink.limit_reached()
         elif kind == "error":
-            info.finish_reason = "error"
-            sink.stop("error")
+            gave_up(info, sink, get(chunk, "error"))
             self._gave_up = True
         return info
 

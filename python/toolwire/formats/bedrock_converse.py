@@ -61,6 +61,7 @@ from toolwire.formats._types import (
     WireFormat,
     after_provider_error,
     folded_reason,
+    gave_up,
     is_limit,
     stops_calls,
 )
@@ -181,8 +182,12 @@ class BedrockConverseAdapter:
             # The provider gave up: calls it had not ended must not run, and a block that
             # stopped without input is not known to be a call without parameters.
             self._empty.clear()
-            info.finish_reason = "error"
-            sink.stop("error")
+            exceptions = {
+                key: value
+                for key, value in cast("Mapping[object, object]", chunk).items()
+                if _is_exception(key)
+            }
+            gave_up(info, sink, exceptions)
             self._gave_up = True
         return info
 

@@ -76,6 +76,7 @@ from toolwire.formats._types import (
     WireFormat,
     after_provider_error,
     folded_reason,
+    gave_up,
     is_limit,
     stops_calls,
 )
@@ -388,9 +389,8 @@ class GeminiAdapter:
         if get(chunk, "error") is not None and get(chunk, "candidates") is None:
             # The server gave up on the answer (google-genai raises this chunk): calls it had
             # not finished must not run, as when the SDK's error ends `assemble`.
-            info.finish_reason = "error"
             state.open = None
-            sink.stop("error")
+            gave_up(info, sink, get(chunk, "error"))
             self._gave_up = True
             return info
         usage = _field(chunk, "usage_metadata", "usageMetadata")

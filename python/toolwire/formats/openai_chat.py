@@ -43,8 +43,10 @@ from toolwire.formats._types import (
     WireFormat,
     after_provider_error,
     folded_reason,
+    gave_up,
     is_limit,
     stops_calls,
+    unreadable,
 )
 from toolwire.formats._utf16 import Utf16
 
@@ -85,10 +87,7 @@ class ChatCompletionsAdapter:
     def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         info = ChunkInfo()
         if malformed_envelope(chunk):
-            # The raw SSE path cannot read such an event at all: it may have carried part of a
-            # call, so the calls still open must not run, on both paths (nothing of it is used).
-            sink.lose_event("a malformed event")
-            return info
+            return unreadable(info, sink)
         usage = get(chunk, "usage")
         if usage is not None:
             self._usage = merge_usage(self._usage, usage)
@@ -99,8 +98,7 @@ class ChatCompletionsAdapter:
             # A provider error inside the stream (the SDK raises it instead, even next to
             # `choices`, as OpenRouter sends it, and reads no further): calls it had not ended
             # must not run, as on the raw SSE path.
-            info.finish_reason = "error"
-            sink.stop("error")
+            gave_up(info, sink, error)
             self._gave_up = True
             return info
         if not isinstance(choices, list):

@@ -56,8 +56,10 @@ from toolwire.formats._types import (
     Sink,
     WireFormat,
     after_provider_error,
+    gave_up,
     is_limit,
     stops_calls,
+    unreadable,
 )
 from toolwire.formats._utf16 import Utf16, escape_lone_surrogates
 
@@ -184,10 +186,7 @@ class ResponsesAdapter:
             kind in _ITEM_EVENTS
             and malformed_record(get(chunk, "item"), ("type", "id", "call_id", "name"))
         ):
-            # The raw SSE path cannot read such an event at all: it may have carried part of a
-            # call, so the calls still open must not run, on both paths (nothing of it is used).
-            sink.lose_event("a malformed event")
-            return info
+            return unreadable(info, sink)
         if (
             kind is not None
             and kind.startswith("response.")
@@ -213,8 +212,10 @@ class ResponsesAdapter:
         elif kind in _FINAL:
             self._finished(get(chunk, "response"), kind, sink, info)
         elif kind == "error":
-            info.finish_reason = "error"
-            sink.stop("error")
+            # Its `error` member says what went wrong; without one, the event's own members
+            # (`code`, `message`) do, as the raw SSE path reads it.
+            error = get(chunk, "error")
+            gave_up(info, sink, chunk if error is None else error)
             self._gave_up = True
         return info
 
@@ -477,8 +478,7 @@ class ResponsesAdapter:
                 self._feed_provisional(index, sink, info)
             info.finish_reason = "completed"
         elif kind == "response.failed":
-            info.finish_reason = "failed"
-            sink.stop("failed")
+            gave_up(info, sink, get(response, "error"), "failed")
         elif kind == "response.cancelled":
             # As on the raw SSE path: a call the server had not finished must not run.
             info.finish_reason = "cancelled"
