@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use serde_json::json;
 use toolwire::value::ValueSink;
 use toolwire::Registry;
-use toolwire::{Arguments, Assembler, AssemblerConfig, Delta, StringMode, ToolCall, Value};
+use toolwire::{Arguments, Assembler, AssemblerConfig, Delta, PartialOptions, ToolCall, Value};
 
 const TEXTS: &[&str] = &[
     r#"{"city": "Paris", "days": [1, 2.5, -3e2], "note": "a\"b\\c\u00e9\ud83d\ude00", "ok": true}"#,
@@ -180,7 +180,7 @@ fn feed_all(
             );
             failed.push(asm.has_certain_error());
             let partial = asm
-                .partial_into(ordinal, StringMode::Trailing, false, &mut ValueSink)
+                .partial_into(ordinal, PartialOptions::default(), &mut ValueSink)
                 .expect("ordinal")
                 .expect("infallible sink");
             partials.push(partial);

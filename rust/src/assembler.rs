@@ -37,7 +37,7 @@ use crate::precheck::{CallCheck, Registry};
 use crate::progress::{Progress, ProgressItem};
 use crate::scanner::{is_ws, ScanConfig, Scanner};
 use crate::tokens::same_tokens;
-use crate::value::{build, BuildOptions, Sink, StringMode};
+use crate::value::{build, BuildOptions, PartialOptions, Sink};
 
 /// How one delta carries arguments.
 #[derive(Debug, Clone, Copy)]
@@ -1719,8 +1719,8 @@ impl Assembler {
         self.calls.get(ordinal).and_then(|c| c.id.as_deref())
     }
 
-    /// The partial value of a call's arguments into `sink` (spec R1-R11): `Ok(None)` when nothing
-    /// is reportable yet.
+    /// The partial value of a call's arguments into `sink` (spec R1-R11), shown as `view` asks:
+    /// `Ok(None)` when nothing is reportable yet.
     ///
     /// # Errors
     /// [`Misuse::Finished`] after [`Assembler::finish`] (the finished calls have their values),
@@ -1728,13 +1728,12 @@ impl Assembler {
     pub fn partial_into<S: Sink>(
         &mut self,
         ordinal: usize,
-        strings: StringMode,
-        eager_numbers: bool,
+        view: PartialOptions,
         sink: &mut S,
     ) -> Result<Result<Option<S::Value>, S::Error>, Misuse> {
         let call = self.open_call_mut(ordinal)?;
         call.sync();
-        Ok(partial_of(&call.scanner, strings, eager_numbers, sink))
+        Ok(partial_of(&call.scanner, view, sink))
     }
 
     /// Ends the stream: every started call, exactly once, in ordinal order.
@@ -1844,20 +1843,18 @@ fn deferrable(call: &Call, registry: Option<&Registry>) -> bool {
         && first_non_ws(call.scanner.text()).is_some()
 }
 
-/// Builds a partial value from a scanner's accepted prefix.
+/// Builds a partial value from a scanner's accepted prefix, shown as `view` asks.
 pub fn partial_of<S: Sink>(
     scanner: &Scanner,
-    strings: StringMode,
-    eager_numbers: bool,
+    view: PartialOptions,
     sink: &mut S,
 ) -> Result<Option<S::Value>, S::Error> {
     let valid = scanner.valid_len();
-    let options = BuildOptions {
-        complete: scanner.is_complete(),
-        strings,
-        eager_numbers,
-        duplicate_keys: scanner.config().duplicate_keys == crate::scanner::DuplicateKeys::LastWins,
-    };
+    let options = BuildOptions::for_partial(
+        view,
+        scanner.is_complete(),
+        scanner.config().duplicate_keys == crate::scanner::DuplicateKeys::LastWins,
+    );
     build(&scanner.text()[..valid], options, sink)
 }
 

@@ -41,5 +41,5 @@ pub use precheck::Registry;
 pub use progress::ProgressItem;
 pub use scanner::{DuplicateKeys, ScanConfig, Scanner, Status};
 pub use sse::{Framer, SseConfig, SseError};
-pub use value::{build_value, BuildOptions, StringMode, Value};
+pub use value::{build_value, BuildOptions, PartialOptions, StringMode, Value};
 pub use visit::{ValueKind, Visitor};

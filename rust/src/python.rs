@@ -22,7 +22,7 @@ use crate::gateway::{StreamDecoder, StreamErrorKind};
 use crate::outline::outline;
 use crate::precheck::Registry;
 use crate::scanner::{DuplicateKeys, ScanConfig, Scanner, Status, PLAIN_NUMBER_CHARS};
-use crate::value::{build, BuildOptions, Sink, StringMode};
+use crate::value::{build, BuildOptions, PartialOptions, Sink, StringMode};
 
 create_exception!(
     toolwire._core,
@@ -720,6 +720,15 @@ fn string_mode(s: &str) -> PyResult<StringMode> {
     }
 }
 
+/// The partial view the `partial` methods' keyword arguments ask for.
+fn partial_options(strings: &str, eager_numbers: bool, flags: bool) -> PyResult<PartialOptions> {
+    Ok(PartialOptions {
+        strings: string_mode(strings)?,
+        eager_numbers,
+        flags,
+    })
+}
+
 /// A count or an ordinal from Python: an `int` that is not negative. A negative one (`-1`
 /// for "no limit", say) is the caller's mistake, a `MisuseError`, not the `OverflowError` of
 /// a plain `usize` argument.
@@ -930,8 +939,7 @@ impl PyScanner {
         let this = slf.try_borrow().map_err(scanner_in_use)?;
         let v = crate::assembler::partial_of(
             &this.inner,
-            string_mode(strings)?,
-            eager_numbers,
+            partial_options(strings, eager_numbers, false)?,
             &mut PySink::new(py),
         )?;
         optional_value(py, v)
@@ -1688,17 +1696,13 @@ impl PyAssembler {
         eager_numbers: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let Count(ordinal) = ordinal;
+        let view = partial_options(strings, eager_numbers, false)?;
         let v = slf
             .try_borrow_mut()
             .map_err(in_use)?
             .decoder
             .assembler_mut()
-            .partial_into(
-                ordinal,
-                string_mode(strings)?,
-                eager_numbers,
-                &mut PySink::new(py),
-            )
+            .partial_into(ordinal, view, &mut PySink::new(py))
             .map_err(|e| misuse(&e))??;
         optional_value(py, v)
     }

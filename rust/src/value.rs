@@ -12,6 +12,10 @@
 //!   closed and its value is reportable (R3); the open string shows its decoded text minus any
 //!   unfinished tail (R4); a number touching the end of a prefix is pending (R5) unless
 //!   `eager_numbers`; literals appear when complete (R6); nothing reportable is `None` (R7).
+//! - Completeness flags (R9) are asked for, not always made: with [`BuildOptions::flags`] the
+//!   builder hands each node to [`Sink::flag`] once it is made, saying whether the text ended
+//!   inside it. Without the option the hook is never called, so the plain view pays one
+//!   predictable branch per node and sinks that ignore flags need not know about them.
 
 use crate::scanner::short_escape;
 
@@ -119,6 +123,20 @@ pub struct BuildOptions {
     pub eager_numbers: bool,
     /// Objects may repeat keys (last wins); the sink must then replace earlier members.
     pub duplicate_keys: bool,
+    /// Hand every node to [`Sink::flag`] with its completeness (R9).
+    pub flags: bool,
+}
+
+/// What the caller chooses about a partial view; whether the text is complete and how repeated
+/// keys read come from the text's scanner instead (see [`BuildOptions::for_partial`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PartialOptions {
+    /// How an open string is shown.
+    pub strings: StringMode,
+    /// Report a pending number's longest valid prefix.
+    pub eager_numbers: bool,
+    /// Tell the sink each node's completeness (R9).
+    pub flags: bool,
 }
 
 impl BuildOptions {
@@ -129,6 +147,19 @@ impl BuildOptions {
             complete: true,
             duplicate_keys,
             ..Self::default()
+        }
+    }
+
+    /// Options for a prefix the scanner accepted: `complete` when it is the whole text, read
+    /// with the scanner's duplicate-key policy and shown as `view` asks.
+    #[must_use]
+    pub fn for_partial(view: PartialOptions, complete: bool, duplicate_keys: bool) -> Self {
+        Self {
+            complete,
+            strings: view.strings,
+            eager_numbers: view.eager_numbers,
+            duplicate_keys,
+            flags: view.flags,
         }
     }
 }
@@ -207,6 +238,17 @@ pub trait Sink {
     /// # Errors
     /// Sink-specific.
     fn end_object(&mut self, object: Self::Object) -> Result<Self::Value, Self::Error>;
+    /// Marks a node just made (a scalar, or a container after its last member) with its
+    /// completeness (R9): `complete` is false exactly when the text ended inside it, so later
+    /// text may still extend it. Called once per node, before the node goes into its parent,
+    /// and only when [`BuildOptions::flags`] is set; by default the node is kept as it is.
+    ///
+    /// # Errors
+    /// Sink-specific.
+    fn flag(&mut self, value: Self::Value, complete: bool) -> Result<Self::Value, Self::Error> {
+        let _ = complete;
+        Ok(value)
+    }
 }
 
 /// Builds the Rust [`Value`] tree.
@@ -332,6 +374,21 @@ impl Reader<'_> {
         }
     }
 
+    /// `value` as the sink marks it with its completeness, when flags were asked for (R9).
+    #[inline]
+    fn mark<S: Sink>(
+        &self,
+        sink: &mut S,
+        value: S::Value,
+        complete: bool,
+    ) -> Result<S::Value, S::Error> {
+        if self.options.flags {
+            sink.flag(value, complete)
+        } else {
+            Ok(value)
+        }
+    }
+
     /// Reads a value starting at `pos` (not whitespace). `None` when not reportable.
     fn value<S: Sink>(&mut self, sink: &mut S) -> Result<Option<S::Value>, S::Error> {
         let Some(&b) = self.text.get(self.pos) else {
@@ -347,18 +404,24 @@ impl Reader<'_> {
                 if let Some(q) = memchr::memchr2(b'"', b'\\', rest) {
                     if rest[q] == b'"' {
                         self.pos += q + 1;
-                        return sink.string(utf8_prefix(&rest[..q])).map(Some);
+                        let value = sink.string(utf8_prefix(&rest[..q]))?;
+                        return self.mark(sink, value, true).map(Some);
                     }
                 }
                 let mut buf = std::mem::take(&mut self.scratch);
                 buf.clear();
                 let state = self.string_into(&mut buf);
-                let out = match state {
-                    Str::Complete => Some(sink.string(utf8_prefix(&buf))?),
-                    Str::Open if self.options.strings == StringMode::Trailing => {
-                        Some(sink.string(utf8_prefix(&buf))?)
+                // Shown whole (complete), or open under `Trailing` (incomplete), or not at all.
+                let shown = match state {
+                    Str::Complete => Some(true),
+                    Str::Open => (self.options.strings == StringMode::Trailing).then_some(false),
+                };
+                let out = match shown {
+                    Some(complete) => {
+                        let value = sink.string(utf8_prefix(&buf))?;
+                        Some(self.mark(sink, value, complete)?)
                     }
-                    Str::Open => None,
+                    None => None,
                 };
                 self.scratch = buf;
                 Ok(out)
@@ -380,11 +443,13 @@ impl Reader<'_> {
             return Ok(None);
         }
         self.pos += word.len();
-        match word[0] {
-            b't' => sink.boolean(true).map(Some),
-            b'f' => sink.boolean(false).map(Some),
-            _ => sink.null().map(Some),
-        }
+        let value = match word[0] {
+            b't' => sink.boolean(true)?,
+            b'f' => sink.boolean(false)?,
+            _ => sink.null()?,
+        };
+        // A literal is reported only once its last letter is in (R6): it is always complete.
+        self.mark(sink, value, true).map(Some)
     }
 
     fn number<S: Sink>(&mut self, sink: &mut S) -> Result<Option<S::Value>, S::Error> {
@@ -400,14 +465,17 @@ impl Reader<'_> {
         // A number touching the end of a prefix is pending (R5); with `eager_numbers` its
         // longest valid prefix is shown, which excludes `-`, `1.` and `1e` (they end in a
         // non-digit).
-        if self.at_end()
-            && !self.options.complete
+        let complete = !self.at_end() || self.options.complete;
+        if !complete
             && (!self.options.eager_numbers || !lexeme.last().is_some_and(u8::is_ascii_digit))
         {
             return Ok(None);
         }
         let lexeme = std::str::from_utf8(lexeme).unwrap_or("0");
-        sink.number(lexeme).map(Some)
+        let value = sink.number(lexeme)?;
+        // Only a delimiter (or the end of the whole text) settles a number: an eager one
+        // touching the end may still gain digits.
+        self.mark(sink, value, complete).map(Some)
     }
 
     /// Decodes string content after the opening quote into `out`.
@@ -487,12 +555,14 @@ impl Reader<'_> {
     fn array<S: Sink>(&mut self, sink: &mut S) -> Result<S::Value, S::Error> {
         self.pos += 1;
         let mut array = sink.array()?;
+        let mut closed = false;
         loop {
             self.skip_ws();
             match self.text.get(self.pos) {
                 None => break,
                 Some(b']') => {
                     self.pos += 1;
+                    closed = true;
                     break;
                 }
                 Some(b',') => {
@@ -511,19 +581,22 @@ impl Reader<'_> {
                 }
             }
         }
-        sink.end_array(array)
+        let value = sink.end_array(array)?;
+        self.mark(sink, value, closed)
     }
 
     fn object<S: Sink>(&mut self, sink: &mut S) -> Result<S::Value, S::Error> {
         self.pos += 1;
         let mut object = sink.object()?;
         let replace = self.options.duplicate_keys;
+        let mut closed = false;
         loop {
             self.skip_ws();
             match self.text.get(self.pos) {
                 None => break,
                 Some(b'}') => {
                     self.pos += 1;
+                    closed = true;
                     break;
                 }
                 Some(b',') => {
@@ -568,7 +641,8 @@ impl Reader<'_> {
                 }
             }
         }
-        sink.end_object(object)
+        let value = sink.end_object(object)?;
+        self.mark(sink, value, closed)
     }
 }
 
@@ -701,5 +775,265 @@ mod tests {
             build_value(br#"{"a":1,"b":2,"a":3}"#, dup),
             Some(obj(&[("a", n("3")), ("b", n("2"))]))
         );
+    }
+}
+
+#[cfg(test)]
+mod flag_tests {
+    use super::*;
+
+    /// Renders nodes as compact JSON with `~` after each incomplete one, and counts the nodes
+    /// made and flagged, so a node the builder forgot to flag (or flagged twice) shows.
+    #[derive(Default)]
+    struct Marks {
+        made: usize,
+        flagged: usize,
+    }
+
+    impl Marks {
+        fn made(&mut self, text: String) -> Result<String, std::convert::Infallible> {
+            self.made += 1;
+            Ok(text)
+        }
+    }
+
+    impl Sink for Marks {
+        type Value = String;
+        type Array = Vec<String>;
+        type Object = Vec<(String, String)>;
+        type Key = String;
+        type Error = std::convert::Infallible;
+
+        fn null(&mut self) -> Result<String, Self::Error> {
+            self.made("null".to_owned())
+        }
+        fn boolean(&mut self, value: bool) -> Result<String, Self::Error> {
+            self.made(value.to_string())
+        }
+        fn number(&mut self, lexeme: &str) -> Result<String, Self::Error> {
+            self.made(lexeme.to_owned())
+        }
+        fn string(&mut self, value: &str) -> Result<String, Self::Error> {
+            let mut out = Vec::new();
+            write_json_string(value, &mut out);
+            self.made(String::from_utf8_lossy(&out).into_owned())
+        }
+        fn array(&mut self) -> Result<Vec<String>, Self::Error> {
+            Ok(Vec::new())
+        }
+        fn push(&mut self, array: &mut Vec<String>, value: String) -> Result<(), Self::Error> {
+            array.push(value);
+            Ok(())
+        }
+        fn end_array(&mut self, array: Vec<String>) -> Result<String, Self::Error> {
+            self.made(format!("[{}]", array.join(",")))
+        }
+        fn object(&mut self) -> Result<Vec<(String, String)>, Self::Error> {
+            Ok(Vec::new())
+        }
+        fn key(&mut self, key: &str) -> Result<String, Self::Error> {
+            let mut out = Vec::new();
+            write_json_string(key, &mut out);
+            Ok(String::from_utf8_lossy(&out).into_owned())
+        }
+        fn set(
+            &mut self,
+            object: &mut Vec<(String, String)>,
+            key: String,
+            value: String,
+            _replace: bool,
+        ) -> Result<(), Self::Error> {
+            object.push((key, value));
+            Ok(())
+        }
+        fn end_object(&mut self, object: Vec<(String, String)>) -> Result<String, Self::Error> {
+            let members: Vec<String> = object.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+            self.made(format!("{{{}}}", members.join(",")))
+        }
+        fn flag(&mut self, value: String, complete: bool) -> Result<String, Self::Error> {
+            self.flagged += 1;
+            Ok(if complete { value } else { value + "~" })
+        }
+    }
+
+    /// The flagged rendering of `text` built with `options` (flags on), after checking that
+    /// every node was flagged exactly once.
+    fn marked(text: &[u8], options: BuildOptions) -> Option<String> {
+        let mut sink = Marks::default();
+        let options = BuildOptions {
+            flags: true,
+            ..options
+        };
+        let Ok(out) = build(text, options, &mut sink);
+        assert_eq!(
+            sink.made, sink.flagged,
+            "every node is flagged once: {text:?}"
+        );
+        out
+    }
+
+    fn prefix(text: &str) -> Option<String> {
+        marked(text.as_bytes(), BuildOptions::default())
+    }
+
+    #[test]
+    fn spec_example_prefixes() {
+        let table: &[(&str, Option<&str>)] = &[
+            ("", None),
+            ("{\"a", Some("{}~")),
+            ("{\"a\":", Some("{}~")),
+            ("{\"a\": \"hel", Some("{\"a\":\"hel\"~}~")),
+            ("{\"a\": \"x\\", Some("{\"a\":\"x\"~}~")),
+            ("{\"a\": \"hello \\u00", Some("{\"a\":\"hello \"~}~")),
+            ("{\"a\": \"ab\\ud83d", Some("{\"a\":\"ab\"~}~")),
+            // Every character is in, but the closing quote is not: still open.
+            ("{\"a\": \"\\ud83d\\ude00", Some("{\"a\":\"😀\"~}~")),
+            ("{\"a\": 1", Some("{}~")),
+            ("{\"a\": 1,", Some("{\"a\":1}~")),
+            ("{\"a\": 1.", Some("{}~")),
+            ("{\"a\": -", Some("{}~")),
+            ("{\"a\": tr", Some("{}~")),
+            ("{\"a\": true", Some("{\"a\":true}~")),
+            ("[1, 2", Some("[1]~")),
+            ("[1, 2,", Some("[1,2]~")),
+            ("[\"x\", \"y", Some("[\"x\",\"y\"~]~")),
+            (
+                "{\"a\": {\"b\": [1, {\"c\": \"d",
+                Some("{\"a\":{\"b\":[1,{\"c\":\"d\"~}~]~}~}~"),
+            ),
+        ];
+        for (text, expected) in table {
+            assert_eq!(prefix(text).as_deref(), *expected, "{text:?}");
+        }
+        // A character cut inside its UTF-8 bytes: the string shows nothing of it, and is open.
+        assert_eq!(
+            marked(b"{\"a\": \"\xc3", BuildOptions::default()).as_deref(),
+            Some("{\"a\":\"\"~}~")
+        );
+    }
+
+    #[test]
+    fn closed_nodes_on_an_open_path_are_complete() {
+        assert_eq!(prefix("{\"a\": \"x\"").as_deref(), Some("{\"a\":\"x\"}~"));
+        assert_eq!(prefix("{\"a\": \"x\" ").as_deref(), Some("{\"a\":\"x\"}~"));
+        assert_eq!(
+            prefix("{\"a\": [null, false, {}], \"b\": {\"c\": [[]").as_deref(),
+            Some("{\"a\":[null,false,{}],\"b\":{\"c\":[[]]~}~}~")
+        );
+        assert_eq!(prefix("[[1, [2]], [").as_deref(), Some("[[1,[2]],[]~]~"));
+        // A closed container is complete even before the scanner calls the text complete.
+        assert_eq!(prefix("{\"a\": [1]}").as_deref(), Some("{\"a\":[1]}"));
+    }
+
+    #[test]
+    fn strings_off_hides_the_open_string_and_keeps_its_parents_open() {
+        let off = BuildOptions {
+            strings: StringMode::Off,
+            ..BuildOptions::default()
+        };
+        assert_eq!(
+            marked(b"{\"a\": \"hel", off).as_deref(),
+            Some("{}~"),
+            "member hidden"
+        );
+        assert_eq!(marked(b"[\"x\", \"y", off).as_deref(), Some("[\"x\"]~"));
+        assert_eq!(
+            marked(b"{\"a\": [\"x\"], \"b\": \"", off).as_deref(),
+            Some("{\"a\":[\"x\"]}~")
+        );
+        assert_eq!(marked(b"\"open", off), None);
+    }
+
+    #[test]
+    fn an_eager_number_touching_the_end_is_incomplete() {
+        let eager = BuildOptions {
+            eager_numbers: true,
+            ..BuildOptions::default()
+        };
+        assert_eq!(
+            marked(b"{\"a\": 12", eager).as_deref(),
+            Some("{\"a\":12~}~")
+        );
+        assert_eq!(
+            marked(b"{\"a\": 12 ", eager).as_deref(),
+            Some("{\"a\":12}~")
+        );
+        assert_eq!(marked(b"[1, 2.5e3", eager).as_deref(), Some("[1,2.5e3~]~"));
+        assert_eq!(marked(b"[1, 2.5e", eager).as_deref(), Some("[1]~"));
+        assert_eq!(marked(b"{\"a\": 1.", eager).as_deref(), Some("{}~"));
+        assert_eq!(marked(b"-7", eager).as_deref(), Some("-7~"));
+        // Without `eager_numbers` a pending number is not shown at all.
+        assert_eq!(prefix("-7"), None);
+    }
+
+    #[test]
+    fn a_complete_text_is_complete_everywhere() {
+        let done = BuildOptions::for_complete(false);
+        let text = br#" {"a": [1, {"b": "c~"}, -0.5e-3], "d": true, "e": null, "f": 12} "#;
+        assert_eq!(
+            marked(text, done).as_deref(),
+            Some(r#"{"a":[1,{"b":"c~"},-0.5e-3],"d":true,"e":null,"f":12}"#)
+        );
+        // A top-level number ends only with the text.
+        assert_eq!(marked(b"12", done).as_deref(), Some("12"));
+        let eager = BuildOptions {
+            eager_numbers: true,
+            ..BuildOptions::default()
+        };
+        assert_eq!(marked(b"12", eager).as_deref(), Some("12~"));
+        assert_eq!(
+            marked(b"\"ab\"", BuildOptions::default()).as_deref(),
+            Some("\"ab\"")
+        );
+        assert_eq!(marked(b"tru", BuildOptions::default()), None);
+        assert_eq!(
+            marked(b"true", BuildOptions::default()).as_deref(),
+            Some("true")
+        );
+    }
+
+    #[test]
+    fn at_every_prefix_the_flags_mark_one_open_path_and_change_nothing_else() {
+        let text = br#"{"id": 12, "tags": ["a", "bc"], "to": {"x": [1.5, {"y": null}], "z": "w"}, "n": -3}"#;
+        let eager = [false, true];
+        let strings = [StringMode::Trailing, StringMode::Off];
+        for end in 0..=text.len() {
+            for &eager_numbers in &eager {
+                for &mode in &strings {
+                    let options = BuildOptions {
+                        complete: end == text.len(),
+                        strings: mode,
+                        eager_numbers,
+                        ..BuildOptions::default()
+                    };
+                    let mut plain_sink = Marks::default();
+                    let Ok(plain) = build(&text[..end], options, &mut plain_sink);
+                    assert_eq!(plain_sink.flagged, 0, "no flags unless asked for");
+                    let flagged = marked(&text[..end], options);
+                    assert_eq!(
+                        flagged.as_deref().map(|f| f.replace('~', "")),
+                        plain,
+                        "flags change nothing else at {end}"
+                    );
+                    // The incomplete nodes are the open path: each is the last child of its
+                    // parent, so every `~` sits in the run of closers ending the rendering, and
+                    // from the innermost one on, every parent is marked too, up to the root.
+                    let Some(flagged) = flagged else { continue };
+                    let tail = flagged.trim_end_matches(['~', ']', '}']);
+                    let run = &flagged[tail.len()..];
+                    let open = flagged.matches('~').count();
+                    assert_eq!(open, run.matches('~').count(), "{flagged} at {end}");
+                    if let Some(first) = run.find('~') {
+                        let outer = &run.as_bytes()[first + 1..];
+                        assert!(
+                            outer.chunks(2).all(|c| c.len() == 2 && c[1] == b'~'),
+                            "{flagged} at {end}"
+                        );
+                    }
+                    // The root object closes with the last byte: until then it is open.
+                    assert_eq!(open > 0, end < text.len(), "{flagged} at {end}");
+                }
+            }
+        }
     }
 }
