@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
-from typing import Literal
+from typing import AnyStr, Literal
 
 import pytest
 
@@ -26,6 +26,17 @@ def split(data: bytes, mode: FeedMode, seed: int = 0) -> Iterator[bytes]:
             n = rng.randint(1, 12)
             yield data[i : i + n]
             i += n
+
+
+def cut_at(data: AnyStr, points: list[int]) -> list[AnyStr]:
+    """Cuts `data` at `points` (taken modulo its length plus one, as hypothesis draws them)."""
+    at = sorted({p % (len(data) + 1) for p in points})
+    pieces, last = [], 0
+    for p in at:
+        pieces.append(data[last:p])
+        last = p
+    pieces.append(data[last:])
+    return pieces
 
 
 @pytest.fixture(params=["whole", "bytewise", "random"])

@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import cut_at
 from toolwire import NO_VALUE, Assembler, Scanner
 
 scalars = (
@@ -29,16 +30,6 @@ json_values = st.recursive(
 objects = st.dictionaries(st.text(max_size=6), json_values, max_size=6)
 
 
-def cut(data: bytes | str, points: list[int]) -> list[Any]:
-    points = sorted({p % (len(data) + 1) for p in points})
-    pieces, last = [], 0
-    for p in points:
-        pieces.append(data[last:p])
-        last = p
-    pieces.append(data[last:])
-    return pieces
-
-
 @settings(max_examples=300, deadline=None)
 @given(
     value=objects,
@@ -52,7 +43,7 @@ def test_any_split_gives_json_loads_value(
     text = json.dumps(value, ensure_ascii=ensure_ascii)
     data: bytes | str = text.encode() if as_bytes else text
     a = Assembler()
-    for piece in cut(data, points):
+    for piece in cut_at(data, points):
         a.feed(0, name="tool", arguments=piece)
     call = a.finish()[0]
     assert call.error is None
@@ -127,7 +118,7 @@ def test_progress_items_spell_every_leaf_under_any_split(
     text = json.dumps(value, ensure_ascii=ensure_ascii)
     a = Assembler(track_progress=True)
     items: list[tuple[int, str, str]] = []
-    for i, piece in enumerate(cut(text.encode(), points)):
+    for i, piece in enumerate(cut_at(text.encode(), points)):
         a.feed(0, name="tool", arguments=piece)
         if drains[i % len(drains)]:
             items.extend(a.drain_progress())
@@ -165,7 +156,7 @@ def test_progress_of_interleaved_parallel_calls(
     """Parallel calls whose byte fragments interleave round-robin, drained at arbitrary points:
     each call's items spell its own leaves exactly (a drain often finds nothing new for a call
     whose fragment did not come in since the last one)."""
-    pieces = [cut(json.dumps(v, ensure_ascii=False).encode(), points) for v in values]
+    pieces = [cut_at(json.dumps(v, ensure_ascii=False).encode(), points) for v in values]
     a = Assembler(track_progress=True)
     items: list[tuple[int, str, str]] = []
     step = 0
@@ -198,7 +189,7 @@ def test_progress_into_a_list_gives_the_items_of_a_drain_after_every_fragment(
     values: list[dict[str, Any]], points: list[int]
 ) -> None:
     """`progress_into` appends, during each `feed`, exactly what a drain right after it gives."""
-    pieces = [cut(json.dumps(v, ensure_ascii=False).encode(), points) for v in values]
+    pieces = [cut_at(json.dumps(v, ensure_ascii=False).encode(), points) for v in values]
     drained = Assembler(track_progress=True)
     expected: list[tuple[int, str, str]] = []
     items: list[tuple[int, str, str]] = []
