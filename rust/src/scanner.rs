@@ -1902,6 +1902,26 @@ fn whole_number(text: &[u8], at: usize) -> Option<(usize, usize, bool)> {
     is_delimiter(*text.get(i)?).then_some((i, int_digits, long_exp))
 }
 
+/// True when `text` is exactly one JSON number, as written in a JSON text (no whitespace
+/// around it, no limit on its digits).
+#[must_use]
+pub fn is_number_lexeme(text: &[u8]) -> bool {
+    // The first and last bytes rule out whitespace and every other kind of value; the scanner
+    // then decides the grammar, so there is one number grammar in the crate.
+    if !matches!(text.first(), Some(b'-' | b'0'..=b'9'))
+        || !text.last().is_some_and(u8::is_ascii_digit)
+    {
+        return false;
+    }
+    let mut scanner = Scanner::new(ScanConfig {
+        max_bytes: text.len(),
+        max_number_digits: text.len(),
+        ..ScanConfig::default()
+    });
+    scanner.push(text);
+    scanner.finish().is_ok()
+}
+
 /// The longest number lexeme that is plain (see [`Scanner::plain_numbers`]).
 pub(crate) const PLAIN_NUMBER_CHARS: usize = 18;
 
@@ -2266,5 +2286,29 @@ mod tests {
         assert_eq!(s.push(b"}"), Status::Complete);
         assert_eq!(s.push(b"  \n"), Status::Complete);
         assert!(matches!(s.push(b"{"), Status::Invalid(_)));
+    }
+
+    #[test]
+    fn number_lexemes_are_exactly_one_json_number() {
+        let digits = "9".repeat(5000);
+        for good in [
+            "0",
+            "-0",
+            "-0.0",
+            "12",
+            "1.5",
+            "2.5E-3",
+            "1e400",
+            "1E+2",
+            digits.as_str(),
+        ] {
+            assert!(is_number_lexeme(good.as_bytes()), "{good}");
+        }
+        for bad in [
+            "", "-", "01", "1.", ".5", "1e", "+1", " 1", "1 ", "1,", "NaN", "Infinity", "0x1",
+            "1_0", "\"1\"", "[1]", "1.5.5",
+        ] {
+            assert!(!is_number_lexeme(bad.as_bytes()), "{bad}");
+        }
     }
 }
