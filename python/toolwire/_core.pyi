@@ -5,8 +5,10 @@ __all__ = [
     "Assembler",
     "CallError",
     "JsonError",
+    "LosslessFloat",
     "MisuseError",
     "NoValue",
+    "PartialNode",
     "Scanner",
     "ToolCall",
     "ToolRegistry",
@@ -16,7 +18,8 @@ __all__ = [
 ]
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal, final
+from decimal import Decimal
+from typing import Any, ClassVar, Final, Literal, final
 
 from typing_extensions import Self, disjoint_base
 
@@ -48,6 +51,70 @@ class NoValue:
 
 NO_VALUE: Final[NoValue]
 """Returned by `partial` before any value is reportable."""
+
+@final
+class LosslessFloat:
+    """A JSON number kept as the exact text the model wrote (`floats="lossless"`).
+
+    Nothing is rounded until asked: `float(x)` gives the nearest double (`1e400` is `inf`),
+    `as_decimal()` the exact value. Two are equal when their texts are (`1.0` and `1.00` are
+    not), and hash as their text does.
+
+    Args:
+        lexeme: One JSON number, as `str` or `bytes`, with nothing around it.
+
+    Raises:
+        MisuseError: `lexeme` is not exactly one JSON number.
+    """
+
+    def __new__(cls, lexeme: str | bytes, /) -> Self: ...
+    def __float__(self) -> float:
+        """The nearest double, as `float()` of the text gives."""
+    def __str__(self) -> str:
+        """The exact text."""
+    def __bytes__(self) -> bytes:
+        """The text as ASCII bytes."""
+    def as_decimal(self) -> Decimal:
+        """`decimal.Decimal` of the exact text."""
+    def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __getnewargs__(self) -> tuple[str]:
+        """The text, for `copy` and `pickle`."""
+
+@final
+class PartialNode:
+    """A node of a partial value shown with completeness flags (`partial(flags=True)`).
+
+    A node is incomplete exactly when the text ended inside it, so later text may still extend
+    it: an open object or array, an open string (shown with `strings="trailing"`), a number
+    touching the end (shown with `eager_numbers=True`). Closed containers, closed strings,
+    delimited numbers and literals are complete, and so is every node of a complete text.
+
+    Args:
+        value: For an object, a dict of member nodes; for an array, a list of element nodes;
+            for a scalar, the value itself.
+        complete: Whether the node is complete.
+
+    Attributes:
+        value: As above.
+        complete: As above.
+    """
+
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, value: Any, /, *, complete: bool) -> Self: ...
+    @property
+    def value(self) -> Any: ...
+    @property
+    def complete(self) -> bool: ...
+    def plain(self) -> Any:
+        """The value without flags: what `partial` gives with `flags=False`.
+
+        Raises:
+            RecursionError: The tree is nested more than 1000 deep (only a tree made or
+                changed by hand can be).
+        """
+    def __eq__(self, other: object, /) -> bool:
+        """Equal values and equal flags, node by node."""
 
 @final
 class CallError:
@@ -180,16 +247,38 @@ class Scanner:
     ) -> Self: ...
     def push(self, data: str | bytes, /) -> Literal["incomplete", "complete", "invalid"]:
         """Feeds the next piece; returns where the text stands."""
-    def finish(self) -> Any:
+    def finish(self, *, floats: Literal["float", "decimal", "lossless"] = "float") -> Any:
         """Ends the text and returns its value.
+
+        Args:
+            floats: How numbers that are not integers are handed over: `"float"` (as
+                `json.loads`), `"decimal"` (`decimal.Decimal` of the exact text) or
+                `"lossless"` (`LosslessFloat`). Integers are `int` in every mode.
 
         Raises:
             JsonError: The text is not one valid JSON value (`.error` says why and where).
+            MisuseError: An unknown `floats` mode.
         """
     def partial(
-        self, *, strings: Literal["trailing", "off"] = "trailing", eager_numbers: bool = False
+        self,
+        *,
+        strings: Literal["trailing", "off"] = "trailing",
+        eager_numbers: bool = False,
+        floats: Literal["float", "decimal", "lossless"] = "float",
+        flags: bool = False,
     ) -> Any:
-        """The value read so far (spec rules R2-R7), or `NO_VALUE`. Costs O(size) per call."""
+        """The value read so far (spec rules R2-R9), or `NO_VALUE`. Costs O(size) per call.
+
+        Args:
+            strings: `"trailing"` shows the open string as decoded so far; `"off"` hides it.
+            eager_numbers: Show a number touching the end of the text (its longest valid
+                prefix) instead of holding it back.
+            floats: As in `finish`.
+            flags: Return a tree of `PartialNode`s that says which nodes are complete.
+
+        Raises:
+            MisuseError: An unknown `strings` or `floats` mode.
+        """
     @property
     def error(self) -> CallError | None:
         """The first error, once known."""
@@ -416,11 +505,23 @@ class Assembler:
         *,
         strings: Literal["trailing", "off"] = "trailing",
         eager_numbers: bool = False,
+        floats: Literal["float", "decimal", "lossless"] = "float",
+        flags: bool = False,
     ) -> Any:
         """The partial value of a call's arguments, or `NO_VALUE`.
 
+        Args:
+            ordinal: The call's ordinal.
+            strings: `"trailing"` shows the open string as decoded so far; `"off"` hides it.
+            eager_numbers: Show a number touching the end of the text instead of holding it
+                back.
+            floats: How numbers that are not integers are handed over: `"float"`, `"decimal"`
+                (`decimal.Decimal` of the exact text) or `"lossless"` (`LosslessFloat`).
+            flags: Return a tree of `PartialNode`s that says which nodes are complete; once
+                the call's text is one complete value, every node is.
+
         Raises:
-            MisuseError: No call has that ordinal.
+            MisuseError: No call has that ordinal, or an unknown `strings` or `floats` mode.
         """
     def feed_sse(self, data: bytes, /) -> None:
         """Feeds raw SSE bytes of the HTTP response body, split anywhere (the gateway path).

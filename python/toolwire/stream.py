@@ -428,7 +428,13 @@ class _StreamBase:
         if error is not None:
             raise error
 
-    def partial(self, ordinal: int) -> object:
+    def partial(
+        self,
+        ordinal: int,
+        *,
+        floats: Literal["float", "decimal", "lossless"] = "float",
+        flags: bool = False,
+    ) -> object:
         """The partial arguments value of a call (`toolwire.NO_VALUE` if none).
 
         Once the stream ended (the last `ArgumentsProgress` items and every `CallCompleted`
@@ -437,25 +443,32 @@ class _StreamBase:
 
         Args:
             ordinal: The call's ordinal from `CallStarted`.
+            floats: How numbers that are not integers are handed over: `"float"`, `"decimal"`
+                (`decimal.Decimal` of the exact text) or `"lossless"` (`LosslessFloat`).
+                Integers are `int` in every mode.
+            flags: Return a tree of `PartialNode`s, each with its `value` and whether it is
+                `complete` (the text did not end inside it); `plain()` gives the value without
+                them. Every node of a call that finished without error is complete.
 
         Returns:
             A value that later chunks only extend, never take back.
 
         Raises:
-            MisuseError: If no call has that ordinal.
+            MisuseError: If no call has that ordinal, or for an unknown `floats` mode.
         """
         driver = self._driver
         calls = driver.calls
         if not driver.assembler.finished or not 0 <= ordinal < len(calls):
-            return driver.assembler.partial(ordinal)
+            return driver.assembler.partial(ordinal, floats=floats, flags=flags)
         call = calls[ordinal]
-        if call.error is None:
+        if call.error is None and floats == "float" and not flags:
             return call.value
-        # The text read as the stream's assembler read it (its defaults are the same).
+        # The text read as the stream's assembler read it (its defaults are the same); a call
+        # that finished without error has its whole text, so the scanner calls it complete.
         shared: Any = {k: v for k, v in driver.limits.items() if k in _SCANNER_LIMITS}
         scanner = Scanner(**shared)
         scanner.push(call.arguments)
-        return scanner.partial()
+        return scanner.partial(floats=floats, flags=flags)
 
 
 class ToolStream(_StreamBase):

@@ -13,7 +13,7 @@ use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::string::PyStringData;
-use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
 use crate::assembler::{Arguments, Assembler, AssemblerConfig, Delta, JsonVerdict, ToolCall};
 use crate::envelope::{FinishReason, Format};
@@ -21,7 +21,9 @@ use crate::error::{Error, Misuse};
 use crate::gateway::{StreamDecoder, StreamErrorKind};
 use crate::outline::outline;
 use crate::precheck::Registry;
-use crate::scanner::{DuplicateKeys, ScanConfig, Scanner, Status, PLAIN_NUMBER_CHARS};
+use crate::scanner::{
+    is_number_lexeme, DuplicateKeys, ScanConfig, Scanner, Status, PLAIN_NUMBER_CHARS,
+};
 use crate::value::{build, BuildOptions, PartialOptions, Sink, StringMode};
 
 create_exception!(
@@ -81,9 +83,46 @@ fn json_error(py: Python<'_>, e: &Error) -> PyErr {
     err
 }
 
+/// How a number that is not an integer becomes a Python object (spec R5: the core keeps the
+/// exact lexeme, the hand-off decides). Integers are `int` in every mode.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+enum Floats {
+    /// `float`, as `json.loads` (nearest double; `1e400` is `inf`).
+    #[default]
+    Float,
+    /// `decimal.Decimal` of the lexeme: exact, and arithmetic on it stays exact.
+    Decimal,
+    /// [`PyLosslessFloat`]: the lexeme itself, converted only when the caller asks.
+    Lossless,
+}
+
+impl FromPyObject<'_, '_> for Floats {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'_, '_, PyAny>) -> Result<Self, Self::Error> {
+        let text = obj.cast::<PyString>().ok();
+        match text.as_ref().and_then(|s| s.to_str().ok()) {
+            Some("float") => Ok(Self::Float),
+            Some("decimal") => Ok(Self::Decimal),
+            Some("lossless") => Ok(Self::Lossless),
+            _ => Err(MisuseError::new_err(
+                "floats must be 'float', 'decimal' or 'lossless'",
+            )),
+        }
+    }
+}
+
+/// `decimal.Decimal`, imported once per process.
+fn decimal_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static DECIMAL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    DECIMAL.import(py, "decimal", "Decimal")
+}
+
 /// Builds Python objects directly from validated JSON text.
 struct PySink<'py> {
     py: Python<'py>,
+    /// How numbers that are not integers are handed over.
+    floats: Floats,
     /// Recently seen object keys: arrays of objects repeat the same keys, and a cached `str`
     /// also carries its hash, so dict inserts skip rehashing (orjson keeps a key cache too).
     keys: Vec<Option<(Box<str>, Bound<'py, PyString>)>>,
@@ -235,14 +274,16 @@ fn orjson_value<'py>(py: Python<'py>, text: &[u8]) -> Option<Bound<'py, PyAny>> 
     loads.bind(py).call1((PyBytes::new(py, text),)).ok()
 }
 
-/// The final value of a complete text: by orjson when its numbers allow, else by [`PySink`].
+/// The final value of a complete text: by orjson when its numbers allow (and floats are to be
+/// `float`s, which is all orjson makes), else by [`PySink`].
 fn final_value<'py>(
     py: Python<'py>,
     text: &[u8],
     plain_numbers: bool,
     duplicate_keys: bool,
+    floats: Floats,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    if plain_numbers {
+    if plain_numbers && floats == Floats::Float {
         if let Some(v) = orjson_value(py, text) {
             return Ok(Some(v));
         }
@@ -250,7 +291,7 @@ fn final_value<'py>(
     build(
         text,
         BuildOptions::for_complete(duplicate_keys),
-        &mut PySink::new(py),
+        &mut PySink::new(py, floats),
     )
 }
 
@@ -261,9 +302,10 @@ const DETACH_MIN_BYTES: usize = 1024;
 const KEY_CACHE_SLOTS: usize = 128;
 
 impl<'py> PySink<'py> {
-    fn new(py: Python<'py>) -> Self {
+    fn new(py: Python<'py>, floats: Floats) -> Self {
         Self {
             py,
+            floats,
             keys: Vec::new(),
             _gc: GcPause::new(py),
         }
@@ -317,10 +359,17 @@ impl<'py> Sink for PySink<'py> {
             // Arbitrary precision, as `json.loads`; the scanner caps the digits.
             return self.py.get_type::<pyo3::types::PyInt>().call1((lexeme,));
         }
-        let f: f64 = lexeme
-            .parse()
-            .map_err(|_| PyValueError::new_err("invalid number"))?;
-        Ok(pyo3::types::PyFloat::new(self.py, f).into_any())
+        match self.floats {
+            Floats::Float => Ok(PyFloat::new(self.py, float_of(lexeme)?).into_any()),
+            Floats::Decimal => decimal_type(self.py)?.call1((lexeme,)),
+            Floats::Lossless => Ok(Bound::new(
+                self.py,
+                PyLosslessFloat {
+                    lexeme: lexeme.into(),
+                },
+            )?
+            .into_any()),
+        }
     }
     fn string(&mut self, value: &str) -> PyResult<Self::Value> {
         Ok(new_str(self.py, value)?.into_any())
@@ -352,6 +401,182 @@ impl<'py> Sink for PySink<'py> {
     }
     fn end_object(&mut self, object: Self::Object) -> PyResult<Self::Value> {
         Ok(object.into_any())
+    }
+    fn flag(&mut self, value: Self::Value, complete: bool) -> PyResult<Self::Value> {
+        let node = PyPartialNode {
+            value: value.unbind(),
+            complete,
+        };
+        Ok(Bound::new(self.py, node)?.into_any())
+    }
+}
+
+/// The `float` of a number lexeme the scanner accepted (correctly rounded, as CPython's).
+fn float_of(lexeme: &str) -> PyResult<f64> {
+    lexeme
+        .parse()
+        .map_err(|_| PyValueError::new_err("invalid number"))
+}
+
+/// A JSON number kept as the exact text the model wrote (`floats="lossless"`).
+#[pyclass(frozen, name = "LosslessFloat", module = "toolwire._core")]
+struct PyLosslessFloat {
+    lexeme: Box<str>,
+}
+
+#[pymethods]
+impl PyLosslessFloat {
+    #[new]
+    #[pyo3(signature = (lexeme, /))]
+    fn new(lexeme: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let bytes = fragment(lexeme)?;
+        match std::str::from_utf8(bytes) {
+            Ok(text) if is_number_lexeme(bytes) => Ok(Self {
+                lexeme: text.into(),
+            }),
+            _ => Err(MisuseError::new_err(format!(
+                "{} is not a JSON number",
+                lexeme.repr()?
+            ))),
+        }
+    }
+    fn __float__(&self) -> PyResult<f64> {
+        float_of(&self.lexeme)
+    }
+    fn __str__(&self) -> &str {
+        &self.lexeme
+    }
+    fn __repr__(&self) -> String {
+        // A lexeme holds only digits, signs, `.` and `e`: it needs no escaping.
+        format!("LosslessFloat('{}')", self.lexeme)
+    }
+    fn __bytes__<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.lexeme.as_bytes())
+    }
+    fn as_decimal<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        decimal_type(py)?.call1((&*self.lexeme,))
+    }
+    fn __eq__(&self, other: &Self) -> bool {
+        self.lexeme == other.lexeme
+    }
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        // The lexeme's own `str` hash: as stable as any str hash, and randomised the same way.
+        PyString::new(py, &self.lexeme).hash()
+    }
+    fn __getnewargs__(&self) -> (&str,) {
+        (&self.lexeme,)
+    }
+}
+
+/// A node of a partial value shown with completeness flags (spec R9).
+#[pyclass(frozen, name = "PartialNode", module = "toolwire._core")]
+struct PyPartialNode {
+    value: Py<PyAny>,
+    complete: bool,
+}
+
+/// Deepest tree `PartialNode.plain` unwraps: far past the scanner's own nesting limit, so only
+/// a tree made by hand (or a cycle made by changing one) reaches it, as Python's recursion
+/// limit stops `repr` and `==` of such trees.
+const MAX_PLAIN_DEPTH: usize = 1000;
+
+/// A container of a node whose flag-free copy is still to be filled.
+enum Unwrap<'py> {
+    Object(Bound<'py, PyDict>, Bound<'py, PyDict>, usize),
+    Array(Bound<'py, PyList>, Bound<'py, PyList>, usize),
+}
+
+/// The flag-free form of a node's value at `depth`: a scalar as it is, a container as a new,
+/// empty one that `work` will fill.
+fn unwrap_shell<'py>(
+    value: &Bound<'py, PyAny>,
+    depth: usize,
+    work: &mut Vec<Unwrap<'py>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if depth > MAX_PLAIN_DEPTH {
+        return Err(pyo3::exceptions::PyRecursionError::new_err(
+            "PartialNode tree too deep (or circular)",
+        ));
+    }
+    let py = value.py();
+    if let Ok(members) = value.cast::<PyDict>() {
+        let copy = PyDict::new(py);
+        work.push(Unwrap::Object(members.clone(), copy.clone(), depth));
+        return Ok(copy.into_any());
+    }
+    if let Ok(items) = value.cast::<PyList>() {
+        let copy = PyList::empty(py);
+        work.push(Unwrap::Array(items.clone(), copy.clone(), depth));
+        return Ok(copy.into_any());
+    }
+    Ok(value.clone())
+}
+
+/// What a member or element stands for without flags: a node's unwrapped value; anything else
+/// (put there by hand) as it is.
+fn unwrap_child<'py>(
+    child: &Bound<'py, PyAny>,
+    depth: usize,
+    work: &mut Vec<Unwrap<'py>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    match child.cast::<PyPartialNode>() {
+        Ok(node) => unwrap_shell(node.get().value.bind(child.py()), depth + 1, work),
+        Err(_) => Ok(child.clone()),
+    }
+}
+
+#[pymethods]
+impl PyPartialNode {
+    #[new]
+    #[pyo3(signature = (value, /, *, complete))]
+    fn new(value: Py<PyAny>, complete: bool) -> Self {
+        Self { value, complete }
+    }
+    #[getter]
+    fn value<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.value.bind(py).clone()
+    }
+    #[getter]
+    fn complete(&self) -> bool {
+        self.complete
+    }
+    /// The value without flags, equal to the partial value asked for without them.
+    fn plain<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        // A loop with its own stack rather than recursion: depth is bounded by a count, not by
+        // the thread's stack.
+        let mut work = Vec::new();
+        let root = unwrap_shell(self.value.bind(py), 0, &mut work)?;
+        while let Some(next) = work.pop() {
+            match next {
+                Unwrap::Object(members, copy, depth) => {
+                    for (key, child) in members.iter() {
+                        copy.set_item(key, unwrap_child(&child, depth, &mut work)?)?;
+                    }
+                }
+                Unwrap::Array(items, copy, depth) => {
+                    for child in items.iter() {
+                        copy.append(unwrap_child(&child, depth, &mut work)?)?;
+                    }
+                }
+            }
+        }
+        Ok(root)
+    }
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let complete = if self.complete { "True" } else { "False" };
+        Ok(format!(
+            "PartialNode({}, complete={complete})",
+            self.value.bind(py).repr()?
+        ))
+    }
+    fn __eq__(&self, py: Python<'_>, other: &Self) -> PyResult<bool> {
+        Ok(self.complete == other.complete && self.value.bind(py).eq(other.value.bind(py))?)
+    }
+    // The value is a dict or list anyone may change, so a node can end up in a cycle: the
+    // collector must see through it to free one. No `__clear__`: a frozen node's reference
+    // never changes, and clearing the dict or list in the cycle breaks it.
+    fn __traverse__(&self, visit: pyo3::gc::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        visit.call(&self.value)
     }
 }
 
@@ -628,6 +853,7 @@ impl PyToolCall {
                     &call.arguments,
                     verdict.plain_numbers,
                     call.last_key_wins(),
+                    Floats::Float,
                 )?
             } else {
                 None
@@ -915,7 +1141,15 @@ impl PyScanner {
         })
     }
 
-    fn finish<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(
+        signature = (*, floats=Floats::Float),
+        text_signature = "($self, *, floats='float')"
+    )]
+    fn finish<'py>(
+        slf: &Bound<'py, Self>,
+        py: Python<'py>,
+        floats: Floats,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let mut this = slf.try_borrow_mut().map_err(scanner_in_use)?;
         if let Err(e) = this.inner.finish() {
             return Err(json_error(py, &e));
@@ -925,22 +1159,28 @@ impl PyScanner {
             this.inner.text(),
             this.inner.plain_numbers(),
             this.inner.config().duplicate_keys == DuplicateKeys::LastWins,
+            floats,
         )?;
         optional_value(py, v)
     }
 
-    #[pyo3(signature = (*, strings="trailing", eager_numbers=false))]
+    #[pyo3(
+        signature = (*, strings="trailing", eager_numbers=false, floats=Floats::Float, flags=false),
+        text_signature = "($self, *, strings='trailing', eager_numbers=False, floats='float', flags=False)"
+    )]
     fn partial<'py>(
         slf: &Bound<'py, Self>,
         py: Python<'py>,
         strings: &str,
         eager_numbers: bool,
+        floats: Floats,
+        flags: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let this = slf.try_borrow().map_err(scanner_in_use)?;
         let v = crate::assembler::partial_of(
             &this.inner,
-            partial_options(strings, eager_numbers, false)?,
-            &mut PySink::new(py),
+            partial_options(strings, eager_numbers, flags)?,
+            &mut PySink::new(py, floats),
         )?;
         optional_value(py, v)
     }
@@ -1687,22 +1927,27 @@ impl PyAssembler {
         Ok(this.decoder.assembler_mut().has_certain_error())
     }
 
-    #[pyo3(signature = (ordinal, /, *, strings="trailing", eager_numbers=false))]
+    #[pyo3(
+        signature = (ordinal, /, *, strings="trailing", eager_numbers=false, floats=Floats::Float, flags=false),
+        text_signature = "($self, ordinal, /, *, strings='trailing', eager_numbers=False, floats='float', flags=False)"
+    )]
     fn partial<'py>(
         slf: &Bound<'py, Self>,
         py: Python<'py>,
         ordinal: Count,
         strings: &str,
         eager_numbers: bool,
+        floats: Floats,
+        flags: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let Count(ordinal) = ordinal;
-        let view = partial_options(strings, eager_numbers, false)?;
+        let view = partial_options(strings, eager_numbers, flags)?;
         let v = slf
             .try_borrow_mut()
             .map_err(in_use)?
             .decoder
             .assembler_mut()
-            .partial_into(ordinal, view, &mut PySink::new(py))
+            .partial_into(ordinal, view, &mut PySink::new(py, floats))
             .map_err(|e| misuse(&e))??;
         optional_value(py, v)
     }
@@ -2074,6 +2319,8 @@ mod core_module {
     use super::{JsonError, MisuseError, ToolwireError};
     #[pymodule_export]
     use super::{PyAssembler, PyCallError, PyNoValue, PyScanner, PyToolCall, PyToolRegistry};
+    #[pymodule_export]
+    use super::{PyLosslessFloat, PyPartialNode};
 
     use pyo3::prelude::*;
 
