@@ -672,3 +672,46 @@ def test_a_short_secret_leaves_the_schemas_words_whole(precheck: bool) -> None:
     assert (error.path, error.got) == ("/token", "[redacted]")
     assert error.expected == "a string matching ^tok_[a-z0-9]{8}$"
     assert "LEAKED" not in repr(outcome.errors)
+
+
+def test_secrets_of_mutually_recursive_definitions_are_found_in_linear_time() -> None:
+    # An expression language of twelve kinds that hold each other, one of which carries a
+    # token: found where it is, and where that kind can come back (anywhere below a kind on
+    # its cycle) the whole value counts. Entered on every path, the definitions took
+    # exponential time, and `Assembler(tools=...)` did not return.
+    from toolwire.schema_export import secret_patterns
+
+    kinds = 12
+    defs: dict[str, Any] = {"Expr": {"anyOf": [{"$ref": f"#/$defs/N{i}"} for i in range(kinds)]}}
+    for i in range(kinds):
+        props: dict[str, Any] = {
+            "op": {"const": f"op{i}"},
+            "args": {"type": "array", "items": {"$ref": "#/$defs/Expr"}},
+            "left": {"$ref": f"#/$defs/N{(i + 1) % kinds}"},
+        }
+        if i == 5:
+            props["token"] = {"type": "string", "x-secret": True}
+        defs[f"N{i}"] = {"type": "object", "properties": props}
+    schema = {
+        "type": "object",
+        "properties": {
+            "filter": {"$ref": "#/$defs/Expr"},
+            "plain": {"$ref": "#/$defs/Leaf"},
+        },
+        "$defs": {**defs, "Leaf": {"type": "object", "properties": {"x": {"type": "string"}}}},
+    }
+    patterns = secret_patterns(schema)
+    assert "/filter/token" in patterns
+    assert not any(p.startswith("/plain") for p in patterns)
+    tools = Toolset([{"name": "q", "parameters": schema}])
+    for bad in [False, True]:
+        asm = Assembler(tools=tools)
+        value = {"filter": {"op": "op5", "token": SECRET, "args": []}, "plain": {"x": "a"}}
+        if bad:
+            value["filter"]["args"] = [{"op": "op6", "left": {"op": "op7", "token": SECRET}}]
+        asm.feed(0, id="c1", name="q", arguments=json.dumps(value))
+        (done,) = asm.finish()
+        assert (done.error is not None) is bad
+        outcome = tools.validate(done)
+        assert outcome.ok is not bad
+        assert SECRET not in repr(done.error) + repr(outcome.errors) + str(outcome.message)

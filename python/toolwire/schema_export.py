@@ -226,6 +226,7 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
         found = _as_dict(schema.get(key))
         if found is not None:
             defs.update(found)
+    recursive = _recursive_definitions(defs)
     kept: dict[str, JsonSchema] = {}
     # The `$defs` name and the target of every kept reference that is not a whole definition.
     aliases: dict[str, str] = {}
@@ -281,7 +282,12 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
                 for k, v in as_dict.items()
                 if k != "$ref" and (not legacy or k in _ANNOTATIONS)
             }
-            if key in stack:
+            # A definition on a cycle stays a reference wherever it is met (but at the root,
+            # which must be the tool's own object): inlined along every path until the path
+            # came back to it, a ring of n definitions grew to n^3 copies, and definitions
+            # that reference each other through a union (an expression language) grew
+            # exponentially.
+            if key in stack or (key in recursive and as_dict is not schema):
                 if not siblings or key in sibling_expanded:
                     reference = f"#/$defs/{_pointer_escape(keep(key, target))}"
                     # The keys beside it still apply, beside the reference (a conjunct).
@@ -323,6 +329,75 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     if kept:
         result["$defs"] = {name: kept[name] for name in sorted(kept)}
     return result
+
+
+def _recursive_definitions(defs: Mapping[str, Any]) -> set[str]:
+    """The definitions that reach themselves again through `$ref`s to definitions (the strongly
+    connected components of that graph with a cycle), found in time linear in their size."""
+    graph: dict[str, list[str]] = {name: [] for name in defs}
+    for name, body in defs.items():
+        todo: list[Any] = [body]
+        while todo:
+            node = todo.pop()
+            as_list = _as_list(node)
+            if as_list is not None:
+                todo.extend(as_list)
+                continue
+            as_dict = _as_dict(node)
+            if as_dict is None:
+                continue
+            ref = as_dict.get("$ref")
+            tokens = pointer_tokens(ref) if isinstance(ref, str) else None
+            if tokens is not None and len(tokens) == 2 and tokens[0] in ("$defs", "definitions"):
+                if tokens[1] in graph:
+                    graph[name].append(tokens[1])
+            for key, value in as_dict.items():
+                if key in _NAMED_SUBSCHEMAS:
+                    named = _as_dict(value)
+                    if named is not None:
+                        todo.extend(named.values())
+                elif key in _SUBSCHEMAS:
+                    todo.append(value)
+    # Tarjan's algorithm, iterative: a schema's definitions may chain deeper than Python's
+    # recursion limit.
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    recursive: set[str] = set()
+    for root in graph:
+        if root in order:
+            continue
+        work: list[tuple[str, int]] = [(root, 0)]
+        while work:
+            name, edge = work.pop()
+            if edge == 0:
+                order[name] = low[name] = len(order)
+                stack.append(name)
+                on_stack.add(name)
+            targets = graph[name]
+            if edge < len(targets):
+                work.append((name, edge + 1))
+                target = targets[edge]
+                if target not in order:
+                    work.append((target, 0))
+                elif target in on_stack:
+                    low[name] = min(low[name], order[target])
+                continue
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[name])
+            if low[name] == order[name]:
+                component: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == name:
+                        break
+                if len(component) > 1 or name in graph[name]:
+                    recursive.update(component)
+    return recursive
 
 
 def _without_discriminator_mapping(node: JsonSchema) -> JsonSchema:
@@ -475,17 +550,7 @@ def secret_patterns(schema: Mapping[str, Any]) -> list[str]:
     """
     defs = _as_dict(schema.get("$defs")) or {}
     out: list[str] = []
-    holding: dict[str, bool] = {}
-
-    def holds_secret(ref: str) -> bool:
-        """Whether the definition `ref` names declares a secret anywhere inside."""
-        if ref not in holding:
-            holding[ref] = False  # a cycle back to it adds nothing
-            found: list[str] = []
-            target = _as_dict(defs.get(ref[len("#/$defs/") :])) or {}
-            collect(target, "", frozenset({ref}), found)
-            holding[ref] = bool(found)
-        return holding[ref]
+    holding = _definitions_holding_secrets(defs)
 
     def collect(
         node: Mapping[str, Any], prefix: str, seen: frozenset[str], into: list[str]
@@ -495,11 +560,13 @@ def secret_patterns(schema: Mapping[str, Any]) -> list[str]:
                 into.append(prefix)
             return
         ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            target = _as_dict(defs.get(ref[len("#/$defs/") :]))
+        # Only a definition that holds a secret somewhere is entered: entered on every path,
+        # definitions that reference each other (an expression language) took exponential time.
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in holding:
+            target = _as_dict(defs.get(ref[8:]))
             if target is not None and ref not in seen:
                 collect(target, prefix, seen | {ref}, into)
-            elif target is not None and holds_secret(ref):
+            elif target is not None:
                 # A recursive definition seen again on this path: its secrets lie at every
                 # depth, which no finite list of pointers names, so all of it counts.
                 if prefix not in into:
@@ -523,6 +590,39 @@ def secret_patterns(schema: Mapping[str, Any]) -> list[str]:
 
     collect(schema, "", frozenset(), out)
     return out
+
+
+def _definitions_holding_secrets(defs: Mapping[str, Any]) -> set[str]:
+    """The definitions that declare a secret anywhere inside, through the definitions they
+    reference too: each body read once, then what references a holder holds one."""
+    marked: set[str] = set()
+    referrers: dict[str, list[str]] = {}
+    for name, body in defs.items():
+        todo = [body] if _as_dict(body) is not None else []
+        while todo:
+            node = cast(Mapping[str, Any], todo.pop())
+            if is_marked_secret(node):
+                marked.add(name)
+                break
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                referrers.setdefault(ref[8:], []).append(name)
+            todo += same_value(node)
+            listed = [
+                *(_as_dict(node.get("properties")) or {}).values(),
+                *(_as_list(node.get("prefixItems")) or []),
+                *(_as_list(node.get("items")) or []),
+            ]
+            todo += [c for c in listed if _as_dict(c) is not None]
+            todo += inner_any(node)
+    holding = set(marked)
+    todo_names = list(marked)
+    while todo_names:
+        for referrer in referrers.get(todo_names.pop(), []):
+            if referrer not in holding:
+                holding.add(referrer)
+                todo_names.append(referrer)
+    return holding
 
 
 def _is_object(node: Mapping[str, Any]) -> bool:
