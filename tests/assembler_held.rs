@@ -789,3 +789,32 @@ fn a_whole_text_summary_decides_held_fragments_by_the_reading_it_matches() {
     let (mut asm, _) = look_alike();
     assert!(!asm.confirm_whole(0, b"{\"children\": [1]}"));
 }
+
+/// A violation carried by the last fragment of a call, one that starts with all the text
+/// before it (`" "` then `" {...}"`), became certain only when `finish` read the fragment one
+/// way: the first drain after `finish` hands it out, as a drain hands out any other, and the
+/// errors drained along the way and after `finish` are those of the whole text fed at once.
+#[test]
+fn a_violation_decided_by_finish_is_drained_after_it() {
+    for pieces in [
+        &[&b" "[..], br#" {"s": "abcd"}"#][..],
+        &[&b"\n"[..], b"\n{\"x\": 1}"],
+        &[&b" "[..], br#" {"b": [1, "a"]}"#, b""],
+        &[&b"  "[..], br#"{"s": "abcd"}"#],
+    ] {
+        let text: Vec<u8> = pieces.concat();
+        let (at_once, _, finished_at_once) = whole(&text);
+        let mut asm = assembler(false);
+        let mut drained = Vec::new();
+        for (i, piece) in pieces.iter().enumerate() {
+            feed(&mut asm, i == 0, piece);
+            drained.extend(early(asm.drain_errors()));
+        }
+        let calls = asm.finish().expect("finish");
+        drained.extend(early(asm.drain_errors()));
+        assert_eq!(drained, at_once, "{pieces:?}");
+        assert!(!drained.is_empty(), "{pieces:?}");
+        assert!(asm.drain_errors().is_empty(), "each is handed out once");
+        assert_eq!(summary(&calls[0]), finished_at_once, "{pieces:?}");
+    }
+}

@@ -303,8 +303,10 @@ class _Driver:
         calls = asm.finish()
         self.calls = calls
         # What the last fragments wrote (a fragment held to tell a resend from new text is
-        # decided only now) comes before the calls complete.
+        # decided only now), and the violations that only that decision made certain, come
+        # before the calls complete.
         self._drain_progress(out)
+        self._drain_errors(out)
         toolset = self.toolset
         for call in calls:
             self._start(call.ordinal, call.id, call.name, out)

@@ -651,6 +651,10 @@ pub struct Assembler {
     /// Why the provider stopped the response ([`Assembler::stop`]), if it did: a call that
     /// starts after that is stopped for the same reason (see `start_call`).
     stopped_as: Option<String>,
+    /// Errors that became certain as `finish` decided the calls (held fragments read one way
+    /// at last) and were not drained before: the first [`Assembler::drain_errors`] after it
+    /// gives them.
+    released_errors: Vec<(usize, Error)>,
     finished: bool,
 }
 
@@ -675,6 +679,7 @@ impl Assembler {
             over: None,
             refused_calls: 0,
             stopped_as: None,
+            released_errors: Vec::new(),
             finished: false,
         })
     }
@@ -1586,38 +1591,18 @@ impl Assembler {
     }
 
     /// Errors that became certain since the last call, as (ordinal, error): grammar errors and
-    /// pre-check violations, each reported once.
+    /// pre-check violations, each reported once. After `finish`, the first call gives those
+    /// that only `finish` made certain (a fragment held to tell a resend from new text, decided
+    /// at last), or that were never drained.
     pub fn drain_errors(&mut self) -> Vec<(usize, Error)> {
+        if self.finished {
+            return std::mem::take(&mut self.released_errors);
+        }
         let mut out = Vec::new();
         let registry = self.registry.as_deref();
         for (ordinal, call) in self.calls.iter_mut().enumerate() {
             call.sync();
-            settle_name(call, registry);
-            let start = out.len();
-            let mut reported = call.reported;
-            // An arrival error (a fragment that cannot join the call) is known when its delta
-            // comes, before the bytes after it are scanned: first among equal offsets.
-            if let Some(e) = &call.arrival {
-                if !reported.arrival {
-                    out.push((ordinal, (**e).clone()));
-                    reported.arrival = true;
-                }
-            }
-            let (grammar, checks) = early_errors(call);
-            if let Some(e) = grammar {
-                if !reported.grammar {
-                    out.push((ordinal, e.clone()));
-                    reported.grammar = true;
-                }
-            }
-            for e in checks.into_iter().skip(reported.checks) {
-                out.push((ordinal, e.clone()));
-                reported.checks += 1;
-            }
-            call.reported = reported;
-            // In the order they became certain, as the byte offsets tell it (stable: a tie
-            // keeps the order above), so one drain after many events reads as many drains.
-            out[start..].sort_by_key(|(_, e)| e.offset);
+            drain_call_errors(ordinal, call, registry, &mut out);
         }
         out
     }
@@ -1774,6 +1759,12 @@ impl Assembler {
                 // whitespace may be the whole value (`" "` then `" {}"`).
                 settle_held(call);
                 call.sync();
+                drain_call_errors(
+                    ordinal,
+                    call,
+                    registry.as_deref(),
+                    &mut self.released_errors,
+                );
             }
             // A call with no argument text at all would become `{}`; after a broken stream it
             // is cut off instead (a call with some text is already `truncated`). With a
@@ -2339,6 +2330,44 @@ fn early_errors(call: &Call) -> (Option<&Error>, Vec<&Error>) {
                 .as_ref()
                 .map_or_else(Vec::new, |c| c.early_errors().collect()),
         ),
+    }
+}
+
+/// Appends the errors of `call` that became certain since they were last drained (see
+/// [`Assembler::drain_errors`]); the call is scanned up to date.
+fn drain_call_errors(
+    ordinal: usize,
+    call: &mut Call,
+    registry: Option<&Registry>,
+    out: &mut Vec<(usize, Error)>,
+) {
+    settle_name(call, registry);
+    let start = out.len();
+    let mut reported = call.reported;
+    // An arrival error (a fragment that cannot join the call) is known when its delta comes,
+    // before the bytes after it are scanned: first among equal offsets.
+    if let Some(e) = &call.arrival {
+        if !reported.arrival {
+            out.push((ordinal, (**e).clone()));
+            reported.arrival = true;
+        }
+    }
+    let (grammar, checks) = early_errors(call);
+    if let Some(e) = grammar {
+        if !reported.grammar {
+            out.push((ordinal, e.clone()));
+            reported.grammar = true;
+        }
+    }
+    for e in checks.into_iter().skip(reported.checks) {
+        out.push((ordinal, e.clone()));
+        reported.checks += 1;
+    }
+    call.reported = reported;
+    // In the order they became certain, as the byte offsets tell it (stable: a tie keeps the
+    // order above), so one drain after many events reads as many drains.
+    if let Some(mine) = out.get_mut(start..) {
+        mine.sort_by_key(|(_, e)| e.offset);
     }
 }
 

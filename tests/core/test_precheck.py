@@ -185,3 +185,46 @@ def test_an_early_error_of_a_dropped_reading_is_never_drained() -> None:
     assert call.arguments == '{"b": 1}} '
     assert all("object" not in message for _, _, message in drained), drained
     assert ("schema_violation", "/b") in [(k, p) for k, p, _ in drained]
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [['  {"unit": "kelvin"}'], [" ", ' {"unit": "kelvin"}'], ["\n", '\n{"unit": "kelvin"}', ""]],
+)
+def test_a_violation_in_a_last_fragment_that_could_be_a_resend_is_an_event(
+    pieces: list[str],
+) -> None:
+    # The last fragment starts with all the text before it: whether it is a resend is decided
+    # only at the end, and the violation it carries is a `PrecheckError` then, before the call
+    # completes, as for any other cut of the same text.
+    from toolwire import CallCompleted, PrecheckError, Toolset, assemble
+
+    tools = Toolset(
+        [
+            {
+                "name": "get_weather",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"unit": {"enum": ["celsius", "fahrenheit"]}},
+                },
+            }
+        ]
+    )
+
+    def chunks() -> Any:
+        for i, piece in enumerate(pieces):
+            call: dict[str, Any] = {"index": 0, "function": {"arguments": piece}}
+            if i == 0:
+                call.update(id="c1", type="function")
+                call["function"]["name"] = "get_weather"
+            delta = {"tool_calls": [call]}
+            yield {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+        done = {"index": 0, "delta": {}, "finish_reason": "tool_calls"}
+        yield {"object": "chat.completion.chunk", "choices": [done]}
+
+    with assemble(chunks(), tools) as stream:
+        events = list(stream)
+    kinds = [type(e).__name__ for e in events if isinstance(e, PrecheckError | CallCompleted)]
+    assert kinds == ["PrecheckError", "CallCompleted"]
+    (error,) = [e.error for e in events if isinstance(e, PrecheckError)]
+    assert (error.kind, error.path) == ("schema_violation", "/unit")
