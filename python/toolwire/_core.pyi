@@ -497,7 +497,8 @@ class Assembler:
         """True once `finish` ran; the assembler then takes nothing more."""
     @property
     def failed(self) -> bool:
-        """True when some call already has an error that no later input can fix."""
+        """True when some call already has an error that no later input can fix; after
+        `finish`, when some call it returned has an error."""
     def partial(
         self,
         ordinal: int,

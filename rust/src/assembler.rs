@@ -655,6 +655,9 @@ pub struct Assembler {
     /// at last) and were not drained before: the first [`Assembler::drain_errors`] after it
     /// gives them.
     released_errors: Vec<(usize, Error)>,
+    /// Some call came out of `finish` with an error (the fail-fast signal, once the calls are
+    /// handed over).
+    finished_failed: bool,
     finished: bool,
 }
 
@@ -680,6 +683,7 @@ impl Assembler {
             refused_calls: 0,
             stopped_as: None,
             released_errors: Vec::new(),
+            finished_failed: false,
             finished: false,
         })
     }
@@ -1607,9 +1611,13 @@ impl Assembler {
         out
     }
 
-    /// True when some call already has an error that no later input can fix (fail-fast signal).
+    /// True when some call already has an error that no later input can fix (fail-fast signal);
+    /// after `finish`, when some call came out of it with an error.
     #[must_use]
     pub fn has_certain_error(&mut self) -> bool {
+        if self.finished {
+            return self.finished_failed;
+        }
         if self.over.is_some() {
             // Every call of a response past a per-stream limit fails.
             return true;
@@ -1814,6 +1822,7 @@ impl Assembler {
             }
             out.push(done);
         }
+        self.finished_failed = out.iter().any(|call| call.error.is_some());
         Ok(out)
     }
 }

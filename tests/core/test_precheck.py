@@ -228,3 +228,16 @@ def test_a_violation_in_a_last_fragment_that_could_be_a_resend_is_an_event(
     assert kinds == ["PrecheckError", "CallCompleted"]
     (error,) = [e.error for e in events if isinstance(e, PrecheckError)]
     assert (error.kind, error.path) == ("schema_violation", "/unit")
+
+
+def test_failed_stays_true_after_finish() -> None:
+    # The fail-fast signal read after `finish` said no failure once the calls were handed over.
+    a = Assembler(tools=ToolRegistry({"f": {"type": "object", "additionalProperties": False}}))
+    a.feed(0, id="c1", name="f", arguments='{"x": 1}')
+    assert a.failed
+    (call,) = a.finish()
+    assert call.error is not None and a.failed
+    b = Assembler()
+    b.feed(0, id="c1", name="f", arguments="{}")
+    b.finish()
+    assert not b.failed
