@@ -84,9 +84,9 @@ class Assembler(_core.Assembler):
             # An event whose data is JSON but not an object (`data: 123`): the SDKs hand it on
             # as it is, and the raw SSE path reads it as a malformed event. It may have carried
             # part of a call, so the calls still open must not run, on both paths.
-            what = f"malformed event: not an object ({type(cast(object, chunk)).__name__})"
-            self._stream_error("malformed_event", number, what)
-            return unreadable(ChunkInfo(), self)
+            info = unreadable(ChunkInfo(), self)
+            _tell(self, number, info, f"not an object ({type(cast(object, chunk)).__name__})")
+            return info
         adapter: FormatAdapter | None = state.get(_ADAPTER)
         if adapter is None:
             fmt = detect_format(chunk)
@@ -97,17 +97,13 @@ class Assembler(_core.Assembler):
                 # is in no response an SDK shows (it raises here), and no call of it may run.
                 error = get(chunk, "error")
                 info = gave_up(ChunkInfo(), self, chunk if error is None else error)
-                self._stream_error("provider_error", number, _error_text(info.error))
+                _tell(self, number, info)
                 state[_GAVE_UP_EARLY] = True
                 state[_FINISH_SEEN] = True
                 return info
             adapter = _read_chunks_as(self, fmt)
         info = adapter.handle(chunk, self)
-        if info.error is not None:
-            self._stream_error("provider_error", number, _error_text(info.error))
-        elif info.malformed:
-            what = "malformed event: a field of the wrong type"
-            self._stream_error("malformed_event", number, what)
+        _tell(self, number, info)
         if _GAVE_UP_EARLY in state:
             info = after_provider_error(info, self)
         if info.finish_reason is not None:
@@ -157,6 +153,18 @@ def read_chunks_as(asm: Assembler, fmt: WireFormat) -> None:
     if _ADAPTER in asm.__dict__:
         raise _core.MisuseError("the assembler already reads chunks of a format")
     _read_chunks_as(asm, fmt)
+
+
+def _tell(
+    asm: Assembler, number: int, info: ChunkInfo, unread: str = "a field of the wrong type"
+) -> None:
+    """Tells `stream_errors` what chunk `number` said of the stream, as the raw SSE path tells
+    it of an event: the provider's error, or that the chunk could not be read (`unread` says
+    why)."""
+    if info.error is not None:
+        asm._stream_error("provider_error", number, _error_text(info.error))  # pyright: ignore[reportPrivateUsage]
+    elif info.malformed:
+        asm._stream_error("malformed_event", number, f"malformed event: {unread}")  # pyright: ignore[reportPrivateUsage]
 
 
 def _error_text(error: object) -> str:

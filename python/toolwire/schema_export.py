@@ -560,10 +560,11 @@ def secret_patterns(schema: Mapping[str, Any]) -> list[str]:
                 into.append(prefix)
             return
         ref = node.get("$ref")
+        name = ref.removeprefix(_DEFS) if isinstance(ref, str) else ""
         # Only a definition that holds a secret somewhere is entered: entered on every path,
         # definitions that reference each other (an expression language) took exponential time.
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in holding:
-            target = _as_dict(defs.get(ref[8:]))
+        if isinstance(ref, str) and ref.startswith(_DEFS) and name in holding:
+            target = _as_dict(defs.get(name))
             if target is not None and ref not in seen:
                 collect(target, prefix, seen | {ref}, into)
             elif target is not None:
@@ -572,24 +573,34 @@ def secret_patterns(schema: Mapping[str, Any]) -> list[str]:
                 if prefix not in into:
                     into.append(prefix)
                 return
-        for part in same_value(node):
-            collect(part, prefix, seen, into)
-        for name, child in (_as_dict(node.get("properties")) or {}).items():
-            as_dict = _as_dict(child)
-            if as_dict is not None:
-                token = name.replace("~", "~0").replace("/", "~1")
-                collect(as_dict, f"{prefix}/{token}", seen, into)
-        items = node.get("items")
-        listed = [*(_as_list(node.get("prefixItems")) or []), *(_as_list(items) or [])]
-        for index, child in enumerate(listed):
-            as_dict = _as_dict(child)
-            if as_dict is not None:
-                collect(as_dict, f"{prefix}/{index}", seen, into)
-        for child in inner_any(node):
-            collect(child, f"{prefix}/*", seen, into)
+        for step, child in _secret_search_steps(node):
+            collect(child, prefix + step, seen, into)
 
     collect(schema, "", frozenset(), out)
     return out
+
+
+# Where a local `$ref` to a definition points.
+_DEFS = "#/$defs/"
+
+
+def _secret_search_steps(node: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """The schemas a secret search goes on to from `node` (`$ref` unresolved), each with the
+    JSON Pointer step to the value it describes: `""` for another schema of the same value, a
+    property's token, an array index, or `/*` for any item or additional property."""
+    steps: list[tuple[str, Mapping[str, Any]]] = [("", part) for part in same_value(node)]
+    for name, child in (_as_dict(node.get("properties")) or {}).items():
+        as_dict = _as_dict(child)
+        if as_dict is not None:
+            steps.append(("/" + _pointer_escape(name), as_dict))
+    items = node.get("items")
+    listed = [*(_as_list(node.get("prefixItems")) or []), *(_as_list(items) or [])]
+    for index, child in enumerate(listed):
+        as_dict = _as_dict(child)
+        if as_dict is not None:
+            steps.append((f"/{index}", as_dict))
+    steps += [("/*", child) for child in inner_any(node)]
+    return steps
 
 
 def _definitions_holding_secrets(defs: Mapping[str, Any]) -> set[str]:
@@ -598,23 +609,17 @@ def _definitions_holding_secrets(defs: Mapping[str, Any]) -> set[str]:
     marked: set[str] = set()
     referrers: dict[str, list[str]] = {}
     for name, body in defs.items():
-        todo = [body] if _as_dict(body) is not None else []
+        first = _as_dict(body)
+        todo = [] if first is None else [first]
         while todo:
-            node = cast(Mapping[str, Any], todo.pop())
+            node = todo.pop()
             if is_marked_secret(node):
                 marked.add(name)
                 break
             ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                referrers.setdefault(ref[8:], []).append(name)
-            todo += same_value(node)
-            listed = [
-                *(_as_dict(node.get("properties")) or {}).values(),
-                *(_as_list(node.get("prefixItems")) or []),
-                *(_as_list(node.get("items")) or []),
-            ]
-            todo += [c for c in listed if _as_dict(c) is not None]
-            todo += inner_any(node)
+            if isinstance(ref, str) and ref.startswith(_DEFS):
+                referrers.setdefault(ref.removeprefix(_DEFS), []).append(name)
+            todo += [child for _, child in _secret_search_steps(node)]
     holding = set(marked)
     todo_names = list(marked)
     while todo_names:
