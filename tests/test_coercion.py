@@ -1119,3 +1119,69 @@ def test_untyped_data_keeps_numbers_a_float_holds(tool: str) -> None:
     assert outcome.ok
     data = outcome.model.model_dump() if outcome.model is not None else outcome.value
     assert data["anything"] == [1500.0, 123456789012345678901234567890]
+
+
+class Labels(BaseModel):
+    """Label a document."""
+
+    tags: set[str]
+    codes: frozenset[int] = frozenset()
+    maybe: set[str] | None = None
+    groups: list[Labels] = []
+    ordered: list[str] = []
+
+
+@pytest.mark.parametrize("prechecked", [False, True])
+def test_repeated_items_of_a_set_field_are_a_recorded_coercion(prechecked: bool) -> None:
+    tools = Toolset([Labels])
+    arguments = (
+        '{"tags": ["a", "b", "a"], "codes": [1, 1.0, 2], "maybe": ["x", "x"],'
+        ' "groups": [{"tags": ["q", "q"]}], "ordered": ["z", "z"]}'
+    )
+    if prechecked:
+        asm = Assembler(tools=tools)
+        asm.feed(0, id="call_1", name="labels", arguments=arguments)
+        (done,) = asm.finish()
+    else:
+        done = call("labels", arguments)
+    outcome = tools.validate(done)
+    assert outcome.ok, outcome.errors
+    assert outcome.model is not None
+    assert outcome.model.tags == {"a", "b"}
+    assert [(c.path, c.from_, c.to, c.rule) for c in outcome.coercions] == [
+        ("/tags", '["a","b","a"]', '["a","b"]', "set_duplicates"),
+        ("/codes/1", "1.0", "1", "integral_number"),
+        ("/codes", "[1,1,2]", "[1,2]", "set_duplicates"),
+        ("/maybe", '["x","x"]', '["x"]', "set_duplicates"),
+        ("/groups/0/tags", '["q","q"]', '["q"]', "set_duplicates"),
+    ]
+    # A list keeps its repeats, and a set without repeats is no coercion.
+    assert outcome.model.ordered == ["z", "z"]
+    clean = tools.validate(call("labels", '{"tags": ["a", "b"], "ordered": ["z", "z"]}'))
+    assert clean.ok and clean.coercions == []
+
+
+def test_repeated_items_of_a_set_field_are_refused_without_the_rule() -> None:
+    tools = Toolset([Labels], coercion="none")
+    outcome = tools.validate(call("labels", '{"tags": ["a", "b", "a", "b"]}'))
+    assert not outcome.ok
+    assert [(e.path, e.code, e.expected) for e in outcome.errors] == [
+        ("/tags/2", "unique", "no repeated items; this item repeats item 0"),
+        ("/tags/3", "unique", "no repeated items; this item repeats item 1"),
+    ]
+
+
+def test_a_plain_tool_unique_items_constraint_is_never_deduplicated() -> None:
+    tool = {
+        "name": "label",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+            },
+        },
+    }
+    outcome = Toolset([tool]).validate(call("label", '{"tags": ["a", "a"]}'))
+    assert not outcome.ok
+    assert [(e.path, e.code) for e in outcome.errors] == [("/tags/1", "unique")]
+    assert outcome.coercions == []

@@ -20,6 +20,12 @@ Rules (names are stable; `SAFE_RULES` is the default set):
 * `enum_case`: a string that equals exactly one allowed enum value ignoring case.
 * `unwrap`: top-level arguments that are one lone `params` / `parameters` / `arguments` /
   `args` / `input` object (a key the schema does not define) are replaced by that object.
+* `set_duplicates`: an array with repeated items for a model's `set[...]` or `frozenset[...]`
+  field (`uniqueItems` in its schema) keeps each item's first occurrence, as the set would.
+  Pydantic drops the repeats silently; this rule makes that a recorded change, and without it
+  the repeats are refused (`unique`). Items are compared as JSON values (`1` and `1.0` are one
+  number, `true` is not `1`). A plain-dict tool's `uniqueItems` is a constraint, never a set:
+  its repeats are refused whatever the rules.
 * `bool_word` (opt-in only): `"yes"`/`"no"`, `"y"`/`"n"`, `"on"`/`"off"`, `"1"`/`"0"`, `1`/`0`.
 * `default_timezone`: a timestamp without an offset gets the tool's declared default time zone.
   It is not part of the rule set: it applies exactly when the tool declares a time zone. Only
@@ -71,8 +77,10 @@ __all__ = [
     "float_risk",
     "has_decimals",
     "has_floats",
+    "has_repeats",
     "has_untyped",
     "is_decimal_union",
+    "json_key",
     "loads_exact",
     "past_float",
     "quote_decimals",
@@ -92,6 +100,7 @@ SAFE_RULES: frozenset[str] = frozenset(
         "unix_ms",
         "enum_case",
         "unwrap",
+        "set_duplicates",
     }
 )
 ALL_RULES: frozenset[str] = SAFE_RULES | {"bool_word"}
@@ -157,9 +166,11 @@ class CoercionProblem:
         path: JSON Pointer of the value.
         code: `"ambiguous"`, `"fractional_integer"`, `"inexact_milliseconds"`,
             `"number_text"`, `"out_of_range"`, `"timezone_required"`, `"unix_timestamp"`,
-            `"bool_number"`, `"key_text"` or `"duplicate_key"` (a dict key, see `KEYS_KEY`).
+            `"bool_number"`, `"key_text"` or `"duplicate_key"` (a dict key, see `KEYS_KEY`), or
+            `"repeated_item"` (an item of a set field repeating an earlier one).
         got: The value as written, compact JSON cut to 200 characters.
-        detail: Rule-specific words used in the hint (the candidate values, say).
+        detail: Rule-specific words used in the hint (the candidate values, say; for
+            `repeated_item`, the index of the item it repeats).
     """
 
     path: str
@@ -613,13 +624,53 @@ _TrialKey = tuple[int, tuple[str | int, ...], int, frozenset[str]]
 """A union trial: the value's id, its path, the branch's id and the rule set."""
 
 
+def json_key(value: Any) -> Any:
+    """A hashable key that two values share exactly when they are equal as JSON: `1` and
+    `1.0` are one number, `true` is not `1`, member order does not count."""
+    if isinstance(value, bool):
+        return (1, value)
+    if isinstance(value, (int, float, Decimal)):
+        # Python's numbers hash and compare by value across int, float and Decimal.
+        return (2, value)
+    if isinstance(value, str):
+        return (3, value)
+    if value is None:
+        return (0,)
+    if isinstance(value, list):
+        return (4, tuple(json_key(item) for item in cast(list[Any], value)))
+    if isinstance(value, dict):
+        members = cast(dict[str, Any], value)
+        return (5, frozenset((key, json_key(item)) for key, item in members.items()))
+    return (6, repr(value))
+
+
+def has_repeats(value: Any) -> bool:
+    """Whether any array in `value` holds two items equal as JSON (see `json_key`)."""
+    pending: list[Any] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(cast(dict[str, Any], item).values())
+        elif isinstance(item, list):
+            items = cast(list[Any], item)
+            if len(items) > 1 and len({json_key(inner) for inner in items}) < len(items):
+                return True
+            pending.extend(items)
+    return False
+
+
 class _Coercer:
     def __init__(
-        self, root: Mapping[str, Any], rules: frozenset[str], default_tz: tzinfo | None
+        self,
+        root: Mapping[str, Any],
+        rules: frozenset[str],
+        default_tz: tzinfo | None,
+        sets: bool = False,
     ) -> None:
         self.defs = cast(dict[str, Any], root.get("$defs") or {})
         self.rules = rules
         self.default_tz = default_tz
+        self.sets = sets
         self.coercions: list[Coercion] = []
         self.problems: list[CoercionProblem] = []
         self.memo: dict[_TrialKey, tuple[Any, Any, _Coercer]] = {}
@@ -671,18 +722,48 @@ class _Coercer:
             node.get("prefixItems") or isinstance(node.get("items"), dict)
         ):
             # A tuple's positions each have their own schema, then `items` (if any) the rest.
-            return [
+            items = [
                 self.walk(item, cast(Mapping[str, Any], sub), [*path, i], rules)
                 if isinstance(sub := _position_schema(node, i), Mapping)
                 else item
                 for i, item in enumerate(cast(list[Any], value))
             ]
+            return self.as_set(items, node, path, rules)
         if isinstance(value, list):
             # Items without a schema of their own.
             self.refuse_past_float(value, path)
-        elif isinstance(value, dict):
+            return self.as_set(cast(list[Any], value), node, path, rules)
+        if isinstance(value, dict):
             return self.walk_object(cast(dict[str, Any], value), node, path, rules)
-        return cast(Any, value)
+        return value
+
+    def as_set(
+        self,
+        items: list[Any],
+        node: Mapping[str, Any],
+        path: list[str | int],
+        rules: frozenset[str],
+    ) -> list[Any]:
+        """A set field's items without repeats (`set_duplicates`), or refused when repeated."""
+        if not self.sets or node.get("uniqueItems") is not True or len(items) < 2:
+            return items
+        first_at: dict[Any, int] = {}
+        kept: list[Any] = []
+        repeats: list[tuple[int, int, Any]] = []
+        for i, item in enumerate(items):
+            key = json_key(item)
+            if key in first_at:
+                repeats.append((i, first_at[key], item))
+            else:
+                first_at[key] = i
+                kept.append(item)
+        if not repeats:
+            return items
+        if "set_duplicates" in rules:
+            return cast(list[Any], self.record(path, items, kept, "set_duplicates"))
+        for i, first, item in repeats:
+            self.refuse([*path, i], "repeated_item", item, str(first))
+        return items
 
     def refuse_past_float(self, value: Any, path: list[str | int]) -> None:
         """Refuses each number in data without a schema that a float reads as infinity or as
@@ -1454,6 +1535,7 @@ def coerce_arguments(
     *,
     rules: frozenset[str],
     default_tz: tzinfo | None = None,
+    sets: bool = False,
 ) -> CoercionResult:
     """Apply the allowed coercion rules to parsed arguments.
 
@@ -1462,10 +1544,12 @@ def coerce_arguments(
         schema: The tool's self-contained schema (`Toolset.schema(name)`).
         rules: The rule names enabled for the whole tool; fields may add more.
         default_tz: The tool's default time zone for timestamps without an offset.
+        sets: Whether an array whose schema has `uniqueItems` is a set (a model's `set[...]`
+            field), whose repeated items `set_duplicates` drops or refuses.
 
     Returns:
         The coerced value with every coercion and every refusal.
     """
-    coercer = _Coercer(schema, rules, default_tz)
+    coercer = _Coercer(schema, rules, default_tz, sets)
     out = coercer.walk(value, schema, [], rules)
     return CoercionResult(out, tuple(coercer.coercions), tuple(coercer.problems))

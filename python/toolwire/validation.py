@@ -63,6 +63,7 @@ from toolwire.coercion import (
     has_decimals,
     has_floats,
     has_json_type,
+    has_repeats,
     has_scalar_enums,
     has_timestamps,
     has_untyped,
@@ -1535,6 +1536,9 @@ class _ErrorBuilder:
             expected = text("expected.key", self.lang, what=words)
             hint = text(f"hint.key_{kind}", self.lang)
             return _Draft(FieldError(located.pointer, "type", expected, got, hint), refusal=True)
+        if code == "repeated_item":
+            expected = text("expected.unique", self.lang, index=problem.detail)
+            return _Draft(FieldError(located.pointer, "unique", expected, got), refusal=True)
         if code == "duplicate_key":
             expected = text("expected.distinct_keys", self.lang)
             hint = text("hint.duplicate_key", self.lang, detail=problem.detail)
@@ -2473,6 +2477,11 @@ class ToolValidator:
         self._keyed_dicts = model is not None and schema_has(
             self.schema, lambda node: True if KEYS_KEY in node else None
         )
+        # Set fields (`uniqueItems`): Pydantic drops repeated items without a word, so a call
+        # with any repeat is walked, where `set_duplicates` records the drop or refuses it.
+        self._sets = model is not None and schema_has(
+            self.schema, lambda node: True if node.get("uniqueItems") is True else None
+        )
         self._scalar_enums = model is not None and has_scalar_enums(self.schema)
         # Numeric enums alone can only be swapped by a `true` or `false` in the text.
         self._boolean_enums = self._scalar_enums and has_boolean_enums(self.schema)
@@ -2537,6 +2546,7 @@ class ToolValidator:
                     and not (self._timestamps and self._unix_timestamp_text(call))
                     and not (self._scalar_enums and self._strict and self._bool_number_swap(call))
                     and not self._keyed_dicts
+                    and not (self._sets and has_repeats(call.value))
                 ):
                     return self._accept(call, instance, None, [], lang)
             return self._validate_further(call, error, [], lang, redact)
@@ -2564,6 +2574,7 @@ class ToolValidator:
             or self._timestamps
             or self._scalar_enums
             or self._keyed_dicts
+            or self._sets
             or self.check is not None
         ):
             return None
@@ -2763,7 +2774,13 @@ class ToolValidator:
             value = loads_exact(text_in)
         except ValueError:
             value = call.value
-        result = coerce_arguments(value, self.schema, rules=self.rules, default_tz=self.default_tz)
+        result = coerce_arguments(
+            value,
+            self.schema,
+            rules=self.rules,
+            default_tz=self.default_tz,
+            sets=self.model is not None,
+        )
         raw: object = result.value
         if not isinstance(raw, dict):
             # Still not an object (a bare string, an array, a number): nothing to validate.
