@@ -1369,7 +1369,7 @@ impl PyAssembler {
         } = self;
         decoder
             .assembler_mut()
-            .drain_progress_each(|ordinal, path, text, _complete, continues| {
+            .drain_progress_each(|ordinal, path, text, complete, continues| {
                 if failure.is_some() || (continues && text.is_empty()) {
                     // The rest of a string already announced, adding nothing (its closing
                     // quote, or a character still cut): in token-sized streams a closing quote
@@ -1377,12 +1377,15 @@ impl PyAssembler {
                     return;
                 }
                 // A long string's items over many drains share one path: reuse its Python str.
+                // Only an item that continues a string can repeat the last path, and only an
+                // open string's path can come again, so other items skip the cache.
                 let path = match last_path.as_mut() {
-                    Some((rust, python)) if rust == path => python.clone_ref(py),
+                    Some((rust, python)) if continues && rust == path => python.clone_ref(py),
                     cache => match new_str(py, path) {
                         Ok(new) => {
                             let python = new.unbind();
                             match cache {
+                                _ if complete => {}
                                 // The cached path's buffer is reused for the new path.
                                 Some((rust, cached)) => {
                                     path.clone_into(rust);
