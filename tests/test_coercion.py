@@ -1185,3 +1185,56 @@ def test_a_plain_tool_unique_items_constraint_is_never_deduplicated() -> None:
     assert not outcome.ok
     assert [(e.path, e.code) for e in outcome.errors] == [("/tags/1", "unique")]
     assert outcome.coercions == []
+
+
+class Measure(BaseModel):
+    """Record a measure."""
+
+    x: int | float = Field(ge=0)
+    maybe: int | float | None = None
+    series: list[int | float] = []
+
+
+@pytest.mark.parametrize(
+    "arguments, path",
+    [
+        ('{"x": 1e400}', "/x"),
+        ('{"x": 1, "maybe": -1e400}', "/maybe"),
+        ('{"x": 1, "series": [1, 2.5e-400]}', "/series/1"),
+    ],
+)
+def test_a_number_no_float_holds_is_refused_where_an_integer_is_allowed_too(
+    arguments: str, path: str
+) -> None:
+    tools = Toolset([Measure])
+    for done in (call("measure", arguments), _prechecked(tools, "measure", arguments)):
+        outcome = tools.validate(done)
+        assert not outcome.ok, outcome.model
+        assert [(e.path, e.code) for e in outcome.errors] == [(path, "type")]
+        assert "too large or too small" in (outcome.errors[0].hint or "")
+
+
+@pytest.mark.parametrize("kind", ["list", "anyOf"])
+def test_a_plain_integer_or_number_position_refuses_what_a_float_cannot_hold(kind: str) -> None:
+    position: dict[str, Any] = (
+        {"type": ["integer", "number"]}
+        if kind == "list"
+        else {"anyOf": [{"type": "integer"}, {"type": "number"}]}
+    )
+    tool = {"name": "t", "parameters": {"type": "object", "properties": {"x": position}}}
+    tools = Toolset([tool])
+    for text in ('{"x": 1e400}', '{"x": 1e-400}'):
+        outcome = tools.validate(_prechecked(tools, "t", text))
+        assert not outcome.ok and [e.path for e in outcome.errors] == ["/x"], text
+    # Numbers a float holds, and an integer written out in full, stay as written.
+    big = "9" * 400
+    for text, expected in (('{"x": 1e20}', 1e20), (f'{{"x": {big}}}', int(big))):
+        outcome = tools.validate(_prechecked(tools, "t", text))
+        assert outcome.ok and outcome.value == {"x": expected}, text
+
+
+def _prechecked(tools: Toolset, name: str, arguments: str) -> ToolCall:
+    asm = Assembler(tools=tools, max_number_digits=1000)
+    asm.feed(0, id="call_1", name=name, arguments=arguments)
+    (done,) = asm.finish()
+    return done

@@ -821,6 +821,11 @@ class _Coercer:
         rules: frozenset[str],
     ) -> Any:
         resolved = [self.deref(b) for b in branches]
+        if past_float(value) and any(_types(b) & {"number", "integer"} for b in resolved):
+            # Every numeric branch reads this number as a float, infinity or zero (an integer
+            # branch then refuses it): no branch can keep what the model wrote.
+            self.refuse(path, "out_of_range", value)
+            return value
         matching = [b for b in resolved if _matches(value, b)]
         if len(matching) == 1:
             return self.walk(value, matching[0], path, rules)
@@ -856,7 +861,7 @@ class _Coercer:
         known = self.memo.get(key)
         if known is not None:
             return known[1], known[2]
-        scratch = _Coercer({}, rules, self.default_tz)
+        scratch = _Coercer({}, rules, self.default_tz, self.sets)
         scratch.defs = self.defs
         scratch.memo = self.memo
         scratch.unions_open = self.unions_open
@@ -1115,9 +1120,13 @@ class _Coercer:
         if (
             isinstance(value, (int, Decimal))
             and not isinstance(value, bool)
-            and "number" in types
-            and "integer" not in types
             and _beyond_float(Decimal(value))
+            and (
+                ("number" in types and "integer" not in types)
+                # A fraction or an exponent is read as a float even where an integer is
+                # allowed too (`int | float`, `["integer", "number"]`).
+                or (isinstance(value, Decimal) and bool(types & {"number", "integer"}))
+            )
         ):
             # A float field would read this JSON number as infinity or as zero. Not a rule:
             # a refusal whatever the rule set, as no coercion could keep the value.
