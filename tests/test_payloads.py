@@ -245,3 +245,27 @@ def test_a_result_that_cannot_be_sent_as_it_is_still_answers_its_call(
         assert json.loads(second)["error_type"] == "invalid_result"
     elif isinstance(result, dict):
         assert json.loads(second) == result  # escaped in JSON, read back the same
+
+
+@pytest.mark.parametrize(
+    "arguments, path",
+    [
+        ('{"to": "a", "amount": 10, "amount": 1000}', "/amount"),
+        ('{"meta": {"n": 1, "n": 2}}', "/meta/n"),
+    ],
+)
+def test_a_repeated_key_is_named_in_the_payload(arguments: str, path: str) -> None:
+    class Transfer(BaseModel):
+        to: str = ""
+        amount: int = 0
+        meta: dict[str, int] = {}
+
+    tools = Toolset([Transfer])
+    asm = Assembler(tools=tools)
+    asm.feed(0, id="call_1", name="transfer", arguments=arguments)
+    (call,) = asm.finish()
+    outcome = tools.validate(call)
+    assert outcome.error_type == "invalid_json"
+    assert [(e.path, e.code) for e in outcome.errors] == [(path, "unique")]
+    (message,) = tool_messages([call], [outcome])
+    assert json.loads(str(message["content"]))["errors"][0]["path"] == path

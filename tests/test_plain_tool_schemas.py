@@ -1436,3 +1436,68 @@ def test_whole_numbers_written_with_a_fraction_or_an_exponent_keep_their_reading
     outcome = _numbers_checked(schema, '{"ratio": 999.9999999999999999}', "safe")
     assert outcome.ok and outcome.value == {"ratio": 1000.0}
     assert type(outcome.value["ratio"]) is float
+
+
+@pytest.mark.parametrize(
+    "schema, arguments, expected",
+    [
+        # A member forbidden with the boolean schema `false`, at the root and nested.
+        (
+            {"type": "object", "properties": {"legacy_id": False, "name": {"type": "string"}}},
+            {"name": "a", "legacy_id": 7},
+            [("/legacy_id", "unknown_field", "no such field; allowed fields: name", "7")],
+        ),
+        (
+            {"type": "object", "properties": {"opts": {"properties": {"debug": False}}}},
+            {"opts": {"debug": "yes"}},
+            [("/opts/debug", "unknown_field", "no such field", '"yes"')],
+        ),
+        # `unevaluatedProperties: false` closing a composed object names each stray member.
+        (
+            {
+                "type": "object",
+                "allOf": [{"properties": {"a": {"type": "string"}}}],
+                "unevaluatedProperties": False,
+            },
+            {"a": "x", "typo_field": 1},
+            [("/typo_field", "unknown_field", "no such field", "1")],
+        ),
+        # Items past a tuple's positions, closed with `items: false` or `unevaluatedItems`: the
+        # array is too long.
+        (
+            {"type": "array", "prefixItems": [{"type": "integer"}], "items": False},
+            [1, 2],
+            [("", "length", "at most 1 items", "[1,2]")],
+        ),
+        (
+            {"type": "array", "prefixItems": [{"type": "integer"}], "unevaluatedItems": False},
+            [1, 2],
+            [("", "length", "at most 1 items", "[1,2]")],
+        ),
+        # A tuple position forbidden outright.
+        (
+            {"type": "array", "prefixItems": [{"type": "integer"}, False]},
+            [1, 2],
+            [("/1", "invalid", "no value here", "2")],
+        ),
+    ],
+)
+def test_what_a_false_schema_forbids_is_named_at_its_own_pointer(
+    schema: dict[str, Any], arguments: Any, expected: list[tuple[str, str, str, str]]
+) -> None:
+    wrapped = (
+        schema
+        if schema.get("type") == "object"
+        else {"type": "object", "properties": {"v": schema}, "required": ["v"]}
+    )
+    if wrapped is not schema:
+        arguments = {"v": arguments}
+        expected = [("/v" + path, code, words, got) for path, code, words, got in expected]
+    tools = Toolset([{"name": "tool", "parameters": wrapped}])
+    for with_precheck in (True, False):
+        assembler = Assembler(tools=tools if with_precheck else None)
+        assembler.feed(0, id="call_1", name="tool", arguments=json.dumps(arguments))
+        (call,) = assembler.finish()
+        outcome = tools.validate(call)
+        assert not outcome.ok
+        assert [(e.path, e.code, e.expected, e.got) for e in outcome.errors] == expected

@@ -65,6 +65,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "没有此字段；允许的字段：{names}",
     },
     "expected.no_fields": {"en": "no such field", "zh": "没有此字段"},
+    "expected.nothing": {"en": "no value here", "zh": "此处不允许有值"},
     "expected.pattern": {"en": "a string matching {pattern}", "zh": "匹配 {pattern} 的字符串"},
     "expected.multiple_of": {"en": "a multiple of {n}", "zh": "{n} 的整数倍"},
     "expected.decimal_places": {"en": "at most {n} decimal places", "zh": "最多 {n} 位小数"},

@@ -992,6 +992,42 @@ def _json(value: Any) -> str:
     return shown(value)
 
 
+def _declared_members(
+    node: Mapping[str, Any], deref: Callable[[dict[str, Any]], dict[str, Any]]
+) -> tuple[set[str], list[str]]:
+    """The property names and `patternProperties` patterns an object schema declares, its
+    composed members (`allOf`, `anyOf`, `oneOf`, `$ref`, `if`/`then`/`else`,
+    `dependentSchemas`) included: what `unevaluatedProperties` can count as evaluated."""
+    names: set[str] = set()
+    patterns: list[str] = []
+    pending: list[Any] = [node]
+    seen: set[int] = set()
+    while pending:
+        current: object = pending.pop()
+        if not isinstance(current, dict):
+            continue
+        as_dict = cast(dict[str, Any], current)
+        if id(as_dict) in seen:
+            continue
+        seen.add(id(as_dict))
+        sub = deref(as_dict)
+        names.update(k for k, v in _d(sub.get("properties")).items() if v is not False)
+        patterns.extend(str(p) for p in _d(sub.get("patternProperties")))
+        for keyword in ("allOf", "anyOf", "oneOf"):
+            pending.extend(_l(sub.get(keyword)))
+        pending.extend(sub.get(k) for k in ("if", "then", "else"))
+        pending.extend(_d(sub.get("dependentSchemas")).values())
+    return names, patterns
+
+
+def _pattern_finds(pattern: str, key: str) -> bool:
+    try:
+        return re.search(pattern, key) is not None
+    except re.error:
+        # A pattern only the `regex` module reads: counted as declaring the key.
+        return True
+
+
 def _enum_text(values: Sequence[Any], lang: Lang) -> str:
     listed = ", ".join(_json(v) for v in values[:50])
     if len(values) > 50:
@@ -1419,7 +1455,8 @@ class _ErrorBuilder:
 
     def unknown_field(self, located: _Located, value: Any) -> _Draft:
         parent = located.parent or {}
-        names = list(_d(parent.get("properties")))
+        # A property whose schema is `false` is named only to be forbidden.
+        names = [name for name, sub in _d(parent.get("properties")).items() if sub is not False]
         key = located.pointer.rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~")
         expected = (
             text("expected.no_field", self.lang, names=shown_text(", ".join(names)))
@@ -1743,6 +1780,10 @@ class _ErrorBuilder:
                     if closest is not None:
                         drafts.append(closest)
                         continue
+            forbidden = self._forbidden_drafts(error, path, instance)
+            if forbidden:
+                drafts.extend(forbidden)
+                continue
             special = self._keyword_draft(error, path, keyword)
             if special is not None:
                 drafts.append(special)
@@ -1797,6 +1838,42 @@ class _ErrorBuilder:
             )
         return drafts
 
+    def _forbidden_drafts(
+        self, error: jsonschema.ValidationError, path: list[str | int], instance: Any
+    ) -> list[_Draft]:
+        """The members a `false` subschema (written `{"not": {}}`, see `_false_as_not`) or
+        `unevaluatedProperties: false` forbids, each named at its own pointer: the error
+        jsonschema gives for the latter is about the object, and "expected an object" at the
+        object tells the model nothing about which field to remove."""
+        if error.validator == "not" and error.validator_value == {}:
+            if path and isinstance(path[-1], str):
+                parent = self.schema.deref(self.schema.locate(path[:-1]).node)
+                located = dataclasses.replace(
+                    self.schema.locate(path), pointer=pointer(path), parent=parent
+                )
+                return [self.unknown_field(located, instance)]
+            located = dataclasses.replace(self.schema.locate(path), pointer=pointer(path))
+            nothing = text("expected.nothing", self.lang)
+            return [
+                _Draft(FieldError(located.pointer, "invalid", nothing, self.got(located, instance)))
+            ]
+        if error.validator_value is not False or not isinstance(error.schema, dict):
+            return []
+        node: dict[str, Any] = error.schema
+        if error.validator == "unevaluatedProperties" and isinstance(instance, dict):
+            names, patterns = _declared_members(node, self.schema.deref)
+            members = cast(dict[str, Any], instance)
+            drafts: list[_Draft] = []
+            for key, item in members.items():
+                if key in names or any(_pattern_finds(p, key) for p in patterns):
+                    continue
+                located = dataclasses.replace(
+                    self.schema.locate([*path, key]), pointer=pointer([*path, key]), parent=node
+                )
+                drafts.append(self.unknown_field(located, item))
+            return drafts
+        return []
+
     def _keyword_draft(
         self, error: jsonschema.ValidationError, path: list[str | int], keyword: str
     ) -> _Draft | None:
@@ -1824,10 +1901,15 @@ class _ErrorBuilder:
                     located.pointer, "length", text(key, lang, n=rule), self.got(located, instance)
                 )
             )
-        if keyword in ("items", "additionalItems") and rule is False and isinstance(instance, list):
+        if (
+            keyword in ("items", "additionalItems", "unevaluatedItems")
+            and rule is False
+            and isinstance(instance, list)
+            and (keyword != "unevaluatedItems" or "items" not in schema)
+        ):
             # No items past the tuple's positions (`prefixItems`, or draft 7's `items` list):
             # the array is too long, which "a valid value" does not tell the model.
-            positions = _l(schema.get("prefixItems" if keyword == "items" else "items"))
+            positions = _l(schema.get("items" if keyword == "additionalItems" else "prefixItems"))
             located = self.schema.locate(path)
             return _Draft(
                 FieldError(
@@ -2012,7 +2094,51 @@ def _one_dialect(schema: Mapping[str, Any]) -> dict[str, Any]:
     Only the keyword goes: a property named `$schema` (a config file's own field) or a
     `$schema` key inside a `const` or `enum` value is the tool's data."""
     below = cast(dict[str, Any], without_keywords(schema, frozenset({"$schema"})))
+    below = cast(dict[str, Any], _false_as_not(below))
     return {"$schema": schema["$schema"], **below} if "$schema" in schema else below
+
+
+# Keywords whose value is a map of subschemas, and those whose value is one subschema.
+_SCHEMA_MAPS = frozenset(("properties", "patternProperties", "$defs", "definitions"))
+_SCHEMA_MAPS_TOO = frozenset(("dependentSchemas",))
+# Only members and tuple positions: `items`, `additionalItems` and `unevaluatedItems` keep
+# their `false`, whose error, about the array, says how many items it may have; `then` and
+# `else`, whose error is the object's.
+_SCHEMA_LISTS = frozenset(("prefixItems",))
+# The data a schema holds, never a subschema.
+_DATA_KEYWORDS = frozenset(("enum", "const", "default", "examples"))
+_NOTHING: dict[str, Any] = {"not": {}}
+
+
+def _false_as_not(node: Any) -> Any:
+    """A schema with each `false` subschema of a member or an item written `{"not": {}}`,
+    which refuses the same values. `jsonschema` reports a `false` subschema's refusal without
+    the path of the value (its `descend` returns before adding it), so the model would be told
+    about the object rather than the member to remove; through `not` the path is kept.
+    `additionalProperties` and the `unevaluated*` keywords keep their `false`: their own
+    errors name the object, and are read member by member (`_forbidden_drafts`)."""
+    if isinstance(node, list):
+        return [_false_as_not(item) for item in cast(list[Any], node)]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in cast(dict[str, Any], node).items():
+        if key in _DATA_KEYWORDS:
+            out[key] = value
+        elif key in _SCHEMA_MAPS or key in _SCHEMA_MAPS_TOO:
+            members = cast(dict[str, Any], value) if isinstance(value, dict) else None
+            out[key] = (
+                {k: _NOTHING if v is False else _false_as_not(v) for k, v in members.items()}
+                if members is not None
+                else value
+            )
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [
+                _NOTHING if v is False else _false_as_not(v) for v in cast(list[Any], value)
+            ]
+        else:
+            out[key] = _false_as_not(value)
+    return out
 
 
 class _RoundedToWhole(float):
@@ -3016,7 +3142,12 @@ def outcome_for_call_error(
     names = ", ".join(json.dumps(n, ensure_ascii=False) for n in tools)
 
     def fail(
-        error_type: str, message: str, *, retryable: bool = True, hint: str | None = None
+        error_type: str,
+        message: str,
+        *,
+        retryable: bool = True,
+        hint: str | None = None,
+        errors: Sequence[FieldError] = (),
     ) -> Outcome:
         return Outcome(
             ok=False,
@@ -3027,6 +3158,7 @@ def outcome_for_call_error(
             error_type=error_type,
             message=message,
             hint=hint,
+            errors=list(errors),
             lang=lang,
         )
 
@@ -3047,8 +3179,17 @@ def outcome_for_call_error(
     if kind in _GRAMMAR_KINDS:
         key = f"json.{kind}"
         detail = text(key if key in _MESSAGE_KEYS else "json.invalid", lang)
+        # A repeated key is the one grammar error with a field to name: the member written
+        # twice, which the model can write once.
+        named = (
+            [FieldError(error.path, "unique", text("expected.distinct_keys", lang))]
+            if kind == "duplicate_key" and error.path
+            else []
+        )
         return fail(
-            "invalid_json", text("msg.invalid_json", lang, detail=detail, offset=error.offset)
+            "invalid_json",
+            text("msg.invalid_json", lang, detail=detail, offset=error.offset),
+            errors=named,
         )
     if kind in ("schema_violation", "not_object"):
         return None
