@@ -1123,7 +1123,9 @@ impl Decoder {
                     self.emit_call(None, None, name, None, f.arguments, None, emit);
                 }
             }
-            if let Some(reason) = string(choice.finish_reason) {
+            // A blank reason (`""`, sent by some compatible servers instead of `null`) is none,
+            // as the chunk path reads it: the stream has not said it ended.
+            if let Some(reason) = string(choice.finish_reason).filter(|r| !r.is_empty()) {
                 let raw = &*reason;
                 let mut normalized = FinishReason::from_raw(raw);
                 if normalized == FinishReason::Stop && self.refusal {
@@ -1441,15 +1443,14 @@ impl Decoder {
                 self.feed_set_aside(key, &held, emit);
             }
         }
-        let Some(response) = response else {
-            return Ok(());
-        };
-        if let Some(usage) = response.usage {
+        // Without its `response` object (a minimal bridge) the event still says how the
+        // response ended, as the chunk path reads it: the status is the event's own.
+        if let Some(usage) = response.as_ref().and_then(|r| r.usage) {
             emit(Action::Usage(usage.get()));
         }
         let status = response
-            .status
             .as_ref()
+            .and_then(|r| r.status.as_ref())
             .map_or(t.strip_prefix("response.").unwrap_or(t), Str::as_str);
         let (raw, reason) = match status {
             "completed" if self.any_function_call => (status, FinishReason::ToolCalls),
@@ -1457,8 +1458,8 @@ impl Decoder {
             "completed" => (status, FinishReason::Stop),
             "incomplete" => {
                 let raw = response
-                    .incomplete_details
                     .as_ref()
+                    .and_then(|r| r.incomplete_details.as_ref())
                     .and_then(|d| d.reason.as_ref())
                     .map_or(status, Str::as_str);
                 (raw, FinishReason::from_raw(raw))
@@ -1467,7 +1468,10 @@ impl Decoder {
         };
         if status == "failed" {
             emit(Action::ProviderError(
-                response.error.map_or("{}", RawValue::get),
+                response
+                    .as_ref()
+                    .and_then(|r| r.error)
+                    .map_or("{}", RawValue::get),
             ));
             emit(Action::Stop(status));
         } else if status == "cancelled" {
@@ -1714,7 +1718,12 @@ impl Decoder {
                 if let Some(raw) = env.delta {
                     let delta: AnthropicDelta<'_> =
                         serde_json::from_str(raw.get()).map_err(EventError::Malformed)?;
-                    if let Some(reason) = &delta.stop_reason {
+                    // A blank reason is none, as the chunk path reads it.
+                    if let Some(reason) = delta
+                        .stop_reason
+                        .as_ref()
+                        .filter(|r| !r.as_str().is_empty())
+                    {
                         let raw = reason.as_str();
                         emit(Action::Finish {
                             raw,

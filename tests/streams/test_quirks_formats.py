@@ -507,3 +507,56 @@ def test_quirk_19_41_cumulative_arguments_resend_a_split_surrogate_pair(
         # resend only of a fragment it was handed.
         handed = [f for f in frags[:-1] if f and not "\ud800" <= f[-1] <= "\udbff"]
         assert ("cumulative_arguments" in calls[0].warnings) == bool(handed)
+
+
+def _both_paths(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """The calls `feed_chunk` makes of `events` as dicts, checked equal to what `feed_sse`
+    makes of the same events as one SSE body, with the finish reason each path read."""
+    by_chunk = Assembler()
+    for event in events:
+        by_chunk.feed_chunk(event)
+    chunk_calls = [(c.name, c.ok, c.error and c.error.kind, c.arguments) for c in by_chunk.finish()]
+    body = b"".join(b"data: " + json.dumps(event).encode() + b"\n\n" for event in events)
+    by_sse = Assembler()
+    by_sse.feed_sse(body)
+    sse_calls = [(c.name, c.ok, c.error and c.error.kind, c.arguments) for c in by_sse.finish()]
+    assert sse_calls == chunk_calls
+    return [*sse_calls, by_sse.finish_reason]
+
+
+def test_a_blank_chat_finish_reason_is_no_finish_on_both_paths() -> None:
+    # Some compatible servers send "" for null; the stream then ends without a reason, so the
+    # call (no arguments yet) must not run as `{}`.
+    def chunk(delta: dict[str, Any], reason: str | None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": reason}
+        return {"id": "c", "object": "chat.completion.chunk", "choices": [choice]}
+
+    header = {"index": 0, "id": "call_1", "type": "function"}
+    header["function"] = {"name": "delete_all", "arguments": ""}
+    events = [chunk({"tool_calls": [header]}, None), chunk({}, "")]
+    assert _both_paths(events) == [("delete_all", False, "truncated", ""), None]
+
+
+def test_a_responses_completed_event_without_its_response_still_completes() -> None:
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "ping"}
+    events = [
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.completed"},
+    ]
+    assert _both_paths(events) == [("ping", True, None, "{}"), "completed"]
+
+
+@pytest.mark.parametrize("block", ["missing", "null"])
+def test_an_anthropic_start_without_its_block_keeps_the_deltas_that_follow(block: str) -> None:
+    start: dict[str, Any] = {"type": "content_block_start", "index": 0}
+    if block == "null":
+        start["content_block"] = None
+    delta = {"type": "input_json_delta", "partial_json": '{"path": "/tmp/x"}'}
+    events = [
+        {"type": "message_start", "message": {"id": "m", "role": "assistant", "content": []}},
+        start,
+        {"type": "content_block_delta", "index": 0, "delta": delta},
+        {"type": "content_block_stop", "index": 0},
+    ]
+    calls = _both_paths(events)[:-1]
+    assert calls == [(None, False, "missing_name", '{"path": "/tmp/x"}')]

@@ -171,6 +171,11 @@ class AnthropicMessagesAdapter:
         else:
             state.note(index)
         block = get(event, "content_block")
+        if block is None:
+            # A start without its block (missing or null) says nothing of it: the deltas that
+            # follow are kept as those of a block whose start never came (quirk 32), as on the
+            # raw SSE path, rather than dropped as another kind of block's.
+            return
         block_type = get(block, "type")
         # A block restarting at an index still open (a translator that reuses indexes and
         # skips `content_block_stop`) replaces it, whatever its type, as on the raw SSE path.
