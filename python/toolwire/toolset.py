@@ -755,9 +755,10 @@ class Toolset:
     def schema(self, name: str) -> dict[str, Any]:
         """The self-contained JSON Schema the pre-check compiles for a tool (a fresh copy).
 
-        `$ref`s are inlined (a recursive model keeps a `$ref` into `$defs`), every object that
-        names its properties and does not say otherwise gets `additionalProperties: false` (one
-        that names none is free-form and stays open, as does one composed from subschemas: an
+        `$ref`s are inlined (a recursive model keeps a `$ref` into `$defs`), every object with a
+        `properties` keyword that does not say otherwise gets `additionalProperties: false`, an
+        empty one included (`"properties": {}` is a tool without parameters; one without the
+        keyword is free-form and stays open, as does one composed from subschemas: an
         `allOf` member, or the owner of one, may name only some of its properties; and so does
         every object under `not`, `if` and `contains`, which test a value rather than describe
         its fields), and `required` is the model's own: optional fields stay optional, so calls
