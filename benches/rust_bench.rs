@@ -18,6 +18,7 @@ use std::process::Command;
 use codspeed_criterion_compat::{
     criterion_group, criterion_main, BenchmarkId, Criterion, Throughput,
 };
+use toolwire::outline::outline;
 use toolwire::{Arguments, Assembler, AssemblerConfig, Delta, Scanner};
 
 /// The cases of `corpus.CASES`.
@@ -165,6 +166,26 @@ fn benches(c: &mut Criterion) {
         });
     }
     group.finish();
+
+    // The outline of each single call's finished text, read before orjson builds its value.
+    let mut group = c.benchmark_group("outline");
+    for stream in streams.iter().filter(|s| s.name.starts_with("single-")) {
+        let text = joined_text(stream);
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(stream.name), &text, |b, t| {
+            b.iter(|| black_box(outline(black_box(t))));
+        });
+    }
+    group.finish();
+}
+
+/// A stream's argument text, joined from its fragments.
+fn joined_text(stream: &Stream) -> Vec<u8> {
+    stream
+        .fragments
+        .iter()
+        .flat_map(|(_, f)| f.iter().copied())
+        .collect()
 }
 
 /// A group feeding every stream with progress tracking on, `drain` after each fragment.
