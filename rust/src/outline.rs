@@ -19,13 +19,14 @@
 //!   marks the closing quotes of strings with an escape. All of it carries from block to block.
 //!   Only brackets and colons outside strings are then visited one by one (commas mean nothing
 //!   here), and numbers are judged by their masks alone.
-//! - The masks come from a kernel: SSE2 on x86_64 (every such processor has it), u64 word
-//!   arithmetic elsewhere. The tests run each one against the byte loop this replaced, kept
-//!   there as the oracle.
+//! - The masks come from a kernel: AVX2, with BMI and a carry-less multiply, chosen at run time
+//!   where the processor has them (every x86 one since about 2013); SSE2 on other x86_64
+//!   processors; u64 word arithmetic elsewhere. The tests run each one against the byte loop
+//!   this replaced, kept there as the oracle.
 //! - Measured with the `outline` bench on the corpus, against that byte loop (1.1-1.4 ns a byte,
 //!   which skipped strings eight bytes at a time but stopped at every byte between them): the
-//!   SSE2 kernel is 1.2x as fast on 200 bytes and 2 KB and 1.3x on 20 KB. The word kernel is
-//!   0.7x on x86_64: on ARM a NEON kernel is the next step.
+//!   AVX2 kernel is 1.5x as fast on 200 bytes and about 1.9x on 2 KB and 20 KB; the SSE2 kernel
+//!   1.2-1.3x. The word kernel is 0.7x on x86_64: on ARM a NEON kernel is the next step.
 //! - Rejected: a list of the positions of all brackets and colons, walked after the masks of
 //!   several blocks (simdjson's stage 2). It saves a branch miss a block, and cost more than
 //!   that here.
@@ -50,10 +51,14 @@ pub struct Outline {
 #[must_use]
 pub fn outline(text: &[u8]) -> Outline {
     #[cfg(target_arch = "x86_64")]
-    let kernel = x86::Sse2;
+    {
+        match x86::Modern::detect() {
+            Some(modern) => x86::read_modern(text, modern),
+            None => read(text, x86::Sse2),
+        }
+    }
     #[cfg(not(target_arch = "x86_64"))]
-    let kernel = words::Words;
-    read(text, kernel)
+    read(text, words::Words)
 }
 
 /// What differs from one processor to another: how a block becomes masks, and the prefix-xor.
@@ -67,6 +72,12 @@ trait Kernel: Copy {
             bits ^= bits << shift;
         }
         bits
+    }
+
+    /// Whether `bits` holds a run of more than `PLAIN_NUMBER_CHARS` ones.
+    #[inline(always)]
+    fn long_run(self, bits: u64) -> bool {
+        has_run(bits, PLAIN_NUMBER_CHARS as u32 + 1)
     }
 }
 
@@ -108,7 +119,9 @@ fn padded(text: &[u8], kernel: impl Kernel) -> Masks {
     kernel.classify(&block)
 }
 
-/// The outline of `text`, read with `kernel`.
+/// The outline of `text`, read with `kernel`. Always inlined, so that each caller compiles it
+/// for its own target features.
+#[inline(always)]
 fn read(text: &[u8], kernel: impl Kernel) -> Outline {
     let mut walk = Walk::new();
     let mut keys = KeyStore::default();
@@ -226,7 +239,7 @@ impl Walk {
         let tainted = sum & closing;
         if self.plain_numbers {
             let (scalar, exponent) = (masks.scalar & !inside, masks.exponent & !inside);
-            self.numbers(text, at, scalar, exponent);
+            self.numbers(text, at, kernel, scalar, exponent);
         }
         let mut structure = masks.structure & !inside;
         while structure != 0 {
@@ -275,11 +288,9 @@ impl Walk {
     /// Judges the numbers of a block: `scalar` and `exponent` are its scalar bytes and its
     /// `e`/`E` outside strings.
     #[inline(always)]
-    fn numbers(&mut self, text: &[u8], at: usize, scalar: u64, exponent: u64) {
+    fn numbers(&mut self, text: &[u8], at: usize, kernel: impl Kernel, scalar: u64, exponent: u64) {
         let leading = (!scalar).trailing_zeros() as usize;
-        if self.scalar_run + leading > PLAIN_NUMBER_CHARS
-            || has_run(scalar, PLAIN_NUMBER_CHARS as u32 + 1)
-        {
+        if self.scalar_run + leading > PLAIN_NUMBER_CHARS || kernel.long_run(scalar) {
             self.plain_numbers = false;
             return;
         }
@@ -511,15 +522,24 @@ impl<const N: usize> Slots<u64, N> {
     }
 }
 
-/// The x86_64 kernel: SSE2, which every x86_64 processor has.
+/// The x86_64 kernels: SSE2, which every x86_64 processor has, and a modern one, chosen at run
+/// time, for processors with AVX2, BMI1, BMI2, LZCNT, POPCNT and PCLMULQDQ (every one since
+/// about 2013). The walk compiled for the modern features runs about 1.5x as fast on the
+/// corpus: its variable shifts and bit scans become one instruction each (BMI), the compares
+/// need no register copies (VEX) and take 32 bytes at a time (AVX2), and the prefix-xor is one
+/// carry-less multiply. Compiling the same walk for them gave most of that; the AVX2 compares
+/// and the carry-less multiply a few percent each.
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Kernel, Masks};
+    use super::{has_run, read, Kernel, Masks, Outline, PLAIN_NUMBER_CHARS};
     use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8,
+        __m128i, __m256i, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8, _mm256_loadu_si256,
+        _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8, _mm_clmulepi64_si128,
+        _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_cvtsi128_si64, _mm_loadu_si128, _mm_movemask_epi8,
+        _mm_or_si128, _mm_set1_epi8, _mm_set_epi64x,
     };
 
+    /// The kernel of every x86_64 processor.
     #[derive(Clone, Copy)]
     pub(super) struct Sse2;
 
@@ -528,6 +548,135 @@ mod x86 {
         fn classify(self, block: &[u8; 64]) -> Masks {
             classify_sse2(block)
         }
+    }
+
+    /// The modern kernel; a value is the proof that the processor has its features, so only
+    /// [`Modern::detect`] makes one.
+    #[derive(Clone, Copy)]
+    pub(super) struct Modern(());
+
+    impl Modern {
+        /// `is_x86_feature_detected` caches what it finds: this costs a few loads a call.
+        pub(super) fn detect() -> Option<Self> {
+            let modern = is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("bmi1")
+                && is_x86_feature_detected!("bmi2")
+                && is_x86_feature_detected!("lzcnt")
+                && is_x86_feature_detected!("pclmulqdq")
+                && is_x86_feature_detected!("popcnt");
+            modern.then_some(Self(()))
+        }
+    }
+
+    impl Kernel for Modern {
+        #[inline(always)]
+        fn classify(self, block: &[u8; 64]) -> Masks {
+            // SAFETY: a `Modern` exists only on a processor with AVX2 (see `detect`).
+            unsafe { classify_avx2(block) }
+        }
+
+        #[inline(always)]
+        fn prefix_xor(self, bits: u64) -> u64 {
+            // SAFETY: a `Modern` exists only on a processor with PCLMULQDQ (see `detect`).
+            unsafe { carryless_prefix_xor(bits) }
+        }
+
+        /// Most blocks hold too few scalar bytes for a long run, and one instruction counts
+        /// them.
+        #[inline(always)]
+        fn long_run(self, bits: u64) -> bool {
+            bits.count_ones() > PLAIN_NUMBER_CHARS as u32
+                && has_run(bits, PLAIN_NUMBER_CHARS as u32 + 1)
+        }
+    }
+
+    /// [`read`] with the modern kernel, compiled for its features.
+    pub(super) fn read_modern(text: &[u8], modern: Modern) -> Outline {
+        // SAFETY: `modern` proves the processor has every feature `with_features` enables.
+        unsafe { with_features(text, modern) }
+    }
+
+    /// # Safety
+    ///
+    /// The processor must have the features enabled here.
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,pclmulqdq,popcnt")]
+    unsafe fn with_features(text: &[u8], modern: Modern) -> Outline {
+        read(text, modern)
+    }
+
+    /// Multiplying by all ones without carries xors every bit into all those above it.
+    ///
+    /// # Safety
+    ///
+    /// The processor must have PCLMULQDQ (then these intrinsics only compute on registers).
+    #[target_feature(enable = "pclmulqdq")]
+    #[inline]
+    unsafe fn carryless_prefix_xor(bits: u64) -> u64 {
+        let product = _mm_clmulepi64_si128(_mm_set_epi64x(0, bits as i64), _mm_set1_epi8(-1), 0);
+        _mm_cvtsi128_si64(product) as u64
+    }
+
+    /// The masks of a block by AVX2, 32 bytes at a time.
+    ///
+    /// # Safety
+    ///
+    /// The processor must have AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) unsafe fn classify_avx2(block: &[u8; 64]) -> Masks {
+        let at = block.as_ptr().cast::<__m256i>();
+        // SAFETY: the two loads read the bytes 0..32 and 32..64 of `block`, which has 64, and
+        // need no alignment; the caller vouches for AVX2.
+        let (low, high) = unsafe {
+            (
+                half_masks(_mm256_loadu_si256(at)),
+                half_masks(_mm256_loadu_si256(at.add(1))),
+            )
+        };
+        let join =
+            |pick: fn(&[u32; 5]) -> u32| u64::from(pick(&low)) | u64::from(pick(&high)) << 32;
+        Masks {
+            quotes: join(|m| m[0]),
+            backslashes: join(|m| m[1]),
+            structure: join(|m| m[2]),
+            scalar: !join(|m| m[3]),
+            exponent: join(|m| m[4]),
+        }
+    }
+
+    /// The masks of 32 bytes, as [`Masks`] orders them but with the scalar mask inverted.
+    ///
+    /// # Safety
+    ///
+    /// The processor must have AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn half_masks(half: __m256i) -> [u32; 5] {
+        let bits = |found| _mm256_movemask_epi8(found) as u32;
+        let quote = _mm256_cmpeq_epi8(half, _mm256_set1_epi8(b'"' as i8));
+        let backslash = _mm256_cmpeq_epi8(half, _mm256_set1_epi8(b'\\' as i8));
+        // Setting bit 5 folds `[` into `{`, `]` into `}` and `E` into `e`, and no other
+        // byte into any of them.
+        let folded = _mm256_or_si256(half, _mm256_set1_epi8(0x20));
+        let open = _mm256_cmpeq_epi8(folded, _mm256_set1_epi8(b'{' as i8));
+        let close = _mm256_cmpeq_epi8(folded, _mm256_set1_epi8(b'}' as i8));
+        let colon = _mm256_cmpeq_epi8(half, _mm256_set1_epi8(b':' as i8));
+        let structure = _mm256_or_si256(_mm256_or_si256(open, close), colon);
+        // A signed compare: bytes from 0x80 on are negative, so below the space.
+        let space = _mm256_cmpgt_epi8(_mm256_set1_epi8(b' ' as i8 + 1), half);
+        let comma = _mm256_cmpeq_epi8(half, _mm256_set1_epi8(b',' as i8));
+        let ends = _mm256_or_si256(
+            _mm256_or_si256(space, comma),
+            _mm256_or_si256(quote, structure),
+        );
+        let exponent = _mm256_cmpeq_epi8(folded, _mm256_set1_epi8(b'e' as i8));
+        [
+            bits(quote),
+            bits(backslash),
+            bits(structure),
+            bits(ends),
+            bits(exponent),
+        ]
     }
 
     #[inline(always)]
@@ -1175,7 +1324,12 @@ mod tests {
     fn by_each_path(text: &[u8]) -> Vec<(&'static str, Outline)> {
         let mut outlines = vec![("words", read(text, words::Words))];
         #[cfg(target_arch = "x86_64")]
-        outlines.push(("sse2", read(text, x86::Sse2)));
+        {
+            outlines.push(("sse2", read(text, x86::Sse2)));
+            if let Some(modern) = x86::Modern::detect() {
+                outlines.push(("modern", x86::read_modern(text, modern)));
+            }
+        }
         outlines
     }
 
@@ -1183,7 +1337,12 @@ mod tests {
     fn masks_by_each_path(block: &[u8; 64]) -> Vec<(&'static str, Masks)> {
         let mut masks = vec![("words", words::Words.classify(block))];
         #[cfg(target_arch = "x86_64")]
-        masks.push(("sse2", x86::Sse2.classify(block)));
+        {
+            masks.push(("sse2", x86::Sse2.classify(block)));
+            if let Some(modern) = x86::Modern::detect() {
+                masks.push(("modern", modern.classify(block)));
+            }
+        }
         masks
     }
 
@@ -1370,7 +1529,8 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Each kernel's prefix-xor is the parity of the bits up to each one.
+        /// Each kernel's prefix-xor (the carry-less multiply of the modern one, the shifts of the
+        /// others) is the parity of the bits up to each one.
         #[test]
         fn prefix_xor_is_alike_by_each_path(bits in proptest::num::u64::ANY) {
             let expected = words::Words.prefix_xor(bits);
@@ -1380,7 +1540,12 @@ mod tests {
                 proptest::prop_assert_eq!(expected >> i & 1, parity);
             }
             #[cfg(target_arch = "x86_64")]
-            proptest::prop_assert_eq!(x86::Sse2.prefix_xor(bits), expected);
+            {
+                proptest::prop_assert_eq!(x86::Sse2.prefix_xor(bits), expected);
+                if let Some(modern) = x86::Modern::detect() {
+                    proptest::prop_assert_eq!(modern.prefix_xor(bits), expected);
+                }
+            }
         }
     }
 
