@@ -102,7 +102,15 @@ class Assembler(_core.Assembler):
                 state[_FINISH_SEEN] = True
                 return info
             adapter = _read_chunks_as(self, fmt)
-        info = adapter.handle(chunk, self)
+        try:
+            info = adapter.handle(chunk, self)
+        except RecursionError:
+            # A chunk nested deeper than Python's stack lets an adapter walk it: unreadable, as
+            # the raw path reads an event past its JSON reader's depth. Its calls still open may
+            # have lost a fragment and must not run; the stream goes on.
+            info = unreadable(ChunkInfo(), self)
+            _tell(self, number, info, "nested too deep to read")
+            return info
         _tell(self, number, info)
         if _GAVE_UP_EARLY in state:
             info = after_provider_error(info, self)
@@ -175,7 +183,10 @@ def _error_text(error: object) -> str:
         data = dump(mode="json") if callable(dump) else error
         text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=repr)
     except (TypeError, ValueError, RecursionError):
-        text = repr(error)
+        try:
+            text = repr(error)
+        except RecursionError:
+            text = f"<{type(error).__name__} nested too deep to write>"
     # A lone surrogate cannot cross into the core's UTF-8 text.
     return text.encode("utf-8", "replace").decode()
 

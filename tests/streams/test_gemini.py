@@ -1015,3 +1015,108 @@ def test_arguments_nested_deeper_than_python_recursion_end_as_that_call_error(
         ("lookup", None),
         ("nested", "too_deep"),
     ]
+
+
+def _on_both_paths(chunks: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """The calls (name, value, error kind) `feed_chunk` makes of REST-shaped chunks and of the
+    google-genai objects built from them, checked equal to what `feed_sse` makes of them."""
+    from google.genai import types
+
+    results = []
+    for feed in ("dicts", "objects", "sse"):
+        asm = Assembler()
+        if feed == "sse":
+            body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+            # An infinite float on the wire is a number no double holds, as JSON writes it.
+            asm.feed_sse(body.replace(b": Infinity", b": 1e999"))
+        for chunk in chunks if feed != "sse" else []:
+            asm.feed_chunk(
+                chunk if feed == "dicts" else types.GenerateContentResponse.model_validate(chunk)
+            )
+        results.append([(c.name, c.value, c.error and c.error.kind) for c in asm.finish()])
+    assert results[0] == results[1] == results[2]
+    return results[0]
+
+
+def _streamed(*pieces: dict[str, Any], finish: str = "STOP") -> list[dict[str, Any]]:
+    def part(call: dict[str, Any]) -> dict[str, Any]:
+        return {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": call}]}}]}
+
+    chunks = [part({"name": "f", "willContinue": True})]
+    chunks += [part({"partialArgs": [piece], "willContinue": True}) for piece in pieces]
+    chunks.append(part({}))
+    chunks[-1]["candidates"][0]["finishReason"] = finish
+    return chunks
+
+
+@pytest.mark.parametrize("number", [1e999, "Infinity", "NaN", "x", True, [1]])
+def test_a_streamed_piece_whose_value_no_reader_holds_breaks_the_call(number: Any) -> None:
+    chunks = _streamed({"jsonPath": "$.a", "stringValue": "x"}, {"jsonPath": "$.n"})
+    chunks[2]["candidates"][0]["content"]["parts"][0]["functionCall"]["partialArgs"][0][
+        "numberValue"
+    ] = number
+    if number == "x" or isinstance(number, (bool, list)):
+        # Of the wrong JSON type: google-genai refuses the object, so dicts and SSE only.
+        asm, raw = Assembler(), Assembler()
+        for chunk in chunks:
+            asm.feed_chunk(chunk)
+            raw.feed_sse(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+        for (call,) in (asm.finish(), raw.finish()):
+            assert call.error is not None and call.error.kind == "mixed_arguments"
+        return
+    ((name, _value, kind),) = _on_both_paths(chunks)
+    assert (name, kind) == ("f", "mixed_arguments")
+
+
+def test_a_streamed_number_given_as_its_text_is_read_as_the_number() -> None:
+    chunks = _streamed(
+        {"jsonPath": "$.n", "numberValue": "3"}, {"jsonPath": "$.m", "numberValue": "2.5"}
+    )
+    assert _on_both_paths(chunks) == [("f", {"n": 3, "m": 2.5}, None)]
+
+
+def test_string_pieces_that_continue_a_number_break_the_call() -> None:
+    chunks = _streamed(
+        {"jsonPath": "$.a", "numberValue": 5, "willContinue": True},
+        {"jsonPath": "$.a", "stringValue": "abc"},
+    )
+    assert _on_both_paths(chunks) == [("f", {"a": 5}, "mixed_arguments")]
+
+
+@pytest.mark.parametrize(
+    "first, second", [({"on": True}, {"on": 1}), ({"a": 1, "b": 2}, {"b": 2, "a": 1})]
+)
+def test_a_whole_call_is_a_repeat_only_with_the_same_tokens(
+    first: dict[str, Any], second: dict[str, Any]
+) -> None:
+    parts = [{"functionCall": {"id": "c1", "name": "f", "args": a}} for a in (first, second)]
+    chunks = [
+        {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]}
+    ]
+    assert [value for _, value, _ in _on_both_paths(chunks)] == [first, second]
+
+
+def test_a_streamed_path_deeper_than_json_dumps_writes_is_too_deep_on_both_paths() -> None:
+    path = "$" + ".a" * 1200
+    chunks = _streamed({"jsonPath": path, "stringValue": "x"}, finish="MAX_TOKENS")
+    asm = Assembler()
+    for chunk in chunks:
+        asm.feed_chunk(chunk)
+    (call,) = asm.finish()
+    raw = Assembler()
+    raw.feed_sse(b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks))
+    (raw_call,) = raw.finish()
+    assert call.error is not None and raw_call.error is not None
+    assert call.error.kind == raw_call.error.kind == "too_deep"
+
+
+def test_usage_and_errors_nested_past_the_stack_do_not_break_the_stream() -> None:
+    deep: Any = 1
+    for _ in range(3000):
+        deep = {"a": deep}
+    text = {"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}]}
+    asm = Assembler()
+    asm.feed_chunk({**text, "usageMetadata": {"promptTokenCount": 1, "x": deep}})
+    info = asm.feed_chunk({"error": {"code": 500, "message": "x", "details": deep}})
+    assert info.finish_reason == "error" or asm.stream_errors()
+    assert asm.finish() == []

@@ -59,6 +59,7 @@ from enum import Enum
 from itertools import pairwise
 from typing import Any, cast
 
+from toolwire.coercion import JSON_NUMBER
 from toolwire.formats._fields import (
     arguments_of,
     copy_usage,
@@ -136,14 +137,23 @@ def _reason(value: object) -> str | None:
     return reason
 
 
-def _rest_names(value: object) -> object:
+# Deeper than usage is ever read (`merge_usage` drops what nests past 128 levels): the names
+# below are left as they are, and the walk stays far from Python's recursion limit.
+_REST_NAMES_DEPTH = 130
+
+
+def _rest_names(value: object, depth: int = 0) -> object:
     """Member names as the REST API (and the SDK objects, dumped by alias) spell them: a
     snake_case dict (`model_dump()`) gives the same usage as the chunk it came from."""
+    if depth > _REST_NAMES_DEPTH:
+        return value
     if isinstance(value, dict):
         items = cast("dict[str, object]", value).items()
-        return {_CAMEL.sub(lambda m: m.group(1).upper(), k): _rest_names(v) for k, v in items}
+        return {
+            _CAMEL.sub(lambda m: m.group(1).upper(), k): _rest_names(v, depth + 1) for k, v in items
+        }
     if isinstance(value, list):
-        return [_rest_names(v) for v in cast("list[object]", value)]
+        return [_rest_names(v, depth + 1) for v in cast("list[object]", value)]
     return value
 
 
@@ -179,20 +189,31 @@ def _path(text: str) -> list[str | int] | None:
     return steps
 
 
+# What `_scalar` gives for a value member no reader holds: a number no double holds, or a
+# member of the wrong type. Dropped, the member would be missing from a call that runs.
+_BROKEN = object()
+
+
 def _scalar(piece: object) -> tuple[bool, object]:
-    """The value of one partial argument: (has a value, value)."""
+    """The value of one partial argument: (has a value, value); the value is `_BROKEN` for a
+    value member that cannot be read (see `_BROKEN`). The raw path's `scalar` is its twin."""
     text = _field(piece, "string_value", "stringValue")
-    if isinstance(text, str):
-        return True, text
+    if text is not None:
+        return True, text if isinstance(text, str) else _BROKEN
     flag = _field(piece, "bool_value", "boolValue")
-    if isinstance(flag, bool):
-        return True, flag
+    if flag is not None:
+        return True, flag if isinstance(flag, bool) else _BROKEN
     number = _field(piece, "number_value", "numberValue")
+    if isinstance(number, str):
+        # Protobuf's JSON may write a double as a string: its number text (or "Infinity").
+        number = json.loads(number) if JSON_NUMBER.fullmatch(number) else _BROKEN
     if isinstance(number, (int, float)) and not isinstance(number, bool):
         # A protobuf number is a double; the SDK reads `3` as `3.0` where a dict keeps `3`.
         if isinstance(number, float) and number.is_integer() and abs(number) < 2**53:
             return True, int(number)
-        return (True, number) if math.isfinite(number) else (False, None)
+        return True, number if math.isfinite(number) else _BROKEN
+    if number is not None:
+        return True, _BROKEN
     if _field(piece, "null_value", "nullValue") is not None or _null_sent(piece):
         return True, None
     return False, None
@@ -237,7 +258,7 @@ class _Open:
             steps = _path(path_text) if path_text is not None else None
             has_value, value = _scalar(piece)
             more = _field(piece, "will_continue", "willContinue") is True
-            if steps is None or not steps or not isinstance(steps[0], str):
+            if steps is None or not steps or not isinstance(steps[0], str) or value is _BROKEN:
                 self.broken = True
                 return
             if not has_value:
@@ -260,9 +281,11 @@ class _Open:
             self.continuing = path if more else None
 
     def join_tail(self) -> None:
-        """Appends the pieces held in `tail` to their string in `value`."""
+        """Appends the pieces held in `tail` to their string in `value`; string pieces that
+        continue a value that is no string (a number said to go on) break the call."""
         if self.tail and self.value is not None and self.continuing is not None:
-            _put(self.value, list(self.continuing), "".join(self.tail), append=True)
+            if not _put(self.value, list(self.continuing), "".join(self.tail), append=True):
+                self.broken = True
         self.tail.clear()
 
     def merged(self) -> dict[str, Any] | None:
@@ -284,6 +307,17 @@ class _Open:
                 self.broken = True
                 return
             root[key] = value
+
+
+def _tokens(args: object) -> str | None:
+    """Whole arguments as JSON tokens, to know the same call sent again as the raw path knows
+    it (`same_tokens`): `true` is not `1` and members in another order are other arguments,
+    where Python's `==` says both are equal. `None` when they cannot be written (nested past
+    the stack), and then no call counts as their repeat."""
+    try:
+        return json.dumps(plain(args), ensure_ascii=False, separators=(",", ":"))
+    except (ValueError, TypeError, RecursionError):
+        return None
 
 
 def _utf8_len(text: str) -> int:
@@ -352,7 +386,7 @@ class _State:
     blocked: str | None = None
     usage: dict[str, Any] | None = None
     # Each whole call by its id: (name, arguments), to know a call sent again (quirk 20).
-    whole: dict[str, tuple[str, object]] = field(default_factory=lambda: {})
+    whole: dict[str, tuple[str, str]] = field(default_factory=lambda: {})
     # A call's streamed pieces passed the stream's byte limit: none is merged any more.
     over: bool = False
 
@@ -482,8 +516,9 @@ class GeminiAdapter:
                 # twice under a renamed id (quirk 20). Once the response was refused whole, none
                 # of its calls runs: calls are no longer kept by their id, so that what follows
                 # costs no memory, as on the raw SSE path.
-                if sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
-                    whole = (name, plain(args))
+                tokens = _tokens(args)
+                if tokens is not None and sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+                    whole = (name, tokens)
                     if state.whole.get(wire_id) == whole:
                         return
                     state.whole.setdefault(wire_id, whole)
@@ -575,6 +610,13 @@ class GeminiAdapter:
         if opened.broken:
             self._close(sink, info, opened)
             return
-        text = json.dumps(opened.merged(), ensure_ascii=False, separators=(",", ":"))
+        merged = opened.merged()
+        try:
+            text = json.dumps(merged, ensure_ascii=False, separators=(",", ":"))
+        except RecursionError:
+            # Nested deeper than `json.dumps` writes (a JSON Path of a thousand steps): fed
+            # whole, the value is the core's `too_deep`, as the raw path reads it.
+            self._feed(sink, info, opened.key, arguments=merged)
+            return
         # Without its closing brace: the core reports the call `truncated`, with what came.
         self._feed(sink, info, opened.key, arguments=text[:-1])

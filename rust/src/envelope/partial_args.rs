@@ -7,7 +7,9 @@
 //!   numbers rewritten as Python writes the number `json.loads` made of them: an integer as its
 //!   digits (`-0` as `0`), a float with `repr` (shortest round-trip digits, exponent form below
 //!   `1e-4` and from `1e16`). A piece's `numberValue` is a protobuf double: integral and within
-//!   2^53 it is an integer, not finite it is no value.
+//!   2^53 it is an integer; written as a string it is read as its number text. One that no
+//!   double holds (`1e999`, `"Infinity"`), or a value member of the wrong type, breaks the
+//!   call (`mixed_arguments`): dropped, the member would be missing from a call that runs.
 //! - What Python would read where this path cannot follow (a lone surrogate, which no Rust
 //!   string holds; an infinite float inside `args`, which `json.dumps` writes as `Infinity`; a
 //!   non-ASCII digit in a path index, which Python's `\d` takes) is never guessed: the merge
@@ -18,6 +20,8 @@ use std::fmt::Write;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
+
+use crate::scanner::is_number_lexeme;
 
 /// One piece of `partialArgs`.
 #[derive(Deserialize, Default)]
@@ -95,7 +99,8 @@ impl Streamed {
                 .and_then(|p| p.will_continue)
                 .is_some_and(|w| w.get() == "true");
             let value = match piece.map_or(Ok(None), scalar) {
-                Err(()) => return Merge::Unread,
+                Err(Merge::Broken) => return self.breaks(),
+                Err(failure) => return failure,
                 Ok(Some(value)) => value,
                 Ok(None) if more => Value::String(String::new()),
                 Ok(None) => continue,
@@ -151,24 +156,41 @@ impl Streamed {
     }
 }
 
-/// The value of one piece: `Ok(None)` for none, `Err` for one this path cannot hold.
-fn scalar(piece: &Piece<'_>) -> Result<Option<Value>, ()> {
-    if let Some(raw) = piece.string_value.filter(|r| r.get().starts_with('"')) {
+/// The value of one piece: `Ok(None)` for none; `Err(Merge::Unread)` for one only Python
+/// reads (a lone surrogate), `Err(Merge::Broken)` for one no reader holds: a value member of
+/// the wrong type, or a number no double holds (`1e999`, protobuf's `"Infinity"`), which would
+/// otherwise vanish from the arguments the call runs with.
+fn scalar(piece: &Piece<'_>) -> Result<Option<Value>, Merge> {
+    if let Some(raw) = piece.string_value {
+        if !raw.get().starts_with('"') {
+            return Err(Merge::Broken);
+        }
         return serde_json::from_str::<String>(raw.get())
             .map(|s| Some(Value::String(s)))
-            .map_err(|_| ());
+            .map_err(|_| Merge::Unread);
     }
-    match piece.bool_value.map(RawValue::get) {
-        Some("true") => return Ok(Some(Value::Bool(true))),
-        Some("false") => return Ok(Some(Value::Bool(false))),
-        _ => {}
+    if let Some(raw) = piece.bool_value {
+        return match raw.get() {
+            "true" => Ok(Some(Value::Bool(true))),
+            "false" => Ok(Some(Value::Bool(false))),
+            _ => Err(Merge::Broken),
+        };
     }
-    if let Some(lexeme) = piece
-        .number_value
-        .map(RawValue::get)
-        .filter(|n| n.starts_with(|c: char| c == '-' || c.is_ascii_digit()))
-    {
-        return Ok(python_number(lexeme, true).map(|n| number(&n)));
+    if let Some(raw) = piece.number_value {
+        let text = raw.get();
+        // Protobuf's JSON may write a double as a string: its number text (or `"Infinity"` and
+        // `"NaN"`, which no JSON number holds).
+        let lexeme = if text.starts_with('"') {
+            serde_json::from_str::<String>(text).map_err(|_| Merge::Broken)?
+        } else {
+            text.to_owned()
+        };
+        if !is_number_lexeme(lexeme.as_bytes()) {
+            return Err(Merge::Broken);
+        }
+        return python_number(&lexeme, true)
+            .map(|n| Some(number(&n)))
+            .ok_or(Merge::Broken);
     }
     if piece.null_value {
         return Ok(Some(Value::Null));
