@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+import tenacity
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -854,3 +855,25 @@ def test_a_refunded_retry_leaves_the_budget_as_if_never_taken(history: list[str]
         return granted
 
     assert replay(refund_each=True) == replay(refund_each=False)
+
+
+@pytest.mark.parametrize("side_effects", [True, False])
+async def test_a_try_again_from_the_tool_is_classified_like_any_exception(
+    side_effects: bool, clock: FakeClock
+) -> None:
+    # Tenacity reads TryAgain as "retry now" and skips its retry predicate: raised by a polling
+    # helper inside the tool, it re-ran a write with no retry allowed by any rule or budget.
+    for mode in ("sync", "async"):
+        tool = Flaky(tenacity.TryAgain(), tenacity.TryAgain(), tenacity.TryAgain())
+        ex = executor_with(tool, clock, side_effects=side_effects)
+        call = Call("t", "c", {})
+        result = (
+            ex.execute(call, RequestContext("r", "s"))
+            if mode == "sync"
+            else await ex.aexecute(call, RequestContext("r", "s"))
+        )
+        # An unknown error: a write is never retried on it, a read is not retried either.
+        assert tool.calls == 1 and result.attempts == 1, mode
+        assert result.error is not None and result.error["retryable"] is False
+        expected = "unknown_outcome" if side_effects else "downstream_failed"
+        assert result.state == expected, mode

@@ -51,7 +51,7 @@ from typing import Any, Literal, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, SecretBytes, SecretStr
 from pydantic_core import to_jsonable_python
-from tenacity import AsyncRetrying, RetryCallState, Retrying, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, Retrying, TryAgain, stop_after_attempt
 
 from toolwire.coercion import pointer
 from toolwire.execution.breaker import BreakerConfig, CircuitBreaker, Permit
@@ -715,9 +715,10 @@ class Executor:
                 reraise=True,
             )
             for attempt in retrying:
-                with attempt:
+                with attempt, _hidden_from_tenacity():
                     value = self._attempt_sync(run)
-        except BaseException as exc:
+        except BaseException as raised:
+            exc = _uncarried(raised)
             self._refund(run)
             # Nothing cancels a synchronous call from outside: a CancelledError came from the
             # tool (an event loop it ran). It ends the call with its result (for a write:
@@ -792,9 +793,10 @@ class Executor:
                 reraise=True,
             )
             async for attempt in retrying:
-                with attempt:
+                with attempt, _hidden_from_tenacity():
                     value = await self._attempt_async(run)
-        except BaseException as exc:
+        except BaseException as raised:
+            exc = _uncarried(raised)
             self._refund(run)
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
                 # Record synchronously: awaiting here could be cancelled again. A CancelledError
@@ -1305,6 +1307,7 @@ class Executor:
         if outcome is None or not outcome.failed:
             return False
         exc = outcome.exception()
+        exc = None if exc is None else _uncarried(exc)
         if isinstance(exc, _BreakerOpen) or run.last is None or exc is not run.last_exc:
             return False
         breaker = self.breaker_for(run.spec.name)
@@ -1978,6 +1981,33 @@ def _error_payload(
     if run.breaker_rejected:
         payload["circuit_open"] = True
     return payload
+
+
+class _CarriedTryAgain(Exception):
+    """A ``tenacity.TryAgain`` the tool raised (say, a polling helper inside it that gave up
+    with ``reraise=True``), carried past the executor's own tenacity loop. Tenacity reads a
+    ``TryAgain`` as its "retry now" signal and skips the ``retry=`` predicate, where the
+    classification, the write rules and the budgets live: a write would run again with no
+    retry allowed. Unwrapped (`_uncarried`) wherever the executor reads an attempt's failure,
+    so the tool's exception is classified, logged and settled like any other."""
+
+    def __init__(self, exc: TryAgain) -> None:
+        super().__init__(f"the tool raised {type(exc).__name__}")
+        self.exc = exc
+
+
+@contextlib.contextmanager
+def _hidden_from_tenacity() -> Generator[None, None, None]:
+    """Carry a ``TryAgain`` escaping an attempt past tenacity (see `_CarriedTryAgain`)."""
+    try:
+        yield
+    except TryAgain as exc:
+        raise _CarriedTryAgain(exc) from exc
+
+
+def _uncarried(exc: BaseException) -> BaseException:
+    """The exception an attempt raised, as the tool raised it."""
+    return exc.exc if isinstance(exc, _CarriedTryAgain) else exc
 
 
 class _StopIterationRaised(RuntimeError):
