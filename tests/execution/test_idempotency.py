@@ -15,7 +15,7 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_serializer, model_serializer
 
 from toolwire.execution import (
     BreakerConfig,
@@ -109,6 +109,46 @@ class Transfer(BaseModel):
 def test_model_and_dict_fingerprint_alike_and_defaults_count() -> None:
     model = Transfer.model_validate_json('{"amount": "10.50", "to": "acct"}')
     assert fingerprint(model) == fingerprint({"amount": Decimal("10.5"), "to": "acct", "memo": ""})
+
+
+class _MaskedTransfer(BaseModel):
+    to_account: str
+    amount: Decimal
+    note: str = Field(default="", exclude=True)
+
+    @field_serializer("to_account")
+    def _mask(self, value: str) -> str:  # keeps account numbers out of dumps and logs
+        return "****" + value[-4:]
+
+
+class _Summarised(BaseModel):
+    to_account: str
+    amount: Decimal
+
+    @model_serializer
+    def _summary(self) -> dict[str, Any]:
+        return {"amount": self.amount}
+
+
+def test_the_fingerprint_skips_serializers_and_exclusions(clock: FakeClock) -> None:
+    # A serializer or an exclusion made two different writes share a fingerprint: without a
+    # call id (the fallback key holds the fingerprint) the second one was not executed and got
+    # the first one's receipt.
+    a = _MaskedTransfer(to_account="DE89370400440532013000", amount=Decimal(500))
+    b = _MaskedTransfer(to_account="FR7630006000011234567893000", amount=Decimal(500))
+    assert a.model_dump() == b.model_dump() and fingerprint(a) != fingerprint(b)
+    assert fingerprint(a) != fingerprint(a.model_copy(update={"note": "rent"}))
+    assert fingerprint(_Summarised(to_account="1", amount=Decimal(5))) != fingerprint(
+        _Summarised(to_account="2", amount=Decimal(5))
+    )
+    # Read field by field, as `model_dump()` names them.
+    assert fingerprint(a) == fingerprint(
+        {"to_account": "DE89370400440532013000", "amount": 500, "note": ""}
+    )
+    ex, tool = writer(clock)
+    ctx = RequestContext("r", "s")
+    results = [ex.execute(Call("create_ticket", None, model), ctx) for model in (a, b)]
+    assert [r.state for r in results] == ["ok", "ok"] and len(tool.calls) == 2
 
 
 def test_duplicate_json_keys_last_wins_in_the_fingerprint() -> None:

@@ -6,14 +6,20 @@ written exactly from their value, not their spelling, so ``1``, ``1.0``, ``Decim
 differ (the float is read through its shortest ``repr``, which is what the model sent). ``-0`` is
 ``0``; NaN and infinities become the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``.
 
-The fingerprint is taken over the *validated* arguments (the model's ``model_dump``), so the rule
-for duplicate JSON keys is the validator's (last one wins, as in pydantic/jiter and ``json.loads``)
-and defaults filled in by validation count as sent.
+The fingerprint is taken over the *validated* arguments, so the rule for duplicate JSON keys is
+the validator's (last one wins, as in pydantic/jiter and ``json.loads``) and defaults filled in by
+validation count as sent. A model is read field by field (its ``model_fields``, then any extra
+fields), as ``model_dump()`` names them but without its serializers: those are written for
+output, not identity, and may drop what tells two operations apart (a ``field_serializer`` that
+masks an account number, ``Field(exclude=True)``, a ``model_serializer``). Computed fields are
+left out as well: they follow from the fields. A model with none of these gets the fingerprint
+of its ``model_dump()``.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import enum
 import hashlib
@@ -24,7 +30,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, cast
 
-from pydantic import BaseModel, SecretBytes, SecretStr
+from pydantic import BaseModel, RootModel, SecretBytes, SecretStr
 from pydantic_core import to_jsonable_python
 
 __all__ = ["KEY_VERSION", "canonical_json", "derive_key", "fingerprint"]
@@ -82,8 +88,10 @@ def _encode(value: Any, out: list[str]) -> None:
             out.append(_number(Decimal(repr(value))))
     elif isinstance(value, Decimal):
         out.append(_number(value))
+    elif isinstance(value, RootModel):
+        _encode(cast(RootModel[Any], value).root, out)
     elif isinstance(value, BaseModel):
-        _encode(value.model_dump(mode="python"), out)
+        _encode(_model_fields(value), out)
     elif isinstance(value, Mapping):
         mapping = cast(Mapping[Any, Any], value)
         # Ordered by key alone: two keys with one text (`1` and `"1"`) must not make the sort
@@ -114,6 +122,9 @@ def _encode(value: Any, out: list[str]) -> None:
         out.append(json.dumps(str(value)))
     elif isinstance(value, (bytes, bytearray)):
         out.append(json.dumps(base64.b64encode(bytes(value)).decode("ascii")))
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # Field by field, as a model (a pydantic dataclass's serializers are skipped too).
+        _encode({f.name: getattr(value, f.name) for f in dataclasses.fields(value)}, out)
     elif isinstance(value, (SecretStr, SecretBytes)):
         # Its value, as for a secret sent as a plain str: pydantic's JSON form is the same mask
         # for every secret, and two calls that differ only in a card token would share a
@@ -121,6 +132,17 @@ def _encode(value: Any, out: list[str]) -> None:
         _encode(value.get_secret_value(), out)
     else:
         _encode(to_jsonable_python(value, fallback=repr), out)
+
+
+def _model_fields(model: BaseModel) -> dict[str, Any]:
+    """A model's validated values by field name, extra fields included, read from the instance
+    and not through ``model_dump``: a serializer or an exclusion would make two different
+    operations one (see the module docstring)."""
+    values = {name: getattr(model, name) for name in type(model).model_fields}
+    extra = model.model_extra
+    if extra:
+        values.update({k: v for k, v in extra.items() if k not in values})
+    return values
 
 
 def canonical_json(value: Any) -> str:
