@@ -703,6 +703,27 @@ def test_writes_that_forward_the_key_may_retry_ambiguous_failures(clock: FakeClo
     assert result.state == "ok" and tool.calls == 2
 
 
+@pytest.mark.parametrize(
+    "later",
+    [lambda: http_status(503), ConnectionRefusedError, lambda: BusinessRuleError("no")],
+)
+def test_a_write_stays_unknown_once_any_attempt_may_have_taken_effect(
+    later: Callable[[], BaseException], clock: FakeClock
+) -> None:
+    # The first attempt timed out after its request went out; the later ones certainly did not
+    # apply. Only the last was remembered: the model was told to retry, with a new call id, so
+    # a new key the downstream could not dedupe on.
+    tool = Flaky(TimeoutError("read timed out"), later(), later(), later())
+    ex = executor_with(tool, clock, side_effects=True, retry_ambiguous=True)
+    result = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert result.state == "unknown_outcome"
+    assert result.error is not None and result.error["retryable"] is False
+    assert "(timeout)" in result.error["message"]
+    assert result.idempotency_key is not None
+    record = ex.ledger.get(result.idempotency_key)
+    assert record is not None and record.state == "unknown" and not record.retryable
+
+
 def test_system_clock_is_the_default() -> None:
     assert isinstance(Executor().clock, SystemClock)
 

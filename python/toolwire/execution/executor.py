@@ -400,6 +400,9 @@ class _Run:
     last: Classification | None = None
     last_exc: BaseException | None = None
     in_flight: bool = False
+    maybe_applied: Classification | None = None
+    """The failure of the latest attempt that may have taken effect, if one did: a later
+    attempt that certainly did not (a 503 after a read timeout) leaves the write unknown."""
     breaker_rejected: bool = False
     stop_reason: StopReason | None = None
     next_wait: float = 0.0
@@ -1408,6 +1411,8 @@ class Executor:
         cls = _classify(exc, self.clock.time())
         run.last, run.last_exc = cls, exc
         run.in_flight = cls.ambiguous
+        if cls.ambiguous:
+            run.maybe_applied = cls
         run.span.add_event("attempt_failed", {"attempt": run.attempts, "kind": cls.kind})
         if breaker is not None and permit is not None:
             if cls.kind == "deadline_exceeded" and duration >= breaker.config.slow_call_duration:
@@ -1639,10 +1644,14 @@ class Executor:
             type(exc).__name__,
             self._scrubbed(run, exc),
         )
-        if run.spec.side_effects and run.in_flight and cls.ambiguous:
+        # Any attempt that may have taken effect makes the write's outcome unknown, whatever
+        # the attempts after it say: the model's own retry would come with a new call id, so a
+        # new key, and the downstream could not tell it from the first.
+        applied = cls if run.in_flight and cls.ambiguous else run.maybe_applied
+        if run.spec.side_effects and applied is not None:
             error = {
                 "type": "unknown_outcome",
-                "message": text("exec.unknown_write_outcome", self.lang, kind=cls.kind),
+                "message": text("exec.unknown_write_outcome", self.lang, kind=applied.kind),
                 "retryable": False,
                 "cause": error,
             }
