@@ -425,3 +425,51 @@ async def test_a_retry_that_never_started_keeps_the_earlier_attempt_unknown() ->
         release.set()
     assert (result.state, result.attempts, runs) == ("unknown_outcome", 1, [1])
     assert ctx.retries_used == 0  # the retries that never ran gave their budget back
+
+
+class LoopProbe(SqliteLedger):
+    """A SQLite ledger whose writes after the claim wait (two seconds at most) for the event
+    loop to answer, and note whether it did: it cannot while the write blocks its thread."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.entered = threading.Event()
+        self.answered = threading.Event()
+        self.loop_ran: list[bool] = []
+
+    def _finish(self, key: str, token: str, ttl: float, state: Any, **options: Any) -> None:
+        self.entered.set()
+        self.loop_ran.append(self.answered.wait(2.0))
+        super()._finish(key, token, ttl, state, **options)
+
+
+@pytest.mark.parametrize("timeout", [None, 60.0])
+async def test_a_cancelled_write_is_recorded_off_the_event_loop(
+    tmp_path: Path, timeout: float | None
+) -> None:
+    # Recording the cancelled call wrote to the blocking store on the loop's thread (or, under
+    # a deadline, waited there for the thread that wrote): a store slow to answer (a write
+    # lock held elsewhere) stalled every other task on the loop.
+    started = asyncio.Event()
+
+    async def refund(args: Any) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    async def answer() -> None:
+        await until(ledger.entered.is_set)
+        ledger.answered.set()
+
+    observer = States()
+    ledger = LoopProbe(tmp_path / "ledger.db")
+    ex = Executor({"refund": ToolSpec(refund, side_effects=True)}, ledger=ledger, observer=observer)
+    call = Call("refund", "call_1", {})
+    task = asyncio.ensure_future(ex.aexecute(call, ex.request(timeout=timeout)))
+    await started.wait()
+    answering = asyncio.ensure_future(answer())
+    await cancelled(task)
+    await answering
+    assert ledger.loop_ran == [True]
+    assert observer.states == ["unknown_outcome"]
+    again = await ex.aexecute(call)
+    assert again.state == "unknown_outcome" and again.attempts == 0

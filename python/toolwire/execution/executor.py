@@ -801,14 +801,26 @@ class Executor:
         except BaseException as raised:
             exc = _uncarried(raised)
             self._refund(run)
-            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
-                # Record synchronously: awaiting here could be cancelled again. A CancelledError
-                # the tool raised while nobody cancelled us (it awaited a task someone else
-                # cancelled) ends the call with its result (for a write: unknown_outcome), like
-                # any other failure of the tool: raising it would end the caller's task as if
-                # the caller had been cancelled.
-                own = isinstance(exc, asyncio.CancelledError) and not _being_cancelled()
-                return self._settle_failure(run, exc, reraise=not own)
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                # The process is going down: record on this thread, awaiting nothing.
+                return self._settle_failure(run, exc)
+            if isinstance(exc, asyncio.CancelledError):
+                # Recorded like any other failure, in a thread for a blocking ledger (a store
+                # slow to answer must not stall the loop and every other request on it, least
+                # of all while a client disconnects), and raised once recorded: a cancellation
+                # landing meanwhile waits for the record too (see `_settle_shielded`). A
+                # CancelledError the tool raised while nobody cancelled us (it awaited a task
+                # someone else cancelled) ends the call with its result (for a write:
+                # unknown_outcome), like any other failure of the tool: raising it would end
+                # the caller's task as if the caller had been cancelled.
+                own = not _being_cancelled()
+                cancel = exc
+                result = await self._settle_shielded(
+                    run, lambda: self._settle_failure(run, cancel, reraise=False)
+                )
+                if own:
+                    return result
+                raise  # the cancellation, as it came
             failure = exc
             return await self._settle_shielded(run, lambda: self._settle_failure(run, failure))
         return await self._settle_shielded(run, lambda: self._settle_success(run, value))
