@@ -959,15 +959,29 @@ def _replaced(text: str, forms: set[str], replacement: str) -> str:
     return text
 
 
+# A URL's %-escape; its hex digits may be written in either case (RFC 3986, section 2.1).
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-F]{2}")
+
+
 def _quoted_forms(secret: str) -> set[str]:
-    """`secret` and the escaped or quoted texts that stand for it."""
+    """`secret` and the escaped or quoted texts that stand for it: as `repr`, `ascii` and JSON
+    write it, as the `repr` of its UTF-8 bytes (a tool that quotes the encoded value), and as
+    a URL writes it: `quote` with `safe=""` or its default `"/"` (a path segment keeps the
+    slashes of a base64 token), `quote_plus` likewise, each with uppercase and lowercase
+    %-escapes (both are valid, and some clients and proxies lowercase them)."""
+    utf8 = secret.encode("utf-8", "surrogatepass")
+    quoted = {urllib.parse.quote_from_bytes(utf8, safe=safe) for safe in ("", "/")} | {
+        urllib.parse.quote_plus(utf8, safe=safe) for safe in ("", "/")
+    }
+    quoted |= {_PERCENT_ESCAPE.sub(lambda m: m.group().lower(), form) for form in quoted}
     forms = {
         secret,
         repr(secret)[1:-1],
+        ascii(secret)[1:-1],
+        repr(utf8)[2:-1],
         json.dumps(secret)[1:-1],
         json.dumps(secret, ensure_ascii=False)[1:-1],
-        urllib.parse.quote(secret, safe=""),
-        urllib.parse.quote_plus(secret, safe=""),
+        *quoted,
     }
     return {form for form in forms if form}
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -949,6 +950,12 @@ class _Login(BaseModel):
         ('pa"ss-wörd', lambda s: BusinessRuleError("rejected: " + json.dumps({"password": s}))),
         # A connection error naming the URL it tried: the secret URL-quoted.
         ("ab+c/d=", lambda s: ConnectionError("GET https://x/?k=" + quote(s, safe=""))),
+        # In a path: `quote`'s default keeps the slashes of a base64-style token.
+        ("tok_9f8e/7d6c+5b4a==", lambda s: BusinessRuleError("declined by https://x/" + quote(s))),
+        # With lowercase %-escapes, as some clients and proxies write them.
+        ("ab+c/d=", lambda s: ConnectionError("GET https://x/?k=" + _lower_escapes(quote(s)))),
+        # The bytes of a non-ASCII secret, as a tool that encodes it quotes them.
+        ("pässwört-1", lambda s: ValueError(f"bad key {s.encode()!r}")),
     ],
 )
 def test_a_secret_quoted_or_escaped_is_scrubbed_too(
@@ -964,9 +971,21 @@ def test_a_secret_quoted_or_escaped_is_scrubbed_too(
             RequestContext("r"),
         )
     shown = caplog.text + json.dumps(result.content())
-    for form in (secret, repr(secret)[1:-1], json.dumps(secret)[1:-1], quote(secret, safe="")):
+    for form in (
+        secret,
+        repr(secret)[1:-1],
+        json.dumps(secret)[1:-1],
+        quote(secret, safe=""),
+        quote(secret),
+        _lower_escapes(quote(secret)),
+        repr(secret.encode())[2:-1],
+    ):
         assert form not in shown
     assert "[redacted]" in shown
+
+
+def _lower_escapes(url: str) -> str:
+    return re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), url)
 
 
 class _Declined(BusinessRuleError):
