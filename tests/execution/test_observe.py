@@ -22,6 +22,7 @@ from toolwire.execution import (
     Observer,
     RequestContext,
     ToolSpec,
+    fingerprint,
 )
 
 RECORD_KEYS = {
@@ -488,3 +489,63 @@ def test_when_logging_itself_fails_the_report_is_a_warning(clock: FakeClock) -> 
         execution.removeHandler(handler)
     assert [r.state for r in results] == ["downstream_failed"] * 3
     assert ex.observer.counts["observer_errors"] >= 3
+
+
+class _VerifyCard(BaseModel):
+    card_last4: str
+    cvv: SecretStr
+
+
+_PLAIN_CARD = {
+    "type": "function",
+    "function": {
+        "name": "verify_plain",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "card_last4": {"type": "string"},
+                "cvv": {"type": "string", "x-secret": True},
+            },
+            "required": ["card_last4", "cvv"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def test_the_args_hash_shown_does_not_depend_on_secret_values(
+    otel: tuple[FakeTracer, FakeMeter], clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An unsalted digest over the arguments gave a CVV back to whoever read a log record or a
+    # span and tried its thousand values with the other arguments.
+    from toolwire import Assembler, Toolset
+
+    tracer, meter = otel
+    tools = Toolset([_VerifyCard, _PLAIN_CARD])
+    asm = Assembler(tools=tools)
+    names = [(name, cvv) for cvv in ("731", "732") for name in ("verify_card", "verify_plain")]
+    for index, (name, cvv) in enumerate(names):
+        asm.feed(index, name=name, arguments=json.dumps({"card_last4": "4242", "cvv": cvv}))
+    outcomes = [tools.validate(call) for call in asm.finish()]
+    assert all(o.ok for o in outcomes)
+    ran: list[str] = []
+    ex = Executor(
+        clock=clock,
+        ledger=MemoryLedger(clock=clock),
+        observer=Observer(tracer=tracer, meter=meter),
+        breaker=False,
+    )
+    for name in ("verify_card", "verify_plain"):
+        ex.register(name, lambda args, name=name: ran.append(name), side_effects=True)
+    with caplog.at_level(logging.INFO, logger="toolwire.execution"):
+        results = [ex.execute(o, RequestContext("r", "s")) for o in outcomes]
+    # Writes without call ids that differ only in the secret are still two operations.
+    assert [r.state for r in results] == ["ok"] * 4 and len(ran) == 4
+    records = [r.__dict__["toolwire"] for r in caplog.records if "toolwire" in r.__dict__]
+    shown = [record["args_hash"] for record in records]
+    shown += [span.attributes["toolwire.args_hash"] for span in tracer.spans]
+    shown += [result.args_hash for result in results]
+    assert len(shown) == 12 and len(set(shown)) == 1
+    assert not {fingerprint({"card_last4": "4242", "cvv": cvv}) for cvv in ("731", "732")} & set(
+        shown
+    )

@@ -54,6 +54,9 @@ class IdempotencyConflict(ExecutionError, ValueError):
         key: The idempotency key.
         stored_fingerprint: Fingerprint recorded with the first use.
         fingerprint: Fingerprint of the rejected call.
+
+    Both are the ledger's fingerprints, taken over secret values too (so that a key reused with
+    another card token is a conflict): compare them, do not log them.
     """
 
     slug = "idempotency_conflict"

@@ -68,7 +68,7 @@ from toolwire.execution.errors import (
     LedgerUnavailable,
     NeedsClarification,
 )
-from toolwire.execution.idempotency import derive_key, fingerprint
+from toolwire.execution.idempotency import derive_key, fingerprint, redacted_fingerprint
 from toolwire.execution.ledger import (
     DEFAULT_TTL,
     Claim,
@@ -309,7 +309,8 @@ class ExecutionResult:
         error: Model-facing error payload (``type``, ``message``, ``retryable`` and details).
         attempts: Downstream attempts made by this call (0 for replays and refusals).
         idempotency_key: Ledger key for writes.
-        args_hash: Fingerprint of the canonicalised arguments.
+        args_hash: Fingerprint of the canonicalised arguments, secret values (``SecretStr``,
+            ``SecretBytes``, those in ``Outcome.secrets``) written as one marker.
         timings: Phase timings.
         duplicate_execution: True if this call executed a write that may already have run:
             it took over a stale in-progress claim and made an attempt. The worker whose claim
@@ -394,6 +395,9 @@ class _Run:
     parse_time: float | None
     validation_time: float | None
     coercions: int
+    fingerprint: str = ""
+    """The ledger's fingerprint of the arguments, secret values included (see `_prepare`); never
+    shown: `args_hash` is what logs, spans and results get."""
     claim: Claim | LedgerUnavailable | None = None
     attempts: int = 0
     exec_started: float | None = None
@@ -976,14 +980,26 @@ class Executor:
         span = self.observer.start_span(call.tool, call.call_id)
         spec = self._tools.get(call.tool)
         arguments = _arguments_of(call)
+        declared = [secret_text(v) for v in _declared_secrets(call)]
+        # Two digests of the arguments. The ledger gets `fingerprint`, over every value, secret
+        # ones included: it keys a write sent without a call id and tells a reused key with
+        # other arguments (another card token) from a replay, so calls that differ only in a
+        # secret must differ there; it is stored with the receipts it guards and never shown.
+        # Logs, spans and results get `args_hash`, with each secret value written as one
+        # marker: unsalted, a digest over a PIN or a CVV gives it back to whoever can guess the
+        # other arguments and try its few possible values.
+        ledger_fingerprint = ""
         if call.ok:
-            args_hash = fingerprint(arguments)
+            ledger_fingerprint = fingerprint(arguments)
+            args_hash = redacted_fingerprint(arguments, declared)
         else:
             raw = getattr(call, "raw_arguments", None) or getattr(call, "arguments", None)
             # An Outcome carries no argument text: report no hash rather than the hash of "",
             # which would make every refused call look like the same arguments.
             args_hash = (
-                hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+                hashlib.sha256(
+                    without_values(raw, declared).encode("utf-8", "surrogatepass")
+                ).hexdigest()
                 if isinstance(raw, str)
                 else None
             )
@@ -999,6 +1015,7 @@ class Executor:
             parse_time=parse_time,
             validation_time=validation_time,
             coercions=coercions,
+            fingerprint=ledger_fingerprint,
         )
         if not call.ok:
             state, error = _refusal(call)
@@ -1024,7 +1041,7 @@ class Executor:
                 call_id=call.call_id,
                 business_key=business,
                 request_id=ctx.request_id,
-                arguments_fingerprint=args_hash,
+                arguments_fingerprint=ledger_fingerprint,
             )
         return run
 
@@ -1046,7 +1063,7 @@ class Executor:
         try:
             return self.ledger.claim(
                 run.key,
-                fingerprint=run.args_hash,
+                fingerprint=run.fingerprint,
                 tool=run.spec.name,
                 lease=self._lease(run.spec),
                 ttl=self._ttl(run.spec),
@@ -1258,7 +1275,7 @@ class Executor:
                     "retryable": False,
                 },
                 exception=IdempotencyConflict(
-                    run.key or "", record.fingerprint if record else "", run.args_hash
+                    run.key or "", record.fingerprint if record else "", run.fingerprint
                 ),
             )
         if claim.status == "in_progress":

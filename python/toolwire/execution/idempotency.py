@@ -14,6 +14,10 @@ output, not identity, and may drop what tells two operations apart (a ``field_se
 masks an account number, ``Field(exclude=True)``, a ``model_serializer``). Computed fields are
 left out as well: they follow from the fields. A model with none of these gets the fingerprint
 of its ``model_dump()``.
+
+``redacted_fingerprint`` is the same digest with every secret value written as one marker: the
+``args_hash`` that logs, spans and results show. ``fingerprint`` itself, which the ledger keeps,
+depends on secret values, so that calls differing only in one are different operations.
 """
 
 from __future__ import annotations
@@ -26,16 +30,20 @@ import hashlib
 import json
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from decimal import Decimal
 from typing import Any, cast
 
 from pydantic import BaseModel, RootModel, SecretBytes, SecretStr
 from pydantic_core import to_jsonable_python
 
-__all__ = ["KEY_VERSION", "canonical_json", "derive_key", "fingerprint"]
+__all__ = ["KEY_VERSION", "canonical_json", "derive_key", "fingerprint", "redacted_fingerprint"]
 
 KEY_VERSION = "toolwire.v1"
+# What `redacted_fingerprint` writes for a secret value.
+_HIDDEN_JSON = '"[redacted]"'
+# The secret texts to hide while encoding (`SecretStr`s too whenever it is not None).
+_Hidden = frozenset[str] | None
 _SEP = "\x1f"  # unit separator between the parts of a key
 _PLAIN_EXPONENT = 100
 # Integers below this have at most _PLAIN_EXPONENT trailing zeros: str() is their canonical form.
@@ -68,8 +76,10 @@ def _number(value: Decimal) -> str:
     return "-" + text if sign else text
 
 
-def _encode(value: Any, out: list[str]) -> None:
-    if value is None:
+def _encode(value: Any, out: list[str], hidden: _Hidden = None) -> None:
+    if hidden is not None and _is_hidden(value, hidden):
+        out.append(_HIDDEN_JSON)
+    elif value is None:
         out.append("null")
     elif value is True:
         out.append("true")
@@ -89,9 +99,9 @@ def _encode(value: Any, out: list[str]) -> None:
     elif isinstance(value, Decimal):
         out.append(_number(value))
     elif isinstance(value, RootModel):
-        _encode(cast(RootModel[Any], value).root, out)
+        _encode(cast(RootModel[Any], value).root, out, hidden)
     elif isinstance(value, BaseModel):
-        _encode(_model_fields(value), out)
+        _encode(_model_fields(value), out, hidden)
     elif isinstance(value, Mapping):
         mapping = cast(Mapping[Any, Any], value)
         # Ordered by key alone: two keys with one text (`1` and `"1"`) must not make the sort
@@ -103,19 +113,19 @@ def _encode(value: Any, out: list[str]) -> None:
                 out.append(",")
             out.append(json.dumps(key, ensure_ascii=False))
             out.append(":")
-            _encode(item, out)
+            _encode(item, out, hidden)
         out.append("}")
     elif isinstance(value, (list, tuple)):
         out.append("[")
         for i, item in enumerate(value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
             if i:
                 out.append(",")
-            _encode(item, out)
+            _encode(item, out, hidden)
         out.append("]")
     elif isinstance(value, (set, frozenset)):
-        _encode(sorted(canonical_json(v) for v in value), out)  # pyright: ignore[reportUnknownVariableType]
+        _encode(sorted(_canonical(v, hidden) for v in value), out, hidden)  # pyright: ignore[reportUnknownVariableType]
     elif isinstance(value, enum.Enum):
-        _encode(value.value, out)
+        _encode(value.value, out, hidden)
     elif isinstance(value, (dt.datetime, dt.date, dt.time)):
         out.append(json.dumps(value.isoformat()))
     elif isinstance(value, uuid.UUID):
@@ -124,14 +134,14 @@ def _encode(value: Any, out: list[str]) -> None:
         out.append(json.dumps(base64.b64encode(bytes(value)).decode("ascii")))
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         # Field by field, as a model (a pydantic dataclass's serializers are skipped too).
-        _encode({f.name: getattr(value, f.name) for f in dataclasses.fields(value)}, out)
+        _encode({f.name: getattr(value, f.name) for f in dataclasses.fields(value)}, out, hidden)
     elif isinstance(value, (SecretStr, SecretBytes)):
         # Its value, as for a secret sent as a plain str: pydantic's JSON form is the same mask
         # for every secret, and two calls that differ only in a card token would share a
         # fingerprint, the second answered with the first's result. Only the digest is kept.
-        _encode(value.get_secret_value(), out)
+        _encode(value.get_secret_value(), out, hidden)
     else:
-        _encode(to_jsonable_python(value, fallback=repr), out)
+        _encode(to_jsonable_python(value, fallback=repr), out, hidden)
 
 
 def _model_fields(model: BaseModel) -> dict[str, Any]:
@@ -145,6 +155,12 @@ def _model_fields(model: BaseModel) -> dict[str, Any]:
     return values
 
 
+def _canonical(value: Any, hidden: _Hidden) -> str:
+    out: list[str] = []
+    _encode(value, out, hidden)
+    return "".join(out)
+
+
 def canonical_json(value: Any) -> str:
     """Return the canonical JSON text of ``value`` (see the module docstring for the rules).
 
@@ -154,14 +170,45 @@ def canonical_json(value: Any) -> str:
     Returns:
         Compact JSON with sorted keys and exact numbers.
     """
-    out: list[str] = []
-    _encode(value, out)
-    return "".join(out)
+    return _canonical(value, None)
 
 
 def fingerprint(arguments: Any) -> str:
     """Return the sha256 hex digest of ``canonical_json(arguments)`` (64 characters)."""
     return hashlib.sha256(_utf8(canonical_json(arguments))).hexdigest()
+
+
+def redacted_fingerprint(arguments: Any, secrets: Collection[str] = ()) -> str:
+    """``fingerprint`` with every secret value written as the same marker: a digest that may be
+    shown (logs, spans, results) without giving away a secret to whoever can guess the other
+    arguments and try the few values a PIN or a CVV can take.
+
+    Args:
+        arguments: As for ``fingerprint``.
+        secrets: The text of values that are secret besides ``SecretStr``/``SecretBytes`` ones
+            (a plain tool's ``x-secret`` values, as ``Outcome.secrets`` holds them): a string
+            equal to one, or a number written as one, is hidden.
+
+    Returns:
+        A sha256 hex digest, equal to ``fingerprint(arguments)`` when nothing is secret.
+    """
+    text = _canonical(arguments, frozenset(secrets))
+    return hashlib.sha256(_utf8(text)).hexdigest()
+
+
+def _is_hidden(value: Any, hidden: frozenset[str]) -> bool:
+    if isinstance(value, (SecretStr, SecretBytes)):
+        return True
+    if not hidden or isinstance(value, bool):
+        return False
+    if isinstance(value, str):
+        return value in hidden
+    if isinstance(value, (int, float)):
+        # A plain tool's secret number is known by its JSON text.
+        return json.dumps(value) in hidden
+    if isinstance(value, Decimal):
+        return str(value) in hidden
+    return False
 
 
 def _utf8(text: str) -> bytes:
