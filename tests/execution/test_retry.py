@@ -619,7 +619,7 @@ def test_outage_amplification_stays_under_ten_percent_at_any_rate() -> None:
     ),
     ratio=st.sampled_from([0.0, 0.05, 0.1, 0.5, 1.0]),
     min_per_second=st.sampled_from([0.0, 0.5, 3.0, 10.0]),
-    ratio_cap=st.sampled_from([0.0, 1.0, 10.0]),
+    ratio_cap=st.sampled_from([0.0, 0.5, 1.0, 10.0]),
 )
 def test_process_budget_never_gives_more_than_it_took_in(
     steps: list[str | float], ratio: float, min_per_second: float, ratio_cap: float
@@ -660,6 +660,33 @@ def test_process_budget_allows_minimum_retries_per_second() -> None:
     assert [budget.try_spend_retry() for _ in range(4)] == [True, True, True, False]
     clock.advance(1.0)
     assert [budget.try_spend_retry() for _ in range(4)] == [True, True, True, False]
+
+
+@pytest.mark.parametrize("rate", [0.5, 0.25])
+def test_process_budget_below_one_retry_a_second_still_retries(rate: float) -> None:
+    # The reserve was capped at the rate, below the whole token a retry takes: never a retry.
+    clock = FakeClock(advance_on_sleep=False)
+    budget = RetryBudget(ratio=0.0, min_per_second=rate, clock=clock)
+    granted = 0
+    for _ in range(120):  # two minutes, a retry wanted every second
+        clock.advance(1.0)
+        granted += budget.try_spend_retry()
+    assert granted == rate * 120
+
+
+def test_process_budget_ratio_cap_below_one_still_banks_a_retry() -> None:
+    clock = FakeClock(advance_on_sleep=False)
+    budget = RetryBudget(ratio=0.25, min_per_second=0, ratio_cap=0.5, clock=clock)
+    granted = 0
+    for _ in range(100):
+        budget.record_call()
+        granted += budget.try_spend_retry()
+    assert granted == 25
+    # Zero still banks nothing.
+    off = RetryBudget(ratio=0.25, min_per_second=0, ratio_cap=0.0, clock=clock)
+    for _ in range(100):
+        off.record_call()
+    assert not off.try_spend_retry()
 
 
 def test_process_budget_ratio_and_cap() -> None:

@@ -83,9 +83,15 @@ class RetryBudget:
 
     Args:
         ratio: Tokens deposited per call; a retry costs one token (0.1 = retries <= 10 % of calls).
-        min_per_second: Reserve refill rate, so a quiet process may still retry this often.
+        min_per_second: Reserve refill rate, so a quiet process may still retry this often
+            (0.5: one retry every two seconds).
         ratio_cap: Largest ratio balance that can be banked.
         clock: Time source (monotonic reading used for the reserve refill).
+
+    A retry takes a whole token, so each bucket holds at least one when it can hold anything:
+    a cap below one (a ``min_per_second`` or ``ratio_cap`` between 0 and 1) would never let a
+    retry through. It then takes ``1 / min_per_second`` seconds, or ``1 / ratio`` calls, to
+    earn one. Zero still turns a bucket off.
     """
 
     def __init__(
@@ -103,6 +109,9 @@ class RetryBudget:
         self.ratio_cap = ratio_cap
         self._clock = clock or SystemClock()
         self._lock = threading.Lock()
+        # The buckets' caps: what the parameters say, but never below a whole token unless zero.
+        self._ratio_cap = max(1.0, ratio_cap) if ratio_cap > 0 else 0.0
+        self._reserve_cap = max(1.0, min_per_second)
         self._balance = 0.0
         self._reserve = min_per_second
         self._last = self._clock.monotonic()
@@ -114,13 +123,13 @@ class RetryBudget:
         now = self._clock.monotonic()
         elapsed = max(0.0, now - self._last)
         self._last = now
-        self._reserve = min(self.min_per_second, self._reserve + elapsed * self.min_per_second)
+        self._reserve = min(self._reserve_cap, self._reserve + elapsed * self.min_per_second)
 
     def record_call(self) -> None:
         """Deposit for one new call (first attempts only)."""
         with self._lock:
             self.calls += 1
-            self._balance = min(self.ratio_cap, self._balance + self.ratio)
+            self._balance = min(self._ratio_cap, self._balance + self.ratio)
 
     def try_spend_retry(self) -> bool:
         """Withdraw one retry; return False (and count a denial) if the budget is exhausted."""
@@ -149,6 +158,6 @@ class RetryBudget:
     def refund(self, ticket: RetryTicket) -> None:
         """Give back a retry `take_retry` granted that never ran (within the buckets' caps)."""
         with self._lock:
-            self._balance = min(self.ratio_cap, self._balance + ticket.balance)
-            self._reserve = min(self.min_per_second, self._reserve + ticket.reserve)
+            self._balance = min(self._ratio_cap, self._balance + ticket.balance)
+            self._reserve = min(self._reserve_cap, self._reserve + ticket.reserve)
             self.retries = max(0, self.retries - 1)
