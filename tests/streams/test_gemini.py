@@ -1038,7 +1038,7 @@ def _on_both_paths(chunks: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return results[0]
 
 
-def _streamed(*pieces: dict[str, Any], finish: str = "STOP") -> list[dict[str, Any]]:
+def _vertex_stream(*pieces: dict[str, Any], finish: str = "STOP") -> list[dict[str, Any]]:
     def part(call: dict[str, Any]) -> dict[str, Any]:
         return {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": call}]}}]}
 
@@ -1051,7 +1051,7 @@ def _streamed(*pieces: dict[str, Any], finish: str = "STOP") -> list[dict[str, A
 
 @pytest.mark.parametrize("number", [1e999, "Infinity", "NaN", "x", True, [1]])
 def test_a_streamed_piece_whose_value_no_reader_holds_breaks_the_call(number: Any) -> None:
-    chunks = _streamed({"jsonPath": "$.a", "stringValue": "x"}, {"jsonPath": "$.n"})
+    chunks = _vertex_stream({"jsonPath": "$.a", "stringValue": "x"}, {"jsonPath": "$.n"})
     chunks[2]["candidates"][0]["content"]["parts"][0]["functionCall"]["partialArgs"][0][
         "numberValue"
     ] = number
@@ -1069,14 +1069,14 @@ def test_a_streamed_piece_whose_value_no_reader_holds_breaks_the_call(number: An
 
 
 def test_a_streamed_number_given_as_its_text_is_read_as_the_number() -> None:
-    chunks = _streamed(
+    chunks = _vertex_stream(
         {"jsonPath": "$.n", "numberValue": "3"}, {"jsonPath": "$.m", "numberValue": "2.5"}
     )
     assert _on_both_paths(chunks) == [("f", {"n": 3, "m": 2.5}, None)]
 
 
 def test_string_pieces_that_continue_a_number_break_the_call() -> None:
-    chunks = _streamed(
+    chunks = _vertex_stream(
         {"jsonPath": "$.a", "numberValue": 5, "willContinue": True},
         {"jsonPath": "$.a", "stringValue": "abc"},
     )
@@ -1098,7 +1098,7 @@ def test_a_whole_call_is_a_repeat_only_with_the_same_tokens(
 
 def test_a_streamed_path_deeper_than_json_dumps_writes_is_too_deep_on_both_paths() -> None:
     path = "$" + ".a" * 1200
-    chunks = _streamed({"jsonPath": path, "stringValue": "x"}, finish="MAX_TOKENS")
+    chunks = _vertex_stream({"jsonPath": path, "stringValue": "x"}, finish="MAX_TOKENS")
     asm = Assembler()
     for chunk in chunks:
         asm.feed_chunk(chunk)
