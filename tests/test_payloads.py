@@ -269,3 +269,17 @@ def test_a_repeated_key_is_named_in_the_payload(arguments: str, path: str) -> No
     assert [(e.path, e.code) for e in outcome.errors] == [(path, "unique")]
     (message,) = tool_messages([call], [outcome])
     assert json.loads(str(message["content"]))["errors"][0]["path"] == path
+
+
+@pytest.mark.parametrize(
+    "text, sent",
+    [
+        ("a\ud800b", "a\ufffdb"),
+        ("x\udc80y", "x\ufffdy"),
+        ("\ud83d\ude00", "😀"),
+        (LONE, "caf\ufffd"),
+    ],
+)
+def test_a_text_result_replaces_each_lone_surrogate_once(text: str, sent: str) -> None:
+    (message,) = tool_messages(calls(("call_a", "lookup", "{}")), [text])
+    assert content_of(message) == sent

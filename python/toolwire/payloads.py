@@ -566,12 +566,14 @@ def compact_json(value: Any, *, default: Callable[[Any], Any] | None = None) -> 
 
 
 def sendable_text(text: str) -> str:
-    """`text` with each lone surrogate replaced by U+FFFD, so that it encodes as UTF-8 (plain
-    text, unlike JSON, has no escape that keeps it)."""
+    """`text` with each lone surrogate replaced by one U+FFFD, so that it encodes as UTF-8
+    (plain text, unlike JSON, has no escape that keeps it); a pair of surrogate halves is the
+    character they make. Through UTF-16, whose decoder pairs halves and replaces a lone one
+    once, where UTF-8's would replace each of its three bytes."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text
 
 
