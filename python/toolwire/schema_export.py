@@ -949,13 +949,21 @@ _SUBSCHEMAS = (
 )
 
 
-def without_keywords(node: Any, keywords: frozenset[str]) -> Any:
+def without_keywords(node: Any, keywords: frozenset[str], *, false_as_nothing: bool = False) -> Any:
     """`node` without `keywords` in any subschema. Only schema positions are touched: a
     property named like one of them, or a key inside an `enum`, `const`, `default` or
-    `examples` value, is data and stays."""
+    `examples` value, is data and stays. With `false_as_nothing`, a member's or a tuple
+    position's `false` schema is written `{"not": {}}`, which refuses the same values (the
+    `false` of `items`, `additionalProperties` and the like stays)."""
     as_dict = _as_dict(node)
     if as_dict is None:
         return node
+
+    def inside(sub: Any, member: bool) -> Any:
+        if member and false_as_nothing and sub is False:
+            return {"not": {}}
+        return without_keywords(sub, keywords, false_as_nothing=false_as_nothing)
+
     out: dict[str, Any] = {}
     for key, value in as_dict.items():
         if key in keywords:
@@ -963,11 +971,11 @@ def without_keywords(node: Any, keywords: frozenset[str]) -> Any:
         named = _as_dict(value) if key in _NAMED_SUBSCHEMAS else None
         listed = _as_list(value) if key in _SUBSCHEMAS else None
         if named is not None:
-            out[key] = {name: without_keywords(sub, keywords) for name, sub in named.items()}
+            out[key] = {name: inside(sub, True) for name, sub in named.items()}
         elif listed is not None:
-            out[key] = [without_keywords(sub, keywords) for sub in listed]
+            out[key] = [inside(sub, key == "prefixItems") for sub in listed]
         elif key in _SUBSCHEMAS:
-            out[key] = without_keywords(value, keywords)
+            out[key] = inside(value, False)
         else:
             out[key] = value
     return out

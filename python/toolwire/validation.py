@@ -68,6 +68,7 @@ from toolwire.coercion import (
     has_timestamps,
     has_untyped,
     is_decimal_union,
+    json_key,
     loads_exact,
     odd_decimal_text,
     past_float,
@@ -1006,40 +1007,25 @@ def _json(value: Any) -> str:
     return shown(value)
 
 
-def _declared_members(
-    node: Mapping[str, Any], deref: Callable[[dict[str, Any]], dict[str, Any]]
-) -> tuple[set[str], list[str]]:
-    """The property names and `patternProperties` patterns an object schema declares, its
-    composed members (`allOf`, `anyOf`, `oneOf`, `$ref`, `if`/`then`/`else`,
-    `dependentSchemas`) included: what `unevaluatedProperties` can count as evaluated."""
-    names: set[str] = set()
-    patterns: list[str] = []
-    pending: list[Any] = [node]
+def _evaluates(
+    node: Mapping[str, Any], key: str, deref: Callable[[Mapping[str, Any]], dict[str, Any]]
+) -> bool:
+    """Whether an object schema, or one composed into it (`allOf`, `anyOf`, `oneOf`, `$ref`,
+    `if`/`then`/`else`, `dependentSchemas`), gives member `key` a schema other than `false`:
+    what `unevaluatedProperties` counts as evaluated."""
+    pending: list[Mapping[str, Any]] = [node]
     seen: set[int] = set()
     while pending:
-        current: object = pending.pop()
-        if not isinstance(current, dict):
+        current = pending.pop()
+        if id(current) in seen:
             continue
-        as_dict = cast(dict[str, Any], current)
-        if id(as_dict) in seen:
-            continue
-        seen.add(id(as_dict))
-        sub = deref(as_dict)
-        names.update(k for k, v in _d(sub.get("properties")).items() if v is not False)
-        patterns.extend(str(p) for p in _d(sub.get("patternProperties")))
-        for keyword in ("allOf", "anyOf", "oneOf"):
-            pending.extend(_l(sub.get(keyword)))
-        pending.extend(sub.get(k) for k in ("if", "then", "else"))
-        pending.extend(_d(sub.get("dependentSchemas")).values())
-    return names, patterns
-
-
-def _pattern_finds(pattern: str, key: str) -> bool:
-    try:
-        return re.search(pattern, key) is not None
-    except re.error:
-        # A pattern only the `regex` module reads: counted as declaring the key.
-        return True
+        seen.add(id(current))
+        sub = deref(current)
+        declared = _d(sub.get("properties")).get(key, False)
+        if declared is not False or inner(sub, key):
+            return True
+        pending.extend(same_value(sub))
+    return False
 
 
 def _enum_text(values: Sequence[Any], lang: Lang) -> str:
@@ -1855,7 +1841,7 @@ class _ErrorBuilder:
     def _forbidden_drafts(
         self, error: jsonschema.ValidationError, path: list[str | int], instance: Any
     ) -> list[_Draft]:
-        """The members a `false` subschema (written `{"not": {}}`, see `_false_as_not`) or
+        """The members a `false` subschema (written `{"not": {}}`, see `_one_dialect`) or
         `unevaluatedProperties: false` forbids, each named at its own pointer: the error
         jsonschema gives for the latter is about the object, and "expected an object" at the
         object tells the model nothing about which field to remove."""
@@ -1875,11 +1861,10 @@ class _ErrorBuilder:
             return []
         node: dict[str, Any] = error.schema
         if error.validator == "unevaluatedProperties" and isinstance(instance, dict):
-            names, patterns = _declared_members(node, self.schema.deref)
             members = cast(dict[str, Any], instance)
             drafts: list[_Draft] = []
             for key, item in members.items():
-                if key in names or any(_pattern_finds(p, key) for p in patterns):
+                if _evaluates(node, key, self.schema.deref):
                     continue
                 located = dataclasses.replace(
                     self.schema.locate([*path, key]), pointer=pointer([*path, key]), parent=node
@@ -1900,7 +1885,7 @@ class _ErrorBuilder:
         if keyword == "uniqueItems" and isinstance(instance, list):
             seen: dict[object, int] = {}
             for index, item in enumerate(cast(list[Any], instance)):
-                first = seen.setdefault(_json_key(item), index)
+                first = seen.setdefault(json_key(item), index)
                 if first != index:
                     located = self.schema.locate([*path, index])
                     expected = text("expected.unique", lang, index=first)
@@ -2062,10 +2047,10 @@ class _ErrorBuilder:
         value = cast(dict[str, Any], instance)
         for key in sorted(shared):
             tags = [_d(_d(b.get("properties"))[key])["const"] for b in branches]
-            if key in value and _json_key(value[key]) in {_json_key(t) for t in tags}:
+            if key in value and json_key(value[key]) in {json_key(t) for t in tags}:
                 continue
             located = self.schema.locate([*path, key])
-            allowed = _enum_text(list({_json_key(t): t for t in tags}.values()), self.lang)
+            allowed = _enum_text(list({json_key(t): t for t in tags}.values()), self.lang)
             at = pointer([*path, key])
             if key not in value:
                 expected = text("expected.required", self.lang, what=allowed)
@@ -2107,52 +2092,13 @@ def _one_dialect(schema: Mapping[str, Any]) -> dict[str, Any]:
 
     Only the keyword goes: a property named `$schema` (a config file's own field) or a
     `$schema` key inside a `const` or `enum` value is the tool's data."""
-    below = cast(dict[str, Any], without_keywords(schema, frozenset({"$schema"})))
-    below = cast(dict[str, Any], _false_as_not(below))
+    # Each `false` member and tuple position is written `{"not": {}}` too: jsonschema reports
+    # a `false` subschema's refusal without the value's path (its `descend` returns before
+    # adding it), so the model would hear of the object, not of the member to remove.
+    below = cast(
+        dict[str, Any], without_keywords(schema, frozenset({"$schema"}), false_as_nothing=True)
+    )
     return {"$schema": schema["$schema"], **below} if "$schema" in schema else below
-
-
-# Keywords whose value is a map of subschemas, and those whose value is one subschema.
-_SCHEMA_MAPS = frozenset(("properties", "patternProperties", "$defs", "definitions"))
-_SCHEMA_MAPS_TOO = frozenset(("dependentSchemas",))
-# Only members and tuple positions: `items`, `additionalItems` and `unevaluatedItems` keep
-# their `false`, whose error, about the array, says how many items it may have; `then` and
-# `else`, whose error is the object's.
-_SCHEMA_LISTS = frozenset(("prefixItems",))
-# The data a schema holds, never a subschema.
-_DATA_KEYWORDS = frozenset(("enum", "const", "default", "examples"))
-_NOTHING: dict[str, Any] = {"not": {}}
-
-
-def _false_as_not(node: Any) -> Any:
-    """A schema with each `false` subschema of a member or an item written `{"not": {}}`,
-    which refuses the same values. `jsonschema` reports a `false` subschema's refusal without
-    the path of the value (its `descend` returns before adding it), so the model would be told
-    about the object rather than the member to remove; through `not` the path is kept.
-    `additionalProperties` and the `unevaluated*` keywords keep their `false`: their own
-    errors name the object, and are read member by member (`_forbidden_drafts`)."""
-    if isinstance(node, list):
-        return [_false_as_not(item) for item in cast(list[Any], node)]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in cast(dict[str, Any], node).items():
-        if key in _DATA_KEYWORDS:
-            out[key] = value
-        elif key in _SCHEMA_MAPS or key in _SCHEMA_MAPS_TOO:
-            members = cast(dict[str, Any], value) if isinstance(value, dict) else None
-            out[key] = (
-                {k: _NOTHING if v is False else _false_as_not(v) for k, v in members.items()}
-                if members is not None
-                else value
-            )
-        elif key in _SCHEMA_LISTS and isinstance(value, list):
-            out[key] = [
-                _NOTHING if v is False else _false_as_not(v) for v in cast(list[Any], value)
-            ]
-        else:
-            out[key] = _false_as_not(value)
-    return out
 
 
 class _RoundedToWhole(float):
@@ -2219,20 +2165,6 @@ def _under_property_names(error: jsonschema.ValidationError) -> bool:
         part == "propertyNames" and (i == 0 or parts[i - 1] not in ("properties", "$defs"))
         for i, part in enumerate(parts)
     )
-
-
-def _json_key(value: Any) -> object:
-    """A hashable key under which equal JSON values meet: `true` is not `1`, `1` is `1.0`."""
-    if isinstance(value, bool) or value is None:
-        return ("literal", value)
-    if isinstance(value, (int, float)):
-        return ("number", value)
-    if isinstance(value, dict):
-        items = cast(dict[str, Any], value).items()
-        return ("object", frozenset((k, _json_key(v)) for k, v in items))
-    if isinstance(value, list):
-        return ("array", tuple(_json_key(v) for v in cast(list[Any], value)))
-    return ("string", value)
 
 
 def _split(path: str) -> list[str | int]:
