@@ -1026,9 +1026,8 @@ def _on_both_paths(chunks: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     for feed in ("dicts", "objects", "sse"):
         asm = Assembler()
         if feed == "sse":
-            body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
             # An infinite float on the wire is a number no double holds, as JSON writes it.
-            asm.feed_sse(body.replace(b": Infinity", b": 1e999"))
+            asm.feed_sse(sse_body(chunks, "gemini").replace(b":Infinity", b":1e999"))
         for chunk in chunks if feed != "sse" else []:
             asm.feed_chunk(
                 chunk if feed == "dicts" else types.GenerateContentResponse.model_validate(chunk)
@@ -1060,7 +1059,7 @@ def test_a_streamed_piece_whose_value_no_reader_holds_breaks_the_call(number: An
         asm, raw = Assembler(), Assembler()
         for chunk in chunks:
             asm.feed_chunk(chunk)
-            raw.feed_sse(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            raw.feed_sse(sse_body([chunk], "gemini"))
         for (call,) in (asm.finish(), raw.finish()):
             assert call.error is not None and call.error.kind == "mixed_arguments"
         return
@@ -1104,7 +1103,7 @@ def test_a_streamed_path_deeper_than_json_dumps_writes_is_too_deep_on_both_paths
         asm.feed_chunk(chunk)
     (call,) = asm.finish()
     raw = Assembler()
-    raw.feed_sse(b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks))
+    raw.feed_sse(sse_body(chunks, "gemini"))
     (raw_call,) = raw.finish()
     assert call.error is not None and raw_call.error is not None
     assert call.error.kind == raw_call.error.kind == "too_deep"

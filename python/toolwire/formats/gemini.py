@@ -516,8 +516,8 @@ class GeminiAdapter:
                 # twice under a renamed id (quirk 20). Once the response was refused whole, none
                 # of its calls runs: calls are no longer kept by their id, so that what follows
                 # costs no memory, as on the raw SSE path.
-                tokens = _tokens(args)
-                if tokens is not None and sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+                tokens = _tokens(args) if sink._may_hold(0) else None  # pyright: ignore[reportPrivateUsage]
+                if tokens is not None:
                     whole = (name, tokens)
                     if state.whole.get(wire_id) == whole:
                         return
