@@ -4,6 +4,7 @@ __all__ = [
     "NO_VALUE",
     "Assembler",
     "CallError",
+    "DirectValidation",
     "JsonError",
     "LosslessFloat",
     "MisuseError",
@@ -150,6 +151,21 @@ class CallError:
     def incomplete(self) -> bool:
         """True when the text stopped early (`truncated`, `empty`) rather than being invalid."""
     def __eq__(self, other: object, /) -> bool: ...
+
+@final
+class DirectValidation:
+    """The common case of `Toolset.validate` in one native call (internal to `Toolset`)."""
+
+    def __init__(
+        self,
+        outcome_type: type,
+        plan: tuple[tuple[str, str, object], ...],
+        tools: list[tuple[str, Callable[..., Any], bool, bool]],
+        max_bytes: int,
+    ) -> None: ...
+    def outcome(self, call: object, /) -> Any | None:
+        """The successful outcome of `call`, or None when `validate`'s general path decides;
+        raises what Pydantic raises."""
 
 @final
 class ToolCall:

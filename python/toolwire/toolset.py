@@ -40,7 +40,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-from toolwire._core import ToolCall
+from toolwire._core import DirectValidation, ToolCall
 from toolwire.coercion import KEYS_KEY, CoercionSpec, float_risk, resolve_rules
 from toolwire.payloads import Lang
 from toolwire.schema_export import (
@@ -62,6 +62,7 @@ from toolwire.validation import (
     outcome_for_call_error,
     pause_gc,
     success_outcome,
+    success_plan,
 )
 
 if TYPE_CHECKING:
@@ -717,6 +718,17 @@ class Toolset:
                     validator.floats,
                     validator.holds_secrets,
                 )
+        # The inline path's common case, native: tools whose successes hold no secrets.
+        self._shortcut = DirectValidation(
+            Outcome,
+            success_plan(lang),
+            [
+                (name, direct, strict, floats)
+                for name, (_, direct, strict, floats, secret) in self._direct.items()
+                if name is not None and not secret
+            ],
+            GC_PAUSE_MIN_BYTES,
+        )
 
     # Registry ---------------------------------------------------------------------------
 
@@ -903,6 +915,14 @@ class Toolset:
         Returns:
             The outcome: `ok` with the model, or the errors and what to tell the model.
         """
+        try:
+            done = self._shortcut.outcome(call)
+        except ValidationError as exc:
+            # Only a tool of `_direct` is validated there.
+            validator = self._direct[call.name][0]
+            return validator.rejected(call, exc, lang=self._lang, redact=self._redact)
+        if done is not None:
+            return done
         if isinstance(call, ToolCall):
             error, prechecked, name, call_id, raw, plain_numbers = call._validation_fields()
         else:
