@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pickle
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -14,7 +15,7 @@ from pydantic import BaseModel, SecretStr, field_validator
 from toolwire import Assembler, ToolCall
 from toolwire._core import DirectValidation
 from toolwire.toolset import Toolset
-from toolwire.validation import Outcome, success_outcome, success_plan
+from toolwire.validation import SUCCESS_PER_CALL, Outcome, success_outcome, success_template
 
 
 class Ticket(BaseModel):
@@ -128,21 +129,40 @@ def test_a_call_assembled_without_the_pre_check_gets_the_same_outcome() -> None:
     assert plain == TOOLS.validate(_call("ticket", TICKET))
 
 
-def test_the_plan_describes_every_outcome_field_in_order() -> None:
-    plan = success_plan("de")
-    assert [field for field, _, _ in plan] == [f.name for f in dataclasses.fields(Outcome)]
-    built = success_outcome("id", "tool", None, None, [], "de")
-    for field, what, constant in plan:
-        if what == "constant":
-            assert getattr(built, field) == constant, field
+def test_the_template_is_a_python_success_in_the_outcome_language() -> None:
+    template = success_template("zh")
+    assert list(template) == [f.name for f in dataclasses.fields(Outcome)]
+    assert template == vars(success_outcome(None, "", None, None, [], "zh"))
+    outcome = Toolset([Ticket], lang="zh").validate(_call("ticket", TICKET))
+    assert outcome.ok and outcome.lang == "zh"
 
 
-def test_an_unknown_slot_is_refused() -> None:
+def test_the_template_copies_share_their_keys() -> None:
+    outcomes = [TOOLS.validate(_call("ticket", TICKET)) for _ in range(3)]
+    # A copy with keys of its own would be the size of a plain dict of the same entries.
+    plain = sys.getsizeof(dict(success_template("en")))
+    assert all(sys.getsizeof(vars(outcome)) < plain for outcome in outcomes)
+
+
+def test_a_list_field_missing_from_the_per_call_fields_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import toolwire.validation as validation
+
+    monkeypatch.setattr(validation, "SUCCESS_PER_CALL", SUCCESS_PER_CALL[:-1])
+    with pytest.raises(AssertionError, match="ask_user"):
+        validation.success_template("en")
+
+
+def test_an_unknown_slot_or_field_is_refused() -> None:
+    template = success_template("en")
     with pytest.raises(ValueError, match="unknown outcome slot"):
-        DirectValidation(Outcome, (("ok", "sometimes", None),), [], 1024)
+        DirectValidation(Outcome, template, (("ok", "sometimes"),), [], 1024)
+    with pytest.raises(ValueError, match="no field"):
+        DirectValidation(Outcome, template, (("okay", "tool"),), [], 1024)
 
 
 def test_anything_but_a_tool_call_is_left_to_python() -> None:
-    shortcut = DirectValidation(Outcome, success_plan("en"), [], 1024)
+    shortcut = DirectValidation(Outcome, success_template("en"), SUCCESS_PER_CALL, [], 1024)
     assert shortcut.outcome(SimpleNamespace(name="ticket")) is None
     assert shortcut.outcome(_call("ticket", TICKET)) is None  # no direct tool registered

@@ -159,7 +159,8 @@ class DirectValidation:
     def __init__(
         self,
         outcome_type: type,
-        plan: tuple[tuple[str, str, object], ...],
+        template: dict[str, Any],
+        per_call: tuple[tuple[str, str], ...],
         tools: list[tuple[str, Callable[..., Any], bool, bool]],
         max_bytes: int,
     ) -> None: ...

@@ -53,6 +53,7 @@ from toolwire.schema_export import (
 )
 from toolwire.validation import (
     GC_PAUSE_MIN_BYTES,
+    SUCCESS_PER_CALL,
     CallErrorLike,
     CallLike,
     Check,
@@ -62,7 +63,7 @@ from toolwire.validation import (
     outcome_for_call_error,
     pause_gc,
     success_outcome,
-    success_plan,
+    success_template,
 )
 
 if TYPE_CHECKING:
@@ -721,7 +722,8 @@ class Toolset:
         # The inline path's common case, native: tools whose successes hold no secrets.
         self._shortcut = DirectValidation(
             Outcome,
-            success_plan(lang),
+            success_template(lang),
+            SUCCESS_PER_CALL,
             [
                 (name, direct, strict, floats)
                 for name, (_, direct, strict, floats, secret) in self._direct.items()
@@ -921,8 +923,12 @@ class Toolset:
             # Only a tool of `_direct` is validated there.
             validator = self._direct[call.name][0]
             return validator.rejected(call, exc, lang=self._lang, redact=self._redact)
-        if done is not None:
-            return done
+        # The rest in a method of its own: a frame with the general path's two dozen locals
+        # costs the common case time to set up and clear.
+        return done if done is not None else self._validate_general(call)
+
+    def _validate_general(self, call: CallLike) -> Outcome:
+        """`validate` for every call the native path leaves to Python."""
         if isinstance(call, ToolCall):
             error, prechecked, name, call_id, raw, plain_numbers = call._validation_fields()
         else:

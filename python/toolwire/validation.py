@@ -282,35 +282,28 @@ def success_outcome(
     return cast(Outcome, draft)
 
 
-def success_plan(lang: Lang) -> tuple[tuple[str, str, object], ...]:
-    """What each field of a successful `Outcome` holds, for `toolwire._core.DirectValidation`,
-    which builds the common case natively: `(field, what, constant)` in declaration order,
-    `what` naming the call's own value (`tool`, `call_id`, `model`), a new empty `list`, or a
-    `constant`. The same fields `success_outcome` sets."""
-    per_call = {"tool": "tool", "call_id": "call_id", "model": "model"}
-    lists = {"errors", "coercions", "ask_user"}
-    constants: dict[str, object] = {
-        "ok": True,
-        "kind": "ok",
-        "value": None,
-        "retryable": False,
-        "error_type": "",
-        "message": None,
-        "hint": None,
-        "lang": lang,
-        "secrets": (),
-    }
-    plan: list[tuple[str, str, object]] = []
-    for spec in dataclasses.fields(Outcome):
-        if spec.name in per_call:
-            plan.append((spec.name, per_call[spec.name], None))
-        elif spec.name in lists:
-            plan.append((spec.name, "list", None))
-        elif spec.name in constants:
-            plan.append((spec.name, "constant", constants[spec.name]))
-        else:  # A field added to `Outcome` must say what a success holds in it.
-            raise AssertionError(f"success_plan does not know Outcome.{spec.name}")
-    return tuple(plan)
+SUCCESS_PER_CALL: tuple[tuple[str, str], ...] = (
+    ("tool", "tool"),
+    ("call_id", "call_id"),
+    ("model", "model"),
+    ("errors", "list"),
+    ("coercions", "list"),
+    ("ask_user", "list"),
+)
+"""The fields of a successful `Outcome` that `success_template`'s copies get per call: the
+call's own values, and a new list for each list (an outcome's lists are its holder's)."""
+
+
+def success_template(lang: Lang) -> dict[str, Any]:
+    """The attributes of a successful `Outcome` in `lang`, for
+    `toolwire._core.DirectValidation`, which builds the common case natively from copies of
+    them with `SUCCESS_PER_CALL` put in: made by `success_outcome`, so both paths agree."""
+    template = vars(success_outcome(None, "", None, None, [], lang))
+    per_call = {field for field, _ in SUCCESS_PER_CALL}
+    shared = [name for name, value in template.items() if isinstance(value, list)]
+    if not per_call.issuperset(shared):  # A list every outcome shared would leak between them.
+        raise AssertionError(f"lists missing from SUCCESS_PER_CALL: {shared}")
+    return template
 
 
 @dataclass(frozen=True)

@@ -684,11 +684,14 @@ fn is_blank(arguments: &[u8]) -> bool {
 /// A finished tool call.
 #[pyclass(frozen, name = "ToolCall", module = "toolwire._core")]
 struct PyToolCall {
-    /// The call; its `error`, `complete` and `plain_numbers` are in `verdict` instead.
+    /// The call; its `error`, `complete` and `plain_numbers` are in `scanned` or `settled`.
     call: ToolCall,
-    /// Set when the call is made, or, for a call `finish` left unscanned, by its first reader:
-    /// `.value` proves the text valid with orjson and an outline, anything else scans it.
-    verdict: OnceLock<JsonVerdict>,
+    /// The verdict of a call `finish` scanned. A plain field rather than a filled `OnceLock`,
+    /// whose guard made filling it a tenth of making a small call's object.
+    scanned: Option<JsonVerdict>,
+    /// For a call `finish` left unscanned, set by its first reader: `.value` proves the text
+    /// valid with orjson and an outline, anything else scans it.
+    settled: OnceLock<JsonVerdict>,
     arguments: PyOnceLock<Py<PyString>>,
     value: PyOnceLock<Py<PyAny>>,
 }
@@ -705,24 +708,25 @@ type ValidationFields<'a, 'py> = (
 
 impl PyToolCall {
     fn new(mut call: ToolCall) -> Self {
-        let verdict = OnceLock::new();
-        if !call.unscanned {
-            let _ = verdict.set(JsonVerdict {
-                error: call.error.take(),
-                complete: call.complete,
-                plain_numbers: call.plain_numbers,
-            });
-        }
+        let scanned = (!call.unscanned).then(|| JsonVerdict {
+            error: call.error.take(),
+            complete: call.complete,
+            plain_numbers: call.plain_numbers,
+        });
         Self {
             call,
-            verdict,
+            scanned,
+            settled: OnceLock::new(),
             arguments: PyOnceLock::new(),
             value: PyOnceLock::new(),
         }
     }
 
     fn verdict(&self) -> &JsonVerdict {
-        self.verdict.get_or_init(|| {
+        if let Some(scanned) = &self.scanned {
+            return scanned;
+        }
+        self.settled.get_or_init(|| {
             self.call.scan_unscanned().unwrap_or_else(|| JsonVerdict {
                 error: self.call.error.clone(),
                 complete: self.call.complete,
@@ -754,7 +758,7 @@ impl PyToolCall {
         }
         let value = orjson_value(py, text)?;
         // Another thread may have scanned it meanwhile; both verdicts agree.
-        let _ = self.verdict.set(JsonVerdict::ACCEPTED);
+        let _ = self.settled.set(JsonVerdict::ACCEPTED);
         Some(value)
     }
 }
@@ -848,7 +852,7 @@ impl PyToolCall {
     #[getter]
     fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         cached(py, &self.value, || {
-            if self.verdict.get().is_none() {
+            if self.scanned.is_none() && self.settled.get().is_none() {
                 if let Some(value) = self.accepted_value(py) {
                     return Ok(value);
                 }
@@ -1238,13 +1242,18 @@ struct DirectTool {
 /// attribute by attribute (a frozen dataclass refuses plain stores, so each went through a
 /// stand-in object whose class was then swapped). Here the fields are read in place, and the
 /// outcome's attributes are a copy of a template dict with the call's own values put in,
-/// given to a new instance as its `__dict__`: no `__init__`, as unpickling makes one. Which
-/// field holds what comes from Python (`plan`), next to the class it describes.
+/// given to a new instance as its `__dict__`: no `__init__`, as unpickling makes one. The
+/// template comes from Python, from the function that builds successes there.
 #[pyclass(frozen, name = "DirectValidation", module = "toolwire._core")]
 struct PyDirectValidation {
-    tools: std::collections::HashMap<String, DirectTool>,
+    /// By name; found by comparing names (tool sets are small, and hashing a name cost more
+    /// than comparing it with each).
+    tools: Vec<(String, DirectTool)>,
     outcome_type: Py<PyType>,
-    /// Every field in declaration order, the constants set and the rest None.
+    /// Every field in declaration order, with the values every success holds in the fields
+    /// not set per call. The `__dict__` of an outcome made in Python: such a dict shares its
+    /// keys with its class's other instances, and so does each copy of it, which then only
+    /// allocates its values.
     template: Py<PyDict>,
     /// The fields set per call.
     per_call: Vec<(Py<PyString>, OutcomeSlot)>,
@@ -1257,42 +1266,42 @@ struct PyDirectValidation {
 
 #[pymethods]
 impl PyDirectValidation {
-    /// `plan`: `(field, what, constant)` for each field of `outcome_type` in declaration
-    /// order, `what` one of `constant`, `tool`, `call_id`, `model`, `list`. `tools`:
-    /// `(name, validate_json, strict, has_floats)`.
+    /// `template`: the attributes of a successful outcome, whose values are those of every
+    /// success but the `per_call` ones: `(field, what)`, `what` one of `tool`, `call_id`,
+    /// `model`, `list`. `tools`: `(name, validate_json, strict, has_floats)`.
     #[new]
-    #[pyo3(signature = (outcome_type, plan, tools, max_bytes))]
+    #[pyo3(signature = (outcome_type, template, per_call, tools, max_bytes))]
     fn new(
         py: Python<'_>,
         outcome_type: Bound<'_, PyType>,
-        plan: Vec<(Bound<'_, PyString>, String, Bound<'_, PyAny>)>,
+        template: Bound<'_, PyDict>,
+        per_call: Vec<(Bound<'_, PyString>, String)>,
         tools: Vec<(Bound<'_, PyString>, Py<PyAny>, bool, bool)>,
         max_bytes: usize,
     ) -> PyResult<Self> {
-        let template = PyDict::new(py);
-        let mut per_call = Vec::new();
-        for (field, what, constant) in plan {
-            // Interned, as attribute names are: a lookup then finds the key by identity.
-            let field = PyString::intern(py, field.to_str()?);
-            let slot = match what.as_str() {
-                "constant" => None,
-                "tool" => Some(OutcomeSlot::Tool),
-                "call_id" => Some(OutcomeSlot::CallId),
-                "model" => Some(OutcomeSlot::Model),
-                "list" => Some(OutcomeSlot::NewList),
-                other => {
+        let per_call = per_call
+            .into_iter()
+            .map(|(field, what)| {
+                let slot = match what.as_str() {
+                    "tool" => OutcomeSlot::Tool,
+                    "call_id" => OutcomeSlot::CallId,
+                    "model" => OutcomeSlot::Model,
+                    "list" => OutcomeSlot::NewList,
+                    other => {
+                        return Err(PyValueError::new_err(format!(
+                            "unknown outcome slot {other:?}"
+                        )))
+                    }
+                };
+                if !template.contains(&field)? {
                     return Err(PyValueError::new_err(format!(
-                        "unknown outcome slot {other:?}"
-                    )))
+                        "the template has no field {field}"
+                    )));
                 }
-            };
-            if let Some(slot) = slot {
-                template.set_item(&field, py.None())?;
-                per_call.push((field.unbind(), slot));
-            } else {
-                template.set_item(&field, constant)?;
-            }
-        }
+                // Interned, as attribute names are: the key is then found by identity.
+                Ok((PyString::intern(py, field.to_str()?).unbind(), slot))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
         let tools = tools
             .into_iter()
             .map(|(name, validate_json, strict, floats)| {
@@ -1332,7 +1341,7 @@ impl PyDirectValidation {
         };
         let call = call.get();
         let held = &call.call;
-        let Some(tool) = held.name.as_deref().and_then(|name| self.tools.get(name)) else {
+        let Some(tool) = held.name.as_deref().and_then(|name| self.tool(name)) else {
             return Ok(None);
         };
         if !held.prechecked || held.arguments.len() >= self.max_bytes {
@@ -1362,6 +1371,12 @@ impl PyDirectValidation {
 }
 
 impl PyDirectValidation {
+    fn tool(&self, name: &str) -> Option<&DirectTool> {
+        self.tools
+            .iter()
+            .find_map(|(known, tool)| (known == name).then_some(tool))
+    }
+
     /// A new `outcome_type` instance whose attributes are `fields`.
     fn instance_with<'py>(
         &self,
