@@ -1441,6 +1441,26 @@ class LaxFlags(BaseModel):
     notify: bool = False
 
 
+class LaxButCounted(BaseModel):
+    """A lax model with one field held strict."""
+
+    model_config = ConfigDict(strict=False)
+    count: int = Field(strict=True)
+    label: str = ""
+
+
+@pytest.mark.parametrize("prechecked", [False, True])
+def test_a_lax_model_keeps_the_strict_mode_of_its_own_fields(prechecked: bool) -> None:
+    # An explicit `strict=False` in Pydantic's call would lift the field's own strict mode.
+    # With `integral_number` off, Pydantic alone judges `5.0` for the strict integer field.
+    tools = Toolset([LaxButCounted], coercion="none")
+    name = tools.names()[0]
+    outcome = tools.validate(call(name, '{"count": 5.0}', tools=tools if prechecked else None))
+    assert not outcome.ok
+    assert [e.path for e in outcome.errors] == ["/count"]
+    assert tools.validate(call(name, '{"count": 5}', tools=tools if prechecked else None)).ok
+
+
 @pytest.mark.parametrize("prechecked", [False, True])
 @pytest.mark.parametrize(
     ("model", "arguments", "got"),

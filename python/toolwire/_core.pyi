@@ -161,7 +161,7 @@ class DirectValidation:
         outcome_type: type,
         template: dict[str, Any],
         per_call: tuple[tuple[str, str], ...],
-        tools: list[tuple[str, Callable[..., Any], bool, bool]],
+        tools: list[tuple[str, Callable[..., Any], bool | None, bool]],
         max_bytes: int,
     ) -> None: ...
     def outcome(self, call: object, /) -> Any | None:

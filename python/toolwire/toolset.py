@@ -672,7 +672,7 @@ class Toolset:
         self._check_schemas = {name: precheck_schema(src) for name, src in check_sources.items()}
         # Tools whose calls Pydantic alone validates, for the inline path of `validate`.
         self._direct: dict[
-            str | None, tuple[ToolValidator, Callable[..., BaseModel], bool, bool, bool]
+            str | None, tuple[ToolValidator, Callable[..., BaseModel], bool | None, bool, bool]
         ] = {}
         for name, description, model, source in parsed:
             if not _NAME.match(name):
@@ -715,7 +715,7 @@ class Toolset:
                 self._direct[name] = (
                     validator,
                     direct,
-                    validator.strict,
+                    validator.strict_argument,
                     validator.floats,
                     validator.holds_secrets,
                 )

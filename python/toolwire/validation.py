@@ -2583,6 +2583,9 @@ class ToolValidator:
         self._boolean_enums = self._scalar_enums and has_boolean_enums(self.schema)
         self._validate_json = None if model is None else model.__pydantic_validator__.validate_json
         self._strict = model is None or model.model_config.get("strict") is not False
+        # What Pydantic's calls get as `strict`: a model that opts out keeps its own settings
+        # (None), since an explicit False would also lift a field's own `strict=True`.
+        self._strict_argument: bool | None = True if self._strict else None
         self._jsonschema: jsonschema.protocols.Validator | None = None
         # Closed objects (what makes an unknown field an error) also make `oneOf` branches that
         # differ by a field exclusive: a value both open branches take, which the schema
@@ -2628,7 +2631,7 @@ class ToolValidator:
                 paused = len(given) >= GC_PAUSE_MIN_BYTES and pause_gc()
                 try:
                     # `model_validate_json` minus its Python wrapper (a tenth of a small call).
-                    instance = self._validate_json(given, strict=self._strict)
+                    instance = self._validate_json(given, strict=self._strict_argument)
                 except ValidationError as exc:
                     return self.rejected(call, exc, lang=lang, redact=redact)
                 if (
@@ -2691,6 +2694,12 @@ class ToolValidator:
     def strict(self) -> bool:
         """Whether Pydantic validates this tool's arguments in strict mode."""
         return self._strict
+
+    @property
+    def strict_argument(self) -> bool | None:
+        """The `strict` Pydantic's validation calls get: True, or None for a model that opts
+        out of strict mode (its config and fields then decide)."""
+        return self._strict_argument
 
     def rejected(
         self,
@@ -2773,7 +2782,9 @@ class ToolValidator:
                 found = builder.from_call_error(error, call.value)
                 found.union_level = error.keyword in ("anyOf", "oneOf")
                 try:
-                    self.model.model_validate_json(self._exact(text_in), strict=self._strict)
+                    self.model.model_validate_json(
+                        self._exact(text_in), strict=self._strict_argument
+                    )
                 except ValidationError as exc:
                     initial = builder.from_pydantic(exc.errors(include_url=False))
                 # The pre-check stops at its first violation: unknown fields after it (which
@@ -2896,7 +2907,7 @@ class ToolValidator:
         if self.model is not None:
             try:
                 instance = self.model.model_validate_json(
-                    dumps_exact(quote_decimals(fixed, self.schema)), strict=self._strict
+                    dumps_exact(quote_decimals(fixed, self.schema)), strict=self._strict_argument
                 )
             except ValidationError as exc:
                 drafts = drafts + builder.from_pydantic(exc.errors(include_url=False))

@@ -1224,11 +1224,14 @@ enum OutcomeSlot {
     NewList,
 }
 
+/// A direct tool as Python describes it: `(name, validate_json, strict, has_floats)`.
+type DirectToolSpec<'py> = (Bound<'py, PyString>, Py<PyAny>, Option<bool>, bool);
+
 /// A tool whose calls Pydantic alone decides (`ToolValidator.direct_json`).
 struct DirectTool {
     name: Py<PyString>,
     validate_json: Py<PyAny>,
-    /// Passed as `strict=`: a Python bool.
+    /// Passed as `strict=`: True, or None for a model that opts out of strict mode.
     strict: Py<PyAny>,
     /// The tool has float fields: a call with a long number needs `validate`'s closer look.
     floats: bool,
@@ -1268,7 +1271,7 @@ struct PyDirectValidation {
 impl PyDirectValidation {
     /// `template`: the attributes of a successful outcome, whose values are those of every
     /// success but the `per_call` ones: `(field, what)`, `what` one of `tool`, `call_id`,
-    /// `model`, `list`. `tools`: `(name, validate_json, strict, has_floats)`.
+    /// `model`, `list`. `tools`: `(name, validate_json, strict (a bool or None), has_floats)`.
     #[new]
     #[pyo3(signature = (outcome_type, template, per_call, tools, max_bytes))]
     fn new(
@@ -1276,7 +1279,7 @@ impl PyDirectValidation {
         outcome_type: Bound<'_, PyType>,
         template: Bound<'_, PyDict>,
         per_call: Vec<(Bound<'_, PyString>, String)>,
-        tools: Vec<(Bound<'_, PyString>, Py<PyAny>, bool, bool)>,
+        tools: Vec<DirectToolSpec<'_>>,
         max_bytes: usize,
     ) -> PyResult<Self> {
         let per_call = per_call
@@ -1308,10 +1311,7 @@ impl PyDirectValidation {
                 let tool = DirectTool {
                     name: name.clone().unbind(),
                     validate_json,
-                    strict: pyo3::types::PyBool::new(py, strict)
-                        .to_owned()
-                        .into_any()
-                        .unbind(),
+                    strict: strict.into_pyobject(py)?.into_any().unbind(),
                     floats,
                 };
                 Ok((name.to_str()?.to_owned(), tool))
