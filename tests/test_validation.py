@@ -1480,3 +1480,42 @@ def test_got_is_the_value_as_the_model_wrote_it(
     name = tools.names()[0]
     (error,) = tools.validate(call(name, arguments, tools=tools if prechecked else None)).errors
     assert error.got == got
+
+
+class Level(int, Enum):
+    LOW = 1
+    HIGH = 2
+
+
+class PickLevel(BaseModel):
+    """Pick a level and a count."""
+
+    level: Level
+    count: Literal[1, 2]
+
+
+@pytest.mark.parametrize("prechecked", [False, True])
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [('{"level": 2.0, "count": 2}', "/level"), ('{"level": 2, "count": 2e0}', "/count")],
+)
+def test_a_whole_float_for_an_integer_enum_is_a_recorded_coercion(
+    arguments: str, path: str, prechecked: bool
+) -> None:
+    # Strict Pydantic takes 2.0 as the member 2 without a word; an integer field records it.
+    tools = Toolset([PickLevel])
+    outcome = tools.validate(call("pick_level", arguments, tools=tools if prechecked else None))
+    assert outcome.ok and outcome.model == PickLevel(level=Level.HIGH, count=2)
+    assert [(c.path, c.rule) for c in outcome.coercions] == [(path, "integral_number")]
+
+    strict = Toolset([PickLevel], coercion="none")
+    refused = strict.validate(call("pick_level", arguments, tools=strict if prechecked else None))
+    assert not refused.ok
+    assert [(e.path, e.code) for e in refused.errors] == [(path, "type")]
+    assert "2.0" in (refused.errors[0].hint or "")
+
+
+def test_an_integer_enum_member_as_written_needs_no_coercion() -> None:
+    tools = Toolset([PickLevel])
+    outcome = tools.validate(call("pick_level", '{"level": 2, "count": 1}', tools=tools))
+    assert outcome.ok and outcome.coercions == []

@@ -166,7 +166,9 @@ class CoercionProblem:
         path: JSON Pointer of the value.
         code: `"ambiguous"`, `"fractional_integer"`, `"inexact_milliseconds"`,
             `"number_text"`, `"out_of_range"`, `"timezone_required"`, `"unix_timestamp"`,
-            `"bool_number"`, `"key_text"` or `"duplicate_key"` (a dict key, see `KEYS_KEY`), or
+            `"bool_number"`, `"whole_float"` (`2.0` for an integer enum member with
+            `integral_number` off), `"key_text"` or `"duplicate_key"` (a dict key, see
+            `KEYS_KEY`), or
             `"repeated_item"` (an item of a set field repeating an earlier one).
         got: The value as written, compact JSON cut to 200 characters.
         detail: Rule-specific words used in the hint (the candidate values, say; for
@@ -1112,6 +1114,11 @@ class _Coercer:
             whole = _integral(Decimal(value))
             if whole is not None and "integral_number" in rules:
                 value = self.record(path, value, whole, "integral_number")
+            elif whole is not None and enum_members(node) is not None:
+                # Strict Pydantic takes `2.0` as the member `2` (it refuses it for a plain
+                # integer): without the rule that reads it as an integer, refuse it here.
+                self.refuse(path, "whole_float", value)
+                return value
             elif whole is None and "number" not in types and rounds_to_whole(value):
                 # Not a rule but a refusal whatever the rule set, as `out_of_range` is: the
                 # float reading is a whole number, so the model is told not to round.
@@ -1374,6 +1381,30 @@ def _swaps_bool_and_number(value: Any, node: Mapping[str, Any]) -> bool:
     if any(isinstance(m, bool) == is_bool and isinstance(m, (int, float)) for m in members):
         return False
     return any(isinstance(m, (int, float)) and m == value for m in members)
+
+
+def _whole_float_in_integer_enum(value: Any, node: Mapping[str, Any]) -> bool:
+    """Whether `value`, a number written with a fraction or an exponent, equals an integer
+    member of the node's enum or const."""
+    members = enum_members(node)
+    if members is None or isinstance(value, bool) or not isinstance(value, (float, Decimal)):
+        return False
+    return any(isinstance(m, int) and not isinstance(m, bool) and m == value for m in members)
+
+
+def whole_float_in_integer_enum(value: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether some value of an integer enum or const was written as a float (`2.0`):
+    strict Pydantic takes it as the member without a word, where for an integer field the
+    `integral_number` rule records it (or, off, it is refused).
+
+    Args:
+        value: Parsed arguments (`loads_exact`).
+        schema: The tool's self-contained schema.
+
+    Returns:
+        True if such a value is found.
+    """
+    return _any_leaf(value, schema, _whole_float_in_integer_enum)
 
 
 def has_scalar_enums(schema: Mapping[str, Any]) -> bool:

@@ -214,6 +214,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "write the number as JSON writes it, e.g. 1000 or 12.50, with no digit separators",
         "zh": "请按 JSON 数字的写法书写，例如 1000 或 12.50，不要使用数字分隔符",
     },
+    "hint.whole_float": {
+        "en": "send the allowed value exactly as listed, e.g. 2 rather than 2.0",
+        "zh": "请按列出的写法准确发送允许的值，例如 2 而不是 2.0",
+    },
     "hint.bool_number": {
         "en": "send one of the allowed values exactly: true and false are not numbers here, "
         "and numbers are not true or false",

@@ -78,6 +78,7 @@ from toolwire.coercion import (
     schema_has,
     shown,
     unix_timestamp_text,
+    whole_float_in_integer_enum,
 )
 from toolwire.jsonschema_dialect import ReferenceLoop, extended_validator
 from toolwire.payloads import Lang, Style, call_id_for, message_for, text
@@ -1585,6 +1586,7 @@ class _ErrorBuilder:
             "number_text",
             "out_of_range",
             "bool_number",
+            "whole_float",
         ):
             code = "type"
         elif code == "unix_timestamp":
@@ -2464,6 +2466,9 @@ _GRAMMAR_KINDS = frozenset(
 
 # A JSON string holding nothing but a number: the cheap test before looking for a Unix time
 # written into a date or date-time field.
+# A digit followed by a fraction or an exponent: a number JSON reading makes a float (or a
+# string holding one, which the closer look then reads past).
+_FRACTION_OR_EXPONENT = re.compile(rb"[0-9][.eE]")
 _QUOTED_NUMBER = re.compile(rb'"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"')
 
 
@@ -2644,6 +2649,7 @@ class ToolValidator:
                     and not (self._decimals and self._odd_decimal_text(call))
                     and not (self._timestamps and self._unix_timestamp_text(call))
                     and not (self._scalar_enums and self._strict and self._bool_number_swap(call))
+                    and not (self._scalar_enums and self._whole_float_in_enum(call))
                     and not self._keyed_dicts
                     and not (self._sets and has_repeats(call.value))
                 ):
@@ -2834,6 +2840,17 @@ class ToolValidator:
             return False
         try:
             return bool_number_swap(loads_exact(_argument_text(call)), self.schema)
+        except ValueError:
+            return False
+
+    def _whole_float_in_enum(self, call: CallLike) -> bool:
+        """Whether an integer enum or const got a whole number written as a float (`2.0`),
+        which strict Pydantic takes as the member: coercion records it as `integral_number`,
+        as it does for an integer field, or refuses it with that rule off."""
+        if _FRACTION_OR_EXPONENT.search(_raw_bytes(call)) is None:
+            return False
+        try:
+            return whole_float_in_integer_enum(loads_exact(_argument_text(call)), self.schema)
         except ValueError:
             return False
 
