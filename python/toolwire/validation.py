@@ -2847,20 +2847,25 @@ class ToolValidator:
         """Whether an integer enum or const got a whole number written as a float (`2.0`),
         which strict Pydantic takes as the member: coercion records it as `integral_number`,
         as it does for an integer field, or refuses it with that rule off."""
-        if _FRACTION_OR_EXPONENT.search(_raw_bytes(call)) is None:
-            return False
-        try:
-            return whole_float_in_integer_enum(loads_exact(_argument_text(call)), self.schema)
-        except ValueError:
-            return False
+        return self._found_in(call, _FRACTION_OR_EXPONENT, whole_float_in_integer_enum)
 
     def _unix_timestamp_text(self, call: CallLike) -> bool:
         """Whether a date or date-time field holds a number as text (`"1700000000"`), which
         Pydantic took as a Unix time: coercion refuses it, as the pre-check does."""
-        if _QUOTED_NUMBER.search(_raw_bytes(call)) is None:
+        return self._found_in(call, _QUOTED_NUMBER, unix_timestamp_text)
+
+    def _found_in(
+        self,
+        call: CallLike,
+        hint: re.Pattern[bytes],
+        found: Callable[[Any, Mapping[str, Any]], bool],
+    ) -> bool:
+        """`found(arguments, schema)`, the arguments read only when `hint` matches their raw
+        text (a cheap test that most calls fail)."""
+        if hint.search(_raw_bytes(call)) is None:
             return False
         try:
-            return unix_timestamp_text(loads_exact(_argument_text(call)), self.schema)
+            return found(loads_exact(_argument_text(call)), self.schema)
         except ValueError:
             return False
 
