@@ -357,7 +357,16 @@ impl<'py> Sink for PySink<'py> {
                 return Ok(n.into_pyobject(self.py)?.into_any());
             }
             // Arbitrary precision, as `json.loads`; the scanner caps the digits.
-            return self.py.get_type::<pyo3::types::PyInt>().call1((lexeme,));
+            let int = self.py.get_type::<pyo3::types::PyInt>();
+            return match int.call1((lexeme,)) {
+                Err(err) if err.is_instance_of::<PyValueError>(self.py) => {
+                    // Past CPython's limit on converting text to int (4,300 digits unless set
+                    // otherwise), which a raised `max_number_digits` lets through: a `Decimal`
+                    // reads any length, and becomes an int without going through text.
+                    int.call1((decimal_type(self.py)?.call1((lexeme,))?,))
+                }
+                made => made,
+            };
         }
         match self.floats {
             Floats::Float => Ok(PyFloat::new(self.py, float_of(lexeme)?).into_any()),

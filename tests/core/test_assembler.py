@@ -11,6 +11,7 @@ import sys
 import threading
 import tracemalloc
 from collections.abc import Callable, ItemsView, Iterator
+from decimal import Decimal
 
 import pytest
 from hypothesis import given
@@ -1196,3 +1197,23 @@ def test_every_change_after_finish_is_a_misuse(method: str, args: tuple[object, 
     asm.finish()
     with pytest.raises(MisuseError, match="already finished"):
         getattr(asm, method)(*args)
+
+
+@pytest.mark.parametrize("sign", ["", "-"])
+def test_an_integer_past_the_int_text_limit_is_read_when_the_digit_limit_allows(
+    sign: str,
+) -> None:
+    # CPython refuses to turn more than 4,300 digits of text into an int; a raised
+    # `max_number_digits` lets such a number through, and its value must still be built.
+    digits = "7" * 5000
+    text = f'{{"n": {sign}{digits}, "m": [{"3" * 4400}, 1.5]}}'
+    asm = Assembler(max_number_digits=6000)
+    asm.feed(0, id="a", name="t", arguments=text)
+    (call,) = asm.finish()
+    assert call.error is None
+    value = call.value
+    assert value["n"] == int(sign + "1") * int(Decimal(digits))
+    assert value["m"] == [int(Decimal("3" * 4400)), 1.5]
+    scanner = Scanner(max_number_digits=6000)
+    scanner.push(text)
+    assert scanner.finish() == value
