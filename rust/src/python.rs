@@ -2323,12 +2323,8 @@ impl PyAssembler {
                 .finish_deferring_scans()
                 .map_err(|e| misuse(&e))?
         };
-        let py = slf.py();
-        let made = calls
-            .into_iter()
-            .map(|call| Bound::new(py, PyToolCall::new(call)))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, made)
+        // Each call object is made straight into the list.
+        PyList::new(slf.py(), calls.into_iter().map(PyToolCall::new))
     }
 
     /// Registers `hook`, called once with the assembler when `finish` starts: the Python
