@@ -181,6 +181,9 @@ def _replay(args: argparse.Namespace, out: Console) -> int:
     if not corpus:
         # The bundled corpus is written for the demo toolset.
         tools_spec = tools_spec or DEMO_TOOLS
+    # Loaded before anything is printed: a bad `--tools` is an error alone, not a banner then one.
+    toolset = _toolset(tools_spec)
+    if not corpus:
         entries = load_bundled(fmt)
         out.print(
             "The bundled corpus: recorded streams in every wire format (OpenAI Chat SSE and "
@@ -195,7 +198,6 @@ def _replay(args: argparse.Namespace, out: Console) -> int:
         if not entries:
             # A run over nothing would pass: a wrong path in CI must not look like success.
             raise _UsageError(f"no corpus entries in {', '.join(corpus)} (*.jsonl, *.sse)")
-    toolset = _toolset(tools_spec)
     baseline = _read_baseline(getattr(args, "baseline", None))
     show_bar = (
         out.is_terminal

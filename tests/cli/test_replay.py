@@ -556,3 +556,13 @@ def test_tools_whose_module_cannot_be_imported_is_a_usage_error(
     assert main(["replay", str(corpus), "--tools", spec]) == 2
     err = capsys.readouterr().err
     assert "toolwire: error: cannot import " in err and message in err
+
+
+@pytest.mark.parametrize("spec", ["bad:thing", "toolwire.demo_tools:no_such_toolset"])
+def test_a_bad_tools_spec_is_an_error_with_nothing_printed_before_it(
+    spec: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["replay", "--tools", spec]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("toolwire: error:")
