@@ -39,6 +39,7 @@ from toolwire.execution import (
     ToolContext,
     ToolSpec,
 )
+from toolwire.execution.idempotency import derive_key, fingerprint
 from toolwire.payloads import MESSAGES, tool_messages
 from toolwire.validation import FieldError, Outcome
 
@@ -1048,3 +1049,60 @@ async def test_a_generator_a_tool_returns_runs_inside_its_attempt(clock: FakeClo
     assert ex.execute(Call("charge", "c", {})).state == "downstream_failed" and ran == []
     done = await ex.aexecute(Call("charge", "d", {}))
     assert done.ok and done.value == [{"charged": True}] and ran == [1]
+
+
+class Charge(BaseModel):
+    amount: int
+    pin: SecretStr
+
+
+def test_a_fingerprint_key_keeps_keys_and_fingerprints_unguessable() -> None:
+    # Without a call id, a write's key comes from its arguments' fingerprint: unkeyed, whoever
+    # sees the key can try the 10,000 PINs against it; under a deployment key they cannot.
+    ctx = RequestContext("req", "sess")
+    arguments = Charge(amount=5, pin=SecretStr("4821"))
+    runs: list[int] = []
+
+    def charge(args: Charge) -> str:
+        runs.append(args.amount)
+        return "charged"
+
+    def run(key: bytes | None) -> tuple[ExecutionResult, ExecutionResult, MemoryLedger]:
+        ledger = MemoryLedger()
+        ex = Executor(
+            {"charge": ToolSpec(charge, side_effects=True)},
+            ledger=ledger,
+            breaker=False,
+            fingerprint_key=key,
+        )
+        return (
+            ex.execute(Call("charge", None, arguments), ctx),
+            ex.execute(Call("charge", None, arguments), ctx),
+            ledger,
+        )
+
+    plain_first, plain_again, _ = run(None)
+    keyed_first, keyed_again, ledger = run(b"k" * 32)
+    assert plain_first.ok and keyed_first.ok
+    # Deduplication works the same way with the key.
+    assert plain_again.state == keyed_again.state == "duplicate_suppressed"
+    assert runs == [5, 5]
+
+    def guessed_key(pin: str) -> str:
+        guess = fingerprint({"amount": 5, "pin": pin})
+        return derive_key(
+            tool="charge", session_id="sess", request_id="req", arguments_fingerprint=guess
+        )
+
+    assert plain_first.idempotency_key == guessed_key("4821")  # what the key fixes
+    assert keyed_first.idempotency_key not in {guessed_key(f"{n:04d}") for n in range(10_000)}
+    record = ledger.get(keyed_first.idempotency_key or "")
+    assert record is not None
+    assert record.fingerprint != fingerprint({"amount": 5, "pin": "4821"})
+    assert record.fingerprint == fingerprint({"amount": 5, "pin": "4821"}, b"k" * 32)
+
+
+@pytest.mark.parametrize("key", [b"short", "short"])
+def test_a_short_fingerprint_key_is_refused(key: bytes | str) -> None:
+    with pytest.raises(ValueError, match="at least 16 bytes"):
+        Executor(fingerprint_key=key)

@@ -68,7 +68,12 @@ from toolwire.execution.errors import (
     LedgerUnavailable,
     NeedsClarification,
 )
-from toolwire.execution.idempotency import derive_key, fingerprint, redacted_fingerprint
+from toolwire.execution.idempotency import (
+    MIN_FINGERPRINT_KEY_BYTES,
+    derive_key,
+    fingerprint,
+    redacted_fingerprint,
+)
 from toolwire.execution.ledger import (
     DEFAULT_TTL,
     Claim,
@@ -499,6 +504,13 @@ class Executor:
         breaker: Default breaker settings per tool; ``False`` disables breakers.
         observer: Where records, spans and counters go. Default: one per executor.
         namespace: Prefix of every idempotency key (tenant, deployment).
+        fingerprint_key: A secret of the deployment (at least 16 bytes) under which the
+            ledger's argument fingerprints are keyed (HMAC-SHA256), and with them the
+            idempotency keys of writes sent without a call id. Without it they are plain
+            sha256 digests over every argument, secret ones included: whoever sees such a key
+            (a payment provider gets it as a header) and can guess the other arguments finds a
+            secret of few possible values (a PIN, a CVV) by trying them all. Every process
+            sharing a ledger needs the same key; changing it changes those keys.
         record_ttl: Ledger retention in seconds (default 24 h).
         redact: The redaction hook given to ``Toolset(redact=...)``: ``(json_pointer, text) ->
             text``. Exception text (in logs, warnings and the texts a tool wrote for the model)
@@ -520,6 +532,7 @@ class Executor:
         breaker: BreakerConfig | Literal[False] | None = None,
         observer: Observer | None = None,
         namespace: str = "",
+        fingerprint_key: bytes | str | None = None,
         record_ttl: float = DEFAULT_TTL,
         redact: Redactor | None = None,
         lang: Lang = "en",
@@ -538,6 +551,14 @@ class Executor:
         self._breakers_enabled = breaker is not False
         self.observer = observer or Observer()
         self.namespace = namespace
+        if isinstance(fingerprint_key, str):
+            fingerprint_key = fingerprint_key.encode("utf-8")
+        if fingerprint_key is not None and len(fingerprint_key) < MIN_FINGERPRINT_KEY_BYTES:
+            raise ValueError(
+                f"fingerprint_key must have at least {MIN_FINGERPRINT_KEY_BYTES} bytes: "
+                "a short key can be guessed as a secret argument can"
+            )
+        self._fingerprint_key = fingerprint_key
         self.record_ttl = record_ttl
         self._tools: dict[str, ToolSpec] = {}
         self._breakers: dict[str, CircuitBreaker] = {}
@@ -990,7 +1011,7 @@ class Executor:
         # other arguments and try its few possible values.
         ledger_fingerprint = ""
         if call.ok:
-            ledger_fingerprint = fingerprint(arguments)
+            ledger_fingerprint = fingerprint(arguments, self._fingerprint_key)
             args_hash = redacted_fingerprint(arguments, declared)
         else:
             raw = getattr(call, "raw_arguments", None) or getattr(call, "arguments", None)

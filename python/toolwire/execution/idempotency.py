@@ -27,6 +27,7 @@ import dataclasses
 import datetime as dt
 import enum
 import hashlib
+import hmac
 import json
 import math
 import uuid
@@ -37,7 +38,14 @@ from typing import Any, cast
 from pydantic import BaseModel, RootModel, SecretBytes, SecretStr
 from pydantic_core import to_jsonable_python
 
-__all__ = ["KEY_VERSION", "canonical_json", "derive_key", "fingerprint", "redacted_fingerprint"]
+__all__ = [
+    "KEY_VERSION",
+    "MIN_FINGERPRINT_KEY_BYTES",
+    "canonical_json",
+    "derive_key",
+    "fingerprint",
+    "redacted_fingerprint",
+]
 
 KEY_VERSION = "toolwire.v1"
 # What `redacted_fingerprint` writes for a secret value.
@@ -173,9 +181,23 @@ def canonical_json(value: Any) -> str:
     return _canonical(value, None)
 
 
-def fingerprint(arguments: Any) -> str:
-    """Return the sha256 hex digest of ``canonical_json(arguments)`` (64 characters)."""
-    return hashlib.sha256(_utf8(canonical_json(arguments))).hexdigest()
+MIN_FINGERPRINT_KEY_BYTES = 16
+"""The shortest `fingerprint` key accepted (128 bits)."""
+
+
+def fingerprint(arguments: Any, key: bytes | None = None) -> str:
+    """Return the sha256 hex digest of ``canonical_json(arguments)`` (64 characters).
+
+    Args:
+        arguments: The validated arguments.
+        key: A secret of the deployment: the digest is then an HMAC-SHA256 under it, which
+            nobody without the key can recompute from guessed arguments (a secret argument of
+            few possible values, a PIN, cannot be found by trying them all against it).
+    """
+    data = _utf8(canonical_json(arguments))
+    if key is None:
+        return hashlib.sha256(data).hexdigest()
+    return hmac.new(key, data, hashlib.sha256).hexdigest()
 
 
 def redacted_fingerprint(arguments: Any, secrets: Collection[str] = ()) -> str:
