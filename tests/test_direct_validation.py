@@ -3,10 +3,12 @@ to a tool Pydantic alone decides gets the same outcome the Python path builds.""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import pickle
 import sys
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import pytest
@@ -166,3 +168,18 @@ def test_anything_but_a_tool_call_is_left_to_python() -> None:
     shortcut = DirectValidation(Outcome, success_template("en"), SUCCESS_PER_CALL, [], 1024)
     assert shortcut.outcome(SimpleNamespace(name="ticket")) is None
     assert shortcut.outcome(_call("ticket", TICKET)) is None  # no direct tool registered
+
+
+@pytest.mark.parametrize(
+    "duplicate", [copy.copy, copy.deepcopy, lambda t: pickle.loads(pickle.dumps(t))]
+)
+def test_a_copied_or_pickled_toolset_keeps_the_native_path(
+    duplicate: Callable[[Toolset], Toolset],
+) -> None:
+    tools = Toolset([Ticket], lang="zh")
+    again = duplicate(tools)
+    call = _call("ticket", TICKET)
+    assert again.validate(call) == tools.validate(call)
+    assert again.validate(call).lang == "zh"
+    refused = _call("ticket", json.dumps({"title": " ", "priority": 1, "tags": []}))
+    assert again.validate(refused) == tools.validate(refused)

@@ -719,10 +719,13 @@ class Toolset:
                     validator.floats,
                     validator.holds_secrets,
                 )
-        # The inline path's common case, native: tools whose successes hold no secrets.
-        self._shortcut = DirectValidation(
+        self._shortcut = self._native_shortcut()
+
+    def _native_shortcut(self) -> DirectValidation:
+        """The inline path's common case, native: tools whose successes hold no secrets."""
+        return DirectValidation(
             Outcome,
-            success_template(lang),
+            success_template(self._lang),
             SUCCESS_PER_CALL,
             [
                 (name, direct, strict, floats)
@@ -731,6 +734,16 @@ class Toolset:
             ],
             GC_PAUSE_MIN_BYTES,
         )
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The native shortcut is made again from the rest (it cannot be pickled or copied).
+        state = dict(self.__dict__)
+        del state["_shortcut"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._shortcut = self._native_shortcut()
 
     # Registry ---------------------------------------------------------------------------
 
