@@ -2739,13 +2739,10 @@ class ToolValidator:
             # `jsonschema` (`rpds`) reports the recursion limit as a panic. Anything else goes on.
             # And a number with more digits than Python converts to an int (an assembler made
             # with a `max_number_digits` above CPython's own limit).
-            too_many_digits = isinstance(exc, ValueError) and "integer string conversion" in str(
-                exc
-            )
             if (
                 not isinstance(exc, RecursionError)
                 and type(exc).__name__ != "PanicException"
-                and not too_many_digits
+                and not _past_int_digit_limit(exc)
             ):
                 raise
             return Outcome.failure(call, self.tool, "too_large", lang=lang)
@@ -3115,14 +3112,21 @@ class ToolValidator:
 
 
 def _is_json(text: str) -> bool:
-    """Whether `text` is JSON (a text too deep for Python's own parser counts as JSON)."""
+    """Whether `text` is JSON (a text too deep for Python's own parser counts as JSON, and so
+    does one with an integer longer than Python turns into an int from text)."""
     try:
         loads_exact(text)
     except RecursionError:
         return True
-    except ValueError:
-        return False
+    except ValueError as exc:
+        return _past_int_digit_limit(exc)
     return True
+
+
+def _past_int_digit_limit(exc: BaseException) -> bool:
+    """Whether `exc` is CPython refusing to turn a long run of digits into an int (4,300 unless
+    set otherwise), which an assembler with a higher `max_number_digits` lets through."""
+    return isinstance(exc, ValueError) and "integer string conversion" in str(exc)
 
 
 def outcome_for_call_error(
