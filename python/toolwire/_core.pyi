@@ -156,14 +156,14 @@ class CallError:
 class DirectValidation:
     """The common case of `Toolset.validate` in one native call (internal to `Toolset`)."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         outcome_type: type,
         template: dict[str, Any],
         per_call: tuple[tuple[str, str], ...],
         tools: list[tuple[str, Callable[..., Any], bool | None, bool]],
         max_bytes: int,
-    ) -> None: ...
+    ) -> Self: ...
     def outcome(self, call: object, /) -> Any | None:
         """The successful outcome of `call`, or None when `validate`'s general path decides;
         raises what Pydantic raises."""

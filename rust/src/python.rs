@@ -1340,6 +1340,7 @@ impl PyDirectValidation {
     /// (another kind of call, an error, no pre-check, a tool Pydantic does not decide alone,
     /// blank or large arguments, a long number for a float field). Raises what Pydantic
     /// raises: a `ValidationError` is the caller's to turn into an outcome.
+    #[pyo3(signature = (call, /))]
     fn outcome<'py>(
         &self,
         py: Python<'py>,
