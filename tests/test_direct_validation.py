@@ -177,6 +177,7 @@ def test_a_copied_or_pickled_toolset_keeps_the_native_path(
     duplicate: Callable[[Toolset], Toolset],
 ) -> None:
     tools = Toolset([Ticket], lang="zh")
+    Assembler(tools=tools)  # reads (and caches) the native pre-check registry
     again = duplicate(tools)
     call = _call("ticket", TICKET)
     assert again.validate(call) == tools.validate(call)

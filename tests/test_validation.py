@@ -1519,3 +1519,37 @@ def test_an_integer_enum_member_as_written_needs_no_coercion() -> None:
     tools = Toolset([PickLevel])
     outcome = tools.validate(call("pick_level", '{"level": 2, "count": 1}', tools=tools))
     assert outcome.ok and outcome.coercions == []
+
+
+class MaybeLevel(BaseModel):
+    """Pick an optional level or a mixed literal."""
+
+    level: Level | None = None
+    count: Literal[1, 2] | None = None
+    mixed: Literal[1, "a"] | None = None
+
+
+@pytest.mark.parametrize("coercion", ["safe", "none"])
+@pytest.mark.parametrize(
+    "arguments",
+    ['{"level": 2.0000000000000001}', '{"count": 1.9999999999999999999}'],
+)
+def test_a_number_that_only_rounds_to_an_enum_member_is_refused(
+    arguments: str, coercion: str
+) -> None:
+    # Pydantic's float reading makes these members; they are not, as for an integer field.
+    tools = Toolset([MaybeLevel], coercion=coercion)
+    outcome = tools.validate(call("maybe_level", arguments, tools=tools))
+    assert not outcome.ok
+    assert [e.code for e in outcome.errors] == ["type"]
+
+
+def test_a_whole_float_for_a_mixed_literal_is_read_as_for_an_integer() -> None:
+    safe = Toolset([MaybeLevel])
+    outcome = safe.validate(call("maybe_level", '{"mixed": 1.0}', tools=safe))
+    assert outcome.ok and outcome.model == MaybeLevel(mixed=1)
+    assert [(c.path, c.rule) for c in outcome.coercions] == [("/mixed", "integral_number")]
+    strict = Toolset([MaybeLevel], coercion="none")
+    refused = strict.validate(call("maybe_level", '{"mixed": 1.0}', tools=strict))
+    assert [(e.path, e.code) for e in refused.errors] == [("/mixed", "type")]
+    assert strict.validate(call("maybe_level", '{"mixed": "a"}', tools=strict)).ok

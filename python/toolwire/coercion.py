@@ -836,18 +836,24 @@ class _Coercer:
         # No branch takes the value as it is: coerce toward each branch on a scratch recorder
         # and accept only if every successful reading agrees.
         outcomes: dict[str, tuple[Any, list[Coercion]]] = {}
+        unseen: list[CoercionProblem] = []
         for branch in resolved:
             if _types(branch) == {"null"}:
                 continue
             result, trial = self.trial(value, branch, path, rules)
             if trial.coercions and not trial.problems and _matches(result, branch):
                 outcomes.setdefault(dumps_exact(result), (result, trial.coercions))
+            unseen.extend(p for p in trial.problems if p.code in _UNSEEN_BY_PYDANTIC)
         if len(outcomes) == 1:
             result, applied = next(iter(outcomes.values()))
             self.coercions.extend(applied)
             return result
         if len(outcomes) > 1:
             self.refuse(path, "ambiguous", value, " or ".join(outcomes))
+        elif unseen:
+            # No branch takes the value, and strict Pydantic would let it into one anyway
+            # (`2.0000000000000001` into `Optional[IntEnum]`): the branch's refusal stands.
+            self.problems.append(unseen[0])
         return value
 
     def trial(
@@ -1110,7 +1116,13 @@ class _Coercer:
         types = _types(node)
         if isinstance(value, str):
             value = self.from_string(value, node, types, path, rules)
-        if "integer" in types and isinstance(value, (float, Decimal)):
+        # An enum mixing integers with other members has no `type`: a float reading that is one
+        # of its integers is read as an integer field's is (`Literal[1, "a"]` takes `1.0` as
+        # `1` in strict Pydantic). Other numbers are left as written, for the enum to refuse.
+        integral = "integer" in types or (
+            "number" not in types and _whole_float_in_integer_enum(value, node)
+        )
+        if integral and isinstance(value, (float, Decimal)):
             whole = _integral(Decimal(value))
             if whole is not None and "integral_number" in rules:
                 value = self.record(path, value, whole, "integral_number")
@@ -1383,13 +1395,22 @@ def _swaps_bool_and_number(value: Any, node: Mapping[str, Any]) -> bool:
     return any(isinstance(m, (int, float)) and m == value for m in members)
 
 
+# Refusals of values strict Pydantic would take without a word (a float reading that makes a
+# member, `true` for `1`): a union branch that refuses one must not be passed over.
+_UNSEEN_BY_PYDANTIC = frozenset({"fractional_integer", "whole_float", "bool_number"})
+
+
 def _whole_float_in_integer_enum(value: Any, node: Mapping[str, Any]) -> bool:
-    """Whether `value`, a number written with a fraction or an exponent, equals an integer
-    member of the node's enum or const."""
+    """Whether `value`, a number written with a fraction or an exponent, reads as a float
+    equal to an integer member of the node's enum or const (`2.0`, and `2.0000000000000001`,
+    which is not one but which Pydantic's float reading makes one)."""
     members = enum_members(node)
     if members is None or isinstance(value, bool) or not isinstance(value, (float, Decimal)):
         return False
-    return any(isinstance(m, int) and not isinstance(m, bool) and m == value for m in members)
+    if isinstance(value, Decimal) and not value.is_finite():
+        return False
+    read = float(value)
+    return any(isinstance(m, int) and not isinstance(m, bool) and m == read for m in members)
 
 
 def whole_float_in_integer_enum(value: Any, schema: Mapping[str, Any]) -> bool:

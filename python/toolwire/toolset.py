@@ -736,9 +736,11 @@ class Toolset:
         )
 
     def __getstate__(self) -> dict[str, Any]:
-        # The native shortcut is made again from the rest (it cannot be pickled or copied).
+        # The native objects cannot be pickled or copied: the shortcut is made again from the
+        # rest, and the pre-check registry when it is next read.
         state = dict(self.__dict__)
         del state["_shortcut"]
+        state.pop("registry", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
