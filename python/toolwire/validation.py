@@ -2755,15 +2755,8 @@ class ToolValidator:
         lang: Lang,
         redact: Redactor | None,
     ) -> Outcome:
-        # At the root only: a `Json[...]` field's own text is the model's to fix.
-        unreadable = any(
-            e.get("type") == "json_invalid" and not e.get("loc") for e in pydantic_errors
-        )
         text_in = _argument_text(call)
-        if unreadable and _is_json(text_in):
-            # JSON that Pydantic's own parser cannot read (nested past its recursion limit, a
-            # number its float cannot hold): the call is too large for it, not invalid in a way
-            # the model could fix by reading the raw text back.
+        if _unreadable_json(pydantic_errors, text_in):
             return Outcome.failure(call, self.tool, "too_large", lang=lang)
         builder = _ErrorBuilder(self._lookup, lang, redact, lambda: loads_exact(text_in))
         initial: list[_Draft] = builder.from_pydantic(pydantic_errors) if pydantic_errors else []
@@ -2789,7 +2782,11 @@ class ToolValidator:
                         self._exact(text_in), strict=self._strict_argument
                     )
                 except ValidationError as exc:
-                    initial = builder.from_pydantic(exc.errors(include_url=False))
+                    found_by_pydantic = exc.errors(include_url=False)
+                    if _unreadable_json(found_by_pydantic, text_in):
+                        # As without the pre-check: what Pydantic cannot read is too large.
+                        return Outcome.failure(call, self.tool, "too_large", lang=lang)
+                    initial = builder.from_pydantic(found_by_pydantic)
                 # The pre-check stops at its first violation: unknown fields after it (which
                 # Pydantic's default `extra="ignore"` would drop) are found here.
                 unknown = self._unknown_drafts(builder, call.value)
@@ -3109,6 +3106,15 @@ class ToolValidator:
             message=text("msg.validation", lang),
             lang=lang,
         )
+
+
+def _unreadable_json(pydantic_errors: Sequence[Any], text: str) -> bool:
+    """Whether Pydantic could not read `text` though it is JSON (nested past its recursion
+    limit, a number its float cannot hold): the call is then too large for it, not invalid in
+    a way the model could fix by reading the raw text back. At the root only: a `Json[...]`
+    field's own text is the model's to fix."""
+    unreadable = any(e.get("type") == "json_invalid" and not e.get("loc") for e in pydantic_errors)
+    return unreadable and _is_json(text)
 
 
 def _is_json(text: str) -> bool:
