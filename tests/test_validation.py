@@ -1558,3 +1558,18 @@ def test_a_whole_float_for_a_mixed_literal_is_read_as_for_an_integer() -> None:
     refused = strict.validate(call("maybe_level", '{"mixed": 1.0}', tools=strict))
     assert [(e.path, e.code) for e in refused.errors] == [("/mixed", "type")]
     assert strict.validate(call("maybe_level", '{"mixed": "a"}', tools=strict)).ok
+
+
+class LevelCounts(BaseModel):
+    """Count per level."""
+
+    counts: dict[Level, int]
+
+
+@pytest.mark.parametrize("coercion", ["safe", "none"])
+def test_an_integer_enum_key_is_held_to_its_integer_text(coercion: str) -> None:
+    tools = Toolset([LevelCounts], coercion=coercion)
+    ok = tools.validate(call("level_counts", '{"counts": {"2": 5}}', tools=tools))
+    assert ok.ok and ok.model == LevelCounts(counts={Level.HIGH: 5})
+    refused = tools.validate(call("level_counts", '{"counts": {"2.0": 5}}', tools=tools))
+    assert [(e.path, e.code) for e in refused.errors] == [("/counts", "type")]

@@ -111,7 +111,12 @@ class _DecimalSchema(GenerateJsonSchema):
         strings (see `coercion.KEYS_KEY`): Pydantic converts key texts laxly."""
         out = super().dict_schema(schema)
         keys = cast(Mapping[str, Any], schema.get("keys_schema") or {})
-        kind = _KEY_KINDS.get(str(keys.get("type")))
+        key_type = str(keys.get("type"))
+        if key_type == "enum":
+            # An enum of ints or floats reads its key texts as its values' type does (Pydantic
+            # took `"2.0"` for `IntEnum` member 2).
+            key_type = str(keys.get("sub_type"))
+        kind = _KEY_KINDS.get(key_type)
         if kind is not None:
             out[KEYS_KEY] = kind
         return out

@@ -1106,3 +1106,8 @@ def test_a_fingerprint_key_keeps_keys_and_fingerprints_unguessable() -> None:
 def test_a_short_fingerprint_key_is_refused(key: bytes | str) -> None:
     with pytest.raises(ValueError, match="at least 16 bytes"):
         Executor(fingerprint_key=key)
+
+
+def test_a_fingerprint_key_of_another_type_is_refused_at_once() -> None:
+    with pytest.raises(TypeError, match="bytes or str"):
+        Executor(fingerprint_key=memoryview(b"k" * 32))  # type: ignore[arg-type]

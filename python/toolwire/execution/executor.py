@@ -551,14 +551,19 @@ class Executor:
         self._breakers_enabled = breaker is not False
         self.observer = observer or Observer()
         self.namespace = namespace
-        if isinstance(fingerprint_key, str):
-            fingerprint_key = fingerprint_key.encode("utf-8")
-        if fingerprint_key is not None and len(fingerprint_key) < MIN_FINGERPRINT_KEY_BYTES:
+        # Typed loosely here so that a key of another type (a memoryview) is refused at once
+        # rather than by the first write that needs it.
+        key = cast(object, fingerprint_key)
+        if isinstance(key, str):
+            key = key.encode("utf-8")
+        if key is not None and not isinstance(key, bytes):
+            raise TypeError(f"fingerprint_key must be bytes or str, not {type(key).__name__}")
+        if key is not None and len(key) < MIN_FINGERPRINT_KEY_BYTES:
             raise ValueError(
                 f"fingerprint_key must have at least {MIN_FINGERPRINT_KEY_BYTES} bytes: "
                 "a short key can be guessed as a secret argument can"
             )
-        self._fingerprint_key = fingerprint_key
+        self._fingerprint_key = key
         self.record_ttl = record_ttl
         self._tools: dict[str, ToolSpec] = {}
         self._breakers: dict[str, CircuitBreaker] = {}
