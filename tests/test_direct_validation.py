@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import enum
 import json
 import pickle
 import sys
@@ -184,3 +185,33 @@ def test_a_copied_or_pickled_toolset_keeps_the_native_path(
     assert again.validate(call).lang == "zh"
     refused = _call("ticket", json.dumps({"title": " ", "priority": 1, "tags": []}))
     assert again.validate(refused) == tools.validate(refused)
+
+
+class Shade(enum.Enum):
+    """A colour shade."""
+
+    LIGHT = "light"
+    DARK = "dark"
+
+
+class Paint(BaseModel):
+    """Paint a wall."""
+
+    shade: Shade
+
+
+def test_a_toolset_with_enum_and_secret_fields_pickles() -> None:
+    # Pydantic's validators of such models hold local functions and cannot be pickled.
+    tools = Toolset([Ticket, Login, Paint])
+    Assembler(tools=tools)
+    again = pickle.loads(pickle.dumps(tools))
+    for name, arguments in [
+        ("login", '{"user": "ann", "password": "hunter2"}'),
+        ("paint", '{"shade": "dark"}'),
+        ("paint", '{"shade": "DARK"}'),
+        ("ticket", TICKET),
+    ]:
+        call = _call(name, arguments, tools=tools)
+        assert again.validate(call) == tools.validate(call)
+    painted = again.validate(_call("paint", '{"shade": "dark"}', tools=again))
+    assert painted.model == Paint(shade=Shade.DARK)

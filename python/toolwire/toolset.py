@@ -676,9 +676,6 @@ class Toolset:
         self._export_sources: dict[str, dict[str, Any]] = {}
         self._check_schemas = {name: precheck_schema(src) for name, src in check_sources.items()}
         # Tools whose calls Pydantic alone validates, for the inline path of `validate`.
-        self._direct: dict[
-            str | None, tuple[ToolValidator, Callable[..., BaseModel], bool | None, bool, bool]
-        ] = {}
         for name, description, model, source in parsed:
             if not _NAME.match(name):
                 raise ValueError(f"invalid tool name {name!r}: use 1-64 of [a-zA-Z0-9_-]")
@@ -715,16 +712,28 @@ class Toolset:
                 export_source = model.model_json_schema(schema_generator=_ExportSchema)
                 if export_source != source:
                     self._export_sources[name] = export_source
+        self._direct = self._direct_tools()
+        self._shortcut = self._native_shortcut()
+
+    def _direct_tools(
+        self,
+    ) -> dict[str | None, tuple[ToolValidator, Callable[..., BaseModel], bool | None, bool, bool]]:
+        """Tools whose calls Pydantic alone validates, for the inline path of `validate`."""
+        out: dict[
+            str | None, tuple[ToolValidator, Callable[..., BaseModel], bool | None, bool, bool]
+        ] = {}
+        for name, tool in self._tools.items():
+            validator = tool.validator
             direct = validator.direct_json
             if direct is not None:
-                self._direct[name] = (
+                out[name] = (
                     validator,
                     direct,
                     validator.strict_argument,
                     validator.floats,
                     validator.holds_secrets,
                 )
-        self._shortcut = self._native_shortcut()
+        return out
 
     def _native_shortcut(self) -> DirectValidation:
         """The inline path's common case, native: tools whose successes hold no secrets."""
@@ -745,11 +754,15 @@ class Toolset:
         # rest, and the pre-check registry when it is next read.
         state = dict(self.__dict__)
         del state["_shortcut"]
+        # Pydantic's bound `validate_json` pickles its whole core schema, which holds local
+        # functions for some field types: the tools' validators take it from their models again.
+        del state["_direct"]
         state.pop("registry", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._direct = self._direct_tools()
         self._shortcut = self._native_shortcut()
 
     # Registry ---------------------------------------------------------------------------

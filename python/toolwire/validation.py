@@ -2659,6 +2659,18 @@ class ToolValidator:
             if paused:
                 gc.enable()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Pydantic's bound `validate_json` pickles its whole core schema, which holds local
+        # functions for some field types (enums, secrets): it is taken from the model again.
+        state = dict(self.__dict__)
+        state["_validate_json"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.model is not None:
+            self._validate_json = self.model.__pydantic_validator__.validate_json
+
     @property
     def checked_formats(self) -> frozenset[str] | None:
         """The `format` names validation asserts for a plain-dict tool (`jsonschema`'s format
