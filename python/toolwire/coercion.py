@@ -168,8 +168,8 @@ class CoercionProblem:
             `"number_text"`, `"out_of_range"`, `"timezone_required"`, `"unix_timestamp"`,
             `"bool_number"`, `"whole_float"` (`2.0` for an integer enum member with
             `integral_number` off), `"key_text"` or `"duplicate_key"` (a dict key, see
-            `KEYS_KEY`), or
-            `"repeated_item"` (an item of a set field repeating an earlier one).
+            `KEYS_KEY`), or `"repeated_item"` (an item of a set field repeating an earlier
+            one).
         got: The value as written, compact JSON cut to 200 characters.
         detail: Rule-specific words used in the hint (the candidate values, say; for
             `repeated_item`, the index of the item it repeats).

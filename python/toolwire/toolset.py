@@ -72,6 +72,10 @@ if TYPE_CHECKING:
 __all__ = ["ToolDefinition", "ToolInput", "Toolset", "snake_case"]
 
 
+# A tool whose calls Pydantic alone validates: its validator, Pydantic's `validate_json`, the
+# `strict` it is called with, and whether the tool has float fields and secret values.
+_DirectTool = tuple[ToolValidator, Callable[..., BaseModel], bool | None, bool, bool]
+
 # Pydantic key schemas whose texts `coercion.check_keys` holds to JSON's form of the type.
 _KEY_KINDS = {"int": "integer", "float": "number", "decimal": "decimal", "bool": "boolean"}
 
@@ -675,7 +679,6 @@ class Toolset:
         # Model tools whose OpenAI exports hold `Decimal` strings to JSON numbers.
         self._export_sources: dict[str, dict[str, Any]] = {}
         self._check_schemas = {name: precheck_schema(src) for name, src in check_sources.items()}
-        # Tools whose calls Pydantic alone validates, for the inline path of `validate`.
         for name, description, model, source in parsed:
             if not _NAME.match(name):
                 raise ValueError(f"invalid tool name {name!r}: use 1-64 of [a-zA-Z0-9_-]")
@@ -715,13 +718,9 @@ class Toolset:
         self._direct = self._direct_tools()
         self._shortcut = self._native_shortcut()
 
-    def _direct_tools(
-        self,
-    ) -> dict[str | None, tuple[ToolValidator, Callable[..., BaseModel], bool | None, bool, bool]]:
+    def _direct_tools(self) -> dict[str | None, _DirectTool]:
         """Tools whose calls Pydantic alone validates, for the inline path of `validate`."""
-        out: dict[
-            str | None, tuple[ToolValidator, Callable[..., BaseModel], bool | None, bool, bool]
-        ] = {}
+        out: dict[str | None, _DirectTool] = {}
         for name, tool in self._tools.items():
             validator = tool.validator
             direct = validator.direct_json

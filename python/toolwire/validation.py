@@ -2464,11 +2464,11 @@ _GRAMMAR_KINDS = frozenset(
 )
 
 
-# A JSON string holding nothing but a number: the cheap test before looking for a Unix time
-# written into a date or date-time field.
 # A digit followed by a fraction or an exponent: a number JSON reading makes a float (or a
 # string holding one, which the closer look then reads past).
 _FRACTION_OR_EXPONENT = re.compile(rb"[0-9][.eE]")
+# A JSON string holding nothing but a number: the cheap test before looking for a Unix time
+# written into a date or date-time field.
 _QUOTED_NUMBER = re.compile(rb'"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"')
 
 
@@ -2588,9 +2588,6 @@ class ToolValidator:
         self._boolean_enums = self._scalar_enums and has_boolean_enums(self.schema)
         self._validate_json = None if model is None else model.__pydantic_validator__.validate_json
         self._strict = model is None or model.model_config.get("strict") is not False
-        # What Pydantic's calls get as `strict`: a model that opts out keeps its own settings
-        # (None), since an explicit False would also lift a field's own `strict=True`.
-        self._strict_argument: bool | None = True if self._strict else None
         self._jsonschema: jsonschema.protocols.Validator | None = None
         # Closed objects (what makes an unknown field an error) also make `oneOf` branches that
         # differ by a field exclusive: a value both open branches take, which the schema
@@ -2636,7 +2633,7 @@ class ToolValidator:
                 paused = len(given) >= GC_PAUSE_MIN_BYTES and pause_gc()
                 try:
                     # `model_validate_json` minus its Python wrapper (a tenth of a small call).
-                    instance = self._validate_json(given, strict=self._strict_argument)
+                    instance = self._validate_json(given, strict=self.strict_argument)
                 except ValidationError as exc:
                     return self.rejected(call, exc, lang=lang, redact=redact)
                 if (
@@ -2716,8 +2713,9 @@ class ToolValidator:
     @property
     def strict_argument(self) -> bool | None:
         """The `strict` Pydantic's validation calls get: True, or None for a model that opts
-        out of strict mode (its config and fields then decide)."""
-        return self._strict_argument
+        out of strict mode (its config and fields then decide: an explicit False would also
+        lift a field's own `strict=True`)."""
+        return True if self._strict else None
 
     def rejected(
         self,
@@ -2791,7 +2789,7 @@ class ToolValidator:
                 found.union_level = error.keyword in ("anyOf", "oneOf")
                 try:
                     self.model.model_validate_json(
-                        self._exact(text_in), strict=self._strict_argument
+                        self._exact(text_in), strict=self.strict_argument
                     )
                 except ValidationError as exc:
                     found_by_pydantic = exc.errors(include_url=False)
@@ -2935,7 +2933,7 @@ class ToolValidator:
         if self.model is not None:
             try:
                 instance = self.model.model_validate_json(
-                    dumps_exact(quote_decimals(fixed, self.schema)), strict=self._strict_argument
+                    dumps_exact(quote_decimals(fixed, self.schema)), strict=self.strict_argument
                 )
             except ValidationError as exc:
                 drafts = drafts + builder.from_pydantic(exc.errors(include_url=False))

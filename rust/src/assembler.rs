@@ -660,7 +660,7 @@ pub struct Assembler {
     finished_failed: bool,
     finished: bool,
     /// The calls' working state (scanners, pre-check state) once `finish` has handed their
-    /// results over, freed with the assembler: freeing it is a tenth of `finish` on a small
+    /// results over, freed with the assembler: freeing it was a third of `finish` on a small
     /// call, time spent after the last fragment that nothing waiting on the calls needs.
     retired: Vec<Call>,
 }
