@@ -679,7 +679,7 @@ def test_outcome_success_is_the_dataclass_outcome_with_every_field() -> None:
         coercions=outcome.coercions,
     )
     assert outcome == built
-    assert vars(outcome).keys() == vars(built).keys()
+    assert dataclasses.asdict(outcome).keys() == dataclasses.asdict(built).keys()
     with pytest.raises(AttributeError):
         outcome.kind = "model_error"  # type: ignore[misc]
 

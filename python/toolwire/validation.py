@@ -225,10 +225,6 @@ def pause_gc() -> bool:
     return True
 
 
-class _OutcomeDraft:
-    """A plain object that becomes an `Outcome` once its fields are set (`success_outcome`)."""
-
-
 def success_outcome(
     call_id: str | None,
     tool: str,
@@ -242,12 +238,10 @@ def success_outcome(
     """A successful `Outcome`, built without its dataclass `__init__` (a subclass uses its own).
 
     A frozen dataclass's `__init__` sets each field through `object.__setattr__`: about 2 us for
-    this class, most of the time spent validating a small call. Filling the instance's
-    `__dict__` by hand still cost a sixth of Pydantic's time on a 200-byte call, because the
-    dict is made empty and grows. Plain attribute stores on an object without a `__setattr__`
-    of its own go to CPython's preallocated attribute values instead; the object then becomes an
-    `Outcome` by `__class__` assignment, which CPython allows between classes of the same layout
-    (and which turns the values into a dict of the right size once).
+    this class, most of the time spent validating a small call. Plain attribute stores on an
+    object of a class with the same slots and no `__setattr__` of its own go straight to its
+    slots; the object then becomes an `Outcome` by `__class__` assignment, which CPython allows
+    between classes of the same layout.
     """
     if cls is not None and cls is not Outcome:
         # A subclass's own fields (and slots) need its `__init__`.
@@ -291,15 +285,16 @@ SUCCESS_PER_CALL: tuple[tuple[str, str], ...] = (
     ("coercions", "list"),
     ("ask_user", "list"),
 )
-"""The fields of a successful `Outcome` that `success_template`'s copies get per call: the
+"""The fields of a successful `Outcome` that natively built successes get per call: the
 call's own values, and a new list for each list (an outcome's lists are its holder's)."""
 
 
 def success_template(lang: Lang) -> dict[str, Any]:
     """The attributes of a successful `Outcome` in `lang`, for
-    `toolwire._core.DirectValidation`, which builds the common case natively from copies of
-    them with `SUCCESS_PER_CALL` put in: made by `success_outcome`, so both paths agree."""
-    template = vars(success_outcome(None, "", None, None, [], lang))
+    `toolwire._core.DirectValidation`, which builds the common case natively from them with
+    `SUCCESS_PER_CALL` put in: made by `success_outcome`, so both paths agree."""
+    success = success_outcome(None, "", None, None, [], lang)
+    template = {f.name: getattr(success, f.name) for f in dataclasses.fields(Outcome)}
     per_call = {field for field, _ in SUCCESS_PER_CALL}
     shared = [name for name, value in template.items() if isinstance(value, list)]
     if not per_call.issuperset(shared):  # A list every outcome shared would leak between them.
@@ -307,7 +302,9 @@ def success_template(lang: Lang) -> dict[str, Any]:
     return template
 
 
-@dataclass(frozen=True)
+# Slots: the native path (`toolwire._core.DirectValidation`) stores a success's fields
+# straight into them, where a dict had to be copied and filled.
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """The result of validating one call.
 
@@ -495,6 +492,13 @@ class Outcome:
             message=message,
             lang=lang,
         )
+
+
+class _OutcomeDraft:
+    """A plain object that becomes an `Outcome` once its fields are set (`success_outcome`):
+    the same slots, without the frozen `__setattr__`."""
+
+    __slots__ = tuple(f.name for f in dataclasses.fields(Outcome))
 
 
 class _HasId(Protocol):

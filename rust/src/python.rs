@@ -1220,9 +1220,10 @@ impl PyScanner {
     }
 }
 
-/// What a field of the outcomes [`PyDirectValidation`] builds holds, when it is not the same
-/// object in every outcome.
+/// What a field of the outcomes [`PyDirectValidation`] builds holds.
 enum OutcomeSlot {
+    /// The same object in every success.
+    Shared(Py<PyAny>),
     /// The tool's name.
     Tool,
     /// The call's id (None without one).
@@ -1251,24 +1252,20 @@ struct DirectTool {
 ///
 /// The same steps in Python cost about a tenth of Pydantic's own time on a 200-byte call: the
 /// six call fields crossing as a tuple, the bytecode of the checks, and an outcome filled
-/// attribute by attribute (a frozen dataclass refuses plain stores, so each went through a
-/// stand-in object whose class was then swapped). Here the fields are read in place, and the
-/// outcome's attributes are a copy of a template dict with the call's own values put in,
-/// given to a new instance as its `__dict__`: no `__init__`, as unpickling makes one. The
-/// template comes from Python, from the function that builds successes there.
+/// attribute by attribute. Here the fields are read in place and the outcome, whose class
+/// keeps its fields in slots, is a new instance whose slots are stored directly, at the
+/// offsets its class's member descriptors give: no `__init__`, as unpickling makes one, and
+/// no dict (a copied template dict with six items put in cost a twentieth of Pydantic's time).
+/// The values every success shares come from Python, from the function that builds successes
+/// there.
 #[pyclass(frozen, name = "DirectValidation", module = "toolwire._core")]
 struct PyDirectValidation {
     /// By name; found by comparing names (tool sets are small, and hashing a name cost more
     /// than comparing it with each).
     tools: Vec<(String, DirectTool)>,
     outcome_type: Py<PyType>,
-    /// Every field in declaration order, with the values every success holds in the fields
-    /// not set per call. The `__dict__` of an outcome made in Python: such a dict shares its
-    /// keys with its class's other instances, and so does each copy of it, which then only
-    /// allocates its values.
-    template: Py<PyDict>,
-    /// The fields set per call.
-    per_call: Vec<(Py<PyString>, OutcomeSlot)>,
+    /// Every field of the outcome: the byte offset of its slot and what it holds.
+    slots: Vec<(usize, OutcomeSlot)>,
     /// The keyword names of Pydantic's call, `("strict",)`.
     strict_keyword: Py<PyTuple>,
     /// Calls of at least this many argument bytes are left to `validate` (it pauses the
@@ -1278,9 +1275,10 @@ struct PyDirectValidation {
 
 #[pymethods]
 impl PyDirectValidation {
-    /// `template`: the attributes of a successful outcome, whose values are those of every
-    /// success but the `per_call` ones: `(field, what)`, `what` one of `tool`, `call_id`,
-    /// `model`, `list`. `tools`: `(name, validate_json, strict (a bool or None), has_floats)`.
+    /// `template`: every field of a successful outcome with the value every success holds,
+    /// but for the `per_call` ones: `(field, what)`, `what` one of `tool`, `call_id`, `model`,
+    /// `list`. `outcome_type` keeps each field in a writable slot of its own. `tools`: `(name,
+    /// validate_json, strict (a bool or None), has_floats)`.
     #[new]
     #[pyo3(signature = (outcome_type, template, per_call, tools, max_bytes))]
     fn new(
@@ -1291,29 +1289,38 @@ impl PyDirectValidation {
         tools: Vec<DirectToolSpec<'_>>,
         max_bytes: usize,
     ) -> PyResult<Self> {
-        let per_call = per_call
-            .into_iter()
-            .map(|(field, what)| {
-                let slot = match what.as_str() {
-                    "tool" => OutcomeSlot::Tool,
-                    "call_id" => OutcomeSlot::CallId,
-                    "model" => OutcomeSlot::Model,
-                    "list" => OutcomeSlot::NewList,
-                    other => {
-                        return Err(PyValueError::new_err(format!(
-                            "unknown outcome slot {other:?}"
-                        )))
-                    }
-                };
-                if !template.contains(&field)? {
+        let mut slots = Vec::with_capacity(template.len());
+        for (field, value) in template.iter() {
+            let field = field.cast_into::<PyString>()?;
+            let offset = object_slot_offset(&outcome_type, &field)?;
+            let what = per_call
+                .iter()
+                .find(|(name, _)| name.as_any().eq(&field).unwrap_or(false))
+                .map(|(_, what)| what.as_str());
+            let slot = match what {
+                None => OutcomeSlot::Shared(value.unbind()),
+                Some("tool") => OutcomeSlot::Tool,
+                Some("call_id") => OutcomeSlot::CallId,
+                Some("model") => OutcomeSlot::Model,
+                Some("list") => OutcomeSlot::NewList,
+                Some(other) => {
                     return Err(PyValueError::new_err(format!(
-                        "the template has no field {field}"
-                    )));
+                        "unknown outcome slot {other:?}"
+                    )))
                 }
-                // Interned, as attribute names are: the key is then found by identity.
-                Ok((PyString::intern(py, field.to_str()?).unbind(), slot))
-            })
-            .collect::<PyResult<Vec<_>>>()?;
+            };
+            if slots.iter().any(|(taken, _)| *taken == offset) {
+                return Err(PyValueError::new_err(format!("{field} shares a slot")));
+            }
+            slots.push((offset, slot));
+        }
+        for (field, _) in &per_call {
+            if !template.contains(field)? {
+                return Err(PyValueError::new_err(format!(
+                    "the template has no field {field}"
+                )));
+            }
+        }
         let tools = tools
             .into_iter()
             .map(|(name, validate_json, strict, floats)| {
@@ -1329,8 +1336,7 @@ impl PyDirectValidation {
         Ok(Self {
             tools,
             outcome_type: outcome_type.unbind(),
-            template: template.unbind(),
-            per_call,
+            slots,
             strict_keyword: PyTuple::new(py, [pyo3::intern!(py, "strict")])?.unbind(),
             max_bytes,
         })
@@ -1366,18 +1372,76 @@ impl PyDirectValidation {
         }
         let raw = PyBytes::new(py, &held.arguments);
         let model = self.validate_json(py, tool, &raw)?;
-        let fields = self.template.bind(py).copy()?;
-        for (field, slot) in &self.per_call {
-            let field = field.bind(py);
-            match slot {
-                OutcomeSlot::Tool => fields.set_item(field, tool.name.bind(py))?,
-                OutcomeSlot::CallId => fields.set_item(field, held.id.as_deref())?,
-                OutcomeSlot::Model => fields.set_item(field, &model)?,
-                OutcomeSlot::NewList => fields.set_item(field, PyList::empty(py))?,
+        let call_id = held.id.as_deref().into_pyobject(py)?.into_any();
+        let outcome = self.new_outcome(py)?;
+        for (offset, slot) in &self.slots {
+            let value = match slot {
+                OutcomeSlot::Shared(value) => value.bind(py).clone(),
+                OutcomeSlot::Tool => tool.name.bind(py).clone().into_any(),
+                OutcomeSlot::CallId => call_id.clone(),
+                OutcomeSlot::Model => model.clone(),
+                OutcomeSlot::NewList => PyList::empty(py).into_any(),
+            };
+            // SAFETY: `offset` is that of an object slot of `outcome_type` (or of a base),
+            // aligned and inside the instance (`object_slot_offset` checked it against the
+            // type's member descriptor and size), `outcome` is an instance of exactly that
+            // type, and the slot is still NULL, as allocated (each field has a slot of its
+            // own): storing a strong reference there is what the member descriptor's setter
+            // does, and the instance releases it when it is deallocated. A collection that
+            // runs while a list is made sees the slots not yet stored as NULL, which
+            // traversal skips, as it does if an error leaves them so.
+            unsafe {
+                let place = outcome
+                    .as_ptr()
+                    .cast::<u8>()
+                    .add(*offset)
+                    .cast::<*mut pyo3::ffi::PyObject>();
+                *place = value.into_ptr();
             }
         }
-        self.instance_with(py, &fields).map(Some)
+        Ok(Some(outcome))
     }
+}
+
+/// The byte offset of the slot that holds `field` in instances of `owner`: the offset its
+/// member descriptor gives, once that descriptor is known to be a writable object slot of
+/// `owner` or of a base, inside the instance.
+fn object_slot_offset(owner: &Bound<'_, PyType>, field: &Bound<'_, PyString>) -> PyResult<usize> {
+    let refused = || PyValueError::new_err(format!("{field} is not an object slot of {owner}"));
+    let descriptor = owner.getattr(field)?;
+    let member_type = std::ptr::addr_of_mut!(pyo3::ffi::PyMemberDescr_Type);
+    if descriptor.get_type().as_type_ptr() != member_type {
+        return Err(refused());
+    }
+    // SAFETY: the GIL is held and `descriptor` is exactly a member descriptor (checked above),
+    // whose object layout is `PyMemberDescrObject`; its `d_member` points to the `PyMemberDef`
+    // the owning type was made with, which lives as long as that type, and `descriptor` keeps
+    // the type alive while it is read. (pyo3 types the field as `PyGetSetDef` before 3.11;
+    // CPython's is a `PyMemberDef` in every version.)
+    let (def, declared_by) = unsafe {
+        let object = descriptor.as_ptr().cast::<pyo3::ffi::PyMemberDescrObject>();
+        (
+            *(*object).d_member.cast::<pyo3::ffi::PyMemberDef>(),
+            (*object).d_common.d_type,
+        )
+    };
+    // SAFETY: the GIL is held and both are live type objects (`declared_by` is kept by the
+    // descriptor, which is alive).
+    let inherited = unsafe { pyo3::ffi::PyType_IsSubtype(owner.as_type_ptr(), declared_by) } != 0;
+    // SAFETY: reading a field of a live type object with the GIL held.
+    let basicsize = unsafe { (*owner.as_type_ptr()).tp_basicsize };
+    let pointer = std::mem::size_of::<*mut pyo3::ffi::PyObject>() as isize;
+    let header = std::mem::size_of::<pyo3::ffi::PyObject>() as isize;
+    let inside = def.offset >= header && def.offset + pointer <= basicsize;
+    if !inherited
+        || def.type_code != pyo3::ffi::Py_T_OBJECT_EX
+        || def.flags & pyo3::ffi::Py_READONLY != 0
+        || !inside
+        || def.offset % pointer != 0
+    {
+        return Err(refused());
+    }
+    usize::try_from(def.offset).map_err(|_| refused())
 }
 
 impl PyDirectValidation {
@@ -1387,38 +1451,19 @@ impl PyDirectValidation {
             .find_map(|(known, tool)| (known == name).then_some(tool))
     }
 
-    /// A new `outcome_type` instance whose attributes are `fields`.
-    fn instance_with<'py>(
-        &self,
-        py: Python<'py>,
-        fields: &Bound<'py, PyDict>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    /// A new `outcome_type` instance, its slots all empty.
+    fn new_outcome<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         // SAFETY: the GIL is held (`py`) and `outcome_type` is a live heap type. Its
         // `tp_alloc` is `PyType_GenericAlloc`, which returns a new reference to a zeroed
-        // instance (tracked by the collector) or NULL with an exception set, which
-        // `from_owned_ptr_or_err` takes over; a heap type is never freed while an instance
-        // holds it.
-        let instance = unsafe {
+        // instance (every slot NULL, which the type's traversal and deallocation skip) or NULL
+        // with an exception set, which `from_owned_ptr_or_err` takes over; a heap type is
+        // never freed while an instance holds it.
+        unsafe {
             Bound::from_owned_ptr_or_err(
                 py,
                 pyo3::ffi::PyType_GenericAlloc(self.outcome_type.bind(py).as_type_ptr(), 0),
             )
-        }?;
-        // SAFETY: the GIL is held; `instance` and `fields` are live, and `fields` is a dict,
-        // the one kind `PyObject_GenericSetDict` accepts. It takes its own reference to the
-        // dict (the instance holds no attributes yet, so nothing is replaced), and returns -1
-        // with an exception set when the type has no `__dict__`, which `PyErr::fetch` takes.
-        let status = unsafe {
-            pyo3::ffi::PyObject_GenericSetDict(
-                instance.as_ptr(),
-                fields.as_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
-        if status != 0 {
-            return Err(PyErr::fetch(py));
         }
-        Ok(instance)
     }
 
     /// `tool.validate_json(raw, strict=tool.strict)`, through the vectorcall protocol:
