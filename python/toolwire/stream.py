@@ -527,6 +527,9 @@ class ToolStream(_StreamBase):
             # Reached without end() when the consumer closed early or a non-transport error
             # propagated: finish quietly so .calls is complete and no call reads as usable.
             driver.end(interrupted=True)
+            # The stream object (and its assembler) may be kept long after; the last events
+            # are already out, so freeing the calls' working state here delays nothing.
+            driver.assembler.release_finished()
 
     def _chunks_of(self, source: Iterable[object]) -> Iterable[object]:
         """The chunks read from the SDK stream (a subclass may watch them pass)."""
@@ -602,6 +605,7 @@ class AsyncToolStream(_StreamBase):
                     yield event
         finally:
             driver.end(interrupted=True)
+            driver.assembler.release_finished()
 
     def __aiter__(self) -> AsyncIterator[Event]:
         return self

@@ -1831,6 +1831,15 @@ impl Assembler {
         self.finished_failed = out.iter().any(|call| call.error.is_some());
         Ok(out)
     }
+
+    /// Frees the working state (scanners, pre-check and progress state) of the calls
+    /// `finish` handed over, which it leaves to be freed with the assembler so that the calls
+    /// come out sooner: for an assembler kept after its stream ended, once nothing waits on
+    /// it. Everything `finish` returned, and what the assembler still reports (errors not yet
+    /// drained, the finish reason, usage), stays. Before `finish` it does nothing.
+    pub fn release_finished(&mut self) {
+        self.retired = Vec::new();
+    }
 }
 
 /// True when nothing but the JSON verdict on `call`'s text is left to decide at its end, and
@@ -2440,6 +2449,34 @@ mod tests {
         })
         .expect("feed");
         asm.calls.remove(0)
+    }
+
+    #[test]
+    fn release_frees_the_finished_calls_state_and_keeps_what_is_reported() {
+        let mut asm = Assembler::new(AssemblerConfig {
+            track_progress: true,
+            ..AssemblerConfig::default()
+        })
+        .expect("config");
+        asm.release_finished(); // nothing finished yet: nothing to do
+        for (index, text) in [(0, &b"{\"a\": [1, 2"[..]), (1, b"{\"b\": 1}")] {
+            asm.feed(&Delta {
+                index: Some(index),
+                id: None,
+                name: Some("f"),
+                arguments: Some(Arguments::Text(text)),
+                kind: None,
+                start: false,
+            })
+            .expect("feed");
+        }
+        let calls = asm.finish().expect("finish");
+        assert_eq!(asm.retired.len(), 2);
+        asm.release_finished();
+        assert!(asm.retired.is_empty() && asm.retired.capacity() == 0);
+        assert_eq!(calls.len(), 2);
+        assert!(calls[0].error.is_some() && calls[1].error.is_none());
+        assert!(matches!(asm.finish(), Err(Misuse::Finished)));
     }
 
     #[test]

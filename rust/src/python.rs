@@ -2388,6 +2388,14 @@ impl PyAssembler {
         Ok(())
     }
 
+    /// Frees the finished calls' working state, which `finish` leaves to the assembler's
+    /// own release (see [`Assembler::release_finished`]).
+    fn release_finished(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder.assembler_mut().release_finished();
+        Ok(())
+    }
+
     /// Whether `n` bytes an adapter holds for an open call (merged Gemini `partialArgs`
     /// pieces) fit beside what the response has kept; False once the response is over its byte
     /// limit, when the adapter lets them go (see [`Assembler::may_hold`]).

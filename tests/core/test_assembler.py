@@ -1217,3 +1217,24 @@ def test_an_integer_past_the_int_text_limit_is_read_when_the_digit_limit_allows(
     scanner = Scanner(max_number_digits=6000)
     scanner.push(text)
     assert scanner.finish() == value
+
+
+def test_release_finished_keeps_everything_the_assembler_reports() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    asm = Assembler(tools=ToolRegistry({"f": schema}), track_progress=True)
+    asm.release_finished()  # before `finish`: nothing to free
+    asm.feed(0, id="c1", name="f", arguments='{"a": 1, "b": 2}')
+    asm.feed(1, id="c2", name="f", arguments='{"a": "x"')
+    calls = asm.finish()
+    asm.release_finished()
+    asm.release_finished()
+    assert [(c.ok, c.value) for c in calls] == [(False, {"a": 1, "b": 2}), (False, None)]
+    assert [ordinal for ordinal, _ in asm.drain_errors()] == [0, 1]
+    assert asm.drain_progress()
+    assert asm.finished and asm.failed
+    with pytest.raises(MisuseError):
+        asm.finish()
