@@ -1466,6 +1466,46 @@ def test_a_lax_model_keeps_the_strict_mode_of_its_own_fields(prechecked: bool) -
     assert tools.validate(call(name, '{"count": 5}', tools=tools if prechecked else None)).ok
 
 
+class LaxOrder(BaseModel):
+    """A lax model with integers in several places."""
+
+    model_config = ConfigDict(strict=False)
+    units: int
+    sizes: list[int] = []
+    stock: dict[str, int] = {}
+    limit: int | None = None
+    price: float | int = 0
+
+
+@pytest.mark.parametrize("prechecked", [False, True])
+@pytest.mark.parametrize(
+    ("arguments", "units", "rules", "refused"),
+    [
+        ('{"units": 30.0}', 30, ["integral_number"], []),
+        ('{"units": 3e1}', 30, ["integral_number"], []),
+        ('{"units": 9007199254740993.0}', 9007199254740993, ["integral_number"], []),
+        ('{"units": 4.9999999999999999}', None, [], ["/units"]),
+        ('{"units": 1, "sizes": [2, 3.5]}', None, [], ["/sizes/1"]),
+        ('{"units": 1, "stock": {"a": 2.00000000000000001}}', None, [], ["/stock/a"]),
+        ('{"units": 1, "limit": 7.5}', None, [], ["/limit"]),
+        ('{"units": 1, "price": 2.5, "sizes": [1]}', 1, [], []),
+    ],
+)
+def test_a_lax_model_does_not_round_a_float_into_an_integer_field(
+    arguments: str, units: int | None, rules: list[str], refused: list[str], prechecked: bool
+) -> None:
+    # Lax Pydantic reads `4.9999999999999999` as the float 5.0 and keeps 5, and
+    # `9007199254740993.0` as 9007199254740992, without a word: as for a strict model, a whole
+    # number is a recorded `integral_number` with every digit kept, and the rest is refused.
+    tools = Toolset([LaxOrder])
+    outcome = tools.validate(call("lax_order", arguments, tools=tools if prechecked else None))
+    assert [e.path for e in outcome.errors] == refused
+    assert [c.rule for c in outcome.coercions] == rules
+    assert (outcome.model.units if outcome.model is not None else None) == units
+    if outcome.ok:
+        assert outcome.model is not None and outcome.model.price in (0, 2.5)
+
+
 @pytest.mark.parametrize("prechecked", [False, True])
 @pytest.mark.parametrize(
     ("model", "arguments", "got"),

@@ -1413,6 +1413,40 @@ def _whole_float_in_integer_enum(value: Any, node: Mapping[str, Any]) -> bool:
     return any(isinstance(m, int) and not isinstance(m, bool) and m == read for m in members)
 
 
+def _float_for_integer(value: Any, node: Mapping[str, Any]) -> bool:
+    """Whether `value`, a number written with a fraction or an exponent, sits where only an
+    integer goes (an integer type and not a number one)."""
+    if isinstance(value, bool) or not isinstance(value, (float, Decimal)):
+        return False
+    types = _types(node)
+    return "integer" in types and "number" not in types
+
+
+def float_for_integer(value: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether some integer field got a number written with a fraction or an exponent (`30.0`,
+    `4.9999999999999999`): lax Pydantic reads it as a float and makes an int of it without a
+    word, rounding what the model wrote, where the `integral_number` rule records a whole one
+    and a fractional one is refused.
+
+    Args:
+        value: Parsed arguments (`loads_exact`).
+        schema: The tool's self-contained schema.
+
+    Returns:
+        True if such a value is found.
+    """
+    return _any_leaf(value, schema, _float_for_integer)
+
+
+def has_integer_fields(schema: Mapping[str, Any]) -> bool:
+    """Whether a schema has an integer type anywhere."""
+
+    def verdict(node: dict[str, Any]) -> bool | None:
+        return True if "integer" in _types(node) else None
+
+    return schema_has(schema, verdict)
+
+
 def whole_float_in_integer_enum(value: Any, schema: Mapping[str, Any]) -> bool:
     """Whether some value of an integer enum or const was written as a float (`2.0`):
     strict Pydantic takes it as the member without a word, where for an integer field the

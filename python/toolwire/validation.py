@@ -58,10 +58,12 @@ from toolwire.coercion import (
     coerce_arguments,
     dumps_exact,
     enum_members,
+    float_for_integer,
     float_risk,
     has_boolean_enums,
     has_decimals,
     has_floats,
+    has_integer_fields,
     has_json_type,
     has_repeats,
     has_scalar_enums,
@@ -2592,6 +2594,10 @@ class ToolValidator:
         self._boolean_enums = self._scalar_enums and has_boolean_enums(self.schema)
         self._validate_json = None if model is None else model.__pydantic_validator__.validate_json
         self._strict = model is None or model.model_config.get("strict") is not False
+        # A lax model reads a number written with a fraction or an exponent (`30.0`,
+        # `4.9999999999999999`) into an int field as a float and keeps the int of it without
+        # a word; a strict one refuses it, and coercion records a whole one or refuses the rest.
+        self._lax_integers = not self._strict and has_integer_fields(self.schema)
         self._jsonschema: jsonschema.protocols.Validator | None = None
         # Closed objects (what makes an unknown field an error) also make `oneOf` branches that
         # differ by a field exclusive: a value both open branches take, which the schema
@@ -2651,6 +2657,7 @@ class ToolValidator:
                     and not (self._timestamps and self._unix_timestamp_text(call))
                     and not (self._scalar_enums and self._strict and self._bool_number_swap(call))
                     and not (self._scalar_enums and self._whole_float_in_enum(call))
+                    and not (self._lax_integers and self._float_for_integer(call))
                     and not self._keyed_dicts
                     and not (self._sets and has_repeats(call.value))
                 ):
@@ -2693,6 +2700,7 @@ class ToolValidator:
             or self._scalar_enums
             or self._keyed_dicts
             or self._sets
+            or self._lax_integers
             or self.check is not None
         ):
             return None
@@ -2856,6 +2864,11 @@ class ToolValidator:
         which strict Pydantic takes as the member: coercion records it as `integral_number`,
         as it does for an integer field, or refuses it with that rule off."""
         return self._found_in(call, _FRACTION_OR_EXPONENT, whole_float_in_integer_enum)
+
+    def _float_for_integer(self, call: CallLike) -> bool:
+        """Whether a lax model's integer field got a number written as a float, which it
+        would round into an int without a word."""
+        return self._found_in(call, _FRACTION_OR_EXPONENT, float_for_integer)
 
     def _unix_timestamp_text(self, call: CallLike) -> bool:
         """Whether a date or date-time field holds a number as text (`"1700000000"`), which
