@@ -177,3 +177,44 @@ proptest! {
         prop_assert_eq!(early, 0);
     }
 }
+
+#[test]
+fn the_value_a_repeated_key_leaves_is_checked_under_the_calls_own_limits() {
+    // A value deeper than the default limit, which this assembler allows: the value the text
+    // stands for was checked under the default limits, stopped at the deep value, and the
+    // violation after it (the last `n`) went unseen.
+    let mut registry = Registry::new();
+    let schema = json!({
+        "type": "object",
+        "properties": {"n": {"type": "integer"}, "doc": {}},
+        "additionalProperties": false
+    });
+    registry.add("tool", &schema).expect("schema");
+    let registry = Arc::new(registry);
+    let deep = format!("{}{}", "[".repeat(70), "]".repeat(70));
+    let config = ScanConfig {
+        max_depth: 128,
+        duplicate_keys: DuplicateKeys::LastWins,
+        ..ScanConfig::default()
+    };
+    for (text, broken) in [
+        (format!(r#"{{"doc": {deep}, "n": 3, "n": "x"}}"#), true),
+        (format!(r#"{{"doc": {deep}, "n": "x", "n": 3}}"#), false),
+    ] {
+        let assembler_config = AssemblerConfig {
+            scan: config,
+            ..AssemblerConfig::default()
+        };
+        let mut asm =
+            Assembler::with_tools(assembler_config, Arc::clone(&registry)).expect("config");
+        asm.feed(&delta(Some("tool"), text.as_bytes()))
+            .expect("feed");
+        let error = asm.finish().expect("finish").remove(0).error;
+        assert_eq!(error.is_some(), broken, "{text}: {error:?}");
+        let checked = registry.check_with("tool", text.as_bytes(), config);
+        assert_eq!(checked.is_some(), broken, "{text}: {checked:?}");
+        if let Some(e) = error {
+            assert_eq!(e.kind, ErrorKind::SchemaViolation);
+        }
+    }
+}

@@ -1466,6 +1466,53 @@ def test_a_lax_model_keeps_the_strict_mode_of_its_own_fields(prechecked: bool) -
     assert tools.validate(call(name, '{"count": 5}', tools=tools if prechecked else None)).ok
 
 
+class Store(BaseModel):
+    """Store a document."""
+
+    model_config = ConfigDict(strict=False)
+    overwrite: bool = False
+    count: int = 0
+    doc: Any = None
+
+
+@pytest.mark.parametrize("prechecked", [False, True])
+@pytest.mark.parametrize(
+    ("arguments", "duplicate_keys", "errors", "rules"),
+    [
+        ('{"doc": %s, "overwrit": true}', "error", [("/overwrit", "unknown_field")], []),
+        ('{"doc": %s, "count": "30"}', "error", [], ["number_string"]),
+        ('{"doc": %s, "count": "x", "count": "30"}', "last_wins", [], ["number_string"]),
+        (
+            '{"doc": %s, "count": 1, "overwrit": 1, "count": 2}',
+            "last_wins",
+            [("/overwrit", "unknown_field")],
+            [],
+        ),
+    ],
+)
+def test_a_call_past_the_default_depth_gets_the_same_verdict_without_the_pre_check(
+    arguments: str,
+    duplicate_keys: str,
+    errors: list[tuple[str, str]],
+    rules: list[str],
+    prechecked: bool,
+) -> None:
+    # An assembler may take values deeper than the default limit: the check of a call
+    # assembled without the pre-check read its text under the default, and stopped at the deep
+    # value, so what followed went unseen (a misspelt key dropped, a lax conversion
+    # unrecorded); so did the check of the value a repeated key leaves, with the pre-check too.
+    tools = Toolset([Store])
+    text = arguments % ("[" * 70 + "]" * 70)
+    asm = Assembler(
+        tools=tools if prechecked else None, max_depth=128, duplicate_keys=duplicate_keys
+    )
+    asm.feed(0, id="call_1", name="store", arguments=text)
+    (done,) = asm.finish()
+    outcome = tools.validate(done)
+    assert [(e.path, e.code) for e in outcome.errors] == errors
+    assert [c.rule for c in outcome.coercions] == rules
+
+
 class LaxOrder(BaseModel):
     """A lax model with integers in several places."""
 

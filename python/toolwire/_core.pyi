@@ -336,6 +336,9 @@ class ToolRegistry:
         /,
         *,
         duplicate_keys: Literal["error", "last_wins"] = "error",
+        max_depth: int = 64,
+        max_bytes: int = 8388608,
+        max_number_digits: int = 4300,
     ) -> CallError | None:
         """The first schema violation of a complete argument text, as the pre-check reports
         it while a call streams; for calls assembled without the pre-check. Only violations
@@ -348,6 +351,10 @@ class ToolRegistry:
             duplicate_keys: The policy the call was assembled with; under `last_wins` the
                 violation is about the value the text stands for (each repeated key with its
                 last value).
+            max_depth: The call's assembler's `max_depth` (see `ToolCall.limits`).
+            max_bytes: Its `max_bytes`.
+            max_number_digits: Its `max_number_digits`: a text its assembler took is checked
+                to its end under the same limits.
 
         Returns:
             The violation, or None.

@@ -1024,13 +1024,25 @@ class Toolset:
             held: object = getattr(call, "arguments_bytes", None)
             raw = held if isinstance(held, bytes) else call.arguments.encode()
         # Read as the call was: a scan under `error` stops at a duplicate key that `last_wins`
-        # let through, and would miss what follows it.
-        last_wins = isinstance(call, ToolCall) and call.limits.get("duplicate_keys") == "last_wins"
-        return self.registry.check(name, raw, duplicate_keys="last_wins" if last_wins else "error")
+        # let through, and one under the default limits at a value deeper or a number longer
+        # than they allow but the call's assembler took; either would miss what follows.
+        limits = call.limits if isinstance(call, ToolCall) else {}
+        last_wins = limits.get("duplicate_keys") == "last_wins"
+        return self.registry.check(
+            name,
+            raw,
+            duplicate_keys="last_wins" if last_wins else "error",
+            **{key: int(limits[key]) for key in _SCAN_LIMITS if key in limits},
+        )
 
     def validate_all(self, calls: Iterable[CallLike]) -> list[Outcome]:
         """`validate` for each call, in order."""
         return [self.validate(call) for call in calls]
+
+
+_SCAN_LIMITS = ("max_depth", "max_bytes", "max_number_digits")
+"""The assembler limits a call's text was read under (`ToolCall.limits`) that
+`ToolRegistry.check` takes."""
 
 
 def _raw_arguments(call: CallLike) -> bytes | None:

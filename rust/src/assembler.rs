@@ -2088,9 +2088,13 @@ fn finish_call(
     } else {
         let repeated_keys = call.scanner.repeated_keys();
         match (&call.check, registry) {
-            (Some(check), Some(registry)) => {
-                check.first_error(registry, &call.name, &arguments, repeated_keys)
-            }
+            (Some(check), Some(registry)) => check.first_error(
+                registry,
+                &call.name,
+                &arguments,
+                repeated_keys,
+                call.scanner.config(),
+            ),
             (check, _) => check.as_ref().and_then(|c| c.errors().next().cloned()),
         }
     };

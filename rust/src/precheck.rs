@@ -98,8 +98,16 @@ impl Registry {
             duplicate_keys,
             ..ScanConfig::default()
         };
+        self.check_with(name, text, config)
+    }
+
+    /// [`Registry::check_text`] under the limits a call's assembler read it with: a text
+    /// deeper, longer or with longer numbers than the defaults allow, which that assembler
+    /// took, is checked to its end instead of stopping where the default limits would.
+    #[must_use]
+    pub fn check_with(&self, name: &str, text: &[u8], config: ScanConfig) -> Option<Error> {
         let (check, scanner) = self.checked(name, text, config);
-        check.first_error(self, name, text, scanner.repeated_keys())
+        check.first_error(self, name, text, scanner.repeated_keys(), &config)
     }
 
     /// A complete text pushed through a fresh pre-check and scanner, and finished.
@@ -123,12 +131,18 @@ impl Registry {
         name: &str,
         text: &[u8],
         written: impl Iterator<Item = &'e Error>,
+        limits: &ScanConfig,
     ) -> Option<Error> {
         let written: Vec<&Error> = written.collect();
         let Some(value) = build_value(text, BuildOptions::for_complete(true)) else {
             return written.first().map(|e| (*e).clone());
         };
-        let (check, _) = self.checked(name, &value.to_json(), ScanConfig::default());
+        // The value under the limits the text was read with (its own keys are unique).
+        let config = ScanConfig {
+            duplicate_keys: DuplicateKeys::Error,
+            ..*limits
+        };
+        let (check, _) = self.checked(name, &value.to_json(), config);
         let found = check.errors().next()?;
         let same = |e: &&&Error| {
             e.path == found.path
@@ -285,7 +299,8 @@ impl CallCheck {
 
     /// The call's violation once its text (`text`, complete) has been pushed and finished:
     /// the first found, unless the scan saw `repeated_keys` under `last_wins`, where a finding
-    /// may concern a value a later duplicate replaced; see [`Registry::recheck_last_wins`].
+    /// may concern a value a later duplicate replaced; see [`Registry::recheck_last_wins`],
+    /// which reads that value under `limits`, those the text was read with.
     #[must_use]
     pub fn first_error(
         &self,
@@ -293,12 +308,13 @@ impl CallCheck {
         name: &str,
         text: &[u8],
         repeated_keys: bool,
+        limits: &ScanConfig,
     ) -> Option<Error> {
         let first = self.errors().next()?;
         if !(self.provisional && repeated_keys) || self.name_error.is_some() {
             return Some(first.clone());
         }
-        registry.recheck_last_wins(name, text, self.errors())
+        registry.recheck_last_wins(name, text, self.errors(), limits)
     }
 }
 

@@ -1570,18 +1570,26 @@ impl PyToolRegistry {
 
     /// The first schema violation of a complete argument text, as the pre-check would have
     /// reported it while the text streamed: for calls assembled without the pre-check, read
-    /// with their assembler's `duplicate_keys` policy. Grammar errors are the assembler's.
-    #[pyo3(signature = (name, arguments, /, *, duplicate_keys="error"))]
+    /// with their assembler's `duplicate_keys` policy and limits (a text past the default
+    /// limits that its assembler took is still checked to its end). Grammar errors are the
+    /// assembler's.
+    #[pyo3(
+        signature = (name, arguments, /, *, duplicate_keys="error", max_depth=Count(64), max_bytes=Count(8_388_608), max_number_digits=Count(4300)),
+        text_signature = "(self, name, arguments, /, *, duplicate_keys='error', max_depth=64, max_bytes=8388608, max_number_digits=4300)"
+    )]
     fn check(
         &self,
         name: &str,
         arguments: &[u8],
         duplicate_keys: &str,
+        max_depth: Count,
+        max_bytes: Count,
+        max_number_digits: Count,
     ) -> PyResult<Option<PyCallError>> {
-        let policy = duplicate_policy(duplicate_keys)?;
+        let config = scan_config(max_depth, max_bytes, max_number_digits, duplicate_keys)?;
         Ok(self
             .inner
-            .check_text(name, arguments, policy)
+            .check_with(name, arguments, config)
             .as_ref()
             .map(PyCallError::from))
     }
