@@ -589,6 +589,37 @@ def test_a_secret_value_quoted_elsewhere_in_an_error_is_hidden(precheck: bool) -
         assert "hunter2XYZ" not in repr(outcome.errors)
 
 
+class _Charge(BaseModel):
+    amount_cents: int
+    api_key: SecretStr
+
+    @model_validator(mode="after")
+    def _positive(self) -> _Charge:
+        if self.amount_cents <= 0:
+            raise ValueError(
+                "amount_cents must be a positive number of cents; the merchant account"
+                " configured for this charge (see the billing dashboard for its limits and"
+                f" currency) was api key {self.api_key.get_secret_value()}"
+            )
+        return self
+
+
+@pytest.mark.parametrize("precheck", [False, True])
+@pytest.mark.parametrize("key", ["sk_live_51HqLyjWDarjtT1zdp7dcXAMPLEKEYxyz", "sk_1"])
+def test_a_secret_cut_off_by_the_length_limit_of_a_message_is_hidden(
+    precheck: bool, key: str
+) -> None:
+    # The validator's message runs past the 200 characters an error shows, and the cut fell
+    # inside the key: the part left no longer matched the whole key and was shown.
+    tools = Toolset([_Charge])
+    arguments = json.dumps({"amount_cents": 0, "api_key": key})
+    outcome = tools.validate(call(tools, "charge", arguments, precheck=precheck))
+    [error] = outcome.errors
+    assert error.hint is not None and error.hint.endswith(("[redacted]", "[redacted]…"))
+    [message] = tool_messages([call(tools, "charge", arguments, precheck=precheck)], [outcome])
+    assert key[:8] not in json.dumps(message) and key[:8] not in repr(outcome)
+
+
 @pydantic_dataclass
 class _Creds:
     token: SecretStr

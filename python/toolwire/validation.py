@@ -510,10 +510,11 @@ class _HasId(Protocol):
 
 def shown_text(value: str) -> str:
     """Cut free text to 200 characters."""
-    return value if len(value) <= _SHOWN else value[: _SHOWN - 1] + "…"
+    return value if len(value) <= _SHOWN else value[: _SHOWN - 1] + _ELLIPSIS
 
 
 _SHOWN = 200
+_ELLIPSIS = "…"
 
 
 class _Shown(list[str]):
@@ -965,7 +966,27 @@ def without_values(text: str, secrets: Sequence[str]) -> str:
     echoed in a message) and URL-quoted (a query string in a connection error). A short value
     is replaced only where it stands alone (see `_replaced`)."""
     forms = {form for secret in secrets if secret for form in _quoted_forms(secret)}
-    return _replaced(text, forms, REDACTED)
+    return _without_cut_prefix(_replaced(text, forms, REDACTED), forms)
+
+
+# The least of a secret's first characters that a cut text's end is taken to show.
+_CUT_PREFIX = 3
+
+
+def _without_cut_prefix(text: str, forms: set[str]) -> str:
+    """`text`, cut by `shown_text`, with the start of a secret form that the cut left at its
+    end redacted: a validator's message quoting a secret past the 200 characters kept was cut
+    mid-secret, and the part shown no longer matched the whole secret (most of an API key)."""
+    if not text.endswith(_ELLIPSIS):
+        return text
+    body = text[: -len(_ELLIPSIS)]
+    shown = 0
+    for form in forms:
+        for n in range(min(len(form) - 1, len(body)), _CUT_PREFIX - 1, -1):
+            if n > shown and body.endswith(form[:n]):
+                shown = n
+                break
+    return text if shown == 0 else body[:-shown] + REDACTED + _ELLIPSIS
 
 
 def with_value_shown_as(text: str, value: str, shown: str) -> str:
