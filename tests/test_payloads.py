@@ -247,6 +247,21 @@ def test_a_result_that_cannot_be_sent_as_it_is_still_answers_its_call(
         assert json.loads(second) == result  # escaped in JSON, read back the same
 
 
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize(
+    "result", [_CYCLE, {"k": _BrokenText()}, {"text": LONE}, LONE, b"\xff", {"hits": 3}]
+)
+def test_an_outcome_answers_with_a_result_as_tool_messages_does(
+    style: Style, result: object
+) -> None:
+    # The README's repair loop answers each call with `outcome.to_message(call, result=...)`:
+    # a result that cannot be written raised there, and the call was left without a message.
+    (call,) = calls(("call_a", "lookup", "{}"))
+    outcome = Outcome.success(call, "lookup", lang="en")
+    [expected] = tool_messages([call], [result], style=style)
+    assert outcome.to_message(call, style, result=result) == expected
+
+
 @pytest.mark.parametrize(
     "arguments, path",
     [

@@ -720,10 +720,34 @@ def error_content(outcome: Outcome, *, attempt: int = 1) -> str:
 def message_for(
     style: Style, call_id: str, outcome: Outcome, *, attempt: int = 1, result: object = None
 ) -> dict[str, Any]:
-    """The tool-result message for one outcome (with the tool's result when it succeeded)."""
+    """The tool-result message for one outcome (with the tool's result when it succeeded).
+
+    A result that cannot be written (a cycle, bytes that are not UTF-8, a `__str__` that
+    raises) answers the call as an `invalid_result` error, as `tool_messages` answers it: the
+    call must still get its one message."""
     if outcome.ok:
-        return wrap_message(style, call_id, result_content(result), is_error=False)
+        try:
+            content = result_content(result)
+        except Exception:
+            from toolwire.validation import Outcome
+
+            failed = Outcome.failure(
+                _AnsweredCall(call_id), outcome.tool, "invalid_result", lang=outcome.lang
+            )
+            return wrap_message(
+                style, call_id, error_content(failed, attempt=attempt), is_error=True
+            )
+        return wrap_message(style, call_id, content, is_error=False)
     return wrap_message(style, call_id, error_content(outcome, attempt=attempt), is_error=True)
+
+
+class _AnsweredCall:
+    """The id of the call a message answers, as `Outcome.failure` reads it."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, call_id: str) -> None:
+        self.id: str | None = call_id
 
 
 class _CallLike(_Identified, Protocol):
