@@ -582,6 +582,14 @@ impl Placeholder {
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
+/// Whether an event's data (trimmed) is OpenAI's end-of-stream marker: the `openai` SDK stops
+/// at any data that starts with `[DONE]` (`[DONE]x` included), and so does `feed_sse`, or a
+/// call sent after it would run from the raw path alone.
+#[must_use]
+pub fn is_done_marker(data: &[u8]) -> bool {
+    data.starts_with(b"[DONE]")
+}
+
 /// A hash of a whole event's bytes, to tell an event sent again from another with its number.
 /// Eight bytes a step: every Responses event is hashed, and `fnv`'s byte a step cost a quarter
 /// of the raw path's time on a long call.
@@ -830,7 +838,7 @@ impl Decoder {
         if trimmed.is_empty() {
             return Ok(None);
         }
-        if trimmed == b"[DONE]" {
+        if is_done_marker(trimmed) {
             emit(Action::Done);
             return Ok(None);
         }

@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use crate::assembler::{Arguments, Assembler, Delta, ToolCall};
-use crate::envelope::{Action, Decoder, EventError, FinishReason, Format};
+use crate::envelope::{is_done_marker, Action, Decoder, EventError, FinishReason, Format};
 use crate::error::Misuse;
 use crate::sse::{Framer, SseConfig, SseError, Tail};
 
@@ -472,7 +472,7 @@ impl StreamDecoder {
             if state.closed {
                 // The `openai` SDK stops reading at `[DONE]`: what follows is in no response
                 // it shows, and a call in it must not run from the raw path alone.
-                if !data.is_empty() && data != b"[DONE]" {
+                if !data.is_empty() && !is_done_marker(data) {
                     state
                         .errors
                         .record(StreamErrorKind::AfterDone, state.events, || {
@@ -484,7 +484,7 @@ impl StreamDecoder {
             }
             // Anthropic streams end with `message_stop`, and the `anthropic` SDK reads on past
             // a `[DONE]`, so only an OpenAI stream (or one of no known format yet) ends there.
-            state.closed = data == b"[DONE]" && state.format != Some(Format::Anthropic);
+            state.closed = is_done_marker(data) && state.format != Some(Format::Anthropic);
             state.note_dropped(assembler, event.dropped_before);
             let mut apply = |action: Action<'_>| state.apply(assembler, action);
             match decoder.decode(event.event, event.data, &mut apply) {

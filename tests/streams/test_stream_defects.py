@@ -170,3 +170,23 @@ def test_every_path_reads_the_same_stopping_reasons(
         ("f", None),
         ("g", "filtered"),
     ]
+
+
+@pytest.mark.parametrize("marker", ["[DONE]x", "[DONE] ", "[DONE]{}"])
+def test_data_that_starts_with_done_ends_the_stream_on_both_paths(
+    sse_server: SSEServer, split: str, marker: str
+) -> None:
+    # The openai SDK stops at any data that starts with `[DONE]`; `feed_sse` ended only at
+    # `[DONE]` itself, reported `[DONE]x` as malformed and read on, so a call sent after it
+    # came back runnable from the raw path alone.
+    first = chat_stream([Call("lookup", '{"a": 1}')])
+    later = chat_stream([Call("delete_account", '{"really": true}')])
+    body = sse_body(first, "openai-chat").replace(b"data: [DONE]", f"data: {marker}".encode())
+    body += sse_body(later, "openai-chat")
+    route = sse_server.register(body, split=split)
+    _, stream = assemble_both(route, "openai-chat")
+    assert [(c.name, c.value, c.ok) for c in stream.calls] == [("lookup", {"a": 1}, True)]
+    raw = Assembler()
+    raw.feed_sse(body)
+    assert [c.name for c in raw.finish()] == ["lookup"]
+    assert {kind for kind, _, _ in raw.stream_errors()} == {"after_done"}
