@@ -586,6 +586,20 @@ class Assembler:
     def _may_hold(self, n: int, /) -> bool:
         """Whether `n` bytes an adapter holds for an open call fit beside what the response has
         kept under `max_stream_bytes`; False once the response is over its limit."""
+    def _tracks_progress(self) -> bool:
+        """Whether progress items are recorded (`track_progress` or `progress_into`): an
+        adapter that reads arguments as values records them itself only then."""
+    def _record_progress(
+        self, index: int | None, path: str, text: str, string: bool, ends: bool, /
+    ) -> None:
+        """Records a progress item of the call open under wire key `index` whose arguments an
+        adapter reads as values (Vertex AI `partialArgs` pieces): `text` appended to the string
+        at JSON Pointer `path` (`string`; `ends` when no more of it comes), or the JSON text of
+        the number or literal there. From the first one on, the call's own text adds no items."""
+    def _stop_progress(self, index: int | None, /) -> None:
+        """Records no more progress items for the call open under wire key `index`, from
+        values or from its text: the values an adapter reads its arguments as do not make what
+        the call will hold."""
     def _set_aside(
         self,
         index: int | None,

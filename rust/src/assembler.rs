@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Misuse, SchemaDetail};
 use crate::precheck::{CallCheck, Registry};
-use crate::progress::{Progress, ProgressItem};
+use crate::progress::{Progress, ProgressItem, Recorded};
 use crate::scanner::{is_ws, ScanConfig, Scanner};
 use crate::tokens::same_tokens;
 use crate::value::{build, BuildOptions, PartialOptions, Sink};
@@ -531,9 +531,9 @@ impl Call {
     }
 
     /// Scans the fragments appended since the last scan, through the pre-check if there is one
-    /// (a call that tracks progress is never behind).
+    /// (a call whose progress comes from its scanner is never behind).
     fn sync(&mut self) {
-        if self.progress.is_none() && self.scanner.unscanned() > 0 {
+        if scanned_progress(&mut self.progress).is_none() && self.scanner.unscanned() > 0 {
             self.scan_now(b"");
         }
     }
@@ -1183,6 +1183,10 @@ impl Assembler {
                         attach_check(call, reg);
                     }
                     push_checked(call, text);
+                    if let Some(progress) = call.progress.as_deref_mut() {
+                        // The whole value of recorded items: a string still open is whole.
+                        progress.end_string();
+                    }
                 }
             }
         }
@@ -1667,6 +1671,49 @@ impl Assembler {
         }
     }
 
+    /// Records a progress item for the call at `ordinal` that arrived as a value, not as text
+    /// (a Vertex AI `partialArgs` piece): see [`Progress::record`]. From the first one on, the
+    /// call's text (written from those values when the call closes) adds no items of its own.
+    /// Nothing is recorded without `track_progress`, once the response is refused whole, or
+    /// for a path deeper than `max_depth`, which makes the call `too_deep`: nothing more is
+    /// recorded for it then, as the scanner records nothing past that error.
+    ///
+    /// # Errors
+    /// [`Misuse`] after finish or for an unknown ordinal.
+    pub fn record_progress(
+        &mut self,
+        ordinal: usize,
+        path: &str,
+        text: &str,
+        value: Recorded,
+    ) -> Result<(), Misuse> {
+        let (over, max_depth) = (self.over.is_some(), self.config.scan.max_depth);
+        let call = self.open_call_mut(ordinal)?;
+        let Some(progress) = call.progress.as_deref_mut().filter(|_| !over) else {
+            return Ok(());
+        };
+        // Each step of the pointer is a container the value is inside.
+        if memchr::memchr_iter(b'/', path.as_bytes()).count() > max_depth {
+            progress.stop_recording();
+        } else {
+            progress.record(path, text, value);
+        }
+        Ok(())
+    }
+
+    /// Records no more progress items for the call at `ordinal`, from values or from its text:
+    /// the values its arguments arrive as do not make what the call will hold (Vertex AI pieces
+    /// that do not merge). The items already recorded stay to be drained.
+    ///
+    /// # Errors
+    /// [`Misuse`] after finish or for an unknown ordinal.
+    pub fn stop_progress(&mut self, ordinal: usize) -> Result<(), Misuse> {
+        if let Some(progress) = self.open_call_mut(ordinal)?.progress.as_deref_mut() {
+            progress.stop_recording();
+        }
+        Ok(())
+    }
+
     /// The index the call at `ordinal` reports ([`ToolCall::index`]): its wire index, or the
     /// one [`Assembler::set_index`] gave it.
     pub fn index(&self, ordinal: usize) -> Option<i64> {
@@ -1890,11 +1937,11 @@ fn attach_check(call: &mut Call, registry: &Registry) {
 }
 
 fn push_checked(call: &mut Call, text: &[u8]) {
-    if let Some(progress) = &mut call.progress {
+    if let Some(progress) = scanned_progress(&mut call.progress) {
         // Progress reports every fragment's events as they arrive.
         match &mut call.check {
-            Some(check) => check.push_also(&mut call.scanner, text, &mut **progress),
-            None => call.scanner.feed_with(text, &mut **progress),
+            Some(check) => check.push_also(&mut call.scanner, text, progress),
+            None => call.scanner.feed_with(text, progress),
         }
     } else if !call.scanner.try_append(text) {
         // Bytes past `max_bytes` (or after finish): the scanner decides them now.
@@ -2050,9 +2097,9 @@ fn finish_call(
     let json_result = if blank || deferred {
         Ok(())
     } else {
-        match (&mut call.check, &mut call.progress) {
+        match (&mut call.check, scanned_progress(&mut call.progress)) {
             (Some(check), _) => check.finish(&mut call.scanner),
-            (None, Some(p)) => call.scanner.finish_with(&mut **p),
+            (None, Some(p)) => call.scanner.finish_with(p),
             (None, None) => call.scanner.finish(),
         }
     };
@@ -2262,6 +2309,13 @@ fn settle_held(call: &mut Call) {
     }
 }
 
+/// A call's progress when its items come from its scanner's events: `None` without progress
+/// tracking, and for items recorded from outside ([`Progress::record`]), whose call text is
+/// scanned as a call's without tracking is.
+fn scanned_progress(progress: &mut Option<Box<Progress>>) -> Option<&mut Progress> {
+    progress.as_deref_mut().filter(|p| !p.is_recorded())
+}
+
 /// Completes a top-level number at the end of a call's text for its progress items, once no
 /// fragment can follow (its end event, or `finish`, which releases progress items before it
 /// finishes the calls). Held fragments, still undecided, leave the call as it is.
@@ -2269,7 +2323,7 @@ fn complete_for_progress(call: &mut Call) {
     if call.held.is_some() {
         return;
     }
-    if let Some(progress) = call.progress.as_deref_mut() {
+    if let Some(progress) = scanned_progress(&mut call.progress) {
         match call.check.as_deref_mut() {
             Some(check) => check.complete_top_level_number_also(&mut call.scanner, progress),
             None => call.scanner.complete_top_level_number(progress),
@@ -2453,6 +2507,111 @@ mod tests {
         })
         .expect("feed");
         asm.calls.remove(0)
+    }
+
+    fn tracking(config: AssemblerConfig) -> Assembler {
+        let mut asm = Assembler::new(AssemblerConfig {
+            track_progress: true,
+            ..config
+        })
+        .expect("config");
+        asm.feed(&Delta {
+            index: Some(0),
+            name: Some("f"),
+            ..Delta::default()
+        })
+        .expect("feed");
+        asm
+    }
+
+    fn feed_value(asm: &mut Assembler, text: &[u8]) {
+        asm.feed(&Delta {
+            index: Some(0),
+            arguments: Some(Arguments::Value(text)),
+            ..Delta::default()
+        })
+        .expect("feed");
+    }
+
+    /// (path, text, complete) of each item drained.
+    fn drained(asm: &mut Assembler) -> Vec<(String, String, bool)> {
+        asm.drain_progress()
+            .into_iter()
+            .map(|(_, i)| (i.path, i.text, i.complete))
+            .collect()
+    }
+
+    fn item(path: &str, text: &str, complete: bool) -> (String, String, bool) {
+        (path.to_owned(), text.to_owned(), complete)
+    }
+
+    #[test]
+    fn the_text_of_recorded_values_adds_no_items_of_its_own() {
+        let mut asm = tracking(AssemblerConfig::default());
+        asm.record_progress(0, "/a", "x", Recorded::String { ends: false })
+            .expect("record");
+        asm.record_progress(0, "/a", "y", Recorded::String { ends: false })
+            .expect("record");
+        assert_eq!(drained(&mut asm), [item("/a", "xy", false)]);
+        // The call closes: its text, written from the values, is whole, and so is the string.
+        feed_value(&mut asm, br#"{"a":"xy"}"#);
+        assert_eq!(drained(&mut asm), [item("/a", "", true)]);
+        let calls = asm.finish().expect("finish");
+        assert_eq!(calls[0].arguments, br#"{"a":"xy"}"#);
+        assert_eq!(calls[0].error, None);
+        assert!(asm.drain_progress().is_empty());
+    }
+
+    #[test]
+    fn a_call_whose_values_are_not_recorded_is_scanned_for_items() {
+        let mut asm = tracking(AssemblerConfig::default());
+        feed_value(&mut asm, br#"{"a":"xy","n":1}"#);
+        assert_eq!(
+            drained(&mut asm),
+            [item("/a", "xy", true), item("/n", "1", true)]
+        );
+    }
+
+    #[test]
+    fn nothing_is_recorded_without_tracking_or_past_max_depth() {
+        let mut asm = Assembler::new(AssemblerConfig::default()).expect("config");
+        asm.feed(&Delta {
+            index: Some(0),
+            name: Some("f"),
+            ..Delta::default()
+        })
+        .expect("feed");
+        asm.record_progress(0, "/a", "1", Recorded::Scalar)
+            .expect("record");
+        assert!(asm.drain_progress().is_empty());
+        assert_eq!(
+            asm.record_progress(1, "/a", "1", Recorded::Scalar),
+            Err(Misuse::NoSuchCall(1))
+        );
+
+        // A value inside three containers, under `max_depth` 2: the call is `too_deep`, and
+        // nothing after it is recorded, as the scanner records nothing past that error.
+        let scan = ScanConfig {
+            max_depth: 2,
+            ..ScanConfig::default()
+        };
+        let mut asm = tracking(AssemblerConfig {
+            scan,
+            ..AssemblerConfig::default()
+        });
+        asm.record_progress(0, "/a/b", "1", Recorded::Scalar)
+            .expect("record");
+        asm.record_progress(0, "/a/c/d", "2", Recorded::Scalar)
+            .expect("record");
+        asm.record_progress(0, "/e", "3", Recorded::Scalar)
+            .expect("record");
+        feed_value(&mut asm, br#"{"a":{"b":1,"c":{"d":2}},"e":3}"#);
+        assert_eq!(drained(&mut asm), [item("/a/b", "1", true)]);
+        let calls = asm.finish().expect("finish");
+        assert_eq!(
+            calls[0].error.as_ref().map(|e| e.kind),
+            Some(ErrorKind::TooDeep)
+        );
     }
 
     #[test]

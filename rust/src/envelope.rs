@@ -54,6 +54,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::assembler::{Arguments, Delta};
+use crate::progress::Recorded;
 
 mod gemini;
 mod items;
@@ -234,6 +235,24 @@ pub enum Action<'a> {
     /// this path cannot read exactly as `feed_chunk` does: the call ends `lost_event` and
     /// never runs.
     UnreadArguments(i64),
+    /// Gemini: a progress item of the call at this wire key, whose arguments arrive as values
+    /// (Vertex AI `partialArgs` pieces, merged as they come): see
+    /// [`crate::Assembler::record_progress`]. Emitted only after
+    /// [`Decoder::set_track_progress`].
+    Progress {
+        /// The wire key of the call.
+        index: i64,
+        /// The JSON Pointer of the value.
+        path: &'a str,
+        /// The text appended to the string there, or the JSON text of the number or literal.
+        text: &'a str,
+        /// What the text is.
+        value: Recorded,
+    },
+    /// Gemini: the pieces of the call at this wire key do not make one object (or hold what
+    /// this path cannot read): nothing more of it is a progress item, its text included (see
+    /// [`crate::Assembler::stop_progress`]). Emitted only after [`Decoder::set_track_progress`].
+    StopProgress(i64),
     /// Gemini: the body ended before the answer did (no finish reason after the last call):
     /// a call still without arguments was cut off, as after a dropped connection.
     Interrupt(&'a str),
@@ -651,6 +670,8 @@ pub struct Decoder {
     /// Most bytes of `partialArgs` pieces merged in one stream (the assembler's
     /// `max_stream_bytes`; none until [`Decoder::set_keep_limit`]).
     keep_limit: Option<usize>,
+    /// Report progress items of merged arguments ([`Decoder::set_track_progress`]).
+    progress: bool,
     /// Bytes of arguments set aside (Anthropic block inputs, Responses `added` arguments) and of
     /// fragments held for a surrogate half, counted by the assembler while held (see
     /// [`Action::SetAside`], [`Action::HoldFragment`]).
@@ -801,6 +822,12 @@ impl Decoder {
     /// Bounds what the decoder holds for calls still open (merged `partialArgs` pieces).
     pub fn set_keep_limit(&mut self, limit: usize) {
         self.keep_limit = Some(limit);
+    }
+
+    /// Reports progress items ([`Action::Progress`]) for arguments the decoder merges itself
+    /// (Vertex AI `partialArgs`), for an assembler that tracks progress.
+    pub fn set_track_progress(&mut self, on: bool) {
+        self.progress = on;
     }
 
     /// Bytes of arguments held for calls still open (set aside, or a fragment held for its

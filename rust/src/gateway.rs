@@ -349,6 +349,23 @@ impl State {
                     );
                 }
             }
+            Action::Progress {
+                index,
+                path,
+                text,
+                value,
+            } => {
+                if let Some(ordinal) = assembler.ordinal_of(Some(index)) {
+                    // Fails only after `finish`, which `StreamDecoder` rules out.
+                    let _ = assembler.record_progress(ordinal, path, text, value);
+                }
+            }
+            Action::StopProgress(index) => {
+                if let Some(ordinal) = assembler.ordinal_of(Some(index)) {
+                    // Fails only after `finish`, which `StreamDecoder` rules out.
+                    let _ = assembler.stop_progress(ordinal);
+                }
+            }
             Action::Interrupt(reason) => {
                 // Fails only after `finish`, which `StreamDecoder` rules out.
                 let _ = assembler.interrupt(reason);
@@ -450,10 +467,14 @@ impl StreamDecoder {
             return Err(Misuse::Finished);
         }
         let config = self.config;
-        let keep_limit = self.assembler.config().max_stream_bytes;
+        let (keep_limit, progress) = (
+            self.assembler.config().max_stream_bytes,
+            self.assembler.config().track_progress,
+        );
         let body = self.body.get_or_insert_with(|| {
             let mut decoder = Decoder::new();
             decoder.set_keep_limit(keep_limit);
+            decoder.set_track_progress(progress);
             Box::new(Body {
                 framer: Framer::new(config),
                 decoder,

@@ -10,6 +10,10 @@
 //!   with a shared pointer) per value was most of the cost of tracking a dense object.
 //! - The pointer of the string being written is kept while it lasts, so its pieces after a
 //!   drain do not rebuild it.
+//! - Arguments that arrive as values rather than text (Vertex AI's `partialArgs` pieces) are
+//!   recorded by whoever reads them, with [`Progress::record`], as each piece arrives. The call's
+//!   text, written from those values when it closes, is then not scanned for items: the items
+//!   would come a second time, all at once and only at the end.
 
 use crate::scanner::push_pointer_token;
 use crate::visit::{ValueKind, Visitor};
@@ -35,6 +39,31 @@ struct Level {
     prefix_len: usize,
 }
 
+/// What a recorded item ([`Progress::record`]) holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// Text appended to the string at the path: it starts the string, or goes on with the one
+    /// the last item recorded at the same path if that one did not end. `ends` when no more of
+    /// it comes.
+    String {
+        /// The string is complete with this text.
+        ends: bool,
+    },
+    /// The JSON text of a complete number or literal.
+    Scalar,
+}
+
+/// Where a call's items come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// The scanner's events.
+    Scanner,
+    /// [`Progress::record`]; `open` while the last string recorded may go on.
+    Recorded { open: bool },
+    /// Recording stopped ([`Progress::stop_recording`]): nothing more is recorded.
+    Stopped,
+}
+
 /// Visitor that records progress items.
 #[derive(Debug)]
 pub struct Progress {
@@ -57,6 +86,7 @@ pub struct Progress {
     string_path: String,
     /// True while the last item is an open string that pieces extend.
     open_string: bool,
+    source: Source,
 }
 
 /// An item not yet drained; its text is `text[previous item's end..end]` and its path
@@ -89,11 +119,74 @@ impl Default for Progress {
             items: Vec::with_capacity(PENDING_ITEMS),
             string_path: String::with_capacity(POINTER_BYTES),
             open_string: false,
+            source: Source::Scanner,
         }
     }
 }
 
 impl Progress {
+    /// Records an item that no scanned byte gave: `text` appended to the string at `path` (a
+    /// JSON Pointer), or the JSON text of the number or literal there, as the scanner would
+    /// have recorded them for the same value. From the first one on, the scanner's events are
+    /// not recorded (see [`Progress::is_recorded`]): the items are only ever recorded this way.
+    /// A string left open ends when an item at another path comes, or at
+    /// [`Progress::end_string`]. Nothing is recorded once [`Progress::stop_recording`] was
+    /// called.
+    pub fn record(&mut self, path: &str, text: &str, value: Recorded) {
+        let open = match self.source {
+            Source::Stopped => return,
+            Source::Scanner => false,
+            Source::Recorded { open } => open,
+        };
+        let goes_on = open && matches!(value, Recorded::String { .. }) && self.string_path == path;
+        if open && !goes_on {
+            self.string_end(0);
+        }
+        match value {
+            Recorded::String { ends } => {
+                if !goes_on {
+                    path.clone_into(&mut self.string_path);
+                    self.paths.push_str(path);
+                    self.push_item(false, false);
+                    self.open_string = true;
+                }
+                self.string_piece(text.as_bytes(), 0, false);
+                if ends {
+                    self.string_end(0);
+                }
+                self.source = Source::Recorded { open: !ends };
+            }
+            Recorded::Scalar => {
+                self.paths.push_str(path);
+                self.push_item(false, true);
+                self.extend_last(text.as_bytes());
+                self.open_string = false;
+                self.source = Source::Recorded { open: false };
+            }
+        }
+    }
+
+    /// Ends the string recorded last, if it may still go on: its whole value arrived.
+    pub fn end_string(&mut self) {
+        if self.source == (Source::Recorded { open: true }) {
+            self.string_end(0);
+            self.source = Source::Recorded { open: false };
+        }
+    }
+
+    /// Records nothing more: the values that would follow are ones the call will never hold
+    /// (the items so far stay to be drained). The scanner's events are not recorded either.
+    pub fn stop_recording(&mut self) {
+        self.source = Source::Stopped;
+    }
+
+    /// True once items are recorded with [`Progress::record`] (or recording stopped): the
+    /// call's text is then scanned without this visitor.
+    #[must_use]
+    pub fn is_recorded(&self) -> bool {
+        self.source != Source::Scanner
+    }
+
     /// Appends the pointer of the current value (the container prefix and the member token)
     /// to `out`.
     fn push_pointer(&self, out: &mut String) {
@@ -422,6 +515,85 @@ mod tests {
         scanner.push_with(&"東京\"}".as_bytes()[1..], &mut progress);
         let texts: Vec<String> = progress.drain().into_iter().map(|i| i.text).collect();
         assert_eq!(texts, vec!["東京".to_owned()]);
+    }
+
+    /// (path, text, complete, continues) of each item drained.
+    fn drained(progress: &mut Progress) -> Vec<(String, String, bool, bool)> {
+        let mut out = Vec::new();
+        progress.drain_each(|path, text, complete, continues| {
+            out.push((path.to_owned(), text.to_owned(), complete, continues));
+        });
+        out
+    }
+
+    fn item(
+        path: &str,
+        text: &str,
+        complete: bool,
+        continues: bool,
+    ) -> (String, String, bool, bool) {
+        (path.to_owned(), text.to_owned(), complete, continues)
+    }
+
+    #[test]
+    fn recorded_items_mean_what_scanned_ones_mean() {
+        // The pieces of `{"a~/b": "xyz", "n": [1.5, true]}` as values: the items the scanner
+        // gives for its text, piece by piece.
+        let mut progress = Progress::default();
+        assert!(!progress.is_recorded());
+        progress.record("/a~0~1b", "x", Recorded::String { ends: false });
+        assert!(progress.is_recorded());
+        assert_eq!(drained(&mut progress), [item("/a~0~1b", "x", false, false)]);
+        progress.record("/a~0~1b", "y", Recorded::String { ends: false });
+        progress.record("/a~0~1b", "z", Recorded::String { ends: true });
+        progress.record("/n/0", "1.5", Recorded::Scalar);
+        assert_eq!(
+            drained(&mut progress),
+            [
+                item("/a~0~1b", "yz", true, true),
+                item("/n/0", "1.5", true, false)
+            ]
+        );
+        // An item at another path ends a string left open; one at its path starts another.
+        progress.record("/s", "", Recorded::String { ends: false });
+        assert_eq!(drained(&mut progress), [item("/s", "", false, false)]);
+        progress.record("/n/1", "true", Recorded::Scalar);
+        progress.record("/t", "q", Recorded::String { ends: true });
+        progress.record("/t", "r", Recorded::String { ends: true });
+        assert_eq!(
+            drained(&mut progress),
+            [
+                item("/s", "", true, true),
+                item("/n/1", "true", true, false),
+                item("/t", "q", true, false),
+                item("/t", "r", true, false)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_recorded_string_ends_when_its_value_is_whole() {
+        let mut progress = Progress::default();
+        progress.record("/a", "x", Recorded::String { ends: false });
+        progress.end_string();
+        progress.end_string();
+        assert_eq!(drained(&mut progress), [item("/a", "x", true, false)]);
+        progress.record("/b", "y", Recorded::String { ends: false });
+        assert_eq!(drained(&mut progress), [item("/b", "y", false, false)]);
+        progress.end_string();
+        assert_eq!(drained(&mut progress), [item("/b", "", true, true)]);
+    }
+
+    #[test]
+    fn nothing_is_recorded_once_recording_stopped() {
+        let mut progress = Progress::default();
+        progress.record("/a", "x", Recorded::String { ends: false });
+        progress.stop_recording();
+        progress.record("/a", "y", Recorded::String { ends: true });
+        progress.record("/b", "1", Recorded::Scalar);
+        progress.end_string();
+        assert!(progress.is_recorded());
+        assert_eq!(drained(&mut progress), [item("/a", "x", false, false)]);
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crate::error::{Error, Misuse};
 use crate::gateway::{StreamDecoder, StreamErrorKind};
 use crate::outline::outline;
 use crate::precheck::Registry;
+use crate::progress::Recorded;
 use crate::scanner::{
     is_number_lexeme, DuplicateKeys, ScanConfig, Scanner, Status, PLAIN_NUMBER_CHARS,
 };
@@ -2412,6 +2413,55 @@ impl PyAssembler {
         let Count(n) = n;
         let mut this = slf.try_borrow_mut().map_err(in_use)?;
         Ok(this.decoder.assembler_mut().may_hold(n))
+    }
+
+    /// Whether progress items are recorded (`track_progress` or `progress_into`): an adapter
+    /// that reads arguments as values records them itself only then (`_record_progress`).
+    fn _tracks_progress(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        let this = slf.try_borrow().map_err(in_use)?;
+        Ok(this.decoder.assembler().config().track_progress)
+    }
+
+    /// Records a progress item of the call open under wire key `index` whose arguments an
+    /// adapter reads as values (Vertex AI `partialArgs` pieces): `text` appended to the string
+    /// at JSON Pointer `path` (`string`; `ends` when no more of it comes), or the JSON text of
+    /// the number or literal there (see [`Assembler::record_progress`]).
+    #[pyo3(signature = (index, path, text, string, ends, /))]
+    fn _record_progress(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        index: Option<i64>,
+        path: &str,
+        text: &str,
+        string: bool,
+        ends: bool,
+    ) -> PyResult<()> {
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        let assembler = this.decoder.assembler_mut();
+        if let Some(ordinal) = assembler.ordinal_of(index) {
+            let value = if string {
+                Recorded::String { ends }
+            } else {
+                Recorded::Scalar
+            };
+            assembler
+                .record_progress(ordinal, path, text, value)
+                .map_err(|e| misuse(&e))?;
+        }
+        this.flush_progress(py)
+    }
+
+    /// Records no more progress items for the call open under wire key `index`, from values or
+    /// from its text: the values an adapter reads its arguments as do not make what the call
+    /// will hold (see [`Assembler::stop_progress`]).
+    #[pyo3(signature = (index, /))]
+    fn _stop_progress(slf: &Bound<'_, Self>, index: Option<i64>) -> PyResult<()> {
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        let assembler = this.decoder.assembler_mut();
+        if let Some(ordinal) = assembler.ordinal_of(index) {
+            assembler.stop_progress(ordinal).map_err(|e| misuse(&e))?;
+        }
+        Ok(())
     }
 
     /// Sets aside `arguments` (as `feed` takes them) for the call open under wire key `index`,

@@ -618,6 +618,18 @@ class RecordingSink:
         # Held bytes are not a delta: the recording sink sets no limit.
         return True
 
+    def _tracks_progress(self) -> bool:
+        # Progress items are not deltas: the recording sink tracks none.
+        return False
+
+    def _stop_progress(self, index: int | None) -> None:
+        self.calls.append(("stop_progress", index))
+
+    def _record_progress(
+        self, index: int | None, path: str, text: str, string: bool, ends: bool
+    ) -> None:
+        self.calls.append(("progress", index, path, text, string, ends))
+
     def _set_aside(self, index: int | None, arguments: Any) -> int | None:
         # Set-aside arguments are not a delta either: kept, with no limit to count them against.
         return 0

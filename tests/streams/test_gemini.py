@@ -10,11 +10,14 @@ import json
 import math
 import random
 import struct
+from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from google.genai import errors as genai_errors
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("toolwire._core")
 
@@ -829,13 +832,13 @@ def _string_in_pieces(path: str, text: str, size: int) -> list[dict[str, Any]]:
     ]
 
 
-def test_a_string_continued_over_many_pieces_and_parts_is_joined_whole() -> None:
-    # Each piece of a long string used to copy the whole string so far (a 2 MB string in 10-byte
-    # pieces took half a minute); the pieces are now held and joined once it ends, wherever it
-    # ends: at its last piece, at another path, at whole `args` beside it, or cut by the end of
-    # the stream.
-    long = "東京 🌸 " * 300 + "end"
-    pieces = _string_in_pieces("$.note", long, 7)
+_LONG = "東京 🌸 " * 300 + "end"
+
+
+def _long_string_chunks() -> list[dict[str, Any]]:
+    """A long string in many pieces over many parts, a string that another path ends, whole
+    `args` beside the pieces, and a second call cut before its last piece."""
+    pieces = _string_in_pieces("$.note", _LONG, 7)
     parts = [pieces[i : i + 5] for i in range(0, len(pieces), 5)]
     chunks = [gemini_chunk(gemini_call("f", willContinue=True))]
     chunks += [
@@ -859,9 +862,17 @@ def test_a_string_continued_over_many_pieces_and_parts_is_joined_whole() -> None
             )
         ),
     ]
-    calls = feed_dicts_and_sse(chunks)
+    return chunks
+
+
+def test_a_string_continued_over_many_pieces_and_parts_is_joined_whole() -> None:
+    # Each piece of a long string used to copy the whole string so far (a 2 MB string in 10-byte
+    # pieces took half a minute); the pieces are now held and joined once it ends, wherever it
+    # ends: at its last piece, at another path, at whole `args` beside it, or cut by the end of
+    # the stream.
+    calls = feed_dicts_and_sse(_long_string_chunks())
     assert calls[0].ok and calls[0].value == {
-        "note": long,
+        "note": _LONG,
         "tags": ["abcdefghi"],
         "days": 3,
         "city": "Rome",
@@ -1119,3 +1130,328 @@ def test_usage_and_errors_nested_past_the_stack_do_not_break_the_stream() -> Non
     info = asm.feed_chunk({"error": {"code": 500, "message": "x", "details": deep}})
     assert info.finish_reason == "error" or asm.stream_errors()
     assert asm.finish() == []
+
+
+# --- Progress of streamed arguments ------------------------------------------------------------
+# Each `partialArgs` piece is a progress item as it arrives, on every way in, meaning what the
+# items of the same arguments sent as text mean: joined per JSON Pointer, the items of a call
+# are its final value's strings, and its numbers' and literals' JSON text.
+
+_FEEDS = ("dicts", "objects", "sse")
+Joined = dict[tuple[int, str], str]
+
+
+def _joined(items: list[tuple[int, str, str]]) -> Joined:
+    out: Joined = {}
+    for ordinal, path, text in items:
+        out[ordinal, path] = out.get((ordinal, path), "") + text
+    return out
+
+
+def _progress_per_chunk(chunks: list[dict[str, Any]], feed: str) -> tuple[list[Joined], Any]:
+    """The progress text joined per (call, pointer) after each chunk, fed as `feed` says, and
+    the calls. Finishing adds no item."""
+    from google.genai import types
+
+    items: list[tuple[int, str, str]] = []
+    asm = Assembler(progress_into=items)
+    seen: list[Joined] = []
+    for chunk in chunks:
+        if feed == "sse":
+            asm.feed_sse(sse_body([chunk], FMT))
+        else:
+            model = types.GenerateContentResponse.model_validate
+            asm.feed_chunk(chunk if feed == "dicts" else model(chunk))
+        seen.append(_joined(items))
+    calls = asm.finish()
+    assert _joined(items) == (seen[-1] if seen else {}), "finishing added items"
+    return seen, calls
+
+
+def _value_texts(ordinal: int, value: Any, pointer: str = "") -> Joined:
+    """What the items of `value` join to: each string's text, each number's and literal's JSON
+    text, at its pointer."""
+    if isinstance(value, dict):
+        out: Joined = {}
+        for key, member in cast("dict[str, Any]", value).items():
+            token = key.replace("~", "~0").replace("/", "~1")
+            out.update(_value_texts(ordinal, member, f"{pointer}/{token}"))
+        return out
+    if isinstance(value, list):
+        out = {}
+        for i, item in enumerate(cast("list[Any]", value)):
+            out.update(_value_texts(ordinal, item, f"{pointer}/{i}"))
+        return out
+    return {(ordinal, pointer): value if isinstance(value, str) else json.dumps(value)}
+
+
+def _texts_of(calls: list[Any]) -> Joined:
+    """What the calls' items must join to: a whole call's value; a call cut before its last
+    piece, what came of it (its text without the closing brace)."""
+    out: Joined = {}
+    for call in calls:
+        if call.ok:
+            out.update(_value_texts(call.ordinal, call.value))
+        elif call.error.kind == "truncated" and call.arguments.startswith("{"):
+            out.update(_value_texts(call.ordinal, json.loads(call.arguments + "}")))
+    return out
+
+
+def _grows(seen: list[Joined]) -> None:
+    """Items only ever add text: what a pointer had stays the start of what it has."""
+    for before, after in pairwise(seen):
+        for key, text in before.items():
+            assert after.get(key, "").startswith(text), (key, text, after.get(key))
+
+
+def test_streamed_arguments_report_progress_as_their_pieces_arrive() -> None:
+    chunks = _streamed(*PIECES)
+    expected: list[Joined] = [{}, {(0, "/city"): "東"}]
+    expected.append(
+        {
+            (0, "/city"): "東京 🌸",
+            (0, "/days"): "3",
+            (0, "/units/temp unit"): "C",
+        }
+    )
+    expected.append(
+        {**expected[-1], (0, "/tags/0"): "a", (0, "/tags/1"): "true", (0, "/extra"): "null"}
+    )
+    # The part that closes the call, then the finish reason: the call's text adds nothing.
+    expected += [expected[-1], expected[-1]]
+    for feed in _FEEDS:
+        seen, calls = _progress_per_chunk(chunks, feed)
+        assert seen == expected, feed
+        assert _texts_of(calls) == expected[-1]
+
+
+def _fixture_chunks() -> list[dict[str, Any]]:
+    body = (Path(__file__).parents[1] / "data" / "sse" / "gemini_partial_args.sse").read_bytes()
+    return [json.loads(event[len(b"data: ") :]) for event in body.split(b"\n\n") if event]
+
+
+_SAMPLES = {
+    "pieces": lambda: _streamed(*PIECES),
+    "null": lambda: _streamed(
+        [{"jsonPath": "$.city", "stringValue": "Rome"}, {"jsonPath": "$.note", "nullValue": None}]
+    ),
+    "long string": _long_string_chunks,
+    "recorded body": _fixture_chunks,
+    "after a name-only part": lambda: [
+        gemini_chunk(gemini_call("f")),
+        gemini_chunk(
+            gemini_call(
+                None, partialArgs=[{"jsonPath": "$.a", "numberValue": 1.5}], willContinue=True
+            )
+        ),
+        gemini_chunk(gemini_call(None), finish="STOP"),
+    ],
+    "numbers": lambda: _one_streamed(
+        *[{"jsonPath": f"$.n[{i}]", "numberValue": f} for i, f in enumerate(_floats())],
+        args={f"a{i}": f for i, f in enumerate(_floats()[:40])},
+    ),
+}
+
+
+@pytest.mark.parametrize("sample", list(_SAMPLES))
+def test_progress_of_the_sample_streams_joins_to_their_calls(sample: str) -> None:
+    chunks = _SAMPLES[sample]()
+    per_feed = {feed: _progress_per_chunk(chunks, feed) for feed in _FEEDS}
+    for feed, (seen, calls) in per_feed.items():
+        _grows(seen)
+        assert seen[-1] and seen[-1] == _texts_of(calls), feed
+    # Chunk by chunk, the same items on every way in.
+    assert per_feed["dicts"][0] == per_feed["objects"][0] == per_feed["sse"][0]
+
+
+def test_items_mean_what_the_same_arguments_sent_as_text_give() -> None:
+    # The arguments of each whole call, sent again as text in 5-character fragments (as a chat
+    # stream sends them): their items join to what the pieces' items join to.
+    for sample in ("pieces", "long string", "recorded body", "numbers"):
+        seen, calls = _progress_per_chunk(_SAMPLES[sample](), "dicts")
+        items: list[tuple[int, str, str]] = []
+        text = Assembler(progress_into=items)
+        ordinals: dict[int, int] = {}
+        for call in calls:
+            if call.ok:
+                for at in range(0, len(call.arguments), 5):
+                    fragment = call.arguments[at : at + 5]
+                    fed = text.feed(call.ordinal, name=call.name, arguments=fragment)
+                    ordinals[fed] = call.ordinal
+        text.finish()
+        as_text = {(ordinals[o], path): t for (o, path), t in _joined(items).items()}
+        whole = {key: t for key, t in seen[-1].items() if key[0] in ordinals.values()}
+        assert as_text == whole, sample
+
+
+_KEYS = st.sampled_from(["a", "b c", "x/y", "t~0", "東京", "q'uote", 'd"q', "n1"])
+_LEAVES = st.one_of(
+    st.text(max_size=12),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.booleans(),
+    st.none(),
+)
+# partialArgs carry scalars only: no container is empty.
+_MEMBERS = st.recursive(
+    _LEAVES,
+    lambda inner: (
+        st.lists(inner, min_size=1, max_size=3)
+        | st.dictionaries(_KEYS, inner, min_size=1, max_size=3)
+    ),
+    max_leaves=12,
+)
+_ARGS = st.dictionaries(_KEYS, _MEMBERS, min_size=1, max_size=4)
+
+
+def _path_step(key: str) -> str:
+    return f".{key}" if key.isascii() and key.isalnum() else f"[{json.dumps(key)}]"
+
+
+def _pieces_of(path: str, value: Any, size: int) -> list[dict[str, Any]]:
+    """The pieces of `value` at JSON Path `path`, in document order; strings in pieces of
+    `size` characters."""
+    if isinstance(value, dict):
+        items = cast("dict[str, Any]", value).items()
+        return [p for k, v in items for p in _pieces_of(path + _path_step(k), v, size)]
+    if isinstance(value, list):
+        items = enumerate(cast("list[Any]", value))
+        return [p for i, v in items for p in _pieces_of(f"{path}[{i}]", v, size)]
+    if isinstance(value, str):
+        starts = range(0, max(len(value), 1), size)
+        return [
+            {"jsonPath": path, "stringValue": value[at : at + size], "willContinue": True}
+            if at + size < len(value)
+            else {"jsonPath": path, "stringValue": value[at : at + size]}
+            for at in starts
+        ]
+    if isinstance(value, bool):
+        return [{"jsonPath": path, "boolValue": value}]
+    if value is None:
+        return [{"jsonPath": path, "nullValue": "NULL_VALUE"}]
+    return [{"jsonPath": path, "numberValue": value}]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    args=_ARGS,
+    size=st.integers(1, 5),
+    per_part=st.integers(1, 3),
+    cuts=st.lists(st.integers(0, 10**6), max_size=8),
+)
+def test_generated_streams_report_every_value_once_before_the_call_closes(
+    args: dict[str, Any], size: int, per_part: int, cuts: list[int]
+) -> None:
+    pieces = _pieces_of("$", args, size)
+    parts = [pieces[i : i + per_part] for i in range(0, len(pieces), per_part)]
+    chunks = [gemini_chunk(gemini_call("f", willContinue=True))]
+    chunks += [gemini_chunk(gemini_call(None, partialArgs=p, willContinue=True)) for p in parts]
+    close = gemini_chunk(gemini_call(None), finish="STOP")
+    seen, calls = _progress_per_chunk([*chunks, close], "dicts")
+    (call,) = calls
+    assert call.ok, call.error
+    _grows(seen)
+    # Every value was reported before the part that closes the call.
+    assert seen[-2] == seen[-1] == _texts_of(calls)
+    # The raw body, cut anywhere up to that part, gives the same items by then.
+    body = sse_body(chunks, FMT)
+    at = sorted({0, len(body), *(c % (len(body) + 1) for c in cuts)})
+    items: list[tuple[int, str, str]] = []
+    raw = Assembler(progress_into=items)
+    for start, end in pairwise(at):
+        raw.feed_sse(body[start:end])
+    assert _joined(items) == seen[-2]
+    raw.feed_sse(sse_body([close], FMT))
+    assert raw_key(raw.finish()) == raw_key(calls)
+    assert _joined(items) == seen[-1]
+
+
+@pytest.mark.parametrize(
+    ("pieces", "reported"),
+    [
+        # A value where another shape is: the item before it stays, nothing of it or after.
+        (
+            [
+                {"jsonPath": "$.city", "stringValue": "x"},
+                {"jsonPath": "$.city.inner", "boolValue": True},
+                {"jsonPath": "$.days", "numberValue": 3},
+            ],
+            {(0, "/city"): "x"},
+        ),
+        # A string sent twice, an index with a gap, a path that is none, no object.
+        (
+            [
+                {"jsonPath": "$.city", "stringValue": "x"},
+                {"jsonPath": "$.city", "stringValue": "y"},
+            ],
+            {(0, "/city"): "x"},
+        ),
+        ([{"jsonPath": "$.list[3]", "stringValue": "gap"}], {}),
+        ([{"jsonPath": "city", "stringValue": "no root"}], {}),
+        ([{"jsonPath": "$", "stringValue": "not an object"}], {}),
+        # String pieces that go on with a number.
+        (
+            [
+                {"jsonPath": "$.a", "numberValue": 5, "willContinue": True},
+                {"jsonPath": "$.a", "stringValue": "abc"},
+                {"jsonPath": "$.b", "stringValue": "d"},
+            ],
+            {(0, "/a"): "5"},
+        ),
+    ],
+)
+def test_a_piece_that_breaks_the_call_reports_nothing_nor_what_follows(
+    pieces: list[dict[str, Any]], reported: Joined
+) -> None:
+    later = [{"jsonPath": "$.later", "stringValue": "z"}]
+    chunks = _streamed(pieces, later)
+    for feed in ("dicts", "sse"):
+        seen, calls = _progress_per_chunk(chunks, feed)
+        assert seen[-1] == reported, feed
+        assert [(c.name, c.error and c.error.kind) for c in calls] == [
+            ("get_weather", "mixed_arguments")
+        ]
+
+
+def test_a_path_deeper_than_max_depth_reports_nothing_more() -> None:
+    chunks = _vertex_stream(
+        {"jsonPath": "$.a", "stringValue": "x"},
+        {"jsonPath": "$" + ".b" * 70, "numberValue": 1},
+        {"jsonPath": "$.c", "stringValue": "y"},
+    )
+    for feed in ("dicts", "sse"):
+        seen, calls = _progress_per_chunk(chunks, feed)
+        assert seen[-1] == {(0, "/a"): "x"}, feed
+        assert [c.error and c.error.kind for c in calls] == ["too_deep"]
+
+
+def test_surrogate_halves_in_pieces_on_the_python_path() -> None:
+    # A pair split between two pieces of a string is one character once joined; the items give
+    # it whole. A lone half makes the call `lone_surrogate`: nothing of it or after it is
+    # reported (the raw path, which cannot read it, ends such a call `lost_event`).
+    pair = _vertex_stream(
+        {"jsonPath": "$.a", "stringValue": "x\ud83d", "willContinue": True},
+        {"jsonPath": "$.a", "stringValue": "\ude00y"},
+    )
+    seen, calls = _progress_per_chunk(pair, "dicts")
+    assert seen[1] == {(0, "/a"): "x"}
+    assert seen[-1] == {(0, "/a"): "x😀y"} == _texts_of(calls)
+    lone = _vertex_stream(
+        {"jsonPath": "$.a", "stringValue": "x"},
+        {"jsonPath": "$.b", "stringValue": "y\ud800"},
+        {"jsonPath": "$.c", "stringValue": "z"},
+    )
+    seen, calls = _progress_per_chunk(lone, "dicts")
+    assert seen[-1] == {(0, "/a"): "x"}
+    assert [c.error and c.error.kind for c in calls] == ["lone_surrogate"]
+
+
+def test_without_progress_tracking_the_adapter_records_nothing() -> None:
+    from toolwire.formats.gemini import GeminiAdapter
+
+    from .streamkit import RecordingSink
+
+    sink, adapter = RecordingSink(), GeminiAdapter()
+    for chunk in _long_string_chunks():
+        adapter.handle(chunk, sink)
+    assert not [c for c in sink.calls if c[0] == "progress"]

@@ -92,6 +92,24 @@ class Sink(Protocol):
         """Whether `n` bytes held for an open call fit the response's limit; False once over."""
         ...
 
+    def _tracks_progress(self) -> bool:
+        """Whether progress items are recorded: an adapter records those of arguments it reads
+        as values only then."""
+        ...
+
+    def _stop_progress(self, index: int | None, /) -> None:
+        """Records no more progress items for the call at this wire key, its text included:
+        its values do not make what the call will hold."""
+        ...
+
+    def _record_progress(
+        self, index: int | None, path: str, text: str, string: bool, ends: bool, /
+    ) -> None:
+        """Records a progress item of the call at this wire key whose arguments arrive as
+        values: `text` appended to the string at JSON Pointer `path` (`ends`: no more of it
+        comes), or the JSON text of the number or literal there."""
+        ...
+
     def _set_aside(self, index: int | None, arguments: Arguments, /) -> int | None:
         """Counts arguments set aside for the call at this wire key while they are held: the
         bytes counted, or None when they must not be kept."""

@@ -31,7 +31,7 @@ import re
 
 from toolwire.formats._types import Arguments, Sink
 
-__all__ = ["Utf16", "escape_lone_surrogates", "text_piece"]
+__all__ = ["Utf16", "escape_lone_surrogates", "string_piece", "text_piece"]
 
 _LONE = re.compile("[\ud800-\udfff]")
 
@@ -192,3 +192,18 @@ def text_piece(held: str, text: str) -> tuple[str, str]:
         half = text[-1]
         text = text[:-1]
     return _LONE.sub("\ufffd", _join_pairs(text)), half
+
+
+def string_piece(held: str, text: str, *, more: bool) -> tuple[str, str] | None:
+    """A piece of a string value, with the previous piece's held half, as UTF-8 can carry it:
+    (text, new half), or None when an unpaired surrogate is left in it (the value has no UTF-8
+    form, and a call holding it is `lone_surrogate`). Pairs are joined across pieces; a
+    trailing high surrogate is held while `more` of the string comes."""
+    if not held and text.isascii():
+        return text, ""
+    text = _join_pairs(held + text)
+    half = ""
+    if more and text and _is_high(text[-1]):
+        half = text[-1]
+        text = text[:-1]
+    return None if _LONE.search(text) else (text, half)

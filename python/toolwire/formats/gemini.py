@@ -19,7 +19,13 @@ Design notes:
   ones carry `partialArgs` (a JSON Path and a scalar, strings continued piece by piece) until a
   part without `willContinue` (as google-genai's `FunctionCall` and `PartialArg` describe it;
   not checked against a live Vertex stream). The pieces are merged into one object, fed when
-  the call closes.
+  the call closes. With progress tracking, each value merged is recorded as a progress item as
+  it arrives (`Sink._record_progress`: a string piece's text appended at its path's JSON
+  Pointer, a number's or literal's JSON text as the merged object writes it), and the text fed
+  at the close adds no items of its own. Nothing is recorded for a piece that breaks the call,
+  nor after it, nor from a value with a lone surrogate (the call is `lone_surrogate`):
+  `Sink._stop_progress` keeps the call's text from adding items then too. Without progress
+  tracking nothing is done for it at all.
   A call still waiting for pieces when the candidate or the stream ends is fed as the text it
   has, without its closing brace, so it ends `truncated`; pieces that cannot be merged (a path
   that is not one, a value where another shape already is) end it as `mixed_arguments`. Never
@@ -81,7 +87,7 @@ from toolwire.formats._types import (
     is_limit,
     stops_calls,
 )
-from toolwire.formats._utf16 import Utf16
+from toolwire.formats._utf16 import Utf16, string_piece
 
 __all__ = ["GeminiAdapter"]
 
@@ -245,12 +251,21 @@ class _Open:
     broken: bool = False
     # Bytes of the pieces merged (see `merge`), held until the call closes.
     kept: int = 0
+    # Whether progress items are recorded for the call: asked of the sink once, and False from a
+    # value on that the call cannot hold as UTF-8 text.
+    progress: bool | None = None
+    # Whether the value at `continuing` is a string (pieces of it are then progress items).
+    continuing_str: bool = False
+    # A high surrogate that ended the last piece of the string at `continuing`, held from its
+    # progress item until the next piece pairs it.
+    half: str = ""
 
-    def merge(self, pieces: list[object]) -> None:
+    def merge(self, pieces: list[object], sink: Sink | None = None) -> None:
         """Merge partial pieces in order; a piece that cannot be merged breaks the call.
 
         Each piece merged adds its path and, for a string, its text to `kept`, in UTF-8 bytes
-        (the raw path's `Streamed::kept`)."""
+        (the raw path's `Streamed::kept`). With a `sink`, each value merged into a call not
+        broken is recorded as a progress item."""
         root = self.value if self.value is not None else {}
         self.value = root
         for piece in pieces:
@@ -269,16 +284,52 @@ class _Open:
             if isinstance(value, str):
                 self.kept += _utf8_len(value)
             path = tuple(steps)
-            if self.continuing == path and isinstance(value, str):
-                self.tail.append(value)
+            goes_on = self.continuing == path and isinstance(value, str)
+            if goes_on:
+                self.tail.append(cast(str, value))
             else:
                 self.join_tail()
                 if not _put(root, steps, value, append=False):
                     self.broken = True
                     return
+            if sink is not None:
+                if not goes_on:
+                    self.continuing_str = isinstance(value, str)
+                if self.continuing_str or not goes_on:
+                    # Pieces that go on with a number or literal break the call when joined.
+                    self.report(sink, path, value, goes_on=goes_on, more=more)
             if not more:
                 self.join_tail()
             self.continuing = path if more else None
+
+    def report(
+        self,
+        sink: Sink,
+        steps: tuple[str | int, ...],
+        value: object,
+        *,
+        goes_on: bool,
+        more: bool,
+    ) -> None:
+        """Records the progress item of a value just merged at `steps` (the raw path's
+        `item_of`): a string piece's text (`goes_on`: it continues the string there), or a
+        number's or literal's JSON text."""
+        if not self.progress or self.broken:
+            return
+        held, self.half = self.half, ""
+        if held and not goes_on:
+            # The string before ended on half a pair: the call cannot hold it as text.
+            self.progress = False
+            return
+        if isinstance(value, str):
+            piece = string_piece(held, value, more=more)
+            if piece is None:
+                self.progress = False
+                return
+            text, self.half = piece
+            sink._record_progress(self.key, _pointer(steps), text, True, not more)  # pyright: ignore[reportPrivateUsage]
+        else:
+            sink._record_progress(self.key, _pointer(steps), json.dumps(value), False, True)  # pyright: ignore[reportPrivateUsage]
 
     def join_tail(self) -> None:
         """Appends the pieces held in `tail` to their string in `value`; string pieces that
@@ -293,8 +344,10 @@ class _Open:
         self.join_tail()
         return self.value
 
-    def merge_object(self, args: object) -> None:
-        """Merge whole arguments sent next to the pieces; a member already there breaks it."""
+    def merge_object(self, args: object, sink: Sink | None = None) -> None:
+        """Merge whole arguments sent next to the pieces; a member already there breaks it.
+        With a `sink`, each member merged into a call not broken is recorded as progress items,
+        one per string, number or literal in it."""
         self.join_tail()
         root = self.value if self.value is not None else {}
         self.value = root
@@ -307,6 +360,46 @@ class _Open:
                 self.broken = True
                 return
             root[key] = value
+            if sink is not None and self.progress and not self.broken:
+                self.report_values(sink, key, value)
+
+    def report_values(self, sink: Sink, key: object, value: object) -> None:
+        """Records every string, number and literal in the member `key` of whole arguments, in
+        document order (the raw path's `report_values`); stops recording at what is no JSON the
+        call can hold as text (a lone surrogate, a float that is not finite, a key that is no
+        string, an object of no JSON type)."""
+        if not isinstance(key, str):
+            self.progress = False
+            return
+        stack: list[tuple[tuple[str | int, ...], object]] = [((key,), value)]
+        while stack:
+            steps, item = stack.pop()
+            if isinstance(item, dict):
+                members = list(cast("dict[object, object]", item).items())
+                if not all(isinstance(k, str) for k, _ in members):
+                    self.progress = False
+                    return
+                stack.extend(((*steps, cast(str, k)), v) for k, v in reversed(members))
+            elif isinstance(item, (list, tuple)):
+                items = list(enumerate(cast("list[object]", item)))
+                stack.extend(((*steps, i), v) for i, v in reversed(items))
+            elif (isinstance(item, (str, bool, int)) or item is None) or (
+                isinstance(item, float) and math.isfinite(item)
+            ):
+                self.report(sink, steps, item, goes_on=False, more=False)
+                if not self.progress:
+                    return
+            else:
+                self.progress = False
+                return
+
+
+def _pointer(steps: tuple[str | int, ...]) -> str:
+    """The JSON Pointer of a path's steps."""
+    return "".join(
+        f"/{step}" if isinstance(step, int) else "/" + step.replace("~", "~0").replace("/", "~1")
+        for step in steps
+    )
 
 
 def _tokens(args: object) -> str | None:
@@ -542,10 +635,13 @@ class GeminiAdapter:
         if more or isinstance(pieces, list) or (opened is not None and opened.value is not None):
             streamed = opened or _Open(key)
             state.open = streamed
+            if streamed.progress is None:
+                streamed.progress = sink._tracks_progress()  # pyright: ignore[reportPrivateUsage]
+            progress = sink if streamed.progress else None
             # Past the response's byte limit (refused whole), nothing more of it is held.
             if isinstance(pieces, list) and not state.over:
                 before = streamed.kept
-                streamed.merge(cast("list[object]", pieces))
+                streamed.merge(cast("list[object]", pieces), progress)
                 # What the call holds must fit beside what the response kept.
                 held = streamed.kept
                 if held > before and not sink._may_hold(held):  # pyright: ignore[reportPrivateUsage]
@@ -553,7 +649,12 @@ class GeminiAdapter:
                     streamed.value, streamed.continuing = {}, None
                     streamed.tail.clear()
             if args is not None and not state.over:
-                streamed.merge_object(args)
+                streamed.merge_object(args, progress)
+            if progress is not None and (streamed.broken or not streamed.progress):
+                # The call never holds what its pieces say: nothing more of it is an item, not
+                # even its text when it closes.
+                streamed.progress = False
+                sink._stop_progress(key)  # pyright: ignore[reportPrivateUsage]
             if not more:
                 state.open = None
                 self._close(sink, info, streamed)

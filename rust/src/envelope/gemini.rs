@@ -30,7 +30,11 @@
 //!   by the limit, another call or the end of the body; pieces that do not make one object end
 //!   it `mixed_arguments`. A piece that Python reads where Rust cannot follow (a lone
 //!   surrogate, an infinite number in `args`, a non-ASCII digit in a path) is never guessed:
-//!   that call ends `lost_event` and never runs.
+//!   that call ends `lost_event` and never runs. With progress tracking
+//!   ([`Decoder::set_track_progress`]), each value merged is reported as it arrives
+//!   ([`Action::Progress`]), so that a progressive view sees the arguments stream, until a
+//!   piece is refused ([`Action::StopProgress`]); without it, a merge reports nothing and costs
+//!   what it cost before.
 //! - Thought signatures (quirk 31) go to the call of their part, else (a signature-only part) to
 //!   the last call while no text came after it, else to the next call; as metadata
 //!   `thought_signature`, the JSON text of the base64 string.
@@ -41,11 +45,12 @@ use memchr::memchr;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::partial_args::{Merge, Piece, Streamed};
+use super::partial_args::{Merge, Piece, Report, Streamed};
 use super::{
     args, call, canonical, decode_owned, json_string, raw_str, still_kept, string, Action,
     Arguments, Decoder, Envelope, EventError, Few, FinishReason,
 };
+use crate::progress::Recorded;
 use crate::tokens::same_tokens;
 
 /// The metadata key of a call's thought signature.
@@ -561,9 +566,27 @@ impl Decoder {
             if !open.unread && !st.over && (pieces.is_some() || fc.args.is_some()) {
                 let value = open.value.get_or_insert_with(Box::default);
                 let before = value.kept;
-                let mut merged = pieces.map_or(Merge::Done, |p| value.merge(p));
+                // Each value merged, as a progress item of the call, when progress is tracked.
+                let mut record = |path: &str, text: &str, value: Recorded| {
+                    emit(Action::Progress {
+                        index: key,
+                        path,
+                        text,
+                        value,
+                    });
+                };
+                let mut report: Report<'_, '_> = self.progress.then_some(&mut record);
+                let mut merged = match pieces {
+                    Some(pieces) => value.merge(pieces, report.as_deref_mut()),
+                    None => Merge::Done,
+                };
                 if let (false, Some(raw)) = (merged == Merge::Unread, fc.args) {
-                    merged = value.merge_object(raw);
+                    merged = value.merge_object(raw, report);
+                }
+                if self.progress && (value.broken || merged == Merge::Unread) {
+                    // The call never holds what its pieces say: nothing more of it is an item,
+                    // not even its text when it closes.
+                    emit(Action::StopProgress(key));
                 }
                 if value.kept > before {
                     // What the call holds must fit beside what the response kept (the raw twin

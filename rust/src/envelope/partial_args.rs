@@ -14,6 +14,10 @@
 //!   string holds; an infinite float inside `args`, which `json.dumps` writes as `Infinity`; a
 //!   non-ASCII digit in a path index, which Python's `\d` takes) is never guessed: the merge
 //!   reports [`Merge::Unread`], and the call ends `lost_event`.
+//! - With progress tracking, each value merged is reported as it is merged ([`Report`]): a
+//!   string piece as text appended to the string at its path, a number or literal as the JSON
+//!   text the merged object writes for it, at the JSON Pointer of its path. Only what merged is
+//!   reported: nothing for the piece that breaks the call, nor after it.
 
 use std::fmt::Write;
 
@@ -21,7 +25,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
 
-use crate::scanner::is_number_lexeme;
+use crate::progress::Recorded;
+use crate::scanner::{is_number_lexeme, push_pointer_token};
+
+/// Where a merge reports each value it merged, for progress: (JSON Pointer, text, what the
+/// text is; see [`crate::progress::Progress::record`]).
+pub(super) type Report<'r, 'f> = Option<&'r mut (dyn FnMut(&str, &str, Recorded) + 'f)>;
 
 /// One piece of `partialArgs`.
 #[derive(Deserialize, Default)]
@@ -74,8 +83,14 @@ pub(super) struct Streamed {
 }
 
 impl Streamed {
-    /// Merge pieces in order; a piece that cannot be merged breaks the call.
-    pub(super) fn merge(&mut self, pieces: &[Option<Piece<'_>>]) -> Merge {
+    /// Merge pieces in order; a piece that cannot be merged breaks the call. Each value merged
+    /// into a call not broken goes to `report`, if there is one.
+    pub(super) fn merge(
+        &mut self,
+        pieces: &[Option<Piece<'_>>],
+        mut report: Report<'_, '_>,
+    ) -> Merge {
+        let mut pointer = String::new();
         for piece in pieces {
             let piece = piece.as_ref();
             // A lone surrogate escape fails here: Python reads it, Rust cannot hold it.
@@ -109,6 +124,11 @@ impl Streamed {
                 .kept
                 .saturating_add(path_len + value.as_str().map_or(0, str::len));
             let appended = value.is_string() && self.continuing.as_ref() == Some(&steps);
+            // Taken before the value moves into the object (only with progress tracking).
+            let item = report
+                .as_ref()
+                .filter(|_| !self.broken)
+                .map(|_| item_of(&value, more));
             let mut root = Value::Object(std::mem::take(&mut self.root));
             let put = put(&mut root, &steps, value, appended);
             if let Value::Object(map) = root {
@@ -117,13 +137,20 @@ impl Streamed {
             if !put {
                 return self.breaks();
             }
+            if let (Some(report), Some((text, kind))) = (report.as_mut(), item) {
+                pointer.clear();
+                push_steps(&mut pointer, &steps);
+                report(&pointer, &text, kind);
+            }
             self.continuing = more.then_some(steps);
         }
         Merge::Done
     }
 
     /// Merge whole arguments sent next to the pieces; a member already there breaks the call.
-    pub(super) fn merge_object(&mut self, args: &RawValue) -> Merge {
+    /// Each member merged into a call not broken goes to `report`, if there is one, value by
+    /// value.
+    pub(super) fn merge_object(&mut self, args: &RawValue, mut report: Report<'_, '_>) -> Merge {
         let Ok(Value::Object(values)) = serde_json::from_str::<Value>(args.get()) else {
             // Not an object (no surrogate pair can fail: a lone one fails an object too).
             return if args.get().starts_with('{') {
@@ -139,6 +166,11 @@ impl Streamed {
             let Some(value) = python_numbers(value) else {
                 return Merge::Unread;
             };
+            if let Some(report) = report.as_mut().filter(|_| !self.broken) {
+                let mut pointer = String::from("/");
+                push_pointer_token(&mut pointer, &key);
+                report_values(&value, &mut pointer, &mut **report);
+            }
             self.root.insert(key, value);
         }
         Merge::Done
@@ -196,6 +228,59 @@ fn scalar(piece: &Piece<'_>) -> Result<Option<Value>, Merge> {
         return Ok(Some(Value::Null));
     }
     Ok(None)
+}
+
+/// A merged piece's value as a progress item: a string's text, appended to the string at its
+/// path (which ends unless `more` of it comes), or the JSON text the merged object writes for
+/// a number or literal.
+fn item_of(value: &Value, more: bool) -> (String, Recorded) {
+    match value {
+        Value::String(text) => (text.clone(), Recorded::String { ends: !more }),
+        other => (other.to_string(), Recorded::Scalar),
+    }
+}
+
+/// Appends the JSON Pointer of `steps` to `out`.
+fn push_steps(out: &mut String, steps: &[Step]) {
+    for step in steps {
+        out.push('/');
+        match step {
+            Step::Key(key) => push_pointer_token(out, key),
+            Step::Index(i) => {
+                let _ = write!(out, "{i}");
+            }
+        }
+    }
+}
+
+/// Reports every string, number and literal inside `value`, which sits at `pointer`, as one
+/// complete item each, in document order. A `Value` is at most as deep as serde_json reads
+/// one (128 levels), which bounds the recursion.
+fn report_values(
+    value: &Value,
+    pointer: &mut String,
+    report: &mut dyn FnMut(&str, &str, Recorded),
+) {
+    let len = pointer.len();
+    match value {
+        Value::Object(map) => {
+            for (key, member) in map {
+                pointer.push('/');
+                push_pointer_token(pointer, key);
+                report_values(member, pointer, report);
+                pointer.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let _ = write!(pointer, "/{i}");
+                report_values(item, pointer, report);
+                pointer.truncate(len);
+            }
+        }
+        Value::String(text) => report(pointer, text, Recorded::String { ends: true }),
+        other => report(pointer, &other.to_string(), Recorded::Scalar),
+    }
 }
 
 /// True for a member that is there, `null` included (serde reads a `null` `Option` as absent).
@@ -454,7 +539,106 @@ fn child<'v>(node: &'v mut Value, step: &Step, object: bool) -> Option<&'v mut V
 
 #[cfg(test)]
 mod tests {
-    use super::{float_repr, parse_path, python_number, Step};
+    use super::{float_repr, parse_path, python_number, Merge, Piece, Step, Streamed};
+    use crate::progress::Recorded;
+
+    /// Merges the pieces of a JSON list, then `args` if any, as `gemini.rs` does; returns the
+    /// verdict and the items reported, (path, text, what).
+    fn merged(
+        streamed: &mut Streamed,
+        pieces: &str,
+        args: Option<&str>,
+    ) -> (Merge, Vec<(String, String, Recorded)>) {
+        let pieces: Vec<Option<Piece<'_>>> = serde_json::from_str(pieces).expect("pieces");
+        let mut items = Vec::new();
+        let mut record = |path: &str, text: &str, what: Recorded| {
+            items.push((path.to_owned(), text.to_owned(), what));
+        };
+        let mut verdict = streamed.merge(&pieces, Some(&mut record));
+        if let (Merge::Done, Some(args)) = (verdict, args) {
+            let raw: Box<serde_json::value::RawValue> = serde_json::from_str(args).expect("args");
+            verdict = streamed.merge_object(&raw, Some(&mut record));
+        }
+        (verdict, items)
+    }
+
+    fn string(path: &str, text: &str, ends: bool) -> (String, String, Recorded) {
+        (path.to_owned(), text.to_owned(), Recorded::String { ends })
+    }
+
+    fn scalar(path: &str, text: &str) -> (String, String, Recorded) {
+        (path.to_owned(), text.to_owned(), Recorded::Scalar)
+    }
+
+    #[test]
+    fn each_value_merged_is_reported_at_its_pointer() {
+        let mut streamed = Streamed::default();
+        let (verdict, items) = merged(
+            &mut streamed,
+            r#"[{"jsonPath": "$['a/b~c'].d", "stringValue": "x", "willContinue": true},
+                {"jsonPath": "$['a/b~c'].d", "stringValue": "y"},
+                {"jsonPath": "$.n[0]", "numberValue": 3.0},
+                {"jsonPath": "$.n[1]", "numberValue": 1e20},
+                {"jsonPath": "$.n[2]", "numberValue": "2.5"},
+                {"jsonPath": "$.t", "boolValue": false},
+                {"jsonPath": "$.z", "nullValue": null},
+                {"jsonPath": "$.e", "willContinue": true}]"#,
+            Some(r#"{"w": {"k~": [1.50, "s"]}}"#),
+        );
+        assert_eq!(verdict, Merge::Done);
+        assert_eq!(
+            items,
+            [
+                string("/a~1b~0c/d", "x", false),
+                string("/a~1b~0c/d", "y", true),
+                scalar("/n/0", "3"),
+                scalar("/n/1", "1e+20"),
+                scalar("/n/2", "2.5"),
+                scalar("/t", "false"),
+                scalar("/z", "null"),
+                string("/e", "", false),
+                scalar("/w/k~0/0", "1.5"),
+                string("/w/k~0/1", "s", true),
+            ]
+        );
+        // The same numbers as the merged object writes.
+        assert_eq!(
+            streamed.text(),
+            r#"{"a/b~c":{"d":"xy"},"n":[3,1e+20,2.5],"t":false,"z":null,"e":"","w":{"k~":[1.5,"s"]}}"#
+        );
+    }
+
+    #[test]
+    fn nothing_is_reported_for_a_piece_that_breaks_the_call_nor_after_it() {
+        let mut streamed = Streamed::default();
+        let (verdict, items) = merged(
+            &mut streamed,
+            r#"[{"jsonPath": "$.a", "numberValue": 5, "willContinue": true},
+                {"jsonPath": "$.a", "stringValue": "x"},
+                {"jsonPath": "$.b", "stringValue": "y"}]"#,
+            None,
+        );
+        assert_eq!(verdict, Merge::Broken);
+        assert_eq!(items, [scalar("/a", "5")]);
+        // Pieces that still come for the broken call (the adapter merges them) report nothing.
+        let (_, items) = merged(
+            &mut streamed,
+            r#"[{"jsonPath": "$.c", "stringValue": "z"}]"#,
+            Some(r#"{"d": 1}"#),
+        );
+        assert_eq!(items, []);
+
+        // A piece only Python reads (a lone surrogate) reports nothing either.
+        let mut streamed = Streamed::default();
+        let (verdict, items) = merged(
+            &mut streamed,
+            r#"[{"jsonPath": "$.a", "stringValue": "x"},
+                {"jsonPath": "$.b", "stringValue": "\ud800"}]"#,
+            None,
+        );
+        assert_eq!(verdict, Merge::Unread);
+        assert_eq!(items, [string("/a", "x", true)]);
+    }
 
     #[test]
     fn floats_are_written_as_python_repr_writes_them() {
