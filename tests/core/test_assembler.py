@@ -1010,6 +1010,7 @@ _WHILE_IN_USE: dict[str, Callable[[Assembler], object]] = {
     "feed_sse": lambda a: a.feed_sse(b'data: {"choices": []}\n\n'),
     "feed_chunk": lambda a: a.feed_chunk({"choices": []}),
     "finish": lambda a: a.finish(),
+    "release_finished": lambda a: a.release_finished(),
     "end": lambda a: a.end(0),
     "set_metadata": lambda a: a.set_metadata(0, "k", 1),
     "interrupt": lambda a: a.interrupt("dropped"),
