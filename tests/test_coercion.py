@@ -20,6 +20,7 @@ from toolwire.coercion import (
     coerce_arguments,
     dumps_exact,
     loads_exact,
+    quote_decimals,
     resolve_rules,
 )
 from toolwire.toolset import Toolset
@@ -358,6 +359,52 @@ def test_dumps_exact_round_trips_decimals(value: Decimal) -> None:
     text = dumps_exact({"v": value, "l": [value]})
     assert loads_exact(text) == {"v": value, "l": [value]}
     assert str(loads_exact(text)["v"]) == str(value)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON)
+def test_dumps_exact_writes_plain_data_as_json_dumps_does(value: Any) -> None:
+    # Strings, integers and literals skip `json.dumps` (a new encoder for each one cost a
+    # large call most of its time): what is written must not change.
+    import json
+
+    assert dumps_exact(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# Pydantic's `Decimal | None` as validation reads it (a number, a numeric string or null).
+_PRICED = {
+    "type": "object",
+    "properties": {
+        "price": {
+            "anyOf": [
+                {"type": "number"},
+                {"type": "string", "pattern": r"^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$"},
+                {"type": "null"},
+            ]
+        },
+        "rows": {"type": "array", "items": {"type": "integer"}},
+        "extra": {},
+    },
+}
+
+
+def test_quoting_decimals_leaves_what_holds_none_as_it_was() -> None:
+    # A large value under a node with no `Decimal` below it is not walked item by item, and
+    # a call whose `Decimal` field is absent is validated from its text as it came.
+    schema = _PRICED
+    value = loads_exact('{"rows": [1, 2, 3], "extra": [[1.5, {"a": 2}]]}')
+    assert quote_decimals(value, schema) is value
+    priced = loads_exact('{"price": 1.10, "rows": [1, 2], "extra": [1.5]}')
+    quoted = quote_decimals(priced, schema)
+    assert quoted == {"price": "1.10", "rows": [1, 2], "extra": [Decimal("1.5")]}
+    assert quoted["rows"] is priced["rows"] and quoted["extra"] is priced["extra"]
+    assert priced["price"] == Decimal("1.10")  # the input is not modified
 
 
 # ------------------------------------------------------------------------------------------

@@ -2928,9 +2928,12 @@ class ToolValidator:
         # pydantic-core reads JSON numbers for Decimal fields through a float, so tools with
         # Decimal fields pay one exact parse per call to keep every digit the model wrote.
         try:
-            return dumps_exact(quote_decimals(loads_exact(text_in), self.schema))
+            value = loads_exact(text_in)
+            quoted = quote_decimals(value, self.schema)
         except ValueError:
             return text_in
+        # Nothing in a `Decimal` field (one left out, or set to null): the text as it came.
+        return text_in if quoted is value else dumps_exact(quoted)
 
     def _repair(
         self,
