@@ -880,6 +880,13 @@ impl Decoder {
         let kind = kind_text.as_deref().or(from_event);
         match kind {
             Some(t) if t.starts_with("response.") => {
+                if let Some(error) = env.error.filter(|e| truthy(e.get())) {
+                    // The openai SDK raises any event whose data has an `error` member that
+                    // Python reads as true, whatever its type says, and reads no further.
+                    emit(Action::ProviderError(error.get()));
+                    provider_gave_up(emit);
+                    return Ok(Some(Format::OpenAiResponses));
+                }
                 if !self.is_repeated_event(t, &env, text) {
                     self.responses(t, &env, emit)?;
                 }

@@ -190,3 +190,41 @@ def test_data_that_starts_with_done_ends_the_stream_on_both_paths(
     raw.feed_sse(body)
     assert [c.name for c in raw.finish()] == ["lookup"]
     assert {kind for kind, _, _ in raw.stream_errors()} == {"after_done"}
+
+
+@pytest.mark.parametrize("error", [{"message": "boom"}, "boom", [1]])
+def test_a_responses_event_with_an_error_member_is_a_provider_error_on_every_path(
+    sse_server: SSEServer, split: str, error: Any
+) -> None:
+    # The openai SDK raises any event whose data has an `error` member that reads as true,
+    # whatever its type; `feed_sse` and `feed_chunk` read the event by its type and ran on,
+    # and the call it left open came back runnable from those paths alone.
+    calls = [Call("f", '{"a": 1}'), Call("g", '{"b": 2}')]
+    events = responses_stream(calls)
+    second = next(
+        i
+        for i, e in enumerate(events)
+        if e["type"] == "response.output_item.done" and e["item"]["name"] == "g"
+    )
+    # The server sends nothing after it: what follows an error the SDK raises is the raw
+    # path's alone (see the README), and is not what this compares.
+    events = [*events[: second - 1], {**events[second - 1], "error": error}]
+    route = sse_server.register(sse_body(events, RESPONSES), split=split)
+    _, stream = assemble_both(route, RESPONSES)
+    assert stream.finish_reason == "error"
+    shown = [(c.name, c.error.kind if c.error else None) for c in stream.calls]
+    assert shown == [("f", None), ("g", "filtered")]
+    dicts = Assembler()
+    for event in events:
+        dicts.feed_chunk(event)
+    assert [(c.name, c.error.kind if c.error else None) for c in dicts.finish()] == shown
+
+
+def test_a_responses_event_with_a_false_error_member_is_read_as_usual(
+    sse_server: SSEServer, split: str
+) -> None:
+    events = responses_stream([Call("f", '{"a": 1}')])
+    events = [{**e, "error": None} if e["type"].startswith("response.") else e for e in events]
+    route = sse_server.register(sse_body(events, RESPONSES), split=split)
+    _, stream = assemble_both(route, RESPONSES)
+    assert [(c.name, c.value, c.ok) for c in stream.calls] == [("f", {"a": 1}, True)]

@@ -187,12 +187,16 @@ class ResponsesAdapter:
             and malformed_record(get(chunk, "item"), ("type", "id", "call_id", "name"))
         ):
             return unreadable(info, sink)
-        if (
-            kind is not None
-            and kind.startswith("response.")
-            and self._sequence.repeated(kind, chunk)
-        ):
-            return info
+        if kind is not None and kind.startswith("response."):
+            error = get(chunk, "error")
+            if error:
+                # The openai SDK raises any event whose data has an `error` member that reads
+                # as true, whatever its type says, and reads no further (as on the raw path).
+                gave_up(info, sink, error)
+                self._gave_up = True
+                return info
+            if self._sequence.repeated(kind, chunk):
+                return info
         if kind == "response.output_text.delta":
             delta = get(chunk, "delta")
             if isinstance(delta, str):
