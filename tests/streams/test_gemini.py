@@ -544,6 +544,30 @@ def test_streamed_pieces_that_do_not_merge_are_an_error(bad: list[dict[str, Any]
     ]
 
 
+@pytest.mark.parametrize("finish", [None, "MAX_TOKENS", "STOP"])
+def test_a_string_going_on_where_no_string_is_breaks_a_call_that_is_cut(
+    finish: str | None,
+) -> None:
+    # `$.a` null said to go on, then a string piece at `$.a`: the string's pieces are held
+    # until it ends, and a call cut before that was judged before they were joined: the
+    # Python path said `truncated` (the string dropped) where the raw path says
+    # `mixed_arguments`.
+    pieces = [
+        {"jsonPath": "$.a", "nullValue": None, "willContinue": True},
+        {"jsonPath": "$.a", "stringValue": "x", "willContinue": True},
+    ]
+    chunks = [
+        gemini_chunk(gemini_call("f", willContinue=True)),
+        gemini_chunk(gemini_call(None, partialArgs=pieces, willContinue=True)),
+    ]
+    if finish is not None:
+        chunks.append(gemini_chunk(finish=finish))
+    calls = feed_dicts_and_sse(chunks)
+    assert [(c.name, c.error.kind if c.error else None) for c in calls] == [
+        ("f", "mixed_arguments")
+    ]
+
+
 def test_streamed_pieces_after_a_name_only_part() -> None:
     # A name-only part (quirk 33) whose arguments then stream as pieces.
     calls = feed_dicts_and_sse(

@@ -708,10 +708,12 @@ class GeminiAdapter:
             self._feed(sink, info, opened.key, arguments="?")
 
     def _cut_call(self, sink: Sink, info: ChunkInfo | None, opened: _Open) -> None:
+        # Merged first: the pieces of a string held until it ends may break the call when
+        # joined (a string going on at a path that holds no string).
+        merged = opened.merged()
         if opened.broken:
             self._close(sink, info, opened)
             return
-        merged = opened.merged()
         try:
             text = json.dumps(merged, ensure_ascii=False, separators=(",", ":"))
         except RecursionError:
