@@ -601,6 +601,20 @@ impl Placeholder {
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
+/// Whether an event type is one of the Anthropic Messages stream's.
+fn is_anthropic_kind(t: &str) -> bool {
+    matches!(
+        t,
+        "message_start"
+            | "content_block_start"
+            | "content_block_delta"
+            | "content_block_stop"
+            | "message_delta"
+            | "message_stop"
+            | "ping"
+    )
+}
+
 /// Whether an event's data (trimmed) is OpenAI's end-of-stream marker: the `openai` SDK stops
 /// at any data that starts with `[DONE]` (`[DONE]x` included), and so does `feed_sse`, or a
 /// call sent after it would run from the raw path alone.
@@ -838,6 +852,19 @@ impl Decoder {
         self.aside
     }
 
+    /// The provider gave up on the response (an error event; the SDKs raise it): `json` says
+    /// why.
+    fn provider_error<F: FnMut(Action<'_>) -> bool>(&mut self, json: &str, emit: &mut F) {
+        // A tool block that stopped with no input is a call without parameters only if the
+        // message goes on; an error says it did not, so the block is left open for the error
+        // to stop, as `feed_chunk` and the SDKs (which raise the event) read it. Its input says
+        // nothing: nothing is set aside to let go.
+        self.empty_block = None;
+        self.gemini_gave_up();
+        emit(Action::ProviderError(json));
+        provider_gave_up(emit);
+    }
+
     /// Chat Completions choices other than choice 0 that were skipped.
     #[must_use]
     pub fn ignored_choices(&self) -> u64 {
@@ -863,6 +890,11 @@ impl Decoder {
     ) -> Result<Option<Format>, EventError> {
         let trimmed = data.trim_ascii();
         if trimmed.is_empty() {
+            if event == b"error" {
+                // The `anthropic` SDK raises an `error` event before it looks at the data (and
+                // the `openai` SDK cannot decode empty data): the provider gave up either way.
+                self.provider_error("{}", emit);
+            }
             return Ok(None);
         }
         if is_done_marker(trimmed) {
@@ -877,7 +909,30 @@ impl Decoder {
             .ok()
             .filter(|e| !e.is_empty() && *e != "message");
         let kind_text = string(env.kind);
-        let kind = kind_text.as_deref().or(from_event);
+        if let (Some(name @ ("error" | "ping")), Some(t)) = (from_event, kind_text.as_deref()) {
+            // Anthropic data under the event name the `anthropic` SDK decides by: it raises
+            // every `error` event and skips every `ping`, whatever the data says.
+            if is_anthropic_kind(t) {
+                if name == "error" {
+                    self.provider_error(env.error.map_or_else(|| lossy(data), RawValue::get), emit);
+                } else {
+                    return Ok(Some(Format::Anthropic));
+                }
+                return Ok(None);
+            }
+        }
+        // A Chat chunk under `event: error` without an `error` member: the `openai` SDK reads
+        // the data alone, and so the chunk is read.
+        let chat_named_error = kind_text.is_none()
+            && from_event == Some("error")
+            && env.error.is_none()
+            && (env.choices.is_some()
+                || env
+                    .object
+                    .is_some_and(|o| o.get().starts_with("\"chat.completion")));
+        let kind = kind_text
+            .as_deref()
+            .or(from_event.filter(|_| !chat_named_error));
         match kind {
             Some(t) if t.starts_with("response.") => {
                 if let Some(error) = env.error.filter(|e| truthy(e.get())) {
@@ -905,16 +960,7 @@ impl Decoder {
                 Ok(Some(Format::Anthropic))
             }
             Some("error") => {
-                // A tool block that stopped with no input is a call without parameters only
-                // if the message goes on; an error says it did not, so the block is left open
-                // for the error to stop, as `feed_chunk` and the SDKs (which raise the event)
-                // read it. Its input says nothing: nothing is set aside to let go.
-                self.empty_block = None;
-                self.gemini_gave_up();
-                emit(Action::ProviderError(
-                    env.error.map_or_else(|| lossy(data), RawValue::get),
-                ));
-                provider_gave_up(emit);
+                self.provider_error(env.error.map_or_else(|| lossy(data), RawValue::get), emit);
                 Ok(None)
             }
             _ if env.choices.is_some()

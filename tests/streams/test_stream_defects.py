@@ -14,7 +14,14 @@ from toolwire.assembler import Assembler
 
 from .clients import assemble_both
 from .conftest import SSEServer
-from .streamkit import Call, anthropic_stream, chat_stream, responses_stream, sse_body
+from .streamkit import (
+    Call,
+    anthropic_stream,
+    chat_stream,
+    json_text,
+    responses_stream,
+    sse_body,
+)
 
 RESPONSES = "openai-responses"
 
@@ -228,3 +235,64 @@ def test_a_responses_event_with_a_false_error_member_is_read_as_usual(
     route = sse_server.register(sse_body(events, RESPONSES), split=split)
     _, stream = assemble_both(route, RESPONSES)
     assert [(c.name, c.value, c.ok) for c in stream.calls] == [("f", {"a": 1}, True)]
+
+
+def _named(events: list[dict[str, Any]], names: dict[int, str], *, empty: int = -1) -> bytes:
+    """An SSE body of `events`, each under its type as event name but those of `names`
+    (position -> name); the event at `empty` is sent with empty data."""
+    out = []
+    for i, event in enumerate(events):
+        data = "" if i == empty else json_text(event)
+        out.append(f"event: {names.get(i, event['type'])}\ndata: {data}\n\n")
+    return "".join(out).encode()
+
+
+def _second_call_delta(events: list[dict[str, Any]]) -> int:
+    return [i for i, e in enumerate(events) if e["type"] == "content_block_delta"][-1]
+
+
+def test_a_chat_chunk_under_the_event_name_error_is_read_as_a_chunk(
+    sse_server: SSEServer, split: str
+) -> None:
+    # The openai SDK reads the data alone (an `error` member makes an error); `feed_sse` took
+    # the event name for the data's type and stopped every call there.
+    events = chat_stream([Call("f", '{"a": 1}'), Call("g", '{"b": 2}')])
+    body = sse_body(events, "openai-chat").replace(b"data: ", b"event: error\ndata: ", 3)
+    route = sse_server.register(body, split=split)
+    _, stream = assemble_both(route, "openai-chat")
+    assert [(c.name, c.value, c.ok) for c in stream.calls] == [
+        ("f", {"a": 1}, True),
+        ("g", {"b": 2}, True),
+    ]
+
+
+@pytest.mark.parametrize("empty", [False, True])
+def test_an_anthropic_event_named_error_stops_the_calls_whatever_its_data(
+    sse_server: SSEServer, split: str, empty: bool
+) -> None:
+    # The anthropic SDK raises every `event: error` before it reads the data; `feed_sse` read
+    # a delta sent under that name as a delta (and an empty one as nothing), and the call
+    # came back runnable from the raw path alone.
+    events = anthropic_stream([Call("f", '{"a": 1}'), Call("g", '{"b": 2}')], size=64)
+    at = _second_call_delta(events)
+    body = _named(events[: at + 1], {at: "error"}, empty=at if empty else -1)
+    route = sse_server.register(body, split=split)
+    _, stream = assemble_both(route, "anthropic")
+    assert stream.finish_reason == "error"
+    assert [(c.name, c.error.kind if c.error else None) for c in stream.calls] == [
+        ("f", None),
+        ("g", "filtered"),
+    ]
+
+
+def test_an_anthropic_event_named_ping_is_skipped_whatever_its_data(
+    sse_server: SSEServer, split: str
+) -> None:
+    # The anthropic SDK skips every `event: ping`; `feed_sse` read a delta sent under that
+    # name, and the call had arguments on the raw path only.
+    events = anthropic_stream([Call("f", '{"a": 1}')], size=64)
+    at = _second_call_delta(events)
+    route = sse_server.register(_named(events, {at: "ping"}), split=split)
+    _, stream = assemble_both(route, "anthropic")
+    # The call's only delta was skipped: its block started with no input, so it has none.
+    assert [(c.name, c.arguments) for c in stream.calls] == [("f", "{}")]
