@@ -726,19 +726,25 @@ def message_for(
     raises) answers the call as an `invalid_result` error, as `tool_messages` answers it: the
     call must still get its one message."""
     if outcome.ok:
-        try:
-            content = result_content(result)
-        except Exception:
-            from toolwire.validation import Outcome
-
-            failed = Outcome.failure(
-                _AnsweredCall(call_id), outcome.tool, "invalid_result", lang=outcome.lang
-            )
-            return wrap_message(
-                style, call_id, error_content(failed, attempt=attempt), is_error=True
-            )
-        return wrap_message(style, call_id, content, is_error=False)
+        return _result_message(
+            style, call_id, outcome.tool, result, lang=outcome.lang, attempt=attempt
+        )
     return wrap_message(style, call_id, error_content(outcome, attempt=attempt), is_error=True)
+
+
+def _result_message(
+    style: Style, call_id: str, tool: str, result: object, *, lang: Lang, attempt: int
+) -> dict[str, Any]:
+    """The message carrying a tool's result; one that cannot be written (a cycle, a `__str__`
+    that raises) answers its call as an `invalid_result` error instead."""
+    try:
+        content = result_content(result)
+    except Exception:
+        from toolwire.validation import Outcome
+
+        failed = Outcome.failure(_AnsweredCall(call_id), tool, "invalid_result", lang=lang)
+        return wrap_message(style, call_id, error_content(failed, attempt=attempt), is_error=True)
+    return wrap_message(style, call_id, content, is_error=False)
 
 
 class _AnsweredCall:
@@ -826,16 +832,13 @@ def tool_messages(
         elif isinstance(entry, BaseException):
             outcome = Outcome.failure(call, tool, "tool_failed", lang=lang)
         else:
-            try:
-                content = result_content(entry)
-            except Exception:
-                # A result that cannot be written (a cycle, a `__str__` that raises) still
-                # answers its call, as an error: the other calls' results are kept.
-                outcome = Outcome.failure(call, tool, "invalid_result", lang=lang)
-            else:
-                answered[call_id] = wrap_message(style, call_id, content, is_error=False)
-                missing[call_id] = False
-                continue
+            # A result that cannot be written still answers its call, as an error: the other
+            # calls' results are kept.
+            answered[call_id] = _result_message(
+                style, call_id, tool, entry, lang=lang, attempt=attempt
+            )
+            missing[call_id] = False
+            continue
         answered[call_id] = message_for(style, call_id, outcome, attempt=attempt)
         missing[call_id] = not found
     return list(answered.values())

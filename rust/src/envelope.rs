@@ -444,6 +444,16 @@ struct Envelope<'a> {
     prompt_feedback: Option<&'a RawValue>,
 }
 
+impl Envelope<'_> {
+    /// Whether the data is a Chat Completions chunk: it has `choices`, or its `object` says so.
+    fn is_chat_chunk(&self) -> bool {
+        self.choices.is_some()
+            || self
+                .object
+                .is_some_and(|o| o.get().starts_with("\"chat.completion"))
+    }
+}
+
 #[derive(Deserialize)]
 struct Choice<'a> {
     index: Option<i64>,
@@ -926,10 +936,7 @@ impl Decoder {
         let chat_named_error = kind_text.is_none()
             && from_event == Some("error")
             && env.error.is_none()
-            && (env.choices.is_some()
-                || env
-                    .object
-                    .is_some_and(|o| o.get().starts_with("\"chat.completion")));
+            && env.is_chat_chunk();
         let kind = kind_text
             .as_deref()
             .or(from_event.filter(|_| !chat_named_error));
@@ -947,15 +954,7 @@ impl Decoder {
                 }
                 Ok(Some(Format::OpenAiResponses))
             }
-            Some(
-                t @ ("message_start"
-                | "content_block_start"
-                | "content_block_delta"
-                | "content_block_stop"
-                | "message_delta"
-                | "message_stop"
-                | "ping"),
-            ) => {
+            Some(t) if is_anthropic_kind(t) => {
                 self.anthropic(t, &env, emit)?;
                 Ok(Some(Format::Anthropic))
             }
@@ -963,12 +962,7 @@ impl Decoder {
                 self.provider_error(env.error.map_or_else(|| lossy(data), RawValue::get), emit);
                 Ok(None)
             }
-            _ if env.choices.is_some()
-                || env
-                    .object
-                    .is_some_and(|o| o.get().starts_with("\"chat.completion"))
-                || (kind.is_none() && env.usage.is_some()) =>
-            {
+            _ if env.is_chat_chunk() || (kind.is_none() && env.usage.is_some()) => {
                 if let Some(error) = env.error.filter(|e| truthy(e.get())) {
                     // An error next to `choices` (OpenRouter's mid-stream error chunk): the
                     // openai SDK raises it as it does a bare `{"error": ...}` line, before the
