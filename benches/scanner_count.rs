@@ -14,7 +14,7 @@
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
-use toolwire::Scanner;
+use toolwire::{Arguments, Assembler, AssemblerConfig, Delta, Scanner};
 
 fn read_u32(data: &[u8], at: &mut usize) -> u32 {
     let bytes: [u8; 4] = data[*at..*at + 4]
@@ -70,6 +70,34 @@ fn push_plain(pushes: usize) -> usize {
     scanner.text().len()
 }
 
+/// One stream through an `Assembler`, as `Assembler.feed` gives it from Python: with
+/// `progress`, tracking on and a drain after every fragment (what `progress_into` does),
+/// counting the bytes handed out so that nothing is optimised away.
+#[inline(never)]
+fn assemble(fragments: &[Vec<u8>], progress: bool) -> usize {
+    let mut assembler = Assembler::new(AssemblerConfig {
+        track_progress: progress,
+        ..AssemblerConfig::default()
+    })
+    .expect("a valid configuration");
+    let mut handed = 0;
+    for (k, fragment) in fragments.iter().enumerate() {
+        let delta = Delta {
+            index: Some(0),
+            id: (k == 0).then_some("call_0"),
+            name: (k == 0).then_some("create_document"),
+            kind: None,
+            arguments: Some(Arguments::Text(fragment)),
+            start: false,
+        };
+        black_box(assembler.feed(&delta).expect("a valid delta"));
+        if progress {
+            assembler.drain_progress_each(|_, path, text, _, _| handed += path.len() + text.len());
+        }
+    }
+    handed + assembler.finish().expect("not finished before").len()
+}
+
 fn main() {
     let dir = std::env::var_os("TOOLWIRE_BENCH_CORPUS").map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-corpus"),
@@ -79,7 +107,9 @@ fn main() {
         .nth(1)
         .unwrap_or_else(|| "single-200KB".to_owned());
     // MODE: `fragments`, `whole` or both (default), to annotate one of them alone; `plain`
-    // for the cost of a push with the least work; `time` for wall time.
+    // for the cost of a push with the least work; `time` for wall time; `assemble` and
+    // `progress` for an assembler without and with progress items (a single call's case),
+    // `progress-whole` with the arguments in one fragment.
     let mode = std::env::args().nth(2).unwrap_or_default();
     if mode == "plain" {
         // The floor: 100,000 pushes of 10 plain ASCII bytes inside one string.
@@ -97,6 +127,21 @@ fn main() {
     }
     let fragments = load(&dir, &case);
     let whole: Vec<u8> = fragments.concat();
+    let whole_piece = [whole.clone()];
+    if let Some((progress, pieces)) = match mode.as_str() {
+        "assemble" => Some((false, &fragments[..])),
+        "progress" => Some((true, &fragments[..])),
+        "progress-whole" => Some((true, &whole_piece[..])),
+        _ => None,
+    } {
+        // The Rust side of `Assembler.feed` over a single call's stream, 1,000 times, with and
+        // without progress items: their difference is what tracking costs before any Python
+        // object is made.
+        for _ in 0..1000 {
+            black_box(assemble(black_box(pieces), progress));
+        }
+        return;
+    }
     if mode == "time" {
         // Least wall time of 300 fragmented runs: on a shared machine the minimum is the
         // figure least disturbed by other jobs.
