@@ -9,6 +9,7 @@ import datetime as dt
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
 from ipaddress import IPv4Address, IPv6Address
 from types import SimpleNamespace
 from typing import Any, Literal
@@ -325,6 +326,30 @@ def test_multiple_of_a_decimal_step_is_exact() -> None:
         assert _run(price, {"price": value}) == ([], True, []), value
     errors, ok, codes = _run(price, {"price": 19.995})
     assert errors and not ok and codes == ["multiple_of"]
+
+
+@pytest.mark.parametrize("digits", [30, 998, 999, 1500, 4300])
+@pytest.mark.parametrize("step", [0.01, 0.1, 0.3])
+def test_multiple_of_a_float_step_judges_a_long_integer_exactly(digits: int, step: float) -> None:
+    # An integer too long for a float: `Decimal` at a precision capped below its length could
+    # not divide, and `jsonschema`'s float division raised OverflowError out of `validate`.
+    schema = {"type": "object", "properties": {"amount": {"type": "number", "multipleOf": step}}}
+    for number in ("1" + "9" * (digits - 1), "1" + "0" * (digits - 1)):
+        outcome = _numbers_checked(schema, f'{{"amount": {number}}}', "safe")
+        multiple = Fraction(number) % Fraction(repr(step)) == 0
+        assert outcome.ok is multiple, (digits, step, number[:5])
+        assert [e.code for e in outcome.errors] == ([] if multiple else ["multiple_of"])
+    # Untyped, inside `anyOf`, and a boolean, which is no number to `multipleOf`.
+    for schema in (
+        _obj(properties={"a": {"multipleOf": 0.3}}),
+        _obj(
+            properties={"a": {"anyOf": [{"type": "number", "multipleOf": 0.3}, {"type": "null"}]}}
+        ),
+    ):
+        long_one = "1" + "0" * 999
+        assert not _numbers_checked(schema, f'{{"a": {long_one}}}', "safe").ok
+        assert _numbers_checked(schema, '{"a": ' + "3" * 1000 + "}", "safe").ok
+    assert _numbers_checked(_obj(properties={"a": {"multipleOf": 0.3}}), '{"a": true}', "safe").ok
 
 
 def test_draft_7_ignores_the_keywords_next_to_a_ref() -> None:
@@ -1423,6 +1448,25 @@ def test_a_fraction_a_float_rounds_to_a_whole_number_is_no_integer(
         assert [(e.path, e.code, e.got, e.hint) for e in outcome.errors] == [
             (path, "type", number, hint)
         ]
+
+
+@pytest.mark.parametrize("coercion", ["safe", "none"])
+def test_an_integer_past_a_float_is_an_exact_int_for_a_plain_tool(
+    coercion: Literal["safe", "none"],
+) -> None:
+    # A plain tool's value keeps integers exact (as `jsonschema` reads them), so a `number`
+    # field takes one a float would read as infinity, as an `integer` or untyped field does;
+    # it was refused as a wrong type. Written with an exponent it is a float, infinity, and
+    # still refused.
+    big = "1" + "0" * 309
+    for field in ({"type": "number"}, {"type": ["number", "null"]}, {"type": "integer"}, {}):
+        schema = _obj(properties={"n": field})
+        outcome = _numbers_checked(schema, f'{{"n": {big}}}', coercion)
+        assert outcome.ok and outcome.value == {"n": int(big)}, field
+        outcome = _numbers_checked(schema, '{"n": 1e400}', coercion)
+        assert [(e.path, e.code, e.hint) for e in outcome.errors] == [
+            ("/n", "type", _OUT_OF_RANGE)
+        ], field
 
 
 def test_whole_numbers_written_with_a_fraction_or_an_exponent_keep_their_reading() -> None:

@@ -708,11 +708,13 @@ class _Coercer:
         rules: frozenset[str],
         default_tz: tzinfo | None,
         sets: bool = False,
+        exact_ints: bool = False,
     ) -> None:
         self.defs = cast(dict[str, Any], root.get("$defs") or {})
         self.rules = rules
         self.default_tz = default_tz
         self.sets = sets
+        self.exact_ints = exact_ints
         self.coercions: list[Coercion] = []
         self.problems: list[CoercionProblem] = []
         self.memo: dict[_TrialKey, tuple[Any, Any, _Coercer]] = {}
@@ -909,7 +911,7 @@ class _Coercer:
         known = self.memo.get(key)
         if known is not None:
             return known[1], known[2]
-        scratch = _Coercer({}, rules, self.default_tz, self.sets)
+        scratch = _Coercer({}, rules, self.default_tz, self.sets, self.exact_ints)
         scratch.defs = self.defs
         scratch.memo = self.memo
         scratch.unions_open = self.unions_open
@@ -1181,7 +1183,8 @@ class _Coercer:
             and not isinstance(value, bool)
             and _beyond_float(Decimal(value))
             and (
-                ("number" in types and "integer" not in types)
+                # A plain tool's integer stays an exact int whatever the type says.
+                ("number" in types and "integer" not in types and not self.exact_ints)
                 # A fraction or an exponent is read as a float even where an integer is
                 # allowed too (`int | float`, `["integer", "number"]`).
                 or (isinstance(value, Decimal) and bool(types & {"number", "integer"}))
@@ -1690,6 +1693,7 @@ def coerce_arguments(
     rules: frozenset[str],
     default_tz: tzinfo | None = None,
     sets: bool = False,
+    exact_ints: bool = False,
 ) -> CoercionResult:
     """Apply the allowed coercion rules to parsed arguments.
 
@@ -1700,10 +1704,13 @@ def coerce_arguments(
         default_tz: The tool's default time zone for timestamps without an offset.
         sets: Whether an array whose schema has `uniqueItems` is a set (a model's `set[...]`
             field), whose repeated items `set_duplicates` drops or refuses.
+        exact_ints: Whether an integer reaches the tool as an exact `int` even where the schema
+            says `number` (a plain tool's value), so that one past a float's range is kept;
+            a model's `float` field would read it as infinity.
 
     Returns:
         The coerced value with every coercion and every refusal.
     """
-    coercer = _Coercer(schema, rules, default_tz, sets)
+    coercer = _Coercer(schema, rules, default_tz, sets, exact_ints)
     out = coercer.walk(value, schema, [], rules)
     return CoercionResult(out, tuple(coercer.coercions), tuple(coercer.problems))

@@ -221,11 +221,19 @@ def _multiple_of(original: Any) -> Any:
         if isinstance(instance, float) and not math.isfinite(instance):
             yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {divisor}")
             return
-        if isinstance(divisor, float) and isinstance(instance, int | float):
+        if (
+            isinstance(divisor, float)
+            and isinstance(instance, int | float)
+            and not isinstance(instance, bool)  # not a number to `multipleOf`
+        ):
             try:
-                number, step = Decimal(repr(instance)), Decimal(repr(divisor))
-                # Enough digits for the whole quotient: floats keep it under a thousand.
-                digits = min(max(28, number.adjusted() - step.adjusted() + 28), 1000)
+                # An int converts exactly as it is (its `repr` is limited to 4300 digits).
+                exact = instance if isinstance(instance, int) else repr(instance)
+                number, step = Decimal(exact), Decimal(repr(divisor))
+                # Enough digits for the whole quotient, however long an exact integer is
+                # (the scanner's `max_number_digits` bounds it): with fewer, `remainder`
+                # cannot divide, and `jsonschema`'s float division overflows on such an int.
+                digits = max(28, number.adjusted() - step.adjusted() + 28)
                 remainder = Context(prec=digits).remainder(number, step)
             except ArithmeticError:  # InvalidOperation for inf and nan, among others
                 pass
@@ -233,7 +241,12 @@ def _multiple_of(original: Any) -> Any:
                 if remainder != 0:
                     yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {divisor}")
                 return
-        yield from original(validator, divisor, instance, schema)
+        try:
+            yield from original(validator, divisor, instance, schema)
+        except OverflowError:
+            # Model output must get an answer, not an exception: a number too large to divide
+            # as a float is not shown to be a multiple.
+            yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {divisor}")
 
     return multiple_of
 

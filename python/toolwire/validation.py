@@ -2954,6 +2954,7 @@ class ToolValidator:
             rules=self.rules,
             default_tz=self.default_tz,
             sets=self.model is not None,
+            exact_ints=self.model is None,
         )
         raw: object = result.value
         if not isinstance(raw, dict):
