@@ -360,3 +360,37 @@ def test_an_item_header_sent_again_with_arguments_reads_alike_on_both_paths(
     _, s = assemble_both(sse_server.register(_body(events), split=split), FMT)
     got = [(c.ordinal, c.id, c.name, c.arguments, c.error, c.warnings) for c in s.calls]
     assert got == _expected(text)
+
+
+@pytest.mark.parametrize("summary", [_FIRST, '{"city":"Oslo"}'], ids=["same", "respaced"])
+def test_deltas_before_their_item_are_its_own_text_on_both_paths(
+    sse_server: SSEServer, split: str, summary: str
+) -> None:
+    # Every delta came before the item's `output_item.added`; its summaries then repeat the
+    # text. The raw path compares them with the deltas, which are the item's own text. The
+    # SDK path forgot them when the item was announced and fed the summary as new text,
+    # which the core dropped as a repeat (`repeat_dropped`): one stream, two warnings.
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f"}
+    at = {"item_id": "fc_1", "output_index": 0}
+    events = _response(
+        [
+            {"type": "response.function_call_arguments.delta", "delta": _FIRST[:5]} | at,
+            {"type": "response.function_call_arguments.delta", "delta": _FIRST[5:]} | at,
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {**item, "arguments": "", "status": "in_progress"},
+            },
+            {"type": "response.function_call_arguments.done", "arguments": summary} | at,
+            {
+                "type": "response.output_item.done",
+                "output_index": 0,
+                "item": {**item, "arguments": summary, "status": "completed"},
+            },
+        ]
+    )
+    expected = [(0, "call_1", "f", _FIRST, None, [])]
+    assert _dicts_and_bytes(events) == expected
+    _, s = assemble_both(sse_server.register(_body(events), split=split), FMT)
+    got = [(c.ordinal, c.id, c.name, c.arguments, c.error, c.warnings) for c in s.calls]
+    assert got == expected
