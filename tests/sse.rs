@@ -2645,6 +2645,80 @@ fn a_final_item_that_repeats_the_done_summary_changes_nothing() {
 }
 
 #[test]
+fn a_call_sent_again_with_only_its_summaries_is_judged_by_its_bytes() {
+    // After the call ended, it comes again with no deltas (the same item, or another item
+    // under the same `call_id`). Its summary was compared with the first rendition's text by
+    // its tokens: a respaced rendition was dropped without a word, and another one was
+    // reported as `arguments_mismatch`. As on `feed_chunk`, the same bytes are dropped
+    // (`replay_dropped`) and other text is a call of its own under a renamed id.
+    let item = |id: &str, at: usize, kind: &str, arguments: &str| {
+        format!(
+            r#"{{"type":"response.output_item.{kind}","output_index":{at},"item":{{"type":"function_call","id":"{id}","call_id":"call_1","name":"f","arguments":"{arguments}"}}}}"#
+        )
+    };
+    let done = |id: &str, at: usize, arguments: &str| {
+        format!(
+            r#"{{"type":"response.function_call_arguments.done","item_id":"{id}","output_index":{at},"arguments":"{arguments}"}}"#
+        )
+    };
+    let first = r#"{\"a\": 1}"#;
+    for (id, at) in [("fc_1", 0), ("fc_2", 1)] {
+        for again in [first, r#"{\"a\":1}"#, r#"{\"a\": 2}"#] {
+            let events = [
+                item("fc_1", 0, "added", ""),
+                done("fc_1", 0, first),
+                item("fc_1", 0, "done", first),
+                item(id, at, "added", ""),
+                done(id, at, again),
+                item(id, at, "done", again),
+                r#"{"type":"response.completed","response":{"status":"completed"}}"#.to_owned(),
+            ];
+            let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+            let mut d = decoder();
+            d.push(responses_body(&refs).as_bytes()).expect("push");
+            let calls = d.finish().expect("finish");
+            assert!(d.errors().is_empty(), "{:?}", d.errors());
+            let got: Vec<_> = calls
+                .iter()
+                .map(|c| {
+                    (
+                        c.id.as_deref(),
+                        c.arguments.clone(),
+                        c.error.is_none(),
+                        c.warnings.clone(),
+                    )
+                })
+                .collect();
+            let unescaped = |t: &str| t.replace('\\', "").into_bytes();
+            if again == first {
+                assert_eq!(
+                    got,
+                    [(
+                        Some("call_1"),
+                        unescaped(first),
+                        true,
+                        vec![warning::REPLAY_DROPPED]
+                    )]
+                );
+            } else {
+                assert_eq!(
+                    got,
+                    [
+                        (Some("call_1"), unescaped(first), true, vec![]),
+                        (
+                            Some("call_1_1"),
+                            unescaped(again),
+                            true,
+                            vec![warning::DUPLICATE_ID]
+                        ),
+                    ]
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn a_summary_after_its_item_ended_opens_no_call() {
     // Events out of order: the item ended (with no text, or the text a summary gave it), then
     // a `.done` came. The call has ended: the summary must not open a nameless one.

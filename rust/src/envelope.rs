@@ -1333,6 +1333,10 @@ impl Decoder {
                     // A delta that is no string (a broken bridge's number): a value, as in a
                     // Chat delta (quirk 23), which the core never splices into the text.
                     canonical(value, &mut self.scratch);
+                    let latest = self.items.latest_under(key);
+                    if let Some(state) = latest.and_then(|p| self.items.get_mut(p)) {
+                        state.has_text = true;
+                    }
                     emit(args(Some(key), Arguments::Value(&self.scratch)));
                 }
             }
@@ -1506,6 +1510,7 @@ impl Decoder {
         if let Some(state) = latest.and_then(|p| self.items.get_mut(p)) {
             state.fed_len += held.len();
             state.hash = fnv(state.hash, held);
+            state.has_text = true;
         }
         emit(args(Some(key), Arguments::Text(held)));
     }
@@ -1658,6 +1663,8 @@ impl Decoder {
         if let Some(state) = latest.and_then(|p| self.items.get_mut(p)) {
             state.fed_len += self.scratch.len();
             state.hash = fnv(state.hash, &self.scratch);
+            // Any text is its own, even a surrogate half held for the next fragment.
+            state.has_text |= raw.len() > 2;
         }
         if !self.scratch.is_empty() {
             emit(args(Some(index), Arguments::Text(&self.scratch)));
@@ -1670,7 +1677,8 @@ impl Decoder {
     /// Every summary is handed on, not only the first: an `output_item.done` that contradicts
     /// the `.done` before it (or the text that one gave a call with no deltas) must not leave
     /// the call to run silently with the first reading. One that repeats what the call holds
-    /// changes nothing. As `feed_chunk` compares them.
+    /// changes nothing. The first summary of an item that got no text of its own is its text,
+    /// fed as a fragment. As `feed_chunk` compares them.
     fn verify<F: FnMut(Action<'_>) -> bool>(&mut self, index: i64, raw: &str, emit: &mut F) {
         let Some(pos) = self.items.latest_under(index) else {
             return;
@@ -1704,6 +1712,20 @@ impl Decoder {
             .and_then(|state| state.provisional.take());
         if let Some(unused) = unused {
             self.let_go(&unused, emit);
+        }
+        let state = self.items.get_mut(pos).filter(|state| !state.has_text);
+        if let Some(state) = state {
+            // No text of its own came: the summary is its text, fed as a fragment is, as
+            // `feed_chunk` feeds it. Compared with what the call holds, it would be compared
+            // with a rendition before it (a call sent again with only its summaries, or an
+            // item under another `item_id` with the same `call_id`) and dropped without a
+            // word when its tokens are the same, where the assembler's replay rules drop it
+            // only as the same bytes (`replay_dropped`) and make other text a call of its own.
+            state.has_text = true;
+            state.fed_len = self.scratch.len();
+            state.hash = fnv(FNV_OFFSET, &self.scratch);
+            emit(args(Some(index), Arguments::Text(&self.scratch)));
+            return;
         }
         emit(Action::ArgumentsSummary(index, &self.scratch));
     }
@@ -2574,6 +2596,107 @@ pub(super) mod tests {
         let last: Vec<_> = out[n - 2..].iter().map(|(i, _)| *i).collect();
         assert_eq!(last, [0, 1]);
         assert!(decoder.held.is_empty());
+    }
+
+    /// What a Responses `event` makes the decoder hand on for arguments: `("text", ..)` for a
+    /// fragment, `("summary", ..)` for a summary the assembler compares with the call.
+    fn argument_actions(decoder: &mut Decoder, event: &str) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        let mut answer = |a: Action<'_>| {
+            match a {
+                Action::Call {
+                    delta:
+                        crate::assembler::Delta {
+                            arguments: Some(Arguments::Text(t)),
+                            ..
+                        },
+                    ..
+                } => out.push(("text", String::from_utf8_lossy(t).into_owned())),
+                Action::ArgumentsSummary(_, t) => {
+                    out.push(("summary", String::from_utf8_lossy(t).into_owned()));
+                }
+                _ => {}
+            }
+            true
+        };
+        decoder
+            .decode(b"", event.as_bytes(), &mut answer)
+            .expect("event");
+        out
+    }
+
+    #[test]
+    fn a_summary_is_the_text_of_an_item_that_got_none_of_its_own() {
+        // A call sent again after it ended, with only its summaries (the same item, or another
+        // item under the same `call_id`): its first summary is that rendition's text, fed as a
+        // fragment, so the assembler's replay rules judge it (dropped as the same bytes, a
+        // call of its own otherwise). Compared with the call instead, a respaced rendition
+        // was the first one's tokens and was dropped without a word. The summary after it is
+        // compared, as any summary of an item with text is.
+        for (item_id, output_index) in [("fc_1", 0), ("fc_2", 1)] {
+            let mut decoder = Decoder::new();
+            let item = |id: &str, at: i64, kind: &str, arguments: &str| {
+                format!(
+                    r#"{{"type":"response.output_item.{kind}","output_index":{at},"item":{{"type":"function_call","id":"{id}","call_id":"call_1","name":"f","arguments":"{arguments}"}}}}"#
+                )
+            };
+            let done = |id: &str, at: i64, arguments: &str| {
+                format!(
+                    r#"{{"type":"response.function_call_arguments.done","item_id":"{id}","output_index":{at},"arguments":"{arguments}"}}"#
+                )
+            };
+            let delta = r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":0,"delta":"{\"a\": 1}"}"#;
+            let first = [
+                (item("fc_1", 0, "added", ""), vec![]),
+                (delta.to_owned(), vec![("text", r#"{"a": 1}"#)]),
+                (
+                    done("fc_1", 0, r#"{\"a\": 1}"#),
+                    vec![("summary", r#"{"a": 1}"#)],
+                ),
+                (
+                    item("fc_1", 0, "done", r#"{\"a\": 1}"#),
+                    vec![("summary", r#"{"a": 1}"#)],
+                ),
+            ];
+            let again = [
+                (item(item_id, output_index, "added", ""), vec![]),
+                (
+                    done(item_id, output_index, r#"{\"a\":1}"#),
+                    vec![("text", r#"{"a":1}"#)],
+                ),
+                (
+                    item(item_id, output_index, "done", r#"{\"a\":1}"#),
+                    vec![("summary", r#"{"a":1}"#)],
+                ),
+            ];
+            for (event, want) in first.iter().chain(again.iter()) {
+                let got = argument_actions(&mut decoder, event);
+                let want: Vec<(&str, String)> =
+                    want.iter().map(|&(k, t)| (k, t.to_owned())).collect();
+                assert_eq!(got, want, "{item_id}: {event}");
+            }
+        }
+    }
+
+    #[test]
+    fn arguments_an_ended_item_carries_again_are_its_text() {
+        // Its header comes again carrying the arguments, then its `output_item.done`: the
+        // summary finds the arguments set aside and, the item having no text of its own, is
+        // fed as its text in their place.
+        let mut decoder = Decoder::new();
+        let item = |kind: &str, arguments: &str| {
+            format!(
+                r#"{{"type":"response.output_item.{kind}","output_index":0,"item":{{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":"{arguments}"}}}}"#
+            )
+        };
+        assert!(argument_actions(&mut decoder, &item("added", "")).is_empty());
+        let first = argument_actions(&mut decoder, &item("done", r#"{\"a\": 1}"#));
+        assert_eq!(first, [("text", r#"{"a": 1}"#.to_owned())]);
+        assert!(argument_actions(&mut decoder, &item("added", r#"{\"a\":1}"#)).is_empty());
+        assert_eq!(decoder.set_aside_bytes(), r#"{"a":1}"#.len());
+        let again = argument_actions(&mut decoder, &item("done", r#"{\"a\":1}"#));
+        assert_eq!(again, [("text", r#"{"a":1}"#.to_owned())]);
+        assert_eq!(decoder.set_aside_bytes(), 0);
     }
 
     fn un(raw: &str) -> String {

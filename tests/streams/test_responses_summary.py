@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("toolwire._core")
 
 from toolwire import tool_messages
+from toolwire.assembler import Assembler
 
 from .clients import assemble_both
 from .conftest import SSEServer
@@ -234,3 +235,162 @@ def test_items_under_one_output_index_without_added_report_that_index(
         (0, "call_1", '{"a":1}', None),
         (0, "call_2", '{"b":2}', None),
     ]
+
+
+def _rendition(
+    item_id: str, output_index: int, arguments: str, *, deltas: bool, added: str = ""
+) -> list[dict[str, Any]]:
+    """One rendition of the call `call_1` to `f` as the item `item_id`: its `added` carrying
+    `added`, its deltas (or none: a bridge that sends only the summaries), its `.done` and its
+    `output_item.done`, both carrying `arguments`."""
+    item = {"type": "function_call", "id": item_id, "call_id": "call_1", "name": "f"}
+    at: dict[str, Any] = {"item_id": item_id, "output_index": output_index}
+    events: list[dict[str, Any]] = [
+        {
+            "type": "response.output_item.added",
+            "output_index": output_index,
+            "item": {**item, "arguments": added, "status": "in_progress"},
+        }
+    ]
+    if deltas:
+        events += [
+            {"type": "response.function_call_arguments.delta", "delta": piece} | at
+            for piece in (arguments[:5], arguments[5:])
+        ]
+    events.append({"type": "response.function_call_arguments.done", "arguments": arguments} | at)
+    events.append(
+        {
+            "type": "response.output_item.done",
+            "output_index": output_index,
+            "item": {**item, "arguments": arguments, "status": "completed"},
+        }
+    )
+    return events
+
+
+def _dicts_and_bytes(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """The calls `feed_chunk` makes of `events` as dicts, checked equal (warnings and stream
+    errors too) to what `feed_sse` makes of them as one SSE body."""
+    made: list[list[tuple[Any, ...]]] = []
+    errors: list[list[str]] = []
+    for raw in (False, True):
+        assembler = Assembler()
+        if raw:
+            assembler.feed_sse(_body(events))
+        else:
+            for event in events:
+                assembler.feed_chunk(event)
+        calls = assembler.finish()
+        made.append([(c.ordinal, c.id, c.name, c.arguments, c.error, c.warnings) for c in calls])
+        errors.append([kind for kind, _, _ in assembler.stream_errors()])
+    assert made[1] == made[0]
+    assert errors[1] == errors[0]
+    return made[0]
+
+
+_FIRST = '{"city": "Oslo"}'
+# The text sent again: the same bytes, the same tokens spaced otherwise, another value.
+_AGAIN = {
+    "same": _FIRST,
+    "respaced": '{"city":"Oslo"}',
+    "other": '{"city": "Rome"}',
+}
+
+
+def _expected(again: str) -> list[tuple[Any, ...]]:
+    """As the README has it: a rendition whose text is the call's, byte for byte, is dropped
+    (`replay_dropped`); one whose text differs in any byte is a call of its own under a
+    renamed id (`duplicate_id`)."""
+    if again == _FIRST:
+        return [(0, "call_1", "f", _FIRST, None, ["replay_dropped"])]
+    return [
+        (0, "call_1", "f", _FIRST, None, []),
+        (1, "call_1_1", "f", again, None, ["duplicate_id"]),
+    ]
+
+
+def _response(*renditions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    created = {"type": "response.created", "response": {"id": "r", "status": "in_progress"}}
+    completed = {"type": "response.completed", "response": {"id": "r", "status": "completed"}}
+    return [created, *(e for r in renditions for e in r), completed]
+
+
+@pytest.mark.parametrize("first_deltas", [True, False])
+@pytest.mark.parametrize("again", _AGAIN)
+@pytest.mark.parametrize(
+    ("item_id", "output_index"), [("fc_1", 0), ("fc_2", 1)], ids=["same-item", "other-item"]
+)
+def test_a_call_sent_again_with_only_its_summaries_reads_alike_on_both_paths(
+    sse_server: SSEServer,
+    split: str,
+    first_deltas: bool,
+    again: str,
+    item_id: str,
+    output_index: int,
+) -> None:
+    # After its `output_item.done`, the call comes again from a bridge that sends no deltas:
+    # the same item, or another item under the same `call_id`. The SDK path fed the summary
+    # as the rendition's text (dropped as a replay, or a call of its own); the raw path
+    # compared it with the first rendition's text by its tokens, so a respaced one was
+    # dropped without a word and even a byte-identical one left no `replay_dropped`.
+    events = _response(
+        _rendition("fc_1", 0, _FIRST, deltas=first_deltas),
+        _rendition(item_id, output_index, _AGAIN[again], deltas=False),
+    )
+    assert _dicts_and_bytes(events) == _expected(_AGAIN[again])
+    _, s = assemble_both(sse_server.register(_body(events), split=split), FMT)
+    got = [(c.ordinal, c.id, c.name, c.arguments, c.error, c.warnings) for c in s.calls]
+    assert got == _expected(_AGAIN[again])
+
+
+@pytest.mark.parametrize("again", _AGAIN)
+@pytest.mark.parametrize("summary", [True, False], ids=["with-done", "item-done-only"])
+def test_an_item_header_sent_again_with_arguments_reads_alike_on_both_paths(
+    sse_server: SSEServer, split: str, again: str, summary: bool
+) -> None:
+    # The ended item's `output_item.added` comes again carrying the arguments, then its
+    # `output_item.done` (after a `.done`, or alone): the text the header carries is that
+    # rendition's, as when no summary follows it.
+    text = _AGAIN[again]
+    second = _rendition("fc_1", 0, text, deltas=False, added=text)
+    if not summary:
+        second = [e for e in second if e["type"] != "response.function_call_arguments.done"]
+    events = _response(_rendition("fc_1", 0, _FIRST, deltas=True), second)
+    assert _dicts_and_bytes(events) == _expected(text)
+    _, s = assemble_both(sse_server.register(_body(events), split=split), FMT)
+    got = [(c.ordinal, c.id, c.name, c.arguments, c.error, c.warnings) for c in s.calls]
+    assert got == _expected(text)
+
+
+@pytest.mark.parametrize("summary", [_FIRST, '{"city":"Oslo"}'], ids=["same", "respaced"])
+def test_deltas_before_their_item_are_its_own_text_on_both_paths(
+    sse_server: SSEServer, split: str, summary: str
+) -> None:
+    # Every delta came before the item's `output_item.added`; its summaries then repeat the
+    # text. The raw path compares them with the deltas, which are the item's own text. The
+    # SDK path forgot them when the item was announced and fed the summary as new text,
+    # which the core dropped as a repeat (`repeat_dropped`): one stream, two warnings.
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f"}
+    at = {"item_id": "fc_1", "output_index": 0}
+    events = _response(
+        [
+            {"type": "response.function_call_arguments.delta", "delta": _FIRST[:5]} | at,
+            {"type": "response.function_call_arguments.delta", "delta": _FIRST[5:]} | at,
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {**item, "arguments": "", "status": "in_progress"},
+            },
+            {"type": "response.function_call_arguments.done", "arguments": summary} | at,
+            {
+                "type": "response.output_item.done",
+                "output_index": 0,
+                "item": {**item, "arguments": summary, "status": "completed"},
+            },
+        ]
+    )
+    expected = [(0, "call_1", "f", _FIRST, None, [])]
+    assert _dicts_and_bytes(events) == expected
+    _, s = assemble_both(sse_server.register(_body(events), split=split), FMT)
+    got = [(c.ordinal, c.id, c.name, c.arguments, c.error, c.warnings) for c in s.calls]
+    assert got == expected

@@ -340,11 +340,15 @@ class ResponsesAdapter:
                 return
             self._open(index, index if output_index is None else output_index, item_id)
             calls.ordinals[index] = ordinal
-            # Deltas that came before it are its own: the item is announced now.
-            calls.unannounced.discard(index)
-            calls.with_arguments.discard(index)
-            calls.verified.discard(index)
-            calls.ended.discard(index)
+            if index in calls.unannounced:
+                # Deltas that came before it are its own: the item is announced now, and its
+                # summaries are compared with them, as on the raw SSE path.
+                calls.unannounced.discard(index)
+            else:
+                # Announced again (a call sent again): no text of its own came yet.
+                calls.with_arguments.discard(index)
+                calls.verified.discard(index)
+                calls.ended.discard(index)
             if str_or_none(get(item, "name")):
                 calls.nameless.discard(index)
             else:

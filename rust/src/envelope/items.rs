@@ -26,6 +26,12 @@ pub(super) struct ItemState {
     pub fed_len: usize,
     pub hash: u64,
     pub verified: bool,
+    /// Text of its own went to its call: a non-empty delta, the arguments its `added` carried,
+    /// or a summary fed as its text. Until then a summary is the item's text (a bridge that
+    /// sends only the summaries, or a call sent again that way) and is fed as a fragment is,
+    /// never compared with the text a rendition before it left in the call. As `feed_chunk`
+    /// keeps its `with_arguments`.
+    pub has_text: bool,
     /// Its `output_item.done` was read: the call ended, so a summary that comes late (events
     /// out of order) finds no call to compare with, and must not open a nameless one.
     pub ended: bool,
@@ -46,6 +52,7 @@ impl ItemState {
             fed_len: 0,
             hash,
             verified: false,
+            has_text: false,
             ended: false,
             provisional: None,
         }
