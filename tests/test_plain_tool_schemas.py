@@ -406,6 +406,32 @@ def test_unicode_property_patterns_build_and_validate() -> None:
     assert not _run(sku, {"sku": "ab-12"})[1]
 
 
+@pytest.mark.parametrize(
+    "pattern, accepted, refused",
+    [
+        # A control escape, inside a class too.
+        (r"^a\cJb$", ["a\nb"], ["aJb", "a\\cJb"]),
+        (r"^[\cA-\cZ]+$", ["\x01\x1a"], ["A"]),
+        # `[^]` is any character, line breaks included; `[]` none, even repeated.
+        (r"^[^]*$", ["", "a\nb"], []),
+        (r"^a[]*b$", ["ab"], ["a]b"]),
+        (r"^a[]b$", [], ["ab", "a]b"]),
+        # A named backreference.
+        (r"^(?<q>['\"]).*\k<q>$", ["'x'", '"y"'], ["'x\""]),
+    ],
+)
+def test_ecma_spellings_python_lacks_build_and_validate(
+    pattern: str, accepted: list[str], refused: list[str]
+) -> None:
+    # Each made the meta-schema's `regex` format refuse the schema, and the whole Toolset
+    # raise, where the pre-check's registry took it.
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}}
+    for text in accepted:
+        assert _run(schema, {"s": text}) == ([], True, []), text
+    for text in refused:
+        assert _run(schema, {"s": text})[1:] == (False, ["pattern"]), text
+
+
 def test_unicode_property_pattern_properties_close_the_object() -> None:
     schema = {
         "type": "object",

@@ -94,6 +94,8 @@ def _ecma_reading(pattern: str) -> str:
 
     * each `[` inside a set escaped. `re` and ECMA-262 read `[[:alpha:]]` as the set `[:alph`
       and a `]`; `regex` reads a POSIX class there. Escaped, all read alike.
+    * ECMA-262's spellings Python lacks: `\\cX` (a control character), `\\k<name>` (a named
+      backreference), `[]` (matches nothing) and `[^]` (matches any character).
     * each `$` outside a set made `\\Z`. ECMA-262's `$` matches only at the very end of the
       text; Python's also before a final newline, so `^[a-z]+$` would take `"main\\n"`, which
       Pydantic's Rust engine (and the tool's author) refuses.
@@ -105,6 +107,18 @@ def _ecma_reading(pattern: str) -> str:
     while i < len(pattern):
         c = pattern[i]
         if c == "\\":
+            control = pattern[i + 2 : i + 3]
+            if pattern.startswith("c", i + 1) and control.isascii() and control.isalpha():
+                # `\cJ`: the control character of that letter, which Python spells `\x0a`.
+                out.append(f"\\x{ord(control) % 32:02x}")
+                i += 3
+                continue
+            name_end = pattern.find(">", i + 3) if pattern.startswith("k<", i + 1) else -1
+            if name_end > 0 and not in_set:
+                # `\k<name>`, a backreference to a named group, which Python spells `(?P=name)`.
+                out.append(f"(?P={pattern[i + 3 : name_end]})")
+                i = name_end + 1
+                continue
             out.append(pattern[i : i + 2])
             i += 2
             continue
@@ -112,15 +126,18 @@ def _ecma_reading(pattern: str) -> str:
             if c == "$" and end_of_text:
                 c = "\\Z"
             elif c == "[":
-                in_set = True
-                out.append(c)
-                i += 1
-                # `^` and then `]` right after the opening are members, not the end.
-                if pattern.startswith("^", i):
-                    out.append("^")
-                    i += 1
-                if pattern.startswith("]", i):
-                    out.append("]")
+                # A `]` right after the opening (or after `^`) ends the class in ECMA-262: `[]`
+                # matches nothing and `[^]` any character. Python would read a member there.
+                if pattern.startswith("]", i + 1):
+                    # A group, so that a quantifier after it applies to it.
+                    out.append("(?:(?!))")
+                    i += 2
+                elif pattern.startswith("^]", i + 1):
+                    out.append("[\\s\\S]")
+                    i += 3
+                else:
+                    in_set = True
+                    out.append(c)
                     i += 1
                 continue
         elif c == "]":
