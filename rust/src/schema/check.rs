@@ -858,9 +858,12 @@ impl State {
                 {
                     return true;
                 }
-                if let Some(verdict) = Fixed::parse(lexeme).and_then(|x| fixed_number_failure(n, x))
-                {
-                    return !matches!(verdict, Some(f) if float_reading_fails(n, lexeme, f));
+                match Fixed::parse(lexeme).and_then(|x| fixed_number_failure(n, x)) {
+                    Some(None) => return true,
+                    Some(Some(f)) if float_reading_fails(n, lexeme, f) => return false,
+                    // A failure the float reading denies may hide another: the general path
+                    // checks every rule.
+                    _ => {}
                 }
                 let Some((neg, exp)) = parse_into(lexeme, &mut self.num) else {
                     return true;
@@ -870,7 +873,7 @@ impl State {
                     digits: &self.num,
                     exp,
                 };
-                !matches!(number_failure(n, &d), Some(f) if float_reading_fails(n, lexeme, f))
+                number_failure(n, &d, |f| float_reading_fails(n, lexeme, f)).is_none()
             }
             Payload::Bool(b) => n
                 .enumeration
@@ -1724,7 +1727,7 @@ impl State {
                             exp,
                         };
                         if let Some(f) =
-                            number_failure(n, &d).filter(|&f| float_reading_fails(n, lexeme, f))
+                            number_failure(n, &d, |f| float_reading_fails(n, lexeme, f))
                         {
                             // A type error names the type found; the others show the number.
                             let got = if matches!(f, Failure::Type) {
@@ -2174,10 +2177,21 @@ fn fixed_number_failure(n: &Node, x: Fixed) -> Option<Option<Failure>> {
     Some(None)
 }
 
-fn number_failure(n: &Node, d: &DecRef<'_>) -> Option<Failure> {
+/// The first rule the exact value `d` breaks for which `holds` is true, in the order the
+/// keywords are checked. A failure `holds` denies (one that the float reading of the number
+/// keeps, see [`float_reading_fails`]) does not hide the rules after it: the float reading of
+/// `99999999999999999999.5` may be whole, but it is above `maximum: 5` either way.
+fn number_failure(
+    n: &Node,
+    d: &DecRef<'_>,
+    mut holds: impl FnMut(Failure) -> bool,
+) -> Option<Failure> {
     use std::cmp::Ordering::{Greater, Less};
+    let mut found = |f: Failure| holds(f).then_some(f);
     if n.types & T_NUMBER == 0 && !d.is_integer() {
-        return Some(Failure::Type);
+        if let Some(f) = found(Failure::Type) {
+            return Some(f);
+        }
     }
     if let Some(rule) = &n.number {
         let checks: [BoundCheck<'_>; 4] = [
@@ -2191,7 +2205,9 @@ fn number_failure(n: &Node, d: &DecRef<'_>) -> Option<Failure> {
         for (bound, keyword, breaks) in checks {
             if let Some(b) = bound {
                 if breaks(d.cmp(&b.as_ref())) {
-                    return Some(Failure::Bound(keyword));
+                    if let Some(f) = found(Failure::Bound(keyword)) {
+                        return Some(f);
+                    }
                 }
             }
         }
@@ -2201,13 +2217,15 @@ fn number_failure(n: &Node, d: &DecRef<'_>) -> Option<Failure> {
             if !m.divides(d)
                 && (d.is_integer() || !text.parse().is_ok_and(|m| float_multiple(d.to_f64(), m)))
             {
-                return Some(Failure::MultipleOf);
+                if let Some(f) = found(Failure::MultipleOf) {
+                    return Some(f);
+                }
             }
         }
     }
     if let Some(e) = &n.enumeration {
         if !e.numbers.iter().any(|x| x.as_ref().cmp(d).is_eq()) {
-            return Some(Failure::Enum);
+            return found(Failure::Enum);
         }
     }
     None

@@ -650,6 +650,28 @@ fn digits_beyond_a_double_are_left_to_the_final_validation() {
 }
 
 #[test]
+fn a_rule_the_float_reading_keeps_does_not_hide_the_next_one() {
+    // To a float `99999999999999999999.5` is a whole number, so `type: integer` is left to
+    // the final validation; it is above `maximum: 5` whatever the reading, and that was not
+    // checked once the type check stopped short (nor the enum after it).
+    let bounded = json!({"properties": {"n": {"type": "integer", "maximum": 5}}});
+    assert_eq!(
+        one(&bounded, r#"{"n":99999999999999999999.5}"#).2,
+        "maximum"
+    );
+    ok(&bounded, r#"{"n":4.0000000000000000001}"#);
+    let choice = json!({"properties": {"n": {"type": "integer", "enum": [1, 2]}}});
+    assert_eq!(one(&choice, r#"{"n":3.0000000000000000001}"#).2, "enum");
+    ok(&choice, r#"{"n":2.0000000000000000001}"#);
+    let nullable = json!({"properties": {"n": {"type": ["integer", "null"], "minimum": 100}}});
+    assert_eq!(
+        one(&nullable, r#"{"n":3.0000000000000000001}"#).2,
+        "minimum"
+    );
+    ok(&nullable, r#"{"n":100.0000000000000000001}"#);
+}
+
+#[test]
 fn all_of_members_check_the_same_value() {
     let s = json!({
         "type": "object",
