@@ -1,0 +1,250 @@
+"""Dict keys that are not strings and set fields, wherever they sit in a call.
+
+A tool with a `dict[int, ...]` or a `set[...]` field has every call walked for its keys and
+repeated items. These tests pin what that walk records and refuses when such fields sit inside
+list items, nested and recursive models (`$ref` / `$defs`), unions and `Optional`s, beside
+parts of the call that hold neither, so that a faster walk keeps every verdict.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from toolwire import Assembler, Outcome, Toolset
+
+
+class Item(BaseModel):
+    """A small object with nothing to check."""
+
+    name: str
+    qty: int
+
+
+class Cell(BaseModel):
+    """Notes by line number and marked columns."""
+
+    notes: dict[int, str] = {}
+    marks: set[int] = set()
+
+
+class Other(BaseModel):
+    """An object branch beside `Cell` in a union."""
+
+    tags: set[str]
+    name: str = ""
+
+
+class Tree(BaseModel):
+    """A recursive model with a keyed dict at every depth."""
+
+    label: dict[int, str] = {}
+    children: list[Tree] = []
+
+
+class Sheet(BaseModel):
+    """A sheet with keyed dicts and sets at every depth."""
+
+    rows: list[Cell] = []
+    by_row: dict[int, Cell] = {}
+    maybe: Cell | None = None
+    either: dict[int, str] | list[str] = []
+    pick: Cell | Other | None = None
+    opt_tags: frozenset[str] | None = None
+    plain: list[Item] = []
+    tree: Tree | None = None
+    when: datetime | None = None
+
+
+class LaxSheet(Sheet):
+    """`Sheet` in Pydantic's lax mode."""
+
+    model_config = ConfigDict(strict=False)
+
+
+_PARIS = ZoneInfo("Europe/Paris")
+TOOLS = Toolset([Sheet, LaxSheet], default_tz={"sheet": _PARIS, "lax_sheet": _PARIS})
+UNCOERCED = Toolset([Sheet], coercion="none", default_tz={"sheet": _PARIS})
+
+_PLAIN = ',"plain":[{"name":"a","qty":1},{"name":"b","qty":2},{"name":"c","qty":3}]'
+
+
+def validate(
+    arguments: str, *, precheck: bool, tools: Toolset = TOOLS, name: str = "sheet"
+) -> Outcome:
+    """The outcome of one call assembled with or without the pre-check."""
+    asm = Assembler(tools=tools if precheck else None)
+    asm.feed(0, id="call_1", name=name, arguments=arguments)
+    (done,) = asm.finish()
+    return tools.validate(done)
+
+
+def verdict(outcome: Outcome) -> tuple[bool, list[tuple[str, ...]], list[tuple[str, ...]]]:
+    """Whether it passed, its coercions and its errors, as plain tuples."""
+    return (
+        outcome.ok,
+        [(c.path, c.from_, c.to, c.rule) for c in outcome.coercions],
+        [(e.path, e.code, e.got or "") for e in outcome.errors],
+    )
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("arguments", "coercions", "errors"),
+    [
+        # Nothing to change, however deep the keys and sets are.
+        (
+            '{"rows":[{"notes":{"1":"a","-5":"b"},"marks":[1,2]},{}],'
+            '"by_row":{"3":{"marks":[4]}},"maybe":{"notes":{"0":"z"}},"either":{"2":"x"},'
+            '"pick":{"tags":["p"]},"opt_tags":["a","b"],'
+            '"tree":{"label":{"1":"r"},"children":[{"children":[{"label":{"9":"leaf"}}]}]}'
+            + _PLAIN
+            + "}",
+            [],
+            [],
+        ),
+        # An integer-keyed dict inside list items.
+        (
+            '{"rows":[{"notes":{"1":"a"}},{"notes":{"01":"b"}}]' + _PLAIN + "}",
+            [],
+            [("/rows/1/notes", "type", '"01"')],
+        ),
+        # Two texts of one key, and a repeat in a set inside a dict's values.
+        (
+            '{"by_row":{"-0":{"marks":[3,3]},"0":{}}}',
+            [("/by_row/-0/marks", "[3,3]", "[3]", "set_duplicates")],
+            [("/by_row", "unique", '"0"')],
+        ),
+        # The dict branch of a union of a dict and a list.
+        ('{"either":{"01":"a"}}', [], [("/either", "type", '"01"')]),
+        ('{"either":["a","a"]}', [], []),
+        # A union of two models, each with a set.
+        (
+            '{"pick":{"tags":["x","x"]}}',
+            [("/pick/tags", '["x","x"]', '["x"]', "set_duplicates")],
+            [],
+        ),
+        (
+            '{"pick":{"marks":[1,1],"notes":{"1":"a"}}}',
+            [("/pick/marks", "[1,1]", "[1]", "set_duplicates")],
+            [],
+        ),
+        # Neither branch takes it: each says why.
+        (
+            '{"pick":{"notes":{"x":"a"}}}',
+            [],
+            [("/pick/tags", "missing", ""), ("/pick/notes", "type", '"x"')],
+        ),
+        # A recursive model, through `$ref`s to itself.
+        (
+            '{"tree":{"children":[{"children":[{"label":{"+2":"z"}}]}]}}',
+            [],
+            [("/tree/children/0/children/0/label", "type", '"+2"')],
+        ),
+        # Optional sets and an optional model.
+        (
+            '{"opt_tags":["a","a"],"maybe":{"marks":[5,5]}' + _PLAIN + "}",
+            [
+                ("/opt_tags", '["a","a"]', '["a"]', "set_duplicates"),
+                ("/maybe/marks", "[5,5]", "[5]", "set_duplicates"),
+            ],
+            [],
+        ),
+        ('{"opt_tags":null,"maybe":null,"pick":null,"tree":null}', [], []),
+        # A coercion where no key or set is, beside a refused key.
+        (
+            '{"plain":[{"name":"a","qty":"3"}],"rows":[{"notes":{"x":"y"}}]}',
+            [("/plain/0/qty", '"3"', "3", "number_string")],
+            [("/rows/0/notes", "type", '"x"')],
+        ),
+        # A timestamp completed with the tool's zone, beside keys and sets with nothing wrong.
+        (
+            '{"when":"2024-01-01T10:00:00","rows":[{"marks":[1],"notes":{"1":"a"}}]}',
+            [("/when", '"2024-01-01T10:00:00"', '"2024-01-01T10:00:00+01:00"', "default_timezone")],
+            [],
+        ),
+        # Arguments under a wrapper key, unwrapped first.
+        (
+            '{"params":{"rows":[{"marks":[2,2]}]}}',
+            [
+                (
+                    "",
+                    '{"params":{"rows":[{"marks":[2,2]}]}}',
+                    '{"rows":[{"marks":[2,2]}]}',
+                    "unwrap",
+                ),
+                ("/rows/0/marks", "[2,2]", "[2]", "set_duplicates"),
+            ],
+            [],
+        ),
+    ],
+)
+def test_keys_and_sets_are_checked_wherever_they_sit(
+    precheck: bool,
+    arguments: str,
+    coercions: list[tuple[str, ...]],
+    errors: list[tuple[str, ...]],
+) -> None:
+    outcome = validate(arguments, precheck=precheck)
+    assert verdict(outcome) == (not errors, coercions, errors)
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_repeats_in_nested_sets_are_refused_without_the_rule(precheck: bool) -> None:
+    arguments = (
+        '{"rows":[{},{"marks":[1,2,1]}],"pick":{"tags":["t","t"]},'
+        '"by_row":{"4":{"marks":[7,7]}}' + _PLAIN + "}"
+    )
+    outcome = validate(arguments, precheck=precheck, tools=UNCOERCED)
+    assert verdict(outcome) == (
+        False,
+        [],
+        [
+            ("/rows/1/marks/2", "unique", "1"),
+            ("/pick/tags/1", "unique", '"t"'),
+            ("/by_row/4/marks/1", "unique", "7"),
+        ],
+    )
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_large_call_keeps_its_model_and_records_what_changed(precheck: bool) -> None:
+    items = ",".join(f'{{"name":"n{i}","qty":{i}}}' for i in range(2000))
+    keyed = ",".join(f'"{i}":"v{i}"' for i in range(2000))
+    arguments = f'{{"plain":[{items}],"either":{{{keyed}}},"opt_tags":["a","b","a"]}}'
+    outcome = validate(arguments, precheck=precheck)
+    assert verdict(outcome) == (
+        True,
+        [("/opt_tags", '["a","b","a"]', '["a","b"]', "set_duplicates")],
+        [],
+    )
+    assert outcome.model == Sheet(
+        plain=[Item(name=f"n{i}", qty=i) for i in range(2000)],
+        either={i: f"v{i}" for i in range(2000)},
+        opt_tags=frozenset({"a", "b"}),
+    )
+    clean = validate(arguments.replace(',"a"]', "]"), precheck=precheck)
+    assert verdict(clean) == (True, [], [])
+    assert clean.model == outcome.model
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_lax_model_with_keys_records_what_it_records_now(precheck: bool) -> None:
+    # A lax model reads `"3"` for an integer itself; with a keyed dict in the tool, the walk
+    # that checks the keys records it too.
+    outcome = validate(
+        '{"plain":[{"name":"a","qty":"3"}],"rows":[{"notes":{"1":"a"},"marks":[1,1]}]}',
+        precheck=precheck,
+        name="lax_sheet",
+    )
+    assert verdict(outcome) == (
+        True,
+        [
+            ("/plain/0/qty", '"3"', "3", "number_string"),
+            ("/rows/0/marks", "[1,1]", "[1]", "set_duplicates"),
+        ],
+        [],
+    )
