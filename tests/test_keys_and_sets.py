@@ -8,13 +8,18 @@ parts of the call that hold neither, so that a faster walk keeps every verdict.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
 from toolwire import Assembler, Outcome, Toolset
+from toolwire.coercion import SAFE_RULES, CoercionResult, coerce_arguments, loads_exact
 
 
 class Item(BaseModel):
@@ -53,6 +58,7 @@ class Sheet(BaseModel):
     maybe: Cell | None = None
     either: dict[int, str] | list[str] = []
     pick: Cell | Other | None = None
+    mixed: Item | Other | None = None
     opt_tags: frozenset[str] | None = None
     plain: list[Item] = []
     tree: Tree | None = None
@@ -138,6 +144,13 @@ def verdict(outcome: Outcome) -> tuple[bool, list[tuple[str, ...]], list[tuple[s
             [],
             [("/pick/tags", "missing", ""), ("/pick/notes", "type", '"x"')],
         ),
+        # A union of a model with a set and one without.
+        (
+            '{"mixed":{"tags":["a","b","a"]}}',
+            [("/mixed/tags", '["a","b","a"]', '["a","b"]', "set_duplicates")],
+            [],
+        ),
+        ('{"mixed":{"name":"n","qty":1}}', [], []),
         # A recursive model, through `$ref`s to itself.
         (
             '{"tree":{"children":[{"children":[{"label":{"+2":"z"}}]}]}}',
@@ -248,3 +261,65 @@ def test_a_lax_model_with_keys_records_what_it_records_now(precheck: bool) -> No
         ],
         [],
     )
+
+
+# Key texts Pydantic takes for an integer key, whether or not coercion does.
+_KEY = st.sampled_from(["0", "1", "-0", "01", "+2", "7", "-5", "1_0"])
+_NOTES = st.dictionaries(_KEY, st.text(max_size=2), max_size=3)
+_MARKS = st.lists(st.integers(0, 3), max_size=4)
+_TAGS = st.lists(st.sampled_from(["a", "b", "c"]), max_size=3)
+_CELL = st.fixed_dictionaries({}, optional={"notes": _NOTES, "marks": _MARKS})
+_OTHER = st.fixed_dictionaries({"tags": _TAGS}, optional={"name": st.text(max_size=2)})
+_ITEM = st.fixed_dictionaries({"name": st.text(max_size=3), "qty": st.integers(-2, 2)})
+_TREE = st.recursive(
+    st.fixed_dictionaries({}, optional={"label": _NOTES}),
+    lambda inner: st.fixed_dictionaries(
+        {}, optional={"label": _NOTES, "children": st.lists(inner, max_size=2)}
+    ),
+    max_leaves=5,
+)
+_SHEET = st.fixed_dictionaries(
+    {},
+    optional={
+        "rows": st.lists(_CELL, max_size=3),
+        "by_row": st.dictionaries(_KEY, _CELL, max_size=2),
+        "maybe": _CELL | st.none(),
+        "either": _NOTES | _TAGS,
+        "pick": _CELL | _OTHER | st.none(),
+        "mixed": _ITEM | _OTHER | st.none(),
+        "opt_tags": _TAGS | st.none(),
+        "plain": st.lists(_ITEM, max_size=3),
+        "tree": _TREE | st.none(),
+        "when": st.sampled_from(["2024-01-01T10:00:00+02:00", "2024-06-01T00:00:00Z"]),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(arguments=_SHEET, lax=st.booleans())
+def test_a_focused_walk_finds_what_the_whole_walk_finds(
+    arguments: dict[str, Any], lax: bool
+) -> None:
+    # On arguments the pre-check passed and Pydantic took as they are, only dict keys and
+    # set items can need a look: walking just the parts that can hold them must record and
+    # refuse exactly what walking everything does.
+    name = "lax_sheet" if lax else "sheet"
+    text = json.dumps(arguments)
+    asm = Assembler(tools=TOOLS)
+    asm.feed(0, id="call_1", name=name, arguments=text)
+    (done,) = asm.finish()
+    assert done.error is None
+    tool = TOOLS.tool(name)
+    assert tool.model is not None
+    tool.model.model_validate_json(text, strict=None if lax else True)
+    schema = tool.validator.schema
+
+    def walk(*, focus: bool) -> CoercionResult:
+        return coerce_arguments(
+            loads_exact(text), schema, rules=SAFE_RULES, default_tz=_PARIS, sets=True, focus=focus
+        )
+
+    whole, focused = walk(focus=False), walk(focus=True)
+    assert focused.coercions == whole.coercions
+    assert focused.problems == whole.problems
+    assert focused.value == whole.value

@@ -708,11 +708,17 @@ class _Coercer:
         rules: frozenset[str],
         default_tz: tzinfo | None,
         sets: bool = False,
+        focus: bool = False,
     ) -> None:
         self.defs = cast(dict[str, Any], root.get("$defs") or {})
         self.rules = rules
         self.default_tz = default_tz
         self.sets = sets
+        # Walk only what may hold a dict with keys to check or a set (see `coerce_arguments`).
+        self.focus = focus
+        # Whether a node holds one, at or below it, by the node's identity (the node is kept
+        # with its answer, so that its id is not reused meanwhile).
+        self.holding: dict[int, tuple[Mapping[str, Any], bool]] = {}
         self.coercions: list[Coercion] = []
         self.problems: list[CoercionProblem] = []
         self.memo: dict[_TrialKey, tuple[Any, Any, _Coercer]] = {}
@@ -731,6 +737,27 @@ class _Coercer:
             seen += 1
         return node
 
+    def holds_keys_or_sets(self, node: Mapping[str, Any]) -> bool:
+        """Whether a dict whose keys are not strings (`KEYS_KEY`) or, with `sets`, a set is at
+        or below `node` (a resolved node)."""
+        if not node:
+            # Any data, or no schema at all (`deref` makes a new `{}` for each, not kept).
+            return False
+        known = self.holding.get(id(node))
+        if known is None:
+            sets = self.sets
+
+            def found(sub: Mapping[str, Any]) -> bool:
+                return KEYS_KEY in sub or (sets and sub.get("uniqueItems") is True)
+
+            known = self.holding[id(node)] = (node, _reaches(node, self.defs, found))
+        return known[1]
+
+    def skips(self, node: object) -> bool:
+        """Whether a focused walk leaves the value at `node` (a subschema, or no schema at all)
+        as it is, unread."""
+        return self.focus and not self.holds_keys_or_sets(self.deref(cast(Any, node)))
+
     def record(self, path: list[str | int], before: Any, after: Any, rule: str) -> Any:
         self.coercions.append(Coercion(pointer(path), shown(before), shown(after), rule))
         return after
@@ -742,6 +769,8 @@ class _Coercer:
         self, value: Any, node: Mapping[str, Any], path: list[str | int], rules: frozenset[str]
     ) -> Any:
         node = self.deref(node)
+        if self.focus and not self.holds_keys_or_sets(node):
+            return value
         if is_decimal_union(node):
             # A `Decimal` takes a number or a numeric string as it is, digit for digit.
             if isinstance(value, str) and not decimal_text_ok(value, node):
@@ -764,12 +793,18 @@ class _Coercer:
             node.get("prefixItems") or isinstance(node.get("items"), dict)
         ):
             # A tuple's positions each have their own schema, then `items` (if any) the rest.
+            given = cast(list[Any], value)
+            if not node.get("prefixItems") and self.skips(node["items"]):
+                # No item holds a key or a set (a set of strings): only the set is looked at.
+                return self.as_set(given, node, path, rules)
             items = [
                 self.walk(item, cast(Mapping[str, Any], sub), [*path, i], rules)
                 if isinstance(sub := _position_schema(node, i), Mapping)
                 else item
-                for i, item in enumerate(cast(list[Any], value))
+                for i, item in enumerate(given)
             ]
+            if all(new is old for new, old in zip(items, given, strict=True)):
+                items = given  # nothing changed: the input's own list, not a copy
             return self.as_set(items, node, path, rules)
         if isinstance(value, list):
             # Items without a schema of their own.
@@ -871,6 +906,15 @@ class _Coercer:
         matching = [b for b in resolved if _matches(value, b)]
         if len(matching) == 1:
             return self.walk(value, matching[0], path, rules)
+        if self.focus:
+            # Several readings are weighed below, each a trial of a branch in full: a branch
+            # Pydantic did not take may need a change where no key or set is, which decides
+            # between the readings. The value is walked as a whole, as without focus.
+            self.focus = False
+            try:
+                return self.walk_branches(value, branches, path, rules)
+            finally:
+                self.focus = True
         if matching:
             return self.walk_matching(value, matching, path, rules)
         # No branch takes the value as it is: coerce toward each branch on a scratch recorder
@@ -1057,7 +1101,11 @@ class _Coercer:
             # export merges them into one object, offering null for the optional ones.
             props = {**member_props, **props}
         required |= member_required
+        if self.focus and not props and self.skips(extra):
+            # A dict whose values hold no key or set (`dict[int, str]`): its keys were all.
+            return value
         out: dict[str, Any] = {}
+        changed = False
         for key, item in value.items():
             sub = props.get(key)
             if item is None and sub is not None and key not in required:
@@ -1066,17 +1114,22 @@ class _Coercer:
                     self.coercions.append(
                         Coercion(pointer([*path, key]), "null", "(absent)", "null_as_absent")
                     )
+                    changed = True
                     continue
             if sub is None and isinstance(extra, dict):
                 sub = cast(Mapping[str, Any], extra)
             if sub is None:
-                if extra in (None, True) and not node.get("patternProperties"):
+                if extra in (None, True) and not node.get("patternProperties") and not self.focus:
                     # A member no schema describes (an open object's): data as JSON reads it.
                     self.refuse_past_float(item, [*path, key])
                 out[key] = item
+            elif self.skips(sub):
+                out[key] = item
             else:
-                out[key] = self.walk(item, sub, [*path, key], rules)
-        return out
+                out[key] = new = self.walk(item, sub, [*path, key], rules)
+                changed = changed or new is not item
+        # Nothing changed: the input's own object, not a copy.
+        return out if changed else value
 
     def check_keys(self, value: dict[str, Any], kind: str, path: list[str | int]) -> None:
         """The keys of a dict field whose keys are not strings (`dict[int, str]`).
@@ -1690,6 +1743,7 @@ def coerce_arguments(
     rules: frozenset[str],
     default_tz: tzinfo | None = None,
     sets: bool = False,
+    focus: bool = False,
 ) -> CoercionResult:
     """Apply the allowed coercion rules to parsed arguments.
 
@@ -1700,10 +1754,16 @@ def coerce_arguments(
         default_tz: The tool's default time zone for timestamps without an offset.
         sets: Whether an array whose schema has `uniqueItems` is a set (a model's `set[...]`
             field), whose repeated items `set_duplicates` drops or refuses.
+        focus: Walk only the parts of `value` whose schema holds, at or below it, a dict whose
+            keys are not strings (`KEYS_KEY`) or, with `sets`, a set; the rest is left as it
+            is, unread (a value several union branches take is still walked whole). For
+            arguments validation has taken as they are, where a key's text and a set's repeats
+            are all that is left to look at: the work is then in proportion to those parts.
 
     Returns:
-        The coerced value with every coercion and every refusal.
+        The coerced value with every coercion and every refusal; the parts nothing changed in
+        are the input's own (`value` itself when nothing changed).
     """
-    coercer = _Coercer(schema, rules, default_tz, sets)
+    coercer = _Coercer(schema, rules, default_tz, sets, focus)
     out = coercer.walk(value, schema, [], rules)
     return CoercionResult(out, tuple(coercer.coercions), tuple(coercer.problems))

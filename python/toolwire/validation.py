@@ -65,7 +65,6 @@ from toolwire.coercion import (
     has_floats,
     has_integer_fields,
     has_json_type,
-    has_repeats,
     has_scalar_enums,
     has_timestamps,
     has_untyped,
@@ -2679,10 +2678,14 @@ class ToolValidator:
                     and not (self._scalar_enums and self._strict and self._bool_number_swap(call))
                     and not (self._scalar_enums and self._whole_float_in_enum(call))
                     and not (self._lax_integers and self._float_for_integer(call))
-                    and not self._keyed_dicts
-                    and not (self._sets and has_repeats(call.value))
                 ):
-                    return self._accept(call, instance, None, [], lang)
+                    if not (self._keyed_dicts or self._sets):
+                        return self._accept(call, instance, None, [], lang)
+                    # Pydantic took the call as it is and no check above found a value it
+                    # reads otherwise than as written: what is left is the dict keys it
+                    # converts from text and the repeats a set drops, and only the parts of
+                    # the call that can hold them are walked.
+                    return self._validate_further(call, None, [], lang, redact, taken=instance)
             return self._validate_further(call, error, [], lang, redact)
         finally:
             if paused:
@@ -2771,10 +2774,14 @@ class ToolValidator:
         pydantic_errors: list[Any],
         lang: Lang,
         redact: Redactor | None,
+        taken: BaseModel | None = None,
     ) -> Outcome:
-        """`_examine`, with arguments too deep for Python's stack refused as `too_large`."""
+        """`_examine`, with arguments too deep for Python's stack refused as `too_large`.
+
+        `taken` is the model Pydantic made of a call it took as it is, which only the walk for
+        dict keys and set items may still change or refuse (see `validate`)."""
         try:
-            return self._examine(call, error, pydantic_errors, lang, redact)
+            return self._examine(call, error, pydantic_errors, lang, redact, taken)
         except BaseException as exc:
             # Nested deeper than the stack allows (an assembler made with a `max_depth` above
             # the default), or a schema loop no reading can cut (`unevaluatedProperties` beside
@@ -2797,6 +2804,7 @@ class ToolValidator:
         pydantic_errors: list[Any],
         lang: Lang,
         redact: Redactor | None,
+        taken: BaseModel | None = None,
     ) -> Outcome:
         text_in = _argument_text(call)
         if _unreadable_json(pydantic_errors, text_in):
@@ -2845,7 +2853,7 @@ class ToolValidator:
                         seen.add(draft.error.path)
                         initial.append(draft)
                         precheck_only.append(draft)
-        return self._repair(call, text_in, initial, builder, lang, precheck_only)
+        return self._repair(call, text_in, initial, builder, lang, precheck_only, taken)
 
     def _unknown_drafts(self, builder: _ErrorBuilder, value: Any) -> list[_Draft]:
         """An `unknown_field` draft for each member the published schema does not allow."""
@@ -2943,23 +2951,30 @@ class ToolValidator:
         builder: _ErrorBuilder,
         lang: Lang,
         precheck_only: Sequence[_Draft] = (),
+        taken: BaseModel | None = None,
     ) -> Outcome:
         try:
             value = loads_exact(text_in)
         except ValueError:
             value = call.value
+            taken = None  # not read exactly: walked whole, as any call is
         result = coerce_arguments(
             value,
             self.schema,
             rules=self.rules,
             default_tz=self.default_tz,
             sets=self.model is not None,
+            # A call Pydantic took as it is: only what can hold dict keys or sets is walked.
+            focus=taken is not None,
         )
         raw: object = result.value
         if not isinstance(raw, dict):
             # Still not an object (a bare string, an array, a number): nothing to validate.
             return not_object_outcome(call, lang=lang)
         fixed = cast(dict[str, Any], raw)
+        if taken is not None and fixed is value and not result.coercions and not result.problems:
+            # Every key and set as it should be: the model Pydantic made stands.
+            return self._accept(call, taken, None, [], lang)
         drafts = [builder.from_problem(p) for p in result.problems]
         if drafts:
             # A refusal inside a union's value (a naive timestamp in the tagged branch) is why
@@ -2973,8 +2988,14 @@ class ToolValidator:
             return self._reject(call, drafts + initial, coercions, lang, builder)
         if self.model is not None:
             try:
-                instance = self.model.model_validate_json(
-                    dumps_exact(quote_decimals(fixed, self.schema)), strict=self.strict_argument
+                instance = (
+                    # Nothing changed in a call Pydantic took: the model it made.
+                    taken
+                    if taken is not None and fixed is value
+                    else self.model.model_validate_json(
+                        dumps_exact(quote_decimals(fixed, self.schema)),
+                        strict=self.strict_argument,
+                    )
                 )
             except ValidationError as exc:
                 drafts = drafts + builder.from_pydantic(exc.errors(include_url=False))
