@@ -9,6 +9,7 @@ parts of the call that hold neither, so that a faster walk keeps every verdict.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -261,6 +262,54 @@ def test_a_lax_model_with_keys_records_what_it_records_now(precheck: bool) -> No
         ],
         [],
     )
+
+
+@dataclass(frozen=True)
+class LookAlike:
+    """A completed call that is not a `ToolCall` (nothing says it was pre-checked)."""
+
+    arguments: str
+    error: None = None
+    name: str = "sheet"
+    id: str = "call_1"
+    ordinal: int = 0
+    index: int = 0
+
+    @property
+    def value(self) -> Any:
+        """The parsed arguments."""
+        return json.loads(self.arguments)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "coercion", "unknown"),
+    [
+        ('{"opt_tags":["a","a"],"bogus":1}', "/opt_tags", "/bogus"),
+        (
+            '{"plain":[{"name":"a","qty":1,"zzz":2}],"maybe":{"marks":[1,1]}}',
+            "/maybe/marks",
+            "/plain/0/zzz",
+        ),
+    ],
+)
+def test_an_unknown_field_beside_a_repeat_is_named_however_the_call_came(
+    arguments: str, coercion: str, unknown: str
+) -> None:
+    # Pydantic ignores the unknown field; the pre-check, or the look that follows a coercion
+    # for a call nothing checked, names it wherever it is.
+    bare = Assembler()
+    bare.feed(0, id="call_1", name="sheet", arguments=arguments)
+    (unchecked,) = bare.finish()
+    outcomes = [
+        validate(arguments, precheck=True),
+        validate(arguments, precheck=False),
+        TOOLS.validate(LookAlike(arguments)),
+        TOOLS.tool("sheet").validator.validate(unchecked),
+    ]
+    for outcome in outcomes:
+        assert not outcome.ok
+        assert [(c.path, c.rule) for c in outcome.coercions] == [(coercion, "set_duplicates")]
+        assert [(e.path, e.code) for e in outcome.errors] == [(unknown, "unknown_field")]
 
 
 # Key texts Pydantic takes for an integer key, whether or not coercion does.

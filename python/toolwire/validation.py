@@ -2250,18 +2250,21 @@ def _unchanged_at(before: Any, after: Any, path: str) -> bool:
 
 
 def _unknown_fields(
-    schema: _Schema, value: object
+    schema: _Schema, value: object, checked: object = _ABSENT
 ) -> list[tuple[list[str | int], Any, dict[str, Any]]]:
     """Keys the published schema's closed objects do not define (the first `MAX_ERRORS`), with
     their values and the object schema that does not define them.
 
     Union members are skipped (which branch's fields apply is for validation to decide),
     except a tagged one: an object whose tag names exactly one branch (a discriminated union)
-    is that branch's.
+    is that branch's. With `checked`, a value the pre-check passed whole that `value` was made
+    from, the parts of `value` that are `checked`'s own at the same place are not looked at.
     """
     found: list[tuple[list[str | int], Any, dict[str, Any]]] = []
 
-    def walk(item: object, node: Mapping[str, Any], path: list[str | int]) -> None:
+    def walk(item: object, node: Mapping[str, Any], path: list[str | int], was: object) -> None:
+        if item is was:
+            return
         node = schema.deref(node)
         if "anyOf" in node or "oneOf" in node:
             branch = _tagged_branch(schema.branches(node), item)
@@ -2271,23 +2274,30 @@ def _unknown_fields(
         if isinstance(item, dict):
             props = _d(node.get("properties"))
             extra = node.get("additionalProperties")
+            before = cast(dict[str, Any], was) if isinstance(was, dict) else {}
             for key, sub in cast(dict[str, Any], item).items():
                 if key in props:
-                    walk(sub, _d(props[key]), [*path, key])
+                    walk(sub, _d(props[key]), [*path, key], before.get(key, _ABSENT))
                 elif extra is False:
                     # No more are shown than `MAX_ERRORS`: a call with 100,000 unknown keys
                     # must not cost 100,000 error drafts.
                     if len(found) < MAX_ERRORS:
                         found.append(([*path, key], sub, node))
                 else:
-                    walk(sub, _d(extra), [*path, key])
+                    walk(sub, _d(extra), [*path, key], before.get(key, _ABSENT))
         elif isinstance(item, list):
             prefix = _l(node.get("prefixItems"))
             items = _d(node.get("items"))
+            earlier = cast(list[Any], was) if isinstance(was, list) else []
             for index, sub in enumerate(cast(list[Any], item)):
-                walk(sub, _d(prefix[index]) if index < len(prefix) else items, [*path, index])
+                walk(
+                    sub,
+                    _d(prefix[index]) if index < len(prefix) else items,
+                    [*path, index],
+                    earlier[index] if index < len(earlier) else _ABSENT,
+                )
 
-    walk(value, schema.root, [])
+    walk(value, schema.root, [], checked)
     return found
 
 
@@ -2855,8 +2865,11 @@ class ToolValidator:
                         precheck_only.append(draft)
         return self._repair(call, text_in, initial, builder, lang, precheck_only, taken)
 
-    def _unknown_drafts(self, builder: _ErrorBuilder, value: Any) -> list[_Draft]:
-        """An `unknown_field` draft for each member the published schema does not allow."""
+    def _unknown_drafts(
+        self, builder: _ErrorBuilder, value: Any, checked: object = _ABSENT
+    ) -> list[_Draft]:
+        """An `unknown_field` draft for each member the published schema does not allow (the
+        parts of `value` that are `checked`'s own left out, see `_unknown_fields`)."""
         # The object's own schema, not what `locate` makes of the key inside a union.
         return [
             builder.unknown_field(
@@ -2865,7 +2878,7 @@ class ToolValidator:
                 ),
                 item,
             )
-            for parts, item, parent in _unknown_fields(self._lookup, value)
+            for parts, item, parent in _unknown_fields(self._lookup, value, checked)
         ]
 
     def _odd_decimal_text(self, call: CallLike) -> bool:
@@ -3012,10 +3025,14 @@ class ToolValidator:
                 # A coercion may have brought members into view that nothing checked yet (an
                 # object unwrapped from a wrapper key or read from a JSON string): a misspelled
                 # field there would otherwise be dropped by `extra="ignore"` and the call run
-                # with the default.
+                # with the default. In a call Pydantic took whose whole text passed the pre-check,
+                # the parts the coercions left as they were have none: only the rest is read.
+                whole = taken is not None and getattr(call, "prechecked", False) is True
                 seen = {d.error.path for d in drafts}
                 drafts += [
-                    d for d in self._unknown_drafts(builder, fixed) if d.error.path not in seen
+                    d
+                    for d in self._unknown_drafts(builder, fixed, value if whole else _ABSENT)
+                    if d.error.path not in seen
                 ]
             if drafts:
                 return self._reject(call, drafts, coercions, lang, builder)
