@@ -206,6 +206,29 @@ def test_keys_and_sets_are_checked_wherever_they_sit(
     assert verdict(outcome) == (not errors, coercions, errors)
 
 
+_MANY_KEYS = ",".join(f'"{i}":"v"' for i in range(-50, 50))
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("keys", "errors"),
+    [
+        (_MANY_KEYS, []),
+        ('"-0":"z"', []),
+        (_MANY_KEYS + ',"-0":"z"', [("/either", "unique", '"-0"')]),
+        (_MANY_KEYS + ',"007":"z"', [("/either", "type", '"007"')]),
+        ('"' + "9" * 4300 + '":"z"', []),
+        # Shown cut to 200 characters.
+        ('"' + "9" * 4301 + '":"z"', [("/either", "type", '"' + "9" * 198 + "…")]),
+    ],
+)
+def test_many_integer_keys_are_each_held_to_their_text(
+    precheck: bool, keys: str, errors: list[tuple[str, ...]]
+) -> None:
+    outcome = validate('{"either":{' + keys + "}}", precheck=precheck)
+    assert verdict(outcome) == (not errors, [], errors)
+
+
 @pytest.mark.parametrize("precheck", [True, False])
 def test_repeats_in_nested_sets_are_refused_without_the_rule(precheck: bool) -> None:
     arguments = (
