@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from toolwire import Assembler, Outcome, Toolset
 from toolwire.coercion import SAFE_RULES, CoercionResult, coerce_arguments, loads_exact
@@ -268,6 +268,47 @@ def test_a_large_call_keeps_its_model_and_records_what_changed(precheck: bool) -
     assert clean.model == outcome.model
 
 
+class Counted(BaseModel):
+    """Counts by key, and a count a custom validator reads from text."""
+
+    model_config = ConfigDict(strict=True)
+
+    counts: dict[int, int] = {}
+    total: int = 0
+
+    @field_validator("total", mode="before")
+    @classmethod
+    def _digits(cls, value: object) -> object:
+        return int(value) if isinstance(value, str) and value.isdigit() else value
+
+
+@pytest.mark.parametrize("how", ["precheck", "no precheck", "look-alike", "validator alone"])
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("lax_sheet", '{"plain":[{"name":"a","qty":"3"}],"rows":[{"notes":{"1":"a"}}]}'),
+        ("counted", '{"total":"3","counts":{"1":2}}'),
+    ],
+)
+def test_a_value_pydantic_reads_from_another_type_is_recorded_however_the_call_came(
+    how: str, name: str, arguments: str
+) -> None:
+    # A lax model reads `"3"` for an integer itself, and so does a strict one's custom
+    # validator; with a keyed dict in the tool, the walk that checks the keys records it too.
+    tools = Toolset([LaxSheet, Counted])
+    if how == "look-alike":
+        outcome = tools.validate(LookAlike(arguments, name=name))
+    elif how == "validator alone":
+        bare = Assembler()
+        bare.feed(0, id="call_1", name=name, arguments=arguments)
+        (unchecked,) = bare.finish()
+        outcome = tools.tool(name).validator.validate(unchecked)
+    else:
+        outcome = validate(arguments, precheck=how == "precheck", tools=tools, name=name)
+    assert outcome.ok
+    assert [(c.from_, c.to, c.rule) for c in outcome.coercions] == [('"3"', "3", "number_string")]
+
+
 @pytest.mark.parametrize("precheck", [True, False])
 def test_a_lax_model_with_keys_records_what_it_records_now(precheck: bool) -> None:
     # A lax model reads `"3"` for an integer itself; with a keyed dict in the tool, the walk
@@ -395,3 +436,20 @@ def test_a_focused_walk_finds_what_the_whole_walk_finds(
     assert focused.coercions == whole.coercions
     assert focused.problems == whole.problems
     assert focused.value == whole.value
+
+
+@settings(max_examples=200, deadline=None)
+@given(arguments=_SHEET, lax=st.booleans(), naive=st.booleans())
+def test_a_pre_checked_call_gets_what_an_unchecked_look_alike_gets(
+    arguments: dict[str, Any], lax: bool, naive: bool
+) -> None:
+    # A call the pre-check passed takes the focused walk (unless a timestamp without an
+    # offset sends it down the whole one); a look-alike call, which nothing says was
+    # pre-checked, the whole walk: their outcomes must be the same.
+    name = "lax_sheet" if lax else "sheet"
+    text = json.dumps({**arguments, "when": "2024-01-01T10:00:00"} if naive else arguments)
+    asm = Assembler(tools=TOOLS)
+    asm.feed(0, id="call_1", name=name, arguments=text)
+    (done,) = asm.finish()
+    assert done.error is None
+    assert TOOLS.validate(done) == TOOLS.validate(LookAlike(text, name=name))

@@ -65,6 +65,7 @@ from toolwire.coercion import (
     has_floats,
     has_integer_fields,
     has_json_type,
+    has_repeats,
     has_scalar_enums,
     has_timestamps,
     has_untyped,
@@ -2582,6 +2583,10 @@ class ToolValidator:
         check: Business check run on the validated model or dict.
         written: For a plain-dict tool, `schema` with its objects as written (not closed):
             a value must pass its `oneOf`s too (see `_as_written`).
+        typed_precheck: Whether the pre-check holds every value to the type `schema` gives it
+            (it leaves none free that `schema` types, as it does a value a `mode="before"`
+            validator sees first): only then does a call it passed need no coercion outside
+            dict keys and sets once Pydantic took it.
     """
 
     def __init__(
@@ -2594,6 +2599,7 @@ class ToolValidator:
         default_tz: tzinfo | None = None,
         check: Check | None = None,
         written: Mapping[str, Any] | None = None,
+        typed_precheck: bool = False,
     ) -> None:
         self.tool = tool
         self.schema = dict(schema)
@@ -2619,6 +2625,7 @@ class ToolValidator:
         self._sets = model is not None and schema_has(
             self.schema, lambda node: True if node.get("uniqueItems") is True else None
         )
+        self._typed_precheck = typed_precheck
         self._scalar_enums = model is not None and has_scalar_enums(self.schema)
         # Numeric enums alone can only be swapped by a `true` or `false` in the text.
         self._boolean_enums = self._scalar_enums and has_boolean_enums(self.schema)
@@ -2653,6 +2660,7 @@ class ToolValidator:
         *,
         lang: Lang = "en",
         redact: Redactor | None = None,
+        prechecked: bool | None = None,
     ) -> Outcome:
         """Validate one call for this tool.
 
@@ -2660,6 +2668,8 @@ class ToolValidator:
             call: The completed call (its `error`, if any, is honoured first).
             lang: Language of the texts in the outcome.
             redact: Redaction hook for values shown to the model.
+            prechecked: Whether the call's whole text passed the pre-check; None takes the
+                call's own `prechecked` (False for a call that does not say).
 
         Returns:
             The outcome.
@@ -2691,11 +2701,20 @@ class ToolValidator:
                 ):
                     if not (self._keyed_dicts or self._sets):
                         return self._accept(call, instance, None, [], lang)
-                    # Pydantic took the call as it is and no check above found a value it
-                    # reads otherwise than as written: what is left is the dict keys it
-                    # converts from text and the repeats a set drops, and only the parts of
-                    # the call that can hold them are walked.
-                    return self._validate_further(call, None, [], lang, redact, taken=instance)
+                    if prechecked is None:
+                        prechecked = getattr(call, "prechecked", False) is True
+                    if prechecked and self._typed_precheck:
+                        # Every value has its schema's JSON type, Pydantic took the call as it
+                        # is and no check above found a value it reads otherwise than as
+                        # written: what is left is the dict keys Pydantic converts from text
+                        # and the repeats a set drops, and only the parts of the call that can
+                        # hold them are walked.
+                        return self._validate_further(call, None, [], lang, redact, taken=instance)
+                    # Otherwise Pydantic may have taken a value of another type (a lax model's
+                    # `"3"` for an integer, a string a custom validator reads), which the
+                    # whole walk records: such a call is walked whole, if at all.
+                    if not self._keyed_dicts and not has_repeats(call.value):
+                        return self._accept(call, instance, None, [], lang)
             return self._validate_further(call, error, [], lang, redact)
         finally:
             if paused:
@@ -2788,8 +2807,9 @@ class ToolValidator:
     ) -> Outcome:
         """`_examine`, with arguments too deep for Python's stack refused as `too_large`.
 
-        `taken` is the model Pydantic made of a call it took as it is, which only the walk for
-        dict keys and set items may still change or refuse (see `validate`)."""
+        `taken` is the model Pydantic made of a call it took as it is, whose whole text passed
+        the pre-check: only the walk for dict keys and set items may still change or refuse it
+        (see `validate`)."""
         try:
             return self._examine(call, error, pydantic_errors, lang, redact, taken)
         except BaseException as exc:
@@ -3025,13 +3045,14 @@ class ToolValidator:
                 # A coercion may have brought members into view that nothing checked yet (an
                 # object unwrapped from a wrapper key or read from a JSON string): a misspelled
                 # field there would otherwise be dropped by `extra="ignore"` and the call run
-                # with the default. In a call Pydantic took whose whole text passed the pre-check,
-                # the parts the coercions left as they were have none: only the rest is read.
-                whole = taken is not None and getattr(call, "prechecked", False) is True
+                # with the default. In a call Pydantic took (whose whole text passed the
+                # pre-check), the parts the coercions left as they were have none: only the rest
+                # is read.
+                checked = value if taken is not None else _ABSENT
                 seen = {d.error.path for d in drafts}
                 drafts += [
                     d
-                    for d in self._unknown_drafts(builder, fixed, value if whole else _ABSENT)
+                    for d in self._unknown_drafts(builder, fixed, checked)
                     if d.error.path not in seen
                 ]
             if drafts:
