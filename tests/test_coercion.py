@@ -377,6 +377,29 @@ def test_dumps_exact_writes_plain_data_as_json_dumps_does(value: Any) -> None:
     assert dumps_exact(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+# A number with a fraction or an exponent as `loads_exact` reads it, and as `dumps_exact`
+# writes it back for validation.
+_EXACT_TEXTS = {
+    "1.10": "1.10",
+    "9e0": "9.0",
+    "-0.0": "-0.0",
+    "1e309": "1E+309",
+    "12345678901234567.89": "12345678901234567.89",
+}
+
+
+@given(_JSON, st.sampled_from(sorted(_EXACT_TEXTS)))
+def test_dumps_exact_writes_a_decimal_anywhere_digit_for_digit(value: Any, number: str) -> None:
+    # Plain data goes to the standard encoder, which stops at a `Decimal`: wherever one is,
+    # the whole value is written exactly, the plain parts as `json.dumps` writes them.
+    import json
+
+    plain = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    exact, written = loads_exact(number), _EXACT_TEXTS[number]
+    assert dumps_exact([value, exact]) == f"[{plain},{written}]"
+    assert dumps_exact({"a": exact, "b": [value]}) == f'{{"a":{written},"b":[{plain}]}}'
+
+
 # Pydantic's `Decimal | None` as validation reads it (a number, a numeric string or null).
 _PRICED = {
     "type": "object",

@@ -41,7 +41,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from toolwire._core import DirectValidation, ToolCall
-from toolwire.coercion import KEYS_KEY, CoercionSpec, float_risk, resolve_rules
+from toolwire.coercion import KEYS_KEY, CoercionSpec, float_risk, is_untyped, resolve_rules
 from toolwire.payloads import Lang
 from toolwire.schema_export import (
     Relaxation,
@@ -312,6 +312,42 @@ def _may_be_object(schema: object) -> bool:
     if isinstance(members, list):
         return all(_may_be_object(m) for m in cast(list[object], members))
     return True
+
+
+# Where a schema holds subschemas: one, a list of them, or a map of names to them.
+_ONE_SUBSCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "contains")
+_SUBSCHEMA_LISTS = ("prefixItems", "anyOf", "oneOf", "allOf")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+
+
+def _leaves_free(check: object, typed: object) -> bool:
+    """Whether the pre-check's schema `check` takes any value somewhere the validation schema
+    `typed`, written from the same model, gives a type: a value a `mode="before"` validator
+    sees first, or a later key a field is read from (see `_PrecheckSchema`)."""
+    if not isinstance(check, dict) or not isinstance(typed, dict):
+        return False
+    check_node, typed_node = cast(dict[str, Any], check), cast(dict[str, Any], typed)
+    if is_untyped(check_node):
+        return not is_untyped(typed_node)
+    pairs: list[tuple[object, object]] = [
+        (check_node[key], typed_node[key])
+        for key in _ONE_SUBSCHEMA
+        if key in check_node and key in typed_node
+    ]
+    for key in _SUBSCHEMA_LISTS:
+        checks, types = check_node.get(key), typed_node.get(key)
+        if isinstance(checks, list) and isinstance(types, list):
+            pairs.extend(zip(cast(list[object], checks), cast(list[object], types), strict=False))
+    for key in _SUBSCHEMA_MAPS:
+        checks, types = check_node.get(key), typed_node.get(key)
+        if isinstance(checks, dict) and isinstance(types, dict):
+            named = cast(dict[str, object], types)
+            pairs.extend(
+                (sub, named[name])
+                for name, sub in cast(dict[str, object], checks).items()
+                if name in named
+            )
+    return any(_leaves_free(a, b) for a, b in pairs)
 
 
 def _add_alternate_keys(
@@ -688,17 +724,18 @@ class Toolset:
             if not _may_be_object(schema):
                 # Every provider sends a call's arguments as one JSON object: no call could pass.
                 raise ValueError(f"tool {name!r}: its parameters must allow a JSON object")
+            typed = validation_sources.get(name)
             try:
                 validator = ToolValidator(
                     name,
-                    precheck_schema(validation_sources[name])
-                    if name in validation_sources
-                    else schema,
+                    precheck_schema(typed) if typed is not None else schema,
                     model,
                     rules=self._rules,
                     default_tz=(default_tz or {}).get(name),
                     check=(checks or {}).get(name),
                     written=precheck_schema(source, closed=False) if model is None else None,
+                    typed_precheck=typed is not None
+                    and not _leaves_free(check_sources.get(name, source), typed),
                 )
             except Exception as exc:  # jsonschema.SchemaError and friends
                 raise ValueError(f"tool {name!r}: invalid parameter schema: {exc}") from exc
@@ -967,6 +1004,9 @@ class Toolset:
             error, prechecked, name = call.error, getattr(call, "prechecked", True), call.name
             call_id, raw = call.id, _raw_arguments(call)
             plain_numbers = getattr(call, "plain_numbers", False)
+        # Whether the whole text is known to have passed the pre-check here; None leaves it to
+        # what the call says.
+        checked: bool | None = None
         if error is None and not prechecked:
             # A `ToolCall` assembled without the pre-check: find what it would have found, so
             # that a call gets the same verdict whichever way it was assembled (an unknown
@@ -975,6 +1015,8 @@ class Toolset:
             found = self._schema_violation(call, raw)
             if found is not None:
                 call, error = _WithViolation(call, found), found
+            else:
+                checked = True
         if error is None:
             direct = self._direct.get(name)
             # The common case, inline: Pydantic alone decides (see `direct_json`). Blank
@@ -1012,7 +1054,9 @@ class Toolset:
                 Outcome,
                 outcome_for_call_error(call, _KindOnly(kind), tools=self.names(), lang=self._lang),
             )
-        return tool.validator.validate(call, lang=self._lang, redact=self._redact)
+        return tool.validator.validate(
+            call, lang=self._lang, redact=self._redact, prechecked=checked
+        )
 
     def _schema_violation(self, call: CallLike, raw: bytes | None) -> CallErrorLike | None:
         """The first violation the pre-check finds in a complete call to a known tool; `raw`

@@ -2251,18 +2251,21 @@ def _unchanged_at(before: Any, after: Any, path: str) -> bool:
 
 
 def _unknown_fields(
-    schema: _Schema, value: object
+    schema: _Schema, value: object, checked: object = _ABSENT
 ) -> list[tuple[list[str | int], Any, dict[str, Any]]]:
     """Keys the published schema's closed objects do not define (the first `MAX_ERRORS`), with
     their values and the object schema that does not define them.
 
     Union members are skipped (which branch's fields apply is for validation to decide),
     except a tagged one: an object whose tag names exactly one branch (a discriminated union)
-    is that branch's.
+    is that branch's. With `checked`, a value the pre-check passed whole that `value` was made
+    from, the parts of `value` that are `checked`'s own at the same place are not looked at.
     """
     found: list[tuple[list[str | int], Any, dict[str, Any]]] = []
 
-    def walk(item: object, node: Mapping[str, Any], path: list[str | int]) -> None:
+    def walk(item: object, node: Mapping[str, Any], path: list[str | int], was: object) -> None:
+        if item is was:
+            return
         node = schema.deref(node)
         if "anyOf" in node or "oneOf" in node:
             branch = _tagged_branch(schema.branches(node), item)
@@ -2272,23 +2275,30 @@ def _unknown_fields(
         if isinstance(item, dict):
             props = _d(node.get("properties"))
             extra = node.get("additionalProperties")
+            before = cast(dict[str, Any], was) if isinstance(was, dict) else {}
             for key, sub in cast(dict[str, Any], item).items():
                 if key in props:
-                    walk(sub, _d(props[key]), [*path, key])
+                    walk(sub, _d(props[key]), [*path, key], before.get(key, _ABSENT))
                 elif extra is False:
                     # No more are shown than `MAX_ERRORS`: a call with 100,000 unknown keys
                     # must not cost 100,000 error drafts.
                     if len(found) < MAX_ERRORS:
                         found.append(([*path, key], sub, node))
                 else:
-                    walk(sub, _d(extra), [*path, key])
+                    walk(sub, _d(extra), [*path, key], before.get(key, _ABSENT))
         elif isinstance(item, list):
             prefix = _l(node.get("prefixItems"))
             items = _d(node.get("items"))
+            earlier = cast(list[Any], was) if isinstance(was, list) else []
             for index, sub in enumerate(cast(list[Any], item)):
-                walk(sub, _d(prefix[index]) if index < len(prefix) else items, [*path, index])
+                walk(
+                    sub,
+                    _d(prefix[index]) if index < len(prefix) else items,
+                    [*path, index],
+                    earlier[index] if index < len(earlier) else _ABSENT,
+                )
 
-    walk(value, schema.root, [])
+    walk(value, schema.root, [], checked)
     return found
 
 
@@ -2573,6 +2583,10 @@ class ToolValidator:
         check: Business check run on the validated model or dict.
         written: For a plain-dict tool, `schema` with its objects as written (not closed):
             a value must pass its `oneOf`s too (see `_as_written`).
+        typed_precheck: Whether the pre-check holds every value to the type `schema` gives it
+            (it leaves none free that `schema` types, as it does a value a `mode="before"`
+            validator sees first): only then does a call it passed need no coercion outside
+            dict keys and sets once Pydantic took it.
     """
 
     def __init__(
@@ -2585,6 +2599,7 @@ class ToolValidator:
         default_tz: tzinfo | None = None,
         check: Check | None = None,
         written: Mapping[str, Any] | None = None,
+        typed_precheck: bool = False,
     ) -> None:
         self.tool = tool
         self.schema = dict(schema)
@@ -2610,6 +2625,7 @@ class ToolValidator:
         self._sets = model is not None and schema_has(
             self.schema, lambda node: True if node.get("uniqueItems") is True else None
         )
+        self._typed_precheck = typed_precheck
         self._scalar_enums = model is not None and has_scalar_enums(self.schema)
         # Numeric enums alone can only be swapped by a `true` or `false` in the text.
         self._boolean_enums = self._scalar_enums and has_boolean_enums(self.schema)
@@ -2644,6 +2660,7 @@ class ToolValidator:
         *,
         lang: Lang = "en",
         redact: Redactor | None = None,
+        prechecked: bool | None = None,
     ) -> Outcome:
         """Validate one call for this tool.
 
@@ -2651,6 +2668,8 @@ class ToolValidator:
             call: The completed call (its `error`, if any, is honoured first).
             lang: Language of the texts in the outcome.
             redact: Redaction hook for values shown to the model.
+            prechecked: Whether the call's whole text passed the pre-check; None takes the
+                call's own `prechecked` (False for a call that does not say).
 
         Returns:
             The outcome.
@@ -2679,10 +2698,23 @@ class ToolValidator:
                     and not (self._scalar_enums and self._strict and self._bool_number_swap(call))
                     and not (self._scalar_enums and self._whole_float_in_enum(call))
                     and not (self._lax_integers and self._float_for_integer(call))
-                    and not self._keyed_dicts
-                    and not (self._sets and has_repeats(call.value))
                 ):
-                    return self._accept(call, instance, None, [], lang)
+                    if not (self._keyed_dicts or self._sets):
+                        return self._accept(call, instance, None, [], lang)
+                    if prechecked is None:
+                        prechecked = getattr(call, "prechecked", False) is True
+                    if prechecked and self._typed_precheck:
+                        # Every value has its schema's JSON type, Pydantic took the call as it
+                        # is and no check above found a value it reads otherwise than as
+                        # written: what is left is the dict keys Pydantic converts from text
+                        # and the repeats a set drops, and only the parts of the call that can
+                        # hold them are walked.
+                        return self._validate_further(call, None, [], lang, redact, taken=instance)
+                    # Otherwise Pydantic may have taken a value of another type (a lax model's
+                    # `"3"` for an integer, a string a custom validator reads), which the
+                    # whole walk records: such a call is walked whole, if at all.
+                    if not self._keyed_dicts and not has_repeats(call.value):
+                        return self._accept(call, instance, None, [], lang)
             return self._validate_further(call, error, [], lang, redact)
         finally:
             if paused:
@@ -2771,10 +2803,15 @@ class ToolValidator:
         pydantic_errors: list[Any],
         lang: Lang,
         redact: Redactor | None,
+        taken: BaseModel | None = None,
     ) -> Outcome:
-        """`_examine`, with arguments too deep for Python's stack refused as `too_large`."""
+        """`_examine`, with arguments too deep for Python's stack refused as `too_large`.
+
+        `taken` is the model Pydantic made of a call it took as it is, whose whole text passed
+        the pre-check: only the walk for dict keys and set items may still change or refuse it
+        (see `validate`)."""
         try:
-            return self._examine(call, error, pydantic_errors, lang, redact)
+            return self._examine(call, error, pydantic_errors, lang, redact, taken)
         except BaseException as exc:
             # Nested deeper than the stack allows (an assembler made with a `max_depth` above
             # the default), or a schema loop no reading can cut (`unevaluatedProperties` beside
@@ -2797,6 +2834,7 @@ class ToolValidator:
         pydantic_errors: list[Any],
         lang: Lang,
         redact: Redactor | None,
+        taken: BaseModel | None = None,
     ) -> Outcome:
         text_in = _argument_text(call)
         if _unreadable_json(pydantic_errors, text_in):
@@ -2845,10 +2883,13 @@ class ToolValidator:
                         seen.add(draft.error.path)
                         initial.append(draft)
                         precheck_only.append(draft)
-        return self._repair(call, text_in, initial, builder, lang, precheck_only)
+        return self._repair(call, text_in, initial, builder, lang, precheck_only, taken)
 
-    def _unknown_drafts(self, builder: _ErrorBuilder, value: Any) -> list[_Draft]:
-        """An `unknown_field` draft for each member the published schema does not allow."""
+    def _unknown_drafts(
+        self, builder: _ErrorBuilder, value: Any, checked: object = _ABSENT
+    ) -> list[_Draft]:
+        """An `unknown_field` draft for each member the published schema does not allow (the
+        parts of `value` that are `checked`'s own left out, see `_unknown_fields`)."""
         # The object's own schema, not what `locate` makes of the key inside a union.
         return [
             builder.unknown_field(
@@ -2857,7 +2898,7 @@ class ToolValidator:
                 ),
                 item,
             )
-            for parts, item, parent in _unknown_fields(self._lookup, value)
+            for parts, item, parent in _unknown_fields(self._lookup, value, checked)
         ]
 
     def _odd_decimal_text(self, call: CallLike) -> bool:
@@ -2943,11 +2984,13 @@ class ToolValidator:
         builder: _ErrorBuilder,
         lang: Lang,
         precheck_only: Sequence[_Draft] = (),
+        taken: BaseModel | None = None,
     ) -> Outcome:
         try:
             value = loads_exact(text_in)
         except ValueError:
             value = call.value
+            taken = None  # not read exactly: walked whole, as any call is
         result = coerce_arguments(
             value,
             self.schema,
@@ -2955,12 +2998,17 @@ class ToolValidator:
             default_tz=self.default_tz,
             sets=self.model is not None,
             exact_ints=self.model is None,
+            # A call Pydantic took as it is: only what can hold dict keys or sets is walked.
+            focus=taken is not None,
         )
         raw: object = result.value
         if not isinstance(raw, dict):
             # Still not an object (a bare string, an array, a number): nothing to validate.
             return not_object_outcome(call, lang=lang)
         fixed = cast(dict[str, Any], raw)
+        if taken is not None and fixed is value and not result.coercions and not result.problems:
+            # Every key and set as it should be: the model Pydantic made stands.
+            return self._accept(call, taken, None, [], lang)
         drafts = [builder.from_problem(p) for p in result.problems]
         if drafts:
             # A refusal inside a union's value (a naive timestamp in the tagged branch) is why
@@ -2974,8 +3022,14 @@ class ToolValidator:
             return self._reject(call, drafts + initial, coercions, lang, builder)
         if self.model is not None:
             try:
-                instance = self.model.model_validate_json(
-                    dumps_exact(quote_decimals(fixed, self.schema)), strict=self.strict_argument
+                instance = (
+                    # Nothing changed in a call Pydantic took: the model it made.
+                    taken
+                    if taken is not None and fixed is value
+                    else self.model.model_validate_json(
+                        dumps_exact(quote_decimals(fixed, self.schema)),
+                        strict=self.strict_argument,
+                    )
                 )
             except ValidationError as exc:
                 drafts = drafts + builder.from_pydantic(exc.errors(include_url=False))
@@ -2992,10 +3046,15 @@ class ToolValidator:
                 # A coercion may have brought members into view that nothing checked yet (an
                 # object unwrapped from a wrapper key or read from a JSON string): a misspelled
                 # field there would otherwise be dropped by `extra="ignore"` and the call run
-                # with the default.
+                # with the default. In a call Pydantic took (whose whole text passed the
+                # pre-check), the parts the coercions left as they were have none: only the rest
+                # is read.
+                checked = value if taken is not None else _ABSENT
                 seen = {d.error.path for d in drafts}
                 drafts += [
-                    d for d in self._unknown_drafts(builder, fixed) if d.error.path not in seen
+                    d
+                    for d in self._unknown_drafts(builder, fixed, checked)
+                    if d.error.path not in seen
                 ]
             if drafts:
                 return self._reject(call, drafts, coercions, lang, builder)
