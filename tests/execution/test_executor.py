@@ -9,7 +9,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -421,6 +421,45 @@ async def test_sync_tool_raising_stop_iteration_in_aexecute_ends_its_call(
     result = await asyncio.wait_for(ex.aexecute(Call("t", "c", {})), 2.0)
     assert result.state == "downstream_failed" and result.attempts == 1 and runs == [1]
     assert result.error is not None and result.error["type"] == "unknown_error"
+
+
+@pytest.mark.parametrize("timeout", [None, 5.0])
+@pytest.mark.parametrize("is_async", [True, False])
+async def test_a_tool_raising_stop_async_iteration_fails_in_aexecute(
+    timeout: float | None, is_async: bool
+) -> None:
+    # `await anext(rows)` on an empty stream: escaping an attempt of tenacity's `async for`,
+    # it ended the retry loop as if the attempts were over, and the call came back `ok` with
+    # no value, a write recorded as succeeded (and every replay answered `ok`).
+    runs: list[int] = []
+
+    async def empty() -> AsyncGenerator[int, None]:
+        return
+        yield
+
+    async def read_async(args: Any) -> Any:
+        runs.append(1)
+        return await anext(empty())
+
+    def read_sync(args: Any) -> Any:
+        runs.append(1)
+        raise StopAsyncIteration
+
+    tool = read_async if is_async else read_sync
+    ex = Executor(
+        {
+            "read": ToolSpec(tool, timeout=timeout),
+            "write": ToolSpec(tool, timeout=timeout, side_effects=True),
+        },
+        breaker=False,
+    )
+    read = await asyncio.wait_for(ex.aexecute(Call("read", "c1", {})), 2.0)
+    assert read.state == "downstream_failed" and not read.ok and read.attempts == 1
+    assert read.error is not None and read.error["type"] == "unknown_error"
+    write = await asyncio.wait_for(ex.aexecute(Call("write", "c2", {})), 2.0)
+    assert write.state == "unknown_outcome" and not write.ok
+    again = await asyncio.wait_for(ex.aexecute(Call("write", "c2", {})), 2.0)
+    assert again.state == "unknown_outcome" and runs == [1, 1]
 
 
 @pytest.mark.parametrize("timeout", [None, 5.0])

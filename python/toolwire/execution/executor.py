@@ -1535,7 +1535,9 @@ class Executor:
         try:
             if job is None:
                 value = await _await_with_timeout(
-                    lambda: _drained_async(cast(Callable[[], Awaitable[Any]], invoke)()),
+                    lambda: _no_stop_async_iteration(
+                        _drained_async(cast(Callable[[], Awaitable[Any]], invoke)())
+                    ),
                     timeout,
                     run.spec.name,
                 )
@@ -2075,7 +2077,8 @@ def _uncarried(exc: BaseException) -> BaseException:
 
 
 class _StopIterationRaised(RuntimeError):
-    """A sync tool raised ``StopIteration`` or ``GeneratorExit`` (carried as its cause)."""
+    """A tool raised ``StopIteration``, ``StopAsyncIteration`` or ``GeneratorExit`` (carried as
+    its cause)."""
 
 
 def _no_stop_iteration(invoke: Callable[[], Any]) -> Callable[[], Any]:
@@ -2088,10 +2091,21 @@ def _no_stop_iteration(invoke: Callable[[], Any]) -> Callable[[], Any]:
     def run() -> Any:
         try:
             return invoke()
-        except (StopIteration, GeneratorExit) as exc:
+        except (StopIteration, StopAsyncIteration, GeneratorExit) as exc:
             raise _StopIterationRaised(f"the tool raised {type(exc).__name__}") from exc
 
     return run
+
+
+async def _no_stop_async_iteration(attempt: Awaitable[Any]) -> Any:
+    """`attempt`, with a ``StopAsyncIteration`` the tool raised carried in a RuntimeError: the
+    retry loop is an ``async for`` over tenacity's attempts, which reads one escaping an
+    attempt as the end of the loop, and the call would end as a success with no value (a
+    write's record saying it succeeded). A sync tool's is carried by `_no_stop_iteration`."""
+    try:
+        return await attempt
+    except StopAsyncIteration as exc:
+        raise _StopIterationRaised("the tool raised StopAsyncIteration") from exc
 
 
 def _being_cancelled() -> bool:
