@@ -156,6 +156,42 @@ def test_tool_messages_mix_successes_failures_and_missing() -> None:
     assert json.loads(payloads[4])["error_type"] == "no_result"
 
 
+class _InsufficientFunds(BusinessRuleError):
+    """A rejection that calls `Exception.__init__` itself, as subclasses with their own
+    arguments often do."""
+
+    def __init__(self, balance: int) -> None:
+        Exception.__init__(self, f"insufficient funds: balance {balance}")
+
+
+class _Unexplained(BusinessRuleError):
+    def __init__(self) -> None:
+        Exception.__init__(self)
+
+
+def test_tool_messages_read_every_kind_of_business_rule_error() -> None:
+    # A subclass that skipped `BusinessRuleError.__init__` had no `reasons`: the AttributeError
+    # left the whole batch without messages. One str given as `reasons` was one reason a
+    # character.
+    one_string = BusinessRuleError("placeholder")
+    one_string.reasons = "the account is frozen"  # type: ignore[assignment]
+    batch = calls(*((i, "lookup", '{"order_id": 1}') for i in "abcd"))
+    results: dict[str | int, object] = {
+        "a": _InsufficientFunds(3),
+        "b": one_string,
+        "c": _Unexplained(),
+        "d": {"status": "shipped"},
+    }
+    payloads = [json.loads(m["content"]) for m in tool_messages(batch, results)]
+    assert [p.get("error_type") for p in payloads] == ["business_rule"] * 3 + [None]
+    assert "insufficient funds: balance 3" in payloads[0]["message"]
+    assert "the account is frozen" in payloads[1]["message"]
+    assert "t; h; e" not in json.dumps(payloads[1])
+    assert _InsufficientFunds(3).reasons == ["insufficient funds: balance 3"]
+    assert _Unexplained().reasons == [] and one_string.reasons == ["the account is frozen"]
+    assert BusinessRuleError("a", 2).reasons == ["a", "2"]  # type: ignore[arg-type]
+
+
 def test_tool_messages_with_a_sequence_and_ordinal_keys() -> None:
     batch = calls(("a", "lookup", "{}"), (None, "lookup", "{}"))
     by_position = tool_messages(batch, ["first"], style="openai-responses")

@@ -161,10 +161,26 @@ class BusinessRuleError(Exception):
     """
 
     def __init__(self, *reasons: str) -> None:
-        # A reason that is not a str (an enum, a number) is written as text rather than making
-        # the raise itself fail, which would turn a rejection into a generic tool failure.
-        self.reasons: list[str] = [str(reason) for reason in reasons]
+        self.reasons = list(reasons)
         super().__init__("; ".join(self.reasons))
+
+    @property
+    def reasons(self) -> list[str]:
+        """The reasons, as text. A subclass that did not call this class's `__init__` (it
+        called `Exception.__init__` with its message) gives its message, or none."""
+        try:
+            return cast(list[str], self.__dict__["_reasons"])
+        except KeyError:
+            message = str(self)
+            return [message] if message else []
+
+    @reasons.setter
+    def reasons(self, value: str | Iterable[object]) -> None:
+        # One str is one reason, not one per character; a reason that is not a str (an enum, a
+        # number) is written as text rather than making the raise itself fail, which would turn
+        # a rejection into a generic tool failure.
+        items = [value] if isinstance(value, str) else list(value)
+        self.__dict__["_reasons"] = [str(reason) for reason in items]
 
 
 @dataclass(frozen=True, slots=True)
