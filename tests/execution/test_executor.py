@@ -225,6 +225,39 @@ async def test_an_attempt_that_ignores_its_cancellation_is_not_tried_again(
     stop.set()
 
 
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("side_effects", [False, True])
+async def test_a_sync_write_still_running_at_its_timeout_is_not_tried_again(
+    asynchronous: bool, side_effects: bool
+) -> None:
+    # Nothing stops a sync tool's thread: a retry after its timeout ran beside it, three
+    # attempts of one write at once with `retry_ambiguous`. A read is retried beside it (the
+    # hung attempt may be what a fresh one gets past).
+    lock, release = threading.Lock(), threading.Event()
+    running = most = starts = 0
+
+    def slow(args: Any) -> str:
+        nonlocal running, most, starts
+        with lock:
+            running, starts = running + 1, starts + 1
+            most = max(most, running)
+        release.wait(2)
+        with lock:
+            running -= 1
+        return "late"
+
+    ex = Executor(retry=RetryPolicy(backoff_base=0.001, backoff_max=0.001), breaker=False)
+    ex.register("t", slow, side_effects=side_effects, retry_ambiguous=True, timeout=0.05)
+    call = Call("t", "c", {})
+    result = await ex.aexecute(call) if asynchronous else ex.execute(call)
+    release.set()
+    if side_effects:
+        assert result.attempts == 1 and starts == 1 and most == 1
+        assert result.state == "unknown_outcome"
+    else:
+        assert result.attempts == starts == most == 3 and result.state == "downstream_failed"
+
+
 def test_result_payloads_are_json() -> None:
     ex = Executor({"t": lambda args: {"n": 1}})
     ok = ex.execute(Call("t", "c", {}))

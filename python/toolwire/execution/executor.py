@@ -11,8 +11,10 @@ Design notes:
   a second) so that its cleanup ends before a retry or the result; one that ignores its
   cancellation is not tried again. Sync tools with a timeout run in a daemon thread that is
   abandoned at the timeout (Python cannot kill a thread), so for a write the outcome becomes
-  ``unknown_outcome``. Under ``aexecute`` a sync tool waits for a worker of the loop's default
-  executor, and its timeout runs while it waits: one that runs out there is withdrawn and never
+  ``unknown_outcome``, and it is not tried again even with ``retry_ambiguous`` while that thread
+  runs (the attempts would overlap); a read is retried beside it, as a read repeats safely.
+  Under ``aexecute`` a sync tool waits for a worker of the loop's default executor, and its
+  timeout runs while it waits: one that runs out there is withdrawn and never
   runs, so it is no attempt (a ``timeout`` that is not ambiguous, retried like a connection
   pool's; the write's claim is released, the breaker is not charged).
 - Blocking ledgers (SQLite, Redis) are called from a worker thread in async mode, and for a
@@ -378,7 +380,8 @@ class _BreakerOpen(Exception):
 
 class _AttemptTimeout(TimeoutError):
     """An attempt cut off at its timeout; `still_running` when an async tool ignored its
-    cancellation past the grace (a sync tool's thread is abandoned, as documented)."""
+    cancellation past the grace, or a sync tool's thread, which nothing can stop, had not
+    ended (it is abandoned, as documented)."""
 
     def __init__(self, message: str, *, still_running: bool = False) -> None:
         super().__init__(message)
@@ -1508,7 +1511,14 @@ class Executor:
         try:
             value = _call_with_timeout(self._invoker(run, timeout), timeout, run.spec.name)
         except _AttemptTimeout as exc:
-            err: BaseException = DeadlineExceeded(str(exc)) if by_deadline else exc
+            err: BaseException = (
+                DeadlineExceeded(str(exc))
+                if by_deadline
+                else exc
+                if run.spec.side_effects
+                # A read repeats safely beside its abandoned thread, which may be what hangs.
+                else _AttemptTimeout(str(exc))
+            )
             self._end_attempt(run, permit, started, err)
             raise err from None
         except BaseException as exc:
@@ -1556,6 +1566,10 @@ class Executor:
                     f"{exc}; it never started (no worker thread was free), so it did not run"
                 )
                 if withdrawn
+                # A sync tool's thread goes on after the timeout: another attempt of a write
+                # would run beside it, as beside an async tool that ignores its cancellation.
+                else _AttemptTimeout(str(exc), still_running=True)
+                if job is not None and run.spec.side_effects and job.running()
                 else exc
             )
             err: BaseException = DeadlineExceeded(str(timed_out)) if by_deadline else timed_out
@@ -2125,14 +2139,23 @@ class _Job:
     def __init__(self, fn: Callable[[], Any]) -> None:
         self._fn = fn
         self._lock = threading.Lock()
-        self._state: Literal["queued", "started", "withdrawn"] = "queued"
+        self._state: Literal["queued", "started", "ended", "withdrawn"] = "queued"
 
     def __call__(self) -> Any:
         with self._lock:
             if self._state == "withdrawn":
                 return None  # nobody awaits it any more
             self._state = "started"
-        return self._fn()
+        try:
+            return self._fn()
+        finally:
+            with self._lock:
+                self._state = "ended"
+
+    def running(self) -> bool:
+        """Whether the tool is running on its worker thread now."""
+        with self._lock:
+            return self._state == "started"
 
     def withdraw(self) -> bool:
         """Stop the job if it has not started; True if it never runs."""
@@ -2195,7 +2218,10 @@ def _call_with_timeout(fn: Callable[[], Any], timeout: float | None, name: str) 
     done = _in_thread(fn, f"toolwire-{name}")
     # Not `done.result(timeout)`: its TimeoutError is the builtin one, which the tool may raise.
     if not wait_futures([done], timeout=max(0.0, timeout)).done:
-        raise _AttemptTimeout(f"tool {name!r} timed out after {timeout:.3f}s")
+        # The thread goes on: another attempt would run beside it.
+        raise _AttemptTimeout(
+            f"tool {name!r} timed out after {timeout:.3f}s", still_running=not done.done()
+        )
     return done.result()
 
 
