@@ -284,6 +284,32 @@ def test_exception_text_is_logged_through_the_redaction_hook(
     assert refused.error["reasons"] == ["card [card] is blocked"]
 
 
+def test_a_number_the_hook_hides_is_hidden_too(caplog: pytest.LogCaptureFixture) -> None:
+    # The hook saw only string arguments: an SSN or an account number typed as an int reached
+    # the model and the logs, where `Toolset(redact=...)` hides it.
+    class Verify(BaseModel):
+        name: str
+        ssn: int
+        rate: float
+        active: bool
+
+    def hide(path: str, text: str) -> str:
+        return "[hidden]" if path in ("/ssn", "/rate", "/name") else text
+
+    def verify(args: Verify) -> None:
+        raise BusinessRuleError(f"no customer {args.name} with SSN {args.ssn} at {args.rate}")
+
+    ex = Executor(clock=FakeClock(), breaker=False, redact=hide)
+    ex.register("verify", verify)
+    args = Verify(name="Jane Roe", ssn=123456789, rate=0.0425, active=True)
+    with caplog.at_level(logging.DEBUG, logger="toolwire.execution"):
+        result = ex.execute(Call("verify", "c1", args), RequestContext("r", "s"))
+    assert result.error is not None
+    assert result.error["reasons"] == ["no customer [hidden] with SSN [hidden] at [hidden]"]
+    for shown in ("123456789", "0.0425", "Jane Roe"):
+        assert shown not in result.content() + caplog.text, shown
+
+
 def _hide_email(path: str, text: str) -> str:
     return "[email]" if path == "/email" else text
 

@@ -1770,16 +1770,21 @@ class Executor:
         raises: a failing hook withholds the text instead."""
         try:
             hook = self.redact
-            leaves = list(string_leaves(arguments))
+            # Numbers too: the hook hides an SSN or an account number typed as an int, as the
+            # Toolset's does (given the number's JSON text).
+            leaves = list(string_leaves(arguments, scalars=hook is not None))
             secrets = [secret_text(v) for _, v in leaves if isinstance(v, (SecretStr, SecretBytes))]
             secrets += [secret_text(v) for v in declared]
             text = without_values(text, secrets)
             for path, value in leaves:
-                if isinstance(value, str) and value and hook is not None:
-                    shown = hook(pointer(path), value)
-                    if shown != value:
+                if hook is None or isinstance(value, (bool, SecretStr, SecretBytes)):
+                    continue
+                words = value if isinstance(value, str) else json.dumps(value)
+                if words:
+                    shown = hook(pointer(path), words)
+                    if shown != words:
                         # Quoted as `repr`, JSON or a URL writes it, too.
-                        text = with_value_shown_as(text, value, shown)
+                        text = with_value_shown_as(text, words, shown)
             return text if hook is None else hook("", text)
         except Exception:
             return "[redaction failed]"
