@@ -1061,6 +1061,17 @@ def secret_text(value: SecretStr | SecretBytes) -> str:
     return secret.decode("utf-8", "replace") if isinstance(secret, bytes) else secret
 
 
+def secret_texts(value: SecretStr | SecretBytes) -> list[str]:
+    """`secret_text`, and for bytes the texts that stand for them where an exception quotes
+    them: what `repr` writes between `b'` and `'`, and their hex. Bytes that are not UTF-8 (a
+    binary key), read with replacement characters, match nothing a tool wrote."""
+    secret = value.get_secret_value()
+    if not isinstance(secret, bytes):
+        return [secret]
+    texts = [secret_text(value), repr(secret)[2:-1], secret.hex()]
+    return list(dict.fromkeys(text for text in texts if text))
+
+
 @dataclass(frozen=True, slots=True)
 class _Located:
     pointer: str
@@ -3170,7 +3181,7 @@ class ToolValidator:
         secrets: list[str] = []
         for path, value in string_leaves(arguments, scalars=True):
             if isinstance(value, (SecretStr, SecretBytes)):
-                secrets.append(secret_text(value))
+                secrets.extend(secret_texts(value))
             elif value != "" and self._lookup.locate(path).secret:
                 secrets.append(value if isinstance(value, str) else json.dumps(value))
         return secrets

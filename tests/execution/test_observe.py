@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel, SecretBytes, SecretStr
 
 from toolwire.execution import (
     BusinessRuleError,
@@ -336,6 +336,33 @@ def test_a_value_the_hook_hides_is_hidden_quoted_too(caplog: pytest.LogCaptureFi
     for form in (repr(email)[1:-1], json.dumps(email)[1:-1], quote(email, safe="")):
         assert form not in shown, form
     assert "[email]" in refused.content()
+
+
+@pytest.mark.parametrize(
+    "raw", [b"utf8-signing-key-123", b"\x8f\x01signing-key", bytes(range(200, 216))]
+)
+def test_a_binary_secret_is_hidden_as_a_tool_quotes_it(
+    raw: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Bytes that are not UTF-8 (a binary key) were looked for as their UTF-8 reading with
+    # replacement characters, which no exception text holds: quoted as `repr` or hex, they
+    # reached the model and the logs.
+    class Signed(BaseModel):
+        key: SecretBytes
+
+    def sign(args: Signed) -> None:
+        key = args.key.get_secret_value()
+        raise BusinessRuleError(f"key {key!r} ({key.hex()}) is not authorised")
+
+    ex = Executor(clock=FakeClock(), breaker=False)
+    ex.register("sign", sign)
+    with caplog.at_level(logging.DEBUG, logger="toolwire.execution"):
+        result = ex.execute(
+            Call("sign", "c1", Signed(key=SecretBytes(raw))), RequestContext("r", "s")
+        )
+    shown = result.content() + caplog.text
+    assert repr(raw)[2:-1] not in shown and raw.hex() not in shown
+    assert result.error is not None and "[redacted]" in result.error["message"]
 
 
 def test_secret_arguments_are_kept_out_of_logged_exception_text(

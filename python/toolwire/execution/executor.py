@@ -92,6 +92,7 @@ from toolwire.payloads import MESSAGES, Lang, compact_json, finite_json, text
 from toolwire.validation import (
     Redactor,
     secret_text,
+    secret_texts,
     shown_text,
     string_leaves,
     with_value_shown_as,
@@ -1773,8 +1774,13 @@ class Executor:
             # Numbers too: the hook hides an SSN or an account number typed as an int, as the
             # Toolset's does (given the number's JSON text).
             leaves = list(string_leaves(arguments, scalars=hook is not None))
-            secrets = [secret_text(v) for _, v in leaves if isinstance(v, (SecretStr, SecretBytes))]
-            secrets += [secret_text(v) for v in declared]
+            secrets = [
+                text
+                for _, v in leaves
+                if isinstance(v, (SecretStr, SecretBytes))
+                for text in secret_texts(v)
+            ]
+            secrets += [text for v in declared for text in secret_texts(v)]
             text = without_values(text, secrets)
             for path, value in leaves:
                 if hook is None or isinstance(value, (bool, SecretStr, SecretBytes)):
