@@ -229,6 +229,14 @@ class _Driver:
     def __init__(
         self, toolset: Toolset | None, progress: bool, limits: AssemblerLimits | None
     ) -> None:
+        # Only the limits: another `Assembler` keyword here (`progress_into`, `tools`) would
+        # take over what the wrapper itself sets, and its events would vanish without a word.
+        unknown = sorted(set(limits or {}) - set(AssemblerLimits.__annotations__))
+        if unknown:
+            raise TypeError(
+                f"limits takes only {', '.join(AssemblerLimits.__annotations__)}; "
+                f"got {', '.join(unknown)}"
+            )
         self.assembler = Assembler(tools=toolset, track_progress=progress, **(limits or {}))
         self.limits: AssemblerLimits = limits or {}
         self.toolset = toolset

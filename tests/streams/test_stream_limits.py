@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import tracemalloc
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -169,6 +169,24 @@ def test_a_limit_out_of_range_is_refused_when_the_wrapper_is_made() -> None:
 
     with pytest.raises(MisuseError):
         assemble([], limits={"max_calls": 0})
+
+
+@pytest.mark.parametrize("keyword", ["progress_into", "tools", "track_progress", "max_call"])
+def test_limits_take_only_the_limits(keyword: str) -> None:
+    # `progress_into` was taken: the wrapper's own progress items went to that list, and its
+    # argument-progress events vanished without a word.
+    from toolwire import aassemble, assemble
+
+    limits: Any = {keyword: []}
+    with pytest.raises(TypeError, match=keyword):
+        assemble([], limits=limits)
+    with pytest.raises(TypeError, match=keyword):
+        aassemble(_no_chunks(), limits=limits)
+
+
+async def _no_chunks() -> AsyncIterator[Any]:
+    return
+    yield
 
 
 def _usage_chunk(usage: Any) -> dict[str, Any]:
