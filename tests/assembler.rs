@@ -734,6 +734,32 @@ fn fault_05_headers_in_every_chunk_are_no_replay() {
 }
 
 #[test]
+fn fault_05_white_space_after_a_whole_call_with_headers_in_every_chunk_is_no_call() {
+    // Text that starts with white space, then white space after the value, each fragment with
+    // the header: the white space looked like the call sent again, and when it went on
+    // otherwise, it became a call of its own, a runnable `{}` the model never made.
+    for tail in [&["\n", "\n"][..], &["\n", "\n", "\n"], &["\n", " ", "\t\n"]] {
+        let mut deltas = vec![
+            text(Some(0), Some("c0"), Some("f"), "\n"),
+            text(Some(0), Some("c0"), Some("f"), r#"{"path": "/tmp/x"}"#),
+        ];
+        deltas.extend(tail.iter().map(|t| text(Some(0), Some("c0"), Some("f"), t)));
+        let calls = run(&deltas);
+        assert_eq!(calls.len(), 1, "{tail:?}");
+        assert!(calls[0].error.is_none());
+        assert!(String::from_utf8_lossy(&calls[0].arguments).contains("/tmp/x"));
+    }
+    // Text after the white space is still another call under the id (quirk 16).
+    let calls = run(&[
+        text(Some(0), Some("c0"), Some("f"), "\n"),
+        text(Some(0), Some("c0"), Some("f"), r#"{"path": "/tmp/x"}"#),
+        text(Some(0), Some("c0"), Some("f"), "\n"),
+        text(Some(0), Some("c0"), Some("f"), r#"{"path": "/tmp/y"}"#),
+    ]);
+    assert_eq!(calls.len(), 2);
+}
+
+#[test]
 fn fault_05_replay_of_an_ended_call_and_of_a_call_without_text() {
     let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
     for _ in 0..2 {

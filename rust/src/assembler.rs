@@ -1259,6 +1259,13 @@ impl Assembler {
         let mut sent = held.get(..matched).unwrap_or_default().to_vec();
         sent.extend_from_slice(text);
         call.retread = None;
+        if retread.whole && first_non_ws(&sent).is_none() {
+            // Only white space after a whole call, from a provider that repeats the header in
+            // every chunk: the model's text went on with white space past the value, which
+            // starts the way the call's own text does. White space makes no call (it would be
+            // a runnable `{}`); the call stays as it was, as after a replay cut short.
+            return ordinal;
+        }
         if !retread.whole {
             // The open call was sent again otherwise (generated anew): nothing is dropped,
             // and its text, no longer one value, keeps it from running.

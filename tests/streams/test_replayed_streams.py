@@ -26,9 +26,12 @@ from .streamkit import (
     Event,
     anthropic_stream,
     before_the_end,
+    chat_chunk,
     chat_stream,
     responses_stream,
     sse_body,
+    tc,
+    tool_delta,
 )
 
 FORMATS = ("openai-chat", "openai-responses", "anthropic")
@@ -135,6 +138,24 @@ def test_replay_with_other_arguments_is_another_call_never_appended(
     assert s.calls[1].id != s.calls[0].id
     assert "duplicate_id" in s.calls[1].warnings
     assert "replay_dropped" not in s.calls[0].warnings
+
+
+def test_white_space_after_a_call_with_its_header_in_every_chunk_is_no_call(
+    sse_server: SSEServer, split: str
+) -> None:
+    # Quirks 8 and 12 (id and name in every chunk) with text that starts with white space and
+    # white space after the value: that looked like the call sent again, then like another
+    # call, a runnable `{}` under a renamed id that the model never made.
+    pieces = ["\n", '{"path": "/tmp/x"}', "\n", "\n", " "]
+    events: list[Event] = [chat_chunk({"role": "assistant", "content": None})]
+    events += [
+        chat_chunk(tool_delta(tc(0, id="call_1", type="function", name="rm", arguments=p)))
+        for p in pieces
+    ]
+    events.append(chat_chunk({}, finish_reason="tool_calls"))
+    route = sse_server.register(sse_body(events, "openai-chat"), split=split)
+    _, s = assemble_both(route, "openai-chat")
+    assert [(c.id, c.value, c.error) for c in s.calls] == [("call_1", {"path": "/tmp/x"}, None)]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
