@@ -169,6 +169,14 @@ class _Unexplained(BusinessRuleError):
         Exception.__init__(self)
 
 
+class _UnwritableRejection(BusinessRuleError):
+    def __init__(self) -> None:
+        Exception.__init__(self)
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
 def test_tool_messages_read_every_kind_of_business_rule_error() -> None:
     # A subclass that skipped `BusinessRuleError.__init__` had no `reasons`: the AttributeError
     # left the whole batch without messages. One str given as `reasons` was one reason a
@@ -189,6 +197,9 @@ def test_tool_messages_read_every_kind_of_business_rule_error() -> None:
     assert "t; h; e" not in json.dumps(payloads[1])
     assert _InsufficientFunds(3).reasons == ["insufficient funds: balance 3"]
     assert _Unexplained().reasons == [] and one_string.reasons == ["the account is frozen"]
+    assert _UnwritableRejection().reasons == []
+    (broken,) = tool_messages(batch[:1], [_UnwritableRejection()])
+    assert json.loads(broken["content"])["error_type"] == "business_rule"
     assert BusinessRuleError("a", 2).reasons == ["a", "2"]  # type: ignore[arg-type]
 
 

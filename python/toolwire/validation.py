@@ -171,8 +171,12 @@ class BusinessRuleError(Exception):
         try:
             return cast(list[str], self.__dict__["_reasons"])
         except KeyError:
+            pass
+        try:
             message = str(self)
-            return [message] if message else []
+        except Exception:  # a broken __str__ must not make reading a rejection raise
+            return []
+        return [message] if message else []
 
     @reasons.setter
     def reasons(self, value: str | Iterable[object]) -> None:
