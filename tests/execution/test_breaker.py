@@ -485,3 +485,20 @@ async def test_a_call_the_deadline_refuses_at_once_leaves_the_breaker_alone() ->
     breaker = ex.breaker_for("t")
     assert not result.ok and breaker is not None and breaker.state == "closed"
     assert breaker.snapshot().calls == 0
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+def test_default_config_keeps_a_slow_healthy_tool_closed(window: str, clock: FakeClock) -> None:
+    # A tool that answers in 12-50 s every time (search, browsing, code runs) is healthy: the
+    # default slow-call duration must not count it, or the model is told a working tool failed.
+    b = CircuitBreaker("t", BreakerConfig(window_type=window), clock=clock, rng=random.Random(7))
+    for i in range(200):
+        duration = 12.0 + (i % 39)
+        clock.advance(duration)
+        assert call(b, failure=False, duration=duration)
+    assert b.state == "closed"
+    # Every call past a minute, concurrent ones ending a second apart: slow by the default.
+    for _ in range(100):
+        clock.advance(1.0)
+        call(b, failure=False, duration=61.0)
+    assert b.state == "open"

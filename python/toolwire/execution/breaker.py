@@ -35,7 +35,9 @@ class BreakerConfig:
     Attributes:
         failure_rate_threshold: Trip when failures / calls in the window reach this (0..1).
         slow_call_rate_threshold: Trip when slow calls / calls reach this; above 1 disables.
-        slow_call_duration: A call at least this long (seconds) is slow.
+        slow_call_duration: A call at least this long (seconds) is slow. resilience4j's 60 s:
+            tools that search, browse or run code take tens of seconds when healthy, and a
+            breaker that opens on them tells the model a working tool failed.
         window_type: ``count`` (last ``window_size`` calls) or ``time`` (last ``window_size`` s).
         window_size: Calls or seconds in the sliding window.
         minimum_calls: No decision before this many calls are in the window (for a count
@@ -47,7 +49,7 @@ class BreakerConfig:
 
     failure_rate_threshold: float = 0.5
     slow_call_rate_threshold: float = 1.0
-    slow_call_duration: float = 10.0
+    slow_call_duration: float = 60.0
     window_type: Literal["count", "time"] = "count"
     window_size: int = 100
     minimum_calls: int = 20
