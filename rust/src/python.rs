@@ -2252,7 +2252,14 @@ impl PyAssembler {
             .decoder
             .assembler_mut()
             .partial_into(ordinal, view, &mut PySink::new(py, floats))
-            .map_err(|e| misuse(&e))??;
+            .map_err(|e| match e {
+                // A UI reading the last call late is not told to start a new stream.
+                Misuse::Finished => MisuseError::new_err(
+                    "already finished: each call's final value is on the ToolCall that \
+                     finish() returned",
+                ),
+                other => misuse(&other),
+            })??;
         optional_value(py, v)
     }
 
