@@ -2830,3 +2830,58 @@ fn errors_told_by_the_caller_are_the_streams_errors() {
         ]
     );
 }
+
+#[test]
+fn a_call_the_stream_never_ended_does_not_run_as_a_call_without_parameters() {
+    // Anthropic and Responses end each call with its own event. A call started with a `{}`
+    // placeholder (or `""`) and never ended, followed by a whole call, was read as `{}` when
+    // the response then ended, by its output limit or not: a tool whose parameters are all
+    // optional ran with its defaults. It is cut off, as when the connection drops.
+    let tool_use = |index: u32, name: &str| {
+        format!(
+            r#"{{"type":"content_block_start","index":{index},"content_block":{{"type":"tool_use","id":"toolu_{index}","name":"{name}","input":{{}}}}}}"#
+        )
+    };
+    for stop in ["max_tokens", "tool_use"] {
+        let first = tool_use(0, "delete_files");
+        let second = tool_use(1, "lookup");
+        let delta = format!(
+            r#"{{"type":"message_delta","delta":{{"stop_reason":"{stop}"}},"usage":{{"output_tokens":5}}}}"#
+        );
+        let body = anthropic_body(&[
+            ("content_block_start", &first),
+            ("content_block_start", &second),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\":1}"}}"#,
+            ),
+            ("content_block_stop", r#"{"type":"content_block_stop","index":1}"#),
+            ("message_delta", &delta),
+            ("message_stop", r#"{"type":"message_stop"}"#),
+        ]);
+        let o = run(&body);
+        assert_eq!(o.call(0).error, Some(ErrorKind::Truncated), "{stop}: {:?}", o.call(0));
+        assert!(o.call(0).args.is_empty(), "{stop}: {:?}", o.call(0));
+        ok(o.call(1), "lookup", r#"{"a":1}"#);
+    }
+    let added = |index: u32, name: &str| {
+        format!(
+            r#"{{"type":"response.output_item.added","output_index":{index},"item":{{"type":"function_call","id":"fc_{index}","call_id":"c{index}","name":"{name}","arguments":""}}}}"#
+        )
+    };
+    for end in [
+        r#"{"type":"response.incomplete","response":{"id":"r","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[]}}"#,
+        r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[]}}"#,
+    ] {
+        let body = responses_body(&[
+            &added(0, "delete_files"),
+            &added(1, "lookup"),
+            r#"{"type":"response.function_call_arguments.delta","output_index":1,"item_id":"fc_1","delta":"{\"a\":1}"}"#,
+            r#"{"type":"response.output_item.done","output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"c1","name":"lookup","arguments":"{\"a\":1}"}}"#,
+            end,
+        ]);
+        let o = run(body.as_bytes());
+        assert_eq!(o.call(0).error, Some(ErrorKind::Truncated), "{end}: {:?}", o.call(0));
+        ok(o.call(1), "lookup", r#"{"a":1}"#);
+    }
+}

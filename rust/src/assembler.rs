@@ -641,6 +641,11 @@ pub struct Assembler {
     interrupted: Option<String>,
     /// The output limit was reached while this call (the last one started) was open.
     cut_by_limit: Option<usize>,
+    /// The output limit was reached (see [`Assembler::limit_reached`]).
+    limit_hit: bool,
+    /// The stream ends its calls one by one ([`Assembler::end_call`]; Anthropic, Responses,
+    /// Bedrock): a call it never ended was not finished, whatever ended the response.
+    ends_calls: bool,
     /// Bytes of argument text and values the response sent, assistant text counted in, and
     /// arguments held set aside outside the calls (see [`Assembler::set_aside`]).
     stream_bytes: usize,
@@ -682,6 +687,8 @@ impl Assembler {
             pending_metadata: Vec::new(),
             interrupted: None,
             cut_by_limit: None,
+            limit_hit: false,
+            ends_calls: false,
             stream_bytes: 0,
             over: None,
             refused_calls: 0,
@@ -1357,6 +1364,7 @@ impl Assembler {
     /// # Errors
     /// [`Misuse`] after finish or for an unknown ordinal.
     pub fn end_call(&mut self, ordinal: usize) -> Result<(), Misuse> {
+        self.ends_calls = true;
         let call = self.open_call_mut(ordinal)?;
         call.ended = true;
         // A replay cut short leaves the call as it was.
@@ -1509,6 +1517,7 @@ impl Assembler {
         if self.finished {
             return Err(Misuse::Finished);
         }
+        self.limit_hit = true;
         let last = self.calls.len().checked_sub(1);
         self.cut_by_limit = last.filter(|&o| !self.calls[o].ended);
         // The last call was cut, even when the provider ended it first (Anthropic and Bedrock
@@ -1837,7 +1846,13 @@ impl Assembler {
             // is cut off instead (a call with some text is already `truncated`). With a
             // pre-check, `{}` may also break the schema (a required field): that finding is
             // about the stand-in `{}`, not about anything the model sent, so the cut wins.
-            let cut = self.interrupted.is_some() || self.cut_by_limit == Some(ordinal);
+            // In a stream that ends its calls, one it never ended was cut off too (its start
+            // event's placeholder input is no argument the model sent), as when the
+            // connection drops: an earlier call's end event may be the one lost. A call that a
+            // later one replaced under its key was ended by that one (quirks 2 and 25).
+            let cut = self.interrupted.is_some()
+                || self.cut_by_limit == Some(ordinal)
+                || (self.ends_calls && self.open.get(call.index) == Some(ordinal));
             let cut_before_arguments = cut
                 && !deferred
                 && !call.ended
@@ -1864,9 +1879,12 @@ impl Assembler {
                     Some(reason) => format!(
                         "the stream broke off before this call's arguments arrived ({reason})"
                     ),
-                    None => {
+                    None if self.limit_hit => {
                         "the output limit was reached before this call's arguments began".to_owned()
                     }
+                    None => "the response ended before this call's arguments arrived, and the \
+                             provider never ended the call"
+                        .to_owned(),
                 };
                 done.error = Some(Error::with_message(
                     ErrorKind::Truncated,
