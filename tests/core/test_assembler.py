@@ -1177,7 +1177,7 @@ def test_partial_after_finish_says_the_stream_is_finished() -> None:
     asm = Assembler()
     asm.feed(0, id="c", name="f", arguments='{"a": 1}')
     asm.finish()
-    with pytest.raises(MisuseError, match="already finished: .*ToolCall that finish"):
+    with pytest.raises(MisuseError, match=r"already finished: .*ToolCall that finish"):
         asm.partial(0)
 
 
