@@ -2855,12 +2855,20 @@ fn a_call_the_stream_never_ended_does_not_run_as_a_call_without_parameters() {
                 "content_block_delta",
                 r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\":1}"}}"#,
             ),
-            ("content_block_stop", r#"{"type":"content_block_stop","index":1}"#),
+            (
+                "content_block_stop",
+                r#"{"type":"content_block_stop","index":1}"#,
+            ),
             ("message_delta", &delta),
             ("message_stop", r#"{"type":"message_stop"}"#),
         ]);
         let o = run(&body);
-        assert_eq!(o.call(0).error, Some(ErrorKind::Truncated), "{stop}: {:?}", o.call(0));
+        assert_eq!(
+            o.call(0).error,
+            Some(ErrorKind::Truncated),
+            "{stop}: {:?}",
+            o.call(0)
+        );
         assert!(o.call(0).args.is_empty(), "{stop}: {:?}", o.call(0));
         ok(o.call(1), "lookup", r#"{"a":1}"#);
     }
@@ -2881,7 +2889,12 @@ fn a_call_the_stream_never_ended_does_not_run_as_a_call_without_parameters() {
             end,
         ]);
         let o = run(body.as_bytes());
-        assert_eq!(o.call(0).error, Some(ErrorKind::Truncated), "{end}: {:?}", o.call(0));
+        assert_eq!(
+            o.call(0).error,
+            Some(ErrorKind::Truncated),
+            "{end}: {:?}",
+            o.call(0)
+        );
         ok(o.call(1), "lookup", r#"{"a":1}"#);
     }
 }
