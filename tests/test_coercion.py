@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -1016,6 +1017,39 @@ def test_a_refusal_inside_a_union_member_is_the_only_error(
     (done,) = asm.finish()
     outcome = tools.validate(done)
     assert [(e.path, e.code) for e in outcome.errors] == errors
+
+
+class Agenda(BaseModel):
+    meeting: Meeting | None = None
+    meetings: list[Meeting] | None = None
+    pet: _Cat | _Dog | None = None
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("field", "sent", "path"),
+    [
+        ("meeting", {"start": "2024-01-01T10:00:00"}, "/meeting/start"),
+        (
+            "meetings",
+            [{"start": "2024-01-01T10:00:00Z"}, {"start": "2024-01-01T10:00:00"}],
+            "/meetings/1/start",
+        ),
+        ("pet", {"kind": "dog", "at": "2024-01-01T10:00:00"}, "/pet/at"),
+    ],
+)
+def test_a_refusal_inside_a_json_string_in_a_union_names_the_value_inside(
+    precheck: bool, field: str, sent: Any, path: str
+) -> None:
+    # Only one branch reads the string as its value: its refusal is what the model must fix,
+    # as it is for the same string without the union, not "expected an object or null".
+    tools = Toolset([Agenda])
+    asm = Assembler(tools=tools if precheck else None)
+    asm.feed(0, id="c", name="agenda", arguments=json.dumps({field: json.dumps(sent)}))
+    (done,) = asm.finish()
+    outcome = tools.validate(done)
+    assert [(e.path, e.code) for e in outcome.errors] == [(path, "timezone_required")]
+    assert [(c.path, c.rule) for c in outcome.coercions] == [(f"/{field}", "json_string")]
 
 
 class Keyed(BaseModel):

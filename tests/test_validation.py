@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -771,6 +772,153 @@ def test_unknown_field_inside_an_optional_model_names_its_own_path(precheck: boo
     assert unknown.code == "unknown_field" and unknown.got == '"0150"'
     assert unknown.expected is not None and "city" in unknown.expected
     assert by_path["/status"].got == '"urgent"'
+
+
+class Shipping(BaseModel):
+    city: str
+    days: int = 3
+    speed: Literal["slow", "fast"] = "slow"
+
+
+class Pickup(BaseModel):
+    store: str
+    days: int = 1
+
+
+class Parcel(BaseModel):
+    kind: Literal["parcel"]
+    weight: int
+
+
+class Letter(BaseModel):
+    kind: Literal["letter"]
+    pages: int = 1
+
+
+class Leg(BaseModel):
+    ship_to: Shipping | None = None
+
+
+class Order(BaseModel):
+    ship_to: Shipping | None = None
+    stops: list[Shipping] | None = None
+    by_name: dict[str, Shipping] | None = None
+    where: Shipping | Pickup | None = None
+    item: Annotated[Parcel | Letter, Field(discriminator="kind")] | None = None
+    legs: list[Leg] | None = None
+    place_or_count: Shipping | int = 0
+
+
+def _place(**fields: Any) -> dict[str, Any]:
+    return {"city": "Oslo", **fields}
+
+
+# Each shape: the arguments, given the members to add to the object inside the union (the
+# unknown field, or none), where that object is, and the coercion the call needs.
+_UNION_SHAPES: dict[str, tuple[Callable[[dict[str, Any]], dict[str, Any]], str, str]] = {
+    "optional": (lambda x: {"ship_to": _place(days="2", **x)}, "/ship_to", "number_string"),
+    "optional_enum": (lambda x: {"ship_to": _place(speed="Fast", **x)}, "/ship_to", "enum_case"),
+    "optional_json_string": (
+        lambda x: {"ship_to": json.dumps(_place(**x))},
+        "/ship_to",
+        "json_string",
+    ),
+    "optional_list": (
+        lambda x: {"stops": [_place(), _place(days="2", **x)]},
+        "/stops/1",
+        "number_string",
+    ),
+    "optional_list_json_string": (
+        lambda x: {"stops": json.dumps([_place(**x)])},
+        "/stops/0",
+        "json_string",
+    ),
+    "optional_dict": (
+        lambda x: {"by_name": {"home": _place(days="2", **x)}},
+        "/by_name/home",
+        "number_string",
+    ),
+    "union_first": (lambda x: {"where": _place(days="2", **x)}, "/where", "number_string"),
+    "union_second": (
+        lambda x: {"where": {"store": "Oslo S", "days": "2", **x}},
+        "/where",
+        "number_string",
+    ),
+    "discriminated": (
+        lambda x: {"item": {"kind": "parcel", "weight": "2", **x}},
+        "/item",
+        "number_string",
+    ),
+    "nested": (
+        lambda x: {"legs": [{"ship_to": _place(days="2", **x)}]},
+        "/legs/0/ship_to",
+        "number_string",
+    ),
+    "model_or_int_json_string": (
+        lambda x: {"place_or_count": json.dumps(_place(**x))},
+        "/place_or_count",
+        "json_string",
+    ),
+}
+
+
+@pytest.mark.parametrize("precheck", [False, True])
+@pytest.mark.parametrize("shape", list(_UNION_SHAPES))
+def test_an_unknown_field_in_a_union_member_is_refused_beside_a_coercion(
+    precheck: bool, shape: str
+) -> None:
+    # The coercion changes the union's value, so the pre-check's finding about it no longer
+    # stands and the coerced value is read again: that reading must go into the branch the
+    # object belongs to, or Pydantic's `extra="ignore"` drops the field and the call runs.
+    arguments, path, rule = _UNION_SHAPES[shape]
+    tools = Toolset([Order])
+    checked = tools if precheck else None
+    outcome = tools.validate(
+        call("order", json.dumps(arguments({"signature_required": True})), tools=checked)
+    )
+    assert not outcome.ok
+    assert [(e.path, e.code) for e in outcome.errors] == [
+        (f"{path}/signature_required", "unknown_field")
+    ]
+    # Without the unknown field the same call is taken, the coercion recorded.
+    taken = tools.validate(call("order", json.dumps(arguments({})), tools=checked))
+    assert taken.ok, taken.errors
+    assert rule in [c.rule for c in taken.coercions]
+
+
+class Full(BaseModel):
+    x: int
+    y: str
+
+
+class Short(BaseModel):
+    x: int
+
+
+class Either(BaseModel):
+    v: Full | Short
+
+
+@pytest.mark.parametrize("precheck", [False, True])
+@pytest.mark.parametrize(
+    ("v", "errors", "taken"),
+    [
+        # The branch that defines `y` refuses its value, so Pydantic takes the other one and
+        # drops `y`: the coerced value fits no branch of the published schema.
+        ({"x": "1", "y": 5}, [("/v/y", "unknown_field")], None),
+        ({"x": "1", "y": "a"}, [], Full(x=1, y="a")),
+        ({"x": "1"}, [], Short(x=1)),
+    ],
+)
+def test_a_field_a_union_branch_refuses_is_not_dropped_for_another_branch(
+    precheck: bool, v: dict[str, Any], errors: list[tuple[str, str]], taken: BaseModel | None
+) -> None:
+    tools = Toolset([Either])
+    arguments = json.dumps({"v": v})
+    outcome = tools.validate(call("either", arguments, tools=tools if precheck else None))
+    assert [(e.path, e.code) for e in outcome.errors] == errors
+    assert [c.rule for c in outcome.coercions] == ["number_string"]
+    assert outcome.model == (None if taken is None else Either(v=taken))
 
 
 class Reading(BaseModel):

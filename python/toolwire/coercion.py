@@ -961,12 +961,16 @@ class _Coercer:
         # and accept only if every successful reading agrees.
         outcomes: dict[str, tuple[Any, list[Coercion]]] = {}
         unseen: list[CoercionProblem] = []
+        refused: list[tuple[Any, _Coercer]] = []
         for branch in resolved:
             if _types(branch) == {"null"}:
                 continue
             result, trial = self.trial(value, branch, path, rules)
-            if trial.coercions and not trial.problems and _matches(result, branch):
-                outcomes.setdefault(dumps_exact(result), (result, trial.coercions))
+            if trial.coercions and _matches(result, branch):
+                if not trial.problems:
+                    outcomes.setdefault(dumps_exact(result), (result, trial.coercions))
+                elif self.fits(result, branch):
+                    refused.append((result, trial))
             unseen.extend(p for p in trial.problems if p.code in _UNSEEN_BY_PYDANTIC)
         if len(outcomes) == 1:
             result, applied = next(iter(outcomes.values()))
@@ -974,6 +978,15 @@ class _Coercer:
             return result
         if len(outcomes) > 1:
             self.refuse(path, "ambiguous", value, " or ".join(outcomes))
+        elif len(refused) == 1:
+            # One branch alone reads the value (an object sent as a JSON string, its tag and
+            # fields that branch's) and refuses something inside it (a timestamp without an
+            # offset): that is what the model must fix, as it is without the union, not the
+            # type of the value as sent.
+            result, trial = refused[0]
+            self.coercions.extend(trial.coercions)
+            self.problems.extend(trial.problems)
+            return result
         elif unseen:
             # No branch takes the value, and strict Pydantic would let it into one anyway
             # (`2.0000000000000001` into `Optional[IntEnum]`): the branch's refusal stands.

@@ -2287,36 +2287,61 @@ def _unknown_fields(
     """Keys the published schema's closed objects do not define (the first `MAX_ERRORS`), with
     their values and the object schema that does not define them.
 
-    Union members are skipped (which branch's fields apply is for validation to decide),
-    except a tagged one: an object whose tag names exactly one branch (a discriminated union)
-    is that branch's. With `checked`, a value the pre-check passed whole that `value` was made
-    from, the parts of `value` that are `checked`'s own at the same place are not looked at.
+    Inside a union, an object whose tag names exactly one branch (a discriminated union) is
+    that branch's; one with a tag no branch has is left to the tag's own error. Otherwise each
+    branch that takes the value's JSON type is read (`Optional[Model]` has one). A branch that
+    defines every key and takes every value's JSON type all the way down takes the value, and
+    nothing is reported there (which branch applies is for validation to decide). Otherwise no
+    branch takes it, though Pydantic may have taken one by dropping keys: the unknown keys of
+    the branch whose values all fit (the fewest, if several) are reported, or, when every
+    branch lacks a key, those of the branch that lacks the fewest. With `checked`, a value the
+    pre-check passed whole that `value` was made from, the parts of `value` that are
+    `checked`'s own at the same place are not looked at.
     """
-    found: list[tuple[list[str | int], Any, dict[str, Any]]] = []
+    # A union's reading per (value, place, union): a value is read once per branch of the
+    # union it is in, not once per branch of every enclosing union (exponential in depth for
+    # recursive schemas). The value outlives the walk, so its id is not reused meanwhile.
+    unions: dict[tuple[int, tuple[str | int, ...], int], _Reading] = {}
 
-    def walk(item: object, node: Mapping[str, Any], path: list[str | int], was: object) -> None:
-        if item is was:
+    def resolve(node: Mapping[str, Any]) -> Mapping[str, Any]:
+        # `_Schema.deref` copies the node; a union's memo needs the node's own identity.
+        hops = 0
+        while isinstance(node.get("$ref"), str) and hops < 32:
+            node = _d(schema.defs.get(str(node["$ref"]).rsplit("/", 1)[-1]))
+            hops += 1
+        return node
+
+    def walk(
+        item: object, node: Mapping[str, Any], path: list[str | int], was: object, out: _Reading
+    ) -> None:
+        if item is was or len(out.unknown) >= MAX_ERRORS:
             return
-        node = schema.deref(node)
+        node = resolve(node)
         if "anyOf" in node or "oneOf" in node:
-            branch = _tagged_branch(schema.branches(node), item)
-            if branch is None:
-                return
-            node = branch
+            if isinstance(item, (dict, list)):
+                inner = union(cast(object, item), node, path, was)
+                out.unknown.extend(inner.unknown[: MAX_ERRORS - len(out.unknown)])
+                out.misfit = out.misfit or inner.misfit
+            elif not any(has_json_type(item, b) for b in schema.branches(node)):
+                out.misfit = True
+            return
+        if not has_json_type(item, node):
+            out.misfit = True
+            return
         if isinstance(item, dict):
             props = _d(node.get("properties"))
             extra = node.get("additionalProperties")
             before = cast(dict[str, Any], was) if isinstance(was, dict) else {}
             for key, sub in cast(dict[str, Any], item).items():
                 if key in props:
-                    walk(sub, _d(props[key]), [*path, key], before.get(key, _ABSENT))
+                    walk(sub, _d(props[key]), [*path, key], before.get(key, _ABSENT), out)
                 elif extra is False:
                     # No more are shown than `MAX_ERRORS`: a call with 100,000 unknown keys
                     # must not cost 100,000 error drafts.
-                    if len(found) < MAX_ERRORS:
-                        found.append(([*path, key], sub, node))
+                    if len(out.unknown) < MAX_ERRORS:
+                        out.unknown.append(([*path, key], sub, dict(node)))
                 else:
-                    walk(sub, _d(extra), [*path, key], before.get(key, _ABSENT))
+                    walk(sub, _d(extra), [*path, key], before.get(key, _ABSENT), out)
         elif isinstance(item, list):
             prefix = _l(node.get("prefixItems"))
             items = _d(node.get("items"))
@@ -2327,10 +2352,65 @@ def _unknown_fields(
                     _d(prefix[index]) if index < len(prefix) else items,
                     [*path, index],
                     earlier[index] if index < len(earlier) else _ABSENT,
+                    out,
                 )
 
-    walk(value, schema.root, [], checked)
-    return found
+    def union(
+        item: object, node: Mapping[str, Any], path: list[str | int], was: object
+    ) -> _Reading:
+        key = (id(item), tuple(path), id(node))
+        known = unions.get(key)
+        if known is not None:
+            return known
+        # Reached again for the same value while reading it (`A = anyOf[array, $ref A]`): the
+        # first visit reads every branch this one would.
+        unions[key] = _Reading()
+        flat = schema.branches(node)
+        branch = _tagged_branch(flat, item)
+        if branch is not None:
+            candidates: list[Mapping[str, Any]] = [branch]
+        elif any(_tags(b) for b in flat if _is_object_schema(b)):
+            return unions[key]
+        else:
+            candidates = [b for b in flat if has_json_type(item, b)]
+        readings: list[_Reading] = []
+        for candidate in candidates:
+            reading = _Reading()
+            walk(item, candidate, path, was, reading)
+            if not reading.unknown and not reading.misfit:
+                return unions[key]
+            readings.append(reading)
+        # A branch whose values all fit once its unknown keys are dropped is one Pydantic
+        # may have taken without a word; with none, a branch that lacks no key but has a value
+        # of the wrong type is as likely meant, and that error is Pydantic's to report.
+        dropping = [r for r in readings if r.unknown and not r.misfit]
+        if not dropping and all(r.unknown for r in readings):
+            dropping = readings
+        chosen = min(dropping, key=lambda r: len(r.unknown), default=_Reading())
+        unions[key] = _Reading(chosen.unknown, misfit=True)
+        return unions[key]
+
+    found = _Reading()
+    walk(value, schema.root, [], checked, found)
+    return found.unknown
+
+
+@dataclass
+class _Reading:
+    """What `_unknown_fields` found in one value against one schema: the keys it does not
+    define, and whether a value there has a JSON type it does not take (`misfit`)."""
+
+    unknown: list[tuple[list[str | int], Any, dict[str, Any]]] = field(default_factory=lambda: [])
+    misfit: bool = False
+
+
+def _tags(branch: Mapping[str, Any]) -> dict[str, Any]:
+    """An object branch's tags: its properties that have a `const`."""
+    return {
+        key: _d(sub)["const"]
+        for key, sub in _d(branch.get("properties")).items()
+        if "const" in _d(sub)
+    }
 
 
 def _tagged_branch(branches: list[dict[str, Any]], item: object) -> dict[str, Any] | None:
@@ -2346,11 +2426,7 @@ def _tagged_branch(branches: list[dict[str, Any]], item: object) -> dict[str, An
     for branch in branches:
         if not _is_object_schema(branch):
             continue  # `null`, a string: no object goes there
-        tags = {
-            key: _d(sub)["const"]
-            for key, sub in _d(branch.get("properties")).items()
-            if "const" in _d(sub)
-        }
+        tags = _tags(branch)
         if not tags:
             return None
         if all(
