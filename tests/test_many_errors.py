@@ -1,0 +1,142 @@
+"""A call with thousands of bad items: only the errors the report reaches are rendered.
+
+Each error was located, redaction-checked and rendered though at most five are reported, a
+hundred times Pydantic's own validation per item (`benches/many_errors.py` times it). These
+tests hold the mechanism (how many errors are built) and that the report is the one building
+every error gives.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolwire import Assembler, Toolset
+from toolwire import validation as validation_module
+from toolwire.validation import Outcome, _ErrorBuilder
+
+
+class Batch(BaseModel):
+    ids: list[int]
+
+
+class Item(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    qty: int = Field(ge=1)
+
+
+class Order(BaseModel):
+    items: list[Item]
+    note: str | None = None
+
+
+PLAIN = {
+    "name": "batch",
+    "description": "Ids in a batch.",
+    "parameters": {
+        "type": "object",
+        "properties": {"ids": {"type": "array", "items": {"type": "integer"}}},
+        "required": ["ids"],
+    },
+}
+
+
+def _outcome(tools: Toolset, name: str, arguments: str, precheck: bool) -> Outcome:
+    assembler = Assembler(tools=tools) if precheck else Assembler()
+    assembler.feed(0, id="c", name=name, arguments=arguments)
+    (call,) = assembler.finish()
+    return tools.validate(call)
+
+
+def _report(outcome: Outcome) -> Any:
+    return (outcome.kind, [e.as_payload() for e in outcome.errors], outcome.ask_user)
+
+
+def _mixed_order() -> str:
+    items: list[Any] = []
+    for i in range(400):
+        kind = i % 5
+        if kind == 0:
+            items.append({"name": "a", "qty": "x"})
+        elif kind == 1:
+            items.append({"qty": 0})
+        elif kind == 2:
+            items.append({"name": 3, "qty": 2, "nmae": "b"})
+        elif kind == 3:
+            items.append({"name": "ok", "qty": 1})
+        else:
+            items.append("not an item")
+    # A missing field far down ranks first: it must be found past the first errors.
+    items.append({"name": "late"})
+    return json.dumps({"items": items, "note": 5})
+
+
+CASES = [
+    (lambda: Toolset([Batch]), "batch", json.dumps({"ids": ["x"] * 300})),
+    (lambda: Toolset([Batch]), "batch", json.dumps({"ids": [1.5, "x", None, True] * 80})),
+    (lambda: Toolset([Order]), "order", _mixed_order()),
+    (lambda: Toolset([PLAIN]), "batch", json.dumps({"ids": ["x", 1.5, None] * 100})),
+    (lambda: Toolset([PLAIN]), "batch", json.dumps({"ids": [*(["x"] * 200), 2, {"a": 1}]})),
+]
+
+
+@pytest.mark.parametrize("precheck", [False, True])
+@pytest.mark.parametrize(("make", "name", "arguments"), CASES)
+def test_report_is_what_building_every_error_gives(
+    monkeypatch: pytest.MonkeyPatch, make: Any, name: str, arguments: str, precheck: bool
+) -> None:
+    lazy = _report(_outcome(make(), name, arguments, precheck))
+    monkeypatch.setattr(validation_module, "_EAGER_ERRORS", 10**9)
+    eager = _report(_outcome(make(), name, arguments, precheck))
+    assert lazy == eager
+    assert len(lazy[1]) == validation_module.MAX_ERRORS
+
+
+def _count_built(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    built = [0]
+    each_pydantic = _ErrorBuilder._from_pydantic  # pyright: ignore[reportPrivateUsage]
+    each_jsonschema = _ErrorBuilder._from_jsonschema  # pyright: ignore[reportPrivateUsage]
+
+    def from_pydantic(self: _ErrorBuilder, details: Any) -> Any:
+        built[0] += len(details)
+        return each_pydantic(self, details)
+
+    def from_jsonschema(self: _ErrorBuilder, errors: Any, value: Any) -> Any:
+        built[0] += len(errors)
+        return each_jsonschema(self, errors, value)
+
+    monkeypatch.setattr(_ErrorBuilder, "_from_pydantic", from_pydantic)
+    monkeypatch.setattr(_ErrorBuilder, "_from_jsonschema", from_jsonschema)
+    return built
+
+
+@pytest.mark.parametrize("precheck", [False, True])
+@pytest.mark.parametrize("tool", [Batch, PLAIN])
+def test_only_reported_errors_are_built(
+    monkeypatch: pytest.MonkeyPatch, tool: Any, precheck: bool
+) -> None:
+    built = _count_built(monkeypatch)
+    outcome = _outcome(Toolset([tool]), "batch", json.dumps({"ids": ["x"] * 5000}), precheck)
+    assert outcome.kind == "model_error"
+    assert len(outcome.errors) == validation_module.MAX_ERRORS
+    assert built[0] <= validation_module.MAX_ERRORS
+
+
+def test_coerced_items_are_not_located_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    located = [0]
+    locate = validation_module._Schema.locate  # pyright: ignore[reportPrivateUsage]
+
+    def counting(self: Any, loc: Any) -> Any:
+        located[0] += 1
+        return locate(self, loc)
+
+    monkeypatch.setattr(validation_module._Schema, "locate", counting)  # pyright: ignore[reportPrivateUsage]
+    outcome = _outcome(Toolset([Batch]), "batch", json.dumps({"ids": ["1"] * 5000}), False)
+    assert outcome.ok and outcome.model == Batch(ids=[1] * 5000)
+    assert len(outcome.coercions) == 5000
+    assert outcome.coercions[7].path == "/ids/7" and outcome.coercions[7].from_ == '"1"'
+    assert located[0] <= 10
