@@ -607,6 +607,14 @@ def _loosened(
     return out, changed
 
 
+def _not_a_tool(tool: object) -> TypeError:
+    """The error for a tool that is neither a Pydantic model class nor a definition dict."""
+    hint = " (declare its fields on a pydantic BaseModel)" if isinstance(tool, type) else ""
+    return TypeError(
+        f"a tool must be a Pydantic model class or a tool definition dict, not {tool!r:.100}{hint}"
+    )
+
+
 def _model_name(model: type[BaseModel]) -> str:
     explicit = getattr(model, "__tool_name__", None)
     if isinstance(explicit, str):
@@ -644,6 +652,8 @@ class Toolset:
         ValueError: On a duplicate or invalid tool name, a malformed definition, an invalid
             schema, an unknown coercion rule, or a `names`/`default_tz`/`checks` key that names
             no tool.
+        TypeError: On a tool that is neither a Pydantic model class nor a definition dict (a
+            pydantic dataclass or a `TypedDict` included).
     """
 
     def __init__(
@@ -675,6 +685,10 @@ class Toolset:
         # Model tools whose pre-check must leave some string keywords to validation.
         check_sources: dict[str, dict[str, Any]] = {}
         for tool in tools:
+            if isinstance(tool, type) and not issubclass(cast(type, tool), BaseModel):
+                # A pydantic dataclass or a TypedDict describes arguments too, but naming,
+                # exports and validation all read a model's `model_config` and schema methods.
+                raise _not_a_tool(tool)
             if isinstance(tool, type):
                 key: object = tool
                 name = _model_name(tool)
@@ -691,10 +705,7 @@ class Toolset:
                 name, description, source = _plain_parts(tool)
                 key, model = name, None
             else:
-                raise TypeError(
-                    "a tool must be a Pydantic model class or a tool definition dict, "
-                    f"not {tool!r:.100}"
-                )
+                raise _not_a_tool(tool)
             if key in rename:
                 if name in validation_sources:
                     validation_sources[rename[key]] = validation_sources.pop(name)
