@@ -48,6 +48,11 @@ rounds what the model wrote.
 
 A field opts in to extra rules with `json_schema_extra={"x-toolwire-coerce": ["bool_word"]}`;
 the rules then apply to that field and everything inside it.
+
+A value the developer declared strict (`StrictInt`, `Field(strict=True)`, or any field of a
+model whose config says `strict=True`; a model nested in it has its own config) gets none of
+the rules that change a value (all but `set_duplicates` and `unwrap`): `"12345"` for a
+`StrictInt` is refused as the type error it is, unless the field opts in to a rule by name.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ __all__ = [
     "ALL_RULES",
     "JSON_NUMBER",
     "SAFE_RULES",
+    "STRICT_KEY",
     "Coercion",
     "CoercionProblem",
     "CoercionResult",
@@ -105,6 +111,30 @@ SAFE_RULES: frozenset[str] = frozenset(
 )
 ALL_RULES: frozenset[str] = SAFE_RULES | {"bool_word"}
 
+# The rules that read a value as another type or text, which a strict field refuses; dropping
+# a set's repeats (as the set itself does) and unwrapping the whole arguments are not.
+_CONVERTING = ALL_RULES - {"set_duplicates", "unwrap"}
+# Under a strict field or model, each converting rule in force is kept as `_HELD + name` (no
+# rule matches it), so that a model below that is not strict gets them back, opt-ins from
+# `COERCE_KEY` above included; `_HELD` alone says that some are held.
+_HELD = "held:"
+
+
+def _held(rules: frozenset[str]) -> frozenset[str]:
+    """`rules` under a strict field or model: the converting ones held."""
+    held = rules & _CONVERTING
+    if not held:
+        return rules
+    return (rules - held) | {_HELD + rule for rule in held} | {_HELD}
+
+
+def _released(rules: frozenset[str]) -> frozenset[str]:
+    """`rules` under a model that is not strict, inside one that is: the held ones back."""
+    return frozenset(
+        rule[len(_HELD) :] if rule.startswith(_HELD) else rule for rule in rules if rule != _HELD
+    )
+
+
 UNIX_MS_THRESHOLD = 10**12
 """Values above this in a Unix-seconds field are read as milliseconds (after 2001-09-09)."""
 
@@ -114,6 +144,11 @@ COERCE_KEY = "x-toolwire-coerce"
 # Written by `Toolset` into the validation schema of a dict field whose keys are not strings:
 # the JSON type each key's text stands for (`integer`, `number`, `decimal`, `boolean`).
 KEYS_KEY = "x-toolwire-keys"
+# Written by `Toolset` into the validation schema where the developer said whether values are
+# strict: `true` on a field or type declared strict (`StrictInt`, `Field(strict=True)`) and on
+# a model whose config is, `false` on every other model (a model's `strict` is not its nested
+# models'). Where true, the rules that change a value (`_CONVERTING`) do not apply.
+STRICT_KEY = "x-toolwire-strict"
 WRAPPER_KEYS = ("params", "parameters", "arguments", "args", "input")
 MAX_SHOWN = 200
 # The core's default `max_depth`: JSON held in a string may nest no deeper than the arguments.
@@ -744,12 +779,15 @@ class _Coercer:
         sets: bool = False,
         exact_ints: bool = False,
         focus: bool = False,
+        repairing: bool = True,
     ) -> None:
         self.defs = cast(dict[str, Any], root.get("$defs") or {})
         self.rules = rules
         self.default_tz = default_tz
         self.sets = sets
         self.exact_ints = exact_ints
+        # Whether a strict field's value is left as it is (see `coerce_arguments`).
+        self.repairing = repairing
         # Walk only what may hold a dict with keys to check or a set (see `coerce_arguments`).
         self.focus = focus
         # Whether a node holds one, at or below it, by the node's identity (the node is kept
@@ -814,6 +852,12 @@ class _Coercer:
             if isinstance(value, str) and not decimal_text_ok(value, node):
                 self.refuse(path, "number_text", value)
             return value
+        strict = node.get(STRICT_KEY) if self.repairing else None
+        if strict is True:
+            rules = _held(rules)
+        elif strict is False and _HELD in rules:
+            rules = _released(rules)
+        # After `strict`: a field that opts in to a rule by name gets it even where it is.
         extra = node.get(COERCE_KEY)
         if isinstance(extra, list):
             rules = rules | {str(r) for r in cast(list[Any], extra)}
@@ -993,7 +1037,14 @@ class _Coercer:
         known = self.memo.get(key)
         if known is not None:
             return known[1], known[2]
-        scratch = _Coercer({}, rules, self.default_tz, self.sets, exact_ints=self.exact_ints)
+        scratch = _Coercer(
+            {},
+            rules,
+            self.default_tz,
+            self.sets,
+            exact_ints=self.exact_ints,
+            repairing=self.repairing,
+        )
         scratch.defs = self.defs
         scratch.memo = self.memo
         scratch.unions_open = self.unions_open
@@ -1788,6 +1839,7 @@ def coerce_arguments(
     sets: bool = False,
     exact_ints: bool = False,
     focus: bool = False,
+    repairing: bool = True,
 ) -> CoercionResult:
     """Apply the allowed coercion rules to parsed arguments.
 
@@ -1806,11 +1858,18 @@ def coerce_arguments(
             is, unread (a value several union branches take is still walked whole). For
             arguments validation has taken as they are, where a key's text and a set's repeats
             are all that is left to look at: the work is then in proportion to those parts.
+        repairing: Whether validation refused `value`, which the walk then repairs: a value
+            the developer declared strict (`STRICT_KEY`) is not converted, and validation
+            refuses it. False for arguments validation took as they are, where a change the
+            walk makes is a reading Pydantic made itself (a strict model's field validator
+            that reads `"3"` as 3), which is only recorded.
 
     Returns:
         The coerced value with every coercion and every refusal; the parts nothing changed in
         are the input's own (`value` itself when nothing changed).
     """
-    coercer = _Coercer(schema, rules, default_tz, sets, exact_ints=exact_ints, focus=focus)
+    coercer = _Coercer(
+        schema, rules, default_tz, sets, exact_ints=exact_ints, focus=focus, repairing=repairing
+    )
     out = coercer.walk(value, schema, [], rules)
     return CoercionResult(out, tuple(coercer.coercions), tuple(coercer.problems))

@@ -41,7 +41,14 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from toolwire._core import DirectValidation, ToolCall
-from toolwire.coercion import KEYS_KEY, CoercionSpec, float_risk, is_untyped, resolve_rules
+from toolwire.coercion import (
+    KEYS_KEY,
+    STRICT_KEY,
+    CoercionSpec,
+    float_risk,
+    is_untyped,
+    resolve_rules,
+)
 from toolwire.payloads import Lang
 from toolwire.schema_export import (
     Relaxation,
@@ -67,6 +74,8 @@ from toolwire.validation import (
 )
 
 if TYPE_CHECKING:
+    from pydantic._internal._core_utils import CoreSchemaOrField
+
     from toolwire._core import ToolRegistry
 
 __all__ = ["ToolDefinition", "ToolInput", "Toolset", "snake_case"]
@@ -91,11 +100,25 @@ class _DecimalSchema(GenerateJsonSchema):
     from, as the pre-check's does (see `_PrecheckSchema`).
     """
 
+    def generate_inner(self, schema: CoreSchemaOrField) -> JsonSchemaValue:
+        """Any schema, marked (`coercion.STRICT_KEY`) where the field declares `strict`."""
+        out = super().generate_inner(schema)
+        node = cast(Mapping[str, Any], schema)
+        strict: object = node.get("strict")
+        # A model's own `strict` is about instances of its class, not its fields (see
+        # `model_schema`); a `$ref` is resolved before any key beside it is read.
+        if isinstance(strict, bool) and node.get("type") != "model" and "$ref" not in out:
+            out[STRICT_KEY] = strict
+        return out
+
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
-        """The model's schema with every key its fields are read from."""
+        """The model's schema with every key its fields are read from, marked with whether
+        its config makes its fields strict: that holds for them alone, not for the fields of
+        a model nested in it, so every model says."""
         out = super().model_schema(schema)
         config = cast(Mapping[str, Any], schema.get("config") or {})
         _add_alternate_keys(out, schema, config, describe_every_key=True)
+        out[STRICT_KEY] = config.get("strict") is True
         return out
 
     def datetime_schema(self, schema: core_schema.DatetimeSchema) -> JsonSchemaValue:

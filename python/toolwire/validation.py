@@ -2914,7 +2914,9 @@ class ToolValidator:
                         seen.add(draft.error.path)
                         initial.append(draft)
                         precheck_only.append(draft)
-        return self._repair(call, text_in, initial, builder, lang, precheck_only, taken)
+        # Pydantic took the call as it is: the walk repairs nothing, it records.
+        took = error is None and not pydantic_errors
+        return self._repair(call, text_in, initial, builder, lang, precheck_only, taken, took)
 
     def _unknown_drafts(
         self, builder: _ErrorBuilder, value: Any, checked: object = _ABSENT
@@ -3016,6 +3018,7 @@ class ToolValidator:
         lang: Lang,
         precheck_only: Sequence[_Draft] = (),
         taken: BaseModel | None = None,
+        took: bool = False,
     ) -> Outcome:
         try:
             value = loads_exact(text_in)
@@ -3031,6 +3034,7 @@ class ToolValidator:
             exact_ints=self.model is None,
             # A call Pydantic took as it is: only what can hold dict keys or sets is walked.
             focus=taken is not None,
+            repairing=not took,
         )
         raw: object = result.value
         if not isinstance(raw, dict):
