@@ -23,9 +23,12 @@ Rules (names are stable; `SAFE_RULES` is the default set):
 * `set_duplicates`: an array with repeated items for a model's `set[...]` or `frozenset[...]`
   field (`uniqueItems` in its schema) keeps each item's first occurrence, as the set would.
   Pydantic drops the repeats silently; this rule makes that a recorded change, and without it
-  the repeats are refused (`unique`). Items are compared as JSON values (`1` and `1.0` are one
-  number, `true` is not `1`). A plain-dict tool's `uniqueItems` is a constraint, never a set:
-  its repeats are refused whatever the rules.
+  the repeats are refused (`unique`). Items are compared as the set holds them once read, by
+  Python's equality: `1`, `1.0` and `true` are one member of a `set[int | bool]`, `"1.0"` and
+  `"1.00"` of a `set[Decimal]`, two offsets of one instant of a `set[datetime]`, two spellings
+  of one UUID of a `set[UUID]`, and two integers a float reads alike of a `set[float]`. A
+  plain-dict tool's `uniqueItems` is a constraint, never a set: its repeats are refused
+  whatever the rules.
 * `bool_word` (opt-in only): `"yes"`/`"no"`, `"y"`/`"n"`, `"on"`/`"off"`, `"1"`/`"0"`, `1`/`0`.
 * `default_timezone`: a timestamp without an offset gets the tool's declared default time zone.
   It is not part of the rule set: it applies exactly when the tool declares a time zone. Only
@@ -63,9 +66,10 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
+from datetime import date, datetime, timedelta, tzinfo
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, NoReturn, cast
+from uuid import UUID
 
 from toolwire.schema_export import accepts_null
 
@@ -756,7 +760,10 @@ def json_key(value: Any) -> Any:
 
 
 def has_repeats(value: Any) -> bool:
-    """Whether any array in `value` holds two items equal as JSON (see `json_key`)."""
+    """Whether any array in `value` may hold two items a set would hold as one: equal as
+    JSON, or under any reading `_set_key` knows (a string read as a number, a timestamp or a
+    UUID, a number read as a float). It may say so of items no set would merge: the walk that
+    follows decides by the items' schema."""
     pending: list[Any] = [value]
     while pending:
         item = pending.pop()
@@ -764,10 +771,74 @@ def has_repeats(value: Any) -> bool:
             pending.extend(cast(dict[str, Any], item).values())
         elif isinstance(item, list):
             items = cast(list[Any], item)
-            if len(items) > 1 and len({json_key(inner) for inner in items}) < len(items):
+            if len(items) > 1 and len({_set_key(inner, None) for inner in items}) < len(items):
                 return True
             pending.extend(items)
     return False
+
+
+def _formats_and_types(node: Mapping[str, Any]) -> tuple[set[str], set[str]]:
+    """The `format`s and JSON types a (resolved) item schema names, its union's branches
+    included (inline ones: a `$ref` branch names none)."""
+    nodes = [node]
+    branches = node.get("anyOf") or node.get("oneOf")
+    if isinstance(branches, list):
+        nodes += [b for b in cast(list[Any], branches) if isinstance(b, dict)]
+    formats = {str(n["format"]) for n in nodes if "format" in n}
+    types: set[str] = set()
+    for n in nodes:
+        types |= _types(n)
+    return formats, types
+
+
+def _set_key(item: Any, node: Mapping[str, Any] | None) -> Any:
+    """A hashable key that two items of a set share when the set holds them as one member,
+    read as the item schema `node` says (None: under every reading, for a first look).
+
+    A set compares its members with Python's equality once Pydantic read them: `1` and `true`
+    are one (as are `1` and `1.0`), a `Decimal` compares by value (`"1.0"` and `"1.00"`), a
+    timestamp by instant, a UUID by its 128 bits, and a float field reads two integers past
+    2**53 as one float. Anything else is compared as JSON (`json_key`).
+    """
+    if isinstance(item, (dict, list)):
+        return json_key(item)
+    formats: set[str] = set()
+    types: set[str] = set()
+    if node is not None:
+        formats, types = _formats_and_types(node)
+    if isinstance(item, (bool, int, float, Decimal)):
+        # A float field reads every number as a float; in a union with an integer branch an
+        # integer stays an int (and `true` stays a bool, equal to 1 all the same).
+        floats = node is None or (types <= {"number", "null"} and not is_decimal_union(node))
+        if floats and not isinstance(item, bool):
+            try:
+                return (2, float(item))
+            except OverflowError:
+                pass
+        return (2, item)
+    if not isinstance(item, str):
+        return json_key(item)
+    text = item.strip()
+    if node is None or is_decimal_union(node):
+        if JSON_NUMBER.fullmatch(text):
+            number = Decimal(text)
+            return (2, number if node is not None else float(number))
+    if node is None or "date-time" in formats:
+        try:
+            return (7, datetime.fromisoformat(text))
+        except ValueError:
+            pass
+    if node is None or "date" in formats:
+        try:
+            return (7, date.fromisoformat(text))
+        except ValueError:
+            pass
+    if node is None or "uuid" in formats or any(f.startswith("uuid") for f in formats):
+        try:
+            return (8, UUID(text).int)
+        except ValueError:
+            pass
+    return json_key(item)
 
 
 class _Coercer:
@@ -911,8 +982,9 @@ class _Coercer:
         first_at: dict[Any, int] = {}
         kept: list[Any] = []
         repeats: list[tuple[int, int, Any]] = []
+        item_node = self.deref(cast(Mapping[str, Any], node.get("items") or {}))
         for i, item in enumerate(items):
-            key = json_key(item)
+            key = _set_key(item, item_node)
             if key in first_at:
                 repeats.append((i, first_at[key], item))
             else:
