@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 from uuid import UUID
@@ -524,3 +524,50 @@ def test_items_a_set_holds_apart_are_kept(arguments: str) -> None:
     for precheck in (True, False):
         outcome = validate(arguments, precheck=precheck, tools=COLLAPSING, name="collapsing")
         assert outcome.ok and outcome.coercions == []
+
+
+class Schedule(BaseModel):
+    """Dicts keyed by timestamps and UUIDs."""
+
+    slots: dict[datetime, str] | None = None
+    owners: dict[UUID, str] | None = None
+
+
+SCHEDULES = Toolset([Schedule])
+ZONED_SCHEDULES = Toolset([Schedule], default_tz={"schedule": ZoneInfo("UTC")})
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("arguments", "code", "got"),
+    [
+        # As a value, a Unix time in a string is refused: Pydantic would guess its unit.
+        ('{"slots":{"1700000000":"standup"}}', "type", '"1700000000"'),
+        # As a value, a timestamp without an offset needs the tool's default zone.
+        ('{"slots":{"2024-05-01T09:00:00":"standup"}}', "timezone_required", None),
+        ('{"slots":{"2024-05-01T09:00:00Z":"a","2024-05-01T11:00:00+02:00":"b"}}', "unique", None),
+        (
+            '{"owners":{"' + _UUID + '":"a","' + _UUID.upper().replace("-", "") + '":"b"}}',
+            "unique",
+            None,
+        ),
+    ],
+)
+def test_timestamp_and_uuid_keys_are_held_to_what_their_values_are(
+    arguments: str, code: str, got: str | None, precheck: bool
+) -> None:
+    outcome = validate(arguments, precheck=precheck, tools=SCHEDULES, name="schedule")
+    (field,) = json.loads(arguments)
+    assert not outcome.ok
+    assert [(e.path, e.code) for e in outcome.errors] == [(f"/{field}", code)]
+    if got is not None:
+        assert outcome.errors[0].got == got
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_timestamp_key_without_an_offset_takes_the_default_zone(precheck: bool) -> None:
+    arguments = '{"slots":{"2024-05-01T09:00:00":"standup"}}'
+    outcome = validate(arguments, precheck=precheck, tools=ZONED_SCHEDULES, name="schedule")
+    nine = datetime(2024, 5, 1, 9, tzinfo=timezone.utc)
+    assert outcome.ok and outcome.model.slots == {nine: "standup"}
+    assert [(c.path, c.rule) for c in outcome.coercions] == [("/slots", "default_timezone")]

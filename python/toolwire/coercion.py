@@ -146,7 +146,8 @@ UNIT_KEY = "x-unit"
 UNIX_SECONDS = "unix-seconds"
 COERCE_KEY = "x-toolwire-coerce"
 # Written by `Toolset` into the validation schema of a dict field whose keys are not strings:
-# the JSON type each key's text stands for (`integer`, `number`, `decimal`, `boolean`).
+# the JSON type each key's text stands for (`integer`, `number`, `decimal`, `boolean`), or the
+# format (`date-time`, `naive-date-time`, `uuid`).
 KEYS_KEY = "x-toolwire-keys"
 # Written by `Toolset` into the validation schema where the developer said whether values are
 # strict: `true` on a field or type declared strict (`StrictInt`, `Field(strict=True)`) and on
@@ -599,9 +600,28 @@ _NOT_A_KEY: Any = object()
 _INTEGER_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
 
 
+# Key kinds (`KEYS_KEY`) of a `datetime` key, aware or not, and what makes a key unread.
+_TIMESTAMP_KEYS = ("date-time", "naive-date-time")
+_UNREAD: Any = object()
+
+
+def _timestamp_key(text: str) -> Any:
+    """The instant (or wall time) a timestamp key names, or `_UNREAD`."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return _UNREAD
+
+
 def _key_value(key: str, kind: str) -> Any:
     """The entry a dict key's text names once Pydantic converts it, or `_NOT_A_KEY` when the
-    text is not how JSON writes a value of `kind`."""
+    text is not how JSON writes a value of `kind` (`_UNREAD` for a UUID Python cannot read,
+    which Pydantic refuses itself)."""
+    if kind == "uuid":
+        try:
+            return UUID(key).int
+        except ValueError:
+            return _UNREAD
     if kind == "boolean":
         return {"true": True, "false": False}.get(key, _NOT_A_KEY)
     if kind == "integer":
@@ -1255,7 +1275,9 @@ class _Coercer:
                     return self.walk_object(cast(dict[str, Any], inner), node, path, rules)
         kind = node.get(KEYS_KEY)
         if isinstance(kind, str):
-            self.check_keys(value, kind, path)
+            renamed = self.check_keys(value, kind, path)
+            if renamed:
+                value = {renamed.get(key, key): item for key, item in value.items()}
         extra = node.get("additionalProperties")
         required = set(cast(list[str], node.get("required") or []))
         member_props, member_required = self.member_fields(node, 0)
@@ -1294,26 +1316,50 @@ class _Coercer:
         # Nothing changed: the input's own object, not a copy.
         return out if changed else value
 
-    def check_keys(self, value: dict[str, Any], kind: str, path: list[str | int]) -> None:
-        """The keys of a dict field whose keys are not strings (`dict[int, str]`).
+    def check_keys(self, value: dict[str, Any], kind: str, path: list[str | int]) -> dict[str, str]:
+        """The keys of a dict field whose keys are not strings (`dict[int, str]`); returns
+        the keys a rule rewrote, with their new text.
 
         A JSON key is always a string, so Pydantic converts each key's text, laxly even in
         strict mode: `"01"` and `"+1"` become 1 like `"1"` (one of their values is lost),
         `"1_000"` becomes 1000, `"yes"` becomes True, `"nan"` a float key. Each key must be
         written as JSON writes a value of its type, and no two keys may name the same entry.
+        A timestamp key is held to what a timestamp value is: no Unix time in a string, an
+        offset unless the tool has a default zone (given as `default_timezone`, recorded);
+        two keys naming one instant, or one UUID, are one entry.
         """
         if kind == "integer" and _plain_integer_keys(value):
-            return
+            return {}
+        renamed: dict[str, str] = {}
         seen: dict[Any, str] = {}
         for key in value:
-            read = _key_value(key, kind)
+            if kind in _TIMESTAMP_KEYS:
+                if _UNIX_TEXT.fullmatch(key):
+                    self.refuse(path, "key_text", key, "date-time")
+                    continue
+                text = key
+                if kind == "date-time":
+                    # Reported at the object, with the key, as the other key findings are.
+                    refused = len(self.problems)
+                    text = cast(str, self.timestamp(key, path))
+                    if len(self.problems) > refused:
+                        continue
+                    if text != key:
+                        renamed[key] = text
+                read = _timestamp_key(text)
+            else:
+                read = _key_value(key, kind)
             # Reported at the object, as Pydantic's own key errors are: no value is at the key.
             if read is _NOT_A_KEY:
                 self.refuse(path, "key_text", key, kind)
                 continue
+            if read is _UNREAD:
+                # Not a text this check reads: Pydantic's own error, if any, says what is wrong.
+                continue
             first = seen.setdefault(read, key)
             if first != key:
                 self.refuse(path, "duplicate_key", key, json.dumps(first))
+        return renamed
 
     def member_fields(self, node: Mapping[str, Any], depth: int) -> tuple[dict[str, Any], set[str]]:
         """The properties and required names that `node`'s `allOf` members declare.

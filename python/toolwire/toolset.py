@@ -86,7 +86,15 @@ __all__ = ["ToolDefinition", "ToolInput", "Toolset", "snake_case"]
 _DirectTool = tuple[ToolValidator, Callable[..., BaseModel], bool | None, bool, bool]
 
 # Pydantic key schemas whose texts `coercion.check_keys` holds to JSON's form of the type.
-_KEY_KINDS = {"int": "integer", "float": "number", "decimal": "decimal", "bool": "boolean"}
+_KEY_KINDS = {
+    "int": "integer",
+    "float": "number",
+    "decimal": "decimal",
+    "bool": "boolean",
+    # Held to what a value of the type is held to (`coercion.check_keys`).
+    "datetime": "date-time",
+    "uuid": "uuid",
+}
 
 
 class _DecimalSchema(GenerateJsonSchema):
@@ -144,6 +152,8 @@ class _DecimalSchema(GenerateJsonSchema):
             # took `"2.0"` for `IntEnum` member 2).
             key_type = str(keys.get("sub_type"))
         kind = _KEY_KINDS.get(key_type)
+        if key_type == "datetime" and keys.get("tz_constraint") == "naive":
+            kind = "naive-date-time"
         if kind is not None:
             out[KEYS_KEY] = kind
         return out

@@ -197,7 +197,8 @@ class FieldError:
             `timezone_required`, `pattern`, `range`, `multiple_of`, `decimal`, `length`, `unique`,
             `ambiguous`, `value`, `business_rule`, `schema_violation` or `invalid`. A dict key
             is reported at its object (`got` is the key): `type` when it is not written as its
-            type's JSON text, `unique` when it names an entry another key names.
+            type's JSON text (a Unix time for a timestamp), `timezone_required` for a
+            timestamp without an offset, `unique` when it names an entry another key names.
         expected: What the schema wants, in words (`one of "low", "high"`, `>= 1`).
         got: The value as written, compact JSON cut to 200 characters (redacted for secrets).
         hint: Extra advice for the model, when there is any.
