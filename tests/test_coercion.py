@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from toolwire import Assembler, ToolCall
 from toolwire.coercion import (
@@ -255,6 +255,75 @@ def test_custom_rule_set() -> None:
     assert not validate('{"quantity": 1, "gift": "true"}', only_numbers).ok
     assert resolve_rules("safe") == SAFE_RULES
     assert resolve_rules("none") == frozenset()
+
+
+class _Wire(BaseModel):
+    account: StrictInt = 0
+    amount_cents: int = Field(default=0, strict=True)
+    confirm: StrictBool = False
+    reference: StrictInt | None = None
+    tags: list[StrictBool] = []
+    count: int = 0
+
+
+class _Branch(BaseModel):
+    code: int = 0
+
+
+class _WireStrict(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    account: int = 0
+    mode: Literal["fast", "slow"] = "slow"
+    # A model's `strict` is its own: the fields of a model inside it are not strict.
+    branch: _Branch = _Branch()
+    # A field that opts in to a rule by name gets it, strict model or not.
+    confirm: bool = Field(default=False, json_schema_extra={"x-toolwire-coerce": ["bool_string"]})
+
+
+STRICT_TOOLS = Toolset([_Wire, _WireStrict])
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("name", "arguments", "path"),
+    [
+        ("wire", '{"account": "12345"}', "/account"),
+        ("wire", '{"account": 12345.0}', "/account"),
+        ("wire", '{"amount_cents": "900"}', "/amount_cents"),
+        ("wire", '{"confirm": "TRUE"}', "/confirm"),
+        ("wire", '{"reference": "7"}', "/reference"),
+        ("wire", '{"tags": ["true"]}', "/tags/0"),
+        ("wire_strict", '{"account": "12345"}', "/account"),
+        ("wire_strict", '{"mode": "FAST"}', "/mode"),
+    ],
+)
+def test_a_value_declared_strict_is_refused_not_coerced(
+    name: str, arguments: str, path: str, precheck: bool
+) -> None:
+    assembler = Assembler(tools=STRICT_TOOLS) if precheck else Assembler()
+    assembler.feed(0, id="call_1", name=name, arguments=arguments)
+    (done,) = assembler.finish()
+    outcome = STRICT_TOOLS.validate(done)
+    assert not outcome.ok and outcome.coercions == []
+    assert [e.path for e in outcome.errors] == [path]
+    assert outcome.errors[0].code in ("type", "enum")
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "path", "rule"),
+    [
+        ("wire", '{"count": "3"}', "/count", "number_string"),
+        ("wire_strict", '{"branch": {"code": "3"}}', "/branch/code", "number_string"),
+        ("wire_strict", '{"confirm": "true"}', "/confirm", "bool_string"),
+    ],
+)
+def test_what_is_not_declared_strict_beside_it_is_still_coerced(
+    name: str, arguments: str, path: str, rule: str
+) -> None:
+    outcome = STRICT_TOOLS.validate(call(name, arguments))
+    assert outcome.ok
+    assert [(c.path, c.rule) for c in outcome.coercions] == [(path, rule)]
 
 
 def test_null_for_optional_non_nullable_field_means_absent() -> None:

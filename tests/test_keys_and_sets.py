@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
+from decimal import Decimal
 from typing import Any
+from uuid import UUID
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -453,3 +455,119 @@ def test_a_pre_checked_call_gets_what_an_unchecked_look_alike_gets(
     (done,) = asm.finish()
     assert done.error is None
     assert TOOLS.validate(done) == TOOLS.validate(LookAlike(text, name=name))
+
+
+class Collapsing(BaseModel):
+    """Sets whose items may differ as JSON and still be one member once read."""
+
+    flags: set[int | bool] | None = None
+    amounts: set[Decimal] | None = None
+    slots: frozenset[datetime] | None = None
+    ids: set[UUID] | None = None
+    weights: set[float] | None = None
+    exact: set[int | float] | None = None
+
+
+COLLAPSING = Toolset([Collapsing])
+UNCOERCED_COLLAPSING = Toolset([Collapsing], coercion="none")
+_UUID = "0bd5e5f0-1234-5678-9abc-def012345678"
+
+
+@pytest.mark.parametrize("how", ["precheck", "no precheck", "look-alike"])
+@pytest.mark.parametrize(
+    ("arguments", "kept"),
+    [
+        ('{"flags":[1,true]}', "[1]"),
+        ('{"amounts":["1.0","1.00"]}', '["1.0"]'),
+        ('{"amounts":[1.0,"1"]}', "[1.0]"),
+        (
+            '{"slots":["2024-05-01T09:00:00Z","2024-05-01T11:00:00+02:00"]}',
+            '["2024-05-01T09:00:00Z"]',
+        ),
+        ('{"ids":["' + _UUID + '","' + _UUID.upper().replace("-", "") + '"]}', '["' + _UUID + '"]'),
+        ('{"weights":[9007199254740993,9007199254740992]}', "[9007199254740993]"),
+    ],
+)
+def test_items_a_set_holds_as_one_once_read_are_a_recorded_drop(
+    how: str, arguments: str, kept: str
+) -> None:
+    # Different as JSON, one member once Pydantic read them: the set drops one without a
+    # word, which is recorded as any repeat is, or refused with the rule off.
+    (field,) = json.loads(arguments)
+    for tools, rule_on in ((COLLAPSING, True), (UNCOERCED_COLLAPSING, False)):
+        if how == "look-alike":
+            outcome = tools.validate(LookAlike(arguments, name="collapsing"))
+        else:
+            outcome = validate(
+                arguments, precheck=how == "precheck", tools=tools, name="collapsing"
+            )
+        if rule_on:
+            assert outcome.ok
+            sent = json.dumps(json.loads(arguments)[field], separators=(",", ":"))
+            assert [(c.path, c.from_, c.to, c.rule) for c in outcome.coercions] == [
+                (f"/{field}", sent, kept, "set_duplicates")
+            ]
+        else:
+            assert [(e.path, e.code) for e in outcome.errors] == [(f"/{field}/1", "unique")]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"exact":[9007199254740993,9007199254740992]}',
+        '{"amounts":["1.0","1.01"]}',
+        '{"slots":["2024-05-01T09:00:00Z","2024-05-01T09:00:00+02:00"]}',
+        '{"weights":[1,2]}',
+    ],
+)
+def test_items_a_set_holds_apart_are_kept(arguments: str) -> None:
+    for precheck in (True, False):
+        outcome = validate(arguments, precheck=precheck, tools=COLLAPSING, name="collapsing")
+        assert outcome.ok and outcome.coercions == []
+
+
+class Schedule(BaseModel):
+    """Dicts keyed by timestamps and UUIDs."""
+
+    slots: dict[datetime, str] | None = None
+    owners: dict[UUID, str] | None = None
+
+
+SCHEDULES = Toolset([Schedule])
+ZONED_SCHEDULES = Toolset([Schedule], default_tz={"schedule": ZoneInfo("UTC")})
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("arguments", "code", "got"),
+    [
+        # As a value, a Unix time in a string is refused: Pydantic would guess its unit.
+        ('{"slots":{"1700000000":"standup"}}', "type", '"1700000000"'),
+        # As a value, a timestamp without an offset needs the tool's default zone.
+        ('{"slots":{"2024-05-01T09:00:00":"standup"}}', "timezone_required", None),
+        ('{"slots":{"2024-05-01T09:00:00Z":"a","2024-05-01T11:00:00+02:00":"b"}}', "unique", None),
+        (
+            '{"owners":{"' + _UUID + '":"a","' + _UUID.upper().replace("-", "") + '":"b"}}',
+            "unique",
+            None,
+        ),
+    ],
+)
+def test_timestamp_and_uuid_keys_are_held_to_what_their_values_are(
+    arguments: str, code: str, got: str | None, precheck: bool
+) -> None:
+    outcome = validate(arguments, precheck=precheck, tools=SCHEDULES, name="schedule")
+    (field,) = json.loads(arguments)
+    assert not outcome.ok
+    assert [(e.path, e.code) for e in outcome.errors] == [(f"/{field}", code)]
+    if got is not None:
+        assert outcome.errors[0].got == got
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_timestamp_key_without_an_offset_takes_the_default_zone(precheck: bool) -> None:
+    arguments = '{"slots":{"2024-05-01T09:00:00":"standup"}}'
+    outcome = validate(arguments, precheck=precheck, tools=ZONED_SCHEDULES, name="schedule")
+    nine = datetime(2024, 5, 1, 9, tzinfo=timezone.utc)
+    assert outcome.ok and outcome.model.slots == {nine: "standup"}
+    assert [(c.path, c.rule) for c in outcome.coercions] == [("/slots", "default_timezone")]

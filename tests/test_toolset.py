@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypedDict, TypeVar
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from toolwire import Assembler, MisuseError, ToolCall, ToolRegistry
 from toolwire.schema_export import SchemaExportError
@@ -198,6 +199,23 @@ def test_misuse_raises(tools: list[Any], kwargs: dict[str, Any], message: str) -
 def test_not_a_tool_raises_type_error() -> None:
     with pytest.raises(TypeError):
         Toolset([42])  # type: ignore[list-item]
+
+
+class _LookupOrderTyped(TypedDict):
+    order_id: str
+
+
+@pydantic_dataclass
+class _LookupOrderData:
+    order_id: str
+
+
+@pytest.mark.parametrize("tool", [_LookupOrderData, _LookupOrderTyped])
+def test_a_class_that_is_no_model_raises_type_error(tool: Any) -> None:
+    # Both describe arguments to Pydantic, but are no `BaseModel`: refused as any other
+    # input that is not a tool, not with an AttributeError from inside.
+    with pytest.raises(TypeError, match="a tool must be a Pydantic model class"):
+        Toolset([tool])
 
 
 def test_registry_feeds_the_assembler() -> None:

@@ -23,9 +23,12 @@ Rules (names are stable; `SAFE_RULES` is the default set):
 * `set_duplicates`: an array with repeated items for a model's `set[...]` or `frozenset[...]`
   field (`uniqueItems` in its schema) keeps each item's first occurrence, as the set would.
   Pydantic drops the repeats silently; this rule makes that a recorded change, and without it
-  the repeats are refused (`unique`). Items are compared as JSON values (`1` and `1.0` are one
-  number, `true` is not `1`). A plain-dict tool's `uniqueItems` is a constraint, never a set:
-  its repeats are refused whatever the rules.
+  the repeats are refused (`unique`). Items are compared as the set holds them once read, by
+  Python's equality: `1`, `1.0` and `true` are one member of a `set[int | bool]`, `"1.0"` and
+  `"1.00"` of a `set[Decimal]`, two offsets of one instant of a `set[datetime]`, two spellings
+  of one UUID of a `set[UUID]`, and two integers a float reads alike of a `set[float]`. A
+  plain-dict tool's `uniqueItems` is a constraint, never a set: its repeats are refused
+  whatever the rules.
 * `bool_word` (opt-in only): `"yes"`/`"no"`, `"y"`/`"n"`, `"on"`/`"off"`, `"1"`/`"0"`, `1`/`0`.
 * `default_timezone`: a timestamp without an offset gets the tool's declared default time zone.
   It is not part of the rule set: it applies exactly when the tool declares a time zone. Only
@@ -48,6 +51,11 @@ rounds what the model wrote.
 
 A field opts in to extra rules with `json_schema_extra={"x-toolwire-coerce": ["bool_word"]}`;
 the rules then apply to that field and everything inside it.
+
+A value the developer declared strict (`StrictInt`, `Field(strict=True)`, or any field of a
+model whose config says `strict=True`; a model nested in it has its own config) gets none of
+the rules that change a value (all but `set_duplicates` and `unwrap`): `"12345"` for a
+`StrictInt` is refused as the type error it is, unless the field opts in to a rule by name.
 """
 
 from __future__ import annotations
@@ -58,9 +66,10 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
+from datetime import date, datetime, timedelta, tzinfo
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, NoReturn, cast
+from uuid import UUID
 
 from toolwire.schema_export import accepts_null
 
@@ -68,6 +77,7 @@ __all__ = [
     "ALL_RULES",
     "JSON_NUMBER",
     "SAFE_RULES",
+    "STRICT_KEY",
     "Coercion",
     "CoercionProblem",
     "CoercionResult",
@@ -105,6 +115,30 @@ SAFE_RULES: frozenset[str] = frozenset(
 )
 ALL_RULES: frozenset[str] = SAFE_RULES | {"bool_word"}
 
+# The rules that read a value as another type or text, which a strict field refuses; dropping
+# a set's repeats (as the set itself does) and unwrapping the whole arguments are not.
+_CONVERTING = ALL_RULES - {"set_duplicates", "unwrap"}
+# Under a strict field or model, each converting rule in force is kept as `_HELD + name` (no
+# rule matches it), so that a model below that is not strict gets them back, opt-ins from
+# `COERCE_KEY` above included; `_HELD` alone says that some are held.
+_HELD = "held:"
+
+
+def _held(rules: frozenset[str]) -> frozenset[str]:
+    """`rules` under a strict field or model: the converting ones held."""
+    held = rules & _CONVERTING
+    if not held:
+        return rules
+    return (rules - held) | {_HELD + rule for rule in held} | {_HELD}
+
+
+def _released(rules: frozenset[str]) -> frozenset[str]:
+    """`rules` under a model that is not strict, inside one that is: the held ones back."""
+    return frozenset(
+        rule[len(_HELD) :] if rule.startswith(_HELD) else rule for rule in rules if rule != _HELD
+    )
+
+
 UNIX_MS_THRESHOLD = 10**12
 """Values above this in a Unix-seconds field are read as milliseconds (after 2001-09-09)."""
 
@@ -112,8 +146,14 @@ UNIT_KEY = "x-unit"
 UNIX_SECONDS = "unix-seconds"
 COERCE_KEY = "x-toolwire-coerce"
 # Written by `Toolset` into the validation schema of a dict field whose keys are not strings:
-# the JSON type each key's text stands for (`integer`, `number`, `decimal`, `boolean`).
+# the JSON type each key's text stands for (`integer`, `number`, `decimal`, `boolean`), or the
+# format (`date-time`, `naive-date-time`, `uuid`).
 KEYS_KEY = "x-toolwire-keys"
+# Written by `Toolset` into the validation schema where the developer said whether values are
+# strict: `true` on a field or type declared strict (`StrictInt`, `Field(strict=True)`) and on
+# a model whose config is, `false` on every other model (a model's `strict` is not its nested
+# models'). Where true, the rules that change a value (`_CONVERTING`) do not apply.
+STRICT_KEY = "x-toolwire-strict"
 WRAPPER_KEYS = ("params", "parameters", "arguments", "args", "input")
 MAX_SHOWN = 200
 # The core's default `max_depth`: JSON held in a string may nest no deeper than the arguments.
@@ -560,9 +600,28 @@ _NOT_A_KEY: Any = object()
 _INTEGER_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
 
 
+# Key kinds (`KEYS_KEY`) of a `datetime` key, aware or not, and what makes a key unread.
+_TIMESTAMP_KEYS = ("date-time", "naive-date-time")
+_UNREAD: Any = object()
+
+
+def _timestamp_key(text: str) -> Any:
+    """The instant (or wall time) a timestamp key names, or `_UNREAD`."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return _UNREAD
+
+
 def _key_value(key: str, kind: str) -> Any:
     """The entry a dict key's text names once Pydantic converts it, or `_NOT_A_KEY` when the
-    text is not how JSON writes a value of `kind`."""
+    text is not how JSON writes a value of `kind` (`_UNREAD` for a UUID Python cannot read,
+    which Pydantic refuses itself)."""
+    if kind == "uuid":
+        try:
+            return UUID(key).int
+        except ValueError:
+            return _UNREAD
     if kind == "boolean":
         return {"true": True, "false": False}.get(key, _NOT_A_KEY)
     if kind == "integer":
@@ -721,7 +780,10 @@ def json_key(value: Any) -> Any:
 
 
 def has_repeats(value: Any) -> bool:
-    """Whether any array in `value` holds two items equal as JSON (see `json_key`)."""
+    """Whether any array in `value` may hold two items a set would hold as one: equal as
+    JSON, or under any reading `_set_key` knows (a string read as a number, a timestamp or a
+    UUID, a number read as a float). It may say so of items no set would merge: the walk that
+    follows decides by the items' schema."""
     pending: list[Any] = [value]
     while pending:
         item = pending.pop()
@@ -729,10 +791,74 @@ def has_repeats(value: Any) -> bool:
             pending.extend(cast(dict[str, Any], item).values())
         elif isinstance(item, list):
             items = cast(list[Any], item)
-            if len(items) > 1 and len({json_key(inner) for inner in items}) < len(items):
+            if len(items) > 1 and len({_set_key(inner, None) for inner in items}) < len(items):
                 return True
             pending.extend(items)
     return False
+
+
+def _formats_and_types(node: Mapping[str, Any]) -> tuple[set[str], set[str]]:
+    """The `format`s and JSON types a (resolved) item schema names, its union's branches
+    included (inline ones: a `$ref` branch names none)."""
+    nodes = [node]
+    branches = node.get("anyOf") or node.get("oneOf")
+    if isinstance(branches, list):
+        nodes += [b for b in cast(list[Any], branches) if isinstance(b, dict)]
+    formats = {str(n["format"]) for n in nodes if "format" in n}
+    types: set[str] = set()
+    for n in nodes:
+        types |= _types(n)
+    return formats, types
+
+
+def _set_key(item: Any, node: Mapping[str, Any] | None) -> Any:
+    """A hashable key that two items of a set share when the set holds them as one member,
+    read as the item schema `node` says (None: under every reading, for a first look).
+
+    A set compares its members with Python's equality once Pydantic read them: `1` and `true`
+    are one (as are `1` and `1.0`), a `Decimal` compares by value (`"1.0"` and `"1.00"`), a
+    timestamp by instant, a UUID by its 128 bits, and a float field reads two integers past
+    2**53 as one float. Anything else is compared as JSON (`json_key`).
+    """
+    if isinstance(item, (dict, list)):
+        return json_key(item)
+    formats: set[str] = set()
+    types: set[str] = set()
+    if node is not None:
+        formats, types = _formats_and_types(node)
+    if isinstance(item, (bool, int, float, Decimal)):
+        # A float field reads every number as a float; in a union with an integer branch an
+        # integer stays an int (and `true` stays a bool, equal to 1 all the same).
+        floats = node is None or (types <= {"number", "null"} and not is_decimal_union(node))
+        if floats and not isinstance(item, bool):
+            try:
+                return (2, float(item))
+            except OverflowError:
+                pass
+        return (2, item)
+    if not isinstance(item, str):
+        return json_key(item)
+    text = item.strip()
+    if node is None or is_decimal_union(node):
+        if JSON_NUMBER.fullmatch(text):
+            number = Decimal(text)
+            return (2, number if node is not None else float(number))
+    if node is None or "date-time" in formats:
+        try:
+            return (7, datetime.fromisoformat(text))
+        except ValueError:
+            pass
+    if node is None or "date" in formats:
+        try:
+            return (7, date.fromisoformat(text))
+        except ValueError:
+            pass
+    if node is None or "uuid" in formats or any(f.startswith("uuid") for f in formats):
+        try:
+            return (8, UUID(text).int)
+        except ValueError:
+            pass
+    return json_key(item)
 
 
 class _Coercer:
@@ -744,12 +870,15 @@ class _Coercer:
         sets: bool = False,
         exact_ints: bool = False,
         focus: bool = False,
+        repairing: bool = True,
     ) -> None:
         self.defs = cast(dict[str, Any], root.get("$defs") or {})
         self.rules = rules
         self.default_tz = default_tz
         self.sets = sets
         self.exact_ints = exact_ints
+        # Whether a strict field's value is left as it is (see `coerce_arguments`).
+        self.repairing = repairing
         # Walk only what may hold a dict with keys to check or a set (see `coerce_arguments`).
         self.focus = focus
         # Whether a node holds one, at or below it, by the node's identity (the node is kept
@@ -814,6 +943,12 @@ class _Coercer:
             if isinstance(value, str) and not decimal_text_ok(value, node):
                 self.refuse(path, "number_text", value)
             return value
+        strict = node.get(STRICT_KEY) if self.repairing else None
+        if strict is True:
+            rules = _held(rules)
+        elif strict is False and _HELD in rules:
+            rules = _released(rules)
+        # After `strict`: a field that opts in to a rule by name gets it even where it is.
         extra = node.get(COERCE_KEY)
         if isinstance(extra, list):
             rules = rules | {str(r) for r in cast(list[Any], extra)}
@@ -867,8 +1002,9 @@ class _Coercer:
         first_at: dict[Any, int] = {}
         kept: list[Any] = []
         repeats: list[tuple[int, int, Any]] = []
+        item_node = self.deref(cast(Mapping[str, Any], node.get("items") or {}))
         for i, item in enumerate(items):
-            key = json_key(item)
+            key = _set_key(item, item_node)
             if key in first_at:
                 repeats.append((i, first_at[key], item))
             else:
@@ -1006,7 +1142,14 @@ class _Coercer:
         known = self.memo.get(key)
         if known is not None:
             return known[1], known[2]
-        scratch = _Coercer({}, rules, self.default_tz, self.sets, exact_ints=self.exact_ints)
+        scratch = _Coercer(
+            {},
+            rules,
+            self.default_tz,
+            self.sets,
+            exact_ints=self.exact_ints,
+            repairing=self.repairing,
+        )
         scratch.defs = self.defs
         scratch.memo = self.memo
         scratch.unions_open = self.unions_open
@@ -1145,7 +1288,9 @@ class _Coercer:
                     return self.walk_object(cast(dict[str, Any], inner), node, path, rules)
         kind = node.get(KEYS_KEY)
         if isinstance(kind, str):
-            self.check_keys(value, kind, path)
+            renamed = self.check_keys(value, kind, path)
+            if renamed:
+                value = {renamed.get(key, key): item for key, item in value.items()}
         extra = node.get("additionalProperties")
         required = set(cast(list[str], node.get("required") or []))
         member_props, member_required = self.member_fields(node, 0)
@@ -1184,26 +1329,50 @@ class _Coercer:
         # Nothing changed: the input's own object, not a copy.
         return out if changed else value
 
-    def check_keys(self, value: dict[str, Any], kind: str, path: list[str | int]) -> None:
-        """The keys of a dict field whose keys are not strings (`dict[int, str]`).
+    def check_keys(self, value: dict[str, Any], kind: str, path: list[str | int]) -> dict[str, str]:
+        """The keys of a dict field whose keys are not strings (`dict[int, str]`); returns
+        the keys a rule rewrote, with their new text.
 
         A JSON key is always a string, so Pydantic converts each key's text, laxly even in
         strict mode: `"01"` and `"+1"` become 1 like `"1"` (one of their values is lost),
         `"1_000"` becomes 1000, `"yes"` becomes True, `"nan"` a float key. Each key must be
         written as JSON writes a value of its type, and no two keys may name the same entry.
+        A timestamp key is held to what a timestamp value is: no Unix time in a string, an
+        offset unless the tool has a default zone (given as `default_timezone`, recorded);
+        two keys naming one instant, or one UUID, are one entry.
         """
         if kind == "integer" and _plain_integer_keys(value):
-            return
+            return {}
+        renamed: dict[str, str] = {}
         seen: dict[Any, str] = {}
         for key in value:
-            read = _key_value(key, kind)
+            if kind in _TIMESTAMP_KEYS:
+                if _UNIX_TEXT.fullmatch(key):
+                    self.refuse(path, "key_text", key, "date-time")
+                    continue
+                text = key
+                if kind == "date-time":
+                    # Reported at the object, with the key, as the other key findings are.
+                    refused = len(self.problems)
+                    text = cast(str, self.timestamp(key, path))
+                    if len(self.problems) > refused:
+                        continue
+                    if text != key:
+                        renamed[key] = text
+                read = _timestamp_key(text)
+            else:
+                read = _key_value(key, kind)
             # Reported at the object, as Pydantic's own key errors are: no value is at the key.
             if read is _NOT_A_KEY:
                 self.refuse(path, "key_text", key, kind)
                 continue
+            if read is _UNREAD:
+                # Not a text this check reads: Pydantic's own error, if any, says what is wrong.
+                continue
             first = seen.setdefault(read, key)
             if first != key:
                 self.refuse(path, "duplicate_key", key, json.dumps(first))
+        return renamed
 
     def member_fields(self, node: Mapping[str, Any], depth: int) -> tuple[dict[str, Any], set[str]]:
         """The properties and required names that `node`'s `allOf` members declare.
@@ -1801,6 +1970,7 @@ def coerce_arguments(
     sets: bool = False,
     exact_ints: bool = False,
     focus: bool = False,
+    repairing: bool = True,
 ) -> CoercionResult:
     """Apply the allowed coercion rules to parsed arguments.
 
@@ -1819,11 +1989,18 @@ def coerce_arguments(
             is, unread (a value several union branches take is still walked whole). For
             arguments validation has taken as they are, where a key's text and a set's repeats
             are all that is left to look at: the work is then in proportion to those parts.
+        repairing: Whether validation refused `value`, which the walk then repairs: a value
+            the developer declared strict (`STRICT_KEY`) is not converted, and validation
+            refuses it. False for arguments validation took as they are, where a change the
+            walk makes is a reading Pydantic made itself (a strict model's field validator
+            that reads `"3"` as 3), which is only recorded.
 
     Returns:
         The coerced value with every coercion and every refusal; the parts nothing changed in
         are the input's own (`value` itself when nothing changed).
     """
-    coercer = _Coercer(schema, rules, default_tz, sets, exact_ints=exact_ints, focus=focus)
+    coercer = _Coercer(
+        schema, rules, default_tz, sets, exact_ints=exact_ints, focus=focus, repairing=repairing
+    )
     out = coercer.walk(value, schema, [], rules)
     return CoercionResult(out, tuple(coercer.coercions), tuple(coercer.problems))

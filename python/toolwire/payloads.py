@@ -259,6 +259,15 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "this key names the same entry as {detail}; send each entry once",
         "zh": "此键与 {detail} 指向同一条目；每个条目只发送一次",
     },
+    "hint.key_date-time": {
+        "en": "write the key as a date and time in text, e.g. 2024-03-05T14:30:00Z, "
+        "not as a Unix timestamp",
+        "zh": "请用文本将键写成日期时间，例如 2024-03-05T14:30:00Z，不要使用 Unix 时间戳",
+    },
+    "key.date-time": {
+        "en": "a date and time, e.g. 2024-03-05T14:30:00Z",
+        "zh": "日期时间，例如 2024-03-05T14:30:00Z",
+    },
     "key.integer": {"en": "an integer", "zh": "整数"},
     "key.number": {"en": "a number", "zh": "数字"},
     "key.boolean": {"en": "true or false", "zh": "true 或 false"},

@@ -41,7 +41,14 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from toolwire._core import DirectValidation, ToolCall
-from toolwire.coercion import KEYS_KEY, CoercionSpec, float_risk, is_untyped, resolve_rules
+from toolwire.coercion import (
+    KEYS_KEY,
+    STRICT_KEY,
+    CoercionSpec,
+    float_risk,
+    is_untyped,
+    resolve_rules,
+)
 from toolwire.payloads import Lang
 from toolwire.schema_export import (
     Relaxation,
@@ -67,6 +74,8 @@ from toolwire.validation import (
 )
 
 if TYPE_CHECKING:
+    from pydantic._internal._core_utils import CoreSchemaOrField
+
     from toolwire._core import ToolRegistry
 
 __all__ = ["ToolDefinition", "ToolInput", "Toolset", "snake_case"]
@@ -77,7 +86,15 @@ __all__ = ["ToolDefinition", "ToolInput", "Toolset", "snake_case"]
 _DirectTool = tuple[ToolValidator, Callable[..., BaseModel], bool | None, bool, bool]
 
 # Pydantic key schemas whose texts `coercion.check_keys` holds to JSON's form of the type.
-_KEY_KINDS = {"int": "integer", "float": "number", "decimal": "decimal", "bool": "boolean"}
+_KEY_KINDS = {
+    "int": "integer",
+    "float": "number",
+    "decimal": "decimal",
+    "bool": "boolean",
+    # Held to what a value of the type is held to (`coercion.check_keys`).
+    "datetime": "date-time",
+    "uuid": "uuid",
+}
 
 
 class _DecimalSchema(GenerateJsonSchema):
@@ -91,11 +108,25 @@ class _DecimalSchema(GenerateJsonSchema):
     from, as the pre-check's does (see `_PrecheckSchema`).
     """
 
+    def generate_inner(self, schema: CoreSchemaOrField) -> JsonSchemaValue:
+        """Any schema, marked (`coercion.STRICT_KEY`) where the field declares `strict`."""
+        out = super().generate_inner(schema)
+        node = cast(Mapping[str, Any], schema)
+        strict: object = node.get("strict")
+        # A model's own `strict` is about instances of its class, not its fields (see
+        # `model_schema`); a `$ref` is resolved before any key beside it is read.
+        if isinstance(strict, bool) and node.get("type") != "model" and "$ref" not in out:
+            out[STRICT_KEY] = strict
+        return out
+
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
-        """The model's schema with every key its fields are read from."""
+        """The model's schema with every key its fields are read from, marked with whether
+        its config makes its fields strict: that holds for them alone, not for the fields of
+        a model nested in it, so every model says."""
         out = super().model_schema(schema)
         config = cast(Mapping[str, Any], schema.get("config") or {})
         _add_alternate_keys(out, schema, config, describe_every_key=True)
+        out[STRICT_KEY] = config.get("strict") is True
         return out
 
     def datetime_schema(self, schema: core_schema.DatetimeSchema) -> JsonSchemaValue:
@@ -121,6 +152,8 @@ class _DecimalSchema(GenerateJsonSchema):
             # took `"2.0"` for `IntEnum` member 2).
             key_type = str(keys.get("sub_type"))
         kind = _KEY_KINDS.get(key_type)
+        if key_type == "datetime" and keys.get("tz_constraint") == "naive":
+            kind = "naive-date-time"
         if kind is not None:
             out[KEYS_KEY] = kind
         return out
@@ -607,6 +640,14 @@ def _loosened(
     return out, changed
 
 
+def _not_a_tool(tool: object) -> TypeError:
+    """The error for a tool that is neither a Pydantic model class nor a definition dict."""
+    hint = " (declare its fields on a pydantic BaseModel)" if isinstance(tool, type) else ""
+    return TypeError(
+        f"a tool must be a Pydantic model class or a tool definition dict, not {tool!r:.100}{hint}"
+    )
+
+
 def _model_name(model: type[BaseModel]) -> str:
     explicit = getattr(model, "__tool_name__", None)
     if isinstance(explicit, str):
@@ -644,6 +685,8 @@ class Toolset:
         ValueError: On a duplicate or invalid tool name, a malformed definition, an invalid
             schema, an unknown coercion rule, or a `names`/`default_tz`/`checks` key that names
             no tool.
+        TypeError: On a tool that is neither a Pydantic model class nor a definition dict (a
+            pydantic dataclass or a `TypedDict` included).
     """
 
     def __init__(
@@ -675,6 +718,10 @@ class Toolset:
         # Model tools whose pre-check must leave some string keywords to validation.
         check_sources: dict[str, dict[str, Any]] = {}
         for tool in tools:
+            if isinstance(tool, type) and not issubclass(cast(type, tool), BaseModel):
+                # A pydantic dataclass or a TypedDict describes arguments too, but naming,
+                # exports and validation all read a model's `model_config` and schema methods.
+                raise _not_a_tool(tool)
             if isinstance(tool, type):
                 key: object = tool
                 name = _model_name(tool)
@@ -691,10 +738,7 @@ class Toolset:
                 name, description, source = _plain_parts(tool)
                 key, model = name, None
             else:
-                raise TypeError(
-                    "a tool must be a Pydantic model class or a tool definition dict, "
-                    f"not {tool!r:.100}"
-                )
+                raise _not_a_tool(tool)
             if key in rename:
                 if name in validation_sources:
                     validation_sources[rename[key]] = validation_sources.pop(name)

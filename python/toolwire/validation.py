@@ -197,7 +197,8 @@ class FieldError:
             `timezone_required`, `pattern`, `range`, `multiple_of`, `decimal`, `length`, `unique`,
             `ambiguous`, `value`, `business_rule`, `schema_violation` or `invalid`. A dict key
             is reported at its object (`got` is the key): `type` when it is not written as its
-            type's JSON text, `unique` when it names an entry another key names.
+            type's JSON text (a Unix time for a timestamp), `timezone_required` for a
+            timestamp without an offset, `unique` when it names an entry another key names.
         expected: What the schema wants, in words (`one of "low", "high"`, `>= 1`).
         got: The value as written, compact JSON cut to 200 characters (redacted for secrets).
         hint: Extra advice for the model, when there is any.
@@ -3230,7 +3231,9 @@ class ToolValidator:
                         seen.add(draft.error.path)
                         initial.append(draft)
                         precheck_only.append(draft)
-        return self._repair(call, text_in, initial, builder, lang, precheck_only, taken)
+        # Pydantic took the call as it is: the walk repairs nothing, it records.
+        took = error is None and not pydantic_errors
+        return self._repair(call, text_in, initial, builder, lang, precheck_only, taken, took)
 
     def _unknown_drafts(
         self, builder: _ErrorBuilder, value: Any, checked: object = _ABSENT
@@ -3332,6 +3335,7 @@ class ToolValidator:
         lang: Lang,
         precheck_only: Sequence[_Draft] = (),
         taken: BaseModel | None = None,
+        took: bool = False,
     ) -> Outcome:
         try:
             value = loads_exact(text_in)
@@ -3347,6 +3351,7 @@ class ToolValidator:
             exact_ints=self.model is None,
             # A call Pydantic took as it is: only what can hold dict keys or sets is walked.
             focus=taken is not None,
+            repairing=not took,
         )
         raw: object = result.value
         if not isinstance(raw, dict):
