@@ -114,6 +114,29 @@ def test_objects_composed_from_subschemas_stay_open() -> None:
     assert errors and not ok
 
 
+def test_pattern_properties_alone_leave_an_object_open() -> None:
+    # Keys no pattern names fall to `additionalProperties`, which defaults to anything: only a
+    # `properties` keyword closes an object.
+    mapping = _obj(patternProperties={"^a": {"type": "number"}})
+    tools = Toolset([{"name": "tool", "parameters": mapping}])
+    assert "additionalProperties" not in tools.schema("tool")
+    assert _run(mapping, {"b": 1, "a1": 2}) == ([], True, [])
+    assert _run(mapping, {"a1": "x"})[1:] == (False, ["type"])
+    nested = _obj(properties={"tags": mapping})
+    assert _run(nested, {"tags": {"b": "x"}}) == ([], True, [])
+
+
+def test_a_key_a_pattern_names_is_no_unknown_field() -> None:
+    # Beside `properties` the object is closed, but a key a pattern names is judged by the
+    # pattern's schema: only the key neither names is unknown.
+    schema = _obj(
+        properties={"x": {"type": "string"}}, patternProperties={"^a": {"type": "number"}}
+    )
+    assert _run(schema, {"x": "s", "a1": 1}) == ([], True, [])
+    assert _errors(schema, {"x": "s", "a1": 1, "b": 2}) == [("/b", "unknown_field", "2")]
+    assert _errors(schema, {"x": "s", "a1": "no"}) == [("/a1", "type", '"no"')]
+
+
 def test_objects_a_value_is_tested_against_stay_as_written() -> None:
     # `not`, `if` and `contains` test a value; they do not say which fields it may have. An
     # object closed there stops matching a value with another field, and the verdict flips.

@@ -438,14 +438,17 @@ def _with_closed_objects(
     With `closing` false (under `not`, `if` or `contains`, see `_TESTS`, or for the schema as
     written) no object is closed.
 
-    Only an object that names its properties is closed: one that names none (`{"type":
+    Only an object with a `properties` keyword is closed: one without it (`{"type":
     "object"}`, or only `required`) is a free-form object, and closing it would leave `{}` as
-    its only value. An object whose properties may come from elsewhere stays open too: one
-    with `allOf`, `anyOf`, `oneOf`, `if`/`then`/`else`, `dependentSchemas` or `$ref` next to
-    its own keywords, a member of `allOf`, `if`/`then`/`else`, `dependentSchemas` or draft 7's
-    `dependencies` (`closable=False`), and an `anyOf` or `oneOf` branch whose parent declares
-    properties of its own or is such a member itself (the branches of an `allOf` member
-    describe the same object as its siblings). Closing those would reject every property
+    its only value; one with only `patternProperties` is a map whose keys need not match any
+    pattern (`additionalProperties` defaults to anything), and closing it would refuse every
+    key its patterns do not name. An object whose properties may come from elsewhere stays
+    open too: one with `allOf`, `anyOf`, `oneOf`, `if`/`then`/`else`, `dependentSchemas` or
+    `$ref` next to its own keywords, a member of `allOf`, `if`/`then`/`else`,
+    `dependentSchemas` or draft 7's `dependencies` (`closable=False`), and an `anyOf` or
+    `oneOf` branch whose parent declares properties or pattern properties of its own or is
+    such a member itself (the branches of an `allOf` member describe the same object as its
+    siblings). Closing those would reject every property
     named on the other side, which the schema allows. An object whose `required` names a
     property that `properties` does not declare stays open as well (and one whose other
     keywords expect undeclared properties, see `_expects_undeclared`): closed, that property
@@ -491,7 +494,7 @@ def _with_closed_objects(
     if (
         closing
         and closable
-        and own_properties
+        and "properties" in out
         and _is_object(out)
         and "additionalProperties" not in out
         and not any(k in out for k in _SAME_OBJECT)
@@ -648,7 +651,7 @@ def precheck_schema(schema: Mapping[str, Any], *, closed: bool = True) -> JsonSc
 
     Returns:
         A new schema with `$ref`s inlined, `additionalProperties: false` on every object that
-        names its properties and does not set it (outside `not`, `if` and `contains`), and
+        has a `properties` keyword and does not set it (outside `not`, `if` and `contains`), and
         `default: null` removed. `required` is left as the source has it.
     """
     out = _with_closed_objects(inline_refs(schema), strip_null_default=True, closing=closed)

@@ -82,7 +82,7 @@ from toolwire.coercion import (
     unix_timestamp_text,
     whole_float_in_integer_enum,
 )
-from toolwire.jsonschema_dialect import ReferenceLoop, extended_validator
+from toolwire.jsonschema_dialect import ReferenceLoop, extended_validator, search
 from toolwire.payloads import Lang, Style, call_id_for, message_for, text
 from toolwire.schema_export import accepts_null, closing_splits_one_of, without_keywords
 from toolwire.subschemas import SECRET_KEY, inner, inner_all, meant_field, same_value
@@ -1828,8 +1828,9 @@ class _ErrorBuilder:
                 continue
             if keyword == "additionalProperties" and isinstance(instance, dict):
                 allowed = _d(_d(error.schema).get("properties"))
+                patterns = _d(_d(error.schema).get("patternProperties"))
                 for key, item in cast(dict[str, Any], instance).items():
-                    if key not in allowed:
+                    if key not in allowed and not _pattern_names(patterns, key):
                         # The object's own schema: inside a union, `locate` may take the key
                         # for another branch's field.
                         located = dataclasses.replace(
@@ -2305,11 +2306,15 @@ def _unknown_fields(
             node = branch
         if isinstance(item, dict):
             props = _d(node.get("properties"))
+            patterns = _d(node.get("patternProperties"))
             extra = node.get("additionalProperties")
             before = cast(dict[str, Any], was) if isinstance(was, dict) else {}
             for key, sub in cast(dict[str, Any], item).items():
                 if key in props:
                     walk(sub, _d(props[key]), [*path, key], before.get(key, _ABSENT))
+                elif _pattern_names(patterns, key):
+                    # Validation judges it against the pattern's schema; it is no unknown field.
+                    continue
                 elif extra is False:
                     # No more are shown than `MAX_ERRORS`: a call with 100,000 unknown keys
                     # must not cost 100,000 error drafts.
@@ -2331,6 +2336,12 @@ def _unknown_fields(
 
     walk(value, schema.root, [], checked)
     return found
+
+
+def _pattern_names(patterns: Mapping[str, Any], key: str) -> bool:
+    """Whether a `patternProperties` pattern takes `key`, as validation's own search reads it:
+    `additionalProperties: false` beside them forbids only the keys no pattern takes."""
+    return any(search(pattern, key) for pattern in patterns)
 
 
 def _tagged_branch(branches: list[dict[str, Any]], item: object) -> dict[str, Any] | None:
