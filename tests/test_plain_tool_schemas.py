@@ -56,6 +56,33 @@ def test_boolean_subschemas_validate_without_raising() -> None:
     assert errors and not ok
 
 
+def test_a_reference_to_a_boolean_schema_reads_as_that_boolean() -> None:
+    # Inlined as a dict, a `$ref` to `false` was `{}`: a field that may never be sent took any
+    # value. It refuses, as `false` written in place does, in the pre-check and in validation.
+    defs = {"$defs": {"never": False, "any": True}}
+    never = {"$ref": "#/$defs/never"}
+    for field in (never, {**never, "description": "Never sent"}, {**never, "type": "string"}):
+        schema = {"type": "object", "properties": {"x": field}, **defs}
+        assert Toolset([{"name": "tool", "parameters": schema}]).schema("tool")["properties"] == {
+            "x": False
+        }
+        errors, ok, codes = _run(schema, {"x": "foo"})
+        assert errors and not ok and codes == ["unknown_field"]
+    items = {"type": "object", "properties": {"x": {"type": "array", "items": never}}, **defs}
+    assert _run(items, {"x": []}) == ([], True, [])
+    assert not _run(items, {"x": [1]})[1]
+    union = {"type": "object", "properties": {"x": {"anyOf": [never, {"type": "string"}]}}, **defs}
+    assert _run(union, {"x": "s"}) == ([], True, [])
+    assert not _run(union, {"x": 1})[1]
+    # `true` takes anything, and adds nothing to the keywords beside it.
+    anything = {"type": "object", "properties": {"x": {"$ref": "#/$defs/any"}}, **defs}
+    assert _run(anything, {"x": [1, "a"]}) == ([], True, [])
+    typed = {"$ref": "#/$defs/any", "type": "integer"}
+    integer = {"type": "object", "properties": {"x": typed}, **defs}
+    assert _run(integer, {"x": 3}) == ([], True, [])
+    assert _run(integer, {"x": "three"})[1:] == (False, ["type"])
+
+
 def test_objects_composed_from_subschemas_stay_open() -> None:
     # Properties named in `allOf` members, in an `anyOf` branch next to the parent's own
     # properties, or in `then`, are allowed by the schema: no side may be closed.

@@ -200,7 +200,8 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
 
     Sibling keys next to a `$ref` (a field description, say) take priority over the keys of the
     definition, as in `openai.lib._pydantic`; an assertion that both give (`properties` next to
-    a base object's `$ref`) keeps both, in an `allOf`. A reference to a definition that is
+    a base object's `$ref`) keeps both, in an `allOf`. A reference to a boolean schema is
+    that boolean (`false` whatever its siblings say). A reference to a definition that is
     already being expanded stays a reference, `{"$ref": "#/$defs/Name"}` with the keys beside
     it, and that definition stays under `$defs`.
     Any other local JSON Pointer (`#`, the whole schema, as in OpenAI's recursive examples, or
@@ -293,6 +294,13 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
                     # The keys beside it still apply, beside the reference (a conjunct).
                     return {**walk(siblings, stack), "$ref": reference}
                 sibling_expanded.add(key)
+            if isinstance(target, bool):
+                # A boolean schema takes part as written: `false` refuses every value whatever
+                # sits beside it, `true` adds nothing to what does. Read as a dict it was `{}`,
+                # and a field that may never be sent took anything.
+                if target is False or not siblings:
+                    return target
+                return walk(siblings, stack)
             body = _as_dict(target) or {}
             if any(k in body and k not in _ANNOTATIONS for k in siblings):
                 # Both apply: a sibling must not replace the keyword of the target it repeats
