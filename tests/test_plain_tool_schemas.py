@@ -19,7 +19,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field, ValidationError, create_model
 
-from toolwire import Assembler, Toolset
+from toolwire import Assembler, Toolset, jsonschema_dialect
 from toolwire.payloads import Lang
 from toolwire.toolset import _PLAIN_PRECHECK_FORMATS as _PRECHECKED_FORMATS
 
@@ -1227,6 +1227,42 @@ def test_a_backtracking_pattern_cannot_stall_validation() -> None:
     started = time.perf_counter()
     assert not _run(keyed, {"a" * 80 + "b": 1})[1]
     assert time.perf_counter() - started < 5
+
+
+def test_one_validation_shares_one_bound_for_its_pattern_searches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each search is bounded, but a call that repeats a slow string in every item cost the
+    # bound per item (seconds for a few kilobytes). A clock that moves only as the engine
+    # spends its time, and an engine whose every search runs out of it, count the searches.
+    now = [0.0]
+    timeouts: list[float] = []
+
+    def out_of_time(compiled: Any, text: str, timeout: float) -> bool:
+        timeouts.append(timeout)
+        now[0] += timeout
+        raise TimeoutError
+
+    monkeypatch.setattr(jsonschema_dialect, "_clock", lambda: now[0])
+    monkeypatch.setattr(jsonschema_dialect, "_engine_search", out_of_time)
+    item = {"type": "string", "pattern": "^(a|a)+$"}
+    schema = _obj(properties={"x": {"type": "array", "items": item}}, required=["x"])
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    text = json.dumps({"x": ["a" * 30 + "!"] * 200})
+    assembler = Assembler()
+    assembler.feed(0, id="call_1", name="tool", arguments=text)
+    (call,) = assembler.finish()
+    for _ in range(2):
+        timeouts.clear()
+        outcome = tools.validate(call)
+        assert not outcome.ok and {e.code for e in outcome.errors} == {"pattern"}
+        # The first search gets its own bound; all of them together no more than the budget,
+        # and every search after it counts as run out of time without running. Each call to
+        # `validate` has a budget of its own.
+        assert timeouts[0] == jsonschema_dialect.PATTERN_SECONDS
+        budget = jsonschema_dialect.PATTERN_BUDGET_SECONDS
+        assert sum(timeouts) == pytest.approx(budget)
+        assert len(timeouts) <= budget / jsonschema_dialect.PATTERN_SECONDS + 1
 
 
 def test_a_union_that_names_itself_validates() -> None:

@@ -20,6 +20,10 @@ and from toolwire's own pre-check, which must never reject what validation accep
 * OpenAPI 3.0's `nullable: true` (Gemini function declarations, schemas converted from
   OpenAPI documents) is not JSON Schema, so `jsonschema` ignores it and refuses the `null` its
   author allowed. Here it admits `null` past `type` and `enum`, as the pre-check does.
+* `jsonschema` runs each pattern search to its end, and a backtracking engine may take hours
+  on a few dozen bytes of model output: each search is stopped after `PATTERN_SECONDS`, all
+  those of one validation after `PATTERN_BUDGET_SECONDS` (`pattern_budget`), and one stopped
+  counts as no match.
 * A definition that reaches itself again for the same value (`A = anyOf[integer, $ref A]`,
   or `Expr` taking a `Group` that is only `anyOf: [Expr]`) sends `jsonschema` round that loop
   until Python's recursion limit. Such a reference, met again while its own evaluation on the
@@ -32,27 +36,83 @@ One extended class per draft, shared by every tool.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import copy
 import functools
 import math
 import re
+import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from decimal import Context, Decimal
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import jsonschema
 import jsonschema.validators
 import regex
 
-__all__ = ["ReferenceLoop", "extended_validator", "search"]
+__all__ = ["ReferenceLoop", "extended_validator", "pattern_budget", "search"]
 
 
 PATTERN_SECONDS = 0.05
 """How long one search of a pattern may take. A backtracking engine takes time exponential in
 the text on some patterns (`^(\\w+\\s?)*$` on a long word and a `!`), and the text is model
 output: a search that runs out of time counts as no match, so the value is refused."""
+
+PATTERN_BUDGET_SECONDS = 0.5
+"""How long all the searches of one validation (`pattern_budget`) may take together. With a
+bound per search alone, a call that repeats a slow string in every item of an array costs
+`PATTERN_SECONDS` per item: seconds for a few kilobytes of model output. Once it is spent,
+every further search of that validation counts as run out of time without running."""
+
+
+def _clock() -> float:
+    """The clock budgets are read on (a test replaces it)."""
+    return time.monotonic()
+
+
+class _Budget:
+    """The time left for the searches of one validation."""
+
+    __slots__ = ("deadline",)
+
+    def __init__(self, seconds: float) -> None:
+        self.deadline = _clock() + seconds
+
+    def left(self) -> float:
+        return self.deadline - _clock()
+
+
+_BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar(
+    "toolwire_pattern_budget", default=None
+)
+"""The budget of the validation running in this context, if any: context-local, so that
+threads and tasks validating at once each spend their own."""
+
+
+@contextlib.contextmanager
+def pattern_budget(seconds: float = PATTERN_BUDGET_SECONDS) -> Generator[None, None, None]:
+    """Bounds the total time of the pattern searches made inside the block (see
+    `PATTERN_BUDGET_SECONDS`). A block opened inside another spends the outer one's budget:
+    a validation that validates again (a value as written) is still one validation."""
+    if _BUDGET.get() is not None:
+        yield
+        return
+    token = _BUDGET.set(_Budget(seconds))
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def _engine_search(compiled: Any, text: str, timeout: float) -> bool:
+    """One search by `regex`, stopped after `timeout` seconds (a test replaces it).
+
+    Raises:
+        TimeoutError: The search ran out of time.
+    """
+    return compiled.search(text, timeout=timeout) is not None
 
 
 class _Compiled(Protocol):
@@ -151,16 +211,25 @@ def _ecma_reading(pattern: str) -> str:
 
 def search(pattern: str, text: str, *, out_of_time: bool = False) -> bool:
     """Whether `pattern` matches somewhere in `text`, as JSON Schema's `pattern` asks;
-    `out_of_time` when the search takes longer than `PATTERN_SECONDS`.
+    `out_of_time` when the search takes longer than `PATTERN_SECONDS`, or than what is left
+    of the running `pattern_budget`.
 
     Raises:
         regex.error: The pattern compiles in neither `regex` nor `re`.
     """
     compiled, stoppable = _compile(pattern)
+    timeout = PATTERN_SECONDS
+    budget = _BUDGET.get()
+    if budget is not None:
+        left = budget.left()
+        if left <= 0:
+            # `re` could not be stopped either: once the budget is spent nothing runs.
+            return out_of_time
+        timeout = min(timeout, left)
     if not stoppable:
         return compiled.search(text) is not None
     try:
-        return cast(Any, compiled).search(text, timeout=PATTERN_SECONDS) is not None
+        return _engine_search(compiled, text, timeout)
     except TimeoutError:
         return out_of_time
 

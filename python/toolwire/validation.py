@@ -82,7 +82,7 @@ from toolwire.coercion import (
     unix_timestamp_text,
     whole_float_in_integer_enum,
 )
-from toolwire.jsonschema_dialect import ReferenceLoop, extended_validator, search
+from toolwire.jsonschema_dialect import ReferenceLoop, extended_validator, pattern_budget, search
 from toolwire.payloads import Lang, Style, call_id_for, message_for, text
 from toolwire.schema_export import accepts_null, closing_splits_one_of, without_keywords
 from toolwire.subschemas import SECRET_KEY, inner, inner_all, meant_field, same_value
@@ -2853,6 +2853,11 @@ class ToolValidator:
         the pre-check: only the walk for dict keys and set items may still change or refuse it
         (see `validate`)."""
         try:
+            # A plain tool's patterns run in Python's backtracking engines, on model output:
+            # the whole validation shares one bound, however many strings the call repeats.
+            if self.model is None:
+                with pattern_budget():
+                    return self._examine(call, error, pydantic_errors, lang, redact, taken)
             return self._examine(call, error, pydantic_errors, lang, redact, taken)
         except BaseException as exc:
             # Nested deeper than the stack allows (an assembler made with a `max_depth` above
