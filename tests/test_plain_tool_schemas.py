@@ -15,11 +15,15 @@ from types import SimpleNamespace
 from typing import Any, Literal
 from uuid import UUID
 
+import jsonschema._keywords
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from toolwire import Assembler, Toolset, jsonschema_dialect
+from toolwire.jsonschema_dialect import extended_validator
 from toolwire.payloads import Lang
 from toolwire.toolset import _PLAIN_PRECHECK_FORMATS as _PRECHECKED_FORMATS
 
@@ -1076,6 +1080,41 @@ def test_unique_items_compare_as_json_does() -> None:
         "/t/3",
         "no repeated items; this item repeats item 1",
     )
+
+
+def test_unique_items_are_judged_without_comparing_every_pair(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `jsonschema` compares unsortable items (objects, arrays) pair by pair: 4,000 objects
+    # took seconds. Its check must not run at all, and the verdict and the error stay as its.
+    compared: list[object] = []
+    monkeypatch.setattr(jsonschema._keywords, "uniq", compared.append)  # pyright: ignore[reportPrivateUsage]
+    item = _obj(properties={"a": {"type": "string"}}, additionalProperties=False)
+    schema = _obj(properties={"x": {"type": "array", "uniqueItems": True, "items": item}})
+    many = [{"a": str(i)} for i in range(2000)]
+    assert _validated(schema, {"x": many})[1] == []
+    assert _errors(schema, {"x": [*many, {"a": "7"}]}) == [("/x/2000", "unique", '{"a":"7"}')]
+    assert compared == []
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from([0.0, -0.0, 1.0, 1.5]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b"]), inner, max_size=2)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_JSON, max_size=5))
+def test_unique_items_verdicts_are_jsonschemas(items: list[Any]) -> None:
+    # Numbers by value (`1` is `1.0`, `0` is `-0.0`), `true` apart from `1`, key order
+    # ignored, at any depth: exactly what `jsonschema`'s own comparison finds.
+    schema = {"type": "array", "uniqueItems": True}
+    expected = Draft202012Validator(schema).is_valid(items)
+    assert extended_validator(Draft202012Validator)(schema).is_valid(items) is expected
 
 
 def test_a_pattern_re_warns_about_neither_raises_nor_warns() -> None:

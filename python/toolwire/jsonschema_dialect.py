@@ -46,7 +46,7 @@ import time
 import warnings
 from collections.abc import Generator, Iterator
 from decimal import Context, Decimal
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import jsonschema
 import jsonschema.validators
@@ -337,6 +337,22 @@ def _multiple_of(original: Any) -> Any:
     return multiple_of
 
 
+def _unique_items(
+    validator: Any, unique: Any, instance: Any, schema: Any
+) -> Iterator[jsonschema.ValidationError]:
+    # `jsonschema` compares an array of objects or arrays item against item, time quadratic
+    # in the items a model sends: each item's JSON key (equal exactly when the items are
+    # equal as JSON Schema compares them) is hashed once instead.
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    # Imported here: `coercion` imports the modules that import this one.
+    from toolwire.coercion import json_key
+
+    items = cast(list[object], instance)
+    if len({json_key(item) for item in items}) < len(items):
+        yield jsonschema.ValidationError(f"{instance!r} has non-unique elements")
+
+
 class ReferenceLoop(jsonschema.ValidationError):
     """A reference met again for the same value while its own evaluation runs: the branch
     that holds it gives nothing (error reports skip such a branch when naming what to fix)."""
@@ -446,6 +462,7 @@ def extended_validator(cls: Any) -> Any:
             "enum": _nullable(cls.VALIDATORS["enum"]),
             "additionalProperties": _additional_properties(cls.VALIDATORS["additionalProperties"]),
             "patternProperties": _pattern_properties,
+            "uniqueItems": _unique_items,
             **{
                 name: _acyclic(cls.VALIDATORS[name])
                 for name in ("$ref", "$dynamicRef", "$recursiveRef")
