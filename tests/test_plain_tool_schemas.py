@@ -382,6 +382,34 @@ def test_multiple_of_a_decimal_step_is_exact() -> None:
     assert errors and not ok and codes == ["multiple_of"]
 
 
+@pytest.mark.parametrize("coercion", ["safe", "none"])
+def test_multiple_of_divides_the_digits_a_float_cannot_hold(
+    coercion: Literal["safe", "none"],
+) -> None:
+    # A float reads 2.4000000000000000001 as 2.4, a multiple of 0.1; the number as written is
+    # none. Alone, under `not` and in a `oneOf`, it is judged the same way, as written.
+    long_one = "2.4000000000000000001"
+
+    def judged(rule: dict[str, Any], number: str) -> Any:
+        return _numbers_checked(_obj(properties={"x": rule}), f'{{"x": {number}}}', coercion)
+
+    step = {"multipleOf": 0.1}
+    refused = judged(step, long_one)
+    assert [(e.path, e.code, e.got) for e in refused.errors] == [("/x", "multiple_of", long_one)]
+    assert judged({"not": step}, long_one).ok
+    # The pre-check does not judge `oneOf` here (its own matter): validation alone is asked.
+    tools = Toolset([{"name": "tool", "parameters": _obj(properties={"x": {"oneOf": [{}, step]}})}])
+    arguments = f'{{"x": {long_one}}}'
+    call = SimpleNamespace(
+        ordinal=0, index=0, id="call_1", name="tool", arguments=arguments, error=None
+    )
+    outcome = tools.validate(call)
+    assert outcome.ok and outcome.value == {"x": float(long_one)}
+    # Digits a float holds, or zeros past them, are the float's own number.
+    for number in ("2.4", "2.40000000000000000000", "-0.30000000000000000000"):
+        assert judged(step, number).ok and not judged({"not": step}, number).ok
+
+
 @pytest.mark.parametrize("digits", [30, 998, 999, 1500, 4300])
 @pytest.mark.parametrize("step", [0.01, 0.1, 0.3])
 def test_multiple_of_a_float_step_judges_a_long_integer_exactly(digits: int, step: float) -> None:

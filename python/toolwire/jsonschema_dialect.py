@@ -52,7 +52,7 @@ import jsonschema
 import jsonschema.validators
 import regex
 
-__all__ = ["ReferenceLoop", "extended_validator", "pattern_budget", "search"]
+__all__ = ["ReferenceLoop", "WrittenFloat", "extended_validator", "pattern_budget", "search"]
 
 
 PATTERN_SECONDS = 0.05
@@ -296,15 +296,26 @@ def _nullable(original: Any) -> Any:
     return keyword
 
 
+class WrittenFloat(float):
+    """A float that rounds the number the JSON text wrote (`2.4000000000000000001` is 2.4),
+    with that text: `multipleOf` divides the number as written, as the README promises."""
+
+    __slots__ = ("text",)
+    text: str
+
+
 def _multiple_of(original: Any) -> Any:
     def multiple_of(
         validator: Any, divisor: Any, instance: Any, schema: Any
     ) -> Iterator[jsonschema.ValidationError]:
         # A float reads back as the shortest decimal text that round-trips, the digits the
-        # model wrote: that is what is divided. What `Decimal` cannot divide is left to
-        # `jsonschema`, except infinity (a number past a double's range, `1e400`), which
-        # `jsonschema` turns into an OverflowError for a float divisor: it is no multiple.
-        if isinstance(instance, float) and not math.isfinite(instance):
+        # model wrote, unless it had more than a float holds: then its text is divided, or a
+        # number a digit past 2.4 would pass where `2.4` does (and fail under `not`). What
+        # `Decimal` cannot divide is left to `jsonschema`, except infinity (a number past a
+        # double's range, `1e400`), which `jsonschema` turns into an OverflowError for a float
+        # divisor: it is no multiple.
+        written = instance.text if isinstance(instance, WrittenFloat) else None
+        if written is None and isinstance(instance, float) and not math.isfinite(instance):
             yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {divisor}")
             return
         if (
@@ -314,7 +325,13 @@ def _multiple_of(original: Any) -> Any:
         ):
             try:
                 # An int converts exactly as it is (its `repr` is limited to 4300 digits).
-                exact = instance if isinstance(instance, int) else repr(instance)
+                exact = (
+                    instance
+                    if isinstance(instance, int)
+                    else written
+                    if written is not None
+                    else repr(instance)
+                )
                 number, step = Decimal(exact), Decimal(repr(divisor))
                 # Enough digits for the whole quotient, however long an exact integer is
                 # (the scanner's `max_number_digits` bounds it): with fewer, `remainder`

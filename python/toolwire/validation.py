@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import math
 import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -82,7 +83,13 @@ from toolwire.coercion import (
     unix_timestamp_text,
     whole_float_in_integer_enum,
 )
-from toolwire.jsonschema_dialect import ReferenceLoop, extended_validator, pattern_budget, search
+from toolwire.jsonschema_dialect import (
+    ReferenceLoop,
+    WrittenFloat,
+    extended_validator,
+    pattern_budget,
+    search,
+)
 from toolwire.payloads import Lang, Style, call_id_for, message_for, text
 from toolwire.schema_export import accepts_null, closing_splits_one_of, without_keywords
 from toolwire.subschemas import SECRET_KEY, inner, inner_all, meant_field, same_value
@@ -2186,30 +2193,50 @@ def _one_dialect(schema: Mapping[str, Any]) -> dict[str, Any]:
     return {"$schema": schema["$schema"], **below} if "$schema" in schema else below
 
 
-class _RoundedToWhole(float):
+class _RoundedToWhole(WrittenFloat):
     """A number written with a fraction that a float reads as a whole one (`5.0000000000000001`
     is 5.0). `jsonschema` takes a whole float for an integer by asking `is_integer`, which this
     one answers for the number as written: it is none. `text` is that number's JSON text."""
 
-    __slots__ = ("text",)
-    text: str
+    __slots__ = ()
 
     def is_integer(self) -> bool:
         return False
 
 
+# Up to 15 significant digits, a decimal number is the float's shortest text (a double holds
+# 15 digits of any decimal): only a longer one may be rounded.
+_DOUBLE_DIGITS = 15
+
+
+def _rounded_by_float(lexeme: str, value: float) -> bool:
+    """Whether `value`, a float read from `lexeme`, is another number than the text wrote."""
+    mantissa = lexeme.split("e", 1)[0].split("E", 1)[0]
+    digits = mantissa.lstrip("-").replace(".", "").lstrip("0")
+    return (
+        len(digits) > _DOUBLE_DIGITS
+        and math.isfinite(value)
+        and Decimal(lexeme) != Decimal(repr(value))
+    )
+
+
 def _loads_judged(text: str) -> tuple[Any, bool]:
     """The arguments as `jsonschema` validates them, and whether any number in them is a
-    `_RoundedToWhole` (the tool must get plain floats)."""
+    `WrittenFloat` (the tool must get plain floats): one that rounds a number written with
+    more digits than a float holds keeps its text (see `_multiple_of`)."""
     rounded = False
 
     def number(lexeme: str) -> float:
         nonlocal rounded
         value = float(lexeme)
-        if not value.is_integer() or not rounds_to_whole(lexeme):
+        judged: WrittenFloat
+        if value.is_integer() and rounds_to_whole(lexeme):
+            judged = _RoundedToWhole(lexeme)
+        elif _rounded_by_float(lexeme, value):
+            judged = WrittenFloat(lexeme)
+        else:
             return value
         rounded = True
-        judged = _RoundedToWhole(lexeme)
         judged.text = lexeme
         return judged
 
