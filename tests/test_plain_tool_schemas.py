@@ -1590,6 +1590,32 @@ def _numbers_checked(schema: dict[str, Any], text: str, coercion: Literal["safe"
     return tools.validate(call)
 
 
+@pytest.mark.parametrize(
+    ("rule", "number"),
+    [
+        ({"enum": [1, 1.0]}, "1.0"),
+        ({"const": 1}, "1.0"),
+        ({"const": 0}, "-0.0"),
+        ({"enum": [0]}, "0.0"),
+        ({"enum": [100]}, "1E+2"),
+        ({"enum": [1, "a"]}, "1.0"),
+    ],
+)
+def test_enum_and_const_compare_numbers_by_value_without_coercion(
+    rule: dict[str, Any], number: str
+) -> None:
+    # JSON Schema compares numbers by value: `1.0` is the member `1`. Strict Pydantic would
+    # take it as the int, which a model's tool must not get without a recorded rule; a plain
+    # tool gets the number as the model wrote it, so there is nothing to refuse.
+    schema = _obj(properties={"x": rule}, required=["x"])
+    outcome = _numbers_checked(schema, f'{{"x": {number}}}', "none")
+    assert outcome.ok and outcome.coercions == [], outcome.errors
+    assert outcome.value == {"x": float(number)}
+    # Another number, or a boolean, is still no member.
+    assert not _numbers_checked(schema, '{"x": 1.5}', "none").ok
+    assert not _numbers_checked(schema, '{"x": true}', "none").ok
+
+
 @pytest.mark.parametrize("coercion", ["safe", "none"])
 @pytest.mark.parametrize("number", ["5.0000000000000001", "999.9999999999999999", "1e-400"])
 def test_a_fraction_a_float_rounds_to_a_whole_number_is_no_integer(
