@@ -1674,6 +1674,38 @@ def test_an_integer_past_a_float_is_an_exact_int_for_a_plain_tool(
         ], field
 
 
+@pytest.mark.parametrize(
+    ("field", "number"),
+    [
+        ({"type": "number"}, "1e400"),
+        ({"type": "number", "minimum": 0}, "1e-400"),
+        ({"type": "number", "multipleOf": 0.01}, "9" * 400 + ".25"),
+        ({}, "-1e400"),
+    ],
+)
+def test_a_number_no_float_holds_is_described_by_the_range_it_missed(
+    field: dict[str, Any], number: str
+) -> None:
+    # Refused as the tool would get infinity or zero for it, the model was told it had sent
+    # no number ("expected a number" for 1e400): it is told the range a float holds.
+    outcome = _numbers_checked(_obj(properties={"x": field}), f'{{"x": {number}}}', "safe")
+    (error,) = outcome.errors
+    assert (error.path, error.code, error.hint) == ("/x", "type", _OUT_OF_RANGE)
+    assert error.expected == (
+        "a number a float can hold (at most about 1.8e308 in size, and 0 or at least 5e-324)"
+    )
+    tools = Toolset([{"name": "tool", "parameters": _obj(properties={"x": field})}], lang="zh")
+    (error,) = tools.validate(_prechecked_call(tools, f'{{"x": {number}}}')).errors
+    assert error.expected.startswith("浮点数可表示的数字")
+
+
+def _prechecked_call(tools: Toolset, text: str) -> Any:
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="tool", arguments=text)
+    (call,) = assembler.finish()
+    return call
+
+
 def test_whole_numbers_written_with_a_fraction_or_an_exponent_keep_their_reading() -> None:
     # `1e2`, `1.0e2` and `100.0` are the integer 100 (`integral_number`, recorded); a number
     # field takes 999.9999999999999999 as the float it reads, and hands the tool a plain one.

@@ -1674,6 +1674,12 @@ class _ErrorBuilder:
         hint = text(f"hint.{problem.code}", self.lang, detail=problem.detail)
         if problem.code == "number_text":
             expected = text("type.number", self.lang)
+        elif problem.code == "out_of_range":
+            # "A number" alone is false of what the model sent, which is one: too large or too
+            # small for the float that would read it. The range says what will do.
+            integer = located.node.get("type") == "integer"
+            what = text("type.integer" if integer else "type.number", self.lang)
+            expected = text("expected.within_float", self.lang, what=what)
         else:
             expected = self.expected(code, located.node, {}, "")
         return _Draft(FieldError(located.pointer, code, expected, got, hint), refusal=True)
