@@ -87,6 +87,38 @@ def test_a_reference_to_a_boolean_schema_reads_as_that_boolean() -> None:
     assert _run(integer, {"x": "three"})[1:] == (False, ["type"])
 
 
+def test_unevaluated_keywords_beside_a_ref_see_what_the_ref_evaluated() -> None:
+    # JSON-Schema-Test-Suite, draft 2020-12: "unevaluatedProperties with $ref", "unevaluatedItems
+    # with $ref" and "ref creates new scope when adjacent to keywords". A `$ref` is an `allOf`
+    # member beside its siblings: what the target evaluates counts for an unevaluated keyword
+    # beside it, and one inside the target sees the target's own keywords alone.
+    beside = _obj(
+        properties={"foo": {"type": "string"}},
+        unevaluatedProperties=False,
+        **{"$ref": "#/$defs/bar", "$defs": {"bar": {"properties": {"bar": {"type": "string"}}}}},
+    )
+    assert _run(beside, {"foo": "foo", "bar": "bar"}) == ([], True, [])
+    assert _errors(beside, {"foo": "foo", "bar": "bar", "baz": "baz"}) == [
+        ("/baz", "unknown_field", '"baz"')
+    ]
+    pair = {
+        "type": "array",
+        "$ref": "#/$defs/bar",
+        "prefixItems": [{"type": "string"}],
+        "unevaluatedItems": False,
+    }
+    tuple_defs = {"$defs": {"bar": {"prefixItems": [True, {"type": "string"}]}}}
+    in_items = _obj(properties={"x": pair}, **tuple_defs)
+    assert _run(in_items, {"x": ["foo", "bar"]}) == ([], True, [])
+    assert not _run(in_items, {"x": ["foo", "bar", "baz"]})[1]
+    inside = _obj(
+        properties={"prop1": {"type": "string"}},
+        **{"$ref": "#/$defs/A", "$defs": {"A": {"unevaluatedProperties": False}}},
+    )
+    assert not _run(inside, {"prop1": "match"})[1]
+    assert _run(inside, {})[1]
+
+
 def test_objects_composed_from_subschemas_stay_open() -> None:
     # Properties named in `allOf` members, in an `anyOf` branch next to the parent's own
     # properties, or in `then`, are allowed by the schema: no side may be closed.

@@ -104,6 +104,9 @@ STRICT_FORMATS = frozenset(
 _TYPED_BY = ("type", "anyOf", "enum", "const", "$ref")
 
 
+# Keywords that judge what the other keywords of their schema object evaluated.
+_UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
+
 # Keywords that assert nothing about an instance.
 _ANNOTATIONS = frozenset(
     {
@@ -200,7 +203,9 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
 
     Sibling keys next to a `$ref` (a field description, say) take priority over the keys of the
     definition, as in `openai.lib._pydantic`; an assertion that both give (`properties` next to
-    a base object's `$ref`) keeps both, in an `allOf`. A reference to a boolean schema is
+    a base object's `$ref`) keeps both, in an `allOf`; so does one where either side has
+    `unevaluatedProperties` or `unevaluatedItems`, with the target as a member beside the
+    siblings, which is how such a keyword reads a `$ref`. A reference to a boolean schema is
     that boolean (`false` whatever its siblings say). A reference to a definition that is
     already being expanded stays a reference, `{"$ref": "#/$defs/Name"}` with the keys beside
     it, and that definition stays under `$defs`.
@@ -302,6 +307,14 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
                     return target
                 return walk(siblings, stack)
             body = _as_dict(target) or {}
+            rest = {k: v for k, v in siblings.items() if k not in _ANNOTATIONS}
+            if rest and any(k in body or k in rest for k in _UNEVALUATED):
+                # `unevaluatedProperties` (or `Items`) sees what the `$ref` beside it evaluated,
+                # and one inside the target sees only the target's own: merged, or the siblings
+                # moved into an `allOf` member of their own, either would see otherwise. The
+                # target as an `allOf` member beside the siblings is what a `$ref` is.
+                members = _as_list(siblings.get("allOf")) or []
+                return walk({**siblings, "allOf": [body, *members]}, (*stack, key))
             if any(k in body and k not in _ANNOTATIONS for k in siblings):
                 # Both apply: a sibling must not replace the keyword of the target it repeats
                 # (`properties` next to a `$ref` to a base object), so the two go in an `allOf`.
