@@ -15,11 +15,15 @@ from types import SimpleNamespace
 from typing import Any, Literal
 from uuid import UUID
 
+import jsonschema._keywords
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field, ValidationError, create_model
 
-from toolwire import Assembler, Toolset
+from toolwire import Assembler, Toolset, jsonschema_dialect
+from toolwire.jsonschema_dialect import extended_validator
 from toolwire.payloads import Lang
 from toolwire.toolset import _PLAIN_PRECHECK_FORMATS as _PRECHECKED_FORMATS
 
@@ -54,6 +58,65 @@ def test_boolean_subschemas_validate_without_raising() -> None:
     assert _run(schema, {"anything": 1, "tags": [1, "x"], "maybe": 3}) == ([], True, [])
     errors, ok, _ = _run(schema, {"never": None})
     assert errors and not ok
+
+
+def test_a_reference_to_a_boolean_schema_reads_as_that_boolean() -> None:
+    # Inlined as a dict, a `$ref` to `false` was `{}`: a field that may never be sent took any
+    # value. It refuses, as `false` written in place does, in the pre-check and in validation.
+    defs = {"$defs": {"never": False, "any": True}}
+    never = {"$ref": "#/$defs/never"}
+    for field in (never, {**never, "description": "Never sent"}, {**never, "type": "string"}):
+        schema = {"type": "object", "properties": {"x": field}, **defs}
+        assert Toolset([{"name": "tool", "parameters": schema}]).schema("tool")["properties"] == {
+            "x": False
+        }
+        errors, ok, codes = _run(schema, {"x": "foo"})
+        assert errors and not ok and codes == ["unknown_field"]
+    items = {"type": "object", "properties": {"x": {"type": "array", "items": never}}, **defs}
+    assert _run(items, {"x": []}) == ([], True, [])
+    assert not _run(items, {"x": [1]})[1]
+    union = {"type": "object", "properties": {"x": {"anyOf": [never, {"type": "string"}]}}, **defs}
+    assert _run(union, {"x": "s"}) == ([], True, [])
+    assert not _run(union, {"x": 1})[1]
+    # `true` takes anything, and adds nothing to the keywords beside it.
+    anything = {"type": "object", "properties": {"x": {"$ref": "#/$defs/any"}}, **defs}
+    assert _run(anything, {"x": [1, "a"]}) == ([], True, [])
+    typed = {"$ref": "#/$defs/any", "type": "integer"}
+    integer = {"type": "object", "properties": {"x": typed}, **defs}
+    assert _run(integer, {"x": 3}) == ([], True, [])
+    assert _run(integer, {"x": "three"})[1:] == (False, ["type"])
+
+
+def test_unevaluated_keywords_beside_a_ref_see_what_the_ref_evaluated() -> None:
+    # JSON-Schema-Test-Suite, draft 2020-12: "unevaluatedProperties with $ref", "unevaluatedItems
+    # with $ref" and "ref creates new scope when adjacent to keywords". A `$ref` is an `allOf`
+    # member beside its siblings: what the target evaluates counts for an unevaluated keyword
+    # beside it, and one inside the target sees the target's own keywords alone.
+    beside = _obj(
+        properties={"foo": {"type": "string"}},
+        unevaluatedProperties=False,
+        **{"$ref": "#/$defs/bar", "$defs": {"bar": {"properties": {"bar": {"type": "string"}}}}},
+    )
+    assert _run(beside, {"foo": "foo", "bar": "bar"}) == ([], True, [])
+    assert _errors(beside, {"foo": "foo", "bar": "bar", "baz": "baz"}) == [
+        ("/baz", "unknown_field", '"baz"')
+    ]
+    pair = {
+        "type": "array",
+        "$ref": "#/$defs/bar",
+        "prefixItems": [{"type": "string"}],
+        "unevaluatedItems": False,
+    }
+    tuple_defs = {"$defs": {"bar": {"prefixItems": [True, {"type": "string"}]}}}
+    in_items = _obj(properties={"x": pair}, **tuple_defs)
+    assert _run(in_items, {"x": ["foo", "bar"]}) == ([], True, [])
+    assert not _run(in_items, {"x": ["foo", "bar", "baz"]})[1]
+    inside = _obj(
+        properties={"prop1": {"type": "string"}},
+        **{"$ref": "#/$defs/A", "$defs": {"A": {"unevaluatedProperties": False}}},
+    )
+    assert not _run(inside, {"prop1": "match"})[1]
+    assert _run(inside, {})[1]
 
 
 def test_objects_composed_from_subschemas_stay_open() -> None:
@@ -112,6 +175,29 @@ def test_objects_composed_from_subschemas_stay_open() -> None:
     # A plain object still gets closed.
     errors, ok, _ = _run({"type": "object", "properties": {"a": {}}}, {"a": "x", "b": 1})
     assert errors and not ok
+
+
+def test_pattern_properties_alone_leave_an_object_open() -> None:
+    # Keys no pattern names fall to `additionalProperties`, which defaults to anything: only a
+    # `properties` keyword closes an object.
+    mapping = _obj(patternProperties={"^a": {"type": "number"}})
+    tools = Toolset([{"name": "tool", "parameters": mapping}])
+    assert "additionalProperties" not in tools.schema("tool")
+    assert _run(mapping, {"b": 1, "a1": 2}) == ([], True, [])
+    assert _run(mapping, {"a1": "x"})[1:] == (False, ["type"])
+    nested = _obj(properties={"tags": mapping})
+    assert _run(nested, {"tags": {"b": "x"}}) == ([], True, [])
+
+
+def test_a_key_a_pattern_names_is_no_unknown_field() -> None:
+    # Beside `properties` the object is closed, but a key a pattern names is judged by the
+    # pattern's schema: only the key neither names is unknown.
+    schema = _obj(
+        properties={"x": {"type": "string"}}, patternProperties={"^a": {"type": "number"}}
+    )
+    assert _run(schema, {"x": "s", "a1": 1}) == ([], True, [])
+    assert _errors(schema, {"x": "s", "a1": 1, "b": 2}) == [("/b", "unknown_field", "2")]
+    assert _errors(schema, {"x": "s", "a1": "no"}) == [("/a1", "type", '"no"')]
 
 
 def test_objects_a_value_is_tested_against_stay_as_written() -> None:
@@ -326,6 +412,34 @@ def test_multiple_of_a_decimal_step_is_exact() -> None:
         assert _run(price, {"price": value}) == ([], True, []), value
     errors, ok, codes = _run(price, {"price": 19.995})
     assert errors and not ok and codes == ["multiple_of"]
+
+
+@pytest.mark.parametrize("coercion", ["safe", "none"])
+def test_multiple_of_divides_the_digits_a_float_cannot_hold(
+    coercion: Literal["safe", "none"],
+) -> None:
+    # A float reads 2.4000000000000000001 as 2.4, a multiple of 0.1; the number as written is
+    # none. Alone, under `not` and in a `oneOf`, it is judged the same way, as written.
+    long_one = "2.4000000000000000001"
+
+    def judged(rule: dict[str, Any], number: str) -> Any:
+        return _numbers_checked(_obj(properties={"x": rule}), f'{{"x": {number}}}', coercion)
+
+    step = {"multipleOf": 0.1}
+    refused = judged(step, long_one)
+    assert [(e.path, e.code, e.got) for e in refused.errors] == [("/x", "multiple_of", long_one)]
+    assert judged({"not": step}, long_one).ok
+    # The pre-check does not judge `oneOf` here (its own matter): validation alone is asked.
+    tools = Toolset([{"name": "tool", "parameters": _obj(properties={"x": {"oneOf": [{}, step]}})}])
+    arguments = f'{{"x": {long_one}}}'
+    call = SimpleNamespace(
+        ordinal=0, index=0, id="call_1", name="tool", arguments=arguments, error=None
+    )
+    outcome = tools.validate(call)
+    assert outcome.ok and outcome.value == {"x": float(long_one)}
+    # Digits a float holds, or zeros past them, are the float's own number.
+    for number in ("2.4", "2.40000000000000000000", "-0.30000000000000000000"):
+        assert judged(step, number).ok and not judged({"not": step}, number).ok
 
 
 @pytest.mark.parametrize("digits", [30, 998, 999, 1500, 4300])
@@ -1028,6 +1142,41 @@ def test_unique_items_compare_as_json_does() -> None:
     )
 
 
+def test_unique_items_are_judged_without_comparing_every_pair(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `jsonschema` compares unsortable items (objects, arrays) pair by pair: 4,000 objects
+    # took seconds. Its check must not run at all, and the verdict and the error stay as its.
+    compared: list[object] = []
+    monkeypatch.setattr(jsonschema._keywords, "uniq", compared.append)  # pyright: ignore[reportPrivateUsage]
+    item = _obj(properties={"a": {"type": "string"}}, additionalProperties=False)
+    schema = _obj(properties={"x": {"type": "array", "uniqueItems": True, "items": item}})
+    many = [{"a": str(i)} for i in range(2000)]
+    assert _validated(schema, {"x": many})[1] == []
+    assert _errors(schema, {"x": [*many, {"a": "7"}]}) == [("/x/2000", "unique", '{"a":"7"}')]
+    assert compared == []
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from([0.0, -0.0, 1.0, 1.5]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b"]), inner, max_size=2)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_JSON, max_size=5))
+def test_unique_items_verdicts_are_jsonschemas(items: list[Any]) -> None:
+    # Numbers by value (`1` is `1.0`, `0` is `-0.0`), `true` apart from `1`, key order
+    # ignored, at any depth: exactly what `jsonschema`'s own comparison finds.
+    schema = {"type": "array", "uniqueItems": True}
+    expected = Draft202012Validator(schema).is_valid(items)
+    assert extended_validator(Draft202012Validator)(schema).is_valid(items) is expected
+
+
 def test_a_pattern_re_warns_about_neither_raises_nor_warns() -> None:
     # `re` warns of a "possible nested set" in `[[:alpha:]]` (a POSIX class, which ECMA-262
     # and `re` both read as the set `[:alph` and a literal `]`). Under `-W error`, as this
@@ -1177,6 +1326,42 @@ def test_a_backtracking_pattern_cannot_stall_validation() -> None:
     started = time.perf_counter()
     assert not _run(keyed, {"a" * 80 + "b": 1})[1]
     assert time.perf_counter() - started < 5
+
+
+def test_one_validation_shares_one_bound_for_its_pattern_searches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each search is bounded, but a call that repeats a slow string in every item cost the
+    # bound per item (seconds for a few kilobytes). A clock that moves only as the engine
+    # spends its time, and an engine whose every search runs out of it, count the searches.
+    now = [0.0]
+    timeouts: list[float] = []
+
+    def out_of_time(compiled: Any, text: str, timeout: float) -> bool:
+        timeouts.append(timeout)
+        now[0] += timeout
+        raise TimeoutError
+
+    monkeypatch.setattr(jsonschema_dialect, "_clock", lambda: now[0])
+    monkeypatch.setattr(jsonschema_dialect, "_engine_search", out_of_time)
+    item = {"type": "string", "pattern": "^(a|a)+$"}
+    schema = _obj(properties={"x": {"type": "array", "items": item}}, required=["x"])
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    text = json.dumps({"x": ["a" * 30 + "!"] * 200})
+    assembler = Assembler()
+    assembler.feed(0, id="call_1", name="tool", arguments=text)
+    (call,) = assembler.finish()
+    for _ in range(2):
+        timeouts.clear()
+        outcome = tools.validate(call)
+        assert not outcome.ok and {e.code for e in outcome.errors} == {"pattern"}
+        # The first search gets its own bound; all of them together no more than the budget,
+        # and every search after it counts as run out of time without running. Each call to
+        # `validate` has a budget of its own.
+        assert timeouts[0] == jsonschema_dialect.PATTERN_SECONDS
+        budget = jsonschema_dialect.PATTERN_BUDGET_SECONDS
+        assert sum(timeouts) == pytest.approx(budget)
+        assert len(timeouts) <= budget / jsonschema_dialect.PATTERN_SECONDS + 1
 
 
 def test_a_union_that_names_itself_validates() -> None:
@@ -1437,6 +1622,32 @@ def _numbers_checked(schema: dict[str, Any], text: str, coercion: Literal["safe"
     return tools.validate(call)
 
 
+@pytest.mark.parametrize(
+    ("rule", "number"),
+    [
+        ({"enum": [1, 1.0]}, "1.0"),
+        ({"const": 1}, "1.0"),
+        ({"const": 0}, "-0.0"),
+        ({"enum": [0]}, "0.0"),
+        ({"enum": [100]}, "1E+2"),
+        ({"enum": [1, "a"]}, "1.0"),
+    ],
+)
+def test_enum_and_const_compare_numbers_by_value_without_coercion(
+    rule: dict[str, Any], number: str
+) -> None:
+    # JSON Schema compares numbers by value: `1.0` is the member `1`. Strict Pydantic would
+    # take it as the int, which a model's tool must not get without a recorded rule; a plain
+    # tool gets the number as the model wrote it, so there is nothing to refuse.
+    schema = _obj(properties={"x": rule}, required=["x"])
+    outcome = _numbers_checked(schema, f'{{"x": {number}}}', "none")
+    assert outcome.ok and outcome.coercions == [], outcome.errors
+    assert outcome.value == {"x": float(number)}
+    # Another number, or a boolean, is still no member.
+    assert not _numbers_checked(schema, '{"x": 1.5}', "none").ok
+    assert not _numbers_checked(schema, '{"x": true}', "none").ok
+
+
 @pytest.mark.parametrize("coercion", ["safe", "none"])
 @pytest.mark.parametrize("number", ["5.0000000000000001", "999.9999999999999999", "1e-400"])
 def test_a_fraction_a_float_rounds_to_a_whole_number_is_no_integer(
@@ -1493,6 +1704,38 @@ def test_an_integer_past_a_float_is_an_exact_int_for_a_plain_tool(
         assert [(e.path, e.code, e.hint) for e in outcome.errors] == [
             ("/n", "type", _OUT_OF_RANGE)
         ], field
+
+
+@pytest.mark.parametrize(
+    ("field", "number"),
+    [
+        ({"type": "number"}, "1e400"),
+        ({"type": "number", "minimum": 0}, "1e-400"),
+        ({"type": "number", "multipleOf": 0.01}, "9" * 400 + ".25"),
+        ({}, "-1e400"),
+    ],
+)
+def test_a_number_no_float_holds_is_described_by_the_range_it_missed(
+    field: dict[str, Any], number: str
+) -> None:
+    # Refused as the tool would get infinity or zero for it, the model was told it had sent
+    # no number ("expected a number" for 1e400): it is told the range a float holds.
+    outcome = _numbers_checked(_obj(properties={"x": field}), f'{{"x": {number}}}', "safe")
+    (error,) = outcome.errors
+    assert (error.path, error.code, error.hint) == ("/x", "type", _OUT_OF_RANGE)
+    assert error.expected == (
+        "a number a float can hold (at most about 1.8e308 in size, and 0 or at least 5e-324)"
+    )
+    tools = Toolset([{"name": "tool", "parameters": _obj(properties={"x": field})}], lang="zh")
+    (error,) = tools.validate(_prechecked_call(tools, f'{{"x": {number}}}')).errors
+    assert error.expected.startswith("浮点数可表示的数字")
+
+
+def _prechecked_call(tools: Toolset, text: str) -> Any:
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="tool", arguments=text)
+    (call,) = assembler.finish()
+    return call
 
 
 def test_whole_numbers_written_with_a_fraction_or_an_exponent_keep_their_reading() -> None:

@@ -1443,9 +1443,11 @@ class _Coercer:
             whole = _integral(Decimal(value))
             if whole is not None and "integral_number" in rules:
                 value = self.record(path, value, whole, "integral_number")
-            elif whole is not None and enum_members(node) is not None:
+            elif whole is not None and enum_members(node) is not None and not self.exact_ints:
                 # Strict Pydantic takes `2.0` as the member `2` (it refuses it for a plain
-                # integer): without the rule that reads it as an integer, refuse it here.
+                # integer): without the rule that reads it as an integer, refuse it here. A
+                # plain tool's `jsonschema` compares numbers by value, as JSON Schema does, and
+                # hands the tool the number as written: nothing is read otherwise, nor refused.
                 self.refuse(path, "whole_float", value)
                 return value
             elif whole is None and "number" not in types and rounds_to_whole(value):
@@ -1983,7 +1985,8 @@ def coerce_arguments(
             field), whose repeated items `set_duplicates` drops or refuses.
         exact_ints: Whether an integer reaches the tool as an exact `int` even where the schema
             says `number` (a plain tool's value), so that one past a float's range is kept;
-            a model's `float` field would read it as infinity.
+            a model's `float` field would read it as infinity. Such a value is judged by
+            `jsonschema`, numbers by value: a whole float for an integer enum is not refused.
         focus: Walk only the parts of `value` whose schema holds, at or below it, a dict whose
             keys are not strings (`KEYS_KEY`) or, with `sets`, a set; the rest is left as it
             is, unread (a value several union branches take is still walked whole). For

@@ -20,6 +20,10 @@ and from toolwire's own pre-check, which must never reject what validation accep
 * OpenAPI 3.0's `nullable: true` (Gemini function declarations, schemas converted from
   OpenAPI documents) is not JSON Schema, so `jsonschema` ignores it and refuses the `null` its
   author allowed. Here it admits `null` past `type` and `enum`, as the pre-check does.
+* `jsonschema` runs each pattern search to its end, and a backtracking engine may take hours
+  on a few dozen bytes of model output: each search is stopped after `PATTERN_SECONDS`, all
+  those of one validation after `PATTERN_BUDGET_SECONDS` (`pattern_budget`), and one stopped
+  counts as no match.
 * A definition that reaches itself again for the same value (`A = anyOf[integer, $ref A]`,
   or `Expr` taking a `Group` that is only `anyOf: [Expr]`) sends `jsonschema` round that loop
   until Python's recursion limit. Such a reference, met again while its own evaluation on the
@@ -32,13 +36,15 @@ One extended class per draft, shared by every tool.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import copy
 import functools
 import math
 import re
+import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from decimal import Context, Decimal
 from typing import Any, Protocol, cast
 
@@ -46,13 +52,67 @@ import jsonschema
 import jsonschema.validators
 import regex
 
-__all__ = ["ReferenceLoop", "extended_validator", "search"]
+__all__ = ["ReferenceLoop", "WrittenFloat", "extended_validator", "pattern_budget", "search"]
 
 
 PATTERN_SECONDS = 0.05
 """How long one search of a pattern may take. A backtracking engine takes time exponential in
 the text on some patterns (`^(\\w+\\s?)*$` on a long word and a `!`), and the text is model
 output: a search that runs out of time counts as no match, so the value is refused."""
+
+PATTERN_BUDGET_SECONDS = 0.5
+"""How long all the searches of one validation (`pattern_budget`) may take together. With a
+bound per search alone, a call that repeats a slow string in every item of an array costs
+`PATTERN_SECONDS` per item: seconds for a few kilobytes of model output. Once it is spent,
+every further search of that validation counts as run out of time without running."""
+
+
+def _clock() -> float:
+    """The clock budgets are read on (a test replaces it)."""
+    return time.monotonic()
+
+
+class _Budget:
+    """The time left for the searches of one validation."""
+
+    __slots__ = ("deadline",)
+
+    def __init__(self, seconds: float) -> None:
+        self.deadline = _clock() + seconds
+
+    def left(self) -> float:
+        return self.deadline - _clock()
+
+
+_BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar(
+    "toolwire_pattern_budget", default=None
+)
+"""The budget of the validation running in this context, if any: context-local, so that
+threads and tasks validating at once each spend their own."""
+
+
+@contextlib.contextmanager
+def pattern_budget(seconds: float = PATTERN_BUDGET_SECONDS) -> Generator[None, None, None]:
+    """Bounds the total time of the pattern searches made inside the block (see
+    `PATTERN_BUDGET_SECONDS`). A block opened inside another spends the outer one's budget:
+    a validation that validates again (a value as written) is still one validation."""
+    if _BUDGET.get() is not None:
+        yield
+        return
+    token = _BUDGET.set(_Budget(seconds))
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def _engine_search(compiled: Any, text: str, timeout: float) -> bool:
+    """One search by `regex`, stopped after `timeout` seconds (a test replaces it).
+
+    Raises:
+        TimeoutError: The search ran out of time.
+    """
+    return compiled.search(text, timeout=timeout) is not None
 
 
 class _Compiled(Protocol):
@@ -151,16 +211,25 @@ def _ecma_reading(pattern: str) -> str:
 
 def search(pattern: str, text: str, *, out_of_time: bool = False) -> bool:
     """Whether `pattern` matches somewhere in `text`, as JSON Schema's `pattern` asks;
-    `out_of_time` when the search takes longer than `PATTERN_SECONDS`.
+    `out_of_time` when the search takes longer than `PATTERN_SECONDS`, or than what is left
+    of the running `pattern_budget`.
 
     Raises:
         regex.error: The pattern compiles in neither `regex` nor `re`.
     """
     compiled, stoppable = _compile(pattern)
+    timeout = PATTERN_SECONDS
+    budget = _BUDGET.get()
+    if budget is not None:
+        left = budget.left()
+        if left <= 0:
+            # `re` could not be stopped either: once the budget is spent nothing runs.
+            return out_of_time
+        timeout = min(timeout, left)
     if not stoppable:
         return compiled.search(text) is not None
     try:
-        return cast(Any, compiled).search(text, timeout=PATTERN_SECONDS) is not None
+        return _engine_search(compiled, text, timeout)
     except TimeoutError:
         return out_of_time
 
@@ -227,15 +296,26 @@ def _nullable(original: Any) -> Any:
     return keyword
 
 
+class WrittenFloat(float):
+    """A float that rounds the number the JSON text wrote (`2.4000000000000000001` is 2.4),
+    with that text: `multipleOf` divides the number as written, as the README promises."""
+
+    __slots__ = ("text",)
+    text: str
+
+
 def _multiple_of(original: Any) -> Any:
     def multiple_of(
         validator: Any, divisor: Any, instance: Any, schema: Any
     ) -> Iterator[jsonschema.ValidationError]:
         # A float reads back as the shortest decimal text that round-trips, the digits the
-        # model wrote: that is what is divided. What `Decimal` cannot divide is left to
-        # `jsonschema`, except infinity (a number past a double's range, `1e400`), which
-        # `jsonschema` turns into an OverflowError for a float divisor: it is no multiple.
-        if isinstance(instance, float) and not math.isfinite(instance):
+        # model wrote, unless it had more than a float holds: then its text is divided, or a
+        # number a digit past 2.4 would pass where `2.4` does (and fail under `not`). What
+        # `Decimal` cannot divide is left to `jsonschema`, except infinity (a number past a
+        # double's range, `1e400`), which `jsonschema` turns into an OverflowError for a float
+        # divisor: it is no multiple.
+        written = instance.text if isinstance(instance, WrittenFloat) else None
+        if written is None and isinstance(instance, float) and not math.isfinite(instance):
             yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {divisor}")
             return
         if (
@@ -245,7 +325,13 @@ def _multiple_of(original: Any) -> Any:
         ):
             try:
                 # An int converts exactly as it is (its `repr` is limited to 4300 digits).
-                exact = instance if isinstance(instance, int) else repr(instance)
+                exact = (
+                    instance
+                    if isinstance(instance, int)
+                    else written
+                    if written is not None
+                    else repr(instance)
+                )
                 number, step = Decimal(exact), Decimal(repr(divisor))
                 # Enough digits for the whole quotient, however long an exact integer is
                 # (the scanner's `max_number_digits` bounds it): with fewer, `remainder`
@@ -266,6 +352,22 @@ def _multiple_of(original: Any) -> Any:
             yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {divisor}")
 
     return multiple_of
+
+
+def _unique_items(
+    validator: Any, unique: Any, instance: Any, schema: Any
+) -> Iterator[jsonschema.ValidationError]:
+    # `jsonschema` compares an array of objects or arrays item against item, time quadratic
+    # in the items a model sends: each item's JSON key (equal exactly when the items are
+    # equal as JSON Schema compares them) is hashed once instead.
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    # Imported here: `coercion` imports the modules that import this one.
+    from toolwire.coercion import json_key
+
+    items = cast(list[object], instance)
+    if len({json_key(item) for item in items}) < len(items):
+        yield jsonschema.ValidationError(f"{instance!r} has non-unique elements")
 
 
 class ReferenceLoop(jsonschema.ValidationError):
@@ -377,6 +479,7 @@ def extended_validator(cls: Any) -> Any:
             "enum": _nullable(cls.VALIDATORS["enum"]),
             "additionalProperties": _additional_properties(cls.VALIDATORS["additionalProperties"]),
             "patternProperties": _pattern_properties,
+            "uniqueItems": _unique_items,
             **{
                 name: _acyclic(cls.VALIDATORS[name])
                 for name in ("$ref", "$dynamicRef", "$recursiveRef")

@@ -86,6 +86,10 @@ MESSAGES: dict[str, dict[str, str]] = {
     "expected.datetime_future": {"en": "a date-time in the future", "zh": "将来的日期时间"},
     "expected.datetime_past": {"en": "a date-time in the past", "zh": "过去的日期时间"},
     "expected.finite": {"en": "a finite number", "zh": "有限数值"},
+    "expected.within_float": {
+        "en": "{what} a float can hold (at most about 1.8e308 in size, and 0 or at least 5e-324)",
+        "zh": "浮点数可表示的{what}（绝对值至多约 1.8e308，且为 0 或至少 5e-324）",
+    },
     "expected.min_fields": {"en": "number of fields: at least {n}", "zh": "字段数：至少 {n}"},
     "expected.max_fields": {"en": "number of fields: at most {n}", "zh": "字段数：最多 {n}"},
     "expected.unique": {

@@ -104,6 +104,9 @@ STRICT_FORMATS = frozenset(
 _TYPED_BY = ("type", "anyOf", "enum", "const", "$ref")
 
 
+# Keywords that judge what the other keywords of their schema object evaluated.
+_UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
+
 # Keywords that assert nothing about an instance.
 _ANNOTATIONS = frozenset(
     {
@@ -200,7 +203,10 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
 
     Sibling keys next to a `$ref` (a field description, say) take priority over the keys of the
     definition, as in `openai.lib._pydantic`; an assertion that both give (`properties` next to
-    a base object's `$ref`) keeps both, in an `allOf`. A reference to a definition that is
+    a base object's `$ref`) keeps both, in an `allOf`; so does one where either side has
+    `unevaluatedProperties` or `unevaluatedItems`, with the target as a member beside the
+    siblings, which is how such a keyword reads a `$ref`. A reference to a boolean schema is
+    that boolean (`false` whatever its siblings say). A reference to a definition that is
     already being expanded stays a reference, `{"$ref": "#/$defs/Name"}` with the keys beside
     it, and that definition stays under `$defs`.
     Any other local JSON Pointer (`#`, the whole schema, as in OpenAI's recursive examples, or
@@ -293,7 +299,22 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
                     # The keys beside it still apply, beside the reference (a conjunct).
                     return {**walk(siblings, stack), "$ref": reference}
                 sibling_expanded.add(key)
+            if isinstance(target, bool):
+                # A boolean schema takes part as written: `false` refuses every value whatever
+                # sits beside it, `true` adds nothing to what does. Read as a dict it was `{}`,
+                # and a field that may never be sent took anything.
+                if target is False or not siblings:
+                    return target
+                return walk(siblings, stack)
             body = _as_dict(target) or {}
+            rest = {k: v for k, v in siblings.items() if k not in _ANNOTATIONS}
+            if rest and any(k in body or k in rest for k in _UNEVALUATED):
+                # `unevaluatedProperties` (or `Items`) sees what the `$ref` beside it evaluated,
+                # and one inside the target sees only the target's own: merged, or the siblings
+                # moved into an `allOf` member of their own, either would see otherwise. The
+                # target as an `allOf` member beside the siblings is what a `$ref` is.
+                members = _as_list(siblings.get("allOf")) or []
+                return walk({**siblings, "allOf": [body, *members]}, (*stack, key))
             if any(k in body and k not in _ANNOTATIONS for k in siblings):
                 # Both apply: a sibling must not replace the keyword of the target it repeats
                 # (`properties` next to a `$ref` to a base object), so the two go in an `allOf`.
@@ -438,14 +459,17 @@ def _with_closed_objects(
     With `closing` false (under `not`, `if` or `contains`, see `_TESTS`, or for the schema as
     written) no object is closed.
 
-    Only an object that names its properties is closed: one that names none (`{"type":
+    Only an object with a `properties` keyword is closed: one without it (`{"type":
     "object"}`, or only `required`) is a free-form object, and closing it would leave `{}` as
-    its only value. An object whose properties may come from elsewhere stays open too: one
-    with `allOf`, `anyOf`, `oneOf`, `if`/`then`/`else`, `dependentSchemas` or `$ref` next to
-    its own keywords, a member of `allOf`, `if`/`then`/`else`, `dependentSchemas` or draft 7's
-    `dependencies` (`closable=False`), and an `anyOf` or `oneOf` branch whose parent declares
-    properties of its own or is such a member itself (the branches of an `allOf` member
-    describe the same object as its siblings). Closing those would reject every property
+    its only value; one with only `patternProperties` is a map whose keys need not match any
+    pattern (`additionalProperties` defaults to anything), and closing it would refuse every
+    key its patterns do not name. An object whose properties may come from elsewhere stays
+    open too: one with `allOf`, `anyOf`, `oneOf`, `if`/`then`/`else`, `dependentSchemas` or
+    `$ref` next to its own keywords, a member of `allOf`, `if`/`then`/`else`,
+    `dependentSchemas` or draft 7's `dependencies` (`closable=False`), and an `anyOf` or
+    `oneOf` branch whose parent declares properties or pattern properties of its own or is
+    such a member itself (the branches of an `allOf` member describe the same object as its
+    siblings). Closing those would reject every property
     named on the other side, which the schema allows. An object whose `required` names a
     property that `properties` does not declare stays open as well (and one whose other
     keywords expect undeclared properties, see `_expects_undeclared`): closed, that property
@@ -491,7 +515,7 @@ def _with_closed_objects(
     if (
         closing
         and closable
-        and own_properties
+        and "properties" in out
         and _is_object(out)
         and "additionalProperties" not in out
         and not any(k in out for k in _SAME_OBJECT)
@@ -648,7 +672,7 @@ def precheck_schema(schema: Mapping[str, Any], *, closed: bool = True) -> JsonSc
 
     Returns:
         A new schema with `$ref`s inlined, `additionalProperties: false` on every object that
-        names its properties and does not set it (outside `not`, `if` and `contains`), and
+        has a `properties` keyword and does not set it (outside `not`, `if` and `contains`), and
         `default: null` removed. `required` is left as the source has it.
     """
     out = _with_closed_objects(inline_refs(schema), strip_null_default=True, closing=closed)

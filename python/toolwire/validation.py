@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import math
 import re
 import urllib.parse
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -82,7 +83,13 @@ from toolwire.coercion import (
     unix_timestamp_text,
     whole_float_in_integer_enum,
 )
-from toolwire.jsonschema_dialect import ReferenceLoop, extended_validator
+from toolwire.jsonschema_dialect import (
+    ReferenceLoop,
+    WrittenFloat,
+    extended_validator,
+    pattern_budget,
+    search,
+)
 from toolwire.payloads import Lang, Style, call_id_for, message_for, text
 from toolwire.schema_export import accepts_null, closing_splits_one_of, without_keywords
 from toolwire.subschemas import SECRET_KEY, inner, inner_all, meant_field, same_value
@@ -1862,6 +1869,12 @@ class _ErrorBuilder:
         hint = text(f"hint.{problem.code}", self.lang, detail=problem.detail)
         if problem.code == "number_text":
             expected = text("type.number", self.lang)
+        elif problem.code == "out_of_range":
+            # "A number" alone is false of what the model sent, which is one: too large or too
+            # small for the float that would read it. The range says what will do.
+            integer = located.node.get("type") == "integer"
+            what = text("type.integer" if integer else "type.number", self.lang)
+            expected = text("expected.within_float", self.lang, what=what)
         else:
             expected = self.expected(code, located.node, {}, "")
         return _Draft(FieldError(located.pointer, code, expected, got, hint), refusal=True)
@@ -2041,8 +2054,9 @@ class _ErrorBuilder:
                 continue
             if keyword == "additionalProperties" and isinstance(instance, dict):
                 allowed = _d(_d(error.schema).get("properties"))
+                patterns = _d(_d(error.schema).get("patternProperties"))
                 for key, item in cast(dict[str, Any], instance).items():
-                    if key not in allowed:
+                    if key not in allowed and not _pattern_names(patterns, key):
                         # The object's own schema: inside a union, `locate` may take the key
                         # for another branch's field.
                         located = dataclasses.replace(
@@ -2398,30 +2412,50 @@ def _one_dialect(schema: Mapping[str, Any]) -> dict[str, Any]:
     return {"$schema": schema["$schema"], **below} if "$schema" in schema else below
 
 
-class _RoundedToWhole(float):
+class _RoundedToWhole(WrittenFloat):
     """A number written with a fraction that a float reads as a whole one (`5.0000000000000001`
     is 5.0). `jsonschema` takes a whole float for an integer by asking `is_integer`, which this
     one answers for the number as written: it is none. `text` is that number's JSON text."""
 
-    __slots__ = ("text",)
-    text: str
+    __slots__ = ()
 
     def is_integer(self) -> bool:
         return False
 
 
+# Up to 15 significant digits, a decimal number is the float's shortest text (a double holds
+# 15 digits of any decimal): only a longer one may be rounded.
+_DOUBLE_DIGITS = 15
+
+
+def _rounded_by_float(lexeme: str, value: float) -> bool:
+    """Whether `value`, a float read from `lexeme`, is another number than the text wrote."""
+    mantissa = lexeme.split("e", 1)[0].split("E", 1)[0]
+    digits = mantissa.lstrip("-").replace(".", "").lstrip("0")
+    return (
+        len(digits) > _DOUBLE_DIGITS
+        and math.isfinite(value)
+        and Decimal(lexeme) != Decimal(repr(value))
+    )
+
+
 def _loads_judged(text: str) -> tuple[Any, bool]:
     """The arguments as `jsonschema` validates them, and whether any number in them is a
-    `_RoundedToWhole` (the tool must get plain floats)."""
+    `WrittenFloat` (the tool must get plain floats): one that rounds a number written with
+    more digits than a float holds keeps its text (see `_multiple_of`)."""
     rounded = False
 
     def number(lexeme: str) -> float:
         nonlocal rounded
         value = float(lexeme)
-        if not value.is_integer() or not rounds_to_whole(lexeme):
+        judged: WrittenFloat
+        if value.is_integer() and rounds_to_whole(lexeme):
+            judged = _RoundedToWhole(lexeme)
+        elif _rounded_by_float(lexeme, value):
+            judged = WrittenFloat(lexeme)
+        else:
             return value
         rounded = True
-        judged = _RoundedToWhole(lexeme)
         judged.text = lexeme
         return judged
 
@@ -2549,11 +2583,15 @@ def _unknown_fields(
             return
         if isinstance(item, dict):
             props = _d(node.get("properties"))
+            patterns = _d(node.get("patternProperties"))
             extra = node.get("additionalProperties")
             before = cast(dict[str, Any], was) if isinstance(was, dict) else {}
             for key, sub in cast(dict[str, Any], item).items():
                 if key in props:
                     walk(sub, _d(props[key]), [*path, key], before.get(key, _ABSENT), out)
+                elif _pattern_names(patterns, key):
+                    # Validation judges it against the pattern's schema; it is no unknown field.
+                    continue
                 elif extra is False:
                     # No more are shown than `MAX_ERRORS`: a call with 100,000 unknown keys
                     # must not cost 100,000 error drafts.
@@ -2630,6 +2668,12 @@ def _tags(branch: Mapping[str, Any]) -> dict[str, Any]:
         for key, sub in _d(branch.get("properties")).items()
         if "const" in _d(sub)
     }
+
+
+def _pattern_names(patterns: Mapping[str, Any], key: str) -> bool:
+    """Whether a `patternProperties` pattern takes `key`, as validation's own search reads it:
+    `additionalProperties: false` beside them forbids only the keys no pattern takes."""
+    return any(search(pattern, key) for pattern in patterns)
 
 
 def _tagged_branch(branches: list[dict[str, Any]], item: object) -> dict[str, Any] | None:
@@ -3153,6 +3197,11 @@ class ToolValidator:
         the pre-check: only the walk for dict keys and set items may still change or refuse it
         (see `validate`)."""
         try:
+            # A plain tool's patterns run in Python's backtracking engines, on model output:
+            # the whole validation shares one bound, however many strings the call repeats.
+            if self.model is None:
+                with pattern_budget():
+                    return self._examine(call, error, pydantic_errors, lang, redact, taken)
             return self._examine(call, error, pydantic_errors, lang, redact, taken)
         except BaseException as exc:
             # Nested deeper than the stack allows (an assembler made with a `max_depth` above
