@@ -578,10 +578,89 @@ class Profile(BaseModel):
         '{"user_name": "ada", "heading": 3, "title": "x"}',
     ],
 )
-def test_a_later_key_beside_the_first_is_ignored_as_pydantic_ignores_it(arguments: str) -> None:
-    # Pydantic takes the alias (or the first choice) and ignores the value under the other key,
-    # so that value, which the stream cannot yet tell is ignored, is never an early error.
-    assert_read_as_pydantic_reads(Profile, arguments)
+def test_a_later_key_beside_the_first_is_no_early_error_but_refused(arguments: str) -> None:
+    # Pydantic takes the alias (or the first choice) and drops the value under the other key
+    # without a word, so that value is never an early error (the stream cannot yet tell
+    # whether the first key comes), but the call is refused: which value the model meant is a
+    # guess.
+    toolset = Toolset([Profile])
+    errors, outcome = stream(toolset, "profile", arguments)
+    assert errors == []
+    assert outcome.kind == "model_error"
+    assert [(e.path, e.code) for e in outcome.errors] == [("", "unique")]
+
+
+class Transfer(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    amount_cents: int = Field(alias="amountCents")
+
+
+class Refund(BaseModel):
+    amount: int = Field(validation_alias=AliasChoices("amount", AliasPath("money", "cents")))
+
+
+class Transfers(BaseModel):
+    items: list[Transfer]
+
+
+@pytest.mark.parametrize(
+    ("model", "arguments", "path", "got", "first"),
+    [
+        (
+            Transfer,
+            '{"amountCents": 100, "amount_cents": 500000}',
+            "",
+            "amount_cents",
+            "amountCents",
+        ),
+        (
+            Transfer,
+            '{"amount_cents": 500000, "amountCents": 100}',
+            "",
+            "amount_cents",
+            "amountCents",
+        ),
+        (Refund, '{"amount": 5, "money": {"cents": 5000}}', "", "money", "amount"),
+        (
+            Transfers,
+            '{"items": [{"amountCents": 1}, {"amountCents": 2, "amount_cents": 3}]}',
+            "/items/1",
+            "amount_cents",
+            "amountCents",
+        ),
+    ],
+)
+def test_two_keys_of_one_field_are_refused_not_one_dropped(
+    model: type[BaseModel], arguments: str, path: str, got: str, first: str
+) -> None:
+    toolset = Toolset([model])
+    (name,) = toolset.names()
+    for precheck in (True, False):
+        assembler = Assembler(tools=toolset) if precheck else Assembler()
+        assembler.feed(0, id="call_1", name=name, arguments=arguments)
+        (call,) = assembler.finish()
+        outcome = toolset.validate(call)
+        assert not outcome.ok
+        (error,) = outcome.errors
+        assert (error.path, error.code, error.got) == (path, "unique", json.dumps(got))
+        assert error.hint is not None and json.dumps(first) in error.hint
+
+
+@pytest.mark.parametrize(
+    ("model", "arguments"),
+    [
+        (Transfer, '{"amount_cents": 500}'),
+        (Transfer, '{"amountCents": 500}'),
+        (Refund, '{"money": {"cents": 5}}'),
+        # `money` without the path's last key holds no value for the field.
+        (Refund, '{"amount": 5, "money": {"euros": 5}}'),
+    ],
+)
+def test_one_key_of_several_is_read_as_pydantic_reads_it(
+    model: type[BaseModel], arguments: str
+) -> None:
+    assert_read_as_pydantic_reads(model, arguments)
 
 
 class SharedKeys(BaseModel):

@@ -77,6 +77,7 @@ __all__ = [
     "ALL_RULES",
     "JSON_NUMBER",
     "SAFE_RULES",
+    "SPELLINGS_KEY",
     "STRICT_KEY",
     "Coercion",
     "CoercionProblem",
@@ -154,6 +155,10 @@ KEYS_KEY = "x-toolwire-keys"
 # a model whose config is, `false` on every other model (a model's `strict` is not its nested
 # models'). Where true, the rules that change a value (`_CONVERTING`) do not apply.
 STRICT_KEY = "x-toolwire-strict"
+# Written by `Toolset` into the validation schema of a model read under several keys for one
+# field (an alias and the field's name, an `AliasChoices`): for each such field, the paths it is
+# read from, in the order Pydantic tries them.
+SPELLINGS_KEY = "x-toolwire-spellings"
 WRAPPER_KEYS = ("params", "parameters", "arguments", "args", "input")
 MAX_SHOWN = 200
 # The core's default `max_depth`: JSON held in a string may nest no deeper than the arguments.
@@ -208,8 +213,9 @@ class CoercionProblem:
             `"number_text"`, `"out_of_range"`, `"timezone_required"`, `"unix_timestamp"`,
             `"bool_number"`, `"whole_float"` (`2.0` for an integer enum member with
             `integral_number` off), `"key_text"` or `"duplicate_key"` (a dict key, see
-            `KEYS_KEY`), or `"repeated_item"` (an item of a set field repeating an earlier
-            one).
+            `KEYS_KEY`), `"duplicate_field"` (a second key one field is read from, see
+            `SPELLINGS_KEY`), or `"repeated_item"` (an item of a set field repeating an
+            earlier one).
         got: The value as written, compact JSON cut to 200 characters.
         detail: Rule-specific words used in the hint (the candidate values, say; for
             `repeated_item`, the index of the item it repeats).
@@ -635,6 +641,23 @@ def _key_value(key: str, kind: str) -> Any:
     return _NOT_A_KEY if _beyond_float(exact) else float(exact)
 
 
+def _holds_path(value: Any, path: list[Any]) -> bool:
+    """Whether `value` has something at `path` (keys of objects, indexes of arrays), as a
+    Pydantic `AliasPath` reads it."""
+    for step in path:
+        if isinstance(value, dict) and isinstance(step, str) and step in value:
+            value = cast(dict[str, Any], value)[step]
+        elif (
+            isinstance(value, list)
+            and isinstance(step, int)
+            and -len(cast(list[Any], value)) <= step < len(cast(list[Any], value))
+        ):
+            value = cast(list[Any], value)[step]
+        else:
+            return False
+    return True
+
+
 def _plain_integer_keys(keys: Mapping[str, Any]) -> bool:
     """Whether every key is an integer as JSON writes one, each a different integer: the
     common case of `check_keys`, asked of 100,000 keys in C-level loops, not one at a time.
@@ -915,7 +938,11 @@ class _Coercer:
             sets = self.sets
 
             def found(sub: Mapping[str, Any]) -> bool:
-                return KEYS_KEY in sub or (sets and sub.get("uniqueItems") is True)
+                return (
+                    KEYS_KEY in sub
+                    or SPELLINGS_KEY in sub
+                    or (sets and sub.get("uniqueItems") is True)
+                )
 
             known = self.holding[id(node)] = (node, _reaches(node, self.defs, found))
         return known[1]
@@ -1291,6 +1318,9 @@ class _Coercer:
             renamed = self.check_keys(value, kind, path)
             if renamed:
                 value = {renamed.get(key, key): item for key, item in value.items()}
+        spellings = node.get(SPELLINGS_KEY)
+        if isinstance(spellings, list):
+            self.check_spellings(value, cast(list[list[list[Any]]], spellings), path)
         extra = node.get("additionalProperties")
         required = set(cast(list[str], node.get("required") or []))
         member_props, member_required = self.member_fields(node, 0)
@@ -1373,6 +1403,22 @@ class _Coercer:
             if first != key:
                 self.refuse(path, "duplicate_key", key, json.dumps(first))
         return renamed
+
+    def check_spellings(
+        self, value: dict[str, Any], fields: list[list[list[Any]]], path: list[str | int]
+    ) -> None:
+        """The keys of a model's object that one field is read from (`SPELLINGS_KEY`).
+
+        Pydantic takes the value under the first one present and drops the others without a
+        word: `{"amountCents": 100, "amount_cents": 500000}` runs with 100. Which one the model
+        meant is a guess, so two of them together are refused, as two keys naming one entry
+        of a dict are.
+        """
+        for spellings in fields:
+            present = [p for p in spellings if p and _holds_path(value, p)]
+            for later in present[1:]:
+                # Reported at the object, as a dict's duplicate keys are.
+                self.refuse(path, "duplicate_field", later[0], json.dumps(present[0][0]))
 
     def member_fields(self, node: Mapping[str, Any], depth: int) -> tuple[dict[str, Any], set[str]]:
         """The properties and required names that `node`'s `allOf` members declare.

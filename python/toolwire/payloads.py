@@ -272,6 +272,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "a date and time, e.g. 2024-03-05T14:30:00Z",
         "zh": "日期时间，例如 2024-03-05T14:30:00Z",
     },
+    "hint.duplicate_field": {
+        "en": "this key names the same field as {detail}; send the field once, under one key",
+        "zh": "此键与 {detail} 指向同一字段；该字段只发送一次，只用一个键",
+    },
     "key.integer": {"en": "an integer", "zh": "整数"},
     "key.number": {"en": "a number", "zh": "数字"},
     "key.boolean": {"en": "true or false", "zh": "true 或 false"},

@@ -43,6 +43,7 @@ from pydantic_core import core_schema
 from toolwire._core import DirectValidation, ToolCall
 from toolwire.coercion import (
     KEYS_KEY,
+    SPELLINGS_KEY,
     STRICT_KEY,
     CoercionSpec,
     float_risk,
@@ -410,12 +411,17 @@ def _add_alternate_keys(
     extra = fields_schema.get("extra_behavior") or config.get("extra_fields_behavior")
     forbid = extra == "forbid"
     read: list[tuple[str, dict[str, bool]]] = []
+    # The paths each field is read from, in the order Pydantic tries them, where there are
+    # several.
+    spellings: list[list[list[object]]] = []
     for name, field in cast(Mapping[str, Mapping[str, Any]], fields_schema["fields"]).items():
         alias: object = field.get("validation_alias")
         # Each key the field is read from, and whether its value is the field's own.
         keys: dict[str, bool] = {}
+        tried: list[list[object]] = []
         if by_alias and isinstance(alias, str):
             keys[alias] = True
+            tried.append([alias])
         elif by_alias and isinstance(alias, list):
             paths = cast(list[object], alias)
             # One `AliasPath` is a list of keys; `AliasChoices` a list of such lists.
@@ -424,9 +430,18 @@ def _add_alternate_keys(
             for path in cast(list[list[object]], paths):
                 if path and isinstance(path[0], str):
                     keys.setdefault(path[0], len(path) == 1)
+                    tried.append(list(path))
         if by_name or alias is None or not by_alias:
             keys.setdefault(name, True)
+            if [name] not in tried:
+                tried.append([name])
         read.append((name, keys))
+        if len(tried) > 1:
+            spellings.append(tried)
+    if describe_every_key and spellings and not forbid:
+        # Pydantic takes the first path present and drops the values under the others without
+        # a word (`forbid` refuses them as extra inputs): coercion refuses two of them together.
+        out[SPELLINGS_KEY] = spellings
     # A key two fields read (one's alias, the other's name) may feed either or both: it takes
     # any value, and validation judges it.
     readers = Counter(key for _, keys in read for key in keys)

@@ -50,6 +50,7 @@ from pydantic_core.core_schema import ErrorType
 from toolwire.coercion import (
     JSON_NUMBER,
     KEYS_KEY,
+    SPELLINGS_KEY,
     UNIT_KEY,
     UNIX_MS_THRESHOLD,
     UNIX_SECONDS,
@@ -1862,9 +1863,9 @@ class _ErrorBuilder:
         if code == "repeated_item":
             expected = text("expected.unique", self.lang, index=problem.detail)
             return _Draft(FieldError(located.pointer, "unique", expected, got), refusal=True)
-        if code == "duplicate_key":
+        if code in ("duplicate_key", "duplicate_field"):
             expected = text("expected.distinct_keys", self.lang)
-            hint = text("hint.duplicate_key", self.lang, detail=problem.detail)
+            hint = text(f"hint.{code}", self.lang, detail=problem.detail)
             return _Draft(FieldError(located.pointer, "unique", expected, got, hint), refusal=True)
         hint = text(f"hint.{problem.code}", self.lang, detail=problem.detail)
         if problem.code == "number_text":
@@ -3011,6 +3012,11 @@ class ToolValidator:
         self._sets = model is not None and schema_has(
             self.schema, lambda node: True if node.get("uniqueItems") is True else None
         )
+        # Fields read under several keys: Pydantic keeps the first key's value and drops the
+        # others' without a word, so every call is walked, where two of them are refused.
+        self._spellings = model is not None and schema_has(
+            self.schema, lambda node: True if SPELLINGS_KEY in node else None
+        )
         self._typed_precheck = typed_precheck
         self._scalar_enums = model is not None and has_scalar_enums(self.schema)
         # Numeric enums alone can only be swapped by a `true` or `false` in the text.
@@ -3085,7 +3091,7 @@ class ToolValidator:
                     and not (self._scalar_enums and self._whole_float_in_enum(call))
                     and not (self._lax_integers and self._float_for_integer(call))
                 ):
-                    if not (self._keyed_dicts or self._sets):
+                    if not (self._keyed_dicts or self._sets or self._spellings):
                         return self._accept(call, instance, None, [], lang)
                     if prechecked is None:
                         prechecked = getattr(call, "prechecked", False) is True
@@ -3099,7 +3105,11 @@ class ToolValidator:
                     # Otherwise Pydantic may have taken a value of another type (a lax model's
                     # `"3"` for an integer, a string a custom validator reads), which the
                     # whole walk records: such a call is walked whole, if at all.
-                    if not self._keyed_dicts and not has_repeats(call.value):
+                    if (
+                        not self._keyed_dicts
+                        and not self._spellings
+                        and not has_repeats(call.value)
+                    ):
                         return self._accept(call, instance, None, [], lang)
             return self._validate_further(call, error, [], lang, redact)
         finally:
@@ -3139,6 +3149,7 @@ class ToolValidator:
             or self._scalar_enums
             or self._keyed_dicts
             or self._sets
+            or self._spellings
             or self._lax_integers
             or self.check is not None
         ):
