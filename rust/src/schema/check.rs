@@ -51,6 +51,7 @@
 //! - Container-valued `enum`/`const` are decided at the container's close, on a value rebuilt
 //!   from events (`canon`); scalars are decided without building anything.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use super::canon::{Builder, Canon};
@@ -873,7 +874,11 @@ impl State {
                     digits: &self.num,
                     exp,
                 };
-                number_failure(n, &d, |f| float_reading_fails(n, lexeme, f)).is_none()
+                // A rule left to the final validation sends the value to the general path,
+                // which keeps an enclosing `oneOf` from counting it as a certain match.
+                let uncertain = Cell::new(false);
+                number_failure(n, &d, |f| float_reading_fails(n, lexeme, f), &uncertain).is_none()
+                    && !uncertain.get()
             }
             Payload::Bool(b) => n
                 .enumeration
@@ -1556,6 +1561,9 @@ impl State {
                 continue;
             }
             let n = node(nodes, slot.node);
+            // The slot's first failure in byte order: a piece longer than `maxLength` may
+            // break the `enum` earlier, where a byte-by-byte stream would have said so.
+            let mut first: Option<(usize, Failure, usize)> = None;
             if let Some(rule) = &n.string {
                 if slot.count + chars > rule.max_len {
                     // Find the byte that starts code point max_len + 1.
@@ -1574,10 +1582,10 @@ impl State {
                             }
                         }
                     }
-                    failures.push((at, s, Failure::MaxLength, upto));
-                    continue;
+                    first = Some((at, Failure::MaxLength, upto));
+                } else {
+                    self.slots[s].count += chars;
                 }
-                self.slots[s].count += chars;
             }
             if let Some(e) = &n.enumeration {
                 let mut pos = slot.pos;
@@ -1591,11 +1599,16 @@ impl State {
                             (offset + i, before + i + 1)
                         };
                         pos = DEAD;
-                        failures.push((at, s, Failure::Enum, upto));
+                        if first.map_or(true, |(length_at, _, _)| at < length_at) {
+                            first = Some((at, Failure::Enum, upto));
+                        }
                         break;
                     }
                 }
                 self.slots[s].pos = pos;
+            }
+            if let Some((at, failure, upto)) = first {
+                failures.push((at, s, failure, upto));
             }
         }
         failures.sort_by_key(|&(at, s, _, _)| (at, s));
@@ -1726,9 +1739,18 @@ impl State {
                             digits: &self.num,
                             exp,
                         };
-                        if let Some(f) =
-                            number_failure(n, &d, |f| float_reading_fails(n, lexeme, f))
-                        {
+                        let uncertain = Cell::new(false);
+                        let failure = number_failure(
+                            n,
+                            &d,
+                            |f| float_reading_fails(n, lexeme, f),
+                            &uncertain,
+                        );
+                        if failure.is_none() && uncertain.get() {
+                            // Not a certain match: see `number_failure`.
+                            self.loosen(to_u32(i));
+                        }
+                        if let Some(f) = failure {
                             // A type error names the type found; the others show the number.
                             let got = if matches!(f, Failure::Type) {
                                 "number"
@@ -2181,13 +2203,24 @@ fn fixed_number_failure(n: &Node, x: Fixed) -> Option<Option<Failure>> {
 /// keywords are checked. A failure `holds` denies (one that the float reading of the number
 /// keeps, see [`float_reading_fails`]) does not hide the rules after it: the float reading of
 /// `99999999999999999999.5` may be whole, but it is above `maximum: 5` either way.
+///
+/// `uncertain` is set when a rule the exact value breaks was let pass (denied by `holds`, or
+/// within the float tolerance of `multipleOf`): the final validation decides it, so the value
+/// may still fail there, and a `oneOf` must not count its branch as a certain match.
 fn number_failure(
     n: &Node,
     d: &DecRef<'_>,
     mut holds: impl FnMut(Failure) -> bool,
+    uncertain: &Cell<bool>,
 ) -> Option<Failure> {
     use std::cmp::Ordering::{Greater, Less};
-    let mut found = |f: Failure| holds(f).then_some(f);
+    let mut found = |f: Failure| {
+        let held = holds(f);
+        if !held {
+            uncertain.set(true);
+        }
+        held.then_some(f)
+    };
     if n.types & T_NUMBER == 0 && !d.is_integer() {
         if let Some(f) = found(Failure::Type) {
             return Some(f);
@@ -2214,11 +2247,13 @@ fn number_failure(
         if let Some((m, text)) = &rule.multiple_of {
             // Exact, as JSON Schema has it, or within the tolerance of Pydantic's float
             // fields: the pre-check must not refuse what the final validation accepts.
-            if !m.divides(d)
-                && (d.is_integer() || !text.parse().is_ok_and(|m| float_multiple(d.to_f64(), m)))
-            {
-                if let Some(f) = found(Failure::MultipleOf) {
-                    return Some(f);
+            if !m.divides(d) {
+                if d.is_integer() || !text.parse().is_ok_and(|m| float_multiple(d.to_f64(), m)) {
+                    if let Some(f) = found(Failure::MultipleOf) {
+                        return Some(f);
+                    }
+                } else {
+                    uncertain.set(true);
                 }
             }
         }

@@ -444,6 +444,38 @@ fn one_of_branch_loosened_by_a_dropped_edge_stays_inexact() {
 }
 
 #[test]
+fn one_of_branch_that_passes_only_by_the_float_reading_is_no_certain_match() {
+    // `multipleOf: 0.1` lets `0.30000000000000004` pass within Pydantic's float tolerance, and
+    // `type: integer` lets `999.9999999999999999` pass as the float 1000.0: the final
+    // validation decides both, so such a branch beside `{}` is not a second match.
+    let tolerance = json!({"oneOf": [{}, {"multipleOf": 0.1}]});
+    ok(&tolerance, "0.30000000000000004");
+    ok(&tolerance, "2.4000000000000004");
+    ok(
+        &json!({"properties": {"x": tolerance}}),
+        "{\"x\": 0.30000000000000004}",
+    );
+    let whole = json!({"oneOf": [{}, {"type": "integer"}]});
+    ok(&whole, "999.9999999999999999");
+    ok(
+        &json!({"oneOf": [{}, {"type": "integer", "maximum": 10}]}),
+        "9.99999999999999999999",
+    );
+    // An exact match still counts twice.
+    assert_eq!(one(&tolerance, "0.5"), at(3, "", "oneOf"));
+    assert_eq!(one(&whole, "7"), at(1, "", "oneOf"));
+}
+
+#[test]
+fn a_string_breaking_enum_before_max_length_reports_enum_for_every_cut() {
+    // Whole, the piece passed `maxLength` first and was reported there (byte 9); byte by
+    // byte the `enum` broke at the first letter (byte 7). `run` checks every cut agrees.
+    let s = json!({"properties": {"x": {"type": "string", "maxLength": 2, "enum": ["ab", "cd"]}}});
+    assert_eq!(one(&s, "{\"x\": \"lowest\"}"), at(7, "/x", "enum"));
+    assert_eq!(one(&s, "{\"x\": \"abc\"}"), at(9, "/x", "maxLength"));
+}
+
+#[test]
 fn refs_and_recursion() {
     let s = json!({
         "$defs": {"node": {"type": "object", "properties": {
