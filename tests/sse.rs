@@ -2898,3 +2898,18 @@ fn a_call_the_stream_never_ended_does_not_run_as_a_call_without_parameters() {
         ok(o.call(1), "lookup", r#"{"a":1}"#);
     }
 }
+
+#[test]
+fn chat_a_single_choice_numbered_other_than_zero_is_assembled() {
+    // A translator numbered the only choice 1: its calls vanished, with no error, as if they
+    // were another answer's. The first choice the stream shows is the one assembled.
+    let body = b"data: {\"choices\":[{\"index\":1,\"delta\":{\"content\":\"A\",\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}}]}}]}\n\n\
+data: {\"choices\":[{\"index\":1,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n";
+    let mut d = decoder();
+    d.push(body).expect("push");
+    assert_eq!(d.ignored_choices(), 0);
+    let o = collect(d);
+    assert_eq!(o.text, "A");
+    ok(o.call(0), "f", r#"{"a":1}"#);
+    assert_eq!(o.finish_raw.as_deref(), Some("tool_calls"));
+}

@@ -21,8 +21,9 @@
 //!   more, so the usual chunk (one choice, one tool call) allocates nothing. Steady state: no
 //!   allocation per event (checked with callgrind on a synthetic stream).
 //! - The whole event is parsed before any action is emitted: a malformed event changes nothing.
-//! - Only choice 0 of a Chat Completions stream is assembled (its calls, text and finish
-//!   reason); other choices are counted in [`Decoder::ignored_choices`]. Tool calls with
+//! - Only one choice of a Chat Completions stream is assembled (its calls, text and finish
+//!   reason): the first one it shows, 0 unless a translator numbered a single choice
+//!   otherwise; other choices are counted in [`Decoder::ignored_choices`]. Tool calls with
 //!   `n > 1` are rare, and the assembler's key is one wire index, not (choice, index).
 //! - Per-call state lives here only where the wire format needs it: Anthropic blocks (is it a
 //!   `tool_use`? did `input_json_delta`s follow the `input` of `content_block_start`?) and
@@ -689,6 +690,9 @@ pub struct Decoder {
     any_function_call: bool,
     refusal: bool,
     ignored_choices: u64,
+    /// The Chat Completions choice assembled: the first one the stream shows, the lowest of a
+    /// chunk's (0, or the index a translator numbered a single choice with, quirk 4).
+    chat_choice: Option<i64>,
     /// Made on the first Gemini chunk: other formats never pay for it.
     gemini: Option<Box<gemini::GeminiState>>,
     /// Most bytes of `partialArgs` pieces merged in one stream (the assembler's
@@ -875,7 +879,7 @@ impl Decoder {
         provider_gave_up(emit);
     }
 
-    /// Chat Completions choices other than choice 0 that were skipped.
+    /// Chat Completions choices other than the one assembled that were skipped.
     #[must_use]
     pub fn ignored_choices(&self) -> u64 {
         self.ignored_choices
@@ -1147,8 +1151,14 @@ impl Decoder {
         env: &Envelope<'_>,
         emit: &mut F,
     ) -> Result<(), EventError> {
-        for choice in env.choices.as_ref().map_or(&[][..], Few::as_slice) {
-            if choice.index.unwrap_or(0) != 0 {
+        let choices = env.choices.as_ref().map_or(&[][..], Few::as_slice);
+        if self.chat_choice.is_none() {
+            // Of several in the stream's first choice-bearing chunk, the lowest.
+            self.chat_choice = choices.iter().map(|c| c.index.unwrap_or(0)).min();
+        }
+        for choice in choices {
+            let index = choice.index.unwrap_or(0);
+            if self.chat_choice != Some(index) {
                 self.ignored_choices += 1;
                 continue;
             }

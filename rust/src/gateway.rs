@@ -692,7 +692,7 @@ impl StreamDecoder {
         self.errors().first()
     }
 
-    /// Chat Completions choices other than choice 0 that were skipped.
+    /// Chat Completions choices other than the one assembled that were skipped.
     #[must_use]
     pub fn ignored_choices(&self) -> u64 {
         self.body

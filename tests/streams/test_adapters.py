@@ -123,6 +123,23 @@ def test_chat_only_first_choice_is_assembled() -> None:
     assert summary(infos)[0] == "A"
 
 
+def test_chat_a_single_choice_numbered_other_than_zero_is_assembled() -> None:
+    # A translator numbered the only choice 1: its calls were dropped without a word.
+    sink, infos = run(
+        "openai-chat",
+        [
+            chat_chunk(
+                choices=[{"index": 1, "delta": {"content": "A", "tool_calls": [tc(0, name="f")]}}]
+            ),
+            chat_chunk(
+                choices=[{"index": 0, "delta": {"content": "B", "tool_calls": [tc(0, name="g")]}}]
+            ),
+        ],
+    )
+    assert sink.calls == [("feed", 0, None, "f", None, None)]
+    assert summary(infos)[0] == "A"
+
+
 def test_chat_several_entries_in_one_chunk_are_fed_in_order() -> None:
     sink, _ = run(
         "openai-chat",

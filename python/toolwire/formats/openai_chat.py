@@ -7,9 +7,11 @@ Design notes:
 - Fields of a tool-call entry that the SDK does not declare (Gemini's `extra_content` with its
   `thought_signature`) are kept per call with `set_metadata`. An entry that carries nothing but
   such fields only sets metadata: it must never open a call (quirk 31).
-- Only choice 0 is assembled; `n > 1` streams interleave several independent answers whose
-  calls would otherwise be merged. Choices without `delta` (Azure content-filter annotations)
-  and chunks with empty `choices` (usage-only, prompt-filter) are skipped (quirks 29, 30).
+- Only one choice is assembled, the first the stream shows, the lowest of a chunk's (0, unless
+  a translator numbered a single choice otherwise, quirk 4); `n > 1` streams interleave several
+  independent answers whose calls would otherwise be merged. Choices without `delta` (Azure
+  content-filter annotations) and chunks with empty `choices` (usage-only, prompt-filter) are
+  skipped (quirks 29, 30).
 - The legacy `function_call` delta is fed as a call without index or id.
 - `finish_reason` is reported as sent. The reasons that stop the open calls are those the raw SSE
   path stops on (`FinishReason::stops_calls` in `rust/src/envelope.rs`): `content_filter`,
@@ -62,7 +64,7 @@ class ChatCompletionsAdapter:
 
     format: WireFormat = "openai-chat"
 
-    __slots__ = ("_gave_up", "_refusal", "_usage", "_utf16")
+    __slots__ = ("_choice", "_gave_up", "_refusal", "_usage", "_utf16")
 
     def __init__(self) -> None:
         """Start with no surrogate half held and no refusal seen."""
@@ -70,6 +72,7 @@ class ChatCompletionsAdapter:
         self._gave_up = False
         self._refusal = False
         self._usage: dict[str, Any] | None = None
+        self._choice: int | None = None
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one chunk.
@@ -103,8 +106,12 @@ class ChatCompletionsAdapter:
             return info
         if not isinstance(choices, list):
             return info
-        for choice in cast("list[object]", choices):
-            if index_of(get(choice, "index")) not in (0, None):
+        indexes = [_choice_index(choice) for choice in cast("list[object]", choices)]
+        if self._choice is None and indexes:
+            # Of several in the stream's first choice-bearing chunk, the lowest.
+            self._choice = min(indexes)
+        for choice, index in zip(cast("list[object]", choices), indexes, strict=True):
+            if index != self._choice:
                 continue
             delta = get(choice, "delta")
             if delta is not None:
@@ -172,3 +179,9 @@ class ChatCompletionsAdapter:
             sink, index, id=wire_id, name=name, arguments=arguments, type=kind
         )
         info.feeds.append(FeedRecord(ordinal, wire_id, name))
+
+
+def _choice_index(choice: object) -> int:
+    """A choice's `index`; a missing or unreadable one is choice 0, as the raw path reads it."""
+    index = index_of(get(choice, "index"))
+    return 0 if index is None else index
