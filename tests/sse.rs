@@ -2913,3 +2913,28 @@ data: {\"choices\":[{\"index\":1,\"delta\":{},\"finish_reason\":\"tool_calls\"}]
     ok(o.call(0), "f", r#"{"a":1}"#);
     assert_eq!(o.finish_raw.as_deref(), Some("tool_calls"));
 }
+
+#[test]
+fn responses_calls_sent_only_in_the_finished_response_are_read() {
+    // A bridge that lists its function calls only in `response.completed`'s `output`: they
+    // were dropped, the finish reason `completed`. Read as their `output_item.done` would be.
+    let body = responses_body(&[
+        r#"{"type":"response.output_text.delta","output_index":0,"item_id":"msg_1","delta":"On it."}"#,
+        r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[{"type":"message","id":"msg_1","content":[]},{"type":"function_call","id":"fc_1","call_id":"call_1","name":"lookup","arguments":"{\"q\":1}"},{"type":"custom_tool_call","id":"ct_1","call_id":"call_x","name":"grammar","input":"x"}]}}"#,
+    ]);
+    let o = run(body.as_bytes());
+    assert_eq!(o.calls.len(), 1, "{:?}", o.calls);
+    ok(o.call(0), "lookup", r#"{"q":1}"#);
+    assert_eq!(o.call(0).id.as_deref(), Some("call_1"));
+    assert_eq!(o.call(0).index, Some(1));
+    assert_eq!(o.finish, Some(FinishReason::ToolCalls));
+    // A call the stream announced is not read again from the summary.
+    let streamed = responses_body(&[
+        r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"lookup","arguments":""}}"#,
+        r#"{"type":"response.function_call_arguments.delta","output_index":0,"item_id":"fc_1","delta":"{\"q\":1}"}"#,
+        r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"lookup","arguments":"{\"q\":1}"}}"#,
+        r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[{"type":"function_call","id":"fc_1","call_id":"call_1","name":"lookup","arguments":"{\"q\":1}"}]}}"#,
+    ]);
+    let o = run(streamed.as_bytes());
+    assert_eq!(o.calls.len(), 1, "{:?}", o.calls);
+}

@@ -526,6 +526,9 @@ struct ResponseObject<'a> {
     usage: Option<&'a RawValue>,
     #[serde(borrow)]
     error: Option<&'a RawValue>,
+    /// The response's items, read only when no item event announced a call.
+    #[serde(borrow)]
+    output: Option<Vec<&'a RawValue>>,
 }
 
 #[derive(Deserialize)]
@@ -1410,6 +1413,33 @@ impl Decoder {
         Ok(())
     }
 
+    /// The function calls of a response that no item event announced (a bridge that sends
+    /// them only in the finished response's `output`): each is read as its
+    /// `output_item.done` would have been, at its position in `output`. Read only when the
+    /// stream announced no call at all, so that a summary never doubles a streamed call.
+    fn summary_calls<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        response: Option<&ResponseObject<'_>>,
+        emit: &mut F,
+    ) -> Result<(), EventError> {
+        let Some(output) = response.and_then(|r| r.output.as_ref()) else {
+            return Ok(());
+        };
+        for (position, raw) in output.iter().enumerate() {
+            let item: Item<'_> = serde_json::from_str(raw.get()).map_err(EventError::Malformed)?;
+            if !is_kind(item.kind.as_ref(), "function_call") {
+                continue;
+            }
+            let event = format!(
+                r#"{{"type":"response.output_item.done","output_index":{position},"item":{}}}"#,
+                raw.get()
+            );
+            let env: Envelope<'_> = serde_json::from_str(&event).map_err(EventError::Malformed)?;
+            self.responses("response.output_item.done", &env, emit)?;
+        }
+        Ok(())
+    }
+
     /// Opens the call of a `function_call` item at `output_index` `index` under `key`: its id,
     /// name and `item_id`, then the arguments the item already carries, set aside. Once the
     /// response was refused whole, the item gets no state.
@@ -1533,6 +1563,9 @@ impl Decoder {
         emit: &mut F,
     ) -> Result<(), EventError> {
         let response: Option<ResponseObject<'_>> = nested(env.response)?;
+        if t == "response.completed" && !self.any_function_call && self.items.len() == 0 {
+            self.summary_calls(response.as_ref(), emit)?;
+        }
         if t == "response.completed" {
             // A response that ended well gives every item the arguments its `added` carried,
             // if nothing else brought any; one cut short leaves such a call without them.

@@ -560,3 +560,64 @@ def test_an_anthropic_start_without_its_block_keeps_the_deltas_that_follow(block
     ]
     calls = _both_paths(events)[:-1]
     assert calls == [(None, False, "missing_name", '{"path": "/tmp/x"}')]
+
+
+def test_responses_calls_sent_only_in_the_finished_response_are_read(
+    sse_server: SSEServer, split: str
+) -> None:
+    # A bridge that streams text and lists the function calls only in `response.completed`'s
+    # `output`: they were dropped without a word, the finish reason `completed` as if the
+    # model had only talked. They are read as their `output_item.done` would have been.
+    def call_item(n: int, name: str, arguments: str) -> dict[str, Any]:
+        return {
+            "type": "function_call",
+            "id": f"fc_{n}",
+            "call_id": f"call_{n}",
+            "name": name,
+            "arguments": arguments,
+            "status": "completed",
+        }
+
+    response = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "model": "m",
+        "status": "completed",
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": "On it.", "annotations": []}],
+            },
+            call_item(1, "lookup", '{"q": "东京"}'),
+            call_item(2, "ping", "{}"),
+        ],
+        "tool_choice": "auto",
+        "tools": [],
+        "parallel_tool_calls": True,
+    }
+    events = [
+        {
+            "type": "response.created",
+            "sequence_number": 0,
+            "response": {**response, "output": [], "status": "in_progress"},
+        },
+        {
+            "type": "response.output_text.delta",
+            "sequence_number": 1,
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": "On it.",
+        },
+        {"type": "response.completed", "sequence_number": 2, "response": response},
+    ]
+    s = run(sse_server, split, "openai-responses", events)
+    assert [(c.id, c.name, c.value, c.index) for c in s.calls] == [
+        ("call_1", "lookup", {"q": "东京"}, 1),
+        ("call_2", "ping", {}, 2),
+    ]
+    assert s.text == "On it."

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from toolwire._core import same_tokens
 from toolwire.formats._fields import (
@@ -479,6 +479,8 @@ class ResponsesAdapter:
             # `null` members left out, as the SDK objects and the raw SSE path read them.
             self._usage = merge_usage(self._usage, usage)
             info.usage = copy_usage(self._usage)
+        if kind == "response.completed" and not self._calls.order:
+            self._summary_calls(response, sink, info)
         if kind == "response.completed":
             # A response that ended well gives every item the arguments its `added` carried,
             # if nothing else brought any; one cut short leaves such a call without them.
@@ -498,6 +500,24 @@ class ResponsesAdapter:
                 sink.stop(reason or "incomplete")
             elif is_limit(reason or "incomplete"):
                 sink.limit_reached()
+
+    def _summary_calls(self, response: object, sink: Sink, info: ChunkInfo) -> None:
+        """The function calls of a response that no item event announced (a bridge that sends
+        them only in the finished response's `output`), each read as its `output_item.done`
+        would have been, at its position in `output`, as the raw SSE path reads them. Read only
+        when the stream announced no call at all, so a summary never doubles a streamed call.
+        """
+        output = get(response, "output")
+        if not isinstance(output, list):
+            return
+        for position, item in enumerate(cast("list[object]", output)):
+            if get(item, "type") == "function_call":
+                event = {
+                    "type": "response.output_item.done",
+                    "output_index": position,
+                    "item": item,
+                }
+                self._item(event, sink, info, done=True)
 
 
 _ITEM_EVENTS = frozenset({"response.output_item.added", "response.output_item.done"})
