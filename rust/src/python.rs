@@ -6,6 +6,7 @@
 //! `MisuseError(ValueError)` and bad model output never raises — it becomes a `CallError`.
 //! `Assembler.feed`, called once per fragment, matches its own arguments (`install_feed`).
 
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use pyo3::create_exception;
@@ -1057,11 +1058,51 @@ fn fragment_utf8<'a>(obj: &'a Bound<'_, PyAny>, scratch: &'a mut Vec<u8>) -> PyR
         PyStringData::Ucs2(units) => encode_units::<u16, 3>(units, scratch),
         PyStringData::Ucs4(units) => encode_units::<u32, 4>(units, scratch),
     };
-    if ok {
-        Ok(scratch.as_slice())
-    } else {
-        // A lone surrogate: let CPython raise its own UnicodeEncodeError.
-        Ok(s.to_str()?.as_bytes())
+    if !ok {
+        // A surrogate code point, which UTF-8 cannot hold: a JS producer split a pair between
+        // fragments (quirk 41). Written as its JSON escape, the halves join across fragments
+        // as `\uD83D\uDE00` does, and one left alone is a `lone_surrogate` error at its offset,
+        // as on the other paths: model output never raises.
+        scratch.clear();
+        match data {
+            PyStringData::Ucs1(units) => {
+                escape_surrogates(units.iter().map(|&u| u32::from(u)), scratch)
+            }
+            PyStringData::Ucs2(units) => {
+                escape_surrogates(units.iter().map(|&u| u32::from(u)), scratch)
+            }
+            PyStringData::Ucs4(units) => escape_surrogates(units.iter().copied(), scratch),
+        }
+    }
+    Ok(scratch.as_slice())
+}
+
+/// The text of a `str` holding surrogates, each one U+FFFD (pyo3's lossy reading gives one
+/// per byte of its surrogate-escaped UTF-8).
+#[cold]
+fn replacing_surrogates(s: &Bound<'_, PyString>) -> PyResult<String> {
+    // SAFETY: as in `fragment_utf8`: `data` decodes CPython's state bitfield by hand.
+    let data = unsafe { s.data() }?;
+    let text = |units: &mut dyn Iterator<Item = u32>| -> String {
+        units
+            .map(|u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER))
+            .collect()
+    };
+    Ok(match data {
+        PyStringData::Ucs1(units) => text(&mut units.iter().map(|&u| u32::from(u))),
+        PyStringData::Ucs2(units) => text(&mut units.iter().map(|&u| u32::from(u))),
+        PyStringData::Ucs4(units) => text(&mut units.iter().copied()),
+    })
+}
+
+/// Appends the UTF-8 of code points to `out`, a surrogate as its JSON escape `\uXXXX`.
+#[cold]
+fn escape_surrogates(units: impl Iterator<Item = u32>, out: &mut Vec<u8>) {
+    for unit in units {
+        match char::from_u32(unit) {
+            Some(c) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+            None => out.extend_from_slice(format!("\\u{unit:04X}").as_bytes()),
+        }
     }
 }
 
@@ -1107,12 +1148,20 @@ fn encode_units<U: Copy + Into<u32>, const MAX: usize>(units: &[U], out: &mut Ve
 }
 
 #[inline]
-fn optional_text<'a>(obj: Option<&'a Bound<'_, PyAny>>, what: &str) -> PyResult<Option<&'a str>> {
+fn optional_text<'a>(
+    obj: Option<&'a Bound<'_, PyAny>>,
+    what: &str,
+) -> PyResult<Option<Cow<'a, str>>> {
     match obj {
         None => Ok(None),
         Some(o) if o.is_none() => Ok(None),
         Some(o) => match o.cast::<PyString>() {
-            Ok(s) => Ok(Some(s.to_str()?)),
+            // A lone surrogate (a JS producer's split pair) is model output, which never
+            // raises: U+FFFD, as `feed_chunk` reads it.
+            Ok(s) => match s.to_str() {
+                Ok(text) => Ok(Some(Cow::Borrowed(text))),
+                Err(_) => Ok(Some(Cow::Owned(replacing_surrogates(s)?))),
+            },
             Err(_) => Err(MisuseError::new_err(format!("{what} must be str or None"))),
         },
     }
@@ -1754,11 +1803,16 @@ impl PyAssembler {
                 return Ok(ordinal);
             }
         }
+        let (id, name, kind) = (
+            optional_text(id, "id")?,
+            optional_text(name, "name")?,
+            optional_text(r#type, "type")?,
+        );
         let delta = Delta {
             index,
-            id: optional_text(id, "id")?,
-            name: optional_text(name, "name")?,
-            kind: optional_text(r#type, "type")?,
+            id: id.as_deref(),
+            name: name.as_deref(),
+            kind: kind.as_deref(),
             arguments,
             start: start.map_or(Ok(false), |s| s.is_truthy())?,
         };

@@ -242,13 +242,28 @@ def test_any_str_fragments_arrive_as_their_utf8(piece: str, cuts: list[int]) -> 
     assert call.value == {"s": piece}
 
 
-def test_a_str_fragment_with_a_lone_surrogate_is_refused_and_nothing_is_fed() -> None:
+@pytest.mark.parametrize("cut", [0, 1, 2])
+def test_a_surrogate_pair_split_between_str_fragments_is_joined(cut: int) -> None:
+    # A JS producer splits 😀 between two deltas; the SDK hands each half over as a str with a
+    # lone surrogate, which UTF-8 cannot hold. `feed` raised UnicodeEncodeError, though model
+    # output never raises and `feed_chunk` joins the halves (quirk 41).
+    pieces = ['{"s": "\ud83d', '\ude00!"}']
+    text = "".join(pieces)
     a = Assembler()
-    a.feed(0, name="f", arguments='{"s": "')
-    with pytest.raises(UnicodeEncodeError):
-        a.feed(0, arguments="\ud800")
+    a.feed(0, id="c", name="f", arguments=text[: 7 + cut])
+    a.feed(0, arguments=text[7 + cut :])
+    call = one(a)
+    assert call.error is None and call.value == {"s": "😀!"}
+
+
+def test_a_lone_surrogate_in_a_str_fragment_is_a_call_error_not_an_exception() -> None:
+    a = Assembler()
+    a.feed(0, id="c\udc00", name="f\ud800", arguments='{"s": "')
+    a.feed(0, arguments="\ud800")
     a.feed(0, arguments='ok"}')
-    assert one(a).value == {"s": "ok"}
+    call = one(a)
+    assert call.error is not None and call.error.kind == "lone_surrogate"
+    assert (call.id, call.name) == ("c\ufffd", "f\ufffd")
 
 
 def test_a_dict_value_with_a_lone_surrogate_is_a_call_error() -> None:
