@@ -1115,3 +1115,27 @@ fn fault_14_names_count_and_nothing_grows_past_the_limit() {
     let calls = a.finish().expect("finish");
     assert!(calls[0].name.as_ref().map_or(0, String::len) <= 1_010);
 }
+
+#[test]
+fn fault_05_a_replay_cut_short_says_it_dropped_text() {
+    // The replay stopped inside the call's text (the connection, or the output limit): what
+    // it sent was dropped as the call's own, which the call said only once the replay caught
+    // up. A header repeated with no text after it drops nothing and says nothing.
+    for (first, replay) in [(r#"{"q":"a"}"#, r#"{"q":""#), ("{}", "{")] {
+        let calls = run(&[
+            header(0, "c0", "f"),
+            frag(0, first),
+            header(0, "c0", "f"),
+            frag(0, replay),
+        ]);
+        assert_eq!(summary(&calls), vec![ok("c0", "f", first)]);
+        assert!(
+            calls[0].warnings.contains(&"replay_dropped"),
+            "{replay}: {:?}",
+            calls[0]
+        );
+    }
+    let calls = run(&[header(0, "c0", "f"), frag(0, "{}"), header(0, "c0", "f")]);
+    assert_eq!(summary(&calls), vec![ok("c0", "f", "{}")]);
+    assert!(calls[0].warnings.is_empty(), "{:?}", calls[0]);
+}

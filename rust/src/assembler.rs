@@ -351,6 +351,8 @@ struct Retread {
     /// Otherwise the matched text was a continuation after all (a provider that repeats the
     /// header) and is appended.
     whole: bool,
+    /// Some replayed text was dropped as the call's own: a replay cut short still says so.
+    dropped: bool,
 }
 
 /// Fragments held while two readings of them stay possible (see `Call::held`): appended to the
@@ -1118,7 +1120,11 @@ impl Assembler {
         self.last_key = Some((delta.index, ordinal));
         let registry = self.registry.as_deref();
         if let Some((_, whole)) = replay {
-            self.calls[ordinal].retread = Some(Retread { pos: 0, whole });
+            self.calls[ordinal].retread = Some(Retread {
+                pos: 0,
+                whole,
+                dropped: false,
+            });
             // Deltas under the key go to the call sent again (without a key, the call found
             // by its id may not be the one open there).
             self.open.insert(delta.index, ordinal);
@@ -1219,6 +1225,11 @@ impl Assembler {
             if held.starts_with(text) {
                 if text.len() == held.len() {
                     warn_once(call, warning::REPLAY_DROPPED);
+                } else if !text.is_empty() {
+                    call.retread = Some(Retread {
+                        dropped: true,
+                        ..retread
+                    });
                 }
                 return ordinal;
             }
@@ -1232,6 +1243,7 @@ impl Assembler {
             let rest = held.get(retread.pos..).unwrap_or_default();
             if rest.starts_with(text) {
                 retread.pos += text.len();
+                retread.dropped |= !text.is_empty();
                 let caught_up = retread.pos == held.len();
                 if caught_up && !retread.whole {
                     // The open call goes on from here: its next fragments are new.
@@ -1367,8 +1379,7 @@ impl Assembler {
         self.ends_calls = true;
         let call = self.open_call_mut(ordinal)?;
         call.ended = true;
-        // A replay cut short leaves the call as it was.
-        call.retread = None;
+        end_retread(call);
         // No fragment follows to tell held fragments' two readings apart: they are decided
         // now, as `finish` would decide them, so partial values and progress see them at once.
         // Except when only the resend reading is a whole value: the stream's stop reason, still
@@ -1829,6 +1840,7 @@ impl Assembler {
         let mut out = Vec::with_capacity(calls.len());
         for (ordinal, call) in calls.iter_mut().enumerate() {
             let renamed_id = renamed.get_mut(ordinal).and_then(Option::take);
+            end_retread(call);
             let deferred = defer && deferrable(call, registry.as_deref());
             if !deferred {
                 // Decided before asking whether the call is blank: a fragment held after
@@ -2331,6 +2343,14 @@ fn settle_held(call: &mut Call) {
     } else {
         let end = held.appended.scanner.text().len();
         take_appended(call, *held, end);
+    }
+}
+
+/// Ends a replay of the call, if one is under way: a replay cut short leaves the call as it
+/// was, and says so when it dropped text (the text could also have been a new call cut off).
+fn end_retread(call: &mut Call) {
+    if call.retread.take().is_some_and(|r| r.dropped) {
+        warn_once(call, warning::REPLAY_DROPPED);
     }
 }
 
