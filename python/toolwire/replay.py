@@ -1,6 +1,8 @@
 """Replay a corpus of recorded streams and failed calls, and report what each one became.
 
-A corpus is a set of files (directories are searched for `*.jsonl` and `*.sse`):
+A corpus is a set of files. A directory stands for the `*.jsonl` and `*.sse` files under it, at
+any depth; a symbolic link to a directory is not followed (it could lead out of the tree, or
+around it forever), a symbolic link to a file is read.
 
 * **`.sse`**: one raw SSE body as captured from the wire (any of the three wire formats). An SSE
   comment line `: toolwire {...}` may carry the entry's header (`id`, `note`, `expect`); SSE
@@ -516,6 +518,7 @@ def _load_sse(data: bytes, source: str, fmt: FormatName, keys: _KeyMaker) -> Ent
 
 def _files(path: Path) -> list[Path]:
     if path.is_dir():
+        # `**` never enters a symbolic link to a directory (a loop, or a way out of the tree).
         found = [p for p in path.rglob("*") if p.suffix in (".jsonl", ".sse") and p.is_file()]
         return sorted(found)
     return [path]
@@ -525,7 +528,8 @@ def load_corpus(paths: Iterable[str | Path], *, fmt: FormatName = "auto") -> lis
     """Read corpus files and directories into entries, in file then line order.
 
     Args:
-        paths: Files or directories (searched recursively for `*.jsonl` and `*.sse`).
+        paths: Files or directories (searched at any depth for `*.jsonl` and `*.sse`;
+            symbolic links to directories are not followed).
         fmt: The default format for entries that do not name one.
 
     Returns:
