@@ -8,8 +8,8 @@ Subcommands:
   [--baseline REPORT]`: replay recorded streams and failed calls through the assembler, the
   pre-check and validation.
 * `toolwire record OUT [--tools module:toolset]`: record a raw SSE body read from stdin.
-* `toolwire inspect FILE`: show a recorded stream call by call, with where each error became
-  certain.
+* `toolwire inspect CORPUS`: show the entries of a corpus file (or of the corpus files under a
+  directory, as `replay` reads it) call by call, with where each error became certain.
 
 Exit status: 0 when every case is as expected (with `--baseline`: when nothing newly fails),
 1 when a case fails (with `--baseline`: when a case newly fails), 2 on bad usage or an unreadable
@@ -110,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--tee", action="store_true", help="copy stdin to stdout as it is read")
 
     ins = sub.add_parser("inspect", help="show a recorded stream call by call")
-    ins.add_argument("file", help="a corpus file (.sse or .jsonl)")
+    ins.add_argument("file", help="a corpus file (.sse or .jsonl) or a directory of them")
     _add_tools(ins)
     _add_format(ins)
     ins.add_argument("--entry", metavar="ID", help="only the entry with this id")
@@ -191,13 +191,7 @@ def _replay(args: argparse.Namespace, out: Console) -> int:
             "outcome it must get.\n"
         )
     else:
-        missing = [p for p in corpus if not Path(p).exists()]
-        if missing:
-            raise _UsageError(f"no such file or directory: {', '.join(missing)}")
-        entries = load_corpus(corpus, fmt=fmt)
-        if not entries:
-            # A run over nothing would pass: a wrong path in CI must not look like success.
-            raise _UsageError(f"no corpus entries in {', '.join(corpus)} (*.jsonl, *.sse)")
+        entries = _load(corpus, fmt)
     baseline = _read_baseline(getattr(args, "baseline", None))
     show_bar = (
         out.is_terminal
@@ -233,6 +227,18 @@ def _replay(args: argparse.Namespace, out: Console) -> int:
     if diff is not None:
         return 1 if diff.newly_failing else 0
     return 0 if report.ok else 1
+
+
+def _load(corpus: list[str], fmt: FormatName) -> list[Entry]:
+    """The entries of the corpus files and directories named on the command line."""
+    missing = [p for p in corpus if not Path(p).exists()]
+    if missing:
+        raise _UsageError(f"no such file or directory: {', '.join(missing)}")
+    entries = load_corpus(corpus, fmt=fmt)
+    if not entries:
+        # A run over nothing would pass: a wrong path in CI must not look like success.
+        raise _UsageError(f"no corpus entries in {', '.join(corpus)} (*.jsonl, *.sse)")
+    return entries
 
 
 def _read_baseline(path: str | None) -> dict[str, Any] | None:
@@ -451,10 +457,7 @@ def escape(text: str) -> str:
 
 
 def _inspect(args: argparse.Namespace, out: Console) -> int:
-    path = Path(args.file)
-    if not path.exists():
-        raise _UsageError(f"no such file: {args.file}")
-    entries = load_corpus([path], fmt=cast("FormatName", args.format))
+    entries = _load([args.file], cast("FormatName", args.format))
     if args.entry is not None:
         # The key is `<source>:<id>`, and an id may hold colons itself.
         entries = [e for e in entries if entry_ident(e) == args.entry]

@@ -1,10 +1,16 @@
 """Replay a corpus of recorded streams and failed calls, and report what each one became.
 
-A corpus is a set of files (directories are searched for `*.jsonl` and `*.sse`):
+A corpus is a set of files. A directory stands for the `*.jsonl` and `*.sse` files under it, at
+any depth; a symbolic link to a directory is not followed (it could lead out of the tree, or
+around it forever), a symbolic link to a file is read.
 
-* **`.sse`**: one raw SSE body as captured from the wire (any of the three wire formats). An SSE
+* **`.sse`**: one raw SSE body as captured from the wire (any of the four wire formats). An SSE
   comment line `: toolwire {...}` may carry the entry's header (`id`, `note`, `expect`); SSE
-  parsers ignore comments, so the file stays a valid capture.
+  parsers ignore comments, so the file stays a valid capture. A file in which the raw path
+  finds no event of a wire format it knows (nor a provider's error event, nor an event it had
+  to skip as malformed or too large) is a corpus error, not an entry of no calls that passes:
+  an empty file, only comments, random bytes, a file of another kind. One whose header says
+  the connection broke off (`interrupted`) may hold no event.
 * **`.jsonl`**: one JSON object per line. A line with a `"toolwire"` key is a corpus record:
 
   - `{"toolwire": "stream", ...}` starts a stream entry. It holds its chunks inline
@@ -510,12 +516,40 @@ def _load_sse(data: bytes, source: str, fmt: FormatName, keys: _KeyMaker) -> Ent
             break
     header.pop("chunks", None)
     header.pop("body", None)
+    if not header.get("interrupted"):
+        _check_events(data, source)
     # The exact bytes: a capture may hold invalid UTF-8 on purpose.
     return _entry_from_record(header, [], source=source, line=1, fmt=fmt, keys=keys, raw_body=data)
 
 
+def _check_events(data: bytes, source: str) -> None:
+    """Raises CorpusError when the raw path reads no event from `data`: none of a wire format it
+    knows, no provider error event, and none it framed but had to skip (malformed, too large;
+    a case fails on such an event, as on any stream that lost one). Replayed, such a file
+    would be an entry of no calls that passes, whatever it holds: random bytes, a file of
+    another kind, only comments, nothing at all."""
+    asm = Assembler()
+    asm.feed_sse(data)
+    asm.finish()
+    errors = asm.stream_errors()
+    if (
+        asm.format is not None
+        or len(asm)
+        or any(kind == "provider_error" or kind in _UNREAD_EVENTS for kind, _, _ in errors)
+    ):
+        return
+    problems = [message for _, _, message in errors[:1]]
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problems.append(f"not UTF-8: {exc}")
+    detail = f" ({'; '.join(problems)})" if problems else ""
+    raise CorpusError(f"{source}: no SSE event of a known wire format could be read{detail}")
+
+
 def _files(path: Path) -> list[Path]:
     if path.is_dir():
+        # `**` never enters a symbolic link to a directory (a loop, or a way out of the tree).
         found = [p for p in path.rglob("*") if p.suffix in (".jsonl", ".sse") and p.is_file()]
         return sorted(found)
     return [path]
@@ -525,7 +559,8 @@ def load_corpus(paths: Iterable[str | Path], *, fmt: FormatName = "auto") -> lis
     """Read corpus files and directories into entries, in file then line order.
 
     Args:
-        paths: Files or directories (searched recursively for `*.jsonl` and `*.sse`).
+        paths: Files or directories (searched at any depth for `*.jsonl` and `*.sse`;
+            symbolic links to directories are not followed).
         fmt: The default format for entries that do not name one.
 
     Returns:

@@ -217,3 +217,41 @@ def test_a_note_holding_a_lone_surrogate_is_printed_escaped(tmp_path: Path) -> N
     assert b"Traceback" not in done.stderr
     assert b"bad \\ud800 note" in done.stdout
     assert b"expected tool '\\\\udc80'" in done.stdout
+
+
+@pytest.mark.parametrize("name", ["empty.jsonl", "blank.jsonl", "dir"])
+def test_inspect_of_input_without_entries_is_an_error_as_for_replay(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Nothing shown and exit 0 would read as "every entry as expected": a wrong path in CI.
+    (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
+    (tmp_path / "blank.jsonl").write_text("\n \n\n", encoding="utf-8")
+    (tmp_path / "dir").mkdir()
+    target = str(tmp_path / name)
+    for command in ("inspect", "replay"):
+        assert main([command, target]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert (
+            captured.err.strip()
+            == f"toolwire: error: no corpus entries in {target} (*.jsonl, *.sse)"
+        )
+
+
+def test_inspect_reads_a_directory_as_replay_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "deep").mkdir(parents=True)
+    write_jsonl(corpus / "deep" / "a.jsonl", [chat_call(0, "{}", id="c1", name="x")])
+    (corpus / "notes.txt").write_text("not a corpus file\n", encoding="utf-8")
+    # A link to a directory is not entered: it may lead out of the tree, or round it forever.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write_jsonl(outside / "b.jsonl", [chat_call(0, '{"a": 1', id="c2", name="y")])
+    (corpus / "link").symlink_to(outside, target_is_directory=True)
+    (corpus / "loop").symlink_to(corpus, target_is_directory=True)
+    assert main(["inspect", str(corpus)]) == 0
+    out = capsys.readouterr().out
+    assert "a.jsonl:a (1 chunks, 1 calls): as expected" in out
+    assert "b.jsonl" not in out and out.count("a.jsonl:a") == 1

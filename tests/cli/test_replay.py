@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -273,6 +274,55 @@ def test_a_corpus_without_entries_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
     assert main(["replay", str(tmp_path / "empty.jsonl")]) == 2
     assert main(["replay", str(tmp_path)]) == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        # What a `.sse` name on random bytes gave: "raw SSE, 0 calls: as expected".
+        (random.Random(7).randbytes(300), "not UTF-8: 'utf-8' codec can't decode"),
+        (b"", ""),
+        (b"\n\n\n", ""),
+        (b': a comment\n\n: toolwire {"id": "x"}\n\n', ""),
+        (b"just some text\n", ""),
+        (b'data: {"not": "a chunk of any wire format"}\n\n', "(unknown event)"),
+        (b"data: [DONE]\n\n", ""),
+        (b"data: " + json.dumps(chat_call(0, "{}", id="c", name="x")).encode(), "inside an event"),
+    ],
+    ids=["random", "empty", "blank", "comments", "text", "unknown", "done", "cut"],
+)
+def test_an_sse_file_in_which_no_event_can_be_read_is_a_corpus_error(
+    tmp_path: Path, body: bytes, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "x.sse"
+    path.write_bytes(body)
+    for command in ("replay", "inspect"):
+        assert main([command, str(path)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        head = f"toolwire: error: {path}: no SSE event of a known wire format could be read"
+        assert captured.err.startswith(head) and says in captured.err
+
+
+def test_an_sse_file_of_events_loads_whatever_else_it_holds(tmp_path: Path) -> None:
+    event = json.dumps(chat_call(0, '{"order_id": "ORD-1"}', id="a", name="lookup_order"))
+    bodies = {
+        # Only a provider's error event: the stream failed before anything else came.
+        "error": b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", '
+        b'"message": "Overloaded"}}\n\n',
+        # An event that is not UTF-8 is the capture's own defect: read, reported, failed on.
+        "broken": b"data: " + event.encode().replace(b"ORD-1", b"ORD-\xff") + b"\n\n",
+        # The recorded connection broke off inside its first event.
+        "cut": b': toolwire {"interrupted": "ReadTimeout"}\n\ndata: ' + event.encode()[:30],
+    }
+    for name, body in bodies.items():
+        (tmp_path / f"{name}.sse").write_bytes(body)
+    reasons = {
+        case.entry.key.rsplit(":", 1)[1]: case.reason
+        for case in replay(load_corpus([tmp_path]), demo_toolset()).cases
+    }
+    assert reasons.keys() == {"error", "broken", "cut"}
+    assert (reasons["broken"] or "").startswith("event 1 could not be read (malformed_event")
 
 
 def test_sse_files_and_fragments(tmp_path: Path) -> None:
