@@ -56,6 +56,11 @@ def _replace(text: str | None) -> str | None:
     return _LONE.sub("\ufffd", _join_pairs(text))
 
 
+def _surrogate_in(text: object) -> bool:
+    """Whether `text` is a `str` holding a surrogate code point (`isascii` is a flag read)."""
+    return isinstance(text, str) and not text.isascii() and _LONE.search(text) is not None
+
+
 def _is_high(char: str) -> bool:
     return "\ud800" <= char <= "\udbff"
 
@@ -113,16 +118,14 @@ class Utf16:
     ) -> int:
         """`sink.feed` with surrogate halves joined or escaped; returns the call's ordinal.
 
-        The usual delta goes straight to the core; the repair starts only when the core refuses
-        it (`UnicodeEncodeError`, raised before any state changed) or while a half is held.
+        The usual delta goes straight to the core; the repair starts only when a text holds a
+        surrogate or while a half is held. The core would take a surrogate too, as its JSON
+        escape, but the repair writes a pair whole, as the raw SSE path does.
         """
-        if not (self.held and isinstance(arguments, str) and index in self.held):
-            try:
-                return sink.feed(
-                    index, id=id, name=name, arguments=arguments, type=type, start=start
-                )
-            except UnicodeEncodeError:
-                pass
+        if not (self.held and isinstance(arguments, str) and index in self.held) and not (
+            _surrogate_in(arguments) or _surrogate_in(id) or _surrogate_in(name)
+        ):
+            return sink.feed(index, id=id, name=name, arguments=arguments, type=type, start=start)
         id, name = _replace(id), _replace(name)
         if isinstance(arguments, str):
             half, before = self._take(sink, index)
