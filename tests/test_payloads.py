@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from toolwire import Assembler, ToolCall
+from toolwire import Assembler, ExecutionResult, Executor, MisuseError, ToolCall
+from toolwire.execution import Call as Run
 from toolwire.payloads import MESSAGES, STYLES, Style, call_id_for, text, tool_messages
 from toolwire.toolset import Toolset
 from toolwire.validation import BusinessRuleError, Outcome
@@ -345,3 +346,70 @@ def test_a_repeated_key_is_named_in_the_payload(arguments: str, path: str) -> No
 def test_a_text_result_replaces_each_lone_surrogate_once(text: str, sent: str) -> None:
     (message,) = tool_messages(calls(("call_a", "lookup", "{}")), [text])
     assert content_of(message) == sent
+
+
+# ---------------------------------------------------------------------------------------------
+# tool_messages: which entry answers which call
+
+
+def _executed(*specs: tuple[str, Any]) -> list[Any]:
+    """`ExecutionResult`s of calls `(call_id, tool function)`, each carrying its call id."""
+    tools = {f"t{i}": fn for i, (_, fn) in enumerate(specs)}
+    ex = Executor(tools, breaker=False)
+    return [ex.execute(Run(f"t{i}", call_id, {})) for i, (call_id, _) in enumerate(specs)]
+
+
+def _fail(args: Any) -> Any:
+    raise RuntimeError("boom")
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_results_in_completion_order_answer_their_own_calls(style: Style) -> None:
+    # Results gathered as they completed were paired by position: a failed delete was
+    # reported to the model as the other call's success.
+    made = calls(("call_A", "get_balance", "{}"), ("call_B", "delete_account", "{}"))
+    ok, failed = _executed(("call_A", lambda args: {"balance": 100}), ("call_B", _fail))
+    for entries in ([failed, ok], {"call_B": failed, "call_A": ok}):
+        messages = tool_messages(made, entries, style=style)
+        assert [id_of(m) for m in messages] == ["call_A", "call_B"]
+        assert json.loads(content_of(messages[0])) == ok.to_payload()
+        assert json.loads(content_of(messages[1]))["ok"] is False
+    outcomes = TOOLS.validate_all(calls(("call_A", "lookup", "{}"), ("call_B", "lookup", "1")))
+    messages = tool_messages(made, [outcomes[1], outcomes[0]], style=style)
+    assert [json.loads(content_of(m))["error_type"] for m in messages] == [
+        outcomes[0].error_type,
+        outcomes[1].error_type,
+    ]
+
+
+def test_results_that_name_no_call_or_the_wrong_one_are_refused() -> None:
+    made = calls(("call_A", "get_balance", "{}"), ("call_B", "delete_account", "{}"))
+    ok, failed = _executed(("call_A", lambda args: {"balance": 100}), ("call_B", _fail))
+    with pytest.raises(MisuseError, match="call_B"):
+        tool_messages(made[:1], [ok, failed])  # a result for a call not given
+    with pytest.raises(MisuseError, match="call_B"):
+        tool_messages(made, {"call_A": failed, "call_B": ok})  # keyed to the wrong ids
+    with pytest.raises(MisuseError, match="no call"):
+        tool_messages(made, ["a", "b", "c"])  # more plain results than calls
+    with pytest.raises(MisuseError, match="no call"):
+        tool_messages(made, {"call_A": "a", "call_Z": "z"})
+    with pytest.raises(MisuseError, match="two entries"):
+        tool_messages(made, [ok, ok])
+    with pytest.raises(MisuseError, match="two entries"):
+        tool_messages(made, ["plain", ok])  # position 0 and call_A's own id: one is dropped
+    with pytest.raises(MisuseError, match="two entries"):
+        tool_messages(made, {"call_A": "a", 0: "b"})
+
+
+def test_results_without_their_own_id_keep_their_positions() -> None:
+    # Calls without an id (answered as `toolwire_<ordinal>`) and a renamed duplicate id.
+    made = calls((None, "lookup", "{}"), ("x", "lookup", "{}"), ("x", "lookup", "{}"))
+    renamed = call_id_for(made[2])
+    assert renamed != "x"
+    ok, later = _executed(("x", lambda args: 1), (renamed, lambda args: 2))
+    anonymous = ExecutionResult(call_id=None, tool="lookup", state="ok", value=0)
+    messages = tool_messages(made, [anonymous, later, ok])
+    assert [id_of(m) for m in messages] == [call_id_for(made[0]), "x", renamed]
+    assert [json.loads(content_of(m))["result"] for m in messages] == [0, 1, 2]
+    by_synthetic_id = tool_messages(made, {call_id_for(made[0]): "first"})
+    assert content_of(by_synthetic_id[0]) == "first"

@@ -796,41 +796,44 @@ def tool_messages(
     error; anything else is the tool's result. A call with no entry gets an explicit "no result"
     error.
 
+    An entry that names its call (an `ExecutionResult` or an `Outcome` with a `call_id`)
+    answers that call wherever it stands in a sequence, so results gathered in completion
+    order reach the right calls; under a mapping key its id must be the key's call's.
+    Entries without an id are matched by position (or key). No entry is ever dropped for
+    matching no call: that, two entries for one call, or an id that contradicts its key
+    raises `MisuseError`.
+
     Calls that share an id are answered once, by the first of them with an entry (the provider
     accepts one result per id). A call without an id is answered as `toolwire_<ordinal>`.
 
     Args:
         calls: The completed calls, in the order the model made them.
         outcomes_or_results: Entries keyed by call id or ordinal, or a sequence aligned with
-            `calls` (shorter means missing).
+            `calls` (shorter means missing) whose entries that carry a call id may stand in
+            any order.
         style: The provider message shape.
         lang: Language for generated errors.
         attempt: The attempt number written into error payloads.
 
     Returns:
         The messages, one per distinct call id.
+
+    Raises:
+        MisuseError: An entry matches no call, two entries answer one call, or an entry's own
+            call id is not the call its key or position gives it.
     """
     from toolwire.execution.executor import ExecutionResult
     from toolwire.validation import BusinessRuleError, Outcome
 
-    def entry_for(position: int, call: _CallLike) -> tuple[bool, object]:
-        if isinstance(outcomes_or_results, Mapping):
-            table = cast(Mapping[object, object], outcomes_or_results)
-            for key in (call.id, call_id_for(call), call.ordinal):
-                if key is not None and key in table:
-                    return True, table[key]
-            return False, None
-        if position < len(outcomes_or_results):
-            return True, outcomes_or_results[position]
-        return False, None
-
+    entries = _entries_by_call(calls, outcomes_or_results)
     answered: dict[str, dict[str, Any]] = {}
     missing: dict[str, bool] = {}
-    for position, call in enumerate(calls):
+    for index, call in enumerate(calls):
         call_id = call_id_for(call)
         if call_id in answered and not missing[call_id]:
             continue
-        found, entry = entry_for(position, call)
+        found = index in entries
+        entry = entries.get(index)
         if call_id in answered and not found:
             continue
         tool = call.name or ""
@@ -859,3 +862,77 @@ def tool_messages(
         answered[call_id] = message_for(style, call_id, outcome, attempt=attempt)
         missing[call_id] = not found
     return list(answered.values())
+
+
+def _own_call_id(entry: object) -> str | None:
+    """The call id an entry carries itself (an `ExecutionResult`'s or an `Outcome`'s), if any."""
+    from toolwire.execution.executor import ExecutionResult
+    from toolwire.validation import Outcome
+
+    if isinstance(entry, (ExecutionResult, Outcome)):
+        return entry.call_id or None
+    return None
+
+
+def _entries_by_call(
+    calls: Sequence[_CallLike], given: Mapping[str | int, object] | Sequence[object]
+) -> dict[int, object]:
+    """Each call's entry, by the call's index in `calls`; raises `MisuseError` rather than
+    leave an entry unused or give a call a result that says it belongs to another."""
+    from toolwire._core import MisuseError
+
+    entries: dict[int, object] = {}
+    if isinstance(given, Mapping):
+        table = cast(Mapping[object, object], given)
+        used: set[object] = set()
+        for index, call in enumerate(calls):
+            keys = [
+                key
+                for key in dict.fromkeys((call.id, call_id_for(call), call.ordinal))
+                if key is not None and key in table
+            ]
+            if not keys:
+                continue
+            if len(keys) > 1:
+                raise MisuseError(
+                    f"two entries answer call {call_id_for(call)!r}: keys {keys[0]!r} and "
+                    f"{keys[1]!r}"
+                )
+            entry = table[keys[0]]
+            own = _own_call_id(entry)
+            if own is not None and own != call_id_for(call):
+                raise MisuseError(
+                    f"the entry under key {keys[0]!r} is the result of call {own!r}, "
+                    f"not of call {call_id_for(call)!r}"
+                )
+            entries[index] = entry
+            used.add(keys[0])
+        unused = [key for key in table if key not in used]
+        if unused:
+            raise MisuseError(f"entries match no call: keys {unused!r}")
+        return entries
+    # Entries that name their call go where they belong (results are often gathered in the
+    # order they completed); the others keep their positions, which are claimed first so
+    # that an id never takes a slot a positional entry was meant for.
+    by_id: dict[str, list[int]] = {}
+    for index, call in enumerate(calls):
+        by_id.setdefault(call_id_for(call), []).append(index)
+    named: list[tuple[str, object]] = []
+    for position, entry in enumerate(given):
+        own = _own_call_id(entry)
+        if own is not None:
+            named.append((own, entry))
+        elif position >= len(calls):
+            raise MisuseError(
+                f"{len(given)} entries for {len(calls)} calls: entry {position} matches no call"
+            )
+        else:
+            entries[position] = entry
+    for own, entry in named:
+        if own not in by_id:
+            raise MisuseError(f"the result of call {own!r} matches none of the calls")
+        free = [index for index in by_id[own] if index not in entries]
+        if not free:
+            raise MisuseError(f"two entries answer call {own!r}")
+        entries[free[0]] = entry
+    return entries
