@@ -413,3 +413,23 @@ def test_results_without_their_own_id_keep_their_positions() -> None:
     assert [json.loads(content_of(m))["result"] for m in messages] == [0, 1, 2]
     by_synthetic_id = tool_messages(made, {call_id_for(made[0]): "first"})
     assert content_of(by_synthetic_id[0]) == "first"
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"when": __import__("datetime").date(2024, 3, 5), "total": Decimal("19.99")},
+        Lookup(order_id=3),
+        {"ids": (1, 2), "tags": frozenset({"a"})},
+        __import__("uuid").UUID(int=7),
+        bytearray(b"ab"),
+    ],
+    ids=["date-decimal", "model", "tuple-set", "uuid", "bytearray"],
+)
+def test_the_documented_conversions_are_sent_alike_by_executor_and_tool_messages(
+    result: object,
+) -> None:
+    executed = Executor({"t": lambda args: result}, breaker=False).execute(Run("t", "c", {}))
+    assert executed.ok
+    (message,) = tool_messages(calls(("c", "t", "{}")), [result])
+    assert json.loads(message["content"]) == executed.value

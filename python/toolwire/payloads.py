@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
@@ -31,7 +33,9 @@ __all__ = [
     "error_content",
     "failure_content",
     "finite_json",
+    "jsonable_result",
     "message_for",
+    "no_json_form",
     "result_content",
     "text",
     "tool_messages",
@@ -644,12 +648,69 @@ def finite_json(value: Any) -> Any:
     return value
 
 
+def no_json_form(value: Any) -> Any:
+    """pydantic-core's fallback for a tool result: a value it has no JSON form for is refused.
+
+    Writing such a value as its `str` or `repr` would send the model whatever that text holds (a
+    client's connection URL with its password, a memory address) as if the tool had returned
+    it, so the call is answered with `invalid_result` instead. A `LosslessFloat` is written as
+    its exact text, as it always was.
+
+    Raises:
+        TypeError: For every value but a `LosslessFloat`.
+    """
+    from toolwire._core import LosslessFloat
+
+    if isinstance(value, LosslessFloat):
+        return str(value)
+    raise TypeError(f"a {type(value).__name__} has no JSON form")
+
+
+def jsonable_result(result: object, *, fallback: Callable[[Any], Any] = no_json_form) -> Any:
+    """A tool result as JSON-compatible data, checked to be writable as JSON text.
+
+    The conversions are pydantic-core's: models and dataclasses become objects, tuples, sets
+    and generators arrays, `datetime`s, `Decimal`, `UUID`, enums, paths and IP addresses their
+    text or value, UTF-8 `bytes` text; NaN and infinite floats (JSON has none) become null.
+    Anything else is handed to `fallback`, which by default refuses it.
+
+    Args:
+        result: What the tool returned.
+        fallback: Called for a value pydantic-core does not know; returns its stand-in.
+
+    Returns:
+        Plain data that `json.dumps(..., allow_nan=False)` writes.
+
+    Raises:
+        ValueError: (or another `Exception`) The value cannot be written: a value with no JSON
+            form, a reference cycle, bytes that are not UTF-8, an integer past CPython's digit
+            limit...
+    """
+
+    def leaf(value: Any) -> Any:
+        return pydantic_core.to_jsonable_python(value, fallback=fallback)
+
+    try:
+        plain = leaf(result)
+    except UnicodeEncodeError:
+        # pydantic-core refuses a lone surrogate in a key (a file name decoded with
+        # `surrogateescape`); the standard encoder escapes it, and it reads back the same.
+        plain = json.loads(compact_json(result, default=leaf))
+    try:
+        json.dumps(plain, allow_nan=False)
+    except ValueError:
+        plain = finite_json(plain)
+        json.dumps(plain, allow_nan=False)  # what is still unwritable raises here
+    return plain
+
+
 def result_content(result: object) -> str:
     """The payload text for a successful tool result.
 
     A string is sent as it is (most tools return text), a lone surrogate replaced with U+FFFD;
     anything else is sent as compact JSON through pydantic-core, so models, dataclasses,
-    `Decimal` and `datetime` all serialise. NaN and infinite floats are written as null.
+    `Decimal` and `datetime` all serialise (`jsonable_result` lists the conversions). NaN and
+    infinite floats are written as null.
 
     Args:
         result: What the tool returned.
@@ -658,21 +719,28 @@ def result_content(result: object) -> str:
         The payload text.
 
     Raises:
-        ValueError: The value cannot be written as JSON (a cycle; `tool_messages` answers the
-            call with an `invalid_result` error then).
+        ValueError: (or another `Exception`) The value cannot be written as JSON (a cycle, an
+            object with no JSON form, an integer past the interpreter's digit limit;
+            `tool_messages` answers the call with an `invalid_result` error then, as the
+            executor does).
     """
     if isinstance(result, str):
         return sendable_text(result)
     try:
-        text = pydantic_core.to_json(result, fallback=str)
+        text = pydantic_core.to_json(result, fallback=no_json_form)
     except Exception:
         # pydantic-core refuses a lone surrogate; the standard encoder escapes it. Anything
-        # it cannot write either (a cycle, a `__str__` that raises) is raised to the caller.
-        plain = finite_json(pydantic_core.to_jsonable_python(result, fallback=str))
-        return compact_json(plain)
+        # it cannot write either is raised to the caller.
+        return compact_json(jsonable_result(result))
     if b"NaN" in text or b"Infinity" in text:  # rare; may also be inside a string
-        plain = finite_json(pydantic_core.to_jsonable_python(result, fallback=str))
-        return compact_json(plain)
+        return compact_json(jsonable_result(result))
+    # pydantic-core writes an integer of any length, which Python's own reader (and the
+    # executor, which writes with `json`) refuses past the interpreter's digit limit: such a
+    # result is answered as the executor answers it. A long digit run in a string costs only
+    # the slower path.
+    limit = sys.get_int_max_str_digits()
+    if limit and re.search(rb"\d{%d}" % (limit + 1), text):
+        return compact_json(jsonable_result(result))
     return text.decode()
 
 

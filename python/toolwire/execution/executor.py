@@ -28,7 +28,9 @@ Design notes:
   cancellation lands; once the tool has run, the cancellation is raised only after its outcome
   was saved.
 - The tool result is stored and returned in its JSON-compatible form
-  (``pydantic_core.to_jsonable_python``), so a first execution and a replay look the same.
+  (``toolwire.payloads.jsonable_result``), so a first execution and a replay look the same. A
+  value with no JSON form (a client object, a function) is an ``invalid_result``, never its
+  ``repr``, which could hold anything (a connection URL with its password).
 """
 
 from __future__ import annotations
@@ -52,7 +54,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, SecretBytes, SecretStr
-from pydantic_core import to_jsonable_python
 from tenacity import AsyncRetrying, RetryCallState, Retrying, TryAgain, stop_after_attempt
 
 from toolwire.coercion import pointer
@@ -83,12 +84,11 @@ from toolwire.execution.ledger import (
     LedgerRecord,
     MemoryLedger,
     StalePolicy,
-    dumps_compact,
 )
 from toolwire.execution.ledger_sqlite import SqliteLedger
 from toolwire.execution.observe import ExecutionRecord, FinalState, Observer, SpanLike
 from toolwire.execution.retry import RetryPolicy, RetryVerdict, StopReason, decide_retry
-from toolwire.payloads import MESSAGES, Lang, compact_json, finite_json, text
+from toolwire.payloads import MESSAGES, Lang, compact_json, jsonable_result, text
 from toolwire.validation import (
     Redactor,
     secret_text,
@@ -470,28 +470,19 @@ def _safe_repr(value: Any) -> str:
         return f"<{type(value).__name__}>"
 
 
-def _jsonable(value: Any) -> Any:
-    """The JSON-compatible form of a tool result, checked to be writable as JSON text.
+def _jsonable(value: Any, *, lenient: bool = False) -> Any:
+    """The JSON-compatible form of a tool result (`jsonable_result`), checked to be writable
+    as JSON text; `lenient` writes a value with no JSON form as its `repr` (for error details,
+    which are the executor's own, never for what a tool returned).
 
     Raises:
-        ValueError: (or another ``Exception``) if the value cannot be written: a reference
-            cycle, bytes that are not UTF-8, an integer past CPython's digit limit...
+        ValueError: (or another ``Exception``) if the value cannot be written: a value with no
+            JSON form, a reference cycle, bytes that are not UTF-8, an integer past CPython's
+            digit limit...
     """
-    try:
-        result = to_jsonable_python(value, fallback=_safe_repr)
-    except UnicodeEncodeError:
-        # pydantic-core refuses a lone surrogate in a key (a file name decoded with
-        # `surrogateescape`); the standard encoder escapes it, and it reads back the same.
-        result = json.loads(compact_json(value, default=_safe_repr))
-    # The receipt and the model-facing payload are both written with ``json.dumps``, which
-    # would write NaN and infinities as ``NaN``/``Infinity``: not JSON. They become null; any
-    # other unwritable value fails the second dump.
-    try:
-        json.dumps(result, allow_nan=False, default=str)
-    except ValueError:
-        result = finite_json(result)
-        dumps_compact(result)
-    return result
+    if lenient:
+        return jsonable_result(value, fallback=_safe_repr)
+    return jsonable_result(value)
 
 
 class Executor:
@@ -1991,7 +1982,7 @@ def _error_entry(error: Any) -> Any:
     else:
         value = cast(Any, error)
     try:
-        return _jsonable(value)
+        return _jsonable(value, lenient=True)
     except Exception:
         return _safe_repr(value)[:_MESSAGE_LIMIT]
 
