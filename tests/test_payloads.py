@@ -433,3 +433,62 @@ def test_the_documented_conversions_are_sent_alike_by_executor_and_tool_messages
     assert executed.ok
     (message,) = tool_messages(calls(("c", "t", "{}")), [result])
     assert json.loads(message["content"]) == executed.value
+
+
+# ---------------------------------------------------------------------------------------------
+# tool_messages: the cap on a result's size
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_result_past_the_cap_is_replaced_by_an_error_that_gives_its_size(style: Style) -> None:
+    # An unpaginated dump went into the message whole (15 MB for two million numbers), which
+    # the provider then refuses, or which fills the model's context.
+    from toolwire.payloads import MAX_RESULT_CHARS
+
+    made = calls(("call_a", "dump", "{}"), ("call_b", "dump", "{}"), ("call_c", "dump", "{}"))
+    huge = list(range(200_000))
+    text_at_cap = "x" * MAX_RESULT_CHARS
+    messages = tool_messages(made, [huge, "y" * (MAX_RESULT_CHARS + 1), text_at_cap], style=style)
+    size = len(json.dumps(huge, separators=(",", ":")))
+    for message, shown in zip(messages[:2], (size, MAX_RESULT_CHARS + 1), strict=True):
+        assert len(content_of(message)) < 1_000
+        body = json.loads(content_of(message))
+        assert body["error_type"] == "result_too_large" and body["retryable"] is True
+        assert f"{shown} characters" in body["message"] and str(MAX_RESULT_CHARS) in body["message"]
+        if style == "anthropic":
+            assert message["is_error"] is True
+    assert content_of(messages[2]) == text_at_cap
+    (small_cap,) = tool_messages(made[:1], [{"rows": [1, 2, 3]}], max_result_chars=10)
+    assert json.loads(content_of(small_cap))["error_type"] == "result_too_large"
+    (uncapped,) = tool_messages(made[:1], [huge], style=style, max_result_chars=None)
+    assert json.loads(content_of(uncapped)) == huge
+    (lookup,) = calls(("call_a", "lookup", '{"order_id": 1}'))
+    (expected,) = tool_messages([lookup], [huge], style=style)
+    assert TOOLS.validate(lookup).to_message(lookup, style, result=huge) == expected
+    with pytest.raises(ValueError, match="max_result_chars"):
+        tool_messages(made, [], max_result_chars=0)
+
+
+def test_an_execution_result_past_the_cap_tells_the_model_what_happened() -> None:
+    from toolwire.execution import ToolSpec
+
+    def dump(args: Any) -> list[int]:
+        return list(range(200_000))
+
+    ex = Executor({"dump": dump, "write": ToolSpec(dump, side_effects=True)}, breaker=False)
+    read, write = ex.execute_all([Run("dump", "call_a", {}), Run("write", "call_b", {})])
+    assert read.ok and write.ok and read.value == dump({})  # the program keeps the whole value
+    full = len(json.dumps(read.to_payload(), separators=(",", ":")))
+    for result, retryable in ((read, True), (write, False)):
+        body = json.loads(result.content())
+        assert body["ok"] is False and body["state"] == "ok"
+        error = body["error"]
+        assert error["type"] == "result_too_large" and error["retryable"] is retryable
+        assert (error["size"], error["limit"]) == (full, 100_000)
+    assert json.loads(read.content(max_result_chars=None)) == read.to_payload()
+    made = calls(("call_a", "dump", "{}"), ("call_b", "write", "{}"))
+    messages = tool_messages(made, [read, write], style="anthropic")
+    assert [m["is_error"] for m in messages] == [True, True]
+    assert [m["content"] for m in messages] == [read.content(), write.content()]
+    loose = tool_messages(made, [read, write], max_result_chars=2_000_000)
+    assert json.loads(loose[0]["content"]) == read.to_payload()

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from toolwire.validation import Outcome
 
 __all__ = [
+    "MAX_RESULT_CHARS",
     "MESSAGES",
     "Lang",
     "Style",
@@ -38,6 +39,7 @@ __all__ = [
     "no_json_form",
     "result_content",
     "text",
+    "too_large_content",
     "tool_messages",
     "wrap_message",
 ]
@@ -48,6 +50,13 @@ Lang = Literal["en", "zh"]
 """The language of model-facing text."""
 
 STYLES: tuple[Style, ...] = ("openai-chat", "openai-responses", "anthropic")
+
+MAX_RESULT_CHARS = 100_000
+"""The default cap on a tool result's message content, in characters (about 25,000 tokens).
+
+A result past it is not sent: its call is answered with a `result_too_large` error that gives
+the size and the cap, since a result of megabytes (an unpaginated query) would make the next
+request fail at the provider or fill the model's context."""
 
 MESSAGES: dict[str, dict[str, str]] = {
     # Value descriptions (FieldError.expected).
@@ -357,6 +366,17 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "The tool ran but returned a value that cannot be sent as JSON.",
         "zh": "工具已运行，但返回的值无法作为 JSON 发送。",
     },
+    "msg.result_too_large": {
+        "en": "The tool ran, but its result is {size} characters long, more than the {limit} "
+        "that can be sent, so it is not shown.",
+        "zh": "工具已运行，但其结果长 {size} 个字符，超过可发送的 {limit} 个字符，因此未显示。",
+    },
+    "hint.result_too_large": {
+        "en": "Ask for less: a narrower query, fewer fields or a smaller page. The tool has run: "
+        "a change it makes is already made.",
+        "zh": "请求更少的内容：更窄的查询、更少的字段或更小的分页。工具已运行："
+        "它所做的更改已经生效。",
+    },
     "msg.internal_error": {
         "en": "The arguments could not be checked because of an internal error; the call was "
         "not executed.",
@@ -454,6 +474,19 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "an identical call is still executing; it was not started again. Do not call it "
         "again: a new call would run it a second time",
         "zh": "相同的调用仍在执行，未再次启动。请勿再次调用：新的调用会再执行一次",
+    },
+    "exec.result_too_large": {
+        "en": "the tool ran, but its result is {size} characters long, more than the {limit} "
+        "that can be sent, so it is not shown. Ask for less: a narrower query, fewer fields or "
+        "a smaller page",
+        "zh": "工具已运行，但其结果长 {size} 个字符，超过可发送的 {limit} 个字符，因此未显示。"
+        "请求更少的内容：更窄的查询、更少的字段或更小的分页",
+    },
+    "exec.write_result_too_large": {
+        "en": "the tool ran and made its change, but its result is {size} characters long, more "
+        "than the {limit} that can be sent, so it is not shown",
+        "zh": "工具已运行并完成了更改，但其结果长 {size} 个字符，超过可发送的 {limit} 个字符，"
+        "因此未显示",
     },
     "exec.not_json": {
         "en": "the tool ran but returned a value that cannot be converted to JSON ({kind})",
@@ -803,25 +836,85 @@ def error_content(outcome: Outcome, *, attempt: int = 1) -> str:
 
 
 def message_for(
-    style: Style, call_id: str, outcome: Outcome, *, attempt: int = 1, result: object = None
+    style: Style,
+    call_id: str,
+    outcome: Outcome,
+    *,
+    attempt: int = 1,
+    result: object = None,
+    max_result_chars: int | None = MAX_RESULT_CHARS,
 ) -> dict[str, Any]:
     """The tool-result message for one outcome (with the tool's result when it succeeded).
 
     A result that cannot be written (a cycle, bytes that are not UTF-8, a `__str__` that
     raises) answers the call as an `invalid_result` error, as `tool_messages` answers it: the
-    call must still get its one message."""
+    call must still get its one message. One whose content would be longer than
+    `max_result_chars` (None: no cap) answers it as a `result_too_large` error."""
     if outcome.ok:
         return _result_message(
-            style, call_id, outcome.tool, result, lang=outcome.lang, attempt=attempt
+            style,
+            call_id,
+            outcome.tool,
+            result,
+            lang=outcome.lang,
+            attempt=attempt,
+            max_result_chars=max_result_chars,
         )
     return wrap_message(style, call_id, error_content(outcome, attempt=attempt), is_error=True)
 
 
+def too_large_content(
+    size: int, limit: int, tool: str, *, lang: Lang = "en", attempt: int = 1
+) -> str:
+    """The failure payload text for a result of `size` characters past the cap `limit`.
+
+    Args:
+        size: The length of the content that was not sent.
+        limit: The cap it passed.
+        tool: The tool's name.
+        lang: Language of the text.
+        attempt: Which attempt this was.
+
+    Returns:
+        The payload text (`result_too_large`, retryable: asking for less can work).
+    """
+    return failure_content(
+        error_type="result_too_large",
+        message=text("msg.result_too_large", lang, size=size, limit=limit),
+        errors=(),
+        hint=text("hint.result_too_large", lang),
+        retryable=True,
+        attempt=attempt,
+        instruction=text(
+            "instruction.retry", lang, tool=json.dumps(tool or "the tool", ensure_ascii=False)
+        ),
+    )
+
+
+def check_cap(max_result_chars: int | None) -> None:
+    """Refuse a result cap that is not a positive int or None (0 would refuse every result).
+
+    Raises:
+        ValueError: `max_result_chars` is below 1.
+    """
+    if max_result_chars is not None and max_result_chars < 1:
+        raise ValueError(f"max_result_chars must be at least 1 or None, not {max_result_chars}")
+
+
 def _result_message(
-    style: Style, call_id: str, tool: str, result: object, *, lang: Lang, attempt: int
+    style: Style,
+    call_id: str,
+    tool: str,
+    result: object,
+    *,
+    lang: Lang,
+    attempt: int,
+    max_result_chars: int | None,
 ) -> dict[str, Any]:
     """The message carrying a tool's result; one that cannot be written (a cycle, a `__str__`
-    that raises) answers its call as an `invalid_result` error instead."""
+    that raises) answers its call as an `invalid_result` error instead, and one past the cap
+    as a `result_too_large` error."""
+    check_cap(max_result_chars)
     try:
         content = result_content(result)
     except Exception:
@@ -829,6 +922,11 @@ def _result_message(
 
         failed = Outcome.failure(_AnsweredCall(call_id), tool, "invalid_result", lang=lang)
         return wrap_message(style, call_id, error_content(failed, attempt=attempt), is_error=True)
+    if max_result_chars is not None and len(content) > max_result_chars:
+        refused = too_large_content(
+            len(content), max_result_chars, tool, lang=lang, attempt=attempt
+        )
+        return wrap_message(style, call_id, refused, is_error=True)
     return wrap_message(style, call_id, content, is_error=False)
 
 
@@ -853,6 +951,7 @@ def tool_messages(
     style: Style = "openai-chat",
     lang: Lang = "en",
     attempt: int = 1,
+    max_result_chars: int | None = MAX_RESULT_CHARS,
 ) -> list[dict[str, Any]]:
     """Exactly one tool-result message per call id, in call order; none is ever missing.
 
@@ -871,6 +970,10 @@ def tool_messages(
     matching no call: that, two entries for one call, or an id that contradicts its key
     raises `MisuseError`.
 
+    A result whose content would be longer than `max_result_chars` is not sent: its call is
+    answered with a `result_too_large` error giving the size and the cap (an `ExecutionResult`
+    through `content(max_result_chars=...)`).
+
     Calls that share an id are answered once, by the first of them with an entry (the provider
     accepts one result per id). A call without an id is answered as `toolwire_<ordinal>`.
 
@@ -882,17 +985,20 @@ def tool_messages(
         style: The provider message shape.
         lang: Language for generated errors.
         attempt: The attempt number written into error payloads.
+        max_result_chars: The cap on a result's content in characters (None: no cap).
 
     Returns:
         The messages, one per distinct call id.
 
     Raises:
+        ValueError: `max_result_chars` is not a positive int or None.
         MisuseError: An entry matches no call, two entries answer one call, or an entry's own
             call id is not the call its key or position gives it.
     """
     from toolwire.execution.executor import ExecutionResult
     from toolwire.validation import BusinessRuleError, Outcome
 
+    check_cap(max_result_chars)
     entries = _entries_by_call(calls, outcomes_or_results)
     answered: dict[str, dict[str, Any]] = {}
     missing: dict[str, bool] = {}
@@ -912,7 +1018,8 @@ def tool_messages(
         elif isinstance(entry, ExecutionResult):
             # The executor's payload, never the result object itself: its ledger key, hashes,
             # timings, warnings and exception are for operators, not for the model.
-            answered[call_id] = wrap_message(style, call_id, entry.content(), is_error=not entry.ok)
+            content, is_error = entry.message_content(max_result_chars=max_result_chars)
+            answered[call_id] = wrap_message(style, call_id, content, is_error=is_error)
             missing[call_id] = False
             continue
         elif isinstance(entry, BusinessRuleError):
@@ -923,11 +1030,19 @@ def tool_messages(
             # A result that cannot be written still answers its call, as an error: the other
             # calls' results are kept.
             answered[call_id] = _result_message(
-                style, call_id, tool, entry, lang=lang, attempt=attempt
+                style,
+                call_id,
+                tool,
+                entry,
+                lang=lang,
+                attempt=attempt,
+                max_result_chars=max_result_chars,
             )
             missing[call_id] = False
             continue
-        answered[call_id] = message_for(style, call_id, outcome, attempt=attempt)
+        answered[call_id] = message_for(
+            style, call_id, outcome, attempt=attempt, max_result_chars=max_result_chars
+        )
         missing[call_id] = not found
     return list(answered.values())
 

@@ -88,7 +88,15 @@ from toolwire.execution.ledger import (
 from toolwire.execution.ledger_sqlite import SqliteLedger
 from toolwire.execution.observe import ExecutionRecord, FinalState, Observer, SpanLike
 from toolwire.execution.retry import RetryPolicy, RetryVerdict, StopReason, decide_retry
-from toolwire.payloads import MESSAGES, Lang, compact_json, jsonable_result, text
+from toolwire.payloads import (
+    MAX_RESULT_CHARS,
+    MESSAGES,
+    Lang,
+    check_cap,
+    compact_json,
+    jsonable_result,
+    text,
+)
 from toolwire.validation import (
     Redactor,
     secret_text,
@@ -324,6 +332,7 @@ class ExecutionResult:
             it took over a stale in-progress claim and made an attempt. The worker whose claim
             was taken over is told so in ``warnings``; its own execution was the first one.
         warnings: Non-fatal problems (e.g. the ledger could not record a success).
+        lang: The language of texts written for the model later (the executor's ``lang``).
     """
 
     call_id: str | None
@@ -338,6 +347,7 @@ class ExecutionResult:
     duplicate_execution: bool = False
     warnings: tuple[str, ...] = ()
     exception: ExecutionError | None = field(default=None, repr=False, compare=False)
+    lang: Lang = field(default="en", repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -353,9 +363,47 @@ class ExecutionResult:
             return payload
         return {"ok": False, "state": self.state, "error": self.error or {}}
 
-    def content(self) -> str:
-        """``to_payload()`` as compact JSON text."""
-        return compact_json(self.to_payload())
+    def content(self, *, max_result_chars: int | None = MAX_RESULT_CHARS) -> str:
+        """``to_payload()`` as compact JSON text, unless it is a result longer than
+        ``max_result_chars`` characters (None: no cap): then a ``result_too_large`` error
+        giving the size and the cap, as ``tool_messages`` sends (see ``message_content``)."""
+        return self.message_content(max_result_chars=max_result_chars)[0]
+
+    def message_content(
+        self, *, max_result_chars: int | None = MAX_RESULT_CHARS
+    ) -> tuple[str, bool]:
+        """The text for the model and whether it reports a failure (Anthropic's ``is_error``).
+
+        Args:
+            max_result_chars: The cap on a result's text in characters (None: no cap). Only a
+                result is cut off this way: error payloads are short by construction.
+
+        Returns:
+            ``(content(), True)`` for a failure or a result past the cap, else
+            ``(content(), False)``.
+
+        Raises:
+            ValueError: ``max_result_chars`` is not a positive int or None.
+        """
+        check_cap(max_result_chars)
+        content = compact_json(self.to_payload())
+        if not self.ok:
+            return content, True
+        if max_result_chars is None or len(content) <= max_result_chars:
+            return content, False
+        # The tool ran; only its answer is withheld, and the model is told how much less to
+        # ask for rather than handed a cut-off half of it. A write made its change: asking
+        # again would make another.
+        write = self.idempotency_key is not None
+        key = "exec.write_result_too_large" if write else "exec.result_too_large"
+        error = {
+            "type": "result_too_large",
+            "message": text(key, self.lang, size=len(content), limit=max_result_chars),
+            "retryable": not write,
+            "size": len(content),
+            "limit": max_result_chars,
+        }
+        return compact_json({"ok": False, "state": self.state, "error": error}), True
 
     def raise_for_error(self) -> None:
         """Raise the typed exception behind a refused call, if there is one.
@@ -1818,6 +1866,7 @@ class Executor:
             duplicate_execution=run.duplicate_execution,
             warnings=tuple(run.warnings),
             exception=exception,
+            lang=self.lang,
         )
         record: ExecutionRecord = {
             "tool": run.call.tool,
