@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from toolwire import Assembler, ToolCall
+from toolwire import Assembler, ExecutionResult, Executor, MisuseError, ToolCall
+from toolwire.execution import Call as Run
 from toolwire.payloads import MESSAGES, STYLES, Style, call_id_for, text, tool_messages
 from toolwire.toolset import Toolset
 from toolwire.validation import BusinessRuleError, Outcome
@@ -345,3 +346,149 @@ def test_a_repeated_key_is_named_in_the_payload(arguments: str, path: str) -> No
 def test_a_text_result_replaces_each_lone_surrogate_once(text: str, sent: str) -> None:
     (message,) = tool_messages(calls(("call_a", "lookup", "{}")), [text])
     assert content_of(message) == sent
+
+
+# ---------------------------------------------------------------------------------------------
+# tool_messages: which entry answers which call
+
+
+def _executed(*specs: tuple[str, Any]) -> list[Any]:
+    """`ExecutionResult`s of calls `(call_id, tool function)`, each carrying its call id."""
+    tools = {f"t{i}": fn for i, (_, fn) in enumerate(specs)}
+    ex = Executor(tools, breaker=False)
+    return [ex.execute(Run(f"t{i}", call_id, {})) for i, (call_id, _) in enumerate(specs)]
+
+
+def _fail(args: Any) -> Any:
+    raise RuntimeError("boom")
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_results_in_completion_order_answer_their_own_calls(style: Style) -> None:
+    # Results gathered as they completed were paired by position: a failed delete was
+    # reported to the model as the other call's success.
+    made = calls(("call_A", "get_balance", "{}"), ("call_B", "delete_account", "{}"))
+    ok, failed = _executed(("call_A", lambda args: {"balance": 100}), ("call_B", _fail))
+    for entries in ([failed, ok], {"call_B": failed, "call_A": ok}):
+        messages = tool_messages(made, entries, style=style)
+        assert [id_of(m) for m in messages] == ["call_A", "call_B"]
+        assert json.loads(content_of(messages[0])) == ok.to_payload()
+        assert json.loads(content_of(messages[1]))["ok"] is False
+    outcomes = TOOLS.validate_all(calls(("call_A", "lookup", "{}"), ("call_B", "lookup", "1")))
+    messages = tool_messages(made, [outcomes[1], outcomes[0]], style=style)
+    assert [json.loads(content_of(m))["error_type"] for m in messages] == [
+        outcomes[0].error_type,
+        outcomes[1].error_type,
+    ]
+
+
+def test_results_that_name_no_call_or_the_wrong_one_are_refused() -> None:
+    made = calls(("call_A", "get_balance", "{}"), ("call_B", "delete_account", "{}"))
+    ok, failed = _executed(("call_A", lambda args: {"balance": 100}), ("call_B", _fail))
+    with pytest.raises(MisuseError, match="call_B"):
+        tool_messages(made[:1], [ok, failed])  # a result for a call not given
+    with pytest.raises(MisuseError, match="call_B"):
+        tool_messages(made, {"call_A": failed, "call_B": ok})  # keyed to the wrong ids
+    with pytest.raises(MisuseError, match="no call"):
+        tool_messages(made, ["a", "b", "c"])  # more plain results than calls
+    with pytest.raises(MisuseError, match="no call"):
+        tool_messages(made, {"call_A": "a", "call_Z": "z"})
+    with pytest.raises(MisuseError, match="two entries"):
+        tool_messages(made, [ok, ok])
+    with pytest.raises(MisuseError, match="two entries"):
+        tool_messages(made, ["plain", ok])  # position 0 and call_A's own id: one is dropped
+    with pytest.raises(MisuseError, match="two entries"):
+        tool_messages(made, {"call_A": "a", 0: "b"})
+
+
+def test_results_without_their_own_id_keep_their_positions() -> None:
+    # Calls without an id (answered as `toolwire_<ordinal>`) and a renamed duplicate id.
+    made = calls((None, "lookup", "{}"), ("x", "lookup", "{}"), ("x", "lookup", "{}"))
+    renamed = call_id_for(made[2])
+    assert renamed != "x"
+    ok, later = _executed(("x", lambda args: 1), (renamed, lambda args: 2))
+    anonymous = ExecutionResult(call_id=None, tool="lookup", state="ok", value=0)
+    messages = tool_messages(made, [anonymous, later, ok])
+    assert [id_of(m) for m in messages] == [call_id_for(made[0]), "x", renamed]
+    assert [json.loads(content_of(m))["result"] for m in messages] == [0, 1, 2]
+    by_synthetic_id = tool_messages(made, {call_id_for(made[0]): "first"})
+    assert content_of(by_synthetic_id[0]) == "first"
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"when": __import__("datetime").date(2024, 3, 5), "total": Decimal("19.99")},
+        Lookup(order_id=3),
+        {"ids": (1, 2), "tags": frozenset({"a"})},
+        __import__("uuid").UUID(int=7),
+        bytearray(b"ab"),
+    ],
+    ids=["date-decimal", "model", "tuple-set", "uuid", "bytearray"],
+)
+def test_the_documented_conversions_are_sent_alike_by_executor_and_tool_messages(
+    result: object,
+) -> None:
+    executed = Executor({"t": lambda args: result}, breaker=False).execute(Run("t", "c", {}))
+    assert executed.ok
+    (message,) = tool_messages(calls(("c", "t", "{}")), [result])
+    assert json.loads(message["content"]) == executed.value
+
+
+# ---------------------------------------------------------------------------------------------
+# tool_messages: the cap on a result's size
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_result_past_the_cap_is_replaced_by_an_error_that_gives_its_size(style: Style) -> None:
+    # An unpaginated dump went into the message whole (15 MB for two million numbers), which
+    # the provider then refuses, or which fills the model's context.
+    from toolwire.payloads import MAX_RESULT_CHARS
+
+    made = calls(("call_a", "dump", "{}"), ("call_b", "dump", "{}"), ("call_c", "dump", "{}"))
+    huge = list(range(200_000))
+    text_at_cap = "x" * MAX_RESULT_CHARS
+    messages = tool_messages(made, [huge, "y" * (MAX_RESULT_CHARS + 1), text_at_cap], style=style)
+    size = len(json.dumps(huge, separators=(",", ":")))
+    for message, shown in zip(messages[:2], (size, MAX_RESULT_CHARS + 1), strict=True):
+        assert len(content_of(message)) < 1_000
+        body = json.loads(content_of(message))
+        assert body["error_type"] == "result_too_large" and body["retryable"] is True
+        assert f"{shown} characters" in body["message"] and str(MAX_RESULT_CHARS) in body["message"]
+        if style == "anthropic":
+            assert message["is_error"] is True
+    assert content_of(messages[2]) == text_at_cap
+    (small_cap,) = tool_messages(made[:1], [{"rows": [1, 2, 3]}], max_result_chars=10)
+    assert json.loads(content_of(small_cap))["error_type"] == "result_too_large"
+    (uncapped,) = tool_messages(made[:1], [huge], style=style, max_result_chars=None)
+    assert json.loads(content_of(uncapped)) == huge
+    (lookup,) = calls(("call_a", "lookup", '{"order_id": 1}'))
+    (expected,) = tool_messages([lookup], [huge], style=style)
+    assert TOOLS.validate(lookup).to_message(lookup, style, result=huge) == expected
+    with pytest.raises(ValueError, match="max_result_chars"):
+        tool_messages(made, [], max_result_chars=0)
+
+
+def test_an_execution_result_past_the_cap_tells_the_model_what_happened() -> None:
+    from toolwire.execution import ToolSpec
+
+    def dump(args: Any) -> list[int]:
+        return list(range(200_000))
+
+    ex = Executor({"dump": dump, "write": ToolSpec(dump, side_effects=True)}, breaker=False)
+    read, write = ex.execute_all([Run("dump", "call_a", {}), Run("write", "call_b", {})])
+    assert read.ok and write.ok and read.value == dump({})  # the program keeps the whole value
+    full = len(json.dumps(read.to_payload(), separators=(",", ":")))
+    for result, retryable in ((read, True), (write, False)):
+        body = json.loads(result.content())
+        assert body["ok"] is False and body["state"] == "ok"
+        error = body["error"]
+        assert error["type"] == "result_too_large" and error["retryable"] is retryable
+        assert (error["size"], error["limit"]) == (full, 100_000)
+    assert json.loads(read.content(max_result_chars=None)) == read.to_payload()
+    made = calls(("call_a", "dump", "{}"), ("call_b", "write", "{}"))
+    messages = tool_messages(made, [read, write], style="anthropic")
+    assert [m["is_error"] for m in messages] == [True, True]
+    assert [m["content"] for m in messages] == [read.content(), write.content()]
+    loose = tool_messages(made, [read, write], max_result_chars=2_000_000)
+    assert json.loads(loose[0]["content"]) == read.to_payload()

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from toolwire.validation import Outcome
 
 __all__ = [
+    "MAX_RESULT_CHARS",
     "MESSAGES",
     "Lang",
     "Style",
@@ -31,9 +34,12 @@ __all__ = [
     "error_content",
     "failure_content",
     "finite_json",
+    "jsonable_result",
     "message_for",
+    "no_json_form",
     "result_content",
     "text",
+    "too_large_content",
     "tool_messages",
     "wrap_message",
 ]
@@ -44,6 +50,13 @@ Lang = Literal["en", "zh"]
 """The language of model-facing text."""
 
 STYLES: tuple[Style, ...] = ("openai-chat", "openai-responses", "anthropic")
+
+MAX_RESULT_CHARS = 100_000
+"""The default cap on a tool result's message content, in characters (about 25,000 tokens).
+
+A result past it is not sent: its call is answered with a `result_too_large` error that gives
+the size and the cap, since a result of megabytes (an unpaginated query) would make the next
+request fail at the provider or fill the model's context."""
 
 MESSAGES: dict[str, dict[str, str]] = {
     # Value descriptions (FieldError.expected).
@@ -353,6 +366,17 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "The tool ran but returned a value that cannot be sent as JSON.",
         "zh": "工具已运行，但返回的值无法作为 JSON 发送。",
     },
+    "msg.result_too_large": {
+        "en": "The tool ran, but its result is {size} characters long, more than the {limit} "
+        "that can be sent, so it is not shown.",
+        "zh": "工具已运行，但其结果长 {size} 个字符，超过可发送的 {limit} 个字符，因此未显示。",
+    },
+    "hint.result_too_large": {
+        "en": "Ask for less: a narrower query, fewer fields or a smaller page. The tool has run: "
+        "a change it makes is already made.",
+        "zh": "请求更少的内容：更窄的查询、更少的字段或更小的分页。工具已运行："
+        "它所做的更改已经生效。",
+    },
     "msg.internal_error": {
         "en": "The arguments could not be checked because of an internal error; the call was "
         "not executed.",
@@ -450,6 +474,19 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "an identical call is still executing; it was not started again. Do not call it "
         "again: a new call would run it a second time",
         "zh": "相同的调用仍在执行，未再次启动。请勿再次调用：新的调用会再执行一次",
+    },
+    "exec.result_too_large": {
+        "en": "the tool ran, but its result is {size} characters long, more than the {limit} "
+        "that can be sent, so it is not shown. Ask for less: a narrower query, fewer fields or "
+        "a smaller page",
+        "zh": "工具已运行，但其结果长 {size} 个字符，超过可发送的 {limit} 个字符，因此未显示。"
+        "请求更少的内容：更窄的查询、更少的字段或更小的分页",
+    },
+    "exec.write_result_too_large": {
+        "en": "the tool ran and made its change, but its result is {size} characters long, more "
+        "than the {limit} that can be sent, so it is not shown",
+        "zh": "工具已运行并完成了更改，但其结果长 {size} 个字符，超过可发送的 {limit} 个字符，"
+        "因此未显示",
     },
     "exec.not_json": {
         "en": "the tool ran but returned a value that cannot be converted to JSON ({kind})",
@@ -644,12 +681,69 @@ def finite_json(value: Any) -> Any:
     return value
 
 
+def no_json_form(value: Any) -> Any:
+    """pydantic-core's fallback for a tool result: a value it has no JSON form for is refused.
+
+    Writing such a value as its `str` or `repr` would send the model whatever that text holds (a
+    client's connection URL with its password, a memory address) as if the tool had returned
+    it, so the call is answered with `invalid_result` instead. A `LosslessFloat` is written as
+    its exact text, as it always was.
+
+    Raises:
+        TypeError: For every value but a `LosslessFloat`.
+    """
+    from toolwire._core import LosslessFloat
+
+    if isinstance(value, LosslessFloat):
+        return str(value)
+    raise TypeError(f"a {type(value).__name__} has no JSON form")
+
+
+def jsonable_result(result: object, *, fallback: Callable[[Any], Any] = no_json_form) -> Any:
+    """A tool result as JSON-compatible data, checked to be writable as JSON text.
+
+    The conversions are pydantic-core's: models and dataclasses become objects, tuples, sets
+    and generators arrays, `datetime`s, `Decimal`, `UUID`, enums, paths and IP addresses their
+    text or value, UTF-8 `bytes` text; NaN and infinite floats (JSON has none) become null.
+    Anything else is handed to `fallback`, which by default refuses it.
+
+    Args:
+        result: What the tool returned.
+        fallback: Called for a value pydantic-core does not know; returns its stand-in.
+
+    Returns:
+        Plain data that `json.dumps(..., allow_nan=False)` writes.
+
+    Raises:
+        ValueError: (or another `Exception`) The value cannot be written: a value with no JSON
+            form, a reference cycle, bytes that are not UTF-8, an integer past CPython's digit
+            limit...
+    """
+
+    def leaf(value: Any) -> Any:
+        return pydantic_core.to_jsonable_python(value, fallback=fallback)
+
+    try:
+        plain = leaf(result)
+    except UnicodeEncodeError:
+        # pydantic-core refuses a lone surrogate in a key (a file name decoded with
+        # `surrogateescape`); the standard encoder escapes it, and it reads back the same.
+        plain = json.loads(compact_json(result, default=leaf))
+    try:
+        json.dumps(plain, allow_nan=False)
+    except ValueError:
+        plain = finite_json(plain)
+        json.dumps(plain, allow_nan=False)  # what is still unwritable raises here
+    return plain
+
+
 def result_content(result: object) -> str:
     """The payload text for a successful tool result.
 
     A string is sent as it is (most tools return text), a lone surrogate replaced with U+FFFD;
     anything else is sent as compact JSON through pydantic-core, so models, dataclasses,
-    `Decimal` and `datetime` all serialise. NaN and infinite floats are written as null.
+    `Decimal` and `datetime` all serialise (`jsonable_result` lists the conversions). NaN and
+    infinite floats are written as null.
 
     Args:
         result: What the tool returned.
@@ -658,21 +752,28 @@ def result_content(result: object) -> str:
         The payload text.
 
     Raises:
-        ValueError: The value cannot be written as JSON (a cycle; `tool_messages` answers the
-            call with an `invalid_result` error then).
+        ValueError: (or another `Exception`) The value cannot be written as JSON (a cycle, an
+            object with no JSON form, an integer past the interpreter's digit limit;
+            `tool_messages` answers the call with an `invalid_result` error then, as the
+            executor does).
     """
     if isinstance(result, str):
         return sendable_text(result)
     try:
-        text = pydantic_core.to_json(result, fallback=str)
+        text = pydantic_core.to_json(result, fallback=no_json_form)
     except Exception:
         # pydantic-core refuses a lone surrogate; the standard encoder escapes it. Anything
-        # it cannot write either (a cycle, a `__str__` that raises) is raised to the caller.
-        plain = finite_json(pydantic_core.to_jsonable_python(result, fallback=str))
-        return compact_json(plain)
+        # it cannot write either is raised to the caller.
+        return compact_json(jsonable_result(result))
     if b"NaN" in text or b"Infinity" in text:  # rare; may also be inside a string
-        plain = finite_json(pydantic_core.to_jsonable_python(result, fallback=str))
-        return compact_json(plain)
+        return compact_json(jsonable_result(result))
+    # pydantic-core writes an integer of any length, which Python's own reader (and the
+    # executor, which writes with `json`) refuses past the interpreter's digit limit: such a
+    # result is answered as the executor answers it. A long digit run in a string costs only
+    # the slower path.
+    limit = sys.get_int_max_str_digits()
+    if limit and re.search(rb"\d{%d}" % (limit + 1), text):
+        return compact_json(jsonable_result(result))
     return text.decode()
 
 
@@ -735,25 +836,85 @@ def error_content(outcome: Outcome, *, attempt: int = 1) -> str:
 
 
 def message_for(
-    style: Style, call_id: str, outcome: Outcome, *, attempt: int = 1, result: object = None
+    style: Style,
+    call_id: str,
+    outcome: Outcome,
+    *,
+    attempt: int = 1,
+    result: object = None,
+    max_result_chars: int | None = MAX_RESULT_CHARS,
 ) -> dict[str, Any]:
     """The tool-result message for one outcome (with the tool's result when it succeeded).
 
     A result that cannot be written (a cycle, bytes that are not UTF-8, a `__str__` that
     raises) answers the call as an `invalid_result` error, as `tool_messages` answers it: the
-    call must still get its one message."""
+    call must still get its one message. One whose content would be longer than
+    `max_result_chars` (None: no cap) answers it as a `result_too_large` error."""
     if outcome.ok:
         return _result_message(
-            style, call_id, outcome.tool, result, lang=outcome.lang, attempt=attempt
+            style,
+            call_id,
+            outcome.tool,
+            result,
+            lang=outcome.lang,
+            attempt=attempt,
+            max_result_chars=max_result_chars,
         )
     return wrap_message(style, call_id, error_content(outcome, attempt=attempt), is_error=True)
 
 
+def too_large_content(
+    size: int, limit: int, tool: str, *, lang: Lang = "en", attempt: int = 1
+) -> str:
+    """The failure payload text for a result of `size` characters past the cap `limit`.
+
+    Args:
+        size: The length of the content that was not sent.
+        limit: The cap it passed.
+        tool: The tool's name.
+        lang: Language of the text.
+        attempt: Which attempt this was.
+
+    Returns:
+        The payload text (`result_too_large`, retryable: asking for less can work).
+    """
+    return failure_content(
+        error_type="result_too_large",
+        message=text("msg.result_too_large", lang, size=size, limit=limit),
+        errors=(),
+        hint=text("hint.result_too_large", lang),
+        retryable=True,
+        attempt=attempt,
+        instruction=text(
+            "instruction.retry", lang, tool=json.dumps(tool or "the tool", ensure_ascii=False)
+        ),
+    )
+
+
+def check_cap(max_result_chars: int | None) -> None:
+    """Refuse a result cap that is not a positive int or None (0 would refuse every result).
+
+    Raises:
+        ValueError: `max_result_chars` is below 1.
+    """
+    if max_result_chars is not None and max_result_chars < 1:
+        raise ValueError(f"max_result_chars must be at least 1 or None, not {max_result_chars}")
+
+
 def _result_message(
-    style: Style, call_id: str, tool: str, result: object, *, lang: Lang, attempt: int
+    style: Style,
+    call_id: str,
+    tool: str,
+    result: object,
+    *,
+    lang: Lang,
+    attempt: int,
+    max_result_chars: int | None,
 ) -> dict[str, Any]:
     """The message carrying a tool's result; one that cannot be written (a cycle, a `__str__`
-    that raises) answers its call as an `invalid_result` error instead."""
+    that raises) answers its call as an `invalid_result` error instead, and one past the cap
+    as a `result_too_large` error."""
+    check_cap(max_result_chars)
     try:
         content = result_content(result)
     except Exception:
@@ -761,6 +922,11 @@ def _result_message(
 
         failed = Outcome.failure(_AnsweredCall(call_id), tool, "invalid_result", lang=lang)
         return wrap_message(style, call_id, error_content(failed, attempt=attempt), is_error=True)
+    if max_result_chars is not None and len(content) > max_result_chars:
+        refused = too_large_content(
+            len(content), max_result_chars, tool, lang=lang, attempt=attempt
+        )
+        return wrap_message(style, call_id, refused, is_error=True)
     return wrap_message(style, call_id, content, is_error=False)
 
 
@@ -785,6 +951,7 @@ def tool_messages(
     style: Style = "openai-chat",
     lang: Lang = "en",
     attempt: int = 1,
+    max_result_chars: int | None = MAX_RESULT_CHARS,
 ) -> list[dict[str, Any]]:
     """Exactly one tool-result message per call id, in call order; none is ever missing.
 
@@ -796,41 +963,51 @@ def tool_messages(
     error; anything else is the tool's result. A call with no entry gets an explicit "no result"
     error.
 
+    An entry that names its call (an `ExecutionResult` or an `Outcome` with a `call_id`)
+    answers that call wherever it stands in a sequence, so results gathered in completion
+    order reach the right calls; under a mapping key its id must be the key's call's.
+    Entries without an id are matched by position (or key). No entry is ever dropped for
+    matching no call: that, two entries for one call, or an id that contradicts its key
+    raises `MisuseError`.
+
+    A result whose content would be longer than `max_result_chars` is not sent: its call is
+    answered with a `result_too_large` error giving the size and the cap (an `ExecutionResult`
+    through `content(max_result_chars=...)`).
+
     Calls that share an id are answered once, by the first of them with an entry (the provider
     accepts one result per id). A call without an id is answered as `toolwire_<ordinal>`.
 
     Args:
         calls: The completed calls, in the order the model made them.
         outcomes_or_results: Entries keyed by call id or ordinal, or a sequence aligned with
-            `calls` (shorter means missing).
+            `calls` (shorter means missing) whose entries that carry a call id may stand in
+            any order.
         style: The provider message shape.
         lang: Language for generated errors.
         attempt: The attempt number written into error payloads.
+        max_result_chars: The cap on a result's content in characters (None: no cap).
 
     Returns:
         The messages, one per distinct call id.
+
+    Raises:
+        ValueError: `max_result_chars` is not a positive int or None.
+        MisuseError: An entry matches no call, two entries answer one call, or an entry's own
+            call id is not the call its key or position gives it.
     """
     from toolwire.execution.executor import ExecutionResult
     from toolwire.validation import BusinessRuleError, Outcome
 
-    def entry_for(position: int, call: _CallLike) -> tuple[bool, object]:
-        if isinstance(outcomes_or_results, Mapping):
-            table = cast(Mapping[object, object], outcomes_or_results)
-            for key in (call.id, call_id_for(call), call.ordinal):
-                if key is not None and key in table:
-                    return True, table[key]
-            return False, None
-        if position < len(outcomes_or_results):
-            return True, outcomes_or_results[position]
-        return False, None
-
+    check_cap(max_result_chars)
+    entries = _entries_by_call(calls, outcomes_or_results)
     answered: dict[str, dict[str, Any]] = {}
     missing: dict[str, bool] = {}
-    for position, call in enumerate(calls):
+    for index, call in enumerate(calls):
         call_id = call_id_for(call)
         if call_id in answered and not missing[call_id]:
             continue
-        found, entry = entry_for(position, call)
+        found = index in entries
+        entry = entries.get(index)
         if call_id in answered and not found:
             continue
         tool = call.name or ""
@@ -841,7 +1018,8 @@ def tool_messages(
         elif isinstance(entry, ExecutionResult):
             # The executor's payload, never the result object itself: its ledger key, hashes,
             # timings, warnings and exception are for operators, not for the model.
-            answered[call_id] = wrap_message(style, call_id, entry.content(), is_error=not entry.ok)
+            content, is_error = entry.message_content(max_result_chars=max_result_chars)
+            answered[call_id] = wrap_message(style, call_id, content, is_error=is_error)
             missing[call_id] = False
             continue
         elif isinstance(entry, BusinessRuleError):
@@ -852,10 +1030,92 @@ def tool_messages(
             # A result that cannot be written still answers its call, as an error: the other
             # calls' results are kept.
             answered[call_id] = _result_message(
-                style, call_id, tool, entry, lang=lang, attempt=attempt
+                style,
+                call_id,
+                tool,
+                entry,
+                lang=lang,
+                attempt=attempt,
+                max_result_chars=max_result_chars,
             )
             missing[call_id] = False
             continue
-        answered[call_id] = message_for(style, call_id, outcome, attempt=attempt)
+        answered[call_id] = message_for(
+            style, call_id, outcome, attempt=attempt, max_result_chars=max_result_chars
+        )
         missing[call_id] = not found
     return list(answered.values())
+
+
+def _own_call_id(entry: object) -> str | None:
+    """The call id an entry carries itself (an `ExecutionResult`'s or an `Outcome`'s), if any."""
+    from toolwire.execution.executor import ExecutionResult
+    from toolwire.validation import Outcome
+
+    if isinstance(entry, (ExecutionResult, Outcome)):
+        return entry.call_id or None
+    return None
+
+
+def _entries_by_call(
+    calls: Sequence[_CallLike], given: Mapping[str | int, object] | Sequence[object]
+) -> dict[int, object]:
+    """Each call's entry, by the call's index in `calls`; raises `MisuseError` rather than
+    leave an entry unused or give a call a result that says it belongs to another."""
+    from toolwire._core import MisuseError
+
+    entries: dict[int, object] = {}
+    if isinstance(given, Mapping):
+        table = cast(Mapping[object, object], given)
+        used: set[object] = set()
+        for index, call in enumerate(calls):
+            keys = [
+                key
+                for key in dict.fromkeys((call.id, call_id_for(call), call.ordinal))
+                if key is not None and key in table
+            ]
+            if not keys:
+                continue
+            if len(keys) > 1:
+                raise MisuseError(
+                    f"two entries answer call {call_id_for(call)!r}: keys {keys[0]!r} and "
+                    f"{keys[1]!r}"
+                )
+            entry = table[keys[0]]
+            own = _own_call_id(entry)
+            if own is not None and own != call_id_for(call):
+                raise MisuseError(
+                    f"the entry under key {keys[0]!r} is the result of call {own!r}, "
+                    f"not of call {call_id_for(call)!r}"
+                )
+            entries[index] = entry
+            used.add(keys[0])
+        unused = [key for key in table if key not in used]
+        if unused:
+            raise MisuseError(f"entries match no call: keys {unused!r}")
+        return entries
+    # Entries that name their call go where they belong (results are often gathered in the
+    # order they completed); the others keep their positions, which are claimed first so
+    # that an id never takes a slot a positional entry was meant for.
+    by_id: dict[str, list[int]] = {}
+    for index, call in enumerate(calls):
+        by_id.setdefault(call_id_for(call), []).append(index)
+    named: list[tuple[str, object]] = []
+    for position, entry in enumerate(given):
+        own = _own_call_id(entry)
+        if own is not None:
+            named.append((own, entry))
+        elif position >= len(calls):
+            raise MisuseError(
+                f"{len(given)} entries for {len(calls)} calls: entry {position} matches no call"
+            )
+        else:
+            entries[position] = entry
+    for own, entry in named:
+        if own not in by_id:
+            raise MisuseError(f"the result of call {own!r} matches none of the calls")
+        free = [index for index in by_id[own] if index not in entries]
+        if not free:
+            raise MisuseError(f"two entries answer call {own!r}")
+        entries[free[0]] = entry
+    return entries

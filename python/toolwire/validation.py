@@ -91,7 +91,7 @@ from toolwire.jsonschema_dialect import (
     pattern_budget,
     search,
 )
-from toolwire.payloads import Lang, Style, call_id_for, message_for, text
+from toolwire.payloads import MAX_RESULT_CHARS, Lang, Style, call_id_for, message_for, text
 from toolwire.schema_export import accepts_null, closing_splits_one_of, without_keywords
 from toolwire.subschemas import SECRET_KEY, inner, inner_all, meant_field, same_value
 from toolwire.subschemas import is_marked_secret as _is_secret
@@ -438,6 +438,7 @@ class Outcome:
         *,
         attempt: int = 1,
         result: object = _NO_RESULT,
+        max_result_chars: int | None = MAX_RESULT_CHARS,
     ) -> dict[str, Any]:
         """The provider tool-result message for this outcome.
 
@@ -446,6 +447,9 @@ class Outcome:
             style: `openai-chat`, `openai-responses` or `anthropic`.
             attempt: Which attempt at this logical call this was (1 for the first).
             result: For a successful outcome, what the tool returned.
+            max_result_chars: The cap on the result's text in characters (None: no cap); a
+                longer result answers the call with a `result_too_large` error, as
+                `tool_messages` does.
 
         Returns:
             The message dict, ready to append to the conversation.
@@ -456,7 +460,14 @@ class Outcome:
         if self.ok and result is _NO_RESULT:
             raise ValueError("a successful outcome needs the tool's result: pass result=...")
         call_id = call_id_for(call) if call is not None else (self.call_id or "")
-        return message_for(style, call_id, self, attempt=attempt, result=result)
+        return message_for(
+            style,
+            call_id,
+            self,
+            attempt=attempt,
+            result=result,
+            max_result_chars=max_result_chars,
+        )
 
     @classmethod
     def failure(

@@ -279,10 +279,37 @@ class _Unprintable(Exception):
         raise RuntimeError("no text")
 
 
+class _Client:
+    """An object returned by mistake, whose repr holds a credential."""
+
+    def __repr__(self) -> str:
+        return "<Client postgres://app:hunter2@db/prod>"
+
+    __str__ = __repr__
+
+
 @pytest.mark.parametrize(
     "make",
-    [_cyclic, lambda: 10**5000, lambda: b"\xff\xfe"],
-    ids=["cycle", "int-past-digit-limit", "non-utf8-bytes"],
+    [
+        _cyclic,
+        lambda: 10**5000,
+        lambda: b"\xff\xfe",
+        _Client,
+        lambda: {"rows": [1], "conn": _Client()},
+        lambda: {_Client(): 1},
+        lambda: print,
+        lambda: range(3),
+    ],
+    ids=[
+        "cycle",
+        "int-past-digit-limit",
+        "non-utf8-bytes",
+        "object",
+        "object-inside",
+        "object-key",
+        "function",
+        "range",
+    ],
 )
 def test_unwritable_result_is_a_result_and_never_reruns_the_write(make: Callable[[], Any]) -> None:
     runs: list[int] = []
@@ -301,6 +328,11 @@ def test_unwritable_result_is_a_result_and_never_reruns_the_write(make: Callable
         assert result.state == "downstream_failed"
         body = json.loads(result.content())
         assert body["error"]["type"] == "invalid_result" and body["error"]["retryable"] is False
+        # An object's repr was sent as the result: text the tool never meant for the model.
+        assert "hunter2" not in result.content()
+    (message,) = tool_messages([Sent("c0")], [make()])
+    assert json.loads(message["content"])["error_type"] == "invalid_result"
+    assert "hunter2" not in message["content"]
     record = ledger.get(first.idempotency_key or "")
     assert record is not None and record.state == "failed"  # not left in progress
     again = ex.execute(Call("w", "c1", {}), ctx)

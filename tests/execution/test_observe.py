@@ -500,6 +500,54 @@ def test_a_raising_hook_changes_no_result_and_is_reported_once(
     assert reports[0].exc_info is not None and reports[0].exc_info[0] is ExporterDown
 
 
+class _PartlyBrokenMeter(FakeMeter):
+    """A meter whose exporter is misconfigured for some instruments."""
+
+    def __init__(self, broken: str) -> None:
+        super().__init__()
+        self.broken = broken
+
+    def create_counter(self, name: str, unit: str = "", description: str = "") -> FakeInstrument:
+        if self.broken in ("all", "counters") or (
+            self.broken == "one counter" and name.endswith(".calls")
+        ):
+            raise ExporterDown("exporter misconfigured")
+        return super().create_counter(name, unit, description)
+
+    def create_histogram(self, name: str, unit: str = "", description: str = "") -> FakeInstrument:
+        if self.broken in ("all", "histogram"):
+            raise ExporterDown("exporter misconfigured")
+        return super().create_histogram(name, unit, description)
+
+
+@pytest.mark.parametrize("broken", ["all", "counters", "histogram", "one counter"])
+def test_a_meter_that_cannot_create_instruments_does_not_stop_the_executor(
+    broken: str, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Observer(meter=...) raised what the meter raised, so the executor could not be built.
+    meter = _PartlyBrokenMeter(broken)
+    with caplog.at_level(logging.WARNING, logger="toolwire.execution.observe"):
+        observer = Observer(meter=meter, tracer=FakeTracer())
+        ex = Executor({"read": lambda args: "r"}, clock=clock, observer=observer)
+        results = [ex.execute(Call("read", f"c{i}", {})) for i in range(2)]
+    assert [r.value for r in results] == ["r", "r"]
+    whole = FakeMeter()
+    Observer(meter=whole, tracer=FakeTracer())
+    counters = len(whole.instruments) - 1  # and the duration histogram
+    failures = {"all": counters + 1, "counters": counters}
+    assert observer.counts["observer_errors"] == failures.get(broken, 1)
+    assert observer.counts["calls"] == 2  # in-process tallies are kept
+    reports = [r for r in caplog.records if r.name == "toolwire.execution.observe"]
+    assert len(reports) == 1 and "meter" in reports[0].getMessage()
+    made = set(meter.instruments)
+    if broken == "one counter":
+        assert "toolwire.execution.calls" not in made
+        assert meter.instruments["toolwire.execution.attempts"].total == 2
+        assert meter.instruments["toolwire.execution.observer_errors"].total == 1
+    if broken == "histogram":
+        assert "toolwire.execution.duration" not in made and len(made) == counters
+
+
 def test_a_raising_filter_on_the_execution_logger_changes_no_result(
     clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:

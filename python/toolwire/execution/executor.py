@@ -28,7 +28,9 @@ Design notes:
   cancellation lands; once the tool has run, the cancellation is raised only after its outcome
   was saved.
 - The tool result is stored and returned in its JSON-compatible form
-  (``pydantic_core.to_jsonable_python``), so a first execution and a replay look the same.
+  (``toolwire.payloads.jsonable_result``), so a first execution and a replay look the same. A
+  value with no JSON form (a client object, a function) is an ``invalid_result``, never its
+  ``repr``, which could hold anything (a connection URL with its password).
 """
 
 from __future__ import annotations
@@ -52,7 +54,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, SecretBytes, SecretStr
-from pydantic_core import to_jsonable_python
 from tenacity import AsyncRetrying, RetryCallState, Retrying, TryAgain, stop_after_attempt
 
 from toolwire.coercion import pointer
@@ -83,12 +84,19 @@ from toolwire.execution.ledger import (
     LedgerRecord,
     MemoryLedger,
     StalePolicy,
-    dumps_compact,
 )
 from toolwire.execution.ledger_sqlite import SqliteLedger
 from toolwire.execution.observe import ExecutionRecord, FinalState, Observer, SpanLike
 from toolwire.execution.retry import RetryPolicy, RetryVerdict, StopReason, decide_retry
-from toolwire.payloads import MESSAGES, Lang, compact_json, finite_json, text
+from toolwire.payloads import (
+    MAX_RESULT_CHARS,
+    MESSAGES,
+    Lang,
+    check_cap,
+    compact_json,
+    jsonable_result,
+    text,
+)
 from toolwire.validation import (
     Redactor,
     secret_text,
@@ -324,6 +332,7 @@ class ExecutionResult:
             it took over a stale in-progress claim and made an attempt. The worker whose claim
             was taken over is told so in ``warnings``; its own execution was the first one.
         warnings: Non-fatal problems (e.g. the ledger could not record a success).
+        lang: The language of texts written for the model later (the executor's ``lang``).
     """
 
     call_id: str | None
@@ -338,6 +347,7 @@ class ExecutionResult:
     duplicate_execution: bool = False
     warnings: tuple[str, ...] = ()
     exception: ExecutionError | None = field(default=None, repr=False, compare=False)
+    lang: Lang = field(default="en", repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -353,9 +363,47 @@ class ExecutionResult:
             return payload
         return {"ok": False, "state": self.state, "error": self.error or {}}
 
-    def content(self) -> str:
-        """``to_payload()`` as compact JSON text."""
-        return compact_json(self.to_payload())
+    def content(self, *, max_result_chars: int | None = MAX_RESULT_CHARS) -> str:
+        """``to_payload()`` as compact JSON text, unless it is a result longer than
+        ``max_result_chars`` characters (None: no cap): then a ``result_too_large`` error
+        giving the size and the cap, as ``tool_messages`` sends (see ``message_content``)."""
+        return self.message_content(max_result_chars=max_result_chars)[0]
+
+    def message_content(
+        self, *, max_result_chars: int | None = MAX_RESULT_CHARS
+    ) -> tuple[str, bool]:
+        """The text for the model and whether it reports a failure (Anthropic's ``is_error``).
+
+        Args:
+            max_result_chars: The cap on a result's text in characters (None: no cap). Only a
+                result is cut off this way: error payloads are short by construction.
+
+        Returns:
+            ``(content(), True)`` for a failure or a result past the cap, else
+            ``(content(), False)``.
+
+        Raises:
+            ValueError: ``max_result_chars`` is not a positive int or None.
+        """
+        check_cap(max_result_chars)
+        content = compact_json(self.to_payload())
+        if not self.ok:
+            return content, True
+        if max_result_chars is None or len(content) <= max_result_chars:
+            return content, False
+        # The tool ran; only its answer is withheld, and the model is told how much less to
+        # ask for rather than handed a cut-off half of it. A write made its change: asking
+        # again would make another.
+        write = self.idempotency_key is not None
+        key = "exec.write_result_too_large" if write else "exec.result_too_large"
+        error = {
+            "type": "result_too_large",
+            "message": text(key, self.lang, size=len(content), limit=max_result_chars),
+            "retryable": not write,
+            "size": len(content),
+            "limit": max_result_chars,
+        }
+        return compact_json({"ok": False, "state": self.state, "error": error}), True
 
     def raise_for_error(self) -> None:
         """Raise the typed exception behind a refused call, if there is one.
@@ -470,28 +518,19 @@ def _safe_repr(value: Any) -> str:
         return f"<{type(value).__name__}>"
 
 
-def _jsonable(value: Any) -> Any:
-    """The JSON-compatible form of a tool result, checked to be writable as JSON text.
+def _jsonable(value: Any, *, lenient: bool = False) -> Any:
+    """The JSON-compatible form of a tool result (`jsonable_result`), checked to be writable
+    as JSON text; `lenient` writes a value with no JSON form as its `repr` (for error details,
+    which are the executor's own, never for what a tool returned).
 
     Raises:
-        ValueError: (or another ``Exception``) if the value cannot be written: a reference
-            cycle, bytes that are not UTF-8, an integer past CPython's digit limit...
+        ValueError: (or another ``Exception``) if the value cannot be written: a value with no
+            JSON form, a reference cycle, bytes that are not UTF-8, an integer past CPython's
+            digit limit...
     """
-    try:
-        result = to_jsonable_python(value, fallback=_safe_repr)
-    except UnicodeEncodeError:
-        # pydantic-core refuses a lone surrogate in a key (a file name decoded with
-        # `surrogateescape`); the standard encoder escapes it, and it reads back the same.
-        result = json.loads(compact_json(value, default=_safe_repr))
-    # The receipt and the model-facing payload are both written with ``json.dumps``, which
-    # would write NaN and infinities as ``NaN``/``Infinity``: not JSON. They become null; any
-    # other unwritable value fails the second dump.
-    try:
-        json.dumps(result, allow_nan=False, default=str)
-    except ValueError:
-        result = finite_json(result)
-        dumps_compact(result)
-    return result
+    if lenient:
+        return jsonable_result(value, fallback=_safe_repr)
+    return jsonable_result(value)
 
 
 class Executor:
@@ -1827,6 +1866,7 @@ class Executor:
             duplicate_execution=run.duplicate_execution,
             warnings=tuple(run.warnings),
             exception=exception,
+            lang=self.lang,
         )
         record: ExecutionRecord = {
             "tool": run.call.tool,
@@ -1991,7 +2031,7 @@ def _error_entry(error: Any) -> Any:
     else:
         value = cast(Any, error)
     try:
-        return _jsonable(value)
+        return _jsonable(value, lenient=True)
     except Exception:
         return _safe_repr(value)[:_MESSAGE_LIMIT]
 

@@ -193,8 +193,10 @@ class Observer:
 
     No method raises because a hook did (see the module notes): a failing tracer, span, meter
     instrument or logging filter or handler is counted under ``observer_errors`` and reported
-    once per hook, and the call's result is unaffected. A subclass that overrides a method
-    must keep that promise (call the base method, or catch and pass to ``hook_failed``).
+    once per hook, and the call's result is unaffected. Construction does not raise either: an
+    instrument the meter fails to create is skipped, its failure counted the same way. A
+    subclass that overrides a method must keep that promise (call the base method, or catch
+    and pass to ``hook_failed``).
 
     Args:
         logger: Logger to write to (default ``logging.getLogger("toolwire.execution")``).
@@ -219,18 +221,33 @@ class Observer:
         self._tracer = tracer if otel else None
         self._counters: dict[str, _CounterLike] = {}
         self._duration: _HistogramLike | None = None
-        if otel and meter is not None:
-            for name, description in _COUNTERS.items():
-                self._counters[name] = meter.create_counter(
-                    f"toolwire.execution.{name}", unit="1", description=description
-                )
-            self._duration = meter.create_histogram(
-                "toolwire.execution.duration", unit="s", description="tool call wall time"
-            )
         self._lock = threading.Lock()
         self._reported: set[Hook] = set()
         #: In-process tallies of the same counters, keyed by counter name (and state for calls).
         self.counts: _Tally[str] = _Tally()
+        if otel and meter is not None:
+            self._create_instruments(meter)
+
+    def _create_instruments(self, meter: MeterLike) -> None:
+        """Create the meter's instruments; one whose creation raises is left out (its counts
+        stay in ``counts``) and the failure contained like any hook's, since a misconfigured
+        exporter must not keep the executor from being built."""
+        # ``observer_errors`` first, so that the failures of the others reach the meter too.
+        names = sorted(_COUNTERS, key=lambda name: name != "observer_errors")
+        for name in names:
+            description = _COUNTERS[name]
+            try:
+                self._counters[name] = meter.create_counter(
+                    f"toolwire.execution.{name}", unit="1", description=description
+                )
+            except Exception as exc:
+                self.hook_failed("meter", exc)
+        try:
+            self._duration = meter.create_histogram(
+                "toolwire.execution.duration", unit="s", description="tool call wall time"
+            )
+        except Exception as exc:
+            self.hook_failed("meter", exc)
 
     def hook_failed(self, hook: Hook, exc: Exception) -> None:
         """Contain a telemetry hook that raised: count it, and report its first failure.
