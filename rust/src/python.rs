@@ -1682,6 +1682,11 @@ struct PyAssembler {
     /// With `track_progress`, the items `finish` released (the last fragments', a held one's
     /// included), kept for the next `drain_progress`: the calls they were recorded in are gone.
     finished_progress: Option<Py<PyList>>,
+    /// The calls `finish` returned without their verdict (their text not scanned yet), until
+    /// `failed` reads them: the core's own answer after `finish` does not know it.
+    unsettled: Vec<Py<PyToolCall>>,
+    /// Whether one of `unsettled` has an error, once `failed` has read them.
+    unsettled_failed: bool,
 }
 
 impl PyAssembler {
@@ -2057,6 +2062,8 @@ impl PyAssembler {
             before_finish: None,
             progress_into: progress_into.map(Bound::unbind),
             finished_progress: None,
+            unsettled: Vec::new(),
+            unsettled_failed: false,
         })
     }
 
@@ -2282,7 +2289,15 @@ impl PyAssembler {
     #[getter]
     fn failed(slf: &Bound<'_, Self>) -> PyResult<bool> {
         let mut this = slf.try_borrow_mut().map_err(in_use)?;
-        Ok(this.decoder.assembler_mut().has_certain_error())
+        if this.decoder.assembler_mut().has_certain_error() || this.unsettled_failed {
+            return Ok(true);
+        }
+        // Calls `finish` left unscanned: their first reader scans them (once, kept by each).
+        let unsettled = std::mem::take(&mut this.unsettled);
+        this.unsettled_failed = unsettled
+            .iter()
+            .any(|call| call.get().verdict().error.is_some());
+        Ok(this.unsettled_failed)
     }
 
     #[pyo3(
@@ -2439,8 +2454,20 @@ impl PyAssembler {
                 .finish_deferring_scans()
                 .map_err(|e| misuse(&e))?
         };
+        let unsettled: Vec<usize> = (calls.iter().enumerate())
+            .filter(|(_, call)| call.unscanned)
+            .map(|(i, _)| i)
+            .collect();
         // Each call object is made straight into the list.
-        PyList::new(slf.py(), calls.into_iter().map(PyToolCall::new))
+        let list = PyList::new(slf.py(), calls.into_iter().map(PyToolCall::new))?;
+        if !unsettled.is_empty() {
+            let mut this = slf.try_borrow_mut().map_err(in_use)?;
+            for i in unsettled {
+                this.unsettled
+                    .push(list.get_item(i)?.cast_into::<PyToolCall>()?.unbind());
+            }
+        }
+        Ok(list)
     }
 
     /// Registers `hook`, called once with the assembler when `finish` starts: the Python

@@ -1257,3 +1257,48 @@ def test_release_finished_keeps_everything_the_assembler_reports() -> None:
     assert asm.finished and asm.failed
     with pytest.raises(MisuseError):
         asm.finish()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "failed"),
+    [('{"city": "Par', True), ('{"a": x}', True), ("[1]", True), ('{"a": 1}', False)],
+)
+def test_failed_after_finish_knows_the_calls_finish_left_unscanned(
+    arguments: str, failed: bool
+) -> None:
+    # Without a pre-check, `finish` leaves a call's text unscanned until it is read; `failed`
+    # answered False for a call whose error the caller could already see, unless it had been
+    # read once before `finish`.
+    body = (
+        "data: "
+        + json.dumps(
+            {
+                "object": "chat.completion.chunk",
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    "id": "c",
+                                    "function": {"name": "f", "arguments": arguments},
+                                }
+                            ]
+                        },
+                    }
+                ],
+            }
+        )
+        + "\n\ndata: [DONE]\n\n"
+    ).encode()
+    for path in ("feed", "feed_sse"):
+        a = Assembler()
+        if path == "feed":
+            a.feed(0, id="c", name="f", arguments=arguments)
+        else:
+            a.feed_sse(body)
+        calls = a.finish()
+        assert a.failed is failed, path
+        assert (calls[0].error is not None) is failed
+        assert a.failed is failed, path
