@@ -32,6 +32,8 @@ _FINISH_SEEN = "_toolwire_finish_seen"
 _GAVE_UP_EARLY = "_toolwire_gave_up_early"
 # How many chunks `feed_chunk` took: the event number of the stream errors it tells.
 _CHUNKS = "_toolwire_chunks"
+# Set while a `feed_chunk` runs (see there).
+_INSIDE = "_toolwire_inside"
 
 
 class Assembler(_core.Assembler):
@@ -73,12 +75,27 @@ class Assembler(_core.Assembler):
             error and a chunk that could not be read, numbering the chunks from 1.
 
         Raises:
-            MisuseError: The assembler was already finished.
+            MisuseError: The assembler was already finished, or another thread's call is
+                inside it.
         """
         if self.finished:
             # A chunk of text alone would touch no call, and so raise nowhere in the core.
             raise _core.MisuseError("already finished: create a new one for the next stream")
         state: dict[str, Any] = self.__dict__
+        # The adapter's state lives here, in Python, where the core's borrow check does not
+        # reach: a second thread inside it at once would interleave two chunks' halves.
+        # `setdefault` is one step under the GIL, so only one caller finds its own token.
+        token = object()
+        if state.setdefault(_INSIDE, token) is not token:
+            raise _core.MisuseError(
+                "another thread's call is inside this assembler: one assembler serves one stream"
+            )
+        try:
+            return self._feed_chunk(chunk, state)
+        finally:
+            del state[_INSIDE]
+
+    def _feed_chunk(self, chunk: object, state: dict[str, Any]) -> ChunkInfo:
         number = state[_CHUNKS] = state.get(_CHUNKS, 0) + 1
         if chunk is None or isinstance(chunk, (bool, int, float, str, list)):
             # An event whose data is JSON but not an object (`data: 123`): the SDKs hand it on

@@ -8,10 +8,12 @@ shape give identical calls (provider extras included).
 from __future__ import annotations
 
 import copy
+import threading
 from typing import Any
 
 import pytest
 
+from toolwire import Assembler, MisuseError
 from toolwire.formats import ChunkInfo, detect_format, make_adapter
 
 from .clients import sdk_chunks, sdk_chunks_async
@@ -413,3 +415,34 @@ def test_any_chunk_after_finish_is_misuse(chunk: dict[str, Any]) -> None:
     assert asm.finished
     with pytest.raises(MisuseError, match="already finished"):
         asm.feed_chunk(chunk)
+
+
+def test_feed_chunk_while_another_thread_is_inside_it_is_a_misuse() -> None:
+    # The adapter's state is Python's, out of the core's borrow check: a second thread inside
+    # `feed_chunk` at once interleaved two chunks silently instead of raising MisuseError.
+    entered, release = threading.Event(), threading.Event()
+
+    class SlowChunk:
+        """A chunk whose `candidates` is read while the test holds the first thread inside."""
+
+        @property
+        def candidates(self) -> list[dict[str, Any]]:
+            entered.set()
+            release.wait(5)
+            return [{"content": {"parts": [{"functionCall": {"name": "f", "args": {"a": 1}}}]}}]
+
+    asm = Assembler()
+    asm.feed_chunk({"candidates": [{"content": {"parts": [{"text": "hi"}]}}]})
+    first = threading.Thread(target=asm.feed_chunk, args=(SlowChunk(),))
+    first.start()
+    assert entered.wait(5)
+    try:
+        with pytest.raises(MisuseError, match="another thread"):
+            asm.feed_chunk({"candidates": [{"content": {"parts": [{"text": "x"}]}}]})
+    finally:
+        release.set()
+        first.join(5)
+    # The first call ran to its end, and the assembler serves the stream again.
+    asm.feed_chunk({"candidates": [{"content": {"parts": [{"text": "!"}]}}]})
+    (call,) = asm.finish()
+    assert (call.name, call.value) == ("f", {"a": 1})
