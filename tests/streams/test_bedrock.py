@@ -532,3 +532,35 @@ def test_a_recorded_stream_replays_as_it_ended_live(
     assert REDACTED in record["chunks"]
     (case,) = replay(load_corpus([tmp_path / "corpus.jsonl"]), tools).cases
     assert [(c.state, c.code) for c in case.calls] == verdicts
+
+
+def test_a_response_replayed_from_its_start_is_read_once() -> None:
+    # A retry after a break inside a tool call sends the response again from `messageStart`.
+    # The call's text was doubled (`{"ci{"city":"Paris"}`, no call ran) and the text kept
+    # twice, where the same stream in Anthropic's shape is read as a replay.
+    rendition = [
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockDelta": {"delta": {"text": "Hi "}, "contentBlockIndex": 0}},
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {
+            "contentBlockStart": {
+                "start": {"toolUse": {"toolUseId": "tooluse_1", "name": "get_weather"}},
+                "contentBlockIndex": 1,
+            }
+        },
+        {"contentBlockDelta": {"delta": {"toolUse": {"input": '{"ci'}}, "contentBlockIndex": 1}},
+        {
+            "contentBlockDelta": {
+                "delta": {"toolUse": {"input": 'ty":"Paris"}'}},
+                "contentBlockIndex": 1,
+            }
+        },
+        {"contentBlockStop": {"contentBlockIndex": 1}},
+    ]
+    end = [{"messageStop": {"stopReason": "tool_use"}}]
+    asm = Assembler()
+    text = "".join(asm.feed_chunk(e).text for e in [*rendition[:5], *rendition, *end])
+    (call,) = asm.finish()
+    assert (call.name, call.value, call.error) == ("get_weather", {"city": "Paris"}, None)
+    assert "replay_dropped" in call.warnings
+    assert text == "Hi "

@@ -53,6 +53,7 @@ from toolwire.formats._fields import (
     merge_usage,
     str_or_none,
 )
+from toolwire.formats._replay import ReplayedText
 from toolwire.formats._types import (
     Arguments,
     ChunkInfo,
@@ -121,7 +122,7 @@ class BedrockConverseAdapter:
 
     format: WireFormat = "bedrock-converse"
 
-    __slots__ = ("_empty", "_fed", "_gave_up", "_hosted", "_usage", "_utf16")
+    __slots__ = ("_empty", "_fed", "_gave_up", "_hosted", "_text", "_usage", "_utf16")
 
     def __init__(self) -> None:
         """Start with no content blocks seen."""
@@ -134,6 +135,9 @@ class BedrockConverseAdapter:
         self._usage: dict[str, Any] | None = None
         self._utf16 = Utf16()
         self._gave_up = False
+        # A second `messageStart` is the response replayed from its start (a retry after a
+        # break): its text is kept once, as on the Anthropic and Responses adapters.
+        self._text = ReplayedText()
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one event.
@@ -146,6 +150,8 @@ class BedrockConverseAdapter:
             The event's text, feeds, stop reason and (merged) usage.
         """
         info = self._handle(chunk, sink)
+        if info.text:
+            info.text = self._text.take(info.text, keep=sink._may_hold(0))  # pyright: ignore[reportPrivateUsage]
         return after_provider_error(info, sink) if self._gave_up else info
 
     def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
@@ -176,6 +182,7 @@ class BedrockConverseAdapter:
             return info
         if get(chunk, "messageStart") is not None:
             self._end_empty(sink)
+            self._text.start()
         elif isinstance(chunk, Mapping) and any(
             map(_is_exception, cast("Mapping[object, object]", chunk))
         ):
@@ -203,7 +210,8 @@ class BedrockConverseAdapter:
         self._fed[index] = False
         wire_id = str_or_none(get(tool, "toolUseId"))
         name = str_or_none(get(tool, "name"))
-        ordinal = self._utf16.feed(sink, index, id=wire_id, name=name)
+        # Marked as a call's start, so that the core knows a replayed call for one sent again.
+        ordinal = self._utf16.feed(sink, index, id=wire_id, name=name, start=True)
         info.feeds.append(FeedRecord(ordinal, wire_id, name))
 
     def _delta(self, event: object, sink: Sink, info: ChunkInfo) -> None:
