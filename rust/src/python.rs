@@ -1064,17 +1064,19 @@ fn fragment_utf8<'a>(obj: &'a Bound<'_, PyAny>, scratch: &'a mut Vec<u8>) -> PyR
         // as `\uD83D\uDE00` does, and one left alone is a `lone_surrogate` error at its offset,
         // as on the other paths: model output never raises.
         scratch.clear();
-        match data {
-            PyStringData::Ucs1(units) => {
-                escape_surrogates(units.iter().map(|&u| u32::from(u)), scratch)
-            }
-            PyStringData::Ucs2(units) => {
-                escape_surrogates(units.iter().map(|&u| u32::from(u)), scratch)
-            }
-            PyStringData::Ucs4(units) => escape_surrogates(units.iter().copied(), scratch),
-        }
+        escape_surrogates(code_points(data), scratch);
     }
     Ok(scratch.as_slice())
+}
+
+/// A string's code points, surrogates included, whatever its storage kind (for the cold paths
+/// that handle surrogates; the hot path encodes each kind on its own, see `encode_units`).
+fn code_points<'a>(data: PyStringData<'a>) -> Box<dyn Iterator<Item = u32> + 'a> {
+    match data {
+        PyStringData::Ucs1(units) => Box::new(units.iter().map(|&u| u32::from(u))),
+        PyStringData::Ucs2(units) => Box::new(units.iter().map(|&u| u32::from(u))),
+        PyStringData::Ucs4(units) => Box::new(units.iter().copied()),
+    }
 }
 
 /// The text of a `str` holding surrogates, each one U+FFFD (pyo3's lossy reading gives one
@@ -1083,16 +1085,9 @@ fn fragment_utf8<'a>(obj: &'a Bound<'_, PyAny>, scratch: &'a mut Vec<u8>) -> PyR
 fn replacing_surrogates(s: &Bound<'_, PyString>) -> PyResult<String> {
     // SAFETY: as in `fragment_utf8`: `data` decodes CPython's state bitfield by hand.
     let data = unsafe { s.data() }?;
-    let text = |units: &mut dyn Iterator<Item = u32>| -> String {
-        units
-            .map(|u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER))
-            .collect()
-    };
-    Ok(match data {
-        PyStringData::Ucs1(units) => text(&mut units.iter().map(|&u| u32::from(u))),
-        PyStringData::Ucs2(units) => text(&mut units.iter().map(|&u| u32::from(u))),
-        PyStringData::Ucs4(units) => text(&mut units.iter().copied()),
-    })
+    Ok(code_points(data)
+        .map(|u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect())
 }
 
 /// Appends the UTF-8 of code points to `out`, a surrogate as its JSON escape `\uXXXX`.
