@@ -246,7 +246,8 @@ class _Open:
     # The path of a string piece that said another piece of it follows.
     continuing: tuple[str | int, ...] | None = None
     # The pieces of that string after the one in `value`, joined once it ends: appending each
-    # to the string in place would copy the whole string per piece.
+    # to the string in place would copy the whole string per piece. Neighbours of like size are
+    # joined as they come (`_add_piece`), so the list stays short however many pieces come.
     tail: list[str] = field(default_factory=lambda: [])
     broken: bool = False
     # Bytes of the pieces merged (see `merge`), held until the call closes.
@@ -286,7 +287,7 @@ class _Open:
             path = tuple(steps)
             goes_on = self.continuing == path and isinstance(value, str)
             if goes_on:
-                self.tail.append(cast(str, value))
+                _add_piece(self.tail, cast(str, value))
             else:
                 self.join_tail()
                 if not _put(root, steps, value, append=False):
@@ -392,6 +393,17 @@ class _Open:
             else:
                 self.progress = False
                 return
+
+
+def _add_piece(tail: list[str], piece: str) -> None:
+    """Appends `piece` to the string pieces in `tail`, joining the last two while the one
+    before is no longer than the last, as a binary counter carries. A str per tiny piece held
+    until the string ends cost some 60 bytes a piece (600,000 one-character pieces held 35 MB);
+    this way `tail` holds O(log n) strs and each character is copied O(log n) times."""
+    tail.append(piece)
+    while len(tail) > 1 and len(tail[-2]) <= len(tail[-1]):
+        last = tail.pop()
+        tail[-1] += last
 
 
 def _pointer(steps: tuple[str | int, ...]) -> str:
