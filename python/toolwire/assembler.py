@@ -34,6 +34,8 @@ _GAVE_UP_EARLY = "_toolwire_gave_up_early"
 _CHUNKS = "_toolwire_chunks"
 # Set while a `feed_chunk` runs (see there).
 _INSIDE = "_toolwire_inside"
+# Present once `stream_errors` has the chunk that took the response past a per-stream limit.
+_LIMIT_TOLD = "_toolwire_limit_told"
 
 
 class Assembler(_core.Assembler):
@@ -146,6 +148,9 @@ class Assembler(_core.Assembler):
                 info.text, half = text_piece(state.pop(_TEXT_HALF, ""), text)
                 if half:
                     state[_TEXT_HALF] = half
+        if _LIMIT_TOLD not in state and not self._may_hold(0):
+            _tell_limit(self, number)
+            state[_LIMIT_TOLD] = True
         return info
 
     def text_tail(self) -> str:
@@ -190,6 +195,15 @@ def _tell(
         asm._stream_error("provider_error", number, _error_text(info.error))  # pyright: ignore[reportPrivateUsage]
     elif info.malformed:
         asm._stream_error("malformed_event", number, f"malformed event: {unread}")  # pyright: ignore[reportPrivateUsage]
+
+
+def _tell_limit(asm: Assembler, number: int) -> None:
+    """Tells `stream_errors` that chunk `number` took the response past a per-stream limit, as
+    the raw SSE path names the event that did; without it the limit is told at event 0."""
+    for kind, _, message in asm.stream_errors():
+        if kind == "stream_limit":
+            asm._stream_error(kind, number, message)  # pyright: ignore[reportPrivateUsage]
+            return
 
 
 def _error_text(error: object) -> str:
