@@ -1449,17 +1449,50 @@ def test_a_path_deeper_than_max_depth_reports_nothing_more() -> None:
         assert [c.error and c.error.kind for c in calls] == ["too_deep"]
 
 
-def test_surrogate_halves_in_pieces_on_the_python_path() -> None:
+@pytest.mark.parametrize("feed", ["dicts", "sse"])
+def test_a_surrogate_pair_split_between_pieces_is_one_character(feed: str) -> None:
     # A pair split between two pieces of a string is one character once joined; the items give
-    # it whole. A lone half makes the call `lone_surrogate`: nothing of it or after it is
-    # reported (the raw path, which cannot read it, ends such a call `lost_event`).
+    # it whole, on both paths (the raw path ended the call `lost_event`).
     pair = _vertex_stream(
         {"jsonPath": "$.a", "stringValue": "x\ud83d", "willContinue": True},
-        {"jsonPath": "$.a", "stringValue": "\ude00y"},
+        {"jsonPath": "$.a", "stringValue": "\ude00y\\\\ud83d", "willContinue": True},
+        {"jsonPath": "$.a", "stringValue": "\ud83c", "willContinue": True},
+        {"jsonPath": "$.a", "stringValue": "\udf38"},
     )
-    seen, calls = _progress_per_chunk(pair, "dicts")
+    seen, calls = _progress_per_chunk(pair, feed)
     assert seen[1] == {(0, "/a"): "x"}
-    assert seen[-1] == {(0, "/a"): "x😀y"} == _texts_of(calls)
+    assert seen[-1] == {(0, "/a"): "x😀y\\\\ud83d🌸"} == _texts_of(calls)
+    assert [c.error for c in calls] == [None]
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        # A high half whose low half never comes: the string ends, another value follows, or
+        # the call closes.
+        [{"jsonPath": "$.a", "stringValue": "x\ud83d"}],
+        [
+            {"jsonPath": "$.a", "stringValue": "x\ud83d", "willContinue": True},
+            {"jsonPath": "$.b", "stringValue": "\ude00"},
+        ],
+        [{"jsonPath": "$.a", "stringValue": "x\ud83d", "willContinue": True}],
+        # A low half with no high half before it.
+        [
+            {"jsonPath": "$.a", "stringValue": "x", "willContinue": True},
+            {"jsonPath": "$.a", "stringValue": "\ude00"},
+        ],
+    ],
+)
+def test_a_surrogate_half_left_alone_in_pieces_never_runs(pieces: list[dict[str, Any]]) -> None:
+    # Python holds a lone surrogate (`lone_surrogate`); Rust cannot (`lost_event`).
+    for feed, kind in (("dicts", "lone_surrogate"), ("sse", "lost_event")):
+        _, calls = _progress_per_chunk(_vertex_stream(*pieces), feed)
+        assert [c.error and c.error.kind for c in calls] == [kind], feed
+
+
+def test_surrogate_halves_in_pieces_on_the_python_path() -> None:
+    # A lone half makes the call `lone_surrogate`: nothing of it or after it is reported (the
+    # raw path, which cannot read it, ends such a call `lost_event`).
     lone = _vertex_stream(
         {"jsonPath": "$.a", "stringValue": "x"},
         {"jsonPath": "$.b", "stringValue": "y\ud800"},

@@ -30,7 +30,8 @@
 //!   by the limit, another call or the end of the body; pieces that do not make one object end
 //!   it `mixed_arguments`. A piece that Python reads where Rust cannot follow (a lone
 //!   surrogate, an infinite number in `args`, a non-ASCII digit in a path) is never guessed:
-//!   that call ends `lost_event` and never runs. With progress tracking
+//!   that call ends `lost_event` and never runs. A surrogate pair cut between two pieces of a
+//!   string is read, as one character. With progress tracking
 //!   ([`Decoder::set_track_progress`]), each value merged is reported as it arrives
 //!   ([`Action::Progress`]), so that a progressive view sees the arguments stream, until a
 //!   piece is refused ([`Action::StopProgress`]); without it, a merge reports nothing and costs
@@ -174,6 +175,15 @@ impl Open {
             unread: false,
         }
     }
+
+    /// A string whose last piece ended on half a surrogate pair, and no piece came with the
+    /// other half: Python's value holds a lone surrogate there, so the call is unread.
+    fn lone_half<F: FnMut(Action<'_>) -> bool>(&mut self, emit: &mut F) {
+        if !self.unread && self.value.as_ref().is_some_and(|v| v.holds_half()) {
+            self.unread = true;
+            emit(Action::UnreadArguments(self.key));
+        }
+    }
 }
 
 /// Per-stream Gemini state: the adapter's `_State`.
@@ -314,7 +324,8 @@ impl GeminiState {
     }
 
     /// Feed the merged pieces of a streamed call whose last piece came.
-    fn close<F: FnMut(Action<'_>) -> bool>(&mut self, open: Open, emit: &mut F) {
+    fn close<F: FnMut(Action<'_>) -> bool>(&mut self, mut open: Open, emit: &mut F) {
+        open.lone_half(emit);
         if open.unread {
             self.feeds += 1;
             return;
@@ -335,7 +346,8 @@ impl GeminiState {
     }
 
     /// Feed a streamed call's pieces so far without its closing brace: `truncated`.
-    fn cut_call<F: FnMut(Action<'_>) -> bool>(&mut self, open: Open, emit: &mut F) {
+    fn cut_call<F: FnMut(Action<'_>) -> bool>(&mut self, mut open: Open, emit: &mut F) {
+        open.lone_half(emit);
         let broken = open.value.as_ref().is_some_and(|v| v.broken);
         if open.unread || broken {
             self.close(open, emit);

@@ -13,7 +13,10 @@
 //! - What Python would read where this path cannot follow (a lone surrogate, which no Rust
 //!   string holds; an infinite float inside `args`, which `json.dumps` writes as `Infinity`; a
 //!   non-ASCII digit in a path index, which Python's `\d` takes) is never guessed: the merge
-//!   reports [`Merge::Unread`], and the call ends `lost_event`.
+//!   reports [`Merge::Unread`], and the call ends `lost_event`. The one lone surrogate read is
+//!   half of a pair that a UTF-16 producer cut between two pieces of one string: the first
+//!   piece ends with the high half, the next starts with the low one, and the two make one
+//!   character, as Python's joined string does once written.
 //! - With progress tracking, each value merged is reported as it is merged ([`Report`]): a
 //!   string piece as text appended to the string at its path, a number or literal as the JSON
 //!   text the merged object writes for it, at the JSON Pointer of its path. Only what merged is
@@ -80,6 +83,10 @@ pub(super) struct Streamed {
     /// Bytes of the pieces merged: each one's decoded path and, for a string, its text. What
     /// the merged value holds grows with it, and it is counted against the stream's limit.
     pub(super) kept: usize,
+    /// The high surrogate that ended the last string piece, which said more of the string
+    /// follows: the next piece must start with its low half (a UTF-16 producer's pair cut in
+    /// two, which Python joins as one character).
+    half: Option<u16>,
 }
 
 impl Streamed {
@@ -113,17 +120,40 @@ impl Streamed {
             let more = piece
                 .and_then(|p| p.will_continue)
                 .is_some_and(|w| w.get() == "true");
-            let value = match piece.map_or(Ok(None), scalar) {
+            let (value, halves) = match piece.map_or(Ok(None), scalar) {
                 Err(Merge::Broken) => return self.breaks(),
                 Err(failure) => return failure,
                 Ok(Some(value)) => value,
-                Ok(None) if more => Value::String(String::new()),
+                Ok(None) if more => (Value::String(String::new()), Halves::default()),
                 Ok(None) => continue,
             };
+            // Each half counted as the three bytes Python counts for a lone surrogate.
+            let half_bytes =
+                3 * (usize::from(halves.low.is_some()) + usize::from(halves.high.is_some()));
             self.kept = self
                 .kept
-                .saturating_add(path_len + value.as_str().map_or(0, str::len));
+                .saturating_add(path_len + value.as_str().map_or(0, str::len) + half_bytes);
             let appended = value.is_string() && self.continuing.as_ref() == Some(&steps);
+            let mut value = value;
+            match (self.half.take(), halves.low) {
+                (None, None) => {}
+                (Some(high), Some(low)) if appended => {
+                    let Some(pair) = surrogate_pair(high, low) else {
+                        return Merge::Unread;
+                    };
+                    if let Value::String(text) = &mut value {
+                        text.insert(0, pair);
+                    }
+                }
+                // Half a pair that the piece beside it does not complete: a lone surrogate.
+                _ => return Merge::Unread,
+            }
+            if let Some(high) = halves.high {
+                if !more {
+                    return Merge::Unread;
+                }
+                self.half = Some(high);
+            }
             // Taken before the value moves into the object (only with progress tracking).
             let item = report
                 .as_ref()
@@ -176,6 +206,12 @@ impl Streamed {
         Merge::Done
     }
 
+    /// Whether the last string piece ended on half a surrogate pair whose other half never
+    /// came: Python's value holds a lone surrogate there, which no Rust string holds.
+    pub(super) fn holds_half(&self) -> bool {
+        self.half.is_some()
+    }
+
     fn breaks(&mut self) -> Merge {
         self.broken = true;
         Merge::Broken
@@ -192,42 +228,112 @@ impl Streamed {
 /// reads (a lone surrogate), `Err(Merge::Broken)` for one no reader holds: a value member of
 /// the wrong type, or a number no double holds (`1e999`, protobuf's `"Infinity"`), which would
 /// otherwise vanish from the arguments the call runs with.
-fn scalar(piece: &Piece<'_>) -> Result<Option<Value>, Merge> {
+fn scalar(piece: &Piece<'_>) -> Result<Option<(Value, Halves)>, Merge> {
     if let Some(raw) = piece.string_value {
         if !raw.get().starts_with('"') {
             return Err(Merge::Broken);
         }
-        return serde_json::from_str::<String>(raw.get())
-            .map(|s| Some(Value::String(s)))
-            .map_err(|_| Merge::Unread);
+        return string_value(raw.get()).map(|(s, halves)| Some((Value::String(s), halves)));
     }
-    if let Some(raw) = piece.bool_value {
-        return match raw.get() {
-            "true" => Ok(Some(Value::Bool(true))),
-            "false" => Ok(Some(Value::Bool(false))),
-            _ => Err(Merge::Broken),
-        };
-    }
-    if let Some(raw) = piece.number_value {
-        let text = raw.get();
-        // Protobuf's JSON may write a double as a string: its number text (or `"Infinity"` and
-        // `"NaN"`, which no JSON number holds).
-        let lexeme = if text.starts_with('"') {
-            serde_json::from_str::<String>(text).map_err(|_| Merge::Broken)?
-        } else {
-            text.to_owned()
-        };
-        if !is_number_lexeme(lexeme.as_bytes()) {
-            return Err(Merge::Broken);
+    let value = if let Some(raw) = piece.bool_value {
+        match raw.get() {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            _ => return Err(Merge::Broken),
         }
-        return python_number(&lexeme, true)
-            .map(|n| Some(number(&n)))
-            .ok_or(Merge::Broken);
+    } else if let Some(raw) = piece.number_value {
+        number_value(raw.get())?
+    } else if piece.null_value {
+        Value::Null
+    } else {
+        return Ok(None);
+    };
+    Ok(Some((value, Halves::default())))
+}
+
+/// Halves of a surrogate pair at the ends of a string piece: a UTF-16 producer that cut a pair
+/// between two pieces writes each half as a lone `\uXXXX` escape.
+#[derive(Debug, Default, Clone, Copy)]
+struct Halves {
+    /// A low surrogate the piece starts with (the rest of the last piece's pair).
+    low: Option<u16>,
+    /// A high surrogate the piece ends with (its pair's other half is in the next piece).
+    high: Option<u16>,
+}
+
+/// A `stringValue`'s text (a JSON string, quotes included), without a low surrogate escape it
+/// starts with or a high one it ends with, and those halves. A lone surrogate anywhere else is
+/// what only Python reads: [`Merge::Unread`].
+fn string_value(raw: &str) -> Result<(String, Halves), Merge> {
+    const ESCAPE: usize = "\\uXXXX".len();
+    let mut halves = Halves::default();
+    // The text between the quotes.
+    let mut inner = raw.get(1..raw.len().saturating_sub(1)).unwrap_or_default();
+    // The first escape's backslash cannot itself be escaped.
+    if let Some(low) = inner
+        .get(..ESCAPE)
+        .and_then(escaped_unit)
+        .filter(|u| (0xDC00..0xE000).contains(u))
+    {
+        halves.low = Some(low);
+        inner = inner.get(ESCAPE..).unwrap_or_default();
     }
-    if piece.null_value {
-        return Ok(Some(Value::Null));
+    if let Some(start) = inner.len().checked_sub(ESCAPE) {
+        let backslashes = inner.as_bytes()[..start]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        // An escape only if its backslash is not the second of an escaped one.
+        if let Some(high) = inner
+            .get(start..)
+            .filter(|_| backslashes % 2 == 0)
+            .and_then(escaped_unit)
+            .filter(|u| (0xD800..0xDC00).contains(u))
+        {
+            halves.high = Some(high);
+            inner = inner.get(..start).unwrap_or_default();
+        }
     }
-    Ok(None)
+    let text = if halves.low.is_none() && halves.high.is_none() {
+        serde_json::from_str::<String>(raw)
+    } else {
+        serde_json::from_str::<String>(&format!("\"{inner}\""))
+    };
+    // Also a lone surrogate escape elsewhere: Python reads it, Rust cannot hold it.
+    text.map(|text| (text, halves)).map_err(|_| Merge::Unread)
+}
+
+/// The code unit of a `\uXXXX` escape that is all of `escape`.
+fn escaped_unit(escape: &str) -> Option<u16> {
+    let hex = escape.strip_prefix("\\u")?;
+    if hex.len() != 4 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u16::from_str_radix(hex, 16).ok()
+}
+
+/// The character of a high and a low surrogate.
+fn surrogate_pair(high: u16, low: u16) -> Option<char> {
+    let code = 0x10000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
+    char::from_u32(code)
+}
+
+/// A `numberValue` (a number, or its text as a string).
+fn number_value(text: &str) -> Result<Value, Merge> {
+    // Protobuf's JSON may write a double as a string: its number text (or `"Infinity"` and
+    // `"NaN"`, which no JSON number holds).
+    let lexeme = if text.starts_with('"') {
+        serde_json::from_str::<String>(text).map_err(|_| Merge::Broken)?
+    } else {
+        text.to_owned()
+    };
+    if !is_number_lexeme(lexeme.as_bytes()) {
+        return Err(Merge::Broken);
+    }
+    python_number(&lexeme, true)
+        .map(|n| number(&n))
+        .ok_or(Merge::Broken)
 }
 
 /// A merged piece's value as a progress item: a string's text, appended to the string at its
@@ -638,6 +744,62 @@ mod tests {
         );
         assert_eq!(verdict, Merge::Unread);
         assert_eq!(items, [string("/a", "x", true)]);
+    }
+
+    #[test]
+    fn a_surrogate_pair_cut_between_pieces_of_a_string_is_one_character() {
+        let mut streamed = Streamed::default();
+        let (verdict, items) = merged(
+            &mut streamed,
+            r#"[{"jsonPath": "$.a", "stringValue": "x\ud83d", "willContinue": true},
+                {"jsonPath": "$.a", "stringValue": "\ude00\\ud83d", "willContinue": true},
+                {"jsonPath": "$.a", "stringValue": "\ud83c\udf38\ud83c", "willContinue": true},
+                {"jsonPath": "$.a", "stringValue": "\udf38"}]"#,
+            None,
+        );
+        assert_eq!(verdict, Merge::Done);
+        assert!(!streamed.holds_half());
+        assert_eq!(streamed.text(), r#"{"a":"x😀\\ud83d🌸🌸"}"#);
+        // The held half is in no item until its pair is whole.
+        assert_eq!(
+            items,
+            [
+                string("/a", "x", false),
+                string("/a", "😀\\ud83d", false),
+                string("/a", "🌸", false),
+                string("/a", "🌸", true),
+            ]
+        );
+        // Counted as Python counts the pieces: each half as the three bytes of a lone one.
+        assert_eq!(streamed.kept, 3 * 4 + (1 + 3) + (3 + 6) + (4 + 3) + 3);
+    }
+
+    #[test]
+    fn a_surrogate_half_without_its_pair_is_unread() {
+        for pieces in [
+            // The string ends on a high half, or goes on at another path.
+            r#"[{"jsonPath": "$.a", "stringValue": "x\ud83d"}]"#,
+            r#"[{"jsonPath": "$.a", "stringValue": "x\ud83d", "willContinue": true},
+                {"jsonPath": "$.b", "stringValue": "\ude00"}]"#,
+            r#"[{"jsonPath": "$.a", "stringValue": "x\ud83d", "willContinue": true},
+                {"jsonPath": "$.a", "stringValue": "y"}]"#,
+            // A low half with no high half before it.
+            r#"[{"jsonPath": "$.a", "stringValue": "\ude00"}]"#,
+            // A half inside a piece, not at its end.
+            r#"[{"jsonPath": "$.a", "stringValue": "\ud83dx", "willContinue": true}]"#,
+        ] {
+            let mut streamed = Streamed::default();
+            assert_eq!(
+                merged(&mut streamed, pieces, None).0,
+                Merge::Unread,
+                "{pieces}"
+            );
+        }
+        // A high half still waiting when the pieces stop: `gemini.rs` asks at the close.
+        let mut streamed = Streamed::default();
+        let pieces = r#"[{"jsonPath": "$.a", "stringValue": "x\ud83d", "willContinue": true}]"#;
+        assert_eq!(merged(&mut streamed, pieces, None).0, Merge::Done);
+        assert!(streamed.holds_half());
     }
 
     #[test]
