@@ -662,6 +662,11 @@ impl Compiler<'_> {
                         .ok_or_else(|| err(&kptr(), "format must be a string"))?;
                     if let Some(f) = Format::from_name(name) {
                         string.format = Some(f);
+                        // The checkers are lenient where the final validation is strict (a
+                        // space for `T`, a leap second, a zone id in an IPv6 address): a pass
+                        // may be a value validation refuses, so no `oneOf` may count it as a
+                        // certain match.
+                        node.exact = false;
                     } else {
                         self.unsupported(key, ptr);
                         node.exact = false;

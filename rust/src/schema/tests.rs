@@ -467,6 +467,28 @@ fn one_of_branch_that_passes_only_by_the_float_reading_is_no_certain_match() {
 }
 
 #[test]
+fn one_of_branch_that_passes_a_format_check_is_no_certain_match() {
+    // The format checkers are lenient (a space for `T`, no seconds, a leap second): such a
+    // value may be one the final validation refuses, which leaves the other branch the only
+    // match, so the pre-check must not say "more than one".
+    let when = json!({"oneOf": [
+        {"type": "string", "format": "date-time"},
+        {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}"}
+    ]});
+    ok(&when, "\"2024-01-02 03:04:05Z\"");
+    ok(
+        &json!({"properties": {"when": when}}),
+        "{\"when\": \"2024-01-02 03:04:05Z\"}",
+    );
+    let address = json!({"oneOf": [{"format": "ipv6"}, {"pattern": "%"}]});
+    ok(&address, "\"fe80::1%eth0\"");
+    // A value no branch takes is still refused, and a branch without a format still counts.
+    assert_eq!(one(&when, "\"soon\""), at(5, "", "oneOf"));
+    let twice = json!({"oneOf": [{"type": "string"}, {"maxLength": 9}]});
+    assert_eq!(one(&twice, "\"x\""), at(2, "", "oneOf"));
+}
+
+#[test]
 fn a_string_breaking_enum_before_max_length_reports_enum_for_every_cut() {
     // Whole, the piece passed `maxLength` first and was reported there (byte 9); byte by
     // byte the `enum` broke at the first letter (byte 7). `run` checks every cut agrees.
