@@ -1976,6 +1976,16 @@ impl Decoder {
                 if block.as_ref().is_some_and(|b| !b.tool) {
                     return Ok(());
                 }
+                if let Some(other) = delta
+                    .partial_json
+                    .filter(|r| !r.get().starts_with('"') && r.get() != "null")
+                {
+                    // Arguments sent as a value, not text: ignored, they left the call `{}`,
+                    // a call that runs. A field of the wrong type makes the event unread.
+                    return serde_json::from_str::<String>(other.get())
+                        .map(drop)
+                        .map_err(EventError::Malformed);
+                }
                 let raw = raw_str(delta.partial_json);
                 let mut unused = Placeholder::NONE;
                 if let (Some(b), Some(r)) = (block, raw) {

@@ -186,3 +186,27 @@ def test_an_unreadable_chunk_is_told_as_the_raw_path_tells_it(fmt: str, which: i
     assert told == [(kind, event) for kind, event, _ in raw.stream_errors()]
     assert told == [("malformed_event", first + 2)]
     assert [c.error.kind if c.error else None for c in dicts.finish()] == ["lost_event", None]
+
+
+@pytest.mark.parametrize("value", [{"path": "/home/me"}, 7, False, ["x"]])
+def test_anthropic_arguments_sent_as_a_value_are_no_empty_call(
+    sse_server: SSEServer, value: object
+) -> None:
+    # A gateway that forwards parsed arguments writes `partial_json` as an object. Ignored, it
+    # left the call `{}`: a call that runs, with its parameters' defaults. The event is unread
+    # on every path, and the call it was meant for never runs.
+    events = well_formed_stream("anthropic", [Call("delete_tree", "{}")], size=64)
+    for event in events:
+        if event.get("type") == "content_block_delta":
+            event["delta"]["partial_json"] = value
+    body = sse_body(events, "anthropic")
+    raw = Assembler()
+    raw.feed_sse(body)
+    dicts = Assembler()
+    for event in events:
+        dicts.feed_chunk(event)
+    _, stream = assemble_sync(sse_server.register(body), "anthropic")
+    for calls in (raw.finish(), dicts.finish(), stream.calls):
+        assert [c.error.kind if c.error else None for c in calls] == ["lost_event"]
+    for asm in (raw, dicts):
+        assert [kind for kind, _, _ in asm.stream_errors()] == ["malformed_event"]

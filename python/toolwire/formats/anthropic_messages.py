@@ -233,7 +233,14 @@ class AnthropicMessagesAdapter:
         self._state.note(given)
         index = given or 0
         fragment = get(delta, "partial_json")
-        if index in self._state.others or not isinstance(fragment, str) or not fragment:
+        if index in self._state.others:
+            return
+        if fragment is not None and not isinstance(fragment, str):
+            # Arguments sent as a value, not text: ignored, they left the call `{}`, a call
+            # that runs. A field of the wrong type makes the event unread, as on the raw path.
+            unreadable(info, sink)
+            return
+        if not fragment:
             return
         # A fragment for a block whose start never came is kept (quirk 32), as on the raw SSE
         # path: the call then reports its missing name instead of vanishing.
