@@ -53,6 +53,7 @@ __all__ = [
     "Relaxation",
     "SchemaExportError",
     "accepts_null",
+    "as_json_schema",
     "closing_splits_one_of",
     "export_schema",
     "inline_refs",
@@ -891,6 +892,77 @@ def _numeric_exclusive_bounds(out: JsonSchema) -> None:
         del out[exclusive]
         if flag and isinstance(out.get(bound), (int, float)) and bound in out:
             out[exclusive] = out.pop(bound)
+
+
+# OpenAPI 3.0's type names as google-genai's `Type` enum writes them (Gemini and Vertex AI
+# function declarations), and the JSON Schema types they stand for.
+_OPENAPI_TYPES = {
+    "OBJECT": "object",
+    "STRING": "string",
+    "INTEGER": "integer",
+    "NUMBER": "number",
+    "BOOLEAN": "boolean",
+    "ARRAY": "array",
+    "NULL": "null",
+}
+_JSON_TYPES = frozenset(_OPENAPI_TYPES.values())
+
+
+def _json_type(kind: object, at: str) -> object:
+    """`kind` (a `type` value) with OpenAPI's uppercase names in JSON Schema's spelling."""
+    if isinstance(kind, list):
+        return [_json_type(k, at) for k in cast(list[object], kind)]
+    if not isinstance(kind, str) or kind in _JSON_TYPES:
+        return kind
+    if kind in _OPENAPI_TYPES:
+        return _OPENAPI_TYPES[kind]
+    known = ", ".join(repr(k) for k in sorted(_JSON_TYPES))
+    hint = f" (did you mean {kind.lower()!r}?)" if kind.lower() in _JSON_TYPES else ""
+    raise ValueError(
+        f"unknown type {kind!r} at {at}{hint}: JSON Schema's types are {known}"
+        " (or OpenAPI's uppercase names of them, 'OBJECT', 'STRING', ...)"
+    )
+
+
+def as_json_schema(schema: Mapping[str, Any]) -> JsonSchema:
+    """A plain tool's parameter schema with the OpenAPI 3.0 spellings it may carry read as
+    JSON Schema, which is what validation and the pre-check read.
+
+    Gemini and Vertex AI declarations, and schemas converted from OpenAPI documents, are
+    OpenAPI's schema objects: their `type` may be written `"OBJECT"`, `"STRING"`, ... (the
+    names of google-genai's `Type` enum), which becomes the lowercase JSON Schema type.
+
+    Returns:
+        A new schema; the input is not modified.
+
+    Raises:
+        ValueError: On a `type` that names no JSON Schema type and no OpenAPI one.
+    """
+
+    def walk(node: Any, at: str) -> Any:
+        as_list = _as_list(node)
+        if as_list is not None:
+            return [walk(item, f"{at}/{i}") for i, item in enumerate(as_list)]
+        as_dict = _as_dict(node)
+        if as_dict is None:
+            return node
+        out: JsonSchema = {}
+        for key, value in as_dict.items():
+            here = f"{at}/{_pointer_escape(key)}"
+            if key == "type":
+                out[key] = _json_type(value, here)
+            elif key in _NAMED_SUBSCHEMAS and _as_dict(value) is not None:
+                out[key] = {
+                    name: walk(sub, f"{here}/{_pointer_escape(name)}")
+                    for name, sub in value.items()
+                }
+            elif key in _SUBSCHEMAS:
+                out[key] = walk(value, here)
+            else:
+                out[key] = value
+        return out
+
+    return cast(JsonSchema, walk(schema, ""))
 
 
 def accepts_null(node: Mapping[str, Any], *, openapi: bool = False) -> bool:

@@ -1,0 +1,116 @@
+"""Plain tool schemas written for other readers than JSON Schema 2020-12 (Gemini and Vertex AI
+declarations, OpenAPI 3.0 conversions) or naming their parts by URI (`$anchor`, embedded `$id`
+resources): they register, the pre-check checks them exactly while streaming, and a call gets
+the verdict `jsonschema` gives on the schema as its own dialect reads it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests.conftest import Splitter
+from toolwire import Assembler, Toolset
+
+
+def _verdicts(tools: Toolset, arguments: Any, splitter: Splitter) -> tuple[bool, bool, list[str]]:
+    """Whether the pre-check let the streamed call through, whether validation accepts it, and
+    validation's error codes."""
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="tool", arguments="")
+    for piece in splitter(json.dumps(arguments).encode()):
+        assembler.feed(0, arguments=piece)
+    (call,) = assembler.finish()
+    outcome = tools.validate(call)
+    return call.error is None, outcome.ok, [e.code for e in outcome.errors]
+
+
+def _agrees_with(
+    oracle: Any, schema: dict[str, Any], instances: list[Any], splitter: Splitter
+) -> None:
+    """`schema` registers with nothing but OpenAPI's `nullable` left unchecked by the pre-check,
+    and each instance is accepted exactly when `oracle` accepts it, by the pre-check and by
+    validation alike."""
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    assert [k for _, k, _ in tools.registry.unsupported if k != "nullable"] == []
+    for instance in instances:
+        expected = oracle.is_valid(instance)
+        prechecked, ok, codes = _verdicts(tools, instance, splitter)
+        assert (prechecked, ok) == (expected, expected), (instance, codes)
+
+
+_UPPERCASE = {
+    "type": "OBJECT",
+    "properties": {
+        "location": {"type": "STRING", "description": "City name"},
+        "days": {"type": "INTEGER", "minimum": 1},
+        "ratio": {"type": "NUMBER", "nullable": True},
+        "metric": {"type": "BOOLEAN"},
+        "stops": {"type": "ARRAY", "items": {"type": "STRING"}},
+        "either": {"type": ["STRING", "NULL"]},
+    },
+    "required": ["location"],
+}
+
+
+def test_gemini_uppercase_types_read_as_json_schema_types(splitter: Splitter) -> None:
+    # google-genai's `Type` enum serialises as OpenAPI's uppercase names (Vertex AI REST).
+    lowercase = json.loads(
+        json.dumps(_UPPERCASE)
+        .replace('"OBJECT"', '"object"')
+        .replace('"STRING"', '"string"')
+        .replace('"INTEGER"', '"integer"')
+        .replace('"NUMBER"', '"number"')
+        .replace('"BOOLEAN"', '"boolean"')
+        .replace('"ARRAY"', '"array"')
+        .replace('"NULL"', '"null"')
+    )
+    # `nullable` is OpenAPI's: the oracle spells the null it admits the JSON Schema way.
+    lowercase["properties"]["ratio"]["type"] = ["number", "null"]
+    oracle = jsonschema.Draft202012Validator(lowercase)
+    instances: list[Any] = [
+        {"location": "Paris"},
+        {"location": "Paris", "days": 3, "ratio": None, "metric": True, "stops": ["Lyon"]},
+        {"location": "Paris", "either": None},
+        {},
+        {"location": 7},
+        {"location": "Paris", "days": 0},
+        {"location": "Paris", "days": 1.5},
+        {"location": "Paris", "metric": "yes"},
+        {"location": "Paris", "stops": ["Lyon", 2]},
+        {"location": "Paris", "either": 1},
+    ]
+    _agrees_with(oracle, _UPPERCASE, instances, splitter)
+    exported = Toolset([{"name": "tool", "parameters": _UPPERCASE}]).schema("tool")
+    assert exported["type"] == "object"
+    assert exported["properties"]["stops"] == {
+        "type": "array",
+        "items": {"type": "string"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ({"type": "Object"}, r"unknown type 'Object' at /type \(did you mean 'object'\?\)"),
+        (
+            {"type": "object", "properties": {"n": {"type": "str"}}},
+            "unknown type 'str' at /properties/n/type: JSON Schema's types are",
+        ),
+        (
+            {"type": "OBJECT", "properties": {"n": {"type": ["STRING", "TYPE_UNSPECIFIED"]}}},
+            "unknown type 'TYPE_UNSPECIFIED' at /properties/n/type",
+        ),
+    ],
+)
+def test_a_type_no_dialect_knows_is_refused_by_name(schema: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=f"tool 'tool': {message}"):
+        Toolset([{"name": "tool", "parameters": schema}])
+
+
+def test_a_property_named_type_is_a_field_not_a_keyword() -> None:
+    schema = {"type": "OBJECT", "properties": {"type": {"type": "STRING", "enum": ["A", "B"]}}}
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    assert tools.schema("tool")["properties"]["type"]["type"] == "string"
