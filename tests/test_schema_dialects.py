@@ -114,3 +114,49 @@ def test_a_property_named_type_is_a_field_not_a_keyword() -> None:
     schema = {"type": "OBJECT", "properties": {"type": {"type": "STRING", "enum": ["A", "B"]}}}
     tools = Toolset([{"name": "tool", "parameters": schema}])
     assert tools.schema("tool")["properties"]["type"]["type"] == "string"
+
+
+_OPENAPI_BOUNDS = {
+    "type": "object",
+    "properties": {
+        "amount": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
+        "share": {
+            "type": "number",
+            "minimum": 0,
+            "exclusiveMinimum": False,
+            "maximum": 1,
+            "exclusiveMaximum": True,
+        },
+        "note": {"type": "string", "nullable": True},
+    },
+}
+
+
+def test_openapi_boolean_exclusive_bounds_read_as_draft_4(splitter: Splitter) -> None:
+    # OpenAPI 3.0 writes the draft 4 form without a `$schema`; draft 4 is the oracle.
+    draft_4 = {"$schema": "http://json-schema.org/draft-04/schema#", **_OPENAPI_BOUNDS}
+    draft_4["properties"] = {**_OPENAPI_BOUNDS["properties"], "note": {"type": ["string", "null"]}}
+    oracle = jsonschema.Draft4Validator(draft_4)
+    instances: list[Any] = [
+        {"amount": 0.01, "share": 0},
+        {"amount": 0},
+        {"amount": -1},
+        {"share": 1},
+        {"share": 0.999},
+        {"share": -0.5},
+        {"note": None},
+    ]
+    _agrees_with(oracle, _OPENAPI_BOUNDS, instances, splitter)
+    tools = Toolset([{"name": "tool", "parameters": _OPENAPI_BOUNDS}])
+    _, ok, codes = _verdicts(tools, {"amount": 0}, splitter)
+    assert not ok and codes == ["range"]
+
+
+def test_a_boolean_exclusive_bound_under_a_later_draft_is_still_an_error() -> None:
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {"n": {"type": "number", "minimum": 0, "exclusiveMinimum": True}},
+    }
+    with pytest.raises(ValueError, match="invalid parameter schema"):
+        Toolset([{"name": "tool", "parameters": schema}])

@@ -931,6 +931,11 @@ def as_json_schema(schema: Mapping[str, Any]) -> JsonSchema:
     Gemini and Vertex AI declarations, and schemas converted from OpenAPI documents, are
     OpenAPI's schema objects: their `type` may be written `"OBJECT"`, `"STRING"`, ... (the
     names of google-genai's `Type` enum), which becomes the lowercase JSON Schema type.
+    Without a `$schema`, a boolean `exclusiveMinimum` / `exclusiveMaximum` is read as OpenAPI
+    3.0 and draft 4 read it: `true` makes the `minimum` / `maximum` beside it exclusive, and
+    `false` (or `true` with no bound to make exclusive) adds nothing. A declared `$schema`
+    keeps its own reading, so draft 4's is left to `jsonschema`'s draft 4 class, and a boolean
+    under a later draft stays the schema error it is there.
 
     Returns:
         A new schema; the input is not modified.
@@ -938,6 +943,7 @@ def as_json_schema(schema: Mapping[str, Any]) -> JsonSchema:
     Raises:
         ValueError: On a `type` that names no JSON Schema type and no OpenAPI one.
     """
+    openapi = "$schema" not in schema
 
     def walk(node: Any, at: str) -> Any:
         as_list = _as_list(node)
@@ -960,6 +966,8 @@ def as_json_schema(schema: Mapping[str, Any]) -> JsonSchema:
                 out[key] = walk(value, here)
             else:
                 out[key] = value
+        if openapi:
+            _numeric_exclusive_bounds(out)
         return out
 
     return cast(JsonSchema, walk(schema, ""))
