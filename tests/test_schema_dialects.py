@@ -160,3 +160,92 @@ def test_a_boolean_exclusive_bound_under_a_later_draft_is_still_an_error() -> No
     }
     with pytest.raises(ValueError, match="invalid parameter schema"):
         Toolset([{"name": "tool", "parameters": schema}])
+
+
+_ANCHORED = {
+    "type": "object",
+    "$defs": {
+        "Position": {"$anchor": "pos", "type": "integer", "minimum": 1},
+        "Node": {
+            "$anchor": "node",
+            "type": "object",
+            "properties": {"value": {"$ref": "#pos"}, "next": {"$ref": "#node"}},
+            "required": ["value"],
+        },
+    },
+    "properties": {"at": {"$ref": "#pos"}, "list": {"$ref": "#node"}},
+    "required": ["at"],
+}
+
+
+def test_a_reference_to_an_anchor_resolves(splitter: Splitter) -> None:
+    oracle = jsonschema.Draft202012Validator(_ANCHORED)
+    instances: list[Any] = [
+        {"at": 1},
+        {"at": 3, "list": {"value": 1, "next": {"value": 2}}},
+        {"at": 0},
+        {"at": "first"},
+        {},
+        {"at": 1, "list": {"value": 1, "next": {"value": 0}}},
+        {"at": 1, "list": {"value": 1, "next": {}}},
+    ]
+    _agrees_with(oracle, _ANCHORED, instances, splitter)
+
+
+_EMBEDDED = {
+    "$id": "https://example.com/tools/lookup.json",
+    "type": "object",
+    "$defs": {
+        "User": {
+            "$id": "user.json",
+            "type": "object",
+            # From the embedded resource, `#` is the user, not the tool.
+            "properties": {"uid": {"$ref": "#/$defs/Uid"}, "manager": {"$ref": "#"}},
+            "required": ["uid"],
+            "$defs": {"Uid": {"type": "string", "pattern": "^u[0-9]+$"}},
+        },
+    },
+    "properties": {
+        "user": {"$ref": "user.json"},
+        "uid": {"$ref": "https://example.com/tools/user.json#/$defs/Uid"},
+    },
+    "required": ["user"],
+}
+
+
+def test_a_reference_to_an_embedded_resource_resolves(splitter: Splitter) -> None:
+    oracle = jsonschema.Draft202012Validator(_EMBEDDED)
+    instances: list[Any] = [
+        {"user": {"uid": "u1"}},
+        {"user": {"uid": "u1", "manager": {"uid": "u2"}}, "uid": "u3"},
+        {"user": {"uid": "x"}},
+        {"user": {}},
+        {"user": {"uid": "u1", "manager": {"uid": 2}}},
+        {"user": {"uid": "u1"}, "uid": "nobody"},
+    ]
+    _agrees_with(oracle, _EMBEDDED, instances, splitter)
+
+
+def test_an_embedded_resource_without_a_root_id_resolves_relative_to_nothing(
+    splitter: Splitter,
+) -> None:
+    schema = {
+        "type": "object",
+        "$defs": {"Tag": {"$id": "tag.json", "type": "string", "maxLength": 3}},
+        "properties": {"tag": {"$ref": "tag.json"}},
+    }
+    oracle = jsonschema.Draft202012Validator(schema)
+    _agrees_with(oracle, schema, [{"tag": "abc"}, {"tag": "abcd"}, {"tag": 1}], splitter)
+
+
+@pytest.mark.parametrize(
+    "ref", ["#nowhere", "other.json", "https://example.com/elsewhere.json#/$defs/X"]
+)
+def test_a_reference_outside_the_schema_is_refused(ref: str) -> None:
+    schema = {
+        "type": "object",
+        "$defs": {"P": {"$anchor": "pos", "type": "integer"}},
+        "properties": {"p": {"$ref": ref}},
+    }
+    with pytest.raises(ValueError, match="only references into the schema itself"):
+        Toolset([{"name": "tool", "parameters": schema}])
