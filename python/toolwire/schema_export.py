@@ -19,7 +19,9 @@ Design notes:
 * `openai.lib._pydantic.to_strict_json_schema` only inlines a `$ref` that has sibling keys and
   keeps `$defs` otherwise. We inline every non-recursive `$ref` so a tool definition can be read
   (and checked by the Rust pre-check) without a resolver; a recursive model keeps a
-  `{"$ref": "#/$defs/Name"}` to a `$defs` entry that stays in the schema.
+  `{"$ref": "#/$defs/Name"}` to a `$defs` entry that stays in the schema. A reference that
+  names its target by URI (an `$anchor`, an embedded `$id`) is first written as the pointer
+  to it, found with `referencing`, which is how `jsonschema` would resolve it.
 * Non-null defaults are removed in strict mode although the openai helper keeps them: Azure
   OpenAI rejects them ("'default' is not permitted", dotnet/extensions#6196) and
   openai-agents-python strips them too (PR #4529). In strict mode the model must send every
@@ -39,6 +41,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+import referencing
+import referencing.exceptions
+import referencing.jsonschema
+
 from toolwire.subschemas import (
     NOWHERE,
     inner_any,
@@ -53,6 +59,7 @@ __all__ = [
     "Relaxation",
     "SchemaExportError",
     "accepts_null",
+    "as_json_schema",
     "closing_splits_one_of",
     "export_schema",
     "inline_refs",
@@ -188,9 +195,128 @@ def _pointer_tokens(ref: str) -> list[str]:
     tokens = pointer_tokens(ref)
     if tokens is None:
         raise ValueError(
-            f"unsupported $ref {ref!r}: only local JSON Pointer references can be inlined"
+            f"unsupported $ref {ref!r}: only references into the schema itself (a JSON Pointer,"
+            " an `$anchor` or an embedded `$id`) can be inlined"
         )
     return tokens
+
+
+# The keywords that name a place in a schema by URI rather than by its position.
+_NAMING_KEYWORDS = {"$id", "$anchor"}
+_LEGACY_NAMING_KEYWORDS = {"id"}
+
+
+def _names_places(node: Any, root: bool, naming: set[str]) -> tuple[bool, bool]:
+    """Whether `node` names places by URI (an `$anchor`, an `$id` below the root, a `$ref`
+    that is not a local JSON Pointer), and whether it holds a dynamic reference."""
+    as_dict = _as_dict(node)
+    if as_dict is None:
+        listed = _as_list(node)
+        found = [_names_places(item, root, naming) for item in listed or []]
+        return any(n for n, _ in found), any(d for _, d in found)
+    named = not root and any(isinstance(as_dict.get(k), str) for k in naming)
+    named |= "$anchor" in as_dict
+    ref = as_dict.get("$ref")
+    named |= isinstance(ref, str) and pointer_tokens(ref) is None
+    dynamic = "$dynamicRef" in as_dict or "$recursiveRef" in as_dict
+    for key, value in as_dict.items():
+        subs: list[Any] = []
+        if key in _NAMED_SUBSCHEMAS and _as_dict(value) is not None:
+            subs = list(value.values())
+        elif key in _SUBSCHEMAS:
+            subs = [value]
+        for sub in subs:
+            sub_named, sub_dynamic = _names_places(sub, False, naming)
+            named |= sub_named
+            dynamic |= sub_dynamic
+    return named, dynamic
+
+
+def _with_pointer_refs(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`schema` with each `$ref` that names its target by URI (`#pos` for an `$anchor`,
+    `user.json` for a subschema whose `$id` is that, relative to the root's `$id` if any)
+    written as the JSON Pointer from the root to that target, and the `$id`s and `$anchor`s
+    then left out; `schema` itself when no reference needs it.
+
+    The inliner, the Rust pre-check and the strict exports all read a `$ref` as a pointer from
+    the root. `referencing` (what `jsonschema` resolves with) finds the target, so a reference
+    resolves as `jsonschema` reads it, a pointer inside an embedded resource included (from
+    that resource, not the root). The naming keywords must go with the rewrite: an inlined
+    copy of an `$id` resource would still move the base of the pointers left in it, and the
+    pre-check leaves an embedded resource unchecked. A schema with `$dynamicRef` or
+    `$recursiveRef` is left as written: those resolve through the `$id`s at validation time.
+
+    Raises:
+        ValueError: On a reference to something outside the schema or to no target in it.
+    """
+    declared = schema.get("$schema")
+    spec = referencing.jsonschema.specification_with(
+        declared if isinstance(declared, str) else "",
+        default=referencing.jsonschema.DRAFT202012,
+    )
+    legacy = spec in (referencing.jsonschema.DRAFT3, referencing.jsonschema.DRAFT4)
+    naming = _LEGACY_NAMING_KEYWORDS if legacy else _NAMING_KEYWORDS
+    named, dynamic = _names_places(schema, True, naming)
+    if not named or dynamic:
+        return schema
+    # Where each object sits, found by identity: `referencing` hands back the very objects of
+    # the schema it was given.
+    places: dict[int, list[str]] = {}
+    todo: list[tuple[Any, list[str]]] = [(schema, [])]
+    while todo:
+        node, tokens = todo.pop()
+        as_dict, as_list = _as_dict(node), _as_list(node)
+        if as_dict is not None:
+            places.setdefault(id(node), tokens)
+            todo.extend((v, [*tokens, k]) for k, v in as_dict.items())
+        elif as_list is not None:
+            todo.extend((v, [*tokens, str(i)]) for i, v in enumerate(as_list))
+    root = spec.create_resource(schema)
+    base = root.id() or ""
+    resolver: Any = referencing.Registry[Any]().with_resource(base, root).resolver(base)
+
+    def pointer(ref: str, scope: Any) -> str:
+        document, _, fragment = ref.partition("#")
+        try:
+            if not fragment or fragment.startswith("/"):
+                # A pointer, from the resource the reference names: the resource is found
+                # by identity and the pointer appended, as a pointer may reach a boolean.
+                found = scope.lookup(f"{document}#").contents
+                tokens = [*places[id(found)], *(pointer_tokens(f"#{fragment}") or [])]
+            else:
+                tokens = places[id(scope.lookup(ref).contents)]
+        except (referencing.exceptions.Unresolvable, KeyError):
+            raise ValueError(
+                f"unsupported $ref {ref!r}: only references into the schema itself (a JSON"
+                " Pointer, an `$anchor` or an embedded `$id`) can be inlined"
+            ) from None
+        # Percent-escaped too: the pointer is read back through `unquote`.
+        return "#" + "".join(f"/{_pointer_escape(t).replace('%', '%25')}" for t in tokens)
+
+    def walk(node: Any, scope: Any) -> Any:
+        as_list = _as_list(node)
+        if as_list is not None:
+            return [walk(item, scope) for item in as_list]
+        as_dict = _as_dict(node)
+        if as_dict is None:
+            return node
+        if as_dict is not schema:
+            scope = scope.in_subresource(spec.create_resource(as_dict))
+        out: JsonSchema = {}
+        for key, value in as_dict.items():
+            if key in naming or key == "$anchor":
+                continue
+            if key == "$ref" and isinstance(value, str):
+                out[key] = pointer(value, scope)
+            elif key in _NAMED_SUBSCHEMAS and _as_dict(value) is not None:
+                out[key] = {name: walk(sub, scope) for name, sub in value.items()}
+            elif key in _SUBSCHEMAS:
+                out[key] = walk(value, scope)
+            else:
+                out[key] = value
+        return out
+
+    return cast(JsonSchema, walk(schema, resolver))
 
 
 def _pointer_escape(token: str) -> str:
@@ -222,6 +348,7 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     Raises:
         ValueError: On a `$ref` that is not local or points nowhere.
     """
+    schema = _with_pointer_refs(schema)
     # Draft 7 and older ignore every keyword next to a `$ref`: only annotations are kept then.
     declared = schema.get("$schema")
     legacy = isinstance(declared, str) and any(
@@ -891,6 +1018,85 @@ def _numeric_exclusive_bounds(out: JsonSchema) -> None:
         del out[exclusive]
         if flag and isinstance(out.get(bound), (int, float)) and bound in out:
             out[exclusive] = out.pop(bound)
+
+
+# OpenAPI 3.0's type names as google-genai's `Type` enum writes them (Gemini and Vertex AI
+# function declarations), and the JSON Schema types they stand for.
+_OPENAPI_TYPES = {
+    "OBJECT": "object",
+    "STRING": "string",
+    "INTEGER": "integer",
+    "NUMBER": "number",
+    "BOOLEAN": "boolean",
+    "ARRAY": "array",
+    "NULL": "null",
+}
+_JSON_TYPES = frozenset(_OPENAPI_TYPES.values())
+
+
+def _json_type(kind: object, at: str) -> object:
+    """`kind` (a `type` value) with OpenAPI's uppercase names in JSON Schema's spelling."""
+    if isinstance(kind, list):
+        return [_json_type(k, at) for k in cast(list[object], kind)]
+    if not isinstance(kind, str) or kind in _JSON_TYPES:
+        return kind
+    if kind in _OPENAPI_TYPES:
+        return _OPENAPI_TYPES[kind]
+    known = ", ".join(repr(k) for k in sorted(_JSON_TYPES))
+    hint = f" (did you mean {kind.lower()!r}?)" if kind.lower() in _JSON_TYPES else ""
+    raise ValueError(
+        f"unknown type {kind!r} at {at}{hint}: JSON Schema's types are {known}"
+        " (or OpenAPI's uppercase names of them, 'OBJECT', 'STRING', ...)"
+    )
+
+
+def as_json_schema(schema: Mapping[str, Any]) -> JsonSchema:
+    """A plain tool's parameter schema with the OpenAPI 3.0 spellings it may carry read as
+    JSON Schema, which is what validation and the pre-check read.
+
+    Gemini and Vertex AI declarations, and schemas converted from OpenAPI documents, are
+    OpenAPI's schema objects: their `type` may be written `"OBJECT"`, `"STRING"`, ... (the
+    names of google-genai's `Type` enum), which becomes the lowercase JSON Schema type.
+    Without a `$schema`, a boolean `exclusiveMinimum` / `exclusiveMaximum` is read as OpenAPI
+    3.0 and draft 4 read it: `true` makes the `minimum` / `maximum` beside it exclusive, and
+    `false` (or `true` with no bound to make exclusive) adds nothing. A declared `$schema`
+    keeps its own reading, so draft 4's is left to `jsonschema`'s draft 4 class, and a boolean
+    under a later draft stays the schema error it is there.
+
+    Returns:
+        A new schema; the input is not modified.
+
+    Raises:
+        ValueError: On a `type` that names no JSON Schema type and no OpenAPI one.
+    """
+    openapi = "$schema" not in schema
+
+    def walk(node: Any, at: str) -> Any:
+        as_list = _as_list(node)
+        if as_list is not None:
+            return [walk(item, f"{at}/{i}") for i, item in enumerate(as_list)]
+        as_dict = _as_dict(node)
+        if as_dict is None:
+            return node
+        out: JsonSchema = {}
+        for key, value in as_dict.items():
+            here = f"{at}/{_pointer_escape(key)}"
+            if key == "type":
+                out[key] = _json_type(value, here)
+            elif key in _NAMED_SUBSCHEMAS and _as_dict(value) is not None:
+                out[key] = {
+                    name: walk(sub, f"{here}/{_pointer_escape(name)}")
+                    for name, sub in value.items()
+                }
+            elif key in _SUBSCHEMAS:
+                out[key] = walk(value, here)
+            else:
+                out[key] = value
+        if openapi:
+            _numeric_exclusive_bounds(out)
+        return out
+
+    return cast(JsonSchema, walk(schema, ""))
 
 
 def accepts_null(node: Mapping[str, Any], *, openapi: bool = False) -> bool:

@@ -54,6 +54,7 @@ from toolwire.payloads import Lang
 from toolwire.schema_export import (
     Relaxation,
     accepts_null,
+    as_json_schema,
     export_schema,
     precheck_schema,
     secret_patterns,
@@ -521,7 +522,10 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         return name, description, {"type": "object", "properties": {}}
     if not isinstance(params, Mapping):
         raise ValueError(f"tool {name!r}: parameters must be a JSON Schema object")
-    schema = copy.deepcopy(dict(cast(Mapping[str, Any], params)))
+    try:
+        schema = as_json_schema(copy.deepcopy(dict(cast(Mapping[str, Any], params))))
+    except ValueError as exc:
+        raise ValueError(f"tool {name!r}: {exc}") from None
     if "type" not in schema:
         # Arguments are always an object (anything else is `not_object`), and Anthropic
         # refuses an `input_schema` whose root does not say so.

@@ -1,0 +1,251 @@
+"""Plain tool schemas written for other readers than JSON Schema 2020-12 (Gemini and Vertex AI
+declarations, OpenAPI 3.0 conversions) or naming their parts by URI (`$anchor`, embedded `$id`
+resources): they register, the pre-check checks them exactly while streaming, and a call gets
+the verdict `jsonschema` gives on the schema as its own dialect reads it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests.conftest import Splitter
+from toolwire import Assembler, Toolset
+
+
+def _verdicts(tools: Toolset, arguments: Any, splitter: Splitter) -> tuple[bool, bool, list[str]]:
+    """Whether the pre-check let the streamed call through, whether validation accepts it, and
+    validation's error codes."""
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="tool", arguments="")
+    for piece in splitter(json.dumps(arguments).encode()):
+        assembler.feed(0, arguments=piece)
+    (call,) = assembler.finish()
+    outcome = tools.validate(call)
+    return call.error is None, outcome.ok, [e.code for e in outcome.errors]
+
+
+def _agrees_with(
+    oracle: Any, schema: dict[str, Any], instances: list[Any], splitter: Splitter
+) -> None:
+    """`schema` registers with nothing but OpenAPI's `nullable` left unchecked by the pre-check,
+    and each instance is accepted exactly when `oracle` accepts it, by the pre-check and by
+    validation alike."""
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    assert [k for _, k, _ in tools.registry.unsupported if k != "nullable"] == []
+    for instance in instances:
+        expected = oracle.is_valid(instance)
+        prechecked, ok, codes = _verdicts(tools, instance, splitter)
+        assert (prechecked, ok) == (expected, expected), (instance, codes)
+
+
+_UPPERCASE = {
+    "type": "OBJECT",
+    "properties": {
+        "location": {"type": "STRING", "description": "City name"},
+        "days": {"type": "INTEGER", "minimum": 1},
+        "ratio": {"type": "NUMBER", "nullable": True},
+        "metric": {"type": "BOOLEAN"},
+        "stops": {"type": "ARRAY", "items": {"type": "STRING"}},
+        "either": {"type": ["STRING", "NULL"]},
+    },
+    "required": ["location"],
+}
+
+
+def test_gemini_uppercase_types_read_as_json_schema_types(splitter: Splitter) -> None:
+    # google-genai's `Type` enum serialises as OpenAPI's uppercase names (Vertex AI REST).
+    lowercase = json.loads(
+        json.dumps(_UPPERCASE)
+        .replace('"OBJECT"', '"object"')
+        .replace('"STRING"', '"string"')
+        .replace('"INTEGER"', '"integer"')
+        .replace('"NUMBER"', '"number"')
+        .replace('"BOOLEAN"', '"boolean"')
+        .replace('"ARRAY"', '"array"')
+        .replace('"NULL"', '"null"')
+    )
+    # `nullable` is OpenAPI's: the oracle spells the null it admits the JSON Schema way.
+    lowercase["properties"]["ratio"]["type"] = ["number", "null"]
+    oracle = jsonschema.Draft202012Validator(lowercase)
+    instances: list[Any] = [
+        {"location": "Paris"},
+        {"location": "Paris", "days": 3, "ratio": None, "metric": True, "stops": ["Lyon"]},
+        {"location": "Paris", "either": None},
+        {},
+        {"location": 7},
+        {"location": "Paris", "days": 0},
+        {"location": "Paris", "days": 1.5},
+        {"location": "Paris", "metric": "yes"},
+        {"location": "Paris", "stops": ["Lyon", 2]},
+        {"location": "Paris", "either": 1},
+    ]
+    _agrees_with(oracle, _UPPERCASE, instances, splitter)
+    exported = Toolset([{"name": "tool", "parameters": _UPPERCASE}]).schema("tool")
+    assert exported["type"] == "object"
+    assert exported["properties"]["stops"] == {
+        "type": "array",
+        "items": {"type": "string"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ({"type": "Object"}, r"unknown type 'Object' at /type \(did you mean 'object'\?\)"),
+        (
+            {"type": "object", "properties": {"n": {"type": "str"}}},
+            "unknown type 'str' at /properties/n/type: JSON Schema's types are",
+        ),
+        (
+            {"type": "OBJECT", "properties": {"n": {"type": ["STRING", "TYPE_UNSPECIFIED"]}}},
+            "unknown type 'TYPE_UNSPECIFIED' at /properties/n/type",
+        ),
+    ],
+)
+def test_a_type_no_dialect_knows_is_refused_by_name(schema: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=f"tool 'tool': {message}"):
+        Toolset([{"name": "tool", "parameters": schema}])
+
+
+def test_a_property_named_type_is_a_field_not_a_keyword() -> None:
+    schema = {"type": "OBJECT", "properties": {"type": {"type": "STRING", "enum": ["A", "B"]}}}
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    assert tools.schema("tool")["properties"]["type"]["type"] == "string"
+
+
+_OPENAPI_BOUNDS = {
+    "type": "object",
+    "properties": {
+        "amount": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
+        "share": {
+            "type": "number",
+            "minimum": 0,
+            "exclusiveMinimum": False,
+            "maximum": 1,
+            "exclusiveMaximum": True,
+        },
+        "note": {"type": "string", "nullable": True},
+    },
+}
+
+
+def test_openapi_boolean_exclusive_bounds_read_as_draft_4(splitter: Splitter) -> None:
+    # OpenAPI 3.0 writes the draft 4 form without a `$schema`; draft 4 is the oracle.
+    draft_4 = {"$schema": "http://json-schema.org/draft-04/schema#", **_OPENAPI_BOUNDS}
+    draft_4["properties"] = {**_OPENAPI_BOUNDS["properties"], "note": {"type": ["string", "null"]}}
+    oracle = jsonschema.Draft4Validator(draft_4)
+    instances: list[Any] = [
+        {"amount": 0.01, "share": 0},
+        {"amount": 0},
+        {"amount": -1},
+        {"share": 1},
+        {"share": 0.999},
+        {"share": -0.5},
+        {"note": None},
+    ]
+    _agrees_with(oracle, _OPENAPI_BOUNDS, instances, splitter)
+    tools = Toolset([{"name": "tool", "parameters": _OPENAPI_BOUNDS}])
+    _, ok, codes = _verdicts(tools, {"amount": 0}, splitter)
+    assert not ok and codes == ["range"]
+
+
+def test_a_boolean_exclusive_bound_under_a_later_draft_is_still_an_error() -> None:
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {"n": {"type": "number", "minimum": 0, "exclusiveMinimum": True}},
+    }
+    with pytest.raises(ValueError, match="invalid parameter schema"):
+        Toolset([{"name": "tool", "parameters": schema}])
+
+
+_ANCHORED = {
+    "type": "object",
+    "$defs": {
+        "Position": {"$anchor": "pos", "type": "integer", "minimum": 1},
+        "Node": {
+            "$anchor": "node",
+            "type": "object",
+            "properties": {"value": {"$ref": "#pos"}, "next": {"$ref": "#node"}},
+            "required": ["value"],
+        },
+    },
+    "properties": {"at": {"$ref": "#pos"}, "list": {"$ref": "#node"}},
+    "required": ["at"],
+}
+
+
+def test_a_reference_to_an_anchor_resolves(splitter: Splitter) -> None:
+    oracle = jsonschema.Draft202012Validator(_ANCHORED)
+    instances: list[Any] = [
+        {"at": 1},
+        {"at": 3, "list": {"value": 1, "next": {"value": 2}}},
+        {"at": 0},
+        {"at": "first"},
+        {},
+        {"at": 1, "list": {"value": 1, "next": {"value": 0}}},
+        {"at": 1, "list": {"value": 1, "next": {}}},
+    ]
+    _agrees_with(oracle, _ANCHORED, instances, splitter)
+
+
+_EMBEDDED = {
+    "$id": "https://example.com/tools/lookup.json",
+    "type": "object",
+    "$defs": {
+        "User": {
+            "$id": "user.json",
+            "type": "object",
+            # From the embedded resource, `#` is the user, not the tool.
+            "properties": {"uid": {"$ref": "#/$defs/Uid"}, "manager": {"$ref": "#"}},
+            "required": ["uid"],
+            "$defs": {"Uid": {"type": "string", "pattern": "^u[0-9]+$"}},
+        },
+    },
+    "properties": {
+        "user": {"$ref": "user.json"},
+        "uid": {"$ref": "https://example.com/tools/user.json#/$defs/Uid"},
+    },
+    "required": ["user"],
+}
+
+
+def test_a_reference_to_an_embedded_resource_resolves(splitter: Splitter) -> None:
+    oracle = jsonschema.Draft202012Validator(_EMBEDDED)
+    instances: list[Any] = [
+        {"user": {"uid": "u1"}},
+        {"user": {"uid": "u1", "manager": {"uid": "u2"}}, "uid": "u3"},
+        {"user": {"uid": "x"}},
+        {"user": {}},
+        {"user": {"uid": "u1", "manager": {"uid": 2}}},
+        {"user": {"uid": "u1"}, "uid": "nobody"},
+    ]
+    _agrees_with(oracle, _EMBEDDED, instances, splitter)
+
+
+def test_an_embedded_resource_without_a_root_id_resolves_relative_to_nothing(
+    splitter: Splitter,
+) -> None:
+    schema = {
+        "type": "object",
+        "$defs": {"Tag": {"$id": "tag.json", "type": "string", "maxLength": 3}},
+        "properties": {"tag": {"$ref": "tag.json"}},
+    }
+    oracle = jsonschema.Draft202012Validator(schema)
+    _agrees_with(oracle, schema, [{"tag": "abc"}, {"tag": "abcd"}, {"tag": 1}], splitter)
+
+
+@pytest.mark.parametrize(
+    "ref", ["#nowhere", "other.json", "https://example.com/elsewhere.json#/$defs/X"]
+)
+def test_a_reference_outside_the_schema_is_refused(ref: str) -> None:
+    schema = {
+        "type": "object",
+        "$defs": {"P": {"$anchor": "pos", "type": "integer"}},
+        "properties": {"p": {"$ref": ref}},
+    }
+    with pytest.raises(ValueError, match="only references into the schema itself"):
+        Toolset([{"name": "tool", "parameters": schema}])
