@@ -200,6 +200,33 @@ def test_a_key_a_pattern_names_is_no_unknown_field() -> None:
     assert _errors(schema, {"x": "s", "a1": "no"}) == [("/a1", "type", '"no"')]
 
 
+@pytest.mark.parametrize("closed", [True, False])
+def test_a_union_branch_that_takes_a_key_by_its_pattern_takes_the_value_as_it_is(
+    closed: bool,
+) -> None:
+    # The second branch takes `"3.14"` and the `x-` key as they are: no coercion may turn the
+    # amount into a number for the first branch, which then has no room for the key.
+    card = _obj(properties={"amount": {"type": "number"}}, additionalProperties=False)
+    custom = _obj(
+        properties={"amount": {"type": "string"}},
+        patternProperties={"^x-": {"type": "string"}},
+        **({"additionalProperties": False} if closed else {}),
+    )
+    schema = _obj(properties={"price": {"anyOf": [card, custom]}}, required=["price"])
+    price = {"amount": "3.14", "x-note": "promo"}
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="tool", arguments=json.dumps({"price": price}))
+    (call,) = assembler.finish()
+    outcome = tools.validate(call)
+    assert (outcome.ok, outcome.errors, outcome.coercions) == (True, [], [])
+    assert outcome.value == {"price": price}
+    # A value there the pattern's schema refuses is still refused, at its own key.
+    assert _errors(schema, {"price": {"amount": "3.14", "x-note": 5}}) == [
+        ("/price/x-note", "type", "5")
+    ]
+
+
 def test_objects_a_value_is_tested_against_stay_as_written() -> None:
     # `not`, `if` and `contains` test a value; they do not say which fields it may have. An
     # object closed there stops matching a value with another field, and the verdict flips.

@@ -1958,8 +1958,9 @@ class _ErrorBuilder:
             if not _is_object_schema(branch):
                 continue
             props = _d(branch.get("properties"))
+            patterns = _d(branch.get("patternProperties"))
             unknown = (
-                [k for k in value if k not in props]
+                [k for k in value if k not in props and not _pattern_names(patterns, k)]
                 if branch.get("additionalProperties") is False
                 else []
             )
@@ -1967,9 +1968,9 @@ class _ErrorBuilder:
             tags = 0
             mistyped: list[str] = []
             for key, item in value.items():
-                if key not in props:
+                rule = self._member_schema(branch, key)
+                if rule is None:
                     continue
-                rule = self.schema.deref(_d(props[key]))
                 if "const" in rule or isinstance(rule.get("enum"), list):
                     tags += not _constant_fits(item, rule)
                 elif not has_json_type(item, rule):
@@ -1989,10 +1990,9 @@ class _ErrorBuilder:
                 self.schema.locate([*base, key]), pointer=pointer([*base, key]), parent=branch
             )
             return self.unknown_field(at, value[key])
-        props = _d(branch.get("properties"))
         if missing:
             key = missing[0]
-            rule = self.schema.deref(_d(props.get(key)))
+            rule = self._member_schema(branch, key) or {}
             user = bool(rule.get(USER_SUPPLIED_KEY))
             hint = text("hint.user_supplied", self.lang) if user else None
             expected = self.expected("missing", rule, {}, "")
@@ -2000,10 +2000,21 @@ class _ErrorBuilder:
             return _Draft(error, user_supplied=user)
         if mistyped:
             key = mistyped[0]
-            rule = self.schema.deref(_d(props.get(key)))
+            rule = self._member_schema(branch, key) or {}
             at = dataclasses.replace(located, pointer=pointer([*base, key]), node=rule)
             expected = self.schema.describe(rule, self.lang)
             return _Draft(FieldError(at.pointer, "type", expected, self.got(at, value[key])))
+        return None
+
+    def _member_schema(self, branch: Mapping[str, Any], key: str) -> dict[str, Any] | None:
+        """The schema an object branch gives its member `key`: the property's, else that of
+        the first pattern that takes the key; None when the branch names no such member."""
+        props = _d(branch.get("properties"))
+        if key in props:
+            return self.schema.deref(_d(props[key]))
+        for pattern, rule in _d(branch.get("patternProperties")).items():
+            if _pattern_names({pattern: rule}, key):
+                return self.schema.deref(_d(rule))
         return None
 
     def _tag_of_no_branch(
