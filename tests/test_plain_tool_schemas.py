@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from ipaddress import IPv4Address, IPv6Address
@@ -844,6 +845,55 @@ def test_a_union_error_comes_from_the_branch_the_value_aims_at() -> None:
         (call,) = assembler.finish()
         outcome = tools.validate(call)
         assert [(e.path, e.code, e.expected) for e in outcome.errors] == expected
+
+
+@pytest.mark.parametrize("union", ["oneOf", "anyOf"])
+@pytest.mark.parametrize(
+    "tag",
+    [
+        lambda value: {"const": value},
+        # OpenAPI generators write a discriminator as an enum of one value.
+        lambda value: {"enum": [value]},
+        lambda value: {"type": "string", "enum": [value]},
+    ],
+    ids=["const", "enum", "typed_enum"],
+)
+@pytest.mark.parametrize(
+    ("radius", "sent", "code", "expected"),
+    [
+        ({"type": "number", "minimum": 0}, -1, "range", ">= 0"),
+        ({"type": "string", "maxLength": 2}, "abc", "length", "at most 2 characters"),
+        ({"enum": ["s", "m"]}, "xl", "enum", 'one of "s", "m"'),
+        ({"type": "string", "pattern": "^a"}, "b", "pattern", "a string matching ^a"),
+        (
+            {"type": "string", "format": "date"},
+            "nope",
+            "format",
+            "a date YYYY-MM-DD, e.g. 2024-03-05",
+        ),
+        ({"type": "array", "minItems": 2}, [1], "length", "at least 2 items"),
+    ],
+)
+def test_the_branch_a_one_value_tag_names_says_what_to_fix(
+    union: str,
+    tag: Callable[[str], dict[str, Any]],
+    radius: dict[str, Any],
+    sent: Any,
+    code: str,
+    expected: str,
+) -> None:
+    # An error inside the branch the tag picks was "/shape type: an object" with an enum tag.
+    circle = _obj(properties={"type": tag("circle"), "radius": radius}, required=["type", "radius"])
+    rect = _obj(properties={"type": tag("rect"), "w": {"type": "number"}}, required=["type", "w"])
+    schema = _obj(properties={"shape": {union: [circle, rect]}}, required=["shape"])
+    arguments = {"shape": {"type": "circle", "radius": sent}}
+    for precheck in (True, False):
+        tools = Toolset([{"name": "tool", "parameters": schema}])
+        assembler = Assembler(tools=tools if precheck else None)
+        assembler.feed(0, id="call_1", name="tool", arguments=json.dumps(arguments))
+        (call,) = assembler.finish()
+        errors = tools.validate(call).errors
+        assert [(e.path, e.code, e.expected) for e in errors] == [("/shape/radius", code, expected)]
 
 
 @pytest.mark.parametrize(

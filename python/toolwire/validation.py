@@ -2364,8 +2364,8 @@ class _ErrorBuilder:
     def _wrong_tag(self, error: jsonschema.ValidationError, path: list[str | int]) -> _Draft | None:
         """A tagged union's error when the value's tag names no branch: the tag is what to fix.
 
-        Every object branch must carry a constant for the same key (a discriminator); the
-        value then either lacks that key or gives it a value no branch has.
+        Every object branch must carry a constant for the same key (a discriminator, see
+        `_tags`); the value then either lacks that key or gives it a value no branch has.
         """
         instance: Any = error.instance
         if not isinstance(instance, dict):
@@ -2373,14 +2373,11 @@ class _ErrorBuilder:
         branches = [self.schema.deref(_d(b)) for b in _l(error.validator_value)]
         if not branches or not all(_is_object_schema(b) for b in branches):
             return None
-        tag_sets: list[set[str]] = [
-            {k for k, sub in _d(b.get("properties")).items() if "const" in _d(sub)}
-            for b in branches
-        ]
-        shared: set[str] = tag_sets[0].intersection(*tag_sets[1:])
+        tag_sets = [_tags(b) for b in branches]
+        shared: set[str] = set(tag_sets[0]).intersection(*tag_sets[1:])
         value = cast(dict[str, Any], instance)
         for key in sorted(shared):
-            tags = [_d(_d(b.get("properties"))[key])["const"] for b in branches]
+            tags = [branch_tags[key] for branch_tags in tag_sets]
             if key in value and json_key(value[key]) in {json_key(t) for t in tags}:
                 continue
             located = self.schema.locate([*path, key])
@@ -2685,12 +2682,17 @@ class _Reading:
 
 
 def _tags(branch: Mapping[str, Any]) -> dict[str, Any]:
-    """An object branch's tags: its properties that have a `const`."""
-    return {
-        key: _d(sub)["const"]
-        for key, sub in _d(branch.get("properties")).items()
-        if "const" in _d(sub)
-    }
+    """An object branch's tags: its properties held to one value, by a `const` or by an
+    `enum` of one value (the way OpenAPI generators write a discriminator)."""
+    tags: dict[str, Any] = {}
+    for key, sub in _d(branch.get("properties")).items():
+        rule = _d(sub)
+        members = _l(rule.get("enum"))
+        if "const" in rule:
+            tags[key] = rule["const"]
+        elif len(members) == 1:
+            tags[key] = members[0]
+    return tags
 
 
 def _pattern_names(patterns: Mapping[str, Any], key: str) -> bool:
