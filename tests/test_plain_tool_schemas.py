@@ -848,6 +848,40 @@ def test_a_union_error_comes_from_the_branch_the_value_aims_at() -> None:
 
 
 @pytest.mark.parametrize("union", ["oneOf", "anyOf"])
+def test_string_branches_told_apart_by_pattern_name_every_pattern(union: str) -> None:
+    # "expected a string" for a string told the model nothing: each branch's pattern does.
+    ref = {
+        union: [
+            {"type": "string", "pattern": "^ORD-\\d+$"},
+            {"type": "string", "pattern": "^CUS-\\d+$"},
+        ]
+    }
+    schema = _obj(properties={"ref": ref}, required=["ref"])
+    for precheck in (True, False):
+        tools = Toolset([{"name": "tool", "parameters": schema}])
+        assembler = Assembler(tools=tools if precheck else None)
+        assembler.feed(0, id="call_1", name="tool", arguments='{"ref": "order 42"}')
+        (call,) = assembler.finish()
+        errors = tools.validate(call).errors
+        assert [(e.path, e.code, e.expected, e.got) for e in errors] == [
+            (
+                "/ref",
+                "pattern",
+                "a string matching ^ORD-\\d+$ or a string matching ^CUS-\\d+$",
+                '"order 42"',
+            )
+        ]
+    # A branch with a description of its own is named by it, as a field's pattern is.
+    ref[union][1]["description"] = "a customer id such as CUS-7"
+    (error,) = _validated(schema, {"ref": "order 42"}, "zh")[1]
+    assert (error.code, error.expected) == (
+        "pattern",
+        "匹配 ^ORD-\\d+$ 的字符串 或 a customer id such as CUS-7",
+    )
+    assert _run(schema, {"ref": "CUS-7"}) == ([], True, [])
+
+
+@pytest.mark.parametrize("union", ["oneOf", "anyOf"])
 @pytest.mark.parametrize(
     "tag",
     [

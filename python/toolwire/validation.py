@@ -2101,6 +2101,10 @@ class _ErrorBuilder:
                 drafts.append(self._several_branches(path, instance))
                 continue
             if keyword in ("anyOf", "oneOf"):
+                alike = self._refused_alike(error, path)
+                if alike is not None:
+                    drafts.append(alike)
+                    continue
                 wrong_tag = self._wrong_tag(error, path)
                 if wrong_tag is not None:
                     drafts.append(wrong_tag)
@@ -2361,6 +2365,44 @@ class _ErrorBuilder:
             )
         )
 
+    def _refused_alike(
+        self, error: jsonschema.ValidationError, path: list[str | int]
+    ) -> _Draft | None:
+        """A union's error when every branch takes the value's type and refuses the value by
+        the same kind of rule (strings told apart by their patterns): that rule's code, with
+        what each branch asks. None otherwise, where "expected a string" would have told the
+        model nothing about a value that is one."""
+        by_branch = _branch_errors(error)
+        if not by_branch or len(by_branch) != len(_l(error.validator_value)):
+            return None
+        codes: set[str] = set()
+        asked: list[str] = []
+        for refusals in by_branch.values():
+            if len(refusals) != 1:
+                return None
+            (sub,) = refusals
+            keyword = str(sub.validator)
+            if (
+                sub.relative_path
+                or keyword == "type"
+                or keyword not in _PLAIN_KEYWORDS
+                or not isinstance(sub.schema, dict)
+            ):
+                return None
+            code = _JSON_KEYWORD_CODES[keyword]
+            ptype = "too_short" if keyword in ("minItems", "maxItems") else ""
+            codes.add(code)
+            words = self.expected(code, sub.schema, {}, ptype)
+            if words not in asked:
+                asked.append(words)
+        if len(codes) != 1:
+            return None
+        located = self.schema.locate(path)
+        expected = text("join.or", self.lang).join(asked)
+        return _Draft(
+            FieldError(located.pointer, codes.pop(), expected, self.got(located, error.instance))
+        )
+
     def _wrong_tag(self, error: jsonschema.ValidationError, path: list[str | int]) -> _Draft | None:
         """A tagged union's error when the value's tag names no branch: the tag is what to fix.
 
@@ -2395,11 +2437,7 @@ class _ErrorBuilder:
         """The errors of the one union branch the value aims at: the branch its tag names, or
         else the only branch whose type it has; None when no single branch stands out."""
         listed = _l(error.validator_value)
-        by_branch: dict[int, list[jsonschema.ValidationError]] = {}
-        for sub in error.context or []:
-            index = sub.relative_schema_path[0] if sub.relative_schema_path else None
-            if isinstance(index, int):
-                by_branch.setdefault(index, []).append(sub)
+        by_branch = _branch_errors(error)
         if not by_branch or len(by_branch) != len(listed):
             return None  # a branch that passed (oneOf matched twice): nothing to fix in one
         branches = [self.schema.deref(_d(b)) for b in listed]
@@ -2413,6 +2451,18 @@ class _ErrorBuilder:
             and not any(e.validator == "type" and not e.relative_path for e in errors)
         ]
         return fits[0] if len(fits) == 1 else None
+
+
+def _branch_errors(
+    error: jsonschema.ValidationError,
+) -> dict[int, list[jsonschema.ValidationError]]:
+    """A union error's sub-errors by the index of the branch that gave them."""
+    by_branch: dict[int, list[jsonschema.ValidationError]] = {}
+    for sub in error.context or []:
+        index = sub.relative_schema_path[0] if sub.relative_schema_path else None
+        if isinstance(index, int):
+            by_branch.setdefault(index, []).append(sub)
+    return by_branch
 
 
 def _one_dialect(schema: Mapping[str, Any]) -> dict[str, Any]:
