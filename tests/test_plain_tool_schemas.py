@@ -172,7 +172,8 @@ def test_objects_composed_from_subschemas_stay_open() -> None:
     }
     assert _run(nested, {"id": 1, "user": "ann", "vat": "DE1"}) == ([], True, [])
     assert _run(nested, {"id": 2, "team": "core"}) == ([], True, [])
-    assert _run(nested, {"id": "1", "user": "ann"})[1:] == (False, ["type"])
+    # "1" is read as 1, so `then` holds, and it asks for one of its branches' fields.
+    assert _errors(nested, {"id": "1", "user": "ann"}) == [("", "missing", None)]
     # A plain object still gets closed.
     errors, ok, _ = _run({"type": "object", "properties": {"a": {}}}, {"a": "x", "b": 1})
     assert errors and not ok
@@ -845,6 +846,42 @@ def test_a_union_error_comes_from_the_branch_the_value_aims_at() -> None:
         (call,) = assembler.finish()
         outcome = tools.validate(call)
         assert [(e.path, e.code, e.expected) for e in outcome.errors] == expected
+
+
+@pytest.mark.parametrize("union", ["oneOf", "anyOf"])
+@pytest.mark.parametrize("nested", [False, True])
+def test_either_field_of_an_object_is_named_at_its_own_path(union: str, nested: bool) -> None:
+    # "Either email or phone": the fields are the object's own, the union only says which
+    # must be there. A wrong field was reported on the whole object, and an empty object as
+    # "type: a valid value", which names neither field.
+    contact = _obj(
+        properties={
+            "email": {"type": "string"},
+            "phone": {"type": "string"},
+            "name": {"type": "string"},
+        },
+        **{union: [{"required": ["email"]}, {"required": ["phone", "name"]}]},
+    )
+    schema = _obj(properties={"contact": contact}, required=["contact"]) if nested else contact
+    at = "/contact" if nested else ""
+
+    def errors(value: dict[str, Any]) -> list[tuple[str, str, str | None, str | None]]:
+        arguments = {"contact": value} if nested else value
+        found: list[tuple[str, str, str | None, str | None]] = []
+        for precheck in (True, False):
+            tools = Toolset([{"name": "tool", "parameters": schema}])
+            assembler = Assembler(tools=tools if precheck else None)
+            assembler.feed(0, id="call_1", name="tool", arguments=json.dumps(arguments))
+            (call,) = assembler.finish()
+            mine = [(e.path, e.code, e.expected, e.got) for e in tools.validate(call).errors]
+            assert not found or mine == found
+            found = mine
+        return found
+
+    assert errors({"email": 5}) == [(f"{at}/email", "type", "a string", "5")]
+    assert errors({}) == [(at, "missing", "one of these fields: email, phone and name", None)]
+    assert errors({"phone": "1"}) == [(at, "missing", "one of these fields: email, name", None)]
+    assert errors({"phone": "1", "name": "Ann"}) == []
 
 
 @pytest.mark.parametrize("union", ["oneOf", "anyOf"])

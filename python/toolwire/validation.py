@@ -775,7 +775,9 @@ class _Schema:
                 )
                 if owner is not None:
                     node = owner
-                elif isinstance(seg, str):
+                elif isinstance(seg, str) and seg not in _d(node.get("properties")):
+                    # A key the object declares itself beside its union (`anyOf` of
+                    # `required` lists: either field will do) is that field, no union tag.
                     chosen = self.pick(branches, seg)
                     objects = [b for b in branches if _is_object_schema(b)]
                     if chosen is None and len(objects) == 1:
@@ -2101,6 +2103,10 @@ class _ErrorBuilder:
                 drafts.append(self._several_branches(path, instance))
                 continue
             if keyword in ("anyOf", "oneOf"):
+                alternatives = self._missing_alternatives(error, path)
+                if alternatives is not None:
+                    drafts.append(alternatives)
+                    continue
                 alike = self._refused_alike(error, path)
                 if alike is not None:
                     drafts.append(alike)
@@ -2364,6 +2370,31 @@ class _ErrorBuilder:
                 text("hint.one_of_several", self.lang),
             )
         )
+
+    def _missing_alternatives(
+        self, error: jsonschema.ValidationError, path: list[str | int]
+    ) -> _Draft | None:
+        """A union's error when each branch only asks for fields the object lacks ("either
+        email or phone"): a `missing` error naming the alternatives. None otherwise."""
+        instance: Any = error.instance
+        by_branch = _branch_errors(error)
+        if not isinstance(instance, dict) or len(by_branch) != len(_l(error.validator_value)):
+            return None
+        alternatives: list[str] = []
+        for refusals in by_branch.values():
+            if any(e.validator != "required" or e.relative_path for e in refusals):
+                return None
+            lacking = [
+                str(key) for e in refusals for key in _l(e.validator_value) if key not in instance
+            ]
+            words = text("join.and", self.lang).join(dict.fromkeys(lacking))
+            if words and words not in alternatives:
+                alternatives.append(words)
+        if not alternatives:
+            return None
+        names = shown_text(", ".join(alternatives))
+        expected = text("expected.one_of_fields", self.lang, names=names)
+        return _Draft(FieldError(self.schema.locate(path).pointer, "missing", expected, None))
 
     def _refused_alike(
         self, error: jsonschema.ValidationError, path: list[str | int]
