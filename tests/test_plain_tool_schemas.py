@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from ipaddress import IPv4Address, IPv6Address
@@ -171,7 +172,8 @@ def test_objects_composed_from_subschemas_stay_open() -> None:
     }
     assert _run(nested, {"id": 1, "user": "ann", "vat": "DE1"}) == ([], True, [])
     assert _run(nested, {"id": 2, "team": "core"}) == ([], True, [])
-    assert _run(nested, {"id": "1", "user": "ann"})[1:] == (False, ["type"])
+    # "1" is read as 1, so `then` holds, and it asks for one of its branches' fields.
+    assert _errors(nested, {"id": "1", "user": "ann"}) == [("", "missing", None)]
     # A plain object still gets closed.
     errors, ok, _ = _run({"type": "object", "properties": {"a": {}}}, {"a": "x", "b": 1})
     assert errors and not ok
@@ -198,6 +200,33 @@ def test_a_key_a_pattern_names_is_no_unknown_field() -> None:
     assert _run(schema, {"x": "s", "a1": 1}) == ([], True, [])
     assert _errors(schema, {"x": "s", "a1": 1, "b": 2}) == [("/b", "unknown_field", "2")]
     assert _errors(schema, {"x": "s", "a1": "no"}) == [("/a1", "type", '"no"')]
+
+
+@pytest.mark.parametrize("closed", [True, False])
+def test_a_union_branch_that_takes_a_key_by_its_pattern_takes_the_value_as_it_is(
+    closed: bool,
+) -> None:
+    # The second branch takes `"3.14"` and the `x-` key as they are: no coercion may turn the
+    # amount into a number for the first branch, which then has no room for the key.
+    card = _obj(properties={"amount": {"type": "number"}}, additionalProperties=False)
+    custom = _obj(
+        properties={"amount": {"type": "string"}},
+        patternProperties={"^x-": {"type": "string"}},
+        **({"additionalProperties": False} if closed else {}),
+    )
+    schema = _obj(properties={"price": {"anyOf": [card, custom]}}, required=["price"])
+    price = {"amount": "3.14", "x-note": "promo"}
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="tool", arguments=json.dumps({"price": price}))
+    (call,) = assembler.finish()
+    outcome = tools.validate(call)
+    assert (outcome.ok, outcome.errors, outcome.coercions) == (True, [], [])
+    assert outcome.value == {"price": price}
+    # A value there the pattern's schema refuses is still refused, at its own key.
+    assert _errors(schema, {"price": {"amount": "3.14", "x-note": 5}}) == [
+        ("/price/x-note", "type", "5")
+    ]
 
 
 def test_objects_a_value_is_tested_against_stay_as_written() -> None:
@@ -817,6 +846,125 @@ def test_a_union_error_comes_from_the_branch_the_value_aims_at() -> None:
         (call,) = assembler.finish()
         outcome = tools.validate(call)
         assert [(e.path, e.code, e.expected) for e in outcome.errors] == expected
+
+
+@pytest.mark.parametrize("union", ["oneOf", "anyOf"])
+@pytest.mark.parametrize("nested", [False, True])
+def test_either_field_of_an_object_is_named_at_its_own_path(union: str, nested: bool) -> None:
+    # "Either email or phone": the fields are the object's own, the union only says which
+    # must be there. A wrong field was reported on the whole object, and an empty object as
+    # "type: a valid value", which names neither field.
+    contact = _obj(
+        properties={
+            "email": {"type": "string"},
+            "phone": {"type": "string"},
+            "name": {"type": "string"},
+        },
+        **{union: [{"required": ["email"]}, {"required": ["phone", "name"]}]},
+    )
+    schema = _obj(properties={"contact": contact}, required=["contact"]) if nested else contact
+    at = "/contact" if nested else ""
+
+    def errors(value: dict[str, Any]) -> list[tuple[str, str, str | None, str | None]]:
+        arguments = {"contact": value} if nested else value
+        found: list[tuple[str, str, str | None, str | None]] = []
+        for precheck in (True, False):
+            tools = Toolset([{"name": "tool", "parameters": schema}])
+            assembler = Assembler(tools=tools if precheck else None)
+            assembler.feed(0, id="call_1", name="tool", arguments=json.dumps(arguments))
+            (call,) = assembler.finish()
+            mine = [(e.path, e.code, e.expected, e.got) for e in tools.validate(call).errors]
+            assert not found or mine == found
+            found = mine
+        return found
+
+    assert errors({"email": 5}) == [(f"{at}/email", "type", "a string", "5")]
+    assert errors({}) == [(at, "missing", "one of these fields: email, phone and name", None)]
+    assert errors({"phone": "1"}) == [(at, "missing", "one of these fields: email, name", None)]
+    assert errors({"phone": "1", "name": "Ann"}) == []
+
+
+@pytest.mark.parametrize("union", ["oneOf", "anyOf"])
+def test_string_branches_told_apart_by_pattern_name_every_pattern(union: str) -> None:
+    # "expected a string" for a string told the model nothing: each branch's pattern does.
+    ref = {
+        union: [
+            {"type": "string", "pattern": "^ORD-\\d+$"},
+            {"type": "string", "pattern": "^CUS-\\d+$"},
+        ]
+    }
+    schema = _obj(properties={"ref": ref}, required=["ref"])
+    for precheck in (True, False):
+        tools = Toolset([{"name": "tool", "parameters": schema}])
+        assembler = Assembler(tools=tools if precheck else None)
+        assembler.feed(0, id="call_1", name="tool", arguments='{"ref": "order 42"}')
+        (call,) = assembler.finish()
+        errors = tools.validate(call).errors
+        assert [(e.path, e.code, e.expected, e.got) for e in errors] == [
+            (
+                "/ref",
+                "pattern",
+                "a string matching ^ORD-\\d+$ or a string matching ^CUS-\\d+$",
+                '"order 42"',
+            )
+        ]
+    # A branch with a description of its own is named by it, as a field's pattern is.
+    ref[union][1]["description"] = "a customer id such as CUS-7"
+    (error,) = _validated(schema, {"ref": "order 42"}, "zh")[1]
+    assert (error.code, error.expected) == (
+        "pattern",
+        "匹配 ^ORD-\\d+$ 的字符串 或 a customer id such as CUS-7",
+    )
+    assert _run(schema, {"ref": "CUS-7"}) == ([], True, [])
+
+
+@pytest.mark.parametrize("union", ["oneOf", "anyOf"])
+@pytest.mark.parametrize(
+    "tag",
+    [
+        lambda value: {"const": value},
+        # OpenAPI generators write a discriminator as an enum of one value.
+        lambda value: {"enum": [value]},
+        lambda value: {"type": "string", "enum": [value]},
+    ],
+    ids=["const", "enum", "typed_enum"],
+)
+@pytest.mark.parametrize(
+    ("radius", "sent", "code", "expected"),
+    [
+        ({"type": "number", "minimum": 0}, -1, "range", ">= 0"),
+        ({"type": "string", "maxLength": 2}, "abc", "length", "at most 2 characters"),
+        ({"enum": ["s", "m"]}, "xl", "enum", 'one of "s", "m"'),
+        ({"type": "string", "pattern": "^a"}, "b", "pattern", "a string matching ^a"),
+        (
+            {"type": "string", "format": "date"},
+            "nope",
+            "format",
+            "a date YYYY-MM-DD, e.g. 2024-03-05",
+        ),
+        ({"type": "array", "minItems": 2}, [1], "length", "at least 2 items"),
+    ],
+)
+def test_the_branch_a_one_value_tag_names_says_what_to_fix(
+    union: str,
+    tag: Callable[[str], dict[str, Any]],
+    radius: dict[str, Any],
+    sent: Any,
+    code: str,
+    expected: str,
+) -> None:
+    # An error inside the branch the tag picks was "/shape type: an object" with an enum tag.
+    circle = _obj(properties={"type": tag("circle"), "radius": radius}, required=["type", "radius"])
+    rect = _obj(properties={"type": tag("rect"), "w": {"type": "number"}}, required=["type", "w"])
+    schema = _obj(properties={"shape": {union: [circle, rect]}}, required=["shape"])
+    arguments = {"shape": {"type": "circle", "radius": sent}}
+    for precheck in (True, False):
+        tools = Toolset([{"name": "tool", "parameters": schema}])
+        assembler = Assembler(tools=tools if precheck else None)
+        assembler.feed(0, id="call_1", name="tool", arguments=json.dumps(arguments))
+        (call,) = assembler.finish()
+        errors = tools.validate(call).errors
+        assert [(e.path, e.code, e.expected) for e in errors] == [("/shape/radius", code, expected)]
 
 
 @pytest.mark.parametrize(

@@ -71,6 +71,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, NoReturn, cast
 from uuid import UUID
 
+import regex
+
+from toolwire.jsonschema_dialect import search
 from toolwire.schema_export import accepts_null
 
 __all__ = [
@@ -679,6 +682,24 @@ def _position_schema(node: Mapping[str, Any], at: int) -> object:
     return node.get("items")
 
 
+def _pattern_schemas(node: Mapping[str, Any], key: str) -> list[Any]:
+    """The `patternProperties` schemas whose pattern takes `key`, searched as validation
+    searches them: `additionalProperties: false` beside them forbids only the keys none takes.
+    A plain tool's patterns all compile (its schema is checked when it is built); a pattern a
+    model's `json_schema_extra` adds, which Pydantic never runs, may not, and names no key."""
+    patterns = node.get("patternProperties")
+    if not isinstance(patterns, dict):
+        return []
+    found: list[Any] = []
+    for pattern, schema in cast(dict[str, Any], patterns).items():
+        try:
+            if search(pattern, key):
+                found.append(schema)
+        except (regex.error, OverflowError):
+            continue
+    return found
+
+
 def _types(node: Mapping[str, Any]) -> set[str]:
     kind = node.get("type")
     if isinstance(kind, str):
@@ -1269,8 +1290,16 @@ class _Coercer:
             props = cast(Mapping[str, Any], node.get("properties") or {})
             extra = node.get("additionalProperties")
             for key, sub in item.items():
-                schema = props.get(key, extra if isinstance(extra, dict) else None)
-                if schema is not None and not self.accepts(sub, cast(Mapping[str, Any], schema)):
+                schemas: list[Any] = [props[key]] if key in props else []
+                if not schemas:
+                    # A key a pattern names is held to every such pattern's schema, and to
+                    # `additionalProperties` only when none names it.
+                    schemas = _pattern_schemas(node, key) or [extra]
+                if not all(
+                    self.accepts(sub, cast(Mapping[str, Any], schema))
+                    for schema in schemas
+                    if isinstance(schema, dict)
+                ):
                     return False
         elif isinstance(value, list):
             for at, sub in enumerate(cast(list[Any], value)):
@@ -1287,7 +1316,9 @@ class _Coercer:
         props = cast(Mapping[str, Any], node.get("properties") or {})
         if any(key not in item for key in cast(list[str], node.get("required") or [])):
             return False
-        if node.get("additionalProperties") is False and any(key not in props for key in item):
+        if node.get("additionalProperties") is False and any(
+            key not in props and not _pattern_schemas(node, key) for key in item
+        ):
             return False
         for key, sub in props.items():
             if key in item:

@@ -122,6 +122,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "给出 {name} 时必填：{what}",
     },
     "expected.key": {"en": "field names must be {what}", "zh": "字段名必须是{what}"},
+    # Alternatives an object must hold one of (`anyOf` of `required` lists); each is a field,
+    # or fields joined by `join.and`.
+    "expected.one_of_fields": {
+        "en": "one of these fields: {names}",
+        "zh": "以下字段之一：{names}",
+    },
     "expected.exactly_one": {
         "en": "exactly one of the alternatives: {what}",
         "zh": "恰好符合以下备选项之一：{what}",

@@ -775,7 +775,9 @@ class _Schema:
                 )
                 if owner is not None:
                     node = owner
-                elif isinstance(seg, str):
+                elif isinstance(seg, str) and seg not in _d(node.get("properties")):
+                    # A key the object declares itself beside its union (`anyOf` of
+                    # `required` lists: either field will do) is that field, no union tag.
                     chosen = self.pick(branches, seg)
                     objects = [b for b in branches if _is_object_schema(b)]
                     if chosen is None and len(objects) == 1:
@@ -1958,8 +1960,9 @@ class _ErrorBuilder:
             if not _is_object_schema(branch):
                 continue
             props = _d(branch.get("properties"))
+            patterns = _d(branch.get("patternProperties"))
             unknown = (
-                [k for k in value if k not in props]
+                [k for k in value if k not in props and not _pattern_names(patterns, k)]
                 if branch.get("additionalProperties") is False
                 else []
             )
@@ -1967,9 +1970,9 @@ class _ErrorBuilder:
             tags = 0
             mistyped: list[str] = []
             for key, item in value.items():
-                if key not in props:
+                rule = self._member_schema(branch, key)
+                if rule is None:
                     continue
-                rule = self.schema.deref(_d(props[key]))
                 if "const" in rule or isinstance(rule.get("enum"), list):
                     tags += not _constant_fits(item, rule)
                 elif not has_json_type(item, rule):
@@ -1989,10 +1992,9 @@ class _ErrorBuilder:
                 self.schema.locate([*base, key]), pointer=pointer([*base, key]), parent=branch
             )
             return self.unknown_field(at, value[key])
-        props = _d(branch.get("properties"))
         if missing:
             key = missing[0]
-            rule = self.schema.deref(_d(props.get(key)))
+            rule = self._member_schema(branch, key) or {}
             user = bool(rule.get(USER_SUPPLIED_KEY))
             hint = text("hint.user_supplied", self.lang) if user else None
             expected = self.expected("missing", rule, {}, "")
@@ -2000,10 +2002,21 @@ class _ErrorBuilder:
             return _Draft(error, user_supplied=user)
         if mistyped:
             key = mistyped[0]
-            rule = self.schema.deref(_d(props.get(key)))
+            rule = self._member_schema(branch, key) or {}
             at = dataclasses.replace(located, pointer=pointer([*base, key]), node=rule)
             expected = self.schema.describe(rule, self.lang)
             return _Draft(FieldError(at.pointer, "type", expected, self.got(at, value[key])))
+        return None
+
+    def _member_schema(self, branch: Mapping[str, Any], key: str) -> dict[str, Any] | None:
+        """The schema an object branch gives its member `key`: the property's, else that of
+        the first pattern that takes the key; None when the branch names no such member."""
+        props = _d(branch.get("properties"))
+        if key in props:
+            return self.schema.deref(_d(props[key]))
+        for pattern, rule in _d(branch.get("patternProperties")).items():
+            if _pattern_names({pattern: rule}, key):
+                return self.schema.deref(_d(rule))
         return None
 
     def _tag_of_no_branch(
@@ -2090,6 +2103,14 @@ class _ErrorBuilder:
                 drafts.append(self._several_branches(path, instance))
                 continue
             if keyword in ("anyOf", "oneOf"):
+                alternatives = self._missing_alternatives(error, path)
+                if alternatives is not None:
+                    drafts.append(alternatives)
+                    continue
+                alike = self._refused_alike(error, path)
+                if alike is not None:
+                    drafts.append(alike)
+                    continue
                 wrong_tag = self._wrong_tag(error, path)
                 if wrong_tag is not None:
                     drafts.append(wrong_tag)
@@ -2350,11 +2371,74 @@ class _ErrorBuilder:
             )
         )
 
+    def _missing_alternatives(
+        self, error: jsonschema.ValidationError, path: list[str | int]
+    ) -> _Draft | None:
+        """A union's error when each branch only asks for fields the object lacks ("either
+        email or phone"): a `missing` error naming the alternatives. None otherwise."""
+        instance: Any = error.instance
+        by_branch = _branch_errors(error)
+        if not isinstance(instance, dict) or len(by_branch) != len(_l(error.validator_value)):
+            return None
+        alternatives: list[str] = []
+        for refusals in by_branch.values():
+            if any(e.validator != "required" or e.relative_path for e in refusals):
+                return None
+            lacking = [
+                str(key) for e in refusals for key in _l(e.validator_value) if key not in instance
+            ]
+            words = text("join.and", self.lang).join(dict.fromkeys(lacking))
+            if words and words not in alternatives:
+                alternatives.append(words)
+        if not alternatives:
+            return None
+        names = shown_text(", ".join(alternatives))
+        expected = text("expected.one_of_fields", self.lang, names=names)
+        return _Draft(FieldError(self.schema.locate(path).pointer, "missing", expected, None))
+
+    def _refused_alike(
+        self, error: jsonschema.ValidationError, path: list[str | int]
+    ) -> _Draft | None:
+        """A union's error when every branch takes the value's type and refuses the value by
+        the same kind of rule (strings told apart by their patterns): that rule's code, with
+        what each branch asks. None otherwise, where "expected a string" would have told the
+        model nothing about a value that is one."""
+        by_branch = _branch_errors(error)
+        if not by_branch or len(by_branch) != len(_l(error.validator_value)):
+            return None
+        codes: set[str] = set()
+        asked: list[str] = []
+        for refusals in by_branch.values():
+            if len(refusals) != 1:
+                return None
+            (sub,) = refusals
+            keyword = str(sub.validator)
+            if (
+                sub.relative_path
+                or keyword == "type"
+                or keyword not in _PLAIN_KEYWORDS
+                or not isinstance(sub.schema, dict)
+            ):
+                return None
+            code = _JSON_KEYWORD_CODES[keyword]
+            ptype = "too_short" if keyword in ("minItems", "maxItems") else ""
+            codes.add(code)
+            words = self.expected(code, sub.schema, {}, ptype)
+            if words not in asked:
+                asked.append(words)
+        if len(codes) != 1:
+            return None
+        located = self.schema.locate(path)
+        expected = text("join.or", self.lang).join(asked)
+        return _Draft(
+            FieldError(located.pointer, codes.pop(), expected, self.got(located, error.instance))
+        )
+
     def _wrong_tag(self, error: jsonschema.ValidationError, path: list[str | int]) -> _Draft | None:
         """A tagged union's error when the value's tag names no branch: the tag is what to fix.
 
-        Every object branch must carry a constant for the same key (a discriminator); the
-        value then either lacks that key or gives it a value no branch has.
+        Every object branch must carry a constant for the same key (a discriminator, see
+        `_tags`); the value then either lacks that key or gives it a value no branch has.
         """
         instance: Any = error.instance
         if not isinstance(instance, dict):
@@ -2362,14 +2446,11 @@ class _ErrorBuilder:
         branches = [self.schema.deref(_d(b)) for b in _l(error.validator_value)]
         if not branches or not all(_is_object_schema(b) for b in branches):
             return None
-        tag_sets: list[set[str]] = [
-            {k for k, sub in _d(b.get("properties")).items() if "const" in _d(sub)}
-            for b in branches
-        ]
-        shared: set[str] = tag_sets[0].intersection(*tag_sets[1:])
+        tag_sets = [_tags(b) for b in branches]
+        shared: set[str] = set(tag_sets[0]).intersection(*tag_sets[1:])
         value = cast(dict[str, Any], instance)
         for key in sorted(shared):
-            tags = [_d(_d(b.get("properties"))[key])["const"] for b in branches]
+            tags = [branch_tags[key] for branch_tags in tag_sets]
             if key in value and json_key(value[key]) in {json_key(t) for t in tags}:
                 continue
             located = self.schema.locate([*path, key])
@@ -2387,11 +2468,7 @@ class _ErrorBuilder:
         """The errors of the one union branch the value aims at: the branch its tag names, or
         else the only branch whose type it has; None when no single branch stands out."""
         listed = _l(error.validator_value)
-        by_branch: dict[int, list[jsonschema.ValidationError]] = {}
-        for sub in error.context or []:
-            index = sub.relative_schema_path[0] if sub.relative_schema_path else None
-            if isinstance(index, int):
-                by_branch.setdefault(index, []).append(sub)
+        by_branch = _branch_errors(error)
         if not by_branch or len(by_branch) != len(listed):
             return None  # a branch that passed (oneOf matched twice): nothing to fix in one
         branches = [self.schema.deref(_d(b)) for b in listed]
@@ -2405,6 +2482,18 @@ class _ErrorBuilder:
             and not any(e.validator == "type" and not e.relative_path for e in errors)
         ]
         return fits[0] if len(fits) == 1 else None
+
+
+def _branch_errors(
+    error: jsonschema.ValidationError,
+) -> dict[int, list[jsonschema.ValidationError]]:
+    """A union error's sub-errors by the index of the branch that gave them."""
+    by_branch: dict[int, list[jsonschema.ValidationError]] = {}
+    for sub in error.context or []:
+        index = sub.relative_schema_path[0] if sub.relative_schema_path else None
+        if isinstance(index, int):
+            by_branch.setdefault(index, []).append(sub)
+    return by_branch
 
 
 def _one_dialect(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -2674,12 +2763,17 @@ class _Reading:
 
 
 def _tags(branch: Mapping[str, Any]) -> dict[str, Any]:
-    """An object branch's tags: its properties that have a `const`."""
-    return {
-        key: _d(sub)["const"]
-        for key, sub in _d(branch.get("properties")).items()
-        if "const" in _d(sub)
-    }
+    """An object branch's tags: its properties held to one value, by a `const` or by an
+    `enum` of one value (the way OpenAPI generators write a discriminator)."""
+    tags: dict[str, Any] = {}
+    for key, sub in _d(branch.get("properties")).items():
+        rule = _d(sub)
+        members = _l(rule.get("enum"))
+        if "const" in rule:
+            tags[key] = rule["const"]
+        elif len(members) == 1:
+            tags[key] = members[0]
+    return tags
 
 
 def _pattern_names(patterns: Mapping[str, Any], key: str) -> bool:
