@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 import pydantic_core
 
 if TYPE_CHECKING:
+    from toolwire.execution.executor import ExecutionResult
     from toolwire.validation import Outcome
 
 __all__ = [
@@ -849,7 +850,8 @@ def message_for(
     A result that cannot be written (a cycle, bytes that are not UTF-8, a `__str__` that
     raises) answers the call as an `invalid_result` error, as `tool_messages` answers it: the
     call must still get its one message. One whose content would be longer than
-    `max_result_chars` (None: no cap) answers it as a `result_too_large` error."""
+    `max_result_chars` (None: no cap) answers it as a `result_too_large` error. An
+    `ExecutionResult` gives the executor's payload, as in `tool_messages`."""
     if outcome.ok:
         return _result_message(
             style,
@@ -914,7 +916,11 @@ def _result_message(
     """The message carrying a tool's result; one that cannot be written (a cycle, a `__str__`
     that raises) answers its call as an `invalid_result` error instead, and one past the cap
     as a `result_too_large` error."""
+    from toolwire.execution.executor import ExecutionResult
+
     check_cap(max_result_chars)
+    if isinstance(result, ExecutionResult):
+        return _execution_message(style, call_id, result, max_result_chars=max_result_chars)
     try:
         content = result_content(result)
     except Exception:
@@ -928,6 +934,27 @@ def _result_message(
         )
         return wrap_message(style, call_id, refused, is_error=True)
     return wrap_message(style, call_id, content, is_error=False)
+
+
+def _execution_message(
+    style: Style, call_id: str, result: ExecutionResult, *, max_result_chars: int | None
+) -> dict[str, Any]:
+    """The message for an executor's result, wherever it is passed (`tool_messages`,
+    `Outcome.to_message`, `Proceed.to_message`): its payload, never the result object itself,
+    whose ledger key, hashes, timings, warnings and exception are for operators, not for the
+    model; and a failure is marked as one (Anthropic's `is_error`), or a model that goes by it
+    would take a failed write for a done one.
+
+    Raises:
+        MisuseError: The result is another call's.
+    """
+    own = result.call_id
+    if own and call_id and own != call_id:
+        from toolwire._core import MisuseError
+
+        raise MisuseError(f"the result of call {own!r} does not answer call {call_id!r}")
+    content, is_error = result.message_content(max_result_chars=max_result_chars)
+    return wrap_message(style, call_id, content, is_error=is_error)
 
 
 class _AnsweredCall:
@@ -995,7 +1022,6 @@ def tool_messages(
         MisuseError: An entry matches no call, two entries answer one call, or an entry's own
             call id is not the call its key or position gives it.
     """
-    from toolwire.execution.executor import ExecutionResult
     from toolwire.validation import BusinessRuleError, Outcome
 
     check_cap(max_result_chars)
@@ -1015,20 +1041,13 @@ def tool_messages(
             outcome = Outcome.failure(call, tool, "no_result", lang=lang)
         elif isinstance(entry, Outcome):
             outcome = entry if not entry.ok else Outcome.failure(call, tool, "no_result", lang=lang)
-        elif isinstance(entry, ExecutionResult):
-            # The executor's payload, never the result object itself: its ledger key, hashes,
-            # timings, warnings and exception are for operators, not for the model.
-            content, is_error = entry.message_content(max_result_chars=max_result_chars)
-            answered[call_id] = wrap_message(style, call_id, content, is_error=is_error)
-            missing[call_id] = False
-            continue
         elif isinstance(entry, BusinessRuleError):
             outcome = Outcome.business_failure(call, tool, entry.reasons, lang=lang)
         elif isinstance(entry, BaseException):
             outcome = Outcome.failure(call, tool, "tool_failed", lang=lang)
         else:
             # A result that cannot be written still answers its call, as an error: the other
-            # calls' results are kept.
+            # calls' results are kept. An `ExecutionResult` gives the executor's payload.
             answered[call_id] = _result_message(
                 style,
                 call_id,
