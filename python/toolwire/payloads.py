@@ -862,7 +862,27 @@ def message_for(
             attempt=attempt,
             max_result_chars=max_result_chars,
         )
-    return wrap_message(style, call_id, error_content(outcome, attempt=attempt), is_error=True)
+    content = error_content(outcome, attempt=attempt)
+    if max_result_chars is not None and len(content) > max_result_chars:
+        content = _short_error_content(outcome, attempt=attempt)
+    return wrap_message(style, call_id, content, is_error=True)
+
+
+def _short_error_content(outcome: Outcome, *, attempt: int) -> str:
+    """A failure payload for a cap its whole payload passes: every text the model sent is cut
+    where it is echoed, so only a small cap gets here. The field errors and the hint go; what
+    failed and what to do next stay."""
+    from toolwire.validation import shown_text
+
+    return failure_content(
+        error_type=shown_text(outcome.error_type),
+        message=shown_text(outcome.message) if outcome.message else None,
+        errors=(),
+        hint=None,
+        retryable=outcome.retryable,
+        attempt=attempt,
+        instruction=shown_text(outcome.instruction()),
+    )
 
 
 def too_large_content(
@@ -887,10 +907,16 @@ def too_large_content(
         hint=text("hint.result_too_large", lang),
         retryable=True,
         attempt=attempt,
-        instruction=text(
-            "instruction.retry", lang, tool=json.dumps(tool or "the tool", ensure_ascii=False)
-        ),
+        instruction=text("instruction.retry", lang, tool=_quoted_tool(tool)),
     )
+
+
+def _quoted_tool(tool: str) -> str:
+    """A tool's name as an instruction quotes it, cut like any text the model sent (an
+    unknown tool's name is the model's own)."""
+    from toolwire.validation import shown_text
+
+    return json.dumps(shown_text(tool) or "the tool", ensure_ascii=False)
 
 
 def check_cap(max_result_chars: int | None) -> None:
@@ -999,7 +1025,8 @@ def tool_messages(
 
     A result whose content would be longer than `max_result_chars` is not sent: its call is
     answered with a `result_too_large` error giving the size and the cap (an `ExecutionResult`
-    through `content(max_result_chars=...)`).
+    through `content(max_result_chars=...)`). An error payload past it is sent without its
+    details (field errors, hint, cause), its texts cut.
 
     Calls that share an id are answered once, by the first of them with an entry (the provider
     accepts one result per id). A call without an id is answered as `toolwire_<ordinal>`.
@@ -1012,7 +1039,7 @@ def tool_messages(
         style: The provider message shape.
         lang: Language for generated errors.
         attempt: The attempt number written into error payloads.
-        max_result_chars: The cap on a result's content in characters (None: no cap).
+        max_result_chars: The cap on a message's content in characters (None: no cap).
 
     Returns:
         The messages, one per distinct call id.
@@ -1022,7 +1049,7 @@ def tool_messages(
         MisuseError: An entry matches no call, two entries answer one call, or an entry's own
             call id is not the call its key or position gives it.
     """
-    from toolwire.validation import BusinessRuleError, Outcome
+    from toolwire.validation import BusinessRuleError, Outcome, shown_text
 
     check_cap(max_result_chars)
     entries = _entries_by_call(calls, outcomes_or_results)
@@ -1036,7 +1063,8 @@ def tool_messages(
         entry = entries.get(index)
         if call_id in answered and not found:
             continue
-        tool = call.name or ""
+        # The name is the model's own, echoed in instructions: cut like any text it sent.
+        tool = shown_text(call.name or "")
         if not found:
             outcome = Outcome.failure(call, tool, "no_result", lang=lang)
         elif isinstance(entry, Outcome):

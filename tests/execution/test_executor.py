@@ -1215,3 +1215,76 @@ def test_a_short_fingerprint_key_is_refused(key: bytes | str) -> None:
 def test_a_fingerprint_key_of_another_type_is_refused_at_once() -> None:
     with pytest.raises(TypeError, match="bytes or str"):
         Executor(fingerprint_key=memoryview(b"k" * 32))  # type: ignore[arg-type]
+
+
+# ---- what the model sent is echoed bounded ----------------------------------------------------
+
+
+def test_an_error_payload_echoes_what_the_model_sent_bounded() -> None:
+    # A 300 KB tool name, or a 300 KB unknown key in a pydantic error path, came back to the
+    # model whole, and `tool_messages` sent it whole: its cap applied to results only.
+    ex = Executor({"lookup": lambda args: {"n": 1}}, observer=quiet_observer())
+    name = "lookup_" + "A" * 300_000
+    unknown = ex.execute(Call(name, "c1", {"q": 1}))
+    assert unknown.state == "tool_unavailable" and len(unknown.content()) < 1_000
+    assert "A" * 150 in unknown.content() and "…" in unknown.content()
+
+    class Lookup(BaseModel):
+        model_config = {"extra": "forbid"}
+        q: int
+
+    text = '{"q": 1, "' + "k" * 300_000 + '": 0}'
+    with pytest.raises(ValidationError) as info:
+        Lookup.model_validate_json(text)
+    refused = ex.execute(
+        Call("lookup", "c2", raw_arguments=text, ok=False, errors=info.value.errors())
+    )
+    assert refused.state == "validation_failed" and len(refused.content()) < 2_000
+    [error] = json.loads(refused.content())["error"]["errors"]
+    assert error["path"].startswith("/kkk") and error["path"].endswith("…")
+    sent = [Sent("c1", 0, name), Sent("c2", 1, "lookup")]
+    for message in tool_messages(sent, [unknown, refused]):
+        assert len(message["content"]) < 2_000
+    # The tool's name is echoed in the instructions of what `tool_messages` writes itself.
+    for entry in (RuntimeError("boom"), "r" * 200_000, None):
+        (message,) = tool_messages(sent[:1], [entry] if entry is not None else [])
+        assert len(message["content"]) < 1_000
+
+
+def test_the_cap_applies_to_an_error_payload_too() -> None:
+    ex = Executor({"lookup": lambda args: {"n": 1}}, observer=quiet_observer())
+    refused = ex.execute(
+        Call(
+            "lookup",
+            "c1",
+            raw_arguments="{}",
+            ok=False,
+            errors=[
+                {"type": "missing", "loc": (f"field_{n}",), "msg": "x" * 400} for n in range(5)
+            ],
+        )
+    )
+    whole = refused.content(max_result_chars=None)
+    assert len(whole) > 2_000
+    short = json.loads(refused.content(max_result_chars=1_000))
+    assert short["ok"] is False and short["state"] == "validation_failed"
+    assert short["error"]["type"] == "validation_failed" and short["error"]["retryable"] is False
+    assert short["error"]["omitted"] == ["errors"]
+    sent = [Sent("c1", 0, "lookup")]
+    (message,) = tool_messages(sent, [refused], max_result_chars=1_000, style="anthropic")
+    assert len(message["content"]) <= 1_000 and message["is_error"] is True
+    outcome = Outcome(
+        ok=False,
+        kind="model_error",
+        tool="lookup",
+        call_id="c1",
+        error_type="validation",
+        errors=[
+            FieldError(f"/f{n}", "missing", expected="y" * 190, hint="z" * 190) for n in range(5)
+        ],
+    )
+    assert len(tool_messages(sent, [outcome])[0]["content"]) > 1_000
+    (capped,) = tool_messages(sent, [outcome], max_result_chars=1_000)
+    body = json.loads(capped["content"])
+    assert len(capped["content"]) <= 1_000 and body["error_type"] == "validation"
+    assert "errors" not in body and body["instruction"]

@@ -375,8 +375,10 @@ class ExecutionResult:
         """The text for the model and whether it reports a failure (Anthropic's ``is_error``).
 
         Args:
-            max_result_chars: The cap on a result's text in characters (None: no cap). Only a
-                result is cut off this way: error payloads are short by construction.
+            max_result_chars: The cap on the text in characters (None: no cap). A result
+                past it is withheld (``result_too_large``); an error payload, short by
+                construction (each text the model sent is cut where it is echoed), is sent
+                without its details past a smaller cap.
 
         Returns:
             ``(content(), True)`` for a failure or a result past the cap, else
@@ -388,7 +390,23 @@ class ExecutionResult:
         check_cap(max_result_chars)
         content = compact_json(self.to_payload())
         if not self.ok:
-            return content, True
+            if max_result_chars is None or len(content) <= max_result_chars:
+                return content, True
+            # Every text the model sent is cut where it is echoed, so only a small cap gets
+            # here: the details go (named in `omitted`), what failed and whether to call again
+            # stay.
+            error: dict[str, Any] = {}
+            omitted: list[str] = []
+            for name, item in (self.error or {}).items():
+                if isinstance(item, str):
+                    error[name] = shown_text(item)
+                elif item is None or isinstance(item, (bool, int, float)):
+                    error[name] = item
+                else:
+                    omitted.append(name)
+            if omitted:
+                error["omitted"] = omitted
+            return compact_json({"ok": False, "state": self.state, "error": error}), True
         if max_result_chars is None or len(content) <= max_result_chars:
             return content, False
         # The tool ran; only its answer is withheld, and the model is told how much less to
@@ -1095,7 +1113,10 @@ class Executor:
                 "tool_unavailable",
                 error={
                     "type": "unknown_tool",
-                    "message": text("exec.unknown_tool", self.lang, tool=repr(call.tool)),
+                    # The name is the model's own: cut like any text it sent.
+                    "message": text(
+                        "exec.unknown_tool", self.lang, tool=repr(shown_text(call.tool))
+                    ),
                     "retryable": False,
                 },
             )
@@ -1988,24 +2009,27 @@ def _refusal(call: ValidatedCall) -> tuple[FinalState, dict[str, Any]]:
         "the call was not executed",
     }[slug]
     given = getattr(call, "message", None)
+    # A caller-built call's texts may hold what the model sent (a field's name, the tool's
+    # name): each is cut, as the errors are.
     payload: dict[str, Any] = {
-        "type": error_type if isinstance(error_type, str) and error_type else slug,
-        "message": given if isinstance(given, str) and given else message,
+        "type": shown_text(error_type) if isinstance(error_type, str) and error_type else slug,
+        "message": _cut(given) if isinstance(given, str) and given else message,
         "retryable": retryable,
         "errors": errors,
     }
     ask_user = getattr(call, "ask_user", None)
     if isinstance(ask_user, list) and ask_user:
-        payload["missing"] = [str(x) for x in cast(list[Any], ask_user)]
+        asked = cast(list[Any], ask_user)[:_MAX_MISSING]
+        payload["missing"] = [shown_text(str(x)) for x in asked]
     # What `Outcome.to_message` tells the model next to the errors: the advice (e.g. to send
     # shorter arguments after a cut) and whether to call again or stop.
     hint = getattr(call, "hint", None)
     if isinstance(hint, str) and hint:
-        payload["hint"] = hint
+        payload["hint"] = _cut(hint)
     instruction = getattr(call, "instruction", None)
     said = instruction() if callable(instruction) else None
     if isinstance(said, str) and said:
-        payload["instruction"] = said
+        payload["instruction"] = _cut(said)
     return state, payload
 
 
@@ -2021,7 +2045,8 @@ def _error_entry(error: Any) -> Any:
         details = cast(Mapping[str, Any], error)
         loc = details.get("loc")
         path = pointer(cast(Sequence[Any], loc)) if isinstance(loc, (list, tuple)) else ""
-        entry = {"path": path, "code": str(details.get("type"))}
+        # A key the model made up is part of the path: cut like any text it sent.
+        entry = {"path": shown_text(path), "code": shown_text(str(details.get("type")))}
         msg = details.get("msg")
         if isinstance(msg, str) and msg:
             entry["message"] = (
@@ -2031,9 +2056,12 @@ def _error_entry(error: Any) -> Any:
     else:
         value = cast(Any, error)
     try:
-        return _jsonable(value, lenient=True)
+        shown = _jsonable(value, lenient=True)
     except Exception:
         return _safe_repr(value)[:_MESSAGE_LIMIT]
+    # An entry of another shape is sent as it is only while it is short.
+    written = compact_json(shown)
+    return shown if len(written) <= 2 * _MESSAGE_LIMIT else _cut(written)
 
 
 # What the model reads about a failed tool. The text of an arbitrary exception is not sent: it
