@@ -448,6 +448,15 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the call could not be run because of an internal error",
         "zh": "由于内部错误，调用无法执行",
     },
+    "exec.not_started": {
+        "en": "the call could not be started because of an internal error; it did not run",
+        "zh": "由于内部错误，调用未能启动；它没有运行",
+    },
+    "exec.bad_signature": {
+        "en": "the arguments do not fit the tool's parameters ({detail}); the call was not "
+        "executed",
+        "zh": "参数与工具的参数列表不符（{detail}）；调用未执行",
+    },
     "exec.unknown_tool": {
         "en": "no tool named {tool} is registered",
         "zh": "没有注册名为 {tool} 的工具",

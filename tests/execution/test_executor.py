@@ -1288,3 +1288,73 @@ def test_the_cap_applies_to_an_error_payload_too() -> None:
     body = json.loads(capped["content"])
     assert len(capped["content"]) <= 1_000 and body["error_type"] == "validation"
     assert "errors" not in body and body["instruction"]
+
+
+# ---- a write the executor could not start is no attempt ------------------------------------
+
+
+def _never_started(ex: Executor, result: ExecutionResult, ran: list[Any], slug: str) -> None:
+    assert not ran and result.state == "downstream_failed" and result.attempts == 0
+    assert result.error is not None and result.error["type"] == slug
+    assert result.error["retryable"] is False
+    key = derive_key(tool="transfer", session_id="s", call_id="c1")
+    assert ex.ledger.get(key) is None  # released: a later call may run the write
+    breaker = ex.breaker_for("transfer")
+    assert breaker is not None and breaker.snapshot().failures == 0
+
+
+async def test_a_write_the_worker_pool_refuses_never_ran() -> None:
+    # `aexecute` of a sync tool when the loop's default executor is shut down (an application
+    # draining): the write was recorded unknown_outcome forever and charged to the breaker.
+    ran: list[Any] = []
+    pool = ThreadPoolExecutor(1)
+    asyncio.get_running_loop().set_default_executor(pool)
+    pool.shutdown()
+    ex = Executor(observer=quiet_observer())
+    ex.register("transfer", lambda args: ran.append(args) or "done", side_effects=True)
+    call = Call("transfer", "c1", {"amount": 1})
+    result = await ex.aexecute(call, ex.request(session_id="s"))
+    _never_started(ex, result, ran, "internal_error")
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(1))
+    again = await ex.aexecute(call, ex.request(session_id="s"))
+    assert again.ok and ran == [{"amount": 1}]
+
+
+def test_a_write_with_no_thread_for_its_timeout_never_ran(monkeypatch: pytest.MonkeyPatch) -> None:
+    # At the process's thread limit a timed attempt's thread cannot be created.
+    ran: list[Any] = []
+    ex = Executor(observer=quiet_observer())
+    ex.register("transfer", lambda args: ran.append(args) or "done", side_effects=True, timeout=5)
+    call = Call("transfer", "c1", {"amount": 1})
+
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(threading.Thread, "start", no_thread)
+        result = ex.execute(call, ex.request(session_id="s"))
+    _never_started(ex, result, ran, "internal_error")
+    assert ex.execute(call, ex.request(session_id="s")).ok and len(ran) == 1
+
+
+@pytest.mark.parametrize("context", [False, True])
+def test_arguments_that_do_not_fit_an_unpacked_function_never_run(context: bool) -> None:
+    ran: list[Any] = []
+
+    def transfer(to: str, amount: int, **kwargs: Any) -> str:
+        ran.append((to, amount))
+        return "done"
+
+    def strict(to: str, amount: int, ctx: Any = None) -> str:
+        ran.append((to, amount))
+        return "done"
+
+    ex = Executor(observer=quiet_observer())
+    ex.register("transfer", strict, side_effects=True, unpack=True, context=context)
+    extra = Call("transfer", "c1", {"to": "a", "amount": 1, "memo": "rent"})
+    result = ex.execute(extra, ex.request(session_id="s"))
+    _never_started(ex, result, ran, "bad_signature")
+    assert result.error is not None and "memo" in result.error["message"]
+    # A function that takes the field runs.
+    ex.register("transfer", transfer, side_effects=True, unpack=True, context=context)
+    assert ex.execute(extra, ex.request(session_id="s")).ok and ran == [("a", 1)]

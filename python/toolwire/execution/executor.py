@@ -16,7 +16,10 @@ Design notes:
   Under ``aexecute`` a sync tool waits for a worker of the loop's default executor, and its
   timeout runs while it waits: one that runs out there is withdrawn and never
   runs, so it is no attempt (a ``timeout`` that is not ambiguous, retried like a connection
-  pool's; the write's claim is released, the breaker is not charged).
+  pool's; the write's claim is released, the breaker is not charged). So is an attempt the
+  executor cannot start (the pool refuses the job, no thread can be created for a timeout),
+  which ends the call ``internal_error``, and arguments an ``unpack=True`` function cannot
+  bind are refused before the claim (``bad_signature``).
 - Blocking ledgers (SQLite, Redis) are called from a worker thread in async mode, and for a
   claim made under a request deadline in sync mode too: the claim never outlasts the deadline
   (the call ends as ``ledger_unavailable``, nothing ran). A claim that completes after the
@@ -443,6 +446,12 @@ class _BreakerOpen(Exception):
     def __init__(self, tool: str, retry_after: float) -> None:
         super().__init__(tool)
         self.retry_after = retry_after
+
+
+class _NotStarted(Exception):
+    """An attempt whose tool never started for a reason of the executor's own (the worker
+    pool refused the job, no thread could be created): it cannot have taken effect, so it is
+    no attempt (see `Executor._not_started`), and the call ends with `internal_error`."""
 
 
 class _AttemptTimeout(TimeoutError):
@@ -1120,6 +1129,27 @@ class Executor:
                     "retryable": False,
                 },
             )
+        unfit = _unfit_arguments(spec, arguments)
+        if unfit is not None:
+            # Nothing ran and nothing was claimed: the function cannot take these arguments
+            # (an extra field in a call its caller built), which no attempt would change.
+            self.observer.log(
+                _log,
+                logging.ERROR,
+                "toolwire: call %s (%s) not run: its arguments do not fit the function: %s",
+                call.call_id,
+                spec.name,
+                unfit,
+            )
+            return self._finish(
+                run,
+                "downstream_failed",
+                error={
+                    "type": "bad_signature",
+                    "message": text("exec.bad_signature", self.lang, detail=unfit),
+                    "retryable": False,
+                },
+            )
         if spec.side_effects:
             business = None
             if spec.idempotency_key is not None:
@@ -1517,6 +1547,21 @@ class Executor:
         if breaker is not None and permit is not None:
             breaker.release(permit)
 
+    def _never_ran(
+        self,
+        run: _Run,
+        permit: Permit | None,
+        in_flight: bool,
+        granted: RetryVerdict | None,
+        exc: _NotStarted,
+    ) -> None:
+        """`_not_started` for an attempt the executor itself could not start: final (what
+        stopped it would stop a retry too), and it may have taken effect only through an
+        earlier attempt."""
+        self._not_started(run, permit, in_flight, granted)
+        run.last = Classification("unknown_error", retryable=False, ambiguous=False)
+        run.last_exc = exc
+
     def _end_attempt(
         self, run: _Run, permit: Permit | None, started: float, exc: BaseException | None
     ) -> None:
@@ -1571,6 +1616,9 @@ class Executor:
         started = self.clock.monotonic()
         try:
             value = _call_with_timeout(self._invoker(run, timeout), timeout, run.spec.name)
+        except _NotStarted as exc:
+            self._never_ran(run, permit, in_flight, granted, exc)
+            raise
         except _AttemptTimeout as exc:
             err: BaseException = (
                 DeadlineExceeded(str(exc))
@@ -1648,6 +1696,12 @@ class Executor:
             if isinstance(exc, asyncio.CancelledError) and job is not None and job.withdraw():
                 # Cancelled while the sync tool waited for a worker thread: it never ran.
                 self._not_started(run, permit, in_flight, granted)
+            elif isinstance(exc, Exception) and job is not None and job.withdraw():
+                # The loop's default executor refused the job (it was shut down, say, while
+                # the application drained): the tool never ran.
+                refused = _NotStarted(f"the worker pool refused the attempt: {_whole(exc)}")
+                self._never_ran(run, permit, in_flight, granted, refused)
+                raise refused from exc
             else:
                 self._end_attempt(run, permit, started, exc)
             raise
@@ -1795,7 +1849,9 @@ class Executor:
         elif cls.kind == "needs_clarification":
             self._release_quietly(run)
             state = "needs_clarification"
-        elif run.attempts == 0 or cls.propagate:
+        elif run.attempts == 0 or cls.propagate or isinstance(exc, _NotStarted):
+            # Also an attempt the executor could not start after earlier ones that failed
+            # without taking effect: a later call may run the write.
             self._release_quietly(run)
             state = "downstream_failed"
         else:
@@ -1968,6 +2024,25 @@ def _fields_of(arguments: Any) -> dict[str, Any]:
     return {}
 
 
+def _unfit_arguments(spec: ToolSpec, arguments: Any) -> str | None:
+    """Why ``spec.fn`` cannot be called with ``arguments`` unpacked (None if it can, or if its
+    signature cannot be read). Checked with ``Signature.bind`` before the call: a TypeError
+    raised by the call could as well come from inside the tool, after it took effect."""
+    if not spec.unpack:
+        return None
+    try:
+        signature = inspect.signature(spec.fn)
+    except (TypeError, ValueError):  # a builtin without a signature: the call will tell
+        return None
+    extra: dict[str, Any] = {"ctx": None} if spec.context else {}
+    try:
+        signature.bind(**_fields_of(arguments), **extra)
+    except TypeError as exc:
+        # Names only (a field the model made up among them): cut like any text it sent.
+        return shown_text(_whole(exc))
+    return None
+
+
 def _field(arguments: Any, name: str) -> Any:
     if isinstance(arguments, BaseModel):
         return getattr(arguments, name, None)
@@ -2124,6 +2199,9 @@ def _error_payload(
         "message": _cut(scrub(_model_message(cls, exc, lang))),
         "retryable": cls.retryable,
     }
+    if isinstance(exc, _NotStarted):
+        payload["type"] = "internal_error"
+        payload["message"] = text("exec.not_started", lang)
     if cls.status_code is not None:
         payload["status_code"] = cls.status_code
     if cls.retry_after is not None:
@@ -2294,7 +2372,10 @@ def _call_with_timeout(fn: Callable[[], Any], timeout: float | None, name: str) 
     either way, and what it sets stays its own, as with ``aexecute`` (``asyncio.to_thread``)."""
     if timeout is None:
         return contextvars.copy_context().run(fn)
-    done = _in_thread(fn, f"toolwire-{name}")
+    try:
+        done = _in_thread(fn, f"toolwire-{name}")
+    except RuntimeError as exc:  # "can't start new thread": the tool never ran
+        raise _NotStarted(f"no thread could be started for the attempt: {exc}") from exc
     # Not `done.result(timeout)`: its TimeoutError is the builtin one, which the tool may raise.
     if not wait_futures([done], timeout=max(0.0, timeout)).done:
         # The thread goes on: another attempt would run beside it.
