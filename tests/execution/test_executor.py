@@ -26,6 +26,7 @@ from toolwire.execution import (
     Call,
     Claim,
     Clock,
+    DeadlineExceeded,
     ExecutionResult,
     Executor,
     FakeClock,
@@ -1358,3 +1359,22 @@ def test_arguments_that_do_not_fit_an_unpacked_function_never_run(context: bool)
     # A function that takes the field runs.
     ex.register("transfer", transfer, side_effects=True, unpack=True, context=context)
     assert ex.execute(extra, ex.request(session_id="s")).ok and ran == [("a", 1)]
+
+
+@pytest.mark.parametrize("raised", [DeadlineExceeded, TimeoutError])
+def test_a_deadline_the_tool_raised_keeps_its_text_from_the_model(
+    raised: type[Exception],
+) -> None:
+    # Only the executor's own deadline and timeout texts are its own words; a tool's
+    # DeadlineExceeded went to the model verbatim, credentials and traceback included.
+    leaked = "GET https://svc:s3cr3t@internal.example/reports timed out\nTraceback (most recent"
+
+    def fetch(args: Any) -> None:
+        raise raised(leaked)
+
+    ex = Executor({"fetch": fetch}, observer=quiet_observer(), breaker=False)
+    result = ex.execute(Call("fetch", "c1", {}))
+    assert result.state == "downstream_failed" and result.error is not None
+    assert "s3cr3t" not in result.content() and "Traceback" not in result.content()
+    late = ex.execute(Call("fetch", "c2", {}), RequestContext("r", deadline=-1.0))
+    assert late.error is not None and late.error["message"].startswith("request deadline")

@@ -454,6 +454,12 @@ class _NotStarted(Exception):
     no attempt (see `Executor._not_started`), and the call ends with `internal_error`."""
 
 
+class _OwnDeadline(DeadlineExceeded):
+    """The request's deadline, as the executor itself reports it: its text is the executor's
+    and may reach the model. A tool's own `DeadlineExceeded` (after a downstream call it
+    timed out itself, say) is any exception's: its text can hold a URL with credentials."""
+
+
 class _AttemptTimeout(TimeoutError):
     """An attempt cut off at its timeout; `still_running` when an async tool ignored its
     cancellation past the grace, or a sync tool's thread, which nothing can stop, had not
@@ -1202,7 +1208,7 @@ class Executor:
     def _late_before_claim(self, run: _Run) -> ExecutionResult:
         """The result of a write whose request deadline passed before its claim: nothing ran
         and the ledger was not touched (a hung store must not hold the call past it)."""
-        exc = DeadlineExceeded("request deadline exceeded before the call started")
+        exc = _OwnDeadline("request deadline exceeded before the call started")
         return self._settle_failure(run, exc, reraise=False)
 
     def _claim_timed_out(self, waited: float) -> LedgerUnavailable:
@@ -1489,7 +1495,7 @@ class Executor:
         remaining = None if deadline is None else deadline - self.clock.monotonic()
         if remaining is not None and remaining <= 0:
             self._refund(run)
-            exc = DeadlineExceeded("request deadline exceeded before the attempt started")
+            exc = _OwnDeadline("request deadline exceeded before the attempt started")
             run.last, run.last_exc = _classify(exc, self.clock.time()), exc
             raise exc
         breaker = self.breaker_for(run.spec.name)
@@ -1621,7 +1627,7 @@ class Executor:
             raise
         except _AttemptTimeout as exc:
             err: BaseException = (
-                DeadlineExceeded(str(exc))
+                _OwnDeadline(str(exc))
                 if by_deadline
                 else exc
                 if run.spec.side_effects
@@ -1681,7 +1687,7 @@ class Executor:
                 if job is not None and run.spec.side_effects and job.running()
                 else exc
             )
-            err: BaseException = DeadlineExceeded(str(timed_out)) if by_deadline else timed_out
+            err: BaseException = _OwnDeadline(str(timed_out)) if by_deadline else timed_out
             if withdrawn:
                 self._not_started(run, permit, in_flight, granted)
                 # Like a connection pool's timeout, it sent nothing: it may have taken effect
@@ -2177,13 +2183,13 @@ def _reasons_of(exc: BusinessRuleError) -> list[str]:
 
 
 def _model_message(cls: Classification, exc: BaseException, lang: Lang) -> str:
-    # A business rule's reason is the tool author's own text; a timeout's names its seconds
-    # (English only: other languages get the kind's text).
+    # A business rule's reason is the tool author's own text; the executor's own timeout or
+    # deadline names its seconds (English only: other languages get the kind's text).
     if isinstance(exc, BusinessRuleError) and not "".join(_reasons_of(exc)).strip():
         # Raised without a reason: a sentence, not the class name.
         return text("msg.business_rule_unexplained", lang)
     if isinstance(exc, BusinessRuleError) or (
-        lang == "en" and isinstance(exc, (_AttemptTimeout, DeadlineExceeded))
+        lang == "en" and isinstance(exc, (_AttemptTimeout, _OwnDeadline))
     ):
         return _whole(exc)
     key = f"exec.kind.{cls.kind}"
