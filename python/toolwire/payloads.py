@@ -452,6 +452,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the call could not be started because of an internal error; it did not run",
         "zh": "由于内部错误，调用未能启动；它没有运行",
     },
+    "exec.invalid_arguments": {
+        "en": "the arguments hold a value that cannot be read (such as a reference cycle); the "
+        "call was not executed",
+        "zh": "参数中含有无法读取的值（例如循环引用）；调用未执行",
+    },
     "exec.bad_signature": {
         "en": "the arguments do not fit the tool's parameters ({detail}); the call was not "
         "executed",

@@ -1378,3 +1378,30 @@ def test_a_deadline_the_tool_raised_keeps_its_text_from_the_model(
     assert "s3cr3t" not in result.content() and "Traceback" not in result.content()
     late = ex.execute(Call("fetch", "c2", {}), RequestContext("r", deadline=-1.0))
     assert late.error is not None and late.error["message"].startswith("request deadline")
+
+
+class _NoRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+@pytest.mark.parametrize("arguments", [_cyclic(), {"handle": _NoRepr()}])
+@pytest.mark.parametrize("side_effects", [False, True])
+def test_arguments_that_cannot_be_fingerprinted_are_refused_as_data(
+    arguments: dict[str, Any], side_effects: bool
+) -> None:
+    # `execute` and `aexecute` raised from the fingerprint, with no record, where
+    # `aexecute_all` answered internal_error for the same call.
+    ran: list[Any] = []
+    ex = Executor(observer=quiet_observer())
+    ex.register("search", lambda args: ran.append(args) or "ran", side_effects=side_effects)
+    call = Call("search", "c1", arguments)
+    results = [
+        ex.execute(call),
+        asyncio.run(ex.aexecute(call)),
+        *asyncio.run(ex.aexecute_all([call])),
+    ]
+    for result in results:
+        assert result.state == "validation_failed" and result.error is not None
+        assert result.error["type"] == "invalid_arguments" and result.attempts == 0
+    assert not ran and ex.observer.counts["calls"] == 3

@@ -1091,9 +1091,13 @@ class Executor:
         # marker: unsalted, a digest over a PIN or a CVV gives it back to whoever can guess the
         # other arguments and try its few possible values.
         ledger_fingerprint = ""
+        unreadable: Exception | None = None
         if call.ok:
-            ledger_fingerprint = fingerprint(arguments, self._fingerprint_key)
-            args_hash = redacted_fingerprint(arguments, declared)
+            try:
+                ledger_fingerprint = fingerprint(arguments, self._fingerprint_key)
+                args_hash = redacted_fingerprint(arguments, declared)
+            except Exception as exc:  # a cycle, a value whose __repr__ raises
+                unreadable, args_hash = exc, None
         else:
             raw = getattr(call, "raw_arguments", None) or getattr(call, "arguments", None)
             # An Outcome carries no argument text: report no hash rather than the hash of "",
@@ -1132,6 +1136,26 @@ class Executor:
                     "message": text(
                         "exec.unknown_tool", self.lang, tool=repr(shown_text(call.tool))
                     ),
+                    "retryable": False,
+                },
+            )
+        if unreadable is not None:
+            # A caller-built call whose arguments have no canonical form: a write could not
+            # be keyed, and the call gets its result and its record like any refusal.
+            self.observer.log(
+                _log,
+                logging.ERROR,
+                "toolwire: call %s (%s) not run: its arguments cannot be fingerprinted: %s",
+                call.call_id,
+                spec.name,
+                type(unreadable).__name__,
+            )
+            return self._finish(
+                run,
+                "validation_failed",
+                error={
+                    "type": "invalid_arguments",
+                    "message": text("exec.invalid_arguments", self.lang),
                     "retryable": False,
                 },
             )
