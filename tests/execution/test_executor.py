@@ -1405,3 +1405,44 @@ def test_arguments_that_cannot_be_fingerprinted_are_refused_as_data(
         assert result.state == "validation_failed" and result.error is not None
         assert result.error["type"] == "invalid_arguments" and result.attempts == 0
     assert not ran and ex.observer.counts["calls"] == 3
+
+
+def _refuse_toolwire_threads(patched: pytest.MonkeyPatch) -> None:
+    """The process at its thread limit, for the executor's own threads."""
+    start = threading.Thread.start
+
+    def refuse(self: threading.Thread) -> None:
+        if self.name.startswith("toolwire"):
+            raise RuntimeError("can't start new thread")
+        start(self)
+
+    patched.setattr(threading.Thread, "start", refuse)
+
+
+def test_a_write_that_ran_is_settled_with_no_thread_to_settle_it(tmp_path: Path) -> None:
+    # `aexecute` settles a blocking ledger in a thread of its own; when none could start, the
+    # call raised after the card was charged, its claim left in progress and no record made.
+    charged: list[int] = []
+    patched = pytest.MonkeyPatch()
+
+    async def charge(args: Any) -> dict[str, int]:
+        charged.append(args["amount"])
+        _refuse_toolwire_threads(patched)  # meanwhile the process reaches its thread limit
+        return {"charged": args["amount"]}
+
+    ex = Executor(ledger=SqliteLedger(tmp_path / "l.db"), observer=quiet_observer())
+    ex.register("charge", charge, side_effects=True)
+    call = Call("charge", "c1", {"amount": 5})
+    try:
+        result = asyncio.run(ex.aexecute(call, ex.request(session_id="s")))
+    finally:
+        patched.undo()
+    again = asyncio.run(ex.aexecute(call, ex.request(session_id="s")))
+    assert result.ok and result.value == {"charged": 5} and ex.observer.counts["calls"] == 2
+    assert again.state == "duplicate_suppressed" and charged == [5]
+    # A claim under a request deadline has no thread either: the store is unavailable.
+    with pytest.MonkeyPatch.context() as refused:
+        _refuse_toolwire_threads(refused)
+        ex.register("refund", lambda args: charged.append(-1), side_effects=True)
+        late = ex.execute(Call("refund", "c2", {"amount": 6}), ex.request(timeout=30))
+    assert late.state == "tool_unavailable" and charged == [5]

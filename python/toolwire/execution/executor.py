@@ -26,7 +26,9 @@ Design notes:
   caller gave up or was cancelled is released so it does not linger as in-progress. Recording
   the outcome afterwards is bounded the same way (with a short grace once the deadline has
   passed): a store that stops answering cannot hold a result the tool already produced; it is
-  returned with a warning that the ledger may not have recorded it.
+  returned with a warning that the ledger may not have recorded it. With no thread to be had
+  (the process at its thread limit) a claim fails closed (``ledger_unavailable``) and an
+  outcome is recorded where the call runs, unbounded, rather than lost.
 - Cancellation: a call is recorded (and its claim released or settled) wherever the
   cancellation lands; once the tool has run, the cancellation is raised only after its outcome
   was saved.
@@ -1317,12 +1319,15 @@ class Executor:
                 box["abandoned"] = True
                 return box.pop("claim", None)
 
-        threading.Thread(
-            target=contextvars.copy_context().run,
-            args=(work,),
-            name=f"toolwire-claim-{run.spec.name}",
-            daemon=True,
-        ).start()
+        try:
+            threading.Thread(
+                target=contextvars.copy_context().run,
+                args=(work,),
+                name=f"toolwire-claim-{run.spec.name}",
+                daemon=True,
+            ).start()
+        except RuntimeError as exc:  # no thread to be had: nothing was claimed, nothing runs
+            pending.set_result(LedgerUnavailable(f"no thread for the claim: {exc}"))
         return pending, abandon
 
     def _release_late(self, run: _Run, claim: Claim | LedgerUnavailable) -> None:
@@ -1355,7 +1360,13 @@ class Executor:
         blocking = self._ledger is not None and self._ledger.blocking
         if not blocking or not isinstance(claim, Claim) or claim.token is None:
             return settle()  # nothing to wait for: settled before a cancellation can land
-        waiter = asyncio.wrap_future(_in_thread(settle, f"toolwire-settle-{run.spec.name}"))
+        try:
+            settling = _in_thread(settle, f"toolwire-settle-{run.spec.name}")
+        except RuntimeError:
+            # No thread to be had (the process at its thread limit): the loop waits for the
+            # ledger, where giving up would lose the outcome of a tool that ran.
+            return settle()
+        waiter = asyncio.wrap_future(settling)
         cancelled: asyncio.CancelledError | None = None
         while not waiter.done():
             try:
@@ -1778,7 +1789,12 @@ class Executor:
         if remaining is None or not ledger.blocking:
             op(ledger, key, token)
             return True
-        done = _in_thread(lambda: op(ledger, key, token), f"toolwire-ledger-{run.spec.name}")
+        try:
+            done = _in_thread(lambda: op(ledger, key, token), f"toolwire-ledger-{run.spec.name}")
+        except RuntimeError:
+            # No thread to be had: the step unbounded, rather than the outcome not recorded.
+            op(ledger, key, token)
+            return True
         try:
             done.result(timeout=max(remaining, _SETTLE_GRACE))
         except FutureTimeout:
