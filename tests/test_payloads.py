@@ -492,3 +492,66 @@ def test_an_execution_result_past_the_cap_tells_the_model_what_happened() -> Non
     assert [m["content"] for m in messages] == [read.content(), write.content()]
     loose = tool_messages(made, [read, write], max_result_chars=2_000_000)
     assert json.loads(loose[0]["content"]) == read.to_payload()
+
+
+class _GatewayTimeout(Exception):
+    status_code = 504  # ambiguous for a write: its outcome is unknown
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_an_execution_result_passed_as_a_result_gives_the_executors_payload(
+    style: Style,
+) -> None:
+    # The README's loop with the executor behind it passes `result=executor.execute(...)`: the
+    # whole dataclass (ledger key, hashes, timings) went to the model, as a success even for a
+    # write whose outcome is unknown.
+    from toolwire.repair import RepairPolicy
+
+    def refund(args: Any) -> None:
+        raise _GatewayTimeout("upstream 504")
+
+    ex = Executor({"lookup": _ok_tool}, breaker=False)
+    ex.register("refund", refund, side_effects=True)
+    (lookup, refund_call) = calls(
+        ("call_a", "lookup", '{"order_id": 1}'), ("call_b", "refund", '{"order_id": 1}')
+    )
+    for call in (lookup, refund_call):
+        outcome = Outcome.success(call, call.name or "", lang="en")
+        result = ex.execute(Run(call.name or "", call.id, {"order_id": 1}))
+        [expected] = tool_messages([call], [result], style=style)
+        assert outcome.to_message(call, style, result=result) == expected
+        (decision,) = RepairPolicy().decide_turn([outcome], lineage="conv")
+        assert decision.to_message(call, style, result=result) == expected
+        assert result.idempotency_key is None or result.idempotency_key not in content_of(expected)
+    failed = ex.execute(Run("refund", "call_b", {"order_id": 1}))
+    assert failed.state == "unknown_outcome"
+    message = Outcome.success(refund_call, "refund").to_message(refund_call, style, result=failed)
+    assert json.loads(content_of(message))["ok"] is False
+    if style == "anthropic":
+        assert message["is_error"] is True
+    with pytest.raises(MisuseError, match="call_b"):
+        Outcome.success(lookup, "lookup").to_message(lookup, style, result=failed)
+
+
+def _ok_tool(args: Any) -> dict[str, int]:
+    return {"hits": 3}
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("result", [_CYCLE, {"k": _BrokenText()}, "y" * 100_001, {"hits": 3}])
+def test_a_proceed_decision_answers_with_a_result_as_the_outcome_does(
+    style: Style, result: object
+) -> None:
+    # `Proceed.to_message` sent a result of any size and raised on one it could not write, so
+    # its call got no message at all.
+    from toolwire.repair import Proceed, RepairPolicy
+
+    (call,) = calls(("call_a", "lookup", '{"order_id": 1}'))
+    outcome = TOOLS.validate(call)
+    (decision,) = RepairPolicy().decide_turn([outcome], lineage="conv")
+    assert isinstance(decision, Proceed)
+    expected = outcome.to_message(call, style, attempt=decision.attempt, result=result)
+    assert decision.to_message(call, style, result=result) == expected
+    assert len(content_of(expected)) < 1_000 or result == {"hits": 3}
+    loose = decision.to_message(call, style, result="y" * 100_001, max_result_chars=None)
+    assert content_of(loose) == "y" * 100_001

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 import pydantic_core
 
 if TYPE_CHECKING:
+    from toolwire.execution.executor import ExecutionResult
     from toolwire.validation import Outcome
 
 __all__ = [
@@ -453,6 +454,20 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the call could not be run because of an internal error",
         "zh": "由于内部错误，调用无法执行",
     },
+    "exec.not_started": {
+        "en": "the call could not be started because of an internal error; it did not run",
+        "zh": "由于内部错误，调用未能启动；它没有运行",
+    },
+    "exec.invalid_arguments": {
+        "en": "the arguments hold a value that cannot be read (such as a reference cycle); the "
+        "call was not executed",
+        "zh": "参数中含有无法读取的值（例如循环引用）；调用未执行",
+    },
+    "exec.bad_signature": {
+        "en": "the arguments do not fit the tool's parameters ({detail}); the call was not "
+        "executed",
+        "zh": "参数与工具的参数列表不符（{detail}）；调用未执行",
+    },
     "exec.unknown_tool": {
         "en": "no tool named {tool} is registered",
         "zh": "没有注册名为 {tool} 的工具",
@@ -855,7 +870,8 @@ def message_for(
     A result that cannot be written (a cycle, bytes that are not UTF-8, a `__str__` that
     raises) answers the call as an `invalid_result` error, as `tool_messages` answers it: the
     call must still get its one message. One whose content would be longer than
-    `max_result_chars` (None: no cap) answers it as a `result_too_large` error."""
+    `max_result_chars` (None: no cap) answers it as a `result_too_large` error. An
+    `ExecutionResult` gives the executor's payload, as in `tool_messages`."""
     if outcome.ok:
         return _result_message(
             style,
@@ -866,7 +882,27 @@ def message_for(
             attempt=attempt,
             max_result_chars=max_result_chars,
         )
-    return wrap_message(style, call_id, error_content(outcome, attempt=attempt), is_error=True)
+    content = error_content(outcome, attempt=attempt)
+    if max_result_chars is not None and len(content) > max_result_chars:
+        content = _short_error_content(outcome, attempt=attempt)
+    return wrap_message(style, call_id, content, is_error=True)
+
+
+def _short_error_content(outcome: Outcome, *, attempt: int) -> str:
+    """A failure payload for a cap its whole payload passes: every text the model sent is cut
+    where it is echoed, so only a small cap gets here. The field errors and the hint go; what
+    failed and what to do next stay."""
+    from toolwire.validation import shown_text
+
+    return failure_content(
+        error_type=shown_text(outcome.error_type),
+        message=shown_text(outcome.message) if outcome.message else None,
+        errors=(),
+        hint=None,
+        retryable=outcome.retryable,
+        attempt=attempt,
+        instruction=shown_text(outcome.instruction()),
+    )
 
 
 def too_large_content(
@@ -891,10 +927,16 @@ def too_large_content(
         hint=text("hint.result_too_large", lang),
         retryable=True,
         attempt=attempt,
-        instruction=text(
-            "instruction.retry", lang, tool=json.dumps(tool or "the tool", ensure_ascii=False)
-        ),
+        instruction=text("instruction.retry", lang, tool=_quoted_tool(tool)),
     )
+
+
+def _quoted_tool(tool: str) -> str:
+    """A tool's name as an instruction quotes it, cut like any text the model sent (an
+    unknown tool's name is the model's own)."""
+    from toolwire.validation import shown_text
+
+    return json.dumps(shown_text(tool) or "the tool", ensure_ascii=False)
 
 
 def check_cap(max_result_chars: int | None) -> None:
@@ -920,7 +962,11 @@ def _result_message(
     """The message carrying a tool's result; one that cannot be written (a cycle, a `__str__`
     that raises) answers its call as an `invalid_result` error instead, and one past the cap
     as a `result_too_large` error."""
+    from toolwire.execution.executor import ExecutionResult
+
     check_cap(max_result_chars)
+    if isinstance(result, ExecutionResult):
+        return _execution_message(style, call_id, result, max_result_chars=max_result_chars)
     try:
         content = result_content(result)
     except Exception:
@@ -934,6 +980,27 @@ def _result_message(
         )
         return wrap_message(style, call_id, refused, is_error=True)
     return wrap_message(style, call_id, content, is_error=False)
+
+
+def _execution_message(
+    style: Style, call_id: str, result: ExecutionResult, *, max_result_chars: int | None
+) -> dict[str, Any]:
+    """The message for an executor's result, wherever it is passed (`tool_messages`,
+    `Outcome.to_message`, `Proceed.to_message`): its payload, never the result object itself,
+    whose ledger key, hashes, timings, warnings and exception are for operators, not for the
+    model; and a failure is marked as one (Anthropic's `is_error`), or a model that goes by it
+    would take a failed write for a done one.
+
+    Raises:
+        MisuseError: The result is another call's.
+    """
+    own = result.call_id
+    if own and call_id and own != call_id:
+        from toolwire._core import MisuseError
+
+        raise MisuseError(f"the result of call {own!r} does not answer call {call_id!r}")
+    content, is_error = result.message_content(max_result_chars=max_result_chars)
+    return wrap_message(style, call_id, content, is_error=is_error)
 
 
 class _AnsweredCall:
@@ -978,7 +1045,8 @@ def tool_messages(
 
     A result whose content would be longer than `max_result_chars` is not sent: its call is
     answered with a `result_too_large` error giving the size and the cap (an `ExecutionResult`
-    through `content(max_result_chars=...)`).
+    through `content(max_result_chars=...)`). An error payload past it is sent without its
+    details (field errors, hint, cause), its texts cut.
 
     Calls that share an id are answered once, by the first of them with an entry (the provider
     accepts one result per id). A call without an id is answered as `toolwire_<ordinal>`.
@@ -991,7 +1059,7 @@ def tool_messages(
         style: The provider message shape.
         lang: Language for generated errors.
         attempt: The attempt number written into error payloads.
-        max_result_chars: The cap on a result's content in characters (None: no cap).
+        max_result_chars: The cap on a message's content in characters (None: no cap).
 
     Returns:
         The messages, one per distinct call id.
@@ -1001,8 +1069,7 @@ def tool_messages(
         MisuseError: An entry matches no call, two entries answer one call, or an entry's own
             call id is not the call its key or position gives it.
     """
-    from toolwire.execution.executor import ExecutionResult
-    from toolwire.validation import BusinessRuleError, Outcome
+    from toolwire.validation import BusinessRuleError, Outcome, shown_text
 
     check_cap(max_result_chars)
     entries = _entries_by_call(calls, outcomes_or_results)
@@ -1016,25 +1083,19 @@ def tool_messages(
         entry = entries.get(index)
         if call_id in answered and not found:
             continue
-        tool = call.name or ""
+        # The name is the model's own, echoed in instructions: cut like any text it sent.
+        tool = shown_text(call.name or "")
         if not found:
             outcome = Outcome.failure(call, tool, "no_result", lang=lang)
         elif isinstance(entry, Outcome):
             outcome = entry if not entry.ok else Outcome.failure(call, tool, "no_result", lang=lang)
-        elif isinstance(entry, ExecutionResult):
-            # The executor's payload, never the result object itself: its ledger key, hashes,
-            # timings, warnings and exception are for operators, not for the model.
-            content, is_error = entry.message_content(max_result_chars=max_result_chars)
-            answered[call_id] = wrap_message(style, call_id, content, is_error=is_error)
-            missing[call_id] = False
-            continue
         elif isinstance(entry, BusinessRuleError):
             outcome = Outcome.business_failure(call, tool, entry.reasons, lang=lang)
         elif isinstance(entry, BaseException):
             outcome = Outcome.failure(call, tool, "tool_failed", lang=lang)
         else:
             # A result that cannot be written still answers its call, as an error: the other
-            # calls' results are kept.
+            # calls' results are kept. An `ExecutionResult` gives the executor's payload.
             answered[call_id] = _result_message(
                 style,
                 call_id,

@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from toolwire.payloads import (
+    MAX_RESULT_CHARS,
     Style,
     call_id_for,
     failure_content,
-    result_content,
     text,
     wrap_message,
 )
@@ -72,10 +72,20 @@ class Proceed:
     attempt: int
 
     def to_message(
-        self, call: CallLike, style: Style = "openai-chat", *, result: object
+        self,
+        call: CallLike,
+        style: Style = "openai-chat",
+        *,
+        result: object,
+        max_result_chars: int | None = MAX_RESULT_CHARS,
     ) -> dict[str, Any]:
-        """The tool-result message carrying what the tool returned."""
-        return wrap_message(style, call_id_for(call), result_content(result), is_error=False)
+        """The tool-result message carrying what the tool returned, as
+        `Outcome.to_message` writes it: an `ExecutionResult` gives the executor's payload, a
+        result that cannot be written an `invalid_result` error and one longer than
+        `max_result_chars` (None: no cap) a `result_too_large` error."""
+        return self.outcome.to_message(
+            call, style, attempt=self.attempt, result=result, max_result_chars=max_result_chars
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from toolwire.execution import (
     Call,
     Claim,
     Clock,
+    DeadlineExceeded,
     ExecutionResult,
     Executor,
     FakeClock,
@@ -1215,3 +1216,233 @@ def test_a_short_fingerprint_key_is_refused(key: bytes | str) -> None:
 def test_a_fingerprint_key_of_another_type_is_refused_at_once() -> None:
     with pytest.raises(TypeError, match="bytes or str"):
         Executor(fingerprint_key=memoryview(b"k" * 32))  # type: ignore[arg-type]
+
+
+# ---- what the model sent is echoed bounded ----------------------------------------------------
+
+
+def test_an_error_payload_echoes_what_the_model_sent_bounded() -> None:
+    # A 300 KB tool name, or a 300 KB unknown key in a pydantic error path, came back to the
+    # model whole, and `tool_messages` sent it whole: its cap applied to results only.
+    ex = Executor({"lookup": lambda args: {"n": 1}}, observer=quiet_observer())
+    name = "lookup_" + "A" * 300_000
+    unknown = ex.execute(Call(name, "c1", {"q": 1}))
+    assert unknown.state == "tool_unavailable" and len(unknown.content()) < 1_000
+    assert "A" * 150 in unknown.content() and "…" in unknown.content()
+
+    class Lookup(BaseModel):
+        model_config = {"extra": "forbid"}
+        q: int
+
+    text = '{"q": 1, "' + "k" * 300_000 + '": 0}'
+    with pytest.raises(ValidationError) as info:
+        Lookup.model_validate_json(text)
+    refused = ex.execute(
+        Call("lookup", "c2", raw_arguments=text, ok=False, errors=info.value.errors())
+    )
+    assert refused.state == "validation_failed" and len(refused.content()) < 2_000
+    [error] = json.loads(refused.content())["error"]["errors"]
+    assert error["path"].startswith("/kkk") and error["path"].endswith("…")
+    sent = [Sent("c1", 0, name), Sent("c2", 1, "lookup")]
+    for message in tool_messages(sent, [unknown, refused]):
+        assert len(message["content"]) < 2_000
+    # The tool's name is echoed in the instructions of what `tool_messages` writes itself.
+    for entry in (RuntimeError("boom"), "r" * 200_000, None):
+        (message,) = tool_messages(sent[:1], [entry] if entry is not None else [])
+        assert len(message["content"]) < 1_000
+
+
+def test_the_cap_applies_to_an_error_payload_too() -> None:
+    ex = Executor({"lookup": lambda args: {"n": 1}}, observer=quiet_observer())
+    refused = ex.execute(
+        Call(
+            "lookup",
+            "c1",
+            raw_arguments="{}",
+            ok=False,
+            errors=[
+                {"type": "missing", "loc": (f"field_{n}",), "msg": "x" * 400} for n in range(5)
+            ],
+        )
+    )
+    whole = refused.content(max_result_chars=None)
+    assert len(whole) > 2_000
+    short = json.loads(refused.content(max_result_chars=1_000))
+    assert short["ok"] is False and short["state"] == "validation_failed"
+    assert short["error"]["type"] == "validation_failed" and short["error"]["retryable"] is False
+    assert short["error"]["omitted"] == ["errors"]
+    sent = [Sent("c1", 0, "lookup")]
+    (message,) = tool_messages(sent, [refused], max_result_chars=1_000, style="anthropic")
+    assert len(message["content"]) <= 1_000 and message["is_error"] is True
+    outcome = Outcome(
+        ok=False,
+        kind="model_error",
+        tool="lookup",
+        call_id="c1",
+        error_type="validation",
+        errors=[
+            FieldError(f"/f{n}", "missing", expected="y" * 190, hint="z" * 190) for n in range(5)
+        ],
+    )
+    assert len(tool_messages(sent, [outcome])[0]["content"]) > 1_000
+    (capped,) = tool_messages(sent, [outcome], max_result_chars=1_000)
+    body = json.loads(capped["content"])
+    assert len(capped["content"]) <= 1_000 and body["error_type"] == "validation"
+    assert "errors" not in body and body["instruction"]
+
+
+# ---- a write the executor could not start is no attempt ------------------------------------
+
+
+def _never_started(ex: Executor, result: ExecutionResult, ran: list[Any], slug: str) -> None:
+    assert not ran and result.state == "downstream_failed" and result.attempts == 0
+    assert result.error is not None and result.error["type"] == slug
+    assert result.error["retryable"] is False
+    key = derive_key(tool="transfer", session_id="s", call_id="c1")
+    assert ex.ledger.get(key) is None  # released: a later call may run the write
+    breaker = ex.breaker_for("transfer")
+    assert breaker is not None and breaker.snapshot().failures == 0
+
+
+async def test_a_write_the_worker_pool_refuses_never_ran() -> None:
+    # `aexecute` of a sync tool when the loop's default executor is shut down (an application
+    # draining): the write was recorded unknown_outcome forever and charged to the breaker.
+    ran: list[Any] = []
+    pool = ThreadPoolExecutor(1)
+    asyncio.get_running_loop().set_default_executor(pool)
+    pool.shutdown()
+    ex = Executor(observer=quiet_observer())
+    ex.register("transfer", lambda args: ran.append(args) or "done", side_effects=True)
+    call = Call("transfer", "c1", {"amount": 1})
+    result = await ex.aexecute(call, ex.request(session_id="s"))
+    _never_started(ex, result, ran, "internal_error")
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(1))
+    again = await ex.aexecute(call, ex.request(session_id="s"))
+    assert again.ok and ran == [{"amount": 1}]
+
+
+def test_a_write_with_no_thread_for_its_timeout_never_ran(monkeypatch: pytest.MonkeyPatch) -> None:
+    # At the process's thread limit a timed attempt's thread cannot be created.
+    ran: list[Any] = []
+    ex = Executor(observer=quiet_observer())
+    ex.register("transfer", lambda args: ran.append(args) or "done", side_effects=True, timeout=5)
+    call = Call("transfer", "c1", {"amount": 1})
+
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(threading.Thread, "start", no_thread)
+        result = ex.execute(call, ex.request(session_id="s"))
+    _never_started(ex, result, ran, "internal_error")
+    assert ex.execute(call, ex.request(session_id="s")).ok and len(ran) == 1
+
+
+@pytest.mark.parametrize("context", [False, True])
+def test_arguments_that_do_not_fit_an_unpacked_function_never_run(context: bool) -> None:
+    ran: list[Any] = []
+
+    def transfer(to: str, amount: int, **kwargs: Any) -> str:
+        ran.append((to, amount))
+        return "done"
+
+    def strict(to: str, amount: int, ctx: Any = None) -> str:
+        ran.append((to, amount))
+        return "done"
+
+    ex = Executor(observer=quiet_observer())
+    ex.register("transfer", strict, side_effects=True, unpack=True, context=context)
+    extra = Call("transfer", "c1", {"to": "a", "amount": 1, "memo": "rent"})
+    result = ex.execute(extra, ex.request(session_id="s"))
+    _never_started(ex, result, ran, "bad_signature")
+    assert result.error is not None and "memo" in result.error["message"]
+    # A function that takes the field runs.
+    ex.register("transfer", transfer, side_effects=True, unpack=True, context=context)
+    assert ex.execute(extra, ex.request(session_id="s")).ok and ran == [("a", 1)]
+
+
+@pytest.mark.parametrize("raised", [DeadlineExceeded, TimeoutError])
+def test_a_deadline_the_tool_raised_keeps_its_text_from_the_model(
+    raised: type[Exception],
+) -> None:
+    # Only the executor's own deadline and timeout texts are its own words; a tool's
+    # DeadlineExceeded went to the model verbatim, credentials and traceback included.
+    leaked = "GET https://svc:s3cr3t@internal.example/reports timed out\nTraceback (most recent"
+
+    def fetch(args: Any) -> None:
+        raise raised(leaked)
+
+    ex = Executor({"fetch": fetch}, observer=quiet_observer(), breaker=False)
+    result = ex.execute(Call("fetch", "c1", {}))
+    assert result.state == "downstream_failed" and result.error is not None
+    assert "s3cr3t" not in result.content() and "Traceback" not in result.content()
+    late = ex.execute(Call("fetch", "c2", {}), RequestContext("r", deadline=-1.0))
+    assert late.error is not None and late.error["message"].startswith("request deadline")
+
+
+class _NoRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+@pytest.mark.parametrize("arguments", [_cyclic(), {"handle": _NoRepr()}])
+@pytest.mark.parametrize("side_effects", [False, True])
+def test_arguments_that_cannot_be_fingerprinted_are_refused_as_data(
+    arguments: dict[str, Any], side_effects: bool
+) -> None:
+    # `execute` and `aexecute` raised from the fingerprint, with no record, where
+    # `aexecute_all` answered internal_error for the same call.
+    ran: list[Any] = []
+    ex = Executor(observer=quiet_observer())
+    ex.register("search", lambda args: ran.append(args) or "ran", side_effects=side_effects)
+    call = Call("search", "c1", arguments)
+    results = [
+        ex.execute(call),
+        asyncio.run(ex.aexecute(call)),
+        *asyncio.run(ex.aexecute_all([call])),
+    ]
+    for result in results:
+        assert result.state == "validation_failed" and result.error is not None
+        assert result.error["type"] == "invalid_arguments" and result.attempts == 0
+    assert not ran and ex.observer.counts["calls"] == 3
+
+
+def _refuse_toolwire_threads(patched: pytest.MonkeyPatch) -> None:
+    """The process at its thread limit, for the executor's own threads."""
+    start = threading.Thread.start
+
+    def refuse(self: threading.Thread) -> None:
+        if self.name.startswith("toolwire"):
+            raise RuntimeError("can't start new thread")
+        start(self)
+
+    patched.setattr(threading.Thread, "start", refuse)
+
+
+def test_a_write_that_ran_is_settled_with_no_thread_to_settle_it(tmp_path: Path) -> None:
+    # `aexecute` settles a blocking ledger in a thread of its own; when none could start, the
+    # call raised after the card was charged, its claim left in progress and no record made.
+    charged: list[int] = []
+    patched = pytest.MonkeyPatch()
+
+    async def charge(args: Any) -> dict[str, int]:
+        charged.append(args["amount"])
+        _refuse_toolwire_threads(patched)  # meanwhile the process reaches its thread limit
+        return {"charged": args["amount"]}
+
+    ex = Executor(ledger=SqliteLedger(tmp_path / "l.db"), observer=quiet_observer())
+    ex.register("charge", charge, side_effects=True)
+    call = Call("charge", "c1", {"amount": 5})
+    try:
+        result = asyncio.run(ex.aexecute(call, ex.request(session_id="s")))
+    finally:
+        patched.undo()
+    again = asyncio.run(ex.aexecute(call, ex.request(session_id="s")))
+    assert result.ok and result.value == {"charged": 5} and ex.observer.counts["calls"] == 2
+    assert again.state == "duplicate_suppressed" and charged == [5]
+    # A claim under a request deadline has no thread either: the store is unavailable.
+    with pytest.MonkeyPatch.context() as refused:
+        _refuse_toolwire_threads(refused)
+        ex.register("refund", lambda args: charged.append(-1), side_effects=True)
+        late = ex.execute(Call("refund", "c2", {"amount": 6}), ex.request(timeout=30))
+    assert late.state == "tool_unavailable" and charged == [5]

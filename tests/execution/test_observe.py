@@ -6,7 +6,7 @@ import asyncio
 import io
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -415,41 +415,46 @@ def exporter_down(*args: Any, **kwargs: Any) -> Any:
 
 
 class RaisingFilter(logging.Filter):
+    def __init__(self, fail: Callable[..., Any] = exporter_down) -> None:
+        super().__init__()
+        self.fail = fail
+
     def filter(self, record: logging.LogRecord) -> bool:
-        raise ExporterDown("log shipper down")
+        return self.fail()
 
 
 class BrokenSpans(FakeTracer):
     """A tracer whose spans raise from one method."""
 
-    def __init__(self, method: str) -> None:
+    def __init__(self, method: str, fail: Callable[..., Any]) -> None:
         super().__init__()
         self.method = method
+        self.fail = fail
 
     def start_span(self, name: str, *, attributes: Mapping[str, Any] | None = None) -> FakeSpan:
         span = super().start_span(name, attributes=attributes)
-        setattr(span, self.method, exporter_down)
+        setattr(span, self.method, self.fail)
         return span
 
 
-def observer_with_broken(hook: str) -> Observer:
-    """An observer whose `hook` raises on every use."""
+def observer_with_broken(hook: str, fail: Callable[..., Any] = exporter_down) -> Observer:
+    """An observer whose `hook` raises on every use (through `fail`)."""
     tracer: FakeTracer = (
-        BrokenSpans(hook) if hook in ("set_attribute", "add_event", "end") else FakeTracer()
+        BrokenSpans(hook, fail) if hook in ("set_attribute", "add_event", "end") else FakeTracer()
     )
     if hook == "start_span":
-        tracer.start_span = exporter_down  # type: ignore[method-assign]
+        tracer.start_span = fail  # type: ignore[method-assign]
     meter = FakeMeter()
     logger = logging.getLogger(f"toolwire.execution.test-broken-{hook}")
     logger.filters.clear()
     logger.setLevel(logging.INFO)  # every record is written: a broken filter sees each one
     logger.propagate = False
     if hook == "logger_filter":
-        logger.addFilter(RaisingFilter())
+        logger.addFilter(RaisingFilter(fail))
     observer = Observer(tracer=tracer, meter=meter, logger=logger)
     for name, instrument in meter.instruments.items():
         if hook == ("histogram" if name.endswith(".duration") else "counter"):
-            instrument.add = instrument.record = exporter_down  # type: ignore[method-assign]
+            instrument.add = instrument.record = fail  # type: ignore[method-assign]
     return observer
 
 
@@ -650,3 +655,39 @@ def test_the_args_hash_shown_does_not_depend_on_secret_values(
     assert not {fingerprint({"card_last4": "4242", "cvv": cvv}) for cvv in ("731", "732")} & set(
         shown
     )
+
+
+class _HookTimeout(BaseException):
+    """What a green-thread timeout (``gevent.Timeout``) is: no ``Exception``."""
+
+
+@pytest.mark.parametrize("raised", [asyncio.CancelledError, _HookTimeout])
+@pytest.mark.parametrize("hook", ["start_span", "end", "counter", "histogram", "logger_filter"])
+def test_a_hook_raising_a_base_exception_changes_no_result(
+    hook: str, raised: type[BaseException], clock: FakeClock
+) -> None:
+    # A span whose end() raised CancelledError (an exporter's cancelled future) escaped
+    # `execute` after the write had run and was recorded: its caller got no result.
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise raised
+
+    sent: list[Any] = []
+    ex = Executor(
+        clock=clock, ledger=MemoryLedger(clock=clock), observer=observer_with_broken(hook, fail)
+    )
+    ex.register("send", lambda args: sent.append(args) or "sent", side_effects=True)
+    ctx = RequestContext("r", "s")
+    first = ex.execute(Call("send", "c1", {"to": "x"}), ctx)
+    second = asyncio.run(ex.aexecute(Call("send", "c2", {"to": "y"}), ctx))
+    assert first.value == second.value == "sent" and len(sent) == 2
+    assert ex.observer.counts["observer_errors"] >= 2
+
+
+def test_a_hook_raising_an_interrupt_still_stops_the_call(clock: FakeClock) -> None:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    ex = Executor(clock=clock, observer=observer_with_broken("end", fail))
+    ex.register("read", lambda args: "r")
+    with pytest.raises(KeyboardInterrupt):
+        ex.execute(Call("read", "c1", {}))

@@ -16,14 +16,19 @@ Design notes:
   Under ``aexecute`` a sync tool waits for a worker of the loop's default executor, and its
   timeout runs while it waits: one that runs out there is withdrawn and never
   runs, so it is no attempt (a ``timeout`` that is not ambiguous, retried like a connection
-  pool's; the write's claim is released, the breaker is not charged).
+  pool's; the write's claim is released, the breaker is not charged). So is an attempt the
+  executor cannot start (the pool refuses the job, no thread can be created for a timeout),
+  which ends the call ``internal_error``, and arguments an ``unpack=True`` function cannot
+  bind are refused before the claim (``bad_signature``).
 - Blocking ledgers (SQLite, Redis) are called from a worker thread in async mode, and for a
   claim made under a request deadline in sync mode too: the claim never outlasts the deadline
   (the call ends as ``ledger_unavailable``, nothing ran). A claim that completes after the
   caller gave up or was cancelled is released so it does not linger as in-progress. Recording
   the outcome afterwards is bounded the same way (with a short grace once the deadline has
   passed): a store that stops answering cannot hold a result the tool already produced; it is
-  returned with a warning that the ledger may not have recorded it.
+  returned with a warning that the ledger may not have recorded it. With no thread to be had
+  (the process at its thread limit) a claim fails closed (``ledger_unavailable``) and an
+  outcome is recorded where the call runs, unbounded, rather than lost.
 - Cancellation: a call is recorded (and its claim released or settled) wherever the
   cancellation lands; once the tool has run, the cancellation is raised only after its outcome
   was saved.
@@ -375,8 +380,10 @@ class ExecutionResult:
         """The text for the model and whether it reports a failure (Anthropic's ``is_error``).
 
         Args:
-            max_result_chars: The cap on a result's text in characters (None: no cap). Only a
-                result is cut off this way: error payloads are short by construction.
+            max_result_chars: The cap on the text in characters (None: no cap). A result
+                past it is withheld (``result_too_large``); an error payload, short by
+                construction (each text the model sent is cut where it is echoed), is sent
+                without its details past a smaller cap.
 
         Returns:
             ``(content(), True)`` for a failure or a result past the cap, else
@@ -388,7 +395,23 @@ class ExecutionResult:
         check_cap(max_result_chars)
         content = compact_json(self.to_payload())
         if not self.ok:
-            return content, True
+            if max_result_chars is None or len(content) <= max_result_chars:
+                return content, True
+            # Every text the model sent is cut where it is echoed, so only a small cap gets
+            # here: the details go (named in `omitted`), what failed and whether to call again
+            # stay.
+            error: dict[str, Any] = {}
+            omitted: list[str] = []
+            for name, item in (self.error or {}).items():
+                if isinstance(item, str):
+                    error[name] = shown_text(item)
+                elif item is None or isinstance(item, (bool, int, float)):
+                    error[name] = item
+                else:
+                    omitted.append(name)
+            if omitted:
+                error["omitted"] = omitted
+            return compact_json({"ok": False, "state": self.state, "error": error}), True
         if max_result_chars is None or len(content) <= max_result_chars:
             return content, False
         # The tool ran; only its answer is withheld, and the model is told how much less to
@@ -425,6 +448,18 @@ class _BreakerOpen(Exception):
     def __init__(self, tool: str, retry_after: float) -> None:
         super().__init__(tool)
         self.retry_after = retry_after
+
+
+class _NotStarted(Exception):
+    """An attempt whose tool never started for a reason of the executor's own (the worker
+    pool refused the job, no thread could be created): it cannot have taken effect, so it is
+    no attempt (see `Executor._not_started`), and the call ends with `internal_error`."""
+
+
+class _OwnDeadline(DeadlineExceeded):
+    """The request's deadline, as the executor itself reports it: its text is the executor's
+    and may reach the model. A tool's own `DeadlineExceeded` (after a downstream call it
+    timed out itself, say) is any exception's: its text can hold a URL with credentials."""
 
 
 class _AttemptTimeout(TimeoutError):
@@ -1058,9 +1093,13 @@ class Executor:
         # marker: unsalted, a digest over a PIN or a CVV gives it back to whoever can guess the
         # other arguments and try its few possible values.
         ledger_fingerprint = ""
+        unreadable: Exception | None = None
         if call.ok:
-            ledger_fingerprint = fingerprint(arguments, self._fingerprint_key)
-            args_hash = redacted_fingerprint(arguments, declared)
+            try:
+                ledger_fingerprint = fingerprint(arguments, self._fingerprint_key)
+                args_hash = redacted_fingerprint(arguments, declared)
+            except Exception as exc:  # a cycle, a value whose __repr__ raises
+                unreadable, args_hash = exc, None
         else:
             raw = getattr(call, "raw_arguments", None) or getattr(call, "arguments", None)
             # An Outcome carries no argument text: report no hash rather than the hash of "",
@@ -1095,7 +1134,51 @@ class Executor:
                 "tool_unavailable",
                 error={
                     "type": "unknown_tool",
-                    "message": text("exec.unknown_tool", self.lang, tool=repr(call.tool)),
+                    # The name is the model's own: cut like any text it sent.
+                    "message": text(
+                        "exec.unknown_tool", self.lang, tool=repr(shown_text(call.tool))
+                    ),
+                    "retryable": False,
+                },
+            )
+        if unreadable is not None:
+            # A caller-built call whose arguments have no canonical form: a write could not
+            # be keyed, and the call gets its result and its record like any refusal.
+            self.observer.log(
+                _log,
+                logging.ERROR,
+                "toolwire: call %s (%s) not run: its arguments cannot be fingerprinted: %s",
+                call.call_id,
+                spec.name,
+                type(unreadable).__name__,
+            )
+            return self._finish(
+                run,
+                "validation_failed",
+                error={
+                    "type": "invalid_arguments",
+                    "message": text("exec.invalid_arguments", self.lang),
+                    "retryable": False,
+                },
+            )
+        unfit = _unfit_arguments(spec, arguments)
+        if unfit is not None:
+            # Nothing ran and nothing was claimed: the function cannot take these arguments
+            # (an extra field in a call its caller built), which no attempt would change.
+            self.observer.log(
+                _log,
+                logging.ERROR,
+                "toolwire: call %s (%s) not run: its arguments do not fit the function: %s",
+                call.call_id,
+                spec.name,
+                unfit,
+            )
+            return self._finish(
+                run,
+                "downstream_failed",
+                error={
+                    "type": "bad_signature",
+                    "message": text("exec.bad_signature", self.lang, detail=unfit),
                     "retryable": False,
                 },
             )
@@ -1151,7 +1234,7 @@ class Executor:
     def _late_before_claim(self, run: _Run) -> ExecutionResult:
         """The result of a write whose request deadline passed before its claim: nothing ran
         and the ledger was not touched (a hung store must not hold the call past it)."""
-        exc = DeadlineExceeded("request deadline exceeded before the call started")
+        exc = _OwnDeadline("request deadline exceeded before the call started")
         return self._settle_failure(run, exc, reraise=False)
 
     def _claim_timed_out(self, waited: float) -> LedgerUnavailable:
@@ -1236,12 +1319,15 @@ class Executor:
                 box["abandoned"] = True
                 return box.pop("claim", None)
 
-        threading.Thread(
-            target=contextvars.copy_context().run,
-            args=(work,),
-            name=f"toolwire-claim-{run.spec.name}",
-            daemon=True,
-        ).start()
+        try:
+            threading.Thread(
+                target=contextvars.copy_context().run,
+                args=(work,),
+                name=f"toolwire-claim-{run.spec.name}",
+                daemon=True,
+            ).start()
+        except RuntimeError as exc:  # no thread to be had: nothing was claimed, nothing runs
+            pending.set_result(LedgerUnavailable(f"no thread for the claim: {exc}"))
         return pending, abandon
 
     def _release_late(self, run: _Run, claim: Claim | LedgerUnavailable) -> None:
@@ -1274,7 +1360,13 @@ class Executor:
         blocking = self._ledger is not None and self._ledger.blocking
         if not blocking or not isinstance(claim, Claim) or claim.token is None:
             return settle()  # nothing to wait for: settled before a cancellation can land
-        waiter = asyncio.wrap_future(_in_thread(settle, f"toolwire-settle-{run.spec.name}"))
+        try:
+            settling = _in_thread(settle, f"toolwire-settle-{run.spec.name}")
+        except RuntimeError:
+            # No thread to be had (the process at its thread limit): the loop waits for the
+            # ledger, where giving up would lose the outcome of a tool that ran.
+            return settle()
+        waiter = asyncio.wrap_future(settling)
         cancelled: asyncio.CancelledError | None = None
         while not waiter.done():
             try:
@@ -1438,7 +1530,7 @@ class Executor:
         remaining = None if deadline is None else deadline - self.clock.monotonic()
         if remaining is not None and remaining <= 0:
             self._refund(run)
-            exc = DeadlineExceeded("request deadline exceeded before the attempt started")
+            exc = _OwnDeadline("request deadline exceeded before the attempt started")
             run.last, run.last_exc = _classify(exc, self.clock.time()), exc
             raise exc
         breaker = self.breaker_for(run.spec.name)
@@ -1496,6 +1588,21 @@ class Executor:
         if breaker is not None and permit is not None:
             breaker.release(permit)
 
+    def _never_ran(
+        self,
+        run: _Run,
+        permit: Permit | None,
+        in_flight: bool,
+        granted: RetryVerdict | None,
+        exc: _NotStarted,
+    ) -> None:
+        """`_not_started` for an attempt the executor itself could not start: final (what
+        stopped it would stop a retry too), and it may have taken effect only through an
+        earlier attempt."""
+        self._not_started(run, permit, in_flight, granted)
+        run.last = Classification("unknown_error", retryable=False, ambiguous=False)
+        run.last_exc = exc
+
     def _end_attempt(
         self, run: _Run, permit: Permit | None, started: float, exc: BaseException | None
     ) -> None:
@@ -1550,9 +1657,12 @@ class Executor:
         started = self.clock.monotonic()
         try:
             value = _call_with_timeout(self._invoker(run, timeout), timeout, run.spec.name)
+        except _NotStarted as exc:
+            self._never_ran(run, permit, in_flight, granted, exc)
+            raise
         except _AttemptTimeout as exc:
             err: BaseException = (
-                DeadlineExceeded(str(exc))
+                _OwnDeadline(str(exc))
                 if by_deadline
                 else exc
                 if run.spec.side_effects
@@ -1612,7 +1722,7 @@ class Executor:
                 if job is not None and run.spec.side_effects and job.running()
                 else exc
             )
-            err: BaseException = DeadlineExceeded(str(timed_out)) if by_deadline else timed_out
+            err: BaseException = _OwnDeadline(str(timed_out)) if by_deadline else timed_out
             if withdrawn:
                 self._not_started(run, permit, in_flight, granted)
                 # Like a connection pool's timeout, it sent nothing: it may have taken effect
@@ -1627,6 +1737,12 @@ class Executor:
             if isinstance(exc, asyncio.CancelledError) and job is not None and job.withdraw():
                 # Cancelled while the sync tool waited for a worker thread: it never ran.
                 self._not_started(run, permit, in_flight, granted)
+            elif isinstance(exc, Exception) and job is not None and job.withdraw():
+                # The loop's default executor refused the job (it was shut down, say, while
+                # the application drained): the tool never ran.
+                refused = _NotStarted(f"the worker pool refused the attempt: {_whole(exc)}")
+                self._never_ran(run, permit, in_flight, granted, refused)
+                raise refused from exc
             else:
                 self._end_attempt(run, permit, started, exc)
             raise
@@ -1673,7 +1789,12 @@ class Executor:
         if remaining is None or not ledger.blocking:
             op(ledger, key, token)
             return True
-        done = _in_thread(lambda: op(ledger, key, token), f"toolwire-ledger-{run.spec.name}")
+        try:
+            done = _in_thread(lambda: op(ledger, key, token), f"toolwire-ledger-{run.spec.name}")
+        except RuntimeError:
+            # No thread to be had: the step unbounded, rather than the outcome not recorded.
+            op(ledger, key, token)
+            return True
         try:
             done.result(timeout=max(remaining, _SETTLE_GRACE))
         except FutureTimeout:
@@ -1774,7 +1895,9 @@ class Executor:
         elif cls.kind == "needs_clarification":
             self._release_quietly(run)
             state = "needs_clarification"
-        elif run.attempts == 0 or cls.propagate:
+        elif run.attempts == 0 or cls.propagate or isinstance(exc, _NotStarted):
+            # Also an attempt the executor could not start after earlier ones that failed
+            # without taking effect: a later call may run the write.
             self._release_quietly(run)
             state = "downstream_failed"
         else:
@@ -1947,6 +2070,25 @@ def _fields_of(arguments: Any) -> dict[str, Any]:
     return {}
 
 
+def _unfit_arguments(spec: ToolSpec, arguments: Any) -> str | None:
+    """Why ``spec.fn`` cannot be called with ``arguments`` unpacked (None if it can, or if its
+    signature cannot be read). Checked with ``Signature.bind`` before the call: a TypeError
+    raised by the call could as well come from inside the tool, after it took effect."""
+    if not spec.unpack:
+        return None
+    try:
+        signature = inspect.signature(spec.fn)
+    except (TypeError, ValueError):  # a builtin without a signature: the call will tell
+        return None
+    extra: dict[str, Any] = {"ctx": None} if spec.context else {}
+    try:
+        signature.bind(**_fields_of(arguments), **extra)
+    except TypeError as exc:
+        # Names only (a field the model made up among them): cut like any text it sent.
+        return shown_text(_whole(exc))
+    return None
+
+
 def _field(arguments: Any, name: str) -> Any:
     if isinstance(arguments, BaseModel):
         return getattr(arguments, name, None)
@@ -1988,24 +2130,27 @@ def _refusal(call: ValidatedCall) -> tuple[FinalState, dict[str, Any]]:
         "the call was not executed",
     }[slug]
     given = getattr(call, "message", None)
+    # A caller-built call's texts may hold what the model sent (a field's name, the tool's
+    # name): each is cut, as the errors are.
     payload: dict[str, Any] = {
-        "type": error_type if isinstance(error_type, str) and error_type else slug,
-        "message": given if isinstance(given, str) and given else message,
+        "type": shown_text(error_type) if isinstance(error_type, str) and error_type else slug,
+        "message": _cut(given) if isinstance(given, str) and given else message,
         "retryable": retryable,
         "errors": errors,
     }
     ask_user = getattr(call, "ask_user", None)
     if isinstance(ask_user, list) and ask_user:
-        payload["missing"] = [str(x) for x in cast(list[Any], ask_user)]
+        asked = cast(list[Any], ask_user)[:_MAX_MISSING]
+        payload["missing"] = [shown_text(str(x)) for x in asked]
     # What `Outcome.to_message` tells the model next to the errors: the advice (e.g. to send
     # shorter arguments after a cut) and whether to call again or stop.
     hint = getattr(call, "hint", None)
     if isinstance(hint, str) and hint:
-        payload["hint"] = hint
+        payload["hint"] = _cut(hint)
     instruction = getattr(call, "instruction", None)
     said = instruction() if callable(instruction) else None
     if isinstance(said, str) and said:
-        payload["instruction"] = said
+        payload["instruction"] = _cut(said)
     return state, payload
 
 
@@ -2021,7 +2166,8 @@ def _error_entry(error: Any) -> Any:
         details = cast(Mapping[str, Any], error)
         loc = details.get("loc")
         path = pointer(cast(Sequence[Any], loc)) if isinstance(loc, (list, tuple)) else ""
-        entry = {"path": path, "code": str(details.get("type"))}
+        # A key the model made up is part of the path: cut like any text it sent.
+        entry = {"path": shown_text(path), "code": shown_text(str(details.get("type")))}
         msg = details.get("msg")
         if isinstance(msg, str) and msg:
             entry["message"] = (
@@ -2031,9 +2177,12 @@ def _error_entry(error: Any) -> Any:
     else:
         value = cast(Any, error)
     try:
-        return _jsonable(value, lenient=True)
+        shown = _jsonable(value, lenient=True)
     except Exception:
         return _safe_repr(value)[:_MESSAGE_LIMIT]
+    # An entry of another shape is sent as it is only while it is short.
+    written = compact_json(shown)
+    return shown if len(written) <= 2 * _MESSAGE_LIMIT else _cut(written)
 
 
 # What the model reads about a failed tool. The text of an arbitrary exception is not sent: it
@@ -2074,13 +2223,13 @@ def _reasons_of(exc: BusinessRuleError) -> list[str]:
 
 
 def _model_message(cls: Classification, exc: BaseException, lang: Lang) -> str:
-    # A business rule's reason is the tool author's own text; a timeout's names its seconds
-    # (English only: other languages get the kind's text).
+    # A business rule's reason is the tool author's own text; the executor's own timeout or
+    # deadline names its seconds (English only: other languages get the kind's text).
     if isinstance(exc, BusinessRuleError) and not "".join(_reasons_of(exc)).strip():
         # Raised without a reason: a sentence, not the class name.
         return text("msg.business_rule_unexplained", lang)
     if isinstance(exc, BusinessRuleError) or (
-        lang == "en" and isinstance(exc, (_AttemptTimeout, DeadlineExceeded))
+        lang == "en" and isinstance(exc, (_AttemptTimeout, _OwnDeadline))
     ):
         return _whole(exc)
     key = f"exec.kind.{cls.kind}"
@@ -2096,6 +2245,9 @@ def _error_payload(
         "message": _cut(scrub(_model_message(cls, exc, lang))),
         "retryable": cls.retryable,
     }
+    if isinstance(exc, _NotStarted):
+        payload["type"] = "internal_error"
+        payload["message"] = text("exec.not_started", lang)
     if cls.status_code is not None:
         payload["status_code"] = cls.status_code
     if cls.retry_after is not None:
@@ -2266,7 +2418,10 @@ def _call_with_timeout(fn: Callable[[], Any], timeout: float | None, name: str) 
     either way, and what it sets stays its own, as with ``aexecute`` (``asyncio.to_thread``)."""
     if timeout is None:
         return contextvars.copy_context().run(fn)
-    done = _in_thread(fn, f"toolwire-{name}")
+    try:
+        done = _in_thread(fn, f"toolwire-{name}")
+    except RuntimeError as exc:  # "can't start new thread": the tool never ran
+        raise _NotStarted(f"no thread could be started for the attempt: {exc}") from exc
     # Not `done.result(timeout)`: its TimeoutError is the builtin one, which the tool may raise.
     if not wait_futures([done], timeout=max(0.0, timeout)).done:
         # The thread goes on: another attempt would run beside it.

@@ -7,16 +7,16 @@ the API for its own tracer and meter (which are no-ops until the application ins
 Nothing is module-global: counters live on the ``Observer`` an ``Executor`` owns.
 
 Telemetry never decides a call's outcome. A hook that raises (the tracer, a span, a counter or
-the histogram, the logger's filters or handlers) is contained where it is called: the call's
-result is unchanged and the other channels still get the record. Each failure is counted
-(``observer_errors``); the first one of each hook per ``Observer`` is logged with its traceback
-to ``toolwire.execution.observe`` (or, if logging is what fails, issued as a
-``RuntimeWarning``), so a broken exporter is seen once, not once per call.
+the histogram, the logger's filters or handlers), a ``BaseException`` too (a ``CancelledError``
+from an exporter's future) but an interrupt or ``SystemExit``, is contained where it is
+called: the call's result is unchanged and the other channels still get the record. Each
+failure is counted (``observer_errors``); the first one of each hook per ``Observer`` is logged
+with its traceback to ``toolwire.execution.observe`` (or, if logging is what fails, issued as
+a ``RuntimeWarning``), so a broken exporter is seen once, not once per call.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import warnings
@@ -150,6 +150,11 @@ Hook = Literal["tracer", "span", "meter", "logger"]
 # Not the observer's own logger: a filter of that logger may be the hook that failed, and a
 # logger's filters do not see records that propagate up from its children.
 _report_log = logging.getLogger("toolwire.execution.observe")
+# What a hook may raise past its containment: the process going down. Anything else, a
+# BaseException too (a `CancelledError` from an exporter's future, a `gevent.Timeout`), is the
+# hook's own: a hook is called synchronously, so a cancellation of the caller's task cannot
+# land inside it, and a result the tool already produced must still reach its caller.
+_PASSED_ON = (KeyboardInterrupt, SystemExit)
 
 
 def _default_otel() -> tuple[TracerLike | None, MeterLike | None]:
@@ -172,19 +177,25 @@ class _ContainedSpan:
     def set_attribute(self, key: str, value: AttrValue) -> None:
         try:
             self._span.set_attribute(key, value)
-        except Exception as exc:
+        except _PASSED_ON:
+            raise
+        except BaseException as exc:
             self._observer.hook_failed("span", exc)
 
     def add_event(self, name: str, attributes: Mapping[str, AttrValue] | None = None) -> None:
         try:
             self._span.add_event(name, attributes)
-        except Exception as exc:
+        except _PASSED_ON:
+            raise
+        except BaseException as exc:
             self._observer.hook_failed("span", exc)
 
     def end(self) -> None:
         try:
             self._span.end()
-        except Exception as exc:
+        except _PASSED_ON:
+            raise
+        except BaseException as exc:
             self._observer.hook_failed("span", exc)
 
 
@@ -240,16 +251,20 @@ class Observer:
                 self._counters[name] = meter.create_counter(
                     f"toolwire.execution.{name}", unit="1", description=description
                 )
-            except Exception as exc:
+            except _PASSED_ON:
+                raise
+            except BaseException as exc:
                 self.hook_failed("meter", exc)
         try:
             self._duration = meter.create_histogram(
                 "toolwire.execution.duration", unit="s", description="tool call wall time"
             )
-        except Exception as exc:
+        except _PASSED_ON:
+            raise
+        except BaseException as exc:
             self.hook_failed("meter", exc)
 
-    def hook_failed(self, hook: Hook, exc: Exception) -> None:
+    def hook_failed(self, hook: Hook, exc: BaseException) -> None:
         """Contain a telemetry hook that raised: count it, and report its first failure.
 
         Args:
@@ -263,8 +278,12 @@ class Observer:
         counter = self._counters.get("observer_errors")
         if counter is not None:
             # The meter may be what failed: its failure to count this one is not reported again.
-            with contextlib.suppress(Exception):
+            try:
                 counter.add(1, {"hook": hook})
+            except _PASSED_ON:
+                raise
+            except BaseException:
+                pass
         if not first:
             return
         message = (
@@ -273,14 +292,20 @@ class Observer:
         )
         try:
             _report_log.warning(message, hook, type(exc).__name__, hook, exc_info=exc)
-        except Exception:
+        except _PASSED_ON:
+            raise
+        except BaseException:
             # A logging filter or handler that raises: say it where logging is not involved.
-            with contextlib.suppress(Exception):  # e.g. warnings turned into errors
+            try:
                 warnings.warn(
                     message % (hook, f"{type(exc).__name__}: {exc}", hook),
                     RuntimeWarning,
                     stacklevel=2,
                 )
+            except _PASSED_ON:
+                raise
+            except BaseException:  # e.g. warnings turned into errors
+                pass
 
     def count(self, name: str, amount: int = 1, **attributes: AttrValue) -> None:
         """Add to counter ``name`` (see ``_COUNTERS``), in-process and in OpenTelemetry."""
@@ -292,7 +317,9 @@ class Observer:
         if counter is not None:
             try:
                 counter.add(amount, attributes)
-            except Exception as exc:
+            except _PASSED_ON:
+                raise
+            except BaseException as exc:
                 self.hook_failed("meter", exc)
 
     def start_span(self, tool: str, call_id: str | None) -> SpanLike:
@@ -307,7 +334,9 @@ class Observer:
             attributes["toolwire.call_id"] = call_id
         try:
             span = self._tracer.start_span(f"toolwire.execute {tool}", attributes=attributes)
-        except Exception as exc:
+        except _PASSED_ON:
+            raise
+        except BaseException as exc:
             self.hook_failed("tracer", exc)
             return _NO_SPAN
         return self._contained(span)
@@ -326,7 +355,9 @@ class Observer:
         """
         try:
             logger.log(level, msg, *args, stacklevel=2)  # the caller's line, not this one
-        except Exception as exc:
+        except _PASSED_ON:
+            raise
+        except BaseException as exc:
             self.hook_failed("logger", exc)
 
     def finish(self, record: ExecutionRecord, span: SpanLike) -> None:
@@ -347,7 +378,9 @@ class Observer:
         if self._duration is not None:
             try:
                 self._duration.record(record["total_time"], {"tool": tool, "state": state})
-            except Exception as exc:
+            except _PASSED_ON:
+                raise
+            except BaseException as exc:
                 self.hook_failed("meter", exc)
         # Also a span the caller started itself: it must not keep the log line from being written.
         span = self._contained(span)
@@ -368,5 +401,7 @@ class Observer:
                     record["attempts"],
                     extra={"toolwire": payload},
                 )
-            except Exception as exc:
+            except _PASSED_ON:
+                raise
+            except BaseException as exc:
                 self.hook_failed("logger", exc)
