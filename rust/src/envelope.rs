@@ -457,6 +457,7 @@ impl Envelope<'_> {
 
 #[derive(Deserialize)]
 struct Choice<'a> {
+    #[serde(default, deserialize_with = "lax_index")]
     index: Option<i64>,
     #[serde(borrow)]
     delta: Option<ChatDelta<'a>>,
@@ -938,15 +939,13 @@ impl Decoder {
                 return Ok(None);
             }
         }
-        // A Chat chunk under `event: error` without an `error` member: the `openai` SDK reads
-        // the data alone, and so the chunk is read.
-        let chat_named_error = kind_text.is_none()
-            && from_event == Some("error")
-            && env.error.is_none()
-            && env.is_chat_chunk();
-        let kind = kind_text
-            .as_deref()
-            .or(from_event.filter(|_| !chat_named_error));
+        // A Chat chunk under an event name (`ping`, another format's, or `error` without an
+        // `error` member): the `openai` SDK reads the data alone, and so the chunk is read.
+        // Taken as the event's kind, the name made it another format's event, dropped.
+        let chat_named = kind_text.is_none()
+            && env.is_chat_chunk()
+            && !(from_event == Some("error") && env.error.is_some());
+        let kind = kind_text.as_deref().or(from_event.filter(|_| !chat_named));
         match kind {
             Some(t) if t.starts_with("response.") => {
                 if let Some(error) = env.error.filter(|e| truthy(e.get())) {
@@ -2073,7 +2072,20 @@ fn lossy(data: &[u8]) -> &str {
 /// position is keyed and numbered on from (`index + 1`) where a value near `i64::MAX` would
 /// wrap or saturate into another item's key.
 fn position<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    Ok(Option::<i64>::deserialize(d)?.filter(|&i| i < POSITION_LIMIT))
+    Ok(lax_index(d)?.filter(|&i| i < POSITION_LIMIT))
+}
+
+/// An index as the SDKs read it into their models (pydantic's lax integer, [`wire_index`]):
+/// `1.0`, `true` and `"1"` are 1. Read strictly, such an event was unread, and the call it
+/// started vanished from the raw path while the SDK path ran it. What is no integer to the
+/// SDKs either (`0.5`, `"x"`) leaves the event unread.
+fn lax_index<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    match Option::<&RawValue>::deserialize(d)? {
+        None => Ok(None),
+        Some(raw) => wire_index(Some(raw)).map(Some).ok_or_else(|| {
+            de::Error::custom(format_args!("an index that is no integer: {}", raw.get()))
+        }),
+    }
 }
 
 /// See [`position`]; `feed_chunk`'s adapters read positions the same way.

@@ -153,7 +153,7 @@ UNREADABLE: dict[str, list[Any]] = {
     "openai-chat": [123, {"object": "chat.completion.chunk", "choices": "none"}],
     "openai-responses": [
         None,
-        {"type": "response.function_call_arguments.delta", "output_index": "0", "delta": "x"},
+        {"type": "response.function_call_arguments.delta", "output_index": "x", "delta": "x"},
     ],
     "anthropic": [
         [1],

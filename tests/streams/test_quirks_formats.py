@@ -228,13 +228,13 @@ def test_quirk_02_25_calls_without_input_under_one_key(
 _MALFORMED = {
     "anthropic": [
         {"type": "content_block_delta", "index": 0, "delta": "zz"},
-        {"type": "content_block_delta", "index": "0", "delta": {"type": "input_json_delta"}},
+        {"type": "content_block_delta", "index": "zero", "delta": {"type": "input_json_delta"}},
         {"type": "content_block_delta", "index": 0, "delta": {"type": 5}},
     ],
     "openai-responses": [
         {"type": "response.output_item.added", "output_index": 1, "item": "zz"},
         {"type": "response.output_item.added", "output_index": 1, "item": {"name": 5}},
-        {"type": "response.function_call_arguments.delta", "output_index": "0", "delta": ""},
+        {"type": "response.function_call_arguments.delta", "output_index": "zero", "delta": ""},
     ],
 }
 

@@ -21,6 +21,7 @@ from .streamkit import (
     json_text,
     responses_stream,
     sse_body,
+    well_formed_stream,
 )
 
 RESPONSES = "openai-responses"
@@ -251,17 +252,31 @@ def _second_call_delta(events: list[dict[str, Any]]) -> int:
     return [i for i, e in enumerate(events) if e["type"] == "content_block_delta"][-1]
 
 
-def test_a_chat_chunk_under_the_event_name_error_is_read_as_a_chunk(
-    sse_server: SSEServer, split: str
+@pytest.mark.parametrize(
+    ("name", "count"),
+    [
+        ("error", 3),
+        ("ping", 3),
+        ("content_block_delta", 5),
+        ("response.output_text.delta", 5),
+        ("ping", -1),
+        ("message_start", -1),
+    ],
+)
+def test_a_chat_chunk_under_an_event_name_is_read_as_a_chunk(
+    sse_server: SSEServer, split: str, name: str, count: int
 ) -> None:
     # The openai SDK reads the data alone (an `error` member makes an error); `feed_sse` took
-    # the event name for the data's type and stopped every call there.
-    events = chat_stream([Call("f", '{"a": 1}'), Call("g", '{"b": 2}')])
-    body = sse_body(events, "openai-chat").replace(b"data: ", b"event: error\ndata: ", 3)
+    # the event name for the data's type: `error` stopped every call there, and another
+    # format's name dropped the chunk (a `transfer` of 1000 ran as 1), or, on every chunk,
+    # every call.
+    events = chat_stream([Call("f", '{"a": 1000}'), Call("g", '{"b": 2}')], size=3)
+    named = f"event: {name}\ndata: ".encode()
+    body = sse_body(events, "openai-chat").replace(b"data: ", named, count)
     route = sse_server.register(body, split=split)
     _, stream = assemble_both(route, "openai-chat")
     assert [(c.name, c.value, c.ok) for c in stream.calls] == [
-        ("f", {"a": 1}, True),
+        ("f", {"a": 1000}, True),
         ("g", {"b": 2}, True),
     ]
 
@@ -296,3 +311,30 @@ def test_an_anthropic_event_named_ping_is_skipped_whatever_its_data(
     _, stream = assemble_both(route, "anthropic")
     # The call's only delta was skipped: its block started with no input, so it has none.
     assert [(c.name, c.arguments) for c in stream.calls] == [("f", "{}")]
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses"])
+@pytest.mark.parametrize("written", [1.0, True, "1"])
+def test_a_position_written_as_another_json_type_is_read_as_the_sdk_reads_it(
+    sse_server: SSEServer, split: str, fmt: str, written: object
+) -> None:
+    # A gateway that keeps JSON numbers as doubles writes a block `index` (or `output_index`)
+    # as `1.0`. The SDKs read it as 1 (pydantic's lax integer); the raw path and `feed_chunk`
+    # on dicts found the event unreadable, and the second call vanished from their results.
+    events = well_formed_stream(fmt, [Call("f", '{"a": 1}'), Call("g", '{"b": 2}')], size=4)
+    position = "index" if fmt == "anthropic" else "output_index"
+    for event in events:
+        if event.get(position) == 1:
+            event[position] = written
+    body = sse_body(events, fmt)
+    assert f'"{position}":{json_text(written)}'.encode() in body
+    _, stream = assemble_both(sse_server.register(body, split=split), fmt)
+    dicts = Assembler()
+    for event in events:
+        dicts.feed_chunk(event)
+    for calls in (stream.calls, dicts.finish()):
+        assert [(c.name, c.value, c.ok) for c in calls] == [
+            ("f", {"a": 1}, True),
+            ("g", {"b": 2}, True),
+        ]
+    assert dicts.stream_errors() == []

@@ -94,9 +94,11 @@ _POSITION_LIMIT = 1 << 53
 
 def position_of(value: object) -> int | None:
     """A position in a response's output (Responses `output_index`, an Anthropic block `index`),
-    as `index_of` reads it; one from 2**53 on is missing, as on the raw SSE path: a position is
-    numbered on from (`index + 1`), which past the signed 64-bit range would end the stream."""
-    index = index_of(value)
+    as the SDKs read it into their models (`sdk_index_of`: `1.0`, `true` and `"1"` are 1, where
+    a strict reading lost the call such an event started); one from 2**53 on is missing, as on
+    the raw SSE path: a position is numbered on from (`index + 1`), which past the signed 64-bit
+    range would end the stream."""
+    index = sdk_index_of(value)
     return None if index is None or index >= _POSITION_LIMIT else index
 
 
@@ -285,7 +287,7 @@ def malformed_envelope(chunk: object) -> bool:
     """
     for name in ("index", "output_index"):
         position = get(chunk, name)
-        if position is not None and type(position) is not int:
+        if position is not None and sdk_index_of(position) is None:
             return True
     return _malformed_choices(get(chunk, "choices"))
 
@@ -299,7 +301,7 @@ def _malformed_choices(choices: object) -> bool:
         if not is_object(choice):
             return True
         index = get(choice, "index")
-        if index is not None and type(index) is not int:
+        if index is not None and sdk_index_of(index) is None:
             return True
         delta = get(choice, "delta")
         if delta is None:

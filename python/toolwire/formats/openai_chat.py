@@ -31,7 +31,6 @@ from toolwire.formats._fields import (
     copy_usage,
     extras,
     get,
-    index_of,
     malformed_envelope,
     merge_usage,
     plain,
@@ -183,5 +182,5 @@ class ChatCompletionsAdapter:
 
 def _choice_index(choice: object) -> int:
     """A choice's `index`; a missing or unreadable one is choice 0, as the raw path reads it."""
-    index = index_of(get(choice, "index"))
+    index = sdk_index_of(get(choice, "index"))
     return 0 if index is None else index
