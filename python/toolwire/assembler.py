@@ -11,6 +11,7 @@ from toolwire.formats import (
     FormatAdapter,
     WireFormat,
     detect_format,
+    helper_chunk,
     is_error_event,
     make_adapter,
 )
@@ -65,7 +66,10 @@ class Assembler(_core.Assembler):
         Args:
             chunk: A `ChatCompletionChunk`, a Responses stream event, an Anthropic
                 `RawMessageStreamEvent`, a google-genai `GenerateContentResponse`, or a dict of
-                the same shape; or a Bedrock ConverseStream event dict.
+                the same shape; or a Bedrock ConverseStream event dict. What an SDK stream
+                helper yields is read too: the chunk inside openai's `chunk` event, and none
+                of the events the helpers derive from the chunks (`content.delta`,
+                `input_json`, ...), which return an empty `ChunkInfo` and are not numbered.
 
         Returns:
             The chunk's assistant text, the `feed` calls it caused (ordinal, id, name), its
@@ -98,6 +102,11 @@ class Assembler(_core.Assembler):
             del state[_INSIDE]
 
     def _feed_chunk(self, chunk: object, state: dict[str, Any]) -> ChunkInfo:
+        if chunk is not None:
+            chunk = helper_chunk(chunk)
+            if chunk is None:
+                # Not counted: the chunks are numbered as `create(stream=True)` yields them.
+                return ChunkInfo()
         number = state[_CHUNKS] = state.get(_CHUNKS, 0) + 1
         if chunk is None or isinstance(chunk, (bool, int, float, str, list)):
             # An event whose data is JSON but not an object (`data: 123`): the SDKs hand it on

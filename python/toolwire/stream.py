@@ -354,13 +354,96 @@ def _interrupt(asm: Assembler, reason: str) -> None:
         interrupt(reason)
 
 
+# The SDKs' stream helpers, by the public module that exports them (read from its `__dict__`:
+# openai.lib.streaming imports its Assistants classes lazily, on first attribute access).
+# Each keeps a snapshot of the message as it goes and raises from inside the iteration when it
+# cannot: tool arguments that are not JSON (anthropic always, openai's chat helper for a strict
+# tool and its Responses helper at `response.completed`), events in an order it does not expect.
+# The stream would end there, the calls after it lost, and a call that is the model's error read
+# as cut off. So toolwire reads the provider's events under the helper, where that call is
+# reported with its own error; none of them offers those but as `_raw_stream`.
+_STREAM_HELPERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("openai.lib.streaming.chat", ("ChatCompletionStream", "AsyncChatCompletionStream")),
+    ("openai.lib.streaming.responses", ("ResponseStream", "AsyncResponseStream")),
+    (
+        "anthropic.lib.streaming",
+        ("MessageStream", "AsyncMessageStream", "BetaMessageStream", "BetaAsyncMessageStream"),
+    ),
+)
+
+# What a helper's `.stream(...)` returns: the request is sent, and the stream made, only by
+# `with ... as stream`. Iterating it would fail at the first read, far from the mistake.
+_HELPER_MANAGERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "openai.lib.streaming.chat",
+        ("ChatCompletionStreamManager", "AsyncChatCompletionStreamManager"),
+    ),
+    ("openai.lib.streaming.responses", ("ResponseStreamManager", "AsyncResponseStreamManager")),
+    (
+        "anthropic.lib.streaming",
+        (
+            "MessageStreamManager",
+            "AsyncMessageStreamManager",
+            "BetaMessageStreamManager",
+            "BetaAsyncMessageStreamManager",
+        ),
+    ),
+)
+
+# The Assistants API's run streams: their events carry tool calls in a shape no adapter reads,
+# so they would give no calls and no error.
+_ASSISTANT_STREAMS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "openai.lib.streaming",
+        (
+            "AssistantEventHandler",
+            "AsyncAssistantEventHandler",
+            "AssistantStreamManager",
+            "AsyncAssistantStreamManager",
+        ),
+    ),
+)
+
+
+def _sdk_instance(source: object, classes: tuple[tuple[str, tuple[str, ...]], ...]) -> str | None:
+    """The name of the SDK class in `classes` that `source` is an instance of, if any."""
+    for module_name, names in classes:
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        members = vars(module)
+        for name in names:
+            cls = members.get(name)
+            if isinstance(cls, type) and isinstance(source, cls):
+                return name
+    return None
+
+
 def chunk_source(source: Any) -> Any:
     """The chunk stream inside `source`, or `MisuseError` for what is not a stream of chunks.
 
     A dict, str or bytes is iterable too, but over keys or characters: read as a stream, it
     would give no calls and no error. boto3's `converse_stream` response is a dict whose
-    `stream` member is the stream, and is taken as such.
+    `stream` member is the stream, and is taken as such. An SDK stream helper stands for the
+    provider's events under it.
     """
+    if _sdk_instance(source, _STREAM_HELPERS) is not None:
+        # An SDK that no longer has it: the helper's own events are read (`feed_chunk` takes
+        # the chunks out of openai's `chunk` events and skips the events derived from them).
+        raw: object = getattr(source, "_raw_stream", None)
+        return source if raw is None else raw
+    manager = _sdk_instance(source, _HELPER_MANAGERS)
+    if manager is not None:
+        raise MisuseError(
+            f"assemble takes the stream a {manager} gives when entered, not the manager: "
+            "with client.<...>.stream(...) as stream: assemble(stream)"
+        )
+    assistants = _sdk_instance(source, _ASSISTANT_STREAMS)
+    if assistants is not None:
+        raise MisuseError(
+            f"assemble does not read Assistants run events ({assistants}): "
+            "stream with chat.completions.create or responses.create instead"
+        )
     if isinstance(source, Mapping):
         inner = cast("Mapping[object, object]", source).get("stream")
         if inner is not None and not isinstance(inner, Mapping | str | bytes):
@@ -505,15 +588,17 @@ class ToolStream(_StreamBase):
         """Wrap `source`; nothing is read until iteration starts.
 
         Args:
-            source: What `create(..., stream=True)` returned, or any iterable of chunks;
+            source: What `create(..., stream=True)` returned, an SDK stream helper entered
+                with `with client....stream(...) as source`, or any iterable of chunks;
                 boto3's `converse_stream` response dict stands for its `stream` member.
             tools: A `Toolset` to pre-check and validate calls against.
             progress: Emit `ArgumentsProgress` events.
             limits: The assembler's limits (`AssemblerLimits`), where the defaults do not fit.
 
         Raises:
-            MisuseError: `source` is a dict (other than a boto3 response), str or bytes, or a
-                limit is out of range.
+            MisuseError: `source` is a dict (other than a boto3 response), str or bytes, a
+                stream helper's manager not yet entered or an Assistants run stream, or a limit
+                is out of range.
         """
         super().__init__(tools, progress, limits)
         self._source: Iterable[object] = chunk_source(source)
@@ -584,13 +669,16 @@ class AsyncToolStream(_StreamBase):
         """Wrap `source`; nothing is read until iteration starts.
 
         Args:
-            source: What `await create(..., stream=True)` returned, or any async iterable.
+            source: What `await create(..., stream=True)` returned, an SDK stream helper
+                entered with `async with client....stream(...) as source`, or any async
+                iterable.
             tools: A `Toolset` to pre-check and validate calls against.
             progress: Emit `ArgumentsProgress` events.
             limits: The assembler's limits (`AssemblerLimits`), where the defaults do not fit.
 
         Raises:
-            MisuseError: `source` is a dict, str or bytes, or a limit is out of range.
+            MisuseError: `source` is a dict, str or bytes, a stream helper's manager not yet
+                entered or an Assistants run stream, or a limit is out of range.
         """
         super().__init__(tools, progress, limits)
         self._source: AsyncIterable[object] = chunk_source(source)
@@ -657,7 +745,11 @@ def assemble(
     `client.messages.create(..., stream=True)` and google-genai's
     `client.models.generate_content_stream(...)` return, boto3's Bedrock
     `client.converse_stream(...)` response (or its `["stream"]`), or any iterable of such chunks
-    or dicts.
+    or dicts. The SDKs' stream helpers (`with client.chat.completions.stream(...) as s`,
+    `client.responses.stream(...)`, Anthropic's `client.messages.stream(...)`, and their `beta`
+    spellings) are read through the provider's events under them, which give the same calls as
+    `create(..., stream=True)`; the helper's own snapshot (`get_final_message()`,
+    `get_final_completion()`, `get_final_response()`) is then not built.
 
     Args:
         stream: The SDK stream.
@@ -672,8 +764,9 @@ def assemble(
 
     Raises:
         MisuseError: `stream` is one dict (other than boto3's `converse_stream` response,
-            which stands for its `stream`), a str or bytes: not a stream of chunks; or a limit
-            is out of range.
+            which stands for its `stream`), a str or bytes, a stream helper's manager not yet
+            entered (`client.messages.stream(...)` without `with`) or an Assistants run stream:
+            not a stream of chunks; or a limit is out of range.
     """
     return ToolStream(stream, tools, progress=progress, limits=limits)
 
@@ -685,7 +778,8 @@ def aassemble(
     progress: bool = True,
     limits: AssemblerLimits | None = None,
 ) -> AsyncToolStream:
-    """Async twin of `assemble` for `AsyncOpenAI` / `AsyncAnthropic` streams and google-genai's
+    """Async twin of `assemble` for `AsyncOpenAI` / `AsyncAnthropic` streams (and their stream
+    helpers, entered with `async with`) and google-genai's
     `await client.aio.models.generate_content_stream(...)`.
 
     Args:
@@ -698,7 +792,8 @@ def aassemble(
         A single-use async iterator of events and an async context manager.
 
     Raises:
-        MisuseError: `stream` is a dict, str or bytes: not a stream of chunks; or a limit is
-            out of range.
+        MisuseError: `stream` is a dict, str or bytes, a stream helper's manager not yet
+            entered or an Assistants run stream: not a stream of chunks; or a limit is out of
+            range.
     """
     return AsyncToolStream(stream, tools, progress=progress, limits=limits)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from toolwire.formats._types import ChunkInfo, FeedRecord, FormatAdapter, Sink, WireFormat
 from toolwire.formats.anthropic_messages import AnthropicMessagesAdapter
 from toolwire.formats.bedrock_converse import BedrockConverseAdapter
-from toolwire.formats.detect import detect_format, is_error_event
+from toolwire.formats.detect import detect_format, helper_chunk, is_error_event
 from toolwire.formats.gemini import GeminiAdapter
 from toolwire.formats.openai_chat import ChatCompletionsAdapter
 from toolwire.formats.openai_responses import ResponsesAdapter
@@ -29,6 +29,7 @@ __all__ = [
     "Sink",
     "WireFormat",
     "detect_format",
+    "helper_chunk",
     "is_error_event",
     "make_adapter",
 ]

@@ -9,7 +9,7 @@ from toolwire.formats._fields import get
 from toolwire.formats._types import WireFormat
 from toolwire.formats.bedrock_converse import is_converse_event
 
-__all__ = ["detect_format", "is_error_event"]
+__all__ = ["detect_format", "helper_chunk", "is_error_event"]
 
 _ANTHROPIC_TYPES = frozenset(
     {
@@ -20,6 +20,30 @@ _ANTHROPIC_TYPES = frozenset(
         "content_block_delta",
         "content_block_stop",
         "ping",
+    }
+)
+
+# The events the SDKs' stream helpers derive from the provider's events they also yield
+# (openai's `client.chat.completions.stream(...)`, anthropic's `client.messages.stream(...)`):
+# their text and argument pieces repeat what those events carried.
+_HELPER_DERIVED_TYPES = frozenset(
+    {
+        "content.delta",
+        "content.done",
+        "refusal.delta",
+        "refusal.done",
+        "tool_calls.function.arguments.delta",
+        "tool_calls.function.arguments.done",
+        "logprobs.content.delta",
+        "logprobs.content.done",
+        "logprobs.refusal.delta",
+        "logprobs.refusal.done",
+        "text",
+        "citation",
+        "thinking",
+        "signature",
+        "input_json",
+        "compaction",
     }
 )
 
@@ -64,6 +88,27 @@ def detect_format(chunk: object) -> WireFormat | None:
     if isinstance(chunk, Mapping) and is_converse_event(cast("Mapping[object, object]", chunk)):
         return "bedrock-converse"
     return None
+
+
+def helper_chunk(event: object) -> object | None:
+    """The provider's chunk in an event of an SDK stream helper, `None` for an event the helper
+    derived from chunks it yielded too, and `event` itself for anything else.
+
+    openai's chat helper yields each `ChatCompletionChunk` wrapped in a `chunk` event
+    (`ChunkEvent`), from which no format can be told, next to `content.delta`,
+    `tool_calls.function.arguments.delta` and other events of its own; anthropic's helper yields
+    the raw events themselves next to `text`, `input_json` and others.
+
+    Args:
+        event: What the helper yielded (or a dict of the same shape), or any other chunk.
+    """
+    kind = get(event, "type")
+    if kind == "chunk":
+        inner = get(event, "chunk")
+        return event if inner is None else inner
+    if isinstance(kind, str) and kind in _HELPER_DERIVED_TYPES:
+        return None
+    return event
 
 
 def is_error_event(chunk: object) -> bool:

@@ -1,0 +1,222 @@
+"""The SDKs' stream helpers (`client.chat.completions.stream(...)`, `client.responses.stream(...)`,
+anthropic's `client.messages.stream(...)`) through `assemble`, `aassemble` and `feed_chunk`, over
+real HTTP: each must give what `create(..., stream=True)` gives on the same body, also when the
+model's arguments are not JSON, which the helpers themselves raise for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolwire import Assembler, MisuseError
+from toolwire.stream import aassemble, assemble
+
+from .clients import (
+    MESSAGES,
+    _aanthropic,
+    _anthropic,
+    _aopenai,
+    _openai,
+    check_event_order,
+    raw_key,
+)
+from .conftest import SSEServer
+from .streamkit import Call, anthropic_stream, chat_stream, responses_stream
+
+# The second call is the model's mistake; the helpers raise for it (openai's only for a strict
+# tool), toolwire reports it on the call and delivers the calls after it.
+CALLS = [
+    Call("get_weather", '{"city": "東京"}', "call_a"),
+    Call("get_weather", '{"city": tru}', "call_b"),
+    Call("get_time", '{"zone": "UTC"}', "call_c"),
+]
+VALID = [CALLS[0], CALLS[2]]
+
+_PARAMETERS = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "zone": {"type": "string"}},
+    "additionalProperties": False,
+}
+CHAT_TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": name, "strict": True, "parameters": _PARAMETERS},
+    }
+    for name in ("get_weather", "get_time")
+]
+RESPONSES_TOOLS = [
+    {"type": "function", "name": name, "strict": True, "parameters": _PARAMETERS}
+    for name in ("get_weather", "get_time")
+]
+
+
+def summary(stream: Any, events: list[Any]) -> tuple[Any, ...]:
+    check_event_order(events, stream)
+    return (
+        raw_key(stream.calls),
+        stream.text,
+        stream.finish_reason,
+        stream.usage,
+        stream.format,
+        stream.transport_error,
+        stream.assembler.stream_errors(),
+        [type(e).__name__ for e in events],
+    )
+
+
+def _body(fmt: str, calls: list[Call]) -> list[dict[str, Any]]:
+    if fmt == "openai-chat":
+        return chat_stream(calls, text="Sure.", usage={"prompt_tokens": 3, "completion_tokens": 4})
+    if fmt == "openai-responses":
+        return responses_stream(calls, text="Sure.")
+    return anthropic_stream(calls, text="Sure.")
+
+
+def _create(client: Any, fmt: str) -> Any:
+    if fmt == "openai-chat":
+        return client.chat.completions.create(
+            model="test-model", messages=MESSAGES, tools=CHAT_TOOLS, stream=True
+        )
+    if fmt == "openai-responses":
+        return client.responses.create(
+            model="test-model", input="weather?", tools=RESPONSES_TOOLS, stream=True
+        )
+    return client.messages.create(
+        model="test-model", max_tokens=1024, messages=MESSAGES, stream=True
+    )
+
+
+# Every spelling of each helper the installed SDKs have (`client.beta.chat` is `client.chat`'s
+# resource again; `client.beta.responses` has no helper).
+HELPERS = {
+    "chat": ("openai-chat", lambda c: c.chat.completions),
+    "beta-chat": ("openai-chat", lambda c: c.beta.chat.completions),
+    "responses": ("openai-responses", lambda c: c.responses),
+    "messages": ("anthropic", lambda c: c.messages),
+    "beta-messages": ("anthropic", lambda c: c.beta.messages),
+}
+
+
+def _helper(client: Any, name: str) -> Any:
+    fmt, resource = HELPERS[name]
+    if fmt == "openai-chat":
+        return resource(client).stream(model="test-model", messages=MESSAGES, tools=CHAT_TOOLS)
+    if fmt == "openai-responses":
+        return resource(client).stream(model="test-model", input="weather?", tools=RESPONSES_TOOLS)
+    return resource(client).stream(model="test-model", max_tokens=1024, messages=MESSAGES)
+
+
+def _client(route: Any, fmt: str) -> Any:
+    return _anthropic(route) if fmt == "anthropic" else _openai(route)
+
+
+def _aclient(route: Any, fmt: str) -> Any:
+    return _aanthropic(route) if fmt == "anthropic" else _aopenai(route)
+
+
+def _run_create(route: Any, fmt: str) -> tuple[Any, ...]:
+    with _client(route, fmt) as client, assemble(_create(client, fmt)) as stream:
+        events = list(stream)
+    return summary(stream, events)
+
+
+@pytest.mark.parametrize("calls", [VALID, CALLS], ids=["valid", "not-json"])
+@pytest.mark.parametrize("name", sorted(HELPERS))
+def test_helper_gives_what_create_gives(
+    sse_server: SSEServer, split: str, name: str, calls: list[Call]
+) -> None:
+    fmt = HELPERS[name][0]
+    route = sse_server.register_events(_body(fmt, calls), fmt, split=split)
+    expected = _run_create(route, fmt)
+    assert len(expected[0]) == len(calls)
+    with _client(route, fmt) as client, _helper(client, name) as helper:
+        with assemble(helper) as stream:
+            events = list(stream)
+    assert summary(stream, events) == expected
+    if calls is CALLS:
+        assert [c.error and c.error.kind for c in stream.calls] == [None, "unexpected_byte", None]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("calls", [VALID, CALLS], ids=["valid", "not-json"])
+@pytest.mark.parametrize("name", sorted(HELPERS))
+async def test_async_helper_gives_what_create_gives(
+    sse_server: SSEServer, name: str, calls: list[Call]
+) -> None:
+    fmt = HELPERS[name][0]
+    route = sse_server.register_events(_body(fmt, calls), fmt, split="random-2")
+    expected = _run_create(route, fmt)
+    async with _aclient(route, fmt) as client, _helper(client, name) as helper:
+        async with aassemble(helper) as stream:
+            events = [event async for event in stream]
+    assert summary(stream, events) == expected
+
+
+@pytest.mark.parametrize("name", ["chat", "messages"])
+def test_helper_events_through_feed_chunk(sse_server: SSEServer, name: str) -> None:
+    """A caller that iterates the helper itself and feeds what it yields: the chunks inside
+    openai's `chunk` events are read, the events derived from them are not (nor counted)."""
+    fmt = HELPERS[name][0]
+    route = sse_server.register_events(_body(fmt, VALID), fmt, split="random-1")
+    calls, text, reason, usage, _, _, errors, _ = _run_create(route, fmt)
+    asm = Assembler()
+    infos = []
+    with _client(route, fmt) as client, _helper(client, name) as helper:
+        for event in helper:
+            infos.append(asm.feed_chunk(event))
+    assert asm.chunk_format == fmt
+    assert raw_key(asm.finish()) == calls
+    assert "".join(i.text for i in infos) == text
+    assert [i.finish_reason for i in infos if i.finish_reason] == [reason]
+    assert [i.usage for i in infos if i.usage is not None][-1] == usage
+    assert asm.stream_errors() == errors
+
+
+def test_helper_chunk_event_dicts_feed_like_chunks() -> None:
+    """The dicts of the helper's events (`model_dump()`) are read as the events are."""
+    chunks = chat_stream(VALID, text="Sure.")
+    plain = Assembler()
+    plain_text = "".join(plain.feed_chunk(chunk).text for chunk in chunks)
+    wrapped = Assembler()
+    text = ""
+    for chunk in chunks:
+        text += wrapped.feed_chunk({"type": "chunk", "chunk": chunk, "snapshot": {}}).text
+        derived = {"type": "content.delta", "delta": "Sure.", "snapshot": "Sure."}
+        assert wrapped.feed_chunk(derived).text == ""
+    assert raw_key(wrapped.finish()) == raw_key(plain.finish())
+    assert text == plain_text == "Sure."
+
+
+@pytest.mark.parametrize("name", sorted(HELPERS))
+def test_helper_manager_is_misuse(sse_server: SSEServer, name: str) -> None:
+    """`.stream(...)` before `with ... as stream` sent no request: no stream to read yet."""
+    fmt = HELPERS[name][0]
+    route = sse_server.register_events(_body(fmt, VALID), fmt)
+    with _client(route, fmt) as client:
+        manager = _helper(client, name)
+        with pytest.raises(MisuseError, match="not the manager"):
+            assemble(manager)
+        with pytest.raises(MisuseError, match="not the manager"):
+            aassemble(manager)
+    assert route.requests == []
+
+
+@pytest.mark.anyio
+async def test_async_helper_manager_is_misuse(sse_server: SSEServer) -> None:
+    route = sse_server.register_events(_body("anthropic", VALID), "anthropic")
+    async with _aclient(route, "anthropic") as client:
+        manager = _helper(client, "messages")
+        with pytest.raises(MisuseError, match="AsyncMessageStreamManager"):
+            aassemble(manager)
+        assert route.requests == []
+        # It holds the request not yet awaited: entered, it is sent and closed.
+        async with manager:
+            pass
+
+
+def test_assistants_event_handler_is_misuse() -> None:
+    from openai.lib.streaming import AssistantEventHandler
+
+    with pytest.raises(MisuseError, match="Assistants"):
+        assemble(AssistantEventHandler())
