@@ -586,6 +586,8 @@ struct BlockState {
     /// The `input` of `content_block_start`, used only if no non-empty delta follows: `{}` then
     /// is the real input of a tool without parameters, as `feed_chunk` reads it too.
     input: Placeholder,
+    /// A tool block's id, to know the block sent again after a reconnect.
+    id: Option<Box<str>>,
 }
 
 /// The `input` of a `tool_use` block's `content_block_start`, until the block stops.
@@ -1784,8 +1786,12 @@ impl Decoder {
         // cut. A `ping` tells nothing either way.
         if t != "ping" {
             if let Some(block) = self.empty_block.take() {
-                if !(t == "message_delta" && stops_at_limit(env.delta)) {
-                    self.end_tool_block(block, emit);
+                match replay_of(&block, t, env) {
+                    Replay::Before => self.empty_block = Some(block),
+                    // Its own stop decides again.
+                    Replay::Same => {}
+                    Replay::No if t == "message_delta" && stops_at_limit(env.delta) => {}
+                    Replay::No => self.end_tool_block(block, emit),
                 }
             }
         }
@@ -1823,9 +1829,11 @@ impl Decoder {
                     got_delta: false,
                     got_content: false,
                     input: Placeholder::NONE,
+                    id: None,
                 };
                 if tool {
                     let id = non_blank(block.id.as_ref()).filter(|s| !is_blank_id(s));
+                    state.id = id.map(Box::from);
                     let name = non_blank(block.name.as_ref());
                     let mut start = call(Some(index), id, name, None, None, None);
                     if let Action::Call { delta, .. } = &mut start {
@@ -2085,6 +2093,46 @@ fn lax_index<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
         Some(raw) => wire_index(Some(raw)).map(Some).ok_or_else(|| {
             de::Error::custom(format_args!("an index that is no integer: {}", raw.get()))
         }),
+    }
+}
+
+/// How an event relates to a tool block that stopped with no input and waits for the next
+/// event to say whether the message went on ([`Decoder::anthropic`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replay {
+    /// The message sent again after a reconnect, up to the block: the wait goes on. Taken as
+    /// the message going on, the block was a call without parameters, and the output limit
+    /// or the error that came after the replay no longer cut it.
+    Before,
+    /// The block itself sent again: the copy replaces it.
+    Same,
+    /// Anything else.
+    No,
+}
+
+/// Whether event `t` replays the message up to the waiting `block`: `message_start`, an
+/// event of an earlier block, or the block's own start again (same index, same id).
+fn replay_of(block: &BlockState, t: &str, env: &Envelope<'_>) -> Replay {
+    match t {
+        "message_start" => Replay::Before,
+        "content_block_start" | "content_block_delta" | "content_block_stop" => match env.index {
+            Some(index) if index < block.index => Replay::Before,
+            Some(index) if index == block.index && t == "content_block_start" => {
+                let started: Option<Block<'_>> = nested(env.content_block).ok().flatten();
+                let same = started.is_some_and(|b| {
+                    is_kind(b.kind.as_ref(), "tool_use")
+                        && block.id.is_some()
+                        && non_blank(b.id.as_ref()) == block.id.as_deref()
+                });
+                if same {
+                    Replay::Same
+                } else {
+                    Replay::No
+                }
+            }
+            _ => Replay::No,
+        },
+        _ => Replay::No,
     }
 }
 

@@ -214,6 +214,38 @@ def test_replayed_anthropic_tool_without_parameters_runs_once(
     ]
 
 
+@pytest.mark.parametrize(
+    ("ending", "kind"),
+    [("max_tokens", "truncated"), ("error", "filtered"), ("tool_use", None)],
+)
+@pytest.mark.parametrize("replay", ["message", "block", "text first"])
+def test_a_replay_does_not_settle_a_tool_block_left_without_input(
+    sse_server: SSEServer, split: str, ending: str, kind: str | None, replay: str
+) -> None:
+    # A tool block that stopped with no input is a call without parameters only if the message
+    # goes on. The replay's `message_start` (or the block's start again) was taken as the
+    # message going on: the call ran as `{}` though the output limit or an error cut it.
+    text = "Let me check." if replay == "text first" else ""
+    events = anthropic_stream([Call("delete_all", "")], text=text, stop_reason=ending)
+    last_stop = max(i for i, e in enumerate(events) if e["type"] == "content_block_stop")
+    head, tail = events[: last_stop + 1], events[last_stop + 1 :]
+    block_start = max(i for i, e in enumerate(head) if e["type"] == "content_block_start")
+    again = head if replay != "block" else head[block_start:]
+    if ending == "error":
+        tail = [{"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}]
+    body = sse_body(head + again + tail, "anthropic")
+    _, s = assemble_both(sse_server.register(body, split=split), "anthropic")
+    dicts = Assembler()
+    for event in head + again + tail:
+        dicts.feed_chunk(event)
+    for calls in (s.calls, dicts.finish()):
+        assert [(c.name, c.error.kind if c.error else None) for c in calls] == [
+            ("delete_all", kind)
+        ]
+    if kind is None:
+        assert s.calls[0].value == {}
+
+
 @pytest.mark.parametrize("fmt", ["openai-responses", "anthropic"])
 def test_replay_from_a_cut_between_the_halves_of_a_surrogate_pair(
     sse_server: SSEServer, split: str, fmt: str

@@ -71,6 +71,8 @@ class _Block:
     fragments: bool = False
     # A fragment held more than JSON whitespace: only then did the input start.
     content: bool = False
+    # The block's id, to know the block sent again after a reconnect.
+    id: str | None = None
 
 
 @dataclass(slots=True)
@@ -80,8 +82,8 @@ class _State:
     others: set[int] = field(default_factory=lambda: set())
     usage: dict[str, Any] = field(default_factory=lambda: {})
     # A tool block that stopped with no input, whose end waits for the next event: its index
-    # and its placeholder (one that says nothing, so none is held).
-    empty: tuple[int | None, object] | None = None
+    # and its placeholder (one that says nothing, so none is held), and the block's id.
+    empty: tuple[int | None, object, str | None] | None = None
     # The highest block index an event gave, for a block start without one.
     highest: int | None = None
 
@@ -127,13 +129,19 @@ class AnthropicMessagesAdapter:
             return unreadable(info, sink)
         held = self._state.empty
         if held is not None and kind != "ping":
-            self._state.empty = None
+            replay = _replay_of(held, kind, chunk)
+            if replay != "before":
+                self._state.empty = None
             reason = str_or_none(get(get(chunk, "delta"), "stop_reason"))
             # An error is no sign that the message went on: the provider gave up, the block is
             # left open for the error to stop, as when the SDK raises the event instead.
-            if kind != "error" and not (kind == "message_delta" and reason and is_limit(reason)):
+            if (
+                replay == "no"
+                and kind != "error"
+                and not (kind == "message_delta" and reason and is_limit(reason))
+            ):
                 # The message went on: a call of a tool without parameters.
-                self._end_block(*held, sink, info)
+                self._end_block(held[0], held[1], sink, info)
         if kind == "content_block_delta":
             self._delta(chunk, sink, info)
         elif kind == "content_block_start":
@@ -201,7 +209,10 @@ class AnthropicMessagesAdapter:
             # The response was refused whole: its blocks keep nothing (their deltas and stop
             # find no block, and the core keeps none of it), as on the raw SSE path.
             return
-        state.blocks[index] = self._placeholder(index, get(block, "input"), sink)
+        started = self._placeholder(index, get(block, "input"), sink)
+        # A blank id (`""`, `"null"`) names no block, as on the raw path.
+        started.id = wire_id if wire_id not in (None, "", "null") else None
+        state.blocks[index] = started
 
     @staticmethod
     def _placeholder(index: int, placeholder: object, sink: Sink) -> _Block:
@@ -267,7 +278,7 @@ class AnthropicMessagesAdapter:
             return
         placeholder = block.placeholder
         if not block.content and (placeholder is None or placeholder == {} or placeholder == ""):
-            self._state.empty = (index, placeholder)
+            self._state.empty = (index, placeholder, block.id)
             return
         self._end_block(index, placeholder, sink, info, block.aside)
 
@@ -302,6 +313,32 @@ class AnthropicMessagesAdapter:
         if isinstance(merged, dict):
             self._state.usage = merged
             info.usage = copy_usage(merged)
+
+
+def _replay_of(held: tuple[int | None, object, str | None], kind: object, event: object) -> str:
+    """How event `kind` relates to the tool block `held` (stopped with no input, waiting for the
+    next event to say whether the message went on), as the raw path's `replay_of` reads it:
+    `before` for the message sent again after a reconnect up to that block (`message_start`,
+    an earlier block's event), whose wait goes on; taken as the message going on, the block
+    was a call without parameters, and the limit or error after the replay no longer cut it.
+    `same` for the block's own start again (same index, same id), which replaces it; else
+    `no`."""
+    if kind == "message_start":
+        return "before"
+    if kind not in ("content_block_start", "content_block_delta", "content_block_stop"):
+        return "no"
+    index, _, held_id = held
+    given = position_of(get(event, "index"))
+    if given is None or index is None:
+        return "no"
+    if given < index:
+        return "before"
+    if given == index and kind == "content_block_start":
+        block = get(event, "content_block")
+        wire_id = str_or_none(get(block, "id"))
+        if get(block, "type") == "tool_use" and held_id is not None and wire_id == held_id:
+            return "same"
+    return "no"
 
 
 def _malformed(event: object, kind: object) -> bool:
