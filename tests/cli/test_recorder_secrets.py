@@ -87,7 +87,7 @@ _HIDDEN_CALLS: dict[str, tuple[dict[str, Any], str]] = {
     # Its only event is malformed (a trailing comma): skipped, so no call exists.
     "malformed_event": ({}, _chat(0, "login", _LOGIN).replace("]}\n\n", "],}\n\n")),
     # Its start event is malformed (the index a string): the call arrives without a name.
-    "nameless_call": ({}, _anthropic("1")),
+    "nameless_call": ({}, _anthropic("one")),
 }
 
 
@@ -121,7 +121,7 @@ def test_a_stream_hiding_a_secret_call_is_not_recorded_whole(
 
 def test_a_call_without_a_name_has_every_value_hidden(tmp_path: Path) -> None:
     # No schema says which of its values are safe: it may be a call of any tool.
-    body = (_anthropic("1") + _END).encode()
+    body = (_anthropic("one") + _END).encode()
     (call,) = _read(body).finish()
     assert call.name is None
     path = tmp_path / "c.jsonl"
