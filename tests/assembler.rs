@@ -535,6 +535,30 @@ fn output_limit_truncates_the_last_call_cut_before_its_arguments() {
 }
 
 #[test]
+fn output_limit_cuts_every_call_a_stream_of_start_events_never_ended() {
+    // Calls opened by start events (Responses items, Anthropic blocks) end one by one: those
+    // the limit caught before any of them ended were all cut, not only the last (quirk 25 is
+    // for streams that never end their calls, where an empty call followed by another is a
+    // call without parameters).
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    for (index, id, name) in [(0, "a", "ping"), (1, "b", "f")] {
+        let mut start = text(Some(index), Some(id), Some(name), "");
+        start.start = true;
+        a.feed(&start).expect("feed");
+    }
+    a.limit_reached().expect("open");
+    let calls = a.finish().expect("finish");
+    let kinds: Vec<_> = calls
+        .iter()
+        .map(|c| c.error.as_ref().map(|e| e.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [Some(ErrorKind::Truncated), Some(ErrorKind::Truncated)]
+    );
+}
+
+#[test]
 fn a_stopped_call_keeps_the_first_reason() {
     let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
     a.feed(&text(Some(0), Some("a"), Some("f"), "{\"x\": "))

@@ -645,8 +645,11 @@ pub struct Assembler {
     cut_by_limit: Option<usize>,
     /// The output limit was reached (see [`Assembler::limit_reached`]).
     limit_hit: bool,
-    /// The stream ends its calls one by one ([`Assembler::end_call`]; Anthropic, Responses,
-    /// Bedrock): a call it never ended was not finished, whatever ended the response.
+    /// The stream ends its calls one by one (Anthropic, Responses, Bedrock): known from the
+    /// first call it ended ([`Assembler::end_call`]) or started with a start event
+    /// ([`Delta::start`], which only such formats send). A call it never ended was not
+    /// finished, whatever ended the response: several calls announced and then cut by the
+    /// output limit before any of them ended are all cut, not only the last.
     ends_calls: bool,
     /// Bytes of argument text and values the response sent, assistant text counted in, and
     /// arguments held set aside outside the calls (see [`Assembler::set_aside`]).
@@ -1082,6 +1085,7 @@ impl Assembler {
         if self.finished {
             return Err(Misuse::Finished);
         }
+        self.ends_calls |= delta.start;
         if self.over.is_some() {
             // Past a per-stream limit nothing more is kept: the response is refused whole. The
             // ordinal handed back names a call (one is started, without text, if none was), so

@@ -543,7 +543,37 @@ def test_a_responses_completed_event_without_its_response_still_completes() -> N
         {"type": "response.output_item.added", "output_index": 0, "item": item},
         {"type": "response.completed"},
     ]
-    assert _both_paths(events) == [("ping", True, None, "{}"), "completed"]
+    # The item was never ended (no `.done`, no `output_item.done`): cut before its arguments,
+    # as it is when another call of the response was ended.
+    assert _both_paths(events) == [("ping", False, "truncated", ""), "completed"]
+
+
+def test_responses_calls_cut_by_the_output_limit_before_any_ended_are_all_cut() -> None:
+    # Two items announced, neither given arguments nor ended, then the output limit: only the
+    # last was cut, and the first ran as `{}` (a cut connection cut both). A format that ends
+    # its calls is known from its start events, before any call ended.
+    items = [
+        {"type": "function_call", "id": f"fc_{k}", "call_id": f"call_{k}", "name": name}
+        for k, name in enumerate(["delete_all_files", "notify"])
+    ]
+    events: list[dict[str, Any]] = [
+        {"type": "response.output_item.added", "output_index": k, "item": item}
+        for k, item in enumerate(items)
+    ]
+    events.append(
+        {
+            "type": "response.incomplete",
+            "response": {
+                "status": "incomplete",
+                "incomplete_details": {"reason": "max_output_tokens"},
+                "output": [{**item, "status": "incomplete"} for item in items],
+            },
+        }
+    )
+    assert _both_paths(events)[:-1] == [
+        ("delete_all_files", False, "truncated", ""),
+        ("notify", False, "truncated", ""),
+    ]
 
 
 @pytest.mark.parametrize("block", ["missing", "null"])
