@@ -1355,7 +1355,9 @@ impl Decoder {
                 }
             }
             "response.function_call_arguments.done" => {
-                let key = self.item_key(env, None, None::<&mut F>);
+                // An item never announced (its `added` and deltas lost) is opened here, as for
+                // a delta: the summary is all of it that came, and it was dropped unsaid.
+                let key = self.item_key(env, None, Some(&mut *emit));
                 if let Some(raw) = raw_str(env.arguments) {
                     self.verify(key, raw, emit);
                 }

@@ -200,6 +200,35 @@ def test_a_summary_after_its_item_ended_makes_no_second_call(
     assert call.name == "f"
 
 
+@pytest.mark.parametrize("item_id", ["fc_1", None])
+def test_a_done_summary_of_an_item_never_seen_is_a_call(
+    sse_server: SSEServer, split: str, item_id: str | None
+) -> None:
+    # The item's `added`, deltas and `output_item.done` were lost: its `.done` summary is all
+    # that came of it. It made no call and no error on either path, where a lone delta makes a
+    # call that reports its missing name.
+    done: dict[str, Any] = {
+        "type": "response.function_call_arguments.done",
+        "output_index": 0,
+        "arguments": '{"path": "/"}',
+    }
+    if item_id is not None:
+        done["item_id"] = item_id
+    events = [
+        {"type": "response.created", "response": {"id": "r", "status": "in_progress"}},
+        done,
+        {"type": "response.completed", "response": {"id": "r", "status": "completed"}},
+    ]
+    _, s = assemble_both(sse_server.register(_body(events), split=split), FMT)
+    dicts = Assembler()
+    for event in events:
+        dicts.feed_chunk(event)
+    for calls in (s.calls, dicts.finish()):
+        assert [(c.arguments, c.error.kind if c.error else None) for c in calls] == [
+            ('{"path": "/"}', "missing_name")
+        ]
+
+
 def test_items_under_one_output_index_without_added_report_that_index(
     sse_server: SSEServer, split: str
 ) -> None:

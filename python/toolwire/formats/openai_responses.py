@@ -208,9 +208,9 @@ class ResponsesAdapter:
         elif kind == "response.function_call_arguments.delta":
             self._arguments(self._delta_index(chunk, sink), get(chunk, "delta"), sink, info)
         elif kind == "response.function_call_arguments.done":
-            index = self._index(chunk)
-            if index is not None:
-                self._summary(index, get(chunk, "arguments"), sink, info)
+            # An item never announced (its `added` and deltas lost) is opened here, as for a
+            # delta: the summary is all of it that came, and it was dropped unsaid.
+            self._summary(self._delta_index(chunk, sink), get(chunk, "arguments"), sink, info)
         elif kind == "response.output_item.done":
             self._item(chunk, sink, info, done=True)
         elif kind in _FINAL:
@@ -222,11 +222,6 @@ class ResponsesAdapter:
             gave_up(info, sink, chunk if error is None else error)
             self._gave_up = True
         return info
-
-    def _index(self, event: object) -> int | None:
-        """The key of an event's item, or None for an item never opened."""
-        index = self._find(_item_id(event, "item_id"), self._output_index(event))
-        return index if index in self._calls.opened else None
 
     def _delta_index(self, event: object, sink: Sink) -> int:
         """The key of an argument delta's item. An item never announced (its
