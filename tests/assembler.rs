@@ -559,6 +559,36 @@ fn output_limit_cuts_every_call_a_stream_of_start_events_never_ended() {
 }
 
 #[test]
+fn a_call_ended_with_a_bare_number_is_whole_when_the_provider_stops() {
+    // `1` is whole only once no byte follows: the end event says so, so a stop after it leaves
+    // the call's own error (`not_object`), as when the call's end was read before the stop.
+    for (arguments, pushed_after_end) in [("1", false), ("-2.5e3", false), ("1", true)] {
+        let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+        let ordinal = a
+            .feed(&text(Some(0), Some("a"), Some("f"), arguments))
+            .expect("feed");
+        a.end_call(ordinal).expect("open");
+        if pushed_after_end {
+            a.limit_reached().expect("open");
+        }
+        a.stop("refusal").expect("open");
+        let calls = a.finish().expect("finish");
+        let kind = calls[0].error.as_ref().map(|e| e.kind);
+        assert_eq!(kind, Some(ErrorKind::NotObject), "{arguments}");
+    }
+    // Not ended, the same number may still have been growing: the stop wins.
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    a.feed(&text(Some(0), Some("a"), Some("f"), "1"))
+        .expect("feed");
+    a.stop("refusal").expect("open");
+    let calls = a.finish().expect("finish");
+    assert_eq!(
+        calls[0].error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::Filtered)
+    );
+}
+
+#[test]
 fn a_stopped_call_keeps_the_first_reason() {
     let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
     a.feed(&text(Some(0), Some("a"), Some("f"), "{\"x\": "))

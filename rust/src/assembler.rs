@@ -1581,9 +1581,11 @@ impl Assembler {
             }
             call.sync();
             // A call ended with no argument text is a parameterless call, as whole as one
-            // ended with `{}`: it stays as the provider finished it.
-            let whole =
-                call.scanner.is_complete() || (!call.has_arguments() && call.held.is_none());
+            // ended with `{}`: it stays as the provider finished it. So does one ended with a
+            // bare number, whole once no byte follows (the model's error, not the stop's).
+            let whole = call.scanner.is_complete()
+                || (call.ended && call.held.is_none() && call.scanner.is_complete_at_end())
+                || (!call.has_arguments() && call.held.is_none());
             // The first reason stays: a finish reason after the provider's error (which the
             // raw path reads as no news) must not rename what stopped the call.
             if (!call.ended || !whole) && call.stopped.is_none() {

@@ -572,6 +572,18 @@ impl Scanner {
         self.value_done && self.error.is_none()
     }
 
+    /// True when the text pushed is one complete value once it ends here: [`Scanner::is_complete`],
+    /// or a top-level number that no byte may follow (`1` is whole only at the end of the text).
+    /// Reads what was scanned: bytes pushed but not scanned yet count as unread.
+    #[must_use]
+    pub fn is_complete_at_end(&self) -> bool {
+        self.is_complete()
+            || (self.error.is_none()
+                && self.depth == 0
+                && self.scanned == self.text.len()
+                && matches!(self.lex, Lex::Num(st) if st.can_end()))
+    }
+
     /// True when no byte other than whitespace has been pushed.
     #[must_use]
     pub fn is_blank(&self) -> bool {
