@@ -999,6 +999,22 @@ fn own_summary(node: &Node) -> String {
     if let Some(e) = &node.enumeration {
         return e.expected.clone();
     }
+    // Alternatives of one type differ by a pattern, a format or the fields they need: said,
+    // so that `exactly one of string or string` names what tells them apart.
+    let detail = match (node.types, node.string.as_deref(), node.object.as_deref()) {
+        (T_STRING, Some(rule), _) => match (&rule.pattern, rule.format) {
+            (Some((_, source)), _) => Some(format!("string matching {}", short(source))),
+            (None, Some(format)) => Some(format!("{} string", format.name())),
+            (None, None) => None,
+        },
+        (T_OBJECT | T_ALL, _, Some(rule)) if !rule.required.is_empty() => {
+            Some(format!("object with {}", short(&rule.required.join(", "))))
+        }
+        _ => None,
+    };
+    if let Some(detail) = detail {
+        return detail;
+    }
     if node.types != T_ALL {
         return type_words(node.types);
     }
@@ -1006,6 +1022,15 @@ fn own_summary(node: &Node) -> String {
         return "object".to_owned();
     }
     String::new()
+}
+
+/// `text`, cut to a length a message can quote.
+fn short(text: &str) -> String {
+    const MAX: usize = 60;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
 }
 
 fn same_value_edges(node: &Node) -> Vec<NodeId> {

@@ -489,6 +489,34 @@ fn one_of_branch_that_passes_a_format_check_is_no_certain_match() {
 }
 
 #[test]
+fn alternatives_of_one_type_are_told_apart_in_the_expected_words() {
+    let expected = |schema: &Value, text: &str| {
+        let errs = run(schema, text);
+        errs[0].detail.as_ref().map(|d| d.expected.clone())
+    };
+    let ids = json!({"oneOf": [
+        {"type": "string", "pattern": "^ORD-[0-9]+$"},
+        {"type": "string", "pattern": "^CUS-[0-9]+$"}
+    ]});
+    assert_eq!(
+        expected(&ids, "\"order 42\"").as_deref(),
+        Some("exactly one of string matching ^ORD-[0-9]+$ or string matching ^CUS-[0-9]+$")
+    );
+    let either = json!({"type": "object", "oneOf": [
+        {"required": ["email"]}, {"required": ["phone", "country"]}
+    ]});
+    assert_eq!(
+        expected(&either, "{}").as_deref(),
+        Some("exactly one of object with email or object with phone, country")
+    );
+    let when = json!({"oneOf": [{"type": "string", "format": "date"}, {"type": "integer"}]});
+    assert_eq!(
+        expected(&when, "true").as_deref(),
+        Some("exactly one of date string or integer")
+    );
+}
+
+#[test]
 fn a_string_breaking_enum_before_max_length_reports_enum_for_every_cut() {
     // Whole, the piece passed `maxLength` first and was reported there (byte 9); byte by
     // byte the `enum` broke at the first letter (byte 7). `run` checks every cut agrees.
