@@ -1049,7 +1049,11 @@ impl Decoder {
         let mut pending = None;
         if let Some(h) = held {
             unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
-            if !resends(&h, &self.scratch, pending) {
+            // A fragment that starts with a low half goes on from the held high one. Decoded
+            // alone, that half reads as its escape, the same bytes as the text `\udXXX` the
+            // held fragment may start with, and the fragment passed for a resend of it: the
+            // held text was dropped.
+            if starts_with_low_half(raw) || !resends(&h, &self.scratch, pending) {
                 self.scratch.clone_from(&h.before);
                 let start = self.scratch.len();
                 pending = Some(h.unit);
@@ -2331,6 +2335,14 @@ fn hex4(digits: &[u8]) -> Option<u16> {
     })
 }
 
+/// Whether the JSON string literal `raw` starts with a low surrogate's escape.
+fn starts_with_low_half(raw: &str) -> bool {
+    raw.get(1..7)
+        .and_then(|escape| escape.strip_prefix("\\u"))
+        .and_then(|hex| u16::from_str_radix(hex, 16).ok())
+        .is_some_and(|unit| (0xDC00..0xE000).contains(&unit))
+}
+
 /// Whether `fragment` (decoded alone, `pending` its own trailing half) resends the fragment
 /// that left `held`: it starts with that text, followed by the held half, now paired with its
 /// low half or again trailing.
@@ -2675,6 +2687,23 @@ pub(super) mod tests {
             out.iter().map(|(_, t)| t.len()).sum::<usize>()
         );
         assert_eq!(decoder.set_aside_bytes(), 0);
+    }
+
+    #[test]
+    fn a_low_half_after_a_held_fragment_starting_with_escape_text_is_no_resend() {
+        // The held fragment starts with the text `\ude00` (an escape in the arguments) and
+        // ends with a high half; the next starts with the low half, which decoded alone reads
+        // as the same bytes: taken for a resend, the held text was dropped.
+        let mut decoder = Decoder::new();
+        let mut budget = Budget::new(1000);
+        let events = [
+            chat_fragment(0, "{\\\"s\\\":\\\"\\\\ud83d"),
+            chat_fragment(0, "\\\\ude00\\ud83d"),
+            chat_fragment(0, "\\ude00\\ud83d\\ude00\\\"}"),
+        ];
+        let out = fed(&mut decoder, &mut budget, &events);
+        let text: String = out.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(text, "{\"s\":\"\\ud83d\\ude00\u{1f600}\u{1f600}\"}");
     }
 
     #[test]
