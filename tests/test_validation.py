@@ -359,6 +359,42 @@ def test_a_bad_or_missing_tag_is_named_by_the_key_to_send(
     assert (error.path, error.code, error.expected) == (path, code, expected)
 
 
+class Version1(BaseModel):
+    v: Literal[1]
+    size: int
+
+
+class Version2(BaseModel):
+    v: Literal[2]
+    name: str
+
+
+class Versioned(BaseModel):
+    spec: Annotated[Version1 | Version2, Field(discriminator="v")]
+    extra: list[Annotated[Version1 | Version2, Field(discriminator="v")]] | None = None
+
+
+VERSIONED = Toolset([Versioned])
+
+
+@pytest.mark.parametrize("tools", [None, VERSIONED])
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [
+        ('{"spec": {"v": 1, "size": "big"}}', "/spec/size"),
+        ('{"spec": {"v": 2, "name": "a"}, "extra": [{"v": 1, "size": "big"}]}', "/extra/0/size"),
+    ],
+)
+def test_an_integer_tag_is_no_index_in_the_path(
+    tools: Toolset | None, arguments: str, path: str
+) -> None:
+    # Pydantic's `loc` holds the tag (`("spec", 1, "size")`), as it holds a string tag.
+    outcome = VERSIONED.validate(call("versioned", arguments, tools=tools))
+    assert [(e.path, e.code, e.expected, e.got) for e in outcome.errors] == [
+        (path, "type", "an integer", '"big"')
+    ]
+
+
 def test_untagged_union_type_error_is_one_error() -> None:
     outcome = ADOPT.validate(call("adopt", '{"pet": {"kind": "dog", "good": true}, "size": 1.5}'))
     (error,) = outcome.errors

@@ -717,14 +717,16 @@ class _Schema:
             return None
         return next((p for p in self.parts(node) if "items" in p or "prefixItems" in p), None)
 
-    def pick(self, branches: list[dict[str, Any]], tag: str) -> dict[str, Any] | None:
+    def pick(self, branches: list[dict[str, Any]], tag: str | int) -> dict[str, Any] | None:
         for branch in branches:
             if branch.get("title") == tag:
                 return branch
         for branch in branches:
             for prop in _d(branch.get("properties")).values():
-                if _d(prop).get("const") == tag:
+                if _constant_fits(tag, _d(prop)):
                     return branch
+        if isinstance(tag, int):
+            return None
         kind = _TAG_TYPES.get(tag.split("[", 1)[0])
         for branch in branches:
             if kind is not None and branch.get("type") == kind:
@@ -775,6 +777,13 @@ class _Schema:
                 )
                 if owner is not None:
                     node = owner
+                elif isinstance(seg, int) and (chosen := self.pick(branches, seg)) is not None:
+                    # A discriminated union's integer tag (`Literal[1]`), which Pydantic puts
+                    # in `loc` as it puts a string tag: no branch holds items, so it is no index.
+                    if union_ptr is None:
+                        union_ptr, tag = pointer(parts), str(seg)
+                    node = chosen
+                    continue
                 elif isinstance(seg, str) and seg not in _d(node.get("properties")):
                     # A key the object declares itself beside its union (`anyOf` of
                     # `required` lists: either field will do) is that field, no union tag.
