@@ -395,6 +395,18 @@ def test_an_integer_tag_is_no_index_in_the_path(
     ]
 
 
+@pytest.mark.parametrize("tools", [None, VERSIONED])
+@pytest.mark.parametrize(("tag", "got"), [("3", "3"), ('"1"', '"1"'), ("2.5", "2.5")])
+def test_an_unknown_tag_is_shown_as_the_model_wrote_it(
+    tools: Toolset | None, tag: str, got: str
+) -> None:
+    arguments = f'{{"spec": {{"v": {tag}, "size": 1}}}}'
+    outcome = VERSIONED.validate(call("versioned", arguments, tools=tools))
+    assert [(e.path, e.code, e.expected, e.got) for e in outcome.errors] == [
+        ("/spec/v", "enum", "one of 1, 2", got)
+    ]
+
+
 def test_untagged_union_type_error_is_one_error() -> None:
     outcome = ADOPT.validate(call("adopt", '{"pet": {"kind": "dog", "good": true}, "size": 1.5}'))
     (error,) = outcome.errors

@@ -1832,7 +1832,9 @@ class _ErrorBuilder:
                 else:
                     tags = str(ctx.get("expected_tags", "")).replace("'", '"')
                     expected = text("expected.enum", self.lang, values=tags)
-                got = self.got(located, ctx.get("tag"))
+                # Pydantic's `tag` is text (`'3'` for the number 3): shown so, the model would
+                # hear of a quoting mistake it never made.
+                got = self.got(located, self.as_written(path, ctx.get("tag")))
                 drafts.append(_Draft(FieldError(path, "enum", expected, got)))
                 continue
             user = code == "missing" and bool(located.node.get(USER_SUPPLIED_KEY))
