@@ -749,13 +749,27 @@ class _Schema:
         secret = _is_secret(node)
         union_ptr: str | None = None
         tag: str | None = None
-        for seg in loc:
+        inside: _Located | None = None
+        for depth, seg in enumerate(loc):
             node = self.deref(node)
             secret = secret or _is_secret(node)
-            inner = node.get("contentSchema")
-            if isinstance(inner, dict) and node.get("contentMediaType") == "application/json":
-                # Pydantic's `Json[...]` reports errors inside the JSON text the string holds.
-                node = self.deref(cast(dict[str, Any], inner))
+            text_node = next(
+                (
+                    b
+                    for b in [node, *self.branches(node)]
+                    if b.get("contentMediaType") == "application/json"
+                ),
+                None,
+            )
+            if text_node is not None:
+                # Pydantic's `Json[...]` reports errors inside the JSON text the string holds,
+                # a place no JSON Pointer into the arguments reaches: the string is what to fix,
+                # and its description says what JSON it must hold.
+                content = text_node.get("contentSchema")
+                if isinstance(content, dict):
+                    inner = _Schema({**cast(dict[str, Any], content), "$defs": self.defs})
+                    inside = inner.locate(loc[depth:])
+                break
             if isinstance(seg, str) and seg.isdigit():
                 # A JSON Pointer (a pre-check error, a coercion) spells an array index as text.
                 seg = self.index_in(node, seg)
@@ -811,7 +825,7 @@ class _Schema:
                 node = _d(props.get(seg)) if seg in props else _d(node.get("additionalProperties"))
         node = self.deref(node)
         secret = secret or self.is_secret_here(node)
-        return _Located(pointer(parts), node, parent, secret, union_ptr, tag)
+        return _Located(pointer(parts), node, parent, secret, union_ptr, tag, inside)
 
     # Descriptions -----------------------------------------------------------------------
 
@@ -1125,6 +1139,8 @@ class _Located:
     secret: bool
     union_ptr: str | None
     tag: str | None
+    inside: _Located | None = None
+    """Where a `Json[...]` field's error lies in the JSON text its string holds."""
 
 
 def _json(value: Any) -> str:
@@ -1852,6 +1868,15 @@ class _ErrorBuilder:
                 hint = text("hint.timezone_required", self.lang)
             elif user:
                 hint = text("hint.user_supplied", self.lang)
+            if located.inside is not None:
+                # The string is what the model sent: shown whole, and the place inside its JSON
+                # said in the hint. "Missing" would read as the field itself being absent.
+                within = self.expected(code, located.inside.node, ctx, ptype)
+                words = f"{located.inside.pointer}: {within}" if located.inside.pointer else within
+                hint = text("hint.json_text_at", self.lang, place=shown_text(words))
+                code = "type" if code == "missing" else code
+                written = self._written_at(located.pointer)
+                value = value if written is _ABSENT else written
             error = FieldError(
                 located.pointer,
                 code,
