@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from toolwire import Assembler, ToolCall
 from toolwire.coercion import (
@@ -333,6 +333,46 @@ def test_null_for_optional_non_nullable_field_means_absent() -> None:
     assert [(c.path, c.rule) for c in outcome.coercions] == [("/gift", "null_as_absent")]
     # Null for a required field is still an error.
     assert not validate('{"quantity": null}').ok
+
+
+class _Account(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    user_id: int = Field(alias="userId")
+    account: str = Field(alias="accountNo", json_schema_extra={"x-user-supplied": True})
+    ref: int = Field(validation_alias=AliasChoices("ref", "reference"))
+    note: str = Field(default="", alias="noteText")
+
+
+class _ClosedAccount(_Account):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+
+GOOD_ACCOUNT = {"userId": 1, "accountNo": "A1", "ref": 2}
+
+
+@pytest.mark.parametrize("model", [_Account, _ClosedAccount])
+@pytest.mark.parametrize("key", ["userId", "user_id", "accountNo", "account", "ref", "reference"])
+def test_null_for_a_required_field_read_under_several_keys_is_a_wrong_value(
+    model: type[BaseModel], key: str
+) -> None:
+    # Such a field is in no `required` list (any one of its keys supplies it), yet it is
+    # required: a null there is the model's mistake to fix, as for a field without an alias,
+    # not an absent value, nor (for a field the user supplies) a question for the user.
+    others = {"user_id": "userId", "account": "accountNo", "reference": "ref"}
+    body = {k: v for k, v in GOOD_ACCOUNT.items() if k != others.get(key, key)}
+    tools = Toolset([model])
+    outcome = tools.validate(call(tools.names()[0], json.dumps({**body, key: None})))
+    assert outcome.kind == "model_error" and outcome.retryable
+    assert [(e.path, e.code, e.got) for e in outcome.errors] == [(f"/{key}", "type", "null")]
+    assert outcome.coercions == []
+
+
+@pytest.mark.parametrize("key", ["noteText", "note"])
+def test_null_for_an_optional_field_read_under_several_keys_means_absent(key: str) -> None:
+    tools = Toolset([_Account])
+    outcome = tools.validate(call("account", json.dumps({**GOOD_ACCOUNT, key: None})))
+    assert outcome.ok and outcome.model.note == ""
+    assert [(c.path, c.rule) for c in outcome.coercions] == [(f"/{key}", "null_as_absent")]
 
 
 # ------------------------------------------------------------------------------------------

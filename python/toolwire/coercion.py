@@ -79,6 +79,7 @@ from toolwire.schema_export import accepts_null
 __all__ = [
     "ALL_RULES",
     "JSON_NUMBER",
+    "REQUIRED_SPELLINGS_KEY",
     "SAFE_RULES",
     "SPELLINGS_KEY",
     "STRICT_KEY",
@@ -162,6 +163,10 @@ STRICT_KEY = "x-toolwire-strict"
 # field (an alias and the field's name, an `AliasChoices`): for each such field, the paths it is
 # read from, in the order Pydantic tries them.
 SPELLINGS_KEY = "x-toolwire-spellings"
+# Written by `Toolset` beside `required` in the validation schema of a model: the keys of its
+# required fields read under several keys, which `required` cannot list (any one of them
+# supplies the field). A null under one is the field's wrong value, never "absent".
+REQUIRED_SPELLINGS_KEY = "x-toolwire-required-spellings"
 WRAPPER_KEYS = ("params", "parameters", "arguments", "args", "input")
 MAX_SHOWN = 200
 # The core's default `max_depth`: JSON held in a string may nest no deeper than the arguments.
@@ -1354,6 +1359,7 @@ class _Coercer:
             self.check_spellings(value, cast(list[list[list[Any]]], spellings), path)
         extra = node.get("additionalProperties")
         required = set(cast(list[str], node.get("required") or []))
+        required.update(cast(list[str], node.get(REQUIRED_SPELLINGS_KEY) or []))
         member_props, member_required = self.member_fields(node, 0)
         if member_props:
             # Fields declared in `allOf` members are the object's fields too: the strict

@@ -304,6 +304,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "每个字段名指向不同的条目",
     },
     "hint.did_you_mean": {"en": "did you mean {name}?", "zh": "是否是指 {name}？"},
+    # Where an error lies in the JSON text a `Json[...]` string holds, and what it needs there.
+    "hint.json_text_at": {
+        "en": "inside the string's JSON text, {place}",
+        "zh": "字符串内的 JSON 文本中，{place}",
+    },
     "hint.user_supplied": {
         "en": "only the user can provide this value; ask them",
         "zh": "只有用户能提供此值，请询问用户",

@@ -43,6 +43,7 @@ from pydantic_core import core_schema
 from toolwire._core import DirectValidation, ToolCall
 from toolwire.coercion import (
     KEYS_KEY,
+    REQUIRED_SPELLINGS_KEY,
     SPELLINGS_KEY,
     STRICT_KEY,
     CoercionSpec,
@@ -448,6 +449,7 @@ def _add_alternate_keys(
     readers = Counter(key for _, keys in read for key in keys)
     shared = {key for key, count in readers.items() if count > 1}
     original = dict(props)
+    required_keys: list[str] = []
     for name, keys in read:
         # Pydantic shows the field by name where no alias key is a plain one (an `AliasPath`).
         shown = next((k for k in keys if k in original), name if name in original else None)
@@ -466,8 +468,11 @@ def _add_alternate_keys(
             props[key] = copy.deepcopy(own) if whole and (certain or describe_every_key) else {}
         if shown in required:
             required.remove(shown)
+            required_keys.extend(keys)
     if "required" in out and not required:
         del out["required"]
+    if describe_every_key and required_keys:
+        out[REQUIRED_SPELLINGS_KEY] = required_keys
 
 
 ToolInput = type[BaseModel] | Mapping[str, Any]

@@ -717,14 +717,16 @@ class _Schema:
             return None
         return next((p for p in self.parts(node) if "items" in p or "prefixItems" in p), None)
 
-    def pick(self, branches: list[dict[str, Any]], tag: str) -> dict[str, Any] | None:
+    def pick(self, branches: list[dict[str, Any]], tag: str | int) -> dict[str, Any] | None:
         for branch in branches:
             if branch.get("title") == tag:
                 return branch
         for branch in branches:
             for prop in _d(branch.get("properties")).values():
-                if _d(prop).get("const") == tag:
+                if _constant_fits(tag, _d(prop)):
                     return branch
+        if isinstance(tag, int):
+            return None
         kind = _TAG_TYPES.get(tag.split("[", 1)[0])
         for branch in branches:
             if kind is not None and branch.get("type") == kind:
@@ -747,13 +749,27 @@ class _Schema:
         secret = _is_secret(node)
         union_ptr: str | None = None
         tag: str | None = None
-        for seg in loc:
+        inside: _Located | None = None
+        for depth, seg in enumerate(loc):
             node = self.deref(node)
             secret = secret or _is_secret(node)
-            inner = node.get("contentSchema")
-            if isinstance(inner, dict) and node.get("contentMediaType") == "application/json":
-                # Pydantic's `Json[...]` reports errors inside the JSON text the string holds.
-                node = self.deref(cast(dict[str, Any], inner))
+            text_node = next(
+                (
+                    b
+                    for b in [node, *self.branches(node)]
+                    if b.get("contentMediaType") == "application/json"
+                ),
+                None,
+            )
+            if text_node is not None:
+                # Pydantic's `Json[...]` reports errors inside the JSON text the string holds,
+                # a place no JSON Pointer into the arguments reaches: the string is what to fix,
+                # and its description says what JSON it must hold.
+                content = text_node.get("contentSchema")
+                if isinstance(content, dict):
+                    inner = _Schema({**cast(dict[str, Any], content), "$defs": self.defs})
+                    inside = inner.locate(loc[depth:])
+                break
             if isinstance(seg, str) and seg.isdigit():
                 # A JSON Pointer (a pre-check error, a coercion) spells an array index as text.
                 seg = self.index_in(node, seg)
@@ -775,6 +791,13 @@ class _Schema:
                 )
                 if owner is not None:
                     node = owner
+                elif isinstance(seg, int) and (chosen := self.pick(branches, seg)) is not None:
+                    # A discriminated union's integer tag (`Literal[1]`), which Pydantic puts
+                    # in `loc` as it puts a string tag: no branch holds items, so it is no index.
+                    if union_ptr is None:
+                        union_ptr, tag = pointer(parts), str(seg)
+                    node = chosen
+                    continue
                 elif isinstance(seg, str) and seg not in _d(node.get("properties")):
                     # A key the object declares itself beside its union (`anyOf` of
                     # `required` lists: either field will do) is that field, no union tag.
@@ -802,7 +825,7 @@ class _Schema:
                 node = _d(props.get(seg)) if seg in props else _d(node.get("additionalProperties"))
         node = self.deref(node)
         secret = secret or self.is_secret_here(node)
-        return _Located(pointer(parts), node, parent, secret, union_ptr, tag)
+        return _Located(pointer(parts), node, parent, secret, union_ptr, tag, inside)
 
     # Descriptions -----------------------------------------------------------------------
 
@@ -1116,6 +1139,8 @@ class _Located:
     secret: bool
     union_ptr: str | None
     tag: str | None
+    inside: _Located | None = None
+    """Where a `Json[...]` field's error lies in the JSON text its string holds."""
 
 
 def _json(value: Any) -> str:
@@ -1823,7 +1848,9 @@ class _ErrorBuilder:
                 else:
                     tags = str(ctx.get("expected_tags", "")).replace("'", '"')
                     expected = text("expected.enum", self.lang, values=tags)
-                got = self.got(located, ctx.get("tag"))
+                # Pydantic's `tag` is text (`'3'` for the number 3): shown so, the model would
+                # hear of a quoting mistake it never made.
+                got = self.got(located, self.as_written(path, ctx.get("tag")))
                 drafts.append(_Draft(FieldError(path, "enum", expected, got)))
                 continue
             user = code == "missing" and bool(located.node.get(USER_SUPPLIED_KEY))
@@ -1841,6 +1868,15 @@ class _ErrorBuilder:
                 hint = text("hint.timezone_required", self.lang)
             elif user:
                 hint = text("hint.user_supplied", self.lang)
+            if located.inside is not None:
+                # The string is what the model sent: shown whole, and the place inside its JSON
+                # said in the hint. "Missing" would read as the field itself being absent.
+                within = self.expected(code, located.inside.node, ctx, ptype)
+                words = f"{located.inside.pointer}: {within}" if located.inside.pointer else within
+                hint = text("hint.json_text_at", self.lang, place=shown_text(words))
+                code = "type" if code == "missing" else code
+                written = self._written_at(located.pointer)
+                value = value if written is _ABSENT else written
             error = FieldError(
                 located.pointer,
                 code,
