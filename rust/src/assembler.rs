@@ -756,7 +756,8 @@ impl Assembler {
             warnings: Vec::new(),
             check: None,
             reported: Reported::default(),
-            progress: self.config.track_progress.then(Box::default),
+            // Nothing of a call that must not run is a progress item (see `quiet`).
+            progress: (self.config.track_progress && self.stopped_as.is_none()).then(Box::default),
             held: None,
             retread: None,
             counted: 0,
@@ -1571,6 +1572,7 @@ impl Assembler {
         for call in &mut self.calls {
             if ended_too {
                 call.stopped = Some(reason.to_owned());
+                quiet(call);
                 continue;
             }
             if call.ended {
@@ -1590,6 +1592,7 @@ impl Assembler {
             // raw path reads as no news) must not rename what stopped the call.
             if (!call.ended || !whole) && call.stopped.is_none() {
                 call.stopped = Some(reason.to_owned());
+                quiet(call);
             }
         }
         Ok(())
@@ -1670,6 +1673,7 @@ impl Assembler {
             settle_name(c, registry);
             has_certain_error(&c.scanner, c.check.as_deref())
                 || c.arrival.is_some()
+                || c.stopped.is_some()
                 || c.held.as_ref().is_some_and(|h| h.early.is_some())
         })
     }
@@ -2443,7 +2447,17 @@ fn set_aside_too_large(call: &mut Call, max_bytes: usize) {
     }
 }
 
+/// Records no more progress items for `call`, which can no longer run (stopped, or an event
+/// of it lost): what would still come of it is text that never was one value (`pay Alice` and
+/// then the fragment after a lost one), which a progressive view would show as written.
+fn quiet(call: &mut Call) {
+    if let Some(progress) = call.progress.as_deref_mut() {
+        progress.stop_recording();
+    }
+}
+
 fn lose(call: &mut Call, message: impl FnOnce() -> String) {
+    quiet(call);
     if call.arrival.is_none() {
         call.arrival = Some(Box::new(Error::with_message(
             ErrorKind::LostEvent,

@@ -571,6 +571,27 @@ def test_progress_reports_path_and_appended_text() -> None:
     assert a.drain_progress() == [(0, "/content", " two")]
 
 
+def test_a_call_that_can_no_longer_run_gives_no_more_progress() -> None:
+    # After a lost event the text that still comes was never one value ("pay Alice" and then
+    # what followed the lost fragment); after a stop the call is filtered. Neither is shown.
+    lost = Assembler(track_progress=True)
+    lost.feed(0, id="c", name="pay", arguments='{"note": "pay Alice')
+    lost.drain_progress()
+    lost.lose_event("a malformed event")
+    lost.feed(0, arguments='00 USD"}')
+    assert lost.drain_progress() == []
+    assert lost.failed
+    stopped = Assembler(track_progress=True)
+    stopped.feed(0, id="c", name="pay", arguments='{"note": "pay')
+    stopped.drain_progress()
+    stopped.stop("refusal")
+    assert stopped.failed
+    stopped.feed(0, arguments=' Bob"}')
+    stopped.feed(1, id="d", name="pay", arguments='{"note": "later"}')
+    assert stopped.drain_progress() == []
+    assert [c.error.kind if c.error else None for c in stopped.finish()] == ["filtered"] * 2
+
+
 def test_progress_leaves_out_items_that_add_nothing() -> None:
     items: list[tuple[int, str, str]] = []
     a = Assembler(progress_into=items)
