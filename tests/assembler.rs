@@ -589,6 +589,26 @@ fn a_call_ended_with_a_bare_number_is_whole_when_the_provider_stops() {
 }
 
 #[test]
+fn quirk_19_an_unchanged_snapshot_before_the_stream_grows_is_a_resend() {
+    // A resending provider may send the same snapshot twice before it grows: appended, the
+    // repeat broke the call (`{"city": "Par{"city": "Par`); read both ways, the resend wins.
+    let calls = run(&[
+        text(Some(0), Some("c"), Some("f"), r#"{"city": "Par"#),
+        text(Some(0), None, None, r#"{"city": "Par"#),
+        text(Some(0), None, None, r#"{"city": "Paris"#),
+        text(Some(0), None, None, r#"{"city": "Paris"}"#),
+    ]);
+    assert_eq!(calls[0].error, None);
+    assert_eq!(calls[0].arguments, r#"{"city": "Paris"}"#.as_bytes());
+    // Text already broken stays as sent: a repeat of it proves nothing.
+    let calls = run(&[
+        text(Some(0), Some("c"), Some("f"), "01"),
+        text(Some(0), None, None, "01"),
+    ]);
+    assert_eq!(calls[0].arguments, b"0101");
+}
+
+#[test]
 fn a_stopped_call_keeps_the_first_reason() {
     let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
     a.feed(&text(Some(0), Some("a"), Some("f"), "{\"x\": "))

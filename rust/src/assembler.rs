@@ -2082,7 +2082,15 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
             push_resent(call, text);
             return;
         }
-        if extends && (call.mode == ArgMode::Cumulative || !call.scanner.is_complete()) {
+        // The whole text again while the value is open is read both ways too: a resending
+        // provider's unchanged snapshot, appended, broke the call it then went on with.
+        let open_repeat = text == buffer
+            && call.mode != ArgMode::Cumulative
+            && !call.scanner.is_complete()
+            && certain_grammar_error(&call.scanner).is_none();
+        if open_repeat
+            || (extends && (call.mode == ArgMode::Cumulative || !call.scanner.is_complete()))
+        {
             if call.mode != ArgMode::Cumulative {
                 let held = Held::new(call, text, registry);
                 if !held.appended.broken() {
