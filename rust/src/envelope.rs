@@ -2335,11 +2335,15 @@ fn hex4(digits: &[u8]) -> Option<u16> {
     })
 }
 
+/// The code unit of a `\uXXXX` escape that is all of `escape`.
+fn escaped_unit(escape: &str) -> Option<u16> {
+    hex4(escape.strip_prefix("\\u")?.as_bytes())
+}
+
 /// Whether the JSON string literal `raw` starts with a low surrogate's escape.
 fn starts_with_low_half(raw: &str) -> bool {
     raw.get(1..7)
-        .and_then(|escape| escape.strip_prefix("\\u"))
-        .and_then(|hex| u16::from_str_radix(hex, 16).ok())
+        .and_then(escaped_unit)
         .is_some_and(|unit| (0xDC00..0xE000).contains(&unit))
 }
 

@@ -28,6 +28,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
 
+use super::escaped_unit;
 use crate::progress::Recorded;
 use crate::scanner::{is_number_lexeme, push_pointer_token};
 
@@ -304,19 +305,9 @@ fn string_value(raw: &str) -> Result<(String, Halves), Merge> {
     text.map(|text| (text, halves)).map_err(|_| Merge::Unread)
 }
 
-/// The code unit of a `\uXXXX` escape that is all of `escape`.
-fn escaped_unit(escape: &str) -> Option<u16> {
-    let hex = escape.strip_prefix("\\u")?;
-    if hex.len() != 4 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    u16::from_str_radix(hex, 16).ok()
-}
-
 /// The character of a high and a low surrogate.
 fn surrogate_pair(high: u16, low: u16) -> Option<char> {
-    let code = 0x10000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
-    char::from_u32(code)
+    char::decode_utf16([high, low]).next()?.ok()
 }
 
 /// A `numberValue` (a number, or its text as a string).

@@ -56,8 +56,8 @@ use std::sync::Arc;
 
 use super::canon::{Builder, Canon};
 use super::compile::{
-    at_least, at_most, count_words, type_words, Additional, Node, NodeId, ObjectRule, FALSE_NODE,
-    NONE, TRUE_NODE, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
+    at_least, at_most, count_words, cut_to, type_words, Additional, Node, NodeId, ObjectRule,
+    FALSE_NODE, NONE, TRUE_NODE, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
 };
 use super::decimal::{float_multiple, parse_into, DecRef, Decimal, Fixed};
 use super::trie::Trie;
@@ -400,10 +400,7 @@ fn node(nodes: &[Node], id: NodeId) -> &Node {
 }
 
 fn cut(s: &str) -> String {
-    match s.char_indices().nth(GOT_CHARS) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_owned(),
-    }
+    cut_to(s, GOT_CHARS)
 }
 
 fn quoted(s: &str) -> String {

@@ -660,16 +660,14 @@ impl Compiler<'_> {
                     let name = v
                         .as_str()
                         .ok_or_else(|| err(&kptr(), "format must be a string"))?;
-                    if let Some(f) = Format::from_name(name) {
-                        string.format = Some(f);
-                        // The checkers are lenient where the final validation is strict (a
-                        // space for `T`, a leap second, a zone id in an IPv6 address): a pass
-                        // may be a value validation refuses, so no `oneOf` may count it as a
-                        // certain match.
-                        node.exact = false;
-                    } else {
-                        self.unsupported(key, ptr);
-                        node.exact = false;
+                    // Asserted or not, a format leaves the node inexact: the checkers are
+                    // lenient where the final validation is strict (a space for `T`, a leap
+                    // second, a zone id in an IPv6 address), so a pass may be a value
+                    // validation refuses, and no `oneOf` may count it as a certain match.
+                    node.exact = false;
+                    match Format::from_name(name) {
+                        Some(f) => string.format = Some(f),
+                        None => self.unsupported(key, ptr),
                     }
                 }
                 "$ref" => self.resolve_ref(v, ptr, &mut node)?,
@@ -1003,13 +1001,16 @@ fn own_summary(node: &Node) -> String {
     // so that `exactly one of string or string` names what tells them apart.
     let detail = match (node.types, node.string.as_deref(), node.object.as_deref()) {
         (T_STRING, Some(rule), _) => match (&rule.pattern, rule.format) {
-            (Some((_, source)), _) => Some(format!("string matching {}", short(source))),
+            (Some((_, source)), _) => {
+                Some(format!("string matching {}", cut_to(source, SUMMARY_CHARS)))
+            }
             (None, Some(format)) => Some(format!("{} string", format.name())),
             (None, None) => None,
         },
-        (T_OBJECT | T_ALL, _, Some(rule)) if !rule.required.is_empty() => {
-            Some(format!("object with {}", short(&rule.required.join(", "))))
-        }
+        (T_OBJECT | T_ALL, _, Some(rule)) if !rule.required.is_empty() => Some(format!(
+            "object with {}",
+            cut_to(&rule.required.join(", "), SUMMARY_CHARS)
+        )),
         _ => None,
     };
     if let Some(detail) = detail {
@@ -1024,14 +1025,16 @@ fn own_summary(node: &Node) -> String {
     String::new()
 }
 
-/// `text`, cut to a length a message can quote.
-fn short(text: &str) -> String {
-    const MAX: usize = 60;
-    match text.char_indices().nth(MAX) {
+/// `text`, cut after `max` characters with a `…` to say so: a length a message can quote.
+pub(crate) fn cut_to(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
     }
 }
+
+/// The characters of a pattern or a field list a branch's summary quotes.
+const SUMMARY_CHARS: usize = 60;
 
 fn same_value_edges(node: &Node) -> Vec<NodeId> {
     node.conjuncts()
