@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -308,12 +308,8 @@ def _with_pointer_refs(schema: Mapping[str, Any]) -> Mapping[str, Any]:
                 continue
             if key == "$ref" and isinstance(value, str):
                 out[key] = pointer(value, scope)
-            elif key in _NAMED_SUBSCHEMAS and _as_dict(value) is not None:
-                out[key] = {name: walk(sub, scope) for name, sub in value.items()}
-            elif key in _SUBSCHEMAS:
-                out[key] = walk(value, scope)
             else:
-                out[key] = value
+                out[key] = _with_subschemas_mapped(key, value, lambda sub, _: walk(sub, scope))
         return out
 
     return cast(JsonSchema, walk(schema, resolver))
@@ -451,17 +447,8 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
             return walk({**body, **siblings}, (*stack, key))
         out: JsonSchema = {}
         for key, value in as_dict.items():
-            if key in ("$defs", "definitions"):
-                continue
-            if key in _NAMED_SUBSCHEMAS and _as_dict(value) is not None:
-                # Names of properties (or dependencies) may be any text, `$defs` included.
-                out[key] = {name: walk(sub, stack) for name, sub in value.items()}
-            elif key in _SUBSCHEMAS:
-                out[key] = walk(value, stack)
-            else:
-                # Values, not schemas (a default, an enum, an `x-` extension): a `$ref` or a
-                # `$defs` key inside is data.
-                out[key] = value
+            if key not in ("$defs", "definitions"):
+                out[key] = _with_subschemas_mapped(key, value, lambda sub, _: walk(sub, stack))
         return _without_discriminator_mapping(out)
 
     result = cast(JsonSchema, walk(schema, ("#",)))
@@ -1080,18 +1067,16 @@ def as_json_schema(schema: Mapping[str, Any]) -> JsonSchema:
             return node
         out: JsonSchema = {}
         for key, value in as_dict.items():
-            here = f"{at}/{_pointer_escape(key)}"
             if key == "type":
-                out[key] = _json_type(value, here)
-            elif key in _NAMED_SUBSCHEMAS and _as_dict(value) is not None:
-                out[key] = {
-                    name: walk(sub, f"{here}/{_pointer_escape(name)}")
-                    for name, sub in value.items()
-                }
-            elif key in _SUBSCHEMAS:
-                out[key] = walk(value, here)
+                out[key] = _json_type(value, f"{at}/{_pointer_escape(key)}")
             else:
-                out[key] = value
+                out[key] = _with_subschemas_mapped(
+                    key,
+                    value,
+                    lambda sub, tokens: walk(
+                        sub, at + "".join(f"/{_pointer_escape(t)}" for t in tokens)
+                    ),
+                )
         if openapi:
             _numeric_exclusive_bounds(out)
         return out
@@ -1177,6 +1162,21 @@ _SUBSCHEMAS = (
     "oneOf",
     "contentSchema",
 )
+
+
+def _with_subschemas_mapped(
+    key: str, value: Any, walk: Callable[[Any, tuple[str, ...]], Any]
+) -> Any:
+    """The value of keyword `key` with `walk` applied to each subschema it holds, given the
+    pointer tokens from the object to that subschema (a list of them is walked whole); the
+    value of a keyword that holds none (a default, an enum, an `x-` extension) as it is: a
+    `$ref` or a `$defs` key inside it is data."""
+    if key in _NAMED_SUBSCHEMAS and _as_dict(value) is not None:
+        # Names of properties (or dependencies) may be any text, `$defs` included.
+        return {name: walk(sub, (key, name)) for name, sub in value.items()}
+    if key in _SUBSCHEMAS:
+        return walk(value, (key,))
+    return value
 
 
 def without_keywords(node: Any, keywords: frozenset[str], *, false_as_nothing: bool = False) -> Any:
