@@ -8,8 +8,11 @@
 //! - Items live in two reused buffers, one of their texts and one of their paths, back to back:
 //!   recording an item allocates nothing once the buffers have grown. One allocation (or two,
 //!   with a shared pointer) per value was most of the cost of tracking a dense object.
-//! - The pointer of the string being written is kept while it lasts, so its pieces after a
-//!   drain do not rebuild it.
+//! - One pointer, the current value's, is kept up to date as keys, elements and containers
+//!   come: an item's path is a copy of it, and a string's pieces after a drain copy it again
+//!   (nothing moves it while the string is open). A level only remembers where its own tokens
+//!   start, so no level owns a buffer: a key string per level, and a second pointer for the
+//!   open string, were a fifth of the allocations of a small call's tracking.
 //! - Arguments that arrive as values rather than text (Vertex AI's `partialArgs` pieces) are
 //!   recorded by whoever reads them, with [`Progress::record`], as each piece arrives. The call's
 //!   text, written from those values when it closes, is then not scanned for items: the items
@@ -29,13 +32,12 @@ pub struct ProgressItem {
     pub complete: bool,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Copy)]
 struct Level {
     is_object: bool,
-    /// The current member's key, escaped as a JSON Pointer token.
-    key: String,
+    /// Elements of an array so far.
     count: usize,
-    /// Length of `Progress::prefix` before this container's own token.
+    /// Length of [`Progress::pointer`] at this container itself: its members' tokens follow.
     prefix_len: usize,
 }
 
@@ -67,14 +69,11 @@ enum Source {
 /// Visitor that records progress items.
 #[derive(Debug)]
 pub struct Progress {
-    /// The open containers are `levels[..depth]`; the levels past `depth` are kept for their
-    /// key buffers, so that opening an object allocates nothing once the stream has been as
-    /// deep before.
+    /// The open containers, outermost first.
     levels: Vec<Level>,
-    depth: usize,
-    /// Pointer of the innermost open container, kept up to date as containers open and close
-    /// so that a value's pointer costs one token, not one per level.
-    prefix: String,
+    /// Pointer of the current value: the innermost container's own pointer and the token of
+    /// its current member (set at the member's key) or element (set at the element's start).
+    pointer: String,
     /// The text of every item since the last drain, back to back. After a drain it holds only
     /// the bytes of a UTF-8 character the drain cut, which the next item (the same string's)
     /// starts with.
@@ -82,7 +81,8 @@ pub struct Progress {
     /// The path of every item since the last drain, back to back.
     paths: String,
     items: Vec<Pending>,
-    /// Pointer of the string being written, for its pieces after a drain.
+    /// Path of the last string [`Progress::record`] recorded (recorded items have no scanner
+    /// events to keep [`Progress::pointer`]); empty until then.
     string_path: String,
     /// True while the last item is an open string that pieces extend.
     open_string: bool,
@@ -112,12 +112,11 @@ impl Default for Progress {
     fn default() -> Self {
         Self {
             levels: Vec::with_capacity(LEVELS),
-            depth: 0,
-            prefix: String::with_capacity(POINTER_BYTES),
+            pointer: String::with_capacity(POINTER_BYTES),
             text: Vec::with_capacity(PENDING_BYTES),
             paths: String::with_capacity(PENDING_BYTES),
             items: Vec::with_capacity(PENDING_ITEMS),
-            string_path: String::with_capacity(POINTER_BYTES),
+            string_path: String::new(),
             open_string: false,
             source: Source::Scanner,
         }
@@ -185,31 +184,6 @@ impl Progress {
     #[must_use]
     pub fn is_recorded(&self) -> bool {
         self.source != Source::Scanner
-    }
-
-    /// Appends the pointer of the current value (the container prefix and the member token)
-    /// to `out`.
-    fn push_pointer(&self, out: &mut String) {
-        out.push_str(&self.prefix);
-        self.push_member_token(out);
-    }
-
-    fn innermost(&mut self) -> Option<&mut Level> {
-        let depth = self.depth;
-        self.levels.get_mut(depth.checked_sub(1)?)
-    }
-
-    /// Appends `/` and the token of the current member or element of the innermost container.
-    fn push_member_token(&self, out: &mut String) {
-        let Some(level) = self.depth.checked_sub(1).and_then(|d| self.levels.get(d)) else {
-            return;
-        };
-        out.push('/');
-        if level.is_object {
-            out.push_str(&level.key);
-        } else {
-            push_decimal(out, level.count.saturating_sub(1));
-        }
     }
 
     /// The items recorded since the last drain, as owned values.
@@ -293,16 +267,19 @@ impl Progress {
         });
     }
 
-    /// Starts an item of the open string, whose pointer was kept when it began.
+    /// Starts an item of the open string. A scanned string's path is still the current
+    /// pointer; a recorded one's was kept when it began.
     fn push_string_item(&mut self, complete: bool) {
-        self.paths.push_str(&self.string_path);
+        let path = match self.source {
+            Source::Scanner => &self.pointer,
+            Source::Recorded { .. } | Source::Stopped => &self.string_path,
+        };
+        self.paths.push_str(path);
         self.push_item(true, complete);
     }
 
     fn scalar(&mut self, text: &[u8]) {
-        let mut paths = std::mem::take(&mut self.paths);
-        self.push_pointer(&mut paths);
-        self.paths = paths;
+        self.paths.push_str(&self.pointer);
         self.push_item(false, true);
         self.extend_last(text);
         self.open_string = false;
@@ -321,37 +298,23 @@ impl Visitor for Progress {
     const WANTS_STRINGS: bool = true;
 
     fn value_start(&mut self, kind: ValueKind, _offset: usize) {
-        if let Some(parent) = self.innermost() {
+        if let Some(parent) = self.levels.last_mut() {
             if !parent.is_object {
+                // An element's token is its index, known only now (a member's came with its key).
+                self.pointer.truncate(parent.prefix_len);
+                self.pointer.push('/');
+                push_decimal(&mut self.pointer, parent.count);
                 parent.count += 1;
             }
         }
         match kind {
-            ValueKind::Object | ValueKind::Array => {
-                let prefix_len = self.prefix.len();
-                let mut prefix = std::mem::take(&mut self.prefix);
-                self.push_member_token(&mut prefix);
-                self.prefix = prefix;
-                if self.depth == self.levels.len() {
-                    self.levels.push(Level {
-                        key: String::with_capacity(POINTER_BYTES / 4),
-                        ..Level::default()
-                    });
-                }
-                self.depth += 1;
-                if let Some(level) = self.innermost() {
-                    level.is_object = kind == ValueKind::Object;
-                    level.key.clear();
-                    level.count = 0;
-                    level.prefix_len = prefix_len;
-                }
-            }
+            ValueKind::Object | ValueKind::Array => self.levels.push(Level {
+                is_object: kind == ValueKind::Object,
+                count: 0,
+                prefix_len: self.pointer.len(),
+            }),
             ValueKind::String => {
-                let mut path = std::mem::take(&mut self.string_path);
-                path.clear();
-                self.push_pointer(&mut path);
-                self.paths.push_str(&path);
-                self.string_path = path;
+                self.paths.push_str(&self.pointer);
                 self.push_item(false, false);
                 self.open_string = true;
             }
@@ -360,13 +323,14 @@ impl Visitor for Progress {
     }
 
     fn key_end(&mut self, key: &str, _offset: usize) {
-        if let Some(level) = self.innermost() {
-            level.key.clear();
+        if let Some(level) = self.levels.last() {
+            self.pointer.truncate(level.prefix_len);
+            self.pointer.push('/');
             // Keys are short: a plain loop beats memchr's set-up.
             if key.bytes().any(|b| b == b'~' || b == b'/') {
-                push_pointer_token(&mut level.key, key);
+                push_pointer_token(&mut self.pointer, key);
             } else {
-                level.key.push_str(key);
+                self.pointer.push_str(key);
             }
         }
     }
@@ -407,9 +371,10 @@ impl Visitor for Progress {
     }
 
     fn container_end(&mut self, _kind: ValueKind, _offset: usize) {
-        if let Some(prefix_len) = self.innermost().map(|level| level.prefix_len) {
-            self.prefix.truncate(prefix_len);
-            self.depth -= 1;
+        // The pointer goes back to the container's own: the next member or element of its
+        // parent replaces that token.
+        if let Some(level) = self.levels.pop() {
+            self.pointer.truncate(level.prefix_len);
         }
         self.open_string = false;
     }
