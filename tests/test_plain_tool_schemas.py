@@ -918,6 +918,100 @@ def test_string_branches_told_apart_by_pattern_name_every_pattern(union: str) ->
     assert _run(schema, {"ref": "CUS-7"}) == ([], True, [])
 
 
+# (branches, value sent, code, English `expected`): no single branch stands out, and the
+# branches refuse the value by rules of different kinds. "type: a string" for a string told the
+# model nothing; each branch's need does.
+MIXED_REFUSALS: list[tuple[list[dict[str, Any]], Any, str, str]] = [
+    (
+        [{"type": "string", "pattern": "^ORD-[0-9]+$"}, {"type": "string", "maxLength": 3}],
+        "order 44",
+        "invalid",
+        "a string matching ^ORD-[0-9]+$ or a string (at most 3 characters)",
+    ),
+    # The branches the value's type fits refuse it by one kind of rule: that kind, with the
+    # branch of another type named too.
+    (
+        [
+            {"type": "integer", "minimum": 5},
+            {"type": "integer", "maximum": 1},
+            {"type": "string", "pattern": "^[A-Z]+$"},
+        ],
+        3,
+        "range",
+        "an integer (>= 5) or an integer (<= 1) or a string matching ^[A-Z]+$",
+    ),
+    (
+        [{"type": "number", "multipleOf": 5}, {"type": "number", "minimum": 100}],
+        7,
+        "invalid",
+        "a number (a multiple of 5) or a number (>= 100)",
+    ),
+    (
+        [{"type": "string", "enum": ["a", "b"]}, {"type": "string", "pattern": "^x"}],
+        "c",
+        "invalid",
+        'one of "a", "b" or a string matching ^x',
+    ),
+    # A branch refusing the value twice needs both; a bound from an `allOf` member counts.
+    (
+        [
+            {"type": "string", "pattern": "^a"},
+            {"type": "string", "pattern": "^b", "allOf": [{"minLength": 3}]},
+        ],
+        "c",
+        "invalid",
+        "a string matching ^a or a string matching ^b (at least 3 characters)",
+    ),
+    # A nested union's branches are branches too; a `$ref` is read where it points.
+    (
+        [
+            {"anyOf": [{"type": "string", "minLength": 3}, {"type": "integer"}]},
+            {"$ref": "#/$defs/code"},
+        ],
+        "y",
+        "invalid",
+        "a string (at least 3 characters) or an integer or a string matching ^x",
+    ),
+]
+
+
+@pytest.mark.parametrize("union", ["oneOf", "anyOf"])
+@pytest.mark.parametrize(
+    ("branches", "sent", "code", "expected"),
+    MIXED_REFUSALS,
+    ids=["pattern-length", "range-type", "step-range", "enum-pattern", "two-rules", "nested"],
+)
+def test_branches_refusing_by_different_rules_each_say_what_they_need(
+    union: str, branches: list[dict[str, Any]], sent: Any, code: str, expected: str
+) -> None:
+    schema = _obj(
+        properties={"ref": {union: branches}},
+        required=["ref"],
+        **{"$defs": {"code": {"type": "string", "pattern": "^x"}}},
+    )
+    for precheck in (True, False):
+        tools = Toolset([{"name": "tool", "parameters": schema}])
+        assembler = Assembler(tools=tools if precheck else None)
+        assembler.feed(0, id="call_1", name="tool", arguments=json.dumps({"ref": sent}))
+        (call,) = assembler.finish()
+        errors = tools.validate(call).errors
+        assert [(e.path, e.code, e.expected, e.got) for e in errors] == [
+            ("/ref", code, expected, json.dumps(sent))
+        ]
+
+
+def test_branches_refusing_by_different_rules_are_described_in_chinese() -> None:
+    ref = {"anyOf": [{"type": "string", "pattern": "^ORD-"}, {"type": "string", "maxLength": 3}]}
+    (error,) = _validated(_obj(properties={"ref": ref}), {"ref": "order 44"}, "zh")[1]
+    assert (error.code, error.expected) == (
+        "invalid",
+        "匹配 ^ORD- 的字符串 或 字符串（最多 3 个字符）",
+    )
+    # A value no branch's type fits is still a type error.
+    (error,) = _validated(_obj(properties={"ref": ref}), {"ref": 5}, "en")[1]
+    assert (error.code, error.expected) == ("type", "a string")
+
+
 @pytest.mark.parametrize("union", ["oneOf", "anyOf"])
 @pytest.mark.parametrize(
     "tag",

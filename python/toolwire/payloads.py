@@ -129,6 +129,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "one of these fields: {names}",
         "zh": "以下字段之一：{names}",
     },
+    # A union branch's value with the rules it holds it to ("an integer (>= 5)").
+    "expected.with_rules": {"en": "{what} ({rules})", "zh": "{what}（{rules}）"},
     "expected.exactly_one": {
         "en": "exactly one of the alternatives: {what}",
         "zh": "恰好符合以下备选项之一：{what}",

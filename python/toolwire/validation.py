@@ -1292,6 +1292,9 @@ _RANK: dict[str, int] = {
     "decimal": 5,
     "length": 5,
     "schema_violation": 5,
+    # A value no rule of one kind explains: a `not`, a `then: false`, union branches that each
+    # refuse it by another rule.
+    "invalid": 5,
     "unique": 5,
     "value": 6,
 }
@@ -1313,6 +1316,20 @@ _PLAIN_KEYWORDS = frozenset(
         "minItems",
         "maxItems",
     }
+)
+# The keywords a union branch's words name as its rules (`_ErrorBuilder._branch_needs`), next
+# to the kind of value its type, format or values say.
+_BRANCH_RULES = (
+    "pattern",
+    "minimum",
+    "exclusiveMinimum",
+    "maximum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
 )
 _JSON_KEYWORD_CODES: dict[str, str] = {
     "type": "type",
@@ -2147,6 +2164,10 @@ class _ErrorBuilder:
                 if alike is not None:
                     drafts.append(alike)
                     continue
+                apart = self._refused_apart(error, path)
+                if apart is not None:
+                    drafts.append(apart)
+                    continue
                 wrong_tag = self._wrong_tag(error, path)
                 if wrong_tag is not None:
                     drafts.append(wrong_tag)
@@ -2470,6 +2491,75 @@ class _ErrorBuilder:
             FieldError(located.pointer, codes.pop(), expected, self.got(located, error.instance))
         )
 
+    def _refused_apart(
+        self, error: jsonschema.ValidationError, path: list[str | int]
+    ) -> _Draft | None:
+        """A union's error when no one branch stands out and the branches refuse the value by
+        rules of different kinds (one by its pattern, another by its length, a third by its
+        type): what each branch needs, in words (a nested union's branches each count), under
+        the code of the rules that refuse it in the branches whose type it has, `invalid` where
+        those differ. "Expected a string" would have told the model nothing about a value that
+        is one. None where every branch refuses the value's type alone (a type error, which the
+        union's description says), or a branch refuses something inside the value."""
+        refused = _value_refusals(error)
+        if refused is None:
+            return None
+        codes: set[str] = set()
+        needs: list[str] = []
+        for branch, refusals in refused:
+            keywords = {str(sub.validator) for sub in refusals}
+            if "type" not in keywords:
+                codes.update(_JSON_KEYWORD_CODES[keyword] for keyword in keywords)
+            words = self._branch_needs(self.schema.deref(branch), refusals)
+            if words not in needs:
+                needs.append(words)
+        if not codes:
+            return None
+        code = codes.pop() if len(codes) == 1 else "invalid"
+        located = self.schema.locate(path)
+        expected = text("join.or", self.lang).join(needs)
+        return _Draft(
+            FieldError(located.pointer, code, expected, self.got(located, error.instance))
+        )
+
+    def _branch_needs(
+        self, branch: dict[str, Any], refusals: Sequence[jsonschema.ValidationError]
+    ) -> str:
+        """What one union branch holds a value to, in words: the kind of value it takes (its
+        pattern, else its type, format or values) with its bounds, those it declares itself
+        and those its refusals name from elsewhere (an `allOf` member): `an integer (>= 5)`."""
+        lang = self.lang
+        kinds: list[str] = []
+        rules: list[str] = []
+        sources: list[tuple[str, Mapping[str, Any]]] = [
+            (keyword, branch) for keyword in _BRANCH_RULES if keyword in branch
+        ]
+        sources += [
+            (str(sub.validator), cast(dict[str, Any], sub.schema))
+            for sub in refusals
+            if sub.validator != "type"
+        ]
+        for keyword, node in sources:
+            if keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+                words, kind = self.range_text(node, {}), False
+            elif keyword in ("minLength", "maxLength", "minItems", "maxItems"):
+                words = self.length_text(node, {}, items=keyword.endswith("Items"))
+                kind = False
+            else:
+                code = _JSON_KEYWORD_CODES[keyword]
+                # A pattern, a format or the values allowed say what kind of value it is.
+                words, kind = self.expected(code, node, {}, ""), code != "multiple_of"
+            if words not in kinds and words not in rules:
+                (kinds if kind else rules).append(words)
+        what = kinds[0] if kinds else self.schema.describe(branch, lang)
+        rules = kinds[1:] + rules
+        if not rules:
+            return what
+        joined = text("join.and", lang).join(rules)
+        if what == text("type.any", lang):
+            return joined
+        return text("expected.with_rules", lang, what=what, rules=joined)
+
     def _wrong_tag(self, error: jsonschema.ValidationError, path: list[str | int]) -> _Draft | None:
         """A tagged union's error when the value's tag names no branch: the tag is what to fix.
 
@@ -2530,6 +2620,41 @@ def _branch_errors(
         if isinstance(index, int):
             by_branch.setdefault(index, []).append(sub)
     return by_branch
+
+
+def _value_refusals(
+    error: jsonschema.ValidationError,
+) -> list[tuple[dict[str, Any], list[jsonschema.ValidationError]]] | None:
+    """A union error's branches, a nested union's own branches in its place, each with the
+    errors it refused the value with, where every branch refused the value itself (no member
+    or item of it) by keywords that `_PLAIN_KEYWORDS` names; None otherwise."""
+    listed = _l(error.validator_value)
+    by_branch = _branch_errors(error)
+    if not by_branch or len(by_branch) != len(listed):
+        return None  # a branch that passed (oneOf matched twice): nothing to fix in one
+    out: list[tuple[dict[str, Any], list[jsonschema.ValidationError]]] = []
+    for index, refusals in sorted(by_branch.items()):
+        (first, *others) = refusals
+        if (
+            not others
+            and first.validator in ("anyOf", "oneOf")
+            and not first.relative_path
+            and first.context
+        ):
+            nested = _value_refusals(first)
+            if nested is None:
+                return None
+            out += nested
+            continue
+        if any(
+            sub.relative_path
+            or str(sub.validator) not in _PLAIN_KEYWORDS
+            or not isinstance(sub.schema, dict)
+            for sub in refusals
+        ):
+            return None
+        out.append((_d(listed[index]), refusals))
+    return out
 
 
 def _one_dialect(schema: Mapping[str, Any]) -> dict[str, Any]:
