@@ -1107,6 +1107,79 @@ def _obj(**keywords: Any) -> dict[str, Any]:
     return {"type": "object", **keywords}
 
 
+_BY_ID = {"required": ["id"]}
+_BY_LOGIN = {"required": ["login"]}
+_USER_FIELDS = {"id": {"type": "integer"}, "login": {"type": "string"}, "email": {"type": "string"}}
+
+
+@pytest.mark.parametrize(
+    ("schema", "at"),
+    [
+        # Object branches told apart by the fields they require.
+        (
+            _obj(
+                properties={
+                    "user": {
+                        "oneOf": [
+                            _obj(properties=_USER_FIELDS, **_BY_ID),
+                            _obj(properties=_USER_FIELDS, **_BY_LOGIN),
+                            _obj(properties=_USER_FIELDS, required=["email"]),
+                        ]
+                    }
+                },
+                required=["user"],
+            ),
+            "/user",
+        ),
+        # The arguments themselves: "send exactly one of id or login".
+        (_obj(properties=_USER_FIELDS, oneOf=[_BY_ID, _BY_LOGIN]), ""),
+        # Branches behind references.
+        (
+            _obj(
+                properties={
+                    "user": {"oneOf": [{"$ref": "#/$defs/by_id"}, {"$ref": "#/$defs/by_login"}]}
+                },
+                **{
+                    "$defs": {
+                        "by_id": _obj(properties=_USER_FIELDS, **_BY_ID),
+                        "by_login": _obj(properties=_USER_FIELDS, **_BY_LOGIN),
+                    }
+                },
+            ),
+            "/user",
+        ),
+    ],
+    ids=["branches", "root", "refs"],
+)
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_value_one_of_branches_take_by_their_fields_names_those_fields(
+    schema: dict[str, Any], at: str, lang: Lang
+) -> None:
+    # "Exactly one of the alternatives: an object" told the model neither which fields made
+    # more than one branch take the value nor that dropping one of them would do.
+    user = {"id": 1, "login": "ann"}
+    arguments = {"user": user} if at else user
+    for precheck in (True, False):
+        tools = Toolset([{"name": "tool", "parameters": schema}], lang=lang)
+        assembler = Assembler(tools=tools if precheck else None)
+        assembler.feed(0, id="call_1", name="tool", arguments=json.dumps(arguments))
+        (call,) = assembler.finish()
+        (error,) = tools.validate(call).errors
+        assert (error.path, error.code) == (at, "ambiguous")
+        assert error.expected is not None and error.hint is not None
+        # Both fields, and not `email`, which no branch that took the value asked for.
+        assert "id, login" in error.hint and "email" not in error.hint
+        if lang == "en":
+            assert "exactly one of the alternatives: an object with id or an object with login" in (
+                error.expected
+            )
+            assert "send the fields of only one of them" in error.hint
+    # Either field alone is taken.
+    for key in ("id", "login"):
+        single = {key: user[key]}
+        assert _run(schema, {"user": single} if at else single) == ([], True, [])
+
+
 _PET = {
     "oneOf": [
         _obj(

@@ -1532,6 +1532,8 @@ class _ErrorBuilder:
         self.schema = schema
         self.lang: Lang = lang
         self.redact = redact
+        # The validator whose errors `from_jsonschema` describes, for a plain tool.
+        self.judge: jsonschema.protocols.Validator | None = None
         # The arguments as the model wrote them (numbers exact), read when first needed.
         self._read = written
         self._written_value: Any = _ABSENT
@@ -2087,8 +2089,14 @@ class _ErrorBuilder:
         return None
 
     def from_jsonschema(
-        self, errors: Sequence[jsonschema.ValidationError], value: Any
+        self,
+        errors: Sequence[jsonschema.ValidationError],
+        value: Any,
+        judge: jsonschema.protocols.Validator | None = None,
     ) -> list[_Entry]:
+        """Drafts for `errors`, which `judge` (when given) found in `value`: it tells which
+        branches of a `oneOf` took a value more than one took."""
+        self.judge = judge
         if len(errors) <= _EAGER_ERRORS:
             return list(self._from_jsonschema(errors, value))
 
@@ -2153,7 +2161,7 @@ class _ErrorBuilder:
                     continue
             if keyword == "oneOf" and not error.context:
                 # jsonschema reports a value more than one branch takes without sub-errors.
-                drafts.append(self._several_branches(path, instance))
+                drafts.append(self._several_branches(path, instance, error))
                 continue
             if keyword in ("anyOf", "oneOf"):
                 alternatives = self._missing_alternatives(error, path)
@@ -2410,23 +2418,50 @@ class _ErrorBuilder:
             return text("condition.schema", lang)
         return shown_text(text("join.and", lang).join(parts))
 
-    def _several_branches(self, path: list[str | int], value: Any) -> _Draft:
+    def _several_branches(
+        self, path: list[str | int], value: Any, error: jsonschema.ValidationError
+    ) -> _Draft:
         """The error of a value more than one `oneOf` branch takes (exactly one must): the
-        branches, in words, and what to do about it."""
+        branches, in words, and what to do about it. Object branches told apart by the fields
+        they require are named by them, and the fields that made several take the value are
+        named in the hint: dropping some of them makes it one branch's."""
+        lang = self.lang
         located = self.schema.locate(path)
+        what = self.schema.describe(located.node, lang)
+        hint = text("hint.one_of_several", lang)
+        listed = _l(error.validator_value)
+        branches = [self.schema.deref(_d(b)) for b in listed]
+        if any(_requires(b) for b in branches):
+            words = [self._alternative_words(b) for b in branches]
+            what = text("join.or", lang).join(dict.fromkeys(words))
+        if isinstance(value, dict) and self.judge is not None:
+            evolve: Callable[..., jsonschema.protocols.Validator] = self.judge.evolve  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            took = [
+                _requires(branch)
+                for raw, branch in zip(listed, branches, strict=True)
+                if evolve(schema=raw).is_valid(cast(dict[str, Any], value))
+            ]
+            present = [[k for k in names if k in value] for names in took]
+            common = set(present[0]).intersection(*present[1:]) if present else set[str]()
+            names = [k for k in dict.fromkeys(k for p in present for k in p) if k not in common]
+            if len(took) > 1 and names:
+                hint = text("hint.one_of_fields", lang, names=shown_text(", ".join(names)))
         return _Draft(
             FieldError(
                 located.pointer,
                 "ambiguous",
-                text(
-                    "expected.exactly_one",
-                    self.lang,
-                    what=self.schema.describe(located.node, self.lang),
-                ),
+                text("expected.exactly_one", lang, what=what),
                 self.got(located, value),
-                text("hint.one_of_several", self.lang),
+                hint,
             )
         )
+
+    def _alternative_words(self, branch: dict[str, Any]) -> str:
+        """A `oneOf` branch in words: an object branch by the fields it requires."""
+        names = _requires(branch)
+        if names and (_is_object_schema(branch) or "type" not in branch):
+            return text("expected.object_with", self.lang, names=shown_text(", ".join(names)))
+        return self.schema.describe(branch, self.lang)
 
     def _missing_alternatives(
         self, error: jsonschema.ValidationError, path: list[str | int]
@@ -2620,6 +2655,14 @@ def _branch_errors(
         if isinstance(index, int):
             by_branch.setdefault(index, []).append(sub)
     return by_branch
+
+
+def _requires(branch: Mapping[str, Any]) -> list[str]:
+    """The fields an object branch requires, its `allOf` members' included."""
+    names = [str(n) for n in _l(branch.get("required"))]
+    for member in _l(branch.get("allOf")):
+        names += [str(n) for n in _l(_d(member).get("required"))]
+    return list(dict.fromkeys(names))
 
 
 def _value_refusals(
@@ -3742,17 +3785,16 @@ class ToolValidator:
         # integer 1000 (coercion refuses it where it walks; this holds everywhere).
         fixed_text = dumps_exact(fixed)
         judged, rounded = _loads_judged(fixed_text)
-        errors = sorted(
-            self._jsonschema.iter_errors(judged), key=lambda e: list(map(str, e.absolute_path))
-        )
+        judge = self._jsonschema
+        errors = sorted(judge.iter_errors(judged), key=lambda e: list(map(str, e.absolute_path)))
         if not errors and self._as_written is not None:
             # No unknown field; a `oneOf` whose open branches both take the value still
             # refuses it (`ambiguous`).
+            judge = self._as_written
             errors = sorted(
-                self._as_written.iter_errors(judged),
-                key=lambda e: list(map(str, e.absolute_path)),
+                judge.iter_errors(judged), key=lambda e: list(map(str, e.absolute_path))
             )
-        drafts = drafts + builder.from_jsonschema(errors, judged)
+        drafts = drafts + builder.from_jsonschema(errors, judged, judge)
         if drafts:
             return self._reject(call, drafts, coercions, lang, builder)
         plain = json.loads(fixed_text) if rounded else judged
