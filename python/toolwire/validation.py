@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, get_arg
 import jsonschema
 import jsonschema.protocols
 import jsonschema.validators
+import regex
 from pydantic import BaseModel, NaiveDatetime, SecretBytes, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core.core_schema import ErrorType
@@ -822,7 +823,13 @@ class _Schema:
                 node = _d(prefix[seg]) if seg < len(prefix) else _d(node.get("items"))
             else:
                 props = _d(node.get("properties"))
-                node = _d(props.get(seg)) if seg in props else _d(node.get("additionalProperties"))
+                if seg in props:
+                    node = _d(props[seg])
+                else:
+                    # A key a pattern names is described by that pattern's schema, as
+                    # validation and coercion read it; `additionalProperties` has the rest.
+                    named = _pattern_schema(node, seg)
+                    node = named if named is not None else _d(node.get("additionalProperties"))
         node = self.deref(node)
         secret = secret or self.is_secret_here(node)
         return _Located(pointer(parts), node, parent, secret, union_ptr, tag, inside)
@@ -2978,6 +2985,19 @@ def _tags(branch: Mapping[str, Any]) -> dict[str, Any]:
         elif len(members) == 1:
             tags[key] = members[0]
     return tags
+
+
+def _pattern_schema(node: Mapping[str, Any], key: str) -> dict[str, Any] | None:
+    """The schema of the first `patternProperties` pattern that takes `key`, or None. A
+    pattern no engine compiles (one a model's `json_schema_extra` adds, which Pydantic never
+    runs) takes no key."""
+    for pattern, rule in _d(node.get("patternProperties")).items():
+        try:
+            if search(pattern, key):
+                return _d(rule)
+        except (regex.error, OverflowError):
+            continue
+    return None
 
 
 def _pattern_names(patterns: Mapping[str, Any], key: str) -> bool:
