@@ -1400,12 +1400,12 @@ class _Coercer:
             # export merges them into one object, offering null for the optional ones.
             props = {**member_props, **props}
         required |= member_required
-        patterns = cast(Mapping[str, Any], node.get("patternProperties") or {})
+        by_pattern = cast(Mapping[str, Any], node.get("patternProperties") or {})
         if (
             self.focus
             and not props
             and self.skips(extra)
-            and all(self.skips(sub) for sub in patterns.values())
+            and all(self.skips(sub) for sub in by_pattern.values())
         ):
             # A dict whose values hold no key or set (`dict[int, str]`): its keys were all.
             return value
@@ -1421,18 +1421,18 @@ class _Coercer:
                     )
                     changed = True
                     continue
-            patterns = _pattern_schemas(node, key) if sub is None else []
-            if len(patterns) > 1:
+            named = _pattern_schemas(node, key) if sub is None and by_pattern else []
+            if len(named) > 1:
                 # Every pattern that names the key holds its value (and `additionalProperties`
                 # none of them): the value is read as all of them allow.
-                if all(self.skips(pattern) for pattern in patterns):
+                if all(self.skips(pattern) for pattern in named):
                     out[key] = item
                 else:
-                    out[key] = new = self.walk_every(item, patterns, [*path, key], rules)
+                    out[key] = new = self.walk_every(item, named, [*path, key], rules)
                     changed = changed or new is not item
                 continue
-            if patterns:
-                sub = cast(Mapping[str, Any], patterns[0])
+            if named:
+                sub = cast(Mapping[str, Any], named[0])
             elif sub is None and isinstance(extra, dict):
                 sub = cast(Mapping[str, Any], extra)
             if sub is None:
