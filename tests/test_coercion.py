@@ -736,6 +736,29 @@ def test_a_model_dict_whose_keys_a_pattern_holds_is_coerced_as_a_plain_one(
     assert found[0][1] == read
 
 
+class Ledger(BaseModel):
+    by_name: dict[str, Decimal] = {}
+    by_pattern: dict[_QKey, Decimal] = {}
+
+
+@pytest.mark.parametrize("field", ["by_name", "by_pattern"])
+@pytest.mark.parametrize("written", ["0.1000000000000000000001", "12345678901234567.89", '"1_0"'])
+def test_decimal_digits_under_a_pattern_key_are_kept_as_under_any_key(
+    field: str, written: str
+) -> None:
+    # Pydantic reads a JSON number for a `Decimal` through a float unless it is quoted first;
+    # the quoting, and the check of a numeric string's text, missed dict values whose keys a
+    # pattern constrains (`0.1000000000000000000001` became `Decimal("0.1")` there).
+    outcome = Toolset([Ledger]).validate(call("ledger", f'{{"{field}": {{"q_a": {written}}}}}'))
+    if written.startswith('"'):
+        assert not outcome.ok and [(e.path, e.code) for e in outcome.errors] == [
+            (f"/{field}/q_a", "type")
+        ]
+    else:
+        assert outcome.ok and getattr(outcome.model, field) == {"q_a": Decimal(written)}
+        assert str(getattr(outcome.model, field)["q_a"]) == written
+
+
 def test_union_coercion_only_when_all_readings_agree() -> None:
     schema = {
         "type": "object",

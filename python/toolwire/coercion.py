@@ -710,6 +710,17 @@ def _pattern_schemas(node: Mapping[str, Any], key: str) -> list[Any]:
     return found
 
 
+def _member_schemas(node: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    """The schemas an object's member `key` is validated against: its property's, else those
+    of the patterns that name it, else `additionalProperties` (when it is a schema)."""
+    props = node.get("properties")
+    if isinstance(props, dict) and key in props:
+        found: list[Any] = [cast(dict[str, Any], props)[key]]
+    else:
+        found = _pattern_schemas(node, key) or [node.get("additionalProperties")]
+    return [cast(Mapping[str, Any], rule) for rule in found if isinstance(rule, dict)]
+
+
 def _types(node: Mapping[str, Any]) -> set[str]:
     kind = node.get("type")
     if isinstance(kind, str):
@@ -1976,11 +1987,10 @@ def _any_leaf(
                     if walk(item, branch, depth + 1):
                         return True
         if isinstance(item, dict):
-            props = cast(Mapping[str, Any], as_dict.get("properties") or {})
-            extra = as_dict.get("additionalProperties")
             return any(
-                walk(sub, props.get(key, extra), depth + 1)
+                walk(sub, rule, depth + 1)
                 for key, sub in cast(dict[str, Any], item).items()
+                for rule in _member_schemas(as_dict, key)
             )
         if isinstance(item, list):
             return any(
@@ -2069,13 +2079,12 @@ def _map_decimals(
             fits = [b for b in resolved if b.get("type") == kind]
             return walk(item, fits[0]) if len(fits) == 1 else cast(Any, item)
         if isinstance(item, dict):
-            props = cast(Mapping[str, Any], node.get("properties") or {})
-            extra = node.get("additionalProperties")
             out: dict[str, Any] = {}
             changed = False
             for key, sub in cast(dict[str, Any], item).items():
-                sub_node = props.get(key, extra if isinstance(extra, dict) else None)
-                out[key] = walk(sub, cast(Mapping[str, Any], sub_node)) if sub_node else sub
+                # The first schema that holds the member: a `Decimal` dict's one pattern.
+                sub_node = next(iter(_member_schemas(node, key)), None)
+                out[key] = walk(sub, sub_node) if sub_node else sub
                 changed = changed or out[key] is not sub
             return out if changed else cast(Any, item)
         if isinstance(item, list):
