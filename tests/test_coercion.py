@@ -13,7 +13,15 @@ from zoneinfo import ZoneInfo
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+)
 
 from toolwire import Assembler, ToolCall
 from toolwire.coercion import (
@@ -618,6 +626,137 @@ def test_coerce_arguments_on_a_plain_schema_leaves_input_untouched() -> None:
         ("/n", "number_string"),
         ("/tags/0", "bool_string"),
     ]
+
+
+def _plain_outcome(schema: dict[str, Any], arguments: Any, **options: Any) -> Any:
+    """`arguments` streamed through the pre-check of a one-tool plain toolset, validated."""
+    tools = Toolset([{"name": "tool", "parameters": schema}], **options)
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="tool", arguments=json.dumps(arguments))
+    (done,) = assembler.finish()
+    return tools.validate(done)
+
+
+@pytest.mark.parametrize(
+    ("rule", "sent", "coercion"),
+    [
+        ({"type": "integer"}, "3", "safe"),
+        ({"type": "integer"}, " -4 ", "safe"),
+        ({"type": "number"}, "2.50", "safe"),
+        ({"type": "boolean"}, "True", "safe"),
+        ({"type": "array", "items": {"type": "integer"}}, '["1", 2]', "safe"),
+        ({"enum": ["low", "high"]}, "HIGH", "safe"),
+        # Refused, not rounded; left as sent without the rules.
+        ({"type": "integer"}, "3.5", "safe"),
+        ({"type": "integer"}, "3", "none"),
+    ],
+)
+def test_a_value_under_a_pattern_key_is_coerced_as_under_a_property(
+    rule: dict[str, Any], sent: str, coercion: str
+) -> None:
+    # `"3"` under a key a `patternProperties` pattern names was never read as 3, while the
+    # same value under `properties` was, and recorded: the rules are the field's, however
+    # the schema names its key.
+    def outcome(schema: dict[str, Any]) -> tuple[Any, ...]:
+        found = _plain_outcome(schema, {"q_1": sent}, coercion=coercion)
+        return (
+            found.ok,
+            found.value,
+            [(c.path, c.from_, c.to, c.rule) for c in found.coercions],
+            [(e.path, e.code, e.expected) for e in found.errors],
+        )
+
+    named = outcome({"type": "object", "properties": {"q_1": rule}})
+    for patterns in (
+        {"patternProperties": {"^q_": rule}},
+        {"patternProperties": {"^q_": rule}, "additionalProperties": False},
+        # The pattern's schema, not `additionalProperties`, is what the key's value is read by.
+        {"patternProperties": {"^q_": rule}, "additionalProperties": {"type": "string"}},
+        # A pattern that adds no type of its own beside it leaves the reading as it is.
+        {"patternProperties": {"^q_": rule, "_1$": {"not": {"type": "null"}}}},
+    ):
+        assert outcome({"type": "object", **patterns}) == named
+    assert named[0] == (coercion == "safe" and sent != "3.5")
+
+
+def test_a_key_two_patterns_read_differently_is_left_to_validation() -> None:
+    # No reading satisfies an integer pattern and a string pattern at once: nothing is changed
+    # or recorded, and validation refuses the value as sent.
+    schema = {
+        "type": "object",
+        "patternProperties": {"^q_": {"type": "integer"}, "_s$": {"type": "string"}},
+    }
+    found = _plain_outcome(schema, {"q_s": "3", "q_n": "4"})
+    assert not found.ok and [(c.path, c.rule) for c in found.coercions] == [
+        ("/q_n", "number_string")
+    ]
+    assert [(e.path, e.code) for e in found.errors] == [("/q_s", "type")]
+    # A key no pattern names stays under `additionalProperties`.
+    schema = {**schema, "additionalProperties": {"type": "boolean"}}
+    found = _plain_outcome(schema, {"flag": "true", "q_n": "4"})
+    assert found.ok and found.value == {"flag": True, "q_n": 4}
+
+
+_QKey = Annotated[str, StringConstraints(pattern=r"^q_")]
+
+
+class Tallies(BaseModel):
+    counts: dict[str, int] = {}
+    by_pattern: dict[_QKey, int] = {}
+    ids: dict[str, dict[int, str]] = {}
+    ids_by_pattern: dict[_QKey, dict[int, str]] = {}
+
+
+@pytest.mark.parametrize(
+    ("field", "sent", "read"),
+    [
+        ("counts", {"q_a": "3"}, {"q_a": 3}),
+        ("ids", {"q_a": {"1": "x"}}, {"q_a": {1: "x"}}),
+        ("ids", {"q_a": {"01": "x"}}, None),
+    ],
+)
+def test_a_model_dict_whose_keys_a_pattern_holds_is_coerced_as_a_plain_one(
+    field: str, sent: dict[str, Any], read: dict[str, Any] | None
+) -> None:
+    # Pydantic writes a `dict` with constrained keys as `patternProperties`: its values were
+    # neither coerced nor their keys checked, where the same dict with plain keys was.
+    tools = Toolset([Tallies])
+    found = []
+    for name in (field, {"counts": "by_pattern", "ids": "ids_by_pattern"}[field]):
+        outcome = tools.validate(call("tallies", json.dumps({name: sent})))
+        found.append(
+            (
+                outcome.ok,
+                getattr(outcome.model, name, None),
+                [(c.path.split("/", 2)[-1], c.rule) for c in outcome.coercions],
+                [(e.path.split("/", 2)[-1], e.code) for e in outcome.errors],
+            )
+        )
+    assert found[0] == found[1]
+    assert found[0][1] == read
+
+
+class Ledger(BaseModel):
+    by_name: dict[str, Decimal] = {}
+    by_pattern: dict[_QKey, Decimal] = {}
+
+
+@pytest.mark.parametrize("field", ["by_name", "by_pattern"])
+@pytest.mark.parametrize("written", ["0.1000000000000000000001", "12345678901234567.89", '"1_0"'])
+def test_decimal_digits_under_a_pattern_key_are_kept_as_under_any_key(
+    field: str, written: str
+) -> None:
+    # Pydantic reads a JSON number for a `Decimal` through a float unless it is quoted first;
+    # the quoting, and the check of a numeric string's text, missed dict values whose keys a
+    # pattern constrains (`0.1000000000000000000001` became `Decimal("0.1")` there).
+    outcome = Toolset([Ledger]).validate(call("ledger", f'{{"{field}": {{"q_a": {written}}}}}'))
+    if written.startswith('"'):
+        assert not outcome.ok and [(e.path, e.code) for e in outcome.errors] == [
+            (f"/{field}/q_a", "type")
+        ]
+    else:
+        assert outcome.ok and getattr(outcome.model, field) == {"q_a": Decimal(written)}
+        assert str(getattr(outcome.model, field)["q_a"]) == written
 
 
 def test_union_coercion_only_when_all_readings_agree() -> None:

@@ -918,6 +918,100 @@ def test_string_branches_told_apart_by_pattern_name_every_pattern(union: str) ->
     assert _run(schema, {"ref": "CUS-7"}) == ([], True, [])
 
 
+# (branches, value sent, code, English `expected`): no single branch stands out, and the
+# branches refuse the value by rules of different kinds. "type: a string" for a string told the
+# model nothing; each branch's need does.
+MIXED_REFUSALS: list[tuple[list[dict[str, Any]], Any, str, str]] = [
+    (
+        [{"type": "string", "pattern": "^ORD-[0-9]+$"}, {"type": "string", "maxLength": 3}],
+        "order 44",
+        "invalid",
+        "a string matching ^ORD-[0-9]+$ or a string (at most 3 characters)",
+    ),
+    # The branches the value's type fits refuse it by one kind of rule: that kind, with the
+    # branch of another type named too.
+    (
+        [
+            {"type": "integer", "minimum": 5},
+            {"type": "integer", "maximum": 1},
+            {"type": "string", "pattern": "^[A-Z]+$"},
+        ],
+        3,
+        "range",
+        "an integer (>= 5) or an integer (<= 1) or a string matching ^[A-Z]+$",
+    ),
+    (
+        [{"type": "number", "multipleOf": 5}, {"type": "number", "minimum": 100}],
+        7,
+        "invalid",
+        "a number (a multiple of 5) or a number (>= 100)",
+    ),
+    (
+        [{"type": "string", "enum": ["a", "b"]}, {"type": "string", "pattern": "^x"}],
+        "c",
+        "invalid",
+        'one of "a", "b" or a string matching ^x',
+    ),
+    # A branch refusing the value twice needs both; a bound from an `allOf` member counts.
+    (
+        [
+            {"type": "string", "pattern": "^a"},
+            {"type": "string", "pattern": "^b", "allOf": [{"minLength": 3}]},
+        ],
+        "c",
+        "invalid",
+        "a string matching ^a or a string matching ^b (at least 3 characters)",
+    ),
+    # A nested union's branches are branches too; a `$ref` is read where it points.
+    (
+        [
+            {"anyOf": [{"type": "string", "minLength": 3}, {"type": "integer"}]},
+            {"$ref": "#/$defs/code"},
+        ],
+        "y",
+        "invalid",
+        "a string (at least 3 characters) or an integer or a string matching ^x",
+    ),
+]
+
+
+@pytest.mark.parametrize("union", ["oneOf", "anyOf"])
+@pytest.mark.parametrize(
+    ("branches", "sent", "code", "expected"),
+    MIXED_REFUSALS,
+    ids=["pattern-length", "range-type", "step-range", "enum-pattern", "two-rules", "nested"],
+)
+def test_branches_refusing_by_different_rules_each_say_what_they_need(
+    union: str, branches: list[dict[str, Any]], sent: Any, code: str, expected: str
+) -> None:
+    schema = _obj(
+        properties={"ref": {union: branches}},
+        required=["ref"],
+        **{"$defs": {"code": {"type": "string", "pattern": "^x"}}},
+    )
+    for precheck in (True, False):
+        tools = Toolset([{"name": "tool", "parameters": schema}])
+        assembler = Assembler(tools=tools if precheck else None)
+        assembler.feed(0, id="call_1", name="tool", arguments=json.dumps({"ref": sent}))
+        (call,) = assembler.finish()
+        errors = tools.validate(call).errors
+        assert [(e.path, e.code, e.expected, e.got) for e in errors] == [
+            ("/ref", code, expected, json.dumps(sent))
+        ]
+
+
+def test_branches_refusing_by_different_rules_are_described_in_chinese() -> None:
+    ref = {"anyOf": [{"type": "string", "pattern": "^ORD-"}, {"type": "string", "maxLength": 3}]}
+    (error,) = _validated(_obj(properties={"ref": ref}), {"ref": "order 44"}, "zh")[1]
+    assert (error.code, error.expected) == (
+        "invalid",
+        "匹配 ^ORD- 的字符串 或 字符串（最多 3 个字符）",
+    )
+    # A value no branch's type fits is still a type error.
+    (error,) = _validated(_obj(properties={"ref": ref}), {"ref": 5}, "en")[1]
+    assert (error.code, error.expected) == ("type", "a string")
+
+
 @pytest.mark.parametrize("union", ["oneOf", "anyOf"])
 @pytest.mark.parametrize(
     "tag",
@@ -1011,6 +1105,79 @@ def _payloads(schema: dict[str, Any], arguments: Any, lang: Lang = "en") -> list
 
 def _obj(**keywords: Any) -> dict[str, Any]:
     return {"type": "object", **keywords}
+
+
+_BY_ID = {"required": ["id"]}
+_BY_LOGIN = {"required": ["login"]}
+_USER_FIELDS = {"id": {"type": "integer"}, "login": {"type": "string"}, "email": {"type": "string"}}
+
+
+@pytest.mark.parametrize(
+    ("schema", "at"),
+    [
+        # Object branches told apart by the fields they require.
+        (
+            _obj(
+                properties={
+                    "user": {
+                        "oneOf": [
+                            _obj(properties=_USER_FIELDS, **_BY_ID),
+                            _obj(properties=_USER_FIELDS, **_BY_LOGIN),
+                            _obj(properties=_USER_FIELDS, required=["email"]),
+                        ]
+                    }
+                },
+                required=["user"],
+            ),
+            "/user",
+        ),
+        # The arguments themselves: "send exactly one of id or login".
+        (_obj(properties=_USER_FIELDS, oneOf=[_BY_ID, _BY_LOGIN]), ""),
+        # Branches behind references.
+        (
+            _obj(
+                properties={
+                    "user": {"oneOf": [{"$ref": "#/$defs/by_id"}, {"$ref": "#/$defs/by_login"}]}
+                },
+                **{
+                    "$defs": {
+                        "by_id": _obj(properties=_USER_FIELDS, **_BY_ID),
+                        "by_login": _obj(properties=_USER_FIELDS, **_BY_LOGIN),
+                    }
+                },
+            ),
+            "/user",
+        ),
+    ],
+    ids=["branches", "root", "refs"],
+)
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_value_one_of_branches_take_by_their_fields_names_those_fields(
+    schema: dict[str, Any], at: str, lang: Lang
+) -> None:
+    # "Exactly one of the alternatives: an object" told the model neither which fields made
+    # more than one branch take the value nor that dropping one of them would do.
+    user = {"id": 1, "login": "ann"}
+    arguments = {"user": user} if at else user
+    for precheck in (True, False):
+        tools = Toolset([{"name": "tool", "parameters": schema}], lang=lang)
+        assembler = Assembler(tools=tools if precheck else None)
+        assembler.feed(0, id="call_1", name="tool", arguments=json.dumps(arguments))
+        (call,) = assembler.finish()
+        (error,) = tools.validate(call).errors
+        assert (error.path, error.code) == (at, "ambiguous")
+        assert error.expected is not None and error.hint is not None
+        # Both fields, and not `email`, which no branch that took the value asked for.
+        assert "id, login" in error.hint and "email" not in error.hint
+        if lang == "en":
+            assert "exactly one of the alternatives: an object with id or an object with login" in (
+                error.expected
+            )
+            assert "send the fields of only one of them" in error.hint
+    # Either field alone is taken.
+    for key in ("id", "login"):
+        single = {key: user[key]}
+        assert _run(schema, {"user": single} if at else single) == ([], True, [])
 
 
 _PET = {

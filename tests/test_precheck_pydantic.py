@@ -693,6 +693,141 @@ def test_a_key_two_fields_read_is_checked_against_neither(
     assert_read_as_pydantic_reads(model, arguments)
 
 
+class ByName(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    user_id: int = Field(alias="userId")
+    note: str = Field(default="", alias="noteText")
+
+
+class ByNameForbid(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, alias_generator=to_camel)
+
+    user_id: int
+    org_id: int
+    page_size: int = 10
+
+
+class ByChoice(BaseModel):
+    user_id: int = Field(validation_alias=AliasChoices("userId", "uid"))
+
+
+class ByNameNullable(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    user_id: int | None = Field(alias="userId")
+
+
+class HoldsByName(BaseModel):
+    owner: ByName
+    others: list[ByChoice] = []
+
+
+# Each model, with the keys its required fields are read from, then those of an optional
+# field or one the model does not read.
+_READ_UNDER_SEVERAL_KEYS = [
+    (ByName, [["userId", "user_id"]], ["noteText", "note", "uid"]),
+    (ByNameForbid, [["userId", "user_id"], ["orgId", "org_id"]], ["pageSize", "page_size"]),
+    (ByChoice, [["userId", "uid"]], ["user_id"]),
+    (ByNameNullable, [["userId", "user_id"]], ["uid"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("model", "arguments"),
+    [
+        (ByName, "{}"),
+        (ByName, '{"noteText": "x"}'),
+        (ByName, '{"userId": null}'),
+        (ByNameForbid, "{}"),
+        (ByNameForbid, '{"userId": null, "orgId": 1}'),
+        (ByNameForbid, '{"user_id": null, "org_id": 1}'),
+        (ByNameForbid, '{"pageSize": 5, "orgId": 1}'),
+        (ByNameForbid, '{"user_id": 5}'),
+        (ByChoice, "{}"),
+        (ByChoice, '{"userId": null}'),
+        (ByNameNullable, "{}"),
+        (HoldsByName, '{"owner": {}}'),
+        (HoldsByName, '{"owner": {"userId": null}}'),
+        (HoldsByName, '{"owner": {"userId": 1}, "others": [{"uid": 2}, {}]}'),
+    ],
+)
+def test_a_required_field_read_under_several_keys_is_missed_early(
+    model: type[BaseModel], arguments: str
+) -> None:
+    # A required field Pydantic reads by name as well as by alias (or under each of an
+    # `AliasChoices`) was required under none of its keys in the pre-check, and its alias took
+    # null as "absent" there: the pre-check let through, to the end, a call that validation
+    # refuses for that field, which a field read under one key is refused for early.
+    toolset = Toolset([model])
+    (name,) = toolset.names()
+    errors, outcome = stream(toolset, name, arguments)
+    assert errors and not outcome.ok
+    # The model hears what validation alone finds: the early finding adds nothing to it.
+    late = toolset.validate(_assembled(None, name, arguments))
+    assert [(e.path, e.code) for e in outcome.errors] == [(e.path, e.code) for e in late.errors]
+
+
+@pytest.mark.parametrize(
+    ("model", "arguments"),
+    [
+        (ByName, '{"userId": 1}'),
+        (ByName, '{"user_id": 1}'),
+        (ByName, '{"user_id": 1, "note": null}'),
+        (ByName, '{"userId": 1, "noteText": null}'),
+        (ByNameForbid, '{"userId": 1, "org_id": 2}'),
+        (ByNameForbid, '{"user_id": 1, "orgId": 2, "page_size": 5}'),
+        (ByNameForbid, '{"userId": 1, "orgId": 2, "pageSize": null}'),
+        (ByChoice, '{"userId": 1}'),
+        (ByChoice, '{"uid": 1}'),
+        (ByNameNullable, '{"userId": null}'),
+        (ByNameNullable, '{"user_id": null}'),
+        (HoldsByName, '{"owner": {"user_id": 1}, "others": [{"uid": 2}, {"userId": 3}]}'),
+    ],
+)
+def test_a_required_field_read_under_any_of_its_keys_passes_early(
+    model: type[BaseModel], arguments: str
+) -> None:
+    # The other direction: whichever key supplies the field, the pre-check takes the call (a
+    # null for an optional field, under any of its keys, reads as absent).
+    toolset = Toolset([model])
+    (name,) = toolset.names()
+    errors, outcome = stream(toolset, name, arguments)
+    assert errors == [] and outcome.ok
+
+
+@pytest.mark.parametrize(("model", "required", "others"), _READ_UNDER_SEVERAL_KEYS)
+def test_the_precheck_takes_every_call_validation_takes_for_fields_read_under_several_keys(
+    model: type[BaseModel], required: list[list[str]], others: list[str]
+) -> None:
+    # Every mix of the keys, each absent, null or a value: what validation takes, the
+    # pre-check must take (a false early error is worse than a miss); a call where a required
+    # field has none of its keys, it refuses.
+    toolset = Toolset([model])
+    (name,) = toolset.names()
+    keys = [key for group in required for key in group] + others
+    for choice in range(3 ** len(keys)):
+        arguments: dict[str, Any] = {}
+        for key in keys:
+            choice, pick = divmod(choice, 3)
+            if pick:
+                arguments[key] = None if pick == 1 else (1 if "Text" not in key else "x")
+        text = json.dumps(arguments)
+        prechecked = _assembled(toolset, name, text)
+        if toolset.validate(_assembled(None, name, text)).ok:
+            assert prechecked.error is None, text
+            assert toolset.validate(prechecked).ok, text
+        if any(not any(key in arguments for key in group) for group in required):
+            assert prechecked.error is not None, text
+
+
+def _assembled(toolset: Toolset | None, name: str, arguments: str) -> Any:
+    assembler = Assembler(tools=toolset) if toolset is not None else Assembler()
+    assembler.feed(0, id="call_1", name=name, arguments=arguments)
+    (call,) = assembler.finish()
+    return call
+
+
 def test_a_field_read_by_name_is_still_checked_and_coerced() -> None:
     toolset = Toolset([MoveFile])
     errors, outcome = stream(toolset, "move_file", '{"source_path": 7}')

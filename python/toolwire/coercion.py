@@ -49,6 +49,11 @@ fraction that a float reads as a whole one (`5.0000000000000001` is 5.0) is refu
 integer field as `fractional_integer`: it is no integer, and the reading that makes it one
 rounds what the model wrote.
 
+A member an object names by a `patternProperties` pattern (a Pydantic `dict` whose keys are
+constrained, a plain tool's map) is read by the rules as a property is, toward that pattern's
+schema, not `additionalProperties`; where several patterns name its key, a change must suit
+them all, or the value is left to validation.
+
 A field opts in to extra rules with `json_schema_extra={"x-toolwire-coerce": ["bool_word"]}`;
 the rules then apply to that field and everything inside it.
 
@@ -705,6 +710,17 @@ def _pattern_schemas(node: Mapping[str, Any], key: str) -> list[Any]:
     return found
 
 
+def _member_schemas(node: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    """The schemas an object's member `key` is validated against: its property's, else those
+    of the patterns that name it, else `additionalProperties` (when it is a schema)."""
+    props = node.get("properties")
+    if isinstance(props, dict) and key in props:
+        found: list[Any] = [cast(dict[str, Any], props)[key]]
+    else:
+        found = _pattern_schemas(node, key) or [node.get("additionalProperties")]
+    return [cast(Mapping[str, Any], rule) for rule in found if isinstance(rule, dict)]
+
+
 def _types(node: Mapping[str, Any]) -> set[str]:
     kind = node.get("type")
     if isinstance(kind, str):
@@ -1257,6 +1273,35 @@ class _Coercer:
             self.refuse(path, "ambiguous", value, " or ".join(readings))
         return value
 
+    def walk_every(
+        self,
+        value: Any,
+        schemas: list[Any],
+        path: list[str | int],
+        rules: frozenset[str],
+    ) -> Any:
+        """A value several schemas hold at once (each `patternProperties` pattern that names
+        its key): a refusal toward any of them stands; otherwise it is changed only to the one
+        reading that every trial which changed it agrees on and that every schema takes as it
+        is (by the types, constants and fields `accepts` reads), else left to validation."""
+        trials = [self.trial(value, cast(Mapping[str, Any], s), path, rules) for s in schemas]
+        for _, scratch in trials:
+            if scratch.problems:
+                self.problems.extend(scratch.problems)
+                return value
+        readings = {
+            dumps_exact(result): (result, scratch)
+            for result, scratch in trials
+            if scratch.coercions
+        }
+        if len(readings) != 1:
+            return value
+        result, scratch = next(iter(readings.values()))
+        if not all(self.accepts(result, cast(Mapping[str, Any], s)) for s in schemas):
+            return value
+        self.coercions.extend(scratch.coercions)
+        return result
+
     def accepts(self, value: Any, node: Mapping[str, Any]) -> bool:
         """Whether a schema takes a value as it is, by the types, constants and fields it
         states all the way down (other constraints are left to validation)."""
@@ -1366,7 +1411,13 @@ class _Coercer:
             # export merges them into one object, offering null for the optional ones.
             props = {**member_props, **props}
         required |= member_required
-        if self.focus and not props and self.skips(extra):
+        by_pattern = cast(Mapping[str, Any], node.get("patternProperties") or {})
+        if (
+            self.focus
+            and not props
+            and self.skips(extra)
+            and all(self.skips(sub) for sub in by_pattern.values())
+        ):
             # A dict whose values hold no key or set (`dict[int, str]`): its keys were all.
             return value
         out: dict[str, Any] = {}
@@ -1381,7 +1432,19 @@ class _Coercer:
                     )
                     changed = True
                     continue
-            if sub is None and isinstance(extra, dict):
+            named = _pattern_schemas(node, key) if sub is None and by_pattern else []
+            if len(named) > 1:
+                # Every pattern that names the key holds its value (and `additionalProperties`
+                # none of them): the value is read as all of them allow.
+                if all(self.skips(pattern) for pattern in named):
+                    out[key] = item
+                else:
+                    out[key] = new = self.walk_every(item, named, [*path, key], rules)
+                    changed = changed or new is not item
+                continue
+            if named:
+                sub = cast(Mapping[str, Any], named[0])
+            elif sub is None and isinstance(extra, dict):
                 sub = cast(Mapping[str, Any], extra)
             if sub is None:
                 if extra in (None, True) and not node.get("patternProperties") and not self.focus:
@@ -1924,11 +1987,10 @@ def _any_leaf(
                     if walk(item, branch, depth + 1):
                         return True
         if isinstance(item, dict):
-            props = cast(Mapping[str, Any], as_dict.get("properties") or {})
-            extra = as_dict.get("additionalProperties")
             return any(
-                walk(sub, props.get(key, extra), depth + 1)
+                walk(sub, rule, depth + 1)
                 for key, sub in cast(dict[str, Any], item).items()
+                for rule in _member_schemas(as_dict, key)
             )
         if isinstance(item, list):
             return any(
@@ -2017,13 +2079,12 @@ def _map_decimals(
             fits = [b for b in resolved if b.get("type") == kind]
             return walk(item, fits[0]) if len(fits) == 1 else cast(Any, item)
         if isinstance(item, dict):
-            props = cast(Mapping[str, Any], node.get("properties") or {})
-            extra = node.get("additionalProperties")
             out: dict[str, Any] = {}
             changed = False
             for key, sub in cast(dict[str, Any], item).items():
-                sub_node = props.get(key, extra if isinstance(extra, dict) else None)
-                out[key] = walk(sub, cast(Mapping[str, Any], sub_node)) if sub_node else sub
+                # The first schema that holds the member: a `Decimal` dict's one pattern.
+                sub_node = next(iter(_member_schemas(node, key)), None)
+                out[key] = walk(sub, sub_node) if sub_node else sub
                 changed = changed or out[key] is not sub
             return out if changed else cast(Any, item)
         if isinstance(item, list):

@@ -129,6 +129,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "one of these fields: {names}",
         "zh": "以下字段之一：{names}",
     },
+    # A union branch's value with the rules it holds it to ("an integer (>= 5)").
+    "expected.with_rules": {"en": "{what} ({rules})", "zh": "{what}（{rules}）"},
+    # A union branch told apart by the fields it requires.
+    "expected.object_with": {"en": "an object with {names}", "zh": "含有 {names} 的对象"},
     "expected.exactly_one": {
         "en": "exactly one of the alternatives: {what}",
         "zh": "恰好符合以下备选项之一：{what}",
@@ -251,6 +255,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the value fits more than one of the alternatives, and exactly one must fit; "
         "send a value that only one of them accepts",
         "zh": "该值符合多个备选项，但必须恰好符合一个；请发送只有其中一个接受的值",
+    },
+    "hint.one_of_fields": {
+        "en": "the value fits more than one of the alternatives, and exactly one must fit: "
+        "it has {names}, which different alternatives need; send the fields of only one of them",
+        "zh": "该值符合多个备选项，但必须恰好符合一个：它含有 {names}，分别为不同备选项所需；"
+        "请只发送其中一个备选项的字段",
     },
     "hint.ambiguous": {
         "en": "the value could mean more than one thing ({detail}); send exactly one allowed value",

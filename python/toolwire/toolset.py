@@ -235,7 +235,9 @@ class _PrecheckSchema(GenerateJsonSchema):
     several: by name as well as by alias (`populate_by_name` / `validate_by_name`), or under
     each of an `AliasChoices`, an `AliasPath`'s first key holding the value deeper down. Every
     such key is a property here, and a required field read under several keys is required
-    under none of them, since any one of them supplies it. Pydantic ignores the value under a
+    under none of them, since any one of them supplies it: one of them must come instead
+    (`_REQUIRED_ANY_KEY`), and a null under one of them is no absent field, as it is for
+    validation, which refuses it unless the field takes null. Pydantic ignores the value under a
     later key when an earlier one is present (`{"userName": "a", "user_name": 5}` is valid), so
     unless the model forbids extra inputs (then both keys together are refused anyway) only the
     key it tries first keeps the field's schema; the others, and an `AliasPath` key, which
@@ -450,6 +452,8 @@ def _add_alternate_keys(
     shared = {key for key, count in readers.items() if count > 1}
     original = dict(props)
     required_keys: list[str] = []
+    # The keys of each required field read under several: one of them must come.
+    groups: list[list[str]] = []
     for name, keys in read:
         # Pydantic shows the field by name where no alias key is a plain one (an `AliasPath`).
         shown = next((k for k in keys if k in original), name if name in original else None)
@@ -469,10 +473,13 @@ def _add_alternate_keys(
         if shown in required:
             required.remove(shown)
             required_keys.extend(keys)
+            groups.append(list(keys))
     if "required" in out and not required:
         del out["required"]
     if describe_every_key and required_keys:
         out[REQUIRED_SPELLINGS_KEY] = required_keys
+    elif groups:
+        out[_REQUIRED_ANY_KEY] = groups
 
 
 ToolInput = type[BaseModel] | Mapping[str, Any]
@@ -549,7 +556,12 @@ _PLAIN_PRECHECK_FORMATS = frozenset({"date", "date-time", "time", "ipv4", "ipv6"
 _SCHEMA_MAPS = frozenset(
     {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
 )
-_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+# The pre-check's mark of a model's object whose required fields are read under several keys:
+# a list of such fields' keys, one of which must come for each (see `_PrecheckSchema`). It
+# stands for an `anyOf` of `required` lists, written only once objects are closed
+# (`_with_required_keys`): beside the object's own keywords it would keep the object open.
+_REQUIRED_ANY_KEY = "x-toolwire-required-any"
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples", _REQUIRED_ANY_KEY})
 
 
 def _without_formats(
@@ -599,6 +611,10 @@ def _with_null_as_absent(node: Any) -> Any:
             return schema, False
         listed: object = schema.get("required")
         required: set[Any] = set(cast(list[Any], listed)) if isinstance(listed, list) else set()
+        # A key a required field is read under holds that field when it comes: validation
+        # refuses a null there (unless the field takes one) rather than reading it as absent.
+        for group in cast(list[Any], schema.get(_REQUIRED_ANY_KEY) or []):
+            required.update(cast(list[Any], group))
         wrapped: dict[str, Any] = {}
         changed = False
         for name, sub in cast(dict[str, Any], props).items():
@@ -611,6 +627,35 @@ def _with_null_as_absent(node: Any) -> Any:
         return ({**schema, "properties": wrapped}, True) if changed else (schema, False)
 
     return _loosened(node, edit)[0]
+
+
+def _with_required_keys(node: Any) -> Any:
+    """The schema with each `_REQUIRED_ANY_KEY` mark written as what it means: for each field,
+    an `anyOf` of one `required` key per key the field is read under (in an `allOf` where
+    there are several such fields or an `anyOf` already).
+
+    Pydantic finds a required field only under one of its keys, so a call with none of them
+    is refused: this only ever refuses what validation refuses."""
+    if isinstance(node, list):
+        return [_with_required_keys(item) for item in cast(list[Any], node)]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in cast(dict[str, Any], node).items():
+        if key in _DATA_KEYWORDS:
+            out[key] = value
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            named = cast(dict[str, Any], value)
+            out[key] = {name: _with_required_keys(sub) for name, sub in named.items()}
+        else:
+            out[key] = _with_required_keys(value)
+    groups = cast(list[list[str]], out.pop(_REQUIRED_ANY_KEY, None) or [])
+    alternatives = [{"anyOf": [{"required": [key]} for key in group]} for group in groups]
+    if len(alternatives) == 1 and "anyOf" not in out:
+        out.update(alternatives[0])
+    elif alternatives:
+        out["allOf"] = [*cast(list[Any], out.get("allOf", [])), *alternatives]
+    return out
 
 
 def _loosened(
@@ -966,7 +1011,7 @@ class Toolset:
                 # Python's `$` also matches before a final newline; the pre-check reads patterns
                 # as ECMA-262 does (and Pydantic's default engine), where it does not.
                 schemas[name] = _without_patterns(schemas[name])
-            schemas[name] = _with_null_as_absent(schemas[name])
+            schemas[name] = _with_required_keys(_with_null_as_absent(schemas[name]))
         return ToolRegistry(schemas, secrets={k: v for k, v in secrets.items() if v})
 
     # Exports ----------------------------------------------------------------------------

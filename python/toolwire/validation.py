@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, get_arg
 import jsonschema
 import jsonschema.protocols
 import jsonschema.validators
+import regex
 from pydantic import BaseModel, NaiveDatetime, SecretBytes, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core.core_schema import ErrorType
@@ -822,7 +823,13 @@ class _Schema:
                 node = _d(prefix[seg]) if seg < len(prefix) else _d(node.get("items"))
             else:
                 props = _d(node.get("properties"))
-                node = _d(props.get(seg)) if seg in props else _d(node.get("additionalProperties"))
+                if seg in props:
+                    node = _d(props[seg])
+                else:
+                    # A key a pattern names is described by that pattern's schema, as
+                    # validation and coercion read it; `additionalProperties` has the rest.
+                    named = _pattern_schema(node, seg)
+                    node = named if named is not None else _d(node.get("additionalProperties"))
         node = self.deref(node)
         secret = secret or self.is_secret_here(node)
         return _Located(pointer(parts), node, parent, secret, union_ptr, tag, inside)
@@ -1292,6 +1299,9 @@ _RANK: dict[str, int] = {
     "decimal": 5,
     "length": 5,
     "schema_violation": 5,
+    # A value no rule of one kind explains: a `not`, a `then: false`, union branches that each
+    # refuse it by another rule.
+    "invalid": 5,
     "unique": 5,
     "value": 6,
 }
@@ -1313,6 +1323,20 @@ _PLAIN_KEYWORDS = frozenset(
         "minItems",
         "maxItems",
     }
+)
+# The keywords a union branch's words name as its rules (`_ErrorBuilder._branch_needs`), next
+# to the kind of value its type, format or values say.
+_BRANCH_RULES = (
+    "pattern",
+    "minimum",
+    "exclusiveMinimum",
+    "maximum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
 )
 _JSON_KEYWORD_CODES: dict[str, str] = {
     "type": "type",
@@ -1515,6 +1539,8 @@ class _ErrorBuilder:
         self.schema = schema
         self.lang: Lang = lang
         self.redact = redact
+        # The validator whose errors `from_jsonschema` describes, for a plain tool.
+        self.judge: jsonschema.protocols.Validator | None = None
         # The arguments as the model wrote them (numbers exact), read when first needed.
         self._read = written
         self._written_value: Any = _ABSENT
@@ -2070,8 +2096,14 @@ class _ErrorBuilder:
         return None
 
     def from_jsonschema(
-        self, errors: Sequence[jsonschema.ValidationError], value: Any
+        self,
+        errors: Sequence[jsonschema.ValidationError],
+        value: Any,
+        judge: jsonschema.protocols.Validator | None = None,
     ) -> list[_Entry]:
+        """Drafts for `errors`, which `judge` (when given) found in `value`: it tells which
+        branches of a `oneOf` took a value more than one took."""
+        self.judge = judge
         if len(errors) <= _EAGER_ERRORS:
             return list(self._from_jsonschema(errors, value))
 
@@ -2136,7 +2168,7 @@ class _ErrorBuilder:
                     continue
             if keyword == "oneOf" and not error.context:
                 # jsonschema reports a value more than one branch takes without sub-errors.
-                drafts.append(self._several_branches(path, instance))
+                drafts.append(self._several_branches(path, instance, error))
                 continue
             if keyword in ("anyOf", "oneOf"):
                 alternatives = self._missing_alternatives(error, path)
@@ -2146,6 +2178,10 @@ class _ErrorBuilder:
                 alike = self._refused_alike(error, path)
                 if alike is not None:
                     drafts.append(alike)
+                    continue
+                apart = self._refused_apart(error, path)
+                if apart is not None:
+                    drafts.append(apart)
                     continue
                 wrong_tag = self._wrong_tag(error, path)
                 if wrong_tag is not None:
@@ -2389,23 +2425,50 @@ class _ErrorBuilder:
             return text("condition.schema", lang)
         return shown_text(text("join.and", lang).join(parts))
 
-    def _several_branches(self, path: list[str | int], value: Any) -> _Draft:
+    def _several_branches(
+        self, path: list[str | int], value: Any, error: jsonschema.ValidationError
+    ) -> _Draft:
         """The error of a value more than one `oneOf` branch takes (exactly one must): the
-        branches, in words, and what to do about it."""
+        branches, in words, and what to do about it. Object branches told apart by the fields
+        they require are named by them, and the fields that made several take the value are
+        named in the hint: dropping some of them makes it one branch's."""
+        lang = self.lang
         located = self.schema.locate(path)
+        what = self.schema.describe(located.node, lang)
+        hint = text("hint.one_of_several", lang)
+        listed = _l(error.validator_value)
+        branches = [self.schema.deref(_d(b)) for b in listed]
+        if any(_requires(b) for b in branches):
+            words = [self._alternative_words(b) for b in branches]
+            what = text("join.or", lang).join(dict.fromkeys(words))
+        if isinstance(value, dict) and self.judge is not None:
+            evolve: Callable[..., jsonschema.protocols.Validator] = self.judge.evolve  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            took = [
+                _requires(branch)
+                for raw, branch in zip(listed, branches, strict=True)
+                if evolve(schema=raw).is_valid(cast(dict[str, Any], value))
+            ]
+            present = [[k for k in names if k in value] for names in took]
+            common = set(present[0]).intersection(*present[1:]) if present else set[str]()
+            names = [k for k in dict.fromkeys(k for p in present for k in p) if k not in common]
+            if len(took) > 1 and names:
+                hint = text("hint.one_of_fields", lang, names=shown_text(", ".join(names)))
         return _Draft(
             FieldError(
                 located.pointer,
                 "ambiguous",
-                text(
-                    "expected.exactly_one",
-                    self.lang,
-                    what=self.schema.describe(located.node, self.lang),
-                ),
+                text("expected.exactly_one", lang, what=what),
                 self.got(located, value),
-                text("hint.one_of_several", self.lang),
+                hint,
             )
         )
+
+    def _alternative_words(self, branch: dict[str, Any]) -> str:
+        """A `oneOf` branch in words: an object branch by the fields it requires."""
+        names = _requires(branch)
+        if names and (_is_object_schema(branch) or "type" not in branch):
+            return text("expected.object_with", self.lang, names=shown_text(", ".join(names)))
+        return self.schema.describe(branch, self.lang)
 
     def _missing_alternatives(
         self, error: jsonschema.ValidationError, path: list[str | int]
@@ -2470,6 +2533,75 @@ class _ErrorBuilder:
             FieldError(located.pointer, codes.pop(), expected, self.got(located, error.instance))
         )
 
+    def _refused_apart(
+        self, error: jsonschema.ValidationError, path: list[str | int]
+    ) -> _Draft | None:
+        """A union's error when no one branch stands out and the branches refuse the value by
+        rules of different kinds (one by its pattern, another by its length, a third by its
+        type): what each branch needs, in words (a nested union's branches each count), under
+        the code of the rules that refuse it in the branches whose type it has, `invalid` where
+        those differ. "Expected a string" would have told the model nothing about a value that
+        is one. None where every branch refuses the value's type alone (a type error, which the
+        union's description says), or a branch refuses something inside the value."""
+        refused = _value_refusals(error)
+        if refused is None:
+            return None
+        codes: set[str] = set()
+        needs: list[str] = []
+        for branch, refusals in refused:
+            keywords = {str(sub.validator) for sub in refusals}
+            if "type" not in keywords:
+                codes.update(_JSON_KEYWORD_CODES[keyword] for keyword in keywords)
+            words = self._branch_needs(self.schema.deref(branch), refusals)
+            if words not in needs:
+                needs.append(words)
+        if not codes:
+            return None
+        code = codes.pop() if len(codes) == 1 else "invalid"
+        located = self.schema.locate(path)
+        expected = text("join.or", self.lang).join(needs)
+        return _Draft(
+            FieldError(located.pointer, code, expected, self.got(located, error.instance))
+        )
+
+    def _branch_needs(
+        self, branch: dict[str, Any], refusals: Sequence[jsonschema.ValidationError]
+    ) -> str:
+        """What one union branch holds a value to, in words: the kind of value it takes (its
+        pattern, else its type, format or values) with its bounds, those it declares itself
+        and those its refusals name from elsewhere (an `allOf` member): `an integer (>= 5)`."""
+        lang = self.lang
+        kinds: list[str] = []
+        rules: list[str] = []
+        sources: list[tuple[str, Mapping[str, Any]]] = [
+            (keyword, branch) for keyword in _BRANCH_RULES if keyword in branch
+        ]
+        sources += [
+            (str(sub.validator), cast(dict[str, Any], sub.schema))
+            for sub in refusals
+            if sub.validator != "type"
+        ]
+        for keyword, node in sources:
+            if keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+                words, kind = self.range_text(node, {}), False
+            elif keyword in ("minLength", "maxLength", "minItems", "maxItems"):
+                words = self.length_text(node, {}, items=keyword.endswith("Items"))
+                kind = False
+            else:
+                code = _JSON_KEYWORD_CODES[keyword]
+                # A pattern, a format or the values allowed say what kind of value it is.
+                words, kind = self.expected(code, node, {}, ""), code != "multiple_of"
+            if words not in kinds and words not in rules:
+                (kinds if kind else rules).append(words)
+        what = kinds[0] if kinds else self.schema.describe(branch, lang)
+        rules = kinds[1:] + rules
+        if not rules:
+            return what
+        joined = text("join.and", lang).join(rules)
+        if what == text("type.any", lang):
+            return joined
+        return text("expected.with_rules", lang, what=what, rules=joined)
+
     def _wrong_tag(self, error: jsonschema.ValidationError, path: list[str | int]) -> _Draft | None:
         """A tagged union's error when the value's tag names no branch: the tag is what to fix.
 
@@ -2530,6 +2662,49 @@ def _branch_errors(
         if isinstance(index, int):
             by_branch.setdefault(index, []).append(sub)
     return by_branch
+
+
+def _requires(branch: Mapping[str, Any]) -> list[str]:
+    """The fields an object branch requires, its `allOf` members' included."""
+    names = [str(n) for n in _l(branch.get("required"))]
+    for member in _l(branch.get("allOf")):
+        names += [str(n) for n in _l(_d(member).get("required"))]
+    return list(dict.fromkeys(names))
+
+
+def _value_refusals(
+    error: jsonschema.ValidationError,
+) -> list[tuple[dict[str, Any], list[jsonschema.ValidationError]]] | None:
+    """A union error's branches, a nested union's own branches in its place, each with the
+    errors it refused the value with, where every branch refused the value itself (no member
+    or item of it) by keywords that `_PLAIN_KEYWORDS` names; None otherwise."""
+    listed = _l(error.validator_value)
+    by_branch = _branch_errors(error)
+    if not by_branch or len(by_branch) != len(listed):
+        return None  # a branch that passed (oneOf matched twice): nothing to fix in one
+    out: list[tuple[dict[str, Any], list[jsonschema.ValidationError]]] = []
+    for index, refusals in sorted(by_branch.items()):
+        (first, *others) = refusals
+        if (
+            not others
+            and first.validator in ("anyOf", "oneOf")
+            and not first.relative_path
+            and first.context
+        ):
+            nested = _value_refusals(first)
+            if nested is None:
+                return None
+            out += nested
+            continue
+        if any(
+            sub.relative_path
+            or str(sub.validator) not in _PLAIN_KEYWORDS
+            or not isinstance(sub.schema, dict)
+            for sub in refusals
+        ):
+            return None
+        out.append((_d(listed[index]), refusals))
+    return out
 
 
 def _one_dialect(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -2810,6 +2985,19 @@ def _tags(branch: Mapping[str, Any]) -> dict[str, Any]:
         elif len(members) == 1:
             tags[key] = members[0]
     return tags
+
+
+def _pattern_schema(node: Mapping[str, Any], key: str) -> dict[str, Any] | None:
+    """The schema of the first `patternProperties` pattern that takes `key`, or None. A
+    pattern no engine compiles (one a model's `json_schema_extra` adds, which Pydantic never
+    runs) takes no key."""
+    for pattern, rule in _d(node.get("patternProperties")).items():
+        try:
+            if search(pattern, key):
+                return _d(rule)
+        except (regex.error, OverflowError):
+            continue
+    return None
 
 
 def _pattern_names(patterns: Mapping[str, Any], key: str) -> bool:
@@ -3617,17 +3805,16 @@ class ToolValidator:
         # integer 1000 (coercion refuses it where it walks; this holds everywhere).
         fixed_text = dumps_exact(fixed)
         judged, rounded = _loads_judged(fixed_text)
-        errors = sorted(
-            self._jsonschema.iter_errors(judged), key=lambda e: list(map(str, e.absolute_path))
-        )
+        judge = self._jsonschema
+        errors = sorted(judge.iter_errors(judged), key=lambda e: list(map(str, e.absolute_path)))
         if not errors and self._as_written is not None:
             # No unknown field; a `oneOf` whose open branches both take the value still
             # refuses it (`ambiguous`).
+            judge = self._as_written
             errors = sorted(
-                self._as_written.iter_errors(judged),
-                key=lambda e: list(map(str, e.absolute_path)),
+                judge.iter_errors(judged), key=lambda e: list(map(str, e.absolute_path))
             )
-        drafts = drafts + builder.from_jsonschema(errors, judged)
+        drafts = drafts + builder.from_jsonschema(errors, judged, judge)
         if drafts:
             return self._reject(call, drafts, coercions, lang, builder)
         plain = json.loads(fixed_text) if rounded else judged
