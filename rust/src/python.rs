@@ -1714,6 +1714,8 @@ impl PyAssembler {
     /// appended text).
     fn drain_progress_to(&mut self, py: Python<'_>, list: &Bound<'_, PyList>) -> PyResult<()> {
         let mut failure = None;
+        // The `int` of the last item's ordinal: a drain's items are mostly one call's.
+        let mut ordinal_int: Option<(usize, Bound<'_, PyInt>)> = None;
         let Self {
             decoder, last_path, ..
         } = self;
@@ -1755,8 +1757,18 @@ impl PyAssembler {
                         }
                     },
                 };
+                let int = match &ordinal_int {
+                    Some((last, int)) if *last == ordinal => int.clone(),
+                    _ => {
+                        let int = ordinal
+                            .into_pyobject(py)
+                            .unwrap_or_else(|never| match never {});
+                        ordinal_int = Some((ordinal, int.clone()));
+                        int
+                    }
+                };
                 let item = item_text(py, text)
-                    .and_then(|text| (ordinal, path, text).into_pyobject(py))
+                    .and_then(|text| (int, path, text).into_pyobject(py))
                     .map(untracked);
                 if let Err(err) = item.and_then(|item| list.append(item)) {
                     failure = Some(err);
