@@ -19,7 +19,9 @@ Rules (names are stable; `SAFE_RULES` is the default set):
   milliseconds and divided by 1000, for integer fields only when the division is exact.
 * `enum_case`: a string that equals exactly one allowed enum value ignoring case.
 * `unwrap`: top-level arguments that are one lone `params` / `parameters` / `arguments` /
-  `args` / `input` object (a key the schema does not define) are replaced by that object.
+  `args` / `input` object are replaced by that object, when the schema does not take that key
+  (no property or pattern names it, and `additionalProperties` is `false`): in an open map
+  it is a member like any other, and the call is taken as sent.
 * `set_duplicates`: an array with repeated items for a model's `set[...]` or `frozenset[...]`
   field (`uniqueItems` in its schema) keeps each item's first occurrence, as the set would.
   Pydantic drops the repeats silently; this rule makes that a recorded change, and without it
@@ -721,6 +723,28 @@ def _member_schemas(node: Mapping[str, Any], key: str) -> list[Mapping[str, Any]
     return [cast(Mapping[str, Any], rule) for rule in found if isinstance(rule, dict)]
 
 
+def _name_allowed(names: object, key: str) -> bool:
+    """Whether a `propertyNames` schema takes `key`, by its `const`, `enum` and `pattern`
+    (a keyword it cannot read takes it)."""
+    if names is False:
+        return False
+    if not isinstance(names, dict):
+        return True
+    schema = cast(dict[str, Any], names)
+    if "const" in schema and schema["const"] != key:
+        return False
+    enum = schema.get("enum")
+    if isinstance(enum, list) and key not in cast(list[Any], enum):
+        return False
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        try:
+            return bool(search(pattern, key))
+        except (regex.error, OverflowError):
+            return True
+    return True
+
+
 def _types(node: Mapping[str, Any]) -> set[str]:
     kind = node.get("type")
     if isinstance(kind, str):
@@ -1378,6 +1402,56 @@ class _Coercer:
                     return False
         return True
 
+    def takes_key(self, node: Mapping[str, Any], key: str, depth: int) -> bool:
+        """Whether an object at `node` may have a member named `key`, by the keywords that
+        name members: a property of its own, a key one of its `patternProperties` takes, or
+        else `additionalProperties` (anything when absent; with `unevaluatedProperties:
+        false`, only what an `allOf` member or a union branch takes). `propertyNames`, every
+        `allOf` member and one `anyOf` / `oneOf` branch must take it too. What the keywords
+        leave undecided reads as taken: the call then goes to validation as it was sent."""
+        node = self.deref(node)
+        if depth > MAX_EMBEDDED_DEPTH:
+            return True
+        kinds = _types(node)
+        if kinds and "object" not in kinds:
+            return False
+        if not self.names_key(node, key):
+            extra = node.get("additionalProperties")
+            if extra is False:
+                return False
+            if extra is None and node.get("unevaluatedProperties") is False:
+                members = [
+                    self.deref(cast(Mapping[str, Any], m))
+                    for word in ("allOf", "anyOf", "oneOf")
+                    for m in cast(list[Any], node.get(word) or [])
+                ]
+                if not any(
+                    self.names_key(m, key) or m.get("additionalProperties") not in (None, False)
+                    for m in members
+                ):
+                    return False
+        if not _name_allowed(node.get("propertyNames", True), key):
+            return False
+        members = cast(list[Any], node.get("allOf") or [])
+        if not all(self.takes_key(m, key, depth + 1) for m in members):
+            return False
+        for word in ("anyOf", "oneOf"):
+            branches = node.get(word)
+            if isinstance(branches, list) and not any(
+                self.takes_key(b, key, depth + 1) for b in cast(list[Any], branches)
+            ):
+                return False
+        return True
+
+    @staticmethod
+    def names_key(node: Mapping[str, Any], key: str) -> bool:
+        """Whether `node` names `key` as a member: a property (a model's field lists each key
+        it is read from) or a key one of its patterns takes."""
+        props = node.get("properties")
+        if isinstance(props, dict) and key in props:
+            return True
+        return bool(_pattern_schemas(node, key))
+
     def walk_object(
         self,
         value: dict[str, Any],
@@ -1388,7 +1462,9 @@ class _Coercer:
         props = cast(Mapping[str, Any], node.get("properties") or {})
         if not path and "unwrap" in rules and len(value) == 1:
             ((key, inner),) = value.items()
-            if key in WRAPPER_KEYS and key not in props:
+            # Only a key the schema refuses: in an open map, `{"input": {...}}` is a call
+            # valid as sent, and the tool must get it as sent.
+            if key in WRAPPER_KEYS and not self.takes_key(node, key, 0):
                 if isinstance(inner, str) and "json_string" in rules:
                     inner = self.parse_container(inner)
                 if isinstance(inner, dict):
