@@ -526,6 +526,57 @@ def test_items_a_set_holds_apart_are_kept(arguments: str) -> None:
         assert outcome.ok and outcome.coercions == []
 
 
+class Numbers(BaseModel):
+    """Sets of numbers, where `true` equals `1` and `false` equals `0` in Python."""
+
+    ids: set[int] | None = None
+    amounts: set[Decimal] | None = None
+    weights: frozenset[float] | None = None
+
+
+NUMBERS = Toolset([Numbers])
+UNCOERCED_NUMBERS = Toolset([Numbers], coercion="none")
+
+
+@pytest.mark.parametrize("how", ["precheck", "no precheck", "look-alike"])
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [
+        ('{"ids":[true]}', "/ids/0"),
+        ('{"ids":[1,true]}', "/ids/1"),
+        ('{"ids":[0,false]}', "/ids/1"),
+        ('{"ids":[true,1]}', "/ids/0"),
+        ('{"ids":[true,1,2]}', "/ids/0"),
+        ('{"amounts":[1,true]}', "/amounts/1"),
+        ('{"amounts":["1",true]}', "/amounts/1"),
+        ('{"weights":[1.0,true]}', "/weights/1"),
+    ],
+)
+def test_a_boolean_in_a_set_of_numbers_is_refused_wherever_it_stands(
+    how: str, arguments: str, path: str
+) -> None:
+    # A boolean is no number, as it is not for a plain integer field: one that equals an item
+    # before or after it is no repeat to drop, and the set of numbers refuses it.
+    for tools in (NUMBERS, UNCOERCED_NUMBERS):
+        if how == "look-alike":
+            outcome = tools.validate(LookAlike(arguments, name="numbers"))
+        else:
+            outcome = validate(arguments, precheck=how == "precheck", tools=tools, name="numbers")
+        assert not outcome.ok
+        assert [(e.path, e.code) for e in outcome.errors] == [(path, "type")]
+        assert outcome.coercions == []
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_boolean_between_repeats_is_refused_and_the_repeat_dropped(precheck: bool) -> None:
+    outcome = validate('{"ids":[1,true,1]}', precheck=precheck, tools=NUMBERS, name="numbers")
+    assert [(e.path, e.code, e.got) for e in outcome.errors] == [("/ids/1", "type", "true")]
+    outcome = validate(
+        '{"ids":[1,true,1]}', precheck=precheck, tools=UNCOERCED_NUMBERS, name="numbers"
+    )
+    assert [(e.path, e.code) for e in outcome.errors] == [("/ids/1", "type"), ("/ids/2", "unique")]
+
+
 class Schedule(BaseModel):
     """Dicts keyed by timestamps and UUIDs."""
 

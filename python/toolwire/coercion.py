@@ -28,9 +28,10 @@ Rules (names are stable; `SAFE_RULES` is the default set):
   the repeats are refused (`unique`). Items are compared as the set holds them once read, by
   Python's equality: `1`, `1.0` and `true` are one member of a `set[int | bool]`, `"1.0"` and
   `"1.00"` of a `set[Decimal]`, two offsets of one instant of a `set[datetime]`, two spellings
-  of one UUID of a `set[UUID]`, and two integers a float reads alike of a `set[float]`. A
-  plain-dict tool's `uniqueItems` is a constraint, never a set: its repeats are refused
-  whatever the rules.
+  of one UUID of a `set[UUID]`, and two integers a float reads alike of a `set[float]`. An
+  item of a type the set does not hold (`true` beside `1` in a `set[int]`) repeats nothing:
+  it is refused where it stands, as it is in a plain field. A plain-dict tool's
+  `uniqueItems` is a constraint, never a set: its repeats are refused whatever the rules.
 * `bool_word` (opt-in only): `"yes"`/`"no"`, `"y"`/`"n"`, `"on"`/`"off"`, `"1"`/`"0"`, `1`/`0`.
 * `default_timezone`: a timestamp without an offset gets the tool's declared default time zone.
   It is not part of the rule set: it applies exactly when the tool declares a time zone. Only
@@ -1096,13 +1097,25 @@ class _Coercer:
         kept: list[Any] = []
         repeats: list[tuple[int, int, Any]] = []
         item_node = self.deref(cast(Mapping[str, Any], node.get("items") or {}))
+        # Whether an item has a type the set's items may have, asked only of items that
+        # meet an equal one: `true` equals `1` in Python, yet it is no repeat of `1` in a
+        # `set[int]`, but a value of another type for validation to refuse where it stands.
+        typed: dict[int, bool] = {}
+
+        def fits(at: int) -> bool:
+            if at not in typed:
+                typed[at] = self.accepts(items[at], item_node)
+            return typed[at]
+
         for i, item in enumerate(items):
             key = _set_key(item, item_node)
-            if key in first_at:
-                repeats.append((i, first_at[key], item))
-            else:
+            first = first_at.get(key)
+            if first is not None and fits(first) and fits(i):
+                repeats.append((i, first, item))
+                continue
+            if first is None or not fits(first):
                 first_at[key] = i
-                kept.append(item)
+            kept.append(item)
         if not repeats:
             return items
         if "set_duplicates" in rules:
