@@ -73,7 +73,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, NoReturn, cast
@@ -251,11 +251,17 @@ class CoercionResult:
         value: The arguments after all coercions (the input object if nothing changed).
         coercions: Every change, in document order.
         problems: Every refusal, in document order.
+        kept_items: For each array whose repeats `set_duplicates` dropped, keyed by its path
+            (array indices as sent, keys as in `value`), the index as sent of each item
+            `value` keeps: what an error at `/ids/1` of `value` is about in the call as sent.
     """
 
     value: Any
     coercions: tuple[Coercion, ...]
     problems: tuple[CoercionProblem, ...]
+    kept_items: Mapping[tuple[str | int, ...], tuple[int, ...]] = field(
+        default_factory=dict[tuple[str | int, ...], tuple[int, ...]]
+    )
 
 
 def resolve_rules(spec: CoercionSpec) -> frozenset[str]:
@@ -980,6 +986,7 @@ class _Coercer:
         self.unions_open: set[tuple[int, int, tuple[str | int, ...]]] = set()
         self.unit_unions: dict[int, tuple[Any, list[Mapping[str, Any]]]] = {}
         self.accepting: set[tuple[int, int]] = set()
+        self.kept_items: dict[tuple[str | int, ...], tuple[int, ...]] = {}
 
     def deref(self, node: Mapping[str, Any]) -> Mapping[str, Any]:
         # A dict is asked first: `Mapping`'s check goes through `abc`, a tenth of the time
@@ -1095,6 +1102,7 @@ class _Coercer:
             return items
         first_at: dict[Any, int] = {}
         kept: list[Any] = []
+        kept_at: list[int] = []
         repeats: list[tuple[int, int, Any]] = []
         item_node = self.deref(cast(Mapping[str, Any], node.get("items") or {}))
         # Whether an item has a type the set's items may have, asked only of items that
@@ -1116,9 +1124,11 @@ class _Coercer:
             if first is None or not fits(first):
                 first_at[key] = i
             kept.append(item)
+            kept_at.append(i)
         if not repeats:
             return items
         if "set_duplicates" in rules:
+            self.kept_items[tuple(path)] = tuple(kept_at)
             return cast(list[Any], self.record(path, items, kept, "set_duplicates"))
         for i, first, item in repeats:
             self.refuse([*path, i], "repeated_item", item, str(first))
@@ -2239,4 +2249,6 @@ def coerce_arguments(
         schema, rules, default_tz, sets, exact_ints=exact_ints, focus=focus, repairing=repairing
     )
     out = coercer.walk(value, schema, [], rules)
-    return CoercionResult(out, tuple(coercer.coercions), tuple(coercer.problems))
+    return CoercionResult(
+        out, tuple(coercer.coercions), tuple(coercer.problems), coercer.kept_items
+    )

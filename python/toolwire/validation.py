@@ -2840,6 +2840,53 @@ def _as_items(value: object) -> list[Any] | None:
     return cast(list[Any], value) if isinstance(value, list) else None
 
 
+def _as_sent(
+    details: list[ErrorDetails],
+    value: Any,
+    kept: Mapping[tuple[str | int, ...], tuple[int, ...]],
+) -> list[ErrorDetails]:
+    """Pydantic's errors on `value`, coerced arguments from which `set_duplicates` dropped
+    repeats, each `loc` made the place as sent (see `_sent_loc`)."""
+    out: list[ErrorDetails] = []
+    for detail in details:
+        loc = _sent_loc(detail["loc"], value, kept)
+        out.append(detail if loc is None else {**detail, "loc": loc})
+    return out
+
+
+def _sent_loc(
+    loc: Sequence[str | int],
+    value: Any,
+    kept: Mapping[tuple[str | int, ...], tuple[int, ...]],
+) -> tuple[str | int, ...] | None:
+    """A place in `value`, coerced arguments from which `set_duplicates` dropped repeats,
+    with each index into such an array made the index of that item as the model sent it
+    (`CoercionResult.kept_items`), or None where no index moved: the model is told to fix its
+    own item, not the one that moved into the place.
+
+    A step of a Pydantic `loc` is a member of the value it reaches or a union's tag (not
+    one): it is read as a member where the value holds one, and only indices change."""
+    out = list(loc)
+    here, sent = value, list[str | int]()
+    changed = False
+    for at, seg in enumerate(out):
+        if isinstance(here, dict) and isinstance(seg, str) and seg in here:
+            here = cast(dict[str, Any], here)[seg]
+        elif isinstance(here, list) and isinstance(seg, int):
+            items = cast(list[Any], here)
+            if not 0 <= seg < len(items):
+                continue
+            here = items[seg]
+            moved = kept.get(tuple(sent))
+            if moved is not None and seg < len(moved) and moved[seg] != seg:
+                out[at] = seg = moved[seg]
+                changed = True
+        else:
+            continue
+        sent.append(seg)
+    return tuple(out) if changed else None
+
+
 def _unchanged_at(before: Any, after: Any, path: str) -> bool:
     """Whether coercion left the value at `path` in place and as it was."""
     old = _at(before, path)
@@ -3625,15 +3672,22 @@ class ToolValidator:
         return self._repair(call, text_in, initial, builder, lang, precheck_only, taken, took)
 
     def _unknown_drafts(
-        self, builder: _ErrorBuilder, value: Any, checked: object = _ABSENT
+        self,
+        builder: _ErrorBuilder,
+        value: Any,
+        checked: object = _ABSENT,
+        kept: Mapping[tuple[str | int, ...], tuple[int, ...]] | None = None,
     ) -> list[_Draft]:
         """An `unknown_field` draft for each member the published schema does not allow (the
-        parts of `value` that are `checked`'s own left out, see `_unknown_fields`)."""
+        parts of `value` that are `checked`'s own left out, see `_unknown_fields`), at its
+        place as sent where `set_duplicates` dropped repeats before it (`kept`)."""
         # The object's own schema, not what `locate` makes of the key inside a union.
         return [
             builder.unknown_field(
                 dataclasses.replace(
-                    self._lookup.locate(parts), pointer=pointer(parts), parent=parent
+                    self._lookup.locate(parts),
+                    pointer=pointer((_sent_loc(parts, value, kept) if kept else None) or parts),
+                    parent=parent,
                 ),
                 item,
             )
@@ -3773,7 +3827,10 @@ class ToolValidator:
                     )
                 )
             except ValidationError as exc:
-                drafts = drafts + builder.from_pydantic(exc.errors(include_url=False))
+                found = exc.errors(include_url=False)
+                if result.kept_items:
+                    found = _as_sent(found, fixed, result.kept_items)
+                drafts = drafts + builder.from_pydantic(found)
                 return self._reject(call, drafts, coercions, lang, builder)
             # Only Pydantic's errors were re-checked: a pre-check finding stands unless a
             # coercion changed or removed the value it is about (`unwrap` moves the fields);
@@ -3794,7 +3851,7 @@ class ToolValidator:
                 seen = {d.error.path for d in drafts}
                 drafts += [
                     d
-                    for d in self._unknown_drafts(builder, fixed, checked)
+                    for d in self._unknown_drafts(builder, fixed, checked, result.kept_items)
                     if d.error.path not in seen
                 ]
             if drafts:
