@@ -508,6 +508,47 @@ def test_money_precision_enforced(amount: str) -> None:
     assert outcome.errors[0].code in ("multiple_of", "decimal")
 
 
+class Cents(BaseModel):
+    """Pay a whole number of cents."""
+
+    amount: Decimal = Field(multiple_of=Decimal("0.01"))
+    tip: Decimal | None = Field(default=None, multiple_of=Decimal("0.01"))
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("amount", "multiple"),
+    [
+        ("0.001", False),
+        ("1e-1000", False),
+        # Past Decimal's default exponent range: a remainder there rounded to 0, a multiple.
+        ("1e-1100000", False),
+        ("3e-999999999", False),
+        ("-5e-1000000000", False),
+        ('"1e-1100000"', False),
+        ("12.34", True),
+        ("1234e-2", True),
+        ("0e-1100000", True),
+    ],
+)
+def test_a_decimal_step_is_checked_exactly_at_any_exponent(
+    precheck: bool, amount: str, multiple: bool
+) -> None:
+    toolset = Toolset([Cents])
+    for arguments, path in (
+        (f'{{"amount": {amount}}}', "/amount"),
+        (f'{{"amount": 1, "tip": {amount}}}', "/tip"),
+    ):
+        asm = Assembler(tools=toolset) if precheck else Assembler()
+        asm.feed(0, id="call_1", name="cents", arguments=arguments)
+        (done,) = asm.finish()
+        outcome = toolset.validate(done)
+        assert outcome.ok is multiple, (arguments, outcome)
+        assert [(e.path, e.code) for e in outcome.errors] == (
+            [] if multiple else [(path, "multiple_of")]
+        )
+
+
 class Payment(BaseModel):
     """Pay."""
 

@@ -471,6 +471,39 @@ def test_multiple_of_divides_the_digits_a_float_cannot_hold(
         assert judged(step, number).ok and not judged({"not": step}, number).ok
 
 
+@pytest.mark.parametrize(
+    ("number", "step", "multiple"),
+    [
+        # Remainders past `Decimal`'s default exponent range were rounded to 0: a multiple.
+        ("1e-1100000", 0.01, False),
+        ("3e-999999999", 0.01, False),
+        ("-5e-1000000000", 0.01, False),
+        ("2.5e-1000000", 0.5, False),
+        ("1e-2", 0.01, True),
+        ("1e1000000", 0.01, True),
+        ("1e999999999", 0.3, False),
+        ("3e999999999", 0.3, True),
+        ("1e999999999", 2.0, True),
+        ("12.34e999999999", 0.01, True),
+        # An integer step divides the text too, not the float that rounds it.
+        ("5.0000000000000000001", 5, False),
+        ("1e-1100000", 5, False),
+        ("1e1000000", 5, True),
+    ],
+)
+def test_multiple_of_is_exact_at_any_exponent(number: str, step: float, multiple: bool) -> None:
+    # The numbers a float cannot hold keep their text (`WrittenFloat`), which is divided.
+    written = jsonschema_dialect.WrittenFloat(number)
+    written.text = number
+    validator = extended_validator(Draft202012Validator)({"multipleOf": step})
+    assert validator.is_valid(written) is multiple
+    # In a call, as a pattern's value (where a number a float reads as zero or infinity may
+    # also be refused as such): no multiple passes.
+    schema = _obj(patternProperties={"^a": {"type": "number", "multipleOf": step}})
+    outcome = _numbers_checked(schema, f'{{"a": {number}}}', "none")
+    assert multiple or not outcome.ok
+
+
 @pytest.mark.parametrize("digits", [30, 998, 999, 1500, 4300])
 @pytest.mark.parametrize("step", [0.01, 0.1, 0.3])
 def test_multiple_of_a_float_step_judges_a_long_integer_exactly(digits: int, step: float) -> None:

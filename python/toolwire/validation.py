@@ -29,6 +29,7 @@ pre-check (`Assembler(tools=toolset)`) reports them as `unknown_field`. Pydantic
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import gc
 import json
 import math
@@ -3450,8 +3451,7 @@ class ToolValidator:
                 given = self._exact_input(call)
                 paused = len(given) >= GC_PAUSE_MIN_BYTES and pause_gc()
                 try:
-                    # `model_validate_json` minus its Python wrapper (a tenth of a small call).
-                    instance = self._validate_json(given, strict=self.strict_argument)
+                    instance = self._model_of(given)
                 except ValidationError as exc:
                     return self.rejected(call, exc, lang=lang, redact=redact)
                 if (
@@ -3491,6 +3491,25 @@ class ToolValidator:
         finally:
             if paused:
                 gc.enable()
+
+    def _model_of(self, text_in: str | bytes) -> BaseModel:
+        """The model Pydantic makes of argument text (`model_validate_json` minus its Python
+        wrapper, a tenth of a small call).
+
+        Raises:
+            ValidationError: When Pydantic refuses the text.
+        """
+        assert self._validate_json is not None
+        if not self._decimals:
+            return self._validate_json(text_in, strict=self.strict_argument)
+        # Pydantic checks a `Decimal` field's `multiple_of` (and counts its digits) with the
+        # arithmetic of the current decimal context, whose exponent range (from -999999)
+        # rounds the remainder of `1e-1100000` by 0.01 to 0: a multiple. The widest range
+        # rounds no exponent a JSON number can carry; the precision stays the context's.
+        context = decimal.getcontext().copy()
+        context.Emin, context.Emax = decimal.MIN_EMIN, decimal.MAX_EMAX
+        with decimal.localcontext(context):
+            return self._validate_json(text_in, strict=self.strict_argument)
 
     def __getstate__(self) -> dict[str, Any]:
         # Pydantic's bound `validate_json` pickles its whole core schema, which holds local
@@ -3637,9 +3656,7 @@ class ToolValidator:
                 found = builder.from_call_error(error, call.value)
                 found.union_level = error.keyword in ("anyOf", "oneOf")
                 try:
-                    self.model.model_validate_json(
-                        self._exact(text_in), strict=self.strict_argument
-                    )
+                    self._model_of(self._exact(text_in))
                 except ValidationError as exc:
                     found_by_pydantic = exc.errors(include_url=False)
                     if _unreadable_json(found_by_pydantic, text_in):
@@ -3821,10 +3838,7 @@ class ToolValidator:
                     # Nothing changed in a call Pydantic took: the model it made.
                     taken
                     if taken is not None and fixed is value
-                    else self.model.model_validate_json(
-                        dumps_exact(quote_decimals(fixed, self.schema)),
-                        strict=self.strict_argument,
-                    )
+                    else self._model_of(dumps_exact(quote_decimals(fixed, self.schema)))
                 )
             except ValidationError as exc:
                 found = exc.errors(include_url=False)
