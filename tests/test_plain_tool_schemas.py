@@ -405,6 +405,34 @@ def _pydantic_accepts(model: type[BaseModel], text: str) -> bool:
     return True
 
 
+@pytest.mark.parametrize("value", ["14:30:00", "14:30", "25:00:00Z", 1430])
+def test_a_plain_time_is_asked_for_with_its_offset(value: Any) -> None:
+    # A plain tool's `format: time` is RFC 3339's full-time, as JSON Schema says and
+    # `jsonschema` checks: the offset is part of it. The payload says so, rather than show
+    # "14:30:00" as the example of what the model has just sent.
+    schema = {"type": "object", "properties": {"at": {"type": "string", "format": "time"}}}
+    tools = Toolset([{"name": "alarm", "parameters": schema}])
+    for precheck in (True, False):
+        asm = Assembler(tools=tools) if precheck else Assembler()
+        asm.feed(0, id="call_1", name="alarm", arguments=json.dumps({"at": value}))
+        (call,) = asm.finish()
+        outcome = tools.validate(call)
+        ((path, expected),) = [(e.path, e.expected) for e in outcome.errors]
+        assert path == "/at" and "offset" in expected and "14:30:00+01:00" in expected
+    for sent in ("14:30:00Z", "14:30:00+01:00", "14:30:00.5-05:00"):
+        assert _run(schema, {"at": sent}) == ([], True, [])
+
+
+def test_a_model_time_is_asked_for_as_pydantic_reads_it() -> None:
+    # Pydantic's `time` takes no offset as well as one: its example needs none.
+    tools = Toolset([create_model("Alarm", at=(dt.time, ...))])
+    for value, errors in (("14:30:00", []), ("25:00", ["a time HH:MM[:SS], e.g. 14:30:00"])):
+        asm = Assembler(tools=tools)
+        asm.feed(0, id="call_1", name="alarm", arguments=json.dumps({"at": value}))
+        (call,) = asm.finish()
+        assert [e.expected for e in tools.validate(call).errors] == errors
+
+
 @pytest.mark.parametrize(
     ("fmt", "value", "python_type"),
     [

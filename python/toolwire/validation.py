@@ -586,6 +586,8 @@ _FORMATS = (
     "date-time",
     "date",
     "time",
+    # A plain tool's `time` (see `_Schema.full_time`).
+    "full-time",
     "duration",
     "uuid",
     "email",
@@ -655,6 +657,9 @@ class _Schema:
         # error's path, and errors need not be located to be ranked (see `_Rest`).
         self.tagless = not schema_has(root, _is_tagged_union)
         self.asks_user = schema_has(root, lambda node: True if USER_SUPPLIED_KEY in node else None)
+        # Whether `format: time` takes only a time with its offset (a plain tool's, which
+        # `jsonschema` checks as RFC 3339 says), not also one without (Pydantic's `time`).
+        self.full_time = False
 
     def deref(self, node: Mapping[str, Any]) -> dict[str, Any]:
         hops = 0
@@ -874,7 +879,8 @@ class _Schema:
             inner = node.get("contentSchema")
             what = self.describe(cast(Mapping[str, Any], inner), lang) if inner else ""
             return text("expected.json_text", lang, what=what or text("type.any", lang))
-        own = _format_text(node.get("format"), lang)
+        fmt_own = node.get("format")
+        own = _format_text("full-time" if fmt_own == "time" and self.full_time else fmt_own, lang)
         if own is not None:
             return own
         types = node.get("type")
@@ -3422,6 +3428,8 @@ class ToolValidator:
             if written is not None and closing_splits_one_of(self.schema, written):
                 self._as_written = cls(_one_dialect(written), format_checker=checker)
             self._formats = frozenset(cls.FORMAT_CHECKER.checkers)
+            # `jsonschema` reads `time` as RFC 3339's full-time: the offset is part of it.
+            self._lookup.full_time = "time" in self._formats
 
     def validate(
         self,
