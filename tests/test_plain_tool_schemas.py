@@ -1840,6 +1840,50 @@ def test_an_optional_fields_early_error_names_the_value_inside_it() -> None:
     assert early('{"req": [], "opt": "x"}') == [("/opt", "array or null")]
 
 
+_URN = "urn:uuid:deadbeef-1234-ffff-ffff-4321feebdaed"
+
+
+@pytest.mark.parametrize(
+    ("schema", "instances"),
+    [
+        # JSON-Schema-Test-Suite, ref.json: "root pointer ref" and "simple URN base URI with
+        # $ref via the URN". The arguments are an object, so `type: object` is added to the
+        # tool's root; a reference to the root below it is to the schema as written, which
+        # takes other values as well.
+        (
+            {"properties": {"foo": {"$ref": "#"}}, "additionalProperties": False},
+            [
+                ({"foo": False}, True),
+                ({"foo": {"foo": False}}, True),
+                ({"foo": {"foo": {"foo": 1}}}, True),
+                ({"bar": False}, False),
+                ({"foo": {"bar": False}}, False),
+            ],
+        ),
+        (
+            {"$id": _URN, "minimum": 30, "properties": {"foo": {"$ref": _URN}}},
+            [({"foo": 37}, True), ({"foo": 12}, False), ({"foo": {"foo": 31}}, True)],
+        ),
+        (
+            {"properties": {"next": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}}},
+            [({"next": None}, True), ({"next": {"next": None}}, True), ({"next": 5}, True)],
+        ),
+    ],
+)
+def test_a_reference_to_the_root_is_to_the_schema_as_written(
+    schema: dict[str, Any], instances: list[tuple[Any, bool]]
+) -> None:
+    oracle = Draft202012Validator(schema)
+    for instance, valid in instances:
+        assert oracle.is_valid(instance) is valid
+        errors, ok, codes = _run(schema, instance)
+        if valid:
+            # Nor does the pre-check, which compiles the same prepared schema, flag it.
+            assert (errors, ok, codes) == ([], True, []), instance
+        else:
+            assert not ok and codes, instance
+
+
 def test_a_declared_draft_keeps_its_readings_under_a_reference_to_the_root() -> None:
     # Inlining copies the root, `$schema` and all, where `#` is referenced: the copy must be
     # read with the same extended validator as the root, not plain `jsonschema`.
