@@ -243,6 +243,100 @@ def test_no_unwrap_when_the_wrapper_has_company_or_is_a_real_field() -> None:
     assert outcome.ok and outcome.coercions == []
 
 
+_OPEN_Q = {"type": "object", "properties": {"q": {"type": "string"}}}
+
+
+@pytest.mark.parametrize("precheck", [False, True])
+@pytest.mark.parametrize(
+    ("parameters", "arguments", "value"),
+    [
+        # An open object, a map of objects, a map of strings (environment variables): a
+        # wrapper key is one of its members like any other, and the call is valid as sent.
+        ({**_OPEN_Q, "additionalProperties": True}, '{"input": {"q": "x"}}', None),
+        ({"type": "object", "additionalProperties": {"type": "object"}}, '{"args": {}}', None),
+        (
+            {"type": "object", "additionalProperties": {"type": "object"}},
+            '{"input": {"q": "x"}}',
+            None,
+        ),
+        (
+            {"type": "object", "additionalProperties": {"type": "string"}},
+            '{"input": "{\\"DEBUG\\": \\"1\\"}"}',
+            None,
+        ),
+        # No `additionalProperties` and no `properties`: an open object (left open).
+        ({"type": "object"}, '{"params": {"q": "x"}}', None),
+        # A pattern takes the key, beside `additionalProperties: false`.
+        (
+            {**_OPEN_Q, "patternProperties": {"^in": {}}, "additionalProperties": False},
+            '{"input": {"q": "x"}}',
+            None,
+        ),
+        # A property of an `allOf` member is one of the object's own.
+        (
+            {
+                "type": "object",
+                "allOf": [{"properties": {"args": {"type": "object"}}}],
+                "unevaluatedProperties": False,
+            },
+            '{"args": {"q": "x"}}',
+            None,
+        ),
+        # Closed, the key is no member: the lone wrapper still reads as the arguments.
+        ({**_OPEN_Q, "additionalProperties": False}, '{"input": {"q": "x"}}', {"q": "x"}),
+        (
+            {**_OPEN_Q, "patternProperties": {"^x-": {}}, "additionalProperties": False},
+            '{"params": {"q": "x"}}',
+            {"q": "x"},
+        ),
+        (
+            {"anyOf": [{**_OPEN_Q, "additionalProperties": False}, {"type": "null"}]},
+            '{"params": {"q": "x"}}',
+            {"q": "x"},
+        ),
+        (
+            {"type": "object", "allOf": [_OPEN_Q], "unevaluatedProperties": False},
+            '{"params": {"q": "x"}}',
+            {"q": "x"},
+        ),
+    ],
+)
+def test_unwrap_only_a_key_the_schema_does_not_take(
+    precheck: bool, parameters: dict[str, Any], arguments: str, value: Any
+) -> None:
+    # A call valid as sent is taken as sent: unwrapping a member of an open map (or parsing
+    # the JSON text inside it) would run the tool with other arguments than the model's.
+    toolset = Toolset([{"name": "run", "parameters": parameters}])
+    asm = Assembler(tools=toolset) if precheck else Assembler()
+    asm.feed(0, id="c", name="run", arguments=arguments)
+    early = asm.drain_errors()
+    # The pre-check agrees: silent on a call valid as sent.
+    assert early == [] or value is not None
+    (done,) = asm.finish()
+    outcome = toolset.validate(done)
+    assert outcome.ok, outcome.errors
+    if value is None:
+        assert outcome.value == json.loads(arguments)
+        assert outcome.coercions == []
+    else:
+        assert outcome.value == value
+        assert [c.rule for c in outcome.coercions] == ["unwrap"]
+
+
+def test_no_unwrap_for_a_model_that_takes_extra_fields() -> None:
+    class Loose(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        q: str
+
+    toolset = Toolset([Loose])
+    outcome = toolset.validate(call("loose", '{"params": {"q": "x"}}'))
+    # `params` is an extra field the model keeps: what is missing is `q`, not a wrapper.
+    assert not outcome.ok and outcome.coercions == []
+    assert [(e.path, e.code) for e in outcome.errors] == [("/q", "missing")]
+    outcome = toolset.validate(call("loose", '{"params": {"q": "x"}, "q": "y"}'))
+    assert outcome.ok and outcome.model is not None and outcome.model.q == "y"
+
+
 def test_double_encoded_arguments_object() -> None:
     outcome = validate('"{\\"quantity\\": 3}"')
     assert outcome.ok and outcome.model.quantity == 3
@@ -412,6 +506,47 @@ def test_money_precision_enforced(amount: str) -> None:
     outcome = Toolset([Invoice]).validate(call("invoice", f'{{"amount": {amount}}}'))
     assert not outcome.ok
     assert outcome.errors[0].code in ("multiple_of", "decimal")
+
+
+class Cents(BaseModel):
+    """Pay a whole number of cents."""
+
+    amount: Decimal = Field(multiple_of=Decimal("0.01"))
+    tip: Decimal | None = Field(default=None, multiple_of=Decimal("0.01"))
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("amount", "multiple"),
+    [
+        ("0.001", False),
+        ("1e-1000", False),
+        # Past Decimal's default exponent range: a remainder there rounded to 0, a multiple.
+        ("1e-1100000", False),
+        ("3e-999999999", False),
+        ("-5e-1000000000", False),
+        ('"1e-1100000"', False),
+        ("12.34", True),
+        ("1234e-2", True),
+        ("0e-1100000", True),
+    ],
+)
+def test_a_decimal_step_is_checked_exactly_at_any_exponent(
+    precheck: bool, amount: str, multiple: bool
+) -> None:
+    toolset = Toolset([Cents])
+    for arguments, path in (
+        (f'{{"amount": {amount}}}', "/amount"),
+        (f'{{"amount": 1, "tip": {amount}}}', "/tip"),
+    ):
+        asm = Assembler(tools=toolset) if precheck else Assembler()
+        asm.feed(0, id="call_1", name="cents", arguments=arguments)
+        (done,) = asm.finish()
+        outcome = toolset.validate(done)
+        assert outcome.ok is multiple, (arguments, outcome)
+        assert [(e.path, e.code) for e in outcome.errors] == (
+            [] if multiple else [(path, "multiple_of")]
+        )
 
 
 class Payment(BaseModel):

@@ -526,6 +526,125 @@ def test_items_a_set_holds_apart_are_kept(arguments: str) -> None:
         assert outcome.ok and outcome.coercions == []
 
 
+class Numbers(BaseModel):
+    """Sets of numbers, where `true` equals `1` and `false` equals `0` in Python."""
+
+    ids: set[int] | None = None
+    amounts: set[Decimal] | None = None
+    weights: frozenset[float] | None = None
+
+
+NUMBERS = Toolset([Numbers])
+UNCOERCED_NUMBERS = Toolset([Numbers], coercion="none")
+
+
+@pytest.mark.parametrize("how", ["precheck", "no precheck", "look-alike"])
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [
+        ('{"ids":[true]}', "/ids/0"),
+        ('{"ids":[1,true]}', "/ids/1"),
+        ('{"ids":[0,false]}', "/ids/1"),
+        ('{"ids":[true,1]}', "/ids/0"),
+        ('{"ids":[true,1,2]}', "/ids/0"),
+        ('{"amounts":[1,true]}', "/amounts/1"),
+        ('{"amounts":["1",true]}', "/amounts/1"),
+        ('{"weights":[1.0,true]}', "/weights/1"),
+    ],
+)
+def test_a_boolean_in_a_set_of_numbers_is_refused_wherever_it_stands(
+    how: str, arguments: str, path: str
+) -> None:
+    # A boolean is no number, as it is not for a plain integer field: one that equals an item
+    # before or after it is no repeat to drop, and the set of numbers refuses it.
+    for tools in (NUMBERS, UNCOERCED_NUMBERS):
+        if how == "look-alike":
+            outcome = tools.validate(LookAlike(arguments, name="numbers"))
+        else:
+            outcome = validate(arguments, precheck=how == "precheck", tools=tools, name="numbers")
+        assert not outcome.ok
+        assert [(e.path, e.code) for e in outcome.errors] == [(path, "type")]
+        assert outcome.coercions == []
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_boolean_between_repeats_is_refused_and_the_repeat_dropped(precheck: bool) -> None:
+    outcome = validate('{"ids":[1,true,1]}', precheck=precheck, tools=NUMBERS, name="numbers")
+    assert [(e.path, e.code, e.got) for e in outcome.errors] == [("/ids/1", "type", "true")]
+    outcome = validate(
+        '{"ids":[1,true,1]}', precheck=precheck, tools=UNCOERCED_NUMBERS, name="numbers"
+    )
+    assert [(e.path, e.code) for e in outcome.errors] == [("/ids/1", "type"), ("/ids/2", "unique")]
+
+
+class Point(BaseModel):
+    """A hashable model, which a set may hold."""
+
+    model_config = ConfigDict(frozen=True)
+    x: int
+
+
+class Labels(BaseModel):
+    """Sets, sets of sets, of tuples and of models."""
+
+    tags: frozenset[str] | None = None
+    ids: set[int] | None = None
+    nested: frozenset[frozenset[int]] | None = None
+    pairs: frozenset[tuple[int, str]] | None = None
+    points: frozenset[Point] | None = None
+
+
+LABELS = Toolset([Labels])
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("tools", "name", "arguments", "errors"),
+    [
+        (LABELS, "labels", '{"tags":["a","a",1]}', [("/tags/2", "type", "1")]),
+        (LABELS, "labels", '{"ids":[1,1,"x"]}', [("/ids/2", "type", '"x"')]),
+        (LABELS, "labels", '{"ids":[5,5,5,null]}', [("/ids/3", "type", "null")]),
+        (
+            LABELS,
+            "labels",
+            '{"ids":[1,1,"x",2,2,"y"]}',
+            [("/ids/2", "type", '"x"'), ("/ids/5", "type", '"y"')],
+        ),
+        # A set of sets: the inner repeats and the outer ones are both dropped.
+        (LABELS, "labels", '{"nested":[[1],[1,1],[2,2,"x"]]}', [("/nested/2/2", "type", '"x"')]),
+        (LABELS, "labels", '{"pairs":[[1,"a"],[1,"a"],[2,3]]}', [("/pairs/2/1", "type", "3")]),
+        (
+            LABELS,
+            "labels",
+            '{"points":[{"x":1},{"x":1},{"x":"a"}]}',
+            [("/points/2/x", "type", '"a"')],
+        ),
+        (
+            LABELS,
+            "labels",
+            '{"points":[{"x":1},{"x":1},{"x":2,"y":3}]}',
+            [("/points/2/y", "unknown_field", "3")],
+        ),
+        # In a list of objects, and in a union's branch.
+        (
+            TOOLS,
+            "sheet",
+            '{"rows":[{"marks":[1,1,"x"]},{"marks":[2,2,"y"]}]}',
+            [("/rows/0/marks/2", "type", '"x"'), ("/rows/1/marks/2", "type", '"y"')],
+        ),
+        (TOOLS, "sheet", '{"maybe":{"marks":[3,3,"z"]}}', [("/maybe/marks/2", "type", '"z"')]),
+    ],
+)
+def test_an_error_after_a_dropped_repeat_names_the_item_as_sent(
+    precheck: bool, tools: Toolset, name: str, arguments: str, errors: list[tuple[str, ...]]
+) -> None:
+    # The model is told where its own call is wrong, not where the call is once repeats were
+    # dropped: there, the item at that index is another, valid one.
+    outcome = validate(arguments, precheck=precheck, tools=tools, name=name)
+    assert not outcome.ok
+    assert [(e.path, e.code, e.got) for e in outcome.errors] == errors
+
+
 class Schedule(BaseModel):
     """Dicts keyed by timestamps and UUIDs."""
 

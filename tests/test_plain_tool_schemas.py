@@ -405,6 +405,34 @@ def _pydantic_accepts(model: type[BaseModel], text: str) -> bool:
     return True
 
 
+@pytest.mark.parametrize("value", ["14:30:00", "14:30", "25:00:00Z", 1430])
+def test_a_plain_time_is_asked_for_with_its_offset(value: Any) -> None:
+    # A plain tool's `format: time` is RFC 3339's full-time, as JSON Schema says and
+    # `jsonschema` checks: the offset is part of it. The payload says so, rather than show
+    # "14:30:00" as the example of what the model has just sent.
+    schema = {"type": "object", "properties": {"at": {"type": "string", "format": "time"}}}
+    tools = Toolset([{"name": "alarm", "parameters": schema}])
+    for precheck in (True, False):
+        asm = Assembler(tools=tools) if precheck else Assembler()
+        asm.feed(0, id="call_1", name="alarm", arguments=json.dumps({"at": value}))
+        (call,) = asm.finish()
+        outcome = tools.validate(call)
+        ((path, expected),) = [(e.path, e.expected) for e in outcome.errors]
+        assert path == "/at" and "offset" in expected and "14:30:00+01:00" in expected
+    for sent in ("14:30:00Z", "14:30:00+01:00", "14:30:00.5-05:00"):
+        assert _run(schema, {"at": sent}) == ([], True, [])
+
+
+def test_a_model_time_is_asked_for_as_pydantic_reads_it() -> None:
+    # Pydantic's `time` takes no offset as well as one: its example needs none.
+    tools = Toolset([create_model("Alarm", at=(dt.time, ...))])
+    for value, errors in (("14:30:00", []), ("25:00", ["a time HH:MM[:SS], e.g. 14:30:00"])):
+        asm = Assembler(tools=tools)
+        asm.feed(0, id="call_1", name="alarm", arguments=json.dumps({"at": value}))
+        (call,) = asm.finish()
+        assert [e.expected for e in tools.validate(call).errors] == errors
+
+
 @pytest.mark.parametrize(
     ("fmt", "value", "python_type"),
     [
@@ -469,6 +497,39 @@ def test_multiple_of_divides_the_digits_a_float_cannot_hold(
     # Digits a float holds, or zeros past them, are the float's own number.
     for number in ("2.4", "2.40000000000000000000", "-0.30000000000000000000"):
         assert judged(step, number).ok and not judged({"not": step}, number).ok
+
+
+@pytest.mark.parametrize(
+    ("number", "step", "multiple"),
+    [
+        # Remainders past `Decimal`'s default exponent range were rounded to 0: a multiple.
+        ("1e-1100000", 0.01, False),
+        ("3e-999999999", 0.01, False),
+        ("-5e-1000000000", 0.01, False),
+        ("2.5e-1000000", 0.5, False),
+        ("1e-2", 0.01, True),
+        ("1e1000000", 0.01, True),
+        ("1e999999999", 0.3, False),
+        ("3e999999999", 0.3, True),
+        ("1e999999999", 2.0, True),
+        ("12.34e999999999", 0.01, True),
+        # An integer step divides the text too, not the float that rounds it.
+        ("5.0000000000000000001", 5, False),
+        ("1e-1100000", 5, False),
+        ("1e1000000", 5, True),
+    ],
+)
+def test_multiple_of_is_exact_at_any_exponent(number: str, step: float, multiple: bool) -> None:
+    # The numbers a float cannot hold keep their text (`WrittenFloat`), which is divided.
+    written = jsonschema_dialect.WrittenFloat(number)
+    written.text = number
+    validator = extended_validator(Draft202012Validator)({"multipleOf": step})
+    assert validator.is_valid(written) is multiple
+    # In a call, as a pattern's value (where a number a float reads as zero or infinity may
+    # also be refused as such): no multiple passes.
+    schema = _obj(patternProperties={"^a": {"type": "number", "multipleOf": step}})
+    outcome = _numbers_checked(schema, f'{{"a": {number}}}', "none")
+    assert multiple or not outcome.ok
 
 
 @pytest.mark.parametrize("digits", [30, 998, 999, 1500, 4300])
@@ -1777,6 +1838,50 @@ def test_an_optional_fields_early_error_names_the_value_inside_it() -> None:
     # `n` is optional too: its own union failed, and says what it takes.
     assert early('{"req": [], "obj": {"n": "x"}}') == [("/obj/n", "integer or null")]
     assert early('{"req": [], "opt": "x"}') == [("/opt", "array or null")]
+
+
+_URN = "urn:uuid:deadbeef-1234-ffff-ffff-4321feebdaed"
+
+
+@pytest.mark.parametrize(
+    ("schema", "instances"),
+    [
+        # JSON-Schema-Test-Suite, ref.json: "root pointer ref" and "simple URN base URI with
+        # $ref via the URN". The arguments are an object, so `type: object` is added to the
+        # tool's root; a reference to the root below it is to the schema as written, which
+        # takes other values as well.
+        (
+            {"properties": {"foo": {"$ref": "#"}}, "additionalProperties": False},
+            [
+                ({"foo": False}, True),
+                ({"foo": {"foo": False}}, True),
+                ({"foo": {"foo": {"foo": 1}}}, True),
+                ({"bar": False}, False),
+                ({"foo": {"bar": False}}, False),
+            ],
+        ),
+        (
+            {"$id": _URN, "minimum": 30, "properties": {"foo": {"$ref": _URN}}},
+            [({"foo": 37}, True), ({"foo": 12}, False), ({"foo": {"foo": 31}}, True)],
+        ),
+        (
+            {"properties": {"next": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}}},
+            [({"next": None}, True), ({"next": {"next": None}}, True), ({"next": 5}, True)],
+        ),
+    ],
+)
+def test_a_reference_to_the_root_is_to_the_schema_as_written(
+    schema: dict[str, Any], instances: list[tuple[Any, bool]]
+) -> None:
+    oracle = Draft202012Validator(schema)
+    for instance, valid in instances:
+        assert oracle.is_valid(instance) is valid
+        errors, ok, codes = _run(schema, instance)
+        if valid:
+            # Nor does the pre-check, which compiles the same prepared schema, flag it.
+            assert (errors, ok, codes) == ([], True, []), instance
+        else:
+            assert not ok and codes, instance
 
 
 def test_a_declared_draft_keeps_its_readings_under_a_reference_to_the_root() -> None:

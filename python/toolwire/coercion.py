@@ -19,16 +19,19 @@ Rules (names are stable; `SAFE_RULES` is the default set):
   milliseconds and divided by 1000, for integer fields only when the division is exact.
 * `enum_case`: a string that equals exactly one allowed enum value ignoring case.
 * `unwrap`: top-level arguments that are one lone `params` / `parameters` / `arguments` /
-  `args` / `input` object (a key the schema does not define) are replaced by that object.
+  `args` / `input` object are replaced by that object, when the schema does not take that key
+  (no property or pattern names it, and `additionalProperties` is `false`): in an open map
+  it is a member like any other, and the call is taken as sent.
 * `set_duplicates`: an array with repeated items for a model's `set[...]` or `frozenset[...]`
   field (`uniqueItems` in its schema) keeps each item's first occurrence, as the set would.
   Pydantic drops the repeats silently; this rule makes that a recorded change, and without it
   the repeats are refused (`unique`). Items are compared as the set holds them once read, by
   Python's equality: `1`, `1.0` and `true` are one member of a `set[int | bool]`, `"1.0"` and
   `"1.00"` of a `set[Decimal]`, two offsets of one instant of a `set[datetime]`, two spellings
-  of one UUID of a `set[UUID]`, and two integers a float reads alike of a `set[float]`. A
-  plain-dict tool's `uniqueItems` is a constraint, never a set: its repeats are refused
-  whatever the rules.
+  of one UUID of a `set[UUID]`, and two integers a float reads alike of a `set[float]`. An
+  item of a type the set does not hold (`true` beside `1` in a `set[int]`) repeats nothing:
+  it is refused where it stands, as it is in a plain field. A plain-dict tool's
+  `uniqueItems` is a constraint, never a set: its repeats are refused whatever the rules.
 * `bool_word` (opt-in only): `"yes"`/`"no"`, `"y"`/`"n"`, `"on"`/`"off"`, `"1"`/`"0"`, `1`/`0`.
 * `default_timezone`: a timestamp without an offset gets the tool's declared default time zone.
   It is not part of the rule set: it applies exactly when the tool declares a time zone. Only
@@ -70,7 +73,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, NoReturn, cast
@@ -248,11 +251,17 @@ class CoercionResult:
         value: The arguments after all coercions (the input object if nothing changed).
         coercions: Every change, in document order.
         problems: Every refusal, in document order.
+        kept_items: For each array whose repeats `set_duplicates` dropped, keyed by its path
+            (array indices as sent, keys as in `value`), the index as sent of each item
+            `value` keeps: what an error at `/ids/1` of `value` is about in the call as sent.
     """
 
     value: Any
     coercions: tuple[Coercion, ...]
     problems: tuple[CoercionProblem, ...]
+    kept_items: Mapping[tuple[str | int, ...], tuple[int, ...]] = field(
+        default_factory=dict[tuple[str | int, ...], tuple[int, ...]]
+    )
 
 
 def resolve_rules(spec: CoercionSpec) -> frozenset[str]:
@@ -721,6 +730,28 @@ def _member_schemas(node: Mapping[str, Any], key: str) -> list[Mapping[str, Any]
     return [cast(Mapping[str, Any], rule) for rule in found if isinstance(rule, dict)]
 
 
+def _name_allowed(names: object, key: str) -> bool:
+    """Whether a `propertyNames` schema takes `key`, by its `const`, `enum` and `pattern`
+    (a keyword it cannot read takes it)."""
+    if names is False:
+        return False
+    if not isinstance(names, dict):
+        return True
+    schema = cast(dict[str, Any], names)
+    if "const" in schema and schema["const"] != key:
+        return False
+    enum = schema.get("enum")
+    if isinstance(enum, list) and key not in cast(list[Any], enum):
+        return False
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        try:
+            return bool(search(pattern, key))
+        except (regex.error, OverflowError):
+            return True
+    return True
+
+
 def _types(node: Mapping[str, Any]) -> set[str]:
     kind = node.get("type")
     if isinstance(kind, str):
@@ -955,6 +986,7 @@ class _Coercer:
         self.unions_open: set[tuple[int, int, tuple[str | int, ...]]] = set()
         self.unit_unions: dict[int, tuple[Any, list[Mapping[str, Any]]]] = {}
         self.accepting: set[tuple[int, int]] = set()
+        self.kept_items: dict[tuple[str | int, ...], tuple[int, ...]] = {}
 
     def deref(self, node: Mapping[str, Any]) -> Mapping[str, Any]:
         # A dict is asked first: `Mapping`'s check goes through `abc`, a tenth of the time
@@ -1070,18 +1102,33 @@ class _Coercer:
             return items
         first_at: dict[Any, int] = {}
         kept: list[Any] = []
+        kept_at: list[int] = []
         repeats: list[tuple[int, int, Any]] = []
         item_node = self.deref(cast(Mapping[str, Any], node.get("items") or {}))
+        # Whether an item has a type the set's items may have, asked only of items that
+        # meet an equal one: `true` equals `1` in Python, yet it is no repeat of `1` in a
+        # `set[int]`, but a value of another type for validation to refuse where it stands.
+        typed: dict[int, bool] = {}
+
+        def fits(at: int) -> bool:
+            if at not in typed:
+                typed[at] = self.accepts(items[at], item_node)
+            return typed[at]
+
         for i, item in enumerate(items):
             key = _set_key(item, item_node)
-            if key in first_at:
-                repeats.append((i, first_at[key], item))
-            else:
+            first = first_at.get(key)
+            if first is not None and fits(first) and fits(i):
+                repeats.append((i, first, item))
+                continue
+            if first is None or not fits(first):
                 first_at[key] = i
-                kept.append(item)
+            kept.append(item)
+            kept_at.append(i)
         if not repeats:
             return items
         if "set_duplicates" in rules:
+            self.kept_items[tuple(path)] = tuple(kept_at)
             return cast(list[Any], self.record(path, items, kept, "set_duplicates"))
         for i, first, item in repeats:
             self.refuse([*path, i], "repeated_item", item, str(first))
@@ -1378,6 +1425,56 @@ class _Coercer:
                     return False
         return True
 
+    def takes_key(self, node: Mapping[str, Any], key: str, depth: int) -> bool:
+        """Whether an object at `node` may have a member named `key`, by the keywords that
+        name members: a property of its own, a key one of its `patternProperties` takes, or
+        else `additionalProperties` (anything when absent; with `unevaluatedProperties:
+        false`, only what an `allOf` member or a union branch takes). `propertyNames`, every
+        `allOf` member and one `anyOf` / `oneOf` branch must take it too. What the keywords
+        leave undecided reads as taken: the call then goes to validation as it was sent."""
+        node = self.deref(node)
+        if depth > MAX_EMBEDDED_DEPTH:
+            return True
+        kinds = _types(node)
+        if kinds and "object" not in kinds:
+            return False
+        if not self.names_key(node, key):
+            extra = node.get("additionalProperties")
+            if extra is False:
+                return False
+            if extra is None and node.get("unevaluatedProperties") is False:
+                members = [
+                    self.deref(cast(Mapping[str, Any], m))
+                    for word in ("allOf", "anyOf", "oneOf")
+                    for m in cast(list[Any], node.get(word) or [])
+                ]
+                if not any(
+                    self.names_key(m, key) or m.get("additionalProperties") not in (None, False)
+                    for m in members
+                ):
+                    return False
+        if not _name_allowed(node.get("propertyNames", True), key):
+            return False
+        members = cast(list[Any], node.get("allOf") or [])
+        if not all(self.takes_key(m, key, depth + 1) for m in members):
+            return False
+        for word in ("anyOf", "oneOf"):
+            branches = node.get(word)
+            if isinstance(branches, list) and not any(
+                self.takes_key(b, key, depth + 1) for b in cast(list[Any], branches)
+            ):
+                return False
+        return True
+
+    @staticmethod
+    def names_key(node: Mapping[str, Any], key: str) -> bool:
+        """Whether `node` names `key` as a member: a property (a model's field lists each key
+        it is read from) or a key one of its patterns takes."""
+        props = node.get("properties")
+        if isinstance(props, dict) and key in props:
+            return True
+        return bool(_pattern_schemas(node, key))
+
     def walk_object(
         self,
         value: dict[str, Any],
@@ -1388,7 +1485,9 @@ class _Coercer:
         props = cast(Mapping[str, Any], node.get("properties") or {})
         if not path and "unwrap" in rules and len(value) == 1:
             ((key, inner),) = value.items()
-            if key in WRAPPER_KEYS and key not in props:
+            # Only a key the schema refuses: in an open map, `{"input": {...}}` is a call
+            # valid as sent, and the tool must get it as sent.
+            if key in WRAPPER_KEYS and not self.takes_key(node, key, 0):
                 if isinstance(inner, str) and "json_string" in rules:
                     inner = self.parse_container(inner)
                 if isinstance(inner, dict):
@@ -2150,4 +2249,6 @@ def coerce_arguments(
         schema, rules, default_tz, sets, exact_ints=exact_ints, focus=focus, repairing=repairing
     )
     out = coercer.walk(value, schema, [], rules)
-    return CoercionResult(out, tuple(coercer.coercions), tuple(coercer.problems))
+    return CoercionResult(
+        out, tuple(coercer.coercions), tuple(coercer.problems), coercer.kept_items
+    )

@@ -45,14 +45,21 @@ import re
 import time
 import warnings
 from collections.abc import Generator, Iterator
-from decimal import Context, Decimal
+from decimal import Decimal
 from typing import Any, Protocol, cast
 
 import jsonschema
 import jsonschema.validators
 import regex
 
-__all__ = ["ReferenceLoop", "WrittenFloat", "extended_validator", "pattern_budget", "search"]
+__all__ = [
+    "ReferenceLoop",
+    "WrittenFloat",
+    "extended_validator",
+    "is_multiple",
+    "pattern_budget",
+    "search",
+]
 
 
 PATTERN_SECONDS = 0.05
@@ -304,22 +311,52 @@ class WrittenFloat(float):
     text: str
 
 
+def is_multiple(number: Decimal, step: Decimal) -> bool | None:
+    """Whether `number` is a whole multiple of `step`, exactly, at any exponent; None for an
+    infinity, a NaN or a zero step.
+
+    Decimal arithmetic in a context rounds: a remainder below its exponent range (`1e-1100000`
+    divided by 0.01) became 0, a multiple, and a quotient longer than its precision cannot be
+    divided. Both are written as an integer times a power of ten, `n·10^a` and `s·10^b`, and
+    the number is a multiple when `s` divides `n·10^(a-b)`: a power taken modulo `s` where
+    `a >= b`, and otherwise `n` must hold the `b-a` trailing zeros (it has as many digits as
+    the model wrote, which the scanner bounds) before `s` divides the rest.
+    """
+    if not (number.is_finite() and step.is_finite()) or not step:
+        return None
+    _, digits, exponent = number.as_tuple()
+    _, step_digits, step_exponent = step.as_tuple()
+    # From the digits as a tuple: exact, with no context and no limit on `int`'s text.
+    n = int(Decimal((0, digits, 0)))
+    s = int(Decimal((0, step_digits, 0)))
+    if not n:
+        return True
+    shift = cast(int, exponent) - cast(int, step_exponent)
+    if shift >= 0:
+        return n * pow(10, shift, s) % s == 0
+    if -shift > len(digits):
+        # `n` is below `10^(b-a)`: the quotient is a non-zero fraction below 1.
+        return False
+    return n % (s * 10**-shift) == 0
+
+
 def _multiple_of(original: Any) -> Any:
     def multiple_of(
         validator: Any, divisor: Any, instance: Any, schema: Any
     ) -> Iterator[jsonschema.ValidationError]:
         # A float reads back as the shortest decimal text that round-trips, the digits the
         # model wrote, unless it had more than a float holds: then its text is divided, or a
-        # number a digit past 2.4 would pass where `2.4` does (and fail under `not`). What
-        # `Decimal` cannot divide is left to `jsonschema`, except infinity (a number past a
-        # double's range, `1e400`), which `jsonschema` turns into an OverflowError for a float
-        # divisor: it is no multiple.
+        # number a digit past 2.4 would pass where `2.4` does (and fail under `not`). It is
+        # divided exactly (`is_multiple`), at any exponent. What `Decimal` cannot read is left
+        # to `jsonschema`, except infinity (a number past a double's range, `1e400`), which
+        # `jsonschema` turns into an OverflowError for a float divisor: it is no multiple.
         written = instance.text if isinstance(instance, WrittenFloat) else None
         if written is None and isinstance(instance, float) and not math.isfinite(instance):
             yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {divisor}")
             return
         if (
-            isinstance(divisor, float)
+            isinstance(divisor, int | float)
+            and not isinstance(divisor, bool)
             and isinstance(instance, int | float)
             and not isinstance(instance, bool)  # not a number to `multipleOf`
         ):
@@ -332,16 +369,12 @@ def _multiple_of(original: Any) -> Any:
                     if written is not None
                     else repr(instance)
                 )
-                number, step = Decimal(exact), Decimal(repr(divisor))
-                # Enough digits for the whole quotient, however long an exact integer is
-                # (the scanner's `max_number_digits` bounds it): with fewer, `remainder`
-                # cannot divide, and `jsonschema`'s float division overflows on such an int.
-                digits = max(28, number.adjusted() - step.adjusted() + 28)
-                remainder = Context(prec=digits).remainder(number, step)
-            except ArithmeticError:  # InvalidOperation for inf and nan, among others
-                pass
-            else:
-                if remainder != 0:
+                step = Decimal(divisor if isinstance(divisor, int) else repr(divisor))
+                multiple = is_multiple(Decimal(exact), step)
+            except ArithmeticError:  # InvalidOperation for a text `Decimal` cannot read
+                multiple = None
+            if multiple is not None:
+                if not multiple:
                     yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {divisor}")
                 return
         try:

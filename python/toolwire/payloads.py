@@ -177,6 +177,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "a time HH:MM[:SS], e.g. 14:30:00",
         "zh": "时间 HH:MM[:SS]，例如 14:30:00",
     },
+    # RFC 3339's full-time, which JSON Schema's `time` is: the offset is part of it.
+    "format.full-time": {
+        "en": "a time with a time zone offset, e.g. 14:30:00+01:00 or 14:30:00Z",
+        "zh": "带时区偏移的时间，例如 14:30:00+01:00 或 14:30:00Z",
+    },
     "format.duration": {
         "en": "an ISO 8601 duration, e.g. PT30M",
         "zh": "ISO 8601 时长，例如 PT30M",

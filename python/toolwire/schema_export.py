@@ -66,6 +66,7 @@ __all__ = [
     "precheck_schema",
     "strict_problems",
     "strict_schema",
+    "with_object_root",
     "without_keywords",
 ]
 
@@ -313,6 +314,61 @@ def _with_pointer_refs(schema: Mapping[str, Any]) -> Mapping[str, Any]:
         return out
 
     return cast(JsonSchema, walk(schema, resolver))
+
+
+def with_object_root(schema: Mapping[str, Any]) -> JsonSchema:
+    """`schema` with `"type": "object"` at its root, where the root does not say.
+
+    A tool's arguments are always an object, and Anthropic refuses an `input_schema` whose
+    root does not say so. Only the root is the tool's: a `$ref` to the root below it (`"#"`,
+    or the root's `$id`) names the schema as written, which may take other values than an
+    object (`{"properties": {"foo": {"$ref": "#"}}}` takes `{"foo": false}`). Such references
+    are made references to a copy of the root as written, under `$defs`, so that what the
+    pre-check compiles and what validation reads keep the added type at the root alone.
+
+    Returns:
+        A new schema; the input is not modified. One whose references cannot be read is only
+        typed, for the inliner to refuse as it refuses any such reference.
+    """
+    if "type" in schema:
+        return dict(schema)
+    typed: JsonSchema = {"type": "object", **schema}
+    try:
+        pointed = _with_pointer_refs(schema)
+    except ValueError:
+        return typed
+    found = False
+
+    def walk(node: Any) -> Any:
+        nonlocal found
+        as_list = _as_list(node)
+        if as_list is not None:
+            return [walk(item) for item in as_list]
+        as_dict = _as_dict(node)
+        if as_dict is None:
+            return node
+        out: JsonSchema = {}
+        for key, value in as_dict.items():
+            if key == "$ref" and value == "#":
+                found = True
+                out[key] = "#/$defs/" + _pointer_escape(name)
+            else:
+                out[key] = _with_subschemas_mapped(key, value, lambda sub, _: walk(sub))
+        return out
+
+    defs = {
+        **(_as_dict(pointed.get("definitions")) or {}),
+        **(_as_dict(pointed.get("$defs")) or {}),
+    }
+    name = "root"
+    while name in defs:
+        name += "_"
+    rewritten = cast(JsonSchema, walk(pointed))
+    if not found:
+        return typed
+    written = {k: v for k, v in rewritten.items() if k not in ("$defs", "definitions")}
+    own_defs = _as_dict(rewritten.get("$defs")) or {}
+    return {"type": "object", **rewritten, "$defs": {**own_defs, name: copy.deepcopy(written)}}
 
 
 def _pointer_escape(token: str) -> str:

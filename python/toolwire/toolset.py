@@ -60,6 +60,7 @@ from toolwire.schema_export import (
     precheck_schema,
     secret_patterns,
     strict_problems,
+    with_object_root,
 )
 from toolwire.validation import (
     GC_PAUSE_MIN_BYTES,
@@ -538,11 +539,10 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         schema = as_json_schema(copy.deepcopy(dict(cast(Mapping[str, Any], params))))
     except ValueError as exc:
         raise ValueError(f"tool {name!r}: {exc}") from None
-    if "type" not in schema:
-        # Arguments are always an object (anything else is `not_object`), and Anthropic
-        # refuses an `input_schema` whose root does not say so.
-        schema = {"type": "object", **schema}
-    return name, description, schema
+    # Arguments are always an object (anything else is `not_object`), and Anthropic refuses
+    # an `input_schema` whose root does not say so; a reference to the root stays to the
+    # schema as written.
+    return name, description, with_object_root(schema)
 
 
 # The `format`s the pre-check may assert for a plain-dict tool, whose validation is

@@ -29,6 +29,7 @@ pre-check (`Assembler(tools=toolset)`) reports them as `unknown_field`. Pydantic
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import gc
 import json
 import math
@@ -585,6 +586,8 @@ _FORMATS = (
     "date-time",
     "date",
     "time",
+    # A plain tool's `time` (see `_Schema.full_time`).
+    "full-time",
     "duration",
     "uuid",
     "email",
@@ -654,6 +657,9 @@ class _Schema:
         # error's path, and errors need not be located to be ranked (see `_Rest`).
         self.tagless = not schema_has(root, _is_tagged_union)
         self.asks_user = schema_has(root, lambda node: True if USER_SUPPLIED_KEY in node else None)
+        # Whether `format: time` takes only a time with its offset (a plain tool's, which
+        # `jsonschema` checks as RFC 3339 says), not also one without (Pydantic's `time`).
+        self.full_time = False
 
     def deref(self, node: Mapping[str, Any]) -> dict[str, Any]:
         hops = 0
@@ -873,7 +879,8 @@ class _Schema:
             inner = node.get("contentSchema")
             what = self.describe(cast(Mapping[str, Any], inner), lang) if inner else ""
             return text("expected.json_text", lang, what=what or text("type.any", lang))
-        own = _format_text(node.get("format"), lang)
+        fmt_own = node.get("format")
+        own = _format_text("full-time" if fmt_own == "time" and self.full_time else fmt_own, lang)
         if own is not None:
             return own
         types = node.get("type")
@@ -2840,6 +2847,53 @@ def _as_items(value: object) -> list[Any] | None:
     return cast(list[Any], value) if isinstance(value, list) else None
 
 
+def _as_sent(
+    details: list[ErrorDetails],
+    value: Any,
+    kept: Mapping[tuple[str | int, ...], tuple[int, ...]],
+) -> list[ErrorDetails]:
+    """Pydantic's errors on `value`, coerced arguments from which `set_duplicates` dropped
+    repeats, each `loc` made the place as sent (see `_sent_loc`)."""
+    out: list[ErrorDetails] = []
+    for detail in details:
+        loc = _sent_loc(detail["loc"], value, kept)
+        out.append(detail if loc is None else {**detail, "loc": loc})
+    return out
+
+
+def _sent_loc(
+    loc: Sequence[str | int],
+    value: Any,
+    kept: Mapping[tuple[str | int, ...], tuple[int, ...]],
+) -> tuple[str | int, ...] | None:
+    """A place in `value`, coerced arguments from which `set_duplicates` dropped repeats,
+    with each index into such an array made the index of that item as the model sent it
+    (`CoercionResult.kept_items`), or None where no index moved: the model is told to fix its
+    own item, not the one that moved into the place.
+
+    A step of a Pydantic `loc` is a member of the value it reaches or a union's tag (not
+    one): it is read as a member where the value holds one, and only indices change."""
+    out = list(loc)
+    here, sent = value, list[str | int]()
+    changed = False
+    for at, seg in enumerate(out):
+        if isinstance(here, dict) and isinstance(seg, str) and seg in here:
+            here = cast(dict[str, Any], here)[seg]
+        elif isinstance(here, list) and isinstance(seg, int):
+            items = cast(list[Any], here)
+            if not 0 <= seg < len(items):
+                continue
+            here = items[seg]
+            moved = kept.get(tuple(sent))
+            if moved is not None and seg < len(moved) and moved[seg] != seg:
+                out[at] = seg = moved[seg]
+                changed = True
+        else:
+            continue
+        sent.append(seg)
+    return tuple(out) if changed else None
+
+
 def _unchanged_at(before: Any, after: Any, path: str) -> bool:
     """Whether coercion left the value at `path` in place and as it was."""
     old = _at(before, path)
@@ -3374,6 +3428,8 @@ class ToolValidator:
             if written is not None and closing_splits_one_of(self.schema, written):
                 self._as_written = cls(_one_dialect(written), format_checker=checker)
             self._formats = frozenset(cls.FORMAT_CHECKER.checkers)
+            # `jsonschema` reads `time` as RFC 3339's full-time: the offset is part of it.
+            self._lookup.full_time = "time" in self._formats
 
     def validate(
         self,
@@ -3403,8 +3459,7 @@ class ToolValidator:
                 given = self._exact_input(call)
                 paused = len(given) >= GC_PAUSE_MIN_BYTES and pause_gc()
                 try:
-                    # `model_validate_json` minus its Python wrapper (a tenth of a small call).
-                    instance = self._validate_json(given, strict=self.strict_argument)
+                    instance = self._model_of(given)
                 except ValidationError as exc:
                     return self.rejected(call, exc, lang=lang, redact=redact)
                 if (
@@ -3444,6 +3499,25 @@ class ToolValidator:
         finally:
             if paused:
                 gc.enable()
+
+    def _model_of(self, text_in: str | bytes) -> BaseModel:
+        """The model Pydantic makes of argument text (`model_validate_json` minus its Python
+        wrapper, a tenth of a small call).
+
+        Raises:
+            ValidationError: When Pydantic refuses the text.
+        """
+        assert self._validate_json is not None
+        if not self._decimals:
+            return self._validate_json(text_in, strict=self.strict_argument)
+        # Pydantic checks a `Decimal` field's `multiple_of` (and counts its digits) with the
+        # arithmetic of the current decimal context, whose exponent range (from -999999)
+        # rounds the remainder of `1e-1100000` by 0.01 to 0: a multiple. The widest range
+        # rounds no exponent a JSON number can carry; the precision stays the context's.
+        context = decimal.getcontext().copy()
+        context.Emin, context.Emax = decimal.MIN_EMIN, decimal.MAX_EMAX
+        with decimal.localcontext(context):
+            return self._validate_json(text_in, strict=self.strict_argument)
 
     def __getstate__(self) -> dict[str, Any]:
         # Pydantic's bound `validate_json` pickles its whole core schema, which holds local
@@ -3590,9 +3664,7 @@ class ToolValidator:
                 found = builder.from_call_error(error, call.value)
                 found.union_level = error.keyword in ("anyOf", "oneOf")
                 try:
-                    self.model.model_validate_json(
-                        self._exact(text_in), strict=self.strict_argument
-                    )
+                    self._model_of(self._exact(text_in))
                 except ValidationError as exc:
                     found_by_pydantic = exc.errors(include_url=False)
                     if _unreadable_json(found_by_pydantic, text_in):
@@ -3625,15 +3697,22 @@ class ToolValidator:
         return self._repair(call, text_in, initial, builder, lang, precheck_only, taken, took)
 
     def _unknown_drafts(
-        self, builder: _ErrorBuilder, value: Any, checked: object = _ABSENT
+        self,
+        builder: _ErrorBuilder,
+        value: Any,
+        checked: object = _ABSENT,
+        kept: Mapping[tuple[str | int, ...], tuple[int, ...]] | None = None,
     ) -> list[_Draft]:
         """An `unknown_field` draft for each member the published schema does not allow (the
-        parts of `value` that are `checked`'s own left out, see `_unknown_fields`)."""
+        parts of `value` that are `checked`'s own left out, see `_unknown_fields`), at its
+        place as sent where `set_duplicates` dropped repeats before it (`kept`)."""
         # The object's own schema, not what `locate` makes of the key inside a union.
         return [
             builder.unknown_field(
                 dataclasses.replace(
-                    self._lookup.locate(parts), pointer=pointer(parts), parent=parent
+                    self._lookup.locate(parts),
+                    pointer=pointer((_sent_loc(parts, value, kept) if kept else None) or parts),
+                    parent=parent,
                 ),
                 item,
             )
@@ -3767,13 +3846,13 @@ class ToolValidator:
                     # Nothing changed in a call Pydantic took: the model it made.
                     taken
                     if taken is not None and fixed is value
-                    else self.model.model_validate_json(
-                        dumps_exact(quote_decimals(fixed, self.schema)),
-                        strict=self.strict_argument,
-                    )
+                    else self._model_of(dumps_exact(quote_decimals(fixed, self.schema)))
                 )
             except ValidationError as exc:
-                drafts = drafts + builder.from_pydantic(exc.errors(include_url=False))
+                found = exc.errors(include_url=False)
+                if result.kept_items:
+                    found = _as_sent(found, fixed, result.kept_items)
+                drafts = drafts + builder.from_pydantic(found)
                 return self._reject(call, drafts, coercions, lang, builder)
             # Only Pydantic's errors were re-checked: a pre-check finding stands unless a
             # coercion changed or removed the value it is about (`unwrap` moves the fields);
@@ -3794,7 +3873,7 @@ class ToolValidator:
                 seen = {d.error.path for d in drafts}
                 drafts += [
                     d
-                    for d in self._unknown_drafts(builder, fixed, checked)
+                    for d in self._unknown_drafts(builder, fixed, checked, result.kept_items)
                     if d.error.path not in seen
                 ]
             if drafts:
