@@ -423,6 +423,31 @@ def test_a_plain_time_is_asked_for_with_its_offset(value: Any) -> None:
         assert _run(schema, {"at": sent}) == ([], True, [])
 
 
+def test_a_plain_time_without_its_offset_is_refused_while_it_streams() -> None:
+    # The pre-check reads a plain tool's `time` as its validation does, offset required, and
+    # says so before the call ends; a model's `time` field keeps the offset optional.
+    schema = {
+        "type": "object",
+        "properties": {"at": {"type": "string", "format": "time"}, "note": {"type": "string"}},
+    }
+    plain = Toolset([{"name": "alarm", "parameters": schema}])
+    model = Toolset([create_model("alarm", at=(dt.time, ...), note=(str, ""))])
+
+    def early(tools: Toolset, at: str) -> list[tuple[str, str | None, str | None]]:
+        asm = Assembler(tools=tools)
+        asm.feed(0, id="call_1", name="alarm", arguments='{"at": "' + at + '", ')
+        shown = [(e.path, e.keyword, e.expected) for _, e in asm.drain_errors()]
+        asm.feed(0, arguments='"note": "x"}')
+        asm.finish()
+        return shown
+
+    ((path, keyword, expected),) = early(plain, "14:30:00")
+    assert (path, keyword) == ("/at", "format") and expected is not None
+    assert "offset" in expected and "optional" not in expected
+    assert early(plain, "14:30:00Z") == early(plain, "14:30:00+01:00") == []
+    assert early(model, "14:30:00") == []
+
+
 def test_a_model_time_is_asked_for_as_pydantic_reads_it() -> None:
     # Pydantic's `time` takes no offset as well as one: its example needs none.
     tools = Toolset([create_model("Alarm", at=(dt.time, ...))])

@@ -636,8 +636,43 @@ def _with_required_keys(node: Any) -> Any:
 
     Pydantic finds a required field only under one of its keys, so a call with none of them
     is refused: this only ever refuses what validation refuses."""
+
+    def expand(schema: dict[str, Any]) -> dict[str, Any]:
+        groups = cast(list[list[str]], schema.pop(_REQUIRED_ANY_KEY, None) or [])
+        alternatives = [{"anyOf": [{"required": [key]} for key in group]} for group in groups]
+        if len(alternatives) == 1 and "anyOf" not in schema:
+            schema.update(alternatives[0])
+        elif alternatives:
+            schema["allOf"] = [*cast(list[Any], schema.get("allOf", [])), *alternatives]
+        return schema
+
+    return _rebuilt(node, expand)
+
+
+# The `format` under which the pre-check reads `time` with its offset required (RFC 3339's
+# full-time); the native `format` module names it alike.
+_TIME_WITH_OFFSET = "x-toolwire-time-with-offset"
+
+
+def _with_offset_times(node: Any) -> Any:
+    """The schema with each `format: time` asking for the offset a plain tool's validation
+    requires (jsonschema reads `time` as RFC 3339's full-time), where the pre-check's own
+    reading, made for Pydantic's `time` fields, leaves it optional. Errors still name `time`.
+    """
+
+    def offset(schema: dict[str, Any]) -> dict[str, Any]:
+        if schema.get("format") == "time":
+            schema["format"] = _TIME_WITH_OFFSET
+        return schema
+
+    return _rebuilt(node, offset)
+
+
+def _rebuilt(node: Any, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+    """A copy of the schema with `edit` applied to each subschema, innermost first (`edit`
+    gets a fresh dict it may change). Values under data keywords are copied as they are."""
     if isinstance(node, list):
-        return [_with_required_keys(item) for item in cast(list[Any], node)]
+        return [_rebuilt(item, edit) for item in cast(list[Any], node)]
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
@@ -646,16 +681,10 @@ def _with_required_keys(node: Any) -> Any:
             out[key] = value
         elif key in _SCHEMA_MAPS and isinstance(value, dict):
             named = cast(dict[str, Any], value)
-            out[key] = {name: _with_required_keys(sub) for name, sub in named.items()}
+            out[key] = {name: _rebuilt(sub, edit) for name, sub in named.items()}
         else:
-            out[key] = _with_required_keys(value)
-    groups = cast(list[list[str]], out.pop(_REQUIRED_ANY_KEY, None) or [])
-    alternatives = [{"anyOf": [{"required": [key]} for key in group]} for group in groups]
-    if len(alternatives) == 1 and "anyOf" not in out:
-        out.update(alternatives[0])
-    elif alternatives:
-        out["allOf"] = [*cast(list[Any], out.get("allOf", [])), *alternatives]
-    return out
+            out[key] = _rebuilt(value, edit)
+    return edit(out)
 
 
 def _loosened(
@@ -1006,6 +1035,8 @@ class Toolset:
             keep = None if checked is None else checked & _PLAIN_PRECHECK_FORMATS
             if drop or keep is not None:
                 schemas[name] = _without_formats(schemas[name], drop=drop, keep=keep)
+            if keep is not None and "time" in keep:
+                schemas[name] = _with_offset_times(schemas[name])
             engine = None if tool.model is None else tool.model.model_config.get("regex_engine")
             if engine == "python-re":
                 # Python's `$` also matches before a final newline; the pre-check reads patterns

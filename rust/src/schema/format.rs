@@ -12,12 +12,19 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+/// The `format` value under which a schema asks for a `time` with its offset required (see
+/// [`Format::TimeWithOffset`]); errors name the format `time`, as the tool's schema does.
+pub(crate) const TIME_WITH_OFFSET: &str = "x-toolwire-time-with-offset";
+
 /// A `format` value the pre-check asserts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Format {
     Date,
     DateTime,
     Time,
+    /// `time` where validation reads it as RFC 3339's full-time, which has an offset: a plain
+    /// tool's, whose `format: time` the Python layer names [`TIME_WITH_OFFSET`] for us.
+    TimeWithOffset,
     Email,
     Uuid,
     Ipv4,
@@ -32,6 +39,7 @@ impl Format {
             "date" => Self::Date,
             "date-time" => Self::DateTime,
             "time" => Self::Time,
+            TIME_WITH_OFFSET => Self::TimeWithOffset,
             "email" => Self::Email,
             "uuid" => Self::Uuid,
             "ipv4" => Self::Ipv4,
@@ -46,7 +54,7 @@ impl Format {
         match self {
             Self::Date => "date",
             Self::DateTime => "date-time",
-            Self::Time => "time",
+            Self::Time | Self::TimeWithOffset => "time",
             Self::Email => "email",
             Self::Uuid => "uuid",
             Self::Ipv4 => "ipv4",
@@ -62,6 +70,9 @@ impl Format {
             Self::Date => "a date (RFC 3339 full-date, YYYY-MM-DD)",
             Self::DateTime => "a date-time (RFC 3339)",
             Self::Time => "a time (HH:MM[:SS], with an optional offset)",
+            Self::TimeWithOffset => {
+                "a time with a time zone offset, e.g. 14:30:00Z or 14:30:00+01:00"
+            }
             Self::Email => "an email address",
             Self::Uuid => "a UUID",
             Self::Ipv4 => "an IPv4 address",
@@ -78,6 +89,7 @@ impl Format {
             Self::Date => date(s.as_bytes()),
             Self::DateTime => date_time(s.as_bytes()),
             Self::Time => time(s.as_bytes(), false),
+            Self::TimeWithOffset => time(s.as_bytes(), true),
             Self::Email => email(s),
             Self::Uuid => uuid(s.as_bytes()),
             Self::Ipv4 => s.parse::<Ipv4Addr>().is_ok(),
@@ -397,6 +409,13 @@ mod tests {
             "a naive time, as Pydantic writes one"
         );
         assert!(ok(Format::Time, "08:30"));
+        // Where validation reads RFC 3339's full-time, the offset is required; the rest of
+        // the reading stays as lenient (a pass is never certain, see `compile`).
+        assert!(!ok(Format::TimeWithOffset, "08:30:06"));
+        assert!(!ok(Format::TimeWithOffset, "08:30"));
+        assert!(ok(Format::TimeWithOffset, "08:30:06Z"));
+        assert!(ok(Format::TimeWithOffset, "08:30:06.5+01:00"));
+        assert!(!ok(Format::TimeWithOffset, "22:59:60Z"));
         assert!(ok(Format::Time, "08:30:06.5+0100"));
         assert!(!ok(Format::Time, "08:30:06+01"));
         assert!(!ok(Format::Time, "8:30:06"));
