@@ -622,6 +622,9 @@ class Transfers(BaseModel):
             "amountCents",
         ),
         (Refund, '{"amount": 5, "money": {"cents": 5000}}', "", "money", "amount"),
+        # Forbidding extra inputs, Pydantic refuses the second key as one: no "no such field"
+        # for a key the field is read from.
+        (MoveFile, '{"sourcePath": "/a", "source_path": "/b"}', "", "source_path", "sourcePath"),
         (
             Transfers,
             '{"items": [{"amountCents": 1}, {"amountCents": 2, "amount_cents": 3}]}',

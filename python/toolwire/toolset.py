@@ -414,10 +414,9 @@ def _add_alternate_keys(
     required = cast(list[str], out.get("required") or [])
     extra = fields_schema.get("extra_behavior") or config.get("extra_fields_behavior")
     forbid = extra == "forbid"
-    read: list[tuple[str, dict[str, bool]]] = []
-    # The paths each field is read from, in the order Pydantic tries them, where there are
-    # several.
-    spellings: list[list[list[object]]] = []
+    # Each field's name, the keys it is read from (see below), and every path it is read from,
+    # in the order Pydantic tries them.
+    read: list[tuple[str, dict[str, bool], list[list[object]]]] = []
     for name, field in cast(Mapping[str, Mapping[str, Any]], fields_schema["fields"]).items():
         alias: object = field.get("validation_alias")
         # Each key the field is read from, and whether its value is the field's own.
@@ -439,22 +438,28 @@ def _add_alternate_keys(
             keys.setdefault(name, True)
             if [name] not in tried:
                 tried.append([name])
-        read.append((name, keys))
-        if len(tried) > 1:
-            spellings.append(tried)
-    if describe_every_key and spellings and not forbid:
-        # Pydantic takes the first path present and drops the values under the others without
-        # a word (`forbid` refuses them as extra inputs): coercion refuses two of them together.
-        out[SPELLINGS_KEY] = spellings
+        read.append((name, keys, tried))
     # A key two fields read (one's alias, the other's name) may feed either or both: it takes
     # any value, and validation judges it.
-    readers = Counter(key for _, keys in read for key in keys)
+    readers = Counter(key for _, keys, _ in read for key in keys)
     shared = {key for key, count in readers.items() if count > 1}
+    # The paths each field is read from, where there are several, less those through a
+    # shared key, which another field may have read.
+    spellings = [
+        own_paths
+        for own_paths in ([p for p in tried if p[0] not in shared] for _, _, tried in read)
+        if len(own_paths) > 1
+    ]
+    if describe_every_key and spellings:
+        # Pydantic takes the first path present and drops the values under the others without
+        # a word (`forbid` refuses them as extra inputs, which reads as "no such field" for a
+        # key the field is read from): coercion refuses two of them together.
+        out[SPELLINGS_KEY] = spellings
     original = dict(props)
     required_keys: list[str] = []
     # The keys of each required field read under several: one of them must come.
     groups: list[list[str]] = []
-    for name, keys in read:
+    for name, keys, _ in read:
         # Pydantic shows the field by name where no alias key is a plain one (an `AliasPath`).
         shown = next((k for k in keys if k in original), name if name in original else None)
         if shown is None:

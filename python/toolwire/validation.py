@@ -3221,6 +3221,30 @@ def _built(entries: Iterable[_Entry]) -> Iterator[_Draft]:
             yield entry
 
 
+def _second_spellings(problems: Iterable[CoercionProblem]) -> set[str]:
+    """The paths of the keys refused as a field's second key (`duplicate_field`, reported at
+    the object with the key as its value; a key cut short in the report is left out)."""
+    paths: set[str] = set()
+    for problem in problems:
+        if problem.code == "duplicate_field":
+            try:
+                key: object = json.loads(problem.got)
+            except ValueError:
+                continue
+            if isinstance(key, str):
+                paths.add(pointer([*_split(problem.path), key]))
+    return paths
+
+
+def _unknown_at(entry: _Entry, paths: Collection[str]) -> bool:
+    """Whether `entry` is an `unknown_field` error for a key at one of `paths`."""
+    return (
+        isinstance(entry, _Draft)
+        and entry.error.code == "unknown_field"
+        and entry.error.path in paths
+    )
+
+
 def _without_unions_above(drafts: Sequence[_E], paths: Collection[str]) -> list[_E]:
     """`drafts` less the union-level findings that some path in `paths` lies inside."""
     return [
@@ -3751,6 +3775,13 @@ class ToolValidator:
             # Every key and set as it should be: the model Pydantic made stands.
             return self._accept(call, taken, None, [], lang)
         drafts = [builder.from_problem(p) for p in result.problems]
+        twice = _second_spellings(result.problems)
+        if twice:
+            # A model that forbids extra inputs refuses a field's second key as one, though
+            # the key names the field: the `unique` refusal says what is wrong, "no such field"
+            # beside it would contradict the fields it lists.
+            initial = [e for e in initial if not _unknown_at(e, twice)]
+            precheck_only = [d for d in precheck_only if not _unknown_at(d, twice)]
         if drafts:
             # A refusal inside a union's value (a naive timestamp in the tagged branch) is why
             # no branch took it: "expected an object" at the union would mislead.
@@ -3773,7 +3804,8 @@ class ToolValidator:
                     )
                 )
             except ValidationError as exc:
-                drafts = drafts + builder.from_pydantic(exc.errors(include_url=False))
+                found = builder.from_pydantic(exc.errors(include_url=False))
+                drafts = drafts + [e for e in found if not _unknown_at(e, twice)]
                 return self._reject(call, drafts, coercions, lang, builder)
             # Only Pydantic's errors were re-checked: a pre-check finding stands unless a
             # coercion changed or removed the value it is about (`unwrap` moves the fields);
