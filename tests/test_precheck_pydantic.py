@@ -1017,3 +1017,14 @@ def test_the_precheck_hides_a_secret_at_any_depth_of_a_recursive_model(depth: in
     assembler.feed(0, id="c", name="deploy", arguments='{"root": {"token": "a", "label": "long"}}')
     (call,) = assembler.finish()
     assert call.error is not None and call.error.got == "long"
+
+
+class Latest(BaseModel):
+    version: str = Field(default="", max_length=3, validation_alias=AliasPath("versions", -1))
+
+
+def test_a_value_along_a_path_from_the_end_is_reported_at_its_index() -> None:
+    # Pydantic's `loc` holds the path's step as written (-1), which no JSON Pointer names (and
+    # which once failed to be located at all).
+    _, outcome = stream(Toolset([Latest]), "latest", '{"versions": ["ab", "cd", "toolong"]}')
+    assert [(e.path, e.code) for e in outcome.errors] == [("/versions/2", "length")]

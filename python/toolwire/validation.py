@@ -820,7 +820,7 @@ class _Schema:
             parts.append(seg)
             if isinstance(seg, int):
                 prefix = _l(node.get("prefixItems"))
-                node = _d(prefix[seg]) if seg < len(prefix) else _d(node.get("items"))
+                node = _d(prefix[seg]) if 0 <= seg < len(prefix) else _d(node.get("items"))
             else:
                 props = _d(node.get("properties"))
                 if seg in props:
@@ -1559,6 +1559,27 @@ class _ErrorBuilder:
         except ValueError:
             return _ABSENT
 
+    def from_start(self, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+        """`loc` with each index Pydantic counted from the end of its array (an `AliasPath`
+        step such as -1) counted from the start, as a JSON Pointer counts, where the
+        arguments as written hold that array."""
+        if not any(isinstance(seg, int) and seg < 0 for seg in loc):
+            return loc
+        value = self._written()
+        out: list[str | int] = []
+        for seg in loc:
+            if isinstance(seg, int) and isinstance(value, list):
+                items = cast(list[Any], value)
+                if -len(items) <= seg < 0:
+                    seg += len(items)
+                value = items[seg] if 0 <= seg < len(items) else _ABSENT
+            elif isinstance(seg, str) and isinstance(value, dict):
+                value = cast(dict[str, Any], value).get(seg, _ABSENT)
+            else:
+                value = _ABSENT
+            out.append(seg)
+        return tuple(out)
+
     def as_written(self, pointer_: str, value: Any) -> Any:
         """`value` as the model wrote it, where the arguments hold a scalar there: Pydantic
         reports what it read, which may be a coercion's result (`11` for `"11"`), a float of
@@ -1832,7 +1853,7 @@ class _ErrorBuilder:
         drafts: list[_Draft] = []
         for detail in details:
             ptype = detail["type"]
-            loc = detail["loc"]
+            loc = self.from_start(detail["loc"])
             ctx = cast(Mapping[str, Any], detail.get("ctx") or {})
             code = _code_for(ptype)
             value = detail.get("input")
