@@ -29,6 +29,7 @@ pre-check (`Assembler(tools=toolset)`) reports them as `unknown_field`. Pydantic
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import json
 import math
@@ -614,6 +615,10 @@ _TAG_TYPES = {
     "int": "integer",
     "str": "string",
     "float": "number",
+    # `conint(ge=5)`, `constr(max_length=3)`, `confloat(multiple_of=5)` as union branches.
+    "constrained-int": "integer",
+    "constrained-str": "string",
+    "constrained-float": "number",
     "bool": "boolean",
     "none": "null",
     "list": "array",
@@ -1851,6 +1856,8 @@ class _ErrorBuilder:
 
     def _from_pydantic(self, details: Sequence[ErrorDetails]) -> list[_Draft]:
         drafts: list[_Draft] = []
+        # The value Pydantic read for each union branch's error (a coercion's result, say).
+        read: dict[int, Any] = {}
         for detail in details:
             ptype = detail["type"]
             loc = self.from_start(detail["loc"])
@@ -1931,8 +1938,64 @@ class _ErrorBuilder:
                 None if code == "missing" else self.got(located, value),
                 hint,
             )
-            drafts.append(_Draft(error, located.union_ptr, located.tag, user))
-        return drafts
+            draft = _Draft(error, located.union_ptr, located.tag, user)
+            drafts.append(draft)
+            if located.tag is not None:
+                read[id(draft)] = detail.get("input")
+        return self._unions_refused_apart(drafts, read)
+
+    def _unions_refused_apart(self, drafts: list[_Draft], read: Mapping[int, Any]) -> list[_Draft]:
+        """`drafts` with the branch errors of each union whose branches all refused its value
+        itself (no member or item of it) made one error that says what each branch needs.
+
+        Pydantic reports each branch's refusal on its own (`('x', 'constrained-str')` for a
+        pattern, again for a length): as separate errors at one field they read as if the
+        value had to meet every rule, and merged by kind as a range `>= 5 and <= 1` that no
+        number meets. The union's schema is read as a plain tool's union is
+        (`_refused_apart`), so both say the same; where it takes the value (a rule only
+        Pydantic holds) or refuses it by type alone, the errors stay as they are. `read` is
+        the value Pydantic read for each branch error's draft."""
+        groups: dict[str, list[_Draft]] = {}
+        for draft in drafts:
+            if draft.union_ptr is not None and draft.tag is not None:
+                groups.setdefault(draft.union_ptr, []).append(draft)
+        merged: dict[int, _Draft | None] = {}
+        for union_ptr, members in groups.items():
+            if len(members) < 2 or any(d.error.path != union_ptr for d in members):
+                continue
+            apart = self._refused_apart_at(union_ptr, read.get(id(members[0]), _ABSENT))
+            if apart is not None:
+                # Shown as the model wrote it, as each branch's error showed it.
+                apart.error = dataclasses.replace(apart.error, got=members[0].error.got)
+                merged.update((id(d), None) for d in members)
+                merged[id(members[0])] = apart
+        if not merged:
+            return drafts
+        out: list[_Draft] = []
+        for draft in drafts:
+            kept = merged.get(id(draft), draft)
+            if kept is not None:
+                out.append(kept)
+        return out
+
+    def _refused_apart_at(self, union_ptr: str, value: Any) -> _Draft | None:
+        """`_refused_apart` for `value`, which Pydantic read at `union_ptr`, judged by the
+        union's schema there; None where the schema takes it or has no union there."""
+        if value is _ABSENT:
+            return None
+        path = _split(union_ptr)
+        node = self.schema.locate(path).node
+        if not ("anyOf" in node or "oneOf" in node):
+            return None
+        try:
+            judged, _ = _loads_judged(dumps_exact(value))
+        except (TypeError, ValueError):
+            return None  # a value a validator made, which JSON cannot write
+        judge = _union_judge()({**node, "$defs": self.schema.defs})
+        errors = list(judge.iter_errors(judged))
+        if len(errors) != 1 or errors[0].validator not in ("anyOf", "oneOf") or errors[0].path:
+            return None
+        return self._refused_apart(errors[0], path)
 
     def from_problem(self, problem: CoercionProblem) -> _Draft:
         located = self.schema.locate(_split(problem.path))
@@ -2770,6 +2833,14 @@ def _rounded_by_float(lexeme: str, value: float) -> bool:
         and math.isfinite(value)
         and Decimal(lexeme) != Decimal(repr(value))
     )
+
+
+@functools.cache
+def _union_judge() -> Any:
+    """The `jsonschema` class that reads a model's union as a plain tool's union is read (see
+    `_ErrorBuilder._refused_apart_at`), made once: formats are not asserted, since a model's
+    formats are its field types' to check."""
+    return extended_validator(jsonschema.Draft202012Validator)
 
 
 def _loads_judged(text: str) -> tuple[Any, bool]:
