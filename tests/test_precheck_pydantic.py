@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
@@ -571,23 +572,28 @@ class Profile(BaseModel):
 
 
 @pytest.mark.parametrize(
-    "arguments",
+    ("arguments", "early"),
     [
-        '{"userName": "ada", "user_name": 7}',
-        '{"user_name": 7, "userName": "ada"}',
-        '{"user_name": "ada", "heading": 3, "title": "x"}',
+        ('{"userName": "ada", "user_name": 7}', True),
+        ('{"user_name": 7, "userName": "ada"}', True),
+        ('{"user_name": "ada", "heading": 3, "title": "x"}', True),
+        ('{"userName": "ada", "user_name": "bob"}', False),
+        ('{"user_name": "ada", "heading": "h", "title": "x"}', False),
     ],
 )
-def test_a_later_key_beside_the_first_is_no_early_error_but_refused(arguments: str) -> None:
+def test_a_later_key_beside_the_first_is_checked_early_and_refused(
+    arguments: str, early: bool
+) -> None:
     # Pydantic takes the alias (or the first choice) and drops the value under the other key
-    # without a word, so that value is never an early error (the stream cannot yet tell
-    # whether the first key comes), but the call is refused: which value the model meant is a
-    # guess.
+    # without a word, but validation refuses the call whatever the values: which one the model
+    # meant is a guess. So the value under the later key is checked as it streams, as any
+    # value of the field is: a wrong one is an early error, which the call is refused for
+    # anyway.
     toolset = Toolset([Profile])
     errors, outcome = stream(toolset, "profile", arguments)
-    assert errors == []
+    assert bool(errors) is early
     assert outcome.kind == "model_error"
-    assert [(e.path, e.code) for e in outcome.errors] == [("", "unique")]
+    assert ("", "unique") in [(e.path, e.code) for e in outcome.errors]
 
 
 class Transfer(BaseModel):
@@ -622,6 +628,9 @@ class Transfers(BaseModel):
             "amountCents",
         ),
         (Refund, '{"amount": 5, "money": {"cents": 5000}}', "", "money", "amount"),
+        # Forbidding extra inputs, Pydantic refuses the second key as one: no "no such field"
+        # for a key the field is read from.
+        (MoveFile, '{"sourcePath": "/a", "source_path": "/b"}', "", "source_path", "sourcePath"),
         (
             Transfers,
             '{"items": [{"amountCents": 1}, {"amountCents": 2, "amount_cents": 3}]}',
@@ -821,6 +830,189 @@ def test_the_precheck_takes_every_call_validation_takes_for_fields_read_under_se
             assert prechecked.error is not None, text
 
 
+class Search(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    max_results: int = Field(default=10, le=50)
+    sort_order: Literal["asc", "desc"] = "asc"
+    title: str = Field(default="", max_length=3, validation_alias=AliasChoices("title", "name"))
+
+
+class SearchForbid(Search):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Window(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True)
+
+    page_size: int | None = Field(default=None, le=5)
+    start_at: int | None = Field(ge=0)
+
+
+class Located(BaseModel):
+    title: str = Field(
+        default="",
+        max_length=3,
+        validation_alias=AliasChoices(
+            "title", AliasPath("meta", "title"), AliasPath("tags", 1), AliasPath("last", -1)
+        ),
+    )
+
+
+class LocatedForbid(Located):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Counted(BaseModel):
+    # Lax: Pydantic takes "3" for the integer, where coercion records it.
+    model_config = ConfigDict(strict=False)
+
+    count: int = Field(
+        default=0,
+        le=5,
+        validation_alias=AliasChoices(
+            "count", "n", AliasPath("meta", "count"), AliasPath("tags", 1)
+        ),
+    )
+
+
+class AfterShared(BaseModel):
+    # "s" is read by both fields; "k" holds `a` only where "s" is absent, which the stream
+    # cannot tell yet.
+    a: int = Field(default=0, le=5, validation_alias=AliasChoices("s", "k"))
+    b: int = Field(default=0, validation_alias="s")
+
+
+class SharedKeysIgnored(SharedKeys):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Saved(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    saved_search: Search
+    history: list[SearchForbid] = []
+
+
+_GOOD, _LONG = "ab", "toolong"
+# Per model, each key with the values tried under it (besides leaving it out), and the
+# values among them the field refuses (what the pre-check must catch where no other key of
+# the field comes).
+_KEYS_AND_VALUES: list[tuple[type[BaseModel], list[list[str]], dict[str, list[Any]], list[Any]]] = [
+    (
+        model,
+        [["maxResults", "max_results"], ["sortOrder", "sort_order"], ["title", "name"]],
+        {
+            "maxResults": [None, 5, 500, "many"],
+            "max_results": [None, 5, 500, "many"],
+            "sortOrder": [None, "asc", "random"],
+            "sort_order": [None, "asc", "random"],
+            "title": [None, _GOOD, _LONG],
+            "name": [None, _GOOD, _LONG],
+        },
+        [500, "many", "random", _LONG],
+    )
+    for model in (Search, SearchForbid)
+] + [
+    (
+        Window,
+        [["pageSize", "page_size"], ["startAt", "start_at"]],
+        {key: [None, 1, 9, -1, "x"] for key in ("pageSize", "page_size", "startAt", "start_at")},
+        ["x"],
+    ),
+    *(
+        (
+            model,
+            [["title", "meta", "tags"], ["last"]],
+            {
+                "title": [None, _GOOD, _LONG],
+                "meta": [None, "x", {}, {"title": _GOOD}, {"title": _LONG, "other": 1}],
+                "tags": [None, "x", [_LONG], [_LONG, _GOOD], [_GOOD, _LONG], [1, 2]],
+                "last": [None, [], [_GOOD], [_GOOD, _LONG]],
+            },
+            [_LONG, {"title": _LONG, "other": 1}, [_GOOD, _LONG], [1, 2]],
+        )
+        for model in (Located, LocatedForbid)
+    ),
+    (
+        Counted,
+        [["count", "n", "meta", "tags"]],
+        {
+            "count": [None, 3, "3", 9, "x"],
+            "n": [None, 3, "3", 9, "x"],
+            "meta": [None, 7, {"count": "3"}, {"count": 9}, {"count": None}],
+            "tags": [None, [], [0, "3"], [0, 9], [9], [0, None]],
+        },
+        [9, "x", {"count": 9}, [0, 9]],
+    ),
+    (AfterShared, [], {"s": [None, 1, 9, "x"], "k": [None, 1, 9, "x"]}, []),
+    *(
+        (model, [["k"]], {key: [None, 1, "s"] for key in ("k", "x", "y")}, ["s"])
+        for model in (SharedKeys, SharedKeysIgnored)
+    ),
+    (
+        Saved,
+        [["savedSearch", "saved_search"], ["history"]],
+        {
+            "savedSearch": [None, {}, {"max_results": 500}, {"name": _LONG}, {"maxResults": 1}],
+            "saved_search": [None, {}, {"max_results": 500}, {"name": _GOOD, "title": _GOOD}],
+            "history": [None, [{"sort_order": "random"}], [{"title": _GOOD, "name": _GOOD}]],
+        },
+        [{"max_results": 500}, {"name": _LONG}, [{"sort_order": "random"}]],
+    ),
+]
+
+
+@pytest.mark.parametrize(("model", "fields", "values", "refused"), _KEYS_AND_VALUES)
+def test_the_value_under_every_key_of_a_field_is_checked_early(
+    model: type[BaseModel],
+    fields: list[list[str]],
+    values: dict[str, list[Any]],
+    refused: list[Any],
+) -> None:
+    # A value under a field's name beside its alias (`populate_by_name`), under a later
+    # `AliasChoices` key or along an `AliasPath` is the field's: the pre-check checks it as it
+    # checks the value under the first key. Every mix of the keys, each absent, null, a good
+    # or a wrong value: the pre-check refuses no call validation takes (a false early error is
+    # worse than a miss; a value validation takes only once coerced may be an early error, as
+    # under the first key, but the call still passes), and flags a wrong value sent under one
+    # key of its field alone (save a path from the end of an array, which it cannot follow).
+    toolset = Toolset([model])
+    (name,) = toolset.names()
+    keys = list(values)
+    for picks in itertools.product(*(range(len(values[key]) + 1) for key in keys)):
+        arguments = {
+            key: values[key][pick - 1] for key, pick in zip(keys, picks, strict=True) if pick
+        }
+        text = json.dumps(arguments)
+        prechecked = _assembled(toolset, name, text)
+        late = toolset.validate(_assembled(None, name, text))
+        if late.ok:
+            assert prechecked.error is None or late.coercions, text
+            assert toolset.validate(prechecked).ok, text
+        for group in fields:
+            sent = [key for key in group if key in arguments]
+            if len(sent) == 1 and sent[0] != "last" and arguments[sent[0]] in refused:
+                assert prechecked.error is not None, text
+
+
+def test_a_wrong_value_under_a_fields_name_is_an_early_error() -> None:
+    toolset = Toolset([Search])
+    for arguments, path, keyword in [
+        ('{"max_results": 500 }', "/max_results", "maximum"),
+        ('{"sort_order": "random" }', "/sort_order", "enum"),
+        ('{"name": "toolong" }', "/name", "maxLength"),
+    ]:
+        assembler = Assembler(tools=toolset)
+        assembler.feed(0, id="call_1", name="search", arguments=arguments[:-1])
+        # Found before the call ends, as under the alias.
+        assert [(e.path, e.keyword) for _, e in assembler.drain_errors()] == [(path, keyword)]
+        assembler.feed(0, arguments=arguments[-1:])
+        (call,) = assembler.finish()
+        outcome = toolset.validate(call)
+        assert [e.path for e in outcome.errors] == [path]
+
+
 def _assembled(toolset: Toolset | None, name: str, arguments: str) -> Any:
     assembler = Assembler(tools=toolset) if toolset is not None else Assembler()
     assembler.feed(0, id="call_1", name=name, arguments=arguments)
@@ -1014,3 +1206,14 @@ def test_the_precheck_hides_a_secret_at_any_depth_of_a_recursive_model(depth: in
     assembler.feed(0, id="c", name="deploy", arguments='{"root": {"token": "a", "label": "long"}}')
     (call,) = assembler.finish()
     assert call.error is not None and call.error.got == "long"
+
+
+class Latest(BaseModel):
+    version: str = Field(default="", max_length=3, validation_alias=AliasPath("versions", -1))
+
+
+def test_a_value_along_a_path_from_the_end_is_reported_at_its_index() -> None:
+    # Pydantic's `loc` holds the path's step as written (-1), which no JSON Pointer names (and
+    # which once failed to be located at all).
+    _, outcome = stream(Toolset([Latest]), "latest", '{"versions": ["ab", "cd", "toolong"]}')
+    assert [(e.path, e.code) for e in outcome.errors] == [("/versions/2", "length")]

@@ -38,6 +38,9 @@ from pydantic import (
     SecretStr,
     UrlConstraints,
     WithJsonSchema,
+    confloat,
+    conint,
+    constr,
     field_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -411,6 +414,74 @@ def test_untagged_union_type_error_is_one_error() -> None:
     outcome = ADOPT.validate(call("adopt", '{"pet": {"kind": "dog", "good": true}, "size": 1.5}'))
     (error,) = outcome.errors
     assert (error.path, error.code, error.expected) == ("/size", "type", "an integer or a string")
+
+
+class Pin(BaseModel):
+    lat: float
+
+
+class Refs(BaseModel):
+    order: constr(pattern=r"^ORD-[0-9]+$") | constr(max_length=3) = "ORD-1"
+    near: Pin | constr(max_length=3) = "x"
+    level: conint(ge=5) | conint(le=1) | str = 0
+    step: confloat(multiple_of=5) | confloat(ge=100) = 100
+    codes: list[conint(ge=5) | conint(le=1)] = []
+    maybe: constr(pattern=r"^ORD-[0-9]+$") | constr(max_length=3) | None = None
+
+
+@pytest.mark.parametrize("tools", [None, Toolset([Refs])])
+@pytest.mark.parametrize(
+    ("arguments", "path", "code", "expected"),
+    [
+        (
+            '{"order": "order 44"}',
+            "/order",
+            "invalid",
+            "a string matching ^ORD-[0-9]+$ or a string (at most 3 characters)",
+        ),
+        (
+            '{"level": 3}',
+            "/level",
+            "range",
+            "an integer (>= 5) or an integer (<= 1) or a string",
+        ),
+        ('{"step": 7}', "/step", "invalid", "a number (a multiple of 5) or a number (>= 100)"),
+        ('{"codes": [6, 3]}', "/codes/1", "range", "an integer (>= 5) or an integer (<= 1)"),
+        (
+            '{"maybe": "order 44"}',
+            "/maybe",
+            "invalid",
+            "a string matching ^ORD-[0-9]+$ or a string (at most 3 characters) or null",
+        ),
+        # Judged as Pydantic read it, once coerced; shown as the model wrote it.
+        ('{"codes": ["3"]}', "/codes/0", "range", "an integer (>= 5) or an integer (<= 1)"),
+        # Pydantic's tag of a constrained branch beside a model is no field of the model.
+        ('{"near": "toolong"}', "/near", "length", "an object or a string (at most 3 characters)"),
+        # A value no branch's type fits is still one type error.
+        ('{"level": 3.5}', "/level", "type", "an integer or a string"),
+        ('{"near": 5}', "/near", "type", "an object or a string"),
+    ],
+)
+def test_union_branches_refusing_by_different_rules_each_say_what_they_need(
+    tools: Toolset | None, arguments: str, path: str, code: str, expected: str
+) -> None:
+    # Pydantic reports each branch's refusal apart (`('order', 'constrained-str')` twice):
+    # two errors at one field read as if the value had to meet both rules, and a range
+    # `>= 5 and <= 1` that no number meets. One error says what each branch needs, as for a
+    # plain tool's union.
+    outcome = Toolset([Refs]).validate(call("refs", arguments, tools=tools))
+    assert [(e.path, e.code, e.expected) for e in outcome.errors] == [(path, code, expected)]
+    sent = json.loads(arguments)
+    for part in path.split("/")[1:]:
+        sent = sent[int(part)] if isinstance(sent, list) else sent[part]
+    assert outcome.errors[0].got == json.dumps(sent)
+
+
+def test_union_branches_refusing_by_different_rules_are_described_in_chinese() -> None:
+    outcome = Toolset([Refs], lang="zh").validate(call("refs", '{"order": "order 44"}'))
+    assert [(e.code, e.expected) for e in outcome.errors] == [
+        ("invalid", "匹配 ^ORD-[0-9]+$ 的字符串 或 字符串（最多 3 个字符）")
+    ]
 
 
 def test_union_of_models_reports_the_closest_branch() -> None:

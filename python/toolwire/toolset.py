@@ -239,10 +239,10 @@ class _PrecheckSchema(GenerateJsonSchema):
     under none of them, since any one of them supplies it: one of them must come instead
     (`_REQUIRED_ANY_KEY`), and a null under one of them is no absent field, as it is for
     validation, which refuses it unless the field takes null. Pydantic ignores the value under a
-    later key when an earlier one is present (`{"userName": "a", "user_name": 5}` is valid), so
-    unless the model forbids extra inputs (then both keys together are refused anyway) only the
-    key it tries first keeps the field's schema; the others, and an `AliasPath` key, which
-    holds the value deeper down, take any value and validation judges them.
+    later key when an earlier one is present (`{"userName": "a", "user_name": 5}` is valid to
+    it), but validation refuses two of a field's keys together, so the value under each key is
+    checked against the field's schema (an `AliasPath` key's along its path) whatever else
+    comes: a key another field also reads is the only one that takes any value.
 
     A `mode="before"` or `mode="wrap"` validator (on a field, through `BeforeValidator`, or on
     the whole model) sees the value before Pydantic's own checks and may turn any input into a
@@ -398,9 +398,11 @@ def _add_alternate_keys(
 ) -> None:
     """Adds to a model's object schema `out` every other key Pydantic reads a field from.
 
-    A key whose value is the field's only when no earlier key comes takes any value (the
-    pre-check cannot know yet), unless `describe_every_key`: validation, which sees the whole
-    call, describes an error under any key holding the field by the field's own schema.
+    Each key holds the field's schema, or, for an `AliasPath`'s first key, a schema that
+    holds the value along the path to it (see `_along`): the pre-check checks the value under
+    any key as it streams, and validation (`describe_every_key`) coerces and describes it
+    there. Validation is also told the paths each field is read from (`SPELLINGS_KEY`), two of
+    which it refuses together.
     """
     fields_schema = cast(Mapping[str, Any], schema["schema"])
     # A `model_validator` wraps the fields in function schemas.
@@ -413,19 +415,17 @@ def _add_alternate_keys(
     by_alias = config.get("validate_by_alias", True) is not False
     by_name = bool(config.get("validate_by_name") or config.get("populate_by_name"))
     required = cast(list[str], out.get("required") or [])
-    extra = fields_schema.get("extra_behavior") or config.get("extra_fields_behavior")
-    forbid = extra == "forbid"
-    read: list[tuple[str, dict[str, bool]]] = []
-    # The paths each field is read from, in the order Pydantic tries them, where there are
-    # several.
-    spellings: list[list[list[object]]] = []
+    # Each field's name, the keys it is read from (see below), and every path it is read from,
+    # in the order Pydantic tries them.
+    read: list[tuple[str, dict[str, list[list[object]]], list[list[object]]]] = []
     for name, field in cast(Mapping[str, Mapping[str, Any]], fields_schema["fields"]).items():
         alias: object = field.get("validation_alias")
-        # Each key the field is read from, and whether its value is the field's own.
-        keys: dict[str, bool] = {}
+        # Each key the field is read from, with the rest of each path starting there (an empty
+        # one where the value under the key is the field's own).
+        keys: dict[str, list[list[object]]] = {}
         tried: list[list[object]] = []
         if by_alias and isinstance(alias, str):
-            keys[alias] = True
+            keys[alias] = [[]]
             tried.append([alias])
         elif by_alias and isinstance(alias, list):
             paths = cast(list[object], alias)
@@ -434,43 +434,65 @@ def _add_alternate_keys(
                 paths = [paths]
             for path in cast(list[list[object]], paths):
                 if path and isinstance(path[0], str):
-                    keys.setdefault(path[0], len(path) == 1)
+                    keys.setdefault(path[0], []).append(path[1:])
                     tried.append(list(path))
         if by_name or alias is None or not by_alias:
-            keys.setdefault(name, True)
             if [name] not in tried:
+                keys.setdefault(name, []).append([])
                 tried.append([name])
-        read.append((name, keys))
-        if len(tried) > 1:
-            spellings.append(tried)
-    if describe_every_key and spellings and not forbid:
-        # Pydantic takes the first path present and drops the values under the others without
-        # a word (`forbid` refuses them as extra inputs): coercion refuses two of them together.
-        out[SPELLINGS_KEY] = spellings
+        read.append((name, keys, tried))
     # A key two fields read (one's alias, the other's name) may feed either or both: it takes
     # any value, and validation judges it.
-    readers = Counter(key for _, keys in read for key in keys)
+    readers = Counter(key for _, keys, _ in read for key in keys)
     shared = {key for key, count in readers.items() if count > 1}
+    # The paths each field is read from, where there are several, less those through a
+    # shared key, which another field may have read.
+    spellings = [
+        own_paths
+        for own_paths in ([p for p in tried if p[0] not in shared] for _, _, tried in read)
+        if len(own_paths) > 1
+    ]
+    if describe_every_key and spellings:
+        # Pydantic takes the first path present and drops the values under the others without
+        # a word (`forbid` refuses them as extra inputs, which reads as "no such field" for a
+        # key the field is read from): coercion refuses two of them together.
+        out[SPELLINGS_KEY] = spellings
     original = dict(props)
     required_keys: list[str] = []
     # The keys of each required field read under several: one of them must come.
     groups: list[list[str]] = []
-    for name, keys in read:
+    for name, keys, tried in read:
         # Pydantic shows the field by name where no alias key is a plain one (an `AliasPath`).
         shown = next((k for k in keys if k in original), name if name in original else None)
         if shown is None:
             continue
-        if set(keys) == {shown}:
+        if list(keys) == [shown] and keys[shown] == [[]]:
             if shown in shared:
                 props[shown] = {}
             continue
         own = original[shown]
-        for rank, (key, whole) in enumerate(keys.items()):
-            # Pydantic reads the first key present, in this order, and ignores the others (as
-            # extra inputs, which only `forbid` refuses): a value under a later key is the
-            # field's only if no earlier key comes, which the stream may still bring.
-            certain = (rank == 0 or forbid) and key not in shared
-            props[key] = copy.deepcopy(own) if whole and (certain or describe_every_key) else {}
+        if shown not in keys:
+            # Shown by name, but read only along its `AliasPath`s: Pydantic ignores the name.
+            props[shown] = {}
+        # Past a path through a shared key, which the field may have read first, a value is
+        # the field's only if that path holds none: the pre-check cannot know that yet, while
+        # validation, which sees the whole call, describes it by the field's schema.
+        past = next((i for i, path in enumerate(tried) if path[0] in shared), len(tried))
+        if describe_every_key:
+            past = len(tried)
+        for key, rests in keys.items():
+            # Pydantic reads the first path present, in the order given, and ignores the others
+            # (as extra inputs, which only `forbid` refuses); validation refuses two of them
+            # together (`SPELLINGS_KEY`), so whatever other key comes, the value found along
+            # any path must be the field's. Validation, which coerces and describes a value by
+            # one schema, reads a key that holds the value itself by the field's.
+            if key in shared or any(tried.index([key, *rest]) > past for rest in rests):
+                props[key] = {}
+            elif describe_every_key and [] in rests:
+                props[key] = copy.deepcopy(own)
+            else:
+                found = [_along(path, own, null_is_value=describe_every_key) for path in rests]
+                props[key] = _all_of([s for s in found if s is not None])
         if shown in required:
             required.remove(shown)
             required_keys.extend(keys)
@@ -481,6 +503,37 @@ def _add_alternate_keys(
         out[REQUIRED_SPELLINGS_KEY] = required_keys
     elif groups:
         out[_REQUIRED_ANY_KEY] = groups
+
+
+def _along(path: list[object], own: Any, *, null_is_value: bool = False) -> Any:
+    """A schema that holds the value at `path` (the rest of an `AliasPath`, below its first
+    key) to `own` and takes anything else, or None where no schema the pre-check reads can
+    say so.
+
+    Pydantic follows a string step into an object only and a whole-number step into an array
+    only, and a path it cannot follow gives no value: that is no error here either, so the
+    object stays open and a shorter array passes. A step from the end (a negative index) has
+    no such schema. With `null_is_value` (for validation), a null at a step is the field's
+    value, as Pydantic reads it, not an absent member (`REQUIRED_SPELLINGS_KEY`)."""
+    schema: Any = copy.deepcopy(own)
+    for step in reversed(path):
+        if isinstance(step, str):
+            schema = {"properties": {step: schema}, "additionalProperties": True}
+            if null_is_value:
+                schema[REQUIRED_SPELLINGS_KEY] = [step]
+        elif isinstance(step, int) and not isinstance(step, bool) and step >= 0:
+            before: list[Any] = [{}] * step
+            schema = {"prefixItems": [*before, schema]}
+        else:
+            return None
+    return schema
+
+
+def _all_of(schemas: list[Any]) -> Any:
+    """A schema that takes what each of `schemas` takes (any value for none)."""
+    if len(schemas) == 1:
+        return schemas[0]
+    return {"allOf": schemas} if schemas else {}
 
 
 ToolInput = type[BaseModel] | Mapping[str, Any]

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import decimal
+import functools
 import gc
 import json
 import math
@@ -617,6 +618,10 @@ _TAG_TYPES = {
     "int": "integer",
     "str": "string",
     "float": "number",
+    # `conint(ge=5)`, `constr(max_length=3)`, `confloat(multiple_of=5)` as union branches.
+    "constrained-int": "integer",
+    "constrained-str": "string",
+    "constrained-float": "number",
     "bool": "boolean",
     "none": "null",
     "list": "array",
@@ -826,7 +831,7 @@ class _Schema:
             parts.append(seg)
             if isinstance(seg, int):
                 prefix = _l(node.get("prefixItems"))
-                node = _d(prefix[seg]) if seg < len(prefix) else _d(node.get("items"))
+                node = _d(prefix[seg]) if 0 <= seg < len(prefix) else _d(node.get("items"))
             else:
                 props = _d(node.get("properties"))
                 if seg in props:
@@ -1566,6 +1571,27 @@ class _ErrorBuilder:
         except ValueError:
             return _ABSENT
 
+    def from_start(self, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+        """`loc` with each index Pydantic counted from the end of its array (an `AliasPath`
+        step such as -1) counted from the start, as a JSON Pointer counts, where the
+        arguments as written hold that array."""
+        if not any(isinstance(seg, int) and seg < 0 for seg in loc):
+            return loc
+        value = self._written()
+        out: list[str | int] = []
+        for seg in loc:
+            if isinstance(seg, int) and isinstance(value, list):
+                items = cast(list[Any], value)
+                if -len(items) <= seg < 0:
+                    seg += len(items)
+                value = items[seg] if 0 <= seg < len(items) else _ABSENT
+            elif isinstance(seg, str) and isinstance(value, dict):
+                value = cast(dict[str, Any], value).get(seg, _ABSENT)
+            else:
+                value = _ABSENT
+            out.append(seg)
+        return tuple(out)
+
     def as_written(self, pointer_: str, value: Any) -> Any:
         """`value` as the model wrote it, where the arguments hold a scalar there: Pydantic
         reports what it read, which may be a coercion's result (`11` for `"11"`), a float of
@@ -1837,9 +1863,11 @@ class _ErrorBuilder:
 
     def _from_pydantic(self, details: Sequence[ErrorDetails]) -> list[_Draft]:
         drafts: list[_Draft] = []
+        # The value Pydantic read for each union branch's error (a coercion's result, say).
+        read: dict[int, Any] = {}
         for detail in details:
             ptype = detail["type"]
-            loc = detail["loc"]
+            loc = self.from_start(detail["loc"])
             ctx = cast(Mapping[str, Any], detail.get("ctx") or {})
             code = _code_for(ptype)
             value = detail.get("input")
@@ -1917,8 +1945,64 @@ class _ErrorBuilder:
                 None if code == "missing" else self.got(located, value),
                 hint,
             )
-            drafts.append(_Draft(error, located.union_ptr, located.tag, user))
-        return drafts
+            draft = _Draft(error, located.union_ptr, located.tag, user)
+            drafts.append(draft)
+            if located.tag is not None:
+                read[id(draft)] = detail.get("input")
+        return self._unions_refused_apart(drafts, read)
+
+    def _unions_refused_apart(self, drafts: list[_Draft], read: Mapping[int, Any]) -> list[_Draft]:
+        """`drafts` with the branch errors of each union whose branches all refused its value
+        itself (no member or item of it) made one error that says what each branch needs.
+
+        Pydantic reports each branch's refusal on its own (`('x', 'constrained-str')` for a
+        pattern, again for a length): as separate errors at one field they read as if the
+        value had to meet every rule, and merged by kind as a range `>= 5 and <= 1` that no
+        number meets. The union's schema is read as a plain tool's union is
+        (`_refused_apart`), so both say the same; where it takes the value (a rule only
+        Pydantic holds) or refuses it by type alone, the errors stay as they are. `read` is
+        the value Pydantic read for each branch error's draft."""
+        groups: dict[str, list[_Draft]] = {}
+        for draft in drafts:
+            if draft.union_ptr is not None and draft.tag is not None:
+                groups.setdefault(draft.union_ptr, []).append(draft)
+        merged: dict[int, _Draft | None] = {}
+        for union_ptr, members in groups.items():
+            if len(members) < 2 or any(d.error.path != union_ptr for d in members):
+                continue
+            apart = self._refused_apart_at(union_ptr, read.get(id(members[0]), _ABSENT))
+            if apart is not None:
+                # Shown as the model wrote it, as each branch's error showed it.
+                apart.error = dataclasses.replace(apart.error, got=members[0].error.got)
+                merged.update((id(d), None) for d in members)
+                merged[id(members[0])] = apart
+        if not merged:
+            return drafts
+        out: list[_Draft] = []
+        for draft in drafts:
+            kept = merged.get(id(draft), draft)
+            if kept is not None:
+                out.append(kept)
+        return out
+
+    def _refused_apart_at(self, union_ptr: str, value: Any) -> _Draft | None:
+        """`_refused_apart` for `value`, which Pydantic read at `union_ptr`, judged by the
+        union's schema there; None where the schema takes it or has no union there."""
+        if value is _ABSENT:
+            return None
+        path = _split(union_ptr)
+        node = self.schema.locate(path).node
+        if not ("anyOf" in node or "oneOf" in node):
+            return None
+        try:
+            judged, _ = _loads_judged(dumps_exact(value))
+        except (TypeError, ValueError):
+            return None  # a value a validator made, which JSON cannot write
+        judge = _union_judge()({**node, "$defs": self.schema.defs})
+        errors = list(judge.iter_errors(judged))
+        if len(errors) != 1 or errors[0].validator not in ("anyOf", "oneOf") or errors[0].path:
+            return None
+        return self._refused_apart(errors[0], path)
 
     def from_problem(self, problem: CoercionProblem) -> _Draft:
         located = self.schema.locate(_split(problem.path))
@@ -2758,6 +2842,14 @@ def _rounded_by_float(lexeme: str, value: float) -> bool:
     )
 
 
+@functools.cache
+def _union_judge() -> Any:
+    """The `jsonschema` class that reads a model's union as a plain tool's union is read (see
+    `_ErrorBuilder._refused_apart_at`), made once: formats are not asserted, since a model's
+    formats are its field types' to check."""
+    return extended_validator(jsonschema.Draft202012Validator)
+
+
 def _loads_judged(text: str) -> tuple[Any, bool]:
     """The arguments as `jsonschema` validates them, and whether any number in them is a
     `WrittenFloat` (the tool must get plain floats): one that rounds a number written with
@@ -3273,6 +3365,30 @@ def _built(entries: Iterable[_Entry]) -> Iterator[_Draft]:
             yield from entry.drafts()
         else:
             yield entry
+
+
+def _second_spellings(problems: Iterable[CoercionProblem]) -> set[str]:
+    """The paths of the keys refused as a field's second key (`duplicate_field`, reported at
+    the object with the key as its value; a key cut short in the report is left out)."""
+    paths: set[str] = set()
+    for problem in problems:
+        if problem.code == "duplicate_field":
+            try:
+                key: object = json.loads(problem.got)
+            except ValueError:
+                continue
+            if isinstance(key, str):
+                paths.add(pointer([*_split(problem.path), key]))
+    return paths
+
+
+def _unknown_at(entry: _Entry, paths: Collection[str]) -> bool:
+    """Whether `entry` is an `unknown_field` error for a key at one of `paths`."""
+    return (
+        isinstance(entry, _Draft)
+        and entry.error.code == "unknown_field"
+        and entry.error.path in paths
+    )
 
 
 def _without_unions_above(drafts: Sequence[_E], paths: Collection[str]) -> list[_E]:
@@ -3830,6 +3946,13 @@ class ToolValidator:
             # Every key and set as it should be: the model Pydantic made stands.
             return self._accept(call, taken, None, [], lang)
         drafts = [builder.from_problem(p) for p in result.problems]
+        twice = _second_spellings(result.problems)
+        if twice:
+            # A model that forbids extra inputs refuses a field's second key as one, though
+            # the key names the field: the `unique` refusal says what is wrong, "no such field"
+            # beside it would contradict the fields it lists.
+            initial = [e for e in initial if not _unknown_at(e, twice)]
+            precheck_only = [d for d in precheck_only if not _unknown_at(d, twice)]
         if drafts:
             # A refusal inside a union's value (a naive timestamp in the tagged branch) is why
             # no branch took it: "expected an object" at the union would mislead.
@@ -3852,7 +3975,9 @@ class ToolValidator:
                 found = exc.errors(include_url=False)
                 if result.kept_items:
                     found = _as_sent(found, fixed, result.kept_items)
-                drafts = drafts + builder.from_pydantic(found)
+                drafts = drafts + [
+                    e for e in builder.from_pydantic(found) if not _unknown_at(e, twice)
+                ]
                 return self._reject(call, drafts, coercions, lang, builder)
             # Only Pydantic's errors were re-checked: a pre-check finding stands unless a
             # coercion changed or removed the value it is about (`unwrap` moves the fields);
