@@ -2093,9 +2093,19 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         {
             if call.mode != ArgMode::Cumulative {
                 let held = Held::new(call, text, registry);
-                if !held.appended.broken() {
-                    call.held = Some(Box::new(held));
-                    return;
+                match (held.appended.broken(), held.resent.broken()) {
+                    (false, false) => {
+                        call.held = Some(Box::new(held));
+                        return;
+                    }
+                    (false, true) => {
+                        // The fragment already breaks the resend reading: it is plain text,
+                        // and the errors it makes certain are released now, as they are when
+                        // it is cut a byte earlier and starts no hold.
+                        push_checked(call, text);
+                        return;
+                    }
+                    _ => {}
                 }
             }
             // Quirk 19: the provider resends everything so far; keep only what is new.
@@ -2861,5 +2871,30 @@ mod tests {
         // The early scans change no verdict: the call is complete and valid.
         let calls = asm.finish().expect("finish");
         assert!(calls[0].error.is_none() && calls[0].complete);
+    }
+
+    #[test]
+    fn a_fragment_that_breaks_the_resend_reading_at_once_releases_its_errors() {
+        // `{"a": ` then a fragment that starts with it and closes more than the resend
+        // reading opened: its errors are drained while streaming, as for any other cut.
+        let text = r#"{"a": {"a": 5, "b": 1}, "c": 2}"#;
+        let drained = |cut: usize| {
+            let mut asm = checked_assembler(serde_json::json!({
+                "a": {"type": "object", "properties": {"a": {"type": "string"}}}
+            }));
+            let mut seen = Vec::new();
+            for (k, part) in [&text[..cut], &text[cut..]].into_iter().enumerate() {
+                feed_fragment(&mut asm, k, part.as_bytes());
+                seen.extend(
+                    asm.drain_errors()
+                        .into_iter()
+                        .map(|(_, e)| (e.path, e.offset)),
+                );
+            }
+            seen
+        };
+        let want = drained(5);
+        assert!(!want.is_empty());
+        assert_eq!(drained(6), want);
     }
 }
