@@ -591,6 +591,17 @@ def test_a_piece_without_a_value_ends_the_string_it_continued() -> None:
         assert summary(calls) == [("get_weather", {"city": "Ro", "days": 3}, None)]
 
 
+def test_a_surrogate_pair_cut_between_pieces_is_one_character_in_the_text() -> None:
+    # The value was one character on every path, but `feed_chunk` wrote the two halves as
+    # escapes in `arguments`, where `feed_sse` wrote the character.
+    chunks = _streamed(
+        [{"jsonPath": "$.a", "stringValue": "x\ud83c", "willContinue": True}],
+        [{"jsonPath": "$.a", "stringValue": "\udf89y"}],
+    )
+    for calls in (feed_dicts_and_sse(chunks), _sdk_calls(chunks)):
+        assert [(c.arguments, c.ok) for c in calls] == [('{"a":"x\U0001f389y"}', True)]
+
+
 @pytest.mark.parametrize("finish", [None, "MAX_TOKENS", "STOP"])
 def test_a_string_going_on_where_no_string_is_breaks_a_call_that_is_cut(
     finish: str | None,

@@ -87,7 +87,7 @@ from toolwire.formats._types import (
     is_limit,
     stops_calls,
 )
-from toolwire.formats._utf16 import Utf16, string_piece
+from toolwire.formats._utf16 import Utf16, join_pairs, string_piece
 
 __all__ = ["GeminiAdapter"]
 
@@ -476,7 +476,7 @@ def _put(root: dict[str, Any], steps: list[str | int], value: object, *, append:
     if isinstance(node, dict) and isinstance(last, str):
         typed = cast("dict[str, Any]", node)
         if append and isinstance(typed.get(last), str) and isinstance(value, str):
-            typed[last] += value
+            typed[last] = _joined(typed[last], value)
         elif last in typed:
             return False
         else:
@@ -485,13 +485,20 @@ def _put(root: dict[str, Any], steps: list[str | int], value: object, *, append:
     if isinstance(node, list) and isinstance(last, int):
         items = cast("list[Any]", node)
         if append and last < len(items) and isinstance(items[last], str):
-            items[last] += value
+            items[last] = _joined(items[last], cast(str, value))
         elif last == len(items):
             items.append(value)
         else:
             return False
         return True
     return False
+
+
+def _joined(text: str, more: str) -> str:
+    """`text` with the pieces of it that came after appended, a surrogate pair a UTF-16
+    producer cut between pieces made the one character it is, as the raw path writes it."""
+    joined = text + more
+    return joined if joined.isascii() else join_pairs(joined)
 
 
 def _child(node: object, step: str | int, empty: dict[str, Any] | list[Any]) -> object:
