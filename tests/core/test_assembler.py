@@ -1082,7 +1082,8 @@ _WHILE_IN_USE: dict[str, Callable[[Assembler], object]] = {
     "_set_aside": lambda a: a._set_aside(0, '{"b": 2}'),
     "_hold_fragment": lambda a: a._hold_fragment(1),
     "_release": lambda a: a._release(1),
-    "_confirm_whole": lambda a: a._confirm_whole(0, b"{}"),
+    "_check_summary": lambda a: a._check_summary(0, b"{}"),
+    "_mismatch_arguments": lambda a: a._mismatch_arguments(0, "two versions"),
     "_set_index": lambda a: a._set_index(0, 1),
     "_stream_error": lambda a: a._stream_error("provider_error", 1, "{}"),
 }
