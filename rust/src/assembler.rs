@@ -1835,7 +1835,8 @@ impl Assembler {
     /// ([`Summary::Mismatch`]); appended, the two texts made a call that seemed to send two
     /// values. [`Summary::Same`] (changing nothing) for no such call.
     pub fn check_summary(&mut self, ordinal: usize, full: &[u8]) -> Summary {
-        if self.finished || self.confirm_whole(ordinal, full) {
+        // Past a per-stream limit nothing more is kept: the deltas were dropped, not lost.
+        if self.finished || self.over.is_some() || self.confirm_whole(ordinal, full) {
             return Summary::Same;
         }
         let Some(call) = self.calls.get_mut(ordinal) else {
@@ -1864,6 +1865,11 @@ impl Assembler {
         if extended {
             call.sync();
             push_resent(call, full);
+            // Counted once kept, as `feed` counts what a fragment adds.
+            let kept = call.kept_bytes();
+            let grown = kept.saturating_sub(call.counted);
+            call.counted = call.counted.max(kept);
+            self.count_stream_bytes(grown);
             return Summary::Extend;
         }
         // Held fragments are decided as the call would end without the summary: the text
