@@ -83,20 +83,44 @@ fn whole(text: &[u8]) -> (Early, bool, String) {
 fn a_held_fragment_that_breaks_both_readings_is_certain_at_once() {
     for track_progress in [false, true] {
         let mut asm = assembler(track_progress);
-        feed(&mut asm, true, br#"{"b": "#);
+        feed(&mut asm, true, br#"{"s": "#);
         assert!(asm.drain_errors().is_empty());
-        // Appended, `b` is an object; resent, it is a number (and a `}` too many): either way
-        // not an array, so the call fails whichever way it is decided.
-        feed(&mut asm, false, br#"{"b": 1}}"#);
+        // Appended, `s` is an object; resent, a string too long: either way not what the
+        // schema takes, so the call fails whichever way it is decided.
+        feed(&mut asm, false, br#"{"s": "abcdef"}"#);
         assert!(asm.has_certain_error());
-        // The two readings break differently ("got object", "got number"): no error is
+        // The two readings break differently ("got object", "longer than 3"): no error is
         // reported before a later fragment or the end picks one, which may be either.
         assert!(asm.drain_errors().is_empty());
         let calls = asm.finish().expect("finish");
-        // Decided at the end as before: appended, the text is one complete value.
-        assert_eq!(summary(&calls[0]), whole(br#"{"b": {"b": 1}}"#).2);
+        // Decided at the end as before: only the resent reading is one complete value.
+        assert_eq!(
+            summary(&calls[0]).split(" [").next(),
+            whole(br#"{"s": "abcdef"}"#).2.split(" [").next()
+        );
         let error = calls[0].error.as_ref().expect("schema violation");
-        assert_eq!((error.offset, error.path.as_str()), (6, "/b"));
+        assert_eq!((error.offset, error.path.as_str()), (10, "/s"));
+    }
+}
+
+#[test]
+fn a_fragment_that_breaks_the_resend_reading_is_appended_at_once() {
+    // `{"b": ` then `{"b": 1}}`: resent, the text has a `}` too many, so it is no resend, and
+    // its errors are those of the appended text, reported at once, as for a cut a byte
+    // earlier (which starts no hold). A later fragment that extends it changes nothing.
+    for track_progress in [false, true] {
+        let text = br#"{"b": {"b": 1}}"#;
+        let (want, _, done) = whole(text);
+        for (a, b) in [(&text[..6], &text[6..]), (&text[..5], &text[5..])] {
+            let mut asm = assembler(track_progress);
+            feed(&mut asm, true, a);
+            let mut reported = early(asm.drain_errors());
+            feed(&mut asm, false, b);
+            assert!(asm.has_certain_error());
+            reported.extend(early(asm.drain_errors()));
+            assert_eq!(reported, want);
+            assert_eq!(summary(&asm.finish().expect("finish")[0]), done);
+        }
     }
 }
 
@@ -106,7 +130,7 @@ fn a_held_fragment_reports_the_errors_both_readings_share() {
     feed(&mut asm, true, br#"{"x": 1, "b": "#);
     // `x` is not allowed in either reading; only that is reported while the fragment is held.
     let mut reported = early(asm.drain_errors());
-    feed(&mut asm, false, br#"{"x": 1, "b": 1}}"#);
+    feed(&mut asm, false, br#"{"x": 1, "b": 1}"#);
     reported.extend(early(asm.drain_errors()));
     assert_eq!(reported.len(), 1, "{reported:?}");
     assert_eq!((reported[0].1, reported[0].2.as_str()), (2, "/x"));
@@ -225,15 +249,17 @@ proptest! {
         let after_b = early(asm.drain_errors());
         reported.extend(after_b.iter().cloned());
         // Whether the assembler holds `b`: it starts with the whole text so far, whose value is
-        // still open, and appending it is also valid JSON so far.
+        // still open, and both appending it and reading it as a resend are valid JSON so far.
         let held = {
             let mut scanner = Scanner::new(ScanConfig::default());
             let open = !matches!(scanner.push(a), Status::Complete);
+            let resent = Scanner::new(ScanConfig::default()).push(&b);
             !a.is_empty()
                 && b.len() > a.len()
                 && b.starts_with(a)
                 && open
                 && !matches!(scanner.push(&b), Status::Invalid(_))
+                && !matches!(resent, Status::Invalid(_))
         };
         let both_fail = certain_appended && certain_resent;
         if held {
@@ -301,28 +327,28 @@ proptest! {
 
 #[test]
 fn an_early_error_of_the_reading_a_later_fragment_drops_is_not_reported() {
-    // Held: appended, `b` is an object; resent, a number and a `}` too many. Both readings
-    // break, each its own way. The next fragment extends the held one, so the call is
-    // cumulative (the resent reading): an error reported from the appended reading would be
-    // one the call's text never has.
+    // Held: appended, `b` is an object; resent, a number. Both readings break the schema,
+    // each its own way. The next fragment extends the held one, so the call is cumulative
+    // (the resent reading): an error reported from the appended reading would be one the
+    // call's text never has.
     for track_progress in [false, true] {
         let mut asm = assembler(track_progress);
         feed(&mut asm, true, br#"{"b": "#);
         let mut reported = early(asm.drain_errors());
-        feed(&mut asm, false, br#"{"b": 1}}"#);
+        feed(&mut asm, false, br#"{"b": 1}"#);
         assert!(asm.has_certain_error());
         reported.extend(early(asm.drain_errors()));
-        feed(&mut asm, false, br#"{"b": 1}} "#);
+        feed(&mut asm, false, br#"{"b": 1} "#);
         reported.extend(early(asm.drain_errors()));
         let calls = asm.finish().expect("finish");
-        let (want, _, _) = whole(br#"{"b": 1}} "#);
+        let (want, _, _) = whole(br#"{"b": 1} "#);
         reported.sort();
         let mut want = want;
         want.sort();
         assert_eq!(reported, want);
         assert_eq!(
             summary(&calls[0]).split(" [").next(),
-            whole(br#"{"b": 1}} "#).2.split(" [").next()
+            whole(br#"{"b": 1} "#).2.split(" [").next()
         );
     }
 }

@@ -186,7 +186,8 @@ class ToolCall:
         ok: True when `error` is None.
         metadata: Opaque provider fields kept for the next turn.
         warnings: Anomalies that were handled (`cumulative_arguments`, `repeat_dropped`,
-            `replay_dropped`, `duplicate_id`, `empty_arguments`, `replacement_character`).
+            `replay_dropped`, `late_fragment_dropped`, `duplicate_id`, `empty_arguments`,
+            `replacement_character`).
     """
 
     @property
@@ -621,9 +622,22 @@ class Assembler:
         """Counts `n` bytes of assistant text `feed_chunk` read toward `max_stream_bytes`, as
         the raw SSE path counts the text it reads; False (nothing counted) once the response is
         past a limit, when the text is not kept."""
-    def _confirm_whole(self, ordinal: int, full: bytes, /) -> bool:
-        """True when the call's text is already the JSON tokens of `full` (a `.done` summary);
-        held fragments are decided by the reading it matches."""
+    def _check_summary(
+        self, ordinal: int, full: bytes, /
+    ) -> Literal["same", "fill", "extend", "mismatch"]:
+        """Compares `full` (a Responses `.done` summary) with the call's text: `same` when the
+        call already holds its JSON tokens (held fragments are decided by the reading it
+        matches), `fill` when the call has no text yet (feed `full` as a fragment then),
+        `extend` when `full` starts with the call's text (its last deltas were lost: `full`
+        completed it), `mismatch` when the call holds other text: it became an
+        `arguments_mismatch` error, its text kept."""
+    def _mismatch_arguments(self, ordinal: int, message: str, /) -> None:
+        """The call at `ordinal` becomes an `arguments_mismatch` error with `message` (a
+        recorded call replayed), never executed, whatever it holds.
+
+        Raises:
+            MisuseError: After `finish`, or for an unknown ordinal.
+        """
     def _set_index(self, ordinal: int, index: int | None, /) -> None:
         """Sets the index the call at `ordinal` reports when it is routed by another key (a
         Responses item keyed apart from another item sent under the same `output_index`)."""

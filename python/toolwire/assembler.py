@@ -78,7 +78,8 @@ class Assembler(_core.Assembler):
             returns an empty `ChunkInfo`. A chunk that is not an object (`None`, a number, a
             string, a list: an SSE event whose data is such JSON) makes the calls still open
             `lost_event`, as on the raw path. As there, `stream_errors()` tells a provider's
-            error and a chunk that could not be read, numbering the chunks from 1.
+            error, a chunk that could not be read and a Responses summary that differs from
+            its call's deltas, numbering the chunks from 1.
 
         Raises:
             MisuseError: The assembler was already finished, or another thread's call is
@@ -204,6 +205,8 @@ def _tell(
         asm._stream_error("provider_error", number, _error_text(info.error))  # pyright: ignore[reportPrivateUsage]
     elif info.malformed:
         asm._stream_error("malformed_event", number, f"malformed event: {unread}")  # pyright: ignore[reportPrivateUsage]
+    if info.arguments_mismatch is not None:
+        asm._stream_error("arguments_mismatch", number, info.arguments_mismatch)  # pyright: ignore[reportPrivateUsage]
 
 
 def _tell_limit(asm: Assembler, number: int) -> None:

@@ -372,6 +372,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "again.",
         "zh": "该调用的一部分在传输中丢失，因此未执行。请重新发送同一调用。",
     },
+    "msg.arguments_mismatch": {
+        "en": "This call's arguments reached us in two versions that disagree, so it was not "
+        "executed. Send the same call again.",
+        "zh": "该调用的参数在传输中出现了两个不一致的版本，因此未执行。请重新发送同一调用。",
+    },
     "msg.business_rule": {
         "en": "The request was rejected: {reasons}",
         "zh": "请求被拒绝：{reasons}",

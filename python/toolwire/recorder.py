@@ -116,7 +116,8 @@ def _secret_here(root: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
 def _end_of(call: ToolCall) -> dict[str, Any] | None:
     """How the stream ended the call, when its text alone does not say: the provider stopped
     it (`stop`, with the reason), the stream broke off before its arguments began (`cut`), an
-    event that carried part of them could not be read (`lost`, with the error's message), or
+    event that carried part of them could not be read (`lost`, with the error's message), the
+    stream's events disagreed about them (`mismatch`, with the error's message), or
     the response passed a stream limit and was refused whole (`refused`, with the limit's
     name). Replay ends the call the same way."""
     error = call.error
@@ -127,6 +128,8 @@ def _end_of(call: ToolCall) -> dict[str, Any] | None:
         return {"refused": refused[0]}
     if error.kind == "lost_event":
         return {"lost": error.message}
+    if error.kind == "arguments_mismatch":
+        return {"mismatch": error.message}
     if error.kind == "filtered":
         reason: object = getattr(call, "stop_reason", None)
         return {"stop": reason if isinstance(reason, str) else "recorded"}

@@ -23,7 +23,8 @@ around it forever), a symbolic link to a file is read.
     Its `end`, when the text alone does not say how the stream ended the call, is replayed
     after it: `{"stop": reason}` (the provider stopped it: `filtered`), `{"cut": true}`
     (the stream ended before its arguments began: `truncated`), `{"lost": reason}` (an event
-    that carried part of them could not be read: `lost_event`) or `{"refused": limit}` (the
+    that carried part of them could not be read: `lost_event`), `{"mismatch": reason}` (the
+    stream's events disagreed about them: `arguments_mismatch`) or `{"refused": limit}` (the
     response passed its `max_calls` or `max_stream_bytes` limit and was refused whole:
     `too_large`; the replay takes it past the same limit again).
 
@@ -205,7 +206,8 @@ class Entry:
         note: Free text from the record.
         interrupted: Why the recorded connection broke off (stream entries), or None.
         end: How the stream ended a recorded call, when its text alone does not say
-            (call entries): `{"stop": reason}`, `{"cut": true}` or `{"lost": reason}`.
+            (call entries): `{"stop": reason}`, `{"cut": true}`, `{"lost": reason}` or
+            `{"mismatch": reason}`.
         limits: The recorded assembler's limits that differ from the defaults.
     """
 
@@ -265,7 +267,7 @@ def _parse_end(raw: object, where: str) -> dict[str, Any] | None:
         return None
     if isinstance(raw, dict):
         end = cast("dict[str, object]", raw)
-        for form in ("stop", "lost"):
+        for form in ("stop", "lost", "mismatch"):
             reason = end.get(form)
             if isinstance(reason, str):
                 # Handed to the assembler and printed: a lone surrogate escape is made text,
@@ -277,7 +279,7 @@ def _parse_end(raw: object, where: str) -> dict[str, Any] | None:
         if end.get("cut") is True:
             return {"cut": True}
     forms = (
-        '{"stop": reason}, {"cut": true}, {"lost": reason} or '
+        '{"stop": reason}, {"cut": true}, {"lost": reason}, {"mismatch": reason} or '
         '{"refused": "max_calls" or "max_stream_bytes"}'
     )
     raise CorpusError(f"{where}: 'end' must be {forms}")
@@ -958,6 +960,8 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
                 asm.stop(end["stop"])
             elif "lost" in end:
                 asm.lose_arguments(0, end["lost"])
+            elif "mismatch" in end:
+                asm._mismatch_arguments(0, end["mismatch"])  # pyright: ignore[reportPrivateUsage]
             elif "refused" in end:
                 _refuse(asm, entry)
             elif end:

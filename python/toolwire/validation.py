@@ -356,7 +356,8 @@ class Outcome:
         retryable: True if asking the model to call again can fix it.
         error_type: A stable slug for the failure (`validation`, `truncated`, `invalid_json`,
             `not_object`, `too_large`, `unknown_tool`, `missing_name`, `filtered`,
-            `lost_event`, `business_rule`, `needs_clarification`, `no_result`, `tool_failed`);
+            `lost_event`, `arguments_mismatch`, `business_rule`, `needs_clarification`,
+            `no_result`, `tool_failed`);
             "" when ok.
         message: One sentence about the failure for the model.
         hint: Advice for the model (and for whoever reads the logs).
@@ -4246,6 +4247,10 @@ def outcome_for_call_error(
     if kind == "lost_event":
         # Nothing the model did: the same call sent again is the fix.
         return fail("lost_event", text("msg.lost_event", lang))
+    if kind == "arguments_mismatch":
+        # The stream contradicted itself about the arguments, not the model: sent again, the
+        # call is read whole.
+        return fail("arguments_mismatch", text("msg.arguments_mismatch", lang))
     if kind == "unknown_tool":
         name = json.dumps(shown_text(tool), ensure_ascii=False)
         return fail("unknown_tool", text("msg.unknown_tool", lang, name=name, names=names))

@@ -177,6 +177,25 @@ pub mod warning {
     /// The provider sent the call again from its start (a stream replayed after a reconnect):
     /// the text it already had was dropped, not appended.
     pub const REPLAY_DROPPED: &str = "replay_dropped";
+    /// Argument text came after the provider ended the call, whose value was whole: it could
+    /// only have made the call invalid (a delta a proxy sent again), so it was dropped.
+    pub const LATE_FRAGMENT_DROPPED: &str = "late_fragment_dropped";
+}
+
+/// What a provider's statement of a call's whole arguments (a Responses `.done` summary) says
+/// of the text the call holds (see [`Assembler::check_summary`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Summary {
+    /// The call holds those arguments (fragments held two ways are decided by it).
+    Same,
+    /// The call holds no argument text yet: the summary is its text, to be fed as a fragment.
+    Fill,
+    /// The call holds a start of the summary (its last deltas were lost): the summary's text
+    /// completes it.
+    Extend,
+    /// The call holds other text: it became an [`ErrorKind::ArgumentsMismatch`] error, its
+    /// text kept as its fragments made it.
+    Mismatch,
 }
 
 /// A finished call.
@@ -1111,6 +1130,10 @@ impl Assembler {
 
     /// [`Assembler::feed`] under the per-stream limits.
     fn feed_kept(&mut self, delta: &Delta<'_>) -> Result<usize, Misuse> {
+        if let Some(ordinal) = self.ended_call_for(delta) {
+            late_fragment(&mut self.calls[ordinal], delta.arguments);
+            return Ok(ordinal);
+        }
         let replay = self.replay_of(delta);
         let routed = match replay {
             Some((ordinal, _)) => Some(ordinal),
@@ -1209,6 +1232,21 @@ impl Assembler {
             }
         }
         Ok(ordinal)
+    }
+
+    /// The call a delta of argument text alone (no name, no other id, no start event) comes
+    /// too late for: the call under its key was ended by the provider (a per-call stop event)
+    /// and is not being sent again. Such text is no call of its own, which would have neither
+    /// id nor name and would need a result the provider rejects (see [`late_fragment`]).
+    fn ended_call_for(&self, delta: &Delta<'_>) -> Option<usize> {
+        if delta.start || delta.arguments.is_none() || delta.name.is_some_and(|n| !n.is_empty()) {
+            return None;
+        }
+        let ordinal = self.open.get(Some(delta.index?))?;
+        let call = self.calls.get(ordinal)?;
+        let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null");
+        let other_id = id.is_some_and(|i| call.id.as_deref() != Some(i));
+        (call.ended && call.retread.is_none() && !other_id).then_some(ordinal)
     }
 
     /// A fragment of a call the provider sends again (see [`Retread`]): text the call already
@@ -1789,6 +1827,75 @@ impl Assembler {
         }
     }
 
+    /// Compares a provider's statement of a call's whole arguments (a Responses `.done`
+    /// summary, or the finished item's) with the text the call holds. The summary decides
+    /// only between readings of what the call's fragments hold ([`Assembler::confirm_whole`]),
+    /// or completes text that stopped short ([`Summary::Extend`]): it never replaces text
+    /// that says something else, which the call keeps and does not run with
+    /// ([`Summary::Mismatch`]); appended, the two texts made a call that seemed to send two
+    /// values. [`Summary::Same`] (changing nothing) for no such call.
+    pub fn check_summary(&mut self, ordinal: usize, full: &[u8]) -> Summary {
+        // Past a per-stream limit nothing more is kept: the deltas were dropped, not lost.
+        if self.finished || self.over.is_some() || self.confirm_whole(ordinal, full) {
+            return Summary::Same;
+        }
+        let Some(call) = self.calls.get_mut(ordinal) else {
+            return Summary::Same;
+        };
+        call.sync();
+        if call.held.is_none() && !call.has_arguments() {
+            return Summary::Fill;
+        }
+        // Text that the summary continues: the last deltas were lost on the way, and the
+        // summary is the whole text (a second value the deltas' repeat rule dropped included).
+        let extended = match call.held.as_deref() {
+            Some(held) if full.starts_with(held.appended.scanner.text()) => {
+                settle_held_appended(call);
+                true
+            }
+            Some(held) if held.resends(full) => {
+                if let Some(held) = call.held.take() {
+                    take_resent(call, *held);
+                }
+                true
+            }
+            Some(_) => false,
+            None => call.mode != ArgMode::Value && full.starts_with(call.scanner.text()),
+        };
+        if extended {
+            call.sync();
+            push_resent(call, full);
+            // Counted once kept, as `feed` counts what a fragment adds.
+            let kept = call.kept_bytes();
+            let grown = kept.saturating_sub(call.counted);
+            call.counted = call.counted.max(kept);
+            self.count_stream_bytes(grown);
+            return Summary::Extend;
+        }
+        // Held fragments are decided as the call would end without the summary: the text
+        // kept is the one its fragments make.
+        settle_held(call);
+        call.sync();
+        mismatch(call, || {
+            "the provider's final arguments for this call differ from the fragments it \
+             streamed: the call was not run"
+                .to_owned()
+        });
+        Summary::Mismatch
+    }
+
+    /// The call at `ordinal` became an [`ErrorKind::ArgumentsMismatch`] error with `message`
+    /// (a recorded call replayed), whatever it holds, unless an arrival error came first.
+    ///
+    /// # Errors
+    /// [`Misuse`] after finish or for an unknown ordinal.
+    pub fn mismatch_arguments(&mut self, ordinal: usize, message: &str) -> Result<(), Misuse> {
+        let call = self.open_call_mut(ordinal)?;
+        call.sync();
+        mismatch(call, || message.to_owned());
+        Ok(())
+    }
+
     /// The name received so far for a call.
     #[must_use]
     pub fn name(&self, ordinal: usize) -> Option<&str> {
@@ -2093,9 +2200,19 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         {
             if call.mode != ArgMode::Cumulative {
                 let held = Held::new(call, text, registry);
-                if !held.appended.broken() {
-                    call.held = Some(Box::new(held));
-                    return;
+                match (held.appended.broken(), held.resent.broken()) {
+                    (false, false) => {
+                        call.held = Some(Box::new(held));
+                        return;
+                    }
+                    (false, true) => {
+                        // The fragment already breaks the resend reading: it is plain text,
+                        // and the errors it makes certain are released now, as they are when
+                        // it is cut a byte earlier and starts no hold.
+                        push_checked(call, text);
+                        return;
+                    }
+                    _ => {}
                 }
             }
             // Quirk 19: the provider resends everything so far; keep only what is new.
@@ -2473,6 +2590,50 @@ fn lose(call: &mut Call, message: impl FnOnce() -> String) {
             String::new(),
             message(),
         )));
+    }
+}
+
+/// Makes `call` an [`ErrorKind::ArgumentsMismatch`] error at the text it holds (synced),
+/// unless an arrival error came first.
+#[cold]
+#[inline(never)]
+fn mismatch(call: &mut Call, message: impl FnOnce() -> String) {
+    quiet(call);
+    if call.arrival.is_none() {
+        call.arrival = Some(Box::new(Error::with_message(
+            ErrorKind::ArgumentsMismatch,
+            call.scanner.text().len(),
+            String::new(),
+            message(),
+        )));
+    }
+}
+
+/// Argument text for `call` after the provider ended it (see [`Assembler::ended_call_for`]).
+/// White space adds nothing to a call that ended, as after a whole call sent again. Other text
+/// after a whole value could only have made it invalid (a delta that a proxy repeated): it is
+/// dropped, with a warning, and the call stays as the provider ended it. After a value that is
+/// not whole (or one that came whole as a value, which may stand for no text: Anthropic's
+/// `input` of a block with no fragments), the text the call ended with is not all of it: the
+/// call does not run. Never a second call: it would have no id nor name.
+#[cold]
+#[inline(never)]
+fn late_fragment(call: &mut Call, arguments: Option<Arguments<'_>>) {
+    match arguments {
+        None => return,
+        Some(Arguments::Text(text)) if first_non_ws(text).is_none() => return,
+        Some(_) => {}
+    }
+    settle_held(call);
+    call.sync();
+    if call.mode != ArgMode::Value && call.scanner.is_complete() {
+        warn_once(call, warning::LATE_FRAGMENT_DROPPED);
+    } else {
+        mismatch(call, || {
+            "argument text for this call came after the provider ended it: the text it \
+             ended with is not all of its arguments, and the call was not run"
+                .to_owned()
+        });
     }
 }
 
@@ -2861,5 +3022,135 @@ mod tests {
         // The early scans change no verdict: the call is complete and valid.
         let calls = asm.finish().expect("finish");
         assert!(calls[0].error.is_none() && calls[0].complete);
+    }
+
+    fn text_delta(index: i64, text: &str) -> Delta<'_> {
+        Delta {
+            index: Some(index),
+            arguments: Some(Arguments::Text(text.as_bytes())),
+            ..Delta::default()
+        }
+    }
+
+    /// One call `f` under key 0, fed `fragments` and ended; then `late` under its key.
+    fn ended_then(fragments: &[&str], late: &str) -> Vec<ToolCall> {
+        let mut asm = Assembler::new(AssemblerConfig::default()).expect("config");
+        let header = Delta {
+            index: Some(0),
+            id: Some("c1"),
+            name: Some("f"),
+            start: true,
+            ..Delta::default()
+        };
+        assert_eq!(asm.feed(&header), Ok(0));
+        for fragment in fragments {
+            assert_eq!(asm.feed(&text_delta(0, fragment)), Ok(0));
+        }
+        assert_eq!(asm.end_call(0), Ok(()));
+        assert_eq!(asm.feed(&text_delta(0, late)), Ok(0));
+        asm.finish().expect("finish")
+    }
+
+    #[test]
+    fn text_after_an_ended_call_makes_no_call_of_its_own() {
+        // White space adds nothing; other text after a whole value is dropped and said.
+        for (late, warnings) in [("\n", vec![]), ("1}", vec![warning::LATE_FRAGMENT_DROPPED])] {
+            let calls = ended_then(&[r#"{"a":"#, "1}"], late);
+            assert_eq!(calls.len(), 1);
+            assert_eq!(calls[0].arguments, br#"{"a":1}"#);
+            assert!(calls[0].error.is_none());
+            assert_eq!(calls[0].warnings, warnings);
+        }
+        // After a value that was not whole (or no text at all), the call does not run.
+        for fragments in [&[r#"{"a":"#][..], &[][..]] {
+            let calls = ended_then(fragments, "1}");
+            assert_eq!(calls.len(), 1);
+            let kind = calls[0].error.as_ref().map(|e| e.kind);
+            assert_eq!(kind, Some(ErrorKind::ArgumentsMismatch));
+        }
+    }
+
+    #[test]
+    fn a_summary_completes_cut_deltas_and_never_replaces_others() {
+        let cases: [(&[&str], &str, Summary, &str); 5] = [
+            // A second value the repeat rule dropped (quirk 20): the summary has both.
+            (
+                &[r#"{"a":1}"#, r#"{"a":1}"#],
+                r#"{"a":1}{"a":1}"#,
+                Summary::Extend,
+                r#"{"a":1}{"a":1}"#,
+            ),
+            (
+                &[r#"{"a":"x"#, "y", "y", r#""}"#],
+                r#"{"a":"xy"}"#,
+                Summary::Mismatch,
+                r#"{"a":"xyy"}"#,
+            ),
+            (
+                &[r#"{"a":"x"#],
+                r#"{"a":"xy"}"#,
+                Summary::Extend,
+                r#"{"a":"xy"}"#,
+            ),
+            (
+                &[r#"{"a":"#, r#""xy"}"#],
+                r#"{"a": "xy"}"#,
+                Summary::Same,
+                r#"{"a":"xy"}"#,
+            ),
+            (&[], r#"{"a":"xy"}"#, Summary::Fill, r#"{"a":"xy"}"#),
+        ];
+        for (fragments, summary, verdict, arguments) in cases {
+            let mut asm = Assembler::new(AssemblerConfig::default()).expect("config");
+            let header = Delta {
+                index: Some(0),
+                id: Some("c1"),
+                name: Some("f"),
+                ..Delta::default()
+            };
+            assert_eq!(asm.feed(&header), Ok(0));
+            for fragment in fragments {
+                assert_eq!(asm.feed(&text_delta(0, fragment)), Ok(0));
+            }
+            assert_eq!(asm.check_summary(0, summary.as_bytes()), verdict);
+            if verdict == Summary::Fill {
+                assert_eq!(asm.feed(&text_delta(0, summary)), Ok(0));
+            }
+            let calls = asm.finish().expect("finish");
+            assert_eq!(calls[0].arguments, arguments.as_bytes());
+            let kind = calls[0].error.as_ref().map(|e| e.kind);
+            let want = match verdict {
+                Summary::Mismatch => Some(ErrorKind::ArgumentsMismatch),
+                // The model's own two values, which the summary shows.
+                _ if summary.contains("}{") => Some(ErrorKind::ConcatenatedValues),
+                _ => None,
+            };
+            assert_eq!(kind, want);
+        }
+    }
+
+    #[test]
+    fn a_fragment_that_breaks_the_resend_reading_at_once_releases_its_errors() {
+        // `{"a": ` then a fragment that starts with it and closes more than the resend
+        // reading opened: its errors are drained while streaming, as for any other cut.
+        let text = r#"{"a": {"a": 5, "b": 1}, "c": 2}"#;
+        let drained = |cut: usize| {
+            let mut asm = checked_assembler(serde_json::json!({
+                "a": {"type": "object", "properties": {"a": {"type": "string"}}}
+            }));
+            let mut seen = Vec::new();
+            for (k, part) in [&text[..cut], &text[cut..]].into_iter().enumerate() {
+                feed_fragment(&mut asm, k, part.as_bytes());
+                seen.extend(
+                    asm.drain_errors()
+                        .into_iter()
+                        .map(|(_, e)| (e.path, e.offset)),
+                );
+            }
+            seen
+        };
+        let want = drained(5);
+        assert!(!want.is_empty());
+        assert_eq!(drained(6), want);
     }
 }

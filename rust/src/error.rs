@@ -54,6 +54,11 @@ pub enum ErrorKind {
     /// An event of the stream that may have carried part of the call could not be read; the
     /// arguments may lack a fragment, so the call must not be executed.
     LostEvent,
+    /// The stream's events disagree about the call's arguments: the provider's summary of them
+    /// (a Responses `.done`) differs from the fragments it streamed, or a fragment came after
+    /// the provider ended a call whose value was not whole. The text is kept as the fragments
+    /// made it; the call must not be executed.
+    ArgumentsMismatch,
 }
 
 impl ErrorKind {
@@ -83,6 +88,7 @@ impl ErrorKind {
             Self::MixedArguments => "mixed_arguments",
             Self::Filtered => "filtered",
             Self::LostEvent => "lost_event",
+            Self::ArgumentsMismatch => "arguments_mismatch",
         }
     }
 
@@ -118,6 +124,7 @@ impl ErrorKind {
             Self::MixedArguments => "arguments arrived both as an object and as text",
             Self::Filtered => "the provider stopped this call",
             Self::LostEvent => "part of this call may have been lost in transit",
+            Self::ArgumentsMismatch => "the stream's events disagree about this call's arguments",
         }
     }
 }

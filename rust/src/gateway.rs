@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::assembler::{Arguments, Assembler, Delta, ToolCall};
+use crate::assembler::{Arguments, Assembler, Delta, Summary, ToolCall};
 use crate::envelope::{is_done_marker, Action, Decoder, EventError, FinishReason, Format};
 use crate::error::Misuse;
 use crate::sse::{Framer, SseConfig, SseError, Tail};
@@ -385,28 +385,30 @@ impl State {
                 // cumulative deltas the concatenated deltas differ from the summary while the
                 // call's arguments are equal to it, and nothing was lost.
                 // A summary that only spaces the same tokens otherwise (a server that
-                // re-serializes the arguments) is the same call: appending it would break it.
-                let ordinal = assembler.ordinal_of(Some(index));
-                if ordinal.is_some_and(|ordinal| assembler.confirm_whole(ordinal, full)) {
+                // re-serializes the arguments) is the same call.
+                let Some(ordinal) = assembler.ordinal_of(Some(index)) else {
                     return;
-                }
-                let held = ordinal.and_then(|ordinal| assembler.arguments(ordinal));
-                // A call with no text yet (a bridge that sends only the summary) lost nothing.
-                if held.is_some_and(|held| !held.is_empty()) {
+                };
+                let verdict = assembler.check_summary(ordinal, full);
+                if matches!(verdict, Summary::Extend | Summary::Mismatch) {
                     // Named by the `output_index` it was sent under, not the key it is routed by.
-                    let shown = ordinal.and_then(|o| assembler.index(o)).unwrap_or(index);
+                    let shown = assembler.index(ordinal).unwrap_or(index);
                     self.errors.record(StreamErrorKind::ArgumentsMismatch, self.events, || {
                         format!(
                             "final arguments of the call at output_index {shown} differ from its deltas"
                         )
                     });
                 }
-                let delta = Delta {
-                    index: Some(index),
-                    arguments: Some(Arguments::Text(full)),
-                    ..Delta::default()
-                };
-                let _ = assembler.feed(&delta);
+                if verdict == Summary::Fill {
+                    // A call with no text yet (a bridge that sends only the summary) takes it
+                    // as its text, fed as a fragment is.
+                    let delta = Delta {
+                        index: Some(index),
+                        arguments: Some(Arguments::Text(full)),
+                        ..Delta::default()
+                    };
+                    let _ = assembler.feed(&delta);
+                }
             }
         }
     }

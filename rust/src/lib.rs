@@ -32,7 +32,7 @@ pub mod visit;
 mod python;
 
 pub use assembler::{
-    Arguments, Assembler, AssemblerConfig, Delta, JsonVerdict, StreamLimit, ToolCall,
+    Arguments, Assembler, AssemblerConfig, Delta, JsonVerdict, StreamLimit, Summary, ToolCall,
 };
 pub use envelope::{FinishReason, Format};
 pub use error::{Error, ErrorKind, Misuse, SchemaDetail};

@@ -16,7 +16,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::string::PyStringData;
 use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
-use crate::assembler::{Arguments, Assembler, AssemblerConfig, Delta, JsonVerdict, ToolCall};
+use crate::assembler::{
+    Arguments, Assembler, AssemblerConfig, Delta, JsonVerdict, Summary, ToolCall,
+};
 use crate::envelope::{FinishReason, Format};
 use crate::error::{Error, Misuse};
 use crate::gateway::{StreamDecoder, StreamErrorKind};
@@ -2231,6 +2233,24 @@ impl PyAssembler {
         this.flush_progress(py)
     }
 
+    /// The call at `ordinal` became an `arguments_mismatch` error with `message` (a recorded
+    /// call replayed), never executed, whatever it holds.
+    #[pyo3(signature = (ordinal, message, /))]
+    fn _mismatch_arguments(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        ordinal: Count,
+        message: &str,
+    ) -> PyResult<()> {
+        let Count(ordinal) = ordinal;
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder
+            .assembler_mut()
+            .mismatch_arguments(ordinal, message)
+            .map_err(|e| misuse(&e))?;
+        this.flush_progress(py)
+    }
+
     fn limit_reached(slf: &Bound<'_, Self>) -> PyResult<()> {
         slf.try_borrow_mut()
             .map_err(in_use)?
@@ -2622,12 +2642,24 @@ impl PyAssembler {
         Ok(this.decoder.assembler_mut().keep_text(n))
     }
 
-    /// See [`Assembler::confirm_whole`] (the Responses layer's `.done` summaries).
+    /// See [`Assembler::check_summary`] (the Responses layer's `.done` summaries): `same`,
+    /// `fill`, `extend` or `mismatch`.
     #[pyo3(signature = (ordinal, full, /))]
-    fn _confirm_whole(slf: &Bound<'_, Self>, ordinal: Count, full: &[u8]) -> PyResult<bool> {
+    fn _check_summary(
+        slf: &Bound<'_, Self>,
+        ordinal: Count,
+        full: &[u8],
+    ) -> PyResult<&'static str> {
         let Count(ordinal) = ordinal;
         let mut this = slf.try_borrow_mut().map_err(in_use)?;
-        Ok(this.decoder.assembler_mut().confirm_whole(ordinal, full))
+        Ok(
+            match this.decoder.assembler_mut().check_summary(ordinal, full) {
+                Summary::Same => "same",
+                Summary::Fill => "fill",
+                Summary::Extend => "extend",
+                Summary::Mismatch => "mismatch",
+            },
+        )
     }
 
     /// The index the call at `ordinal` reports, when it is routed by another key (the

@@ -633,6 +633,39 @@ def test_a_lost_event_call_replays_lost(tmp_path: Path, second: bytes) -> None:
     ]
 
 
+def test_an_arguments_mismatch_call_replays_as_one(tmp_path: Path) -> None:
+    # A Responses summary that differs from the deltas: the call's text is valid JSON, so only
+    # its record's `end` can make the replay fail it as the live stream did.
+    item = {"type": "function_call", "id": "fc_1", "call_id": "c", "name": "f"}
+    events = [
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {
+            "type": "response.function_call_arguments.delta",
+            "item_id": "fc_1",
+            "output_index": 0,
+            "delta": '{"a": 2}',
+        },
+        {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": item | {"arguments": '{"a": 1}'},
+        },
+        {"type": "response.completed", "response": {"status": "completed"}},
+    ]
+    live = Assembler()
+    live.feed_sse(b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events))
+    (call,) = live.finish()
+    assert call.error is not None and call.error.kind == "arguments_mismatch"
+    path = tmp_path / "r.jsonl"
+    assert Recorder(path).record_call(call)
+    (written,) = records(path)
+    assert written["observed"]["code"] == "arguments_mismatch" and "mismatch" in written["end"]
+    report = replay(load_corpus([path]))
+    assert [(c.state, c.code) for case in report.cases for c in case.calls] == [
+        ("model_error", "arguments_mismatch")
+    ]
+
+
 def test_record_tee_goes_on_recording_when_its_reader_leaves(tmp_path: Path) -> None:
     import subprocess
     import sys

@@ -470,7 +470,10 @@ def test_bad_fragments_line_is_a_usage_error_not_a_traceback(
     assert b"toolwire: error: " in done.stderr and b"Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize(("form", "code"), [("stop", "filtered"), ("lost", "lost_event")])
+@pytest.mark.parametrize(
+    ("form", "code"),
+    [("stop", "filtered"), ("lost", "lost_event"), ("mismatch", "arguments_mismatch")],
+)
 def test_a_call_ended_for_a_reason_with_a_lone_surrogate_replays_it_as_text(
     tmp_path: Path, form: str, code: str
 ) -> None:

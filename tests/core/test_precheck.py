@@ -148,7 +148,7 @@ def test_registry_reports_unsupported_keywords() -> None:
 
 @pytest.mark.parametrize("when", ["before_finish", "after_finish"])
 def test_a_possible_resend_that_breaks_both_readings_fails_early(when: str) -> None:
-    # `{"b": ` then `{"b": 1}}`: the second fragment could be a cumulative resend or an ordinary
+    # `{"b": ` then `{"b": 1}`: the second fragment could be a cumulative resend or an ordinary
     # continuation, so it waits for the next fragment to decide. Either way `b` is no array:
     # the call is certain to fail now and `failed` must not wait for the decision. The two
     # readings break differently (an object, a number), so no error is drained until one is
@@ -156,7 +156,7 @@ def test_a_possible_resend_that_breaks_both_readings_fails_early(when: str) -> N
     registry = ToolRegistry({"t": {"type": "object", "properties": {"b": {"type": "array"}}}})
     a = Assembler(tools=registry)
     a.feed(0, id="c1", name="t", arguments='{"b": ')
-    a.feed(0, arguments='{"b": 1}}')
+    a.feed(0, arguments='{"b": 1}')
     if when == "after_finish":
         [call] = a.finish()
         assert call.error is not None and call.error.path == "/b"
@@ -164,8 +164,8 @@ def test_a_possible_resend_that_breaks_both_readings_fails_early(when: str) -> N
     assert a.failed
     assert a.drain_errors() == []
     [call] = a.finish()
-    # The decision at the end is unchanged: appended, the text is one complete value.
-    assert call.arguments == '{"b": {"b": 1}}'
+    # Decided at the end: only the resend reading is one complete value.
+    assert call.arguments == '{"b": 1}'
     assert call.error is not None and (call.error.kind, call.error.path) == (
         "schema_violation",
         "/b",
@@ -174,17 +174,60 @@ def test_a_possible_resend_that_breaks_both_readings_fails_early(when: str) -> N
 
 def test_an_early_error_of_a_dropped_reading_is_never_drained() -> None:
     # As above, then the next fragment extends the held one: a cumulative stream, whose text
-    # is `{"b": 1}} `. Only that text's errors are drained, never the appended reading's.
+    # is `{"b": 1} `. Only that text's errors are drained, never the appended reading's.
     registry = ToolRegistry({"t": {"type": "object", "properties": {"b": {"type": "array"}}}})
     a = Assembler(tools=registry)
     drained: list[tuple[str, str, str]] = []
-    for fragment in ('{"b": ', '{"b": 1}}', '{"b": 1}} '):
+    for fragment in ('{"b": ', '{"b": 1}', '{"b": 1} '):
         a.feed(0, id="c1", name="t", arguments=fragment)
         drained += [(e.kind, e.path, e.message) for _, e in a.drain_errors()]
     [call] = a.finish()
-    assert call.arguments == '{"b": 1}} '
+    assert call.arguments == '{"b": 1} '
     assert all("object" not in message for _, _, message in drained), drained
     assert ("schema_violation", "/b") in [(k, p) for k, p, _ in drained]
+
+
+def test_a_fragment_that_breaks_the_resend_reading_is_plain_text() -> None:
+    # `{"b": ` then `{"b": 1}}`: read as a resend, the text has a `}` too many, so it is no
+    # resend (as a later fragment that broke that reading would show): the text is appended,
+    # and its error is drained at once.
+    registry = ToolRegistry({"t": {"type": "object", "properties": {"b": {"type": "array"}}}})
+    a = Assembler(tools=registry)
+    a.feed(0, id="c1", name="t", arguments='{"b": ')
+    a.feed(0, arguments='{"b": 1}}')
+    assert a.failed
+    assert [(e.kind, e.path) for _, e in a.drain_errors()] == [("schema_violation", "/b")]
+    [call] = a.finish()
+    assert call.arguments == '{"b": {"b": 1}}'
+
+
+def test_errors_do_not_wait_for_a_resend_reading_the_fragment_already_broke() -> None:
+    # Cut right after `{"node": `, the next fragment starts with the text so far, so it may be
+    # a resend; but its `}}` and the text after break that reading at once. Its errors were
+    # held until `finish`, where a cut a byte earlier drained them while streaming.
+    node = {"node": {"type": "object"}, "limit": {"type": "integer"}}
+    schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "node": {"type": "object", "additionalProperties": False, "properties": node}
+        },
+    }
+    registry = ToolRegistry({"walk": schema})
+    text = '{"node": {"node": 5, "limit": "ten"}, "padding": "' + "x" * 200 + '"}'
+
+    def drained(cut: int) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+        a = Assembler(tools=registry)
+        streaming: list[tuple[str, int]] = []
+        for k, piece in enumerate((text[:cut], text[cut:])):
+            a.feed(0, id="c1", name="walk" if k == 0 else None, arguments=piece)
+            streaming += [(e.path, e.offset) for _, e in a.drain_errors()]
+        a.finish()
+        return streaming, [(e.path, e.offset) for _, e in a.drain_errors()]
+
+    want = ([("/node/node", 18), ("/node/limit", 30), ("/p", 39)], [])
+    assert drained(7) == want
+    assert drained(9) == want
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from typing import Any, cast
 
 import pytest
 from google.genai import errors as genai_errors
+from google.genai import types
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -542,6 +543,63 @@ def test_streamed_pieces_that_do_not_merge_are_an_error(bad: list[dict[str, Any]
     assert [(c.name, c.error.kind if c.error else None, c.ok) for c in calls] == [
         ("get_weather", "mixed_arguments", False)
     ]
+
+
+def _sdk_calls(chunks: list[dict[str, Any]]) -> list[Any]:
+    """`feed_chunk` on the chunks as google-genai's objects (which drop fields they do not
+    know, as the SDK stream yields them)."""
+    asm = Assembler()
+    for chunk in chunks:
+        asm.feed_chunk(types.GenerateContentResponse._from_response(response=chunk, kwargs={}))
+    return asm.finish()
+
+
+@pytest.mark.parametrize(
+    "piece",
+    [
+        {"jsonPath": "$.dry_run"},
+        {"jsonPath": "$.dry_run", "listValue": {"values": [True]}},
+        {"jsonPath": "$.limits", "structValue": {"max": 5}},
+        {"jsonPath": "$.note", "stringValue": "x", "listValue": {"values": []}},
+    ],
+    ids=["no-value", "list", "struct", "known-and-unknown"],
+)
+def test_a_piece_whose_value_is_missing_or_unknown_is_an_error(piece: dict[str, Any]) -> None:
+    # Skipped without a word, the call ran without that argument on every path. A piece whose
+    # value is missing, or of a kind not read, breaks the call, as a piece without `jsonPath`
+    # does. The SDK's objects drop a member they do not know: a piece left without a value
+    # breaks the call there too, one with a value it knows is read by that value.
+    chunks = _streamed([{"jsonPath": "$.to", "stringValue": "alice"}, piece])
+    broken = [("get_weather", "mixed_arguments")]
+    assert [(c.name, c.error.kind if c.error else None) for c in feed_dicts_and_sse(chunks)] == (
+        broken
+    )
+    sdk = [(c.name, c.error.kind if c.error else None) for c in _sdk_calls(chunks)]
+    assert sdk == (broken if "stringValue" not in piece else [("get_weather", None)])
+
+
+def test_a_piece_without_a_value_ends_the_string_it_continued() -> None:
+    # Protobuf's JSON leaves an empty `stringValue` out: the last piece of a string may have
+    # no value, and ends it.
+    pieces = [
+        {"jsonPath": "$.city", "stringValue": "Ro", "willContinue": True},
+        {"jsonPath": "$.city"},
+        {"jsonPath": "$.days", "numberValue": 3},
+    ]
+    chunks = _streamed(pieces)
+    for calls in (feed_dicts_and_sse(chunks), _sdk_calls(chunks)):
+        assert summary(calls) == [("get_weather", {"city": "Ro", "days": 3}, None)]
+
+
+def test_a_surrogate_pair_cut_between_pieces_is_one_character_in_the_text() -> None:
+    # The value was one character on every path, but `feed_chunk` wrote the two halves as
+    # escapes in `arguments`, where `feed_sse` wrote the character.
+    chunks = _streamed(
+        [{"jsonPath": "$.a", "stringValue": "x\ud83c", "willContinue": True}],
+        [{"jsonPath": "$.a", "stringValue": "\udf89y"}],
+    )
+    for calls in (feed_dicts_and_sse(chunks), _sdk_calls(chunks)):
+        assert [(c.arguments, c.ok) for c in calls] == [('{"a":"x\U0001f389y"}', True)]
 
 
 @pytest.mark.parametrize("finish", [None, "MAX_TOKENS", "STOP"])

@@ -208,6 +208,9 @@ class ChunkInfo:
         malformed: True when the chunk could not be read (not an object, or a field of the
             wrong type) and was skipped whole: the calls still open lost what it may have
             carried (`lost_event`), and `stream_errors()` tells it as `malformed_event`.
+        arguments_mismatch: Why, when this chunk is a provider's summary of a call's whole
+            arguments (a Responses `.done` or finished item) that differs from the deltas that
+            came for it; `stream_errors()` then tells it as `arguments_mismatch`.
     """
 
     text: str = ""
@@ -216,6 +219,7 @@ class ChunkInfo:
     usage: dict[str, Any] | None = None
     error: Any = None
     malformed: bool = False
+    arguments_mismatch: str | None = None
 
 
 def unreadable(info: ChunkInfo, sink: Sink) -> ChunkInfo:

@@ -31,12 +31,13 @@ import re
 
 from toolwire.formats._types import Arguments, Sink
 
-__all__ = ["Utf16", "escape_lone_surrogates", "string_piece", "text_piece"]
+__all__ = ["Utf16", "escape_lone_surrogates", "join_pairs", "string_piece", "text_piece"]
 
 _LONE = re.compile("[\ud800-\udfff]")
 
 
-def _join_pairs(text: str) -> str:
+def join_pairs(text: str) -> str:
+    """`text` with each high and low surrogate that follow each other made one character."""
     # UTF-16 with surrogatepass joins each high/low pair into one code point and keeps the rest.
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
@@ -47,13 +48,13 @@ def _escape(text: str) -> str:
 
 def escape_lone_surrogates(text: str) -> str:
     """`text` with its pairs joined and every unpaired surrogate written as a `\\uXXXX` escape."""
-    return _escape(_join_pairs(text))
+    return _escape(join_pairs(text))
 
 
 def _replace(text: str | None) -> str | None:
     if text is None or text.isascii():
         return text
-    return _LONE.sub("\ufffd", _join_pairs(text))
+    return _LONE.sub("\ufffd", join_pairs(text))
 
 
 def _surrogate_in(text: object) -> bool:
@@ -129,10 +130,10 @@ class Utf16:
         id, name = _replace(id), _replace(name)
         if isinstance(arguments, str):
             half, before = self._take(sink, index)
-            text = _join_pairs(arguments)
+            text = join_pairs(arguments)
             released = 0
             if half and not _resends(half, before, text):
-                joined = _join_pairs(half + arguments)
+                joined = join_pairs(half + arguments)
                 # Unpaired, the half stays in front, and is written back as its escape.
                 released = len(_escape(before)) + (6 if joined[0] == half else 0)
                 text = before + joined
@@ -194,7 +195,7 @@ def text_piece(held: str, text: str) -> tuple[str, str]:
     if text and _is_high(text[-1]):
         half = text[-1]
         text = text[:-1]
-    return _LONE.sub("\ufffd", _join_pairs(text)), half
+    return _LONE.sub("\ufffd", join_pairs(text)), half
 
 
 def string_piece(held: str, text: str, *, more: bool) -> tuple[str, str] | None:
@@ -204,7 +205,7 @@ def string_piece(held: str, text: str, *, more: bool) -> tuple[str, str] | None:
     trailing high surrogate is held while `more` of the string comes."""
     if not held and text.isascii():
         return text, ""
-    text = _join_pairs(held + text)
+    text = join_pairs(held + text)
     half = ""
     if more and text and _is_high(text[-1]):
         half = text[-1]

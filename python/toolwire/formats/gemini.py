@@ -87,7 +87,7 @@ from toolwire.formats._types import (
     is_limit,
     stops_calls,
 )
-from toolwire.formats._utf16 import Utf16, string_piece
+from toolwire.formats._utf16 import Utf16, join_pairs, string_piece
 
 __all__ = ["GeminiAdapter"]
 
@@ -200,9 +200,38 @@ def _path(text: str) -> list[str | int] | None:
 _BROKEN = object()
 
 
+# The value members a piece is read by; any other member named like one (`listValue`) is a
+# value of a kind not read here, which breaks the call (see `_BROKEN`). The SDK's model drops
+# such a member, and its piece then has no value, which breaks the call too.
+_KNOWN_VALUES = frozenset(
+    {
+        "stringValue",
+        "boolValue",
+        "numberValue",
+        "nullValue",
+        "string_value",
+        "bool_value",
+        "number_value",
+        "null_value",
+    }
+)
+
+
+def _other_value(piece: object) -> bool:
+    """Whether a dict piece has a value member of a kind `_scalar` does not read."""
+    if not isinstance(piece, dict):
+        return False
+    return any(
+        isinstance(key, str) and key.endswith(("Value", "_value")) and key not in _KNOWN_VALUES
+        for key in cast("dict[object, object]", piece)
+    )
+
+
 def _scalar(piece: object) -> tuple[bool, object]:
     """The value of one partial argument: (has a value, value); the value is `_BROKEN` for a
     value member that cannot be read (see `_BROKEN`). The raw path's `scalar` is its twin."""
+    if _other_value(piece):
+        return True, _BROKEN
     text = _field(piece, "string_value", "stringValue")
     if text is not None:
         return True, text if isinstance(text, str) else _BROKEN
@@ -278,9 +307,14 @@ class _Open:
                 self.broken = True
                 return
             if not has_value:
-                value = "" if more else None
-                if not more:
-                    continue
+                # No value starts a string that more pieces continue, or ends the one they
+                # continued (protobuf's JSON leaves an empty `stringValue` out). Anywhere else
+                # the value is missing (or of a kind the SDK dropped): the call must not run
+                # without it. As the raw path reads it.
+                if not more and self.continuing != tuple(steps):
+                    self.broken = True
+                    return
+                value = ""
             self.kept += _utf8_len(cast(str, path_text))
             if isinstance(value, str):
                 self.kept += _utf8_len(value)
@@ -442,7 +476,7 @@ def _put(root: dict[str, Any], steps: list[str | int], value: object, *, append:
     if isinstance(node, dict) and isinstance(last, str):
         typed = cast("dict[str, Any]", node)
         if append and isinstance(typed.get(last), str) and isinstance(value, str):
-            typed[last] += value
+            typed[last] = _joined(typed[last], value)
         elif last in typed:
             return False
         else:
@@ -451,13 +485,20 @@ def _put(root: dict[str, Any], steps: list[str | int], value: object, *, append:
     if isinstance(node, list) and isinstance(last, int):
         items = cast("list[Any]", node)
         if append and last < len(items) and isinstance(items[last], str):
-            items[last] += value
+            items[last] = _joined(items[last], cast(str, value))
         elif last == len(items):
             items.append(value)
         else:
             return False
         return True
     return False
+
+
+def _joined(text: str, more: str) -> str:
+    """`text` with the pieces of it that came after appended, a surrogate pair a UTF-16
+    producer cut between pieces made the one character it is, as the raw path writes it."""
+    joined = text + more
+    return joined if joined.isascii() else join_pairs(joined)
 
 
 def _child(node: object, step: str | int, empty: dict[str, Any] | list[Any]) -> object:

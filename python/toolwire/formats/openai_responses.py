@@ -13,9 +13,11 @@ Design notes:
 - `response.function_call_arguments.done` and the item in `response.output_item.done` repeat the
   whole arguments. They are summaries, not fragments: they are fed when no argument text arrived
   for that item before (bridges that send only the summary). Otherwise each summary is
-  compared with the text the call holds, and fed only when it differs (a delta was lost, or the
-  finished item contradicts the `.done` before it), so the core's resend rule keeps the whole
-  text or the call does not run, as on the raw SSE path.
+  compared with the text the call holds (`Assembler.check_summary` in the core): one that only
+  continues it (the last deltas were lost) completes it; one that says something else (a delta
+  lost or repeated on the way, or a finished item that contradicts the `.done` before it)
+  leaves the call `arguments_mismatch`, with the text its deltas made, never run. Either is
+  told as `arguments_mismatch` in `stream_errors()`, as on the raw SSE path.
 - Deltas for an item never announced (its `response.output_item.added` was lost) open a call
   without a name, as on the raw SSE path: its `response.output_item.done` names it, else it ends
   as `missing_name`. Nothing that arrived is dropped. So does an item announced without a name
@@ -405,10 +407,11 @@ class ResponsesAdapter:
 
     def _summary(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
         """Whole arguments from an item or a `.done` event: fed when no text came, else
-        compared with what the call holds and fed when they differ (a lost delta), so the core
-        keeps the whole text, as the raw SSE path does. Every summary is compared, not only the
-        first: an `output_item.done` that contradicts the `.done` before it must not leave the
-        call to run silently with the first reading."""
+        compared with what the call holds by the core, which takes it when it completes deltas
+        that stopped short and fails the call (`arguments_mismatch`) when it says something
+        else, as the raw SSE path does. Every summary is compared, not only the first: an
+        `output_item.done` that contradicts the `.done` before it must not leave the call to
+        run silently with the first reading."""
         calls = self._calls
         if index in calls.ended:
             return
@@ -428,16 +431,26 @@ class ResponsesAdapter:
         except UnicodeEncodeError:
             expected = escape_lone_surrogates(full).encode()
         # A summary that spaces the same tokens otherwise (re-serialized) is the same call.
-        # The core compares it with each reading of fragments it still holds, and decides them.
-        confirm = getattr(sink, "_confirm_whole", None)
-        same = confirm(ordinal, expected) if confirm is not None else None
-        if same is None:
-            same = same_tokens(read(ordinal), expected)
-        if not same:
-            # The summary is whole: a surrogate half still held waited for a delta that was
-            # lost, and a half at the summary's end has no partner to come. As on the raw SSE
-            # path, the summary supersedes the half and is fed with unpaired halves escaped.
-            self._utf16.forget(sink, index)
+        # The core compares it with each reading of fragments it still holds, and decides them;
+        # text that says something else stays as the deltas made it, and the call does not run.
+        check = getattr(sink, "_check_summary", None)
+        if check is not None:
+            verdict = check(ordinal, expected)
+        else:
+            verdict = "same" if same_tokens(read(ordinal), expected) else "fill"
+        if verdict == "same":
+            return
+        # The summary is whole: a surrogate half still held waited for a delta that was lost,
+        # and a half at the summary's end has no partner to come. As on the raw SSE path, the
+        # summary supersedes the half.
+        self._utf16.forget(sink, index)
+        if verdict in ("extend", "mismatch"):
+            shown = calls.index_of.get(index, index)
+            info.arguments_mismatch = (
+                f"final arguments of the call at output_index {shown} differ from its deltas"
+            )
+        if verdict == "fill":
+            # Fed with unpaired halves escaped, as a fragment is.
             ordinal = sink.feed(index, arguments=escape_lone_surrogates(full))
             info.feeds.append(FeedRecord(ordinal, None, None))
 

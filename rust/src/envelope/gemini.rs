@@ -401,7 +401,10 @@ impl Decoder {
                         list(Some(raw))?
                             .as_slice()
                             .iter()
-                            .map(|p| object::<Piece<'_>>(Some(p)))
+                            .map(|p| {
+                                let piece = object::<Piece<'_>>(Some(p))?;
+                                Ok(piece.map(|piece| piece.noting_other_values(p)))
+                            })
                             .collect::<Result<Vec<_>, _>>()?,
                     ),
                     _ => None,

@@ -8,8 +8,9 @@
 //!   digits (`-0` as `0`), a float with `repr` (shortest round-trip digits, exponent form below
 //!   `1e-4` and from `1e16`). A piece's `numberValue` is a protobuf double: integral and within
 //!   2^53 it is an integer; written as a string it is read as its number text. One that no
-//!   double holds (`1e999`, `"Infinity"`), or a value member of the wrong type, breaks the
-//!   call (`mixed_arguments`): dropped, the member would be missing from a call that runs.
+//!   double holds (`1e999`, `"Infinity"`), a value member of the wrong type or of a kind not
+//!   read here (`listValue`), or no value where no string goes on, breaks the call
+//!   (`mixed_arguments`): dropped, the member would be missing from a call that runs.
 //! - What Python would read where this path cannot follow (a lone surrogate, which no Rust
 //!   string holds; an infinite float inside `args`, which `json.dumps` writes as `Infinity`; a
 //!   non-ASCII digit in a path index, which Python's `\d` takes) is never guessed: the merge
@@ -52,7 +53,51 @@ pub(super) struct Piece<'a> {
     null_value: bool,
     #[serde(borrow, rename = "willContinue")]
     will_continue: Option<&'a RawValue>,
+    /// A value member of a kind this reader does not know (`listValue`, `structValue`): see
+    /// [`Piece::noting_other_values`].
+    #[serde(skip)]
+    other_value: bool,
 }
+
+impl Piece<'_> {
+    /// The piece, noting whether `raw` (its JSON text) carries a value member of another kind
+    /// than the four this reader knows (any member named `...Value`). Dropped, that value
+    /// would be missing from a call that runs: it breaks the call instead.
+    pub(super) fn noting_other_values(mut self, raw: &RawValue) -> Self {
+        self.other_value = serde_json::from_str::<OtherValue>(raw.get()).is_ok_and(|o| o.0);
+        self
+    }
+}
+
+/// Whether a JSON object has a member named like a value of a kind [`Piece`] does not read.
+struct OtherValue(bool);
+
+impl<'de> Deserialize<'de> for OtherValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> serde::de::Visitor<'de> for Members {
+            type Value = OtherValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<OtherValue, A::Error> {
+                let mut other = false;
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    other |= key.ends_with("Value") && !KNOWN_VALUES.contains(&key.as_ref());
+                }
+                Ok(OtherValue(other))
+            }
+        }
+        d.deserialize_map(Members)
+    }
+}
+
+/// The value members a piece is read by.
+const KNOWN_VALUES: [&str; 4] = ["stringValue", "boolValue", "numberValue", "nullValue"];
 
 /// One step of a JSON Path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +110,7 @@ enum Step {
 /// Why a merge stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Merge {
-    /// Merged (or skipped, as the adapter skips a piece without a value).
+    /// Merged.
     Done,
     /// Pieces that do not make one object: the adapter's `broken`.
     Broken,
@@ -125,8 +170,14 @@ impl Streamed {
                 Err(Merge::Broken) => return self.breaks(),
                 Err(failure) => return failure,
                 Ok(Some(value)) => value,
-                Ok(None) if more => (Value::String(String::new()), Halves::default()),
-                Ok(None) => continue,
+                // A piece with no value starts a string that more pieces continue, or ends
+                // the string they continued (protobuf's JSON leaves an empty `stringValue`
+                // out). Anywhere else its value is missing (or of a kind the SDK drops), and
+                // the call must not run without it.
+                Ok(None) if more || self.continuing.as_ref() == Some(&steps) => {
+                    (Value::String(String::new()), Halves::default())
+                }
+                Ok(None) => return self.breaks(),
             };
             // Each half counted as the three bytes Python counts for a lone surrogate.
             let half_bytes =
@@ -230,6 +281,9 @@ impl Streamed {
 /// the wrong type, or a number no double holds (`1e999`, protobuf's `"Infinity"`), which would
 /// otherwise vanish from the arguments the call runs with.
 fn scalar(piece: &Piece<'_>) -> Result<Option<(Value, Halves)>, Merge> {
+    if piece.other_value {
+        return Err(Merge::Broken);
+    }
     if let Some(raw) = piece.string_value {
         if !raw.get().starts_with('"') {
             return Err(Merge::Broken);
@@ -665,6 +719,40 @@ mod tests {
 
     fn scalar(path: &str, text: &str) -> (String, String, Recorded) {
         (path.to_owned(), text.to_owned(), Recorded::Scalar)
+    }
+
+    /// The verdict of merging the pieces of a JSON list, each read as `gemini.rs` reads it.
+    fn verdict(pieces: &str) -> (Merge, String) {
+        let raws: Vec<&serde_json::value::RawValue> = serde_json::from_str(pieces).expect("list");
+        let pieces: Vec<Option<Piece<'_>>> = raws
+            .iter()
+            .map(|raw| {
+                let piece: Piece<'_> = serde_json::from_str(raw.get()).expect("piece");
+                Some(piece.noting_other_values(raw))
+            })
+            .collect();
+        let mut streamed = Streamed::default();
+        (streamed.merge(&pieces, None), streamed.text())
+    }
+
+    #[test]
+    fn a_piece_whose_value_is_missing_or_unknown_breaks_the_call() {
+        for piece in [
+            r#"{"jsonPath": "$.b"}"#,
+            r#"{"jsonPath": "$.b", "listValue": {"values": [true]}}"#,
+            r#"{"jsonPath": "$.b", "structValue": {"max": 5}}"#,
+            r#"{"jsonPath": "$.b", "stringValue": "x", "listValue": {}}"#,
+        ] {
+            let pieces = format!(r#"[{{"jsonPath": "$.a", "stringValue": "x"}}, {piece}]"#);
+            assert_eq!(verdict(&pieces).0, Merge::Broken, "{piece}");
+        }
+        // No value where a string goes on ends it (an empty last piece left out).
+        let pieces = r#"[{"jsonPath": "$.a", "stringValue": "x", "willContinue": true},
+                         {"jsonPath": "$.a"}, {"jsonPath": "$.b", "boolValue": true}]"#;
+        assert_eq!(
+            verdict(pieces),
+            (Merge::Done, r#"{"a":"x","b":true}"#.to_owned())
+        );
     }
 
     #[test]
