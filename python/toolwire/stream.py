@@ -22,6 +22,8 @@ Design notes:
   reader's read then fails or ends, and whatever it raised, it ends as an early close ends the
   stream, yielding the completions of open calls and `StreamEnded`. Only one reader at a time:
   a second is a `MisuseError`, not Python's "generator already executing".
+- A source of the wrong kind (async for `assemble`, sync for `aassemble`, a coroutine not
+  awaited) is refused when the wrapper is built, like a dict or a helper's manager.
 - Validation runs the application's own code (Pydantic validators, business checks, the
   redaction hook). If that raises for one call, the call gets a non-retryable `internal_error`
   outcome (it must not run) and the exception is logged; the other calls and `StreamEnded` are
@@ -471,6 +473,72 @@ def chunk_source(source: Any) -> Any:
     return source
 
 
+def _iterable(source: object) -> bool:
+    cls = type(source)
+    return callable(getattr(cls, "__iter__", None)) or callable(getattr(cls, "__getitem__", None))
+
+
+def _async_iterable(source: object) -> bool:
+    return callable(getattr(type(source), "__aiter__", None))
+
+
+def _kind(source: object) -> str:
+    return type(source).__name__
+
+
+def _awaitable_kind(source: object) -> str:
+    return "a coroutine" if inspect.iscoroutine(source) else f"an awaitable ({_kind(source)})"
+
+
+def _discard(awaitable: object) -> None:
+    # A coroutine refused unawaited: its work never starts (for an SDK's `create`, no request
+    # was sent), and closing it spares the caller a "never awaited" warning on top of the error.
+    if inspect.iscoroutine(awaitable):
+        awaitable.close()
+
+
+def _sync_source(source: Any) -> Any:
+    """`source` if `assemble` can iterate it; otherwise a `MisuseError` that names the fix.
+
+    Iterated, an async stream or a coroutine raises a bare `TypeError` at the first read, far
+    from the mistake, and a `with` block would call the async stream's `close` unawaited,
+    leaving its response open.
+    """
+    if _iterable(source):
+        return source
+    if _async_iterable(source):
+        raise MisuseError(
+            f"assemble takes a sync stream; {_kind(source)} is async: "
+            "read it with aassemble (async for / async with)"
+        )
+    if inspect.isawaitable(source):
+        _discard(source)
+        raise MisuseError(
+            f"assemble takes a stream, not {_awaitable_kind(source)}: an async client's "
+            "create(..., stream=True) must be awaited, and its stream read with aassemble"
+        )
+    raise MisuseError(f"assemble takes a stream of chunks; {_kind(source)} is not iterable")
+
+
+def _async_source(source: Any) -> Any:
+    """`source` if `aassemble` can iterate it; otherwise a `MisuseError` that names the fix."""
+    if _async_iterable(source):
+        return source
+    if inspect.isawaitable(source):
+        _discard(source)
+        raise MisuseError(
+            f"aassemble takes the stream, not {_awaitable_kind(source)}: did you forget await? "
+            "aassemble(await client....create(..., stream=True))"
+        )
+    if _iterable(source):
+        raise MisuseError(
+            f"aassemble takes an async stream; {_kind(source)} is sync: read it with assemble"
+        )
+    raise MisuseError(
+        f"aassemble takes an async stream of chunks; {_kind(source)} is not async iterable"
+    )
+
+
 def _running(events: object) -> bool:
     """Whether an async generator is running: a task is inside its `__anext__`."""
     return inspect.isasyncgen(events) and events.ag_running
@@ -692,7 +760,7 @@ class ToolStream(_StreamBase):
                 out of range.
         """
         super().__init__(tools, progress, limits)
-        self._source: Iterable[object] = chunk_source(source)
+        self._source: Iterable[object] = _sync_source(chunk_source(source))
         # Held by the thread inside `__next__`: a second reader is refused, and `close` from
         # another thread knows it cannot close the generator that thread is running.
         self._reading = threading.Lock()
@@ -815,7 +883,7 @@ class AsyncToolStream(_StreamBase):
                 (use `assemble`) or no async iterable at all; or a limit is out of range.
         """
         super().__init__(tools, progress, limits)
-        self._source: AsyncIterable[object] = chunk_source(source)
+        self._source: AsyncIterable[object] = _async_source(chunk_source(source))
         self._closing = False
         self._closer = _SourceCloser(self._source)
         self._events = self._run()
