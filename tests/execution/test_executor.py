@@ -97,6 +97,25 @@ def test_toolspec_registration_keeps_options() -> None:
         ToolSpec(lambda args: None, on_stale_in_progress="hope")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("setting", ["timeout", "in_progress_expiry", "record_ttl"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0, 0.0, "5"])
+def test_seconds_out_of_range_are_refused_at_registration(setting: str, value: Any) -> None:
+    # Taken silently, a NaN timeout read as zero under `execute` (a write lost the race and
+    # became an unknown outcome) and -1 failed every call "for want of a worker thread".
+    with pytest.raises(ValueError, match=setting):
+        ToolSpec(lambda args: None, **{setting: value})
+    ex = Executor()
+    with pytest.raises(ValueError, match=setting):
+        ex.register("t", lambda args: None, **{setting: value})
+    assert "t" not in ex.tools
+
+
+@pytest.mark.parametrize("value", [float("nan"), -1.0, 0])
+def test_an_executor_record_ttl_out_of_range_is_refused(value: float) -> None:
+    with pytest.raises(ValueError, match="record_ttl"):
+        Executor(record_ttl=value)
+
+
 def test_unpack_and_context() -> None:
     seen: list[ToolContext] = []
     ex = Executor()

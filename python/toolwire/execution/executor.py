@@ -62,6 +62,7 @@ from pydantic import BaseModel, SecretBytes, SecretStr
 from tenacity import AsyncRetrying, RetryCallState, Retrying, TryAgain, stop_after_attempt
 
 from toolwire.coercion import pointer
+from toolwire.execution._checks import check_seconds
 from toolwire.execution.breaker import BreakerConfig, CircuitBreaker, Permit
 from toolwire.execution.budget import RequestContext, RetryBudget
 from toolwire.execution.classify import Classification, DeadlineExceeded, classify
@@ -275,6 +276,11 @@ class ToolSpec:
         context: Pass a ``ToolContext`` as keyword argument ``ctx``.
         breaker: Per-tool breaker settings (``None``: the executor's default).
         record_ttl: Ledger retention for this tool (``None``: the executor's default).
+
+    Raises:
+        ValueError: An unknown ``on_stale_in_progress``, or a ``timeout``,
+            ``in_progress_expiry`` or ``record_ttl`` that is not ``None`` or a finite number
+            of seconds above zero.
     """
 
     fn: Callable[..., Any]
@@ -301,6 +307,9 @@ class ToolSpec:
                 "on_stale_in_progress must be 'report', 'assume_failed_and_retry' or "
                 f"'assume_succeeded', not {self.on_stale_in_progress!r}"
             )
+        check_seconds("timeout", self.timeout)
+        check_seconds("in_progress_expiry", self.in_progress_expiry)
+        check_seconds("record_ttl", self.record_ttl)
         fn = self.fn
         is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
@@ -642,6 +651,7 @@ class Executor:
                 "a short key can be guessed as a secret argument can"
             )
         self._fingerprint_key = key
+        check_seconds("record_ttl", record_ttl)
         self.record_ttl = record_ttl
         self._tools: dict[str, ToolSpec] = {}
         self._breakers: dict[str, CircuitBreaker] = {}
@@ -757,7 +767,13 @@ class Executor:
         retry_budget: int = 5,
         timeout: float | None = None,
     ) -> RequestContext:
-        """Create a ``RequestContext`` whose deadline is ``timeout`` seconds from now."""
+        """Create a ``RequestContext`` whose deadline is ``timeout`` seconds from now.
+
+        Raises:
+            ValueError: ``timeout`` is negative, NaN or infinite (``None`` is no deadline),
+                or ``retry_budget`` is not a whole number >= 0.
+        """
+        check_seconds("timeout", timeout, zero=True)
         return RequestContext(
             request_id=request_id or uuid.uuid4().hex,
             session_id=session_id,
