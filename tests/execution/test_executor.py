@@ -20,6 +20,7 @@ import httpx
 import pytest
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from toolwire import MisuseError
 from toolwire.execution import (
     BreakerConfig,
     BusinessRuleError,
@@ -114,6 +115,59 @@ def test_seconds_out_of_range_are_refused_at_registration(setting: str, value: A
 def test_an_executor_record_ttl_out_of_range_is_refused(value: float) -> None:
     with pytest.raises(ValueError, match="record_ttl"):
         Executor(record_ttl=value)
+
+
+def _refund(args: Any) -> str:  # no `ctx` parameter
+    return "refunded"
+
+
+def _refund_fields(order_id: int) -> str:
+    return "refunded"
+
+
+def _takes_nothing() -> str:
+    return "refunded"
+
+
+@pytest.mark.parametrize(
+    ("fn", "options", "says"),
+    [
+        (_refund, {"context": True}, "ctx"),
+        (_refund_fields, {"context": True, "unpack": True}, "ctx"),
+        (_takes_nothing, {}, "fn\\(arguments\\)"),
+        (123, {}, "not callable"),
+        ("refund", {"context": True}, "not callable"),
+    ],
+)
+def test_a_tool_the_executor_could_never_call_is_refused_at_registration(
+    fn: Any, options: dict[str, Any], says: str
+) -> None:
+    # A write registered with context=True whose function has no `ctx` never ran, yet ended
+    # as an unknown outcome: the key blocked for good and the breaker charged.
+    with pytest.raises(MisuseError, match=says):
+        ToolSpec(fn, side_effects=True, **options)
+    ex = Executor()
+    with pytest.raises(MisuseError, match=says):
+        ex.register("refund", fn, side_effects=True, **options)
+    assert "refund" not in ex.tools
+    if not options:
+        with pytest.raises(MisuseError, match=says):
+            Executor({"refund": fn})
+
+
+@pytest.mark.parametrize(
+    ("fn", "options"),
+    [
+        (lambda args, *, ctx: "ok", {"context": True}),
+        (lambda args, **kwargs: "ok", {"context": True}),
+        (lambda *, ctx, **fields: "ok", {"context": True, "unpack": True}),
+        (lambda order_id: "ok", {"unpack": True}),  # the fields are checked per call
+        (lambda *args: "ok", {}),
+        (print, {}),
+    ],
+)
+def test_a_tool_the_executor_can_call_is_registered(fn: Any, options: dict[str, Any]) -> None:
+    assert Executor({"t": ToolSpec(fn, **options)}).tools["t"].fn is fn
 
 
 def test_unpack_and_context() -> None:

@@ -19,7 +19,8 @@ Design notes:
   pool's; the write's claim is released, the breaker is not charged). So is an attempt the
   executor cannot start (the pool refuses the job, no thread can be created for a timeout),
   which ends the call ``internal_error``, and arguments an ``unpack=True`` function cannot
-  bind are refused before the claim (``bad_signature``).
+  bind are refused before the claim (``bad_signature``). What no arguments could change (a tool
+  that is not callable, or has no ``ctx`` under ``context=True``) is refused at registration.
 - Blocking ledgers (SQLite, Redis) are called from a worker thread in async mode, and for a
   claim made under a request deadline in sync mode too: the claim never outlasts the deadline
   (the call ends as ``ledger_unavailable``, nothing ran). A claim that completes after the
@@ -281,6 +282,9 @@ class ToolSpec:
         ValueError: An unknown ``on_stale_in_progress``, or a ``timeout``,
             ``in_progress_expiry`` or ``record_ttl`` that is not ``None`` or a finite number
             of seconds above zero.
+        MisuseError: ``fn`` is not callable, or cannot be called as the executor calls it:
+            ``fn(arguments)``, with ``ctx=`` under ``context=True`` (with ``unpack=True`` the
+            arguments are checked against the signature per call, ``ctx`` here).
     """
 
     fn: Callable[..., Any]
@@ -311,6 +315,10 @@ class ToolSpec:
         check_seconds("in_progress_expiry", self.in_progress_expiry)
         check_seconds("record_ttl", self.record_ttl)
         fn = self.fn
+        problem = _registration_problem(fn, unpack=self.unpack, context=self.context)
+        if problem is not None:
+            name = self.name or getattr(fn, "__name__", None)
+            raise _misuse(f"{'the tool' if not name else f'tool {name!r}'} {problem}")
         is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
         )
@@ -2029,6 +2037,38 @@ class Executor:
 
 
 # ---- helpers --------------------------------------------------------------------------------
+
+
+def _misuse(message: str) -> Exception:
+    # Imported here: the execution package imports without the compiled core.
+    from toolwire._core import MisuseError
+
+    return MisuseError(message)
+
+
+def _registration_problem(fn: object, *, unpack: bool, context: bool) -> str | None:
+    """Why the executor could never call ``fn`` (None if it can, or if its signature cannot
+    be read). Found at registration, the mistake cannot reach a call: there, a ``TypeError``
+    from binding looks like any the tool raised, and a write would end as an unknown outcome
+    though its body never ran (its claim kept, the breaker charged)."""
+    if not callable(fn):
+        return f"is not callable ({type(fn).__name__})"
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: the call will tell
+        return None
+    extra: dict[str, Any] = {"ctx": None} if context else {}
+    how = f"fn({'**' if unpack else ''}arguments{', ctx=...' if context else ''})"
+    try:
+        if unpack:
+            # The fields are the model's, known per call (`_unfit_arguments`); `ctx` is not.
+            signature.bind_partial(**extra)
+        else:
+            signature.bind(None, **extra)
+    except TypeError as exc:
+        hint = " (add a keyword parameter `ctx`)" if context and "ctx" in str(exc) else ""
+        return f"cannot be called as {how}: {exc}{hint}"
+    return None
 
 
 def _missing_tool(*_: Any, **__: Any) -> Any:  # pragma: no cover - never called
