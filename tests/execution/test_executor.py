@@ -1394,8 +1394,12 @@ async def test_a_write_the_worker_pool_refuses_never_ran() -> None:
     assert again.ok and ran == [{"amount": 1}]
 
 
-def test_a_write_with_no_thread_for_its_timeout_never_ran(monkeypatch: pytest.MonkeyPatch) -> None:
-    # At the process's thread limit a timed attempt's thread cannot be created.
+@pytest.mark.parametrize("entry", ["execute", "aexecute"])
+def test_a_write_with_no_thread_for_its_timeout_never_ran(
+    monkeypatch: pytest.MonkeyPatch, entry: str
+) -> None:
+    # At the process's thread limit a timed attempt's thread cannot be created (under
+    # `aexecute` too, where a timed sync attempt has a thread of its own).
     ran: list[Any] = []
     ex = Executor(observer=quiet_observer())
     ex.register("transfer", lambda args: ran.append(args) or "done", side_effects=True, timeout=5)
@@ -1406,7 +1410,11 @@ def test_a_write_with_no_thread_for_its_timeout_never_ran(monkeypatch: pytest.Mo
 
     with monkeypatch.context() as patched:
         patched.setattr(threading.Thread, "start", no_thread)
-        result = ex.execute(call, ex.request(session_id="s"))
+        ctx = ex.request(session_id="s")
+        if entry == "execute":
+            result = ex.execute(call, ctx)
+        else:
+            result = asyncio.run(ex.aexecute(call, ctx))
     _never_started(ex, result, ran, "internal_error")
     assert ex.execute(call, ex.request(session_id="s")).ok and len(ran) == 1
 

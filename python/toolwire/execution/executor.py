@@ -13,12 +13,16 @@ Design notes:
   abandoned at the timeout (Python cannot kill a thread), so for a write the outcome becomes
   ``unknown_outcome``, and it is not tried again even with ``retry_ambiguous`` while that thread
   runs (the attempts would overlap); a read is retried beside it, as a read repeats safely.
-  Under ``aexecute`` a sync tool waits for a worker of the loop's default executor, and its
-  timeout runs while it waits: one that runs out there is withdrawn and never
-  runs, so it is no attempt (a ``timeout`` that is not ambiguous, retried like a connection
-  pool's; the write's claim is released, the breaker is not charged). So is an attempt the
-  executor cannot start (the pool refuses the job, no thread can be created for a timeout),
-  which ends the call ``internal_error``, and arguments an ``unpack=True`` function cannot
+  Under ``aexecute`` too, a sync attempt with a timeout (its own or the request deadline's)
+  gets a daemon thread of its own: in the loop's default executor, an abandoned attempt would
+  hold a worker (a hung read and its retries, several) and ``asyncio.run`` would wait for it at
+  shutdown. A sync attempt without a timeout waits for a worker of the default executor, which
+  bounds how many run at once; one cancelled while it waits there is withdrawn and never runs,
+  so it is no attempt (the write's claim is released, the breaker is not charged), as is a
+  timed attempt whose thread had not picked it up at its timeout (a ``timeout`` that is not
+  ambiguous, retried like a connection pool's). So is an attempt the executor cannot start
+  (the pool refuses the job, no thread can be created for a timeout), which ends the call
+  ``internal_error``, and arguments an ``unpack=True`` function cannot
   bind are refused before the claim (``bad_signature``). What no arguments could change (a tool
   that is not callable, or has no ``ctx`` under ``context=True``) is refused at registration.
 - Blocking ledgers (SQLite, Redis) are called from a worker thread in async mode, and for a
@@ -871,7 +875,9 @@ class Executor:
         validation_time: float | None = None,
         coercions: int | None = None,
     ) -> ExecutionResult:
-        """Execute one call in the event loop (sync tools run in a worker thread).
+        """Execute one call in the event loop (sync tools run in a worker thread: with a
+        timeout, a daemon thread of its own, abandoned at the timeout; without, a worker of
+        the loop's default executor).
 
         Args:
             call: The validated call.
@@ -1725,20 +1731,29 @@ class Executor:
                     timeout,
                     run.spec.name,
                 )
-            else:
+            elif timeout is None:
+                # Nothing gives up on it: it may wait for a worker of the loop's default
+                # executor, which bounds how many run at once.
                 queued = job
+                value = await _to_thread_then_await(queued)
+            else:
+                # Abandoned at its timeout, the attempt runs on: in a daemon thread of its own,
+                # as under `execute`, not in the loop's default executor, where it would hold a
+                # worker (a hung read retried beside itself, several) and `asyncio.run` would
+                # wait for it at shutdown.
+                owned, name = job, run.spec.name
                 value = await _await_with_timeout(
-                    lambda: _to_thread_then_await(queued), timeout, run.spec.name
+                    lambda: _in_own_thread_then_await(owned, name), timeout, name
                 )
+        except _NotStarted as exc:
+            self._never_ran(run, permit, in_flight, granted, exc)
+            raise
         except _AttemptTimeout as exc:
-            # Timed out while the sync tool waited for a worker thread of the loop's default
-            # executor (a batch larger than the pool, hung tools holding it): it never ran, so
-            # unlike a tool that timed out, it cannot have taken effect.
+            # Timed out before its thread picked the job up: it never ran, so unlike a tool
+            # that timed out, it cannot have taken effect.
             withdrawn = job is not None and job.withdraw()
             timed_out = (
-                _AttemptTimeout(
-                    f"{exc}; it never started (no worker thread was free), so it did not run"
-                )
+                _AttemptTimeout(f"{exc}; it never started, so it did not run")
                 if withdrawn
                 # A sync tool's thread goes on after the timeout: another attempt of a write
                 # would run beside it, as beside an async tool that ignores its cancellation.
@@ -2392,8 +2407,8 @@ def _being_cancelled() -> bool:
 
 
 class _Job:
-    """A sync tool's attempt handed to the loop's default executor, which can be withdrawn
-    while it waits there for a free worker (it then never runs)."""
+    """A sync tool's attempt handed to a thread (the loop's default executor, or a thread of
+    its own), which can be withdrawn until the thread picks it up (it then never runs)."""
 
     def __init__(self, fn: Callable[[], Any]) -> None:
         self._fn = fn
@@ -2425,7 +2440,19 @@ class _Job:
 
 
 async def _to_thread_then_await(job: _Job) -> Any:
-    value = await asyncio.to_thread(job)
+    return await _then_awaited(await asyncio.to_thread(job))
+
+
+async def _in_own_thread_then_await(job: _Job, name: str) -> Any:
+    """A sync tool's timed attempt under ``aexecute``, in a daemon thread of its own."""
+    try:
+        done = _in_thread(job, f"toolwire-{name}")
+    except RuntimeError as exc:  # "can't start new thread": the tool never ran
+        raise _NotStarted(f"no thread could be started for the attempt: {exc}") from exc
+    return await _then_awaited(await asyncio.wrap_future(done))
+
+
+async def _then_awaited(value: Any) -> Any:
     if inspect.isawaitable(value):
         # A sync callable that wraps an async function (a lambda, a partial): await its work.
         value = await value
@@ -2454,6 +2481,9 @@ def _in_thread(fn: Callable[[], T], name: str) -> Future[T]:
     ``asyncio.to_thread`` does: the current span, logging context and the like go along);
     its outcome lands in the returned future."""
     done: Future[T] = Future()
+    # Running from the start: an awaiter that gives up (`asyncio.wrap_future` cancelled at a
+    # timeout) cannot cancel it, so the thread's result never meets a cancelled future.
+    done.set_running_or_notify_cancel()
     context = contextvars.copy_context()
 
     def work() -> None:
