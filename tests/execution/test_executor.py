@@ -1488,6 +1488,42 @@ def test_arguments_that_cannot_be_fingerprinted_are_refused_as_data(
     assert not ran and ex.observer.counts["calls"] == 3
 
 
+@dataclass
+class _LookAlike:
+    """A caller's own call type (the executor takes any `ValidatedCall`), built wrongly."""
+
+    tool: Any
+    call_id: Any
+    model: Any = None
+    ok: bool = True
+    kind: str = "ok"
+    errors: tuple[Any, ...] = ()
+
+
+@pytest.mark.parametrize(
+    ("tool", "call_id", "says"),
+    [(None, "c1", "tool must be"), (["w"], "c1", "tool must be"), ("w", 5, "call_id must be")],
+)
+def test_a_call_built_wrongly_is_misuse(tool: Any, call_id: Any, says: str) -> None:
+    # `execute` raised a bare TypeError from deep inside (`len(None)`, a key derived from an
+    # int id); `Call` now refuses it where it is built, and the executor any look-alike.
+    ran: list[Any] = []
+    ex = Executor(observer=quiet_observer())
+    ex.register("w", lambda args: ran.append(args) or "done", side_effects=True)
+    with pytest.raises(MisuseError, match=says):
+        Call(tool, call_id, {})
+    call = _LookAlike(tool, call_id, {})
+    with pytest.raises(MisuseError, match=says):
+        ex.execute(call)
+    with pytest.raises(MisuseError, match=says):
+        asyncio.run(ex.aexecute(call))
+    # The batch entry points still answer every call.
+    (result,) = ex.execute_all([call])
+    assert result.state == "downstream_failed" and result.error is not None
+    (result,) = asyncio.run(ex.aexecute_all([call]))
+    assert result.state == "downstream_failed" and not ran
+
+
 def _refuse_toolwire_threads(patched: pytest.MonkeyPatch) -> None:
     """The process at its thread limit, for the executor's own threads."""
     start = threading.Thread.start

@@ -231,6 +231,11 @@ class Call:
     kind: str = "ok"
     errors: Sequence[Any] = ()
 
+    def __post_init__(self) -> None:
+        problem = _malformed(self)
+        if problem is not None:
+            raise _misuse(f"Call: {problem}")
+
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
@@ -818,6 +823,9 @@ class Executor:
 
         Raises:
             TypeError: If the tool is async (use ``aexecute``).
+            MisuseError: The call is not well formed: its ``tool`` is no str, or its
+                ``call_id`` neither a str nor None (a look-alike of ``Call`` built wrongly;
+                ``Call`` itself refuses them when built).
             KeyboardInterrupt: Propagated after recording the call.
         """
         return self._execute(call, context, parse_time, validation_time, coercions)
@@ -830,6 +838,7 @@ class Executor:
         validation_time: float | None = None,
         coercions: int | None = None,
     ) -> ExecutionResult:
+        _check_call(call)
         spec = self._tools.get(call.tool)
         if call.ok and spec is not None and spec.is_async:
             raise TypeError(f"tool {spec.name!r} is async; use Executor.aexecute")
@@ -894,6 +903,7 @@ class Executor:
             in ``execute`` and ``aexecute_all``.
 
         Raises:
+            MisuseError: The call is not well formed (see ``execute``).
             asyncio.CancelledError: When the caller's task is cancelled: propagated (never
                 retried) after recording the call. Telling the two apart needs
                 ``Task.cancelling`` (Python 3.11+); before that, every one propagates.
@@ -908,6 +918,7 @@ class Executor:
         validation_time: float | None = None,
         coercions: int | None = None,
     ) -> ExecutionResult:
+        _check_call(call)
         run = self._prepare(call, context, parse_time, validation_time, coercions)
         if isinstance(run, ExecutionResult):
             return run
@@ -2059,6 +2070,27 @@ def _misuse(message: str) -> Exception:
     from toolwire._core import MisuseError
 
     return MisuseError(message)
+
+
+def _malformed(call: object) -> str | None:
+    """What makes ``call`` unusable whatever its tool (None if nothing): the name and id are
+    looked up, logged, keyed and sent back to the provider as text."""
+    try:
+        tool: object = getattr(call, "tool", None)
+        call_id: object = getattr(call, "call_id", None)
+    except Exception as exc:  # a look-alike whose attribute raises
+        return f"reading its tool or call_id raised {type(exc).__name__}"
+    if not isinstance(tool, str):
+        return f"tool must be the tool's name (a str), not {type(tool).__name__}"
+    if call_id is not None and not isinstance(call_id, str):
+        return f"call_id must be the provider's id (a str) or None, not {type(call_id).__name__}"
+    return None
+
+
+def _check_call(call: object) -> None:
+    problem = _malformed(call)
+    if problem is not None:
+        raise _misuse(f"the call is not well formed: {problem}")
 
 
 def _registration_problem(fn: object, *, unpack: bool, context: bool) -> str | None:
