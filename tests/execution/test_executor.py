@@ -373,6 +373,9 @@ class _Client:
         lambda: {_Client(): 1},
         lambda: print,
         lambda: range(3),
+        # Two keys JSON writes as one ("1"): one entry was dropped without a word.
+        lambda: {1: "a", "1": "b"},
+        lambda: {"rows": [{True: 1, "true": 2}]},
     ],
     ids=[
         "cycle",
@@ -383,6 +386,8 @@ class _Client:
         "object-key",
         "function",
         "range",
+        "keys-one-in-json",
+        "keys-one-in-json-inside",
     ],
 )
 def test_unwritable_result_is_a_result_and_never_reruns_the_write(make: Callable[[], Any]) -> None:
