@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -669,10 +668,11 @@ def test_closing_from_another_thread_records_once_what_arrived(tmp_path: Path) -
     # The reader waits for a chunk while a watchdog closes the stream: the stream is recorded
     # once, when the reader ends, with the call cut off (not as an empty stream at the close).
     recorder = Recorder(tmp_path / "t.jsonl", toolset=demo_toolset(), streams="all")
-    more = threading.Event()
+    inside, more = threading.Event(), threading.Event()
 
     def source() -> Iterator[dict[str, Any]]:
         yield chat_call(0, '{"order_id": "ORD-', id="cut1", name="lookup_order")
+        inside.set()
         more.wait(10)  # a generator cannot be closed while its reader is inside it
         yield chat_call(0, '1"}')
 
@@ -680,7 +680,7 @@ def test_closing_from_another_thread_records_once_what_arrived(tmp_path: Path) -
     assert isinstance(next(stream), CallStarted)
     reader = threading.Thread(target=lambda: list(stream))
     reader.start()
-    time.sleep(0.01)  # the reader is now inside the source, waiting
+    assert inside.wait(10)  # the reader is inside `next`, waiting for the source
     stream.close()
     assert not (tmp_path / "t.jsonl").exists()
     more.set()

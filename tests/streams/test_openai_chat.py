@@ -6,6 +6,7 @@ import asyncio
 import json
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -325,6 +326,15 @@ def _stalled_route(sse_server: SSEServer, fmt: str) -> Route:
     return sse_server.register(body, drop_after=body.index(b"\n\n", named) + 2, stall=True)
 
 
+def _wait_until_inside_next(stream: Any) -> None:
+    # No event follows `CallStarted` before the stall, so once the reader holds the stream's
+    # reading lock again it waits in the read (its own `next` call, which a close must cut).
+    give_up = time.monotonic() + _UNBLOCKED
+    while not stream._reading.locked():
+        assert time.monotonic() < give_up, "the reader never went back into next()"
+        time.sleep(0.001)
+
+
 def _check_closed_from_elsewhere(events: list[Any], stream: Any) -> None:
     # The consumer's iteration ended as an early close ends it: the call it saw start was
     # completed (cut off, so it does not run) and the stream ended without a finish reason.
@@ -362,6 +372,7 @@ def test_close_from_another_thread_unblocks_the_reader(sse_server: SSEServer, fm
             reader = threading.Thread(target=consume, args=(stream,))
             reader.start()
             assert started.wait(_UNBLOCKED)
+            _wait_until_inside_next(stream)
             began = time.monotonic()
             stream.close()  # the consumer is blocked inside `next` on another thread
             reader.join(_UNBLOCKED)
@@ -413,32 +424,30 @@ async def test_aclose_from_another_task_unblocks_the_reader(
         await stream.__anext__()
 
 
-def test_two_threads_reading_one_stream_is_misuse(sse_server: SSEServer) -> None:
-    route = _stalled_route(sse_server, FMT)
-    started = threading.Event()
-    raised: list[BaseException] = []
+def test_two_threads_reading_one_stream_is_misuse() -> None:
+    inside, more = threading.Event(), threading.Event()
 
-    def consume(stream: Any) -> None:
-        try:
-            for event in stream:
-                if isinstance(event, CallStarted):
-                    started.set()
-        except BaseException as exc:
-            raised.append(exc)
+    def source() -> Iterator[Any]:
+        yield chat_chunk({"tool_calls": [tc(0, id="a", name="t", arguments='{"b": ')]})
+        inside.set()
+        more.wait(_UNBLOCKED)
+        yield chat_chunk({"tool_calls": [tc(0, arguments="1}")]})
 
+    stream = assemble(source())
+    assert isinstance(next(stream), CallStarted)
+    reader = threading.Thread(target=lambda: list(stream))
+    reader.start()
     try:
-        with sync_client(route, FMT) as client:
-            stream = assemble(open_sync(client.with_options(timeout=_READ_TIMEOUT), FMT))
-            reader = threading.Thread(target=consume, args=(stream,))
-            reader.start()
-            assert started.wait(_UNBLOCKED)
-            with pytest.raises(MisuseError, match="another thread"):
-                next(stream)
-            stream.close()
-            reader.join(_UNBLOCKED)
+        assert inside.wait(_UNBLOCKED)  # the reader is inside `next`
+        with pytest.raises(MisuseError, match="another thread"):
+            next(stream)
+        stream.close()
     finally:
-        route.release.set()
-    assert raised == [] and not reader.is_alive()
+        more.set()
+    reader.join(_UNBLOCKED)
+    assert not reader.is_alive()
+    (call,) = stream.calls
+    assert call.error is not None and call.error.kind == "truncated"
 
 
 @pytest.mark.anyio
