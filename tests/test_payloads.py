@@ -277,6 +277,31 @@ _CYCLE["self"] = _CYCLE
 LONE = b"caf\xff".decode("utf-8", "surrogateescape")
 
 
+@dataclass
+class _Rows:
+    counts: dict[Any, int]
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {1: "a", "1": "b"},
+        [{"n": {None: 1, "None": 2}}],
+        _Rows({2: 1, "2": 2}),
+        {"items": ({1.5: "x", "1.5": "y"},)},
+    ],
+)
+def test_a_result_whose_keys_are_one_json_key_is_not_sent_with_one_lost(result: object) -> None:
+    # JSON keys are text: `{1: "a", "1": "b"}` went out as `{"1": "b"}`, one entry dropped.
+    (message,) = tool_messages(calls(("call_a", "lookup", "{}")), [result])
+    assert json.loads(content_of(message))["error_type"] == "invalid_result"
+
+
+def test_keys_that_stay_apart_in_json_are_sent() -> None:
+    (message,) = tool_messages(calls(("call_a", "lookup", "{}")), [{1: "a", 2: "b", "3": "c"}])
+    assert json.loads(content_of(message)) == {"1": "a", "2": "b", "3": "c"}
+
+
 @pytest.mark.parametrize("style", STYLES)
 @pytest.mark.parametrize("result", [_CYCLE, {"k": _BrokenText()}, {"text": LONE}, LONE, b"\xff"])
 def test_a_result_that_cannot_be_sent_as_it_is_still_answers_its_call(

@@ -13,6 +13,7 @@ order, whether the tool ran, failed validation, raised, or produced nothing at a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -20,6 +21,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
+import pydantic
 import pydantic_core
 
 if TYPE_CHECKING:
@@ -745,6 +747,70 @@ def no_json_form(value: Any) -> Any:
     raise TypeError(f"a {type(value).__name__} has no JSON form")
 
 
+def _json_key(key: object) -> object:
+    """The text JSON writes for a mapping key (pydantic-core's: `1` as `"1"`, `True` as
+    `"true"`); a key it cannot write gets a marker equal to no other."""
+    try:
+        converted = pydantic_core.to_jsonable_python({key: None}, fallback=no_json_form)
+    except Exception:
+        return object()
+    return next(iter(cast(dict[str, Any], converted)), object())
+
+
+# Values that hold no mapping: skipped without a look (most of a large result).
+_LEAVES = frozenset((str, int, float, bool, type(None), bytes))
+
+
+def _members(value: object) -> list[object] | None:
+    """What a model or dataclass in a result holds (None for anything else)."""
+    if isinstance(value, pydantic.BaseModel):
+        return list(vars(value).values())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [getattr(value, f.name, None) for f in dataclasses.fields(value)]
+    return None
+
+
+def _check_mapping(mapping: Mapping[object, object]) -> None:
+    first: dict[object, object] = {}
+    for key in mapping:
+        text = _json_key(key)
+        if text in first:
+            raise ValueError(
+                f"two keys of one mapping, a {type(first[text]).__name__} and a "
+                f"{type(key).__name__}, are both the JSON key {text!r}: one entry would be lost"
+            )
+        first[text] = key
+
+
+def _check_keys(result: object) -> None:
+    """Refuse a result with two keys of one mapping that JSON writes as one.
+
+    JSON object keys are text, so `{1: "a", "1": "b"}` (or `True` and `"true"`, an enum and
+    its value) would be written with one entry lost, silently. Only mappings with a key that
+    is not a str can hold such a pair; lists, tuples, sets, models and dataclasses are looked
+    into. Called once the result was converted, so it has no reference cycle.
+
+    Raises:
+        ValueError: Naming the JSON key two keys share.
+    """
+    stack: list[object] = [result]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is dict or isinstance(value, Mapping):
+            mapping = cast(Mapping[object, object], value)
+            if not all(type(k) is str for k in mapping):
+                _check_mapping(mapping)
+            stack.extend(v for v in mapping.values() if type(v) not in _LEAVES)
+        elif kind is list or kind is tuple or isinstance(value, (list, tuple, set, frozenset)):
+            items = cast(Sequence[object], value)
+            stack.extend(v for v in items if type(v) not in _LEAVES)
+        elif kind not in _LEAVES:
+            members = _members(value)
+            if members is not None:
+                stack.extend(members)
+
+
 def jsonable_result(result: object, *, fallback: Callable[[Any], Any] = no_json_form) -> Any:
     """A tool result as JSON-compatible data, checked to be writable as JSON text.
 
@@ -763,7 +829,7 @@ def jsonable_result(result: object, *, fallback: Callable[[Any], Any] = no_json_
     Raises:
         ValueError: (or another `Exception`) The value cannot be written: a value with no JSON
             form, a reference cycle, bytes that are not UTF-8, an integer past CPython's digit
-            limit...
+            limit, two keys of one mapping that are one JSON key (`1` and `"1"`)...
     """
 
     def leaf(value: Any) -> Any:
@@ -780,6 +846,7 @@ def jsonable_result(result: object, *, fallback: Callable[[Any], Any] = no_json_
     except ValueError:
         plain = finite_json(plain)
         json.dumps(plain, allow_nan=False)  # what is still unwritable raises here
+    _check_keys(result)
     return plain
 
 
@@ -799,7 +866,8 @@ def result_content(result: object) -> str:
 
     Raises:
         ValueError: (or another `Exception`) The value cannot be written as JSON (a cycle, an
-            object with no JSON form, an integer past the interpreter's digit limit;
+            object with no JSON form, an integer past the interpreter's digit limit, two keys
+            of one mapping that are one JSON key;
             `tool_messages` answers the call with an `invalid_result` error then, as the
             executor does).
     """
@@ -811,6 +879,7 @@ def result_content(result: object) -> str:
         # pydantic-core refuses a lone surrogate; the standard encoder escapes it. Anything
         # it cannot write either is raised to the caller.
         return compact_json(jsonable_result(result))
+    _check_keys(result)
     if b"NaN" in text or b"Infinity" in text:  # rare; may also be inside a string
         return compact_json(jsonable_result(result))
     # pydantic-core writes an integer of any length, which Python's own reader (and the

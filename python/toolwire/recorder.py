@@ -915,4 +915,6 @@ class RecordingToolStream(ToolStream):
     def close(self) -> None:
         """Stop reading, then record what arrived (see `ToolStream.close`)."""
         super().close()
-        self._record()
+        if self._driver.done:
+            self._record()
+        # Otherwise another thread is reading: it records at the `StreamEnded` it gets next.

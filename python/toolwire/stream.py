@@ -15,6 +15,15 @@ Design notes:
 - Closing early (leaving the `with` block, `close()`, `break` then close) closes the SDK stream,
   which releases its HTTP connection, and finishes the assembler quietly so `.calls` still holds
   every call that had started.
+- `close()`/`aclose()` may come from another thread or task while the consumer is inside
+  `next`/`__anext__`, blocked on a server that stopped sending. The generator cannot be closed
+  there, so the close sets a flag and closes the source under the reader (shutting an httpx
+  stream's socket down first: closing a socket does not wake a thread blocked reading it). The
+  reader's read then fails or ends, and whatever it raised, it ends as an early close ends the
+  stream, yielding the completions of open calls and `StreamEnded`. Only one reader at a time:
+  a second is a `MisuseError`, not Python's "generator already executing".
+- A source of the wrong kind (async for `assemble`, sync for `aassemble`, a coroutine not
+  awaited) is refused when the wrapper is built, like a dict or a helper's manager.
 - Validation runs the application's own code (Pydantic validators, business checks, the
   redaction hook). If that raises for one call, the call gets a non-retryable `internal_error`
   outcome (it must not run) and the exception is logged; the other calls and `StreamEnded` are
@@ -23,10 +32,13 @@ Design notes:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import logging
+import socket
 import sys
+import threading
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -461,6 +473,152 @@ def chunk_source(source: Any) -> Any:
     return source
 
 
+def _iterable(source: object) -> bool:
+    cls = type(source)
+    return callable(getattr(cls, "__iter__", None)) or callable(getattr(cls, "__getitem__", None))
+
+
+def _async_iterable(source: object) -> bool:
+    return callable(getattr(type(source), "__aiter__", None))
+
+
+def _kind(source: object) -> str:
+    return type(source).__name__
+
+
+def _awaitable_kind(source: object) -> str:
+    return "a coroutine" if inspect.iscoroutine(source) else f"an awaitable ({_kind(source)})"
+
+
+def _discard(awaitable: object) -> None:
+    # A coroutine refused unawaited: its work never starts (for an SDK's `create`, no request
+    # was sent), and closing it spares the caller a "never awaited" warning on top of the error.
+    if inspect.iscoroutine(awaitable):
+        awaitable.close()
+
+
+def _sync_source(source: Any) -> Any:
+    """`source` if `assemble` can iterate it; otherwise a `MisuseError` that names the fix.
+
+    Iterated, an async stream or a coroutine raises a bare `TypeError` at the first read, far
+    from the mistake, and a `with` block would call the async stream's `close` unawaited,
+    leaving its response open.
+    """
+    if _iterable(source):
+        return source
+    if _async_iterable(source):
+        raise MisuseError(
+            f"assemble takes a sync stream; {_kind(source)} is async: "
+            "read it with aassemble (async for / async with)"
+        )
+    if inspect.isawaitable(source):
+        _discard(source)
+        raise MisuseError(
+            f"assemble takes a stream, not {_awaitable_kind(source)}: an async client's "
+            "create(..., stream=True) must be awaited, and its stream read with aassemble"
+        )
+    raise MisuseError(f"assemble takes a stream of chunks; {_kind(source)} is not iterable")
+
+
+def _async_source(source: Any) -> Any:
+    """`source` if `aassemble` can iterate it; otherwise a `MisuseError` that names the fix."""
+    if _async_iterable(source):
+        return source
+    if inspect.isawaitable(source):
+        _discard(source)
+        raise MisuseError(
+            f"aassemble takes the stream, not {_awaitable_kind(source)}: did you forget await? "
+            "aassemble(await client....create(..., stream=True))"
+        )
+    if _iterable(source):
+        raise MisuseError(
+            f"aassemble takes an async stream; {_kind(source)} is sync: read it with assemble"
+        )
+    raise MisuseError(
+        f"aassemble takes an async stream of chunks; {_kind(source)} is not async iterable"
+    )
+
+
+def _running(events: object) -> bool:
+    """Whether an async generator is running: a task is inside its `__anext__`."""
+    return inspect.isasyncgen(events) and events.ag_running
+
+
+def _shut_down_socket(source: object) -> None:
+    """Shut down the socket under an httpx-based SDK stream (openai's, anthropic's), if it can
+    be found: a thread blocked reading it wakes at once. Closing the response alone closes the
+    socket, which does not wake a read already waiting on it (it would wait for the client's
+    read timeout, ten minutes by default). Best effort: another source is only closed."""
+    try:
+        response = getattr(source, "response", None)
+        extensions: object = getattr(response, "extensions", None)
+        if not isinstance(extensions, Mapping):
+            return
+        stream = cast("Mapping[str, object]", extensions).get("network_stream")
+        get_extra_info: Any = getattr(stream, "get_extra_info", None)
+        sock: object = get_extra_info("socket") if callable(get_extra_info) else None
+    except Exception:  # an attribute of someone else's object that raises: only close it
+        return
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):
+            # The plain socket's shutdown, also for TLS: `SSLSocket.shutdown` would first drop
+            # the TLS state the reading thread is using.
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class _SourceCloser:
+    """Closes a stream's source once, from whichever thread or task gets there first."""
+
+    __slots__ = ("_closed", "_lock", "_source")
+
+    def __init__(self, source: object) -> None:
+        self._source = source
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _claim(self, source: object) -> bool:
+        if (inspect.isgenerator(source) and source.gi_running) or (
+            inspect.isasyncgen(source) and source.ag_running
+        ):
+            # A generator cannot be closed while it runs (its reader is inside it); the reader
+            # closes it when it stops, at the next chunk.
+            return False
+        with self._lock:
+            if self._closed:
+                return False
+            self._closed = True
+            return True
+
+    def close(self, *, concurrent: bool = False) -> None:
+        source = self._source
+        if concurrent:
+            _shut_down_socket(source)
+        if not self._claim(source):
+            return
+        close: Any = getattr(source, "close", None)
+        if not callable(close) or inspect.iscoroutinefunction(close):
+            return
+        if not concurrent:
+            close()
+            return
+        try:
+            close()
+        except Exception as exc:
+            # Closed under its reader, an SDK stream may trip over the read it cut short; the
+            # reader ends either way, as a close ends the stream.
+            _log.debug("toolwire: closing the stream under its reader raised %r", exc)
+
+    async def aclose(self) -> None:
+        source = self._source
+        if not self._claim(source):
+            return
+        close: Any = getattr(source, "aclose", None) or getattr(source, "close", None)
+        if callable(close):
+            result = close()
+            if inspect.isawaitable(result):
+                await result
+
+
 class _StreamBase:
     """Results shared by `ToolStream` and `AsyncToolStream`."""
 
@@ -575,7 +733,7 @@ class ToolStream(_StreamBase):
         >>> stream.calls  # doctest: +SKIP
     """
 
-    __slots__ = ("_events", "_source")
+    __slots__ = ("_closer", "_closing", "_events", "_reading", "_source")
 
     def __init__(
         self,
@@ -597,25 +755,35 @@ class ToolStream(_StreamBase):
 
         Raises:
             MisuseError: `source` is a dict (other than a boto3 response), str or bytes, a
-                stream helper's manager not yet entered or an Assistants run stream, or a limit
-                is out of range.
+                stream helper's manager not yet entered or an Assistants run stream, an async
+                stream or a coroutine (use `aassemble`), or not iterable at all; or a limit is
+                out of range.
         """
         super().__init__(tools, progress, limits)
-        self._source: Iterable[object] = chunk_source(source)
+        self._source: Iterable[object] = _sync_source(chunk_source(source))
+        # Held by the thread inside `__next__`: a second reader is refused, and `close` from
+        # another thread knows it cannot close the generator that thread is running.
+        self._reading = threading.Lock()
+        self._closing = False
+        self._closer = _SourceCloser(self._source)
         self._events = self._run()
 
     def _run(self) -> Generator[Event, None, None]:
         driver = self._driver
         try:
+            error: Exception | None = None
             try:
-                for chunk in self._chunks_of(self._source):
+                for chunk in self._chunks_of(self._until_closed()):
                     yield from driver.chunk(chunk)
-            except Exception as error:
-                if not is_transport_error(error):
+            except Exception as exc:
+                # Whatever a source closed under its reader raises, the close caused it.
+                if not (self._closing or is_transport_error(exc)):
                     raise
-                yield from driver.end(error)
+                error = exc
+            if self._closing:
+                yield from driver.end(interrupted=True)
             else:
-                yield from driver.end()
+                yield from driver.end(error)
         finally:
             # Reached without end() when the consumer closed early or a non-transport error
             # propagated: finish quietly so .calls is complete and no call reads as usable.
@@ -623,6 +791,16 @@ class ToolStream(_StreamBase):
             # The stream object (and its assembler) may be kept long after; the last events
             # are already out, so freeing the calls' working state here delays nothing.
             driver.assembler.release_finished()
+            if self._closing:
+                # Closed from another thread: the source is closed here too, by its reader.
+                self._closer.close()
+
+    def _until_closed(self) -> Iterator[object]:
+        # A chunk that arrives once `close` was called (from another thread) is not read.
+        for chunk in self._source:
+            if self._closing:
+                return
+            yield chunk
 
     def _chunks_of(self, source: Iterable[object]) -> Iterable[object]:
         """The chunks read from the SDK stream (a subclass may watch them pass)."""
@@ -632,14 +810,37 @@ class ToolStream(_StreamBase):
         return self
 
     def __next__(self) -> Event:
-        return next(self._events)
+        if not self._reading.acquire(blocking=False):
+            raise MisuseError(
+                "this stream is being read by another thread (or from inside its own "
+                "iteration); read it from one thread (close() may come from any)"
+            )
+        try:
+            return next(self._events)
+        finally:
+            self._reading.release()
 
     def close(self) -> None:
-        """Stop reading: close the SDK stream (releasing its connection) and finish quietly."""
-        self._events.close()
-        close: Any = getattr(self._source, "close", None)
-        if callable(close):
-            close()
+        """Stop reading: close the SDK stream (releasing its connection) and finish quietly.
+
+        It may be called from any thread, and more than once. While another thread waits in
+        `next` for a chunk, that wait is cut short: the reader then gets the events an early
+        close gives (each call that had started completes, cut off, then `StreamEnded`
+        without a finish reason).
+        """
+        self._closing = True
+        if self._reading.acquire(blocking=False):
+            try:
+                self._events.close()
+                # Closed before it started, the generator ran nothing, its `finally` neither.
+                self._driver.end(interrupted=True)
+            finally:
+                self._reading.release()
+            self._closer.close()
+        else:
+            # The generator runs on another thread, perhaps blocked in a read of the socket,
+            # which closing the response there does not wake: shut the socket down first.
+            self._closer.close(concurrent=True)
 
     def __enter__(self) -> Self:
         return self
@@ -656,7 +857,7 @@ class ToolStream(_StreamBase):
 class AsyncToolStream(_StreamBase):
     """Events from an asynchronous SDK stream; iterate once, use as an async context manager."""
 
-    __slots__ = ("_events", "_source")
+    __slots__ = ("_closer", "_closing", "_events", "_source")
 
     def __init__(
         self,
@@ -678,46 +879,64 @@ class AsyncToolStream(_StreamBase):
 
         Raises:
             MisuseError: `source` is a dict, str or bytes, a stream helper's manager not yet
-                entered or an Assistants run stream, or a limit is out of range.
+                entered or an Assistants run stream, a coroutine not awaited, a sync stream
+                (use `assemble`) or no async iterable at all; or a limit is out of range.
         """
         super().__init__(tools, progress, limits)
-        self._source: AsyncIterable[object] = chunk_source(source)
+        self._source: AsyncIterable[object] = _async_source(chunk_source(source))
+        self._closing = False
+        self._closer = _SourceCloser(self._source)
         self._events = self._run()
 
     async def _run(self) -> AsyncGenerator[Event, None]:
         driver = self._driver
         try:
+            error: Exception | None = None
             try:
                 async for chunk in self._source:
+                    if self._closing:
+                        break
                     for event in driver.chunk(chunk):
                         yield event
-            except Exception as error:
-                if not is_transport_error(error):
+            except Exception as exc:
+                # Whatever a source closed under its reader raises, the close caused it.
+                if not (self._closing or is_transport_error(exc)):
                     raise
-                for event in driver.end(error):
-                    yield event
-            else:
-                for event in driver.end():
-                    yield event
+                error = exc
+            for event in driver.end(None if self._closing else error, interrupted=self._closing):
+                yield event
         finally:
             driver.end(interrupted=True)
             driver.assembler.release_finished()
+            if self._closing:
+                await self._closer.aclose()
 
     def __aiter__(self) -> AsyncIterator[Event]:
         return self
 
     async def __anext__(self) -> Event:
+        if _running(self._events):
+            raise MisuseError(
+                "this stream is being read by another task; read it from one task "
+                "(aclose() may come from any)"
+            )
         return await self._events.__anext__()
 
     async def aclose(self) -> None:
-        """Stop reading: close the SDK stream (releasing its connection) and finish quietly."""
-        await self._events.aclose()
-        source = self._source
-        close: Any = getattr(source, "aclose", None) or getattr(source, "close", None)
-        if callable(close):
-            result = close()
-            if inspect.isawaitable(result):
-                await result
+        """Stop reading: close the SDK stream (releasing its connection) and finish quietly.
+
+        It may be awaited from any task of the stream's event loop, and more than once. While
+        another task waits in `__anext__` for a chunk, that wait is cut short: the reader then
+        gets the events an early close gives (each call that had started completes, cut off,
+        then `StreamEnded` without a finish reason).
+        """
+        self._closing = True
+        if not _running(self._events):
+            await self._events.aclose()
+            # Closed before it started, the generator ran nothing, its `finally` neither.
+            self._driver.end(interrupted=True)
+        # Closing the source under a reading task wakes it (the read fails).
+        await self._closer.aclose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -766,7 +985,8 @@ def assemble(
         MisuseError: `stream` is one dict (other than boto3's `converse_stream` response,
             which stands for its `stream`), a str or bytes, a stream helper's manager not yet
             entered (`client.messages.stream(...)` without `with`) or an Assistants run stream:
-            not a stream of chunks; or a limit is out of range.
+            not a stream of chunks; an async stream or a coroutine (use `aassemble`), or not
+            iterable at all; or a limit is out of range.
     """
     return ToolStream(stream, tools, progress=progress, limits=limits)
 
@@ -793,7 +1013,8 @@ def aassemble(
 
     Raises:
         MisuseError: `stream` is a dict, str or bytes, a stream helper's manager not yet
-            entered or an Assistants run stream: not a stream of chunks; or a limit is out of
-            range.
+            entered or an Assistants run stream: not a stream of chunks; a coroutine not
+            awaited, a sync stream (use `assemble`) or no async iterable at all; or a limit is
+            out of range.
     """
     return AsyncToolStream(stream, tools, progress=progress, limits=limits)

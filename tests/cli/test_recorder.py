@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from toolwire import Toolset
 from toolwire.assembler import Assembler
 from toolwire.cli import main
 from toolwire.demo_tools import demo_toolset
-from toolwire.events import CallCompleted
+from toolwire.events import CallCompleted, CallStarted
 from toolwire.recorder import Recorder, redact_arguments, schema_hash, secret_pointers
 from toolwire.replay import CorpusError, load_corpus, replay
 from toolwire.stream import assemble
@@ -693,3 +695,32 @@ def test_record_tee_goes_on_recording_when_its_reader_leaves(tmp_path: Path) -> 
         stderr = process.stderr.read().decode()
     assert "Traceback" not in stderr
     assert out.exists() and records(out)
+
+
+def test_closing_from_another_thread_records_once_what_arrived(tmp_path: Path) -> None:
+    # The reader waits for a chunk while a watchdog closes the stream: the stream is recorded
+    # once, when the reader ends, with the call cut off (not as an empty stream at the close).
+    recorder = Recorder(tmp_path / "t.jsonl", toolset=demo_toolset(), streams="all")
+    inside, more = threading.Event(), threading.Event()
+
+    def source() -> Iterator[dict[str, Any]]:
+        yield chat_call(0, '{"order_id": "ORD-', id="cut1", name="lookup_order")
+        inside.set()
+        more.wait(10)  # a generator cannot be closed while its reader is inside it
+        yield chat_call(0, '1"}')
+
+    stream = recorder.assemble(source())
+    assert isinstance(next(stream), CallStarted)
+    reader = threading.Thread(target=lambda: list(stream))
+    reader.start()
+    assert inside.wait(10)  # the reader is inside `next`, waiting for the source
+    stream.close()
+    assert not (tmp_path / "t.jsonl").exists()
+    more.set()
+    reader.join(10)
+    assert not reader.is_alive()
+    (record,) = records(tmp_path / "t.jsonl")
+    assert record["toolwire"] == "stream" and len(record["chunks"]) == 1
+    assert record["observed"][0]["code"] == "truncated"
+    stream.close()
+    assert len(records(tmp_path / "t.jsonl")) == 1

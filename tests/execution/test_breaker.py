@@ -355,6 +355,45 @@ def test_invalid_config_is_rejected() -> None:
         BreakerConfig(minimum_calls=0)
 
 
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        # A NaN passes every `<` check and then never trips (or always does): each was taken.
+        ("failure_rate_threshold", -1.0),
+        ("failure_rate_threshold", 0.0),
+        ("failure_rate_threshold", 1.5),
+        ("failure_rate_threshold", math.nan),
+        ("slow_call_rate_threshold", math.nan),
+        ("slow_call_rate_threshold", 0.0),
+        ("slow_call_duration", math.nan),
+        ("slow_call_duration", -1.0),
+        ("open_duration", math.nan),
+        ("open_duration", -5.0),
+        ("open_duration", math.inf),
+        ("open_jitter", math.nan),
+        ("window_size", 2.5),
+        ("minimum_calls", 1.5),
+        ("half_open_probes", True),
+        ("window_type", "sliding"),
+    ],
+)
+def test_a_setting_out_of_range_is_refused_when_built(setting: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=setting):
+        BreakerConfig(**{setting: value})
+
+
+@pytest.mark.parametrize("setting", ["ratio", "min_per_second", "ratio_cap"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -0.5])
+def test_a_retry_budget_parameter_out_of_range_is_refused(setting: str, value: float) -> None:
+    with pytest.raises(ValueError, match=setting):
+        RetryBudget(**{setting: value})
+
+
+def test_settings_at_their_bounds_are_taken() -> None:
+    BreakerConfig(failure_rate_threshold=1.0, slow_call_rate_threshold=math.inf, open_duration=0)
+    RetryBudget(ratio=0, min_per_second=0, ratio_cap=0)
+
+
 class _Unavailable(Exception):
     status_code = 503
 

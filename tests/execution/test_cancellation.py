@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -355,9 +356,43 @@ async def test_cancelled_while_a_sync_tool_runs_the_write_is_an_unknown_outcome(
     assert again.state == "unknown_outcome" and again.attempts == 0
 
 
+@contextlib.contextmanager
+def attempts_held(tool: str, *, after: int = 0) -> Iterator[None]:
+    """The threads of a sync tool's timed attempts start, but do not pick their job up until
+    the block ends (the first ``after`` of them run as usual): an attempt whose thread the OS
+    has not scheduled by its timeout."""
+    gate = threading.Event()
+    start = threading.Thread.start
+    seen: list[threading.Thread] = []
+
+    def held_start(thread: threading.Thread) -> None:
+        if thread.name == f"toolwire-{tool}":
+            seen.append(thread)
+            if len(seen) > after:
+                run = thread.run
+
+                def late() -> None:
+                    gate.wait(PATIENCE)
+                    run()
+
+                thread.run = late  # type: ignore[method-assign]
+        start(thread)
+
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(threading.Thread, "start", held_start)
+        try:
+            yield
+        finally:
+            gate.set()
+    for thread in seen:
+        thread.join(PATIENCE)
+
+
 @pytest.mark.parametrize("entry", ["aexecute", "aexecute_all"])
-async def test_a_sync_write_that_times_out_waiting_for_a_thread_did_not_run(entry: str) -> None:
-    # The loop's default executor is busy past the tool's timeout: the job is withdrawn
+async def test_a_sync_write_that_times_out_before_its_thread_took_it_did_not_run(
+    entry: str,
+) -> None:
+    # The attempt's thread had not picked the job up at the timeout: the job is withdrawn
     # unstarted. No attempt was made, so the write is no unknown outcome (which would refuse
     # every later execution of the call until the record expires) and the breaker is not told
     # the tool failed; the model may call again.
@@ -368,7 +403,7 @@ async def test_a_sync_write_that_times_out_waiting_for_a_thread_did_not_run(entr
     spec = ToolSpec(refund_counted(runs), side_effects=True, timeout=0.05, breaker=tripwire)
     ex = Executor({"refund": spec}, ledger=MemoryLedger(), observer=observer, retry=once)
     call = Call("refund", "call_1", {})
-    async with default_pool_busy():
+    with attempts_held("refund"):
         result = await start(ex, call, entry)
     (result,) = result if isinstance(result, list) else [result]
     assert (result.state, result.attempts, runs) == ("downstream_failed", 0, [])
@@ -379,6 +414,63 @@ async def test_a_sync_write_that_times_out_waiting_for_a_thread_did_not_run(entr
     assert breaker is not None and breaker.snapshot().calls == 0
     again = await ex.aexecute(call)
     assert (again.state, again.value, again.attempts, runs) == ("ok", "done", 1, [1])
+
+
+@pytest.mark.parametrize("entry", ["aexecute", "aexecute_all"])
+async def test_a_timed_sync_tool_does_not_wait_for_the_default_executor(entry: str) -> None:
+    # A timed attempt has a thread of its own: a busy default executor does not hold it up.
+    runs: list[int] = []
+    spec = ToolSpec(refund_counted(runs), side_effects=True, timeout=PATIENCE)
+    ex = Executor({"refund": spec}, ledger=MemoryLedger(), observer=States())
+    async with default_pool_busy():
+        result = await asyncio.wait_for(start(ex, Call("refund", "c1", {}), entry), PATIENCE)
+    (result,) = result if isinstance(result, list) else [result]
+    assert (result.state, result.value, runs) == ("ok", "done", [1])
+
+
+def test_a_sync_tool_abandoned_at_its_timeout_does_not_hold_up_the_loop_shutdown() -> None:
+    # Under `aexecute` the abandoned attempt held a worker of the loop's default executor,
+    # which `asyncio.run` joins at shutdown: it returned only once the hung tool did.
+    release = threading.Event()
+
+    def hung(args: Any) -> str:
+        release.wait(PATIENCE)
+        return "done"
+
+    once = RetryPolicy(max_attempts=1)
+    ex = Executor({"hung": ToolSpec(hung, timeout=0.05)}, retry=once, observer=States())
+    began = time.monotonic()
+    try:
+        result = asyncio.run(ex.aexecute(Call("hung", "c1", {})))
+        took = time.monotonic() - began
+    finally:
+        release.set()
+    assert result.error is not None and result.error["type"] == "timeout"
+    assert took < PATIENCE / 2
+
+
+async def test_hung_reads_leave_the_default_executor_to_other_tools() -> None:
+    # Each hung read and each of its retries held a worker: two of them took the whole pool,
+    # and a healthy sync tool after them failed "no worker thread was free" or waited.
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
+    release = threading.Event()
+
+    def hung(args: Any) -> str:
+        release.wait(PATIENCE)
+        return "done"
+
+    quick = RetryPolicy(backoff_base=0.001, backoff_max=0.001)
+    tools = {"hung": ToolSpec(hung, timeout=0.02), "fine": ToolSpec(lambda args: "fine")}
+    ex = Executor(tools, retry=quick, breaker=False, observer=States())
+    try:
+        stuck = await ex.aexecute_all([Call("hung", f"c{i}", {}) for i in range(2)])
+        healthy = await asyncio.wait_for(ex.aexecute(Call("fine", "c9", {})), PATIENCE / 2)
+    finally:
+        release.set()
+    assert all(r.error is not None and r.error["type"] == "timeout" for r in stuck)
+    assert sum(r.attempts for r in stuck) > 2  # retried beside the hung threads
+    assert (healthy.state, healthy.value) == ("ok", "fine")
 
 
 async def test_a_sync_write_that_started_then_timed_out_is_an_unknown_outcome() -> None:
@@ -403,28 +495,22 @@ async def test_a_sync_write_that_started_then_timed_out_is_an_unknown_outcome() 
 
 
 async def test_a_retry_that_never_started_keeps_the_earlier_attempt_unknown() -> None:
-    # The only worker still runs the first attempt (abandoned at its timeout), so the retries
-    # time out in the queue: they ran nothing, but the first attempt may have taken effect.
-    loop = asyncio.get_running_loop()
-    loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
-    release = threading.Event()
+    # The first attempt was reset (it may have taken effect) and its retry timed out before
+    # its thread took the job: the retry ran nothing, but the first attempt stays unknown.
     runs: list[int] = []
 
     def charge(args: Any) -> str:
         runs.append(1)
-        release.wait(PATIENCE)
-        return "done"
+        raise ConnectionResetError("reset by peer")
 
-    quick = RetryPolicy(backoff_base=0.001, backoff_max=0.001)
+    quick = RetryPolicy(max_attempts=2, backoff_base=0.001, backoff_max=0.001)
     spec = ToolSpec(charge, side_effects=True, retry_ambiguous=True, timeout=0.05)
     ex = Executor({"charge": spec}, ledger=MemoryLedger(), retry=quick, breaker=False)
     ctx = ex.request(retry_budget=5)
-    try:
+    with attempts_held("charge", after=1):
         result = await ex.aexecute(Call("charge", "call_1", {}), ctx)
-    finally:
-        release.set()
     assert (result.state, result.attempts, runs) == ("unknown_outcome", 1, [1])
-    assert ctx.retries_used == 0  # the retries that never ran gave their budget back
+    assert ctx.retries_used == 0  # the retry that never ran gave its budget back
 
 
 class LoopProbe(SqliteLedger):

@@ -20,6 +20,7 @@ import httpx
 import pytest
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from toolwire import MisuseError
 from toolwire.execution import (
     BreakerConfig,
     BusinessRuleError,
@@ -95,6 +96,78 @@ def test_toolspec_registration_keeps_options() -> None:
     assert ex.tools["w"].name == "w" and ex.tools["w"].on_stale_in_progress == "assume_succeeded"
     with pytest.raises(ValueError, match="on_stale_in_progress"):
         ToolSpec(lambda args: None, on_stale_in_progress="hope")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("setting", ["timeout", "in_progress_expiry", "record_ttl"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0, 0.0, "5"])
+def test_seconds_out_of_range_are_refused_at_registration(setting: str, value: Any) -> None:
+    # Taken silently, a NaN timeout read as zero under `execute` (a write lost the race and
+    # became an unknown outcome) and -1 failed every call "for want of a worker thread".
+    with pytest.raises(ValueError, match=setting):
+        ToolSpec(lambda args: None, **{setting: value})
+    ex = Executor()
+    with pytest.raises(ValueError, match=setting):
+        ex.register("t", lambda args: None, **{setting: value})
+    assert "t" not in ex.tools
+
+
+@pytest.mark.parametrize("value", [float("nan"), -1.0, 0])
+def test_an_executor_record_ttl_out_of_range_is_refused(value: float) -> None:
+    with pytest.raises(ValueError, match="record_ttl"):
+        Executor(record_ttl=value)
+
+
+def _refund(args: Any) -> str:  # no `ctx` parameter
+    return "refunded"
+
+
+def _refund_fields(order_id: int) -> str:
+    return "refunded"
+
+
+def _takes_nothing() -> str:
+    return "refunded"
+
+
+@pytest.mark.parametrize(
+    ("fn", "options", "says"),
+    [
+        (_refund, {"context": True}, "ctx"),
+        (_refund_fields, {"context": True, "unpack": True}, "ctx"),
+        (_takes_nothing, {}, "fn\\(arguments\\)"),
+        (123, {}, "not callable"),
+        ("refund", {"context": True}, "not callable"),
+    ],
+)
+def test_a_tool_the_executor_could_never_call_is_refused_at_registration(
+    fn: Any, options: dict[str, Any], says: str
+) -> None:
+    # A write registered with context=True whose function has no `ctx` never ran, yet ended
+    # as an unknown outcome: the key blocked for good and the breaker charged.
+    with pytest.raises(MisuseError, match=says):
+        ToolSpec(fn, side_effects=True, **options)
+    ex = Executor()
+    with pytest.raises(MisuseError, match=says):
+        ex.register("refund", fn, side_effects=True, **options)
+    assert "refund" not in ex.tools
+    if not options:
+        with pytest.raises(MisuseError, match=says):
+            Executor({"refund": fn})
+
+
+@pytest.mark.parametrize(
+    ("fn", "options"),
+    [
+        (lambda args, *, ctx: "ok", {"context": True}),
+        (lambda args, **kwargs: "ok", {"context": True}),
+        (lambda *, ctx, **fields: "ok", {"context": True, "unpack": True}),
+        (lambda order_id: "ok", {"unpack": True}),  # the fields are checked per call
+        (lambda *args: "ok", {}),
+        (print, {}),
+    ],
+)
+def test_a_tool_the_executor_can_call_is_registered(fn: Any, options: dict[str, Any]) -> None:
+    assert Executor({"t": ToolSpec(fn, **options)}).tools["t"].fn is fn
 
 
 def test_unpack_and_context() -> None:
@@ -300,6 +373,9 @@ class _Client:
         lambda: {_Client(): 1},
         lambda: print,
         lambda: range(3),
+        # Two keys JSON writes as one ("1"): one entry was dropped without a word.
+        lambda: {1: "a", "1": "b"},
+        lambda: {"rows": [{True: 1, "true": 2}]},
     ],
     ids=[
         "cycle",
@@ -310,6 +386,8 @@ class _Client:
         "object-key",
         "function",
         "range",
+        "keys-one-in-json",
+        "keys-one-in-json-inside",
     ],
 )
 def test_unwritable_result_is_a_result_and_never_reruns_the_write(make: Callable[[], Any]) -> None:
@@ -1321,8 +1399,12 @@ async def test_a_write_the_worker_pool_refuses_never_ran() -> None:
     assert again.ok and ran == [{"amount": 1}]
 
 
-def test_a_write_with_no_thread_for_its_timeout_never_ran(monkeypatch: pytest.MonkeyPatch) -> None:
-    # At the process's thread limit a timed attempt's thread cannot be created.
+@pytest.mark.parametrize("entry", ["execute", "aexecute"])
+def test_a_write_with_no_thread_for_its_timeout_never_ran(
+    monkeypatch: pytest.MonkeyPatch, entry: str
+) -> None:
+    # At the process's thread limit a timed attempt's thread cannot be created (under
+    # `aexecute` too, where a timed sync attempt has a thread of its own).
     ran: list[Any] = []
     ex = Executor(observer=quiet_observer())
     ex.register("transfer", lambda args: ran.append(args) or "done", side_effects=True, timeout=5)
@@ -1333,7 +1415,11 @@ def test_a_write_with_no_thread_for_its_timeout_never_ran(monkeypatch: pytest.Mo
 
     with monkeypatch.context() as patched:
         patched.setattr(threading.Thread, "start", no_thread)
-        result = ex.execute(call, ex.request(session_id="s"))
+        ctx = ex.request(session_id="s")
+        if entry == "execute":
+            result = ex.execute(call, ctx)
+        else:
+            result = asyncio.run(ex.aexecute(call, ctx))
     _never_started(ex, result, ran, "internal_error")
     assert ex.execute(call, ex.request(session_id="s")).ok and len(ran) == 1
 
@@ -1405,6 +1491,42 @@ def test_arguments_that_cannot_be_fingerprinted_are_refused_as_data(
         assert result.state == "validation_failed" and result.error is not None
         assert result.error["type"] == "invalid_arguments" and result.attempts == 0
     assert not ran and ex.observer.counts["calls"] == 3
+
+
+@dataclass
+class _LookAlike:
+    """A caller's own call type (the executor takes any `ValidatedCall`), built wrongly."""
+
+    tool: Any
+    call_id: Any
+    model: Any = None
+    ok: bool = True
+    kind: str = "ok"
+    errors: tuple[Any, ...] = ()
+
+
+@pytest.mark.parametrize(
+    ("tool", "call_id", "says"),
+    [(None, "c1", "tool must be"), (["w"], "c1", "tool must be"), ("w", 5, "call_id must be")],
+)
+def test_a_call_built_wrongly_is_misuse(tool: Any, call_id: Any, says: str) -> None:
+    # `execute` raised a bare TypeError from deep inside (`len(None)`, a key derived from an
+    # int id); `Call` now refuses it where it is built, and the executor any look-alike.
+    ran: list[Any] = []
+    ex = Executor(observer=quiet_observer())
+    ex.register("w", lambda args: ran.append(args) or "done", side_effects=True)
+    with pytest.raises(MisuseError, match=says):
+        Call(tool, call_id, {})
+    call = _LookAlike(tool, call_id, {})
+    with pytest.raises(MisuseError, match=says):
+        ex.execute(call)
+    with pytest.raises(MisuseError, match=says):
+        asyncio.run(ex.aexecute(call))
+    # The batch entry points still answer every call.
+    (result,) = ex.execute_all([call])
+    assert result.state == "downstream_failed" and result.error is not None
+    (result,) = asyncio.run(ex.aexecute_all([call]))
+    assert result.state == "downstream_failed" and not ran
 
 
 def _refuse_toolwire_threads(patched: pytest.MonkeyPatch) -> None:

@@ -278,6 +278,49 @@ def executor_with(fn: Callable[..., Any], clock: FakeClock, **options: Any) -> E
 
 
 @pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("max_attempts", 0),
+        ("max_attempts", 1.5),
+        ("max_attempts", True),
+        ("backoff_base", -1.0),
+        ("backoff_base", float("nan")),
+        ("backoff_max", float("nan")),
+        ("backoff_max", float("inf")),
+        ("max_retry_after", float("nan")),
+    ],
+)
+def test_a_retry_policy_out_of_range_is_refused_when_built(setting: str, value: Any) -> None:
+    # Taken silently, 1.5 attempts made two and a NaN backoff slept NaN seconds.
+    with pytest.raises(ValueError, match=setting):
+        RetryPolicy(**{setting: value})
+
+
+@pytest.mark.parametrize(
+    ("options", "setting"),
+    [
+        ({"retry_budget": -1}, "retry_budget"),
+        ({"retry_budget": 2.5}, "retry_budget"),
+        ({"deadline": float("nan")}, "deadline"),
+        ({"deadline": float("inf")}, "deadline"),
+    ],
+)
+def test_a_request_context_out_of_range_is_refused(options: dict[str, Any], setting: str) -> None:
+    # A NaN deadline is never reached: every comparison with it is false.
+    with pytest.raises(ValueError, match=setting):
+        RequestContext("r", "s", **options)
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), -1.0])
+def test_a_request_timeout_out_of_range_is_refused(timeout: float) -> None:
+    with pytest.raises(ValueError, match="timeout"):
+        Executor().request(timeout=timeout)
+    # Zero is a deadline that has passed: taken, and the call does not start.
+    ctx = Executor().request(timeout=0)
+    assert ctx.deadline is not None
+
+
+@pytest.mark.parametrize(
     "make",
     [
         TimeoutError,

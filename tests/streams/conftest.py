@@ -8,7 +8,7 @@ fresh URL prefix and points a client's `base_url` at it; the server then answers
 registered with that content type), using chunked transfer encoding so every planned cut is its
 own chunk on the wire. A route can drop the connection after N body bytes (no terminating
 chunk), which the HTTP client reports as a protocol error, exactly like a provider connection
-reset mid-stream.
+reset mid-stream, or stall there (a provider that stops sending) until the test releases it.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ SSE = "text/event-stream; charset=utf-8"
 # asks for SSE with `alt=sse`.
 _GEMINI_STREAM = re.compile(r"/v1(?:beta)?/models/[^/:?]+:streamGenerateContent\?alt=sse$")
 SPLIT_MODES = ("whole", "random-1", "adversarial")
+# The longest a stalled route holds its connection (a test releases it long before).
+STALL_BOUND = 30.0
 
 
 @dataclass
@@ -47,6 +49,10 @@ class Route:
     status: int = 200
     content_type: str = SSE
     requests: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    # With `stall`, the connection is not dropped at `drop_after` but held open, sending
+    # nothing, until `release` is set (or a bound passes, so a failed test cannot hang).
+    stall: bool = False
+    release: threading.Event = field(default_factory=threading.Event)
 
     @property
     def openai_base_url(self) -> str:
@@ -107,13 +113,15 @@ class SSEServer:
         *,
         split: str | Sequence[int] = "whole",
         drop_after: int | None = None,
+        stall: bool = False,
         status: int = 200,
         content_type: str = SSE,
     ) -> Route:
-        """Serve `body` under a fresh prefix, cut at `split` (a mode name or explicit offsets)."""
+        """Serve `body` under a fresh prefix, cut at `split` (a mode name or explicit offsets);
+        `drop_after` bytes, the connection is dropped, or with `stall` held open silently."""
         cuts = split_points(body, split) if isinstance(split, str) else list(split)
         prefix = f"/s{next(self._ids)}"
-        route = Route(self, prefix, body, cuts, drop_after, status, content_type)
+        route = Route(self, prefix, body, cuts, drop_after, status, content_type, stall=stall)
         with self._lock:
             self._routes[prefix] = route
         return route
@@ -173,6 +181,8 @@ class _Handler(BaseHTTPRequestHandler):
                 piece = piece[: route.drop_after - sent]
                 if piece:
                     self._chunk(piece)
+                if route.stall:
+                    route.release.wait(STALL_BOUND)
                 # No terminating chunk: the client sees the body end early.
                 return
             self._chunk(piece)

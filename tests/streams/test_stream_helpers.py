@@ -5,6 +5,7 @@ model's arguments are not JSON, which the helpers themselves raise for."""
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -220,3 +221,57 @@ def test_assistants_event_handler_is_misuse() -> None:
 
     with pytest.raises(MisuseError, match="Assistants"):
         assemble(AssistantEventHandler())
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
+async def test_a_request_not_awaited_is_misuse(sse_server: SSEServer, fmt: str) -> None:
+    # The forgotten `await`: refused where the mistake is, with the fix, not a bare TypeError
+    # at the first read. The request was never sent, and the coroutine is not left unawaited.
+    route = sse_server.register_events(_body(fmt, VALID), fmt)
+    async with _aclient(route, fmt) as client:
+        with pytest.raises(MisuseError, match="did you forget await"):
+            aassemble(_create(client, fmt))
+        with pytest.raises(MisuseError, match="must be awaited"):
+            assemble(_create(client, fmt))
+        gc.collect()  # a coroutine never awaited would warn here (warnings are errors)
+    assert route.requests == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
+async def test_an_async_stream_given_to_assemble_is_misuse(sse_server: SSEServer, fmt: str) -> None:
+    # `with assemble(async_stream)` closed the stream with its `close()` unawaited (its
+    # response left open). Refused when built, the stream stays the caller's, unread.
+    route = sse_server.register_events(_body(fmt, VALID), fmt)
+    async with _aclient(route, fmt) as client:
+        source = await _create(client, fmt)
+        with pytest.raises(MisuseError, match="is async: read it with aassemble"):
+            assemble(source)
+        assert not source.response.is_closed
+        async with aassemble(source) as stream:
+            events = [event async for event in stream]
+        assert source.response.is_closed
+    assert [c.name for c in stream.calls] == ["get_weather", "get_time"]
+    assert len(events) > 2
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
+def test_a_sync_stream_given_to_aassemble_is_misuse(sse_server: SSEServer, fmt: str) -> None:
+    route = sse_server.register_events(_body(fmt, VALID), fmt)
+    with _client(route, fmt) as client:
+        source = _create(client, fmt)
+        with pytest.raises(MisuseError, match="read it with assemble"):
+            aassemble(source)
+        assert not source.response.is_closed
+        with assemble(source) as stream:
+            list(stream)
+    assert [c.name for c in stream.calls] == ["get_weather", "get_time"]
+
+
+@pytest.mark.parametrize("source", [42, None, object()])
+def test_what_is_not_iterable_is_misuse(source: Any) -> None:
+    with pytest.raises(MisuseError, match="not iterable"):
+        assemble(source)
+    with pytest.raises(MisuseError, match="not async iterable"):
+        aassemble(source)

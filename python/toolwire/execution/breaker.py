@@ -21,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
+from toolwire.execution._checks import check_count, check_number, check_seconds
 from toolwire.execution.clock import Clock, SystemClock
 
 __all__ = ["BreakerConfig", "BreakerSnapshot", "BreakerState", "CircuitBreaker", "Permit"]
@@ -45,6 +46,11 @@ class BreakerConfig:
         open_duration: Base seconds to stay open before probing.
         open_jitter: Open duration is multiplied by a uniform factor in ``1 +- open_jitter``.
         half_open_probes: Calls let through while half-open; all must succeed to close.
+
+    Raises:
+        ValueError: A setting out of its range: a rate threshold that is no number above 0
+            (the failure rate's at most 1), a count that is not a whole number >= 1, a
+            duration that is negative, NaN or infinite, an unknown ``window_type``.
     """
 
     failure_rate_threshold: float = 0.5
@@ -58,8 +64,24 @@ class BreakerConfig:
     half_open_probes: int = 3
 
     def __post_init__(self) -> None:
-        if self.window_size < 1 or self.minimum_calls < 1 or self.half_open_probes < 1:
-            raise ValueError("window_size, minimum_calls and half_open_probes must be >= 1")
+        check_number(
+            "failure_rate_threshold", self.failure_rate_threshold, low_inclusive=False, high=1.0
+        )
+        # Above 1 (infinity too) disables the slow-call rule.
+        check_number(
+            "slow_call_rate_threshold",
+            self.slow_call_rate_threshold,
+            low_inclusive=False,
+            finite=False,
+        )
+        check_seconds("slow_call_duration", self.slow_call_duration)
+        if self.window_type not in ("count", "time"):
+            raise ValueError(f"window_type must be 'count' or 'time', not {self.window_type!r}")
+        check_count("window_size", self.window_size)
+        check_count("minimum_calls", self.minimum_calls)
+        check_count("half_open_probes", self.half_open_probes)
+        check_seconds("open_duration", self.open_duration, zero=True)
+        check_number("open_jitter", self.open_jitter)
         if not 0.0 <= self.open_jitter < 1.0:
             raise ValueError("open_jitter must be in [0, 1)")
 

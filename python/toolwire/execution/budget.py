@@ -16,10 +16,12 @@ the price is that a quiet period and then a burst can together reach the sum abo
 
 from __future__ import annotations
 
+import math
 import threading
 import uuid
 from dataclasses import dataclass, field
 
+from toolwire.execution._checks import check_count, check_number
 from toolwire.execution.clock import Clock, SystemClock
 
 __all__ = ["RequestContext", "RetryBudget", "RetryTicket"]
@@ -34,6 +36,10 @@ class RequestContext:
         session_id: Conversation/session identifier; scopes derived idempotency keys.
         retry_budget: Retries (not attempts) allowed across all calls of this request.
         deadline: Absolute deadline on the executor clock's ``monotonic()`` scale, or ``None``.
+
+    Raises:
+        ValueError: ``retry_budget`` is not a whole number >= 0, or ``deadline`` is NaN or
+            infinite.
     """
 
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -42,6 +48,12 @@ class RequestContext:
     deadline: float | None = None
     _used: int = field(default=0, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        check_count("retry_budget", self.retry_budget, low=0)
+        if self.deadline is not None:
+            # NaN is never reached: every comparison with it is false.
+            check_number("deadline", self.deadline, low=-math.inf)
 
     @property
     def retries_used(self) -> int:
@@ -92,6 +104,9 @@ class RetryBudget:
     a cap below one (a ``min_per_second`` or ``ratio_cap`` between 0 and 1) would never let a
     retry through. It then takes ``1 / min_per_second`` seconds, or ``1 / ratio`` calls, to
     earn one. Zero still turns a bucket off.
+
+    Raises:
+        ValueError: A parameter is negative, NaN or infinite.
     """
 
     def __init__(
@@ -102,8 +117,9 @@ class RetryBudget:
         ratio_cap: float = 10.0,
         clock: Clock | None = None,
     ) -> None:
-        if ratio < 0 or min_per_second < 0 or ratio_cap < 0:
-            raise ValueError("retry budget parameters must be non-negative")
+        check_number("ratio", ratio)
+        check_number("min_per_second", min_per_second)
+        check_number("ratio_cap", ratio_cap)
         self.ratio = ratio
         self.min_per_second = min_per_second
         self.ratio_cap = ratio_cap

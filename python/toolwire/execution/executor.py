@@ -13,13 +13,18 @@ Design notes:
   abandoned at the timeout (Python cannot kill a thread), so for a write the outcome becomes
   ``unknown_outcome``, and it is not tried again even with ``retry_ambiguous`` while that thread
   runs (the attempts would overlap); a read is retried beside it, as a read repeats safely.
-  Under ``aexecute`` a sync tool waits for a worker of the loop's default executor, and its
-  timeout runs while it waits: one that runs out there is withdrawn and never
-  runs, so it is no attempt (a ``timeout`` that is not ambiguous, retried like a connection
-  pool's; the write's claim is released, the breaker is not charged). So is an attempt the
-  executor cannot start (the pool refuses the job, no thread can be created for a timeout),
-  which ends the call ``internal_error``, and arguments an ``unpack=True`` function cannot
-  bind are refused before the claim (``bad_signature``).
+  Under ``aexecute`` too, a sync attempt with a timeout (its own or the request deadline's)
+  gets a daemon thread of its own: in the loop's default executor, an abandoned attempt would
+  hold a worker (a hung read and its retries, several) and ``asyncio.run`` would wait for it at
+  shutdown. A sync attempt without a timeout waits for a worker of the default executor, which
+  bounds how many run at once; one cancelled while it waits there is withdrawn and never runs,
+  so it is no attempt (the write's claim is released, the breaker is not charged), as is a
+  timed attempt whose thread had not picked it up at its timeout (a ``timeout`` that is not
+  ambiguous, retried like a connection pool's). So is an attempt the executor cannot start
+  (the pool refuses the job, no thread can be created for a timeout), which ends the call
+  ``internal_error``, and arguments an ``unpack=True`` function cannot
+  bind are refused before the claim (``bad_signature``). What no arguments could change (a tool
+  that is not callable, or has no ``ctx`` under ``context=True``) is refused at registration.
 - Blocking ledgers (SQLite, Redis) are called from a worker thread in async mode, and for a
   claim made under a request deadline in sync mode too: the claim never outlasts the deadline
   (the call ends as ``ledger_unavailable``, nothing ran). A claim that completes after the
@@ -62,6 +67,7 @@ from pydantic import BaseModel, SecretBytes, SecretStr
 from tenacity import AsyncRetrying, RetryCallState, Retrying, TryAgain, stop_after_attempt
 
 from toolwire.coercion import pointer
+from toolwire.execution._checks import check_seconds
 from toolwire.execution.breaker import BreakerConfig, CircuitBreaker, Permit
 from toolwire.execution.budget import RequestContext, RetryBudget
 from toolwire.execution.classify import Classification, DeadlineExceeded, classify
@@ -225,6 +231,11 @@ class Call:
     kind: str = "ok"
     errors: Sequence[Any] = ()
 
+    def __post_init__(self) -> None:
+        problem = _malformed(self)
+        if problem is not None:
+            raise _misuse(f"Call: {problem}")
+
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
@@ -275,6 +286,14 @@ class ToolSpec:
         context: Pass a ``ToolContext`` as keyword argument ``ctx``.
         breaker: Per-tool breaker settings (``None``: the executor's default).
         record_ttl: Ledger retention for this tool (``None``: the executor's default).
+
+    Raises:
+        ValueError: An unknown ``on_stale_in_progress``, or a ``timeout``,
+            ``in_progress_expiry`` or ``record_ttl`` that is not ``None`` or a finite number
+            of seconds above zero.
+        MisuseError: ``fn`` is not callable, or cannot be called as the executor calls it:
+            ``fn(arguments)``, with ``ctx=`` under ``context=True`` (with ``unpack=True`` the
+            arguments are checked against the signature per call, ``ctx`` here).
     """
 
     fn: Callable[..., Any]
@@ -301,7 +320,14 @@ class ToolSpec:
                 "on_stale_in_progress must be 'report', 'assume_failed_and_retry' or "
                 f"'assume_succeeded', not {self.on_stale_in_progress!r}"
             )
+        check_seconds("timeout", self.timeout)
+        check_seconds("in_progress_expiry", self.in_progress_expiry)
+        check_seconds("record_ttl", self.record_ttl)
         fn = self.fn
+        problem = _registration_problem(fn, unpack=self.unpack, context=self.context)
+        if problem is not None:
+            name = self.name or getattr(fn, "__name__", None)
+            raise _misuse(f"{'the tool' if not name else f'tool {name!r}'} {problem}")
         is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
         )
@@ -642,6 +668,7 @@ class Executor:
                 "a short key can be guessed as a secret argument can"
             )
         self._fingerprint_key = key
+        check_seconds("record_ttl", record_ttl)
         self.record_ttl = record_ttl
         self._tools: dict[str, ToolSpec] = {}
         self._breakers: dict[str, CircuitBreaker] = {}
@@ -757,7 +784,13 @@ class Executor:
         retry_budget: int = 5,
         timeout: float | None = None,
     ) -> RequestContext:
-        """Create a ``RequestContext`` whose deadline is ``timeout`` seconds from now."""
+        """Create a ``RequestContext`` whose deadline is ``timeout`` seconds from now.
+
+        Raises:
+            ValueError: ``timeout`` is negative, NaN or infinite (``None`` is no deadline),
+                or ``retry_budget`` is not a whole number >= 0.
+        """
+        check_seconds("timeout", timeout, zero=True)
         return RequestContext(
             request_id=request_id or uuid.uuid4().hex,
             session_id=session_id,
@@ -790,6 +823,9 @@ class Executor:
 
         Raises:
             TypeError: If the tool is async (use ``aexecute``).
+            MisuseError: The call is not well formed: its ``tool`` is no str, or its
+                ``call_id`` neither a str nor None (a look-alike of ``Call`` built wrongly;
+                ``Call`` itself refuses them when built).
             KeyboardInterrupt: Propagated after recording the call.
         """
         return self._execute(call, context, parse_time, validation_time, coercions)
@@ -802,6 +838,7 @@ class Executor:
         validation_time: float | None = None,
         coercions: int | None = None,
     ) -> ExecutionResult:
+        _check_call(call)
         spec = self._tools.get(call.tool)
         if call.ok and spec is not None and spec.is_async:
             raise TypeError(f"tool {spec.name!r} is async; use Executor.aexecute")
@@ -847,7 +884,9 @@ class Executor:
         validation_time: float | None = None,
         coercions: int | None = None,
     ) -> ExecutionResult:
-        """Execute one call in the event loop (sync tools run in a worker thread).
+        """Execute one call in the event loop (sync tools run in a worker thread: with a
+        timeout, a daemon thread of its own, abandoned at the timeout; without, a worker of
+        the loop's default executor).
 
         Args:
             call: The validated call.
@@ -864,6 +903,7 @@ class Executor:
             in ``execute`` and ``aexecute_all``.
 
         Raises:
+            MisuseError: The call is not well formed (see ``execute``).
             asyncio.CancelledError: When the caller's task is cancelled: propagated (never
                 retried) after recording the call. Telling the two apart needs
                 ``Task.cancelling`` (Python 3.11+); before that, every one propagates.
@@ -878,6 +918,7 @@ class Executor:
         validation_time: float | None = None,
         coercions: int | None = None,
     ) -> ExecutionResult:
+        _check_call(call)
         run = self._prepare(call, context, parse_time, validation_time, coercions)
         if isinstance(run, ExecutionResult):
             return run
@@ -1701,20 +1742,29 @@ class Executor:
                     timeout,
                     run.spec.name,
                 )
-            else:
+            elif timeout is None:
+                # Nothing gives up on it: it may wait for a worker of the loop's default
+                # executor, which bounds how many run at once.
                 queued = job
+                value = await _to_thread_then_await(queued)
+            else:
+                # Abandoned at its timeout, the attempt runs on: in a daemon thread of its own,
+                # as under `execute`, not in the loop's default executor, where it would hold a
+                # worker (a hung read retried beside itself, several) and `asyncio.run` would
+                # wait for it at shutdown.
+                owned, name = job, run.spec.name
                 value = await _await_with_timeout(
-                    lambda: _to_thread_then_await(queued), timeout, run.spec.name
+                    lambda: _in_own_thread_then_await(owned, name), timeout, name
                 )
+        except _NotStarted as exc:
+            self._never_ran(run, permit, in_flight, granted, exc)
+            raise
         except _AttemptTimeout as exc:
-            # Timed out while the sync tool waited for a worker thread of the loop's default
-            # executor (a batch larger than the pool, hung tools holding it): it never ran, so
-            # unlike a tool that timed out, it cannot have taken effect.
+            # Timed out before its thread picked the job up: it never ran, so unlike a tool
+            # that timed out, it cannot have taken effect.
             withdrawn = job is not None and job.withdraw()
             timed_out = (
-                _AttemptTimeout(
-                    f"{exc}; it never started (no worker thread was free), so it did not run"
-                )
+                _AttemptTimeout(f"{exc}; it never started, so it did not run")
                 if withdrawn
                 # A sync tool's thread goes on after the timeout: another attempt of a write
                 # would run beside it, as beside an async tool that ignores its cancellation.
@@ -2013,6 +2063,59 @@ class Executor:
 
 
 # ---- helpers --------------------------------------------------------------------------------
+
+
+def _misuse(message: str) -> Exception:
+    # Imported here: the execution package imports without the compiled core.
+    from toolwire._core import MisuseError
+
+    return MisuseError(message)
+
+
+def _malformed(call: object) -> str | None:
+    """What makes ``call`` unusable whatever its tool (None if nothing): the name and id are
+    looked up, logged, keyed and sent back to the provider as text."""
+    try:
+        tool: object = getattr(call, "tool", None)
+        call_id: object = getattr(call, "call_id", None)
+    except Exception as exc:  # a look-alike whose attribute raises
+        return f"reading its tool or call_id raised {type(exc).__name__}"
+    if not isinstance(tool, str):
+        return f"tool must be the tool's name (a str), not {type(tool).__name__}"
+    if call_id is not None and not isinstance(call_id, str):
+        return f"call_id must be the provider's id (a str) or None, not {type(call_id).__name__}"
+    return None
+
+
+def _check_call(call: object) -> None:
+    problem = _malformed(call)
+    if problem is not None:
+        raise _misuse(f"the call is not well formed: {problem}")
+
+
+def _registration_problem(fn: object, *, unpack: bool, context: bool) -> str | None:
+    """Why the executor could never call ``fn`` (None if it can, or if its signature cannot
+    be read). Found at registration, the mistake cannot reach a call: there, a ``TypeError``
+    from binding looks like any the tool raised, and a write would end as an unknown outcome
+    though its body never ran (its claim kept, the breaker charged)."""
+    if not callable(fn):
+        return f"is not callable ({type(fn).__name__})"
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: the call will tell
+        return None
+    extra: dict[str, Any] = {"ctx": None} if context else {}
+    how = f"fn({'**' if unpack else ''}arguments{', ctx=...' if context else ''})"
+    try:
+        if unpack:
+            # The fields are the model's, known per call (`_unfit_arguments`); `ctx` is not.
+            signature.bind_partial(**extra)
+        else:
+            signature.bind(None, **extra)
+    except TypeError as exc:
+        hint = " (add a keyword parameter `ctx`)" if context and "ctx" in str(exc) else ""
+        return f"cannot be called as {how}: {exc}{hint}"
+    return None
 
 
 def _missing_tool(*_: Any, **__: Any) -> Any:  # pragma: no cover - never called
@@ -2336,8 +2439,8 @@ def _being_cancelled() -> bool:
 
 
 class _Job:
-    """A sync tool's attempt handed to the loop's default executor, which can be withdrawn
-    while it waits there for a free worker (it then never runs)."""
+    """A sync tool's attempt handed to a thread (the loop's default executor, or a thread of
+    its own), which can be withdrawn until the thread picks it up (it then never runs)."""
 
     def __init__(self, fn: Callable[[], Any]) -> None:
         self._fn = fn
@@ -2369,7 +2472,19 @@ class _Job:
 
 
 async def _to_thread_then_await(job: _Job) -> Any:
-    value = await asyncio.to_thread(job)
+    return await _then_awaited(await asyncio.to_thread(job))
+
+
+async def _in_own_thread_then_await(job: _Job, name: str) -> Any:
+    """A sync tool's timed attempt under ``aexecute``, in a daemon thread of its own."""
+    try:
+        done = _in_thread(job, f"toolwire-{name}")
+    except RuntimeError as exc:  # "can't start new thread": the tool never ran
+        raise _NotStarted(f"no thread could be started for the attempt: {exc}") from exc
+    return await _then_awaited(await asyncio.wrap_future(done))
+
+
+async def _then_awaited(value: Any) -> Any:
     if inspect.isawaitable(value):
         # A sync callable that wraps an async function (a lambda, a partial): await its work.
         value = await value
@@ -2398,6 +2513,9 @@ def _in_thread(fn: Callable[[], T], name: str) -> Future[T]:
     ``asyncio.to_thread`` does: the current span, logging context and the like go along);
     its outcome lands in the returned future."""
     done: Future[T] = Future()
+    # Running from the start: an awaiter that gives up (`asyncio.wrap_future` cancelled at a
+    # timeout) cannot cancel it, so the thread's result never meets a cancelled future.
+    done.set_running_or_notify_cancel()
     context = contextvars.copy_context()
 
     def work() -> None:

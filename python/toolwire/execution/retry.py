@@ -19,6 +19,7 @@ from typing import Literal
 
 from tenacity import RetryCallState, wait_random_exponential
 
+from toolwire.execution._checks import check_count, check_number
 from toolwire.execution.budget import RequestContext, RetryBudget, RetryTicket
 from toolwire.execution.classify import Classification
 
@@ -46,6 +47,10 @@ class RetryPolicy:
         backoff_max: Largest backoff window in seconds.
         max_retry_after: A ``Retry-After`` longer than this is not waited for; the call fails
             with the value in its payload so the agent can decide.
+
+    Raises:
+        ValueError: ``max_attempts`` is not a whole number >= 1, or a number of seconds is
+            negative, NaN or infinite.
     """
 
     max_attempts: int = 3
@@ -55,8 +60,10 @@ class RetryPolicy:
     _jitter: Callable[[RetryCallState], float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError("max_attempts must be >= 1")
+        check_count("max_attempts", self.max_attempts)
+        check_number("backoff_base", self.backoff_base)
+        check_number("backoff_max", self.backoff_max)
+        check_number("max_retry_after", self.max_retry_after)
         object.__setattr__(
             self,
             "_jitter",
