@@ -3383,13 +3383,13 @@ def _second_spellings(problems: Iterable[CoercionProblem]) -> set[str]:
     return paths
 
 
-def _unknown_at(entry: _Entry, paths: Collection[str]) -> bool:
-    """Whether `entry` is an `unknown_field` error for a key at one of `paths`."""
-    return (
-        isinstance(entry, _Draft)
-        and entry.error.code == "unknown_field"
-        and entry.error.path in paths
-    )
+def _under_second_key(entry: _Entry, paths: Collection[str]) -> bool:
+    """Whether `entry` is an error about a field's second key at one of `paths`, or about the
+    value under it: the `unique` refusal of that key is the one thing to fix there."""
+    if not isinstance(entry, _Draft):
+        return False
+    path = entry.error.path
+    return any(path == key or path.startswith(key + "/") for key in paths)
 
 
 def _without_unions_above(drafts: Sequence[_E], paths: Collection[str]) -> list[_E]:
@@ -3949,11 +3949,12 @@ class ToolValidator:
         drafts = [builder.from_problem(p) for p in result.problems]
         twice = _second_spellings(result.problems)
         if twice:
-            # A model that forbids extra inputs refuses a field's second key as one, though
-            # the key names the field: the `unique` refusal says what is wrong, "no such field"
-            # beside it would contradict the fields it lists.
-            initial = [e for e in initial if not _unknown_at(e, twice)]
-            precheck_only = [d for d in precheck_only if not _unknown_at(d, twice)]
+            # The `unique` refusal of a field's second key says what to fix there. A model
+            # that forbids extra inputs also refuses the key as one ("no such field", which
+            # would contradict the fields it lists), and the pre-check checks the value under
+            # it: "send the field once" makes both moot, whether forbidden or not.
+            initial = [e for e in initial if not _under_second_key(e, twice)]
+            precheck_only = [d for d in precheck_only if not _under_second_key(d, twice)]
         if drafts:
             # A refusal inside a union's value (a naive timestamp in the tagged branch) is why
             # no branch took it: "expected an object" at the union would mislead.
@@ -3977,7 +3978,7 @@ class ToolValidator:
                 if result.kept_items:
                     found = _as_sent(found, fixed, result.kept_items)
                 drafts = drafts + [
-                    e for e in builder.from_pydantic(found) if not _unknown_at(e, twice)
+                    e for e in builder.from_pydantic(found) if not _under_second_key(e, twice)
                 ]
                 return self._reject(call, drafts, coercions, lang, builder)
             # Only Pydantic's errors were re-checked: a pre-check finding stands unless a
