@@ -1318,25 +1318,6 @@ _RANK: dict[str, int] = {
     "unique": 5,
     "value": 6,
 }
-# Keywords whose error is one draft of `_JSON_KEYWORD_CODES`' code, whatever the value.
-_PLAIN_KEYWORDS = frozenset(
-    {
-        "type",
-        "enum",
-        "const",
-        "format",
-        "pattern",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "multipleOf",
-        "minLength",
-        "maxLength",
-        "minItems",
-        "maxItems",
-    }
-)
 # The keywords a union branch's words name as its rules (`_ErrorBuilder._branch_needs`), next
 # to the kind of value its type, format or values say.
 _BRANCH_RULES = (
@@ -1351,6 +1332,9 @@ _BRANCH_RULES = (
     "minItems",
     "maxItems",
 )
+# Keywords whose error is one draft of `_JSON_KEYWORD_CODES`' code, whatever the value: those
+# rules, and what says the kind of value.
+_PLAIN_KEYWORDS = frozenset({"type", "enum", "const", "format", *_BRANCH_RULES})
 _JSON_KEYWORD_CODES: dict[str, str] = {
     "type": "type",
     "enum": "enum",
