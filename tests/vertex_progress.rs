@@ -27,9 +27,9 @@ fn drain(d: &mut StreamDecoder, texts: &mut Texts) {
     d.assembler_mut()
         .drain_progress_each(|ordinal, path, text, _, _| {
             texts
-                .entry((ordinal, path.to_owned()))
+                .entry((ordinal, String::from_utf8_lossy(path).into_owned()))
                 .or_default()
-                .push_str(text);
+                .push_str(&String::from_utf8_lossy(text));
         });
 }
 

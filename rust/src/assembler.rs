@@ -1734,9 +1734,9 @@ impl Assembler {
     }
 
     /// `drain_progress` without allocating: each item goes to `f` as (ordinal, path, text,
-    /// complete, continues), its text borrowed from the call's progress buffer (see
-    /// [`Progress::drain_each`](crate::progress::Progress::drain_each)).
-    pub fn drain_progress_each(&mut self, mut f: impl FnMut(usize, &str, &str, bool, bool)) {
+    /// complete, continues), its path and text borrowed from the call's progress buffers as
+    /// UTF-8 bytes (see [`Progress::drain_each`](crate::progress::Progress::drain_each)).
+    pub fn drain_progress_each(&mut self, mut f: impl FnMut(usize, &[u8], &[u8], bool, bool)) {
         for (ordinal, call) in self.calls.iter_mut().enumerate() {
             if let Some(p) = &mut call.progress {
                 p.drain_each(|path, text, complete, continues| {

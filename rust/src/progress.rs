@@ -18,7 +18,6 @@
 //!   text, written from those values when it closes, is then not scanned for items: the items
 //!   would come a second time, all at once and only at the end.
 
-use crate::scanner::push_pointer_token;
 use crate::visit::{ValueKind, Visitor};
 
 /// One progress item: text appended to the value at `path` (a JSON Pointer).
@@ -73,17 +72,21 @@ pub struct Progress {
     levels: Vec<Level>,
     /// Pointer of the current value: the innermost container's own pointer and the token of
     /// its current member (set at the member's key) or element (set at the element's start).
-    pointer: String,
+    /// Kept as bytes, as keys come from the scanner: it is UTF-8 (the scanner checked each
+    /// key), and whoever hands a path on checks that once, where an ASCII check that making a
+    /// Python `str` needs anyway does it (a UTF-8 check per key was 3% of a small call's
+    /// tracking).
+    pointer: Vec<u8>,
     /// The text of every item since the last drain, back to back. After a drain it holds only
     /// the bytes of a UTF-8 character the drain cut, which the next item (the same string's)
     /// starts with.
     text: Vec<u8>,
     /// The path of every item since the last drain, back to back.
-    paths: String,
+    paths: Vec<u8>,
     items: Vec<Pending>,
     /// Path of the last string [`Progress::record`] recorded (recorded items have no scanner
     /// events to keep [`Progress::pointer`]); empty until then.
-    string_path: String,
+    string_path: Vec<u8>,
     /// True while the last item is an open string that pieces extend.
     open_string: bool,
     source: Source,
@@ -112,11 +115,11 @@ impl Default for Progress {
     fn default() -> Self {
         Self {
             levels: Vec::with_capacity(LEVELS),
-            pointer: String::with_capacity(POINTER_BYTES),
+            pointer: Vec::with_capacity(POINTER_BYTES),
             text: Vec::with_capacity(PENDING_BYTES),
-            paths: String::with_capacity(PENDING_BYTES),
+            paths: Vec::with_capacity(PENDING_BYTES),
             items: Vec::with_capacity(PENDING_ITEMS),
-            string_path: String::new(),
+            string_path: Vec::new(),
             open_string: false,
             source: Source::Scanner,
         }
@@ -137,15 +140,17 @@ impl Progress {
             Source::Scanner => false,
             Source::Recorded { open } => open,
         };
-        let goes_on = open && matches!(value, Recorded::String { .. }) && self.string_path == path;
+        let goes_on =
+            open && matches!(value, Recorded::String { .. }) && self.string_path == path.as_bytes();
         if open && !goes_on {
             self.string_end(0);
         }
         match value {
             Recorded::String { ends } => {
                 if !goes_on {
-                    path.clone_into(&mut self.string_path);
-                    self.paths.push_str(path);
+                    self.string_path.clear();
+                    self.string_path.extend_from_slice(path.as_bytes());
+                    self.paths.extend_from_slice(path.as_bytes());
                     self.push_item(false, false);
                     self.open_string = true;
                 }
@@ -156,7 +161,7 @@ impl Progress {
                 self.source = Source::Recorded { open: !ends };
             }
             Recorded::Scalar => {
-                self.paths.push_str(path);
+                self.paths.extend_from_slice(path.as_bytes());
                 self.push_item(false, true);
                 self.extend_last(text.as_bytes());
                 self.open_string = false;
@@ -191,8 +196,8 @@ impl Progress {
         let mut out = Vec::with_capacity(self.items.len());
         self.drain_each(|path, text, complete, _continues| {
             out.push(ProgressItem {
-                path: path.to_owned(),
-                text: text.to_owned(),
+                path: String::from_utf8_lossy(path).into_owned(),
+                text: String::from_utf8_lossy(text).into_owned(),
                 complete,
             });
         });
@@ -202,7 +207,13 @@ impl Progress {
     /// Hands each item recorded since the last drain to `f` (path, text, complete, continues),
     /// borrowing its path and text: a drain allocates nothing. `continues` is true for the rest
     /// of a string whose first piece an earlier drain gave (its pointer is not new).
-    pub fn drain_each(&mut self, mut f: impl FnMut(&str, &str, bool, bool)) {
+    ///
+    /// Path and text are UTF-8: the scanner checked every byte it reported, recorded items
+    /// come as `&str`, and a character this drain would cut (at the end of the last, still
+    /// open, string) is held back for the next one. They are handed on as bytes so that a
+    /// caller that must look at each byte anyway (an ASCII check to build a Python `str`) does
+    /// not pay for a second check here.
+    pub fn drain_each(&mut self, mut f: impl FnMut(&[u8], &[u8], bool, bool)) {
         if self.items.is_empty() {
             // Nothing new (in a parallel stream, the fragments since the last drain may all
             // have gone to other calls): a character the last drain cut stays in `text`.
@@ -212,33 +223,21 @@ impl Progress {
         let (mut start, mut path_start) = (0, 0);
         let mut carry_from = None;
         for (i, item) in self.items.iter().enumerate() {
-            let bytes = self.text.get(start..item.end).unwrap_or_default();
+            let mut bytes = self.text.get(start..item.end).unwrap_or_default();
             let path = self
                 .paths
                 .get(path_start..item.path_end)
                 .unwrap_or_default();
             start = item.end;
             path_start = item.path_end;
-            match std::str::from_utf8(bytes) {
-                Ok(text) => f(path, text, item.complete, item.continues),
-                Err(e) => {
-                    // The scanner has validated the text, so only a character cut by this
-                    // drain can be unfinished: the tail of the last, still open, string.
-                    let valid = e.valid_up_to();
-                    if i + 1 == n && !item.complete {
-                        carry_from = Some(item.end - (bytes.len() - valid));
-                        let head = std::str::from_utf8(&bytes[..valid]).unwrap_or_default();
-                        f(path, head, false, item.continues);
-                    } else {
-                        f(
-                            path,
-                            &String::from_utf8_lossy(bytes),
-                            item.complete,
-                            item.continues,
-                        );
-                    }
+            if i + 1 == n && !item.complete {
+                let cut = cut_character_len(bytes);
+                if cut > 0 {
+                    carry_from = Some(item.end - cut);
+                    bytes = bytes.get(..bytes.len() - cut).unwrap_or_default();
                 }
             }
+            f(path, bytes, item.complete, item.continues);
         }
         // The open string continues in a new item after a drain.
         self.open_string = false;
@@ -274,12 +273,12 @@ impl Progress {
             Source::Scanner => &self.pointer,
             Source::Recorded { .. } | Source::Stopped => &self.string_path,
         };
-        self.paths.push_str(path);
+        self.paths.extend_from_slice(path);
         self.push_item(true, complete);
     }
 
     fn scalar(&mut self, text: &[u8]) {
-        self.paths.push_str(&self.pointer);
+        self.paths.extend_from_slice(&self.pointer);
         self.push_item(false, true);
         self.extend_last(text);
         self.open_string = false;
@@ -302,7 +301,7 @@ impl Visitor for Progress {
             if !parent.is_object {
                 // An element's token is its index, known only now (a member's came with its key).
                 self.pointer.truncate(parent.prefix_len);
-                self.pointer.push('/');
+                self.pointer.push(b'/');
                 push_decimal(&mut self.pointer, parent.count);
                 parent.count += 1;
             }
@@ -314,7 +313,7 @@ impl Visitor for Progress {
                 prefix_len: self.pointer.len(),
             }),
             ValueKind::String => {
-                self.paths.push_str(&self.pointer);
+                self.paths.extend_from_slice(&self.pointer);
                 self.push_item(false, false);
                 self.open_string = true;
             }
@@ -322,15 +321,27 @@ impl Visitor for Progress {
         }
     }
 
-    fn key_end(&mut self, key: &str, _offset: usize) {
+    fn key_end(&mut self, key: &str, offset: usize) {
+        self.key_end_bytes(key.as_bytes(), offset);
+    }
+
+    /// The key's bytes go into the pointer as they are (see [`Progress::pointer`]).
+    fn key_end_bytes(&mut self, key: &[u8], _offset: usize) {
         if let Some(level) = self.levels.last() {
             self.pointer.truncate(level.prefix_len);
-            self.pointer.push('/');
-            // Keys are short: a plain loop beats memchr's set-up.
-            if key.bytes().any(|b| b == b'~' || b == b'/') {
-                push_pointer_token(&mut self.pointer, key);
+            self.pointer.push(b'/');
+            // Keys are short: a plain loop beats memchr's set-up. `~` and `/` are ASCII, so
+            // they never occur inside a multi-byte character and escaping bytewise is exact.
+            if key.iter().any(|&b| b == b'~' || b == b'/') {
+                for &b in key {
+                    match b {
+                        b'~' => self.pointer.extend_from_slice(b"~0"),
+                        b'/' => self.pointer.extend_from_slice(b"~1"),
+                        _ => self.pointer.push(b),
+                    }
+                }
             } else {
-                self.pointer.push_str(key);
+                self.pointer.extend_from_slice(key);
             }
         }
     }
@@ -380,8 +391,28 @@ impl Visitor for Progress {
     }
 }
 
+/// How many bytes at the end of `bytes` start a UTF-8 character that is not whole yet: 0 when
+/// `bytes` ends on a character boundary. Only the last three bytes can hold such a start.
+fn cut_character_len(bytes: &[u8]) -> usize {
+    for back in 1..=bytes.len().min(3) {
+        let b = bytes[bytes.len() - back];
+        if b & 0xC0 != 0x80 {
+            // The last byte that is not a continuation: the character it leads needs `need`
+            // bytes, and `back` of them are here.
+            let need = match b {
+                0x00..=0x7F => 1,
+                0xC0..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                _ => 4,
+            };
+            return if need > back { back } else { 0 };
+        }
+    }
+    0
+}
+
 /// Appends `n` in decimal (an array index in a pointer), without the formatting machinery.
-fn push_decimal(out: &mut String, mut n: usize) {
+fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
@@ -393,9 +424,7 @@ fn push_decimal(out: &mut String, mut n: usize) {
             break;
         }
     }
-    for &digit in &digits[at..] {
-        out.push(char::from(digit));
-    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 #[cfg(test)]
@@ -452,7 +481,7 @@ mod tests {
         for piece in [&br#"{"a": "x"#[..], b"y", br#"", "b": ""#, br#""}"#] {
             scanner.push_with(piece, &mut progress);
             progress.drain_each(|path, text, complete, continues| {
-                seen.push((path.to_owned(), text.to_owned(), complete, continues));
+                seen.push((utf8(path), utf8(text), complete, continues));
             });
         }
         let expected = [
@@ -482,11 +511,15 @@ mod tests {
         assert_eq!(texts, vec!["東京".to_owned()]);
     }
 
+    fn utf8(bytes: &[u8]) -> String {
+        String::from_utf8(bytes.to_vec()).expect("items are UTF-8")
+    }
+
     /// (path, text, complete, continues) of each item drained.
     fn drained(progress: &mut Progress) -> Vec<(String, String, bool, bool)> {
         let mut out = Vec::new();
         progress.drain_each(|path, text, complete, continues| {
-            out.push((path.to_owned(), text.to_owned(), complete, continues));
+            out.push((utf8(path), utf8(text), complete, continues));
         });
         out
     }

@@ -183,49 +183,80 @@ fn cached<'py, T>(
     })
 }
 
+/// A Python `str` of UTF-8 `bytes` (a progress item's path or text): the ASCII check that
+/// [`new_str`] makes is the only check ASCII text needs, so no separate UTF-8 pass is made
+/// for it. Bytes that are not UTF-8 (the scanner never reports such) are replaced as
+/// `String::from_utf8_lossy` replaces them.
+fn utf8_str<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    if bytes.is_ascii() {
+        return compact_str(py, bytes.len(), 0x7F, |data| {
+            // SAFETY (of the write): `compact_str` gives room for `bytes.len()` one-byte units.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), data, bytes.len()) };
+        });
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => new_str(py, text),
+        Err(_) => new_str(py, &String::from_utf8_lossy(bytes)),
+    }
+}
+
 /// A Python `str` of `text`. Most progress texts and paths are short and ASCII: those are
 /// copied straight into a new compact string, skipping CPython's UTF-8 decoder, which cost
 /// about as much as the rest of a drain's item.
 fn new_str<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyString>> {
+    if text.is_ascii() {
+        return utf8_str(py, text.as_bytes());
+    }
     // CPython's own constructor decodes through a growing writer (and a final realloc) for
     // non-ASCII text; the length and widest character are known from a `&str` in one pass.
-    let (count, max) = if text.is_ascii() {
-        (text.len(), 0x7F)
-    } else {
-        text.chars().fold((0usize, 0u32), |(n, widest), c| {
-            (n + 1, widest.max(u32::from(c)))
-        })
-    };
+    let (count, max) = text.chars().fold((0usize, 0u32), |(n, widest), c| {
+        (n + 1, widest.max(u32::from(c)))
+    });
+    compact_str(py, count, max, |data| {
+        // SAFETY (of the writes): `compact_str` gives room for `count` units of the kind `max`
+        // selects, suitably aligned, and `text` has exactly `count` characters, each at most
+        // `max`, so each fits the unit written for it.
+        unsafe {
+            if max < 0x100 {
+                let units = std::slice::from_raw_parts_mut(data, count);
+                for (unit, c) in units.iter_mut().zip(text.chars()) {
+                    *unit = u32::from(c) as u8;
+                }
+            } else if max < 0x1_0000 {
+                let units = std::slice::from_raw_parts_mut(data.cast::<u16>(), count);
+                for (unit, c) in units.iter_mut().zip(text.chars()) {
+                    *unit = u32::from(c) as u16;
+                }
+            } else {
+                let units = std::slice::from_raw_parts_mut(data.cast::<u32>(), count);
+                for (unit, c) in units.iter_mut().zip(text.chars()) {
+                    *unit = u32::from(c);
+                }
+            }
+        }
+    })
+}
+
+/// A new compact Python `str` of `count` characters whose widest is `max` (at most
+/// 0x10FFFF), its data written by `write` (given a pointer to the first unit) before anyone
+/// else sees the object. `write` must write exactly `count` units of the kind `max` selects.
+fn compact_str<'py>(
+    py: Python<'py>,
+    count: usize,
+    max: u32,
+    write: impl FnOnce(*mut u8),
+) -> PyResult<Bound<'py, PyString>> {
     let len = pyo3::ffi::Py_ssize_t::try_from(count)
         .map_err(|_| pyo3::exceptions::PyOverflowError::new_err("text too long"))?;
     // SAFETY: `PyUnicode_New(len, max)` returns a new compact string of `len` characters in the
     // storage kind `max` selects (1 byte per character below 0x100, 2 below 0x10000, else 4;
     // ASCII below 0x80), with its data aligned for that kind, or NULL with an exception set,
-    // which `from_owned_ptr_or_err` turns into the error. `max` is the widest character of
-    // `text` (at most 0x10FFFF, since it is a `&str`), so the kind is the canonical one CPython
-    // expects, and each character fits the unit written for it. Exactly `count` units are
-    // written, one per character, before the object is handed to anyone.
+    // which `from_owned_ptr_or_err` turns into the error. Its callers pass the widest
+    // character of the text as `max`, so the kind is the canonical one CPython expects, and
+    // `write` fills exactly the `count` units before the object is handed to anyone.
     unsafe {
         let object = Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyUnicode_New(len, max))?;
-        let data = pyo3::ffi::PyUnicode_DATA(object.as_ptr());
-        if max < 0x80 {
-            std::ptr::copy_nonoverlapping(text.as_ptr(), data.cast::<u8>(), count);
-        } else if max < 0x100 {
-            let units = std::slice::from_raw_parts_mut(data.cast::<u8>(), count);
-            for (unit, c) in units.iter_mut().zip(text.chars()) {
-                *unit = u32::from(c) as u8;
-            }
-        } else if max < 0x1_0000 {
-            let units = std::slice::from_raw_parts_mut(data.cast::<u16>(), count);
-            for (unit, c) in units.iter_mut().zip(text.chars()) {
-                *unit = u32::from(c) as u16;
-            }
-        } else {
-            let units = std::slice::from_raw_parts_mut(data.cast::<u32>(), count);
-            for (unit, c) in units.iter_mut().zip(text.chars()) {
-                *unit = u32::from(c);
-            }
-        }
+        write(pyo3::ffi::PyUnicode_DATA(object.as_ptr()).cast::<u8>());
         Ok(object.cast_into_unchecked())
     }
 }
@@ -233,14 +264,15 @@ fn new_str<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyString>> {
 /// The Python `str` of a progress item's text. The literals and texts of at most one ASCII
 /// character (a digit, a one-letter word, the empty text) are objects CPython or this module
 /// already holds: a dense call has many, and each new `str` costs its allocation and its free.
-fn item_text<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyString>> {
+fn item_text<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyString>> {
     Ok(match text {
-        "true" => pyo3::intern!(py, "true").clone(),
-        "false" => pyo3::intern!(py, "false").clone(),
-        "null" => pyo3::intern!(py, "null").clone(),
+        b"true" => pyo3::intern!(py, "true").clone(),
+        b"false" => pyo3::intern!(py, "false").clone(),
+        b"null" => pyo3::intern!(py, "null").clone(),
         // `PyUnicode_FromStringAndSize` returns its shared empty and one-character strings.
-        _ if text.len() <= 1 => PyString::new(py, text),
-        _ => new_str(py, text)?,
+        [] => PyString::new(py, ""),
+        [c] if c.is_ascii() => PyString::new(py, char::from(*c).encode_utf8(&mut [0; 4])),
+        _ => utf8_str(py, text)?,
     })
 }
 
@@ -1671,7 +1703,7 @@ struct PyAssembler {
     /// Reused buffer for the UTF-8 form of non-ASCII `str` fragments.
     scratch: Vec<u8>,
     /// The path of the last progress item and its Python `str`.
-    last_path: Option<(String, Py<PyString>)>,
+    last_path: Option<(Vec<u8>, Py<PyString>)>,
     /// Called with the assembler before `finish` (see `_flush_before_finish`).
     before_finish: Option<Py<PyAny>>,
     /// The caller's list that progress items are appended to as they arrive (`progress_into`).
@@ -1735,21 +1767,22 @@ impl PyAssembler {
                 // open string's path can come again, so other items skip the cache.
                 let path = match last_path.as_mut() {
                     Some((rust, python)) if continues && rust == path => python.clone_ref(py),
-                    cache => match new_str(py, path) {
+                    cache => match utf8_str(py, path) {
                         Ok(new) => {
                             let python = new.unbind();
                             match cache {
                                 _ if complete => {}
                                 // The cached path's buffer is reused for the new path.
                                 Some((rust, cached)) => {
-                                    path.clone_into(rust);
+                                    rust.clear();
+                                    rust.extend_from_slice(path);
                                     // Released as a `Bound`, at once: a `Py` dropped here
                                     // would wait in pyo3's pool until its next entry point
                                     // (`feed` enters without raising pyo3's attach count).
                                     let old = std::mem::replace(cached, python.clone_ref(py));
                                     drop(old.into_bound(py));
                                 }
-                                None => *last_path = Some((path.to_owned(), python.clone_ref(py))),
+                                None => *last_path = Some((path.to_vec(), python.clone_ref(py))),
                             }
                             python
                         }
