@@ -780,6 +780,41 @@ def test_a_union_of_objects_names_what_the_closest_branch_finds() -> None:
     assert _errors(any_of, {"target": {"user": "x"}}) == [("/target/user", "type", '"x"')]
 
 
+def test_a_union_branch_that_takes_the_object_names_the_member_it_refuses() -> None:
+    # A Jira-style `issuetype`, given by id or by name: the id branch takes the object and only
+    # its member's pattern fails, which is what to fix; "expected an object" for an object
+    # gave the model nothing.
+    schema = {
+        "type": "object",
+        "properties": {
+            "issuetype": {
+                "oneOf": [
+                    {
+                        "type": "object",
+                        "properties": {"id": {"type": "string", "pattern": "^\\d+$"}},
+                        "required": ["id"],
+                        "additionalProperties": False,
+                    },
+                    {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}},
+                        "required": ["name"],
+                        "additionalProperties": False,
+                    },
+                ]
+            },
+            "points": {
+                "anyOf": [
+                    {"type": "array", "items": {"type": "integer"}},
+                    {"type": "string", "enum": ["all"]},
+                ]
+            },
+        },
+    }
+    assert _errors(schema, {"issuetype": {"id": "x"}}) == [("/issuetype/id", "pattern", '"x"')]
+    assert _errors(schema, {"points": [1, "2x"]}) == [("/points/1", "type", '"2x"')]
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_value_several_one_of_branches_take_is_ambiguous(lang: Lang) -> None:
     # Not a type error: 5 is a number. Exactly one branch must take it, and two do.

@@ -2272,6 +2272,12 @@ class _ErrorBuilder:
                     if closest is not None:
                         drafts.append(closest)
                         continue
+                inner = _inner_faults(error)
+                if inner is not None:
+                    # A branch that takes the object or array itself and finds fault only with
+                    # what is inside (a member's pattern, an item's own union) says where.
+                    drafts.extend(self._from_jsonschema(inner, value))
+                    continue
             forbidden = self._forbidden_drafts(error, path, instance)
             if forbidden:
                 drafts.extend(forbidden)
@@ -2738,6 +2744,27 @@ def _branch_errors(
         if isinstance(index, int):
             by_branch.setdefault(index, []).append(sub)
     return by_branch
+
+
+def _inner_faults(
+    error: jsonschema.ValidationError,
+) -> list[jsonschema.ValidationError] | None:
+    """For a union that refused an object or an array: the errors of the branch that finds
+    fault only with its members or items, not with the value itself (its type, a missing or
+    unknown field, its length), the one with the fewest such errors and then the first, as
+    Pydantic tries them; None when every branch refuses the value itself."""
+    if not isinstance(error.instance, (dict, list)):
+        return None
+    listed = _l(error.validator_value)
+    by_branch = _branch_errors(error)
+    if not by_branch or len(by_branch) != len(listed):
+        return None  # a branch that passed (oneOf matched twice): nothing to fix in one
+    inner = [
+        errors
+        for _, errors in sorted(by_branch.items())
+        if all(e.relative_path for e in errors) and not _loops_only(errors)
+    ]
+    return min(inner, key=len) if inner else None
 
 
 def _requires(branch: Mapping[str, Any]) -> list[str]:
