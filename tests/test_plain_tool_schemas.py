@@ -815,6 +815,62 @@ def test_a_union_branch_that_takes_the_object_names_the_member_it_refuses() -> N
     assert _errors(schema, {"points": [1, "2x"]}) == [("/points/1", "type", '"2x"')]
 
 
+_FILTER = {
+    "type": "object",
+    "properties": {"filter": {"$ref": "#/$defs/expr"}},
+    "required": ["filter"],
+    "$defs": {
+        "expr": {
+            "oneOf": [
+                {"$ref": "#/$defs/cmp"},
+                {
+                    "type": "object",
+                    "properties": {"and": {"type": "array", "items": {"$ref": "#/$defs/expr"}}},
+                    "required": ["and"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {"not": {"$ref": "#/$defs/expr"}},
+                    "required": ["not"],
+                    "additionalProperties": False,
+                },
+            ]
+        },
+        "cmp": {
+            "type": "object",
+            "properties": {
+                "field": {"type": "string"},
+                "op": {"enum": ["=", "!=", "<", ">"]},
+                "value": {"type": ["string", "number"]},
+            },
+            "required": ["field", "op", "value"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [
+        ({"filter": {"field": "a", "op": "==", "value": 1}}, "/filter/op"),
+        ({"filter": {"and": [{"field": "a", "op": "==", "value": 1}]}}, "/filter/and/0/op"),
+        (
+            {"filter": {"not": {"and": [{"field": "a", "op": "==", "value": 1}]}}},
+            "/filter/not/and/0/op",
+        ),
+    ],
+)
+def test_a_recursive_filter_names_the_comparison_operator_it_refuses(
+    arguments: dict[str, Any], path: str
+) -> None:
+    # `op` is a field of the comparison branch alone, not a tag telling branches apart: its
+    # wrong value used to send the model to the `and` branch ("field is unknown; allowed
+    # fields: and"), and inside `and` or `not` the finding read "expected an object".
+    assert _errors(_FILTER, arguments) == [(path, "enum", '"=="')]
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_value_several_one_of_branches_take_is_ambiguous(lang: Lang) -> None:
     # Not a type error: 5 is a number. Exactly one branch must take it, and two do.

@@ -36,6 +36,7 @@ import json
 import math
 import re
 import urllib.parse
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
@@ -2091,12 +2092,22 @@ class _ErrorBuilder:
         `"kind": "cat"` says which branch the model meant), then when fewer fields are unknown
         to it, missing or of the wrong type. Between branches equally close, the first one, as
         Pydantic tries them. What it finds: an unknown field, else a missing one, else a field
-        of the wrong type."""
+        of the wrong type.
+
+        A tag is a field that at least two branches hold to constants: one only a single
+        branch restricts (a comparison's `op` beside `and` / `or` branches) tells no branches
+        apart, and a value it does not allow is that branch's own fault, not a sign that the
+        model meant another branch."""
         scored: list[tuple[tuple[int, int], int, dict[str, Any], list[str], list[str], list[str]]]
         scored = []
-        for order, branch in enumerate(self.schema.branches(located.node)):
-            if not _is_object_schema(branch):
-                continue
+        objects = [b for b in self.schema.branches(located.node) if _is_object_schema(b)]
+        constant_in = Counter(
+            key
+            for branch in objects
+            for key in value
+            if enum_members(self._member_schema(branch, key) or {}) is not None
+        )
+        for order, branch in enumerate(objects):
             props = _d(branch.get("properties"))
             patterns = _d(branch.get("patternProperties"))
             unknown = (
@@ -2112,7 +2123,7 @@ class _ErrorBuilder:
                 if rule is None:
                     continue
                 if "const" in rule or isinstance(rule.get("enum"), list):
-                    tags += not _constant_fits(item, rule)
+                    tags += constant_in[key] > 1 and not _constant_fits(item, rule)
                 elif not has_json_type(item, rule):
                     mistyped.append(key)
             score = (tags, len(unknown) + len(missing) + len(mistyped))
