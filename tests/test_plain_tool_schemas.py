@@ -815,6 +815,32 @@ def test_a_union_branch_that_takes_the_object_names_the_member_it_refuses() -> N
     assert _errors(schema, {"points": [1, "2x"]}) == [("/points/1", "type", '"2x"')]
 
 
+def test_a_union_of_arrays_says_what_the_closest_branch_finds_in_the_array() -> None:
+    # A point as `[lat, lon]` or as one place name: every branch takes an array, so "expected
+    # an array" for `[1, 2, 3]` told the model nothing; the pair's length is what to fix.
+    schema = {
+        "type": "object",
+        "properties": {
+            "at": {
+                "anyOf": [
+                    {
+                        "type": "array",
+                        "prefixItems": [{"type": "number"}, {"type": "number"}],
+                        "items": False,
+                        "minItems": 2,
+                    },
+                    {"type": "array", "items": {"type": "string"}, "maxItems": 1},
+                ]
+            }
+        },
+    }
+    _, errors = _validated(schema, {"at": [1, 2, 3]})
+    assert [(e.path, e.code, e.expected) for e in errors] == [("/at", "length", "at most 2 items")]
+    # A value of no branch's type still hears the types.
+    _, errors = _validated(schema, {"at": 5})
+    assert [(e.path, e.code, e.expected) for e in errors] == [("/at", "type", "an array")]
+
+
 _FILTER = {
     "type": "object",
     "properties": {"filter": {"$ref": "#/$defs/expr"}},

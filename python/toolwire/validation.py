@@ -2285,8 +2285,7 @@ class _ErrorBuilder:
                         continue
                 inner = _inner_faults(error)
                 if inner is not None:
-                    # A branch that takes the object or array itself and finds fault only with
-                    # what is inside (a member's pattern, an item's own union) says where.
+                    # The branch closest to the object or array says what to fix in it.
                     drafts.extend(self._from_jsonschema(inner, value))
                     continue
             forbidden = self._forbidden_drafts(error, path, instance)
@@ -2760,22 +2759,25 @@ def _branch_errors(
 def _inner_faults(
     error: jsonschema.ValidationError,
 ) -> list[jsonschema.ValidationError] | None:
-    """For a union that refused an object or an array: the errors of the branch that finds
-    fault only with its members or items, not with the value itself (its type, a missing or
-    unknown field, its length), the one with the fewest such errors and then the first, as
-    Pydantic tries them; None when every branch refuses the value itself."""
+    """For a union that refused an object or an array: the errors of the branch that comes
+    closest among those of the value's own type, so that the model does not hear "expected an
+    array" for the array it sent. Closest is a branch that faults only what is inside the value
+    (a member's pattern, an item's own union), not the value itself (a missing or unknown field,
+    its length); then the fewest errors; then the first, as Pydantic tries branches. None when
+    no branch takes the value's type."""
     if not isinstance(error.instance, (dict, list)):
         return None
     listed = _l(error.validator_value)
     by_branch = _branch_errors(error)
     if not by_branch or len(by_branch) != len(listed):
         return None  # a branch that passed (oneOf matched twice): nothing to fix in one
-    inner = [
-        errors
-        for _, errors in sorted(by_branch.items())
-        if all(e.relative_path for e in errors) and not _loops_only(errors)
+    fitting = [
+        (not all(e.relative_path for e in errors), len(errors), index, errors)
+        for index, errors in by_branch.items()
+        if not _loops_only(errors)
+        and not any(e.validator == "type" and not e.relative_path for e in errors)
     ]
-    return min(inner, key=len) if inner else None
+    return min(fitting, key=lambda f: f[:3])[3] if fitting else None
 
 
 def _requires(branch: Mapping[str, Any]) -> list[str]:
