@@ -780,6 +780,123 @@ def test_a_union_of_objects_names_what_the_closest_branch_finds() -> None:
     assert _errors(any_of, {"target": {"user": "x"}}) == [("/target/user", "type", '"x"')]
 
 
+def test_a_union_branch_that_takes_the_object_names_the_member_it_refuses() -> None:
+    # A Jira-style `issuetype`, given by id or by name: the id branch takes the object and only
+    # its member's pattern fails, which is what to fix; "expected an object" for an object
+    # gave the model nothing.
+    schema = {
+        "type": "object",
+        "properties": {
+            "issuetype": {
+                "oneOf": [
+                    {
+                        "type": "object",
+                        "properties": {"id": {"type": "string", "pattern": "^\\d+$"}},
+                        "required": ["id"],
+                        "additionalProperties": False,
+                    },
+                    {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}},
+                        "required": ["name"],
+                        "additionalProperties": False,
+                    },
+                ]
+            },
+            "points": {
+                "anyOf": [
+                    {"type": "array", "items": {"type": "integer"}},
+                    {"type": "string", "enum": ["all"]},
+                ]
+            },
+        },
+    }
+    assert _errors(schema, {"issuetype": {"id": "x"}}) == [("/issuetype/id", "pattern", '"x"')]
+    assert _errors(schema, {"points": [1, "2x"]}) == [("/points/1", "type", '"2x"')]
+
+
+def test_a_union_of_arrays_says_what_the_closest_branch_finds_in_the_array() -> None:
+    # A point as `[lat, lon]` or as one place name: every branch takes an array, so "expected
+    # an array" for `[1, 2, 3]` told the model nothing; the pair's length is what to fix.
+    schema = {
+        "type": "object",
+        "properties": {
+            "at": {
+                "anyOf": [
+                    {
+                        "type": "array",
+                        "prefixItems": [{"type": "number"}, {"type": "number"}],
+                        "items": False,
+                        "minItems": 2,
+                    },
+                    {"type": "array", "items": {"type": "string"}, "maxItems": 1},
+                ]
+            }
+        },
+    }
+    _, errors = _validated(schema, {"at": [1, 2, 3]})
+    assert [(e.path, e.code, e.expected) for e in errors] == [("/at", "length", "at most 2 items")]
+    # A value of no branch's type still hears the types.
+    _, errors = _validated(schema, {"at": 5})
+    assert [(e.path, e.code, e.expected) for e in errors] == [("/at", "type", "an array")]
+
+
+_FILTER = {
+    "type": "object",
+    "properties": {"filter": {"$ref": "#/$defs/expr"}},
+    "required": ["filter"],
+    "$defs": {
+        "expr": {
+            "oneOf": [
+                {"$ref": "#/$defs/cmp"},
+                {
+                    "type": "object",
+                    "properties": {"and": {"type": "array", "items": {"$ref": "#/$defs/expr"}}},
+                    "required": ["and"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {"not": {"$ref": "#/$defs/expr"}},
+                    "required": ["not"],
+                    "additionalProperties": False,
+                },
+            ]
+        },
+        "cmp": {
+            "type": "object",
+            "properties": {
+                "field": {"type": "string"},
+                "op": {"enum": ["=", "!=", "<", ">"]},
+                "value": {"type": ["string", "number"]},
+            },
+            "required": ["field", "op", "value"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [
+        ({"filter": {"field": "a", "op": "==", "value": 1}}, "/filter/op"),
+        ({"filter": {"and": [{"field": "a", "op": "==", "value": 1}]}}, "/filter/and/0/op"),
+        (
+            {"filter": {"not": {"and": [{"field": "a", "op": "==", "value": 1}]}}},
+            "/filter/not/and/0/op",
+        ),
+    ],
+)
+def test_a_recursive_filter_names_the_comparison_operator_it_refuses(
+    arguments: dict[str, Any], path: str
+) -> None:
+    # `op` is a field of the comparison branch alone, not a tag telling branches apart: its
+    # wrong value used to send the model to the `and` branch ("field is unknown; allowed
+    # fields: and"), and inside `and` or `not` the finding read "expected an object".
+    assert _errors(_FILTER, arguments) == [(path, "enum", '"=="')]
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_value_several_one_of_branches_take_is_ambiguous(lang: Lang) -> None:
     # Not a type error: 5 is a number. Exactly one branch must take it, and two do.

@@ -2213,4 +2213,89 @@ PLAIN: list[dict[str, Any]] = [
             additionalProperties=False,
         ),
     ),
+    # A Jira issue type given by id or by name, and a search filter as a recursive union of a
+    # comparison and `and` / `not` groups (error payloads used to read "expected an object").
+    _tool(
+        "jira_set_issue_type",
+        _obj(
+            {
+                "issue": {"type": "string", "pattern": "^[A-Z][A-Z0-9]+-\\d+$"},
+                "issuetype": {
+                    "oneOf": [
+                        _obj(
+                            {"id": {"type": "string", "pattern": "^\\d+$"}},
+                            ["id"],
+                            additionalProperties=False,
+                        ),
+                        _obj({"name": S}, ["name"], additionalProperties=False),
+                    ]
+                },
+            },
+            ["issue", "issuetype"],
+        ),
+    ),
+    _tool(
+        "search_records",
+        {
+            "type": "object",
+            "properties": {
+                "filter": {"$ref": "#/$defs/expr"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+            },
+            "required": ["filter"],
+            "$defs": {
+                "expr": {
+                    "oneOf": [
+                        {"$ref": "#/$defs/cmp"},
+                        _obj(
+                            {"and": {"type": "array", "items": {"$ref": "#/$defs/expr"}}},
+                            ["and"],
+                            additionalProperties=False,
+                        ),
+                        _obj(
+                            {"not": {"$ref": "#/$defs/expr"}}, ["not"], additionalProperties=False
+                        ),
+                    ]
+                },
+                "cmp": _obj(
+                    {
+                        "field": S,
+                        "op": {"enum": ["=", "!=", "<", "<=", ">", ">=", "in"]},
+                        "value": {
+                            "type": ["string", "number", "boolean", "null", "array"],
+                            "items": {"type": ["string", "number"]},
+                        },
+                    },
+                    ["field", "op", "value"],
+                    additionalProperties=False,
+                ),
+            },
+        },
+    ),
+    _tool(
+        "geocode_batch",
+        _obj(
+            {
+                "points": {
+                    "type": "array",
+                    "maxItems": 50,
+                    "items": {
+                        "anyOf": [
+                            {
+                                "type": "array",
+                                "prefixItems": [
+                                    {"type": "number", "minimum": -90, "maximum": 90},
+                                    {"type": "number", "minimum": -180, "maximum": 180},
+                                ],
+                                "items": False,
+                                "minItems": 2,
+                            },
+                            {"type": "string", "minLength": 1},
+                        ]
+                    },
+                }
+            },
+            ["points"],
+        ),
+    ),
 ]

@@ -36,6 +36,7 @@ import json
 import math
 import re
 import urllib.parse
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
@@ -2091,12 +2092,22 @@ class _ErrorBuilder:
         `"kind": "cat"` says which branch the model meant), then when fewer fields are unknown
         to it, missing or of the wrong type. Between branches equally close, the first one, as
         Pydantic tries them. What it finds: an unknown field, else a missing one, else a field
-        of the wrong type."""
+        of the wrong type.
+
+        A tag is a field that at least two branches hold to constants: one only a single
+        branch restricts (a comparison's `op` beside `and` / `or` branches) tells no branches
+        apart, and a value it does not allow is that branch's own fault, not a sign that the
+        model meant another branch."""
         scored: list[tuple[tuple[int, int], int, dict[str, Any], list[str], list[str], list[str]]]
         scored = []
-        for order, branch in enumerate(self.schema.branches(located.node)):
-            if not _is_object_schema(branch):
-                continue
+        objects = [b for b in self.schema.branches(located.node) if _is_object_schema(b)]
+        constant_in = Counter(
+            key
+            for branch in objects
+            for key in value
+            if enum_members(self._member_schema(branch, key) or {}) is not None
+        )
+        for order, branch in enumerate(objects):
             props = _d(branch.get("properties"))
             patterns = _d(branch.get("patternProperties"))
             unknown = (
@@ -2112,7 +2123,7 @@ class _ErrorBuilder:
                 if rule is None:
                     continue
                 if "const" in rule or isinstance(rule.get("enum"), list):
-                    tags += not _constant_fits(item, rule)
+                    tags += constant_in[key] > 1 and not _constant_fits(item, rule)
                 elif not has_json_type(item, rule):
                     mistyped.append(key)
             score = (tags, len(unknown) + len(missing) + len(mistyped))
@@ -2272,6 +2283,11 @@ class _ErrorBuilder:
                     if closest is not None:
                         drafts.append(closest)
                         continue
+                inner = _inner_faults(error)
+                if inner is not None:
+                    # The branch closest to the object or array says what to fix in it.
+                    drafts.extend(self._from_jsonschema(inner, value))
+                    continue
             forbidden = self._forbidden_drafts(error, path, instance)
             if forbidden:
                 drafts.extend(forbidden)
@@ -2738,6 +2754,30 @@ def _branch_errors(
         if isinstance(index, int):
             by_branch.setdefault(index, []).append(sub)
     return by_branch
+
+
+def _inner_faults(
+    error: jsonschema.ValidationError,
+) -> list[jsonschema.ValidationError] | None:
+    """For a union that refused an object or an array: the errors of the branch that comes
+    closest among those of the value's own type, so that the model does not hear "expected an
+    array" for the array it sent. Closest is a branch that faults only what is inside the value
+    (a member's pattern, an item's own union), not the value itself (a missing or unknown field,
+    its length); then the fewest errors; then the first, as Pydantic tries branches. None when
+    no branch takes the value's type."""
+    if not isinstance(error.instance, (dict, list)):
+        return None
+    listed = _l(error.validator_value)
+    by_branch = _branch_errors(error)
+    if not by_branch or len(by_branch) != len(listed):
+        return None  # a branch that passed (oneOf matched twice): nothing to fix in one
+    fitting = [
+        (not all(e.relative_path for e in errors), len(errors), index, errors)
+        for index, errors in by_branch.items()
+        if not _loops_only(errors)
+        and not any(e.validator == "type" and not e.relative_path for e in errors)
+    ]
+    return min(fitting, key=lambda f: f[:3])[3] if fitting else None
 
 
 def _requires(branch: Mapping[str, Any]) -> list[str]:
