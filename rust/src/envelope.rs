@@ -1364,6 +1364,8 @@ impl Decoder {
                 let key = self.item_key(env, None, Some(&mut *emit));
                 if let Some(raw) = raw_str(env.arguments) {
                     self.verify(key, raw, emit);
+                } else {
+                    self.summary_value(key, env.arguments, emit);
                 }
             }
             "response.output_item.done" => {
@@ -1395,6 +1397,8 @@ impl Decoder {
                 }
                 if let Some(raw) = raw_str(item.arguments) {
                     self.verify(key, raw, emit);
+                } else {
+                    self.summary_value(key, item.arguments, emit);
                 }
                 self.feed_provisional(key, emit);
                 self.release(Some(key), emit);
@@ -1529,6 +1533,38 @@ impl Decoder {
                 state.provisional = held;
             }
         }
+    }
+
+    /// A summary whose `arguments` is no string (a broken bridge's number, list or object): for
+    /// an item that got no text of its own it is all the provider said of the arguments, fed as
+    /// a value, as a delta that is no string is (quirk 23) and as `feed_chunk` feeds it. Alone,
+    /// a value that is not an object fails the call (`not_object`) instead of the call running
+    /// as `{}`. Beside text of its own it is not compared, as on `feed_chunk`.
+    fn summary_value<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        key: i64,
+        arguments: Option<&RawValue>,
+        emit: &mut F,
+    ) {
+        let Some(value) = arguments.map(RawValue::get).filter(|r| *r != "null") else {
+            return;
+        };
+        let Some(pos) = self.items.latest_under(key) else {
+            return;
+        };
+        let unused = match self.items.get_mut(pos) {
+            Some(state) if !state.ended && !state.has_text => {
+                state.has_text = true;
+                state.provisional.take()
+            }
+            _ => return,
+        };
+        // What `added` carried is not used now: given back before the value is counted.
+        if let Some(unused) = unused {
+            self.let_go(&unused, emit);
+        }
+        canonical(value, &mut self.scratch);
+        emit(args(Some(key), Arguments::Value(&self.scratch)));
     }
 
     /// Feeds the arguments an item's `added` carried, if nothing else brought any.

@@ -123,37 +123,11 @@ class Utf16:
         surrogate or while a half is held. The core would take a surrogate too, as its JSON
         escape, but the repair writes a pair whole, as the raw SSE path does.
         """
-        if not (self.held and isinstance(arguments, str) and index in self.held) and not (
-            _surrogate_in(arguments) or _surrogate_in(id) or _surrogate_in(name)
-        ):
+        if not self._repairs(index, arguments, id, name):
             return sink.feed(index, id=id, name=name, arguments=arguments, type=type, start=start)
         id, name = _replace(id), _replace(name)
         if isinstance(arguments, str):
-            half, before = self._take(sink, index)
-            text = join_pairs(arguments)
-            released = 0
-            if half and not _resends(half, before, text):
-                joined = join_pairs(half + arguments)
-                # Unpaired, the half stays in front, and is written back as its escape.
-                released = len(_escape(before)) + (6 if joined[0] == half else 0)
-                text = before + joined
-            if text and _is_high(text[-1]):
-                bytes_ = _fed_bytes(text[:-1])
-                # Refused (the response is over its limit, or the text alone passes
-                # `max_bytes`), the fragment goes on now with its half unpaired: whatever
-                # comes next, the call is `too_large`, as on the raw SSE path.
-                if sink._hold_fragment(bytes_):  # pyright: ignore[reportPrivateUsage]
-                    self.held[index] = (text[-1], text[:-1], bytes_)
-                    text = ""
-                    released = 0
-            arguments = _escape(text)
-            if released:
-                # The held fragment belongs to the call it went to, which is still the open
-                # one under this key, not to a call this delta starts (quirks 1-3 with 41).
-                # Handed on first, it also counts as that call's arguments when the core
-                # decides whether this delta starts another call.
-                sink.feed(index, arguments=arguments[:released])
-                arguments = arguments[released:]
+            arguments, _, _ = self._repair(sink, index, arguments)
         return sink.feed(
             index,
             id=id,
@@ -162,6 +136,61 @@ class Utf16:
             type=_replace(type),
             start=start,
         )
+
+    def fragment(self, sink: Sink, index: int | None, arguments: Arguments) -> int | None:
+        """`feed` of a delta that is an argument fragment alone. When all of it is held, the
+        core gets nothing, as on the raw SSE path, and None is returned: fed as a delta without
+        arguments, it would start a call of its own (without id or name) where the key's call
+        had ended, or one before its item's or block's start."""
+        if not self._repairs(index, arguments, None, None):
+            return sink.feed(index, arguments=arguments)
+        if not isinstance(arguments, str):
+            return sink.feed(index, arguments=arguments)
+        text, first, held_all = self._repair(sink, index, arguments)
+        if held_all:
+            return first
+        return sink.feed(index, arguments=text or None)
+
+    def _repairs(
+        self, index: int | None, arguments: object, id: str | None, name: str | None
+    ) -> bool:
+        """Whether a delta needs the repair: a text holds a surrogate, or a half is held."""
+        return bool(self.held and isinstance(arguments, str) and index in self.held) or (
+            _surrogate_in(arguments) or _surrogate_in(id) or _surrogate_in(name)
+        )
+
+    def _repair(
+        self, sink: Sink, index: int | None, arguments: str
+    ) -> tuple[str, int | None, bool]:
+        """The fragment `arguments` with the half held for `index` and its own trailing half:
+        (the text to feed now, the ordinal of what went to the call the held half came from,
+        whether all of the text is held)."""
+        half, before = self._take(sink, index)
+        text = join_pairs(arguments)
+        released = 0
+        first: int | None = None
+        if half and not _resends(half, before, text):
+            joined = join_pairs(half + arguments)
+            # Unpaired, the half stays in front, and is written back as its escape.
+            released = len(_escape(before)) + (6 if joined[0] == half else 0)
+            text = before + joined
+        if text and _is_high(text[-1]):
+            bytes_ = _fed_bytes(text[:-1])
+            # Refused (the response is over its limit, or the text alone passes
+            # `max_bytes`), the fragment goes on now with its half unpaired: whatever
+            # comes next, the call is `too_large`, as on the raw SSE path.
+            if sink._hold_fragment(bytes_):  # pyright: ignore[reportPrivateUsage]
+                self.held[index] = (text[-1], text[:-1], bytes_)
+                return "", None, True
+        escaped = _escape(text)
+        if released:
+            # The held fragment belongs to the call it went to, which is still the open
+            # one under this key, not to a call this delta starts (quirks 1-3 with 41).
+            # Handed on first, it also counts as that call's arguments when the core
+            # decides whether this delta starts another call.
+            first = sink.feed(index, arguments=escaped[:released])
+            escaped = escaped[released:]
+        return escaped, first, False
 
     def forget(self, sink: Sink, index: int | None) -> None:
         """The call under `index` is sent again from its start (a replayed stream), or its

@@ -35,7 +35,6 @@ from toolwire.formats._fields import (
     arguments_of,
     copy_usage,
     get,
-    is_object,
     malformed_envelope,
     malformed_record,
     merge_usage,
@@ -125,14 +124,18 @@ class AnthropicMessagesAdapter:
     def _handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         info = ChunkInfo()
         kind = get(chunk, "type")
-        if malformed_envelope(chunk) or _malformed(chunk, kind):
+        if malformed_envelope(chunk):
             return unreadable(info, sink)
+        # An event whose type reads, but whose block or delta does not, still says that the
+        # message went on past a tool block that stopped with no input, as on the raw SSE
+        # path: that block is a call without parameters, ended before the event is lost.
+        malformed = _malformed(chunk, kind)
         held = self._state.empty
         if held is not None and kind != "ping":
             replay = _replay_of(held, kind, chunk)
             if replay != "before":
                 self._state.empty = None
-            reason = str_or_none(get(get(chunk, "delta"), "stop_reason"))
+            reason = None if malformed else str_or_none(get(get(chunk, "delta"), "stop_reason"))
             # An error is no sign that the message went on: the provider gave up, the block is
             # left open for the error to stop, as when the SDK raises the event instead.
             if (
@@ -142,6 +145,8 @@ class AnthropicMessagesAdapter:
             ):
                 # The message went on: a call of a tool without parameters.
                 self._end_block(held[0], held[1], sink, info)
+        if malformed:
+            return unreadable(info, sink)
         if kind == "content_block_delta":
             self._delta(chunk, sink, info)
         elif kind == "content_block_start":
@@ -265,8 +270,9 @@ class AnthropicMessagesAdapter:
             block.placeholder = None
             block.fragments = True
             block.content = block.content or bool(fragment.strip(" \t\n\r"))
-        ordinal = self._utf16.feed(sink, index, arguments=fragment)  # quirk 41
-        info.feeds.append(FeedRecord(ordinal, None, None))
+        ordinal = self._utf16.fragment(sink, index, fragment)  # quirk 41
+        if ordinal is not None:
+            info.feeds.append(FeedRecord(ordinal, None, None))
 
     def _stop(self, event: object, sink: Sink, info: ChunkInfo) -> None:
         given = position_of(get(event, "index"))
@@ -343,11 +349,13 @@ def _replay_of(held: tuple[int | None, object, str | None], kind: object, event:
 
 def _malformed(event: object, kind: object) -> bool:
     """Whether an Anthropic event has a shape the raw SSE path's decoder refuses beyond
-    `malformed_envelope`'s: a `delta` or `content_block` that is not an object, or a delta
-    whose `type` or `stop_reason` is not a string."""
+    `malformed_envelope`'s: a `delta` or `content_block` that is not an object, a block whose
+    `type`, `id` or `name` is not a string, or a delta whose `type` or `stop_reason` is not a
+    string. A block start read past such a field would be no `tool_use` block, and its
+    fragments would be dropped without a word, where the raw path keeps them as those of a
+    block whose start was lost."""
     if kind == "content_block_start":
-        block = get(event, "content_block")
-        return block is not None and not is_object(block)
+        return malformed_record(get(event, "content_block"), ("type", "id", "name"))
     if kind not in ("content_block_delta", "message_delta"):
         return False
     return malformed_record(get(event, "delta"), ("type", "stop_reason"))

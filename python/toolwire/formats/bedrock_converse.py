@@ -231,8 +231,9 @@ class BedrockConverseAdapter:
         # Whitespace alone is no input: the model has not begun the value, and the core
         # completes blank arguments as `{}` just as it does none.
         self._fed[index] = self._fed.get(index) or _has_input(arguments)
-        ordinal = self._utf16.feed(sink, index, arguments=arguments)  # quirks 23, 41
-        info.feeds.append(FeedRecord(ordinal, None, None))
+        ordinal = self._utf16.fragment(sink, index, arguments)  # quirks 23, 41
+        if ordinal is not None:
+            info.feeds.append(FeedRecord(ordinal, None, None))
 
     def _stop(self, event: object, sink: Sink) -> None:
         index = index_of(get(event, "contentBlockIndex"))

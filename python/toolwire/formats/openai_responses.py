@@ -469,7 +469,10 @@ class ResponsesAdapter:
                 # What `added` carried is not used now: given back before the text is counted,
                 # so both are never counted together.
                 sink._release(unused[1])  # pyright: ignore[reportPrivateUsage]
-        ordinal = self._utf16.feed(sink, index, arguments=arguments)  # quirk 41
+        ordinal = self._utf16.fragment(sink, index, arguments)  # quirk 41
+        if ordinal is None:
+            # All of it is held for the next fragment, which feeds it.
+            return
         if kept:
             # The item's summary is compared with the call its text went to: an item whose
             # `output_item.added` was lost has no other record of it, and text that differs

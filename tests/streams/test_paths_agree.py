@@ -1,0 +1,162 @@
+"""Streams on which the SDK path (`assemble` over the real client, and `feed_chunk` with the
+same events as dicts) and `feed_sse` once disagreed: each must give the same calls on every
+path, and no call may run with arguments other than those the provider sent, vanish, or appear
+without an id and a name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("toolwire._core")
+
+from toolwire.assembler import Assembler
+
+from .clients import assemble_both, raw_key
+from .conftest import SSEServer
+from .streamkit import Call, anthropic_stream, responses_stream
+
+
+def _dicts(events: list[dict[str, Any]]) -> list[Any]:
+    """`feed_chunk` with the events as dicts: the calls it gives."""
+    assembler = Assembler()
+    for event in events:
+        assembler.feed_chunk(event)
+    return assembler.finish()
+
+
+def _agree(sse_server: SSEServer, events: list[dict[str, Any]], fmt: str) -> Any:
+    route = sse_server.register_events(events, fmt, split="adversarial")
+    _, stream = assemble_both(route, fmt)
+    assert raw_key(_dicts(events)) == raw_key(stream.calls)
+    return stream
+
+
+@pytest.mark.parametrize("where", ["done", "item"])
+@pytest.mark.parametrize("summary", [7, [], [1, 2], True])
+def test_a_summary_that_is_no_string_is_an_item_s_arguments(
+    sse_server: SSEServer, where: str, summary: Any
+) -> None:
+    # A bridge that got no deltas for an item and sends its summary as a value: that value is
+    # all the provider said of the arguments. It is no object, so the call fails; it must not
+    # run as `{}` on the raw path.
+    events = responses_stream([Call("f", "", "c1")])
+    for event in events:
+        if where == "done" and event["type"] == "response.function_call_arguments.done":
+            event["arguments"] = summary
+        if where == "item" and event["type"] == "response.output_item.done":
+            event["item"]["arguments"] = summary
+    stream = _agree(sse_server, events, "openai-responses")
+    (call,) = stream.calls
+    assert call.error is not None and call.error.kind == "not_object"
+
+
+def test_an_object_summary_of_an_item_without_deltas_is_its_value(
+    sse_server: SSEServer,
+) -> None:
+    events = responses_stream([Call("f", "", "c1")])
+    for event in events:
+        if event["type"] == "response.function_call_arguments.done":
+            event["arguments"] = {"city": "東京"}
+    stream = _agree(sse_server, events, "openai-responses")
+    (call,) = stream.calls
+    assert call.ok and call.value == {"city": "東京"}
+
+
+@pytest.mark.parametrize("field", ["type", "id", "name"])
+@pytest.mark.parametrize("bad", [True, 5, ["tool_use"], {"x": 1}])
+def test_a_block_start_with_a_field_of_the_wrong_type_keeps_its_fragments(
+    sse_server: SSEServer, field: str, bad: Any
+) -> None:
+    # The raw path cannot read such a start and keeps the block's fragments as those of a
+    # block whose start was lost (the call fails, `missing_name`); the SDK's objects carry the
+    # field as sent, and a block whose `type` is no `"tool_use"` would drop them unsaid.
+    events = anthropic_stream([Call("f", '{"a":1}', "t1"), Call("g", '{"b":2}', "t2")])
+    for event in events:
+        if event["type"] == "content_block_start" and event["content_block"]["id"] == "t1":
+            event["content_block"][field] = bad
+    stream = _agree(sse_server, events, "anthropic")
+    first, second = stream.calls
+    assert first.error is not None and first.error.kind == "missing_name"
+    assert first.arguments == '{"a":1}'
+    assert second.ok and second.value == {"b": 2}
+    assert [e[0] for e in stream.assembler.stream_errors()] == ["malformed_event"]
+
+
+def test_a_malformed_block_after_a_block_without_input_ends_that_call(
+    sse_server: SSEServer,
+) -> None:
+    # A tool block that stopped with no input waits for the next event to say whether the
+    # message went on. A block start whose fields do not read still says so: the call without
+    # parameters runs, on every path, rather than being lost with the unreadable event.
+    events = anthropic_stream([Call("ping", "", "t1"), Call("g", '{"b":2}', "t2")])
+    for event in events:
+        if event["type"] == "content_block_start" and event["content_block"]["id"] == "t2":
+            event["content_block"]["id"] = True
+    stream = _agree(sse_server, events, "anthropic")
+    first, second = stream.calls
+    assert first.ok and first.value == {} and first.name == "ping"
+    assert second.error is not None and second.error.kind == "missing_name"
+
+
+def _late_responses(late: list[str]) -> list[dict[str, Any]]:
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f"}
+    done = {**item, "arguments": '{"e😀": 1}', "status": "completed"}
+    response = {"id": "r", "object": "response", "created_at": 1, "model": "m", "output": []}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {**response, "status": "in_progress"}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**item, "arguments": "", "status": "in_progress"},
+        },
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+    ]
+    events += [
+        {
+            "type": "response.function_call_arguments.delta",
+            "item_id": "fc_1",
+            "output_index": 0,
+            "delta": text,
+        }
+        for text in late
+    ]
+    events.append(
+        {
+            "type": "response.completed",
+            "response": {**response, "status": "completed", "output": [done]},
+        }
+    )
+    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
+
+
+def _late_anthropic(late: list[str]) -> list[dict[str, Any]]:
+    events = anthropic_stream([Call("f", '{"e😀": 1}', "t1")])
+    stop = max(i for i, e in enumerate(events) if e["type"] == "content_block_stop")
+    deltas = [
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": text},
+        }
+        for text in late
+    ]
+    return events[: stop + 1] + deltas + events[stop + 1 :]
+
+
+@pytest.mark.parametrize("fmt", ["openai-responses", "anthropic"])
+@pytest.mark.parametrize(
+    "late", [['{"e\ud83d', '\ude00": 1}'], ["\ud83d"], ['{"e\ud83d', "\ud83d\ude00"]]
+)
+def test_a_late_fragment_that_ends_in_half_a_pair_starts_no_call(
+    sse_server: SSEServer, fmt: str, late: list[str]
+) -> None:
+    # Text after the provider ended the call never starts a call of its own, also when its
+    # fragment ends in the first half of a surrogate pair, held for the next fragment.
+    events = _late_responses(late) if fmt == "openai-responses" else _late_anthropic(late)
+    stream = _agree(sse_server, events, fmt)
+    (call,) = stream.calls
+    assert call.ok and call.value == {"e😀": 1}
+    assert call.warnings == ["late_fragment_dropped"]
