@@ -35,6 +35,7 @@ from toolwire.execution import (
     derive_key,
     fingerprint,
 )
+from toolwire.execution.ledger import decide_renew
 
 DAY = 24 * 3600.0
 LedgerFactory = Callable[[Clock | None], Ledger]
@@ -464,6 +465,119 @@ def test_ledger_slow_owner_records_its_outcome_over_a_stale_assumption(
         assert replay.record.error_value() == {"type": "business_rule"}
     with pytest.raises(ClaimLost):  # once observed, a different outcome is refused again
         ledger.release("k", first.token)
+
+
+def test_ledger_renew_keeps_a_long_running_claim_live(
+    make_ledger: LedgerFactory, clock: FakeClock
+) -> None:
+    # The owner renews at a third of its lease: past the first lease's end, an identical claim
+    # still finds the write in progress, and the stale policy (which could run it again) is not
+    # consulted.
+    ledger = make_ledger(clock)
+    first = claim(ledger, lease=30.0, ttl=60.0)
+    for _ in range(6):
+        clock.advance(10)
+        ledger.renew("k", first.token, 30.0, ttl=60.0)
+        assert claim(ledger, lease=30.0, on_stale="assume_failed_and_retry").status == (
+            "in_progress"
+        )
+    record = ledger.get("k")
+    assert record is not None and record.state == "in_progress" and record.executions == 1
+    assert record.lease_expires_at == pytest.approx(clock.time() + 30.0)
+    # Retention stays past the lease, as for a claim: a crash now is still found stale.
+    assert record.expires_at >= record.lease_expires_at + 60.0
+    clock.advance(31)
+    assert claim(ledger, lease=30.0, ttl=60.0).status == "stale"
+
+
+def test_ledger_renew_never_shortens_a_lease(make_ledger: LedgerFactory, clock: FakeClock) -> None:
+    ledger = make_ledger(clock)
+    first = claim(ledger, lease=60.0)
+    ledger.renew("k", first.token, 5.0)
+    clock.advance(30)
+    assert claim(ledger, lease=60.0).status == "in_progress"
+
+
+def test_ledger_renew_of_a_lapsed_lease_nobody_acted_on(
+    make_ledger: LedgerFactory, clock: FakeClock
+) -> None:
+    # The lease ran out, but no claim saw it: nobody was told the write was stale, so its owner
+    # (a paused process, say) may take it up again.
+    ledger = make_ledger(clock)
+    first = claim(ledger, lease=30.0)
+    clock.advance(45)
+    ledger.renew("k", first.token, 30.0)
+    assert claim(ledger, lease=30.0, on_stale="assume_failed_and_retry").status == "in_progress"
+    ledger.complete("k", first.token, {"id": 1})
+    assert claim(ledger).status == "replay"
+
+
+@pytest.mark.parametrize(
+    "lost_by", ["foreign", "completed", "released", "taken_over", "reported", "assumed"]
+)
+def test_ledger_renew_refuses_a_claim_no_longer_owned(
+    make_ledger: LedgerFactory, clock: FakeClock, lost_by: str
+) -> None:
+    ledger = make_ledger(clock)
+    first = claim(ledger, lease=30.0)
+    token = first.token
+    if lost_by == "foreign":
+        token = "not-the-token"
+    elif lost_by == "completed":
+        ledger.complete("k", first.token, 1)
+    elif lost_by == "released":
+        ledger.release("k", first.token)
+    else:
+        policy = {
+            "taken_over": "assume_failed_and_retry",
+            "reported": "report",
+            "assumed": "assume_succeeded",
+        }[lost_by]
+        clock.advance(31)
+        later = claim(ledger, lease=30.0, on_stale=policy)
+        assert later.status in ("claimed", "stale", "replay")
+    before = ledger.get("k")
+    with pytest.raises(ClaimLost):
+        ledger.renew("k", token, 30.0)
+    assert ledger.get("k") == before  # refused renewals change nothing
+    if lost_by == "taken_over":
+        # The new owner renews; the old token can still not finish.
+        assert before is not None and before.token != first.token
+        ledger.renew("k", before.token, 30.0)
+        with pytest.raises(ClaimLost):
+            ledger.complete("k", first.token, 1)
+    if lost_by in ("reported", "assumed"):
+        # Settled by assumption while the owner ran: it no longer holds the key, but what it
+        # observed still replaces the assumption (see decide_finish).
+        ledger.complete("k", first.token, {"id": 1})
+        assert claim(ledger).record.receipt_value() == {"id": 1}
+
+
+def test_ledger_renew_rule_is_pure() -> None:
+    record = LedgerRecord(
+        key="k",
+        state="in_progress",
+        fingerprint="f",
+        tool="t",
+        token="tok",
+        created_at=100.0,
+        updated_at=100.0,
+        lease_expires_at=130.0,
+        expires_at=190.0,
+    )
+    renewed = decide_renew(record, key="k", token="tok", now=120.0, lease=30.0, ttl=60.0)
+    assert (renewed.lease_expires_at, renewed.expires_at, renewed.updated_at) == (150, 210, 120)
+    assert dataclasses.replace(
+        renewed, lease_expires_at=130.0, expires_at=190.0, updated_at=100.0
+    ) == (record)
+    for gone in (
+        None,
+        dataclasses.replace(record, token="other"),
+        dataclasses.replace(record, state="unknown", assumed=True),
+        dataclasses.replace(record, expires_at=120.0),
+    ):
+        with pytest.raises(ClaimLost):
+            decide_renew(gone, key="k", token="tok", now=120.0, lease=30.0, ttl=60.0)
 
 
 def test_ledger_rejects_overlong_keys(make_ledger: LedgerFactory, clock: FakeClock) -> None:
