@@ -3,6 +3,11 @@
 Two readings are kept apart on purpose: ``monotonic()`` for durations, deadlines and rate windows
 (never jumps), and ``time()`` (Unix seconds) for ledger timestamps that other processes must
 understand.
+
+A clock may also offer ``wait(event, seconds) -> bool``: block until the ``threading.Event`` is
+set (True) or ``seconds`` of this clock's ``monotonic()`` time have passed (False). The executor
+paces the renewal of its write leases with it, from a thread of its own; both clocks here have
+it, and a clock without it is waited for in real seconds (``event.wait``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ import time as _time
 from typing import Protocol, runtime_checkable
 
 __all__ = ["Clock", "FakeClock", "SystemClock"]
+
+# Real seconds between two looks at a FakeClock by a thread waiting for it to move.
+_WAIT_POLL = 0.005
 
 
 @runtime_checkable
@@ -54,6 +62,10 @@ class SystemClock:
     async def asleep(self, seconds: float) -> None:
         """Await ``asyncio.sleep``."""
         await asyncio.sleep(max(0.0, seconds))
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """Return ``event.wait(seconds)``."""
+        return event.wait(max(0.0, seconds))
 
 
 class FakeClock:
@@ -106,3 +118,13 @@ class FakeClock:
         """Like ``sleep``, then yield to the event loop once so cancellation can land."""
         self.sleep(seconds)
         await asyncio.sleep(0)
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """Block until ``event`` is set (True) or someone else moved this clock ``seconds``
+        forward (False: a test's ``advance``, another thread's ``sleep``). It never moves the
+        clock itself nor records a sleep; it looks every few real milliseconds."""
+        target = self.monotonic() + seconds
+        while not event.wait(_WAIT_POLL):
+            if self.monotonic() >= target:
+                return False
+        return True
