@@ -29,6 +29,7 @@ from toolwire.execution import (
     Ledger,
     LedgerCorrupt,
     LedgerRecord,
+    LedgerUnavailable,
     MemoryLedger,
     RequestContext,
     canonical_json,
@@ -723,11 +724,11 @@ def test_in_progress_under_a_business_key_is_retryable_after_the_lease(
     )
     thread.start()
     assert entered.wait(5)
-    clock.advance(15)
+    clock.advance(10)  # under a third of the lease: no renewal yet (it would move the end)
     # The model's retry has a new call id but the same order: it lands on the same record.
     busy = ex.execute(Call("charge", "c2", {"order": "o-1"}), ctx)
     assert busy.state == "in_progress" and busy.error is not None
-    assert busy.error["retryable"] is True and busy.error["retry_after"] == 25.0
+    assert busy.error["retryable"] is True and busy.error["retry_after"] == 30.0
     release.set()
     thread.join(5)
     again = ex.execute(Call("charge", "c3", {"order": "o-1"}), ctx)
@@ -817,11 +818,20 @@ def test_stale_claim_through_the_executor(
     assert result.duplicate_execution is (policy == "assume_failed_and_retry")
 
 
+class _Unrenewable(MemoryLedger):
+    """A store that refuses every renewal: a lease runs out as it was claimed, as it does for
+    a worker that could not reach the store (or was paused) for a whole lease."""
+
+    def renew(self, key: str, token: str, lease: float, *, ttl: float = DAY) -> None:
+        raise LedgerUnavailable("renewals refused")
+
+
 def _second_call_past_a_live_lease(
     clock: FakeClock, **options: Any
 ) -> tuple[Executor, list[int], Any, Any]:
-    """A write still running past its 10 s lease, and an identical call made meanwhile: the
-    executor, the executions, the first call's result and the second call's."""
+    """A write still running past its 10 s lease, which it could not renew, and an identical
+    call made meanwhile: the executor, the executions, the first call's result and the
+    second call's."""
     started, release = threading.Event(), threading.Event()
     runs: list[int] = []
 
@@ -832,7 +842,7 @@ def _second_call_past_a_live_lease(
             assert release.wait(5)
         return {"ticket": len(runs)}
 
-    ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
+    ex = Executor(clock=clock, ledger=_Unrenewable(clock=clock), breaker=False)
     ex.register("create_ticket", slow_write, side_effects=True, in_progress_expiry=10.0, **options)
     ctx = RequestContext("r", "s")
     results: list[Any] = []

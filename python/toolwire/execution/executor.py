@@ -535,6 +535,9 @@ class _Run:
     deposited: bool = False
     """Whether this call has made its deposit into the retry budget (see `_begin_attempt`)."""
     warnings: list[str] = field(default_factory=lambda: [])
+    lease_lost: bool = False
+    """Set by the lease keeper's thread when a renewal found the write's claim no longer
+    held (see `Executor._renewer`): no further attempt is made."""
 
 
 def _whole_seconds(wait: float) -> float:
@@ -673,6 +676,8 @@ class Executor:
         self._tools: dict[str, ToolSpec] = {}
         self._breakers: dict[str, CircuitBreaker] = {}
         self._lock = threading.Lock()
+        self._leases = _LeaseKeeper(self.clock)
+        self._renew_unsupported_logged = False
         for name, tool in (tools or {}).items():
             self.register(name, tool)
 
@@ -854,17 +859,23 @@ class Executor:
             if early is not None:
                 return early
         value: Any = None
+        held = self._hold_lease(run)
         try:
-            retrying = Retrying(
-                stop=stop_after_attempt(self.retry.max_attempts),
-                wait=lambda _: run.next_wait,
-                retry=lambda state: self._should_retry(run, state),
-                sleep=self.clock.sleep,
-                reraise=True,
-            )
-            for attempt in retrying:
-                with attempt, _hidden_from_tenacity():
-                    value = self._attempt_sync(run)
+            try:
+                retrying = Retrying(
+                    stop=stop_after_attempt(self.retry.max_attempts),
+                    wait=lambda _: run.next_wait,
+                    retry=lambda state: self._should_retry(run, state),
+                    sleep=self.clock.sleep,
+                    reraise=True,
+                )
+                for attempt in retrying:
+                    with attempt, _hidden_from_tenacity():
+                        value = self._attempt_sync(run)
+            finally:
+                # Before the outcome is recorded: a renewal after it would find the claim
+                # settled and report it lost.
+                self._leases.drop(held)
         except BaseException as raised:
             exc = _uncarried(raised)
             self._refund(run)
@@ -936,17 +947,22 @@ class Executor:
             if early is not None:
                 return early
         value: Any = None
+        held = self._hold_lease(run)
         try:
-            retrying = AsyncRetrying(
-                stop=stop_after_attempt(self.retry.max_attempts),
-                wait=lambda _: run.next_wait,
-                retry=lambda state: self._should_retry(run, state),
-                sleep=self.clock.asleep,
-                reraise=True,
-            )
-            async for attempt in retrying:
-                with attempt, _hidden_from_tenacity():
-                    value = await self._attempt_async(run)
+            try:
+                retrying = AsyncRetrying(
+                    stop=stop_after_attempt(self.retry.max_attempts),
+                    wait=lambda _: run.next_wait,
+                    retry=lambda state: self._should_retry(run, state),
+                    sleep=self.clock.asleep,
+                    reraise=True,
+                )
+                async for attempt in retrying:
+                    with attempt, _hidden_from_tenacity():
+                        value = await self._attempt_async(run)
+            finally:
+                # Also when cancelled: dropping never waits for the store.
+                self._leases.drop(held)
         except BaseException as raised:
             exc = _uncarried(raised)
             self._refund(run)
@@ -1251,6 +1267,93 @@ class Executor:
     def _ttl(self, spec: ToolSpec) -> float:
         return spec.record_ttl if spec.record_ttl is not None else self.record_ttl
 
+    def _hold_lease(self, run: _Run) -> _HeldLease | None:
+        """Renew the lease of the write's claim, every third of it, until the call drops it
+        (before recording its outcome): a write still in flight past its lease (a slow tool
+        without a timeout, long waits between retries) is not found stale by an identical
+        call, which its stale policy could make run the write again."""
+        claim = run.claim
+        if not isinstance(claim, Claim) or claim.token is None or run.key is None:
+            return None
+        lease = self._lease(run.spec)
+        renew = self._renewer(run, run.key, claim.token, lease)
+        try:
+            return self._leases.hold(renew, lease / _RENEWALS_PER_LEASE)
+        except RuntimeError as exc:  # "can't start new thread": the lease runs as claimed
+            self.observer.log(
+                _log,
+                logging.WARNING,
+                "toolwire: the lease of call %s (%s) is not renewed (no thread for it): %s",
+                run.call.call_id,
+                run.spec.name,
+                _short(exc),
+            )
+            return None
+
+    def _renewer(
+        self, run: _Run, key: str, token: str, lease: float
+    ) -> Callable[[_HeldLease], bool]:
+        """One renewal of the write's lease, for the keeper's thread; False: stop renewing.
+
+        It never raises and never touches the call's result: a store that fails is counted in
+        ``ledger_errors``, logged and tried again at the next renewal (the call goes on; two
+        renewals may fail before the lease lapses). A claim no longer held is counted in
+        ``leases_lost``, logged, and stops the call's retries; recording the outcome then goes
+        as for any lost claim (see `decide_finish`): refused with a warning when another call
+        took the claim over, kept when a stale policy only assumed an outcome.
+        """
+        ledger = self.ledger
+        ttl = self._ttl(run.spec)
+        name = run.spec.name
+
+        def renew(held: _HeldLease) -> bool:
+            try:
+                ledger.renew(key, token, lease, ttl=ttl)
+            except ClaimLost:
+                if not held.held:
+                    return False  # the call settled meanwhile: its own record ended the claim
+                run.lease_lost = True
+                self.observer.count("leases_lost", 1, tool=name)
+                self.observer.log(
+                    _log,
+                    logging.WARNING,
+                    "toolwire: call %s (%s) no longer holds its idempotency claim: its lease "
+                    "lapsed and another call acted on it; no further attempt is made",
+                    run.call.call_id,
+                    name,
+                )
+                return False
+            except NotImplementedError:
+                self._renewals_unsupported(ledger)
+                return False
+            except Exception as exc:
+                if held.held:
+                    self.observer.count("ledger_errors", 1, tool=name)
+                    self.observer.log(
+                        _log,
+                        logging.WARNING,
+                        "toolwire: could not renew the lease of call %s (%s): %s",
+                        run.call.call_id,
+                        name,
+                        self._scrubbed(run, exc),
+                    )
+            return True
+
+        return renew
+
+    def _renewals_unsupported(self, ledger: Ledger) -> None:
+        with self._lock:
+            if self._renew_unsupported_logged:
+                return
+            self._renew_unsupported_logged = True
+        self.observer.log(
+            _log,
+            logging.WARNING,
+            "toolwire: %s cannot renew leases (no Ledger.renew): a write running past its "
+            "lease (in_progress_expiry) can be found stale while it runs",
+            type(ledger).__name__,
+        )
+
     def _claim(self, run: _Run) -> Claim | LedgerUnavailable:
         assert run.key is not None
         try:
@@ -1543,6 +1646,11 @@ class Executor:
         exc = outcome.exception()
         exc = None if exc is None else _uncarried(exc)
         if isinstance(exc, _BreakerOpen) or run.last is None or exc is not run.last_exc:
+            return False
+        if run.lease_lost:
+            # The write's claim went stale and a later call acted on it (ran it again, or told
+            # its caller the outcome): another attempt would add to what that call did.
+            run.stop_reason = "claim_lost"
             return False
         breaker = self.breaker_for(run.spec.name)
         verdict = decide_retry(
@@ -2581,3 +2689,112 @@ async def _stop(task: asyncio.Future[Any]) -> bool:
     # Retrieve the task's eventual exception so asyncio does not log it as never retrieved.
     task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
     return task.done()
+
+
+# Renewals per lease: a write's claim is renewed every third of its lease, so the lease still
+# runs when one renewal fails (the store briefly out of reach) and the next succeeds.
+_RENEWALS_PER_LEASE = 3
+
+
+class _HeldLease:
+    """A write's claim whose lease `_LeaseKeeper` renews until its call drops it."""
+
+    __slots__ = ("due", "held", "interval", "renew")
+
+    def __init__(self, renew: Callable[[_HeldLease], bool], interval: float, due: float) -> None:
+        self.renew = renew
+        self.interval = interval
+        self.due = due
+        self.held = True
+
+
+class _LeaseKeeper:
+    """Renews the leases of one executor's writes in flight (see `Executor._hold_lease`).
+
+    One daemon thread renews them all, and only while one is held: it ends once the last is
+    dropped and is started again by the next write, so an idle executor holds no thread and
+    none outlives the calls. A renewal is a ledger call in that thread, never in a call's own,
+    so a slow store delays no tool and a failing one fails no call; dropping a lease never
+    waits for the store (a renewal under way may still land). Renewals are paced by the
+    executor's clock (`FakeClock` in tests; see ``clock.wait`` in `toolwire.execution.clock`).
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._held: set[_HeldLease] = set()
+        self._thread: threading.Thread | None = None
+
+    def hold(self, renew: Callable[[_HeldLease], bool], interval: float) -> _HeldLease:
+        """Call ``renew`` every ``interval`` seconds from now until `drop`, or until it
+        returns False.
+
+        Raises:
+            RuntimeError: No thread could be started to renew it.
+        """
+        lease = _HeldLease(renew, interval, self._clock.monotonic() + interval)
+        with self._lock:
+            if self._thread is None:
+                thread = threading.Thread(target=self._keep, name="toolwire-leases", daemon=True)
+                thread.start()
+                self._thread = thread
+            self._held.add(lease)
+            self._wake.set()
+        return lease
+
+    def drop(self, lease: _HeldLease | None) -> None:
+        """Stop renewing ``lease`` (None: nothing was held)."""
+        if lease is None:
+            return
+        with self._lock:
+            lease.held = False
+            self._held.discard(lease)
+            if not self._held:
+                self._wake.set()  # the thread ends now rather than at the next renewal
+
+    def _keep(self) -> None:
+        try:
+            while self._renew_due():
+                pass
+        finally:
+            with self._lock:
+                if self._thread is threading.current_thread():
+                    self._thread = None
+
+    def _renew_due(self) -> bool:
+        """Wait for the next renewal and make it; False once nothing is held."""
+        with self._lock:
+            if not self._held:
+                self._thread = None
+                return False
+            self._wake.clear()
+            now = self._clock.monotonic()
+            due = [lease for lease in self._held if lease.due <= now]
+            wait = min(lease.due for lease in self._held) - now
+        if not due:
+            _wait(self._clock, self._wake, wait)
+            return True
+        for lease in due:
+            try:
+                keep = lease.renew(lease)
+            except Exception:  # the renewer reports its own failures; keep renewing
+                keep = True
+            with self._lock:
+                lease.due = self._clock.monotonic() + lease.interval
+                if not keep:
+                    self._held.discard(lease)
+        return True
+
+
+def _wait(clock: Clock, event: threading.Event, seconds: float) -> None:
+    """``clock.wait(event, seconds)`` where the clock has it (see `toolwire.execution.clock`),
+    else ``event.wait`` in real seconds."""
+    wait: Callable[[threading.Event, float], object] | None = getattr(clock, "wait", None)
+    try:
+        if wait is not None:
+            wait(event, seconds)
+            return
+    except Exception:  # a clock's own failure must not stop the renewals
+        pass
+    event.wait(max(0.0, seconds))
