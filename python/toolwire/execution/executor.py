@@ -34,6 +34,18 @@ Design notes:
   returned with a warning that the ledger may not have recorded it. With no thread to be had
   (the process at its thread limit) a claim fails closed (``ledger_unavailable``) and an
   outcome is recorded where the call runs, unbounded, rather than lost.
+- Leases: a write's claim is leased for ``in_progress_expiry`` seconds (default: every attempt
+  and wait of the retry policy, plus a margin), and renewed every third of that from the claim
+  until its outcome is recorded, attempts and the waits between them alike, under ``execute``
+  and ``aexecute``. So a claim is found stale (and met with ``on_stale_in_progress``) only once
+  its worker stopped renewing it: the process died or froze, or the store refused renewals for
+  a whole lease. A write that hangs without a timeout keeps its key in progress while its call
+  waits; a timeout or a request deadline bounds that. One daemon thread per executor renews
+  every claim in flight and ends with the last of them; a renewal that fails is counted in
+  ``ledger_errors`` and logged, never failing the call. One that finds the claim lost (a later
+  call acted on a lapsed lease) is counted in ``leases_lost`` and logged; the call makes no
+  further attempt (``stopped: claim_lost``) and its outcome is recorded as for any lost claim
+  (refused with a warning if another call took the claim over, kept over an assumed outcome).
 - Cancellation: a call is recorded (and its claim released or settled) wherever the
   cancellation lands; once the tool has run, the cancellation is raised only after its outcome
   was saved.
@@ -273,9 +285,11 @@ class ToolSpec:
         idempotency_key: Name of an argument field holding a business key to dedupe on, instead
             of session + ``tool_call_id``.
         timeout: Seconds per attempt (``None``: no timeout).
-        in_progress_expiry: Seconds after which an unfinished claim is stale. Default: long
-            enough for every attempt and wait (backoff or honoured ``Retry-After``), plus a
-            margin.
+        in_progress_expiry: The lease of a claim: seconds after which an unfinished claim
+            whose worker stopped renewing it is stale. The executor renews it every third of
+            this while the call runs, so a write may run longer; a shorter lease finds a
+            crashed worker sooner. Default: long enough for every attempt and wait (backoff or
+            honoured ``Retry-After``), plus a margin.
         on_stale_in_progress: What a later call does with a stale claim: ``report`` (mark it
             ``unknown`` and say so; the default, nothing runs twice), ``assume_failed_and_retry``
             (execute again; only for tools whose downstream dedupes on the key) or
@@ -718,7 +732,7 @@ class Executor:
             side_effects: The tool writes; use the idempotency ledger.
             idempotency_key: Argument field holding a business key.
             timeout: Seconds per attempt.
-            in_progress_expiry: Seconds before an unfinished claim is stale.
+            in_progress_expiry: The lease of a claim (renewed while the call runs).
             on_stale_in_progress: Stale-claim policy.
             retry_ambiguous: Retry ambiguous failures of a write.
             unpack: Call with keyword arguments.
@@ -1620,8 +1634,9 @@ class Executor:
         ``tool_call_id``: when the key comes from a business key (or from the arguments, for a
         call without an id), that lands on this very record and gets the holder's outcome once
         it is recorded, so it is retryable after ``retry_after`` (the end of the holder's lease:
-        by then it has finished or is stale). Keyed by call id, a new call gets a new key and
-        would run the write a second time beside the one still executing: not retryable.
+        by then it has finished, renewed the lease while still running, or is stale). Keyed by
+        call id, a new call gets a new key and would run the write a second time beside the one
+        still executing: not retryable.
         """
         spec = run.spec
         business = spec.idempotency_key is not None and (

@@ -456,7 +456,8 @@ class Ledger(ABC):
             key: Idempotency key (at most 255 characters).
             fingerprint: Fingerprint of the canonicalised arguments.
             tool: Tool name (stored for operators).
-            lease: Seconds after which an unfinished claim counts as stale.
+            lease: Seconds after which an unfinished claim counts as stale, unless its owner
+                extends them with ``renew``.
             ttl: Seconds to keep the record after its last change.
             on_stale: What to do, atomically, with a stale ``in_progress`` record.
         """
