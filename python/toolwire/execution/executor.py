@@ -17,7 +17,11 @@ Design notes:
   gets a daemon thread of its own: in the loop's default executor, an abandoned attempt would
   hold a worker (a hung read and its retries, several) and ``asyncio.run`` would wait for it at
   shutdown. A sync attempt without a timeout waits for a worker of the default executor, which
-  bounds how many run at once; one cancelled while it waits there is withdrawn and never runs,
+  bounds how many run at once (nothing abandons such an attempt while its call waits for it, so
+  the bound holds; a call cancelled while its untimed tool runs leaves that worker taken until
+  the tool returns, and ``asyncio.run`` waits for it at shutdown, as the interpreter does at
+  exit: a sync tool that can hang needs a ``timeout``); one cancelled while it waits there is
+  withdrawn and never runs,
   so it is no attempt (the write's claim is released, the breaker is not charged), as is a
   timed attempt whose thread had not picked it up at its timeout (a ``timeout`` that is not
   ambiguous, retried like a connection pool's). So is an attempt the executor cannot start
@@ -911,7 +915,8 @@ class Executor:
     ) -> ExecutionResult:
         """Execute one call in the event loop (sync tools run in a worker thread: with a
         timeout, a daemon thread of its own, abandoned at the timeout; without, a worker of
-        the loop's default executor).
+        the loop's default executor, which ``asyncio.run`` waits for at shutdown even after
+        the call was cancelled: give a sync tool that can hang a timeout).
 
         Args:
             call: The validated call.
