@@ -26,6 +26,7 @@ from toolwire.execution import (
     LedgerUnavailable,
     MemoryLedger,
     RequestContext,
+    SystemClock,
     derive_key,
 )
 
@@ -445,3 +446,34 @@ def test_a_ledger_without_renew_still_runs_writes(
         release.clear()
     assert [r.state for r in results] == ["ok", "ok"]
     assert sum("cannot renew" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_lease_of_years_is_held_without_overflowing_a_wait() -> None:
+    # Renewals a third of 30,000 years apart: past a lock's longest timeout (about 292 years
+    # on Linux), which the clock caps instead of raising OverflowError in the keeper's thread.
+    ex = Executor(ledger=MemoryLedger(), breaker=False)
+    ex.register("w", lambda arguments: "done", side_effects=True, in_progress_expiry=1e12)
+    before = keepers()
+    assert ex.execute(Call("w", "c", {}), RequestContext("r", "s")).state == "ok"
+    wait_until(lambda: keepers() <= before, "the keeper thread to end")
+    event = threading.Event()
+    threading.Timer(0.05, event.set).start()
+    assert SystemClock().wait_until(event, time.monotonic() + 1e12)
+
+
+def test_a_fake_clock_is_waited_for_until_someone_moves_it() -> None:
+    clock = FakeClock()
+    event = threading.Event()
+    woke: list[bool] = []
+    waiter = threading.Thread(
+        target=lambda: woke.append(clock.wait_until(event, clock.monotonic() + 10))
+    )
+    waiter.start()
+    clock.advance(5)
+    time.sleep(0.05)
+    assert woke == []  # halfway: still waiting
+    clock.advance(5)
+    waiter.join(5)
+    assert woke == [False] and clock.sleeps == []  # the deadline, not a sleep of its own
+    threading.Timer(0.02, event.set).start()
+    assert clock.wait_until(event, clock.monotonic() + 10)

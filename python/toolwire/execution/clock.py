@@ -4,10 +4,12 @@ Two readings are kept apart on purpose: ``monotonic()`` for durations, deadlines
 (never jumps), and ``time()`` (Unix seconds) for ledger timestamps that other processes must
 understand.
 
-A clock may also offer ``wait(event, seconds) -> bool``: block until the ``threading.Event`` is
-set (True) or ``seconds`` of this clock's ``monotonic()`` time have passed (False). The executor
-paces the renewal of its write leases with it, from a thread of its own; both clocks here have
-it, and a clock without it is waited for in real seconds (``event.wait``).
+A clock may also offer ``wait_until(event, deadline) -> bool``: block until the
+``threading.Event`` is set (True) or this clock's ``monotonic()`` reaches ``deadline`` (False).
+The executor paces the renewal of its write leases with it, from a thread of its own; both
+clocks here have it, and a clock without it is waited for in real seconds (``event.wait``). A
+deadline rather than a duration: a clock that moves between reading it and waiting (a test
+advancing a ``FakeClock``) cannot push the end of the wait further away.
 """
 
 from __future__ import annotations
@@ -63,9 +65,11 @@ class SystemClock:
         """Await ``asyncio.sleep``."""
         await asyncio.sleep(max(0.0, seconds))
 
-    def wait(self, event: threading.Event, seconds: float) -> bool:
-        """Return ``event.wait(seconds)``."""
-        return event.wait(max(0.0, seconds))
+    def wait_until(self, event: threading.Event, deadline: float) -> bool:
+        """Return ``event.wait`` until the ``time.monotonic()`` reading ``deadline`` (at most
+        ``threading.TIMEOUT_MAX`` seconds: a lock's timeout cannot be longer)."""
+        left = min(max(0.0, deadline - _time.monotonic()), threading.TIMEOUT_MAX)
+        return event.wait(left)
 
 
 class FakeClock:
@@ -119,12 +123,11 @@ class FakeClock:
         self.sleep(seconds)
         await asyncio.sleep(0)
 
-    def wait(self, event: threading.Event, seconds: float) -> bool:
-        """Block until ``event`` is set (True) or someone else moved this clock ``seconds``
-        forward (False: a test's ``advance``, another thread's ``sleep``). It never moves the
-        clock itself nor records a sleep; it looks every few real milliseconds."""
-        target = self.monotonic() + seconds
+    def wait_until(self, event: threading.Event, deadline: float) -> bool:
+        """Block until ``event`` is set (True) or someone else moved the monotonic reading to
+        ``deadline`` (False: a test's ``advance``, another thread's ``sleep``). It never moves
+        the clock itself nor records a sleep; it looks every few real milliseconds."""
         while not event.wait(_WAIT_POLL):
-            if self.monotonic() >= target:
+            if self.monotonic() >= deadline:
                 return False
         return True

@@ -2714,6 +2714,8 @@ async def _stop(task: asyncio.Future[Any]) -> bool:
 # Renewals per lease: a write's claim is renewed every third of its lease, so the lease still
 # runs when one renewal fails (the store briefly out of reach) and the next succeeds.
 _RENEWALS_PER_LEASE = 3
+# Longest single wait of the lease keeper, in seconds.
+_MAX_WAIT = 3600.0
 
 
 class _HeldLease:
@@ -2736,7 +2738,7 @@ class _LeaseKeeper:
     none outlives the calls. A renewal is a ledger call in that thread, never in a call's own,
     so a slow store delays no tool and a failing one fails no call; dropping a lease never
     waits for the store (a renewal under way may still land). Renewals are paced by the
-    executor's clock (`FakeClock` in tests; see ``clock.wait`` in `toolwire.execution.clock`).
+    executor's clock (`FakeClock` in tests; see ``wait_until`` in `toolwire.execution.clock`).
     """
 
     def __init__(self, clock: Clock) -> None:
@@ -2791,9 +2793,9 @@ class _LeaseKeeper:
             self._wake.clear()
             now = self._clock.monotonic()
             due = [lease for lease in self._held if lease.due <= now]
-            wait = min(lease.due for lease in self._held) - now
+            next_due = min(lease.due for lease in self._held)
         if not due:
-            _wait(self._clock, self._wake, wait)
+            _wait(self._clock, self._wake, next_due)
             return True
         for lease in due:
             try:
@@ -2801,20 +2803,26 @@ class _LeaseKeeper:
             except Exception:  # the renewer reports its own failures; keep renewing
                 keep = True
             with self._lock:
-                lease.due = self._clock.monotonic() + lease.interval
+                # From when it fell due, not from when the store answered: a slow answer does
+                # not push the next renewal later (nor does a test moving the clock meanwhile).
+                lease.due = now + lease.interval
                 if not keep:
                     self._held.discard(lease)
         return True
 
 
-def _wait(clock: Clock, event: threading.Event, seconds: float) -> None:
-    """``clock.wait(event, seconds)`` where the clock has it (see `toolwire.execution.clock`),
-    else ``event.wait`` in real seconds."""
-    wait: Callable[[threading.Event, float], object] | None = getattr(clock, "wait", None)
+def _wait(clock: Clock, event: threading.Event, deadline: float) -> None:
+    """``clock.wait_until(event, deadline)`` where the clock has it (see
+    `toolwire.execution.clock`), else ``event.wait`` in real seconds; at most `_MAX_WAIT` at a
+    time (the keeper then looks again)."""
+    deadline = min(deadline, clock.monotonic() + _MAX_WAIT)
+    wait_until: Callable[[threading.Event, float], object] | None = getattr(
+        clock, "wait_until", None
+    )
     try:
-        if wait is not None:
-            wait(event, seconds)
+        if wait_until is not None:
+            wait_until(event, deadline)
             return
     except Exception:  # a clock's own failure must not stop the renewals
         pass
-    event.wait(max(0.0, seconds))
+    event.wait(max(0.0, deadline - clock.monotonic()))
