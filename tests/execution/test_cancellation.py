@@ -30,6 +30,7 @@ from toolwire.execution import (
     RetryPolicy,
     SqliteLedger,
     ToolSpec,
+    derive_key,
 )
 from toolwire.execution.observe import SpanLike
 
@@ -447,6 +448,38 @@ def test_a_sync_tool_abandoned_at_its_timeout_does_not_hold_up_the_loop_shutdown
         release.set()
     assert result.error is not None and result.error["type"] == "timeout"
     assert took < PATIENCE / 2
+
+
+def test_an_untimed_sync_write_cancelled_while_it_runs_is_waited_for_at_shutdown() -> None:
+    # The documented trade-off of a sync tool without a timeout under `aexecute`: its attempt
+    # runs in a worker of the loop's default executor (which bounds how many run at once, and
+    # takes a queued job back on cancellation), so once its call is cancelled the attempt still
+    # holds that worker, and `asyncio.run` returns only when the tool does. The call itself is
+    # over: its write is recorded as an unknown outcome and its lease no longer renewed. A
+    # `timeout` gives the attempt a daemon thread instead (see the test above).
+    hold = 0.5
+    started = threading.Event()
+
+    def slow(args: Any) -> str:
+        started.set()
+        time.sleep(hold)
+        return "done"
+
+    ledger = MemoryLedger()
+    ex = Executor({"slow": ToolSpec(slow, side_effects=True)}, ledger=ledger, observer=States())
+    states: list[str | None] = []
+
+    async def cancel_midway() -> None:
+        task = start(ex, Call("slow", "c1", {}), "aexecute")
+        await until(started.is_set)
+        await cancelled(task)
+        record = ledger.get(derive_key(tool="slow", session_id="", call_id="c1"))
+        states.append(None if record is None else record.state)
+
+    began = time.monotonic()
+    asyncio.run(cancel_midway())
+    assert time.monotonic() - began >= hold
+    assert states == ["unknown"]
 
 
 async def test_hung_reads_leave_the_default_executor_to_other_tools() -> None:

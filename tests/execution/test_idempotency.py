@@ -29,12 +29,14 @@ from toolwire.execution import (
     Ledger,
     LedgerCorrupt,
     LedgerRecord,
+    LedgerUnavailable,
     MemoryLedger,
     RequestContext,
     canonical_json,
     derive_key,
     fingerprint,
 )
+from toolwire.execution.ledger import decide_renew
 
 DAY = 24 * 3600.0
 LedgerFactory = Callable[[Clock | None], Ledger]
@@ -466,6 +468,119 @@ def test_ledger_slow_owner_records_its_outcome_over_a_stale_assumption(
         ledger.release("k", first.token)
 
 
+def test_ledger_renew_keeps_a_long_running_claim_live(
+    make_ledger: LedgerFactory, clock: FakeClock
+) -> None:
+    # The owner renews at a third of its lease: past the first lease's end, an identical claim
+    # still finds the write in progress, and the stale policy (which could run it again) is not
+    # consulted.
+    ledger = make_ledger(clock)
+    first = claim(ledger, lease=30.0, ttl=60.0)
+    for _ in range(6):
+        clock.advance(10)
+        ledger.renew("k", first.token, 30.0, ttl=60.0)
+        assert claim(ledger, lease=30.0, on_stale="assume_failed_and_retry").status == (
+            "in_progress"
+        )
+    record = ledger.get("k")
+    assert record is not None and record.state == "in_progress" and record.executions == 1
+    assert record.lease_expires_at == pytest.approx(clock.time() + 30.0)
+    # Retention stays past the lease, as for a claim: a crash now is still found stale.
+    assert record.expires_at >= record.lease_expires_at + 60.0
+    clock.advance(31)
+    assert claim(ledger, lease=30.0, ttl=60.0).status == "stale"
+
+
+def test_ledger_renew_never_shortens_a_lease(make_ledger: LedgerFactory, clock: FakeClock) -> None:
+    ledger = make_ledger(clock)
+    first = claim(ledger, lease=60.0)
+    ledger.renew("k", first.token, 5.0)
+    clock.advance(30)
+    assert claim(ledger, lease=60.0).status == "in_progress"
+
+
+def test_ledger_renew_of_a_lapsed_lease_nobody_acted_on(
+    make_ledger: LedgerFactory, clock: FakeClock
+) -> None:
+    # The lease ran out, but no claim saw it: nobody was told the write was stale, so its owner
+    # (a paused process, say) may take it up again.
+    ledger = make_ledger(clock)
+    first = claim(ledger, lease=30.0)
+    clock.advance(45)
+    ledger.renew("k", first.token, 30.0)
+    assert claim(ledger, lease=30.0, on_stale="assume_failed_and_retry").status == "in_progress"
+    ledger.complete("k", first.token, {"id": 1})
+    assert claim(ledger).status == "replay"
+
+
+@pytest.mark.parametrize(
+    "lost_by", ["foreign", "completed", "released", "taken_over", "reported", "assumed"]
+)
+def test_ledger_renew_refuses_a_claim_no_longer_owned(
+    make_ledger: LedgerFactory, clock: FakeClock, lost_by: str
+) -> None:
+    ledger = make_ledger(clock)
+    first = claim(ledger, lease=30.0)
+    token = first.token
+    if lost_by == "foreign":
+        token = "not-the-token"
+    elif lost_by == "completed":
+        ledger.complete("k", first.token, 1)
+    elif lost_by == "released":
+        ledger.release("k", first.token)
+    else:
+        policy = {
+            "taken_over": "assume_failed_and_retry",
+            "reported": "report",
+            "assumed": "assume_succeeded",
+        }[lost_by]
+        clock.advance(31)
+        later = claim(ledger, lease=30.0, on_stale=policy)
+        assert later.status in ("claimed", "stale", "replay")
+    before = ledger.get("k")
+    with pytest.raises(ClaimLost):
+        ledger.renew("k", token, 30.0)
+    assert ledger.get("k") == before  # refused renewals change nothing
+    if lost_by == "taken_over":
+        # The new owner renews; the old token can still not finish.
+        assert before is not None and before.token != first.token
+        ledger.renew("k", before.token, 30.0)
+        with pytest.raises(ClaimLost):
+            ledger.complete("k", first.token, 1)
+    if lost_by in ("reported", "assumed"):
+        # Settled by assumption while the owner ran: it no longer holds the key, but what it
+        # observed still replaces the assumption (see decide_finish).
+        ledger.complete("k", first.token, {"id": 1})
+        assert claim(ledger).record.receipt_value() == {"id": 1}
+
+
+def test_ledger_renew_rule_is_pure() -> None:
+    record = LedgerRecord(
+        key="k",
+        state="in_progress",
+        fingerprint="f",
+        tool="t",
+        token="tok",
+        created_at=100.0,
+        updated_at=100.0,
+        lease_expires_at=130.0,
+        expires_at=190.0,
+    )
+    renewed = decide_renew(record, key="k", token="tok", now=120.0, lease=30.0, ttl=60.0)
+    assert (renewed.lease_expires_at, renewed.expires_at, renewed.updated_at) == (150, 210, 120)
+    assert dataclasses.replace(
+        renewed, lease_expires_at=130.0, expires_at=190.0, updated_at=100.0
+    ) == (record)
+    for gone in (
+        None,
+        dataclasses.replace(record, token="other"),
+        dataclasses.replace(record, state="unknown", assumed=True),
+        dataclasses.replace(record, expires_at=120.0),
+    ):
+        with pytest.raises(ClaimLost):
+            decide_renew(gone, key="k", token="tok", now=120.0, lease=30.0, ttl=60.0)
+
+
 def test_ledger_rejects_overlong_keys(make_ledger: LedgerFactory, clock: FakeClock) -> None:
     ledger = make_ledger(clock)
     assert claim(ledger, key="x" * 255).status == "claimed"
@@ -609,11 +724,11 @@ def test_in_progress_under_a_business_key_is_retryable_after_the_lease(
     )
     thread.start()
     assert entered.wait(5)
-    clock.advance(15)
+    clock.advance(10)  # under a third of the lease: no renewal yet (it would move the end)
     # The model's retry has a new call id but the same order: it lands on the same record.
     busy = ex.execute(Call("charge", "c2", {"order": "o-1"}), ctx)
     assert busy.state == "in_progress" and busy.error is not None
-    assert busy.error["retryable"] is True and busy.error["retry_after"] == 25.0
+    assert busy.error["retryable"] is True and busy.error["retry_after"] == 30.0
     release.set()
     thread.join(5)
     again = ex.execute(Call("charge", "c3", {"order": "o-1"}), ctx)
@@ -703,11 +818,20 @@ def test_stale_claim_through_the_executor(
     assert result.duplicate_execution is (policy == "assume_failed_and_retry")
 
 
+class _Unrenewable(MemoryLedger):
+    """A store that refuses every renewal: a lease runs out as it was claimed, as it does for
+    a worker that could not reach the store (or was paused) for a whole lease."""
+
+    def renew(self, key: str, token: str, lease: float, *, ttl: float = DAY) -> None:
+        raise LedgerUnavailable("renewals refused")
+
+
 def _second_call_past_a_live_lease(
     clock: FakeClock, **options: Any
 ) -> tuple[Executor, list[int], Any, Any]:
-    """A write still running past its 10 s lease, and an identical call made meanwhile: the
-    executor, the executions, the first call's result and the second call's."""
+    """A write still running past its 10 s lease, which it could not renew, and an identical
+    call made meanwhile: the executor, the executions, the first call's result and the
+    second call's."""
     started, release = threading.Event(), threading.Event()
     runs: list[int] = []
 
@@ -718,7 +842,7 @@ def _second_call_past_a_live_lease(
             assert release.wait(5)
         return {"ticket": len(runs)}
 
-    ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
+    ex = Executor(clock=clock, ledger=_Unrenewable(clock=clock), breaker=False)
     ex.register("create_ticket", slow_write, side_effects=True, in_progress_expiry=10.0, **options)
     ctx = RequestContext("r", "s")
     results: list[Any] = []

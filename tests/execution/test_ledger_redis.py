@@ -82,6 +82,31 @@ def test_stale_detection_on_server_time(redis_client: redis.Redis) -> None:
     assert record.error_value() is not None
 
 
+def test_renewal_on_server_time_moves_the_keys_expiry(redis_client: redis.Redis) -> None:
+    # The Lua script reads the server's TIME like the claim, and moves the key's PEXPIRE with
+    # the lease, so the server cannot forget a record whose owner is still renewing it.
+    ledger = RedisLedger(redis_client)
+    claim = ledger.claim("k", fingerprint="f", tool="t", lease=0.2, ttl=0.2)
+    assert claim.token is not None
+    assert redis_client.pttl("toolwire:ledger:k") <= 400
+    ledger.renew("k", claim.token, 60, ttl=3600)
+    assert 3650_000 < redis_client.pttl("toolwire:ledger:k") <= 3660_000
+    time.sleep(0.5)  # the first lease and its retention are over
+    assert ledger.claim("k", fingerprint="f", tool="t", lease=0.2).status == "in_progress"
+    record = ledger.get("k")
+    assert record is not None and record.lease_expires_at > time.time() + 50
+
+
+def test_renewal_of_a_corrupt_record_fails_closed(redis_client: redis.Redis) -> None:
+    ledger = RedisLedger(redis_client)
+    redis_client.hset("toolwire:ledger:partial", mapping={"state": "in_progress"})
+    with pytest.raises(LedgerCorrupt):
+        ledger.renew("partial", "token", 60)
+    redis_client.set("toolwire:ledger:wrongtype", "x")
+    with pytest.raises(LedgerCorrupt):
+        ledger.renew("wrongtype", "token", 60)
+
+
 POLICIES = ["report", "assume_failed_and_retry", "assume_succeeded"]
 CRASH_DB = 1  # the per-test fixture flushes db 0; the crashed claims live in db 1
 LEASE = 0.5

@@ -3,6 +3,13 @@
 Two readings are kept apart on purpose: ``monotonic()`` for durations, deadlines and rate windows
 (never jumps), and ``time()`` (Unix seconds) for ledger timestamps that other processes must
 understand.
+
+A clock may also offer ``wait_until(event, deadline) -> bool``: block until the
+``threading.Event`` is set (True) or this clock's ``monotonic()`` reaches ``deadline`` (False).
+The executor paces the renewal of its write leases with it, from a thread of its own; both
+clocks here have it, and a clock without it is waited for in real seconds (``event.wait``). A
+deadline rather than a duration: a clock that moves between reading it and waiting (a test
+advancing a ``FakeClock``) cannot push the end of the wait further away.
 """
 
 from __future__ import annotations
@@ -13,6 +20,9 @@ import time as _time
 from typing import Protocol, runtime_checkable
 
 __all__ = ["Clock", "FakeClock", "SystemClock"]
+
+# Real seconds between two looks at a FakeClock by a thread waiting for it to move.
+_WAIT_POLL = 0.005
 
 
 @runtime_checkable
@@ -54,6 +64,12 @@ class SystemClock:
     async def asleep(self, seconds: float) -> None:
         """Await ``asyncio.sleep``."""
         await asyncio.sleep(max(0.0, seconds))
+
+    def wait_until(self, event: threading.Event, deadline: float) -> bool:
+        """Return ``event.wait`` until the ``time.monotonic()`` reading ``deadline`` (at most
+        ``threading.TIMEOUT_MAX`` seconds: a lock's timeout cannot be longer)."""
+        left = min(max(0.0, deadline - _time.monotonic()), threading.TIMEOUT_MAX)
+        return event.wait(left)
 
 
 class FakeClock:
@@ -106,3 +122,12 @@ class FakeClock:
         """Like ``sleep``, then yield to the event loop once so cancellation can land."""
         self.sleep(seconds)
         await asyncio.sleep(0)
+
+    def wait_until(self, event: threading.Event, deadline: float) -> bool:
+        """Block until ``event`` is set (True) or someone else moved the monotonic reading to
+        ``deadline`` (False: a test's ``advance``, another thread's ``sleep``). It never moves
+        the clock itself nor records a sleep; it looks every few real milliseconds."""
+        while not event.wait(_WAIT_POLL):
+            if self.monotonic() >= deadline:
+                return False
+        return True

@@ -79,7 +79,8 @@ class IdempotencyInProgress(ExecutionError):
 
 
 class ClaimLost(ExecutionError):
-    """``complete``/``fail``/``release`` was called with a token that no longer owns the record.
+    """``complete``/``fail``/``release``/``renew`` was called with a token that no longer owns
+    the record (for ``renew``: no longer owns it ``in_progress``).
 
     This happens when the claim went stale and another worker took it over: the caller's side
     effect may then run twice. The executor reports that duplicate on the worker that took the

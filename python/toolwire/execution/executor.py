@@ -17,7 +17,11 @@ Design notes:
   gets a daemon thread of its own: in the loop's default executor, an abandoned attempt would
   hold a worker (a hung read and its retries, several) and ``asyncio.run`` would wait for it at
   shutdown. A sync attempt without a timeout waits for a worker of the default executor, which
-  bounds how many run at once; one cancelled while it waits there is withdrawn and never runs,
+  bounds how many run at once (nothing abandons such an attempt while its call waits for it, so
+  the bound holds; a call cancelled while its untimed tool runs leaves that worker taken until
+  the tool returns, and ``asyncio.run`` waits for it at shutdown, as the interpreter does at
+  exit: a sync tool that can hang needs a ``timeout``); one cancelled while it waits there is
+  withdrawn and never runs,
   so it is no attempt (the write's claim is released, the breaker is not charged), as is a
   timed attempt whose thread had not picked it up at its timeout (a ``timeout`` that is not
   ambiguous, retried like a connection pool's). So is an attempt the executor cannot start
@@ -34,6 +38,18 @@ Design notes:
   returned with a warning that the ledger may not have recorded it. With no thread to be had
   (the process at its thread limit) a claim fails closed (``ledger_unavailable``) and an
   outcome is recorded where the call runs, unbounded, rather than lost.
+- Leases: a write's claim is leased for ``in_progress_expiry`` seconds (default: every attempt
+  and wait of the retry policy, plus a margin), and renewed every third of that from the claim
+  until its outcome is recorded, attempts and the waits between them alike, under ``execute``
+  and ``aexecute``. So a claim is found stale (and met with ``on_stale_in_progress``) only once
+  its worker stopped renewing it: the process died or froze, or the store refused renewals for
+  a whole lease. A write that hangs without a timeout keeps its key in progress while its call
+  waits; a timeout or a request deadline bounds that. One daemon thread per executor renews
+  every claim in flight and ends with the last of them; a renewal that fails is counted in
+  ``ledger_errors`` and logged, never failing the call. One that finds the claim lost (a later
+  call acted on a lapsed lease) is counted in ``leases_lost`` and logged; the call makes no
+  further attempt (``stopped: claim_lost``) and its outcome is recorded as for any lost claim
+  (refused with a warning if another call took the claim over, kept over an assumed outcome).
 - Cancellation: a call is recorded (and its claim released or settled) wherever the
   cancellation lands; once the tool has run, the cancellation is raised only after its outcome
   was saved.
@@ -273,9 +289,11 @@ class ToolSpec:
         idempotency_key: Name of an argument field holding a business key to dedupe on, instead
             of session + ``tool_call_id``.
         timeout: Seconds per attempt (``None``: no timeout).
-        in_progress_expiry: Seconds after which an unfinished claim is stale. Default: long
-            enough for every attempt and wait (backoff or honoured ``Retry-After``), plus a
-            margin.
+        in_progress_expiry: The lease of a claim: seconds after which an unfinished claim
+            whose worker stopped renewing it is stale. The executor renews it every third of
+            this while the call runs, so a write may run longer; a shorter lease finds a
+            crashed worker sooner. Default: long enough for every attempt and wait (backoff or
+            honoured ``Retry-After``), plus a margin.
         on_stale_in_progress: What a later call does with a stale claim: ``report`` (mark it
             ``unknown`` and say so; the default, nothing runs twice), ``assume_failed_and_retry``
             (execute again; only for tools whose downstream dedupes on the key) or
@@ -535,6 +553,9 @@ class _Run:
     deposited: bool = False
     """Whether this call has made its deposit into the retry budget (see `_begin_attempt`)."""
     warnings: list[str] = field(default_factory=lambda: [])
+    lease_lost: bool = False
+    """Set by the lease keeper's thread when a renewal found the write's claim no longer
+    held (see `Executor._renewer`): no further attempt is made."""
 
 
 def _whole_seconds(wait: float) -> float:
@@ -673,6 +694,8 @@ class Executor:
         self._tools: dict[str, ToolSpec] = {}
         self._breakers: dict[str, CircuitBreaker] = {}
         self._lock = threading.Lock()
+        self._leases = _LeaseKeeper(self.clock)
+        self._renew_unsupported_logged = False
         for name, tool in (tools or {}).items():
             self.register(name, tool)
 
@@ -713,7 +736,7 @@ class Executor:
             side_effects: The tool writes; use the idempotency ledger.
             idempotency_key: Argument field holding a business key.
             timeout: Seconds per attempt.
-            in_progress_expiry: Seconds before an unfinished claim is stale.
+            in_progress_expiry: The lease of a claim (renewed while the call runs).
             on_stale_in_progress: Stale-claim policy.
             retry_ambiguous: Retry ambiguous failures of a write.
             unpack: Call with keyword arguments.
@@ -854,17 +877,23 @@ class Executor:
             if early is not None:
                 return early
         value: Any = None
+        held = self._hold_lease(run)
         try:
-            retrying = Retrying(
-                stop=stop_after_attempt(self.retry.max_attempts),
-                wait=lambda _: run.next_wait,
-                retry=lambda state: self._should_retry(run, state),
-                sleep=self.clock.sleep,
-                reraise=True,
-            )
-            for attempt in retrying:
-                with attempt, _hidden_from_tenacity():
-                    value = self._attempt_sync(run)
+            try:
+                retrying = Retrying(
+                    stop=stop_after_attempt(self.retry.max_attempts),
+                    wait=lambda _: run.next_wait,
+                    retry=lambda state: self._should_retry(run, state),
+                    sleep=self.clock.sleep,
+                    reraise=True,
+                )
+                for attempt in retrying:
+                    with attempt, _hidden_from_tenacity():
+                        value = self._attempt_sync(run)
+            finally:
+                # Before the outcome is recorded: a renewal after it would find the claim
+                # settled and report it lost.
+                self._leases.drop(held)
         except BaseException as raised:
             exc = _uncarried(raised)
             self._refund(run)
@@ -886,7 +915,8 @@ class Executor:
     ) -> ExecutionResult:
         """Execute one call in the event loop (sync tools run in a worker thread: with a
         timeout, a daemon thread of its own, abandoned at the timeout; without, a worker of
-        the loop's default executor).
+        the loop's default executor, which ``asyncio.run`` waits for at shutdown even after
+        the call was cancelled: give a sync tool that can hang a timeout).
 
         Args:
             call: The validated call.
@@ -936,17 +966,22 @@ class Executor:
             if early is not None:
                 return early
         value: Any = None
+        held = self._hold_lease(run)
         try:
-            retrying = AsyncRetrying(
-                stop=stop_after_attempt(self.retry.max_attempts),
-                wait=lambda _: run.next_wait,
-                retry=lambda state: self._should_retry(run, state),
-                sleep=self.clock.asleep,
-                reraise=True,
-            )
-            async for attempt in retrying:
-                with attempt, _hidden_from_tenacity():
-                    value = await self._attempt_async(run)
+            try:
+                retrying = AsyncRetrying(
+                    stop=stop_after_attempt(self.retry.max_attempts),
+                    wait=lambda _: run.next_wait,
+                    retry=lambda state: self._should_retry(run, state),
+                    sleep=self.clock.asleep,
+                    reraise=True,
+                )
+                async for attempt in retrying:
+                    with attempt, _hidden_from_tenacity():
+                        value = await self._attempt_async(run)
+            finally:
+                # Also when cancelled: dropping never waits for the store.
+                self._leases.drop(held)
         except BaseException as raised:
             exc = _uncarried(raised)
             self._refund(run)
@@ -1251,6 +1286,93 @@ class Executor:
     def _ttl(self, spec: ToolSpec) -> float:
         return spec.record_ttl if spec.record_ttl is not None else self.record_ttl
 
+    def _hold_lease(self, run: _Run) -> _HeldLease | None:
+        """Renew the lease of the write's claim, every third of it, until the call drops it
+        (before recording its outcome): a write still in flight past its lease (a slow tool
+        without a timeout, long waits between retries) is not found stale by an identical
+        call, which its stale policy could make run the write again."""
+        claim = run.claim
+        if not isinstance(claim, Claim) or claim.token is None or run.key is None:
+            return None
+        lease = self._lease(run.spec)
+        renew = self._renewer(run, run.key, claim.token, lease)
+        try:
+            return self._leases.hold(renew, lease / _RENEWALS_PER_LEASE)
+        except RuntimeError as exc:  # "can't start new thread": the lease runs as claimed
+            self.observer.log(
+                _log,
+                logging.WARNING,
+                "toolwire: the lease of call %s (%s) is not renewed (no thread for it): %s",
+                run.call.call_id,
+                run.spec.name,
+                _short(exc),
+            )
+            return None
+
+    def _renewer(
+        self, run: _Run, key: str, token: str, lease: float
+    ) -> Callable[[_HeldLease], bool]:
+        """One renewal of the write's lease, for the keeper's thread; False: stop renewing.
+
+        It never raises and never touches the call's result: a store that fails is counted in
+        ``ledger_errors``, logged and tried again at the next renewal (the call goes on; two
+        renewals may fail before the lease lapses). A claim no longer held is counted in
+        ``leases_lost``, logged, and stops the call's retries; recording the outcome then goes
+        as for any lost claim (see `decide_finish`): refused with a warning when another call
+        took the claim over, kept when a stale policy only assumed an outcome.
+        """
+        ledger = self.ledger
+        ttl = self._ttl(run.spec)
+        name = run.spec.name
+
+        def renew(held: _HeldLease) -> bool:
+            try:
+                ledger.renew(key, token, lease, ttl=ttl)
+            except ClaimLost:
+                if not held.held:
+                    return False  # the call settled meanwhile: its own record ended the claim
+                run.lease_lost = True
+                self.observer.count("leases_lost", 1, tool=name)
+                self.observer.log(
+                    _log,
+                    logging.WARNING,
+                    "toolwire: call %s (%s) no longer holds its idempotency claim: its lease "
+                    "lapsed and another call acted on it; no further attempt is made",
+                    run.call.call_id,
+                    name,
+                )
+                return False
+            except NotImplementedError:
+                self._renewals_unsupported(ledger)
+                return False
+            except Exception as exc:
+                if held.held:
+                    self.observer.count("ledger_errors", 1, tool=name)
+                    self.observer.log(
+                        _log,
+                        logging.WARNING,
+                        "toolwire: could not renew the lease of call %s (%s): %s",
+                        run.call.call_id,
+                        name,
+                        self._scrubbed(run, exc),
+                    )
+            return True
+
+        return renew
+
+    def _renewals_unsupported(self, ledger: Ledger) -> None:
+        with self._lock:
+            if self._renew_unsupported_logged:
+                return
+            self._renew_unsupported_logged = True
+        self.observer.log(
+            _log,
+            logging.WARNING,
+            "toolwire: %s cannot renew leases (no Ledger.renew): a write running past its "
+            "lease (in_progress_expiry) can be found stale while it runs",
+            type(ledger).__name__,
+        )
+
     def _claim(self, run: _Run) -> Claim | LedgerUnavailable:
         assert run.key is not None
         try:
@@ -1517,8 +1639,9 @@ class Executor:
         ``tool_call_id``: when the key comes from a business key (or from the arguments, for a
         call without an id), that lands on this very record and gets the holder's outcome once
         it is recorded, so it is retryable after ``retry_after`` (the end of the holder's lease:
-        by then it has finished or is stale). Keyed by call id, a new call gets a new key and
-        would run the write a second time beside the one still executing: not retryable.
+        by then it has finished, renewed the lease while still running, or is stale). Keyed by
+        call id, a new call gets a new key and would run the write a second time beside the one
+        still executing: not retryable.
         """
         spec = run.spec
         business = spec.idempotency_key is not None and (
@@ -1543,6 +1666,11 @@ class Executor:
         exc = outcome.exception()
         exc = None if exc is None else _uncarried(exc)
         if isinstance(exc, _BreakerOpen) or run.last is None or exc is not run.last_exc:
+            return False
+        if run.lease_lost:
+            # The write's claim went stale and a later call acted on it (ran it again, or told
+            # its caller the outcome): another attempt would add to what that call did.
+            run.stop_reason = "claim_lost"
             return False
         breaker = self.breaker_for(run.spec.name)
         verdict = decide_retry(
@@ -2581,3 +2709,120 @@ async def _stop(task: asyncio.Future[Any]) -> bool:
     # Retrieve the task's eventual exception so asyncio does not log it as never retrieved.
     task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
     return task.done()
+
+
+# Renewals per lease: a write's claim is renewed every third of its lease, so the lease still
+# runs when one renewal fails (the store briefly out of reach) and the next succeeds.
+_RENEWALS_PER_LEASE = 3
+# Longest single wait of the lease keeper, in seconds.
+_MAX_WAIT = 3600.0
+
+
+class _HeldLease:
+    """A write's claim whose lease `_LeaseKeeper` renews until its call drops it."""
+
+    __slots__ = ("due", "held", "interval", "renew")
+
+    def __init__(self, renew: Callable[[_HeldLease], bool], interval: float, due: float) -> None:
+        self.renew = renew
+        self.interval = interval
+        self.due = due
+        self.held = True
+
+
+class _LeaseKeeper:
+    """Renews the leases of one executor's writes in flight (see `Executor._hold_lease`).
+
+    One daemon thread renews them all, and only while one is held: it ends once the last is
+    dropped and is started again by the next write, so an idle executor holds no thread and
+    none outlives the calls. A renewal is a ledger call in that thread, never in a call's own,
+    so a slow store delays no tool and a failing one fails no call; dropping a lease never
+    waits for the store (a renewal under way may still land). Renewals are paced by the
+    executor's clock (`FakeClock` in tests; see ``wait_until`` in `toolwire.execution.clock`).
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._held: set[_HeldLease] = set()
+        self._thread: threading.Thread | None = None
+
+    def hold(self, renew: Callable[[_HeldLease], bool], interval: float) -> _HeldLease:
+        """Call ``renew`` every ``interval`` seconds from now until `drop`, or until it
+        returns False.
+
+        Raises:
+            RuntimeError: No thread could be started to renew it.
+        """
+        lease = _HeldLease(renew, interval, self._clock.monotonic() + interval)
+        with self._lock:
+            if self._thread is None:
+                thread = threading.Thread(target=self._keep, name="toolwire-leases", daemon=True)
+                thread.start()
+                self._thread = thread
+            self._held.add(lease)
+            self._wake.set()
+        return lease
+
+    def drop(self, lease: _HeldLease | None) -> None:
+        """Stop renewing ``lease`` (None: nothing was held)."""
+        if lease is None:
+            return
+        with self._lock:
+            lease.held = False
+            self._held.discard(lease)
+            if not self._held:
+                self._wake.set()  # the thread ends now rather than at the next renewal
+
+    def _keep(self) -> None:
+        try:
+            while self._renew_due():
+                pass
+        finally:
+            with self._lock:
+                if self._thread is threading.current_thread():
+                    self._thread = None
+
+    def _renew_due(self) -> bool:
+        """Wait for the next renewal and make it; False once nothing is held."""
+        with self._lock:
+            if not self._held:
+                self._thread = None
+                return False
+            self._wake.clear()
+            now = self._clock.monotonic()
+            due = [lease for lease in self._held if lease.due <= now]
+            next_due = min(lease.due for lease in self._held)
+        if not due:
+            _wait(self._clock, self._wake, next_due)
+            return True
+        for lease in due:
+            try:
+                keep = lease.renew(lease)
+            except Exception:  # the renewer reports its own failures; keep renewing
+                keep = True
+            with self._lock:
+                # From when it fell due, not from when the store answered: a slow answer does
+                # not push the next renewal later (nor does a test moving the clock meanwhile).
+                lease.due = now + lease.interval
+                if not keep:
+                    self._held.discard(lease)
+        return True
+
+
+def _wait(clock: Clock, event: threading.Event, deadline: float) -> None:
+    """``clock.wait_until(event, deadline)`` where the clock has it (see
+    `toolwire.execution.clock`), else ``event.wait`` in real seconds; at most `_MAX_WAIT` at a
+    time (the keeper then looks again)."""
+    deadline = min(deadline, clock.monotonic() + _MAX_WAIT)
+    wait_until: Callable[[threading.Event, float], object] | None = getattr(
+        clock, "wait_until", None
+    )
+    try:
+        if wait_until is not None:
+            wait_until(event, deadline)
+            return
+    except Exception:  # a clock's own failure must not stop the renewals
+        pass
+    event.wait(max(0.0, deadline - clock.monotonic()))

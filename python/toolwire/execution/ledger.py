@@ -2,11 +2,22 @@
 
 Record life cycle::
 
+                          .-renew-.  (same token: the lease moves on)
+                          v       |
     (none) --claim--> in_progress --complete--> succeeded   (replayed until the TTL ends)
                           |  \\------fail-----> failed      (replayed; re-claimable if retryable)
                           |   \\---fail(unknown)-> unknown  (never re-executed automatically)
                           |    \\--release----> (none)      (nothing ran; the key is free again)
                           \\--lease expired--> stale: the tool's ``on_stale_in_progress`` policy
+
+Leases: a claim holds the key for ``lease`` seconds; its owner extends that with ``renew`` while
+it works (the executor does so at a third of the lease, from the claim until the outcome is
+recorded), so a record goes stale only once its owner stopped renewing: it crashed, hung
+outside the executor's reach, or could not reach the store for a whole lease. ``renew``
+succeeds only for the token that still owns the ``in_progress`` record; once a later claim
+acted on the lapsed lease (took it over, or settled it by the stale policy) it raises
+``ClaimLost``, as ``complete``/``fail``/``release`` do for a token that lost its record. A lease
+that ran out but that no claim has looked at yet is still its owner's to renew.
 
 Retention: a record expires ``ttl`` seconds after its last change (default 24 h), an
 ``in_progress`` record ``ttl`` seconds after its lease ends, so a crashed claim is always found
@@ -14,8 +25,8 @@ stale and handled by the stale policy, however short the TTL; a claim that finds
 treats the key as new, so a replay after the TTL executes again. This is the documented trade-off
 of every TTL-based idempotency store (Stripe, Powertools).
 
-Every backend applies the same decision rules; memory and SQLite share ``decide_claim`` and
-``decide_finish`` below, and Redis runs the same rules in a Lua script.
+Every backend applies the same decision rules; memory and SQLite share ``decide_claim``,
+``decide_finish`` and ``decide_renew`` below, and Redis runs the same rules in Lua scripts.
 """
 
 from __future__ import annotations
@@ -45,6 +56,7 @@ __all__ = [
     "check_key",
     "decide_claim",
     "decide_finish",
+    "decide_renew",
     "dumps_compact",
     "new_token",
 ]
@@ -370,6 +382,47 @@ def decide_finish(
     )
 
 
+def decide_renew(
+    existing: LedgerRecord | None,
+    *,
+    key: str,
+    token: str,
+    now: float,
+    lease: float,
+    ttl: float,
+) -> LedgerRecord:
+    """Pure rule for ``renew``: the lease of an ``in_progress`` record that ``token`` still owns
+    ends ``lease`` seconds from ``now`` (never earlier than it did), and the record is kept
+    ``ttl`` seconds past that, as a claim keeps it.
+
+    A lease that already ran out is renewed as long as no claim acted on it: the token and the
+    state are unchanged, so nobody was told the write was stale. A repeated renewal (a client
+    retrying a timed-out request) extends the lease again, which is harmless.
+
+    Returns:
+        The record to store.
+
+    Raises:
+        ClaimLost: If the record is gone or expired, owned by another token (a stale claim taken
+            over), or no longer ``in_progress`` (finished, or settled by a stale-claim policy:
+            the owner may still record its outcome, but no longer holds the key).
+    """
+    if (
+        existing is None
+        or existing.token != token
+        or existing.expires_at <= now
+        or existing.state != "in_progress"
+    ):
+        raise ClaimLost(key)
+    lease_end = max(existing.lease_expires_at, now + lease)
+    return replace(
+        existing,
+        updated_at=now,
+        lease_expires_at=lease_end,
+        expires_at=max(existing.expires_at, lease_end + ttl),
+    )
+
+
 def dumps_compact(value: Any) -> str:
     """JSON text used for receipts and error payloads (compact, UTF-8 kept, a lone surrogate
     escaped: see `compact_json`, which a store of UTF-8 text such as Redis needs)."""
@@ -403,7 +456,8 @@ class Ledger(ABC):
             key: Idempotency key (at most 255 characters).
             fingerprint: Fingerprint of the canonicalised arguments.
             tool: Tool name (stored for operators).
-            lease: Seconds after which an unfinished claim counts as stale.
+            lease: Seconds after which an unfinished claim counts as stale, unless its owner
+                extends them with ``renew``.
             ttl: Seconds to keep the record after its last change.
             on_stale: What to do, atomically, with a stale ``in_progress`` record.
         """
@@ -435,6 +489,21 @@ class Ledger(ABC):
     def release(self, key: str, token: str) -> None:
         """Delete an ``in_progress`` claim whose tool never ran. Raises ``ClaimLost``."""
         self._finish(key, token, DEFAULT_TTL, None)
+
+    def renew(self, key: str, token: str, lease: float, *, ttl: float = DEFAULT_TTL) -> None:
+        """Extend the lease of the ``in_progress`` claim ``token`` still owns to ``lease``
+        seconds from now (see ``decide_renew``), so a claim whose work outlasts its first lease
+        is not found stale while it runs.
+
+        The executor calls it while a write is in flight. A custom ledger that does not
+        implement it raises ``NotImplementedError``: its leases are then never extended (the
+        executor logs that once and goes on), and a write running past its lease can be found
+        stale.
+
+        Raises:
+            ClaimLost: ``token`` no longer owns an ``in_progress`` record for ``key``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot renew leases")
 
     @abstractmethod
     def _finish(
@@ -546,6 +615,18 @@ class MemoryLedger(Ledger):
                 self._records.pop(key, None)
             else:
                 self._records[key] = record
+
+    def renew(self, key: str, token: str, lease: float, *, ttl: float = DEFAULT_TTL) -> None:
+        """See ``Ledger.renew``."""
+        with self._lock:
+            self._records[key] = decide_renew(
+                self._records.get(key),
+                key=key,
+                token=token,
+                now=self._clock.time(),
+                lease=lease,
+                ttl=ttl,
+            )
 
     def get(self, key: str) -> LedgerRecord | None:
         """See ``Ledger.get``."""

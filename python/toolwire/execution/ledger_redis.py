@@ -1,9 +1,10 @@
 """Redis ledger: atomic claims for executors spread over several processes or machines.
 
 Design notes:
-- Each record is a hash; claim and finish are Lua scripts, so read-decide-write is one atomic
-  step on the server with one round trip (no WATCH/MULTI retry storms when 64 workers race).
-  The scripts apply the same rules as ``ledger.decide_claim``/``decide_finish``.
+- Each record is a hash; claim, finish and renew are Lua scripts, so read-decide-write is one
+  atomic step on the server with one round trip (no WATCH/MULTI retry storms when 64 workers
+  race). The scripts apply the same rules as ``ledger.decide_claim``/``decide_finish``/
+  ``decide_renew``; a renewal moves the key's ``PEXPIRE`` along with the lease.
 - Time comes from the Redis server (``TIME``) by default, so clock skew between executor hosts
   cannot make a live claim look stale or an expired record look live. Pass ``clock`` to use the
   client's time instead (tests with a fake clock).
@@ -153,6 +154,27 @@ return 'ok'
 """
 )
 
+_RENEW = (
+    _COMMON
+    + r"""
+-- ARGV: token, now_ms|'', lease_ms, ttl_ms
+local key = KEYS[1]
+local now = now_ms(ARGV[2])
+local r = load(key)
+if r == false then return 'corrupt' end
+-- only the token that still owns the in-progress record (see ledger.decide_renew)
+if r == nil or r.token ~= ARGV[1] or tonumber(r.expires_at) <= now
+   or r.state ~= 'in_progress' then
+  return 'lost'
+end
+local lease_end = math.max(tonumber(r.lease_expires_at), now + tonumber(ARGV[3]))
+r.updated_at = now; r.lease_expires_at = lease_end
+r.expires_at = math.max(tonumber(r.expires_at), lease_end + tonumber(ARGV[4]))
+store(key, r, now)
+return 'ok'
+"""
+)
+
 _GET = (
     _COMMON
     + r"""
@@ -219,6 +241,7 @@ class RedisLedger(Ledger):
         self._clock = clock
         self._claim_script: Script = client.register_script(_CLAIM)
         self._finish_script: Script = client.register_script(_FINISH)
+        self._renew_script: Script = client.register_script(_RENEW)
         self._get_script: Script = client.register_script(_GET)
 
     def _now_arg(self) -> str:
@@ -286,6 +309,16 @@ class RedisLedger(Ledger):
                     "1" if retryable else "0",
                 ],
             )
+        )
+        if reply == "corrupt":
+            raise LedgerCorrupt(f"undecodable ledger record: {key}")
+        if reply == "lost":
+            raise ClaimLost(key)
+
+    def renew(self, key: str, token: str, lease: float, *, ttl: float = DEFAULT_TTL) -> None:
+        """See ``Ledger.renew``."""
+        reply = _text(
+            self._run(self._renew_script, key, [token, self._now_arg(), _ms(lease), _ms(ttl)])
         )
         if reply == "corrupt":
             raise LedgerCorrupt(f"undecodable ledger record: {key}")

@@ -35,6 +35,7 @@ from toolwire.execution.ledger import (
     check_key,
     decide_claim,
     decide_finish,
+    decide_renew,
     new_token,
 )
 
@@ -204,6 +205,22 @@ class SqliteLedger(Ledger):
                 conn.execute("DELETE FROM toolwire_ledger WHERE key = ?", (key,))
             else:
                 self._write(conn, record)
+
+        self._transaction(body)
+
+    def renew(self, key: str, token: str, lease: float, *, ttl: float = DEFAULT_TTL) -> None:
+        """See ``Ledger.renew``."""
+
+        def body(conn: sqlite3.Connection) -> None:
+            record = decide_renew(
+                self._read(conn, key),
+                key=key,
+                token=token,
+                now=self._clock.time(),
+                lease=lease,
+                ttl=ttl,
+            )
+            self._write(conn, record)
 
         self._transaction(body)
 

@@ -142,6 +142,7 @@ _COUNTERS = {
     "duplicate_executions": "executions that may repeat an earlier one (stale-claim takeover)",
     "stale_in_progress": "in-progress records found past their expiry",
     "ledger_errors": "ledger store failures",
+    "leases_lost": "writes whose claim was found no longer held when its lease was renewed",
     "observer_errors": "observability hooks that raised (the calls were not affected)",
 }
 

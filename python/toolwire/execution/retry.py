@@ -34,6 +34,7 @@ StopReason = Literal[
     "breaker_open",
     "request_budget",
     "process_budget",
+    "claim_lost",
 ]
 
 

@@ -1,0 +1,479 @@
+"""Lease renewal: a write in flight keeps its claim live however long it runs or waits.
+
+The executor renews a write's lease every third of it from one keeper thread, paced by its
+clock: these tests move a `FakeClock` by hand and wait (in real time, briefly) for each renewal
+to land in the store before they look, so nothing depends on how fast the machine is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from toolwire.execution import (
+    Call,
+    Clock,
+    Executor,
+    FakeClock,
+    Ledger,
+    LedgerUnavailable,
+    MemoryLedger,
+    RequestContext,
+    SystemClock,
+    derive_key,
+)
+
+LedgerFactory = Callable[[Clock | None], Ledger]
+LEASE = 10.0
+KEY = derive_key(tool="w", session_id="s", call_id="c")
+
+
+def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.002)
+
+
+def lease_end(ledger: Ledger) -> float:
+    record = ledger.get(KEY)
+    assert record is not None and record.state == "in_progress"
+    return record.lease_expires_at
+
+
+def outlive_the_lease(clock: FakeClock, ledger: Ledger, steps: int = 4) -> None:
+    """Move the clock past the first lease by steps just over a renewal interval, waiting
+    after each for the keeper's renewal to land in the store."""
+    first_end = lease_end(ledger)
+    for _ in range(steps):
+        clock.advance(LEASE / 3 + 0.5)
+        # Redis keeps milliseconds.
+        target = clock.time() + LEASE - 0.01
+        wait_until(lambda t=target: lease_end(ledger) >= t, "the lease to be renewed")
+    assert clock.time() > first_end
+
+
+def keepers() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "toolwire-leases" and t.is_alive()}
+
+
+def slow_write(release: threading.Event, entered: threading.Event, runs: list[str]) -> Any:
+    def write(arguments: Any) -> dict[str, int]:
+        runs.append("run")
+        entered.set()
+        assert release.wait(10)
+        return {"ticket": len(runs)}
+
+    return write
+
+
+def test_a_write_running_past_its_lease_is_not_found_stale(
+    make_ledger: LedgerFactory, clock: FakeClock
+) -> None:
+    # The defect: the lease was never renewed, so an identical call made while the first one
+    # still ran found it stale, and `assume_failed_and_retry` executed the write a second time.
+    ledger = make_ledger(clock)
+    before = keepers()
+    entered, release, runs = threading.Event(), threading.Event(), []
+    ex = Executor(clock=clock, ledger=ledger, breaker=False)
+    ex.register(
+        "w",
+        slow_write(release, entered, runs),
+        side_effects=True,
+        in_progress_expiry=LEASE,
+        on_stale_in_progress="assume_failed_and_retry",
+    )
+    ctx = RequestContext("r", "s")
+    results: list[Any] = []
+    worker = threading.Thread(target=lambda: results.append(ex.execute(Call("w", "c", {}), ctx)))
+    worker.start()
+    try:
+        assert entered.wait(5)
+        outlive_the_lease(clock, ledger)
+        second = ex.execute(Call("w", "c", {}), ctx)
+    finally:
+        release.set()
+        worker.join(5)
+    assert second.state == "in_progress" and not second.duplicate_execution
+    assert results[0].state == "ok" and results[0].warnings == () and runs == ["run"]
+    assert ex.observer.counts["stale_in_progress"] == 0
+    assert ex.observer.counts["ledger_errors"] == 0
+    record = ledger.get(KEY)
+    assert record is not None and record.state == "succeeded" and record.executions == 1
+    wait_until(lambda: keepers() <= before, "the keeper thread to end")
+
+
+@pytest.mark.parametrize("kind", ["async", "sync", "sync_timed"])
+async def test_an_async_call_renews_its_lease_too(clock: FakeClock, kind: str) -> None:
+    ledger = MemoryLedger(clock=clock)
+    before = keepers()
+    entered, release, runs = threading.Event(), threading.Event(), []
+    loop = asyncio.get_running_loop()
+    done = asyncio.Event()
+
+    async def async_write(arguments: Any) -> str:
+        runs.append("run")
+        entered.set()
+        await done.wait()
+        return "written"
+
+    tool = async_write if kind == "async" else slow_write(release, entered, runs)
+    ex = Executor(clock=clock, ledger=ledger, breaker=False)
+    ex.register(
+        "w",
+        tool,
+        side_effects=True,
+        in_progress_expiry=LEASE,
+        on_stale_in_progress="assume_failed_and_retry",
+        timeout=30.0 if kind == "sync_timed" else None,  # real seconds: never reached here
+    )
+    ctx = RequestContext("r", "s")
+    first = asyncio.ensure_future(ex.aexecute(Call("w", "c", {}), ctx))
+    try:
+        assert await loop.run_in_executor(None, entered.wait, 5)
+        # The renewals come from the keeper's thread: the loop is free meanwhile.
+        await loop.run_in_executor(None, outlive_the_lease, clock, ledger)
+        second = await ex.aexecute(Call("w", "c", {}), ctx)
+    finally:
+        release.set()
+        done.set()
+    result = await first
+    assert second.state == "in_progress" and runs == ["run"]
+    assert result.state == "ok" and not result.duplicate_execution
+    await loop.run_in_executor(None, wait_until, lambda: keepers() <= before, "the keeper")
+
+
+class _GatedClock(FakeClock):
+    """A fake clock whose `sleep` (the executor's wait between retries) blocks until the test
+    lets it go, the test moving the time meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sleeping = threading.Event()
+        self.proceed = threading.Event()
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.sleeping.set()
+        assert self.proceed.wait(10)
+
+
+@pytest.mark.parametrize("api", ["execute", "aexecute"])
+def test_the_lease_is_renewed_through_the_wait_between_retries(api: str) -> None:
+    clock = _GatedClock()
+    ledger = MemoryLedger(clock=clock)
+    request = httpx.Request("POST", "http://127.0.0.1/")
+    runs: list[int] = []
+
+    def write(arguments: Any) -> str:
+        runs.append(1)
+        if len(runs) == 1:
+            limited = httpx.Response(429, headers={"Retry-After": "25"}, request=request)
+            raise httpx.HTTPStatusError("429", request=request, response=limited)
+        return "written"
+
+    ex = Executor(clock=clock, ledger=ledger, breaker=False)
+    ex.register(
+        "w",
+        write,
+        side_effects=True,
+        in_progress_expiry=LEASE,
+        on_stale_in_progress="assume_failed_and_retry",
+    )
+    ctx = RequestContext("r", "s")
+    results: list[Any] = []
+
+    def call() -> None:
+        if api == "execute":
+            results.append(ex.execute(Call("w", "c", {}), ctx))
+        else:  # its own loop: the gated sleep blocks the thread it runs on
+            results.append(asyncio.run(ex.aexecute(Call("w", "c", {}), ctx)))
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    try:
+        assert clock.sleeping.wait(5) and runs == [1]
+        outlive_the_lease(clock, ledger)
+        second = ex.execute(Call("w", "c", {}), ctx)
+    finally:
+        clock.proceed.set()
+        worker.join(5)
+    assert second.state == "in_progress" and runs == [1, 1]
+    assert results[0].state == "ok" and results[0].attempts == 2
+    assert not results[0].duplicate_execution
+
+
+class _FlakyRenewals(MemoryLedger):
+    """A store that refuses renewals while ``down`` (claims and outcomes still land)."""
+
+    down = True
+
+    def renew(self, key: str, token: str, lease: float, *, ttl: float = 86400.0) -> None:
+        if self.down:
+            raise LedgerUnavailable("the store timed out")
+        super().renew(key, token, lease, ttl=ttl)
+
+
+def test_failed_renewals_are_counted_and_never_fail_the_call(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    ledger = _FlakyRenewals(clock=clock)
+    entered, release, runs = threading.Event(), threading.Event(), []
+    ex = Executor(clock=clock, ledger=ledger, breaker=False)
+    ex.register(
+        "w", slow_write(release, entered, runs), side_effects=True, in_progress_expiry=LEASE
+    )
+    ctx = RequestContext("r", "s")
+    results: list[Any] = []
+    worker = threading.Thread(target=lambda: results.append(ex.execute(Call("w", "c", {}), ctx)))
+    caplog.set_level(logging.WARNING, logger="toolwire.execution")
+    worker.start()
+    try:
+        assert entered.wait(5)
+        for failures in (1, 2):
+            clock.advance(LEASE / 3 + 0.5)
+            wait_until(lambda: ex.observer.counts["ledger_errors"] >= failures, "a failed renewal")  # noqa: B023
+        # The store is back: the next renewal lands (the lease lapsed meanwhile, but no call
+        # acted on it, so it is still this call's).
+        ledger.down = False
+        outlive_the_lease(clock, ledger)
+        assert ex.execute(Call("w", "c", {}), ctx).state == "in_progress"
+    finally:
+        release.set()
+        worker.join(5)
+    assert results[0].state == "ok" and runs == ["run"] and results[0].warnings == ()
+    assert ex.observer.counts["ledger_errors"] == 2
+    logged = [r.getMessage() for r in caplog.records if "renew" in r.getMessage()]
+    assert len(logged) == 2 and all("timed out" in m for m in logged)
+
+
+@pytest.mark.parametrize("policy", ["assume_failed_and_retry", "report"])
+def test_a_claim_lost_while_in_flight_stops_the_retries(
+    clock: FakeClock, policy: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The first worker could not renew for a whole lease; an identical call on another worker
+    # then acted on the stale claim. When the first worker's renewal gets through, it learns
+    # it lost the claim: it makes no further attempt (one would add to what the other call
+    # did), and its outcome is recorded as the ledger allows for a lost claim.
+    ledger = _FlakyRenewals(clock=clock)
+    request = httpx.Request("POST", "http://127.0.0.1/")
+    entered, release = threading.Event(), threading.Event()
+    runs: list[str] = []
+
+    def first_write(arguments: Any) -> str:
+        runs.append("first")
+        entered.set()
+        assert release.wait(10)
+        unavailable = httpx.Response(503, request=request)  # retryable, never ran
+        raise httpx.HTTPStatusError("503", request=request, response=unavailable)
+
+    def other_write(arguments: Any) -> str:
+        runs.append("other")
+        return "written"
+
+    first_ex = Executor(clock=clock, ledger=ledger, breaker=False)
+    first_ex.register("w", first_write, side_effects=True, in_progress_expiry=LEASE)
+    other_ex = Executor(clock=clock, ledger=ledger, breaker=False)
+    other_ex.register(
+        "w", other_write, side_effects=True, in_progress_expiry=LEASE, on_stale_in_progress=policy
+    )
+    ctx = RequestContext("r", "s")
+    results: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: results.append(first_ex.execute(Call("w", "c", {}), ctx))
+    )
+    caplog.set_level(logging.WARNING, logger="toolwire.execution")
+    worker.start()
+    try:
+        assert entered.wait(5)
+        clock.advance(LEASE + 1)
+        other = other_ex.execute(Call("w", "c", {}), ctx)
+        ledger.down = False
+        clock.advance(LEASE / 3 + 0.5)
+        wait_until(lambda: first_ex.observer.counts["leases_lost"] == 1, "the lost claim")
+        clock.advance(LEASE)  # no renewal after that
+        time.sleep(0.05)
+    finally:
+        release.set()
+        worker.join(5)
+    first = results[0]
+    assert first.attempts == 1 and first.error is not None
+    assert first.error["stopped"] == "claim_lost"
+    assert first_ex.observer.counts["leases_lost"] == 1
+    assert any("no longer holds its idempotency claim" in r.getMessage() for r in caplog.records)
+    record = ledger.get(KEY)
+    assert record is not None
+    if policy == "assume_failed_and_retry":
+        assert other.state == "ok" and other.duplicate_execution and runs == ["first", "other"]
+        # The ledger keeps the taker's outcome; the first worker is told its claim was lost.
+        assert record.state == "succeeded" and record.receipt_value() == "written"
+        assert any("taken over" in w for w in first.warnings)
+    else:
+        assert other.state == "unknown_outcome" and runs == ["first"]
+        # Only assumed: what the first worker observed (its attempt failed, nothing was
+        # applied) replaces the assumption, and a later call may run the write.
+        assert record.state == "failed" and record.retryable and not record.assumed
+        assert first.warnings == ()
+
+
+async def test_a_cancelled_call_stops_renewing(clock: FakeClock) -> None:
+    ledger = MemoryLedger(clock=clock)
+    before = keepers()
+    started = asyncio.Event()
+
+    async def hangs(arguments: Any) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    ex = Executor(clock=clock, ledger=ledger, breaker=False)
+    ex.register("w", hangs, side_effects=True, in_progress_expiry=LEASE)
+    task = asyncio.ensure_future(ex.aexecute(Call("w", "c", {}), RequestContext("r", "s")))
+    await started.wait()
+    assert keepers() - before
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    record = ledger.get(KEY)
+    assert record is not None and record.state == "unknown"  # settled, not renewed on
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, wait_until, lambda: keepers() <= before, "the keeper")
+    clock.advance(LEASE)
+    await asyncio.sleep(0.05)
+    after = ledger.get(KEY)
+    assert after == record
+
+
+def test_an_abandoned_attempt_stops_renewing(clock: FakeClock) -> None:
+    # A sync write cut off at its (real) timeout: its thread goes on, the call does not, and
+    # neither do its renewals; its outcome is recorded unknown.
+    ledger = MemoryLedger(clock=clock)
+    before = keepers()
+    release = threading.Event()
+    renewing: list[set[threading.Thread]] = []
+
+    def write(arguments: Any) -> str:
+        renewing.append(keepers() - before)
+        assert release.wait(10)
+        return "late"
+
+    ex = Executor(clock=clock, ledger=ledger, breaker=False)
+    ex.register("w", write, side_effects=True, in_progress_expiry=LEASE, timeout=0.05)
+    try:
+        result = ex.execute(Call("w", "c", {}), RequestContext("r", "s"))
+        assert result.state == "unknown_outcome" and result.attempts == 1
+        wait_until(lambda: keepers() <= before, "the keeper thread to end")
+        record = ledger.get(KEY)
+        assert record is not None and record.state == "unknown"
+    finally:
+        release.set()
+    assert len(renewing) == 1 and len(renewing[0]) == 1  # it was renewed while it ran
+
+
+def test_one_keeper_thread_serves_every_write_in_flight(clock: FakeClock) -> None:
+    ledger = MemoryLedger(clock=clock)
+    before = keepers()
+    release = threading.Event()
+    entered = [threading.Event() for _ in range(4)]
+
+    def write(arguments: Any) -> int:
+        entered[arguments["i"]].set()
+        assert release.wait(10)
+        return arguments["i"]
+
+    ex = Executor(clock=clock, ledger=ledger, breaker=False)
+    ex.register("w", write, side_effects=True, in_progress_expiry=LEASE)
+    ctx = RequestContext("r", "s")
+    calls = [Call("w", f"c{i}", {"i": i}) for i in range(4)]
+    workers = [threading.Thread(target=ex.execute, args=(call, ctx)) for call in calls]
+    for worker in workers:
+        worker.start()
+    try:
+        for event in entered:
+            assert event.wait(5)
+        assert len(keepers() - before) == 1
+    finally:
+        release.set()
+        for worker in workers:
+            worker.join(5)
+    wait_until(lambda: keepers() <= before, "the keeper thread to end")
+
+
+def test_a_ledger_without_renew_still_runs_writes(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A custom ledger written before `renew` existed: writes work as they did, and the
+    # executor says once that their leases are not extended.
+    class Plain(Ledger):
+        def __init__(self) -> None:
+            self.inner = MemoryLedger(clock=clock)
+
+        def claim(self, key: str, **options: Any) -> Any:
+            return self.inner.claim(key, **options)
+
+        def _finish(self, key: str, token: str, ttl: float, state: Any, **options: Any) -> None:
+            self.inner._finish(key, token, ttl, state, **options)  # pyright: ignore[reportPrivateUsage]
+
+        def get(self, key: str) -> Any:
+            return self.inner.get(key)
+
+    entered, release, runs = threading.Event(), threading.Event(), []
+    ex = Executor(clock=clock, ledger=Plain(), breaker=False)
+    ex.register(
+        "w", slow_write(release, entered, runs), side_effects=True, in_progress_expiry=LEASE
+    )
+    caplog.set_level(logging.WARNING, logger="toolwire.execution")
+    results: list[Any] = []
+    for call_id in ("a", "b"):
+        entered.clear()
+        worker = threading.Thread(
+            target=lambda c=call_id: results.append(
+                ex.execute(Call("w", c, {}), RequestContext("r", "s"))
+            )
+        )
+        worker.start()
+        assert entered.wait(5)
+        clock.advance(LEASE / 3 + 0.5)
+        wait_until(lambda: any("cannot renew" in r.getMessage() for r in caplog.records), "log")
+        release.set()
+        worker.join(5)
+        release.clear()
+    assert [r.state for r in results] == ["ok", "ok"]
+    assert sum("cannot renew" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_lease_of_years_is_held_without_overflowing_a_wait() -> None:
+    # Renewals a third of 30,000 years apart: past a lock's longest timeout (about 292 years
+    # on Linux), which the clock caps instead of raising OverflowError in the keeper's thread.
+    ex = Executor(ledger=MemoryLedger(), breaker=False)
+    ex.register("w", lambda arguments: "done", side_effects=True, in_progress_expiry=1e12)
+    before = keepers()
+    assert ex.execute(Call("w", "c", {}), RequestContext("r", "s")).state == "ok"
+    wait_until(lambda: keepers() <= before, "the keeper thread to end")
+    event = threading.Event()
+    threading.Timer(0.05, event.set).start()
+    assert SystemClock().wait_until(event, time.monotonic() + 1e12)
+
+
+def test_a_fake_clock_is_waited_for_until_someone_moves_it() -> None:
+    clock = FakeClock()
+    event = threading.Event()
+    woke: list[bool] = []
+    waiter = threading.Thread(
+        target=lambda: woke.append(clock.wait_until(event, clock.monotonic() + 10))
+    )
+    waiter.start()
+    clock.advance(5)
+    time.sleep(0.05)
+    assert woke == []  # halfway: still waiting
+    clock.advance(5)
+    waiter.join(5)
+    assert woke == [False] and clock.sleeps == []  # the deadline, not a sleep of its own
+    threading.Timer(0.02, event.set).start()
+    assert clock.wait_until(event, clock.monotonic() + 10)
