@@ -3,7 +3,8 @@
 Three shapes come out of one source schema (Pydantic's `model_json_schema()` or a plain tool
 definition):
 
-* the **pre-check schema** (`precheck_schema`): `$ref`s inlined, `additionalProperties: false`
+* the **pre-check schema** (`precheck_schema`): `$ref`s inlined (but recursive and shared
+  definitions, see below), `additionalProperties: false`
   added to every object that does not say otherwise, `default: null` dropped. The `required`
   list is the model's own, so optional fields stay optional. This is what the Rust pre-check
   compiles and what Anthropic's `input_schema` receives.
@@ -19,7 +20,14 @@ Design notes:
 * `openai.lib._pydantic.to_strict_json_schema` only inlines a `$ref` that has sibling keys and
   keeps `$defs` otherwise. We inline every non-recursive `$ref` so a tool definition can be read
   (and checked by the Rust pre-check) without a resolver; a recursive model keeps a
-  `{"$ref": "#/$defs/Name"}` to a `$defs` entry that stays in the schema. A reference that
+  `{"$ref": "#/$defs/Name"}` to a `$defs` entry that stays in the schema. So does a definition
+  used in several places whose copies would each be longer than `SHARED_DEFINITION_CHARS`
+  (`_shared_definitions`): copied along every path, definitions shared at several levels (a
+  DAG, as OpenAPI-derived tools have) grew the schema exponentially. A kept definition is
+  closed once per way a reference uses it (`Name`, `Name_partial`, `Name_open`, see
+  `_with_closed_definitions`), the strict export flattens an `allOf` member that is one as it
+  flattened its copy, and a schema still past `MAX_INLINED_CHARS` is refused
+  (`SchemaTooLargeError`). A reference that
   names its target by URI (an `$anchor`, an embedded `$id`) is first written as the pointer
   to it, found with `referencing`, which is how `jsonschema` would resolve it.
 * Non-null defaults are removed in strict mode although the openai helper keeps them: Azure
@@ -388,7 +396,8 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     siblings, which is how such a keyword reads a `$ref`. A reference to a boolean schema is
     that boolean (`false` whatever its siblings say). A reference to a definition that is
     already being expanded stays a reference, `{"$ref": "#/$defs/Name"}` with the keys beside
-    it, and that definition stays under `$defs`.
+    it, and that definition stays under `$defs`. So does a shared definition (see
+    `_shared_definitions`) where only annotations sit beside the reference.
     Any other local JSON Pointer (`#`, the whole schema, as in OpenAI's recursive examples, or
     `#/properties/a`) is followed the same way; one that recurses is kept as a reference to a
     `$defs` entry named after it.
@@ -401,6 +410,7 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
 
     Raises:
         ValueError: On a `$ref` that is not local or points nowhere.
+        SchemaTooLargeError: On a schema that would still be longer than `MAX_INLINED_CHARS`.
     """
     schema = _with_pointer_refs(schema)
     # Draft 7 and older ignore every keyword next to a `$ref`: only annotations are kept then.

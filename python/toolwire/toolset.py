@@ -1094,7 +1094,8 @@ class Toolset:
     def schema(self, name: str) -> dict[str, Any]:
         """The self-contained JSON Schema the pre-check compiles for a tool (a fresh copy).
 
-        `$ref`s are inlined (a recursive model keeps a `$ref` into `$defs`), every object with a
+        `$ref`s are inlined (a recursive model keeps a `$ref` into `$defs`, as does a large
+        definition used in several places, closed per use: see `schema_export`), every object with a
         `properties` keyword that does not say otherwise gets `additionalProperties: false`, an
         empty one included (`"properties": {}` is a tool without parameters; one without the
         keyword is free-form and stays open, as does one composed from subschemas: an
