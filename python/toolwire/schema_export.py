@@ -3,7 +3,8 @@
 Three shapes come out of one source schema (Pydantic's `model_json_schema()` or a plain tool
 definition):
 
-* the **pre-check schema** (`precheck_schema`): `$ref`s inlined, `additionalProperties: false`
+* the **pre-check schema** (`precheck_schema`): `$ref`s inlined (but recursive and shared
+  definitions, see below), `additionalProperties: false`
   added to every object that does not say otherwise, `default: null` dropped. The `required`
   list is the model's own, so optional fields stay optional. This is what the Rust pre-check
   compiles and what Anthropic's `input_schema` receives.
@@ -19,7 +20,14 @@ Design notes:
 * `openai.lib._pydantic.to_strict_json_schema` only inlines a `$ref` that has sibling keys and
   keeps `$defs` otherwise. We inline every non-recursive `$ref` so a tool definition can be read
   (and checked by the Rust pre-check) without a resolver; a recursive model keeps a
-  `{"$ref": "#/$defs/Name"}` to a `$defs` entry that stays in the schema. A reference that
+  `{"$ref": "#/$defs/Name"}` to a `$defs` entry that stays in the schema. So does a definition
+  used in several places whose copies would each be longer than `SHARED_DEFINITION_CHARS`
+  (`_shared_definitions`): copied along every path, definitions shared at several levels (a
+  DAG, as OpenAPI-derived tools have) grew the schema exponentially. A kept definition is
+  closed once per way a reference uses it (`Name`, `Name_partial`, `Name_open`, see
+  `_with_closed_definitions`), the strict export flattens an `allOf` member that is one as it
+  flattened its copy, and a schema still past `MAX_INLINED_CHARS` is refused
+  (`SchemaTooLargeError`). A reference that
   names its target by URI (an `$anchor`, an embedded `$id`) is first written as the pointer
   to it, found with `referencing`, which is how `jsonschema` would resolve it.
 * Non-null defaults are removed in strict mode although the openai helper keeps them: Azure
@@ -36,6 +44,7 @@ Design notes:
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -58,6 +67,7 @@ __all__ = [
     "ExportedSchema",
     "Relaxation",
     "SchemaExportError",
+    "SchemaTooLargeError",
     "accepts_null",
     "as_json_schema",
     "closing_splits_one_of",
@@ -386,7 +396,8 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     siblings, which is how such a keyword reads a `$ref`. A reference to a boolean schema is
     that boolean (`false` whatever its siblings say). A reference to a definition that is
     already being expanded stays a reference, `{"$ref": "#/$defs/Name"}` with the keys beside
-    it, and that definition stays under `$defs`.
+    it, and that definition stays under `$defs`. So does a shared definition (see
+    `_shared_definitions`) where only annotations sit beside the reference.
     Any other local JSON Pointer (`#`, the whole schema, as in OpenAI's recursive examples, or
     `#/properties/a`) is followed the same way; one that recurses is kept as a reference to a
     `$defs` entry named after it.
@@ -399,6 +410,7 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
 
     Raises:
         ValueError: On a `$ref` that is not local or points nowhere.
+        SchemaTooLargeError: On a schema that would still be longer than `MAX_INLINED_CHARS`.
     """
     schema = _with_pointer_refs(schema)
     # Draft 7 and older ignore every keyword next to a `$ref`: only annotations are kept then.
@@ -412,6 +424,7 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
         if found is not None:
             defs.update(found)
     recursive = _recursive_definitions(defs)
+    shared = _shared_definitions(schema, defs, recursive, legacy=legacy)
     kept: dict[str, JsonSchema] = {}
     # The `$defs` name and the target of every kept reference that is not a whole definition.
     aliases: dict[str, str] = {}
@@ -478,6 +491,17 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
                     # The keys beside it still apply, beside the reference (a conjunct).
                     return {**walk(siblings, stack), "$ref": reference}
                 sibling_expanded.add(key)
+            elif (
+                key in shared
+                and as_dict is not schema
+                and _as_dict(target) is not None
+                and all(k in _ANNOTATIONS for k in siblings)
+            ):
+                # A definition used in several places whose copies would multiply the schema's
+                # size (a DAG of definitions, as OpenAPI-derived tools have) stays one
+                # reference too; see `_shared_definitions`.
+                reference = f"#/$defs/{_pointer_escape(keep(key, target))}"
+                return {**walk(siblings, stack), "$ref": reference}
             if isinstance(target, bool):
                 # A boolean schema takes part as written: `false` refuses every value whatever
                 # sits beside it, `true` adds nothing to what does. Read as a dict it was `{}`,
@@ -591,6 +615,161 @@ def _recursive_definitions(defs: Mapping[str, Any]) -> set[str]:
     return recursive
 
 
+# A definition referenced in several places stays a reference once its inlined copy would be
+# longer than this many characters (of JSON): smaller ones are inlined as before, so a schema
+# grows by at most about this much per definition (see `_shared_definitions`).
+SHARED_DEFINITION_CHARS = 1000
+# The most characters a tool's schema may take with its references resolved as the inliner
+# resolves them; a schema past it is refused at registration (`SchemaTooLargeError`) rather
+# than built for minutes.
+MAX_INLINED_CHARS = 2_000_000
+# What a kept reference, `{"$ref": "#/$defs/Name"}`, takes in the estimate.
+_REF_CHARS = 30
+
+
+class SchemaTooLargeError(ValueError):
+    """A tool schema that would still be too large with its shared definitions kept as
+    references: its remaining references (pointers into the schema, or references with
+    assertions beside them) multiply it past `MAX_INLINED_CHARS`.
+
+    Attributes:
+        tool: The tool name (None where no tool was named).
+        size: The estimated size of the schema once inlined, in characters of JSON.
+        limit: `MAX_INLINED_CHARS`.
+    """
+
+    def __init__(self, size: int, limit: int, tool: str | None = None) -> None:
+        where = f"tool {tool!r}: " if tool is not None else ""
+        super().__init__(
+            f"{where}the parameter schema would take about {size:,} characters of JSON with its"
+            f" references inlined, more than the {limit:,} allowed: keep definitions that are"
+            " used in several places as plain `$ref`s (without assertions beside them)"
+        )
+        self.tool = tool
+        self.size = size
+        self.limit = limit
+
+
+def _definition_sites(
+    node: Any, defs: Mapping[str, Any], *, legacy: bool, root: bool = False
+) -> list[tuple[str, bool]]:
+    """Each `$ref` to a definition in `node` (nested `$defs` aside), with whether the inliner
+    must copy the definition there: a reference with assertions beside it (draft 2019-09 on),
+    or the root's own."""
+    out: list[tuple[str, bool]] = []
+    todo: list[Any] = [node]
+    while todo:
+        item = todo.pop()
+        as_list = _as_list(item)
+        if as_list is not None:
+            todo.extend(reversed(as_list))
+            continue
+        as_dict = _as_dict(item)
+        if as_dict is None:
+            continue
+        ref = as_dict.get("$ref")
+        tokens = pointer_tokens(ref) if isinstance(ref, str) else None
+        if tokens is not None and len(tokens) == 2 and tokens[0] in ("$defs", "definitions"):
+            if tokens[1] in defs:
+                asserting = not legacy and any(
+                    k != "$ref" and k not in _ANNOTATIONS for k in as_dict
+                )
+                out.append((tokens[1], asserting or (root and item is node)))
+        for key, value in reversed(as_dict.items()):
+            if key in ("$defs", "definitions"):
+                continue
+            if key in _NAMED_SUBSCHEMAS and _as_dict(value) is not None:
+                todo.extend(reversed(value.values()))
+            elif key in _SUBSCHEMAS:
+                todo.append(value)
+    return out
+
+
+def _shared_definitions(
+    schema: Mapping[str, Any], defs: Mapping[str, Any], recursive: set[str], *, legacy: bool
+) -> set[str]:
+    """The non-recursive definitions the inliner keeps as references: those that would be
+    copied more than once, each copy longer than `SHARED_DEFINITION_CHARS`.
+
+    Inlining every reference copies a definition once per path to it: definitions reused at
+    several levels (a DAG, as OpenAPI-derived tools have) grew exponentially, a 1.7 KB schema
+    to 240 KB. Definitions are decided from the root down, counting the copies each would have
+    given what was decided above it, and sized as fully inlined, so what is inlined is either
+    copied once or short, and the result stays within a constant of the source.
+
+    Raises:
+        SchemaTooLargeError: When the schema would still be longer than `MAX_INLINED_CHARS`.
+    """
+    sites = {name: _definition_sites(body, defs, legacy=legacy) for name, body in defs.items()}
+    written = {k: v for k, v in schema.items() if k not in ("$defs", "definitions")}
+    root_sites = _definition_sites(written, defs, legacy=legacy, root=True)
+    # The non-recursive definitions, each after every one it references (depth-first
+    # post-order, iterative: definitions may chain deeper than Python's recursion limit).
+    order: list[str] = []
+    visited: set[str] = set()
+    for start in defs:
+        if start in visited or start in recursive:
+            continue
+        visited.add(start)
+        work: list[tuple[str, int]] = [(start, 0)]
+        while work:
+            name, edge = work.pop()
+            targets = sites[name]
+            while edge < len(targets) and (
+                targets[edge][0] in visited or targets[edge][0] in recursive
+            ):
+                edge += 1
+            if edge == len(targets):
+                order.append(name)
+                continue
+            work.append((name, edge + 1))
+            visited.add(targets[edge][0])
+            work.append((targets[edge][0], 0))
+    own = {name: len(json.dumps(defs[name], default=str)) for name in order}
+    full: dict[str, int] = {}
+    for name in order:
+        full[name] = own[name] + sum(
+            _REF_CHARS if t in recursive else full[t] for t, _ in sites[name]
+        )
+    # Copies of each definition, given what is decided above it.
+    copies = dict.fromkeys(defs, 0)
+    forced = dict.fromkeys(defs, 0)
+    for listed in [root_sites, *(sites[r] for r in recursive if r in sites)]:
+        for target, inlined in listed:
+            copies[target] += 1
+            forced[target] += inlined
+    shared: set[str] = set()
+    for name in reversed(order):
+        times = copies[name]
+        if times > 1 and full[name] > SHARED_DEFINITION_CHARS:
+            shared.add(name)
+            # Once under `$defs`, and wherever a reference with assertions beside it copies it.
+            times = 1 + forced[name]
+        for target, inlined in sites[name]:
+            if target not in recursive:
+                copies[target] += times
+                forced[target] += times if inlined else 0
+    # The size the inlined schema will have, to refuse one that is still too large.
+    decided: dict[str, int] = {}
+
+    def size(listed: list[tuple[str, bool]]) -> int:
+        return sum(
+            _REF_CHARS if t in recursive or (t in shared and not inlined) else decided[t]
+            for t, inlined in listed
+        )
+
+    for name in order:
+        decided[name] = own[name] + size(sites[name])
+    total = len(json.dumps(written, default=str)) + size(root_sites)
+    total += sum(decided[name] for name in shared)
+    total += sum(
+        len(json.dumps(defs[r], default=str)) + size(sites[r]) for r in recursive if r in defs
+    )
+    if total > MAX_INLINED_CHARS:
+        raise SchemaTooLargeError(total, MAX_INLINED_CHARS)
+    return shared
+
+
 def _without_discriminator_mapping(node: JsonSchema) -> JsonSchema:
     """`node` without its OpenAPI `discriminator.mapping`, whose values are references.
 
@@ -621,8 +800,72 @@ _PARTIAL_MEMBERS = ("allOf", "if", "then", "else", "dependentSchemas")
 _TESTS = ("not", "if", "contains")
 
 
+# What a kept definition is closed for where a `$ref` names it: as a property's object, as
+# a member that may name only some of its object's properties, or not at all (under `not`,
+# `if`, `contains`, or in the schema as written).
+_CLOSED, _PARTIAL, _OPEN = "closed", "partial", "open"
+
+
+def _with_closed_definitions(schema: Any, *, strip_null_default: bool, closing: bool) -> Any:
+    """`_with_closed_objects` for a whole schema, `$defs` included.
+
+    Inlined, a definition is closed as the place it is copied to asks. Kept as a reference (a
+    recursive or shared one), it is closed once for each way it is used: under its own name
+    as a property's object (or as written, when nothing is closed), and as
+    `Name_partial` (an `allOf` member, say) or `Name_open` (under `not`) where a reference
+    asks for that, which then names the copy.
+    """
+    as_dict = _as_dict(schema)
+    defs = None if as_dict is None else _as_dict(as_dict.get("$defs"))
+    if as_dict is None or defs is None:
+        return _with_closed_objects(schema, strip_null_default=strip_null_default, closing=closing)
+    base = _CLOSED if closing else _OPEN
+    names: dict[tuple[str, str], str] = {(name, base): name for name in defs}
+    todo = list(names)
+    taken = set(defs)
+
+    def variant(ref: str, closable: bool, closing: bool) -> str:
+        tokens = pointer_tokens(ref)
+        if tokens is None or len(tokens) != 2 or tokens[0] != "$defs" or tokens[1] not in defs:
+            return ref
+        kind = _OPEN if not closing else _CLOSED if closable else _PARTIAL
+        key = (tokens[1], kind)
+        if key not in names:
+            name = f"{tokens[1]}_{kind}"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            names[key] = name
+            todo.append(key)
+        return "#/$defs/" + _pointer_escape(names[key])
+
+    written = {k: v for k, v in as_dict.items() if k != "$defs"}
+    out = _with_closed_objects(
+        written, strip_null_default=strip_null_default, closing=closing, refs=variant
+    )
+    bodies: dict[str, Any] = {}
+    done = 0
+    while done < len(todo):
+        name, kind = todo[done]
+        done += 1
+        bodies[names[name, kind]] = _with_closed_objects(
+            defs[name],
+            strip_null_default=strip_null_default,
+            closable=kind == _CLOSED,
+            closing=kind != _OPEN,
+            refs=variant,
+        )
+    out["$defs"] = {name: bodies[name] for name in sorted(bodies)}
+    return out
+
+
 def _with_closed_objects(
-    node: Any, *, strip_null_default: bool, closable: bool = True, closing: bool = True
+    node: Any,
+    *,
+    strip_null_default: bool,
+    closable: bool = True,
+    closing: bool = True,
+    refs: Callable[[str, bool, bool], str] | None = None,
 ) -> Any:
     """Add `additionalProperties: false` where an object says nothing, drop `default: null`.
 
@@ -643,11 +886,19 @@ def _with_closed_objects(
     named on the other side, which the schema allows. An object whose `required` names a
     property that `properties` does not declare stays open as well (and one whose other
     keywords expect undeclared properties, see `_expects_undeclared`): closed, that property
-    would be required and refused at once, and no call could pass."""
+    would be required and refused at once, and no call could pass.
+
+    `refs` gives the reference to write for a `$ref`, from the reference and how its target
+    must be closed (whether it may be, and whether anything is), for
+    `_with_closed_definitions`."""
 
     def walk(sub: Any, closable: bool, closing: bool = closing) -> Any:
         return _with_closed_objects(
-            sub, strip_null_default=strip_null_default, closable=closable, closing=closing
+            sub,
+            strip_null_default=strip_null_default,
+            closable=closable,
+            closing=closing,
+            refs=refs,
         )
 
     as_list = _as_list(node)
@@ -671,6 +922,11 @@ def _with_closed_objects(
                 key in ("anyOf", "oneOf") and (own_properties or not closable)
             )
             out[key] = walk(value, member_closable, closing and key not in _TESTS)
+        elif key == "$ref" and refs is not None and isinstance(value, str):
+            # The target describes this object: closed as it would be, copied here, unless
+            # an assertion beside the reference may name properties of its own.
+            alone = all(k == "$ref" or k in _ANNOTATIONS for k in as_dict)
+            out[key] = refs(value, closable and alone, closing)
         else:
             # Data (`enum`, `const`, `default`, `examples`, an `x-` extension): an object in
             # it is a value, not a schema to close.
@@ -740,11 +996,16 @@ def secret_patterns(schema: Mapping[str, Any]) -> list[str]:
         schema: A self-contained tool schema.
 
     Returns:
-        The pointers, depth first (a secret's own children are not listed).
+        The pointers, depth first (a secret's own children are not listed); `[""]`, every
+        value, where there would be more than `MAX_SECRET_POINTERS` (a definition holding a
+        secret, kept once and reached along exponentially many paths).
     """
     defs = _as_dict(schema.get("$defs")) or {}
     out: list[str] = []
     holding = _definitions_holding_secrets(defs)
+
+    class _TooMany(Exception):
+        pass
 
     def collect(
         node: Mapping[str, Any], prefix: str, seen: frozenset[str], into: list[str]
@@ -752,6 +1013,8 @@ def secret_patterns(schema: Mapping[str, Any]) -> list[str]:
         if is_marked_secret(node):
             if prefix not in into:
                 into.append(prefix)
+                if len(into) > MAX_SECRET_POINTERS:
+                    raise _TooMany
             return
         ref = node.get("$ref")
         name = ref.removeprefix(_DEFS) if isinstance(ref, str) else ""
@@ -766,12 +1029,21 @@ def secret_patterns(schema: Mapping[str, Any]) -> list[str]:
                 # depth, which no finite list of pointers names, so all of it counts.
                 if prefix not in into:
                     into.append(prefix)
+                    if len(into) > MAX_SECRET_POINTERS:
+                        raise _TooMany
                 return
         for step, child in _secret_search_steps(node):
             collect(child, prefix + step, seen, into)
 
-    collect(schema, "", frozenset(), out)
+    try:
+        collect(schema, "", frozenset(), out)
+    except _TooMany:
+        return [""]
     return out
+
+
+# Secret pointers one tool's pre-check is given before it counts every value as secret.
+MAX_SECRET_POINTERS = 256
 
 
 # Where a local `$ref` to a definition points.
@@ -845,7 +1117,7 @@ def precheck_schema(schema: Mapping[str, Any], *, closed: bool = True) -> JsonSc
         has a `properties` keyword and does not set it (outside `not`, `if` and `contains`), and
         `default: null` removed. `required` is left as the source has it.
     """
-    out = _with_closed_objects(inline_refs(schema), strip_null_default=True, closing=closed)
+    out = _with_closed_definitions(inline_refs(schema), strip_null_default=True, closing=closed)
     return cast(JsonSchema, out)
 
 
@@ -857,11 +1129,81 @@ def closing_splits_one_of(closed: Any, written: Any) -> bool:
     a field one of them does not name, and the value passes. Such a schema must also be held to
     its `oneOf`s as written.
     """
+    closed_defs = _as_dict(_as_dict(closed) and closed.get("$defs")) or {}
+    written_defs = _as_dict(_as_dict(written) and written.get("$defs")) or {}
+    # Pairs of kept definitions (the closed copy's name, the written one's) being compared,
+    # taken as equal when met again inside (two recursive copies are equal where no finite
+    # path tells them apart), and the verdicts that hold: any difference, and an equality
+    # found with no such assumption open.
+    open_pairs: set[tuple[str, str]] = set()
+    known: dict[tuple[str, str], bool] = {}
+
+    def target(ref: object, defs: Mapping[str, Any]) -> str | None:
+        tokens = pointer_tokens(ref) if isinstance(ref, str) else None
+        if tokens is None or len(tokens) != 2 or tokens[0] != "$defs" or tokens[1] not in defs:
+            return None
+        return tokens[1]
+
+    def same(closed: Any, written: Any) -> bool:
+        """Whether two subschemas are equal, read through the references in them."""
+        closed_node, written_node = _as_dict(closed), _as_dict(written)
+        if closed_node is not None and written_node is not None:
+            if closed_node.keys() != written_node.keys():
+                return False
+            closed_end = target(closed_node.get("$ref"), closed_defs)
+            written_end = target(written_node.get("$ref"), written_defs)
+            for key, value in written_node.items():
+                if key == "$ref" and closed_end is not None and written_end is not None:
+                    continue
+                if not same(closed_node[key], value):
+                    return False
+            if closed_end is None or written_end is None:
+                return True
+            pair = (closed_end, written_end)
+            if pair in open_pairs:
+                return True
+            if pair in known:
+                return known[pair]
+            open_pairs.add(pair)
+            verdict = same(closed_defs[closed_end], written_defs[written_end])
+            open_pairs.discard(pair)
+            if not verdict or not open_pairs:
+                known[pair] = verdict
+            return verdict
+        closed_list, written_list = _as_list(closed), _as_list(written)
+        if closed_list is not None and written_list is not None:
+            return len(closed_list) == len(written_list) and all(
+                same(c, w) for c, w in zip(closed_list, written_list, strict=True)
+            )
+        return closed == written
+
+    return _splits_one_of(closed, written, closed_defs, written_defs, same, set())
+
+
+def _splits_one_of(
+    closed: Any,
+    written: Any,
+    closed_defs: Mapping[str, Any],
+    written_defs: Mapping[str, Any],
+    same: Callable[[Any, Any], bool],
+    seen: set[tuple[str, str]],
+) -> bool:
+    """`closing_splits_one_of` below one pair of subschemas, a kept definition's pair of
+    copies looked into once (`seen`) where a reference names it."""
     closed_node, written_node = _as_dict(closed), _as_dict(written)
     if closed_node is None or written_node is None:
         return False
-    if "oneOf" in written_node and closed_node.get("oneOf") != written_node["oneOf"]:
+    if "oneOf" in written_node and not same(closed_node.get("oneOf"), written_node["oneOf"]):
         return True
+    closed_ref, written_ref = closed_node.get("$ref"), written_node.get("$ref")
+    if isinstance(closed_ref, str) and isinstance(written_ref, str):
+        pair = ((pointer_tokens(closed_ref) or [""])[-1], (pointer_tokens(written_ref) or [""])[-1])
+        if pair[0] in closed_defs and pair[1] in written_defs and pair not in seen:
+            seen.add(pair)
+            if _splits_one_of(
+                closed_defs[pair[0]], written_defs[pair[1]], closed_defs, written_defs, same, seen
+            ):
+                return True
     for key, value in written_node.items():
         other: Any = closed_node.get(key)
         pairs: list[tuple[Any, Any]]
@@ -875,7 +1217,7 @@ def closing_splits_one_of(closed: Any, written: Any) -> bool:
             pairs = [(other, value)]
         else:
             continue
-        if any(closing_splits_one_of(c, w) for c, w in pairs):
+        if any(_splits_one_of(c, w, closed_defs, written_defs, same, seen) for c, w in pairs):
             return True
     return False
 
@@ -883,9 +1225,18 @@ def closing_splits_one_of(closed: Any, written: Any) -> bool:
 class _StrictWalker:
     """Rewrites a pre-check schema into the strict subset and collects what does not fit."""
 
-    def __init__(self, tool: str, *, nullable_optional: bool) -> None:
+    def __init__(
+        self, tool: str, *, nullable_optional: bool, defs: Mapping[str, Any] | None = None
+    ) -> None:
         self.tool = tool
         self.nullable_optional = nullable_optional
+        # The kept definitions, and those of them that recurse: a shared definition kept as a
+        # reference is read through it as its inlined copy was (an `allOf` member flattened, its
+        # objects counted towards the depth of the place that references it).
+        self.defs: Mapping[str, Any] = defs or {}
+        self.recursive = _recursive_definitions(self.defs)
+        self.heights: dict[str, int] = {}
+        self.at_root = True
         self.problems: list[Relaxation] = []
         self.property_count = 0
         self.enum_values = 0
@@ -906,6 +1257,13 @@ class _StrictWalker:
                 self.problem(path, "type", "a schema that admits no value (`false`)")
             return node
         if "$ref" in as_dict:
+            target = self._shared(as_dict["$ref"])
+            if (
+                self.at_root
+                and target is not None
+                and depth <= MAX_OBJECT_DEPTH < depth + self._height(target)
+            ):
+                self.problem(path, "type", f"objects nested deeper than {MAX_OBJECT_DEPTH} levels")
             return {"$ref": as_dict["$ref"]}
         out: JsonSchema = dict(as_dict)
         out.pop("default", None)
@@ -962,6 +1320,41 @@ class _StrictWalker:
                 out[key] = [self.walk(branch, path, depth) for branch in branches]
         return out
 
+    def _shared(self, ref: object) -> str | None:
+        """The kept definition that is not recursive a `$ref` names, or None."""
+        tokens = pointer_tokens(ref) if isinstance(ref, str) else None
+        if tokens is None or len(tokens) != 2 or tokens[0] != "$defs":
+            return None
+        name = tokens[1]
+        return name if name in self.defs and name not in self.recursive else None
+
+    def _height(self, name: str) -> int:
+        """How many levels of objects a kept definition that is not recursive nests, as `walk`
+        counts them (a recursive one below it counts none, as where it is walked)."""
+        if name not in self.heights:
+            self.heights[name] = 0
+            self.heights[name] = self._node_height(self.defs[name])
+        return self.heights[name]
+
+    def _node_height(self, node: Any) -> int:
+        as_dict = _as_dict(node)
+        if as_dict is None:
+            return 0
+        if "$ref" in as_dict:
+            target = self._shared(as_dict["$ref"])
+            return 0 if target is None else self._height(target)
+        own = 1 if _is_object(as_dict) or "properties" in as_dict else 0
+        inside: list[Any] = list((_as_dict(as_dict.get("properties")) or {}).values())
+        for key in ("items", "anyOf"):
+            value = as_dict.get(key)
+            inside += _as_list(value) or ([] if value is None else [value])
+        below = max((self._node_height(sub) for sub in inside), default=0)
+        # An `allOf` member is flattened into its owner: its objects are the owner's level.
+        members = max(
+            (self._node_height(m) for m in _as_list(as_dict.get("allOf")) or []), default=0
+        )
+        return max(own + below, members, own)
+
     def _count_enum(self, out: JsonSchema, path: str) -> None:
         """Counts `enum` and `const` towards the schema's limits; one enum's own limit here."""
         enum = _as_list(out.get("enum")) or []
@@ -1001,6 +1394,12 @@ class _StrictWalker:
         required: list[str] = [r for r in own_required if isinstance(r, str)]
         for branch in branches:
             as_dict = _as_dict(branch)
+            shared = None if as_dict is None else self._shared(as_dict.get("$ref"))
+            if shared is not None and as_dict is not None:
+                # A shared definition kept as a reference: its copy, as it was inlined (only
+                # annotations are ever beside such a reference).
+                notes = {k: v for k, v in as_dict.items() if k != "$ref"}
+                as_dict = {**(_as_dict(self.defs[shared]) or {}), **notes}
             if as_dict is None or "$ref" in as_dict:
                 self.problem(
                     path, "allOf", "`allOf` over a recursive reference cannot be flattened"
@@ -1271,7 +1670,9 @@ def _strict(
     schema: Mapping[str, Any], tool: str, *, nullable_optional: bool
 ) -> tuple[JsonSchema, list[Relaxation]]:
     base = precheck_schema(schema)
-    walker = _StrictWalker(tool, nullable_optional=nullable_optional)
+    walker = _StrictWalker(
+        tool, nullable_optional=nullable_optional, defs=_as_dict(base.get("$defs")) or {}
+    )
     if not _is_object(base) or "anyOf" in base:
         walker.problem("", "type", "the top level must be an object, not a union or a scalar")
     out = cast(JsonSchema, walker.walk(base, "", 0))
@@ -1280,6 +1681,8 @@ def _strict(
     out.pop("$schema", None)
     defs = _as_dict(out.get("$defs"))
     if defs is not None:
+        # Their depth below the references to them was counted where those are.
+        walker.at_root = False
         out["$defs"] = {name: walker.walk(sub, name, 0) for name, sub in defs.items()}
     if walker.property_count > MAX_PROPERTIES:
         walker.problem("", "properties", f"more than {MAX_PROPERTIES} object properties in all")

@@ -54,6 +54,7 @@ from toolwire.coercion import (
 from toolwire.payloads import Lang
 from toolwire.schema_export import (
     Relaxation,
+    SchemaTooLargeError,
     accepts_null,
     as_json_schema,
     export_schema,
@@ -62,6 +63,7 @@ from toolwire.schema_export import (
     strict_problems,
     with_object_root,
 )
+from toolwire.subschemas import pointer_tokens
 from toolwire.validation import (
     GC_PAUSE_MIN_BYTES,
     SUCCESS_PER_CALL,
@@ -647,7 +649,7 @@ def _without_keyword(node: Any, keyword: str, dropped: Callable[[object], bool])
             return schema, False
         return {k: v for k, v in schema.items() if k != keyword}, True
 
-    return _loosened(node, edit)[0]
+    return _loosened_schema(node, edit)
 
 
 def _with_null_as_absent(node: Any) -> Any:
@@ -679,7 +681,7 @@ def _with_null_as_absent(node: Any) -> Any:
             wrapped[name] = sub
         return ({**schema, "properties": wrapped}, True) if changed else (schema, False)
 
-    return _loosened(node, edit)[0]
+    return _loosened_schema(node, edit)
 
 
 def _with_required_keys(node: Any) -> Any:
@@ -740,19 +742,68 @@ def _rebuilt(node: Any, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> Any
     return edit(out)
 
 
-def _loosened(
+def _loosened_schema(
     node: Any, edit: Callable[[dict[str, Any]], tuple[dict[str, Any], bool]]
+) -> Any:
+    """`_loosened` for a whole schema: a `$ref` to a definition that the edit loosened, or that
+    references one, counts as loosened where it is (in a `oneOf` branch, say), as its inlined
+    copy would."""
+    defs: object = cast(dict[str, Any], node).get("$defs") if isinstance(node, dict) else None
+    if not isinstance(defs, dict) or not defs:
+        return _loosened(node, edit)[0]
+    bodies = cast(dict[str, Any], defs)
+    changed = {name for name, body in bodies.items() if _loosened(body, edit)[1]}
+    referrers: dict[str, list[str]] = {}
+    for name, body in bodies.items():
+        for target in _definitions_named(body):
+            referrers.setdefault(target, []).append(name)
+    todo = list(changed)
+    while todo:
+        for referrer in referrers.get(todo.pop(), []):
+            if referrer not in changed:
+                changed.add(referrer)
+                todo.append(referrer)
+    return _loosened(node, edit, changed)[0]
+
+
+def _definitions_named(node: Any) -> set[str]:
+    """The definitions `$ref`s anywhere in `node` name (`#/$defs/Name`)."""
+    out: set[str] = set()
+    todo: list[Any] = [node]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, list):
+            todo.extend(cast(list[Any], item))
+        elif isinstance(item, dict):
+            as_dict = cast(dict[str, Any], item)
+            ref = as_dict.get("$ref")
+            tokens = pointer_tokens(ref) if isinstance(ref, str) else None
+            if tokens is not None and len(tokens) == 2 and tokens[0] == "$defs":
+                out.add(tokens[1])
+            todo.extend(as_dict.values())
+    return out
+
+
+def _loosened(
+    node: Any,
+    edit: Callable[[dict[str, Any]], tuple[dict[str, Any], bool]],
+    loosened_defs: Container[str] = (),
 ) -> tuple[Any, bool]:
     """`node` with `edit` applied to each of its subschemas, and whether anything changed.
 
     `edit` must only make a subschema accept more. Where a looser subschema would refuse more,
     the keyword around it is loosened too: `oneOf` becomes `anyOf` (two branches that differed
     by the edit would both match), a `not` is left to validation, and an `if` whose condition
-    changed gives way to `anyOf` of its `then` and `else`.
+    changed gives way to `anyOf` of its `then` and `else`. A `$ref` to one of `loosened_defs`
+    counts as changed.
     """
     if not isinstance(node, dict):
         return node, False
     edited, changed = edit(cast(dict[str, Any], node))
+    ref: object = edited.get("$ref")
+    tokens = pointer_tokens(ref) if isinstance(ref, str) and loosened_defs else None
+    if tokens is not None and len(tokens) == 2 and tokens[0] == "$defs":
+        changed |= tokens[1] in loosened_defs
     out: dict[str, Any] = {}
     extra: list[dict[str, Any]] = []
     loose_if = False
@@ -765,14 +816,14 @@ def _loosened(
         if key in _SCHEMA_MAPS and isinstance(value, dict):
             new = {}
             for name, sub in cast(dict[str, Any], value).items():
-                new[name], moved = _loosened(sub, edit)
+                new[name], moved = _loosened(sub, edit, loosened_defs)
                 sub_changed |= moved
         elif isinstance(value, list):
-            pairs = [_loosened(item, edit) for item in cast(list[Any], value)]
+            pairs = [_loosened(item, edit, loosened_defs) for item in cast(list[Any], value)]
             new = [item for item, _ in pairs]
             sub_changed = any(moved for _, moved in pairs)
         else:
-            new, sub_changed = _loosened(value, edit)
+            new, sub_changed = _loosened(value, edit, loosened_defs)
         changed |= sub_changed
         if sub_changed and key == "not":
             continue
@@ -789,6 +840,14 @@ def _loosened(
     elif extra:
         out["allOf"] = [*cast(list[Any], out.get("allOf", [])), *extra]
     return out, changed
+
+
+def _named_precheck(name: str, source: Mapping[str, Any]) -> dict[str, Any]:
+    """`precheck_schema(source)`, a schema too large to inline refused under the tool's name."""
+    try:
+        return precheck_schema(source)
+    except SchemaTooLargeError as exc:
+        raise SchemaTooLargeError(exc.size, exc.limit, tool=name) from None
 
 
 def _not_a_tool(tool: object) -> TypeError:
@@ -909,13 +968,15 @@ class Toolset:
         self._tools: dict[str, ToolDefinition] = {}
         # Model tools whose OpenAI exports hold `Decimal` strings to JSON numbers.
         self._export_sources: dict[str, dict[str, Any]] = {}
-        self._check_schemas = {name: precheck_schema(src) for name, src in check_sources.items()}
+        self._check_schemas = {
+            name: _named_precheck(name, src) for name, src in check_sources.items()
+        }
         for name, description, model, source in parsed:
             if not _NAME.match(name):
                 raise ValueError(f"invalid tool name {name!r}: use 1-64 of [a-zA-Z0-9_-]")
             if name in self._tools:
                 raise ValueError(f"duplicate tool name {name!r}")
-            schema = precheck_schema(source)
+            schema = _named_precheck(name, source)
             if not _may_be_object(schema):
                 # Every provider sends a call's arguments as one JSON object: no call could pass.
                 raise ValueError(f"tool {name!r}: its parameters must allow a JSON object")
@@ -1033,7 +1094,8 @@ class Toolset:
     def schema(self, name: str) -> dict[str, Any]:
         """The self-contained JSON Schema the pre-check compiles for a tool (a fresh copy).
 
-        `$ref`s are inlined (a recursive model keeps a `$ref` into `$defs`), every object with a
+        `$ref`s are inlined (a recursive model keeps a `$ref` into `$defs`, as does a large
+        definition used in several places, closed per use: see `schema_export`), every object with a
         `properties` keyword that does not say otherwise gets `additionalProperties: false`, an
         empty one included (`"properties": {}` is a tool without parameters; one without the
         keyword is free-form and stays open, as does one composed from subschemas: an
