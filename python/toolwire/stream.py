@@ -113,6 +113,9 @@ _TRANSPORT_ERRORS: tuple[tuple[str, str], ...] = (
     ("botocore.exceptions", "HTTPClientError"),
     ("botocore.eventstream", "ParserError"),
     ("botocore.exceptions", "EventStreamError"),
+    # botocore's parser refusing an event's payload that does not fit its model (see
+    # `_botocore_could_not_decode` for the built-in errors it raises then).
+    ("botocore.parsers", "ResponseParserError"),
 )
 
 
@@ -154,6 +157,22 @@ def _genai_could_not_decode(error: BaseException) -> bool:
     return False
 
 
+def _botocore_could_not_decode(error: BaseException) -> bool:
+    """Whether botocore raised `error` while turning a ConverseStream event's payload into its
+    model: a member of the wrong JSON type (a string or a list where its model has a
+    structure) makes its shape parser raise `AttributeError` or `TypeError` rather than its
+    own `ResponseParserError`, and the stream cannot go on. Nothing the caller gave runs in
+    those frames, so the frames decide, as for google-genai."""
+    if not isinstance(error, (ValueError, TypeError, AttributeError, LookupError)):
+        return False
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_globals.get("__name__") == "botocore.parsers":
+            return True
+        tb = tb.tb_next
+    return False
+
+
 def is_transport_error(error: BaseException) -> bool:
     """True when `error` means the stream was cut off rather than misused.
 
@@ -165,7 +184,8 @@ def is_transport_error(error: BaseException) -> bool:
     are not UTF-8, which the SDKs decode line by line; `RecursionError`: an event nested deeper
     than Python's JSON decoder goes; google-genai's `UnknownApiResponseError`, and the
     `ValidationError`, `TypeError` or `AttributeError` it raises from its own decoding of a
-    chunk that does not fit its model; botocore's event-stream `ParserError`; the SDK's stream
+    chunk that does not fit its model; botocore's event-stream `ParserError`, and what its
+    shape parser raises for an event whose payload does not fit its model; the SDK's stream
     cannot go on after it) count; programming errors do not, the caller's own `ValidationError`
     (a request `config` google-genai rejects at the first read) among them.
 
@@ -181,7 +201,7 @@ def is_transport_error(error: BaseException) -> bool:
         cls = _sdk_class(module_name, class_name)
         if cls is not None and isinstance(error, cls):
             return True
-    return _genai_could_not_decode(error)
+    return _genai_could_not_decode(error) or _botocore_could_not_decode(error)
 
 
 def is_provider_error(error: BaseException) -> bool:

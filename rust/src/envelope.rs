@@ -540,8 +540,11 @@ struct IncompleteDetails<'a> {
 
 #[derive(Deserialize)]
 struct Block<'a> {
+    /// Required: a block of no kind is unread, so that `input_json_delta` fragments after it
+    /// are kept as those of a block whose start was lost (the call fails `missing_name`)
+    /// rather than dropped unsaid as another kind of block's.
     #[serde(borrow, rename = "type")]
-    kind: Option<Str<'a>>,
+    kind: Str<'a>,
     #[serde(borrow)]
     id: Option<Str<'a>>,
     #[serde(borrow)]
@@ -1864,7 +1867,7 @@ impl Decoder {
                 if let Some(old) = self.blocks.remove(&index) {
                     self.let_go_input(old.input, emit);
                 }
-                let tool = is_kind(block.kind.as_ref(), "tool_use");
+                let tool = block.kind.as_str() == "tool_use";
                 let mut state = BlockState {
                     index,
                     tool,
@@ -2162,7 +2165,7 @@ fn replay_of(block: &BlockState, t: &str, env: &Envelope<'_>) -> Replay {
             Some(index) if index == block.index && t == "content_block_start" => {
                 let started: Option<Block<'_>> = nested(env.content_block).ok().flatten();
                 let same = started.is_some_and(|b| {
-                    is_kind(b.kind.as_ref(), "tool_use")
+                    b.kind.as_str() == "tool_use"
                         && block.id.is_some()
                         && non_blank(b.id.as_ref()) == block.id.as_deref()
                 });

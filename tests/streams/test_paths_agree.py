@@ -85,6 +85,26 @@ def test_a_block_start_with_a_field_of_the_wrong_type_keeps_its_fragments(
     assert [e[0] for e in stream.assembler.stream_errors()] == ["malformed_event"]
 
 
+@pytest.mark.parametrize("bad", [None, "missing"])
+def test_a_block_start_of_no_type_keeps_its_fragments(sse_server: SSEServer, bad: Any) -> None:
+    # A block of no kind (`type` null or left out) is no block the stream can read: its
+    # fragments are kept as those of a block whose start was lost, and the stream says what it
+    # could not read. Read as another kind of block, its call vanished without a word.
+    events = anthropic_stream([Call("f", '{"a":1}', "t1"), Call("g", '{"b":2}', "t2")])
+    for event in events:
+        if event["type"] == "content_block_start" and event["content_block"]["id"] == "t1":
+            if bad == "missing":
+                del event["content_block"]["type"]
+            else:
+                event["content_block"]["type"] = bad
+    stream = _agree(sse_server, events, "anthropic")
+    first, second = stream.calls
+    assert first.error is not None and first.error.kind == "missing_name"
+    assert first.arguments == '{"a":1}'
+    assert second.ok and second.value == {"b": 2}
+    assert [e[0] for e in stream.assembler.stream_errors()] == ["malformed_event"]
+
+
 def test_a_malformed_block_after_a_block_without_input_ends_that_call(
     sse_server: SSEServer,
 ) -> None:

@@ -26,7 +26,9 @@ Design notes:
   the assembler stops or interrupts it, so boto3's raised `EventStreamError` and the same
   exception event fed as a dict give the same call.
 - Server-side tools (`toolUse.type == "server_tool_use"`), tool results and images run or live
-  on Bedrock's side and are not assembled; `toolUse` deltas at their index are skipped.
+  on Bedrock's side and are not assembled; `toolUse` deltas at their index are skipped. A start
+  that names no kind of block (`start` missing, null or empty) is no such block: its `toolUse`
+  deltas are kept as those of a block whose start was lost, never dropped unsaid.
 - `stopReason` is reported as sent; `guardrail_intervened` and `content_filtered` (and the other
   stopping reasons of `stops_calls`) stop the open calls, `max_tokens` and
   `model_context_window_exceeded` mark the output limit. `malformed_tool_use` and
@@ -117,6 +119,13 @@ def _has_input(arguments: Arguments) -> bool:
     return True
 
 
+def _says_something(start: object) -> bool:
+    """Whether a `contentBlockStart`'s `start` names a kind of block: a member that is set."""
+    if not isinstance(start, Mapping):
+        return False
+    return any(value is not None for value in cast("Mapping[object, object]", start).values())
+
+
 class BedrockConverseAdapter:
     """Per-stream state for ConverseStream event dicts (what boto3's `EventStream` yields)."""
 
@@ -200,10 +209,16 @@ class BedrockConverseAdapter:
 
     def _start(self, event: object, sink: Sink, info: ChunkInfo) -> None:
         index = index_of(get(event, "contentBlockIndex"))
-        tool = get(get(event, "start"), "toolUse")
+        start = get(event, "start")
+        tool = get(start, "toolUse")
         # A block restarting at an index still open replaces it, as in the Anthropic adapter.
         self._fed.pop(index, None)
         self._hosted.discard(index)
+        if tool is None and not _says_something(start):
+            # A start that says nothing of its block (`start` missing, null or empty): the
+            # `toolUse` deltas that follow are kept as those of a block whose start was lost
+            # (the call fails, missing its name), rather than dropped as a hosted block's.
+            return
         if tool is None or get(tool, "type") == "server_tool_use":
             self._hosted.add(index)
             return
