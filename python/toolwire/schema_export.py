@@ -546,6 +546,16 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
     return result
 
 
+def _definition_named(node: Mapping[str, Any]) -> str | None:
+    """The name of the definition `node`'s `$ref` points at (`#/$defs/Name` or
+    `#/definitions/Name`), if it points at one."""
+    ref = node.get("$ref")
+    tokens = pointer_tokens(ref) if isinstance(ref, str) else None
+    if tokens is not None and len(tokens) == 2 and tokens[0] in ("$defs", "definitions"):
+        return tokens[1]
+    return None
+
+
 def _recursive_definitions(defs: Mapping[str, Any]) -> set[str]:
     """The definitions that reach themselves again through `$ref`s to definitions (the strongly
     connected components of that graph with a cycle), found in time linear in their size."""
@@ -561,11 +571,9 @@ def _recursive_definitions(defs: Mapping[str, Any]) -> set[str]:
             as_dict = _as_dict(node)
             if as_dict is None:
                 continue
-            ref = as_dict.get("$ref")
-            tokens = pointer_tokens(ref) if isinstance(ref, str) else None
-            if tokens is not None and len(tokens) == 2 and tokens[0] in ("$defs", "definitions"):
-                if tokens[1] in graph:
-                    graph[name].append(tokens[1])
+            target = _definition_named(as_dict)
+            if target is not None and target in graph:
+                graph[name].append(target)
             for key, value in as_dict.items():
                 if key in _NAMED_SUBSCHEMAS:
                     named = _as_dict(value)
@@ -667,14 +675,10 @@ def _definition_sites(
         as_dict = _as_dict(item)
         if as_dict is None:
             continue
-        ref = as_dict.get("$ref")
-        tokens = pointer_tokens(ref) if isinstance(ref, str) else None
-        if tokens is not None and len(tokens) == 2 and tokens[0] in ("$defs", "definitions"):
-            if tokens[1] in defs:
-                asserting = not legacy and any(
-                    k != "$ref" and k not in _ANNOTATIONS for k in as_dict
-                )
-                out.append((tokens[1], asserting or (root and item is node)))
+        target = _definition_named(as_dict)
+        if target is not None and target in defs:
+            asserting = not legacy and any(k != "$ref" and k not in _ANNOTATIONS for k in as_dict)
+            out.append((target, asserting or (root and item is node)))
         for key, value in reversed(as_dict.items()):
             if key in ("$defs", "definitions"):
                 continue
