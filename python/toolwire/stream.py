@@ -642,12 +642,29 @@ class _SourceCloser:
 class _StreamBase:
     """Results shared by `ToolStream` and `AsyncToolStream`."""
 
-    __slots__ = ("_driver",)
+    __slots__ = ("_driver", "_ended_by_close")
 
     def __init__(
         self, tools: Toolset | None, progress: bool, limits: AssemblerLimits | None
     ) -> None:
         self._driver = _Driver(tools, progress, limits)
+        # The events of a close that came while nobody was reading, kept for the reader.
+        self._ended_by_close: list[Event] = []
+
+    def _end_for_close(self) -> None:
+        """End the calls now, for a close that came while nobody was reading (between two
+        reads, or before the first): `.calls` is whole at once, and the events of that end
+        wait for a reader that comes back (another thread or task may have closed the stream
+        between two of its reads), after what the last chunk had not yet given."""
+        self._ended_by_close = self._driver.end(interrupted=True)
+        self._driver.assembler.release_finished()
+
+    def _end_events(self, error: BaseException | None, *, interrupted: bool) -> list[Event]:
+        """The events that end the stream: those a close already made, or the driver's end."""
+        if self._ended_by_close:
+            events, self._ended_by_close = self._ended_by_close, []
+            return events
+        return self._driver.end(error, interrupted=interrupted)
 
     @property
     def assembler(self) -> Assembler:
@@ -801,9 +818,9 @@ class ToolStream(_StreamBase):
                     raise
                 error = exc
             if self._closing:
-                yield from driver.end(interrupted=True)
+                yield from self._end_events(None, interrupted=True)
             else:
-                yield from driver.end(error)
+                yield from self._end_events(error, interrupted=False)
         finally:
             # Reached without end() when the consumer closed early or a non-transport error
             # propagated: finish quietly so .calls is complete and no call reads as usable.
@@ -843,17 +860,17 @@ class ToolStream(_StreamBase):
     def close(self) -> None:
         """Stop reading: close the SDK stream (releasing its connection) and finish quietly.
 
-        It may be called from any thread, and more than once. While another thread waits in
-        `next` for a chunk, that wait is cut short: the reader then gets the events an early
-        close gives (each call that had started completes, cut off, then `StreamEnded`
-        without a finish reason).
+        It may be called from any thread, and more than once. `.calls` is complete when it
+        returns. A reader that goes on (another thread waiting in `next` for a chunk, whose
+        wait is cut short, or one that comes back after the close) gets what the last chunk had
+        not yet given, then the events an early close gives: each call that had started
+        completes, cut off, then `StreamEnded` without a finish reason.
         """
         self._closing = True
         if self._reading.acquire(blocking=False):
             try:
-                self._events.close()
-                # Closed before it started, the generator ran nothing, its `finally` neither.
-                self._driver.end(interrupted=True)
+                if not self._driver.done:
+                    self._end_for_close()
             finally:
                 self._reading.release()
             self._closer.close()
@@ -923,7 +940,9 @@ class AsyncToolStream(_StreamBase):
                 if not (self._closing or is_transport_error(exc)):
                     raise
                 error = exc
-            for event in driver.end(None if self._closing else error, interrupted=self._closing):
+            for event in self._end_events(
+                None if self._closing else error, interrupted=self._closing
+            ):
                 yield event
         finally:
             driver.end(interrupted=True)
@@ -945,16 +964,16 @@ class AsyncToolStream(_StreamBase):
     async def aclose(self) -> None:
         """Stop reading: close the SDK stream (releasing its connection) and finish quietly.
 
-        It may be awaited from any task of the stream's event loop, and more than once. While
-        another task waits in `__anext__` for a chunk, that wait is cut short: the reader then
-        gets the events an early close gives (each call that had started completes, cut off,
-        then `StreamEnded` without a finish reason).
+        It may be awaited from any task of the stream's event loop, and more than once.
+        `.calls` is complete when it returns. A reader that goes on (another task waiting in
+        `__anext__` for a chunk, whose wait is cut short, or one that comes back after the
+        close) gets what the last chunk had not yet given, then the events an early close
+        gives: each call that had started completes, cut off, then `StreamEnded` without a
+        finish reason.
         """
         self._closing = True
-        if not _running(self._events):
-            await self._events.aclose()
-            # Closed before it started, the generator ran nothing, its `finally` neither.
-            self._driver.end(interrupted=True)
+        if not _running(self._events) and not self._driver.done:
+            self._end_for_close()
         # Closing the source under a reading task wakes it (the read fails).
         await self._closer.aclose()
 

@@ -157,17 +157,24 @@ def test_early_close_closes_the_http_response(sse_server: SSEServer) -> None:
     route = sse_server.register_events(chunks, FMT, split="bytewise")
     with sync_client(route, FMT) as client:
         source = open_sync(client, FMT)
+        seen = []
         with assemble(source) as stream:
             for event in stream:
+                seen.append(event)
                 if isinstance(event, ArgumentsProgress) and event.ordinal == 1:
                     break
         assert source.response.is_closed
+        # Every call that had started is there at once, and the cut ones are not usable.
+        assert len(stream.calls) >= 2
+        assert all(c.error is not None and c.error.kind == "truncated" for c in stream.calls)
+        assert stream.finish_reason is None and stream.transport_error is None
+        # A reader that comes back gets the end of the stream, each call completed once.
+        seen.extend(stream)
         with pytest.raises(StopIteration):
             next(stream)
-    # Finished quietly: every call that had started is there, and the cut ones are not usable.
-    assert len(stream.calls) >= 2
-    assert all(c.error is not None and c.error.kind == "truncated" for c in stream.calls)
-    assert stream.finish_reason is None and stream.transport_error is None
+    assert isinstance(seen[-1], StreamEnded) and seen[-1].finish_reason is None
+    completed = [e.call.ordinal for e in seen if isinstance(e, CallCompleted)]
+    assert sorted(completed) == [c.ordinal for c in stream.calls]
 
 
 def test_connection_drop_before_any_argument_text(sse_server: SSEServer) -> None:
