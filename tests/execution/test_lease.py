@@ -405,6 +405,27 @@ def test_one_keeper_thread_serves_every_write_in_flight(clock: FakeClock) -> Non
     wait_until(lambda: keepers() <= before, "the keeper thread to end")
 
 
+def test_writes_one_after_another_share_one_keeper_thread(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Starting a keeper thread per write was a third of a short write's cost: the thread
+    # waits a moment for the next write before it ends.
+    from toolwire.execution import executor as executor_module
+
+    monkeypatch.setattr(executor_module, "_KEEPER_LINGER", 5.0)
+    before = keepers()
+    ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
+    ex.register("w", lambda arguments: 1, side_effects=True, in_progress_expiry=LEASE)
+    ctx = RequestContext("r", "s")
+    ex.execute(Call("w", "c0", {}), ctx)
+    (keeper,) = keepers() - before
+    for i in range(1, 10):
+        time.sleep(0.05)  # time for a keeper with nothing to renew to end, were it to
+        assert ex.execute(Call("w", f"c{i}", {}), ctx).state == "ok"
+        assert keepers() - before == {keeper}
+    wait_until(lambda: keepers() <= before, "the keeper thread to end", timeout=15)
+
+
 def test_a_ledger_without_renew_still_runs_writes(
     clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
