@@ -25,6 +25,7 @@ from pydantic import (
     Base64Bytes,
     Base64UrlStr,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     FilePath,
@@ -42,6 +43,7 @@ from pydantic import (
     conint,
     constr,
     field_validator,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -1967,3 +1969,77 @@ def test_an_integer_enum_key_is_held_to_its_integer_text(coercion: str) -> None:
     assert ok.ok and ok.model == LevelCounts(counts={Level.HIGH: 5})
     refused = tools.validate(call("level_counts", '{"counts": {"2.0": 5}}', tools=tools))
     assert [(e.path, e.code) for e in refused.errors] == [("/counts", "type")]
+
+
+class StayDates(BaseModel):
+    """Book a stay; a model validator sees the arguments first."""
+
+    check_in: date
+    nights: int
+    guest: UUID
+    rooms: tuple[int, str]
+    tags: set[str] = set()
+
+    @model_validator(mode="before")
+    @classmethod
+    def read_as_sent(cls, data: Any) -> Any:
+        return data
+
+
+class StayDay(BaseModel):
+    """A field validator sees the day first."""
+
+    day: Annotated[date, BeforeValidator(lambda v: v)]
+    rate: Annotated[Decimal, Field(decimal_places=2)]
+
+
+_STAY = {
+    "check_in": "2024-05-01",
+    "nights": 2,
+    "guest": "12345678-1234-5678-1234-567812345678",
+    "rooms": [1, "a"],
+}
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_validator_that_sees_the_input_first_does_not_make_json_forms_fail(
+    precheck: bool,
+) -> None:
+    # Behind a `mode="before"` validator Pydantic checks Python objects, and strict mode takes
+    # no text for a date or a UUID and no list for a tuple: valid calls were refused.
+    tools = Toolset([StayDates, StayDay])
+    given = tools if precheck else None
+    outcome = tools.validate(call("stay_dates", json.dumps(_STAY), tools=given))
+    assert outcome.ok and outcome.model == StayDates.model_validate_json(json.dumps(_STAY))
+    assert outcome.coercions == []
+    day = tools.validate(call("stay_day", '{"day": "2024-05-01", "rate": 19.99}', tools=given))
+    assert day.ok and day.model == StayDay(day=date(2024, 5, 1), rate=Decimal("19.99"))
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_behind_such_a_validator_lax_conversions_are_still_recorded_or_refused(
+    precheck: bool,
+) -> None:
+    tools = Toolset([StayDates])
+    given = tools if precheck else None
+
+    def check(**changes: Any) -> Outcome:
+        return tools.validate(call("stay_dates", json.dumps({**_STAY, **changes}), tools=given))
+
+    recorded = check(nights="2", tags=["x", "x"])
+    assert recorded.ok and recorded.model is not None and recorded.model.nights == 2
+    assert [(c.path, c.rule) for c in recorded.coercions] == [
+        ("/nights", "number_string"),
+        ("/tags", "set_duplicates"),
+    ]
+    whole = check(nights=2.0)
+    assert whole.ok and [(c.path, c.rule) for c in whole.coercions] == [
+        ("/nights", "integral_number")
+    ]
+    # A Unix time for a date, or a date and time for a date, is no date as JSON writes one;
+    # only the value at fault is reported, not the valid ones strict mode refused beside it.
+    for bad in (1700000000, "2024-05-01T00:00:00"):
+        refused = check(check_in=bad)
+        assert [(e.path, e.code) for e in refused.errors] == [("/check_in", "format")]
+    fraction = check(nights=2.5)
+    assert [(e.path, e.code) for e in fraction.errors] == [("/nights", "type")]

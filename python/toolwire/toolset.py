@@ -31,7 +31,7 @@ import gc
 import inspect
 import re
 from collections import Counter
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, cast
@@ -389,6 +389,51 @@ def _leaves_free(check: object, typed: object) -> bool:
                 if name in named
             )
     return any(_leaves_free(a, b) for a, b in pairs)
+
+
+def _has_free_input(model: type[BaseModel]) -> bool:
+    """Whether the model (or a model, field or item inside it) has a `mode="before"` or
+    `mode="wrap"` validator of its own, which hands Pydantic Python objects to check (see
+    `ToolValidator`); Pydantic's own wrappers of its types are not counted."""
+    pending: list[object] = [model.__pydantic_core_schema__]
+    seen: set[int] = set()
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Mapping):
+            entries = cast(Mapping[str, object], node)
+            if entries.get("type") in _FREE_INPUT:
+                holder = entries.get("function")
+                function = (
+                    cast(Mapping[str, object], holder).get("function")
+                    if isinstance(holder, Mapping)
+                    else None
+                )
+                module = getattr(function, "__module__", None) or ""
+                if not (module == "pydantic" or module.startswith("pydantic.")):
+                    return True
+            pending.extend(entries.values())
+        elif isinstance(node, (list, tuple)):
+            pending.extend(cast(Sequence[object], node))
+    return False
+
+
+def _open_and_optional(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema without a `required` list anywhere: what holds each value present to its
+    type and form, whichever fields are there (see `ToolValidator`'s `free_input`)."""
+    pending: list[object] = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            entries = cast(dict[str, object], node)
+            if isinstance(entries.get("required"), list):
+                del entries["required"]
+            pending.extend(entries.values())
+        elif isinstance(node, list):
+            pending.extend(cast(list[object], node))
+    return schema
 
 
 def _add_alternate_keys(
@@ -992,6 +1037,9 @@ class Toolset:
                     written=precheck_schema(source, closed=False) if model is None else None,
                     typed_precheck=typed is not None
                     and not _leaves_free(check_sources.get(name, source), typed),
+                    free_input=_open_and_optional(precheck_schema(typed, closed=False))
+                    if model is not None and typed is not None and _has_free_input(model)
+                    else None,
                 )
             except Exception as exc:  # jsonschema.SchemaError and friends
                 raise ValueError(f"tool {name!r}: invalid parameter schema: {exc}") from exc
