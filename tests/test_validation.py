@@ -27,6 +27,7 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
     FilePath,
     FutureDatetime,
@@ -37,6 +38,7 @@ from pydantic import (
     NaiveDatetime,
     PastDate,
     SecretStr,
+    Tag,
     UrlConstraints,
     WithJsonSchema,
     confloat,
@@ -2043,3 +2045,80 @@ def test_behind_such_a_validator_lax_conversions_are_still_recorded_or_refused(
         assert [(e.path, e.code) for e in refused.errors] == [("/check_in", "format")]
     fraction = check(nights=2.5)
     assert [(e.path, e.code) for e in fraction.errors] == [("/nights", "type")]
+
+
+def _step_kind(value: Any) -> str | None:
+    return value.get("op") if isinstance(value, dict) else getattr(value, "op", None)
+
+
+class MoveStep(BaseModel):
+    op: Literal["move"]
+    to: str
+
+
+class WaitStep(BaseModel):
+    op: Literal["wait"]
+    seconds: int
+
+
+class RunSteps(BaseModel):
+    """Steps told apart by a function."""
+
+    steps: list[
+        Annotated[
+            Annotated[MoveStep, Tag("move")] | Annotated[WaitStep, Tag("wait")],
+            Discriminator(_step_kind),
+        ]
+    ]
+
+
+def _shape_kind(value: Any) -> str | None:
+    if isinstance(value, dict):
+        return "circle" if "radius" in value else "square" if "side" in value else None
+    return "circle" if isinstance(value, CircleShape) else "square"
+
+
+class CircleShape(BaseModel):
+    radius: float
+
+
+class SquareShape(BaseModel):
+    side: float
+
+
+class DrawShape(BaseModel):
+    """A shape told apart by the fields it has."""
+
+    shape: Annotated[
+        Annotated[CircleShape, Tag("circle")] | Annotated[SquareShape, Tag("square")],
+        Discriminator(_shape_kind),
+    ]
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_callable_discriminator_is_reported_at_the_tag_the_branches_share(
+    precheck: bool,
+) -> None:
+    # Pydantic names a callable discriminator by its function (`_step_kind()`), which is no
+    # key of the arguments: it was reported as the path `/steps/0/_step_kind()`.
+    tools = Toolset([RunSteps, DrawShape])
+    given = tools if precheck else None
+    wrong = tools.validate(call("run_steps", '{"steps": [{"op": "jump"}]}', tools=given))
+    assert [e.as_payload() for e in wrong.errors] == [
+        {
+            "path": "/steps/0/op",
+            "code": "enum",
+            "expected": 'one of "move", "wait"',
+            "got": '"jump"',
+        }
+    ]
+    absent = tools.validate(call("run_steps", '{"steps": [{"to": "a"}]}', tools=given))
+    assert [(e.path, e.code, e.expected) for e in absent.errors] == [
+        ("/steps/0/op", "missing", 'required: one of "move", "wait"')
+    ]
+    # No member holds a constant in every branch: the value itself is what to fix.
+    shapeless = tools.validate(call("draw_shape", '{"shape": {}}', tools=given))
+    assert "()" not in json.dumps([e.as_payload() for e in shapeless.errors])
+    assert ("/shape", "type", "an object with radius or an object with side") in [
+        (e.path, e.code, e.expected) for e in shapeless.errors
+    ]

@@ -1884,20 +1884,30 @@ class _ErrorBuilder:
                 draft.union_ptr, draft.tag = located.union_ptr, located.tag
                 drafts.append(draft)
                 continue
-            if ptype == "union_tag_not_found" and _tag_key(ctx, value):
+            branches = self.schema.branches(located.node) if ptype.startswith("union_tag") else []
+            if ptype == "union_tag_not_found" and _tag_key(ctx, value, branches):
                 # The object is there, its tag is not: name the tag and the values it takes.
-                key = _tag_key(ctx, value)
-                values = _tag_values(self.schema, self.schema.branches(located.node), key)
+                key = _tag_key(ctx, value, branches)
+                values = _tag_values(self.schema, branches, key)
                 expected = self.expected(code, {"enum": values} if values else {}, ctx, ptype)
                 path = located.pointer + pointer([key])
                 drafts.append(_Draft(FieldError(path, code, expected)))
                 continue
+            if ptype == "union_tag_not_found":
+                # A callable discriminator found no tag in a value no branch holds one for:
+                # the value is like none of the branches ("missing" would say it is absent),
+                # each named by the fields it requires.
+                words = [self._alternative_words(b) for b in branches]
+                expected = text("join.or", self.lang).join(dict.fromkeys(words))
+                got = self.got(located, value)
+                drafts.append(_Draft(FieldError(located.pointer, "type", expected, got)))
+                continue
             if ptype == "union_tag_invalid":
-                key = _tag_key(ctx, value)
+                key = _tag_key(ctx, value, branches)
                 path = located.pointer + pointer([key]) if key else located.pointer
                 # Pydantic's `expected_tags` is the tags' Python reprs (`<Channel.email:
                 # 'email'>` for an enum member): the schema holds the values the model sends.
-                values = _tag_values(self.schema, self.schema.branches(located.node), key)
+                values = _tag_values(self.schema, branches, key) if key else []
                 if values:
                     expected = _enum_text(values, self.lang)
                 else:
@@ -2916,15 +2926,23 @@ def _loops_only(errors: Sequence[jsonschema.ValidationError]) -> bool:
     )
 
 
-def _tag_key(ctx: Mapping[str, Any], value: object) -> str:
-    """The key of a discriminated union's tag, from a `union_tag_*` error.
+def _tag_key(ctx: Mapping[str, Any], value: object, branches: list[dict[str, Any]]) -> str:
+    """The key of a discriminated union's tag, from a `union_tag_*` error; `""` when the
+    union names none.
 
     Pydantic names the tag `'kind'`, or `'kind' | 'Kind'` when the field has an alias: the
-    key the arguments hold is the one to name, else the alias (what the schema shows).
+    key the arguments hold is the one to name, else the alias (what the schema shows). A
+    callable `Discriminator` is named by its function (`'pick_kind()'`, no key): the key is
+    then the one member every branch holds to a constant, if there is exactly one.
     """
-    keys = [k.strip().strip("'\"") for k in str(ctx.get("discriminator", "")).split("|")]
-    present = [k for k in keys if isinstance(value, dict) and k in value]
-    return (present or keys)[-1]
+    keys = [k.strip() for k in str(ctx.get("discriminator", "")).split("|")]
+    quoted = [k[1:-1] for k in keys if len(k) >= 2 and k[0] == k[-1] and k[0] in "'\""]
+    present = [k for k in quoted if isinstance(value, dict) and k in value]
+    if present or quoted:
+        return (present or quoted)[-1]
+    tag_sets = [_tags(branch) for branch in branches]
+    shared = set(tag_sets[0]).intersection(*tag_sets[1:]) if tag_sets else set[str]()
+    return next(iter(shared)) if len(shared) == 1 else ""
 
 
 def _key_type(pydantic_type: str) -> str | None:
