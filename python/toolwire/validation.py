@@ -3730,12 +3730,13 @@ class ToolValidator:
         """
         assert self._validate_json is not None and self._free_input is not None
         instance = self._validate_json(text_in, strict=None)
-        if self._typed_check is None:
-            self._typed_check = ToolRegistry({self.tool: self._free_input})
         raw = text_in.encode("utf-8", "surrogatepass") if isinstance(text_in, str) else text_in
         try:
+            if self._typed_check is None:
+                self._typed_check = ToolRegistry({self.tool: self._free_input})
             found = self._typed_check.check(self.tool, raw, duplicate_keys="last_wins")
         except ValueError:
+            # A schema the pre-check cannot compile, or a text it cannot read: unproven.
             raise refused from None
         if found is None:
             return instance
