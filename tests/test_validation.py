@@ -2122,3 +2122,25 @@ def test_a_callable_discriminator_is_reported_at_the_tag_the_branches_share(
     assert ("/shape", "type", "an object with radius or an object with side") in [
         (e.path, e.code, e.expected) for e in shapeless.errors
     ]
+
+
+class SlashedDay(BaseModel):
+    """A field validator that reads the day in another spelling."""
+
+    day: Annotated[
+        date, BeforeValidator(lambda v: v.replace("/", "-") if isinstance(v, str) else v)
+    ]
+    count: int
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_field_validator_may_take_what_its_type_alone_would_not(precheck: bool) -> None:
+    # The value a field's own validator sees first is free, as in the pre-check; a model
+    # validator leaves each field held to its type (`check_in` above).
+    tools = Toolset([SlashedDay])
+    given = tools if precheck else None
+    outcome = tools.validate(
+        call("slashed_day", '{"day": "2024/05/01", "count": "2"}', tools=given)
+    )
+    assert outcome.ok and outcome.model == SlashedDay(day=date(2024, 5, 1), count=2)
+    assert [(c.path, c.rule) for c in outcome.coercions] == [("/count", "number_string")]

@@ -361,6 +361,24 @@ _SUBSCHEMA_LISTS = ("prefixItems", "anyOf", "oneOf", "allOf")
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
 
 
+class _FieldsTypedSchema(_PrecheckSchema):
+    """The pre-check's schema, with the fields of a model that has a `mode="before"` or
+    `mode="wrap"` validator of its own still typed.
+
+    What a model with such validators is held to before lax mode reads a call that strict mode
+    refused (see `ToolValidator`): a value a field's validator sees first stays free, as the
+    validator may turn any input into a valid one, while a model validator, which most often
+    renames keys or fills in fields, leaves each field's value held to the field's type.
+    """
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        """The model's schema, as if its own validators were not there."""
+        inner = cast(Mapping[str, Any], schema["schema"])
+        while inner.get("type") in _FREE_INPUT and isinstance(inner.get("schema"), Mapping):
+            inner = cast(Mapping[str, Any], inner["schema"])
+        return super().model_schema(cast(core_schema.ModelSchema, {**schema, "schema": inner}))
+
+
 def _leaves_free(check: object, typed: object) -> bool:
     """Whether the pre-check's schema `check` takes any value somewhere the validation schema
     `typed`, written from the same model, gives a type: a value a `mode="before"` validator
@@ -420,9 +438,14 @@ def _has_free_input(model: type[BaseModel]) -> bool:
     return False
 
 
-def _open_and_optional(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema without a `required` list anywhere: what holds each value present to its
-    type and form, whichever fields are there (see `ToolValidator`'s `free_input`)."""
+def _free_input_schema(model: type[BaseModel] | None) -> dict[str, Any] | None:
+    """For a model with a `mode="before"` or `mode="wrap"` validator of its own, what holds
+    each value present to its field's JSON type and form, whichever fields are there (see
+    `ToolValidator`'s `free_input`); None for any other tool."""
+    if model is None or not _has_free_input(model):
+        return None
+    source = model.model_json_schema(schema_generator=_FieldsTypedSchema)
+    schema = precheck_schema(source, closed=False)
     pending: list[object] = [schema]
     while pending:
         node = pending.pop()
@@ -1037,9 +1060,7 @@ class Toolset:
                     written=precheck_schema(source, closed=False) if model is None else None,
                     typed_precheck=typed is not None
                     and not _leaves_free(check_sources.get(name, source), typed),
-                    free_input=_open_and_optional(precheck_schema(typed, closed=False))
-                    if model is not None and typed is not None and _has_free_input(model)
-                    else None,
+                    free_input=_free_input_schema(model),
                 )
             except Exception as exc:  # jsonschema.SchemaError and friends
                 raise ValueError(f"tool {name!r}: invalid parameter schema: {exc}") from exc
