@@ -1049,6 +1049,8 @@ class Toolset:
                 # Every provider sends a call's arguments as one JSON object: no call could pass.
                 raise ValueError(f"tool {name!r}: its parameters must allow a JSON object")
             typed = validation_sources.get(name)
+            # Whether the pre-check leaves free a value validation's schema types.
+            leaves_free = typed is not None and _leaves_free(check_sources.get(name, source), typed)
             try:
                 validator = ToolValidator(
                     name,
@@ -1058,9 +1060,9 @@ class Toolset:
                     default_tz=(default_tz or {}).get(name),
                     check=(checks or {}).get(name),
                     written=precheck_schema(source, closed=False) if model is None else None,
-                    typed_precheck=typed is not None
-                    and not _leaves_free(check_sources.get(name, source), typed),
+                    typed_precheck=typed is not None and not leaves_free,
                     free_input=_free_input_schema(model),
+                    published=self._check_schemas.get(name, schema) if leaves_free else None,
                 )
             except Exception as exc:  # jsonschema.SchemaError and friends
                 raise ValueError(f"tool {name!r}: invalid parameter schema: {exc}") from exc

@@ -3527,6 +3527,10 @@ class ToolValidator:
         free_input: For a model with a `mode="before"` or `mode="wrap"` validator of its own,
             its validation schema with objects open and no field required (see
             `_read_free_input`); None otherwise.
+        published: The pre-check's schema where it leaves free a value `schema` types (a
+            value a `mode="before"` validator sees first, under a key the validator reads):
+            unknown fields are judged by it, as the pre-check judges them; None when it
+            types every value `schema` does.
     """
 
     def __init__(
@@ -3541,6 +3545,7 @@ class ToolValidator:
         written: Mapping[str, Any] | None = None,
         typed_precheck: bool = False,
         free_input: Mapping[str, Any] | None = None,
+        published: Mapping[str, Any] | None = None,
     ) -> None:
         self.tool = tool
         self.schema = dict(schema)
@@ -3549,6 +3554,8 @@ class ToolValidator:
         self.default_tz = default_tz
         self.check = check
         self._lookup = _Schema(self.schema)
+        # What unknown fields are judged by: the schema the pre-check holds calls to.
+        self._published = self._lookup if published is None else _Schema(dict(published))
         self._holds_secrets = self._lookup.holds_secret(self.schema)
         self._fixups = _has_fixups(self.schema)
         self._decimals = model is not None and has_decimals(self.schema)
@@ -3954,7 +3961,7 @@ class ToolValidator:
                 ),
                 item,
             )
-            for parts, item, parent in _unknown_fields(self._lookup, value, checked)
+            for parts, item, parent in _unknown_fields(self._published, value, checked)
         ]
 
     def _odd_decimal_text(self, call: CallLike) -> bool:
