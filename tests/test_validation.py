@@ -25,7 +25,9 @@ from pydantic import (
     Base64Bytes,
     Base64UrlStr,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
     FilePath,
     FutureDatetime,
@@ -36,12 +38,14 @@ from pydantic import (
     NaiveDatetime,
     PastDate,
     SecretStr,
+    Tag,
     UrlConstraints,
     WithJsonSchema,
     confloat,
     conint,
     constr,
     field_validator,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -1967,3 +1971,203 @@ def test_an_integer_enum_key_is_held_to_its_integer_text(coercion: str) -> None:
     assert ok.ok and ok.model == LevelCounts(counts={Level.HIGH: 5})
     refused = tools.validate(call("level_counts", '{"counts": {"2.0": 5}}', tools=tools))
     assert [(e.path, e.code) for e in refused.errors] == [("/counts", "type")]
+
+
+class StayDates(BaseModel):
+    """Book a stay; a model validator sees the arguments first."""
+
+    check_in: date
+    nights: int
+    guest: UUID
+    rooms: tuple[int, str]
+    tags: set[str] = set()
+
+    @model_validator(mode="before")
+    @classmethod
+    def read_as_sent(cls, data: Any) -> Any:
+        return data
+
+
+class StayDay(BaseModel):
+    """A field validator sees the day first."""
+
+    day: Annotated[date, BeforeValidator(lambda v: v)]
+    rate: Annotated[Decimal, Field(decimal_places=2)]
+
+
+_STAY = {
+    "check_in": "2024-05-01",
+    "nights": 2,
+    "guest": "12345678-1234-5678-1234-567812345678",
+    "rooms": [1, "a"],
+}
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_validator_that_sees_the_input_first_does_not_make_json_forms_fail(
+    precheck: bool,
+) -> None:
+    # Behind a `mode="before"` validator Pydantic checks Python objects, and strict mode takes
+    # no text for a date or a UUID and no list for a tuple: valid calls were refused.
+    tools = Toolset([StayDates, StayDay])
+    given = tools if precheck else None
+    outcome = tools.validate(call("stay_dates", json.dumps(_STAY), tools=given))
+    assert outcome.ok and outcome.model == StayDates.model_validate_json(json.dumps(_STAY))
+    assert outcome.coercions == []
+    day = tools.validate(call("stay_day", '{"day": "2024-05-01", "rate": 19.99}', tools=given))
+    assert day.ok and day.model == StayDay(day=date(2024, 5, 1), rate=Decimal("19.99"))
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_behind_such_a_validator_lax_conversions_are_still_recorded_or_refused(
+    precheck: bool,
+) -> None:
+    tools = Toolset([StayDates])
+    given = tools if precheck else None
+
+    def check(**changes: Any) -> Outcome:
+        return tools.validate(call("stay_dates", json.dumps({**_STAY, **changes}), tools=given))
+
+    recorded = check(nights="2", tags=["x", "x"])
+    assert recorded.ok and recorded.model is not None and recorded.model.nights == 2
+    assert [(c.path, c.rule) for c in recorded.coercions] == [
+        ("/nights", "number_string"),
+        ("/tags", "set_duplicates"),
+    ]
+    whole = check(nights=2.0)
+    assert whole.ok and [(c.path, c.rule) for c in whole.coercions] == [
+        ("/nights", "integral_number")
+    ]
+    # A Unix time for a date, or a date and time for a date, is no date as JSON writes one;
+    # only the value at fault is reported, not the valid ones strict mode refused beside it.
+    for bad in (1700000000, "2024-05-01T00:00:00"):
+        refused = check(check_in=bad)
+        assert [(e.path, e.code) for e in refused.errors] == [("/check_in", "format")]
+    fraction = check(nights=2.5)
+    assert [(e.path, e.code) for e in fraction.errors] == [("/nights", "type")]
+
+
+def _step_kind(value: Any) -> str | None:
+    return value.get("op") if isinstance(value, dict) else getattr(value, "op", None)
+
+
+class MoveStep(BaseModel):
+    op: Literal["move"]
+    to: str
+
+
+class WaitStep(BaseModel):
+    op: Literal["wait"]
+    seconds: int
+
+
+class RunSteps(BaseModel):
+    """Steps told apart by a function."""
+
+    steps: list[
+        Annotated[
+            Annotated[MoveStep, Tag("move")] | Annotated[WaitStep, Tag("wait")],
+            Discriminator(_step_kind),
+        ]
+    ]
+
+
+def _shape_kind(value: Any) -> str | None:
+    if isinstance(value, dict):
+        return "circle" if "radius" in value else "square" if "side" in value else None
+    return "circle" if isinstance(value, CircleShape) else "square"
+
+
+class CircleShape(BaseModel):
+    radius: float
+
+
+class SquareShape(BaseModel):
+    side: float
+
+
+class DrawShape(BaseModel):
+    """A shape told apart by the fields it has."""
+
+    shape: Annotated[
+        Annotated[CircleShape, Tag("circle")] | Annotated[SquareShape, Tag("square")],
+        Discriminator(_shape_kind),
+    ]
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_callable_discriminator_is_reported_at_the_tag_the_branches_share(
+    precheck: bool,
+) -> None:
+    # Pydantic names a callable discriminator by its function (`_step_kind()`), which is no
+    # key of the arguments: it was reported as the path `/steps/0/_step_kind()`.
+    tools = Toolset([RunSteps, DrawShape])
+    given = tools if precheck else None
+    wrong = tools.validate(call("run_steps", '{"steps": [{"op": "jump"}]}', tools=given))
+    assert [e.as_payload() for e in wrong.errors] == [
+        {
+            "path": "/steps/0/op",
+            "code": "enum",
+            "expected": 'one of "move", "wait"',
+            "got": '"jump"',
+        }
+    ]
+    absent = tools.validate(call("run_steps", '{"steps": [{"to": "a"}]}', tools=given))
+    assert [(e.path, e.code, e.expected) for e in absent.errors] == [
+        ("/steps/0/op", "missing", 'required: one of "move", "wait"')
+    ]
+    # No member holds a constant in every branch: the value itself is what to fix.
+    shapeless = tools.validate(call("draw_shape", '{"shape": {}}', tools=given))
+    assert "()" not in json.dumps([e.as_payload() for e in shapeless.errors])
+    assert ("/shape", "type", "an object with radius or an object with side") in [
+        (e.path, e.code, e.expected) for e in shapeless.errors
+    ]
+
+
+class SlashedDay(BaseModel):
+    """A field validator that reads the day in another spelling."""
+
+    day: Annotated[
+        date, BeforeValidator(lambda v: v.replace("/", "-") if isinstance(v, str) else v)
+    ]
+    count: int
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_field_validator_may_take_what_its_type_alone_would_not(precheck: bool) -> None:
+    # The value a field's own validator sees first is free, as in the pre-check; a model
+    # validator leaves each field held to its type (`check_in` above).
+    tools = Toolset([SlashedDay])
+    given = tools if precheck else None
+    outcome = tools.validate(
+        call("slashed_day", '{"day": "2024/05/01", "count": "2"}', tools=given)
+    )
+    assert outcome.ok and outcome.model == SlashedDay(day=date(2024, 5, 1), count=2)
+    assert [(c.path, c.rule) for c in outcome.coercions] == [("/count", "number_string")]
+
+
+class LegacyKeys(BaseModel):
+    """A model validator that reads an old key."""
+
+    day: str
+    count: int
+
+    @model_validator(mode="before")
+    @classmethod
+    def read_old_key(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "date" in data:
+            data = {k: v for k, v in data.items() if k != "date"} | {"day": data["date"]}
+        return data
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_key_a_model_validator_reads_is_no_unknown_field_after_a_coercion(
+    precheck: bool,
+) -> None:
+    # The pre-check leaves such a model's keys free; after a coercion elsewhere, the key the
+    # validator reads was refused as an unknown field of the closed validation schema.
+    tools = Toolset([LegacyKeys])
+    given = tools if precheck else None
+    outcome = tools.validate(call("legacy_keys", '{"date": "May 1", "count": "2"}', tools=given))
+    assert outcome.ok and outcome.model == LegacyKeys(day="May 1", count=2)
+    assert [(c.path, c.rule) for c in outcome.coercions] == [("/count", "number_string")]

@@ -31,7 +31,7 @@ import gc
 import inspect
 import re
 from collections import Counter
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, cast
@@ -361,6 +361,24 @@ _SUBSCHEMA_LISTS = ("prefixItems", "anyOf", "oneOf", "allOf")
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
 
 
+class _FieldsTypedSchema(_PrecheckSchema):
+    """The pre-check's schema, with the fields of a model that has a `mode="before"` or
+    `mode="wrap"` validator of its own still typed.
+
+    What a model with such validators is held to before lax mode reads a call that strict mode
+    refused (see `ToolValidator`): a value a field's validator sees first stays free, as the
+    validator may turn any input into a valid one, while a model validator, which most often
+    renames keys or fills in fields, leaves each field's value held to the field's type.
+    """
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        """The model's schema, as if its own validators were not there."""
+        inner = cast(Mapping[str, Any], schema["schema"])
+        while inner.get("type") in _FREE_INPUT and isinstance(inner.get("schema"), Mapping):
+            inner = cast(Mapping[str, Any], inner["schema"])
+        return super().model_schema(cast(core_schema.ModelSchema, {**schema, "schema": inner}))
+
+
 def _leaves_free(check: object, typed: object) -> bool:
     """Whether the pre-check's schema `check` takes any value somewhere the validation schema
     `typed`, written from the same model, gives a type: a value a `mode="before"` validator
@@ -389,6 +407,56 @@ def _leaves_free(check: object, typed: object) -> bool:
                 if name in named
             )
     return any(_leaves_free(a, b) for a, b in pairs)
+
+
+def _has_free_input(model: type[BaseModel]) -> bool:
+    """Whether the model (or a model, field or item inside it) has a `mode="before"` or
+    `mode="wrap"` validator of its own, which hands Pydantic Python objects to check (see
+    `ToolValidator`); Pydantic's own wrappers of its types are not counted."""
+    pending: list[object] = [model.__pydantic_core_schema__]
+    seen: set[int] = set()
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Mapping):
+            entries = cast(Mapping[str, object], node)
+            if entries.get("type") in _FREE_INPUT:
+                holder = entries.get("function")
+                function = (
+                    cast(Mapping[str, object], holder).get("function")
+                    if isinstance(holder, Mapping)
+                    else None
+                )
+                module = getattr(function, "__module__", None) or ""
+                if not (module == "pydantic" or module.startswith("pydantic.")):
+                    return True
+            pending.extend(entries.values())
+        elif isinstance(node, (list, tuple)):
+            pending.extend(cast(Sequence[object], node))
+    return False
+
+
+def _free_input_schema(model: type[BaseModel] | None) -> dict[str, Any] | None:
+    """For a model with a `mode="before"` or `mode="wrap"` validator of its own, what holds
+    each value present to its field's JSON type and form, whichever fields are there (see
+    `ToolValidator`'s `free_input`); None for any other tool."""
+    if model is None or not _has_free_input(model):
+        return None
+    source = model.model_json_schema(schema_generator=_FieldsTypedSchema)
+    schema = precheck_schema(source, closed=False)
+    pending: list[object] = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            entries = cast(dict[str, object], node)
+            if isinstance(entries.get("required"), list):
+                del entries["required"]
+            pending.extend(entries.values())
+        elif isinstance(node, list):
+            pending.extend(cast(list[object], node))
+    return schema
 
 
 def _add_alternate_keys(
@@ -981,6 +1049,8 @@ class Toolset:
                 # Every provider sends a call's arguments as one JSON object: no call could pass.
                 raise ValueError(f"tool {name!r}: its parameters must allow a JSON object")
             typed = validation_sources.get(name)
+            # Whether the pre-check leaves free a value validation's schema types.
+            leaves_free = typed is not None and _leaves_free(check_sources.get(name, source), typed)
             try:
                 validator = ToolValidator(
                     name,
@@ -990,8 +1060,9 @@ class Toolset:
                     default_tz=(default_tz or {}).get(name),
                     check=(checks or {}).get(name),
                     written=precheck_schema(source, closed=False) if model is None else None,
-                    typed_precheck=typed is not None
-                    and not _leaves_free(check_sources.get(name, source), typed),
+                    typed_precheck=typed is not None and not leaves_free,
+                    free_input=_free_input_schema(model),
+                    published=self._check_schemas.get(name, schema) if leaves_free else None,
                 )
             except Exception as exc:  # jsonschema.SchemaError and friends
                 raise ValueError(f"tool {name!r}: invalid parameter schema: {exc}") from exc

@@ -51,6 +51,7 @@ from pydantic import BaseModel, NaiveDatetime, SecretBytes, SecretStr, Validatio
 from pydantic.fields import FieldInfo
 from pydantic_core.core_schema import ErrorType
 
+from toolwire._core import ToolRegistry
 from toolwire.coercion import (
     JSON_NUMBER,
     KEYS_KEY,
@@ -97,7 +98,14 @@ from toolwire.jsonschema_dialect import (
 )
 from toolwire.payloads import MAX_RESULT_CHARS, Lang, Style, call_id_for, message_for, text
 from toolwire.schema_export import accepts_null, closing_splits_one_of, without_keywords
-from toolwire.subschemas import SECRET_KEY, inner, inner_all, meant_field, same_value
+from toolwire.subschemas import (
+    SECRET_KEY,
+    inner,
+    inner_all,
+    meant_field,
+    pointer_tokens,
+    same_value,
+)
 from toolwire.subschemas import is_marked_secret as _is_secret
 
 if TYPE_CHECKING:
@@ -1876,20 +1884,30 @@ class _ErrorBuilder:
                 draft.union_ptr, draft.tag = located.union_ptr, located.tag
                 drafts.append(draft)
                 continue
-            if ptype == "union_tag_not_found" and _tag_key(ctx, value):
+            branches = self.schema.branches(located.node) if ptype.startswith("union_tag") else []
+            if ptype == "union_tag_not_found" and _tag_key(ctx, value, branches):
                 # The object is there, its tag is not: name the tag and the values it takes.
-                key = _tag_key(ctx, value)
-                values = _tag_values(self.schema, self.schema.branches(located.node), key)
+                key = _tag_key(ctx, value, branches)
+                values = _tag_values(self.schema, branches, key)
                 expected = self.expected(code, {"enum": values} if values else {}, ctx, ptype)
                 path = located.pointer + pointer([key])
                 drafts.append(_Draft(FieldError(path, code, expected)))
                 continue
+            if ptype == "union_tag_not_found":
+                # A callable discriminator found no tag in a value no branch holds one for:
+                # the value is like none of the branches ("missing" would say it is absent),
+                # each named by the fields it requires.
+                words = [self._alternative_words(b) for b in branches]
+                expected = text("join.or", self.lang).join(dict.fromkeys(words))
+                got = self.got(located, value)
+                drafts.append(_Draft(FieldError(located.pointer, "type", expected, got)))
+                continue
             if ptype == "union_tag_invalid":
-                key = _tag_key(ctx, value)
+                key = _tag_key(ctx, value, branches)
                 path = located.pointer + pointer([key]) if key else located.pointer
                 # Pydantic's `expected_tags` is the tags' Python reprs (`<Channel.email:
                 # 'email'>` for an enum member): the schema holds the values the model sends.
-                values = _tag_values(self.schema, self.schema.branches(located.node), key)
+                values = _tag_values(self.schema, branches, key) if key else []
                 if values:
                     expected = _enum_text(values, self.lang)
                 else:
@@ -2908,15 +2926,23 @@ def _loops_only(errors: Sequence[jsonschema.ValidationError]) -> bool:
     )
 
 
-def _tag_key(ctx: Mapping[str, Any], value: object) -> str:
-    """The key of a discriminated union's tag, from a `union_tag_*` error.
+def _tag_key(ctx: Mapping[str, Any], value: object, branches: list[dict[str, Any]]) -> str:
+    """The key of a discriminated union's tag, from a `union_tag_*` error; `""` when the
+    union names none.
 
     Pydantic names the tag `'kind'`, or `'kind' | 'Kind'` when the field has an alias: the
-    key the arguments hold is the one to name, else the alias (what the schema shows).
+    key the arguments hold is the one to name, else the alias (what the schema shows). A
+    callable `Discriminator` is named by its function (`'pick_kind()'`, no key): the key is
+    then the one member every branch holds to a constant, if there is exactly one.
     """
-    keys = [k.strip().strip("'\"") for k in str(ctx.get("discriminator", "")).split("|")]
-    present = [k for k in keys if isinstance(value, dict) and k in value]
-    return (present or keys)[-1]
+    keys = [k.strip() for k in str(ctx.get("discriminator", "")).split("|")]
+    quoted = [k[1:-1] for k in keys if len(k) >= 2 and k[0] == k[-1] and k[0] in "'\""]
+    present = [k for k in quoted if isinstance(value, dict) and k in value]
+    if present or quoted:
+        return (present or quoted)[-1]
+    tag_sets = [_tags(branch) for branch in branches]
+    shared = set(tag_sets[0]).intersection(*tag_sets[1:]) if tag_sets else set[str]()
+    return next(iter(shared)) if len(shared) == 1 else ""
 
 
 def _key_type(pydantic_type: str) -> str | None:
@@ -3498,6 +3524,13 @@ class ToolValidator:
             (it leaves none free that `schema` types, as it does a value a `mode="before"`
             validator sees first): only then does a call it passed need no coercion outside
             dict keys and sets once Pydantic took it.
+        free_input: For a model with a `mode="before"` or `mode="wrap"` validator of its own,
+            its validation schema with objects open and no field required (see
+            `_read_free_input`); None otherwise.
+        published: The pre-check's schema where it leaves free a value `schema` types (a
+            value a `mode="before"` validator sees first, under a key the validator reads):
+            unknown fields are judged by it, as the pre-check judges them; None when it
+            types every value `schema` does.
     """
 
     def __init__(
@@ -3511,6 +3544,8 @@ class ToolValidator:
         check: Check | None = None,
         written: Mapping[str, Any] | None = None,
         typed_precheck: bool = False,
+        free_input: Mapping[str, Any] | None = None,
+        published: Mapping[str, Any] | None = None,
     ) -> None:
         self.tool = tool
         self.schema = dict(schema)
@@ -3519,6 +3554,8 @@ class ToolValidator:
         self.default_tz = default_tz
         self.check = check
         self._lookup = _Schema(self.schema)
+        # What unknown fields are judged by: the schema the pre-check holds calls to.
+        self._published = self._lookup if published is None else _Schema(dict(published))
         self._holds_secrets = self._lookup.holds_secret(self.schema)
         self._fixups = _has_fixups(self.schema)
         self._decimals = model is not None and has_decimals(self.schema)
@@ -3547,10 +3584,16 @@ class ToolValidator:
         self._boolean_enums = self._scalar_enums and has_boolean_enums(self.schema)
         self._validate_json = None if model is None else model.__pydantic_validator__.validate_json
         self._strict = model is None or model.model_config.get("strict") is not False
+        # A strict model with a validator of its own that sees the input first (see
+        # `_read_free_input`) may be read in lax mode too.
+        self._free_input = free_input if model is not None and self._strict else None
+        self._typed_check: ToolRegistry | None = None
         # A lax model reads a number written with a fraction or an exponent (`30.0`,
         # `4.9999999999999999`) into an int field as a float and keeps the int of it without
         # a word; a strict one refuses it, and coercion records a whole one or refuses the rest.
-        self._lax_integers = not self._strict and has_integer_fields(self.schema)
+        self._lax_integers = (
+            not self._strict or self._free_input is not None
+        ) and has_integer_fields(self.schema)
         self._jsonschema: jsonschema.protocols.Validator | None = None
         # Closed objects (what makes an unknown field an error) also make `oneOf` branches that
         # differ by a field exclusive: a value both open branches take, which the schema
@@ -3650,7 +3693,7 @@ class ToolValidator:
         """
         assert self._validate_json is not None
         if not self._decimals:
-            return self._validate_json(text_in, strict=self.strict_argument)
+            return self._read(text_in)
         # Pydantic checks a `Decimal` field's `multiple_of` (and counts its digits) with the
         # arithmetic of the current decimal context, whose exponent range (from -999999)
         # rounds the remainder of `1e-1100000` by 0.01 to 0: a multiple. The widest range
@@ -3658,13 +3701,73 @@ class ToolValidator:
         context = decimal.getcontext().copy()
         context.Emin, context.Emax = decimal.MIN_EMIN, decimal.MAX_EMAX
         with decimal.localcontext(context):
+            return self._read(text_in)
+
+    def _read(self, text_in: str | bytes) -> BaseModel:
+        """`validate_json` of the text in this tool's mode, or, for a model with a validator
+        that sees the input first, in lax mode where strict mode refuses (see
+        `_read_free_input`)."""
+        assert self._validate_json is not None
+        if self._free_input is None:
             return self._validate_json(text_in, strict=self.strict_argument)
+        try:
+            return self._validate_json(text_in, strict=True)
+        except ValidationError as exc:
+            return self._read_free_input(text_in, exc)
+
+    def _read_free_input(self, text_in: str | bytes, refused: ValidationError) -> BaseModel:
+        """The model of a text that strict mode `refused`, for a model with a validator of its
+        own that sees the input first.
+
+        A `mode="before"` or `mode="wrap"` validator (of the model, or of a field) hands
+        Pydantic Python objects, not JSON: what it passes on is checked in Python mode, where
+        strict mode takes no text for a `date`, `datetime`, `UUID` or `Decimal`, no list for
+        a tuple or a set and no text for an integer dict key, so strict validation would
+        refuse every call, the valid ones too, with errors that are not true of the text.
+        Lax mode reads those as JSON mode does. It also converts what strict mode refuses
+        rightly (`"30"` for an integer, a Unix time for a date), so its model is taken only
+        when every value has the JSON type and form the validation schema gives its field
+        (the fields a validator reads under other keys are not held to be there); otherwise
+        the refusal stands, with only its errors at the value that breaks the schema, for
+        coercion to record or refuse. The checks after Pydantic (a float for an integer
+        field) apply as to a lax model.
+
+        Raises:
+            ValidationError: Lax mode's own, or `refused` cut to the value at fault.
+        """
+        assert self._validate_json is not None and self._free_input is not None
+        instance = self._validate_json(text_in, strict=None)
+        raw = text_in.encode("utf-8", "surrogatepass") if isinstance(text_in, str) else text_in
+        try:
+            if self._typed_check is None:
+                self._typed_check = ToolRegistry({self.tool: self._free_input})
+            found = self._typed_check.check(self.tool, raw, duplicate_keys="last_wins")
+        except ValueError:
+            # A schema the pre-check cannot compile, or a text it cannot read: unproven.
+            raise refused from None
+        if found is None:
+            return instance
+        at = tuple(pointer_tokens("#" + found.path) or ())
+        kept = [
+            cast(Any, e)
+            for e in refused.errors(include_url=False)
+            if tuple(str(part) for part in e["loc"][: len(at)]) == at
+        ]
+        if not kept:
+            raise refused
+        try:
+            cut = ValidationError.from_exception_data(refused.title, kept)
+        except Exception:  # an error type Pydantic cannot build again: the whole refusal
+            raise refused from None
+        raise cut
 
     def __getstate__(self) -> dict[str, Any]:
         # Pydantic's bound `validate_json` pickles its whole core schema, which holds local
         # functions for some field types (enums, secrets): it is taken from the model again.
+        # The compiled schema is built again when first needed.
         state = dict(self.__dict__)
         state["_validate_json"] = None
+        state["_typed_check"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -3695,6 +3798,7 @@ class ToolValidator:
             or self._sets
             or self._spellings
             or self._lax_integers
+            or self._free_input is not None
             or self.check is not None
         ):
             return None
@@ -3857,7 +3961,7 @@ class ToolValidator:
                 ),
                 item,
             )
-            for parts, item, parent in _unknown_fields(self._lookup, value, checked)
+            for parts, item, parent in _unknown_fields(self._published, value, checked)
         ]
 
     def _odd_decimal_text(self, call: CallLike) -> bool:
