@@ -6,7 +6,7 @@ import json
 import time
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
-from enum import Enum
+from enum import Enum, IntEnum
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
@@ -1231,6 +1231,50 @@ def test_enum_case_rule_still_fixes_case() -> None:
     outcome = Toolset([Street]).validate(call("street", '{"kind": "STRAẞE"}'))
     assert outcome.ok and outcome.model is not None and outcome.model.kind == "straße"
     assert [c.rule for c in outcome.coercions] == ["enum_case"]
+
+
+class _Level(IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class _Tagged(BaseModel):
+    v: Literal[1]
+    size: int
+
+
+class _Other(BaseModel):
+    v: Literal[2]
+    name: str
+
+
+class Levels(BaseModel):
+    level: _Level = _Level.LOW
+    pick: Literal[1, 2] = 1
+    on: Literal[True] = True
+    spec: Annotated[_Tagged | _Other, Field(discriminator="v")] | None = None
+
+
+@pytest.mark.parametrize(
+    "rules", ["safe", ["number_string", "bool_string"], ["number_string", "enum_case"]]
+)
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [
+        ('{"level": "2"}', "/level"),
+        ('{"pick": "2"}', "/pick"),
+        ('{"on": "true"}', "/on"),
+        ('{"spec": {"v": "1", "size": 1}}', "/spec/v"),
+    ],
+)
+def test_a_string_is_no_enum_member_whether_or_not_enum_case_is_on(
+    rules: Any, arguments: str, path: str
+) -> None:
+    # Only a difference of case makes a string a member: `number_string` and `bool_string`
+    # took `"2"` and `"true"` as soon as `enum_case` was off, which the default rules refuse.
+    outcome = Toolset([Levels], coercion=rules).validate(call("levels", arguments))
+    assert [(e.path, e.code) for e in outcome.errors] == [(path, "enum")]
+    assert outcome.coercions == []
 
 
 _Cents = Annotated[Decimal, Field(decimal_places=2, max_digits=4)]

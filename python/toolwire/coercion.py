@@ -17,7 +17,12 @@ Rules (names are stable; `SAFE_RULES` is the default set):
   core's rules: no `NaN`, no repeated key, no lone surrogate, at most 64 levels deep).
 * `unix_ms`: a value above 10^12 in a field marked `"x-unit": "unix-seconds"` is read as
   milliseconds and divided by 1000, for integer fields only when the division is exact.
-* `enum_case`: a string that equals exactly one allowed enum value ignoring case.
+* `enum_case`: a string that equals exactly one allowed enum value ignoring case. It is the
+  only rule that turns a string into an enum or const member: `"2"` for an `IntEnum` or a
+  `Literal[2]` (a union's tag too) and `"true"` for a `Literal[True]` are refused (`enum`)
+  whatever the rule set, as JSON Schema's `enum` never equals a string with a number or a
+  boolean, and the model is shown the members as they are written (a whole float, `2.0`, is
+  the member `2` by `integral_number`, as JSON Schema compares numbers by value).
 * `unwrap`: top-level arguments that are one lone `params` / `parameters` / `arguments` /
   `args` / `input` object are replaced by that object, when the schema does not take that key
   (no property or pattern names it, and `additionalProperties` is `false`): in an open map
@@ -1751,15 +1756,20 @@ class _Coercer:
     ) -> Any:
         # A `const` is a one-member enum (Pydantic gives `Literal["fast"]` as one).
         enum = enum_members(node)
-        if enum is not None and value not in enum and "enum_case" in rules:
-            # A difference of case only: `casefold` would also equate different letters
-            # ("straße" and "strasse", the "ﬁ" ligature and "fi").
-            folded = value.lower()
-            hits = [e for e in enum if isinstance(e, str) and e.lower() == folded]
-            if len(hits) == 1:
-                return self.record(path, value, hits[0], "enum_case")
-            if len(hits) > 1:
-                self.refuse(path, "ambiguous", value, ", ".join(json.dumps(h) for h in hits))
+        if enum is not None and value not in enum:
+            # A member is matched as written, whatever else the rules allow: only a difference
+            # of case is read (`enum_case`). `"2"` is never the member `2`, nor `"true"` the
+            # member `true` (JSON Schema's `enum` never equals a string with a number), so the
+            # verdict does not hang on whether `enum_case` is on.
+            if "enum_case" in rules:
+                # A difference of case only: `casefold` would also equate different letters
+                # ("straße" and "strasse", the "ﬁ" ligature and "fi").
+                folded = value.lower()
+                hits = [e for e in enum if isinstance(e, str) and e.lower() == folded]
+                if len(hits) == 1:
+                    return self.record(path, value, hits[0], "enum_case")
+                if len(hits) > 1:
+                    self.refuse(path, "ambiguous", value, ", ".join(json.dumps(h) for h in hits))
             return value
         if "string" in types:
             if node.get("format") in _TIMESTAMP_FORMATS and _UNIX_TEXT.fullmatch(value):
