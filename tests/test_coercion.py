@@ -1692,6 +1692,37 @@ def test_repeated_items_of_a_set_field_are_a_recorded_coercion(prechecked: bool)
     assert clean.ok and clean.coercions == []
 
 
+class _Few(BaseModel):
+    tags: set[int] = Field(max_length=1)
+    counts: list[int] = Field(default=[], max_length=1)
+    where: Annotated[dict[str, int], Field(max_length=1)] = {}
+
+
+@pytest.mark.parametrize("prechecked", [False, True])
+@pytest.mark.parametrize(
+    ("arguments", "path", "got"),
+    [
+        ('{"tags": [1, 1, 2]}', "/tags", "[1,1,2]"),
+        ('{"tags": [1], "counts": ["1", "2"]}', "/counts", '["1","2"]'),
+        ('{"tags": [1], "where": {"a": "1", "b": "2"}}', "/where", '{"a":"1","b":"2"}'),
+    ],
+)
+def test_a_container_is_shown_as_the_model_sent_it(
+    prechecked: bool, arguments: str, path: str, got: str
+) -> None:
+    # Pydantic's input is the value the coercions made (`[1,2]` once `set_duplicates` dropped
+    # the repeat, `[1,2]` for `["1","2"]`): the model would not recognise its own value.
+    tools = Toolset([_Few])
+    if prechecked:
+        asm = Assembler(tools=tools)
+        asm.feed(0, id="call_1", name="few", arguments=arguments)
+        (done,) = asm.finish()
+    else:
+        done = call("few", arguments)
+    outcome = tools.validate(done)
+    assert [(e.path, e.code, e.got) for e in outcome.errors] == [(path, "length", got)]
+
+
 def test_repeated_items_of_a_set_field_are_refused_without_the_rule() -> None:
     tools = Toolset([Labels], coercion="none")
     outcome = tools.validate(call("labels", '{"tags": ["a", "b", "a", "b"]}'))

@@ -1587,13 +1587,17 @@ class _ErrorBuilder:
         return tuple(out)
 
     def as_written(self, pointer_: str, value: Any) -> Any:
-        """`value` as the model wrote it, where the arguments hold a scalar there: Pydantic
-        reports what it read, which may be a coercion's result (`11` for `"11"`), a float of
-        the number (`30.0` for `30.0000000000000001`, infinity for `1e309`); anything else (a
-        container, a value under a path only a coercion made) is shown as read."""
-        if isinstance(value, (dict, list)):
-            return cast(Any, value)
+        """`value` as the model wrote it: Pydantic reports what it read, which may be a
+        coercion's result (`11` for `"11"`, `[1]` for a set's `[1, 1]`), a float of the number
+        (`30.0` for `30.0000000000000001`, infinity for `1e309`). A container is shown as
+        written where the arguments hold one of its kind there, below the top level (which
+        `unwrap` may have taken out of a wrapper); a value under a path only a coercion made is
+        shown as read."""
         found = self._written_at(pointer_)
+        if isinstance(value, (dict, list)):
+            if pointer_ and type(cast(Any, found)) is type(cast(Any, value)):
+                return found
+            return cast(Any, value)
         return value if found is _ABSENT or isinstance(found, (dict, list)) else found
 
     def _number_as_written(self, pointer_: str, value: Any) -> Any:
