@@ -414,6 +414,56 @@ def test_an_unknown_tag_is_shown_as_the_model_wrote_it(
     ]
 
 
+class _Card(BaseModel):
+    kind: Literal["card"]
+    pin: SecretStr
+
+
+class _Cash(BaseModel):
+    kind: Literal["cash"]
+    amount: int
+
+
+class _Hidden(BaseModel):
+    kind: Annotated[Literal["code"], Field(json_schema_extra={"x-secret": True})]
+
+
+class _Pay(BaseModel):
+    pay: Annotated[_Card | _Cash, Field(discriminator="kind")]
+    odd: Annotated[_Cash | _Hidden, Field(discriminator="kind")] | None = None
+    vault: (
+        Annotated[_Card | _Cash, Field(discriminator="kind", json_schema_extra={"x-secret": True})]
+        | None
+    ) = None
+
+
+PAY = Toolset([_Pay])
+
+
+@pytest.mark.parametrize("tools", [None, PAY])
+@pytest.mark.parametrize(
+    ("arguments", "path", "got"),
+    [
+        ('{"pay": {"kind": "cheque", "pin": "1234"}}', "/pay/kind", '"cheque"'),
+        ('{"pay": {"kind": 3, "amount": 1}}', "/pay/kind", "3"),
+        # A tag a branch itself declares secret, or a union under a secret field, stays hidden.
+        ('{"pay": {"kind": "cash", "amount": 1}, "odd": {"kind": "x"}}', "/odd/kind", "[redacted]"),
+        (
+            '{"pay": {"kind": "cash", "amount": 1}, "vault": {"kind": "x"}}',
+            "/vault/kind",
+            "[redacted]",
+        ),
+    ],
+)
+def test_an_unknown_tag_is_no_secret_for_a_secret_beside_it(
+    tools: Toolset | None, arguments: str, path: str, got: str
+) -> None:
+    # Another member of a branch (`pin`) is secret; the tag is not, and the model must see it
+    # to correct it.
+    outcome = PAY.validate(call("pay", arguments, tools=tools))
+    assert [(e.path, e.code, e.got) for e in outcome.errors] == [(path, "enum", got)]
+
+
 def test_untagged_union_type_error_is_one_error() -> None:
     outcome = ADOPT.validate(call("adopt", '{"pet": {"kind": "dog", "good": true}, "size": 1.5}'))
     (error,) = outcome.errors

@@ -1918,8 +1918,22 @@ class _ErrorBuilder:
                     tags = str(ctx.get("expected_tags", "")).replace("'", '"')
                     expected = text("expected.enum", self.lang, values=tags)
                 # Pydantic's `tag` is text (`'3'` for the number 3): shown so, the model would
-                # hear of a quoting mistake it never made.
-                got = self.got(located, self.as_written(path, ctx.get("tag")))
+                # hear of a quoting mistake it never made. The tag is judged by the tag's own
+                # rules, not the union's: a secret in another member of a branch is no reason
+                # to hide it.
+                rules = [_member_rule(self.schema, b, key) for b in branches] if key else []
+                node: dict[str, Any] = {"anyOf": rules}
+                at = (
+                    dataclasses.replace(
+                        located,
+                        pointer=path,
+                        node=node,
+                        secret=located.secret or self.schema.holds_secret(node),
+                    )
+                    if rules
+                    else located
+                )
+                got = self.got(at, self.as_written(path, ctx.get("tag")))
                 drafts.append(_Draft(FieldError(path, "enum", expected, got)))
                 continue
             user = code == "missing" and bool(located.node.get(USER_SUPPLIED_KEY))
