@@ -1595,7 +1595,7 @@ class _ErrorBuilder:
         shown as read."""
         found = self._written_at(pointer_)
         if isinstance(value, (dict, list)):
-            if pointer_ and type(cast(Any, found)) is type(cast(Any, value)):
+            if pointer_ and type(found) is type(cast(Any, value)):
                 return found
             return cast(Any, value)
         return value if found is _ABSENT or isinstance(found, (dict, list)) else found
