@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from toolwire import Assembler, MisuseError, ToolCall, ToolRegistry
+from toolwire import Assembler, InvalidSchemaError, MisuseError, ToolCall, ToolRegistry
 from toolwire.schema_export import SchemaExportError
 from toolwire.toolset import Toolset, snake_case
 
@@ -194,6 +194,55 @@ def test_schema_is_the_precheck_schema_and_a_copy() -> None:
 def test_misuse_raises(tools: list[Any], kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Toolset(tools, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("schema", "message", "path", "keyword"),
+    [
+        (
+            {"type": "object", "properties": {"a": {"minLength": -1}}},
+            "'minLength' at /properties/a/minLength is -1, expected a number of at least 0",
+            "/properties/a/minLength",
+            "minLength",
+        ),
+        (
+            {"type": "object", "required": "a"},
+            "'required' at /required is \"a\", expected an array",
+            "/required",
+            "required",
+        ),
+        (
+            {"type": "object", "properties": {"a": 5}},
+            "the schema at /properties/a is 5, expected a schema (an object or a boolean)",
+            "/properties/a",
+            None,
+        ),
+        (
+            {"type": 5},
+            "'type' at /type is 5, expected a type name ('array', 'boolean', 'integer',"
+            " 'null', 'number', 'object', 'string') or a list of them",
+            "/type",
+            "type",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"type": "string", "pattern": "(x"}}},
+            "'pattern' at /properties/a/pattern is \"(x\", expected a valid regex",
+            "/properties/a/pattern",
+            "pattern",
+        ),
+    ],
+)
+def test_a_schema_the_metaschema_refuses_is_told_in_one_line(
+    schema: dict[str, Any], message: str, path: str, keyword: str | None
+) -> None:
+    # The metaschema's own message is a screenful quoting its subschemas and its own places
+    # (`metaschema['allOf'][1]['properties']...`); it stays on the exception as `detail`.
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([{"name": "x", "parameters": schema}])
+    assert str(info.value) == f"tool 'x': invalid parameter schema: {message}"
+    assert (info.value.tool, info.value.path, info.value.keyword) == ("x", path, keyword)
+    assert "Failed validating" in info.value.detail
+    assert isinstance(info.value, ValueError)
 
 
 def test_not_a_tool_raises_type_error() -> None:

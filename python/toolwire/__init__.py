@@ -50,7 +50,12 @@ from toolwire.payloads import call_id_for, tool_messages
 from toolwire.recorder import Recorder
 from toolwire.repair import Escalation, Proceed, RepairPolicy, Retry
 from toolwire.replay import Report, compare, load_corpus, replay
-from toolwire.schema_export import Relaxation, SchemaExportError, SchemaTooLargeError
+from toolwire.schema_export import (
+    InvalidSchemaError,
+    Relaxation,
+    SchemaExportError,
+    SchemaTooLargeError,
+)
 from toolwire.stream import AssemblerLimits, AsyncToolStream, ToolStream, aassemble, assemble
 from toolwire.toolset import ToolDefinition, Toolset
 from toolwire.validation import BusinessRuleError, FieldError, Outcome
@@ -77,6 +82,7 @@ __all__ = [
     "FieldError",
     "IdempotencyConflict",
     "IdempotencyInProgress",
+    "InvalidSchemaError",
     "JsonError",
     "Ledger",
     "LedgerUnavailable",

@@ -65,6 +65,7 @@ from toolwire.subschemas import (
 
 __all__ = [
     "ExportedSchema",
+    "InvalidSchemaError",
     "Relaxation",
     "SchemaExportError",
     "SchemaTooLargeError",
@@ -656,6 +657,42 @@ class SchemaTooLargeError(ValueError):
         self.tool = tool
         self.size = size
         self.limit = limit
+
+
+class InvalidSchemaError(ValueError):
+    """A tool's parameter schema that is not a JSON Schema (its draft's metaschema refuses
+    it), refused at registration with the place and what belongs there, in one line.
+
+    Attributes:
+        tool: The tool name.
+        path: JSON Pointer to the value at fault in the schema as toolwire reads it (local
+            references inlined), `""` for the root.
+        keyword: The keyword at fault: the last keyword `path` names (`"minLength"`), or None
+            where the value at fault is a whole schema (`/properties/a`).
+        got: The value at fault as JSON, cut to 80 characters.
+        expected: What the metaschema takes there, in words.
+        detail: The metaschema's own message, in full.
+    """
+
+    def __init__(
+        self,
+        tool: str,
+        path: str,
+        keyword: str | None,
+        got: str,
+        expected: str,
+        detail: str,
+    ) -> None:
+        where = f"'{keyword}' at {path}" if keyword is not None else f"the schema at {path or '/'}"
+        super().__init__(
+            f"tool {tool!r}: invalid parameter schema: {where} is {got}, expected {expected}"
+        )
+        self.tool = tool
+        self.path = path
+        self.keyword = keyword
+        self.got = got
+        self.expected = expected
+        self.detail = detail
 
 
 def _definition_sites(

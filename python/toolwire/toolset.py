@@ -29,6 +29,7 @@ import copy
 import functools
 import gc
 import inspect
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, cast
 
+import jsonschema
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
@@ -49,10 +51,12 @@ from toolwire.coercion import (
     CoercionSpec,
     float_risk,
     is_untyped,
+    pointer,
     resolve_rules,
 )
 from toolwire.payloads import Lang
 from toolwire.schema_export import (
+    InvalidSchemaError,
     Relaxation,
     SchemaTooLargeError,
     accepts_null,
@@ -101,6 +105,74 @@ _KEY_KINDS = {
     "datetime": "date-time",
     "uuid": "uuid",
 }
+
+
+# Keywords whose value is a list of schemas: as below `_SCHEMA_MAPS`, a step below them is a
+# subschema's place, not a keyword.
+_SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_TYPE_WORDS = {
+    "object": "an object",
+    "array": "an array",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "null": "null",
+}
+_BOUND_WORDS = {
+    "minimum": "a number of at least {}",
+    "maximum": "a number of at most {}",
+    "exclusiveMinimum": "a number above {}",
+    "exclusiveMaximum": "a number below {}",
+    "minItems": "at least {} items",
+    "maxItems": "at most {} items",
+    "minLength": "at least {} characters",
+    "format": "a valid {}",
+}
+
+
+def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaError:
+    """The metaschema's refusal of a tool's schema, said in one line: the place, the keyword,
+    the value and what belongs there (its own message, with the metaschema's subschema, is a
+    screenful and names the metaschema's places rather than the tool's)."""
+    steps = list(exc.absolute_path)
+    keyword: str | None = None
+    for at, step in enumerate(steps):
+        parent = steps[at - 1] if at else None
+        if isinstance(step, str) and parent not in _SCHEMA_MAPS:
+            keyword = step
+    if steps:
+        last, parent = steps[-1], steps[-2] if len(steps) > 1 else None
+        if parent in _SCHEMA_MAPS or (isinstance(last, int) and parent in _SCHEMA_LISTS):
+            keyword = None  # the value at fault is a whole subschema
+    rule = exc.validator
+    value: Any = exc.validator_value
+    if rule == "type":
+        names = [value] if isinstance(value, str) else list(cast(list[str], value))
+        if set(names) == {"object", "boolean"}:
+            expected = "a schema (an object or a boolean)"
+        else:
+            expected = " or ".join(_TYPE_WORDS.get(n, n) for n in names)
+    elif rule in _BOUND_WORDS:
+        expected = _BOUND_WORDS[str(rule)].format(value)
+    elif rule == "uniqueItems":
+        expected = "no repeated items"
+    elif rule == "enum":
+        expected = "one of " + ", ".join(json.dumps(v) for v in cast(list[Any], value))
+    elif rule in ("anyOf", "oneOf") and keyword == "type" and steps[-1] == "type":
+        expected = (
+            "a type name ('array', 'boolean', 'integer', 'null', 'number', 'object',"
+            " 'string') or a list of them"
+        )
+    else:
+        expected = f"what the metaschema allows ({exc.message})"
+    try:
+        got = json.dumps(exc.instance, ensure_ascii=False)
+    except (TypeError, ValueError):
+        got = repr(exc.instance)
+    if len(got) > 80:
+        got = got[:77] + "..."
+    return InvalidSchemaError(tool, pointer(steps), keyword, got, expected, str(exc))
 
 
 class _DecimalSchema(GenerateJsonSchema):
@@ -1064,7 +1136,9 @@ class Toolset:
                     free_input=_free_input_schema(model),
                     published=self._check_schemas.get(name, schema) if leaves_free else None,
                 )
-            except Exception as exc:  # jsonschema.SchemaError and friends
+            except jsonschema.SchemaError as exc:
+                raise _invalid_schema(name, exc) from exc
+            except Exception as exc:  # a reference `jsonschema` cannot resolve, and friends
                 raise ValueError(f"tool {name!r}: invalid parameter schema: {exc}") from exc
             self._tools[name] = ToolDefinition(
                 name=name,
