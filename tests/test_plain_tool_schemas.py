@@ -2376,3 +2376,40 @@ def test_what_a_false_schema_forbids_is_named_at_its_own_pointer(
         outcome = tools.validate(call)
         assert not outcome.ok
         assert [(e.path, e.code, e.expected, e.got) for e in outcome.errors] == expected
+
+
+_TAGGED_PAY = {
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {
+                "kind": {"const": "card"},
+                "mail": {"type": "string", "format": "email"},
+            },
+            "required": ["kind", "mail"],
+        },
+        {
+            "type": "object",
+            "properties": {"kind": {"const": "cash"}, "amount": {"type": "integer"}},
+            "required": ["kind", "amount"],
+        },
+    ],
+    "discriminator": {"propertyName": "kind"},
+}
+
+
+@pytest.mark.parametrize("required", [True, False])
+@pytest.mark.parametrize("arguments", ['{"pay": {"kind": "cheque", "amount": 1}}', '{"pay": 5}'])
+def test_an_early_error_names_the_one_of_the_schema_has(required: bool, arguments: str) -> None:
+    # The pre-check reads a `oneOf` whose branch it checks less strictly (a `format` left to
+    # validation), or an optional one that takes null, as an `anyOf`; its errors said so.
+    schema = {"type": "object", "properties": {"pay": _TAGGED_PAY}}
+    if required:
+        schema["required"] = ["pay"]
+    tools = Toolset([{"name": "pay", "parameters": schema}])
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="pay", arguments=arguments)
+    early = [(e.path, e.keyword) for _, e in assembler.drain_errors()]
+    (done,) = assembler.finish()
+    assert early == [("/pay", "oneOf")]
+    assert done.error is not None and done.error.keyword == "oneOf"

@@ -817,6 +817,9 @@ def _with_null_as_absent(node: Any) -> Any:
                 node = cast(dict[str, Any], sub)
                 if not accepts_null(node):
                     sub = {"anyOf": [node, {"type": "null"}]}
+                    if node.get(_LOOSENED_ONE_OF) or ("oneOf" in node and "anyOf" not in node):
+                        # The pre-check's errors name the keyword the schema has.
+                        sub[_LOOSENED_ONE_OF] = True
                     changed = True
             wrapped[name] = sub
         return ({**schema, "properties": wrapped}, True) if changed else (schema, False)
@@ -924,6 +927,11 @@ def _definitions_named(node: Any) -> set[str]:
     return out
 
 
+# Beside an `anyOf` that `_loosened` made of a `oneOf`: the pre-check names `oneOf` in its
+# errors there (the core reads the mark; it is no keyword to `jsonschema`).
+_LOOSENED_ONE_OF = "x-toolwire-one-of"
+
+
 def _loosened(
     node: Any,
     edit: Callable[[dict[str, Any]], tuple[dict[str, Any], bool]],
@@ -968,7 +976,8 @@ def _loosened(
         if sub_changed and key == "not":
             continue
         if sub_changed and key == "oneOf":
-            extra.append({"anyOf": new})
+            # The pre-check's errors still name the keyword the schema has.
+            extra.append({"anyOf": new, _LOOSENED_ONE_OF: True})
             continue
         loose_if |= sub_changed and key == "if"
         out[key] = new

@@ -2465,7 +2465,7 @@ fn describe(nodes: &[Node], n: &Node, f: Failure, got: &str) -> (&'static str, S
             )
         }
         Failure::AnyOf => (
-            "anyOf",
+            if n.one_of_named { "oneOf" } else { "anyOf" },
             branch_words(nodes, &n.any_of),
             "value matches none of the allowed alternatives".to_owned(),
         ),

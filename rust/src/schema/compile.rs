@@ -56,6 +56,11 @@ pub(crate) const T_ALL: u8 = 127;
 /// does).
 const MAX_SCHEMA_DEPTH: u32 = 256;
 
+/// Marks an `anyOf` that stands for a `oneOf` of the schema the tool declares: one whose
+/// branches a looser pre-check cannot hold apart (a `format` left to validation, say), so that
+/// two of them may both match. Errors still name the keyword the schema has.
+pub const LOOSENED_ONE_OF: &str = "x-toolwire-one-of";
+
 const ANNOTATIONS: &[&str] = &[
     "title",
     "description",
@@ -107,6 +112,9 @@ pub(crate) struct Node {
     pub pointer: Box<str>,
     /// A short description for `anyOf`/`oneOf` messages.
     pub summary: Box<str>,
+    /// The node's `anyOf` stands for the `oneOf` the schema has ([`LOOSENED_ONE_OF`]): its
+    /// errors name `oneOf`.
+    pub one_of_named: bool,
 }
 
 impl Node {
@@ -130,6 +138,7 @@ impl Node {
             array: None,
             pointer: pointer.into(),
             summary: "".into(),
+            one_of_named: false,
         }
     }
 
@@ -690,6 +699,7 @@ impl Compiler<'_> {
                     node.exact = false;
                     pattern_properties = true;
                 }
+                LOOSENED_ONE_OF => node.one_of_named = v.as_bool() == Some(true),
                 k if ANNOTATIONS.contains(&k) => {}
                 _ => {
                     self.unsupported(key, ptr);

@@ -1019,3 +1019,13 @@ fn secret_pointers_match_their_values_and_everything_under_them() {
         assert!(!schema.is_secret(path), "{path}");
     }
 }
+
+#[test]
+fn an_any_of_that_stands_for_a_one_of_names_one_of() {
+    // The Python side loosens a `oneOf` whose branches it checks less strictly into an
+    // `anyOf`, marked: its errors name the keyword the tool's schema has.
+    let s = json!({"x-toolwire-one-of": true, "anyOf": [{"type": "integer"}, {"type": "string"}]});
+    assert_eq!(one(&s, "true"), at(0, "", "oneOf"));
+    let plain = json!({"anyOf": [{"type": "integer"}, {"type": "string"}]});
+    assert_eq!(one(&plain, "true"), at(0, "", "anyOf"));
+}
