@@ -17,7 +17,7 @@ from toolwire.formats import (
 )
 from toolwire.formats._fields import get
 from toolwire.formats._types import after_provider_error, gave_up, unreadable
-from toolwire.formats._utf16 import text_piece
+from toolwire.formats._utf16 import replace_lone_surrogates, text_piece
 
 __all__ = ["Assembler", "read_chunks_as"]
 
@@ -145,6 +145,8 @@ class Assembler(_core.Assembler):
             info = after_provider_error(info, self)
         if info.finish_reason is not None:
             state[_FINISH_SEEN] = True
+            # A lone surrogate in the reason is U+FFFD, as the raw SSE path reads its escape.
+            info.finish_reason = replace_lone_surrogates(info.finish_reason)
         text = info.text
         if text:
             ascii_only = text.isascii()

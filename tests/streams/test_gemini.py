@@ -1570,3 +1570,37 @@ def test_without_progress_tracking_the_adapter_records_nothing() -> None:
     for chunk in _long_string_chunks():
         adapter.handle(chunk, sink)
     assert not [c for c in sink.calls if c[0] == "progress"]
+
+
+@pytest.mark.parametrize(
+    ("chunk", "reason"),
+    [
+        (
+            '{"candidates":[{"content":{"parts":[{"text":"hi"}],"role":"model"},'
+            '"finishReason":"ST\\ud800OP"}]}',
+            "ST\ufffdOP",
+        ),
+        (
+            '{"candidates":[{"content":{"parts":[{"text":"hi"}],"role":"model"},'
+            '"finishReason":"ST\\ud83d\\ude00OP"}]}',
+            "ST\U0001f600OP",
+        ),
+        (
+            '{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},'
+            '"finish_reason":"st\\udc00op"}]}',
+            "st\ufffdop",
+        ),
+    ],
+)
+def test_a_lone_surrogate_in_a_finish_reason_is_u_fffd_on_both_paths(
+    chunk: str, reason: str
+) -> None:
+    # The raw path reads the escape as text, which holds no lone surrogate: U+FFFD, as in ids,
+    # names and assistant text. `feed_chunk` kept it, so the paths told two reasons apart.
+    raw = Assembler()
+    raw.feed_sse(f"data: {chunk}\n\n".encode())
+    raw.finish()
+    chunks = Assembler()
+    info = chunks.feed_chunk(json.loads(chunk))
+    chunks.finish()
+    assert raw.finish_reason == info.finish_reason == reason

@@ -31,7 +31,14 @@ import re
 
 from toolwire.formats._types import Arguments, Sink
 
-__all__ = ["Utf16", "escape_lone_surrogates", "join_pairs", "string_piece", "text_piece"]
+__all__ = [
+    "Utf16",
+    "escape_lone_surrogates",
+    "join_pairs",
+    "replace_lone_surrogates",
+    "string_piece",
+    "text_piece",
+]
 
 _LONE = re.compile("[\ud800-\udfff]")
 
@@ -55,6 +62,12 @@ def _replace(text: str | None) -> str | None:
     if text is None or text.isascii():
         return text
     return _LONE.sub("\ufffd", join_pairs(text))
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """`text` with its pairs joined and every unpaired surrogate made U+FFFD, as the raw SSE
+    path reads a lone `\\uXXXX` escape in a text that is not JSON (a finish reason)."""
+    return _LONE.sub("\ufffd", join_pairs(text)) if not text.isascii() else text
 
 
 def _surrogate_in(text: object) -> bool:
