@@ -2413,3 +2413,37 @@ def test_an_early_error_names_the_one_of_the_schema_has(required: bool, argument
     (done,) = assembler.finish()
     assert early == [("/pay", "oneOf")]
     assert done.error is not None and done.error.keyword == "oneOf"
+
+
+@pytest.mark.parametrize("prechecked", [False, True])
+@pytest.mark.parametrize(
+    ("prop", "pattern", "value", "expected", "got"),
+    [
+        # The property takes "x"; the pattern's union refuses it, and said "a string".
+        (
+            {"type": "string"},
+            {"anyOf": [{"type": "integer"}, {"type": "boolean"}]},
+            '"x"',
+            "an integer or true or false",
+            '"x"',
+        ),
+        ({"type": "string"}, {"type": "integer"}, '"x"', "an integer", '"x"'),
+        # A secret the failing pattern declares is hidden, as at its own place.
+        ({"type": "integer"}, {"type": "string", "x-secret": True}, "5", "a string", "[redacted]"),
+    ],
+)
+def test_an_error_a_pattern_finds_beside_a_property_describes_the_pattern(
+    prechecked: bool,
+    prop: dict[str, Any],
+    pattern: dict[str, Any],
+    value: str,
+    expected: str,
+    got: str,
+) -> None:
+    schema = {"type": "object", "properties": {"code": prop}, "patternProperties": {"^co": pattern}}
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    assembler = Assembler(tools=tools) if prechecked else Assembler()
+    assembler.feed(0, id="call_1", name="tool", arguments=f'{{"code": {value}}}')
+    (done,) = assembler.finish()
+    outcome = tools.validate(done)
+    assert [(e.path, e.expected, e.got) for e in outcome.errors] == [("/code", expected, got)]

@@ -2354,11 +2354,18 @@ class _ErrorBuilder:
                 continue
             if isinstance(error.schema, dict) and (
                 code in ("range", "multiple_of", "length", "pattern")
-                or (keyword in ("type", "enum", "const", "format") and keyword in error.schema)
+                or (
+                    keyword in ("type", "enum", "const", "format", "anyOf", "oneOf")
+                    and keyword in error.schema
+                )
             ):
-                # The bound comes from the subschema that failed (an `allOf` member, `then`),
-                # which need not be the value's own schema.
+                # The bound comes from the subschema that failed (an `allOf` member, `then`, a
+                # `patternProperties` pattern beside a property of the same key), which need
+                # not be the value's own schema.
                 node = error.schema
+                if node is not located.node and self.schema.holds_secret(node):
+                    # What that subschema marks secret is hidden, as at its own place.
+                    located = dataclasses.replace(located, secret=True)
             hint = None
             if code == "type" and isinstance(instance, _RoundedToWhole):
                 # The digits the model wrote, not the float that rounds them; and for an
