@@ -819,7 +819,7 @@ def _with_null_as_absent(node: Any) -> Any:
                     sub = {"anyOf": [node, {"type": "null"}]}
                     if node.get(_LOOSENED_ONE_OF) or ("oneOf" in node and "anyOf" not in node):
                         # The pre-check's errors name the keyword the schema has.
-                        sub[_LOOSENED_ONE_OF] = True
+                        sub = {**sub, _LOOSENED_ONE_OF: True}
                     changed = True
             wrapped[name] = sub
         return ({**schema, "properties": wrapped}, True) if changed else (schema, False)
