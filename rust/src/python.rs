@@ -1009,7 +1009,7 @@ fn partial_options(strings: &str, eager_numbers: bool, flags: bool) -> PyResult<
 
 /// A count or an ordinal from Python: an `int` that is not negative. A negative one (`-1`
 /// for "no limit", say) is the caller's mistake, a `MisuseError`, not the `OverflowError` of
-/// a plain `usize` argument.
+/// a plain `usize` argument; a bool, an int to Python, is refused too.
 #[derive(Clone, Copy)]
 struct Count(usize);
 
@@ -1017,6 +1017,14 @@ impl FromPyObject<'_, '_> for Count {
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'_, '_, PyAny>) -> Result<Self, Self::Error> {
+        // A bool is an int to Python, but `max_bytes=True` is a slip, not a limit of one byte
+        // (every call would fail `too_large`), and `name(True)` no ordinal anyone meant.
+        if obj.is_instance_of::<pyo3::types::PyBool>() {
+            return Err(MisuseError::new_err(format!(
+                "{} is not a count: pass an int",
+                if obj.is_truthy()? { "True" } else { "False" }
+            )));
+        }
         let value: i128 = obj.extract()?;
         usize::try_from(value)
             .map(Count)

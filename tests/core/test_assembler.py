@@ -971,6 +971,20 @@ def test_a_negative_count_or_ordinal_is_misuse() -> None:
             make()
 
 
+def test_a_bool_count_or_ordinal_is_misuse() -> None:
+    # A bool is an int to Python: `max_bytes=True` was a limit of one byte, failing every call
+    # `too_large`, and `name(True)` read call 1.
+    for make in (
+        lambda: Assembler(max_bytes=True),
+        lambda: Assembler(max_stream_bytes=True),
+        lambda: Scanner(max_depth=True),
+        lambda: Assembler().name(True),
+        lambda: Assembler().partial(False),
+    ):
+        with pytest.raises(MisuseError, match="is not a count: pass an int"):
+            make()
+
+
 def test_an_assembler_used_from_two_threads_at_once_says_so() -> None:
     # `feed_sse` releases the GIL while it decodes a large body: a `finish` from another thread
     # meanwhile must be a MisuseError, never a panic (a BaseException no handler expects).
