@@ -40,6 +40,7 @@ __all__ = [
     "jsonable_result",
     "message_for",
     "no_json_form",
+    "require_call",
     "result_content",
     "text",
     "too_large_content",
@@ -638,6 +639,18 @@ class _Identified(Protocol):
     def ordinal(self) -> int: ...
 
 
+def require_call(call: object, attributes: Sequence[str], *, what: str = "call") -> None:
+    """Raise `TypeError` unless `call` has `attributes`: a call of the wrong kind (a str, a
+    dict, an `Outcome` where a `ToolCall` belongs) is refused where it is given, with what to
+    pass, rather than failing deep inside as an `AttributeError`."""
+    for name in attributes:
+        if not hasattr(call, name):
+            raise TypeError(
+                f"{what} must be a ToolCall (from Assembler.finish) or an object with its "
+                f"attributes, not {type(call).__name__} (it has no {name!r})"
+            )
+
+
 def call_id_for(call: _Identified) -> str:
     """The id to answer a call with: its own id, or `toolwire_<ordinal>` if it has none.
 
@@ -652,6 +665,7 @@ def call_id_for(call: _Identified) -> str:
     Returns:
         The call id.
     """
+    require_call(call, ("id", "ordinal"))
     return call.id if call.id else f"toolwire_{call.ordinal}"
 
 
@@ -1166,6 +1180,12 @@ def tool_messages(
     from toolwire.validation import BusinessRuleError, Outcome, shown_text
 
     check_cap(max_result_chars)
+    if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Sequence):
+        raise TypeError(
+            f"calls must be a list of ToolCalls (from Assembler.finish), not {type(calls).__name__}"
+        )
+    for index, call in enumerate(calls):
+        require_call(call, ("id", "ordinal", "name"), what=f"calls[{index}]")
     entries = _entries_by_call(calls, outcomes_or_results)
     answered: dict[str, dict[str, Any]] = {}
     missing: dict[str, bool] = {}

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 from toolwire.coercion import pointer
 from toolwire.events import CallCompleted, StreamEnded
 from toolwire.formats._fields import get, plain
-from toolwire.payloads import compact_json
+from toolwire.payloads import compact_json, require_call
 from toolwire.replay import (
     CORPUS_SCHEMA_VERSION,
     STREAM_LIMIT_DEFAULTS,
@@ -425,6 +425,10 @@ def _file_lock(path: Path) -> Generator[None, None, None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+# What a record is made of: a call of another kind is refused with what to pass.
+_RECORDED = ("arguments_bytes", "name", "id", "error")
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -603,6 +607,7 @@ class Recorder:
         Returns:
             A `call` record.
         """
+        require_call(call, _RECORDED)
         state, code = verdict(call, outcome)
         # The bytes as received: bytes that are not UTF-8 stay `surrogateescape` code points
         # (written as `\udcXX`), which replay turns back into the same bytes.
@@ -658,6 +663,7 @@ class Recorder:
         Returns:
             True if a record was written.
         """
+        require_call(call, _RECORDED)
         failed = (not outcome.ok) if outcome is not None else call.error is not None
         if not failed:
             return False
@@ -717,6 +723,10 @@ class Recorder:
             The number of records written.
         """
         policy = self.streams if policy is None else policy
+        if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Sequence):
+            raise TypeError(f"calls must be a list of ToolCalls, not {type(calls).__name__}")
+        for index, call in enumerate(calls):
+            require_call(call, _RECORDED, what=f"calls[{index}]")
         padded = list(outcomes) + [None] * (len(calls) - len(outcomes))
         pairs = list(zip(calls, padded, strict=True))
         verdicts = [verdict(c, o) for c, o in pairs]

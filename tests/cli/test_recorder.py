@@ -724,3 +724,18 @@ def test_closing_from_another_thread_records_once_what_arrived(tmp_path: Path) -
     assert record["observed"][0]["code"] == "truncated"
     stream.close()
     assert len(records(tmp_path / "t.jsonl")) == 1
+
+
+@pytest.mark.parametrize("call", [None, "c1", {"name": "f", "arguments": "{}"}])
+def test_recording_what_is_no_call_says_what_to_pass(tmp_path: Path, call: Any) -> None:
+    # An AttributeError ('NoneType' object has no attribute 'error') from inside.
+    recorder = Recorder(tmp_path / "corpus.jsonl")
+    with pytest.raises(TypeError, match=r"must be a ToolCall \(from Assembler.finish\)"):
+        recorder.record_call(call)
+    with pytest.raises(TypeError, match=r"must be a ToolCall \(from Assembler.finish\)"):
+        recorder.call_record(call)
+    with pytest.raises(TypeError, match=r"calls\[0\] must be a ToolCall"):
+        recorder.record_stream([call])
+    with pytest.raises(TypeError, match="calls must be a list of ToolCalls"):
+        recorder.record_stream("c1")  # type: ignore[arg-type]
+    assert not (tmp_path / "corpus.jsonl").exists() or not (tmp_path / "corpus.jsonl").read_text()
