@@ -122,6 +122,36 @@ fn decimal_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     DECIMAL.import(py, "decimal", "Decimal")
 }
 
+/// `decimal.Decimal` of a JSON number's lexeme: its exact value, or, for an exponent past what
+/// a `Decimal` holds (beyond about 10^18 either way, where `Decimal(text)` raises
+/// `InvalidOperation`), the infinity or zero of that sign, as a float reads it. Model output
+/// must not make `partial` or `finish` raise.
+fn decimal_of<'py>(py: Python<'py>, lexeme: &str) -> PyResult<Bound<'py, PyAny>> {
+    let decimal = decimal_type(py)?;
+    match decimal.call1((lexeme,)) {
+        Err(err) if err.is_instance_of::<pyo3::exceptions::PyArithmeticError>(py) => {
+            decimal.call1((beyond_decimal(lexeme),))
+        }
+        made => made,
+    }
+}
+
+/// The value that stands for a number whose exponent no `Decimal` holds. The text is at most
+/// `max_bytes` long, far fewer digits than such an exponent, so the exponent's sign alone says
+/// whether the number is past the largest `Decimal` or below the smallest.
+fn beyond_decimal(lexeme: &str) -> &'static str {
+    let negative = lexeme.starts_with('-');
+    let (mantissa, exponent) = lexeme.split_once(['e', 'E']).unwrap_or((lexeme, ""));
+    let zero = !mantissa.bytes().any(|b| matches!(b, b'1'..=b'9'));
+    let small = zero || exponent.starts_with('-');
+    match (small, negative) {
+        (true, false) => "0",
+        (true, true) => "-0",
+        (false, false) => "Infinity",
+        (false, true) => "-Infinity",
+    }
+}
+
 /// Builds Python objects directly from validated JSON text.
 struct PySink<'py> {
     py: Python<'py>,
@@ -406,7 +436,7 @@ impl<'py> Sink for PySink<'py> {
         }
         match self.floats {
             Floats::Float => Ok(PyFloat::new(self.py, float_of(lexeme)?).into_any()),
-            Floats::Decimal => decimal_type(self.py)?.call1((lexeme,)),
+            Floats::Decimal => decimal_of(self.py, lexeme),
             Floats::Lossless => Ok(Bound::new(
                 self.py,
                 PyLosslessFloat {
@@ -499,7 +529,7 @@ impl PyLosslessFloat {
         PyBytes::new(py, self.lexeme.as_bytes())
     }
     fn as_decimal<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        decimal_type(py)?.call1((&*self.lexeme,))
+        decimal_of(py, &self.lexeme)
     }
     fn __eq__(&self, other: &Self) -> bool {
         self.lexeme == other.lexeme
