@@ -1635,6 +1635,7 @@ impl PyToolRegistry {
         let items = schemas.call_method0("items").map_err(|_| {
             MisuseError::new_err("schemas must be a mapping of tool name to JSON Schema")
         })?;
+        let mut names = std::collections::HashSet::new();
         for item in items.try_iter()? {
             let (name, schema): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
             let name = name
@@ -1642,6 +1643,7 @@ impl PyToolRegistry {
                 .map_err(|_| MisuseError::new_err("tool names must be str"))?
                 .to_str()?
                 .to_owned();
+            names.insert(name.clone());
             let text = if let Ok(s) = schema.cast::<PyString>() {
                 s.to_str()?.to_owned()
             } else {
@@ -1664,6 +1666,15 @@ impl PyToolRegistry {
                     .into_iter()
                     .map(|u| (name.clone(), u.keyword, u.pointer)),
             );
+        }
+        // A key that names no tool (a misspelt name) would leave the tool it meant with its
+        // secret values shown in every violation's `got`.
+        let mut strays: Vec<&String> = secrets.keys().filter(|k| !names.contains(*k)).collect();
+        strays.sort();
+        if let Some(stray) = strays.first() {
+            return Err(MisuseError::new_err(format!(
+                "secrets names no tool: {stray:?} (the tools are the keys of schemas)"
+            )));
         }
         Ok(Self {
             inner: Arc::new(registry),
