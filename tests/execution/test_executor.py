@@ -1647,3 +1647,15 @@ def test_execute_all_refuses_an_item_that_is_no_call_before_any_runs() -> None:
     with pytest.raises(TypeError, match=r"calls\[1\] is not a validated call"):
         asyncio.run(ex.aexecute_all([good, "c2"]))  # type: ignore[list-item]
     assert not ran
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("session_id", None), ("session_id", 5), ("request_id", b"r")]
+)
+def test_a_request_id_or_session_id_that_is_no_str_is_refused(field: str, value: object) -> None:
+    # `session_id=None` was taken, and every write then failed with "argument of type
+    # 'NoneType' is not iterable" where its idempotency key was derived.
+    with pytest.raises(TypeError, match=f"{field} must be a str"):
+        Executor().request(**{field: value})
+    with pytest.raises(TypeError, match=f"{field} must be a str"):
+        RequestContext(**{field: value})

@@ -850,6 +850,7 @@ class Executor:
         Raises:
             ValueError: ``timeout`` is negative, NaN or infinite (``None`` is no deadline),
                 or ``retry_budget`` is not a whole number >= 0.
+            TypeError: ``request_id`` or ``session_id`` is not a str.
         """
         check_seconds("timeout", timeout, zero=True)
         return RequestContext(
