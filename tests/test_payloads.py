@@ -602,3 +602,15 @@ def test_tool_messages_refuses_what_is_no_list_of_calls(calls: Any) -> None:
     # A string was read character by character, each an AttributeError.
     with pytest.raises(TypeError, match="calls must be a list of ToolCalls"):
         tool_messages(calls, [])
+
+
+@pytest.mark.parametrize("cap", [True, 1.5, "100", -5])
+def test_a_result_cap_that_is_no_positive_int_is_refused_everywhere(cap: Any) -> None:
+    # `True` was a cap of one character (every result refused as too large), and a failed
+    # outcome's `to_message` took any cap, a negative one too, without a word.
+    call = _one_call()
+    failed = Outcome.failure(call, "f", "validation", retryable=True)
+    with pytest.raises(ValueError, match="max_result_chars must be"):
+        tool_messages([call], ["ok"], max_result_chars=cap)
+    with pytest.raises(ValueError, match="max_result_chars must be"):
+        failed.to_message(call, max_result_chars=cap)

@@ -980,6 +980,7 @@ def message_for(
     call must still get its one message. One whose content would be longer than
     `max_result_chars` (None: no cap) answers it as a `result_too_large` error. An
     `ExecutionResult` gives the executor's payload, as in `tool_messages`."""
+    check_cap(max_result_chars)
     if outcome.ok:
         return _result_message(
             style,
@@ -1051,8 +1052,12 @@ def check_cap(max_result_chars: int | None) -> None:
     """Refuse a result cap that is not a positive int or None (0 would refuse every result).
 
     Raises:
-        ValueError: `max_result_chars` is below 1.
+        ValueError: `max_result_chars` is below 1, or no int (`True` read as a cap of one
+            character, which refused every result).
     """
+    cap: object = max_result_chars
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int)):
+        raise ValueError(f"max_result_chars must be an int or None, not {type(cap).__name__}")
     if max_result_chars is not None and max_result_chars < 1:
         raise ValueError(f"max_result_chars must be at least 1 or None, not {max_result_chars}")
 
