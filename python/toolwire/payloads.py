@@ -1055,7 +1055,7 @@ def check_cap(max_result_chars: int | None) -> None:
         ValueError: `max_result_chars` is below 1, or no int (`True` read as a cap of one
             character, which refused every result).
     """
-    cap: object = max_result_chars
+    cap = cast(object, max_result_chars)
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int)):
         raise ValueError(f"max_result_chars must be an int or None, not {type(cap).__name__}")
     if max_result_chars is not None and max_result_chars < 1:
@@ -1185,10 +1185,9 @@ def tool_messages(
     from toolwire.validation import BusinessRuleError, Outcome, shown_text
 
     check_cap(max_result_chars)
-    if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Sequence):
-        raise TypeError(
-            f"calls must be a list of ToolCalls (from Assembler.finish), not {type(calls).__name__}"
-        )
+    given, kind = cast(object, calls), type(calls).__name__
+    if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Sequence):
+        raise TypeError(f"calls must be a list of ToolCalls (from Assembler.finish), not {kind}")
     for index, call in enumerate(calls):
         require_call(call, ("id", "ordinal", "name"), what=f"calls[{index}]")
     entries = _entries_by_call(calls, outcomes_or_results)

@@ -723,8 +723,9 @@ class Recorder:
             The number of records written.
         """
         policy = self.streams if policy is None else policy
-        if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Sequence):
-            raise TypeError(f"calls must be a list of ToolCalls, not {type(calls).__name__}")
+        given, kind = cast(object, calls), type(calls).__name__
+        if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Sequence):
+            raise TypeError(f"calls must be a list of ToolCalls, not {kind}")
         for index, call in enumerate(calls):
             require_call(call, _RECORDED, what=f"calls[{index}]")
         padded = list(outcomes) + [None] * (len(calls) - len(outcomes))

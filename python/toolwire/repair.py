@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from toolwire.payloads import (
     MAX_RESULT_CHARS,
@@ -242,7 +242,7 @@ class RepairPolicy:
         Returns:
             `Proceed`, `Retry` or `Escalation`.
         """
-        if not isinstance(outcome, Outcome):
+        if not isinstance(cast(object, outcome), Outcome):
             raise TypeError(
                 f"decide takes the Outcome of Toolset.validate, not {type(outcome).__name__}"
             )
@@ -287,12 +287,13 @@ class RepairPolicy:
         Returns:
             One decision per outcome, in the same order.
         """
-        if isinstance(outcomes, (str, bytes, Mapping)) or not isinstance(outcomes, Sequence):
+        given = cast(object, outcomes)
+        if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Sequence):
             raise TypeError(
                 f"decide_turn takes the list of the turn's Outcomes, not {type(outcomes).__name__}"
             )
         for index, outcome in enumerate(outcomes):
-            if not isinstance(outcome, Outcome):
+            if not isinstance(cast(object, outcome), Outcome):
                 raise TypeError(
                     f"outcomes[{index}] must be the Outcome of Toolset.validate, not "
                     f"{type(outcome).__name__}"

@@ -1212,7 +1212,7 @@ def replay(
         )
     entries = list(entries)
     for index, entry in enumerate(entries):
-        if not isinstance(entry, Entry):
+        if not isinstance(cast(object, entry), Entry):
             raise TypeError(
                 f"entries[{index}] must be an Entry (from load_corpus), not {type(entry).__name__}"
             )
@@ -1268,9 +1268,9 @@ def compare(report: Report, baseline: Mapping[str, Any]) -> BaselineDiff:
     Raises:
         CorpusError: The baseline is not a report this toolwire can read.
     """
-    if not isinstance(report, Report):
+    if not isinstance(cast(object, report), Report):
         raise TypeError(f"report must be the Report of replay, not {type(report).__name__}")
-    if not isinstance(baseline, Mapping):
+    if not isinstance(cast(object, baseline), Mapping):
         hint = " (pass its to_json())" if isinstance(baseline, Report) else ""
         raise CorpusError(
             "the baseline must be an earlier report as parsed JSON (a dict), not "

@@ -746,7 +746,7 @@ class _StreamBase:
         """
         driver = self._driver
         calls = driver.calls
-        if not isinstance(ordinal, int) or isinstance(ordinal, bool):
+        if not isinstance(cast(object, ordinal), int) or isinstance(ordinal, bool):
             # The core's own refusal; after the end, a comparison below would raise a bare
             # `'<=' not supported` instead.
             return driver.assembler.partial(ordinal, floats=floats, flags=flags)

@@ -356,14 +356,16 @@ class ToolSpec:
             value = getattr(self, flag)
             if not isinstance(value, bool):
                 raise TypeError(f"{flag} must be True or False, not {type(value).__name__}")
-        if self.idempotency_key is not None and not isinstance(self.idempotency_key, str):
+        # Typed loosely here: the annotations say what a caller should pass, not what it did.
+        key, breaker = cast(object, self.idempotency_key), cast(object, self.breaker)
+        if key is not None and not isinstance(key, str):
             raise TypeError(
                 "idempotency_key must be the name of an argument field (a str) or None, not "
-                f"{type(self.idempotency_key).__name__}"
+                f"{type(key).__name__}"
             )
-        if self.breaker is not None and not isinstance(self.breaker, BreakerConfig):
+        if breaker is not None and not isinstance(breaker, BreakerConfig):
             raise TypeError(
-                f"breaker must be a BreakerConfig or None, not {type(self.breaker).__name__}"
+                f"breaker must be a BreakerConfig or None, not {type(breaker).__name__}"
             )
         fn = self.fn
         problem = _registration_problem(fn, unpack=self.unpack, context=self.context)
@@ -739,7 +741,7 @@ class Executor:
 
     def register(self, name: str, tool: Callable[..., Any] | ToolSpec, **options: Any) -> ToolSpec:
         """Register ``tool`` under ``name`` (options as in ``ToolSpec``) and return its spec."""
-        if not isinstance(name, str):
+        if not isinstance(cast(object, name), str):
             raise TypeError(f"a tool's name must be a str, not {type(name).__name__}")
         if isinstance(tool, ToolSpec):
             values = {f: getattr(tool, f) for f in ToolSpec.__dataclass_fields__ if f != "is_async"}
@@ -2318,11 +2320,10 @@ def _check_call(call: object) -> None:
 
 def _checked_calls(calls: object) -> list[ValidatedCall]:
     """The calls of `execute_all` as a list (a string or a mapping is no list of calls)."""
+    kind = type(calls).__name__
     if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Iterable):
-        raise TypeError(
-            f"calls must be a list of validated calls (Outcomes), not {type(calls).__name__}"
-        )
-    listed = list(cast(Iterable[ValidatedCall], calls))
+        raise TypeError(f"calls must be a list of validated calls (Outcomes), not {kind}")
+    listed: list[ValidatedCall] = list(cast("Iterable[ValidatedCall]", calls))
     for i, call in enumerate(listed):
         # One built wrongly is answered with an error like any call; an object with no tool
         # and no call id at all is no call, and nothing could be answered under it.
