@@ -1340,3 +1340,22 @@ def test_failed_after_finish_knows_the_calls_finish_left_unscanned(
         assert a.failed is failed, path
         assert (calls[0].error is not None) is failed
         assert a.failed is failed, path
+
+
+def test_metadata_sent_again_counts_toward_the_stream_limit_only_for_what_it_adds() -> None:
+    # The stream keeps one value per key, but every resend counted whole: a provider that
+    # repeats a 10 KB signature with each chunk had its response refused whole after 100.
+    assembler = Assembler(max_stream_bytes=1_000_000)
+    assembler.feed(0, id="c", name="f", arguments="{")
+    for _ in range(300):
+        assembler.set_metadata(0, "thought_signature", "s" * 10_000)
+    assembler.feed(0, arguments="}")
+    assert not assembler.failed and assembler.stream_errors() == []
+    (call,) = assembler.finish()
+    assert call.ok and call.metadata == {"thought_signature": "s" * 10_000}
+    # What is kept still counts: distinct keys past the limit refuse the response.
+    assembler = Assembler(max_stream_bytes=1_000_000)
+    assembler.feed(0, id="c", name="f", arguments="{")
+    for n in range(300):
+        assembler.set_metadata(0, f"k{n}", "s" * 10_000)
+    assert assembler.failed and assembler.stream_errors()[0][0] == "stream_limit"
