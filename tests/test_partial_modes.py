@@ -597,3 +597,34 @@ def same_numbers(got: Any, expected: Any, read: type) -> bool:
             and (read is not LosslessFloat or str(got) == json.dumps(expected))
         )
     return type(got) is type(expected) and got == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1e99999999999999999999", "Infinity"),
+        ("-1E+99999999999999999999", "-Infinity"),
+        ("1.5e-99999999999999999999", "0"),
+        ("-2e-99999999999999999999", "-0"),
+        ("0e99999999999999999999", "0"),
+    ],
+)
+def test_decimal_of_an_exponent_no_decimal_holds_is_what_a_float_reads(
+    text: str, expected: str
+) -> None:
+    # `Decimal(text)` raises `InvalidOperation` past an exponent of about 10^18: model output
+    # made `partial(floats="decimal")` and `finish` raise it, and `as_decimal()` too.
+    scanner = Scanner()
+    scanner.push(f'{{"a": {text}}}')
+    want = Decimal(expected)
+    for got in (scanner.partial(floats="decimal"), scanner.finish(floats="decimal")):
+        value = got["a"]
+        assert isinstance(value, Decimal) and str(value) == str(want)
+    assert str(LosslessFloat(text).as_decimal()) == str(want)
+    assembler = Assembler()
+    assembler.feed(0, id="c", name="f", arguments=f'{{"a": {text}}}')
+    assert str(assembler.partial(0, floats="decimal")["a"]) == str(want)
+    # Numbers a Decimal holds stay exact.
+    scanner = Scanner()
+    scanner.push("[1e999999999999999999, 2.50]")
+    assert scanner.finish(floats="decimal") == [Decimal("1e999999999999999999"), Decimal("2.50")]

@@ -580,3 +580,37 @@ def test_a_proceed_decision_answers_with_a_result_as_the_outcome_does(
     assert len(content_of(expected)) < 1_000 or result == {"hits": 3}
     loose = decision.to_message(call, style, result="y" * 100_001, max_result_chars=None)
     assert content_of(loose) == "y" * 100_001
+
+
+def _one_call() -> ToolCall:
+    assembler = Assembler()
+    assembler.feed(0, id="c1", name="f", arguments="{}")
+    return assembler.finish()[0]
+
+
+@pytest.mark.parametrize("call", ["c1", None, {"id": "c1", "ordinal": 0}])
+def test_something_that_is_no_call_is_a_type_error_saying_what_to_pass(call: Any) -> None:
+    # Each raised AttributeError ('str' object has no attribute 'id') from inside.
+    with pytest.raises(TypeError, match=r"must be a ToolCall \(from Assembler.finish\)"):
+        call_id_for(call)
+    with pytest.raises(TypeError, match=r"calls\[1\] must be a ToolCall"):
+        tool_messages([_one_call(), call], ["ok", "ok"])
+
+
+@pytest.mark.parametrize("calls", ["c1", b"c1", {"c1": 1}, 5])
+def test_tool_messages_refuses_what_is_no_list_of_calls(calls: Any) -> None:
+    # A string was read character by character, each an AttributeError.
+    with pytest.raises(TypeError, match="calls must be a list of ToolCalls"):
+        tool_messages(calls, [])
+
+
+@pytest.mark.parametrize("cap", [True, 1.5, "100", -5])
+def test_a_result_cap_that_is_no_positive_int_is_refused_everywhere(cap: Any) -> None:
+    # `True` was a cap of one character (every result refused as too large), and a failed
+    # outcome's `to_message` took any cap, a negative one too, without a word.
+    call = _one_call()
+    failed = Outcome.failure(call, "f", "validation", retryable=True)
+    with pytest.raises(ValueError, match="max_result_chars must be"):
+        tool_messages([call], ["ok"], max_result_chars=cap)
+    with pytest.raises(ValueError, match="max_result_chars must be"):
+        failed.to_message(call, max_result_chars=cap)

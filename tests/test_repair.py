@@ -286,3 +286,15 @@ def test_correcting_a_tool_name_does_not_start_the_count_again(names: list[str])
         decisions.append(decision)
     assert [type(d).__name__ for d in decisions] == ["Retry", "Retry", "Escalation"]
     assert isinstance(decisions[-1], Escalation) and decisions[-1].attempts == 3
+
+
+@pytest.mark.parametrize("outcome", [None, "ok", {"ok": True}])
+def test_decide_refuses_what_is_no_outcome(outcome: object) -> None:
+    # An AttributeError ('NoneType' object has no attribute 'error_type') from inside.
+    policy = RepairPolicy()
+    with pytest.raises(TypeError, match=r"decide takes the Outcome of Toolset\.validate"):
+        policy.decide(outcome)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"outcomes\[0\] must be the Outcome"):
+        policy.decide_turn([outcome])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="decide_turn takes the list of the turn's Outcomes"):
+        policy.decide_turn("ok")  # type: ignore[arg-type]

@@ -494,3 +494,31 @@ def test_a_root_model_of_an_object_is_a_tool() -> None:
     (done,) = asm.finish()
     outcome = tools.validate(done)
     assert outcome.ok and outcome.model == Wrapped(Inner(a=1))
+
+
+class _City(BaseModel):
+    city: str
+
+
+@pytest.mark.parametrize("call", ["weather", None, {"name": "city", "arguments": "{}"}])
+def test_validate_refuses_what_is_no_call_with_what_to_pass(call: Any) -> None:
+    # An AttributeError ('str' object has no attribute 'error') from inside.
+    with pytest.raises(TypeError, match=r"validate's call must be a ToolCall"):
+        Toolset([_City]).validate(call)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("names", ["weather"], "names must be a mapping keyed by tool"),
+        ("default_tz", "UTC", "default_tz must be a mapping keyed by tool"),
+        ("checks", [print], "checks must be a mapping keyed by tool"),
+        ("strict", "no", "strict must be True or False"),
+        ("redact", "***", "redact must be a function"),
+    ],
+)
+def test_an_option_of_the_wrong_kind_is_refused(option: str, value: object, says: str) -> None:
+    # `names=[...]` raised AttributeError; `strict="no"` read as true and `redact="***"` was
+    # taken, to fail at the first error shown to the model.
+    with pytest.raises(TypeError, match=says):
+        Toolset([_City], **{option: value})

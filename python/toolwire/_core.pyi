@@ -76,7 +76,8 @@ class LosslessFloat:
     def __bytes__(self) -> bytes:
         """The text as ASCII bytes."""
     def as_decimal(self) -> Decimal:
-        """`decimal.Decimal` of the exact text."""
+        """`decimal.Decimal` of the exact text; for an exponent past what a `Decimal` holds
+        (beyond about 10^18 either way), the infinity or zero of its sign, as `float()` gives."""
     def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
     def __getnewargs__(self) -> tuple[str]:
@@ -270,7 +271,8 @@ class Scanner:
 
         Args:
             floats: How numbers that are not integers are handed over: `"float"` (as
-                `json.loads`), `"decimal"` (`decimal.Decimal` of the exact text) or
+                `json.loads`), `"decimal"` (`decimal.Decimal` of the exact text; an exponent
+                past what a `Decimal` holds gives the infinity or zero of its sign) or
                 `"lossless"` (`LosslessFloat`). Integers are `int` in every mode.
 
         Raises:
@@ -315,6 +317,10 @@ class ToolRegistry:
         schemas: Tool name to its JSON Schema (a dict, or its JSON text).
         secrets: Tool name to the JSON Pointers of its secret values (`*` matches any one
             token): a violation at or under one reports its `got` as `[redacted]`.
+
+    Raises:
+        MisuseError: A schema that is not valid JSON or cannot be compiled, a name that is not
+            a str, or a `secrets` key that names no tool in `schemas`.
     """
 
     def __new__(

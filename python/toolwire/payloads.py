@@ -40,6 +40,7 @@ __all__ = [
     "jsonable_result",
     "message_for",
     "no_json_form",
+    "require_call",
     "result_content",
     "text",
     "too_large_content",
@@ -638,6 +639,18 @@ class _Identified(Protocol):
     def ordinal(self) -> int: ...
 
 
+def require_call(call: object, attributes: Sequence[str], *, what: str = "call") -> None:
+    """Raise `TypeError` unless `call` has `attributes`: a call of the wrong kind (a str, a
+    dict, an `Outcome` where a `ToolCall` belongs) is refused where it is given, with what to
+    pass, rather than failing deep inside as an `AttributeError`."""
+    for name in attributes:
+        if not hasattr(call, name):
+            raise TypeError(
+                f"{what} must be a ToolCall (from Assembler.finish) or an object with its "
+                f"attributes, not {type(call).__name__} (it has no {name!r})"
+            )
+
+
 def call_id_for(call: _Identified) -> str:
     """The id to answer a call with: its own id, or `toolwire_<ordinal>` if it has none.
 
@@ -652,6 +665,7 @@ def call_id_for(call: _Identified) -> str:
     Returns:
         The call id.
     """
+    require_call(call, ("id", "ordinal"))
     return call.id if call.id else f"toolwire_{call.ordinal}"
 
 
@@ -966,6 +980,7 @@ def message_for(
     call must still get its one message. One whose content would be longer than
     `max_result_chars` (None: no cap) answers it as a `result_too_large` error. An
     `ExecutionResult` gives the executor's payload, as in `tool_messages`."""
+    check_cap(max_result_chars)
     if outcome.ok:
         return _result_message(
             style,
@@ -1037,8 +1052,12 @@ def check_cap(max_result_chars: int | None) -> None:
     """Refuse a result cap that is not a positive int or None (0 would refuse every result).
 
     Raises:
-        ValueError: `max_result_chars` is below 1.
+        ValueError: `max_result_chars` is below 1, or no int (`True` read as a cap of one
+            character, which refused every result).
     """
+    cap = cast(object, max_result_chars)
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int)):
+        raise ValueError(f"max_result_chars must be an int or None, not {type(cap).__name__}")
     if max_result_chars is not None and max_result_chars < 1:
         raise ValueError(f"max_result_chars must be at least 1 or None, not {max_result_chars}")
 
@@ -1166,6 +1185,11 @@ def tool_messages(
     from toolwire.validation import BusinessRuleError, Outcome, shown_text
 
     check_cap(max_result_chars)
+    given, kind = cast(object, calls), type(calls).__name__
+    if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Sequence):
+        raise TypeError(f"calls must be a list of ToolCalls (from Assembler.finish), not {kind}")
+    for index, call in enumerate(calls):
+        require_call(call, ("id", "ordinal", "name"), what=f"calls[{index}]")
     entries = _entries_by_call(calls, outcomes_or_results)
     answered: dict[str, dict[str, Any]] = {}
     missing: dict[str, bool] = {}

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 from toolwire.coercion import pointer
 from toolwire.events import CallCompleted, StreamEnded
 from toolwire.formats._fields import get, plain
-from toolwire.payloads import compact_json
+from toolwire.payloads import compact_json, require_call
 from toolwire.replay import (
     CORPUS_SCHEMA_VERSION,
     STREAM_LIMIT_DEFAULTS,
@@ -425,6 +425,10 @@ def _file_lock(path: Path) -> Generator[None, None, None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+# What a record is made of: a call of another kind is refused with what to pass.
+_RECORDED = ("arguments_bytes", "name", "id", "error")
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -462,6 +466,11 @@ class Recorder:
     ) -> None:
         if streams not in ("off", "failed", "all"):
             raise ValueError(f"streams must be 'off', 'failed' or 'all', not {streams!r}")
+        for name, value in (("max_bytes", max_bytes), ("backups", backups)):
+            number = cast(object, value)
+            if isinstance(number, bool) or not isinstance(number, int):
+                # `backups=1.5` was taken, and the first rotation raised out of `write`.
+                raise ValueError(f"{name} must be an int, not {type(number).__name__}")
         if max_bytes < 1 or backups < 0:
             raise ValueError("max_bytes must be positive and backups not negative")
         self.path = Path(path)
@@ -485,15 +494,34 @@ class Recorder:
 
     def files(self) -> list[Path]:
         """The corpus files that exist, current file first."""
-        candidates = [self.path, *(self.rotated(k) for k in range(1, self.backups + 1))]
-        return [p for p in candidates if p.exists()]
+        # Found by listing the directory, not by trying each of `backups` names: the work
+        # follows the files there are, whatever `backups` allows.
+        shape = re.compile(
+            rf"{re.escape(self.path.stem)}\.([1-9][0-9]*){re.escape(self.path.suffix)}"
+        )
+        rotated: list[tuple[int, Path]] = []
+        with contextlib.suppress(OSError):
+            for entry in self.path.parent.iterdir():
+                found = shape.fullmatch(entry.name)
+                if found is not None and int(found.group(1)) <= self.backups:
+                    rotated.append((int(found.group(1)), entry))
+        current = [self.path] if self.path.exists() else []
+        return current + [p for _, p in sorted(rotated)]
 
     def _rotate(self) -> None:
         if self.backups == 0:
             self.path.unlink(missing_ok=True)
             return
-        self.rotated(self.backups).unlink(missing_ok=True)
-        for k in range(self.backups - 1, 0, -1):
+        # The rotated files run from 1 without a gap (as rotation makes them): shift those
+        # that exist, the oldest dropped when all `backups` do, so a rotation costs what is
+        # there (a `backups` of a billion took a billion renames and hung the write).
+        last = 0
+        while last < self.backups and self.rotated(last + 1).exists():
+            last += 1
+        if last == self.backups:
+            self.rotated(last).unlink(missing_ok=True)
+            last -= 1
+        for k in range(last, 0, -1):
             with contextlib.suppress(FileNotFoundError):
                 self.rotated(k).replace(self.rotated(k + 1))
         with contextlib.suppress(FileNotFoundError):
@@ -603,6 +631,7 @@ class Recorder:
         Returns:
             A `call` record.
         """
+        require_call(call, _RECORDED)
         state, code = verdict(call, outcome)
         # The bytes as received: bytes that are not UTF-8 stay `surrogateescape` code points
         # (written as `\udcXX`), which replay turns back into the same bytes.
@@ -658,6 +687,7 @@ class Recorder:
         Returns:
             True if a record was written.
         """
+        require_call(call, _RECORDED)
         failed = (not outcome.ok) if outcome is not None else call.error is not None
         if not failed:
             return False
@@ -717,6 +747,11 @@ class Recorder:
             The number of records written.
         """
         policy = self.streams if policy is None else policy
+        given, kind = cast(object, calls), type(calls).__name__
+        if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Sequence):
+            raise TypeError(f"calls must be a list of ToolCalls, not {kind}")
+        for index, call in enumerate(calls):
+            require_call(call, _RECORDED, what=f"calls[{index}]")
         padded = list(outcomes) + [None] * (len(calls) - len(outcomes))
         pairs = list(zip(calls, padded, strict=True))
         verdicts = [verdict(c, o) for c, o in pairs]

@@ -29,9 +29,9 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from toolwire.payloads import (
     MAX_RESULT_CHARS,
@@ -242,6 +242,10 @@ class RepairPolicy:
         Returns:
             `Proceed`, `Retry` or `Escalation`.
         """
+        if not isinstance(cast(object, outcome), Outcome):
+            raise TypeError(
+                f"decide takes the Outcome of Toolset.validate, not {type(outcome).__name__}"
+            )
         key = self._key(outcome, lineage, slot)
         now = self._clock()
         with self._lock:
@@ -283,6 +287,17 @@ class RepairPolicy:
         Returns:
             One decision per outcome, in the same order.
         """
+        given = cast(object, outcomes)
+        if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Sequence):
+            raise TypeError(
+                f"decide_turn takes the list of the turn's Outcomes, not {type(outcomes).__name__}"
+            )
+        for index, outcome in enumerate(outcomes):
+            if not isinstance(cast(object, outcome), Outcome):
+                raise TypeError(
+                    f"outcomes[{index}] must be the Outcome of Toolset.validate, not "
+                    f"{type(outcome).__name__}"
+                )
         tools = [self._key(outcome, lineage, 0)[1] for outcome in outcomes]
         with self._lock:
             open_slots: dict[str, list[int]] = {tool: [] for tool in [*tools, UNKNOWN_TOOL_KEY]}

@@ -66,6 +66,7 @@ import hashlib
 import importlib
 import inspect
 import json
+import os
 import re
 import time
 from collections import Counter
@@ -1205,6 +1206,16 @@ def replay(
     Returns:
         The report.
     """
+    if isinstance(entries, (str, bytes, os.PathLike)):
+        raise TypeError(
+            "replay takes corpus entries, not a path: replay(load_corpus(path)) reads a file"
+        )
+    entries = list(entries)
+    for index, entry in enumerate(entries):
+        if not isinstance(cast(object, entry), Entry):
+            raise TypeError(
+                f"entries[{index}] must be an Entry (from load_corpus), not {type(entry).__name__}"
+            )
     started = time.perf_counter()
     cases: list[CaseResult] = []
     for entry in entries:
@@ -1257,6 +1268,14 @@ def compare(report: Report, baseline: Mapping[str, Any]) -> BaselineDiff:
     Raises:
         CorpusError: The baseline is not a report this toolwire can read.
     """
+    if not isinstance(cast(object, report), Report):
+        raise TypeError(f"report must be the Report of replay, not {type(report).__name__}")
+    if not isinstance(cast(object, baseline), Mapping):
+        hint = " (pass its to_json())" if isinstance(baseline, Report) else ""
+        raise CorpusError(
+            "the baseline must be an earlier report as parsed JSON (a dict), not "
+            f"{type(baseline).__name__}{hint}"
+        )
     version = baseline.get("schema_version")
     cases = baseline.get("cases")
     if version != REPORT_SCHEMA_VERSION or not isinstance(cases, list):

@@ -746,6 +746,14 @@ class _StreamBase:
         """
         driver = self._driver
         calls = driver.calls
+        if not isinstance(cast(object, ordinal), int) or isinstance(ordinal, bool):
+            # The core's own refusal; after the end, a comparison below would raise a bare
+            # `'<=' not supported` instead.
+            return driver.assembler.partial(ordinal, floats=floats, flags=flags)
+        if driver.assembler.finished and ordinal >= len(calls):
+            # The assembler's "already finished" would send the caller to a `finish` the
+            # stream made, for a call that never was.
+            raise MisuseError(f"no call with ordinal {ordinal}: the stream had {len(calls)}")
         if not driver.assembler.finished or not 0 <= ordinal < len(calls):
             return driver.assembler.partial(ordinal, floats=floats, flags=flags)
         call = calls[ordinal]

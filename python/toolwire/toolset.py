@@ -54,7 +54,7 @@ from toolwire.coercion import (
     pointer,
     resolve_rules,
 )
-from toolwire.payloads import Lang
+from toolwire.payloads import Lang, require_call
 from toolwire.schema_export import (
     InvalidSchemaError,
     Relaxation,
@@ -1019,6 +1019,17 @@ def _model_name(model: type[BaseModel]) -> str:
     return _UNNAMEABLE.sub("_", snake_case(model.__name__)).strip("_")
 
 
+def _check_options(**options: object) -> None:
+    """Refuse a `Toolset` option of the wrong kind by name (`names=["a"]` failed inside as an
+    `AttributeError`; `strict="no"` read as true)."""
+    for name, value in options.items():
+        if name == "strict":
+            if not isinstance(value, bool):
+                raise TypeError(f"strict must be True or False, not {type(value).__name__}")
+        elif value is not None and not isinstance(value, Mapping):
+            raise TypeError(f"{name} must be a mapping keyed by tool, not {type(value).__name__}")
+
+
 class Toolset:
     """A registry of tools: provider exports, the pre-check schemas and call validation.
 
@@ -1045,7 +1056,9 @@ class Toolset:
             schema, an unknown coercion rule, or a `names`/`default_tz`/`checks` key that names
             no tool.
         TypeError: On a tool that is neither a Pydantic model class nor a definition dict (a
-            pydantic dataclass or a `TypedDict` included).
+            pydantic dataclass or a `TypedDict` included), or an option of the wrong kind
+            (`names`, `default_tz` or `checks` not a mapping, `strict` not a bool, `redact`
+            not callable).
     """
 
     def __init__(
@@ -1062,6 +1075,10 @@ class Toolset:
     ) -> None:
         if lang not in ("en", "zh"):
             raise ValueError(f"lang must be 'en' or 'zh', not {lang!r}")
+        _check_options(names=names, default_tz=default_tz, checks=checks, strict=strict)
+        if redact is not None and not callable(redact):
+            kind = type(redact).__name__
+            raise TypeError(f"redact must be a function (json_pointer, text) -> text, not {kind}")
         self._strict = strict
         self._rules = resolve_rules(coercion)
         # Tools whose naive timestamps validation completes with a default zone.
@@ -1414,6 +1431,7 @@ class Toolset:
         if isinstance(call, ToolCall):
             error, prechecked, name, call_id, raw, plain_numbers = call._validation_fields()
         else:
+            require_call(call, ("error", "name", "id", "arguments"), what="validate's call")
             error, prechecked, name = call.error, getattr(call, "prechecked", True), call.name
             call_id, raw = call.id, _raw_arguments(call)
             plain_numbers = getattr(call, "plain_numbers", False)

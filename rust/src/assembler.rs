@@ -1494,7 +1494,15 @@ impl Assembler {
     /// # Errors
     /// [`Misuse`] after finish or for an unknown ordinal.
     pub fn set_metadata(&mut self, ordinal: usize, key: &str, json: &str) -> Result<(), Misuse> {
-        let over = self.finished || !self.count_stream_bytes(key.len() + json.len());
+        // A value that replaces the key's last one counts only what it adds: the stream keeps
+        // one value per key (a provider may resend a field, a signature, with every chunk).
+        let kept = self
+            .calls
+            .get(ordinal)
+            .and_then(|call| call.metadata.iter().find(|(k, _)| k == key))
+            .map_or(0, |(k, v)| k.len() + v.len());
+        let added = (key.len() + json.len()).saturating_sub(kept);
+        let over = self.finished || !self.count_stream_bytes(added);
         let call = self.open_call_mut(ordinal)?;
         if over {
             // Past a per-stream limit nothing more is kept (it may be a call refused).

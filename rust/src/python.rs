@@ -122,6 +122,36 @@ fn decimal_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     DECIMAL.import(py, "decimal", "Decimal")
 }
 
+/// `decimal.Decimal` of a JSON number's lexeme: its exact value, or, for an exponent past what
+/// a `Decimal` holds (beyond about 10^18 either way, where `Decimal(text)` raises
+/// `InvalidOperation`), the infinity or zero of that sign, as a float reads it. Model output
+/// must not make `partial` or `finish` raise.
+fn decimal_of<'py>(py: Python<'py>, lexeme: &str) -> PyResult<Bound<'py, PyAny>> {
+    let decimal = decimal_type(py)?;
+    match decimal.call1((lexeme,)) {
+        Err(err) if err.is_instance_of::<pyo3::exceptions::PyArithmeticError>(py) => {
+            decimal.call1((beyond_decimal(lexeme),))
+        }
+        made => made,
+    }
+}
+
+/// The value that stands for a number whose exponent no `Decimal` holds. The text is at most
+/// `max_bytes` long, far fewer digits than such an exponent, so the exponent's sign alone says
+/// whether the number is past the largest `Decimal` or below the smallest.
+fn beyond_decimal(lexeme: &str) -> &'static str {
+    let negative = lexeme.starts_with('-');
+    let (mantissa, exponent) = lexeme.split_once(['e', 'E']).unwrap_or((lexeme, ""));
+    let zero = !mantissa.bytes().any(|b| matches!(b, b'1'..=b'9'));
+    let small = zero || exponent.starts_with('-');
+    match (small, negative) {
+        (true, false) => "0",
+        (true, true) => "-0",
+        (false, false) => "Infinity",
+        (false, true) => "-Infinity",
+    }
+}
+
 /// Builds Python objects directly from validated JSON text.
 struct PySink<'py> {
     py: Python<'py>,
@@ -406,7 +436,7 @@ impl<'py> Sink for PySink<'py> {
         }
         match self.floats {
             Floats::Float => Ok(PyFloat::new(self.py, float_of(lexeme)?).into_any()),
-            Floats::Decimal => decimal_type(self.py)?.call1((lexeme,)),
+            Floats::Decimal => decimal_of(self.py, lexeme),
             Floats::Lossless => Ok(Bound::new(
                 self.py,
                 PyLosslessFloat {
@@ -499,7 +529,7 @@ impl PyLosslessFloat {
         PyBytes::new(py, self.lexeme.as_bytes())
     }
     fn as_decimal<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        decimal_type(py)?.call1((&*self.lexeme,))
+        decimal_of(py, &self.lexeme)
     }
     fn __eq__(&self, other: &Self) -> bool {
         self.lexeme == other.lexeme
@@ -1009,7 +1039,7 @@ fn partial_options(strings: &str, eager_numbers: bool, flags: bool) -> PyResult<
 
 /// A count or an ordinal from Python: an `int` that is not negative. A negative one (`-1`
 /// for "no limit", say) is the caller's mistake, a `MisuseError`, not the `OverflowError` of
-/// a plain `usize` argument.
+/// a plain `usize` argument; a bool, an int to Python, is refused too.
 #[derive(Clone, Copy)]
 struct Count(usize);
 
@@ -1017,6 +1047,14 @@ impl FromPyObject<'_, '_> for Count {
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'_, '_, PyAny>) -> Result<Self, Self::Error> {
+        // A bool is an int to Python, but `max_bytes=True` is a slip, not a limit of one byte
+        // (every call would fail `too_large`), and `name(True)` no ordinal anyone meant.
+        if obj.is_instance_of::<pyo3::types::PyBool>() {
+            return Err(MisuseError::new_err(format!(
+                "{} is not a count: pass an int",
+                if obj.is_truthy()? { "True" } else { "False" }
+            )));
+        }
         let value: i128 = obj.extract()?;
         usize::try_from(value)
             .map(Count)
@@ -1597,6 +1635,7 @@ impl PyToolRegistry {
         let items = schemas.call_method0("items").map_err(|_| {
             MisuseError::new_err("schemas must be a mapping of tool name to JSON Schema")
         })?;
+        let mut names = std::collections::HashSet::new();
         for item in items.try_iter()? {
             let (name, schema): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
             let name = name
@@ -1604,6 +1643,7 @@ impl PyToolRegistry {
                 .map_err(|_| MisuseError::new_err("tool names must be str"))?
                 .to_str()?
                 .to_owned();
+            names.insert(name.clone());
             let text = if let Ok(s) = schema.cast::<PyString>() {
                 s.to_str()?.to_owned()
             } else {
@@ -1626,6 +1666,15 @@ impl PyToolRegistry {
                     .into_iter()
                     .map(|u| (name.clone(), u.keyword, u.pointer)),
             );
+        }
+        // A key that names no tool (a misspelt name) would leave the tool it meant with its
+        // secret values shown in every violation's `got`.
+        let mut strays: Vec<&String> = secrets.keys().filter(|k| !names.contains(*k)).collect();
+        strays.sort();
+        if let Some(stray) = strays.first() {
+            return Err(MisuseError::new_err(format!(
+                "secrets names no tool: {stray:?} (the tools are the keys of schemas)"
+            )));
         }
         Ok(Self {
             inner: Arc::new(registry),

@@ -724,3 +724,45 @@ def test_closing_from_another_thread_records_once_what_arrived(tmp_path: Path) -
     assert record["observed"][0]["code"] == "truncated"
     stream.close()
     assert len(records(tmp_path / "t.jsonl")) == 1
+
+
+@pytest.mark.parametrize("call", [None, "c1", {"name": "f", "arguments": "{}"}])
+def test_recording_what_is_no_call_says_what_to_pass(tmp_path: Path, call: Any) -> None:
+    # An AttributeError ('NoneType' object has no attribute 'error') from inside.
+    recorder = Recorder(tmp_path / "corpus.jsonl")
+    with pytest.raises(TypeError, match=r"must be a ToolCall \(from Assembler.finish\)"):
+        recorder.record_call(call)
+    with pytest.raises(TypeError, match=r"must be a ToolCall \(from Assembler.finish\)"):
+        recorder.call_record(call)
+    with pytest.raises(TypeError, match=r"calls\[0\] must be a ToolCall"):
+        recorder.record_stream([call])
+    with pytest.raises(TypeError, match="calls must be a list of ToolCalls"):
+        recorder.record_stream("c1")  # type: ignore[arg-type]
+    assert not (tmp_path / "corpus.jsonl").exists() or not (tmp_path / "corpus.jsonl").read_text()
+
+
+def test_rotation_costs_the_files_there_are_not_the_backups_allowed(tmp_path: Path) -> None:
+    # Each rotation renamed every slot up to `backups`: with `backups=2**40` the first one
+    # never ended.
+    recorder = Recorder(tmp_path / "corpus.jsonl", max_bytes=100, backups=2**40)
+    for n in range(4):
+        recorder.write({"toolwire": "call", "id": str(n), "pad": "x" * 80})
+    names = [p.name for p in recorder.files()]
+    assert names == ["corpus.jsonl", "corpus.1.jsonl", "corpus.2.jsonl", "corpus.3.jsonl"]
+    assert '"id":"3"' in (tmp_path / "corpus.jsonl").read_text().replace(" ", "")
+    assert '"id":"0"' in (tmp_path / "corpus.3.jsonl").read_text().replace(" ", "")
+    # The oldest is still dropped once all `backups` exist.
+    kept = Recorder(tmp_path / "kept.jsonl", max_bytes=100, backups=2)
+    for n in range(5):
+        kept.write({"toolwire": "call", "id": str(n), "pad": "x" * 80})
+    assert [p.name for p in kept.files()] == ["kept.jsonl", "kept.1.jsonl", "kept.2.jsonl"]
+    assert '"id":"2"' in (tmp_path / "kept.2.jsonl").read_text().replace(" ", "")
+
+
+@pytest.mark.parametrize(("setting", "value"), [("backups", 1.5), ("max_bytes", True)])
+def test_a_rotation_setting_that_is_no_int_is_refused(
+    tmp_path: Path, setting: str, value: object
+) -> None:
+    # `backups=1.5` was taken, and the first rotation raised TypeError out of `write`.
+    with pytest.raises(ValueError, match=f"{setting} must be an int"):
+        Recorder(tmp_path / "corpus.jsonl", **{setting: value})  # type: ignore[arg-type]

@@ -15,6 +15,7 @@ from toolwire.demo_tools import demo_toolset
 from toolwire.replay import (
     REPORT_SCHEMA_VERSION,
     CorpusError,
+    compare,
     load_bundled,
     load_corpus,
     replay,
@@ -619,3 +620,22 @@ def test_a_bad_tools_spec_is_an_error_with_nothing_printed_before_it(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith("toolwire: error:")
+
+
+def test_replay_given_a_path_or_what_is_no_entry_says_what_to_pass(tmp_path: Path) -> None:
+    # `replay("corpus.jsonl")` read each character as an entry: AttributeError
+    # ('str' object has no attribute 'limits').
+    with pytest.raises(TypeError, match=r"not a path: replay\(load_corpus\(path\)\)"):
+        replay(str(tmp_path / "corpus.jsonl"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"entries\[0\] must be an Entry"):
+        replay([{"toolwire": "call"}])  # type: ignore[list-item]
+
+
+def test_compare_given_what_is_no_report_says_so() -> None:
+    report = replay(load_bundled()[:1])
+    # A Report as the baseline raised AttributeError ('Report' object has no attribute 'get').
+    with pytest.raises(CorpusError, match=r"as parsed JSON \(a dict\), not Report \(pass its"):
+        compare(report, report)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="report must be the Report of replay"):
+        compare(report.to_json(), report.to_json())  # type: ignore[arg-type]
+    assert not compare(report, report.to_json()).newly_failing

@@ -971,6 +971,20 @@ def test_a_negative_count_or_ordinal_is_misuse() -> None:
             make()
 
 
+def test_a_bool_count_or_ordinal_is_misuse() -> None:
+    # A bool is an int to Python: `max_bytes=True` was a limit of one byte, failing every call
+    # `too_large`, and `name(True)` read call 1.
+    for make in (
+        lambda: Assembler(max_bytes=True),
+        lambda: Assembler(max_stream_bytes=True),
+        lambda: Scanner(max_depth=True),
+        lambda: Assembler().name(True),
+        lambda: Assembler().partial(False),
+    ):
+        with pytest.raises(MisuseError, match="is not a count: pass an int"):
+            make()
+
+
 def test_an_assembler_used_from_two_threads_at_once_says_so() -> None:
     # `feed_sse` releases the GIL while it decodes a large body: a `finish` from another thread
     # meanwhile must be a MisuseError, never a panic (a BaseException no handler expects).
@@ -1326,3 +1340,22 @@ def test_failed_after_finish_knows_the_calls_finish_left_unscanned(
         assert a.failed is failed, path
         assert (calls[0].error is not None) is failed
         assert a.failed is failed, path
+
+
+def test_metadata_sent_again_counts_toward_the_stream_limit_only_for_what_it_adds() -> None:
+    # The stream keeps one value per key, but every resend counted whole: a provider that
+    # repeats a 10 KB signature with each chunk had its response refused whole after 100.
+    assembler = Assembler(max_stream_bytes=1_000_000)
+    assembler.feed(0, id="c", name="f", arguments="{")
+    for _ in range(300):
+        assembler.set_metadata(0, "thought_signature", "s" * 10_000)
+    assembler.feed(0, arguments="}")
+    assert not assembler.failed and assembler.stream_errors() == []
+    (call,) = assembler.finish()
+    assert call.ok and call.metadata == {"thought_signature": "s" * 10_000}
+    # What is kept still counts: distinct keys past the limit refuse the response.
+    assembler = Assembler(max_stream_bytes=1_000_000)
+    assembler.feed(0, id="c", name="f", arguments="{")
+    for n in range(300):
+        assembler.set_metadata(0, f"k{n}", "s" * 10_000)
+    assert assembler.failed and assembler.stream_errors()[0][0] == "stream_limit"

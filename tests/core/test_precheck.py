@@ -284,3 +284,14 @@ def test_failed_stays_true_after_finish() -> None:
     b.feed(0, id="c1", name="f", arguments="{}")
     b.finish()
     assert not b.failed
+
+
+def test_secrets_of_a_tool_that_is_not_there_are_refused() -> None:
+    # A misspelt tool name was taken without a word, and the tool meant showed its secret
+    # values in every violation's `got`.
+    schema = {"type": "object", "properties": {"pin": {"type": "string", "maxLength": 4}}}
+    with pytest.raises(MisuseError, match='secrets names no tool: "trasfer"'):
+        ToolRegistry({"transfer": schema}, secrets={"trasfer": ["/pin"]})
+    registry = ToolRegistry({"transfer": schema}, secrets={"transfer": ["/pin"]})
+    error = registry.check("transfer", b'{"pin": "123456"}')
+    assert error is not None and error.got == "[redacted]"

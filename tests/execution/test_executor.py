@@ -1568,3 +1568,94 @@ def test_a_write_that_ran_is_settled_with_no_thread_to_settle_it(tmp_path: Path)
         ex.register("refund", lambda args: charged.append(-1), side_effects=True)
         late = ex.execute(Call("refund", "c2", {"amount": 6}), ex.request(timeout=30))
     assert late.state == "tool_unavailable" and charged == [5]
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "says"),
+    [
+        ("retry", "3", "retry must be a RetryPolicy"),
+        ("retry_budget", 0.1, "retry_budget must be a RetryBudget"),
+        ("breaker", {"failure_rate_threshold": 0.5}, "breaker must be a BreakerConfig"),
+        ("observer", logging.getLogger("x"), "observer must be an Observer"),
+        ("clock", 0.0, "clock must be a Clock"),
+        ("ledger", {}, "ledger must be a Ledger or a file path"),
+        ("namespace", 7, "namespace must be a str"),
+        ("redact", "***", "redact must be a function"),
+        ("tools", [len], "tools must be a mapping"),
+        ("tools", {1: len}, "tool names must be str"),
+    ],
+)
+def test_a_setting_of_the_wrong_kind_is_refused_when_built(
+    setting: str, value: object, says: str
+) -> None:
+    # Each was taken and failed at the first call that used it: `retry="3"` failed every call
+    # as an unexpected error of the tool, `ledger={}` refused every write as if the store were
+    # down, `observer=<Logger>` raised AttributeError out of `execute`.
+    with pytest.raises(TypeError, match=says):
+        Executor(**{setting: value})
+
+
+def test_an_unknown_language_is_refused_as_toolset_refuses_it() -> None:
+    with pytest.raises(ValueError, match="lang must be 'en' or 'zh', not 'fr'"):
+        Executor(lang="fr")  # type: ignore[arg-type]
+
+
+def test_a_toolset_given_as_the_tools_says_what_the_executor_takes() -> None:
+    from toolwire import Toolset
+
+    class Weather(BaseModel):
+        city: str
+
+    with pytest.raises(TypeError, match="a Toolset validates calls; the executor runs them"):
+        Executor(Toolset([Weather]))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("side_effects", "no", "side_effects must be True or False"),
+        ("unpack", 1, "unpack must be True or False"),
+        ("retry_ambiguous", None, "retry_ambiguous must be True or False"),
+        ("idempotency_key", 5, "idempotency_key must be the name of an argument field"),
+        ("breaker", "off", "breaker must be a BreakerConfig or None"),
+    ],
+)
+def test_a_tool_option_of_the_wrong_kind_is_refused(option: str, value: object, says: str) -> None:
+    # `side_effects="no"` read as True made a read a write; `breaker="off"` failed each call.
+    with pytest.raises(TypeError, match=says):
+        Executor().register("t", lambda args: None, **{option: value})
+    with pytest.raises(TypeError, match="a tool's name must be a str"):
+        Executor().register(5, lambda args: None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("calls", ["c1", b"c1", {"c1": 1}, 5])
+def test_execute_all_refuses_what_is_no_list_of_calls(calls: object) -> None:
+    with pytest.raises(TypeError, match="calls must be a list of validated calls"):
+        Executor().execute_all(calls)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="calls must be a list of validated calls"):
+        asyncio.run(Executor().aexecute_all(calls))  # type: ignore[arg-type]
+
+
+def test_execute_all_refuses_an_item_that_is_no_call_before_any_runs() -> None:
+    # A string in the list raised AttributeError while its error was being recorded, after the
+    # calls before it had run.
+    ran: list[Any] = []
+    ex = Executor({"t": lambda args: ran.append(args)}, observer=quiet_observer())
+    good = Call("t", "c1", {})
+    with pytest.raises(TypeError, match=r"calls\[1\] is not a validated call"):
+        ex.execute_all([good, "c2"])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"calls\[1\] is not a validated call"):
+        asyncio.run(ex.aexecute_all([good, "c2"]))  # type: ignore[list-item]
+    assert not ran
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("session_id", None), ("session_id", 5), ("request_id", b"r")]
+)
+def test_a_request_id_or_session_id_that_is_no_str_is_refused(field: str, value: object) -> None:
+    # `session_id=None` was taken, and every write then failed with "argument of type
+    # 'NoneType' is not iterable" where its idempotency key was derived.
+    with pytest.raises(TypeError, match=f"{field} must be a str"):
+        Executor().request(**{field: value})
+    with pytest.raises(TypeError, match=f"{field} must be a str"):
+        RequestContext(**{field: value})

@@ -17,7 +17,7 @@ from pydantic import BaseModel, field_validator
 
 pytest.importorskip("toolwire._core")
 
-from toolwire import Toolset, aassemble, assemble, tool_messages
+from toolwire import MisuseError, Toolset, aassemble, assemble, tool_messages
 from toolwire.events import CallCompleted, CallStarted, StreamEnded
 from toolwire.execution import Executor, Observer
 from toolwire.payloads import Style
@@ -163,3 +163,35 @@ def test_a_validator_that_raises_fails_its_call_and_not_the_stream(
     assert bug["ok"] is False and bug["error"]["type"] == "internal_error"
     assert bug["error"]["retryable"] is False
     assert "order service down" not in json.dumps(bug)
+
+
+def test_partial_after_the_end_refuses_an_unknown_ordinal_as_such() -> None:
+    chunk = {
+        "id": "x",
+        "object": "chat.completion.chunk",
+        "choices": [
+            {
+                "index": 0,
+                "delta": {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "c",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": '{"a": 1}'},
+                        }
+                    ]
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
+    }
+    stream = assemble([chunk])
+    list(stream)
+    assert stream.partial(0) == {"a": 1}
+    # It said "already finished: ... the ToolCall that finish() returned", a finish the
+    # caller never made, and an ordinal that is no int raised "'<=' not supported".
+    with pytest.raises(MisuseError, match="no call with ordinal 1: the stream had 1"):
+        stream.partial(1)
+    with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+        stream.partial("0")  # type: ignore[arg-type]

@@ -40,6 +40,7 @@ class RequestContext:
     Raises:
         ValueError: ``retry_budget`` is not a whole number >= 0, or ``deadline`` is NaN or
             infinite.
+        TypeError: ``request_id`` or ``session_id`` is not a str.
     """
 
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -50,6 +51,12 @@ class RequestContext:
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        # Both go into idempotency keys and logs as text: `session_id=None` failed each write
+        # with "argument of type 'NoneType' is not iterable" when its key was derived.
+        for name in ("request_id", "session_id"):
+            value: object = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a str, not {type(value).__name__}")
         check_count("retry_budget", self.retry_budget, low=0)
         if self.deadline is not None:
             # NaN is never reached: every comparison with it is false.

@@ -73,7 +73,15 @@ import math
 import os
 import threading
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import wait as wait_futures
@@ -342,6 +350,23 @@ class ToolSpec:
         check_seconds("timeout", self.timeout)
         check_seconds("in_progress_expiry", self.in_progress_expiry)
         check_seconds("record_ttl", self.record_ttl)
+        # A flag given as text reads as True (`side_effects="no"` would make a write), so each
+        # must be a bool.
+        for flag in ("side_effects", "retry_ambiguous", "unpack", "context"):
+            value = getattr(self, flag)
+            if not isinstance(value, bool):
+                raise TypeError(f"{flag} must be True or False, not {type(value).__name__}")
+        # Typed loosely here: the annotations say what a caller should pass, not what it did.
+        key, breaker = cast(object, self.idempotency_key), cast(object, self.breaker)
+        if key is not None and not isinstance(key, str):
+            raise TypeError(
+                "idempotency_key must be the name of an argument field (a str) or None, not "
+                f"{type(key).__name__}"
+            )
+        if breaker is not None and not isinstance(breaker, BreakerConfig):
+            raise TypeError(
+                f"breaker must be a BreakerConfig or None, not {type(breaker).__name__}"
+            )
         fn = self.fn
         problem = _registration_problem(fn, unpack=self.unpack, context=self.context)
         if problem is not None:
@@ -663,6 +688,18 @@ class Executor:
         redact: Redactor | None = None,
         lang: Lang = "en",
     ) -> None:
+        _check_settings(
+            tools=tools,
+            ledger=ledger,
+            clock=clock,
+            retry=retry,
+            retry_budget=retry_budget,
+            breaker=breaker,
+            observer=observer,
+            namespace=namespace,
+            redact=redact,
+            lang=lang,
+        )
         self.clock: Clock = clock or SystemClock()
         self.redact = redact
         self.lang: Lang = lang
@@ -704,6 +741,8 @@ class Executor:
 
     def register(self, name: str, tool: Callable[..., Any] | ToolSpec, **options: Any) -> ToolSpec:
         """Register ``tool`` under ``name`` (options as in ``ToolSpec``) and return its spec."""
+        if not isinstance(cast(object, name), str):
+            raise TypeError(f"a tool's name must be a str, not {type(name).__name__}")
         if isinstance(tool, ToolSpec):
             values = {f: getattr(tool, f) for f in ToolSpec.__dataclass_fields__ if f != "is_async"}
             values.update(options, name=name)
@@ -813,6 +852,7 @@ class Executor:
         Raises:
             ValueError: ``timeout`` is negative, NaN or infinite (``None`` is no deadline),
                 or ``retry_budget`` is not a whole number >= 0.
+            TypeError: ``request_id`` or ``session_id`` is not a str.
         """
         check_seconds("timeout", timeout, zero=True)
         return RequestContext(
@@ -1022,6 +1062,7 @@ class Executor:
         A failure never undoes another call's success. With ``max_workers`` > 1 the calls run
         in a thread pool, otherwise one after another.
         """
+        calls = _checked_calls(calls)
         ctx = context or self.request()
         if max_workers is None or max_workers <= 1 or len(calls) <= 1:
             return [self._execute_guarded(call, ctx) for call in calls]
@@ -1049,6 +1090,7 @@ class Executor:
         (``downstream_failed``/``internal_error``), and successes are kept. Cancelling the caller
         cancels every call and propagates.
         """
+        calls = _checked_calls(calls)
         ctx = context or self.request()
         gate = asyncio.Semaphore(concurrency) if concurrency else None
 
@@ -2194,6 +2236,60 @@ class Executor:
 # ---- helpers --------------------------------------------------------------------------------
 
 
+def _setting_problem(name: str, value: object, wanted: str) -> TypeError:
+    return TypeError(f"{name} must be {wanted}, not {type(value).__name__}")
+
+
+def _check_settings(
+    *,
+    tools: object,
+    ledger: object,
+    clock: object,
+    retry: object,
+    retry_budget: object,
+    breaker: object,
+    observer: object,
+    namespace: object,
+    redact: object,
+    lang: object,
+) -> None:
+    """Refuse an `Executor` setting of the wrong kind when the executor is built.
+
+    Left to the first call, a wrong object fails where it is first used: inside a call's
+    attempt (the model told the tool failed, and a write refused as if the store were down),
+    or in the observer, raising out of `execute` with a call half recorded.
+    """
+    if tools is not None and not isinstance(tools, Mapping):
+        wanted = "a mapping of tool name to function or ToolSpec"
+        if hasattr(tools, "validate") and hasattr(tools, "registry"):
+            wanted += (
+                " (a Toolset validates calls; the executor runs them: map each name to its "
+                "function)"
+            )
+        raise _setting_problem("tools", tools, wanted)
+    for name in cast(Mapping[object, object], tools or {}):
+        if not isinstance(name, str):
+            raise TypeError(f"tool names must be str, not {type(name).__name__}")
+    if ledger is not None and not isinstance(ledger, (Ledger, str, os.PathLike)):
+        raise _setting_problem("ledger", ledger, "a Ledger or a file path for a SqliteLedger")
+    if clock is not None and not isinstance(clock, Clock):
+        raise _setting_problem("clock", clock, "a Clock (time, monotonic, sleep and asleep)")
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise _setting_problem("retry", retry, "a RetryPolicy")
+    if retry_budget is not None and not isinstance(retry_budget, RetryBudget):
+        raise _setting_problem("retry_budget", retry_budget, "a RetryBudget")
+    if breaker is not None and breaker is not False and not isinstance(breaker, BreakerConfig):
+        raise _setting_problem("breaker", breaker, "a BreakerConfig, or False for none")
+    if observer is not None and not isinstance(observer, Observer):
+        raise _setting_problem("observer", observer, "an Observer")
+    if not isinstance(namespace, str):
+        raise _setting_problem("namespace", namespace, "a str")
+    if redact is not None and not callable(redact):
+        raise _setting_problem("redact", redact, "a function (json_pointer, text) -> text")
+    if lang not in ("en", "zh"):
+        raise ValueError(f"lang must be 'en' or 'zh', not {lang!r}")
+
+
 def _misuse(message: str) -> Exception:
     # Imported here: the execution package imports without the compiled core.
     from toolwire._core import MisuseError
@@ -2220,6 +2316,27 @@ def _check_call(call: object) -> None:
     problem = _malformed(call)
     if problem is not None:
         raise _misuse(f"the call is not well formed: {problem}")
+
+
+def _checked_calls(calls: object) -> list[ValidatedCall]:
+    """The calls of `execute_all` as a list (a string or a mapping is no list of calls)."""
+    kind = type(calls).__name__
+    if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Iterable):
+        raise TypeError(f"calls must be a list of validated calls (Outcomes), not {kind}")
+    listed: list[ValidatedCall] = list(cast("Iterable[ValidatedCall]", calls))
+    for i, call in enumerate(listed):
+        # One built wrongly is answered with an error like any call; an object with no tool
+        # and no call id at all is no call, and nothing could be answered under it.
+        try:
+            lacking = not (hasattr(call, "tool") and hasattr(call, "call_id"))
+        except Exception:  # an attribute that raises: the call's own answer tells it
+            lacking = False
+        if lacking:
+            raise TypeError(
+                f"calls[{i}] is not a validated call (it has no tool and call_id): "
+                f"{type(call).__name__}"
+            )
+    return listed
 
 
 def _registration_problem(fn: object, *, unpack: bool, context: bool) -> str | None:
