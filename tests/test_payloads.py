@@ -604,6 +604,13 @@ def test_tool_messages_refuses_what_is_no_list_of_calls(calls: Any) -> None:
         tool_messages(calls, [])
 
 
+@pytest.mark.parametrize("lang", ["fr", "EN", None])
+def test_tool_messages_refuses_a_language_it_has_no_texts_in(lang: Any) -> None:
+    # It wrote English without a word, where `Toolset` and `Executor` refuse the setting.
+    with pytest.raises(ValueError, match="lang must be 'en' or 'zh', not"):
+        tool_messages([_one_call()], ["ok"], lang=lang)
+
+
 @pytest.mark.parametrize("cap", [True, 1.5, "100", -5])
 def test_a_result_cap_that_is_no_positive_int_is_refused_everywhere(cap: Any) -> None:
     # `True` was a cap of one character (every result refused as too large), and a failed

@@ -19,7 +19,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
 
 import pydantic
 import pydantic_core
@@ -1048,6 +1048,18 @@ def _quoted_tool(tool: str) -> str:
     return json.dumps(shown_text(tool) or "the tool", ensure_ascii=False)
 
 
+def check_lang(lang: object) -> None:
+    """Refuse a language the payload texts are not written in.
+
+    Raises:
+        ValueError: `lang` is not one of `Lang` (a payload in another language would come
+            out in English without a word).
+    """
+    if not isinstance(lang, str) or lang not in get_args(Lang):
+        choices = " or ".join(repr(choice) for choice in get_args(Lang))
+        raise ValueError(f"lang must be {choices}, not {lang!r}")
+
+
 def check_cap(max_result_chars: int | None) -> None:
     """Refuse a result cap that is not a positive int or None (0 would refuse every result).
 
@@ -1185,6 +1197,7 @@ def tool_messages(
     from toolwire.validation import BusinessRuleError, Outcome, shown_text
 
     check_cap(max_result_chars)
+    check_lang(lang)
     given, kind = cast(object, calls), type(calls).__name__
     if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Sequence):
         raise TypeError(f"calls must be a list of ToolCalls (from Assembler.finish), not {kind}")

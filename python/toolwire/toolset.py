@@ -54,7 +54,7 @@ from toolwire.coercion import (
     pointer,
     resolve_rules,
 )
-from toolwire.payloads import Lang, require_call
+from toolwire.payloads import Lang, check_lang, require_call
 from toolwire.schema_export import (
     InvalidSchemaError,
     Relaxation,
@@ -1073,8 +1073,7 @@ class Toolset:
         redact: Redactor | None = None,
         lang: Lang = "en",
     ) -> None:
-        if lang not in ("en", "zh"):
-            raise ValueError(f"lang must be 'en' or 'zh', not {lang!r}")
+        check_lang(lang)
         _check_options(names=names, default_tz=default_tz, checks=checks, strict=strict)
         if redact is not None and not callable(redact):
             kind = type(redact).__name__

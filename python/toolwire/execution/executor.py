@@ -129,6 +129,7 @@ from toolwire.payloads import (
     MESSAGES,
     Lang,
     check_cap,
+    check_lang,
     compact_json,
     jsonable_result,
     text,
@@ -2286,8 +2287,7 @@ def _check_settings(
         raise _setting_problem("namespace", namespace, "a str")
     if redact is not None and not callable(redact):
         raise _setting_problem("redact", redact, "a function (json_pointer, text) -> text")
-    if lang not in ("en", "zh"):
-        raise ValueError(f"lang must be 'en' or 'zh', not {lang!r}")
+    check_lang(lang)
 
 
 def _misuse(message: str) -> Exception:
