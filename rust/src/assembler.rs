@@ -2589,11 +2589,13 @@ fn quiet(call: &mut Call) {
     }
 }
 
-fn lose(call: &mut Call, message: impl FnOnce() -> String) {
+/// Makes `call` a `kind` error at the text it holds, unless an arrival error came first; its
+/// progress stops being recorded either way.
+fn fail_on_arrival(call: &mut Call, kind: ErrorKind, message: impl FnOnce() -> String) {
     quiet(call);
     if call.arrival.is_none() {
         call.arrival = Some(Box::new(Error::with_message(
-            ErrorKind::LostEvent,
+            kind,
             call.scanner.text().len(),
             String::new(),
             message(),
@@ -2601,20 +2603,16 @@ fn lose(call: &mut Call, message: impl FnOnce() -> String) {
     }
 }
 
+fn lose(call: &mut Call, message: impl FnOnce() -> String) {
+    fail_on_arrival(call, ErrorKind::LostEvent, message);
+}
+
 /// Makes `call` an [`ErrorKind::ArgumentsMismatch`] error at the text it holds (synced),
 /// unless an arrival error came first.
 #[cold]
 #[inline(never)]
 fn mismatch(call: &mut Call, message: impl FnOnce() -> String) {
-    quiet(call);
-    if call.arrival.is_none() {
-        call.arrival = Some(Box::new(Error::with_message(
-            ErrorKind::ArgumentsMismatch,
-            call.scanner.text().len(),
-            String::new(),
-            message(),
-        )));
-    }
+    fail_on_arrival(call, ErrorKind::ArgumentsMismatch, message);
 }
 
 /// Argument text for `call` after the provider ended it (see [`Assembler::ended_call_for`]).
