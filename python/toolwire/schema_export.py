@@ -1127,14 +1127,20 @@ def _definitions_holding_secrets(defs: Mapping[str, Any]) -> set[str]:
             if isinstance(ref, str) and ref.startswith(_DEFS):
                 referrers.setdefault(ref.removeprefix(_DEFS), []).append(name)
             todo += [child for _, child in _secret_search_steps(node)]
-    holding = set(marked)
-    todo_names = list(marked)
-    while todo_names:
-        for referrer in referrers.get(todo_names.pop(), []):
-            if referrer not in holding:
-                holding.add(referrer)
-                todo_names.append(referrer)
-    return holding
+    return with_referrers(marked, referrers)
+
+
+def with_referrers(names: set[str], referrers: Mapping[str, list[str]]) -> set[str]:
+    """`names` with every definition that references one of them, directly or through other
+    definitions (`referrers`: each definition's name to those whose bodies reference it)."""
+    found = set(names)
+    todo = list(names)
+    while todo:
+        for referrer in referrers.get(todo.pop(), []):
+            if referrer not in found:
+                found.add(referrer)
+                todo.append(referrer)
+    return found
 
 
 def _is_object(node: Mapping[str, Any]) -> bool:

@@ -66,6 +66,7 @@ from toolwire.schema_export import (
     secret_patterns,
     strict_problems,
     with_object_root,
+    with_referrers,
 )
 from toolwire.subschemas import pointer_tokens
 from toolwire.validation import (
@@ -900,13 +901,7 @@ def _loosened_schema(
     for name, body in bodies.items():
         for target in _definitions_named(body):
             referrers.setdefault(target, []).append(name)
-    todo = list(changed)
-    while todo:
-        for referrer in referrers.get(todo.pop(), []):
-            if referrer not in changed:
-                changed.add(referrer)
-                todo.append(referrer)
-    return _loosened(node, edit, changed)[0]
+    return _loosened(node, edit, with_referrers(changed, referrers))[0]
 
 
 def _definitions_named(node: Any) -> set[str]:
