@@ -6,6 +6,7 @@ pre-check while streaming and `Toolset.validate` agree with what the schema acce
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import json
 import time
 from collections.abc import Callable
@@ -754,7 +755,40 @@ def test_two_keywords_failing_alike_are_one_error() -> None:
     # `type` and `enum` both fail on "2", and both are described by the enum's values.
     level = {"type": "object", "properties": {"level": {"type": "integer", "enum": [1, 2, 3]}}}
     _, errors = _validated(level, {"level": "2"})
-    assert [(e.path, e.code, e.expected) for e in errors] == [("/level", "type", "one of 1, 2, 3")]
+    assert [(e.path, e.code, e.expected) for e in errors] == [("/level", "enum", "one of 1, 2, 3")]
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class _Mode(str, enum.Enum):
+    FAST = "fast"
+    SLOW = "slow"
+
+
+@pytest.mark.parametrize("annotation", [_Level, _Mode, Literal[2]])
+@pytest.mark.parametrize("sent", ["2", "two", 2.5, 7, None, [2]])
+def test_a_value_no_member_equals_is_refused_alike_by_model_and_plain_tools(
+    annotation: Any, sent: Any
+) -> None:
+    # A plain tool reported `"2"` for `{"type": "integer", "enum": [1, 2]}` as `type`, where
+    # the model it was exported from reported `enum`: no rule makes the text a member, and
+    # the members the error lists say the type too. Both paths now say `enum` in one payload.
+    model = create_model("Pick", level=(annotation, ...))
+    tools = Toolset([model])
+    plain = Toolset([{"name": "pick", "parameters": tools.schema("pick")}])
+    payloads: list[list[dict[str, str]]] = []
+    for toolset in (tools, plain):
+        assembler = Assembler(tools=toolset)
+        assembler.feed(0, id="call_1", name="pick", arguments=json.dumps({"level": sent}))
+        (call,) = assembler.finish()
+        payloads.append([e.as_payload() for e in toolset.validate(call).errors])
+    assert payloads[0] == payloads[1]
+    assert [(e["path"], e["code"], e["got"]) for e in payloads[0]] == [
+        ("/level", "enum", json.dumps(sent))
+    ]
 
 
 def test_a_union_of_objects_names_what_the_closest_branch_finds() -> None:

@@ -2233,7 +2233,7 @@ class _ErrorBuilder:
         def code_of(error: jsonschema.ValidationError) -> str | None:
             keyword = str(error.validator)
             plain = keyword in _PLAIN_KEYWORDS and isinstance(error.schema, dict)
-            return _JSON_KEYWORD_CODES[keyword] if plain else None
+            return _keyword_code(error) if plain else None
 
         return _deferred(
             errors,
@@ -2333,7 +2333,7 @@ class _ErrorBuilder:
                 drafts.append(special)
                 continue
             located = self.schema.locate(path)
-            code = _JSON_KEYWORD_CODES.get(keyword, "invalid")
+            code = _keyword_code(error)
             ptype = "too_short" if keyword in ("minItems", "maxItems") else ""
             node = located.node
             if _under_property_names(error) and isinstance(instance, str):
@@ -3320,6 +3320,26 @@ def _merge_unions(drafts: list[_Entry], schema: _Schema, lang: Lang) -> list[_En
         elif draft.union_ptr is None or draft.tag is None or id(draft) in keep:
             out.append(draft)
     return out
+
+
+def _keyword_code(error: jsonschema.ValidationError) -> str:
+    """The code of a keyword's error (`invalid` for one `_JSON_KEYWORD_CODES` lacks).
+
+    A value of the wrong type that no member of its schema's `enum` or `const` equals (`"2"`
+    for `{"type": "integer", "enum": [1, 2, 3]}`) is refused as `enum`, as Pydantic refuses it
+    for an `IntEnum` or a `Literal[2]`: the members, which the error lists, say the type too,
+    and no rule turns the text into a member (`enum_case` only reads a string member's case).
+    """
+    code = _JSON_KEYWORD_CODES.get(str(error.validator), "invalid")
+    rule = error.schema
+    if (
+        code == "type"
+        and isinstance(rule, dict)
+        and enum_members(rule) is not None
+        and not _constant_fits(error.instance, rule)
+    ):
+        return "enum"
+    return code
 
 
 def _constant_fits(value: Any, rule: Mapping[str, Any]) -> bool:
