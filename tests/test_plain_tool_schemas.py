@@ -203,6 +203,34 @@ def test_a_key_a_pattern_names_is_no_unknown_field() -> None:
     assert _errors(schema, {"x": "s", "a1": "no"}) == [("/a1", "type", '"no"')]
 
 
+@pytest.mark.parametrize(
+    "pattern",
+    [{"type": "string"}, {"type": "string", "pattern": "^[0-9]+$"}, {"type": ["string", "null"]}],
+)
+def test_a_property_coerced_for_its_own_schema_is_still_held_to_its_keys_patterns(
+    pattern: dict[str, Any],
+) -> None:
+    # Both `properties` and a matching `patternProperties` apply to "n" (JSON Schema). Reading
+    # "3" as 3 for the property alone broke the pattern's schema, and the error then showed
+    # 3, a value the model never sent: no reading suits both, so the value is left as sent.
+    schema = _obj(properties={"n": {"type": "integer"}}, patternProperties={"^n$": pattern})
+    call, errors = _validated(schema, {"n": "3"})
+    outcome = Toolset([{"name": "tool", "parameters": schema}]).validate(call)
+    assert outcome.coercions == []
+    assert [(e.path, e.code, e.expected, e.got) for e in errors] == [
+        ("/n", "type", "an integer", '"3"')
+    ]
+    assert not Draft202012Validator(schema).is_valid({"n": "3"})
+    # A reading every schema of the key takes is still made, and the call runs with it.
+    loose = _obj(properties={"n": {"type": "integer"}}, patternProperties={"^n$": {"minimum": 0}})
+    outcome = Toolset([{"name": "tool", "parameters": loose}]).validate(
+        _validated(loose, {"n": "3"})[0]
+    )
+    assert outcome.ok and outcome.value == {"n": 3}
+    assert [c.rule for c in outcome.coercions] == ["number_string"]
+    assert Draft202012Validator(loose).is_valid(outcome.value)
+
+
 @pytest.mark.parametrize("closed", [True, False])
 def test_a_union_branch_that_takes_a_key_by_its_pattern_takes_the_value_as_it_is(
     closed: bool,
