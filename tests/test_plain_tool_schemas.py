@@ -2515,3 +2515,47 @@ def test_an_error_a_pattern_finds_beside_a_property_describes_the_pattern(
     (done,) = assembler.finish()
     outcome = tools.validate(done)
     assert [(e.path, e.expected, e.got) for e in outcome.errors] == [("/code", expected, got)]
+
+
+@pytest.mark.parametrize("prechecked", [False, True])
+@pytest.mark.parametrize(
+    ("prop", "pattern", "value", "expected"),
+    [
+        ({"maximum": 10}, {"minimum": 20}, "15", [("range", "<= 10 and >= 20")]),
+        ({"maximum": 10}, {"maximum": 5}, "11", [("range", "<= 10 and <= 5")]),
+        (
+            {"type": "string", "maxLength": 3},
+            {"minLength": 5},
+            '"abcd"',
+            [("length", "at most 3 characters and at least 5 characters")],
+        ),
+        (
+            {"type": "string", "pattern": "^a"},
+            {"pattern": "b$"},
+            '"cc"',
+            [("pattern", "a string matching ^a and a string matching b$")],
+        ),
+        # Bounds of different kinds were each told already; one the value keeps is not named.
+        (
+            {"maximum": 10},
+            {"multipleOf": 3},
+            "11",
+            [("range", "<= 10"), ("multiple_of", "a multiple of 3")],
+        ),
+        ({"maximum": 10}, {"minimum": 0}, "11", [("range", "<= 10")]),
+    ],
+)
+def test_every_bound_a_property_and_its_pattern_set_is_told_at_the_value(
+    prechecked: bool, prop: dict[str, Any], pattern: dict[str, Any], value: str, expected: Any
+) -> None:
+    # Both schemas hold "n" (JSON Schema): where both refused the value by rules of one kind,
+    # only the property's bound was shown, and the model, keeping to it, failed the other.
+    schema = _obj(properties={"n": prop}, patternProperties={"^n$": pattern})
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    assembler = Assembler(tools=tools) if prechecked else Assembler()
+    assembler.feed(0, id="call_1", name="tool", arguments=f'{{"n": {value}}}')
+    (done,) = assembler.finish()
+    errors = tools.validate(done).errors
+    assert [(e.path, e.code, e.expected, e.got) for e in errors] == [
+        ("/n", code, words, value) for code, words in expected
+    ]

@@ -3395,6 +3395,10 @@ def _tag_error(
     return _Draft(FieldError(path, "enum", _enum_text(values, lang), got))
 
 
+# The codes of rules that bound a value of its type, several of which may hold it at once.
+_BOUND_CODES = frozenset({"range", "length", "multiple_of", "pattern"})
+
+
 def _finish_errors(
     entries: list[_Entry], schema: _Schema, lang: Lang
 ) -> tuple[list[FieldError], list[str]]:
@@ -3407,15 +3411,26 @@ def _finish_errors(
     # read alike: the model is told once, under the code that ranks first.
     words: set[tuple[str, str]] = set()
     unique: list[_Draft] = []
+    # A value several subschemas bound (a property's and a matching pattern's) is told every
+    # bound it breaks, in its one error of that code: `<= 10` alone hid `>= 20`.
+    bounded: dict[tuple[str, str], _Draft] = {}
     for draft in _built(ranked):
         error = draft.error
         if error.path in refused and not draft.refusal:
             continue
         told = error.expected is not None and (error.path, error.expected) in words
+        kept = bounded.get((error.path, error.code))
+        if kept is not None and not told and error.expected is not None:
+            joined = text("join.and", lang).join([cast(str, kept.error.expected), error.expected])
+            kept.error = dataclasses.replace(kept.error, expected=joined)
+            words.add((error.path, error.expected))
+            continue
         if (error.path, error.code) not in codes and not told:
             codes.add((error.path, error.code))
             if error.expected is not None:
                 words.add((error.path, error.expected))
+                if error.code in _BOUND_CODES:
+                    bounded[error.path, error.code] = draft
             unique.append(draft)
         if len(unique) >= MAX_ERRORS and not draft.user_supplied:
             # The fields only the user can give rank first: all are named already, and the
