@@ -6,6 +6,7 @@ pre-check while streaming and `Toolset.validate` agree with what the schema acce
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import json
 import time
 from collections.abc import Callable
@@ -200,6 +201,34 @@ def test_a_key_a_pattern_names_is_no_unknown_field() -> None:
     assert _run(schema, {"x": "s", "a1": 1}) == ([], True, [])
     assert _errors(schema, {"x": "s", "a1": 1, "b": 2}) == [("/b", "unknown_field", "2")]
     assert _errors(schema, {"x": "s", "a1": "no"}) == [("/a1", "type", '"no"')]
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [{"type": "string"}, {"type": "string", "pattern": "^[0-9]+$"}, {"type": ["string", "null"]}],
+)
+def test_a_property_coerced_for_its_own_schema_is_still_held_to_its_keys_patterns(
+    pattern: dict[str, Any],
+) -> None:
+    # Both `properties` and a matching `patternProperties` apply to "n" (JSON Schema). Reading
+    # "3" as 3 for the property alone broke the pattern's schema, and the error then showed
+    # 3, a value the model never sent: no reading suits both, so the value is left as sent.
+    schema = _obj(properties={"n": {"type": "integer"}}, patternProperties={"^n$": pattern})
+    call, errors = _validated(schema, {"n": "3"})
+    outcome = Toolset([{"name": "tool", "parameters": schema}]).validate(call)
+    assert outcome.coercions == []
+    assert [(e.path, e.code, e.expected, e.got) for e in errors] == [
+        ("/n", "type", "an integer", '"3"')
+    ]
+    assert not Draft202012Validator(schema).is_valid({"n": "3"})
+    # A reading every schema of the key takes is still made, and the call runs with it.
+    loose = _obj(properties={"n": {"type": "integer"}}, patternProperties={"^n$": {"minimum": 0}})
+    outcome = Toolset([{"name": "tool", "parameters": loose}]).validate(
+        _validated(loose, {"n": "3"})[0]
+    )
+    assert outcome.ok and outcome.value == {"n": 3}
+    assert [c.rule for c in outcome.coercions] == ["number_string"]
+    assert Draft202012Validator(loose).is_valid(outcome.value)
 
 
 @pytest.mark.parametrize("closed", [True, False])
@@ -754,7 +783,40 @@ def test_two_keywords_failing_alike_are_one_error() -> None:
     # `type` and `enum` both fail on "2", and both are described by the enum's values.
     level = {"type": "object", "properties": {"level": {"type": "integer", "enum": [1, 2, 3]}}}
     _, errors = _validated(level, {"level": "2"})
-    assert [(e.path, e.code, e.expected) for e in errors] == [("/level", "type", "one of 1, 2, 3")]
+    assert [(e.path, e.code, e.expected) for e in errors] == [("/level", "enum", "one of 1, 2, 3")]
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class _Mode(str, enum.Enum):
+    FAST = "fast"
+    SLOW = "slow"
+
+
+@pytest.mark.parametrize("annotation", [_Level, _Mode, Literal[2]])
+@pytest.mark.parametrize("sent", ["2", "two", 2.5, 7, None, [2]])
+def test_a_value_no_member_equals_is_refused_alike_by_model_and_plain_tools(
+    annotation: Any, sent: Any
+) -> None:
+    # A plain tool reported `"2"` for `{"type": "integer", "enum": [1, 2]}` as `type`, where
+    # the model it was exported from reported `enum`: no rule makes the text a member, and
+    # the members the error lists say the type too. Both paths now say `enum` in one payload.
+    model = create_model("Pick", level=(annotation, ...))
+    tools = Toolset([model])
+    plain = Toolset([{"name": "pick", "parameters": tools.schema("pick")}])
+    payloads: list[list[dict[str, str]]] = []
+    for toolset in (tools, plain):
+        assembler = Assembler(tools=toolset)
+        assembler.feed(0, id="call_1", name="pick", arguments=json.dumps({"level": sent}))
+        (call,) = assembler.finish()
+        payloads.append([e.as_payload() for e in toolset.validate(call).errors])
+    assert payloads[0] == payloads[1]
+    assert [(e["path"], e["code"], e["got"]) for e in payloads[0]] == [
+        ("/level", "enum", json.dumps(sent))
+    ]
 
 
 def test_a_union_of_objects_names_what_the_closest_branch_finds() -> None:
@@ -2399,10 +2461,16 @@ _TAGGED_PAY = {
 
 
 @pytest.mark.parametrize("required", [True, False])
-@pytest.mark.parametrize("arguments", ['{"pay": {"kind": "cheque", "amount": 1}}', '{"pay": 5}'])
-def test_an_early_error_names_the_one_of_the_schema_has(required: bool, arguments: str) -> None:
+@pytest.mark.parametrize(
+    ("arguments", "keyword"),
+    [('{"pay": {"kind": "cheque", "amount": 1}}', "oneOf"), ('{"pay": 5}', "type")],
+)
+def test_an_early_error_names_the_one_of_the_schema_has(
+    required: bool, arguments: str, keyword: str
+) -> None:
     # The pre-check reads a `oneOf` whose branch it checks less strictly (a `format` left to
-    # validation), or an optional one that takes null, as an `anyOf`; its errors said so.
+    # validation), or an optional one that takes null, as an `anyOf`; its errors said so. A
+    # value of a type no branch takes is a type error, as final validation reports it.
     schema = {"type": "object", "properties": {"pay": _TAGGED_PAY}}
     if required:
         schema["required"] = ["pay"]
@@ -2411,8 +2479,8 @@ def test_an_early_error_names_the_one_of_the_schema_has(required: bool, argument
     assembler.feed(0, id="call_1", name="pay", arguments=arguments)
     early = [(e.path, e.keyword) for _, e in assembler.drain_errors()]
     (done,) = assembler.finish()
-    assert early == [("/pay", "oneOf")]
-    assert done.error is not None and done.error.keyword == "oneOf"
+    assert early == [("/pay", keyword)]
+    assert done.error is not None and done.error.keyword == keyword
 
 
 @pytest.mark.parametrize("prechecked", [False, True])
@@ -2447,3 +2515,47 @@ def test_an_error_a_pattern_finds_beside_a_property_describes_the_pattern(
     (done,) = assembler.finish()
     outcome = tools.validate(done)
     assert [(e.path, e.expected, e.got) for e in outcome.errors] == [("/code", expected, got)]
+
+
+@pytest.mark.parametrize("prechecked", [False, True])
+@pytest.mark.parametrize(
+    ("prop", "pattern", "value", "expected"),
+    [
+        ({"maximum": 10}, {"minimum": 20}, "15", [("range", "<= 10 and >= 20")]),
+        ({"maximum": 10}, {"maximum": 5}, "11", [("range", "<= 10 and <= 5")]),
+        (
+            {"type": "string", "maxLength": 3},
+            {"minLength": 5},
+            '"abcd"',
+            [("length", "at most 3 characters and at least 5 characters")],
+        ),
+        (
+            {"type": "string", "pattern": "^a"},
+            {"pattern": "b$"},
+            '"cc"',
+            [("pattern", "a string matching ^a and a string matching b$")],
+        ),
+        # Bounds of different kinds were each told already; one the value keeps is not named.
+        (
+            {"maximum": 10},
+            {"multipleOf": 3},
+            "11",
+            [("range", "<= 10"), ("multiple_of", "a multiple of 3")],
+        ),
+        ({"maximum": 10}, {"minimum": 0}, "11", [("range", "<= 10")]),
+    ],
+)
+def test_every_bound_a_property_and_its_pattern_set_is_told_at_the_value(
+    prechecked: bool, prop: dict[str, Any], pattern: dict[str, Any], value: str, expected: Any
+) -> None:
+    # Both schemas hold "n" (JSON Schema): where both refused the value by rules of one kind,
+    # only the property's bound was shown, and the model, keeping to it, failed the other.
+    schema = _obj(properties={"n": prop}, patternProperties={"^n$": pattern})
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    assembler = Assembler(tools=tools) if prechecked else Assembler()
+    assembler.feed(0, id="call_1", name="tool", arguments=f'{{"n": {value}}}')
+    (done,) = assembler.finish()
+    errors = tools.validate(done).errors
+    assert [(e.path, e.code, e.expected, e.got) for e in errors] == [
+        ("/n", code, words, value) for code, words in expected
+    ]

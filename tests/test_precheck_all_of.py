@@ -89,7 +89,7 @@ def _refused(
         ),
         ('{"title": "x", "when": {"minutes": 30}}', 37, "/when/day", "required", "missing"),
         # Optional, so null (read as absent) is the other alternative.
-        ('{"title": "x", "when": "monday"}', 23, "/when", "anyOf", "type"),
+        ('{"title": "x", "when": "monday"}', 23, "/when", "type", "type"),
     ],
 )
 def test_a_plain_tool_reports_a_mistake_inside_all_of_early(

@@ -1219,3 +1219,42 @@ def test_a_value_along_a_path_from_the_end_is_reported_at_its_index() -> None:
     # which once failed to be located at all).
     _, outcome = stream(Toolset([Latest]), "latest", '{"versions": ["ab", "cd", "toolong"]}')
     assert [(e.path, e.code) for e in outcome.errors] == [("/versions/2", "length")]
+
+
+class Reminder(BaseModel):
+    minutes: int | None = None
+    note: Annotated[str, Field(max_length=3)] | None = None
+    tags: list[int] | None = None
+    when: Alarm | None = None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path", "early", "final"),
+    [
+        ('{"minutes": "x"}', "/minutes", "integer or null, got string", "an integer or null"),
+        ('{"minutes": 1.5}', "/minutes", "integer or null, got number", "an integer or null"),
+        ('{"note": 5}', "/note", "string or null, got number", "a string or null"),
+        ('{"tags": "x"}', "/tags", "array or null, got string", "an array or null"),
+        ('{"when": "monday"}', "/when", "object with at or null, got string", "an object or null"),
+    ],
+)
+def test_an_optional_field_of_the_wrong_type_is_a_type_error_early(
+    arguments: str, path: str, early: str, final: str
+) -> None:
+    # The null wrapper of `X | None` is an `anyOf`: the early error said "value matches none
+    # of the allowed alternatives", where the model needs the types it may send, which final
+    # validation names as a `type` error.
+    tools = Toolset([Reminder])
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="reminder", arguments=arguments)
+    errors = [error for _, error in assembler.drain_errors()]
+    (call,) = assembler.finish()
+    assert [(e.path, e.keyword, f"{e.expected}, got {e.got}") for e in errors] == [
+        (path, "type", early)
+    ]
+    assert errors[0].message == f"expected {early}"
+    outcome = tools.validate(call)
+    assert [(e.path, e.code, e.expected) for e in outcome.errors] == [(path, "type", final)]
+    # A value of the type one branch takes is that branch's own failure, as before.
+    messages, outcome = stream(tools, "reminder", '{"note": "long"}')
+    assert set(messages) == {"string is too long"} and not outcome.ok

@@ -188,7 +188,7 @@ class ToolCall:
         metadata: Opaque provider fields kept for the next turn.
         warnings: Anomalies that were handled (`cumulative_arguments`, `repeat_dropped`,
             `replay_dropped`, `late_fragment_dropped`, `duplicate_id`, `empty_arguments`,
-            `replacement_character`).
+            `replacement_character`, `metadata_dropped`).
     """
 
     @property
@@ -451,6 +451,14 @@ class Assembler:
 
         When no call is open under `index` yet, the field waits for the next call there: a
         metadata-only delta never starts a call.
+
+        A value nested past what `json.dumps` can write (its recursion limit, about 1,000
+        levels) is provider data no use to the next turn in part: it is not kept, nothing is
+        raised, and the call (or the next one to start under `index`) gets the warning
+        `metadata_dropped`.
+
+        Raises:
+            MisuseError: After `finish`, or for a value that is not JSON data (a set, say).
         """
     def interrupt(self, reason: str, /) -> None:
         """The transport broke off: calls with no argument text yet become `truncated`, and

@@ -59,8 +59,9 @@ rounds what the model wrote.
 
 A member an object names by a `patternProperties` pattern (a Pydantic `dict` whose keys are
 constrained, a plain tool's map) is read by the rules as a property is, toward that pattern's
-schema, not `additionalProperties`; where several patterns name its key, a change must suit
-them all, or the value is left to validation.
+schema, not `additionalProperties`; where several patterns name its key (or a pattern and a
+property, both of which hold its value), a change must suit them all, or the value is left to
+validation as sent.
 
 A field opts in to extra rules with `json_schema_extra={"x-toolwire-coerce": ["bool_word"]}`;
 the rules then apply to that field and everything inside it.
@@ -1392,11 +1393,11 @@ class _Coercer:
             props = cast(Mapping[str, Any], node.get("properties") or {})
             extra = node.get("additionalProperties")
             for key, sub in item.items():
+                # A key is held to its property's schema and to that of every pattern naming
+                # it, and to `additionalProperties` only when none of them names it.
                 schemas: list[Any] = [props[key]] if key in props else []
-                if not schemas:
-                    # A key a pattern names is held to every such pattern's schema, and to
-                    # `additionalProperties` only when none names it.
-                    schemas = _pattern_schemas(node, key) or [extra]
+                schemas += _pattern_schemas(node, key)
+                schemas = schemas or [extra]
                 if not all(
                     self.accepts(sub, cast(Mapping[str, Any], schema))
                     for schema in schemas
@@ -1536,9 +1537,14 @@ class _Coercer:
                     )
                     changed = True
                     continue
-            named = _pattern_schemas(node, key) if sub is None and by_pattern else []
+            named = _pattern_schemas(node, key) if by_pattern else []
+            if sub is not None and named:
+                # A property's value is held to the patterns that name its key too: a change
+                # made for the property alone (`"3"` read as 3) could break one of them, and
+                # the model would then be shown a value it never sent.
+                named = [sub, *named]
             if len(named) > 1:
-                # Every pattern that names the key holds its value (and `additionalProperties`
+                # Every schema that names the key holds its value (and `additionalProperties`
                 # none of them): the value is read as all of them allow.
                 if all(self.skips(pattern) for pattern in named):
                     out[key] = item

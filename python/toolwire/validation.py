@@ -2233,7 +2233,7 @@ class _ErrorBuilder:
         def code_of(error: jsonschema.ValidationError) -> str | None:
             keyword = str(error.validator)
             plain = keyword in _PLAIN_KEYWORDS and isinstance(error.schema, dict)
-            return _JSON_KEYWORD_CODES[keyword] if plain else None
+            return _keyword_code(error) if plain else None
 
         return _deferred(
             errors,
@@ -2333,7 +2333,7 @@ class _ErrorBuilder:
                 drafts.append(special)
                 continue
             located = self.schema.locate(path)
-            code = _JSON_KEYWORD_CODES.get(keyword, "invalid")
+            code = _keyword_code(error)
             ptype = "too_short" if keyword in ("minItems", "maxItems") else ""
             node = located.node
             if _under_property_names(error) and isinstance(instance, str):
@@ -3322,6 +3322,26 @@ def _merge_unions(drafts: list[_Entry], schema: _Schema, lang: Lang) -> list[_En
     return out
 
 
+def _keyword_code(error: jsonschema.ValidationError) -> str:
+    """The code of a keyword's error (`invalid` for one `_JSON_KEYWORD_CODES` lacks).
+
+    A value of the wrong type that no member of its schema's `enum` or `const` equals (`"2"`
+    for `{"type": "integer", "enum": [1, 2, 3]}`) is refused as `enum`, as Pydantic refuses it
+    for an `IntEnum` or a `Literal[2]`: the members, which the error lists, say the type too,
+    and no rule turns the text into a member (`enum_case` only reads a string member's case).
+    """
+    code = _JSON_KEYWORD_CODES.get(str(error.validator), "invalid")
+    rule = error.schema
+    if (
+        code == "type"
+        and isinstance(rule, dict)
+        and enum_members(rule) is not None
+        and not _constant_fits(error.instance, rule)
+    ):
+        return "enum"
+    return code
+
+
 def _constant_fits(value: Any, rule: Mapping[str, Any]) -> bool:
     """Whether `value` is the rule's `const` or one of its `enum` values, as JSON compares."""
     allowed = enum_members(rule) or []
@@ -3375,6 +3395,10 @@ def _tag_error(
     return _Draft(FieldError(path, "enum", _enum_text(values, lang), got))
 
 
+# The codes of rules that bound a value of its type, several of which may hold it at once.
+_BOUND_CODES = frozenset({"range", "length", "multiple_of", "pattern"})
+
+
 def _finish_errors(
     entries: list[_Entry], schema: _Schema, lang: Lang
 ) -> tuple[list[FieldError], list[str]]:
@@ -3387,15 +3411,26 @@ def _finish_errors(
     # read alike: the model is told once, under the code that ranks first.
     words: set[tuple[str, str]] = set()
     unique: list[_Draft] = []
+    # A value several subschemas bound (a property's and a matching pattern's) is told every
+    # bound it breaks, in its one error of that code: `<= 10` alone hid `>= 20`.
+    bounded: dict[tuple[str, str], _Draft] = {}
     for draft in _built(ranked):
         error = draft.error
         if error.path in refused and not draft.refusal:
             continue
         told = error.expected is not None and (error.path, error.expected) in words
+        kept = bounded.get((error.path, error.code))
+        if kept is not None and not told and error.expected is not None:
+            joined = text("join.and", lang).join([cast(str, kept.error.expected), error.expected])
+            kept.error = dataclasses.replace(kept.error, expected=joined)
+            words.add((error.path, error.expected))
+            continue
         if (error.path, error.code) not in codes and not told:
             codes.add((error.path, error.code))
             if error.expected is not None:
                 words.add((error.path, error.expected))
+                if error.code in _BOUND_CODES:
+                    bounded[error.path, error.code] = draft
             unique.append(draft)
         if len(unique) >= MAX_ERRORS and not draft.user_supplied:
             # The fields only the user can give rank first: all are named already, and the

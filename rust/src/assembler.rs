@@ -180,6 +180,9 @@ pub mod warning {
     /// Argument text came after the provider ended the call, whose value was whole: it could
     /// only have made the call invalid (a delta a proxy sent again), so it was dropped.
     pub const LATE_FRAGMENT_DROPPED: &str = "late_fragment_dropped";
+    /// A provider field for the call could not be written as JSON (nested past what the
+    /// binding's writer allows) and was not kept: the next turn lacks it.
+    pub const METADATA_DROPPED: &str = "metadata_dropped";
 }
 
 /// What a provider's statement of a call's whole arguments (a Responses `.done` summary) says
@@ -658,6 +661,9 @@ pub struct Assembler {
     /// Metadata that arrived for a key before its call started (a metadata-only delta never
     /// starts a call, quirk 31).
     pending_metadata: Vec<(Option<i64>, String, String)>,
+    /// Keys whose metadata was dropped before their call started (see
+    /// [`Assembler::drop_metadata_for_key`]): that call gets the warning.
+    pending_dropped: Vec<Option<i64>>,
     /// The transport broke off: calls not ended become `truncated` unless their value is complete.
     interrupted: Option<String>,
     /// The output limit was reached while this call (the last one started) was open.
@@ -709,6 +715,7 @@ impl Assembler {
             last: None,
             last_key: None,
             pending_metadata: Vec::new(),
+            pending_dropped: Vec::new(),
             interrupted: None,
             cut_by_limit: None,
             limit_hit: false,
@@ -791,6 +798,10 @@ impl Assembler {
             self.calls[ordinal]
                 .metadata
                 .extend(mine.into_iter().map(|(_, k, v)| (k, v)));
+        }
+        if self.pending_dropped.contains(&index) {
+            self.pending_dropped.retain(|k| *k != index);
+            warn_once(&mut self.calls[ordinal], warning::METADATA_DROPPED);
         }
         ordinal
     }
@@ -1516,6 +1527,20 @@ impl Assembler {
         Ok(())
     }
 
+    /// The call metadata under a wire key belongs to: the one open there, or for a missing
+    /// index the call a delta without index continues (quirk 1): the one open without index,
+    /// else the last call fed, unless it was ended.
+    fn metadata_call(&self, index: Option<i64>) -> Option<usize> {
+        match index {
+            None => self
+                .open
+                .get(None)
+                .or(self.last)
+                .filter(|&o| !self.calls[o].ended),
+            key => self.ordinal_of(key),
+        }
+    }
+
     /// Keeps metadata for the call under a wire key; when no call is open there yet, it waits
     /// for the next call that starts under that key. A missing index means the call a delta
     /// without index continues (quirk 1): the one open without index, else the last call fed,
@@ -1529,15 +1554,7 @@ impl Assembler {
         key: &str,
         json: &str,
     ) -> Result<(), Misuse> {
-        let current = match index {
-            None => self
-                .open
-                .get(None)
-                .or(self.last)
-                .filter(|&o| !self.calls[o].ended),
-            key => self.ordinal_of(key),
-        };
-        match current {
+        match self.metadata_call(index) {
             Some(ordinal) => self.set_metadata(ordinal, key, json),
             None if self.finished => Err(Misuse::Finished),
             None if !self.count_stream_bytes(key.len() + json.len()) => Ok(()),
@@ -1547,6 +1564,24 @@ impl Assembler {
                 Ok(())
             }
         }
+    }
+
+    /// A provider field for the call under a wire key could not be kept (the binding could not
+    /// write it as JSON): that call, or the next one to start under the key, gets the warning
+    /// [`warning::METADATA_DROPPED`], so that the loss is on the record, not silent.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after finish.
+    pub fn drop_metadata_for_key(&mut self, index: Option<i64>) -> Result<(), Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        match self.metadata_call(index) {
+            Some(ordinal) => warn_once(&mut self.calls[ordinal], warning::METADATA_DROPPED),
+            None if !self.pending_dropped.contains(&index) => self.pending_dropped.push(index),
+            None => {}
+        }
+        Ok(())
     }
 
     /// The transport broke off (connection drop, early close): at finish, calls that were not

@@ -2316,8 +2316,16 @@ impl PyAssembler {
         let json = match dumps(py, value, true) {
             Ok(json) => json,
             // An opaque provider value nested past what `json.dumps` can write: no use to the
-            // next turn in part, and provider data must not raise.
-            Err(e) if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py) => return Ok(()),
+            // next turn in part, and provider data must not raise. It was dropped without a
+            // word; the call's warning now says the next turn lacks a field.
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py) => {
+                let mut this = slf.try_borrow_mut().map_err(in_use)?;
+                return this
+                    .decoder
+                    .assembler_mut()
+                    .drop_metadata_for_key(index)
+                    .map_err(|e| misuse(&e));
+            }
             Err(e) => return Err(not_json(py, e)),
         };
         let mut this = slf.try_borrow_mut().map_err(in_use)?;

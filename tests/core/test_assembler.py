@@ -12,6 +12,7 @@ import threading
 import tracemalloc
 from collections.abc import Callable, ItemsView, Iterator
 from decimal import Decimal
+from typing import cast
 
 import pytest
 from hypothesis import given
@@ -1001,6 +1002,31 @@ def test_arguments_that_are_no_json_data_are_misuse(value: object) -> None:
         assembler.set_metadata(0, "k", value)
     assembler.feed(0, id="c", name="f", arguments="{}")
     assert [call.value for call in assembler.finish()] == [{}]
+
+
+def test_metadata_nested_past_what_json_dumps_writes_is_dropped_on_the_record() -> None:
+    # It was dropped without a word, and the next turn lacked a field the caller had set.
+    deep: list[object] = []
+    inner = deep
+    for _ in range(sys.getrecursionlimit() + 100):
+        inner.append([])
+        inner = cast("list[object]", inner[0])
+    assembler = Assembler()
+    assembler.feed(0, id="a", name="f", arguments="{}")
+    assembler.set_metadata(0, "kept", [[1]])
+    assembler.set_metadata(0, "deep", deep)
+    assembler.set_metadata(1, "deep", deep)  # before its call starts: it gets the warning
+    assembler.set_metadata(1, "again", deep)
+    assembler.feed(1, id="b", name="f", arguments="{}")
+    assembler.feed(2, id="c", name="f", arguments="{}")
+    calls = assembler.finish()
+    assert [(c.metadata, c.warnings) for c in calls] == [
+        ({"kept": [[1]]}, ["metadata_dropped"]),
+        ({}, ["metadata_dropped"]),
+        ({}, []),
+    ]
+    with pytest.raises(MisuseError, match="already finished"):
+        assembler.set_metadata(0, "deep", deep)
 
 
 def test_a_negative_count_or_ordinal_is_misuse() -> None:

@@ -409,13 +409,14 @@ def _nested(depth: int) -> dict[str, Any]:
 
 
 def test_feed_chunk_of_metadata_nested_past_json_dumps_is_dropped_not_raised() -> None:
-    # Opaque provider fields kept for the next turn (quirk 31) are no use in part.
+    # Opaque provider fields kept for the next turn (quirk 31) are no use in part; the call's
+    # warning says that one was not kept (it was dropped without a word).
     nested = _nested(2000)
     entry = tc(0, id="a", name="f", arguments="{}", extra_content=nested)
     asm = Assembler()
     asm.feed_chunk(chat_chunk(tool_delta(entry)))
     (call,) = asm.finish()
-    assert call.ok and call.metadata == {}
+    assert call.ok and call.metadata == {} and call.warnings == ["metadata_dropped"]
 
 
 def test_feed_chunk_of_arguments_nested_past_json_dumps_is_too_deep_as_their_text() -> None:

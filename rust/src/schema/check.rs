@@ -203,6 +203,11 @@ enum Failure {
     AnyOf,
     OneOfNone,
     OneOfMany,
+    /// A union (`one_of`: a `oneOf`, else an `anyOf`) none of whose branches takes the value's
+    /// type: reported as the type error it is, with the branches' words as the types.
+    BranchTypes {
+        one_of: bool,
+    },
 }
 
 /// What a value turned out to be, for the checks made when it ends.
@@ -2010,8 +2015,11 @@ impl State {
             }
             // A branch got past its own type when it failed on a keyword, or on anything
             // inside its value (an item of the wrong type in an array branch).
-            let specific = !matches!(cause.1, Failure::Type | Failure::False)
-                || (matches!(slot.link, Link::AnyOf | Link::OneOf) && cause.0 > self.frame_of(p));
+            let specific = !matches!(
+                cause.1,
+                Failure::Type | Failure::False | Failure::BranchTypes { .. }
+            ) || (matches!(slot.link, Link::AnyOf | Link::OneOf)
+                && cause.0 > self.frame_of(p));
             if specific && matches!(slot.link, Link::AnyOf | Link::OneOf) {
                 self.slots[p].specific_deaths += 1;
             }
@@ -2033,6 +2041,18 @@ impl State {
                     Some(Failure::OneOfNone)
                 }
             };
+            // No branch got past its type (`Optional[int]` given a string): "none of the
+            // alternatives" hides what the model needs, the types it may send ("integer or
+            // null"), which final validation names as a `type` error too.
+            let failure = failure.map(|f| {
+                if self.slots[p].specific_deaths == 0 {
+                    Failure::BranchTypes {
+                        one_of: matches!(f, Failure::OneOfNone),
+                    }
+                } else {
+                    f
+                }
+            });
             if self.slots[p].cond {
                 // A union that ran out inside a branch of an outer one, with no single
                 // branch to name: it, not the leaf that ended it, is what failed there
@@ -2474,6 +2494,11 @@ fn describe(nodes: &[Node], n: &Node, f: Failure, got: &str) -> (&'static str, S
             format!("exactly one of {}", branch_words(nodes, &n.one_of)),
             "value matches none of the allowed alternatives".to_owned(),
         ),
+        Failure::BranchTypes { one_of } => {
+            let expected = branch_words(nodes, if one_of { &n.one_of } else { &n.any_of });
+            let message = format!("expected {expected}, got {got}");
+            ("type", expected, message)
+        }
         Failure::OneOfMany => (
             "oneOf",
             format!("exactly one of {}", branch_words(nodes, &n.one_of)),

@@ -918,6 +918,29 @@ impl Compiler<'_> {
         }
     }
 
+    /// A union without a type of its own read as its branches (`Optional[Pay]`'s inner
+    /// union is `object with kind, mail or object with kind, amount`), once each has words:
+    /// an outer union's type error then names what it takes.
+    fn branches_summary(&self, i: usize) -> Option<Box<str>> {
+        let n = &self.nodes[i];
+        let branches = if n.any_of.is_empty() {
+            &n.one_of
+        } else {
+            &n.any_of
+        };
+        let mut words: Vec<&str> = Vec::new();
+        for &b in branches.iter() {
+            let s = &*self.nodes[b as usize].summary;
+            if s.is_empty() {
+                return None;
+            }
+            if !words.contains(&s) {
+                words.push(s);
+            }
+        }
+        (!words.is_empty()).then(|| words.join(" or ").into())
+    }
+
     fn summarise(&mut self) {
         for i in 0..self.nodes.len() {
             let s = own_summary(&self.nodes[i]);
@@ -936,7 +959,8 @@ impl Compiler<'_> {
                     .conjuncts()
                     .map(|c| &self.nodes[c as usize].summary)
                     .find(|s| !s.is_empty())
-                    .cloned();
+                    .cloned()
+                    .or_else(|| self.branches_summary(i));
                 if let Some(s) = found {
                     self.nodes[i].summary = s;
                     changed = true;

@@ -324,7 +324,8 @@ fn any_of_keeps_possible_branches() {
         json!({"anyOf": [{"type": "string", "maxLength": 2}, {"type": "number", "minimum": 5}]});
     ok(&s, r#""ab""#);
     ok(&s, "7");
-    assert_eq!(one(&s, "null"), at(0, "", "anyOf"));
+    // No branch takes null: a type error, naming the branches' types.
+    assert_eq!(one(&s, "null"), at(0, "", "type"));
     // Only the string branch got past its type: its own rule is the error.
     assert_eq!(one(&s, r#""abc""#), at(3, "", "maxLength"));
     assert_eq!(one(&s, "1"), at(1, "", "minimum"));
@@ -512,7 +513,7 @@ fn alternatives_of_one_type_are_told_apart_in_the_expected_words() {
     let when = json!({"oneOf": [{"type": "string", "format": "date"}, {"type": "integer"}]});
     assert_eq!(
         expected(&when, "true").as_deref(),
-        Some("exactly one of date string or integer")
+        Some("date string or integer")
     );
 }
 
@@ -920,6 +921,29 @@ fn all_of_inside_any_of_branches() {
 }
 
 #[test]
+fn a_type_no_branch_takes_is_a_type_error() {
+    // `Optional[int]` given a string: "none of the alternatives" hid the types it takes.
+    for union in ["anyOf", "oneOf"] {
+        let s = json!({"properties": {"n": {union: [{"type": "integer"}, {"type": "null"}]}}});
+        let errs = run(&s, r#"{"n":"x"}"#);
+        assert_eq!(errs.len(), 1, "{errs:#?}");
+        let d = errs[0].detail.as_ref().unwrap();
+        assert_eq!(
+            (
+                errs[0].path.as_str(),
+                d.keyword.as_str(),
+                d.expected.as_str()
+            ),
+            ("/n", "type", "integer or null")
+        );
+        assert_eq!(errs[0].message, "expected integer or null, got string");
+    }
+    // A branch that took the type and failed on more still speaks for itself.
+    let s = json!({"anyOf": [{"type": "string", "maxLength": 1}, {"type": "null"}]});
+    assert_eq!(one(&s, r#""xy""#), at(2, "", "maxLength"));
+}
+
+#[test]
 fn one_of_counts_an_all_of_branch_only_when_exact() {
     let s = json!({"oneOf": [
         {"allOf": [{"type": "integer"}, {"maximum": 5}]},
@@ -1024,8 +1048,11 @@ fn secret_pointers_match_their_values_and_everything_under_them() {
 fn an_any_of_that_stands_for_a_one_of_names_one_of() {
     // The Python side loosens a `oneOf` whose branches it checks less strictly into an
     // `anyOf`, marked: its errors name the keyword the tool's schema has.
-    let s = json!({"x-toolwire-one-of": true, "anyOf": [{"type": "integer"}, {"type": "string"}]});
-    assert_eq!(one(&s, "true"), at(0, "", "oneOf"));
-    let plain = json!({"anyOf": [{"type": "integer"}, {"type": "string"}]});
-    assert_eq!(one(&plain, "true"), at(0, "", "anyOf"));
+    let branches = json!([{"type": "integer", "minimum": 5}, {"type": "integer", "maximum": 1}]);
+    let s = json!({"x-toolwire-one-of": true, "anyOf": branches});
+    assert_eq!(one(&s, "3"), at(1, "", "oneOf"));
+    let plain = json!({"anyOf": branches});
+    assert_eq!(one(&plain, "3"), at(1, "", "anyOf"));
+    // A type no branch takes is a type error, whichever keyword the union has.
+    assert_eq!(one(&s, "true"), at(0, "", "type"));
 }
