@@ -323,23 +323,14 @@ struct Str<'a>(Cow<'a, str>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Str<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Owned(v)))
-            }
-        }
-        d.deserialize_str(V(PhantomData))
+        // Read through its raw text, as `string` reads a Chat chunk's fields: serde refuses
+        // the escape of a lone surrogate (`"\ud800"`), and a name or an id holding one made
+        // the whole event unread, every open call lost with it. It is U+FFFD, as in the SDKs'
+        // objects once they reach the core.
+        let raw = <&'de RawValue>::deserialize(d)?;
+        string(Some(raw))
+            .map(Str)
+            .ok_or_else(|| de::Error::invalid_type(de::Unexpected::Other("no string"), &"a string"))
     }
 }
 
