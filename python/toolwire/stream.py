@@ -157,20 +157,32 @@ def _genai_could_not_decode(error: BaseException) -> bool:
     return False
 
 
+def _raised_in(error: BaseException, module: str) -> bool:
+    """Whether `error` passed through a frame of `module` on its way up."""
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_globals.get("__name__") == module:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _json_could_not_decode(error: BaseException) -> bool:
+    """Whether `error` is a `ValueError` the standard `json` decoder raised for an event the
+    SDK read (an integer longer than `sys.get_int_max_str_digits()`): no `JSONDecodeError`, yet
+    the same event the SDK cannot decode, and its stream cannot go on after it."""
+    return isinstance(error, ValueError) and _raised_in(error, "json.decoder")
+
+
 def _botocore_could_not_decode(error: BaseException) -> bool:
     """Whether botocore raised `error` while turning a ConverseStream event's payload into its
     model: a member of the wrong JSON type (a string or a list where its model has a
     structure) makes its shape parser raise `AttributeError` or `TypeError` rather than its
     own `ResponseParserError`, and the stream cannot go on. Nothing the caller gave runs in
     those frames, so the frames decide, as for google-genai."""
-    if not isinstance(error, (ValueError, TypeError, AttributeError, LookupError)):
-        return False
-    tb = error.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_globals.get("__name__") == "botocore.parsers":
-            return True
-        tb = tb.tb_next
-    return False
+    return isinstance(error, (ValueError, TypeError, AttributeError, LookupError)) and _raised_in(
+        error, "botocore.parsers"
+    )
 
 
 def is_transport_error(error: BaseException) -> bool:
@@ -182,7 +194,8 @@ def is_transport_error(error: BaseException) -> bool:
     `EventStreamError`) and an event the SDK could not decode (`json.JSONDecodeError`: a proxy's
     error page or a cut-off line in the body; `UnicodeDecodeError`: bytes in the body that
     are not UTF-8, which the SDKs decode line by line; `RecursionError`: an event nested deeper
-    than Python's JSON decoder goes; google-genai's `UnknownApiResponseError`, and the
+    than Python's JSON decoder goes; the `ValueError` that decoder raises for an integer longer
+    than Python's limit for converting one; google-genai's `UnknownApiResponseError`, and the
     `ValidationError`, `TypeError` or `AttributeError` it raises from its own decoding of a
     chunk that does not fit its model; botocore's event-stream `ParserError`, and what its
     shape parser raises for an event whose payload does not fit its model; the SDK's stream
@@ -201,7 +214,11 @@ def is_transport_error(error: BaseException) -> bool:
         cls = _sdk_class(module_name, class_name)
         if cls is not None and isinstance(error, cls):
             return True
-    return _genai_could_not_decode(error) or _botocore_could_not_decode(error)
+    return (
+        _json_could_not_decode(error)
+        or _genai_could_not_decode(error)
+        or _botocore_could_not_decode(error)
+    )
 
 
 def is_provider_error(error: BaseException) -> bool:

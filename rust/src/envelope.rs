@@ -323,23 +323,14 @@ struct Str<'a>(Cow<'a, str>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Str<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Owned(v)))
-            }
-        }
-        d.deserialize_str(V(PhantomData))
+        // Read through its raw text, as `string` reads a Chat chunk's fields: serde refuses
+        // the escape of a lone surrogate (`"\ud800"`), and a name or an id holding one made
+        // the whole event unread, every open call lost with it. It is U+FFFD, as in the SDKs'
+        // objects once they reach the core.
+        let raw = <&'de RawValue>::deserialize(d)?;
+        string(Some(raw))
+            .map(Str)
+            .ok_or_else(|| de::Error::invalid_type(de::Unexpected::Other("no string"), &"a string"))
     }
 }
 
@@ -452,6 +443,20 @@ impl Envelope<'_> {
             || self
                 .object
                 .is_some_and(|o| o.get().starts_with("\"chat.completion"))
+    }
+
+    /// Whether the data has a field only a Gemini `GenerateContentResponse` chunk has.
+    fn is_gemini_chunk(&self) -> bool {
+        self.candidates.is_some() || self.usage_metadata.is_some() || self.prompt_feedback.is_some()
+    }
+
+    /// Whether [`Decoder::decode`] reads the data, under the event's `kind`, as a Gemini
+    /// chunk: no other format's event comes first.
+    fn reads_as_gemini(&self, kind: Option<&str>) -> bool {
+        let other_kind = kind
+            .is_some_and(|t| t.starts_with("response.") || is_anthropic_kind(t) || t == "error");
+        let chat = self.is_chat_chunk() || (kind.is_none() && self.usage.is_some());
+        self.is_gemini_chunk() && !other_kind && !chat
     }
 }
 
@@ -925,13 +930,33 @@ impl Decoder {
             return Ok(None);
         }
         // One UTF-8 check of the whole event lets serde_json skip its per-string checks.
-        let text =
-            std::str::from_utf8(data).map_err(|e| EventError::InvalidUtf8(e.valid_up_to()))?;
-        let env: Envelope<'_> = serde_json::from_str(text).map_err(EventError::Malformed)?;
+        let replaced: String;
+        let (text, invalid) = match std::str::from_utf8(data) {
+            Ok(text) => (text, None),
+            Err(e) => {
+                replaced = String::from_utf8_lossy(data).into_owned();
+                (replaced.as_str(), Some(e.valid_up_to()))
+            }
+        };
+        let env: Envelope<'_> = serde_json::from_str(text)
+            .map_err(|e| invalid.map_or(EventError::Malformed(e), EventError::InvalidUtf8))?;
         let from_event = std::str::from_utf8(event)
             .ok()
             .filter(|e| !e.is_empty() && *e != "message");
         let kind_text = string(env.kind);
+        // A Chat chunk under an event name (`ping`, another format's, or `error` without an
+        // `error` member): the `openai` SDK reads the data alone, and so the chunk is read.
+        // Taken as the event's kind, the name made it another format's event, dropped.
+        let chat_named = kind_text.is_none()
+            && env.is_chat_chunk()
+            && !(from_event == Some("error") && env.error.is_some());
+        let kind = kind_text.as_deref().or(from_event.filter(|_| !chat_named));
+        if let Some(at) = invalid.filter(|_| !env.reads_as_gemini(kind)) {
+            // google-genai decodes the body's lines with `errors="replace"` and reads a chunk
+            // with bytes that are no UTF-8, U+FFFD in their place; the other SDKs raise on
+            // them, and their events stay unread.
+            return Err(EventError::InvalidUtf8(at));
+        }
         if let (Some(name @ ("error" | "ping")), Some(t)) = (from_event, kind_text.as_deref()) {
             // Anthropic data under the event name the `anthropic` SDK decides by: it raises
             // every `error` event and skips every `ping`, whatever the data says.
@@ -944,13 +969,6 @@ impl Decoder {
                 return Ok(None);
             }
         }
-        // A Chat chunk under an event name (`ping`, another format's, or `error` without an
-        // `error` member): the `openai` SDK reads the data alone, and so the chunk is read.
-        // Taken as the event's kind, the name made it another format's event, dropped.
-        let chat_named = kind_text.is_none()
-            && env.is_chat_chunk()
-            && !(from_event == Some("error") && env.error.is_some());
-        let kind = kind_text.as_deref().or(from_event.filter(|_| !chat_named));
         match kind {
             Some(t) if t.starts_with("response.") => {
                 if let Some(error) = env.error.filter(|e| truthy(e.get())) {
@@ -986,10 +1004,7 @@ impl Decoder {
                 Ok(Some(Format::OpenAiChat))
             }
             // A Gemini `GenerateContentResponse` chunk (no `choices`, checked above).
-            _ if env.candidates.is_some()
-                || env.usage_metadata.is_some()
-                || env.prompt_feedback.is_some() =>
-            {
+            _ if env.is_gemini_chunk() => {
                 self.gemini(&env, emit)?;
                 Ok(Some(Format::Gemini))
             }

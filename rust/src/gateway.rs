@@ -726,7 +726,8 @@ impl StreamDecoder {
 /// left out, so that a stream of usage objects costs memory and time in proportion to what
 /// each brings (never to all of them so far): an object whose text is longer than
 /// [`USAGE_MAX_BYTES`] counts nothing, and members past the first [`USAGE_MAX_MEMBERS`] are
-/// not added (those known are still updated).
+/// not added (those known are still updated). Nor does an object holding an integer of more
+/// than [`USAGE_MAX_DIGITS`] digits, which Python cannot read: `usage` would raise.
 fn merge_usage(merged: &mut Option<serde_json::Map<String, serde_json::Value>>, next: &str) {
     if next.len() > USAGE_MAX_BYTES {
         return;
@@ -735,6 +736,9 @@ fn merge_usage(merged: &mut Option<serde_json::Map<String, serde_json::Value>>, 
         // A usage that is no object (a broken bridge's number or text) counts nothing.
         return;
     };
+    if fresh.values().any(has_long_integer) {
+        return;
+    }
     let merged = merged.get_or_insert_with(serde_json::Map::new);
     for (k, v) in fresh {
         if let Some(v) = without_nulls(v) {
@@ -749,6 +753,24 @@ fn merge_usage(merged: &mut Option<serde_json::Map<String, serde_json::Value>>, 
 pub const USAGE_MAX_BYTES: usize = 8 * 1024;
 /// The most members merged usage keeps.
 pub const USAGE_MAX_MEMBERS: usize = 64;
+/// The most digits of an integer in usage: Python's default `sys.get_int_max_str_digits()`,
+/// past which `json.loads` refuses the text (and `json.dumps` the `int`).
+pub const USAGE_MAX_DIGITS: usize = 4300;
+
+/// Whether `value` holds an integer of more than [`USAGE_MAX_DIGITS`] digits, at any depth.
+fn has_long_integer(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::Number(n) => {
+            let text = n.as_str();
+            text.len() > USAGE_MAX_DIGITS
+                && !text.contains(['.', 'e', 'E'])
+                && text.trim_start_matches('-').len() > USAGE_MAX_DIGITS
+        }
+        serde_json::Value::Array(items) => items.iter().any(has_long_integer),
+        serde_json::Value::Object(map) => map.values().any(has_long_integer),
+        _ => false,
+    }
+}
 
 /// `value` with the `null` members of its objects left out, at any depth; `None` for `null`.
 fn without_nulls(value: serde_json::Value) -> Option<serde_json::Value> {

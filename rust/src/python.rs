@@ -1095,7 +1095,14 @@ impl PyToolCall {
         let d = PyDict::new(py);
         let loads = py.import("json")?.getattr("loads")?;
         for (k, v) in &self.call.metadata {
-            d.set_item(k, loads.call1((v,))?)?;
+            match loads.call1((v,)) {
+                Ok(value) => d.set_item(k, value)?,
+                // An integer longer than Python reads (`sys.get_int_max_str_digits()`): an
+                // opaque provider value no use to the next turn, and provider data must not
+                // raise, as `set_metadata` leaves out one nested past what it can write.
+                Err(e) if e.is_instance_of::<PyValueError>(py) => {}
+                Err(e) => return Err(e),
+            }
         }
         Ok(d)
     }

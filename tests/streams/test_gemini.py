@@ -30,7 +30,7 @@ from toolwire.toolset import Toolset
 
 from .clients import assemble_async, assemble_both, assemble_gemini, assemble_sync, raw_key
 from .conftest import SSEServer
-from .streamkit import chat_chunk, gemini_call, gemini_chunk, sse_body
+from .streamkit import chat_chunk, gemini_call, gemini_chunk, sse_body, tc, tool_delta
 
 FMT = "gemini"
 USAGE = {"promptTokenCount": 12, "candidatesTokenCount": 30, "totalTokenCount": 42}
@@ -1604,3 +1604,42 @@ def test_a_lone_surrogate_in_a_finish_reason_is_u_fffd_on_both_paths(
     info = chunks.feed_chunk(json.loads(chunk))
     chunks.finish()
     assert raw.finish_reason == info.finish_reason == reason
+
+
+def test_bytes_that_are_no_utf8_are_read_as_google_genai_reads_them(
+    sse_server: SSEServer,
+) -> None:
+    # google-genai decodes every line of the body with `errors="replace"` and reads the chunk,
+    # U+FFFD in place of the bytes; the raw path skipped the whole event, and with it the call
+    # the chunk carried whole and the stream's finish reason.
+    chunks = [
+        gemini_chunk(gemini_call("get_weather", {"city": "Pa@1ris"})),
+        gemini_chunk(gemini_call("look@2up", {"id": "x"}), finish="STOP", usage=USAGE),
+    ]
+    body = sse_body(chunks, FMT).replace(b"@1", b"\xff").replace(b"@2", b"\xe6\x9d")
+    _, stream = assemble_both(sse_server.register(body), FMT)
+    assert summary(stream.calls) == [
+        ("get_weather", {"city": "Pa\ufffdris"}, None),
+        ("look\ufffdup", {"id": "x"}, None),
+    ]
+    assert stream.finish_reason == "STOP" and stream.usage == USAGE
+    raw = Assembler()
+    raw.feed_sse(body)
+    raw.finish()
+    assert raw.stream_errors() == []
+
+
+def test_bytes_that_are_no_utf8_leave_other_formats_events_unread() -> None:
+    # Only google-genai reads such bytes: the openai SDK raises on them, and the raw path
+    # still skips that event of a Chat stream (its open call ends `lost_event`).
+    chunks = [
+        chat_chunk(tool_delta(tc(0, id="a", name="f", arguments='{"a": "x'))),
+        chat_chunk(tool_delta(tc(0, arguments='@"}'))),
+        chat_chunk({}, finish_reason="tool_calls"),
+    ]
+    body = sse_body(chunks, "openai-chat")
+    raw = Assembler()
+    raw.feed_sse(body.replace(b"@", b"\xff"))
+    (call,) = raw.finish()
+    assert call.error is not None and call.error.kind == "lost_event"
+    assert [kind for kind, _, _ in raw.stream_errors()] == ["malformed_event"]

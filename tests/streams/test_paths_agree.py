@@ -16,7 +16,7 @@ from toolwire.assembler import Assembler
 
 from .clients import assemble_both, raw_key
 from .conftest import SSEServer
-from .streamkit import Call, anthropic_stream, responses_stream
+from .streamkit import Call, anthropic_stream, responses_stream, sse_body
 
 
 def _dicts(events: list[dict[str, Any]]) -> list[Any]:
@@ -25,6 +25,14 @@ def _dicts(events: list[dict[str, Any]]) -> list[Any]:
     for event in events:
         assembler.feed_chunk(event)
     return assembler.finish()
+
+
+def _raw_errors(events: list[dict[str, Any]], fmt: str) -> list[str]:
+    """The kinds of stream error `feed_sse` tells of the events' body."""
+    assembler = Assembler()
+    assembler.feed_sse(sse_body(events, fmt))
+    assembler.finish()
+    return [kind for kind, _, _ in assembler.stream_errors()]
 
 
 def _agree(sse_server: SSEServer, events: list[dict[str, Any]], fmt: str) -> Any:
@@ -180,3 +188,54 @@ def test_a_late_fragment_that_ends_in_half_a_pair_starts_no_call(
     (call,) = stream.calls
     assert call.ok and call.value == {"e😀": 1}
     assert call.warnings == ["late_fragment_dropped"]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "field"),
+    [
+        ("anthropic", "name"),
+        ("anthropic", "id"),
+        ("openai-responses", "name"),
+        ("openai-responses", "call_id"),
+    ],
+)
+def test_a_lone_surrogate_in_a_name_or_id_is_read_as_the_sdk_reads_it(
+    sse_server: SSEServer, fmt: str, field: str
+) -> None:
+    # The escape of half a surrogate pair, which serde refuses as a string, made the raw path
+    # skip the event that started the second call: that call lost its name and id, and on
+    # Responses the first call, whole and valid, was refused `lost_event` with it. Chat and the
+    # SDK objects read the escape as U+FFFD.
+    calls = [Call("f", '{"a":1}', "t1"), Call("g", '{"b":2}', "t2")]
+    if fmt == "anthropic":
+        events = anthropic_stream(calls)
+        starts = [e["content_block"] for e in events if e["type"] == "content_block_start"]
+    else:
+        events = responses_stream(calls, interleave=True)
+        starts = [e["item"] for e in events if e["type"] == "response.output_item.added"]
+    starts[1][field] += "\ud800"
+    stream = _agree(sse_server, events, fmt)
+    first, second = stream.calls
+    assert first.ok and first.value == {"a": 1}
+    assert second.ok and second.value == {"b": 2}
+    assert (second.name, second.id) == (("g\ufffd", "t2") if field == "name" else ("g", "t2\ufffd"))
+    assert _raw_errors(events, fmt) == []
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses"])
+def test_a_lone_surrogate_in_a_stop_reason_keeps_the_finish_reason(
+    sse_server: SSEServer, fmt: str
+) -> None:
+    # The reason was lost with the event that carried it (and the stream read as cut off),
+    # where Chat's `finish_reason` and the SDK objects keep it, U+FFFD for the half.
+    if fmt == "anthropic":
+        events = anthropic_stream([Call("f", '{"a":1}', "t1")], stop_reason="max_tokens\ud800")
+    else:
+        events = responses_stream(
+            [Call("f", '{"a":1}', "t1")],
+            status="incomplete",
+            incomplete_reason="max_output_tokens\ud800",
+        )
+    stream = _agree(sse_server, events, fmt)
+    assert stream.finish_reason is not None and stream.finish_reason.endswith("\ufffd")
+    assert _raw_errors(events, fmt) == []

@@ -383,6 +383,16 @@ _DEEP = '{"a":' * 1000 + "1" + "}" * 1000
             + b"}\n\n",
             RecursionError,
         ),
+        # An integer longer than Python's limit for int parsing (4300 digits), in a field no
+        # one reads: `json.loads` raises a plain ValueError, no JSONDecodeError.
+        *[
+            (
+                fmt,
+                b'event: x\ndata: {"type":"ping","n":1' + b"0" * 5000 + b"}\n\n",
+                ValueError,
+            )
+            for fmt in ("openai-chat", "anthropic", "openai-responses")
+        ],
     ],
 )
 def test_an_event_the_sdk_cannot_decode_ends_the_stream_without_raising(

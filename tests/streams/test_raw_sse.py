@@ -640,3 +640,41 @@ def test_a_usage_that_is_no_object_counts_nothing(odd: bytes) -> None:
     stream = assemble(chunks)
     events = list(stream)
     assert stream.usage == {"prompt_tokens": 3} and events[-1].usage == {"prompt_tokens": 3}
+
+
+def test_a_usage_with_an_integer_python_cannot_read_counts_nothing() -> None:
+    # A count of 5,001 digits is well within the 8 KiB bound: kept as sent, it made `usage`
+    # raise on every read (`json.loads` refuses an integer longer than
+    # `sys.get_int_max_str_digits()`), and `feed_chunk` raised on the same object as a dict
+    # (`json.dumps` refuses to write it). It counts nothing on either path.
+    def chunk(finish: str | None, usage: bytes) -> bytes:
+        choice = b'{"index":0,"delta":{"content":"hi"},"finish_reason":'
+        choice += b"null" if finish is None else b'"' + finish.encode() + b'"'
+        return b'data: {"choices":[' + choice + b'}],"usage":' + usage + b"}\n\n"
+
+    big = b"1" + b"0" * 5000
+    body = chunk(None, b'{"prompt_tokens":3}')
+    body += chunk("stop", b'{"completion_tokens":{"n":' + big + b'},"x":1}')
+    raw = Assembler()
+    raw.feed_sse(body + b"data: [DONE]\n\n")
+    raw.finish()
+    assert raw.usage == {"prompt_tokens": 3}
+    dicts = Assembler()
+    dicts.feed_chunk(chat_chunk({"content": "hi"}, usage={"prompt_tokens": 3}))
+    info = dicts.feed_chunk(
+        chat_chunk({}, finish_reason="stop", usage={"completion_tokens": {"n": 10**5000}, "x": 1})
+    )
+    assert info.usage == {"prompt_tokens": 3}
+
+
+def test_provider_metadata_with_an_integer_python_cannot_read_is_left_out() -> None:
+    # An opaque provider field (quirk 31) is kept as sent; reading it back with `json.loads`
+    # raised from `ToolCall.metadata` on every access.
+    entry = tc(0, id="a", name="f", arguments="{}", extra_content={"google": {"n": "@"}})
+    body = sse_body(
+        [chat_chunk(tool_delta(entry)), chat_chunk({}, finish_reason="tool_calls")], "openai-chat"
+    )
+    raw = Assembler()
+    raw.feed_sse(body.replace(b'"@"', b"1" + b"0" * 5000))
+    (call,) = raw.finish()
+    assert call.ok and call.value == {} and call.metadata == {}

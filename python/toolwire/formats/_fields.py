@@ -195,8 +195,9 @@ def merge_usage(known: dict[str, Any] | None, usage: object) -> dict[str, Any] |
     Usage is a handful of counts; a provider's is never near these bounds, and what passes them
     is left out, as on the raw SSE path, so that a stream of usage objects costs time in
     proportion to what each brings: an object nested deeper than `_USAGE_MAX_DEPTH` or whose
-    JSON text is longer than `_USAGE_MAX_BYTES` counts nothing, and members past the first
-    `_USAGE_MAX_MEMBERS` are not added (those known are still updated).
+    JSON text is longer than `_USAGE_MAX_BYTES` counts nothing, nor does one holding an integer
+    too long for Python to write, and members past the first `_USAGE_MAX_MEMBERS` are not
+    added (those known are still updated).
 
     Args:
         known: The usage merged so far (not modified), or `None`.
@@ -208,7 +209,12 @@ def merge_usage(known: dict[str, Any] | None, usage: object) -> dict[str, Any] |
     raw = plain(usage)
     if not isinstance(raw, dict) or not _nested_within(raw, _USAGE_MAX_DEPTH):
         return known
-    text = json.dumps(raw, ensure_ascii=False, separators=(",", ":"), default=str)
+    try:
+        text = json.dumps(raw, ensure_ascii=False, separators=(",", ":"), default=str)
+    except ValueError:
+        # An integer longer than Python writes (`sys.get_int_max_str_digits()`): as on the raw
+        # SSE path, whose text of it `json.loads` would refuse, the object counts nothing.
+        return known
     if len(text.encode(errors="surrogatepass")) > _USAGE_MAX_BYTES:
         return known
     fresh = cast("dict[str, Any]", _without_none(raw))
