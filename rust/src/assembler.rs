@@ -1505,6 +1505,12 @@ impl Assembler {
     /// # Errors
     /// [`Misuse`] after finish or for an unknown ordinal.
     pub fn set_metadata(&mut self, ordinal: usize, key: &str, json: &str) -> Result<(), Misuse> {
+        if text_has_long_integer(json) {
+            // Kept, it would make the call's metadata unreadable in Python: the field is left
+            // out, on the record.
+            warn_once(self.open_call_mut(ordinal)?, warning::METADATA_DROPPED);
+            return Ok(());
+        }
         // A value that replaces the key's last one counts only what it adds: the stream keeps
         // one value per key (a provider may resend a field, a signature, with every chunk).
         let kept = self
@@ -1554,6 +1560,9 @@ impl Assembler {
         key: &str,
         json: &str,
     ) -> Result<(), Misuse> {
+        if text_has_long_integer(json) && !self.finished {
+            return self.drop_metadata_for_key(index);
+        }
         match self.metadata_call(index) {
             Some(ordinal) => self.set_metadata(ordinal, key, json),
             None if self.finished => Err(Misuse::Finished),
@@ -2476,6 +2485,33 @@ fn first_non_ws_offset(text: &[u8]) -> usize {
 /// the search itself on short arguments, and EF leads only U+F000 to U+FFFF, rare in text.
 fn contains_replacement_character(text: &[u8]) -> bool {
     memchr::memchr_iter(0xEF, text).any(|at| text.get(at + 1..at + 3) == Some(&[0xBF, 0xBD]))
+}
+
+/// The most digits of an integer Python reads from JSON text: its default
+/// `sys.get_int_max_str_digits()`, past which `json.loads` refuses the text (and `json.dumps`
+/// the `int`). Provider data kept for the next turn (usage, metadata) must hold none longer.
+pub const MAX_INT_DIGITS: usize = 4300;
+
+/// Whether `value` holds an integer of more than [`MAX_INT_DIGITS`] digits, at any depth.
+pub(crate) fn has_long_integer(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::Number(n) => {
+            let text = n.as_str();
+            text.len() > MAX_INT_DIGITS
+                && !text.contains(['.', 'e', 'E'])
+                && text.trim_start_matches('-').len() > MAX_INT_DIGITS
+        }
+        serde_json::Value::Array(items) => items.iter().any(has_long_integer),
+        serde_json::Value::Object(map) => map.values().any(has_long_integer),
+        _ => false,
+    }
+}
+
+/// Whether the JSON text `json` holds such an integer. Only a text longer than the digits
+/// can, so the usual short field is not parsed.
+fn text_has_long_integer(json: &str) -> bool {
+    json.len() > MAX_INT_DIGITS
+        && serde_json::from_str::<serde_json::Value>(json).is_ok_and(|v| has_long_integer(&v))
 }
 
 fn warn_once(call: &mut Call, warning: &'static str) {

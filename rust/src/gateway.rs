@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::assembler::{Arguments, Assembler, Delta, Summary, ToolCall};
+use crate::assembler::{has_long_integer, Arguments, Assembler, Delta, Summary, ToolCall};
 use crate::envelope::{is_done_marker, Action, Decoder, EventError, FinishReason, Format};
 use crate::error::Misuse;
 use crate::sse::{Framer, SseConfig, SseError, Tail};
@@ -727,7 +727,7 @@ impl StreamDecoder {
 /// each brings (never to all of them so far): an object whose text is longer than
 /// [`USAGE_MAX_BYTES`] counts nothing, and members past the first [`USAGE_MAX_MEMBERS`] are
 /// not added (those known are still updated). Nor does an object holding an integer of more
-/// than [`USAGE_MAX_DIGITS`] digits, which Python cannot read: `usage` would raise.
+/// than [`MAX_INT_DIGITS`] digits, which Python cannot read: `usage` would raise.
 fn merge_usage(merged: &mut Option<serde_json::Map<String, serde_json::Value>>, next: &str) {
     if next.len() > USAGE_MAX_BYTES {
         return;
@@ -753,25 +753,6 @@ fn merge_usage(merged: &mut Option<serde_json::Map<String, serde_json::Value>>, 
 pub const USAGE_MAX_BYTES: usize = 8 * 1024;
 /// The most members merged usage keeps.
 pub const USAGE_MAX_MEMBERS: usize = 64;
-/// The most digits of an integer in usage: Python's default `sys.get_int_max_str_digits()`,
-/// past which `json.loads` refuses the text (and `json.dumps` the `int`).
-pub const USAGE_MAX_DIGITS: usize = 4300;
-
-/// Whether `value` holds an integer of more than [`USAGE_MAX_DIGITS`] digits, at any depth.
-fn has_long_integer(value: &serde_json::Value) -> bool {
-    match value {
-        serde_json::Value::Number(n) => {
-            let text = n.as_str();
-            text.len() > USAGE_MAX_DIGITS
-                && !text.contains(['.', 'e', 'E'])
-                && text.trim_start_matches('-').len() > USAGE_MAX_DIGITS
-        }
-        serde_json::Value::Array(items) => items.iter().any(has_long_integer),
-        serde_json::Value::Object(map) => map.values().any(has_long_integer),
-        _ => false,
-    }
-}
-
 /// `value` with the `null` members of its objects left out, at any depth; `None` for `null`.
 fn without_nulls(value: serde_json::Value) -> Option<serde_json::Value> {
     match value {

@@ -667,14 +667,18 @@ def test_a_usage_with_an_integer_python_cannot_read_counts_nothing() -> None:
     assert info.usage == {"prompt_tokens": 3}
 
 
-def test_provider_metadata_with_an_integer_python_cannot_read_is_left_out() -> None:
+@pytest.mark.parametrize("alone", [False, True])
+def test_provider_metadata_with_an_integer_python_cannot_read_is_left_out(alone: bool) -> None:
     # An opaque provider field (quirk 31) is kept as sent; reading it back with `json.loads`
-    # raised from `ToolCall.metadata` on every access.
-    entry = tc(0, id="a", name="f", arguments="{}", extra_content={"google": {"n": "@"}})
-    body = sse_body(
-        [chat_chunk(tool_delta(entry)), chat_chunk({}, finish_reason="tool_calls")], "openai-chat"
-    )
+    # raised from `ToolCall.metadata` on every access. It is left out, and the call says so,
+    # whether it came with the call's first delta or alone before it (held for the call).
+    extra = {"extra_content": {"google": {"n": "@"}}}
+    first = tc(0, id="a", name="f", arguments="{}", **({} if alone else extra))
+    chunks = [chat_chunk(tool_delta(first)), chat_chunk({}, finish_reason="tool_calls")]
+    if alone:
+        chunks.insert(0, chat_chunk(tool_delta({"index": 0, **extra})))
     raw = Assembler()
-    raw.feed_sse(body.replace(b'"@"', b"1" + b"0" * 5000))
+    raw.feed_sse(sse_body(chunks, "openai-chat").replace(b'"@"', b"1" + b"0" * 5000))
     (call,) = raw.finish()
     assert call.ok and call.value == {} and call.metadata == {}
+    assert "metadata_dropped" in call.warnings
