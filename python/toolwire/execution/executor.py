@@ -197,6 +197,11 @@ _MAX_MISSING = 20
 # passed (a tool stopped by the deadline still has its outcome written; a hung store does not
 # hold the call).
 _SETTLE_GRACE = 1.0
+# Tries of a step that records a write's outcome (complete, fail, release) while the store
+# fails, and the pause before the second (doubled before the third): a step left undone keeps
+# the claim in progress for its whole lease and then, under `report`, unknown for good.
+_SETTLE_TRIES = 3
+_SETTLE_BACKOFF = 0.05
 # Errors listed in a refusal payload (as many as `Outcome.errors` holds).
 _MAX_ERRORS = 5
 
@@ -1997,6 +2002,35 @@ class Executor:
         finally:
             run.claim = None
 
+    def _retried(
+        self, op: Callable[[Ledger, str, str], None], until: float | None
+    ) -> Callable[[Ledger, str, str], None]:
+        """``op`` tried again while the store fails (a reset connection, a failover, a
+        moment of I/O trouble): `_SETTLE_TRIES` times in all, paced by the executor's clock,
+        and none begun past ``until`` (the executor clock's ``monotonic()``; None: no bound),
+        when nobody waits for the step any more.
+
+        Safe because every step is idempotent per token: a finish repeated with the same
+        outcome is a no-op (see `decide_finish`), so a try that landed although it raised is
+        not undone by the next. ``ClaimLost`` is an answer, not a failure: never tried again.
+        """
+
+        def retried(ledger: Ledger, key: str, token: str) -> None:
+            for attempt in range(1, _SETTLE_TRIES + 1):
+                try:
+                    op(ledger, key, token)
+                    return
+                except ClaimLost:
+                    raise
+                except Exception:
+                    pause = _SETTLE_BACKOFF * 2 ** (attempt - 1)
+                    late = until is not None and self.clock.monotonic() + pause >= until
+                    if attempt == _SETTLE_TRIES or late:
+                        raise
+                self.clock.sleep(pause)
+
+        return retried
+
     def _ledger_op_in_time(
         self, run: _Run, op: Callable[[Ledger, str, str], None], key: str, token: str
     ) -> bool:
@@ -2004,21 +2038,24 @@ class Executor:
         ledger under a request deadline is asked in a daemon thread and given what is left of
         the deadline, at least ``_SETTLE_GRACE`` (the tool has run; its outcome deserves a
         try). A store that answered the claim and then hangs cannot hold the call's result:
-        the step is abandoned (returns False) and may still land later. Raises what the step
-        raised when it answered in time."""
+        the step is abandoned (returns False) and may still land later. A store that fails
+        is tried again within that time (see `_retried`). Raises what the step raised when it
+        answered in time."""
         remaining = self._time_left(run)
         ledger = self.ledger
-        if remaining is None or not ledger.blocking:
-            op(ledger, key, token)
+        wait = None if remaining is None else max(remaining, _SETTLE_GRACE)
+        step = self._retried(op, None if wait is None else self.clock.monotonic() + wait)
+        if wait is None or not ledger.blocking:
+            step(ledger, key, token)
             return True
         try:
-            done = _in_thread(lambda: op(ledger, key, token), f"toolwire-ledger-{run.spec.name}")
+            done = _in_thread(lambda: step(ledger, key, token), f"toolwire-ledger-{run.spec.name}")
         except RuntimeError:
             # No thread to be had: the step unbounded, rather than the outcome not recorded.
-            op(ledger, key, token)
+            step(ledger, key, token)
             return True
         try:
-            done.result(timeout=max(remaining, _SETTLE_GRACE))
+            done.result(timeout=wait)
         except FutureTimeout:
             return False
         return True
