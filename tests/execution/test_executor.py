@@ -790,6 +790,43 @@ def test_execute_all_one_result_per_call_in_order(workers: int | None) -> None:
     assert [r.value for r in results if r.ok] == [1, 3, 5]  # failures roll nothing back
 
 
+@pytest.mark.parametrize("threads", [0, 1])
+def test_execute_all_without_threads_to_be_had_still_answers_every_call_once(
+    monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    # The process at its thread limit: the pool starts `threads` workers, then `submit`
+    # raises after queueing the call (which a worker may still take). Each call runs once,
+    # in the pool or in the caller's thread, and has its result.
+    start = threading.Thread.start
+    started: list[str] = []
+
+    def limited(thread: threading.Thread) -> None:
+        if thread.name.startswith("toolwire_"):
+            if len(started) == threads:
+                raise RuntimeError("can't start new thread")
+            started.append(thread.name)
+        start(thread)
+
+    runs: list[int] = []
+    lock = threading.Lock()
+
+    def write(args: Any) -> int:
+        with lock:
+            runs.append(args["n"])
+        return args["n"]
+
+    ex = Executor(breaker=False, ledger=MemoryLedger())
+    ex.register("w", write, side_effects=True)
+    calls = [Call("w", f"c{n}", {"n": n}) for n in range(6)]
+    monkeypatch.setattr(threading.Thread, "start", limited)
+    results = ex.execute_all(calls, RequestContext("r", "s"), max_workers=4)
+    monkeypatch.undo()
+    assert [(r.call_id, r.state, r.value) for r in results] == [
+        (f"c{n}", "ok", n) for n in range(6)
+    ]
+    assert sorted(runs) == list(range(6)) and ex.observer.counts["calls"] == 6
+
+
 @pytest.mark.parametrize("workers", [None, 4])
 def test_execute_all_answers_a_sync_tool_that_raised_cancelled_error(workers: int | None) -> None:
     # A sync tool running its own event loop can raise CancelledError; nobody cancelled the

@@ -1077,10 +1077,7 @@ class Executor:
             return self._execute_guarded(call, ctx)
 
         with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="toolwire") as pool:
-            # Each call in its own copy of the caller's context, taken here in the caller's
-            # thread (a pool thread has a context of its own, and one context cannot be
-            # entered by two threads at once).
-            running = [pool.submit(contextvars.copy_context().run, one, call) for call in calls]
+            running = [_submitted(pool, one, call) for call in calls]
             return [future.result() for future in running]
 
     async def aexecute_all(
@@ -2752,6 +2749,45 @@ class _Job:
             if self._state == "queued":
                 self._state = "withdrawn"
             return self._state == "withdrawn"
+
+
+def _submitted(
+    pool: ThreadPoolExecutor,
+    one: Callable[[ValidatedCall], ExecutionResult],
+    call: ValidatedCall,
+) -> Future[ExecutionResult]:
+    """``one(call)`` handed to ``pool`` for `Executor.execute_all`, never lost: a call the
+    pool cannot take runs in the caller's thread instead, and once either way.
+
+    ``ThreadPoolExecutor.submit`` raises when it cannot start a thread (the process at its
+    thread limit) after queueing the work, which a worker it already has may then run: the
+    call would run while its future, its result with it, was lost. A `_Job` decides who runs
+    it: the first to take it.
+    """
+    # Its own copy of the caller's context, taken here in the caller's thread (a pool thread
+    # has a context of its own, and one context cannot be entered by two threads at once).
+    context = contextvars.copy_context()
+    job = _Job(lambda: context.run(one, call))
+    outcome: Future[ExecutionResult] = Future()
+
+    def work() -> None:
+        try:
+            result = job()
+        except BaseException as exc:  # KeyboardInterrupt: raised where the result is read
+            outcome.set_exception(exc)
+        else:
+            if result is not None:  # None: withdrawn, the caller runs it
+                outcome.set_result(result)
+
+    try:
+        pool.submit(work)
+    except RuntimeError:
+        if job.withdraw():
+            try:
+                outcome.set_result(context.run(one, call))
+            except BaseException as exc:
+                outcome.set_exception(exc)
+    return outcome
 
 
 async def _to_thread_then_await(job: _Job) -> Any:
