@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -592,3 +593,41 @@ async def test_a_cancelled_write_is_recorded_off_the_event_loop(
     assert observer.states == ["unknown_outcome"]
     again = await ex.aexecute(call)
     assert again.state == "unknown_outcome" and again.attempts == 0
+
+
+def test_an_exit_raised_while_execute_waits_for_its_claim_gives_the_claim_back() -> None:
+    # A SIGTERM handler raising SystemExit while `execute` waits for a slow store's claim:
+    # the claim lands after the caller left. Nothing ran, so it is released, not left in
+    # progress for a whole lease and then reported stale.
+    main = threading.get_ident()
+    landing = threading.Event()
+
+    class SlowClaims(MemoryLedger):
+        blocking = True
+
+        def claim(self, key: str, **options: Any) -> Claim:
+            if not landing.is_set():
+                signal.pthread_kill(main, signal.SIGUSR1)  # the signal comes while it claims
+                landing.wait(PATIENCE)
+            return super().claim(key, **options)
+
+    def exit_now(signum: int, frame: object) -> None:
+        raise SystemExit("terminated")
+
+    ledger = SlowClaims()
+    runs: list[int] = []
+    ex = Executor(ledger=ledger)
+    ex.register("w", lambda args: runs.append(1), side_effects=True)
+    previous = signal.signal(signal.SIGUSR1, exit_now)
+    try:
+        with pytest.raises(SystemExit):
+            ex.execute(Call("w", "c1", {}), ex.request("r", "s", timeout=PATIENCE))
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    landing.set()
+    for thread in threading.enumerate():
+        if thread.name == "toolwire-claim-w":
+            thread.join(PATIENCE)
+    assert runs == [] and ledger.get(derive_key(tool="w", session_id="s", call_id="c1")) is None
+    again = ex.execute(Call("w", "c1", {}), ex.request("r", "s", timeout=PATIENCE))
+    assert again.state == "ok" and runs == [1]

@@ -1463,14 +1463,24 @@ class Executor:
             return None
         if remaining is None or not self.ledger.blocking:
             return self._claim(run)
-        pending, abandon = self._claim_in_thread(run)
+        pending, abandon, start = self._claim_in_thread(run)
         try:
+            start()
             return pending.result(timeout=remaining)
         except FutureTimeout:
             late = abandon()
             if late is not None:  # landed between the timeout and the abandonment
                 return late
             return self._claim_timed_out(remaining)
+        except BaseException:
+            # Raised into the wait (SystemExit from a SIGTERM handler, KeyboardInterrupt): the
+            # caller leaves, as `_aclaim`'s does when cancelled, and a claim landing later
+            # must be given back, or the key of a write that never ran would stay in
+            # progress for a whole lease and then be reported stale.
+            late = abandon()
+            if late is not None:
+                self._release_late(run, late)
+            raise
 
     async def _aclaim(self, run: _Run) -> Claim | LedgerUnavailable | None:
         remaining = self._time_left(run)
@@ -1483,7 +1493,8 @@ class Executor:
         # works even when the event loop is shutting down and cancels every task), the caller
         # if the claim was made but not yet delivered. A daemon thread rather than the loop's
         # default executor, so a hung store cannot hold up the loop's shutdown either.
-        pending, abandon = self._claim_in_thread(run)
+        pending, abandon, start = self._claim_in_thread(run)
+        start()
         waiter = asyncio.wrap_future(pending)
         try:
             done, _ = await asyncio.wait({waiter}, timeout=remaining)
@@ -1504,9 +1515,16 @@ class Executor:
 
     def _claim_in_thread(
         self, run: _Run
-    ) -> tuple[Future[Claim | LedgerUnavailable], Callable[[], Claim | LedgerUnavailable | None]]:
-        """Start the claim in a daemon thread; returns its future and ``abandon``, which gives
-        up on it and returns the claim if it already landed (the caller then owns it)."""
+    ) -> tuple[
+        Future[Claim | LedgerUnavailable],
+        Callable[[], Claim | LedgerUnavailable | None],
+        Callable[[], None],
+    ]:
+        """The claim in a daemon thread: returns its future, ``abandon``, which gives up on it
+        and returns the claim if it already landed (the caller then owns it), and ``start``,
+        which starts the thread. Started by the caller where ``abandon`` is in reach: an
+        exception raised into it from the moment the thread runs (a signal handler's) must
+        give the claim back."""
         lock = threading.Lock()
         box: dict[str, Any] = {}
         pending: Future[Claim | LedgerUnavailable] = Future()
@@ -1528,16 +1546,18 @@ class Executor:
                 box["abandoned"] = True
                 return box.pop("claim", None)
 
-        try:
-            threading.Thread(
-                target=contextvars.copy_context().run,
-                args=(work,),
-                name=f"toolwire-claim-{run.spec.name}",
-                daemon=True,
-            ).start()
-        except RuntimeError as exc:  # no thread to be had: nothing was claimed, nothing runs
-            pending.set_result(LedgerUnavailable(f"no thread for the claim: {exc}"))
-        return pending, abandon
+        def start() -> None:
+            try:
+                threading.Thread(
+                    target=contextvars.copy_context().run,
+                    args=(work,),
+                    name=f"toolwire-claim-{run.spec.name}",
+                    daemon=True,
+                ).start()
+            except RuntimeError as exc:  # no thread to be had: nothing was claimed, nothing runs
+                pending.set_result(LedgerUnavailable(f"no thread for the claim: {exc}"))
+
+        return pending, abandon, start
 
     def _release_late(self, run: _Run, claim: Claim | LedgerUnavailable) -> None:
         """Give back a claim nobody will use (it landed after the call ended). Leaves ``run``
