@@ -251,6 +251,32 @@ async def test_async_timeout_cancels_the_tool() -> None:
     await asyncio.wait_for(cancelled.wait(), 1)
 
 
+@pytest.mark.parametrize("side_effects", [False, True])
+async def test_an_attempt_that_completes_when_cancelled_at_its_timeout_keeps_its_value(
+    side_effects: bool,
+) -> None:
+    # A tool that finishes its commit rather than leave it halfway when it is cancelled, and
+    # returns: the write is known to have succeeded (not unknown), the read not run again.
+    runs: list[int] = []
+
+    async def commit(args: Any) -> dict[str, bool]:
+        runs.append(1)
+        try:
+            await asyncio.Event().wait()  # slower than its timeout
+        except asyncio.CancelledError:
+            await asyncio.sleep(0)  # the commit's last step
+        return {"committed": True}
+
+    ex = Executor(ledger=MemoryLedger(), breaker=False)
+    ex.register("commit", commit, side_effects=side_effects, timeout=0.02)
+    result = await ex.aexecute(Call("commit", "c", {}), RequestContext("r", "s"))
+    assert result.state == "ok" and result.value == {"committed": True}
+    assert result.attempts == 1 and runs == [1]
+    again = await ex.aexecute(Call("commit", "c", {}), RequestContext("r", "s"))
+    assert again.value == {"committed": True}
+    assert again.state == ("duplicate_suppressed" if side_effects else "ok")
+
+
 async def test_a_timed_out_attempt_ends_before_the_next_one_or_the_result() -> None:
     # The cancelled attempt's cleanup awaits: the retry must not start beside it, nor the
     # result be settled while it still runs.

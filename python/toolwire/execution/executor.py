@@ -2905,6 +2905,12 @@ async def _await_with_timeout(
     if task in done:
         return task.result()
     stopped = await _stop(task)
+    if stopped and not task.cancelled() and task.exception() is None:
+        # Cancelled, it finished its work instead of stopping halfway (a commit it would not
+        # leave undone) and returned: the attempt's result, late as it is. Reported as a
+        # timeout, a write known to have succeeded would be recorded unknown, and a read
+        # would run again after each success.
+        return task.result()
     raise _AttemptTimeout(
         f"tool {name!r} timed out after {timeout:.3f}s", still_running=not stopped
     )
