@@ -1502,7 +1502,13 @@ class Executor:
             waiter.cancel()
             late = abandon()
             if late is not None:
-                self._release_late(run, late)
+                # Landed, not yet delivered: given back before the cancellation goes on (the
+                # caller's retry then finds the key free), in a thread (a slow store must not
+                # stall the loop meanwhile).
+                claim = late
+                await _through_cancellation(
+                    lambda: self._release_late(run, claim), f"toolwire-release-{run.spec.name}"
+                )
             raise
         if waiter in done:
             return waiter.result()
@@ -1581,31 +1587,13 @@ class Executor:
         Once the tool has started, the outcome must reach the ledger and the observer however
         the caller leaves: a cancellation landing here waits for the settlement to end and is
         raised after it (a claim left in progress would answer a retry "in progress", then
-        "unknown outcome", for a write that succeeded). The thread is a daemon thread of its
-        own, not the loop's default executor: a job queued there behind busy workers (sync
-        tools) never runs once its awaiter is cancelled, and would hold the result meanwhile.
+        "unknown outcome", for a write that succeeded). See `_through_cancellation`.
         """
         claim = run.claim
         blocking = self._ledger is not None and self._ledger.blocking
         if not blocking or not isinstance(claim, Claim) or claim.token is None:
             return settle()  # nothing to wait for: settled before a cancellation can land
-        try:
-            settling = _in_thread(settle, f"toolwire-settle-{run.spec.name}")
-        except RuntimeError:
-            # No thread to be had (the process at its thread limit): the loop waits for the
-            # ledger, where giving up would lose the outcome of a tool that ran.
-            return settle()
-        waiter = asyncio.wrap_future(settling)
-        cancelled: asyncio.CancelledError | None = None
-        while not waiter.done():
-            try:
-                # `wait`, unlike awaiting the future, leaves it running when we are cancelled.
-                await asyncio.wait({waiter})
-            except asyncio.CancelledError as exc:
-                cancelled = exc
-        if cancelled is not None:
-            raise cancelled from waiter.exception()
-        return waiter.result()
+        return await _through_cancellation(settle, f"toolwire-settle-{run.spec.name}")
 
     def _claim_result(self, run: _Run) -> ExecutionResult | None:
         """Turn a non-``claimed`` ledger answer into the call's result (``None``: go ahead)."""
@@ -2867,6 +2855,31 @@ def _in_thread(fn: Callable[[], T], name: str) -> Future[T]:
 
     threading.Thread(target=work, name=name, daemon=True).start()
     return done
+
+
+async def _through_cancellation(fn: Callable[[], T], name: str) -> T:
+    """``fn`` in a daemon thread of its own, awaited to its end however often the caller is
+    cancelled meanwhile; the cancellation is raised after it. For a blocking ledger's step
+    that must be over before the caller leaves (a claim left in progress would answer its
+    retry "in progress", then "unknown outcome"). Not the loop's default executor: a job
+    queued there behind busy workers (sync tools) never runs once its awaiter is cancelled."""
+    try:
+        running = _in_thread(fn, name)
+    except RuntimeError:
+        # No thread to be had (the process at its thread limit): the loop waits for the
+        # ledger, where giving up would lose what the step records.
+        return fn()
+    waiter = asyncio.wrap_future(running)
+    cancelled: asyncio.CancelledError | None = None
+    while not waiter.done():
+        try:
+            # `wait`, unlike awaiting the future, leaves it running when we are cancelled.
+            await asyncio.wait({waiter})
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+    if cancelled is not None:
+        raise cancelled from waiter.exception()
+    return waiter.result()
 
 
 def _call_with_timeout(fn: Callable[[], Any], timeout: float | None, name: str) -> Any:
