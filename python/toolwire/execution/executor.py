@@ -1066,7 +1066,8 @@ class Executor:
         """Execute independent calls; one result per call, in input order.
 
         A failure never undoes another call's success. With ``max_workers`` > 1 the calls run
-        in a thread pool, otherwise one after another.
+        in a thread pool (a call it cannot start a thread for runs in the caller's thread),
+        otherwise one after another.
         """
         calls = _checked_calls(calls)
         ctx = context or self.request()
