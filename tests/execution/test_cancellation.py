@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -592,3 +593,83 @@ async def test_a_cancelled_write_is_recorded_off_the_event_loop(
     assert observer.states == ["unknown_outcome"]
     again = await ex.aexecute(call)
     assert again.state == "unknown_outcome" and again.attempts == 0
+
+
+def test_an_exit_raised_while_execute_waits_for_its_claim_gives_the_claim_back() -> None:
+    # A SIGTERM handler raising SystemExit while `execute` waits for a slow store's claim:
+    # the claim lands after the caller left. Nothing ran, so it is released, not left in
+    # progress for a whole lease and then reported stale.
+    main = threading.get_ident()
+    landing = threading.Event()
+
+    class SlowClaims(MemoryLedger):
+        blocking = True
+
+        def claim(self, key: str, **options: Any) -> Claim:
+            if not landing.is_set():
+                signal.pthread_kill(main, signal.SIGUSR1)  # the signal comes while it claims
+                landing.wait(PATIENCE)
+            return super().claim(key, **options)
+
+    def exit_now(signum: int, frame: object) -> None:
+        raise SystemExit("terminated")
+
+    ledger = SlowClaims()
+    runs: list[int] = []
+    ex = Executor(ledger=ledger)
+    ex.register("w", lambda args: runs.append(1), side_effects=True)
+    previous = signal.signal(signal.SIGUSR1, exit_now)
+    try:
+        with pytest.raises(SystemExit):
+            ex.execute(Call("w", "c1", {}), ex.request("r", "s", timeout=PATIENCE))
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    landing.set()
+    for thread in threading.enumerate():
+        if thread.name == "toolwire-claim-w":
+            thread.join(PATIENCE)
+    assert runs == [] and ledger.get(derive_key(tool="w", session_id="s", call_id="c1")) is None
+    again = ex.execute(Call("w", "c1", {}), ex.request("r", "s", timeout=PATIENCE))
+    assert again.state == "ok" and runs == [1]
+
+
+async def test_a_claim_landing_as_aexecute_is_cancelled_is_given_back_off_the_loop() -> None:
+    # The claim has landed but not yet reached the waiting task when it is cancelled: the
+    # task gives it back before it leaves (its caller's retry finds the key free), in a
+    # thread (a blocking store's call on the loop would stall every request on it).
+    go, opened = threading.Event(), threading.Event()
+    releasers: list[threading.Thread] = []
+
+    class Held(MemoryLedger):
+        blocking = True
+
+        def claim(self, key: str, **options: Any) -> Claim:
+            go.wait(PATIENCE)
+            return super().claim(key, **options)
+
+        def release(self, key: str, token: str) -> None:
+            releasers.append(threading.current_thread())
+            opened.wait(2.0)  # a slow store
+            super().release(key, token)
+
+    ledger = Held()
+    runs: list[int] = []
+    ex = Executor(ledger=ledger)
+    ex.register("w", lambda args: runs.append(1), side_effects=True)
+    task = asyncio.ensure_future(ex.aexecute(Call("w", "c1", {}), ex.request("r", "s")))
+    while not any(t.name == "toolwire-claim-w" for t in threading.enumerate()):
+        await asyncio.sleep(0)
+    go.set()
+    for thread in threading.enumerate():
+        if thread.name == "toolwire-claim-w":
+            thread.join(PATIENCE)  # landed; its delivery waits for the loop
+    task.cancel()
+    # The loop goes on while the store is slow, and the cancelled call waits for the release.
+    done, _ = await asyncio.wait({task}, timeout=0.1)
+    assert not done and releasers and releasers[0] is not threading.current_thread()
+    opened.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert ledger.get(derive_key(tool="w", session_id="s", call_id="c1")) is None
+    assert (await ex.aexecute(Call("w", "c1", {}), ex.request("r", "s"))).state == "ok"
+    assert runs == [1] and len(releasers) == 1

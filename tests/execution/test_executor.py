@@ -251,6 +251,32 @@ async def test_async_timeout_cancels_the_tool() -> None:
     await asyncio.wait_for(cancelled.wait(), 1)
 
 
+@pytest.mark.parametrize("side_effects", [False, True])
+async def test_an_attempt_that_completes_when_cancelled_at_its_timeout_keeps_its_value(
+    side_effects: bool,
+) -> None:
+    # A tool that finishes its commit rather than leave it halfway when it is cancelled, and
+    # returns: the write is known to have succeeded (not unknown), the read not run again.
+    runs: list[int] = []
+
+    async def commit(args: Any) -> dict[str, bool]:
+        runs.append(1)
+        try:
+            await asyncio.Event().wait()  # slower than its timeout
+        except asyncio.CancelledError:
+            await asyncio.sleep(0)  # the commit's last step
+        return {"committed": True}
+
+    ex = Executor(ledger=MemoryLedger(), breaker=False)
+    ex.register("commit", commit, side_effects=side_effects, timeout=0.02)
+    result = await ex.aexecute(Call("commit", "c", {}), RequestContext("r", "s"))
+    assert result.state == "ok" and result.value == {"committed": True}
+    assert result.attempts == 1 and runs == [1]
+    again = await ex.aexecute(Call("commit", "c", {}), RequestContext("r", "s"))
+    assert again.value == {"committed": True}
+    assert again.state == ("duplicate_suppressed" if side_effects else "ok")
+
+
 async def test_a_timed_out_attempt_ends_before_the_next_one_or_the_result() -> None:
     # The cancelled attempt's cleanup awaits: the retry must not start beside it, nor the
     # result be settled while it still runs.
@@ -788,6 +814,43 @@ def test_execute_all_one_result_per_call_in_order(workers: int | None) -> None:
         "ok",
     ]
     assert [r.value for r in results if r.ok] == [1, 3, 5]  # failures roll nothing back
+
+
+@pytest.mark.parametrize("threads", [0, 1])
+def test_execute_all_without_threads_to_be_had_still_answers_every_call_once(
+    monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    # The process at its thread limit: the pool starts `threads` workers, then `submit`
+    # raises after queueing the call (which a worker may still take). Each call runs once,
+    # in the pool or in the caller's thread, and has its result.
+    start = threading.Thread.start
+    started: list[str] = []
+
+    def limited(thread: threading.Thread) -> None:
+        if thread.name.startswith("toolwire_"):
+            if len(started) == threads:
+                raise RuntimeError("can't start new thread")
+            started.append(thread.name)
+        start(thread)
+
+    runs: list[int] = []
+    lock = threading.Lock()
+
+    def write(args: Any) -> int:
+        with lock:
+            runs.append(args["n"])
+        return args["n"]
+
+    ex = Executor(breaker=False, ledger=MemoryLedger())
+    ex.register("w", write, side_effects=True)
+    calls = [Call("w", f"c{n}", {"n": n}) for n in range(6)]
+    monkeypatch.setattr(threading.Thread, "start", limited)
+    results = ex.execute_all(calls, RequestContext("r", "s"), max_workers=4)
+    monkeypatch.undo()
+    assert [(r.call_id, r.state, r.value) for r in results] == [
+        (f"c{n}", "ok", n) for n in range(6)
+    ]
+    assert sorted(runs) == list(range(6)) and ex.observer.counts["calls"] == 6
 
 
 @pytest.mark.parametrize("workers", [None, 4])

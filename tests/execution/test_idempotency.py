@@ -31,7 +31,9 @@ from toolwire.execution import (
     LedgerRecord,
     LedgerUnavailable,
     MemoryLedger,
+    NeedsClarification,
     RequestContext,
+    RetryPolicy,
     canonical_json,
     derive_key,
     fingerprint,
@@ -773,6 +775,87 @@ def test_business_rejection_is_replayed_not_re_executed(clock: FakeClock) -> Non
     second = ex.execute(Call("w", "c", {}), ctx)
     assert first.state == "downstream_failed" and second.state == "duplicate_suppressed"
     assert second.error == first.error and not second.ok and calls == 1
+
+
+class _BlinkingLedger(MemoryLedger):
+    """Fails the first ``failures`` steps that record an outcome, as a store does through a
+    reset connection or a failover."""
+
+    def __init__(self, clock: FakeClock, failures: int) -> None:
+        super().__init__(clock=clock)
+        self.failures = failures
+        self.tries = 0
+
+    def _finish(self, key: str, token: str, ttl: float, state: Any, **kwargs: Any) -> None:
+        self.tries += 1
+        if self.tries <= self.failures:
+            raise LedgerUnavailable("connection reset by peer")
+        super()._finish(key, token, ttl, state, **kwargs)
+
+
+class _Busy(Exception):
+    status_code = 503
+
+
+@pytest.mark.parametrize("outcome", ["succeeded", "refused", "released"])
+def test_a_blip_while_recording_the_outcome_does_not_leave_the_claim_in_progress(
+    clock: FakeClock, outcome: str
+) -> None:
+    runs: list[int] = []
+
+    def write(args: Any) -> str:
+        runs.append(1)
+        if outcome == "refused" and len(runs) == 1:
+            raise _Busy("try later")  # not processed: a later call may run it
+        if outcome == "released" and len(runs) == 1:
+            raise NeedsClarification("which account?")  # the claim is given back
+        return "written"
+
+    ledger = _BlinkingLedger(clock, failures=2)
+    ex = Executor(clock=clock, ledger=ledger, breaker=False, retry=RetryPolicy(max_attempts=1))
+    ex.register("w", write, side_effects=True)
+    ctx = RequestContext("r", "s")
+    first = ex.execute(Call("w", "c", {}), ctx)
+    assert first.warnings == () and ex.observer.counts["ledger_errors"] == 0
+    assert ledger.tries == 3, "tried until the store answered"
+    # The same call again gets what happened, not "still executing" for a whole lease and
+    # then an unknown outcome for good.
+    again = ex.execute(Call("w", "c", {}), RequestContext("r", "s"))
+    if outcome == "succeeded":
+        assert again.state == "duplicate_suppressed" and again.value == "written"
+        assert runs == [1]
+    else:
+        assert again.state == "ok" and runs == [1, 1]
+
+
+def test_a_store_down_for_good_is_tried_three_times_then_reported(clock: FakeClock) -> None:
+    ledger = _BlinkingLedger(clock, failures=1000)
+    ex = Executor(clock=clock, ledger=ledger, breaker=False)
+    ex.register("w", lambda args: "written", side_effects=True)
+    result = ex.execute(Call("w", "c", {}), RequestContext("r", "s"))
+    assert result.state == "ok" and result.value == "written"
+    assert len(result.warnings) == 1 and "ledger update failed" in result.warnings[0]
+    assert ex.observer.counts["ledger_errors"] == 1 and ledger.tries == 3
+    assert clock.sleeps == [0.05, 0.1], "paced by the executor's clock"
+
+
+def test_no_try_of_the_outcome_begins_once_nobody_waits_for_it(clock: FakeClock) -> None:
+    class SlowToFail(_BlinkingLedger):
+        def _finish(self, key: str, token: str, ttl: float, state: Any, **kwargs: Any) -> None:
+            clock.advance(0.6)  # each try takes this long to fail
+            super()._finish(key, token, ttl, state, **kwargs)
+
+    ledger = SlowToFail(clock, failures=1000)
+    ex = Executor(clock=clock, ledger=ledger, breaker=False)
+
+    def write(args: Any) -> str:
+        clock.advance(1.0)  # past the deadline: the step gets the 1 s grace
+        return "written"
+
+    ex.register("w", write, side_effects=True)
+    deadline = clock.monotonic() + 0.5
+    result = ex.execute(Call("w", "c", {}), RequestContext("r", "s", deadline=deadline))
+    assert result.state == "ok" and ledger.tries == 2, "a third try would begin past the grace"
 
 
 def test_a_large_number_spelled_as_integer_or_exponent_is_one_argument(clock: FakeClock) -> None:

@@ -225,6 +225,30 @@ def test_huge_retry_after_attribute_is_classified_and_payload_is_json() -> None:
     assert body["error"]["type"] == "rate_limited"
 
 
+def test_a_status_whose_headers_cannot_be_read_is_still_classified_by_the_status() -> None:
+    class Limited(Exception):
+        status_code = 429
+
+        @property
+        def headers(self) -> dict[str, str]:
+            raise RuntimeError("the response is closed")
+
+    cls = classify(Limited("slow down"), now=NOW)
+    assert (cls.kind, cls.retryable, cls.ambiguous, cls.retry_after) == (
+        "rate_limited",
+        True,
+        False,
+        None,
+    )
+    # A write refused that way certainly did not run: not an unknown outcome.
+    clock = FakeClock()
+    ex = Executor(clock=clock, ledger=MemoryLedger(clock=clock), breaker=False)
+    ex.register("w", _raise(Limited("slow down")), side_effects=True)
+    result = ex.execute(Call("w", "c", {}), RequestContext("r", "s"))
+    assert result.state == "downstream_failed" and result.attempts == 3
+    assert result.error is not None and result.error["type"] == "rate_limited"
+
+
 @pytest.mark.parametrize("millis", ["inf", "1e400", "nan", "-inf"])
 def test_non_finite_retry_after_ms_is_unreadable_and_payload_is_json(millis: str) -> None:
     # OpenAI-style millisecond header: unreadable values fall back to Retry-After, like the

@@ -255,7 +255,13 @@ def classify(exc: BaseException, *, now: float) -> Classification:
 
     status = _status_of(exc)
     if status is not None:
-        retry_after = _retry_after_of(exc, now=now)
+        try:
+            retry_after = _retry_after_of(exc, now=now)
+        except Exception:
+            # Headers that cannot be read (a response already closed, a property that raises):
+            # the status still says what happened, only the wait is unknown. Unclassified, a
+            # refused write (429, 503) would be recorded as an unknown outcome.
+            retry_after = None
         known = _STATUS.get(status)
         if known is not None:
             kind, retryable, ambiguous = known

@@ -197,6 +197,11 @@ _MAX_MISSING = 20
 # passed (a tool stopped by the deadline still has its outcome written; a hung store does not
 # hold the call).
 _SETTLE_GRACE = 1.0
+# Tries of a step that records a write's outcome (complete, fail, release) while the store
+# fails, and the pause before the second (doubled before the third): a step left undone keeps
+# the claim in progress for its whole lease and then, under `report`, unknown for good.
+_SETTLE_TRIES = 3
+_SETTLE_BACKOFF = 0.05
 # Errors listed in a refusal payload (as many as `Outcome.errors` holds).
 _MAX_ERRORS = 5
 
@@ -1061,7 +1066,8 @@ class Executor:
         """Execute independent calls; one result per call, in input order.
 
         A failure never undoes another call's success. With ``max_workers`` > 1 the calls run
-        in a thread pool, otherwise one after another.
+        in a thread pool (a call it cannot start a thread for runs in the caller's thread),
+        otherwise one after another.
         """
         calls = _checked_calls(calls)
         ctx = context or self.request()
@@ -1072,10 +1078,7 @@ class Executor:
             return self._execute_guarded(call, ctx)
 
         with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="toolwire") as pool:
-            # Each call in its own copy of the caller's context, taken here in the caller's
-            # thread (a pool thread has a context of its own, and one context cannot be
-            # entered by two threads at once).
-            running = [pool.submit(contextvars.copy_context().run, one, call) for call in calls]
+            running = [_submitted(pool, one, call) for call in calls]
             return [future.result() for future in running]
 
     async def aexecute_all(
@@ -1461,14 +1464,24 @@ class Executor:
             return None
         if remaining is None or not self.ledger.blocking:
             return self._claim(run)
-        pending, abandon = self._claim_in_thread(run)
+        pending, abandon, start = self._claim_in_thread(run)
         try:
+            start()
             return pending.result(timeout=remaining)
         except FutureTimeout:
             late = abandon()
             if late is not None:  # landed between the timeout and the abandonment
                 return late
             return self._claim_timed_out(remaining)
+        except BaseException:
+            # Raised into the wait (SystemExit from a SIGTERM handler, KeyboardInterrupt): the
+            # caller leaves, as `_aclaim`'s does when cancelled, and a claim landing later
+            # must be given back, or the key of a write that never ran would stay in
+            # progress for a whole lease and then be reported stale.
+            late = abandon()
+            if late is not None:
+                self._release_late(run, late)
+            raise
 
     async def _aclaim(self, run: _Run) -> Claim | LedgerUnavailable | None:
         remaining = self._time_left(run)
@@ -1481,7 +1494,8 @@ class Executor:
         # works even when the event loop is shutting down and cancels every task), the caller
         # if the claim was made but not yet delivered. A daemon thread rather than the loop's
         # default executor, so a hung store cannot hold up the loop's shutdown either.
-        pending, abandon = self._claim_in_thread(run)
+        pending, abandon, start = self._claim_in_thread(run)
+        start()
         waiter = asyncio.wrap_future(pending)
         try:
             done, _ = await asyncio.wait({waiter}, timeout=remaining)
@@ -1489,7 +1503,13 @@ class Executor:
             waiter.cancel()
             late = abandon()
             if late is not None:
-                self._release_late(run, late)
+                # Landed, not yet delivered: given back before the cancellation goes on (the
+                # caller's retry then finds the key free), in a thread (a slow store must not
+                # stall the loop meanwhile).
+                claim = late
+                await _through_cancellation(
+                    lambda: self._release_late(run, claim), f"toolwire-release-{run.spec.name}"
+                )
             raise
         if waiter in done:
             return waiter.result()
@@ -1502,9 +1522,16 @@ class Executor:
 
     def _claim_in_thread(
         self, run: _Run
-    ) -> tuple[Future[Claim | LedgerUnavailable], Callable[[], Claim | LedgerUnavailable | None]]:
-        """Start the claim in a daemon thread; returns its future and ``abandon``, which gives
-        up on it and returns the claim if it already landed (the caller then owns it)."""
+    ) -> tuple[
+        Future[Claim | LedgerUnavailable],
+        Callable[[], Claim | LedgerUnavailable | None],
+        Callable[[], None],
+    ]:
+        """The claim in a daemon thread: returns its future, ``abandon``, which gives up on it
+        and returns the claim if it already landed (the caller then owns it), and ``start``,
+        which starts the thread. Started by the caller where ``abandon`` is in reach: an
+        exception raised into it from the moment the thread runs (a signal handler's) must
+        give the claim back."""
         lock = threading.Lock()
         box: dict[str, Any] = {}
         pending: Future[Claim | LedgerUnavailable] = Future()
@@ -1526,16 +1553,18 @@ class Executor:
                 box["abandoned"] = True
                 return box.pop("claim", None)
 
-        try:
-            threading.Thread(
-                target=contextvars.copy_context().run,
-                args=(work,),
-                name=f"toolwire-claim-{run.spec.name}",
-                daemon=True,
-            ).start()
-        except RuntimeError as exc:  # no thread to be had: nothing was claimed, nothing runs
-            pending.set_result(LedgerUnavailable(f"no thread for the claim: {exc}"))
-        return pending, abandon
+        def start() -> None:
+            try:
+                threading.Thread(
+                    target=contextvars.copy_context().run,
+                    args=(work,),
+                    name=f"toolwire-claim-{run.spec.name}",
+                    daemon=True,
+                ).start()
+            except RuntimeError as exc:  # no thread to be had: nothing was claimed, nothing runs
+                pending.set_result(LedgerUnavailable(f"no thread for the claim: {exc}"))
+
+        return pending, abandon, start
 
     def _release_late(self, run: _Run, claim: Claim | LedgerUnavailable) -> None:
         """Give back a claim nobody will use (it landed after the call ended). Leaves ``run``
@@ -1559,31 +1588,13 @@ class Executor:
         Once the tool has started, the outcome must reach the ledger and the observer however
         the caller leaves: a cancellation landing here waits for the settlement to end and is
         raised after it (a claim left in progress would answer a retry "in progress", then
-        "unknown outcome", for a write that succeeded). The thread is a daemon thread of its
-        own, not the loop's default executor: a job queued there behind busy workers (sync
-        tools) never runs once its awaiter is cancelled, and would hold the result meanwhile.
+        "unknown outcome", for a write that succeeded). See `_through_cancellation`.
         """
         claim = run.claim
         blocking = self._ledger is not None and self._ledger.blocking
         if not blocking or not isinstance(claim, Claim) or claim.token is None:
             return settle()  # nothing to wait for: settled before a cancellation can land
-        try:
-            settling = _in_thread(settle, f"toolwire-settle-{run.spec.name}")
-        except RuntimeError:
-            # No thread to be had (the process at its thread limit): the loop waits for the
-            # ledger, where giving up would lose the outcome of a tool that ran.
-            return settle()
-        waiter = asyncio.wrap_future(settling)
-        cancelled: asyncio.CancelledError | None = None
-        while not waiter.done():
-            try:
-                # `wait`, unlike awaiting the future, leaves it running when we are cancelled.
-                await asyncio.wait({waiter})
-            except asyncio.CancelledError as exc:
-                cancelled = exc
-        if cancelled is not None:
-            raise cancelled from waiter.exception()
-        return waiter.result()
+        return await _through_cancellation(settle, f"toolwire-settle-{run.spec.name}")
 
     def _claim_result(self, run: _Run) -> ExecutionResult | None:
         """Turn a non-``claimed`` ledger answer into the call's result (``None``: go ahead)."""
@@ -1997,6 +2008,35 @@ class Executor:
         finally:
             run.claim = None
 
+    def _retried(
+        self, op: Callable[[Ledger, str, str], None], until: float | None
+    ) -> Callable[[Ledger, str, str], None]:
+        """``op`` tried again while the store fails (a reset connection, a failover, a
+        moment of I/O trouble): `_SETTLE_TRIES` times in all, paced by the executor's clock,
+        and none begun past ``until`` (the executor clock's ``monotonic()``; None: no bound),
+        when nobody waits for the step any more.
+
+        Safe because every step is idempotent per token: a finish repeated with the same
+        outcome is a no-op (see `decide_finish`), so a try that landed although it raised is
+        not undone by the next. ``ClaimLost`` is an answer, not a failure: never tried again.
+        """
+
+        def retried(ledger: Ledger, key: str, token: str) -> None:
+            for attempt in range(1, _SETTLE_TRIES + 1):
+                try:
+                    op(ledger, key, token)
+                    return
+                except ClaimLost:
+                    raise
+                except Exception:
+                    pause = _SETTLE_BACKOFF * 2 ** (attempt - 1)
+                    late = until is not None and self.clock.monotonic() + pause >= until
+                    if attempt == _SETTLE_TRIES or late:
+                        raise
+                self.clock.sleep(pause)
+
+        return retried
+
     def _ledger_op_in_time(
         self, run: _Run, op: Callable[[Ledger, str, str], None], key: str, token: str
     ) -> bool:
@@ -2004,21 +2044,24 @@ class Executor:
         ledger under a request deadline is asked in a daemon thread and given what is left of
         the deadline, at least ``_SETTLE_GRACE`` (the tool has run; its outcome deserves a
         try). A store that answered the claim and then hangs cannot hold the call's result:
-        the step is abandoned (returns False) and may still land later. Raises what the step
-        raised when it answered in time."""
+        the step is abandoned (returns False) and may still land later. A store that fails
+        is tried again within that time (see `_retried`). Raises what the step raised when it
+        answered in time."""
         remaining = self._time_left(run)
         ledger = self.ledger
-        if remaining is None or not ledger.blocking:
-            op(ledger, key, token)
+        wait = None if remaining is None else max(remaining, _SETTLE_GRACE)
+        step = self._retried(op, None if wait is None else self.clock.monotonic() + wait)
+        if wait is None or not ledger.blocking:
+            step(ledger, key, token)
             return True
         try:
-            done = _in_thread(lambda: op(ledger, key, token), f"toolwire-ledger-{run.spec.name}")
+            done = _in_thread(lambda: step(ledger, key, token), f"toolwire-ledger-{run.spec.name}")
         except RuntimeError:
             # No thread to be had: the step unbounded, rather than the outcome not recorded.
-            op(ledger, key, token)
+            step(ledger, key, token)
             return True
         try:
-            done.result(timeout=max(remaining, _SETTLE_GRACE))
+            done.result(timeout=wait)
         except FutureTimeout:
             return False
         return True
@@ -2717,6 +2760,45 @@ class _Job:
             return self._state == "withdrawn"
 
 
+def _submitted(
+    pool: ThreadPoolExecutor,
+    one: Callable[[ValidatedCall], ExecutionResult],
+    call: ValidatedCall,
+) -> Future[ExecutionResult]:
+    """``one(call)`` handed to ``pool`` for `Executor.execute_all`, never lost: a call the
+    pool cannot take runs in the caller's thread instead, and once either way.
+
+    ``ThreadPoolExecutor.submit`` raises when it cannot start a thread (the process at its
+    thread limit) after queueing the work, which a worker it already has may then run: the
+    call would run while its future, its result with it, was lost. A `_Job` decides who runs
+    it: the first to take it.
+    """
+    # Its own copy of the caller's context, taken here in the caller's thread (a pool thread
+    # has a context of its own, and one context cannot be entered by two threads at once).
+    context = contextvars.copy_context()
+    job = _Job(lambda: context.run(one, call))
+    outcome: Future[ExecutionResult] = Future()
+
+    def work() -> None:
+        try:
+            result = job()
+        except BaseException as exc:  # KeyboardInterrupt: raised where the result is read
+            outcome.set_exception(exc)
+        else:
+            if result is not None:  # None: withdrawn, the caller runs it
+                outcome.set_result(result)
+
+    try:
+        pool.submit(work)
+    except RuntimeError:
+        if job.withdraw():
+            try:
+                outcome.set_result(context.run(one, call))
+            except BaseException as exc:
+                outcome.set_exception(exc)
+    return outcome
+
+
 async def _to_thread_then_await(job: _Job) -> Any:
     return await _then_awaited(await asyncio.to_thread(job))
 
@@ -2776,6 +2858,31 @@ def _in_thread(fn: Callable[[], T], name: str) -> Future[T]:
     return done
 
 
+async def _through_cancellation(fn: Callable[[], T], name: str) -> T:
+    """``fn`` in a daemon thread of its own, awaited to its end however often the caller is
+    cancelled meanwhile; the cancellation is raised after it. For a blocking ledger's step
+    that must be over before the caller leaves (a claim left in progress would answer its
+    retry "in progress", then "unknown outcome"). Not the loop's default executor: a job
+    queued there behind busy workers (sync tools) never runs once its awaiter is cancelled."""
+    try:
+        running = _in_thread(fn, name)
+    except RuntimeError:
+        # No thread to be had (the process at its thread limit): the loop waits for the
+        # ledger, where giving up would lose what the step records.
+        return fn()
+    waiter = asyncio.wrap_future(running)
+    cancelled: asyncio.CancelledError | None = None
+    while not waiter.done():
+        try:
+            # `wait`, unlike awaiting the future, leaves it running when we are cancelled.
+            await asyncio.wait({waiter})
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+    if cancelled is not None:
+        raise cancelled from waiter.exception()
+    return waiter.result()
+
+
 def _call_with_timeout(fn: Callable[[], Any], timeout: float | None, name: str) -> Any:
     """A sync tool's attempt. It runs in a copy of the caller's context whether or not it has
     a thread of its own: it sees the caller's context variables (the current span, a tenant)
@@ -2812,6 +2919,12 @@ async def _await_with_timeout(
     if task in done:
         return task.result()
     stopped = await _stop(task)
+    if stopped and not task.cancelled() and task.exception() is None:
+        # Cancelled, it finished its work instead of stopping halfway (a commit it would not
+        # leave undone) and returned: the attempt's result, late as it is. Reported as a
+        # timeout, a write known to have succeeded would be recorded unknown, and a read
+        # would run again after each success.
+        return task.result()
     raise _AttemptTimeout(
         f"tool {name!r} timed out after {timeout:.3f}s", still_running=not stopped
     )
