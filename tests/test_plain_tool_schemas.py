@@ -270,6 +270,35 @@ def test_null_for_an_optional_all_of_field_reads_as_absent() -> None:
     assert _run(schema, {"when": 1})[1:] == (False, ["type"])
 
 
+_RECURSIVE_NULLABLE = {
+    "anyOf": [{"type": "null"}, {"type": "array", "items": {"$ref": "#/$defs/Nested"}}]
+}
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"anyOf": [True, {"type": "integer"}]},
+        {"oneOf": [True, {"type": "string"}]},
+        # A definition that recurses stays a `$ref` in the branch: read, it takes null.
+        {"anyOf": [{"$ref": "#/$defs/Nested"}, {"type": "integer"}]},
+    ],
+)
+def test_null_a_union_branch_takes_is_kept(field: dict[str, Any]) -> None:
+    # The field admits null, so the call is valid as sent: `null_as_absent` once dropped the
+    # null (the `true` branch and the `$ref` counted as refusing it), and the tool got no field.
+    schema = _obj(properties={"a": field}, **{"$defs": {"Nested": _RECURSIVE_NULLABLE}})
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    outcome = tools.validate(_prechecked_call(tools, '{"a": null}'))
+    assert (outcome.ok, outcome.value, outcome.coercions) == (True, {"a": None}, [])
+    # Branches that all refuse null still read it as absent.
+    refusing = _obj(properties={"a": {"anyOf": [False, {"type": "integer"}]}})
+    tools = Toolset([{"name": "tool", "parameters": refusing}])
+    outcome = tools.validate(_prechecked_call(tools, '{"a": null}'))
+    assert outcome.ok and outcome.value == {}
+    assert [c.rule for c in outcome.coercions] == ["null_as_absent"]
+
+
 def test_fields_declared_in_all_of_members_are_the_objects_fields() -> None:
     # The strict export merges the members into one object and offers null for the optional
     # field; validation must read that null as absent, and coerce toward the member's schema.

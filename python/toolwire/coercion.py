@@ -1529,7 +1529,9 @@ class _Coercer:
         for key, item in value.items():
             sub = props.get(key)
             if item is None and sub is not None and key not in required:
-                if not accepts_null(self.deref(cast(Mapping[str, Any], sub)), openapi=True):
+                resolved = self.deref(cast(Mapping[str, Any], sub))
+                # A branch that recurses is still a `$ref`: read, it may take the null.
+                if not accepts_null(resolved, openapi=True, deref=self.deref):
                     # A strict export offers null for optional fields; null means "absent".
                     self.coercions.append(
                         Coercion(pointer([*path, key]), "null", "(absent)", "null_as_absent")
