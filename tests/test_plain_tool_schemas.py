@@ -299,6 +299,27 @@ def test_null_a_union_branch_takes_is_kept(field: dict[str, Any]) -> None:
     assert [c.rule for c in outcome.coercions] == ["null_as_absent"]
 
 
+@pytest.mark.parametrize(
+    ("tag", "sent"),
+    [({"const": 0.1}, 0.1), ({"enum": [0.1, 0.2]}, 0.2), ({"const": [0.1]}, [0.1])],
+)
+def test_a_branch_whose_constant_a_float_holds_inexactly_takes_its_value_as_it_is(
+    tag: dict[str, Any], sent: Any
+) -> None:
+    # `0.1` as written is no float's exact value: the constant once refused it where union
+    # branches are weighed, so the first branch's reading (`"5"` as 5) rewrote a valid call.
+    schema = _obj(
+        anyOf=[
+            {"properties": {"n": {"type": "integer"}}},
+            {"properties": {"b": tag, "n": {"type": "string"}}, "required": ["b"]},
+        ]
+    )
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    arguments = {"b": sent, "n": "5"}
+    outcome = tools.validate(_prechecked_call(tools, json.dumps(arguments)))
+    assert (outcome.ok, outcome.value, outcome.coercions) == (True, arguments, [])
+
+
 def test_fields_declared_in_all_of_members_are_the_objects_fields() -> None:
     # The strict export merges the members into one object and offers null for the optional
     # field; validation must read that null as absent, and coerce toward the member's schema.
