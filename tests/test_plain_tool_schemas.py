@@ -320,6 +320,22 @@ def test_a_branch_whose_constant_a_float_holds_inexactly_takes_its_value_as_it_i
     assert (outcome.ok, outcome.value, outcome.coercions) == (True, arguments, [])
 
 
+def test_a_null_for_a_field_a_closed_member_forbids_is_refused() -> None:
+    # `abc` is declared by one member and refused by the other, closed one, whatever its
+    # value: the pre-check refuses the key, and validation once dropped its null as absent
+    # (`null_as_absent`) and took the call.
+    schema = _obj(
+        allOf=[
+            {"properties": {"abc": {"type": "string"}}},
+            {"properties": {"ab": {}}, "additionalProperties": False},
+        ]
+    )
+    errors, ok, codes = _run(schema, {"abc": None})
+    assert errors == ['unexpected property "abc"']
+    assert not ok and "unknown_field" in codes
+    assert _run(schema, {"ab": None}) == ([], True, [])
+
+
 def test_fields_declared_in_all_of_members_are_the_objects_fields() -> None:
     # The strict export merges the members into one object and offers null for the optional
     # field; validation must read that null as absent, and coerce toward the member's schema.

@@ -1552,7 +1552,14 @@ class _Coercer:
         changed = False
         for key, item in value.items():
             sub = props.get(key)
-            if item is None and sub is not None and key not in required:
+            # A key the object refuses (a closed `allOf` member that does not name it) stays
+            # for validation to refuse: the pre-check already has, whatever its value.
+            if (
+                item is None
+                and sub is not None
+                and key not in required
+                and self.takes_key(node, key, 0)
+            ):
                 resolved = self.deref(cast(Mapping[str, Any], sub))
                 # A branch that recurses is still a `$ref`: read, it may take the null.
                 if not accepts_null(resolved, openapi=True, deref=self.deref):
