@@ -299,6 +299,72 @@ def test_null_for_an_optional_all_of_field_reads_as_absent() -> None:
     assert _run(schema, {"when": 1})[1:] == (False, ["type"])
 
 
+_RECURSIVE_NULLABLE = {
+    "anyOf": [{"type": "null"}, {"type": "array", "items": {"$ref": "#/$defs/Nested"}}]
+}
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"anyOf": [True, {"type": "integer"}]},
+        {"oneOf": [True, {"type": "string"}]},
+        # A definition that recurses stays a `$ref` in the branch: read, it takes null.
+        {"anyOf": [{"$ref": "#/$defs/Nested"}, {"type": "integer"}]},
+    ],
+)
+def test_null_a_union_branch_takes_is_kept(field: dict[str, Any]) -> None:
+    # The field admits null, so the call is valid as sent: `null_as_absent` once dropped the
+    # null (the `true` branch and the `$ref` counted as refusing it), and the tool got no field.
+    schema = _obj(properties={"a": field}, **{"$defs": {"Nested": _RECURSIVE_NULLABLE}})
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    outcome = tools.validate(_prechecked_call(tools, '{"a": null}'))
+    assert (outcome.ok, outcome.value, outcome.coercions) == (True, {"a": None}, [])
+    # Branches that all refuse null still read it as absent.
+    refusing = _obj(properties={"a": {"anyOf": [False, {"type": "integer"}]}})
+    tools = Toolset([{"name": "tool", "parameters": refusing}])
+    outcome = tools.validate(_prechecked_call(tools, '{"a": null}'))
+    assert outcome.ok and outcome.value == {}
+    assert [c.rule for c in outcome.coercions] == ["null_as_absent"]
+
+
+@pytest.mark.parametrize(
+    ("tag", "sent"),
+    [({"const": 0.1}, 0.1), ({"enum": [0.1, 0.2]}, 0.2), ({"const": [0.1]}, [0.1])],
+)
+def test_a_branch_whose_constant_a_float_holds_inexactly_takes_its_value_as_it_is(
+    tag: dict[str, Any], sent: Any
+) -> None:
+    # `0.1` as written is no float's exact value: the constant once refused it where union
+    # branches are weighed, so the first branch's reading (`"5"` as 5) rewrote a valid call.
+    schema = _obj(
+        anyOf=[
+            {"properties": {"n": {"type": "integer"}}},
+            {"properties": {"b": tag, "n": {"type": "string"}}, "required": ["b"]},
+        ]
+    )
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    arguments = {"b": sent, "n": "5"}
+    outcome = tools.validate(_prechecked_call(tools, json.dumps(arguments)))
+    assert (outcome.ok, outcome.value, outcome.coercions) == (True, arguments, [])
+
+
+def test_a_null_for_a_field_a_closed_member_forbids_is_refused() -> None:
+    # `abc` is declared by one member and refused by the other, closed one, whatever its
+    # value: the pre-check refuses the key, and validation once dropped its null as absent
+    # (`null_as_absent`) and took the call.
+    schema = _obj(
+        allOf=[
+            {"properties": {"abc": {"type": "string"}}},
+            {"properties": {"ab": {}}, "additionalProperties": False},
+        ]
+    )
+    errors, ok, codes = _run(schema, {"abc": None})
+    assert errors == ['unexpected property "abc"']
+    assert not ok and "unknown_field" in codes
+    assert _run(schema, {"ab": None}) == ([], True, [])
+
+
 def test_fields_declared_in_all_of_members_are_the_objects_fields() -> None:
     # The strict export merges the members into one object and offers null for the optional
     # field; validation must read that null as absent, and coerce toward the member's schema.

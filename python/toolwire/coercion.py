@@ -769,12 +769,36 @@ def _types(node: Mapping[str, Any]) -> set[str]:
 
 def _matches(value: Any, node: Mapping[str, Any]) -> bool:
     """Whether a value already has a type the node allows (ignoring other keywords)."""
-    enum = node.get("enum")
-    if isinstance(enum, list) and value not in cast(list[Any], enum):
-        return False
-    if "const" in node and value != node["const"]:
+    members = enum_members(node)
+    if members is not None and not _is_member(value, members):
         return False
     return has_json_type(value, node)
+
+
+def _is_member(value: Any, members: list[Any]) -> bool:
+    """Whether `value` is one of `members` as validation compares them: a number written with
+    a fraction or an exponent (an exact `Decimal` here) is the float it reads as, in a
+    container too. `0.1` is the member `0.1`, which no `Decimal` equals: a union branch with
+    that constant was passed over, and another branch's coercion rewrote a valid call."""
+    if value in members:
+        return True
+    read = _as_floats(value)
+    return read is not value and read in members
+
+
+def _as_floats(value: Any) -> Any:
+    """`value` with each `Decimal` in it a float (`value` itself when it holds none)."""
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, list):
+        items = cast(list[Any], value)
+        read = [_as_floats(item) for item in items]
+        return items if all(a is b for a, b in zip(read, items, strict=True)) else read
+    if isinstance(value, dict):
+        members = cast(dict[str, Any], value)
+        pairs = {key: _as_floats(item) for key, item in members.items()}
+        return members if all(pairs[k] is v for k, v in members.items()) else pairs
+    return value
 
 
 def has_json_type(value: Any, node: Mapping[str, Any]) -> bool:
@@ -1529,8 +1553,17 @@ class _Coercer:
         changed = False
         for key, item in value.items():
             sub = props.get(key)
-            if item is None and sub is not None and key not in required:
-                if not accepts_null(self.deref(cast(Mapping[str, Any], sub)), openapi=True):
+            # A key the object refuses (a closed `allOf` member that does not name it) stays
+            # for validation to refuse: the pre-check already has, whatever its value.
+            if (
+                item is None
+                and sub is not None
+                and key not in required
+                and self.takes_key(node, key, 0)
+            ):
+                resolved = self.deref(cast(Mapping[str, Any], sub))
+                # A branch that recurses is still a `$ref`: read, it may take the null.
+                if not accepts_null(resolved, openapi=True, deref=self.deref):
                     # A strict export offers null for optional fields; null means "absent".
                     self.coercions.append(
                         Coercion(pointer([*path, key]), "null", "(absent)", "null_as_absent")

@@ -1586,19 +1586,49 @@ def as_json_schema(schema: Mapping[str, Any]) -> JsonSchema:
     return cast(JsonSchema, walk(schema, ""))
 
 
-def accepts_null(node: Mapping[str, Any], *, openapi: bool = False) -> bool:
+def accepts_null(
+    node: Mapping[str, Any],
+    *,
+    openapi: bool = False,
+    deref: Callable[[Mapping[str, Any]], object] | None = None,
+) -> bool:
     """Whether a (dereferenced) schema node obviously admits `null`: every keyword of it that
     judges null lets it pass. With `openapi`, OpenAPI 3.0's `nullable: true` lets null past
     `type` and `enum`, as validation reads it (exports do not: a provider that does not know
-    the keyword would refuse the null); it does not override `const` or a union."""
+    the keyword would refuse the null); it does not override `const` or a union. A `$ref`
+    counts as refusing null unless `deref` is given, which reads it as the schema it names
+    (a definition that recurses stays a `$ref` in a union branch).
+    """
+    return _accepts_null(node, openapi, deref, set())
+
+
+def _accepts_null(
+    node: Mapping[str, Any],
+    openapi: bool,
+    deref: Callable[[Mapping[str, Any]], object] | None,
+    open_refs: set[int],
+) -> bool:
+    def takes(sub: object) -> bool:
+        # `true` takes anything, null too; `false` nothing.
+        as_dict = _as_dict(sub)
+        if as_dict is None:
+            return sub is True
+        return _accepts_null(as_dict, openapi, deref, open_refs)
+
     # Every `allOf` member applies to the same value: one that refuses null (the described
     # `{"allOf": [{"$ref": ...}]}` of older exporters) refuses it for the node.
-    for member in _as_list(node.get("allOf")) or []:
-        as_dict = _as_dict(member)
-        if member is False or (as_dict is not None and not accepts_null(as_dict, openapi=openapi)):
-            return False
-    if "$ref" in node:
+    if not all(takes(member) for member in _as_list(node.get("allOf")) or []):
         return False
+    if "$ref" in node:
+        # A reference met again inside its own reading adds nothing: it refuses.
+        if deref is None or id(node) in open_refs:
+            return False
+        open_refs.add(id(node))
+        try:
+            if not takes(deref(node)):
+                return False
+        finally:
+            open_refs.discard(id(node))
     if "const" in node and node["const"] is not None:
         return False
     nullable = openapi and node.get("nullable") is True
@@ -1611,10 +1641,7 @@ def accepts_null(node: Mapping[str, Any], *, openapi: bool = False) -> bool:
         return False
     for key in ("anyOf", "oneOf"):
         branches = _as_list(node.get(key))
-        if branches is not None and not any(
-            as_dict is not None and accepts_null(as_dict, openapi=openapi)
-            for as_dict in (_as_dict(b) for b in branches)
-        ):
+        if branches is not None and not any(takes(b) for b in branches):
             return False
     return True
 

@@ -45,6 +45,28 @@ impl Canon {
             }
         }
     }
+
+    /// Whether the two are equal with every number read as its nearest `f64`.
+    ///
+    /// `jsonschema` compares the floats Python reads, to which `[0.1000000000000000001]` is
+    /// `[0.1]`; numbers equal as Python reads them are equal as floats, so a value this
+    /// refuses is refused by every reading (the pre-check reports only those). A scalar
+    /// `enum` is judged alike (`float_reading_fails`).
+    pub fn float_eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Num(a), Self::Num(b)) => a.as_ref().to_f64() == b.as_ref().to_f64(),
+            (Self::Arr(a), Self::Arr(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.float_eq(y))
+            }
+            (Self::Obj(a), Self::Obj(b)) => {
+                a.len() == b.len()
+                    && a.iter()
+                        .zip(b)
+                        .all(|((ka, va), (kb, vb))| ka == kb && va.float_eq(vb))
+            }
+            _ => self == other,
+        }
+    }
 }
 
 #[derive(Debug)]

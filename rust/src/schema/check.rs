@@ -1869,7 +1869,9 @@ impl State {
             _ => {}
         }
         if let (Some(e), Some(v)) = (&n.enumeration, captured) {
-            if !e.containers.iter().any(|c| c == v) {
+            // Digits beyond a double's precision are left to the final validation, as for a
+            // scalar (the float comparison runs only once the exact one has failed).
+            if !e.containers.iter().any(|c| c == v) && !e.containers.iter().any(|c| c.float_eq(v)) {
                 self.fail_at_depth(
                     nodes,
                     i,

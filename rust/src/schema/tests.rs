@@ -288,6 +288,22 @@ fn container_enum_decided_at_close() {
     assert_eq!(one(&c, r#"{"p":{"x":1}}"#), at(11, "/p", "const"));
 }
 
+/// `jsonschema` reads `0.1000000000000000001` as the float `0.1`, inside a container constant
+/// too: the pre-check once refused such a value that validation accepts.
+#[test]
+fn container_enum_leaves_digits_beyond_a_double_to_validation() {
+    let c = json!({"properties": {"p": {"const": [0.1, {"x": 2.5}]}}});
+    ok(
+        &c,
+        r#"{"p":[0.1000000000000000001,{"x":2.5000000000000000001}]}"#,
+    );
+    let e = json!({"properties": {"p": {"enum": [{"x": 0.1}, [1]]}}});
+    ok(&e, r#"{"p":{"x":0.10000000000000001}}"#);
+    // A difference a double holds is still refused.
+    assert_eq!(one(&c, r#"{"p":[0.11,{"x":2.5}]}"#), at(20, "/p", "const"));
+    assert_eq!(one(&e, r#"{"p":{"x":0.2}}"#), at(13, "/p", "enum"));
+}
+
 #[test]
 fn pattern_at_string_end() {
     let s = json!({"properties": {"id": {"type": "string", "pattern": "^u_[0-9a-f]{8}$"}}});
