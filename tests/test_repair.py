@@ -8,7 +8,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from toolwire import Assembler, ToolCall
+from toolwire import Assembler, MisuseError, ToolCall
 from toolwire.payloads import tool_messages
 from toolwire.repair import Escalation, Proceed, RepairPolicy, Retry
 from toolwire.toolset import Toolset
@@ -298,3 +298,55 @@ def test_decide_refuses_what_is_no_outcome(outcome: object) -> None:
         policy.decide_turn([outcome])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="decide_turn takes the list of the turn's Outcomes"):
         policy.decide_turn("ok")  # type: ignore[arg-type]
+
+
+PAY = Toolset(
+    [
+        {
+            "name": "pay",
+            "description": "Pay.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "pin": {"type": "string", "x-secret": True},
+                    "n": {"type": "integer"},
+                },
+                "required": ["pin", "n"],
+            },
+        }
+    ]
+)
+
+
+@pytest.mark.parametrize("style", ["openai-chat", "anthropic"])
+def test_decisions_given_to_tool_messages_answer_as_decisions(style: str) -> None:
+    # They were written as the tools' results: a dump of each outcome, the secret `pin` in
+    # clear and a failed call's `Retry` not marked as an error.
+    asm = Assembler()
+    asm.feed(0, id="ok", name="pay", arguments='{"pin": "9876", "n": 1}')
+    asm.feed(1, id="bad", name="pay", arguments='{"pin": "9876", "n": "x"}')
+    calls = asm.finish()
+    decisions = RepairPolicy(max_rounds=0).decide_turn([PAY.validate(call) for call in calls])
+    assert [type(d) for d in decisions] == [Proceed, Escalation]
+    retry = RepairPolicy().decide(PAY.validate(calls[1]))
+    assert isinstance(retry, Retry)
+    # In call order, or in any order: a decision carries its call's id.
+    for entries in (decisions, [decisions[0], retry], [retry, decisions[0]]):
+        messages = tool_messages(calls, entries, style=style)  # type: ignore[arg-type]
+        assert "9876" not in json.dumps(messages)
+        payloads = [json.loads(m["content"]) for m in messages]
+        assert payloads[0]["error_type"] == "no_result"  # a `Proceed` is no result
+        decision = entries[1] if entries[1].outcome.call_id == "bad" else entries[0]
+        assert payloads[1] == json.loads(decision.to_message(calls[1])["content"])
+        if style == "anthropic":
+            assert all(m["is_error"] is True for m in messages)
+
+
+def test_a_verdict_is_no_tool_result() -> None:
+    (call,) = [attempt('{"amount": 5, "currency": "EUR", "recipient": "bob"}')]
+    outcome = TOOLS.validate(call)
+    decision = RepairPolicy().decide(outcome)
+    assert isinstance(decision, Proceed)
+    for verdict in (outcome, decision):
+        with pytest.raises(MisuseError, match="verdict on a call, not what its tool returned"):
+            decision.to_message(call, result=verdict)

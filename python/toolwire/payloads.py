@@ -1092,6 +1092,7 @@ def _result_message(
     check_cap(max_result_chars)
     if isinstance(result, ExecutionResult):
         return _execution_message(style, call_id, result, max_result_chars=max_result_chars)
+    _refuse_verdict(result)
     try:
         content = result_content(result)
     except Exception:
@@ -1105,6 +1106,27 @@ def _result_message(
         )
         return wrap_message(style, call_id, refused, is_error=True)
     return wrap_message(style, call_id, content, is_error=False)
+
+
+def _refuse_verdict(result: object) -> None:
+    """Refuse toolwire's own verdict (an `Outcome` or a repair decision) given as a tool's result.
+
+    Written as a result it would be a dump of the outcome, validated arguments and all (secret
+    ones in clear, for a plain tool), sent to the model as a success.
+
+    Raises:
+        MisuseError: `result` is an `Outcome`, `Proceed`, `Retry` or `Escalation`.
+    """
+    from toolwire.repair import Escalation, Proceed, Retry
+    from toolwire.validation import Outcome
+
+    if isinstance(result, (Outcome, Proceed, Retry, Escalation)):
+        from toolwire._core import MisuseError
+
+        raise MisuseError(
+            f"a {type(result).__name__} is toolwire's verdict on a call, not what its tool "
+            "returned: pass the tool's result"
+        )
 
 
 def _execution_message(
@@ -1158,10 +1180,12 @@ def tool_messages(
     unless the tool's result is available; an exception gives a generic failure
     (`BusinessRuleError` gives its reasons; no other exception text, type or traceback reaches
     the model); a successful `Outcome` means the tool was never run and gives a "no result"
-    error; anything else is the tool's result. A call with no entry gets an explicit "no result"
-    error.
+    error; a `Retry` or an `Escalation` from `RepairPolicy` gives the message its `to_message`
+    gives, and a `Proceed` (the tool not run) a "no result" error; anything else is the tool's
+    result. A call with no entry gets an explicit "no result" error.
 
-    An entry that names its call (an `ExecutionResult` or an `Outcome` with a `call_id`)
+    An entry that names its call (an `ExecutionResult`, or an `Outcome` or decision with a
+    `call_id`)
     answers that call wherever it stands in a sequence, so results gathered in completion
     order reach the right calls; under a mapping key its id must be the key's call's.
     Entries without an id are matched by position (or key). No entry is ever dropped for
@@ -1194,6 +1218,7 @@ def tool_messages(
         MisuseError: An entry matches no call, two entries answer one call, or an entry's own
             call id is not the call its key or position gives it.
     """
+    from toolwire.repair import Escalation, Proceed, Retry
     from toolwire.validation import BusinessRuleError, Outcome, shown_text
 
     check_cap(max_result_chars)
@@ -1220,6 +1245,21 @@ def tool_messages(
             outcome = Outcome.failure(call, tool, "no_result", lang=lang)
         elif isinstance(entry, Outcome):
             outcome = entry if not entry.ok else Outcome.failure(call, tool, "no_result", lang=lang)
+        elif isinstance(entry, Proceed):
+            # The tool was never run, as for a successful `Outcome`: written as a result, the
+            # decision would be a dump of the validated arguments, secret ones included.
+            outcome = Outcome.failure(call, tool, "no_result", lang=lang)
+        elif isinstance(entry, Retry):
+            outcome = entry.outcome
+            answered[call_id] = message_for(
+                style, call_id, outcome, attempt=entry.attempt, max_result_chars=max_result_chars
+            )
+            missing[call_id] = False
+            continue
+        elif isinstance(entry, Escalation):
+            answered[call_id] = wrap_message(style, call_id, entry.content(), is_error=True)
+            missing[call_id] = False
+            continue
         elif isinstance(entry, BusinessRuleError):
             outcome = Outcome.business_failure(call, tool, entry.reasons, lang=lang)
         elif isinstance(entry, BaseException):
@@ -1248,10 +1288,13 @@ def tool_messages(
 def _own_call_id(entry: object) -> str | None:
     """The call id an entry carries itself (an `ExecutionResult`'s or an `Outcome`'s), if any."""
     from toolwire.execution.executor import ExecutionResult
+    from toolwire.repair import Escalation, Proceed, Retry
     from toolwire.validation import Outcome
 
     if isinstance(entry, (ExecutionResult, Outcome)):
         return entry.call_id or None
+    if isinstance(entry, (Proceed, Retry, Escalation)):
+        return entry.outcome.call_id or None
     return None
 
 

@@ -134,6 +134,10 @@ class Escalation:
 
     def to_message(self, call: CallLike, style: Style = "openai-chat") -> dict[str, Any]:
         """The final tool-result message: what went wrong and that the model must stop."""
+        return wrap_message(style, call_id_for(call), self.content(), is_error=True)
+
+    def content(self) -> str:
+        """The payload text of `to_message` (`tool_messages` sends it for an `Escalation`)."""
         outcome = self.outcome
         lang = outcome.lang
         # The name may be the model's own (an unknown tool): cut like any text it sent.
@@ -154,7 +158,7 @@ class Escalation:
             instruction = text("instruction.stop", lang, tool=tool)
             error_type = outcome.error_type
             message = outcome.message
-        content = failure_content(
+        return failure_content(
             error_type=error_type,
             message=message,
             errors=outcome.errors,
@@ -163,7 +167,6 @@ class Escalation:
             attempt=self.attempts,
             instruction=instruction,
         )
-        return wrap_message(style, call_id_for(call), content, is_error=True)
 
 
 RepairDecision = Proceed | Retry | Escalation
