@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from toolwire import Assembler, ExecutionResult, Executor, MisuseError, ToolCall
 from toolwire.execution import Call as Run
 from toolwire.payloads import MESSAGES, STYLES, Style, call_id_for, text, tool_messages
+from toolwire.repair import Escalation, RepairPolicy
 from toolwire.toolset import Toolset
 from toolwire.validation import BusinessRuleError, Outcome
 
@@ -621,3 +622,27 @@ def test_a_result_cap_that_is_no_positive_int_is_refused_everywhere(cap: Any) ->
         tool_messages([call], ["ok"], max_result_chars=cap)
     with pytest.raises(ValueError, match="max_result_chars must be"):
         failed.to_message(call, max_result_chars=cap)
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_an_outcome_answers_only_its_own_call(style: Style) -> None:
+    # Without the call, a call that had no id was answered with the id "" (refused by every
+    # provider, so the call went unanswered); with another call, that call got this one's
+    # verdict, where `tool_messages` refuses exactly that.
+    no_id, a, b = calls(
+        (None, "lookup", '{"order_id": "x"}'),
+        ("A", "lookup", '{"order_id": "x"}'),
+        ("B", "lookup", "{}"),
+    )
+    outcome = TOOLS.validate(no_id)
+    with pytest.raises(MisuseError, match=r"pass the call, to_message\(call, \.\.\.\)"):
+        outcome.to_message(style=style)
+    assert id_of(outcome.to_message(no_id, style)) == "toolwire_0"
+    assert id_of(TOOLS.validate(a).to_message(style=style)) == "A"
+    with pytest.raises(MisuseError, match="the outcome of call 'A' does not answer call 'B'"):
+        TOOLS.validate(a).to_message(b, style)
+    escalation = RepairPolicy(max_rounds=0).decide(TOOLS.validate(a))
+    assert isinstance(escalation, Escalation)
+    with pytest.raises(MisuseError, match="the outcome of call 'A' does not answer call 'B'"):
+        escalation.to_message(b, style)
+    assert id_of(escalation.to_message(a, style)) == "A"

@@ -59,7 +59,7 @@ def test_two_rounds_then_escalation_with_a_message_for_every_call() -> None:
     assert isinstance(second, Retry) and (second.attempt, second.rounds_left) == (2, 0)
     assert isinstance(last, Escalation)
     assert last.reason == "max_rounds" and last.attempts == 3
-    payload = json.loads(last.to_message(attempt(bad), "openai-chat")["content"])
+    payload = json.loads(last.to_message(attempt(bad, call_id="call_2"), "openai-chat")["content"])
     assert payload["error_type"] == "escalated" and payload["retryable"] is False
     assert payload["instruction"].startswith('Stop calling "transfer"')
     assert "transfer" in last.question

@@ -33,6 +33,7 @@ __all__ = [
     "MESSAGES",
     "Lang",
     "Style",
+    "answering_id",
     "call_id_for",
     "error_content",
     "failure_content",
@@ -667,6 +668,31 @@ def call_id_for(call: _Identified) -> str:
     """
     require_call(call, ("id", "ordinal"))
     return call.id if call.id else f"toolwire_{call.ordinal}"
+
+
+def answering_id(call: _Identified | None, own: str | None) -> str:
+    """The id a message answers: `call`'s (`call_id_for`), which must be the call `own` (the
+    id an outcome carries, None for a call without one) belongs to; without a call, `own`.
+
+    Raises:
+        MisuseError: `call` is not the call `own` names (the message would answer one call
+            with another's verdict), or there is no call and no `own`: the synthetic
+            `toolwire_<ordinal>` of a call without an id needs the call, and an empty id is
+            refused by every provider.
+    """
+    from toolwire._core import MisuseError
+
+    if call is None:
+        if not own:
+            raise MisuseError(
+                "this outcome's call had no id: pass the call, to_message(call, ...), so "
+                "that the message answers it as toolwire_<ordinal>"
+            )
+        return own
+    require_call(call, ("id", "ordinal"))
+    if own and call.id != own:
+        raise MisuseError(f"the outcome of call {own!r} does not answer call {call.id!r}")
+    return call_id_for(call)
 
 
 def _compact(payload: Mapping[str, Any]) -> str:

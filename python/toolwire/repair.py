@@ -36,7 +36,7 @@ from typing import Any, Literal, cast
 from toolwire.payloads import (
     MAX_RESULT_CHARS,
     Style,
-    call_id_for,
+    answering_id,
     failure_content,
     text,
     wrap_message,
@@ -134,7 +134,8 @@ class Escalation:
 
     def to_message(self, call: CallLike, style: Style = "openai-chat") -> dict[str, Any]:
         """The final tool-result message: what went wrong and that the model must stop."""
-        return wrap_message(style, call_id_for(call), self.content(), is_error=True)
+        call_id = answering_id(call, self.outcome.call_id)
+        return wrap_message(style, call_id, self.content(), is_error=True)
 
     def content(self) -> str:
         """The payload text of `to_message` (`tool_messages` sends it for an `Escalation`)."""

@@ -96,7 +96,7 @@ from toolwire.jsonschema_dialect import (
     pattern_budget,
     search,
 )
-from toolwire.payloads import MAX_RESULT_CHARS, Lang, Style, call_id_for, message_for, text
+from toolwire.payloads import MAX_RESULT_CHARS, Lang, Style, answering_id, message_for, text
 from toolwire.schema_export import accepts_null, closing_splits_one_of, without_keywords
 from toolwire.subschemas import (
     SECRET_KEY,
@@ -456,7 +456,8 @@ class Outcome:
         """The provider tool-result message for this outcome.
 
         Args:
-            call: The call being answered (its id is used; defaults to `call_id`).
+            call: The call being answered, the one this outcome is of (its id is used;
+                defaults to `call_id`, which a call without an id does not have).
             style: `openai-chat`, `openai-responses` or `anthropic`.
             attempt: Which attempt at this logical call this was (1 for the first).
             result: For a successful outcome, what the tool returned.
@@ -469,10 +470,11 @@ class Outcome:
 
         Raises:
             ValueError: If the outcome is a success and no `result` was given.
+            MisuseError: `call` is another call, or is left out for a call without an id.
         """
         if self.ok and result is _NO_RESULT:
             raise ValueError("a successful outcome needs the tool's result: pass result=...")
-        call_id = call_id_for(call) if call is not None else (self.call_id or "")
+        call_id = answering_id(call, self.call_id)
         return message_for(
             style,
             call_id,
