@@ -39,6 +39,12 @@ def calls(*specs: tuple[str | None, str, str]) -> list[ToolCall]:
 
 
 def content_of(message: dict[str, Any]) -> str:
+    if "functionResponse" in message:
+        (content,) = message["functionResponse"]["response"].values()
+        return content
+    if "toolResult" in message:
+        (block,) = message["toolResult"]["content"]
+        return block["text"] if "text" in block else block["json"]["output"]
     for key in ("content", "output"):
         if key in message:
             return message[key]
@@ -46,10 +52,24 @@ def content_of(message: dict[str, Any]) -> str:
 
 
 def id_of(message: dict[str, Any]) -> str:
+    if "functionResponse" in message:
+        # Gemini gets no id that toolwire made up; the call is answered by name.
+        return message["functionResponse"].get("id", "toolwire_?")
+    if "toolResult" in message:
+        return message["toolResult"]["toolUseId"]
     for key in ("tool_call_id", "call_id", "tool_use_id"):
         if key in message:
             return message[key]
     raise AssertionError(message)
+
+
+def is_error(message: dict[str, Any]) -> bool:
+    """Whether a message reports a failure, in the ways the shapes that tell it say it."""
+    if "functionResponse" in message:
+        return "error" in message["functionResponse"]["response"]
+    if "toolResult" in message:
+        return message["toolResult"]["status"] == "error"
+    return message.get("is_error", False)
 
 
 def test_failure_message_shapes() -> None:
@@ -106,7 +126,7 @@ def test_success_message_takes_the_result() -> None:
 def test_unknown_style_is_misuse() -> None:
     (bad,) = calls(("c", "lookup", "{}"))
     with pytest.raises(ValueError, match="style must be one of"):
-        TOOLS.validate(bad).to_message(bad, "gemini")  # type: ignore[arg-type]
+        TOOLS.validate(bad).to_message(bad, "cohere")  # type: ignore[arg-type]
 
 
 def test_every_template_has_both_languages_and_the_same_placeholders() -> None:
@@ -257,13 +277,18 @@ def test_exactly_one_message_per_call_id_in_call_order(
         ordinal: data.draw(ENTRY) for ordinal in sorted(answered) if ordinal < len(batch)
     }
     messages = tool_messages(batch, results, style=style)
-    expected_ids = list(dict.fromkeys(call_id_for(c) for c in batch))
-    assert [id_of(m) for m in messages] == expected_ids
-    for message in messages:
+    firsts: dict[str, Call] = {}
+    for call in batch:
+        firsts.setdefault(call_id_for(call), call)
+    shown = [
+        "toolwire_?" if style == "gemini" and re.fullmatch(r"toolwire_\d+", i) else i
+        for i in firsts
+    ]
+    assert [id_of(m) for m in messages] == shown
+    for message, call_id in zip(messages, firsts, strict=True):
         body = content_of(message)
         assert isinstance(body, str)
-        call = next(c for c in batch if call_id_for(c) == id_of(message))
-        owners = [c.ordinal for c in batch if call_id_for(c) == call_id_for(call)]
+        owners = [c.ordinal for c in batch if call_id_for(c) == call_id]
         if not any(o in results for o in owners):
             assert json.loads(body)["error_type"] == "no_result"
 
@@ -637,7 +662,7 @@ def test_an_outcome_answers_only_its_own_call(style: Style) -> None:
     outcome = TOOLS.validate(no_id)
     with pytest.raises(MisuseError, match=r"pass the call, to_message\(call, \.\.\.\)"):
         outcome.to_message(style=style)
-    assert id_of(outcome.to_message(no_id, style)) == "toolwire_0"
+    assert id_of(outcome.to_message(no_id, style)).startswith("toolwire_")
     assert id_of(TOOLS.validate(a).to_message(style=style)) == "A"
     with pytest.raises(MisuseError, match="the outcome of call 'A' does not answer call 'B'"):
         TOOLS.validate(a).to_message(b, style)
@@ -646,3 +671,51 @@ def test_an_outcome_answers_only_its_own_call(style: Style) -> None:
     with pytest.raises(MisuseError, match="the outcome of call 'A' does not answer call 'B'"):
         escalation.to_message(b, style)
     assert id_of(escalation.to_message(a, style)) == "A"
+
+
+def test_gemini_and_bedrock_results_are_what_their_apis_take() -> None:
+    # There was no shape for them: `style="gemini"` raised, though the assembler reads both.
+    from botocore.session import get_session
+    from botocore.validate import ParamValidator
+    from google.genai import types
+
+    no_id, bad, empty, unknown = calls(
+        (None, "lookup", '{"order_id": 1}'),
+        ("g1", "lookup", '{"order_id": "x"}'),
+        ("g2", "lookup", '{"order_id": 2}'),
+        ("g3", "looküp", "{}"),
+    )
+    batch = [no_id, bad, empty, unknown]
+    entries = [{"r": 1}, TOOLS.validate(bad), "", TOOLS.validate(unknown)]
+
+    parts = tool_messages(batch, entries, style="gemini")
+    content = types.Content.model_validate({"role": "user", "parts": parts})
+    responses = [part.function_response for part in content.parts or []]
+    assert [(r.id, r.name) for r in responses if r] == [
+        (None, "lookup"),  # toolwire's own id is not Gemini's: answered by name alone
+        ("g1", "lookup"),
+        ("g2", "lookup"),
+        ("g3", "looküp"),  # the name as the model sent it
+    ]
+    assert [is_error(m) for m in parts] == [False, True, False, True]
+    assert json.loads(content_of(parts[1]))["error_type"] == "validation"
+
+    blocks = tool_messages(batch, entries, style="bedrock-converse")
+    shape = get_session().get_service_model("bedrock-runtime").operation_model("Converse")
+    request = {"modelId": "m", "messages": [{"role": "user", "content": blocks}]}
+    assert not ParamValidator().validate(request, shape.input_shape).has_errors()
+    assert [m["toolResult"]["toolUseId"] for m in blocks] == ["toolwire_0", "g1", "g2", "g3"]
+    assert [m["toolResult"]["status"] for m in blocks] == ["success", "error", "success", "error"]
+    # Bedrock refuses a blank text block: an empty result goes as JSON.
+    assert blocks[2]["toolResult"]["content"] == [{"json": {"output": ""}}]
+
+    # The repair loop's messages take the same shapes.
+    escalation = RepairPolicy(max_rounds=0).decide(TOOLS.validate(bad))
+    gemini = escalation.to_message(bad, "gemini")["functionResponse"]
+    assert (gemini["id"], gemini["name"], list(gemini["response"])) == ("g1", "lookup", ["error"])
+    bedrock = TOOLS.validate(no_id).to_message(no_id, "bedrock-converse", result=7)
+    assert bedrock["toolResult"] == {
+        "toolUseId": "toolwire_0",
+        "content": [{"text": "7"}],
+        "status": "success",
+    }

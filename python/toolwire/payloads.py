@@ -49,12 +49,18 @@ __all__ = [
     "wrap_message",
 ]
 
-Style = Literal["openai-chat", "openai-responses", "anthropic"]
-"""The provider message shape: Chat Completions, Responses, or Anthropic Messages."""
+Style = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "bedrock-converse"]
+"""The provider message shape: Chat Completions, Responses, Anthropic Messages, Gemini's
+`functionResponse` part, or a Bedrock Converse `toolResult` block (the names of
+`Assembler.feed_chunk`'s formats)."""
 Lang = Literal["en", "zh"]
 """The language of model-facing text."""
 
-STYLES: tuple[Style, ...] = ("openai-chat", "openai-responses", "anthropic")
+STYLES: tuple[Style, ...] = get_args(Style)
+
+# The id `call_id_for` makes up for a call without one. The assembler renames a wire id of
+# this form, so a match is toolwire's own id, which the provider never sent.
+_SYNTHETIC_ID = re.compile(r"toolwire_[0-9]+")
 
 MAX_RESULT_CHARS = 100_000
 """The default cap on a tool result's message content, in characters (about 25,000 tokens).
@@ -723,14 +729,23 @@ def sendable_text(text: str) -> str:
     return text
 
 
-def wrap_message(style: Style, call_id: str, content: str, *, is_error: bool) -> dict[str, Any]:
+def wrap_message(
+    style: Style, call_id: str, content: str, *, is_error: bool, name: str | None = None
+) -> dict[str, Any]:
     """Wrap payload text in the provider's tool-result message shape.
+
+    Anthropic's `tool_result` and Bedrock's `toolResult` blocks are the content of one user
+    message that holds every result of the turn (put them first in it); the other shapes are
+    items of the conversation themselves (Gemini's parts, too, go in one `user` content).
 
     Args:
         style: The provider message shape.
         call_id: The tool-call id being answered.
         content: The payload text.
-        is_error: Whether the payload reports a failure (Anthropic's `is_error`).
+        is_error: Whether the payload reports a failure (Anthropic's `is_error`, Bedrock's
+            `status`, Gemini's `error` key).
+        name: The called tool's name as the model sent it: Gemini matches a response to
+            its call by name.
 
     Returns:
         The message dict.
@@ -751,6 +766,25 @@ def wrap_message(style: Style, call_id: str, content: str, *, is_error: bool) ->
         if is_error:
             message["is_error"] = True
         return message
+    if style == "gemini":
+        # `response` must be an object; Gemini reads `output` as the result and `error` as a
+        # failure. A call without an id (Gemini's own API sends none) is answered by name,
+        # with no id: Gemini never saw the one toolwire made up.
+        response: dict[str, Any] = {"name": name or ""}
+        if not _SYNTHETIC_ID.fullmatch(call_id):
+            response["id"] = call_id
+        response["response"] = {"error" if is_error else "output": content}
+        return {"functionResponse": response}
+    if style == "bedrock-converse":
+        # Bedrock refuses a blank `text` block ("is blank"), which a tool returning "" gives.
+        block = {"text": content} if content.strip() else {"json": {"output": content}}
+        return {
+            "toolResult": {
+                "toolUseId": call_id,
+                "content": [block],
+                "status": "error" if is_error else "success",
+            }
+        }
     raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
 
 
@@ -998,6 +1032,7 @@ def message_for(
     attempt: int = 1,
     result: object = None,
     max_result_chars: int | None = MAX_RESULT_CHARS,
+    name: str | None = None,
 ) -> dict[str, Any]:
     """The tool-result message for one outcome (with the tool's result when it succeeded).
 
@@ -1005,8 +1040,11 @@ def message_for(
     raises) answers the call as an `invalid_result` error, as `tool_messages` answers it: the
     call must still get its one message. One whose content would be longer than
     `max_result_chars` (None: no cap) answers it as a `result_too_large` error. An
-    `ExecutionResult` gives the executor's payload, as in `tool_messages`."""
+    `ExecutionResult` gives the executor's payload, as in `tool_messages`. `name` is the
+    called tool's name as the model sent it (Gemini's response carries it), by default the
+    outcome's."""
     check_cap(max_result_chars)
+    name = outcome.tool if name is None else name
     if outcome.ok:
         return _result_message(
             style,
@@ -1016,11 +1054,12 @@ def message_for(
             lang=outcome.lang,
             attempt=attempt,
             max_result_chars=max_result_chars,
+            name=name,
         )
     content = error_content(outcome, attempt=attempt)
     if max_result_chars is not None and len(content) > max_result_chars:
         content = _short_error_content(outcome, attempt=attempt)
-    return wrap_message(style, call_id, content, is_error=True)
+    return wrap_message(style, call_id, content, is_error=True, name=name)
 
 
 def _short_error_content(outcome: Outcome, *, attempt: int) -> str:
@@ -1109,15 +1148,18 @@ def _result_message(
     lang: Lang,
     attempt: int,
     max_result_chars: int | None,
+    name: str | None,
 ) -> dict[str, Any]:
     """The message carrying a tool's result; one that cannot be written (a cycle, a `__str__`
     that raises) answers its call as an `invalid_result` error instead, and one past the cap
-    as a `result_too_large` error."""
+    as a `result_too_large` error. `tool` is the name as texts quote it, `name` as sent."""
     from toolwire.execution.executor import ExecutionResult
 
     check_cap(max_result_chars)
     if isinstance(result, ExecutionResult):
-        return _execution_message(style, call_id, result, max_result_chars=max_result_chars)
+        return _execution_message(
+            style, call_id, result, max_result_chars=max_result_chars, name=name
+        )
     _refuse_verdict(result)
     try:
         content = result_content(result)
@@ -1125,13 +1167,14 @@ def _result_message(
         from toolwire.validation import Outcome
 
         failed = Outcome.failure(_AnsweredCall(call_id), tool, "invalid_result", lang=lang)
-        return wrap_message(style, call_id, error_content(failed, attempt=attempt), is_error=True)
+        content = error_content(failed, attempt=attempt)
+        return wrap_message(style, call_id, content, is_error=True, name=name)
     if max_result_chars is not None and len(content) > max_result_chars:
         refused = too_large_content(
             len(content), max_result_chars, tool, lang=lang, attempt=attempt
         )
-        return wrap_message(style, call_id, refused, is_error=True)
-    return wrap_message(style, call_id, content, is_error=False)
+        return wrap_message(style, call_id, refused, is_error=True, name=name)
+    return wrap_message(style, call_id, content, is_error=False, name=name)
 
 
 def _refuse_verdict(result: object) -> None:
@@ -1156,7 +1199,12 @@ def _refuse_verdict(result: object) -> None:
 
 
 def _execution_message(
-    style: Style, call_id: str, result: ExecutionResult, *, max_result_chars: int | None
+    style: Style,
+    call_id: str,
+    result: ExecutionResult,
+    *,
+    max_result_chars: int | None,
+    name: str | None,
 ) -> dict[str, Any]:
     """The message for an executor's result, wherever it is passed (`tool_messages`,
     `Outcome.to_message`, `Proceed.to_message`): its payload, never the result object itself,
@@ -1173,7 +1221,7 @@ def _execution_message(
 
         raise MisuseError(f"the result of call {own!r} does not answer call {call_id!r}")
     content, is_error = result.message_content(max_result_chars=max_result_chars)
-    return wrap_message(style, call_id, content, is_error=is_error)
+    return wrap_message(style, call_id, content, is_error=is_error, name=name)
 
 
 class _AnsweredCall:
@@ -1278,12 +1326,20 @@ def tool_messages(
         elif isinstance(entry, Retry):
             outcome = entry.outcome
             answered[call_id] = message_for(
-                style, call_id, outcome, attempt=entry.attempt, max_result_chars=max_result_chars
+                style,
+                call_id,
+                outcome,
+                attempt=entry.attempt,
+                max_result_chars=max_result_chars,
+                name=call.name or "",
             )
             missing[call_id] = False
             continue
         elif isinstance(entry, Escalation):
-            answered[call_id] = wrap_message(style, call_id, entry.content(), is_error=True)
+            content = entry.content()
+            answered[call_id] = wrap_message(
+                style, call_id, content, is_error=True, name=call.name or ""
+            )
             missing[call_id] = False
             continue
         elif isinstance(entry, BusinessRuleError):
@@ -1301,11 +1357,17 @@ def tool_messages(
                 lang=lang,
                 attempt=attempt,
                 max_result_chars=max_result_chars,
+                name=call.name or "",
             )
             missing[call_id] = False
             continue
         answered[call_id] = message_for(
-            style, call_id, outcome, attempt=attempt, max_result_chars=max_result_chars
+            style,
+            call_id,
+            outcome,
+            attempt=attempt,
+            max_result_chars=max_result_chars,
+            name=call.name or "",
         )
         missing[call_id] = not found
     return list(answered.values())

@@ -458,7 +458,8 @@ class Outcome:
         Args:
             call: The call being answered, the one this outcome is of (its id is used;
                 defaults to `call_id`, which a call without an id does not have).
-            style: `openai-chat`, `openai-responses` or `anthropic`.
+            style: `openai-chat`, `openai-responses`, `anthropic`, `gemini` or
+                `bedrock-converse`.
             attempt: Which attempt at this logical call this was (1 for the first).
             result: For a successful outcome, what the tool returned.
             max_result_chars: The cap on the result's text in characters (None: no cap); a
@@ -482,6 +483,7 @@ class Outcome:
             attempt=attempt,
             result=result,
             max_result_chars=max_result_chars,
+            name=None if call is None else call.name or "",
         )
 
     @classmethod
