@@ -719,3 +719,23 @@ def test_gemini_and_bedrock_results_are_what_their_apis_take() -> None:
         "content": [{"text": "7"}],
         "status": "success",
     }
+
+
+def test_an_unknown_tool_payload_lists_the_closest_names_not_every_tool() -> None:
+    # Every name was listed: 300 tools made a 20 KB payload, sent again in every round.
+    specs: list[dict[str, Any]] = [
+        {"name": f"get_{word}_{i}", "description": "d", "parameters": {"type": "object"}}
+        for word in ("order", "user", "ticket")
+        for i in range(100)
+    ]
+    (call,) = calls(("c", "get_ticket_42x", "{}"))
+    message = Toolset(specs).validate(call).to_message(call)
+    payload = json.loads(message["content"])
+    assert payload["error_type"] == "unknown_tool" and len(message["content"]) < 1_000
+    listed = re.findall(r'"(get_\w+)"', payload["message"].split("Available tools:")[1])
+    assert len(listed) == 20 and listed[0] == "get_ticket_42"
+    assert payload["message"].endswith(" (and 280 more).")
+    (nameless,) = calls(("c", "", "{}"))
+    outcome = Toolset(specs, lang="zh").validate(nameless)
+    assert outcome.error_type == "missing_name"
+    assert outcome.message and outcome.message.endswith(text("list.more", "zh", count=280) + "。")

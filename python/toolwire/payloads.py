@@ -369,6 +369,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "There is no tool named {name}. Available tools: {names}.",
         "zh": "没有名为 {name} 的工具。可用的工具：{names}。",
     },
+    "list.more": {"en": " (and {count} more)", "zh": "（另有 {count} 个）"},
     "msg.missing_name": {
         "en": "The call has no tool name. Available tools: {names}.",
         "zh": "该调用没有工具名称。可用的工具：{names}。",

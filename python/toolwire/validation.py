@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import decimal
+import difflib
 import functools
 import gc
 import json
@@ -125,6 +126,8 @@ __all__ = [
 ]
 
 MAX_ERRORS = 5
+MAX_LISTED_TOOLS = 20
+"""How many tool names an `unknown_tool` or `missing_name` payload lists at most."""
 REDACTED = "[redacted]"
 USER_SUPPLIED_KEY = "x-user-supplied"
 
@@ -4393,6 +4396,23 @@ def _past_int_digit_limit(exc: BaseException) -> bool:
     return isinstance(exc, ValueError) and "integer string conversion" in str(exc)
 
 
+def _listed_tools(tools: Sequence[str], name: str, lang: Lang) -> str:
+    """The tool names a payload lists: all of them up to `MAX_LISTED_TOOLS`, else those closest
+    to `name` (the name the model got wrong), closest first, and how many are left out. Every
+    name is in the request's tool list already; a payload that repeated 300 of them was 20 KB,
+    sent again in every repair round."""
+    chosen = list(tools)
+    if len(chosen) > MAX_LISTED_TOOLS:
+        if name:
+            cut = shown_text(name)  # a name of megabytes would take seconds to compare
+            chosen = difflib.get_close_matches(cut, chosen, n=MAX_LISTED_TOOLS, cutoff=0)
+        else:
+            chosen = chosen[:MAX_LISTED_TOOLS]
+    listed = ", ".join(json.dumps(n, ensure_ascii=False) for n in chosen)
+    left = len(tools) - len(chosen)
+    return listed + text("list.more", lang, count=left) if left else listed
+
+
 def outcome_for_call_error(
     call: CallLike, error: CallErrorLike, *, tools: Sequence[str], lang: Lang = "en"
 ) -> Outcome | None:
@@ -4410,7 +4430,7 @@ def outcome_for_call_error(
     """
     kind = error.kind
     tool = call.name or ""
-    names = ", ".join(json.dumps(n, ensure_ascii=False) for n in tools)
+    names = _listed_tools(tools, tool, lang)
 
     def fail(
         error_type: str,
