@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from toolwire import Assembler, ExecutionResult, Executor, MisuseError, ToolCall
 from toolwire.execution import Call as Run
 from toolwire.payloads import MESSAGES, STYLES, Style, call_id_for, text, tool_messages
-from toolwire.repair import Escalation, RepairPolicy
+from toolwire.repair import Escalation, Proceed, RepairPolicy
 from toolwire.toolset import Toolset
 from toolwire.validation import BusinessRuleError, Outcome
 
@@ -739,3 +739,24 @@ def test_an_unknown_tool_payload_lists_the_closest_names_not_every_tool() -> Non
     outcome = Toolset(specs, lang="zh").validate(nameless)
     assert outcome.error_type == "missing_name"
     assert outcome.message and outcome.message.endswith(text("list.more", "zh", count=280) + "。")
+
+
+@pytest.mark.parametrize(
+    ("raised", "error_type"),
+    [(BusinessRuleError("order is closed"), "business_rule"), (OSError("pw=x"), "tool_failed")],
+)
+def test_an_exception_given_as_result_answers_as_tool_messages_does(
+    raised: Exception, error_type: str
+) -> None:
+    # `to_message(result=exc)` wrote "returned a value that cannot be sent as JSON"
+    # (`invalid_result`), and a business rule's reasons were lost.
+    (call,) = calls(("c", "lookup", '{"order_id": 1}'))
+    outcome = TOOLS.validate(call)
+    proceed = RepairPolicy().decide(outcome)
+    assert isinstance(proceed, Proceed)
+    for style in STYLES:
+        (expected,) = tool_messages([call], [raised], style=style)
+        assert json.loads(content_of(expected))["error_type"] == error_type
+        assert outcome.to_message(call, style, result=raised) == expected
+        assert proceed.to_message(call, style, result=raised) == expected
+    assert "pw=x" not in json.dumps(outcome.to_message(call, result=raised))

@@ -1153,8 +1153,11 @@ def _result_message(
 ) -> dict[str, Any]:
     """The message carrying a tool's result; one that cannot be written (a cycle, a `__str__`
     that raises) answers its call as an `invalid_result` error instead, and one past the cap
-    as a `result_too_large` error. `tool` is the name as texts quote it, `name` as sent."""
+    as a `result_too_large` error. An exception the tool raised answers it as a failure:
+    `BusinessRuleError` with its reasons, any other as `tool_failed`, without its text. `tool`
+    is the name as texts quote it, `name` as sent."""
     from toolwire.execution.executor import ExecutionResult
+    from toolwire.validation import BusinessRuleError, Outcome
 
     check_cap(max_result_chars)
     if isinstance(result, ExecutionResult):
@@ -1162,11 +1165,26 @@ def _result_message(
             style, call_id, result, max_result_chars=max_result_chars, name=name
         )
     _refuse_verdict(result)
+    if isinstance(result, BaseException):
+        # Written as a result, it was an `invalid_result` ("cannot be sent as JSON"), and a
+        # business rule's reasons, which the model must relay, were lost.
+        answered = _AnsweredCall(call_id)
+        raised = (
+            Outcome.business_failure(answered, tool, result.reasons, lang=lang)
+            if isinstance(result, BusinessRuleError)
+            else Outcome.failure(answered, tool, "tool_failed", lang=lang)
+        )
+        return message_for(
+            style,
+            call_id,
+            raised,
+            attempt=attempt,
+            max_result_chars=max_result_chars,
+            name=name,
+        )
     try:
         content = result_content(result)
     except Exception:
-        from toolwire.validation import Outcome
-
         failed = Outcome.failure(_AnsweredCall(call_id), tool, "invalid_result", lang=lang)
         content = error_content(failed, attempt=attempt)
         return wrap_message(style, call_id, content, is_error=True, name=name)
@@ -1294,7 +1312,7 @@ def tool_messages(
             call id is not the call its key or position gives it.
     """
     from toolwire.repair import Escalation, Proceed, Retry
-    from toolwire.validation import BusinessRuleError, Outcome, shown_text
+    from toolwire.validation import Outcome, shown_text
 
     check_cap(max_result_chars)
     check_lang(lang)
@@ -1343,13 +1361,10 @@ def tool_messages(
             )
             missing[call_id] = False
             continue
-        elif isinstance(entry, BusinessRuleError):
-            outcome = Outcome.business_failure(call, tool, entry.reasons, lang=lang)
-        elif isinstance(entry, BaseException):
-            outcome = Outcome.failure(call, tool, "tool_failed", lang=lang)
         else:
             # A result that cannot be written still answers its call, as an error: the other
-            # calls' results are kept. An `ExecutionResult` gives the executor's payload.
+            # calls' results are kept. An `ExecutionResult` gives the executor's payload, an
+            # exception a failure.
             answered[call_id] = _result_message(
                 style,
                 call_id,

@@ -80,8 +80,9 @@ class Proceed:
         max_result_chars: int | None = MAX_RESULT_CHARS,
     ) -> dict[str, Any]:
         """The tool-result message carrying what the tool returned, as
-        `Outcome.to_message` writes it: an `ExecutionResult` gives the executor's payload, a
-        result that cannot be written an `invalid_result` error and one longer than
+        `Outcome.to_message` writes it: an `ExecutionResult` gives the executor's payload, an
+        exception the tool raised a failure (`BusinessRuleError` with its reasons), a result
+        that cannot be written an `invalid_result` error and one longer than
         `max_result_chars` (None: no cap) a `result_too_large` error."""
         return self.outcome.to_message(
             call, style, attempt=self.attempt, result=result, max_result_chars=max_result_chars

@@ -464,7 +464,8 @@ class Outcome:
             style: `openai-chat`, `openai-responses`, `anthropic`, `gemini` or
                 `bedrock-converse`.
             attempt: Which attempt at this logical call this was (1 for the first).
-            result: For a successful outcome, what the tool returned.
+            result: For a successful outcome, what the tool returned (or the exception it
+                raised: a `BusinessRuleError` gives its reasons, any other `tool_failed`).
             max_result_chars: The cap on the result's text in characters (None: no cap); a
                 longer result answers the call with a `result_too_large` error, as
                 `tool_messages` does.
