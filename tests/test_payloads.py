@@ -679,14 +679,15 @@ def test_gemini_and_bedrock_results_are_what_their_apis_take() -> None:
     from botocore.validate import ParamValidator
     from google.genai import types
 
-    no_id, bad, empty, unknown = calls(
+    no_id, bad, empty, unknown, alike = calls(
         (None, "lookup", '{"order_id": 1}'),
         ("g1", "lookup", '{"order_id": "x"}'),
         ("g2", "lookup", '{"order_id": 2}'),
         ("g3", "looküp", "{}"),
+        ("toolwire_9", "lookup", '{"order_id": 3}'),  # sent by the model, though it looks ours
     )
-    batch = [no_id, bad, empty, unknown]
-    entries = [{"r": 1}, TOOLS.validate(bad), "", TOOLS.validate(unknown)]
+    batch = [no_id, bad, empty, unknown, alike]
+    entries = [{"r": 1}, TOOLS.validate(bad), "", TOOLS.validate(unknown), 3]
 
     parts = tool_messages(batch, entries, style="gemini")
     content = types.Content.model_validate({"role": "user", "parts": parts})
@@ -696,16 +697,19 @@ def test_gemini_and_bedrock_results_are_what_their_apis_take() -> None:
         ("g1", "lookup"),
         ("g2", "lookup"),
         ("g3", "looküp"),  # the name as the model sent it
+        ("toolwire_9", "lookup"),
     ]
-    assert [is_error(m) for m in parts] == [False, True, False, True]
+    assert [is_error(m) for m in parts] == [False, True, False, True, False]
     assert json.loads(content_of(parts[1]))["error_type"] == "validation"
 
     blocks = tool_messages(batch, entries, style="bedrock-converse")
     shape = get_session().get_service_model("bedrock-runtime").operation_model("Converse")
     request = {"modelId": "m", "messages": [{"role": "user", "content": blocks}]}
     assert not ParamValidator().validate(request, shape.input_shape).has_errors()
-    assert [m["toolResult"]["toolUseId"] for m in blocks] == ["toolwire_0", "g1", "g2", "g3"]
-    assert [m["toolResult"]["status"] for m in blocks] == ["success", "error", "success", "error"]
+    ids = [m["toolResult"]["toolUseId"] for m in blocks]
+    assert ids == ["toolwire_0", "g1", "g2", "g3", "toolwire_9"]
+    statuses = [m["toolResult"]["status"] for m in blocks]
+    assert statuses == ["success", "error", "success", "error", "success"]
     # Bedrock refuses a blank text block: an empty result goes as JSON.
     assert blocks[2]["toolResult"]["content"] == [{"json": {"output": ""}}]
 

@@ -32,6 +32,7 @@ __all__ = [
     "MAX_RESULT_CHARS",
     "MESSAGES",
     "Lang",
+    "Named",
     "Style",
     "answering_id",
     "call_id_for",
@@ -57,10 +58,6 @@ Lang = Literal["en", "zh"]
 """The language of model-facing text."""
 
 STYLES: tuple[Style, ...] = get_args(Style)
-
-# The id `call_id_for` makes up for a call without one. The assembler renames a wire id of
-# this form, so a match is toolwire's own id, which the provider never sent.
-_SYNTHETIC_ID = re.compile(r"toolwire_[0-9]+")
 
 MAX_RESULT_CHARS = 100_000
 """The default cap on a tool result's message content, in characters (about 25,000 tokens).
@@ -640,6 +637,15 @@ class FieldErrorLike(Protocol):
     def as_payload(self) -> dict[str, str]: ...
 
 
+class Named(Protocol):
+    """What `wrap_message` reads of the call it answers."""
+
+    @property
+    def id(self) -> str | None: ...
+    @property
+    def name(self) -> str | None: ...
+
+
 class _Identified(Protocol):
     @property
     def id(self) -> str | None: ...
@@ -731,7 +737,7 @@ def sendable_text(text: str) -> str:
 
 
 def wrap_message(
-    style: Style, call_id: str, content: str, *, is_error: bool, name: str | None = None
+    style: Style, call_id: str, content: str, *, is_error: bool, call: Named | None = None
 ) -> dict[str, Any]:
     """Wrap payload text in the provider's tool-result message shape.
 
@@ -745,8 +751,8 @@ def wrap_message(
         content: The payload text.
         is_error: Whether the payload reports a failure (Anthropic's `is_error`, Bedrock's
             `status`, Gemini's `error` key).
-        name: The called tool's name as the model sent it: Gemini matches a response to
-            its call by name.
+        call: The call answered: Gemini matches a response to its call by the name the model
+            sent, and by the call's id only when the model sent one.
 
     Returns:
         The message dict.
@@ -770,9 +776,9 @@ def wrap_message(
     if style == "gemini":
         # `response` must be an object; Gemini reads `output` as the result and `error` as a
         # failure. A call without an id (Gemini's own API sends none) is answered by name,
-        # with no id: Gemini never saw the one toolwire made up.
-        response: dict[str, Any] = {"name": name or ""}
-        if not _SYNTHETIC_ID.fullmatch(call_id):
+        # with no id: Gemini never saw the `toolwire_<ordinal>` toolwire made up.
+        response: dict[str, Any] = {"name": (call.name if call else None) or ""}
+        if call is None or call.id:
             response["id"] = call_id
         response["response"] = {"error" if is_error else "output": content}
         return {"functionResponse": response}
@@ -1033,7 +1039,7 @@ def message_for(
     attempt: int = 1,
     result: object = None,
     max_result_chars: int | None = MAX_RESULT_CHARS,
-    name: str | None = None,
+    call: Named | None = None,
 ) -> dict[str, Any]:
     """The tool-result message for one outcome (with the tool's result when it succeeded).
 
@@ -1041,11 +1047,11 @@ def message_for(
     raises) answers the call as an `invalid_result` error, as `tool_messages` answers it: the
     call must still get its one message. One whose content would be longer than
     `max_result_chars` (None: no cap) answers it as a `result_too_large` error. An
-    `ExecutionResult` gives the executor's payload, as in `tool_messages`. `name` is the
-    called tool's name as the model sent it (Gemini's response carries it), by default the
-    outcome's."""
+    `ExecutionResult` gives the executor's payload, as in `tool_messages`. `call` is the call
+    answered (Gemini's response carries its name as the model sent it), by default one named
+    as the outcome's tool, with the id `call_id`."""
     check_cap(max_result_chars)
-    name = outcome.tool if name is None else name
+    call = _AnsweredCall(call_id, outcome.tool) if call is None else call
     if outcome.ok:
         return _result_message(
             style,
@@ -1055,12 +1061,12 @@ def message_for(
             lang=outcome.lang,
             attempt=attempt,
             max_result_chars=max_result_chars,
-            name=name,
+            call=call,
         )
     content = error_content(outcome, attempt=attempt)
     if max_result_chars is not None and len(content) > max_result_chars:
         content = _short_error_content(outcome, attempt=attempt)
-    return wrap_message(style, call_id, content, is_error=True, name=name)
+    return wrap_message(style, call_id, content, is_error=True, call=call)
 
 
 def _short_error_content(outcome: Outcome, *, attempt: int) -> str:
@@ -1149,20 +1155,20 @@ def _result_message(
     lang: Lang,
     attempt: int,
     max_result_chars: int | None,
-    name: str | None,
+    call: Named | None,
 ) -> dict[str, Any]:
     """The message carrying a tool's result; one that cannot be written (a cycle, a `__str__`
     that raises) answers its call as an `invalid_result` error instead, and one past the cap
     as a `result_too_large` error. An exception the tool raised answers it as a failure:
     `BusinessRuleError` with its reasons, any other as `tool_failed`, without its text. `tool`
-    is the name as texts quote it, `name` as sent."""
+    is the name as texts quote it, `call` the call answered (`wrap_message`)."""
     from toolwire.execution.executor import ExecutionResult
     from toolwire.validation import BusinessRuleError, Outcome
 
     check_cap(max_result_chars)
     if isinstance(result, ExecutionResult):
         return _execution_message(
-            style, call_id, result, max_result_chars=max_result_chars, name=name
+            style, call_id, result, max_result_chars=max_result_chars, call=call
         )
     _refuse_verdict(result)
     if isinstance(result, BaseException):
@@ -1180,20 +1186,20 @@ def _result_message(
             raised,
             attempt=attempt,
             max_result_chars=max_result_chars,
-            name=name,
+            call=call,
         )
     try:
         content = result_content(result)
     except Exception:
         failed = Outcome.failure(_AnsweredCall(call_id), tool, "invalid_result", lang=lang)
         content = error_content(failed, attempt=attempt)
-        return wrap_message(style, call_id, content, is_error=True, name=name)
+        return wrap_message(style, call_id, content, is_error=True, call=call)
     if max_result_chars is not None and len(content) > max_result_chars:
         refused = too_large_content(
             len(content), max_result_chars, tool, lang=lang, attempt=attempt
         )
-        return wrap_message(style, call_id, refused, is_error=True, name=name)
-    return wrap_message(style, call_id, content, is_error=False, name=name)
+        return wrap_message(style, call_id, refused, is_error=True, call=call)
+    return wrap_message(style, call_id, content, is_error=False, call=call)
 
 
 def _refuse_verdict(result: object) -> None:
@@ -1223,7 +1229,7 @@ def _execution_message(
     result: ExecutionResult,
     *,
     max_result_chars: int | None,
-    name: str | None,
+    call: Named | None,
 ) -> dict[str, Any]:
     """The message for an executor's result, wherever it is passed (`tool_messages`,
     `Outcome.to_message`, `Proceed.to_message`): its payload, never the result object itself,
@@ -1240,16 +1246,18 @@ def _execution_message(
 
         raise MisuseError(f"the result of call {own!r} does not answer call {call_id!r}")
     content, is_error = result.message_content(max_result_chars=max_result_chars)
-    return wrap_message(style, call_id, content, is_error=is_error, name=name)
+    return wrap_message(style, call_id, content, is_error=is_error, call=call)
 
 
 class _AnsweredCall:
-    """The id of the call a message answers, as `Outcome.failure` reads it."""
+    """The id (and tool name) of the call a message answers, as `Outcome.failure` and
+    `wrap_message` read them."""
 
-    __slots__ = ("id",)
+    __slots__ = ("id", "name")
 
-    def __init__(self, call_id: str) -> None:
+    def __init__(self, call_id: str, name: str | None = None) -> None:
         self.id: str | None = call_id
+        self.name: str | None = name
 
 
 class _CallLike(_Identified, Protocol):
@@ -1350,15 +1358,13 @@ def tool_messages(
                 outcome,
                 attempt=entry.attempt,
                 max_result_chars=max_result_chars,
-                name=call.name or "",
+                call=call,
             )
             missing[call_id] = False
             continue
         elif isinstance(entry, Escalation):
             content = entry.content()
-            answered[call_id] = wrap_message(
-                style, call_id, content, is_error=True, name=call.name or ""
-            )
+            answered[call_id] = wrap_message(style, call_id, content, is_error=True, call=call)
             missing[call_id] = False
             continue
         else:
@@ -1373,7 +1379,7 @@ def tool_messages(
                 lang=lang,
                 attempt=attempt,
                 max_result_chars=max_result_chars,
-                name=call.name or "",
+                call=call,
             )
             missing[call_id] = False
             continue
@@ -1383,7 +1389,7 @@ def tool_messages(
             outcome,
             attempt=attempt,
             max_result_chars=max_result_chars,
-            name=call.name or "",
+            call=call,
         )
         missing[call_id] = not found
     return list(answered.values())

@@ -487,7 +487,7 @@ class Outcome:
             attempt=attempt,
             result=result,
             max_result_chars=max_result_chars,
-            name=None if call is None else call.name or "",
+            call=call,
         )
 
     @classmethod
