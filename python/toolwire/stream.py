@@ -581,22 +581,52 @@ def _running(events: object) -> bool:
     return inspect.isasyncgen(events) and events.ag_running
 
 
-def _shut_down_socket(source: object) -> None:
-    """Shut down the socket under an httpx-based SDK stream (openai's, anthropic's), if it can
-    be found: a thread blocked reading it wakes at once. Closing the response alone closes the
-    socket, which does not wake a read already waiting on it (it would wait for the client's
-    read timeout, ten minutes by default). Best effort: another source is only closed."""
+def _response_socket(source: object) -> socket.socket | None:
+    """The socket under an httpx-based SDK stream (openai's, anthropic's), if it can be found."""
     try:
         response = getattr(source, "response", None)
         extensions: object = getattr(response, "extensions", None)
         if not isinstance(extensions, Mapping):
-            return
+            return None
         stream = cast("Mapping[str, object]", extensions).get("network_stream")
         get_extra_info: Any = getattr(stream, "get_extra_info", None)
         sock: object = get_extra_info("socket") if callable(get_extra_info) else None
     except Exception:  # an attribute of someone else's object that raises: only close it
-        return
-    if isinstance(sock, socket.socket):
+        return None
+    return sock if isinstance(sock, socket.socket) else None
+
+
+def _socket_being_read(thread_id: int, reader: object) -> socket.socket | None:
+    """The socket that thread `thread_id` is reading, from the frames it runs below `reader`'s.
+
+    A source that does not show its response (google-genai's stream is a generator, boto3's
+    `EventStream` keeps a urllib3 response) is read by the HTTP client's own frames, down to one
+    whose `self` is the socket or holds it as `_sock` (the socket module's `SocketIO`,
+    httpcore's `SyncStream`). The frames above `reader`'s are the consumer's, and not looked at.
+    """
+    frame = sys._current_frames().get(thread_id)  # pyright: ignore[reportPrivateUsage]
+    while frame is not None:
+        try:
+            owner = frame.f_locals.get("self")
+            if owner is reader:
+                return None
+            sock: object = (
+                owner if isinstance(owner, socket.socket) else getattr(owner, "_sock", None)
+            )
+        except Exception:  # someone else's object: look further up
+            sock = None
+        if isinstance(sock, socket.socket):
+            return sock
+        frame = frame.f_back
+    return None
+
+
+def _shut_down(sock: socket.socket | None) -> None:
+    """Shut `sock` down: a thread blocked reading it wakes at once. Closing the response alone
+    closes the socket, which does not wake a read already waiting on it (it would wait for the
+    client's read timeout: ten minutes for openai's, none at all for google-genai's), and
+    boto3's close even waits for that read to end."""
+    if sock is not None:
         with contextlib.suppress(OSError):
             # The plain socket's shutdown, also for TLS: `SSLSocket.shutdown` would first drop
             # the TLS state the reading thread is using.
@@ -626,10 +656,13 @@ class _SourceCloser:
             self._closed = True
             return True
 
-    def close(self, *, concurrent: bool = False) -> None:
+    def close(self, *, concurrent: bool = False, reading: socket.socket | None = None) -> None:
+        """Close the source; with `concurrent`, a thread is reading it, perhaps blocked on
+        `reading` (the socket it reads, if known), and is woken first. Best effort: a source
+        whose socket is not found is only closed."""
         source = self._source
         if concurrent:
-            _shut_down_socket(source)
+            _shut_down(_response_socket(source) or reading)
         if not self._claim(source):
             return
         close: Any = getattr(source, "close", None)
@@ -795,7 +828,7 @@ class ToolStream(_StreamBase):
         >>> stream.calls  # doctest: +SKIP
     """
 
-    __slots__ = ("_closer", "_closing", "_events", "_reading", "_source")
+    __slots__ = ("_closer", "_closing", "_events", "_reader", "_reading", "_source")
 
     def __init__(
         self,
@@ -826,6 +859,8 @@ class ToolStream(_StreamBase):
         # Held by the thread inside `__next__`: a second reader is refused, and `close` from
         # another thread knows it cannot close the generator that thread is running.
         self._reading = threading.Lock()
+        # The thread inside `__next__`: a close from another thread wakes it from its read.
+        self._reader: int | None = None
         self._closing = False
         self._closer = _SourceCloser(self._source)
         self._events = self._run()
@@ -877,9 +912,11 @@ class ToolStream(_StreamBase):
                 "this stream is being read by another thread (or from inside its own "
                 "iteration); read it from one thread (close() may come from any)"
             )
+        self._reader = threading.get_ident()
         try:
             return next(self._events)
         finally:
+            self._reader = None
             self._reading.release()
 
     def close(self) -> None:
@@ -902,7 +939,9 @@ class ToolStream(_StreamBase):
         else:
             # The generator runs on another thread, perhaps blocked in a read of the socket,
             # which closing the response there does not wake: shut the socket down first.
-            self._closer.close(concurrent=True)
+            reader = self._reader
+            reading = None if reader is None else _socket_being_read(reader, self)
+            self._closer.close(concurrent=True, reading=reading)
 
     def __enter__(self) -> Self:
         return self
