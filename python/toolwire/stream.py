@@ -17,10 +17,12 @@ Design notes:
   every call that had started.
 - `close()`/`aclose()` may come from another thread or task while the consumer is inside
   `next`/`__anext__`, blocked on a server that stopped sending. The generator cannot be closed
-  there, so the close sets a flag and closes the source under the reader (shutting an httpx
-  stream's socket down first: closing a socket does not wake a thread blocked reading it). The
-  reader's read then fails or ends, and whatever it raised, it ends as an early close ends the
-  stream, yielding the completions of open calls and `StreamEnded`. Only one reader at a time:
+  there, so the close sets a flag and closes the source under the reader (shutting the socket
+  it reads down first: closing a socket does not wake a thread blocked reading it; an SDK
+  stream that is itself an async generator, google-genai's, cannot be closed under its reader,
+  whose task the close wakes with a cancellation it then takes back). The reader's read then
+  fails or ends, and whatever it raised, it ends as an early close ends the stream, yielding
+  the completions of open calls and `StreamEnded`. Only one reader at a time:
   a second is a `MisuseError`, not Python's "generator already executing".
 - A source of the wrong kind (async for `assemble`, sync for `aassemble`, a coroutine not
   awaited) is refused when the wrapper is built, like a dict or a helper's manager.
@@ -32,6 +34,7 @@ Design notes:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import json
@@ -576,6 +579,14 @@ def _async_source(source: Any) -> Any:
     )
 
 
+def _current_task() -> asyncio.Task[Any] | None:
+    """The running asyncio task; None outside one (trio under anyio, a plain coroutine)."""
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
+
+
 def _running(events: object) -> bool:
     """Whether an async generator is running: a task is inside its `__anext__`."""
     return inspect.isasyncgen(events) and events.ag_running
@@ -958,7 +969,7 @@ class ToolStream(_StreamBase):
 class AsyncToolStream(_StreamBase):
     """Events from an asynchronous SDK stream; iterate once, use as an async context manager."""
 
-    __slots__ = ("_closer", "_closing", "_events", "_source")
+    __slots__ = ("_closer", "_closing", "_events", "_reader", "_source", "_waking")
 
     def __init__(
         self,
@@ -987,18 +998,30 @@ class AsyncToolStream(_StreamBase):
         self._source: AsyncIterable[object] = _async_source(chunk_source(source))
         self._closing = False
         self._closer = _SourceCloser(self._source)
+        # The task inside `__anext__`, and whether a close cancelled it to wake it (see `aclose`).
+        self._reader: asyncio.Task[Any] | None = None
+        self._waking = False
         self._events = self._run()
 
     async def _run(self) -> AsyncGenerator[Event, None]:
         driver = self._driver
         try:
             error: Exception | None = None
+            woken = False
             try:
-                async for chunk in self._source:
-                    if self._closing:
-                        break
-                    for event in driver.chunk(chunk):
-                        yield event
+                try:
+                    async for chunk in self._source:
+                        if self._closing:
+                            break
+                        for event in driver.chunk(chunk):
+                            yield event
+                finally:
+                    woken = self._withdraw_wake()
+            except asyncio.CancelledError:
+                # The cancellation that `aclose` sent to wake this read ends the stream as the
+                # close does; anyone else's goes on up.
+                if not woken:
+                    raise
             except Exception as exc:
                 # Whatever a source closed under its reader raises, the close caused it.
                 if not (self._closing or is_transport_error(exc)):
@@ -1023,7 +1046,39 @@ class AsyncToolStream(_StreamBase):
                 "this stream is being read by another task; read it from one task "
                 "(aclose() may come from any)"
             )
-        return await self._events.__anext__()
+        self._reader = _current_task()
+        try:
+            return await self._events.__anext__()
+        finally:
+            self._reader = None
+
+    def _wake_reader(self) -> None:
+        """Cancel the reading task's wait in a source that a close cannot reach: an async
+        generator (google-genai's stream) cannot be closed while the reader is inside it, nor
+        does it show its response. `_run` takes that cancellation back and ends the stream as
+        the close does. Only where asyncio can take it back (`Task.uncancel`, Python 3.11+);
+        elsewhere the reader goes on until the source gives its next chunk."""
+        reader = self._reader
+        if (
+            reader is None
+            or reader is _current_task()
+            or not hasattr(reader, "uncancel")
+            or self._driver.done
+            or not (_running(self._events) and _running(self._source))
+        ):
+            return
+        self._waking = True
+        reader.cancel()
+
+    def _withdraw_wake(self) -> bool:
+        """Take back the cancellation `_wake_reader` sent, if it did (the source may have
+        swallowed it, or given its chunk first); True if no other cancellation is pending."""
+        if not self._waking:
+            return False
+        self._waking = False
+        task = _current_task()
+        uncancel: Any = getattr(task, "uncancel", None)
+        return callable(uncancel) and uncancel() == 0
 
     async def aclose(self) -> None:
         """Stop reading: close the SDK stream (releasing its connection) and finish quietly.
@@ -1038,7 +1093,9 @@ class AsyncToolStream(_StreamBase):
         self._closing = True
         if not _running(self._events) and not self._driver.done:
             self._end_for_close()
-        # Closing the source under a reading task wakes it (the read fails).
+        # Closing the source under a reading task wakes it (the read fails); one that cannot be
+        # closed under it is woken by a cancellation.
+        self._wake_reader()
         await self._closer.aclose()
 
     async def __aenter__(self) -> Self:

@@ -7,6 +7,7 @@ openai's and anthropic's streams are covered in test_openai_chat.py.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Iterator
 from typing import Any
@@ -19,10 +20,10 @@ from google import genai
 from google.genai import types
 
 from toolwire.events import ArgumentsProgress, StreamEnded
-from toolwire.stream import assemble
+from toolwire.stream import AsyncToolStream, aassemble, assemble
 
 from .bedrockkit import CONTENT_TYPE, converse_events, converse_stream, eventstream_body, frames
-from .clients import GEMINI_TOOLS, READ_TIMEOUT, ThreadReader
+from .clients import GEMINI_TOOLS, READ_TIMEOUT, UNBLOCKED, ThreadReader, task_reader
 from .conftest import Route, SSEServer
 from .streamkit import Call, gemini_call, gemini_chunk, sse_body
 
@@ -70,6 +71,17 @@ def _sync_source(sse_server: SSEServer, sdk: str) -> Iterator[tuple[Route, Any]]
         yield route, source
 
 
+async def _gemini_reader(client: Any) -> tuple[AsyncToolStream, asyncio.Future[list[Any]]]:
+    """A task reading a google-genai async stream, once it waits inside the SDK's generator
+    (which cannot be closed while it is inside)."""
+    source = await client.models.generate_content_stream(
+        model="test-model", contents="weather?", config={"tools": GEMINI_TOOLS}
+    )
+    stream = aassemble(source)
+    reader = await task_reader(stream)
+    return stream, reader
+
+
 def _check_ended(events: list[Any], stream: Any) -> None:
     # The reader's iteration ended as an early close ends it: the call it saw start completed
     # and the stream ended without a finish reason.
@@ -96,3 +108,38 @@ def test_close_from_another_thread_wakes_the_reader(sse_server: SSEServer, sdk: 
         finally:
             route.release.set()
     _check_ended(reader.events, stream)
+
+
+@pytest.mark.anyio
+async def test_aclose_from_another_task_wakes_a_gemini_reader(sse_server: SSEServer) -> None:
+    route = _gemini_route(sse_server)
+    try:
+        async with _gemini(route).aio as client:
+            stream, reader = await _gemini_reader(client)
+            await stream.aclose()
+            events = await asyncio.wait_for(reader, UNBLOCKED)
+            await stream.aclose()  # again: nothing happens
+    finally:
+        route.release.set()
+    _check_ended(events, stream)
+    with pytest.raises(StopAsyncIteration):
+        await stream.__anext__()
+
+
+@pytest.mark.anyio
+async def test_a_cancellation_that_comes_with_the_aclose_still_cancels_the_reader(
+    sse_server: SSEServer,
+) -> None:
+    # The close wakes the reader with a cancellation it then takes back: one of someone else's
+    # (a timeout, a task group) that came at the same time must still end the reader's task.
+    route = _gemini_route(sse_server)
+    try:
+        async with _gemini(route).aio as client:
+            stream, reader = await _gemini_reader(client)
+            await stream.aclose()
+            reader.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(reader, UNBLOCKED)
+    finally:
+        route.release.set()
+    assert [c.name for c in stream.calls] == ["get_weather"]
