@@ -475,15 +475,22 @@ def chunk_source(source: Any) -> Any:
     """The chunk stream inside `source`, or `MisuseError` for what is not a stream of chunks.
 
     A dict, str or bytes is iterable too, but over keys or characters: read as a stream, it
-    would give no calls and no error. boto3's `converse_stream` response is a dict whose
-    `stream` member is the stream, and is taken as such. An SDK stream helper stands for the
-    provider's events under it.
+    would give no calls and no error; so would a tool stream's events. boto3's
+    `converse_stream` response is a dict whose `stream` member is the stream, and is taken as
+    such. An SDK stream helper stands for the provider's events under it.
     """
     if _sdk_instance(source, _STREAM_HELPERS) is not None:
         # An SDK that no longer has it: the helper's own events are read (`feed_chunk` takes
         # the chunks out of openai's `chunk` events and skips the events derived from them).
         raw: object = getattr(source, "_raw_stream", None)
         return source if raw is None else raw
+    if isinstance(source, _StreamBase):
+        # Its items are events, which `feed_chunk` skips as chunks of no format it knows: the
+        # outer stream would give no calls and no error, and the inner's events would be gone.
+        raise MisuseError(
+            f"assemble takes an SDK stream, not a tool stream ({type(source).__name__}): "
+            "its items are events, not chunks; read the events of that one"
+        )
     manager = _sdk_instance(source, _HELPER_MANAGERS)
     if manager is not None:
         raise MisuseError(
@@ -1144,9 +1151,9 @@ def assemble(
     Raises:
         MisuseError: `stream` is one dict (other than boto3's `converse_stream` response,
             which stands for its `stream`), a str or bytes, a stream helper's manager not yet
-            entered (`client.messages.stream(...)` without `with`) or an Assistants run stream:
-            not a stream of chunks; an async stream or a coroutine (use `aassemble`), or not
-            iterable at all; or a limit is out of range.
+            entered (`client.messages.stream(...)` without `with`), an Assistants run stream
+            or a tool stream: not a stream of chunks; an async stream or a coroutine (use
+            `aassemble`), or not iterable at all; or a limit is out of range.
     """
     return ToolStream(stream, tools, progress=progress, limits=limits)
 
@@ -1173,8 +1180,8 @@ def aassemble(
 
     Raises:
         MisuseError: `stream` is a dict, str or bytes, a stream helper's manager not yet
-            entered or an Assistants run stream: not a stream of chunks; a coroutine not
-            awaited, a sync stream (use `assemble`) or no async iterable at all; or a limit is
-            out of range.
+            entered, an Assistants run stream or a tool stream: not a stream of chunks; a
+            coroutine not awaited, a sync stream (use `assemble`) or no async iterable at all;
+            or a limit is out of range.
     """
     return AsyncToolStream(stream, tools, progress=progress, limits=limits)
