@@ -8,7 +8,8 @@ Design notes:
   delivered (unfinished ones are not executable), the stream ends with
   `StreamEnded(finish_reason=None)`, and the exception is kept on `.transport_error`.
   `raise_for_transport_error()` re-raises it for callers who want the exception. Every other
-  exception (a bug, `KeyboardInterrupt`, cancellation) propagates unchanged.
+  exception (a bug, `KeyboardInterrupt`, cancellation) propagates unchanged; `.calls` is whole
+  then, and a reader that comes back gets the end events a close gives.
 - An error the provider reported inside the stream, which the SDKs raise, ends it as that event
   does on the raw SSE path: open calls stop (none of them runs) and the finish reason is
   `error`; the exception is kept on `.transport_error` too.
@@ -727,6 +728,19 @@ class _StreamBase:
         self._ended_by_close = self._driver.end(interrupted=True)
         self._driver.assembler.release_finished()
 
+    def _end_unread(self) -> None:
+        """End the calls when the stream's generator stops before it gave their end: an
+        exception that is no transport error, or a cancellation (a per-read timeout), went up
+        from the read. `.calls` is whole at once, and a reader that comes back gets the end
+        events, as after a close, so that each call that started completes exactly once."""
+        events = self._driver.end(interrupted=True)
+        if events:
+            self._ended_by_close = events
+
+    def _unread_end(self) -> Event | None:
+        """The next end event `_end_unread` kept, once the generator is done."""
+        return self._ended_by_close.pop(0) if self._ended_by_close else None
+
     def _end_events(self, error: BaseException | None, *, interrupted: bool) -> list[Event]:
         """The events that end the stream: those a close already made, or the driver's end."""
         if self._ended_by_close:
@@ -902,7 +916,7 @@ class ToolStream(_StreamBase):
         finally:
             # Reached without end() when the consumer closed early or a non-transport error
             # propagated: finish quietly so .calls is complete and no call reads as usable.
-            driver.end(interrupted=True)
+            self._end_unread()
             # The stream object (and its assembler) may be kept long after; the last events
             # are already out, so freeing the calls' working state here delays nothing.
             driver.assembler.release_finished()
@@ -933,6 +947,11 @@ class ToolStream(_StreamBase):
         self._reader = threading.get_ident()
         try:
             return next(self._events)
+        except StopIteration:
+            event = self._unread_end()
+            if event is None:
+                raise
+            return event
         finally:
             self._reader = None
             self._reading.release()
@@ -1039,7 +1058,7 @@ class AsyncToolStream(_StreamBase):
             ):
                 yield event
         finally:
-            driver.end(interrupted=True)
+            self._end_unread()
             driver.assembler.release_finished()
             if self._closing:
                 await self._closer.aclose()
@@ -1056,6 +1075,11 @@ class AsyncToolStream(_StreamBase):
         self._reader = _current_task()
         try:
             return await self._events.__anext__()
+        except StopAsyncIteration:
+            event = self._unread_end()
+            if event is None:
+                raise
+            return event
         finally:
             self._reader = None
 
