@@ -52,7 +52,7 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from types import TracebackType
+from types import CodeType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from toolwire._core import MisuseError, Scanner
@@ -615,27 +615,31 @@ def _response_socket(source: object) -> socket.socket | None:
     return sock if isinstance(sock, socket.socket) else None
 
 
-def _socket_being_read(thread_id: int, reader: object) -> socket.socket | None:
-    """The socket that thread `thread_id` is reading, from the frames it runs below `reader`'s.
+def _socket_being_read(thread_id: int, stream: object, read: CodeType) -> socket.socket | None:
+    """The socket that thread `thread_id` is reading the source of `stream` from, if any.
 
     A source that does not show its response (google-genai's stream is a generator, boto3's
     `EventStream` keeps a urllib3 response) is read by the HTTP client's own frames, down to one
     whose `self` is the socket or holds it as `_sock` (the socket module's `SocketIO`,
-    httpcore's `SyncStream`). The frames above `reader`'s are the consumer's, and not looked at.
+    httpcore's `SyncStream`). That socket counts only if the first frame of `stream` above it
+    runs `read`, the loop over the source: one that the application's own validator reads (the
+    stream validates calls on the same thread) is none of the stream's. The frames above are the
+    consumer's, and not looked at.
     """
     frame = sys._current_frames().get(thread_id)  # pyright: ignore[reportPrivateUsage]
+    found: socket.socket | None = None
     while frame is not None:
         try:
             owner = frame.f_locals.get("self")
-            if owner is reader:
-                return None
+            if owner is stream:
+                return found if frame.f_code is read else None
             sock: object = (
                 owner if isinstance(owner, socket.socket) else getattr(owner, "_sock", None)
             )
         except Exception:  # someone else's object: look further up
             sock = None
-        if isinstance(sock, socket.socket):
-            return sock
+        if found is None and isinstance(sock, socket.socket):
+            found = sock
         frame = frame.f_back
     return None
 
@@ -977,7 +981,11 @@ class ToolStream(_StreamBase):
             # The generator runs on another thread, perhaps blocked in a read of the socket,
             # which closing the response there does not wake: shut the socket down first.
             reader = self._reader
-            reading = None if reader is None else _socket_being_read(reader, self)
+            reading = (
+                None
+                if reader is None
+                else _socket_being_read(reader, self, ToolStream._until_closed.__code__)
+            )
             self._closer.close(concurrent=True, reading=reading)
 
     def __enter__(self) -> Self:

@@ -353,9 +353,13 @@ class ThreadReader:
         """Close the stream from this thread: the reader must end at once, raising nothing."""
         began = time.monotonic()
         self.stream.close()
+        self.join()
+        assert time.monotonic() - began < UNBLOCKED
+
+    def join(self) -> None:
+        """Wait for the reader to end (within `UNBLOCKED`), having raised nothing."""
         self._thread.join(UNBLOCKED)
-        assert not self._thread.is_alive() and time.monotonic() - began < UNBLOCKED
-        assert self.raised == []
+        assert not self._thread.is_alive() and self.raised == []
 
 
 async def task_reader(stream: Any) -> asyncio.Future[list[Any]]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,14 +20,16 @@ pytest.importorskip("toolwire._core")
 
 from google import genai
 from google.genai import types
+from pydantic import BaseModel, field_validator
 
+from toolwire import Toolset
 from toolwire.events import ArgumentsProgress, StreamEnded
 from toolwire.stream import AsyncToolStream, aassemble, assemble
 
 from .bedrockkit import CONTENT_TYPE, converse_events, converse_stream, eventstream_body, frames
 from .clients import GEMINI_TOOLS, READ_TIMEOUT, UNBLOCKED, ThreadReader, task_reader
 from .conftest import Route, SSEServer
-from .streamkit import Call, gemini_call, gemini_chunk, sse_body
+from .streamkit import Call, chat_chunk, gemini_call, gemini_chunk, sse_body, tc
 
 
 def _gemini_route(sse_server: SSEServer) -> Route:
@@ -143,3 +147,42 @@ async def test_a_cancellation_that_comes_with_the_aclose_still_cancels_the_reade
     finally:
         route.release.set()
     assert [c.name for c in stream.calls] == ["get_weather"]
+
+
+def test_a_close_leaves_the_socket_a_validator_reads_alone() -> None:
+    # The stream validates calls on its reader's thread, in the application's own code, which
+    # may wait on a socket of its own (a service behind a business check): a close from
+    # another thread then must not shut that socket down, which is none of the stream's.
+    ours, theirs = socket.socketpair()
+    inside = threading.Event()
+    received: list[bytes] = []
+
+    class GetWeather(BaseModel):
+        city: str
+
+        @field_validator("city")
+        @classmethod
+        def _known(cls, value: str) -> str:
+            inside.set()
+            # Through a file, as HTTP clients read: the socket is then `self._sock` of the
+            # frame that waits.
+            with ours.makefile("rb") as answer:
+                received.append(answer.read(10))
+            return value
+
+    chunk = chat_chunk(
+        {"tool_calls": [tc(0, id="a", name="get_weather", arguments='{"city": "Paris"}')]},
+        finish_reason="tool_calls",
+    )
+    stream = assemble([chunk], Toolset([GetWeather]))
+    try:
+        reader = ThreadReader(stream)
+        assert inside.wait(UNBLOCKED)
+        stream.close()
+        theirs.sendall(b"the answer")
+        reader.join()
+    finally:
+        ours.close()
+        theirs.close()
+    assert received == [b"the answer"]
+    assert stream.outcomes[0].ok
