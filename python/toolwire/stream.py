@@ -8,7 +8,8 @@ Design notes:
   delivered (unfinished ones are not executable), the stream ends with
   `StreamEnded(finish_reason=None)`, and the exception is kept on `.transport_error`.
   `raise_for_transport_error()` re-raises it for callers who want the exception. Every other
-  exception (a bug, `KeyboardInterrupt`, cancellation) propagates unchanged.
+  exception (a bug, `KeyboardInterrupt`, cancellation) propagates unchanged; `.calls` is whole
+  then, and a reader that comes back gets the end events a close gives.
 - An error the provider reported inside the stream, which the SDKs raise, ends it as that event
   does on the raw SSE path: open calls stop (none of them runs) and the finish reason is
   `error`; the exception is kept on `.transport_error` too.
@@ -17,10 +18,12 @@ Design notes:
   every call that had started.
 - `close()`/`aclose()` may come from another thread or task while the consumer is inside
   `next`/`__anext__`, blocked on a server that stopped sending. The generator cannot be closed
-  there, so the close sets a flag and closes the source under the reader (shutting an httpx
-  stream's socket down first: closing a socket does not wake a thread blocked reading it). The
-  reader's read then fails or ends, and whatever it raised, it ends as an early close ends the
-  stream, yielding the completions of open calls and `StreamEnded`. Only one reader at a time:
+  there, so the close sets a flag and closes the source under the reader (shutting the socket
+  it reads down first: closing a socket does not wake a thread blocked reading it; an SDK
+  stream that is itself an async generator, google-genai's, cannot be closed under its reader,
+  whose task the close wakes with a cancellation it then takes back). The reader's read then
+  fails or ends, and whatever it raised, it ends as an early close ends the stream, yielding
+  the completions of open calls and `StreamEnded`. Only one reader at a time:
   a second is a `MisuseError`, not Python's "generator already executing".
 - A source of the wrong kind (async for `assemble`, sync for `aassemble`, a coroutine not
   awaited) is refused when the wrapper is built, like a dict or a helper's manager.
@@ -32,6 +35,7 @@ Design notes:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import json
@@ -48,7 +52,7 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from types import TracebackType
+from types import CodeType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from toolwire._core import MisuseError, Scanner
@@ -472,15 +476,22 @@ def chunk_source(source: Any) -> Any:
     """The chunk stream inside `source`, or `MisuseError` for what is not a stream of chunks.
 
     A dict, str or bytes is iterable too, but over keys or characters: read as a stream, it
-    would give no calls and no error. boto3's `converse_stream` response is a dict whose
-    `stream` member is the stream, and is taken as such. An SDK stream helper stands for the
-    provider's events under it.
+    would give no calls and no error; so would a tool stream's events. boto3's
+    `converse_stream` response is a dict whose `stream` member is the stream, and is taken as
+    such. An SDK stream helper stands for the provider's events under it.
     """
     if _sdk_instance(source, _STREAM_HELPERS) is not None:
         # An SDK that no longer has it: the helper's own events are read (`feed_chunk` takes
         # the chunks out of openai's `chunk` events and skips the events derived from them).
         raw: object = getattr(source, "_raw_stream", None)
         return source if raw is None else raw
+    if isinstance(source, _StreamBase):
+        # Its items are events, which `feed_chunk` skips as chunks of no format it knows: the
+        # outer stream would give no calls and no error, and the inner's events would be gone.
+        raise MisuseError(
+            f"assemble takes an SDK stream, not a tool stream ({type(source).__name__}): "
+            "its items are events, not chunks; read the events of that one"
+        )
     manager = _sdk_instance(source, _HELPER_MANAGERS)
     if manager is not None:
         raise MisuseError(
@@ -576,27 +587,69 @@ def _async_source(source: Any) -> Any:
     )
 
 
+def _current_task() -> asyncio.Task[Any] | None:
+    """The running asyncio task; None outside one (trio under anyio, a plain coroutine)."""
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
+
+
 def _running(events: object) -> bool:
     """Whether an async generator is running: a task is inside its `__anext__`."""
     return inspect.isasyncgen(events) and events.ag_running
 
 
-def _shut_down_socket(source: object) -> None:
-    """Shut down the socket under an httpx-based SDK stream (openai's, anthropic's), if it can
-    be found: a thread blocked reading it wakes at once. Closing the response alone closes the
-    socket, which does not wake a read already waiting on it (it would wait for the client's
-    read timeout, ten minutes by default). Best effort: another source is only closed."""
+def _response_socket(source: object) -> socket.socket | None:
+    """The socket under an httpx-based SDK stream (openai's, anthropic's), if it can be found."""
     try:
         response = getattr(source, "response", None)
         extensions: object = getattr(response, "extensions", None)
         if not isinstance(extensions, Mapping):
-            return
+            return None
         stream = cast("Mapping[str, object]", extensions).get("network_stream")
         get_extra_info: Any = getattr(stream, "get_extra_info", None)
         sock: object = get_extra_info("socket") if callable(get_extra_info) else None
     except Exception:  # an attribute of someone else's object that raises: only close it
-        return
-    if isinstance(sock, socket.socket):
+        return None
+    return sock if isinstance(sock, socket.socket) else None
+
+
+def _socket_being_read(thread_id: int, stream: object, read: CodeType) -> socket.socket | None:
+    """The socket that thread `thread_id` is reading the source of `stream` from, if any.
+
+    A source that does not show its response (google-genai's stream is a generator, boto3's
+    `EventStream` keeps a urllib3 response) is read by the HTTP client's own frames, down to one
+    whose `self` is the socket or holds it as `_sock` (the socket module's `SocketIO`,
+    httpcore's `SyncStream`). That socket counts only if the first frame of `stream` above it
+    runs `read`, the loop over the source: one that the application's own validator reads (the
+    stream validates calls on the same thread) is none of the stream's. The frames above are the
+    consumer's, and not looked at.
+    """
+    frame = sys._current_frames().get(thread_id)  # pyright: ignore[reportPrivateUsage]
+    found: socket.socket | None = None
+    while frame is not None:
+        try:
+            owner = frame.f_locals.get("self")
+            if owner is stream:
+                return found if frame.f_code is read else None
+            sock: object = (
+                owner if isinstance(owner, socket.socket) else getattr(owner, "_sock", None)
+            )
+        except Exception:  # someone else's object: look further up
+            sock = None
+        if found is None and isinstance(sock, socket.socket):
+            found = sock
+        frame = frame.f_back
+    return None
+
+
+def _shut_down(sock: socket.socket | None) -> None:
+    """Shut `sock` down: a thread blocked reading it wakes at once. Closing the response alone
+    closes the socket, which does not wake a read already waiting on it (it would wait for the
+    client's read timeout: ten minutes for openai's, none at all for google-genai's), and
+    boto3's close even waits for that read to end."""
+    if sock is not None:
         with contextlib.suppress(OSError):
             # The plain socket's shutdown, also for TLS: `SSLSocket.shutdown` would first drop
             # the TLS state the reading thread is using.
@@ -626,10 +679,13 @@ class _SourceCloser:
             self._closed = True
             return True
 
-    def close(self, *, concurrent: bool = False) -> None:
+    def close(self, *, concurrent: bool = False, reading: socket.socket | None = None) -> None:
+        """Close the source; with `concurrent`, a thread is reading it, perhaps blocked on
+        `reading` (the socket it reads, if known), and is woken first. Best effort: a source
+        whose socket is not found is only closed."""
         source = self._source
         if concurrent:
-            _shut_down_socket(source)
+            _shut_down(_response_socket(source) or reading)
         if not self._claim(source):
             return
         close: Any = getattr(source, "close", None)
@@ -675,6 +731,19 @@ class _StreamBase:
         between two of its reads), after what the last chunk had not yet given."""
         self._ended_by_close = self._driver.end(interrupted=True)
         self._driver.assembler.release_finished()
+
+    def _end_unread(self) -> None:
+        """End the calls when the stream's generator stops before it gave their end: an
+        exception that is no transport error, or a cancellation (a per-read timeout), went up
+        from the read. `.calls` is whole at once, and a reader that comes back gets the end
+        events, as after a close, so that each call that started completes exactly once."""
+        events = self._driver.end(interrupted=True)
+        if events:
+            self._ended_by_close = events
+
+    def _unread_end(self) -> Event | None:
+        """The next end event `_end_unread` kept, once the generator is done."""
+        return self._ended_by_close.pop(0) if self._ended_by_close else None
 
     def _end_events(self, error: BaseException | None, *, interrupted: bool) -> list[Event]:
         """The events that end the stream: those a close already made, or the driver's end."""
@@ -795,7 +864,7 @@ class ToolStream(_StreamBase):
         >>> stream.calls  # doctest: +SKIP
     """
 
-    __slots__ = ("_closer", "_closing", "_events", "_reading", "_source")
+    __slots__ = ("_closer", "_closing", "_events", "_reader", "_reading", "_source")
 
     def __init__(
         self,
@@ -826,6 +895,8 @@ class ToolStream(_StreamBase):
         # Held by the thread inside `__next__`: a second reader is refused, and `close` from
         # another thread knows it cannot close the generator that thread is running.
         self._reading = threading.Lock()
+        # The thread inside `__next__`: a close from another thread wakes it from its read.
+        self._reader: int | None = None
         self._closing = False
         self._closer = _SourceCloser(self._source)
         self._events = self._run()
@@ -849,7 +920,7 @@ class ToolStream(_StreamBase):
         finally:
             # Reached without end() when the consumer closed early or a non-transport error
             # propagated: finish quietly so .calls is complete and no call reads as usable.
-            driver.end(interrupted=True)
+            self._end_unread()
             # The stream object (and its assembler) may be kept long after; the last events
             # are already out, so freeing the calls' working state here delays nothing.
             driver.assembler.release_finished()
@@ -877,9 +948,16 @@ class ToolStream(_StreamBase):
                 "this stream is being read by another thread (or from inside its own "
                 "iteration); read it from one thread (close() may come from any)"
             )
+        self._reader = threading.get_ident()
         try:
             return next(self._events)
+        except StopIteration:
+            event = self._unread_end()
+            if event is None:
+                raise
+            return event
         finally:
+            self._reader = None
             self._reading.release()
 
     def close(self) -> None:
@@ -902,7 +980,13 @@ class ToolStream(_StreamBase):
         else:
             # The generator runs on another thread, perhaps blocked in a read of the socket,
             # which closing the response there does not wake: shut the socket down first.
-            self._closer.close(concurrent=True)
+            reader = self._reader
+            reading = (
+                None
+                if reader is None
+                else _socket_being_read(reader, self, ToolStream._until_closed.__code__)
+            )
+            self._closer.close(concurrent=True, reading=reading)
 
     def __enter__(self) -> Self:
         return self
@@ -919,7 +1003,7 @@ class ToolStream(_StreamBase):
 class AsyncToolStream(_StreamBase):
     """Events from an asynchronous SDK stream; iterate once, use as an async context manager."""
 
-    __slots__ = ("_closer", "_closing", "_events", "_source")
+    __slots__ = ("_closer", "_closing", "_events", "_reader", "_source", "_waking")
 
     def __init__(
         self,
@@ -948,18 +1032,30 @@ class AsyncToolStream(_StreamBase):
         self._source: AsyncIterable[object] = _async_source(chunk_source(source))
         self._closing = False
         self._closer = _SourceCloser(self._source)
+        # The task inside `__anext__`, and whether a close cancelled it to wake it (see `aclose`).
+        self._reader: asyncio.Task[Any] | None = None
+        self._waking = False
         self._events = self._run()
 
     async def _run(self) -> AsyncGenerator[Event, None]:
         driver = self._driver
         try:
             error: Exception | None = None
+            woken = False
             try:
-                async for chunk in self._source:
-                    if self._closing:
-                        break
-                    for event in driver.chunk(chunk):
-                        yield event
+                try:
+                    async for chunk in self._source:
+                        if self._closing:
+                            break
+                        for event in driver.chunk(chunk):
+                            yield event
+                finally:
+                    woken = self._withdraw_wake()
+            except asyncio.CancelledError:
+                # The cancellation that `aclose` sent to wake this read ends the stream as the
+                # close does; anyone else's goes on up.
+                if not woken:
+                    raise
             except Exception as exc:
                 # Whatever a source closed under its reader raises, the close caused it.
                 if not (self._closing or is_transport_error(exc)):
@@ -970,7 +1066,7 @@ class AsyncToolStream(_StreamBase):
             ):
                 yield event
         finally:
-            driver.end(interrupted=True)
+            self._end_unread()
             driver.assembler.release_finished()
             if self._closing:
                 await self._closer.aclose()
@@ -984,7 +1080,44 @@ class AsyncToolStream(_StreamBase):
                 "this stream is being read by another task; read it from one task "
                 "(aclose() may come from any)"
             )
-        return await self._events.__anext__()
+        self._reader = _current_task()
+        try:
+            return await self._events.__anext__()
+        except StopAsyncIteration:
+            event = self._unread_end()
+            if event is None:
+                raise
+            return event
+        finally:
+            self._reader = None
+
+    def _wake_reader(self) -> None:
+        """Cancel the reading task's wait in a source that a close cannot reach: an async
+        generator (google-genai's stream) cannot be closed while the reader is inside it, nor
+        does it show its response. `_run` takes that cancellation back and ends the stream as
+        the close does. Only where asyncio can take it back (`Task.uncancel`, Python 3.11+);
+        elsewhere the reader goes on until the source gives its next chunk."""
+        reader = self._reader
+        if (
+            reader is None
+            or reader is _current_task()
+            or not hasattr(reader, "uncancel")
+            or self._driver.done
+            or not (_running(self._events) and _running(self._source))
+        ):
+            return
+        self._waking = True
+        reader.cancel()
+
+    def _withdraw_wake(self) -> bool:
+        """Take back the cancellation `_wake_reader` sent, if it did (the source may have
+        swallowed it, or given its chunk first); True if no other cancellation is pending."""
+        if not self._waking:
+            return False
+        self._waking = False
+        task = _current_task()
+        uncancel: Any = getattr(task, "uncancel", None)
+        return callable(uncancel) and uncancel() == 0
 
     async def aclose(self) -> None:
         """Stop reading: close the SDK stream (releasing its connection) and finish quietly.
@@ -999,7 +1132,9 @@ class AsyncToolStream(_StreamBase):
         self._closing = True
         if not _running(self._events) and not self._driver.done:
             self._end_for_close()
-        # Closing the source under a reading task wakes it (the read fails).
+        # Closing the source under a reading task wakes it (the read fails); one that cannot be
+        # closed under it is woken by a cancellation.
+        self._wake_reader()
         await self._closer.aclose()
 
     async def __aenter__(self) -> Self:
@@ -1048,9 +1183,9 @@ def assemble(
     Raises:
         MisuseError: `stream` is one dict (other than boto3's `converse_stream` response,
             which stands for its `stream`), a str or bytes, a stream helper's manager not yet
-            entered (`client.messages.stream(...)` without `with`) or an Assistants run stream:
-            not a stream of chunks; an async stream or a coroutine (use `aassemble`), or not
-            iterable at all; or a limit is out of range.
+            entered (`client.messages.stream(...)` without `with`), an Assistants run stream
+            or a tool stream: not a stream of chunks; an async stream or a coroutine (use
+            `aassemble`), or not iterable at all; or a limit is out of range.
     """
     return ToolStream(stream, tools, progress=progress, limits=limits)
 
@@ -1077,8 +1212,8 @@ def aassemble(
 
     Raises:
         MisuseError: `stream` is a dict, str or bytes, a stream helper's manager not yet
-            entered or an Assistants run stream: not a stream of chunks; a coroutine not
-            awaited, a sync stream (use `assemble`) or no async iterable at all; or a limit is
-            out of range.
+            entered, an Assistants run stream or a tool stream: not a stream of chunks; a
+            coroutine not awaited, a sync stream (use `assemble`) or no async iterable at all;
+            or a limit is out of range.
     """
     return AsyncToolStream(stream, tools, progress=progress, limits=limits)

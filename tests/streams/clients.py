@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import anthropic
@@ -300,3 +303,81 @@ def assemble_gemini(
         usages = [i.usage for i in infos if i.usage is not None]
         assert (usages[-1] if usages else None) == stream.usage, shape
     return events, stream
+
+
+# ---------------------------------------------------------------------------------------------
+# Closing from elsewhere: a watchdog (a "stop" button, a per-request timeout) closes the stream
+# while the consumer waits for a chunk from a server that stopped sending.
+
+# The clients' read timeout: far longer than a test may take, so only the close can end a read.
+READ_TIMEOUT = 60.0
+# How long the consumer may take to see the close (it is at once; the bound keeps a failure
+# from hanging the run).
+UNBLOCKED = 10.0
+
+
+class ThreadReader:
+    """A consumer that reads a tool stream on a thread of its own until a close ends it."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.events: list[Any] = []
+        self.raised: list[BaseException] = []
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._consume)
+        self._thread.start()
+
+    def _consume(self) -> None:
+        from toolwire.events import CallStarted
+
+        try:
+            for event in self.stream:
+                self.events.append(event)
+                if isinstance(event, CallStarted):
+                    self._started.set()
+        except BaseException as exc:
+            self.raised.append(exc)
+
+    def wait_inside_next(self) -> None:
+        """Wait until the reader saw a call start and waits in the read after it."""
+        assert self._started.wait(UNBLOCKED)
+        # No event follows `CallStarted` before the stall, so once the reader holds the
+        # stream's reading lock again it waits in the read (its own `next` call, which a close
+        # must cut).
+        give_up = time.monotonic() + UNBLOCKED
+        while not self.stream._reading.locked():
+            assert time.monotonic() < give_up, "the reader never went back into next()"
+            time.sleep(0.001)
+
+    def close_and_join(self) -> None:
+        """Close the stream from this thread: the reader must end at once, raising nothing."""
+        began = time.monotonic()
+        self.stream.close()
+        self.join()
+        assert time.monotonic() - began < UNBLOCKED
+
+    def join(self) -> None:
+        """Wait for the reader to end (within `UNBLOCKED`), having raised nothing."""
+        self._thread.join(UNBLOCKED)
+        assert not self._thread.is_alive() and self.raised == []
+
+
+async def task_reader(stream: Any) -> asyncio.Future[list[Any]]:
+    """A task that reads an async tool stream to its end (its result: the events), once it saw
+    a call start and waits for the next chunk."""
+    from toolwire.events import CallStarted
+
+    started = asyncio.Event()
+
+    async def consume() -> list[Any]:
+        events: list[Any] = []
+        async for event in stream:
+            events.append(event)
+            if isinstance(event, CallStarted):
+                started.set()
+        return events
+
+    reader = asyncio.ensure_future(consume())
+    await asyncio.wait_for(started.wait(), UNBLOCKED)
+    await asyncio.sleep(0.01)  # the reader now waits inside `__anext__` for the next chunk
+    return reader

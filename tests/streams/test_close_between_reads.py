@@ -138,3 +138,52 @@ async def test_an_aclose_from_another_task_between_reads_leaves_the_reader_every
     assert [c.ordinal for c in stream.calls] == [0, 1]
     events.extend([event async for event in stream])
     _check_ended_by_close(events, stream.calls)
+
+
+# A read that does not end as the stream does (an error of the source's own, no transport
+# error, or a per-read timeout's cancellation) goes up to the reader, as before; a reader that
+# comes back gets what a close would have given it, where it got nothing: the calls it saw
+# start never completed.
+
+
+class _SourceBug(Exception):
+    """An error of the source's own: no transport error, so it goes up to the reader."""
+
+
+def test_an_error_of_the_source_leaves_a_reader_that_comes_back_every_end() -> None:
+    def source() -> Iterator[dict[str, Any]]:
+        yield from CHUNKS[:2]
+        raise _SourceBug
+
+    stream = assemble(source())
+    events: list[Event] = []
+    with pytest.raises(_SourceBug):
+        events.extend(stream)  # the second call started before the error
+    assert [e.ordinal for e in events if isinstance(e, CallStarted)] == [0, 1]
+    assert [c.ordinal for c in stream.calls] == [0, 1]
+    events.extend(stream)
+    _check_ended_by_close(events, stream.calls)
+    assert list(stream) == []
+
+
+@pytest.mark.anyio
+async def test_a_read_cut_by_a_timeout_leaves_a_reader_that_comes_back_every_end() -> None:
+    more = asyncio.Event()
+
+    async def source() -> AsyncIterator[dict[str, Any]]:
+        for chunk in CHUNKS[:2]:
+            yield chunk
+        await more.wait()  # a server that stopped sending
+        for chunk in CHUNKS[2:]:
+            yield chunk
+
+    stream = aassemble(source())
+    events: list[Event] = []
+    with pytest.raises(TimeoutError):
+        while True:  # the second call starts before the server stops sending
+            events.append(await asyncio.wait_for(stream.__anext__(), 0.05))
+    assert [e.ordinal for e in events if isinstance(e, CallStarted)] == [0, 1]
+    assert [c.ordinal for c in stream.calls] == [0, 1]
+    events.extend([event async for event in stream])
+    _check_ended_by_close(events, stream.calls)
+    assert [event async for event in stream] == []

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +24,15 @@ from toolwire.events import (
 )
 from toolwire.stream import assemble
 
-from .clients import assemble_async, assemble_sync, open_sync, sync_client
+from .clients import (
+    READ_TIMEOUT,
+    UNBLOCKED,
+    ThreadReader,
+    assemble_async,
+    assemble_sync,
+    open_sync,
+    sync_client,
+)
 from .conftest import Route, SSEServer
 from .make_fixtures import PARALLEL, TEXT, large_arguments
 from .streamkit import (
@@ -319,27 +326,12 @@ def test_events_are_frozen_values() -> None:
 # Closing from elsewhere: a watchdog (a "stop" button, a per-request timeout) closes the stream
 # while the consumer waits for a chunk from a server that stopped sending.
 
-# The client's read timeout: far longer than a test may take, so only the close can end a read.
-_READ_TIMEOUT = 60.0
-# How long the consumer may take to see the close (it is at once; the bound keeps a failure
-# from hanging the run).
-_UNBLOCKED = 10.0
-
 
 def _stalled_route(sse_server: SSEServer, fmt: str) -> Route:
     """A stream that starts a call, then sends nothing more (the connection stays open)."""
     body = sse_body(well_formed_stream(fmt, [Call("get_weather", '{"city": "Paris"}')]), fmt)
     named = body.index(b'"get_weather"')
     return sse_server.register(body, drop_after=body.index(b"\n\n", named) + 2, stall=True)
-
-
-def _wait_until_inside_next(stream: Any) -> None:
-    # No event follows `CallStarted` before the stall, so once the reader holds the stream's
-    # reading lock again it waits in the read (its own `next` call, which a close must cut).
-    give_up = time.monotonic() + _UNBLOCKED
-    while not stream._reading.locked():
-        assert time.monotonic() < give_up, "the reader never went back into next()"
-        time.sleep(0.001)
 
 
 def _check_closed_from_elsewhere(events: list[Any], stream: Any) -> None:
@@ -359,37 +351,18 @@ def _check_closed_from_elsewhere(events: list[Any], stream: Any) -> None:
 @pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
 def test_close_from_another_thread_unblocks_the_reader(sse_server: SSEServer, fmt: str) -> None:
     route = _stalled_route(sse_server, fmt)
-    events: list[Any] = []
-    raised: list[BaseException] = []
-    started = threading.Event()
-
-    def consume(stream: Any) -> None:
-        try:
-            for event in stream:
-                events.append(event)
-                if isinstance(event, CallStarted):
-                    started.set()
-        except BaseException as exc:
-            raised.append(exc)
-
     try:
         with sync_client(route, fmt) as client:
-            source = open_sync(client.with_options(timeout=_READ_TIMEOUT), fmt)
+            source = open_sync(client.with_options(timeout=READ_TIMEOUT), fmt)
             stream = assemble(source)
-            reader = threading.Thread(target=consume, args=(stream,))
-            reader.start()
-            assert started.wait(_UNBLOCKED)
-            _wait_until_inside_next(stream)
-            began = time.monotonic()
-            stream.close()  # the consumer is blocked inside `next` on another thread
-            reader.join(_UNBLOCKED)
-            assert not reader.is_alive() and time.monotonic() - began < _UNBLOCKED
+            reader = ThreadReader(stream)
+            reader.wait_inside_next()
+            reader.close_and_join()  # the consumer is blocked inside `next` on another thread
             stream.close()  # again: nothing happens
             assert source.response.is_closed
     finally:
         route.release.set()
-    assert raised == []
-    _check_closed_from_elsewhere(events, stream)
+    _check_closed_from_elsewhere(reader.events, stream)
     with pytest.raises(StopIteration):
         next(stream)
 
@@ -401,27 +374,16 @@ async def test_aclose_from_another_task_unblocks_the_reader(
 ) -> None:
     from toolwire.stream import aassemble
 
-    from .clients import async_client, open_async
+    from .clients import async_client, open_async, task_reader
 
     route = _stalled_route(sse_server, fmt)
-    started = asyncio.Event()
-
-    async def consume(stream: Any) -> list[Any]:
-        events: list[Any] = []
-        async for event in stream:
-            events.append(event)
-            if isinstance(event, CallStarted):
-                started.set()
-        return events
-
     try:
         async with async_client(route, fmt) as client:
-            source = await open_async(client.with_options(timeout=_READ_TIMEOUT), fmt)
+            source = await open_async(client.with_options(timeout=READ_TIMEOUT), fmt)
             stream = aassemble(source)
-            reader = asyncio.ensure_future(consume(stream))
-            await asyncio.wait_for(started.wait(), _UNBLOCKED)
+            reader = await task_reader(stream)
             await stream.aclose()  # the consumer task waits inside `__anext__`
-            events = await asyncio.wait_for(reader, _UNBLOCKED)
+            events = await asyncio.wait_for(reader, UNBLOCKED)
             await stream.aclose()  # again: nothing happens
             assert source.response.is_closed
     finally:
@@ -437,7 +399,7 @@ def test_two_threads_reading_one_stream_is_misuse() -> None:
     def source() -> Iterator[Any]:
         yield chat_chunk({"tool_calls": [tc(0, id="a", name="t", arguments='{"b": ')]})
         inside.set()
-        more.wait(_UNBLOCKED)
+        more.wait(UNBLOCKED)
         yield chat_chunk({"tool_calls": [tc(0, arguments="1}")]})
 
     stream = assemble(source())
@@ -445,13 +407,13 @@ def test_two_threads_reading_one_stream_is_misuse() -> None:
     reader = threading.Thread(target=lambda: list(stream))
     reader.start()
     try:
-        assert inside.wait(_UNBLOCKED)  # the reader is inside `next`
+        assert inside.wait(UNBLOCKED)  # the reader is inside `next`
         with pytest.raises(MisuseError, match="another thread"):
             next(stream)
         stream.close()
     finally:
         more.set()
-    reader.join(_UNBLOCKED)
+    reader.join(UNBLOCKED)
     assert not reader.is_alive()
     (call,) = stream.calls
     assert call.error is not None and call.error.kind == "truncated"
@@ -466,7 +428,7 @@ async def test_two_tasks_reading_one_stream_is_misuse(sse_server: SSEServer) -> 
     route = _stalled_route(sse_server, FMT)
     try:
         async with async_client(route, FMT) as client:
-            stream = aassemble(await open_async(client.with_options(timeout=_READ_TIMEOUT), FMT))
+            stream = aassemble(await open_async(client.with_options(timeout=READ_TIMEOUT), FMT))
             first = await stream.__anext__()
             assert isinstance(first, CallStarted)
             reader = asyncio.ensure_future(stream.__anext__())
@@ -475,6 +437,6 @@ async def test_two_tasks_reading_one_stream_is_misuse(sse_server: SSEServer) -> 
             with pytest.raises(MisuseError, match="another task"):
                 await stream.__anext__()
             await stream.aclose()
-            await asyncio.wait_for(reader, _UNBLOCKED)
+            await asyncio.wait_for(reader, UNBLOCKED)
     finally:
         route.release.set()

@@ -275,3 +275,22 @@ def test_what_is_not_iterable_is_misuse(source: Any) -> None:
         assemble(source)
     with pytest.raises(MisuseError, match="not async iterable"):
         aassemble(source)
+
+
+def test_a_tool_stream_given_to_a_tool_stream_is_misuse() -> None:
+    # The outer stream read the inner's events as chunks of no known format: it gave only
+    # StreamEnded, no calls and no error, and the inner's events were gone with it.
+    chunks = chat_stream([Call("get_weather", '{"city": "Paris"}')])
+    inner = assemble(chunks)
+    with pytest.raises(MisuseError, match=r"not a tool stream \(ToolStream\)"):
+        assemble(inner)
+    with pytest.raises(MisuseError, match=r"not a tool stream \(AsyncToolStream\)"):
+        aassemble(aassemble(_async_chunks(chunks)))
+    # The inner stream is untouched.
+    assert [c.name for c in inner.calls] == [] and list(inner)
+    assert [c.name for c in inner.calls] == ["get_weather"]
+
+
+async def _async_chunks(chunks: list[Any]) -> Any:
+    for chunk in chunks:
+        yield chunk
