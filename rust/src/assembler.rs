@@ -698,6 +698,9 @@ pub struct Assembler {
     /// results over, freed with the assembler: freeing it was a third of `finish` on a small
     /// call, time spent after the last fragment that nothing waiting on the calls needs.
     retired: Vec<Call>,
+    /// How many calls, from the first, a lost event can no longer change: each ended or lost
+    /// already (see [`Assembler::lose_event`]).
+    lost_through: usize,
 }
 
 impl Assembler {
@@ -728,6 +731,7 @@ impl Assembler {
             finished_failed: false,
             finished: false,
             retired: Vec::new(),
+            lost_through: 0,
         })
     }
 
@@ -1699,7 +1703,19 @@ impl Assembler {
         if self.finished {
             return Err(Misuse::Finished);
         }
-        for call in &mut self.calls {
+        // A call ended or lost stays so: each unreadable event of a stream of them would
+        // otherwise visit every call the response started (time events x calls).
+        let done = |call: &Call| {
+            call.ended
+                || call
+                    .arrival
+                    .as_ref()
+                    .is_some_and(|e| e.kind == ErrorKind::LostEvent)
+        };
+        for call in &mut self.calls[self.lost_through..] {
+            if done(call) {
+                continue;
+            }
             call.sync();
             let open = !call.ended && !call.scanner.is_complete() && call.stopped.is_none();
             if open {
@@ -1711,6 +1727,10 @@ impl Assembler {
                 });
             }
         }
+        self.lost_through += self.calls[self.lost_through..]
+            .iter()
+            .take_while(|c| done(c))
+            .count();
         Ok(())
     }
 
@@ -2925,6 +2945,19 @@ mod tests {
         );
     }
 
+    /// Feeds `text` to the call of `f` under `index`.
+    fn feed_call(asm: &mut Assembler, index: i64, text: &[u8]) {
+        asm.feed(&Delta {
+            index: Some(index),
+            id: None,
+            name: Some("f"),
+            arguments: Some(Arguments::Text(text)),
+            kind: None,
+            start: false,
+        })
+        .expect("feed");
+    }
+
     #[test]
     fn release_frees_the_finished_calls_state_and_keeps_what_is_reported() {
         let mut asm = Assembler::new(AssemblerConfig {
@@ -2934,15 +2967,7 @@ mod tests {
         .expect("config");
         asm.release_finished(); // nothing finished yet: nothing to do
         for (index, text) in [(0, &b"{\"a\": [1, 2"[..]), (1, b"{\"b\": 1}")] {
-            asm.feed(&Delta {
-                index: Some(index),
-                id: None,
-                name: Some("f"),
-                arguments: Some(Arguments::Text(text)),
-                kind: None,
-                start: false,
-            })
-            .expect("feed");
+            feed_call(&mut asm, index, text);
         }
         let calls = asm.finish().expect("finish");
         assert_eq!(asm.retired.len(), 2);
@@ -2951,6 +2976,34 @@ mod tests {
         assert_eq!(calls.len(), 2);
         assert!(calls[0].error.is_some() && calls[1].error.is_none());
         assert!(matches!(asm.finish(), Err(Misuse::Finished)));
+    }
+
+    #[test]
+    fn a_lost_event_visits_only_the_calls_it_may_still_change() {
+        let mut asm = Assembler::new(AssemblerConfig::default()).expect("config");
+        for index in 0..100 {
+            feed_call(&mut asm, index, b"{\"a\": ");
+        }
+        asm.lose_event("a malformed event").expect("lose");
+        // Every call is lost: the next unreadable event of the stream starts after them all
+        // (each visited all the response's calls, time events x calls).
+        assert_eq!(asm.lost_through, 100);
+        // A whole call the stream has not ended may still be changed by a lost event (text
+        // after it makes it open again): the calls from it on are visited, and those after it
+        // that are lost are not changed again.
+        feed_call(&mut asm, 100, b"{\"a\": 1}");
+        feed_call(&mut asm, 101, b"{\"a\": ");
+        asm.lose_event("a malformed event").expect("lose");
+        asm.lose_event("a malformed event").expect("lose");
+        assert_eq!(asm.lost_through, 100);
+        let kinds: Vec<_> = asm
+            .finish()
+            .expect("finish")
+            .iter()
+            .map(|c| c.error.as_ref().map(|e| e.kind))
+            .collect();
+        assert_eq!(kinds[..100], [Some(ErrorKind::LostEvent); 100]);
+        assert_eq!(kinds[100..], [None, Some(ErrorKind::LostEvent)]);
     }
 
     #[test]

@@ -2293,6 +2293,26 @@ impl PyAssembler {
         })
     }
 
+    // The `progress_into` list and the `finish` hook are the caller's, and may hold the
+    // assembler (a list it keeps beside it, a hook that closes over it): the collector must
+    // see through them to free such a cycle, and the calls' working state with it.
+    fn __traverse__(&self, visit: pyo3::gc::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        visit.call(&self.before_finish)?;
+        visit.call(&self.progress_into)?;
+        visit.call(&self.finished_progress)?;
+        for call in &self.unsettled {
+            visit.call(call)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        self.before_finish = None;
+        self.progress_into = None;
+        self.finished_progress = None;
+        self.unsettled.clear();
+    }
+
     /// A per-call stop event for the open call under `index`.
     #[pyo3(signature = (index, /))]
     fn end(slf: &Bound<'_, Self>, py: Python<'_>, index: Option<i64>) -> PyResult<()> {

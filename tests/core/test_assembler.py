@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import tracemalloc
+import weakref
 from collections.abc import Callable, ItemsView, Iterator
 from decimal import Decimal
 from typing import cast
@@ -612,6 +613,29 @@ def test_progress_leaves_out_items_that_add_nothing() -> None:
         (0, "/n", "7"),
     ]
     assert [c.value for c in a.finish()] == [{"s": "ab", "e": "", "t": True, "n": 7}, {"s": ""}]
+
+
+def _freed_in_cycle(tie: Callable[[Assembler, list[tuple[int, str, str]]], object]) -> bool:
+    """Whether an assembler with a call in flight is freed by the collector once dropped,
+    after `tie` put it in a reference cycle (it gets the assembler and its `progress_into`)."""
+    items: list[tuple[int, str, str]] = []
+    asm = Assembler(progress_into=items)
+    asm.feed(0, id="a", name="f", arguments='{"s": "' + "x" * 20_000)
+    tie(asm, items)
+    freed = weakref.ref(asm)
+    del asm, items
+    gc.collect()
+    return freed() is None
+
+
+def test_an_assembler_in_a_cycle_through_what_it_holds_is_freed() -> None:
+    # The `progress_into` list and the `finish` hook are the caller's objects: a list that
+    # holds the assembler, a hook that closes over it, made cycles the collector could not
+    # see through, and each kept the assembler and its calls' state until the process ended.
+    assert _freed_in_cycle(lambda asm, items: cast(list[object], items).append(asm))
+    assert _freed_in_cycle(lambda asm, _: asm._flush_before_finish(lambda _: asm))
+    # The check itself: an assembler nothing ties is freed.
+    assert _freed_in_cycle(lambda asm, _: None)
 
 
 # A fragment that starts with all the text before it may be a resend of the whole arguments:
