@@ -294,11 +294,7 @@ fn compact_str<'py>(
 /// The Python `str` of a progress item's text. The literals and texts of at most one ASCII
 /// character (a digit, a one-letter word, the empty text) are objects CPython or this module
 /// already holds: a dense call has many, and each new `str` costs its allocation and its free.
-fn item_text<'py>(
-    strings: Option<&mut ItemStrings>,
-    py: Python<'py>,
-    text: &[u8],
-) -> PyResult<Bound<'py, PyString>> {
+fn item_text<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyString>> {
     Ok(match text {
         b"true" => pyo3::intern!(py, "true").clone(),
         b"false" => pyo3::intern!(py, "false").clone(),
@@ -306,120 +302,9 @@ fn item_text<'py>(
         // `PyUnicode_FromStringAndSize` returns its shared empty and one-character strings.
         [] => PyString::new(py, ""),
         [c] if c.is_ascii() => PyString::new(py, char::from(*c).encode_utf8(&mut [0; 4])),
-        _ => item_str(strings, py, text)?,
+        _ => utf8_str(py, text)?,
     })
 }
-
-/// The `str` of a progress item's path or text (UTF-8 `bytes`), from `strings` when the drain
-/// holds them.
-fn item_str<'py>(
-    strings: Option<&mut ItemStrings>,
-    py: Python<'py>,
-    bytes: &[u8],
-) -> PyResult<Bound<'py, PyString>> {
-    match strings {
-        Some(strings) => strings.get(py, bytes),
-        None => utf8_str(py, bytes),
-    }
-}
-
-/// The longest path or text (in UTF-8 bytes) that [`ItemStrings`] shares: four words.
-const SHARED_STR_BYTES: usize = 32;
-/// Slots of [`ItemStrings`]: `1 << SHARED_STR_BITS`.
-const SHARED_STR_BITS: u32 = 10;
-
-/// A short path or text as its bytes padded with zeros to four words, and its length (which
-/// tells `"a"` from `"a\0"`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct ShortKey {
-    words: [u64; 4],
-    len: usize,
-}
-
-impl ShortKey {
-    fn new(bytes: &[u8]) -> Option<Self> {
-        if bytes.len() > SHARED_STR_BYTES {
-            return None;
-        }
-        let mut padded = [0u8; SHARED_STR_BYTES];
-        padded[..bytes.len()].copy_from_slice(bytes);
-        let mut words = [0u64; 4];
-        for (word, chunk) in words.iter_mut().zip(padded.chunks_exact(8)) {
-            let mut eight = [0u8; 8];
-            eight.copy_from_slice(chunk);
-            *word = u64::from_le_bytes(eight);
-        }
-        Some(Self {
-            words,
-            len: bytes.len(),
-        })
-    }
-
-    /// The slot of this key: a multiply-xor mix of the words, its top bits. Collisions only
-    /// cost a `str` made again.
-    fn slot(&self) -> usize {
-        const K: [u64; 4] = [
-            0x9E37_79B9_7F4A_7C15,
-            0xC2B2_AE3D_27D4_EB4F,
-            0x1656_67B1_9E37_79F9,
-            0x85EB_CA77_C2B2_AE63,
-        ];
-        let [a, b, c, d] = self.words;
-        let mixed = (a ^ self.len as u64).wrapping_mul(K[0])
-            ^ b.wrapping_mul(K[1]).rotate_left(21)
-            ^ c.wrapping_mul(K[2]).rotate_left(42)
-            ^ d.wrapping_mul(K[3]);
-        // The shift leaves `SHARED_STR_BITS` bits, so the value fits any `usize`.
-        #[allow(clippy::cast_possible_truncation)]
-        let slot = (mixed.wrapping_mul(K[0]) >> (64 - SHARED_STR_BITS)) as usize;
-        slot
-    }
-}
-
-/// Short progress paths and whole values' texts shared across items, drains and assemblers: a
-/// tool's arguments come back with the same paths (and often the same short values: units,
-/// enum members, small numbers) call after call, and a new `str` for each, made and then freed
-/// with its item, was a sixth of the instructions of a 200 B call's progressive path. A bounded table, each slot holding
-/// the last string that hashed to it (as jiter's and orjson's key caches do): at most 1,024
-/// strings of at most 32 bytes are kept alive. A `str` is immutable, so sharing one changes
-/// nothing a caller can see but its identity.
-struct ItemStrings {
-    slots: Vec<Option<(ShortKey, Py<PyString>)>>,
-}
-
-impl ItemStrings {
-    fn new() -> Self {
-        let mut slots = Vec::new();
-        slots.resize_with(1 << SHARED_STR_BITS, || None);
-        Self { slots }
-    }
-
-    /// The `str` of `bytes` (UTF-8), shared when it is short.
-    fn get<'py>(&mut self, py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>> {
-        let Some(key) = ShortKey::new(bytes) else {
-            return utf8_str(py, bytes);
-        };
-        let Some(slot) = self.slots.get_mut(key.slot()) else {
-            return utf8_str(py, bytes);
-        };
-        match slot {
-            Some((held, string)) if *held == key => Ok(string.bind(py).clone()),
-            _ => {
-                let string = utf8_str(py, bytes)?;
-                // The string it replaces is released at once, as a `Bound` (see
-                // `drain_progress_to`).
-                if let Some((_, old)) = slot.replace((key, string.clone().unbind())) {
-                    drop(old.into_bound(py));
-                }
-                Ok(string)
-            }
-        }
-    }
-}
-
-/// The process's [`ItemStrings`], made on first use. A drain that finds it in use (another
-/// thread's drain, on a build without the GIL) makes its own strings rather than wait.
-static ITEM_STRINGS: std::sync::Mutex<Option<ItemStrings>> = std::sync::Mutex::new(None);
 
 /// `item`, no longer watched by the cyclic garbage collector. A progress item holds an int and
 /// two strs, so it can never be part of a cycle; the collector would find that out itself, but
@@ -1921,9 +1806,6 @@ impl PyAssembler {
         let mut failure = None;
         // The `int` of the last item's ordinal: a drain's items are mostly one call's.
         let mut ordinal_int: Option<(usize, Bound<'_, PyInt>)> = None;
-        // The shared strings, taken at the first item: a drain with none takes no lock.
-        let mut shared = None;
-        let mut tried = false;
         let Self {
             decoder, last_path, ..
         } = self;
@@ -1936,19 +1818,12 @@ impl PyAssembler {
                     // often arrives alone, so these would be a good share of the items.
                     return;
                 }
-                if !tried {
-                    tried = true;
-                    shared = ITEM_STRINGS.try_lock().ok();
-                }
-                let mut strings = shared
-                    .as_deref_mut()
-                    .map(|strings| strings.get_or_insert_with(ItemStrings::new));
                 // A long string's items over many drains share one path: reuse its Python str.
                 // Only an item that continues a string can repeat the last path, and only an
                 // open string's path can come again, so other items skip the cache.
                 let path = match last_path.as_mut() {
                     Some((rust, python)) if continues && rust == path => python.clone_ref(py),
-                    cache => match item_str(strings.as_deref_mut(), py, path) {
+                    cache => match utf8_str(py, path) {
                         Ok(new) => {
                             let python = new.unbind();
                             match cache {
@@ -1983,10 +1858,7 @@ impl PyAssembler {
                         int
                     }
                 };
-                // Only a whole value's text is shared: the pieces of a string that goes on over
-                // several drains are cut where the fragments happened to end, and rarely recur.
-                let whole = complete && !continues;
-                let item = item_text(strings.filter(|_| whole), py, text)
+                let item = item_text(py, text)
                     .and_then(|text| (int, path, text).into_pyobject(py))
                     .map(untracked);
                 if let Err(err) = item.and_then(|item| list.append(item)) {

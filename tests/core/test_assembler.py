@@ -883,66 +883,19 @@ def test_progress_items_are_left_out_of_cyclic_garbage_collection() -> None:
 def test_progress_items_a_caller_dropped_are_freed_while_the_stream_runs() -> None:
     # Each leaf gets a new pointer string. One the caller no longer holds must be freed at
     # once, not kept until the stream ends: a long call would otherwise hold every pointer it
-    # ever showed (here about 2 MB). Short strings are shared through a table of at most
-    # 1,024 strings of at most 32 bytes, which stays whatever the length of the stream.
+    # ever showed.
     items: list[tuple[int, str, str]] = []
     asm = Assembler(progress_into=items)
     asm.feed(0, id="call_1", name="tool", arguments="{")
     tracemalloc.start()
     try:
-        for i in range(20_000):
+        for i in range(5000):
             asm.feed(0, arguments=f'"key{i}": {i}, ')
             items.clear()
         held, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert held < 150_000
-
-
-def _progress_of(fragments: list[str]) -> list[tuple[int, str, str]]:
-    items: list[tuple[int, str, str]] = []
-    asm = Assembler(progress_into=items)
-    for fragment in fragments:
-        asm.feed(0, id="call_1", name="tool", arguments=fragment)
-    asm.finish()
-    return items
-
-
-def test_short_progress_paths_and_whole_values_are_shared_between_calls() -> None:
-    # The same tool's calls come back with the same paths and often the same short values: a
-    # `str` made once serves them all, where each item had its own.
-    fragments = ['{"unit": "cm", "size": {"w": 1.5, "h": 2.0}, "note": "lo', 'ng text"}']
-    first, second = _progress_of(fragments), _progress_of(fragments)
-    assert first == second
-    assert first == [
-        (0, "/unit", "cm"),
-        (0, "/size/w", "1.5"),
-        (0, "/size/h", "2.0"),
-        (0, "/note", "lo"),
-        (0, "/note", "ng text"),
-    ]
-    assert all(a[1] is b[1] for a, b in zip(first, second, strict=True))
-    # Whole values are shared; the pieces of a string cut by fragments are not kept.
-    assert all(a[2] is b[2] for a, b in zip(first[:3], second[:3], strict=True))
-
-
-def test_progress_strings_are_right_past_the_shared_table() -> None:
-    # More distinct short strings than the table holds, at its edges: lengths 32 and 33, a
-    # text and the same text with a NUL after it, characters outside ASCII. Every item
-    # spells what was sent, the first time and when the same strings come again.
-    values = [f"v{i}" for i in range(3000)]
-    values += ["a", "a\\u0000", "x" * 32, "x" * 33, "é", "éé", "東京", "🚀", ""]
-    keys = [f"k{i}" for i in range(len(values) - 3)] + ["p" * 31, "p" * 32, "ü" * 16]
-    pairs = list(zip(keys, values, strict=True))
-    body = "{" + ", ".join(f'"{k}": "{v}"' for k, v in pairs) + "}"
-    fragments = [body[i : i + 9] for i in range(0, len(body), 9)]
-    expected = json.loads(body)
-    for _ in range(2):
-        whole: dict[str, str] = {}
-        for ordinal, path, text in _progress_of(fragments):
-            assert ordinal == 0
-            whole[path[1:]] = whole.get(path[1:], "") + text
-        assert whole == expected
+    assert held < 50_000
 
 
 @pytest.mark.parametrize("scalar", [7, 2.5, True, False])
