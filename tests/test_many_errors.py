@@ -9,6 +9,7 @@ every error gives.
 from __future__ import annotations
 
 import json
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -140,3 +141,21 @@ def test_coerced_items_are_not_located_one_by_one(monkeypatch: pytest.MonkeyPatc
     assert len(outcome.coercions) == 5000
     assert outcome.coercions[7].path == "/ids/7" and outcome.coercions[7].from_ == '"1"'
     assert located[0] <= 10
+
+
+def test_a_plain_tool_holds_its_many_errors_in_little_memory() -> None:
+    # Every jsonschema error is kept until the report is ranked. With its two path deques,
+    # each held about 3.4 KB, 900 times the bytes of its item: 73 MB for these 20,000 items
+    # (22 MB with tuples), gigabytes for a call near the 8 MB limit.
+    tools = Toolset([PLAIN])
+    assembler = Assembler()
+    assembler.feed(0, id="c", name="batch", arguments=json.dumps({"ids": ["x"] * 20_000}))
+    (call,) = assembler.finish()
+    tracemalloc.start()
+    try:
+        outcome = tools.validate(call)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(outcome.errors) == validation_module.MAX_ERRORS
+    assert peak < 40_000_000, peak
