@@ -64,6 +64,7 @@ from toolwire.schema_export import (
     as_json_schema,
     export_schema,
     precheck_schema,
+    refuse_too_deep,
     secret_patterns,
     strict_problems,
     with_object_root,
@@ -732,6 +733,8 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         return name, description, {"type": "object", "properties": {}}
     if not isinstance(params, Mapping):
         raise ValueError(f"tool {name!r}: parameters must be a JSON Schema object")
+    # Before the copy below, which recurses.
+    refuse_too_deep(params, name)
     try:
         schema = as_json_schema(copy.deepcopy(dict(cast(Mapping[str, Any], params))))
     except ValueError as exc:
@@ -992,7 +995,7 @@ def _named_precheck(name: str, source: Mapping[str, Any]) -> dict[str, Any]:
     try:
         return precheck_schema(source)
     except SchemaTooLargeError as exc:
-        raise SchemaTooLargeError(exc.size, exc.limit, tool=name) from None
+        raise SchemaTooLargeError(exc.size, exc.limit, tool=name, measure=exc.measure) from None
 
 
 def _not_a_tool(tool: object) -> TypeError:
