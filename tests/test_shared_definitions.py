@@ -343,3 +343,78 @@ def test_a_schema_still_too_large_is_refused_by_name(monkeypatch: pytest.MonkeyP
     assert info.value.tool == "wide"
     assert info.value.size > info.value.limit == 200_000
     assert "wide" in str(info.value)
+    assert info.value.measure == "characters"
+
+
+def _chain(levels: int, *, by_ref: bool = True) -> dict[str, Any]:
+    """An object whose `x` holds an object whose `x`... `levels` levels of subschemas down to
+    an integer: through a `$ref` per level, or written out."""
+    if not by_ref:
+        node: dict[str, Any] = {"type": "integer"}
+        for _ in range(levels):
+            node = {"type": "object", "properties": {"x": node}}
+        return node
+    count = levels - 1
+    defs: dict[str, Any] = {
+        f"d{i}": {"type": "object", "properties": {"x": {"$ref": f"#/$defs/d{i + 1}"}}}
+        for i in range(count)
+    }
+    defs[f"d{count}"] = {"type": "integer"}
+    return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+
+
+@pytest.mark.parametrize("by_ref", [True, False])
+def test_a_schema_nested_at_the_limit_is_built_and_used(by_ref: bool) -> None:
+    levels = schema_export.MAX_SCHEMA_DEPTH
+    tools = Toolset([{"name": "deep", "parameters": _chain(levels, by_ref=by_ref)}], strict=False)
+    tools.openai()
+    tools.anthropic()
+    value: Any = 1
+    for _ in range(levels):
+        value = {"x": value}
+    for arguments, ok in ((value, True), ({"x": "no"}, False)):
+        asm = Assembler(tools=tools)
+        asm.feed(0, id="c", name="deep", arguments=json.dumps(arguments))
+        (call,) = asm.finish()
+        assert tools.validate(call).ok is ok
+
+
+@pytest.mark.parametrize("by_ref", [True, False])
+@pytest.mark.parametrize("past", [1, 26, 76, 176, 2000])
+def test_a_schema_nested_past_the_limit_is_refused_by_depth(by_ref: bool, past: int) -> None:
+    # Near 50 levels the pre-check's registry called the schema "not valid JSON", near 100
+    # validation's set-up raised a ValueError about Python's recursion, near 200 the inliner a
+    # bare RecursionError; and the first only when the registry was first used.
+    levels = schema_export.MAX_SCHEMA_DEPTH + past
+    with pytest.raises(SchemaTooLargeError) as info:
+        Toolset([{"name": "deep", "parameters": _chain(levels, by_ref=by_ref)}])
+    error = info.value
+    assert error.measure == "depth" and error.tool == "deep"
+    assert error.size == levels and error.limit == schema_export.MAX_SCHEMA_DEPTH
+    assert f"nests {levels:,} levels" in str(error) and "MAX_SCHEMA_DEPTH" in str(error)
+
+
+def test_a_recursive_definition_counts_once() -> None:
+    # A tree: the definition refers to itself, and stays a reference under `$defs`.
+    tree = {
+        "type": "object",
+        "properties": {"root": {"$ref": "#/$defs/Node"}},
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {
+                    "v": {"type": "integer"},
+                    "kids": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+                },
+            }
+        },
+    }
+    tools = Toolset([{"name": "tree", "parameters": tree}], strict=False)
+    nested: Any = {"v": 1, "kids": []}
+    # Deeper than the schema's own levels: the definition recurs.
+    for _ in range(20):
+        nested = {"v": 1, "kids": [nested]}
+    asm = Assembler(tools=tools)
+    asm.feed(0, id="c", name="tree", arguments=json.dumps({"root": nested}))
+    (call,) = asm.finish()
+    assert tools.validate(call).ok

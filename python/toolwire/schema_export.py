@@ -26,8 +26,9 @@ Design notes:
   DAG, as OpenAPI-derived tools have) grew the schema exponentially. A kept definition is
   closed once per way a reference uses it (`Name`, `Name_partial`, `Name_open`, see
   `_with_closed_definitions`), the strict export flattens an `allOf` member that is one as it
-  flattened its copy, and a schema still past `MAX_INLINED_CHARS` is refused
-  (`SchemaTooLargeError`). A reference that
+  flattened its copy, and a schema still past `MAX_INLINED_CHARS`, or nesting deeper than
+  `MAX_SCHEMA_DEPTH` with its references followed, is refused (`SchemaTooLargeError`,
+  counted without recursion before the inliner's walk). A reference that
   names its target by URI (an `$anchor`, an embedded `$id`) is first written as the pointer
   to it, found with `referencing`, which is how `jsonschema` would resolve it.
 * Non-null defaults are removed in strict mode although the openai helper keeps them: Azure
@@ -46,9 +47,9 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import referencing
 import referencing.exceptions
@@ -411,7 +412,8 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
 
     Raises:
         ValueError: On a `$ref` that is not local or points nowhere.
-        SchemaTooLargeError: On a schema that would still be longer than `MAX_INLINED_CHARS`.
+        SchemaTooLargeError: On a schema that would still be longer than `MAX_INLINED_CHARS`,
+            or nest deeper than `MAX_SCHEMA_DEPTH` levels.
     """
     schema = _with_pointer_refs(schema)
     # Draft 7 and older ignore every keyword next to a `$ref`: only annotations are kept then.
@@ -426,6 +428,10 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
             defs.update(found)
     recursive = _recursive_definitions(defs)
     shared = _shared_definitions(schema, defs, recursive, legacy=legacy)
+    # Before the walk, which recurses: a deeper schema would end in a `RecursionError`.
+    depth = _nesting_depth(schema, defs, recursive, shared, legacy=legacy)
+    if depth > MAX_SCHEMA_DEPTH:
+        raise SchemaTooLargeError(depth, MAX_SCHEMA_DEPTH, measure="depth")
     kept: dict[str, JsonSchema] = {}
     # The `$defs` name and the target of every kept reference that is not a whole definition.
     aliases: dict[str, str] = {}
@@ -557,6 +563,119 @@ def _definition_named(node: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _subschemas(node: Mapping[str, Any], *, with_defs: bool = False) -> Iterator[Any]:
+    """The subschemas right below `node` (its definitions too with `with_defs`)."""
+    for key, value in node.items():
+        if key in ("$defs", "definitions") and not with_defs:
+            continue
+        if key in _NAMED_SUBSCHEMAS:
+            named = _as_dict(value)
+            if named is not None:
+                yield from named.values()
+        elif key in _SUBSCHEMAS:
+            as_list = _as_list(value)
+            yield from as_list if as_list is not None else (value,)
+
+
+def refuse_too_deep(schema: Any, tool: str) -> None:
+    """Refuse a schema whose subschemas, as written (definitions as subschemas of where they
+    sit, references not followed), nest deeper than `MAX_SCHEMA_DEPTH`, before anything
+    copies or walks it recursively. Found without recursion.
+
+    Raises:
+        SchemaTooLargeError: With `measure="depth"`.
+    """
+    best = 0
+    todo: list[tuple[Any, int]] = [(schema, 0)]
+    while todo:
+        item, level = todo.pop()
+        node = _as_dict(item)
+        if node is not None:
+            best = max(best, level)
+            todo.extend((child, level + 1) for child in _subschemas(node, with_defs=True))
+    if best > MAX_SCHEMA_DEPTH:
+        raise SchemaTooLargeError(best, MAX_SCHEMA_DEPTH, tool=tool, measure="depth")
+
+
+def _nesting_depth(
+    schema: Mapping[str, Any],
+    defs: Mapping[str, Any],
+    recursive: set[str],
+    shared: set[str],
+    *,
+    legacy: bool,
+) -> int:
+    """The most levels of subschemas in `schema` as `inline_refs` writes it, given the
+    definitions it keeps as references (the recursive and the shared ones): a reference to
+    another definition is read as the definition (one level deeper when both go in an
+    `allOf`), and each kept definition counts from its own place under `$defs`. Iterative, in
+    time linear in the schema and its definitions: a schema may nest deeper than Python's
+    recursion limit."""
+
+    def targets(body: Any) -> Iterator[str]:
+        todo = [body]
+        while todo:
+            node = _as_dict(todo.pop())
+            if node is None:
+                continue
+            target = _definition_named(node)
+            if target is not None and target in defs and target not in recursive:
+                yield target
+            todo.extend(_subschemas(node))
+
+    def height(body: Any) -> int:
+        best = 0
+        todo: list[tuple[Any, int]] = [(body, 0)]
+        while todo:
+            item, level = todo.pop()
+            node = _as_dict(item)
+            if node is None:
+                continue
+            best = max(best, level)
+            todo.extend((child, level + 1) for child in _subschemas(node))
+            target = _definition_named(node)
+            if target is None or target not in heights:
+                continue
+            # As `inline_refs` reads the keys beside a reference.
+            siblings = [k for k in node if k != "$ref" and (not legacy or k in _ANNOTATIONS)]
+            target_body = _as_dict(defs[target])
+            if (
+                target in kept
+                and item is not body
+                and target_body is not None
+                and all(k in _ANNOTATIONS for k in siblings)
+            ):
+                continue
+            rest = [k for k in siblings if k not in _ANNOTATIONS]
+            wrapped = target_body is not None and (
+                any(k in target_body for k in rest)
+                or (bool(rest) and any(k in target_body or k in rest for k in _UNEVALUATED))
+            )
+            best = max(best, level + wrapped + heights[target])
+        return best
+
+    # Each definition's depth, after those it references (depth-first post-order); a
+    # recursive definition is a reference wherever it is met.
+    kept = recursive | shared
+    heights: dict[str, int] = {}
+    for start in defs:
+        if start in heights or start in recursive:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(start, targets(defs[start]))]
+        opened = {start}
+        while work:
+            name, pending = work[-1]
+            following = next((t for t in pending if t not in heights and t not in opened), None)
+            if following is None:
+                work.pop()
+                heights[name] = height(defs[name])
+                continue
+            opened.add(following)
+            work.append((following, targets(defs[following])))
+    written = {k: v for k, v in schema.items() if k not in ("$defs", "definitions")}
+    return max([height(written), *(1 + height(defs[name]) for name in kept if name in defs)])
+
+
 def _recursive_definitions(defs: Mapping[str, Any]) -> set[str]:
     """The definitions that reach themselves again through `$ref`s to definitions (the strongly
     connected components of that graph with a cycle), found in time linear in their size."""
@@ -636,27 +755,55 @@ MAX_INLINED_CHARS = 2_000_000
 _REF_CHARS = 30
 
 
+# The most levels of subschemas (a property's, an item's, an `anyOf` branch's...) a tool's
+# schema may nest with its references followed as the inliner follows them; a deeper one is
+# refused at registration (`SchemaTooLargeError`, `measure="depth"`). Past about 30 the
+# pre-check's compiled schema (closed, with absent-as-null branches: up to four levels of JSON
+# per level) is deeper than its JSON reader takes, and past about 100 the inliner and
+# `jsonschema` run out of Python's stack; providers take far less (OpenAI's strict mode 10
+# levels of objects).
+MAX_SCHEMA_DEPTH = 24
+
+
 class SchemaTooLargeError(ValueError):
-    """A tool schema that would still be too large with its shared definitions kept as
-    references: its remaining references (pointers into the schema, or references with
-    assertions beside them) multiply it past `MAX_INLINED_CHARS`.
+    """A tool schema too large to build: with its shared definitions kept as references, its
+    remaining references (pointers into the schema, or references with assertions beside
+    them) multiply it past `MAX_INLINED_CHARS` (`measure == "characters"`); or its subschemas,
+    references followed, nest deeper than `MAX_SCHEMA_DEPTH` levels (`measure == "depth"`).
 
     Attributes:
         tool: The tool name (None where no tool was named).
-        size: The estimated size of the schema once inlined, in characters of JSON.
-        limit: `MAX_INLINED_CHARS`.
+        size: The estimated size of the schema once inlined, in characters of JSON; for
+            `measure == "depth"`, the levels it nests.
+        limit: `MAX_INLINED_CHARS`, or `MAX_SCHEMA_DEPTH` for `measure == "depth"`.
+        measure: `"characters"` or `"depth"`: what `size` and `limit` count.
     """
 
-    def __init__(self, size: int, limit: int, tool: str | None = None) -> None:
+    def __init__(
+        self,
+        size: int,
+        limit: int,
+        tool: str | None = None,
+        *,
+        measure: Literal["characters", "depth"] = "characters",
+    ) -> None:
         where = f"tool {tool!r}: " if tool is not None else ""
-        super().__init__(
-            f"{where}the parameter schema would take about {size:,} characters of JSON with its"
-            f" references inlined, more than the {limit:,} allowed: keep definitions that are"
-            " used in several places as plain `$ref`s (without assertions beside them)"
-        )
+        if measure == "depth":
+            reason = (
+                f"the parameter schema nests {size:,} levels of subschemas with its references"
+                f" followed, more than the {limit:,} allowed (MAX_SCHEMA_DEPTH): flatten it"
+            )
+        else:
+            reason = (
+                f"the parameter schema would take about {size:,} characters of JSON with its"
+                f" references inlined, more than the {limit:,} allowed: keep definitions that"
+                " are used in several places as plain `$ref`s (without assertions beside them)"
+            )
+        super().__init__(where + reason)
         self.tool = tool
         self.size = size
         self.limit = limit
+        self.measure: Literal["characters", "depth"] = measure
 
 
 class InvalidSchemaError(ValueError):

@@ -28,9 +28,9 @@ Design notes:
 - A source of the wrong kind (async for `assemble`, sync for `aassemble`, a coroutine not
   awaited) is refused when the wrapper is built, like a dict or a helper's manager.
 - Validation runs the application's own code (Pydantic validators, business checks, the
-  redaction hook). If that raises for one call, the call gets a non-retryable `internal_error`
-  outcome (it must not run) and the exception is logged; the other calls and `StreamEnded` are
-  still delivered, so `.outcomes` stays aligned with `.calls`.
+  redaction hook). If that raises for one call, `Toolset.validate` gives the call a
+  non-retryable `internal_error` outcome (it must not run) and logs the exception's type; the
+  other calls and `StreamEnded` are still delivered, so `.outcomes` stays aligned with `.calls`.
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ from toolwire.events import (
     StreamEnded,
     TextDelta,
 )
+from toolwire.toolset import internal_error
 from toolwire.validation import Outcome
 
 if TYPE_CHECKING:
@@ -383,18 +384,10 @@ def _validate(toolset: Toolset, call: ToolCall) -> Outcome:
     try:
         return toolset.validate(call)
     except Exception as exc:
-        # The application's validator, check or redaction hook raised: a bug or an outage on
-        # our side, not the model's. The call must not run, and the model must not be told to
-        # fix arguments it may have sent correctly. Only the exception type is logged: its text
-        # can hold the argument values the redaction hook exists to hide.
-        _log.error(
-            "toolwire: validating call %s (%s) raised %s; the call will not run",
-            call.id,
-            call.name,
-            type(exc).__name__,
-        )
+        # `Toolset.validate` turns what the application's code raises into an `internal_error`
+        # outcome itself; this is for a subclass's own `validate`, judged the same way.
         lang: Any = getattr(toolset, "_lang", "en")
-        return Outcome.failure(call, call.name or "", "internal_error", lang=lang)
+        return internal_error(call, exc, lang)
 
 
 def _interrupt(asm: Assembler, reason: str) -> None:

@@ -30,6 +30,7 @@ import functools
 import gc
 import inspect
 import json
+import logging
 import re
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
@@ -63,6 +64,7 @@ from toolwire.schema_export import (
     as_json_schema,
     export_schema,
     precheck_schema,
+    refuse_too_deep,
     secret_patterns,
     strict_problems,
     with_object_root,
@@ -731,6 +733,8 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         return name, description, {"type": "object", "properties": {}}
     if not isinstance(params, Mapping):
         raise ValueError(f"tool {name!r}: parameters must be a JSON Schema object")
+    # Before the copy below, which recurses.
+    refuse_too_deep(params, name)
     try:
         schema = as_json_schema(copy.deepcopy(dict(cast(Mapping[str, Any], params))))
     except ValueError as exc:
@@ -991,7 +995,7 @@ def _named_precheck(name: str, source: Mapping[str, Any]) -> dict[str, Any]:
     try:
         return precheck_schema(source)
     except SchemaTooLargeError as exc:
-        raise SchemaTooLargeError(exc.size, exc.limit, tool=name) from None
+        raise SchemaTooLargeError(exc.size, exc.limit, tool=name, measure=exc.measure) from None
 
 
 def _not_a_tool(tool: object) -> TypeError:
@@ -1408,24 +1412,50 @@ class Toolset:
             call: A `toolwire.ToolCall` (or anything with the same attributes).
 
         Returns:
-            The outcome: `ok` with the model, or the errors and what to tell the model.
+            The outcome: `ok` with the model, or the errors and what to tell the model. When
+            the application's own code raises (a Pydantic validator raising anything but
+            `ValueError` or `AssertionError`, a check, the redaction hook), the call gets a
+            non-retryable `internal_error` outcome and the exception is logged by type: one
+            call's failure never costs the others their outcomes, as in `assemble`.
+
+        Raises:
+            TypeError: `call` is not a call.
         """
         try:
             done = self._shortcut.outcome(call)
         except ValidationError as exc:
-            # Only a tool of `_direct` is validated there.
-            validator = self._direct[call.name][0]
-            return validator.rejected(call, exc, lang=self._lang, redact=self._redact)
+            done = self._rejected(call, exc)
+        except Exception as exc:
+            # The native path runs Pydantic, so the model's own validators.
+            return internal_error(call, exc, self._lang)
         # The rest in a method of its own: a frame with the general path's two dozen locals
         # costs the common case time to set up and clear.
         return done if done is not None else self._validate_general(call)
 
+    def _rejected(self, call: CallLike, exc: ValidationError) -> Outcome:
+        """The outcome of a call the native path's Pydantic refused."""
+        # Only a tool of `_direct` is validated there.
+        validator = self._direct[call.name][0]
+        try:
+            return validator.rejected(call, exc, lang=self._lang, redact=self._redact)
+        except Exception as failure:
+            return internal_error(call, failure, self._lang)
+
     def _validate_general(self, call: CallLike) -> Outcome:
         """`validate` for every call the native path leaves to Python."""
+        if not isinstance(call, ToolCall):
+            # The caller's mistake, raised; what fails past this is the application's code.
+            require_call(call, ("error", "name", "id", "arguments"), what="validate's call")
+        try:
+            return self._validate_python(call)
+        except Exception as exc:
+            return internal_error(call, exc, self._lang)
+
+    def _validate_python(self, call: CallLike) -> Outcome:
+        """`_validate_general` for a call known to be one."""
         if isinstance(call, ToolCall):
             error, prechecked, name, call_id, raw, plain_numbers = call._validation_fields()
         else:
-            require_call(call, ("error", "name", "id", "arguments"), what="validate's call")
             error, prechecked, name = call.error, getattr(call, "prechecked", True), call.name
             call_id, raw = call.id, _raw_arguments(call)
             plain_numbers = getattr(call, "plain_numbers", False)
@@ -1508,6 +1538,25 @@ class Toolset:
         """`validate` for each call, in order."""
         return [self.validate(call) for call in calls]
 
+
+def internal_error(call: CallLike, exc: Exception, lang: Lang) -> Outcome:
+    """The outcome of a call whose validation raised in the application's own code.
+
+    A bug or an outage on the application's side, not the model's: the call must not run, and
+    the model must not be told to fix arguments it may have sent correctly. Only the
+    exception's type is logged, and the model reads a fixed message: the exception's text can
+    hold the argument values the redaction hook exists to hide.
+    """
+    _log.error(
+        "toolwire: validating call %s (%s) raised %s; the call will not run",
+        getattr(call, "id", None),
+        getattr(call, "name", None),
+        type(exc).__name__,
+    )
+    return Outcome.failure(call, getattr(call, "name", None) or "", "internal_error", lang=lang)
+
+
+_log = logging.getLogger(__name__)
 
 _SCAN_LIMITS = ("max_depth", "max_bytes", "max_number_digits")
 """The assembler limits a call's text was read under (`ToolCall.limits`) that
