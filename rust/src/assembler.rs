@@ -1564,7 +1564,7 @@ impl Assembler {
         key: &str,
         json: &str,
     ) -> Result<(), Misuse> {
-        if text_has_long_integer(json) && !self.finished {
+        if text_has_long_integer(json) {
             return self.drop_metadata_for_key(index);
         }
         match self.metadata_call(index) {

@@ -753,6 +753,7 @@ fn merge_usage(merged: &mut Option<serde_json::Map<String, serde_json::Value>>, 
 pub const USAGE_MAX_BYTES: usize = 8 * 1024;
 /// The most members merged usage keeps.
 pub const USAGE_MAX_MEMBERS: usize = 64;
+
 /// `value` with the `null` members of its objects left out, at any depth; `None` for `null`.
 fn without_nulls(value: serde_json::Value) -> Option<serde_json::Value> {
     match value {
