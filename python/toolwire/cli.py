@@ -50,6 +50,7 @@ from toolwire.replay import (
     Entry,
     FormatName,
     Report,
+    bundled_corpus,
     compare,
     entry_ident,
     feed_sse,
@@ -178,9 +179,9 @@ def _replay(args: argparse.Namespace, out: Console) -> int:
     corpus: list[str] = list(getattr(args, "corpus", None) or [])
     fmt = cast("FormatName", getattr(args, "format", "auto"))
     tools_spec: str | None = getattr(args, "tools", None)
-    if not corpus:
-        # The bundled corpus is written for the demo toolset.
-        tools_spec = tools_spec or DEMO_TOOLS
+    if tools_spec is None and (not corpus or all(_is_bundled(p) for p in corpus)):
+        # The bundled corpus is written for the demo toolset, also when its files are named.
+        tools_spec = DEMO_TOOLS
     # Loaded before anything is printed: a bad `--tools` is an error alone, not a banner then one.
     toolset = _toolset(tools_spec)
     if not corpus:
@@ -227,6 +228,16 @@ def _replay(args: argparse.Namespace, out: Console) -> int:
     if diff is not None:
         return 1 if diff.newly_failing else 0
     return 0 if report.ok else 1
+
+
+def _is_bundled(path: str) -> bool:
+    """Whether `path` is the bundled corpus or a file in it."""
+    try:
+        samples = Path(str(bundled_corpus())).resolve()
+        target = Path(path).resolve()
+    except (OSError, RuntimeError):
+        return False
+    return target == samples or samples in target.parents
 
 
 def _load(corpus: list[str], fmt: FormatName) -> list[Entry]:
@@ -322,6 +333,14 @@ def _print_summary(report: Report, out: Console, diff: BaselineDiff | None) -> N
         out.print(f"[bold red]{len(failures)} of {len(report.cases)} cases failed:[/]")
         for case in failures:
             out.print(f"  {escape(case.entry.key)}: {escape(case.reason or '')}")
+        if report.tools is None and any(c.expect is not None for f in failures for c in f.calls):
+            # Without a toolset only the core's outcomes can happen: an entry recorded with
+            # tools expects validation's (unknown tools, field errors, coercions).
+            out.print(
+                "Replayed without --tools, so only JSON checks ran: expectations of validation "
+                "(unknown tools, field errors, coercions) cannot be met. Pass the toolset the "
+                "entries were recorded with: --tools MODULE:TOOLSET."
+            )
     else:
         out.print(f"[bold green]All {len(report.cases)} cases as expected.[/]")
     changed = [case.entry.key for case in report.cases if case.schema_changed]

@@ -15,6 +15,7 @@ from toolwire.demo_tools import demo_toolset
 from toolwire.replay import (
     REPORT_SCHEMA_VERSION,
     CorpusError,
+    bundled_corpus,
     compare,
     load_bundled,
     load_corpus,
@@ -134,6 +135,27 @@ def test_entries_without_expect_fail_when_not_ok(
     assert "#1 lookup_order: not ok: model_error/type" in out
     # Without a toolset only the JSON is checked, and both calls are well-formed.
     assert main(["replay", str(bare)]) == 0
+
+
+def test_bundled_sample_files_named_alone_replay_against_the_demo_toolset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    samples = Path(str(bundled_corpus()))
+    # Their expectations (unknown tools, field errors) need the toolset they were written for.
+    assert main(["replay", str(samples / "anthropic.jsonl"), "--no-progress"]) == 0
+    assert f"tools: {TOOLS}" in capsys.readouterr().out
+    assert main(["replay", str(samples), "--no-progress"]) == 0
+    capsys.readouterr()
+    # A copy outside the package is someone's corpus: replayed as asked, without tools, it
+    # fails, and the summary says why and what to pass.
+    copy = tmp_path / "anthropic.jsonl"
+    copy.write_bytes((samples / "anthropic.jsonl").read_bytes())
+    assert main(["replay", str(copy), "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert "expected model_error/unknown_tool, got ok" in out
+    assert "Replayed without --tools" in out
+    assert "--tools MODULE:TOOLSET" in out
+    assert main(["replay", str(copy), "--tools", TOOLS, "--no-progress"]) == 0
 
 
 def test_expectation_mismatches_fail(tmp_path: Path) -> None:
