@@ -585,6 +585,9 @@ class _Run:
     deposited: bool = False
     """Whether this call has made its deposit into the retry budget (see `_begin_attempt`)."""
     warnings: list[str] = field(default_factory=lambda: [])
+    breaker: CircuitBreaker | None = None
+    """The breaker of the tool as registered when the call started (see `Executor._breaker_of`):
+    a tool replaced meanwhile keeps its attempts out of its successor's breaker."""
     lease_lost: bool = False
     """Set by the lease keeper's thread when a renewal found the write's claim no longer
     held (see `Executor._renewer`): no further attempt is made."""
@@ -746,7 +749,13 @@ class Executor:
     # ---- registration -------------------------------------------------------------------
 
     def register(self, name: str, tool: Callable[..., Any] | ToolSpec, **options: Any) -> ToolSpec:
-        """Register ``tool`` under ``name`` (options as in ``ToolSpec``) and return its spec."""
+        """Register ``tool`` under ``name`` (options as in ``ToolSpec``) and return its spec.
+
+        Safe from any thread, also while calls run. Registering a name again replaces its tool
+        for the calls that start afterwards and gives it a fresh circuit breaker; a call
+        already running keeps the spec and the breaker it started with to its end, so the old
+        implementation's outcomes never count against the new one's breaker.
+        """
         if not isinstance(cast(object, name), str):
             raise TypeError(f"a tool's name must be a str, not {type(name).__name__}")
         if isinstance(tool, ToolSpec):
@@ -815,8 +824,9 @@ class Executor:
 
     @property
     def tools(self) -> Mapping[str, ToolSpec]:
-        """Registered tools by name."""
-        return dict(self._tools)
+        """Registered tools by name (a snapshot: later registrations do not change it)."""
+        with self._lock:
+            return dict(self._tools)
 
     @property
     def ledger(self) -> Ledger:
@@ -837,13 +847,31 @@ class Executor:
         if not self._breakers_enabled:
             return None
         with self._lock:
-            breaker = self._breakers.get(tool)
-            if breaker is None:
-                spec = self._tools.get(tool)
-                config = (spec.breaker if spec else None) or self._breaker_default
-                breaker = CircuitBreaker(tool, config, clock=self.clock)
-                self._breakers[tool] = breaker
-            return breaker
+            return self._shared_breaker(tool, self._tools.get(tool))
+
+    def _shared_breaker(self, tool: str, spec: ToolSpec | None) -> CircuitBreaker:
+        """The breaker ``tool`` shares between its calls, made on first use (under the lock)."""
+        breaker = self._breakers.get(tool)
+        if breaker is None:
+            config = (spec.breaker if spec else None) or self._breaker_default
+            breaker = CircuitBreaker(tool, config, clock=self.clock)
+            self._breakers[tool] = breaker
+        return breaker
+
+    def _breaker_of(self, spec: ToolSpec) -> CircuitBreaker | None:
+        """The breaker a call of ``spec`` reports to, taken once when it starts.
+
+        Registering a tool again gives its name a new breaker. A call of the replaced spec
+        that is still running keeps the breaker it started with, or, when the spec was replaced
+        before its call took one, a breaker of its own: either way the old implementation's
+        failures never open (nor its successes close) the new one's breaker.
+        """
+        if not self._breakers_enabled:
+            return None
+        with self._lock:
+            if self._tools.get(spec.name) is spec:
+                return self._shared_breaker(spec.name, spec)
+        return CircuitBreaker(spec.name, spec.breaker or self._breaker_default, clock=self.clock)
 
     def request(
         self,
@@ -909,10 +937,12 @@ class Executor:
         coercions: int | None = None,
     ) -> ExecutionResult:
         _check_call(call)
-        spec = self._tools.get(call.tool)
+        with self._lock:
+            spec = self._tools.get(call.tool)
         if call.ok and spec is not None and spec.is_async:
             raise TypeError(f"tool {spec.name!r} is async; use Executor.aexecute")
-        run = self._prepare(call, context, parse_time, validation_time, coercions)
+        # The spec checked above is the one that runs, whatever is registered meanwhile.
+        run = self._prepare(call, context, parse_time, validation_time, coercions, spec)
         if isinstance(run, ExecutionResult):
             return run
         if run.key is not None:
@@ -996,7 +1026,9 @@ class Executor:
         coercions: int | None = None,
     ) -> ExecutionResult:
         _check_call(call)
-        run = self._prepare(call, context, parse_time, validation_time, coercions)
+        with self._lock:
+            spec = self._tools.get(call.tool)
+        run = self._prepare(call, context, parse_time, validation_time, coercions, spec)
         if isinstance(run, ExecutionResult):
             return run
         if run.key is not None:
@@ -1195,7 +1227,14 @@ class Executor:
         parse_time: float | None,
         validation_time: float | None,
         coercions: int | None,
+        spec: ToolSpec | None,
     ) -> _Run | ExecutionResult:
+        """The call's run, or its result when it is refused before any ledger step.
+
+        ``spec``: the tool registered under the call's name, as the caller looked it up once
+        (None: none is). The run keeps it, and the breaker registered with it, to its end: a tool
+        registered again meanwhile serves later calls only.
+        """
         started = self.clock.monotonic()
         ctx = context or self.request()
         parse_time = parse_time if parse_time is not None else _attr_float(call, "parse_time")
@@ -1205,7 +1244,6 @@ class Executor:
             raw = getattr(call, "coercions", 0)
             coercions = len(raw) if isinstance(raw, Sequence) else int(raw or 0)  # pyright: ignore[reportUnknownArgumentType]
         span = self.observer.start_span(call.tool, call.call_id)
-        spec = self._tools.get(call.tool)
         arguments = _arguments_of(call)
         declared = [secret_text(v) for v in _declared_secrets(call)]
         # Two digests of the arguments. The ledger gets `fingerprint`, over every value, secret
@@ -1318,6 +1356,7 @@ class Executor:
                 request_id=ctx.request_id,
                 arguments_fingerprint=ledger_fingerprint,
             )
+        run.breaker = self._breaker_of(spec)
         return run
 
     def _lease(self, spec: ToolSpec) -> float:
@@ -1727,7 +1766,7 @@ class Executor:
             # its caller the outcome): another attempt would add to what that call did.
             run.stop_reason = "claim_lost"
             return False
-        breaker = self.breaker_for(run.spec.name)
+        breaker = run.breaker
         verdict = decide_retry(
             policy=self.retry,
             state=state,
@@ -1757,7 +1796,7 @@ class Executor:
             exc = _OwnDeadline("request deadline exceeded before the attempt started")
             run.last, run.last_exc = _classify(exc, self.clock.time()), exc
             raise exc
-        breaker = self.breaker_for(run.spec.name)
+        breaker = run.breaker
         permit = None
         if breaker is not None:
             permit = breaker.acquire()
@@ -1808,7 +1847,7 @@ class Executor:
         run.in_flight = in_flight
         run.granted = granted
         self._refund(run)
-        breaker = self.breaker_for(run.spec.name)
+        breaker = run.breaker
         if breaker is not None and permit is not None:
             breaker.release(permit)
 
@@ -1831,7 +1870,7 @@ class Executor:
         self, run: _Run, permit: Permit | None, started: float, exc: BaseException | None
     ) -> None:
         duration = self.clock.monotonic() - started
-        breaker = self.breaker_for(run.spec.name)
+        breaker = run.breaker
         if exc is None:
             run.in_flight = False
             if breaker is not None and permit is not None:
@@ -2122,7 +2161,7 @@ class Executor:
             # retries (`breaker_open`) or they were over anyway: a model told only
             # "retryable" would call again into a refusal.
             # Or left it half-open with every probe taken by other calls.
-            breaker = self.breaker_for(run.spec.name)
+            breaker = run.breaker
             left = 0.0 if breaker is None else breaker.admission_wait()
             if left is None or left > 0:
                 run.breaker_rejected = True
