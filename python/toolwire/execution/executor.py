@@ -117,7 +117,6 @@ from toolwire.execution.ledger import (
     DEFAULT_TTL,
     Claim,
     Ledger,
-    LedgerRecord,
     MemoryLedger,
     StalePolicy,
 )
@@ -1700,7 +1699,7 @@ class Executor:
             return self._finish(
                 run,
                 "in_progress",
-                error=self._in_progress_payload(run, record),
+                error=self._in_progress_payload(run, claim),
                 exception=IdempotencyInProgress(run.key or ""),
             )
         if claim.status == "replay" and record is not None:
@@ -1726,7 +1725,7 @@ class Executor:
             },
         )
 
-    def _in_progress_payload(self, run: _Run, record: LedgerRecord | None) -> dict[str, Any]:
+    def _in_progress_payload(self, run: _Run, claim: Claim) -> dict[str, Any]:
         """What the model reads when an identical call holds the claim.
 
         ``retryable`` means "calling again can help". The model calls again with a new
@@ -1746,7 +1745,11 @@ class Executor:
         if same_key:
             payload["message"] = text("exec.in_progress_retry", self.lang)
             payload["retryable"] = True
-            left = 0.0 if record is None else record.lease_expires_at - self.clock.time()
+            left = claim.lease_remaining
+            if left is None:
+                # A custom ledger that does not measure it: our clock against its timestamp.
+                record = claim.record
+                left = 0.0 if record is None else record.lease_expires_at - self.clock.time()
             payload["retry_after"] = round(max(0.0, left), 3)
         else:
             payload["message"] = text("exec.in_progress_wait", self.lang)

@@ -239,12 +239,18 @@ class Claim:
         token: The owner token, when ``claimed``.
         recovered: True when this claim resolved a stale in-progress record by policy (for
             ``claimed``: the side effect may run twice).
+        lease_remaining: For ``in_progress``: seconds left on the holder's lease, measured by
+            the store's own clock when it answered (the Redis server's ``TIME``), so that a
+            caller whose clock is skewed against the store's still reads the right wait.
+            ``None`` for the other statuses, and from a custom ledger that does not set it
+            (the executor then compares ``record.lease_expires_at`` with its own clock).
     """
 
     status: ClaimStatus
     record: LedgerRecord | None
     token: str | None = None
     recovered: bool = False
+    lease_remaining: float | None = None
 
 
 def decide_claim(
@@ -303,7 +309,7 @@ def decide_claim(
         return Claim("claimed", record, token), record
     # in_progress
     if existing.lease_expires_at > now:
-        return Claim("in_progress", existing), None
+        return Claim("in_progress", existing, lease_remaining=existing.lease_expires_at - now), None
     if on_stale == "assume_failed_and_retry":
         record = replace(
             existing,
