@@ -490,17 +490,31 @@ def redis_that_hangs_after_the_claim() -> Iterator[tuple[str, int]]:
                     flat = b"".join(bulk(k) + bulk(v) for k, v in fields.items())
                     conn.sendall(b"*3\r\n" + bulk("claimed") + b"*14\r\n" + flat + b":0\r\n")
 
-    def accept() -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                conn = listener.accept()[0]
-                accepted.append(conn)
-                threading.Thread(target=serve, args=(conn,), daemon=True).start()
+    closing = threading.Event()
 
-    threading.Thread(target=accept, daemon=True).start()
+    def accept() -> None:
+        # Polled, so that the listener is closed only once nothing can accept on it: the
+        # executor retries an outcome it could not record, and a connection accepted after
+        # the last one was closed would be left to the garbage collector.
+        listener.settimeout(0.05)
+        while not closing.is_set():
+            try:
+                conn = listener.accept()[0]
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.settimeout(None)
+            accepted.append(conn)
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
     try:
         yield listener.getsockname()
     finally:
+        closing.set()
+        acceptor.join(5)
         listener.close()
         for conn in accepted:
             conn.close()

@@ -201,6 +201,9 @@ _SETTLE_GRACE = 1.0
 # the claim in progress for its whole lease and then, under `report`, unknown for good.
 _SETTLE_TRIES = 3
 _SETTLE_BACKOFF = 0.05
+# Longest pause, in seconds, between two background tries of an outcome the store could not
+# record while its call waited (see `Executor._record_later`).
+_LATE_RECORD_EVERY = 5.0
 # Errors listed in a refusal payload (as many as `Outcome.errors` holds).
 _MAX_ERRORS = 5
 
@@ -412,6 +415,13 @@ class ExecutionResult:
             it took over a stale in-progress claim and made an attempt. The worker whose claim
             was taken over is told so in ``warnings``; its own execution was the first one.
         warnings: Non-fatal problems (e.g. the ledger could not record a success).
+        unrecorded: True when this write's outcome (or the release of its claim) is not yet
+            in the idempotency ledger: the store failed every try, or did not answer, within
+            the time the call could wait. ``value`` and ``error`` are still what the tool did;
+            a warning says why. The executor goes on trying to record it in the background
+            (see ``Executor``); until it lands, an identical call finds the claim in progress
+            (or, once its lease lapsed, meets the tool's stale-claim policy, which the late
+            record then overrides where the policy only assumed an outcome).
         lang: The language of texts written for the model later (the executor's ``lang``).
     """
 
@@ -428,6 +438,7 @@ class ExecutionResult:
     warnings: tuple[str, ...] = ()
     exception: ExecutionError | None = field(default=None, repr=False, compare=False)
     lang: Lang = field(default="en", repr=False, compare=False)
+    unrecorded: bool = False
 
     @property
     def ok(self) -> bool:
@@ -584,6 +595,8 @@ class _Run:
     deposited: bool = False
     """Whether this call has made its deposit into the retry budget (see `_begin_attempt`)."""
     warnings: list[str] = field(default_factory=lambda: [])
+    unrecorded: bool = False
+    """The outcome's ledger step failed or did not answer in time (see `Executor._ledger_op`)."""
     breaker: CircuitBreaker | None = None
     """The breaker of the tool as registered when the call started (see `Executor._breaker_of`):
     a tool replaced meanwhile keeps its attempts out of its successor's breaker."""
@@ -2034,6 +2047,7 @@ class Executor:
         try:
             if not self._ledger_op_in_time(run, op, run.key, claim.token):
                 self.observer.count("ledger_errors", 1, tool=run.spec.name)
+                run.unrecorded = True
                 run.warnings.append(
                     "the idempotency store did not answer within the request's deadline; "
                     "the call's outcome may not be recorded"
@@ -2046,9 +2060,76 @@ class Executor:
             )
         except Exception as exc:
             self.observer.count("ledger_errors", 1, tool=run.spec.name)
-            run.warnings.append(f"ledger update failed: {self._scrubbed(run, exc)}")
+            run.unrecorded = True
+            run.warnings.append(
+                f"ledger update failed: {self._scrubbed(run, exc)}; "
+                "the outcome is not durable yet and is retried in the background"
+            )
+            self._record_later(run, op, run.key, claim.token)
         finally:
             run.claim = None
+
+    def _record_later(
+        self, run: _Run, op: Callable[[Ledger, str, str], None], key: str, token: str
+    ) -> None:
+        """Go on trying a step that records a write's outcome after the store failed every
+        try the call could wait for, from the lease keeper's thread, every `_LATE_RECORD_EVERY`
+        seconds at most (a third of the lease if shorter) until it lands, the claim turns out
+        settled by another call (``ClaimLost``), or the record's retention is over.
+
+        Left undone, the claim would stay in progress for its whole lease and then, under the
+        ``report`` policy, read as an unknown outcome for good although the tool's result is
+        known here. Once the store answers again the outcome is stored, so an identical call
+        gets it replayed; one that came meanwhile and found the lease lapsed met the stale
+        policy, whose assumed outcome (``report``, ``assume_succeeded``) the owner's record
+        replaces (see `decide_finish`). Only this process holds the outcome: if it ends first,
+        the stale policy stands.
+        """
+        ledger = self.ledger
+        name, call_id = run.spec.name, run.call.call_id
+        lease = self._lease(run.spec)
+        give_up = self.clock.monotonic() + lease + self._ttl(run.spec)
+
+        def record(held: _HeldLease) -> bool:
+            try:
+                op(ledger, key, token)
+            except ClaimLost:
+                self.observer.log(
+                    _log,
+                    logging.WARNING,
+                    "toolwire: the outcome of call %s (%s) was not recorded: another call "
+                    "settled its claim meanwhile",
+                    call_id,
+                    name,
+                )
+                return False
+            except Exception as exc:
+                self.observer.count("ledger_errors", 1, tool=name)
+                if self.clock.monotonic() < give_up:
+                    return True
+                self.observer.log(
+                    _log,
+                    logging.ERROR,
+                    "toolwire: gave up recording the outcome of call %s (%s): %s",
+                    call_id,
+                    name,
+                    self._scrubbed(run, exc),
+                )
+                return False
+            self.observer.count("outcomes_recorded_late", 1, tool=name)
+            return False
+
+        try:
+            self._leases.hold(record, min(_LATE_RECORD_EVERY, lease / _RENEWALS_PER_LEASE))
+        except RuntimeError as exc:  # no thread: the call's warning already says it
+            self.observer.log(
+                _log,
+                logging.WARNING,
+                "toolwire: the outcome of call %s (%s) is not retried (no thread for it): %s",
+                call_id,
+                name,
+                _short(exc),
+            )
 
     def _retried(
         self, op: Callable[[Ledger, str, str], None], until: float | None
@@ -2105,6 +2186,13 @@ class Executor:
         try:
             done.result(timeout=wait)
         except FutureTimeout:
+            # Abandoned, the step may still land; if its tries fail instead, it goes on later.
+            def failed(step: Future[None]) -> None:
+                error = step.exception()
+                if error is not None and not isinstance(error, ClaimLost):
+                    self._record_later(run, op, key, token)
+
+            done.add_done_callback(failed)
             return False
         return True
 
@@ -2297,6 +2385,7 @@ class Executor:
             warnings=tuple(run.warnings),
             exception=exception,
             lang=self.lang,
+            unrecorded=run.unrecorded,
         )
         record: ExecutionRecord = {
             "tool": run.call.tool,
@@ -2314,6 +2403,7 @@ class Executor:
             "execution_time": execution,
             "total_time": timings.total,
             "duplicate_execution": run.duplicate_execution,
+            "unrecorded": run.unrecorded,
         }
         self.observer.finish(record, run.span)
         return result
