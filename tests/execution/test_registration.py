@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -75,3 +76,26 @@ def test_concurrent_registration_while_calls_run() -> None:
     assert len(ex.tools) == 1 + 4 * 200
     breaker = ex.breaker_for("t")
     assert breaker is not None and breaker.state == "closed"
+
+
+async def test_a_running_async_call_keeps_the_tool_it_started_with() -> None:
+    started, replaced = asyncio.Event(), asyncio.Event()
+
+    async def old(args: Any) -> str:
+        started.set()
+        await replaced.wait()
+        raise ConnectionResetError("the old backend is gone")
+
+    async def new(args: Any) -> str:
+        return "new"
+
+    ex = Executor(clock=FakeClock(), retry=RetryPolicy(max_attempts=1), breaker=ONE_FAILURE_OPENS)
+    ex.register("lookup", old)
+    running = asyncio.create_task(ex.aexecute(Call("lookup", "c1", {}), RequestContext("r", "s")))
+    await asyncio.wait_for(started.wait(), 5)
+    ex.register("lookup", new)
+    replaced.set()
+    first = await asyncio.wait_for(running, 5)
+    assert first.state == "downstream_failed"
+    fresh = await ex.aexecute(Call("lookup", "c2", {}), RequestContext("r", "s"))
+    assert fresh.state == "ok" and fresh.value == "new"
