@@ -7,6 +7,7 @@ import hashlib
 import json
 import random
 import threading
+import time
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -837,6 +838,84 @@ def test_a_store_down_for_good_is_tried_three_times_then_reported(clock: FakeClo
     assert len(result.warnings) == 1 and "ledger update failed" in result.warnings[0]
     assert ex.observer.counts["ledger_errors"] == 1 and ledger.tries == 3
     assert clock.sleeps == [0.05, 0.1], "paced by the executor's clock"
+
+
+def _until(predicate: Callable[[], bool], clock: FakeClock, step: float) -> None:
+    """Move ``clock`` by ``step`` until ``predicate`` holds, giving the executor's background
+    thread a few real milliseconds after each move to act on it."""
+    deadline = time.monotonic() + 10
+    while not predicate():
+        assert time.monotonic() < deadline, "the background retry never landed"
+        clock.advance(step)
+        pause = time.monotonic() + 0.2
+        while not predicate() and time.monotonic() < pause:
+            time.sleep(0.002)
+
+
+@pytest.mark.parametrize("outcome", ["succeeded", "released"])
+def test_an_outcome_the_store_could_not_record_is_kept_and_recorded_later(
+    clock: FakeClock, outcome: str
+) -> None:
+    runs: list[int] = []
+
+    def write(args: Any) -> str:
+        runs.append(1)
+        if outcome == "released" and len(runs) == 1:
+            raise NeedsClarification("which account?")  # nothing ran: the claim is given back
+        return "written"
+
+    ledger = _BlinkingLedger(clock, failures=5)  # past the call's 3 tries
+    ex = Executor(clock=clock, ledger=ledger, breaker=False, retry=RetryPolicy(max_attempts=1))
+    ex.register("w", write, side_effects=True, in_progress_expiry=60)
+    first = ex.execute(Call("w", "c", {}), RequestContext("r", "s"))
+    assert first.unrecorded and ledger.tries == 3
+    assert len(first.warnings) == 1 and "not durable" in first.warnings[0]
+    if outcome == "succeeded":
+        assert first.state == "ok" and first.value == "written", "the result is never lost"
+    else:
+        assert first.state == "needs_clarification"
+    assert first.idempotency_key is not None
+    held = ledger.get(first.idempotency_key)
+    assert held is not None and held.state == "in_progress"
+    # Tried again in the background until the store answers, well within the lease.
+    _until(lambda: ledger.tries >= 6, clock, 5.0)
+    settled = ledger.get(first.idempotency_key)
+    assert ex.observer.counts["outcomes_recorded_late"] == 1
+    assert clock.time() < held.lease_expires_at, "recorded before the lease ran out"
+    again = ex.execute(Call("w", "c", {}), RequestContext("r", "s"))
+    assert not again.unrecorded
+    if outcome == "succeeded":
+        assert settled is not None and settled.state == "succeeded"
+        assert again.state == "duplicate_suppressed" and again.value == "written"
+        assert runs == [1]
+    else:
+        assert settled is None, "the claim was given back"
+        assert again.state == "ok" and runs == [1, 1]
+
+
+def test_an_outcome_recorded_late_replaces_the_unknown_a_stale_claim_reported(
+    clock: FakeClock,
+) -> None:
+    ledger = _BlinkingLedger(clock, failures=10**6)  # down for longer than the lease
+    ex = Executor(clock=clock, ledger=ledger, breaker=False, retry=RetryPolicy(max_attempts=1))
+    ex.register("w", lambda args: "written", side_effects=True, in_progress_expiry=3)
+    ctx = RequestContext("r", "s")
+    first = ex.execute(Call("w", "c", {}), ctx)
+    assert first.state == "ok" and first.value == "written" and first.unrecorded
+    clock.advance(4)  # the lease lapsed while the store was down
+    stale = ex.execute(Call("w", "c", {}), ctx)
+    assert stale.state == "unknown_outcome"
+    ledger.failures = 0  # the store is back: the owner's late record tells what happened
+    assert first.idempotency_key is not None
+    key = first.idempotency_key
+
+    def recorded() -> bool:
+        record = ledger.get(key)
+        return record is not None and record.state == "succeeded"
+
+    _until(recorded, clock, 1.0)
+    again = ex.execute(Call("w", "c", {}), ctx)
+    assert again.state == "duplicate_suppressed" and again.value == "written"
 
 
 def test_no_try_of_the_outcome_begins_once_nobody_waits_for_it(clock: FakeClock) -> None:

@@ -82,6 +82,44 @@ def test_stale_detection_on_server_time(redis_client: redis.Redis) -> None:
     assert record.error_value() is not None
 
 
+@pytest.mark.parametrize("skew", [3600.0, -3600.0])
+def test_in_progress_retry_after_is_measured_on_server_time(
+    redis_client: redis.Redis, skew: float
+) -> None:
+    # The executor's clock is an hour off the server's: the wait it gives the model for a claim
+    # in progress must still be what is left of the holder's lease, as the server counts it.
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(args: Any) -> str:
+        entered.set()
+        assert release.wait(5)
+        return "charged"
+
+    clock = FakeClock(start=time.time() + skew)
+    ex = Executor(clock=clock, ledger=RedisLedger(redis_client), breaker=False)
+    ex.register("charge", slow, side_effects=True, idempotency_key="order", in_progress_expiry=40)
+    ctx = RequestContext("r", "s")
+    holder = threading.Thread(target=ex.execute, args=(Call("charge", "c1", {"order": "o"}), ctx))
+    holder.start()
+    try:
+        assert entered.wait(5)
+        busy = ex.execute(Call("charge", "c2", {"order": "o"}), ctx)
+    finally:
+        release.set()
+        holder.join(5)
+    assert busy.state == "in_progress" and busy.error is not None
+    assert 35.0 < busy.error["retry_after"] <= 40.0
+
+
+def test_claim_reports_the_lease_left_on_server_time(redis_client: redis.Redis) -> None:
+    RedisLedger(redis_client).claim("k", fingerprint="f", tool="t", lease=30)
+    skewed = RedisLedger(redis_client)
+    busy = skewed.claim("k", fingerprint="f", tool="t", lease=30)
+    assert busy.status == "in_progress" and busy.lease_remaining is not None
+    assert 25.0 < busy.lease_remaining <= 30.0
+    assert skewed.claim("other", fingerprint="f", tool="t", lease=30).lease_remaining is None
+
+
 def test_renewal_on_server_time_moves_the_keys_expiry(redis_client: redis.Redis) -> None:
     # The Lua script reads the server's TIME like the claim, and moves the key's PEXPIRE with
     # the lease, so the server cannot forget a record whose owner is still renewing it.
@@ -452,17 +490,31 @@ def redis_that_hangs_after_the_claim() -> Iterator[tuple[str, int]]:
                     flat = b"".join(bulk(k) + bulk(v) for k, v in fields.items())
                     conn.sendall(b"*3\r\n" + bulk("claimed") + b"*14\r\n" + flat + b":0\r\n")
 
-    def accept() -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                conn = listener.accept()[0]
-                accepted.append(conn)
-                threading.Thread(target=serve, args=(conn,), daemon=True).start()
+    closing = threading.Event()
 
-    threading.Thread(target=accept, daemon=True).start()
+    def accept() -> None:
+        # Polled, so that the listener is closed only once nothing can accept on it: the
+        # executor retries an outcome it could not record, and a connection accepted after
+        # the last one was closed would be left to the garbage collector.
+        listener.settimeout(0.05)
+        while not closing.is_set():
+            try:
+                conn = listener.accept()[0]
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.settimeout(None)
+            accepted.append(conn)
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
     try:
         yield listener.getsockname()
     finally:
+        closing.set()
+        acceptor.join(5)
         listener.close()
         for conn in accepted:
             conn.close()

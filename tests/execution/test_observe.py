@@ -41,6 +41,7 @@ RECORD_KEYS = {
     "execution_time",
     "total_time",
     "duplicate_execution",
+    "unrecorded",
 }
 
 

@@ -2,7 +2,9 @@
 
 Two readings are kept apart on purpose: ``monotonic()`` for durations, deadlines and rate windows
 (never jumps), and ``time()`` (Unix seconds) for ledger timestamps that other processes must
-understand.
+understand. A ledger that no other process reads (``MemoryLedger``) runs its leases on
+``monotonic()`` too, and ``SqliteLedger`` fences its own live claims with it, so a step of the
+wall clock (``FakeClock.jump`` in tests) cannot make a running write's claim look stale.
 
 A clock may also offer ``wait_until(event, deadline) -> bool``: block until the
 ``threading.Event`` is set (True) or this clock's ``monotonic()`` reaches ``deadline`` (False).
@@ -109,6 +111,12 @@ class FakeClock:
         with self._lock:
             self._wall += seconds
             self._mono += seconds
+
+    def jump(self, seconds: float) -> None:
+        """Step the wall-clock reading by ``seconds`` (either way), as NTP or a resumed VM
+        does, leaving the monotonic reading where it is: no time passed."""
+        with self._lock:
+            self._wall += seconds
 
     def sleep(self, seconds: float) -> None:
         """Record the delay and, unless disabled, advance time by it."""

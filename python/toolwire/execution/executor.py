@@ -117,7 +117,6 @@ from toolwire.execution.ledger import (
     DEFAULT_TTL,
     Claim,
     Ledger,
-    LedgerRecord,
     MemoryLedger,
     StalePolicy,
 )
@@ -202,6 +201,9 @@ _SETTLE_GRACE = 1.0
 # the claim in progress for its whole lease and then, under `report`, unknown for good.
 _SETTLE_TRIES = 3
 _SETTLE_BACKOFF = 0.05
+# Longest pause, in seconds, between two background tries of an outcome the store could not
+# record while its call waited (see `Executor._record_later`).
+_LATE_RECORD_EVERY = 5.0
 # Errors listed in a refusal payload (as many as `Outcome.errors` holds).
 _MAX_ERRORS = 5
 
@@ -413,6 +415,13 @@ class ExecutionResult:
             it took over a stale in-progress claim and made an attempt. The worker whose claim
             was taken over is told so in ``warnings``; its own execution was the first one.
         warnings: Non-fatal problems (e.g. the ledger could not record a success).
+        unrecorded: True when this write's outcome (or the release of its claim) is not yet
+            in the idempotency ledger: the store failed every try, or did not answer, within
+            the time the call could wait. ``value`` and ``error`` are still what the tool did;
+            a warning says why. The executor goes on trying to record it in the background
+            (see ``Executor``); until it lands, an identical call finds the claim in progress
+            (or, once its lease lapsed, meets the tool's stale-claim policy, which the late
+            record then overrides where the policy only assumed an outcome).
         lang: The language of texts written for the model later (the executor's ``lang``).
     """
 
@@ -429,6 +438,7 @@ class ExecutionResult:
     warnings: tuple[str, ...] = ()
     exception: ExecutionError | None = field(default=None, repr=False, compare=False)
     lang: Lang = field(default="en", repr=False, compare=False)
+    unrecorded: bool = False
 
     @property
     def ok(self) -> bool:
@@ -585,6 +595,11 @@ class _Run:
     deposited: bool = False
     """Whether this call has made its deposit into the retry budget (see `_begin_attempt`)."""
     warnings: list[str] = field(default_factory=lambda: [])
+    unrecorded: bool = False
+    """The outcome's ledger step failed or did not answer in time (see `Executor._ledger_op`)."""
+    breaker: CircuitBreaker | None = None
+    """The breaker of the tool as registered when the call started (see `Executor._breaker_of`):
+    a tool replaced meanwhile keeps its attempts out of its successor's breaker."""
     lease_lost: bool = False
     """Set by the lease keeper's thread when a renewal found the write's claim no longer
     held (see `Executor._renewer`): no further attempt is made."""
@@ -746,7 +761,13 @@ class Executor:
     # ---- registration -------------------------------------------------------------------
 
     def register(self, name: str, tool: Callable[..., Any] | ToolSpec, **options: Any) -> ToolSpec:
-        """Register ``tool`` under ``name`` (options as in ``ToolSpec``) and return its spec."""
+        """Register ``tool`` under ``name`` (options as in ``ToolSpec``) and return its spec.
+
+        Safe from any thread, also while calls run. Registering a name again replaces its tool
+        for the calls that start afterwards and gives it a fresh circuit breaker; a call
+        already running keeps the spec and the breaker it started with to its end, so the old
+        implementation's outcomes never count against the new one's breaker.
+        """
         if not isinstance(cast(object, name), str):
             raise TypeError(f"a tool's name must be a str, not {type(name).__name__}")
         if isinstance(tool, ToolSpec):
@@ -815,8 +836,9 @@ class Executor:
 
     @property
     def tools(self) -> Mapping[str, ToolSpec]:
-        """Registered tools by name."""
-        return dict(self._tools)
+        """Registered tools by name (a snapshot: later registrations do not change it)."""
+        with self._lock:
+            return dict(self._tools)
 
     @property
     def ledger(self) -> Ledger:
@@ -837,13 +859,31 @@ class Executor:
         if not self._breakers_enabled:
             return None
         with self._lock:
-            breaker = self._breakers.get(tool)
-            if breaker is None:
-                spec = self._tools.get(tool)
-                config = (spec.breaker if spec else None) or self._breaker_default
-                breaker = CircuitBreaker(tool, config, clock=self.clock)
-                self._breakers[tool] = breaker
-            return breaker
+            return self._shared_breaker(tool, self._tools.get(tool))
+
+    def _shared_breaker(self, tool: str, spec: ToolSpec | None) -> CircuitBreaker:
+        """The breaker ``tool`` shares between its calls, made on first use (under the lock)."""
+        breaker = self._breakers.get(tool)
+        if breaker is None:
+            config = (spec.breaker if spec else None) or self._breaker_default
+            breaker = CircuitBreaker(tool, config, clock=self.clock)
+            self._breakers[tool] = breaker
+        return breaker
+
+    def _breaker_of(self, spec: ToolSpec) -> CircuitBreaker | None:
+        """The breaker a call of ``spec`` reports to, taken once when it starts.
+
+        Registering a tool again gives its name a new breaker. A call of the replaced spec
+        that is still running keeps the breaker it started with, or, when the spec was replaced
+        before its call took one, a breaker of its own: either way the old implementation's
+        failures never open (nor its successes close) the new one's breaker.
+        """
+        if not self._breakers_enabled:
+            return None
+        with self._lock:
+            if self._tools.get(spec.name) is spec:
+                return self._shared_breaker(spec.name, spec)
+        return CircuitBreaker(spec.name, spec.breaker or self._breaker_default, clock=self.clock)
 
     def request(
         self,
@@ -909,10 +949,12 @@ class Executor:
         coercions: int | None = None,
     ) -> ExecutionResult:
         _check_call(call)
-        spec = self._tools.get(call.tool)
+        with self._lock:
+            spec = self._tools.get(call.tool)
         if call.ok and spec is not None and spec.is_async:
             raise TypeError(f"tool {spec.name!r} is async; use Executor.aexecute")
-        run = self._prepare(call, context, parse_time, validation_time, coercions)
+        # The spec checked above is the one that runs, whatever is registered meanwhile.
+        run = self._prepare(call, context, parse_time, validation_time, coercions, spec)
         if isinstance(run, ExecutionResult):
             return run
         if run.key is not None:
@@ -996,7 +1038,9 @@ class Executor:
         coercions: int | None = None,
     ) -> ExecutionResult:
         _check_call(call)
-        run = self._prepare(call, context, parse_time, validation_time, coercions)
+        with self._lock:
+            spec = self._tools.get(call.tool)
+        run = self._prepare(call, context, parse_time, validation_time, coercions, spec)
         if isinstance(run, ExecutionResult):
             return run
         if run.key is not None:
@@ -1195,7 +1239,14 @@ class Executor:
         parse_time: float | None,
         validation_time: float | None,
         coercions: int | None,
+        spec: ToolSpec | None,
     ) -> _Run | ExecutionResult:
+        """The call's run, or its result when it is refused before any ledger step.
+
+        ``spec``: the tool registered under the call's name, as the caller looked it up once
+        (None: none is). The run keeps it, and the breaker registered with it, to its end: a tool
+        registered again meanwhile serves later calls only.
+        """
         started = self.clock.monotonic()
         ctx = context or self.request()
         parse_time = parse_time if parse_time is not None else _attr_float(call, "parse_time")
@@ -1205,7 +1256,6 @@ class Executor:
             raw = getattr(call, "coercions", 0)
             coercions = len(raw) if isinstance(raw, Sequence) else int(raw or 0)  # pyright: ignore[reportUnknownArgumentType]
         span = self.observer.start_span(call.tool, call.call_id)
-        spec = self._tools.get(call.tool)
         arguments = _arguments_of(call)
         declared = [secret_text(v) for v in _declared_secrets(call)]
         # Two digests of the arguments. The ledger gets `fingerprint`, over every value, secret
@@ -1318,6 +1368,7 @@ class Executor:
                 request_id=ctx.request_id,
                 arguments_fingerprint=ledger_fingerprint,
             )
+        run.breaker = self._breaker_of(spec)
         return run
 
     def _lease(self, spec: ToolSpec) -> float:
@@ -1661,7 +1712,7 @@ class Executor:
             return self._finish(
                 run,
                 "in_progress",
-                error=self._in_progress_payload(run, record),
+                error=self._in_progress_payload(run, claim),
                 exception=IdempotencyInProgress(run.key or ""),
             )
         if claim.status == "replay" and record is not None:
@@ -1687,7 +1738,7 @@ class Executor:
             },
         )
 
-    def _in_progress_payload(self, run: _Run, record: LedgerRecord | None) -> dict[str, Any]:
+    def _in_progress_payload(self, run: _Run, claim: Claim) -> dict[str, Any]:
         """What the model reads when an identical call holds the claim.
 
         ``retryable`` means "calling again can help". The model calls again with a new
@@ -1707,7 +1758,11 @@ class Executor:
         if same_key:
             payload["message"] = text("exec.in_progress_retry", self.lang)
             payload["retryable"] = True
-            left = 0.0 if record is None else record.lease_expires_at - self.clock.time()
+            left = claim.lease_remaining
+            if left is None:
+                # A custom ledger that does not measure it: our clock against its timestamp.
+                record = claim.record
+                left = 0.0 if record is None else record.lease_expires_at - self.clock.time()
             payload["retry_after"] = round(max(0.0, left), 3)
         else:
             payload["message"] = text("exec.in_progress_wait", self.lang)
@@ -1727,7 +1782,7 @@ class Executor:
             # its caller the outcome): another attempt would add to what that call did.
             run.stop_reason = "claim_lost"
             return False
-        breaker = self.breaker_for(run.spec.name)
+        breaker = run.breaker
         verdict = decide_retry(
             policy=self.retry,
             state=state,
@@ -1757,7 +1812,7 @@ class Executor:
             exc = _OwnDeadline("request deadline exceeded before the attempt started")
             run.last, run.last_exc = _classify(exc, self.clock.time()), exc
             raise exc
-        breaker = self.breaker_for(run.spec.name)
+        breaker = run.breaker
         permit = None
         if breaker is not None:
             permit = breaker.acquire()
@@ -1808,7 +1863,7 @@ class Executor:
         run.in_flight = in_flight
         run.granted = granted
         self._refund(run)
-        breaker = self.breaker_for(run.spec.name)
+        breaker = run.breaker
         if breaker is not None and permit is not None:
             breaker.release(permit)
 
@@ -1831,7 +1886,7 @@ class Executor:
         self, run: _Run, permit: Permit | None, started: float, exc: BaseException | None
     ) -> None:
         duration = self.clock.monotonic() - started
-        breaker = self.breaker_for(run.spec.name)
+        breaker = run.breaker
         if exc is None:
             run.in_flight = False
             if breaker is not None and permit is not None:
@@ -1992,6 +2047,7 @@ class Executor:
         try:
             if not self._ledger_op_in_time(run, op, run.key, claim.token):
                 self.observer.count("ledger_errors", 1, tool=run.spec.name)
+                run.unrecorded = True
                 run.warnings.append(
                     "the idempotency store did not answer within the request's deadline; "
                     "the call's outcome may not be recorded"
@@ -2004,9 +2060,76 @@ class Executor:
             )
         except Exception as exc:
             self.observer.count("ledger_errors", 1, tool=run.spec.name)
-            run.warnings.append(f"ledger update failed: {self._scrubbed(run, exc)}")
+            run.unrecorded = True
+            run.warnings.append(
+                f"ledger update failed: {self._scrubbed(run, exc)}; "
+                "the outcome is not durable yet and is retried in the background"
+            )
+            self._record_later(run, op, run.key, claim.token)
         finally:
             run.claim = None
+
+    def _record_later(
+        self, run: _Run, op: Callable[[Ledger, str, str], None], key: str, token: str
+    ) -> None:
+        """Go on trying a step that records a write's outcome after the store failed every
+        try the call could wait for, from the lease keeper's thread, every `_LATE_RECORD_EVERY`
+        seconds at most (a third of the lease if shorter) until it lands, the claim turns out
+        settled by another call (``ClaimLost``), or the record's retention is over.
+
+        Left undone, the claim would stay in progress for its whole lease and then, under the
+        ``report`` policy, read as an unknown outcome for good although the tool's result is
+        known here. Once the store answers again the outcome is stored, so an identical call
+        gets it replayed; one that came meanwhile and found the lease lapsed met the stale
+        policy, whose assumed outcome (``report``, ``assume_succeeded``) the owner's record
+        replaces (see `decide_finish`). Only this process holds the outcome: if it ends first,
+        the stale policy stands.
+        """
+        ledger = self.ledger
+        name, call_id = run.spec.name, run.call.call_id
+        lease = self._lease(run.spec)
+        give_up = self.clock.monotonic() + lease + self._ttl(run.spec)
+
+        def record(held: _HeldLease) -> bool:
+            try:
+                op(ledger, key, token)
+            except ClaimLost:
+                self.observer.log(
+                    _log,
+                    logging.WARNING,
+                    "toolwire: the outcome of call %s (%s) was not recorded: another call "
+                    "settled its claim meanwhile",
+                    call_id,
+                    name,
+                )
+                return False
+            except Exception as exc:
+                self.observer.count("ledger_errors", 1, tool=name)
+                if self.clock.monotonic() < give_up:
+                    return True
+                self.observer.log(
+                    _log,
+                    logging.ERROR,
+                    "toolwire: gave up recording the outcome of call %s (%s): %s",
+                    call_id,
+                    name,
+                    self._scrubbed(run, exc),
+                )
+                return False
+            self.observer.count("outcomes_recorded_late", 1, tool=name)
+            return False
+
+        try:
+            self._leases.hold(record, min(_LATE_RECORD_EVERY, lease / _RENEWALS_PER_LEASE))
+        except RuntimeError as exc:  # no thread: the call's warning already says it
+            self.observer.log(
+                _log,
+                logging.WARNING,
+                "toolwire: the outcome of call %s (%s) is not retried (no thread for it): %s",
+                call_id,
+                name,
+                _short(exc),
+            )
 
     def _retried(
         self, op: Callable[[Ledger, str, str], None], until: float | None
@@ -2063,6 +2186,13 @@ class Executor:
         try:
             done.result(timeout=wait)
         except FutureTimeout:
+            # Abandoned, the step may still land; if its tries fail instead, it goes on later.
+            def failed(step: Future[None]) -> None:
+                error = step.exception()
+                if error is not None and not isinstance(error, ClaimLost):
+                    self._record_later(run, op, key, token)
+
+            done.add_done_callback(failed)
             return False
         return True
 
@@ -2122,7 +2252,7 @@ class Executor:
             # retries (`breaker_open`) or they were over anyway: a model told only
             # "retryable" would call again into a refusal.
             # Or left it half-open with every probe taken by other calls.
-            breaker = self.breaker_for(run.spec.name)
+            breaker = run.breaker
             left = 0.0 if breaker is None else breaker.admission_wait()
             if left is None or left > 0:
                 run.breaker_rejected = True
@@ -2255,6 +2385,7 @@ class Executor:
             warnings=tuple(run.warnings),
             exception=exception,
             lang=self.lang,
+            unrecorded=run.unrecorded,
         )
         record: ExecutionRecord = {
             "tool": run.call.tool,
@@ -2272,6 +2403,7 @@ class Executor:
             "execution_time": execution,
             "total_time": timings.total,
             "duplicate_execution": run.duplicate_execution,
+            "unrecorded": run.unrecorded,
         }
         self.observer.finish(record, run.span)
         return result

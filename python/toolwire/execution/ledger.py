@@ -239,12 +239,18 @@ class Claim:
         token: The owner token, when ``claimed``.
         recovered: True when this claim resolved a stale in-progress record by policy (for
             ``claimed``: the side effect may run twice).
+        lease_remaining: For ``in_progress``: seconds left on the holder's lease, measured by
+            the store's own clock when it answered (the Redis server's ``TIME``), so that a
+            caller whose clock is skewed against the store's still reads the right wait.
+            ``None`` for the other statuses, and from a custom ledger that does not set it
+            (the executor then compares ``record.lease_expires_at`` with its own clock).
     """
 
     status: ClaimStatus
     record: LedgerRecord | None
     token: str | None = None
     recovered: bool = False
+    lease_remaining: float | None = None
 
 
 def decide_claim(
@@ -258,8 +264,13 @@ def decide_claim(
     lease: float,
     ttl: float,
     on_stale: StalePolicy,
+    wall_offset: float = 0.0,
 ) -> tuple[Claim, LedgerRecord | None]:
     """Pure claim rule shared by the backends.
+
+    ``now`` and the record's timestamps are readings of one clock, the store's. A store that
+    keeps a monotonic clock's readings (see `MemoryLedger`) passes ``wall_offset``, what to add
+    to one to get Unix time, for the one timestamp the rule writes into a payload.
 
     Returns:
         The claim answer and the record to store (``None`` when nothing changes).
@@ -303,7 +314,7 @@ def decide_claim(
         return Claim("claimed", record, token), record
     # in_progress
     if existing.lease_expires_at > now:
-        return Claim("in_progress", existing), None
+        return Claim("in_progress", existing, lease_remaining=existing.lease_expires_at - now), None
     if on_stale == "assume_failed_and_retry":
         record = replace(
             existing,
@@ -323,7 +334,7 @@ def decide_claim(
         {
             "type": "stale_in_progress",
             "message": "a previous execution started but never recorded its outcome",
-            "claimed_at": existing.created_at,
+            "claimed_at": existing.created_at + wall_offset,
         },
         separators=(",", ":"),
     )
@@ -542,8 +553,14 @@ def check_key(key: str) -> None:
 class MemoryLedger(Ledger):
     """Thread-safe in-process ledger (tests, single-process tools, no durability).
 
+    Leases and retention run on the clock's ``monotonic()`` reading: one process needs no
+    time shared with others, and a step of the wall clock (NTP, a resumed VM) then neither
+    makes a live claim look stale, which could run its write twice, nor keeps a stale one
+    alive. The records it hands out read in Unix time as of the moment they are read
+    (``time()`` minus ``monotonic()`` added to each stored reading), as another backend's do.
+
     Args:
-        clock: Time source; ``time()`` is used for leases and retention.
+        clock: Time source: ``monotonic()`` for leases and retention, ``time()`` to show them.
     """
 
     blocking: ClassVar[bool] = False
@@ -553,6 +570,19 @@ class MemoryLedger(Ledger):
         self._lock = threading.Lock()
         self._records: dict[str, LedgerRecord] = {}
         self._claims = 0
+
+    def _offset(self) -> float:
+        """What turns a stored (monotonic) reading into Unix time, now."""
+        return self._clock.time() - self._clock.monotonic()
+
+    def _shown(self, record: LedgerRecord, offset: float) -> LedgerRecord:
+        return replace(
+            record,
+            created_at=record.created_at + offset,
+            updated_at=record.updated_at + offset,
+            lease_expires_at=record.lease_expires_at + offset,
+            expires_at=record.expires_at + offset,
+        )
 
     def claim(
         self,
@@ -567,7 +597,8 @@ class MemoryLedger(Ledger):
         """See ``Ledger.claim``."""
         check_key(key)
         with self._lock:
-            now = self._clock.time()
+            now = self._clock.monotonic()
+            offset = self._offset()
             self._claims += 1
             if self._claims % _PURGE_EVERY == 0:
                 # Amortised sweep so a long-lived process does not keep every key forever.
@@ -583,10 +614,13 @@ class MemoryLedger(Ledger):
                 lease=lease,
                 ttl=ttl,
                 on_stale=on_stale,
+                wall_offset=offset,
             )
             if record is not None:
                 self._records[key] = record
-            return claim
+            if claim.record is None:
+                return claim
+            return replace(claim, record=self._shown(claim.record, offset))
 
     def _finish(
         self,
@@ -604,7 +638,7 @@ class MemoryLedger(Ledger):
                 self._records.get(key),
                 key=key,
                 token=token,
-                now=self._clock.time(),
+                now=self._clock.monotonic(),
                 ttl=ttl,
                 state=state,
                 receipt=receipt,
@@ -623,7 +657,7 @@ class MemoryLedger(Ledger):
                 self._records.get(key),
                 key=key,
                 token=token,
-                now=self._clock.time(),
+                now=self._clock.monotonic(),
                 lease=lease,
                 ttl=ttl,
             )
@@ -632,9 +666,9 @@ class MemoryLedger(Ledger):
         """See ``Ledger.get``."""
         with self._lock:
             record = self._records.get(key)
-            if record is None or record.expires_at <= self._clock.time():
+            if record is None or record.expires_at <= self._clock.monotonic():
                 return None
-            return record
+            return self._shown(record, self._offset())
 
     def __len__(self) -> int:
         with self._lock:

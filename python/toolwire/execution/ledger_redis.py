@@ -6,8 +6,10 @@ Design notes:
   race). The scripts apply the same rules as ``ledger.decide_claim``/``decide_finish``/
   ``decide_renew``; a renewal moves the key's ``PEXPIRE`` along with the lease.
 - Time comes from the Redis server (``TIME``) by default, so clock skew between executor hosts
-  cannot make a live claim look stale or an expired record look live. Pass ``clock`` to use the
-  client's time instead (tests with a fake clock).
+  cannot make a live claim look stale or an expired record look live. What is left of a live
+  claim's lease is measured there too and returned as ``Claim.lease_remaining``: a client
+  subtracting its own clock from the stored ``lease_expires_at`` would be off by the skew.
+  Pass ``clock`` to use the client's time instead (tests with a fake clock).
 - Retention uses ``PEXPIRE`` with a relative TTL so the server forgets records by itself; the
   scripts also check ``expires_at`` so a lagging expiry never revives a record.
 - Connection errors and timeouts become ``LedgerUnavailable``; a key of the wrong type or a hash
@@ -105,7 +107,10 @@ if r.state == 'failed' then
   store(key, r, now)
   return {'claimed', flatten(r), 0}
 end
-if tonumber(r.lease_expires_at) > now then return {'in_progress', flatten(r), 0} end
+if tonumber(r.lease_expires_at) > now then
+  -- the lease left, on the server's clock: the client's may be skewed against it
+  return {'in_progress', flatten(r), 0, tonumber(r.lease_expires_at) - now}
+end
 if ARGV[6] == 'assume_failed_and_retry' then
   r.token = ARGV[3]; r.updated_at = now; r.lease_expires_at = now + lease
   r.expires_at = math.max(tonumber(r.expires_at), now + lease + ttl)
@@ -282,7 +287,8 @@ class RedisLedger(Ledger):
         recovered = int(reply[2]) == 1
         if status == "claimed":
             return Claim("claimed", record, token, recovered=recovered)
-        return Claim(status, record, recovered=recovered)
+        left = int(reply[3]) / 1000.0 if len(reply) > 3 else None
+        return Claim(status, record, recovered=recovered, lease_remaining=left)
 
     def _finish(
         self,

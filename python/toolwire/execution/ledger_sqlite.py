@@ -12,6 +12,15 @@ Design notes:
 - Any SQLite error (locked past the timeout, unwritable file, not a database) becomes
   ``LedgerUnavailable`` and the connection is reopened on the next call.
 - Do not share one instance across ``fork``; open a ledger per process.
+- Records carry wall-clock (Unix) times, the only time processes share. A forward step of the
+  wall clock (NTP, a resumed VM) would make every live lease look run out, and an identical
+  call could act on it (under ``assume_failed_and_retry``: run the write a second time). So the
+  instance also keeps, for each claim it handed out and that is not finished, the lease's end
+  on the clock's ``monotonic()`` reading, renewed with it: the rules read a claim that is live
+  by that count as live on the wall clock too (``in_progress`` to an identical call, its
+  owner's renewal and outcome accepted), whatever step the wall clock took. This fences the
+  claims of this instance only (the writes of this process's executor); another process sees
+  the stored wall-clock lease, until the holder's next renewal restamps it from the new time.
 """
 
 from __future__ import annotations
@@ -21,10 +30,11 @@ import random
 import sqlite3
 import threading
 import time
+from dataclasses import replace
 from typing import Any, Literal
 
 from toolwire.execution.clock import Clock, SystemClock
-from toolwire.execution.errors import LedgerUnavailable
+from toolwire.execution.errors import ClaimLost, LedgerUnavailable
 from toolwire.execution.ledger import (
     DEFAULT_TTL,
     Claim,
@@ -57,7 +67,8 @@ class SqliteLedger(Ledger):
 
     Args:
         path: Database file (created if missing; its directory must exist).
-        clock: Time source; ``time()`` stamps records (one machine, so one clock).
+        clock: Time source; ``time()`` stamps records (one machine, so one clock), and
+            ``monotonic()`` fences this instance's own live claims against a step of it.
         busy_timeout: Seconds to wait for another process's write lock before giving up.
         synchronous: SQLite ``synchronous`` pragma (``NORMAL`` or ``FULL``).
     """
@@ -77,6 +88,8 @@ class SqliteLedger(Ledger):
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._claims = 0
+        # key -> (token, monotonic end of its lease) for the claims this instance holds.
+        self._held: dict[str, tuple[str, float]] = {}
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -114,6 +127,30 @@ class SqliteLedger(Ledger):
             "INSERT OR REPLACE INTO toolwire_ledger (key, record, expires_at) VALUES (?, ?, ?)",
             (record.key, record.to_json(), record.expires_at),
         )
+
+    def _fenced(
+        self, key: str, existing: LedgerRecord | None, now: float, mono: float
+    ) -> LedgerRecord | None:
+        """``existing`` as the decision rules should read it: when it is a claim this instance
+        holds and whose lease runs on by the monotonic clock, its lease (and retention) run at
+        least that long from ``now`` on the wall clock too, whatever step that clock took."""
+        held = self._held.get(key)
+        if existing is None or held is None:
+            return existing
+        token, end = held
+        if existing.state != "in_progress" or existing.token != token or end <= mono:
+            return existing
+        live_until = now + (end - mono)
+        return replace(
+            existing,
+            lease_expires_at=max(existing.lease_expires_at, live_until),
+            expires_at=max(existing.expires_at, live_until),
+        )
+
+    def _forget(self, key: str, token: str) -> None:
+        """This instance no longer holds ``token``'s claim (finished, released or lost)."""
+        if self._held.get(key, ("", 0.0))[0] == token:
+            del self._held[key]
 
     def _transaction(self, body: Any) -> Any:
         with self._lock:
@@ -157,22 +194,27 @@ class SqliteLedger(Ledger):
 
         def body(conn: sqlite3.Connection) -> Claim:
             now = self._clock.time()
+            mono = self._clock.monotonic()
             self._claims += 1
             if self._claims % _PURGE_EVERY == 0:
                 conn.execute("DELETE FROM toolwire_ledger WHERE expires_at <= ?", (now,))
+                self._held = {k: h for k, h in self._held.items() if h[1] > mono}
+            token = new_token()
             claim, record = decide_claim(
-                self._read(conn, key),
+                self._fenced(key, self._read(conn, key), now, mono),
                 key=key,
                 fingerprint=fingerprint,
                 tool=tool,
                 now=now,
-                token=new_token(),
+                token=token,
                 lease=lease,
                 ttl=ttl,
                 on_stale=on_stale,
             )
             if record is not None:
                 self._write(conn, record)
+            if claim.token == token:
+                self._held[key] = (token, mono + lease)
             return claim
 
         result: Claim = self._transaction(body)
@@ -190,11 +232,13 @@ class SqliteLedger(Ledger):
         retryable: bool = False,
     ) -> None:
         def body(conn: sqlite3.Connection) -> None:
+            now = self._clock.time()
+            existing = self._fenced(key, self._read(conn, key), now, self._clock.monotonic())
             record = decide_finish(
-                self._read(conn, key),
+                existing,
                 key=key,
                 token=token,
-                now=self._clock.time(),
+                now=now,
                 ttl=ttl,
                 state=state,
                 receipt=receipt,
@@ -206,21 +250,37 @@ class SqliteLedger(Ledger):
             else:
                 self._write(conn, record)
 
-        self._transaction(body)
+        try:
+            self._transaction(body)
+        except ClaimLost:
+            with self._lock:
+                self._forget(key, token)
+            raise
+        # Only once it is stored: a claim whose outcome the store refused is still held.
+        with self._lock:
+            self._forget(key, token)
 
     def renew(self, key: str, token: str, lease: float, *, ttl: float = DEFAULT_TTL) -> None:
         """See ``Ledger.renew``."""
 
         def body(conn: sqlite3.Connection) -> None:
-            record = decide_renew(
-                self._read(conn, key),
-                key=key,
-                token=token,
-                now=self._clock.time(),
-                lease=lease,
-                ttl=ttl,
-            )
+            now, mono = self._clock.time(), self._clock.monotonic()
+            try:
+                record = decide_renew(
+                    self._fenced(key, self._read(conn, key), now, mono),
+                    key=key,
+                    token=token,
+                    now=now,
+                    lease=lease,
+                    ttl=ttl,
+                )
+            except ClaimLost:
+                self._forget(key, token)
+                raise
             self._write(conn, record)
+            held = self._held.get(key)
+            if held is not None and held[0] == token:
+                self._held[key] = (token, max(held[1], mono + lease))
 
         self._transaction(body)
 

@@ -50,8 +50,8 @@ FinalState = Literal[
 AttrValue = str | bool | int | float
 
 
-class ExecutionRecord(TypedDict):
-    """The observability record of one tool call (one per call id, whatever happened)."""
+class _RecordFields(TypedDict):
+    """The fields every `ExecutionRecord` has."""
 
     tool: str
     call_id: str | None
@@ -68,6 +68,17 @@ class ExecutionRecord(TypedDict):
     execution_time: float
     total_time: float
     duplicate_execution: bool
+
+
+class ExecutionRecord(_RecordFields, total=False):
+    """The observability record of one tool call (one per call id, whatever happened).
+
+    ``unrecorded`` (optional, so records built before it still type-check; the executor always
+    sets it): the write's outcome was not in the ledger when the call ended and is retried in
+    the background (``ExecutionResult.unrecorded``).
+    """
+
+    unrecorded: bool
 
 
 class SpanLike(Protocol):
@@ -143,6 +154,7 @@ _COUNTERS = {
     "stale_in_progress": "in-progress records found past their expiry",
     "ledger_errors": "ledger store failures",
     "leases_lost": "writes whose claim was found no longer held when its lease was renewed",
+    "outcomes_recorded_late": "write outcomes the ledger stored only after their call ended",
     "observer_errors": "observability hooks that raised (the calls were not affected)",
 }
 
