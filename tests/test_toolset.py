@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from decimal import Decimal
 from typing import Any, ClassVar, Generic, TypedDict, TypeVar
 
 import pytest
@@ -245,6 +247,62 @@ def test_a_schema_the_metaschema_refuses_is_told_in_one_line(
     assert isinstance(info.value, ValueError)
 
 
+@pytest.mark.parametrize(
+    ("schema", "path", "keyword", "got"),
+    [
+        # `json.loads` reads a bound written `1e400` as infinity.
+        (
+            json.loads('{"type": "object", "properties": {"a": {"maximum": 1e400}}}'),
+            "/properties/a/maximum",
+            "maximum",
+            "inf",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"minimum": -math.inf}}},
+            "/properties/a/minimum",
+            "minimum",
+            "-inf",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"default": math.nan}}},
+            "/properties/a/default",
+            "default",
+            "nan",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"maximum": Decimal("0.5")}}},
+            "/properties/a/maximum",
+            "maximum",
+            "Decimal('0.5')",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"enum": {1, 2}}}},
+            "/properties/a/enum",
+            "enum",
+            "{1, 2}",
+        ),
+        # YAML reads an unquoted `200` key as an int.
+        (
+            {"type": "object", "properties": {200: {"type": "string"}}},
+            "/properties",
+            "properties",
+            "an object with the key 200",
+        ),
+    ],
+)
+def test_a_schema_holding_what_json_cannot_is_refused_at_build(
+    schema: dict[str, Any], path: str, keyword: str, got: str
+) -> None:
+    # Such a schema passed the metaschema, and the toolset was built; the first assembler given
+    # it then failed (`MisuseError`: the pre-check's schema is JSON text), or the build itself
+    # with an `AttributeError` for the key.
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([{"name": "x", "parameters": schema}])
+    assert (info.value.tool, info.value.path, info.value.keyword) == ("x", path, keyword)
+    assert info.value.got == got
+    assert str(info.value).startswith(f"tool 'x': invalid parameter schema: '{keyword}' at {path}")
+
+
 def test_not_a_tool_raises_type_error() -> None:
     with pytest.raises(TypeError):
         Toolset([42])  # type: ignore[list-item]
@@ -401,21 +459,17 @@ def test_registry_checks_a_complete_text() -> None:
     assert tools.registry.check("set_flag", b'{"flag": true}') is None
 
 
-def test_an_assembler_shows_why_a_toolsets_schema_does_not_compile() -> None:
-    # `Infinity` is no JSON: the registry cannot be built, and that is the error to see.
-    tools = Toolset(
-        [
-            {
-                "name": "t",
-                "parameters": {
-                    "type": "object",
-                    "properties": {"x": {"type": "number", "maximum": float("inf")}},
-                },
-            }
-        ]
-    )
+def test_an_assembler_shows_why_a_toolsets_registry_cannot_be_built() -> None:
+    # A schema JSON cannot hold (`Infinity`) is refused when the toolset is built (above);
+    # whatever else keeps the registry from being built is the error to see, not a complaint
+    # about the argument's type.
+    class Broken(Toolset):
+        @property
+        def registry(self) -> ToolRegistry:  # type: ignore[override]
+            raise MisuseError('schema of "t" cannot be compiled: nested too deeply')
+
     with pytest.raises(MisuseError, match='schema of "t"'):
-        Assembler(tools=tools)
+        Assembler(tools=Broken([GetWeather]))
     with pytest.raises(MisuseError, match="must be a Toolset"):
         Assembler(tools=object())  # type: ignore[arg-type]
 

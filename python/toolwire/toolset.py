@@ -31,6 +31,7 @@ import gc
 import inspect
 import json
 import logging
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
@@ -134,11 +135,9 @@ _BOUND_WORDS = {
 }
 
 
-def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaError:
-    """The metaschema's refusal of a tool's schema, said in one line: the place, the keyword,
-    the value and what belongs there (its own message, with the metaschema's subschema, is a
-    screenful and names the metaschema's places rather than the tool's)."""
-    steps = list(exc.absolute_path)
+def _keyword_at(steps: Sequence[str | int]) -> str | None:
+    """The keyword the place `steps` in a schema is under, or None where the value there is a
+    whole subschema (`/properties/a`)."""
     keyword: str | None = None
     for at, step in enumerate(steps):
         parent = steps[at - 1] if at else None
@@ -148,6 +147,73 @@ def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaErro
         last, parent = steps[-1], steps[-2] if len(steps) > 1 else None
         if parent in _SCHEMA_MAPS or (isinstance(last, int) and parent in _SCHEMA_LISTS):
             keyword = None  # the value at fault is a whole subschema
+    return keyword
+
+
+def _refuse_non_json(schema: Mapping[str, Any], tool: str) -> None:
+    """Refuse a schema holding what JSON cannot: a key that is no string, a set, an infinite or
+    NaN number, or an object of another kind (a `Decimal`).
+
+    A Python dict can hold them (`json.loads` reads `1e400` as infinity; YAML reads an unquoted
+    `200` key as an int), and `jsonschema` takes most of them, but the pre-check and the
+    provider receive the schema as JSON text: left in, they broke the first assembler given
+    the toolset, far from the schema, or a provider's request. Found without recursion, the
+    first in document order.
+
+    Raises:
+        InvalidSchemaError: With the place and what belongs there.
+    """
+    todo: list[tuple[object, tuple[str | int, ...]]] = [(schema, ())]
+    while todo:
+        value, steps = todo.pop()
+        expected: str | None = None
+        if isinstance(value, dict):
+            items = cast(dict[object, object], value).items()
+            stray = next((key for key, _ in items if not isinstance(key, str)), None)
+            if stray is not None:
+                where = pointer(list(steps))
+                raise InvalidSchemaError(
+                    tool,
+                    where,
+                    _keyword_at(steps),
+                    f"an object with the key {stray!r}"[:80],
+                    "an object whose keys are strings",
+                    f"JSON object keys are strings; the key {stray!r} at {where or '/'} is a "
+                    f"{type(stray).__name__}",
+                )
+            todo.extend((item, (*steps, cast(str, key))) for key, item in reversed(items))
+            continue
+        if isinstance(value, list | tuple):
+            # A tuple is written as an array; where the metaschema wants a list it says so.
+            entries = list(enumerate(cast(Sequence[object], value)))
+            todo.extend((item, (*steps, at)) for at, item in reversed(entries))
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            expected = "a finite number (JSON has no infinity or NaN)"
+        elif isinstance(value, set | frozenset):
+            expected = "a JSON array (a list)"
+        elif value is not None and not isinstance(value, str | int | float):
+            expected = "JSON data (an object, array, string, number, boolean or null)"
+        if expected is not None:
+            where = pointer(list(steps))
+            got = repr(cast(object, value))
+            kind = type(cast(object, value)).__name__
+            raise InvalidSchemaError(
+                tool,
+                where,
+                _keyword_at(steps),
+                got if len(got) <= 80 else got[:77] + "...",
+                expected,
+                f"{kind} at {where or '/'} has no JSON form",
+            )
+
+
+def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaError:
+    """The metaschema's refusal of a tool's schema, said in one line: the place, the keyword,
+    the value and what belongs there (its own message, with the metaschema's subschema, is a
+    screenful and names the metaschema's places rather than the tool's)."""
+    steps = list(exc.absolute_path)
+    keyword = _keyword_at(steps)
     rule = exc.validator
     value: Any = exc.validator_value
     if rule == "type":
@@ -735,6 +801,7 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         raise ValueError(f"tool {name!r}: parameters must be a JSON Schema object")
     # Before the copy below, which recurses.
     refuse_too_deep(params, name)
+    _refuse_non_json(cast(Mapping[str, Any], params), name)
     try:
         schema = as_json_schema(copy.deepcopy(dict(cast(Mapping[str, Any], params))))
     except ValueError as exc:
