@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, ClassVar, Generic, TypedDict, TypeVar
 
@@ -450,6 +451,27 @@ def test_a_call_gets_one_verdict_with_or_without_the_precheck(
     without, with_precheck = _outcomes_both_ways(tools, "set_flag", arguments)
     assert without == (False, ok, codes, rules)
     assert with_precheck == (True, ok, codes, rules)
+    # A call the application built itself (from a response that was not streamed, from its
+    # logs) says nothing of a pre-check: it is checked as a call assembled without one is.
+    outcome = tools.validate(_CallOfYourOwn("set_flag", arguments))
+    assert (outcome.ok, [e.code for e in outcome.errors]) == (ok, codes)
+    assert [c.rule for c in outcome.coercions] == rules
+
+
+@dataclass(frozen=True)
+class _CallOfYourOwn:
+    """A completed call as `Toolset.validate` reads one, without a `prechecked` of its own."""
+
+    name: str
+    arguments: str
+    id: str | None = "call_1"
+    ordinal: int = 0
+    index: int | None = 0
+    error: None = None
+
+    @property
+    def value(self) -> Any:
+        return json.loads(self.arguments)
 
 
 def test_registry_checks_a_complete_text() -> None:

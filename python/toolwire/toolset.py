@@ -1476,7 +1476,8 @@ class Toolset:
         """Validate one completed call against its tool.
 
         Args:
-            call: A `toolwire.ToolCall` (or anything with the same attributes).
+            call: A `toolwire.ToolCall` (or anything with the same attributes; one without
+                a true `prechecked` is checked as a call assembled without the pre-check).
 
         Returns:
             The outcome: `ok` with the model, or the errors and what to tell the model. When
@@ -1523,17 +1524,19 @@ class Toolset:
         if isinstance(call, ToolCall):
             error, prechecked, name, call_id, raw, plain_numbers = call._validation_fields()
         else:
-            error, prechecked, name = call.error, getattr(call, "prechecked", True), call.name
+            # A call the application built (from a response it did not stream, from its logs)
+            # says nothing of a pre-check unless it says so: taken as pre-checked, an unknown
+            # field passed a model tool (Pydantic drops it) and a lax conversion went unrecorded.
+            error, prechecked, name = call.error, getattr(call, "prechecked", False), call.name
             call_id, raw = call.id, _raw_arguments(call)
             plain_numbers = getattr(call, "plain_numbers", False)
         # Whether the whole text is known to have passed the pre-check here; None leaves it to
         # what the call says.
         checked: bool | None = None
         if error is None and not prechecked:
-            # A `ToolCall` assembled without the pre-check: find what it would have found, so
-            # that a call gets the same verdict whichever way it was assembled (an unknown
-            # field, a value a lax model would convert silently). Look-alike calls are read as
-            # they are.
+            # A call assembled without the pre-check: find what it would have found, so that a
+            # call gets the same verdict whichever way it was assembled (an unknown field, a
+            # value a lax model would convert silently).
             found = self._schema_violation(call, raw)
             if found is not None:
                 call, error = _WithViolation(call, found), found
