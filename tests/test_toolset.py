@@ -458,6 +458,32 @@ def test_a_call_gets_one_verdict_with_or_without_the_precheck(
     assert [c.rule for c in outcome.coercions] == rules
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        # Pydantic and `json` would keep the last value without a word.
+        '{"flag": true, "flag": false}',
+        # Not "not an object": cut off, and two values.
+        '{"flag": ',
+        '{"flag": true} {"flag": false}',
+        '{"flag": NaN}',
+    ],
+)
+def test_a_call_of_your_own_has_its_text_read_as_an_assembler_reads_it(arguments: str) -> None:
+    tools = Toolset([_LaxFlag], names={_LaxFlag: "set_flag"})
+    assembler = Assembler()
+    assembler.feed(0, id="call_1", name="set_flag", arguments=arguments)
+    (call,) = assembler.finish()
+    want = tools.validate(call)
+    outcome = tools.validate(_CallOfYourOwn("set_flag", arguments))
+    assert not outcome.ok
+    assert (outcome.error_type, outcome.message, outcome.errors) == (
+        want.error_type,
+        want.message,
+        want.errors,
+    )
+
+
 @dataclass(frozen=True)
 class _CallOfYourOwn:
     """A completed call as `Toolset.validate` reads one, without a `prechecked` of its own."""

@@ -44,7 +44,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-from toolwire._core import DirectValidation, ToolCall
+from toolwire._core import DirectValidation, JsonError, Scanner, ToolCall
 from toolwire.coercion import (
     KEYS_KEY,
     REQUIRED_SPELLINGS_KEY,
@@ -1477,7 +1477,8 @@ class Toolset:
 
         Args:
             call: A `toolwire.ToolCall` (or anything with the same attributes; one without
-                a true `prechecked` is checked as a call assembled without the pre-check).
+                a true `prechecked` is checked as a call assembled without the pre-check, and
+                one without an `error` has its text read as an assembler reads it).
 
         Returns:
             The outcome: `ok` with the model, or the errors and what to tell the model. When
@@ -1530,6 +1531,12 @@ class Toolset:
             error, prechecked, name = call.error, getattr(call, "prechecked", False), call.name
             call_id, raw = call.id, _raw_arguments(call)
             plain_numbers = getattr(call, "plain_numbers", False)
+            # Nor has its text been read as an assembler reads it: a repeated key (which
+            # Pydantic and `json` keep the last of), a cut-off or doubled value.
+            if error is None:
+                error = _json_error(raw if raw is not None else call.arguments.encode())
+                if error is not None:
+                    call = _WithViolation(call, error)
         # Whether the whole text is known to have passed the pre-check here; None leaves it to
         # what the call says.
         checked: bool | None = None
@@ -1631,6 +1638,20 @@ _log = logging.getLogger(__name__)
 _SCAN_LIMITS = ("max_depth", "max_bytes", "max_number_digits")
 """The assembler limits a call's text was read under (`ToolCall.limits`) that
 `ToolRegistry.check` takes."""
+
+
+def _json_error(text: bytes) -> CallErrorLike | None:
+    """What an assembler finds wrong with a call's whole argument text as JSON, under its
+    default limits (blank text is a call without parameters, as for an assembled call)."""
+    if not text or text.isspace():
+        return None
+    scanner = Scanner()
+    try:
+        scanner.push(text)
+        scanner.finish()
+    except JsonError as exc:
+        return exc.error
+    return None
 
 
 def _raw_arguments(call: CallLike) -> bytes | None:
