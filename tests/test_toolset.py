@@ -467,6 +467,8 @@ def test_a_call_gets_one_verdict_with_or_without_the_precheck(
         '{"flag": ',
         '{"flag": true} {"flag": false}',
         '{"flag": NaN}',
+        # Half of a surrogate pair, which a str can hold and UTF-8 cannot.
+        '{"flag": "\ud800"}',
     ],
 )
 def test_a_call_of_your_own_has_its_text_read_as_an_assembler_reads_it(arguments: str) -> None:
@@ -482,6 +484,14 @@ def test_a_call_of_your_own_has_its_text_read_as_an_assembler_reads_it(arguments
         want.message,
         want.errors,
     )
+
+
+def test_a_call_of_your_own_may_hold_a_surrogate_pair_as_two_halves() -> None:
+    # As a UTF-16 producer's text decoded half by half leaves it: the assembler joins them.
+    tools = Toolset([{"name": "note", "parameters": {"properties": {"text": {"type": "string"}}}}])
+    outcome = tools.validate(_CallOfYourOwn("note", '{"text": "\ud83d\ude00"}'))
+    assert outcome.ok, outcome.errors
+    assert outcome.value == {"text": "\U0001f600"}
 
 
 @dataclass(frozen=True)

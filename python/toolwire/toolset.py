@@ -44,7 +44,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-from toolwire._core import DirectValidation, JsonError, Scanner, ToolCall
+from toolwire import _core
+from toolwire._core import DirectValidation, ToolCall
 from toolwire.coercion import (
     KEYS_KEY,
     REQUIRED_SPELLINGS_KEY,
@@ -1526,17 +1527,19 @@ class Toolset:
             error, prechecked, name, call_id, raw, plain_numbers = call._validation_fields()
         else:
             # A call the application built (from a response it did not stream, from its logs)
-            # says nothing of a pre-check unless it says so: taken as pre-checked, an unknown
-            # field passed a model tool (Pydantic drops it) and a lax conversion went unrecorded.
+            # was pre-checked only if it says so: Pydantic alone would drop an unknown field and
+            # let a lax model convert a value unrecorded.
             error, prechecked, name = call.error, getattr(call, "prechecked", False), call.name
             call_id, raw = call.id, _raw_arguments(call)
             plain_numbers = getattr(call, "plain_numbers", False)
             # Nor has its text been read as an assembler reads it: a repeated key (which
             # Pydantic and `json` keep the last of), a cut-off or doubled value.
-            if error is None:
-                error = _json_error(raw if raw is not None else call.arguments.encode())
-                if error is not None:
-                    call = _WithViolation(call, error)
+            read = _read_text(raw if raw is not None else call.arguments) if error is None else None
+            if read is not None and read.error is not None:
+                call, error = _WithViolation(call, read.error), read.error
+            elif read is not None and raw is None and read.arguments != call.arguments:
+                # The fields the text does not change are the call's own (`__getattr__`).
+                call = cast(CallLike, _AsRead(call, read))
         # Whether the whole text is known to have passed the pre-check here; None leaves it to
         # what the call says.
         checked: bool | None = None
@@ -1640,18 +1643,17 @@ _SCAN_LIMITS = ("max_depth", "max_bytes", "max_number_digits")
 `ToolRegistry.check` takes."""
 
 
-def _json_error(text: bytes) -> CallErrorLike | None:
-    """What an assembler finds wrong with a call's whole argument text as JSON, under its
-    default limits (blank text is a call without parameters, as for an assembled call)."""
+def _read_text(text: str | bytes) -> ToolCall | None:
+    """A call's whole argument text as an assembler reads it, under its default limits: its
+    `error` is what is wrong with it as JSON, and its `arguments` the text with a surrogate
+    pair a str holds as two halves joined (only `feed` reads a str's halves). None for blank
+    text, a call without parameters as for an assembled call."""
     if not text or text.isspace():
         return None
-    scanner = Scanner()
-    try:
-        scanner.push(text)
-        scanner.finish()
-    except JsonError as exc:
-        return exc.error
-    return None
+    reader = _core.Assembler()
+    reader.feed(0, name="_", arguments=text)
+    (read,) = reader.finish()
+    return read
 
 
 def _raw_arguments(call: CallLike) -> bytes | None:
@@ -1718,6 +1720,25 @@ class _WithViolation:
     def __getattr__(self, name: str) -> Any:
         # The optional attributes validation reads (`arguments_bytes`, `plain_numbers`, ...).
         return getattr(self._call, name)
+
+
+class _AsRead:
+    """A call of the application's own whose text holds a surrogate pair as two halves, with
+    its text as an assembler reads it (the pair joined), which JSON readers take; every other
+    field is the call's own."""
+
+    __slots__ = ("_call", "_read")
+
+    def __init__(self, call: CallLike, read: ToolCall) -> None:
+        self._call = call
+        self._read = read
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._read if name in _TEXT_FIELDS else self._call, name)
+
+
+# What `_AsRead` takes from the text as the assembler read it.
+_TEXT_FIELDS = frozenset({"arguments", "arguments_bytes", "value"})
 
 
 @dataclass(frozen=True, slots=True)
