@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, ClassVar, Generic, TypedDict, TypeVar
 
 import pytest
@@ -245,6 +248,62 @@ def test_a_schema_the_metaschema_refuses_is_told_in_one_line(
     assert isinstance(info.value, ValueError)
 
 
+@pytest.mark.parametrize(
+    ("schema", "path", "keyword", "got"),
+    [
+        # `json.loads` reads a bound written `1e400` as infinity.
+        (
+            json.loads('{"type": "object", "properties": {"a": {"maximum": 1e400}}}'),
+            "/properties/a/maximum",
+            "maximum",
+            "inf",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"minimum": -math.inf}}},
+            "/properties/a/minimum",
+            "minimum",
+            "-inf",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"default": math.nan}}},
+            "/properties/a/default",
+            "default",
+            "nan",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"maximum": Decimal("0.5")}}},
+            "/properties/a/maximum",
+            "maximum",
+            "Decimal('0.5')",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"enum": {1, 2}}}},
+            "/properties/a/enum",
+            "enum",
+            "{1, 2}",
+        ),
+        # YAML reads an unquoted `200` key as an int.
+        (
+            {"type": "object", "properties": {200: {"type": "string"}}},
+            "/properties",
+            "properties",
+            "an object with the key 200",
+        ),
+    ],
+)
+def test_a_schema_holding_what_json_cannot_is_refused_at_build(
+    schema: dict[str, Any], path: str, keyword: str, got: str
+) -> None:
+    # Such a schema passed the metaschema, and the toolset was built; the first assembler given
+    # it then failed (`MisuseError`: the pre-check's schema is JSON text), or the build itself
+    # with an `AttributeError` for the key.
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([{"name": "x", "parameters": schema}])
+    assert (info.value.tool, info.value.path, info.value.keyword) == ("x", path, keyword)
+    assert info.value.got == got
+    assert str(info.value).startswith(f"tool 'x': invalid parameter schema: '{keyword}' at {path}")
+
+
 def test_not_a_tool_raises_type_error() -> None:
     with pytest.raises(TypeError):
         Toolset([42])  # type: ignore[list-item]
@@ -392,6 +451,63 @@ def test_a_call_gets_one_verdict_with_or_without_the_precheck(
     without, with_precheck = _outcomes_both_ways(tools, "set_flag", arguments)
     assert without == (False, ok, codes, rules)
     assert with_precheck == (True, ok, codes, rules)
+    # A call the application built itself (from a response that was not streamed, from its
+    # logs) says nothing of a pre-check: it is checked as a call assembled without one is.
+    outcome = tools.validate(_CallOfYourOwn("set_flag", arguments))
+    assert (outcome.ok, [e.code for e in outcome.errors]) == (ok, codes)
+    assert [c.rule for c in outcome.coercions] == rules
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        # Pydantic and `json` would keep the last value without a word.
+        '{"flag": true, "flag": false}',
+        # Not "not an object": cut off, and two values.
+        '{"flag": ',
+        '{"flag": true} {"flag": false}',
+        '{"flag": NaN}',
+        # Half of a surrogate pair, which a str can hold and UTF-8 cannot.
+        '{"flag": "\ud800"}',
+    ],
+)
+def test_a_call_of_your_own_has_its_text_read_as_an_assembler_reads_it(arguments: str) -> None:
+    tools = Toolset([_LaxFlag], names={_LaxFlag: "set_flag"})
+    assembler = Assembler()
+    assembler.feed(0, id="call_1", name="set_flag", arguments=arguments)
+    (call,) = assembler.finish()
+    want = tools.validate(call)
+    outcome = tools.validate(_CallOfYourOwn("set_flag", arguments))
+    assert not outcome.ok
+    assert (outcome.error_type, outcome.message, outcome.errors) == (
+        want.error_type,
+        want.message,
+        want.errors,
+    )
+
+
+def test_a_call_of_your_own_may_hold_a_surrogate_pair_as_two_halves() -> None:
+    # As a UTF-16 producer's text decoded half by half leaves it: the assembler joins them.
+    tools = Toolset([{"name": "note", "parameters": {"properties": {"text": {"type": "string"}}}}])
+    outcome = tools.validate(_CallOfYourOwn("note", '{"text": "\ud83d\ude00"}'))
+    assert outcome.ok, outcome.errors
+    assert outcome.value == {"text": "\U0001f600"}
+
+
+@dataclass(frozen=True)
+class _CallOfYourOwn:
+    """A completed call as `Toolset.validate` reads one, without a `prechecked` of its own."""
+
+    name: str
+    arguments: str
+    id: str | None = "call_1"
+    ordinal: int = 0
+    index: int | None = 0
+    error: None = None
+
+    @property
+    def value(self) -> Any:
+        return json.loads(self.arguments)
 
 
 def test_registry_checks_a_complete_text() -> None:
@@ -401,21 +517,17 @@ def test_registry_checks_a_complete_text() -> None:
     assert tools.registry.check("set_flag", b'{"flag": true}') is None
 
 
-def test_an_assembler_shows_why_a_toolsets_schema_does_not_compile() -> None:
-    # `Infinity` is no JSON: the registry cannot be built, and that is the error to see.
-    tools = Toolset(
-        [
-            {
-                "name": "t",
-                "parameters": {
-                    "type": "object",
-                    "properties": {"x": {"type": "number", "maximum": float("inf")}},
-                },
-            }
-        ]
-    )
+def test_an_assembler_shows_why_a_toolsets_registry_cannot_be_built() -> None:
+    # A schema JSON cannot hold (`Infinity`) is refused when the toolset is built (above);
+    # whatever else keeps the registry from being built is the error to see, not a complaint
+    # about the argument's type.
+    class Broken(Toolset):
+        @property
+        def registry(self) -> ToolRegistry:  # type: ignore[override]
+            raise MisuseError('schema of "t" cannot be compiled: nested too deeply')
+
     with pytest.raises(MisuseError, match='schema of "t"'):
-        Assembler(tools=tools)
+        Assembler(tools=Broken([GetWeather]))
     with pytest.raises(MisuseError, match="must be a Toolset"):
         Assembler(tools=object())  # type: ignore[arg-type]
 

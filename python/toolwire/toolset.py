@@ -31,6 +31,7 @@ import gc
 import inspect
 import json
 import logging
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
@@ -43,6 +44,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
+from toolwire import _core
 from toolwire._core import DirectValidation, ToolCall
 from toolwire.coercion import (
     KEYS_KEY,
@@ -134,11 +136,9 @@ _BOUND_WORDS = {
 }
 
 
-def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaError:
-    """The metaschema's refusal of a tool's schema, said in one line: the place, the keyword,
-    the value and what belongs there (its own message, with the metaschema's subschema, is a
-    screenful and names the metaschema's places rather than the tool's)."""
-    steps = list(exc.absolute_path)
+def _keyword_at(steps: Sequence[str | int]) -> str | None:
+    """The keyword the place `steps` in a schema is under, or None where the value there is a
+    whole subschema (`/properties/a`)."""
     keyword: str | None = None
     for at, step in enumerate(steps):
         parent = steps[at - 1] if at else None
@@ -148,6 +148,73 @@ def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaErro
         last, parent = steps[-1], steps[-2] if len(steps) > 1 else None
         if parent in _SCHEMA_MAPS or (isinstance(last, int) and parent in _SCHEMA_LISTS):
             keyword = None  # the value at fault is a whole subschema
+    return keyword
+
+
+def _refuse_non_json(schema: Mapping[str, Any], tool: str) -> None:
+    """Refuse a schema holding what JSON cannot: a key that is no string, a set, an infinite or
+    NaN number, or an object of another kind (a `Decimal`).
+
+    A Python dict can hold them (`json.loads` reads `1e400` as infinity; YAML reads an unquoted
+    `200` key as an int), and `jsonschema` takes most of them, but the pre-check and the
+    provider receive the schema as JSON text: left in, they broke the first assembler given
+    the toolset, far from the schema, or a provider's request. Found without recursion, the
+    first in document order.
+
+    Raises:
+        InvalidSchemaError: With the place and what belongs there.
+    """
+    todo: list[tuple[object, tuple[str | int, ...]]] = [(schema, ())]
+    while todo:
+        value, steps = todo.pop()
+        expected: str | None = None
+        if isinstance(value, dict):
+            items = cast(dict[object, object], value).items()
+            stray = next((key for key, _ in items if not isinstance(key, str)), None)
+            if stray is not None:
+                where = pointer(list(steps))
+                raise InvalidSchemaError(
+                    tool,
+                    where,
+                    _keyword_at(steps),
+                    f"an object with the key {stray!r}"[:80],
+                    "an object whose keys are strings",
+                    f"JSON object keys are strings; the key {stray!r} at {where or '/'} is a "
+                    f"{type(stray).__name__}",
+                )
+            todo.extend((item, (*steps, cast(str, key))) for key, item in reversed(items))
+            continue
+        if isinstance(value, list | tuple):
+            # A tuple is written as an array; where the metaschema wants a list it says so.
+            entries = list(enumerate(cast(Sequence[object], value)))
+            todo.extend((item, (*steps, at)) for at, item in reversed(entries))
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            expected = "a finite number (JSON has no infinity or NaN)"
+        elif isinstance(value, set | frozenset):
+            expected = "a JSON array (a list)"
+        elif value is not None and not isinstance(value, str | int | float):
+            expected = "JSON data (an object, array, string, number, boolean or null)"
+        if expected is not None:
+            where = pointer(list(steps))
+            got = repr(cast(object, value))
+            kind = type(cast(object, value)).__name__
+            raise InvalidSchemaError(
+                tool,
+                where,
+                _keyword_at(steps),
+                got if len(got) <= 80 else got[:77] + "...",
+                expected,
+                f"{kind} at {where or '/'} has no JSON form",
+            )
+
+
+def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaError:
+    """The metaschema's refusal of a tool's schema, said in one line: the place, the keyword,
+    the value and what belongs there (its own message, with the metaschema's subschema, is a
+    screenful and names the metaschema's places rather than the tool's)."""
+    steps = list(exc.absolute_path)
+    keyword = _keyword_at(steps)
     rule = exc.validator
     value: Any = exc.validator_value
     if rule == "type":
@@ -735,6 +802,7 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         raise ValueError(f"tool {name!r}: parameters must be a JSON Schema object")
     # Before the copy below, which recurses.
     refuse_too_deep(params, name)
+    _refuse_non_json(cast(Mapping[str, Any], params), name)
     try:
         schema = as_json_schema(copy.deepcopy(dict(cast(Mapping[str, Any], params))))
     except ValueError as exc:
@@ -1409,7 +1477,9 @@ class Toolset:
         """Validate one completed call against its tool.
 
         Args:
-            call: A `toolwire.ToolCall` (or anything with the same attributes).
+            call: A `toolwire.ToolCall` (or anything with the same attributes; one without
+                a true `prechecked` is checked as a call assembled without the pre-check, and
+                one without an `error` has its text read as an assembler reads it).
 
         Returns:
             The outcome: `ok` with the model, or the errors and what to tell the model. When
@@ -1456,17 +1526,27 @@ class Toolset:
         if isinstance(call, ToolCall):
             error, prechecked, name, call_id, raw, plain_numbers = call._validation_fields()
         else:
-            error, prechecked, name = call.error, getattr(call, "prechecked", True), call.name
+            # A call the application built (from a response it did not stream, from its logs)
+            # was pre-checked only if it says so: Pydantic alone would drop an unknown field and
+            # let a lax model convert a value unrecorded.
+            error, prechecked, name = call.error, getattr(call, "prechecked", False), call.name
             call_id, raw = call.id, _raw_arguments(call)
             plain_numbers = getattr(call, "plain_numbers", False)
+            # Nor has its text been read as an assembler reads it: a repeated key (which
+            # Pydantic and `json` keep the last of), a cut-off or doubled value.
+            read = _read_text(raw if raw is not None else call.arguments) if error is None else None
+            if read is not None and read.error is not None:
+                call, error = _WithViolation(call, read.error), read.error
+            elif read is not None and raw is None and read.arguments != call.arguments:
+                # The fields the text does not change are the call's own (`__getattr__`).
+                call = cast(CallLike, _AsRead(call, read))
         # Whether the whole text is known to have passed the pre-check here; None leaves it to
         # what the call says.
         checked: bool | None = None
         if error is None and not prechecked:
-            # A `ToolCall` assembled without the pre-check: find what it would have found, so
-            # that a call gets the same verdict whichever way it was assembled (an unknown
-            # field, a value a lax model would convert silently). Look-alike calls are read as
-            # they are.
+            # A call assembled without the pre-check: find what it would have found, so that a
+            # call gets the same verdict whichever way it was assembled (an unknown field, a
+            # value a lax model would convert silently).
             found = self._schema_violation(call, raw)
             if found is not None:
                 call, error = _WithViolation(call, found), found
@@ -1563,6 +1643,19 @@ _SCAN_LIMITS = ("max_depth", "max_bytes", "max_number_digits")
 `ToolRegistry.check` takes."""
 
 
+def _read_text(text: str | bytes) -> ToolCall | None:
+    """A call's whole argument text as an assembler reads it, under its default limits: its
+    `error` is what is wrong with it as JSON, and its `arguments` the text with a surrogate
+    pair a str holds as two halves joined (only `feed` reads a str's halves). None for blank
+    text, a call without parameters as for an assembled call."""
+    if not text or text.isspace():
+        return None
+    reader = _core.Assembler()
+    reader.feed(0, name="_", arguments=text)
+    (read,) = reader.finish()
+    return read
+
+
 def _raw_arguments(call: CallLike) -> bytes | None:
     """A look-alike call's raw argument bytes, or None when it has none or they are blank."""
     raw: object = getattr(call, "arguments_bytes", None)
@@ -1627,6 +1720,25 @@ class _WithViolation:
     def __getattr__(self, name: str) -> Any:
         # The optional attributes validation reads (`arguments_bytes`, `plain_numbers`, ...).
         return getattr(self._call, name)
+
+
+class _AsRead:
+    """A call of the application's own whose text holds a surrogate pair as two halves, with
+    its text as an assembler reads it (the pair joined), which JSON readers take; every other
+    field is the call's own."""
+
+    __slots__ = ("_call", "_read")
+
+    def __init__(self, call: CallLike, read: ToolCall) -> None:
+        self._call = call
+        self._read = read
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._read if name in _TEXT_FIELDS else self._call, name)
+
+
+# What `_AsRead` takes from the text as the assembler read it.
+_TEXT_FIELDS = frozenset({"arguments", "arguments_bytes", "value"})
 
 
 @dataclass(frozen=True, slots=True)
