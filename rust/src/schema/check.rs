@@ -56,8 +56,9 @@ use std::sync::Arc;
 
 use super::canon::{Builder, Canon};
 use super::compile::{
-    at_least, at_most, count_words, cut_to, type_words, Additional, Node, NodeId, ObjectRule,
-    FALSE_NODE, NONE, TRUE_NODE, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
+    at_least, at_most, count_words, cut_to, type_words, Additional, KeyInfo, Node, NodeId,
+    ObjectRule, PatternMember, FALSE_NODE, NONE, TRUE_NODE, T_ARRAY, T_BOOL, T_INTEGER, T_NULL,
+    T_NUMBER, T_OBJECT, T_STRING,
 };
 use super::decimal::{float_multiple, parse_into, DecRef, Decimal, Fixed};
 use super::trie::Trie;
@@ -191,6 +192,8 @@ enum Failure {
     Enum,
     UnknownKey,
     PropertyFalse,
+    /// A key a `patternProperties` pattern with the `false` schema takes.
+    PatternFalse,
     Required,
     MaxItems,
     MinItems,
@@ -1401,9 +1404,30 @@ impl State {
             if deny {
                 self.slots[s].pos = key_start(rule, guess);
             }
+            let mut additional = rule.additional;
+            let mut by_pattern = false;
+            if let (Some(patterns), None | Some(KeyInfo { prop: NONE, .. })) =
+                (&rule.patterns, info)
+            {
+                additional = patterns.additional;
+                match patterns.member(key_str()) {
+                    PatternMember::Additional => {}
+                    PatternMember::Patterns(id, sure) => {
+                        if !sure {
+                            self.loosen(to_u32(s));
+                        }
+                        by_pattern = true;
+                        additional = Additional::Schema(id);
+                    }
+                    PatternMember::Unknown => {
+                        self.loosen(to_u32(s));
+                        additional = Additional::Any;
+                    }
+                }
+            }
             let member = match info {
                 Some(info) if info.prop != NONE => info.prop,
-                _ => match rule.additional {
+                _ => match additional {
                     Additional::Any => NONE,
                     Additional::Schema(id) => id,
                     Additional::Deny => {
@@ -1419,7 +1443,11 @@ impl State {
                     depth,
                     offset,
                     false,
-                    Failure::PropertyFalse,
+                    if by_pattern {
+                        Failure::PatternFalse
+                    } else {
+                        Failure::PropertyFalse
+                    },
                     key_str(),
                     Some(key_str()),
                 );
@@ -2401,8 +2429,12 @@ fn describe(nodes: &[Node], n: &Node, f: Failure, got: &str) -> (&'static str, S
             object.map(|o| o.deny_expected.clone()).unwrap_or_default(),
             format!("unexpected property {}", quoted(got)),
         ),
-        Failure::PropertyFalse => (
-            "properties",
+        Failure::PropertyFalse | Failure::PatternFalse => (
+            if matches!(f, Failure::PatternFalse) {
+                "patternProperties"
+            } else {
+                "properties"
+            },
             format!("no property {}", quoted(got)),
             format!("property {} is not allowed", quoted(got)),
         ),
