@@ -2179,6 +2179,19 @@ impl State {
         }
         let n = node(nodes, self.slots[s].node);
         let (keyword, expected, message) = describe(nodes, n, f, got);
+        if let Some(last) = self.bound_told(&path, at, keyword) {
+            // A value several subschemas bound (a property's and a pattern's, `allOf`
+            // members') hears every bound it breaks in one error, as validation tells it.
+            if let Some(d) = last.detail.as_deref_mut() {
+                if d.expected != expected {
+                    let tail = d.expected.strip_prefix("a number ").unwrap_or(&d.expected);
+                    d.expected = format!("{expected} and {tail}");
+                    keyword.clone_into(&mut d.keyword);
+                    last.message = message;
+                }
+            }
+            return;
+        }
         self.errors.push(Error {
             kind: ErrorKind::SchemaViolation,
             offset: at,
@@ -2196,7 +2209,34 @@ impl State {
     }
 }
 
-/// The first numeric rule `d` breaks, if any.
+impl State {
+    /// The last error when it is about the same value (`path`), found at the same byte (`at`),
+    /// for a bound of the same kind as `keyword` (a range, a length, a divisor, a pattern):
+    /// the error to tell this bound in too.
+    fn bound_told(&mut self, path: &str, at: usize, keyword: &str) -> Option<&mut Error> {
+        let kind = bound_kind(keyword)?;
+        let last = self.errors.last_mut()?;
+        let same = last.offset == at
+            && last.path == path
+            && last
+                .detail
+                .as_ref()
+                .is_some_and(|d| bound_kind(&d.keyword) == Some(kind));
+        same.then_some(last)
+    }
+}
+
+/// Which bounds validation tells together: ranges, lengths, divisors, patterns.
+fn bound_kind(keyword: &str) -> Option<u8> {
+    Some(match keyword {
+        "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => 0,
+        "minLength" | "maxLength" | "minItems" | "maxItems" => 1,
+        "multipleOf" => 2,
+        "pattern" => 3,
+        _ => return None,
+    })
+}
+
 /// A bound, its keyword, and which comparison outcomes break it.
 type BoundCheck<'a> = (
     &'a Option<Decimal>,

@@ -188,6 +188,33 @@ fn every_pattern_that_takes_a_key_applies_and_so_does_its_property() {
     assert_eq!(one(&s, r#"{"_a":1}"#), at(4, "/_a", "patternProperties"));
 }
 
+/// A value both its property's bounds and a pattern's refuse hears every bound in one error, as
+/// validation tells it; one only the pattern refuses hears the pattern's.
+#[test]
+fn a_value_a_property_and_a_pattern_both_refuse_hears_both_bounds() {
+    let s = json!({
+        "properties": {"n_a": {"minimum": 5}},
+        "patternProperties": {"^n_": {"minimum": 10, "maximum": 20}}
+    });
+    let errs = run(&s, r#"{"n_a":3}"#);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    let d = errs[0].detail.as_ref().unwrap();
+    assert_eq!(
+        (errs[0].path.as_str(), d.keyword.as_str()),
+        ("/n_a", "minimum")
+    );
+    assert_eq!(d.expected, "a number >= 5 and >= 10 and <= 20");
+    let errs = run(&s, r#"{"n_a":7}"#);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(
+        errs[0].detail.as_ref().unwrap().expected,
+        "a number >= 10 and <= 20"
+    );
+    // Bounds of other kinds stay apart.
+    let s = json!({"allOf": [{"type": "integer"}, {"minimum": 5}]});
+    assert_eq!(run(&s, "2.5").len(), 2);
+}
+
 /// A key is judged by a pattern only where every dialect reads it alike: `\d` takes `١` in
 /// Python's and Pydantic's engines, not in ECMA-262's, so such a key is neither the pattern's
 /// nor an additional one for the pre-check.
