@@ -139,6 +139,20 @@ fn unknown_key_with_escaped_pointer_path() {
     ok(&s, "{}");
 }
 
+/// Each closed `allOf` member refuses an unknown key, at the byte no name of its continues:
+/// every such error names the whole key once it closes, not only the first.
+#[test]
+fn every_error_about_an_open_key_names_the_whole_key() {
+    let closed = json!({"properties": {"a": {}}, "additionalProperties": false});
+    let s = json!({"allOf": [closed.clone(), closed]});
+    let errs = run(&s, r#"{"xyz":1}"#);
+    let paths: Vec<&str> = errs.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(paths, ["/xyz", "/xyz"], "{errs:#?}");
+    assert!(errs
+        .iter()
+        .all(|e| e.message == r#"unexpected property "xyz""#));
+}
+
 #[test]
 fn additional_properties_schema() {
     let s = json!({"properties": {"a": {}}, "additionalProperties": {"type": "boolean"}});
