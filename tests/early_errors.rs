@@ -76,20 +76,58 @@ fn a_grammar_error_after_a_reported_violation_is_reported() {
 }
 
 #[test]
-fn a_violation_inside_an_open_string_or_key_is_drained_at_once() {
-    // Certain at the byte that decided it, and handed out then, not when the string or key
-    // closes (or never, when the stream is cut inside it); as it read at that byte.
-    for (text, rest, path, got) in [
-        (r#"{"s": "abcd"#, r#"ef"}"#, "/s", "abcd"),
-        (r#"{"xy"#, r#"z": 1}"#, "/x", "x"),
+fn a_violation_inside_an_open_string_is_drained_at_once() {
+    // Certain at the byte that decided it, and handed out then, not when the string closes (or
+    // never, when the stream is cut inside it); as it read at that byte.
+    let text = r#"{"s": "abcd"#;
+    let mut asm = Assembler::with_tools(AssemblerConfig::default(), registry()).expect("config");
+    asm.feed(&delta(Some("tool"), text.as_bytes()))
+        .expect("feed");
+    assert_one_error(&asm.drain_errors(), "/s", "abcd", text);
+    asm.feed(&delta(None, br#"ef"}"#)).expect("feed");
+    assert!(asm.drain_errors().is_empty(), "{text}: reported once");
+}
+
+/// An unknown key is certain at the first byte no allowed name continues, but the key so far
+/// names no member (`/x` of `{"xyz": 1}`), where the call's error and validation name the
+/// whole key: it is handed out when the key closes, as they read it (and never for a key the
+/// stream cuts off, whose call is truncated).
+#[test]
+fn an_unknown_key_is_drained_whole_when_it_closes() {
+    // Certain already: a fail-fast caller may stop here.
+    let mut asm = Assembler::with_tools(AssemblerConfig::default(), registry()).expect("config");
+    asm.feed(&delta(Some("tool"), br#"{"xy"#)).expect("feed");
+    assert!(asm.has_certain_error());
+    assert!(asm.drain_errors().is_empty());
+    for (text, path) in [
+        (r#"{"xyz": 1}"#, "/xyz"),
+        (r#"{"b": [], "s~/x": 1}"#, "/s~0~1x"),
+        (r#"{"京都": 1}"#, "/京都"),
     ] {
-        let mut asm =
-            Assembler::with_tools(AssemblerConfig::default(), registry()).expect("config");
-        asm.feed(&delta(Some("tool"), text.as_bytes()))
-            .expect("feed");
-        assert_one_error(&asm.drain_errors(), path, got, text);
-        asm.feed(&delta(None, rest.as_bytes())).expect("feed");
-        assert!(asm.drain_errors().is_empty(), "{text}: reported once");
+        let bytes = text.as_bytes();
+        let close = bytes.len() - 5; // the key's closing quote
+        for cut in 1..bytes.len() {
+            let mut asm =
+                Assembler::with_tools(AssemblerConfig::default(), registry()).expect("config");
+            asm.feed(&delta(Some("tool"), &bytes[..cut])).expect("feed");
+            let first = asm.drain_errors();
+            if cut <= close {
+                assert!(first.is_empty(), "{text} cut at {cut}: {first:?}");
+            }
+            asm.feed(&delta(None, &bytes[cut..])).expect("feed");
+            let mut drained = first;
+            drained.extend(asm.drain_errors());
+            let key = path.rsplit('/').next().unwrap_or_default();
+            let key = key.replace("~1", "/").replace("~0", "~");
+            assert_one_error(&drained, path, &key, &format!("{text} cut at {cut}"));
+            assert_eq!(drained[0].1.message, format!("unexpected property {key:?}"));
+            let calls = asm.finish().expect("finish");
+            let error = calls[0].error.as_ref().expect("the call's error");
+            assert_eq!(
+                (&error.path, &error.message),
+                (&drained[0].1.path, &drained[0].1.message)
+            );
+        }
     }
 }
 
@@ -106,7 +144,7 @@ fn an_early_error_decided_inside_a_character_shows_the_whole_ones_before_it() {
     for (text, path, got) in [
         (r#"{"v": "京"}"#, "/v", ""),
         (r#"{"w": "東京都庁"}"#, "/w", "東京"),
-        (r#"{"京": 1}"#, "", ""),
+        (r#"{"京": 1}"#, "/京", "京"),
     ] {
         let bytes = text.as_bytes();
         for cut in 1..bytes.len() {

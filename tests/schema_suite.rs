@@ -40,12 +40,13 @@ const FILES: &[&str] = &[
     "exclusiveMaximum",
     "multipleOf",
     "pattern",
+    "patternProperties",
     "ref",
     "defs",
     "boolean_schema",
     // Keywords the pre-check leaves to the final validation: only the first half is asserted
     // (a valid instance gets no error), which guards the loosening they need
-    // (`patternProperties` next to `additionalProperties`, `$anchor` and `$dynamicRef` targets,
+    // (`$anchor` and `$dynamicRef` targets,
     // `unevaluatedProperties` next to `properties`, ...).
     "anchor",
     "contains",
@@ -61,7 +62,6 @@ const FILES: &[&str] = &[
     "minContains",
     "minProperties",
     "not",
-    "patternProperties",
     "propertyNames",
     "refRemote",
     "unevaluatedItems",

@@ -225,7 +225,7 @@ def test_errors_do_not_wait_for_a_resend_reading_the_fragment_already_broke() ->
         a.finish()
         return streaming, [(e.path, e.offset) for _, e in a.drain_errors()]
 
-    want = ([("/node/node", 18), ("/node/limit", 30), ("/p", 39)], [])
+    want = ([("/node/node", 18), ("/node/limit", 30), ("/padding", 39)], [])
     assert drained(7) == want
     assert drained(9) == want
 

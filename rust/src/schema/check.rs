@@ -36,7 +36,10 @@
 //!   key with the property after the last one matched (`Slot::guess`) before it walks its
 //!   trie, and a closed object steps the trie byte by byte only once the key leaves that name
 //!   (until then the key so far is that name's start and is not copied). A key found among a
-//!   slot's names is kept as that entry, not copied, for error paths.
+//!   slot's names is kept as that entry, not copied, for error paths. An unknown key is
+//!   recorded at the byte that decides it, under the key so far, and completed (path, text)
+//!   when the key closes; until then `early_errors` holds it back, as the key so far names no
+//!   member. An object with `patternProperties` decides its keys only when they close.
 //! - The checker keeps the decoded text of a string itself, and only of strings that a string
 //!   rule, an enum or a captured container reads ([`Visitor::wants_string`]); the scanner
 //!   decodes no other string for it, and keys and number lexemes reach it as bytes
@@ -56,8 +59,9 @@ use std::sync::Arc;
 
 use super::canon::{Builder, Canon};
 use super::compile::{
-    at_least, at_most, count_words, cut_to, type_words, Additional, Node, NodeId, ObjectRule,
-    FALSE_NODE, NONE, TRUE_NODE, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
+    at_least, at_most, count_words, cut_to, type_words, Additional, KeyInfo, Node, NodeId,
+    ObjectRule, PatternMember, FALSE_NODE, NONE, TRUE_NODE, T_ARRAY, T_BOOL, T_INTEGER, T_NULL,
+    T_NUMBER, T_OBJECT, T_STRING,
 };
 use super::decimal::{float_multiple, parse_into, DecRef, Decimal, Fixed};
 use super::trie::Trie;
@@ -175,7 +179,8 @@ struct Lone {
     pos: u32,
 }
 
-/// An error whose `got` (and for keys the path) is completed when the key or string closes.
+/// An error whose `got` (and for keys the path) is completed when the key or string closes;
+/// for a key, the first of them (see `State::more_key_errors`).
 #[derive(Debug, Clone, Copy)]
 struct Pending {
     error: u32,
@@ -191,6 +196,8 @@ enum Failure {
     Enum,
     UnknownKey,
     PropertyFalse,
+    /// A key a `patternProperties` pattern with the `false` schema takes.
+    PatternFalse,
     Required,
     MaxItems,
     MinItems,
@@ -249,9 +256,11 @@ struct State {
     key_len: usize,
     /// The errors before this one had secret values hidden (`Checker::redact_secrets`).
     redacted: usize,
-    /// Errors raised inside a key or string still open, as they read when they became certain
-    /// (index into `errors`, the error then): the text so far through the byte that decided.
+    /// Errors raised inside a string still open, as they read when they became certain (index
+    /// into `errors`, the error then): the text so far through the byte that decided.
     early_forms: Vec<(u32, Error)>,
+    /// Errors after the first (`pending`) that name the key still open: completed with it.
+    more_key_errors: Vec<u32>,
     /// The early forms before this one had secret values hidden.
     early_redacted: usize,
     /// The current string value is read: some slot has a string rule or an enum on it, or a
@@ -318,8 +327,9 @@ impl Checker {
                 }
             }
         };
-        // A pending error's path is already its value's, so it is judged now; its value, when
-        // the string closes, is not written over `[redacted]` (see `patch_pending`).
+        // A pending string error's path is already its value's, so it is judged now; its value,
+        // when the string closes, is not written over `[redacted]` (see `patch_pending`). A
+        // pending key error is judged again once the key, and so its path, is whole.
         st.errors[st.redacted..].iter_mut().for_each(hide);
         st.early_forms[st.early_redacted..]
             .iter_mut()
@@ -328,13 +338,24 @@ impl Checker {
         st.early_redacted = st.early_forms.len();
     }
 
-    /// Every violation found so far, for early reporting: one raised inside a key or string
-    /// still open reads as it did when it became certain (the text through the deciding byte),
-    /// however the text was cut and whether or not that key or string has closed since, so an
-    /// early report is the same for every cut. `errors` has them completed.
+    /// Every violation found so far, for early reporting: one raised inside a string still
+    /// open reads as it did when it became certain (the text through the deciding byte),
+    /// however the text was cut and whether or not that string has closed since, so an early
+    /// report is the same for every cut. `errors` has them completed.
+    ///
+    /// An unknown key found inside a key still open is held back (and the errors after it)
+    /// until the key closes, and then reads as in `errors`: its path is the member's, which
+    /// the key so far is not (`/colo` names no member of `{"color": ...}`), and the final
+    /// verdict and validation name the whole key. It is certain all the same
+    /// ([`Checker::errors`] has it at once, at the byte that decided it).
     pub fn early_errors(&self) -> impl Iterator<Item = &Error> {
+        let held = match self.st.pending {
+            Some(p) if p.is_key => p.error as usize,
+            _ => self.st.errors.len(),
+        };
         let mut forms = self.st.early_forms.iter().peekable();
-        self.st.errors.iter().enumerate().map(move |(i, e)| {
+        let settled = self.st.errors.get(..held).unwrap_or_default();
+        settled.iter().enumerate().map(move |(i, e)| {
             match forms.next_if(|(at, _)| *at as usize == i) {
                 Some((_, early)) => early,
                 None => e,
@@ -354,7 +375,11 @@ impl Checker {
     /// decide here; an incomplete text is the scanner's `truncated` error, not a schema one.
     pub fn finish(&mut self, end_offset: usize) -> &[Error] {
         let _ = end_offset;
-        self.st.pending = None;
+        // A key that never closed keeps its errors held back: the text is truncated, and the
+        // key so far names no member.
+        if self.st.pending.is_some_and(|p| !p.is_key) {
+            self.st.pending = None;
+        }
         &self.st.errors
     }
 }
@@ -1313,15 +1338,21 @@ impl State {
         let shown = (!partial || !key.is_empty()).then_some(key);
         let named =
             self.fail_at_depth_key(nodes, s, depth, at, false, Failure::UnknownKey, key, shown);
-        if partial && named && self.errors.len() > before && self.pending.is_none() {
-            let base = self.path_to(nodes, depth).len();
-            self.pending = Some(Pending {
-                error: to_u32(before),
-                is_key: true,
-                base: to_u32(base),
-            });
-            self.early_forms
-                .push((to_u32(before), self.errors[before].clone()));
+        if partial && named && self.errors.len() > before {
+            // Every error naming the key is completed when it closes (one per object slot
+            // that refuses it: an `allOf` of closed objects has several).
+            match self.pending {
+                None => {
+                    let base = self.path_to(nodes, depth).len();
+                    self.pending = Some(Pending {
+                        error: to_u32(before),
+                        is_key: true,
+                        base: to_u32(base),
+                    });
+                }
+                Some(p) if p.is_key => self.more_key_errors.push(to_u32(before)),
+                Some(_) => {}
+            }
         }
     }
 
@@ -1401,9 +1432,30 @@ impl State {
             if deny {
                 self.slots[s].pos = key_start(rule, guess);
             }
+            let mut additional = rule.additional;
+            let mut by_pattern = false;
+            if let (Some(patterns), None | Some(KeyInfo { prop: NONE, .. })) =
+                (&rule.patterns, info)
+            {
+                additional = patterns.additional;
+                match patterns.member(key_str()) {
+                    PatternMember::Additional => {}
+                    PatternMember::Patterns(id, sure) => {
+                        if !sure {
+                            self.loosen(to_u32(s));
+                        }
+                        by_pattern = true;
+                        additional = Additional::Schema(id);
+                    }
+                    PatternMember::Unknown => {
+                        self.loosen(to_u32(s));
+                        additional = Additional::Any;
+                    }
+                }
+            }
             let member = match info {
                 Some(info) if info.prop != NONE => info.prop,
-                _ => match rule.additional {
+                _ => match additional {
                     Additional::Any => NONE,
                     Additional::Schema(id) => id,
                     Additional::Deny => {
@@ -1419,7 +1471,11 @@ impl State {
                     depth,
                     offset,
                     false,
-                    Failure::PropertyFalse,
+                    if by_pattern {
+                        Failure::PatternFalse
+                    } else {
+                        Failure::PropertyFalse
+                    },
                     key_str(),
                     Some(key_str()),
                 );
@@ -1676,20 +1732,30 @@ impl State {
             return;
         }
         self.pending = None;
-        let Some(e) = self.errors.get_mut(p.error as usize) else {
-            return;
-        };
-        if let Some(d) = e.detail.as_mut() {
-            if d.got != REDACTED {
-                d.got = cut(full);
+        let more = std::mem::take(&mut self.more_key_errors);
+        for &i in std::iter::once(&p.error).chain(&more) {
+            let Some(e) = self.errors.get_mut(i as usize) else {
+                continue;
+            };
+            if let Some(d) = e.detail.as_mut() {
+                if d.got != REDACTED {
+                    d.got = cut(full);
+                }
+            }
+            if is_key {
+                e.path.truncate(p.base as usize);
+                e.path.push('/');
+                push_pointer_token(&mut e.path, full);
+                e.message = format!("unexpected property {}", quoted(full));
             }
         }
         if is_key {
-            e.path.truncate(p.base as usize);
-            e.path.push('/');
-            push_pointer_token(&mut e.path, full);
-            e.message = format!("unexpected property {}", quoted(full));
+            // Judged again on the whole key's path (see `Checker::redact_secrets`).
+            self.redacted = self.redacted.min(p.error as usize);
         }
+        let mut more = more;
+        more.clear();
+        self.more_key_errors = more;
     }
 
     // ----- value end ---------------------------------------------------------------------
@@ -2151,6 +2217,19 @@ impl State {
         }
         let n = node(nodes, self.slots[s].node);
         let (keyword, expected, message) = describe(nodes, n, f, got);
+        if let Some(last) = self.bound_told(&path, at, keyword) {
+            // A value several subschemas bound (a property's and a pattern's, `allOf`
+            // members') hears every bound it breaks in one error, as validation tells it.
+            if let Some(d) = last.detail.as_deref_mut() {
+                if d.expected != expected {
+                    let tail = d.expected.strip_prefix("a number ").unwrap_or(&d.expected);
+                    d.expected = format!("{expected} and {tail}");
+                    keyword.clone_into(&mut d.keyword);
+                    last.message = message;
+                }
+            }
+            return;
+        }
         self.errors.push(Error {
             kind: ErrorKind::SchemaViolation,
             offset: at,
@@ -2168,7 +2247,34 @@ impl State {
     }
 }
 
-/// The first numeric rule `d` breaks, if any.
+impl State {
+    /// The last error when it is about the same value (`path`), found at the same byte (`at`),
+    /// for a bound of the same kind as `keyword` (a range, a length, a divisor, a pattern):
+    /// the error to tell this bound in too.
+    fn bound_told(&mut self, path: &str, at: usize, keyword: &str) -> Option<&mut Error> {
+        let kind = bound_kind(keyword)?;
+        let last = self.errors.last_mut()?;
+        let same = last.offset == at
+            && last.path == path
+            && last
+                .detail
+                .as_ref()
+                .is_some_and(|d| bound_kind(&d.keyword) == Some(kind));
+        same.then_some(last)
+    }
+}
+
+/// Which bounds validation tells together: ranges, lengths, divisors, patterns.
+fn bound_kind(keyword: &str) -> Option<u8> {
+    Some(match keyword {
+        "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => 0,
+        "minLength" | "maxLength" | "minItems" | "maxItems" => 1,
+        "multipleOf" => 2,
+        "pattern" => 3,
+        _ => return None,
+    })
+}
+
 /// A bound, its keyword, and which comparison outcomes break it.
 type BoundCheck<'a> = (
     &'a Option<Decimal>,
@@ -2401,8 +2507,12 @@ fn describe(nodes: &[Node], n: &Node, f: Failure, got: &str) -> (&'static str, S
             object.map(|o| o.deny_expected.clone()).unwrap_or_default(),
             format!("unexpected property {}", quoted(got)),
         ),
-        Failure::PropertyFalse => (
-            "properties",
+        Failure::PropertyFalse | Failure::PatternFalse => (
+            if matches!(f, Failure::PatternFalse) {
+                "patternProperties"
+            } else {
+                "properties"
+            },
             format!("no property {}", quoted(got)),
             format!("property {} is not allowed", quoted(got)),
         ),

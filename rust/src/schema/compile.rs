@@ -16,17 +16,22 @@
 //!   about one conjunct (cycles, exactness, wrappers, plainness) reads both through
 //!   [`Node::conjuncts`].
 //! - Soundness over completeness: an unsupported keyword is reported and ignored, which can only
-//!   accept more. The exception is a keyword that changes the meaning of a supported one
-//!   (`patternProperties` narrows `additionalProperties`): then the supported one is loosened
-//!   too. Each node records whether it is `exact` (everything under it was understood); only
-//!   exact branches may count against `oneOf`'s "exactly one".
+//!   accept more. Each node records whether it is `exact` (everything under it was understood);
+//!   only exact branches may count against `oneOf`'s "exactly one".
+//! - `patternProperties`: the schemas a member meets depend on its key, known only when the key
+//!   closes. A property's are known here, so a property whose name a pattern takes gets a node
+//!   applying both (`conjunction`), and so does each set of patterns that may take a key
+//!   together (`PatternRule::sets`): the checker still follows one node per member, and
+//!   objects without patterns take no new step. A key is judged only where every regex dialect
+//!   reads the pattern alike (see `pattern::KeyPattern`); elsewhere it meets neither the
+//!   pattern's schema nor `additionalProperties`, and the slot is loosened.
 //!
 //! [`Checker`]: super::Checker
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::pattern::Pattern;
+use super::pattern::{KeyPattern, Pattern};
 use serde_json::{Map, Value};
 
 use super::canon::Canon;
@@ -255,6 +260,11 @@ pub(crate) struct KeyInfo {
 #[derive(Debug)]
 pub(crate) struct ObjectRule {
     pub trie: Trie,
+    /// `patternProperties`, which decide the members `properties` does not name: then
+    /// `additional` is `Any` (so the paths that read it, key tries included, treat the
+    /// object as open) and the rule that holds for the keys no pattern takes is the pattern
+    /// rule's. A property whose name a pattern takes has both in its `prop` already.
+    pub patterns: Option<Box<PatternRule>>,
     pub keys: Vec<KeyInfo>,
     /// The name of each entry of `keys`, for the checker's whole-name comparison with the
     /// property it expects next.
@@ -263,6 +273,66 @@ pub(crate) struct ObjectRule {
     pub required: Vec<Box<str>>,
     pub deny_expected: String,
     pub required_expected: String,
+}
+
+/// Patterns listed at most this many times over, one node per set of them that may take a key
+/// together; a key more of them take meets only its first (looser, and marked so).
+const MAX_LISTED_PATTERNS: usize = 6;
+
+/// `patternProperties` and the `additionalProperties` beside them.
+#[derive(Debug)]
+pub(crate) struct PatternRule {
+    pub patterns: Box<[(KeyPattern, NodeId)]>,
+    /// For each set of patterns (bit `i`: pattern `i`), the node a member whose key they all
+    /// take meets (their conjunction); empty past `MAX_LISTED_PATTERNS` patterns.
+    pub sets: Box<[NodeId]>,
+    pub additional: Additional,
+}
+
+/// What a key that `properties` does not name meets under a [`PatternRule`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PatternMember {
+    /// The patterns that take it: their node, and whether that is all of them (no pattern
+    /// may take it as one dialect reads it and not as another, and none was left out).
+    Patterns(NodeId, bool),
+    /// No pattern takes it: `additionalProperties` decides.
+    Additional,
+    /// No pattern surely takes it, and one may: nothing is checked.
+    Unknown,
+}
+
+impl PatternRule {
+    /// The schema the member under `key` (not a property) meets.
+    pub fn member(&self, key: &str) -> PatternMember {
+        let mut set = 0usize;
+        let mut first = NONE;
+        let mut count = 0;
+        let mut unknown = false;
+        for (i, (pattern, id)) in self.patterns.iter().enumerate() {
+            match pattern.matches(key) {
+                Some(true) => {
+                    if first == NONE {
+                        first = *id;
+                    }
+                    count += 1;
+                    if i < MAX_LISTED_PATTERNS {
+                        set |= 1 << i;
+                    }
+                }
+                Some(false) => {}
+                None => unknown = true,
+            }
+        }
+        match (count, unknown) {
+            (0, false) => PatternMember::Additional,
+            (0, true) => PatternMember::Unknown,
+            (1, _) => PatternMember::Patterns(first, !unknown),
+            _ => match self.sets.get(set) {
+                Some(&node) => PatternMember::Patterns(node, !unknown),
+                None => PatternMember::Patterns(first, false),
+            },
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -424,6 +494,10 @@ pub(crate) fn type_words(types: u8) -> String {
     parts.join(" or ")
 }
 
+fn map_keys(map: Option<&Map<String, Value>>) -> impl Iterator<Item = &str> {
+    map.into_iter().flat_map(|m| m.keys().map(String::as_str))
+}
+
 fn quoted_list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
     let mut out = String::new();
     for (i, n) in names.into_iter().enumerate() {
@@ -495,6 +569,74 @@ impl Compiler<'_> {
         Ok(ids.into_boxed_slice())
     }
 
+    /// The rule of `patternProperties` (`map`) beside `additional`; each property of
+    /// `entries` whose name a pattern surely takes meets that pattern's schema too.
+    fn pattern_rule(
+        &mut self,
+        map: &Map<String, Value>,
+        ptr: &str,
+        entries: &mut [(&str, NodeId, bool)],
+        additional: Additional,
+        node: &mut Node,
+    ) -> Result<PatternRule, SchemaError> {
+        let map_ptr = child_ptr(ptr, "patternProperties");
+        let mut patterns = Vec::with_capacity(map.len());
+        for (source, sub) in map {
+            let id = self.compile_at(sub, &child_ptr(&map_ptr, source))?;
+            let pattern = KeyPattern::compile(source);
+            if !pattern.runs() {
+                // Any key may be its: it is applied to none, and no key is additional.
+                self.unsupported("patternProperties", &child_ptr(&map_ptr, source));
+                node.exact = false;
+            }
+            patterns.push((pattern, id));
+        }
+        let props_ptr = child_ptr(ptr, "properties");
+        for (name, id, _) in entries.iter_mut() {
+            let mut all = vec![*id];
+            for (pattern, sub) in &patterns {
+                match pattern.matches(name) {
+                    Some(true) => all.push(*sub),
+                    Some(false) => {}
+                    // Validation may apply it or not: the property alone is checked.
+                    None => node.exact = false,
+                }
+            }
+            if all.len() > 1 {
+                *id = self.conjunction(all, &child_ptr(&props_ptr, name));
+            }
+        }
+        let mut sets = Vec::new();
+        if patterns.len() <= MAX_LISTED_PATTERNS {
+            sets = vec![NONE; 1 << patterns.len()];
+            for (set, slot) in sets.iter_mut().enumerate().skip(1) {
+                let members: Vec<NodeId> = (0..patterns.len())
+                    .filter(|i| set & (1 << i) != 0)
+                    .map(|i| patterns[i].1)
+                    .collect();
+                *slot = match members[..] {
+                    [one] => one,
+                    _ => self.conjunction(members, &map_ptr),
+                };
+            }
+        }
+        Ok(PatternRule {
+            patterns: patterns.into_boxed_slice(),
+            sets: sets.into_boxed_slice(),
+            additional,
+        })
+    }
+
+    /// A node applying every one of `members` to one value (an `allOf` the schema does not
+    /// spell out: a member that several `properties` / `patternProperties` entries name).
+    fn conjunction(&mut self, members: Vec<NodeId>, ptr: &str) -> NodeId {
+        let mut n = Node::new(ptr);
+        n.all_of = members.into_boxed_slice();
+        let id = to_id(self.nodes.len());
+        self.nodes.push(n);
+        id
+    }
+
     fn count(v: &Value, ptr: &str, keyword: &str) -> Result<u64, SchemaError> {
         v.as_number()
             .and_then(|n| Decimal::parse(&n.to_string()))
@@ -528,7 +670,7 @@ impl Compiler<'_> {
         let mut properties: Option<&Map<String, Value>> = None;
         let mut additional: Option<&Value> = None;
         let mut required: Vec<&str> = Vec::new();
-        let mut pattern_properties = false;
+        let mut pattern_properties: Option<&Map<String, Value>> = None;
         let mut nullable = false;
         let mut string = StringRule {
             min_len: 0,
@@ -695,9 +837,10 @@ impl Compiler<'_> {
                     nullable = v.as_bool() == Some(true);
                 }
                 "patternProperties" => {
-                    self.unsupported(key, ptr);
-                    node.exact = false;
-                    pattern_properties = true;
+                    pattern_properties = Some(
+                        v.as_object()
+                            .ok_or_else(|| err(&kptr(), "patternProperties must be an object"))?,
+                    );
                 }
                 LOOSENED_ONE_OF => node.one_of_named = v.as_bool() == Some(true),
                 k if ANNOTATIONS.contains(&k) => {}
@@ -717,18 +860,38 @@ impl Compiler<'_> {
                 entries.push((name.as_str(), id, true));
             }
         }
-        let additional = match (pattern_properties, additional) {
-            (true, _) | (false, None) => Additional::Any,
-            (false, Some(s)) => {
-                match self.compile_at(s, &child_ptr(ptr, "additionalProperties"))? {
-                    FALSE_NODE => Additional::Deny,
-                    TRUE_NODE => Additional::Any,
-                    id => Additional::Schema(id),
-                }
-            }
+        let additional = match additional {
+            None => Additional::Any,
+            Some(s) => match self.compile_at(s, &child_ptr(ptr, "additionalProperties"))? {
+                FALSE_NODE => Additional::Deny,
+                TRUE_NODE => Additional::Any,
+                id => Additional::Schema(id),
+            },
         };
-        if !entries.is_empty() || additional != Additional::Any || !required.is_empty() {
-            node.object = Some(Box::new(object_rule(&entries, &required, additional)));
+        let patterns = match pattern_properties {
+            Some(map) if !map.is_empty() => {
+                Some(self.pattern_rule(map, ptr, &mut entries, additional, &mut node)?)
+            }
+            _ => None,
+        };
+        if !entries.is_empty()
+            || additional != Additional::Any
+            || !required.is_empty()
+            || patterns.is_some()
+        {
+            let mut rule = object_rule(&entries, &required, additional);
+            if let Some(patterns) = patterns {
+                // The paths that read `additional` take the object as open; the pattern
+                // rule holds the real one.
+                rule.additional = Additional::Any;
+                rule.deny_expected = format!(
+                    "{} or names matching {}",
+                    rule.deny_expected,
+                    quoted_list(map_keys(pattern_properties))
+                );
+                rule.patterns = Some(Box::new(patterns));
+            }
+            node.object = Some(Box::new(rule));
         }
 
         // Arrays, strings, numbers.
@@ -1108,7 +1271,22 @@ fn children(node: &Node) -> impl Iterator<Item = NodeId> + '_ {
             Additional::Schema(id) => id,
             _ => NONE,
         };
-        o.keys.iter().map(|k| k.prop).chain(std::iter::once(extra))
+        let patterns = o.patterns.iter().flat_map(|p| {
+            let extra = match p.additional {
+                Additional::Schema(id) => id,
+                _ => NONE,
+            };
+            p.patterns
+                .iter()
+                .map(|(_, id)| *id)
+                .chain(p.sets.iter().copied())
+                .chain(std::iter::once(extra))
+        });
+        o.keys
+            .iter()
+            .map(|k| k.prop)
+            .chain(std::iter::once(extra))
+            .chain(patterns)
     });
     let array = node
         .array
@@ -1266,6 +1444,7 @@ fn object_rule(
     );
     ObjectRule {
         trie,
+        patterns: None,
         keys,
         names: names.iter().map(|&(n, _)| n.as_bytes().into()).collect(),
         additional,

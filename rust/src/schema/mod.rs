@@ -107,8 +107,8 @@ impl ToolSchema {
 /// A schema keyword the pre-check ignores (the final validation still applies it).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Unsupported {
-    /// The keyword, e.g. `not`, `patternProperties`, `format` (for a format name it does not
-    /// know), `$ref` (remote or anchor), or the `$ref`, `allOf`, `anyOf` or `oneOf` whose edge
+    /// The keyword, e.g. `not`, `patternProperties` (for a pattern it cannot run), `format`
+    /// (for a format name it does not know), `$ref` (remote or anchor), or the `$ref`, `allOf`, `anyOf` or `oneOf` whose edge
     /// closed a cycle that consumes no input.
     pub keyword: String,
     /// JSON Pointer of the subschema that holds the keyword (`""` for the root).

@@ -173,8 +173,11 @@ fn class_set(body: &[u8]) -> Option<u128> {
 
 /// Compiles an ECMA-262 pattern, or `None` when it uses something this module cannot run.
 pub(crate) fn compile(pattern: &str) -> Option<Pattern> {
-    let translated = translate(pattern)?;
-    let regex = regex::RegexBuilder::new(&translated)
+    build(pattern, &translate(pattern, true)?)
+}
+
+fn build(pattern: &str, translated: &str) -> Option<Pattern> {
+    let regex = regex::RegexBuilder::new(translated)
         .size_limit(1 << 22)
         .build()
         .ok()?;
@@ -182,6 +185,60 @@ pub(crate) fn compile(pattern: &str) -> Option<Pattern> {
         regex,
         simple: Simple::parse(pattern),
     })
+}
+
+/// A `patternProperties` pattern, read on keys. A `pattern` may match more than the final
+/// validation does (a miss is all it reports), but a key pattern decides which subschema a
+/// member meets, and `additionalProperties` refuses what no pattern takes: a wrong reading
+/// either way could refuse a valid member. So a key is judged twice, by the pattern as some
+/// dialect reads it (`wide`, as [`compile`]) and as every dialect does (`narrow`: `\d` is
+/// `[0-9]`, `\w` ASCII, property classes refused, as their tables differ between Unicode
+/// versions), and is sure to match only by `narrow`, sure not to only by `wide`.
+#[derive(Debug)]
+pub(crate) struct KeyPattern {
+    wide: Option<Pattern>,
+    /// `None` with `wide` set when both readings are one regex (no class escape in it).
+    narrow: Option<Pattern>,
+    /// Some key may be matched by one reading and not the other (or by none it can run).
+    pub uncertain: bool,
+}
+
+impl KeyPattern {
+    pub(crate) fn compile(pattern: &str) -> Self {
+        let wide = translate(pattern, true);
+        let narrow = translate(pattern, false);
+        let same = wide.is_some() && wide == narrow;
+        let wide = wide.and_then(|t| build(pattern, &t));
+        let narrow = if same {
+            None
+        } else {
+            narrow.and_then(|t| build(pattern, &t))
+        };
+        Self {
+            wide,
+            narrow,
+            uncertain: !same,
+        }
+    }
+
+    /// Whether the pattern can run at all (else every key is unknown to it).
+    pub(crate) fn runs(&self) -> bool {
+        self.wide.is_some()
+    }
+
+    /// `Some(true)` when every dialect matches somewhere in `key`, `Some(false)` when none
+    /// does, `None` when they may differ (or the pattern cannot run).
+    #[inline]
+    pub(crate) fn matches(&self, key: &str) -> Option<bool> {
+        let wide = self.wide.as_ref()?;
+        if !wide.is_match(key) {
+            return Some(false);
+        }
+        if !self.uncertain || self.narrow.as_ref().is_some_and(|n| n.is_match(key)) {
+            return Some(true);
+        }
+        None
+    }
 }
 
 /// The set inside the class for `\d \D \w \W \s \S`, and whether the class is negated: what
@@ -200,7 +257,9 @@ fn class_escape(c: char, widest: bool) -> Option<(&'static str, bool)> {
     Some((if widest != negated { any } else { all }, negated))
 }
 
-fn translate(p: &str) -> Option<String> {
+/// `p` for the regex crate, as some dialect reads it when `wide`, as every dialect does
+/// otherwise (see [`KeyPattern`]).
+fn translate(p: &str, wide: bool) -> Option<String> {
     let chars: Vec<char> = p.chars().collect();
     let mut out = String::with_capacity(p.len() + 8);
     let mut i = 0;
@@ -212,7 +271,7 @@ fn translate(p: &str) -> Option<String> {
             '\\' => {
                 let e = *chars.get(i + 1)?;
                 i += 2;
-                if let Some((set, negated)) = class_escape(e, !negated_class) {
+                if let Some((set, negated)) = class_escape(e, wide != negated_class) {
                     out.push_str(if negated { "[^" } else { "[" });
                     out.push_str(set);
                     out.push(']');
@@ -226,6 +285,11 @@ fn translate(p: &str) -> Option<String> {
                     'b' | 'B' => return None,
                     'u' => {
                         let (cp, used) = unicode_escape(&chars[i..])?;
+                        // A surrogate pair is one character here and to ECMA-262, two
+                        // halves to Python, which then matches no text.
+                        if !wide && used == 10 {
+                            return None;
+                        }
                         i += used;
                         push_codepoint(&mut out, cp);
                     }
@@ -255,6 +319,7 @@ fn translate(p: &str) -> Option<String> {
                     }
                     // Unicode property escapes: passed through; they compile only when the
                     // regex crate has the tables, and are unsupported otherwise.
+                    'p' | 'P' if !wide => return None,
                     'p' | 'P' => {
                         out.push('\\');
                         out.push(e);

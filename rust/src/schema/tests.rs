@@ -139,6 +139,20 @@ fn unknown_key_with_escaped_pointer_path() {
     ok(&s, "{}");
 }
 
+/// Each closed `allOf` member refuses an unknown key, at the byte no name of its continues:
+/// every such error names the whole key once it closes, not only the first.
+#[test]
+fn every_error_about_an_open_key_names_the_whole_key() {
+    let closed = json!({"properties": {"a": {}}, "additionalProperties": false});
+    let s = json!({"allOf": [closed.clone(), closed]});
+    let errs = run(&s, r#"{"xyz":1}"#);
+    let paths: Vec<&str> = errs.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(paths, ["/xyz", "/xyz"], "{errs:#?}");
+    assert!(errs
+        .iter()
+        .all(|e| e.message == r#"unexpected property "xyz""#));
+}
+
 #[test]
 fn additional_properties_schema() {
     let s = json!({"properties": {"a": {}}, "additionalProperties": {"type": "boolean"}});
@@ -147,10 +161,106 @@ fn additional_properties_schema() {
 }
 
 #[test]
-fn pattern_properties_disables_unknown_key_rejection() {
+fn pattern_properties_narrow_additional_properties() {
     let s = json!({"properties": {"a": {}}, "patternProperties": {"^x": {}}, "additionalProperties": false});
-    ok(&s, r#"{"xyz":1}"#);
-    ok(&s, r#"{"zzz":1}"#); // conservative: patterns are not evaluated
+    ok(&s, r#"{"xyz":1,"a":2}"#);
+    // Decided when the key closes (a prefix such as `z` could still grow into... nothing here,
+    // but a pattern need not be anchored).
+    assert_eq!(
+        one(&s, r#"{"a":1,"zzz":1}"#),
+        at(11, "/zzz", "additionalProperties")
+    );
+    let errs = run(&s, r#"{"zzz":1}"#);
+    assert_eq!(errs[0].message, r#"unexpected property "zzz""#);
+    assert_eq!(
+        errs[0].detail.as_ref().unwrap().expected,
+        r#"no properties other than "a" or names matching "^x""#
+    );
+    // `additionalProperties` as a schema holds for the keys no pattern takes.
+    let s = json!({"patternProperties": {"^x": {"type": "string"}}, "additionalProperties": {"type": "integer"}});
+    ok(&s, r#"{"xa":"s","b":1}"#);
+    assert_eq!(one(&s, r#"{"xa":1}"#), at(6, "/xa", "type"));
+    assert_eq!(one(&s, r#"{"b":"s"}"#), at(5, "/b", "type"));
+}
+
+#[test]
+fn every_pattern_that_takes_a_key_applies_and_so_does_its_property() {
+    let s = json!({
+        "properties": {"n_a": {"maximum": 10}},
+        "patternProperties": {"^n_": {"minimum": 5}, "a$": {"type": "integer"}}
+    });
+    ok(&s, r#"{"n_a":7,"n_b":5.5,"ba":3}"#);
+    assert_eq!(one(&s, r#"{"n_a":3}"#), at(8, "/n_a", "minimum"));
+    assert_eq!(one(&s, r#"{"n_a":11}"#), at(9, "/n_a", "maximum"));
+    assert_eq!(one(&s, r#"{"n_a":7.5}"#), at(10, "/n_a", "type"));
+    assert_eq!(one(&s, r#"{"n_ba":4}"#), at(9, "/n_ba", "minimum"));
+    assert_eq!(one(&s, r#"{"n_ba":5.5}"#), at(11, "/n_ba", "type"));
+    assert_eq!(one(&s, r#"{"xa":"s"}"#), at(6, "/xa", "type"));
+    // A pattern whose schema is `false` forbids the keys it takes.
+    let s = json!({"patternProperties": {"^_": false}});
+    ok(&s, r#"{"a":1}"#);
+    assert_eq!(one(&s, r#"{"_a":1}"#), at(4, "/_a", "patternProperties"));
+}
+
+/// A value both its property's bounds and a pattern's refuse hears every bound in one error, as
+/// validation tells it; one only the pattern refuses hears the pattern's.
+#[test]
+fn a_value_a_property_and_a_pattern_both_refuse_hears_both_bounds() {
+    let s = json!({
+        "properties": {"n_a": {"minimum": 5}},
+        "patternProperties": {"^n_": {"minimum": 10, "maximum": 20}}
+    });
+    let errs = run(&s, r#"{"n_a":3}"#);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    let d = errs[0].detail.as_ref().unwrap();
+    assert_eq!(
+        (errs[0].path.as_str(), d.keyword.as_str()),
+        ("/n_a", "minimum")
+    );
+    assert_eq!(d.expected, "a number >= 5 and >= 10 and <= 20");
+    let errs = run(&s, r#"{"n_a":7}"#);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(
+        errs[0].detail.as_ref().unwrap().expected,
+        "a number >= 10 and <= 20"
+    );
+    // Bounds of other kinds stay apart.
+    let s = json!({"allOf": [{"type": "integer"}, {"minimum": 5}]});
+    assert_eq!(run(&s, "2.5").len(), 2);
+}
+
+/// A key is judged by a pattern only where every dialect reads it alike: `\d` takes `١` in
+/// Python's and Pydantic's engines, not in ECMA-262's, so such a key is neither the pattern's
+/// nor an additional one for the pre-check.
+#[test]
+fn a_key_the_dialects_read_apart_is_left_to_validation() {
+    let s = json!({"patternProperties": {r"^\d+$": {"type": "integer"}}, "additionalProperties": false});
+    ok(&s, r#"{"12":1,"١٢":"x","٣":1}"#);
+    assert_eq!(one(&s, r#"{"12":"x"}"#), at(6, "/12", "type"));
+    assert_eq!(one(&s, r#"{"ab":1}"#), at(4, "/ab", "additionalProperties"));
+    // A pattern the pre-check cannot run takes no key, and leaves every key possible.
+    let s = json!({"patternProperties": {"(?=a)b": {"type": "integer"}}, "additionalProperties": false});
+    let (_, unsupported) = ToolSchema::compile(&s).expect("compiles");
+    assert_eq!(unsupported.len(), 1, "{unsupported:?}");
+    ok(&s, r#"{"ab":"x","zz":1}"#);
+    // A property whose name the dialects read apart meets its own schema only.
+    let s = json!({"properties": {"٣": {"type": "string"}}, "patternProperties": {r"^\d$": {"type": "integer"}}});
+    ok(&s, r#"{"٣":"x"}"#);
+}
+
+/// `oneOf` counts a branch as a sure match only when every member was judged: a key a pattern
+/// may or may not take leaves its branch unsure.
+#[test]
+fn one_of_does_not_count_a_branch_with_an_unsure_key() {
+    let s = json!({"oneOf": [
+        {"type": "object", "patternProperties": {r"^\d$": {"type": "integer"}}},
+        {"type": "object", "additionalProperties": {"type": ["integer", "string"]}}
+    ]});
+    ok(&s, r#"{"3":"s"}"#);
+    assert_eq!(one(&s, r#"{"3":1}"#), at(6, "", "oneOf"));
+    // Validation takes `٣` for a digit, and `1` then meets both branches: the pre-check,
+    // which cannot tell, counts only the second.
+    ok(&s, r#"{"٣":1}"#);
 }
 
 #[test]
