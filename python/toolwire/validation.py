@@ -1437,7 +1437,6 @@ class _Rest:
         self.items = items
         self._build = build
         self._loc_of = loc_of
-        self._locs: set[tuple[str | int, ...]] | None = None
         self.built = 0
 
     def drafts(self) -> Iterator[_Draft]:
@@ -1465,22 +1464,22 @@ class _Rest:
         their `loc` as written where no union tag can be in it)."""
         if self._loc_of is None:
             return any(d.error.path == path for item in self.items for d in self._build(item))
-        if self._locs is None:
-            self._locs = {self._loc_of(item) for item in self.items}
         segments = _split(path)
         # An index is an `int` in a `loc`, a key of digits a `str`: each such segment is tried
         # both ways (a path of many digit keys is looked for item by item).
         digits = [i for i, seg in enumerate(segments) if isinstance(seg, str) and seg.isdigit()]
         if len(digits) > 8:
             return any(pointer(self._loc_of(item)) == path for item in self.items)
+        candidates: set[tuple[str | int, ...]] = set()
         for choice in range(1 << len(digits)):
             candidate: list[str | int] = list(segments)
             for bit, at in enumerate(digits):
                 if choice >> bit & 1:
                     candidate[at] = int(segments[at])
-            if tuple(candidate) in self._locs:
-                return True
-        return False
+            candidates.add(tuple(candidate))
+        # Asked of a few paths (the pre-check's finding and the unknown fields it names, at
+        # most `MAX_ERRORS`): a set of every error's `loc` held a seventh as much as the errors.
+        return any(self._loc_of(item) in candidates for item in self.items)
 
 
 _Entry = _Draft | _Rest
