@@ -8,12 +8,13 @@ every error gives.
 
 from __future__ import annotations
 
+import gc
 import json
 import tracemalloc
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolwire import Assembler, Toolset
 from toolwire import validation as validation_module
@@ -92,6 +93,7 @@ def test_report_is_what_building_every_error_gives(
 ) -> None:
     lazy = _report(_outcome(make(), name, arguments, precheck))
     monkeypatch.setattr(validation_module, "_EAGER_ERRORS", 10**9)
+    monkeypatch.setattr(validation_module, "_HELD_ERRORS", 10**9)
     eager = _report(_outcome(make(), name, arguments, precheck))
     assert lazy == eager
     assert len(lazy[1]) == validation_module.MAX_ERRORS
@@ -143,13 +145,45 @@ def test_coerced_items_are_not_located_one_by_one(monkeypatch: pytest.MonkeyPatc
     assert located[0] <= 10
 
 
-def test_a_plain_tool_holds_its_many_errors_in_little_memory() -> None:
-    # Every jsonschema error is kept until the report is ranked. With its two path deques,
-    # each held about 3.4 KB, 900 times the bytes of its item: 73 MB for these 20,000 items
-    # (22 MB with tuples), gigabytes for a call near the 8 MB limit.
-    tools = Toolset([PLAIN])
+ORDER = {
+    "name": "order",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "qty": {"type": "integer", "minimum": 1},
+                    },
+                    "required": ["name", "qty"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["items"],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        (PLAIN, json.dumps({"ids": ["x"] * 20_000})),
+        # Three errors an item, two of them (`required`, `additionalProperties`) drafted at once.
+        (ORDER, json.dumps({"items": [{"qty": 0, "nmae": "b"}] * 5_000})),
+    ],
+)
+def test_a_plain_tool_holds_its_many_errors_in_little_memory(tool: Any, arguments: str) -> None:
+    # Every jsonschema error was kept and sorted before the report took five: about 1.1 KB
+    # each, 215 times the argument bytes (21 MB for each of these calls), gigabytes for a call
+    # near the 8 MB limit. Only the few hundred that rank first are held now; what is left
+    # grows with the arguments (their copies), 20 to 30 times their bytes.
+    tools = Toolset([tool])
     assembler = Assembler()
-    assembler.feed(0, id="c", name="batch", arguments=json.dumps({"ids": ["x"] * 20_000}))
+    assembler.feed(0, id="c", name=tool["name"], arguments=arguments)
     (call,) = assembler.finish()
     tracemalloc.start()
     try:
@@ -158,4 +192,40 @@ def test_a_plain_tool_holds_its_many_errors_in_little_memory() -> None:
     finally:
         tracemalloc.stop()
     assert len(outcome.errors) == validation_module.MAX_ERRORS
-    assert peak < 40_000_000, peak
+    assert peak < 80 * len(arguments), peak
+
+
+def test_a_model_tool_holds_little_beside_pydantics_errors() -> None:
+    # Pydantic's `errors()` makes a dict of every error (about 650 bytes each here, 130 times
+    # the argument bytes), and pydantic-core gives no way to read fewer or some of them; what
+    # toolwire adds must stay small beside it. A set of every error's `loc`, built to ask
+    # whether the pre-check's finding is one of them, added 15%.
+    arguments = json.dumps({"ids": ["x"] * 20_000})
+    with pytest.raises(ValidationError) as refused:
+        Batch.model_validate_json(arguments)
+    tracemalloc.start()
+    try:
+        refused.value.errors(include_url=False)
+        _, floor = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    tools = Toolset([Batch])
+    calls: list[Any] = []
+    for text in ('{"ids": ["x"]}', arguments):
+        assembler = Assembler()
+        assembler.feed(0, id="c", name="batch", arguments=text)
+        calls.extend(assembler.finish())
+    # Not the errors' memory: what the first call builds once (compiled checks, caches), and
+    # the call's value, which it builds when first asked.
+    tools.validate(calls[0])
+    assert calls[1].value is not None
+    gc.collect()
+    tracemalloc.start()
+    try:
+        outcome = tools.validate(calls[1])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(outcome.errors) == validation_module.MAX_ERRORS
+    # Beside Pydantic's errors: a copy or two of the arguments.
+    assert peak < floor + 10 * len(arguments), (peak, floor)

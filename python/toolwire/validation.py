@@ -1437,7 +1437,6 @@ class _Rest:
         self.items = items
         self._build = build
         self._loc_of = loc_of
-        self._locs: set[tuple[str | int, ...]] | None = None
         self.built = 0
 
     def drafts(self) -> Iterator[_Draft]:
@@ -1465,22 +1464,22 @@ class _Rest:
         their `loc` as written where no union tag can be in it)."""
         if self._loc_of is None:
             return any(d.error.path == path for item in self.items for d in self._build(item))
-        if self._locs is None:
-            self._locs = {self._loc_of(item) for item in self.items}
         segments = _split(path)
         # An index is an `int` in a `loc`, a key of digits a `str`: each such segment is tried
         # both ways (a path of many digit keys is looked for item by item).
         digits = [i for i, seg in enumerate(segments) if isinstance(seg, str) and seg.isdigit()]
         if len(digits) > 8:
             return any(pointer(self._loc_of(item)) == path for item in self.items)
+        candidates: set[tuple[str | int, ...]] = set()
         for choice in range(1 << len(digits)):
             candidate: list[str | int] = list(segments)
             for bit, at in enumerate(digits):
                 if choice >> bit & 1:
                     candidate[at] = int(segments[at])
-            if tuple(candidate) in self._locs:
-                return True
-        return False
+            candidates.add(tuple(candidate))
+        # Asked of a few paths (the pre-check's finding and the unknown fields it names, at
+        # most `MAX_ERRORS`): a set of every error's `loc` held a seventh as much as the errors.
+        return any(self._loc_of(item) in candidates for item in self.items)
 
 
 _Entry = _Draft | _Rest
@@ -1542,24 +1541,37 @@ def _deferred(
     return out
 
 
-def _errors_by_path(
-    judge: jsonschema.protocols.Validator, judged: Any
-) -> list[jsonschema.ValidationError]:
-    """`judge`'s errors in `judged`, ordered by path, each kept in less memory.
+# How many of a plain tool's jsonschema errors (past those at a field only the user can give)
+# are held while its report is chosen: the report reaches the first few in rank order, and a
+# call of 100,000 bad items gives 100,000 errors of about a kilobyte each.
+_HELD_ERRORS = 256
 
-    Every error is kept until the report is ranked (its rank, its union and the errors below
-    a path are asked of all of them), and a call of 100,000 bad items gives 100,000:
-    jsonschema gives each two deques for its paths (about 1.8 KB with their blocks, half of
-    what an error holds) and an `args` tuple that nothing here reads. Once `iter_errors` has
-    yielded an error, no one extends its paths, and a tuple of the same segments reads the
-    same (`list(...)`, indexing, truth, a child's `absolute_path`).
-    """
-    errors: list[jsonschema.ValidationError] = []
-    for error in judge.iter_errors(judged):
-        _lighten(error)
-        errors.append(error)
-    errors.sort(key=lambda e: list(map(str, e.absolute_path)))
-    return errors
+_Key = tuple[Any, ...]
+"""Where an error's draft ranks in a report: `_sort_key`'s two terms, then 0 for a coercion
+refusal (which comes first among its equals) or 1 and the error's path, its place among the
+errors `iter_errors` gave and the draft's among its error's."""
+
+
+class _Unseen(Exception):
+    """The report reached past the jsonschema errors held: it is chosen again from them all."""
+
+
+def _unseen(_: object) -> list[_Draft]:
+    raise _Unseen
+
+
+@dataclass(slots=True)
+class _Judged:
+    """What a plain tool's validator found: the drafts the report may reach, by `_Key`."""
+
+    count: int = 0
+    """How many errors the validator gave."""
+    users: list[tuple[_Key, _Draft]] = field(default_factory=lambda: [])
+    """Every draft of a field only the user can give: they rank first, and all are named."""
+    held: list[tuple[_Key, _Draft | jsonschema.ValidationError]] = field(default_factory=lambda: [])
+    """The first other drafts, an error whose one draft is built only if reached in its place."""
+    horizon: _Key | None = None
+    """The least key of those let go (all rank after `held`'s), or None when none was."""
 
 
 def _lighten(error: jsonschema.ValidationError) -> None:
@@ -1575,6 +1587,46 @@ def _lighten(error: jsonschema.ValidationError) -> None:
         _lighten(sub)
 
 
+def _first(pair: tuple[_Key, object]) -> _Key:
+    return pair[0]
+
+
+def _trimmed(found: _Judged, limit: int) -> None:
+    """`found.held` cut to the `limit` drafts that rank first, the least key let go kept."""
+    found.held.sort(key=_first)
+    if len(found.held) > limit:
+        found.horizon = found.held[limit][0]
+        del found.held[limit:]
+
+
+def _ranked_entries(
+    found: _Judged,
+    refusals: Sequence[_Draft],
+    build: Callable[[jsonschema.ValidationError], list[_Draft]],
+) -> list[_Entry]:
+    """Coercion `refusals` and `found`'s drafts as `_finish_errors` ranks them, the errors
+    still to build in `_Rest`s. Past the least key let go, the report would need drafts not
+    held: a `_Rest` there raises `_Unseen` if reached (the refusals after it only say which
+    paths they refuse)."""
+    keyed: list[tuple[_Key, _Draft | jsonschema.ValidationError]] = [
+        ((not d.user_supplied, _RANK.get(d.error.code, 7), 0, i), d) for i, d in enumerate(refusals)
+    ]
+    out: list[_Entry] = []
+    late: list[_Entry] = []
+    for key, entry in sorted([*keyed, *found.users, *found.held], key=_first):
+        if found.horizon is not None and key >= found.horizon:
+            late.append(cast(_Draft, entry))
+        elif isinstance(entry, _Draft):
+            out.append(entry)
+        elif out and isinstance(out[-1], _Rest) and out[-1].rank == key[1]:
+            out[-1].items.append(entry)
+        else:
+            out.append(_Rest(key[1], [entry], build))
+    if found.horizon is not None:
+        out.append(_Rest(found.horizon[1], [None], _unseen))
+    return out + late
+
+
 class _ErrorBuilder:
     def __init__(
         self,
@@ -1586,7 +1638,7 @@ class _ErrorBuilder:
         self.schema = schema
         self.lang: Lang = lang
         self.redact = redact
-        # The validator whose errors `from_jsonschema` describes, for a plain tool.
+        # The validator whose errors `judged` describes, for a plain tool.
         self.judge: jsonschema.protocols.Validator | None = None
         # The arguments as the model wrote them (numbers exact), read when first needed.
         self._read = written
@@ -2259,29 +2311,64 @@ class _ErrorBuilder:
                 return _Draft(FieldError(at.pointer, "enum", _enum_text(values, self.lang), got))
         return None
 
-    def from_jsonschema(
+    def judged(
         self,
-        errors: Sequence[jsonschema.ValidationError],
+        errors: Iterable[jsonschema.ValidationError],
         value: Any,
-        judge: jsonschema.protocols.Validator | None = None,
-    ) -> list[_Entry]:
-        """Drafts for `errors`, which `judge` (when given) found in `value`: it tells which
-        branches of a `oneOf` took a value more than one took."""
+        judge: jsonschema.protocols.Validator,
+        refused: Collection[str],
+        held: int | None,
+    ) -> _Judged:
+        """The drafts for `errors`, which `judge` finds in `value`, that a report can reach.
+
+        The report is the first `MAX_ERRORS` distinct drafts ranked by `_Key` (and every one at a
+        field only the user can give): of the others, only the `held` that rank first are kept
+        as `errors` streams by (all when `held` is None), so that a call with 100,000 bad items
+        holds a few hundred errors, not 100,000. An error of a `_PLAIN_KEYWORDS` rule gives one
+        draft of its keyword's code: it is kept undrafted, to be built only if the report
+        reaches it (locating and rendering one costs more than `iter_errors` finding it).
+        Drafts at a path in `refused` (a coercion refusal's, which `_finish_errors` prefers to
+        them) are let go at once: held, they could fill the room of those it reports.
+        """
         self.judge = judge
-        if len(errors) <= _EAGER_ERRORS:
-            return list(self._from_jsonschema(errors, value))
+        found = _Judged()
+        held_ = found.held
+        limit = None if held is None else max(held, 1)
 
-        def code_of(error: jsonschema.ValidationError) -> str | None:
+        def keep(key: _Key, entry: _Draft | jsonschema.ValidationError) -> None:
+            held_.append((key, entry))
+            if limit is not None and len(held_) >= 2 * limit:
+                _trimmed(found, limit)
+
+        for seq, error in enumerate(errors):
+            found.count += 1
+            path = list(map(str, error.absolute_path))
             keyword = str(error.validator)
-            plain = keyword in _PLAIN_KEYWORDS and isinstance(error.schema, dict)
-            return _keyword_code(error) if plain else None
+            if keyword in _PLAIN_KEYWORDS and isinstance(error.schema, dict):
+                key: _Key = (True, _RANK.get(_keyword_code(error), 7), 1, path, seq, 0)
+                if found.horizon is not None and key >= found.horizon:
+                    continue
+                if refused and self.schema.locate(list(error.absolute_path)).pointer in refused:
+                    continue
+                _lighten(error)
+                keep(key, error)
+                continue
+            for j, draft in enumerate(self._from_jsonschema([error], value)):
+                if draft.error.path in refused:
+                    continue
+                user = draft.user_supplied
+                key = (not user, _RANK.get(draft.error.code, 7), 1, path, seq, j)
+                if user:
+                    found.users.append((key, draft))
+                elif found.horizon is None or key < found.horizon:
+                    keep(key, draft)
+        if limit is not None:
+            _trimmed(found, limit)
+        return found
 
-        return _deferred(
-            errors,
-            code_of,
-            lambda error: self._from_jsonschema([error], value),
-            self.with_range_hints,
-        )
+    def drafted(self, error: jsonschema.ValidationError, value: Any) -> list[_Draft]:
+        """The drafts for one of `judged`'s errors left to build, with their range hints."""
+        return self.with_range_hints(self._from_jsonschema([error], value))
 
     def _from_jsonschema(
         self, errors: Sequence[jsonschema.ValidationError], value: Any
@@ -4235,23 +4322,41 @@ class ToolValidator:
             if drafts:
                 return self._reject(call, drafts, coercions, lang, builder)
             return self._accept(call, instance, None, coercions, lang)
-        assert self._jsonschema is not None
         # Judged on the numbers as written: a float would make `999.9999999999999999` the
         # integer 1000 (coercion refuses it where it walks; this holds everywhere).
         fixed_text = dumps_exact(fixed)
         judged, rounded = _loads_judged(fixed_text)
+        entries = self._judged_entries(judged, drafts, builder, _HELD_ERRORS)
+        if entries:
+            try:
+                return self._reject(call, entries, coercions, lang, builder)
+            except _Unseen:
+                # More drafts at the fields reported than were held (many rules failing at
+                # one field, or errors alike at many fields that read as one): from them all.
+                again = [dataclasses.replace(d) for d in drafts]
+                entries = self._judged_entries(judged, again, builder, None)
+                return self._reject(call, entries, coercions, lang, builder)
+        plain = json.loads(fixed_text) if rounded else judged
+        return self._accept(call, None, plain, coercions, lang)
+
+    def _judged_entries(
+        self, judged: Any, refusals: list[_Draft], builder: _ErrorBuilder, held: int | None
+    ) -> list[_Entry]:
+        """The entries of a plain tool's report: the coercion `refusals` and the drafts for
+        what its validator finds in `judged` that the report can reach (`_ErrorBuilder.judged`,
+        `held` of them); none when both are none."""
+        refused = {d.error.path for d in refusals if d.refusal}
         judge = self._jsonschema
-        errors = _errors_by_path(judge, judged)
-        if not errors and self._as_written is not None:
+        assert judge is not None
+        found = builder.judged(judge.iter_errors(judged), judged, judge, refused, held)
+        if not found.count and self._as_written is not None:
             # No unknown field; a `oneOf` whose open branches both take the value still
             # refuses it (`ambiguous`).
             judge = self._as_written
-            errors = _errors_by_path(judge, judged)
-        drafts = drafts + builder.from_jsonschema(errors, judged, judge)
-        if drafts:
-            return self._reject(call, drafts, coercions, lang, builder)
-        plain = json.loads(fixed_text) if rounded else judged
-        return self._accept(call, None, plain, coercions, lang)
+            found = builder.judged(judge.iter_errors(judged), judged, judge, refused, held)
+        if not (refusals or found.users or found.held):
+            return []
+        return _ranked_entries(found, refusals, lambda error: builder.drafted(error, judged))
 
     def _redacted(self, coercion: Coercion, builder: _ErrorBuilder) -> Coercion:
         if (
