@@ -14,6 +14,7 @@ order, whether the tool ran, failed validation, raised, or produced nothing at a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -26,7 +27,8 @@ import pydantic_core
 
 if TYPE_CHECKING:
     from toolwire.execution.executor import ExecutionResult
-    from toolwire.validation import Outcome
+    from toolwire.toolset import Toolset
+    from toolwire.validation import BusinessRuleError, Outcome
 
 __all__ = [
     "MAX_RESULT_CHARS",
@@ -1040,6 +1042,7 @@ def message_for(
     result: object = None,
     max_result_chars: int | None = MAX_RESULT_CHARS,
     call: Named | None = None,
+    scrub: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
     """The tool-result message for one outcome (with the tool's result when it succeeded).
 
@@ -1049,7 +1052,8 @@ def message_for(
     `max_result_chars` (None: no cap) answers it as a `result_too_large` error. An
     `ExecutionResult` gives the executor's payload, as in `tool_messages`. `call` is the call
     answered (Gemini's response carries its name as the model sent it), by default one named
-    as the outcome's tool, with the id `call_id`."""
+    as the outcome's tool, with the id `call_id`. `scrub` hides the call's secret arguments in
+    the reasons of a `BusinessRuleError` given as the result."""
     check_cap(max_result_chars)
     call = _AnsweredCall(call_id, outcome.tool) if call is None else call
     if outcome.ok:
@@ -1062,6 +1066,7 @@ def message_for(
             attempt=attempt,
             max_result_chars=max_result_chars,
             call=call,
+            scrub=scrub,
         )
     content = error_content(outcome, attempt=attempt)
     if max_result_chars is not None and len(content) > max_result_chars:
@@ -1156,11 +1161,13 @@ def _result_message(
     attempt: int,
     max_result_chars: int | None,
     call: Named | None,
+    scrub: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
     """The message carrying a tool's result; one that cannot be written (a cycle, a `__str__`
     that raises) answers its call as an `invalid_result` error instead, and one past the cap
     as a `result_too_large` error. An exception the tool raised answers it as a failure:
-    `BusinessRuleError` with its reasons, any other as `tool_failed`, without its text. `tool`
+    `BusinessRuleError` with its reasons (each passed through `scrub`, which hides the call's
+    secret arguments a reason quotes), any other as `tool_failed`, without its text. `tool`
     is the name as texts quote it, `call` the call answered (`wrap_message`)."""
     from toolwire.execution.executor import ExecutionResult
     from toolwire.validation import BusinessRuleError, Outcome
@@ -1175,11 +1182,12 @@ def _result_message(
         # Written as a result, it was an `invalid_result` ("cannot be sent as JSON"), and a
         # business rule's reasons, which the model must relay, were lost.
         answered = _AnsweredCall(call_id)
-        raised = (
-            Outcome.business_failure(answered, tool, result.reasons, lang=lang)
-            if isinstance(result, BusinessRuleError)
-            else Outcome.failure(answered, tool, "tool_failed", lang=lang)
-        )
+        if isinstance(result, BusinessRuleError):
+            # Scrubbed before `business_failure` cuts them: a secret cut in two is not found.
+            reasons = [r if scrub is None else scrub(r) for r in _reasons_text(result)]
+            raised = Outcome.business_failure(answered, tool, reasons, lang=lang)
+        else:
+            raised = Outcome.failure(answered, tool, "tool_failed", lang=lang)
         return message_for(
             style,
             call_id,
@@ -1200,6 +1208,18 @@ def _result_message(
         )
         return wrap_message(style, call_id, refused, is_error=True, call=call)
     return wrap_message(style, call_id, content, is_error=False, call=call)
+
+
+def _reasons_text(exc: BusinessRuleError) -> list[str]:
+    """A rejection's reasons as text; one whose `str` raises is left out (it has no text to
+    relay, and must not turn the rejection into a failure to answer the call)."""
+    out: list[str] = []
+    for reason in exc.reasons:
+        try:
+            out.append(str(reason))
+        except Exception:
+            continue
+    return out
 
 
 def _refuse_verdict(result: object) -> None:
@@ -1273,6 +1293,7 @@ def tool_messages(
     lang: Lang = "en",
     attempt: int = 1,
     max_result_chars: int | None = MAX_RESULT_CHARS,
+    toolset: Toolset | None = None,
 ) -> list[dict[str, Any]]:
     """Exactly one tool-result message per call id, in call order; none is ever missing.
 
@@ -1310,6 +1331,11 @@ def tool_messages(
         lang: Language for generated errors.
         attempt: The attempt number written into error payloads.
         max_result_chars: The cap on a message's content in characters (None: no cap).
+        toolset: The toolset that validated the calls. A tool's `BusinessRuleError` may
+            quote its arguments; with the toolset, each reason is scrubbed as validation's
+            payloads are (`Toolset.scrub`: the values the schema marks secret, then the
+            `redact` hook). Without it nothing says which arguments are secret, and the
+            reasons are sent as the tool wrote them.
 
     Returns:
         The messages, one per distinct call id.
@@ -1380,6 +1406,9 @@ def tool_messages(
                 attempt=attempt,
                 max_result_chars=max_result_chars,
                 call=call,
+                scrub=None
+                if toolset is None
+                else functools.partial(toolset.scrub, cast(Any, call)),
             )
             missing[call_id] = False
             continue

@@ -39,7 +39,7 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, cast
 
 import jsonschema
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
@@ -52,6 +52,7 @@ from toolwire.coercion import (
     CoercionSpec,
     float_risk,
     is_untyped,
+    loads_exact,
     pointer,
     resolve_rules,
 )
@@ -82,6 +83,7 @@ from toolwire.validation import (
     ToolValidator,
     outcome_for_call_error,
     pause_gc,
+    scrubbed_text,
     success_outcome,
     success_template,
 )
@@ -1533,6 +1535,33 @@ class Toolset:
             duplicate_keys="last_wins" if last_wins else "error",
             **{key: int(limits[key]) for key in _SCAN_LIMITS if key in limits},
         )
+
+    def scrub(self, call: CallLike, text: str) -> str:
+        """`text`, which may quote `call`'s arguments (a tool's `BusinessRuleError`), with
+        what validation's payloads hide hidden: each value the tool's schema marks secret
+        (`x-secret`, `SecretStr`), in the forms an exception quotes it in, then the `redact`
+        hook on every argument value and on the whole text. `tool_messages(..., toolset=)`
+        scrubs every text a tool wrote for the model with it.
+
+        Args:
+            call: The call whose arguments the text may quote.
+            text: The text.
+
+        Returns:
+            The scrubbed text (`"[redaction failed]"` when the hook raised).
+        """
+        tool = self._tools.get(call.name) if call.name is not None else None
+        sent: object = getattr(call, "arguments", None)
+        if not isinstance(sent, str):  # a look-alike call without its text: the hook alone
+            tool, sent = None, ""
+        declared = [SecretStr(v) for v in tool.validator.call_secrets(call)] if tool else []
+        arguments: Any = None
+        if self._redact is not None:
+            try:
+                arguments = loads_exact(sent)
+            except ValueError:
+                arguments = None
+        return scrubbed_text(text, arguments, declared, self._redact)
 
     def validate_all(self, calls: Iterable[CallLike]) -> list[Outcome]:
         """`validate` for each call, in order."""

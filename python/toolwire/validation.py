@@ -465,7 +465,9 @@ class Outcome:
                 `bedrock-converse`.
             attempt: Which attempt at this logical call this was (1 for the first).
             result: For a successful outcome, what the tool returned (or the exception it
-                raised: a `BusinessRuleError` gives its reasons, any other `tool_failed`).
+                raised: a `BusinessRuleError` gives its reasons, with the secret arguments a
+                reason quotes hidden (`SecretStr` values and those in `secrets`), any other
+                `tool_failed`).
             max_result_chars: The cap on the result's text in characters (None: no cap); a
                 longer result answers the call with a `result_too_large` error, as
                 `tool_messages` does.
@@ -480,6 +482,7 @@ class Outcome:
         if self.ok and result is _NO_RESULT:
             raise ValueError("a successful outcome needs the tool's result: pass result=...")
         call_id = answering_id(call, self.call_id)
+        arguments = self.model if self.model is not None else self.value
         return message_for(
             style,
             call_id,
@@ -488,6 +491,7 @@ class Outcome:
             result=result,
             max_result_chars=max_result_chars,
             call=call,
+            scrub=lambda said: scrubbed_text(said, arguments, self.secrets),
         )
 
     @classmethod
@@ -1149,6 +1153,54 @@ def _quoted_forms(secret: str) -> set[str]:
         *quoted,
     }
     return {form for form in forms if form}
+
+
+def scrubbed_text(
+    text: str,
+    arguments: Any,
+    declared: Sequence[SecretStr | SecretBytes] = (),
+    hook: Redactor | None = None,
+) -> str:
+    """`text` (a tool's error, or a check's reason, that may quote its call's arguments)
+    without what redaction hides: each `SecretStr` / `SecretBytes` among `arguments`, each
+    value in `declared` (those the tool's schema marks secret, `Outcome.secrets`), every
+    argument value `hook` redacts, then `hook`'s verdict on the whole text. One rule for every
+    text written for the model or the logs: the executor's, `tool_messages`' and
+    `Outcome.to_message`'s. Never raises: a failing hook withholds the text instead.
+
+    Args:
+        text: The text to scrub.
+        arguments: The call's arguments (a model, plain data, or None).
+        declared: Secret values the schema marks secret.
+        hook: The `Toolset(redact=...)` hook, if any.
+
+    Returns:
+        The scrubbed text, or `"[redaction failed]"` when the hook raised.
+    """
+    try:
+        # Numbers too: the hook hides an SSN or an account number typed as an int, as the
+        # Toolset's does (given the number's JSON text).
+        leaves = list(string_leaves(arguments, scalars=hook is not None))
+        secrets = [
+            shown
+            for _, value in leaves
+            if isinstance(value, (SecretStr, SecretBytes))
+            for shown in secret_texts(value)
+        ]
+        secrets += [shown for value in declared for shown in secret_texts(value)]
+        text = without_values(text, secrets)
+        for path, value in leaves:
+            if hook is None or isinstance(value, (bool, SecretStr, SecretBytes)):
+                continue
+            words = value if isinstance(value, str) else json.dumps(value)
+            if words:
+                shown = hook(pointer(path), words)
+                if shown != words:
+                    # Quoted as `repr`, JSON or a URL writes it, too.
+                    text = with_value_shown_as(text, words, shown)
+        return text if hook is None else hook("", text)
+    except Exception:
+        return "[redaction failed]"
 
 
 def secret_text(value: SecretStr | SecretBytes) -> str:
@@ -4341,19 +4393,32 @@ class ToolValidator:
                 secrets.append(value if isinstance(value, str) else json.dumps(value))
         return secrets
 
+    def call_secrets(self, call: CallLike) -> list[str]:
+        """The text of every value the tool's schema marks secret in the arguments `call`
+        sent, read as written (none when they are no JSON): what a tool's error quoting them
+        must hide, whether or not the call validated.
+
+        Args:
+            call: A call to this tool.
+
+        Returns:
+            The secret values' texts.
+        """
+        if not self._holds_secrets:
+            return []
+        try:
+            arguments = loads_exact(_argument_text(call))
+        except ValueError:
+            return []
+        return self._secret_texts(arguments)
+
     def _without_secret_values(self, call: CallLike, errors: list[FieldError]) -> list[FieldError]:
         """`errors` with every secret value of the call's arguments hidden wherever it shows:
         a validator may quote it in its message (`hint`), and the model may send it again
         under an unknown key (`got`), where the field's own redaction does not reach.
         `expected` is left whole: it is the schema's own words, which the model has been
         shown, and a short secret (`a`) would cut into them (`[redacted] string matching`)."""
-        if not self._holds_secrets:
-            return errors
-        try:
-            arguments = loads_exact(_argument_text(call))
-        except ValueError:
-            return errors
-        secrets = self._secret_texts(arguments)
+        secrets = self.call_secrets(call)
         if not secrets:
             return errors
 

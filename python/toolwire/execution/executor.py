@@ -135,11 +135,9 @@ from toolwire.payloads import (
 )
 from toolwire.validation import (
     Redactor,
+    scrubbed_text,
     secret_text,
-    secret_texts,
     shown_text,
-    string_leaves,
-    with_value_shown_as,
     without_values,
 )
 
@@ -2322,35 +2320,9 @@ class Executor:
     def _scrub_text(
         self, arguments: Any, text: str, declared: Sequence[SecretStr | SecretBytes] = ()
     ) -> str:
-        """``text`` (an exception's, for logs or the model) without what redaction hides: the
-        secret argument values (``SecretStr`` ones and those the call's schema ``declared``),
-        every argument value the hook redacts, then the hook's verdict on the whole text. Never
-        raises: a failing hook withholds the text instead."""
-        try:
-            hook = self.redact
-            # Numbers too: the hook hides an SSN or an account number typed as an int, as the
-            # Toolset's does (given the number's JSON text).
-            leaves = list(string_leaves(arguments, scalars=hook is not None))
-            secrets = [
-                text
-                for _, v in leaves
-                if isinstance(v, (SecretStr, SecretBytes))
-                for text in secret_texts(v)
-            ]
-            secrets += [text for v in declared for text in secret_texts(v)]
-            text = without_values(text, secrets)
-            for path, value in leaves:
-                if hook is None or isinstance(value, (bool, SecretStr, SecretBytes)):
-                    continue
-                words = value if isinstance(value, str) else json.dumps(value)
-                if words:
-                    shown = hook(pointer(path), words)
-                    if shown != words:
-                        # Quoted as `repr`, JSON or a URL writes it, too.
-                        text = with_value_shown_as(text, words, shown)
-            return text if hook is None else hook("", text)
-        except Exception:
-            return "[redaction failed]"
+        """``text`` (an exception's, for logs or the model) scrubbed by ``scrubbed_text``
+        with this executor's ``redact`` hook."""
+        return scrubbed_text(text, arguments, declared, self.redact)
 
     def _finish(
         self,
