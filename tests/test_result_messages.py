@@ -7,10 +7,10 @@ import json
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel, Field, SecretStr
 
 from tests.test_payloads import calls, content_of
-from toolwire import Executor, ToolCall
+from toolwire import Assembler, Executor, ToolCall
 from toolwire.payloads import STYLES, Style, tool_messages
 from toolwire.repair import Escalation, Proceed, RepairPolicy
 from toolwire.toolset import Toolset
@@ -119,3 +119,86 @@ def test_the_executor_and_an_escalation_hide_the_secrets_they_quote() -> None:
     for style in STYLES:
         (message,) = tool_messages([call], [result], style=style)
         assert CARD not in content_of(message)
+
+
+# ---------------------------------------------------------------------------------------------
+# x-user-supplied
+
+
+class Transfer(BaseModel):
+    """Move money."""
+
+    account: str = Field(json_schema_extra={"x-user-supplied": True})
+    amount: int
+
+
+class Wrapper(BaseModel):
+    """A transfer inside an object."""
+
+    transfer: Transfer
+
+
+BOOK = {
+    "name": "book",
+    "description": "Book a table.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "date": {"type": "string", "x-user-supplied": True},
+            "seats": {"type": "integer"},
+        },
+        "required": ["date"],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "missing", "null", "field"),
+    [
+        ("transfer", '{"amount": 1}', '{"account": null, "amount": 1}', "account"),
+        ("book", "{}", '{"date": null}', "date"),
+        (
+            "wrapper",
+            '{"transfer": {"amount": 1}}',
+            '{"transfer": {"account": null, "amount": 1}}',
+            "transfer.account",
+        ),
+    ],
+)
+@pytest.mark.parametrize("prechecked", [False, True], ids=["plain", "prechecked"])
+def test_null_for_a_user_supplied_field_asks_the_user_as_a_missing_one_does(
+    name: str, missing: str, null: str, field: str, prechecked: bool
+) -> None:
+    tools = Toolset([Transfer, Wrapper, BOOK])
+    asm = Assembler(tools=tools.registry) if prechecked else Assembler()
+    asm.feed(0, id="a", name=name, arguments=missing)
+    asm.feed(1, id="b", name=name, arguments=null)
+    absent, given_null = tools.validate_all(asm.finish())
+    assert absent.kind == "needs_clarification" and absent.ask_user == [field]
+    assert given_null.kind == "needs_clarification", given_null
+    assert given_null.ask_user == [field] and not given_null.retryable
+    assert given_null.errors[0].hint == absent.errors[0].hint
+    decision = RepairPolicy().decide(given_null)
+    assert isinstance(decision, Escalation) and decision.reason == "needs_clarification"
+
+
+def test_null_for_a_user_supplied_field_is_asked_first_among_other_errors() -> None:
+    tools = Toolset([BOOK])
+    (call,) = calls(("a", "book", '{"date": null, "seats": "four"}'))
+    outcome = tools.validate(call)
+    assert outcome.kind == "needs_clarification" and outcome.ask_user == ["date"]
+    assert [e.path for e in outcome.errors] == ["/date", "/seats"]
+
+
+def test_null_where_a_user_supplied_field_allows_it_is_a_value() -> None:
+    optional = {
+        "name": "note",
+        "description": "Note.",
+        "parameters": {
+            "type": "object",
+            "properties": {"date": {"type": ["string", "null"], "x-user-supplied": True}},
+            "required": ["date"],
+        },
+    }
+    (call,) = calls(("a", "note", '{"date": null}'))
+    assert Toolset([optional]).validate(call).ok

@@ -1658,6 +1658,25 @@ class _ErrorBuilder:
         except ValueError:
             return _ABSENT
 
+    def asked_of_user(self, draft: _Draft) -> _Draft:
+        """`draft` made the user's to answer when it is about a `null` the model sent for a
+        field marked `x-user-supplied`: a model that writes null there has no value to give,
+        and only the user can supply one, as when it leaves the field out (asking the model
+        again would have it make one up)."""
+        error = draft.error
+        if (
+            draft.user_supplied
+            or error.code == "missing"
+            or self._written_at(error.path) is not None
+        ):
+            return draft
+        if not self.schema.locate(_split(error.path)).node.get(USER_SUPPLIED_KEY):
+            return draft
+        hint = text("hint.user_supplied", self.lang)
+        return dataclasses.replace(
+            draft, error=dataclasses.replace(error, hint=hint), user_supplied=True
+        )
+
     def from_start(self, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
         """`loc` with each index Pydantic counted from the end of its array (an `AliasPath`
         step such as -1) counted from the start, as a JSON Pointer counts, where the
@@ -1942,6 +1961,8 @@ class _ErrorBuilder:
                 # A union tag's error is made an `enum` one; a missing field may be the user's.
                 unknown = ptype.startswith("union_tag") or (code == "missing" and asks_user)
                 codes[ptype] = None if unknown else code
+            if asks_user and detail.get("input") is None:
+                return None  # a null may be the user's to give (`asked_of_user`)
             return codes[ptype]
 
         return _deferred(
@@ -2323,10 +2344,14 @@ class _ErrorBuilder:
         if len(errors) <= _EAGER_ERRORS:
             return list(self._from_jsonschema(errors, value))
 
+        asks_user = self.schema.asks_user
+
         def code_of(error: jsonschema.ValidationError) -> str | None:
             keyword = str(error.validator)
             plain = keyword in _PLAIN_KEYWORDS and isinstance(error.schema, dict)
-            return _keyword_code(error) if plain else None
+            # A null may be the user's to give (`asked_of_user`): ranked when it is built.
+            user = asks_user and error.instance is None
+            return _keyword_code(error) if plain and not user else None
 
         return _deferred(
             errors,
@@ -4436,6 +4461,8 @@ class ToolValidator:
         builder: _ErrorBuilder,
     ) -> Outcome:
         entries: list[_Entry] = builder.with_range_hints(list(drafts))
+        if self._lookup.asks_user:
+            entries = [builder.asked_of_user(e) if isinstance(e, _Draft) else e for e in entries]
         errors, ask_user = _finish_errors(entries, self._lookup, lang)
         errors = self._without_secret_values(call, errors)
         if ask_user:
