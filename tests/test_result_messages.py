@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field, SecretStr
 
-from tests.test_payloads import calls, content_of
-from toolwire import Assembler, Executor, ToolCall
-from toolwire.payloads import STYLES, Style, tool_messages
+from tests.test_payloads import calls, content_of, id_of
+from toolwire import Assembler, Executor, MisuseError, ToolCall
+from toolwire.payloads import STYLES, Style, call_id_for, tool_messages
 from toolwire.repair import Escalation, Proceed, RepairPolicy
 from toolwire.toolset import Toolset
 from toolwire.validation import BusinessRuleError
@@ -202,3 +202,42 @@ def test_null_where_a_user_supplied_field_allows_it_is_a_value() -> None:
     }
     (call,) = calls(("a", "note", '{"date": null}'))
     assert Toolset([optional]).validate(call).ok
+
+
+# ---------------------------------------------------------------------------------------------
+# Calls without an id
+
+PING = {
+    "name": "ping",
+    "description": "Ping.",
+    "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}},
+}
+
+
+def _pings(count: int) -> list[ToolCall]:
+    return calls(*[(None, "ping", json.dumps({"n": n})) for n in range(count)])
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_executor_results_of_calls_without_an_id_answer_their_own_calls(style: Style) -> None:
+    # Gemini sends no ids: results gathered as they completed were paired by position, so a
+    # call got another call's result.
+    made = _pings(3)
+    outcomes = Toolset([PING]).validate_all(made)
+    executor = Executor({"ping": lambda args: {"n": args["n"]}}, breaker=False)
+    results = [executor.execute(outcome) for outcome in outcomes]
+    answers = [call_id_for(call) for call in made]
+    assert [o.synthetic_id for o in outcomes] == [r.synthetic_id for r in results] == answers
+    assert all(r.call_id is None for r in results)  # the provider's id stays what it was
+    messages = tool_messages(made, list(reversed(results)), style=style)
+    assert [json.loads(content_of(m))["result"]["n"] for m in messages] == [0, 1, 2]
+    if style != "gemini":  # Gemini is answered by name: it never saw toolwire's ids
+        assert [id_of(m) for m in messages] == answers
+    with pytest.raises(MisuseError, match="toolwire_2"):
+        tool_messages(made[:2], results)
+    first = outcomes[0]
+    assert first.to_message(None, style, result=1) == first.to_message(made[0], style, result=1)
+    with pytest.raises(MisuseError, match="'toolwire_0' does not answer call 'toolwire_1'"):
+        first.to_message(made[1], style, result=1)
+    with pytest.raises(MisuseError, match="'toolwire_0' does not answer call 'toolwire_1'"):
+        first.to_message(made[1], style, result=results[0])

@@ -685,29 +685,35 @@ def call_id_for(call: _Identified) -> str:
     return call.id if call.id else f"toolwire_{call.ordinal}"
 
 
-def answering_id(call: _Identified | None, own: str | None) -> str:
+def answering_id(call: _Identified | None, own: str | None, synthetic: str | None = None) -> str:
     """The id a message answers: `call`'s (`call_id_for`), which must be the call `own` (the
-    id an outcome carries, None for a call without one) belongs to; without a call, `own`.
+    id an outcome carries, None for a call without one) belongs to, or for a call without an
+    id the one `synthetic` (its `toolwire_<ordinal>`, when known) names; without a call,
+    `own`, else `synthetic`.
 
     Raises:
-        MisuseError: `call` is not the call `own` names (the message would answer one call
-            with another's verdict), or there is no call and no `own`: the synthetic
-            `toolwire_<ordinal>` of a call without an id needs the call, and an empty id is
-            refused by every provider.
+        MisuseError: `call` is not the call `own` or `synthetic` names (the message would
+            answer one call with another's verdict), or there is no call and no id: the
+            synthetic `toolwire_<ordinal>` of a call without an id needs the call (or an
+            outcome from `Toolset.validate`, which carries it), and an empty id is refused by
+            every provider.
     """
     from toolwire._core import MisuseError
 
     if call is None:
-        if not own:
+        if not own and not synthetic:
             raise MisuseError(
                 "this outcome's call had no id: pass the call, to_message(call, ...), so "
                 "that the message answers it as toolwire_<ordinal>"
             )
-        return own
+        return own or cast(str, synthetic)
     require_call(call, ("id", "ordinal"))
+    answer = call_id_for(call)
     if own and call.id != own:
         raise MisuseError(f"the outcome of call {own!r} does not answer call {call.id!r}")
-    return call_id_for(call)
+    if not own and synthetic and answer != synthetic:
+        raise MisuseError(f"the outcome of call {synthetic!r} does not answer call {answer!r}")
+    return answer
 
 
 def _compact(payload: Mapping[str, Any]) -> str:
@@ -1260,7 +1266,7 @@ def _execution_message(
     Raises:
         MisuseError: The result is another call's.
     """
-    own = result.call_id
+    own = result.call_id or result.synthetic_id
     if own and call_id and own != call_id:
         from toolwire._core import MisuseError
 
@@ -1431,9 +1437,9 @@ def _own_call_id(entry: object) -> str | None:
     from toolwire.validation import Outcome
 
     if isinstance(entry, (ExecutionResult, Outcome)):
-        return entry.call_id or None
+        return entry.call_id or entry.synthetic_id or None
     if isinstance(entry, (Proceed, Retry, Escalation)):
-        return entry.outcome.call_id or None
+        return entry.outcome.call_id or entry.outcome.synthetic_id or None
     return None
 
 

@@ -135,7 +135,7 @@ class Escalation:
 
     def to_message(self, call: CallLike, style: Style = "openai-chat") -> dict[str, Any]:
         """The final tool-result message: what went wrong and that the model must stop."""
-        call_id = answering_id(call, self.outcome.call_id)
+        call_id = answering_id(call, self.outcome.call_id, self.outcome.synthetic_id)
         return wrap_message(style, call_id, self.content(), is_error=True, call=call)
 
     def content(self) -> str:

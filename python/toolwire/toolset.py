@@ -86,6 +86,7 @@ from toolwire.validation import (
     scrubbed_text,
     success_outcome,
     success_template,
+    with_synthetic_id,
 )
 
 if TYPE_CHECKING:
@@ -1429,10 +1430,14 @@ class Toolset:
             done = self._rejected(call, exc)
         except Exception as exc:
             # The native path runs Pydantic, so the model's own validators.
-            return internal_error(call, exc, self._lang)
+            done = internal_error(call, exc, self._lang)
         # The rest in a method of its own: a frame with the general path's two dozen locals
         # costs the common case time to set up and clear.
-        return done if done is not None else self._validate_general(call)
+        if done is None:
+            done = self._validate_general(call)
+        # A call without an id (Gemini's) is answered as `toolwire_<ordinal>`: its outcome
+        # says so, and carries it to the executor's result.
+        return done if done.call_id else with_synthetic_id(done, call)
 
     def _rejected(self, call: CallLike, exc: ValidationError) -> Outcome:
         """The outcome of a call the native path's Pydantic refused."""

@@ -97,7 +97,15 @@ from toolwire.jsonschema_dialect import (
     pattern_budget,
     search,
 )
-from toolwire.payloads import MAX_RESULT_CHARS, Lang, Style, answering_id, message_for, text
+from toolwire.payloads import (
+    MAX_RESULT_CHARS,
+    Lang,
+    Named,
+    Style,
+    answering_id,
+    message_for,
+    text,
+)
 from toolwire.schema_export import accepts_null, closing_splits_one_of, without_keywords
 from toolwire.subschemas import (
     SECRET_KEY,
@@ -280,6 +288,7 @@ def success_outcome(
     lang: Lang,
     cls: type[Outcome] | None = None,
     secrets: tuple[SecretStr, ...] = (),
+    synthetic_id: str | None = None,
 ) -> Outcome:
     """A successful `Outcome`, built without its dataclass `__init__` (a subclass uses its own).
 
@@ -301,6 +310,7 @@ def success_outcome(
             coercions=coercions,
             lang=lang,
             secrets=secrets,
+            synthetic_id=synthetic_id,
         )
     draft: Any = _OutcomeDraft()
     # Every field, in declaration order, as `__init__` would leave them.
@@ -319,6 +329,7 @@ def success_outcome(
     draft.ask_user = []
     draft.lang = lang
     draft.secrets = secrets
+    draft.synthetic_id = synthetic_id
     draft.__class__ = Outcome
     return cast(Outcome, draft)
 
@@ -380,6 +391,10 @@ class Outcome:
             any: the executor hides them in whatever quotes them (the tool's own errors, logs).
             A plain tool's arguments are plain data, so nothing else says which are secret.
             Left out of `repr` and comparisons.
+        synthetic_id: For a call the provider sent without an id (Gemini's API sends none),
+            the id toolwire answers it with, `toolwire_<ordinal>` (`call_id_for`); None for a
+            call with an id. The executor carries it to the call's `ExecutionResult`, so that
+            `tool_messages` matches the result to its call in any order.
     """
 
     ok: bool
@@ -397,6 +412,7 @@ class Outcome:
     ask_user: list[str] = field(default_factory=lambda: [])
     lang: Lang = "en"
     secrets: tuple[SecretStr, ...] = field(default=(), repr=False, compare=False)
+    synthetic_id: str | None = None
 
     @classmethod
     def success(
@@ -425,7 +441,10 @@ class Outcome:
             The outcome.
         """
         coercions = [] if coercions is None else coercions
-        return success_outcome(call.id, tool, model, value, coercions, lang, cls, tuple(secrets))
+        synthetic = synthetic_id_of(call)
+        return success_outcome(
+            call.id, tool, model, value, coercions, lang, cls, tuple(secrets), synthetic
+        )
 
     @property
     def executable(self) -> bool:
@@ -460,7 +479,7 @@ class Outcome:
 
         Args:
             call: The call being answered, the one this outcome is of (its id is used;
-                defaults to `call_id`, which a call without an id does not have).
+                defaults to `call_id`, or `synthetic_id` for a call without an id).
             style: `openai-chat`, `openai-responses`, `anthropic`, `gemini` or
                 `bedrock-converse`.
             attempt: Which attempt at this logical call this was (1 for the first).
@@ -481,8 +500,12 @@ class Outcome:
         """
         if self.ok and result is _NO_RESULT:
             raise ValueError("a successful outcome needs the tool's result: pass result=...")
-        call_id = answering_id(call, self.call_id)
+        call_id = answering_id(call, self.call_id, self.synthetic_id)
         arguments = self.model if self.model is not None else self.value
+        answered: Named | None = call
+        if call is None and self.synthetic_id is not None:
+            # The provider never saw the made-up id: Gemini's answer goes by the name alone.
+            answered = _NoIdCall(self.tool)
         return message_for(
             style,
             call_id,
@@ -490,7 +513,7 @@ class Outcome:
             attempt=attempt,
             result=result,
             max_result_chars=max_result_chars,
-            call=call,
+            call=answered,
             scrub=lambda said: scrubbed_text(said, arguments, self.secrets),
         )
 
@@ -525,6 +548,7 @@ class Outcome:
             error_type=error_type,
             message=text(f"msg.{error_type}", lang),
             lang=lang,
+            synthetic_id=synthetic_id_of(call),
         )
 
     @classmethod
@@ -558,7 +582,27 @@ class Outcome:
             error_type="business_rule",
             message=message,
             lang=lang,
+            synthetic_id=synthetic_id_of(call),
         )
+
+
+def synthetic_id_of(call: CallLike | _HasId) -> str | None:
+    """The id toolwire answers a call without one with (`call_id_for`), or None for a call
+    with an id, or one without an `ordinal` to make it from."""
+    if call.id:
+        return None
+    ordinal: object = getattr(call, "ordinal", None)
+    if not isinstance(ordinal, int) or isinstance(ordinal, bool):
+        return None
+    return f"toolwire_{ordinal}"
+
+
+def with_synthetic_id(outcome: Outcome, call: CallLike) -> Outcome:
+    """`outcome` with `synthetic_id` set from `call` when the call came without an id."""
+    if outcome.call_id or outcome.synthetic_id is not None:
+        return outcome
+    synthetic = synthetic_id_of(call)
+    return outcome if synthetic is None else dataclasses.replace(outcome, synthetic_id=synthetic)
 
 
 class _OutcomeDraft:
@@ -566,6 +610,14 @@ class _OutcomeDraft:
     the same slots, without the frozen `__setattr__`."""
 
     __slots__ = tuple(f.name for f in dataclasses.fields(Outcome))
+
+
+@dataclass(frozen=True, slots=True)
+class _NoIdCall:
+    """A call without an id, known by its tool's name (what `wrap_message` reads)."""
+
+    name: str
+    id: str | None = None
 
 
 class _HasId(Protocol):

@@ -421,6 +421,9 @@ class ExecutionResult:
             (or, once its lease lapsed, meets the tool's stale-claim policy, which the late
             record then overrides where the policy only assumed an outcome).
         lang: The language of texts written for the model later (the executor's ``lang``).
+        synthetic_id: For a call the provider sent without an id (Gemini's), the id
+            toolwire answers it with, ``toolwire_<ordinal>`` (``Outcome.synthetic_id``):
+            ``tool_messages`` matches the result to its call by it, in any order.
     """
 
     call_id: str | None
@@ -437,6 +440,7 @@ class ExecutionResult:
     exception: ExecutionError | None = field(default=None, repr=False, compare=False)
     lang: Lang = field(default="en", repr=False, compare=False)
     unrecorded: bool = False
+    synthetic_id: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -1227,7 +1231,11 @@ class Executor:
             )
             return self._finish(run, "downstream_failed", error=error)
         return ExecutionResult(
-            call_id=call.call_id, tool=call.tool, state="downstream_failed", error=error
+            call_id=call.call_id,
+            tool=call.tool,
+            state="downstream_failed",
+            error=error,
+            synthetic_id=_synthetic_id(call),
         )
 
     def _prepare(
@@ -2358,6 +2366,7 @@ class Executor:
             exception=exception,
             lang=self.lang,
             unrecorded=run.unrecorded,
+            synthetic_id=_synthetic_id(run.call),
         )
         record: ExecutionRecord = {
             "tool": run.call.tool,
@@ -2537,6 +2546,19 @@ def _arguments_of(call: ValidatedCall) -> Any:
         if isinstance(parsed, dict):
             return cast(dict[str, Any], parsed)
     return {}
+
+
+def _synthetic_id(call: ValidatedCall) -> str | None:
+    """The id toolwire answers a call without one with (``Outcome.synthetic_id``), carried
+    to its result so that the result answers that call wherever it is given; None for a call
+    with an id, or a look-alike without the attribute."""
+    if call.call_id:
+        return None
+    try:
+        own: object = getattr(call, "synthetic_id", None)
+    except Exception:
+        return None
+    return own if isinstance(own, str) and own else None
 
 
 def _declared_secrets(call: ValidatedCall) -> Sequence[SecretStr | SecretBytes]:
