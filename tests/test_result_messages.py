@@ -241,3 +241,53 @@ def test_executor_results_of_calls_without_an_id_answer_their_own_calls(style: S
         first.to_message(made[1], style, result=1)
     with pytest.raises(MisuseError, match="'toolwire_0' does not answer call 'toolwire_1'"):
         first.to_message(made[1], style, result=results[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Bedrock's status
+
+
+def _bedrock_request_errors(blocks: list[dict[str, Any]]) -> str:
+    """What botocore's own validator finds wrong in a Converse request with these blocks."""
+    from botocore.session import get_session
+    from botocore.validate import ParamValidator
+
+    shape = get_session().get_service_model("bedrock-runtime").operation_model("Converse")
+    request = {"modelId": "m", "messages": [{"role": "user", "content": blocks}]}
+    report = ParamValidator().validate(request, shape.input_shape)
+    return report.generate_report() if report.has_errors() else ""
+
+
+def test_bedrock_results_leave_out_status_for_models_that_do_not_take_it() -> None:
+    # `status` was sent for every model; AWS documents it for Claude and Nova only.
+    tools = Toolset([Login, CHARGE])
+    ok_call, bad_call = calls(
+        ("c1", "charge", json.dumps({"card": CARD, "amount": 5})),
+        ("c2", "charge", '{"card": 1}'),
+    )
+    good, bad = tools.validate_all([ok_call, bad_call])
+    policy = RepairPolicy(max_rounds=0)
+    proceed, escalation = policy.decide(good), policy.decide(bad)
+    retry = RepairPolicy().decide(tools.validate(bad_call))
+    assert isinstance(proceed, Proceed) and isinstance(escalation, Escalation)
+    assert not isinstance(retry, (Proceed, Escalation))
+    style: Style = "bedrock-converse"
+    listed = tool_messages([ok_call, bad_call], ["paid", bad], style=style, bedrock_status=False)
+    made = [
+        *listed,
+        good.to_message(ok_call, style, result="paid", bedrock_status=False),
+        proceed.to_message(ok_call, style, result="paid", bedrock_status=False),
+        bad.to_message(bad_call, style, bedrock_status=False),
+        retry.to_message(bad_call, style, bedrock_status=False),
+        escalation.to_message(bad_call, style, bedrock_status=False),
+    ]
+    assert all("status" not in m["toolResult"] for m in made)
+    assert _bedrock_request_errors(made) == ""
+    # A failure is still told apart, by its content.
+    said = [content_of(m) for m in made]
+    assert said[0] == said[2] == said[3] == "paid"
+    assert all(json.loads(text)["ok"] is False for text in [said[1], *said[4:]])
+    # The default keeps it, for Claude and Nova.
+    kept = tool_messages([ok_call, bad_call], ["paid", bad], style=style)
+    assert [m["toolResult"]["status"] for m in kept] == ["success", "error"]
+    assert _bedrock_request_errors(kept) == ""

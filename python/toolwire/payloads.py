@@ -745,7 +745,13 @@ def sendable_text(text: str) -> str:
 
 
 def wrap_message(
-    style: Style, call_id: str, content: str, *, is_error: bool, call: Named | None = None
+    style: Style,
+    call_id: str,
+    content: str,
+    *,
+    is_error: bool,
+    call: Named | None = None,
+    bedrock_status: bool = True,
 ) -> dict[str, Any]:
     """Wrap payload text in the provider's tool-result message shape.
 
@@ -761,6 +767,10 @@ def wrap_message(
             `status`, Gemini's `error` key).
         call: The call answered: Gemini matches a response to its call by the name the model
             sent, and by the call's id only when the model sent one.
+        bedrock_status: Whether a Bedrock `toolResult` carries `status` (`success` or
+            `error`). AWS documents it for Anthropic Claude and Amazon Nova models only, and
+            other models may refuse a request with it: pass False for them. A failure is
+            then told by its content, toolwire's error payload (`{"ok":false,...}`).
 
     Returns:
         The message dict.
@@ -793,14 +803,20 @@ def wrap_message(
     if style == "bedrock-converse":
         # Bedrock refuses a blank `text` block ("is blank"), which a tool returning "" gives.
         block = {"text": content} if content.strip() else {"json": {"output": content}}
-        return {
-            "toolResult": {
-                "toolUseId": call_id,
-                "content": [block],
-                "status": "error" if is_error else "success",
-            }
-        }
+        result: dict[str, Any] = {"toolUseId": call_id, "content": [block]}
+        if bedrock_status:
+            result["status"] = "error" if is_error else "success"
+        return {"toolResult": result}
     raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
+
+
+def _status_kept(message: dict[str, Any], bedrock_status: bool) -> dict[str, Any]:
+    """`message`, without a Bedrock `toolResult`'s `status` unless `bedrock_status`."""
+    if not bedrock_status:
+        block: object = message.get("toolResult")
+        if isinstance(block, dict):
+            cast(dict[str, Any], block).pop("status", None)
+    return message
 
 
 def finite_json(value: Any) -> Any:
@@ -1049,6 +1065,7 @@ def message_for(
     max_result_chars: int | None = MAX_RESULT_CHARS,
     call: Named | None = None,
     scrub: Callable[[str], str] | None = None,
+    bedrock_status: bool = True,
 ) -> dict[str, Any]:
     """The tool-result message for one outcome (with the tool's result when it succeeded).
 
@@ -1059,7 +1076,24 @@ def message_for(
     `ExecutionResult` gives the executor's payload, as in `tool_messages`. `call` is the call
     answered (Gemini's response carries its name as the model sent it), by default one named
     as the outcome's tool, with the id `call_id`. `scrub` hides the call's secret arguments in
-    the reasons of a `BusinessRuleError` given as the result."""
+    the reasons of a `BusinessRuleError` given as the result. `bedrock_status` as in
+    `wrap_message`."""
+    return _status_kept(
+        _message_for(style, call_id, outcome, attempt, result, max_result_chars, call, scrub),
+        bedrock_status,
+    )
+
+
+def _message_for(
+    style: Style,
+    call_id: str,
+    outcome: Outcome,
+    attempt: int,
+    result: object,
+    max_result_chars: int | None,
+    call: Named | None,
+    scrub: Callable[[str], str] | None,
+) -> dict[str, Any]:
     check_cap(max_result_chars)
     call = _AnsweredCall(call_id, outcome.tool) if call is None else call
     if outcome.ok:
@@ -1300,6 +1334,7 @@ def tool_messages(
     attempt: int = 1,
     max_result_chars: int | None = MAX_RESULT_CHARS,
     toolset: Toolset | None = None,
+    bedrock_status: bool = True,
 ) -> list[dict[str, Any]]:
     """Exactly one tool-result message per call id, in call order; none is ever missing.
 
@@ -1342,6 +1377,10 @@ def tool_messages(
             payloads are (`Toolset.scrub`: the values the schema marks secret, then the
             `redact` hook). Without it nothing says which arguments are secret, and the
             reasons are sent as the tool wrote them.
+        bedrock_status: Whether each Bedrock `toolResult` carries `status` (default True);
+            AWS documents it for Anthropic Claude and Amazon Nova models only: pass False
+            for the others. A failure is then told by its content, toolwire's error payload
+            (`{"ok":false,...}`).
 
     Returns:
         The messages, one per distinct call id.
@@ -1427,7 +1466,7 @@ def tool_messages(
             call=call,
         )
         missing[call_id] = not found
-    return list(answered.values())
+    return [_status_kept(message, bedrock_status) for message in answered.values()]
 
 
 def _own_call_id(entry: object) -> str | None:

@@ -474,6 +474,7 @@ class Outcome:
         attempt: int = 1,
         result: object = _NO_RESULT,
         max_result_chars: int | None = MAX_RESULT_CHARS,
+        bedrock_status: bool = True,
     ) -> dict[str, Any]:
         """The provider tool-result message for this outcome.
 
@@ -490,6 +491,8 @@ class Outcome:
             max_result_chars: The cap on the result's text in characters (None: no cap); a
                 longer result answers the call with a `result_too_large` error, as
                 `tool_messages` does.
+            bedrock_status: Whether a Bedrock `toolResult` carries `status`; AWS documents
+                it for Anthropic Claude and Amazon Nova models only (see `wrap_message`).
 
         Returns:
             The message dict, ready to append to the conversation.
@@ -515,6 +518,7 @@ class Outcome:
             max_result_chars=max_result_chars,
             call=answered,
             scrub=lambda said: scrubbed_text(said, arguments, self.secrets),
+            bedrock_status=bedrock_status,
         )
 
     @classmethod
