@@ -291,3 +291,33 @@ def test_bedrock_results_leave_out_status_for_models_that_do_not_take_it() -> No
     kept = tool_messages([ok_call, bad_call], ["paid", bad], style=style)
     assert [m["toolResult"]["status"] for m in kept] == ["success", "error"]
     assert _bedrock_request_errors(kept) == ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Gemini: a call without a name
+
+
+def test_a_gemini_call_without_a_name_is_answered_with_text_not_a_nameless_response() -> None:
+    # It was answered with `functionResponse.name: ""`, which names no function the model
+    # called: Gemini pairs responses with calls by name.
+    from google.genai import types
+
+    tools = Toolset([PING])
+    nameless, named = calls((None, None, '{"n": 1}'), (None, "ping", '{"n": 2}'))
+    outcomes = tools.validate_all([nameless, named])
+    assert outcomes[0].error_type == "missing_name"
+    parts = tool_messages([nameless, named], [outcomes[0], "pong"], style="gemini")
+    content = types.Content.model_validate({"role": "user", "parts": parts})
+    (text_part, response_part) = content.parts or []
+    assert text_part.function_response is None and text_part.text is not None
+    assert json.loads(text_part.text)["error_type"] == "missing_name"
+    assert response_part.function_response is not None
+    assert response_part.function_response.name == "ping"
+    # Every path that answers it says the same.
+    assert outcomes[0].to_message(nameless, "gemini") == parts[0]
+    assert outcomes[0].to_message(None, "gemini") == parts[0]
+    retry = RepairPolicy().decide(outcomes[0])
+    escalation = RepairPolicy(max_rounds=0).decide(outcomes[0])
+    assert not isinstance(retry, (Proceed, Escalation)) and isinstance(escalation, Escalation)
+    assert retry.to_message(nameless, "gemini") == parts[0]
+    assert set(escalation.to_message(nameless, "gemini")) == {"text"}

@@ -759,6 +759,13 @@ def wrap_message(
     message that holds every result of the turn (put them first in it); the other shapes are
     items of the conversation themselves (Gemini's parts, too, go in one `user` content).
 
+    A Gemini call without a name is answered with a `text` part holding the payload (the
+    `missing_name` error), not a `functionResponse` with an empty name: a response must name
+    the function it answers, and Gemini pairs the responses with the calls of the model's turn
+    by name and count. The model's turn sent back must leave such a call out too (a
+    `functionCall` needs a name as well); the text still tells the model, once, what went
+    wrong.
+
     Args:
         style: The provider message shape.
         call_id: The tool-call id being answered.
@@ -795,7 +802,10 @@ def wrap_message(
         # `response` must be an object; Gemini reads `output` as the result and `error` as a
         # failure. A call without an id (Gemini's own API sends none) is answered by name,
         # with no id: Gemini never saw the `toolwire_<ordinal>` toolwire made up.
-        response: dict[str, Any] = {"name": (call.name if call else None) or ""}
+        name = call.name if call else None
+        if not name:
+            return {"text": content}
+        response: dict[str, Any] = {"name": name}
         if call is None or call.id:
             response["id"] = call_id
         response["response"] = {"error" if is_error else "output": content}
