@@ -4,13 +4,14 @@ values asked of the user, ids that answer the calls they belong to, and the assi
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, cast
 
 import pytest
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, TypeAdapter
 
 from tests.test_payloads import calls, content_of, id_of
-from toolwire import Assembler, Executor, MisuseError, ToolCall
+from toolwire import Assembler, Executor, MisuseError, ToolCall, assistant_turn
 from toolwire.payloads import STYLES, Style, call_id_for, tool_messages
 from toolwire.repair import Escalation, Proceed, RepairPolicy
 from toolwire.toolset import Toolset
@@ -247,13 +248,13 @@ def test_executor_results_of_calls_without_an_id_answer_their_own_calls(style: S
 # Bedrock's status
 
 
-def _bedrock_request_errors(blocks: list[dict[str, Any]]) -> str:
-    """What botocore's own validator finds wrong in a Converse request with these blocks."""
+def _bedrock_request_errors(messages: list[dict[str, Any]]) -> str:
+    """What botocore's own validator finds wrong in a Converse request of these messages."""
     from botocore.session import get_session
     from botocore.validate import ParamValidator
 
     shape = get_session().get_service_model("bedrock-runtime").operation_model("Converse")
-    request = {"modelId": "m", "messages": [{"role": "user", "content": blocks}]}
+    request = {"modelId": "m", "messages": messages}
     report = ParamValidator().validate(request, shape.input_shape)
     return report.generate_report() if report.has_errors() else ""
 
@@ -282,7 +283,7 @@ def test_bedrock_results_leave_out_status_for_models_that_do_not_take_it() -> No
         escalation.to_message(bad_call, style, bedrock_status=False),
     ]
     assert all("status" not in m["toolResult"] for m in made)
-    assert _bedrock_request_errors(made) == ""
+    assert _bedrock_request_errors([{"role": "user", "content": made}]) == ""
     # A failure is still told apart, by its content.
     said = [content_of(m) for m in made]
     assert said[0] == said[2] == said[3] == "paid"
@@ -290,7 +291,7 @@ def test_bedrock_results_leave_out_status_for_models_that_do_not_take_it() -> No
     # The default keeps it, for Claude and Nova.
     kept = tool_messages([ok_call, bad_call], ["paid", bad], style=style)
     assert [m["toolResult"]["status"] for m in kept] == ["success", "error"]
-    assert _bedrock_request_errors(kept) == ""
+    assert _bedrock_request_errors([{"role": "user", "content": kept}]) == ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,3 +322,167 @@ def test_a_gemini_call_without_a_name_is_answered_with_text_not_a_nameless_respo
     assert not isinstance(retry, (Proceed, Escalation)) and isinstance(escalation, Escalation)
     assert retry.to_message(nameless, "gemini") == parts[0]
     assert set(escalation.to_message(nameless, "gemini")) == {"text"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The assistant turn
+
+
+def _materialised(value: Any) -> Any:
+    """A value a TypeAdapter of the SDK's TypedDicts gave back, its lazy iterables read."""
+    if isinstance(value, dict):
+        return {k: _materialised(v) for k, v in cast(dict[str, Any], value).items()}
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        return value
+    return [_materialised(v) for v in cast(Iterable[Any], value)]
+
+
+def _taken_by_typed_dict(kind: Any, given: Any) -> None:
+    """`given` validates as the SDK's request type, every key one it declares (its
+    TypedDicts drop a key they do not know, so what they read must equal what was given)."""
+    read = TypeAdapter(kind).validate_python(given)
+    assert _materialised(read) == given
+
+
+def _sdk_takes(style: Style, turn: list[dict[str, Any]], results: list[dict[str, Any]]) -> None:
+    """The next request's conversation, checked against the provider SDK's own types."""
+    if style == "openai-chat":
+        from openai.types.chat import ChatCompletionMessageParam
+
+        user = {"role": "user", "content": "Ping them."}
+        _taken_by_typed_dict(list[ChatCompletionMessageParam], [user, *turn, *results])
+    elif style == "openai-responses":
+        from openai.types.responses import ResponseInputParam
+
+        user = {"role": "user", "content": "Ping them."}
+        _taken_by_typed_dict(ResponseInputParam, [user, *turn, *results])
+    elif style == "anthropic":
+        from anthropic.types import (
+            MessageParam,
+            TextBlockParam,
+            ToolResultBlockParam,
+            ToolUseBlockParam,
+        )
+
+        user = {"role": "user", "content": "Ping them."}
+        answer = {"role": "user", "content": results}
+        TypeAdapter(list[MessageParam]).validate_python([user, *turn, answer])
+        # Block by block: reading the message's lazy list of blocks back panics in
+        # pydantic-core (a union of recursive definitions).
+        (message,) = turn
+        assert set(message) == {"role", "content"}
+        for block in message["content"]:
+            kind = TextBlockParam if block["type"] == "text" else ToolUseBlockParam
+            _taken_by_typed_dict(kind, block)
+        for block in results:
+            _taken_by_typed_dict(ToolResultBlockParam, block)
+    elif style == "gemini":
+        from google.genai import types
+
+        for content in [*turn, {"role": "user", "parts": results}]:
+            types.Content.model_validate(content)  # the SDK's models forbid unknown keys
+    else:
+        user = {"role": "user", "content": [{"text": "Ping them."}]}
+        answer = {"role": "user", "content": results}
+        assert _bedrock_request_errors([user, *turn, answer]) == ""
+
+
+def _turn_ids(style: Style, turn: list[dict[str, Any]]) -> list[str | None]:
+    if style == "openai-chat":
+        return [c["id"] for c in turn[0]["tool_calls"]]
+    if style == "openai-responses":
+        return [i["call_id"] for i in turn if i.get("type") == "function_call"]
+    if style == "anthropic":
+        return [b["id"] for b in turn[0]["content"] if b["type"] == "tool_use"]
+    if style == "gemini":
+        calls_made = [p["functionCall"] for p in turn[0]["parts"] if "functionCall" in p]
+        return [c.get("id") for c in calls_made]
+    return [b["toolUse"]["toolUseId"] for b in turn[0]["content"] if "toolUse" in b]
+
+
+def _result_ids(style: Style, results: list[dict[str, Any]]) -> list[str | None]:
+    if style == "gemini":
+        return [m["functionResponse"].get("id") for m in results]
+    return [id_of(m) for m in results]
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_the_assistant_turn_is_what_each_sdk_takes_under_the_ids_its_results_answer(
+    style: Style,
+) -> None:
+    # There was no helper: the turn was rebuilt by hand, and an id that differed from the
+    # one `tool_messages` answered with broke the next request.
+    made = calls(
+        ("call_1", "ping", '{"n": 1}'),
+        (None, "ping", '{"n": 2}'),  # Gemini's: no id
+        ("call_1", "ping", '{"n": 3}'),  # a repeated id, renamed by the assembler
+        ("call_4", "ping", '{"n": 4, "big": 1e400'),  # cut off
+    )
+    assert len({call_id_for(c) for c in made}) == 4
+    outcomes = Toolset([PING]).validate_all(made)
+    turn = assistant_turn(made, style=style, text="Pinging.")
+    results = tool_messages(made, [{"pong": 1}, {"pong": 2}, {"pong": 3}, outcomes[3]], style=style)
+    _sdk_takes(style, turn, results)
+    assert _turn_ids(style, turn) == _result_ids(style, results)
+    if style == "gemini":
+        assert _turn_ids(style, turn) == ["call_1", None, made[2].id, "call_4"]
+    else:
+        assert _turn_ids(style, turn) == [call_id_for(c) for c in made]
+
+
+def test_the_assistant_turn_keeps_what_the_provider_needs_back() -> None:
+    from google.genai import types
+
+    asm = Assembler()
+    asm.feed_chunk(
+        {
+            "candidates": [
+                {
+                    "content": {
+                        "role": "model",
+                        "parts": [
+                            {"text": "Let me check."},
+                            {
+                                "functionCall": {"name": "ping", "args": {"n": 1}},
+                                "thoughtSignature": "AQJzaWc=",
+                            },
+                            {"functionCall": {"args": {"n": 2}}},  # no name
+                        ],
+                    },
+                    "finishReason": "STOP",
+                }
+            ]
+        }
+    )
+    signed, nameless = asm.finish()
+    (turn,) = assistant_turn([signed, nameless], style="gemini", text="Let me check.")
+    content = types.Content.model_validate(turn)
+    parts = content.parts or []
+    assert [p.text for p in parts] == ["Let me check.", None]
+    assert parts[1].thought_signature == b"\x01\x02sig"
+    assert parts[1].function_call is not None and parts[1].function_call.args == {"n": 1}
+    # One response per function call, and the nameless call still gets its one answer.
+    outcomes = Toolset([PING]).validate_all([signed, nameless])
+    answers = tool_messages([signed, nameless], ["pong", outcomes[1]], style="gemini")
+    assert [set(a) for a in answers] == [{"functionResponse"}, {"text"}]
+
+    chat = Assembler()
+    entry = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "ping", "arguments": "{}"},
+        "extra_content": {"google": {"thought_signature": "AQJz"}},
+    }
+    delta = {"tool_calls": [entry]}
+    chat.feed_chunk({"choices": [{"index": 0, "delta": delta, "finish_reason": "tool_calls"}]})
+    (message,) = assistant_turn(chat.finish())
+    assert message["tool_calls"][0]["extra_content"] == entry["extra_content"]
+
+
+def test_the_assistant_turn_refuses_what_no_provider_takes() -> None:
+    with pytest.raises(ValueError, match="style must be one of"):
+        assistant_turn([], style="cohere")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="calls must be a list"):
+        assistant_turn("ping")  # type: ignore[arg-type]
+    assert all(assistant_turn([], style=style) == [] for style in STYLES)

@@ -37,6 +37,7 @@ __all__ = [
     "Named",
     "Style",
     "answering_id",
+    "assistant_turn",
     "call_id_for",
     "error_content",
     "failure_content",
@@ -763,8 +764,8 @@ def wrap_message(
     `missing_name` error), not a `functionResponse` with an empty name: a response must name
     the function it answers, and Gemini pairs the responses with the calls of the model's turn
     by name and count. The model's turn sent back must leave such a call out too (a
-    `functionCall` needs a name as well); the text still tells the model, once, what went
-    wrong.
+    `functionCall` needs a name as well), as `assistant_turn` does; the text still tells the
+    model, once, what went wrong.
 
     Args:
         style: The provider message shape.
@@ -1477,6 +1478,158 @@ def tool_messages(
         )
         missing[call_id] = not found
     return [_status_kept(message, bedrock_status) for message in answered.values()]
+
+
+class _SentCall(_CallLike, Protocol):
+    @property
+    def arguments(self) -> str: ...
+
+
+def assistant_turn(
+    calls: Sequence[_SentCall], *, style: Style = "openai-chat", text: str | None = None
+) -> list[dict[str, Any]]:
+    """The model's turn with its tool calls, as the provider takes it back in the next
+    request, each call under the id `tool_messages` answers it with (`call_id_for`).
+
+    Append the items to the conversation, then the results: `openai-chat` gives one
+    `assistant` message with `tool_calls`; `openai-responses` the assistant text as a message
+    item, then one `function_call` item per call; `anthropic` one `assistant` message of a
+    `text` block and `tool_use` blocks; `gemini` one `model` content of a `text` part and
+    `functionCall` parts; `bedrock-converse` one `assistant` message of a `text` block and
+    `toolUse` blocks. An empty list when there is neither text nor a call.
+
+    The arguments go as the model sent them: their text for the OpenAI shapes, and for the
+    others the object that text holds (`{}` for a call whose text is no JSON object, one cut
+    off say: its result says what went wrong). What the assembler kept that the provider needs
+    back goes with its call: Gemini's `thoughtSignature` (metadata `thought_signature`) and,
+    on Chat, the `extra_content` Gemini's OpenAI-compatible endpoint sends with it. A
+    Responses item's own id (`fc_...`, metadata `item_id`) is left out: the API refuses it
+    without the reasoning item before it, which the assembler does not keep, and neither are
+    Anthropic's thinking blocks (an extended-thinking turn needs them back). A Gemini call
+    without a name is left out, as no `functionCall` can be sent without one (`tool_messages`
+    answers it with a `text` part); a call without an id keeps none on Gemini, which never
+    saw toolwire's, and is answered by name.
+
+    Args:
+        calls: The completed calls, in the order the model made them.
+        style: The provider message shape, as in `tool_messages`.
+        text: The assistant text that came with the calls, if any.
+
+    Returns:
+        The items to append, before the turn's tool results.
+
+    Raises:
+        ValueError: On an unknown style.
+        TypeError: `calls` is not a list of calls.
+        MisuseError: Two calls are answered with one id (look-alike calls that share an id):
+            the provider refuses a turn that repeats one.
+    """
+    from toolwire._core import MisuseError
+
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
+    given, kind = cast(object, calls), type(calls).__name__
+    if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Sequence):
+        raise TypeError(f"calls must be a list of ToolCalls (from Assembler.finish), not {kind}")
+    seen: set[str] = set()
+    for index, call in enumerate(calls):
+        require_call(call, ("id", "ordinal", "name", "arguments"), what=f"calls[{index}]")
+        answer = call_id_for(call)
+        if answer in seen:
+            raise MisuseError(f"two calls have the id {answer!r}: the provider takes one")
+        seen.add(answer)
+    said = text or ""
+    if style == "openai-chat":
+        if not calls and not said:
+            return []
+        message: dict[str, Any] = {"role": "assistant", "content": said or None}
+        if calls:
+            message["tool_calls"] = [_chat_call(call) for call in calls]
+        return [message]
+    if style == "openai-responses":
+        items: list[dict[str, Any]] = [{"role": "assistant", "content": said}] if said else []
+        items += [
+            {
+                "type": "function_call",
+                "call_id": call_id_for(call),
+                "name": call.name or "",
+                "arguments": call.arguments,
+            }
+            for call in calls
+        ]
+        return items
+    if style == "gemini":
+        parts: list[dict[str, Any]] = [{"text": said}] if said else []
+        parts += [_gemini_call(call) for call in calls if call.name]
+        return [{"role": "model", "parts": parts}] if parts else []
+    blocks: list[dict[str, Any]]
+    if style == "anthropic":
+        blocks = [{"type": "text", "text": said}] if said else []
+        blocks += [
+            {
+                "type": "tool_use",
+                "id": call_id_for(call),
+                "name": call.name or "",
+                "input": _arguments_object(call),
+            }
+            for call in calls
+        ]
+    else:
+        # Bedrock refuses a blank `text` block, as in `wrap_message`.
+        blocks = [{"text": said}] if said.strip() else []
+        blocks += [
+            {
+                "toolUse": {
+                    "toolUseId": call_id_for(call),
+                    "name": call.name or "",
+                    "input": _arguments_object(call),
+                }
+            }
+            for call in calls
+        ]
+    return [{"role": "assistant", "content": blocks}] if blocks else []
+
+
+def _metadata(call: object) -> Mapping[str, Any]:
+    held: object = getattr(call, "metadata", None)
+    return cast(Mapping[str, Any], held) if isinstance(held, Mapping) else {}
+
+
+def _chat_call(call: _SentCall) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": call_id_for(call),
+        "type": "function",
+        "function": {"name": call.name or "", "arguments": call.arguments},
+    }
+    extra = _metadata(call).get("extra_content")
+    if extra is not None:
+        # Gemini's OpenAI-compatible endpoint refuses the turn without its thought signature.
+        entry["extra_content"] = extra
+    return entry
+
+
+def _gemini_call(call: _SentCall) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": call.name, "args": _arguments_object(call)}
+    if call.id:
+        function["id"] = call.id
+    part: dict[str, Any] = {"functionCall": function}
+    signature = _metadata(call).get("thought_signature")
+    if isinstance(signature, str) and signature:
+        part["thoughtSignature"] = signature
+    return part
+
+
+def _arguments_object(call: _SentCall) -> dict[str, Any]:
+    """The object a call's argument text holds, `{}` when it holds none (cut off, not JSON,
+    another kind of value); NaN and infinities, which JSON has none of, as null."""
+    text = call.arguments
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return cast(dict[str, Any], finite_json(value)) if isinstance(value, dict) else {}
 
 
 def _own_call_id(entry: object) -> str | None:
