@@ -486,3 +486,10 @@ def test_the_assistant_turn_refuses_what_no_provider_takes() -> None:
     with pytest.raises(TypeError, match="calls must be a list"):
         assistant_turn("ping")  # type: ignore[arg-type]
     assert all(assistant_turn([], style=style) == [] for style in STYLES)
+
+
+@pytest.mark.parametrize("style", ["anthropic", "bedrock-converse"])
+def test_the_assistant_turn_sends_no_blank_text_block(style: Style) -> None:
+    # Both refuse a text block of white space alone ("must contain non-whitespace text").
+    (message,) = assistant_turn(_pings(1), style=style, text=" \n")
+    assert len(message["content"]) == 1 and "text" not in message["content"][0]

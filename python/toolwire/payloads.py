@@ -1562,9 +1562,10 @@ def assistant_turn(
         parts: list[dict[str, Any]] = [{"text": said}] if said else []
         parts += [_gemini_call(call) for call in calls if call.name]
         return [{"role": "model", "parts": parts}] if parts else []
+    # Anthropic and Bedrock refuse a text block of nothing but white space.
     blocks: list[dict[str, Any]]
     if style == "anthropic":
-        blocks = [{"type": "text", "text": said}] if said else []
+        blocks = [{"type": "text", "text": said}] if said.strip() else []
         blocks += [
             {
                 "type": "tool_use",
@@ -1575,7 +1576,6 @@ def assistant_turn(
             for call in calls
         ]
     else:
-        # Bedrock refuses a blank `text` block, as in `wrap_message`.
         blocks = [{"text": said}] if said.strip() else []
         blocks += [
             {
