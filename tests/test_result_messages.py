@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, SecretStr, TypeAdapter
 
 from tests.test_payloads import calls, content_of, id_of
 from toolwire import Assembler, Executor, MisuseError, ToolCall, assistant_turn
+from toolwire.execution import NeedsClarification
 from toolwire.payloads import STYLES, Style, call_id_for, tool_messages
 from toolwire.repair import Escalation, Proceed, RepairPolicy
 from toolwire.toolset import Toolset
@@ -493,3 +494,26 @@ def test_the_assistant_turn_sends_no_blank_text_block(style: Style) -> None:
     # Both refuse a text block of white space alone ("must contain non-whitespace text").
     (message,) = assistant_turn(_pings(1), style=style, text=" \n")
     assert len(message["content"]) == 1 and "text" not in message["content"][0]
+
+
+# ---------------------------------------------------------------------------------------------
+# A tool's question
+
+
+def test_a_tools_question_given_as_a_result_is_relayed_without_the_secrets_it_quotes() -> None:
+    # `NeedsClarification` was answered as a generic `tool_failed`: the question was lost.
+    tools = Toolset([CHARGE])
+    (call,) = calls(("c2", "charge", json.dumps({"card": CARD, "amount": 5})))
+    asked = NeedsClarification(f"Card {CARD} is blocked: which card?", missing=["card"])
+    outcome = tools.validate(call)
+    for message in (
+        tool_messages([call], [asked], toolset=tools)[0],
+        outcome.to_message(call, result=asked),
+    ):
+        payload = json.loads(content_of(message))
+        assert payload["error_type"] == "needs_clarification"
+        assert payload["message"] == "Card [redacted] is blocked: which card?"
+        assert payload["instruction"].startswith("Ask the user for card.")
+    plain = json.loads(tool_messages([call], [NeedsClarification("Which card?")])[0]["content"])
+    assert plain["message"] == "Which card?"
+    assert plain["instruction"].startswith("Put the question in message to the user.")

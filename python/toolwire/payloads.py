@@ -26,6 +26,7 @@ import pydantic
 import pydantic_core
 
 if TYPE_CHECKING:
+    from toolwire.execution.errors import NeedsClarification
     from toolwire.execution.executor import ExecutionResult
     from toolwire.toolset import Toolset
     from toolwire.validation import BusinessRuleError, Outcome
@@ -446,6 +447,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Ask the user for {fields}. Do not guess these values and do not call the tool "
         "until the user answers.",
         "zh": "请向用户询问 {fields}。不要猜测这些值，在用户回答之前不要调用该工具。",
+    },
+    "instruction.ask_question": {
+        "en": "Put the question in message to the user. Do not guess the answer and do not "
+        "call the tool until the user answers.",
+        "zh": "请把 message 中的问题转告用户。不要猜测答案，在用户回答之前不要调用该工具。",
     },
     "instruction.stop": {
         "en": "Do not call {tool} again for this request. Tell the user briefly what happened.",
@@ -1220,6 +1226,7 @@ def _result_message(
     `BusinessRuleError` with its reasons (each passed through `scrub`, which hides the call's
     secret arguments a reason quotes), any other as `tool_failed`, without its text. `tool`
     is the name as texts quote it, `call` the call answered (`wrap_message`)."""
+    from toolwire.execution.errors import NeedsClarification
     from toolwire.execution.executor import ExecutionResult
     from toolwire.validation import BusinessRuleError, Outcome
 
@@ -1237,6 +1244,8 @@ def _result_message(
             # Scrubbed before `business_failure` cuts them: a secret cut in two is not found.
             reasons = [r if scrub is None else scrub(r) for r in _reasons_text(result)]
             raised = Outcome.business_failure(answered, tool, reasons, lang=lang)
+        elif isinstance(result, NeedsClarification):
+            raised = _clarification(answered, tool, result, lang, scrub or _as_is)
         else:
             raised = Outcome.failure(answered, tool, "tool_failed", lang=lang)
         return message_for(
@@ -1259,6 +1268,46 @@ def _result_message(
         )
         return wrap_message(style, call_id, refused, is_error=True, call=call)
     return wrap_message(style, call_id, content, is_error=False, call=call)
+
+
+def _as_is(said: str) -> str:
+    return said
+
+
+def _clarification(
+    call: _AnsweredCall,
+    tool: str,
+    exc: NeedsClarification,
+    lang: Lang,
+    scrub: Callable[[str], str],
+) -> Outcome:
+    """The outcome of a tool that raised `NeedsClarification`: its question (`message`) and
+    the fields it names, for the model to put to the user, as the executor relays them;
+    scrubbed, then cut (the tool wrote them, and may quote its arguments)."""
+    from toolwire.validation import MAX_ERRORS, Outcome, shown_text
+
+    try:
+        question = str(exc.message) or str(exc)
+        missing = [str(name) for name in exc.missing][:MAX_ERRORS]
+    except Exception:  # a subclass that broke its own attributes: its question is lost
+        question, missing = "", []
+    fields = [shown_text(scrub(name)) for name in missing]
+    message = shown_text(scrub(question))
+    if not message and fields:
+        message = text("msg.needs_clarification", lang, fields=", ".join(fields))
+    if not message:  # nothing to ask: a failure like any other
+        return Outcome.failure(call, tool, "tool_failed", lang=lang)
+    return Outcome(
+        ok=False,
+        kind="needs_clarification",
+        tool=tool,
+        call_id=call.id,
+        retryable=False,
+        error_type="needs_clarification",
+        message=message,
+        ask_user=fields,
+        lang=lang,
+    )
 
 
 def _reasons_text(exc: BusinessRuleError) -> list[str]:
@@ -1352,7 +1401,8 @@ def tool_messages(
     Each entry in `outcomes_or_results` is read as follows: a failed `Outcome` gives its error
     payload; an `ExecutionResult` (from `Executor`) gives its `content()`, marked as an error
     unless the tool's result is available; an exception gives a generic failure
-    (`BusinessRuleError` gives its reasons; no other exception text, type or traceback reaches
+    (`BusinessRuleError` gives its reasons, `NeedsClarification` its question and the fields
+    it names, as the executor relays them; no other exception text, type or traceback reaches
     the model); a successful `Outcome` means the tool was never run and gives a "no result"
     error; a `Retry` or an `Escalation` from `RepairPolicy` gives the message its `to_message`
     gives, and a `Proceed` (the tool not run) a "no result" error; anything else is the tool's

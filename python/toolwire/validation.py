@@ -456,6 +456,9 @@ class Outcome:
         tool = json.dumps(self.tool or "the tool", ensure_ascii=False)
         if self.ok:
             return ""
+        if self.kind == "needs_clarification" and not self.ask_user:
+            # A tool's own question that names no field (`NeedsClarification`).
+            return text("instruction.ask_question", self.lang)
         if self.kind == "needs_clarification":
             return text("instruction.clarify", self.lang, fields=", ".join(self.ask_user))
         if self.error_type in ("unknown_tool", "missing_name"):
@@ -485,9 +488,9 @@ class Outcome:
                 `bedrock-converse`.
             attempt: Which attempt at this logical call this was (1 for the first).
             result: For a successful outcome, what the tool returned (or the exception it
-                raised: a `BusinessRuleError` gives its reasons, with the secret arguments a
-                reason quotes hidden (`SecretStr` values and those in `secrets`), any other
-                `tool_failed`).
+                raised: a `BusinessRuleError` gives its reasons and a `NeedsClarification`
+                its question, with the secret arguments they quote hidden (`SecretStr`
+                values and those in `secrets`), any other `tool_failed`).
             max_result_chars: The cap on the result's text in characters (None: no cap); a
                 longer result answers the call with a `result_too_large` error, as
                 `tool_messages` does.
