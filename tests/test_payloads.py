@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -660,9 +661,13 @@ def test_an_outcome_answers_only_its_own_call(style: Style) -> None:
         ("B", "lookup", "{}"),
     )
     outcome = TOOLS.validate(no_id)
+    # An outcome of `Toolset.validate` knows the id its call is answered with; one built
+    # without the call's ordinal does not.
+    unknown = dataclasses.replace(outcome, synthetic_id=None)
     with pytest.raises(MisuseError, match=r"pass the call, to_message\(call, \.\.\.\)"):
-        outcome.to_message(style=style)
+        unknown.to_message(style=style)
     assert id_of(outcome.to_message(no_id, style)).startswith("toolwire_")
+    assert outcome.to_message(style=style) == outcome.to_message(no_id, style)
     assert id_of(TOOLS.validate(a).to_message(style=style)) == "A"
     with pytest.raises(MisuseError, match="the outcome of call 'A' does not answer call 'B'"):
         TOOLS.validate(a).to_message(b, style)

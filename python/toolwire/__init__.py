@@ -46,7 +46,7 @@ from toolwire.execution import (
     SqliteLedger,
 )
 from toolwire.formats import ChunkInfo, WireFormat
-from toolwire.payloads import call_id_for, tool_messages
+from toolwire.payloads import assistant_turn, call_id_for, tool_messages
 from toolwire.recorder import Recorder
 from toolwire.repair import Escalation, Proceed, RepairPolicy, Retry
 from toolwire.replay import Report, compare, load_corpus, replay
@@ -117,6 +117,7 @@ __all__ = [
     "__version__",
     "aassemble",
     "assemble",
+    "assistant_turn",
     "call_id_for",
     "compare",
     "load_corpus",

@@ -14,6 +14,7 @@ order, whether the tool ran, failed validation, raised, or produced nothing at a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -25,8 +26,10 @@ import pydantic
 import pydantic_core
 
 if TYPE_CHECKING:
+    from toolwire.execution.errors import NeedsClarification
     from toolwire.execution.executor import ExecutionResult
-    from toolwire.validation import Outcome
+    from toolwire.toolset import Toolset
+    from toolwire.validation import BusinessRuleError, Outcome
 
 __all__ = [
     "MAX_RESULT_CHARS",
@@ -35,6 +38,7 @@ __all__ = [
     "Named",
     "Style",
     "answering_id",
+    "assistant_turn",
     "call_id_for",
     "error_content",
     "failure_content",
@@ -444,6 +448,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "until the user answers.",
         "zh": "请向用户询问 {fields}。不要猜测这些值，在用户回答之前不要调用该工具。",
     },
+    "instruction.ask_question": {
+        "en": "Put the question in message to the user. Do not guess the answer and do not "
+        "call the tool until the user answers.",
+        "zh": "请把 message 中的问题转告用户。不要猜测答案，在用户回答之前不要调用该工具。",
+    },
     "instruction.stop": {
         "en": "Do not call {tool} again for this request. Tell the user briefly what happened.",
         "zh": "不要为此请求再次调用 {tool}。请简要告诉用户发生了什么。",
@@ -683,29 +692,35 @@ def call_id_for(call: _Identified) -> str:
     return call.id if call.id else f"toolwire_{call.ordinal}"
 
 
-def answering_id(call: _Identified | None, own: str | None) -> str:
+def answering_id(call: _Identified | None, own: str | None, synthetic: str | None = None) -> str:
     """The id a message answers: `call`'s (`call_id_for`), which must be the call `own` (the
-    id an outcome carries, None for a call without one) belongs to; without a call, `own`.
+    id an outcome carries, None for a call without one) belongs to, or for a call without an
+    id the one `synthetic` (its `toolwire_<ordinal>`, when known) names; without a call,
+    `own`, else `synthetic`.
 
     Raises:
-        MisuseError: `call` is not the call `own` names (the message would answer one call
-            with another's verdict), or there is no call and no `own`: the synthetic
-            `toolwire_<ordinal>` of a call without an id needs the call, and an empty id is
-            refused by every provider.
+        MisuseError: `call` is not the call `own` or `synthetic` names (the message would
+            answer one call with another's verdict), or there is no call and no id: the
+            synthetic `toolwire_<ordinal>` of a call without an id needs the call (or an
+            outcome from `Toolset.validate`, which carries it), and an empty id is refused by
+            every provider.
     """
     from toolwire._core import MisuseError
 
     if call is None:
-        if not own:
+        if not own and not synthetic:
             raise MisuseError(
                 "this outcome's call had no id: pass the call, to_message(call, ...), so "
                 "that the message answers it as toolwire_<ordinal>"
             )
-        return own
+        return own or cast(str, synthetic)
     require_call(call, ("id", "ordinal"))
+    answer = call_id_for(call)
     if own and call.id != own:
         raise MisuseError(f"the outcome of call {own!r} does not answer call {call.id!r}")
-    return call_id_for(call)
+    if not own and synthetic and answer != synthetic:
+        raise MisuseError(f"the outcome of call {synthetic!r} does not answer call {answer!r}")
+    return answer
 
 
 def _compact(payload: Mapping[str, Any]) -> str:
@@ -737,13 +752,26 @@ def sendable_text(text: str) -> str:
 
 
 def wrap_message(
-    style: Style, call_id: str, content: str, *, is_error: bool, call: Named | None = None
+    style: Style,
+    call_id: str,
+    content: str,
+    *,
+    is_error: bool,
+    call: Named | None = None,
+    bedrock_status: bool = True,
 ) -> dict[str, Any]:
     """Wrap payload text in the provider's tool-result message shape.
 
     Anthropic's `tool_result` and Bedrock's `toolResult` blocks are the content of one user
     message that holds every result of the turn (put them first in it); the other shapes are
     items of the conversation themselves (Gemini's parts, too, go in one `user` content).
+
+    A Gemini call without a name is answered with a `text` part holding the payload (the
+    `missing_name` error), not a `functionResponse` with an empty name: a response must name
+    the function it answers, and Gemini pairs the responses with the calls of the model's turn
+    by name and count. The model's turn sent back must leave such a call out too (a
+    `functionCall` needs a name as well), as `assistant_turn` does; the text still tells the
+    model, once, what went wrong.
 
     Args:
         style: The provider message shape.
@@ -753,6 +781,10 @@ def wrap_message(
             `status`, Gemini's `error` key).
         call: The call answered: Gemini matches a response to its call by the name the model
             sent, and by the call's id only when the model sent one.
+        bedrock_status: Whether a Bedrock `toolResult` carries `status` (`success` or
+            `error`). AWS documents it for Anthropic Claude and Amazon Nova models only, and
+            other models may refuse a request with it: pass False for them. A failure is
+            then told by its content, toolwire's error payload (`{"ok":false,...}`).
 
     Returns:
         The message dict.
@@ -777,7 +809,10 @@ def wrap_message(
         # `response` must be an object; Gemini reads `output` as the result and `error` as a
         # failure. A call without an id (Gemini's own API sends none) is answered by name,
         # with no id: Gemini never saw the `toolwire_<ordinal>` toolwire made up.
-        response: dict[str, Any] = {"name": (call.name if call else None) or ""}
+        name = call.name if call else None
+        if not name:
+            return {"text": content}
+        response: dict[str, Any] = {"name": name}
         if call is None or call.id:
             response["id"] = call_id
         response["response"] = {"error" if is_error else "output": content}
@@ -785,14 +820,20 @@ def wrap_message(
     if style == "bedrock-converse":
         # Bedrock refuses a blank `text` block ("is blank"), which a tool returning "" gives.
         block = {"text": content} if content.strip() else {"json": {"output": content}}
-        return {
-            "toolResult": {
-                "toolUseId": call_id,
-                "content": [block],
-                "status": "error" if is_error else "success",
-            }
-        }
+        result: dict[str, Any] = {"toolUseId": call_id, "content": [block]}
+        if bedrock_status:
+            result["status"] = "error" if is_error else "success"
+        return {"toolResult": result}
     raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
+
+
+def _status_kept(message: dict[str, Any], bedrock_status: bool) -> dict[str, Any]:
+    """`message`, without a Bedrock `toolResult`'s `status` unless `bedrock_status`."""
+    if not bedrock_status:
+        block: object = message.get("toolResult")
+        if isinstance(block, dict):
+            cast(dict[str, Any], block).pop("status", None)
+    return message
 
 
 def finite_json(value: Any) -> Any:
@@ -1040,6 +1081,8 @@ def message_for(
     result: object = None,
     max_result_chars: int | None = MAX_RESULT_CHARS,
     call: Named | None = None,
+    scrub: Callable[[str], str] | None = None,
+    bedrock_status: bool = True,
 ) -> dict[str, Any]:
     """The tool-result message for one outcome (with the tool's result when it succeeded).
 
@@ -1049,7 +1092,25 @@ def message_for(
     `max_result_chars` (None: no cap) answers it as a `result_too_large` error. An
     `ExecutionResult` gives the executor's payload, as in `tool_messages`. `call` is the call
     answered (Gemini's response carries its name as the model sent it), by default one named
-    as the outcome's tool, with the id `call_id`."""
+    as the outcome's tool, with the id `call_id`. `scrub` hides the call's secret arguments in
+    the reasons of a `BusinessRuleError` given as the result. `bedrock_status` as in
+    `wrap_message`."""
+    return _status_kept(
+        _message_for(style, call_id, outcome, attempt, result, max_result_chars, call, scrub),
+        bedrock_status,
+    )
+
+
+def _message_for(
+    style: Style,
+    call_id: str,
+    outcome: Outcome,
+    attempt: int,
+    result: object,
+    max_result_chars: int | None,
+    call: Named | None,
+    scrub: Callable[[str], str] | None,
+) -> dict[str, Any]:
     check_cap(max_result_chars)
     call = _AnsweredCall(call_id, outcome.tool) if call is None else call
     if outcome.ok:
@@ -1062,6 +1123,7 @@ def message_for(
             attempt=attempt,
             max_result_chars=max_result_chars,
             call=call,
+            scrub=scrub,
         )
     content = error_content(outcome, attempt=attempt)
     if max_result_chars is not None and len(content) > max_result_chars:
@@ -1156,12 +1218,15 @@ def _result_message(
     attempt: int,
     max_result_chars: int | None,
     call: Named | None,
+    scrub: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
     """The message carrying a tool's result; one that cannot be written (a cycle, a `__str__`
     that raises) answers its call as an `invalid_result` error instead, and one past the cap
     as a `result_too_large` error. An exception the tool raised answers it as a failure:
-    `BusinessRuleError` with its reasons, any other as `tool_failed`, without its text. `tool`
+    `BusinessRuleError` with its reasons (each passed through `scrub`, which hides the call's
+    secret arguments a reason quotes), any other as `tool_failed`, without its text. `tool`
     is the name as texts quote it, `call` the call answered (`wrap_message`)."""
+    from toolwire.execution.errors import NeedsClarification
     from toolwire.execution.executor import ExecutionResult
     from toolwire.validation import BusinessRuleError, Outcome
 
@@ -1175,11 +1240,14 @@ def _result_message(
         # Written as a result, it was an `invalid_result` ("cannot be sent as JSON"), and a
         # business rule's reasons, which the model must relay, were lost.
         answered = _AnsweredCall(call_id)
-        raised = (
-            Outcome.business_failure(answered, tool, result.reasons, lang=lang)
-            if isinstance(result, BusinessRuleError)
-            else Outcome.failure(answered, tool, "tool_failed", lang=lang)
-        )
+        if isinstance(result, BusinessRuleError):
+            # Scrubbed before `business_failure` cuts them: a secret cut in two is not found.
+            reasons = [r if scrub is None else scrub(r) for r in _reasons_text(result)]
+            raised = Outcome.business_failure(answered, tool, reasons, lang=lang)
+        elif isinstance(result, NeedsClarification):
+            raised = _clarification(answered, tool, result, lang, scrub or _as_is)
+        else:
+            raised = Outcome.failure(answered, tool, "tool_failed", lang=lang)
         return message_for(
             style,
             call_id,
@@ -1200,6 +1268,58 @@ def _result_message(
         )
         return wrap_message(style, call_id, refused, is_error=True, call=call)
     return wrap_message(style, call_id, content, is_error=False, call=call)
+
+
+def _as_is(said: str) -> str:
+    return said
+
+
+def _clarification(
+    call: _AnsweredCall,
+    tool: str,
+    exc: NeedsClarification,
+    lang: Lang,
+    scrub: Callable[[str], str],
+) -> Outcome:
+    """The outcome of a tool that raised `NeedsClarification`: its question (`message`) and
+    the fields it names, for the model to put to the user, as the executor relays them;
+    scrubbed, then cut (the tool wrote them, and may quote its arguments)."""
+    from toolwire.validation import MAX_ERRORS, Outcome, shown_text
+
+    try:
+        question = str(exc.message) or str(exc)
+        missing = [str(name) for name in exc.missing][:MAX_ERRORS]
+    except Exception:  # a subclass that broke its own attributes: its question is lost
+        question, missing = "", []
+    fields = [shown_text(scrub(name)) for name in missing]
+    message = shown_text(scrub(question))
+    if not message and fields:
+        message = text("msg.needs_clarification", lang, fields=", ".join(fields))
+    if not message:  # nothing to ask: a failure like any other
+        return Outcome.failure(call, tool, "tool_failed", lang=lang)
+    return Outcome(
+        ok=False,
+        kind="needs_clarification",
+        tool=tool,
+        call_id=call.id,
+        retryable=False,
+        error_type="needs_clarification",
+        message=message,
+        ask_user=fields,
+        lang=lang,
+    )
+
+
+def _reasons_text(exc: BusinessRuleError) -> list[str]:
+    """A rejection's reasons as text; one whose `str` raises is left out (it has no text to
+    relay, and must not turn the rejection into a failure to answer the call)."""
+    out: list[str] = []
+    for reason in exc.reasons:
+        try:
+            out.append(str(reason))
+        except Exception:
+            continue
+    return out
 
 
 def _refuse_verdict(result: object) -> None:
@@ -1240,7 +1360,7 @@ def _execution_message(
     Raises:
         MisuseError: The result is another call's.
     """
-    own = result.call_id
+    own = result.call_id or result.synthetic_id
     if own and call_id and own != call_id:
         from toolwire._core import MisuseError
 
@@ -1273,13 +1393,16 @@ def tool_messages(
     lang: Lang = "en",
     attempt: int = 1,
     max_result_chars: int | None = MAX_RESULT_CHARS,
+    toolset: Toolset | None = None,
+    bedrock_status: bool = True,
 ) -> list[dict[str, Any]]:
     """Exactly one tool-result message per call id, in call order; none is ever missing.
 
     Each entry in `outcomes_or_results` is read as follows: a failed `Outcome` gives its error
     payload; an `ExecutionResult` (from `Executor`) gives its `content()`, marked as an error
     unless the tool's result is available; an exception gives a generic failure
-    (`BusinessRuleError` gives its reasons; no other exception text, type or traceback reaches
+    (`BusinessRuleError` gives its reasons, `NeedsClarification` its question and the fields
+    it names, as the executor relays them; no other exception text, type or traceback reaches
     the model); a successful `Outcome` means the tool was never run and gives a "no result"
     error; a `Retry` or an `Escalation` from `RepairPolicy` gives the message its `to_message`
     gives, and a `Proceed` (the tool not run) a "no result" error; anything else is the tool's
@@ -1310,6 +1433,15 @@ def tool_messages(
         lang: Language for generated errors.
         attempt: The attempt number written into error payloads.
         max_result_chars: The cap on a message's content in characters (None: no cap).
+        toolset: The toolset that validated the calls. A tool's `BusinessRuleError` may
+            quote its arguments; with the toolset, each reason is scrubbed as validation's
+            payloads are (`Toolset.scrub`: the values the schema marks secret, then the
+            `redact` hook). Without it nothing says which arguments are secret, and the
+            reasons are sent as the tool wrote them.
+        bedrock_status: Whether each Bedrock `toolResult` carries `status` (default True);
+            AWS documents it for Anthropic Claude and Amazon Nova models only: pass False
+            for the others. A failure is then told by its content, toolwire's error payload
+            (`{"ok":false,...}`).
 
     Returns:
         The messages, one per distinct call id.
@@ -1380,6 +1512,9 @@ def tool_messages(
                 attempt=attempt,
                 max_result_chars=max_result_chars,
                 call=call,
+                scrub=None
+                if toolset is None
+                else functools.partial(toolset.scrub, cast(Any, call)),
             )
             missing[call_id] = False
             continue
@@ -1392,7 +1527,159 @@ def tool_messages(
             call=call,
         )
         missing[call_id] = not found
-    return list(answered.values())
+    return [_status_kept(message, bedrock_status) for message in answered.values()]
+
+
+class _SentCall(_CallLike, Protocol):
+    @property
+    def arguments(self) -> str: ...
+
+
+def assistant_turn(
+    calls: Sequence[_SentCall], *, style: Style = "openai-chat", text: str | None = None
+) -> list[dict[str, Any]]:
+    """The model's turn with its tool calls, as the provider takes it back in the next
+    request, each call under the id `tool_messages` answers it with (`call_id_for`).
+
+    Append the items to the conversation, then the results: `openai-chat` gives one
+    `assistant` message with `tool_calls`; `openai-responses` the assistant text as a message
+    item, then one `function_call` item per call; `anthropic` one `assistant` message of a
+    `text` block and `tool_use` blocks; `gemini` one `model` content of a `text` part and
+    `functionCall` parts; `bedrock-converse` one `assistant` message of a `text` block and
+    `toolUse` blocks. An empty list when there is neither text nor a call.
+
+    The arguments go as the model sent them: their text for the OpenAI shapes, and for the
+    others the object that text holds (`{}` for a call whose text is no JSON object, one cut
+    off say: its result says what went wrong). What the assembler kept that the provider needs
+    back goes with its call: Gemini's `thoughtSignature` (metadata `thought_signature`) and,
+    on Chat, the `extra_content` Gemini's OpenAI-compatible endpoint sends with it. A
+    Responses item's own id (`fc_...`, metadata `item_id`) is left out: the API refuses it
+    without the reasoning item before it, which the assembler does not keep, and neither are
+    Anthropic's thinking blocks (an extended-thinking turn needs them back). A Gemini call
+    without a name is left out, as no `functionCall` can be sent without one (`tool_messages`
+    answers it with a `text` part); a call without an id keeps none on Gemini, which never
+    saw toolwire's, and is answered by name.
+
+    Args:
+        calls: The completed calls, in the order the model made them.
+        style: The provider message shape, as in `tool_messages`.
+        text: The assistant text that came with the calls, if any.
+
+    Returns:
+        The items to append, before the turn's tool results.
+
+    Raises:
+        ValueError: On an unknown style.
+        TypeError: `calls` is not a list of calls.
+        MisuseError: Two calls are answered with one id (look-alike calls that share an id):
+            the provider refuses a turn that repeats one.
+    """
+    from toolwire._core import MisuseError
+
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
+    given, kind = cast(object, calls), type(calls).__name__
+    if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Sequence):
+        raise TypeError(f"calls must be a list of ToolCalls (from Assembler.finish), not {kind}")
+    seen: set[str] = set()
+    for index, call in enumerate(calls):
+        require_call(call, ("id", "ordinal", "name", "arguments"), what=f"calls[{index}]")
+        answer = call_id_for(call)
+        if answer in seen:
+            raise MisuseError(f"two calls have the id {answer!r}: the provider takes one")
+        seen.add(answer)
+    said = text or ""
+    if style == "openai-chat":
+        if not calls and not said:
+            return []
+        message: dict[str, Any] = {"role": "assistant", "content": said or None}
+        if calls:
+            message["tool_calls"] = [_chat_call(call) for call in calls]
+        return [message]
+    if style == "openai-responses":
+        items: list[dict[str, Any]] = [{"role": "assistant", "content": said}] if said else []
+        items += [
+            {
+                "type": "function_call",
+                "call_id": call_id_for(call),
+                "name": call.name or "",
+                "arguments": call.arguments,
+            }
+            for call in calls
+        ]
+        return items
+    if style == "gemini":
+        parts: list[dict[str, Any]] = [{"text": said}] if said else []
+        parts += [_gemini_call(call) for call in calls if call.name]
+        return [{"role": "model", "parts": parts}] if parts else []
+    # Anthropic and Bedrock refuse a text block of nothing but white space.
+    blocks: list[dict[str, Any]]
+    if style == "anthropic":
+        blocks = [{"type": "text", "text": said}] if said.strip() else []
+        blocks += [
+            {
+                "type": "tool_use",
+                "id": call_id_for(call),
+                "name": call.name or "",
+                "input": _arguments_object(call),
+            }
+            for call in calls
+        ]
+    else:
+        blocks = [{"text": said}] if said.strip() else []
+        blocks += [
+            {
+                "toolUse": {
+                    "toolUseId": call_id_for(call),
+                    "name": call.name or "",
+                    "input": _arguments_object(call),
+                }
+            }
+            for call in calls
+        ]
+    return [{"role": "assistant", "content": blocks}] if blocks else []
+
+
+def _metadata(call: object) -> Mapping[str, Any]:
+    held: object = getattr(call, "metadata", None)
+    return cast(Mapping[str, Any], held) if isinstance(held, Mapping) else {}
+
+
+def _chat_call(call: _SentCall) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": call_id_for(call),
+        "type": "function",
+        "function": {"name": call.name or "", "arguments": call.arguments},
+    }
+    extra = _metadata(call).get("extra_content")
+    if extra is not None:
+        # Gemini's OpenAI-compatible endpoint refuses the turn without its thought signature.
+        entry["extra_content"] = extra
+    return entry
+
+
+def _gemini_call(call: _SentCall) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": call.name, "args": _arguments_object(call)}
+    if call.id:
+        function["id"] = call.id
+    part: dict[str, Any] = {"functionCall": function}
+    signature = _metadata(call).get("thought_signature")
+    if isinstance(signature, str) and signature:
+        part["thoughtSignature"] = signature
+    return part
+
+
+def _arguments_object(call: _SentCall) -> dict[str, Any]:
+    """The object a call's argument text holds, `{}` when it holds none (cut off, not JSON,
+    another kind of value); NaN and infinities, which JSON has none of, as null."""
+    text = call.arguments
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return cast(dict[str, Any], finite_json(value)) if isinstance(value, dict) else {}
 
 
 def _own_call_id(entry: object) -> str | None:
@@ -1402,9 +1689,9 @@ def _own_call_id(entry: object) -> str | None:
     from toolwire.validation import Outcome
 
     if isinstance(entry, (ExecutionResult, Outcome)):
-        return entry.call_id or None
+        return entry.call_id or entry.synthetic_id or None
     if isinstance(entry, (Proceed, Retry, Escalation)):
-        return entry.outcome.call_id or None
+        return entry.outcome.call_id or entry.outcome.synthetic_id or None
     return None
 
 

@@ -78,14 +78,21 @@ class Proceed:
         *,
         result: object,
         max_result_chars: int | None = MAX_RESULT_CHARS,
+        bedrock_status: bool = True,
     ) -> dict[str, Any]:
         """The tool-result message carrying what the tool returned, as
         `Outcome.to_message` writes it: an `ExecutionResult` gives the executor's payload, an
         exception the tool raised a failure (`BusinessRuleError` with its reasons), a result
         that cannot be written an `invalid_result` error and one longer than
-        `max_result_chars` (None: no cap) a `result_too_large` error."""
+        `max_result_chars` (None: no cap) a `result_too_large` error. `bedrock_status`: see
+        `wrap_message`."""
         return self.outcome.to_message(
-            call, style, attempt=self.attempt, result=result, max_result_chars=max_result_chars
+            call,
+            style,
+            attempt=self.attempt,
+            result=result,
+            max_result_chars=max_result_chars,
+            bedrock_status=bedrock_status,
         )
 
 
@@ -103,9 +110,14 @@ class Retry:
     attempt: int
     rounds_left: int
 
-    def to_message(self, call: CallLike, style: Style = "openai-chat") -> dict[str, Any]:
-        """The error payload for this attempt, in the provider's message shape."""
-        return self.outcome.to_message(call, style, attempt=self.attempt)
+    def to_message(
+        self, call: CallLike, style: Style = "openai-chat", *, bedrock_status: bool = True
+    ) -> dict[str, Any]:
+        """The error payload for this attempt, in the provider's message shape
+        (`bedrock_status`: see `wrap_message`)."""
+        return self.outcome.to_message(
+            call, style, attempt=self.attempt, bedrock_status=bedrock_status
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +145,16 @@ class Escalation:
         """The latest attempt's errors."""
         return self.outcome.errors
 
-    def to_message(self, call: CallLike, style: Style = "openai-chat") -> dict[str, Any]:
-        """The final tool-result message: what went wrong and that the model must stop."""
-        call_id = answering_id(call, self.outcome.call_id)
-        return wrap_message(style, call_id, self.content(), is_error=True, call=call)
+    def to_message(
+        self, call: CallLike, style: Style = "openai-chat", *, bedrock_status: bool = True
+    ) -> dict[str, Any]:
+        """The final tool-result message: what went wrong and that the model must stop
+        (`bedrock_status`: see `wrap_message`)."""
+        call_id = answering_id(call, self.outcome.call_id, self.outcome.synthetic_id)
+        content = self.content()
+        return wrap_message(
+            style, call_id, content, is_error=True, call=call, bedrock_status=bedrock_status
+        )
 
     def content(self) -> str:
         """The payload text of `to_message` (`tool_messages` sends it for an `Escalation`)."""

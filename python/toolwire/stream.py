@@ -67,7 +67,7 @@ from toolwire.events import (
     TextDelta,
 )
 from toolwire.toolset import internal_error
-from toolwire.validation import Outcome
+from toolwire.validation import Outcome, with_synthetic_id
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -387,7 +387,7 @@ def _validate(toolset: Toolset, call: ToolCall) -> Outcome:
         # `Toolset.validate` turns what the application's code raises into an `internal_error`
         # outcome itself; this is for a subclass's own `validate`, judged the same way.
         lang: Any = getattr(toolset, "_lang", "en")
-        return internal_error(call, exc, lang)
+        return with_synthetic_id(internal_error(call, exc, lang), call)
 
 
 def _interrupt(asm: Assembler, reason: str) -> None:

@@ -40,7 +40,7 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, cast
 
 import jsonschema
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
@@ -54,6 +54,7 @@ from toolwire.coercion import (
     CoercionSpec,
     float_risk,
     is_untyped,
+    loads_exact,
     pointer,
     resolve_rules,
 )
@@ -84,8 +85,10 @@ from toolwire.validation import (
     ToolValidator,
     outcome_for_call_error,
     pause_gc,
+    scrubbed_text,
     success_outcome,
     success_template,
+    with_synthetic_id,
 )
 
 if TYPE_CHECKING:
@@ -1497,10 +1500,14 @@ class Toolset:
             done = self._rejected(call, exc)
         except Exception as exc:
             # The native path runs Pydantic, so the model's own validators.
-            return internal_error(call, exc, self._lang)
+            done = internal_error(call, exc, self._lang)
         # The rest in a method of its own: a frame with the general path's two dozen locals
         # costs the common case time to set up and clear.
-        return done if done is not None else self._validate_general(call)
+        if done is None:
+            done = self._validate_general(call)
+        # A call without an id (Gemini's) is answered as `toolwire_<ordinal>`: its outcome
+        # says so, and carries it to the executor's result.
+        return done if done.call_id else with_synthetic_id(done, call)
 
     def _rejected(self, call: CallLike, exc: ValidationError) -> Outcome:
         """The outcome of a call the native path's Pydantic refused."""
@@ -1613,6 +1620,33 @@ class Toolset:
             duplicate_keys="last_wins" if last_wins else "error",
             **{key: int(limits[key]) for key in _SCAN_LIMITS if key in limits},
         )
+
+    def scrub(self, call: CallLike, text: str) -> str:
+        """`text`, which may quote `call`'s arguments (a tool's `BusinessRuleError`), with
+        what validation's payloads hide hidden: each value the tool's schema marks secret
+        (`x-secret`, `SecretStr`), in the forms an exception quotes it in, then the `redact`
+        hook on every argument value and on the whole text. `tool_messages(..., toolset=)`
+        scrubs every text a tool wrote for the model with it.
+
+        Args:
+            call: The call whose arguments the text may quote.
+            text: The text.
+
+        Returns:
+            The scrubbed text (`"[redaction failed]"` when the hook raised).
+        """
+        tool = self._tools.get(call.name) if call.name is not None else None
+        sent: object = getattr(call, "arguments", None)
+        if not isinstance(sent, str):  # a look-alike call without its text: the hook alone
+            tool, sent = None, ""
+        declared = [SecretStr(v) for v in tool.validator.call_secrets(call)] if tool else []
+        arguments: Any = None
+        if self._redact is not None:
+            try:
+                arguments = loads_exact(sent)
+            except ValueError:
+                arguments = None
+        return scrubbed_text(text, arguments, declared, self._redact)
 
     def validate_all(self, calls: Iterable[CallLike]) -> list[Outcome]:
         """`validate` for each call, in order."""

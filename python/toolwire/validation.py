@@ -97,7 +97,15 @@ from toolwire.jsonschema_dialect import (
     pattern_budget,
     search,
 )
-from toolwire.payloads import MAX_RESULT_CHARS, Lang, Style, answering_id, message_for, text
+from toolwire.payloads import (
+    MAX_RESULT_CHARS,
+    Lang,
+    Named,
+    Style,
+    answering_id,
+    message_for,
+    text,
+)
 from toolwire.schema_export import accepts_null, closing_splits_one_of, without_keywords
 from toolwire.subschemas import (
     SECRET_KEY,
@@ -280,6 +288,7 @@ def success_outcome(
     lang: Lang,
     cls: type[Outcome] | None = None,
     secrets: tuple[SecretStr, ...] = (),
+    synthetic_id: str | None = None,
 ) -> Outcome:
     """A successful `Outcome`, built without its dataclass `__init__` (a subclass uses its own).
 
@@ -301,6 +310,7 @@ def success_outcome(
             coercions=coercions,
             lang=lang,
             secrets=secrets,
+            synthetic_id=synthetic_id,
         )
     draft: Any = _OutcomeDraft()
     # Every field, in declaration order, as `__init__` would leave them.
@@ -319,6 +329,7 @@ def success_outcome(
     draft.ask_user = []
     draft.lang = lang
     draft.secrets = secrets
+    draft.synthetic_id = synthetic_id
     draft.__class__ = Outcome
     return cast(Outcome, draft)
 
@@ -380,6 +391,10 @@ class Outcome:
             any: the executor hides them in whatever quotes them (the tool's own errors, logs).
             A plain tool's arguments are plain data, so nothing else says which are secret.
             Left out of `repr` and comparisons.
+        synthetic_id: For a call the provider sent without an id (Gemini's API sends none),
+            the id toolwire answers it with, `toolwire_<ordinal>` (`call_id_for`); None for a
+            call with an id. The executor carries it to the call's `ExecutionResult`, so that
+            `tool_messages` matches the result to its call in any order.
     """
 
     ok: bool
@@ -397,6 +412,7 @@ class Outcome:
     ask_user: list[str] = field(default_factory=lambda: [])
     lang: Lang = "en"
     secrets: tuple[SecretStr, ...] = field(default=(), repr=False, compare=False)
+    synthetic_id: str | None = None
 
     @classmethod
     def success(
@@ -425,7 +441,10 @@ class Outcome:
             The outcome.
         """
         coercions = [] if coercions is None else coercions
-        return success_outcome(call.id, tool, model, value, coercions, lang, cls, tuple(secrets))
+        synthetic = synthetic_id_of(call)
+        return success_outcome(
+            call.id, tool, model, value, coercions, lang, cls, tuple(secrets), synthetic
+        )
 
     @property
     def executable(self) -> bool:
@@ -437,6 +456,9 @@ class Outcome:
         tool = json.dumps(self.tool or "the tool", ensure_ascii=False)
         if self.ok:
             return ""
+        if self.kind == "needs_clarification" and not self.ask_user:
+            # A tool's own question that names no field (`NeedsClarification`).
+            return text("instruction.ask_question", self.lang)
         if self.kind == "needs_clarification":
             return text("instruction.clarify", self.lang, fields=", ".join(self.ask_user))
         if self.error_type in ("unknown_tool", "missing_name"):
@@ -455,20 +477,25 @@ class Outcome:
         attempt: int = 1,
         result: object = _NO_RESULT,
         max_result_chars: int | None = MAX_RESULT_CHARS,
+        bedrock_status: bool = True,
     ) -> dict[str, Any]:
         """The provider tool-result message for this outcome.
 
         Args:
             call: The call being answered, the one this outcome is of (its id is used;
-                defaults to `call_id`, which a call without an id does not have).
+                defaults to `call_id`, or `synthetic_id` for a call without an id).
             style: `openai-chat`, `openai-responses`, `anthropic`, `gemini` or
                 `bedrock-converse`.
             attempt: Which attempt at this logical call this was (1 for the first).
             result: For a successful outcome, what the tool returned (or the exception it
-                raised: a `BusinessRuleError` gives its reasons, any other `tool_failed`).
+                raised: a `BusinessRuleError` gives its reasons and a `NeedsClarification`
+                its question, with the secret arguments they quote hidden (`SecretStr`
+                values and those in `secrets`), any other `tool_failed`).
             max_result_chars: The cap on the result's text in characters (None: no cap); a
                 longer result answers the call with a `result_too_large` error, as
                 `tool_messages` does.
+            bedrock_status: Whether a Bedrock `toolResult` carries `status`; AWS documents
+                it for Anthropic Claude and Amazon Nova models only (see `wrap_message`).
 
         Returns:
             The message dict, ready to append to the conversation.
@@ -479,7 +506,12 @@ class Outcome:
         """
         if self.ok and result is _NO_RESULT:
             raise ValueError("a successful outcome needs the tool's result: pass result=...")
-        call_id = answering_id(call, self.call_id)
+        call_id = answering_id(call, self.call_id, self.synthetic_id)
+        arguments = self.model if self.model is not None else self.value
+        answered: Named | None = call
+        if call is None and self.synthetic_id is not None:
+            # The provider never saw the made-up id: Gemini's answer goes by the name alone.
+            answered = _NoIdCall(self.tool)
         return message_for(
             style,
             call_id,
@@ -487,7 +519,9 @@ class Outcome:
             attempt=attempt,
             result=result,
             max_result_chars=max_result_chars,
-            call=call,
+            call=answered,
+            scrub=lambda said: scrubbed_text(said, arguments, self.secrets),
+            bedrock_status=bedrock_status,
         )
 
     @classmethod
@@ -521,6 +555,7 @@ class Outcome:
             error_type=error_type,
             message=text(f"msg.{error_type}", lang),
             lang=lang,
+            synthetic_id=synthetic_id_of(call),
         )
 
     @classmethod
@@ -554,7 +589,27 @@ class Outcome:
             error_type="business_rule",
             message=message,
             lang=lang,
+            synthetic_id=synthetic_id_of(call),
         )
+
+
+def synthetic_id_of(call: CallLike | _HasId) -> str | None:
+    """The id toolwire answers a call without one with (`call_id_for`), or None for a call
+    with an id, or one without an `ordinal` to make it from."""
+    if call.id:
+        return None
+    ordinal: object = getattr(call, "ordinal", None)
+    if not isinstance(ordinal, int) or isinstance(ordinal, bool):
+        return None
+    return f"toolwire_{ordinal}"
+
+
+def with_synthetic_id(outcome: Outcome, call: CallLike) -> Outcome:
+    """`outcome` with `synthetic_id` set from `call` when the call came without an id."""
+    if outcome.call_id or outcome.synthetic_id is not None:
+        return outcome
+    synthetic = synthetic_id_of(call)
+    return outcome if synthetic is None else dataclasses.replace(outcome, synthetic_id=synthetic)
 
 
 class _OutcomeDraft:
@@ -562,6 +617,14 @@ class _OutcomeDraft:
     the same slots, without the frozen `__setattr__`."""
 
     __slots__ = tuple(f.name for f in dataclasses.fields(Outcome))
+
+
+@dataclass(frozen=True, slots=True)
+class _NoIdCall:
+    """A call without an id, known by its tool's name (what `wrap_message` reads)."""
+
+    name: str
+    id: str | None = None
 
 
 class _HasId(Protocol):
@@ -1151,6 +1214,54 @@ def _quoted_forms(secret: str) -> set[str]:
     return {form for form in forms if form}
 
 
+def scrubbed_text(
+    text: str,
+    arguments: Any,
+    declared: Sequence[SecretStr | SecretBytes] = (),
+    hook: Redactor | None = None,
+) -> str:
+    """`text` (a tool's error, or a check's reason, that may quote its call's arguments)
+    without what redaction hides: each `SecretStr` / `SecretBytes` among `arguments`, each
+    value in `declared` (those the tool's schema marks secret, `Outcome.secrets`), every
+    argument value `hook` redacts, then `hook`'s verdict on the whole text. One rule for every
+    text written for the model or the logs: the executor's, `tool_messages`' and
+    `Outcome.to_message`'s. Never raises: a failing hook withholds the text instead.
+
+    Args:
+        text: The text to scrub.
+        arguments: The call's arguments (a model, plain data, or None).
+        declared: Secret values the schema marks secret.
+        hook: The `Toolset(redact=...)` hook, if any.
+
+    Returns:
+        The scrubbed text, or `"[redaction failed]"` when the hook raised.
+    """
+    try:
+        # Numbers too: the hook hides an SSN or an account number typed as an int, as the
+        # Toolset's does (given the number's JSON text).
+        leaves = list(string_leaves(arguments, scalars=hook is not None))
+        secrets = [
+            shown
+            for _, value in leaves
+            if isinstance(value, (SecretStr, SecretBytes))
+            for shown in secret_texts(value)
+        ]
+        secrets += [shown for value in declared for shown in secret_texts(value)]
+        text = without_values(text, secrets)
+        for path, value in leaves:
+            if hook is None or isinstance(value, (bool, SecretStr, SecretBytes)):
+                continue
+            words = value if isinstance(value, str) else json.dumps(value)
+            if words:
+                shown = hook(pointer(path), words)
+                if shown != words:
+                    # Quoted as `repr`, JSON or a URL writes it, too.
+                    text = with_value_shown_as(text, words, shown)
+        return text if hook is None else hook("", text)
+    except Exception:
+        return "[redaction failed]"
+
+
 def secret_text(value: SecretStr | SecretBytes) -> str:
     """The text a secret value holds (bytes read as UTF-8)."""
     secret = value.get_secret_value()
@@ -1658,6 +1769,25 @@ class _ErrorBuilder:
         except ValueError:
             return _ABSENT
 
+    def asked_of_user(self, draft: _Draft) -> _Draft:
+        """`draft` made the user's to answer when it is about a `null` the model sent for a
+        field marked `x-user-supplied`: a model that writes null there has no value to give,
+        and only the user can supply one, as when it leaves the field out (asking the model
+        again would have it make one up)."""
+        error = draft.error
+        if (
+            draft.user_supplied
+            or error.code == "missing"
+            or self._written_at(error.path) is not None
+        ):
+            return draft
+        if not self.schema.locate(_split(error.path)).node.get(USER_SUPPLIED_KEY):
+            return draft
+        hint = text("hint.user_supplied", self.lang)
+        return dataclasses.replace(
+            draft, error=dataclasses.replace(error, hint=hint), user_supplied=True
+        )
+
     def from_start(self, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
         """`loc` with each index Pydantic counted from the end of its array (an `AliasPath`
         step such as -1) counted from the start, as a JSON Pointer counts, where the
@@ -1942,6 +2072,8 @@ class _ErrorBuilder:
                 # A union tag's error is made an `enum` one; a missing field may be the user's.
                 unknown = ptype.startswith("union_tag") or (code == "missing" and asks_user)
                 codes[ptype] = None if unknown else code
+            if asks_user and detail.get("input") is None:
+                return None  # a null may be the user's to give (`asked_of_user`)
             return codes[ptype]
 
         return _deferred(
@@ -2340,11 +2472,14 @@ class _ErrorBuilder:
             if limit is not None and len(held_) >= 2 * limit:
                 _trimmed(found, limit)
 
+        asks_user = self.schema.asks_user
         for seq, error in enumerate(errors):
             found.count += 1
             path = list(map(str, error.absolute_path))
             keyword = str(error.validator)
-            if keyword in _PLAIN_KEYWORDS and isinstance(error.schema, dict):
+            # A null may be the user's to give (`asked_of_user`): ranked when it is drafted.
+            user_null = asks_user and error.instance is None
+            if keyword in _PLAIN_KEYWORDS and isinstance(error.schema, dict) and not user_null:
                 key: _Key = (True, _RANK.get(_keyword_code(error), 7), 1, path, seq, 0)
                 if found.horizon is not None and key >= found.horizon:
                     continue
@@ -2353,9 +2488,11 @@ class _ErrorBuilder:
                 _lighten(error)
                 keep(key, error)
                 continue
-            for j, draft in enumerate(self._from_jsonschema([error], value)):
-                if draft.error.path in refused:
+            for j, drafted in enumerate(self._from_jsonschema([error], value)):
+                if drafted.error.path in refused:
                     continue
+                # Ranked as the user's when it is theirs to answer, before any is let go.
+                draft = self.asked_of_user(drafted) if asks_user else drafted
                 user = draft.user_supplied
                 key = (not user, _RANK.get(draft.error.code, 7), 1, path, seq, j)
                 if user:
@@ -4446,19 +4583,32 @@ class ToolValidator:
                 secrets.append(value if isinstance(value, str) else json.dumps(value))
         return secrets
 
+    def call_secrets(self, call: CallLike) -> list[str]:
+        """The text of every value the tool's schema marks secret in the arguments `call`
+        sent, read as written (none when they are no JSON): what a tool's error quoting them
+        must hide, whether or not the call validated.
+
+        Args:
+            call: A call to this tool.
+
+        Returns:
+            The secret values' texts.
+        """
+        if not self._holds_secrets:
+            return []
+        try:
+            arguments = loads_exact(_argument_text(call))
+        except ValueError:
+            return []
+        return self._secret_texts(arguments)
+
     def _without_secret_values(self, call: CallLike, errors: list[FieldError]) -> list[FieldError]:
         """`errors` with every secret value of the call's arguments hidden wherever it shows:
         a validator may quote it in its message (`hint`), and the model may send it again
         under an unknown key (`got`), where the field's own redaction does not reach.
         `expected` is left whole: it is the schema's own words, which the model has been
         shown, and a short secret (`a`) would cut into them (`[redacted] string matching`)."""
-        if not self._holds_secrets:
-            return errors
-        try:
-            arguments = loads_exact(_argument_text(call))
-        except ValueError:
-            return errors
-        secrets = self._secret_texts(arguments)
+        secrets = self.call_secrets(call)
         if not secrets:
             return errors
 
@@ -4476,6 +4626,8 @@ class ToolValidator:
         builder: _ErrorBuilder,
     ) -> Outcome:
         entries: list[_Entry] = builder.with_range_hints(list(drafts))
+        if self._lookup.asks_user:
+            entries = [builder.asked_of_user(e) if isinstance(e, _Draft) else e for e in entries]
         errors, ask_user = _finish_errors(entries, self._lookup, lang)
         errors = self._without_secret_values(call, errors)
         if ask_user:

@@ -30,10 +30,9 @@ from toolwire import (
     Proceed,
     RepairPolicy,
     Retry,
-    ToolCall,
     Toolset,
     assemble,
-    call_id_for,
+    assistant_turn,
 )
 
 __all__ = [
@@ -294,7 +293,7 @@ def repair_loop(
         if escalated or not stream.calls:
             print(f"model: {stream.text}")
             return stream.text
-        messages.append(assistant_message(stream.text, stream.calls))
+        messages += assistant_turn(stream.calls, text=stream.text)  # the calls as sent
         decisions = policy.decide_turn(stream.outcomes, lineage=lineage)
         for call, decision in zip(stream.calls, decisions, strict=True):
             print(f"model -> {call.name} {call.arguments}")
@@ -309,22 +308,6 @@ def repair_loop(
                 print(f"  escalate after {decision.attempts} attempts: {decision.question}")
                 messages.append(decision.to_message(call))
                 escalated = True
-
-
-def assistant_message(text: str, calls: Sequence[ToolCall]) -> dict[str, Any]:
-    """The assistant turn to keep in the history: the calls exactly as the model sent them."""
-    return {
-        "role": "assistant",
-        "content": text or None,
-        "tool_calls": [
-            {
-                "id": call_id_for(call),
-                "type": "function",
-                "function": {"name": call.name or "", "arguments": call.arguments},
-            }
-            for call in calls
-        ],
-    }
 
 
 def problems(decision: Retry) -> str:

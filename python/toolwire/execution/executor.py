@@ -135,11 +135,9 @@ from toolwire.payloads import (
 )
 from toolwire.validation import (
     Redactor,
+    scrubbed_text,
     secret_text,
-    secret_texts,
     shown_text,
-    string_leaves,
-    with_value_shown_as,
     without_values,
 )
 
@@ -423,6 +421,9 @@ class ExecutionResult:
             (or, once its lease lapsed, meets the tool's stale-claim policy, which the late
             record then overrides where the policy only assumed an outcome).
         lang: The language of texts written for the model later (the executor's ``lang``).
+        synthetic_id: For a call the provider sent without an id (Gemini's), the id
+            toolwire answers it with, ``toolwire_<ordinal>`` (``Outcome.synthetic_id``):
+            ``tool_messages`` matches the result to its call by it, in any order.
     """
 
     call_id: str | None
@@ -439,6 +440,7 @@ class ExecutionResult:
     exception: ExecutionError | None = field(default=None, repr=False, compare=False)
     lang: Lang = field(default="en", repr=False, compare=False)
     unrecorded: bool = False
+    synthetic_id: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -1229,7 +1231,11 @@ class Executor:
             )
             return self._finish(run, "downstream_failed", error=error)
         return ExecutionResult(
-            call_id=call.call_id, tool=call.tool, state="downstream_failed", error=error
+            call_id=call.call_id,
+            tool=call.tool,
+            state="downstream_failed",
+            error=error,
+            synthetic_id=_synthetic_id(call),
         )
 
     def _prepare(
@@ -2322,35 +2328,9 @@ class Executor:
     def _scrub_text(
         self, arguments: Any, text: str, declared: Sequence[SecretStr | SecretBytes] = ()
     ) -> str:
-        """``text`` (an exception's, for logs or the model) without what redaction hides: the
-        secret argument values (``SecretStr`` ones and those the call's schema ``declared``),
-        every argument value the hook redacts, then the hook's verdict on the whole text. Never
-        raises: a failing hook withholds the text instead."""
-        try:
-            hook = self.redact
-            # Numbers too: the hook hides an SSN or an account number typed as an int, as the
-            # Toolset's does (given the number's JSON text).
-            leaves = list(string_leaves(arguments, scalars=hook is not None))
-            secrets = [
-                text
-                for _, v in leaves
-                if isinstance(v, (SecretStr, SecretBytes))
-                for text in secret_texts(v)
-            ]
-            secrets += [text for v in declared for text in secret_texts(v)]
-            text = without_values(text, secrets)
-            for path, value in leaves:
-                if hook is None or isinstance(value, (bool, SecretStr, SecretBytes)):
-                    continue
-                words = value if isinstance(value, str) else json.dumps(value)
-                if words:
-                    shown = hook(pointer(path), words)
-                    if shown != words:
-                        # Quoted as `repr`, JSON or a URL writes it, too.
-                        text = with_value_shown_as(text, words, shown)
-            return text if hook is None else hook("", text)
-        except Exception:
-            return "[redaction failed]"
+        """``text`` (an exception's, for logs or the model) scrubbed by ``scrubbed_text``
+        with this executor's ``redact`` hook."""
+        return scrubbed_text(text, arguments, declared, self.redact)
 
     def _finish(
         self,
@@ -2386,6 +2366,7 @@ class Executor:
             exception=exception,
             lang=self.lang,
             unrecorded=run.unrecorded,
+            synthetic_id=_synthetic_id(run.call),
         )
         record: ExecutionRecord = {
             "tool": run.call.tool,
@@ -2565,6 +2546,19 @@ def _arguments_of(call: ValidatedCall) -> Any:
         if isinstance(parsed, dict):
             return cast(dict[str, Any], parsed)
     return {}
+
+
+def _synthetic_id(call: ValidatedCall) -> str | None:
+    """The id toolwire answers a call without one with (``Outcome.synthetic_id``), carried
+    to its result so that the result answers that call wherever it is given; None for a call
+    with an id, or a look-alike without the attribute."""
+    if call.call_id:
+        return None
+    try:
+        own: object = getattr(call, "synthetic_id", None)
+    except Exception:
+        return None
+    return own if isinstance(own, str) and own else None
 
 
 def _declared_secrets(call: ValidatedCall) -> Sequence[SecretStr | SecretBytes]:

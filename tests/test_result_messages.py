@@ -1,0 +1,519 @@
+"""Result messages: secrets kept out of every message built for the model, user-supplied
+values asked of the user, ids that answer the calls they belong to, and the assistant turn."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any, cast
+
+import pytest
+from pydantic import BaseModel, Field, SecretStr, TypeAdapter
+
+from tests.test_payloads import calls, content_of, id_of
+from toolwire import Assembler, Executor, MisuseError, ToolCall, assistant_turn
+from toolwire.execution import NeedsClarification
+from toolwire.payloads import STYLES, Style, call_id_for, tool_messages
+from toolwire.repair import Escalation, Proceed, RepairPolicy
+from toolwire.toolset import Toolset
+from toolwire.validation import BusinessRuleError
+
+
+class Login(BaseModel):
+    """Log in."""
+
+    user: str
+    password: SecretStr
+
+
+CHARGE = {
+    "name": "charge",
+    "description": "Charge a card.",
+    "parameters": {
+        "type": "object",
+        "properties": {"card": {"type": "string", "x-secret": True}, "amount": {"type": "integer"}},
+        "required": ["card", "amount"],
+    },
+}
+PASSWORD = "hunter2-secret"
+CARD = "4111111111111111"
+
+
+def _login_and_charge() -> list[ToolCall]:
+    return calls(
+        ("c1", "login", json.dumps({"user": "ada", "password": PASSWORD})),
+        ("c2", "charge", json.dumps({"card": CARD, "amount": 5})),
+    )
+
+
+def _rejections() -> list[BusinessRuleError]:
+    # A tool that quotes the value it refused, as `str(exc)` of a downstream error often does.
+    return [
+        BusinessRuleError(f"password {PASSWORD!r} has expired"),
+        BusinessRuleError(f"card {CARD} was declined", f"retry with a card other than {CARD}"),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Secrets
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_tool_messages_hides_the_secrets_a_business_rule_error_quotes(style: Style) -> None:
+    tools = Toolset([Login, CHARGE])
+    made = _login_and_charge()
+    messages = tool_messages(made, _rejections(), style=style, toolset=tools)
+    for message in messages:
+        content = content_of(message)
+        assert PASSWORD not in content and CARD not in content
+        assert "[redacted]" in content
+        assert json.loads(content)["error_type"] == "business_rule"
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_outcome_and_proceed_hide_the_secrets_a_business_rule_error_quotes(style: Style) -> None:
+    tools = Toolset([Login, CHARGE])
+    made = _login_and_charge()
+    outcomes = tools.validate_all(made)
+    decisions = RepairPolicy().decide_turn(outcomes)
+    rows = zip(made, outcomes, decisions, _rejections(), strict=True)
+    for call, outcome, decision, error in rows:
+        assert isinstance(decision, Proceed)
+        for message in (
+            outcome.to_message(call, style, result=error),
+            decision.to_message(call, style, result=error),
+        ):
+            content = content_of(message)
+            assert PASSWORD not in content and CARD not in content
+            assert "was declined" in content or "has expired" in content
+
+
+def test_tool_messages_applies_the_toolsets_redaction_hook_to_what_a_tool_quotes() -> None:
+    def hook(path: str, text: str) -> str:
+        return "[account]" if path == "/user" else text
+
+    tools = Toolset([Login, CHARGE], redact=hook)
+    made = _login_and_charge()
+    locked = BusinessRuleError("user ada is locked")
+    (message, _) = tool_messages(made, [locked, "ok"], toolset=tools)
+    said = json.loads(message["content"])["message"]
+    assert said == "The request was rejected: user [account] is locked"
+
+
+def test_the_executor_and_an_escalation_hide_the_secrets_they_quote() -> None:
+    # The executor's payload and a check's rejection escalated by the policy were already
+    # scrubbed; kept here beside the paths above so that every way to the model is covered.
+    def check(args: Any) -> str:
+        return f"card {args['card']} is blocked"
+
+    tools = Toolset([CHARGE], checks={"charge": check})
+    (call,) = calls(("c2", "charge", json.dumps({"card": CARD, "amount": 5})))
+    decision = RepairPolicy().decide(tools.validate(call))
+    assert isinstance(decision, Escalation)
+    for style in STYLES:
+        assert CARD not in content_of(decision.to_message(call, style))
+    assert CARD not in decision.question
+
+    def charge(args: Any) -> None:
+        raise BusinessRuleError(f"card {args['card']} was declined")
+
+    result = Executor({"charge": charge}, breaker=False).execute(Toolset([CHARGE]).validate(call))
+    for style in STYLES:
+        (message,) = tool_messages([call], [result], style=style)
+        assert CARD not in content_of(message)
+
+
+# ---------------------------------------------------------------------------------------------
+# x-user-supplied
+
+
+class Transfer(BaseModel):
+    """Move money."""
+
+    account: str = Field(json_schema_extra={"x-user-supplied": True})
+    amount: int
+
+
+class Wrapper(BaseModel):
+    """A transfer inside an object."""
+
+    transfer: Transfer
+
+
+BOOK = {
+    "name": "book",
+    "description": "Book a table.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "date": {"type": "string", "x-user-supplied": True},
+            "seats": {"type": "integer"},
+        },
+        "required": ["date"],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "missing", "null", "field"),
+    [
+        ("transfer", '{"amount": 1}', '{"account": null, "amount": 1}', "account"),
+        ("book", "{}", '{"date": null}', "date"),
+        (
+            "wrapper",
+            '{"transfer": {"amount": 1}}',
+            '{"transfer": {"account": null, "amount": 1}}',
+            "transfer.account",
+        ),
+    ],
+)
+@pytest.mark.parametrize("prechecked", [False, True], ids=["plain", "prechecked"])
+def test_null_for_a_user_supplied_field_asks_the_user_as_a_missing_one_does(
+    name: str, missing: str, null: str, field: str, prechecked: bool
+) -> None:
+    tools = Toolset([Transfer, Wrapper, BOOK])
+    asm = Assembler(tools=tools.registry) if prechecked else Assembler()
+    asm.feed(0, id="a", name=name, arguments=missing)
+    asm.feed(1, id="b", name=name, arguments=null)
+    absent, given_null = tools.validate_all(asm.finish())
+    assert absent.kind == "needs_clarification" and absent.ask_user == [field]
+    assert given_null.kind == "needs_clarification", given_null
+    assert given_null.ask_user == [field] and not given_null.retryable
+    assert given_null.errors[0].hint == absent.errors[0].hint
+    decision = RepairPolicy().decide(given_null)
+    assert isinstance(decision, Escalation) and decision.reason == "needs_clarification"
+
+
+def test_null_for_a_user_supplied_field_is_asked_first_among_other_errors() -> None:
+    tools = Toolset([BOOK])
+    (call,) = calls(("a", "book", '{"date": null, "seats": "four"}'))
+    outcome = tools.validate(call)
+    assert outcome.kind == "needs_clarification" and outcome.ask_user == ["date"]
+    assert [e.path for e in outcome.errors] == ["/date", "/seats"]
+
+
+def test_null_where_a_user_supplied_field_allows_it_is_a_value() -> None:
+    optional = {
+        "name": "note",
+        "description": "Note.",
+        "parameters": {
+            "type": "object",
+            "properties": {"date": {"type": ["string", "null"], "x-user-supplied": True}},
+            "required": ["date"],
+        },
+    }
+    (call,) = calls(("a", "note", '{"date": null}'))
+    assert Toolset([optional]).validate(call).ok
+
+
+# ---------------------------------------------------------------------------------------------
+# Calls without an id
+
+PING = {
+    "name": "ping",
+    "description": "Ping.",
+    "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}},
+}
+
+
+def _pings(count: int) -> list[ToolCall]:
+    return calls(*[(None, "ping", json.dumps({"n": n})) for n in range(count)])
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_executor_results_of_calls_without_an_id_answer_their_own_calls(style: Style) -> None:
+    # Gemini sends no ids: results gathered as they completed were paired by position, so a
+    # call got another call's result.
+    made = _pings(3)
+    outcomes = Toolset([PING]).validate_all(made)
+    executor = Executor({"ping": lambda args: {"n": args["n"]}}, breaker=False)
+    results = [executor.execute(outcome) for outcome in outcomes]
+    answers = [call_id_for(call) for call in made]
+    assert [o.synthetic_id for o in outcomes] == [r.synthetic_id for r in results] == answers
+    assert all(r.call_id is None for r in results)  # the provider's id stays what it was
+    messages = tool_messages(made, list(reversed(results)), style=style)
+    assert [json.loads(content_of(m))["result"]["n"] for m in messages] == [0, 1, 2]
+    if style != "gemini":  # Gemini is answered by name: it never saw toolwire's ids
+        assert [id_of(m) for m in messages] == answers
+    with pytest.raises(MisuseError, match="toolwire_2"):
+        tool_messages(made[:2], results)
+    first = outcomes[0]
+    assert first.to_message(None, style, result=1) == first.to_message(made[0], style, result=1)
+    with pytest.raises(MisuseError, match="'toolwire_0' does not answer call 'toolwire_1'"):
+        first.to_message(made[1], style, result=1)
+    with pytest.raises(MisuseError, match="'toolwire_0' does not answer call 'toolwire_1'"):
+        first.to_message(made[1], style, result=results[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Bedrock's status
+
+
+def _bedrock_request_errors(messages: list[dict[str, Any]]) -> str:
+    """What botocore's own validator finds wrong in a Converse request of these messages."""
+    from botocore.session import get_session
+    from botocore.validate import ParamValidator
+
+    shape = get_session().get_service_model("bedrock-runtime").operation_model("Converse")
+    request = {"modelId": "m", "messages": messages}
+    report = ParamValidator().validate(request, shape.input_shape)
+    return report.generate_report() if report.has_errors() else ""
+
+
+def test_bedrock_results_leave_out_status_for_models_that_do_not_take_it() -> None:
+    # `status` was sent for every model; AWS documents it for Claude and Nova only.
+    tools = Toolset([Login, CHARGE])
+    ok_call, bad_call = calls(
+        ("c1", "charge", json.dumps({"card": CARD, "amount": 5})),
+        ("c2", "charge", '{"card": 1}'),
+    )
+    good, bad = tools.validate_all([ok_call, bad_call])
+    policy = RepairPolicy(max_rounds=0)
+    proceed, escalation = policy.decide(good), policy.decide(bad)
+    retry = RepairPolicy().decide(tools.validate(bad_call))
+    assert isinstance(proceed, Proceed) and isinstance(escalation, Escalation)
+    assert not isinstance(retry, (Proceed, Escalation))
+    style: Style = "bedrock-converse"
+    listed = tool_messages([ok_call, bad_call], ["paid", bad], style=style, bedrock_status=False)
+    made = [
+        *listed,
+        good.to_message(ok_call, style, result="paid", bedrock_status=False),
+        proceed.to_message(ok_call, style, result="paid", bedrock_status=False),
+        bad.to_message(bad_call, style, bedrock_status=False),
+        retry.to_message(bad_call, style, bedrock_status=False),
+        escalation.to_message(bad_call, style, bedrock_status=False),
+    ]
+    assert all("status" not in m["toolResult"] for m in made)
+    assert _bedrock_request_errors([{"role": "user", "content": made}]) == ""
+    # A failure is still told apart, by its content.
+    said = [content_of(m) for m in made]
+    assert said[0] == said[2] == said[3] == "paid"
+    assert all(json.loads(text)["ok"] is False for text in [said[1], *said[4:]])
+    # The default keeps it, for Claude and Nova.
+    kept = tool_messages([ok_call, bad_call], ["paid", bad], style=style)
+    assert [m["toolResult"]["status"] for m in kept] == ["success", "error"]
+    assert _bedrock_request_errors([{"role": "user", "content": kept}]) == ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Gemini: a call without a name
+
+
+def test_a_gemini_call_without_a_name_is_answered_with_text_not_a_nameless_response() -> None:
+    # It was answered with `functionResponse.name: ""`, which names no function the model
+    # called: Gemini pairs responses with calls by name.
+    from google.genai import types
+
+    tools = Toolset([PING])
+    nameless, named = calls((None, None, '{"n": 1}'), (None, "ping", '{"n": 2}'))
+    outcomes = tools.validate_all([nameless, named])
+    assert outcomes[0].error_type == "missing_name"
+    parts = tool_messages([nameless, named], [outcomes[0], "pong"], style="gemini")
+    content = types.Content.model_validate({"role": "user", "parts": parts})
+    (text_part, response_part) = content.parts or []
+    assert text_part.function_response is None and text_part.text is not None
+    assert json.loads(text_part.text)["error_type"] == "missing_name"
+    assert response_part.function_response is not None
+    assert response_part.function_response.name == "ping"
+    # Every path that answers it says the same.
+    assert outcomes[0].to_message(nameless, "gemini") == parts[0]
+    assert outcomes[0].to_message(None, "gemini") == parts[0]
+    retry = RepairPolicy().decide(outcomes[0])
+    escalation = RepairPolicy(max_rounds=0).decide(outcomes[0])
+    assert not isinstance(retry, (Proceed, Escalation)) and isinstance(escalation, Escalation)
+    assert retry.to_message(nameless, "gemini") == parts[0]
+    assert set(escalation.to_message(nameless, "gemini")) == {"text"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The assistant turn
+
+
+def _materialised(value: Any) -> Any:
+    """A value a TypeAdapter of the SDK's TypedDicts gave back, its lazy iterables read."""
+    if isinstance(value, dict):
+        return {k: _materialised(v) for k, v in cast(dict[str, Any], value).items()}
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        return value
+    return [_materialised(v) for v in cast(Iterable[Any], value)]
+
+
+def _taken_by_typed_dict(kind: Any, given: Any) -> None:
+    """`given` validates as the SDK's request type, every key one it declares (its
+    TypedDicts drop a key they do not know, so what they read must equal what was given)."""
+    read = TypeAdapter(kind).validate_python(given)
+    assert _materialised(read) == given
+
+
+def _sdk_takes(style: Style, turn: list[dict[str, Any]], results: list[dict[str, Any]]) -> None:
+    """The next request's conversation, checked against the provider SDK's own types."""
+    if style == "openai-chat":
+        from openai.types.chat import ChatCompletionMessageParam
+
+        user = {"role": "user", "content": "Ping them."}
+        _taken_by_typed_dict(list[ChatCompletionMessageParam], [user, *turn, *results])
+    elif style == "openai-responses":
+        from openai.types.responses import ResponseInputParam
+
+        user = {"role": "user", "content": "Ping them."}
+        _taken_by_typed_dict(ResponseInputParam, [user, *turn, *results])
+    elif style == "anthropic":
+        from anthropic.types import (
+            MessageParam,
+            TextBlockParam,
+            ToolResultBlockParam,
+            ToolUseBlockParam,
+        )
+
+        user = {"role": "user", "content": "Ping them."}
+        answer = {"role": "user", "content": results}
+        TypeAdapter(list[MessageParam]).validate_python([user, *turn, answer])
+        # Block by block: reading the message's lazy list of blocks back panics in
+        # pydantic-core (a union of recursive definitions).
+        (message,) = turn
+        assert set(message) == {"role", "content"}
+        for block in message["content"]:
+            kind = TextBlockParam if block["type"] == "text" else ToolUseBlockParam
+            _taken_by_typed_dict(kind, block)
+        for block in results:
+            _taken_by_typed_dict(ToolResultBlockParam, block)
+    elif style == "gemini":
+        from google.genai import types
+
+        for content in [*turn, {"role": "user", "parts": results}]:
+            types.Content.model_validate(content)  # the SDK's models forbid unknown keys
+    else:
+        user = {"role": "user", "content": [{"text": "Ping them."}]}
+        answer = {"role": "user", "content": results}
+        assert _bedrock_request_errors([user, *turn, answer]) == ""
+
+
+def _turn_ids(style: Style, turn: list[dict[str, Any]]) -> list[str | None]:
+    if style == "openai-chat":
+        return [c["id"] for c in turn[0]["tool_calls"]]
+    if style == "openai-responses":
+        return [i["call_id"] for i in turn if i.get("type") == "function_call"]
+    if style == "anthropic":
+        return [b["id"] for b in turn[0]["content"] if b["type"] == "tool_use"]
+    if style == "gemini":
+        calls_made = [p["functionCall"] for p in turn[0]["parts"] if "functionCall" in p]
+        return [c.get("id") for c in calls_made]
+    return [b["toolUse"]["toolUseId"] for b in turn[0]["content"] if "toolUse" in b]
+
+
+def _result_ids(style: Style, results: list[dict[str, Any]]) -> list[str | None]:
+    if style == "gemini":
+        return [m["functionResponse"].get("id") for m in results]
+    return [id_of(m) for m in results]
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_the_assistant_turn_is_what_each_sdk_takes_under_the_ids_its_results_answer(
+    style: Style,
+) -> None:
+    # There was no helper: the turn was rebuilt by hand, and an id that differed from the
+    # one `tool_messages` answered with broke the next request.
+    made = calls(
+        ("call_1", "ping", '{"n": 1}'),
+        (None, "ping", '{"n": 2}'),  # Gemini's: no id
+        ("call_1", "ping", '{"n": 3}'),  # a repeated id, renamed by the assembler
+        ("call_4", "ping", '{"n": 4, "big": 1e400'),  # cut off
+    )
+    assert len({call_id_for(c) for c in made}) == 4
+    outcomes = Toolset([PING]).validate_all(made)
+    turn = assistant_turn(made, style=style, text="Pinging.")
+    results = tool_messages(made, [{"pong": 1}, {"pong": 2}, {"pong": 3}, outcomes[3]], style=style)
+    _sdk_takes(style, turn, results)
+    assert _turn_ids(style, turn) == _result_ids(style, results)
+    if style == "gemini":
+        assert _turn_ids(style, turn) == ["call_1", None, made[2].id, "call_4"]
+    else:
+        assert _turn_ids(style, turn) == [call_id_for(c) for c in made]
+
+
+def test_the_assistant_turn_keeps_what_the_provider_needs_back() -> None:
+    from google.genai import types
+
+    asm = Assembler()
+    asm.feed_chunk(
+        {
+            "candidates": [
+                {
+                    "content": {
+                        "role": "model",
+                        "parts": [
+                            {"text": "Let me check."},
+                            {
+                                "functionCall": {"name": "ping", "args": {"n": 1}},
+                                "thoughtSignature": "AQJzaWc=",
+                            },
+                            {"functionCall": {"args": {"n": 2}}},  # no name
+                        ],
+                    },
+                    "finishReason": "STOP",
+                }
+            ]
+        }
+    )
+    signed, nameless = asm.finish()
+    (turn,) = assistant_turn([signed, nameless], style="gemini", text="Let me check.")
+    content = types.Content.model_validate(turn)
+    parts = content.parts or []
+    assert [p.text for p in parts] == ["Let me check.", None]
+    assert parts[1].thought_signature == b"\x01\x02sig"
+    assert parts[1].function_call is not None and parts[1].function_call.args == {"n": 1}
+    # One response per function call, and the nameless call still gets its one answer.
+    outcomes = Toolset([PING]).validate_all([signed, nameless])
+    answers = tool_messages([signed, nameless], ["pong", outcomes[1]], style="gemini")
+    assert [set(a) for a in answers] == [{"functionResponse"}, {"text"}]
+
+    chat = Assembler()
+    entry = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "ping", "arguments": "{}"},
+        "extra_content": {"google": {"thought_signature": "AQJz"}},
+    }
+    delta = {"tool_calls": [entry]}
+    chat.feed_chunk({"choices": [{"index": 0, "delta": delta, "finish_reason": "tool_calls"}]})
+    (message,) = assistant_turn(chat.finish())
+    assert message["tool_calls"][0]["extra_content"] == entry["extra_content"]
+
+
+def test_the_assistant_turn_refuses_what_no_provider_takes() -> None:
+    with pytest.raises(ValueError, match="style must be one of"):
+        assistant_turn([], style="cohere")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="calls must be a list"):
+        assistant_turn("ping")  # type: ignore[arg-type]
+    assert all(assistant_turn([], style=style) == [] for style in STYLES)
+
+
+@pytest.mark.parametrize("style", ["anthropic", "bedrock-converse"])
+def test_the_assistant_turn_sends_no_blank_text_block(style: Style) -> None:
+    # Both refuse a text block of white space alone ("must contain non-whitespace text").
+    (message,) = assistant_turn(_pings(1), style=style, text=" \n")
+    assert len(message["content"]) == 1 and "text" not in message["content"][0]
+
+
+# ---------------------------------------------------------------------------------------------
+# A tool's question
+
+
+def test_a_tools_question_given_as_a_result_is_relayed_without_the_secrets_it_quotes() -> None:
+    # `NeedsClarification` was answered as a generic `tool_failed`: the question was lost.
+    tools = Toolset([CHARGE])
+    (call,) = calls(("c2", "charge", json.dumps({"card": CARD, "amount": 5})))
+    asked = NeedsClarification(f"Card {CARD} is blocked: which card?", missing=["card"])
+    outcome = tools.validate(call)
+    for message in (
+        tool_messages([call], [asked], toolset=tools)[0],
+        outcome.to_message(call, result=asked),
+    ):
+        payload = json.loads(content_of(message))
+        assert payload["error_type"] == "needs_clarification"
+        assert payload["message"] == "Card [redacted] is blocked: which card?"
+        assert payload["instruction"].startswith("Ask the user for card.")
+    plain = json.loads(tool_messages([call], [NeedsClarification("Which card?")])[0]["content"])
+    assert plain["message"] == "Which card?"
+    assert plain["instruction"].startswith("Put the question in message to the user.")
