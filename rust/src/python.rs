@@ -193,23 +193,24 @@ impl Drop for GcPause {
 
 /// The object in `cell`, built by `build` the first time.
 ///
-/// Unlike `PyOnceLock::get_or_try_init`, the build runs without first detaching from the
-/// interpreter. pyo3 detaches so that a thread waiting on the cell cannot deadlock with the one
+/// The cell is a plain `OnceLock`, readable without a `Python` token: the collector's
+/// `__traverse__` gets none. Unlike `PyOnceLock::get_or_try_init`, the build runs without
+/// first detaching from the interpreter. pyo3 detaches so that a thread waiting on the cell cannot deadlock with the one
 /// holding the GIL; that costs a thread-state switch on every first read, which for a fresh
 /// call's `.value` was a tenth of the read. Nothing waits here: when the build lets another
 /// thread run and that thread stores its own first, both return the stored object.
 fn cached<'py, T>(
     py: Python<'py>,
-    cell: &PyOnceLock<Py<T>>,
+    cell: &OnceLock<Py<T>>,
     build: impl FnOnce() -> PyResult<Bound<'py, T>>,
 ) -> PyResult<Bound<'py, T>> {
-    if let Some(stored) = cell.get(py) {
+    if let Some(stored) = cell.get() {
         return Ok(stored.bind(py).clone());
     }
     let built = build()?;
-    Ok(match cell.set(py, built.clone().unbind()) {
+    Ok(match cell.set(built.clone().unbind()) {
         Ok(()) => built,
-        Err(_) => cell.get(py).map_or(built, |stored| stored.bind(py).clone()),
+        Err(_) => cell.get().map_or(built, |stored| stored.bind(py).clone()),
     })
 }
 
@@ -767,8 +768,8 @@ struct PyToolCall {
     /// For a call `finish` left unscanned, set by its first reader: `.value` proves the text
     /// valid with orjson and an outline, anything else scans it.
     settled: OnceLock<JsonVerdict>,
-    arguments: PyOnceLock<Py<PyString>>,
-    value: PyOnceLock<Py<PyAny>>,
+    arguments: OnceLock<Py<PyString>>,
+    value: OnceLock<Py<PyAny>>,
 }
 
 /// See [`PyToolCall::validation_fields`].
@@ -792,8 +793,8 @@ impl PyToolCall {
             call,
             scanned,
             settled: OnceLock::new(),
-            arguments: PyOnceLock::new(),
-            value: PyOnceLock::new(),
+            arguments: OnceLock::new(),
+            value: OnceLock::new(),
         }
     }
 
@@ -840,6 +841,13 @@ impl PyToolCall {
 
 #[pymethods]
 impl PyToolCall {
+    // `.value` is a dict or list the caller may change, and may store the call in: the
+    // collector must see through it to free such a cycle. No `__clear__`, as for `Node`: the
+    // call is frozen, and clearing the dict or list in the cycle breaks it.
+    fn __traverse__(&self, visit: pyo3::gc::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        visit.call(self.value.get())
+    }
+
     #[getter]
     fn ordinal(&self) -> usize {
         self.call.ordinal

@@ -638,6 +638,33 @@ def test_an_assembler_in_a_cycle_through_what_it_holds_is_freed() -> None:
     assert _freed_in_cycle(lambda asm, _: None)
 
 
+class _Marker:
+    """Something a weak reference can follow, stored beside the call in its value."""
+
+
+@pytest.mark.parametrize("where", ["dict", "list", "none"])
+def test_a_call_stored_in_its_own_value_is_freed(where: str) -> None:
+    # `.value` is the caller's to change, and the call a natural thing to keep with it (a
+    # result cache keyed by call, say): the collector could not see from the call to its
+    # value, so such a cycle, and the value with it, lived until the process ended.
+    asm = Assembler()
+    asm.feed(0, id="a", name="f", arguments='{"xs": [1]}')
+    (call,) = asm.finish()
+    marker = _Marker()
+    value = call.value
+    if where == "dict":
+        value["call"] = call
+        value["marker"] = marker
+    elif where == "list":
+        value["xs"].extend([call, marker])
+    else:
+        value["marker"] = marker  # the check itself: no cycle
+    freed = weakref.ref(marker)
+    del asm, call, value, marker
+    gc.collect()
+    assert freed() is None
+
+
 # A fragment that starts with all the text before it may be a resend of the whole arguments:
 # it is held until the next fragment, `end` or `finish` decides. Here it is a resend: only
 # that reading is one whole value when the stream ends. (Appended, the text would be read as
