@@ -453,7 +453,8 @@ class Assembler:
         metadata-only delta never starts a call.
 
         A value nested past what `json.dumps` can write (its recursion limit, about 1,000
-        levels) is provider data no use to the next turn in part: it is not kept, nothing is
+        levels), or holding an integer longer than it writes (`sys.get_int_max_str_digits()`
+        digits), is provider data no use to the next turn in part: it is not kept, nothing is
         raised, and the call (or the next one to start under `index`) gets the warning
         `metadata_dropped`.
 

@@ -2225,7 +2225,13 @@ impl PyAssembler {
             // An opaque provider value nested past what `json.dumps` can write: no use to the
             // next turn in part, and provider data must not raise. It was dropped without a
             // word; the call's warning now says the next turn lacks a field.
-            Err(e) if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py) => {
+            // So is one with an integer longer than Python writes (`ValueError`, as for a value
+            // that is not JSON data: told apart by finding such an integer), as the raw path
+            // leaves out one longer than Python reads.
+            Err(e)
+                if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py)
+                    || (e.is_instance_of::<PyValueError>(py) && holds_unwritable_int(value)?) =>
+            {
                 let mut this = slf.try_borrow_mut().map_err(in_use)?;
                 return this
                     .decoder
@@ -2889,6 +2895,43 @@ fn not_json(py: Python<'_>, e: PyErr) -> PyErr {
     } else {
         e
     }
+}
+
+/// Whether `value` holds, in the dicts, lists and tuples `json.dumps` walks, an integer with
+/// more digits than `sys.get_int_max_str_digits()` lets Python write. Iterative: the value may
+/// nest deeper than Python's recursion limit.
+fn holds_unwritable_int(value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = value.py();
+    // What `json.dumps` calls for an int (a subclass's own `__repr__` aside).
+    let write = py.get_type::<PyInt>().getattr("__repr__")?;
+    let mut todo = vec![value.clone()];
+    // A container met again (`json.dumps` refuses a circular one) is walked once.
+    let mut seen = std::collections::HashSet::new();
+    while let Some(item) = todo.pop() {
+        let container = item.is_instance_of::<PyDict>()
+            || item.is_instance_of::<PyList>()
+            || item.is_instance_of::<PyTuple>();
+        if container && !seen.insert(item.as_ptr() as usize) {
+            continue;
+        }
+        if let Ok(d) = item.cast::<PyDict>() {
+            for (k, v) in d.iter() {
+                todo.push(k);
+                todo.push(v);
+            }
+        } else if let Ok(l) = item.cast::<PyList>() {
+            todo.extend(l.iter());
+        } else if let Ok(t) = item.cast::<PyTuple>() {
+            todo.extend(t.iter());
+        } else if item.is_instance_of::<PyInt>() {
+            match write.call1((&item,)) {
+                Ok(_) => {}
+                Err(e) if e.is_instance_of::<PyValueError>(py) => return Ok(true),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(false)
 }
 
 /// `json.dumps(value)`, compact and not ASCII-escaped.
