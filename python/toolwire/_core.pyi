@@ -319,6 +319,9 @@ class ToolRegistry:
             token): a violation at or under one reports its `got` as `[redacted]`.
 
     Raises:
+        SchemaTooLargeError: A schema whose subschemas nest more than 256 levels (as written,
+            or with its references followed: `measure="depth"`), or whose JSON nests more than
+            640 (a `const` or `enum` value nested that deep: `measure="nesting"`).
         MisuseError: A schema that is not valid JSON or cannot be compiled, a name that is not
             a str, or a `secrets` key that names no tool in `schemas`.
     """

@@ -28,6 +28,8 @@ use crate::progress::Recorded;
 use crate::scanner::{
     is_number_lexeme, DuplicateKeys, ScanConfig, Scanner, Status, PLAIN_NUMBER_CHARS,
 };
+use crate::schema::nesting::{self, ReadError};
+use crate::schema::SchemaErrorKind;
 use crate::value::{build, BuildOptions, PartialOptions, Sink, StringMode};
 
 create_exception!(
@@ -1662,10 +1664,20 @@ impl PyToolRegistry {
             let text = if let Ok(s) = schema.cast::<PyString>() {
                 s.to_str()?.to_owned()
             } else {
-                dump_json(py, &schema)?
+                match dumps(py, &schema, true) {
+                    Ok(text) => text,
+                    Err(e) if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py) => {
+                        return Err(too_deep_to_write(py, &schema, &name, e));
+                    }
+                    Err(e) => return Err(not_json(py, e)),
+                }
             };
-            let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-                MisuseError::new_err(format!("schema of {name:?} is not valid JSON: {e}"))
+            let value = nesting::read(&text).map_err(|e| match e {
+                ReadError::TooDeep { levels } => too_large(py, &name, levels, "depth"),
+                ReadError::TooNested { levels } => too_large(py, &name, levels, "nesting"),
+                ReadError::Json(e) => {
+                    MisuseError::new_err(format!("schema of {name:?} is not valid JSON: {e}"))
+                }
             })?;
             let hidden: Vec<&str> = secrets
                 .get(&name)
@@ -1673,8 +1685,15 @@ impl PyToolRegistry {
                 .unwrap_or_default();
             let skipped = registry
                 .add_with_secrets(&name, &value, &hidden)
-                .map_err(|e| {
-                    MisuseError::new_err(format!("schema of {name:?} cannot be compiled: {e}"))
+                .map_err(|e| match e.kind {
+                    // Deeper than the limit only with its references followed: the compiler
+                    // stops at the level past it.
+                    SchemaErrorKind::TooDeep => {
+                        too_large(py, &name, nesting::MAX_SCHEMA_DEPTH + 1, "depth")
+                    }
+                    SchemaErrorKind::Malformed => {
+                        MisuseError::new_err(format!("schema of {name:?} cannot be compiled: {e}"))
+                    }
                 })?;
             unsupported.extend(
                 skipped
@@ -2885,6 +2904,54 @@ fn dump_item(
 
 fn dump_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
     dumps(py, value, true).map_err(|e| not_json(py, e))
+}
+
+/// The `SchemaTooLargeError` of a `ToolRegistry`'s schema past its limit of `measure`
+/// (`"depth"` of subschemas or `"nesting"` of JSON), the error Python-side registration raises.
+fn too_large(py: Python<'_>, tool: &str, size: usize, measure: &str) -> PyErr {
+    let limit = if measure == "depth" {
+        nesting::MAX_SCHEMA_DEPTH
+    } else {
+        nesting::MAX_SCHEMA_NESTING
+    };
+    let made = py
+        .import("toolwire.schema_export")
+        .and_then(|m| m.getattr("SchemaTooLargeError"))
+        .and_then(|class| {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("tool", tool)?;
+            kwargs.set_item("measure", measure)?;
+            class.call((size, limit), Some(&kwargs))
+        });
+    match made {
+        Ok(error) => PyErr::from_value(error),
+        Err(e) => e,
+    }
+}
+
+/// A schema dict nested past what `json.dumps` writes (`error`, its `RecursionError`): refused
+/// as a schema too deep, or too nested, measured as `schema_export.schema_nesting` measures it,
+/// without recursion.
+fn too_deep_to_write(py: Python<'_>, schema: &Bound<'_, PyAny>, tool: &str, error: PyErr) -> PyErr {
+    let measured = py
+        .import("toolwire.schema_export")
+        .and_then(|m| m.getattr("schema_nesting")?.call1((schema,)))
+        .and_then(|levels| levels.extract::<(usize, usize)>());
+    match measured {
+        Ok((depth, _)) if depth > nesting::MAX_SCHEMA_DEPTH => too_large(py, tool, depth, "depth"),
+        Ok((_, levels)) if levels > nesting::MAX_SCHEMA_NESTING => {
+            too_large(py, tool, levels, "nesting")
+        }
+        // Within the limits, yet too deep for `json.dumps` here (the caller's own stack is
+        // deep): the text has no such limit.
+        Ok(_) => MisuseError::new_err(format!(
+            "schema of {tool:?} nests deeper than json.dumps can write here: pass its JSON text"
+        )),
+        Err(e) => {
+            e.set_cause(py, Some(error));
+            e
+        }
+    }
 }
 
 /// Values that JSON cannot hold (an arbitrary object, an int past Python's digit limit) come
