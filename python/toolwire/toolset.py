@@ -56,6 +56,7 @@ from toolwire.coercion import (
     pointer,
     resolve_rules,
 )
+from toolwire.jsonschema_dialect import PatternTooLargeError
 from toolwire.payloads import Lang, check_lang, require_call
 from toolwire.schema_export import (
     MAX_SCHEMA_DEPTH,
@@ -152,7 +153,9 @@ def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaErro
             keyword = None  # the value at fault is a whole subschema
     rule = exc.validator
     value: Any = exc.validator_value
-    if rule == "type":
+    if isinstance(exc.cause, PatternTooLargeError):
+        expected = exc.cause.reason
+    elif rule == "type":
         names = [value] if isinstance(value, str) else list(cast(list[str], value))
         if set(names) == {"object", "boolean"}:
             expected = "a schema (an object or a boolean)"
