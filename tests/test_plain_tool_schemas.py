@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field, ValidationError, create_model
 
-from toolwire import Assembler, Toolset, jsonschema_dialect
+from toolwire import Assembler, InvalidSchemaError, Toolset, jsonschema_dialect
 from toolwire.jsonschema_dialect import extended_validator
 from toolwire.payloads import Lang
 from toolwire.toolset import _PLAIN_PRECHECK_FORMATS as _PRECHECKED_FORMATS
@@ -2008,6 +2008,53 @@ def test_one_validation_shares_one_bound_for_its_pattern_searches(
         budget = jsonschema_dialect.PATTERN_BUDGET_SECONDS
         assert sum(timeouts) == pytest.approx(budget)
         assert len(timeouts) <= budget / jsonschema_dialect.PATTERN_SECONDS + 1
+
+
+_WORDS = [f"w{i:05d}{chr(97 + i % 26)}x" for i in range(5000)]
+
+
+@pytest.mark.parametrize(
+    ("where", "pattern", "reason"),
+    [
+        # A 50,000-character alternation of words: seconds to compile, and a search on a long
+        # string overran its timeout tenfold.
+        ("pattern", "(?:" + "|".join(_WORDS) + ")", "at most 5,000 characters (it has 45,003)"),
+        # A long literal in a repeat: one search took seconds on 5,000 characters.
+        ("pattern", "^(?:" + "a" * 2000 + "){1,50}$", "at most 256 characters (one has 2,000)"),
+        ("pattern", "^" + "\\." * 257 + "$", "(one has 257)"),
+        ("patternProperties", "^(?<k>" + "key" * 100 + ")$", "(one has 300)"),
+    ],
+    ids=["alternation", "literal", "escaped", "key"],
+)
+def test_a_pattern_too_large_to_search_in_bounded_time_is_refused_at_build(
+    where: str, pattern: str, reason: str
+) -> None:
+    # `regex` reads the clock only between steps of its own, and a run of literal text is one:
+    # the timeout did not bound such searches. Refused as a pattern that does not compile is.
+    if where == "pattern":
+        schema = _obj(properties={"s": {"type": "string", "pattern": pattern}})
+    else:
+        schema = _obj(patternProperties={pattern: {"type": "integer"}})
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([{"name": "tool", "parameters": schema}])
+    assert info.value.keyword == where and reason in info.value.expected
+    with pytest.raises(jsonschema_dialect.PatternTooLargeError):
+        jsonschema_dialect.search(pattern, "a")
+
+
+def test_a_pattern_at_the_size_limits_is_built_and_searched() -> None:
+    # Repeats written as counts, classes and groups are no literal text, however long the
+    # pattern they make; a run of literal text at the limit still compiles.
+    literal = "ab" * (jsonschema_dialect.MAX_PATTERN_LITERAL // 2)
+    for pattern, good, bad in (
+        (f"^{literal}$", literal, literal + "!"),
+        ("^(?:" + "a{200}[b-c]" * 200 + ")$", ("a" * 200 + "b") * 200, "a" * 5000 + "!"),
+        ("^(?P<v>" + "|".join(_WORDS[:400]) + ")$", _WORDS[399], _WORDS[400]),
+    ):
+        assert len(pattern) <= jsonschema_dialect.MAX_PATTERN_CHARS
+        schema = _obj(properties={"s": {"type": "string", "pattern": pattern}}, required=["s"])
+        assert _run(schema, {"s": good})[1]
+        assert not _run(schema, {"s": bad})[1]
 
 
 def test_a_union_that_names_itself_validates() -> None:

@@ -319,6 +319,9 @@ class ToolRegistry:
             token): a violation at or under one reports its `got` as `[redacted]`.
 
     Raises:
+        SchemaTooLargeError: A schema whose subschemas nest more than 256 levels (as written,
+            or with its references followed: `measure="depth"`), or whose JSON nests more than
+            640 (a `const` or `enum` value nested that deep: `measure="nesting"`).
         MisuseError: A schema that is not valid JSON or cannot be compiled, a name that is not
             a str, or a `secrets` key that names no tool in `schemas`.
     """
@@ -453,7 +456,8 @@ class Assembler:
         metadata-only delta never starts a call.
 
         A value nested past what `json.dumps` can write (its recursion limit, about 1,000
-        levels) is provider data no use to the next turn in part: it is not kept, nothing is
+        levels), or holding an integer longer than it writes (`sys.get_int_max_str_digits()`
+        digits), is provider data no use to the next turn in part: it is not kept, nothing is
         raised, and the call (or the next one to start under `index`) gets the warning
         `metadata_dropped`.
 

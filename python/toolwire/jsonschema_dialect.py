@@ -23,7 +23,13 @@ and from toolwire's own pre-check, which must never reject what validation accep
 * `jsonschema` runs each pattern search to its end, and a backtracking engine may take hours
   on a few dozen bytes of model output: each search is stopped after `PATTERN_SECONDS`, all
   those of one validation after `PATTERN_BUDGET_SECONDS` (`pattern_budget`), and one stopped
-  counts as no match.
+  counts as no match. `regex` looks at the clock only between steps of its own, and comparing
+  a long run of literal text is one: `^(?:a{2000}){1,50}$` (the 2,000 `a`s written out) took
+  seconds on a few thousand characters despite the timeout, and a 50,000-character alternation
+  of words as long to compile. A pattern longer than `MAX_PATTERN_CHARS`, or with a run of
+  literal text longer than `MAX_PATTERN_LITERAL`, is therefore not compiled
+  (`PatternTooLargeError`): the schema is refused at `Toolset` build, as one that does not
+  compile is.
 * A definition that reaches itself again for the same value (`A = anyOf[integer, $ref A]`,
   or `Expr` taking a `Group` that is only `anyOf: [Expr]`) sends `jsonschema` round that loop
   until Python's recursion limit. Such a reference, met again while its own evaluation on the
@@ -53,6 +59,7 @@ import jsonschema.validators
 import regex
 
 __all__ = [
+    "PatternTooLargeError",
     "ReferenceLoop",
     "WrittenFloat",
     "extended_validator",
@@ -72,6 +79,84 @@ PATTERN_BUDGET_SECONDS = 0.5
 bound per search alone, a call that repeats a slow string in every item of an array costs
 `PATTERN_SECONDS` per item: seconds for a few kilobytes of model output. Once it is spent,
 every further search of that validation counts as run out of time without running."""
+
+
+MAX_PATTERN_CHARS = 5_000
+"""The longest `pattern` (or `patternProperties` name) compiled, in characters: a longer one
+(an alternation of thousands of words) takes seconds to compile and overruns the timeout of a
+search."""
+
+MAX_PATTERN_LITERAL = 256
+"""The longest run of literal text a compiled pattern may hold (characters, an escaped one such
+as `\\.` among them): `regex` compares such a run without looking at the clock, and a search
+that repeats one overran its timeout a hundredfold from about 1,000 characters."""
+
+
+class PatternTooLargeError(regex.error):
+    """A pattern longer than `MAX_PATTERN_CHARS`, or with a run of literal text longer than
+    `MAX_PATTERN_LITERAL`: no search of it could be stopped in time. A `regex.error`, so it
+    refuses the schema where a pattern that does not compile is refused."""
+
+    def __init__(self, pattern: str, reason: str) -> None:
+        super().__init__(f"{reason}: no search of it could be stopped in time", pattern)
+        self.reason = reason
+
+
+def _refuse_too_large(pattern: str) -> None:
+    """Raise `PatternTooLargeError` for a pattern past `MAX_PATTERN_CHARS` or
+    `MAX_PATTERN_LITERAL`."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        reason = f"a pattern of at most {MAX_PATTERN_CHARS:,} characters (it has {len(pattern):,})"
+        raise PatternTooLargeError(pattern, reason)
+    longest = run = 0
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and pattern[i + 1 : i + 2] in _LITERAL_ESCAPES:
+            run, i = run + 1, i + 2
+        elif c == "\\" or c in "^$.|?*+()[]{}":
+            # A class, an anchor, a group or a quantifier ends the run (a set is one step).
+            run, i = 0, i + (2 if c == "\\" else 1)
+            if c == "[":
+                i = _set_end(pattern, i)
+            elif c == "(" and pattern.startswith("?", i):
+                i = _group_body(pattern, i + 1)
+        else:
+            run, i = run + 1, i + 1
+        longest = max(longest, run)
+    if longest > MAX_PATTERN_LITERAL:
+        reason = (
+            f"a pattern whose runs of literal text are at most {MAX_PATTERN_LITERAL:,}"
+            f" characters (one has {longest:,})"
+        )
+        raise PatternTooLargeError(pattern, reason)
+
+
+# Escapes of a character that stands for itself (a `\.`, a `\/`): anything but a letter or a
+# digit, which name a class, an anchor, a code point or a backreference.
+_LITERAL_ESCAPES = frozenset(".\\/-^$|?*+()[]{}#&~ '\"!%,:;<=>@_`")
+
+
+def _set_end(pattern: str, i: int) -> int:
+    """The index after the `]` that closes the set opened just before `i`."""
+    if pattern.startswith("^", i):
+        i += 1
+    if pattern.startswith("]", i):
+        i += 1
+    while i < len(pattern) and pattern[i] != "]":
+        i += 2 if pattern[i] == "\\" else 1
+    return i + 1
+
+
+def _group_body(pattern: str, i: int) -> int:
+    """The index where the body of the group whose `(?` ends just before `i` starts: after
+    `:`, `=`, `!`, `>`, `<=`, `<!` or a `<name>` (flags such as `i)` are left to the scan)."""
+    if pattern.startswith(("<=", "<!"), i):
+        return i + 2
+    if pattern.startswith(("<", "P<"), i):
+        end = pattern.find(">", i)
+        return i + 1 if end < 0 else end + 1
+    return i + 1 if pattern[i : i + 1] in (":", "=", "!", ">") else i
 
 
 def _clock() -> float:
@@ -132,8 +217,9 @@ def _compile(pattern: str) -> tuple[_Compiled, bool]:
 
     `regex` reads `re`'s syntax the same way, adds what ECMA-262 patterns use, and can stop a
     search; `re` compiles the rare pattern `regex` refuses. Raises `regex.error` when neither
-    engine compiles it.
+    engine compiles it, `PatternTooLargeError` for one too large to search in bounded time.
     """
+    _refuse_too_large(pattern)
     # Both engines warn of syntax they may read differently one day (`[[:alpha:]]` is a
     # "possible nested set"). The pattern is the tool author's data, read today as ECMA-262
     # engines read it, and the warning would reach the caller's warning filters: under

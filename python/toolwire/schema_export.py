@@ -415,6 +415,9 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
         SchemaTooLargeError: On a schema that would still be longer than `MAX_INLINED_CHARS`,
             or nest deeper than `MAX_SCHEMA_DEPTH` levels.
     """
+    # Before anything walks it recursively (the depth with references followed is counted
+    # below, once they can be).
+    refuse_too_deep(schema, None)
     schema = _with_pointer_refs(schema)
     # Draft 7 and older ignore every keyword next to a `$ref`: only annotations are kept then.
     declared = schema.get("$schema")
@@ -577,24 +580,56 @@ def _subschemas(node: Mapping[str, Any], *, with_defs: bool = False) -> Iterator
             yield from as_list if as_list is not None else (value,)
 
 
-def refuse_too_deep(schema: Any, tool: str) -> None:
+def refuse_too_deep(schema: Any, tool: str | None) -> None:
     """Refuse a schema whose subschemas, as written (definitions as subschemas of where they
-    sit, references not followed), nest deeper than `MAX_SCHEMA_DEPTH`, before anything
-    copies or walks it recursively. Found without recursion.
+    sit, references not followed), nest deeper than `MAX_SCHEMA_DEPTH`, or whose JSON (a
+    `const`, `enum`, `default` or `examples` value inside it) nests deeper than
+    `MAX_SCHEMA_NESTING`, before anything copies or walks it recursively.
 
     Raises:
-        SchemaTooLargeError: With `measure="depth"`.
+        SchemaTooLargeError: With `measure="depth"` or `measure="nesting"`.
     """
-    best = 0
-    todo: list[tuple[Any, int]] = [(schema, 0)]
+    depth, nesting = schema_nesting(schema)
+    if depth > MAX_SCHEMA_DEPTH:
+        raise SchemaTooLargeError(depth, MAX_SCHEMA_DEPTH, tool=tool, measure="depth")
+    if nesting > MAX_SCHEMA_NESTING:
+        raise SchemaTooLargeError(nesting, MAX_SCHEMA_NESTING, tool=tool, measure="nesting")
+
+
+def schema_nesting(schema: Any) -> tuple[int, int]:
+    """How deep a schema nests, found without recursion: the levels of its subschemas as
+    written (the root's properties at 1, definitions as subschemas of where they sit,
+    references not followed), and the levels of its JSON (dicts and lists, the root at 1)."""
+    depth = nesting = 0
+    # (value, its JSON level, what it holds: "schema" one at that level, "schemas" one or a
+    # list of them, "named" a dict of them, or "data" none)
+    todo: list[tuple[Any, int, str, int]] = [(schema, 1, "schema", 0)]
     while todo:
-        item, level = todo.pop()
+        item, level, holds, sub = todo.pop()
         node = _as_dict(item)
-        if node is not None:
-            best = max(best, level)
-            todo.extend((child, level + 1) for child in _subschemas(node, with_defs=True))
-    if best > MAX_SCHEMA_DEPTH:
-        raise SchemaTooLargeError(best, MAX_SCHEMA_DEPTH, tool=tool, measure="depth")
+        if node is None and not isinstance(item, (list, tuple)):
+            continue
+        nesting = max(nesting, level)
+        if node is None:
+            kind = "schema" if holds == "schemas" else "data"
+            items = cast("list[Any] | tuple[Any, ...]", item)
+            todo.extend((child, level + 1, kind, sub) for child in items)
+        elif holds == "named":
+            todo.extend((child, level + 1, "schema", sub) for child in node.values())
+        elif holds in ("schema", "schemas"):
+            depth = max(depth, sub)
+            for key, child in node.items():
+                kind = (
+                    "named"
+                    if key in _NAMED_SUBSCHEMAS
+                    else "schemas"
+                    if key in _SUBSCHEMAS
+                    else "data"
+                )
+                todo.append((child, level + 1, kind, sub + 1))
+        else:
+            todo.extend((child, level + 1, "data", sub) for child in node.values())
+    return depth, nesting
 
 
 def _nesting_depth(
@@ -763,20 +798,34 @@ _REF_CHARS = 30
 # `jsonschema` run out of Python's stack; providers take far less (OpenAI's strict mode 10
 # levels of objects).
 MAX_SCHEMA_DEPTH = 24
+# The most levels of JSON a tool's schema may nest as written (dicts and lists, the root at 1);
+# a deeper one, a `const`, `enum`, `default` or `examples` value nested hundreds of levels down,
+# is refused at registration (`SchemaTooLargeError`, `measure="nesting"`) instead of exhausting
+# Python's stack where it is copied or compared. Subschemas at `MAX_SCHEMA_DEPTH` take at most
+# about 50 levels, and an argument nests at most 128 (the assembler's `max_depth` limit).
+MAX_SCHEMA_NESTING = 128
 
 
 class SchemaTooLargeError(ValueError):
     """A tool schema too large to build: with its shared definitions kept as references, its
     remaining references (pointers into the schema, or references with assertions beside
     them) multiply it past `MAX_INLINED_CHARS` (`measure == "characters"`); or its subschemas,
-    references followed, nest deeper than `MAX_SCHEMA_DEPTH` levels (`measure == "depth"`).
+    references followed, nest deeper than `MAX_SCHEMA_DEPTH` levels (`measure == "depth"`);
+    or its JSON, a value inside it (`const`, `enum`, `default`, `examples`) most often, nests
+    deeper than `MAX_SCHEMA_NESTING` levels (`measure == "nesting"`).
+
+    A `ToolRegistry` built directly raises it too, against its own larger limits (the
+    pre-check alone compiles deeper schemas than validation and the exports take), with
+    `limit` the registry's: 256 levels of subschemas, 640 of JSON. Where its subschemas pass
+    that depth only with their references followed, `size` is the level it stopped at.
 
     Attributes:
         tool: The tool name (None where no tool was named).
         size: The estimated size of the schema once inlined, in characters of JSON; for
-            `measure == "depth"`, the levels it nests.
-        limit: `MAX_INLINED_CHARS`, or `MAX_SCHEMA_DEPTH` for `measure == "depth"`.
-        measure: `"characters"` or `"depth"`: what `size` and `limit` count.
+            `measure == "depth"`, the levels it nests; for `"nesting"`, its levels of JSON.
+        limit: `MAX_INLINED_CHARS`, `MAX_SCHEMA_DEPTH` for `measure == "depth"`, or
+            `MAX_SCHEMA_NESTING` for `"nesting"` (see above for a `ToolRegistry`).
+        measure: `"characters"`, `"depth"` or `"nesting"`: what `size` and `limit` count.
     """
 
     def __init__(
@@ -785,13 +834,19 @@ class SchemaTooLargeError(ValueError):
         limit: int,
         tool: str | None = None,
         *,
-        measure: Literal["characters", "depth"] = "characters",
+        measure: Literal["characters", "depth", "nesting"] = "characters",
     ) -> None:
         where = f"tool {tool!r}: " if tool is not None else ""
         if measure == "depth":
             reason = (
                 f"the parameter schema nests {size:,} levels of subschemas with its references"
                 f" followed, more than the {limit:,} allowed (MAX_SCHEMA_DEPTH): flatten it"
+            )
+        elif measure == "nesting":
+            reason = (
+                f"the parameter schema nests {size:,} levels of JSON, more than the {limit:,}"
+                " allowed (MAX_SCHEMA_NESTING): a value in it (a const, enum, default or"
+                " example) nested that deep can be no call's argument"
             )
         else:
             reason = (
@@ -803,7 +858,7 @@ class SchemaTooLargeError(ValueError):
         self.tool = tool
         self.size = size
         self.limit = limit
-        self.measure: Literal["characters", "depth"] = measure
+        self.measure: Literal["characters", "depth", "nesting"] = measure
 
 
 class InvalidSchemaError(ValueError):
@@ -1704,7 +1759,10 @@ def as_json_schema(schema: Mapping[str, Any]) -> JsonSchema:
 
     Raises:
         ValueError: On a `type` that names no JSON Schema type and no OpenAPI one.
+        SchemaTooLargeError: On a schema nested past `MAX_SCHEMA_DEPTH` or
+            `MAX_SCHEMA_NESTING` (the walk recurses).
     """
+    refuse_too_deep(schema, None)
     openapi = "$schema" not in schema
 
     def walk(node: Any, at: str) -> Any:
@@ -1890,6 +1948,7 @@ def without_keywords(node: Any, keywords: frozenset[str], *, false_as_nothing: b
 def _strict(
     schema: Mapping[str, Any], tool: str, *, nullable_optional: bool
 ) -> tuple[JsonSchema, list[Relaxation]]:
+    refuse_too_deep(schema, tool)
     base = precheck_schema(schema)
     walker = _StrictWalker(
         tool, nullable_optional=nullable_optional, defs=_as_dict(base.get("$defs")) or {}

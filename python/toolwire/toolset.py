@@ -33,6 +33,7 @@ import json
 import logging
 import math
 import re
+import typing
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -58,8 +59,10 @@ from toolwire.coercion import (
     pointer,
     resolve_rules,
 )
+from toolwire.jsonschema_dialect import PatternTooLargeError
 from toolwire.payloads import Lang, check_lang, require_call
 from toolwire.schema_export import (
+    MAX_SCHEMA_DEPTH,
     InvalidSchemaError,
     Relaxation,
     SchemaTooLargeError,
@@ -220,7 +223,9 @@ def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaErro
     keyword = _keyword_at(steps)
     rule = exc.validator
     value: Any = exc.validator_value
-    if rule == "type":
+    if isinstance(exc.cause, PatternTooLargeError):
+        expected = exc.cause.reason
+    elif rule == "type":
         names = [value] if isinstance(value, str) else list(cast(list[str], value))
         if set(names) == {"object", "boolean"}:
             expected = "a schema (an object or a boolean)"
@@ -1069,6 +1074,52 @@ def _named_precheck(name: str, source: Mapping[str, Any]) -> dict[str, Any]:
         raise SchemaTooLargeError(exc.size, exc.limit, tool=name, measure=exc.measure) from None
 
 
+def _model_depth(model: type[BaseModel]) -> int:
+    """The levels of subschemas a model's schema nests at the least: one per field, below it
+    those of the models its annotation names (in a list, a union...), found without recursion.
+    A model met again inside itself (a recursive one, kept as a reference) adds nothing."""
+    heights: dict[type[BaseModel], int] = {}
+    work: list[tuple[type[BaseModel], list[type[BaseModel]]]] = [(model, _field_models(model))]
+    opened = {model}
+    while work:
+        current, pending = work[-1]
+        following = next((m for m in pending if m not in heights and m not in opened), None)
+        if following is None:
+            work.pop()
+            heights[current] = (
+                max(
+                    (1 + max((heights.get(m, 0) for m in models), default=0))
+                    for models in _models_by_field(current)
+                )
+                if current.model_fields
+                else 0
+            )
+            continue
+        opened.add(following)
+        work.append((following, _field_models(following)))
+    return heights[model]
+
+
+def _models_by_field(model: type[BaseModel]) -> list[list[type[BaseModel]]]:
+    """The models each field's annotation names, anywhere in it (`list[Item] | None`)."""
+    out: list[list[type[BaseModel]]] = []
+    for field in model.model_fields.values():
+        found: list[type[BaseModel]] = []
+        todo: list[object] = [field.annotation]
+        while todo:
+            item = todo.pop()
+            if isinstance(item, type) and issubclass(item, BaseModel):
+                found.append(item)
+            else:
+                todo.extend(typing.get_args(item))
+        out.append(found)
+    return out
+
+
+def _field_models(model: type[BaseModel]) -> list[type[BaseModel]]:
+    return [m for models in _models_by_field(model) for m in models]
+
+
 def _not_a_tool(tool: object) -> TypeError:
     """The error for a tool that is neither a Pydantic model class nor a definition dict."""
     hint = " (declare its fields on a pydantic BaseModel)" if isinstance(tool, type) else ""
@@ -1171,6 +1222,12 @@ class Toolset:
                 key: object = tool
                 name = _model_name(tool)
                 description = inspect.cleandoc(tool.__doc__) if tool.__doc__ else ""
+                # Pydantic's schema generation recurses per nested model, and runs out of
+                # Python's stack far before the inliner would refuse the schema.
+                depth = _model_depth(tool)
+                if depth > MAX_SCHEMA_DEPTH:
+                    named = rename.get(tool, name)
+                    raise SchemaTooLargeError(depth, MAX_SCHEMA_DEPTH, named, measure="depth")
                 source = tool.model_json_schema()
                 model: type[BaseModel] | None = tool
                 # Validation must know which fields are `Decimal` to keep their digits; the

@@ -28,6 +28,8 @@ use crate::progress::Recorded;
 use crate::scanner::{
     is_number_lexeme, DuplicateKeys, ScanConfig, Scanner, Status, PLAIN_NUMBER_CHARS,
 };
+use crate::schema::nesting::{self, ReadError};
+use crate::schema::SchemaErrorKind;
 use crate::value::{build, BuildOptions, PartialOptions, Sink, StringMode};
 
 create_exception!(
@@ -193,23 +195,24 @@ impl Drop for GcPause {
 
 /// The object in `cell`, built by `build` the first time.
 ///
-/// Unlike `PyOnceLock::get_or_try_init`, the build runs without first detaching from the
-/// interpreter. pyo3 detaches so that a thread waiting on the cell cannot deadlock with the one
+/// The cell is a plain `OnceLock`, readable without a `Python` token: the collector's
+/// `__traverse__` gets none. Unlike `PyOnceLock::get_or_try_init`, the build runs without
+/// first detaching from the interpreter. pyo3 detaches so that a thread waiting on the cell cannot deadlock with the one
 /// holding the GIL; that costs a thread-state switch on every first read, which for a fresh
 /// call's `.value` was a tenth of the read. Nothing waits here: when the build lets another
 /// thread run and that thread stores its own first, both return the stored object.
 fn cached<'py, T>(
     py: Python<'py>,
-    cell: &PyOnceLock<Py<T>>,
+    cell: &OnceLock<Py<T>>,
     build: impl FnOnce() -> PyResult<Bound<'py, T>>,
 ) -> PyResult<Bound<'py, T>> {
-    if let Some(stored) = cell.get(py) {
+    if let Some(stored) = cell.get() {
         return Ok(stored.bind(py).clone());
     }
     let built = build()?;
-    Ok(match cell.set(py, built.clone().unbind()) {
+    Ok(match cell.set(built.clone().unbind()) {
         Ok(()) => built,
-        Err(_) => cell.get(py).map_or(built, |stored| stored.bind(py).clone()),
+        Err(_) => cell.get().map_or(built, |stored| stored.bind(py).clone()),
     })
 }
 
@@ -767,8 +770,8 @@ struct PyToolCall {
     /// For a call `finish` left unscanned, set by its first reader: `.value` proves the text
     /// valid with orjson and an outline, anything else scans it.
     settled: OnceLock<JsonVerdict>,
-    arguments: PyOnceLock<Py<PyString>>,
-    value: PyOnceLock<Py<PyAny>>,
+    arguments: OnceLock<Py<PyString>>,
+    value: OnceLock<Py<PyAny>>,
 }
 
 /// See [`PyToolCall::validation_fields`].
@@ -792,8 +795,8 @@ impl PyToolCall {
             call,
             scanned,
             settled: OnceLock::new(),
-            arguments: PyOnceLock::new(),
-            value: PyOnceLock::new(),
+            arguments: OnceLock::new(),
+            value: OnceLock::new(),
         }
     }
 
@@ -840,6 +843,13 @@ impl PyToolCall {
 
 #[pymethods]
 impl PyToolCall {
+    // `.value` is a dict or list the caller may change, and may store the call in: the
+    // collector must see through it to free such a cycle. No `__clear__`, as for `Node`: the
+    // call is frozen, and clearing the dict or list in the cycle breaks it.
+    fn __traverse__(&self, visit: pyo3::gc::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        visit.call(self.value.get())
+    }
+
     #[getter]
     fn ordinal(&self) -> usize {
         self.call.ordinal
@@ -1654,10 +1664,20 @@ impl PyToolRegistry {
             let text = if let Ok(s) = schema.cast::<PyString>() {
                 s.to_str()?.to_owned()
             } else {
-                dump_json(py, &schema)?
+                match dumps(py, &schema, true) {
+                    Ok(text) => text,
+                    Err(e) if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py) => {
+                        return Err(too_deep_to_write(py, &schema, &name, e));
+                    }
+                    Err(e) => return Err(not_json(py, e)),
+                }
             };
-            let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-                MisuseError::new_err(format!("schema of {name:?} is not valid JSON: {e}"))
+            let value = nesting::read(&text).map_err(|e| match e {
+                ReadError::TooDeep { levels } => too_large(py, &name, levels, "depth"),
+                ReadError::TooNested { levels } => too_large(py, &name, levels, "nesting"),
+                ReadError::Json(e) => {
+                    MisuseError::new_err(format!("schema of {name:?} is not valid JSON: {e}"))
+                }
             })?;
             let hidden: Vec<&str> = secrets
                 .get(&name)
@@ -1665,8 +1685,15 @@ impl PyToolRegistry {
                 .unwrap_or_default();
             let skipped = registry
                 .add_with_secrets(&name, &value, &hidden)
-                .map_err(|e| {
-                    MisuseError::new_err(format!("schema of {name:?} cannot be compiled: {e}"))
+                .map_err(|e| match e.kind {
+                    // Deeper than the limit only with its references followed: the compiler
+                    // stops at the level past it.
+                    SchemaErrorKind::TooDeep => {
+                        too_large(py, &name, nesting::MAX_SCHEMA_DEPTH + 1, "depth")
+                    }
+                    SchemaErrorKind::Malformed => {
+                        MisuseError::new_err(format!("schema of {name:?} cannot be compiled: {e}"))
+                    }
                 })?;
             unsupported.extend(
                 skipped
@@ -2217,7 +2244,13 @@ impl PyAssembler {
             // An opaque provider value nested past what `json.dumps` can write: no use to the
             // next turn in part, and provider data must not raise. It was dropped without a
             // word; the call's warning now says the next turn lacks a field.
-            Err(e) if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py) => {
+            // So is one with an integer longer than Python writes (`ValueError`, as for a value
+            // that is not JSON data: told apart by finding such an integer), as the raw path
+            // leaves out one longer than Python reads.
+            Err(e)
+                if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py)
+                    || (e.is_instance_of::<PyValueError>(py) && holds_unwritable_int(value)?) =>
+            {
                 let mut this = slf.try_borrow_mut().map_err(in_use)?;
                 return this
                     .decoder
@@ -2873,6 +2906,54 @@ fn dump_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
     dumps(py, value, true).map_err(|e| not_json(py, e))
 }
 
+/// The `SchemaTooLargeError` of a `ToolRegistry`'s schema past its limit of `measure`
+/// (`"depth"` of subschemas or `"nesting"` of JSON), the error Python-side registration raises.
+fn too_large(py: Python<'_>, tool: &str, size: usize, measure: &str) -> PyErr {
+    let limit = if measure == "depth" {
+        nesting::MAX_SCHEMA_DEPTH
+    } else {
+        nesting::MAX_SCHEMA_NESTING
+    };
+    let made = py
+        .import("toolwire.schema_export")
+        .and_then(|m| m.getattr("SchemaTooLargeError"))
+        .and_then(|class| {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("tool", tool)?;
+            kwargs.set_item("measure", measure)?;
+            class.call((size, limit), Some(&kwargs))
+        });
+    match made {
+        Ok(error) => PyErr::from_value(error),
+        Err(e) => e,
+    }
+}
+
+/// A schema dict nested past what `json.dumps` writes (`error`, its `RecursionError`): refused
+/// as a schema too deep, or too nested, measured as `schema_export.schema_nesting` measures it,
+/// without recursion.
+fn too_deep_to_write(py: Python<'_>, schema: &Bound<'_, PyAny>, tool: &str, error: PyErr) -> PyErr {
+    let measured = py
+        .import("toolwire.schema_export")
+        .and_then(|m| m.getattr("schema_nesting")?.call1((schema,)))
+        .and_then(|levels| levels.extract::<(usize, usize)>());
+    match measured {
+        Ok((depth, _)) if depth > nesting::MAX_SCHEMA_DEPTH => too_large(py, tool, depth, "depth"),
+        Ok((_, levels)) if levels > nesting::MAX_SCHEMA_NESTING => {
+            too_large(py, tool, levels, "nesting")
+        }
+        // Within the limits, yet too deep for `json.dumps` here (the caller's own stack is
+        // deep): the text has no such limit.
+        Ok(_) => MisuseError::new_err(format!(
+            "schema of {tool:?} nests deeper than json.dumps can write here: pass its JSON text"
+        )),
+        Err(e) => {
+            e.set_cause(py, Some(error));
+            e
+        }
+    }
+}
+
 /// Values that JSON cannot hold (an arbitrary object, an int past Python's digit limit) come
 /// from the caller, never from a provider's parsed JSON: misuse.
 fn not_json(py: Python<'_>, e: PyErr) -> PyErr {
@@ -2881,6 +2962,43 @@ fn not_json(py: Python<'_>, e: PyErr) -> PyErr {
     } else {
         e
     }
+}
+
+/// Whether `value` holds, in the dicts, lists and tuples `json.dumps` walks, an integer with
+/// more digits than `sys.get_int_max_str_digits()` lets Python write. Iterative: the value may
+/// nest deeper than Python's recursion limit.
+fn holds_unwritable_int(value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = value.py();
+    // What `json.dumps` calls for an int (a subclass's own `__repr__` aside).
+    let write = py.get_type::<PyInt>().getattr("__repr__")?;
+    let mut todo = vec![value.clone()];
+    // A container met again (`json.dumps` refuses a circular one) is walked once.
+    let mut seen = std::collections::HashSet::new();
+    while let Some(item) = todo.pop() {
+        let container = item.is_instance_of::<PyDict>()
+            || item.is_instance_of::<PyList>()
+            || item.is_instance_of::<PyTuple>();
+        if container && !seen.insert(item.as_ptr() as usize) {
+            continue;
+        }
+        if let Ok(d) = item.cast::<PyDict>() {
+            for (k, v) in d.iter() {
+                todo.push(k);
+                todo.push(v);
+            }
+        } else if let Ok(l) = item.cast::<PyList>() {
+            todo.extend(l.iter());
+        } else if let Ok(t) = item.cast::<PyTuple>() {
+            todo.extend(t.iter());
+        } else if item.is_instance_of::<PyInt>() {
+            match write.call1((&item,)) {
+                Ok(_) => {}
+                Err(e) if e.is_instance_of::<PyValueError>(py) => return Ok(true),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(false)
 }
 
 /// `json.dumps(value)`, compact and not ASCII-escaped.

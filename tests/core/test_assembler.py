@@ -638,6 +638,33 @@ def test_an_assembler_in_a_cycle_through_what_it_holds_is_freed() -> None:
     assert _freed_in_cycle(lambda asm, _: None)
 
 
+class _Marker:
+    """Something a weak reference can follow, stored beside the call in its value."""
+
+
+@pytest.mark.parametrize("where", ["dict", "list", "none"])
+def test_a_call_stored_in_its_own_value_is_freed(where: str) -> None:
+    # `.value` is the caller's to change, and the call a natural thing to keep with it (a
+    # result cache keyed by call, say): the collector could not see from the call to its
+    # value, so such a cycle, and the value with it, lived until the process ended.
+    asm = Assembler()
+    asm.feed(0, id="a", name="f", arguments='{"xs": [1]}')
+    (call,) = asm.finish()
+    marker = _Marker()
+    value = call.value
+    if where == "dict":
+        value["call"] = call
+        value["marker"] = marker
+    elif where == "list":
+        value["xs"].extend([call, marker])
+    else:
+        value["marker"] = marker  # the check itself: no cycle
+    freed = weakref.ref(marker)
+    del asm, call, value, marker
+    gc.collect()
+    assert freed() is None
+
+
 # A fragment that starts with all the text before it may be a resend of the whole arguments:
 # it is held until the next fragment, `end` or `finish` decides. Here it is a resend: only
 # that reading is one whole value when the stream ends. (Appended, the text would be read as
@@ -975,10 +1002,34 @@ def test_arguments_that_are_no_json_data_are_misuse(value: object) -> None:
     assembler = Assembler()
     with pytest.raises(MisuseError, match="not JSON data"):
         assembler.feed(0, name="f", arguments={"a": value})  # type: ignore[dict-item]
-    with pytest.raises(MisuseError, match="not JSON data"):
-        assembler.set_metadata(0, "k", value)
+    if not isinstance(value, int):
+        with pytest.raises(MisuseError, match="not JSON data"):
+            assembler.set_metadata(0, "k", value)
     assembler.feed(0, id="c", name="f", arguments="{}")
     assert [call.value for call in assembler.finish()] == [{}]
+
+
+def test_metadata_with_an_integer_longer_than_python_writes_is_dropped_on_the_record() -> None:
+    # Provider data like the value nested too deeply below (and the raw path's integer too
+    # long to read back): `json.dumps`' ValueError made it a MisuseError, raised mid-stream.
+    huge = 10 ** (sys.get_int_max_str_digits() + 1)
+    fine = 10 ** (sys.get_int_max_str_digits() - 1)
+    assembler = Assembler()
+    assembler.feed(0, id="a", name="f", arguments="{}")
+    assembler.set_metadata(0, "kept", {"n": [fine]})
+    assembler.set_metadata(0, "huge", {"google": [1, {"n": huge}]})
+    assembler.set_metadata(1, "huge", (huge,))  # held for a call not started yet
+    assembler.feed(1, id="b", name="f", arguments="{}")
+    # Another ValueError stays the caller's: a value that holds itself.
+    cycle: list[object] = [1, [fine]]
+    cycle.append(cycle)
+    with pytest.raises(MisuseError, match="not JSON data"):
+        assembler.set_metadata(1, "cycle", cycle)
+    calls = assembler.finish()
+    assert [(c.metadata, c.warnings) for c in calls] == [
+        ({"kept": {"n": [fine]}}, ["metadata_dropped"]),
+        ({}, ["metadata_dropped"]),
+    ]
 
 
 def test_metadata_nested_past_what_json_dumps_writes_is_dropped_on_the_record() -> None:

@@ -37,8 +37,9 @@ use serde_json::{Map, Value};
 use super::canon::Canon;
 use super::decimal::{Decimal, Fixed, MultipleOf};
 use super::format::Format;
+use super::nesting::MAX_SCHEMA_DEPTH;
 use super::trie::Trie;
-use super::{pattern, push_pointer_token, SchemaError, Unsupported};
+use super::{pattern, push_pointer_token, SchemaError, SchemaErrorKind, Unsupported};
 
 pub(crate) type NodeId = u32;
 /// No node (no schema applies).
@@ -56,10 +57,6 @@ pub(crate) const T_STRING: u8 = 16;
 pub(crate) const T_NUMBER: u8 = 32;
 pub(crate) const T_INTEGER: u8 = 64;
 pub(crate) const T_ALL: u8 = 127;
-
-/// Deepest schema nesting accepted (the checker never recurses over the schema, but the compiler
-/// does).
-const MAX_SCHEMA_DEPTH: u32 = 256;
 
 /// Marks an `anyOf` that stands for a `oneOf` of the schema the tool declares: one whose
 /// branches a looser pre-check cannot hold apart (a `format` left to validation, say), so that
@@ -439,6 +436,7 @@ fn err(pointer: &str, message: impl Into<String>) -> SchemaError {
     SchemaError {
         pointer: pointer.to_owned(),
         message: message.into(),
+        kind: SchemaErrorKind::Malformed,
     }
 }
 
@@ -533,8 +531,11 @@ impl Compiler<'_> {
                 if let Some(&id) = self.memo.get(ptr) {
                     return Ok(id);
                 }
-                if self.depth >= MAX_SCHEMA_DEPTH {
-                    return Err(err(ptr, "schema is nested too deeply"));
+                if self.depth as usize > MAX_SCHEMA_DEPTH {
+                    return Err(SchemaError {
+                        kind: SchemaErrorKind::TooDeep,
+                        ..err(ptr, "schema is nested too deeply")
+                    });
                 }
                 let id = to_id(self.nodes.len());
                 self.nodes.push(Node::new(ptr));

@@ -18,6 +18,7 @@ mod check;
 mod compile;
 mod decimal;
 mod format;
+pub mod nesting;
 mod pattern;
 mod registry;
 mod trie;
@@ -128,6 +129,18 @@ pub struct SchemaError {
     pub pointer: String,
     /// What is wrong, lowercase.
     pub message: String,
+    /// Which kind of fault it is.
+    pub kind: SchemaErrorKind,
+}
+
+/// What makes a schema one the pre-check cannot compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaErrorKind {
+    /// A keyword's value of the wrong kind, a local `$ref` that points nowhere...
+    Malformed,
+    /// Subschemas, references followed, nest deeper than
+    /// [`nesting::MAX_SCHEMA_DEPTH`]: not wrong, too large.
+    TooDeep,
 }
 
 impl fmt::Display for SchemaError {
