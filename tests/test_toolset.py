@@ -634,3 +634,64 @@ def test_an_option_of_the_wrong_kind_is_refused(option: str, value: object, says
     # taken, to fail at the first error shown to the model.
     with pytest.raises(TypeError, match=says):
         Toolset([_City], **{option: value})
+
+
+class _Strict(BaseModel):
+    a: int
+
+
+_LOOSE = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}},
+    "additionalProperties": True,
+}
+
+
+def _assembled(tools: Toolset | ToolRegistry | None, arguments: str) -> ToolCall:
+    assembler = Assembler() if tools is None else Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="m", arguments=arguments)
+    (call,) = assembler.finish()
+    return call
+
+
+@pytest.mark.parametrize(
+    "strict",
+    [
+        Toolset([_Strict], names={_Strict: "m"}),
+        Toolset(
+            [
+                {
+                    "name": "m",
+                    "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}},
+                }
+            ]
+        ),
+    ],
+    ids=["model", "plain"],
+)
+@pytest.mark.parametrize(
+    "loose",
+    [
+        lambda: Toolset([{"name": "m", "parameters": _LOOSE}]),
+        lambda: ToolRegistry({"m": _LOOSE}),
+    ],
+    ids=["toolset", "registry"],
+)
+def test_a_call_prechecked_against_other_schemas_is_checked_again(
+    strict: Toolset, loose: Any
+) -> None:
+    # Pre-checked by a looser schema of the same name: that check says nothing of this
+    # toolset's schema, which refuses the extra key (Pydantic alone would drop it silently).
+    call = _assembled(loose(), '{"a": 1, "zzz": 2}')
+    assert call.prechecked and call.ok
+    outcome = strict.validate(call)
+    assert not outcome.ok
+    assert [(e.code, e.path) for e in outcome.errors] == [("unknown_field", "/zzz")]
+    # The same verdict as without a pre-check, and as under the toolset's own (where the
+    # stream's check already found it).
+    assert strict.validate(_assembled(None, '{"a": 1, "zzz": 2}')).errors == outcome.errors
+    own = _assembled(strict, '{"a": 1, "zzz": 2}')
+    assert [e.code for e in strict.validate(own).errors] == ["unknown_field"]
+    # A valid call passes whichever registry checked it.
+    for checked_by in (loose(), strict, None):
+        assert strict.validate(_assembled(checked_by, '{"a": 1}')).ok

@@ -165,9 +165,13 @@ class DirectValidation:
         tools: list[tuple[str, Callable[..., Any], bool | None, bool]],
         max_bytes: int,
     ) -> Self: ...
+    def _trust(self, registry: ToolRegistry, /) -> bool:
+        """Trust the pre-check of `registry` (the toolset's own) from now on; True when it is
+        the registry trusted (the first one given stays)."""
     def outcome(self, call: object, /) -> Any | None:
-        """The successful outcome of `call`, or None when `validate`'s general path decides;
-        raises what Pydantic raises."""
+        """The successful outcome of `call`, or None when `validate`'s general path decides
+        (among others, a call the trusted registry did not pre-check); raises what Pydantic
+        raises."""
 
 @final
 class ToolCall:
@@ -211,7 +215,8 @@ class ToolCall:
     @property
     def prechecked(self) -> bool:
         """True when the arguments were checked against the tool's schema while they
-        streamed (the assembler had tools): a violation would be in `error`."""
+        streamed (the assembler had tools): a violation would be in `error`. `Toolset.validate`
+        counts on it only when the toolset's own registry did the check."""
     @property
     def stop_reason(self) -> str | None:
         """Why the provider stopped the call (`content_filter`, a refusal, ...), when it did:
@@ -227,10 +232,11 @@ class ToolCall:
     @property
     def error(self) -> CallError | None: ...
     def _validation_fields(
-        self,
+        self, registry: ToolRegistry | None, /
     ) -> tuple[CallError | None, bool, str | None, str | None, bytes | None, bool]:
         """`(error, prechecked, name, id, arguments_bytes or None when blank, plain_numbers)`
-        in one call, for `Toolset.validate`."""
+        in one call, for `Toolset.validate`; `prechecked` is whether `registry` itself
+        pre-checked the call."""
     @property
     def ok(self) -> bool: ...
     @property

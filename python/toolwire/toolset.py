@@ -1455,7 +1455,10 @@ class Toolset:
                 # as ECMA-262 does (and Pydantic's default engine), where it does not.
                 schemas[name] = _without_patterns(schemas[name])
             schemas[name] = _with_required_keys(_with_null_as_absent(schemas[name]))
-        return ToolRegistry(schemas, secrets={k: v for k, v in secrets.items() if v})
+        registry = ToolRegistry(schemas, secrets={k: v for k, v in secrets.items() if v})
+        # The native shortcut counts on a call's pre-check only when this registry made it.
+        self._shortcut._trust(registry)
+        return registry
 
     # Exports ----------------------------------------------------------------------------
 
@@ -1588,7 +1591,11 @@ class Toolset:
     def _validate_python(self, call: CallLike) -> Outcome:
         """`_validate_general` for a call known to be one."""
         if isinstance(call, ToolCall):
-            error, prechecked, name, call_id, raw, plain_numbers = call._validation_fields()
+            # Pre-checked here only if by this toolset's own registry: another registry's tool
+            # of the same name may be looser (extra keys allowed) than this one.
+            error, prechecked, name, call_id, raw, plain_numbers = call._validation_fields(
+                self.__dict__.get("registry")
+            )
         else:
             # A call the application built (from a response it did not stream, from its logs)
             # was pre-checked only if it says so: Pydantic alone would drop an unknown field and
@@ -1604,10 +1611,9 @@ class Toolset:
             elif read is not None and raw is None and read.arguments != call.arguments:
                 # The fields the text does not change are the call's own (`__getattr__`).
                 call = cast(CallLike, _AsRead(call, read))
-        # Whether the whole text is known to have passed the pre-check here; None leaves it to
-        # what the call says.
-        checked: bool | None = None
-        if error is None and not prechecked:
+        # Whether the whole text is known to have passed this toolset's pre-check.
+        checked = prechecked is True
+        if error is None and not checked:
             # A call assembled without the pre-check: find what it would have found, so that a
             # call gets the same verdict whichever way it was assembled (an unknown field, a
             # value a lax model would convert silently).
@@ -1633,7 +1639,9 @@ class Toolset:
                     # The core flags long numbers while scanning; only then is the text read.
                     if floats and not plain_numbers and float_risk(raw):
                         # A number a float field may read as infinity or zero: look closer.
-                        return validator.validate(call, lang=lang, redact=self._redact)
+                        return validator.validate(
+                            call, lang=lang, redact=self._redact, prechecked=checked
+                        )
                     secrets = validator.secrets_of(instance) if secret else ()
                     return success_outcome(
                         call_id, validator.tool, instance, None, [], lang, None, secrets

@@ -226,9 +226,10 @@ pub struct ToolCall {
     pub complete: bool,
     /// Every number in `arguments` is plain (see [`Scanner::plain_numbers`]).
     pub plain_numbers: bool,
-    /// The call's arguments were checked against its tool's schema while they streamed (the
-    /// assembler had a registry): a schema violation would be in `error`.
-    pub prechecked: bool,
+    /// The registry the call's arguments were checked against while they streamed (the
+    /// assembler's): a violation of that registry's schema would be in `error`. Only that
+    /// registry's schemas are known to hold; see [`ToolCall::prechecked_by`].
+    pub precheck_registry: Option<Arc<Registry>>,
     /// Set by [`Assembler::finish_deferring_scans`] on a call whose only open question is
     /// whether its text is one JSON object: the text has not been scanned, and `error`,
     /// `complete` and `plain_numbers` hold nothing until [`ToolCall::scan_deferred`] runs.
@@ -265,6 +266,22 @@ impl JsonVerdict {
 }
 
 impl ToolCall {
+    /// True when the call's arguments were checked against a registry while they streamed.
+    #[must_use]
+    pub fn prechecked(&self) -> bool {
+        self.precheck_registry.is_some()
+    }
+
+    /// True when `registry` itself pre-checked the call, so its schemas are known to hold. A
+    /// tool of the same name in another registry may have another schema (a looser one lets
+    /// through what this one refuses): a call checked there must be checked again here.
+    #[must_use]
+    pub fn prechecked_by(&self, registry: &Arc<Registry>) -> bool {
+        self.precheck_registry
+            .as_ref()
+            .is_some_and(|checked| Arc::ptr_eq(checked, registry))
+    }
+
     /// The verdict on the text of a call that [`Assembler::finish_deferring_scans`] left
     /// unscanned, by scanning it now: exactly what [`Assembler::finish`] would have set. None
     /// for a call already settled.
@@ -2064,7 +2081,7 @@ impl Assembler {
             let mut done = finish_call(
                 ordinal,
                 call,
-                registry.as_deref(),
+                registry.as_ref(),
                 renamed_id,
                 deferred,
                 stream_limits,
@@ -2327,7 +2344,7 @@ fn may_repeat_value(buffer: &[u8], text: &[u8]) -> bool {
 fn finish_call(
     ordinal: usize,
     call: &mut Call,
-    registry: Option<&Registry>,
+    registry: Option<&Arc<Registry>>,
     renamed_id: Option<String>,
     deferred: bool,
     stream_limits: (usize, usize),
@@ -2411,7 +2428,7 @@ fn finish_call(
         warnings,
         complete: json_ok,
         plain_numbers: call.scanner.plain_numbers() && !deferred,
-        prechecked: registry.is_some(),
+        precheck_registry: registry.cloned(),
         unscanned: deferred,
         limits: *call.scanner.config(),
         stream_limits,

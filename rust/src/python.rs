@@ -874,7 +874,7 @@ impl PyToolCall {
     /// (the assembler had tools).
     #[getter]
     fn prechecked(&self) -> bool {
-        self.call.prechecked
+        self.call.prechecked()
     }
     /// Why the provider stopped the call, when it did (its error is then `filtered`).
     #[getter]
@@ -963,16 +963,21 @@ impl PyToolCall {
         self.verdict().error.as_ref().map(PyCallError::from)
     }
     /// What `Toolset.validate` reads of a call, in one crossing instead of six: `(error,
-    /// prechecked, name, id, arguments_bytes or None when they are blank, plain_numbers)`.
-    /// Each getter is a method call of its own, and on a small call they cost as much as a
-    /// tenth of Pydantic's validation.
-    #[pyo3(name = "_validation_fields")]
-    fn validation_fields<'py>(&self, py: Python<'py>) -> ValidationFields<'_, 'py> {
+    /// prechecked, name, id, arguments_bytes or None when they are blank, plain_numbers)`,
+    /// where `prechecked` says whether `registry` itself (the validating toolset's, None when
+    /// it has none yet) pre-checked the call. Each getter is a method call of its own, and on
+    /// a small call they cost as much as a tenth of Pydantic's validation.
+    #[pyo3(name = "_validation_fields", signature = (registry, /))]
+    fn validation_fields<'py>(
+        &self,
+        py: Python<'py>,
+        registry: Option<PyRef<'_, PyToolRegistry>>,
+    ) -> ValidationFields<'_, 'py> {
         let verdict = self.verdict();
         let call = &self.call;
         (
             verdict.error.as_ref().map(PyCallError::from),
-            call.prechecked,
+            registry.is_some_and(|r| call.prechecked_by(&r.inner)),
             call.name.as_deref(),
             call.id.as_deref(),
             (!is_blank(&call.arguments)).then(|| PyBytes::new(py, &call.arguments)),
@@ -1405,6 +1410,9 @@ struct PyDirectValidation {
     /// Calls of at least this many argument bytes are left to `validate` (it pauses the
     /// collector while a large model is built).
     max_bytes: usize,
+    /// The toolset's pre-check registry, once it is built (`_trust`): only a call that
+    /// registry pre-checked is known to hold no value Pydantic alone would let through.
+    trusted: std::sync::OnceLock<Arc<Registry>>,
 }
 
 #[pymethods]
@@ -1473,11 +1481,21 @@ impl PyDirectValidation {
             slots,
             strict_keyword: PyTuple::new(py, [pyo3::intern!(py, "strict")])?.unbind(),
             max_bytes,
+            trusted: std::sync::OnceLock::new(),
         })
     }
 
+    /// Trusts the pre-check of `registry`, the toolset's own, from now on (see `outcome`).
+    /// True when it is the registry trusted; the first one given stays trusted.
+    #[pyo3(name = "_trust", signature = (registry, /))]
+    fn trust(&self, registry: PyRef<'_, PyToolRegistry>) -> bool {
+        let trusted = self.trusted.get_or_init(|| Arc::clone(&registry.inner));
+        Arc::ptr_eq(trusted, &registry.inner)
+    }
+
     /// The successful outcome of `call`, or None when `validate`'s general path decides
-    /// (another kind of call, an error, no pre-check, a tool Pydantic does not decide alone,
+    /// (another kind of call, an error, no pre-check by the trusted registry (`_trust`): a
+    /// registry of other schemas may have let through what this one refuses, a tool Pydantic does not decide alone,
     /// blank or large arguments, a long number for a float field). Raises what Pydantic
     /// raises: a `ValidationError` is the caller's to turn into an outcome.
     #[pyo3(signature = (call, /))]
@@ -1494,7 +1512,8 @@ impl PyDirectValidation {
         let Some(tool) = held.name.as_deref().and_then(|name| self.tool(name)) else {
             return Ok(None);
         };
-        if !held.prechecked || held.arguments.len() >= self.max_bytes {
+        let trusted = self.trusted.get().is_some_and(|r| held.prechecked_by(r));
+        if !trusted || held.arguments.len() >= self.max_bytes {
             return Ok(None);
         }
         let verdict = call.verdict();
