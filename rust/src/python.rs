@@ -1011,14 +1011,17 @@ impl PyToolCall {
     fn warnings(&self) -> Vec<&'static str> {
         self.call.warnings.clone()
     }
+    /// Names the arguments by size only: a repr lands in logs (a stream event's among them),
+    /// and the arguments are model output that may quote what the user typed (a password, a
+    /// card number) and may run to megabytes. `arguments` has the text.
     fn __repr__(&self) -> String {
         let opt = |v: Option<&str>| v.map_or_else(|| "None".to_owned(), |s| format!("{s:?}"));
         format!(
-            "ToolCall(ordinal={}, id={}, name={}, arguments={:?}, error={})",
+            "ToolCall(ordinal={}, id={}, name={}, arguments=<{} bytes>, error={})",
             self.call.ordinal,
             opt(self.call.id.as_deref()),
             opt(self.call.name.as_deref()),
-            String::from_utf8_lossy(&self.call.arguments),
+            self.call.arguments.len(),
             opt(self.verdict().error.as_ref().map(|e| e.kind.slug())),
         )
     }

@@ -1460,3 +1460,16 @@ def test_metadata_sent_again_counts_toward_the_stream_limit_only_for_what_it_add
     for n in range(300):
         assembler.set_metadata(0, f"k{n}", "s" * 10_000)
     assert assembler.failed and assembler.stream_errors()[0][0] == "stream_limit"
+
+
+def test_a_calls_repr_names_its_arguments_by_size_only() -> None:
+    # A repr ends up in logs (through a stream event's too): the arguments may quote what the
+    # user typed, and may be megabytes long.
+    assembler = Assembler()
+    assembler.feed(0, id="call_1", name="login", arguments='{"password": "hunter2"}')
+    (call,) = assembler.finish()
+    assert (
+        repr(call)
+        == 'ToolCall(ordinal=0, id="call_1", name="login", arguments=<23 bytes>, error=None)'
+    )
+    assert "hunter2" not in repr(CallCompleted(call=call, outcome=None))
