@@ -2013,13 +2013,17 @@ fn gemini_fields_of_the_wrong_type_are_absent_and_malformed_chunks_change_nothin
     let o = run(concat!(
         "data: {\"candidates\":{\"not\":\"a list\"},\"usageMetadata\":{\"promptTokenCount\":1}}\n\n",
         "data: {\"candidates\":[5,{\"content\":\"x\"},{\"content\":{\"parts\":[1,\"s\",{\"functionCall\":\"f\"}]}}]}\n\n",
-        // A repeated field: malformed, skipped whole (no call from its first part).
+        // A repeated field keeps its last value, as `json.loads` keeps it.
         "data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"g\",\"args\":{}}},{\"text\":\"a\",\"text\":\"b\"}]}}]}\n\n",
+        // Not JSON: malformed, skipped whole.
+        "data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"h\",\"args\":{}}}]}}]\n\n",
         "data: {\"candidates\":[{\"finishReason\":\"STOP\"}]}\n\n",
     ).as_bytes());
     // `functionCall` that is no object: a call without fields (no name).
-    assert_eq!(o.calls.len(), 1);
+    assert_eq!(o.calls.len(), 2);
     assert_eq!(o.call(0).error, Some(ErrorKind::MissingName));
+    ok(o.call(1), "g", "{}");
+    assert_eq!(o.text, "b");
     assert_eq!(o.count(StreamErrorKind::MalformedEvent), 1);
     assert_eq!(o.format, Some(Format::Gemini));
 }
