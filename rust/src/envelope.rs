@@ -849,6 +849,20 @@ impl Decoder {
         self.ignored_choices
     }
 
+    /// Whether [`Decoder::decode`] reads an event as a Gemini chunk (bytes that are no UTF-8
+    /// read as U+FFFD, as google-genai reads them).
+    #[must_use]
+    pub fn reads_as_gemini(event: &[u8], data: &[u8]) -> bool {
+        let text = String::from_utf8_lossy(data);
+        let Ok(env) = serde_json::from_str::<Envelope<'_>>(&text) else {
+            return false;
+        };
+        let from_event = std::str::from_utf8(event)
+            .ok()
+            .filter(|e| !e.is_empty() && *e != "message");
+        env.reads_as_gemini(string(env.kind).as_deref().or(from_event))
+    }
+
     /// Decode one event (`event` is its SSE `event:` field, possibly empty) and emit its
     /// actions in order. Returns the event's format, or `None` for an event that belongs to no
     /// particular format (`[DONE]`, a keep-alive with empty data, an error event).
