@@ -485,7 +485,6 @@ wire_struct! {
 
 wire_struct! {
     struct ResponseObject<'a> {
-        status: Option<Str<'a>> = "status" => opt_str,
         incomplete_details: Option<IncompleteDetails<'a>> = "incomplete_details" => parsed,
         usage: Option<&'a RawValue> = "usage",
         error: Option<&'a RawValue> = "error",
@@ -1598,15 +1597,14 @@ impl Decoder {
                 self.feed_set_aside(key, &held, emit);
             }
         }
-        // Without its `response` object (a minimal bridge) the event still says how the
-        // response ended, as the chunk path reads it: the status is the event's own.
         if let Some(usage) = response.as_ref().and_then(|r| r.usage) {
             emit(Action::Usage(usage.get()));
         }
-        let status = response
-            .as_ref()
-            .and_then(|r| r.status.as_ref())
-            .map_or(t.strip_prefix("response.").unwrap_or(t), Str::as_str);
+        // The event's type says how the response ended, as the chunk path reads the SDK's
+        // event: a `status` that says otherwise (`response.failed` of a response `completed`)
+        // made the raw path run calls the SDK path stopped, or stop calls it ran. It holds
+        // without a `response` object (a minimal bridge) too.
+        let status = t.strip_prefix("response.").unwrap_or(t);
         let (raw, reason) = match status {
             "completed" if self.any_function_call => (status, FinishReason::ToolCalls),
             "completed" if self.refusal => (status, FinishReason::Refusal),

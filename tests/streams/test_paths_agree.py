@@ -361,3 +361,42 @@ def test_a_repeated_member_s_earlier_value_of_another_type_is_dropped(fmt: str) 
         ("get_weather", "c1", {"city": "Paris"}, True),
         ("f", "c2", {"a": [1, 2]}, True),
     ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "status"),
+    [
+        ("response.completed", "incomplete"),
+        ("response.completed", "failed"),
+        ("response.failed", "completed"),
+        ("response.incomplete", "completed"),
+        ("response.cancelled", "completed"),
+    ],
+)
+def test_the_final_event_s_type_says_how_a_response_ended(
+    sse_server: SSEServer, kind: str, status: str
+) -> None:
+    # The SDK path reads the event's type; `feed_sse` read the `status` of its `response`
+    # where they disagreed: it ran the calls of a `response.failed`, or stopped those of a
+    # `response.completed`, that the other path did not.
+    events = responses_stream([Call("f", '{"a":1}', "c1")])
+    final = events[-1]
+    final["type"] = kind
+    final["response"]["status"] = status
+    if kind == "response.incomplete":
+        final["response"]["incomplete_details"] = {"reason": "content_filter"}
+    stream = _agree(sse_server, events, "openai-responses")
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, "openai-responses"))
+    calls = raw.finish()
+    assert raw.finish_reason == stream.finish_reason == _ENDED_AS[kind]
+    # The call had ended before: it is whole on every path, whatever came after it.
+    assert [c.ok for c in calls] == [c.ok for c in stream.calls] == [True]
+
+
+_ENDED_AS = {
+    "response.completed": "completed",
+    "response.failed": "failed",
+    "response.incomplete": "content_filter",
+    "response.cancelled": "cancelled",
+}
