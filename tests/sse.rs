@@ -2013,13 +2013,17 @@ fn gemini_fields_of_the_wrong_type_are_absent_and_malformed_chunks_change_nothin
     let o = run(concat!(
         "data: {\"candidates\":{\"not\":\"a list\"},\"usageMetadata\":{\"promptTokenCount\":1}}\n\n",
         "data: {\"candidates\":[5,{\"content\":\"x\"},{\"content\":{\"parts\":[1,\"s\",{\"functionCall\":\"f\"}]}}]}\n\n",
-        // A repeated field: malformed, skipped whole (no call from its first part).
+        // A repeated field keeps its last value, as `json.loads` keeps it.
         "data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"g\",\"args\":{}}},{\"text\":\"a\",\"text\":\"b\"}]}}]}\n\n",
+        // Not JSON: malformed, skipped whole.
+        "data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"h\",\"args\":{}}}]}}]\n\n",
         "data: {\"candidates\":[{\"finishReason\":\"STOP\"}]}\n\n",
     ).as_bytes());
     // `functionCall` that is no object: a call without fields (no name).
-    assert_eq!(o.calls.len(), 1);
+    assert_eq!(o.calls.len(), 2);
     assert_eq!(o.call(0).error, Some(ErrorKind::MissingName));
+    ok(o.call(1), "g", "{}");
+    assert_eq!(o.text, "b");
     assert_eq!(o.count(StreamErrorKind::MalformedEvent), 1);
     assert_eq!(o.format, Some(Format::Gemini));
 }
@@ -2937,4 +2941,44 @@ fn responses_calls_sent_only_in_the_finished_response_are_read() {
     ]);
     let o = run(streamed.as_bytes());
     assert_eq!(o.calls.len(), 1, "{:?}", o.calls);
+}
+
+#[test]
+fn gemini_last_chunk_without_its_blank_line_is_read() {
+    // google-genai decodes the data an event gathered when a body that ends cleanly ends
+    // inside it; the raw path reads such a last chunk too, split anywhere.
+    let whole = gemini_body(
+        &[
+            r#"{"name":"f","args":{"a":1}}"#,
+            r#"{"name":"g","args":{}}"#,
+        ],
+        Some("STOP"),
+    );
+    for ending in [&b"\n"[..], b"", b"\r", b"\r\n"] {
+        let mut body = whole[..whole.len() - 2].to_vec();
+        body.extend_from_slice(ending);
+        for o in [run(&body), run_chunks(body.chunks(1))] {
+            ok(o.call(0), "f", r#"{"a":1}"#);
+            ok(o.call(1), "g", "{}");
+            assert_eq!(o.finish, Some(FinishReason::Stop), "{ending:?}");
+            assert_eq!(o.count(StreamErrorKind::TruncatedBody), 0, "{ending:?}");
+        }
+    }
+    // A last chunk cut inside its JSON is no chunk: the body was cut.
+    let o = run(&whole[..whole.len() - 6]);
+    assert_eq!(o.calls.len(), 1);
+    assert_eq!(o.count(StreamErrorKind::TruncatedBody), 1);
+}
+
+#[test]
+fn other_formats_drop_an_event_without_its_blank_line() {
+    // The `openai` and `anthropic` SDKs dispatch an event only at its blank line: a last event
+    // without one is not read, and the body was cut.
+    let chat = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}}]}\n";
+    let anthropic = b"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"f\",\"input\":{}}}\n";
+    for body in [&chat[..], &anthropic[..]] {
+        let o = run(body);
+        assert!(o.calls.is_empty());
+        assert_eq!(o.count(StreamErrorKind::TruncatedBody), 1);
+    }
 }

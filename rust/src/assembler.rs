@@ -1631,6 +1631,12 @@ impl Assembler {
         Ok(())
     }
 
+    /// Whether [`Assembler::interrupt`] said the transport broke off.
+    #[must_use]
+    pub fn is_interrupted(&self) -> bool {
+        self.interrupted.is_some()
+    }
+
     /// The output limit was reached (`length`, `max_tokens`, `max_output_tokens`): the last
     /// call started, if the provider had not ended it, was cut there. With some text, its
     /// arguments are incomplete anyway; with none, it becomes `truncated` at finish rather than

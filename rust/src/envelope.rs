@@ -6,6 +6,9 @@
 //!   events, Anthropic Messages events, Gemini `GenerateContentResponse` chunks, decoded in
 //!   `envelope/gemini.rs`); unknown fields are skipped, so the format is detected per event from
 //!   the fields present and what `type` says.
+//! - The structs are declared with `wire_struct!` (`envelope/wire.rs`), not serde's derive: a
+//!   repeated member keeps its last value, as `json.loads` in every SDK keeps it, where the
+//!   derive refused the event.
 //! - The event is checked as UTF-8 once and parsed with `serde_json::from_str`: `from_slice`
 //!   would re-check every string it borrows.
 //! - String fields are taken as `&RawValue` and decoded on use: borrowed when they hold no
@@ -57,6 +60,8 @@ use serde_json::value::RawValue;
 use crate::assembler::{Arguments, Delta};
 use crate::progress::Recorded;
 
+#[macro_use]
+mod wire;
 mod gemini;
 mod items;
 mod partial_args;
@@ -321,19 +326,6 @@ impl std::error::Error for EventError {}
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Str<'a>(Cow<'a, str>);
 
-impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // Read through its raw text, as `string` reads a Chat chunk's fields: serde refuses
-        // the escape of a lone surrogate (`"\ud800"`), and a name or an id holding one made
-        // the whole event unread, every open call lost with it. It is U+FFFD, as in the SDKs'
-        // objects once they reach the core.
-        let raw = <&'de RawValue>::deserialize(d)?;
-        string(Some(raw))
-            .map(Str)
-            .ok_or_else(|| de::Error::invalid_type(de::Unexpected::Other("no string"), &"a string"))
-    }
-}
-
 impl Str<'_> {
     fn as_str(&self) -> &str {
         &self.0
@@ -386,54 +378,37 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Few<T> {
     }
 }
 
-/// The union of the top-level fields of all three formats.
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow, rename = "type")]
-    kind: Option<&'a RawValue>,
-    #[serde(borrow)]
-    object: Option<&'a RawValue>,
-    #[serde(borrow)]
-    choices: Option<Few<Choice<'a>>>,
-    #[serde(borrow)]
-    usage: Option<&'a RawValue>,
-    #[serde(borrow)]
-    error: Option<&'a RawValue>,
-    // Responses
-    #[serde(default, deserialize_with = "position")]
-    output_index: Option<i64>,
-    /// Read leniently: a bridge's odd value (a string, a negative number) is no number.
-    #[serde(borrow)]
-    sequence_number: Option<&'a RawValue>,
-    #[serde(borrow)]
-    item_id: Option<&'a RawValue>,
-    /// An [`Item`], parsed only for Responses item events.
-    #[serde(borrow)]
-    item: Option<&'a RawValue>,
-    /// Responses: a string; Anthropic: an object.
-    #[serde(borrow)]
-    delta: Option<&'a RawValue>,
-    #[serde(borrow)]
-    arguments: Option<&'a RawValue>,
-    /// A [`ResponseObject`], parsed only for the final Responses events.
-    #[serde(borrow)]
-    response: Option<&'a RawValue>,
-    // Anthropic
-    #[serde(default, deserialize_with = "position")]
-    index: Option<i64>,
-    /// A [`Block`], parsed only for `content_block_start`.
-    #[serde(borrow)]
-    content_block: Option<&'a RawValue>,
-    /// A [`Message`], parsed only for `message_start`.
-    #[serde(borrow)]
-    message: Option<&'a RawValue>,
-    // Gemini: each parsed only when a Gemini chunk comes.
-    #[serde(borrow)]
-    candidates: Option<&'a RawValue>,
-    #[serde(borrow, rename = "usageMetadata")]
-    usage_metadata: Option<&'a RawValue>,
-    #[serde(borrow, rename = "promptFeedback")]
-    prompt_feedback: Option<&'a RawValue>,
+wire_struct! {
+    /// The union of the top-level fields of all the formats.
+    struct Envelope<'a> {
+        kind: Option<&'a RawValue> = "type",
+        object: Option<&'a RawValue> = "object",
+        choices: Option<Few<Choice<'a>>> = "choices",
+        usage: Option<&'a RawValue> = "usage",
+        error: Option<&'a RawValue> = "error",
+        // Responses
+        output_index: Option<i64> = "output_index" => position,
+        /// Read leniently: a bridge's odd value (a string, a negative number) is no number.
+        sequence_number: Option<&'a RawValue> = "sequence_number",
+        item_id: Option<&'a RawValue> = "item_id",
+        /// An [`Item`], parsed only for Responses item events.
+        item: Option<&'a RawValue> = "item",
+        /// Responses: a string; Anthropic: an object.
+        delta: Option<&'a RawValue> = "delta",
+        arguments: Option<&'a RawValue> = "arguments",
+        /// A [`ResponseObject`], parsed only for the final Responses events.
+        response: Option<&'a RawValue> = "response",
+        // Anthropic
+        index: Option<i64> = "index" => position,
+        /// A [`Block`], parsed only for `content_block_start`.
+        content_block: Option<&'a RawValue> = "content_block",
+        /// A [`Message`], parsed only for `message_start`.
+        message: Option<&'a RawValue> = "message",
+        // Gemini: each parsed only when a Gemini chunk comes.
+        candidates: Option<&'a RawValue> = "candidates",
+        usage_metadata: Option<&'a RawValue> = "usageMetadata",
+        prompt_feedback: Option<&'a RawValue> = "promptFeedback",
+    }
 }
 
 impl Envelope<'_> {
@@ -460,123 +435,97 @@ impl Envelope<'_> {
     }
 }
 
-#[derive(Deserialize)]
-struct Choice<'a> {
-    #[serde(default, deserialize_with = "lax_index")]
-    index: Option<i64>,
-    #[serde(borrow)]
-    delta: Option<ChatDelta<'a>>,
-    #[serde(borrow)]
-    finish_reason: Option<&'a RawValue>,
+wire_struct! {
+    struct Choice<'a> {
+        index: Option<i64> = "index" => lax_index,
+        delta: Option<ChatDelta<'a>> = "delta",
+        finish_reason: Option<&'a RawValue> = "finish_reason",
+    }
 }
 
-#[derive(Deserialize)]
-struct ChatDelta<'a> {
-    #[serde(borrow)]
-    content: Option<&'a RawValue>,
-    #[serde(borrow)]
-    refusal: Option<&'a RawValue>,
-    #[serde(borrow)]
-    /// A `null` entry is skipped, as `feed_chunk` skips it: it carries no call, and reading it
-    /// as malformed lost the calls beside it.
-    tool_calls: Option<Few<Option<ToolCallEntry<'a>>>>,
-    /// A [`Function`] of the legacy `functions` API: one call, no index.
-    #[serde(borrow)]
-    function_call: Option<&'a RawValue>,
+wire_struct! {
+    struct ChatDelta<'a> {
+        content: Option<&'a RawValue> = "content",
+        refusal: Option<&'a RawValue> = "refusal",
+        /// A `null` entry is skipped, as `feed_chunk` skips it: it carries no call, and reading it
+        /// as malformed lost the calls beside it.
+        tool_calls: Option<Few<Option<ToolCallEntry<'a>>>> = "tool_calls",
+        /// A [`Function`] of the legacy `functions` API: one call, no index.
+        function_call: Option<&'a RawValue> = "function_call",
+    }
 }
 
-#[derive(Deserialize)]
-struct ToolCallEntry<'a> {
-    /// Read with [`wire_index`]: a value that is not an integer is a missing index.
-    #[serde(borrow)]
-    index: Option<&'a RawValue>,
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, rename = "type")]
-    kind: Option<&'a RawValue>,
-    #[serde(borrow)]
-    function: Option<Function<'a>>,
-    #[serde(borrow)]
-    extra_content: Option<&'a RawValue>,
+wire_struct! {
+    struct ToolCallEntry<'a> {
+        /// Read with [`wire_index`]: a value that is not an integer is a missing index.
+        index: Option<&'a RawValue> = "index",
+        id: Option<&'a RawValue> = "id",
+        kind: Option<&'a RawValue> = "type",
+        function: Option<Function<'a>> = "function",
+        extra_content: Option<&'a RawValue> = "extra_content",
+    }
 }
 
-#[derive(Deserialize)]
-struct Function<'a> {
-    #[serde(borrow)]
-    name: Option<&'a RawValue>,
-    #[serde(borrow)]
-    arguments: Option<&'a RawValue>,
+wire_struct! {
+    struct Function<'a> {
+        name: Option<&'a RawValue> = "name",
+        arguments: Option<&'a RawValue> = "arguments",
+    }
 }
 
-#[derive(Deserialize)]
-struct Item<'a> {
-    #[serde(borrow, rename = "type")]
-    kind: Option<Str<'a>>,
-    #[serde(borrow)]
-    id: Option<Str<'a>>,
-    #[serde(borrow)]
-    call_id: Option<Str<'a>>,
-    #[serde(borrow)]
-    name: Option<Str<'a>>,
-    #[serde(borrow)]
-    arguments: Option<&'a RawValue>,
+wire_struct! {
+    struct Item<'a> {
+        kind: Option<Str<'a>> = "type" => opt_str,
+        id: Option<Str<'a>> = "id" => opt_str,
+        call_id: Option<Str<'a>> = "call_id" => opt_str,
+        name: Option<Str<'a>> = "name" => opt_str,
+        arguments: Option<&'a RawValue> = "arguments",
+    }
 }
 
-#[derive(Deserialize)]
-struct ResponseObject<'a> {
-    #[serde(borrow)]
-    status: Option<Str<'a>>,
-    #[serde(borrow)]
-    incomplete_details: Option<IncompleteDetails<'a>>,
-    #[serde(borrow)]
-    usage: Option<&'a RawValue>,
-    #[serde(borrow)]
-    error: Option<&'a RawValue>,
-    /// The response's items, read only when no item event announced a call.
-    #[serde(borrow)]
-    output: Option<Vec<&'a RawValue>>,
+wire_struct! {
+    struct ResponseObject<'a> {
+        incomplete_details: Option<IncompleteDetails<'a>> = "incomplete_details" => parsed,
+        usage: Option<&'a RawValue> = "usage",
+        error: Option<&'a RawValue> = "error",
+        /// The response's items, read only when no item event announced a call.
+        output: Option<Vec<&'a RawValue>> = "output" => parsed,
+    }
 }
 
-#[derive(Deserialize)]
-struct IncompleteDetails<'a> {
-    #[serde(borrow)]
-    reason: Option<Str<'a>>,
+wire_struct! {
+    struct IncompleteDetails<'a> {
+        reason: Option<Str<'a>> = "reason" => opt_str,
+    }
 }
 
-#[derive(Deserialize)]
-struct Block<'a> {
-    /// Required: a block of no kind is unread, so that `input_json_delta` fragments after it
-    /// are kept as those of a block whose start was lost (the call fails `missing_name`)
-    /// rather than dropped unsaid as another kind of block's.
-    #[serde(borrow, rename = "type")]
-    kind: Str<'a>,
-    #[serde(borrow)]
-    id: Option<Str<'a>>,
-    #[serde(borrow)]
-    name: Option<Str<'a>>,
-    #[serde(borrow)]
-    input: Option<&'a RawValue>,
-    #[serde(borrow)]
-    text: Option<&'a RawValue>,
+wire_struct! {
+    struct Block<'a> {
+        /// Required: a block of no kind is unread, so that `input_json_delta` fragments after it
+        /// are kept as those of a block whose start was lost (the call fails `missing_name`)
+        /// rather than dropped unsaid as another kind of block's.
+        kind: Str<'a> = "type" => required_kind,
+        id: Option<Str<'a>> = "id" => opt_str,
+        name: Option<Str<'a>> = "name" => opt_str,
+        input: Option<&'a RawValue> = "input",
+        text: Option<&'a RawValue> = "text",
+    }
 }
 
-#[derive(Deserialize)]
-struct Message<'a> {
-    #[serde(borrow)]
-    usage: Option<&'a RawValue>,
+wire_struct! {
+    struct Message<'a> {
+        usage: Option<&'a RawValue> = "usage",
+    }
 }
 
-/// Anthropic's `delta` object (`content_block_delta` and `message_delta`).
-#[derive(Deserialize)]
-struct AnthropicDelta<'a> {
-    #[serde(borrow, rename = "type")]
-    kind: Option<Str<'a>>,
-    #[serde(borrow)]
-    partial_json: Option<&'a RawValue>,
-    #[serde(borrow)]
-    text: Option<&'a RawValue>,
-    #[serde(borrow)]
-    stop_reason: Option<Str<'a>>,
+wire_struct! {
+    /// Anthropic's `delta` object (`content_block_delta` and `message_delta`).
+    struct AnthropicDelta<'a> {
+        kind: Option<Str<'a>> = "type" => opt_str,
+        partial_json: Option<&'a RawValue> = "partial_json",
+        text: Option<&'a RawValue> = "text",
+        stop_reason: Option<Str<'a>> = "stop_reason" => opt_str,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -897,6 +846,20 @@ impl Decoder {
     #[must_use]
     pub fn ignored_choices(&self) -> u64 {
         self.ignored_choices
+    }
+
+    /// Whether [`Decoder::decode`] reads an event as a Gemini chunk (bytes that are no UTF-8
+    /// read as U+FFFD, as google-genai reads them).
+    #[must_use]
+    pub fn reads_as_gemini(event: &[u8], data: &[u8]) -> bool {
+        let text = String::from_utf8_lossy(data);
+        let Ok(env) = serde_json::from_str::<Envelope<'_>>(&text) else {
+            return false;
+        };
+        let from_event = std::str::from_utf8(event)
+            .ok()
+            .filter(|e| !e.is_empty() && *e != "message");
+        env.reads_as_gemini(string(env.kind).as_deref().or(from_event))
     }
 
     /// Decode one event (`event` is its SSE `event:` field, possibly empty) and emit its
@@ -1634,15 +1597,14 @@ impl Decoder {
                 self.feed_set_aside(key, &held, emit);
             }
         }
-        // Without its `response` object (a minimal bridge) the event still says how the
-        // response ended, as the chunk path reads it: the status is the event's own.
         if let Some(usage) = response.as_ref().and_then(|r| r.usage) {
             emit(Action::Usage(usage.get()));
         }
-        let status = response
-            .as_ref()
-            .and_then(|r| r.status.as_ref())
-            .map_or(t.strip_prefix("response.").unwrap_or(t), Str::as_str);
+        // The event's type says how the response ended, as the chunk path reads the SDK's
+        // event: a `status` that says otherwise (`response.failed` of a response `completed`)
+        // made the raw path run calls the SDK path stopped, or stop calls it ran. It holds
+        // without a `response` object (a minimal bridge) too.
+        let status = t.strip_prefix("response.").unwrap_or(t);
         let (raw, reason) = match status {
             "completed" if self.any_function_call => (status, FinishReason::ToolCalls),
             "completed" if self.refusal => (status, FinishReason::Refusal),
@@ -2139,20 +2101,49 @@ fn lossy(data: &[u8]) -> &str {
 /// one past every real list's length, from [`POSITION_LIMIT`] on, is read as missing, as a
 /// position is keyed and numbered on from (`index + 1`) where a value near `i64::MAX` would
 /// wrap or saturate into another item's key.
-fn position<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    Ok(lax_index(d)?.filter(|&i| i < POSITION_LIMIT))
+fn position<E: de::Error>(raw: Option<&RawValue>) -> Result<Option<i64>, E> {
+    Ok(lax_index(raw)?.filter(|&i| i < POSITION_LIMIT))
 }
 
 /// An index as the SDKs read it into their models (pydantic's lax integer, [`wire_index`]):
 /// `1.0`, `true` and `"1"` are 1. Read strictly, such an event was unread, and the call it
 /// started vanished from the raw path while the SDK path ran it. What is no integer to the
 /// SDKs either (`0.5`, `"x"`) leaves the event unread.
-fn lax_index<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    match Option::<&RawValue>::deserialize(d)? {
+fn lax_index<E: de::Error>(raw: Option<&RawValue>) -> Result<Option<i64>, E> {
+    match raw.filter(|r| r.get() != "null") {
         None => Ok(None),
         Some(raw) => wire_index(Some(raw)).map(Some).ok_or_else(|| {
             de::Error::custom(format_args!("an index that is no integer: {}", raw.get()))
         }),
+    }
+}
+
+/// An optional string member ([`Str`]): absent or `null` is `None`, any other type refused.
+/// Read through its raw text, as `string` reads a Chat chunk's fields: serde refuses the
+/// escape of a lone surrogate (`"\ud800"`), and a name or an id holding one made the whole
+/// event unread, every open call lost with it. It is U+FFFD, as in the SDKs' objects once they
+/// reach the core.
+fn opt_str<'a, E: de::Error>(raw: Option<&'a RawValue>) -> Result<Option<Str<'a>>, E> {
+    match raw.filter(|r| r.get() != "null") {
+        None => Ok(None),
+        Some(r) => string(Some(r)).map(|s| Some(Str(s))).ok_or_else(|| {
+            de::Error::invalid_type(de::Unexpected::Other("no string"), &"a string")
+        }),
+    }
+}
+
+/// A block's `type`, which must be there.
+fn required_kind<'a, E: de::Error>(raw: Option<&'a RawValue>) -> Result<Str<'a>, E> {
+    opt_str(raw)?.ok_or_else(|| de::Error::missing_field("type"))
+}
+
+/// An optional member of any readable type, parsed from the last of its values only.
+fn parsed<'a, T: Deserialize<'a>, E: de::Error>(raw: Option<&'a RawValue>) -> Result<Option<T>, E> {
+    match raw.filter(|r| r.get() != "null") {
+        None => Ok(None),
+        Some(r) => serde_json::from_str(r.get())
+            .map(Some)
+            .map_err(de::Error::custom),
     }
 }
 
@@ -2500,7 +2491,9 @@ fn unescape(raw: &str, out: &mut Vec<u8>, pending: &mut Option<u16>, lone: Lone)
 
 #[cfg(test)]
 pub(super) mod tests {
-    use super::{unescape, wire_index, Action, Arguments, Decoder, Lone};
+    use super::{
+        unescape, wire_index, Action, Arguments, Block, Decoder, Envelope, Function, Lone, Str,
+    };
     use serde_json::value::RawValue;
 
     /// The assembler's answers to a decoder, reduced to the byte budget of one response: what
@@ -2907,6 +2900,45 @@ pub(super) mod tests {
         unescape(raw, &mut out, &mut pending, Lone::Escape);
         assert!(pending.is_none());
         String::from_utf8(out).unwrap_or_default()
+    }
+
+    #[test]
+    fn repeated_members_keep_their_last_value() {
+        // As `json.loads` reads them: an earlier value, of any type for a deferred member, is
+        // dropped; keys are compared unescaped; unknown members are skipped however often.
+        let text = r#"{"type":1,"choices":[],"x":1,"x":[],"output_index":["0"],
+            "choices":[{"index":"a","index":2,"delta":{"content":"a","content":"b"},
+                "delta":{"content":"c","tool_calls":[],"tool_calls":[{"function":{"name":"f",
+                "name":"g","arguments":"{}"}}]}}],"\u0074ype":"t","output_index":3}"#;
+        let env: Envelope<'_> = serde_json::from_str(text).expect("read");
+        assert_eq!(super::string(env.kind).as_deref(), Some("t"));
+        assert_eq!(env.output_index, Some(3));
+        let choices = env.choices.expect("choices");
+        let [choice] = choices.as_slice() else {
+            panic!("one choice")
+        };
+        assert_eq!(choice.index, Some(2));
+        let delta = choice.delta.as_ref().expect("delta");
+        assert_eq!(super::string(delta.content).as_deref(), Some("c"));
+        let calls = delta.tool_calls.as_ref().expect("tool calls");
+        let [Some(call)] = calls.as_slice() else {
+            panic!("one call")
+        };
+        let function = call.function.as_ref().expect("function");
+        assert_eq!(super::string(function.name).as_deref(), Some("g"));
+
+        let block: Block<'_> =
+            serde_json::from_str(r#"{"type":null,"name":5,"type":"tool_use","name":"n"}"#)
+                .expect("read");
+        assert_eq!(
+            (block.kind.as_str(), block.name.as_ref().map(Str::as_str)),
+            ("tool_use", Some("n"))
+        );
+        // The last value decides: a `type` that ends `null` or missing is still refused.
+        assert!(serde_json::from_str::<Block<'_>>(r#"{"type":"tool_use","type":null}"#).is_err());
+        assert!(serde_json::from_str::<Block<'_>>(r#"{"name":"n"}"#).is_err());
+        // Only an object is read as one (the derive took an array as the fields in order).
+        assert!(serde_json::from_str::<Function<'_>>(r#"["f","{}"]"#).is_err());
     }
 
     #[test]

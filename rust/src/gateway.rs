@@ -19,7 +19,7 @@ use std::fmt;
 use crate::assembler::{has_long_integer, Arguments, Assembler, Delta, Summary, ToolCall};
 use crate::envelope::{is_done_marker, Action, Decoder, EventError, FinishReason, Format};
 use crate::error::Misuse;
-use crate::sse::{Framer, SseConfig, SseError, Tail};
+use crate::sse::{Event, Framer, SseConfig, SseError, Tail};
 
 /// What went wrong in a stream, outside any one tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -489,48 +489,7 @@ impl StreamDecoder {
             decoder,
             state,
         } = &mut **body;
-        let framed = framer.push(bytes, |event| {
-            state.events += 1;
-            let data = event.data.trim_ascii();
-            if state.closed {
-                // The `openai` SDK stops reading at `[DONE]`: what follows is in no response
-                // it shows, and a call in it must not run from the raw path alone.
-                if !data.is_empty() && !is_done_marker(data) {
-                    state
-                        .errors
-                        .record(StreamErrorKind::AfterDone, state.events, || {
-                            String::from_utf8_lossy(&event.data[..event.data.len().min(200)])
-                                .into_owned()
-                        });
-                }
-                return;
-            }
-            // Anthropic streams end with `message_stop`, and the `anthropic` SDK reads on past
-            // a `[DONE]`, so only an OpenAI stream (or one of no known format yet) ends there.
-            state.closed = is_done_marker(data) && state.format != Some(Format::Anthropic);
-            state.note_dropped(assembler, event.dropped_before);
-            let mut apply = |action: Action<'_>| state.apply(assembler, action);
-            match decoder.decode(event.event, event.data, &mut apply) {
-                Ok(format) => {
-                    if state.format.is_none() {
-                        state.format = format;
-                    }
-                }
-                Err(e) => {
-                    let kind = match e {
-                        EventError::Malformed(_) | EventError::InvalidUtf8(_) => {
-                            // It may have carried a fragment of any open call.
-                            let _ = assembler.lose_event("a malformed event");
-                            StreamErrorKind::MalformedEvent
-                        }
-                        // An event of a type no format has: not a call's (SDKs skip it too).
-                        EventError::UnknownEvent(_) => StreamErrorKind::UnknownEvent,
-                    };
-                    state.errors.record(kind, state.events, || e.to_string());
-                }
-            }
-            state.note_limit(assembler);
-        });
+        let framed = framer.push(bytes, |event| read_event(state, decoder, assembler, event));
         if !state.closed {
             state.note_dropped(assembler, framer.dropped_events());
         }
@@ -579,7 +538,19 @@ impl StreamDecoder {
                 decoder,
                 state,
             } = &mut **body;
-            if let Tail::Truncated { pending_bytes } = framer.finish() {
+            // google-genai reads on to the end of a body that ends cleanly and decodes the data
+            // gathered for an event there, where the `openai` and `anthropic` SDKs drop an event
+            // the body ends inside: a Gemini chunk is read, lest a call google-genai delivers be
+            // lost. A body whose transport broke off (`interrupt`) raised in the SDK instead.
+            let interrupted = assembler.is_interrupted();
+            let tail = framer.finish_with(|event| {
+                if interrupted || !Decoder::reads_as_gemini(event.event, event.data) {
+                    return false;
+                }
+                read_event(state, decoder, assembler, event);
+                true
+            });
+            if let Tail::Truncated { pending_bytes } = tail {
                 state
                     .errors
                     .record(StreamErrorKind::TruncatedBody, state.events + 1, || {
@@ -712,6 +683,54 @@ impl StreamDecoder {
     pub fn assembler_mut(&mut self) -> &mut Assembler {
         &mut self.assembler
     }
+}
+
+/// Decodes one event the framer dispatched and applies its actions.
+fn read_event(
+    state: &mut State,
+    decoder: &mut Decoder,
+    assembler: &mut Assembler,
+    event: Event<'_>,
+) {
+    state.events += 1;
+    let data = event.data.trim_ascii();
+    if state.closed {
+        // The `openai` SDK stops reading at `[DONE]`: what follows is in no response
+        // it shows, and a call in it must not run from the raw path alone.
+        if !data.is_empty() && !is_done_marker(data) {
+            state
+                .errors
+                .record(StreamErrorKind::AfterDone, state.events, || {
+                    String::from_utf8_lossy(&event.data[..event.data.len().min(200)]).into_owned()
+                });
+        }
+        return;
+    }
+    // Anthropic streams end with `message_stop`, and the `anthropic` SDK reads on past
+    // a `[DONE]`, so only an OpenAI stream (or one of no known format yet) ends there.
+    state.closed = is_done_marker(data) && state.format != Some(Format::Anthropic);
+    state.note_dropped(assembler, event.dropped_before);
+    let mut apply = |action: Action<'_>| state.apply(assembler, action);
+    match decoder.decode(event.event, event.data, &mut apply) {
+        Ok(format) => {
+            if state.format.is_none() {
+                state.format = format;
+            }
+        }
+        Err(e) => {
+            let kind = match e {
+                EventError::Malformed(_) | EventError::InvalidUtf8(_) => {
+                    // It may have carried a fragment of any open call.
+                    let _ = assembler.lose_event("a malformed event");
+                    StreamErrorKind::MalformedEvent
+                }
+                // An event of a type no format has: not a call's (SDKs skip it too).
+                EventError::UnknownEvent(_) => StreamErrorKind::UnknownEvent,
+            };
+            state.errors.record(kind, state.events, || e.to_string());
+        }
+    }
+    state.note_limit(assembler);
 }
 
 /// Merges the members of the usage object `next` (JSON text) into `merged`; a `next` that is

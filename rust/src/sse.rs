@@ -22,6 +22,7 @@
 //!   the line rule, which bounds memory at about twice the cap.
 //! - `finish` reports a cut event ([`Tail::Truncated`]) instead of dispatching it: the spec
 //!   discards an event without its blank line, and a caller needs to know the body was cut.
+//!   `finish_with` lets the caller take it instead, as google-genai does.
 
 use std::fmt;
 
@@ -485,7 +486,49 @@ impl Framer {
     /// the return value says whether one was cut. The framer is reset for a new stream, except
     /// for the last event id and retry value.
     pub fn finish(&mut self) -> Tail {
-        let pending = self.held() + self.bom.unwrap_or(0);
+        let pending = self.pending();
+        self.end(pending)
+    }
+
+    /// [`Framer::finish`], first offering the event the body ended inside, if it has data, to
+    /// `read`: as it stands, a last line the body cut ending where the body does. `read`
+    /// answers whether it took the event, which then counts as dispatched, and the body as
+    /// ended clean; an event it refuses is cut, as `finish` reports it. google-genai reads
+    /// such an event (the spec, and the `openai` and `anthropic` SDKs, drop it): a caller that
+    /// reads a body as that SDK does takes it.
+    pub fn finish_with<F: FnOnce(Event<'_>) -> bool>(&mut self, read: F) -> Tail {
+        let pending = self.pending();
+        if !self.line.is_empty() && !self.skipping_line {
+            let line = std::mem::take(&mut self.line);
+            // A line that is not the blank one never dispatches; one past the size cap drops
+            // its event, which is then cut.
+            let _ = self.on_line(&line, None, self.line_start, &[], &mut |_| {});
+        }
+        if let (Data::Owned, false) = (self.data_state, self.skipping) {
+            let event = Event {
+                event: &self.event,
+                data: &self.data,
+                id: &self.id,
+                dropped_before: self.dropped,
+            };
+            if read(event) {
+                self.dispatched += 1;
+                self.line.clear();
+                self.data_state = Data::None;
+                self.data.clear();
+                self.event.clear();
+                return self.end(0);
+            }
+        }
+        self.end(pending)
+    }
+
+    /// Bytes held for a cut event (its data and last line, and a BOM begun).
+    fn pending(&self) -> usize {
+        self.held() + self.bom.unwrap_or(0)
+    }
+
+    fn end(&mut self, pending: usize) -> Tail {
         let cut = pending > 0 || self.skipping || self.skipping_line || !self.event.is_empty();
         self.line.clear();
         self.data.clear();

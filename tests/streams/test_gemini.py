@@ -374,6 +374,46 @@ async def test_connection_drop_async(sse_server: SSEServer, split: str) -> None:
     assert stream.transport_error is not None and events[-1].finish_reason is None
 
 
+def _last_chunk_calls() -> list[dict[str, Any]]:
+    return [
+        gemini_chunk(gemini_call("f", {"a": 1})),
+        gemini_chunk(gemini_call("get_weather", {"city": "Paris"}), finish="STOP", usage=USAGE),
+    ]
+
+
+@pytest.mark.parametrize("ending", ["\n", "", "\r", "\r\n"])
+def test_a_last_chunk_without_its_blank_line_is_read(sse_server: SSEServer, ending: str) -> None:
+    # google-genai reads the lines of a body that ends cleanly to its end, and decodes the data
+    # gathered for an event there: a last chunk that the server did not close with a blank line
+    # is delivered, and its call runs. The raw path dropped it as a cut event
+    # (`truncated_body`), with the call and the finish reason in it.
+    chunks = _last_chunk_calls()
+    body = sse_body(chunks, FMT)
+    assert body.endswith(b"\n\n")
+    body = body[:-2] + ending.encode()
+    _, stream = assemble_gemini(sse_server.register(body, split="adversarial"), chunks)
+    assert summary(stream.calls) == [
+        ("f", {"a": 1}, None),
+        ("get_weather", {"city": "Paris"}, None),
+    ]
+    assert stream.finish_reason == "STOP" and stream.transport_error is None
+    raw = Assembler()
+    raw.feed_sse(body)
+    raw.finish()
+    assert raw.stream_errors() == []
+
+
+def test_a_last_chunk_whose_connection_broke_is_not_read(sse_server: SSEServer) -> None:
+    # The same bytes, but the transport broke off before the blank line: google-genai raises
+    # and delivers nothing of the chunk it was reading, and an interrupted raw path reads
+    # nothing of it either.
+    body = sse_body(_last_chunk_calls(), FMT)
+    route = sse_server.register(body, drop_after=len(body) - 2)
+    events, stream = assemble_both(route, FMT)
+    assert summary(stream.calls) == [("f", {"a": 1}, None)]
+    assert stream.transport_error is not None and events[-1].finish_reason is None
+
+
 def test_connection_drop_before_any_call(sse_server: SSEServer) -> None:
     body = sse_body([gemini_chunk({"text": "Let me"}), gemini_chunk({"text": " see"})], FMT)
     route = sse_server.register(body, drop_after=body.index(b" see"))

@@ -6,6 +6,7 @@ without an id and a name.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -16,7 +17,16 @@ from toolwire.assembler import Assembler
 
 from .clients import assemble_both, raw_key
 from .conftest import SSEServer
-from .streamkit import Call, anthropic_stream, responses_stream, sse_body
+from .streamkit import (
+    Call,
+    anthropic_stream,
+    chat_stream,
+    gemini_call,
+    gemini_chunk,
+    json_text,
+    responses_stream,
+    sse_body,
+)
 
 
 def _dicts(events: list[dict[str, Any]]) -> list[Any]:
@@ -239,3 +249,154 @@ def test_a_lone_surrogate_in_a_stop_reason_keeps_the_finish_reason(
     stream = _agree(sse_server, events, fmt)
     assert stream.finish_reason is not None and stream.finish_reason.endswith("\ufffd")
     assert _raw_errors(events, fmt) == []
+
+
+def _decoy(value: Any) -> Any:
+    """A value of the same JSON type that differs from `value`."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 7
+    if isinstance(value, str):
+        return value + "-decoy"
+    if isinstance(value, list):
+        return []
+    if isinstance(value, dict):
+        return {}
+    return "decoy"
+
+
+def _with_repeats(value: Any, skip: frozenset[str], decoys: Any = _decoy) -> str:
+    """Compact JSON in which every member of every object comes twice: a decoy first, then the
+    real value, which `json.loads` keeps. Members named in `skip` are written once, untouched
+    (a call's arguments object: its own repeated keys are the `duplicate_keys` policy's)."""
+    if isinstance(value, dict):
+        members: list[str] = []
+        for k, v in value.items():
+            key = json_text(k)
+            if k in skip:
+                members.append(f"{key}:{json_text(v)}")
+                continue
+            members.append(f"{key}:{json_text(decoys(v))}")
+            members.append(f"{key}:{_with_repeats(v, skip, decoys)}")
+        return "{" + ",".join(members) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_with_repeats(v, skip, decoys) for v in value) + "]"
+    return json_text(value)
+
+
+def _repeated_body(events: list[dict[str, Any]], fmt: str, decoys: Any = _decoy) -> bytes:
+    out: list[str] = []
+    for event in events:
+        data = _with_repeats(event, frozenset({"args", "input"}), decoys)
+        assert json.loads(data) == event
+        name = "" if fmt in ("openai-chat", "gemini") else f"event: {event['type']}\n"
+        out.append(f"{name}data: {data}\n\n")
+    if fmt == "openai-chat":
+        out.append("data: [DONE]\n\n")
+    return "".join(out).encode()
+
+
+def _repeats_stream(fmt: str) -> list[dict[str, Any]]:
+    calls = [Call("get_weather", '{"city":"Paris"}', "c1"), Call("f", '{"a":[1,2]}', "c2")]
+    if fmt == "openai-chat":
+        return chat_stream(calls, text="Sure.", usage={"prompt_tokens": 3, "completion_tokens": 9})
+    if fmt == "openai-responses":
+        return responses_stream(calls, text="Sure.")
+    if fmt == "anthropic":
+        return anthropic_stream(calls, text="Sure.")
+    return [
+        gemini_chunk({"text": "Sure."}),
+        gemini_chunk(gemini_call("get_weather", {"city": "Paris"}, id="c1")),
+        gemini_chunk(
+            gemini_call("f", {"a": [1, 2]}, id="c2"),
+            finish="STOP",
+            usage={"promptTokenCount": 3, "candidatesTokenCount": 9},
+        ),
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+def test_repeated_members_of_an_event_keep_their_last_value(
+    sse_server: SSEServer, fmt: str
+) -> None:
+    # The SDKs decode each event with `json.loads`, which keeps the last value of a repeated
+    # key. `feed_sse` skipped every such event as malformed (serde refuses a repeated field),
+    # and the calls in it were lost. Every member of every envelope object comes twice here,
+    # a decoy of the same type first.
+    events = _repeats_stream(fmt)
+    body = _repeated_body(events, fmt)
+    route = sse_server.register(body, split="adversarial")
+    _, stream = assemble_both(route, fmt)
+    assert [(c.name, c.id, c.value) for c in stream.calls] == [
+        ("get_weather", "c1", {"city": "Paris"}),
+        ("f", "c2", {"a": [1, 2]}),
+    ]
+    assert all(c.ok for c in stream.calls)
+    raw = Assembler()
+    raw.feed_sse(body)
+    assert raw.stream_errors() == []
+    assert raw_key(raw.finish()) == raw_key(stream.calls)
+
+
+def _untyped_decoy(value: Any) -> Any:
+    """A decoy of another JSON type for strings and numbers (which the raw path reads from the
+    last value only), a same-typed one for arrays and objects."""
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return [value]
+    return _decoy(value)
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+def test_a_repeated_member_s_earlier_value_of_another_type_is_dropped(fmt: str) -> None:
+    # Python drops an earlier value unread, whatever its type: an earlier `"type": ["x"]` or
+    # `"index": ["0"]` must not make the event unreadable either.
+    events = _repeats_stream(fmt)
+    body = _repeated_body(events, fmt, _untyped_decoy)
+    raw = Assembler()
+    raw.feed_sse(body)
+    calls = raw.finish()
+    assert raw.stream_errors() == []
+    assert [(c.name, c.id, c.value, c.ok) for c in calls] == [
+        ("get_weather", "c1", {"city": "Paris"}, True),
+        ("f", "c2", {"a": [1, 2]}, True),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "status"),
+    [
+        ("response.completed", "incomplete"),
+        ("response.completed", "failed"),
+        ("response.failed", "completed"),
+        ("response.incomplete", "completed"),
+        ("response.cancelled", "completed"),
+    ],
+)
+def test_the_final_event_s_type_says_how_a_response_ended(
+    sse_server: SSEServer, kind: str, status: str
+) -> None:
+    # The SDK path reads the event's type; `feed_sse` read the `status` of its `response`
+    # where they disagreed: it ran the calls of a `response.failed`, or stopped those of a
+    # `response.completed`, that the other path did not.
+    events = responses_stream([Call("f", '{"a":1}', "c1")])
+    final = events[-1]
+    final["type"] = kind
+    final["response"]["status"] = status
+    if kind == "response.incomplete":
+        final["response"]["incomplete_details"] = {"reason": "content_filter"}
+    stream = _agree(sse_server, events, "openai-responses")
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, "openai-responses"))
+    calls = raw.finish()
+    assert raw.finish_reason == stream.finish_reason == _ENDED_AS[kind]
+    # The call had ended before: it is whole on every path, whatever came after it.
+    assert [c.ok for c in calls] == [c.ok for c in stream.calls] == [True]
+
+
+_ENDED_AS = {
+    "response.completed": "completed",
+    "response.failed": "failed",
+    "response.incomplete": "content_filter",
+    "response.cancelled": "cancelled",
+}

@@ -71,43 +71,33 @@ const ABORTS: [&str; 6] = [
 /// The enums' zero values: no reason at all.
 const UNSPECIFIED: [&str; 2] = ["finish_reason_unspecified", "blocked_reason_unspecified"];
 
-#[derive(Deserialize)]
-struct Candidate<'a> {
-    #[serde(borrow)]
-    index: Option<&'a RawValue>,
-    #[serde(borrow)]
-    content: Option<&'a RawValue>,
-    #[serde(borrow, rename = "finishReason")]
-    finish_reason: Option<&'a RawValue>,
+wire_struct! {
+    struct Candidate<'a> {
+        index: Option<&'a RawValue> = "index",
+        content: Option<&'a RawValue> = "content",
+        finish_reason: Option<&'a RawValue> = "finishReason",
+    }
 }
 
-#[derive(Deserialize)]
-struct Content<'a> {
-    #[serde(borrow)]
-    parts: Option<&'a RawValue>,
+wire_struct! {
+    struct Content<'a> {
+        parts: Option<&'a RawValue> = "parts",
+    }
 }
 
-#[derive(Deserialize)]
-struct Part<'a> {
-    #[serde(borrow)]
-    text: Option<&'a RawValue>,
-    #[serde(borrow)]
-    thought: Option<&'a RawValue>,
-    #[serde(borrow, rename = "thoughtSignature")]
-    thought_signature: Option<&'a RawValue>,
-    #[serde(borrow, rename = "functionCall")]
-    function_call: Option<&'a RawValue>,
-    // Content that makes a part more than the carrier of a signature.
-    #[serde(borrow, rename = "inlineData")]
-    inline_data: Option<&'a RawValue>,
-    #[serde(borrow, rename = "fileData")]
-    file_data: Option<&'a RawValue>,
-    #[serde(borrow, rename = "executableCode")]
-    executable_code: Option<&'a RawValue>,
-    #[serde(borrow, rename = "codeExecutionResult")]
-    code_execution_result: Option<&'a RawValue>,
-    #[serde(borrow, rename = "functionResponse")]
-    function_response: Option<&'a RawValue>,
+wire_struct! {
+    struct Part<'a> {
+        text: Option<&'a RawValue> = "text",
+        thought: Option<&'a RawValue> = "thought",
+        thought_signature: Option<&'a RawValue> = "thoughtSignature",
+        function_call: Option<&'a RawValue> = "functionCall",
+        // Content that makes a part more than the carrier of a signature.
+        inline_data: Option<&'a RawValue> = "inlineData",
+        file_data: Option<&'a RawValue> = "fileData",
+        executable_code: Option<&'a RawValue> = "executableCode",
+        code_execution_result: Option<&'a RawValue> = "codeExecutionResult",
+        function_response: Option<&'a RawValue> = "functionResponse",
+    }
 }
 
 impl Part<'_> {
@@ -120,24 +110,21 @@ impl Part<'_> {
     }
 }
 
-#[derive(Deserialize, Default)]
-struct FunctionCall<'a> {
-    #[serde(borrow)]
-    name: Option<&'a RawValue>,
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    args: Option<&'a RawValue>,
-    #[serde(borrow, rename = "partialArgs")]
-    partial_args: Option<&'a RawValue>,
-    #[serde(borrow, rename = "willContinue")]
-    will_continue: Option<&'a RawValue>,
+wire_struct! {
+    #[derive(Default)]
+    struct FunctionCall<'a> {
+        name: Option<&'a RawValue> = "name",
+        id: Option<&'a RawValue> = "id",
+        args: Option<&'a RawValue> = "args",
+        partial_args: Option<&'a RawValue> = "partialArgs",
+        will_continue: Option<&'a RawValue> = "willContinue",
+    }
 }
 
-#[derive(Deserialize)]
-struct PromptFeedback<'a> {
-    #[serde(borrow, rename = "blockReason")]
-    block_reason: Option<&'a RawValue>,
+wire_struct! {
+    struct PromptFeedback<'a> {
+        block_reason: Option<&'a RawValue> = "blockReason",
+    }
 }
 
 /// What candidate 0 of one chunk holds, in order. One `Finish` per candidate: boxing the parts

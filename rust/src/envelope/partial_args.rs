@@ -37,26 +37,21 @@ use crate::scanner::{is_number_lexeme, push_pointer_token};
 /// text is; see [`crate::progress::Progress::record`]).
 pub(super) type Report<'r, 'f> = Option<&'r mut (dyn FnMut(&str, &str, Recorded) + 'f)>;
 
-/// One piece of `partialArgs`.
-#[derive(Deserialize, Default)]
-pub(super) struct Piece<'a> {
-    #[serde(borrow, rename = "jsonPath")]
-    json_path: Option<&'a RawValue>,
-    #[serde(borrow, rename = "stringValue")]
-    string_value: Option<&'a RawValue>,
-    #[serde(borrow, rename = "boolValue")]
-    bool_value: Option<&'a RawValue>,
-    #[serde(borrow, rename = "numberValue")]
-    number_value: Option<&'a RawValue>,
-    /// Present, whatever its value: protobuf's JSON writes a `NullValue` as `null`.
-    #[serde(default, rename = "nullValue", deserialize_with = "present")]
-    null_value: bool,
-    #[serde(borrow, rename = "willContinue")]
-    will_continue: Option<&'a RawValue>,
-    /// A value member of a kind this reader does not know (`listValue`, `structValue`): see
-    /// [`Piece::noting_other_values`].
-    #[serde(skip)]
-    other_value: bool,
+wire_struct! {
+    /// One piece of `partialArgs`.
+    #[derive(Default)]
+    pub(super) struct Piece<'a> {
+        json_path: Option<&'a RawValue> = "jsonPath",
+        string_value: Option<&'a RawValue> = "stringValue",
+        bool_value: Option<&'a RawValue> = "boolValue",
+        number_value: Option<&'a RawValue> = "numberValue",
+        /// Present, whatever its value: protobuf's JSON writes a `NullValue` as `null`.
+        null_value: bool = "nullValue" => present,
+        will_continue: Option<&'a RawValue> = "willContinue";
+        /// A value member of a kind this reader does not know (`listValue`, `structValue`): see
+        /// [`Piece::noting_other_values`].
+        other_value: bool,
+    }
 }
 
 impl Piece<'_> {
@@ -434,9 +429,10 @@ fn report_values(
     }
 }
 
-/// True for a member that is there, `null` included (serde reads a `null` `Option` as absent).
-fn present<'de, D: serde::Deserializer<'de>>(member: D) -> Result<bool, D::Error> {
-    serde::de::IgnoredAny::deserialize(member).map(|_| true)
+/// True for a member that is there, `null` included (an `Option` reads `null` as absent).
+#[allow(clippy::unnecessary_wraps)] // the form of a `wire_struct!` reader
+fn present<E>(member: Option<&RawValue>) -> Result<bool, E> {
+    Ok(member.is_some())
 }
 
 fn number(text: &str) -> Value {
