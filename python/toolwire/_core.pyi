@@ -531,6 +531,8 @@ class Assembler:
         that carried events of several calls does not tell which call's error came first on
         the wire (drain after each `feed` to follow the stream's own order). An error found
         inside a key or string still open comes at once, as it read at the deciding byte.
+        A drain looks only at the calls changed since the last one, so draining after every
+        chunk costs no more with many calls open.
         """
     def drain_progress(self) -> list[tuple[int, str, str]]:
         """With `track_progress`: (ordinal, JSON Pointer, appended text) since the last drain.
@@ -547,7 +549,8 @@ class Assembler:
     @property
     def failed(self) -> bool:
         """True when some call already has an error that no later input can fix; after
-        `finish`, when some call it returned has an error."""
+        `finish`, when some call it returned has an error. Like `drain_errors`, it looks only
+        at the calls changed since it last ran."""
     def partial(
         self,
         ordinal: int,
