@@ -39,6 +39,7 @@ use crate::error::{Error, ErrorKind, Misuse, SchemaDetail};
 use crate::precheck::{CallCheck, Registry};
 use crate::progress::{Progress, ProgressItem, Recorded};
 use crate::scanner::{is_ws, ScanConfig, Scanner};
+use crate::schema::{ToolSchema, REDACTED};
 use crate::tokens::same_tokens;
 use crate::value::{build, BuildOptions, PartialOptions, Sink};
 
@@ -687,7 +688,8 @@ impl OpenCalls {
 /// capacity: a fragment allocates nothing for them.
 mod watched {
     use super::{
-        call_has_certain_error, drain_call_errors, settle_name, Call, Error, Progress, Registry,
+        call_has_certain_error, drain_call_errors, settle_name, Call, CallCheck, Error, Progress,
+        Registry, ToolSchema,
     };
 
     /// Changed since `drain_errors` visited it (queued in `undrained`).
@@ -846,12 +848,22 @@ mod watched {
         }
 
         /// The progress of each call that tracks it, for draining its items, without queueing
-        /// the calls: progress items are no errors, and draining them changes none.
-        pub(super) fn progress_mut(&mut self) -> impl Iterator<Item = (usize, &mut Progress)> {
+        /// the calls: progress items are no errors, and draining them changes none. With it,
+        /// the call's tool schema when it holds secret values.
+        pub(super) fn progress_mut(
+            &mut self,
+        ) -> impl Iterator<Item = (usize, &mut Progress, Option<&ToolSchema>)> {
             self.list
                 .iter_mut()
                 .enumerate()
-                .filter_map(|(ordinal, call)| Some((ordinal, call.progress.as_deref_mut()?)))
+                .filter_map(|(ordinal, call)| {
+                    let secrets = call
+                        .check
+                        .as_deref()
+                        .and_then(CallCheck::schema)
+                        .filter(|schema| schema.has_secrets());
+                    Some((ordinal, call.progress.as_deref_mut()?, secrets))
+                })
         }
 
         /// Scans the text appended to the call at `ordinal` without queueing it: the text
@@ -2107,9 +2119,14 @@ impl Assembler {
     /// Progress items recorded since the last drain (with `track_progress`).
     pub fn drain_progress(&mut self) -> Vec<(usize, ProgressItem)> {
         let mut out = Vec::new();
-        for (ordinal, p) in self.calls.progress_mut() {
-            out.extend(p.drain().into_iter().map(|item| (ordinal, item)));
-        }
+        self.drain_progress_each(|ordinal, path, text, complete, _continues| {
+            let item = ProgressItem {
+                path: String::from_utf8_lossy(path).into_owned(),
+                text: String::from_utf8_lossy(text).into_owned(),
+                complete,
+            };
+            out.push((ordinal, item));
+        });
         out
     }
 
@@ -2117,8 +2134,18 @@ impl Assembler {
     /// complete, continues), its path and text borrowed from the call's progress buffers as
     /// UTF-8 bytes (see [`Progress::drain_each`](crate::progress::Progress::drain_each)).
     pub fn drain_progress_each(&mut self, mut f: impl FnMut(usize, &[u8], &[u8], bool, bool)) {
-        for (ordinal, p) in self.calls.progress_mut() {
+        for (ordinal, p, secrets) in self.calls.progress_mut() {
             p.drain_each(|path, text, complete, continues| {
+                let secret = secrets.is_some_and(|schema| {
+                    std::str::from_utf8(path).is_ok_and(|path| schema.is_secret(path))
+                });
+                // A secret value's text never leaves in an item, as in a pre-check error: its
+                // first item says it is hidden, and the rest of a long string adds nothing.
+                let text = match (secret, continues) {
+                    (false, _) => text,
+                    (true, false) => REDACTED.as_bytes(),
+                    (true, true) => b"",
+                };
                 f(ordinal, path, text, complete, continues);
             });
         }

@@ -176,6 +176,12 @@ pub struct CallCheck {
 }
 
 impl CallCheck {
+    /// The compiled schema of the call's tool, once its name is a registered one.
+    #[must_use]
+    pub fn schema(&self) -> Option<&crate::schema::ToolSchema> {
+        self.checker.as_ref().map(|checker| &**checker.schema())
+    }
+
     /// Starts checking a call to `name`, catching up on the argument text already received.
     #[must_use]
     pub fn new(registry: &Registry, name: &str, received: &[u8], config: &ScanConfig) -> Self {

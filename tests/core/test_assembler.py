@@ -1473,3 +1473,39 @@ def test_a_calls_repr_names_its_arguments_by_size_only() -> None:
         == 'ToolCall(ordinal=0, id="call_1", name="login", arguments=<23 bytes>, error=None)'
     )
     assert "hunter2" not in repr(CallCompleted(call=call, outcome=None))
+
+
+def test_progress_items_hide_a_secret_value_as_a_precheck_error_does() -> None:
+    from pydantic import BaseModel, Field, SecretStr
+
+    from toolwire import Toolset
+
+    class Login(BaseModel):
+        user: str
+        password: SecretStr
+        pin: int = Field(json_schema_extra={"x-secret": True})
+
+    tools = Toolset([Login], names={Login: "login"})
+    text = '{"user": "ada", "password": "hunter2-and-more", "pin": 4321}'
+    for size in (1, 3, len(text)):
+        items: list[tuple[int, str, str]] = []
+        assembler = Assembler(tools=tools, progress_into=items)
+        for start in range(0, len(text), size):
+            part = text[start : start + size]
+            assembler.feed(0, id="call_1", name="login" if start == 0 else None, arguments=part)
+        (call,) = assembler.finish()
+        assert call.ok and call.value["password"] == "hunter2-and-more"
+        shown = "".join(t for _, _, t in items)
+        assert "hunter" not in shown and "4321" not in shown and "21" not in shown
+        # The secret values are announced once each, hidden; the rest is as written.
+        assert [(p, t) for _, p, t in items if p != "/user"] == [
+            ("/password", "[redacted]"),
+            ("/pin", "[redacted]"),
+        ]
+        assert "".join(t for _, p, t in items if p == "/user") == "ada"
+    # Without tools nothing says what is secret: the text is shown as it came.
+    items = []
+    assembler = Assembler(progress_into=items)
+    assembler.feed(0, id="call_1", name="login", arguments=text)
+    assembler.finish()
+    assert ("/password", "hunter2-and-more") in [(p, t) for _, p, t in items]

@@ -385,7 +385,8 @@ impl Checker {
 }
 
 /// What a violation at a secret value shows instead of the value.
-const REDACTED: &str = "[redacted]";
+/// What a secret value's text is shown as (see [`ToolSchema::set_secrets`]).
+pub const REDACTED: &str = "[redacted]";
 
 #[inline]
 fn kind_bits(kind: ValueKind) -> u8 {

@@ -30,7 +30,7 @@ mod tests;
 
 use std::fmt;
 
-pub use check::{Checker, MAX_ERRORS};
+pub use check::{Checker, MAX_ERRORS, REDACTED};
 pub use registry::ToolRegistry;
 
 /// A compiled tool schema; build once with [`ToolSchema::compile`] and share it (in an `Arc`)
@@ -71,6 +71,12 @@ impl ToolSchema {
             .into_iter()
             .map(|p| p.split('/').skip(1).map(Box::from).collect())
             .collect();
+    }
+
+    /// Whether any value of the tool is secret ([`ToolSchema::set_secrets`]).
+    #[must_use]
+    pub fn has_secrets(&self) -> bool {
+        !self.secrets.is_empty()
     }
 
     /// Whether the value at `path` (a JSON Pointer) is, or lies inside, a secret one.
