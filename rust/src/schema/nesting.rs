@@ -283,7 +283,16 @@ mod tests {
                 .collect();
             serde_json::json!({"$ref": "#/$defs/d0", "$defs": defs})
         };
-        let kind = |schema: &serde_json::Value| ToolSchema::compile(schema).err().map(|e| e.kind);
+        // The compiler recurses once per level followed, up to the limit: an unoptimised
+        // build's frames outgrow a test thread's 2 MB there, so the compile gets room.
+        let kind = |schema: &serde_json::Value| {
+            let schema = schema.clone();
+            std::thread::Builder::new()
+                .stack_size(64 << 20)
+                .spawn(move || ToolSchema::compile(&schema).err().map(|e| e.kind))
+                .and_then(|handle| handle.join().map_err(|_| std::io::ErrorKind::Other.into()))
+                .expect("the compile thread runs")
+        };
         // Written two levels deep: the measure passes it, the compiler follows the chain.
         assert_eq!(measure(chain(300).to_string().as_bytes()).0, 2);
         assert_eq!(kind(&chain(300)), Some(SchemaErrorKind::TooDeep));
