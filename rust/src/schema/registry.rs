@@ -47,7 +47,7 @@ impl ToolRegistry {
         schema: &serde_json::Value,
         secrets: &[&str],
     ) -> Result<Vec<Unsupported>, SchemaError> {
-        let (mut compiled, unsupported) = ToolSchema::compile(schema)?;
+        let (mut compiled, unsupported) = compile_with_room(schema)?;
         compiled.set_secrets(secrets.iter().copied());
         self.tools.insert(name.to_owned(), Arc::new(compiled));
         Ok(unsupported)
@@ -89,12 +89,64 @@ impl ToolRegistry {
     }
 }
 
+/// Stack for [`ToolSchema::compile`], which recurses once per level of subschemas (references
+/// followed), up to [`super::nesting::MAX_SCHEMA_DEPTH`] levels at a few KB each: more than the
+/// caller's thread may have (128 KB to 512 KB by default for a thread on some systems, where a
+/// 250-level chain of references overflowed it and aborted the process). Only the pages used
+/// are ever mapped.
+const COMPILE_STACK: usize = 32 << 20;
+
+/// [`ToolSchema::compile`] on a thread of its own with [`COMPILE_STACK`] of stack; on the
+/// caller's thread when no thread can be had.
+fn compile_with_room(
+    schema: &serde_json::Value,
+) -> Result<(ToolSchema, Vec<Unsupported>), SchemaError> {
+    let compiled = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("toolwire-compile".to_owned())
+            .stack_size(COMPILE_STACK)
+            .spawn_scoped(scope, || ToolSchema::compile(schema))
+            .ok()
+            .map(|handle| handle.join())
+    });
+    match compiled {
+        Some(Ok(result)) => result,
+        // The compiler panicked: the same panic, on the caller's thread.
+        Some(Err(panic)) => std::panic::resume_unwind(panic),
+        None => ToolSchema::compile(schema),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     fn shared<T: Send + Sync>(_: &T) {}
+
+    #[test]
+    fn a_deep_chain_of_references_compiles_from_a_thread_with_little_stack() {
+        let chain = |levels: usize| {
+            let mut defs = serde_json::Map::new();
+            for i in 0..levels {
+                let next = format!("#/$defs/d{}", i + 1);
+                defs.insert(format!("d{i}"), json!({"items": {"$ref": next}}));
+            }
+            defs.insert(format!("d{levels}"), json!({}));
+            json!({"properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": defs})
+        };
+        // Just within the depth limit, and past it: from a thread as small as some systems
+        // give by default, which the compiler's recursion would overflow.
+        for (levels, compiles) in [(120, true), (250, false)] {
+            let schema = chain(levels);
+            let added = std::thread::Builder::new()
+                .stack_size(256 << 10)
+                .spawn(move || ToolRegistry::new().add("t", &schema).is_ok())
+                .unwrap()
+                .join();
+            assert_eq!(added.ok(), Some(compiles), "{levels} levels");
+        }
+    }
 
     #[test]
     fn names_and_prefixes() {
