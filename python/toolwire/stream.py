@@ -52,7 +52,7 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from types import CodeType, TracebackType
+from types import CodeType, FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from toolwire._core import MisuseError, Scanner
@@ -67,7 +67,7 @@ from toolwire.events import (
     TextDelta,
 )
 from toolwire.toolset import internal_error
-from toolwire.validation import Outcome, with_synthetic_id
+from toolwire.validation import Outcome
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -149,27 +149,25 @@ _GENAI_DECODERS: frozenset[tuple[str, str]] = frozenset(
 )
 
 
-def _genai_could_not_decode(error: BaseException) -> bool:
-    """Whether google-genai raised `error` while turning a chunk it read into its model."""
-    if not isinstance(error, (ValueError, TypeError, AttributeError)):
-        return False
+def _frames_passed(error: BaseException) -> Iterator[FrameType]:
+    """The frames `error` passed through on its way up, outermost first."""
     tb = error.__traceback__
     while tb is not None:
-        frame = tb.tb_frame
-        if (frame.f_globals.get("__name__"), frame.f_code.co_name) in _GENAI_DECODERS:
-            return True
+        yield tb.tb_frame
         tb = tb.tb_next
-    return False
+
+
+def _genai_could_not_decode(error: BaseException) -> bool:
+    """Whether google-genai raised `error` while turning a chunk it read into its model."""
+    return isinstance(error, (ValueError, TypeError, AttributeError)) and any(
+        (frame.f_globals.get("__name__"), frame.f_code.co_name) in _GENAI_DECODERS
+        for frame in _frames_passed(error)
+    )
 
 
 def _raised_in(error: BaseException, module: str) -> bool:
     """Whether `error` passed through a frame of `module` on its way up."""
-    tb = error.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_globals.get("__name__") == module:
-            return True
-        tb = tb.tb_next
-    return False
+    return any(frame.f_globals.get("__name__") == module for frame in _frames_passed(error))
 
 
 def _json_could_not_decode(error: BaseException) -> bool:
@@ -387,7 +385,7 @@ def _validate(toolset: Toolset, call: ToolCall) -> Outcome:
         # `Toolset.validate` turns what the application's code raises into an `internal_error`
         # outcome itself; this is for a subclass's own `validate`, judged the same way.
         lang: Any = getattr(toolset, "_lang", "en")
-        return with_synthetic_id(internal_error(call, exc, lang), call)
+        return internal_error(call, exc, lang)
 
 
 def _interrupt(asm: Assembler, reason: str) -> None:
