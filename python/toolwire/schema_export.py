@@ -47,9 +47,9 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 import referencing
 import referencing.exceptions
@@ -632,6 +632,34 @@ def schema_nesting(schema: Any) -> tuple[int, int]:
     return depth, nesting
 
 
+_Node = TypeVar("_Node", bound=Hashable)
+
+
+def post_order(
+    roots: Iterable[_Node], children: Callable[[_Node], Iterable[_Node]]
+) -> Iterator[_Node]:
+    """Each node reachable from `roots`, once, after the nodes it reaches (a node met again
+    while it is still open, on a cycle, is not waited for), without recursion: a graph of
+    definitions or models may be deeper than Python's recursion limit. A caller that records
+    something for each node as it comes finds it recorded for the nodes that node reaches."""
+    done: set[_Node] = set()
+    for root in roots:
+        if root in done:
+            continue
+        work: list[tuple[_Node, Iterator[_Node]]] = [(root, iter(children(root)))]
+        opened = {root}
+        while work:
+            node, pending = work[-1]
+            following = next((c for c in pending if c not in done and c not in opened), None)
+            if following is None:
+                work.pop()
+                done.add(node)
+                yield node
+                continue
+            opened.add(following)
+            work.append((following, iter(children(following))))
+
+
 def _nesting_depth(
     schema: Mapping[str, Any],
     defs: Mapping[str, Any],
@@ -693,20 +721,9 @@ def _nesting_depth(
     # recursive definition is a reference wherever it is met.
     kept = recursive | shared
     heights: dict[str, int] = {}
-    for start in defs:
-        if start in heights or start in recursive:
-            continue
-        work: list[tuple[str, Iterator[str]]] = [(start, targets(defs[start]))]
-        opened = {start}
-        while work:
-            name, pending = work[-1]
-            following = next((t for t in pending if t not in heights and t not in opened), None)
-            if following is None:
-                work.pop()
-                heights[name] = height(defs[name])
-                continue
-            opened.add(following)
-            work.append((following, targets(defs[following])))
+    starts = [name for name in defs if name not in recursive]
+    for name in post_order(starts, lambda name: targets(defs[name])):
+        heights[name] = height(defs[name])
     written = {k: v for k, v in schema.items() if k not in ("$defs", "definitions")}
     return max([height(written), *(1 + height(defs[name]) for name in kept if name in defs)])
 

@@ -69,6 +69,7 @@ from toolwire.schema_export import (
     accepts_null,
     as_json_schema,
     export_schema,
+    post_order,
     precheck_schema,
     refuse_too_deep,
     secret_patterns,
@@ -1079,24 +1080,15 @@ def _model_depth(model: type[BaseModel]) -> int:
     those of the models its annotation names (in a list, a union...), found without recursion.
     A model met again inside itself (a recursive one, kept as a reference) adds nothing."""
     heights: dict[type[BaseModel], int] = {}
-    work: list[tuple[type[BaseModel], list[type[BaseModel]]]] = [(model, _field_models(model))]
-    opened = {model}
-    while work:
-        current, pending = work[-1]
-        following = next((m for m in pending if m not in heights and m not in opened), None)
-        if following is None:
-            work.pop()
-            heights[current] = (
-                max(
-                    (1 + max((heights.get(m, 0) for m in models), default=0))
-                    for models in _models_by_field(current)
-                )
-                if current.model_fields
-                else 0
+    for current in post_order([model], _field_models):
+        heights[current] = (
+            max(
+                (1 + max((heights.get(m, 0) for m in models), default=0))
+                for models in _models_by_field(current)
             )
-            continue
-        opened.add(following)
-        work.append((following, _field_models(following)))
+            if current.model_fields
+            else 0
+        )
     return heights[model]
 
 
