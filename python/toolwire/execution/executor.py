@@ -755,7 +755,10 @@ class Executor:
         self._tools: dict[str, ToolSpec] = {}
         self._breakers: dict[str, CircuitBreaker] = {}
         self._lock = threading.Lock()
-        self._leases = _LeaseKeeper(self.clock)
+        self._leases = _LeaseKeeper(self.clock, "toolwire-leases")
+        # Apart from the renewals: a try stuck on a slow store must not hold up the renewal of
+        # every other write in flight, whose leases would then run out and could be taken over.
+        self._late_records = _LeaseKeeper(self.clock, "toolwire-late-records")
         self._renew_unsupported_logged = False
         for name, tool in (tools or {}).items():
             self.register(name, tool)
@@ -2079,7 +2082,7 @@ class Executor:
         self, run: _Run, op: Callable[[Ledger, str, str], None], key: str, token: str
     ) -> None:
         """Go on trying a step that records a write's outcome after the store failed every
-        try the call could wait for, from the lease keeper's thread, every `_LATE_RECORD_EVERY`
+        try the call could wait for, from a keeper thread of its own, every `_LATE_RECORD_EVERY`
         seconds at most (a third of the lease if shorter) until it lands, the claim turns out
         settled by another call (``ClaimLost``), or the record's retention is over.
 
@@ -2126,7 +2129,7 @@ class Executor:
             return False
 
         try:
-            self._leases.hold(record, min(_LATE_RECORD_EVERY, lease / _RENEWALS_PER_LEASE))
+            self._late_records.hold(record, min(_LATE_RECORD_EVERY, lease / _RENEWALS_PER_LEASE))
         except RuntimeError as exc:  # no thread: the call's warning already says it
             self.observer.log(
                 _log,
@@ -3090,7 +3093,9 @@ class _HeldLease:
 
 
 class _LeaseKeeper:
-    """Renews the leases of one executor's writes in flight (see `Executor._hold_lease`).
+    """Renews the leases of one executor's writes in flight (see `Executor._hold_lease`); a
+    second keeper, with a thread of its own, paces the background tries of outcomes recorded
+    late (see `Executor._record_later`).
 
     One daemon thread renews them all, and only while one is held or was a moment ago: it ends
     `_KEEPER_LINGER` seconds after the last is dropped unless another write comes, and is
@@ -3102,8 +3107,9 @@ class _LeaseKeeper:
     executor's clock (`FakeClock` in tests; see ``wait_until`` in `toolwire.execution.clock`).
     """
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, name: str) -> None:
         self._clock = clock
+        self._name = name
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._held: set[_HeldLease] = set()
@@ -3119,7 +3125,7 @@ class _LeaseKeeper:
         lease = _HeldLease(renew, interval, self._clock.monotonic() + interval)
         with self._lock:
             if self._thread is None:
-                thread = threading.Thread(target=self._keep, name="toolwire-leases", daemon=True)
+                thread = threading.Thread(target=self._keep, name=self._name, daemon=True)
                 thread.start()
                 self._thread = thread
             self._held.add(lease)
