@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import json
@@ -18,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, SecretStr, field_serializer, model_serializer
 
+import toolwire.execution.executor as executor_module
 from toolwire.execution import (
     BreakerConfig,
     Call,
@@ -935,6 +937,51 @@ def test_no_try_of_the_outcome_begins_once_nobody_waits_for_it(clock: FakeClock)
     deadline = clock.monotonic() + 0.5
     result = ex.execute(Call("w", "c", {}), RequestContext("r", "s", deadline=deadline))
     assert result.state == "ok" and ledger.tries == 2, "a third try would begin past the grace"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_outcome_step_abandoned_at_the_deadline_that_fails_later_is_recorded_later(
+    clock: FakeClock, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The store hangs on the outcome past the request's deadline (and its grace): the call
+    # returns its result, and the step it left behind fails once the store answers. The
+    # outcome must then be tried again in the background until it lands.
+    monkeypatch.setattr(executor_module, "_SETTLE_GRACE", 0.05)  # real seconds to wait
+    gate, entered = threading.Event(), threading.Event()
+
+    class HangsThenFails(_BlinkingLedger):
+        blocking = True
+
+        def _finish(self, key: str, token: str, ttl: float, state: Any, **kwargs: Any) -> None:
+            if self.tries == 0:
+                entered.set()
+                assert gate.wait(10)
+            super()._finish(key, token, ttl, state, **kwargs)
+
+    ledger = HangsThenFails(clock, failures=4)  # every try of the abandoned step, and one more
+    ex = Executor(clock=clock, ledger=ledger, breaker=False, retry=RetryPolicy(max_attempts=1))
+    ex.register("w", lambda args: "written", side_effects=True, in_progress_expiry=60)
+    ctx = RequestContext("r", "s", deadline=clock.monotonic() + 0.01)
+    call = Call("w", "c", {})
+    if mode == "sync":
+        result = ex.execute(call, ctx)
+    else:
+        result = asyncio.run(ex.aexecute(call, ctx))
+    assert entered.is_set() and result.state == "ok" and result.value == "written"
+    assert result.unrecorded and ex.observer.counts["ledger_errors"] == 1
+    assert len(result.warnings) == 1 and "did not answer" in result.warnings[0]
+    assert result.idempotency_key is not None
+    key = result.idempotency_key
+    gate.set()  # the store answers the abandoned step: it fails, as do its own retries
+
+    def recorded() -> bool:
+        record = ledger.get(key)
+        return record is not None and record.state == "succeeded"
+
+    _until(recorded, clock, 5.0)
+    assert ex.observer.counts["outcomes_recorded_late"] == 1
+    again = ex.execute(call, RequestContext("r", "s"))
+    assert again.state == "duplicate_suppressed" and again.value == "written"
 
 
 def test_a_large_number_spelled_as_integer_or_exponent_is_one_argument(clock: FakeClock) -> None:
