@@ -899,13 +899,18 @@ def test_an_outcome_recorded_late_replaces_the_unknown_a_stale_claim_reported(
     clock: FakeClock,
 ) -> None:
     ledger = _BlinkingLedger(clock, failures=10**6)  # down for longer than the lease
-    ex = Executor(clock=clock, ledger=ledger, breaker=False, retry=RetryPolicy(max_attempts=1))
-    ex.register("w", lambda args: "written", side_effects=True, in_progress_expiry=3)
+    ex, elsewhere = (
+        Executor(clock=clock, ledger=ledger, breaker=False, retry=RetryPolicy(max_attempts=1))
+        for _ in range(2)
+    )
+    for executor in (ex, elsewhere):
+        executor.register("w", lambda args: "written", side_effects=True, in_progress_expiry=3)
     ctx = RequestContext("r", "s")
     first = ex.execute(Call("w", "c", {}), ctx)
     assert first.state == "ok" and first.value == "written" and first.unrecorded
     clock.advance(4)  # the lease lapsed while the store was down
-    stale = ex.execute(Call("w", "c", {}), ctx)
+    # Another executor (process), which does not hold the outcome, meets the stale policy.
+    stale = elsewhere.execute(Call("w", "c", {}), ctx)
     assert stale.state == "unknown_outcome"
     ledger.failures = 0  # the store is back: the owner's late record tells what happened
     assert first.idempotency_key is not None
@@ -1209,3 +1214,38 @@ def test_keys_with_one_text_do_not_make_the_fingerprint_compare_values() -> None
     # `1` and `"1"` are written alike; sorting the pairs compared the two dicts and raised
     # TypeError out of `execute`.
     assert len(fingerprint({1: {"a": 1}, "1": {"b": 2}})) == 64
+
+
+def test_an_identical_call_records_the_outcome_still_pending_before_it_claims(
+    clock: FakeClock,
+) -> None:
+    # The store could not record the first call's outcome; by the time it answers again the
+    # lease has lapsed. An identical call in this same process, which holds the outcome, came
+    # before the background try and found the claim stale: under assume_failed_and_retry it
+    # ran the write a second time.
+    runs: list[int] = []
+
+    def write(args: Any) -> str:
+        runs.append(1)
+        return "written"
+
+    ledger = _BlinkingLedger(clock, failures=10**6)
+    ex = Executor(clock=clock, ledger=ledger, breaker=False, retry=RetryPolicy(max_attempts=1))
+    ex.register(
+        "w",
+        write,
+        side_effects=True,
+        in_progress_expiry=3,
+        on_stale_in_progress="assume_failed_and_retry",
+    )
+    ctx = RequestContext("r", "s")
+    first = ex.execute(Call("w", "c", {}), ctx)
+    assert first.state == "ok" and first.unrecorded
+    clock.advance(4)  # the lease lapsed while the store was down
+    down = ex.execute(Call("w", "c", {}), ctx)
+    assert down.state == "tool_unavailable" and runs == [1], "not run while unrecorded"
+    assert down.error is not None and down.error["type"] == "ledger_unavailable"
+    ledger.failures = 0  # the store is back, before the background try
+    again = ex.execute(Call("w", "c", {}), ctx)
+    assert again.state == "duplicate_suppressed" and again.value == "written"
+    assert runs == [1] and ex.observer.counts["outcomes_recorded_late"] == 1

@@ -759,6 +759,9 @@ class Executor:
         # Apart from the renewals: a try stuck on a slow store must not hold up the renewal of
         # every other write in flight, whose leases would then run out and could be taken over.
         self._late_records = _LeaseKeeper(self.clock, "toolwire-late-records")
+        # key -> (token, step) of each outcome this executor still has to record (see
+        # `_record_later`): an identical call records it before it claims the key.
+        self._unrecorded: dict[str, tuple[str, Callable[[Ledger, str, str], None]]] = {}
         self._renew_unsupported_logged = False
         for name, tool in (tools or {}).items():
             self.register(name, tool)
@@ -1482,6 +1485,9 @@ class Executor:
 
     def _claim(self, run: _Run) -> Claim | LedgerUnavailable:
         assert run.key is not None
+        pending = self._record_pending(run)
+        if pending is not None:
+            return pending
         try:
             return self.ledger.claim(
                 run.key,
@@ -1496,6 +1502,42 @@ class Executor:
         except Exception as exc:  # a broken custom ledger must fail closed as well
             # Whole: it is cut where it is shown, once scrubbed.
             return LedgerUnavailable(f"ledger error: {_whole(exc)}")
+
+    def _record_pending(self, run: _Run) -> LedgerUnavailable | None:
+        """Record the outcome of an identical call that this executor still holds (see
+        `_record_later`) before claiming its key; a `LedgerUnavailable` if that fails.
+
+        The store knows only that the write is in progress, and once its lease lapsed, a claim
+        would meet the stale policy (under ``assume_failed_and_retry``: run the write again)
+        although this process knows what happened. So the outcome goes first, and while it
+        cannot be recorded the call fails closed, as when the store is down.
+        """
+        assert run.key is not None
+        with self._lock:
+            pending = self._unrecorded.get(run.key)
+        if pending is None:
+            return None
+        token, step = pending
+        try:
+            step(self.ledger, run.key, token)
+        except ClaimLost:
+            self._recorded(run.key, token)  # another call settled it: the key is claimed anew
+        except Exception as exc:
+            return LedgerUnavailable(
+                f"the outcome of an identical call is not recorded yet: {_whole(exc)}"
+            )
+        else:
+            if self._recorded(run.key, token):
+                self.observer.count("outcomes_recorded_late", 1, tool=run.spec.name)
+        return None
+
+    def _recorded(self, key: str, token: str) -> bool:
+        """Forget the outcome of ``token``'s claim as one to record; False if it was not."""
+        with self._lock:
+            if self._unrecorded.get(key, ("",))[0] != token:
+                return False
+            del self._unrecorded[key]
+            return True
 
     def _time_left(self, run: _Run) -> float | None:
         deadline = run.context.deadline
@@ -2091,18 +2133,25 @@ class Executor:
         known here. Once the store answers again the outcome is stored, so an identical call
         gets it replayed; one that came meanwhile and found the lease lapsed met the stale
         policy, whose assumed outcome (``report``, ``assume_succeeded``) the owner's record
-        replaces (see `decide_finish`). Only this process holds the outcome: if it ends first,
-        the stale policy stands.
+        replaces (see `decide_finish`). An identical call to this executor records it before
+        claiming the key (see `_record_pending`). Only this process holds the outcome: if it
+        ends first, the stale policy stands.
         """
         ledger = self.ledger
         name, call_id = run.spec.name, run.call.call_id
         lease = self._lease(run.spec)
         give_up = self.clock.monotonic() + lease + self._ttl(run.spec)
+        with self._lock:
+            self._unrecorded[key] = (token, op)
 
         def record(held: _HeldLease) -> bool:
+            with self._lock:
+                if self._unrecorded.get(key, ("",))[0] != token:
+                    return False  # an identical call recorded it meanwhile
             try:
                 op(ledger, key, token)
             except ClaimLost:
+                self._recorded(key, token)
                 self.observer.log(
                     _log,
                     logging.WARNING,
@@ -2116,6 +2165,7 @@ class Executor:
                 self.observer.count("ledger_errors", 1, tool=name)
                 if self.clock.monotonic() < give_up:
                     return True
+                self._recorded(key, token)
                 self.observer.log(
                     _log,
                     logging.ERROR,
@@ -2125,7 +2175,8 @@ class Executor:
                     self._scrubbed(run, exc),
                 )
                 return False
-            self.observer.count("outcomes_recorded_late", 1, tool=name)
+            if self._recorded(key, token):
+                self.observer.count("outcomes_recorded_late", 1, tool=name)
             return False
 
         try:
