@@ -1856,6 +1856,12 @@ class Executor:
         """Breaker and deadline checks; returns (permit, timeout, timeout_is_deadline)."""
         if run.exec_started is None:
             run.exec_started = self.clock.monotonic()
+        if run.lease_lost and run.last_exc is not None:
+            # Lost during the wait for this retry, after `_should_retry` granted it: the call
+            # ends on the failure before, as if the loss had been seen then.
+            self._refund(run)
+            run.stop_reason = "claim_lost"
+            raise run.last_exc
         deadline = run.context.deadline
         remaining = None if deadline is None else deadline - self.clock.monotonic()
         if remaining is not None and remaining <= 0:
