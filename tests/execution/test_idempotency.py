@@ -1216,20 +1216,13 @@ def test_keys_with_one_text_do_not_make_the_fingerprint_compare_values() -> None
     assert len(fingerprint({1: {"a": 1}, "1": {"b": 2}})) == 64
 
 
-def test_an_identical_call_records_the_outcome_still_pending_before_it_claims(
-    clock: FakeClock,
-) -> None:
-    # The store could not record the first call's outcome; by the time it answers again the
-    # lease has lapsed. An identical call in this same process, which holds the outcome, came
-    # before the background try and found the claim stale: under assume_failed_and_retry it
-    # ran the write a second time.
-    runs: list[int] = []
+def _rerunning_writer(clock: FakeClock, ledger: Ledger, runs: list[int]) -> Executor:
+    """An executor whose write, once its lease lapsed, an identical call would run again."""
 
     def write(args: Any) -> str:
         runs.append(1)
         return "written"
 
-    ledger = _BlinkingLedger(clock, failures=10**6)
     ex = Executor(clock=clock, ledger=ledger, breaker=False, retry=RetryPolicy(max_attempts=1))
     ex.register(
         "w",
@@ -1238,6 +1231,19 @@ def test_an_identical_call_records_the_outcome_still_pending_before_it_claims(
         in_progress_expiry=3,
         on_stale_in_progress="assume_failed_and_retry",
     )
+    return ex
+
+
+def test_an_identical_call_records_the_outcome_still_pending_before_it_claims(
+    clock: FakeClock,
+) -> None:
+    # The store could not record the first call's outcome; by the time it answers again the
+    # lease has lapsed. An identical call in this same process, which holds the outcome, came
+    # before the background try and found the claim stale: under assume_failed_and_retry it
+    # ran the write a second time.
+    runs: list[int] = []
+    ledger = _BlinkingLedger(clock, failures=10**6)
+    ex = _rerunning_writer(clock, ledger, runs)
     ctx = RequestContext("r", "s")
     first = ex.execute(Call("w", "c", {}), ctx)
     assert first.state == "ok" and first.unrecorded
@@ -1249,3 +1255,39 @@ def test_an_identical_call_records_the_outcome_still_pending_before_it_claims(
     again = ex.execute(Call("w", "c", {}), ctx)
     assert again.state == "duplicate_suppressed" and again.value == "written"
     assert runs == [1] and ex.observer.counts["outcomes_recorded_late"] == 1
+
+
+def test_an_identical_call_records_an_abandoned_step_still_hanging_before_it_claims(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One request to the store hangs (a dead connection without a socket timeout) while the
+    # others are answered. The call stopped waiting for its outcome; the lease then lapsed,
+    # and an identical call to this executor, which holds the outcome, found the claim stale
+    # and under assume_failed_and_retry ran the write a second time.
+    monkeypatch.setattr(executor_module, "_SETTLE_GRACE", 0.05)  # real seconds to wait
+    gate, entered = threading.Event(), threading.Event()
+    runs: list[int] = []
+
+    class OneRequestHangs(MemoryLedger):
+        blocking = True
+        hung = False
+
+        def _finish(self, key: str, token: str, ttl: float, state: Any, **kwargs: Any) -> None:
+            if not self.hung:
+                self.hung = True
+                entered.set()
+                assert gate.wait(10)
+                raise LedgerUnavailable("connection reset by peer")
+            super()._finish(key, token, ttl, state, **kwargs)
+
+    ex = _rerunning_writer(clock, OneRequestHangs(clock=clock), runs)
+    call = Call("w", "c", {})
+    try:
+        first = ex.execute(call, RequestContext("r", "s", deadline=clock.monotonic() + 0.01))
+        assert entered.is_set() and first.state == "ok" and first.unrecorded
+        clock.advance(4)  # the lease lapsed while the step hangs
+        again = ex.execute(call, RequestContext("r", "s"))
+    finally:
+        gate.set()
+    assert again.state == "duplicate_suppressed" and again.value == "written"
+    assert runs == [1]

@@ -1504,8 +1504,10 @@ class Executor:
             return LedgerUnavailable(f"ledger error: {_whole(exc)}")
 
     def _record_pending(self, run: _Run) -> LedgerUnavailable | None:
-        """Record the outcome of an identical call that this executor still holds (see
-        `_record_later`) before claiming its key; a `LedgerUnavailable` if that fails.
+        """Record the outcome of an identical call that this executor still holds (tried in
+        the background by `_record_later`, or a step abandoned at the deadline that may still
+        hang, see `_ledger_op_in_time`) before claiming its key; a `LedgerUnavailable` if that
+        fails.
 
         The store knows only that the write is in progress, and once its lease lapsed, a claim
         would meet the stale policy (under ``assume_failed_and_retry``: run the write again)
@@ -1530,6 +1532,11 @@ class Executor:
             if self._recorded(run.key, token):
                 self.observer.count("outcomes_recorded_late", 1, tool=run.spec.name)
         return None
+
+    def _pending(self, key: str, token: str) -> bool:
+        """Whether the outcome of ``token``'s claim is still to be recorded."""
+        with self._lock:
+            return self._unrecorded.get(key, ("",))[0] == token
 
     def _recorded(self, key: str, token: str) -> bool:
         """Forget the outcome of ``token``'s claim as one to record; False if it was not."""
@@ -2151,9 +2158,8 @@ class Executor:
             self._unrecorded[key] = (token, op)
 
         def record(held: _HeldLease) -> bool:
-            with self._lock:
-                if self._unrecorded.get(key, ("",))[0] != token:
-                    return False  # an identical call recorded it meanwhile
+            if not self._pending(key, token):
+                return False  # an identical call recorded it meanwhile
             try:
                 op(ledger, key, token)
             except ClaimLost:
@@ -2253,12 +2259,19 @@ class Executor:
             done.result(timeout=wait)
         except FutureTimeout:
             # Abandoned, the step may still land; if its tries fail instead, it goes on later.
-            def failed(step: Future[None]) -> None:
+            # Meanwhile an identical call records it first (see `_record_pending`): the one
+            # request that hangs may be the only one the store does not answer.
+            with self._lock:
+                self._unrecorded[key] = (token, op)
+
+            def settled(step: Future[None]) -> None:
                 error = step.exception()
-                if error is not None and not isinstance(error, ClaimLost):
+                if error is None or isinstance(error, ClaimLost):
+                    self._recorded(key, token)
+                elif self._pending(key, token):
                     self._record_later(run, op, key, token)
 
-            done.add_done_callback(failed)
+            done.add_done_callback(settled)
             return False
         return True
 
