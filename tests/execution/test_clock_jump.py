@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -10,12 +12,14 @@ import pytest
 
 from toolwire.execution import (
     Call,
+    Claim,
     Executor,
     FakeClock,
     Ledger,
     MemoryLedger,
     RequestContext,
     SqliteLedger,
+    StalePolicy,
 )
 
 LEASE = 30.0
@@ -35,7 +39,7 @@ def test_jump_moves_only_the_wall_clock() -> None:
     assert (clock.time(), clock.monotonic()) == (-3500.0, 5.0)
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "sqlite, another instance"])
 @pytest.mark.parametrize("jump", [LEASE * 2, 48 * 3600.0])  # past the lease; past the TTL too
 def test_a_forward_jump_does_not_let_a_second_call_run_a_live_write(
     kind: str, jump: float, tmp_path: Path
@@ -50,19 +54,29 @@ def test_a_forward_jump_does_not_let_a_second_call_run_a_live_write(
         assert release.wait(5)
         return "charged"
 
-    ex = Executor(clock=clock, ledger=local_ledger(kind, clock, tmp_path), breaker=False)
-    ex.register(
-        "charge",
-        charge,
-        side_effects=True,
-        idempotency_key="order",
-        in_progress_expiry=LEASE,
-        on_stale_in_progress="assume_failed_and_retry",
+    def executor(ledger: Ledger) -> Executor:
+        ex = Executor(clock=clock, ledger=ledger, breaker=False)
+        ex.register(
+            "charge",
+            charge,
+            side_effects=True,
+            idempotency_key="order",
+            in_progress_expiry=LEASE,
+            on_stale_in_progress="assume_failed_and_retry",
+        )
+        return ex
+
+    holding = executor(local_ledger(kind, clock, tmp_path))
+    # Another process on the same file (one machine: one clock) has a ledger of its own.
+    ex = (
+        executor(SqliteLedger(tmp_path / "ledger.db", clock=clock))
+        if "another" in kind
+        else holding
     )
     ctx = RequestContext("r", "s")
     first: list[Any] = []
     holder = threading.Thread(
-        target=lambda: first.append(ex.execute(Call("charge", "c1", {"order": "o"}), ctx))
+        target=lambda: first.append(holding.execute(Call("charge", "c1", {"order": "o"}), ctx))
     )
     holder.start()
     try:
@@ -99,3 +113,126 @@ def test_memory_records_read_in_unix_time_across_a_jump() -> None:
     clock.jump(-3600)
     record = ledger.get("k")
     assert record is not None and record.created_at == 1_700_000_000.0 - 3600
+
+
+def two_instances(clock: FakeClock, tmp_path: Path) -> tuple[SqliteLedger, SqliteLedger]:
+    """Two ledgers on one file, as two processes of one machine (one clock) open it."""
+    path = tmp_path / "ledger.db"
+    return SqliteLedger(path, clock=clock), SqliteLedger(path, clock=clock)
+
+
+def claim(ledger: Ledger, policy: StalePolicy = "assume_failed_and_retry") -> Claim:
+    return ledger.claim("k", fingerprint="f", tool="t", lease=LEASE, ttl=600, on_stale=policy)
+
+
+@pytest.mark.parametrize("jump", [LEASE * 2, 48 * 3600.0])
+def test_a_forward_jump_does_not_let_another_instance_take_a_live_claim(
+    jump: float, tmp_path: Path
+) -> None:
+    clock = FakeClock()
+    holder, other = two_instances(clock, tmp_path)
+    held = claim(holder)
+    assert held.token is not None
+    clock.jump(jump)  # no time passed: the holder is as live as it was
+    busy = claim(other)
+    assert busy.status == "in_progress" and busy.token is None
+    assert busy.lease_remaining is not None and 0 < busy.lease_remaining <= LEASE
+    live = other.get("k")
+    assert live is not None and live.state == "in_progress" and live.token == held.token
+    holder.renew("k", held.token, LEASE, ttl=600)
+    holder.complete("k", held.token, "charged", ttl=600)
+    replay = claim(other)
+    assert replay.status == "replay" and replay.record is not None
+    assert replay.record.receipt_value() == "charged"
+
+
+def test_another_instance_finds_a_claim_stale_a_lease_after_it_first_saw_it(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock()
+    holder, other = two_instances(clock, tmp_path)
+    assert claim(holder).status == "claimed"
+    clock.jump(LEASE * 2)
+    assert claim(other, "report").status == "in_progress"  # first look: it may be live
+    clock.advance(LEASE - 1)
+    assert claim(other, "report").status == "in_progress"
+    clock.advance(2)  # watched for a whole lease and nobody renewed: the holder is gone
+    assert claim(other, "report").status == "stale"
+
+
+def test_a_renewal_restarts_another_instances_watch(tmp_path: Path) -> None:
+    clock = FakeClock()
+    holder, other = two_instances(clock, tmp_path)
+    held = claim(holder)
+    assert held.token is not None
+    for _ in range(4):  # the holder renews every third of its lease, as the executor does
+        assert claim(other).status == "in_progress"
+        clock.advance(LEASE / 3)
+        clock.jump(LEASE)  # and the wall clock keeps stepping forward meanwhile
+        holder.renew("k", held.token, LEASE, ttl=600)
+    assert claim(other).status == "in_progress"
+    clock.advance(LEASE + 1)
+    stale = claim(other)
+    assert stale.status == "claimed" and stale.recovered
+
+
+def test_the_purge_after_a_jump_keeps_live_claims_and_drops_dead_ones(tmp_path: Path) -> None:
+    clock = FakeClock()
+    holder, other = two_instances(clock, tmp_path)
+    held = claim(holder)
+    assert held.token is not None
+
+    def fill(prefix: str) -> None:
+        for i in range(300):  # claims trigger the amortised purge
+            other.claim(f"{prefix}{i}", fingerprint="f", tool="t", lease=1, ttl=1)
+
+    clock.jump(48 * 3600.0)
+    fill("a")
+    assert holder.get("k") is not None, "a live claim is not purged"
+    assert claim(other).status == "in_progress"
+    clock.advance(LEASE + 1)  # nobody renewed for a whole lease
+    clock.jump(48 * 3600.0)
+    fill("b")
+    assert other.get("k") is None
+    with closing(sqlite3.connect(tmp_path / "ledger.db")) as conn:
+        (left,) = conn.execute("SELECT COUNT(*) FROM toolwire_ledger WHERE key = 'k'").fetchone()
+    assert left == 0
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_get_reports_a_live_claim_after_a_jump_past_its_retention(
+    kind: str, tmp_path: Path
+) -> None:
+    clock = FakeClock()
+    ledger = local_ledger(kind, clock, tmp_path)
+    held = ledger.claim("k", fingerprint="f", tool="t", lease=LEASE, ttl=60)
+    assert held.token is not None
+    clock.jump(48 * 3600.0)
+    record = ledger.get("k")
+    assert record is not None and record.state == "in_progress" and record.token == held.token
+    assert record.lease_expires_at > clock.time()
+    if kind == "sqlite":
+        other = SqliteLedger(tmp_path / "ledger.db", clock=clock)
+        seen = other.get("k")
+        assert seen is not None and seen.token == held.token
+    # The holder stopped renewing: the record ends with its lease and retention, as it would
+    # have without the jump.
+    clock.advance(LEASE + 61)
+    assert ledger.get("k") is None
+
+
+def test_a_file_from_before_heartbeats_is_upgraded(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    with closing(sqlite3.connect(path)) as conn:
+        conn.executescript(
+            "CREATE TABLE toolwire_ledger (key TEXT PRIMARY KEY, record TEXT NOT NULL,"
+            " expires_at REAL NOT NULL) WITHOUT ROWID;"
+        )
+    clock = FakeClock()
+    ledger = SqliteLedger(path, clock=clock)
+    held = claim(ledger)
+    assert held.token is not None
+    clock.jump(48 * 3600.0)
+    assert claim(SqliteLedger(path, clock=clock)).status == "in_progress"
+    ledger.complete("k", held.token, 1)
+    assert claim(ledger).status == "replay"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import json
@@ -18,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, SecretStr, field_serializer, model_serializer
 
+import toolwire.execution.executor as executor_module
 from toolwire.execution import (
     BreakerConfig,
     Call,
@@ -897,13 +899,18 @@ def test_an_outcome_recorded_late_replaces_the_unknown_a_stale_claim_reported(
     clock: FakeClock,
 ) -> None:
     ledger = _BlinkingLedger(clock, failures=10**6)  # down for longer than the lease
-    ex = Executor(clock=clock, ledger=ledger, breaker=False, retry=RetryPolicy(max_attempts=1))
-    ex.register("w", lambda args: "written", side_effects=True, in_progress_expiry=3)
+    ex, elsewhere = (
+        Executor(clock=clock, ledger=ledger, breaker=False, retry=RetryPolicy(max_attempts=1))
+        for _ in range(2)
+    )
+    for executor in (ex, elsewhere):
+        executor.register("w", lambda args: "written", side_effects=True, in_progress_expiry=3)
     ctx = RequestContext("r", "s")
     first = ex.execute(Call("w", "c", {}), ctx)
     assert first.state == "ok" and first.value == "written" and first.unrecorded
     clock.advance(4)  # the lease lapsed while the store was down
-    stale = ex.execute(Call("w", "c", {}), ctx)
+    # Another executor (process), which does not hold the outcome, meets the stale policy.
+    stale = elsewhere.execute(Call("w", "c", {}), ctx)
     assert stale.state == "unknown_outcome"
     ledger.failures = 0  # the store is back: the owner's late record tells what happened
     assert first.idempotency_key is not None
@@ -935,6 +942,51 @@ def test_no_try_of_the_outcome_begins_once_nobody_waits_for_it(clock: FakeClock)
     deadline = clock.monotonic() + 0.5
     result = ex.execute(Call("w", "c", {}), RequestContext("r", "s", deadline=deadline))
     assert result.state == "ok" and ledger.tries == 2, "a third try would begin past the grace"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_outcome_step_abandoned_at_the_deadline_that_fails_later_is_recorded_later(
+    clock: FakeClock, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The store hangs on the outcome past the request's deadline (and its grace): the call
+    # returns its result, and the step it left behind fails once the store answers. The
+    # outcome must then be tried again in the background until it lands.
+    monkeypatch.setattr(executor_module, "_SETTLE_GRACE", 0.05)  # real seconds to wait
+    gate, entered = threading.Event(), threading.Event()
+
+    class HangsThenFails(_BlinkingLedger):
+        blocking = True
+
+        def _finish(self, key: str, token: str, ttl: float, state: Any, **kwargs: Any) -> None:
+            if self.tries == 0:
+                entered.set()
+                assert gate.wait(10)
+            super()._finish(key, token, ttl, state, **kwargs)
+
+    ledger = HangsThenFails(clock, failures=4)  # every try of the abandoned step, and one more
+    ex = Executor(clock=clock, ledger=ledger, breaker=False, retry=RetryPolicy(max_attempts=1))
+    ex.register("w", lambda args: "written", side_effects=True, in_progress_expiry=60)
+    ctx = RequestContext("r", "s", deadline=clock.monotonic() + 0.01)
+    call = Call("w", "c", {})
+    if mode == "sync":
+        result = ex.execute(call, ctx)
+    else:
+        result = asyncio.run(ex.aexecute(call, ctx))
+    assert entered.is_set() and result.state == "ok" and result.value == "written"
+    assert result.unrecorded and ex.observer.counts["ledger_errors"] == 1
+    assert len(result.warnings) == 1 and "did not answer" in result.warnings[0]
+    assert result.idempotency_key is not None
+    key = result.idempotency_key
+    gate.set()  # the store answers the abandoned step: it fails, as do its own retries
+
+    def recorded() -> bool:
+        record = ledger.get(key)
+        return record is not None and record.state == "succeeded"
+
+    _until(recorded, clock, 5.0)
+    assert ex.observer.counts["outcomes_recorded_late"] == 1
+    again = ex.execute(call, RequestContext("r", "s"))
+    assert again.state == "duplicate_suppressed" and again.value == "written"
 
 
 def test_a_large_number_spelled_as_integer_or_exponent_is_one_argument(clock: FakeClock) -> None:
@@ -1162,3 +1214,80 @@ def test_keys_with_one_text_do_not_make_the_fingerprint_compare_values() -> None
     # `1` and `"1"` are written alike; sorting the pairs compared the two dicts and raised
     # TypeError out of `execute`.
     assert len(fingerprint({1: {"a": 1}, "1": {"b": 2}})) == 64
+
+
+def _rerunning_writer(clock: FakeClock, ledger: Ledger, runs: list[int]) -> Executor:
+    """An executor whose write, once its lease lapsed, an identical call would run again."""
+
+    def write(args: Any) -> str:
+        runs.append(1)
+        return "written"
+
+    ex = Executor(clock=clock, ledger=ledger, breaker=False, retry=RetryPolicy(max_attempts=1))
+    ex.register(
+        "w",
+        write,
+        side_effects=True,
+        in_progress_expiry=3,
+        on_stale_in_progress="assume_failed_and_retry",
+    )
+    return ex
+
+
+def test_an_identical_call_records_the_outcome_still_pending_before_it_claims(
+    clock: FakeClock,
+) -> None:
+    # The store could not record the first call's outcome; by the time it answers again the
+    # lease has lapsed. An identical call in this same process, which holds the outcome, came
+    # before the background try and found the claim stale: under assume_failed_and_retry it
+    # ran the write a second time.
+    runs: list[int] = []
+    ledger = _BlinkingLedger(clock, failures=10**6)
+    ex = _rerunning_writer(clock, ledger, runs)
+    ctx = RequestContext("r", "s")
+    first = ex.execute(Call("w", "c", {}), ctx)
+    assert first.state == "ok" and first.unrecorded
+    clock.advance(4)  # the lease lapsed while the store was down
+    down = ex.execute(Call("w", "c", {}), ctx)
+    assert down.state == "tool_unavailable" and runs == [1], "not run while unrecorded"
+    assert down.error is not None and down.error["type"] == "ledger_unavailable"
+    ledger.failures = 0  # the store is back, before the background try
+    again = ex.execute(Call("w", "c", {}), ctx)
+    assert again.state == "duplicate_suppressed" and again.value == "written"
+    assert runs == [1] and ex.observer.counts["outcomes_recorded_late"] == 1
+
+
+def test_an_identical_call_records_an_abandoned_step_still_hanging_before_it_claims(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One request to the store hangs (a dead connection without a socket timeout) while the
+    # others are answered. The call stopped waiting for its outcome; the lease then lapsed,
+    # and an identical call to this executor, which holds the outcome, found the claim stale
+    # and under assume_failed_and_retry ran the write a second time.
+    monkeypatch.setattr(executor_module, "_SETTLE_GRACE", 0.05)  # real seconds to wait
+    gate, entered = threading.Event(), threading.Event()
+    runs: list[int] = []
+
+    class OneRequestHangs(MemoryLedger):
+        blocking = True
+        hung = False
+
+        def _finish(self, key: str, token: str, ttl: float, state: Any, **kwargs: Any) -> None:
+            if not self.hung:
+                self.hung = True
+                entered.set()
+                assert gate.wait(10)
+                raise LedgerUnavailable("connection reset by peer")
+            super()._finish(key, token, ttl, state, **kwargs)
+
+    ex = _rerunning_writer(clock, OneRequestHangs(clock=clock), runs)
+    call = Call("w", "c", {})
+    try:
+        first = ex.execute(call, RequestContext("r", "s", deadline=clock.monotonic() + 0.01))
+        assert entered.is_set() and first.state == "ok" and first.unrecorded
+        clock.advance(4)  # the lease lapsed while the step hangs
+        again = ex.execute(call, RequestContext("r", "s"))
+    finally:
+        gate.set()
+    assert again.state == "duplicate_suppressed" and again.value == "written"
+    assert runs == [1]

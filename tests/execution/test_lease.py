@@ -498,3 +498,112 @@ def test_a_fake_clock_is_waited_for_until_someone_moves_it() -> None:
     assert woke == [False] and clock.sleeps == []  # the deadline, not a sleep of its own
     threading.Timer(0.02, event.set).start()
     assert clock.wait_until(event, clock.monotonic() + 10)
+
+
+def test_renewals_go_on_while_a_late_record_waits_for_the_store(clock: FakeClock) -> None:
+    # An outcome the store could not record is tried again in the background. Those tries
+    # shared the lease keeper's thread: one stuck on a slow store held up the renewals of every
+    # other write in flight, whose leases then ran out and could be taken over.
+    late_key = derive_key(tool="w", session_id="s", call_id="late")
+    stuck, unstick = threading.Event(), threading.Event()
+
+    class SlowForOneKey(MemoryLedger):
+        failing = True
+        renewals = 0
+
+        def _finish(self, key: str, token: str, ttl: float, state: Any, **kwargs: Any) -> None:
+            if key == late_key and self.failing:
+                raise LedgerUnavailable("connection reset by peer")
+            if key == late_key:
+                stuck.set()
+                assert unstick.wait(10)  # a store that takes its time to answer
+            super()._finish(key, token, ttl, state, **kwargs)
+
+        def renew(self, key: str, token: str, lease: float, *, ttl: float = 86400.0) -> None:
+            super().renew(key, token, lease, ttl=ttl)
+            self.renewals += 1
+
+    ledger = SlowForOneKey(clock=clock)
+    release, entered, runs = threading.Event(), threading.Event(), list[str]()
+    ex = Executor(clock=clock, ledger=ledger, breaker=False)
+    ex.register("w", slow_write(release, entered, runs), side_effects=True, in_progress_expiry=60)
+    ctx = RequestContext("r", "s")
+    release.set()
+    late = ex.execute(Call("w", "late", {}), ctx)
+    assert late.unrecorded, "left to the background"
+    ledger.failing = False
+    release.clear()
+    writing = threading.Thread(target=ex.execute, args=(Call("w", "c", {}), ctx))
+    writing.start()
+    try:
+        assert entered.wait(5)
+        clock.advance(5)  # the late record's next try: it waits for the store
+        assert stuck.wait(5)
+        clock.advance(20)  # a third of the running write's lease
+        wait_until(lambda: ledger.renewals >= 1, "the running write's lease to be renewed")
+    finally:
+        unstick.set()
+        release.set()
+        writing.join(5)
+    wait_until(lambda: ex.observer.counts["outcomes_recorded_late"] == 1, "the late record")
+    record = ledger.get(late_key)
+    assert record is not None and record.state == "succeeded"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_claim_lost_during_the_wait_between_attempts_stops_the_next(mode: str) -> None:
+    # The renewal that finds the claim lost can land while the call waits to retry, after
+    # the retry was decided: the next attempt then ran beside the call that took it over.
+    others: list[Any] = []
+
+    class LoseItWhileWaiting(FakeClock):
+        def sleep(self, seconds: float) -> None:
+            self.advance(LEASE + 1)  # renewals refused for a whole lease: it lapses
+            others.append(other_ex.execute(Call("w", "c", {}), RequestContext("r", "s")))
+            ledger.down = False
+            self.advance(LEASE / 3 + 0.5)
+            wait_until(lambda: first_ex.observer.counts["leases_lost"] == 1, "the lost claim")
+            super().sleep(seconds)
+
+    clock = LoseItWhileWaiting()
+    ledger = _FlakyRenewals(clock=clock)
+    request = httpx.Request("POST", "http://127.0.0.1/")
+    runs: list[str] = []
+
+    def first_write(arguments: Any) -> str:
+        runs.append("first")
+        unavailable = httpx.Response(503, request=request)  # retryable, never ran
+        raise httpx.HTTPStatusError("503", request=request, response=unavailable)
+
+    async def first_async(arguments: Any) -> str:
+        return first_write(arguments)
+
+    def other_write(arguments: Any) -> str:
+        runs.append("other")
+        return "written"
+
+    first_ex = Executor(clock=clock, ledger=ledger, breaker=False)
+    first_ex.register(
+        "w",
+        first_write if mode == "sync" else first_async,
+        side_effects=True,
+        in_progress_expiry=LEASE,
+    )
+    other_ex = Executor(clock=clock, ledger=ledger, breaker=False)
+    other_ex.register(
+        "w",
+        other_write,
+        side_effects=True,
+        in_progress_expiry=LEASE,
+        on_stale_in_progress="assume_failed_and_retry",
+    )
+    call, ctx = Call("w", "c", {}), RequestContext("r", "s")
+    if mode == "sync":
+        first = first_ex.execute(call, ctx)
+    else:
+        first = asyncio.run(first_ex.aexecute(call, ctx))
+    assert others[0].state == "ok" and runs == ["first", "other"], "no second attempt"
+    assert first.attempts == 1 and first.error is not None
+    assert first.error["stopped"] == "claim_lost"
+    record = ledger.get(KEY)
+    assert record is not None and record.state == "succeeded"

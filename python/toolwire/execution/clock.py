@@ -3,8 +3,9 @@
 Two readings are kept apart on purpose: ``monotonic()`` for durations, deadlines and rate windows
 (never jumps), and ``time()`` (Unix seconds) for ledger timestamps that other processes must
 understand. A ledger that no other process reads (``MemoryLedger``) runs its leases on
-``monotonic()`` too, and ``SqliteLedger`` fences its own live claims with it, so a step of the
-wall clock (``FakeClock.jump`` in tests) cannot make a running write's claim look stale.
+``monotonic()`` too, and ``SqliteLedger`` times with it how long a claim's heartbeat stood
+still, so a step of the wall clock (``FakeClock.jump`` in tests) cannot make a running write's
+claim look stale to any process.
 
 A clock may also offer ``wait_until(event, deadline) -> bool``: block until the
 ``threading.Event`` is set (True) or this clock's ``monotonic()`` reaches ``deadline`` (False).

@@ -755,7 +755,13 @@ class Executor:
         self._tools: dict[str, ToolSpec] = {}
         self._breakers: dict[str, CircuitBreaker] = {}
         self._lock = threading.Lock()
-        self._leases = _LeaseKeeper(self.clock)
+        self._leases = _LeaseKeeper(self.clock, "toolwire-leases")
+        # Apart from the renewals: a try stuck on a slow store must not hold up the renewal of
+        # every other write in flight, whose leases would then run out and could be taken over.
+        self._late_records = _LeaseKeeper(self.clock, "toolwire-late-records")
+        # key -> (token, step) of each outcome this executor still has to record (see
+        # `_record_later`): an identical call records it before it claims the key.
+        self._unrecorded: dict[str, tuple[str, Callable[[Ledger, str, str], None]]] = {}
         self._renew_unsupported_logged = False
         for name, tool in (tools or {}).items():
             self.register(name, tool)
@@ -1479,6 +1485,9 @@ class Executor:
 
     def _claim(self, run: _Run) -> Claim | LedgerUnavailable:
         assert run.key is not None
+        pending = self._record_pending(run)
+        if pending is not None:
+            return pending
         try:
             return self.ledger.claim(
                 run.key,
@@ -1493,6 +1502,49 @@ class Executor:
         except Exception as exc:  # a broken custom ledger must fail closed as well
             # Whole: it is cut where it is shown, once scrubbed.
             return LedgerUnavailable(f"ledger error: {_whole(exc)}")
+
+    def _record_pending(self, run: _Run) -> LedgerUnavailable | None:
+        """Record the outcome of an identical call that this executor still holds (tried in
+        the background by `_record_later`, or a step abandoned at the deadline that may still
+        hang, see `_ledger_op_in_time`) before claiming its key; a `LedgerUnavailable` if that
+        fails.
+
+        The store knows only that the write is in progress, and once its lease lapsed, a claim
+        would meet the stale policy (under ``assume_failed_and_retry``: run the write again)
+        although this process knows what happened. So the outcome goes first, and while it
+        cannot be recorded the call fails closed, as when the store is down.
+        """
+        assert run.key is not None
+        with self._lock:
+            pending = self._unrecorded.get(run.key)
+        if pending is None:
+            return None
+        token, step = pending
+        try:
+            step(self.ledger, run.key, token)
+        except ClaimLost:
+            self._recorded(run.key, token)  # another call settled it: the key is claimed anew
+        except Exception as exc:
+            return LedgerUnavailable(
+                f"the outcome of an identical call is not recorded yet: {_whole(exc)}"
+            )
+        else:
+            if self._recorded(run.key, token):
+                self.observer.count("outcomes_recorded_late", 1, tool=run.spec.name)
+        return None
+
+    def _pending(self, key: str, token: str) -> bool:
+        """Whether the outcome of ``token``'s claim is still to be recorded."""
+        with self._lock:
+            return self._unrecorded.get(key, ("",))[0] == token
+
+    def _recorded(self, key: str, token: str) -> bool:
+        """Forget the outcome of ``token``'s claim as one to record; False if it was not."""
+        with self._lock:
+            if self._unrecorded.get(key, ("",))[0] != token:
+                return False
+            del self._unrecorded[key]
+            return True
 
     def _time_left(self, run: _Run) -> float | None:
         deadline = run.context.deadline
@@ -1811,6 +1863,12 @@ class Executor:
         """Breaker and deadline checks; returns (permit, timeout, timeout_is_deadline)."""
         if run.exec_started is None:
             run.exec_started = self.clock.monotonic()
+        if run.lease_lost and run.last_exc is not None:
+            # Lost during the wait for this retry, after `_should_retry` granted it: the call
+            # ends on the failure before, as if the loss had been seen then.
+            self._refund(run)
+            run.stop_reason = "claim_lost"
+            raise run.last_exc
         deadline = run.context.deadline
         remaining = None if deadline is None else deadline - self.clock.monotonic()
         if remaining is not None and remaining <= 0:
@@ -2079,7 +2137,7 @@ class Executor:
         self, run: _Run, op: Callable[[Ledger, str, str], None], key: str, token: str
     ) -> None:
         """Go on trying a step that records a write's outcome after the store failed every
-        try the call could wait for, from the lease keeper's thread, every `_LATE_RECORD_EVERY`
+        try the call could wait for, from a keeper thread of its own, every `_LATE_RECORD_EVERY`
         seconds at most (a third of the lease if shorter) until it lands, the claim turns out
         settled by another call (``ClaimLost``), or the record's retention is over.
 
@@ -2088,18 +2146,24 @@ class Executor:
         known here. Once the store answers again the outcome is stored, so an identical call
         gets it replayed; one that came meanwhile and found the lease lapsed met the stale
         policy, whose assumed outcome (``report``, ``assume_succeeded``) the owner's record
-        replaces (see `decide_finish`). Only this process holds the outcome: if it ends first,
-        the stale policy stands.
+        replaces (see `decide_finish`). An identical call to this executor records it before
+        claiming the key (see `_record_pending`). Only this process holds the outcome: if it
+        ends first, the stale policy stands.
         """
         ledger = self.ledger
         name, call_id = run.spec.name, run.call.call_id
         lease = self._lease(run.spec)
         give_up = self.clock.monotonic() + lease + self._ttl(run.spec)
+        with self._lock:
+            self._unrecorded[key] = (token, op)
 
         def record(held: _HeldLease) -> bool:
+            if not self._pending(key, token):
+                return False  # an identical call recorded it meanwhile
             try:
                 op(ledger, key, token)
             except ClaimLost:
+                self._recorded(key, token)
                 self.observer.log(
                     _log,
                     logging.WARNING,
@@ -2113,6 +2177,7 @@ class Executor:
                 self.observer.count("ledger_errors", 1, tool=name)
                 if self.clock.monotonic() < give_up:
                     return True
+                self._recorded(key, token)
                 self.observer.log(
                     _log,
                     logging.ERROR,
@@ -2122,11 +2187,12 @@ class Executor:
                     self._scrubbed(run, exc),
                 )
                 return False
-            self.observer.count("outcomes_recorded_late", 1, tool=name)
+            if self._recorded(key, token):
+                self.observer.count("outcomes_recorded_late", 1, tool=name)
             return False
 
         try:
-            self._leases.hold(record, min(_LATE_RECORD_EVERY, lease / _RENEWALS_PER_LEASE))
+            self._late_records.hold(record, min(_LATE_RECORD_EVERY, lease / _RENEWALS_PER_LEASE))
         except RuntimeError as exc:  # no thread: the call's warning already says it
             self.observer.log(
                 _log,
@@ -2193,12 +2259,19 @@ class Executor:
             done.result(timeout=wait)
         except FutureTimeout:
             # Abandoned, the step may still land; if its tries fail instead, it goes on later.
-            def failed(step: Future[None]) -> None:
+            # Meanwhile an identical call records it first (see `_record_pending`): the one
+            # request that hangs may be the only one the store does not answer.
+            with self._lock:
+                self._unrecorded[key] = (token, op)
+
+            def settled(step: Future[None]) -> None:
                 error = step.exception()
-                if error is not None and not isinstance(error, ClaimLost):
+                if error is None or isinstance(error, ClaimLost):
+                    self._recorded(key, token)
+                elif self._pending(key, token):
                     self._record_later(run, op, key, token)
 
-            done.add_done_callback(failed)
+            done.add_done_callback(settled)
             return False
         return True
 
@@ -3090,7 +3163,9 @@ class _HeldLease:
 
 
 class _LeaseKeeper:
-    """Renews the leases of one executor's writes in flight (see `Executor._hold_lease`).
+    """Renews the leases of one executor's writes in flight (see `Executor._hold_lease`); a
+    second keeper, with a thread of its own, paces the background tries of outcomes recorded
+    late (see `Executor._record_later`).
 
     One daemon thread renews them all, and only while one is held or was a moment ago: it ends
     `_KEEPER_LINGER` seconds after the last is dropped unless another write comes, and is
@@ -3102,8 +3177,9 @@ class _LeaseKeeper:
     executor's clock (`FakeClock` in tests; see ``wait_until`` in `toolwire.execution.clock`).
     """
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, name: str) -> None:
         self._clock = clock
+        self._name = name
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._held: set[_HeldLease] = set()
@@ -3119,7 +3195,7 @@ class _LeaseKeeper:
         lease = _HeldLease(renew, interval, self._clock.monotonic() + interval)
         with self._lock:
             if self._thread is None:
-                thread = threading.Thread(target=self._keep, name="toolwire-leases", daemon=True)
+                thread = threading.Thread(target=self._keep, name=self._name, daemon=True)
                 thread.start()
                 self._thread = thread
             self._held.add(lease)

@@ -14,19 +14,25 @@ Design notes:
 - Do not share one instance across ``fork``; open a ledger per process.
 - Records carry wall-clock (Unix) times, the only time processes share. A forward step of the
   wall clock (NTP, a resumed VM) would make every live lease look run out, and an identical
-  call could act on it (under ``assume_failed_and_retry``: run the write a second time). So the
-  instance also keeps, for each claim it handed out and that is not finished, the lease's end
-  on the clock's ``monotonic()`` reading, renewed with it: the rules read a claim that is live
-  by that count as live on the wall clock too (``in_progress`` to an identical call, its
-  owner's renewal and outcome accepted), whatever step the wall clock took. This fences the
-  claims of this instance only (the writes of this process's executor); another process sees
-  the stored wall-clock lease, until the holder's next renewal restamps it from the new time.
+  call in any process could act on it (under ``assume_failed_and_retry``: run the write a
+  second time). So each row also carries a heartbeat, ``beat``: a random stamp rewritten with
+  every change of an ``in_progress`` row (its claim, each renewal). Every instance remembers,
+  for each ``in_progress`` row it looked at, the stamp it saw and when on its own
+  ``monotonic()`` clock it first saw it; a claim whose wall-clock lease ran out is stale only
+  once this instance has watched the same stamp for a whole lease (the stored lease's length).
+  Until then the rules read it as live, its lease (and retention) running on for what is left
+  of that watch, whatever step the wall clock took. A live holder renews every third of its
+  lease, so its stamp never stands that long; a crashed one's does. The cost: an instance that
+  first looks at a crashed claim after its lease ran out waits one more lease before acting on
+  it. The amortised purge deletes an expired ``in_progress`` row by the same judgement, never
+  by the wall clock alone.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import secrets
 import sqlite3
 import threading
 import time
@@ -34,7 +40,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from toolwire.execution.clock import Clock, SystemClock
-from toolwire.execution.errors import ClaimLost, LedgerUnavailable
+from toolwire.execution.errors import LedgerCorrupt, LedgerUnavailable
 from toolwire.execution.ledger import (
     DEFAULT_TTL,
     Claim,
@@ -55,11 +61,17 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS toolwire_ledger (
     key TEXT PRIMARY KEY,
     record TEXT NOT NULL,
-    expires_at REAL NOT NULL
+    expires_at REAL NOT NULL,
+    beat TEXT
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS toolwire_ledger_expires ON toolwire_ledger (expires_at);
 """
+# A file written before rows carried a heartbeat gets the column (NULL: rows written by an
+# older version, judged by their wall-clock lease alone, as that version did).
+_ADD_BEAT = "ALTER TABLE toolwire_ledger ADD COLUMN beat TEXT"
 _PURGE_EVERY = 256
+# Keys per query when the purge checks which rows it saw are still as it saw them.
+_PURGE_CHUNK = 500
 
 
 class SqliteLedger(Ledger):
@@ -68,7 +80,8 @@ class SqliteLedger(Ledger):
     Args:
         path: Database file (created if missing; its directory must exist).
         clock: Time source; ``time()`` stamps records (one machine, so one clock), and
-            ``monotonic()`` fences this instance's own live claims against a step of it.
+            ``monotonic()`` times how long a claim's heartbeat stood still, so that a step of
+            the wall clock makes no live claim look stale.
         busy_timeout: Seconds to wait for another process's write lock before giving up.
         synchronous: SQLite ``synchronous`` pragma (``NORMAL`` or ``FULL``).
     """
@@ -88,8 +101,9 @@ class SqliteLedger(Ledger):
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._claims = 0
-        # key -> (token, monotonic end of its lease) for the claims this instance holds.
-        self._held: dict[str, tuple[str, float]] = {}
+        # key -> (heartbeat stamp, monotonic reading when this instance first saw it), for the
+        # ``in_progress`` rows it looked at (see the design notes).
+        self._seen: dict[str, tuple[str, float]] = {}
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -104,6 +118,13 @@ class SqliteLedger(Ledger):
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute(f"PRAGMA synchronous = {self._synchronous}")
                 conn.executescript(_SCHEMA)
+                columns = {row[1] for row in conn.execute("PRAGMA table_info(toolwire_ledger)")}
+                if "beat" not in columns:
+                    try:
+                        conn.execute(_ADD_BEAT)
+                    except sqlite3.OperationalError as exc:
+                        if "duplicate column" not in str(exc):  # another process added it
+                            raise
             except BaseException:
                 conn.close()
                 raise
@@ -118,39 +139,81 @@ class SqliteLedger(Ledger):
                 pass
             self._conn = None
 
-    def _read(self, conn: sqlite3.Connection, key: str) -> LedgerRecord | None:
-        row = conn.execute("SELECT record FROM toolwire_ledger WHERE key = ?", (key,)).fetchone()
-        return None if row is None else LedgerRecord.from_json(row[0])
+    def _read(self, conn: sqlite3.Connection, key: str) -> tuple[LedgerRecord | None, str | None]:
+        """The record of ``key`` and its heartbeat stamp."""
+        row = conn.execute(
+            "SELECT record, beat FROM toolwire_ledger WHERE key = ?", (key,)
+        ).fetchone()
+        return (None, None) if row is None else (LedgerRecord.from_json(row[0]), row[1])
 
-    def _write(self, conn: sqlite3.Connection, record: LedgerRecord) -> None:
+    def _write(self, conn: sqlite3.Connection, record: LedgerRecord, mono: float) -> None:
+        """Store ``record``; an ``in_progress`` one with a fresh heartbeat stamp, which this
+        instance has seen from now (it wrote it)."""
+        beat = secrets.token_hex(8) if record.state == "in_progress" else None
         conn.execute(
-            "INSERT OR REPLACE INTO toolwire_ledger (key, record, expires_at) VALUES (?, ?, ?)",
-            (record.key, record.to_json(), record.expires_at),
+            "INSERT OR REPLACE INTO toolwire_ledger (key, record, expires_at, beat)"
+            " VALUES (?, ?, ?, ?)",
+            (record.key, record.to_json(), record.expires_at, beat),
         )
+        if beat is None:
+            self._seen.pop(record.key, None)
+        else:
+            self._seen[record.key] = (beat, mono)
 
-    def _fenced(
-        self, key: str, existing: LedgerRecord | None, now: float, mono: float
+    def _judged(
+        self, key: str, existing: LedgerRecord | None, beat: str | None, now: float, mono: float
     ) -> LedgerRecord | None:
-        """``existing`` as the decision rules should read it: when it is a claim this instance
-        holds and whose lease runs on by the monotonic clock, its lease (and retention) run at
-        least that long from ``now`` on the wall clock too, whatever step that clock took."""
-        held = self._held.get(key)
-        if existing is None or held is None:
+        """``existing`` as the decision rules should read it: an ``in_progress`` record whose
+        heartbeat this instance has not watched stand still for a whole lease is live, its
+        lease (and retention) running on for what is left of that watch from ``now`` on the
+        wall clock, whatever step that clock took (see the design notes)."""
+        if existing is None or existing.state != "in_progress" or beat is None:
+            self._seen.pop(key, None)
             return existing
-        token, end = held
-        if existing.state != "in_progress" or existing.token != token or end <= mono:
-            return existing
-        live_until = now + (end - mono)
+        seen = self._seen.get(key)
+        if seen is None or seen[0] != beat:
+            seen = (beat, mono)
+            self._seen[key] = seen
+        # Both ends were written from one reading of the wall clock: a length, not a time.
+        lease = existing.lease_expires_at - existing.updated_at
+        left = lease - (mono - seen[1])
+        if left <= 0:
+            return existing  # no renewal for a whole lease: its wall-clock lease decides
+        live_until = now + left
         return replace(
             existing,
             lease_expires_at=max(existing.lease_expires_at, live_until),
             expires_at=max(existing.expires_at, live_until),
         )
 
-    def _forget(self, key: str, token: str) -> None:
-        """This instance no longer holds ``token``'s claim (finished, released or lost)."""
-        if self._held.get(key, ("", 0.0))[0] == token:
-            del self._held[key]
+    def _purge(self, conn: sqlite3.Connection, now: float, mono: float) -> None:
+        """Delete expired records, an ``in_progress`` one only once judged so (a step of the
+        wall clock expires every live claim on it), and forget what was seen of rows since
+        changed or gone."""
+        conn.execute("DELETE FROM toolwire_ledger WHERE expires_at <= ? AND beat IS NULL", (now,))
+        rows = conn.execute(
+            "SELECT key, record, beat FROM toolwire_ledger WHERE expires_at <= ?", (now,)
+        ).fetchall()
+        for key, text, beat in rows:
+            try:
+                record = self._judged(key, LedgerRecord.from_json(text), beat, now, mono)
+            except LedgerCorrupt:
+                record = None  # expired by its column, as any other record
+            if record is None or record.expires_at <= now:
+                conn.execute("DELETE FROM toolwire_ledger WHERE key = ?", (key,))
+                self._seen.pop(key, None)
+        keys = list(self._seen)
+        for i in range(0, len(keys), _PURGE_CHUNK):
+            chunk = keys[i : i + _PURGE_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            beats = dict(
+                conn.execute(
+                    f"SELECT key, beat FROM toolwire_ledger WHERE key IN ({marks})", chunk
+                ).fetchall()
+            )
+            for key in chunk:
+                if beats.get(key) != self._seen[key][0]:
+                    del self._seen[key]
 
     def _transaction(self, body: Any) -> Any:
         with self._lock:
@@ -193,28 +256,23 @@ class SqliteLedger(Ledger):
         check_key(key)
 
         def body(conn: sqlite3.Connection) -> Claim:
-            now = self._clock.time()
-            mono = self._clock.monotonic()
+            now, mono = self._clock.time(), self._clock.monotonic()
             self._claims += 1
             if self._claims % _PURGE_EVERY == 0:
-                conn.execute("DELETE FROM toolwire_ledger WHERE expires_at <= ?", (now,))
-                self._held = {k: h for k, h in self._held.items() if h[1] > mono}
-            token = new_token()
+                self._purge(conn, now, mono)
             claim, record = decide_claim(
-                self._fenced(key, self._read(conn, key), now, mono),
+                self._judged(key, *self._read(conn, key), now, mono),
                 key=key,
                 fingerprint=fingerprint,
                 tool=tool,
                 now=now,
-                token=token,
+                token=new_token(),
                 lease=lease,
                 ttl=ttl,
                 on_stale=on_stale,
             )
             if record is not None:
-                self._write(conn, record)
-            if claim.token == token:
-                self._held[key] = (token, mono + lease)
+                self._write(conn, record, mono)
             return claim
 
         result: Claim = self._transaction(body)
@@ -232,10 +290,9 @@ class SqliteLedger(Ledger):
         retryable: bool = False,
     ) -> None:
         def body(conn: sqlite3.Connection) -> None:
-            now = self._clock.time()
-            existing = self._fenced(key, self._read(conn, key), now, self._clock.monotonic())
+            now, mono = self._clock.time(), self._clock.monotonic()
             record = decide_finish(
-                existing,
+                self._judged(key, *self._read(conn, key), now, mono),
                 key=key,
                 token=token,
                 now=now,
@@ -247,52 +304,41 @@ class SqliteLedger(Ledger):
             )
             if record is None:
                 conn.execute("DELETE FROM toolwire_ledger WHERE key = ?", (key,))
+                self._seen.pop(key, None)
             else:
-                self._write(conn, record)
+                self._write(conn, record, mono)
 
-        try:
-            self._transaction(body)
-        except ClaimLost:
-            with self._lock:
-                self._forget(key, token)
-            raise
-        # Only once it is stored: a claim whose outcome the store refused is still held.
-        with self._lock:
-            self._forget(key, token)
+        self._transaction(body)
 
     def renew(self, key: str, token: str, lease: float, *, ttl: float = DEFAULT_TTL) -> None:
         """See ``Ledger.renew``."""
 
         def body(conn: sqlite3.Connection) -> None:
             now, mono = self._clock.time(), self._clock.monotonic()
-            try:
-                record = decide_renew(
-                    self._fenced(key, self._read(conn, key), now, mono),
-                    key=key,
-                    token=token,
-                    now=now,
-                    lease=lease,
-                    ttl=ttl,
-                )
-            except ClaimLost:
-                self._forget(key, token)
-                raise
-            self._write(conn, record)
-            held = self._held.get(key)
-            if held is not None and held[0] == token:
-                self._held[key] = (token, max(held[1], mono + lease))
+            record = decide_renew(
+                self._judged(key, *self._read(conn, key), now, mono),
+                key=key,
+                token=token,
+                now=now,
+                lease=lease,
+                ttl=ttl,
+            )
+            self._write(conn, record, mono)
 
         self._transaction(body)
 
     def get(self, key: str) -> LedgerRecord | None:
-        """See ``Ledger.get``."""
+        """See ``Ledger.get``; a claim this instance judges live (see the design notes) is
+        returned whatever step the wall clock took, with the lease it is read with."""
         with self._lock:
             try:
-                record = self._read(self._connect(), key)
+                stored = self._read(self._connect(), key)
             except sqlite3.Error as exc:
                 self._drop()
                 raise LedgerUnavailable(f"sqlite ledger unavailable: {exc}") from exc
-        if record is None or record.expires_at <= self._clock.time():
+            now = self._clock.time()
+            record = self._judged(key, *stored, now, self._clock.monotonic())
+        if record is None or record.expires_at <= now:
             return None
         return record
 
