@@ -1386,8 +1386,12 @@ class Toolset:
         `$ref`s are inlined (a recursive model keeps a `$ref` into `$defs`, as does a large
         definition used in several places, closed per use: see `schema_export`), every object with a
         `properties` keyword that does not say otherwise gets `additionalProperties: false`, an
-        empty one included (`"properties": {}` is a tool without parameters; one without the
-        keyword is free-form and stays open, as does one composed from subschemas: an
+        empty one included, and so does a root that declares nothing about its properties (a
+        tool without parameters: `{}`, or `{"type": "object"}` as MCP servers write it, so that
+        a key sent is refused as `unknown_field`, as the strict export tells the provider;
+        `"additionalProperties": true` keeps it open, and outside the strict subset). Below the
+        root, one without the keyword is free-form and stays open, as does one composed from
+        subschemas: an
         `allOf` member, or the owner of one, may name only some of its properties; and so does
         every object under `not`, `if` and `contains`, which test a value rather than describe
         its fields), and `required` is the model's own: optional fields stay optional, so calls
