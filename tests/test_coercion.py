@@ -264,8 +264,9 @@ _OPEN_Q = {"type": "object", "properties": {"q": {"type": "string"}}}
             '{"input": "{\\"DEBUG\\": \\"1\\"}"}',
             None,
         ),
-        # No `additionalProperties` and no `properties`: an open object (left open).
-        ({"type": "object"}, '{"params": {"q": "x"}}', None),
+        # No `additionalProperties` and no `properties`, but a key it requires: an open
+        # object (left open; one that declares nothing is a tool without parameters).
+        ({"type": "object", "required": ["params"]}, '{"params": {"q": "x"}}', None),
         # A pattern takes the key, beside `additionalProperties: false`.
         (
             {**_OPEN_Q, "patternProperties": {"^in": {}}, "additionalProperties": False},

@@ -681,7 +681,8 @@ def test_nesting_limit() -> None:
     schema: dict[str, Any] = {"type": "object", "properties": {}}
     node = schema
     for _ in range(11):
-        child: dict[str, Any] = {"type": "object", "properties": {}}
+        # Closed: one that declares no property is free-form, itself outside the subset.
+        child: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
         node["properties"]["x"] = child
         node = child
     problems = strict_problems(schema, tool="deep")
@@ -1091,3 +1092,125 @@ def test_a_naive_timestamp_is_exported_as_a_value_it_accepts(export: str) -> Non
     assert tools.validate(done).ok
     # An aware timestamp keeps its format.
     assert not validator.is_valid({**naive, "confirmed_at": "2024-05-01T09:00:00"})
+
+
+def _verdict(tools: Toolset, name: str, arguments: str, *, prechecked: bool) -> Any:
+    """The outcome of one call, assembled with the toolset's pre-check or without any."""
+    assembler = Assembler(tools=tools if prechecked else None)
+    assembler.feed(0, id="call_1", name=name, arguments=arguments)
+    (call,) = assembler.finish()
+    return call, tools.validate(call)
+
+
+_NO_PARAMETERS = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [{"type": "object"}, {}, {"type": "object", "properties": {}}],
+    ids=["object", "empty", "no-properties"],
+)
+def test_an_mcp_tool_without_parameters_exports_strict_and_refuses_a_key(
+    declared: dict[str, Any],
+) -> None:
+    # MCP servers declare a tool without parameters as `{"type": "object"}` (or `{}`): a
+    # gateway exporting them under the default strict mode must not fail on them, and what
+    # toolwire then accepts must be what it told the provider, an object with no key.
+    tools = Toolset([{"name": "list_rooms", "description": "List.", "inputSchema": declared}])
+    (chat,) = tools.openai()
+    (responses,) = tools.responses()
+    assert chat["function"]["strict"] is True and responses["strict"] is True
+    assert chat["function"]["parameters"] == _NO_PARAMETERS == responses["parameters"]
+    assert tools.anthropic()[0]["input_schema"]["additionalProperties"] is False
+    for prechecked in (True, False):
+        call, outcome = _verdict(tools, "list_rooms", "{}", prechecked=prechecked)
+        assert outcome.ok and call.error is None
+        call, outcome = _verdict(tools, "list_rooms", '{"floor": 2}', prechecked=prechecked)
+        assert not outcome.ok and outcome.kind == "model_error"
+        assert [(e.path, e.code) for e in outcome.errors] == [("/floor", "unknown_field")]
+        # The pre-check refuses it as it streams, before validation does.
+        assert (call.error is not None) == prechecked
+
+
+def test_a_root_declared_open_stays_open_and_strict_export_refuses_it() -> None:
+    # `additionalProperties: true` says the tool takes any key: not a tool without parameters.
+    tool = {"name": "log", "parameters": {"type": "object", "additionalProperties": True}}
+    with pytest.raises(SchemaExportError) as caught:
+        Toolset([tool]).openai()
+    assert (caught.value.path, caught.value.keyword) == ("(root)", "additionalProperties")
+    with pytest.raises(SchemaExportError):
+        Toolset([tool]).responses()
+    tools = Toolset([tool], strict=False)
+    (chat,) = tools.openai()
+    assert chat["function"]["strict"] is False
+    assert chat["function"]["parameters"] == {"type": "object", "additionalProperties": True}
+    for prechecked in (True, False):
+        _, outcome = _verdict(tools, "log", '{"level": "info"}', prechecked=prechecked)
+        assert outcome.ok
+
+
+def test_a_nested_object_without_declared_properties_is_free_form() -> None:
+    # OpenAPI-derived tools write a free-form object as `"properties": {}`: JSON Schema takes
+    # any key there, and so do the pre-check, validation and the exports that keep it.
+    parameters = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "metadata": {"type": "object", "properties": {}, "description": "Any labels."},
+        },
+        "required": ["name"],
+    }
+    tool = {"name": "create_item", "parameters": parameters}
+    tools = Toolset([tool], strict=False)
+    sent = {"name": "a", "metadata": {"team": "ops", "cost": {"cents": 5}}}
+    jsonschema.validate(sent, parameters)
+    for prechecked in (True, False):
+        call, outcome = _verdict(tools, "create_item", json.dumps(sent), prechecked=prechecked)
+        assert outcome.ok and call.error is None
+        assert call.value == sent
+    for exported in (
+        tools.schema("create_item"),
+        tools.anthropic()[0]["input_schema"],
+        tools.openai()[0]["function"]["parameters"],
+    ):
+        jsonschema.validate(sent, exported)
+        assert "additionalProperties" not in exported["properties"]["metadata"]
+        # The parameters themselves declare properties and stay closed.
+        assert exported["additionalProperties"] is False
+    _, outcome = _verdict(tools, "create_item", '{"name": "a", "nam": 1}', prechecked=True)
+    assert [(e.path, e.code) for e in outcome.errors] == [("/nam", "unknown_field")]
+    # OpenAI's strict subset has no open object: refused by name, not closed behind the
+    # author's back (the model could then send no label at all).
+    with pytest.raises(SchemaExportError) as caught:
+        Toolset([tool]).openai()
+    assert (caught.value.path, caught.value.keyword) == ("metadata", "additionalProperties")
+    assert tools.openai()[0]["function"]["strict"] is False
+
+
+class NoOptions(BaseModel):
+    pass
+
+
+class Restart(BaseModel):
+    """Restart a service."""
+
+    service: str
+    options: NoOptions
+
+
+def test_a_nested_model_without_fields_stays_closed() -> None:
+    # Pydantic writes a model without fields as `"properties": {}` too, and drops any key sent
+    # to it: toolwire refuses such a key as it does for a model with fields.
+    tools = Toolset([Restart])
+    parameters = tools.openai()[0]["function"]["parameters"]
+    assert tools.openai()[0]["function"]["strict"] is True
+    assert parameters["properties"]["options"]["additionalProperties"] is False
+    assert tools.schema("restart")["properties"]["options"]["additionalProperties"] is False
+    for prechecked in (True, False):
+        arguments = '{"service": "db", "options": {}}'
+        _, outcome = _verdict(tools, "restart", arguments, prechecked=prechecked)
+        assert outcome.ok
+        _, outcome = _verdict(
+            tools, "restart", '{"service": "db", "options": {"force": true}}', prechecked=prechecked
+        )
+        assert [(e.path, e.code) for e in outcome.errors] == [("/options/force", "unknown_field")]

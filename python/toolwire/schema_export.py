@@ -4,8 +4,9 @@ Three shapes come out of one source schema (Pydantic's `model_json_schema()` or 
 definition):
 
 * the **pre-check schema** (`precheck_schema`): `$ref`s inlined (but recursive and shared
-  definitions, see below), `additionalProperties: false`
-  added to every object that does not say otherwise, `default: null` dropped. The `required`
+  definitions, see below), `additionalProperties: false` added to every object that declares
+  a property and does not say otherwise, and to the root of a tool without parameters (see
+  `_with_closed_objects`), `default: null` dropped. The `required`
   list is the model's own, so optional fields stay optional. This is what the Rust pre-check
   compiles and what Anthropic's `input_schema` receives.
 * the **OpenAI strict schema** (`strict_schema`): the pre-check schema plus every property
@@ -1078,7 +1079,9 @@ def _with_closed_definitions(schema: Any, *, strip_null_default: bool, closing: 
     as_dict = _as_dict(schema)
     defs = None if as_dict is None else _as_dict(as_dict.get("$defs"))
     if as_dict is None or defs is None:
-        return _with_closed_objects(schema, strip_null_default=strip_null_default, closing=closing)
+        return _with_closed_objects(
+            schema, strip_null_default=strip_null_default, closing=closing, root=True
+        )
     base = _CLOSED if closing else _OPEN
     names: dict[tuple[str, str], str] = {(name, base): name for name in defs}
     todo = list(names)
@@ -1101,7 +1104,7 @@ def _with_closed_definitions(schema: Any, *, strip_null_default: bool, closing: 
 
     written = {k: v for k, v in as_dict.items() if k != "$defs"}
     out = _with_closed_objects(
-        written, strip_null_default=strip_null_default, closing=closing, refs=variant
+        written, strip_null_default=strip_null_default, closing=closing, refs=variant, root=True
     )
     bodies: dict[str, Any] = {}
     done = 0
@@ -1126,17 +1129,24 @@ def _with_closed_objects(
     closable: bool = True,
     closing: bool = True,
     refs: Callable[[str, bool, bool], str] | None = None,
+    root: bool = False,
 ) -> Any:
     """Add `additionalProperties: false` where an object says nothing, drop `default: null`.
 
     With `closing` false (under `not`, `if` or `contains`, see `_TESTS`, or for the schema as
     written) no object is closed.
 
-    Only an object with a `properties` keyword is closed: one without it (`{"type":
-    "object"}`, or only `required`) is a free-form object, and closing it would leave `{}` as
-    its only value; one with only `patternProperties` is a map whose keys need not match any
+    Only an object that declares a property is closed: one that declares none (`{"type":
+    "object"}`, `"properties": {}`, or only `required`) is a free-form object, as JSON Schema
+    reads it and OpenAPI-derived tools write one, and closing it would leave `{}` as its only
+    value; one with only `patternProperties` is a map whose keys need not match any
     pattern (`additionalProperties` defaults to anything), and closing it would refuse every
-    key its patterns do not name. An object whose properties may come from elsewhere stays
+    key its patterns do not name. The tool's own parameters (`root`) are the exception: a
+    root that declares nothing about its properties is a tool without parameters (MCP
+    servers declare one as `{"type": "object"}`), closed so that every export, the pre-check
+    and validation agree that it takes none; `"additionalProperties": true` keeps it open.
+    (A Pydantic structure without fields says `additionalProperties: false` itself, see
+    `toolset._ModelSchema`.) An object whose properties may come from elsewhere stays
     open too: one with `allOf`, `anyOf`, `oneOf`, `if`/`then`/`else`, `dependentSchemas` or
     `$ref` next to its own keywords, a member of `allOf`, `if`/`then`/`else`,
     `dependentSchemas` or draft 7's `dependencies` (`closable=False`), and an `anyOf` or
@@ -1198,10 +1208,11 @@ def _with_closed_objects(
         # would copy as the value): neither goes to a provider.
         out.pop("default", None)
         out.pop("examples", None)
+    declares = bool(_as_dict(out.get("properties"))) or (root and "patternProperties" not in out)
     if (
         closing
         and closable
-        and "properties" in out
+        and declares
         and _is_object(out)
         and "additionalProperties" not in out
         and not any(k in out for k in _SAME_OBJECT)
@@ -1380,8 +1391,9 @@ def precheck_schema(schema: Mapping[str, Any], *, closed: bool = True) -> JsonSc
 
     Returns:
         A new schema with `$ref`s inlined, `additionalProperties: false` on every object that
-        has a `properties` keyword and does not set it (outside `not`, `if` and `contains`), and
-        `default: null` removed. `required` is left as the source has it.
+        declares a property and does not set it (outside `not`, `if` and `contains`) and on a
+        root that declares nothing (a tool without parameters), and `default: null` removed.
+        `required` is left as the source has it.
     """
     out = _with_closed_definitions(inline_refs(schema), strip_null_default=True, closing=closed)
     return cast(JsonSchema, out)
@@ -1551,12 +1563,16 @@ class _StrictWalker:
             depth += 1
             if depth == MAX_OBJECT_DEPTH + 1:
                 self.problem(path, "type", f"objects nested deeper than {MAX_OBJECT_DEPTH} levels")
-            # An object that names no properties is free-form unless it says otherwise.
-            names_properties = "properties" in out or "patternProperties" in out
+            # An object that names no properties (`"properties": {}` names none) is free-form
+            # unless it says otherwise, as the pre-check schema reads it.
+            names_properties = bool(_as_dict(out.get("properties"))) or "patternProperties" in out
             extra = out.get("additionalProperties", not names_properties)
             if extra is not False:
                 self.problem(
-                    path, "additionalProperties", "an open object (a dict or extra='allow')"
+                    path,
+                    "additionalProperties",
+                    "an open object (a dict, extra='allow', or a free-form object, which"
+                    " declares no property)",
                 )
             props = _as_dict(out.get("properties")) or {}
             required = set(_as_list(out.get("required")) or [])

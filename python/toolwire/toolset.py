@@ -254,7 +254,39 @@ def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaErro
     return InvalidSchemaError(tool, pointer(steps), keyword, got, expected, str(exc))
 
 
-class _DecimalSchema(GenerateJsonSchema):
+class _ModelSchema(GenerateJsonSchema):
+    """Pydantic's schema with a structure that has no fields closed.
+
+    Pydantic writes a model, `TypedDict` or dataclass without fields as `"properties": {}`
+    and drops any key sent to it (unless its config allows extra keys, which its schema then
+    says). A plain schema's `"properties": {}` below the root is a free-form object, as JSON
+    Schema reads it (see `schema_export._with_closed_objects`); a model's is a structure that
+    takes no field, so that a key sent to it is refused as unknown, as it is for a model with
+    fields, instead of being dropped without a word.
+    """
+
+    # Whether such a structure is closed (not where nothing is, see `_FieldsTypedSchema`).
+    _closes_fieldless = True
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        """The model's schema, closed if it has no fields."""
+        return self._closed_if_fieldless(super().model_schema(schema))
+
+    def typed_dict_schema(self, schema: core_schema.TypedDictSchema) -> JsonSchemaValue:
+        """The `TypedDict`'s schema, closed if it has no fields."""
+        return self._closed_if_fieldless(super().typed_dict_schema(schema))
+
+    def dataclass_schema(self, schema: core_schema.DataclassSchema) -> JsonSchemaValue:
+        """The dataclass's schema, closed if it has no fields."""
+        return self._closed_if_fieldless(super().dataclass_schema(schema))
+
+    def _closed_if_fieldless(self, out: JsonSchemaValue) -> JsonSchemaValue:
+        if self._closes_fieldless and out.get("properties") == {}:
+            out.setdefault("additionalProperties", False)
+        return out
+
+
+class _DecimalSchema(_ModelSchema):
     """Pydantic's schema with `Decimal` fields recognisable again.
 
     Up to pydantic 2.13 the string branch of a `Decimal` field carried a numeric `pattern`; later
@@ -349,7 +381,7 @@ def _choice_type(choice: object) -> str | None:
     return cast(Mapping[str, Any], choice).get("type") if isinstance(choice, Mapping) else None
 
 
-class _ExportSchema(GenerateJsonSchema):
+class _ExportSchema(_ModelSchema):
     """Pydantic's schema with the string branch of a `Decimal` field held to a JSON number.
 
     Pydantic writes `Decimal` as a number or any string (from 2.14 on; before, a pattern that
@@ -376,7 +408,7 @@ class _ExportSchema(GenerateJsonSchema):
 _FREE_INPUT = ("function-before", "function-wrap")
 
 
-class _PrecheckSchema(GenerateJsonSchema):
+class _PrecheckSchema(_ModelSchema):
     """Pydantic's schema as the streaming pre-check may read it.
 
     Pydantic strips some strings before it checks their length and pattern (`strip_whitespace`,
@@ -521,6 +553,9 @@ class _FieldsTypedSchema(_PrecheckSchema):
     validator may turn any input into a valid one, while a model validator, which most often
     renames keys or fills in fields, leaves each field's value held to the field's type.
     """
+
+    # Nothing is closed in this schema (`precheck_schema(..., closed=False)`).
+    _closes_fieldless = False
 
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
         """The model's schema, as if its own validators were not there."""
@@ -779,7 +814,8 @@ class ToolDefinition:
         description: What the tool does, for the model.
         model: The Pydantic model, or None for a plain-dict tool.
         source_schema: The parameter schema as given (Pydantic's `model_json_schema()` for
-            models).
+            models, where a model, `TypedDict` or dataclass without fields says
+            `additionalProperties: false`).
         schema: The self-contained schema the pre-check compiles.
         problems: What keeps the schema out of the OpenAI strict subset (empty if nothing).
     """
@@ -1220,7 +1256,7 @@ class Toolset:
                 if depth > MAX_SCHEMA_DEPTH:
                     named = rename.get(tool, name)
                     raise SchemaTooLargeError(depth, MAX_SCHEMA_DEPTH, named, measure="depth")
-                source = tool.model_json_schema()
+                source = tool.model_json_schema(schema_generator=_ModelSchema)
                 model: type[BaseModel] | None = tool
                 # Validation must know which fields are `Decimal` to keep their digits; the
                 # plain schema no longer says so from pydantic 2.14 on (see _DecimalSchema).
@@ -1384,14 +1420,20 @@ class Toolset:
         """The self-contained JSON Schema the pre-check compiles for a tool (a fresh copy).
 
         `$ref`s are inlined (a recursive model keeps a `$ref` into `$defs`, as does a large
-        definition used in several places, closed per use: see `schema_export`), every object with a
-        `properties` keyword that does not say otherwise gets `additionalProperties: false`, an
-        empty one included (`"properties": {}` is a tool without parameters; one without the
-        keyword is free-form and stays open, as does one composed from subschemas: an
-        `allOf` member, or the owner of one, may name only some of its properties; and so does
-        every object under `not`, `if` and `contains`, which test a value rather than describe
-        its fields), and `required` is the model's own: optional fields stay optional, so calls
-        from non-strict providers pass.
+        definition used in several places, closed per use: see `schema_export`), every object
+        that declares a property and does not say otherwise gets `additionalProperties: false`,
+        and `required` is the model's own: optional fields stay optional, so calls from
+        non-strict providers pass. The parameters of a tool without any (a root that declares
+        nothing about its properties: `{}`, `{"type": "object"}` as MCP servers write it, or
+        `"properties": {}`) are closed too, so that a key sent is refused as `unknown_field`,
+        as the strict export tells the provider (`"additionalProperties": true` keeps them
+        open, and outside the strict subset). Below the root, an object that declares no
+        property (`"properties": {}`, as OpenAPI-derived tools write a free-form object, or no
+        `properties` keyword) is free-form and stays open, as JSON Schema reads it, but for a
+        Pydantic model, `TypedDict` or dataclass without fields, which takes none. An object
+        composed from subschemas stays open too (an `allOf` member, or the owner of one, may
+        name only some of its properties), and so does every object under `not`, `if` and
+        `contains`, which test a value rather than describe its fields.
         For a tool with a `default_tz`, the pre-check leaves out `format: date-time`
         (validation gives a timestamp without an offset the default zone); for a plain-dict
         tool, it leaves out the formats that `jsonschema`'s checker reads more loosely than

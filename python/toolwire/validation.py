@@ -20,7 +20,8 @@ names. At most five are reported, ordered by `_RANK`: a missing required field o
 field usually explains the type errors that follow it (a misspelt key is both), so those come
 first, then type and enum errors, then constraint errors.
 
-Unknown fields: the pre-check schema (`Toolset.schema`) closes every object, so the Rust
+Unknown fields: the pre-check schema (`Toolset.schema`) closes every object that declares a
+property, and a tool's parameters that declare none (a tool without parameters), so the Rust
 pre-check (`Assembler(tools=toolset)`) reports them as `unknown_field`. Pydantic's default
 `extra="ignore"` would drop them silently on calls that bypass the pre-check; give the model
 `extra="forbid"` to reject them in Python as well.

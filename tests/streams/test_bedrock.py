@@ -514,10 +514,12 @@ def test_a_recorded_stream_replays_as_it_ended_live(
     elif end == "dropped":
         drop_after = len(eventstream_body(events[:stop])) - 3
     route = serve(sse_server, events, drop_after=drop_after)
+    # Open objects: `{"type": "object"}` alone is a tool without parameters.
+    anything = {"type": "object", "additionalProperties": True}
     tools = Toolset(
         [
-            {"name": "get_weather", "parameters": {"type": "object"}},
-            {"name": "lookup", "parameters": {"type": "object"}},
+            {"name": "get_weather", "parameters": anything},
+            {"name": "lookup", "parameters": anything},
         ]
     )
     recorder = Recorder(tmp_path / "corpus.jsonl", toolset=tools, streams="all")

@@ -158,7 +158,7 @@ def test_an_item_announced_without_a_name_is_named_by_its_done(
     tools = Toolset(
         [
             {"name": "get_weather", "parameters": {"properties": {"city": {"type": "integer"}}}},
-            {"name": "lookup", "parameters": {}},
+            {"name": "lookup", "parameters": {"additionalProperties": True}},
         ]
     )
     _, stream = assemble_both(sse_server.register_events(events, FMT), FMT, tools=tools)
