@@ -4,6 +4,7 @@ values asked of the user, ids that answer the calls they belong to, and the assi
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any, cast
 
@@ -13,7 +14,13 @@ from pydantic import BaseModel, Field, SecretStr, TypeAdapter
 from tests.test_payloads import calls, content_of, id_of
 from toolwire import Assembler, Executor, MisuseError, ToolCall, assistant_turn
 from toolwire.execution import NeedsClarification
-from toolwire.payloads import STYLES, Style, call_id_for, tool_messages
+from toolwire.payloads import (
+    NAMELESS_CALL,
+    STYLES,
+    Style,
+    call_id_for,
+    tool_messages,
+)
 from toolwire.repair import Escalation, Proceed, RepairPolicy
 from toolwire.toolset import Toolset
 from toolwire.validation import BusinessRuleError
@@ -517,3 +524,65 @@ def test_a_tools_question_given_as_a_result_is_relayed_without_the_secrets_it_qu
     plain = json.loads(tool_messages([call], [NeedsClarification("Which card?")])[0]["content"])
     assert plain["message"] == "Which card?"
     assert plain["instruction"].startswith("Put the question in message to the user.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Calls without a name, repeated ids and verdicts: the turn and every path to a result agree
+
+_PROVIDER_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # every provider's pattern for a tool name
+
+
+def _turn_names(style: Style, turn: list[dict[str, Any]]) -> list[str]:
+    if style == "openai-chat":
+        return [c["function"]["name"] for c in turn[0]["tool_calls"]]
+    if style == "openai-responses":
+        return [i["name"] for i in turn if i.get("type") == "function_call"]
+    if style == "anthropic":
+        return [b["name"] for b in turn[0]["content"] if b["type"] == "tool_use"]
+    if style == "gemini":
+        return [p["functionCall"]["name"] for p in turn[0]["parts"] if "functionCall" in p]
+    return [b["toolUse"]["name"] for b in turn[0]["content"] if "toolUse" in b]
+
+
+def _nameless_stream() -> list[ToolCall]:
+    """A Chat stream whose first call never got its name (the event that carried it was lost),
+    a named call, and a call with neither a name nor an id."""
+    asm = Assembler()
+    deltas = [
+        {"index": 0, "id": "call_a", "type": "function", "function": {"arguments": '{"n": 1}'}},
+        {"index": 1, "id": "call_b", "type": "function"},
+        {"index": 1, "function": {"name": "ping", "arguments": '{"n": 2}'}},
+        {"index": 2, "function": {"arguments": "{}"}},
+    ]
+    for delta in deltas:
+        chunk = {"choices": [{"index": 0, "delta": {"tool_calls": [delta]}}]}
+        asm.feed_chunk(chunk)
+    asm.feed_chunk({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    return asm.finish()
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_call_without_a_name_goes_back_under_a_name_its_result_answers(style: Style) -> None:
+    # It went back as `name: ""`, which botocore's validator and the providers refuse.
+    made = _nameless_stream()
+    assert [c.name for c in made] == [None, "ping", None]
+    outcomes = Toolset([PING]).validate_all(made)
+    assert [o.error_type for o in outcomes] == ["missing_name", "", "missing_name"]
+    turn = assistant_turn(made, style=style, text="Pinging.")
+    results = tool_messages(made, [outcomes[0], "pong", outcomes[2]], style=style)
+    _sdk_takes(style, turn, results)
+    names = _turn_names(style, turn)
+    assert all(_PROVIDER_NAME.fullmatch(name) for name in names), names
+    # Every call is answered once, and says what went wrong.
+    assert len(results) == 3
+    said = [content_of(m) if "text" not in m else m["text"] for m in results]
+    assert [json.loads(s).get("error_type") for s in said[::2]] == ["missing_name"] * 2
+    if style == "gemini":
+        # Paired by name: a call of no name is left out, and answered with text.
+        assert names == ["ping"]
+        assert [set(m) for m in results] == [{"text"}, {"functionResponse"}, {"text"}]
+        assert _turn_ids(style, turn) == ["call_b"]
+    else:
+        assert names == [NAMELESS_CALL, "ping", NAMELESS_CALL]
+        assert _turn_ids(style, turn) == _result_ids(style, results)
+        assert _turn_ids(style, turn) == ["call_a", "call_b", call_id_for(made[2])]

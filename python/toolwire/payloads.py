@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_RESULT_CHARS",
     "MESSAGES",
+    "NAMELESS_CALL",
     "Lang",
     "Named",
     "Style",
@@ -1555,10 +1556,13 @@ def assistant_turn(
     on Chat, the `extra_content` Gemini's OpenAI-compatible endpoint sends with it. A
     Responses item's own id (`fc_...`, metadata `item_id`) is left out: the API refuses it
     without the reasoning item before it, which the assembler does not keep, and neither are
-    Anthropic's thinking blocks (an extended-thinking turn needs them back). A Gemini call
-    without a name is left out, as no `functionCall` can be sent without one (`tool_messages`
-    answers it with a `text` part); a call without an id keeps none on Gemini, which never
-    saw toolwire's, and is answered by name.
+    Anthropic's thinking blocks (an extended-thinking turn needs them back). A call without
+    a name (a stream that lost the event naming it) is sent as a call of `NAMELESS_CALL`
+    (`toolwire_unnamed`) under its id, which its `missing_name` result answers: the providers
+    refuse a call of no name, and a result whose call is not in the turn. On Gemini, which
+    pairs responses with calls by name, it is left out instead (`tool_messages` answers it
+    with a `text` part). A call without an id keeps none on Gemini, which never saw
+    toolwire's, and is answered by name.
 
     Args:
         calls: The completed calls, in the order the model made them.
@@ -1602,7 +1606,7 @@ def assistant_turn(
             {
                 "type": "function_call",
                 "call_id": call_id_for(call),
-                "name": call.name or "",
+                "name": _sent_name(call),
                 "arguments": call.arguments,
             }
             for call in calls
@@ -1620,7 +1624,7 @@ def assistant_turn(
             {
                 "type": "tool_use",
                 "id": call_id_for(call),
-                "name": call.name or "",
+                "name": _sent_name(call),
                 "input": _arguments_object(call),
             }
             for call in calls
@@ -1631,13 +1635,25 @@ def assistant_turn(
             {
                 "toolUse": {
                     "toolUseId": call_id_for(call),
-                    "name": call.name or "",
+                    "name": _sent_name(call),
                     "input": _arguments_object(call),
                 }
             }
             for call in calls
         ]
     return [{"role": "assistant", "content": blocks}] if blocks else []
+
+
+NAMELESS_CALL = "toolwire_unnamed"
+"""The tool name `assistant_turn` gives a call the model sent without one (a stream that lost
+the event that names it), in the shapes that answer a call by its id: the provider refuses a
+call of no name, and a result for a call left out of the turn. Its result (`missing_name`)
+tells the model to call one of the tools that exist. Gemini, which pairs responses with calls
+by name, leaves such a call out of the turn and answers it with text instead."""
+
+
+def _sent_name(call: _SentCall) -> str:
+    return call.name or NAMELESS_CALL
 
 
 def _metadata(call: object) -> Mapping[str, Any]:
@@ -1649,7 +1665,7 @@ def _chat_call(call: _SentCall) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "id": call_id_for(call),
         "type": "function",
-        "function": {"name": call.name or "", "arguments": call.arguments},
+        "function": {"name": _sent_name(call), "arguments": call.arguments},
     }
     extra = _metadata(call).get("extra_content")
     if extra is not None:
