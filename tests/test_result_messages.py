@@ -433,7 +433,8 @@ def test_the_assistant_turn_is_what_each_sdk_takes_under_the_ids_its_results_ans
     _sdk_takes(style, turn, results)
     assert _turn_ids(style, turn) == _result_ids(style, results)
     if style == "gemini":
-        assert _turn_ids(style, turn) == ["call_1", None, made[2].id, "call_4"]
+        # Gemini gets back the ids it sent, the repeated one too: it never saw the renamed.
+        assert _turn_ids(style, turn) == ["call_1", None, "call_1", "call_4"]
     else:
         assert _turn_ids(style, turn) == [call_id_for(c) for c in made]
 
@@ -586,3 +587,59 @@ def test_a_call_without_a_name_goes_back_under_a_name_its_result_answers(style: 
         assert names == [NAMELESS_CALL, "ping", NAMELESS_CALL]
         assert _turn_ids(style, turn) == _result_ids(style, results)
         assert _turn_ids(style, turn) == ["call_a", "call_b", call_id_for(made[2])]
+
+
+def _gemini_repeated_id() -> list[ToolCall]:
+    """Two Gemini calls under one id, the second renamed by the assembler."""
+    asm = Assembler()
+    parts = [
+        {"functionCall": {"id": "fc1", "name": "ping", "args": {"n": 1}}},
+        {"functionCall": {"id": "fc1", "name": "ping", "args": {"n": "two"}}},
+    ]
+    content = {"role": "model", "parts": parts}
+    asm.feed_chunk({"candidates": [{"content": content, "finishReason": "STOP"}]})
+    return asm.finish()
+
+
+def test_gemini_gets_back_the_id_it_sent_for_a_call_whose_repeated_id_was_renamed() -> None:
+    # The renamed id (`fc1_1`) went back as `functionCall.id` and `functionResponse.id`: an id
+    # Gemini never sent, which pairs with none of its calls.
+    from google.genai import types
+
+    first, second = made = _gemini_repeated_id()
+    assert first.id == "fc1" and second.id != "fc1"
+    assert "duplicate_id" in second.warnings
+    outcomes = Toolset([PING]).validate_all(made)
+    assert outcomes[0].ok and not outcomes[1].ok
+    turn = assistant_turn(made, style="gemini")
+    retry = RepairPolicy().decide(outcomes[1])
+    escalation = RepairPolicy(max_rounds=0).decide(outcomes[1])
+    answers = [
+        tool_messages(made, ["pong", outcomes[1]], style="gemini"),
+        tool_messages(made, ["pong", retry], style="gemini"),
+        tool_messages(made, ["pong", escalation], style="gemini"),
+        [
+            outcomes[0].to_message(first, "gemini", result="pong"),
+            outcomes[1].to_message(second, "gemini"),
+        ],
+        [retry.to_message(second, "gemini"), escalation.to_message(second, "gemini")],
+    ]
+    _sdk_takes("gemini", turn, answers[0])
+    assert _turn_ids("gemini", turn) == ["fc1", "fc1"]
+    for results in answers:
+        assert [m["functionResponse"]["id"] for m in results] == ["fc1", "fc1"]
+        for message in results:
+            types.Part.model_validate(message)
+    # The calls are told apart by their order, which every answer keeps.
+    assert content_of(answers[0][0]) == "pong"
+    failed = json.loads(content_of(answers[0][1]))
+    assert failed["ok"] is False and failed["errors"][0]["path"] == "/n"
+    # The shapes that pair by the ids in the request itself keep them distinct.
+    for style in STYLES:
+        if style != "gemini":
+            ids = _turn_ids(style, assistant_turn(made, style=style))
+            assert (
+                ids
+                == ["fc1", second.id]
+                == _result_ids(style, tool_messages(made, ["pong", outcomes[1]], style=style))
+            )

@@ -781,7 +781,8 @@ def wrap_message(
         is_error: Whether the payload reports a failure (Anthropic's `is_error`, Bedrock's
             `status`, Gemini's `error` key).
         call: The call answered: Gemini matches a response to its call by the name the model
-            sent, and by the call's id only when the model sent one.
+            sent, and by the id it sent only when it sent one (a repeated id the assembler
+            renamed goes back as sent, `metadata["wire_id"]`).
         bedrock_status: Whether a Bedrock `toolResult` carries `status` (`success` or
             `error`). AWS documents it for Anthropic Claude and Amazon Nova models only, and
             other models may refuse a request with it: pass False for them. A failure is
@@ -815,7 +816,7 @@ def wrap_message(
             return {"text": content}
         response: dict[str, Any] = {"name": name}
         if call is None or call.id:
-            response["id"] = call_id
+            response["id"] = _gemini_id(call) if call is not None else call_id
         response["response"] = {"error" if is_error else "output": content}
         return {"functionResponse": response}
     if style == "bedrock-converse":
@@ -826,6 +827,16 @@ def wrap_message(
             result["status"] = "error" if is_error else "success"
         return {"toolResult": result}
     raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
+
+
+def _gemini_id(call: Named) -> str | None:
+    """The id Gemini sent with a call, which its `functionCall` and `functionResponse` carry
+    back: a wire id the assembler renamed because it repeated an earlier call's (warning
+    `duplicate_id`, `metadata["wire_id"]`) goes back as Gemini sent it, since Gemini never saw
+    the new one, and the calls that share it are told apart by their order; None for a call
+    without an id."""
+    wire = _metadata(call).get("wire_id")
+    return wire if isinstance(wire, str) and wire else call.id
 
 
 def _status_kept(message: dict[str, Any], bedrock_status: bool) -> dict[str, Any]:
@@ -1562,7 +1573,9 @@ def assistant_turn(
     refuse a call of no name, and a result whose call is not in the turn. On Gemini, which
     pairs responses with calls by name, it is left out instead (`tool_messages` answers it
     with a `text` part). A call without an id keeps none on Gemini, which never saw
-    toolwire's, and is answered by name.
+    toolwire's, and is answered by name; one whose id the assembler renamed for repeating an
+    earlier call's keeps there the id Gemini sent (`metadata["wire_id"]`), as its response
+    does, and the two are told apart by their order.
 
     Args:
         calls: The completed calls, in the order the model made them.
@@ -1677,7 +1690,7 @@ def _chat_call(call: _SentCall) -> dict[str, Any]:
 def _gemini_call(call: _SentCall) -> dict[str, Any]:
     function: dict[str, Any] = {"name": call.name, "args": _arguments_object(call)}
     if call.id:
-        function["id"] = call.id
+        function["id"] = _gemini_id(call)
     part: dict[str, Any] = {"functionCall": function}
     signature = _metadata(call).get("thought_signature")
     if isinstance(signature, str) and signature:

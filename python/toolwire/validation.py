@@ -483,7 +483,10 @@ class Outcome:
 
         Args:
             call: The call being answered, the one this outcome is of (its id is used;
-                defaults to `call_id`, or `synthetic_id` for a call without an id).
+                defaults to `call_id`, or `synthetic_id` for a call without an id). On
+                Gemini, pass it for a call whose repeated id the assembler renamed
+                (warning `duplicate_id`): only the call holds the id Gemini sent, which its
+                response must carry back.
             style: `openai-chat`, `openai-responses`, `anthropic`, `gemini` or
                 `bedrock-converse`.
             attempt: Which attempt at this logical call this was (1 for the first).
