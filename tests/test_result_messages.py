@@ -15,6 +15,7 @@ from tests.test_payloads import calls, content_of, id_of
 from toolwire import Assembler, Executor, MisuseError, ToolCall, assistant_turn
 from toolwire.execution import NeedsClarification
 from toolwire.payloads import (
+    MAX_RESULT_CHARS,
     NAMELESS_CALL,
     STYLES,
     Style,
@@ -23,7 +24,7 @@ from toolwire.payloads import (
 )
 from toolwire.repair import Escalation, Proceed, RepairPolicy
 from toolwire.toolset import Toolset
-from toolwire.validation import BusinessRuleError
+from toolwire.validation import BusinessRuleError, Outcome
 
 
 class Login(BaseModel):
@@ -643,3 +644,46 @@ def test_gemini_gets_back_the_id_it_sent_for_a_call_whose_repeated_id_was_rename
                 == ["fc1", second.id]
                 == _result_ids(style, tool_messages(made, ["pong", outcomes[1]], style=style))
             )
+
+
+def _verdicts() -> tuple[list[ToolCall], list[Any]]:
+    """Calls (with an id, without, without a name) and one verdict of each kind on them."""
+    made = calls(
+        ("c1", "ping", '{"n": "one"}'),
+        (None, "ping", '{"n": "two"}'),
+        ("c3", None, "{}"),
+        ("c4", "ping", '{"n": "four"}'),
+        ("c5", "ping", '{"n": "five"}'),
+    )
+    outcomes = Toolset([PING]).validate_all(made)
+    assert not any(o.ok for o in outcomes)
+    retry = RepairPolicy().decide(outcomes[3])
+    escalation = RepairPolicy(max_rounds=0).decide(outcomes[4])
+    assert not isinstance(retry, (Proceed, Escalation)) and isinstance(escalation, Escalation)
+    nameless = RepairPolicy(max_rounds=0).decide(outcomes[2])
+    return made, [outcomes[0], RepairPolicy().decide(outcomes[1]), nameless, retry, escalation]
+
+
+@pytest.mark.parametrize("cap", [None, MAX_RESULT_CHARS, 150], ids=["uncapped", "default", "small"])
+@pytest.mark.parametrize("style", STYLES)
+def test_tool_messages_sends_each_verdict_as_its_own_to_message(
+    style: Style, cap: int | None
+) -> None:
+    # A `Retry` or an `Escalation` was written by `tool_messages` itself: an escalation past
+    # the cap was sent whole there, and a retry's own message knew no cap but the default.
+    made, verdicts = _verdicts()
+    sent = tool_messages(made, verdicts, style=style, attempt=2, max_result_chars=cap)
+    own = [
+        v.to_message(c, style, attempt=2, max_result_chars=cap)
+        if isinstance(v, Outcome)
+        else v.to_message(c, style, max_result_chars=cap)
+        for c, v in zip(made, verdicts, strict=True)
+    ]
+    assert sent == own
+    _sdk_takes(style, assistant_turn(made, style=style), sent)
+    said = [json.loads(content_of(m) if "text" not in m else m["text"]) for m in sent]
+    assert said[0]["attempt"] == 2  # an outcome is the attempt `tool_messages` is told
+    assert said[4]["error_type"] == "escalated"
+    with_errors = [s for index, s in enumerate(said) if index != 2]  # a name has no field
+    # Past the cap, a failure goes without its details: the escalation too.
+    assert all(("errors" in s) == (cap != 150) for s in with_errors)

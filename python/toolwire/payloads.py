@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from toolwire.execution.errors import NeedsClarification
     from toolwire.execution.executor import ExecutionResult
     from toolwire.toolset import Toolset
-    from toolwire.validation import BusinessRuleError, Outcome
+    from toolwire.validation import BusinessRuleError, CallLike, Outcome
 
 __all__ = [
     "MAX_RESULT_CHARS",
@@ -1035,8 +1035,14 @@ def failure_content(
     retryable: bool,
     attempt: int,
     instruction: str,
+    max_result_chars: int | None = None,
 ) -> str:
     """Compact-JSON failure payload text with the fixed key order.
+
+    A payload longer than `max_result_chars` goes without the field errors and the hint, its
+    texts cut: what failed and what to do next stay. Every text the model sent is cut where
+    it is echoed, so only a small cap gets to that form, which may still pass it (a failure
+    is never left unanswered).
 
     Args:
         error_type: The failure slug.
@@ -1046,6 +1052,7 @@ def failure_content(
         retryable: Whether calling again can help.
         attempt: Which attempt this was.
         instruction: What the model must do next.
+        max_result_chars: The cap on the payload's length in characters (None: no cap).
 
     Returns:
         The payload text.
@@ -1060,7 +1067,20 @@ def failure_content(
     payload["retryable"] = retryable
     payload["attempt"] = attempt
     payload["instruction"] = instruction
-    return _compact(payload)
+    content = _compact(payload)
+    if max_result_chars is None or len(content) <= max_result_chars:
+        return content
+    from toolwire.validation import shown_text
+
+    return failure_content(
+        error_type=shown_text(error_type),
+        message=shown_text(message) if message else None,
+        errors=(),
+        hint=None,
+        retryable=retryable,
+        attempt=attempt,
+        instruction=shown_text(instruction),
+    )
 
 
 def error_content(outcome: Outcome, *, attempt: int = 1) -> str:
@@ -1137,27 +1157,17 @@ def _message_for(
             call=call,
             scrub=scrub,
         )
-    content = error_content(outcome, attempt=attempt)
-    if max_result_chars is not None and len(content) > max_result_chars:
-        content = _short_error_content(outcome, attempt=attempt)
-    return wrap_message(style, call_id, content, is_error=True, call=call)
-
-
-def _short_error_content(outcome: Outcome, *, attempt: int) -> str:
-    """A failure payload for a cap its whole payload passes: every text the model sent is cut
-    where it is echoed, so only a small cap gets here. The field errors and the hint go; what
-    failed and what to do next stay."""
-    from toolwire.validation import shown_text
-
-    return failure_content(
-        error_type=shown_text(outcome.error_type),
-        message=shown_text(outcome.message) if outcome.message else None,
-        errors=(),
-        hint=None,
+    content = failure_content(
+        error_type=outcome.error_type,
+        message=outcome.message,
+        errors=outcome.errors,
+        hint=outcome.hint,
         retryable=outcome.retryable,
         attempt=attempt,
-        instruction=shown_text(outcome.instruction()),
+        instruction=outcome.instruction(),
+        max_result_chars=max_result_chars,
     )
+    return wrap_message(style, call_id, content, is_error=True, call=call)
 
 
 def too_large_content(
@@ -1411,14 +1421,16 @@ def tool_messages(
     """Exactly one tool-result message per call id, in call order; none is ever missing.
 
     Each entry in `outcomes_or_results` is read as follows: a failed `Outcome` gives its error
-    payload; an `ExecutionResult` (from `Executor`) gives its `content()`, marked as an error
+    payload, the message its `to_message` gives (`attempt=` and `max_result_chars=` as given
+    here); an `ExecutionResult` (from `Executor`) gives its `content()`, marked as an error
     unless the tool's result is available; an exception gives a generic failure
     (`BusinessRuleError` gives its reasons, `NeedsClarification` its question and the fields
     it names, as the executor relays them; no other exception text, type or traceback reaches
     the model); a successful `Outcome` means the tool was never run and gives a "no result"
     error; a `Retry` or an `Escalation` from `RepairPolicy` gives the message its `to_message`
-    gives, and a `Proceed` (the tool not run) a "no result" error; anything else is the tool's
-    result. A call with no entry gets an explicit "no result" error.
+    gives (under the same `max_result_chars`), and a `Proceed` (the tool not run) a "no
+    result" error; anything else is the tool's result. A call with no entry gets an explicit
+    "no result" error.
 
     An entry that names its call (an `ExecutionResult`, or an `Outcome` or decision with a
     `call_id`)
@@ -1486,36 +1498,36 @@ def tool_messages(
             continue
         # The name is the model's own, echoed in instructions: cut like any text it sent.
         tool = shown_text(call.name or "")
-        if not found:
+        missing[call_id] = not found
+        # A verdict gives the message its own `to_message` gives, under the same cap: one
+        # path, so that it reads the same however it is sent. (`to_message` reads no more of
+        # the call than `require_call` checked.)
+        if isinstance(entry, Outcome) and not entry.ok:
+            message = entry.to_message(
+                cast("CallLike", call), style, attempt=attempt, max_result_chars=max_result_chars
+            )
+        elif isinstance(entry, (Retry, Escalation)):
+            message = entry.to_message(
+                cast("CallLike", call), style, max_result_chars=max_result_chars
+            )
+        elif not found or isinstance(entry, (Outcome, Proceed)):
+            # A successful `Outcome` or a `Proceed` says the tool was never run: written as a
+            # result, the verdict would be a dump of the validated arguments, secret ones
+            # included.
             outcome = Outcome.failure(call, tool, "no_result", lang=lang)
-        elif isinstance(entry, Outcome):
-            outcome = entry if not entry.ok else Outcome.failure(call, tool, "no_result", lang=lang)
-        elif isinstance(entry, Proceed):
-            # The tool was never run, as for a successful `Outcome`: written as a result, the
-            # decision would be a dump of the validated arguments, secret ones included.
-            outcome = Outcome.failure(call, tool, "no_result", lang=lang)
-        elif isinstance(entry, Retry):
-            outcome = entry.outcome
-            answered[call_id] = message_for(
+            message = message_for(
                 style,
                 call_id,
                 outcome,
-                attempt=entry.attempt,
+                attempt=attempt,
                 max_result_chars=max_result_chars,
                 call=call,
             )
-            missing[call_id] = False
-            continue
-        elif isinstance(entry, Escalation):
-            content = entry.content()
-            answered[call_id] = wrap_message(style, call_id, content, is_error=True, call=call)
-            missing[call_id] = False
-            continue
         else:
             # A result that cannot be written still answers its call, as an error: the other
             # calls' results are kept. An `ExecutionResult` gives the executor's payload, an
             # exception a failure.
-            answered[call_id] = _result_message(
+            message = _result_message(
                 style,
                 call_id,
                 tool,
@@ -1528,17 +1540,7 @@ def tool_messages(
                 if toolset is None
                 else functools.partial(toolset.scrub, cast(Any, call)),
             )
-            missing[call_id] = False
-            continue
-        answered[call_id] = message_for(
-            style,
-            call_id,
-            outcome,
-            attempt=attempt,
-            max_result_chars=max_result_chars,
-            call=call,
-        )
-        missing[call_id] = not found
+        answered[call_id] = message
     return [_status_kept(message, bedrock_status) for message in answered.values()]
 
 
