@@ -687,3 +687,12 @@ def test_tool_messages_sends_each_verdict_as_its_own_to_message(
     with_errors = [s for index, s in enumerate(said) if index != 2]  # a name has no field
     # Past the cap, a failure goes without its details: the escalation too.
     assert all(("errors" in s) == (cap != 150) for s in with_errors)
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_verdict_sent_without_its_call_is_the_message_sent_with_it(style: Style) -> None:
+    # An `Escalation` without its call was a Gemini `text` part, the answer of a call of no
+    # name: Gemini then had one response fewer than the calls of its turn.
+    made, verdicts = _verdicts()
+    for call, verdict in zip(made, verdicts, strict=True):
+        assert verdict.to_message(None, style) == verdict.to_message(call, style)

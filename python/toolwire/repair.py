@@ -36,13 +36,12 @@ from typing import Any, Literal, cast
 from toolwire.payloads import (
     MAX_RESULT_CHARS,
     Style,
-    answering_id,
     check_cap,
     failure_content,
     text,
     wrap_message,
 )
-from toolwire.validation import CallLike, FieldError, Outcome, shown_text
+from toolwire.validation import CallLike, FieldError, Outcome, answered_call, shown_text
 
 __all__ = [
     "Escalation",
@@ -74,7 +73,7 @@ class Proceed:
 
     def to_message(
         self,
-        call: CallLike,
+        call: CallLike | None = None,
         style: Style = "openai-chat",
         *,
         result: object,
@@ -85,8 +84,8 @@ class Proceed:
         `Outcome.to_message` writes it: an `ExecutionResult` gives the executor's payload, an
         exception the tool raised a failure (`BusinessRuleError` with its reasons), a result
         that cannot be written an `invalid_result` error and one longer than
-        `max_result_chars` (None: no cap) a `result_too_large` error. `bedrock_status`: see
-        `wrap_message`."""
+        `max_result_chars` (None: no cap) a `result_too_large` error. `call` and
+        `bedrock_status` as in `Outcome.to_message`."""
         return self.outcome.to_message(
             call,
             style,
@@ -113,7 +112,7 @@ class Retry:
 
     def to_message(
         self,
-        call: CallLike,
+        call: CallLike | None = None,
         style: Style = "openai-chat",
         *,
         max_result_chars: int | None = MAX_RESULT_CHARS,
@@ -121,7 +120,7 @@ class Retry:
     ) -> dict[str, Any]:
         """The error payload for this attempt, in the provider's message shape, as
         `tool_messages` sends it: one longer than `max_result_chars` (None: no cap) without
-        its details. `bedrock_status`: see `wrap_message`."""
+        its details. `call` and `bedrock_status` as in `Outcome.to_message`."""
         return self.outcome.to_message(
             call,
             style,
@@ -158,18 +157,19 @@ class Escalation:
 
     def to_message(
         self,
-        call: CallLike,
+        call: CallLike | None = None,
         style: Style = "openai-chat",
         *,
         max_result_chars: int | None = MAX_RESULT_CHARS,
         bedrock_status: bool = True,
     ) -> dict[str, Any]:
         """The final tool-result message: what went wrong and that the model must stop, as
-        `tool_messages` sends it (`content`). `bedrock_status`: see `wrap_message`."""
-        call_id = answering_id(call, self.outcome.call_id, self.outcome.synthetic_id)
+        `tool_messages` sends it (`content`). `call` and `bedrock_status` as in
+        `Outcome.to_message`."""
+        call_id, answered = answered_call(self.outcome, call)
         content = self.content(max_result_chars=max_result_chars)
         return wrap_message(
-            style, call_id, content, is_error=True, call=call, bedrock_status=bedrock_status
+            style, call_id, content, is_error=True, call=answered, bedrock_status=bedrock_status
         )
 
     def content(self, *, max_result_chars: int | None = MAX_RESULT_CHARS) -> str:
