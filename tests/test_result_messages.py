@@ -4,6 +4,7 @@ values asked of the user, ids that answer the calls they belong to, and the assi
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any, cast
 
@@ -13,10 +14,17 @@ from pydantic import BaseModel, Field, SecretStr, TypeAdapter
 from tests.test_payloads import calls, content_of, id_of
 from toolwire import Assembler, Executor, MisuseError, ToolCall, assistant_turn
 from toolwire.execution import NeedsClarification
-from toolwire.payloads import STYLES, Style, call_id_for, tool_messages
+from toolwire.payloads import (
+    MAX_RESULT_CHARS,
+    NAMELESS_CALL,
+    STYLES,
+    Style,
+    call_id_for,
+    tool_messages,
+)
 from toolwire.repair import Escalation, Proceed, RepairPolicy
 from toolwire.toolset import Toolset
-from toolwire.validation import BusinessRuleError
+from toolwire.validation import BusinessRuleError, Outcome
 
 
 class Login(BaseModel):
@@ -426,7 +434,8 @@ def test_the_assistant_turn_is_what_each_sdk_takes_under_the_ids_its_results_ans
     _sdk_takes(style, turn, results)
     assert _turn_ids(style, turn) == _result_ids(style, results)
     if style == "gemini":
-        assert _turn_ids(style, turn) == ["call_1", None, made[2].id, "call_4"]
+        # Gemini gets back the ids it sent, the repeated one too: it never saw the renamed.
+        assert _turn_ids(style, turn) == ["call_1", None, "call_1", "call_4"]
     else:
         assert _turn_ids(style, turn) == [call_id_for(c) for c in made]
 
@@ -517,3 +526,173 @@ def test_a_tools_question_given_as_a_result_is_relayed_without_the_secrets_it_qu
     plain = json.loads(tool_messages([call], [NeedsClarification("Which card?")])[0]["content"])
     assert plain["message"] == "Which card?"
     assert plain["instruction"].startswith("Put the question in message to the user.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Calls without a name, repeated ids and verdicts: the turn and every path to a result agree
+
+_PROVIDER_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # every provider's pattern for a tool name
+
+
+def _turn_names(style: Style, turn: list[dict[str, Any]]) -> list[str]:
+    if style == "openai-chat":
+        return [c["function"]["name"] for c in turn[0]["tool_calls"]]
+    if style == "openai-responses":
+        return [i["name"] for i in turn if i.get("type") == "function_call"]
+    if style == "anthropic":
+        return [b["name"] for b in turn[0]["content"] if b["type"] == "tool_use"]
+    if style == "gemini":
+        return [p["functionCall"]["name"] for p in turn[0]["parts"] if "functionCall" in p]
+    return [b["toolUse"]["name"] for b in turn[0]["content"] if "toolUse" in b]
+
+
+def _nameless_stream() -> list[ToolCall]:
+    """A Chat stream whose first call never got its name (the event that carried it was lost),
+    a named call, and a call with neither a name nor an id."""
+    asm = Assembler()
+    deltas = [
+        {"index": 0, "id": "call_a", "type": "function", "function": {"arguments": '{"n": 1}'}},
+        {"index": 1, "id": "call_b", "type": "function"},
+        {"index": 1, "function": {"name": "ping", "arguments": '{"n": 2}'}},
+        {"index": 2, "function": {"arguments": "{}"}},
+    ]
+    for delta in deltas:
+        chunk = {"choices": [{"index": 0, "delta": {"tool_calls": [delta]}}]}
+        asm.feed_chunk(chunk)
+    asm.feed_chunk({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    return asm.finish()
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_call_without_a_name_goes_back_under_a_name_its_result_answers(style: Style) -> None:
+    # It went back as `name: ""`, which botocore's validator and the providers refuse.
+    made = _nameless_stream()
+    assert [c.name for c in made] == [None, "ping", None]
+    outcomes = Toolset([PING]).validate_all(made)
+    assert [o.error_type for o in outcomes] == ["missing_name", "", "missing_name"]
+    turn = assistant_turn(made, style=style, text="Pinging.")
+    results = tool_messages(made, [outcomes[0], "pong", outcomes[2]], style=style)
+    _sdk_takes(style, turn, results)
+    names = _turn_names(style, turn)
+    assert all(_PROVIDER_NAME.fullmatch(name) for name in names), names
+    # Every call is answered once, and says what went wrong.
+    assert len(results) == 3
+    said = [content_of(m) if "text" not in m else m["text"] for m in results]
+    assert [json.loads(s).get("error_type") for s in said[::2]] == ["missing_name"] * 2
+    if style == "gemini":
+        # Paired by name: a call of no name is left out, and answered with text.
+        assert names == ["ping"]
+        assert [set(m) for m in results] == [{"text"}, {"functionResponse"}, {"text"}]
+        assert _turn_ids(style, turn) == ["call_b"]
+    else:
+        assert names == [NAMELESS_CALL, "ping", NAMELESS_CALL]
+        assert _turn_ids(style, turn) == _result_ids(style, results)
+        assert _turn_ids(style, turn) == ["call_a", "call_b", call_id_for(made[2])]
+
+
+def _gemini_repeated_id() -> list[ToolCall]:
+    """Two Gemini calls under one id, the second renamed by the assembler."""
+    asm = Assembler()
+    parts = [
+        {"functionCall": {"id": "fc1", "name": "ping", "args": {"n": 1}}},
+        {"functionCall": {"id": "fc1", "name": "ping", "args": {"n": "two"}}},
+    ]
+    content = {"role": "model", "parts": parts}
+    asm.feed_chunk({"candidates": [{"content": content, "finishReason": "STOP"}]})
+    return asm.finish()
+
+
+def test_gemini_gets_back_the_id_it_sent_for_a_call_whose_repeated_id_was_renamed() -> None:
+    # The renamed id (`fc1_1`) went back as `functionCall.id` and `functionResponse.id`: an id
+    # Gemini never sent, which pairs with none of its calls.
+    from google.genai import types
+
+    first, second = made = _gemini_repeated_id()
+    assert first.id == "fc1" and second.id != "fc1"
+    assert "duplicate_id" in second.warnings
+    outcomes = Toolset([PING]).validate_all(made)
+    assert outcomes[0].ok and not outcomes[1].ok
+    turn = assistant_turn(made, style="gemini")
+    retry = RepairPolicy().decide(outcomes[1])
+    escalation = RepairPolicy(max_rounds=0).decide(outcomes[1])
+    answers = [
+        tool_messages(made, ["pong", outcomes[1]], style="gemini"),
+        tool_messages(made, ["pong", retry], style="gemini"),
+        tool_messages(made, ["pong", escalation], style="gemini"),
+        [
+            outcomes[0].to_message(first, "gemini", result="pong"),
+            outcomes[1].to_message(second, "gemini"),
+        ],
+        [retry.to_message(second, "gemini"), escalation.to_message(second, "gemini")],
+    ]
+    _sdk_takes("gemini", turn, answers[0])
+    assert _turn_ids("gemini", turn) == ["fc1", "fc1"]
+    for results in answers:
+        assert [m["functionResponse"]["id"] for m in results] == ["fc1", "fc1"]
+        for message in results:
+            types.Part.model_validate(message)
+    # The calls are told apart by their order, which every answer keeps.
+    assert content_of(answers[0][0]) == "pong"
+    failed = json.loads(content_of(answers[0][1]))
+    assert failed["ok"] is False and failed["errors"][0]["path"] == "/n"
+    # The shapes that pair by the ids in the request itself keep them distinct.
+    for style in STYLES:
+        if style != "gemini":
+            ids = _turn_ids(style, assistant_turn(made, style=style))
+            assert (
+                ids
+                == ["fc1", second.id]
+                == _result_ids(style, tool_messages(made, ["pong", outcomes[1]], style=style))
+            )
+
+
+def _verdicts() -> tuple[list[ToolCall], list[Any]]:
+    """Calls (with an id, without, without a name) and one verdict of each kind on them."""
+    made = calls(
+        ("c1", "ping", '{"n": "one"}'),
+        (None, "ping", '{"n": "two"}'),
+        ("c3", None, "{}"),
+        ("c4", "ping", '{"n": "four"}'),
+        ("c5", "ping", '{"n": "five"}'),
+    )
+    outcomes = Toolset([PING]).validate_all(made)
+    assert not any(o.ok for o in outcomes)
+    retry = RepairPolicy().decide(outcomes[3])
+    escalation = RepairPolicy(max_rounds=0).decide(outcomes[4])
+    assert not isinstance(retry, (Proceed, Escalation)) and isinstance(escalation, Escalation)
+    nameless = RepairPolicy(max_rounds=0).decide(outcomes[2])
+    return made, [outcomes[0], RepairPolicy().decide(outcomes[1]), nameless, retry, escalation]
+
+
+@pytest.mark.parametrize("cap", [None, MAX_RESULT_CHARS, 150], ids=["uncapped", "default", "small"])
+@pytest.mark.parametrize("style", STYLES)
+def test_tool_messages_sends_each_verdict_as_its_own_to_message(
+    style: Style, cap: int | None
+) -> None:
+    # A `Retry` or an `Escalation` was written by `tool_messages` itself: an escalation past
+    # the cap was sent whole there, and a retry's own message knew no cap but the default.
+    made, verdicts = _verdicts()
+    sent = tool_messages(made, verdicts, style=style, attempt=2, max_result_chars=cap)
+    own = [
+        v.to_message(c, style, attempt=2, max_result_chars=cap)
+        if isinstance(v, Outcome)
+        else v.to_message(c, style, max_result_chars=cap)
+        for c, v in zip(made, verdicts, strict=True)
+    ]
+    assert sent == own
+    _sdk_takes(style, assistant_turn(made, style=style), sent)
+    said = [json.loads(content_of(m) if "text" not in m else m["text"]) for m in sent]
+    assert said[0]["attempt"] == 2  # an outcome is the attempt `tool_messages` is told
+    assert said[4]["error_type"] == "escalated"
+    with_errors = [s for index, s in enumerate(said) if index != 2]  # a name has no field
+    # Past the cap, a failure goes without its details: the escalation too.
+    assert all(("errors" in s) == (cap != 150) for s in with_errors)
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_verdict_sent_without_its_call_is_the_message_sent_with_it(style: Style) -> None:
+    # An `Escalation` without its call was a Gemini `text` part, the answer of a call of no
+    # name: Gemini then had one response fewer than the calls of its turn.
+    made, verdicts = _verdicts()
+    for call, verdict in zip(made, verdicts, strict=True):
+        assert verdict.to_message(None, style) == verdict.to_message(call, style)

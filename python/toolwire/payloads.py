@@ -29,11 +29,12 @@ if TYPE_CHECKING:
     from toolwire.execution.errors import NeedsClarification
     from toolwire.execution.executor import ExecutionResult
     from toolwire.toolset import Toolset
-    from toolwire.validation import BusinessRuleError, Outcome
+    from toolwire.validation import BusinessRuleError, CallLike, Outcome
 
 __all__ = [
     "MAX_RESULT_CHARS",
     "MESSAGES",
+    "NAMELESS_CALL",
     "Lang",
     "Named",
     "Style",
@@ -780,7 +781,8 @@ def wrap_message(
         is_error: Whether the payload reports a failure (Anthropic's `is_error`, Bedrock's
             `status`, Gemini's `error` key).
         call: The call answered: Gemini matches a response to its call by the name the model
-            sent, and by the call's id only when the model sent one.
+            sent, and by the id it sent only when it sent one (a repeated id the assembler
+            renamed goes back as sent, `metadata["wire_id"]`).
         bedrock_status: Whether a Bedrock `toolResult` carries `status` (`success` or
             `error`). AWS documents it for Anthropic Claude and Amazon Nova models only, and
             other models may refuse a request with it: pass False for them. A failure is
@@ -814,7 +816,7 @@ def wrap_message(
             return {"text": content}
         response: dict[str, Any] = {"name": name}
         if call is None or call.id:
-            response["id"] = call_id
+            response["id"] = _gemini_id(call) if call is not None else call_id
         response["response"] = {"error" if is_error else "output": content}
         return {"functionResponse": response}
     if style == "bedrock-converse":
@@ -825,6 +827,16 @@ def wrap_message(
             result["status"] = "error" if is_error else "success"
         return {"toolResult": result}
     raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
+
+
+def _gemini_id(call: Named) -> str | None:
+    """The id Gemini sent with a call, which its `functionCall` and `functionResponse` carry
+    back: a wire id the assembler renamed because it repeated an earlier call's (warning
+    `duplicate_id`, `metadata["wire_id"]`) goes back as Gemini sent it, since Gemini never saw
+    the new one, and the calls that share it are told apart by their order; None for a call
+    without an id."""
+    wire = _metadata(call).get("wire_id")
+    return wire if isinstance(wire, str) and wire else call.id
 
 
 def _status_kept(message: dict[str, Any], bedrock_status: bool) -> dict[str, Any]:
@@ -1023,8 +1035,14 @@ def failure_content(
     retryable: bool,
     attempt: int,
     instruction: str,
+    max_result_chars: int | None = None,
 ) -> str:
     """Compact-JSON failure payload text with the fixed key order.
+
+    A payload longer than `max_result_chars` goes without the field errors and the hint, its
+    texts cut: what failed and what to do next stay. Every text the model sent is cut where
+    it is echoed, so only a small cap gets to that form, which may still pass it (a failure
+    is never left unanswered).
 
     Args:
         error_type: The failure slug.
@@ -1034,6 +1052,7 @@ def failure_content(
         retryable: Whether calling again can help.
         attempt: Which attempt this was.
         instruction: What the model must do next.
+        max_result_chars: The cap on the payload's length in characters (None: no cap).
 
     Returns:
         The payload text.
@@ -1048,7 +1067,20 @@ def failure_content(
     payload["retryable"] = retryable
     payload["attempt"] = attempt
     payload["instruction"] = instruction
-    return _compact(payload)
+    content = _compact(payload)
+    if max_result_chars is None or len(content) <= max_result_chars:
+        return content
+    from toolwire.validation import shown_text
+
+    return failure_content(
+        error_type=shown_text(error_type),
+        message=shown_text(message) if message else None,
+        errors=(),
+        hint=None,
+        retryable=retryable,
+        attempt=attempt,
+        instruction=shown_text(instruction),
+    )
 
 
 def error_content(outcome: Outcome, *, attempt: int = 1) -> str:
@@ -1125,27 +1157,17 @@ def _message_for(
             call=call,
             scrub=scrub,
         )
-    content = error_content(outcome, attempt=attempt)
-    if max_result_chars is not None and len(content) > max_result_chars:
-        content = _short_error_content(outcome, attempt=attempt)
-    return wrap_message(style, call_id, content, is_error=True, call=call)
-
-
-def _short_error_content(outcome: Outcome, *, attempt: int) -> str:
-    """A failure payload for a cap its whole payload passes: every text the model sent is cut
-    where it is echoed, so only a small cap gets here. The field errors and the hint go; what
-    failed and what to do next stay."""
-    from toolwire.validation import shown_text
-
-    return failure_content(
-        error_type=shown_text(outcome.error_type),
-        message=shown_text(outcome.message) if outcome.message else None,
-        errors=(),
-        hint=None,
+    content = failure_content(
+        error_type=outcome.error_type,
+        message=outcome.message,
+        errors=outcome.errors,
+        hint=outcome.hint,
         retryable=outcome.retryable,
         attempt=attempt,
-        instruction=shown_text(outcome.instruction()),
+        instruction=outcome.instruction(),
+        max_result_chars=max_result_chars,
     )
+    return wrap_message(style, call_id, content, is_error=True, call=call)
 
 
 def too_large_content(
@@ -1399,14 +1421,16 @@ def tool_messages(
     """Exactly one tool-result message per call id, in call order; none is ever missing.
 
     Each entry in `outcomes_or_results` is read as follows: a failed `Outcome` gives its error
-    payload; an `ExecutionResult` (from `Executor`) gives its `content()`, marked as an error
+    payload, the message its `to_message` gives (`attempt=` and `max_result_chars=` as given
+    here); an `ExecutionResult` (from `Executor`) gives its `content()`, marked as an error
     unless the tool's result is available; an exception gives a generic failure
     (`BusinessRuleError` gives its reasons, `NeedsClarification` its question and the fields
     it names, as the executor relays them; no other exception text, type or traceback reaches
     the model); a successful `Outcome` means the tool was never run and gives a "no result"
     error; a `Retry` or an `Escalation` from `RepairPolicy` gives the message its `to_message`
-    gives, and a `Proceed` (the tool not run) a "no result" error; anything else is the tool's
-    result. A call with no entry gets an explicit "no result" error.
+    gives (under the same `max_result_chars`), and a `Proceed` (the tool not run) a "no
+    result" error; anything else is the tool's result. A call with no entry gets an explicit
+    "no result" error.
 
     An entry that names its call (an `ExecutionResult`, or an `Outcome` or decision with a
     `call_id`)
@@ -1474,36 +1498,36 @@ def tool_messages(
             continue
         # The name is the model's own, echoed in instructions: cut like any text it sent.
         tool = shown_text(call.name or "")
-        if not found:
+        missing[call_id] = not found
+        # A verdict gives the message its own `to_message` gives, under the same cap: one
+        # path, so that it reads the same however it is sent. (`to_message` reads no more of
+        # the call than `require_call` checked.)
+        if isinstance(entry, Outcome) and not entry.ok:
+            message = entry.to_message(
+                cast("CallLike", call), style, attempt=attempt, max_result_chars=max_result_chars
+            )
+        elif isinstance(entry, (Retry, Escalation)):
+            message = entry.to_message(
+                cast("CallLike", call), style, max_result_chars=max_result_chars
+            )
+        elif not found or isinstance(entry, (Outcome, Proceed)):
+            # A successful `Outcome` or a `Proceed` says the tool was never run: written as a
+            # result, the verdict would be a dump of the validated arguments, secret ones
+            # included.
             outcome = Outcome.failure(call, tool, "no_result", lang=lang)
-        elif isinstance(entry, Outcome):
-            outcome = entry if not entry.ok else Outcome.failure(call, tool, "no_result", lang=lang)
-        elif isinstance(entry, Proceed):
-            # The tool was never run, as for a successful `Outcome`: written as a result, the
-            # decision would be a dump of the validated arguments, secret ones included.
-            outcome = Outcome.failure(call, tool, "no_result", lang=lang)
-        elif isinstance(entry, Retry):
-            outcome = entry.outcome
-            answered[call_id] = message_for(
+            message = message_for(
                 style,
                 call_id,
                 outcome,
-                attempt=entry.attempt,
+                attempt=attempt,
                 max_result_chars=max_result_chars,
                 call=call,
             )
-            missing[call_id] = False
-            continue
-        elif isinstance(entry, Escalation):
-            content = entry.content()
-            answered[call_id] = wrap_message(style, call_id, content, is_error=True, call=call)
-            missing[call_id] = False
-            continue
         else:
             # A result that cannot be written still answers its call, as an error: the other
             # calls' results are kept. An `ExecutionResult` gives the executor's payload, an
             # exception a failure.
-            answered[call_id] = _result_message(
+            message = _result_message(
                 style,
                 call_id,
                 tool,
@@ -1516,17 +1540,7 @@ def tool_messages(
                 if toolset is None
                 else functools.partial(toolset.scrub, cast(Any, call)),
             )
-            missing[call_id] = False
-            continue
-        answered[call_id] = message_for(
-            style,
-            call_id,
-            outcome,
-            attempt=attempt,
-            max_result_chars=max_result_chars,
-            call=call,
-        )
-        missing[call_id] = not found
+        answered[call_id] = message
     return [_status_kept(message, bedrock_status) for message in answered.values()]
 
 
@@ -1555,10 +1569,15 @@ def assistant_turn(
     on Chat, the `extra_content` Gemini's OpenAI-compatible endpoint sends with it. A
     Responses item's own id (`fc_...`, metadata `item_id`) is left out: the API refuses it
     without the reasoning item before it, which the assembler does not keep, and neither are
-    Anthropic's thinking blocks (an extended-thinking turn needs them back). A Gemini call
-    without a name is left out, as no `functionCall` can be sent without one (`tool_messages`
-    answers it with a `text` part); a call without an id keeps none on Gemini, which never
-    saw toolwire's, and is answered by name.
+    Anthropic's thinking blocks (an extended-thinking turn needs them back). A call without
+    a name (a stream that lost the event naming it) is sent as a call of `NAMELESS_CALL`
+    (`toolwire_unnamed`) under its id, which its `missing_name` result answers: the providers
+    refuse a call of no name, and a result whose call is not in the turn. On Gemini, which
+    pairs responses with calls by name, it is left out instead (`tool_messages` answers it
+    with a `text` part). A call without an id keeps none on Gemini, which never saw
+    toolwire's, and is answered by name; one whose id the assembler renamed for repeating an
+    earlier call's keeps there the id Gemini sent (`metadata["wire_id"]`), as its response
+    does, and the two are told apart by their order.
 
     Args:
         calls: The completed calls, in the order the model made them.
@@ -1602,7 +1621,7 @@ def assistant_turn(
             {
                 "type": "function_call",
                 "call_id": call_id_for(call),
-                "name": call.name or "",
+                "name": _sent_name(call),
                 "arguments": call.arguments,
             }
             for call in calls
@@ -1620,7 +1639,7 @@ def assistant_turn(
             {
                 "type": "tool_use",
                 "id": call_id_for(call),
-                "name": call.name or "",
+                "name": _sent_name(call),
                 "input": _arguments_object(call),
             }
             for call in calls
@@ -1631,13 +1650,25 @@ def assistant_turn(
             {
                 "toolUse": {
                     "toolUseId": call_id_for(call),
-                    "name": call.name or "",
+                    "name": _sent_name(call),
                     "input": _arguments_object(call),
                 }
             }
             for call in calls
         ]
     return [{"role": "assistant", "content": blocks}] if blocks else []
+
+
+NAMELESS_CALL = "toolwire_unnamed"
+"""The tool name `assistant_turn` gives a call the model sent without one (a stream that lost
+the event that names it), in the shapes that answer a call by its id: the provider refuses a
+call of no name, and a result for a call left out of the turn. Its result (`missing_name`)
+tells the model to call one of the tools that exist. Gemini, which pairs responses with calls
+by name, leaves such a call out of the turn and answers it with text instead."""
+
+
+def _sent_name(call: _SentCall) -> str:
+    return call.name or NAMELESS_CALL
 
 
 def _metadata(call: object) -> Mapping[str, Any]:
@@ -1649,7 +1680,7 @@ def _chat_call(call: _SentCall) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "id": call_id_for(call),
         "type": "function",
-        "function": {"name": call.name or "", "arguments": call.arguments},
+        "function": {"name": _sent_name(call), "arguments": call.arguments},
     }
     extra = _metadata(call).get("extra_content")
     if extra is not None:
@@ -1661,7 +1692,7 @@ def _chat_call(call: _SentCall) -> dict[str, Any]:
 def _gemini_call(call: _SentCall) -> dict[str, Any]:
     function: dict[str, Any] = {"name": call.name, "args": _arguments_object(call)}
     if call.id:
-        function["id"] = call.id
+        function["id"] = _gemini_id(call)
     part: dict[str, Any] = {"functionCall": function}
     signature = _metadata(call).get("thought_signature")
     if isinstance(signature, str) and signature:

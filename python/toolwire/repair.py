@@ -36,12 +36,12 @@ from typing import Any, Literal, cast
 from toolwire.payloads import (
     MAX_RESULT_CHARS,
     Style,
-    answering_id,
+    check_cap,
     failure_content,
     text,
     wrap_message,
 )
-from toolwire.validation import CallLike, FieldError, Outcome, shown_text
+from toolwire.validation import CallLike, FieldError, Outcome, answered_call, shown_text
 
 __all__ = [
     "Escalation",
@@ -73,7 +73,7 @@ class Proceed:
 
     def to_message(
         self,
-        call: CallLike,
+        call: CallLike | None = None,
         style: Style = "openai-chat",
         *,
         result: object,
@@ -84,8 +84,8 @@ class Proceed:
         `Outcome.to_message` writes it: an `ExecutionResult` gives the executor's payload, an
         exception the tool raised a failure (`BusinessRuleError` with its reasons), a result
         that cannot be written an `invalid_result` error and one longer than
-        `max_result_chars` (None: no cap) a `result_too_large` error. `bedrock_status`: see
-        `wrap_message`."""
+        `max_result_chars` (None: no cap) a `result_too_large` error. `call` and
+        `bedrock_status` as in `Outcome.to_message`."""
         return self.outcome.to_message(
             call,
             style,
@@ -111,12 +111,22 @@ class Retry:
     rounds_left: int
 
     def to_message(
-        self, call: CallLike, style: Style = "openai-chat", *, bedrock_status: bool = True
+        self,
+        call: CallLike | None = None,
+        style: Style = "openai-chat",
+        *,
+        max_result_chars: int | None = MAX_RESULT_CHARS,
+        bedrock_status: bool = True,
     ) -> dict[str, Any]:
-        """The error payload for this attempt, in the provider's message shape
-        (`bedrock_status`: see `wrap_message`)."""
+        """The error payload for this attempt, in the provider's message shape, as
+        `tool_messages` sends it: one longer than `max_result_chars` (None: no cap) without
+        its details. `call` and `bedrock_status` as in `Outcome.to_message`."""
         return self.outcome.to_message(
-            call, style, attempt=self.attempt, bedrock_status=bedrock_status
+            call,
+            style,
+            attempt=self.attempt,
+            max_result_chars=max_result_chars,
+            bedrock_status=bedrock_status,
         )
 
 
@@ -146,18 +156,26 @@ class Escalation:
         return self.outcome.errors
 
     def to_message(
-        self, call: CallLike, style: Style = "openai-chat", *, bedrock_status: bool = True
+        self,
+        call: CallLike | None = None,
+        style: Style = "openai-chat",
+        *,
+        max_result_chars: int | None = MAX_RESULT_CHARS,
+        bedrock_status: bool = True,
     ) -> dict[str, Any]:
-        """The final tool-result message: what went wrong and that the model must stop
-        (`bedrock_status`: see `wrap_message`)."""
-        call_id = answering_id(call, self.outcome.call_id, self.outcome.synthetic_id)
-        content = self.content()
+        """The final tool-result message: what went wrong and that the model must stop, as
+        `tool_messages` sends it (`content`). `call` and `bedrock_status` as in
+        `Outcome.to_message`."""
+        call_id, answered = answered_call(self.outcome, call)
+        content = self.content(max_result_chars=max_result_chars)
         return wrap_message(
-            style, call_id, content, is_error=True, call=call, bedrock_status=bedrock_status
+            style, call_id, content, is_error=True, call=answered, bedrock_status=bedrock_status
         )
 
-    def content(self) -> str:
-        """The payload text of `to_message` (`tool_messages` sends it for an `Escalation`)."""
+    def content(self, *, max_result_chars: int | None = MAX_RESULT_CHARS) -> str:
+        """The payload text of `to_message`; one longer than `max_result_chars` (None: no
+        cap) without the field errors and the hint, as any failure payload past the cap."""
+        check_cap(max_result_chars)
         outcome = self.outcome
         lang = outcome.lang
         # The name may be the model's own (an unknown tool): cut like any text it sent.
@@ -186,6 +204,7 @@ class Escalation:
             retryable=False,
             attempt=self.attempts,
             instruction=instruction,
+            max_result_chars=max_result_chars,
         )
 
 

@@ -484,7 +484,10 @@ class Outcome:
 
         Args:
             call: The call being answered, the one this outcome is of (its id is used;
-                defaults to `call_id`, or `synthetic_id` for a call without an id).
+                defaults to `call_id`, or `synthetic_id` for a call without an id). On
+                Gemini, pass it for a call whose repeated id the assembler renamed
+                (warning `duplicate_id`): only the call holds the id Gemini sent, which its
+                response must carry back.
             style: `openai-chat`, `openai-responses`, `anthropic`, `gemini` or
                 `bedrock-converse`.
             attempt: Which attempt at this logical call this was (1 for the first).
@@ -507,12 +510,8 @@ class Outcome:
         """
         if self.ok and result is _NO_RESULT:
             raise ValueError("a successful outcome needs the tool's result: pass result=...")
-        call_id = answering_id(call, self.call_id, self.synthetic_id)
+        call_id, answered = answered_call(self, call)
         arguments = self.model if self.model is not None else self.value
-        answered: Named | None = call
-        if call is None and self.synthetic_id is not None:
-            # The provider never saw the made-up id: Gemini's answer goes by the name alone.
-            answered = _NoIdCall(self.tool)
         return message_for(
             style,
             call_id,
@@ -622,10 +621,27 @@ class _OutcomeDraft:
 
 @dataclass(frozen=True, slots=True)
 class _NoIdCall:
-    """A call without an id, known by its tool's name (what `wrap_message` reads)."""
+    """A call known by its tool's name and the id it was sent with, if any (what
+    `wrap_message` reads)."""
 
     name: str
     id: str | None = None
+
+
+def answered_call(outcome: Outcome, call: CallLike | None) -> tuple[str, Named]:
+    """The id a message about `outcome` answers (`answering_id`) and the call it answers as
+    `wrap_message` reads it: `call`, or without one the outcome's own, named as its tool, so
+    that a verdict sent without its call is the message it is with it (a Gemini
+    `functionResponse`, not the `text` part of a call of no name).
+
+    Raises:
+        MisuseError: As `answering_id`.
+    """
+    call_id = answering_id(call, outcome.call_id, outcome.synthetic_id)
+    if call is not None:
+        return call_id, call
+    # The provider never saw a made-up id: Gemini's answer goes by the name alone.
+    return call_id, _NoIdCall(outcome.tool, outcome.call_id or None)
 
 
 class _HasId(Protocol):
