@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import json
 import tracemalloc
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -34,6 +34,36 @@ class Item(BaseModel):
 class Order(BaseModel):
     items: list[Item]
     note: str | None = None
+
+
+class Cat(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["cat"]
+    name: str
+    lives: int = Field(default=9, ge=1)
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+    name: str
+
+
+class Bird(BaseModel):
+    kind: Literal["bird"]
+    name: str
+
+
+class Zoo(BaseModel):
+    animals: list[Cat | Dog | Bird]
+
+
+class Tagged(BaseModel):
+    animals: list[Annotated[Cat | Dog | Bird, Field(discriminator="kind")]]
+
+
+class Asked(BaseModel):
+    animals: list[Cat | Dog]
+    owner: str = Field(json_schema_extra={"x-user-supplied": True})
 
 
 PLAIN = {
@@ -77,8 +107,31 @@ def _mixed_order() -> str:
     return json.dumps({"items": items, "note": 5})
 
 
+def _animals(count: int, missing_late: bool = False) -> list[Any]:
+    """Items that fail every branch of a union in different ways (each union's branch errors
+    are weighed against each other), a valid one among them."""
+    kinds: list[Any] = [
+        {"kind": "bird", "name": 5},
+        {"kind": "cat", "name": "x", "lives": 0},
+        {"kind": "cat", "name": "x", "extra": 1},
+        {"kind": "fish", "name": "y"},
+        {"name": "no kind"},
+        "not an animal",
+        None,
+        {"kind": "BIRD", "name": "case"},
+        {"kind": "dog", "name": "ok"},
+    ]
+    items = [kinds[i % len(kinds)] for i in range(count)]
+    # A missing field far down ranks first: it must be found past the first errors.
+    return [*items, {"kind": "dog"}] if missing_late else items
+
+
 CASES = [
     (lambda: Toolset([Batch]), "batch", json.dumps({"ids": ["x"] * 300})),
+    (lambda: Toolset([Zoo]), "zoo", json.dumps({"animals": [{"kind": "bird", "name": 5}] * 90})),
+    (lambda: Toolset([Zoo]), "zoo", json.dumps({"animals": _animals(200, missing_late=True)})),
+    (lambda: Toolset([Tagged]), "tagged", json.dumps({"animals": _animals(200, True)})),
+    (lambda: Toolset([Asked]), "asked", json.dumps({"animals": _animals(200), "owner": None})),
     (lambda: Toolset([Batch]), "batch", json.dumps({"ids": [1.5, "x", None, True] * 80})),
     (lambda: Toolset([Order]), "order", _mixed_order()),
     (lambda: Toolset([PLAIN]), "batch", json.dumps({"ids": ["x", 1.5, None] * 100})),
@@ -129,15 +182,72 @@ def test_only_reported_errors_are_built(
     assert built[0] <= validation_module.MAX_ERRORS
 
 
-def test_coerced_items_are_not_located_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    located = [0]
-    locate = validation_module._Schema.locate  # pyright: ignore[reportPrivateUsage]
+def _union_call(tool: type[BaseModel], items: list[Any]) -> Outcome:
+    return _outcome(Toolset([tool]), tool.__name__.lower(), json.dumps({"animals": items}), False)
+
+
+@pytest.mark.parametrize("tool", [Zoo, Tagged])
+def test_union_errors_are_built_only_as_far_as_the_report_reaches(
+    monkeypatch: pytest.MonkeyPatch, tool: type[BaseModel]
+) -> None:
+    # Each item fails the union's three branches (five errors an item untagged, one tagged),
+    # which are weighed against each other before ranking: every error was drafted, at any
+    # count, where only a union's own errors need drafting together.
+    built = _count_built(monkeypatch)
+    counts: list[int] = []
+    for count in (500, 4000):
+        built[0] = 0
+        outcome = _union_call(tool, [{"kind": "bird", "name": 5}] * count)
+        assert outcome.kind == "model_error"
+        assert [e.path for e in outcome.errors] == [f"/animals/{i}/name" for i in range(5)]
+        counts.append(built[0])
+    # Five units (one an item) of at most five errors reach the report.
+    assert counts[0] == counts[1] <= 5 * validation_module.MAX_ERRORS
+
+
+@pytest.mark.parametrize("tool", [Zoo, Tagged])
+def test_union_items_fixed_by_coercion_are_not_drafted(
+    monkeypatch: pytest.MonkeyPatch, tool: type[BaseModel]
+) -> None:
+    # Pydantic refuses each `"BIRD"`; coercion reads it as `"bird"` and the call passes:
+    # the refusals are never reported, and were drafted one by one all the same.
+    built = _count_built(monkeypatch)
+    outcome = _union_call(tool, [{"kind": "BIRD", "name": "x"}] * 3000)
+    assert outcome.ok and len(outcome.coercions) == 3000
+    assert {c.rule for c in outcome.coercions} == {"enum_case"}
+    assert built[0] == 0
+
+
+def _count_schema_calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """A counter of the calls to the schema lookup's method `name`."""
+    calls = [0]
+    schema_class: Any = validation_module._Schema  # pyright: ignore[reportPrivateUsage]
+    method = getattr(schema_class, name)
 
     def counting(self: Any, loc: Any) -> Any:
-        located[0] += 1
-        return locate(self, loc)
+        calls[0] += 1
+        return method(self, loc)
 
-    monkeypatch.setattr(validation_module._Schema, "locate", counting)  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(schema_class, name, counting)
+    return calls
+
+
+def test_union_errors_of_one_shape_are_located_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Errors whose `loc`s differ only in their indices lie in the same place of the schema:
+    # the walk there is made once, not once for each error of the call.
+    walks = _count_schema_calls(monkeypatch, "_walk")
+    counts: list[int] = []
+    for count in (300, 3000):
+        walks[0] = 0
+        # A fresh tool each time: what one call located does not help the next.
+        outcome = _union_call(Zoo, _animals(count))
+        assert outcome.kind == "model_error"
+        counts.append(walks[0])
+    assert counts[0] == counts[1] < 100
+
+
+def test_coerced_items_are_not_located_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    located = _count_schema_calls(monkeypatch, "locate")
     outcome = _outcome(Toolset([Batch]), "batch", json.dumps({"ids": ["1"] * 5000}), False)
     assert outcome.ok and outcome.model == Batch(ids=[1] * 5000)
     assert len(outcome.coercions) == 5000
