@@ -212,10 +212,14 @@ def test_union_items_fixed_by_coercion_are_not_drafted(
     # Pydantic refuses each `"BIRD"`; coercion reads it as `"bird"` and the call passes:
     # the refusals are never reported, and were drafted one by one all the same.
     built = _count_built(monkeypatch)
+    # The coerced items are read again for unknown fields, each against the branch its tag
+    # names: the branches' tags were read again for every item.
+    read = _count_tag_reads(monkeypatch)
     outcome = _union_call(tool, [{"kind": "BIRD", "name": "x"}] * 3000)
     assert outcome.ok and len(outcome.coercions) == 3000
     assert {c.rule for c in outcome.coercions} == {"enum_case"}
     assert built[0] == 0
+    assert read[0] <= 3 * 3
 
 
 def _count_schema_calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
@@ -244,6 +248,54 @@ def test_union_errors_of_one_shape_are_located_once(monkeypatch: pytest.MonkeyPa
         assert outcome.kind == "model_error"
         counts.append(walks[0])
     assert counts[0] == counts[1] < 100
+
+
+def _count_tag_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A counter of the times a union branch's tags are read."""
+    read = [0]
+    tags_of = validation_module._tags  # pyright: ignore[reportPrivateUsage]
+
+    def counting(branch: Any) -> Any:
+        read[0] += 1
+        return tags_of(branch)
+
+    monkeypatch.setattr(validation_module, "_tags", counting)
+    return read
+
+
+def _tagged_plain(branches: int) -> dict[str, Any]:
+    """A plain tool whose array items are a union of `branches` objects, each tagged."""
+    members = [
+        {
+            "type": "object",
+            "properties": {"kind": {"const": f"k{i}"}, "v": {"type": "integer"}},
+            "required": ["kind", "v"],
+        }
+        for i in range(branches)
+    ]
+    return {
+        "name": "tagged",
+        "parameters": {
+            "type": "object",
+            "properties": {"items": {"type": "array", "items": {"anyOf": members}}},
+        },
+    }
+
+
+def test_a_plain_unions_branches_are_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each failing item's union error was drafted by dereferencing and reading the tags of
+    # every branch again: for fifty branches that cost more than `jsonschema` finding it.
+    read = _count_tag_reads(monkeypatch)
+    counts: list[int] = []
+    for count in (100, 1000):
+        read[0] = 0
+        tools = Toolset([_tagged_plain(20)])
+        arguments = json.dumps({"items": [{"kind": "kX", "v": "a"}] * count})
+        outcome = _outcome(tools, "tagged", arguments, False)
+        assert len(outcome.errors) == validation_module.MAX_ERRORS
+        assert all(e.code == "enum" and e.path.endswith("/kind") for e in outcome.errors)
+        counts.append(read[0])
+    assert counts[0] == counts[1] <= 2 * 20
 
 
 def test_coerced_items_are_not_located_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:

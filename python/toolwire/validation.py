@@ -756,8 +756,10 @@ class _Schema:
         # `locate`'s answers by the shape of a `loc`: a walk's answer, the places in the
         # `loc` of the segments its pointer keeps, and how many the union's pointer keeps.
         self._located: dict[tuple[object, ...], tuple[_Located, tuple[int, ...], int | None]] = {}
+        # `members`' answers by the identity of a union's list, kept with the list.
+        self._members: dict[int, tuple[list[Any], list[dict[str, Any]], list[dict[str, Any]]]] = {}
         # No union with two readings besides null: `locate` then finds no union tag in any
-        # error's path, and errors need not be located to be ranked (see `_Rest`).
+        # error's path, and errors need not be located to be ranked (see `_Pending`).
         self.tagless = not schema_has(root, _is_tagged_union)
         self.asks_user = schema_has(root, lambda node: True if USER_SUPPLIED_KEY in node else None)
         # Whether `format: time` takes only a time with its offset (a plain tool's, which
@@ -790,6 +792,18 @@ class _Schema:
             else:
                 out.append(resolved)
         return out
+
+    def members(self, listed: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The branches a union lists (`anyOf`, `oneOf`), each dereferenced, and each one's
+        tags (`_tags`): worked out once per union, not once for each of thousands of items
+        that fail it, which for a union of fifty branches cost more than finding the errors."""
+        known = self._members.get(id(listed))
+        if known is None:
+            branches = [self.deref(_d(b)) for b in listed]
+            known = (listed, branches, [_tags(b) for b in branches])
+            if len(self._members) < _LOCATED_SHAPES:
+                self._members[id(listed)] = known
+        return known[1], known[2]
 
     def parts(self, node: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Every schema that describes the same value as `node` besides its own keywords
@@ -3142,10 +3156,9 @@ class _ErrorBuilder:
         instance: Any = error.instance
         if not isinstance(instance, dict):
             return None
-        branches = [self.schema.deref(_d(b)) for b in _l(error.validator_value)]
+        branches, tag_sets = self.schema.members(_l(error.validator_value))
         if not branches or not all(_is_object_schema(b) for b in branches):
             return None
-        tag_sets = [_tags(b) for b in branches]
         shared: set[str] = set(tag_sets[0]).intersection(*tag_sets[1:])
         value = cast(dict[str, Any], instance)
         for key in sorted(shared):
@@ -3170,8 +3183,8 @@ class _ErrorBuilder:
         by_branch = _branch_errors(error)
         if not by_branch or len(by_branch) != len(listed):
             return None  # a branch that passed (oneOf matched twice): nothing to fix in one
-        branches = [self.schema.deref(_d(b)) for b in listed]
-        tagged = _tagged_branch(branches, error.instance)
+        branches, tag_sets = self.schema.members(listed)
+        tagged = _tagged_branch(branches, error.instance, tag_sets)
         if tagged is not None:
             return by_branch[next(i for i, b in enumerate(branches) if b is tagged)]
         fits = [
@@ -3479,6 +3492,9 @@ def _unknown_fields(
     # union it is in, not once per branch of every enclosing union (exponential in depth for
     # recursive schemas). The value outlives the walk, so its id is not reused meanwhile.
     unions: dict[tuple[int, tuple[str | int, ...], int], _Reading] = {}
+    # A union's branches and their tags, by the union's node (kept, so its id is not reused):
+    # read once, not once for each of thousands of items in it.
+    flattened: dict[int, tuple[Mapping[str, Any], list[dict[str, Any]], list[dict[str, Any]]]] = {}
 
     def resolve(node: Mapping[str, Any]) -> Mapping[str, Any]:
         # `_Schema.deref` copies the node; a union's memo needs the node's own identity.
@@ -3546,11 +3562,15 @@ def _unknown_fields(
         # Reached again for the same value while reading it (`A = anyOf[array, $ref A]`): the
         # first visit reads every branch this one would.
         unions[key] = _Reading()
-        flat = schema.branches(node)
-        branch = _tagged_branch(flat, item)
+        known = flattened.get(id(node))
+        if known is None:
+            flat = schema.branches(node)
+            known = flattened[id(node)] = (node, flat, [_tags(b) for b in flat])
+        _, flat, tag_sets = known
+        branch = _tagged_branch(flat, item, tag_sets)
         if branch is not None:
             candidates: list[Mapping[str, Any]] = [branch]
-        elif any(_tags(b) for b in flat if _is_object_schema(b)):
+        elif any(tags for b, tags in zip(flat, tag_sets, strict=True) if _is_object_schema(b)):
             return unions[key]
         else:
             candidates = [b for b in flat if has_json_type(item, b)]
@@ -3618,20 +3638,24 @@ def _pattern_names(patterns: Mapping[str, Any], key: str) -> bool:
     return any(search(pattern, key) for pattern in patterns)
 
 
-def _tagged_branch(branches: list[dict[str, Any]], item: object) -> dict[str, Any] | None:
+def _tagged_branch(
+    branches: list[dict[str, Any]],
+    item: object,
+    tag_sets: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any] | None:
     """The one union branch whose tag (a property with a `const`) `item` carries, or None.
 
     An object branch without a tag, or an item whose tags match no branch or several, gives
-    None.
+    None. `tag_sets` are the branches' tags where known already.
     """
     if not isinstance(item, dict):
         return None
     value = cast(dict[str, Any], item)
     chosen: list[dict[str, Any]] = []
-    for branch in branches:
+    for i, branch in enumerate(branches):
         if not _is_object_schema(branch):
             continue  # `null`, a string: no object goes there
-        tags = _tags(branch)
+        tags = _tags(branch) if tag_sets is None else tag_sets[i]
         if not tags:
             return None
         if all(
