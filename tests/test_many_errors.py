@@ -8,8 +8,10 @@ every error gives.
 
 from __future__ import annotations
 
+import copy
 import gc
 import json
+import pickle
 import tracemalloc
 from typing import Annotated, Any, Literal
 
@@ -296,6 +298,33 @@ def test_a_plain_unions_branches_are_read_once(monkeypatch: pytest.MonkeyPatch) 
         assert all(e.code == "enum" and e.path.endswith("/kind") for e in outcome.errors)
         counts.append(read[0])
     assert counts[0] == counts[1] <= 2 * 20
+
+
+COPIED_CALLS = [
+    ("zoo", json.dumps({"animals": _animals(300, missing_late=True)})),
+    ("tagged", json.dumps({"items": [{"kind": "kX", "v": "a"}] * 300})),
+]
+
+
+@pytest.mark.parametrize(
+    ("duplicate", "calls"),
+    [
+        (copy.deepcopy, COPIED_CALLS),
+        # A plain tool's compiled `jsonschema` validator is a local class: it does not pickle.
+        (lambda tools: pickle.loads(pickle.dumps(tools)), COPIED_CALLS[:1]),
+    ],
+)
+def test_a_copied_toolset_reports_as_the_original(duplicate: Any, calls: Any) -> None:
+    # What the schema lookups keep by the identity of a union's list or of an index marker
+    # belongs to the original: a copy starts again, and reports as the original does.
+    tools = Toolset([Zoo, _tagged_plain(20)] if len(calls) > 1 else [Zoo])
+    reports = [_report(_outcome(tools, name, arguments, False)) for name, arguments in calls]
+    again = duplicate(tools)
+    del tools
+    gc.collect()
+    assert [_report(_outcome(again, name, arguments, False)) for name, arguments in calls] == (
+        reports
+    )
 
 
 def test_coerced_items_are_not_located_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:

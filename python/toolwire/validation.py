@@ -766,6 +766,14 @@ class _Schema:
         # `jsonschema` checks as RFC 3339 says), not also one without (Pydantic's `time`).
         self.full_time = False
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The memos are kept by the identity of objects (a union's list, `_ANY_INDEX`) that a
+        # copy of the schema, or another process, does not share: they start again.
+        state = dict(self.__dict__)
+        state["_located"] = {}
+        state["_members"] = {}
+        return state
+
     def deref(self, node: Mapping[str, Any]) -> dict[str, Any]:
         hops = 0
         while isinstance(node.get("$ref"), str) and hops < 32:
