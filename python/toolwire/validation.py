@@ -29,15 +29,18 @@ pre-check (`Assembler(tools=toolset)`) reports them as `unknown_field`. Pydantic
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import decimal
 import difflib
 import functools
 import gc
+import heapq
 import json
 import math
 import re
 import urllib.parse
+from array import array
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -749,6 +752,17 @@ def _is_object_schema(node: Mapping[str, Any]) -> bool:
     return kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node
 
 
+_ANY_INDEX: Any = object()
+"""An array index in the shape of a `loc` (`_Schema.locate`)."""
+# How many shapes of `loc` one tool's schema keeps the answer for: a call of 100,000 unknown
+# keys has as many shapes, each asked once.
+_LOCATED_SHAPES = 4096
+
+
+def _shape(loc: Sequence[str | int]) -> tuple[object, ...]:
+    return tuple(_ANY_INDEX if isinstance(seg, int) else seg for seg in loc)
+
+
 class _Schema:
     """Lookups on one tool's self-contained schema."""
 
@@ -756,13 +770,26 @@ class _Schema:
         self.root = root
         self.defs = _d(root.get("$defs"))
         self._marks_of: dict[str, tuple[bool, frozenset[str]]] = {}
+        # `locate`'s answers by the shape of a `loc`: a walk's answer, the places in the
+        # `loc` of the segments its pointer keeps, and how many the union's pointer keeps.
+        self._located: dict[tuple[object, ...], tuple[_Located, tuple[int, ...], int | None]] = {}
+        # `members`' answers by the identity of a union's list, kept with the list.
+        self._members: dict[int, tuple[list[Any], list[dict[str, Any]], list[dict[str, Any]]]] = {}
         # No union with two readings besides null: `locate` then finds no union tag in any
-        # error's path, and errors need not be located to be ranked (see `_Rest`).
+        # error's path, and errors need not be located to be ranked (see `_Pending`).
         self.tagless = not schema_has(root, _is_tagged_union)
         self.asks_user = schema_has(root, lambda node: True if USER_SUPPLIED_KEY in node else None)
         # Whether `format: time` takes only a time with its offset (a plain tool's, which
         # `jsonschema` checks as RFC 3339 says), not also one without (Pydantic's `time`).
         self.full_time = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The memos are kept by the identity of objects (a union's list, `_ANY_INDEX`) that a
+        # copy of the schema, or another process, does not share: they start again.
+        state = dict(self.__dict__)
+        state["_located"] = {}
+        state["_members"] = {}
+        return state
 
     def deref(self, node: Mapping[str, Any]) -> dict[str, Any]:
         hops = 0
@@ -790,6 +817,18 @@ class _Schema:
             else:
                 out.append(resolved)
         return out
+
+    def members(self, listed: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The branches a union lists (`anyOf`, `oneOf`), each dereferenced, and each one's
+        tags (`_tags`): worked out once per union, not once for each of thousands of items
+        that fail it, which for a union of fifty branches cost more than finding the errors."""
+        known = self._members.get(id(listed))
+        if known is None:
+            branches = [self.deref(_d(b)) for b in listed]
+            known = (listed, branches, [_tags(b) for b in branches])
+            if len(self._members) < _LOCATED_SHAPES:
+                self._members[id(listed)] = known
+        return known[1], known[2]
 
     def parts(self, node: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Every schema that describes the same value as `node` besides its own keywords
@@ -853,6 +892,43 @@ class _Schema:
         return int(seg) if arrays else seg
 
     def locate(self, loc: Sequence[str | int]) -> _Located:
+        """Where `loc` (Pydantic's, or a JSON Pointer's segments) lies in the schema.
+
+        A call with thousands of bad items has as many errors, whose `loc`s differ in their
+        array indices alone: a walk that no index steered (see `_walk`) is kept by its `loc`
+        with each index left out, and another `loc` of that shape is answered from it.
+        """
+        known = self._located.get(_shape(loc))
+        if known is not None:
+            proto, kept, union_at = known
+            parts = [loc[i] for i in kept]
+            union_ptr = None if union_at is None else pointer(parts[:union_at])
+            return _Located(
+                pointer(parts), proto.node, proto.parent, proto.secret, union_ptr, proto.tag
+            )
+        located, template = self._walk(loc)
+        if template is not None and len(self._located) < _LOCATED_SHAPES:
+            self._located[_shape(loc)] = (located, *template)
+        return located
+
+    def pointers(self, loc: Sequence[str | int]) -> tuple[str, str | None]:
+        """`locate(loc)`'s pointer and union pointer, from a `loc` of that shape located
+        before where there is one: no node is looked up."""
+        known = self._located.get(_shape(loc))
+        if known is None:
+            located = self.locate(loc)
+            return located.pointer, located.union_ptr
+        _, kept, union_at = known
+        parts = [loc[i] for i in kept]
+        return pointer(parts), None if union_at is None else pointer(parts[:union_at])
+
+    def _walk(
+        self, loc: Sequence[str | int]
+    ) -> tuple[_Located, tuple[tuple[int, ...], int | None] | None]:
+        """`locate`'s walk, and how its answer is made for another `loc` of the same shape
+        (the places in `loc` of the segments its pointer keeps, and how many of them the
+        union's pointer keeps), or None where an index decided a step: a tuple position, an
+        integer union tag, or a place inside a JSON string."""
         node = self.deref(self.root)
         parent: dict[str, Any] | None = None
         parts: list[str | int] = []
@@ -860,6 +936,9 @@ class _Schema:
         union_ptr: str | None = None
         tag: str | None = None
         inside: _Located | None = None
+        kept: list[int] = []
+        union_at: int | None = None
+        generic = True
         for depth, seg in enumerate(loc):
             node = self.deref(node)
             secret = secret or _is_secret(node)
@@ -879,6 +958,7 @@ class _Schema:
                 if isinstance(content, dict):
                     inner = _Schema({**cast(dict[str, Any], content), "$defs": self.defs})
                     inside = inner.locate(loc[depth:])
+                generic = False
                 break
             if isinstance(seg, str) and seg.isdigit():
                 # A JSON Pointer (a pre-check error, a coercion) spells an array index as text.
@@ -901,14 +981,19 @@ class _Schema:
                 )
                 if owner is not None:
                     node = owner
-                elif isinstance(seg, int) and (chosen := self.pick(branches, seg)) is not None:
-                    # A discriminated union's integer tag (`Literal[1]`), which Pydantic puts
-                    # in `loc` as it puts a string tag: no branch holds items, so it is no index.
-                    if union_ptr is None:
-                        union_ptr, tag = pointer(parts), str(seg)
-                    node = chosen
-                    continue
-                elif isinstance(seg, str) and seg not in _d(node.get("properties")):
+                elif isinstance(seg, int):
+                    # The index is read as a tag: its value decides the step.
+                    generic = False
+                    chosen = self.pick(branches, seg)
+                    if chosen is not None:
+                        # A discriminated union's integer tag (`Literal[1]`), which Pydantic
+                        # puts in `loc` as it puts a string tag: no branch holds items, so it
+                        # is no index.
+                        if union_ptr is None:
+                            union_ptr, tag = pointer(parts), str(seg)
+                        node = chosen
+                        continue
+                elif seg not in _d(node.get("properties")):
                     # A key the object declares itself beside its union (`anyOf` of
                     # `required` lists: either field will do) is that field, no union tag.
                     chosen = self.pick(branches, seg)
@@ -923,12 +1008,15 @@ class _Schema:
                             and len([b for b in branches if b.get("type") != "null"]) > 1
                         ):
                             union_ptr, tag = pointer(parts), seg
+                            union_at = len(parts)
                         node = chosen if chosen is not None else node
                         continue
             parent = node
             parts.append(seg)
+            kept.append(depth)
             if isinstance(seg, int):
                 prefix = _l(node.get("prefixItems"))
+                generic = generic and not prefix
                 node = _d(prefix[seg]) if 0 <= seg < len(prefix) else _d(node.get("items"))
             else:
                 props = _d(node.get("properties"))
@@ -941,7 +1029,8 @@ class _Schema:
                     node = named if named is not None else _d(node.get("additionalProperties"))
         node = self.deref(node)
         secret = secret or self.is_secret_here(node)
-        return _Located(pointer(parts), node, parent, secret, union_ptr, tag, inside)
+        located = _Located(pointer(parts), node, parent, secret, union_ptr, tag, inside)
+        return located, ((tuple(kept), union_at) if generic else None)
 
     # Descriptions -----------------------------------------------------------------------
 
@@ -1535,17 +1624,52 @@ class _Draft:
 
 
 # Up to this many errors from one validation, each is located and rendered at once; past it,
-# only as many as the report reaches (`_Rest`).
+# only as many as the report reaches (`_Pending`, `_Rest`).
 _EAGER_ERRORS = 64
 
 
 class _Rest:
-    """Errors of one rank whose drafts are built only when the ranking reaches them.
+    """A plain tool's errors of one rank whose drafts are built only when the ranking reaches
+    them (see `_ranked_entries`): `_finish_errors` builds these in the order they came, where
+    their rank puts them, and stops once the report is full."""
 
-    A call with 100,000 bad items gives 100,000 errors, five of which are reported; locating,
-    redaction-checking and rendering each took a hundred times Pydantic's own validation.
-    `_finish_errors` builds these in the order they came, where their rank puts them, and stops
-    once the report is full: what it reports is what building them all gives.
+    union_ptr: str | None = None
+    tag: str | None = None
+    user_supplied = False
+    refusal = False
+    union_level = False
+
+    def __init__(self, rank: int, items: list[Any], build: Callable[[Any], list[_Draft]]) -> None:
+        self.rank = rank
+        self.items = items
+        self._build = build
+
+    def drafts(self) -> Iterator[_Draft]:
+        for item in self.items:
+            yield from self._build(item)
+
+
+# The least rank of a draft that weighing a union's branch errors makes (`_merge_unions`: the
+# union's `type`, a tag's `enum`; `_unions_refused_apart`: the code of a plain keyword).
+_MERGED_RANK = min(
+    _RANK[code]
+    for code in ("type", "enum", "invalid", *(_JSON_KEYWORD_CODES[k] for k in _PLAIN_KEYWORDS))
+)
+
+_Place = tuple[int, int]
+"""Where a draft of a `_Pending` stands among its drafts: its unit's, then its own place in it."""
+
+
+class _Pending:
+    """Pydantic's errors of one validation, drafted only as far as the report reaches.
+
+    A call with 100,000 bad items gives 100,000 errors (three to five an item inside a union),
+    five of which are reported; locating, redaction-checking and rendering each took a hundred
+    times Pydantic's own validation. The errors are cut into units: each error alone, or all
+    those of one union's value together (its branches' errors are weighed against each other,
+    `_unions_refused_apart` and `_merge_unions`). A unit is drafted when the ranking reaches
+    the least rank its drafts can have, and its drafts then take their own places: what
+    `ranked` gives is what drafting every error and sorting them all gives.
     """
 
     union_ptr: str | None = None
@@ -1554,119 +1678,161 @@ class _Rest:
     refusal = False
     union_level = False
 
-    def __init__(
-        self,
-        rank: int,
-        items: list[Any],
-        build: Callable[[Any], list[_Draft]],
-        loc_of: Callable[[Any], tuple[str | int, ...]] | None = None,
-    ) -> None:
-        self.rank = rank
-        self.items = items
-        self._build = build
-        self._loc_of = loc_of
-        self.built = 0
+    def __init__(self, builder: _ErrorBuilder, details: Sequence[ErrorDetails]) -> None:
+        self._builder = builder
+        self.details = details
+        # Paths of fields sent twice: the drafts there or under them are left out (see
+        # `_without_second_keys`).
+        self.dropped: Collection[str] = ()
+        # Where each unit starts, then the end; None when each error is a unit of its own.
+        # Arrays, not lists of ints: a call gives up to hundreds of thousands of errors.
+        self._starts = self._units()
+        # Each unit by the least `_sort_key` its drafts can have, in their order.
+        self._by_bound: dict[tuple[bool, int], array[int]] = {}
+        codes: dict[str, str] = {}
+        asks_user = builder.schema.asks_user
+        for unit in range(self._count()):
+            first, end = self._span(unit)
+            bound = (True, _MERGED_RANK) if end - first > 1 else (True, 7)
+            for detail in details[first:end]:
+                ptype = detail["type"]
+                code = codes.get(ptype)
+                if code is None:
+                    code = codes[ptype] = _code_for(ptype)
+                # A null may be the user's to give (`asked_of_user`), and so may a missing
+                # field or a union's tag.
+                user = asks_user and (
+                    code == "missing"
+                    or detail.get("input") is None
+                    or ptype.startswith("union_tag")
+                )
+                bound = min(bound, (not user, _RANK.get(code, 7)))
+            units = self._by_bound.get(bound)
+            if units is None:
+                units = self._by_bound[bound] = array("q")
+            units.append(unit)
 
-    def drafts(self) -> Iterator[_Draft]:
-        for item in self.items:
-            self.built += 1
-            yield from self._build(item)
+    def _count(self) -> int:
+        return len(self.details) if self._starts is None else len(self._starts) - 1
+
+    def _span(self, unit: int) -> tuple[int, int]:
+        if self._starts is None:
+            return unit, unit + 1
+        return self._starts[unit], self._starts[unit + 1]
+
+    def _units(self) -> array[int] | None:
+        """Where each unit starts, then the end: an error alone, or a run of errors that holds
+        every error of each union value it reaches (Pydantic reports them together)."""
+        if self._builder.schema.tagless:
+            return None
+        unions = [self._union_of(detail) for detail in self.details]
+        last = {union: i for i, union in enumerate(unions) if union is not None}
+        starts = array("q")
+        end = -1
+        for i, union in enumerate(unions):
+            if i > end:
+                starts.append(i)
+            if union is not None:
+                end = max(end, last[union])
+        starts.append(len(unions))
+        return starts
+
+    def _union_of(self, detail: ErrorDetails) -> str | None:
+        """The union whose branch errors `detail`'s draft is weighed with (`_Draft.union_ptr`)."""
+        loc = detail["loc"]
+        if detail["type"].startswith("union_tag") or (len(loc) >= 2 and loc[-1] == "[key]"):
+            return None
+        return self._builder.schema.pointers(self._builder.from_start(loc))[1]
+
+    def without(self, dropped: Collection[str]) -> _Pending:
+        """These errors less the drafts at or under the paths `dropped`."""
+        out = copy.copy(self)
+        out.dropped = dropped
+        return out
+
+    def _build(self, unit: int) -> list[_Draft]:
+        """A unit's drafts, as the report holds them: hinted, asked of the user where theirs
+        and weighed per union, as `_reject` and `_finish_errors` treat each draft."""
+        builder = self._builder
+        first, end = self._span(unit)
+        chunk = self.details[first:end]
+        drafts = [d for d in builder.drafts_of(chunk) if not _under_second_key(d, self.dropped)]
+        drafts = builder.with_range_hints(drafts)
+        if builder.schema.asks_user:
+            drafts = [builder.asked_of_user(d) for d in drafts]
+        return cast(list[_Draft], _merge_unions(list(drafts), builder.schema, builder.lang))
+
+    def ranked(self) -> Iterator[tuple[tuple[bool, int], _Place, _Draft]]:
+        """Every draft with its `_sort_key` and place, in the order of the two."""
+        # A unit waits under its bound, at its place before any of its drafts.
+        heap: list[tuple[tuple[bool, int], _Place, _Draft | None, int]] = [
+            (bound, (units[0], -1), None, 0) for bound, units in self._by_bound.items()
+        ]
+        heapq.heapify(heap)
+        while heap:
+            key, place, draft, at = heapq.heappop(heap)
+            if draft is not None:
+                yield key, place, draft
+                continue
+            units = self._by_bound[key]
+            if at + 1 < len(units):
+                heapq.heappush(heap, (key, (units[at + 1], -1), None, at + 1))
+            unit = place[0]
+            for i, built in enumerate(self._build(unit)):
+                # No draft ranks before its unit's bound: it is yielded in its own place.
+                heapq.heappush(heap, (_sort_key(built), (unit, i), built, 0))
+
+    def _drafted_paths(self) -> Iterator[str]:
+        """The path of each draft before union errors are weighed (where `_paths_of` would
+        find it)."""
+        builder = self._builder
+        schema = builder.schema
+        for detail in self.details:
+            loc = builder.from_start(detail["loc"])
+            if detail["type"].startswith("union_tag"):
+                # Under the tag's key, as `_from_pydantic` puts it, where one is named.
+                located = schema.locate(loc)
+                value = builder.as_written(located.pointer, detail.get("input"))
+                ctx = cast(Mapping[str, Any], detail.get("ctx") or {})
+                key = _tag_key(ctx, value, schema.branches(located.node))
+                yield located.pointer + pointer([key]) if key else located.pointer
+            elif len(loc) >= 2 and loc[-1] == "[key]":
+                yield schema.pointers(loc[:-2])[0]
+            else:
+                yield schema.pointers(loc)[0]
 
     def below(self, path: str) -> bool:
         """Whether one of these errors is inside the value at `path`."""
-        if self._loc_of is None:
-            return any(
-                d.error.path.startswith(path + "/")
-                for item in self.items
-                for d in self._build(item)
-            )
-        segments = [str(seg) for seg in _split(path)]
-        depth = len(segments)
-        return any(
-            len(loc) > depth and [str(seg) for seg in loc[:depth]] == segments
-            for loc in map(self._loc_of, self.items)
-        )
+        inside = path + "/"
+        return any(p.startswith(inside) for p in self._drafted_paths())
 
     def holds(self, path: str) -> bool:
-        """Whether one of these errors is at `path` (for Pydantic's errors, whose paths are
-        their `loc` as written where no union tag can be in it)."""
-        if self._loc_of is None:
-            return any(d.error.path == path for item in self.items for d in self._build(item))
-        segments = _split(path)
-        # An index is an `int` in a `loc`, a key of digits a `str`: each such segment is tried
-        # both ways (a path of many digit keys is looked for item by item).
-        digits = [i for i, seg in enumerate(segments) if isinstance(seg, str) and seg.isdigit()]
-        if len(digits) > 8:
-            return any(pointer(self._loc_of(item)) == path for item in self.items)
-        candidates: set[tuple[str | int, ...]] = set()
-        for choice in range(1 << len(digits)):
-            candidate: list[str | int] = list(segments)
-            for bit, at in enumerate(digits):
-                if choice >> bit & 1:
-                    candidate[at] = int(segments[at])
-            candidates.add(tuple(candidate))
-        # Asked of a few paths (the pre-check's finding and the unknown fields it names, at
-        # most `MAX_ERRORS`): a set of every error's `loc` held a seventh as much as the errors.
-        return any(self._loc_of(item) in candidates for item in self.items)
+        """Whether one of these errors is at `path`."""
+        return any(p == path for p in self._drafted_paths())
 
 
-_Entry = _Draft | _Rest
-"""A draft, or errors of one rank still to be built."""
+_Entry = _Draft | _Rest | _Pending
+"""A draft, or errors still to be built."""
 _E = TypeVar("_E", _Draft, _Entry)
 
 
 def _paths_of(entries: Iterable[_Entry]) -> set[str]:
-    """The paths of the drafts built (a `_Rest`'s are asked with `_held` and `_below`)."""
+    """The paths of the drafts built (a `_Pending`'s are asked with `_held` and `_below`)."""
     return {e.error.path for e in entries if isinstance(e, _Draft)}
 
 
 def _held(entries: Iterable[_Entry], path: str) -> bool:
-    return any(isinstance(e, _Rest) and e.holds(path) for e in entries)
+    return any(isinstance(e, _Pending) and e.holds(path) for e in entries)
 
 
 def _below(entries: Iterable[_Entry], path: str) -> bool:
-    return any(isinstance(e, _Rest) and e.below(path) for e in entries)
+    return any(isinstance(e, _Pending) and e.below(path) for e in entries)
 
 
-def _sort_key(entry: _Entry) -> tuple[bool, int]:
+def _sort_key(entry: _Draft | _Rest) -> tuple[bool, int]:
     if isinstance(entry, _Rest):
         return (True, entry.rank)
     return (not entry.user_supplied, _RANK.get(entry.error.code, 7))
-
-
-def _deferred(
-    items: Sequence[Any],
-    code_of: Callable[[Any], str | None],
-    build: Callable[[Any], list[_Draft]],
-    hinted: Callable[[list[_Draft]], list[_Draft]],
-    loc_of: Callable[[Any], tuple[str | int, ...]] | None = None,
-) -> list[_Entry]:
-    """Drafts for `items`, those of a rank that only items with a known code (`code_of`) give
-    left to a `_Rest`: a rank other items share stays built, so that the order within it is
-    the items' own."""
-    codes = [code_of(item) for item in items]
-    now: dict[int, list[_Draft]] = {
-        i: build(item)
-        for i, (item, code) in enumerate(zip(items, codes, strict=True))
-        if code is None
-    }
-    taken = {_sort_key(d) for drafts in now.values() for d in drafts}
-    out: list[_Entry] = []
-    later: dict[int, list[Any]] = {}
-    for i, (item, code) in enumerate(zip(items, codes, strict=True)):
-        if i in now:
-            out.extend(now[i])
-            continue
-        rank = _RANK.get(cast(str, code), 7)
-        if (True, rank) in taken:
-            out.extend(build(item))
-        else:
-            later.setdefault(rank, []).append(item)
-    out.extend(
-        _Rest(rank, group, lambda item: hinted(build(item)), loc_of)
-        for rank, group in later.items()
-    )
-    return out
 
 
 # How many of a plain tool's jsonschema errors (past those at a field only the user can give)
@@ -1938,10 +2104,10 @@ class _ErrorBuilder:
         """`drafts`, each that shows a number past any float telling the model so, whatever
         the field's type: an integer, enum or string field refuses `1e309` for its type, and
         the model, which meant a number, should hear why no number that large will do (a
-        `_Rest` gives its drafts this hint as it builds them)."""
+        `_Rest` or a `_Pending` gives its drafts this hint as it builds them)."""
         out: list[_E] = []
         for draft in drafts:
-            if isinstance(draft, _Rest):
+            if not isinstance(draft, _Draft):
                 out.append(draft)
                 continue
             error = draft.error
@@ -2077,29 +2243,16 @@ class _ErrorBuilder:
         return _Draft(FieldError(located.pointer, "unknown_field", expected, got, hint))
 
     def from_pydantic(self, details: Sequence[ErrorDetails]) -> list[_Entry]:
-        if len(details) <= _EAGER_ERRORS or not self.schema.tagless:
+        """The entries for Pydantic's errors: their drafts, or past `_EAGER_ERRORS` of them,
+        errors drafted as the report reaches them (`_Pending`)."""
+        if len(details) <= _EAGER_ERRORS:
             return list(self._from_pydantic(details))
-        codes: dict[str, str | None] = {}
-        asks_user = self.schema.asks_user
+        return [_Pending(self, details)]
 
-        def code_of(detail: ErrorDetails) -> str | None:
-            ptype = detail["type"]
-            if ptype not in codes:
-                code = _code_for(ptype)
-                # A union tag's error is made an `enum` one; a missing field may be the user's.
-                unknown = ptype.startswith("union_tag") or (code == "missing" and asks_user)
-                codes[ptype] = None if unknown else code
-            if asks_user and detail.get("input") is None:
-                return None  # a null may be the user's to give (`asked_of_user`)
-            return codes[ptype]
-
-        return _deferred(
-            details,
-            code_of,
-            lambda detail: self._from_pydantic([detail]),
-            self.with_range_hints,
-            _pydantic_loc,
-        )
+    def drafts_of(self, details: Sequence[ErrorDetails]) -> list[_Draft]:
+        """The drafts for Pydantic's errors `details`, each union's branch errors that refuse
+        its value apart made one (see `_unions_refused_apart`)."""
+        return self._from_pydantic(details)
 
     def _from_pydantic(self, details: Sequence[ErrorDetails]) -> list[_Draft]:
         drafts: list[_Draft] = []
@@ -3028,10 +3181,9 @@ class _ErrorBuilder:
         instance: Any = error.instance
         if not isinstance(instance, dict):
             return None
-        branches = [self.schema.deref(_d(b)) for b in _l(error.validator_value)]
+        branches, tag_sets = self.schema.members(_l(error.validator_value))
         if not branches or not all(_is_object_schema(b) for b in branches):
             return None
-        tag_sets = [_tags(b) for b in branches]
         shared: set[str] = set(tag_sets[0]).intersection(*tag_sets[1:])
         value = cast(dict[str, Any], instance)
         for key in sorted(shared):
@@ -3056,8 +3208,8 @@ class _ErrorBuilder:
         by_branch = _branch_errors(error)
         if not by_branch or len(by_branch) != len(listed):
             return None  # a branch that passed (oneOf matched twice): nothing to fix in one
-        branches = [self.schema.deref(_d(b)) for b in listed]
-        tagged = _tagged_branch(branches, error.instance)
+        branches, tag_sets = self.schema.members(listed)
+        tagged = _tagged_branch(branches, error.instance, tag_sets)
         if tagged is not None:
             return by_branch[next(i for i, b in enumerate(branches) if b is tagged)]
         fits = [
@@ -3267,12 +3419,6 @@ def _under_property_names(error: jsonschema.ValidationError) -> bool:
     )
 
 
-def _pydantic_loc(detail: ErrorDetails) -> tuple[str | int, ...]:
-    """Where an error's draft points, as a `loc` (a dict key's error is the object's)."""
-    loc = tuple(detail["loc"])
-    return loc[:-2] if len(loc) >= 2 and loc[-1] == "[key]" else loc
-
-
 def _split(path: str) -> list[str | int]:
     """JSON Pointer → segments (array indices stay strings; locate handles both)."""
     if not path:
@@ -3371,6 +3517,9 @@ def _unknown_fields(
     # union it is in, not once per branch of every enclosing union (exponential in depth for
     # recursive schemas). The value outlives the walk, so its id is not reused meanwhile.
     unions: dict[tuple[int, tuple[str | int, ...], int], _Reading] = {}
+    # A union's branches and their tags, by the union's node (kept, so its id is not reused):
+    # read once, not once for each of thousands of items in it.
+    flattened: dict[int, tuple[Mapping[str, Any], list[dict[str, Any]], list[dict[str, Any]]]] = {}
 
     def resolve(node: Mapping[str, Any]) -> Mapping[str, Any]:
         # `_Schema.deref` copies the node; a union's memo needs the node's own identity.
@@ -3438,11 +3587,15 @@ def _unknown_fields(
         # Reached again for the same value while reading it (`A = anyOf[array, $ref A]`): the
         # first visit reads every branch this one would.
         unions[key] = _Reading()
-        flat = schema.branches(node)
-        branch = _tagged_branch(flat, item)
+        known = flattened.get(id(node))
+        if known is None:
+            flat = schema.branches(node)
+            known = flattened[id(node)] = (node, flat, [_tags(b) for b in flat])
+        _, flat, tag_sets = known
+        branch = _tagged_branch(flat, item, tag_sets)
         if branch is not None:
             candidates: list[Mapping[str, Any]] = [branch]
-        elif any(_tags(b) for b in flat if _is_object_schema(b)):
+        elif any(tags for b, tags in zip(flat, tag_sets, strict=True) if _is_object_schema(b)):
             return unions[key]
         else:
             candidates = [b for b in flat if has_json_type(item, b)]
@@ -3510,20 +3663,24 @@ def _pattern_names(patterns: Mapping[str, Any], key: str) -> bool:
     return any(search(pattern, key) for pattern in patterns)
 
 
-def _tagged_branch(branches: list[dict[str, Any]], item: object) -> dict[str, Any] | None:
+def _tagged_branch(
+    branches: list[dict[str, Any]],
+    item: object,
+    tag_sets: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any] | None:
     """The one union branch whose tag (a property with a `const`) `item` carries, or None.
 
     An object branch without a tag, or an item whose tags match no branch or several, gives
-    None.
+    None. `tag_sets` are the branches' tags where known already.
     """
     if not isinstance(item, dict):
         return None
     value = cast(dict[str, Any], item)
     chosen: list[dict[str, Any]] = []
-    for branch in branches:
+    for i, branch in enumerate(branches):
         if not _is_object_schema(branch):
             continue  # `null`, a string: no object goes there
-        tags = _tags(branch)
+        tags = _tags(branch) if tag_sets is None else tag_sets[i]
         if not tags:
             return None
         if all(
@@ -3687,7 +3844,6 @@ def _finish_errors(
     entries = _merge_unions(entries, schema, lang)
     # A coercion refusal explains its field better than the validator's plain error there.
     refused = {d.error.path for d in entries if isinstance(d, _Draft) and d.refusal}
-    ranked = sorted(entries, key=_sort_key)
     codes: set[tuple[str, str]] = set()
     # Two keywords that fail for one reason (`type` and `enum` on `"2"` for `enum: [1, 2, 3]`)
     # read alike: the model is told once, under the code that ranks first.
@@ -3696,7 +3852,7 @@ def _finish_errors(
     # A value several subschemas bound (a property's and a matching pattern's) is told every
     # bound it breaks, in its one error of that code: `<= 10` alone hid `>= 20`.
     bounded: dict[tuple[str, str], _Draft] = {}
-    for draft in _built(ranked):
+    for draft in _in_rank_order(entries):
         error = draft.error
         if error.path in refused and not draft.refusal:
             continue
@@ -3752,12 +3908,31 @@ _FRACTION_OR_EXPONENT = re.compile(rb"[0-9][.eE]")
 _QUOTED_NUMBER = re.compile(rb'"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"')
 
 
-def _built(entries: Iterable[_Entry]) -> Iterator[_Draft]:
-    for entry in entries:
+def _in_rank_order(entries: Sequence[_Entry]) -> Iterator[_Draft]:
+    """The drafts of `entries` by `_sort_key`, those of a key in the order they came; a
+    `_Rest` is built in its place and a `_Pending` as far as this is read."""
+    built = sorted(
+        (
+            (_sort_key(e), (i, 0, 0), e)
+            for i, e in enumerate(entries)
+            if not isinstance(e, _Pending)
+        ),
+        key=_rank_place,
+    )
+    pending = [
+        ((key, (i, *place), draft) for key, place, draft in e.ranked())
+        for i, e in enumerate(entries)
+        if isinstance(e, _Pending)
+    ]
+    for _, _, entry in heapq.merge(built, *pending, key=_rank_place):
         if isinstance(entry, _Rest):
             yield from entry.drafts()
         else:
             yield entry
+
+
+def _rank_place(item: tuple[tuple[bool, int], tuple[int, int, int], object]) -> tuple[Any, ...]:
+    return item[0], item[1]
 
 
 def _second_spellings(problems: Iterable[CoercionProblem]) -> set[str]:
@@ -3773,6 +3948,17 @@ def _second_spellings(problems: Iterable[CoercionProblem]) -> set[str]:
             if isinstance(key, str):
                 paths.add(pointer([*_split(problem.path), key]))
     return paths
+
+
+def _without_second_keys(entries: Sequence[_Entry], paths: Collection[str]) -> list[_Entry]:
+    """`entries` less the drafts `_under_second_key` finds at `paths`."""
+    if not paths:
+        return list(entries)
+    return [
+        e.without(paths) if isinstance(e, _Pending) else e
+        for e in entries
+        if not _under_second_key(e, paths)
+    ]
 
 
 def _under_second_key(entry: _Entry, paths: Collection[str]) -> bool:
@@ -4423,7 +4609,7 @@ class ToolValidator:
             # that forbids extra inputs also refuses the key as one ("no such field", which
             # would contradict the fields it lists), and the pre-check checks the value under
             # it: "send the field once" makes both moot, whether forbidden or not.
-            initial = [e for e in initial if not _under_second_key(e, twice)]
+            initial = _without_second_keys(initial, twice)
             precheck_only = [d for d in precheck_only if not _under_second_key(d, twice)]
         if drafts:
             # A refusal inside a union's value (a naive timestamp in the tagged branch) is why
@@ -4447,9 +4633,7 @@ class ToolValidator:
                 found = exc.errors(include_url=False)
                 if result.kept_items:
                     found = _as_sent(found, fixed, result.kept_items)
-                drafts = drafts + [
-                    e for e in builder.from_pydantic(found) if not _under_second_key(e, twice)
-                ]
+                drafts = drafts + _without_second_keys(builder.from_pydantic(found), twice)
                 return self._reject(call, drafts, coercions, lang, builder)
             # Only Pydantic's errors were re-checked: a pre-check finding stands unless a
             # coercion changed or removed the value it is about (`unwrap` moves the fields);
