@@ -379,8 +379,8 @@ class Outcome:
         retryable: True if asking the model to call again can fix it.
         error_type: A stable slug for the failure (`validation`, `truncated`, `invalid_json`,
             `not_object`, `too_large`, `unknown_tool`, `missing_name`, `filtered`,
-            `lost_event`, `arguments_mismatch`, `business_rule`, `needs_clarification`,
-            `no_result`, `tool_failed`);
+            `lost_event`, `arguments_mismatch`, `free_form_call`, `business_rule`,
+            `needs_clarification`, `no_result`, `tool_failed`);
             "" when ok.
         message: One sentence about the failure for the model.
         hint: Advice for the model (and for whoever reads the logs).
@@ -512,6 +512,9 @@ class Outcome:
         if call is None and self.synthetic_id is not None:
             # The provider never saw the made-up id: Gemini's answer goes by the name alone.
             answered = _NoIdCall(self.tool)
+        if call is None and self.error_type == "free_form_call":
+            # A custom tool's call is answered with a `custom_tool_call_output` (Responses).
+            answered = _NoIdCall(self.tool, None if self.synthetic_id else call_id, "custom")
         return message_for(
             style,
             call_id,
@@ -625,6 +628,7 @@ class _NoIdCall:
 
     name: str
     id: str | None = None
+    type: str | None = None
 
 
 class _HasId(Protocol):
@@ -4753,6 +4757,11 @@ def outcome_for_call_error(
         # The stream contradicted itself about the arguments, not the model: sent again, the
         # call is read whole.
         return fail("arguments_mismatch", text("msg.arguments_mismatch", lang))
+    if kind == "free_form_call":
+        # A custom tool's free-form input (Responses `custom_tool_call`): no JSON-schema tool
+        # of the toolset takes it, and calling it again cannot change that.
+        name = json.dumps(shown_text(tool), ensure_ascii=False)
+        return fail("free_form_call", text("msg.free_form_call", lang, name=name), retryable=False)
     if kind == "unknown_tool":
         name = json.dumps(shown_text(tool), ensure_ascii=False)
         return fail("unknown_tool", text("msg.unknown_tool", lang, name=name, names=names))
