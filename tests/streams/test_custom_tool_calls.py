@@ -10,6 +10,7 @@ feeds the identical body to `feed_sse`, cut every way a gateway may see it.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -205,6 +206,23 @@ def test_custom_input_past_max_bytes_is_too_large() -> None:
     (call,) = asm.finish()
     assert call.error is not None and call.error.kind == "too_large"
     assert call.arguments == "01234567"
+
+
+def test_a_recorded_custom_tool_call_replays_as_one(tmp_path: Path) -> None:
+    # Recorded without its type, the free text replayed as JSON arguments: `invalid_json`.
+    from toolwire.recorder import Recorder
+    from toolwire.replay import load_corpus, replay
+
+    asm = Assembler()
+    asm.feed_sse(_body([_CREATED, *_custom_events(INPUT), _COMPLETED]))
+    (call,) = asm.finish()
+    recorder = Recorder(tmp_path / "corpus.jsonl")
+    assert recorder.record_call(call, format=FMT)
+    (case,) = replay(load_corpus([tmp_path / "corpus.jsonl"])).cases
+    (replayed,) = case.calls
+    assert replayed.code == "free_form_call"
+    (entry,) = load_corpus([tmp_path / "corpus.jsonl"])
+    assert (entry.call_type, entry.arguments, entry.call_id) == ("custom", INPUT, "call_sql")
 
 
 def _key(calls: list[Any]) -> list[tuple[Any, ...]]:
