@@ -2927,10 +2927,13 @@ fn responses_calls_sent_only_in_the_finished_response_are_read() {
         r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[{"type":"message","id":"msg_1","content":[]},{"type":"function_call","id":"fc_1","call_id":"call_1","name":"lookup","arguments":"{\"q\":1}"},{"type":"custom_tool_call","id":"ct_1","call_id":"call_x","name":"grammar","input":"x"}]}}"#,
     ]);
     let o = run(body.as_bytes());
-    assert_eq!(o.calls.len(), 1, "{:?}", o.calls);
+    assert_eq!(o.calls.len(), 2, "{:?}", o.calls);
     ok(o.call(0), "lookup", r#"{"q":1}"#);
     assert_eq!(o.call(0).id.as_deref(), Some("call_1"));
     assert_eq!(o.call(0).index, Some(1));
+    // The custom tool call beside it is a call too, of its free-form text (it was dropped).
+    free_form(o.call(1), "grammar", "x", "call_x");
+    assert_eq!(o.call(1).index, Some(2));
     assert_eq!(o.finish, Some(FinishReason::ToolCalls));
     // A call the stream announced is not read again from the summary.
     let streamed = responses_body(&[
@@ -2981,4 +2984,98 @@ fn other_formats_drop_an_event_without_its_blank_line() {
         assert!(o.calls.is_empty());
         assert_eq!(o.count(StreamErrorKind::TruncatedBody), 1);
     }
+}
+
+fn free_form(c: &Call, name: &str, input: &str, id: &str) {
+    assert_eq!(c.name.as_deref(), Some(name), "{c:?}");
+    assert_eq!(c.args, input, "{c:?}");
+    assert_eq!(c.id.as_deref(), Some(id), "{c:?}");
+    assert_eq!(c.error, Some(ErrorKind::FreeFormCall), "{c:?}");
+}
+
+fn custom_events(input: &str, pieces: &[&str]) -> Vec<String> {
+    let quoted = serde_json::to_string(input).expect("a string");
+    let mut events = vec![
+        r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"custom_tool_call","id":"ctc_1","call_id":"call_c","name":"run_sql","input":""}}"#.to_owned(),
+    ];
+    for piece in pieces {
+        let delta = serde_json::to_string(piece).expect("a string");
+        events.push(format!(
+            r#"{{"type":"response.custom_tool_call_input.delta","output_index":0,"item_id":"ctc_1","delta":{delta}}}"#
+        ));
+    }
+    events.push(format!(
+        r#"{{"type":"response.custom_tool_call_input.done","output_index":0,"item_id":"ctc_1","input":{quoted}}}"#
+    ));
+    events.push(format!(
+        r#"{{"type":"response.output_item.done","output_index":0,"item":{{"type":"custom_tool_call","id":"ctc_1","call_id":"call_c","name":"run_sql","input":{quoted}}}}}"#
+    ));
+    events
+}
+
+#[test]
+fn responses_custom_tool_calls_are_calls_of_their_free_form_text() {
+    // A custom tool's call streams free text (`custom_tool_call_input` events), no JSON: it
+    // was silently no call at all, and the next request lacked its required output. It is a
+    // call of that text, never parsed as JSON and never run as arguments.
+    let input = "SELECT \"a\" FROM t;\n-- é 😀";
+    let mut events = custom_events(input, &["SELECT \"a\"", " FROM t;\n-- é 😀"]);
+    events.insert(
+        1,
+        r#"{"type":"response.output_item.added","output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"call_f","name":"f","arguments":""}}"#.to_owned(),
+    );
+    events.push(r#"{"type":"response.function_call_arguments.delta","output_index":1,"item_id":"fc_1","delta":"{}"}"#.to_owned());
+    events.push(r#"{"type":"response.output_item.done","output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"call_f","name":"f","arguments":"{}"}}"#.to_owned());
+    events.push(
+        r#"{"type":"response.completed","response":{"id":"r","status":"completed"}}"#.to_owned(),
+    );
+    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+    let body = responses_body(&refs);
+    let whole = run(body.as_bytes());
+    assert_eq!(whole.calls.len(), 2, "{:?}", whole.calls);
+    free_form(whole.call(0), "run_sql", input, "call_c");
+    assert_eq!(
+        whole.call(0).metadata,
+        [("item_id".to_owned(), "\"ctc_1\"".to_owned())]
+    );
+    assert!(whole.call(0).warnings.is_empty(), "{:?}", whole.call(0));
+    ok(whole.call(1), "f", "{}");
+    assert_eq!(whole.finish, Some(FinishReason::ToolCalls));
+    assert_eq!(whole, run_chunks(body.as_bytes().chunks(1)));
+    assert_eq!(whole, run_chunks(body.as_bytes().chunks(7)));
+}
+
+#[test]
+fn responses_custom_tool_call_text_that_is_json_is_not_run_as_arguments() {
+    // Free-form text that happens to be a JSON object is still the custom tool's input.
+    let mut events = custom_events(r#"{"a": 1}"#, &[r#"{"a": 1}"#]);
+    events.push(
+        r#"{"type":"response.completed","response":{"id":"r","status":"completed"}}"#.to_owned(),
+    );
+    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+    let o = run(responses_body(&refs).as_bytes());
+    free_form(o.call(0), "run_sql", r#"{"a": 1}"#, "call_c");
+    // An empty input is an input: kept empty, not `{}`.
+    let mut events = custom_events("", &[]);
+    events.push(
+        r#"{"type":"response.completed","response":{"id":"r","status":"completed"}}"#.to_owned(),
+    );
+    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+    let o = run(responses_body(&refs).as_bytes());
+    free_form(o.call(0), "run_sql", "", "call_c");
+}
+
+#[test]
+fn responses_custom_tool_call_whose_item_events_were_lost_is_kept() {
+    // Its `added` was lost: the input events open it (nameless), the finished item names it.
+    let events = custom_events("x + 1", &["x + 1"]);
+    let mut kept: Vec<&str> = events[1..].iter().map(String::as_str).collect();
+    let o = run(responses_body(&kept).as_bytes());
+    free_form(o.call(0), "run_sql", "x + 1", "call_c");
+    // Its `added` and finished item both lost, the stream cut: still a call, never run.
+    kept.pop();
+    let o = run(responses_body(&kept).as_bytes());
+    assert_eq!(o.calls.len(), 1, "{:?}", o.calls);
+    assert_eq!(o.call(0).error, Some(ErrorKind::MissingName));
+    assert_eq!(o.call(0).args, "x + 1");
 }

@@ -125,7 +125,7 @@ class CallError:
 
     Attributes:
         kind: Stable slug, e.g. `truncated`, `invalid_escape`, `not_object`, `unknown_tool`,
-            `schema_violation`.
+            `schema_violation`, `free_form_call` (a custom tool's free-form input).
         message: Short lowercase English description.
         offset: Byte offset in the argument text where the problem became certain.
         path: JSON Pointer (RFC 6901) of the value concerned, `""` for the root.
@@ -182,8 +182,11 @@ class ToolCall:
         index: The wire index of the call's first delta (may be None).
         id: The call id (made unique within the stream), if the provider sent one.
         name: The tool name.
-        type: The call type (`function`), if sent.
-        arguments: The raw argument text as received (`"{}"` when nothing arrived).
+        type: The call type (`function`), if sent; `custom` for a Responses custom tool's call,
+            whose `arguments` are its free-form input, never read as JSON: it ends as a
+            `free_form_call` error (unless stopped, cut or too large first).
+        arguments: The raw argument text as received (`"{}"` when nothing arrived; a custom
+            tool's input as sent, `""` included).
         arguments_bytes: The same as UTF-8 bytes.
         value: The parsed arguments, equal to `json.loads(arguments)`, or None when they are
             not one complete JSON value. Built on first access.

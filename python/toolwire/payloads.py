@@ -390,6 +390,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "executed. Send the same call again.",
         "zh": "该调用的参数在传输中出现了两个不一致的版本，因此未执行。请重新发送同一调用。",
     },
+    "msg.free_form_call": {
+        "en": "The tool {name} takes free-form input, which this application cannot run; it "
+        "was not executed. Use another tool.",
+        "zh": "工具 {name} 接受自由格式输入，本应用无法执行它；该调用未执行。请使用其他工具。",
+    },
     "msg.business_rule": {
         "en": "The request was rejected: {reasons}",
         "zh": "请求被拒绝：{reasons}",
@@ -740,6 +745,17 @@ def compact_json(value: Any, *, default: Callable[[Any], Any] | None = None) -> 
     return text
 
 
+# The type the core gives a custom tool's call (a Responses `custom_tool_call`), whose
+# `arguments` are its free-form input, never read as JSON.
+FREE_FORM_TYPE = "custom"
+
+
+def is_free_form(call: object) -> bool:
+    """Whether `call` is a custom tool's call (type `custom`: a Responses `custom_tool_call`,
+    whose `arguments` are its free-form input, not JSON)."""
+    return getattr(call, "type", None) == FREE_FORM_TYPE
+
+
 def sendable_text(text: str) -> str:
     """`text` with each lone surrogate replaced by one U+FFFD, so that it encodes as UTF-8
     (plain text, unlike JSON, has no escape that keeps it); a pair of surrogate halves is the
@@ -767,6 +783,9 @@ def wrap_message(
     message that holds every result of the turn (put them first in it); the other shapes are
     items of the conversation themselves (Gemini's parts, too, go in one `user` content).
 
+    On `openai-responses`, a custom tool's call (type `custom`, a `custom_tool_call` item) is
+    answered with a `custom_tool_call_output` item, any other with a `function_call_output`.
+
     A Gemini call without a name is answered with a `text` part holding the payload (the
     `missing_name` error), not a `functionResponse` with an empty name: a response must name
     the function it answers, and Gemini pairs the responses with the calls of the model's turn
@@ -782,7 +801,8 @@ def wrap_message(
             `status`, Gemini's `error` key).
         call: The call answered: Gemini matches a response to its call by the name the model
             sent, and by the id it sent only when it sent one (a repeated id the assembler
-            renamed goes back as sent, `metadata["wire_id"]`).
+            renamed goes back as sent, `metadata["wire_id"]`); its `type` tells a custom
+            tool's call on `openai-responses`.
         bedrock_status: Whether a Bedrock `toolResult` carries `status` (`success` or
             `error`). AWS documents it for Anthropic Claude and Amazon Nova models only, and
             other models may refuse a request with it: pass False for them. A failure is
@@ -797,7 +817,10 @@ def wrap_message(
     if style == "openai-chat":
         return {"role": "tool", "tool_call_id": call_id, "content": content}
     if style == "openai-responses":
-        return {"type": "function_call_output", "call_id": call_id, "output": content}
+        # A custom tool's call (free-form input) takes its own output item type: the API
+        # refuses a `function_call_output` for it.
+        kind = "custom_tool_call_output" if is_free_form(call) else "function_call_output"
+        return {"type": kind, "call_id": call_id, "output": content}
     if style == "anthropic":
         message: dict[str, Any] = {
             "type": "tool_result",
@@ -1557,7 +1580,8 @@ def assistant_turn(
 
     Append the items to the conversation, then the results: `openai-chat` gives one
     `assistant` message with `tool_calls`; `openai-responses` the assistant text as a message
-    item, then one `function_call` item per call; `anthropic` one `assistant` message of a
+    item, then one `function_call` item per call (a `custom_tool_call` item, its `input` the
+    call's text, for a custom tool's call: type `custom`); `anthropic` one `assistant` message of a
     `text` block and `tool_use` blocks; `gemini` one `model` content of a `text` part and
     `functionCall` parts; `bedrock-converse` one `assistant` message of a `text` block and
     `toolUse` blocks. An empty list when there is neither text nor a call.
@@ -1619,6 +1643,13 @@ def assistant_turn(
         items: list[dict[str, Any]] = [{"role": "assistant", "content": said}] if said else []
         items += [
             {
+                "type": "custom_tool_call",
+                "call_id": call_id_for(call),
+                "name": _sent_name(call),
+                "input": call.arguments,
+            }
+            if is_free_form(call)
+            else {
                 "type": "function_call",
                 "call_id": call_id_for(call),
                 "name": _sent_name(call),

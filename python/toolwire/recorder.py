@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 from toolwire.coercion import pointer
 from toolwire.events import CallCompleted, StreamEnded
 from toolwire.formats._fields import get, plain
-from toolwire.payloads import compact_json, require_call
+from toolwire.payloads import FREE_FORM_TYPE, compact_json, is_free_form, require_call
 from toolwire.replay import (
     CORPUS_SCHEMA_VERSION,
     STREAM_LIMIT_DEFAULTS,
@@ -646,6 +646,10 @@ class Recorder:
             "call_id": call.id,
             "arguments": arguments,
         }
+        if is_free_form(call):
+            # A custom tool's free-form input: replayed as JSON arguments it would read as
+            # invalid JSON rather than as the `free_form_call` it was.
+            record["type"] = FREE_FORM_TYPE
         schema_digest = self._hash(call.name, toolset)
         if schema_digest is not None:
             record["schema_hash"] = schema_digest

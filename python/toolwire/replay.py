@@ -26,7 +26,9 @@ around it forever), a symbolic link to a file is read.
     that carried part of them could not be read: `lost_event`), `{"mismatch": reason}` (the
     stream's events disagreed about them: `arguments_mismatch`) or `{"refused": limit}` (the
     response passed its `max_calls` or `max_stream_bytes` limit and was refused whole:
-    `too_large`; the replay takes it past the same limit again).
+    `too_large`; the replay takes it past the same limit again). `"type": "custom"` marks a
+    custom tool's call, whose text is its free-form input: replayed as such, never as JSON
+    (`free_form_call`).
 
   Plain lines before any record form one stream entry named after the file, so a JSONL file of
   SDK chunks or events is a corpus as it is.
@@ -79,6 +81,7 @@ from typing import Any, Literal, Protocol, TypeAlias, cast, get_args
 from toolwire._core import MisuseError, ToolCall
 from toolwire.assembler import Assembler, read_chunks_as
 from toolwire.formats import WireFormat
+from toolwire.payloads import FREE_FORM_TYPE
 from toolwire.toolset import Toolset
 from toolwire.validation import Outcome
 
@@ -201,6 +204,8 @@ class Entry:
         body: The stream's raw SSE bytes (`.sse` files and `body` records).
         tool: The tool name (call entries).
         call_id: The call id (call entries).
+        call_type: The call type when it is `custom` (a custom tool's call, whose arguments
+            are its free-form input: call entries), else None.
         arguments: The raw argument text (call entries).
         expect: One expectation per call, or None when the entry carries no `expect`.
         schema_hashes: Tool name to the schema hash recorded with the entry.
@@ -220,6 +225,7 @@ class Entry:
     body: bytes | None = None
     tool: str | None = None
     call_id: str | None = None
+    call_type: str | None = None
     arguments: str = ""
     expect: tuple[Expectation, ...] | None = None
     schema_hashes: Mapping[str, str] = field(default_factory=lambda: {})
@@ -408,6 +414,9 @@ def _entry_from_record(
         if not isinstance(arguments, str) or not (tool is None or isinstance(tool, str)):
             raise CorpusError(f"{where}: a call record needs string 'tool' and 'arguments'")
         call_id = record.get("call_id")
+        call_type = record.get("type")
+        if call_type is not None and call_type != FREE_FORM_TYPE:
+            raise CorpusError(f"{where}: a call record's 'type' may only be {FREE_FORM_TYPE!r}")
         end = _parse_end(record.get("end"), where)
         return Entry(
             key=keys(source, ident),
@@ -415,6 +424,7 @@ def _entry_from_record(
             kind="call",
             tool=tool,
             call_id=call_id if isinstance(call_id, str) else None,
+            call_type=call_type,
             arguments=arguments,
             end=end,
             expect=_parse_expect(record.get("expect"), "call", where),
@@ -955,7 +965,13 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
     text_parts: list[str] = []
     if entry.kind == "call":
         try:
-            asm.feed(0, id=entry.call_id, name=entry.tool, arguments=raw_bytes(entry.arguments))
+            asm.feed(
+                0,
+                id=entry.call_id,
+                name=entry.tool,
+                type=entry.call_type,
+                arguments=raw_bytes(entry.arguments),
+            )
             end = entry.end or {}
             if "stop" in end:
                 asm.stop(end["stop"])

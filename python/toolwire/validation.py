@@ -383,8 +383,8 @@ class Outcome:
         retryable: True if asking the model to call again can fix it.
         error_type: A stable slug for the failure (`validation`, `truncated`, `invalid_json`,
             `not_object`, `too_large`, `unknown_tool`, `missing_name`, `filtered`,
-            `lost_event`, `arguments_mismatch`, `business_rule`, `needs_clarification`,
-            `no_result`, `tool_failed`);
+            `lost_event`, `arguments_mismatch`, `free_form_call`, `business_rule`,
+            `needs_clarification`, `no_result`, `tool_failed`);
             "" when ok.
         message: One sentence about the failure for the model.
         hint: Advice for the model (and for whoever reads the logs).
@@ -629,6 +629,7 @@ class _NoIdCall:
 
     name: str
     id: str | None = None
+    type: str | None = None
 
 
 def answered_call(outcome: Outcome, call: CallLike | None) -> tuple[str, Named]:
@@ -643,8 +644,10 @@ def answered_call(outcome: Outcome, call: CallLike | None) -> tuple[str, Named]:
     call_id = answering_id(call, outcome.call_id, outcome.synthetic_id)
     if call is not None:
         return call_id, call
-    # The provider never saw a made-up id: Gemini's answer goes by the name alone.
-    return call_id, _NoIdCall(outcome.tool, outcome.call_id or None)
+    # The provider never saw a made-up id: Gemini's answer goes by the name alone. A custom
+    # tool's call is answered with a `custom_tool_call_output` (Responses).
+    kind = "custom" if outcome.error_type == "free_form_call" else None
+    return call_id, _NoIdCall(outcome.tool, outcome.call_id or None, kind)
 
 
 class _HasId(Protocol):
@@ -4954,6 +4957,11 @@ def outcome_for_call_error(
         # The stream contradicted itself about the arguments, not the model: sent again, the
         # call is read whole.
         return fail("arguments_mismatch", text("msg.arguments_mismatch", lang))
+    if kind == "free_form_call":
+        # A custom tool's free-form input (Responses `custom_tool_call`): no JSON-schema tool
+        # of the toolset takes it, and calling it again cannot change that.
+        name = json.dumps(shown_text(tool), ensure_ascii=False)
+        return fail("free_form_call", text("msg.free_form_call", lang, name=name), retryable=False)
     if kind == "unknown_tool":
         name = json.dumps(shown_text(tool), ensure_ascii=False)
         return fail("unknown_tool", text("msg.unknown_tool", lang, name=name, names=names))

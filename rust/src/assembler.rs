@@ -43,6 +43,12 @@ use crate::schema::{ToolSchema, REDACTED};
 use crate::tokens::same_tokens;
 use crate::value::{build, BuildOptions, PartialOptions, Sink};
 
+/// The call type of a free-form call (a Responses `custom_tool_call`): its text is the tool's
+/// input as the model wrote it, not JSON arguments. Such a call is not parsed, pre-checked or
+/// tracked for progress; it ends as an [`ErrorKind::FreeFormCall`] error with its text kept
+/// (see [`Assembler::finish`]), as no JSON-schema tool can run it.
+pub const FREE_FORM_KIND: &str = "custom";
+
 /// How one delta carries arguments.
 #[derive(Debug, Clone, Copy)]
 pub enum Arguments<'a> {
@@ -1503,12 +1509,16 @@ impl Assembler {
         if let Some(kind) = delta.kind.filter(|k| !k.is_empty()) {
             if call.kind.is_none() {
                 call.kind = Some(kind.to_owned());
+                if kind == FREE_FORM_KIND {
+                    // Its text is no JSON: nothing of it is a value to show as it grows.
+                    quiet(call);
+                }
             }
         }
         if let Some(name) = delta.name.filter(|n| !n.is_empty()) {
             if name != call.name {
                 call.name.push_str(name);
-                if let Some(reg) = registry {
+                if let Some(reg) = registry.filter(|_| !is_free_form(call)) {
                     attach_check(call, reg);
                 }
             }
@@ -1554,7 +1564,7 @@ impl Assembler {
                     extra_arguments(call, text);
                 } else {
                     call.mode = ArgMode::Value;
-                    if let Some(reg) = registry {
+                    if let Some(reg) = registry.filter(|_| !is_free_form(call)) {
                         attach_check(call, reg);
                     }
                     push_checked(call, text);
@@ -2402,10 +2412,9 @@ impl Assembler {
                 deferred,
                 stream_limits,
             );
-            let about_the_stand_in = done
-                .error
-                .as_ref()
-                .map_or(true, |e| e.kind == ErrorKind::SchemaViolation);
+            let about_the_stand_in = done.error.as_ref().map_or(true, |e| {
+                matches!(e.kind, ErrorKind::SchemaViolation | ErrorKind::FreeFormCall)
+            });
             if cut_before_arguments && about_the_stand_in {
                 done.arguments.clear();
                 done.complete = false;
@@ -2453,6 +2462,7 @@ impl Assembler {
 /// the call has a name, and the text is not blank.
 fn deferrable(call: &Call, registry: Option<&Registry>) -> bool {
     registry.is_none()
+        && !is_free_form(call)
         && call.check.is_none()
         && call.progress.is_none()
         && call.held.is_none()
@@ -2670,58 +2680,64 @@ fn finish_call(
         call.sync();
     }
     let mut warnings = std::mem::take(&mut call.warnings);
-    let blank = !deferred && call.scanner.is_blank() && call.mode != ArgMode::Value;
-    let json_result = if blank || deferred {
-        Ok(())
+    let (arguments, error, json_ok) = if is_free_form(call) {
+        free_form_verdict(call)
     } else {
-        match (&mut call.check, scanned_progress(&mut call.progress)) {
-            (Some(check), _) => check.finish(&mut call.scanner),
-            (None, Some(p)) => call.scanner.finish_with(p),
-            (None, None) => call.scanner.finish(),
-        }
-    };
-    let arguments = if blank {
-        warnings.push(warning::EMPTY_ARGUMENTS);
-        b"{}".to_vec()
-    } else {
-        call.scanner.take_text()
+        let blank = !deferred && call.scanner.is_blank() && call.mode != ArgMode::Value;
+        let json_result = if blank || deferred {
+            Ok(())
+        } else {
+            match (&mut call.check, scanned_progress(&mut call.progress)) {
+                (Some(check), _) => check.finish(&mut call.scanner),
+                (None, Some(p)) => call.scanner.finish_with(p),
+                (None, None) => call.scanner.finish(),
+            }
+        };
+        let arguments = if blank {
+            warnings.push(warning::EMPTY_ARGUMENTS);
+            b"{}".to_vec()
+        } else {
+            call.scanner.take_text()
+        };
+        let json_ok = json_result.is_ok() && !deferred;
+        let error = if let Some(reason) = &call.stopped {
+            Some(Error::with_message(
+                ErrorKind::Filtered,
+                arguments.len(),
+                String::new(),
+                format!("the provider stopped this call ({reason})"),
+            ))
+        } else if call.name.is_empty() {
+            Some(Error::new(ErrorKind::MissingName, 0, String::new()))
+        } else if registry.is_some_and(|r| !r.contains(&call.name)) {
+            registry.map(|r| crate::precheck::unknown_tool(&call.name, r))
+        } else if let Some(e) = call.arrival.take() {
+            Some(*e)
+        } else if deferred {
+            None
+        } else if blank {
+            registry.and_then(|r| r.check_complete(&call.name, b"{}"))
+        } else if let Some(e) = json_verdict(&arguments, json_result) {
+            Some(e)
+        } else {
+            let repeated_keys = call.scanner.repeated_keys();
+            match (&call.check, registry) {
+                (Some(check), Some(registry)) => check.first_error(
+                    registry,
+                    &call.name,
+                    &arguments,
+                    repeated_keys,
+                    call.scanner.config(),
+                ),
+                (check, _) => check.as_ref().and_then(|c| c.errors().next().cloned()),
+            }
+        };
+        (arguments, error, json_ok)
     };
     if contains_replacement_character(&arguments) {
         warnings.push(warning::REPLACEMENT_CHARACTER);
     }
-    let json_ok = json_result.is_ok() && !deferred;
-    let error = if let Some(reason) = &call.stopped {
-        Some(Error::with_message(
-            ErrorKind::Filtered,
-            arguments.len(),
-            String::new(),
-            format!("the provider stopped this call ({reason})"),
-        ))
-    } else if call.name.is_empty() {
-        Some(Error::new(ErrorKind::MissingName, 0, String::new()))
-    } else if registry.is_some_and(|r| !r.contains(&call.name)) {
-        registry.map(|r| crate::precheck::unknown_tool(&call.name, r))
-    } else if let Some(e) = call.arrival.take() {
-        Some(*e)
-    } else if deferred {
-        None
-    } else if blank {
-        registry.and_then(|r| r.check_complete(&call.name, b"{}"))
-    } else if let Some(e) = json_verdict(&arguments, json_result) {
-        Some(e)
-    } else {
-        let repeated_keys = call.scanner.repeated_keys();
-        match (&call.check, registry) {
-            (Some(check), Some(registry)) => check.first_error(
-                registry,
-                &call.name,
-                &arguments,
-                repeated_keys,
-                call.scanner.config(),
-            ),
-            (check, _) => check.as_ref().and_then(|c| c.errors().next().cloned()),
-        }
-    };
+    let free_form = is_free_form(call);
     let mut id = call.id.take();
     if let (Some(wire), Some(renamed)) = (&id, renamed_id) {
         warnings.push(warning::DUPLICATE_ID);
@@ -2743,13 +2759,48 @@ fn finish_call(
         metadata: std::mem::take(&mut call.metadata),
         warnings,
         complete: json_ok,
-        plain_numbers: call.scanner.plain_numbers() && !deferred,
+        plain_numbers: call.scanner.plain_numbers() && !deferred && !free_form,
         precheck_registry: registry.cloned(),
         unscanned: deferred,
         limits: *call.scanner.config(),
         stream_limits,
         stop_reason: call.stopped.clone(),
     }
+}
+
+/// The text and error of a free-form call (see [`FREE_FORM_KIND`]), whose text is kept as
+/// it came (empty when none did: an empty input is an input) and never judged as JSON. What
+/// stopped, cut or broke it comes first, as for any call; otherwise it is a
+/// [`ErrorKind::FreeFormCall`] error, so that it never runs as JSON arguments.
+fn free_form_verdict(call: &mut Call) -> (Vec<u8>, Option<Error>, bool) {
+    let overflowed = call.scanner.overflowed();
+    let limit = call.scanner.config().max_bytes;
+    let arguments = call.scanner.take_text();
+    let error = if let Some(reason) = &call.stopped {
+        Error::with_message(
+            ErrorKind::Filtered,
+            arguments.len(),
+            String::new(),
+            format!("the provider stopped this call ({reason})"),
+        )
+    } else if call.name.is_empty() {
+        Error::new(ErrorKind::MissingName, 0, String::new())
+    } else if let Some(e) = call.arrival.take() {
+        *e
+    } else if overflowed {
+        Error::new(ErrorKind::TooLarge, limit, String::new())
+    } else {
+        Error::with_message(
+            ErrorKind::FreeFormCall,
+            0,
+            String::new(),
+            format!(
+                "{:?} is a custom tool: its input is free-form text, not json arguments",
+                call.name
+            ),
+        )
+    };
+    (arguments, Some(error), false)
 }
 
 /// The error of a text from its scan: the JSON error, or `not_object` for valid JSON that is
@@ -3068,6 +3119,10 @@ fn late_fragment(call: &mut Call, arguments: Option<Arguments<'_>>) {
 }
 
 fn early_errors(call: &Call) -> (Option<&Error>, Vec<&Error>) {
+    if is_free_form(call) {
+        // Free-form text is not JSON: what the scanner finds in it is no error of the call's.
+        return (None, Vec::new());
+    }
     match call.held.as_ref().and_then(|h| h.early.as_ref()) {
         Some(early) => (early.grammar.as_ref(), early.checks.iter().collect()),
         None => (
@@ -3127,13 +3182,18 @@ fn settle_name(call: &mut Call, registry: Option<&Registry>) {
     }
 }
 
+/// Whether `call` is a free-form call (see [`FREE_FORM_KIND`]).
+fn is_free_form(call: &Call) -> bool {
+    call.kind.as_deref() == Some(FREE_FORM_KIND)
+}
+
 fn certain_grammar_error(scanner: &Scanner) -> Option<&Error> {
     scanner.error().filter(|e| !e.kind.is_incomplete())
 }
 
 /// True when `call` (synced, its name settled) has an error no later input can fix.
 fn call_has_certain_error(call: &Call) -> bool {
-    has_certain_error(&call.scanner, call.check.as_deref())
+    (!is_free_form(call) && has_certain_error(&call.scanner, call.check.as_deref()))
         || call.arrival.is_some()
         || call.stopped.is_some()
         || call.held.as_ref().is_some_and(|h| h.early.is_some())

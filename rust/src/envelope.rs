@@ -46,6 +46,11 @@
 //!   `\uXXXX` escape, so the argument scanner reports it at its offset.
 //! - Blank ids and names (`""`, and `"null"` for ids) become `None` here already (quirks 11,
 //!   14, 15); the assembler does the same for deltas fed from Python.
+//! - A Responses `custom_tool_call` item is a call of type [`FREE_FORM_KIND`]: its free-form
+//!   input is fed once, whole, from `custom_tool_call_input.done` or the finished item
+//!   (whichever comes first), decoded as plain text; its deltas only open a call whose
+//!   `output_item.added` was lost. The JSON rules for fragments (resends, repeats) do not
+//!   apply to text that is no JSON.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -57,7 +62,7 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::assembler::{Arguments, Delta};
+use crate::assembler::{Arguments, Delta, FREE_FORM_KIND};
 use crate::progress::Recorded;
 
 #[macro_use]
@@ -396,6 +401,8 @@ wire_struct! {
         /// Responses: a string; Anthropic: an object.
         delta: Option<&'a RawValue> = "delta",
         arguments: Option<&'a RawValue> = "arguments",
+        /// The whole free-form text of a custom tool call (`custom_tool_call_input.done`).
+        input: Option<&'a RawValue> = "input",
         /// A [`ResponseObject`], parsed only for the final Responses events.
         response: Option<&'a RawValue> = "response",
         // Anthropic
@@ -480,6 +487,8 @@ wire_struct! {
         call_id: Option<Str<'a>> = "call_id" => opt_str,
         name: Option<Str<'a>> = "name" => opt_str,
         arguments: Option<&'a RawValue> = "arguments",
+        /// A `custom_tool_call`'s free-form text.
+        input: Option<&'a RawValue> = "input",
     }
 }
 
@@ -1306,7 +1315,7 @@ impl Decoder {
         match t {
             "response.output_item.added" => {
                 let item: Option<Item<'_>> = nested(env.item)?;
-                let Some(item) = item.filter(|i| is_kind(i.kind.as_ref(), "function_call")) else {
+                let Some(item) = item.filter(is_call_item) else {
                     return Ok(());
                 };
                 let index = env
@@ -1351,7 +1360,7 @@ impl Decoder {
             }
             "response.output_item.done" => {
                 let item: Option<Item<'_>> = nested(env.item)?;
-                let Some(item) = item.filter(|i| is_kind(i.kind.as_ref(), "function_call")) else {
+                let Some(item) = item.filter(is_call_item) else {
                     return Ok(());
                 };
                 let key = self.item_key(env, item.id.as_ref().map(Str::as_str), None::<&mut F>);
@@ -1376,7 +1385,9 @@ impl Decoder {
                         emit(call(Some(key), None, Some(name), None, None, None));
                     }
                 }
-                if let Some(raw) = raw_str(item.arguments) {
+                if is_free_form(&item) {
+                    self.free_form_input(key, item.input, emit);
+                } else if let Some(raw) = raw_str(item.arguments) {
                     self.verify(key, raw, emit);
                 } else {
                     self.summary_value(key, item.arguments, emit);
@@ -1388,6 +1399,15 @@ impl Decoder {
                 if let Some(state) = latest.and_then(|p| self.items.get_mut(p)) {
                     state.ended = true;
                 }
+            }
+            "response.custom_tool_call_input.delta" => {
+                // Its text is taken whole from the `.done` event or the finished item: the
+                // deltas only open the call when its `added` was lost, so it is not dropped.
+                self.free_form_key(env, emit);
+            }
+            "response.custom_tool_call_input.done" => {
+                let key = self.free_form_key(env, emit);
+                self.free_form_input(key, env.input, emit);
             }
             "response.created" => self.start(emit),
             "response.output_text.delta" => {
@@ -1419,7 +1439,7 @@ impl Decoder {
         };
         for (position, raw) in output.iter().enumerate() {
             let item: Item<'_> = serde_json::from_str(raw.get()).map_err(EventError::Malformed)?;
-            if !is_kind(item.kind.as_ref(), "function_call") {
+            if !is_call_item(&item) {
                 continue;
             }
             let event = format!(
@@ -1448,7 +1468,8 @@ impl Decoder {
         let meta = (!item_id.is_empty()).then(|| json_string(item_id));
         let metadata = meta.as_deref().map(|m| ("item_id", m));
         let name = non_blank(item.name.as_ref());
-        let mut action = call(Some(key), call_id, name, None, None, metadata);
+        let kind = is_free_form(item).then_some(FREE_FORM_KIND);
+        let mut action = call(Some(key), call_id, name, kind, None, metadata);
         if let Action::Call {
             shown_index, delta, ..
         } = &mut action
@@ -1508,7 +1529,7 @@ impl Decoder {
                     self.let_go(&before, emit);
                 }
             }
-            decode_text(raw, &mut self.scratch);
+            decode_text(raw, &mut self.scratch, Lone::Escape);
             let held = self.set_aside(key, emit);
             if let Some(state) = self.items.get_mut(pos) {
                 state.provisional = held;
@@ -1706,6 +1727,60 @@ impl Decoder {
         self.items
             .push(ItemState::new(shown, key, id, false, FNV_OFFSET));
         key
+    }
+
+    /// The key of a custom tool call's input event. An item never announced (its
+    /// `output_item.added` was lost) is opened here as a free-form call without a name, as a
+    /// function call's delta opens one: its `output_item.done` names it, else it ends
+    /// `missing_name`, never dropped.
+    fn free_form_key<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        env: &Envelope<'_>,
+        emit: &mut F,
+    ) -> i64 {
+        let before = self.items.len();
+        let key = self.item_key(env, None, Some(&mut *emit));
+        if self.items.len() > before {
+            emit(call(
+                Some(key),
+                None,
+                None,
+                Some(FREE_FORM_KIND),
+                None,
+                None,
+            ));
+        }
+        key
+    }
+
+    /// The whole free-form text of the custom tool call at `key` (from its `.done` event or
+    /// its finished item), fed once as the call's text: a later copy repeats it.
+    fn free_form_input<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        key: i64,
+        input: Option<&RawValue>,
+        emit: &mut F,
+    ) {
+        let Some(raw) = raw_str(input) else {
+            return;
+        };
+        let Some(state) = self
+            .items
+            .latest_under(key)
+            .and_then(|p| self.items.get_mut(p))
+        else {
+            return;
+        };
+        if state.ended || std::mem::replace(&mut state.has_text, true) {
+            return;
+        }
+        // Plain text, not JSON: an unpaired surrogate half is U+FFFD (warning
+        // `replacement_character`), as in assistant text; its `\uXXXX` escape would change
+        // what the input says.
+        decode_text(raw, &mut self.scratch, Lone::Replace);
+        if !self.scratch.is_empty() {
+            emit(args(Some(key), Arguments::Text(&self.scratch)));
+        }
     }
 
     fn responses_fragment<F: FnMut(Action<'_>) -> bool>(
@@ -1962,7 +2037,7 @@ impl Decoder {
         }
         let text = input.starts_with('"');
         if text {
-            decode_text(input, &mut self.scratch);
+            decode_text(input, &mut self.scratch, Lone::Escape);
         } else {
             canonical(input, &mut self.scratch);
         }
@@ -2080,6 +2155,16 @@ fn call<'a>(
 /// A delta that only carries an argument fragment or value.
 fn args(index: Option<i64>, arguments: Arguments<'_>) -> Action<'_> {
     call(index, None, None, None, Some(arguments), None)
+}
+
+/// A Responses item the caller must answer: a `function_call`, or a `custom_tool_call`
+/// (free-form input: see [`FREE_FORM_KIND`]).
+fn is_call_item(item: &Item<'_>) -> bool {
+    is_kind(item.kind.as_ref(), "function_call") || is_free_form(item)
+}
+
+fn is_free_form(item: &Item<'_>) -> bool {
+    is_kind(item.kind.as_ref(), "custom_tool_call")
 }
 
 fn is_kind(kind: Option<&Str<'_>>, want: &str) -> bool {
@@ -2200,12 +2285,12 @@ fn still_kept<F: FnMut(Action<'_>) -> bool>(emit: &mut F) -> bool {
 /// Decode the JSON string literal `raw` onto `out` (cleared first) as argument text: a
 /// surrogate half without its partner, even a trailing one, written back as its escape. The
 /// text a set-aside string is fed as, whole.
-fn decode_text(raw: &str, out: &mut Vec<u8>) {
+fn decode_text(raw: &str, out: &mut Vec<u8>, lone: Lone) {
     out.clear();
     let mut pending = None;
-    unescape(raw, out, &mut pending, Lone::Escape);
+    unescape(raw, out, &mut pending, lone);
     if let Some(unit) = pending {
-        push_lone(out, unit, Lone::Escape);
+        push_lone(out, unit, lone);
     }
 }
 

@@ -59,6 +59,11 @@ pub enum ErrorKind {
     /// the provider ended a call whose value was not whole. The text is kept as the fragments
     /// made it; the call must not be executed.
     ArgumentsMismatch,
+    /// A call to a custom tool (a Responses `custom_tool_call`): its input is free-form text,
+    /// not JSON arguments, so it is neither parsed nor checked against a schema. The text is
+    /// kept as the call's arguments; the application runs such a tool itself or answers the
+    /// call with an error.
+    FreeFormCall,
 }
 
 impl ErrorKind {
@@ -89,6 +94,7 @@ impl ErrorKind {
             Self::Filtered => "filtered",
             Self::LostEvent => "lost_event",
             Self::ArgumentsMismatch => "arguments_mismatch",
+            Self::FreeFormCall => "free_form_call",
         }
     }
 
@@ -125,6 +131,7 @@ impl ErrorKind {
             Self::Filtered => "the provider stopped this call",
             Self::LostEvent => "part of this call may have been lost in transit",
             Self::ArgumentsMismatch => "the stream's events disagree about this call's arguments",
+            Self::FreeFormCall => "a custom tool call: its input is free-form text, not json",
         }
     }
 }

@@ -559,6 +559,13 @@ impl Scanner {
         std::mem::take(&mut self.text)
     }
 
+    /// True once bytes past `max_bytes` were offered: the text holds only the first
+    /// `max_bytes` of them, whatever error the scan found first.
+    #[must_use]
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
     /// The first error found, if any.
     #[must_use]
     pub fn error(&self) -> Option<&Error> {

@@ -25,8 +25,15 @@ Design notes:
 - `response.output_item.done` ends the call. `response.incomplete` with reason `content_filter`
   (or `safety` or `refusal`, in any ASCII case, as the raw path reads it), `response.failed`,
   `response.cancelled` and a stream `error` event stop the open calls.
-- Only `function_call` items are tool calls for the caller; hosted tools (web search, code
-  interpreter) run on the server and custom tools stream free text, so they are not assembled.
+- `function_call` and `custom_tool_call` items are tool calls for the caller; hosted tools
+  (web search, code interpreter) run on the server, so they are not assembled.
+- A `custom_tool_call` (a custom tool: free-form input, maybe grammar-constrained) is a call
+  of type `custom` whose text is its input as the model wrote it: the core never reads it as
+  JSON nor pre-checks it, and ends it as a `free_form_call` error with the text kept, so it is
+  answered (`custom_tool_call_output`) and never run as JSON arguments. The text is taken
+  whole from `response.custom_tool_call_input.done` or the finished item, whichever comes
+  first; the input deltas only open the call when its `output_item.added` was lost. As on
+  the raw SSE path.
 - The arguments an `output_item.added` carries are held until a delta or summary replaces them
   or the item ends: counted toward `max_stream_bytes` while held (`Sink._set_aside`), given back
   when replaced or fed, and not kept at all past `max_bytes` (the call is `too_large`) or past the
@@ -63,12 +70,15 @@ from toolwire.formats._types import (
     stops_calls,
     unreadable,
 )
-from toolwire.formats._utf16 import Utf16, escape_lone_surrogates
+from toolwire.formats._utf16 import Utf16, escape_lone_surrogates, replace_lone_surrogates
+from toolwire.payloads import FREE_FORM_TYPE
 
 __all__ = ["ResponsesAdapter"]
 
 # `response.cancelled` has no event class in the openai SDK: it yields the event as the first
 # class of its union with the fields kept (`get` reads them), so it is matched by `type` alone.
+_CALL_ITEMS = frozenset(("function_call", "custom_tool_call"))
+
 _FINAL = frozenset(
     ("response.completed", "response.incomplete", "response.failed", "response.cancelled")
 )
@@ -215,6 +225,11 @@ class ResponsesAdapter:
             self._summary(self._delta_index(chunk, sink), get(chunk, "arguments"), sink, info)
         elif kind == "response.output_item.done":
             self._item(chunk, sink, info, done=True)
+        elif kind == "response.custom_tool_call_input.delta":
+            self._free_form_index(chunk, sink, info)
+        elif kind == "response.custom_tool_call_input.done":
+            index = self._free_form_index(chunk, sink, info)
+            self._free_form_input(index, get(chunk, "input"), sink, info)
         elif kind in _FINAL:
             self._finished(get(chunk, "response"), kind, sink, info)
         elif kind == "error":
@@ -240,6 +255,33 @@ class ResponsesAdapter:
             self._open(index, index if output_index is None else output_index, item_id)
             calls.unannounced.add(index)
         return index
+
+    def _free_form_index(self, event: object, sink: Sink, info: ChunkInfo) -> int:
+        """The key of a custom tool call's input event. An item never announced (its
+        `output_item.added` was lost) is opened here as a free-form call without a name, so
+        that it is not dropped: its `output_item.done` names it, else it ends `missing_name`.
+        """
+        opened = len(self._calls.order)
+        index = self._delta_index(event, sink)
+        if len(self._calls.order) > opened:
+            ordinal = self._utf16.feed(sink, index, type=FREE_FORM_TYPE)
+            info.feeds.append(FeedRecord(ordinal, None, None))
+        return index
+
+    def _free_form_input(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
+        """The whole free-form text of the custom tool call at `index`, fed once as the
+        call's text: a later copy (the finished item after the `.done` event) repeats it."""
+        calls = self._calls
+        if not isinstance(value, str) or index not in calls.opened or index in calls.ended:
+            return
+        if index in calls.with_arguments:
+            return
+        calls.with_arguments.add(index)
+        if value:
+            # Plain text, not JSON: an unpaired surrogate half is U+FFFD, as on the raw path.
+            ordinal = sink.feed(index, arguments=replace_lone_surrogates(value))
+            calls.ordinals[index] = ordinal
+            info.feeds.append(FeedRecord(ordinal, None, None))
 
     def _output_index(self, event: object) -> int | None:
         index = position_of(get(event, "output_index"))
@@ -283,7 +325,7 @@ class ResponsesAdapter:
 
     def _item(self, event: object, sink: Sink, info: ChunkInfo, *, done: bool) -> None:
         item = get(event, "item")
-        if get(item, "type") != "function_call":
+        if str_or_none(get(item, "type")) not in _CALL_ITEMS:
             return
         calls = self._calls
         item_id = _item_id(item, "id")
@@ -351,7 +393,10 @@ class ResponsesAdapter:
             else:
                 calls.nameless.add(index)
         if done:
-            self._summary(index, get(item, "arguments"), sink, info)
+            if get(item, "type") == "custom_tool_call":
+                self._free_form_input(index, get(item, "input"), sink, info)
+            else:
+                self._summary(index, get(item, "arguments"), sink, info)
             self._feed_provisional(index, sink, info)
             self._utf16.release(sink, index)
             sink.end(index)
@@ -394,8 +439,9 @@ class ResponsesAdapter:
         # A bridge that sends no `call_id` gets its item id back, as on the raw SSE path.
         call_id = str_or_none(get(item, "call_id")) or item_id
         name = str_or_none(get(item, "name"))
+        kind = FREE_FORM_TYPE if get(item, "type") == "custom_tool_call" else None
         # An item event starts its call: the same item again is that call sent again.
-        ordinal = self._utf16.feed(sink, index, id=call_id, name=name, start=True)
+        ordinal = self._utf16.feed(sink, index, id=call_id, name=name, type=kind, start=True)
         set_index = getattr(sink, "_set_index", None)
         if output_index is not None and output_index != index and set_index is not None:
             # Keyed apart from another item under this `output_index`, it still reports it.
@@ -522,7 +568,7 @@ class ResponsesAdapter:
         if not isinstance(output, list):
             return
         for position, item in enumerate(cast("list[object]", output)):
-            if get(item, "type") == "function_call":
+            if str_or_none(get(item, "type")) in _CALL_ITEMS:
                 event = {
                     "type": "response.output_item.done",
                     "output_index": position,
