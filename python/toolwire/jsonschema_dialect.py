@@ -23,7 +23,11 @@ and from toolwire's own pre-check, which must never reject what validation accep
 * `jsonschema` runs each pattern search to its end, and a backtracking engine may take hours
   on a few dozen bytes of model output: each search is stopped after `PATTERN_SECONDS`, all
   those of one validation after `PATTERN_BUDGET_SECONDS` (`pattern_budget`), and one stopped
-  counts as no match. `regex` looks at the clock only between steps of its own, and comparing
+  counts as no match. `regex` reads its `timeout` on this process's CPU time (C's `clock()`),
+  not on the wall clock: a process given a tenth of a core (a loaded host) searched for ten
+  times `PATTERN_SECONDS`. A search therefore gets a tenth of its time first, and, if that runs
+  out, the CPU time the process was seen to get in the wall-clock time left
+  (`_bounded_search`). `regex` looks at the clock only between steps of its own, and comparing
   a long run of literal text is one: `^(?:a{2000}){1,50}$` (the 2,000 `a`s written out) took
   seconds on a few thousand characters despite the timeout, and a 50,000-character alternation
   of words as long to compile. A pattern longer than `MAX_PATTERN_CHARS`, or with a run of
@@ -47,6 +51,7 @@ import contextvars
 import copy
 import functools
 import math
+import os
 import re
 import time
 import warnings
@@ -199,12 +204,50 @@ def pattern_budget(seconds: float = PATTERN_BUDGET_SECONDS) -> Generator[None, N
 
 
 def _engine_search(compiled: Any, text: str, timeout: float) -> bool:
-    """One search by `regex`, stopped after `timeout` seconds (a test replaces it).
+    """One search by `regex`, stopped after `timeout` seconds of this process's CPU time (a
+    test replaces it).
 
     Raises:
         TimeoutError: The search ran out of time.
     """
     return compiled.search(text, timeout=timeout) is not None
+
+
+_FIRST_SLICE = 0.1
+"""The share of a search's wall-clock time given as CPU time to its first try."""
+
+_CORES = float(os.cpu_count() or 1)
+
+
+def _bounded_search(compiled: Any, text: str, seconds: float) -> bool:
+    """One search stopped after about `seconds` of wall-clock time.
+
+    `regex` stops a search after a CPU time, and a process given a share of a core spends it
+    in that time divided by the share. The first try gets `_FIRST_SLICE` of `seconds`: a
+    search that finds its answer in that (the usual case) runs once. One that runs out shows
+    the share (the CPU time it was given over the wall-clock time it took), and the second,
+    last try gets the CPU time that share gives in the wall-clock time left. It starts over,
+    so it runs only when it gets more than the first did; at a full share a search is given
+    all but nothing of `seconds` in all, at a tenth of a core it ends after about `seconds`.
+
+    Raises:
+        TimeoutError: The search ran out of time.
+    """
+    started = _clock()
+    first = seconds * _FIRST_SLICE
+    try:
+        return _engine_search(compiled, text, first)
+    except TimeoutError:
+        took = _clock() - started
+    left = seconds - took
+    # The share exceeds 1 when other threads of the process spend CPU time meanwhile (the
+    # clock counts theirs too); it cannot exceed the number of cores.
+    share = min(first / took, _CORES) if took > 0 else 1.0
+    rest = left * share
+    if rest <= first:
+        # A try no longer than the one that ran out would run out again.
+        raise TimeoutError
+    return _engine_search(compiled, text, rest)
 
 
 class _Compiled(Protocol):
@@ -322,7 +365,7 @@ def search(pattern: str, text: str, *, out_of_time: bool = False) -> bool:
     if not stoppable:
         return compiled.search(text) is not None
     try:
-        return _engine_search(compiled, text, timeout)
+        return _bounded_search(compiled, text, timeout)
     except TimeoutError:
         return out_of_time
 

@@ -363,23 +363,40 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Few<T> {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an array")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let Some(first) = seq.next_element()? else {
-                    return Ok(Few::Zero);
-                };
-                let Some(second) = seq.next_element()? else {
-                    return Ok(Few::One(first));
-                };
-                let mut all = Vec::with_capacity(4);
-                all.push(first);
-                all.push(second);
-                while let Some(x) = seq.next_element()? {
-                    all.push(x);
-                }
-                Ok(Few::Many(all))
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                let mut mismatch = None;
+                let read = <Few<T> as wire::Direct>::from_array(seq, &mut mismatch)?;
+                read.ok_or_else(|| {
+                    mismatch
+                        .unwrap_or(wire::Mismatch::Array)
+                        .error::<A::Error, Option<Few<T>>>()
+                })
             }
         }
         d.deserialize_seq(V(PhantomData))
+    }
+}
+
+impl<'de, T: Deserialize<'de>> wire::Direct<'de> for Few<T> {
+    const EXPECTED: &'static str = "an array";
+
+    fn from_array<A: SeqAccess<'de>>(
+        mut seq: A,
+        _: &mut Option<wire::Mismatch>,
+    ) -> Result<Option<Self>, A::Error> {
+        let Some(first) = seq.next_element()? else {
+            return Ok(Some(Few::Zero));
+        };
+        let Some(second) = seq.next_element()? else {
+            return Ok(Some(Few::One(first)));
+        };
+        let mut all = Vec::with_capacity(4);
+        all.push(first);
+        all.push(second);
+        while let Some(x) = seq.next_element()? {
+            all.push(x);
+        }
+        Ok(Some(Few::Many(all)))
     }
 }
 
@@ -3024,6 +3041,76 @@ pub(super) mod tests {
         assert!(serde_json::from_str::<Block<'_>>(r#"{"name":"n"}"#).is_err());
         // Only an object is read as one (the derive took an array as the fields in order).
         assert!(serde_json::from_str::<Function<'_>>(r#"["f","{}"]"#).is_err());
+    }
+
+    #[test]
+    fn a_hot_path_member_s_earlier_value_of_another_type_is_dropped() {
+        // The Chat members read directly (`choices`, `delta`, `tool_calls`, `function`): an
+        // earlier copy of any other JSON type is dropped as `json.loads` drops it, and only a
+        // last value of the wrong type makes the event malformed.
+        let chunk = |choices: &str, delta: &str, calls: &str, function: &str| {
+            format!(
+                r#"{{"choices":{choices},"choices":[{{"index":0,"delta":{delta},"delta":{{"tool_calls":{calls},"tool_calls":[{{"index":0,"function":{function},"function":{{"name":"g","arguments":"{{}}"}}}}]}}}}]}}"#
+            )
+        };
+        let others = [
+            "null",
+            "true",
+            "5",
+            "-1.5e3",
+            "\"x\"",
+            "{}",
+            "{\"a\":[1]}",
+            "[]",
+            "[{}]",
+        ];
+        for other in others {
+            for text in [
+                chunk(other, "{}", "[]", "{}"),
+                chunk("[]", other, "[]", "{}"),
+                chunk("[]", "{}", other, "{}"),
+                chunk("[]", "{}", "[]", other),
+            ] {
+                let env: Envelope<'_> = serde_json::from_str(&text).expect(&text);
+                let choices = env.choices.expect("choices");
+                let [choice] = choices.as_slice() else {
+                    panic!("{text}: one choice")
+                };
+                let delta = choice.delta.as_ref().expect("delta");
+                let calls = delta.tool_calls.as_ref().expect("tool calls");
+                let [Some(call)] = calls.as_slice() else {
+                    panic!("{text}: one call")
+                };
+                let function = call.function.as_ref().expect("function");
+                assert_eq!(super::string(function.name).as_deref(), Some("g"), "{text}");
+            }
+        }
+        // A last value of another type is still refused (a number included, which serde_json
+        // hands on as a map of its own); `null` is no value.
+        for last in ["true", "5", "1.5", "\"x\""] {
+            for (member, before) in [
+                ("choices", "[]"),
+                ("delta", "{}"),
+                ("tool_calls", "[]"),
+                ("function", "{}"),
+            ] {
+                let text = format!(r#"{{"{member}":{before},"{member}":{last}}}"#);
+                let error = match member {
+                    "choices" => serde_json::from_str::<Envelope<'_>>(&text).err(),
+                    "delta" => serde_json::from_str::<super::Choice<'_>>(&text).err(),
+                    "tool_calls" => serde_json::from_str::<super::ChatDelta<'_>>(&text).err(),
+                    _ => serde_json::from_str::<super::ToolCallEntry<'_>>(&text).err(),
+                };
+                assert!(error.is_some(), "{text}");
+            }
+        }
+        let object = r#"{"choices":[[]],"choices":{}}"#;
+        assert!(serde_json::from_str::<Envelope<'_>>(object).is_err());
+        let array = r#"{"delta":{},"delta":[{}]}"#;
+        assert!(serde_json::from_str::<super::Choice<'_>>(array).is_err());
+        let none = r#"{"delta":{},"delta":null}"#;
+        let choice: super::Choice<'_> = serde_json::from_str(none).expect("read");
+        assert!(choice.delta.is_none());
     }
 
     #[test]

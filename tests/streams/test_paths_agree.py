@@ -316,16 +316,40 @@ def _repeats_stream(fmt: str) -> list[dict[str, Any]]:
     ]
 
 
+def _null_decoy(value: Any) -> Any:
+    """`null` for every value."""
+    return None
+
+
+def _crossed_decoy(value: Any) -> Any:
+    """A value of another JSON type: an array for an object, an object for an array, a number
+    for a string, a string for a number, an array for a boolean, an object for `null`."""
+    if isinstance(value, dict):
+        return [1, {"a": None}]
+    if isinstance(value, list):
+        return {"x": [value[:1]]}
+    if isinstance(value, bool):
+        return [value]
+    if isinstance(value, str):
+        return -1.5e3
+    if isinstance(value, (int, float)):
+        return str(value)
+    return {}
+
+
+@pytest.mark.parametrize("decoys", [_decoy, _null_decoy, _crossed_decoy])
 @pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic", "gemini"])
 def test_repeated_members_of_an_event_keep_their_last_value(
-    sse_server: SSEServer, fmt: str
+    sse_server: SSEServer, fmt: str, decoys: Any
 ) -> None:
     # The SDKs decode each event with `json.loads`, which keeps the last value of a repeated
     # key. `feed_sse` skipped every such event as malformed (serde refuses a repeated field),
     # and the calls in it were lost. Every member of every envelope object comes twice here,
-    # a decoy of the same type first.
+    # a decoy first: of the same type, `null`, or of another type. An earlier `"delta": null`
+    # or `"tool_calls": {...}` in a Chat chunk (members read as they come, on the hot path)
+    # made the chunk malformed where the SDK read it.
     events = _repeats_stream(fmt)
-    body = _repeated_body(events, fmt)
+    body = _repeated_body(events, fmt, decoys)
     route = sse_server.register(body, split="adversarial")
     _, stream = assemble_both(route, fmt)
     assert [(c.name, c.id, c.value) for c in stream.calls] == [

@@ -33,6 +33,13 @@ use std::fmt;
 pub use check::{Checker, MAX_ERRORS, REDACTED};
 pub use registry::ToolRegistry;
 
+/// Stack for [`ToolSchema::compile`], which recurses once per level of subschemas (references
+/// followed), up to [`nesting::MAX_SCHEMA_DEPTH`] levels at a few KB each (several times more
+/// in an unoptimised build): more than the caller's thread may have (128 KB to 512 KB by
+/// default for a thread on some systems, where a 250-level chain of references overflowed it
+/// and aborted the process). Only the pages used are ever mapped.
+const COMPILE_STACK: usize = 32 << 20;
+
 /// A compiled tool schema; build once with [`ToolSchema::compile`] and share it (in an `Arc`)
 /// between every call of the tool.
 #[derive(Debug)]
@@ -48,10 +55,33 @@ pub struct ToolSchema {
 impl ToolSchema {
     /// Compiles `schema`, returning the pre-check and the keywords it ignores.
     ///
+    /// The compiler recurses once per level of subschemas (references followed), so it runs on
+    /// a thread of its own with room for the deepest schema it accepts ([`COMPILE_STACK`]): a
+    /// caller's thread with a small stack cannot be overflowed by a deep schema.
+    ///
     /// # Errors
     /// A [`SchemaError`] when the schema is malformed (a keyword with a value of the wrong kind,
     /// a local `$ref` that points nowhere, nesting deeper than 256 levels).
     pub fn compile(schema: &serde_json::Value) -> Result<(Self, Vec<Unsupported>), SchemaError> {
+        let compiled = std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("toolwire-compile".to_owned())
+                .stack_size(COMPILE_STACK)
+                .spawn_scoped(scope, || Self::compile_here(schema))
+                .ok()
+                .map(|handle| handle.join())
+        });
+        match compiled {
+            Some(Ok(result)) => result,
+            // The compiler panicked: the same panic, on the caller's thread.
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            // No thread could be had: the caller's own stack is all there is.
+            None => Self::compile_here(schema),
+        }
+    }
+
+    /// [`ToolSchema::compile`] on the caller's stack.
+    fn compile_here(schema: &serde_json::Value) -> Result<(Self, Vec<Unsupported>), SchemaError> {
         let compiled = compile::compile(schema)?;
         let unsupported = compiled.unsupported;
         let me = Self {

@@ -47,7 +47,7 @@ impl ToolRegistry {
         schema: &serde_json::Value,
         secrets: &[&str],
     ) -> Result<Vec<Unsupported>, SchemaError> {
-        let (mut compiled, unsupported) = compile_with_room(schema)?;
+        let (mut compiled, unsupported) = ToolSchema::compile(schema)?;
         compiled.set_secrets(secrets.iter().copied());
         self.tools.insert(name.to_owned(), Arc::new(compiled));
         Ok(unsupported)
@@ -89,34 +89,6 @@ impl ToolRegistry {
     }
 }
 
-/// Stack for [`ToolSchema::compile`], which recurses once per level of subschemas (references
-/// followed), up to [`super::nesting::MAX_SCHEMA_DEPTH`] levels at a few KB each: more than the
-/// caller's thread may have (128 KB to 512 KB by default for a thread on some systems, where a
-/// 250-level chain of references overflowed it and aborted the process). Only the pages used
-/// are ever mapped.
-const COMPILE_STACK: usize = 32 << 20;
-
-/// [`ToolSchema::compile`] on a thread of its own with [`COMPILE_STACK`] of stack; on the
-/// caller's thread when no thread can be had.
-fn compile_with_room(
-    schema: &serde_json::Value,
-) -> Result<(ToolSchema, Vec<Unsupported>), SchemaError> {
-    let compiled = std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("toolwire-compile".to_owned())
-            .stack_size(COMPILE_STACK)
-            .spawn_scoped(scope, || ToolSchema::compile(schema))
-            .ok()
-            .map(|handle| handle.join())
-    });
-    match compiled {
-        Some(Ok(result)) => result,
-        // The compiler panicked: the same panic, on the caller's thread.
-        Some(Err(panic)) => std::panic::resume_unwind(panic),
-        None => ToolSchema::compile(schema),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,15 +108,23 @@ mod tests {
             json!({"properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": defs})
         };
         // Just within the depth limit, and past it: from a thread as small as some systems
-        // give by default, which the compiler's recursion would overflow.
+        // give by default, which the compiler's recursion would overflow. Through a registry
+        // and through the compiler's own public entry point.
         for (levels, compiles) in [(120, true), (250, false)] {
             let schema = chain(levels);
-            let added = std::thread::Builder::new()
-                .stack_size(256 << 10)
-                .spawn(move || ToolRegistry::new().add("t", &schema).is_ok())
-                .unwrap()
-                .join();
-            assert_eq!(added.ok(), Some(compiles), "{levels} levels");
+            let small = |compile: fn(&serde_json::Value) -> bool| {
+                let schema = schema.clone();
+                std::thread::Builder::new()
+                    .stack_size(256 << 10)
+                    .spawn(move || compile(&schema))
+                    .unwrap()
+                    .join()
+                    .ok()
+            };
+            let added = small(|s| ToolRegistry::new().add("t", s).is_ok());
+            assert_eq!(added, Some(compiles), "{levels} levels, registry");
+            let compiled = small(|s| ToolSchema::compile(s).is_ok());
+            assert_eq!(compiled, Some(compiles), "{levels} levels, compile");
         }
     }
 
