@@ -855,7 +855,15 @@ class ToolStream(_StreamBase):
         >>> stream.calls  # doctest: +SKIP
     """
 
-    __slots__ = ("_closer", "_closing", "_events", "_reader", "_reading", "_source")
+    __slots__ = (
+        "_closer",
+        "_closing",
+        "_ending",
+        "_events",
+        "_reader",
+        "_reading",
+        "_source",
+    )
 
     def __init__(
         self,
@@ -888,6 +896,8 @@ class ToolStream(_StreamBase):
         self._reading = threading.Lock()
         # The thread inside `__next__`: a close from another thread wakes it from its read.
         self._reader: int | None = None
+        # The thread of a close that holds the reading lock while it ends the calls.
+        self._ending: int | None = None
         self._closing = False
         self._closer = _SourceCloser(self._source)
         self._events = self._run()
@@ -934,7 +944,7 @@ class ToolStream(_StreamBase):
         return self
 
     def __next__(self) -> Event:
-        if not self._reading.acquire(blocking=False):
+        if not self._reading.acquire(blocking=False) and not self._wait_for_close():
             raise MisuseError(
                 "this stream is being read by another thread (or from inside its own "
                 "iteration); read it from one thread (close() may come from any)"
@@ -951,6 +961,20 @@ class ToolStream(_StreamBase):
             self._reader = None
             self._reading.release()
 
+    def _wait_for_close(self) -> bool:
+        """Take the reading lock from a close that holds it, once that close is done.
+
+        A close that finds nobody reading holds the lock while it ends the calls, which runs
+        the application's validators and may take a while: the reader that comes back
+        meanwhile is the stream's one reader, and gets the ends the close leaves. A lock held
+        by a reader (`_reader` set) is a second reader's mistake, and a read from inside that
+        close (a validator that reads the stream) would wait for itself; False then.
+        """
+        if not self._closing or self._reader is not None or self._ending == threading.get_ident():
+            return False
+        self._reading.acquire()
+        return True
+
     def close(self) -> None:
         """Stop reading: close the SDK stream (releasing its connection) and finish quietly.
 
@@ -958,14 +982,17 @@ class ToolStream(_StreamBase):
         returns. A reader that goes on (another thread waiting in `next` for a chunk, whose
         wait is cut short, or one that comes back after the close) gets what the last chunk had
         not yet given, then the events an early close gives: each call that had started
-        completes, cut off, then `StreamEnded` without a finish reason.
+        completes, cut off, then `StreamEnded` without a finish reason; one that comes back
+        while the close ends the calls waits for it.
         """
         self._closing = True
         if self._reading.acquire(blocking=False):
+            self._ending = threading.get_ident()
             try:
                 if not self._driver.done:
                     self._end_for_close()
             finally:
+                self._ending = None
                 self._reading.release()
             self._closer.close()
         else:
