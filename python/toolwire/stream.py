@@ -979,7 +979,9 @@ class ToolStream(_StreamBase):
         """Stop reading: close the SDK stream (releasing its connection) and finish quietly.
 
         It may be called from any thread, and more than once. `.calls` is complete when it
-        returns. A reader that goes on (another thread waiting in `next` for a chunk, whose
+        returns, unless another thread is inside `next` then: the close cuts that read short
+        and returns at once, and `.calls` is complete when that reader gets its first end
+        event. A reader that goes on (another thread waiting in `next` for a chunk, whose
         wait is cut short, or one that comes back after the close) gets what the last chunk had
         not yet given, then the events an early close gives: each call that had started
         completes, cut off, then `StreamEnded` without a finish reason; one that comes back
@@ -1141,7 +1143,9 @@ class AsyncToolStream(_StreamBase):
         """Stop reading: close the SDK stream (releasing its connection) and finish quietly.
 
         It may be awaited from any task of the stream's event loop, and more than once.
-        `.calls` is complete when it returns. A reader that goes on (another task waiting in
+        `.calls` is complete when it returns, unless another task is inside `__anext__` then:
+        the close cuts that read short and returns, and `.calls` is complete when that reader
+        gets its first end event. A reader that goes on (another task waiting in
         `__anext__` for a chunk, whose wait is cut short, or one that comes back after the
         close) gets what the last chunk had not yet given, then the events an early close
         gives: each call that had started completes, cut off, then `StreamEnded` without a
