@@ -1586,7 +1586,11 @@ impl Decoder {
         env: &Envelope<'_>,
         emit: &mut F,
     ) -> Result<(), EventError> {
-        let response: Option<ResponseObject<'_>> = nested(env.response)?;
+        // A `response` that is no object (a bridge's string or number) is no response, as the
+        // chunk path reads it: refusing the event for it lost what its type says, and a
+        // `response.failed` left its open call runnable.
+        let response: Option<ResponseObject<'_>> =
+            nested(env.response.filter(|r| r.get().starts_with('{')))?;
         if t == "response.completed" && !self.any_function_call && self.items.len() == 0 {
             self.summary_calls(response.as_ref(), emit)?;
         }
