@@ -266,7 +266,9 @@ class _Driver:
     __slots__ = (
         "assembler",
         "calls",
+        "completed",
         "done",
+        "ending",
         "finish_reason",
         "limits",
         "outcomes",
@@ -301,6 +303,10 @@ class _Driver:
         self.outcomes: list[Outcome] = []
         self.transport_error: BaseException | None = None
         self.done = False
+        # The end's events not yet given out, and how many calls they completed: a
+        # `KeyboardInterrupt` in a validator stops the end midway, and the next `end` goes on.
+        self.ending: list[Event] | None = None
+        self.completed = 0
 
     def _start(self, ordinal: int, id: str | None, name: str | None, out: list[Event]) -> None:
         if ordinal not in self.started:
@@ -336,9 +342,15 @@ class _Driver:
             out.append(PrecheckError(ordinal, error))
 
     def end(self, error: BaseException | None = None, *, interrupted: bool = False) -> list[Event]:
-        """Finish the assembler once; `error`/`interrupted` mean the stream did not end cleanly."""
+        """Finish the assembler once; `error`/`interrupted` mean the stream did not end cleanly.
+
+        An exception that is no `Exception` (`KeyboardInterrupt`) from the application's
+        validation stops it midway; the next call completes the calls left (validating the
+        interrupted one again) and gives every event not yet given, so that each call that
+        started still completes once and `.outcomes` stays aligned with `.calls`.
+        """
         if self.done:
-            return []
+            return self._complete()
         self.done = True
         asm = self.assembler
         out: list[Event] = []
@@ -367,14 +379,26 @@ class _Driver:
         # before the calls complete.
         self._drain_progress(out)
         self._drain_errors(out)
+        self.ending = out
+        return self._complete()
+
+    def _complete(self) -> list[Event]:
+        """Complete the calls `end` left, then end the stream; [] once that was given out."""
+        out = self.ending
+        if out is None:
+            return []
+        calls = self.calls
         toolset = self.toolset
-        for call in calls:
+        while self.completed < len(calls):
+            call = calls[self.completed]
             self._start(call.ordinal, call.id, call.name, out)
             outcome = None if toolset is None else _validate(toolset, call)
             if outcome is not None:
                 self.outcomes.append(outcome)
             out.append(CallCompleted(call, outcome))
+            self.completed += 1
         out.append(StreamEnded(self.finish_reason, self.usage, tuple(calls)))
+        self.ending = None
         return out
 
 
