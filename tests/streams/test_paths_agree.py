@@ -403,13 +403,16 @@ _ENDED_AS = {
 
 
 @pytest.mark.parametrize("kind", ["response.failed", "response.cancelled"])
-@pytest.mark.parametrize("response", ["failed", -1, [], True])
+@pytest.mark.parametrize(
+    "response",
+    ["failed", -1, [], True, {"output": -1}, {"incomplete_details": "max_output_tokens"}],
+)
 def test_a_final_event_whose_response_is_no_object_still_stops_the_open_call(
     sse_server: SSEServer, kind: str, response: Any
 ) -> None:
-    # A bridge that writes the final event's `response` as some other JSON value: the SDK
-    # path reads the event by its type and stops the call the server had not finished, while
-    # `feed_sse` refused the whole event as malformed and ran that call.
+    # A bridge that writes the final event's `response`, or a member of it, as some other
+    # JSON value: the SDK path reads the event by its type and stops the call the server had
+    # not finished, while `feed_sse` refused the whole event as malformed and ran that call.
     events = responses_stream([Call("f", '{"a": 1}', "c1")])
     events = [
         e
