@@ -266,7 +266,9 @@ class _Driver:
     __slots__ = (
         "assembler",
         "calls",
+        "completed",
         "done",
+        "ending",
         "finish_reason",
         "limits",
         "outcomes",
@@ -301,6 +303,10 @@ class _Driver:
         self.outcomes: list[Outcome] = []
         self.transport_error: BaseException | None = None
         self.done = False
+        # The end's events not yet given out, and how many calls they completed: a
+        # `KeyboardInterrupt` in a validator stops the end midway, and the next `end` goes on.
+        self.ending: list[Event] | None = None
+        self.completed = 0
 
     def _start(self, ordinal: int, id: str | None, name: str | None, out: list[Event]) -> None:
         if ordinal not in self.started:
@@ -336,9 +342,15 @@ class _Driver:
             out.append(PrecheckError(ordinal, error))
 
     def end(self, error: BaseException | None = None, *, interrupted: bool = False) -> list[Event]:
-        """Finish the assembler once; `error`/`interrupted` mean the stream did not end cleanly."""
+        """Finish the assembler once; `error`/`interrupted` mean the stream did not end cleanly.
+
+        An exception that is no `Exception` (`KeyboardInterrupt`) from the application's
+        validation stops it midway; the next call completes the calls left (validating the
+        interrupted one again) and gives every event not yet given, so that each call that
+        started still completes once and `.outcomes` stays aligned with `.calls`.
+        """
         if self.done:
-            return []
+            return self._complete()
         self.done = True
         asm = self.assembler
         out: list[Event] = []
@@ -367,14 +379,26 @@ class _Driver:
         # before the calls complete.
         self._drain_progress(out)
         self._drain_errors(out)
+        self.ending = out
+        return self._complete()
+
+    def _complete(self) -> list[Event]:
+        """Complete the calls `end` left, then end the stream; [] once that was given out."""
+        out = self.ending
+        if out is None:
+            return []
+        calls = self.calls
         toolset = self.toolset
-        for call in calls:
+        while self.completed < len(calls):
+            call = calls[self.completed]
             self._start(call.ordinal, call.id, call.name, out)
             outcome = None if toolset is None else _validate(toolset, call)
             if outcome is not None:
                 self.outcomes.append(outcome)
             out.append(CallCompleted(call, outcome))
+            self.completed += 1
         out.append(StreamEnded(self.finish_reason, self.usage, tuple(calls)))
+        self.ending = None
         return out
 
 
@@ -855,7 +879,15 @@ class ToolStream(_StreamBase):
         >>> stream.calls  # doctest: +SKIP
     """
 
-    __slots__ = ("_closer", "_closing", "_events", "_reader", "_reading", "_source")
+    __slots__ = (
+        "_closer",
+        "_closing",
+        "_ending",
+        "_events",
+        "_reader",
+        "_reading",
+        "_source",
+    )
 
     def __init__(
         self,
@@ -888,6 +920,8 @@ class ToolStream(_StreamBase):
         self._reading = threading.Lock()
         # The thread inside `__next__`: a close from another thread wakes it from its read.
         self._reader: int | None = None
+        # The thread of a close that holds the reading lock while it ends the calls.
+        self._ending: int | None = None
         self._closing = False
         self._closer = _SourceCloser(self._source)
         self._events = self._run()
@@ -934,7 +968,7 @@ class ToolStream(_StreamBase):
         return self
 
     def __next__(self) -> Event:
-        if not self._reading.acquire(blocking=False):
+        if not self._reading.acquire(blocking=False) and not self._wait_for_close():
             raise MisuseError(
                 "this stream is being read by another thread (or from inside its own "
                 "iteration); read it from one thread (close() may come from any)"
@@ -951,21 +985,40 @@ class ToolStream(_StreamBase):
             self._reader = None
             self._reading.release()
 
+    def _wait_for_close(self) -> bool:
+        """Take the reading lock from a close that holds it, once that close is done.
+
+        A close that finds nobody reading holds the lock while it ends the calls, which runs
+        the application's validators and may take a while: the reader that comes back
+        meanwhile is the stream's one reader, and gets the ends the close leaves. A lock held
+        by a reader (`_reader` set) is a second reader's mistake, and a read from inside that
+        close (a validator that reads the stream) would wait for itself; False then.
+        """
+        if not self._closing or self._reader is not None or self._ending == threading.get_ident():
+            return False
+        self._reading.acquire()
+        return True
+
     def close(self) -> None:
         """Stop reading: close the SDK stream (releasing its connection) and finish quietly.
 
         It may be called from any thread, and more than once. `.calls` is complete when it
-        returns. A reader that goes on (another thread waiting in `next` for a chunk, whose
+        returns, unless another thread is inside `next` then: the close cuts that read short
+        and returns at once, and `.calls` is complete when that reader gets its first end
+        event. A reader that goes on (another thread waiting in `next` for a chunk, whose
         wait is cut short, or one that comes back after the close) gets what the last chunk had
         not yet given, then the events an early close gives: each call that had started
-        completes, cut off, then `StreamEnded` without a finish reason.
+        completes, cut off, then `StreamEnded` without a finish reason; one that comes back
+        while the close ends the calls waits for it.
         """
         self._closing = True
         if self._reading.acquire(blocking=False):
+            self._ending = threading.get_ident()
             try:
                 if not self._driver.done:
                     self._end_for_close()
             finally:
+                self._ending = None
                 self._reading.release()
             self._closer.close()
         else:
@@ -1114,7 +1167,9 @@ class AsyncToolStream(_StreamBase):
         """Stop reading: close the SDK stream (releasing its connection) and finish quietly.
 
         It may be awaited from any task of the stream's event loop, and more than once.
-        `.calls` is complete when it returns. A reader that goes on (another task waiting in
+        `.calls` is complete when it returns, unless another task is inside `__anext__` then:
+        the close cuts that read short and returns, and `.calls` is complete when that reader
+        gets its first end event. A reader that goes on (another task waiting in
         `__anext__` for a chunk, whose wait is cut short, or one that comes back after the
         close) gets what the last chunk had not yet given, then the events an early close
         gives: each call that had started completes, cut off, then `StreamEnded` without a

@@ -1624,7 +1624,11 @@ impl Decoder {
         env: &Envelope<'_>,
         emit: &mut F,
     ) -> Result<(), EventError> {
-        let response: Option<ResponseObject<'_>> = nested(env.response)?;
+        // A `response` that is no object (a bridge's string or number) is no response, as the
+        // chunk path reads it: refusing the event for it lost what its type says, and a
+        // `response.failed` left its open call runnable.
+        let response: Option<ResponseObject<'_>> =
+            nested(env.response.filter(|r| r.get().starts_with('{')))?;
         if t == "response.completed" && !self.any_function_call && self.items.len() == 0 {
             self.summary_calls(response.as_ref(), emit)?;
         }
@@ -2239,14 +2243,13 @@ fn required_kind<'a, E: de::Error>(raw: Option<&'a RawValue>) -> Result<Str<'a>,
     opt_str(raw)?.ok_or_else(|| de::Error::missing_field("type"))
 }
 
-/// An optional member of any readable type, parsed from the last of its values only.
+/// An optional member of any readable type, parsed from the last of its values only; one that
+/// does not parse as `T` (a bridge's string for an object) is absent, as the chunk path's
+/// lookups read it: refusing the whole event for it lost what the event's type says.
 fn parsed<'a, T: Deserialize<'a>, E: de::Error>(raw: Option<&'a RawValue>) -> Result<Option<T>, E> {
-    match raw.filter(|r| r.get() != "null") {
-        None => Ok(None),
-        Some(r) => serde_json::from_str(r.get())
-            .map(Some)
-            .map_err(de::Error::custom),
-    }
+    Ok(raw
+        .filter(|r| r.get() != "null")
+        .and_then(|r| serde_json::from_str(r.get()).ok()))
 }
 
 /// How an event relates to a tool block that stopped with no input and waits for the next

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, field_validator
 
 from toolwire.events import CallCompleted, CallStarted, Event, StreamEnded
 from toolwire.stream import aassemble, assemble
+from toolwire.toolset import Toolset
 
 from .streamkit import chat_chunk, tc
 
@@ -112,6 +115,36 @@ def test_a_close_from_another_thread_between_reads_leaves_the_reader_every_end()
     _check_ended_by_close(events, stream.calls)
     stream.close()  # a second close changes nothing
     assert list(stream) == []
+
+
+def test_a_reader_that_comes_back_while_a_close_validates_waits_for_its_end() -> None:
+    # The close ends the calls, and so runs the application's validators, holding the
+    # reader's lock: the reader that comes back meanwhile is the stream's one reader, not a
+    # second one, and gets the ends once the close is done.
+    validating = threading.Event()
+
+    class GetWeather(BaseModel):
+        city: str
+
+        @field_validator("city")
+        @classmethod
+        def slow(cls, city: str) -> str:
+            validating.set()
+            time.sleep(0.2)  # the reader comes back meanwhile
+            return city
+
+    class GetTime(BaseModel):
+        zone: str
+
+    stream = assemble(_Source(), Toolset([GetWeather, GetTime]))
+    events = _read_until_second_started(stream)
+    closer = threading.Thread(target=stream.close)
+    closer.start()
+    assert validating.wait(5)
+    events.extend(stream)
+    closer.join(5)
+    _check_ended_by_close(events, stream.calls)
+    assert stream.outcomes[0].ok
 
 
 def test_a_close_before_the_first_read_ends_the_stream_for_a_later_reader() -> None:

@@ -424,3 +424,29 @@ _ENDED_AS = {
     "response.incomplete": "content_filter",
     "response.cancelled": "cancelled",
 }
+
+
+@pytest.mark.parametrize("kind", ["response.failed", "response.cancelled"])
+@pytest.mark.parametrize(
+    "response",
+    ["failed", -1, [], True, {"output": -1}, {"incomplete_details": "max_output_tokens"}],
+)
+def test_a_final_event_whose_response_is_no_object_still_stops_the_open_call(
+    sse_server: SSEServer, kind: str, response: Any
+) -> None:
+    # A bridge that writes the final event's `response`, or a member of it, as some other
+    # JSON value: the SDK path reads the event by its type and stops the call the server had
+    # not finished, while `feed_sse` refused the whole event as malformed and ran that call.
+    events = responses_stream([Call("f", '{"a": 1}', "c1")])
+    events = [
+        e
+        for e in events
+        if e["type"] not in ("response.function_call_arguments.done", "response.output_item.done")
+    ]
+    events[-1] = {**events[-1], "type": kind, "response": response}
+    stream = _agree(sse_server, events, "openai-responses")
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, "openai-responses"))
+    calls = raw.finish()
+    assert raw.finish_reason == stream.finish_reason == _ENDED_AS[kind]
+    assert [c.error.kind if c.error else None for c in calls] == ["filtered"]

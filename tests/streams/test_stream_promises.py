@@ -165,6 +165,76 @@ def test_a_validator_that_raises_fails_its_call_and_not_the_stream(
     assert "order service down" not in json.dumps(bug)
 
 
+def _interrupting_toolset() -> Toolset:
+    """`lookup`, whose validator raises `KeyboardInterrupt` the first time it runs (a Ctrl-C
+    while the stream validates its calls)."""
+    raised: list[int] = []
+
+    class Lookup(BaseModel):
+        """Look up an order."""
+
+        order_id: int
+
+        @field_validator("order_id")
+        @classmethod
+        def _interrupted_once(cls, value: int) -> int:
+            if not raised:
+                raised.append(value)
+                raise KeyboardInterrupt
+            return value
+
+    return Toolset([Lookup])
+
+
+def _two_lookups(sse_server: SSEServer, fmt: Style) -> Route:
+    calls = [Call("lookup", '{"order_id": 1}', "c_1"), Call("lookup", '{"order_id": 2}', "c_2")]
+    return sse_server.register_events(well_formed_stream(fmt, calls), fmt)
+
+
+def _read_past_an_interrupt(events: list[Any], stream: Any) -> None:
+    # Each call that started completes once, the stream ends once, and every call has its
+    # outcome (the interrupted one validated again).
+    assert [c.id for c in stream.calls] == ["c_1", "c_2"]
+    assert [o.ok for o in stream.outcomes] == [True, True]
+    completed = [e.call.id for e in events if isinstance(e, CallCompleted)]
+    assert completed == ["c_1", "c_2"]
+    assert sum(isinstance(e, StreamEnded) for e in events) == 1
+    assert isinstance(events[-1], StreamEnded)
+
+
+@pytest.mark.parametrize("fmt", STYLES)
+def test_a_keyboard_interrupt_while_the_calls_validate_loses_no_call(
+    sse_server: SSEServer, fmt: Style
+) -> None:
+    route = _two_lookups(sse_server, fmt)
+    events: list[Any] = []
+    with sync_client(route, fmt) as client:
+        stream = assemble(open_sync(client, fmt), _interrupting_toolset())
+        with pytest.raises(KeyboardInterrupt):
+            events.extend(stream)
+        events.extend(stream)  # a reader that comes back
+    _read_past_an_interrupt(events, stream)
+
+
+@pytest.mark.parametrize("fmt", STYLES)
+def test_a_keyboard_interrupt_while_async_calls_validate_loses_no_call(
+    sse_server: SSEServer, fmt: Style
+) -> None:
+    route = _two_lookups(sse_server, fmt)
+
+    async def main() -> tuple[list[Any], Any]:
+        events: list[Any] = []
+        async with async_client(route, fmt) as client:
+            stream = aassemble(await open_async(client, fmt), _interrupting_toolset())
+            with pytest.raises(KeyboardInterrupt):
+                async for event in stream:
+                    events.append(event)
+            events.extend([event async for event in stream])
+        return events, stream
+
+    _read_past_an_interrupt(*asyncio.run(main()))
+
+
 def test_partial_after_the_end_refuses_an_unknown_ordinal_as_such() -> None:
     chunk = {
         "id": "x",
