@@ -696,3 +696,26 @@ def test_a_verdict_sent_without_its_call_is_the_message_sent_with_it(style: Styl
     made, verdicts = _verdicts()
     for call, verdict in zip(made, verdicts, strict=True):
         assert verdict.to_message(None, style) == verdict.to_message(call, style)
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_tool_messages_writes_in_the_toolsets_language_unless_told_another(style: Style) -> None:
+    # The toolset's language was ignored: a tool's exception came out in English there and in
+    # Chinese through the outcome's own `to_message`.
+    from toolwire.payloads import text
+
+    tools = Toolset([PING], lang="zh")
+    made = calls(("c1", "ping", '{"n": 1}'), ("c2", "ping", '{"n": 2}'))
+    failed = made[0]
+    outcome = tools.validate(failed)
+    sent = tool_messages(made, [RuntimeError("boom")], style=style, toolset=tools)
+    assert sent[0] == outcome.to_message(failed, style, result=RuntimeError("boom"))
+    said = [json.loads(content_of(m)) for m in sent]
+    assert said[0]["message"] == text("msg.tool_failed", "zh")
+    assert said[1]["message"] == text("msg.no_result", "zh")
+    english = tool_messages(made, [RuntimeError("boom")], style=style, toolset=tools, lang="en")
+    assert json.loads(content_of(english[0]))["message"] == text("msg.tool_failed", "en")
+    plain = tool_messages(made, [RuntimeError("boom")], style=style)
+    assert json.loads(content_of(plain[1]))["message"] == text("msg.no_result", "en")
+    with pytest.raises(ValueError, match="lang must be"):
+        tool_messages(made, [], style=style, toolset=tools, lang=cast(Any, None))

@@ -14,6 +14,7 @@ order, whether the tool ran, failed validation, raised, or produced nothing at a
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import json
 import math
@@ -1402,6 +1403,18 @@ class _AnsweredCall:
         self.name: str | None = name
 
 
+class _ToolsetLang(enum.Enum):
+    """`tool_messages`'s default `lang`: the toolset's language, English without one."""
+
+    TOOLSET = "the toolset's"
+
+    def __repr__(self) -> str:
+        return "<the toolset's language>"
+
+
+_TOOLSET_LANG = _ToolsetLang.TOOLSET
+
+
 class _CallLike(_Identified, Protocol):
     @property
     def name(self) -> str | None: ...
@@ -1412,7 +1425,7 @@ def tool_messages(
     outcomes_or_results: Mapping[str | int, object] | Sequence[object],
     *,
     style: Style = "openai-chat",
-    lang: Lang = "en",
+    lang: Lang | _ToolsetLang = _TOOLSET_LANG,
     attempt: int = 1,
     max_result_chars: int | None = MAX_RESULT_CHARS,
     toolset: Toolset | None = None,
@@ -1454,7 +1467,8 @@ def tool_messages(
             `calls` (shorter means missing) whose entries that carry a call id may stand in
             any order.
         style: The provider message shape.
-        lang: Language for generated errors.
+        lang: Language for generated errors; by default the toolset's (`Toolset(lang=...)`),
+            else English. A failed `Outcome` is written in its own language.
         attempt: The attempt number written into error payloads.
         max_result_chars: The cap on a message's content in characters (None: no cap).
         toolset: The toolset that validated the calls. A tool's `BusinessRuleError` may
@@ -1479,6 +1493,10 @@ def tool_messages(
     from toolwire.validation import Outcome, shown_text
 
     check_cap(max_result_chars)
+    if isinstance(lang, _ToolsetLang):
+        # The payloads read as the toolset's own do (an exception's `tool_failed` as the
+        # outcome's `to_message(result=exc)`); an explicit None is still refused below.
+        lang = "en" if toolset is None else toolset.lang
     check_lang(lang)
     given, kind = cast(object, calls), type(calls).__name__
     if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Sequence):

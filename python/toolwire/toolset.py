@@ -1449,6 +1449,11 @@ class Toolset:
         return {name: self.schema(name) for name in self._tools}
 
     @property
+    def lang(self) -> Lang:
+        """The language of the texts this toolset's payloads are written in (`lang=`)."""
+        return self._lang
+
+    @property
     def relaxations(self) -> list[Relaxation]:
         """What keeps tools out of the OpenAI strict subset, for every tool.
 
