@@ -719,3 +719,55 @@ def test_tool_messages_writes_in_the_toolsets_language_unless_told_another(style
     assert json.loads(content_of(plain[1]))["message"] == text("msg.no_result", "en")
     with pytest.raises(ValueError, match="lang must be"):
         tool_messages(made, [], style=style, toolset=tools, lang=cast(Any, None))
+
+
+# ---------------------------------------------------------------------------------------------
+# Ids a provider refuses
+
+_ID_LIMITS: dict[Style, tuple[int | None, str | None]] = {
+    # OpenAI Chat: "string too long ... maximum length 40"; Anthropic's pattern; Bedrock's
+    # service model (botocore checks the pattern, not the length).
+    "openai-chat": (40, None),
+    "anthropic": (None, r"[a-zA-Z0-9_-]+"),
+    "bedrock-converse": (64, r"[a-zA-Z0-9_.:-]+"),
+}
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_every_id_goes_as_one_the_provider_takes_and_its_results_answer(style: Style) -> None:
+    # A repeated 64-character id was renamed to 66 characters, past Bedrock's 64 (and a
+    # repeated 40-character one past OpenAI Chat's 40); an OpenAI-compatible server's id with
+    # a `.` or `:` went to Anthropic as it was, outside its pattern.
+    long_id, chat_long = "a" * 64, "b" * 40
+    made = calls(
+        ("call_1", "ping", '{"n": 1}'),
+        ("functions.ping:0", "ping", '{"n": 2}'),
+        ("functions.ping;0", "ping", '{"n": 3}'),
+        (long_id, "ping", '{"n": 4}'),
+        (long_id, "ping", '{"n": 5}'),  # renamed by the assembler, longer still
+        (chat_long, "ping", '{"n": 6}'),
+        (chat_long, "ping", '{"n": "seven"}'),
+    )
+    assert len(made[4].id or "") > 64 and "duplicate_id" in made[4].warnings
+    outcomes = Toolset([PING]).validate_all(made)
+    turn = assistant_turn(made, style=style, text="Pinging.")
+    results = tool_messages(made, [*range(6), outcomes[6]], style=style)
+    _sdk_takes(style, turn, results)
+    sent = _turn_ids(style, turn)
+    assert sent == _result_ids(style, results)
+    # Every path to a result sends the id the turn gave its call.
+    assert _result_ids(style, [outcomes[6].to_message(made[6], style)]) == [sent[6]]
+    assert _result_ids(style, [outcomes[0].to_message(None, style, result=0)]) == [sent[0]]
+    if style == "gemini":
+        return
+    assert len(set(sent)) == len(made)
+    limit, pattern = _ID_LIMITS.get(style, (None, None))
+    for call, given in zip(made, sent, strict=True):
+        wire = call_id_for(call)
+        fits = (limit is None or len(wire) <= limit) and (
+            pattern is None or re.fullmatch(pattern, wire)
+        )
+        assert (given == wire) == bool(fits), (wire, given)
+        assert given is not None
+        assert limit is None or len(given) <= limit
+        assert pattern is None or re.fullmatch(pattern, given)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import hashlib
 import json
 import math
 import re
@@ -50,6 +51,7 @@ __all__ = [
     "no_json_form",
     "require_call",
     "result_content",
+    "sent_id",
     "text",
     "too_large_content",
     "tool_messages",
@@ -795,6 +797,8 @@ def wrap_message(
     Raises:
         ValueError: On an unknown style.
     """
+    if style in _ID_RULES:
+        call_id = sent_id(call_id, style)
     if style == "openai-chat":
         return {"role": "tool", "tool_call_id": call_id, "content": content}
     if style == "openai-responses":
@@ -828,6 +832,51 @@ def wrap_message(
             result["status"] = "error" if is_error else "success"
         return {"toolResult": result}
     raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
+
+
+_ID_RULES: dict[Style, tuple[int | None, str | None]] = {
+    # The most characters an id may have, and the pattern it must match, where the provider
+    # has them: OpenAI refuses a Chat `tool_calls[].id` over 40 characters ("string too
+    # long"), Anthropic a `tool_use.id` outside `^[a-zA-Z0-9_-]+$`, Bedrock a `toolUseId` over
+    # 64 or outside `[a-zA-Z0-9_.:-]+` (its service model). Responses pairs by the server's
+    # own `call_id` (`previous_response_id`) and Gemini by the id it sent: kept as they are.
+    "openai-chat": (40, None),
+    "anthropic": (None, "a-zA-Z0-9_-"),
+    "bedrock-converse": (64, "a-zA-Z0-9_.:-"),
+}
+_DIGEST_CHARS = 16
+
+
+def sent_id(call_id: str, style: Style) -> str:
+    """The id a call goes under in `style`'s request, in its turn and in its result alike:
+    `call_id` itself when the provider takes it, else one it takes. An id can be one a
+    provider refuses: longer than OpenAI Chat's 40 characters or Bedrock's 64 (a long
+    wire id, or one the assembler renamed for repeating an earlier call's, which grows by a
+    suffix), or with characters Anthropic or Bedrock refuse (an OpenAI-compatible server's
+    `functions.get_weather:0`, say, when its calls are sent on to another provider). Such an
+    id goes as its allowed characters (any other one `_`), cut to fit, then `_` and a digest
+    of the whole id: the same id always goes the same way, and two ids go as two.
+
+    Args:
+        call_id: The id toolwire answers the call with (`call_id_for`).
+        style: The provider message shape.
+
+    Returns:
+        The id to send.
+    """
+    rule = _ID_RULES.get(style)
+    if rule is None:
+        return call_id
+    limit, allowed = rule
+    if (limit is None or len(call_id) <= limit) and (
+        allowed is None or re.fullmatch(f"[{allowed}]+", call_id)
+    ):
+        return call_id
+    stem = call_id if allowed is None else re.sub(f"[^{allowed}]", "_", call_id)
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()
+    if limit is not None:
+        stem = stem[: max(0, limit - _DIGEST_CHARS - 1)]
+    return f"{stem}_{digest[:_DIGEST_CHARS]}"
 
 
 def _gemini_id(call: Named) -> str | None:
@@ -1459,7 +1508,9 @@ def tool_messages(
     details (field errors, hint, cause), its texts cut.
 
     Calls that share an id are answered once, by the first of them with an entry (the provider
-    accepts one result per id). A call without an id is answered as `toolwire_<ordinal>`.
+    accepts one result per id). A call without an id is answered as `toolwire_<ordinal>`. An
+    id the provider would refuse (too long, or with characters outside its pattern) is sent
+    as `sent_id` maps it, as `assistant_turn` sends it.
 
     Args:
         calls: The completed calls, in the order the model made them.
@@ -1571,7 +1622,8 @@ def assistant_turn(
     calls: Sequence[_SentCall], *, style: Style = "openai-chat", text: str | None = None
 ) -> list[dict[str, Any]]:
     """The model's turn with its tool calls, as the provider takes it back in the next
-    request, each call under the id `tool_messages` answers it with (`call_id_for`).
+    request, each call under the id `tool_messages` answers it with (`call_id_for`, sent as
+    `sent_id` maps an id the provider would refuse).
 
     Append the items to the conversation, then the results: `openai-chat` gives one
     `assistant` message with `tool_calls`; `openai-responses` the assistant text as a message
@@ -1621,7 +1673,7 @@ def assistant_turn(
     seen: set[str] = set()
     for index, call in enumerate(calls):
         require_call(call, ("id", "ordinal", "name", "arguments"), what=f"calls[{index}]")
-        answer = call_id_for(call)
+        answer = sent_id(call_id_for(call), style)
         if answer in seen:
             raise MisuseError(f"two calls have the id {answer!r}: the provider takes one")
         seen.add(answer)
@@ -1656,7 +1708,7 @@ def assistant_turn(
         blocks += [
             {
                 "type": "tool_use",
-                "id": call_id_for(call),
+                "id": sent_id(call_id_for(call), style),
                 "name": _sent_name(call),
                 "input": _arguments_object(call),
             }
@@ -1667,7 +1719,7 @@ def assistant_turn(
         blocks += [
             {
                 "toolUse": {
-                    "toolUseId": call_id_for(call),
+                    "toolUseId": sent_id(call_id_for(call), style),
                     "name": _sent_name(call),
                     "input": _arguments_object(call),
                 }
@@ -1696,7 +1748,7 @@ def _metadata(call: object) -> Mapping[str, Any]:
 
 def _chat_call(call: _SentCall) -> dict[str, Any]:
     entry: dict[str, Any] = {
-        "id": call_id_for(call),
+        "id": sent_id(call_id_for(call), "openai-chat"),
         "type": "function",
         "function": {"name": _sent_name(call), "arguments": call.arguments},
     }
