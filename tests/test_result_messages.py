@@ -468,7 +468,7 @@ def test_the_assistant_turn_keeps_what_the_provider_needs_back() -> None:
     (turn,) = assistant_turn([signed, nameless], style="gemini", text="Let me check.")
     content = types.Content.model_validate(turn)
     parts = content.parts or []
-    assert [p.text for p in parts] == ["Let me check.", None]
+    assert [p.text for p in parts] == ["Let me check.", None, '{"n":2}']
     assert parts[1].thought_signature == b"\x01\x02sig"
     assert parts[1].function_call is not None and parts[1].function_call.args == {"n": 1}
     # One response per function call, and the nameless call still gets its one answer.
@@ -771,3 +771,23 @@ def test_every_id_goes_as_one_the_provider_takes_and_its_results_answer(style: S
         assert given is not None
         assert limit is None or len(given) <= limit
         assert pattern is None or re.fullmatch(pattern, given)
+
+
+def test_a_gemini_turn_of_nameless_calls_alone_is_a_model_turn_with_their_signature() -> None:
+    # The turn was `[]`: its results then followed the user's message as a second `user`
+    # content in a row, which Gemini refuses, and the signature the call carried was lost.
+    from google.genai import types
+
+    asm = Assembler()
+    part = {"functionCall": {"args": {"n": 1}}, "thoughtSignature": "AQJzaWc="}
+    content = {"role": "model", "parts": [part]}
+    asm.feed_chunk({"candidates": [{"content": content, "finishReason": "STOP"}]})
+    made = asm.finish()
+    assert [c.name for c in made] == [None]
+    (turn,) = assistant_turn(made, style="gemini")
+    results = tool_messages(made, Toolset([PING]).validate_all(made), style="gemini")
+    _sdk_takes("gemini", [turn], results)
+    (sent,) = types.Content.model_validate(turn).parts or []
+    assert sent.function_call is None and json.loads(sent.text or "") == {"n": 1}
+    assert sent.thought_signature == b"\x01\x02sig"
+    assert [set(m) for m in results] == [{"text"}]

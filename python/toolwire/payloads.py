@@ -773,9 +773,9 @@ def wrap_message(
     A Gemini call without a name is answered with a `text` part holding the payload (the
     `missing_name` error), not a `functionResponse` with an empty name: a response must name
     the function it answers, and Gemini pairs the responses with the calls of the model's turn
-    by name and count. The model's turn sent back must leave such a call out too (a
-    `functionCall` needs a name as well), as `assistant_turn` does; the text still tells the
-    model, once, what went wrong.
+    by name and count. The model's turn sent back must not hold such a call as a
+    `functionCall` either (it needs a name as well): `assistant_turn` sends it as a `text`
+    part; the text here still tells the model, once, what went wrong.
 
     Args:
         style: The provider message shape.
@@ -1643,8 +1643,10 @@ def assistant_turn(
     a name (a stream that lost the event naming it) is sent as a call of `NAMELESS_CALL`
     (`toolwire_unnamed`) under its id, which its `missing_name` result answers: the providers
     refuse a call of no name, and a result whose call is not in the turn. On Gemini, which
-    pairs responses with calls by name, it is left out instead (`tool_messages` answers it
-    with a `text` part). A call without an id keeps none on Gemini, which never saw
+    pairs responses with calls by name, it goes instead as a `text` part holding the argument
+    text the model sent, at its place and with its `thoughtSignature` (`tool_messages` answers
+    it with a `text` part): the turn is then never empty, which would put two `user` contents
+    in a row. A call without an id keeps none on Gemini, which never saw
     toolwire's, and is answered by name; one whose id the assembler renamed for repeating an
     earlier call's keeps there the id Gemini sent (`metadata["wire_id"]`), as its response
     does, and the two are told apart by their order.
@@ -1699,7 +1701,7 @@ def assistant_turn(
         return items
     if style == "gemini":
         parts: list[dict[str, Any]] = [{"text": said}] if said else []
-        parts += [_gemini_call(call) for call in calls if call.name]
+        parts += [_gemini_call(call) for call in calls]
         return [{"role": "model", "parts": parts}] if parts else []
     # Anthropic and Bedrock refuse a text block of nothing but white space.
     blocks: list[dict[str, Any]]
@@ -1734,7 +1736,7 @@ NAMELESS_CALL = "toolwire_unnamed"
 the event that names it), in the shapes that answer a call by its id: the provider refuses a
 call of no name, and a result for a call left out of the turn. Its result (`missing_name`)
 tells the model to call one of the tools that exist. Gemini, which pairs responses with calls
-by name, leaves such a call out of the turn and answers it with text instead."""
+by name, sends such a call as a `text` part of the turn and answers it with text instead."""
 
 
 def _sent_name(call: _SentCall) -> str:
@@ -1760,10 +1762,17 @@ def _chat_call(call: _SentCall) -> dict[str, Any]:
 
 
 def _gemini_call(call: _SentCall) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": call.name, "args": _arguments_object(call)}
-    if call.id:
-        function["id"] = _gemini_id(call)
-    part: dict[str, Any] = {"functionCall": function}
+    part: dict[str, Any]
+    if call.name:
+        function: dict[str, Any] = {"name": call.name, "args": _arguments_object(call)}
+        if call.id:
+            function["id"] = _gemini_id(call)
+        part = {"functionCall": function}
+    else:
+        # A `functionCall` needs a name, and Gemini pairs responses with calls by name: the
+        # call goes as the text of what the model sent, which keeps the turn (two user
+        # contents in a row are refused) and the call's place for its signature.
+        part = {"text": call.arguments if call.arguments.strip() else "{}"}
     signature = _metadata(call).get("thought_signature")
     if isinstance(signature, str) and signature:
         part["thoughtSignature"] = signature
