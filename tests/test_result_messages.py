@@ -791,3 +791,30 @@ def test_a_gemini_turn_of_nameless_calls_alone_is_a_model_turn_with_their_signat
     assert sent.function_call is None and json.loads(sent.text or "") == {"n": 1}
     assert sent.thought_signature == b"\x01\x02sig"
     assert [set(m) for m in results] == [{"text"}]
+
+
+def test_gemini_gets_back_the_id_it_sent_from_a_verdict_sent_without_its_call() -> None:
+    # Without the call, the outcome knew only the renamed id (`fc1_1`), which went back as
+    # `functionResponse.id`: an id Gemini never sent.
+    first, second = made = _gemini_repeated_id()
+    outcomes = Toolset([PING]).validate_all(made)
+    assert [o.wire_id for o in outcomes] == [None, "fc1"]
+    assert outcomes[1].call_id == second.id != "fc1"
+    retry = RepairPolicy().decide(outcomes[1])
+    escalation = RepairPolicy(max_rounds=0).decide(outcomes[1])
+    for style in STYLES:
+        pairs = [
+            (
+                outcomes[0].to_message(None, style, result=1),
+                outcomes[0].to_message(first, style, result=1),
+            ),
+            (outcomes[1].to_message(None, style), outcomes[1].to_message(second, style)),
+            (retry.to_message(None, style), retry.to_message(second, style)),
+            (escalation.to_message(None, style), escalation.to_message(second, style)),
+        ]
+        for alone, with_call in pairs:
+            assert alone == with_call
+    assert outcomes[1].to_message(None, "gemini")["functionResponse"]["id"] == "fc1"
+    # An id that merely looks renamed is its call's own.
+    (plain,) = calls(("fc_1", "ping", '{"n": 1}'))
+    assert Toolset([PING]).validate(plain).wire_id is None
