@@ -468,7 +468,7 @@ def test_the_assistant_turn_keeps_what_the_provider_needs_back() -> None:
     (turn,) = assistant_turn([signed, nameless], style="gemini", text="Let me check.")
     content = types.Content.model_validate(turn)
     parts = content.parts or []
-    assert [p.text for p in parts] == ["Let me check.", None]
+    assert [p.text for p in parts] == ["Let me check.", None, '{"n":2}']
     assert parts[1].thought_signature == b"\x01\x02sig"
     assert parts[1].function_call is not None and parts[1].function_call.args == {"n": 1}
     # One response per function call, and the nameless call still gets its one answer.
@@ -696,3 +696,126 @@ def test_a_verdict_sent_without_its_call_is_the_message_sent_with_it(style: Styl
     made, verdicts = _verdicts()
     for call, verdict in zip(made, verdicts, strict=True):
         assert verdict.to_message(None, style) == verdict.to_message(call, style)
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_tool_messages_writes_in_the_toolsets_language_unless_told_another(style: Style) -> None:
+    # The toolset's language was ignored: a tool's exception came out in English there and in
+    # Chinese through the outcome's own `to_message`.
+    from toolwire.payloads import text
+
+    tools = Toolset([PING], lang="zh")
+    made = calls(("c1", "ping", '{"n": 1}'), ("c2", "ping", '{"n": 2}'))
+    failed = made[0]
+    outcome = tools.validate(failed)
+    sent = tool_messages(made, [RuntimeError("boom")], style=style, toolset=tools)
+    assert sent[0] == outcome.to_message(failed, style, result=RuntimeError("boom"))
+    said = [json.loads(content_of(m)) for m in sent]
+    assert said[0]["message"] == text("msg.tool_failed", "zh")
+    assert said[1]["message"] == text("msg.no_result", "zh")
+    english = tool_messages(made, [RuntimeError("boom")], style=style, toolset=tools, lang="en")
+    assert json.loads(content_of(english[0]))["message"] == text("msg.tool_failed", "en")
+    plain = tool_messages(made, [RuntimeError("boom")], style=style)
+    assert json.loads(content_of(plain[1]))["message"] == text("msg.no_result", "en")
+    with pytest.raises(ValueError, match="lang must be"):
+        tool_messages(made, [], style=style, toolset=tools, lang=cast(Any, None))
+
+
+# ---------------------------------------------------------------------------------------------
+# Ids a provider refuses
+
+_ID_LIMITS: dict[Style, tuple[int | None, str | None]] = {
+    # Anthropic's pattern; Bedrock's service model (botocore checks the pattern, not the
+    # length). Chat ids go as they came: the servers that send ids over OpenAI's 40
+    # characters take them back, and so must find them in results of an application that
+    # sends the model's turn itself.
+    "anthropic": (None, r"[a-zA-Z0-9_-]+"),
+    "bedrock-converse": (64, r"[a-zA-Z0-9_.:-]+"),
+}
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_every_id_goes_as_one_the_provider_takes_and_its_results_answer(style: Style) -> None:
+    # A repeated 64-character id was renamed to 66 characters, past Bedrock's 64; an
+    # OpenAI-compatible server's id with a `.` or `:` went to Anthropic as it was, outside its
+    # pattern. A vLLM id (46 characters) goes back to Chat as it came.
+    long_id, chat_long = "a" * 64, "chatcmpl-tool-" + "b" * 32
+    made = calls(
+        ("call_1", "ping", '{"n": 1}'),
+        ("functions.ping:0", "ping", '{"n": 2}'),
+        ("functions.ping;0", "ping", '{"n": 3}'),
+        (long_id, "ping", '{"n": 4}'),
+        (long_id, "ping", '{"n": 5}'),  # renamed by the assembler, longer still
+        (chat_long, "ping", '{"n": 6}'),
+        (chat_long, "ping", '{"n": "seven"}'),
+    )
+    assert len(made[4].id or "") > 64 and "duplicate_id" in made[4].warnings
+    outcomes = Toolset([PING]).validate_all(made)
+    turn = assistant_turn(made, style=style, text="Pinging.")
+    results = tool_messages(made, [*range(6), outcomes[6]], style=style)
+    _sdk_takes(style, turn, results)
+    sent = _turn_ids(style, turn)
+    assert sent == _result_ids(style, results)
+    # Every path to a result sends the id the turn gave its call.
+    assert _result_ids(style, [outcomes[6].to_message(made[6], style)]) == [sent[6]]
+    assert _result_ids(style, [outcomes[0].to_message(None, style, result=0)]) == [sent[0]]
+    if style == "gemini":
+        return
+    assert len(set(sent)) == len(made)
+    limit, pattern = _ID_LIMITS.get(style, (None, None))
+    for call, given in zip(made, sent, strict=True):
+        wire = call_id_for(call)
+        fits = (limit is None or len(wire) <= limit) and (
+            pattern is None or re.fullmatch(pattern, wire)
+        )
+        assert (given == wire) == bool(fits), (wire, given)
+        assert given is not None
+        assert limit is None or len(given) <= limit
+        assert pattern is None or re.fullmatch(pattern, given)
+
+
+def test_a_gemini_turn_of_nameless_calls_alone_is_a_model_turn_with_their_signature() -> None:
+    # The turn was `[]`: its results then followed the user's message as a second `user`
+    # content in a row, which Gemini refuses, and the signature the call carried was lost.
+    from google.genai import types
+
+    asm = Assembler()
+    part = {"functionCall": {"args": {"n": 1}}, "thoughtSignature": "AQJzaWc="}
+    content = {"role": "model", "parts": [part]}
+    asm.feed_chunk({"candidates": [{"content": content, "finishReason": "STOP"}]})
+    made = asm.finish()
+    assert [c.name for c in made] == [None]
+    (turn,) = assistant_turn(made, style="gemini")
+    results = tool_messages(made, Toolset([PING]).validate_all(made), style="gemini")
+    _sdk_takes("gemini", [turn], results)
+    (sent,) = types.Content.model_validate(turn).parts or []
+    assert sent.function_call is None and json.loads(sent.text or "") == {"n": 1}
+    assert sent.thought_signature == b"\x01\x02sig"
+    assert [set(m) for m in results] == [{"text"}]
+
+
+def test_gemini_gets_back_the_id_it_sent_from_a_verdict_sent_without_its_call() -> None:
+    # Without the call, the outcome knew only the renamed id (`fc1_1`), which went back as
+    # `functionResponse.id`: an id Gemini never sent.
+    first, second = made = _gemini_repeated_id()
+    outcomes = Toolset([PING]).validate_all(made)
+    assert [o.wire_id for o in outcomes] == [None, "fc1"]
+    assert outcomes[1].call_id == second.id != "fc1"
+    retry = RepairPolicy().decide(outcomes[1])
+    escalation = RepairPolicy(max_rounds=0).decide(outcomes[1])
+    for style in STYLES:
+        pairs = [
+            (
+                outcomes[0].to_message(None, style, result=1),
+                outcomes[0].to_message(first, style, result=1),
+            ),
+            (outcomes[1].to_message(None, style), outcomes[1].to_message(second, style)),
+            (retry.to_message(None, style), retry.to_message(second, style)),
+            (escalation.to_message(None, style), escalation.to_message(second, style)),
+        ]
+        for alone, with_call in pairs:
+            assert alone == with_call
+    assert outcomes[1].to_message(None, "gemini")["functionResponse"]["id"] == "fc1"
+    # An id that merely looks renamed is its call's own.
+    (plain,) = calls(("fc_1", "ping", '{"n": 1}'))
+    assert Toolset([PING]).validate(plain).wire_id is None

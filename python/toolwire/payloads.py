@@ -14,7 +14,9 @@ order, whether the tool ran, failed validation, raised, or produced nothing at a
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
+import hashlib
 import json
 import math
 import re
@@ -49,6 +51,7 @@ __all__ = [
     "no_json_form",
     "require_call",
     "result_content",
+    "sent_id",
     "text",
     "too_large_content",
     "tool_messages",
@@ -789,9 +792,9 @@ def wrap_message(
     A Gemini call without a name is answered with a `text` part holding the payload (the
     `missing_name` error), not a `functionResponse` with an empty name: a response must name
     the function it answers, and Gemini pairs the responses with the calls of the model's turn
-    by name and count. The model's turn sent back must leave such a call out too (a
-    `functionCall` needs a name as well), as `assistant_turn` does; the text still tells the
-    model, once, what went wrong.
+    by name and count. The model's turn sent back must not hold such a call as a
+    `functionCall` either (it needs a name as well): `assistant_turn` sends it as a `text`
+    part; the text here still tells the model, once, what went wrong.
 
     Args:
         style: The provider message shape.
@@ -814,6 +817,8 @@ def wrap_message(
     Raises:
         ValueError: On an unknown style.
     """
+    if style in _ID_RULES:
+        call_id = sent_id(call_id, style)
     if style == "openai-chat":
         return {"role": "tool", "tool_call_id": call_id, "content": content}
     if style == "openai-responses":
@@ -850,6 +855,53 @@ def wrap_message(
             result["status"] = "error" if is_error else "success"
         return {"toolResult": result}
     raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
+
+
+_ID_RULES: dict[Style, tuple[int | None, str | None]] = {
+    # The most characters an id may have, and the pattern it must match, where the provider
+    # has them: Anthropic refuses a `tool_use.id` outside `^[a-zA-Z0-9_-]+$`, Bedrock a
+    # `toolUseId` over 64 or outside `[a-zA-Z0-9_.:-]+` (its service model). Responses pairs
+    # by the server's own `call_id` (`previous_response_id`) and Gemini by the id it sent:
+    # kept as they are. So are Chat ids: OpenAI's own API refuses one over 40 characters, but
+    # the servers that send longer ones (vLLM's `chatcmpl-tool-` and 32 hex digits) take them
+    # back, and an application that sends its own copy of the model's turn with toolwire's
+    # results must find the ids it got.
+    "anthropic": (None, "a-zA-Z0-9_-"),
+    "bedrock-converse": (64, "a-zA-Z0-9_.:-"),
+}
+_DIGEST_CHARS = 16
+
+
+def sent_id(call_id: str, style: Style) -> str:
+    """The id a call goes under in `style`'s request, in its turn and in its result alike:
+    `call_id` itself when the provider takes it, else one it takes. An id can be one a
+    provider refuses: longer than Bedrock's 64 characters (a long wire id, or one the
+    assembler renamed for repeating an earlier call's, which grows by a suffix), or with
+    characters Anthropic or Bedrock refuse (an OpenAI-compatible server's
+    `functions.get_weather:0`, say, when its calls are sent on to another provider). Such an
+    id goes as its allowed characters (any other one `_`), cut to fit, then `_` and a digest
+    of the whole id: the same id always goes the same way, and two ids go as two.
+
+    Args:
+        call_id: The id toolwire answers the call with (`call_id_for`).
+        style: The provider message shape.
+
+    Returns:
+        The id to send.
+    """
+    rule = _ID_RULES.get(style)
+    if rule is None:
+        return call_id
+    limit, allowed = rule
+    if (limit is None or len(call_id) <= limit) and (
+        allowed is None or re.fullmatch(f"[{allowed}]+", call_id)
+    ):
+        return call_id
+    stem = call_id if allowed is None else re.sub(f"[^{allowed}]", "_", call_id)
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()
+    if limit is not None:
+        stem = stem[: max(0, limit - _DIGEST_CHARS - 1)]
+    return f"{stem}_{digest[:_DIGEST_CHARS]}"
 
 
 def _gemini_id(call: Named) -> str | None:
@@ -1425,6 +1477,18 @@ class _AnsweredCall:
         self.name: str | None = name
 
 
+class _ToolsetLang(enum.Enum):
+    """`tool_messages`'s default `lang`: the toolset's language, English without one."""
+
+    TOOLSET = "the toolset's"
+
+    def __repr__(self) -> str:
+        return "<the toolset's language>"
+
+
+_TOOLSET_LANG = _ToolsetLang.TOOLSET
+
+
 class _CallLike(_Identified, Protocol):
     @property
     def name(self) -> str | None: ...
@@ -1435,7 +1499,7 @@ def tool_messages(
     outcomes_or_results: Mapping[str | int, object] | Sequence[object],
     *,
     style: Style = "openai-chat",
-    lang: Lang = "en",
+    lang: Lang | _ToolsetLang = _TOOLSET_LANG,
     attempt: int = 1,
     max_result_chars: int | None = MAX_RESULT_CHARS,
     toolset: Toolset | None = None,
@@ -1469,7 +1533,9 @@ def tool_messages(
     details (field errors, hint, cause), its texts cut.
 
     Calls that share an id are answered once, by the first of them with an entry (the provider
-    accepts one result per id). A call without an id is answered as `toolwire_<ordinal>`.
+    accepts one result per id). A call without an id is answered as `toolwire_<ordinal>`. An
+    id the provider would refuse (too long, or with characters outside its pattern) is sent
+    as `sent_id` maps it, as `assistant_turn` sends it.
 
     Args:
         calls: The completed calls, in the order the model made them.
@@ -1477,7 +1543,8 @@ def tool_messages(
             `calls` (shorter means missing) whose entries that carry a call id may stand in
             any order.
         style: The provider message shape.
-        lang: Language for generated errors.
+        lang: Language for generated errors; by default the toolset's (`Toolset(lang=...)`),
+            else English. A failed `Outcome` is written in its own language.
         attempt: The attempt number written into error payloads.
         max_result_chars: The cap on a message's content in characters (None: no cap).
         toolset: The toolset that validated the calls. A tool's `BusinessRuleError` may
@@ -1502,6 +1569,10 @@ def tool_messages(
     from toolwire.validation import Outcome, shown_text
 
     check_cap(max_result_chars)
+    if isinstance(lang, _ToolsetLang):
+        # The payloads read as the toolset's own do (an exception's `tool_failed` as the
+        # outcome's `to_message(result=exc)`); an explicit None is still refused below.
+        lang = "en" if toolset is None else toolset.lang
     check_lang(lang)
     given, kind = cast(object, calls), type(calls).__name__
     if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Sequence):
@@ -1576,7 +1647,8 @@ def assistant_turn(
     calls: Sequence[_SentCall], *, style: Style = "openai-chat", text: str | None = None
 ) -> list[dict[str, Any]]:
     """The model's turn with its tool calls, as the provider takes it back in the next
-    request, each call under the id `tool_messages` answers it with (`call_id_for`).
+    request, each call under the id `tool_messages` answers it with (`call_id_for`, sent as
+    `sent_id` maps an id the provider would refuse).
 
     Append the items to the conversation, then the results: `openai-chat` gives one
     `assistant` message with `tool_calls`; `openai-responses` the assistant text as a message
@@ -1597,8 +1669,10 @@ def assistant_turn(
     a name (a stream that lost the event naming it) is sent as a call of `NAMELESS_CALL`
     (`toolwire_unnamed`) under its id, which its `missing_name` result answers: the providers
     refuse a call of no name, and a result whose call is not in the turn. On Gemini, which
-    pairs responses with calls by name, it is left out instead (`tool_messages` answers it
-    with a `text` part). A call without an id keeps none on Gemini, which never saw
+    pairs responses with calls by name, it goes instead as a `text` part holding the argument
+    text the model sent, at its place and with its `thoughtSignature` (`tool_messages` answers
+    it with a `text` part): the turn is then never empty, which would put two `user` contents
+    in a row. A call without an id keeps none on Gemini, which never saw
     toolwire's, and is answered by name; one whose id the assembler renamed for repeating an
     earlier call's keeps there the id Gemini sent (`metadata["wire_id"]`), as its response
     does, and the two are told apart by their order.
@@ -1627,7 +1701,7 @@ def assistant_turn(
     seen: set[str] = set()
     for index, call in enumerate(calls):
         require_call(call, ("id", "ordinal", "name", "arguments"), what=f"calls[{index}]")
-        answer = call_id_for(call)
+        answer = sent_id(call_id_for(call), style)
         if answer in seen:
             raise MisuseError(f"two calls have the id {answer!r}: the provider takes one")
         seen.add(answer)
@@ -1660,7 +1734,7 @@ def assistant_turn(
         return items
     if style == "gemini":
         parts: list[dict[str, Any]] = [{"text": said}] if said else []
-        parts += [_gemini_call(call) for call in calls if call.name]
+        parts += [_gemini_call(call) for call in calls]
         return [{"role": "model", "parts": parts}] if parts else []
     # Anthropic and Bedrock refuse a text block of nothing but white space.
     blocks: list[dict[str, Any]]
@@ -1669,7 +1743,7 @@ def assistant_turn(
         blocks += [
             {
                 "type": "tool_use",
-                "id": call_id_for(call),
+                "id": sent_id(call_id_for(call), style),
                 "name": _sent_name(call),
                 "input": _arguments_object(call),
             }
@@ -1680,7 +1754,7 @@ def assistant_turn(
         blocks += [
             {
                 "toolUse": {
-                    "toolUseId": call_id_for(call),
+                    "toolUseId": sent_id(call_id_for(call), style),
                     "name": _sent_name(call),
                     "input": _arguments_object(call),
                 }
@@ -1695,7 +1769,7 @@ NAMELESS_CALL = "toolwire_unnamed"
 the event that names it), in the shapes that answer a call by its id: the provider refuses a
 call of no name, and a result for a call left out of the turn. Its result (`missing_name`)
 tells the model to call one of the tools that exist. Gemini, which pairs responses with calls
-by name, leaves such a call out of the turn and answers it with text instead."""
+by name, sends such a call as a `text` part of the turn and answers it with text instead."""
 
 
 def _sent_name(call: _SentCall) -> str:
@@ -1709,7 +1783,7 @@ def _metadata(call: object) -> Mapping[str, Any]:
 
 def _chat_call(call: _SentCall) -> dict[str, Any]:
     entry: dict[str, Any] = {
-        "id": call_id_for(call),
+        "id": sent_id(call_id_for(call), "openai-chat"),
         "type": "function",
         "function": {"name": _sent_name(call), "arguments": call.arguments},
     }
@@ -1721,10 +1795,17 @@ def _chat_call(call: _SentCall) -> dict[str, Any]:
 
 
 def _gemini_call(call: _SentCall) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": call.name, "args": _arguments_object(call)}
-    if call.id:
-        function["id"] = _gemini_id(call)
-    part: dict[str, Any] = {"functionCall": function}
+    part: dict[str, Any]
+    if call.name:
+        function: dict[str, Any] = {"name": call.name, "args": _arguments_object(call)}
+        if call.id:
+            function["id"] = _gemini_id(call)
+        part = {"functionCall": function}
+    else:
+        # A `functionCall` needs a name, and Gemini pairs responses with calls by name: the
+        # call goes as the text of what the model sent, which keeps the turn (two user
+        # contents in a row are refused) and the call's place for its signature.
+        part = {"text": call.arguments if call.arguments.strip() else "{}"}
     signature = _metadata(call).get("thought_signature")
     if isinstance(signature, str) and signature:
         part["thoughtSignature"] = signature

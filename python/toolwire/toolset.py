@@ -80,6 +80,7 @@ from toolwire.schema_export import (
 from toolwire.subschemas import pointer_tokens
 from toolwire.validation import (
     GC_PAUSE_MIN_BYTES,
+    RENAMED_END,
     SUCCESS_PER_CALL,
     CallErrorLike,
     CallLike,
@@ -93,6 +94,7 @@ from toolwire.validation import (
     success_outcome,
     success_template,
     with_synthetic_id,
+    with_wire_id,
 )
 
 if TYPE_CHECKING:
@@ -1449,6 +1451,11 @@ class Toolset:
         return {name: self.schema(name) for name in self._tools}
 
     @property
+    def lang(self) -> Lang:
+        """The language of the texts this toolset's payloads are written in (`lang=`)."""
+        return self._lang
+
+    @property
     def relaxations(self) -> list[Relaxation]:
         """What keeps tools out of the OpenAI strict subset, for every tool.
 
@@ -1600,8 +1607,13 @@ class Toolset:
         if done is None:
             done = self._validate_general(call)
         # A call without an id (Gemini's) is answered as `toolwire_<ordinal>`: its outcome
-        # says so, and carries it to the executor's result.
-        return done if done.call_id else with_synthetic_id(done, call)
+        # says so, and carries it to the executor's result. One whose repeated id the
+        # assembler renamed carries the id the provider sent, which Gemini gets back; only
+        # an id that ends as a renamed one does is looked into (renames are rare).
+        own = done.call_id
+        if not own:
+            return with_synthetic_id(done, call)
+        return with_wire_id(done, call) if own[-1] in RENAMED_END else done
 
     def _rejected(self, call: CallLike, exc: ValidationError) -> Outcome:
         """The outcome of a call the native path's Pydantic refused."""

@@ -334,6 +334,7 @@ def success_outcome(
     draft.lang = lang
     draft.secrets = secrets
     draft.synthetic_id = synthetic_id
+    draft.wire_id = None
     draft.__class__ = Outcome
     return cast(Outcome, draft)
 
@@ -399,6 +400,10 @@ class Outcome:
             the id toolwire answers it with, `toolwire_<ordinal>` (`call_id_for`); None for a
             call with an id. The executor carries it to the call's `ExecutionResult`, so that
             `tool_messages` matches the result to its call in any order.
+        wire_id: For a call whose id the assembler renamed because it repeated an earlier
+            call's (warning `duplicate_id`), the id the provider sent (`metadata["wire_id"]`),
+            which Gemini gets back in place of `call_id`; None for every other call. Set by
+            `Toolset.validate`.
     """
 
     ok: bool
@@ -417,6 +422,7 @@ class Outcome:
     lang: Lang = "en"
     secrets: tuple[SecretStr, ...] = field(default=(), repr=False, compare=False)
     synthetic_id: str | None = None
+    wire_id: str | None = None
 
     @classmethod
     def success(
@@ -487,10 +493,8 @@ class Outcome:
 
         Args:
             call: The call being answered, the one this outcome is of (its id is used;
-                defaults to `call_id`, or `synthetic_id` for a call without an id). On
-                Gemini, pass it for a call whose repeated id the assembler renamed
-                (warning `duplicate_id`): only the call holds the id Gemini sent, which its
-                response must carry back.
+                defaults to `call_id`, or `synthetic_id` for a call without an id; on
+                Gemini, `wire_id` for a call whose repeated id the assembler renamed).
             style: `openai-chat`, `openai-responses`, `anthropic`, `gemini` or
                 `bedrock-converse`.
             attempt: Which attempt at this logical call this was (1 for the first).
@@ -615,6 +619,31 @@ def with_synthetic_id(outcome: Outcome, call: CallLike) -> Outcome:
     return outcome if synthetic is None else dataclasses.replace(outcome, synthetic_id=synthetic)
 
 
+RENAMED_END = frozenset("0123456789_")
+"""The characters an id the assembler renamed can end with (`<wire id>_<ordinal>`, then `_`s):
+an id ending otherwise was not renamed, and its call need not be asked."""
+
+
+def with_wire_id(outcome: Outcome, call: CallLike) -> Outcome:
+    """`outcome` with `wire_id` set from `call` when the assembler renamed the call's repeated
+    id (warning `duplicate_id`, `metadata["wire_id"]`). Renames are rare: an id that cannot
+    be one (not ending in `RENAMED_END`) is passed over without asking the call anything."""
+    own = outcome.call_id
+    if not own or own[-1] not in RENAMED_END or outcome.wire_id is not None:
+        return outcome
+    if "duplicate_id" not in cast(Any, getattr(call, "warnings", ())):
+        return outcome
+    metadata: object = getattr(call, "metadata", None)
+    wire = (
+        cast(Mapping[str, object], metadata).get("wire_id")
+        if isinstance(metadata, Mapping)
+        else None
+    )
+    if not isinstance(wire, str) or not wire or wire == own:
+        return outcome
+    return dataclasses.replace(outcome, wire_id=wire)
+
+
 class _OutcomeDraft:
     """A plain object that becomes an `Outcome` once its fields are set (`success_outcome`):
     the same slots, without the frozen `__setattr__`."""
@@ -644,10 +673,11 @@ def answered_call(outcome: Outcome, call: CallLike | None) -> tuple[str, Named]:
     call_id = answering_id(call, outcome.call_id, outcome.synthetic_id)
     if call is not None:
         return call_id, call
-    # The provider never saw a made-up id: Gemini's answer goes by the name alone. A custom
-    # tool's call is answered with a `custom_tool_call_output` (Responses).
+    # The provider never saw a made-up id: Gemini's answer goes by the name alone; nor a
+    # renamed one: it gets back the id it sent. A custom tool's call is answered with a
+    # `custom_tool_call_output` (Responses).
     kind = "custom" if outcome.error_type == "free_form_call" else None
-    return call_id, _NoIdCall(outcome.tool, outcome.call_id or None, kind)
+    return call_id, _NoIdCall(outcome.tool, outcome.wire_id or outcome.call_id or None, kind)
 
 
 class _HasId(Protocol):
