@@ -6,6 +6,7 @@ import json
 from typing import Any, cast
 
 from toolwire import _core
+from toolwire._pickling import LiveState
 from toolwire.formats import (
     ChunkInfo,
     FormatAdapter,
@@ -39,7 +40,7 @@ _INSIDE = "_toolwire_inside"
 _LIMIT_TOLD = "_toolwire_limit_told"
 
 
-class Assembler(_core.Assembler):
+class Assembler(_core.Assembler, LiveState):
     """Assembles one stream's tool calls; see `_core.Assembler` for the delta-level API.
 
     Adds `feed_chunk` for whole provider chunks: OpenAI Chat Completions chunks, Responses
@@ -53,6 +54,11 @@ class Assembler(_core.Assembler):
         ...     asm.feed_chunk(chunk)
         >>> calls = asm.finish()  # doctest: +SKIP
     """
+
+    _not_copied = (
+        "it holds a stream's native state. Pickle its finished calls' outcomes, or their id, name"
+        " and arguments, instead"
+    )
 
     @property
     def chunk_format(self) -> WireFormat | None:

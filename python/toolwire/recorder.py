@@ -46,6 +46,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
+from toolwire._pickling import LiveState
 from toolwire.coercion import pointer
 from toolwire.events import CallCompleted, StreamEnded
 from toolwire.formats._fields import get, plain
@@ -433,7 +434,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-class Recorder:
+class Recorder(LiveState):
     """Appends failed calls, and optionally whole streams, to a JSONL corpus file.
 
     Thread-safe; one instance per corpus file. Nothing is opened until the first record.
@@ -451,6 +452,11 @@ class Recorder:
     Raises:
         ValueError: On a bad `streams`, `max_bytes` or `backups`.
     """
+
+    _not_copied = (
+        "it appends to its file under a lock of this process. "
+        "Open one in each process, on a file of its own"
+    )
 
     def __init__(
         self,

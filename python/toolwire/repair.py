@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from toolwire._pickling import LiveState
 from toolwire.payloads import (
     MAX_RESULT_CHARS,
     Style,
@@ -218,7 +219,7 @@ class _Track:
     started: float
 
 
-class RepairPolicy:
+class RepairPolicy(LiveState):
     """Counts repair rounds per logical call and decides retry or escalation.
 
     Args:
@@ -233,6 +234,8 @@ class RepairPolicy:
     Raises:
         ValueError: If `max_rounds` is negative or `time_budget_s` is not positive.
     """
+
+    _not_copied = "it counts each conversation's retries under a lock. Build one in each process"
 
     def __init__(
         self,

@@ -56,6 +56,7 @@ import referencing
 import referencing.exceptions
 import referencing.jsonschema
 
+from toolwire._pickling import RebuiltWhole
 from toolwire.subschemas import (
     NOWHERE,
     inner_any,
@@ -143,7 +144,7 @@ _ANNOTATIONS = frozenset(
 )
 
 
-class SchemaExportError(ValueError):
+class SchemaExportError(RebuiltWhole, ValueError):
     """A tool schema cannot be expressed in the OpenAI strict subset.
 
     Attributes:
@@ -824,7 +825,7 @@ MAX_SCHEMA_DEPTH = 24
 MAX_SCHEMA_NESTING = 128
 
 
-class SchemaTooLargeError(ValueError):
+class SchemaTooLargeError(RebuiltWhole, ValueError):
     """A tool schema too large to build: with its shared definitions kept as references, its
     remaining references (pointers into the schema, or references with assertions beside
     them) multiply it past `MAX_INLINED_CHARS` (`measure == "characters"`); or its subschemas,
@@ -879,7 +880,7 @@ class SchemaTooLargeError(ValueError):
         self.measure: Literal["characters", "depth", "nesting"] = measure
 
 
-class InvalidSchemaError(ValueError):
+class InvalidSchemaError(RebuiltWhole, ValueError):
     """A tool's parameter schema that is not a JSON Schema (its draft's metaschema refuses
     it), refused at registration with the place and what belongs there, in one line.
 

@@ -56,6 +56,7 @@ from types import CodeType, FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from toolwire._core import MisuseError, Scanner
+from toolwire._pickling import LiveState
 from toolwire.assembler import Assembler
 from toolwire.events import (
     ArgumentsProgress,
@@ -727,8 +728,10 @@ class _SourceCloser:
                 await result
 
 
-class _StreamBase:
+class _StreamBase(LiveState):
     """Results shared by `ToolStream` and `AsyncToolStream`."""
+
+    _not_copied = "it reads a live provider stream. Pickle the calls' outcomes it gives instead"
 
     __slots__ = ("_driver", "_ended_by_close")
 

@@ -4162,19 +4162,30 @@ class ToolValidator:
         # schema as written.
         self._as_written: jsonschema.protocols.Validator | None = None
         self._formats: frozenset[str] | None = None
+        # The schema as written, kept only where `_as_written` is needed, to compile it again.
+        self._written: Mapping[str, Any] | None = None
         if model is None:
-            cls = jsonschema.validators.validator_for(
-                self.schema, default=jsonschema.Draft202012Validator
-            )
-            cls = extended_validator(cls)
-            cls.check_schema(self.schema)
-            checker = cls.FORMAT_CHECKER
-            self._jsonschema = cls(_one_dialect(self.schema), format_checker=checker)
             if written is not None and closing_splits_one_of(self.schema, written):
-                self._as_written = cls(_one_dialect(written), format_checker=checker)
-            self._formats = frozenset(cls.FORMAT_CHECKER.checkers)
-            # `jsonschema` reads `time` as RFC 3339's full-time: the offset is part of it.
-            self._lookup.full_time = "time" in self._formats
+                self._written = written
+            self._compile_plain(check=True)
+
+    def _compile_plain(self, *, check: bool) -> None:
+        """Build a plain tool's `jsonschema` validators: at registration (`check` refuses a
+        schema its metaschema refuses), and again in a copy or an unpickled toolset, since the
+        classes `jsonschema` makes are local to a function and cannot be pickled."""
+        cls = jsonschema.validators.validator_for(
+            self.schema, default=jsonschema.Draft202012Validator
+        )
+        cls = extended_validator(cls)
+        if check:
+            cls.check_schema(self.schema)
+        checker = cls.FORMAT_CHECKER
+        self._jsonschema = cls(_one_dialect(self.schema), format_checker=checker)
+        if self._written is not None:
+            self._as_written = cls(_one_dialect(self._written), format_checker=checker)
+        self._formats = frozenset(cls.FORMAT_CHECKER.checkers)
+        # `jsonschema` reads `time` as RFC 3339's full-time: the offset is part of it.
+        self._lookup.full_time = "time" in self._formats
 
     def validate(
         self,
@@ -4326,15 +4337,21 @@ class ToolValidator:
         # Pydantic's bound `validate_json` pickles its whole core schema, which holds local
         # functions for some field types (enums, secrets): it is taken from the model again.
         # The compiled schema is built again when first needed.
+        # A plain tool's `jsonschema` validators, whose classes cannot be pickled, are compiled
+        # again from its schemas.
         state = dict(self.__dict__)
         state["_validate_json"] = None
         state["_typed_check"] = None
+        state["_jsonschema"] = None
+        state["_as_written"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         if self.model is not None:
             self._validate_json = self.model.__pydantic_validator__.validate_json
+        else:
+            self._compile_plain(check=False)
 
     @property
     def checked_formats(self) -> frozenset[str] | None:

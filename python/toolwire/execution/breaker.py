@@ -21,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
+from toolwire._pickling import LiveState
 from toolwire.execution._checks import check_count, check_number, check_seconds
 from toolwire.execution.clock import Clock, SystemClock
 
@@ -182,7 +183,7 @@ class _TimeWindow:
         self.calls = self.failures = self.slow = 0
 
 
-class CircuitBreaker:
+class CircuitBreaker(LiveState):
     """Rate-based circuit breaker for one tool. Thread-safe.
 
     Args:
@@ -191,6 +192,11 @@ class CircuitBreaker:
         clock: Time source (``monotonic()``).
         rng: Random source for the open-duration jitter.
     """
+
+    _not_copied = (
+        "its counts are shared by the calls it guards, under a lock. Build one in each process "
+        "from its BreakerConfig"
+    )
 
     def __init__(
         self,

@@ -21,6 +21,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 
+from toolwire._pickling import LiveState
 from toolwire.execution._checks import check_count, check_number
 from toolwire.execution.clock import Clock, SystemClock
 
@@ -28,7 +29,7 @@ __all__ = ["RequestContext", "RetryBudget", "RetryTicket"]
 
 
 @dataclass(eq=False)
-class RequestContext:
+class RequestContext(LiveState):
     """Everything shared by the tool calls of one user request.
 
     Args:
@@ -42,6 +43,11 @@ class RequestContext:
             infinite.
         TypeError: ``request_id`` or ``session_id`` is not a str.
     """
+
+    _not_copied = (
+        "its deadline and retry budget are shared by the calls of one request, under a lock. "
+        "Build one in each process from its values"
+    )
 
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     session_id: str = ""

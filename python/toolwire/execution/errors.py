@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from toolwire._pickling import RebuiltWhole
+
 # One class for "rejected by a business rule", whether a validation check or a tool raises it.
 from toolwire.validation import BusinessRuleError
 
@@ -25,7 +27,7 @@ __all__ = [
 ]
 
 
-class ExecutionError(Exception):
+class ExecutionError(RebuiltWhole, Exception):
     """Base class of every exception defined by ``toolwire.execution``."""
 
     slug: str = "execution_error"

@@ -91,6 +91,7 @@ from typing import Any, Literal, Protocol, TypeVar, cast
 from pydantic import BaseModel, SecretBytes, SecretStr
 from tenacity import AsyncRetrying, RetryCallState, Retrying, TryAgain, stop_after_attempt
 
+from toolwire._pickling import LiveState
 from toolwire.coercion import pointer
 from toolwire.execution._checks import check_seconds
 from toolwire.execution.breaker import BreakerConfig, CircuitBreaker, Permit
@@ -664,7 +665,7 @@ def _jsonable(value: Any, *, lenient: bool = False) -> Any:
     return jsonable_result(value)
 
 
-class Executor:
+class Executor(LiveState):
     """Runs validated tool calls with retries, budgets, idempotency, breakers and observability.
 
     Args:
@@ -694,6 +695,10 @@ class Executor:
         lang: Language of the texts written for the model (``"en"`` or ``"zh"``), as
             ``Toolset(lang=...)``.
     """
+
+    _not_copied = (
+        "it holds locks, worker threads, breakers and ledger connections. Build one in each process"
+    )
 
     def __init__(
         self,

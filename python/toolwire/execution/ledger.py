@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, get_args
 
+from toolwire._pickling import LiveState
 from toolwire.execution.clock import Clock, SystemClock
 from toolwire.execution.errors import ClaimLost, LedgerCorrupt
 from toolwire.payloads import compact_json
@@ -550,7 +551,7 @@ def check_key(key: str) -> None:
         raise ValueError("idempotency keys must be 1 to 255 characters long")
 
 
-class MemoryLedger(Ledger):
+class MemoryLedger(Ledger, LiveState):
     """Thread-safe in-process ledger (tests, single-process tools, no durability).
 
     Leases and retention run on the clock's ``monotonic()`` reading: one process needs no
@@ -562,6 +563,11 @@ class MemoryLedger(Ledger):
     Args:
         clock: Time source: ``monotonic()`` for leases and retention, ``time()`` to show them.
     """
+
+    _not_copied = (
+        "its records live in this process, under a lock. Use SqliteLedger or RedisLedger to share"
+        " records between processes"
+    )
 
     blocking: ClassVar[bool] = False
 

@@ -39,6 +39,7 @@ import time
 from dataclasses import replace
 from typing import Any, Literal
 
+from toolwire._pickling import LiveState
 from toolwire.execution.clock import Clock, SystemClock
 from toolwire.execution.errors import LedgerCorrupt, LedgerUnavailable
 from toolwire.execution.ledger import (
@@ -74,7 +75,7 @@ _PURGE_EVERY = 256
 _PURGE_CHUNK = 500
 
 
-class SqliteLedger(Ledger):
+class SqliteLedger(Ledger, LiveState):
     """Ledger in a SQLite file.
 
     Args:
@@ -85,6 +86,10 @@ class SqliteLedger(Ledger):
         busy_timeout: Seconds to wait for another process's write lock before giving up.
         synchronous: SQLite ``synchronous`` pragma (``NORMAL`` or ``FULL``).
     """
+
+    _not_copied = (
+        "it holds a database connection and a lock. Open one in each process on the same path"
+    )
 
     def __init__(
         self,
