@@ -911,8 +911,11 @@ mod watched {
                     waiting.push(ordinal);
                 }
             });
-            for ordinal in waiting.drain(..) {
-                undrained_progress.push(ordinal);
+            if !waiting.is_empty() {
+                waiting
+                    .iter()
+                    .for_each(|&ordinal| undrained_progress.push(ordinal));
+                waiting.clear();
             }
         }
 
