@@ -544,6 +544,10 @@ class Assembler:
         character is still cut); every later item of the value adds text. After `finish`, the
         first drain gives the items `finish` released (the last fragments', fragments held to
         tell a resend from new text included).
+        With `tools`, an item at or under a secret value reads `[redacted]`, and the items of
+        a call whose name may still become a tool with secret values wait until it is final
+        (or the call ends, or the stream finishes). Looks only at the calls changed since the
+        last drain.
         Empty when the assembler was made with `progress_into`: its items are in that list.
         """
     @property

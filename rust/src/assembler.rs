@@ -39,7 +39,7 @@ use crate::error::{Error, ErrorKind, Misuse, SchemaDetail};
 use crate::precheck::{CallCheck, Registry};
 use crate::progress::{Progress, ProgressItem, Recorded};
 use crate::scanner::{is_ws, ScanConfig, Scanner};
-use crate::schema::{ToolSchema, REDACTED};
+use crate::schema::REDACTED;
 use crate::tokens::same_tokens;
 use crate::value::{build, BuildOptions, PartialOptions, Sink};
 
@@ -675,8 +675,9 @@ impl OpenCalls {
     }
 }
 
-/// The calls of a response, and which of them changed since [`Assembler::drain_errors`] and
-/// [`Assembler::has_certain_error`] last looked at them.
+/// The calls of a response, and which of them changed since each reader last looked at them:
+/// [`Assembler::drain_errors`], [`Assembler::has_certain_error`],
+/// [`Assembler::drain_progress_each`] and [`Assembler::lose_event`].
 ///
 /// A gateway drains errors (and asks whether the response failed) after every chunk, and a
 /// chunk changes one call or a few. Visiting every call each time cost O(calls) per chunk
@@ -685,7 +686,10 @@ impl OpenCalls {
 /// for it: the visit scanned the call's text and settled its name, and a call's errors come
 /// from its own state alone (and the registry, which never changes). So each change queues
 /// the call, once, for each reader, and each reader visits its own queue: O(calls changed)
-/// per drain.
+/// per drain. The same holds for progress items (recorded only by a change to their call) and
+/// for a lost event (a call it left alone, unchanged since, it leaves alone again); a call
+/// that tracks no progress is never queued for it, so a stream without progress pays nothing
+/// for that reader.
 ///
 /// Nothing outside this module touches the list: reading derefs to it, and every change goes
 /// through [`Calls::push`], [`Calls::get_mut`] or [`Calls::iter_mut`], which queue the calls
@@ -694,8 +698,8 @@ impl OpenCalls {
 /// capacity: a fragment allocates nothing for them.
 mod watched {
     use super::{
-        call_has_certain_error, drain_call_errors, settle_name, Call, CallCheck, Error, Progress,
-        Registry, ToolSchema,
+        call_has_certain_error, drain_call_errors, drain_call_progress, settle_name, Call, Error,
+        Registry,
     };
 
     /// Changed since `drain_errors` visited it (queued in `undrained`).
@@ -704,18 +708,42 @@ mod watched {
     const UNJUDGED: u8 = 2;
     /// Judged, not changed since, and failing: counted in `failing`.
     const FAILING: u8 = 4;
-    const QUEUED: u8 = UNDRAINED | UNJUDGED;
+    /// Changed since its progress items were drained (queued in `undrained_progress`); always
+    /// set on a call that tracks no progress, which is never queued for it.
+    const UNPROGRESSED: u8 = 8;
+    /// Changed since `lose_event` visited it (queued in `unlost`); always set on a call it
+    /// lost, which it never visits again.
+    const UNLOST: u8 = 16;
+    const QUEUED: u8 = UNDRAINED | UNJUDGED | UNPROGRESSED | UNLOST;
 
     #[derive(Debug, Default)]
     pub(super) struct Calls {
         list: Vec<Call>,
-        undrained: Queue,
-        unjudged: Queue,
-        /// Calls with the `FAILING` bit.
-        failing: usize,
-        /// Calls the two readers visited (for tests that prove they visit only those changed).
+        queues: Queues,
+        /// Calls the two error readers visited (for tests that prove they visit only those
+        /// changed).
         #[cfg(test)]
         pub(super) visited: usize,
+        /// Calls the progress drain visited (as `visited`).
+        #[cfg(test)]
+        pub(super) visited_progress: usize,
+        /// Calls `lose_event` visited (as `visited`).
+        #[cfg(test)]
+        pub(super) visited_lost: usize,
+    }
+
+    /// One queue per reader.
+    #[derive(Debug, Default)]
+    struct Queues {
+        undrained: Queue,
+        unjudged: Queue,
+        undrained_progress: Queue,
+        /// Calls whose progress items wait for their name, while `undrained_progress` is
+        /// drained (kept for its buffer).
+        waiting: Vec<usize>,
+        unlost: Queue,
+        /// Calls with the `FAILING` bit.
+        failing: usize,
     }
 
     /// Ordinals of queued calls, in no order. The first is kept inline: a response of one call
@@ -727,6 +755,7 @@ mod watched {
     }
 
     impl Queue {
+        #[inline]
         fn push(&mut self, ordinal: usize) {
             if self.one.is_none() {
                 self.one = Some(ordinal);
@@ -758,22 +787,22 @@ mod watched {
     /// Queues `call` (at `ordinal`) for each reader that looked at it since its last change.
     #[cold]
     #[inline(never)]
-    fn queue(
-        call: &mut Call,
-        ordinal: usize,
-        undrained: &mut Queue,
-        unjudged: &mut Queue,
-        failing: &mut usize,
-    ) {
+    fn queue(call: &mut Call, ordinal: usize, queues: &mut Queues) {
         if call.watch & UNDRAINED == 0 {
-            undrained.push(ordinal);
+            queues.undrained.push(ordinal);
         }
         if call.watch & UNJUDGED == 0 {
-            unjudged.push(ordinal);
+            queues.unjudged.push(ordinal);
             if call.watch & FAILING != 0 {
                 // Judged again before it counts.
-                *failing -= 1;
+                queues.failing -= 1;
             }
+        }
+        if call.watch & UNPROGRESSED == 0 {
+            queues.undrained_progress.push(ordinal);
+        }
+        if call.watch & UNLOST == 0 {
+            queues.unlost.push(ordinal);
         }
         call.watch = QUEUED;
     }
@@ -807,8 +836,8 @@ mod watched {
     }
 
     impl Calls {
-        /// Adds a call, queued for both readers; returns its ordinal.
-        pub(super) fn push(&mut self, call: Call) -> usize {
+        /// Adds a call, queued for every reader; returns its ordinal.
+        pub(super) fn push(&mut self, mut call: Call) -> usize {
             let ordinal = self.list.len();
             // A `Call` is large and most streams have one or two calls: grow one slot at a
             // time while small instead of doubling to four (about 2.7 KB saved per
@@ -816,69 +845,113 @@ mod watched {
             if ordinal < 4 {
                 self.list.reserve_exact(1);
             }
+            if call.progress.is_none() {
+                // No progress to drain, ever (progress is only ever taken away).
+                call.watch |= UNPROGRESSED;
+            }
             self.list.push(call);
             // Handed out for a change, the new call is queued.
             let _ = self.get_mut(ordinal);
             ordinal
         }
 
-        /// The call at `ordinal`, for a change: it is queued for both readers.
+        /// The call at `ordinal`, for a change: it is queued for every reader.
         #[inline]
         pub(super) fn get_mut(&mut self, ordinal: usize) -> Option<&mut Call> {
             let call = self.list.get_mut(ordinal)?;
             if call.watch & QUEUED != QUEUED {
-                queue(
-                    call,
-                    ordinal,
-                    &mut self.undrained,
-                    &mut self.unjudged,
-                    &mut self.failing,
-                );
+                if call.watch | UNPROGRESSED == call.watch | QUEUED {
+                    // The common case with progress drained after every fragment, inline.
+                    call.watch |= UNPROGRESSED;
+                    self.queues.undrained_progress.push(ordinal);
+                } else {
+                    queue(call, ordinal, &mut self.queues);
+                }
             }
             Some(call)
         }
 
-        /// Every call, for a change: each is queued for both readers as it is handed out.
+        /// Every call, for a change: each is queued for every reader as it is handed out.
         pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Call> {
-            let (undrained, unjudged, failing) =
-                (&mut self.undrained, &mut self.unjudged, &mut self.failing);
+            let queues = &mut self.queues;
             self.list
                 .iter_mut()
                 .enumerate()
                 .map(move |(ordinal, call)| {
                     if call.watch & QUEUED != QUEUED {
-                        queue(call, ordinal, undrained, unjudged, failing);
+                        queue(call, ordinal, queues);
                     }
                     call
                 })
         }
 
-        /// The progress of each call that tracks it, for draining its items, without queueing
-        /// the calls: progress items are no errors, and draining them changes none. With it,
-        /// the call's tool schema when it holds secret values.
-        pub(super) fn progress_mut(
+        /// Hands the progress items recorded since the last drain to `f`, call by call in
+        /// ordinal order, visiting only the calls changed since (see
+        /// [`super::Assembler::drain_progress_each`]). A call whose items wait for its name
+        /// stays queued. Draining changes no call for the other readers.
+        pub(super) fn drain_progress(
             &mut self,
-        ) -> impl Iterator<Item = (usize, &mut Progress, Option<&ToolSchema>)> {
-            self.list
-                .iter_mut()
-                .enumerate()
-                .filter_map(|(ordinal, call)| {
-                    let secrets = call
-                        .check
-                        .as_deref()
-                        .and_then(CallCheck::schema)
-                        .filter(|schema| schema.has_secrets());
-                    Some((ordinal, call.progress.as_deref_mut()?, secrets))
-                })
+            registry: Option<&Registry>,
+            names_final: bool,
+            mut f: impl FnMut(usize, &[u8], &[u8], bool, bool),
+        ) {
+            let (list, queues) = (&mut self.list, &mut self.queues);
+            #[cfg(test)]
+            let visited = &mut self.visited_progress;
+            let Queues {
+                undrained_progress,
+                waiting,
+                ..
+            } = queues;
+            undrained_progress.drain_ascending(|ordinal| {
+                let Some(call) = list.get_mut(ordinal) else {
+                    return;
+                };
+                #[cfg(test)]
+                {
+                    *visited += 1;
+                }
+                if drain_call_progress(ordinal, call, registry, names_final, &mut f) {
+                    call.watch &= !UNPROGRESSED;
+                } else {
+                    waiting.push(ordinal);
+                }
+            });
+            if !waiting.is_empty() {
+                waiting
+                    .iter()
+                    .for_each(|&ordinal| undrained_progress.push(ordinal));
+                waiting.clear();
+            }
         }
 
-        /// Scans the text appended to the call at `ordinal` without queueing it: the text
-        /// was queued when it was appended, and when it is scanned changes nothing a reader
-        /// sees (deferred scanning is invisible), so a call a reader has seen stays seen.
-        pub(super) fn sync(&mut self, ordinal: usize) {
-            if let Some(call) = self.list.get_mut(ordinal) {
-                call.sync();
-            }
+        /// Visits each call changed since the last visit of `lose_event`, in ordinal order;
+        /// `visit` returns true when it lost the call, which is then queued for the readers
+        /// (see [`super::Assembler::lose_event`]). It may scan the call's deferred text
+        /// ([`Call::sync`]) without queueing it: the text was queued when it was appended, and
+        /// when it is scanned changes nothing a reader sees.
+        pub(super) fn visit_for_lost_event(&mut self, mut visit: impl FnMut(&mut Call) -> bool) {
+            let mut unlost = std::mem::take(&mut self.queues.unlost);
+            let (list, queues) = (&mut self.list, &mut self.queues);
+            #[cfg(test)]
+            let visited = &mut self.visited_lost;
+            unlost.drain_ascending(|ordinal| {
+                let Some(call) = list.get_mut(ordinal) else {
+                    return;
+                };
+                #[cfg(test)]
+                {
+                    *visited += 1;
+                }
+                call.watch &= !UNLOST;
+                if visit(call) {
+                    // Lost, the call is never visited again: it is queued for the others only.
+                    call.watch |= UNLOST;
+                    queue(call, ordinal, queues);
+                }
+            });
+            // The queue's buffer is kept.
+            queues.unlost = unlost;
         }
 
         /// Appends the errors of every call changed since the last drain that became certain
@@ -891,7 +964,7 @@ mod watched {
             let list = &mut self.list;
             #[cfg(test)]
             let visited = &mut self.visited;
-            self.undrained.drain_ascending(|ordinal| {
+            self.queues.undrained.drain_ascending(|ordinal| {
                 let Some(call) = list.get_mut(ordinal) else {
                     return;
                 };
@@ -908,8 +981,8 @@ mod watched {
         /// True when some call has an error no later input can fix. Calls changed since they
         /// were last judged are judged until one fails; the others are known.
         pub(super) fn any_certain_error(&mut self, registry: Option<&Registry>) -> bool {
-            while self.failing == 0 {
-                let Some(ordinal) = self.unjudged.pop() else {
+            while self.queues.failing == 0 {
+                let Some(ordinal) = self.queues.unjudged.pop() else {
                     return false;
                 };
                 let Some(call) = self.list.get_mut(ordinal) else {
@@ -924,7 +997,7 @@ mod watched {
                 settle_name(call, registry);
                 if call_has_certain_error(call) {
                     call.watch |= FAILING;
-                    self.failing += 1;
+                    self.queues.failing += 1;
                 }
             }
             true
@@ -945,7 +1018,7 @@ mod watched {
             registry: Option<&Registry>,
             out: &mut Vec<(usize, Error)>,
         ) {
-            self.undrained = Queue::default();
+            self.queues.undrained = Queue::default();
             for (ordinal, call) in self.list.iter_mut().enumerate() {
                 call.watch &= !UNDRAINED;
                 call.sync();
@@ -966,6 +1039,34 @@ mod watched {
                 settle_name(call, registry);
                 call_has_certain_error(call)
             })
+        }
+
+        /// [`Calls::drain_progress`] the way it was before calls were queued: every call is
+        /// visited (the tests' oracle; not to be mixed with the queued drain on one assembler).
+        #[cfg(test)]
+        pub(super) fn drain_progress_visiting_all(
+            &mut self,
+            registry: Option<&Registry>,
+            names_final: bool,
+            mut f: impl FnMut(usize, &[u8], &[u8], bool, bool),
+        ) {
+            for (ordinal, call) in self.list.iter_mut().enumerate() {
+                self.visited_progress += 1;
+                drain_call_progress(ordinal, call, registry, names_final, &mut f);
+            }
+        }
+
+        /// [`Calls::visit_for_lost_event`] the way it was before calls were queued: every call
+        /// is visited (the tests' oracle; not to be mixed with the queued visit).
+        #[cfg(test)]
+        pub(super) fn visit_all_for_lost_event(
+            &mut self,
+            mut visit: impl FnMut(&mut Call) -> bool,
+        ) {
+            for call in &mut self.list {
+                self.visited_lost += 1;
+                visit(call);
+            }
         }
     }
 }
@@ -1025,9 +1126,13 @@ pub struct Assembler {
     /// results over, freed with the assembler: freeing it was a third of `finish` on a small
     /// call, time spent after the last fragment that nothing waiting on the calls needs.
     retired: Vec<Call>,
-    /// How many calls, from the first, a lost event can no longer change: each ended or lost
-    /// already (see [`Assembler::lose_event`]).
-    lost_through: usize,
+    /// No fragment follows ([`Assembler::settle_held_fragments`]): every call's name is final,
+    /// so no progress item waits for one (see [`Assembler::drain_progress_each`]).
+    names_final: bool,
+    /// The tests' oracle: `lose_event` and the progress drain visit every call, as before
+    /// calls were queued.
+    #[cfg(test)]
+    visit_all: bool,
 }
 
 impl Assembler {
@@ -1058,7 +1163,9 @@ impl Assembler {
             finished_failed: false,
             finished: false,
             retired: Vec::new(),
-            lost_through: 0,
+            names_final: false,
+            #[cfg(test)]
+            visit_all: false,
         })
     }
 
@@ -1797,6 +1904,7 @@ impl Assembler {
             settle_held(call);
             complete_for_progress(call);
         }
+        self.names_final = true;
         Ok(())
     }
 
@@ -2042,8 +2150,9 @@ impl Assembler {
         if self.finished {
             return Err(Misuse::Finished);
         }
-        // A call ended or lost stays so: each unreadable event of a stream of them would
-        // otherwise visit every call the response started (time events x calls).
+        // Only the calls changed since the last lost event are visited: one left alone then is
+        // left alone again (a whole Chat call is never ended, and visiting every call from
+        // the first whole one cost time events x calls). A call ended or lost stays so.
         let done = |call: &Call| {
             call.ended
                 || call
@@ -2051,29 +2160,29 @@ impl Assembler {
                     .as_ref()
                     .is_some_and(|e| e.kind == ErrorKind::LostEvent)
         };
-        for ordinal in self.lost_through..self.calls.len() {
-            if done(&self.calls[ordinal]) {
-                continue;
+        let visit = |call: &mut Call| {
+            if done(call) {
+                return false;
             }
-            self.calls.sync(ordinal);
-            let call = &self.calls[ordinal];
+            call.sync();
             let open = !call.ended && !call.scanner.is_complete() && call.stopped.is_none();
             if open {
-                // Only a call lost is queued for the readers (see `Calls`).
-                lose(&mut self.calls[ordinal], || {
+                lose(call, || {
                     format!(
                         "an event that may have carried part of this call could not be read \
                          ({reason})"
                     )
                 });
             }
+            // Only a call lost is queued for the readers (see `Calls`).
+            open
+        };
+        #[cfg(test)]
+        if self.visit_all {
+            self.calls.visit_all_for_lost_event(visit);
+            return Ok(());
         }
-        self.lost_through += self
-            .calls
-            .iter()
-            .skip(self.lost_through)
-            .take_while(|c| done(c))
-            .count();
+        self.calls.visit_for_lost_event(visit);
         Ok(())
     }
 
@@ -2143,22 +2252,23 @@ impl Assembler {
     /// `drain_progress` without allocating: each item goes to `f` as (ordinal, path, text,
     /// complete, continues), its path and text borrowed from the call's progress buffers as
     /// UTF-8 bytes (see [`Progress::drain_each`](crate::progress::Progress::drain_each)).
-    pub fn drain_progress_each(&mut self, mut f: impl FnMut(usize, &[u8], &[u8], bool, bool)) {
-        for (ordinal, p, secrets) in self.calls.progress_mut() {
-            p.drain_each(|path, text, complete, continues| {
-                let secret = secrets.is_some_and(|schema| {
-                    std::str::from_utf8(path).is_ok_and(|path| schema.is_secret(path))
-                });
-                // A secret value's text never leaves in an item, as in a pre-check error: its
-                // first item says it is hidden, and the rest of a long string adds nothing.
-                let text = match (secret, continues) {
-                    (false, _) => text,
-                    (true, false) => REDACTED.as_bytes(),
-                    (true, true) => b"",
-                };
-                f(ordinal, path, text, complete, continues);
-            });
+    ///
+    /// With tools, an item at or under a secret value reads [`REDACTED`] (once per value: the
+    /// rest of a long string is empty). Which values are secret depends on the call's tool,
+    /// so while its name may still change into that of a tool with secret values (no name
+    /// yet, or a prefix of such a tool's name, before its arguments began), the call's items
+    /// wait, merged as they would be between two drains, until the name is final, the call is
+    /// ended, or no fragment follows ([`Assembler::settle_held_fragments`]). Only the calls
+    /// changed since the last drain are visited.
+    pub fn drain_progress_each(&mut self, f: impl FnMut(usize, &[u8], &[u8], bool, bool)) {
+        let registry = self.registry.as_deref();
+        #[cfg(test)]
+        if self.visit_all {
+            self.calls
+                .drain_progress_visiting_all(registry, self.names_final, f);
+            return;
         }
+        self.calls.drain_progress(registry, self.names_final, f);
     }
 
     /// Records a progress item for the call at `ordinal` that arrived as a value, not as text
@@ -3172,6 +3282,56 @@ fn drain_call_errors(
     }
 }
 
+/// Hands the progress items of `call` (at `ordinal`) recorded since its last drain to `f`, its
+/// secret values' text hidden; false, draining nothing, while they wait for its name (see
+/// [`Assembler::drain_progress_each`]).
+#[inline]
+fn drain_call_progress(
+    ordinal: usize,
+    call: &mut Call,
+    registry: Option<&Registry>,
+    names_final: bool,
+    f: &mut impl FnMut(usize, &[u8], &[u8], bool, bool),
+) -> bool {
+    if call.progress.is_none() {
+        return true;
+    }
+    // The name is final as `settle_name` has it: once the arguments began or the call ended.
+    let waits = |registry: &Registry| {
+        !names_final
+            && !call.ended
+            && (call.name.is_empty() || !call.has_arguments())
+            && registry.secrets_may_follow(&call.name)
+    };
+    if registry.is_some_and(|registry| registry.has_secrets() && waits(registry)) {
+        return false;
+    }
+    let Call {
+        check, progress, ..
+    } = call;
+    let Some(progress) = progress.as_deref_mut() else {
+        return true;
+    };
+    let secrets = check
+        .as_deref()
+        .and_then(CallCheck::schema)
+        .filter(|schema| schema.has_secrets());
+    progress.drain_each(|path, text, complete, continues| {
+        let secret = secrets.is_some_and(|schema| {
+            std::str::from_utf8(path).is_ok_and(|path| schema.is_secret(path))
+        });
+        // A secret value's text never leaves in an item, as in a pre-check error: its first
+        // item says it is hidden, and the rest of a long string adds nothing.
+        let text = match (secret, continues) {
+            (false, _) => text,
+            (true, false) => REDACTED.as_bytes(),
+            (true, true) => b"",
+        };
+        f(ordinal, path, text, complete, continues);
+    });
+    true
+}
+
 /// Once a call's arguments began or it ended, its name is final: a later name under its key
 /// starts another call (see `open_call_for`).
 fn settle_name(call: &mut Call, registry: Option<&Registry>) {
@@ -3363,6 +3523,47 @@ mod tests {
     }
 
     #[test]
+    fn recorded_progress_waits_while_a_streamed_name_may_become_a_secret_tools() {
+        let mut registry = Registry::new();
+        let schema = serde_json::json!({"properties": {"key": {"type": "string"}}});
+        registry
+            .add_with_secrets("tool", &schema, &["/key"])
+            .expect("schema");
+        registry.add("tools_list", &schema).expect("schema");
+        let config = AssemblerConfig {
+            track_progress: true,
+            ..AssemblerConfig::default()
+        };
+        let mut asm = Assembler::with_tools(config, Arc::new(registry)).expect("config");
+        let name = |asm: &mut Assembler, piece| {
+            asm.feed(&Delta {
+                index: Some(0),
+                name: Some(piece),
+                ..Delta::default()
+            })
+            .expect("feed")
+        };
+        let drained = |asm: &mut Assembler| -> Vec<(usize, String, String)> {
+            let items = asm.drain_progress().into_iter();
+            items.map(|(o, i)| (o, i.path, i.text)).collect()
+        };
+        // Values arrive before the name is whole (Vertex AI pieces, quirk 9): `to` may become
+        // `tool`, whose key is secret, or `tools_list`, whose is not; `tool` itself may too.
+        name(&mut asm, "to");
+        asm.record_progress(0, "/key", "hunter2", Recorded::String { ends: false })
+            .expect("record");
+        assert_eq!(drained(&mut asm), vec![]);
+        name(&mut asm, "ol");
+        assert_eq!(drained(&mut asm), vec![]);
+        // The call ends as `tool`: its items go out, hidden.
+        asm.record_progress(0, "/key", "-more", Recorded::String { ends: true })
+            .expect("record");
+        asm.end_call(0).expect("end");
+        let hidden = vec![(0, "/key".to_owned(), REDACTED.to_owned())];
+        assert_eq!(drained(&mut asm), hidden);
+    }
+
+    #[test]
     fn release_frees_the_finished_calls_state_and_keeps_what_is_reported() {
         let mut asm = Assembler::new(AssemblerConfig {
             track_progress: true,
@@ -3388,18 +3589,22 @@ mod tests {
         for index in 0..100 {
             feed_call(&mut asm, index, b"{\"a\": ");
         }
-        asm.lose_event("a malformed event").expect("lose");
-        // Every call is lost: the next unreadable event of the stream starts after them all
+        let lose = |asm: &mut Assembler| {
+            let before = asm.calls.visited_lost;
+            asm.lose_event("a malformed event").expect("lose");
+            asm.calls.visited_lost - before
+        };
+        assert_eq!(lose(&mut asm), 100);
+        // Every call is lost: the next unreadable event of the stream visits none of them
         // (each visited all the response's calls, time events x calls).
-        assert_eq!(asm.lost_through, 100);
+        assert_eq!(lose(&mut asm), 0);
         // A whole call the stream has not ended may still be changed by a lost event (text
-        // after it makes it open again): the calls from it on are visited, and those after it
-        // that are lost are not changed again.
+        // after it makes it open again), but only once something changed it: the next event
+        // visits it and the new open call, and the one after that neither.
         feed_call(&mut asm, 100, b"{\"a\": 1}");
         feed_call(&mut asm, 101, b"{\"a\": ");
-        asm.lose_event("a malformed event").expect("lose");
-        asm.lose_event("a malformed event").expect("lose");
-        assert_eq!(asm.lost_through, 100);
+        assert_eq!(lose(&mut asm), 2);
+        assert_eq!(lose(&mut asm), 0);
         let kinds: Vec<_> = asm
             .finish()
             .expect("finish")

@@ -71,6 +71,18 @@ impl Registry {
         self.tools.name_viable(prefix)
     }
 
+    /// True when some registered tool has secret values.
+    #[must_use]
+    pub fn has_secrets(&self) -> bool {
+        self.tools.has_secrets()
+    }
+
+    /// See [`ToolRegistry::secrets_may_follow`].
+    #[must_use]
+    pub fn secrets_may_follow(&self, name: &str) -> bool {
+        self.tools.secrets_may_follow(name)
+    }
+
     /// Registered names, sorted.
     #[must_use]
     pub fn names(&self) -> Vec<String> {

@@ -27,6 +27,7 @@ from toolwire import (
     Scanner,
     ToolCall,
     ToolRegistry,
+    Toolset,
     _core,
     assemble,
     call_id_for,
@@ -1509,3 +1510,104 @@ def test_progress_items_hide_a_secret_value_as_a_precheck_error_does() -> None:
     assembler.feed(0, id="call_1", name="login", arguments=text)
     assembler.finish()
     assert ("/password", "hunter2-and-more") in [(p, t) for _, p, t in items]
+
+
+def _login_tools() -> Toolset:
+    from pydantic import BaseModel, Field, SecretStr
+
+    class Login(BaseModel):
+        user: str
+        password: SecretStr
+        pin: int = Field(json_schema_extra={"x-secret": True})
+
+    return Toolset([Login], names={Login: "login"})
+
+
+_LOGIN_TEXT = '{"user": "ada", "password": "hunter2-and-more", "pin": 4321}'
+_LOGIN_SHOWN = [(0, "/user", "ada"), (0, "/password", "[redacted]"), (0, "/pin", "[redacted]")]
+
+
+def _merged(items: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
+    """Items with the pieces of one value joined, as a UI shows them."""
+    out: list[tuple[int, str, str]] = []
+    for ordinal, path, text in items:
+        if out and out[-1][:2] == (ordinal, path):
+            out[-1] = (ordinal, path, out[-1][2] + text)
+        else:
+            out.append((ordinal, path, text))
+    return out
+
+
+def _shows_no_secret(items: list[tuple[int, str, str]]) -> bool:
+    shown = "".join(text for _, _, text in items)
+    return not any(secret in shown for secret in ("hunter", "more", "4321", "21"))
+
+
+def test_progress_items_wait_for_the_name_that_says_what_is_secret() -> None:
+    # Quirk 10: the name arrives after some argument text. Until then nothing says which
+    # values are secret, so no item of the call may go out; once it is known, they go out
+    # hidden as they would have been.
+    tools = _login_tools()
+    for size in (1, 3, 7, len(_LOGIN_TEXT)):
+        pieces = [_LOGIN_TEXT[i : i + size] for i in range(0, len(_LOGIN_TEXT), size)]
+        # The name comes after the first piece, the second, the middle one or the last.
+        named_ats = {1, 2, len(pieces) // 2, len(pieces)} & set(range(1, len(pieces) + 1))
+        for named_at in sorted(named_ats):
+            items: list[tuple[int, str, str]] = []
+            assembler = Assembler(tools=tools, progress_into=items)
+            for k, piece in enumerate(pieces):
+                assembler.feed(0, id="call_1", arguments=piece)
+                if k + 1 == named_at:
+                    assembler.feed(0, name="login")
+                assert _shows_no_secret(items), (size, named_at, items)
+                if k + 1 < named_at:
+                    assert items == []
+            (call,) = assembler.finish()
+            assert call.ok and call.name == "login"
+            assert call.value["password"] == "hunter2-and-more"
+            assert _merged(items) == _LOGIN_SHOWN, (size, named_at)
+
+
+def test_progress_of_a_call_named_too_late_waits_through_every_reader() -> None:
+    tools = _login_tools()
+    head = {"index": 0, "id": "call_1", "type": "function"}
+    deltas: list[dict[str, object]] = [
+        {**head, "function": {"arguments": _LOGIN_TEXT[:35]}},
+        {"index": 0, "function": {"name": "login", "arguments": _LOGIN_TEXT[35:]}},
+    ]
+    chunks = [
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {"tool_calls": [delta]}, "finish_reason": None}],
+        }
+        for delta in deltas
+    ]
+    # The stream wrapper's `ArgumentsProgress` events.
+    with assemble(iter(chunks), tools) as stream:
+        events = list(stream)
+    progress = [(e.ordinal, e.path, e.text) for e in events if isinstance(e, ArgumentsProgress)]
+    assert _merged(progress) == _LOGIN_SHOWN
+    # `drain_progress` after each event of a raw body, cut anywhere.
+    body = b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks)
+    for cut in range(1, len(body), 9):
+        assembler = Assembler(tools=tools, track_progress=True)
+        drained: list[tuple[int, str, str]] = []
+        for part in (body[:cut], body[cut:]):
+            assembler.feed_sse(part)
+            drained += assembler.drain_progress()
+            assert _shows_no_secret(drained), cut
+        assembler.finish()
+        drained += assembler.drain_progress()
+        assert _merged(drained) == _LOGIN_SHOWN, cut
+
+
+def test_progress_of_a_call_whose_name_never_comes_is_released_at_the_end() -> None:
+    # Nothing is lost: at the end no name can follow, and a call of no tool has no secret.
+    items: list[tuple[int, str, str]] = []
+    assembler = Assembler(tools=_login_tools(), progress_into=items)
+    assembler.feed(0, id="call_1", arguments='{"user": "ada"}')
+    assert items == []
+    (call,) = assembler.finish()
+    assert not call.ok
+    assert items == [(0, "/user", "ada")]

@@ -1,8 +1,9 @@
-//! `drain_errors` and `has_certain_error` visit only the calls changed since they last looked
-//! (see `watched::Calls`), and report exactly what visiting every call reported: the same
-//! errors, in the same order, and the same signal, after every step of any sequence of
-//! operations, through `feed`, `feed_continuation`, every per-call and per-stream operation the
-//! bindings and adapters use, and the raw SSE path.
+//! `drain_errors`, `has_certain_error`, the progress drain and `lose_event` visit only the
+//! calls changed since they last looked (see `watched::Calls`), and report exactly what
+//! visiting every call reported: the same errors, in the same order, the same signal, the same
+//! progress items in the same order and the same lost calls, after every step of any sequence
+//! of operations, through `feed`, `feed_continuation`, every per-call and per-stream operation
+//! the bindings and adapters use, and the raw SSE path.
 
 use std::sync::Arc;
 
@@ -90,7 +91,11 @@ fn registry() -> Arc<Registry> {
         },
         "additionalProperties": false
     });
-    registry.add("tool", &tool).expect("schema");
+    // Secret values, and names that are pieces of the secret tool's: progress items wait for
+    // a name, and hide what they must once it is known.
+    registry
+        .add_with_secrets("tool", &tool, &["/note", "/b"])
+        .expect("schema");
     let other =
         json!({"type": "object", "required": ["x"], "properties": {"x": {"type": "integer"}}});
     registry.add("other", &other).expect("schema");
@@ -152,7 +157,7 @@ enum Op {
     SetIndex(usize, usize),
     SettleHeld,
     Partial(usize),
-    RecordProgress(usize),
+    RecordProgress(usize, bool),
     StopProgress(usize),
     DrainProgress,
 }
@@ -215,7 +220,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (call.clone(), 0..KEYS.len()).prop_map(|(o, k)| Op::SetIndex(o, k)),
         1 => Just(Op::SettleHeld),
         1 => call.clone().prop_map(Op::Partial),
-        1 => call.clone().prop_map(Op::RecordProgress),
+        1 => (call.clone(), any::<bool>()).prop_map(|(o, secret)| Op::RecordProgress(o, secret)),
         1 => call.clone().prop_map(Op::StopProgress),
         1 => Just(Op::DrainProgress),
     ]
@@ -335,11 +340,11 @@ fn apply(asm: &mut Assembler, op: &Op) -> String {
             "{:?}",
             asm.partial_into(ordinal(asm, *o), PartialOptions::default(), &mut ValueSink)
         ),
-        Op::RecordProgress(o) => format!(
+        Op::RecordProgress(o, secret) => format!(
             "{:?}",
             asm.record_progress(
                 ordinal(asm, *o),
-                "/a",
+                if *secret { "/note" } else { "/a" },
                 "x",
                 Recorded::String { ends: false }
             )
@@ -377,7 +382,8 @@ fn setup() -> impl Strategy<Value = Setup> {
         )
 }
 
-fn assembler(setup: Setup) -> Assembler {
+/// An assembler; with `oracle`, one whose progress drain and `lose_event` visit every call.
+fn assembler(setup: Setup, oracle: bool) -> Assembler {
     let config = AssemblerConfig {
         scan: ScanConfig {
             max_bytes: setup.max_bytes,
@@ -387,24 +393,42 @@ fn assembler(setup: Setup) -> Assembler {
         max_calls: setup.max_calls,
         max_stream_bytes: setup.max_stream_bytes,
     };
-    if setup.tools {
+    let mut asm = if setup.tools {
         Assembler::with_tools(config, registry())
     } else {
         Assembler::new(config)
     }
-    .expect("config")
+    .expect("config");
+    asm.visit_all = oracle;
+    asm
 }
 
-/// When a step is followed by a drain and by a look at the signal.
+/// When a step is followed by a drain of errors, a look at the signal and a drain of
+/// progress items.
 #[derive(Debug, Clone, Copy)]
 struct Look {
     drain: bool,
     judge: bool,
+    progress: bool,
 }
 
+const EVERY: Look = Look {
+    drain: true,
+    judge: true,
+    progress: true,
+};
+
 fn look() -> impl Strategy<Value = Look> {
-    (prop::bool::weighted(0.6), prop::bool::weighted(0.4))
-        .prop_map(|(drain, judge)| Look { drain, judge })
+    (
+        prop::bool::weighted(0.6),
+        prop::bool::weighted(0.4),
+        prop::bool::weighted(0.5),
+    )
+        .prop_map(|(drain, judge, progress)| Look {
+            drain,
+            judge,
+            progress,
+        })
 }
 
 fn summary(calls: &[ToolCall]) -> String {
@@ -422,10 +446,14 @@ fn compare(fast: &mut Assembler, full: &mut Assembler, look: Look) -> Result<(),
             full.has_certain_error_visiting_all()
         );
     }
+    if look.progress {
+        prop_assert_eq!(fast.drain_progress(), full.drain_progress());
+    }
     Ok(())
 }
 
 fn finish_both(fast: &mut Assembler, full: &mut Assembler) -> Result<(), TestCaseError> {
+    prop_assert_eq!(fast.drain_progress(), full.drain_progress());
     let (a, b) = (fast.finish(), full.finish());
     match (a, b) {
         (Ok(a), Ok(b)) => prop_assert_eq!(summary(&a), summary(&b)),
@@ -433,14 +461,7 @@ fn finish_both(fast: &mut Assembler, full: &mut Assembler) -> Result<(), TestCas
     }
     // What only `finish` made certain, then nothing.
     for _ in 0..2 {
-        compare(
-            fast,
-            full,
-            Look {
-                drain: true,
-                judge: true,
-            },
-        )?;
+        compare(fast, full, EVERY)?;
     }
     Ok(())
 }
@@ -489,10 +510,10 @@ proptest! {
         steps in prop::collection::vec((op(), look()), 0..60),
         every_step in prop::bool::weighted(0.3),
     ) {
-        let (mut fast, mut full) = (assembler(setup), assembler(setup));
+        let (mut fast, mut full) = (assembler(setup, false), assembler(setup, true));
         for (op, look) in &steps {
             prop_assert_eq!(apply(&mut fast, op), apply(&mut full, op), "{:?}", op);
-            let look = if every_step { Look { drain: true, judge: true } } else { *look };
+            let look = if every_step { EVERY } else { *look };
             compare(&mut fast, &mut full, look)?;
         }
         finish_both(&mut fast, &mut full)?;
@@ -526,9 +547,9 @@ proptest! {
         let mut points: Vec<(usize, Look)> =
             cuts.iter().map(|(at, look)| (at % (body.len() + 1), *look)).collect();
         points.sort_by_key(|(at, _)| *at);
-        points.push((body.len(), Look { drain: true, judge: true }));
-        let mut fast = StreamDecoder::new(assembler(setup));
-        let mut full = StreamDecoder::new(assembler(setup));
+        points.push((body.len(), EVERY));
+        let mut fast = StreamDecoder::new(assembler(setup, false));
+        let mut full = StreamDecoder::new(assembler(setup, true));
         let mut from = 0;
         for (to, look) in points {
             let piece = &body[from..to];
@@ -536,6 +557,13 @@ proptest! {
             prop_assert_eq!(fast.push(piece), full.push(piece));
             compare(fast.assembler_mut(), full.assembler_mut(), look)?;
         }
+        // As the binding finishes a stream whose progress it tracks: the body's end first.
+        prop_assert_eq!(fast.end_body(), full.end_body());
+        prop_assert_eq!(
+            fast.assembler_mut().settle_held_fragments(),
+            full.assembler_mut().settle_held_fragments()
+        );
+        compare(fast.assembler_mut(), full.assembler_mut(), EVERY)?;
         let (a, b) = (fast.finish(), full.finish());
         prop_assert_eq!(format!("{a:?}"), format!("{b:?}"));
         for _ in 0..2 {
@@ -650,4 +678,108 @@ fn a_lost_event_queues_only_the_calls_it_loses() {
         visits(&mut asm),
         (2, vec![(99, ErrorKind::LostEvent)], true)
     );
+}
+
+/// A delta of `text` under `key`, named or not.
+fn fragment<'a>(key: i64, name: Option<&'a str>, text: &'a [u8]) -> Delta<'a> {
+    Delta {
+        index: Some(key),
+        name,
+        arguments: Some(Arguments::Text(text)),
+        ..Delta::default()
+    }
+}
+
+/// The progress items of one drain as (ordinal, path, text), and how many calls it visited.
+fn progress_visits(asm: &mut Assembler) -> (usize, Vec<(usize, String, String)>) {
+    let before = asm.calls.visited_progress;
+    let items = asm
+        .drain_progress()
+        .into_iter()
+        .map(|(o, item)| (o, item.path, item.text))
+        .collect();
+    (asm.calls.visited_progress - before, items)
+}
+
+#[test]
+fn a_progress_drain_after_each_chunk_visits_only_the_calls_it_changed() {
+    let config = AssemblerConfig {
+        track_progress: true,
+        ..AssemblerConfig::default()
+    };
+    let mut asm = Assembler::with_tools(config, registry()).expect("config");
+    let max = i64::try_from(asm.config().max_calls).expect("small");
+    for key in 0..max {
+        asm.feed(&fragment(key, Some("tool"), br#"{"city": ""#))
+            .expect("feed");
+    }
+    let (visited, items) = progress_visits(&mut asm);
+    assert_eq!((visited, items.len()), (1024, 1024));
+    // A thousand chunks of one call, then of another: one visit each, not 1,024.
+    for round in 0..1000 {
+        let key = if round < 500 { 7 } else { max - 1 };
+        asm.feed(&fragment(key, None, b"ab")).expect("feed");
+        let ordinal = usize::try_from(key).expect("small");
+        let expected = vec![(ordinal, "/city".to_owned(), "ab".to_owned())];
+        assert_eq!(progress_visits(&mut asm), (1, expected), "round {round}");
+    }
+    // Draining again visits nothing; a call whose items wait for its name stays queued (one
+    // visit per drain), and its items come out, hidden, once its name says what is secret.
+    assert_eq!(progress_visits(&mut asm), (0, vec![]));
+    let mut nameless = Assembler::with_tools(config, registry()).expect("config");
+    nameless
+        .feed(&fragment(0, None, br#"{"note": "hunter2", "a""#))
+        .expect("feed");
+    assert_eq!(progress_visits(&mut nameless), (1, vec![]));
+    assert_eq!(progress_visits(&mut nameless), (1, vec![]));
+    nameless
+        .feed(&fragment(0, Some("tool"), b": 1"))
+        .expect("feed");
+    let hidden = vec![(0, "/note".to_owned(), "[redacted]".to_owned())];
+    assert_eq!(progress_visits(&mut nameless), (1, hidden));
+    assert_eq!(progress_visits(&mut nameless), (0, vec![]));
+}
+
+/// How many calls one lost event visits, and the ordinals of the calls lost so far.
+fn lost_visits(asm: &mut Assembler) -> (usize, Vec<usize>) {
+    let before = asm.calls.visited_lost;
+    asm.lose_event("a malformed event").expect("lose");
+    let lost = (0..asm.len())
+        .filter(|&o| {
+            asm.calls[o]
+                .arrival
+                .as_ref()
+                .is_some_and(|e| e.kind == ErrorKind::LostEvent)
+        })
+        .collect();
+    (asm.calls.visited_lost - before, lost)
+}
+
+#[test]
+fn a_lost_event_visits_only_the_calls_changed_since_the_last_one() {
+    // Chat calls whose values are whole are never ended: each unreadable event of a stream of
+    // them visited every call from the first whole one on.
+    let mut asm = Assembler::new(AssemblerConfig::default()).expect("config");
+    for key in 0..500 {
+        asm.feed(&fragment(key, Some("f"), br#"{"a": 1}"#))
+            .expect("feed");
+    }
+    assert_eq!(lost_visits(&mut asm), (500, vec![]));
+    for round in 0..100 {
+        // A new call, open when the next event is lost: only it is visited, and lost.
+        let key = 500 + round;
+        asm.feed(&fragment(key, Some("f"), br#"{"a": "#))
+            .expect("feed");
+        let (visited, lost) = lost_visits(&mut asm);
+        assert_eq!(visited, 1, "round {round}");
+        assert_eq!(
+            lost,
+            (500..=usize::try_from(key).expect("small")).collect::<Vec<_>>()
+        );
+    }
+    // A whole call made open again by text after it is visited again, and lost.
+    asm.feed(&fragment(3, None, b" x")).expect("feed");
+    let (visited, lost) = lost_visits(&mut asm);
+    assert_eq!((visited, lost.first()), (1, Some(&3)));
+    assert_eq!(lost_visits(&mut asm).0, 0);
 }

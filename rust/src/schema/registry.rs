@@ -15,6 +15,8 @@ use super::{SchemaError, ToolSchema, Unsupported};
 #[derive(Debug, Default, Clone)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<ToolSchema>>,
+    /// How many of the tools have secret values.
+    secret_tools: usize,
 }
 
 impl ToolRegistry {
@@ -49,7 +51,10 @@ impl ToolRegistry {
     ) -> Result<Vec<Unsupported>, SchemaError> {
         let (mut compiled, unsupported) = ToolSchema::compile(schema)?;
         compiled.set_secrets(secrets.iter().copied());
-        self.tools.insert(name.to_owned(), Arc::new(compiled));
+        self.secret_tools += usize::from(compiled.has_secrets());
+        if let Some(replaced) = self.tools.insert(name.to_owned(), Arc::new(compiled)) {
+            self.secret_tools -= usize::from(replaced.has_secrets());
+        }
         Ok(unsupported)
     }
 
@@ -69,6 +74,39 @@ impl ToolRegistry {
             ))
             .next()
             .is_some_and(|(name, _)| name.starts_with(prefix))
+    }
+
+    /// True when some tool has secret values.
+    #[must_use]
+    pub fn has_secrets(&self) -> bool {
+        self.secret_tools > 0
+    }
+
+    /// Whether a call whose name so far is `name`, a name that may still grow, may turn out to
+    /// call a tool with secret values that `name` alone does not tell: some tool with secret
+    /// values has a name that starts with `name`, and `name` is not the only tool name that
+    /// does (that one a call cannot outgrow: a piece that makes it no tool's name starts
+    /// another call).
+    #[must_use]
+    pub fn secrets_may_follow(&self, name: &str) -> bool {
+        let mut named = self
+            .tools
+            .range::<str, _>((std::ops::Bound::Included(name), std::ops::Bound::Unbounded))
+            .take_while(|(tool, _)| tool.starts_with(name));
+        let Some((first, schema)) = named.next() else {
+            return false;
+        };
+        let mut secrets = schema.has_secrets();
+        let only_itself = first == name && {
+            match named.next() {
+                None => true,
+                Some((_, schema)) => {
+                    secrets |= schema.has_secrets();
+                    false
+                }
+            }
+        };
+        !only_itself && (secrets || named.any(|(_, schema)| schema.has_secrets()))
     }
 
     /// The registered names, sorted.
@@ -126,6 +164,30 @@ mod tests {
             let compiled = small(|s| ToolSchema::compile(s).is_ok());
             assert_eq!(compiled, Some(compiles), "{levels} levels, compile");
         }
+    }
+
+    #[test]
+    fn secrets_may_follow_a_name_that_can_still_become_a_secret_tools() {
+        let mut r = ToolRegistry::new();
+        let schema = json!({"properties": {"key": {"type": "string"}}});
+        r.add("get", &schema).unwrap();
+        r.add("get_time", &schema).unwrap();
+        assert!(!r.has_secrets() && !r.secrets_may_follow(""));
+        r.add_with_secrets("login", &schema, &["/key"]).unwrap();
+        r.add_with_secrets("get_key", &schema, &["/key"]).unwrap();
+        assert!(r.has_secrets());
+        // A prefix of a secret tool's name, or a tool another tool's name extends.
+        for name in ["", "lo", "get", "get_"] {
+            assert!(r.secrets_may_follow(name), "{name}");
+        }
+        // No secret tool ahead, or the only tool the name can still be.
+        for name in ["get_t", "get_time", "login", "loginx", "z"] {
+            assert!(!r.secrets_may_follow(name), "{name}");
+        }
+        // Replaced without secrets, a tool no longer counts.
+        r.add("login", &schema).unwrap();
+        r.add("get_key", &schema).unwrap();
+        assert!(!r.has_secrets() && !r.secrets_may_follow("lo"));
     }
 
     #[test]
