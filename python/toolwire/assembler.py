@@ -18,6 +18,7 @@ from toolwire.formats import (
 from toolwire.formats._fields import get
 from toolwire.formats._types import after_provider_error, gave_up, unreadable
 from toolwire.formats._utf16 import replace_lone_surrogates, text_piece
+from toolwire.formats.openai_chat import ChatCompletionsAdapter
 
 __all__ = ["Assembler", "read_chunks_as"]
 
@@ -209,6 +210,11 @@ def _tell(
         asm._stream_error("malformed_event", number, f"malformed event: {unread}")  # pyright: ignore[reportPrivateUsage]
     if info.arguments_mismatch is not None:
         asm._stream_error("arguments_mismatch", number, info.arguments_mismatch)  # pyright: ignore[reportPrivateUsage]
+    if info.other_choices:
+        adapter = asm.__dict__.get(_ADAPTER)
+        chosen = adapter.choice if isinstance(adapter, ChatCompletionsAdapter) else None
+        for index in info.other_choices:
+            asm._other_choice(number, 0 if chosen is None else chosen, index)  # pyright: ignore[reportPrivateUsage]
 
 
 def _tell_limit(asm: Assembler, number: int) -> None:
