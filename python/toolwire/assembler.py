@@ -186,6 +186,13 @@ def _read_chunks_as(asm: Assembler, fmt: WireFormat) -> FormatAdapter:
     return adapter
 
 
+def fed_past_limit(asm: Assembler) -> bool:
+    """True once a chunk fed by `feed_chunk` took `asm`'s response past a per-stream limit
+    (`max_calls`, `max_stream_bytes`): nothing more of it is kept, every call fails, and
+    `stream_errors()` says `stream_limit`. A dict lookup, cheap enough to ask after each chunk."""
+    return _LIMIT_TOLD in asm.__dict__
+
+
 def read_chunks_as(asm: Assembler, fmt: WireFormat) -> None:
     """Makes `asm.feed_chunk` read every chunk as `fmt`, for a caller that knows the format
     (a recorded stream): chunks are not sniffed, and the end-of-stream rules apply as usual.
