@@ -1074,9 +1074,36 @@ fn chat_only_choice_zero_is_assembled() {
     let mut d = decoder();
     d.push(body).expect("push");
     assert_eq!(d.ignored_choices(), 1);
+    // What choice 1 carried is not assembled, and the stream says so.
+    assert_eq!(d.error_count(StreamErrorKind::OtherChoice), 1);
+    let told = d.errors().first().expect("an error");
+    assert_eq!((told.kind, told.event), (StreamErrorKind::OtherChoice, 1));
+    assert!(
+        told.message.starts_with("choice 1 carried"),
+        "{}",
+        told.message
+    );
     let o = collect(d);
     assert_eq!(o.text, "A");
     assert!(o.calls.is_empty());
+}
+
+#[test]
+fn chat_other_choices_are_told_once_each_and_empty_ones_not_at_all() {
+    let body = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"}},{\"index\":1,\"delta\":{\"content\":\"\",\"tool_calls\":[null]}}]}\n\n\
+data: {\"choices\":[{\"index\":2,\"delta\":{\"refusal\":\"no\"}}]}\n\n\
+data: {\"choices\":[{\"index\":1,\"delta\":{\"function_call\":{\"name\":\"f\"}}}]}\n\n\
+data: {\"choices\":[{\"index\":2,\"delta\":{\"content\":\"x\"},\"finish_reason\":\"stop\"}]}\n\n";
+    let mut d = decoder();
+    d.push(body).expect("push");
+    assert_eq!(d.error_count(StreamErrorKind::OtherChoice), 2);
+    let told = d.errors().first().expect("an error");
+    assert_eq!((told.kind, told.event), (StreamErrorKind::OtherChoice, 2));
+    assert_eq!(
+        told.message,
+        "2 choices (the lowest 1) carried text or tool calls that were not assembled: only \
+         choice 0 is"
+    );
 }
 
 #[test]

@@ -516,6 +516,10 @@ class Assembler:
         Raises:
             MisuseError: `kind` is no `stream_errors` kind.
         """
+    def _other_choice(self, event: int, chosen: int, index: int, /) -> None:
+        """Choice `index` of a Chat stream read outside the core (`feed_chunk`) carried text or
+        tool calls at event `event`, while choice `chosen` is assembled: `stream_errors` tells
+        it as `other_choice`, as the raw path tells it."""
     def lose_arguments(self, ordinal: int, reason: str, /) -> None:
         """The call at `ordinal` lost part of its arguments (an event that carried them could
         not be read): it becomes a `lost_event` error, never executed, whatever it holds.

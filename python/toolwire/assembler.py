@@ -19,6 +19,7 @@ from toolwire.formats import (
 from toolwire.formats._fields import get
 from toolwire.formats._types import after_provider_error, gave_up, unreadable
 from toolwire.formats._utf16 import replace_lone_surrogates, text_piece
+from toolwire.formats.openai_chat import ChatCompletionsAdapter
 
 __all__ = ["Assembler", "read_chunks_as"]
 
@@ -191,6 +192,13 @@ def _read_chunks_as(asm: Assembler, fmt: WireFormat) -> FormatAdapter:
     return adapter
 
 
+def fed_past_limit(asm: Assembler) -> bool:
+    """True once a chunk fed by `feed_chunk` took `asm`'s response past a per-stream limit
+    (`max_calls`, `max_stream_bytes`): nothing more of it is kept, every call fails, and
+    `stream_errors()` says `stream_limit`. A dict lookup, cheap enough to ask after each chunk."""
+    return _LIMIT_TOLD in asm.__dict__
+
+
 def read_chunks_as(asm: Assembler, fmt: WireFormat) -> None:
     """Makes `asm.feed_chunk` read every chunk as `fmt`, for a caller that knows the format
     (a recorded stream): chunks are not sniffed, and the end-of-stream rules apply as usual.
@@ -215,6 +223,11 @@ def _tell(
         asm._stream_error("malformed_event", number, f"malformed event: {unread}")  # pyright: ignore[reportPrivateUsage]
     if info.arguments_mismatch is not None:
         asm._stream_error("arguments_mismatch", number, info.arguments_mismatch)  # pyright: ignore[reportPrivateUsage]
+    if info.other_choices:
+        adapter = asm.__dict__.get(_ADAPTER)
+        chosen = adapter.choice if isinstance(adapter, ChatCompletionsAdapter) else None
+        for index in info.other_choices:
+            asm._other_choice(number, 0 if chosen is None else chosen, index)  # pyright: ignore[reportPrivateUsage]
 
 
 def _tell_limit(asm: Assembler, number: int) -> None:

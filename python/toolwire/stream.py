@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from toolwire._core import MisuseError, Scanner
 from toolwire._pickling import LiveState
-from toolwire.assembler import Assembler
+from toolwire.assembler import Assembler, fed_past_limit
 from toolwire.events import (
     ArgumentsProgress,
     CallCompleted,
@@ -936,11 +936,17 @@ class ToolStream(_StreamBase):
             try:
                 for chunk in self._chunks_of(self._until_closed()):
                     yield from driver.chunk(chunk)
+                    if fed_past_limit(driver.assembler):
+                        break
             except Exception as exc:
                 # Whatever a source closed under its reader raises, the close caused it.
                 if not (self._closing or is_transport_error(exc)):
                     raise
                 error = exc
+            if fed_past_limit(driver.assembler):
+                # Nothing more of the response is kept and every call fails: reading on would
+                # only download (and bill) a runaway response to its end for its usage.
+                self._closer.close()
             if self._closing:
                 yield from self._end_events(None, interrupted=True)
             else:
@@ -1096,6 +1102,8 @@ class AsyncToolStream(_StreamBase):
                             break
                         for event in driver.chunk(chunk):
                             yield event
+                        if fed_past_limit(driver.assembler):
+                            break
                 finally:
                     woken = self._withdraw_wake()
             except asyncio.CancelledError:
@@ -1108,6 +1116,9 @@ class AsyncToolStream(_StreamBase):
                 if not (self._closing or is_transport_error(exc)):
                     raise
                 error = exc
+            if fed_past_limit(driver.assembler):
+                # As in `ToolStream`: the rest of a runaway response is not downloaded.
+                await self._closer.aclose()
             for event in self._end_events(
                 None if self._closing else error, interrupted=self._closing
             ):
@@ -1224,7 +1235,10 @@ def assemble(
             `CallCompleted` carries `tools.validate(call)`.
         progress: Emit `ArgumentsProgress` events (decoded argument text per JSON Pointer).
         limits: The limits of the stream's `Assembler`, under its keyword names
-            (`{"max_stream_bytes": 4_000_000}`); the others keep their defaults.
+            (`{"max_stream_bytes": 4_000_000}`); the others keep their defaults. Once a chunk
+            takes the response past one, the SDK stream is closed unread (a runaway response
+            is not downloaded to its end): the stream ends with no finish reason and only the
+            usage that had arrived.
 
     Returns:
         A single-use iterator of events and a context manager that closes the SDK stream.

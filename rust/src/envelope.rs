@@ -238,6 +238,14 @@ pub enum Action<'a> {
     Stop(&'a str),
     /// The provider reported an error; raw JSON of the error object (or of the whole event).
     ProviderError(&'a str),
+    /// Chat Completions: choice `index` carried text or tool calls, which are not assembled,
+    /// as only choice `chosen` is (`n > 1`).
+    OtherChoice {
+        /// The choice assembled.
+        chosen: i64,
+        /// The choice whose content was skipped.
+        index: i64,
+    },
     /// The provider gave up on the response after an error: calls not yet complete and ended
     /// must not run, the finish reason is `error` whatever comes after, and a call that still
     /// starts later is stopped too (an SDK raises at the error and never shows it).
@@ -829,6 +837,20 @@ fn raw_str(raw: Option<&RawValue>) -> Option<&str> {
     raw.map(RawValue::get).filter(|s| s.starts_with('"'))
 }
 
+/// Whether a Chat delta carries what the assembled choice would keep: text, a refusal, a tool
+/// call entry or a legacy function call (as `feed_chunk` decides it for a choice it skips).
+#[cold]
+fn carries_content(delta: &ChatDelta<'_>) -> bool {
+    let text = |raw| raw_str(raw).is_some_and(|s| s.len() > 2);
+    text(delta.content)
+        || text(delta.refusal)
+        || delta
+            .tool_calls
+            .as_ref()
+            .is_some_and(|entries| entries.as_slice().iter().any(Option::is_some))
+        || delta.function_call.is_some_and(|raw| raw.get() != "null")
+}
+
 impl Decoder {
     /// A decoder with no state.
     #[must_use]
@@ -1175,6 +1197,11 @@ impl Decoder {
             let index = choice.index.unwrap_or(0);
             if self.chat_choice != Some(index) {
                 self.ignored_choices += 1;
+                if let (Some(chosen), Some(delta)) = (self.chat_choice, &choice.delta) {
+                    if carries_content(delta) {
+                        emit(Action::OtherChoice { chosen, index });
+                    }
+                }
                 continue;
             }
             // Azure content-filter annotations come as choices without `delta` (quirk 30).

@@ -14,6 +14,7 @@
 //!   ([`Assembler::ordinal_of`]) is the one that ends.
 
 use std::borrow::Cow;
+use std::collections::BTreeSet;
 use std::fmt;
 
 use crate::assembler::{has_long_integer, Arguments, Assembler, Delta, Summary, ToolCall};
@@ -42,10 +43,14 @@ pub enum StreamErrorKind {
     /// The response passed a per-stream limit (`max_calls`, `max_stream_bytes`): nothing more
     /// of it was kept, and every call fails.
     StreamLimit,
+    /// A Chat Completions stream with several choices (`n > 1`): a choice other than the one
+    /// assembled carried text or tool calls, which were not assembled. Counted once per such
+    /// choice; the message tells how many there are so far.
+    OtherChoice,
 }
 
 impl StreamErrorKind {
-    const ALL: [Self; 8] = [
+    const ALL: [Self; 9] = [
         Self::MalformedEvent,
         Self::UnknownEvent,
         Self::ProviderError,
@@ -54,6 +59,7 @@ impl StreamErrorKind {
         Self::TruncatedBody,
         Self::AfterDone,
         Self::StreamLimit,
+        Self::OtherChoice,
     ];
 
     /// The stable identifier of this kind.
@@ -68,6 +74,7 @@ impl StreamErrorKind {
             Self::TruncatedBody => "truncated_body",
             Self::AfterDone => "after_done",
             Self::StreamLimit => "stream_limit",
+            Self::OtherChoice => "other_choice",
         }
     }
 
@@ -113,9 +120,41 @@ struct Errors {
     /// The first error of each kind, ordered by (event, kind): framing errors are only known
     /// after a push, so insertion order would depend on how the body was split.
     first: Vec<StreamError>,
+    /// The choices told as [`StreamErrorKind::OtherChoice`] (allocates only once one is).
+    other_choices: BTreeSet<i64>,
 }
 
 impl Errors {
+    /// Choice `index` of a Chat stream whose choice `chosen` is assembled carried text or tool
+    /// calls at `event`: counted once per choice, the first event kept, the message retold
+    /// with the number of such choices.
+    #[cold]
+    #[inline(never)]
+    fn other_choice(&mut self, event: u64, chosen: i64, index: i64) {
+        let seen = &mut self.other_choices;
+        if !seen.insert(index) {
+            return;
+        }
+        let n = seen.len();
+        let first = seen.iter().next().copied().unwrap_or(index);
+        let kind = StreamErrorKind::OtherChoice;
+        let message = if n == 1 {
+            format!(
+                "choice {index} carried text or tool calls that were not assembled: only choice \
+                 {chosen} is"
+            )
+        } else {
+            format!(
+                "{n} choices (the lowest {first}) carried text or tool calls that were not \
+                 assembled: only choice {chosen} is"
+            )
+        };
+        self.record(kind, event, || message.clone());
+        if let Some(told) = self.first.iter_mut().find(|e| e.kind == kind) {
+            told.message = message;
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn record(&mut self, kind: StreamErrorKind, event: u64, message: impl FnOnce() -> String) {
@@ -371,6 +410,9 @@ impl State {
                 let _ = assembler.interrupt(reason);
             }
             Action::Done => self.done = true,
+            Action::OtherChoice { chosen, index } => {
+                self.errors.other_choice(self.events, chosen, index);
+            }
             Action::ProviderError(json) => {
                 self.errors
                     .record(StreamErrorKind::ProviderError, self.events, || {
@@ -652,11 +694,21 @@ impl StreamDecoder {
     /// one), at its 1-based event number, so that [`StreamDecoder::errors`] tells it as it
     /// tells the body's own. Only the first of each kind keeps its message.
     pub fn record_error(&mut self, kind: StreamErrorKind, event: u64, message: &str) {
-        let errors = match &mut self.body {
+        self.errors_mut().record(kind, event, || message.to_owned());
+    }
+
+    /// Choice `index` of a Chat stream whose events the caller reads itself carried text or
+    /// tool calls at event `event`, while choice `chosen` is the one assembled: told as
+    /// [`StreamErrorKind::OtherChoice`] as the body's own, once per choice.
+    pub fn record_other_choice(&mut self, event: u64, chosen: i64, index: i64) {
+        self.errors_mut().other_choice(event, chosen, index);
+    }
+
+    fn errors_mut(&mut self) -> &mut Errors {
+        match &mut self.body {
             Some(body) => &mut body.state.errors,
             None => &mut self.told,
-        };
-        errors.record(kind, event, || message.to_owned());
+        }
     }
 
     /// The first stream error of any kind (by event number).

@@ -2387,6 +2387,18 @@ impl PyAssembler {
         Ok(())
     }
 
+    /// Choice `index` of a Chat stream read outside the core (`feed_chunk`) carried text or tool
+    /// calls at event `event`, while choice `chosen` is assembled: `stream_errors` tells it as
+    /// `other_choice`, as the raw path tells it.
+    #[pyo3(name = "_other_choice", signature = (event, chosen, index, /))]
+    fn other_choice(slf: &Bound<'_, Self>, event: u64, chosen: i64, index: i64) -> PyResult<()> {
+        slf.try_borrow_mut()
+            .map_err(in_use)?
+            .decoder
+            .record_other_choice(event, chosen, index);
+        Ok(())
+    }
+
     /// The call at `ordinal` lost part of its arguments (an event that carried them could not
     /// be read): it becomes a `lost_event` error, never executed, whatever it holds.
     #[pyo3(signature = (ordinal, reason, /))]

@@ -20,6 +20,7 @@ from .conftest import SSEServer
 from .streamkit import (
     Call,
     anthropic_stream,
+    chat_chunk,
     chat_stream,
     gemini_call,
     gemini_chunk,
@@ -450,3 +451,78 @@ def test_a_final_event_whose_response_is_no_object_still_stops_the_open_call(
     calls = raw.finish()
     assert raw.finish_reason == stream.finish_reason == _ENDED_AS[kind]
     assert [c.error.kind if c.error else None for c in calls] == ["filtered"]
+
+
+def _choice(index: int, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    return {"index": index, "delta": delta, "finish_reason": finish_reason}
+
+
+def _other_choices_stream() -> list[dict[str, Any]]:
+    """An `n > 1` stream: choice 0 calls `f`; choice 2 answers in text, choice 1 calls `g`;
+    every choice opens with an empty delta, which carries nothing."""
+    call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "f"}}
+    other = {"index": 0, "id": "c2", "type": "function", "function": {"name": "g"}}
+    return [
+        chat_chunk(choices=[_choice(i, {"role": "assistant", "content": ""}) for i in range(3)]),
+        chat_chunk(choices=[_choice(0, {"tool_calls": [call]})]),
+        chat_chunk(choices=[_choice(2, {"content": "Hello"})]),
+        chat_chunk(choices=[_choice(1, {"tool_calls": [other]})]),
+        chat_chunk(
+            choices=[_choice(0, {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]})]
+        ),
+        chat_chunk(
+            choices=[_choice(1, {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]})]
+        ),
+        chat_chunk(choices=[_choice(i, {}, "tool_calls" if i != 2 else "stop") for i in range(3)]),
+    ]
+
+
+def test_the_choices_not_assembled_are_told_alike_on_every_path(sse_server: SSEServer) -> None:
+    # Only choice 0 is assembled; the text and calls of choices 1 and 2 were dropped with no
+    # word on any path, so nothing told a gateway that asked for `n > 1` what it lost.
+    events = _other_choices_stream()
+    route = sse_server.register_events(events, "openai-chat", split="adversarial")
+    _, stream = assemble_both(route, "openai-chat")
+    assert [c.name for c in stream.calls] == ["f"]
+    told = [
+        (
+            "other_choice",
+            3,
+            "2 choices (the lowest 1) carried text or tool calls that were not assembled: only "
+            "choice 0 is",
+        )
+    ]
+    assert stream.assembler.stream_errors() == told
+    dicts = Assembler()
+    for event in events:
+        dicts.feed_chunk(event)
+    dicts.finish()
+    assert dicts.stream_errors() == told
+    body = sse_body(events, "openai-chat")
+    for parts in ([body], [body[i : i + 1] for i in range(len(body))]):
+        raw = Assembler()
+        for part in parts:
+            raw.feed_sse(part)
+        raw.finish()
+        assert raw.stream_errors() == told
+
+
+def test_one_other_choice_is_named_and_empty_ones_are_not_told(sse_server: SSEServer) -> None:
+    events = _other_choices_stream()
+    # Choice 2's text gone: only choice 1 carried something.
+    del events[2]
+    route = sse_server.register_events(events, "openai-chat", split="adversarial")
+    _, stream = assemble_both(route, "openai-chat")
+    told = [
+        (
+            "other_choice",
+            3,
+            "choice 1 carried text or tool calls that were not assembled: only choice 0 is",
+        )
+    ]
+    assert stream.assembler.stream_errors() == told
+    assert _raw_errors(events, "openai-chat") == ["other_choice"]
+    # Without choice 1's calls, no other choice carried anything: nothing to tell.
+    quiet = [e for e in events if e["choices"][0]["index"] != 1 or not e["choices"][0]["delta"]]
+    assert _raw_errors(quiet, "openai-chat") == []
+    assert _agree(sse_server, quiet, "openai-chat").assembler.stream_errors() == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 import tracemalloc
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
@@ -786,3 +787,34 @@ async def test_a_finished_stream_frees_its_calls_working_state(
             (True, {"a": 1}),
             (True, {"a": 2}),
         ]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("fmt", sorted(GENERATORS))
+async def test_the_wrappers_stop_reading_a_response_past_its_limit(
+    sse_server: SSEServer, fmt: str
+) -> None:
+    # A runaway response: once past the cap nothing more of it is kept and every call fails,
+    # yet the wrappers read on to the end for its usage, downloading (and paying for) the rest.
+    # The server stalls after the event that starts the call past `max_calls`: a wrapper that
+    # reads on waits there until the route is released, and then sees the body cut short.
+    tools = [Call(f"tool{i}", '{"a": 1}') for i in range(5)]
+    body = sse_body(GENERATORS[fmt](tools, size=64), fmt)
+    stall_at = body.index(b"\n\n", body.index(b'"tool3"')) + 2
+    for read in ("sync", "async"):
+        route = sse_server.register(body, drop_after=stall_at, stall=True)
+        release = threading.Timer(10, route.release.set)
+        release.start()
+        try:
+            options: dict[str, Any] = {"limits": {"max_calls": 3}}
+            if read == "sync":
+                _, stream = assemble_sync(route, fmt, **options)
+            else:
+                _, stream = await assemble_async(route, fmt, **options)
+        finally:
+            release.cancel()
+            route.release.set()
+        assert stream.transport_error is None, read
+        assert stream.finish_reason is None, read
+        assert len(stream.calls) == 3 and not any(c.ok for c in stream.calls), read
+        assert [kind for kind, _, _ in stream.assembler.stream_errors()] == ["stream_limit"]

@@ -211,6 +211,9 @@ class ChunkInfo:
         arguments_mismatch: Why, when this chunk is a provider's summary of a call's whole
             arguments (a Responses `.done` or finished item) that differs from the deltas that
             came for it; `stream_errors()` then tells it as `arguments_mismatch`.
+        other_choices: The indexes of the choices other than the one assembled whose text or
+            tool calls this chunk carried and that were not assembled (a Chat stream with
+            `n > 1`); `stream_errors()` tells them as `other_choice`.
     """
 
     text: str = ""
@@ -220,6 +223,7 @@ class ChunkInfo:
     error: Any = None
     malformed: bool = False
     arguments_mismatch: str | None = None
+    other_choices: list[int] = field(default_factory=lambda: [])
 
 
 def unreadable(info: ChunkInfo, sink: Sink) -> ChunkInfo:

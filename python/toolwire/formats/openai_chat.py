@@ -9,7 +9,9 @@ Design notes:
   such fields only sets metadata: it must never open a call (quirk 31).
 - Only one choice is assembled, the first the stream shows, the lowest of a chunk's (0, unless
   a translator numbered a single choice otherwise, quirk 4); `n > 1` streams interleave several
-  independent answers whose calls would otherwise be merged. Choices without `delta` (Azure
+  independent answers whose calls would otherwise be merged. Another choice that carries text
+  or tool calls is named in `ChunkInfo.other_choices` (`stream_errors()` says `other_choice`, as
+  on the raw path), so that what is not assembled is not lost unseen. Choices without `delta` (Azure
   content-filter annotations) and chunks with empty `choices` (usage-only, prompt-filter) are
   skipped (quirks 29, 30).
 - The legacy `function_call` delta is fed as a call without index or id.
@@ -73,6 +75,11 @@ class ChatCompletionsAdapter:
         self._usage: dict[str, Any] | None = None
         self._choice: int | None = None
 
+    @property
+    def choice(self) -> int | None:
+        """The index of the choice assembled, `None` before a chunk with choices came."""
+        return self._choice
+
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one chunk.
 
@@ -111,6 +118,8 @@ class ChatCompletionsAdapter:
             self._choice = min(indexes)
         for choice, index in zip(cast("list[object]", choices), indexes, strict=True):
             if index != self._choice:
+                if _carries_content(get(choice, "delta")):
+                    info.other_choices.append(index)
                 continue
             delta = get(choice, "delta")
             if delta is not None:
@@ -184,3 +193,22 @@ def _choice_index(choice: object) -> int:
     """A choice's `index`; a missing or unreadable one is choice 0, as the raw path reads it."""
     index = sdk_index_of(get(choice, "index"))
     return 0 if index is None else index
+
+
+def _carries_content(delta: object) -> bool:
+    """Whether a skipped choice's delta held what the assembled choice would keep: text, a
+    refusal, a tool call entry or a legacy function call (`carries_content` in
+    `rust/src/envelope.rs` decides it for the raw path)."""
+    if delta is None:
+        return False
+    content, refusal = get(delta, "content"), get(delta, "refusal")
+    tool_calls = get(delta, "tool_calls")
+    return (
+        (isinstance(content, str) and content != "")
+        or (isinstance(refusal, str) and refusal != "")
+        or (
+            isinstance(tool_calls, list)
+            and any(entry is not None for entry in cast("list[object]", tool_calls))
+        )
+        or get(delta, "function_call") is not None
+    )
