@@ -3,6 +3,8 @@ requires of an extended-thinking turn with tool use."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import TypeAdapter
 
@@ -13,15 +15,35 @@ THINKING = {"type": "thinking", "thinking": "Ping both.", "signature": "EqQBCgIY
 REDACTED = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3p"}
 
 
-def test_thinking_blocks_go_first_as_the_sdk_types_take_them() -> None:
+def sdk_takes_anthropic_turn(turn: dict[str, Any], results: list[dict[str, Any]]) -> None:
+    """`turn`, then `results`, validate as the anthropic SDK's request types: each block as
+    its own param type, every key one it declares (its TypedDicts drop unknown keys)."""
     from anthropic.types import (
         MessageParam,
         RedactedThinkingBlockParam,
         TextBlockParam,
         ThinkingBlockParam,
+        ToolResultBlockParam,
         ToolUseBlockParam,
     )
 
+    kinds: dict[str, Any] = {
+        "thinking": ThinkingBlockParam,
+        "redacted_thinking": RedactedThinkingBlockParam,
+        "text": TextBlockParam,
+        "tool_use": ToolUseBlockParam,
+    }
+    for block in turn["content"]:
+        assert dict(TypeAdapter(kinds[block["type"]]).validate_python(block)) == block
+    for block in results:
+        assert dict(TypeAdapter(ToolResultBlockParam).validate_python(block)) == block
+    user = {"role": "user", "content": "Ping them."}
+    TypeAdapter(list[MessageParam]).validate_python(
+        [user, turn, {"role": "user", "content": results}]
+    )
+
+
+def test_thinking_blocks_go_first_as_the_sdk_types_take_them() -> None:
     made = calls(("toolu_1", "ping", '{"n": 1}'), ("toolu_2", "ping", '{"n": 2}'))
     given = [THINKING, REDACTED]
     (turn,) = assistant_turn(made, style="anthropic", text="Pinging.", reasoning=given)
@@ -37,20 +59,7 @@ def test_thinking_blocks_go_first_as_the_sdk_types_take_them() -> None:
     assert content[:2] == given
     # Copies: the caller's blocks are not the turn's.
     assert content[0] is not THINKING
-    kinds = {
-        "thinking": ThinkingBlockParam,
-        "redacted_thinking": RedactedThinkingBlockParam,
-        "text": TextBlockParam,
-        "tool_use": ToolUseBlockParam,
-    }
-    for block in content:
-        # Every key one the SDK's request type declares (its TypedDicts drop unknown keys).
-        assert dict(TypeAdapter(kinds[block["type"]]).validate_python(block)) == block
-    results = tool_messages(made, [{"pong": 1}, {"pong": 2}], style="anthropic")
-    user = {"role": "user", "content": "Ping them."}
-    TypeAdapter(list[MessageParam]).validate_python(
-        [user, turn, {"role": "user", "content": results}]
-    )
+    sdk_takes_anthropic_turn(turn, tool_messages(made, [{"pong": 1}, 2], style="anthropic"))
 
 
 def test_reasoning_it_cannot_send_is_refused() -> None:

@@ -232,6 +232,7 @@ def assemble_both(route: Route, fmt: str, **options: Any) -> tuple[list[Any], An
         )
         assert [c.metadata for c in calls] == [c.metadata for c in stream.calls], plan
         assert raw.text == stream.text, plan
+        assert raw.reasoning == stream.reasoning, plan
         if route.drop_after is None:
             assert raw.finish_reason == stream.finish_reason, plan
             assert raw.usage == stream.usage, plan
@@ -268,6 +269,7 @@ def check_event_order(events: list[Any], stream: Any) -> None:
     assert started == sorted(started) == completed
     assert [c.ordinal for c in stream.calls] == completed
     assert list(events[-1].calls) == stream.calls
+    assert list(events[-1].reasoning) == stream.reasoning
 
 
 def assemble_gemini(
