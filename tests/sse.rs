@@ -7,7 +7,7 @@
 
 use proptest::prelude::*;
 use toolwire::assembler::{warning, Assembler, AssemblerConfig};
-use toolwire::envelope::{FinishReason, Format};
+use toolwire::envelope::{FinishReason, Format, Reasoning};
 use toolwire::error::ErrorKind;
 use toolwire::gateway::{StreamDecoder, StreamErrorKind};
 use toolwire::sse::{Framer, SseConfig, SseError, Tail};
@@ -442,6 +442,7 @@ struct Outcome {
     done: bool,
     events: u64,
     errors: Vec<(StreamErrorKind, u64, u64)>,
+    reasoning: Vec<Reasoning>,
 }
 
 impl Outcome {
@@ -511,6 +512,7 @@ fn collect(mut d: StreamDecoder) -> Outcome {
         done: d.done(),
         events: d.events(),
         errors,
+        reasoning: d.reasoning().to_vec(),
     }
 }
 
@@ -675,6 +677,16 @@ fn anthropic_text_thinking_and_two_tool_uses() {
     assert_eq!(
         o.text, "I'll check the weather and book a table for you.",
         "thinking is not text"
+    );
+    // Kept whole, to be sent back before the calls in the next request.
+    assert_eq!(
+        o.reasoning,
+        [Reasoning::Thinking {
+            thinking:
+                "The user wants the weather in Paris and to book a table. I'll call both tools."
+                    .to_owned(),
+            signature: "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds".to_owned(),
+        }]
     );
     assert_eq!(o.finish, Some(FinishReason::ToolCalls));
     assert_eq!(o.finish_raw.as_deref(), Some("tool_use"));

@@ -396,8 +396,9 @@ class Assembler:
             what changed, without a `drain_progress` call per fragment. Turns `track_progress`
             on; `drain_progress` then returns nothing. The list must not hold the assembler.
         max_calls: Most calls one response may start (at least 1).
-        max_stream_bytes: Most bytes of argument text, all calls together, and on the raw SSE
-            path of assistant text, one response may send (at least 1). A response past either
+        max_stream_bytes: Most bytes of argument text, all calls together, of Anthropic
+            thinking blocks (`reasoning`), and on the raw SSE path of assistant text, one
+            response may send (at least 1). A response past either
             limit is refused whole: nothing more of it is kept, every call fails `too_large`
             (none runs), and `stream_errors` has a `stream_limit` entry.
 
@@ -605,6 +606,20 @@ class Assembler:
     def usage(self) -> dict[str, Any] | None:
         """The last usage object seen on the raw SSE path."""
     @property
+    def reasoning(self) -> list[dict[str, str]]:
+        """Anthropic's extended-thinking blocks, on both paths (`feed_sse`, `feed_chunk`): each
+        `thinking` block (`{"type": "thinking", "thinking": ..., "signature": ...}`) and
+        `redacted_thinking` block (`{"type": "redacted_thinking", "data": ...}`) that ended
+        whole so far, in block order, as the next request must send them back before the
+        turn's tool calls (`assistant_turn(..., reasoning=...)`).
+
+        A block is kept once its `content_block_stop` came, a `thinking` block only if signed:
+        one cut off (the stream ended first) or unsigned is left out. A thinking text's bytes
+        count toward `max_stream_bytes` as assistant text does, from its first delta; a
+        response past the limit keeps no block that had not ended by then. A response replayed
+        from its `message_start` lets its first rendition's blocks go. A new list each time.
+        """
+    @property
     def finish_reason(self) -> str | None:
         """The finish reason as sent (raw SSE path); None when the stream ended without one."""
     @property
@@ -659,7 +674,22 @@ class Assembler:
     def _keep_text(self, n: int, /) -> bool:
         """Counts `n` bytes of assistant text `feed_chunk` read toward `max_stream_bytes`, as
         the raw SSE path counts the text it reads; False (nothing counted) once the response is
-        past a limit, when the text is not kept."""
+        past a limit, when the text is not kept. Reasoning text is counted the same way."""
+    def _keep_reasoning(self, text: str, signature: str | None, /) -> None:
+        """Keeps an Anthropic reasoning block `feed_chunk` read whole, its bytes already counted
+        (`_keep_text`): a `thinking` block, or with no `signature` a `redacted_thinking` block
+        whose data is `text`.
+
+        Raises:
+            MisuseError: After `finish`.
+        """
+    def _forget_reasoning(self) -> None:
+        """The response `feed_chunk` reads starts again (a replay): the reasoning blocks kept so
+        far are let go.
+
+        Raises:
+            MisuseError: After `finish`.
+        """
     def _check_summary(
         self, ordinal: int, full: bytes, /
     ) -> Literal["same", "fill", "extend", "mismatch"]:

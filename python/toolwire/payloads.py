@@ -1644,7 +1644,11 @@ class _SentCall(_CallLike, Protocol):
 
 
 def assistant_turn(
-    calls: Sequence[_SentCall], *, style: Style = "openai-chat", text: str | None = None
+    calls: Sequence[_SentCall],
+    *,
+    style: Style = "openai-chat",
+    text: str | None = None,
+    reasoning: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """The model's turn with its tool calls, as the provider takes it back in the next
     request, each call under the id `tool_messages` answers it with (`call_id_for`, sent as
@@ -1664,8 +1668,9 @@ def assistant_turn(
     back goes with its call: Gemini's `thoughtSignature` (metadata `thought_signature`) and,
     on Chat, the `extra_content` Gemini's OpenAI-compatible endpoint sends with it. A
     Responses item's own id (`fc_...`, metadata `item_id`) is left out: the API refuses it
-    without the reasoning item before it, which the assembler does not keep, and neither are
-    Anthropic's thinking blocks (an extended-thinking turn needs them back). A call without
+    without the reasoning item before it, which the assembler does not keep. Anthropic's
+    thinking blocks, which an extended-thinking turn with tools needs back, are given as
+    `reasoning` (`Assembler.reasoning`, `StreamEnded.reasoning`). A call without
     a name (a stream that lost the event naming it) is sent as a call of `NAMELESS_CALL`
     (`toolwire_unnamed`) under its id, which its `missing_name` result answers: the providers
     refuse a call of no name, and a result whose call is not in the turn. On Gemini, which
@@ -1681,13 +1686,18 @@ def assistant_turn(
         calls: The completed calls, in the order the model made them.
         style: The provider message shape, as in `tool_messages`.
         text: The assistant text that came with the calls, if any.
+        reasoning: With `style="anthropic"`, the turn's `thinking` and `redacted_thinking`
+            blocks (`Assembler.reasoning`), sent first, before the text and the `tool_use`
+            blocks, as the API requires.
 
     Returns:
         The items to append, before the turn's tool results.
 
     Raises:
-        ValueError: On an unknown style.
-        TypeError: `calls` is not a list of calls.
+        ValueError: On an unknown style, or `reasoning` blocks for another style than
+            `anthropic` (no other style takes them).
+        TypeError: `calls` is not a list of calls, or `reasoning` not a list of `thinking`
+            and `redacted_thinking` blocks.
         MisuseError: Two calls are answered with one id (look-alike calls that share an id):
             the provider refuses a turn that repeats one.
     """
@@ -1706,6 +1716,7 @@ def assistant_turn(
             raise MisuseError(f"two calls have the id {answer!r}: the provider takes one")
         seen.add(answer)
     said = text or ""
+    thoughts = _reasoning_blocks(reasoning, style)
     if style == "openai-chat":
         if not calls and not said:
             return []
@@ -1739,7 +1750,7 @@ def assistant_turn(
     # Anthropic and Bedrock refuse a text block of nothing but white space.
     blocks: list[dict[str, Any]]
     if style == "anthropic":
-        blocks = [{"type": "text", "text": said}] if said.strip() else []
+        blocks = thoughts + ([{"type": "text", "text": said}] if said.strip() else [])
         blocks += [
             {
                 "type": "tool_use",
@@ -1774,6 +1785,28 @@ by name, sends such a call as a `text` part of the turn and answers it with text
 
 def _sent_name(call: _SentCall) -> str:
     return call.name or NAMELESS_CALL
+
+
+def _reasoning_blocks(
+    reasoning: Sequence[Mapping[str, Any]] | None, style: Style
+) -> list[dict[str, Any]]:
+    """Copies of the reasoning blocks `assistant_turn` sends back; raises when they cannot go."""
+    given, kind = cast(object, reasoning), type(reasoning).__name__
+    if given is None:
+        return []
+    if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Sequence):
+        raise TypeError(f"reasoning must be a list of blocks (Assembler.reasoning), not {kind}")
+    blocks: list[dict[str, Any]] = []
+    for index, block in enumerate(cast(Sequence[object], given)):
+        said = cast(Mapping[str, object], block).get("type") if isinstance(block, Mapping) else None
+        if said not in ("thinking", "redacted_thinking"):
+            raise TypeError(
+                f"reasoning[{index}] is no `thinking` or `redacted_thinking` block: {block!r:.80}"
+            )
+        blocks.append(dict(cast(Mapping[str, Any], block)))
+    if blocks and style != "anthropic":
+        raise ValueError(f"reasoning blocks go back only with style='anthropic', not {style!r}")
+    return blocks
 
 
 def _metadata(call: object) -> Mapping[str, Any]:

@@ -274,6 +274,7 @@ class _Driver:
         "limits",
         "outcomes",
         "progress",
+        "reasoning",
         "started",
         "text_parts",
         "toolset",
@@ -300,6 +301,7 @@ class _Driver:
         self.text_parts: list[str] = []
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
+        self.reasoning: list[dict[str, str]] = []
         self.calls: list[ToolCall] = []
         self.outcomes: list[Outcome] = []
         self.transport_error: BaseException | None = None
@@ -375,6 +377,7 @@ class _Driver:
             out.append(TextDelta(tail))
         calls = asm.finish()
         self.calls = calls
+        self.reasoning = asm.reasoning
         # What the last fragments wrote (a fragment held to tell a resend from new text is
         # decided only now), and the violations that only that decision made certain, come
         # before the calls complete.
@@ -398,7 +401,7 @@ class _Driver:
                 self.outcomes.append(outcome)
             out.append(CallCompleted(call, outcome))
             self.completed += 1
-        out.append(StreamEnded(self.finish_reason, self.usage, tuple(calls)))
+        out.append(StreamEnded(self.finish_reason, self.usage, tuple(calls), tuple(self.reasoning)))
         self.ending = None
         return out
 
@@ -789,6 +792,14 @@ class _StreamBase(LiveState):
     def text(self) -> str:
         """The assistant text received so far."""
         return "".join(self._driver.text_parts)
+
+    @property
+    def reasoning(self) -> list[dict[str, str]]:
+        """Anthropic's extended-thinking blocks that ended whole so far (`Assembler.reasoning`),
+        to send back with the calls: `assistant_turn(calls, style="anthropic", text=...,
+        reasoning=stream.reasoning)`."""
+        driver = self._driver
+        return driver.reasoning if driver.done else driver.assembler.reasoning
 
     @property
     def finish_reason(self) -> str | None:

@@ -70,8 +70,11 @@ mod wire;
 mod gemini;
 mod items;
 mod partial_args;
+mod thinking;
 
 use items::{ItemState, Items};
+pub use thinking::Reasoning;
+use thinking::{drop_thought, Thought};
 
 /// The wire format of an event stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -297,8 +300,17 @@ pub enum Action<'a> {
         /// The length of the text held.
         bytes: usize,
     },
-    /// Set-aside bytes let go: replaced by the call's own fragments, or about to be fed.
+    /// Set-aside bytes let go: replaced by the call's own fragments, or about to be fed; or
+    /// the bytes of a reasoning block dropped ([`Action::HoldReasoning`]).
     Release(usize),
+    /// Bytes of an Anthropic reasoning block still streaming, which the decoder holds and
+    /// keeps once the block ends whole: answered, as assistant text is counted, with whether
+    /// they fit under `max_stream_bytes` (see [`crate::Assembler::keep_text`]); kept, they
+    /// stay counted, or are given back by a [`Action::Release`] if the block is dropped.
+    HoldReasoning(usize),
+    /// An Anthropic reasoning block that ended whole, in block order: kept for the next
+    /// request (its bytes were counted by [`Action::HoldReasoning`]).
+    Reasoning(&'a Reasoning),
     /// The decoded bytes of an argument fragment held for its call's next fragment because it
     /// ends in a high surrogate (quirk 41). Answered with whether they may be kept (see
     /// [`crate::Assembler::set_aside`], for no call in particular: held, they are the call's
@@ -543,6 +555,9 @@ wire_struct! {
         name: Option<Str<'a>> = "name" => opt_str,
         input: Option<&'a RawValue> = "input",
         text: Option<&'a RawValue> = "text",
+        thinking: Option<&'a RawValue> = "thinking",
+        signature: Option<&'a RawValue> = "signature",
+        data: Option<&'a RawValue> = "data",
     }
 }
 
@@ -558,6 +573,8 @@ wire_struct! {
         kind: Option<Str<'a>> = "type" => opt_str,
         partial_json: Option<&'a RawValue> = "partial_json",
         text: Option<&'a RawValue> = "text",
+        thinking: Option<&'a RawValue> = "thinking",
+        signature: Option<&'a RawValue> = "signature",
         stop_reason: Option<Str<'a>> = "stop_reason" => opt_str,
     }
 }
@@ -579,6 +596,8 @@ struct BlockState {
     input: Placeholder,
     /// A tool block's id, to know the block sent again after a reconnect.
     id: Option<Box<str>>,
+    /// A `thinking` or `redacted_thinking` block's content so far.
+    thought: Option<Box<Thought>>,
 }
 
 /// The `input` of a `tool_use` block's `content_block_start`, until the block stops.
@@ -1966,6 +1985,9 @@ impl Decoder {
                 // and skips `content_block_stop`) replaces it, whatever its type.
                 if let Some(old) = self.blocks.remove(&index) {
                     self.let_go_input(old.input, emit);
+                    if let Some(thought) = old.thought {
+                        drop_thought(&thought, emit);
+                    }
                 }
                 let tool = block.kind.as_str() == "tool_use";
                 let mut state = BlockState {
@@ -1975,6 +1997,7 @@ impl Decoder {
                     got_content: false,
                     input: Placeholder::NONE,
                     id: None,
+                    thought: None,
                 };
                 if tool {
                     let id = non_blank(block.id.as_ref()).filter(|s| !is_blank_id(s));
@@ -1993,6 +2016,15 @@ impl Decoder {
                     if let Some(input) = block.input {
                         state.input = self.placeholder(index, input.get(), emit);
                     }
+                } else if matches!(block.kind.as_str(), "thinking" | "redacted_thinking") {
+                    let redacted = block.kind.as_str() == "redacted_thinking";
+                    let first = if redacted { block.data } else { block.thinking };
+                    state.thought = self.start_thought(
+                        redacted,
+                        raw_str(first),
+                        raw_str(block.signature),
+                        emit,
+                    );
                 } else if let Some(raw) = raw_str(block.text) {
                     self.text(raw, emit);
                 }
@@ -2002,9 +2034,12 @@ impl Decoder {
             "content_block_stop" => {
                 self.note_block_index(env.index);
                 let index = env.index.unwrap_or(0);
-                let Some(block) = self.blocks.remove(&index) else {
+                let Some(mut block) = self.blocks.remove(&index) else {
                     return Ok(());
                 };
+                if let Some(thought) = block.thought.take() {
+                    self.end_thought(thought, emit);
+                }
                 if block.tool {
                     if !block.got_content && (block.got_delta || block.input.is_empty()) {
                         self.empty_block = Some(block);
@@ -2169,6 +2204,21 @@ impl Decoder {
             Some("text_delta") => {
                 if let Some(raw) = raw_str(delta.text) {
                     self.text(raw, emit);
+                }
+            }
+            Some(kind @ ("thinking_delta" | "signature_delta")) => {
+                let Some(mut thought) = block.and_then(|b| b.thought.take()) else {
+                    return Ok(());
+                };
+                if kind == "thinking_delta" {
+                    if let Some(raw) = raw_str(delta.thinking) {
+                        self.think(&mut thought, raw, emit);
+                    }
+                } else if let Some(raw) = raw_str(delta.signature) {
+                    self.sign(&mut thought, raw, emit);
+                }
+                if let Some(b) = self.blocks.get_mut(&index) {
+                    b.thought = Some(thought);
                 }
             }
             _ => {}
@@ -2667,6 +2717,13 @@ pub(super) mod tests {
                 Action::Release(n) => {
                     self.counted -= n;
                     !self.refused
+                }
+                Action::HoldReasoning(n) => {
+                    let kept = self.fits(n);
+                    if kept {
+                        self.counted += n;
+                    }
+                    kept
                 }
                 Action::Held(n) => !self.refused && self.counted + n <= self.limit,
                 Action::Call {

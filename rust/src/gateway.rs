@@ -18,7 +18,9 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use crate::assembler::{has_long_integer, Arguments, Assembler, Delta, Summary, ToolCall};
-use crate::envelope::{is_done_marker, Action, Decoder, EventError, FinishReason, Format};
+use crate::envelope::{
+    is_done_marker, Action, Decoder, EventError, FinishReason, Format, Reasoning,
+};
 use crate::error::Misuse;
 use crate::sse::{Event, Framer, SseConfig, SseError, Tail};
 
@@ -256,7 +258,12 @@ impl State {
     /// Applies one action; answers, as [`Decoder::decode`] asks, whether the response is still
     /// kept, and for [`Action::Held`], [`Action::SetAside`] and [`Action::HoldFragment`] whether
     /// those bytes may be kept.
-    fn apply(&mut self, assembler: &mut Assembler, action: Action<'_>) -> bool {
+    fn apply(
+        &mut self,
+        assembler: &mut Assembler,
+        reasoning: &mut Vec<Reasoning>,
+        action: Action<'_>,
+    ) -> bool {
         match action {
             Action::Held(n) => assembler.may_hold(n),
             Action::SetAside { index, bytes } => {
@@ -267,6 +274,18 @@ impl State {
             Action::HoldFragment(n) => assembler.set_aside(None, n),
             Action::Release(n) => {
                 assembler.release(n);
+                assembler.over_limit().is_none()
+            }
+            // Counted as assistant text is, and kept once the block ends whole.
+            Action::HoldReasoning(n) => assembler.keep_text(n),
+            Action::Reasoning(block) => {
+                reasoning.push(block.clone());
+                assembler.over_limit().is_none()
+            }
+            Action::Restart => {
+                // The response comes again from its start, its reasoning blocks too.
+                forget_reasoning(assembler, reasoning);
+                self.apply_action(assembler, action);
                 assembler.over_limit().is_none()
             }
             action => {
@@ -340,7 +359,9 @@ impl State {
             Action::Held(_)
             | Action::SetAside { .. }
             | Action::HoldFragment(_)
-            | Action::Release(_) => {
+            | Action::Release(_)
+            | Action::HoldReasoning(_)
+            | Action::Reasoning(_) => {
                 // Answered by `apply`.
             }
             Action::Usage(u) => {
@@ -470,6 +491,9 @@ pub struct StreamDecoder {
     finished: bool,
     /// The body's end was handled ([`StreamDecoder::end_body`]) ahead of `finish`.
     body_ended: bool,
+    /// Anthropic reasoning blocks that ended whole, in block order: decoded from the body, or
+    /// kept by a caller that reads the events itself ([`StreamDecoder::keep_reasoning`]).
+    reasoning: Vec<Reasoning>,
     /// Problems told by a caller that reads the events itself ([`StreamDecoder::record_error`])
     /// while no body was pushed; once one is, they go with the body's own.
     told: Errors,
@@ -498,6 +522,7 @@ impl StreamDecoder {
             assembler,
             finished: false,
             body_ended: false,
+            reasoning: Vec::new(),
             told: Errors::default(),
         }
     }
@@ -525,13 +550,15 @@ impl StreamDecoder {
                 state: State::default(),
             })
         });
-        let assembler = &mut self.assembler;
+        let (assembler, reasoning) = (&mut self.assembler, &mut self.reasoning);
         let Body {
             framer,
             decoder,
             state,
         } = &mut **body;
-        let framed = framer.push(bytes, |event| read_event(state, decoder, assembler, event));
+        let framed = framer.push(bytes, |event| {
+            read_event(state, decoder, assembler, reasoning, event);
+        });
         if !state.closed {
             state.note_dropped(assembler, framer.dropped_events());
         }
@@ -573,7 +600,7 @@ impl StreamDecoder {
         if std::mem::replace(&mut self.body_ended, true) {
             return Ok(());
         }
-        let assembler = &mut self.assembler;
+        let (assembler, reasoning) = (&mut self.assembler, &mut self.reasoning);
         if let Some(body) = &mut self.body {
             let Body {
                 framer,
@@ -589,7 +616,7 @@ impl StreamDecoder {
                 if interrupted || !Decoder::reads_as_gemini(event.event, event.data) {
                     return false;
                 }
-                read_event(state, decoder, assembler, event);
+                read_event(state, decoder, assembler, reasoning, event);
                 true
             });
             if let Tail::Truncated { pending_bytes } = tail {
@@ -607,7 +634,7 @@ impl StreamDecoder {
                 // empty or incomplete arguments must not run. Fails only after `finish`.
                 let _ = assembler.interrupt("the body ended without a finish reason");
             }
-            decoder.finish(&mut |action: Action<'_>| state.apply(assembler, action));
+            decoder.finish(&mut |action: Action<'_>| state.apply(assembler, reasoning, action));
         }
         Ok(())
     }
@@ -725,6 +752,40 @@ impl StreamDecoder {
             .map_or(0, |b| b.decoder.ignored_choices())
     }
 
+    /// Anthropic's reasoning blocks (`thinking`, `redacted_thinking`) that ended whole so far,
+    /// in block order: what the next request must send back before the turn's tool calls.
+    #[must_use]
+    pub fn reasoning(&self) -> &[Reasoning] {
+        &self.reasoning
+    }
+
+    /// Keeps a reasoning block that ended whole in a stream whose events the caller reads
+    /// itself (chunk objects fed one by one), after its bytes were counted as they streamed
+    /// ([`Assembler::keep_text`]), as the body's own blocks are.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after [`StreamDecoder::finish`].
+    pub fn keep_reasoning(&mut self, block: Reasoning) -> Result<(), Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        self.reasoning.push(block);
+        Ok(())
+    }
+
+    /// The response of a stream whose events the caller reads itself starts again (a replay
+    /// after a reconnect): the reasoning blocks kept so far come again, and are let go.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after [`StreamDecoder::finish`].
+    pub fn forget_reasoning(&mut self) -> Result<(), Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        forget_reasoning(&mut self.assembler, &mut self.reasoning);
+        Ok(())
+    }
+
     /// The assembler (for early errors or partial values while the stream runs).
     #[must_use]
     pub fn assembler(&self) -> &Assembler {
@@ -742,6 +803,7 @@ fn read_event(
     state: &mut State,
     decoder: &mut Decoder,
     assembler: &mut Assembler,
+    reasoning: &mut Vec<Reasoning>,
     event: Event<'_>,
 ) {
     state.events += 1;
@@ -762,7 +824,7 @@ fn read_event(
     // a `[DONE]`, so only an OpenAI stream (or one of no known format yet) ends there.
     state.closed = is_done_marker(data) && state.format != Some(Format::Anthropic);
     state.note_dropped(assembler, event.dropped_before);
-    let mut apply = |action: Action<'_>| state.apply(assembler, action);
+    let mut apply = |action: Action<'_>| state.apply(assembler, reasoning, action);
     match decoder.decode(event.event, event.data, &mut apply) {
         Ok(format) => {
             if state.format.is_none() {
@@ -783,6 +845,12 @@ fn read_event(
         }
     }
     state.note_limit(assembler);
+}
+
+/// Lets go of the reasoning blocks kept so far: the response starts again.
+fn forget_reasoning(assembler: &mut Assembler, reasoning: &mut Vec<Reasoning>) {
+    let bytes = reasoning.drain(..).map(|b| b.kept_bytes()).sum();
+    assembler.release(bytes);
 }
 
 /// Merges the members of the usage object `next` (JSON text) into `merged`; a `next` that is

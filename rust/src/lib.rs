@@ -34,7 +34,7 @@ mod python;
 pub use assembler::{
     Arguments, Assembler, AssemblerConfig, Delta, JsonVerdict, StreamLimit, Summary, ToolCall,
 };
-pub use envelope::{FinishReason, Format};
+pub use envelope::{FinishReason, Format, Reasoning};
 pub use error::{Error, ErrorKind, Misuse, SchemaDetail};
 pub use gateway::{StreamDecoder, StreamError, StreamErrorKind};
 pub use precheck::Registry;

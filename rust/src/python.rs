@@ -19,7 +19,7 @@ use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, Py
 use crate::assembler::{
     Arguments, Assembler, AssemblerConfig, Delta, JsonVerdict, Summary, ToolCall,
 };
-use crate::envelope::{FinishReason, Format};
+use crate::envelope::{FinishReason, Format, Reasoning};
 use crate::error::{Error, Misuse};
 use crate::gateway::{StreamDecoder, StreamErrorKind};
 use crate::outline::outline;
@@ -2586,6 +2586,60 @@ impl PyAssembler {
                     .call1((text.as_str(),))?,
             )),
         }
+    }
+
+    /// Anthropic's reasoning blocks that ended whole, as the provider takes them back: a list
+    /// of `thinking` / `redacted_thinking` block dicts, in block order.
+    #[getter]
+    fn reasoning<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let this = slf.try_borrow().map_err(in_use)?;
+        let blocks = PyList::empty(py);
+        for block in this.decoder.reasoning() {
+            let dict = PyDict::new(py);
+            match block {
+                Reasoning::Thinking {
+                    thinking,
+                    signature,
+                } => {
+                    dict.set_item(pyo3::intern!(py, "type"), pyo3::intern!(py, "thinking"))?;
+                    dict.set_item(pyo3::intern!(py, "thinking"), thinking)?;
+                    dict.set_item(pyo3::intern!(py, "signature"), signature)?;
+                }
+                Reasoning::Redacted { data } => {
+                    dict.set_item(
+                        pyo3::intern!(py, "type"),
+                        pyo3::intern!(py, "redacted_thinking"),
+                    )?;
+                    dict.set_item(pyo3::intern!(py, "data"), data)?;
+                }
+            }
+            blocks.append(dict)?;
+        }
+        Ok(blocks)
+    }
+
+    /// Keeps an Anthropic reasoning block `feed_chunk` read whole, its bytes already counted
+    /// (`_keep_text`): `signature` None for a `redacted_thinking` block, whose data is `text`.
+    #[pyo3(signature = (text, signature, /))]
+    fn _keep_reasoning(slf: &Bound<'_, Self>, text: &str, signature: Option<&str>) -> PyResult<()> {
+        let block = match signature {
+            Some(signature) => Reasoning::Thinking {
+                thinking: text.to_owned(),
+                signature: signature.to_owned(),
+            },
+            None => Reasoning::Redacted {
+                data: text.to_owned(),
+            },
+        };
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder.keep_reasoning(block).map_err(|e| misuse(&e))
+    }
+
+    /// The response `feed_chunk` reads starts again (a replay): the reasoning blocks kept so
+    /// far are let go, as they come again.
+    fn _forget_reasoning(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder.forget_reasoning().map_err(|e| misuse(&e))
     }
 
     /// The finish reason as sent, on the raw SSE path.

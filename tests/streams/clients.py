@@ -232,6 +232,7 @@ def assemble_both(route: Route, fmt: str, **options: Any) -> tuple[list[Any], An
         )
         assert [c.metadata for c in calls] == [c.metadata for c in stream.calls], plan
         assert raw.text == stream.text, plan
+        assert raw.reasoning == stream.reasoning, plan
         # Past a limit the wrapper reads no further: the finish reason and usage after it are
         # only in the bytes a gateway was given.
         past_limit = any(kind == "stream_limit" for kind, _, _ in raw.stream_errors())
@@ -271,6 +272,7 @@ def check_event_order(events: list[Any], stream: Any) -> None:
     assert started == sorted(started) == completed
     assert [c.ordinal for c in stream.calls] == completed
     assert list(events[-1].calls) == stream.calls
+    assert list(events[-1].reasoning) == stream.reasoning
 
 
 def assemble_gemini(

@@ -641,6 +641,17 @@ class RecordingSink:
     def _release(self, n: int) -> None:
         pass
 
+    def _keep_text(self, n: int) -> bool:
+        # Kept text counts against no limit here.
+        return True
+
+    def _keep_reasoning(self, text: str, signature: str | None) -> None:
+        # Recorded with the deltas: SDK objects and dicts must keep the same blocks.
+        self.calls.append(("reasoning", text, signature))
+
+    def _forget_reasoning(self) -> None:
+        self.calls.append(("forget_reasoning",))
+
     def arguments(self, index: int | None) -> str:
         """Concatenated text fragments fed for one key."""
         return "".join(

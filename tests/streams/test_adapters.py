@@ -288,6 +288,8 @@ def test_anthropic_placeholder_input_is_not_arguments_when_deltas_follow() -> No
         "anthropic", anthropic_stream([Call("f", '{"a":1}')], thinking=True, text="hi", size=4)
     )
     assert sink.calls == [
+        # The thinking block, kept for the next request.
+        ("reasoning", "Let me think.", "c2ln"),
         ("feed", 2, "toolu_0", "f", None, None),
         ("feed", 2, None, None, '{"a"', None),
         ("feed", 2, None, None, ":1}", None),

@@ -33,6 +33,9 @@ def test_thinking_text_and_tools_sync(sse_server: SSEServer, split: str) -> None
     end = events[-1]
     assert isinstance(end, StreamEnded) and end.finish_reason == "tool_use"
     assert end.usage == {"input_tokens": 17, "output_tokens": 42}
+    # The thinking block is kept whole, for the next request.
+    thought = {"type": "thinking", "thinking": "Let me think.", "signature": "c2ln"}
+    assert stream.reasoning == list(end.reasoning) == [thought]
 
 
 @pytest.mark.anyio

@@ -122,7 +122,21 @@ class Sink(Protocol):
 
     def _release(self, n: int, /) -> None:
         """Gives back `n` bytes counted by `_set_aside` or `_hold_fragment` (let go, or about to
-        be fed)."""
+        be fed), or by `_keep_text` for a reasoning block that is dropped."""
+        ...
+
+    def _keep_text(self, n: int, /) -> bool:
+        """Counts `n` bytes of text kept (assistant text, a reasoning block's) toward
+        `max_stream_bytes`; False (nothing counted) once the response is past a limit."""
+        ...
+
+    def _keep_reasoning(self, text: str, signature: str | None, /) -> None:
+        """Keeps a reasoning block that stopped whole, its bytes already counted: a `thinking`
+        block, or with no `signature` a `redacted_thinking` block whose data is `text`."""
+        ...
+
+    def _forget_reasoning(self) -> None:
+        """The response starts again: the reasoning blocks kept so far are let go."""
         ...
 
 

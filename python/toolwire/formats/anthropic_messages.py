@@ -24,6 +24,10 @@ Design notes:
   it) and an `error` event stop the open calls.
 - `server_tool_use` and other hosted blocks run on Anthropic's side and are not assembled.
 - Usage is merged: `message_start` brings input tokens, `message_delta` the output tokens.
+- `thinking` and `redacted_thinking` blocks are kept for the next request
+  (`Assembler.reasoning`), as on the raw SSE path (`rust/src/envelope/thinking.rs` says how):
+  a block only once it stopped whole (signed, or with its data), its bytes counted toward
+  `max_stream_bytes` from the first one (`Sink._keep_text`) and given back if it is dropped.
 """
 
 from __future__ import annotations
@@ -55,7 +59,12 @@ from toolwire.formats._types import (
     stops_calls,
     unreadable,
 )
-from toolwire.formats._utf16 import Utf16, escape_lone_surrogates
+from toolwire.formats._utf16 import (
+    Utf16,
+    escape_lone_surrogates,
+    replace_lone_surrogates,
+    text_piece,
+)
 
 __all__ = ["AnthropicMessagesAdapter"]
 
@@ -75,6 +84,22 @@ class _Block:
 
 
 @dataclass(slots=True)
+class _Thought:
+    """A `thinking` (or `redacted_thinking`) block still streaming."""
+
+    redacted: bool
+    # The thinking (or the redacted data) so far, in pieces.
+    text: list[str] = field(default_factory=lambda: [])
+    signature: str = ""
+    # A high surrogate that ended the last delta, waiting for its other half.
+    half: str = ""
+    # Bytes counted toward `max_stream_bytes` for this block.
+    counted: int = 0
+    # Some of its bytes did not fit: it keeps nothing (the response is refused whole).
+    dead: bool = False
+
+
+@dataclass(slots=True)
 class _State:
     blocks: dict[int, _Block] = field(default_factory=lambda: {})
     # Open blocks that are not `tool_use` (text, thinking, server tools): not ours.
@@ -85,6 +110,10 @@ class _State:
     empty: tuple[int | None, object, str | None] | None = None
     # The highest block index an event gave, for a block start without one.
     highest: int | None = None
+    # Reasoning blocks still streaming, by index.
+    thoughts: dict[int, _Thought] = field(default_factory=lambda: {})
+    # `message_start` came: another one replays the response.
+    started: bool = False
 
     def note(self, index: int | None) -> None:
         """Remembers an index an event gave."""
@@ -155,6 +184,10 @@ class AnthropicMessagesAdapter:
             self._stop(chunk, sink, info)
         elif kind == "message_start":
             self._text.start()
+            if self._state.started:
+                # The response comes again from its start, its reasoning blocks too.
+                sink._forget_reasoning()  # pyright: ignore[reportPrivateUsage]
+            self._state.started = True
             self._usage(get(get(chunk, "message"), "usage"), info)
         elif kind == "message_delta":
             self._usage(get(chunk, "usage"), info)
@@ -195,9 +228,15 @@ class AnthropicMessagesAdapter:
         replaced = state.blocks.pop(index, None)
         if replaced is not None and replaced.aside:
             sink._release(replaced.aside)  # pyright: ignore[reportPrivateUsage]
+        thought = state.thoughts.pop(index, None)
+        if thought is not None:
+            _drop(thought, sink)
         state.others.discard(index)
         if block_type != "tool_use":
             state.others.add(index)
+        if block_type in ("thinking", "redacted_thinking"):
+            _start_thought(state, index, block, block_type == "redacted_thinking", sink)
+            return
         if block_type == "text":
             text = get(block, "text")
             if isinstance(text, str):
@@ -242,6 +281,21 @@ class AnthropicMessagesAdapter:
             if isinstance(text, str):
                 info.text += text
             return
+        if delta_type in ("thinking_delta", "signature_delta"):
+            given = position_of(get(event, "index"))
+            self._state.note(given)
+            thought = self._state.thoughts.get(given or 0)
+            if thought is None:
+                return
+            if delta_type == "thinking_delta":
+                piece = get(delta, "thinking")
+                if isinstance(piece, str):
+                    _think(thought, piece, sink)
+            else:
+                signature = get(delta, "signature")
+                if isinstance(signature, str):
+                    _sign(thought, signature, sink)
+            return
         if delta_type != "input_json_delta":
             return
         # A missing index is block 0, as on the raw SSE path.
@@ -279,6 +333,9 @@ class AnthropicMessagesAdapter:
         self._state.note(given)
         index = given or 0
         self._state.others.discard(index)
+        thought = self._state.thoughts.pop(index, None)
+        if thought is not None:
+            _end_thought(thought, sink)
         block = self._state.blocks.pop(index, None)
         if block is None:
             return
@@ -319,6 +376,73 @@ class AnthropicMessagesAdapter:
         if isinstance(merged, dict):
             self._state.usage = merged
             info.usage = copy_usage(merged)
+
+
+def _start_thought(state: _State, index: int, block: object, redacted: bool, sink: Sink) -> None:
+    """A reasoning block starts, with its `thinking` (or `data`) and `signature`; nothing is
+    kept once the response is refused."""
+    if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+        return
+    thought = _Thought(redacted)
+    first = get(block, "data" if redacted else "thinking")
+    if isinstance(first, str):
+        _think(thought, first, sink)
+    signature = get(block, "signature")
+    if isinstance(signature, str):
+        _sign(thought, signature, sink)
+    state.thoughts[index] = thought
+
+
+def _hold(thought: _Thought, n: int, sink: Sink) -> bool:
+    """Counts `n` more bytes of `thought`, as assistant text is counted; when they do not fit,
+    the block is dropped (its bytes given back) and keeps nothing more."""
+    if thought.dead:
+        return False
+    if sink._keep_text(n):  # pyright: ignore[reportPrivateUsage]
+        thought.counted += n
+        return True
+    _drop(thought, sink)
+    thought.text, thought.signature, thought.counted, thought.dead = [], "", 0, True
+    return False
+
+
+def _think(thought: _Thought, text: str, sink: Sink) -> None:
+    piece, thought.half = text_piece(thought.half, text)
+    if piece and _hold(thought, len(piece.encode()), sink):
+        thought.text.append(piece)
+
+
+def _sign(thought: _Thought, signature: str, sink: Sink) -> None:
+    """A signature replaces the one before (the `anthropic` SDK's accumulator sets it)."""
+    if thought.redacted or thought.dead:
+        return
+    signature = replace_lone_surrogates(signature)
+    if thought.signature:
+        old = len(thought.signature.encode())
+        thought.counted -= old
+        sink._release(old)  # pyright: ignore[reportPrivateUsage]
+    thought.signature = ""
+    if signature and _hold(thought, len(signature.encode()), sink):
+        thought.signature = signature
+
+
+def _end_thought(thought: _Thought, sink: Sink) -> None:
+    """The block stopped: kept when whole (signed, or with its data), else let go."""
+    if thought.half and _hold(thought, 3, sink):
+        thought.text.append("\ufffd")
+    thought.half = ""
+    text = "".join(thought.text)
+    whole = bool(text) if thought.redacted else bool(thought.signature)
+    # Once the response is refused, no block is kept, even one counted in full before.
+    if not whole or thought.dead or not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+        _drop(thought, sink)
+        return
+    sink._keep_reasoning(text, None if thought.redacted else thought.signature)  # pyright: ignore[reportPrivateUsage]
+
+
+def _drop(thought: _Thought, sink: Sink) -> None:
+    if thought.counted:
+        sink._release(thought.counted)  # pyright: ignore[reportPrivateUsage]
 
 
 def _replay_of(held: tuple[int | None, object, str | None], kind: object, event: object) -> str:

@@ -1,0 +1,366 @@
+//! Anthropic's extended-thinking blocks, kept so that the next request can send them back.
+//!
+//! Design notes
+//! - The Messages API refuses the next request of an extended-thinking turn with tool use when
+//!   the assistant turn lacks its `thinking` / `redacted_thinking` blocks, in order and
+//!   unchanged, so they are kept as the provider sent them: a `thinking` block's text (its
+//!   start's `thinking`, then every `thinking_delta` appended) and its signature (the last
+//!   `signature_delta` replaces it, as the `anthropic` SDK's accumulator does), a
+//!   `redacted_thinking` block's `data` from its start.
+//! - Only a block that ends (`content_block_stop`) whole is kept: a `thinking` block with a
+//!   signature, a `redacted_thinking` block with data. A block cut off (the body ends before its
+//!   stop, or it stops unsigned) is dropped: its signature could not be checked, and sent back
+//!   it would be refused or, worse, taken as the whole of what the model thought.
+//! - A block's text is held while it streams, and kept after; every byte counts toward
+//!   `max_stream_bytes` as assistant text does ([`Action::HoldReasoning`]), so a stream of
+//!   thinking cannot make the gateway hold more than the limit. Bytes that do not fit refuse
+//!   the response whole, as text past the limit does; the block is then dropped, and so is
+//!   every block that stops after. A block dropped lets its bytes go ([`Action::Release`]).
+//! - The text is decoded as assistant text is: a surrogate pair split between two deltas is
+//!   joined, a half left unpaired at the block's stop is U+FFFD. `feed_chunk` reads it the
+//!   same way (`formats/anthropic_messages.py`), so both paths keep the same blocks.
+
+use super::{push_lone, unescape, Action, Decoder, Lone};
+
+/// A reasoning block the provider needs back in the next request, as it sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reasoning {
+    /// Anthropic's `thinking` block.
+    Thinking {
+        /// The model's thinking, as streamed.
+        thinking: String,
+        /// The signature that lets the API check the thinking it gets back.
+        signature: String,
+    },
+    /// Anthropic's `redacted_thinking` block: the thinking, encrypted.
+    Redacted {
+        /// The encrypted thinking, as sent.
+        data: String,
+    },
+}
+
+impl Reasoning {
+    /// The bytes this block counts toward `max_stream_bytes`.
+    #[must_use]
+    pub fn kept_bytes(&self) -> usize {
+        match self {
+            Self::Thinking {
+                thinking,
+                signature,
+            } => thinking.len() + signature.len(),
+            Self::Redacted { data } => data.len(),
+        }
+    }
+}
+
+/// A reasoning block still streaming, inside its [`super::BlockState`].
+#[derive(Debug, Default)]
+pub(super) struct Thought {
+    redacted: bool,
+    /// The thinking (or the redacted data), decoded.
+    text: Vec<u8>,
+    signature: Vec<u8>,
+    /// A high surrogate that ended the last delta, waiting for its other half.
+    pending: Option<u16>,
+    /// Bytes counted toward `max_stream_bytes` for this block.
+    counted: usize,
+    /// Some of its bytes did not fit: it keeps nothing (the response is refused whole).
+    dead: bool,
+}
+
+impl Decoder {
+    /// A `thinking` (or, `redacted`, a `redacted_thinking`) block starts with `first`, its
+    /// `thinking` (or `data`), and `signature` (JSON string literals): `None` when the response
+    /// keeps nothing more.
+    pub(super) fn start_thought<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        redacted: bool,
+        first: Option<&str>,
+        signature: Option<&str>,
+        emit: &mut F,
+    ) -> Option<Box<Thought>> {
+        if !emit(Action::Held(0)) {
+            return None;
+        }
+        let mut thought = Box::new(Thought {
+            redacted,
+            ..Thought::default()
+        });
+        if let Some(raw) = first {
+            self.think(&mut thought, raw, emit);
+        }
+        if let Some(raw) = signature {
+            self.sign(&mut thought, raw, emit);
+        }
+        Some(thought)
+    }
+
+    /// Appends a `thinking_delta` (JSON string literal `raw`) to the block; a block that does
+    /// not fit is emptied and its bytes let go (the response is refused whole then).
+    pub(super) fn think<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        thought: &mut Thought,
+        raw: &str,
+        emit: &mut F,
+    ) {
+        self.scratch.clear();
+        unescape(raw, &mut self.scratch, &mut thought.pending, Lone::Replace);
+        if self.scratch.is_empty() || hold(thought, self.scratch.len(), emit) {
+            thought.text.extend_from_slice(&self.scratch);
+        }
+    }
+
+    /// A `signature_delta` replaces the block's signature.
+    pub(super) fn sign<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        thought: &mut Thought,
+        raw: &str,
+        emit: &mut F,
+    ) {
+        if thought.redacted || thought.dead {
+            return;
+        }
+        self.scratch.clear();
+        let mut pending = None;
+        unescape(raw, &mut self.scratch, &mut pending, Lone::Replace);
+        if let Some(unit) = pending {
+            push_lone(&mut self.scratch, unit, Lone::Replace);
+        }
+        let old = std::mem::take(&mut thought.signature);
+        if !old.is_empty() {
+            thought.counted -= old.len();
+            emit(Action::Release(old.len()));
+        }
+        if self.scratch.is_empty() || hold(thought, self.scratch.len(), emit) {
+            thought.signature.clone_from(&self.scratch);
+        }
+    }
+
+    /// The block stopped: kept when whole, else let go.
+    pub(super) fn end_thought<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        mut thought: Box<Thought>,
+        emit: &mut F,
+    ) {
+        if let Some(unit) = thought.pending.take() {
+            self.scratch.clear();
+            push_lone(&mut self.scratch, unit, Lone::Replace);
+            if hold(&mut thought, self.scratch.len(), emit) {
+                thought.text.extend_from_slice(&self.scratch);
+            }
+        }
+        let whole = if thought.redacted {
+            !thought.text.is_empty()
+        } else {
+            !thought.signature.is_empty()
+        };
+        // Once the response is refused, no block is kept, even one counted in full before.
+        if !whole || thought.dead || !emit(Action::Held(0)) {
+            drop_thought(&thought, emit);
+            return;
+        }
+        // Decoded from validated JSON strings with lone halves replaced: always UTF-8.
+        let text = String::from_utf8_lossy(&thought.text).into_owned();
+        let block = if thought.redacted {
+            Reasoning::Redacted { data: text }
+        } else {
+            Reasoning::Thinking {
+                thinking: text,
+                signature: String::from_utf8_lossy(&thought.signature).into_owned(),
+            }
+        };
+        emit(Action::Reasoning(&block));
+    }
+}
+
+/// Counts `n` more bytes of `thought`; false when they do not fit, when the block is dropped
+/// (its bytes let go) and keeps nothing more.
+fn hold<F: FnMut(Action<'_>) -> bool>(thought: &mut Thought, n: usize, emit: &mut F) -> bool {
+    if thought.dead {
+        return false;
+    }
+    if emit(Action::HoldReasoning(n)) {
+        thought.counted += n;
+        return true;
+    }
+    drop_thought(thought, emit);
+    *thought = Thought {
+        dead: true,
+        ..Thought::default()
+    };
+    false
+}
+
+/// Lets go of what a block that will not be kept counted.
+pub(super) fn drop_thought<F: FnMut(Action<'_>) -> bool>(thought: &Thought, emit: &mut F) {
+    if thought.counted > 0 {
+        emit(Action::Release(thought.counted));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Reasoning;
+    use crate::envelope::tests::Budget;
+    use crate::envelope::{Action, Decoder};
+
+    fn start(index: usize, block: &str) -> String {
+        format!(r#"{{"type":"content_block_start","index":{index},"content_block":{block}}}"#)
+    }
+
+    fn delta(index: usize, delta: &str) -> String {
+        format!(r#"{{"type":"content_block_delta","index":{index},"delta":{delta}}}"#)
+    }
+
+    fn stop(index: usize) -> String {
+        format!(r#"{{"type":"content_block_stop","index":{index}}}"#)
+    }
+
+    fn thinking(index: usize, pieces: &[&str], signature: Option<&str>) -> Vec<String> {
+        let mut events = vec![start(
+            index,
+            r#"{"type":"thinking","thinking":"","signature":""}"#,
+        )];
+        for piece in pieces {
+            events.push(delta(
+                index,
+                &format!(r#"{{"type":"thinking_delta","thinking":"{piece}"}}"#),
+            ));
+        }
+        if let Some(signature) = signature {
+            events.push(delta(
+                index,
+                &format!(r#"{{"type":"signature_delta","signature":"{signature}"}}"#),
+            ));
+        }
+        events.push(stop(index));
+        events
+    }
+
+    /// Decodes `events`, answering as an assembler with a `limit`-byte stream budget; returns
+    /// the blocks kept and the budget.
+    fn kept(events: &[String], limit: usize) -> (Vec<Reasoning>, Budget) {
+        let mut decoder = Decoder::new();
+        let mut budget = Budget::new(limit);
+        let mut blocks = Vec::new();
+        for event in events {
+            decoder
+                .decode(b"", event.as_bytes(), &mut |action| {
+                    if let Action::Reasoning(block) = action {
+                        blocks.push(block.clone());
+                    }
+                    budget.answer(action)
+                })
+                .expect("event");
+        }
+        (blocks, budget)
+    }
+
+    fn thought(thinking: &str, signature: &str) -> Reasoning {
+        Reasoning::Thinking {
+            thinking: thinking.to_owned(),
+            signature: signature.to_owned(),
+        }
+    }
+
+    #[test]
+    fn signed_and_redacted_blocks_are_kept_in_block_order() {
+        let mut events = thinking(0, &["Let me ", "think."], Some("c2ln"));
+        events.push(start(
+            1,
+            r#"{"type":"redacted_thinking","data":"RW5jcnlwdGVk"}"#,
+        ));
+        events.push(stop(1));
+        events.push(start(
+            2,
+            r#"{"type":"tool_use","id":"t","name":"f","input":{}}"#,
+        ));
+        events.push(delta(
+            2,
+            r#"{"type":"input_json_delta","partial_json":"{\"a\":1}"}"#,
+        ));
+        events.push(stop(2));
+        events.extend(thinking(3, &["Next."], Some("c2")));
+        let (blocks, budget) = kept(&events, 1 << 20);
+        assert_eq!(
+            blocks,
+            [
+                thought("Let me think.", "c2ln"),
+                Reasoning::Redacted {
+                    data: "RW5jcnlwdGVk".to_owned()
+                },
+                thought("Next.", "c2"),
+            ]
+        );
+        // The blocks stay counted, with the call's arguments.
+        assert_eq!(budget.counted, 13 + 4 + 12 + 5 + 2 + 7);
+    }
+
+    #[test]
+    fn the_last_signature_counts_and_a_split_pair_is_joined() {
+        let mut events = thinking(0, &["a\\ud83d", "\\ude00b", "\\ud83d"], Some("x"));
+        events.insert(
+            events.len() - 1,
+            delta(0, r#"{"type":"signature_delta","signature":"sig"}"#),
+        );
+        let (blocks, budget) = kept(&events, 1 << 20);
+        // The pair split between two deltas is one character; a half left unpaired is U+FFFD.
+        assert_eq!(blocks, [thought("a\u{1F600}b\u{FFFD}", "sig")]);
+        assert_eq!(budget.counted, "a\u{1F600}b\u{FFFD}".len() + 3);
+    }
+
+    #[test]
+    fn blocks_cut_off_or_unsigned_are_let_go() {
+        let mut events = thinking(0, &["unsigned"], None);
+        events.extend(thinking(1, &["cut"], Some("s")));
+        events.pop();
+        let (blocks, budget) = kept(&events, 1 << 20);
+        assert_eq!(blocks, []);
+        // The unsigned block gave its bytes back; the one cut off still holds its own.
+        assert_eq!(budget.counted, 4);
+        let redacted_empty = [
+            start(0, r#"{"type":"redacted_thinking","data":""}"#),
+            stop(0),
+        ];
+        assert_eq!(kept(&redacted_empty, 1 << 20).0, []);
+    }
+
+    #[test]
+    fn a_block_restarted_at_its_index_gives_its_bytes_back() {
+        let mut events = thinking(0, &["first"], Some("s"));
+        events.pop();
+        events.extend(thinking(0, &["again"], Some("s")));
+        let (blocks, budget) = kept(&events, 1 << 20);
+        assert_eq!(blocks, [thought("again", "s")]);
+        assert_eq!(budget.counted, 6);
+    }
+
+    #[test]
+    fn thinking_past_the_stream_limit_is_not_kept() {
+        let mut events = thinking(0, &["fits"], Some("s"));
+        events.extend(thinking(1, &["0123456789", "0123456789"], Some("s")));
+        events.extend(thinking(2, &["x"], Some("s")));
+        let (blocks, budget) = kept(&events, 20);
+        // The first block ended before the limit; the second crossed it and keeps nothing,
+        // its bytes given back; nothing after is kept.
+        assert_eq!(blocks, [thought("fits", "s")]);
+        assert!(budget.refused);
+        assert_eq!(budget.counted, 5);
+    }
+
+    #[test]
+    fn a_block_that_stops_after_the_response_is_refused_is_not_kept() {
+        // Counted in full before a call's arguments crossed the limit, it stops after.
+        let mut events = thinking(0, &["held"], Some("s"));
+        let stopped = events.pop().expect("stop");
+        events.push(start(1, r#"{"type":"tool_use","id":"t","name":"f"}"#));
+        events.push(delta(
+            1,
+            r#"{"type":"input_json_delta","partial_json":"{\"a\":\"0123456789\"}"}"#,
+        ));
+        events.push(stopped);
+        let (blocks, budget) = kept(&events, 12);
+        assert!(budget.refused);
+        assert_eq!(blocks, []);
+    }
+}

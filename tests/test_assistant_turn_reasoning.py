@@ -1,0 +1,77 @@
+"""`assistant_turn(..., reasoning=...)`: Anthropic's thinking blocks go back first, as the API
+requires of an extended-thinking turn with tool use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+from tests.test_payloads import calls
+from toolwire import assistant_turn, tool_messages
+
+THINKING = {"type": "thinking", "thinking": "Ping both.", "signature": "EqQBCgIYAhIM"}
+REDACTED = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3p"}
+
+
+def sdk_takes_anthropic_turn(turn: dict[str, Any], results: list[dict[str, Any]]) -> None:
+    """`turn`, then `results`, validate as the anthropic SDK's request types: each block as
+    its own param type, every key one it declares (its TypedDicts drop unknown keys)."""
+    from anthropic.types import (
+        MessageParam,
+        RedactedThinkingBlockParam,
+        TextBlockParam,
+        ThinkingBlockParam,
+        ToolResultBlockParam,
+        ToolUseBlockParam,
+    )
+
+    kinds: dict[str, Any] = {
+        "thinking": ThinkingBlockParam,
+        "redacted_thinking": RedactedThinkingBlockParam,
+        "text": TextBlockParam,
+        "tool_use": ToolUseBlockParam,
+    }
+    for block in turn["content"]:
+        assert dict(TypeAdapter(kinds[block["type"]]).validate_python(block)) == block
+    for block in results:
+        assert dict(TypeAdapter(ToolResultBlockParam).validate_python(block)) == block
+    user = {"role": "user", "content": "Ping them."}
+    TypeAdapter(list[MessageParam]).validate_python(
+        [user, turn, {"role": "user", "content": results}]
+    )
+
+
+def test_thinking_blocks_go_first_as_the_sdk_types_take_them() -> None:
+    made = calls(("toolu_1", "ping", '{"n": 1}'), ("toolu_2", "ping", '{"n": 2}'))
+    given = [THINKING, REDACTED]
+    (turn,) = assistant_turn(made, style="anthropic", text="Pinging.", reasoning=given)
+    content = turn["content"]
+    # Thinking first, then the text, then the calls (the API refuses another order).
+    assert [b["type"] for b in content] == [
+        "thinking",
+        "redacted_thinking",
+        "text",
+        "tool_use",
+        "tool_use",
+    ]
+    assert content[:2] == given
+    # Copies: the caller's blocks are not the turn's.
+    assert content[0] is not THINKING
+    sdk_takes_anthropic_turn(turn, tool_messages(made, [{"pong": 1}, 2], style="anthropic"))
+
+
+def test_reasoning_it_cannot_send_is_refused() -> None:
+    with pytest.raises(ValueError, match="only with style='anthropic'"):
+        assistant_turn([], style="openai-chat", reasoning=[THINKING])
+    with pytest.raises(TypeError, match="reasoning must be a list"):
+        assistant_turn([], style="anthropic", reasoning=THINKING)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"reasoning\[0\]"):
+        assistant_turn([], style="anthropic", reasoning=[{"type": "text", "text": "t"}])
+    # None, or no blocks, changes nothing.
+    assert assistant_turn([], style="gemini", reasoning=[]) == []
+    made = calls(("toolu_1", "ping", "{}"))
+    assert assistant_turn(made, style="anthropic", reasoning=None) == assistant_turn(
+        made, style="anthropic"
+    )
