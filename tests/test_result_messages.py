@@ -794,6 +794,26 @@ def test_a_gemini_turn_of_nameless_calls_alone_is_a_model_turn_with_their_signat
     assert [set(m) for m in results] == [{"text"}]
 
 
+class _Ping(BaseModel):
+    n: int
+
+
+def test_a_pre_checked_call_whose_repeated_id_was_renamed_carries_the_id_sent() -> None:
+    # A model tool's call pre-checked by the toolset's own registry is validated on the
+    # native path, which gives the outcome its own id only: a renamed call goes the general
+    # way, which adds the id Gemini sent.
+    tools = Toolset([_Ping])
+    asm = Assembler(tools=tools)
+    parts = [{"functionCall": {"id": "fc1", "name": "ping", "args": {"n": n}}} for n in (1, 2)]
+    content = {"role": "model", "parts": parts}
+    asm.feed_chunk({"candidates": [{"content": content, "finishReason": "STOP"}]})
+    first, second = tools.validate_all(asm.finish())
+    assert first.ok and second.ok
+    assert (first.call_id, first.wire_id) == ("fc1", None)
+    assert second.call_id != "fc1" and second.wire_id == "fc1"
+    assert second.to_message(None, "gemini", result=2)["functionResponse"]["id"] == "fc1"
+
+
 def test_gemini_gets_back_the_id_it_sent_from_a_verdict_sent_without_its_call() -> None:
     # Without the call, the outcome knew only the renamed id (`fc1_1`), which went back as
     # `functionResponse.id`: an id Gemini never sent.

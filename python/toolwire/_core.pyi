@@ -170,8 +170,8 @@ class DirectValidation:
         the registry trusted (the first one given stays)."""
     def outcome(self, call: object, /) -> Any | None:
         """The successful outcome of `call`, or None when `validate`'s general path decides
-        (among others, a call the trusted registry did not pre-check); raises what Pydantic
-        raises."""
+        (among others, a call the trusted registry did not pre-check, or one whose repeated
+        id the assembler renamed); raises what Pydantic raises."""
 
 @final
 class ToolCall:

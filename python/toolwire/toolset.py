@@ -1606,14 +1606,15 @@ class Toolset:
         # costs the common case time to set up and clear.
         if done is None:
             done = self._validate_general(call)
+            # One whose repeated id the assembler renamed carries the id the provider sent,
+            # which Gemini gets back. The native path leaves every such call to this one, and
+            # only an id that ends as a renamed one does is looked into (renames are rare).
+            own = done.call_id
+            if own and own[-1] in RENAMED_END:
+                return with_wire_id(done, call)
         # A call without an id (Gemini's) is answered as `toolwire_<ordinal>`: its outcome
-        # says so, and carries it to the executor's result. One whose repeated id the
-        # assembler renamed carries the id the provider sent, which Gemini gets back; only
-        # an id that ends as a renamed one does is looked into (renames are rare).
-        own = done.call_id
-        if not own:
-            return with_synthetic_id(done, call)
-        return with_wire_id(done, call) if own[-1] in RENAMED_END else done
+        # says so, and carries it to the executor's result.
+        return done if done.call_id else with_synthetic_id(done, call)
 
     def _rejected(self, call: CallLike, exc: ValidationError) -> Outcome:
         """The outcome of a call the native path's Pydantic refused."""

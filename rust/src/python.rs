@@ -1499,7 +1499,8 @@ impl PyDirectValidation {
     /// The successful outcome of `call`, or None when `validate`'s general path decides
     /// (another kind of call, an error, no pre-check by the trusted registry (`_trust`): a
     /// registry of other schemas may have let through what this one refuses, a tool Pydantic does not decide alone,
-    /// blank or large arguments, a long number for a float field). Raises what Pydantic
+    /// a call whose repeated id was renamed, blank or large arguments, a long number for a
+    /// float field). Raises what Pydantic
     /// raises: a `ValidationError` is the caller's to turn into an outcome.
     #[pyo3(signature = (call, /))]
     fn outcome<'py>(
@@ -1516,7 +1517,12 @@ impl PyDirectValidation {
             return Ok(None);
         };
         let trusted = self.trusted.get().is_some_and(|r| held.prechecked_by(r));
-        if !trusted || held.arguments.len() >= self.max_bytes {
+        // A call whose repeated id the assembler renamed goes the general way, which gives its
+        // outcome the id the provider sent (`wire_id`): the common case then asks nothing.
+        let renamed = held
+            .warnings
+            .contains(&crate::assembler::warning::DUPLICATE_ID);
+        if !trusted || renamed || held.arguments.len() >= self.max_bytes {
             return Ok(None);
         }
         let verdict = call.verdict();
