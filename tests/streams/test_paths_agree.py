@@ -124,6 +124,37 @@ def test_a_block_start_of_no_type_keeps_its_fragments(sse_server: SSEServer, bad
     assert [e[0] for e in stream.assembler.stream_errors()] == ["malformed_event"]
 
 
+@pytest.mark.parametrize("kind", ["text_delta", "no_such_delta"])
+def test_the_index_of_any_delta_places_a_later_block_start_without_one(
+    sse_server: SSEServer, kind: str
+) -> None:
+    # A translator numbered its blocks with gaps and left one start without an index: it
+    # takes the next one after the highest the stream gave. `feed_sse` counted the index of
+    # a text delta (or any delta) and `feed_chunk` did not, so there the tool block's start
+    # and its fragments went to two blocks: a call cut off and one without a name.
+    delta = {"type": kind, "text": "Hi"} if kind == "text_delta" else {"type": kind}
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"id": "m", "role": "assistant", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 7, "delta": delta},
+        {
+            "type": "content_block_start",
+            "content_block": {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 8,
+            "delta": {"type": "input_json_delta", "partial_json": '{"a":1}'},
+        },
+        {"type": "content_block_stop", "index": 8},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+        {"type": "message_stop"},
+    ]
+    stream = _agree(sse_server, events, "anthropic")
+    (call,) = stream.calls
+    assert call.ok and call.index == 8 and call.value == {"a": 1}
+
+
 def test_a_malformed_block_after_a_block_without_input_ends_that_call(
     sse_server: SSEServer,
 ) -> None:

@@ -121,6 +121,12 @@ class _State:
             self.highest = index
 
 
+def _is_object(value: object) -> bool:
+    """Whether an event member can be read as an object (a dict or an SDK model), as the raw
+    SSE path reads a `delta` before it counts its event's index."""
+    return value is not None and not isinstance(value, (str, bytes, int, float, list))
+
+
 class AnthropicMessagesAdapter:
     """Per-stream state for Messages events (`RawMessageStreamEvent` variants or dicts)."""
 
@@ -275,6 +281,11 @@ class AnthropicMessagesAdapter:
 
     def _delta(self, event: object, sink: Sink, info: ChunkInfo) -> None:
         delta = get(event, "delta")
+        # The index of every delta counts toward the highest the stream gave, text and kinds
+        # unknown here included, as on the raw SSE path: a later block start without an index
+        # takes the next one.
+        given = position_of(get(event, "index")) if _is_object(delta) else None
+        self._state.note(given)
         delta_type = get(delta, "type")
         if delta_type == "text_delta":
             text = get(delta, "text")
@@ -282,8 +293,6 @@ class AnthropicMessagesAdapter:
                 info.text += text
             return
         if delta_type in ("thinking_delta", "signature_delta"):
-            given = position_of(get(event, "index"))
-            self._state.note(given)
             thought = self._state.thoughts.get(given or 0)
             if thought is None:
                 return
@@ -299,8 +308,6 @@ class AnthropicMessagesAdapter:
         if delta_type != "input_json_delta":
             return
         # A missing index is block 0, as on the raw SSE path.
-        given = position_of(get(event, "index"))
-        self._state.note(given)
         index = given or 0
         fragment = get(delta, "partial_json")
         if index in self._state.others:
