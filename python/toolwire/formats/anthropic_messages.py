@@ -39,6 +39,7 @@ from toolwire.formats._fields import (
     arguments_of,
     copy_usage,
     get,
+    is_object,
     malformed_envelope,
     malformed_record,
     merge_usage,
@@ -119,12 +120,6 @@ class _State:
         """Remembers an index an event gave."""
         if index is not None and (self.highest is None or index > self.highest):
             self.highest = index
-
-
-def _is_object(value: object) -> bool:
-    """Whether an event member can be read as an object (a dict or an SDK model), as the raw
-    SSE path reads a `delta` before it counts its event's index."""
-    return value is not None and not isinstance(value, (str, bytes, int, float, list))
 
 
 class AnthropicMessagesAdapter:
@@ -284,7 +279,7 @@ class AnthropicMessagesAdapter:
         # The index of every delta counts toward the highest the stream gave, text and kinds
         # unknown here included, as on the raw SSE path: a later block start without an index
         # takes the next one.
-        given = position_of(get(event, "index")) if _is_object(delta) else None
+        given = position_of(get(event, "index")) if is_object(delta) else None
         self._state.note(given)
         delta_type = get(delta, "type")
         if delta_type == "text_delta":
