@@ -80,7 +80,6 @@ from toolwire.schema_export import (
 from toolwire.subschemas import pointer_tokens
 from toolwire.validation import (
     GC_PAUSE_MIN_BYTES,
-    RENAMED_END,
     SUCCESS_PER_CALL,
     CallErrorLike,
     CallLike,
@@ -1607,11 +1606,8 @@ class Toolset:
         if done is None:
             done = self._validate_general(call)
             # One whose repeated id the assembler renamed carries the id the provider sent,
-            # which Gemini gets back. The native path leaves every such call to this one, and
-            # only an id that ends as a renamed one does is looked into (renames are rare).
-            own = done.call_id
-            if own and own[-1] in RENAMED_END:
-                return with_wire_id(done, call)
+            # which Gemini gets back. The native path leaves every such call to this one.
+            done = with_wire_id(done, call)
         # A call without an id (Gemini's) is answered as `toolwire_<ordinal>`: its outcome
         # says so, and carries it to the executor's result.
         return done if done.call_id else with_synthetic_id(done, call)
