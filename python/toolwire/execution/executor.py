@@ -3417,8 +3417,8 @@ class _LateRecords:
                 worker = threading.Thread(target=self._work, name=f"{self._name}-try", daemon=True)
                 worker.start()
             except RuntimeError:
-                # No thread to be had (one at the interpreter's exit, if any, runs it); the
-                # queue is looked at again by the next try that falls due.
+                # No thread to be had: a worker already running takes it in turn; with none,
+                # it is tried here and now rather than left in a queue nobody reads.
                 if self._workers == 0:
                     self._ready.remove(item)
                     item.busy = False
@@ -3455,7 +3455,9 @@ class _LateRecords:
 
     def _done(self, item: _LateRecord) -> None:
         with self._cond:
-            if self._held.pop(item, 0) is None and not self._held:
+            was_held = item in self._held
+            self._held.pop(item, None)
+            if was_held and not self._held:
                 atexit.unregister(self._at_exit)
             self._cond.notify_all()
         self._keeper.drop(item.held)
