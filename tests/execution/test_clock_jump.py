@@ -190,7 +190,9 @@ def test_the_purge_after_a_jump_keeps_live_claims_and_drops_dead_ones(tmp_path: 
     fill("a")
     assert holder.get("k") is not None, "a live claim is not purged"
     assert claim(other).status == "in_progress"
-    clock.advance(LEASE + 1)  # nobody renewed for a whole lease
+    # Nobody renewed for a whole lease, and the claim's retention (600 s past its lease) ran
+    # out in elapsed time: a jump alone would not end it.
+    clock.advance(LEASE + 601)
     clock.jump(48 * 3600.0)
     fill("b")
     assert other.get("k") is None
@@ -235,4 +237,98 @@ def test_a_file_from_before_heartbeats_is_upgraded(tmp_path: Path) -> None:
     clock.jump(48 * 3600.0)
     assert claim(SqliteLedger(path, clock=clock)).status == "in_progress"
     ledger.complete("k", held.token, 1)
+    assert claim(ledger).status == "replay"
+
+
+@pytest.mark.parametrize("reader", ["the same instance", "another instance", "after a restart"])
+def test_a_forward_jump_past_the_ttl_does_not_run_a_finished_write_again(
+    reader: str, tmp_path: Path
+) -> None:
+    clock = FakeClock()
+    path = tmp_path / "ledger.db"
+    runs: list[str] = []
+
+    def executor(ledger: Ledger) -> Executor:
+        ex = Executor(clock=clock, ledger=ledger, breaker=False)
+        ex.register(
+            "charge", lambda args: runs.append(args["order"]) or "charged", side_effects=True,
+            idempotency_key="order", record_ttl=600,
+        )  # fmt: skip
+        return ex
+
+    first = SqliteLedger(path, clock=clock)
+    ctx = RequestContext("r", "s")
+    assert executor(first).execute(Call("charge", "c1", {"order": "o"}), ctx).state == "ok"
+    if reader == "after a restart":
+        first.close()
+    clock.jump(48 * 3600.0)  # no time passed: the record is as young as it was
+    ledger = first if reader == "the same instance" else SqliteLedger(path, clock=clock)
+    again = executor(ledger).execute(Call("charge", "c2", {"order": "o"}), ctx)
+    assert again.state == "duplicate_suppressed" and again.value == "charged"
+    assert runs == ["o"]
+
+
+def fill(ledger: SqliteLedger, prefix: str) -> None:
+    for i in range(300):  # claims trigger the amortised purge
+        ledger.claim(f"{prefix}{i}", fingerprint="f", tool="t", lease=1, ttl=1)
+
+
+def rows(path: Path, key: str) -> int:
+    with closing(sqlite3.connect(path)) as conn:
+        (count,) = conn.execute(
+            "SELECT COUNT(*) FROM toolwire_ledger WHERE key = ?", (key,)
+        ).fetchone()
+    return int(count)
+
+
+def test_a_finished_record_is_kept_its_ttl_of_elapsed_time_across_instances(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock()
+    path = tmp_path / "ledger.db"
+
+    def instance() -> SqliteLedger:
+        # A short-lived process each time, on one machine's boot: the time between them counts.
+        return SqliteLedger(path, clock=clock)
+
+    held = claim(instance())
+    assert held.token is not None
+    instance().complete("k", held.token, "charged", ttl=600)
+    clock.jump(48 * 3600.0)
+    fill(instance(), "a")
+    assert rows(path, "k") == 1, "the purge keeps it"
+    assert claim(instance()).status == "replay"
+    clock.advance(590)
+    assert claim(instance()).status == "replay"
+    clock.advance(11)  # 601 s of elapsed time since it was recorded
+    assert instance().get("k") is None
+    fill(instance(), "b")
+    assert rows(path, "k") == 0, "the purge drops it"
+
+
+def test_time_nobody_measured_does_not_count_towards_retention(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    before = FakeClock()
+    ledger = SqliteLedger(path, clock=before)
+    held = claim(ledger)
+    assert held.token is not None
+    ledger.complete("k", held.token, "charged", ttl=600)
+    ledger.close()
+    # A reboot (another monotonic epoch) an hour later by the wall clock, which may have been
+    # stepped as well: nothing tells the two apart, so the record is kept on.
+    after = FakeClock(start=before.time() + 3600, monotonic_start=5.0)
+    rebooted = SqliteLedger(path, clock=after)
+    assert claim(rebooted).status == "replay"
+    after.advance(601)  # measured from here on
+    assert claim(rebooted).status == "claimed"
+
+
+def test_a_backward_jump_forgets_nothing_early(tmp_path: Path) -> None:
+    clock = FakeClock()
+    ledger = SqliteLedger(tmp_path / "ledger.db", clock=clock)
+    held = claim(ledger)
+    assert held.token is not None
+    ledger.complete("k", held.token, "charged", ttl=600)
+    clock.jump(-3600.0)
+    clock.advance(590)
     assert claim(ledger).status == "replay"

@@ -2,16 +2,21 @@
 
 The executor renews a write's lease every third of it from one keeper thread, paced by its
 clock: these tests move a `FakeClock` by hand and wait (in real time, briefly) for each renewal
-to land in the store before they look, so nothing depends on how fast the machine is.
+to land in the store before they look, so nothing depends on how fast the machine is. The
+background tries of outcomes recorded late are paced the same way, and tested so at the end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,6 +31,7 @@ from toolwire.execution import (
     LedgerUnavailable,
     MemoryLedger,
     RequestContext,
+    SqliteLedger,
     SystemClock,
     derive_key,
 )
@@ -607,3 +613,162 @@ def test_a_claim_lost_during_the_wait_between_attempts_stops_the_next(mode: str)
     assert first.error["stopped"] == "claim_lost"
     record = ledger.get(KEY)
     assert record is not None and record.state == "succeeded"
+
+
+# ---- outcomes recorded late: each in a try of its own, bounded, not lost at close or exit ----
+
+WORKERS = 4  # the executor's bound on threads making late tries
+
+
+def key(call_id: str) -> str:
+    return derive_key(tool="w", session_id="s", call_id=call_id)
+
+
+class Store(MemoryLedger):
+    """Down while ``down``; up again, an outcome of a key in ``hang`` waits for ``unstick``."""
+
+    def __init__(self, clock: FakeClock, hang: frozenset[str] = frozenset()) -> None:
+        super().__init__(clock=clock)
+        self.down = True
+        self.hang = hang
+        self.unstick = threading.Event()
+        self.stuck = 0
+        self._count = threading.Lock()
+
+    def _finish(self, key: str, token: str, ttl: float, state: Any, **kwargs: Any) -> None:
+        if self.down:
+            raise LedgerUnavailable("connection reset by peer")
+        if key in self.hang:
+            with self._count:
+                self.stuck += 1
+            assert self.unstick.wait(10)  # a store that takes its time to answer
+        super()._finish(key, token, ttl, state, **kwargs)
+
+    def state(self, call_id: str) -> str | None:
+        record = self.get(key(call_id))
+        return None if record is None else record.state
+
+
+def executor(clock: FakeClock, ledger: MemoryLedger) -> Executor:
+    ex = Executor(clock=clock, ledger=ledger, breaker=False)
+    ex.register("w", lambda args: "written", side_effects=True, in_progress_expiry=60)
+    return ex
+
+
+def unrecorded(ex: Executor, ledger: Store, call_id: str) -> None:
+    """Run a write whose outcome the store cannot record while its call waits."""
+    ledger.down = True
+    assert ex.execute(Call("w", call_id, {}), RequestContext("r", "s")).unrecorded
+    ledger.down = False
+
+
+def late_tries() -> int:
+    return sum(1 for t in threading.enumerate() if t.name == "toolwire-late-records-try")
+
+
+def test_a_late_record_stuck_on_the_store_holds_up_no_other(clock: FakeClock) -> None:
+    ledger = Store(clock, hang=frozenset({key("a")}))
+    ex = executor(clock, ledger)
+    unrecorded(ex, ledger, "a")
+    try:
+        clock.advance(5)  # a's next try: it waits for the store
+        wait_until(lambda: ledger.stuck == 1, "a's try to reach the store")
+        unrecorded(ex, ledger, "b")
+        clock.advance(5)  # b's next try, while a's is still under way
+        wait_until(lambda: ledger.state("b") == "succeeded", "b's late record")
+        assert ledger.state("a") == "in_progress" and ledger.stuck == 1, "a is tried once at a time"
+    finally:
+        ledger.unstick.set()
+    wait_until(lambda: ex.observer.counts["outcomes_recorded_late"] == 2, "a's late record")
+    assert ledger.state("a") == "succeeded"
+
+
+def test_late_records_stuck_on_the_store_take_a_bounded_number_of_threads(
+    clock: FakeClock,
+) -> None:
+    wait_until(lambda: late_tries() == 0, "other tests' idle workers to end", timeout=10)
+    calls = [f"c{i}" for i in range(WORKERS + 2)]
+    ledger = Store(clock, hang=frozenset(key(c) for c in calls))
+    ex = executor(clock, ledger)
+    for call_id in calls:
+        unrecorded(ex, ledger, call_id)
+    try:
+        clock.advance(5)  # every one's next try falls due at once
+        wait_until(lambda: ledger.stuck == WORKERS, "a try in every worker")
+        time.sleep(0.05)  # room for a thread too many to show up
+        assert ledger.stuck == WORKERS and late_tries() == WORKERS
+    finally:
+        ledger.unstick.set()
+    wait_until(lambda: ex.observer.counts["outcomes_recorded_late"] == len(calls), "the rest")
+    assert all(ledger.state(c) == "succeeded" for c in calls)
+    wait_until(lambda: late_tries() == 0, "idle workers to end", timeout=10)
+
+
+def test_close_records_the_outcomes_still_held(clock: FakeClock) -> None:
+    ledger = Store(clock)
+    ex = executor(clock, ledger)
+    unrecorded(ex, ledger, "a")
+    ex.close(timeout=5)  # the next try was 5 s of the clock away: close makes it now
+    assert ledger.state("a") == "succeeded"
+    assert ex.observer.counts["outcomes_recorded_late"] == 1
+
+
+def test_close_reports_an_outcome_it_could_not_record(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    ledger = Store(clock)
+    ex = executor(clock, ledger)
+    unrecorded(ex, ledger, "a")
+    ledger.down = True
+    with caplog.at_level(logging.ERROR, logger="toolwire"):
+        ex.close(timeout=5)
+    assert ledger.state("a") == "in_progress"
+    lost = [r.getMessage() for r in caplog.records if "was not recorded before" in r.getMessage()]
+    assert len(lost) == 1 and "call a (w)" in lost[0] and "executor was closed" in lost[0]
+    ledger.down = False
+    clock.advance(60)  # given up: no background try any more
+    time.sleep(0.05)
+    assert ledger.state("a") == "in_progress"
+    # An identical call to this executor still records the outcome before it claims the key.
+    again = ex.execute(Call("w", "a", {}), RequestContext("r", "s"))
+    assert again.state == "duplicate_suppressed" and again.value == "written"
+    with pytest.raises(ValueError, match="timeout"):
+        ex.close(timeout=-1)
+
+
+_EXITS_WITH_AN_OUTCOME_HELD = """
+import sys
+from toolwire.execution import Call, Executor, LedgerUnavailable, RequestContext, SqliteLedger
+
+class Blinking(SqliteLedger):
+    failures = 3  # every try the call waits for
+
+    def _finish(self, *args, **kwargs):
+        if self.failures:
+            self.failures -= 1
+            raise LedgerUnavailable("connection reset by peer")
+        super()._finish(*args, **kwargs)
+
+ex = Executor(ledger=Blinking(sys.argv[1]), breaker=False)
+ex.register("w", lambda args: "written", side_effects=True)
+result = ex.execute(Call("w", "c", {}), RequestContext("r", "s"))
+assert result.unrecorded, result
+# The interpreter exits now; the next background try was 5 s away.
+"""
+
+
+def test_the_interpreter_exit_records_the_outcomes_still_held(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-c", _EXITS_WITH_AN_OUTCOME_HELD, str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    record = SqliteLedger(path).get(key("c"))
+    assert record is not None and record.state == "succeeded"
+    assert record.receipt_value() == "written"

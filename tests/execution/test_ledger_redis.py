@@ -9,7 +9,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from redis.retry import Retry
 
 from toolwire.execution import (
     Call,
+    ClaimLost,
     Executor,
     FakeClock,
     LedgerCorrupt,
@@ -318,6 +319,92 @@ def test_retried_claims_and_finishes_are_recognised(redis_client: redis.Redis) -
     ledger.complete("k", "token-1", "r")
     record = ledger.get("k")
     assert record is not None and record.state == "succeeded" and record.executions == 1
+
+
+class LosesOneAnswer(redis.Redis):
+    """A client whose next script answer is lost on the way back (a timeout after the server
+    ran it), with ``meanwhile`` run before the loss: redis-py then sends the script again."""
+
+    meanwhile: Callable[[], object] | None = None
+
+    def parse_response(self, connection: Any, command_name: Any, **options: Any) -> Any:
+        response = super().parse_response(connection, command_name, **options)
+        meanwhile, self.meanwhile = self.meanwhile, None
+        if meanwhile is not None and command_name == "EVALSHA":
+            meanwhile()
+            raise redis.TimeoutError("the answer was lost")
+        return response
+
+
+def test_a_release_sent_again_after_the_key_was_claimed_again_is_no_takeover(
+    redis_server: Any, redis_client: redis.Redis
+) -> None:
+    client = LosesOneAnswer(
+        host=redis_server.host, port=redis_server.port, retry=Retry(NoBackoff(), 1)
+    )
+    ledger, other = RedisLedger(client), RedisLedger(redis_client)
+    mine = ledger.claim("k", fingerprint="f", tool="t", lease=60)
+    assert mine.token is not None
+    theirs: list[str | None] = []
+    client.meanwhile = lambda: theirs.append(
+        other.claim("k", fingerprint="f", tool="t", lease=60).token
+    )
+    ledger.release("k", mine.token)  # landed, answer lost, sent again: nothing was lost
+    assert client.meanwhile is None and theirs[0] is not None
+    record = other.get("k")
+    assert record is not None and record.state == "in_progress" and record.token == theirs[0]
+    # Released, then the other call finished: a late retry of the release changes nothing.
+    other.complete("k", theirs[0], "done")
+    ledger.release("k", mine.token)
+    replay = other.claim("k", fingerprint="f", tool="t", lease=60)
+    assert replay.status == "replay" and replay.record is not None
+    assert replay.record.receipt_value() == "done"
+    client.close()
+
+
+def test_a_release_of_a_claim_taken_over_is_still_a_lost_claim(redis_client: redis.Redis) -> None:
+    ledger = RedisLedger(redis_client)
+    first = ledger.claim("k", fingerprint="f", tool="t", lease=0.05)
+    assert first.token is not None
+    time.sleep(0.1)  # the lease runs out on the server's clock
+    taken = ledger.claim(
+        "k", fingerprint="f", tool="t", lease=60, on_stale="assume_failed_and_retry"
+    )
+    assert taken.status == "claimed" and taken.recovered
+    with pytest.raises(ClaimLost):
+        ledger.release("k", first.token)
+    # A released key reads as no record to every operation.
+    assert taken.token is not None
+    ledger.release("k", taken.token)
+    assert ledger.get("k") is None
+    with pytest.raises(ClaimLost):
+        ledger.renew("k", taken.token, 60)
+    with pytest.raises(ClaimLost):
+        ledger.complete("k", taken.token, "late")
+    assert ledger.claim("k", fingerprint="other", tool="t", lease=60).status == "claimed"
+
+
+def test_a_wall_clock_step_on_one_client_takes_no_live_claim(redis_client: redis.Redis) -> None:
+    clock = FakeClock(start=time.time())
+    holder, other = RedisLedger(redis_client, clock=clock), RedisLedger(redis_client, clock=clock)
+
+    def claim(ledger: RedisLedger) -> Any:
+        return ledger.claim(
+            "k", fingerprint="f", tool="t", lease=30, ttl=600, on_stale="assume_failed_and_retry"
+        )
+
+    held = claim(holder)
+    assert held.token is not None
+    clock.jump(2 * 3600.0)  # NTP, a resumed VM: no time passed
+    busy = claim(other)
+    assert busy.status == "in_progress" and busy.lease_remaining == pytest.approx(30, abs=1)
+    holder.complete("k", held.token, "charged", ttl=600)
+    clock.jump(3600.0)  # past the retention on the wall clock, not in elapsed time
+    replay = claim(other)
+    assert replay.status == "replay" and replay.record is not None
+    assert replay.record.receipt_value() == "charged"
+    clock.advance(601)  # elapsed time does end the retention
+    assert other.get("k") is None
 
 
 def test_claims_are_atomic_across_clients(redis_server: Any) -> None:

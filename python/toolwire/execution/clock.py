@@ -7,6 +7,12 @@ understand. A ledger that no other process reads (``MemoryLedger``) runs its lea
 still, so a step of the wall clock (``FakeClock.jump`` in tests) cannot make a running write's
 claim look stale to any process.
 
+A clock may also offer ``boot() -> str | None``: what names the epoch of its ``monotonic()``
+readings, the same in every process that reads the same monotonic clock (the machine's boot),
+``None`` where it cannot tell. ``SqliteLedger`` then counts the time between one process's
+write and another's read by the monotonic clock too, not by the wall clock alone. A clock
+without it is read as ``None``.
+
 A clock may also offer ``wait_until(event, deadline) -> bool``: block until the
 ``threading.Event`` is set (True) or this clock's ``monotonic()`` reaches ``deadline`` (False).
 The executor paces the renewal of its write leases with it, from a thread of its own; both
@@ -18,6 +24,8 @@ advancing a ``FakeClock``) cannot push the end of the wait further away.
 from __future__ import annotations
 
 import asyncio
+import secrets
+import sys
 import threading
 import time as _time
 from typing import Protocol, runtime_checkable
@@ -68,6 +76,17 @@ class SystemClock:
         """Await ``asyncio.sleep``."""
         await asyncio.sleep(max(0.0, seconds))
 
+    def boot(self) -> str | None:
+        """Return the kernel's boot id on Linux, where ``time.monotonic()`` counts from the
+        boot in every process; ``None`` elsewhere, or where it cannot be read."""
+        if not sys.platform.startswith("linux"):
+            return None
+        try:
+            with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as file:
+                return file.read().strip() or None
+        except OSError:
+            return None
+
     def wait_until(self, event: threading.Event, deadline: float) -> bool:
         """Return ``event.wait`` until the ``time.monotonic()`` reading ``deadline`` (at most
         ``threading.TIMEOUT_MAX`` seconds: a lock's timeout cannot be longer)."""
@@ -96,6 +115,7 @@ class FakeClock:
         self._mono = monotonic_start
         self.advance_on_sleep = advance_on_sleep
         self.sleeps: list[float] = []
+        self._boot = f"fake-{secrets.token_hex(8)}"
 
     def time(self) -> float:
         """Return the fake wall-clock reading."""
@@ -112,6 +132,11 @@ class FakeClock:
         with self._lock:
             self._wall += seconds
             self._mono += seconds
+
+    def boot(self) -> str:
+        """Return an epoch name of this clock's own: everything reading this clock shares
+        its monotonic readings, as the processes of one machine's boot do."""
+        return self._boot
 
     def jump(self, seconds: float) -> None:
         """Step the wall-clock reading by ``seconds`` (either way), as NTP or a resumed VM

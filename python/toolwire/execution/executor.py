@@ -63,6 +63,7 @@ Design notes:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import contextvars
 import hashlib
@@ -72,7 +73,9 @@ import logging
 import math
 import os
 import threading
+import time
 import uuid
+from collections import deque
 from collections.abc import (
     AsyncGenerator,
     Awaitable,
@@ -203,6 +206,11 @@ _SETTLE_BACKOFF = 0.05
 # Longest pause, in seconds, between two background tries of an outcome the store could not
 # record while its call waited (see `Executor._record_later`).
 _LATE_RECORD_EVERY = 5.0
+# Threads that make those tries at most, per executor: a store write that hangs holds up one
+# of them, not every other outcome; more hanging at once wait for one to come free.
+_LATE_RECORD_WORKERS = 4
+# Real seconds the interpreter's exit waits for the last try of each outcome still pending.
+_LATE_RECORD_AT_EXIT = 5.0
 # Errors listed in a refusal payload (as many as `Outcome.errors` holds).
 _MAX_ERRORS = 5
 
@@ -731,6 +739,8 @@ class Executor(LiveState):
         self.clock: Clock = clock or SystemClock()
         self.redact = redact
         self.lang: Lang = lang
+        # A ledger opened here from a path is this executor's to close (see `close`).
+        owned = isinstance(ledger, (str, os.PathLike))
         if isinstance(ledger, (str, os.PathLike)):
             ledger = SqliteLedger(ledger, clock=self.clock)
         self._ledger = ledger
@@ -763,7 +773,8 @@ class Executor(LiveState):
         self._leases = _LeaseKeeper(self.clock, "toolwire-leases")
         # Apart from the renewals: a try stuck on a slow store must not hold up the renewal of
         # every other write in flight, whose leases would then run out and could be taken over.
-        self._late_records = _LeaseKeeper(self.clock, "toolwire-late-records")
+        self._late_records = _LateRecords(self.clock, "toolwire-late-records", self._lost_at_exit)
+        self._owns_ledger = owned
         # key -> (token, step) of each outcome this executor still has to record (see
         # `_record_later`): an identical call records it before it claims the key.
         self._unrecorded: dict[str, tuple[str, Callable[[Ledger, str, str], None]]] = {}
@@ -866,6 +877,40 @@ class Executor(LiveState):
                 )
                 self._ledger = MemoryLedger(clock=self.clock)
             return self._ledger
+
+    def close(self, timeout: float = _LATE_RECORD_AT_EXIT) -> None:
+        """Record the outcomes this executor still holds, and close the ledger it opened.
+
+        An outcome the store could not record while its call waited is tried in the
+        background (see ``outcomes_recorded_late``); ``close`` tries each one once more at
+        once and waits up to ``timeout`` real seconds for those tries. One still not recorded
+        is given up and logged as an error (its claim is left to the tool's stale policy,
+        though an identical call to this executor still records it first), never dropped in
+        silence. The interpreter's exit does the same, with a 5 s bound, for an
+        executor not closed. A ledger the executor opened from a path is closed (it reopens
+        on the next call); one passed in is the caller's to close. The executor stays usable.
+
+        Args:
+            timeout: Real seconds to wait for the outcomes still held (finite, not negative).
+        """
+        check_seconds("timeout", timeout)
+        for what in self._late_records.flush(timeout):
+            self._lost(what, "the executor was closed")
+        if self._owns_ledger and self._ledger is not None:
+            self._ledger.close()
+
+    def _lost_at_exit(self, what: str) -> None:
+        self._lost(what, "the interpreter exited")
+
+    def _lost(self, what: str, why: str) -> None:
+        self.observer.log(
+            _log,
+            logging.ERROR,
+            "toolwire: the outcome of %s was not recorded before %s; its claim is left to the "
+            "tool's stale-claim policy",
+            what,
+            why,
+        )
 
     def breaker_for(self, tool: str) -> CircuitBreaker | None:
         """The circuit breaker of ``tool`` (``None`` if breakers are disabled)."""
@@ -2142,9 +2187,11 @@ class Executor(LiveState):
         self, run: _Run, op: Callable[[Ledger, str, str], None], key: str, token: str
     ) -> None:
         """Go on trying a step that records a write's outcome after the store failed every
-        try the call could wait for, from a keeper thread of its own, every `_LATE_RECORD_EVERY`
-        seconds at most (a third of the lease if shorter) until it lands, the claim turns out
-        settled by another call (``ClaimLost``), or the record's retention is over.
+        try the call could wait for, in the background (see `_LateRecords`: one outcome's
+        write that hangs holds up no other), every `_LATE_RECORD_EVERY` seconds at most (a
+        third of the lease if shorter) until it lands, the claim turns out settled by another
+        call (``ClaimLost``), or the record's retention is over; `close`, or the interpreter's
+        exit, tries it once more before giving up on it.
 
         Left undone, the claim would stay in progress for its whole lease and then, under the
         ``report`` policy, read as an unknown outcome for good although the tool's result is
@@ -2153,7 +2200,7 @@ class Executor(LiveState):
         policy, whose assumed outcome (``report``, ``assume_succeeded``) the owner's record
         replaces (see `decide_finish`). An identical call to this executor records it before
         claiming the key (see `_record_pending`). Only this process holds the outcome: if it
-        ends first, the stale policy stands.
+        ends before that last try lands, the stale policy stands.
         """
         ledger = self.ledger
         name, call_id = run.spec.name, run.call.call_id
@@ -2162,7 +2209,7 @@ class Executor(LiveState):
         with self._lock:
             self._unrecorded[key] = (token, op)
 
-        def record(held: _HeldLease) -> bool:
+        def record() -> bool:
             if not self._pending(key, token):
                 return False  # an identical call recorded it meanwhile
             try:
@@ -2197,7 +2244,11 @@ class Executor(LiveState):
             return False
 
         try:
-            self._late_records.hold(record, min(_LATE_RECORD_EVERY, lease / _RENEWALS_PER_LEASE))
+            self._late_records.hold(
+                record,
+                min(_LATE_RECORD_EVERY, lease / _RENEWALS_PER_LEASE),
+                f"call {call_id} ({name})",
+            )
         except RuntimeError as exc:  # no thread: the call's warning already says it
             self.observer.log(
                 _log,
@@ -3170,7 +3221,7 @@ class _HeldLease:
 class _LeaseKeeper:
     """Renews the leases of one executor's writes in flight (see `Executor._hold_lease`); a
     second keeper, with a thread of its own, paces the background tries of outcomes recorded
-    late (see `Executor._record_later`).
+    late (see `_LateRecords`).
 
     One daemon thread renews them all, and only while one is held or was a moment ago: it ends
     `_KEEPER_LINGER` seconds after the last is dropped unless another write comes, and is
@@ -3259,6 +3310,157 @@ class _LeaseKeeper:
                 if not keep:
                     self._held.discard(lease)
         return True
+
+
+class _LateRecord:
+    """One outcome `_LateRecords` tries to record."""
+
+    __slots__ = ("attempt", "busy", "held", "tries", "what")
+
+    def __init__(self, attempt: Callable[[], bool], what: str) -> None:
+        self.attempt = attempt
+        self.what = what
+        self.held: _HeldLease | None = None
+        self.busy = False  # a try is queued or running
+        self.tries = 0  # tries ended
+
+
+class _LateRecords:
+    """The background tries of outcomes the store could not record while their calls waited
+    (see `Executor._record_later`).
+
+    A `_LeaseKeeper` paces each outcome's tries; the tries run in worker threads, at most
+    `_LATE_RECORD_WORKERS`, so that one store write that hangs holds up its own outcome only:
+    a single thread making every try would leave all the others unrecorded behind it. More
+    tries hanging at once than there are workers wait in turn rather than start a thread
+    each, and an outcome's next try is never queued while its last is still under way. Workers
+    end `_KEEPER_LINGER` real seconds after the queue runs dry, as the keeper's thread does.
+
+    Daemon threads end with the interpreter, mid-try or before the next try is due: while an
+    outcome is held, an ``atexit`` hook tries each one once more at once and waits for those
+    tries up to `_LATE_RECORD_AT_EXIT` seconds (`flush`, also called by `Executor.close`);
+    each one still not recorded is given up and handed to ``lost``, so none goes unreported.
+    The hook is registered only while something is held, so an idle executor is not kept
+    alive by it.
+    """
+
+    def __init__(self, clock: Clock, name: str, lost: Callable[[str], None]) -> None:
+        self._name = name
+        self._lost = lost
+        self._keeper = _LeaseKeeper(clock, name)
+        self._cond = threading.Condition()
+        self._held: dict[_LateRecord, None] = {}  # insertion-ordered: tried in that order
+        self._ready: deque[_LateRecord] = deque()
+        self._workers = 0
+        self._idle = 0
+
+    def hold(self, attempt: Callable[[], bool], interval: float, what: str) -> None:
+        """Call ``attempt`` every ``interval`` seconds (the clock's), from now, until it
+        returns False; ``what`` names it in a report of an outcome lost.
+
+        Raises:
+            RuntimeError: No thread could be started to pace it.
+        """
+        item = _LateRecord(attempt, what)
+        with self._cond:
+            if not self._held:
+                atexit.register(self._at_exit)
+            self._held[item] = None
+        try:
+            item.held = self._keeper.hold(lambda _: self._due(item), interval)
+        except RuntimeError:
+            self._done(item)
+            raise
+
+    def flush(self, timeout: float) -> list[str]:
+        """Try every outcome held once more at once, wait up to ``timeout`` real seconds for
+        those tries (or for one under way), then give up on those still not recorded and
+        return what names them."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            before = {item: item.tries for item in self._held}
+            for item in before:
+                self._queue(item)
+            while True:
+                waiting = [i for i, n in before.items() if i in self._held and i.tries == n]
+                left = deadline - time.monotonic()
+                if not waiting or left <= 0:
+                    break
+                self._cond.wait(left)
+            left_over = list(self._held)
+        for item in left_over:
+            self._done(item)
+        return [item.what for item in left_over]
+
+    def _at_exit(self) -> None:
+        for what in self.flush(_LATE_RECORD_AT_EXIT):
+            self._lost(what)
+
+    def _due(self, item: _LateRecord) -> bool:
+        """The keeper's turn for ``item``: queue a try; False once it is recorded."""
+        with self._cond:
+            if item not in self._held:
+                return False
+            self._queue(item)
+            return True
+
+    def _queue(self, item: _LateRecord) -> None:
+        # Called with the lock held.
+        if item.busy:
+            return
+        item.busy = True
+        self._ready.append(item)
+        # Idle workers take what is ready only once they wake: count them against it, or two
+        # tries queued at once could both fall to one worker, the second behind a hung first.
+        if len(self._ready) > self._idle and self._workers < _LATE_RECORD_WORKERS:
+            try:
+                worker = threading.Thread(target=self._work, name=f"{self._name}-try", daemon=True)
+                worker.start()
+            except RuntimeError:
+                # No thread to be had: a worker already running takes it in turn; with none,
+                # it is tried here and now rather than left in a queue nobody reads.
+                if self._workers == 0:
+                    self._ready.remove(item)
+                    item.busy = False
+                    self._run(item)
+                    return
+            else:
+                self._workers += 1
+        self._cond.notify_all()
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not self._ready:
+                    self._idle += 1
+                    woken = self._cond.wait(_KEEPER_LINGER)  # real seconds: about threads
+                    self._idle -= 1
+                    if not woken and not self._ready:
+                        self._workers -= 1
+                        return
+                item = self._ready.popleft()
+            self._run(item)
+
+    def _run(self, item: _LateRecord) -> None:
+        try:
+            again = item.attempt()
+        except Exception:  # the attempt reports its own failures; try again later
+            again = True
+        with self._cond:
+            item.busy = False
+            item.tries += 1
+            self._cond.notify_all()
+        if not again:
+            self._done(item)
+
+    def _done(self, item: _LateRecord) -> None:
+        with self._cond:
+            was_held = item in self._held
+            self._held.pop(item, None)
+            if was_held and not self._held:
+                atexit.unregister(self._at_exit)
+            self._cond.notify_all()
+        self._keeper.drop(item.held)
 
 
 def _wait(clock: Clock, event: threading.Event, deadline: float) -> None:

@@ -23,7 +23,11 @@ Retention: a record expires ``ttl`` seconds after its last change (default 24 h)
 ``in_progress`` record ``ttl`` seconds after its lease ends, so a crashed claim is always found
 stale and handled by the stale policy, however short the TTL; a claim that finds an expired record
 treats the key as new, so a replay after the TTL executes again. This is the documented trade-off
-of every TTL-based idempotency store (Stripe, Powertools).
+of every TTL-based idempotency store (Stripe, Powertools). The TTL is elapsed time: no backend
+forgets a record early because a wall clock stepped forward (``MemoryLedger`` counts on the
+monotonic clock, ``SqliteLedger`` on a clock of the file's own, ``RedisLedger`` on the
+server's, which no client's step reaches); ``SqliteLedger`` may keep a record longer, by
+time no process measured (a reboot's downtime).
 
 Every backend applies the same decision rules; memory and SQLite share ``decide_claim``,
 ``decide_finish`` and ``decide_renew`` below, and Redis runs the same rules in Lua scripts.

@@ -5,11 +5,18 @@ Design notes:
   atomic step on the server with one round trip (no WATCH/MULTI retry storms when 64 workers
   race). The scripts apply the same rules as ``ledger.decide_claim``/``decide_finish``/
   ``decide_renew``; a renewal moves the key's ``PEXPIRE`` along with the lease.
-- Time comes from the Redis server (``TIME``) by default, so clock skew between executor hosts
-  cannot make a live claim look stale or an expired record look live. What is left of a live
-  claim's lease is measured there too and returned as ``Claim.lease_remaining``: a client
-  subtracting its own clock from the stored ``lease_expires_at`` would be off by the skew.
-  Pass ``clock`` to use the client's time instead (tests with a fake clock).
+- Time comes from the Redis server (``TIME``) by default, so clock skew between executor hosts,
+  or a step of one host's wall clock, cannot make a live claim look stale or an expired record
+  look live. What is left of a live claim's lease is measured there too and returned as
+  ``Claim.lease_remaining``: a client subtracting its own clock from the stored
+  ``lease_expires_at`` would be off by the skew. Pass ``clock`` to use the client's time
+  instead (tests with a fake clock); even then only its monotonic reading moves time on, so a
+  step of that client's wall clock after the ledger is made changes nothing.
+- ``release`` leaves the key holding only the released token for `_RELEASE_REMEMBERED`
+  seconds (every script reads that as no record), and a claim made on it carries the token
+  along: a release that redis-py sends again because its answer was lost, after another call
+  claimed the key meanwhile, is then known for a release that landed, not taken for a claim
+  someone took over.
 - Retention uses ``PEXPIRE`` with a relative TTL so the server forgets records by itself; the
   scripts also check ``expires_at`` so a lagging expiry never revives a record.
 - Connection errors and timeouts become ``LedgerUnavailable``; a key of the wrong type or a hash
@@ -50,11 +57,14 @@ local function now_ms(arg)
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+-- A record, nil if there is none (and the token of the last claim released on the key, if
+-- one was lately: see the release in _FINISH), or false if the hash is not a well-formed record.
 local function load(key)
   local flat = redis.call('HGETALL', key)
   if #flat == 0 then return nil end
   local r = {}
   for i = 1, #flat, 2 do r[flat[i]] = flat[i + 1] end
+  if r.state == nil and r.released ~= nil and #flat == 2 then return nil, r.released end
   local states = {in_progress = 1, succeeded = 1, failed = 1, unknown = 1}
   if not states[r.state or ''] or not r.fingerprint or not r.token
      or not tonumber(r.expires_at or '') or not tonumber(r.lease_expires_at or '')
@@ -84,12 +94,14 @@ _CLAIM = (
 local key = KEYS[1]
 local now = now_ms(ARGV[7])
 local lease, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
-local r = load(key)
+local r, released = load(key)
 if r == false then return {'corrupt', {}, 0} end
 if r == nil or tonumber(r.expires_at) <= now then
+  -- the released token rides along, so a retry of that release still finds it (see _FINISH)
   r = {state = 'in_progress', fingerprint = ARGV[1], tool = ARGV[2], token = ARGV[3],
        created_at = now, updated_at = now, lease_expires_at = now + lease,
-       expires_at = now + lease + ttl, retryable = 0, executions = 1, assumed = 0}
+       expires_at = now + lease + ttl, retryable = 0, executions = 1, assumed = 0,
+       released = released}
   store(key, r, now)
   return {'claimed', flatten(r), 0}
 end
@@ -135,12 +147,15 @@ return {'stale', flatten(r), 0}
 _FINISH = (
     _COMMON
     + r"""
--- ARGV: token, now_ms|'', ttl_ms, state|'' (release), receipt, error, retryable
+-- ARGV: token, now_ms|'', ttl_ms, state|'' (release), receipt, error, retryable, released_ms
 local key = KEYS[1]
 local now = now_ms(ARGV[2])
-local r = load(key)
+local r, released = load(key)
 if r == false then return 'corrupt' end
 if r == nil and ARGV[4] == '' then return 'ok' end
+-- a retried release that landed before the key was claimed again (redis-py retries a request
+-- whose answer was lost): the release is done, nobody took this claim over
+if ARGV[4] == '' and (released or (r and r.released)) == ARGV[1] then return 'ok' end
 local owned = r ~= nil and r.token == ARGV[1] and tonumber(r.expires_at) > now
 -- assumed: settled by a stale-claim policy while the owner ran; the owner's outcome replaces it
 local assumed = owned and r.assumed == '1'
@@ -148,7 +163,13 @@ if owned and not assumed and r.state == ARGV[4] then
   return 'ok'  -- a retried finish that already landed
 end
 if not owned or (r.state ~= 'in_progress' and not assumed) then return 'lost' end
-if ARGV[4] == '' then redis.call('DEL', key); return 'ok' end
+if ARGV[4] == '' then
+  -- what is left is the released token alone, which every script reads as no record
+  redis.call('DEL', key)
+  redis.call('HSET', key, 'released', ARGV[1])
+  redis.call('PEXPIRE', key, tonumber(ARGV[8]))
+  return 'ok'
+end
 r.state = ARGV[4]; r.updated_at = now; r.expires_at = now + tonumber(ARGV[3]); r.assumed = 0
 r.receipt = nil; r.error = nil
 if ARGV[5] ~= '' then r.receipt = ARGV[5] end
@@ -219,6 +240,11 @@ def _record(key: str, flat: list[Any]) -> LedgerRecord:
         raise LedgerCorrupt(f"undecodable ledger record: {exc}") from exc
 
 
+# How long a released key remembers the token that released it (see the design notes): far
+# longer than redis-py's retries of one request take, short enough to cost nothing.
+_RELEASE_REMEMBERED = 600.0
+
+
 def _ms(seconds: float) -> int:
     return max(1, round(seconds * 1000))
 
@@ -229,7 +255,11 @@ class RedisLedger(Ledger):
     Args:
         client: A ``redis.Redis`` client (set ``socket_timeout`` to bound slow servers).
         prefix: Prefix for the ledger's keys.
-        clock: Use this clock's ``time()`` instead of the server's ``TIME``.
+        clock: Use this clock instead of the server's ``TIME`` (tests with a fake clock): its
+            ``time()`` read once, when the ledger is made, moved on by its ``monotonic()``,
+            so that a step of this client's wall clock later on makes no live claim look
+            stale, nor a kept record look expired. Skew between clients still counts, which
+            is why the server's ``TIME`` is the default.
     """
 
     blocking: ClassVar[bool] = True
@@ -244,13 +274,18 @@ class RedisLedger(Ledger):
         self._client = client
         self._prefix = prefix
         self._clock = clock
+        # (wall reading, monotonic reading) when the ledger was made: see `clock` above.
+        self._origin = None if clock is None else (clock.time(), clock.monotonic())
         self._claim_script: Script = client.register_script(_CLAIM)
         self._finish_script: Script = client.register_script(_FINISH)
         self._renew_script: Script = client.register_script(_RENEW)
         self._get_script: Script = client.register_script(_GET)
 
     def _now_arg(self) -> str:
-        return "" if self._clock is None else str(round(self._clock.time() * 1000))
+        if self._clock is None or self._origin is None:
+            return ""  # the scripts read the server's TIME
+        wall, mono = self._origin
+        return str(round((wall + self._clock.monotonic() - mono) * 1000))
 
     def _run(self, script: Script, key: str, args: list[str | int]) -> Any:
         try:
@@ -313,6 +348,7 @@ class RedisLedger(Ledger):
                     receipt or "",
                     error or "",
                     "1" if retryable else "0",
+                    _ms(_RELEASE_REMEMBERED),
                 ],
             )
         )

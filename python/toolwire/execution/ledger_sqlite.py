@@ -26,6 +26,20 @@ Design notes:
   first looks at a crashed claim after its lease ran out waits one more lease before acting on
   it. The amortised purge deletes an expired ``in_progress`` row by the same judgement, never
   by the wall clock alone.
+- Retention is kept on the file's own clock, not on the wall clock: a forward step of the wall
+  clock past a finished record's TTL would otherwise forget it, and a replay would run the
+  write again. The file holds one clock row, a reading that only ever moves on by time some
+  instance measured on a monotonic clock: its own, since it last saw the row unchanged, or,
+  from a row another process wrote on the same boot (the clock's ``boot()``), that process's
+  monotonic reading then against this one's now, never more than the wall clock moved
+  meanwhile (a process in a time namespace of its own reads another offset). Each row keeps
+  ``kept_until`` on that clock, and is forgotten only once both it and its wall-clock
+  ``expires_at`` passed: a record is kept at least its TTL of real elapsed time, whatever
+  step the wall clock takes either way. The cost: time nobody measured does not count. A
+  reboot (a new boot id, or a platform without one) starts the count again from where the
+  file's clock stood, so a record written before it is kept its TTL plus the time the
+  machine was down; rows written by a version without ``kept_until`` keep the wall-clock
+  rule they were written under.
 """
 
 from __future__ import annotations
@@ -63,13 +77,24 @@ CREATE TABLE IF NOT EXISTS toolwire_ledger (
     key TEXT PRIMARY KEY,
     record TEXT NOT NULL,
     expires_at REAL NOT NULL,
-    beat TEXT
+    beat TEXT,
+    kept_until REAL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS toolwire_ledger_expires ON toolwire_ledger (expires_at);
+CREATE TABLE IF NOT EXISTS toolwire_clock (
+    id INTEGER PRIMARY KEY CHECK (id = 0),
+    reading REAL NOT NULL,
+    stamp TEXT NOT NULL,
+    boot TEXT,
+    monotonic REAL NOT NULL,
+    wall REAL NOT NULL
+);
 """
-# A file written before rows carried a heartbeat gets the column (NULL: rows written by an
-# older version, judged by their wall-clock lease alone, as that version did).
-_ADD_BEAT = "ALTER TABLE toolwire_ledger ADD COLUMN beat TEXT"
+# A file written before rows carried a heartbeat, or a retention on the file's clock, gets the
+# column (NULL: rows written by an older version, judged by their wall-clock times alone, as
+# that version did).
+_ADDED_COLUMNS = (("beat", "TEXT"), ("kept_until", "REAL"))
+_KEPT_INDEX = "CREATE INDEX IF NOT EXISTS toolwire_ledger_kept ON toolwire_ledger (kept_until)"
 _PURGE_EVERY = 256
 # Keys per query when the purge checks which rows it saw are still as it saw them.
 _PURGE_CHUNK = 500
@@ -81,8 +106,9 @@ class SqliteLedger(Ledger, LiveState):
     Args:
         path: Database file (created if missing; its directory must exist).
         clock: Time source; ``time()`` stamps records (one machine, so one clock), and
-            ``monotonic()`` times how long a claim's heartbeat stood still, so that a step of
-            the wall clock makes no live claim look stale.
+            ``monotonic()`` times how long a claim's heartbeat stood still and moves the
+            file's retention clock on, so that a step of the wall clock makes no live claim
+            look stale and forgets no record before its TTL (see the design notes).
         busy_timeout: Seconds to wait for another process's write lock before giving up.
         synchronous: SQLite ``synchronous`` pragma (``NORMAL`` or ``FULL``).
     """
@@ -109,6 +135,13 @@ class SqliteLedger(Ledger, LiveState):
         # key -> (heartbeat stamp, monotonic reading when this instance first saw it), for the
         # ``in_progress`` rows it looked at (see the design notes).
         self._seen: dict[str, tuple[str, float]] = {}
+        # (stamp, monotonic reading) of the file's clock row when this instance last saw it.
+        self._ticked: tuple[str, float] | None = None
+        boot: object = getattr(self._clock, "boot", None)
+        self._boot: str | None = None
+        if callable(boot):
+            named = boot()
+            self._boot = named if isinstance(named, str) else None
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -124,12 +157,15 @@ class SqliteLedger(Ledger, LiveState):
                 conn.execute(f"PRAGMA synchronous = {self._synchronous}")
                 conn.executescript(_SCHEMA)
                 columns = {row[1] for row in conn.execute("PRAGMA table_info(toolwire_ledger)")}
-                if "beat" not in columns:
+                for name, kind in _ADDED_COLUMNS:
+                    if name in columns:
+                        continue
                     try:
-                        conn.execute(_ADD_BEAT)
+                        conn.execute(f"ALTER TABLE toolwire_ledger ADD COLUMN {name} {kind}")
                     except sqlite3.OperationalError as exc:
                         if "duplicate column" not in str(exc):  # another process added it
                             raise
+                conn.execute(_KEPT_INDEX)
             except BaseException:
                 conn.close()
                 raise
@@ -144,21 +180,61 @@ class SqliteLedger(Ledger, LiveState):
                 pass
             self._conn = None
 
-    def _read(self, conn: sqlite3.Connection, key: str) -> tuple[LedgerRecord | None, str | None]:
-        """The record of ``key`` and its heartbeat stamp."""
+    def _tick(self, conn: sqlite3.Connection, now: float, mono: float, *, write: bool) -> float:
+        """Read the file's clock (see the design notes), moved on by the time measured since
+        it was written, and with ``write`` store that reading for the other instances."""
         row = conn.execute(
-            "SELECT record, beat FROM toolwire_ledger WHERE key = ?", (key,)
+            "SELECT reading, stamp, boot, monotonic, wall FROM toolwire_clock WHERE id = 0"
         ).fetchone()
-        return (None, None) if row is None else (LedgerRecord.from_json(row[0]), row[1])
+        if row is None:
+            reading, elapsed = now, 0.0  # the first reading: any will do, this one is legible
+        else:
+            reading, stamp, boot, then_mono, then_wall = row
+            if self._ticked is not None and self._ticked[0] == stamp:
+                elapsed = mono - self._ticked[1]
+            elif boot is not None and boot == self._boot:
+                elapsed = min(mono - then_mono, now - then_wall)
+            else:
+                elapsed = 0.0  # nobody measured this gap
+            if elapsed <= 0:
+                # Nothing to store: from now on this instance measures from this row.
+                if self._ticked is None or self._ticked[0] != stamp:
+                    self._ticked = (stamp, mono)
+                return float(reading)
+            reading = float(reading) + elapsed
+        if write:
+            stamp = secrets.token_hex(8)
+            conn.execute(
+                "INSERT OR REPLACE INTO toolwire_clock (id, reading, stamp, boot, monotonic, wall)"
+                " VALUES (0, ?, ?, ?, ?, ?)",
+                (reading, stamp, self._boot, mono, now),
+            )
+            self._ticked = (stamp, mono)
+        return reading
 
-    def _write(self, conn: sqlite3.Connection, record: LedgerRecord, mono: float) -> None:
-        """Store ``record``; an ``in_progress`` one with a fresh heartbeat stamp, which this
-        instance has seen from now (it wrote it)."""
+    def _read(
+        self, conn: sqlite3.Connection, key: str
+    ) -> tuple[LedgerRecord | None, str | None, float | None]:
+        """The record of ``key``, its heartbeat stamp and how long it is kept (on the file's
+        clock)."""
+        row = conn.execute(
+            "SELECT record, beat, kept_until FROM toolwire_ledger WHERE key = ?", (key,)
+        ).fetchone()
+        if row is None:
+            return None, None, None
+        return LedgerRecord.from_json(row[0]), row[1], row[2]
+
+    def _write(
+        self, conn: sqlite3.Connection, record: LedgerRecord, now: float, mono: float, tick: float
+    ) -> None:
+        """Store ``record``, kept as long from the file clock's ``tick`` as its ``expires_at``
+        is from the wall clock's ``now``; an ``in_progress`` one with a fresh heartbeat stamp,
+        which this instance has seen from now (it wrote it)."""
         beat = secrets.token_hex(8) if record.state == "in_progress" else None
         conn.execute(
-            "INSERT OR REPLACE INTO toolwire_ledger (key, record, expires_at, beat)"
-            " VALUES (?, ?, ?, ?)",
-            (record.key, record.to_json(), record.expires_at, beat),
+            "INSERT OR REPLACE INTO toolwire_ledger (key, record, expires_at, beat, kept_until)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (record.key, record.to_json(), record.expires_at, beat, tick + record.expires_at - now),
         )
         if beat is None:
             self._seen.pop(record.key, None)
@@ -166,12 +242,23 @@ class SqliteLedger(Ledger, LiveState):
             self._seen[record.key] = (beat, mono)
 
     def _judged(
-        self, key: str, existing: LedgerRecord | None, beat: str | None, now: float, mono: float
+        self,
+        key: str,
+        stored: tuple[LedgerRecord | None, str | None, float | None],
+        now: float,
+        mono: float,
+        tick: float,
     ) -> LedgerRecord | None:
-        """``existing`` as the decision rules should read it: an ``in_progress`` record whose
-        heartbeat this instance has not watched stand still for a whole lease is live, its
-        lease (and retention) running on for what is left of that watch from ``now`` on the
-        wall clock, whatever step that clock took (see the design notes)."""
+        """The stored record as the decision rules should read it, with the wall clock at
+        ``now``: kept for what is left of its retention on the file's clock (at ``tick``), and
+        an ``in_progress`` one whose heartbeat this instance has not watched stand still for a
+        whole lease live, its lease (and retention) running on for what is left of that
+        watch, whatever step the wall clock took (see the design notes)."""
+        existing, beat, kept_until = stored
+        if existing is not None and kept_until is not None and kept_until - tick > 0:
+            existing = replace(
+                existing, expires_at=max(existing.expires_at, now + kept_until - tick)
+            )
         if existing is None or existing.state != "in_progress" or beat is None:
             self._seen.pop(key, None)
             return existing
@@ -191,17 +278,20 @@ class SqliteLedger(Ledger, LiveState):
             expires_at=max(existing.expires_at, live_until),
         )
 
-    def _purge(self, conn: sqlite3.Connection, now: float, mono: float) -> None:
-        """Delete expired records, an ``in_progress`` one only once judged so (a step of the
-        wall clock expires every live claim on it), and forget what was seen of rows since
-        changed or gone."""
-        conn.execute("DELETE FROM toolwire_ledger WHERE expires_at <= ? AND beat IS NULL", (now,))
+    def _purge(self, conn: sqlite3.Connection, now: float, mono: float, tick: float) -> None:
+        """Delete records expired on both clocks, an ``in_progress`` one only once judged so
+        (a step of the wall clock expires every live claim on it), and forget what was seen of
+        rows since changed or gone."""
+        expired = "expires_at <= ? AND (kept_until IS NULL OR kept_until <= ?)"
+        conn.execute(f"DELETE FROM toolwire_ledger WHERE {expired} AND beat IS NULL", (now, tick))
         rows = conn.execute(
-            "SELECT key, record, beat FROM toolwire_ledger WHERE expires_at <= ?", (now,)
+            f"SELECT key, record, beat FROM toolwire_ledger WHERE {expired}", (now, tick)
         ).fetchall()
         for key, text, beat in rows:
             try:
-                record = self._judged(key, LedgerRecord.from_json(text), beat, now, mono)
+                record = self._judged(
+                    key, (LedgerRecord.from_json(text), beat, None), now, mono, tick
+                )
             except LedgerCorrupt:
                 record = None  # expired by its column, as any other record
             if record is None or record.expires_at <= now:
@@ -262,11 +352,12 @@ class SqliteLedger(Ledger, LiveState):
 
         def body(conn: sqlite3.Connection) -> Claim:
             now, mono = self._clock.time(), self._clock.monotonic()
+            tick = self._tick(conn, now, mono, write=True)
             self._claims += 1
             if self._claims % _PURGE_EVERY == 0:
-                self._purge(conn, now, mono)
+                self._purge(conn, now, mono, tick)
             claim, record = decide_claim(
-                self._judged(key, *self._read(conn, key), now, mono),
+                self._judged(key, self._read(conn, key), now, mono, tick),
                 key=key,
                 fingerprint=fingerprint,
                 tool=tool,
@@ -277,7 +368,7 @@ class SqliteLedger(Ledger, LiveState):
                 on_stale=on_stale,
             )
             if record is not None:
-                self._write(conn, record, mono)
+                self._write(conn, record, now, mono, tick)
             return claim
 
         result: Claim = self._transaction(body)
@@ -296,8 +387,9 @@ class SqliteLedger(Ledger, LiveState):
     ) -> None:
         def body(conn: sqlite3.Connection) -> None:
             now, mono = self._clock.time(), self._clock.monotonic()
+            tick = self._tick(conn, now, mono, write=True)
             record = decide_finish(
-                self._judged(key, *self._read(conn, key), now, mono),
+                self._judged(key, self._read(conn, key), now, mono, tick),
                 key=key,
                 token=token,
                 now=now,
@@ -311,7 +403,7 @@ class SqliteLedger(Ledger, LiveState):
                 conn.execute("DELETE FROM toolwire_ledger WHERE key = ?", (key,))
                 self._seen.pop(key, None)
             else:
-                self._write(conn, record, mono)
+                self._write(conn, record, now, mono, tick)
 
         self._transaction(body)
 
@@ -320,29 +412,33 @@ class SqliteLedger(Ledger, LiveState):
 
         def body(conn: sqlite3.Connection) -> None:
             now, mono = self._clock.time(), self._clock.monotonic()
+            tick = self._tick(conn, now, mono, write=True)
             record = decide_renew(
-                self._judged(key, *self._read(conn, key), now, mono),
+                self._judged(key, self._read(conn, key), now, mono, tick),
                 key=key,
                 token=token,
                 now=now,
                 lease=lease,
                 ttl=ttl,
             )
-            self._write(conn, record, mono)
+            self._write(conn, record, now, mono, tick)
 
         self._transaction(body)
 
     def get(self, key: str) -> LedgerRecord | None:
-        """See ``Ledger.get``; a claim this instance judges live (see the design notes) is
-        returned whatever step the wall clock took, with the lease it is read with."""
+        """See ``Ledger.get``; a record this instance judges kept, or a claim it judges live
+        (see the design notes), is returned whatever step the wall clock took, with the
+        lease and retention it is read with."""
         with self._lock:
+            now, mono = self._clock.time(), self._clock.monotonic()
             try:
-                stored = self._read(self._connect(), key)
+                conn = self._connect()
+                tick = self._tick(conn, now, mono, write=False)
+                stored = self._read(conn, key)
             except sqlite3.Error as exc:
                 self._drop()
                 raise LedgerUnavailable(f"sqlite ledger unavailable: {exc}") from exc
-            now = self._clock.time()
-            record = self._judged(key, *stored, now, self._clock.monotonic())
+            record = self._judged(key, stored, now, mono, tick)
         if record is None or record.expires_at <= now:
             return None
         return record
