@@ -2501,6 +2501,31 @@ def test_a_number_no_float_holds_is_described_by_the_range_it_missed(
     assert error.expected.startswith("浮点数可表示的数字")
 
 
+@pytest.mark.parametrize("coercion", ["safe", "none"])
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "1e-400"])
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"allOf": [{"type": "number"}]},
+        {"allOf": [{"$ref": "#/$defs/amount"}], "description": "OpenAPI's ref with a sibling"},
+        {"not": {"type": "string"}},
+        {"if": {"type": "number"}, "then": {"minimum": -1e300}},
+        {"type": "array", "items": {"not": {"type": "string"}}},
+    ],
+)
+def test_a_number_no_float_holds_is_refused_where_no_type_is_beside_it(
+    field: dict[str, Any], number: str, coercion: Literal["safe", "none"]
+) -> None:
+    # A field whose type is only inside `allOf` (or that says only what it is not) got
+    # `inf` or `0.0` for what the model wrote, while `{}` and `{"type": "number"}` refused it.
+    schema = _obj(properties={"x": field}, **{"$defs": {"amount": {"type": "number"}}})
+    array = field.get("type") == "array"
+    outcome = _numbers_checked(schema, f'{{"x": {f"[{number}]" if array else number}}}', coercion)
+    assert [(e.path, e.code, e.got, e.hint) for e in outcome.errors] == [
+        ("/x/0" if array else "/x", "type", number, _OUT_OF_RANGE)
+    ], outcome.value
+
+
 def _prechecked_call(tools: Toolset, text: str) -> Any:
     assembler = Assembler(tools=tools)
     assembler.feed(0, id="call_1", name="tool", arguments=text)
