@@ -289,6 +289,19 @@ def test_a_schema_the_metaschema_refuses_is_told_in_one_line(
             "properties",
             "an object with the key 200",
         ),
+        # `json.loads` reads `"\ud800"` as a lone surrogate, which no UTF-8 text holds.
+        (
+            json.loads('{"type": "object", "properties": {"a": {"const": "\\ud800"}}}'),
+            "/properties/a/const",
+            "const",
+            "'\\ud800'",
+        ),
+        (
+            json.loads('{"type": "object", "properties": {"\\udc00a": {"type": "string"}}}'),
+            "/properties",
+            "properties",
+            "an object with the key '\\udc00a'",
+        ),
     ],
 )
 def test_a_schema_holding_what_json_cannot_is_refused_at_build(
@@ -302,6 +315,35 @@ def test_a_schema_holding_what_json_cannot_is_refused_at_build(
     assert (info.value.tool, info.value.path, info.value.keyword) == ("x", path, keyword)
     assert info.value.got == got
     assert str(info.value).startswith(f"tool 'x': invalid parameter schema: '{keyword}' at {path}")
+
+
+class _InfiniteDefault(BaseModel):
+    """Scale a reading."""
+
+    factor: float = math.inf
+
+
+class _BrokenDescription(BaseModel):
+    """Label a reading."""
+
+    label: str = Field(description="name \udc00")
+
+
+@pytest.mark.parametrize(
+    ("model", "path", "keyword"),
+    [
+        (_InfiniteDefault, "/properties/factor/default", "default"),
+        (_BrokenDescription, "/properties/label/description", "description"),
+    ],
+)
+def test_a_model_whose_schema_json_cannot_hold_is_refused_at_build(
+    model: type[BaseModel], path: str, keyword: str
+) -> None:
+    # Pydantic writes the default and the description as given: the toolset was built, and
+    # the first assembler given it raised `MisuseError` (its schema is no JSON text).
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([model])
+    assert (info.value.path, info.value.keyword) == (path, keyword)
 
 
 def test_not_a_tool_raises_type_error() -> None:

@@ -159,9 +159,22 @@ def _keyword_at(steps: Sequence[str | int]) -> str | None:
     return keyword
 
 
+_WHOLE_CHARACTERS = "text without a lone surrogate (JSON text is UTF-8)"
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    """Whether `text` holds a surrogate half alone, which no UTF-8 JSON text can carry."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _refuse_non_json(schema: Mapping[str, Any], tool: str) -> None:
     """Refuse a schema holding what JSON cannot: a key that is no string, a set, an infinite or
-    NaN number, or an object of another kind (a `Decimal`).
+    NaN number, text with a lone surrogate (`"\\ud800"` read by `json.loads`), or an object
+    of another kind (a `Decimal`).
 
     A Python dict can hold them (`json.loads` reads `1e400` as infinity; YAML reads an unquoted
     `200` key as an int), and `jsonschema` takes most of them, but the pre-check and the
@@ -178,17 +191,22 @@ def _refuse_non_json(schema: Mapping[str, Any], tool: str) -> None:
         expected: str | None = None
         if isinstance(value, dict):
             items = cast(dict[object, object], value).items()
-            stray = next((key for key, _ in items if not isinstance(key, str)), None)
+            stray = next(
+                (k for k, _ in items if not isinstance(k, str) or _has_lone_surrogate(k)), None
+            )
             if stray is not None:
                 where = pointer(list(steps))
+                text_key = isinstance(stray, str)
                 raise InvalidSchemaError(
                     tool,
                     where,
                     _keyword_at(steps),
                     f"an object with the key {stray!r}"[:80],
-                    "an object whose keys are strings",
-                    f"JSON object keys are strings; the key {stray!r} at {where or '/'} is a "
-                    f"{type(stray).__name__}",
+                    _WHOLE_CHARACTERS if text_key else "an object whose keys are strings",
+                    f"the key {stray!r} at {where or '/'} holds a lone surrogate"
+                    if text_key
+                    else f"JSON object keys are strings; the key {stray!r} at {where or '/'} "
+                    f"is a {type(stray).__name__}",
                 )
             todo.extend((item, (*steps, cast(str, key))) for key, item in reversed(items))
             continue
@@ -201,6 +219,9 @@ def _refuse_non_json(schema: Mapping[str, Any], tool: str) -> None:
             expected = "a finite number (JSON has no infinity or NaN)"
         elif isinstance(value, set | frozenset):
             expected = "a JSON array (a list)"
+        elif isinstance(value, str) and _has_lone_surrogate(value):
+            # The pre-check and the provider get the schema as UTF-8 JSON text.
+            expected = _WHOLE_CHARACTERS
         elif value is not None and not isinstance(value, str | int | float):
             expected = "JSON data (an object, array, string, number, boolean or null)"
         if expected is not None:
@@ -1258,6 +1279,9 @@ class Toolset:
                     named = rename.get(tool, name)
                     raise SchemaTooLargeError(depth, MAX_SCHEMA_DEPTH, named, measure="depth")
                 source = tool.model_json_schema(schema_generator=_ModelSchema)
+                # A default of `float("inf")` or a description with a lone surrogate reaches
+                # the schema as Pydantic wrote it: refused here, not by the first assembler.
+                _refuse_non_json(source, rename.get(tool, name))
                 model: type[BaseModel] | None = tool
                 # Validation must know which fields are `Decimal` to keep their digits; the
                 # plain schema no longer says so from pydantic 2.14 on (see _DecimalSchema).
