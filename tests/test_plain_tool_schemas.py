@@ -2533,6 +2533,76 @@ def _prechecked_call(tools: Toolset, text: str) -> Any:
     return call
 
 
+_NODE = {
+    "type": "object",
+    "properties": {
+        "size": {"type": "integer"},
+        "next": {"anyOf": [{"type": "null"}, {"allOf": [{"$ref": "#/$defs/Node"}]}]},
+    },
+    "required": ["size"],
+}
+
+
+@pytest.mark.parametrize(
+    ("schema", "arguments", "expected"),
+    [
+        # OpenAPI generators write a reference with a description as `allOf: [$ref]`.
+        (
+            _obj(
+                properties={
+                    "next": {"anyOf": [{"type": "null"}, {"allOf": [{"$ref": "#/$defs/Node"}]}]}
+                },
+                **{"$defs": {"Node": _NODE}},
+            ),
+            '{"next": {"size": 1, "next": {"size": "big"}}}',
+            [("/next/next/size", "type", '"big"')],
+        ),
+        (
+            _obj(
+                properties={
+                    "next": {
+                        "oneOf": [
+                            {"type": "string"},
+                            {
+                                "allOf": [
+                                    _obj(
+                                        properties={"size": {"type": "integer"}}, required=["size"]
+                                    )
+                                ]
+                            },
+                        ]
+                    }
+                }
+            ),
+            '{"next": {}}',
+            [("/next/size", "missing", None)],
+        ),
+        (
+            _obj(
+                properties={
+                    "ids": {
+                        "anyOf": [
+                            {"type": "null"},
+                            {"allOf": [{"type": "array", "items": {"type": "integer"}}]},
+                        ]
+                    }
+                }
+            ),
+            '{"ids": [1, "x"]}',
+            [("/ids/1", "type", '"x"')],
+        ),
+    ],
+)
+def test_a_member_an_all_of_inside_a_union_branch_declares_is_named_at_its_path(
+    schema: dict[str, Any], arguments: str, expected: list[tuple[str, str, str | None]]
+) -> None:
+    # The member's key was read as a union tag and left out of the pointer: the model heard
+    # that `/next` was "an integer", with the member's value as `got`.
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    outcome = tools.validate(_prechecked_call(tools, arguments))
+    assert [(e.path, e.code, e.got) for e in outcome.errors] == expected
+
+
 def test_whole_numbers_written_with_a_fraction_or_an_exponent_keep_their_reading() -> None:
     # `1e2`, `1.0e2` and `100.0` are the integer 100 (`integral_number`, recorded); a number
     # field takes 999.9999999999999999 as the float it reads, and hands the tool a plain one.
