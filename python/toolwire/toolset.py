@@ -41,6 +41,7 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, cast
 
 import jsonschema
+import jsonschema.validators
 from pydantic import BaseModel, SecretStr, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
@@ -236,6 +237,41 @@ def _refuse_non_json(schema: Mapping[str, Any], tool: str) -> None:
                 expected,
                 f"{kind} at {where or '/'} has no JSON form",
             )
+
+
+def _refuse_unread_draft(schema: Mapping[str, Any], tool: str) -> None:
+    """Refuse a `$schema` that is no URI, or that names draft 3, which neither `jsonschema`'s
+    extended reading nor the pre-check reads (its `required: true` on a property, its
+    `divisibleBy`): such a schema failed at build with the text of an internal error.
+
+    Raises:
+        InvalidSchemaError: With what belongs there.
+    """
+    declared: object = schema.get("$schema")
+    if declared is None:
+        return
+    if not isinstance(declared, str):
+        got = repr(declared)
+        raise InvalidSchemaError(
+            tool,
+            "/$schema",
+            "$schema",
+            got if len(got) <= 80 else got[:77] + "...",
+            "a URI naming a JSON Schema draft",
+            f"$schema is a {type(declared).__name__}, not a URI",
+        )
+    found = jsonschema.validators.validator_for(
+        {"$schema": declared}, default=jsonschema.Draft202012Validator
+    )
+    if found is jsonschema.Draft3Validator:
+        raise InvalidSchemaError(
+            tool,
+            "/$schema",
+            "$schema",
+            json.dumps(declared),
+            "a JSON Schema draft from draft 4 on",
+            "draft 3 is not read",
+        )
 
 
 def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaError:
@@ -870,6 +906,7 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
     # Before the copy below, which recurses.
     refuse_too_deep(params, name)
     _refuse_non_json(cast(Mapping[str, Any], params), name)
+    _refuse_unread_draft(cast(Mapping[str, Any], params), name)
     try:
         schema = as_json_schema(copy.deepcopy(dict(cast(Mapping[str, Any], params))))
     except ValueError as exc:
