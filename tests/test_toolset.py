@@ -6,7 +6,8 @@ import json
 import math
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, ClassVar, Generic, TypedDict, TypeVar
+from types import SimpleNamespace
+from typing import Any, ClassVar, Generic, TypedDict, TypeVar, cast
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, RootModel
@@ -659,6 +660,27 @@ def test_validate_refuses_what_is_no_call_with_what_to_pass(call: Any) -> None:
     # An AttributeError ('str' object has no attribute 'error') from inside.
     with pytest.raises(TypeError, match=r"validate's call must be a ToolCall"):
         Toolset([_City]).validate(call)
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value", "says"),
+    [
+        # Anthropic's `tool_use` block holds its arguments as a dict (`input`).
+        ("arguments", {"city": "Oslo"}, r"call\.arguments must be the arguments' JSON text"),
+        ("arguments", None, r"call\.arguments must be the arguments' JSON text"),
+        ("name", 7, r"call\.name must be a str or None, not int"),
+        ("id", 7, r"call\.id must be a str or None, not int"),
+    ],
+)
+def test_validate_names_the_attribute_of_an_own_call_that_holds_the_wrong_kind(
+    attribute: str, value: object, says: str
+) -> None:
+    # An `internal_error` outcome (the call never ran, the log said TypeError), or for the
+    # id a TypeError from deep inside: "'int' object is not subscriptable".
+    fields: dict[str, Any] = {"ordinal": 0, "index": 0, "id": "c1", "name": "city"}
+    fields |= {"arguments": '{"city": "Oslo"}', "error": None, attribute: value}
+    with pytest.raises(TypeError, match=says):
+        Toolset([_City]).validate(cast(Any, SimpleNamespace(**fields)))
 
 
 @pytest.mark.parametrize(

@@ -239,6 +239,27 @@ def _refuse_non_json(schema: Mapping[str, Any], tool: str) -> None:
             )
 
 
+def _require_call_types(call: object) -> None:
+    """Raise `TypeError` naming the attribute of a call of the application's own that holds
+    the wrong kind of value: an `arguments` dict (Anthropic's `input`) got an `internal_error`
+    outcome, and an `id` that is no string raised from deep inside with an index error's text.
+
+    Raises:
+        TypeError: With the attribute, what belongs there and what it holds.
+    """
+    wanted: tuple[tuple[str, tuple[type, ...], str], ...] = (
+        ("arguments", (str, bytes), "the arguments' JSON text (a str; json.dumps a dict)"),
+        ("name", (str, type(None)), "a str or None"),
+        ("id", (str, type(None)), "a str or None"),
+    )
+    for attribute, kinds, expected in wanted:
+        held: object = getattr(call, attribute)
+        if not isinstance(held, kinds):
+            raise TypeError(
+                f"validate's call.{attribute} must be {expected}, not {type(held).__name__}"
+            )
+
+
 def _refuse_unread_draft(schema: Mapping[str, Any], tool: str) -> None:
     """Refuse a `$schema` that is no URI, or that names draft 3, which neither `jsonschema`'s
     extended reading nor the pre-check reads (its `required: true` on a property, its
@@ -1653,7 +1674,8 @@ class Toolset:
             call's failure never costs the others their outcomes, as in `assemble`.
 
         Raises:
-            TypeError: `call` is not a call.
+            TypeError: `call` is not a call, or a call of the application's own holds the
+                wrong kind of value (`arguments` not text, `name` or `id` not a str or None).
         """
         try:
             done = self._shortcut.outcome(call)
@@ -1687,6 +1709,7 @@ class Toolset:
         if not isinstance(call, ToolCall):
             # The caller's mistake, raised; what fails past this is the application's code.
             require_call(call, ("error", "name", "id", "arguments"), what="validate's call")
+            _require_call_types(call)
         try:
             return self._validate_python(call)
         except Exception as exc:
