@@ -347,6 +347,14 @@ def test_a_model_whose_schema_json_cannot_hold_is_refused_at_build(
     assert (info.value.path, info.value.keyword) == (path, keyword)
 
 
+def test_a_tool_description_with_a_lone_surrogate_is_refused_at_build() -> None:
+    # Every export carries the description: the toolset was built, and the provider request
+    # could not be encoded as UTF-8.
+    tool = {"name": "label", "description": "Label \ud800", "parameters": {}}
+    with pytest.raises(ValueError, match="'description' holds a lone surrogate"):
+        Toolset([tool])
+
+
 def test_not_a_tool_raises_type_error() -> None:
     with pytest.raises(TypeError):
         Toolset([42])  # type: ignore[list-item]

@@ -239,6 +239,20 @@ def _refuse_non_json(schema: Mapping[str, Any], tool: str) -> None:
             )
 
 
+def _refuse_lone_surrogate_description(tool: str, description: str) -> None:
+    """Refuse a tool description holding a lone surrogate: every export sends it, and no UTF-8
+    request body can carry it, so the provider request failed far from the tool's definition.
+
+    Raises:
+        ValueError: Naming the tool.
+    """
+    if _has_lone_surrogate(description):
+        raise ValueError(
+            f"tool {tool!r}: 'description' holds a lone surrogate, which no UTF-8 JSON text "
+            "can carry"
+        )
+
+
 def _require_call_types(call: object) -> None:
     """Raise `TypeError` naming the attribute of a call of the application's own that holds
     the wrong kind of value: an `arguments` dict (Anthropic's `input`) got an `internal_error`
@@ -918,6 +932,7 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
     description = tool.get("description") or ""
     if not isinstance(description, str):
         raise ValueError(f"tool {name!r}: 'description' must be a string")
+    _refuse_lone_surrogate_description(name, description)
     # An MCP tool (`tools/list`, or the `mcp` SDK's `Tool.model_dump()`) spells it `inputSchema`.
     params: object = tool.get("parameters", tool.get("input_schema", tool.get("inputSchema")))
     if params is None:
