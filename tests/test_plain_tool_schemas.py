@@ -2501,11 +2501,106 @@ def test_a_number_no_float_holds_is_described_by_the_range_it_missed(
     assert error.expected.startswith("浮点数可表示的数字")
 
 
+@pytest.mark.parametrize("coercion", ["safe", "none"])
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "1e-400"])
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"allOf": [{"type": "number"}]},
+        {"allOf": [{"$ref": "#/$defs/amount"}], "description": "OpenAPI's ref with a sibling"},
+        {"not": {"type": "string"}},
+        {"if": {"type": "number"}, "then": {"minimum": -1e300}},
+        {"type": "array", "items": {"not": {"type": "string"}}},
+    ],
+)
+def test_a_number_no_float_holds_is_refused_where_no_type_is_beside_it(
+    field: dict[str, Any], number: str, coercion: Literal["safe", "none"]
+) -> None:
+    # A field whose type is only inside `allOf` (or that says only what it is not) got
+    # `inf` or `0.0` for what the model wrote, while `{}` and `{"type": "number"}` refused it.
+    schema = _obj(properties={"x": field}, **{"$defs": {"amount": {"type": "number"}}})
+    array = field.get("type") == "array"
+    outcome = _numbers_checked(schema, f'{{"x": {f"[{number}]" if array else number}}}', coercion)
+    assert [(e.path, e.code, e.got, e.hint) for e in outcome.errors] == [
+        ("/x/0" if array else "/x", "type", number, _OUT_OF_RANGE)
+    ], outcome.value
+
+
 def _prechecked_call(tools: Toolset, text: str) -> Any:
     assembler = Assembler(tools=tools)
     assembler.feed(0, id="call_1", name="tool", arguments=text)
     (call,) = assembler.finish()
     return call
+
+
+_NODE = {
+    "type": "object",
+    "properties": {
+        "size": {"type": "integer"},
+        "next": {"anyOf": [{"type": "null"}, {"allOf": [{"$ref": "#/$defs/Node"}]}]},
+    },
+    "required": ["size"],
+}
+
+
+@pytest.mark.parametrize(
+    ("schema", "arguments", "expected"),
+    [
+        # OpenAPI generators write a reference with a description as `allOf: [$ref]`.
+        (
+            _obj(
+                properties={
+                    "next": {"anyOf": [{"type": "null"}, {"allOf": [{"$ref": "#/$defs/Node"}]}]}
+                },
+                **{"$defs": {"Node": _NODE}},
+            ),
+            '{"next": {"size": 1, "next": {"size": "big"}}}',
+            [("/next/next/size", "type", '"big"')],
+        ),
+        (
+            _obj(
+                properties={
+                    "next": {
+                        "oneOf": [
+                            {"type": "string"},
+                            {
+                                "allOf": [
+                                    _obj(
+                                        properties={"size": {"type": "integer"}}, required=["size"]
+                                    )
+                                ]
+                            },
+                        ]
+                    }
+                }
+            ),
+            '{"next": {}}',
+            [("/next/size", "missing", None)],
+        ),
+        (
+            _obj(
+                properties={
+                    "ids": {
+                        "anyOf": [
+                            {"type": "null"},
+                            {"allOf": [{"type": "array", "items": {"type": "integer"}}]},
+                        ]
+                    }
+                }
+            ),
+            '{"ids": [1, "x"]}',
+            [("/ids/1", "type", '"x"')],
+        ),
+    ],
+)
+def test_a_member_an_all_of_inside_a_union_branch_declares_is_named_at_its_path(
+    schema: dict[str, Any], arguments: str, expected: list[tuple[str, str, str | None]]
+) -> None:
+    # The member's key was read as a union tag and left out of the pointer: the model heard
+    # that `/next` was "an integer", with the member's value as `got`.
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    outcome = tools.validate(_prechecked_call(tools, arguments))
+    assert [(e.path, e.code, e.got) for e in outcome.errors] == expected
 
 
 def test_whole_numbers_written_with_a_fraction_or_an_exponent_keep_their_reading() -> None:

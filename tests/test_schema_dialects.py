@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import Splitter
-from toolwire import Assembler, Toolset
+from toolwire import Assembler, InvalidSchemaError, Toolset
 
 
 def _verdicts(tools: Toolset, arguments: Any, splitter: Splitter) -> tuple[bool, bool, list[str]]:
@@ -249,3 +249,25 @@ def test_a_reference_outside_the_schema_is_refused(ref: str) -> None:
     }
     with pytest.raises(ValueError, match="only references into the schema itself"):
         Toolset([{"name": "tool", "parameters": schema}])
+
+
+@pytest.mark.parametrize(
+    ("declared", "expected"),
+    [
+        (5, "a URI naming a JSON Schema draft"),
+        ("http://json-schema.org/draft-03/schema#", "a JSON Schema draft from draft 4 on"),
+    ],
+)
+def test_a_schema_uri_toolwire_cannot_read_is_refused_by_name(
+    declared: object, expected: str
+) -> None:
+    # Refused with the text of an internal error: "'int' object has no attribute 'decode'",
+    # or "'multipleOf'" (draft 3 has no such keyword) for a draft-03 tool.
+    schema = {"$schema": declared, "type": "object", "properties": {"n": {"type": "integer"}}}
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([{"name": "tool", "parameters": schema}])
+    assert (info.value.path, info.value.keyword, info.value.expected) == (
+        "/$schema",
+        "$schema",
+        expected,
+    )

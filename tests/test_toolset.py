@@ -6,7 +6,8 @@ import json
 import math
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, ClassVar, Generic, TypedDict, TypeVar
+from types import SimpleNamespace
+from typing import Any, ClassVar, Generic, TypedDict, TypeVar, cast
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, RootModel
@@ -289,6 +290,19 @@ def test_a_schema_the_metaschema_refuses_is_told_in_one_line(
             "properties",
             "an object with the key 200",
         ),
+        # `json.loads` reads `"\ud800"` as a lone surrogate, which no UTF-8 text holds.
+        (
+            json.loads('{"type": "object", "properties": {"a": {"const": "\\ud800"}}}'),
+            "/properties/a/const",
+            "const",
+            "'\\ud800'",
+        ),
+        (
+            json.loads('{"type": "object", "properties": {"\\udc00a": {"type": "string"}}}'),
+            "/properties",
+            "properties",
+            "an object with the key '\\udc00a'",
+        ),
     ],
 )
 def test_a_schema_holding_what_json_cannot_is_refused_at_build(
@@ -302,6 +316,43 @@ def test_a_schema_holding_what_json_cannot_is_refused_at_build(
     assert (info.value.tool, info.value.path, info.value.keyword) == ("x", path, keyword)
     assert info.value.got == got
     assert str(info.value).startswith(f"tool 'x': invalid parameter schema: '{keyword}' at {path}")
+
+
+class _InfiniteDefault(BaseModel):
+    """Scale a reading."""
+
+    factor: float = math.inf
+
+
+class _BrokenDescription(BaseModel):
+    """Label a reading."""
+
+    label: str = Field(description="name \udc00")
+
+
+@pytest.mark.parametrize(
+    ("model", "path", "keyword"),
+    [
+        (_InfiniteDefault, "/properties/factor/default", "default"),
+        (_BrokenDescription, "/properties/label/description", "description"),
+    ],
+)
+def test_a_model_whose_schema_json_cannot_hold_is_refused_at_build(
+    model: type[BaseModel], path: str, keyword: str
+) -> None:
+    # Pydantic writes the default and the description as given: the toolset was built, and
+    # the first assembler given it raised `MisuseError` (its schema is no JSON text).
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([model])
+    assert (info.value.path, info.value.keyword) == (path, keyword)
+
+
+def test_a_tool_description_with_a_lone_surrogate_is_refused_at_build() -> None:
+    # Every export carries the description: the toolset was built, and the provider request
+    # could not be encoded as UTF-8.
+    tool = {"name": "label", "description": "Label \ud800", "parameters": {}}
+    with pytest.raises(ValueError, match="'description' holds a lone surrogate"):
+        Toolset([tool])
 
 
 def test_not_a_tool_raises_type_error() -> None:
@@ -617,6 +668,27 @@ def test_validate_refuses_what_is_no_call_with_what_to_pass(call: Any) -> None:
     # An AttributeError ('str' object has no attribute 'error') from inside.
     with pytest.raises(TypeError, match=r"validate's call must be a ToolCall"):
         Toolset([_City]).validate(call)
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value", "says"),
+    [
+        # Anthropic's `tool_use` block holds its arguments as a dict (`input`).
+        ("arguments", {"city": "Oslo"}, r"call\.arguments must be the arguments' JSON text"),
+        ("arguments", None, r"call\.arguments must be the arguments' JSON text"),
+        ("name", 7, r"call\.name must be a str or None, not int"),
+        ("id", 7, r"call\.id must be a str or None, not int"),
+    ],
+)
+def test_validate_names_the_attribute_of_an_own_call_that_holds_the_wrong_kind(
+    attribute: str, value: object, says: str
+) -> None:
+    # An `internal_error` outcome (the call never ran, the log said TypeError), or for the
+    # id a TypeError from deep inside: "'int' object is not subscriptable".
+    fields: dict[str, Any] = {"ordinal": 0, "index": 0, "id": "c1", "name": "city"}
+    fields |= {"arguments": '{"city": "Oslo"}', "error": None, attribute: value}
+    with pytest.raises(TypeError, match=says):
+        Toolset([_City]).validate(cast(Any, SimpleNamespace(**fields)))
 
 
 @pytest.mark.parametrize(

@@ -1752,8 +1752,12 @@ class _Coercer:
                 # A plain tool's integer stays an exact int whatever the type says.
                 ("number" in types and "integer" not in types and not self.exact_ints)
                 # A fraction or an exponent is read as a float even where an integer is
-                # allowed too (`int | float`, `["integer", "number"]`).
-                or (isinstance(value, Decimal) and bool(types & {"number", "integer"}))
+                # allowed too (`int | float`, `["integer", "number"]`), and where no `type`
+                # says which (`allOf`, `not`, `if` beside it): the tool gets the float.
+                or (
+                    isinstance(value, Decimal)
+                    and (not types or bool(types & {"number", "integer"}))
+                )
             )
         ):
             # A float field would read this JSON number as infinity or as zero. Not a rule:

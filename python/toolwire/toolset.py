@@ -41,6 +41,7 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, cast
 
 import jsonschema
+import jsonschema.validators
 from pydantic import BaseModel, SecretStr, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
@@ -159,9 +160,22 @@ def _keyword_at(steps: Sequence[str | int]) -> str | None:
     return keyword
 
 
+_WHOLE_CHARACTERS = "text without a lone surrogate (JSON text is UTF-8)"
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    """Whether `text` holds a surrogate half alone, which no UTF-8 JSON text can carry."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _refuse_non_json(schema: Mapping[str, Any], tool: str) -> None:
     """Refuse a schema holding what JSON cannot: a key that is no string, a set, an infinite or
-    NaN number, or an object of another kind (a `Decimal`).
+    NaN number, text with a lone surrogate (`"\\ud800"` read by `json.loads`), or an object
+    of another kind (a `Decimal`).
 
     A Python dict can hold them (`json.loads` reads `1e400` as infinity; YAML reads an unquoted
     `200` key as an int), and `jsonschema` takes most of them, but the pre-check and the
@@ -178,17 +192,22 @@ def _refuse_non_json(schema: Mapping[str, Any], tool: str) -> None:
         expected: str | None = None
         if isinstance(value, dict):
             items = cast(dict[object, object], value).items()
-            stray = next((key for key, _ in items if not isinstance(key, str)), None)
+            stray = next(
+                (k for k, _ in items if not isinstance(k, str) or _has_lone_surrogate(k)), None
+            )
             if stray is not None:
                 where = pointer(list(steps))
+                text_key = isinstance(stray, str)
                 raise InvalidSchemaError(
                     tool,
                     where,
                     _keyword_at(steps),
                     f"an object with the key {stray!r}"[:80],
-                    "an object whose keys are strings",
-                    f"JSON object keys are strings; the key {stray!r} at {where or '/'} is a "
-                    f"{type(stray).__name__}",
+                    _WHOLE_CHARACTERS if text_key else "an object whose keys are strings",
+                    f"the key {stray!r} at {where or '/'} holds a lone surrogate"
+                    if text_key
+                    else f"JSON object keys are strings; the key {stray!r} at {where or '/'} "
+                    f"is a {type(stray).__name__}",
                 )
             todo.extend((item, (*steps, cast(str, key))) for key, item in reversed(items))
             continue
@@ -201,6 +220,9 @@ def _refuse_non_json(schema: Mapping[str, Any], tool: str) -> None:
             expected = "a finite number (JSON has no infinity or NaN)"
         elif isinstance(value, set | frozenset):
             expected = "a JSON array (a list)"
+        elif isinstance(value, str) and _has_lone_surrogate(value):
+            # The pre-check and the provider get the schema as UTF-8 JSON text.
+            expected = _WHOLE_CHARACTERS
         elif value is not None and not isinstance(value, str | int | float):
             expected = "JSON data (an object, array, string, number, boolean or null)"
         if expected is not None:
@@ -215,6 +237,76 @@ def _refuse_non_json(schema: Mapping[str, Any], tool: str) -> None:
                 expected,
                 f"{kind} at {where or '/'} has no JSON form",
             )
+
+
+def _refuse_lone_surrogate_description(tool: str, description: str) -> None:
+    """Refuse a tool description holding a lone surrogate: every export sends it, and no UTF-8
+    request body can carry it, so the provider request failed far from the tool's definition.
+
+    Raises:
+        ValueError: Naming the tool.
+    """
+    if _has_lone_surrogate(description):
+        raise ValueError(
+            f"tool {tool!r}: 'description' holds a lone surrogate, which no UTF-8 JSON text "
+            "can carry"
+        )
+
+
+def _require_call_types(call: object) -> None:
+    """Raise `TypeError` naming the attribute of a call of the application's own that holds
+    the wrong kind of value: an `arguments` dict (Anthropic's `input`) got an `internal_error`
+    outcome, and an `id` that is no string raised from deep inside with an index error's text.
+
+    Raises:
+        TypeError: With the attribute, what belongs there and what it holds.
+    """
+    wanted: tuple[tuple[str, tuple[type, ...], str], ...] = (
+        ("arguments", (str, bytes), "the arguments' JSON text (a str; json.dumps a dict)"),
+        ("name", (str, type(None)), "a str or None"),
+        ("id", (str, type(None)), "a str or None"),
+    )
+    for attribute, kinds, expected in wanted:
+        held: object = getattr(call, attribute)
+        if not isinstance(held, kinds):
+            raise TypeError(
+                f"validate's call.{attribute} must be {expected}, not {type(held).__name__}"
+            )
+
+
+def _refuse_unread_draft(schema: Mapping[str, Any], tool: str) -> None:
+    """Refuse a `$schema` that is no URI, or that names draft 3, which neither `jsonschema`'s
+    extended reading nor the pre-check reads (its `required: true` on a property, its
+    `divisibleBy`): such a schema failed at build with the text of an internal error.
+
+    Raises:
+        InvalidSchemaError: With what belongs there.
+    """
+    declared: object = schema.get("$schema")
+    if declared is None:
+        return
+    if not isinstance(declared, str):
+        got = repr(declared)
+        raise InvalidSchemaError(
+            tool,
+            "/$schema",
+            "$schema",
+            got if len(got) <= 80 else got[:77] + "...",
+            "a URI naming a JSON Schema draft",
+            f"$schema is a {type(declared).__name__}, not a URI",
+        )
+    found = jsonschema.validators.validator_for(
+        {"$schema": declared}, default=jsonschema.Draft202012Validator
+    )
+    if found is jsonschema.Draft3Validator:
+        raise InvalidSchemaError(
+            tool,
+            "/$schema",
+            "$schema",
+            json.dumps(declared),
+            "a JSON Schema draft from draft 4 on",
+            "draft 3 is not read",
+        )
 
 
 def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaError:
@@ -840,6 +932,7 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
     description = tool.get("description") or ""
     if not isinstance(description, str):
         raise ValueError(f"tool {name!r}: 'description' must be a string")
+    _refuse_lone_surrogate_description(name, description)
     # An MCP tool (`tools/list`, or the `mcp` SDK's `Tool.model_dump()`) spells it `inputSchema`.
     params: object = tool.get("parameters", tool.get("input_schema", tool.get("inputSchema")))
     if params is None:
@@ -849,6 +942,7 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
     # Before the copy below, which recurses.
     refuse_too_deep(params, name)
     _refuse_non_json(cast(Mapping[str, Any], params), name)
+    _refuse_unread_draft(cast(Mapping[str, Any], params), name)
     try:
         schema = as_json_schema(copy.deepcopy(dict(cast(Mapping[str, Any], params))))
     except ValueError as exc:
@@ -1258,6 +1352,9 @@ class Toolset:
                     named = rename.get(tool, name)
                     raise SchemaTooLargeError(depth, MAX_SCHEMA_DEPTH, named, measure="depth")
                 source = tool.model_json_schema(schema_generator=_ModelSchema)
+                # A default of `float("inf")` or a description with a lone surrogate reaches
+                # the schema as Pydantic wrote it: refused here, not by the first assembler.
+                _refuse_non_json(source, rename.get(tool, name))
                 model: type[BaseModel] | None = tool
                 # Validation must know which fields are `Decimal` to keep their digits; the
                 # plain schema no longer says so from pydantic 2.14 on (see _DecimalSchema).
@@ -1592,7 +1689,8 @@ class Toolset:
             call's failure never costs the others their outcomes, as in `assemble`.
 
         Raises:
-            TypeError: `call` is not a call.
+            TypeError: `call` is not a call, or a call of the application's own holds the
+                wrong kind of value (`arguments` not text, `name` or `id` not a str or None).
         """
         try:
             done = self._shortcut.outcome(call)
@@ -1626,6 +1724,7 @@ class Toolset:
         if not isinstance(call, ToolCall):
             # The caller's mistake, raised; what fails past this is the application's code.
             require_call(call, ("error", "name", "id", "arguments"), what="validate's call")
+            _require_call_types(call)
         try:
             return self._validate_python(call)
         except Exception as exc:

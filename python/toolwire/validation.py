@@ -780,6 +780,13 @@ def _is_tagged_union(node: Mapping[str, Any]) -> bool | None:
     return True if len(readings) > 1 else None
 
 
+def _declares(node: Mapping[str, Any], seg: str | int) -> bool:
+    """Whether `node` itself describes the member `seg`: a property of that name, or items."""
+    if isinstance(seg, str):
+        return seg in _d(node.get("properties"))
+    return "items" in node or "prefixItems" in node
+
+
 def _is_object_schema(node: Mapping[str, Any]) -> bool:
     kind = node.get("type")
     return kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node
@@ -1003,12 +1010,15 @@ class _Schema:
                     node = declared
             if "anyOf" in node or "oneOf" in node:
                 branches = self.branches(node)
+                # A branch may declare the member in an `allOf` member of its own (`Optional`
+                # of a model written `allOf: [$ref]`, as OpenAPI generators write a reference
+                # with a description): that member owns it, or the key was read as a union
+                # tag and left out of the pointer.
                 owner = next(
                     (
-                        b
+                        found
                         for b in branches
-                        if (isinstance(seg, str) and seg in _d(b.get("properties")))
-                        or (isinstance(seg, int) and ("items" in b or "prefixItems" in b))
+                        if (found := b if _declares(b, seg) else self.owner(b, seg)) is not None
                     ),
                     None,
                 )
