@@ -176,6 +176,7 @@ async def _no_chunks() -> AsyncIterator[object]:
 
 def _live_objects(tmp_path: Path) -> Iterator[object]:
     yield Assembler()
+    yield Scanner()
     yield ToolStream(iter(()))
     yield AsyncToolStream(_no_chunks())
     yield Executor()

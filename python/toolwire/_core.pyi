@@ -20,7 +20,7 @@ __all__ = [
 
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any, ClassVar, Final, Literal, final
+from typing import Any, ClassVar, Final, Literal, NoReturn, SupportsIndex, final
 
 from typing_extensions import Self, disjoint_base
 
@@ -375,6 +375,12 @@ class Scanner:
     @property
     def text(self) -> bytes:
         """Everything pushed so far."""
+    def __reduce_ex__(self, protocol: SupportsIndex, /) -> NoReturn:
+        """Refuses `pickle` and `copy`: make a `Scanner` in each process and push the text.
+
+        Raises:
+            TypeError: Always.
+        """
 
 @final
 class ToolRegistry:

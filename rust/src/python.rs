@@ -1587,6 +1587,16 @@ impl PyScanner {
         let this = slf.try_borrow().map_err(scanner_in_use)?;
         Ok(PyBytes::new(py, this.inner.text()))
     }
+
+    /// Refuses, as the Python objects with live state do (`toolwire._pickling.LiveState`),
+    /// with what to do instead of pyo3's bare "cannot pickle" (`copy.copy` too).
+    #[pyo3(signature = (_protocol, /))]
+    fn __reduce_ex__(&self, _protocol: &Bound<'_, PyAny>) -> PyResult<()> {
+        Err(PyTypeError::new_err(
+            "cannot pickle or copy Scanner: it holds a text being read. Make a Scanner in each \
+             process and push the text (its `text`) to it",
+        ))
+    }
 }
 
 /// What a field of the outcomes [`PyDirectValidation`] builds holds.
