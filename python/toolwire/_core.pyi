@@ -20,7 +20,7 @@ __all__ = [
 
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any, ClassVar, Final, Literal, final
+from typing import Any, ClassVar, Final, Literal, NoReturn, SupportsIndex, final
 
 from typing_extensions import Self, disjoint_base
 
@@ -49,6 +49,8 @@ class NoValue:
     """The type of `NO_VALUE`: nothing is reportable yet (spec rule R7). It is falsy."""
 
     def __bool__(self) -> bool: ...
+    def __reduce__(self) -> str:
+        """`NO_VALUE`'s name in this module: a copy or an unpickled one is `NO_VALUE` itself."""
 
 NO_VALUE: Final[NoValue]
 """Returned by `partial` before any value is reportable."""
@@ -117,6 +119,8 @@ class PartialNode:
         """
     def __eq__(self, other: object, /) -> bool:
         """Equal values and equal flags, node by node."""
+    def __getnewargs_ex__(self) -> tuple[tuple[Any], dict[str, bool]]:
+        """The value and the flag, for `copy` and `pickle`."""
 
 @final
 class CallError:
@@ -152,6 +156,30 @@ class CallError:
     def incomplete(self) -> bool:
         """True when the text stopped early (`truncated`, `empty`) rather than being invalid."""
     def __eq__(self, other: object, /) -> bool: ...
+    @classmethod
+    def _rebuild(
+        cls,
+        kind: str,
+        message: str,
+        offset: int,
+        path: str,
+        keyword: str | None,
+        expected: str | None,
+        got: str | None,
+        /,
+    ) -> Self:
+        """An error made again from its attributes (`copy`, `pickle`).
+
+        Raises:
+            MisuseError: An unknown `kind`, or `keyword`, `expected` and `got` not all given
+                or all None.
+        """
+    def __reduce__(
+        self,
+    ) -> tuple[
+        Callable[..., CallError],
+        tuple[str, str, int, str, str | None, str | None, str | None],
+    ]: ...
 
 @final
 class DirectValidation:
@@ -196,6 +224,9 @@ class ToolCall:
         warnings: Anomalies that were handled (`cumulative_arguments`, `repeat_dropped`,
             `replay_dropped`, `late_fragment_dropped`, `duplicate_id`, `empty_arguments`,
             `replacement_character`, `metadata_dropped`).
+
+    A call pickles and copies with every attribute as it was. It has no `==`: two calls are
+    the same call only when they are the same object.
     """
 
     @property
@@ -246,6 +277,33 @@ class ToolCall:
     def metadata(self) -> dict[str, Any]: ...
     @property
     def warnings(self) -> list[str]: ...
+    @classmethod
+    def _rebuild(
+        cls,
+        ordinal: int,
+        index: int | None,
+        id: str | None,
+        name: str | None,
+        kind: str | None,
+        stop_reason: str | None,
+        arguments: bytes,
+        metadata: list[tuple[str, str]],
+        warnings: list[str],
+        limits: tuple[int, int, int, str, int, int],
+        prechecked: bool,
+        verdict: tuple[CallError | None, bool, bool] | None,
+        /,
+    ) -> Self:
+        """A call made again from its parts (`copy`, `pickle`): `metadata` as (key, JSON
+        text), `limits` as `(max_depth, max_bytes, max_number_digits, duplicate_keys,
+        max_calls, max_stream_bytes)`, `verdict` as `(error, complete, plain_numbers)`, or None
+        for a text not yet scanned. A `prechecked` call counts as checked by no toolset's
+        registry: `Toolset.validate` checks it again.
+
+        Raises:
+            MisuseError: An unknown warning, or limits out of their ranges.
+        """
+    def __reduce__(self) -> tuple[Callable[..., ToolCall], tuple[Any, ...]]: ...
 
 @final
 class Scanner:
@@ -317,6 +375,12 @@ class Scanner:
     @property
     def text(self) -> bytes:
         """Everything pushed so far."""
+    def __reduce_ex__(self, protocol: SupportsIndex, /) -> NoReturn:
+        """Refuses `pickle` and `copy`: make a `Scanner` in each process and push the text.
+
+        Raises:
+            TypeError: Always.
+        """
 
 @final
 class ToolRegistry:
@@ -348,6 +412,11 @@ class ToolRegistry:
     def names(self) -> list[str]:
         """Registered tool names, sorted."""
     def __contains__(self, name: str, /) -> bool: ...
+    def __getnewargs_ex__(
+        self,
+    ) -> tuple[tuple[dict[str, str]], dict[str, dict[str, list[str]]]]:
+        """The schemas as JSON text and the secrets, for `copy` and `pickle`: a copy is
+        compiled again from them."""
     def check(
         self,
         name: str,

@@ -57,8 +57,7 @@ class Assembler(_core.Assembler, LiveState):
     """
 
     _not_copied = (
-        "it holds a stream's native state. Pickle its finished calls' outcomes, or their id, name"
-        " and arguments, instead"
+        "it holds a stream's native state. Pickle its finished calls or their outcomes instead"
     )
 
     @property

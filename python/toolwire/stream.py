@@ -734,7 +734,7 @@ class _SourceCloser:
 class _StreamBase(LiveState):
     """Results shared by `ToolStream` and `AsyncToolStream`."""
 
-    _not_copied = "it reads a live provider stream. Pickle the calls' outcomes it gives instead"
+    _not_copied = "it reads a live provider stream. Pickle the events or calls it gives instead"
 
     __slots__ = ("_driver", "_ended_by_close")
 

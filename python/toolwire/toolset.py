@@ -1465,8 +1465,9 @@ class Toolset:
         )
 
     def __getstate__(self) -> dict[str, Any]:
-        # The native objects cannot be pickled or copied: the shortcut is made again from the
-        # rest, and the pre-check registry when it is next read.
+        # The native shortcut cannot be pickled or copied: it is made again from the rest. The
+        # pre-check registry is left out too (its schemas are the toolset's own), compiled
+        # again when it is next read.
         state = dict(self.__dict__)
         del state["_shortcut"]
         # Pydantic's bound `validate_json` pickles its whole core schema, which holds local

@@ -193,6 +193,18 @@ pub mod warning {
     /// A provider field for the call could not be written as JSON (nested past what the
     /// binding's writer allows) and was not kept: the next turn lacks it.
     pub const METADATA_DROPPED: &str = "metadata_dropped";
+
+    /// Every warning: a call written out (a pickled one) reads its warnings back from it.
+    pub const ALL: [&str; 8] = [
+        CUMULATIVE_ARGUMENTS,
+        REPEAT_DROPPED,
+        REPLACEMENT_CHARACTER,
+        DUPLICATE_ID,
+        EMPTY_ARGUMENTS,
+        REPLAY_DROPPED,
+        LATE_FRAGMENT_DROPPED,
+        METADATA_DROPPED,
+    ];
 }
 
 /// What a provider's statement of a call's whole arguments (a Responses `.done` summary) says

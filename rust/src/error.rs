@@ -67,6 +67,41 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [Self; 24] = [
+        Self::Truncated,
+        Self::Empty,
+        Self::UnexpectedByte,
+        Self::TrailingData,
+        Self::ConcatenatedValues,
+        Self::InvalidUtf8,
+        Self::ControlCharacterInString,
+        Self::InvalidEscape,
+        Self::InvalidUnicodeEscape,
+        Self::LoneSurrogate,
+        Self::InvalidNumber,
+        Self::NumberTooLong,
+        Self::TooDeep,
+        Self::TooLarge,
+        Self::DuplicateKey,
+        Self::NotObject,
+        Self::UnknownTool,
+        Self::MissingName,
+        Self::SchemaViolation,
+        Self::MixedArguments,
+        Self::Filtered,
+        Self::LostEvent,
+        Self::ArgumentsMismatch,
+        Self::FreeFormCall,
+    ];
+
+    /// The kind whose [`slug`](Self::slug) is `slug`: an error written out (a pickled one)
+    /// is read back by it.
+    #[must_use]
+    pub fn from_slug(slug: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.slug() == slug)
+    }
+
     /// The stable identifier of this kind.
     #[must_use]
     pub fn slug(self) -> &'static str {
@@ -236,3 +271,51 @@ impl fmt::Display for Misuse {
 }
 
 impl std::error::Error for Misuse {}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorKind;
+
+    #[test]
+    fn every_kind_reads_back_from_its_slug() {
+        for kind in ErrorKind::ALL {
+            assert_eq!(ErrorKind::from_slug(kind.slug()), Some(kind));
+        }
+        assert_eq!(ErrorKind::from_slug("no_such_kind"), None);
+    }
+
+    #[test]
+    fn all_lists_every_kind() {
+        // A new variant fails to compile here until it is given a place, which must be its
+        // place in `ALL`.
+        let place = |kind: ErrorKind| match kind {
+            ErrorKind::Truncated => 0,
+            ErrorKind::Empty => 1,
+            ErrorKind::UnexpectedByte => 2,
+            ErrorKind::TrailingData => 3,
+            ErrorKind::ConcatenatedValues => 4,
+            ErrorKind::InvalidUtf8 => 5,
+            ErrorKind::ControlCharacterInString => 6,
+            ErrorKind::InvalidEscape => 7,
+            ErrorKind::InvalidUnicodeEscape => 8,
+            ErrorKind::LoneSurrogate => 9,
+            ErrorKind::InvalidNumber => 10,
+            ErrorKind::NumberTooLong => 11,
+            ErrorKind::TooDeep => 12,
+            ErrorKind::TooLarge => 13,
+            ErrorKind::DuplicateKey => 14,
+            ErrorKind::NotObject => 15,
+            ErrorKind::UnknownTool => 16,
+            ErrorKind::MissingName => 17,
+            ErrorKind::SchemaViolation => 18,
+            ErrorKind::MixedArguments => 19,
+            ErrorKind::Filtered => 20,
+            ErrorKind::LostEvent => 21,
+            ErrorKind::ArgumentsMismatch => 22,
+            ErrorKind::FreeFormCall => 23,
+        };
+        for (at, kind) in ErrorKind::ALL.into_iter().enumerate() {
+            assert_eq!(place(kind), at);
+        }
+    }
+}

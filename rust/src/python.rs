@@ -14,13 +14,13 @@ use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::string::PyStringData;
-use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{IntoPyDict, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
 use crate::assembler::{
-    Arguments, Assembler, AssemblerConfig, Delta, JsonVerdict, Summary, ToolCall,
+    warning, Arguments, Assembler, AssemblerConfig, Delta, JsonVerdict, Summary, ToolCall,
 };
 use crate::envelope::{FinishReason, Format, Reasoning};
-use crate::error::{Error, Misuse};
+use crate::error::{Error, ErrorKind, Misuse, SchemaDetail};
 use crate::gateway::{StreamDecoder, StreamErrorKind};
 use crate::outline::outline;
 use crate::precheck::Registry;
@@ -656,6 +656,14 @@ impl PyPartialNode {
     fn __traverse__(&self, visit: pyo3::gc::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
         visit.call(&self.value)
     }
+    /// Its constructor's arguments, for `copy` and `pickle`.
+    fn __getnewargs_ex__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<((Py<PyAny>,), Bound<'py, PyDict>)> {
+        let options = [("complete", self.complete)].into_py_dict(py)?;
+        Ok(((self.value.clone_ref(py),), options))
+    }
 }
 
 /// The "no value yet" marker of partial values.
@@ -669,6 +677,11 @@ impl PyNoValue {
     }
     fn __bool__(&self) -> bool {
         false
+    }
+    /// The module's name of the one marker: `copy` hands it back, and `pickle` finds it again,
+    /// so that `is NO_VALUE` holds of a copy.
+    fn __reduce__(&self) -> &'static str {
+        "NO_VALUE"
     }
 }
 
@@ -693,8 +706,7 @@ fn optional_value<'py>(
 #[pyclass(frozen, name = "CallError", module = "toolwire._core", eq)]
 #[derive(PartialEq)]
 struct PyCallError {
-    #[pyo3(get)]
-    kind: &'static str,
+    kind: ErrorKind,
     #[pyo3(get)]
     message: String,
     #[pyo3(get)]
@@ -713,7 +725,7 @@ impl From<&Error> for PyCallError {
     fn from(e: &Error) -> Self {
         let detail = e.detail.as_deref();
         Self {
-            kind: e.kind.slug(),
+            kind: e.kind,
             message: e.message.clone(),
             offset: e.offset,
             path: e.path.clone(),
@@ -724,18 +736,113 @@ impl From<&Error> for PyCallError {
     }
 }
 
+impl From<&PyCallError> for Error {
+    fn from(e: &PyCallError) -> Self {
+        let detail = match (&e.keyword, &e.expected, &e.got) {
+            (Some(keyword), Some(expected), Some(got)) => Some(Box::new(SchemaDetail {
+                keyword: keyword.clone(),
+                expected: expected.clone(),
+                got: got.clone(),
+            })),
+            // `_rebuild` takes the three together or none of them, as `From<&Error>` gives them.
+            _ => None,
+        };
+        Self {
+            kind: e.kind,
+            offset: e.offset,
+            path: e.path.clone(),
+            message: e.message.clone(),
+            detail,
+        }
+    }
+}
+
+/// `(kind, message, offset, path, keyword, expected, got)`: what a `CallError` is made again
+/// from.
+type CallErrorParts = (
+    &'static str,
+    String,
+    usize,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+/// `__reduce__`'s answer for a class made again by its `_rebuild` classmethod (a bound
+/// classmethod pickles as the class and the method's name).
+fn rebuilt_by<'py, A>(cls: &Bound<'py, PyType>, parts: A) -> PyResult<(Bound<'py, PyAny>, A)> {
+    Ok((cls.getattr(pyo3::intern!(cls.py(), "_rebuild"))?, parts))
+}
+
 #[pymethods]
 impl PyCallError {
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.kind.slug()
+    }
+
     /// True for the kinds that mean the text stopped early (`truncated`, `empty`).
     #[getter]
     fn incomplete(&self) -> bool {
-        matches!(self.kind, "truncated" | "empty")
+        self.kind.is_incomplete()
+    }
+
+    /// An error made again from its parts (`pickle`, `copy`).
+    #[classmethod]
+    #[pyo3(signature = (kind, message, offset, path, keyword, expected, got, /))]
+    #[allow(clippy::too_many_arguments)]
+    fn _rebuild(
+        _cls: &Bound<'_, PyType>,
+        kind: &str,
+        message: String,
+        offset: Count,
+        path: String,
+        keyword: Option<String>,
+        expected: Option<String>,
+        got: Option<String>,
+    ) -> PyResult<Self> {
+        let kind = ErrorKind::from_slug(kind)
+            .ok_or_else(|| MisuseError::new_err(format!("{kind:?} is no CallError kind")))?;
+        if keyword.is_some() != expected.is_some() || keyword.is_some() != got.is_some() {
+            return Err(MisuseError::new_err(
+                "keyword, expected and got come together or not at all",
+            ));
+        }
+        Ok(Self {
+            kind,
+            message,
+            offset: offset.0,
+            path,
+            keyword,
+            expected,
+            got,
+        })
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, CallErrorParts)> {
+        let e = slf.get();
+        rebuilt_by(
+            &slf.get_type(),
+            (
+                e.kind.slug(),
+                e.message.clone(),
+                e.offset,
+                e.path.clone(),
+                e.keyword.clone(),
+                e.expected.clone(),
+                e.got.clone(),
+            ),
+        )
     }
 
     fn __repr__(&self) -> String {
         format!(
             "CallError(kind={:?}, message={:?}, offset={}, path={:?})",
-            self.kind, self.message, self.offset, self.path
+            self.kind.slug(),
+            self.message,
+            self.offset,
+            self.path
         )
     }
 
@@ -773,6 +880,26 @@ struct PyToolCall {
     arguments: OnceLock<Py<PyString>>,
     value: OnceLock<Py<PyAny>>,
 }
+
+/// What a `ToolCall` is made again from (`pickle`, `copy`): `(ordinal, index, id, name, type,
+/// stop_reason, arguments, metadata, warnings, limits, prechecked, verdict)`, where `limits` is
+/// `(max_depth, max_bytes, max_number_digits, duplicate_keys, max_calls, max_stream_bytes)` and
+/// `verdict` is `(error, complete, plain_numbers)`, or None for a call whose text is not
+/// scanned yet (its first reader scans it, as the original's would have).
+type ToolCallParts<'py> = (
+    usize,
+    Option<i64>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Bound<'py, PyBytes>,
+    Vec<(String, String)>,
+    Vec<&'static str>,
+    (usize, usize, usize, &'static str, usize, usize),
+    bool,
+    Option<(Option<PyCallError>, bool, bool)>,
+);
 
 /// See [`PyToolCall::validation_fields`].
 type ValidationFields<'a, 'py> = (
@@ -848,6 +975,106 @@ impl PyToolCall {
     // call is frozen, and clearing the dict or list in the cycle breaks it.
     fn __traverse__(&self, visit: pyo3::gc::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
         visit.call(self.value.get())
+    }
+
+    /// A call made again from its parts (`pickle`, `copy`; see [`ToolCallParts`]).
+    #[classmethod]
+    #[pyo3(signature = (ordinal, index, id, name, kind, stop_reason, arguments, metadata, warnings, limits, prechecked, verdict, /))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn _rebuild(
+        _cls: &Bound<'_, PyType>,
+        ordinal: Count,
+        index: Option<i64>,
+        id: Option<String>,
+        name: Option<String>,
+        kind: Option<String>,
+        stop_reason: Option<String>,
+        arguments: &[u8],
+        metadata: Vec<(String, String)>,
+        warnings: Vec<String>,
+        limits: (Count, Count, Count, String, Count, Count),
+        prechecked: bool,
+        verdict: Option<(Option<PyRef<'_, PyCallError>>, bool, bool)>,
+    ) -> PyResult<Self> {
+        let (max_depth, max_bytes, max_number_digits, duplicate_keys, max_calls, max_stream_bytes) =
+            limits;
+        let limits = scan_config(max_depth, max_bytes, max_number_digits, &duplicate_keys)?;
+        let warnings = warnings
+            .iter()
+            .map(|w| {
+                warning::ALL
+                    .into_iter()
+                    .find(|known| known == w)
+                    .ok_or_else(|| MisuseError::new_err(format!("{w:?} is no ToolCall warning")))
+            })
+            .collect::<PyResult<_>>()?;
+        let (error, complete, plain_numbers) =
+            verdict
+                .as_ref()
+                .map_or((None, false, false), |(error, complete, plain_numbers)| {
+                    (error.as_deref().map(Error::from), *complete, *plain_numbers)
+                });
+        Ok(Self::new(ToolCall {
+            ordinal: ordinal.0,
+            index,
+            id,
+            name,
+            kind,
+            arguments: arguments.to_vec(),
+            error,
+            metadata,
+            warnings,
+            complete,
+            plain_numbers,
+            // The registry that checked it is not written out: another process has none of
+            // this one's, and a toolset counts on the check only when its own registry made
+            // it. An empty one stands for it, which no toolset has.
+            precheck_registry: prechecked.then(|| Arc::new(Registry::new())),
+            unscanned: verdict.is_none(),
+            limits,
+            stream_limits: (max_calls.0, max_stream_bytes.0),
+            stop_reason,
+        }))
+    }
+
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, ToolCallParts<'py>)> {
+        let py = slf.py();
+        let this = slf.get();
+        let call = &this.call;
+        let limits = call.limits;
+        let verdict = this.scanned.as_ref().or_else(|| this.settled.get());
+        rebuilt_by(
+            &slf.get_type(),
+            (
+                call.ordinal,
+                call.index,
+                call.id.clone(),
+                call.name.clone(),
+                call.kind.clone(),
+                call.stop_reason.clone(),
+                PyBytes::new(py, &call.arguments),
+                call.metadata.clone(),
+                call.warnings.clone(),
+                (
+                    limits.max_depth,
+                    limits.max_bytes,
+                    limits.max_number_digits,
+                    duplicate_policy_name(limits.duplicate_keys),
+                    call.stream_limits.0,
+                    call.stream_limits.1,
+                ),
+                call.prechecked(),
+                verdict.map(|v| {
+                    (
+                        v.error.as_ref().map(PyCallError::from),
+                        v.complete,
+                        v.plain_numbers,
+                    )
+                }),
+            ),
+        )
     }
 
     #[getter]
@@ -1360,6 +1587,16 @@ impl PyScanner {
         let this = slf.try_borrow().map_err(scanner_in_use)?;
         Ok(PyBytes::new(py, this.inner.text()))
     }
+
+    /// Refuses, as the Python objects with live state do (`toolwire._pickling.LiveState`),
+    /// with what to do instead of pyo3's bare "cannot pickle" (`copy.copy` too).
+    #[pyo3(signature = (_protocol, /))]
+    fn __reduce_ex__(&self, _protocol: &Bound<'_, PyAny>) -> PyResult<()> {
+        Err(PyTypeError::new_err(
+            "cannot pickle or copy Scanner: it holds a text being read. Make a Scanner in each \
+             process and push the text (its `text`) to it",
+        ))
+    }
 }
 
 /// What a field of the outcomes [`PyDirectValidation`] builds holds.
@@ -1663,6 +1900,10 @@ impl PyDirectValidation {
 struct PyToolRegistry {
     inner: Arc<Registry>,
     unsupported: Vec<(String, String, String)>,
+    /// Each tool's name and schema as JSON text, in the order given, and the secrets: what a
+    /// copy (`pickle`, `copy`) compiles again.
+    sources: Vec<(String, String)>,
+    secrets: std::collections::HashMap<String, Vec<String>>,
 }
 
 #[pymethods]
@@ -1677,6 +1918,7 @@ impl PyToolRegistry {
         let mut registry = Registry::new();
         let secrets = secrets.unwrap_or_default();
         let mut unsupported = Vec::new();
+        let mut sources = Vec::new();
         let items = schemas.call_method0("items").map_err(|_| {
             MisuseError::new_err("schemas must be a mapping of tool name to JSON Schema")
         })?;
@@ -1728,6 +1970,7 @@ impl PyToolRegistry {
                     .into_iter()
                     .map(|u| (name.clone(), u.keyword, u.pointer)),
             );
+            sources.push((name, text));
         }
         // A key that names no tool (a misspelt name) would leave the tool it meant with its
         // secret values shown in every violation's `got`.
@@ -1741,7 +1984,23 @@ impl PyToolRegistry {
         Ok(Self {
             inner: Arc::new(registry),
             unsupported,
+            sources,
+            secrets,
         })
+    }
+
+    /// Its constructor's arguments, the schemas as JSON text, for `copy` and `pickle`: a copy
+    /// is compiled again from them.
+    fn __getnewargs_ex__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<((Bound<'py, PyDict>,), Bound<'py, PyDict>)> {
+        let schemas = PyDict::new(py);
+        for (name, text) in &self.sources {
+            schemas.set_item(name, text)?;
+        }
+        let options = [("secrets", &self.secrets)].into_py_dict(py)?;
+        Ok(((schemas,), options))
     }
 
     fn names(&self) -> Vec<String> {
