@@ -745,11 +745,11 @@ def test_every_id_goes_as_one_the_provider_takes_and_its_results_answer(style: S
         ("functions.ping:0", "ping", '{"n": 2}'),
         ("functions.ping;0", "ping", '{"n": 3}'),
         (long_id, "ping", '{"n": 4}'),
-        (long_id, "ping", '{"n": 5}'),  # renamed by the assembler, longer still
+        (long_id, "ping", '{"n": 5}'),  # renamed by the assembler, within 64 still
         (chat_long, "ping", '{"n": 6}'),
         (chat_long, "ping", '{"n": "seven"}'),
     )
-    assert len(made[4].id or "") > 64 and "duplicate_id" in made[4].warnings
+    assert len(made[4].id or "") == 64 and "duplicate_id" in made[4].warnings
     outcomes = Toolset([PING]).validate_all(made)
     turn = assistant_turn(made, style=style, text="Pinging.")
     results = tool_messages(made, [*range(6), outcomes[6]], style=style)
@@ -839,3 +839,40 @@ def test_gemini_gets_back_the_id_it_sent_from_a_verdict_sent_without_its_call() 
     # An id that merely looks renamed is its call's own.
     (plain,) = calls(("fc_1", "ping", '{"n": 1}'))
     assert Toolset([PING]).validate(plain).wire_id is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Renamed ids: within the provider's limits, carried by hand-built outcomes, and answered as
+# stored on a stateful Responses continuation
+
+
+@pytest.mark.parametrize(
+    ("wire", "limit"),
+    [("a" * 64, 64), ("b" * 40, 40), ("chatcmpl-tool-" + "c" * 32, 64), ("d" * 39, 40)],
+)
+def test_a_renamed_id_stays_within_every_limit_its_wire_id_was_within(
+    wire: str, limit: int
+) -> None:
+    # A repeated 64-character id was renamed `<64 characters>_1`: an application that sends
+    # its own copy of the turn under `call.id` got Bedrock's ValidationException (and a
+    # repeated 40-character one OpenAI Chat's "string too long"), and toolwire's results,
+    # which mapped the long id, answered none of its calls.
+    made = calls(*[(wire, "ping", json.dumps({"n": n})) for n in range(3)])
+    ids = [c.id or "" for c in made]
+    assert ids[0] == wire and len(set(ids)) == 3
+    assert all(len(i) <= limit for i in ids), ids
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]+", i) for i in ids)  # Anthropic's pattern
+    own_turn = {
+        "role": "assistant",
+        "content": [
+            {"toolUse": {"toolUseId": c.id, "name": c.name, "input": json.loads(c.arguments)}}
+            for c in made
+        ],
+    }
+    results = tool_messages(made, [1, 2, 3], style="bedrock-converse")
+    assert [m["toolResult"]["toolUseId"] for m in results] == ids
+    user = {"role": "user", "content": [{"text": "Ping them."}]}
+    assert _bedrock_request_errors([user, own_turn, {"role": "user", "content": results}]) == ""
+    for style in ("openai-chat", "anthropic"):
+        assert _result_ids(style, tool_messages(made, [1, 2, 3], style=style)) == ids
+        assert _turn_ids(style, assistant_turn(made, style=style)) == ids

@@ -875,9 +875,9 @@ _DIGEST_CHARS = 16
 def sent_id(call_id: str, style: Style) -> str:
     """The id a call goes under in `style`'s request, in its turn and in its result alike:
     `call_id` itself when the provider takes it, else one it takes. An id can be one a
-    provider refuses: longer than Bedrock's 64 characters (a long wire id, or one the
-    assembler renamed for repeating an earlier call's, which grows by a suffix), or with
-    characters Anthropic or Bedrock refuse (an OpenAI-compatible server's
+    provider refuses: longer than Bedrock's 64 characters (a long wire id sent on from another
+    provider; the assembler's rename of a repeated id keeps within the limits its wire id
+    was within), or with characters Anthropic or Bedrock refuse (an OpenAI-compatible server's
     `functions.get_weather:0`, say, when its calls are sent on to another provider). Such an
     id goes as its allowed characters (any other one `_`), cut to fit, then `_` and a digest
     of the whole id: the same id always goes the same way, and two ids go as two.

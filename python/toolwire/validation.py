@@ -620,8 +620,9 @@ def with_synthetic_id(outcome: Outcome, call: CallLike) -> Outcome:
 
 
 RENAMED_END = frozenset("0123456789_")
-"""The characters an id the assembler renamed can end with (`<wire id>_<ordinal>`, then `_`s):
-an id ending otherwise was not renamed, and its call need not be asked."""
+"""The characters an id the assembler renamed can end with (`<wire id>_<ordinal>`, or
+`..._<ordinal>_<n>`; `_` in the renames of earlier versions): an id ending otherwise was not
+renamed, and its call need not be asked."""
 
 
 def with_wire_id(outcome: Outcome, call: CallLike) -> Outcome:
