@@ -876,3 +876,23 @@ def test_a_renamed_id_stays_within_every_limit_its_wire_id_was_within(
     for style in ("openai-chat", "anthropic"):
         assert _result_ids(style, tool_messages(made, [1, 2, 3], style=style)) == ids
         assert _turn_ids(style, assistant_turn(made, style=style)) == ids
+
+
+def test_outcomes_built_by_hand_from_a_renamed_call_carry_the_id_the_provider_sent() -> None:
+    # `Outcome.success`, `failure` and `business_failure` took the renamed id alone: sent
+    # without the call, their message answered Gemini with `fc1_1`, an id it never sent.
+    first, second = _gemini_repeated_id()
+    built = [
+        Outcome.success(second, "ping", value={"n": 2}),
+        Outcome.failure(second, "ping", "tool_failed"),
+        Outcome.business_failure(second, "ping", ["not now"]),
+    ]
+    for outcome in built:
+        assert (outcome.call_id, outcome.wire_id) == (second.id, "fc1")
+        result = {"result": 2} if outcome.ok else {}
+        alone = outcome.to_message(None, "gemini", **result)
+        assert alone == outcome.to_message(second, "gemini", **result)
+        assert alone["functionResponse"]["id"] == "fc1"
+    # A call that was not renamed gives none, nor does a bare id.
+    assert Outcome.failure(first, "ping", "tool_failed").wire_id is None
+    assert Toolset([PING]).validate(second).wire_id == "fc1"

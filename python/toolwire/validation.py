@@ -293,6 +293,7 @@ def success_outcome(
     cls: type[Outcome] | None = None,
     secrets: tuple[SecretStr, ...] = (),
     synthetic_id: str | None = None,
+    wire_id: str | None = None,
 ) -> Outcome:
     """A successful `Outcome`, built without its dataclass `__init__` (a subclass uses its own).
 
@@ -315,6 +316,7 @@ def success_outcome(
             lang=lang,
             secrets=secrets,
             synthetic_id=synthetic_id,
+            wire_id=wire_id,
         )
     draft: Any = _OutcomeDraft()
     # Every field, in declaration order, as `__init__` would leave them.
@@ -334,7 +336,7 @@ def success_outcome(
     draft.lang = lang
     draft.secrets = secrets
     draft.synthetic_id = synthetic_id
-    draft.wire_id = None
+    draft.wire_id = wire_id
     draft.__class__ = Outcome
     return cast(Outcome, draft)
 
@@ -403,7 +405,8 @@ class Outcome:
         wire_id: For a call whose id the assembler renamed because it repeated an earlier
             call's (warning `duplicate_id`), the id the provider sent (`metadata["wire_id"]`),
             which Gemini gets back in place of `call_id`; None for every other call. Set by
-            `Toolset.validate`.
+            `Toolset.validate`, and by `success`, `failure` and `business_failure` from the
+            call given.
     """
 
     ok: bool
@@ -439,7 +442,8 @@ class Outcome:
         """A successful outcome: the call may run with `model` (or `value`, for dict tools).
 
         Args:
-            call: The call it belongs to.
+            call: The call it belongs to: the outcome takes its id, and the id the provider
+                sent for it when the assembler renamed it (`wire_id`).
             tool: The tool name.
             model: The validated Pydantic instance, for model tools.
             value: The validated arguments as plain JSON data, for dict tools.
@@ -453,7 +457,16 @@ class Outcome:
         coercions = [] if coercions is None else coercions
         synthetic = synthetic_id_of(call)
         return success_outcome(
-            call.id, tool, model, value, coercions, lang, cls, tuple(secrets), synthetic
+            call.id,
+            tool,
+            model,
+            value,
+            coercions,
+            lang,
+            cls,
+            tuple(secrets),
+            synthetic,
+            wire_id_of(call),
         )
 
     @property
@@ -544,7 +557,7 @@ class Outcome:
         """A failure with no field errors (`no_result`, `tool_failed`, ...).
 
         Args:
-            call: The call it belongs to.
+            call: The call it belongs to (its id, and `wire_id` as for `success`).
             tool: The tool name.
             error_type: The slug; `msg.<error_type>` must exist in `MESSAGES`.
             lang: Language of the message.
@@ -563,6 +576,7 @@ class Outcome:
             message=text(f"msg.{error_type}", lang),
             lang=lang,
             synthetic_id=synthetic_id_of(call),
+            wire_id=wire_id_of(call),
         )
 
     @classmethod
@@ -572,7 +586,7 @@ class Outcome:
         """A `business_error` outcome carrying the check's reasons.
 
         Args:
-            call: The call it belongs to.
+            call: The call it belongs to (its id, and `wire_id` as for `success`).
             tool: The tool name.
             reasons: Why the request was rejected.
             lang: Language of the message.
@@ -597,6 +611,7 @@ class Outcome:
             message=message,
             lang=lang,
             synthetic_id=synthetic_id_of(call),
+            wire_id=wire_id_of(call),
         )
 
 
@@ -625,24 +640,33 @@ RENAMED_END = frozenset("0123456789_")
 renamed, and its call need not be asked."""
 
 
-def with_wire_id(outcome: Outcome, call: CallLike) -> Outcome:
-    """`outcome` with `wire_id` set from `call` when the assembler renamed the call's repeated
-    id (warning `duplicate_id`, `metadata["wire_id"]`). Renames are rare: an id that cannot
-    be one (not ending in `RENAMED_END`) is passed over without asking the call anything."""
-    own = outcome.call_id
-    if not own or own[-1] not in RENAMED_END or outcome.wire_id is not None:
-        return outcome
+def wire_id_of(call: object) -> str | None:
+    """The id the provider sent for `call` when the assembler renamed it for repeating an
+    earlier call's (warning `duplicate_id`, `metadata["wire_id"]`), else None. Renames are
+    rare: an id that cannot be one (not ending in `RENAMED_END`) is passed over without
+    asking the call anything more."""
+    own: object = getattr(call, "id", None)
+    if not isinstance(own, str) or not own or own[-1] not in RENAMED_END:
+        return None
     if "duplicate_id" not in cast(Any, getattr(call, "warnings", ())):
-        return outcome
+        return None
     metadata: object = getattr(call, "metadata", None)
     wire = (
         cast(Mapping[str, object], metadata).get("wire_id")
         if isinstance(metadata, Mapping)
         else None
     )
-    if not isinstance(wire, str) or not wire or wire == own:
+    return wire if isinstance(wire, str) and wire and wire != own else None
+
+
+def with_wire_id(outcome: Outcome, call: CallLike) -> Outcome:
+    """`outcome` with `wire_id` set from `call` when the assembler renamed the call's repeated
+    id (`wire_id_of`)."""
+    own = outcome.call_id
+    if not own or own[-1] not in RENAMED_END or outcome.wire_id is not None:
         return outcome
-    return dataclasses.replace(outcome, wire_id=wire)
+    wire = wire_id_of(call)
+    return outcome if wire is None else dataclasses.replace(outcome, wire_id=wire)
 
 
 class _OutcomeDraft:
