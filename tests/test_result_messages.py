@@ -896,3 +896,95 @@ def test_outcomes_built_by_hand_from_a_renamed_call_carry_the_id_the_provider_se
     # A call that was not renamed gives none, nor does a bare id.
     assert Outcome.failure(first, "ping", "tool_failed").wire_id is None
     assert Toolset([PING]).validate(second).wire_id == "fc1"
+
+
+def _responses_repeated_call_id() -> list[ToolCall]:
+    """Two Responses function calls under one `call_id` (as a compatible server sent them),
+    items of their own: the second is renamed by the assembler."""
+    asm = Assembler()
+    for at, arguments in enumerate(('{"n": 1}', '{"n": "two"}')):
+        item = {"type": "function_call", "id": f"fc_{at}", "call_id": "call_1", "name": "ping"}
+        for event in (
+            {
+                "type": "response.output_item.added",
+                "output_index": at,
+                "item": {**item, "arguments": ""},
+            },
+            {
+                "type": "response.function_call_arguments.delta",
+                "output_index": at,
+                "item_id": f"fc_{at}",
+                "delta": arguments,
+            },
+            {
+                "type": "response.output_item.done",
+                "output_index": at,
+                "item": {**item, "arguments": arguments, "status": "completed"},
+            },
+        ):
+            asm.feed_chunk(event)
+    return asm.finish()
+
+
+def test_a_stateful_responses_continuation_answers_the_call_ids_the_provider_stored() -> None:
+    # With `previous_response_id` the API holds the turn as it sent it, both calls under
+    # `call_1`: the result sent as `call_1_1` answered no call it had.
+    from openai.types.responses import ResponseInputParam
+
+    first, second = made = _responses_repeated_call_id()
+    assert first.id == "call_1" and second.id != "call_1"
+    outcomes = Toolset([PING]).validate_all(made)
+    assert outcomes[0].ok and not outcomes[1].ok
+    style: Style = "openai-responses"
+    retry = RepairPolicy().decide(outcomes[1])
+    escalation = RepairPolicy(max_rounds=0).decide(outcomes[1])
+    proceed = RepairPolicy().decide(outcomes[0])
+    assert isinstance(proceed, Proceed)
+    answers = [
+        tool_messages(made, ["pong", outcomes[1]], style=style, stateful=True),
+        tool_messages(made, ["pong", retry], style=style, stateful=True),
+        tool_messages(made, ["pong", escalation], style=style, stateful=True),
+        [
+            outcomes[0].to_message(first, style, result="pong", stateful=True),
+            outcomes[1].to_message(second, style, stateful=True),
+        ],
+        [
+            proceed.to_message(None, style, result="pong", stateful=True),
+            outcomes[1].to_message(None, style, stateful=True),
+        ],
+        [
+            proceed.to_message(first, style, result="pong", stateful=True),
+            retry.to_message(None, style, stateful=True),
+        ],
+        [
+            Outcome.failure(first, "ping", "no_result").to_message(None, style, stateful=True),
+            escalation.to_message(second, style, stateful=True),
+        ],
+        [
+            Outcome.failure(first, "ping", "no_result").to_message(first, style, stateful=True),
+            Outcome.failure(second, "ping", "no_result").to_message(None, style, stateful=True),
+        ],
+    ]
+    for results in answers:
+        assert [m["call_id"] for m in results] == ["call_1", "call_1"]
+        _taken_by_typed_dict(ResponseInputParam, results)
+    # The two are told apart by their order, which every answer keeps.
+    assert content_of(answers[0][0]) == "pong"
+    assert json.loads(content_of(answers[0][1]))["ok"] is False
+    # Sent with the turn (`assistant_turn`, or the application's own copy under `call.id`),
+    # the results answer the distinct ids, as before.
+    plain = tool_messages(made, ["pong", outcomes[1]], style=style)
+    assert _result_ids(style, plain) == _turn_ids(style, assistant_turn(made, style=style))
+    assert _result_ids(style, plain) == ["call_1", second.id]
+
+
+@pytest.mark.parametrize("style", [s for s in STYLES if s != "openai-responses"])
+def test_stateful_is_refused_where_no_provider_stores_the_turn(style: Style) -> None:
+    made = _responses_repeated_call_id()
+    outcome = Toolset([PING]).validate(made[1])
+    with pytest.raises(ValueError, match="stateful=True is for openai-responses"):
+        tool_messages(made, [], style=style, stateful=True)
+    with pytest.raises(ValueError, match="stateful=True is for openai-responses"):
+        outcome.to_message(made[1], style, stateful=True)
+    with pytest.raises(ValueError, match="stateful=True is for openai-responses"):
+        RepairPolicy(max_rounds=0).decide(outcome).to_message(None, style, stateful=True)

@@ -404,9 +404,9 @@ class Outcome:
             `tool_messages` matches the result to its call in any order.
         wire_id: For a call whose id the assembler renamed because it repeated an earlier
             call's (warning `duplicate_id`), the id the provider sent (`metadata["wire_id"]`),
-            which Gemini gets back in place of `call_id`; None for every other call. Set by
-            `Toolset.validate`, and by `success`, `failure` and `business_failure` from the
-            call given.
+            which Gemini gets back in place of `call_id`, as does a stored Responses turn
+            (`stateful`); None for every other call. Set by `Toolset.validate`, and by
+            `success`, `failure` and `business_failure` from the call given.
     """
 
     ok: bool
@@ -501,6 +501,7 @@ class Outcome:
         result: object = _NO_RESULT,
         max_result_chars: int | None = MAX_RESULT_CHARS,
         bedrock_status: bool = True,
+        stateful: bool = False,
     ) -> dict[str, Any]:
         """The provider tool-result message for this outcome.
 
@@ -520,12 +521,16 @@ class Outcome:
                 `tool_messages` does.
             bedrock_status: Whether a Bedrock `toolResult` carries `status`; AWS documents
                 it for Anthropic Claude and Amazon Nova models only (see `wrap_message`).
+            stateful: The message continues a response the provider stored
+                (`openai-responses` with `previous_response_id`): it answers the `call_id`
+                the provider stored, `wire_id` for a call whose repeated id was renamed.
 
         Returns:
             The message dict, ready to append to the conversation.
 
         Raises:
-            ValueError: If the outcome is a success and no `result` was given.
+            ValueError: If the outcome is a success and no `result` was given, or
+                `stateful` is given with a style other than `openai-responses`.
             MisuseError: `call` is another call, or is left out for a call without an id.
         """
         if self.ok and result is _NO_RESULT:
@@ -542,6 +547,7 @@ class Outcome:
             call=answered,
             scrub=lambda said: scrubbed_text(said, arguments, self.secrets),
             bedrock_status=bedrock_status,
+            stateful=stateful,
         )
 
     @classmethod
