@@ -745,11 +745,11 @@ def test_every_id_goes_as_one_the_provider_takes_and_its_results_answer(style: S
         ("functions.ping:0", "ping", '{"n": 2}'),
         ("functions.ping;0", "ping", '{"n": 3}'),
         (long_id, "ping", '{"n": 4}'),
-        (long_id, "ping", '{"n": 5}'),  # renamed by the assembler, longer still
+        (long_id, "ping", '{"n": 5}'),  # renamed by the assembler, within 64 still
         (chat_long, "ping", '{"n": 6}'),
         (chat_long, "ping", '{"n": "seven"}'),
     )
-    assert len(made[4].id or "") > 64 and "duplicate_id" in made[4].warnings
+    assert len(made[4].id or "") == 64 and "duplicate_id" in made[4].warnings
     outcomes = Toolset([PING]).validate_all(made)
     turn = assistant_turn(made, style=style, text="Pinging.")
     results = tool_messages(made, [*range(6), outcomes[6]], style=style)
@@ -839,3 +839,152 @@ def test_gemini_gets_back_the_id_it_sent_from_a_verdict_sent_without_its_call() 
     # An id that merely looks renamed is its call's own.
     (plain,) = calls(("fc_1", "ping", '{"n": 1}'))
     assert Toolset([PING]).validate(plain).wire_id is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Renamed ids: within the provider's limits, carried by hand-built outcomes, and answered as
+# stored on a stateful Responses continuation
+
+
+@pytest.mark.parametrize(
+    ("wire", "limit"),
+    [("a" * 64, 64), ("b" * 40, 40), ("chatcmpl-tool-" + "c" * 32, 64), ("d" * 39, 40)],
+)
+def test_a_renamed_id_stays_within_every_limit_its_wire_id_was_within(
+    wire: str, limit: int
+) -> None:
+    # A repeated 64-character id was renamed `<64 characters>_1`: an application that sends
+    # its own copy of the turn under `call.id` got Bedrock's ValidationException (and a
+    # repeated 40-character one OpenAI Chat's "string too long"), and toolwire's results,
+    # which mapped the long id, answered none of its calls.
+    made = calls(*[(wire, "ping", json.dumps({"n": n})) for n in range(3)])
+    ids = [c.id or "" for c in made]
+    assert ids[0] == wire and len(set(ids)) == 3
+    assert all(len(i) <= limit for i in ids), ids
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]+", i) for i in ids)  # Anthropic's pattern
+    own_turn = {
+        "role": "assistant",
+        "content": [
+            {"toolUse": {"toolUseId": c.id, "name": c.name, "input": json.loads(c.arguments)}}
+            for c in made
+        ],
+    }
+    results = tool_messages(made, [1, 2, 3], style="bedrock-converse")
+    assert [m["toolResult"]["toolUseId"] for m in results] == ids
+    user = {"role": "user", "content": [{"text": "Ping them."}]}
+    assert _bedrock_request_errors([user, own_turn, {"role": "user", "content": results}]) == ""
+    for style in ("openai-chat", "anthropic"):
+        assert _result_ids(style, tool_messages(made, [1, 2, 3], style=style)) == ids
+        assert _turn_ids(style, assistant_turn(made, style=style)) == ids
+
+
+def test_outcomes_built_by_hand_from_a_renamed_call_carry_the_id_the_provider_sent() -> None:
+    # `Outcome.success`, `failure` and `business_failure` took the renamed id alone: sent
+    # without the call, their message answered Gemini with `fc1_1`, an id it never sent.
+    first, second = _gemini_repeated_id()
+    built = [
+        Outcome.success(second, "ping", value={"n": 2}),
+        Outcome.failure(second, "ping", "tool_failed"),
+        Outcome.business_failure(second, "ping", ["not now"]),
+    ]
+    for outcome in built:
+        assert (outcome.call_id, outcome.wire_id) == (second.id, "fc1")
+        result = {"result": 2} if outcome.ok else {}
+        alone = outcome.to_message(None, "gemini", **result)
+        assert alone == outcome.to_message(second, "gemini", **result)
+        assert alone["functionResponse"]["id"] == "fc1"
+    # A call that was not renamed gives none, nor does a bare id.
+    assert Outcome.failure(first, "ping", "tool_failed").wire_id is None
+    assert Toolset([PING]).validate(second).wire_id == "fc1"
+
+
+def _responses_repeated_call_id() -> list[ToolCall]:
+    """Two Responses function calls under one `call_id` (as a compatible server sent them),
+    items of their own: the second is renamed by the assembler."""
+    asm = Assembler()
+    for at, arguments in enumerate(('{"n": 1}', '{"n": "two"}')):
+        item = {"type": "function_call", "id": f"fc_{at}", "call_id": "call_1", "name": "ping"}
+        for event in (
+            {
+                "type": "response.output_item.added",
+                "output_index": at,
+                "item": {**item, "arguments": ""},
+            },
+            {
+                "type": "response.function_call_arguments.delta",
+                "output_index": at,
+                "item_id": f"fc_{at}",
+                "delta": arguments,
+            },
+            {
+                "type": "response.output_item.done",
+                "output_index": at,
+                "item": {**item, "arguments": arguments, "status": "completed"},
+            },
+        ):
+            asm.feed_chunk(event)
+    return asm.finish()
+
+
+def test_a_stateful_responses_continuation_answers_the_call_ids_the_provider_stored() -> None:
+    # With `previous_response_id` the API holds the turn as it sent it, both calls under
+    # `call_1`: the result sent as `call_1_1` answered no call it had.
+    from openai.types.responses import ResponseInputParam
+
+    first, second = made = _responses_repeated_call_id()
+    assert first.id == "call_1" and second.id != "call_1"
+    outcomes = Toolset([PING]).validate_all(made)
+    assert outcomes[0].ok and not outcomes[1].ok
+    style: Style = "openai-responses"
+    retry = RepairPolicy().decide(outcomes[1])
+    escalation = RepairPolicy(max_rounds=0).decide(outcomes[1])
+    proceed = RepairPolicy().decide(outcomes[0])
+    assert isinstance(proceed, Proceed)
+    answers = [
+        tool_messages(made, ["pong", outcomes[1]], style=style, stateful=True),
+        tool_messages(made, ["pong", retry], style=style, stateful=True),
+        tool_messages(made, ["pong", escalation], style=style, stateful=True),
+        [
+            outcomes[0].to_message(first, style, result="pong", stateful=True),
+            outcomes[1].to_message(second, style, stateful=True),
+        ],
+        [
+            proceed.to_message(None, style, result="pong", stateful=True),
+            outcomes[1].to_message(None, style, stateful=True),
+        ],
+        [
+            proceed.to_message(first, style, result="pong", stateful=True),
+            retry.to_message(None, style, stateful=True),
+        ],
+        [
+            Outcome.failure(first, "ping", "no_result").to_message(None, style, stateful=True),
+            escalation.to_message(second, style, stateful=True),
+        ],
+        [
+            Outcome.failure(first, "ping", "no_result").to_message(first, style, stateful=True),
+            Outcome.failure(second, "ping", "no_result").to_message(None, style, stateful=True),
+        ],
+    ]
+    for results in answers:
+        assert [m["call_id"] for m in results] == ["call_1", "call_1"]
+        _taken_by_typed_dict(ResponseInputParam, results)
+    # The two are told apart by their order, which every answer keeps.
+    assert content_of(answers[0][0]) == "pong"
+    assert json.loads(content_of(answers[0][1]))["ok"] is False
+    # Sent with the turn (`assistant_turn`, or the application's own copy under `call.id`),
+    # the results answer the distinct ids, as before.
+    plain = tool_messages(made, ["pong", outcomes[1]], style=style)
+    assert _result_ids(style, plain) == _turn_ids(style, assistant_turn(made, style=style))
+    assert _result_ids(style, plain) == ["call_1", second.id]
+
+
+@pytest.mark.parametrize("style", [s for s in STYLES if s != "openai-responses"])
+def test_stateful_is_refused_where_no_provider_stores_the_turn(style: Style) -> None:
+    made = _responses_repeated_call_id()
+    outcome = Toolset([PING]).validate(made[1])
+    with pytest.raises(ValueError, match="stateful=True is for openai-responses"):
+        tool_messages(made, [], style=style, stateful=True)
+    with pytest.raises(ValueError, match="stateful=True is for openai-responses"):
+        outcome.to_message(made[1], style, stateful=True)
+    with pytest.raises(ValueError, match="stateful=True is for openai-responses"):
+        RepairPolicy(max_rounds=0).decide(outcome).to_message(None, style, stateful=True)

@@ -208,7 +208,10 @@ class ToolCall:
     Attributes:
         ordinal: Dense position in order of first appearance, from 0.
         index: The wire index of the call's first delta (may be None).
-        id: The call id (made unique within the stream), if the provider sent one.
+        id: The call id, if the provider sent one, made unique within the stream: a repeated
+            one is renamed `<id>_<ordinal>` (warning `duplicate_id`, the id sent in
+            `metadata["wire_id"]`), cut to stay within the 40 or 64 characters the id sent
+            was within, so that the provider it came from takes it back.
         name: The tool name.
         type: The call type (`function`), if sent; `custom` for a Responses custom tool's call,
             whose `arguments` are its free-form input, never read as JSON: it ends as a

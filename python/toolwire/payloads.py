@@ -779,6 +779,7 @@ def wrap_message(
     is_error: bool,
     call: Named | None = None,
     bedrock_status: bool = True,
+    stateful: bool = False,
 ) -> dict[str, Any]:
     """Wrap payload text in the provider's tool-result message shape.
 
@@ -810,13 +811,19 @@ def wrap_message(
             `error`). AWS documents it for Anthropic Claude and Amazon Nova models only, and
             other models may refuse a request with it: pass False for them. A failure is
             then told by its content, toolwire's error payload (`{"ok":false,...}`).
+        stateful: The result continues a response the provider stored (`openai-responses`
+            with `previous_response_id`): it answers `call` by the `call_id` the provider
+            sent, which for a call whose repeated id the assembler renamed is its wire id
+            (`metadata["wire_id"]`), not `call_id`. The other shapes have no stored turn.
 
     Returns:
         The message dict.
 
     Raises:
-        ValueError: On an unknown style.
+        ValueError: On an unknown style, or `stateful` with a style other than
+            `openai-responses`.
     """
+    _check_stateful(style, stateful)
     if style in _ID_RULES:
         call_id = sent_id(call_id, style)
     if style == "openai-chat":
@@ -825,7 +832,8 @@ def wrap_message(
         # A custom tool's call (free-form input) takes its own output item type: the API
         # refuses a `function_call_output` for it.
         kind = "custom_tool_call_output" if is_free_form(call) else "function_call_output"
-        return {"type": kind, "call_id": call_id, "output": content}
+        output = {"type": kind, "call_id": call_id, "output": content}
+        return _as_stored(output, _provider_id(call)) if stateful and call is not None else output
     if style == "anthropic":
         message: dict[str, Any] = {
             "type": "tool_result",
@@ -844,7 +852,7 @@ def wrap_message(
             return {"text": content}
         response: dict[str, Any] = {"name": name}
         if call is None or call.id:
-            response["id"] = _gemini_id(call) if call is not None else call_id
+            response["id"] = _provider_id(call) if call is not None else call_id
         response["response"] = {"error" if is_error else "output": content}
         return {"functionResponse": response}
     if style == "bedrock-converse":
@@ -875,9 +883,9 @@ _DIGEST_CHARS = 16
 def sent_id(call_id: str, style: Style) -> str:
     """The id a call goes under in `style`'s request, in its turn and in its result alike:
     `call_id` itself when the provider takes it, else one it takes. An id can be one a
-    provider refuses: longer than Bedrock's 64 characters (a long wire id, or one the
-    assembler renamed for repeating an earlier call's, which grows by a suffix), or with
-    characters Anthropic or Bedrock refuse (an OpenAI-compatible server's
+    provider refuses: longer than Bedrock's 64 characters (a long wire id sent on from another
+    provider; the assembler's rename of a repeated id keeps within the limits its wire id
+    was within), or with characters Anthropic or Bedrock refuse (an OpenAI-compatible server's
     `functions.get_weather:0`, say, when its calls are sent on to another provider). Such an
     id goes as its allowed characters (any other one `_`), cut to fit, then `_` and a digest
     of the whole id: the same id always goes the same way, and two ids go as two.
@@ -904,14 +912,42 @@ def sent_id(call_id: str, style: Style) -> str:
     return f"{stem}_{digest[:_DIGEST_CHARS]}"
 
 
-def _gemini_id(call: Named) -> str | None:
-    """The id Gemini sent with a call, which its `functionCall` and `functionResponse` carry
-    back: a wire id the assembler renamed because it repeated an earlier call's (warning
-    `duplicate_id`, `metadata["wire_id"]`) goes back as Gemini sent it, since Gemini never saw
-    the new one, and the calls that share it are told apart by their order; None for a call
-    without an id."""
+def _provider_id(call: Named) -> str | None:
+    """The id the provider sent with a call, which Gemini's `functionCall` and
+    `functionResponse` carry back, as does a result for a stored Responses turn (`stateful`):
+    a wire id the assembler renamed because it repeated an earlier call's (warning
+    `duplicate_id`, `metadata["wire_id"]`) goes back as the provider sent it, since it never
+    saw the new one, and the calls that share it are told apart by their order; None for a
+    call without an id."""
     wire = _metadata(call).get("wire_id")
     return wire if isinstance(wire, str) and wire else call.id
+
+
+def _check_stateful(style: Style, stateful: bool) -> None:
+    """Refuse `stateful` for a style without stored turns.
+
+    With `previous_response_id`, the Responses API holds the model's turn as it sent it, so a
+    result must answer the `call_id` it stored: for a call whose repeated id the assembler
+    renamed, the wire id, which the new id (what a turn sent back by `assistant_turn`
+    pairs with) would not match. The other shapes are sent whole with every request, so
+    their results answer the turn sent with them.
+
+    Raises:
+        ValueError: `stateful` for a style other than `openai-responses`.
+    """
+    if stateful and style != "openai-responses":
+        raise ValueError(
+            "stateful=True is for openai-responses (a continuation by previous_response_id), "
+            f"not {style!r}: its turn is sent with the request"
+        )
+
+
+def _as_stored(message: dict[str, Any], wire_id: str | None) -> dict[str, Any]:
+    """`message`, an `openai-responses` result, answering its call by `wire_id`, the
+    `call_id` the provider stored it under (`stateful`), when there is one."""
+    if wire_id:
+        message["call_id"] = wire_id
+    return message
 
 
 def _status_kept(message: dict[str, Any], bedrock_status: bool) -> dict[str, Any]:
@@ -1190,6 +1226,7 @@ def message_for(
     call: Named | None = None,
     scrub: Callable[[str], str] | None = None,
     bedrock_status: bool = True,
+    stateful: bool = False,
 ) -> dict[str, Any]:
     """The tool-result message for one outcome (with the tool's result when it succeeded).
 
@@ -1200,12 +1237,15 @@ def message_for(
     `ExecutionResult` gives the executor's payload, as in `tool_messages`. `call` is the call
     answered (Gemini's response carries its name as the model sent it), by default one named
     as the outcome's tool, with the id `call_id`. `scrub` hides the call's secret arguments in
-    the reasons of a `BusinessRuleError` given as the result. `bedrock_status` as in
-    `wrap_message`."""
-    return _status_kept(
-        _message_for(style, call_id, outcome, attempt, result, max_result_chars, call, scrub),
-        bedrock_status,
-    )
+    the reasons of a `BusinessRuleError` given as the result. `bedrock_status` and
+    `stateful` as in `wrap_message` (without `call`, `stateful` answers the outcome's
+    `wire_id`)."""
+    _check_stateful(style, stateful)
+    message = _message_for(style, call_id, outcome, attempt, result, max_result_chars, call, scrub)
+    if stateful:
+        # After the message is made, which checks an `ExecutionResult` against `call_id`.
+        _as_stored(message, outcome.wire_id if call is None else _provider_id(call))
+    return _status_kept(message, bedrock_status)
 
 
 def _message_for(
@@ -1504,6 +1544,7 @@ def tool_messages(
     max_result_chars: int | None = MAX_RESULT_CHARS,
     toolset: Toolset | None = None,
     bedrock_status: bool = True,
+    stateful: bool = False,
 ) -> list[dict[str, Any]]:
     """Exactly one tool-result message per call id, in call order; none is ever missing.
 
@@ -1556,12 +1597,18 @@ def tool_messages(
             AWS documents it for Anthropic Claude and Amazon Nova models only: pass False
             for the others. A failure is then told by its content, toolwire's error payload
             (`{"ok":false,...}`).
+        stateful: The results continue a response the provider stored (`openai-responses`
+            with `previous_response_id`, the turn not sent again): each answers the
+            `call_id` the provider stored, a renamed call's wire id
+            (`metadata["wire_id"]`), so two calls that shared one are both answered under
+            it, in their order. Without it they answer the ids `assistant_turn` sends.
 
     Returns:
         The messages, one per distinct call id.
 
     Raises:
-        ValueError: `max_result_chars` is not a positive int or None.
+        ValueError: `max_result_chars` is not a positive int or None, or `stateful` is
+            given with a style other than `openai-responses`.
         MisuseError: An entry matches no call, two entries answer one call, or an entry's own
             call id is not the call its key or position gives it.
     """
@@ -1569,6 +1616,7 @@ def tool_messages(
     from toolwire.validation import Outcome, shown_text
 
     check_cap(max_result_chars)
+    _check_stateful(style, stateful)
     if isinstance(lang, _ToolsetLang):
         # The payloads read as the toolset's own do (an exception's `tool_failed` as the
         # outcome's `to_message(result=exc)`); an explicit None is still refused below.
@@ -1634,7 +1682,7 @@ def tool_messages(
                 if toolset is None
                 else functools.partial(toolset.scrub, cast(Any, call)),
             )
-        answered[call_id] = message
+        answered[call_id] = _as_stored(message, _provider_id(call)) if stateful else message
     return [_status_kept(message, bedrock_status) for message in answered.values()]
 
 
@@ -1832,7 +1880,7 @@ def _gemini_call(call: _SentCall) -> dict[str, Any]:
     if call.name:
         function: dict[str, Any] = {"name": call.name, "args": _arguments_object(call)}
         if call.id:
-            function["id"] = _gemini_id(call)
+            function["id"] = _provider_id(call)
         part = {"functionCall": function}
     else:
         # A `functionCall` needs a name, and Gemini pairs responses with calls by name: the

@@ -80,13 +80,14 @@ class Proceed:
         result: object,
         max_result_chars: int | None = MAX_RESULT_CHARS,
         bedrock_status: bool = True,
+        stateful: bool = False,
     ) -> dict[str, Any]:
         """The tool-result message carrying what the tool returned, as
         `Outcome.to_message` writes it: an `ExecutionResult` gives the executor's payload, an
         exception the tool raised a failure (`BusinessRuleError` with its reasons), a result
         that cannot be written an `invalid_result` error and one longer than
-        `max_result_chars` (None: no cap) a `result_too_large` error. `call` and
-        `bedrock_status` as in `Outcome.to_message`."""
+        `max_result_chars` (None: no cap) a `result_too_large` error. `call`,
+        `bedrock_status` and `stateful` as in `Outcome.to_message`."""
         return self.outcome.to_message(
             call,
             style,
@@ -94,6 +95,7 @@ class Proceed:
             result=result,
             max_result_chars=max_result_chars,
             bedrock_status=bedrock_status,
+            stateful=stateful,
         )
 
 
@@ -118,16 +120,18 @@ class Retry:
         *,
         max_result_chars: int | None = MAX_RESULT_CHARS,
         bedrock_status: bool = True,
+        stateful: bool = False,
     ) -> dict[str, Any]:
         """The error payload for this attempt, in the provider's message shape, as
         `tool_messages` sends it: one longer than `max_result_chars` (None: no cap) without
-        its details. `call` and `bedrock_status` as in `Outcome.to_message`."""
+        its details. `call`, `bedrock_status` and `stateful` as in `Outcome.to_message`."""
         return self.outcome.to_message(
             call,
             style,
             attempt=self.attempt,
             max_result_chars=max_result_chars,
             bedrock_status=bedrock_status,
+            stateful=stateful,
         )
 
 
@@ -163,14 +167,21 @@ class Escalation:
         *,
         max_result_chars: int | None = MAX_RESULT_CHARS,
         bedrock_status: bool = True,
+        stateful: bool = False,
     ) -> dict[str, Any]:
         """The final tool-result message: what went wrong and that the model must stop, as
-        `tool_messages` sends it (`content`). `call` and `bedrock_status` as in
+        `tool_messages` sends it (`content`). `call`, `bedrock_status` and `stateful` as in
         `Outcome.to_message`."""
         call_id, answered = answered_call(self.outcome, call)
         content = self.content(max_result_chars=max_result_chars)
         return wrap_message(
-            style, call_id, content, is_error=True, call=answered, bedrock_status=bedrock_status
+            style,
+            call_id,
+            content,
+            is_error=True,
+            call=answered,
+            bedrock_status=bedrock_status,
+            stateful=stateful,
         )
 
     def content(self, *, max_result_chars: int | None = MAX_RESULT_CHARS) -> str:

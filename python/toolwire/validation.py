@@ -293,6 +293,7 @@ def success_outcome(
     cls: type[Outcome] | None = None,
     secrets: tuple[SecretStr, ...] = (),
     synthetic_id: str | None = None,
+    wire_id: str | None = None,
 ) -> Outcome:
     """A successful `Outcome`, built without its dataclass `__init__` (a subclass uses its own).
 
@@ -315,6 +316,7 @@ def success_outcome(
             lang=lang,
             secrets=secrets,
             synthetic_id=synthetic_id,
+            wire_id=wire_id,
         )
     draft: Any = _OutcomeDraft()
     # Every field, in declaration order, as `__init__` would leave them.
@@ -334,7 +336,7 @@ def success_outcome(
     draft.lang = lang
     draft.secrets = secrets
     draft.synthetic_id = synthetic_id
-    draft.wire_id = None
+    draft.wire_id = wire_id
     draft.__class__ = Outcome
     return cast(Outcome, draft)
 
@@ -402,8 +404,9 @@ class Outcome:
             `tool_messages` matches the result to its call in any order.
         wire_id: For a call whose id the assembler renamed because it repeated an earlier
             call's (warning `duplicate_id`), the id the provider sent (`metadata["wire_id"]`),
-            which Gemini gets back in place of `call_id`; None for every other call. Set by
-            `Toolset.validate`.
+            which Gemini gets back in place of `call_id`, as does a stored Responses turn
+            (`stateful`); None for every other call. Set by `Toolset.validate`, and by
+            `success`, `failure` and `business_failure` from the call given.
     """
 
     ok: bool
@@ -439,7 +442,8 @@ class Outcome:
         """A successful outcome: the call may run with `model` (or `value`, for dict tools).
 
         Args:
-            call: The call it belongs to.
+            call: The call it belongs to: the outcome takes its id, and the id the provider
+                sent for it when the assembler renamed it (`wire_id`).
             tool: The tool name.
             model: The validated Pydantic instance, for model tools.
             value: The validated arguments as plain JSON data, for dict tools.
@@ -453,7 +457,16 @@ class Outcome:
         coercions = [] if coercions is None else coercions
         synthetic = synthetic_id_of(call)
         return success_outcome(
-            call.id, tool, model, value, coercions, lang, cls, tuple(secrets), synthetic
+            call.id,
+            tool,
+            model,
+            value,
+            coercions,
+            lang,
+            cls,
+            tuple(secrets),
+            synthetic,
+            wire_id_of(call),
         )
 
     @property
@@ -488,6 +501,7 @@ class Outcome:
         result: object = _NO_RESULT,
         max_result_chars: int | None = MAX_RESULT_CHARS,
         bedrock_status: bool = True,
+        stateful: bool = False,
     ) -> dict[str, Any]:
         """The provider tool-result message for this outcome.
 
@@ -507,12 +521,16 @@ class Outcome:
                 `tool_messages` does.
             bedrock_status: Whether a Bedrock `toolResult` carries `status`; AWS documents
                 it for Anthropic Claude and Amazon Nova models only (see `wrap_message`).
+            stateful: The message continues a response the provider stored
+                (`openai-responses` with `previous_response_id`): it answers the `call_id`
+                the provider stored, `wire_id` for a call whose repeated id was renamed.
 
         Returns:
             The message dict, ready to append to the conversation.
 
         Raises:
-            ValueError: If the outcome is a success and no `result` was given.
+            ValueError: If the outcome is a success and no `result` was given, or
+                `stateful` is given with a style other than `openai-responses`.
             MisuseError: `call` is another call, or is left out for a call without an id.
         """
         if self.ok and result is _NO_RESULT:
@@ -529,6 +547,7 @@ class Outcome:
             call=answered,
             scrub=lambda said: scrubbed_text(said, arguments, self.secrets),
             bedrock_status=bedrock_status,
+            stateful=stateful,
         )
 
     @classmethod
@@ -544,7 +563,7 @@ class Outcome:
         """A failure with no field errors (`no_result`, `tool_failed`, ...).
 
         Args:
-            call: The call it belongs to.
+            call: The call it belongs to (its id, and `wire_id` as for `success`).
             tool: The tool name.
             error_type: The slug; `msg.<error_type>` must exist in `MESSAGES`.
             lang: Language of the message.
@@ -563,6 +582,7 @@ class Outcome:
             message=text(f"msg.{error_type}", lang),
             lang=lang,
             synthetic_id=synthetic_id_of(call),
+            wire_id=wire_id_of(call),
         )
 
     @classmethod
@@ -572,7 +592,7 @@ class Outcome:
         """A `business_error` outcome carrying the check's reasons.
 
         Args:
-            call: The call it belongs to.
+            call: The call it belongs to (its id, and `wire_id` as for `success`).
             tool: The tool name.
             reasons: Why the request was rejected.
             lang: Language of the message.
@@ -597,6 +617,7 @@ class Outcome:
             message=message,
             lang=lang,
             synthetic_id=synthetic_id_of(call),
+            wire_id=wire_id_of(call),
         )
 
 
@@ -620,28 +641,38 @@ def with_synthetic_id(outcome: Outcome, call: CallLike) -> Outcome:
 
 
 RENAMED_END = frozenset("0123456789_")
-"""The characters an id the assembler renamed can end with (`<wire id>_<ordinal>`, then `_`s):
-an id ending otherwise was not renamed, and its call need not be asked."""
+"""The characters an id the assembler renamed can end with (`<wire id>_<ordinal>`, or
+`..._<ordinal>_<n>`; `_` in the renames of earlier versions): an id ending otherwise was not
+renamed, and its call need not be asked."""
 
 
-def with_wire_id(outcome: Outcome, call: CallLike) -> Outcome:
-    """`outcome` with `wire_id` set from `call` when the assembler renamed the call's repeated
-    id (warning `duplicate_id`, `metadata["wire_id"]`). Renames are rare: an id that cannot
-    be one (not ending in `RENAMED_END`) is passed over without asking the call anything."""
-    own = outcome.call_id
-    if not own or own[-1] not in RENAMED_END or outcome.wire_id is not None:
-        return outcome
+def wire_id_of(call: object) -> str | None:
+    """The id the provider sent for `call` when the assembler renamed it for repeating an
+    earlier call's (warning `duplicate_id`, `metadata["wire_id"]`), else None. Renames are
+    rare: an id that cannot be one (not ending in `RENAMED_END`) is passed over without
+    asking the call anything more."""
+    own: object = getattr(call, "id", None)
+    if not isinstance(own, str) or not own or own[-1] not in RENAMED_END:
+        return None
     if "duplicate_id" not in cast(Any, getattr(call, "warnings", ())):
-        return outcome
+        return None
     metadata: object = getattr(call, "metadata", None)
     wire = (
         cast(Mapping[str, object], metadata).get("wire_id")
         if isinstance(metadata, Mapping)
         else None
     )
-    if not isinstance(wire, str) or not wire or wire == own:
+    return wire if isinstance(wire, str) and wire and wire != own else None
+
+
+def with_wire_id(outcome: Outcome, call: CallLike) -> Outcome:
+    """`outcome` with `wire_id` set from `call` when the assembler renamed the call's repeated
+    id (`wire_id_of`)."""
+    own = outcome.call_id
+    if not own or own[-1] not in RENAMED_END or outcome.wire_id is not None:
         return outcome
-    return dataclasses.replace(outcome, wire_id=wire)
+    wire = wire_id_of(call)
+    return outcome if wire is None else dataclasses.replace(outcome, wire_id=wire)
 
 
 class _OutcomeDraft:

@@ -2948,8 +2948,7 @@ pub fn synthetic_id(ordinal: usize) -> String {
 /// For each call, the id it gets in place of its wire id, if it needs one: a wire id that an
 /// earlier call used, or one equal to the synthetic id of a call without an id, would make two
 /// calls answer to one id (a provider refuses a turn with an unanswered call). The new id is
-/// the wire id and the call's ordinal, with `_` appended until no id of the turn has it.
-/// Empty when no call needs one.
+/// [`renamed_id`]. Empty when no call needs one.
 fn renamed_ids(calls: &[Call]) -> Vec<Option<String>> {
     let idless = calls.iter().any(|c| c.id.is_none());
     let posing = |id: &str| idless && is_synthetic_of_idless(calls, id);
@@ -2981,14 +2980,52 @@ fn renamed_ids(calls: &[Call]) -> Vec<Option<String>> {
         .collect();
     for ordinal in flagged {
         let wire = calls[ordinal].id.as_deref().unwrap_or_default();
-        let mut id = format!("{wire}_{ordinal}");
-        while taken.contains(&id) {
-            id.push('_');
-        }
+        let id = renamed_id(wire, ordinal, &taken);
         taken.insert(id.clone());
         out[ordinal] = Some(id);
     }
     out
+}
+
+/// The length limits on a call id that the providers set, in characters, shortest first:
+/// OpenAI's Chat API refuses a `tool_calls[].id` over 40 ("string too long"), Bedrock a
+/// `toolUseId` over 64 (its service model), OpenAI's Responses API an `input[].call_id` over 64
+/// (`string_above_max_length`, AnswerDotAI/fastllm#45).
+const ID_LENGTH_LIMITS: [usize; 2] = [40, 64];
+
+/// The new id of the call `ordinal` whose wire id `wire` another call of the turn has, none of
+/// `taken`: `<wire>_<ordinal>`, then `<wire>_<ordinal>_<n>` for the first free `n`. The
+/// assembler does not know which provider the id goes back to (an application may send its
+/// own copy of the turn with it), so the new id keeps every rule the wire id kept: it adds
+/// only `_` and digits, which every provider's pattern allows, and it is never longer than
+/// the shortest limit in [`ID_LENGTH_LIMITS`] that the wire id is within (the wire id is cut
+/// to make room), nor, past them all, than the wire id itself.
+fn renamed_id(wire: &str, ordinal: usize, taken: &std::collections::HashSet<String>) -> String {
+    let length = wire.chars().count();
+    let cap = ID_LENGTH_LIMITS
+        .into_iter()
+        .find(|&limit| length <= limit)
+        .unwrap_or(length);
+    // Every `n` gives an id of its own (the text after its last `_`), so one of the first
+    // `taken.len() + 1` is free.
+    let mut n = 0_usize;
+    loop {
+        let suffix = if n == 0 {
+            format!("_{ordinal}")
+        } else {
+            format!("_{ordinal}_{n}")
+        };
+        let room = cap.saturating_sub(suffix.len());
+        let stem = wire
+            .char_indices()
+            .nth(room)
+            .map_or(wire, |(at, _)| &wire[..at]);
+        let id = format!("{stem}{suffix}");
+        if !taken.contains(&id) {
+            return id;
+        }
+        n += 1;
+    }
 }
 
 /// Whether `id` is the synthetic id of some call that has no wire id.
@@ -3657,6 +3694,45 @@ mod tests {
             assert_eq!(unique.len(), ids.len(), "{ids:?}");
             assert!(renamed[0].is_none() || wire[0].is_none() || wire[1].is_none());
         }
+    }
+
+    #[test]
+    fn renamed_ids_stay_within_every_length_limit_their_wire_id_was_within() {
+        // A repeated 64-character id was renamed `<64>_1`, past Bedrock's `toolUseId` limit;
+        // a repeated 40-character one past OpenAI Chat's.
+        let (chat, past_chat) = ("c".repeat(40), "p".repeat(41));
+        let (bedrock, long) = ("b".repeat(64), "l".repeat(70));
+        for (wire, cap) in [
+            (chat.as_str(), 40),
+            (&chat[..39], 40),
+            (past_chat.as_str(), 64),
+            (bedrock.as_str(), 64),
+            (long.as_str(), 70),
+            ("\u{e9}".repeat(40).as_str(), 40),
+        ] {
+            // The cut ids collide with calls of their own, and `_1` with a wire id too.
+            let cut: String = wire.chars().take(cap - 2).collect();
+            let ids = [wire, wire, wire, &format!("{cut}_1"), &format!("{cut}_2")];
+            let calls: Vec<Call> = ids.iter().map(|id| call_with_id(Some(id))).collect();
+            let renamed = renamed_ids(&calls);
+            let mut all: Vec<&str> = ids.to_vec();
+            for (ordinal, new) in renamed.iter().enumerate() {
+                if let Some(new) = new {
+                    assert!(new.chars().count() <= cap, "{new} past {cap}");
+                    assert!(new.starts_with(&cut[..cut.len().min(20)]), "{new}");
+                    all[ordinal] = new;
+                }
+            }
+            assert!(renamed[1].is_some() && renamed[2].is_some(), "{renamed:?}");
+            let unique: std::collections::HashSet<&&str> = all.iter().collect();
+            assert_eq!(unique.len(), all.len(), "{all:?}");
+        }
+        // A short id keeps its readable form.
+        let calls: Vec<Call> = ["fc1", "fc1"]
+            .iter()
+            .map(|id| call_with_id(Some(id)))
+            .collect();
+        assert_eq!(renamed_ids(&calls), [None, Some("fc1_1".to_owned())]);
     }
 
     #[test]
