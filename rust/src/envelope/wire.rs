@@ -24,7 +24,8 @@
 //!   earlier value of any type is dropped unread, as Python drops it. Strings and indexes are
 //!   read through their raw text anyway, so deferring costs them nothing.
 //! - Keys are compared once unescaped (`"\u0074ype"` is `type`, as in Python); unknown keys are
-//!   skipped. Only a JSON object is read: the derive would also take an array as the fields in
+//!   skipped, and noted where a struct asks (`..other`: a Chat tool-call entry, whose other
+//!   members the SDK keeps). Only a JSON object is read: the derive would also take an array as the fields in
 //!   order, which no SDK does.
 
 use std::fmt;
@@ -38,6 +39,9 @@ use serde_json::value::RawValue;
 /// it gets `None` when the member is absent (JSON `null` is `Some("null")`). Fields after a
 /// `;` are the struct's own, not read from the event: they start as their `Default`. A member
 /// read directly is an `Option<&RawValue>` or an `Option<T>` of a [`Direct`] `T` ([`Read`]).
+/// `; ..other` (first after the `;`) declares a `bool` field that is true when the object had a
+/// member of another name: only a flag, so that reading such members costs nothing until one
+/// comes, when the reader can read the object again for them.
 macro_rules! wire_struct {
     (
         $(#[$meta:meta])*
@@ -48,6 +52,7 @@ macro_rules! wire_struct {
             ),* $(,)?
             $(
                 ;
+                $( .. $(#[$ometa:meta])* $other:ident $(,)? )?
                 $( $(#[$lmeta:meta])* $local:ident : $lty:ty ),* $(,)?
             )?
         }
@@ -55,6 +60,7 @@ macro_rules! wire_struct {
         $(#[$meta])*
         $vis struct $name<$lt> {
             $( $(#[$fmeta])* $field: $ty, )*
+            $($( $(#[$ometa])* $other: bool, )?)?
             $($( $(#[$lmeta])* $local: $lty, )*)?
         }
 
@@ -94,6 +100,8 @@ macro_rules! wire_struct {
                 }
 
                 $( let mut $field = wire_struct!(@empty $lt $ty $(, $read)?); )*
+                // Read only by a struct that declares `..other`; a dead store otherwise.
+                let mut other = false;
                 while let Some(Key(key)) = map.next_key()? {
                     match key {
                         $( Some($key) => {
@@ -107,12 +115,15 @@ macro_rules! wire_struct {
                             return Ok(None);
                         }
                         _ => {
+                            other = true;
                             map.next_value::<serde::de::IgnoredAny>()?;
                         }
                     }
                 }
+                let _ = other;
                 Ok(Some($name {
                     $( $field: wire_struct!(@field A $field $ty $(, $read)?), )*
+                    $($( $other: other, )?)?
                     $($( $local: <$lty as Default>::default(), )*)?
                 }))
             }
