@@ -75,3 +75,33 @@ def test_reasoning_it_cannot_send_is_refused() -> None:
     assert assistant_turn(made, style="anthropic", reasoning=None) == assistant_turn(
         made, style="anthropic"
     )
+
+
+ITEM = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}
+CONVERSE = {"reasoningContent": {"redactedContent": b"secret"}}
+
+
+def test_each_style_takes_its_own_reasoning_and_only_that() -> None:
+    made = calls(("call_1", "ping", "{}"))
+    # Responses items and Bedrock blocks go first too, copied.
+    items = assistant_turn(made, style="openai-responses", text="Hi.", reasoning=[ITEM])
+    assert [item.get("type", "message") for item in items] == [
+        "reasoning",
+        "message",
+        "function_call",
+    ]
+    assert items[0] == ITEM and items[0]["summary"] is not ITEM["summary"]
+    (turn,) = assistant_turn(made, style="bedrock-converse", reasoning=[CONVERSE])
+    assert turn["content"][0] == CONVERSE and "toolUse" in turn["content"][1]
+    # Another provider's block would be refused by the API: it is refused here.
+    for style, block in [
+        ("openai-responses", THINKING),
+        ("anthropic", ITEM),
+        ("bedrock-converse", ITEM),
+        ("bedrock-converse", {**CONVERSE, "text": "two members"}),
+        ("bedrock-converse", {}),
+    ]:
+        with pytest.raises(TypeError, match=r"reasoning\[0\] is no"):
+            assistant_turn(made, style=style, reasoning=[block])
+    with pytest.raises(ValueError, match="not 'gemini'"):
+        assistant_turn(made, style="gemini", reasoning=[ITEM])

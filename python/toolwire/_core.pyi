@@ -468,8 +468,8 @@ class Assembler:
             what changed, without a `drain_progress` call per fragment. Turns `track_progress`
             on; `drain_progress` then returns nothing. The list must not hold the assembler.
         max_calls: Most calls one response may start (at least 1).
-        max_stream_bytes: Most bytes of argument text, all calls together, of Anthropic
-            thinking blocks (`reasoning`), and on the raw SSE path of assistant text, one
+        max_stream_bytes: Most bytes of argument text, all calls together, of the reasoning
+            kept (`reasoning`), and on the raw SSE path of assistant text, one
             response may send (at least 1). A response past either
             limit is refused whole: nothing more of it is kept, every call fails `too_large`
             (none runs), and `stream_errors` has a `stream_limit` entry.
@@ -678,18 +678,30 @@ class Assembler:
     def usage(self) -> dict[str, Any] | None:
         """The last usage object seen on the raw SSE path."""
     @property
-    def reasoning(self) -> list[dict[str, str]]:
-        """Anthropic's extended-thinking blocks, on both paths (`feed_sse`, `feed_chunk`): each
-        `thinking` block (`{"type": "thinking", "thinking": ..., "signature": ...}`) and
-        `redacted_thinking` block (`{"type": "redacted_thinking", "data": ...}`) that ended
-        whole so far, in block order, as the next request must send them back before the
-        turn's tool calls (`assistant_turn(..., reasoning=...)`).
+    def reasoning(self) -> list[dict[str, Any]]:
+        """The reasoning the next request must send back before the turn's tool calls
+        (`assistant_turn(..., reasoning=...)`), on every path of its format, in output order,
+        as the provider takes it back:
 
-        A block is kept once its `content_block_stop` came, a `thinking` block only if signed:
-        one cut off (the stream ended first) or unsigned is left out. A thinking text's bytes
-        count toward `max_stream_bytes` as assistant text does, from its first delta; a
-        response past the limit keeps no block that had not ended by then. A response replayed
-        from its `message_start` lets its first rendition's blocks go. A new list each time.
+        - Anthropic (`feed_sse`, `feed_chunk`): each `thinking` block (`{"type": "thinking",
+          "thinking": ..., "signature": ...}`) and `redacted_thinking` block (`{"type":
+          "redacted_thinking", "data": ...}`) that ended whole. A block is kept once its
+          `content_block_stop` came, a `thinking` block only if signed: one cut off (the
+          stream ended first) or unsigned is left out.
+        - OpenAI Responses (`feed_sse`, `feed_chunk`): each `reasoning` item that finished,
+          whole as its `response.output_item.done` carried it (`{"type": "reasoning", "id":
+          ..., "summary": [...], "encrypted_content": ...}`), once per `id`; an item that never
+          finished is left out. A stateless request (`store=False`) must carry them, with
+          `include=["reasoning.encrypted_content"]`.
+        - Bedrock Converse (`feed_chunk`): each `reasoningContent` block that stopped, as
+          `{"reasoningContent": {"reasoningText": {"text": ..., "signature": ...}}}` (no
+          `signature` when the model signs none) or `{"reasoningContent": {"redactedContent":
+          bytes}}`; one cut off is left out.
+
+        Their bytes count toward `max_stream_bytes` as assistant text does, a block's from its
+        first delta; a response past the limit keeps nothing that had not ended by then. A
+        response replayed from its start (`message_start`, `response.created`, `messageStart`)
+        lets its first rendition's reasoning go. A new list each time.
         """
     @property
     def finish_reason(self) -> str | None:
@@ -751,6 +763,23 @@ class Assembler:
         """Keeps an Anthropic reasoning block `feed_chunk` read whole, its bytes already counted
         (`_keep_text`): a `thinking` block, or with no `signature` a `redacted_thinking` block
         whose data is `text`.
+
+        Raises:
+            MisuseError: After `finish`.
+        """
+    def _keep_reasoning_item(self, json: str, /) -> None:
+        """Keeps a Responses `reasoning` item `feed_chunk` read finished, as JSON text written as
+        the raw SSE path writes it, its bytes already counted (`_keep_text`).
+
+        Raises:
+            MisuseError: After `finish`.
+        """
+    def _keep_converse_reasoning(
+        self, text: str, signature: str | None, redacted: bytes | None, /
+    ) -> None:
+        """Keeps a Bedrock `reasoningContent` block `feed_chunk` read whole, its bytes already
+        counted (`_keep_text`): its `reasoningText` (`text`, `signature`), or with `redacted` its
+        `redactedContent`.
 
         Raises:
             MisuseError: After `finish`.

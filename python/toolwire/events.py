@@ -116,15 +116,16 @@ class StreamEnded(StreamEvent):
             said. Decide whether to run tools from `calls`, never from this value.
         usage: Token usage as a plain dict if the provider sent it.
         calls: Every call of the stream, in ordinal order (the same list as `.calls`).
-        reasoning: Anthropic's extended-thinking blocks that ended whole (`thinking`,
-            `redacted_thinking`), in block order, to send back with the calls
+        reasoning: The reasoning that ended whole (`Assembler.reasoning`: Anthropic's
+            `thinking` blocks, Responses `reasoning` items, Bedrock `reasoningContent`
+            blocks), in output order, to send back with the calls
             (`assistant_turn(..., reasoning=...)`); empty for other providers.
     """
 
     finish_reason: str | None
     usage: dict[str, Any] | None
     calls: tuple[ToolCall, ...]
-    reasoning: tuple[dict[str, str], ...] = ()
+    reasoning: tuple[dict[str, Any], ...] = ()
 
 
 Event: TypeAlias = (

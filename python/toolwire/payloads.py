@@ -13,6 +13,7 @@ order, whether the tool ran, failed validation, raised, or produced nothing at a
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 import functools
@@ -1715,10 +1716,14 @@ def assistant_turn(
     off say: its result says what went wrong). What the assembler kept that the provider needs
     back goes with its call: Gemini's `thoughtSignature` (metadata `thought_signature`) and,
     on Chat, the `extra_content` Gemini's OpenAI-compatible endpoint sends with it. A
-    Responses item's own id (`fc_...`, metadata `item_id`) is left out: the API refuses it
-    without the reasoning item before it, which the assembler does not keep. Anthropic's
-    thinking blocks, which an extended-thinking turn with tools needs back, are given as
-    `reasoning` (`Assembler.reasoning`, `StreamEnded.reasoning`). A call without
+    Responses item's own id (`fc_...`, metadata `item_id`) is left out: the API pairs an item
+    sent under its id with the reasoning item that came before it in the output, an order the
+    turn does not rebuild. The reasoning the provider needs back is given as `reasoning`
+    (`Assembler.reasoning`, `StreamEnded.reasoning`) and goes first, in the order it came,
+    before the text and the calls: Anthropic's thinking blocks (an extended-thinking turn with
+    tools is refused without them), the Responses `reasoning` items (a stateless request,
+    `store=False`, must carry them, with their `encrypted_content`), Bedrock's
+    `reasoningContent` blocks. A call without
     a name (a stream that lost the event naming it) is sent as a call of `NAMELESS_CALL`
     (`toolwire_unnamed`) under its id, which its `missing_name` result answers: the providers
     refuse a call of no name, and a result whose call is not in the turn. On Gemini, which
@@ -1734,18 +1739,19 @@ def assistant_turn(
         calls: The completed calls, in the order the model made them.
         style: The provider message shape, as in `tool_messages`.
         text: The assistant text that came with the calls, if any.
-        reasoning: With `style="anthropic"`, the turn's `thinking` and `redacted_thinking`
-            blocks (`Assembler.reasoning`), sent first, before the text and the `tool_use`
-            blocks, as the API requires.
+        reasoning: The turn's reasoning (`Assembler.reasoning`), sent first, before the text
+            and the calls, as the APIs require: with `style="anthropic"` its `thinking` and
+            `redacted_thinking` blocks, with `"openai-responses"` its `reasoning` items, with
+            `"bedrock-converse"` its `reasoningContent` blocks.
 
     Returns:
         The items to append, before the turn's tool results.
 
     Raises:
-        ValueError: On an unknown style, or `reasoning` blocks for another style than
-            `anthropic` (no other style takes them).
-        TypeError: `calls` is not a list of calls, or `reasoning` not a list of `thinking`
-            and `redacted_thinking` blocks.
+        ValueError: On an unknown style, or `reasoning` blocks for a style that takes none
+            (`openai-chat`, `gemini`).
+        TypeError: `calls` is not a list of calls, or `reasoning` not a list of the style's
+            reasoning blocks.
         MisuseError: Two calls are answered with one id (look-alike calls that share an id):
             the provider refuses a turn that repeats one.
     """
@@ -1773,7 +1779,8 @@ def assistant_turn(
             message["tool_calls"] = [_chat_call(call) for call in calls]
         return [message]
     if style == "openai-responses":
-        items: list[dict[str, Any]] = [{"role": "assistant", "content": said}] if said else []
+        items: list[dict[str, Any]] = thoughts
+        items += [{"role": "assistant", "content": said}] if said else []
         items += [
             {
                 "type": "custom_tool_call",
@@ -1809,7 +1816,7 @@ def assistant_turn(
             for call in calls
         ]
     else:
-        blocks = [{"text": said}] if said.strip() else []
+        blocks = thoughts + ([{"text": said}] if said.strip() else [])
         blocks += [
             {
                 "toolUse": {
@@ -1835,6 +1842,15 @@ def _sent_name(call: _SentCall) -> str:
     return call.name or NAMELESS_CALL
 
 
+# What a reasoning block of each style that takes them looks like: its `type`, or (Bedrock)
+# its one member.
+_REASONING_KINDS: dict[str, tuple[str, ...]] = {
+    "anthropic": ("thinking", "redacted_thinking"),
+    "openai-responses": ("reasoning",),
+    "bedrock-converse": ("reasoningContent",),
+}
+
+
 def _reasoning_blocks(
     reasoning: Sequence[Mapping[str, Any]] | None, style: Style
 ) -> list[dict[str, Any]]:
@@ -1844,17 +1860,26 @@ def _reasoning_blocks(
         return []
     if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Sequence):
         raise TypeError(f"reasoning must be a list of blocks (Assembler.reasoning), not {kind}")
-    blocks: list[dict[str, Any]] = []
-    for index, block in enumerate(cast(Sequence[object], given)):
-        said = cast(Mapping[str, object], block).get("type") if isinstance(block, Mapping) else None
-        if said not in ("thinking", "redacted_thinking"):
+    blocks = cast(Sequence[object], given)
+    if not blocks:
+        return []
+    kinds = _REASONING_KINDS.get(style)
+    if kinds is None:
+        takes = ", ".join(repr(s) for s in _REASONING_KINDS)
+        raise ValueError(f"reasoning blocks go back only with style={takes}, not {style!r}")
+    for index, block in enumerate(blocks):
+        said: object = None
+        if isinstance(block, Mapping):
+            members = cast(Mapping[str, object], block)
+            if style != "bedrock-converse":
+                said = members.get("type")
+            elif len(members) == 1:
+                said = next(iter(members))
+        if said not in kinds:
             raise TypeError(
-                f"reasoning[{index}] is no `thinking` or `redacted_thinking` block: {block!r:.80}"
+                f"reasoning[{index}] is no {' or '.join(kinds)} block for {style!r}: {block!r:.80}"
             )
-        blocks.append(dict(cast(Mapping[str, Any], block)))
-    if blocks and style != "anthropic":
-        raise ValueError(f"reasoning blocks go back only with style='anthropic', not {style!r}")
-    return blocks
+    return [copy.deepcopy(dict(cast(Mapping[str, Any], block))) for block in blocks]
 
 
 def _metadata(call: object) -> Mapping[str, Any]:

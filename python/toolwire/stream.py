@@ -301,7 +301,7 @@ class _Driver:
         self.text_parts: list[str] = []
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
-        self.reasoning: list[dict[str, str]] = []
+        self.reasoning: list[dict[str, Any]] = []
         self.calls: list[ToolCall] = []
         self.outcomes: list[Outcome] = []
         self.transport_error: BaseException | None = None
@@ -794,10 +794,10 @@ class _StreamBase(LiveState):
         return "".join(self._driver.text_parts)
 
     @property
-    def reasoning(self) -> list[dict[str, str]]:
-        """Anthropic's extended-thinking blocks that ended whole so far (`Assembler.reasoning`),
-        to send back with the calls: `assistant_turn(calls, style="anthropic", text=...,
-        reasoning=stream.reasoning)`."""
+    def reasoning(self) -> list[dict[str, Any]]:
+        """The reasoning that ended whole so far (`Assembler.reasoning`: Anthropic's thinking
+        blocks, Responses `reasoning` items, Bedrock `reasoningContent` blocks), to send back
+        with the calls: `assistant_turn(calls, style=..., text=..., reasoning=stream.reasoning)`."""
         driver = self._driver
         return driver.reasoning if driver.done else driver.assembler.reasoning
 

@@ -46,6 +46,10 @@
 //!   `\uXXXX` escape, so the argument scanner reports it at its offset.
 //! - Blank ids and names (`""`, and `"null"` for ids) become `None` here already (quirks 11,
 //!   14, 15); the assembler does the same for deltas fed from Python.
+//! - Reasoning the next request must send back is kept (`envelope/thinking.rs`): Anthropic's
+//!   `thinking` blocks, and each Responses `reasoning` item whole from its
+//!   `output_item.done` (its summary deltas are not held: the finished item is the
+//!   authoritative copy, and one that never finished is not kept).
 //! - A Responses `custom_tool_call` item is a call of type [`FREE_FORM_KIND`]: its free-form
 //!   input is fed once, whole, from `custom_tool_call_input.done` or the finished item
 //!   (whichever comes first), decoded as plain text; its deltas only open a call whose
@@ -306,12 +310,13 @@ pub enum Action<'a> {
     /// the bytes of a reasoning block dropped ([`Action::HoldReasoning`]).
     Release(usize),
     /// Bytes of an Anthropic reasoning block still streaming, which the decoder holds and
-    /// keeps once the block ends whole: answered, as assistant text is counted, with whether
-    /// they fit under `max_stream_bytes` (see [`crate::Assembler::keep_text`]); kept, they
-    /// stay counted, or are given back by a [`Action::Release`] if the block is dropped.
+    /// keeps once the block ends whole, or of a finished Responses `reasoning` item: answered,
+    /// as assistant text is counted, with whether they fit under `max_stream_bytes` (see
+    /// [`crate::Assembler::keep_text`]); kept, they stay counted, or are given back by a
+    /// [`Action::Release`] if the block is dropped.
     HoldReasoning(usize),
-    /// An Anthropic reasoning block that ended whole, in block order: kept for the next
-    /// request (its bytes were counted by [`Action::HoldReasoning`]).
+    /// A reasoning block (Anthropic) or item (Responses) that ended whole, in output order:
+    /// kept for the next request (its bytes were counted by [`Action::HoldReasoning`]).
     Reasoning(&'a Reasoning),
     /// The decoded bytes of an argument fragment held for its call's next fragment because it
     /// ends in a high surrogate (quirk 41). Answered with whether they may be kept (see
@@ -751,6 +756,9 @@ pub struct Decoder {
     aside: usize,
     /// The response's first event (`message_start`, `response.created`) came.
     started: bool,
+    /// The `id`s of the Responses `reasoning` items kept in this response (see
+    /// [`Decoder::keep_item`]).
+    reasoning_ids: Vec<Box<str>>,
     /// How the Responses events of this response are numbered (see
     /// [`Decoder::is_repeated_event`]).
     sequence: Sequence,
@@ -1526,6 +1534,8 @@ impl Decoder {
     /// The response's first event; a second one starts a replay of the response.
     fn start<F: FnMut(Action<'_>) -> bool>(&mut self, emit: &mut F) {
         if std::mem::replace(&mut self.started, true) {
+            // Its reasoning items come again, and are let go with the blocks kept.
+            self.reasoning_ids.clear();
             emit(Action::Restart);
         }
     }
@@ -1584,6 +1594,12 @@ impl Decoder {
             }
             "response.output_item.done" => {
                 let item: Option<Item<'_>> = nested(env.item)?;
+                if let (Some(found), Some(raw)) = (&item, env.item) {
+                    if is_kind(found.kind.as_ref(), "reasoning") {
+                        self.keep_item(raw, non_blank(found.id.as_ref()), emit);
+                        return Ok(());
+                    }
+                }
                 let Some(item) = item.filter(is_call_item) else {
                     return Ok(());
                 };

@@ -491,7 +491,7 @@ pub struct StreamDecoder {
     finished: bool,
     /// The body's end was handled ([`StreamDecoder::end_body`]) ahead of `finish`.
     body_ended: bool,
-    /// Anthropic reasoning blocks that ended whole, in block order: decoded from the body, or
+    /// Reasoning blocks that ended whole, in output order: decoded from the body, or
     /// kept by a caller that reads the events itself ([`StreamDecoder::keep_reasoning`]).
     reasoning: Vec<Reasoning>,
     /// Problems told by a caller that reads the events itself ([`StreamDecoder::record_error`])
@@ -752,8 +752,9 @@ impl StreamDecoder {
             .map_or(0, |b| b.decoder.ignored_choices())
     }
 
-    /// Anthropic's reasoning blocks (`thinking`, `redacted_thinking`) that ended whole so far,
-    /// in block order: what the next request must send back before the turn's tool calls.
+    /// The reasoning that ended whole so far, in output order (Anthropic's `thinking` and
+    /// `redacted_thinking` blocks, Responses `reasoning` items, Bedrock `reasoningContent`
+    /// blocks): what the next request must send back before the turn's tool calls.
     #[must_use]
     pub fn reasoning(&self) -> &[Reasoning] {
         &self.reasoning

@@ -63,6 +63,50 @@ fn misuse(e: &Misuse) -> PyErr {
 /// taking `&self`/`&mut self`, whose failure is pyo3's bare `RuntimeError("Already borrowed")`;
 /// the check is the one pyo3 makes anyway. Takes either borrow error.
 #[cold]
+/// A reasoning block as the dict the provider takes back.
+fn reasoning_block(py: Python<'_>, block: Reasoning) -> PyResult<Bound<'_, PyAny>> {
+    let dict = PyDict::new(py);
+    match block {
+        Reasoning::Thinking {
+            thinking,
+            signature,
+        } => {
+            dict.set_item(pyo3::intern!(py, "type"), pyo3::intern!(py, "thinking"))?;
+            dict.set_item(pyo3::intern!(py, "thinking"), thinking)?;
+            dict.set_item(pyo3::intern!(py, "signature"), signature)?;
+        }
+        Reasoning::Redacted { data } => {
+            dict.set_item(
+                pyo3::intern!(py, "type"),
+                pyo3::intern!(py, "redacted_thinking"),
+            )?;
+            dict.set_item(pyo3::intern!(py, "data"), data)?;
+        }
+        Reasoning::ResponsesItem { json } => {
+            return py.import("json")?.getattr("loads")?.call1((json,));
+        }
+        Reasoning::ConverseText { text, signature } => {
+            let inner = PyDict::new(py);
+            inner.set_item(pyo3::intern!(py, "text"), text)?;
+            if let Some(signature) = signature {
+                inner.set_item(pyo3::intern!(py, "signature"), signature)?;
+            }
+            let content = PyDict::new(py);
+            content.set_item(pyo3::intern!(py, "reasoningText"), inner)?;
+            dict.set_item(pyo3::intern!(py, "reasoningContent"), content)?;
+        }
+        Reasoning::ConverseRedacted { data } => {
+            let content = PyDict::new(py);
+            content.set_item(
+                pyo3::intern!(py, "redactedContent"),
+                PyBytes::new(py, &data),
+            )?;
+            dict.set_item(pyo3::intern!(py, "reasoningContent"), content)?;
+        }
+    }
+    Ok(dict.into_any())
+}
+
 fn in_use<E>(_: E) -> PyErr {
     MisuseError::new_err(
         "the assembler is in use by another call (another thread?): one assembler serves one \
@@ -2853,32 +2897,22 @@ impl PyAssembler {
         }
     }
 
-    /// Anthropic's reasoning blocks that ended whole, as the provider takes them back: a list
-    /// of `thinking` / `redacted_thinking` block dicts, in block order.
+    /// The reasoning blocks that ended whole, as the provider takes them back, in output
+    /// order: Anthropic `thinking` / `redacted_thinking` block dicts, Responses `reasoning`
+    /// item dicts, Bedrock `reasoningContent` block dicts.
     #[getter]
     fn reasoning<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let this = slf.try_borrow().map_err(in_use)?;
+        // Copied out first: `json.loads` is Python code, in which another thread may take its
+        // turn and use the assembler.
+        let kept = slf
+            .try_borrow()
+            .map_err(in_use)?
+            .decoder
+            .reasoning()
+            .to_vec();
         let blocks = PyList::empty(py);
-        for block in this.decoder.reasoning() {
-            let dict = PyDict::new(py);
-            match block {
-                Reasoning::Thinking {
-                    thinking,
-                    signature,
-                } => {
-                    dict.set_item(pyo3::intern!(py, "type"), pyo3::intern!(py, "thinking"))?;
-                    dict.set_item(pyo3::intern!(py, "thinking"), thinking)?;
-                    dict.set_item(pyo3::intern!(py, "signature"), signature)?;
-                }
-                Reasoning::Redacted { data } => {
-                    dict.set_item(
-                        pyo3::intern!(py, "type"),
-                        pyo3::intern!(py, "redacted_thinking"),
-                    )?;
-                    dict.set_item(pyo3::intern!(py, "data"), data)?;
-                }
-            }
-            blocks.append(dict)?;
+        for block in kept {
+            blocks.append(reasoning_block(py, block)?)?;
         }
         Ok(blocks)
     }
@@ -2894,6 +2928,40 @@ impl PyAssembler {
             },
             None => Reasoning::Redacted {
                 data: text.to_owned(),
+            },
+        };
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder.keep_reasoning(block).map_err(|e| misuse(&e))
+    }
+
+    /// Keeps a Responses `reasoning` item `feed_chunk` read finished, as JSON text written as
+    /// the raw SSE path writes it, its bytes already counted (`_keep_text`).
+    #[pyo3(signature = (json, /))]
+    fn _keep_reasoning_item(slf: &Bound<'_, Self>, json: &str) -> PyResult<()> {
+        let block = Reasoning::ResponsesItem {
+            json: json.to_owned(),
+        };
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder.keep_reasoning(block).map_err(|e| misuse(&e))
+    }
+
+    /// Keeps a Bedrock `reasoningContent` block `feed_chunk` read whole, its bytes already
+    /// counted (`_keep_text`): its `reasoningText` (`text`, `signature`), or with `redacted`
+    /// its `redactedContent` (`text` and `signature` are then not read).
+    #[pyo3(signature = (text, signature, redacted, /))]
+    fn _keep_converse_reasoning(
+        slf: &Bound<'_, Self>,
+        text: &str,
+        signature: Option<&str>,
+        redacted: Option<&[u8]>,
+    ) -> PyResult<()> {
+        let block = match redacted {
+            Some(data) => Reasoning::ConverseRedacted {
+                data: data.to_vec(),
+            },
+            None => Reasoning::ConverseText {
+                text: text.to_owned(),
+                signature: signature.map(str::to_owned),
             },
         };
         let mut this = slf.try_borrow_mut().map_err(in_use)?;

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anthropic
 import openai
 
-from .streamkit import adversarial_points, pieces
+from .streamkit import adversarial_points, pieces, sse_body
 
 if TYPE_CHECKING:
     from .conftest import Route
@@ -242,6 +244,40 @@ def assemble_both(route: Route, fmt: str, **options: Any) -> tuple[list[Any], An
         if tools is not None:
             assert [tools.validate(c).ok for c in calls] == [o.ok for o in stream.outcomes]
     return events, stream
+
+
+def both_paths(
+    events: list[Any], fmt: str, *, limit: int = 1 << 20, cuts: Sequence[int] = ()
+) -> tuple[Any, Any]:
+    """The events fed as dicts through `feed_chunk`, and their SSE body through `feed_sse` cut
+    at `cuts` (each taken modulo the body's length), both assemblers finished."""
+    from toolwire.assembler import Assembler
+
+    chunks, raw = Assembler(max_stream_bytes=limit), Assembler(max_stream_bytes=limit)
+    for event in events:
+        chunks.feed_chunk(event)
+    body = sse_body(events, fmt)
+    at = sorted({0, len(body), *(c % (len(body) + 1) for c in cuts)})
+    for start, end in itertools.pairwise(at):
+        raw.feed_sse(body[start:end])
+    chunks.finish()
+    raw.finish()
+    return chunks, raw
+
+
+def check_reasoning(
+    events: list[Any], stream: Any, names: list[str], reasoning: list[Any], text: str
+) -> None:
+    """The stream made whole calls of `names`, kept `reasoning` (also on its `StreamEnded`),
+    and none of it as assistant text, which is `text`."""
+    from toolwire.events import StreamEnded
+
+    assert [c.name for c in stream.calls] == names
+    assert all(c.ok for c in stream.calls)
+    assert stream.reasoning == reasoning
+    end = events[-1]
+    assert isinstance(end, StreamEnded) and list(end.reasoning) == reasoning
+    assert stream.text == text
 
 
 def check_event_order(events: list[Any], stream: Any) -> None:

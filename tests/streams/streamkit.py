@@ -649,6 +649,14 @@ class RecordingSink:
         # Recorded with the deltas: SDK objects and dicts must keep the same blocks.
         self.calls.append(("reasoning", text, signature))
 
+    def _keep_reasoning_item(self, json: str) -> None:
+        self.calls.append(("reasoning_item", json))
+
+    def _keep_converse_reasoning(
+        self, text: str, signature: str | None, redacted: bytes | None
+    ) -> None:
+        self.calls.append(("reasoning", text, signature, redacted))
+
     def _forget_reasoning(self) -> None:
         self.calls.append(("forget_reasoning",))
 

@@ -5,7 +5,6 @@ off or past the stream's byte limit."""
 from __future__ import annotations
 
 import json
-from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from toolwire import assistant_turn, tool_messages
 from toolwire.assembler import Assembler
 from toolwire.events import StreamEnded
 
-from .clients import assemble_both, assemble_sync
+from .clients import assemble_both, assemble_sync, both_paths
 from .conftest import SSEServer
 from .streamkit import Call, anthropic_message_start, anthropic_stream, sse_body
 
@@ -144,13 +143,7 @@ def test_a_block_cut_off_by_a_dropped_connection_is_not_kept(sse_server: SSEServ
 
 def _limited(events: list[dict[str, Any]], limit: int) -> tuple[Assembler, Assembler]:
     """`feed_chunk` with the events as dicts and `feed_sse` on their body, both finished."""
-    chunks, raw = Assembler(max_stream_bytes=limit), Assembler(max_stream_bytes=limit)
-    for event in events:
-        chunks.feed_chunk(event)
-    raw.feed_sse(sse_body(events, FMT))
-    chunks.finish()
-    raw.finish()
-    return chunks, raw
+    return both_paths(events, FMT, limit=limit)
 
 
 def test_thinking_counts_toward_the_stream_byte_limit() -> None:
@@ -224,15 +217,8 @@ def test_any_split_of_the_body_keeps_what_the_chunks_keep(
     events = [anthropic_message_start(), *_thinking(0, pieces, "sig" if signed else None)]
     if not stopped:
         events.pop()
-    chunks = Assembler()
-    for event in events:
-        chunks.feed_chunk(event)
+    chunks, raw = both_paths(events, FMT, cuts=cuts)
     expected = chunks.reasoning
-    body = sse_body(events, FMT)
-    at = sorted({0, len(body), *(c % (len(body) + 1) for c in cuts)})
-    raw = Assembler()
-    for start, end in pairwise(at):
-        raw.feed_sse(body[start:end])
     assert raw.reasoning == expected
     if signed and stopped:
         text = "".join(pieces).encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")

@@ -135,6 +135,18 @@ class Sink(Protocol):
         block, or with no `signature` a `redacted_thinking` block whose data is `text`."""
         ...
 
+    def _keep_reasoning_item(self, json: str, /) -> None:
+        """Keeps a Responses `reasoning` item that finished, as JSON text, its bytes already
+        counted (`_keep_text`)."""
+        ...
+
+    def _keep_converse_reasoning(
+        self, text: str, signature: str | None, redacted: bytes | None, /
+    ) -> None:
+        """Keeps a Bedrock `reasoningContent` block that stopped, its bytes already counted:
+        its `reasoningText`, or with `redacted` its `redactedContent`."""
+        ...
+
     def _forget_reasoning(self) -> None:
         """The response starts again: the reasoning blocks kept so far are let go."""
         ...

@@ -47,6 +47,7 @@ from toolwire.formats._fields import (
     position_of,
     str_or_none,
 )
+from toolwire.formats._reasoning import Thought, close, drop, sign, think
 from toolwire.formats._replay import ReplayedText
 from toolwire.formats._types import (
     Arguments,
@@ -60,12 +61,7 @@ from toolwire.formats._types import (
     stops_calls,
     unreadable,
 )
-from toolwire.formats._utf16 import (
-    Utf16,
-    escape_lone_surrogates,
-    replace_lone_surrogates,
-    text_piece,
-)
+from toolwire.formats._utf16 import Utf16, escape_lone_surrogates
 
 __all__ = ["AnthropicMessagesAdapter"]
 
@@ -85,22 +81,6 @@ class _Block:
 
 
 @dataclass(slots=True)
-class _Thought:
-    """A `thinking` (or `redacted_thinking`) block still streaming."""
-
-    redacted: bool
-    # The thinking (or the redacted data) so far, in pieces.
-    text: list[str] = field(default_factory=lambda: [])
-    signature: str = ""
-    # A high surrogate that ended the last delta, waiting for its other half.
-    half: str = ""
-    # Bytes counted toward `max_stream_bytes` for this block.
-    counted: int = 0
-    # Some of its bytes did not fit: it keeps nothing (the response is refused whole).
-    dead: bool = False
-
-
-@dataclass(slots=True)
 class _State:
     blocks: dict[int, _Block] = field(default_factory=lambda: {})
     # Open blocks that are not `tool_use` (text, thinking, server tools): not ours.
@@ -112,7 +92,7 @@ class _State:
     # The highest block index an event gave, for a block start without one.
     highest: int | None = None
     # Reasoning blocks still streaming, by index.
-    thoughts: dict[int, _Thought] = field(default_factory=lambda: {})
+    thoughts: dict[int, Thought] = field(default_factory=lambda: {})
     # `message_start` came: another one replays the response.
     started: bool = False
 
@@ -231,7 +211,7 @@ class AnthropicMessagesAdapter:
             sink._release(replaced.aside)  # pyright: ignore[reportPrivateUsage]
         thought = state.thoughts.pop(index, None)
         if thought is not None:
-            _drop(thought, sink)
+            drop(thought, sink)
         state.others.discard(index)
         if block_type != "tool_use":
             state.others.add(index)
@@ -294,11 +274,11 @@ class AnthropicMessagesAdapter:
             if delta_type == "thinking_delta":
                 piece = get(delta, "thinking")
                 if isinstance(piece, str):
-                    _think(thought, piece, sink)
+                    think(thought, piece, sink)
             else:
                 signature = get(delta, "signature")
                 if isinstance(signature, str):
-                    _sign(thought, signature, sink)
+                    sign(thought, signature, sink)
             return
         if delta_type != "input_json_delta":
             return
@@ -385,66 +365,25 @@ def _start_thought(state: _State, index: int, block: object, redacted: bool, sin
     kept once the response is refused."""
     if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
         return
-    thought = _Thought(redacted)
+    thought = Thought(redacted)
     first = get(block, "data" if redacted else "thinking")
     if isinstance(first, str):
-        _think(thought, first, sink)
+        think(thought, first, sink)
     signature = get(block, "signature")
     if isinstance(signature, str):
-        _sign(thought, signature, sink)
+        sign(thought, signature, sink)
     state.thoughts[index] = thought
 
 
-def _hold(thought: _Thought, n: int, sink: Sink) -> bool:
-    """Counts `n` more bytes of `thought`, as assistant text is counted; when they do not fit,
-    the block is dropped (its bytes given back) and keeps nothing more."""
-    if thought.dead:
-        return False
-    if sink._keep_text(n):  # pyright: ignore[reportPrivateUsage]
-        thought.counted += n
-        return True
-    _drop(thought, sink)
-    thought.text, thought.signature, thought.counted, thought.dead = [], "", 0, True
-    return False
-
-
-def _think(thought: _Thought, text: str, sink: Sink) -> None:
-    piece, thought.half = text_piece(thought.half, text)
-    if piece and _hold(thought, len(piece.encode()), sink):
-        thought.text.append(piece)
-
-
-def _sign(thought: _Thought, signature: str, sink: Sink) -> None:
-    """A signature replaces the one before (the `anthropic` SDK's accumulator sets it)."""
-    if thought.redacted or thought.dead:
-        return
-    signature = replace_lone_surrogates(signature)
-    if thought.signature:
-        old = len(thought.signature.encode())
-        thought.counted -= old
-        sink._release(old)  # pyright: ignore[reportPrivateUsage]
-    thought.signature = ""
-    if signature and _hold(thought, len(signature.encode()), sink):
-        thought.signature = signature
-
-
-def _end_thought(thought: _Thought, sink: Sink) -> None:
+def _end_thought(thought: Thought, sink: Sink) -> None:
     """The block stopped: kept when whole (signed, or with its data), else let go."""
-    if thought.half and _hold(thought, 3, sink):
-        thought.text.append("\ufffd")
-    thought.half = ""
-    text = "".join(thought.text)
+    text = close(thought, sink)
     whole = bool(text) if thought.redacted else bool(thought.signature)
     # Once the response is refused, no block is kept, even one counted in full before.
     if not whole or thought.dead or not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
-        _drop(thought, sink)
+        drop(thought, sink)
         return
     sink._keep_reasoning(text, None if thought.redacted else thought.signature)  # pyright: ignore[reportPrivateUsage]
-
-
-def _drop(thought: _Thought, sink: Sink) -> None:
-    if thought.counted:
-        sink._release(thought.counted)  # pyright: ignore[reportPrivateUsage]
 
 
 def _replay_of(held: tuple[int | None, object, str | None], kind: object, event: object) -> str:

@@ -33,8 +33,20 @@ Design notes:
   stopping reasons of `stops_calls`) stop the open calls, `max_tokens` and
   `model_context_window_exceeded` mark the output limit. `malformed_tool_use` and
   `malformed_model_output` stop every call, even one whose block ended with a whole value:
-  Bedrock judged the calls it sent and does not say which one failed. Reasoning deltas are not
-  assistant text and are skipped, as the Anthropic adapter skips thinking.
+  Bedrock judged the calls it sent and does not say which one failed.
+- `reasoningContent` blocks are not assistant text; they are kept for the next request
+  (`Assembler.reasoning`: an Anthropic model's turn with tool use is refused without them),
+  as `{"reasoningContent": {"reasoningText": {"text", "signature"}}}` or
+  `{"reasoningContent": {"redactedContent": bytes}}`, the shape the next request sends. The
+  text deltas are appended, a `signature` replaces the one before (Anthropic's accumulator),
+  the `redactedContent` blobs are joined (a `str`, what a decoder of the wire JSON gives, is
+  read as the base64 text it is there). The block's kind is its first delta's. A block is kept
+  once its `contentBlockStop` came with text, a signature or data; one cut off (the stream
+  ended or broke first) is not: sent back it would be refused, or be taken as all the model
+  thought. A text block the model did not sign (one that does not sign its reasoning) is kept
+  without a signature. Its bytes count toward `max_stream_bytes` from the first delta, as the
+  Anthropic adapter counts thinking (`formats/_reasoning.py`); a block dropped gives them back.
+  A second `messageStart` (the response replayed) lets the blocks kept and open go.
 - Usage comes from `metadata.usage`, merged like the other formats; `metrics` and `trace` are
   not usage.
 - An exception event ends the response: open calls stop, the finish reason is `error`. boto3
@@ -44,6 +56,8 @@ Design notes:
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -55,6 +69,7 @@ from toolwire.formats._fields import (
     merge_usage,
     str_or_none,
 )
+from toolwire.formats._reasoning import Thought, close, drop, hold, sign, think
 from toolwire.formats._replay import ReplayedText
 from toolwire.formats._types import (
     Arguments,
@@ -111,6 +126,19 @@ _Key = int | None
 _JSON_WHITESPACE = " \t\n\r"
 
 
+def _blob(value: object) -> bytes:
+    """A `redactedContent` blob: bytes as boto3 gives them, or the base64 text of the wire
+    JSON; anything else (or text that is no base64) holds nothing that could be sent back."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    if isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            return b""
+    return b""
+
+
 def _has_input(arguments: Arguments) -> bool:
     if isinstance(arguments, str):
         return bool(arguments.strip(_JSON_WHITESPACE))
@@ -131,7 +159,17 @@ class BedrockConverseAdapter:
 
     format: WireFormat = "bedrock-converse"
 
-    __slots__ = ("_empty", "_fed", "_gave_up", "_hosted", "_text", "_usage", "_utf16")
+    __slots__ = (
+        "_empty",
+        "_fed",
+        "_gave_up",
+        "_hosted",
+        "_started",
+        "_text",
+        "_thoughts",
+        "_usage",
+        "_utf16",
+    )
 
     def __init__(self) -> None:
         """Start with no content blocks seen."""
@@ -147,6 +185,10 @@ class BedrockConverseAdapter:
         # A second `messageStart` is the response replayed from its start (a retry after a
         # break): its text is kept once, as on the Anthropic and Responses adapters.
         self._text = ReplayedText()
+        # Reasoning blocks still streaming, by block index.
+        self._thoughts: dict[_Key, Thought] = {}
+        # `messageStart` came: another one replays the response.
+        self._started = False
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one event.
@@ -192,6 +234,13 @@ class BedrockConverseAdapter:
         if get(chunk, "messageStart") is not None:
             self._end_empty(sink)
             self._text.start()
+            if self._started:
+                # The response comes again from its start, its reasoning blocks too.
+                for thought in self._thoughts.values():
+                    drop(thought, sink)
+                self._thoughts.clear()
+                sink._forget_reasoning()  # pyright: ignore[reportPrivateUsage]
+            self._started = True
         elif isinstance(chunk, Mapping) and any(
             map(_is_exception, cast("Mapping[object, object]", chunk))
         ):
@@ -237,6 +286,10 @@ class BedrockConverseAdapter:
             return
         tool = get(delta, "toolUse")
         if tool is None:
+            # Looked for only here: a call's fragment pays for no other member.
+            reasoning = get(delta, "reasoningContent")
+            if reasoning is not None:
+                self._reason(index_of(get(event, "contentBlockIndex")), reasoning, sink)
             return
         index = index_of(get(event, "contentBlockIndex"))
         arguments = arguments_of(get(tool, "input"))
@@ -250,8 +303,45 @@ class BedrockConverseAdapter:
         if ordinal is not None:
             info.feeds.append(FeedRecord(ordinal, None, None))
 
+    def _reason(self, index: _Key, delta: object, sink: Sink) -> None:
+        """A `reasoningContent` delta of the block at `index`; the first one starts it, unless
+        the response was refused, when nothing more is kept."""
+        redacted = get(delta, "redactedContent")
+        thought = self._thoughts.get(index)
+        if thought is None:
+            if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+                return
+            thought = self._thoughts[index] = Thought(redacted is not None)
+        if thought.redacted:
+            data = _blob(redacted)
+            if data and hold(thought, len(data), sink):
+                thought.data += data
+            return
+        text = get(delta, "text")
+        if isinstance(text, str):
+            think(thought, text, sink)
+        signature = get(delta, "signature")
+        if isinstance(signature, str):
+            sign(thought, signature, sink)
+
+    def _end_thought(self, index: _Key, sink: Sink) -> None:
+        """The block at `index` stopped: a reasoning block is kept when it holds something."""
+        thought = self._thoughts.pop(index, None)
+        if thought is None:
+            return
+        text = close(thought, sink)
+        whole = bool(thought.data) if thought.redacted else bool(text or thought.signature)
+        # Once the response is refused, no block is kept, even one counted in full before.
+        if not whole or thought.dead or not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+            drop(thought, sink)
+            return
+        sink._keep_converse_reasoning(  # pyright: ignore[reportPrivateUsage]
+            text, thought.signature or None, bytes(thought.data) if thought.redacted else None
+        )
+
     def _stop(self, event: object, sink: Sink) -> None:
         index = index_of(get(event, "contentBlockIndex"))
+        self._end_thought(index, sink)
         self._hosted.discard(index)
         fed = self._fed.pop(index, None)
         if fed is None:

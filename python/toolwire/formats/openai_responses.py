@@ -39,6 +39,13 @@ Design notes:
   when replaced or fed, and not kept at all past `max_bytes` (the call is `too_large`) or past the
   stream limit (the response is refused whole). Once the response is refused, a new item makes
   no state, so what follows costs no memory. As on the raw SSE path.
+- A `reasoning` item is kept for the next request (`Assembler.reasoning`: a stateless request,
+  `store=False`, must send it back before the calls) whole from its `output_item.done`, the
+  authoritative copy: its summary deltas are not held, and an item that never finished (the
+  stream broke off first) is not kept. Its bytes count toward `max_stream_bytes` as assistant
+  text does; once the response is refused at the limit, no item is kept. An item is kept once
+  per `id`, and a response replayed from its `response.created` lets its items go, as they
+  come again. As on the raw SSE path (`rust/src/envelope/thinking.rs`).
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ from toolwire.formats._fields import (
     position_of,
     str_or_none,
 )
+from toolwire.formats._reasoning import item_json
 from toolwire.formats._replay import ReplayedText
 from toolwire.formats._types import (
     ChunkInfo,
@@ -163,7 +171,16 @@ class ResponsesAdapter:
 
     format: WireFormat = "openai-responses"
 
-    __slots__ = ("_calls", "_gave_up", "_sequence", "_text", "_usage", "_utf16")
+    __slots__ = (
+        "_calls",
+        "_gave_up",
+        "_reasoning_ids",
+        "_sequence",
+        "_started",
+        "_text",
+        "_usage",
+        "_utf16",
+    )
 
     def __init__(self) -> None:
         """Start with no calls seen."""
@@ -173,6 +190,10 @@ class ResponsesAdapter:
         self._usage: dict[str, Any] | None = None
         self._text = ReplayedText()
         self._sequence = _Sequence()
+        # `response.created` came: another one replays the response.
+        self._started = False
+        # The `id`s of the reasoning items kept in this response.
+        self._reasoning_ids: set[str] = set()
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one event.
@@ -215,6 +236,11 @@ class ResponsesAdapter:
                 info.text = delta
         elif kind == "response.created":
             self._text.start()
+            if self._started:
+                # The response comes again from its start, its reasoning items too.
+                sink._forget_reasoning()  # pyright: ignore[reportPrivateUsage]
+                self._reasoning_ids.clear()
+            self._started = True
         elif kind == "response.output_item.added":
             self._item(chunk, sink, info, done=False)
         elif kind == "response.function_call_arguments.delta":
@@ -224,7 +250,11 @@ class ResponsesAdapter:
             # delta: the summary is all of it that came, and it was dropped unsaid.
             self._summary(self._delta_index(chunk, sink), get(chunk, "arguments"), sink, info)
         elif kind == "response.output_item.done":
-            self._item(chunk, sink, info, done=True)
+            item = get(chunk, "item")
+            if str_or_none(get(item, "type")) == "reasoning":
+                self._keep_reasoning(item, sink)
+            else:
+                self._item(chunk, sink, info, done=True)
         elif kind == "response.custom_tool_call_input.delta":
             self._free_form_index(chunk, sink, info)
         elif kind == "response.custom_tool_call_input.done":
@@ -239,6 +269,19 @@ class ResponsesAdapter:
             gave_up(info, sink, chunk if error is None else error)
             self._gave_up = True
         return info
+
+    def _keep_reasoning(self, item: object, sink: Sink) -> None:
+        """A `reasoning` item finished: kept once per `id`, its bytes counted."""
+        item_id = _item_id(item, "id")
+        if item_id is not None and item_id in self._reasoning_ids:
+            # A repeat of a finished item (a stream that numbers no events).
+            return
+        text = item_json(item)
+        if not sink._keep_text(len(text.encode())):  # pyright: ignore[reportPrivateUsage]
+            return
+        if item_id is not None:
+            self._reasoning_ids.add(item_id)
+        sink._keep_reasoning_item(text)  # pyright: ignore[reportPrivateUsage]
 
     def _delta_index(self, event: object, sink: Sink) -> int:
         """The key of an argument delta's item. An item never announced (its

@@ -1,4 +1,6 @@
-//! Anthropic's extended-thinking blocks, kept so that the next request can send them back.
+//! Reasoning the provider needs back in the next request: Anthropic's extended-thinking
+//! blocks and the `OpenAI` Responses API's `reasoning` items (Bedrock Converse's
+//! `reasoningContent` blocks are read by `feed_chunk` only, and kept here as it gives them).
 //!
 //! Design notes
 //! - The Messages API refuses the next request of an extended-thinking turn with tool use when
@@ -20,11 +22,34 @@
 //!   joined, a half left unpaired at the block's stop is U+FFFD. `feed_chunk` reads it the
 //!   same way (`formats/anthropic_messages.py`), so both paths keep the same blocks.
 
-use super::{push_lone, unescape, Action, Decoder, Lone};
+use serde_json::value::RawValue;
+
+use super::{canonical, push_lone, unescape, Action, Decoder, Lone};
 
 /// A reasoning block the provider needs back in the next request, as it sent it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reasoning {
+    /// A Responses `reasoning` output item, as its `response.output_item.done` carried it
+    /// (`id`, `summary`, `encrypted_content`...), written as JSON text the way `feed_chunk`
+    /// writes it (`json.dumps` with `ensure_ascii=False` and no spaces; every non-ASCII
+    /// character escaped when the item holds an unpaired surrogate).
+    ResponsesItem {
+        /// The item, as JSON text.
+        json: String,
+    },
+    /// A Bedrock Converse `reasoningContent` block with `reasoningText`.
+    ConverseText {
+        /// The reasoning, as streamed.
+        text: String,
+        /// Its signature, when the model signs its reasoning (Anthropic's models do).
+        signature: Option<String>,
+    },
+    /// A Bedrock Converse `reasoningContent` block with `redactedContent`: the reasoning,
+    /// encrypted.
+    ConverseRedacted {
+        /// The encrypted reasoning, as sent.
+        data: Vec<u8>,
+    },
     /// Anthropic's `thinking` block.
     Thinking {
         /// The model's thinking, as streamed.
@@ -48,7 +73,11 @@ impl Reasoning {
                 thinking,
                 signature,
             } => thinking.len() + signature.len(),
-            Self::Redacted { data } => data.len(),
+            Self::Redacted { data } | Self::ResponsesItem { json: data } => data.len(),
+            Self::ConverseText { text, signature } => {
+                text.len() + signature.as_ref().map_or(0, String::len)
+            }
+            Self::ConverseRedacted { data } => data.len(),
         }
     }
 }
@@ -170,6 +199,36 @@ impl Decoder {
             }
         };
         emit(Action::Reasoning(&block));
+    }
+}
+
+impl Decoder {
+    /// A Responses `reasoning` item finished (`output_item.done`, the whole item as the next
+    /// request sends it back): kept once per `id`, as `feed_chunk` keeps it, its bytes
+    /// counted toward `max_stream_bytes`; not kept once the response is refused.
+    pub(super) fn keep_item<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        raw: &RawValue,
+        id: Option<&str>,
+        emit: &mut F,
+    ) {
+        // A repeated `output_item.done` of one item (a stream that numbers no events, so a
+        // repeat is not seen as one) is the item kept already.
+        if id.is_some_and(|id| self.reasoning_ids.iter().any(|kept| &**kept == id)) {
+            return;
+        }
+        let mut text = Vec::new();
+        canonical(raw.get(), &mut text);
+        if !emit(Action::HoldReasoning(text.len())) {
+            return;
+        }
+        if let Some(id) = id {
+            self.reasoning_ids.push(id.into());
+        }
+        // Written from validated JSON with lone halves escaped: always UTF-8.
+        let json = String::from_utf8(text)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        emit(Action::Reasoning(&Reasoning::ResponsesItem { json }));
     }
 }
 
@@ -362,5 +421,51 @@ mod tests {
         let (blocks, budget) = kept(&events, 12);
         assert!(budget.refused);
         assert_eq!(blocks, []);
+    }
+
+    fn item_done(index: usize, item: &str) -> String {
+        format!(r#"{{"type":"response.output_item.done","output_index":{index},"item":{item}}}"#)
+    }
+
+    fn item(json: &str) -> Reasoning {
+        Reasoning::ResponsesItem {
+            json: json.to_owned(),
+        }
+    }
+
+    #[test]
+    fn responses_reasoning_items_are_kept_whole_once_each_in_output_order() {
+        let first = r#"{"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Think \u00e9\n"}], "encrypted_content": "gAAA"}"#;
+        let second = r#"{"type":"reasoning","id":"rs_2","summary":[]}"#;
+        let events = [
+            r#"{"type":"response.created","response":{}}"#.to_owned(),
+            item_done(0, first),
+            item_done(
+                1,
+                r#"{"type":"function_call","id":"fc_1","call_id":"c","name":"f","arguments":"{}"}"#,
+            ),
+            // A repeat of a finished item, in a stream that numbers no events.
+            item_done(0, first),
+            item_done(2, second),
+        ];
+        let (blocks, budget) = kept(&events, 1 << 20);
+        // Written as `json.dumps(..., ensure_ascii=False, separators=(",", ":"))` writes it.
+        let written = r#"{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Think é\n"}],"encrypted_content":"gAAA"}"#;
+        assert_eq!(blocks, [item(written), item(second)]);
+        assert_eq!(budget.counted, written.len() + second.len() + 2);
+    }
+
+    #[test]
+    fn a_responses_item_past_the_stream_limit_is_not_kept() {
+        let small = r#"{"type":"reasoning","id":"rs_1","summary":[]}"#;
+        let big = format!(
+            r#"{{"type":"reasoning","id":"rs_2","summary":[],"encrypted_content":"{}"}}"#,
+            "x".repeat(100)
+        );
+        let events = [item_done(0, small), item_done(1, &big), item_done(2, small)];
+        let (blocks, budget) = kept(&events, 100);
+        assert_eq!(blocks, [item(small)]);
+        assert!(budget.refused);
+        assert_eq!(budget.counted, small.len());
     }
 }

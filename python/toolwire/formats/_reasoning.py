@@ -1,0 +1,114 @@
+"""Reasoning the next request must send back, as the adapters keep it for `Assembler.reasoning`.
+
+Design notes:
+- A block that streams (Anthropic's `thinking`, Bedrock's `reasoningContent`) is held in a
+  `Thought` while it streams, and every byte of it counts toward `max_stream_bytes` as
+  assistant text does (`Sink._keep_text`), from its first delta: a stream of reasoning cannot
+  make the assembler hold more than the limit. Bytes that do not fit refuse the response whole;
+  the block then keeps nothing, its bytes given back (`Sink._release`), as is a block dropped.
+  The raw SSE path counts the same bytes (`rust/src/envelope/thinking.rs`).
+- The text is decoded as assistant text is: a surrogate pair split between two deltas is
+  joined, a half left unpaired at the block's end is U+FFFD.
+- A Responses `reasoning` item is kept whole from its `output_item.done`, written as JSON text
+  the way the raw SSE path writes it (`item_json`), so that both paths count and keep the same
+  bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolwire.formats._fields import plain
+from toolwire.formats._types import Sink
+from toolwire.formats._utf16 import replace_lone_surrogates, text_piece
+
+__all__ = ["Thought", "close", "drop", "hold", "item_json", "sign", "think"]
+
+
+@dataclass(slots=True)
+class Thought:
+    """A reasoning block still streaming."""
+
+    redacted: bool
+    # The reasoning (Anthropic: or the redacted data) so far, in pieces.
+    text: list[str] = field(default_factory=lambda: [])
+    # Bedrock's redacted reasoning so far (a blob).
+    data: bytearray = field(default_factory=bytearray)
+    signature: str = ""
+    # A high surrogate that ended the last delta, waiting for its other half.
+    half: str = ""
+    # Bytes counted toward `max_stream_bytes` for this block.
+    counted: int = 0
+    # Some of its bytes did not fit: it keeps nothing (the response is refused whole).
+    dead: bool = False
+
+
+def hold(thought: Thought, n: int, sink: Sink) -> bool:
+    """Counts `n` more bytes of `thought`, as assistant text is counted; when they do not fit,
+    the block is dropped (its bytes given back) and keeps nothing more."""
+    if thought.dead:
+        return False
+    if sink._keep_text(n):  # pyright: ignore[reportPrivateUsage]
+        thought.counted += n
+        return True
+    drop(thought, sink)
+    thought.text, thought.signature, thought.counted, thought.dead = [], "", 0, True
+    thought.data.clear()
+    return False
+
+
+def think(thought: Thought, text: str, sink: Sink) -> None:
+    """Appends a piece of the block's text."""
+    piece, thought.half = text_piece(thought.half, text)
+    if piece and hold(thought, len(piece.encode()), sink):
+        thought.text.append(piece)
+
+
+def sign(thought: Thought, signature: str, sink: Sink) -> None:
+    """A signature replaces the one before (the `anthropic` SDK's accumulator sets it)."""
+    if thought.redacted or thought.dead:
+        return
+    signature = replace_lone_surrogates(signature)
+    if thought.signature:
+        old = len(thought.signature.encode())
+        thought.counted -= old
+        sink._release(old)  # pyright: ignore[reportPrivateUsage]
+    thought.signature = ""
+    if signature and hold(thought, len(signature.encode()), sink):
+        thought.signature = signature
+
+
+def close(thought: Thought, sink: Sink) -> str:
+    """The block's text once it stopped: a half still held is U+FFFD."""
+    if thought.half and hold(thought, 3, sink):
+        thought.text.append("\ufffd")
+    thought.half = ""
+    return "".join(thought.text)
+
+
+def drop(thought: Thought, sink: Sink) -> None:
+    """Lets go of what a block that will not be kept counted."""
+    if thought.counted:
+        sink._release(thought.counted)  # pyright: ignore[reportPrivateUsage]
+
+
+def item_json(item: object) -> str:
+    """A Responses item (an SDK model or a dict) as the JSON text the raw SSE path keeps: its
+    members as sent, in order, written without spaces; every non-ASCII character escaped when
+    it holds an unpaired surrogate, which UTF-8 cannot carry."""
+    dump = getattr(item, "model_dump", None)
+    # An SDK model holds the members the event sent (`exclude_unset`), a null one included,
+    # as the raw path and a dict keep them.
+    value: Any = (
+        dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
+        if callable(dump)
+        else plain(item)
+    )
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        text = json.dumps(value, separators=(",", ":"))
+    return text

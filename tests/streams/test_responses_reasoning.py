@@ -1,0 +1,250 @@
+"""OpenAI Responses `reasoning` items: kept whole from `response.output_item.done` on every
+path, so that a stateless next request (`store=False`) can send them back before the calls
+(the API refuses or degrades the turn without them), and never kept cut off, twice, or past
+the stream's byte limit."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("toolwire._core")
+
+from tests.test_result_messages import _taken_by_typed_dict  # pyright: ignore[reportPrivateUsage]
+from toolwire import assistant_turn, tool_messages
+from toolwire.assembler import Assembler
+
+from .clients import assemble_both, assemble_sync, both_paths, check_reasoning, sdk_chunks
+from .conftest import SSEServer
+from .streamkit import Call, fragments, responses_stream, sse_body
+
+FMT = "openai-responses"
+ENCRYPTED = "gAAAAABoZ3Jvc3N+/=="
+
+
+def _item(rs_id: str, summary: list[str], encrypted: str | None) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "id": rs_id,
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": text} for text in summary],
+    }
+    if encrypted is not None:
+        item["encrypted_content"] = encrypted
+    return {**item, "status": "completed"}
+
+
+def _reasoning(index: int, item: dict[str, Any], *, done: bool = True) -> list[dict[str, Any]]:
+    """A reasoning item's events as the API streams them: added, each summary part with its
+    text deltas, then (`done`) the finished item."""
+    rs_id = item["id"]
+    at = {"item_id": rs_id, "output_index": index}
+    started = {"id": rs_id, "type": "reasoning", "summary": []}
+    events: list[dict[str, Any]] = [
+        {"type": "response.output_item.added", "output_index": index, "item": started}
+    ]
+    for k, part in enumerate(item["summary"]):
+        empty = {"type": "summary_text", "text": ""}
+        events.append(
+            {
+                "type": "response.reasoning_summary_part.added",
+                **at,
+                "summary_index": k,
+                "part": empty,
+            }
+        )
+        events += [
+            {"type": "response.reasoning_summary_text.delta", **at, "summary_index": k, "delta": d}
+            for d in fragments(part["text"], 4)
+        ]
+        events += [
+            {
+                "type": "response.reasoning_summary_text.done",
+                **at,
+                "summary_index": k,
+                "text": part["text"],
+            },
+            {
+                "type": "response.reasoning_summary_part.done",
+                **at,
+                "summary_index": k,
+                "part": part,
+            },
+        ]
+    if done:
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    return events
+
+
+def _numbered(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
+
+
+FIRST = _item("rs_1", ["Weather first, ", "then 東京 😀."], ENCRYPTED)
+SECOND = _item("rs_2", ["Now book."], ENCRYPTED[::-1])
+
+
+def _with_calls(*, second_done: bool = True) -> list[dict[str, Any]]:
+    """A reasoning item, a call, a second reasoning item (interleaved reasoning), a call."""
+    calls = responses_stream(
+        [Call("get_weather", '{"city": "東京"}', "call_1"), Call("book", '{"seats": 2}', "call_2")]
+    )
+    created, body, completed = calls[0], calls[1:-1], calls[-1]
+    # Each call moves one place up for the reasoning item before it.
+    first = [{**e, "output_index": 1} for e in body if e["output_index"] == 0]
+    second = [{**e, "output_index": 3} for e in body if e["output_index"] == 1]
+    return _numbered(
+        [
+            created,
+            *_reasoning(0, FIRST),
+            *first,
+            *_reasoning(2, SECOND, done=second_done),
+            *second,
+            completed,
+        ]
+    )
+
+
+def test_reasoning_items_are_kept_whole_in_order_on_every_path(
+    sse_server: SSEServer, split: str
+) -> None:
+    route = sse_server.register_events(_with_calls(), FMT, split=split)
+    # The real SDK through `assemble`, then `feed_sse` on the same bytes cut every way.
+    events, stream = assemble_both(route, FMT)
+    # The summaries are not assistant text.
+    check_reasoning(events, stream, ["get_weather", "book"], [FIRST, SECOND], "")
+
+
+def test_the_sdk_objects_keep_what_the_dicts_keep(sse_server: SSEServer) -> None:
+    route = sse_server.register_events(_with_calls(), FMT)
+    objects, dicts = Assembler(), Assembler()
+    for chunk in sdk_chunks(route, FMT):
+        objects.feed_chunk(chunk)
+    for event in _with_calls():
+        dicts.feed_chunk(event)
+    assert objects.reasoning == dicts.reasoning == [FIRST, SECOND]
+
+
+def test_the_next_stateless_turn_sends_the_items_back_before_the_calls(
+    sse_server: SSEServer,
+) -> None:
+    from openai.types.responses import ResponseInputParam, ResponseReasoningItemParam
+
+    route = sse_server.register_events(_with_calls(), FMT)
+    _, stream = assemble_sync(route, FMT)
+    turn = assistant_turn(stream.calls, style=FMT, text="On it.", reasoning=stream.reasoning)
+    assert [item.get("type", "message") for item in turn] == [
+        "reasoning",
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call",
+    ]
+    assert turn[:2] == [FIRST, SECOND]
+    for item in turn[:2]:
+        _taken_by_typed_dict(ResponseReasoningItemParam, item)
+    results = tool_messages(stream.calls, [{"temp": 21}, {"ok": True}], style=FMT)
+    user = {"role": "user", "content": "Weather in Tokyo, and book."}
+    _taken_by_typed_dict(ResponseInputParam, [user, *turn, *results])
+
+
+def test_the_next_request_goes_through_the_sdk_with_the_items(sse_server: SSEServer) -> None:
+    import openai
+
+    route = sse_server.register_events(_with_calls(), FMT)
+    _, stream = assemble_sync(route, FMT)
+    turn = assistant_turn(stream.calls, style=FMT, reasoning=stream.reasoning)
+    results = tool_messages(stream.calls, [{"temp": 21}, {"ok": True}], style=FMT)
+    follow_up = sse_server.register_events(responses_stream([], text="Done."), FMT)
+    user = {"role": "user", "content": "Weather in Tokyo, and book."}
+    with (
+        openai.OpenAI(base_url=follow_up.openai_base_url, api_key="test", max_retries=0) as client,
+        client.responses.create(
+            model="test-model",
+            input=[user, *turn, *results],  # pyright: ignore[reportArgumentType]
+            store=False,
+            include=["reasoning.encrypted_content"],
+            stream=True,
+        ) as events,
+    ):
+        assert [e.type for e in events][-1] == "response.completed"
+    (request,) = follow_up.requests
+    sent = request["json"]["input"]
+    assert sent[1:3] == [FIRST, SECOND]
+    assert [item["type"] for item in sent[3:]] == [
+        "function_call",
+        "function_call",
+        "function_call_output",
+        "function_call_output",
+    ]
+
+
+def test_an_item_cut_off_by_a_dropped_connection_is_not_kept(sse_server: SSEServer) -> None:
+    events = _with_calls()
+    body = sse_body(events, FMT)
+    # Cut inside the second item's summary, before its `output_item.done`.
+    cut = body.index(b'"delta":"Now "') + 5
+    route = sse_server.register(body, drop_after=cut)
+    _, stream = assemble_both(route, FMT)
+    assert stream.reasoning == [FIRST]
+    # A stream that ends without the item finished keeps it out too.
+    cut_events = _with_calls(second_done=False)
+    for asm in both_paths(cut_events, FMT):
+        assert asm.reasoning == [FIRST]
+
+
+def test_reasoning_items_count_toward_the_stream_byte_limit() -> None:
+    big = _item("rs_2", ["Long."], "x" * 6_000)
+    events = _numbered(
+        [
+            *_reasoning(0, _item("rs_1", ["Short."], "e")),
+            *_reasoning(1, big),
+            *responses_stream([Call("f", '{"a": 1}', "call_1")])[1:],
+        ]
+    )
+    short = _item("rs_1", ["Short."], "e")
+    for asm in both_paths(events, FMT, limit=4_000):
+        # Past the limit the response is refused whole: the item that crossed it is not kept.
+        assert asm.reasoning == [short]
+        assert "stream_limit" in [kind for kind, _, _ in asm.stream_errors()]
+    for asm in both_paths(events, FMT, limit=8_000):
+        assert asm.reasoning == [short, big]
+        assert asm.stream_errors() == []
+
+
+def test_a_replayed_response_keeps_its_items_once() -> None:
+    created = responses_stream([])[0]
+    once = [created, *_reasoning(0, FIRST)]
+    # Replayed from its `response.created`, numbered again from the start.
+    replayed = [*_numbered(once), *_numbered(once)]
+    # An item finished twice in a stream that numbers no events.
+    repeated = [created, *_reasoning(0, FIRST), *_reasoning(0, FIRST)[-1:]]
+    for events in (replayed, repeated):
+        for asm in both_paths(events, FMT):
+            assert asm.reasoning == [FIRST]
+
+
+_TEXT = st.text(
+    st.sampled_from(["a", " ", "é", "東", "😀", '"', "\\", "\n", "\x01", "\ud83d", "\ude00"]),
+    max_size=6,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    summary=st.lists(_TEXT, max_size=3),
+    encrypted=st.one_of(st.none(), _TEXT),
+    done=st.booleans(),
+    cuts=st.lists(st.integers(0, 10**6), max_size=10),
+)
+def test_any_split_of_the_body_keeps_what_the_chunks_keep(
+    summary: list[str], encrypted: str | None, done: bool, cuts: list[int]
+) -> None:
+    # The events as a client reads them: `json.loads` of the body's data.
+    item = _item("rs_1", summary, encrypted)
+    events = json.loads(json.dumps(_numbered(_reasoning(0, item, done=done))))
+    chunks, raw = both_paths(events, FMT, cuts=cuts)
+    assert raw.reasoning == chunks.reasoning == ([events[-1]["item"]] if done else [])
