@@ -193,6 +193,10 @@ pub mod warning {
     /// A provider field for the call could not be written as JSON (nested past what the
     /// binding's writer allows) and was not kept: the next turn lacks it.
     pub const METADATA_DROPPED: &str = "metadata_dropped";
+    /// A custom tool call's finished item stated another input than its
+    /// `custom_tool_call_input.done` event: the item's, which the provider keeps as the call,
+    /// replaced it.
+    pub const INPUT_MISMATCH: &str = "input_mismatch";
 }
 
 /// What a provider's statement of a call's whole arguments (a Responses `.done` summary) says
@@ -1488,7 +1492,9 @@ impl Assembler {
             }
             let call = &self.calls[ordinal];
             if !call.name.is_empty() && call.has_arguments() {
-                let complete = call.scanner.is_complete() || call.mode == ArgMode::Value;
+                // Free text is never a whole JSON value that a named delta would follow.
+                let complete = !is_free_form(call)
+                    && (call.scanner.is_complete() || call.mode == ArgMode::Value);
                 let same_name = name == call.name;
                 // An empty fragment is no new argument text (quirk 26): a repeated header.
                 // Nor is whitespace, which cannot start a value: a provider that repeats the
@@ -2409,6 +2415,33 @@ impl Assembler {
         Summary::Mismatch
     }
 
+    /// The whole free-form text of the call at `ordinal` (see [`FREE_FORM_KIND`]) as the
+    /// provider's finished item states it: it replaces the text the call holds when the two
+    /// differ (a `custom_tool_call_input.done` that said otherwise), with the warning
+    /// [`warning::INPUT_MISMATCH`]. Returns whether it differed; false, changing nothing, for a
+    /// call that is not free-form, has ended or is past a per-stream limit.
+    pub fn replace_free_form(&mut self, ordinal: usize, full: &[u8]) -> bool {
+        if self.finished || self.over.is_some() {
+            return false;
+        }
+        let Some(call) = self.calls.get_mut(ordinal) else {
+            return false;
+        };
+        if !is_free_form(call) || call.ended || call.scanner.text() == full {
+            return false;
+        }
+        call.scanner = Scanner::new(*call.scanner.config());
+        if !full.is_empty() {
+            push_checked(call, full);
+        }
+        warn_once(call, warning::INPUT_MISMATCH);
+        let kept = call.kept_bytes();
+        let grown = kept.saturating_sub(call.counted);
+        call.counted = call.counted.max(kept);
+        self.count_stream_bytes(grown);
+        true
+    }
+
     /// The call at `ordinal` became an [`ErrorKind::ArgumentsMismatch`] error with `message`
     /// (a recorded call replayed), whatever it holds, unless an arrival error came first.
     ///
@@ -2656,6 +2689,13 @@ const DEFERRED_BYTES: usize = 128;
 
 fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
     if text.is_empty() {
+        return;
+    }
+    if is_free_form(call) {
+        // Free text streamed in pieces (a Chat custom tool call's `custom.input` deltas): the
+        // resend and repeat rules read JSON values, and in free text a piece that repeats or
+        // extends what came before ("a", "a") is just more text.
+        push_checked(call, text);
         return;
     }
     if call.mode == ArgMode::Value {

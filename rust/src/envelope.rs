@@ -283,6 +283,11 @@ pub enum Action<'a> {
     /// it holds (cumulative deltas, quirk 19, replace rather than append; a repeat it dropped,
     /// quirk 20) and feeds them only when those differ (a lost delta).
     ArgumentsSummary(i64, &'a [u8]),
+    /// Responses `output_item.done` restated the whole free-form input (decoded) of the
+    /// custom tool call at this wire index after its `custom_tool_call_input.done` gave it
+    /// its text: the item is what the provider keeps as the call, so its text is kept (see
+    /// [`crate::Assembler::replace_free_form`]), and a difference is told.
+    FinalInput(i64, &'a [u8]),
     /// Bytes the decoder holds for a call outside the assembler until the call closes (a
     /// Gemini call's merged `partialArgs` pieces; see [`crate::Assembler::may_hold`]): answered
     /// with whether they fit beside what the response keeps. `Held(0)` asks whether the
@@ -506,7 +511,17 @@ wire_struct! {
         id: Option<&'a RawValue> = "id",
         kind: Option<&'a RawValue> = "type",
         function: Option<Function<'a>> = "function",
+        /// A custom tool's call (`type: "custom"`): its name and a piece of its free-form
+        /// input, streamed as `arguments` are.
+        custom: Option<Custom<'a>> = "custom",
         extra_content: Option<&'a RawValue> = "extra_content",
+    }
+}
+
+wire_struct! {
+    struct Custom<'a> {
+        name: Option<&'a RawValue> = "name",
+        input: Option<&'a RawValue> = "input",
     }
 }
 
@@ -1236,18 +1251,28 @@ impl Decoder {
                 let entries = delta.tool_calls.as_ref().map_or(&[][..], Few::as_slice);
                 for entry in entries.iter().flatten() {
                     let function = entry.function.as_ref();
+                    let custom = entry.custom.as_ref();
                     let id = string(entry.id);
                     let id = id.as_deref().filter(|s| !is_blank_id(s));
-                    let name = string(function.and_then(|f| f.name));
+                    // A custom tool's call names itself and streams its input in `custom`.
+                    let name = string(
+                        custom
+                            .and_then(|c| c.name)
+                            .or(function.and_then(|f| f.name)),
+                    );
                     let name = name.as_deref().filter(|s| !s.is_empty());
                     let kind = string(entry.kind);
-                    let kind = kind.as_deref().filter(|s| !s.is_empty());
+                    let kind = kind
+                        .as_deref()
+                        .filter(|s| !s.is_empty())
+                        .or(custom.map(|_| FREE_FORM_KIND));
                     let metadata = entry.extra_content.map(|raw| ("extra_content", raw.get()));
                     if let Some((key, json)) = metadata {
                         // Only provider fields (Gemini's thought signature): they go to the
                         // call under this index, now or once it opens; they never open a call
                         // (quirk 31), as in `feed_chunk`.
                         if function.is_none()
+                            && custom.is_none()
                             && string(entry.id).is_none()
                             && string(entry.kind).is_none()
                         {
@@ -1259,7 +1284,10 @@ impl Decoder {
                             continue;
                         }
                     }
-                    let args = function.and_then(|f| f.arguments);
+                    let args = match custom {
+                        Some(c) => c.input,
+                        None => function.and_then(|f| f.arguments),
+                    };
                     self.emit_call(
                         wire_index(entry.index),
                         id,
@@ -1449,7 +1477,7 @@ impl Decoder {
                     }
                 }
                 if is_free_form(&item) {
-                    self.free_form_input(key, item.input, emit);
+                    self.free_form_input(key, item.input, true, emit);
                 } else if let Some(raw) = raw_str(item.arguments) {
                     self.verify(key, raw, emit);
                 } else {
@@ -1470,7 +1498,7 @@ impl Decoder {
             }
             "response.custom_tool_call_input.done" => {
                 let key = self.free_form_key(env, emit);
-                self.free_form_input(key, env.input, emit);
+                self.free_form_input(key, env.input, false, emit);
             }
             "response.created" => self.start(emit),
             "response.output_text.delta" => {
@@ -1820,12 +1848,14 @@ impl Decoder {
         key
     }
 
-    /// The whole free-form text of the custom tool call at `key` (from its `.done` event or
-    /// its finished item), fed once as the call's text: a later copy repeats it.
+    /// The whole free-form text of the custom tool call at `key` (from its `.done` event or,
+    /// `finished`, its finished item), fed once as the call's text: a later `.done` repeats
+    /// it, and the finished item's, which the provider keeps as the call, is compared with it.
     fn free_form_input<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         key: i64,
         input: Option<&RawValue>,
+        finished: bool,
         emit: &mut F,
     ) {
         let Some(raw) = raw_str(input) else {
@@ -1838,14 +1868,20 @@ impl Decoder {
         else {
             return;
         };
-        if state.ended || std::mem::replace(&mut state.has_text, true) {
+        if state.ended {
+            return;
+        }
+        let restated = std::mem::replace(&mut state.has_text, true);
+        if restated && !finished {
             return;
         }
         // Plain text, not JSON: an unpaired surrogate half is U+FFFD (warning
         // `replacement_character`), as in assistant text; its `\uXXXX` escape would change
         // what the input says.
         decode_text(raw, &mut self.scratch, Lone::Replace);
-        if !self.scratch.is_empty() {
+        if restated {
+            emit(Action::FinalInput(key, &self.scratch));
+        } else if !self.scratch.is_empty() {
             emit(args(Some(key), Arguments::Text(&self.scratch)));
         }
     }
