@@ -1493,8 +1493,8 @@ impl Assembler {
             let call = &self.calls[ordinal];
             if !call.name.is_empty() && call.has_arguments() {
                 // Free text is never a whole JSON value that a named delta would follow.
-                let complete = !is_free_form(call)
-                    && (call.scanner.is_complete() || call.mode == ArgMode::Value);
+                let complete = (call.scanner.is_complete() || call.mode == ArgMode::Value)
+                    && !is_free_form(call);
                 let same_name = name == call.name;
                 // An empty fragment is no new argument text (quirk 26): a repeated header.
                 // Nor is whitespace, which cannot start a value: a provider that repeats the
@@ -2691,19 +2691,12 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
     if text.is_empty() {
         return;
     }
-    if is_free_form(call) {
-        // Free text streamed in pieces (a Chat custom tool call's `custom.input` deltas): the
-        // resend and repeat rules read JSON values, and in free text a piece that repeats or
-        // extends what came before ("a", "a") is just more text.
-        push_checked(call, text);
-        return;
-    }
     if call.mode == ArgMode::Value {
         extra_arguments(call, text);
         return;
     }
     if call.check.is_none() && !call.name.is_empty() {
-        if let Some(reg) = registry {
+        if let Some(reg) = registry.filter(|_| !is_free_form(call)) {
             attach_check(call, reg);
         }
     }
@@ -2737,7 +2730,10 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
     }
     let buffer = call.scanner.text();
     let extends = text.len() > buffer.len() && text.starts_with(buffer);
-    if !buffer.is_empty() && (extends || text == buffer) {
+    // The resend and repeat rules read JSON values: in free text (a Chat custom tool call's
+    // `custom.input` pieces) a piece that repeats or extends what came before ("a", "a") is
+    // just more text. Asked only once a rule would apply, so other calls pay nothing for it.
+    if !buffer.is_empty() && (extends || text == buffer) && !is_free_form(call) {
         // A resend or a repeat is told apart by how far the value got.
         call.sync();
         let buffer = call.scanner.text();
@@ -2792,7 +2788,10 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
             return;
         }
     }
-    if call.mode != ArgMode::Cumulative && may_repeat_value(call.scanner.text(), text) {
+    if call.mode != ArgMode::Cumulative
+        && may_repeat_value(call.scanner.text(), text)
+        && !is_free_form(call)
+    {
         // The same value written again with other spacing: an adapter that re-serializes the
         // parsed arguments for its consolidated repeat (quirk 20). Appended, it would be a
         // second value and the call lost.

@@ -511,9 +511,10 @@ wire_struct! {
         id: Option<&'a RawValue> = "id",
         kind: Option<&'a RawValue> = "type",
         function: Option<Function<'a>> = "function",
-        /// A custom tool's call (`type: "custom"`): its name and a piece of its free-form
-        /// input, streamed as `arguments` are.
-        custom: Option<Custom<'a>> = "custom",
+        /// A custom tool's call (`type: "custom"`): a [`Custom`], its name and a piece of its
+        /// free-form input, streamed as `arguments` are. Parsed only for an entry without
+        /// `function`, so a function call's entries cost no more to read.
+        custom: Option<&'a RawValue> = "custom",
         extra_content: Option<&'a RawValue> = "extra_content",
     }
 }
@@ -1251,21 +1252,31 @@ impl Decoder {
                 let entries = delta.tool_calls.as_ref().map_or(&[][..], Few::as_slice);
                 for entry in entries.iter().flatten() {
                     let function = entry.function.as_ref();
-                    let custom = entry.custom.as_ref();
+                    // A custom tool's call names itself and streams its input in `custom`; one
+                    // that cannot be read is a custom call without them, as `feed_chunk` reads it.
+                    let custom = entry
+                        .custom
+                        .filter(|raw| function.is_none() && raw.get() != "null")
+                        .map(|raw| serde_json::from_str::<Custom<'_>>(raw.get()).ok());
+                    let (name, args) = match &custom {
+                        None => (
+                            function.and_then(|f| f.name),
+                            function.and_then(|f| f.arguments),
+                        ),
+                        Some(c) => (
+                            c.as_ref().and_then(|c| c.name),
+                            c.as_ref().and_then(|c| c.input),
+                        ),
+                    };
                     let id = string(entry.id);
                     let id = id.as_deref().filter(|s| !is_blank_id(s));
-                    // A custom tool's call names itself and streams its input in `custom`.
-                    let name = string(
-                        custom
-                            .and_then(|c| c.name)
-                            .or(function.and_then(|f| f.name)),
-                    );
+                    let name = string(name);
                     let name = name.as_deref().filter(|s| !s.is_empty());
                     let kind = string(entry.kind);
                     let kind = kind
                         .as_deref()
                         .filter(|s| !s.is_empty())
-                        .or(custom.map(|_| FREE_FORM_KIND));
+                        .or_else(|| custom.as_ref().map(|_| FREE_FORM_KIND));
                     let metadata = entry.extra_content.map(|raw| ("extra_content", raw.get()));
                     if let Some((key, json)) = metadata {
                         // Only provider fields (Gemini's thought signature): they go to the
@@ -1284,10 +1295,6 @@ impl Decoder {
                             continue;
                         }
                     }
-                    let args = match custom {
-                        Some(c) => c.input,
-                        None => function.and_then(|f| f.arguments),
-                    };
                     self.emit_call(
                         wire_index(entry.index),
                         id,

@@ -164,7 +164,8 @@ class ChatCompletionsAdapter:
     def _tool_call(self, entry: object, sink: Sink, info: ChunkInfo) -> None:
         index = sdk_index_of(get(entry, "index"))
         function = get(entry, "function")
-        custom = get(entry, "custom")
+        # Read only for an entry without `function`: a function call's entries cost no more.
+        custom = get(entry, "custom") if function is None else None
         metadata = extras(entry, _TOOL_CALL_FIELDS)
         wire_id = str_or_none(get(entry, "id"))
         kind = str_or_none(get(entry, "type"))
