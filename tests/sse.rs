@@ -3118,3 +3118,53 @@ fn responses_custom_tool_call_whose_item_events_were_lost_is_kept() {
     assert_eq!(o.call(0).error, Some(ErrorKind::MissingName));
     assert_eq!(o.call(0).args, "x + 1");
 }
+
+#[test]
+fn responses_a_finished_item_that_restates_another_custom_input_wins_and_is_told() {
+    // The `.done` event and the finished item disagree: the item is what the provider keeps
+    // as the call, so its text is the call's, with a warning and a stream error.
+    let mut events = custom_events("SELECT 2", &["SELECT 2"]);
+    events[2] = events[2].replace("SELECT 2", "SELECT 1");
+    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+    let body = responses_body(&refs);
+    let o = run(body.as_bytes());
+    assert_eq!(o.call(0).args, "SELECT 2", "{o:?}");
+    assert_eq!(o.call(0).warnings, ["input_mismatch"]);
+    assert_eq!(o.call(0).error, Some(ErrorKind::FreeFormCall));
+    assert_eq!(o.count(StreamErrorKind::ArgumentsMismatch), 1);
+    assert_eq!(o, run_chunks(body.as_bytes().chunks(1)));
+    // Agreeing, they tell nothing.
+    let events = custom_events("SELECT 2", &["SELECT 2"]);
+    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+    let o = run(responses_body(&refs).as_bytes());
+    assert!(
+        o.errors.is_empty() && o.call(0).warnings.is_empty(),
+        "{o:?}"
+    );
+}
+
+#[test]
+fn chat_custom_tool_calls_are_calls_of_their_free_form_pieces() {
+    // A Chat custom tool call names itself and streams its input under `custom`: its name and
+    // text were lost. Pieces that repeat the text before them are free text, joined as sent.
+    let piece = |input: &str| {
+        let input = serde_json::to_string(input).expect("a string");
+        format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":0,\"custom\":{{\"input\":{input}}}}}]}}}}]}}\n\n"
+        )
+    };
+    let mut body = String::from(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"custom\",\"custom\":{\"name\":\"run_sql\",\"input\":\"\"}}]}}]}\n\n",
+    );
+    for text in ["a", "a", "{}", "{}"] {
+        body.push_str(&piece(text));
+    }
+    body.push_str(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+    );
+    let o = run(body.as_bytes());
+    assert_eq!(o.calls.len(), 1, "{o:?}");
+    free_form(o.call(0), "run_sql", "aa{}{}", "call_1");
+    assert!(o.call(0).warnings.is_empty(), "{o:?}");
+    assert_eq!(o, run_chunks(body.as_bytes().chunks(1)));
+}

@@ -800,6 +800,11 @@ class Assembler:
         `extend` when `full` starts with the call's text (its last deltas were lost: `full`
         completed it), `mismatch` when the call holds other text: it became an
         `arguments_mismatch` error, its text kept."""
+    def _replace_free_form(self, ordinal: int, full: bytes, /) -> bool:
+        """`full` (a Responses custom tool call's finished item) replaces the free-form text
+        of the call at `ordinal` when it differs (warning `input_mismatch`); returns whether
+        it did. False, changing nothing, for a call that is not free-form, has no text yet,
+        has ended or is past a per-stream limit."""
     def _mismatch_arguments(self, ordinal: int, message: str, /) -> None:
         """The call at `ordinal` becomes an `arguments_mismatch` error with `message` (a
         recorded call replayed), never executed, whatever it holds.

@@ -399,6 +399,18 @@ MESSAGES: dict[str, dict[str, str]] = {
         "was not executed. Use another tool.",
         "zh": "工具 {name} 接受自由格式输入，本应用无法执行它；该调用未执行。请使用其他工具。",
     },
+    "msg.takes_free_form": {
+        "en": "The tool {name} takes free-form text input, not JSON arguments; it was not "
+        "executed. Call it as a custom tool, with its input as plain text.",
+        "zh": "工具 {name} 接受自由格式文本输入，而非 JSON 参数；该调用未执行。"
+        "请以自定义工具的方式调用，并以纯文本作为输入。",
+    },
+    "msg.takes_json": {
+        "en": "The tool {name} takes JSON arguments, not free-form text; it was not executed. "
+        "Call it as a function, with its arguments as a JSON object.",
+        "zh": "工具 {name} 接受 JSON 参数，而非自由格式文本；该调用未执行。"
+        "请以函数的方式调用，并以 JSON 对象作为参数。",
+    },
     "msg.business_rule": {
         "en": "The request was rejected: {reasons}",
         "zh": "请求被拒绝：{reasons}",
@@ -1704,7 +1716,8 @@ def assistant_turn(
     `sent_id` maps an id the provider would refuse).
 
     Append the items to the conversation, then the results: `openai-chat` gives one
-    `assistant` message with `tool_calls`; `openai-responses` the assistant text as a message
+    `assistant` message with `tool_calls` (`{"type": "custom", "custom": {"name", "input"}}`
+    for a custom tool's call); `openai-responses` the assistant text as a message
     item, then one `function_call` item per call (a `custom_tool_call` item, its `input` the
     call's text, for a custom tool's call: type `custom`); `anthropic` one `assistant` message of a
     `text` block and `tool_use` blocks; `gemini` one `model` content of a `text` part and
@@ -1888,11 +1901,14 @@ def _metadata(call: object) -> Mapping[str, Any]:
 
 
 def _chat_call(call: _SentCall) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "id": sent_id(call_id_for(call), "openai-chat"),
-        "type": "function",
-        "function": {"name": _sent_name(call), "arguments": call.arguments},
-    }
+    entry: dict[str, Any] = {"id": sent_id(call_id_for(call), "openai-chat")}
+    if is_free_form(call):
+        # A custom tool's call as Chat Completions writes it (its custom tool call message).
+        entry["type"] = FREE_FORM_TYPE
+        entry["custom"] = {"name": _sent_name(call), "input": call.arguments}
+    else:
+        entry["type"] = "function"
+        entry["function"] = {"name": _sent_name(call), "arguments": call.arguments}
     extra = _metadata(call).get("extra_content")
     if extra is not None:
         # Gemini's OpenAI-compatible endpoint refuses the turn without its thought signature.

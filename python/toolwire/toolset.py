@@ -26,6 +26,7 @@ through the JSON Schema.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import gc
 import inspect
@@ -61,7 +62,7 @@ from toolwire.coercion import (
     resolve_rules,
 )
 from toolwire.jsonschema_dialect import PatternTooLargeError
-from toolwire.payloads import Lang, check_lang, require_call
+from toolwire.payloads import FREE_FORM_TYPE, Lang, check_lang, is_free_form, require_call
 from toolwire.schema_export import (
     MAX_SCHEMA_DEPTH,
     InvalidSchemaError,
@@ -95,6 +96,7 @@ from toolwire.validation import (
     success_template,
     with_synthetic_id,
     with_wire_id,
+    wrong_tool_type_outcome,
 )
 
 if TYPE_CHECKING:
@@ -102,7 +104,7 @@ if TYPE_CHECKING:
 
     from toolwire._core import ToolRegistry
 
-__all__ = ["ToolDefinition", "ToolInput", "Toolset", "snake_case"]
+__all__ = ["CustomToolDefinition", "ToolDefinition", "ToolInput", "Toolset", "snake_case"]
 
 
 # A tool whose calls Pydantic alone validates: its validator, Pydantic's `validate_json`, the
@@ -922,10 +924,75 @@ class ToolDefinition:
     validator: ToolValidator
 
 
-def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
-    inner = tool.get("function")
-    if tool.get("type") == "function" and isinstance(inner, Mapping):
+@dataclass(frozen=True, slots=True, eq=False)
+class CustomToolDefinition:
+    """One registered custom tool: its calls carry free-form text (type `custom`), not JSON
+    arguments, which no schema checks; the provider holds the text to `format`.
+
+    Attributes:
+        name: The tool name.
+        description: What the tool does, for the model.
+        format: The input format as the Responses API writes it: `{"type": "text"}`, or
+            `{"type": "grammar", "syntax": "lark" | "regex", "definition": ...}`.
+    """
+
+    name: str
+    description: str
+    format: dict[str, Any]
+
+
+_GRAMMAR_SYNTAXES = ("lark", "regex")
+
+# What the stream did to a function call, told before its being of the wrong kind for a custom
+# tool: sent again, it is read whole, and only then is its kind the model's to fix.
+_BEFORE_TOOL_TYPE = frozenset({"filtered", "lost_event", "arguments_mismatch", "missing_name"})
+
+
+def _is_custom_definition(tool: Mapping[str, Any]) -> bool:
+    """Whether a definition dict is a custom tool's (`"type": "custom"`, either API's shape)."""
+    return tool.get("type") == "custom"
+
+
+def _custom_parts(tool: Mapping[str, Any]) -> CustomToolDefinition:
+    """A custom tool from its definition in the Responses shape (`{"type": "custom", "name",
+    "description", "format"}`) or the Chat Completions one (`{"type": "custom", "custom":
+    {...}}`, its grammar nested under `grammar`)."""
+    inner = tool.get("custom")
+    if isinstance(inner, Mapping):
         tool = cast(Mapping[str, Any], inner)
+    name, description = _name_and_description(tool)
+    given: object = tool.get("format")
+    if given is None:
+        return CustomToolDefinition(name, description, {"type": "text"})
+    if not isinstance(given, Mapping):
+        raise ValueError(f"tool {name!r}: 'format' must be an object")
+    fmt = cast(Mapping[str, Any], given)
+    if fmt.get("type") == "text":
+        return CustomToolDefinition(name, description, {"type": "text"})
+    if fmt.get("type") != "grammar":
+        raise ValueError(f"tool {name!r}: 'format' type must be 'text' or 'grammar'")
+    nested: object = fmt.get("grammar")
+    grammar = cast(Mapping[str, Any], nested) if isinstance(nested, Mapping) else fmt
+    syntax, definition = grammar.get("syntax"), grammar.get("definition")
+    if syntax not in _GRAMMAR_SYNTAXES:
+        raise ValueError(f"tool {name!r}: a grammar's 'syntax' must be 'lark' or 'regex'")
+    if not isinstance(definition, str) or not definition:
+        raise ValueError(f"tool {name!r}: a grammar needs its 'definition' as a string")
+    return CustomToolDefinition(
+        name, description, {"type": "grammar", "syntax": syntax, "definition": definition}
+    )
+
+
+def _custom_entry(tool: CustomToolDefinition) -> dict[str, Any]:
+    """A custom tool's properties as both APIs write them, its format as Responses does."""
+    out: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        out["description"] = tool.description
+    out["format"] = dict(tool.format)
+    return out
+
+
+def _name_and_description(tool: Mapping[str, Any]) -> tuple[str, str]:
     name = tool.get("name")
     if not isinstance(name, str):
         raise ValueError(f"a tool definition needs a string 'name': {dict(tool)!r:.200}")
@@ -933,6 +1000,14 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
     if not isinstance(description, str):
         raise ValueError(f"tool {name!r}: 'description' must be a string")
     _refuse_lone_surrogate_description(name, description)
+    return name, description
+
+
+def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    inner = tool.get("function")
+    if tool.get("type") == "function" and isinstance(inner, Mapping):
+        tool = cast(Mapping[str, Any], inner)
+    name, description = _name_and_description(tool)
     # An MCP tool (`tools/list`, or the `mcp` SDK's `Tool.model_dump()`) spells it `inputSchema`.
     params: object = tool.get("parameters", tool.get("input_schema", tool.get("inputSchema")))
     if params is None:
@@ -1278,7 +1353,13 @@ class Toolset:
     """A registry of tools: provider exports, the pre-check schemas and call validation.
 
     Args:
-        tools: Pydantic model classes and plain tool definitions, in any mix.
+        tools: Pydantic model classes and plain tool definitions, in any mix. A definition
+            with `"type": "custom"` (as the Responses API writes it, `{"type": "custom",
+            "name", "description", "format"}`, or as Chat Completions does, under `custom`)
+            registers a custom tool: its calls carry free-form text, maybe held to a grammar
+            (`format`), which is never parsed as JSON nor pre-checked; `validate` passes it as
+            the outcome's `value` (a `str`), and the executor runs the tool registered under
+            its name with that text (`fn(text)`).
         names: Explicit names, keyed by model class or by a plain tool's own name.
         strict: If true (the default), `openai()` and `responses()` raise `SchemaExportError`
             for a tool the strict subset cannot express; if false, such tools are exported
@@ -1333,6 +1414,7 @@ class Toolset:
             rename[rename_key] = rename_to
         used_rename: set[object] = set()
         parsed: list[tuple[str, str, type[BaseModel] | None, dict[str, Any]]] = []
+        customs: list[CustomToolDefinition] = []
         validation_sources: dict[str, dict[str, Any]] = {}
         # Model tools whose pre-check must leave some string keywords to validation.
         check_sources: dict[str, dict[str, Any]] = {}
@@ -1362,6 +1444,13 @@ class Toolset:
                 check_source = tool.model_json_schema(schema_generator=_PrecheckSchema)
                 if check_source != source:
                     check_sources[name] = check_source
+            elif isinstance(cast(object, tool), Mapping) and _is_custom_definition(tool):
+                custom = _custom_parts(tool)
+                if custom.name in rename:
+                    used_rename.add(custom.name)
+                    custom = dataclasses.replace(custom, name=rename[custom.name])
+                customs.append(custom)
+                continue
             elif isinstance(cast(object, tool), Mapping):
                 name, description, source = _plain_parts(tool)
                 key, model = name, None
@@ -1379,6 +1468,13 @@ class Toolset:
         if unused:
             raise ValueError(f"names has keys that match no tool: {unused!r}")
         known = {p[0] for p in parsed}
+        self._custom: dict[str, CustomToolDefinition] = {}
+        for custom in customs:
+            if not _NAME.match(custom.name):
+                raise ValueError(f"invalid tool name {custom.name!r}: use 1-64 of [a-zA-Z0-9_-]")
+            if custom.name in known or custom.name in self._custom:
+                raise ValueError(f"duplicate tool name {custom.name!r}")
+            self._custom[custom.name] = custom
         for label, mapping in (("default_tz", default_tz), ("checks", checks)):
             stray = sorted(set(mapping or {}) - known)
             if stray:
@@ -1484,8 +1580,20 @@ class Toolset:
     # Registry ---------------------------------------------------------------------------
 
     def names(self) -> list[str]:
-        """The tool names, in registration order."""
+        """The names of the JSON tools (those with parameters), in registration order."""
         return list(self._tools)
+
+    def custom_names(self) -> list[str]:
+        """The names of the custom tools (free-form input), in registration order."""
+        return list(self._custom)
+
+    def custom_tool(self, name: str) -> CustomToolDefinition:
+        """The registered definition of one custom tool.
+
+        Raises:
+            KeyError: If no custom tool has that name.
+        """
+        return self._custom[name]
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -1497,6 +1605,8 @@ class Toolset:
         return len(self._tools)
 
     def __repr__(self) -> str:
+        if self._custom:
+            return f"Toolset({self.names()!r}, custom={self.custom_names()!r})"
         return f"Toolset({self.names()!r})"
 
     def tool(self, name: str) -> ToolDefinition:
@@ -1614,7 +1724,9 @@ class Toolset:
         return out
 
     def openai(self, strict: bool | None = None) -> list[dict[str, Any]]:
-        """Chat Completions `tools=`: `{"type": "function", "function": {...}}` per tool.
+        """Chat Completions `tools=`: `{"type": "function", "function": {...}}` per tool,
+        then `{"type": "custom", "custom": {"name", "description", "format"}}` per custom
+        tool (a grammar under `format.grammar`, as Chat Completions nests it).
 
         Args:
             strict: Overrides the toolset's `strict` for this export.
@@ -1625,13 +1737,22 @@ class Toolset:
         Raises:
             SchemaExportError: If strict and a tool cannot be expressed in the strict subset.
         """
+        customs: list[dict[str, Any]] = []
+        for custom in self._custom.values():
+            entry = _custom_entry(custom)
+            fmt = entry["format"]
+            if fmt["type"] == "grammar":
+                grammar = {"definition": fmt["definition"], "syntax": fmt["syntax"]}
+                entry["format"] = {"type": "grammar", "grammar": grammar}
+            customs.append({"type": "custom", "custom": entry})
         return [
             {"type": "function", "function": _function(tool, schema, is_strict)}
             for tool, schema, is_strict in self._exported(strict)
-        ]
+        ] + customs
 
     def responses(self, strict: bool | None = None) -> list[dict[str, Any]]:
-        """Responses API `tools=`: `{"type": "function", "name", ..., "strict"}` per tool.
+        """Responses API `tools=`: `{"type": "function", "name", ..., "strict"}` per tool,
+        then `{"type": "custom", "name", "description", "format"}` per custom tool.
 
         Args:
             strict: Overrides the toolset's `strict` for this export.
@@ -1645,7 +1766,7 @@ class Toolset:
         return [
             {"type": "function", **_function(tool, schema, is_strict)}
             for tool, schema, is_strict in self._exported(strict)
-        ]
+        ] + [{"type": "custom", **_custom_entry(custom)} for custom in self._custom.values()]
 
     def anthropic(self) -> list[dict[str, Any]]:
         """Anthropic Messages `tools=`: `{"name", "description", "input_schema"}` per tool.
@@ -1657,7 +1778,15 @@ class Toolset:
 
         Returns:
             The tool list (fresh dicts).
+
+        Raises:
+            ValueError: The toolset has a custom tool, which Anthropic's API cannot take.
         """
+        if self._custom:
+            raise ValueError(
+                f"custom tools {self.custom_names()!r} take free-form input, which only OpenAI's "
+                "APIs offer: export them with openai() or responses()"
+            )
         out: list[dict[str, Any]] = []
         for tool in self._tools.values():
             entry: dict[str, Any] = {"name": tool.name}
@@ -1726,10 +1855,42 @@ class Toolset:
             # The caller's mistake, raised; what fails past this is the application's code.
             require_call(call, ("error", "name", "id", "arguments"), what="validate's call")
             _require_call_types(call)
+        free_form = is_free_form(call)
+        if free_form or call.name in self._custom:
+            return self._validate_custom(call, free_form)
         try:
             return self._validate_python(call)
         except Exception as exc:
             return internal_error(call, exc, self._lang)
+
+    def _validate_custom(self, call: CallLike, free_form: bool) -> Outcome:
+        """`validate` for a custom tool's call (`free_form`: type `custom`) or a call that names
+        a custom tool. Its text is the tool's input as sent: never parsed, never pre-checked.
+        A call of the other kind than its tool's is a retryable `wrong_tool_type` error; one
+        that the stream stopped, cut or broke says so first."""
+        error = call.error
+        kind = error.kind if error is not None else None
+        name = call.name or ""
+        names = self.names() + self.custom_names()
+        told_first = kind != "free_form_call" if free_form else kind in _BEFORE_TOOL_TYPE
+        early = (
+            outcome_for_call_error(call, error, tools=names, lang=self._lang)
+            if error is not None and told_first
+            else None
+        )
+        if early is not None:
+            done = early
+        elif free_form and name in self._custom:
+            done = Outcome.success(call, name, value=call.arguments, lang=self._lang)
+        elif name in self._custom or name in self._tools:
+            done = wrong_tool_type_outcome(call, custom=name in self._custom, lang=self._lang)
+        else:
+            # A custom tool this toolset does not have: nothing here can run free text.
+            done = outcome_for_call_error(
+                call, error or _KindOnly("free_form_call"), tools=names, lang=self._lang
+            )
+        done = with_wire_id(cast(Outcome, done), call)
+        return dataclasses.replace(done, call_type=FREE_FORM_TYPE) if free_form else done
 
     def _validate_python(self, call: CallLike) -> Outcome:
         """`_validate_general` for a call known to be one."""

@@ -337,6 +337,7 @@ def success_outcome(
     draft.secrets = secrets
     draft.synthetic_id = synthetic_id
     draft.wire_id = wire_id
+    draft.call_type = None
     draft.__class__ = Outcome
     return cast(Outcome, draft)
 
@@ -380,13 +381,16 @@ class Outcome:
         tool: The tool name ("" if the call had none).
         call_id: The call's id, if it had one.
         model: The validated Pydantic instance, for model tools.
-        value: The validated arguments as plain JSON data, for dict tools.
+        value: The validated arguments as plain JSON data, for dict tools; the free-form
+            input text (a `str`, as sent), for a custom tool.
         errors: At most five errors, most useful first.
         coercions: Every coercion applied before the arguments validated.
         retryable: True if asking the model to call again can fix it.
         error_type: A stable slug for the failure (`validation`, `truncated`, `invalid_json`,
             `not_object`, `too_large`, `unknown_tool`, `missing_name`, `filtered`,
-            `lost_event`, `arguments_mismatch`, `free_form_call`, `business_rule`,
+            `lost_event`, `arguments_mismatch`, `free_form_call`, `wrong_tool_type` (a
+            function call to a custom tool, or a custom tool call to a JSON tool),
+            `business_rule`,
             `needs_clarification`, `no_result`, `tool_failed`);
             "" when ok.
         message: One sentence about the failure for the model.
@@ -407,6 +411,9 @@ class Outcome:
             which Gemini gets back in place of `call_id`, as does a stored Responses turn
             (`stateful`); None for every other call. Set by `Toolset.validate`, and by
             `success`, `failure` and `business_failure` from the call given.
+        call_type: `custom` for a custom tool's call (free-form input), which `to_message`
+            answers in kind (`custom_tool_call_output` on `openai-responses`); None for a
+            function call. Set by `Toolset.validate`.
     """
 
     ok: bool
@@ -426,6 +433,7 @@ class Outcome:
     secrets: tuple[SecretStr, ...] = field(default=(), repr=False, compare=False)
     synthetic_id: str | None = None
     wire_id: str | None = None
+    call_type: str | None = None
 
     @classmethod
     def success(
@@ -707,7 +715,8 @@ def answered_call(outcome: Outcome, call: CallLike | None) -> tuple[str, Named]:
     # The provider never saw a made-up id: Gemini's answer goes by the name alone; nor a
     # renamed one: it gets back the id it sent. A custom tool's call is answered with a
     # `custom_tool_call_output` (Responses).
-    kind = "custom" if outcome.error_type == "free_form_call" else None
+    free_form = outcome.call_type or outcome.error_type == "free_form_call"
+    kind = "custom" if free_form else None
     return call_id, _NoIdCall(outcome.tool, outcome.wire_id or outcome.call_id or None, kind)
 
 
@@ -5080,16 +5089,30 @@ def outcome_for_call_error(
     )
 
 
+def wrong_tool_type_outcome(call: CallLike, *, custom: bool, lang: Lang = "en") -> Outcome:
+    """The outcome for a call of the other kind than its tool's: a function call (JSON
+    arguments) to a custom tool (`custom`: free-form input), or a custom tool call to a JSON
+    tool. The model can call the tool again the right way."""
+    name = json.dumps(shown_text(call.name or ""), ensure_ascii=False)
+    key = "msg.takes_free_form" if custom else "msg.takes_json"
+    return _retryable_error(call, "wrong_tool_type", text(key, lang, name=name), lang)
+
+
 def not_object_outcome(call: CallLike, *, lang: Lang = "en") -> Outcome:
     """The outcome for arguments that are valid JSON but not an object."""
+    return _retryable_error(call, "not_object", text("msg.not_object", lang), lang)
+
+
+def _retryable_error(call: CallLike, error_type: str, message: str, lang: Lang) -> Outcome:
+    """A model error about the whole call, which the model can fix by calling again."""
     return Outcome(
         ok=False,
         kind="model_error",
         tool=call.name or "",
         call_id=call.id,
         retryable=True,
-        error_type="not_object",
-        message=text("msg.not_object", lang),
+        error_type=error_type,
+        message=message,
         lang=lang,
     )
 

@@ -193,9 +193,13 @@ pub mod warning {
     /// A provider field for the call could not be written as JSON (nested past what the
     /// binding's writer allows) and was not kept: the next turn lacks it.
     pub const METADATA_DROPPED: &str = "metadata_dropped";
+    /// A custom tool call's finished item stated another input than its
+    /// `custom_tool_call_input.done` event: the item's, which the provider keeps as the call,
+    /// replaced it.
+    pub const INPUT_MISMATCH: &str = "input_mismatch";
 
     /// Every warning: a call written out (a pickled one) reads its warnings back from it.
-    pub const ALL: [&str; 8] = [
+    pub const ALL: [&str; 9] = [
         CUMULATIVE_ARGUMENTS,
         REPEAT_DROPPED,
         REPLACEMENT_CHARACTER,
@@ -204,6 +208,7 @@ pub mod warning {
         REPLAY_DROPPED,
         LATE_FRAGMENT_DROPPED,
         METADATA_DROPPED,
+        INPUT_MISMATCH,
     ];
 }
 
@@ -1500,7 +1505,9 @@ impl Assembler {
             }
             let call = &self.calls[ordinal];
             if !call.name.is_empty() && call.has_arguments() {
-                let complete = call.scanner.is_complete() || call.mode == ArgMode::Value;
+                // Free text is never a whole JSON value that a named delta would follow.
+                let complete = (call.scanner.is_complete() || call.mode == ArgMode::Value)
+                    && !is_free_form(call);
                 let same_name = name == call.name;
                 // An empty fragment is no new argument text (quirk 26): a repeated header.
                 // Nor is whitespace, which cannot start a value: a provider that repeats the
@@ -2421,6 +2428,33 @@ impl Assembler {
         Summary::Mismatch
     }
 
+    /// The whole free-form text of the call at `ordinal` (see [`FREE_FORM_KIND`]) as the
+    /// provider's finished item states it: it replaces the text the call holds when the two
+    /// differ (a `custom_tool_call_input.done` that said otherwise), with the warning
+    /// [`warning::INPUT_MISMATCH`]. Returns whether it differed; false, changing nothing, for a
+    /// call that is not free-form, has ended or is past a per-stream limit.
+    pub fn replace_free_form(&mut self, ordinal: usize, full: &[u8]) -> bool {
+        if self.finished || self.over.is_some() {
+            return false;
+        }
+        let Some(call) = self.calls.get_mut(ordinal) else {
+            return false;
+        };
+        if !is_free_form(call) || call.ended || call.scanner.text() == full {
+            return false;
+        }
+        call.scanner = Scanner::new(*call.scanner.config());
+        if !full.is_empty() {
+            push_checked(call, full);
+        }
+        warn_once(call, warning::INPUT_MISMATCH);
+        let kept = call.kept_bytes();
+        let grown = kept.saturating_sub(call.counted);
+        call.counted = call.counted.max(kept);
+        self.count_stream_bytes(grown);
+        true
+    }
+
     /// The call at `ordinal` became an [`ErrorKind::ArgumentsMismatch`] error with `message`
     /// (a recorded call replayed), whatever it holds, unless an arrival error came first.
     ///
@@ -2675,7 +2709,7 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         return;
     }
     if call.check.is_none() && !call.name.is_empty() {
-        if let Some(reg) = registry {
+        if let Some(reg) = registry.filter(|_| !is_free_form(call)) {
             attach_check(call, reg);
         }
     }
@@ -2709,7 +2743,10 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
     }
     let buffer = call.scanner.text();
     let extends = text.len() > buffer.len() && text.starts_with(buffer);
-    if !buffer.is_empty() && (extends || text == buffer) {
+    // The resend and repeat rules read JSON values: in free text (a Chat custom tool call's
+    // `custom.input` pieces) a piece that repeats or extends what came before ("a", "a") is
+    // just more text. Asked only once a rule would apply, so other calls pay nothing for it.
+    if !buffer.is_empty() && (extends || text == buffer) && !is_free_form(call) {
         // A resend or a repeat is told apart by how far the value got.
         call.sync();
         let buffer = call.scanner.text();
@@ -2764,7 +2801,10 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
             return;
         }
     }
-    if call.mode != ArgMode::Cumulative && may_repeat_value(call.scanner.text(), text) {
+    if call.mode != ArgMode::Cumulative
+        && may_repeat_value(call.scanner.text(), text)
+        && !is_free_form(call)
+    {
         // The same value written again with other spacing: an adapter that re-serializes the
         // parsed arguments for its consolidated repeat (quirk 20). Appended, it would be a
         // second value and the call lost.

@@ -289,6 +289,11 @@ pub enum Action<'a> {
     /// it holds (cumulative deltas, quirk 19, replace rather than append; a repeat it dropped,
     /// quirk 20) and feeds them only when those differ (a lost delta).
     ArgumentsSummary(i64, &'a [u8]),
+    /// Responses `output_item.done` restated the whole free-form input (decoded) of the
+    /// custom tool call at this wire index after its `custom_tool_call_input.done` gave it
+    /// its text: the item is what the provider keeps as the call, so its text is kept (see
+    /// [`crate::Assembler::replace_free_form`]), and a difference is told.
+    FinalInput(i64, &'a [u8]),
     /// Bytes the decoder holds for a call outside the assembler until the call closes (a
     /// Gemini call's merged `partialArgs` pieces; see [`crate::Assembler::may_hold`]): answered
     /// with whether they fit beside what the response keeps. `Held(0)` asks whether the
@@ -513,6 +518,10 @@ wire_struct! {
         id: Option<&'a RawValue> = "id",
         kind: Option<&'a RawValue> = "type",
         function: Option<Function<'a>> = "function",
+        /// A custom tool's call (`type: "custom"`): a [`Custom`], its name and a piece of its
+        /// free-form input, streamed as `arguments` are. Parsed only for an entry without
+        /// `function`, so a function call's entries cost no more to read.
+        custom: Option<&'a RawValue> = "custom",
         ;
         ..
         /// The entry has members of other names (Gemini's `extra_content`, a server's own
@@ -541,6 +550,13 @@ wire_struct! {
 wire_struct! {
     struct DeltaEntries<'a> {
         tool_calls: Option<Few<Option<&'a RawValue>>> = "tool_calls",
+    }
+}
+
+wire_struct! {
+    struct Custom<'a> {
+        name: Option<&'a RawValue> = "name",
+        input: Option<&'a RawValue> = "input",
     }
 }
 
@@ -930,7 +946,7 @@ impl<'t> Reread<'t> {
 }
 
 /// The members of a Chat tool-call entry that are not its own (`index`, `id`, `type`,
-/// `function`: those [`ToolCallEntry`] reads), as `feed_chunk` keeps the SDK's `model_extra`:
+/// `function`, `custom`: those [`ToolCallEntry`] reads), as `feed_chunk` keeps the SDK's `model_extra`:
 /// in the order their names first come, each with its last value (`json.loads` keeps a
 /// repeated name where it first came, with its last value), one whose last value is `null`
 /// left out. Names are compared unescaped.
@@ -949,7 +965,7 @@ impl<'de> Deserialize<'de> for EntryMembers<'de> {
                 let mut all = Vec::new();
                 while let Some(MemberName(name)) = map.next_key()? {
                     let value: &'de RawValue = map.next_value()?;
-                    if !matches!(&*name, "index" | "id" | "type" | "function") {
+                    if !matches!(&*name, "index" | "id" | "type" | "function" | "custom") {
                         all.push((name, value));
                     }
                 }
@@ -1427,13 +1443,31 @@ impl Decoder {
     #[inline(always)]
     fn entry<F: FnMut(Action<'_>) -> bool>(&mut self, entry: &ToolCallEntry<'_>, emit: &mut F) {
         let function = entry.function.as_ref();
+        // A custom tool's call names itself and streams its input in `custom`; one that cannot
+        // be read is a custom call without them, as `feed_chunk` reads it.
+        let custom = entry
+            .custom
+            .filter(|raw| function.is_none() && raw.get() != "null")
+            .map(|raw| serde_json::from_str::<Custom<'_>>(raw.get()).ok());
+        let (name, args) = match &custom {
+            None => (
+                function.and_then(|f| f.name),
+                function.and_then(|f| f.arguments),
+            ),
+            Some(c) => (
+                c.as_ref().and_then(|c| c.name),
+                c.as_ref().and_then(|c| c.input),
+            ),
+        };
         let id = string(entry.id);
         let id = id.as_deref().filter(|s| !is_blank_id(s));
-        let name = string(function.and_then(|f| f.name));
+        let name = string(name);
         let name = name.as_deref().filter(|s| !s.is_empty());
         let kind = string(entry.kind);
-        let kind = kind.as_deref().filter(|s| !s.is_empty());
-        let args = function.and_then(|f| f.arguments);
+        let kind = kind
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .or_else(|| custom.as_ref().map(|_| FREE_FORM_KIND));
         self.emit_call(wire_index(entry.index), id, name, kind, args, None, emit);
     }
 
@@ -1449,8 +1483,10 @@ impl Decoder {
         emit: &mut F,
     ) {
         let index = wire_index(entry.index);
-        let alone =
-            entry.function.is_none() && string(entry.id).is_none() && string(entry.kind).is_none();
+        let alone = entry.function.is_none()
+            && entry.custom.map_or(true, |raw| raw.get() == "null")
+            && string(entry.id).is_none()
+            && string(entry.kind).is_none();
         // Only provider fields (Gemini's thought signature): they go to the call under this
         // index, now or once it opens; they never open a call (quirk 31), as in `feed_chunk`.
         if members.is_empty() || !alone {
@@ -1626,7 +1662,7 @@ impl Decoder {
                     }
                 }
                 if is_free_form(&item) {
-                    self.free_form_input(key, item.input, emit);
+                    self.free_form_input(key, item.input, true, emit);
                 } else if let Some(raw) = raw_str(item.arguments) {
                     self.verify(key, raw, emit);
                 } else {
@@ -1647,7 +1683,7 @@ impl Decoder {
             }
             "response.custom_tool_call_input.done" => {
                 let key = self.free_form_key(env, emit);
-                self.free_form_input(key, env.input, emit);
+                self.free_form_input(key, env.input, false, emit);
             }
             "response.created" => self.start(emit),
             "response.output_text.delta" => {
@@ -1997,12 +2033,14 @@ impl Decoder {
         key
     }
 
-    /// The whole free-form text of the custom tool call at `key` (from its `.done` event or
-    /// its finished item), fed once as the call's text: a later copy repeats it.
+    /// The whole free-form text of the custom tool call at `key` (from its `.done` event or,
+    /// `finished`, its finished item), fed once as the call's text: a later `.done` repeats
+    /// it, and the finished item's, which the provider keeps as the call, is compared with it.
     fn free_form_input<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         key: i64,
         input: Option<&RawValue>,
+        finished: bool,
         emit: &mut F,
     ) {
         let Some(raw) = raw_str(input) else {
@@ -2015,14 +2053,20 @@ impl Decoder {
         else {
             return;
         };
-        if state.ended || std::mem::replace(&mut state.has_text, true) {
+        if state.ended {
+            return;
+        }
+        let restated = std::mem::replace(&mut state.has_text, true);
+        if restated && !finished {
             return;
         }
         // Plain text, not JSON: an unpaired surrogate half is U+FFFD (warning
         // `replacement_character`), as in assistant text; its `\uXXXX` escape would change
         // what the input says.
         decode_text(raw, &mut self.scratch, Lone::Replace);
-        if !self.scratch.is_empty() {
+        if restated {
+            emit(Action::FinalInput(key, &self.scratch));
+        } else if !self.scratch.is_empty() {
             emit(args(Some(key), Arguments::Text(&self.scratch)));
         }
     }

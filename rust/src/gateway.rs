@@ -440,6 +440,18 @@ impl State {
                         json.to_owned()
                     });
             }
+            Action::FinalInput(index, full) => {
+                let Some(ordinal) = assembler.ordinal_of(Some(index)) else {
+                    return;
+                };
+                if assembler.replace_free_form(ordinal, full) {
+                    let shown = assembler.index(ordinal).unwrap_or(index);
+                    self.errors
+                        .record(StreamErrorKind::ArgumentsMismatch, self.events, || {
+                            final_input_message(shown)
+                        });
+                }
+            }
             Action::ArgumentsSummary(..) if assembler.over_limit().is_some() => {
                 // Nothing more of the response is kept: its deltas were dropped, not lost.
             }
@@ -475,6 +487,16 @@ impl State {
             }
         }
     }
+}
+
+/// How `stream_errors` tells a custom tool call whose finished item replaced the input its
+/// `custom_tool_call_input.done` gave (as `feed_chunk` tells it).
+#[cold]
+fn final_input_message(shown: i64) -> String {
+    format!(
+        "final input of the custom tool call at output_index {shown} differs from its \
+         custom_tool_call_input.done: the finished item's was kept"
+    )
 }
 
 /// Decodes a provider's raw SSE response body into tool calls, assistant text, usage and the

@@ -3294,6 +3294,18 @@ impl PyAssembler {
         )
     }
 
+    /// See [`Assembler::replace_free_form`] (a Responses custom tool call's finished item):
+    /// whether its input replaced a different one.
+    #[pyo3(signature = (ordinal, full, /))]
+    fn _replace_free_form(slf: &Bound<'_, Self>, ordinal: Count, full: &[u8]) -> PyResult<bool> {
+        let Count(ordinal) = ordinal;
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        Ok(this
+            .decoder
+            .assembler_mut()
+            .replace_free_form(ordinal, full))
+    }
+
     /// The index the call at `ordinal` reports, when it is routed by another key (the
     /// `feed_chunk` layer keys a Responses item apart from another under its `output_index`).
     #[pyo3(signature = (ordinal, index, /))]

@@ -128,6 +128,7 @@ from toolwire.execution.ledger_sqlite import SqliteLedger
 from toolwire.execution.observe import ExecutionRecord, FinalState, Observer, SpanLike
 from toolwire.execution.retry import RetryPolicy, RetryVerdict, StopReason, decide_retry
 from toolwire.payloads import (
+    FREE_FORM_TYPE,
     MAX_RESULT_CHARS,
     MESSAGES,
     Lang,
@@ -2662,10 +2663,13 @@ def _arguments_of(call: ValidatedCall) -> Any:
     model = call.model
     if model is not None:
         return model
-    # toolwire.Outcome carries the plain arguments of dict tools in ``value``.
+    # toolwire.Outcome carries the plain arguments of dict tools in ``value``, and a custom
+    # tool's free-form input there too, as its text.
     value = getattr(call, "value", None)
     if isinstance(value, Mapping):
         return cast(Mapping[str, Any], value)
+    if isinstance(value, str) and getattr(call, "call_type", None) == FREE_FORM_TYPE:
+        return value
     raw = getattr(call, "raw_arguments", None) or getattr(call, "arguments", None)
     if isinstance(raw, str) and raw.strip():
         try:
@@ -2723,6 +2727,9 @@ def _unfit_arguments(spec: ToolSpec, arguments: Any) -> str | None:
     raised by the call could as well come from inside the tool, after it took effect."""
     if not spec.unpack:
         return None
+    if isinstance(arguments, str):
+        # A custom tool's free-form input has no fields to pass as keywords.
+        return "a custom tool's free-form input cannot be unpacked: register it without unpack"
     try:
         signature = inspect.signature(spec.fn)
     except (TypeError, ValueError):  # a builtin without a signature: the call will tell

@@ -14,6 +14,9 @@ Design notes:
   on the raw path), so that what is not assembled is not lost unseen. Choices without `delta` (Azure
   content-filter annotations) and chunks with empty `choices` (usage-only, prompt-filter) are
   skipped (quirks 29, 30).
+- A custom tool's call (`type: "custom"`) carries its name and free-form input in `custom`
+  instead of `function`: `custom.input` pieces are fed as the call's text, which the core never
+  reads as JSON, and an entry with `custom` and no `type` is one too, as on the raw path.
 - The legacy `function_call` delta is fed as a call without index or id.
 - `finish_reason` is reported as sent. The reasons that stop the open calls are those the raw SSE
   path stops on (`FinishReason::stops_calls` in `rust/src/envelope.rs`): `content_filter`,
@@ -52,10 +55,11 @@ from toolwire.formats._types import (
     unreadable,
 )
 from toolwire.formats._utf16 import Utf16
+from toolwire.payloads import FREE_FORM_TYPE
 
 __all__ = ["ChatCompletionsAdapter"]
 
-_TOOL_CALL_FIELDS = frozenset({"index", "id", "type", "function"})
+_TOOL_CALL_FIELDS = frozenset({"index", "id", "type", "function", "custom"})
 # Natural ends; after a `refusal` delta they mean a refusal (as `FinishReason::Stop` in Rust).
 _NATURAL_ENDS = frozenset({"stop", "end_turn", "stop_sequence", "eos", "completed"})
 
@@ -160,9 +164,15 @@ class ChatCompletionsAdapter:
     def _tool_call(self, entry: object, sink: Sink, info: ChunkInfo) -> None:
         index = sdk_index_of(get(entry, "index"))
         function = get(entry, "function")
+        # Read only for an entry without `function`: a function call's entries cost no more.
+        custom = get(entry, "custom") if function is None else None
         metadata = extras(entry, _TOOL_CALL_FIELDS)
         wire_id = str_or_none(get(entry, "id"))
         kind = str_or_none(get(entry, "type"))
+        if custom is not None:
+            # A custom tool's call: its input pieces are its text, as `arguments` would be.
+            function = {"name": get(custom, "name"), "arguments": get(custom, "input")}
+            kind = kind or FREE_FORM_TYPE
         if metadata and function is None and wire_id is None and kind is None:
             for key, value in metadata.items():
                 sink.set_metadata(index, key, plain(value))

@@ -32,8 +32,10 @@ Design notes:
   JSON nor pre-checks it, and ends it as a `free_form_call` error with the text kept, so it is
   answered (`custom_tool_call_output`) and never run as JSON arguments. The text is taken
   whole from `response.custom_tool_call_input.done` or the finished item, whichever comes
-  first; the input deltas only open the call when its `output_item.added` was lost. As on
-  the raw SSE path.
+  first; the input deltas only open the call when its `output_item.added` was lost. A finished
+  item that states another input than the `.done` event before it is the one kept (it is what
+  the provider keeps as the call): the call gets the warning `input_mismatch`, and
+  `stream_errors()` tells it as `arguments_mismatch`. As on the raw SSE path.
 - The arguments an `output_item.added` carries are held until a delta or summary replaces them
   or the item ends: counted toward `max_stream_bytes` while held (`Sink._set_aside`), given back
   when replaced or fed, and not kept at all past `max_bytes` (the call is `too_large`) or past the
@@ -311,13 +313,26 @@ class ResponsesAdapter:
             info.feeds.append(FeedRecord(ordinal, None, None))
         return index
 
-    def _free_form_input(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
+    def _free_form_input(
+        self, index: int, value: object, sink: Sink, info: ChunkInfo, *, finished: bool = False
+    ) -> None:
         """The whole free-form text of the custom tool call at `index`, fed once as the
-        call's text: a later copy (the finished item after the `.done` event) repeats it."""
+        call's text: a later `.done` repeats it, and the finished item's (`finished`), which the
+        provider keeps as the call, replaces a different one, told as on the raw path."""
         calls = self._calls
         if not isinstance(value, str) or index not in calls.opened or index in calls.ended:
             return
         if index in calls.with_arguments:
+            replace = getattr(sink, "_replace_free_form", None)
+            ordinal = calls.ordinals.get(index)
+            if not finished or replace is None or ordinal is None:
+                return
+            if replace(ordinal, replace_lone_surrogates(value).encode()):
+                shown = calls.index_of.get(index, index)
+                info.arguments_mismatch = (
+                    f"final input of the custom tool call at output_index {shown} differs from "
+                    "its custom_tool_call_input.done: the finished item's was kept"
+                )
             return
         calls.with_arguments.add(index)
         if value:
@@ -437,7 +452,7 @@ class ResponsesAdapter:
                 calls.nameless.add(index)
         if done:
             if get(item, "type") == "custom_tool_call":
-                self._free_form_input(index, get(item, "input"), sink, info)
+                self._free_form_input(index, get(item, "input"), sink, info, finished=True)
             else:
                 self._summary(index, get(item, "arguments"), sink, info)
             self._feed_provisional(index, sink, info)
