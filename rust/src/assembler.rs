@@ -459,6 +459,15 @@ impl Reading {
         certain_grammar_error(&self.scanner).is_some()
     }
 
+    /// True when the text broke the JSON grammar, so the fragments cannot have meant it. A
+    /// limit it crossed (depth, size, digits) is no such evidence: a self-similar value sent
+    /// in fragments of its period (`{"a":` again and again) is over the depth limit appended
+    /// while its resend reading is still open, and taking the resend then reported a valid but
+    /// too deep value as text the provider never sent, cut at another place by every split.
+    fn refuted(&self) -> bool {
+        certain_grammar_error(&self.scanner).is_some_and(|e| !e.kind.is_limit())
+    }
+
     /// True when `bytes` appended would leave the text valid JSON so far (on a copy).
     fn accepts(&self, bytes: &[u8]) -> bool {
         !self.broken() && {
@@ -2678,7 +2687,7 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         }
         let held_end = held.appended.scanner.text().len();
         held.appended.push(text);
-        let appends = !held.appended.broken();
+        let appends = !held.appended.refuted();
         if appends && resends && !held.resent.broken() {
             held.judge();
             call.held = Some(held);
@@ -2725,7 +2734,7 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         {
             if call.mode != ArgMode::Cumulative {
                 let held = Held::new(call, text, registry);
-                match (held.appended.broken(), held.resent.broken()) {
+                match (held.appended.refuted(), held.resent.broken()) {
                     (false, false) => {
                         call.held = Some(Box::new(held));
                         return;
