@@ -1575,13 +1575,28 @@ impl Assembler {
         let to = self.feed_kept(delta)?;
         // What the call keeps now, counted once: a cumulative resend or a replay keeps (and
         // counts) only what is new; a name streamed in pieces counts as it grows.
-        if let Some(call) = self.calls.get_mut(to) {
-            let kept = call.kept_bytes();
-            let grown = kept.saturating_sub(call.counted);
-            call.counted = call.counted.max(kept);
-            self.count_stream_bytes(grown);
-        }
+        self.recount(to);
         Ok(to)
+    }
+
+    /// Brings the response's byte count up to what the call at `ordinal` keeps now: what it
+    /// keeps more is counted, what it let go (the second reading of fragments it held, once
+    /// they are decided) is given back, as [`Assembler::set_aside`] gives back what it held.
+    /// Kept counted at their peak, those copies were charged to every later call of the
+    /// response, and twice over once [`Assembler::feed_continuation`], which counts only
+    /// what each fragment appends, took over the call: a response refused under its limit
+    /// by `feed` and `feed_chunk`, and kept by `feed_sse`.
+    fn recount(&mut self, ordinal: usize) {
+        let Some(call) = self.calls.get_mut(ordinal) else {
+            return;
+        };
+        let kept = call.kept_bytes();
+        let counted = std::mem::replace(&mut call.counted, kept);
+        if kept >= counted {
+            self.count_stream_bytes(kept - counted);
+        } else {
+            self.release(counted - kept);
+        }
     }
 
     /// [`Assembler::feed`] under the per-stream limits.
@@ -2400,10 +2415,7 @@ impl Assembler {
             call.sync();
             push_resent(call, full);
             // Counted once kept, as `feed` counts what a fragment adds.
-            let kept = call.kept_bytes();
-            let grown = kept.saturating_sub(call.counted);
-            call.counted = call.counted.max(kept);
-            self.count_stream_bytes(grown);
+            self.recount(ordinal);
             return Summary::Extend;
         }
         // Held fragments are decided as the call would end without the summary: the text
