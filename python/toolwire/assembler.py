@@ -88,12 +88,21 @@ class Assembler(_core.Assembler, LiveState):
             its call's deltas, numbering the chunks from 1.
 
         Raises:
-            MisuseError: The assembler was already finished, or another thread's call is
-                inside it.
+            MisuseError: The assembler was already finished, another thread's call is inside
+                it, or `chunk` is bytes (a raw body, which `feed_sse` reads).
         """
         if self.finished:
             # A chunk of text alone would touch no call, and so raise nowhere in the core.
             raise _core.MisuseError("already finished: create a new one for the next stream")
+        if isinstance(chunk, (bytes, bytearray, memoryview)):
+            # No SDK yields bytes for an event (its data is JSON: an object, a string, a
+            # number, a list), so these are the body's own bytes, `assemble(r.iter_bytes())`:
+            # read as a chunk of no format known, every call in them vanished without a word.
+            raise _core.MisuseError(
+                "feed_chunk takes one decoded chunk (an SDK event or a dict), not "
+                f"{type(cast(object, chunk)).__name__}: feed the raw bytes of an SSE body "
+                "to feed_sse"
+            )
         state: dict[str, Any] = self.__dict__
         # The adapter's state lives here, in Python, where the core's borrow check does not
         # reach: a second thread inside it at once would interleave two chunks' halves.

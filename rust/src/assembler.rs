@@ -476,6 +476,15 @@ impl Reading {
         certain_grammar_error(&self.scanner).is_some()
     }
 
+    /// True when the text broke the JSON grammar, so the fragments cannot have meant it. A
+    /// limit it crossed (depth, size, digits) is no such evidence: a self-similar value sent
+    /// in fragments of its period (`{"a":` again and again) is over the depth limit appended
+    /// while its resend reading is still open, and taking the resend then reported a valid but
+    /// too deep value as text the provider never sent, cut at another place by every split.
+    fn refuted(&self) -> bool {
+        certain_grammar_error(&self.scanner).is_some_and(|e| !e.kind.is_limit())
+    }
+
     /// True when `bytes` appended would leave the text valid JSON so far (on a copy).
     fn accepts(&self, bytes: &[u8]) -> bool {
         !self.broken() && {
@@ -1585,13 +1594,28 @@ impl Assembler {
         let to = self.feed_kept(delta)?;
         // What the call keeps now, counted once: a cumulative resend or a replay keeps (and
         // counts) only what is new; a name streamed in pieces counts as it grows.
-        if let Some(call) = self.calls.get_mut(to) {
-            let kept = call.kept_bytes();
-            let grown = kept.saturating_sub(call.counted);
-            call.counted = call.counted.max(kept);
-            self.count_stream_bytes(grown);
-        }
+        self.recount(to);
         Ok(to)
+    }
+
+    /// Brings the response's byte count up to what the call at `ordinal` keeps now: what it
+    /// keeps more is counted, what it let go (the second reading of fragments it held, once
+    /// they are decided) is given back, as [`Assembler::set_aside`] gives back what it held.
+    /// Kept counted at their peak, those copies were charged to every later call of the
+    /// response, and twice over once [`Assembler::feed_continuation`], which counts only
+    /// what each fragment appends, took over the call: a response refused under its limit
+    /// by `feed` and `feed_chunk`, and kept by `feed_sse`.
+    fn recount(&mut self, ordinal: usize) {
+        let Some(call) = self.calls.get_mut(ordinal) else {
+            return;
+        };
+        let kept = call.kept_bytes();
+        let counted = std::mem::replace(&mut call.counted, kept);
+        if kept >= counted {
+            self.count_stream_bytes(kept - counted);
+        } else {
+            self.release(counted - kept);
+        }
     }
 
     /// [`Assembler::feed`] under the per-stream limits.
@@ -2410,10 +2434,7 @@ impl Assembler {
             call.sync();
             push_resent(call, full);
             // Counted once kept, as `feed` counts what a fragment adds.
-            let kept = call.kept_bytes();
-            let grown = kept.saturating_sub(call.counted);
-            call.counted = call.counted.max(kept);
-            self.count_stream_bytes(grown);
+            self.recount(ordinal);
             return Summary::Extend;
         }
         // Held fragments are decided as the call would end without the summary: the text
@@ -2724,7 +2745,7 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         }
         let held_end = held.appended.scanner.text().len();
         held.appended.push(text);
-        let appends = !held.appended.broken();
+        let appends = !held.appended.refuted();
         if appends && resends && !held.resent.broken() {
             held.judge();
             call.held = Some(held);
@@ -2774,7 +2795,7 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
         {
             if call.mode != ArgMode::Cumulative {
                 let held = Held::new(call, text, registry);
-                match (held.appended.broken(), held.resent.broken()) {
+                match (held.appended.refuted(), held.resent.broken()) {
                     (false, false) => {
                         call.held = Some(Box::new(held));
                         return;

@@ -139,6 +139,13 @@ impl ErrorKind {
         matches!(self, Self::Truncated | Self::Empty)
     }
 
+    /// True when the text crossed a configured limit (size, depth, digits) rather than broke
+    /// the JSON grammar: it may still be well-formed JSON, only larger than allowed.
+    #[must_use]
+    pub fn is_limit(self) -> bool {
+        matches!(self, Self::TooLarge | Self::TooDeep | Self::NumberTooLong)
+    }
+
     /// A short, lowercase, stable description.
     #[must_use]
     pub fn describe(self) -> &'static str {

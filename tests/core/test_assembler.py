@@ -419,6 +419,44 @@ def test_cumulative_resend_then_final_repeat_wherever_the_first_cut(cut: int) ->
     assert call.value == {"q": {"a": "x"}}
 
 
+@pytest.mark.parametrize(
+    ("options", "levels", "kind", "offset"),
+    [({}, 65, "too_deep", 320), ({"max_bytes": 100}, 30, "too_large", 100)],
+)
+@pytest.mark.parametrize("size", [4, 5, 6, 10])
+def test_a_self_similar_value_past_a_limit_fails_the_limit_whatever_the_cut(
+    options: dict[str, int], levels: int, kind: str, offset: int, size: int
+) -> None:
+    # `{"a":` nested past the limit, cut every 5 bytes: each fragment is the one before it
+    # again, a resend as much as a continuation. Crossing the limit says nothing about which
+    # reading is right, so the call fails the limit with the text sent, as every other cut
+    # does, and is not read as a resend that later broke.
+    text = '{"a":' * levels + "1" + "}" * levels
+    a = Assembler(**options)
+    a.feed(0, id="a", name="f")
+    for start in range(0, len(text), size):
+        a.feed(0, arguments=text[start : start + size])
+    call = one(a)
+    assert call.error is not None
+    assert (call.error.kind, call.error.offset) == (kind, offset)
+    assert call.arguments == text[: options.get("max_bytes", len(text))]
+    assert call.warnings == []
+
+
+def test_a_cumulative_stream_past_the_depth_limit_appended_is_still_a_resend() -> None:
+    # `[`, `[[`, `[[[`, ...: appended, the snapshots nest past the depth limit long before the
+    # value ends; read as resends they are one valid value.
+    a = Assembler()
+    a.feed(0, id="a", name="f")
+    text = '{"a":' + "[" * 40 + "]" * 40 + "}"
+    for end in range(1, len(text) + 1):
+        a.feed(0, arguments=text[:end])
+    call = one(a)
+    assert call.error is None, (call.error, call.arguments)
+    assert call.arguments == text
+    assert "cumulative_arguments" in call.warnings
+
+
 def test_missing_name_is_an_error() -> None:
     a = Assembler()
     a.feed(0, id="a", arguments='{"x": 1}')

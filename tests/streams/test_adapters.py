@@ -23,9 +23,11 @@ from .streamkit import (
     RecordingSink,
     anthropic_stream,
     chat_chunk,
+    chat_stream,
     fixture_names,
     load_events,
     responses_stream,
+    sse_body,
     tc,
     tool_delta,
 )
@@ -417,6 +419,35 @@ def test_any_chunk_after_finish_is_misuse(chunk: dict[str, Any]) -> None:
     assert asm.finished
     with pytest.raises(MisuseError, match="already finished"):
         asm.feed_chunk(chunk)
+
+
+@pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
+@pytest.mark.parametrize("first", [True, False])
+def test_raw_bytes_given_as_a_chunk_are_misuse(kind: type[Any], first: bool) -> None:
+    # `feed_chunk(response.read())`, or `assemble(response.iter_bytes())`: the body of an SSE
+    # stream, which only `feed_sse` reads. Read as a chunk of no known format it was dropped
+    # without a word, and the stream ended with no call at all.
+    events = chat_stream([Call("f", '{"a": 1}', "c1")])
+    body = sse_body(events, "openai-chat")
+    asm = Assembler()
+    if not first:
+        asm.feed_chunk(events[1])
+    with pytest.raises(MisuseError, match="feed_sse"):
+        asm.feed_chunk(kind(body))
+    # Refused before it was counted or read: the stream goes on with its real chunks.
+    for event in events if first else events[2:]:
+        asm.feed_chunk(event)
+    (call,) = asm.finish()
+    assert (call.name, call.value, call.error) == ("f", {"a": 1}, None)
+    assert asm.stream_errors() == []
+
+
+def test_assemble_over_raw_bytes_is_misuse() -> None:
+    from toolwire import assemble
+
+    body = sse_body(chat_stream([Call("f", '{"a": 1}', "c1")]), "openai-chat")
+    with pytest.raises(MisuseError, match="feed_sse"), assemble(iter([body])) as stream:
+        list(stream)
 
 
 def test_feed_chunk_while_another_thread_is_inside_it_is_a_misuse() -> None:

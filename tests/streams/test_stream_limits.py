@@ -731,6 +731,26 @@ def test_fragments_held_for_a_surrogate_half_count_only_while_held(fmt: str) -> 
     ] * (2 if fmt == "openai-chat" else 1)
 
 
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-chat"])
+def test_fragments_held_as_a_possible_resend_count_only_while_held(fmt: str) -> None:
+    # `{"a":` again and again is a resend as much as a continuation: both readings are kept
+    # until a fragment decides, then one is let go. A response exactly at its limit is kept,
+    # by `feed_chunk` too, whose short path for plain fragments counted the held copies a
+    # second time once the call went on; one byte less is refused, on every path. (Responses
+    # is left out only because each item's id is kept, and counted, as metadata too.)
+    calls = [Call("f", '{"a":{"a":{"a":{"a":1}}}}', "c0"), Call("g", '{"b": 22}', "c1")]
+    sent = sum(len(c.arguments) + len(c.name) + len(c.id) for c in calls)
+    events = GENERATORS[fmt](calls, size=5)
+    for limit, refused in ((sent, []), (sent - 1, ["stream_limit"])):
+        outcomes = []
+        for path in ("sdk", "raw"):
+            asm = Assembler(max_stream_bytes=limit)
+            _feed(asm, events, path, fmt)
+            outcomes.append(_outcome(asm))
+            assert [kind for kind, _, _ in asm.stream_errors()] == refused, (path, limit)
+        assert outcomes[0] == outcomes[1]
+
+
 def test_a_refused_call_names_the_limit_and_its_limits_say_the_value() -> None:
     # A record of a refused call once had to read the limit back out of the error's message:
     # `ToolCall.limits` left the response's limits out, and the error named no setting.
