@@ -2257,7 +2257,14 @@ impl PyAssembler {
                                     let old = std::mem::replace(cached, python.clone_ref(py));
                                     drop(old.into_bound(py));
                                 }
-                                None => *last_path = Some((path.to_vec(), python.clone_ref(py))),
+                                None => {
+                                    // Room for the paths that come after it: growing the
+                                    // buffer cost two reallocations of a small call.
+                                    let mut rust =
+                                        Vec::with_capacity(path.len().max(CACHED_PATH_BYTES));
+                                    rust.extend_from_slice(path);
+                                    *last_path = Some((rust, python.clone_ref(py)));
+                                }
                             }
                             python
                         }
