@@ -989,19 +989,23 @@ def test_progress_items_are_left_out_of_cyclic_garbage_collection() -> None:
 def test_progress_items_a_caller_dropped_are_freed_while_the_stream_runs() -> None:
     # Each leaf gets a new pointer string. One the caller no longer holds must be freed at
     # once, not kept until the stream ends: a long call would otherwise hold every pointer it
-    # ever showed.
+    # ever showed. (The process's table of recent paths keeps a bounded number of them.)
     items: list[tuple[int, str, str]] = []
     asm = Assembler(progress_into=items)
     asm.feed(0, id="call_1", name="tool", arguments="{")
     tracemalloc.start()
     try:
-        for i in range(5000):
-            asm.feed(0, arguments=f'"key{i}": {i}, ')
-            items.clear()
-        held, _ = tracemalloc.get_traced_memory()
+        held: list[int] = []
+        for stop in (5_000, 20_000):
+            for i in range(stop - 15_000 if stop > 5_000 else 0, stop):
+                asm.feed(0, arguments=f'"key{i}": {i}, ')
+                items.clear()
+            held.append(tracemalloc.get_traced_memory()[0])
     finally:
         tracemalloc.stop()
-    assert held < 50_000
+    assert held[0] < 200_000
+    # Three times as many leaves hold no more.
+    assert held[1] < held[0] + 20_000
 
 
 @pytest.mark.parametrize("scalar", [7, 2.5, True, False])
@@ -1286,6 +1290,7 @@ _WHILE_IN_USE: dict[str, Callable[[Assembler], object]] = {
     "_set_index": lambda a: a._set_index(0, 1),
     "_stream_error": lambda a: a._stream_error("provider_error", 1, "{}"),
     "_other_choice": lambda a: a._other_choice(1, 0, 1),
+    "_replace_free_form": lambda a: a._replace_free_form(0, b"x"),
 }
 
 
