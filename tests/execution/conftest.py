@@ -54,7 +54,7 @@ def executors_closed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(Executor, "__init__", tracked)
     yield
     for executor in made:
-        executor.close(timeout=0.01)  # a try under way is not waited for
+        executor.close(timeout=0)
 
 
 @dataclass

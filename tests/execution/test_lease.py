@@ -714,17 +714,26 @@ def test_close_records_the_outcomes_still_held(clock: FakeClock) -> None:
     assert ex.observer.counts["outcomes_recorded_late"] == 1
 
 
-def test_close_reports_an_outcome_it_could_not_record(
-    clock: FakeClock, caplog: pytest.LogCaptureFixture
-) -> None:
+def closed_with_the_store_down(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture, timeout: float
+) -> tuple[Store, Executor, list[str]]:
+    """Close, waiting up to ``timeout``, an executor that holds call a's outcome while the store
+    is down; returns the store, the executor and the outcomes reported lost."""
     ledger = Store(clock)
     ex = executor(clock, ledger)
     unrecorded(ex, ledger, "a")
     ledger.down = True
     with caplog.at_level(logging.ERROR, logger="toolwire"):
-        ex.close(timeout=5)
-    assert ledger.state("a") == "in_progress"
+        ex.close(timeout=timeout)
     lost = [r.getMessage() for r in caplog.records if "was not recorded before" in r.getMessage()]
+    return ledger, ex, lost
+
+
+def test_close_reports_an_outcome_it_could_not_record(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    ledger, ex, lost = closed_with_the_store_down(clock, caplog, timeout=5)
+    assert ledger.state("a") == "in_progress"
     assert len(lost) == 1 and "call a (w)" in lost[0] and "executor was closed" in lost[0]
     ledger.down = False
     clock.advance(60)  # given up: no background try any more
@@ -735,6 +744,14 @@ def test_close_reports_an_outcome_it_could_not_record(
     assert again.state == "duplicate_suppressed" and again.value == "written"
     with pytest.raises(ValueError, match="timeout"):
         ex.close(timeout=-1)
+
+
+def test_close_without_waiting_reports_an_outcome_still_held(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Documented as "not negative": zero gives up at once, the last try left to run alone.
+    _, _, lost = closed_with_the_store_down(clock, caplog, timeout=0)
+    assert len(lost) == 1 and "call a (w)" in lost[0]
 
 
 class Hangs(Store):

@@ -894,7 +894,7 @@ class Executor(LiveState):
         Args:
             timeout: Real seconds to wait for the outcomes still held (finite, not negative).
         """
-        check_seconds("timeout", timeout)
+        check_seconds("timeout", timeout, zero=True)
         for what in self._late_records.flush(timeout):
             self._lost(what, "the executor was closed")
         if self._owns_ledger and self._ledger is not None:
