@@ -13,11 +13,12 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 
-from toolwire.execution import FakeClock, Ledger, MemoryLedger, SqliteLedger
+from toolwire.execution import Executor, FakeClock, Ledger, MemoryLedger, SqliteLedger
 from toolwire.execution.clock import Clock
 from toolwire.execution.ledger_redis import RedisLedger
 
@@ -32,6 +33,28 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     names = inspect.signature(pyfuncitem.obj).parameters
     asyncio.run(pyfuncitem.obj(**{name: pyfuncitem.funcargs[name] for name in names}))
     return True
+
+
+@pytest.fixture(autouse=True)
+def executors_closed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Close every executor a test made once the test ends.
+
+    Many tests leave an outcome unrecorded on purpose (a store down for good, one that hangs).
+    Held by an executor nobody closes, it would be tried again by the interpreter's exit hook
+    when pytest ends, seconds later, and reported lost there; closing gives it up now, within
+    the test (the exit path has a test of its own, in a subprocess).
+    """
+    made: list[Executor] = []
+    init = Executor.__init__
+
+    def tracked(self: Executor, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(Executor, "__init__", tracked)
+    yield
+    for executor in made:
+        executor.close(timeout=0)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
+import toolwire.execution.executor as executor_module
 from toolwire.execution import (
     Call,
     Clock,
@@ -713,17 +714,26 @@ def test_close_records_the_outcomes_still_held(clock: FakeClock) -> None:
     assert ex.observer.counts["outcomes_recorded_late"] == 1
 
 
-def test_close_reports_an_outcome_it_could_not_record(
-    clock: FakeClock, caplog: pytest.LogCaptureFixture
-) -> None:
+def closed_with_the_store_down(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture, timeout: float
+) -> tuple[Store, Executor, list[str]]:
+    """Close, waiting up to ``timeout``, an executor that holds call a's outcome while the store
+    is down; returns the store, the executor and the outcomes reported lost."""
     ledger = Store(clock)
     ex = executor(clock, ledger)
     unrecorded(ex, ledger, "a")
     ledger.down = True
     with caplog.at_level(logging.ERROR, logger="toolwire"):
-        ex.close(timeout=5)
-    assert ledger.state("a") == "in_progress"
+        ex.close(timeout=timeout)
     lost = [r.getMessage() for r in caplog.records if "was not recorded before" in r.getMessage()]
+    return ledger, ex, lost
+
+
+def test_close_reports_an_outcome_it_could_not_record(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    ledger, ex, lost = closed_with_the_store_down(clock, caplog, timeout=5)
+    assert ledger.state("a") == "in_progress"
     assert len(lost) == 1 and "call a (w)" in lost[0] and "executor was closed" in lost[0]
     ledger.down = False
     clock.advance(60)  # given up: no background try any more
@@ -734,6 +744,75 @@ def test_close_reports_an_outcome_it_could_not_record(
     assert again.state == "duplicate_suppressed" and again.value == "written"
     with pytest.raises(ValueError, match="timeout"):
         ex.close(timeout=-1)
+
+
+def test_close_without_waiting_reports_an_outcome_still_held(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Documented as "not negative": zero gives up at once, the last try left to run alone.
+    _, _, lost = closed_with_the_store_down(clock, caplog, timeout=0)
+    assert len(lost) == 1 and "call a (w)" in lost[0]
+
+
+class Hangs(Store):
+    """A blocking store on which the first ``hanging`` requests to record an outcome hang
+    until ``unstick`` (a dead connection without a socket timeout); the others are answered."""
+
+    blocking = True
+
+    def __init__(self, clock: FakeClock, hanging: int) -> None:
+        super().__init__(clock)
+        self.down = False
+        self.hanging = hanging
+
+    def _finish(self, key: str, token: str, ttl: float, state: Any, **kwargs: Any) -> None:
+        with self._count:
+            hangs = self.stuck < self.hanging
+            self.stuck += hangs
+        if hangs:
+            assert self.unstick.wait(10)
+        super()._finish(key, token, ttl, state, **kwargs)
+
+
+def abandoned(ex: Executor, clock: FakeClock, call_id: str) -> None:
+    """Run a write whose outcome step hangs past the request's deadline and is abandoned."""
+    deadline = clock.monotonic() + 0.01
+    result = ex.execute(Call("w", call_id, {}), RequestContext("r", "s", deadline=deadline))
+    assert result.state == "ok" and result.unrecorded
+
+
+def test_close_reports_an_outcome_whose_abandoned_step_still_hangs(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(executor_module, "_SETTLE_GRACE", 0.05)  # real seconds to wait
+    ledger = Hangs(clock, hanging=2)  # the abandoned step, and close's try
+    ex = executor(clock, ledger)
+    try:
+        abandoned(ex, clock, "a")
+        with caplog.at_level(logging.ERROR, logger="toolwire"):
+            ex.close(timeout=0.2)
+        assert ledger.state("a") == "in_progress" and ledger.stuck == 2
+    finally:
+        ledger.unstick.set()
+    lost = [r.getMessage() for r in caplog.records if "was not recorded before" in r.getMessage()]
+    assert len(lost) == 1 and "call a (w)" in lost[0] and "executor was closed" in lost[0]
+
+
+def test_an_outcome_whose_abandoned_step_still_hangs_is_recorded_once_the_store_answers(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(executor_module, "_SETTLE_GRACE", 0.05)  # real seconds to wait
+    ledger = Hangs(clock, hanging=1)  # only the abandoned step's request hangs
+    ex = executor(clock, ledger)
+    try:
+        abandoned(ex, clock, "a")
+        clock.advance(5)  # the next background try
+        wait_until(lambda: ledger.state("a") == "succeeded", "a's late record")
+        assert ex.observer.counts["outcomes_recorded_late"] == 1
+    finally:
+        ledger.unstick.set()
+    again = ex.execute(Call("w", "a", {}), RequestContext("r", "s"))
+    assert again.state == "duplicate_suppressed" and again.value == "written"
 
 
 _EXITS_WITH_AN_OUTCOME_HELD = """
@@ -757,11 +836,11 @@ assert result.unrecorded, result
 """
 
 
-def test_the_interpreter_exit_records_the_outcomes_still_held(tmp_path: Path) -> None:
-    path = tmp_path / "ledger.db"
+def run_script(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` in a fresh interpreter (it exits when the script ends), with our path."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run(
-        [sys.executable, "-c", _EXITS_WITH_AN_OUTCOME_HELD, str(path)],
+        [sys.executable, "-c", script, *args],
         env=env,
         capture_output=True,
         text=True,
@@ -769,6 +848,42 @@ def test_the_interpreter_exit_records_the_outcomes_still_held(tmp_path: Path) ->
         check=False,
     )
     assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_the_interpreter_exit_records_the_outcomes_still_held(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    run_script(_EXITS_WITH_AN_OUTCOME_HELD, str(path))
     record = SqliteLedger(path).get(key("c"))
     assert record is not None and record.state == "succeeded"
     assert record.receipt_value() == "written"
+
+
+_EXITS_WITH_AN_ABANDONED_STEP_HANGING = """
+import threading
+import toolwire.execution.executor as executor_module
+from toolwire.execution import Call, Executor, MemoryLedger, RequestContext
+
+executor_module._SETTLE_GRACE = 0.05  # real seconds the call waits for its outcome step
+executor_module._LATE_RECORD_AT_EXIT = 0.2  # and the exit for the last try
+
+class Hangs(MemoryLedger):
+    blocking = True
+
+    def _finish(self, *args, **kwargs):
+        threading.Event().wait()  # a dead connection without a socket timeout
+
+ex = Executor(ledger=Hangs(), breaker=False)
+ex.register("w", lambda args: "written", side_effects=True)
+ctx = RequestContext("r", "s", deadline=ex.clock.monotonic() + 1.0)
+result = ex.execute(Call("w", "c", {}), ctx)
+assert result.state == "ok" and result.unrecorded, result
+# The interpreter exits now, the abandoned step still hanging in its thread.
+"""
+
+
+def test_the_interpreter_exit_reports_an_outcome_whose_abandoned_step_still_hangs() -> None:
+    done = run_script(_EXITS_WITH_AN_ABANDONED_STEP_HANGING)
+    lost = [line for line in done.stderr.splitlines() if "was not recorded before" in line]
+    assert len(lost) == 1, done.stderr
+    assert "call c (w)" in lost[0] and "the interpreter exited" in lost[0]

@@ -894,7 +894,7 @@ class Executor(LiveState):
         Args:
             timeout: Real seconds to wait for the outcomes still held (finite, not negative).
         """
-        check_seconds("timeout", timeout)
+        check_seconds("timeout", timeout, zero=True)
         for what in self._late_records.flush(timeout):
             self._lost(what, "the executor was closed")
         if self._owns_ledger and self._ledger is not None:
@@ -2188,11 +2188,11 @@ class Executor(LiveState):
         self, run: _Run, op: Callable[[Ledger, str, str], None], key: str, token: str
     ) -> None:
         """Go on trying a step that records a write's outcome after the store failed every
-        try the call could wait for, in the background (see `_LateRecords`: one outcome's
-        write that hangs holds up no other), every `_LATE_RECORD_EVERY` seconds at most (a
-        third of the lease if shorter) until it lands, the claim turns out settled by another
-        call (``ClaimLost``), or the record's retention is over; `close`, or the interpreter's
-        exit, tries it once more before giving up on it.
+        try the call could wait for, or did not answer in time, in the background (see
+        `_LateRecords`: one outcome's write that hangs holds up no other), every
+        `_LATE_RECORD_EVERY` seconds at most (a third of the lease if shorter) until it lands,
+        the claim turns out settled by another call (``ClaimLost``), or the record's retention
+        is over; `close`, or the interpreter's exit, tries it once more before giving up on it.
 
         Left undone, the claim would stay in progress for its whole lease and then, under the
         ``report`` policy, read as an unknown outcome for good although the tool's result is
@@ -2296,7 +2296,8 @@ class Executor(LiveState):
         ledger under a request deadline is asked in a daemon thread and given what is left of
         the deadline, at least ``_SETTLE_GRACE`` (the tool has run; its outcome deserves a
         try). A store that answered the claim and then hangs cannot hold the call's result:
-        the step is abandoned (returns False) and may still land later. A store that fails
+        the step is abandoned (returns False) and may still land later; meanwhile the outcome
+        is held as one to record late (see `_record_later`). A store that fails
         is tried again within that time (see `_retried`). Raises what the step raised when it
         answered in time."""
         remaining = self._time_left(run)
@@ -2315,18 +2316,18 @@ class Executor(LiveState):
         try:
             done.result(timeout=wait)
         except FutureTimeout:
-            # Abandoned, the step may still land; if its tries fail instead, it goes on later.
-            # Meanwhile an identical call records it first (see `_record_pending`): the one
-            # request that hangs may be the only one the store does not answer.
-            with self._lock:
-                self._unrecorded[key] = (token, op)
+            # Abandoned, the step may still land, or hang for good: the one request that hangs
+            # may be the only one the store does not answer. So the outcome is held as one
+            # recorded late from now on, not once the step gives up: tried again in the
+            # background and by an identical call before it claims (see `_record_pending`),
+            # and reported by `close` or the interpreter's exit if still not recorded. A step
+            # that lands settles it; the next background try then finds nothing to do.
+            self._record_later(run, op, key, token)
 
             def settled(step: Future[None]) -> None:
                 error = step.exception()
                 if error is None or isinstance(error, ClaimLost):
                     self._recorded(key, token)
-                elif self._pending(key, token):
-                    self._record_later(run, op, key, token)
 
             done.add_done_callback(settled)
             return False
