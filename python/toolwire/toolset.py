@@ -76,6 +76,7 @@ from toolwire.schema_export import (
     refuse_too_deep,
     secret_patterns,
     strict_problems,
+    unresolvable_dynamic_ref,
     with_object_root,
     with_referrers,
 )
@@ -239,6 +240,36 @@ def _refuse_non_json(schema: Mapping[str, Any], tool: str) -> None:
                 expected,
                 f"{kind} at {where or '/'} has no JSON form",
             )
+
+
+def _refuse_unresolvable_dynamic_ref(schema: Mapping[str, Any], tool: str) -> None:
+    """Refuse a `$dynamicRef` or `$recursiveRef` that names no target (see
+    `unresolvable_dynamic_ref`): the schema was built, and every call then failed with an
+    internal error, as no `$ref` naming nothing is let through.
+
+    Raises:
+        InvalidSchemaError: With the place of the reference.
+    """
+    found = unresolvable_dynamic_ref(schema)
+    if found is None:
+        return
+    steps, keyword, reference = found
+    where = pointer(steps)
+    expected = (
+        '"#", the only value draft 2019-09 defines'
+        if keyword == "$recursiveRef"
+        else "a reference to a place in the schema (a `$dynamicAnchor`, an `$anchor` or a"
+        " JSON Pointer)"
+    )
+    got = json.dumps(reference, ensure_ascii=False)
+    raise InvalidSchemaError(
+        tool,
+        where,
+        keyword,
+        got if len(got) <= 80 else got[:77] + "...",
+        expected,
+        f"{keyword} {got} at {where} resolves to nothing",
+    )
 
 
 def _refuse_lone_surrogate_description(tool: str, description: str) -> None:
@@ -1022,6 +1053,7 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         schema = as_json_schema(copy.deepcopy(dict(cast(Mapping[str, Any], params))))
     except ValueError as exc:
         raise ValueError(f"tool {name!r}: {exc}") from None
+    _refuse_unresolvable_dynamic_ref(schema, name)
     # Arguments are always an object (anything else is `not_object`), and Anthropic refuses
     # an `input_schema` whose root does not say so; a reference to the root stays to the
     # schema as written.
