@@ -2108,6 +2108,9 @@ def _function(tool: ToolDefinition, schema: dict[str, Any], is_strict: bool) -> 
     return out
 
 
+_NO_VALUE = object()
+
+
 class _WithViolation:
     """A call assembled without the pre-check, carrying the violation it would have found."""
 
@@ -2144,8 +2147,14 @@ class _WithViolation:
 
     @property
     def value(self) -> object:
-        """As the call's."""
-        return self._call.value
+        """As the call's; the arguments as an assembler reads them where the call has no
+        `value` (one of the application's own with the attributes `validate` asks for):
+        validation of a model tool reads it to report every violation, not just this one."""
+        held: object = getattr(self._call, "value", _NO_VALUE)
+        if held is not _NO_VALUE:
+            return held
+        read = _read_text(self._call.arguments)
+        return read.value if read is not None else None
 
     @property
     def error(self) -> CallErrorLike:
