@@ -338,6 +338,14 @@ def test_a_dynamic_reference_to_nothing_is_refused_at_build(
     )
 
 
+def test_a_dynamic_reference_is_resolved_only_in_a_schema_the_metaschema_takes() -> None:
+    # Resolving it needs each `$id` as a URI: a number there is the metaschema's to name.
+    schema = {"$id": 7, "type": "object", "properties": {"a": {"$dynamicRef": "#meta"}}}
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([{"name": "tool", "parameters": schema}])
+    assert (info.value.path, info.value.keyword) == ("/$id", "$id")
+
+
 @pytest.mark.parametrize(
     ("schema", "good", "bad"),
     [

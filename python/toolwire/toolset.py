@@ -1053,7 +1053,6 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         schema = as_json_schema(copy.deepcopy(dict(cast(Mapping[str, Any], params))))
     except ValueError as exc:
         raise ValueError(f"tool {name!r}: {exc}") from None
-    _refuse_unresolvable_dynamic_ref(schema, name)
     # Arguments are always an object (anything else is `not_object`), and Anthropic refuses
     # an `input_schema` whose root does not say so; a reference to the root stays to the
     # schema as written.
@@ -1546,6 +1545,9 @@ class Toolset:
                 raise _invalid_schema(name, exc) from exc
             except Exception as exc:  # a reference `jsonschema` cannot resolve, and friends
                 raise ValueError(f"tool {name!r}: invalid parameter schema: {exc}") from exc
+            if model is None:
+                # Past the metaschema, which refuses an `$id` that is no string first.
+                _refuse_unresolvable_dynamic_ref(source, name)
             self._tools[name] = ToolDefinition(
                 name=name,
                 description=description,
