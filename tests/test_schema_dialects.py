@@ -310,6 +310,17 @@ _TEST_SUITE = (
             "$dynamicRef",
             '"#node"',
         ),
+        # A value that is no schema: `jsonschema` raised on it while validating.
+        (
+            {
+                "type": "object",
+                "required": ["a"],
+                "properties": {"a": {"$dynamicRef": "#/required"}},
+            },
+            "/properties/a/$dynamicRef",
+            "$dynamicRef",
+            '"#/required"',
+        ),
         # `jsonschema` reads every `$recursiveRef` as `#`: this one would check the root.
         (
             {
@@ -336,6 +347,32 @@ def test_a_dynamic_reference_to_nothing_is_refused_at_build(
         keyword,
         got,
     )
+
+
+@pytest.mark.parametrize(
+    ("schema", "says"),
+    [
+        (
+            {"type": "object", "required": ["a"], "properties": {"a": {"$ref": "#/required/0"}}},
+            "tool 'tool': $ref '#/required/0' points to \"a\", not a schema",
+        ),
+        (
+            {"type": "object", "x-limit": 5, "properties": {"a": {"$ref": "#/x-limit"}}},
+            "tool 'tool': $ref '#/x-limit' points to 5, not a schema",
+        ),
+        (
+            {"type": "object", "$defs": {"n": None}, "properties": {"a": {"$ref": "#/$defs/n"}}},
+            "tool 'tool': $ref '#/$defs/n' names a definition that is null, not a schema",
+        ),
+    ],
+)
+def test_a_reference_to_a_value_that_is_no_schema_is_refused_at_build(
+    schema: dict[str, Any], says: str
+) -> None:
+    # Inlined as `{}`, the field took any value, where `jsonschema` fails on such a reference.
+    with pytest.raises(ValueError) as info:
+        Toolset([{"name": "tool", "parameters": schema}])
+    assert str(info.value) == says
 
 
 def test_a_dynamic_reference_is_resolved_only_in_a_schema_the_metaschema_takes() -> None:

@@ -330,6 +330,17 @@ def _with_pointer_refs(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     return cast(JsonSchema, walk(schema, resolver))
 
 
+def _is_schema(value: object) -> bool:
+    """Whether `value` can be a schema: an object or a boolean."""
+    return isinstance(value, dict | bool)
+
+
+def _shown_target(value: object) -> str:
+    """A reference's target that is no schema, for an error message."""
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def unresolvable_dynamic_ref(schema: Mapping[str, Any]) -> tuple[list[str], str, str] | None:
     """The first `$dynamicRef` (draft 2020-12) or `$recursiveRef` (draft 2019-09) in `schema`
     that names no target, as (pointer tokens to it, keyword, reference); None if all resolve.
@@ -369,8 +380,11 @@ def unresolvable_dynamic_ref(schema: Mapping[str, Any]) -> tuple[list[str], str,
         dynamic = as_dict.get("$dynamicRef")
         if spec is referencing.jsonschema.DRAFT202012 and isinstance(dynamic, str):
             try:
-                scope.lookup(dynamic)
+                target = scope.lookup(dynamic).contents
             except referencing.exceptions.Unresolvable:
+                target = None
+            if not _is_schema(target):
+                # A value that is no schema (`#/required/0`) fails `jsonschema` as nothing does.
                 return [*tokens, "$dynamicRef"], "$dynamicRef", dynamic
         recursive = as_dict.get("$recursiveRef")
         if spec is referencing.jsonschema.DRAFT201909 and isinstance(recursive, str):
@@ -510,10 +524,16 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
         if len(tokens) == 2 and tokens[0] in ("$defs", "definitions"):
             if tokens[1] not in defs:
                 raise ValueError(f"$ref {ref!r} names a missing definition")
+            if not _is_schema(defs[tokens[1]]):
+                shown = _shown_target(defs[tokens[1]])
+                raise ValueError(f"$ref {ref!r} names a definition that is {shown}, not a schema")
             return tokens[1], defs[tokens[1]]
         target = lookup(schema, tokens)
         if target is NOWHERE:
             raise ValueError(f"$ref {ref!r} points nowhere")
+        if not _is_schema(target):
+            # Read as `{}` below, it took any value, where `jsonschema` fails on it.
+            raise ValueError(f"$ref {ref!r} points to {_shown_target(target)}, not a schema")
         return "#" + "".join(f"/{_pointer_escape(t)}" for t in tokens), target
 
     def keep(key: str, target: Any) -> str:

@@ -258,8 +258,8 @@ def _refuse_unresolvable_dynamic_ref(schema: Mapping[str, Any], tool: str) -> No
     expected = (
         '"#", the only value draft 2019-09 defines'
         if keyword == "$recursiveRef"
-        else "a reference to a place in the schema (a `$dynamicAnchor`, an `$anchor` or a"
-        " JSON Pointer)"
+        else "a reference to a subschema of this schema (a `$dynamicAnchor`, an `$anchor` or"
+        " a JSON Pointer to one)"
     )
     got = json.dumps(reference, ensure_ascii=False)
     raise InvalidSchemaError(
@@ -1310,6 +1310,11 @@ def _named_precheck(name: str, source: Mapping[str, Any]) -> dict[str, Any]:
         return precheck_schema(source)
     except SchemaTooLargeError as exc:
         raise SchemaTooLargeError(exc.size, exc.limit, tool=name, measure=exc.measure) from None
+    except ValueError as exc:
+        if type(exc) is not ValueError:
+            raise
+        # A reference the inliner cannot follow, told with the tool it is in.
+        raise ValueError(f"tool {name!r}: {exc}") from None
 
 
 def _model_depth(model: type[BaseModel]) -> int:
