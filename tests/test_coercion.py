@@ -1806,3 +1806,29 @@ def _prechecked(tools: Toolset, name: str, arguments: str) -> ToolCall:
     asm.feed(0, id="call_1", name=name, arguments=arguments)
     (done,) = asm.finish()
     return done
+
+
+@pytest.mark.parametrize(
+    "arguments", ['{"since": "2024-01-02T03:04:05Z"}', '{"since": 5}', '{"since": "x"}']
+)
+def test_a_unit_beside_a_union_with_a_boolean_branch_is_read_as_without_it(arguments: str) -> None:
+    # The unit is marked on each branch of the union, and a `false` branch, no mapping, made
+    # every call with a value there end `internal_error` (TypeError).
+    def outcome(branches: list[Any]) -> Any:
+        since = {"anyOf": branches, "x-unit": "unix-seconds"}
+        schema = {"type": "object", "properties": {"since": since}}
+        tools = Toolset([{"name": "plain", "parameters": schema}])
+        assembler = Assembler(tools=tools)
+        assembler.feed(0, id="call_1", name="plain", arguments=arguments)
+        (call,) = assembler.finish()
+        return tools.validate(call)
+
+    with_false = outcome([False, {"type": "integer"}])
+    alone = outcome([{"type": "integer"}])
+    assert with_false.error_type != "internal_error"
+    assert (with_false.ok, with_false.value, [e.code for e in with_false.errors]) == (
+        alone.ok,
+        alone.value,
+        [e.code for e in alone.errors],
+    )
+    assert [c.rule for c in with_false.coercions] == [c.rule for c in alone.coercions]

@@ -2617,6 +2617,52 @@ def test_whole_numbers_written_with_a_fraction_or_an_exponent_keep_their_reading
 
 
 @pytest.mark.parametrize(
+    ("field", "arguments"),
+    [
+        ({"type": "integer", "multipleOf": 3}, '{"v": 1.00}'),
+        ({"type": "integer", "minimum": 5}, '{"v": 1e0}'),
+        ({"type": "integer", "maximum": 1}, '{"v": 20.0E-1}'),
+    ],
+)
+def test_a_whole_number_written_with_a_fraction_is_shown_as_written(
+    field: dict[str, Any], arguments: str
+) -> None:
+    # An integer field reads `1.00` as the integer 1 (`integral_number`), and `got` showed
+    # that `1` where the pre-check, and every other number error, shows the text the model
+    # wrote: it should find its own number in the error it is asked to fix.
+    written = arguments[len('{"v": ') : -1]
+    tools = Toolset([{"name": "tool", "parameters": _obj(properties={"v": field})}])
+    prechecked = _prechecked_call(tools, arguments)
+    unchecked = SimpleNamespace(id="call_1", name="tool", arguments=arguments, error=None)
+    assert prechecked.error is not None
+    assert prechecked.error.got == written
+    for call in (prechecked, unchecked):
+        assert [(e.path, e.got) for e in tools.validate(call).errors] == [("/v", written)]
+
+
+def test_numbers_a_coercion_read_are_shown_as_written_in_errors() -> None:
+    # Items `1.0` and `2.00` became the integers 1 and 2, and the string `"4"` the number 4:
+    # `got` showed `[1,2]` and `4`, which the model never wrote (a model tool shows `"4"`).
+    schema = _obj(
+        properties={
+            "xs": {"type": "array", "items": {"type": "integer"}, "maxItems": 1},
+            "n": {"type": "integer", "multipleOf": 3},
+        }
+    )
+    arguments = '{"xs": [1.0, 2.00], "n": "4"}'
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    outcome = tools.validate(_prechecked_call(tools, arguments))
+    assert [(e.path, e.got) for e in outcome.errors] == [("/n", '"4"'), ("/xs", "[1.0,2.00]")]
+
+    class Numbers(BaseModel):
+        n: int = Field(multiple_of=3)
+
+    model_tools = Toolset([Numbers], names={Numbers: "tool"})
+    sent = _prechecked_call(model_tools, '{"n": "4"}')
+    assert [e.got for e in model_tools.validate(sent).errors] == ['"4"']
+
+
+@pytest.mark.parametrize(
     "schema, arguments, expected",
     [
         # A member forbidden with the boolean schema `false`, at the root and nested.

@@ -561,6 +561,21 @@ class _CallOfYourOwn:
         return json.loads(self.arguments)
 
 
+@pytest.mark.parametrize("arguments", ['{"n": "x", "zz": 1}', '{"n": 1.5}', '{"n": 2}'])
+def test_an_own_call_without_a_value_gets_the_assembled_calls_verdict(arguments: str) -> None:
+    # `validate` asks an own call for its `id`, `name`, `arguments` and `error` only; a model
+    # tool's call that broke its schema then read `value` for the full report, and ended
+    # `internal_error` (AttributeError) instead of telling the model what to fix.
+    tools = Toolset([Counter])
+    own = SimpleNamespace(id="call_1", name="counter", arguments=arguments, error=None)
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="counter", arguments=arguments)
+    (assembled,) = assembler.finish()
+    got, expected = tools.validate(cast(Any, own)), tools.validate(assembled)
+    assert got.error_type != "internal_error"
+    assert (got.ok, got.errors, got.value) == (expected.ok, expected.errors, expected.value)
+
+
 def test_registry_checks_a_complete_text() -> None:
     tools = Toolset([_LaxFlag], names={_LaxFlag: "set_flag"})
     error = tools.registry.check("set_flag", b'{"flag": "yes"}')

@@ -1188,8 +1188,12 @@ class _Coercer:
         """
         known = self.unit_unions.get(id(branches))
         if known is None:
+            # A boolean branch (`false` in a plain tool's `anyOf`) has no keywords to mark.
             marked = [
-                b if "$ref" in b or UNIT_KEY in b else {**b, UNIT_KEY: unit} for b in branches
+                b
+                if not isinstance(cast(object, b), Mapping) or "$ref" in b or UNIT_KEY in b
+                else {**b, UNIT_KEY: unit}
+                for b in branches
             ]
             known = self.unit_unions[id(branches)] = (branches, marked)
         return known[1]

@@ -330,6 +330,76 @@ def _with_pointer_refs(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     return cast(JsonSchema, walk(schema, resolver))
 
 
+def _is_schema(value: object) -> bool:
+    """Whether `value` can be a schema: an object or a boolean."""
+    return isinstance(value, dict | bool)
+
+
+def _shown_target(value: object) -> str:
+    """A reference's target that is no schema, for an error message."""
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def unresolvable_dynamic_ref(schema: Mapping[str, Any]) -> tuple[list[str], str, str] | None:
+    """The first `$dynamicRef` (draft 2020-12) or `$recursiveRef` (draft 2019-09) in `schema`
+    that names no target, as (pointer tokens to it, keyword, reference); None if all resolve.
+
+    `jsonschema` resolves these only while validating, so one naming nothing (`#meta` with no
+    such anchor) made every call of the tool end `internal_error`. A `$dynamicRef` first
+    resolves as a `$ref` from where it is written, and the dynamic scope only swaps that
+    target for a matching `$dynamicAnchor` further out: resolved here in its lexical scope,
+    with `referencing` as `jsonschema` does, it resolves at validation too. `jsonschema`
+    reads every `$recursiveRef` as `"#"`, the only value draft 2019-09 defines: another one
+    would be read as something its author did not write.
+    """
+    declared = schema.get("$schema")
+    root_spec = referencing.jsonschema.specification_with(
+        declared if isinstance(declared, str) else "",
+        default=referencing.jsonschema.DRAFT202012,
+    )
+    root = root_spec.create_resource(schema)
+    resolver: Any = referencing.Registry[Any]().with_resource(root.id() or "", root)
+    resolver = resolver.resolver(root.id() or "")
+    todo: list[tuple[Any, list[str], Any, Any]] = [(schema, [], resolver, root_spec)]
+    while todo:
+        node, tokens, scope, spec = todo.pop()
+        as_list = _as_list(node)
+        if as_list is not None:
+            entries = list(enumerate(as_list))
+            todo.extend((item, [*tokens, str(i)], scope, spec) for i, item in reversed(entries))
+            continue
+        as_dict = _as_dict(node)
+        if as_dict is None:
+            continue
+        if as_dict is not schema:
+            inner = as_dict.get("$schema")
+            if isinstance(inner, str):
+                spec = referencing.jsonschema.specification_with(inner, default=spec)
+            scope = scope.in_subresource(spec.create_resource(as_dict))
+        dynamic = as_dict.get("$dynamicRef")
+        if spec is referencing.jsonschema.DRAFT202012 and isinstance(dynamic, str):
+            try:
+                target = scope.lookup(dynamic).contents
+            except referencing.exceptions.Unresolvable:
+                target = None
+            if not _is_schema(target):
+                # A value that is no schema (`#/required/0`) fails `jsonschema` as nothing does.
+                return [*tokens, "$dynamicRef"], "$dynamicRef", dynamic
+        recursive = as_dict.get("$recursiveRef")
+        if spec is referencing.jsonschema.DRAFT201909 and isinstance(recursive, str):
+            if recursive != "#":
+                return [*tokens, "$recursiveRef"], "$recursiveRef", recursive
+        subs: list[tuple[Any, list[str]]] = []
+        for key, value in as_dict.items():
+            if key in _NAMED_SUBSCHEMAS and _as_dict(value) is not None:
+                subs.extend((sub, [*tokens, key, name]) for name, sub in value.items())
+            elif key in _SUBSCHEMAS:
+                subs.append((value, [*tokens, key]))
+        todo.extend((sub, steps, scope, spec) for sub, steps in reversed(subs))
+    return None
+
+
 def with_object_root(schema: Mapping[str, Any]) -> JsonSchema:
     """`schema` with `"type": "object"` at its root, where the root does not say.
 
@@ -454,10 +524,16 @@ def inline_refs(schema: Mapping[str, Any]) -> JsonSchema:
         if len(tokens) == 2 and tokens[0] in ("$defs", "definitions"):
             if tokens[1] not in defs:
                 raise ValueError(f"$ref {ref!r} names a missing definition")
+            if not _is_schema(defs[tokens[1]]):
+                shown = _shown_target(defs[tokens[1]])
+                raise ValueError(f"$ref {ref!r} names a definition that is {shown}, not a schema")
             return tokens[1], defs[tokens[1]]
         target = lookup(schema, tokens)
         if target is NOWHERE:
             raise ValueError(f"$ref {ref!r} points nowhere")
+        if not _is_schema(target):
+            # Read as `{}` below, it took any value, where `jsonschema` fails on it.
+            raise ValueError(f"$ref {ref!r} points to {_shown_target(target)}, not a schema")
         return "#" + "".join(f"/{_pointer_escape(t)}" for t in tokens), target
 
     def keep(key: str, target: Any) -> str:

@@ -76,6 +76,7 @@ from toolwire.schema_export import (
     refuse_too_deep,
     secret_patterns,
     strict_problems,
+    unresolvable_dynamic_ref,
     with_object_root,
     with_referrers,
 )
@@ -239,6 +240,36 @@ def _refuse_non_json(schema: Mapping[str, Any], tool: str) -> None:
                 expected,
                 f"{kind} at {where or '/'} has no JSON form",
             )
+
+
+def _refuse_unresolvable_dynamic_ref(schema: Mapping[str, Any], tool: str) -> None:
+    """Refuse a `$dynamicRef` or `$recursiveRef` that names no target (see
+    `unresolvable_dynamic_ref`): the schema was built, and every call then failed with an
+    internal error, as no `$ref` naming nothing is let through.
+
+    Raises:
+        InvalidSchemaError: With the place of the reference.
+    """
+    found = unresolvable_dynamic_ref(schema)
+    if found is None:
+        return
+    steps, keyword, reference = found
+    where = pointer(steps)
+    expected = (
+        '"#", the only value draft 2019-09 defines'
+        if keyword == "$recursiveRef"
+        else "a reference to a subschema of this schema (a `$dynamicAnchor`, an `$anchor` or"
+        " a JSON Pointer to one)"
+    )
+    got = json.dumps(reference, ensure_ascii=False)
+    raise InvalidSchemaError(
+        tool,
+        where,
+        keyword,
+        got if len(got) <= 80 else got[:77] + "...",
+        expected,
+        f"{keyword} {got} at {where} resolves to nothing",
+    )
 
 
 def _refuse_lone_surrogate_description(tool: str, description: str) -> None:
@@ -1279,6 +1310,11 @@ def _named_precheck(name: str, source: Mapping[str, Any]) -> dict[str, Any]:
         return precheck_schema(source)
     except SchemaTooLargeError as exc:
         raise SchemaTooLargeError(exc.size, exc.limit, tool=name, measure=exc.measure) from None
+    except ValueError as exc:
+        if type(exc) is not ValueError:
+            raise
+        # A reference the inliner cannot follow, told with the tool it is in.
+        raise ValueError(f"tool {name!r}: {exc}") from None
 
 
 def _model_depth(model: type[BaseModel]) -> int:
@@ -1514,6 +1550,9 @@ class Toolset:
                 raise _invalid_schema(name, exc) from exc
             except Exception as exc:  # a reference `jsonschema` cannot resolve, and friends
                 raise ValueError(f"tool {name!r}: invalid parameter schema: {exc}") from exc
+            if model is None:
+                # Past the metaschema, which refuses an `$id` that is no string first.
+                _refuse_unresolvable_dynamic_ref(source, name)
             self._tools[name] = ToolDefinition(
                 name=name,
                 description=description,
@@ -2076,6 +2115,9 @@ def _function(tool: ToolDefinition, schema: dict[str, Any], is_strict: bool) -> 
     return out
 
 
+_NO_VALUE = object()
+
+
 class _WithViolation:
     """A call assembled without the pre-check, carrying the violation it would have found."""
 
@@ -2112,8 +2154,14 @@ class _WithViolation:
 
     @property
     def value(self) -> object:
-        """As the call's."""
-        return self._call.value
+        """As the call's; the arguments as an assembler reads them where the call has no
+        `value` (one of the application's own with the attributes `validate` asks for):
+        validation of a model tool reads it to report every violation, not just this one."""
+        held: object = getattr(self._call, "value", _NO_VALUE)
+        if held is not _NO_VALUE:
+            return held
+        read = _read_text(self._call.arguments)
+        return read.value if read is not None else None
 
     @property
     def error(self) -> CallErrorLike:

@@ -2089,14 +2089,26 @@ class _ErrorBuilder:
             return cast(Any, value)
         return value if found is _ABSENT or isinstance(found, (dict, list)) else found
 
-    def _number_as_written(self, pointer_: str, value: Any) -> Any:
+    def _number_as_written(self, pointer_: str, value: Any, *, read: bool = True) -> Any:
         """A number as the model wrote the number at `pointer_`: a float is a parser's reading
         of it (`Infinity` for `1e309`, `1500.0` for `1.5e3`), and a `Decimal` may be one read
-        back from text written for validation (`1E-400`), not the model's text."""
-        if isinstance(value, (float, Decimal)):
-            found = self._written_at(pointer_)
-            if isinstance(found, (int, Decimal)) and not isinstance(found, bool):
-                return found
+        back from text written for validation (`1E-400`), not the model's text.
+
+        With `read` (a value validation read, not a coercion's record of a step), an int may
+        be the whole number a fraction wrote (`1` for `1.00` in an integer field, read as one
+        for `jsonschema`), and any number a coercion's reading of a string (`4` for `"4"`):
+        the text is shown, as a model tool's error shows it. A coercion's `from_` shows the
+        value the step before it left (`[1,1,2]` once `1.0` became `1`), and keeps it."""
+        if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+            return value
+        found = self._written_at(pointer_)
+        if read and isinstance(found, str):
+            return found
+        if isinstance(value, int):
+            whole = read and isinstance(found, Decimal) and found == value
+            return found if whole else value
+        if isinstance(found, (int, Decimal)) and not isinstance(found, bool):
+            return found
         return value
 
     def got(self, where: _Located | str, value: Any) -> str:
@@ -2113,7 +2125,7 @@ class _ErrorBuilder:
         ):
             words = value
         elif isinstance(value, (dict, list)) or self.schema.holds_secret(located.node):
-            return self.scrubbed(located, value)
+            return self.scrubbed(located, value, read=True)
         else:
             words = shown(value)
         return self.redact(located.pointer, words) if self.redact is not None else words
@@ -2133,17 +2145,23 @@ class _ErrorBuilder:
             return REDACTED
         return self.redact(located.pointer, words) if self.redact is not None else words
 
-    def scrubbed(self, located: _Located, value: Any) -> str:
+    def scrubbed(self, located: _Located, value: Any, *, read: bool = False) -> str:
         """A value that may hold secrets inside, shown with every secret part redacted and
-        every other scalar passed through the hook at its own pointer (then the whole)."""
+        every other scalar passed through the hook at its own pointer (then the whole); with
+        `read`, a value validation read, each number as `_number_as_written` shows it."""
         parts: list[str | int] = list(_split(located.pointer))
         out = _Shown()
-        self._scrub(value, located.node, parts, out)
+        self._scrub(value, located.node, parts, out, read)
         words = shown_text("".join(out))
         return self.redact(located.pointer, words) if self.redact is not None else words
 
     def _scrub(
-        self, value: Any, node: Mapping[str, Any] | None, parts: list[str | int], out: _Shown
+        self,
+        value: Any,
+        node: Mapping[str, Any] | None,
+        parts: list[str | int],
+        out: _Shown,
+        read: bool,
     ) -> None:
         if out.full:
             # Past what `shown_text` keeps: a 100,000-item array is not walked to its end.
@@ -2164,7 +2182,7 @@ class _ErrorBuilder:
                 if hidden:
                     out.append(json.dumps(REDACTED))
                 else:
-                    self._scrub(item, child, [*parts, key], out)
+                    self._scrub(item, child, [*parts, key], out, read)
             out.append("}")
         elif isinstance(value, list):
             out.append("[")
@@ -2176,11 +2194,11 @@ class _ErrorBuilder:
                 if hidden:
                     out.append(json.dumps(REDACTED))
                 else:
-                    self._scrub(item, child, [*parts, i], out)
+                    self._scrub(item, child, [*parts, i], out, read)
             out.append("]")
         else:
             where = pointer(parts)
-            words = shown(self._number_as_written(where, value))
+            words = shown(self._number_as_written(where, value, read=read))
             out.append(self.redact(where, words) if self.redact is not None else words)
 
     def with_range_hints(self, drafts: list[_E]) -> list[_E]:
