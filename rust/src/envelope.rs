@@ -801,6 +801,9 @@ struct Held {
     /// When it was held, among the fragments held in this stream (see `Decoder::held_order`).
     order: u64,
     unit: u16,
+    /// How the half is written if it stays unpaired: free-form text (a Chat custom tool's
+    /// input) is not JSON, and gets U+FFFD.
+    lone: Lone,
     /// The decoded fragment before the half, not yet handed on: a cumulative resend (quirk 19)
     /// starts with this text followed by the whole pair, and replaces it. Handed on alone, it
     /// was an exact repeat of the text so far to the assembler, which then appended the
@@ -813,8 +816,18 @@ struct Held {
 enum Lone {
     /// Write it back as a `\uXXXX` escape (argument text is JSON; the scanner decides).
     Escape,
-    /// Write U+FFFD (assistant text is plain text).
+    /// Write U+FFFD (assistant text and a custom tool's free-form input are plain text).
     Replace,
+}
+
+impl Lone {
+    /// The bytes an unpaired half is written as.
+    const fn len(self) -> usize {
+        match self {
+            Self::Escape => 6,
+            Self::Replace => char::REPLACEMENT_CHARACTER.len_utf8(),
+        }
+    }
 }
 
 fn is_blank_id(s: &str) -> bool {
@@ -1251,6 +1264,7 @@ impl Decoder {
         &mut self,
         index: Option<i64>,
         raw: &str,
+        lone: Lone,
         emit: &mut F,
     ) {
         self.scratch.clear();
@@ -1263,7 +1277,7 @@ impl Decoder {
         };
         let mut pending = None;
         if let Some(h) = held {
-            unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
+            unescape(raw, &mut self.scratch, &mut pending, lone);
             // A fragment that starts with a low half goes on from the held high one. Decoded
             // alone, that half reads as its escape, the same bytes as the text `\udXXX` the
             // held fragment may start with, and the fragment passed for a resend of it: the
@@ -1272,14 +1286,14 @@ impl Decoder {
                 self.scratch.clone_from(&h.before);
                 let start = self.scratch.len();
                 pending = Some(h.unit);
-                unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
+                unescape(raw, &mut self.scratch, &mut pending, lone);
                 // Joined with its partner, the half starts a 4-byte character; unpaired, it
-                // was written back as its escape.
-                let unpaired = self.scratch.get(start) == Some(&b'\\');
-                self.released = start + if unpaired { 6 } else { 0 };
+                // was written back as its escape or U+FFFD.
+                let unpaired = !matches!(self.scratch.get(start), Some(0xF0..) | None);
+                self.released = start + if unpaired { lone.len() } else { 0 };
             }
         } else {
-            unescape(raw, &mut self.scratch, &mut pending, Lone::Escape);
+            unescape(raw, &mut self.scratch, &mut pending, lone);
         }
         if let Some(unit) = pending {
             let bytes = self.scratch.len();
@@ -1290,6 +1304,7 @@ impl Decoder {
                 let held = Held {
                     order: self.held_order,
                     unit,
+                    lone,
                     before: std::mem::take(&mut self.scratch),
                 };
                 self.held.insert(index, held);
@@ -1297,7 +1312,7 @@ impl Decoder {
                 // Not kept (the response is over its limit, or the text alone passes
                 // `max_bytes`): handed on now, the half unpaired. Whatever the next fragment
                 // brings, the call is `too_large` then, as on `feed_chunk`.
-                push_lone(&mut self.scratch, unit, Lone::Escape);
+                push_lone(&mut self.scratch, unit, lone);
             }
         }
     }
@@ -1314,7 +1329,7 @@ impl Decoder {
         Some(held)
     }
 
-    /// Feeds a held fragment to its call with its half written back as an escape.
+    /// Feeds a held fragment to its call with its half written back unpaired.
     fn write_back<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         index: Option<i64>,
@@ -1323,7 +1338,7 @@ impl Decoder {
     ) {
         self.let_go(&held.before, emit);
         self.scratch = held.before;
-        push_lone(&mut self.scratch, held.unit, Lone::Escape);
+        push_lone(&mut self.scratch, held.unit, held.lone);
         emit(args(index, Arguments::Text(&self.scratch)));
     }
 
@@ -1416,7 +1431,7 @@ impl Decoder {
                 if let Some(f) = legacy {
                     let name = string(f.name);
                     let name = name.as_deref().filter(|s| !s.is_empty());
-                    self.emit_call(None, None, name, None, f.arguments, None, emit);
+                    self.emit_call(None, None, name, None, f.arguments, Lone::Escape, emit);
                 }
             }
             // A blank reason (`""`, sent by some compatible servers instead of `null`) is none,
@@ -1468,7 +1483,14 @@ impl Decoder {
             .as_deref()
             .filter(|s| !s.is_empty())
             .or_else(|| custom.as_ref().map(|_| FREE_FORM_KIND));
-        self.emit_call(wire_index(entry.index), id, name, kind, args, None, emit);
+        // A custom tool's input is plain text: an unpaired surrogate half is U+FFFD (warning
+        // `replacement_character`), as in a Responses custom call's, not a JSON escape.
+        let lone = if custom.is_some() {
+            Lone::Replace
+        } else {
+            Lone::Escape
+        };
+        self.emit_call(wire_index(entry.index), id, name, kind, args, lone, emit);
     }
 
     /// A Chat tool-call entry with members of other names, `members` those kept: after its
@@ -1511,14 +1533,14 @@ impl Decoder {
         name: Option<&str>,
         kind: Option<&str>,
         args: Option<&RawValue>,
-        metadata: Option<(&'static str, &str)>,
+        lone: Lone,
         emit: &mut F,
     ) {
         let raw = args.map(RawValue::get).filter(|r| *r != "null");
         let mut released = 0;
         let arguments = match raw {
             Some(r) if r.starts_with('"') => {
-                self.fragment(index, r, emit);
+                self.fragment(index, r, lone, emit);
                 released = self.released;
                 // An empty fragment is a no-op (quirk 26); do not let it count as arguments.
                 (!self.scratch.is_empty()).then_some(Arguments::Text(&self.scratch))
@@ -1529,7 +1551,7 @@ impl Decoder {
             }
             None => None,
         };
-        let mut action = call(index, id, name, kind, arguments, metadata);
+        let mut action = call(index, id, name, kind, arguments, None);
         if let Action::Call { released: r, .. } = &mut action {
             *r = released;
         }
@@ -2088,7 +2110,7 @@ impl Decoder {
         if let Some(unused) = unused {
             self.let_go(&unused, emit);
         }
-        self.fragment(Some(index), raw, emit);
+        self.fragment(Some(index), raw, Lone::Escape, emit);
         if let Some(state) = latest.and_then(|p| self.items.get_mut(p)) {
             state.fed_len += self.scratch.len();
             state.hash = fnv(state.hash, &self.scratch);
@@ -2416,7 +2438,7 @@ impl Decoder {
                 // Given back before the fragment is counted: both are never counted at once.
                 self.let_go_input(unused, emit);
                 if let Some(raw) = raw {
-                    self.fragment(Some(index), raw, emit);
+                    self.fragment(Some(index), raw, Lone::Escape, emit);
                     if !self.scratch.is_empty() {
                         emit(args(Some(index), Arguments::Text(&self.scratch)));
                     }
@@ -3201,6 +3223,60 @@ pub(super) mod tests {
         let last: Vec<_> = out[n - 2..].iter().map(|(i, _)| *i).collect();
         assert_eq!(last, [0, 1]);
         assert!(decoder.held.is_empty());
+    }
+
+    /// The argument text a Chat stream of `entries` (tool-call entry JSON, one per chunk) hands
+    /// on, joined, the stream finished.
+    fn chat_text(entries: &[&str]) -> String {
+        let mut decoder = Decoder::new();
+        let mut out = Vec::new();
+        let mut answer = |a: Action<'_>| {
+            if let Action::Call {
+                delta:
+                    crate::assembler::Delta {
+                        arguments: Some(Arguments::Text(t)),
+                        ..
+                    },
+                ..
+            } = a
+            {
+                out.extend_from_slice(t);
+            }
+            true
+        };
+        for entry in entries {
+            let chunk =
+                format!(r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{entry}]}}}}]}}"#);
+            decoder
+                .decode(b"", chunk.as_bytes(), &mut answer)
+                .expect("event");
+        }
+        decoder.finish(&mut answer);
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    #[test]
+    fn a_chat_custom_input_s_unpaired_surrogate_is_u_fffd_and_a_split_pair_is_joined() {
+        // Free-form text, not JSON: as a Responses custom call's input, not `\ud83d` text.
+        let custom = |input: &str| format!(r#"{{"index":0,"custom":{{"input":"{input}"}}}}"#);
+        let start = r#"{"index":0,"id":"c","type":"custom","custom":{"name":"t","input":""}}"#;
+        let text = |inputs: &[&str]| {
+            let entries: Vec<String> = inputs.iter().map(|i| custom(i)).collect();
+            let mut all = vec![start];
+            all.extend(entries.iter().map(String::as_str));
+            chat_text(&all)
+        };
+        assert_eq!(text(&["a\\ud83d b"]), "a\u{fffd} b");
+        assert_eq!(text(&["a\\ud83d", "\\ude00b"]), "a\u{1f600}b");
+        // Held at the end, or followed by no low half: U+FFFD, once.
+        assert_eq!(text(&["a\\ud83d"]), "a\u{fffd}");
+        assert_eq!(text(&["a\\ud83d", "b"]), "a\u{fffd}b");
+        assert_eq!(text(&["\\ude00"]), "\u{fffd}");
+        // Typed text that reads as an escape is kept as typed; a function's arguments keep
+        // the escape, which the scanner reports.
+        assert_eq!(text(&["\\\\ud83d"]), "\\ud83d");
+        let function = r#"{"index":0,"id":"c","type":"function","function":{"name":"f","arguments":"\ud83d"}}"#;
+        assert_eq!(chat_text(&[function]), "\\ud83d");
     }
 
     /// What a Responses `event` makes the decoder hand on for arguments: `("text", ..)` for a

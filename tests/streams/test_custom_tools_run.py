@@ -295,6 +295,36 @@ def test_chat_custom_input_pieces_are_joined_as_sent() -> None:
             assert (custom.arguments, custom.warnings) == ("".join(parts), []), (parts, feed)
 
 
+@pytest.mark.parametrize(
+    ("parts", "want"),
+    [
+        (["a\ud83d b"], "a\ufffd b"),
+        (["SELECT \ud83d", "\ude00"], "SELECT \U0001f600"),
+        (["SELECT \ud83d", "1"], "SELECT \ufffd1"),
+        (["SELECT \udc00", "x\ud83d"], "SELECT \ufffdx\ufffd"),
+    ],
+)
+def test_a_chat_custom_input_s_unpaired_surrogate_reads_as_a_responses_one(
+    sse_server: SSEServer, split: str, parts: list[str], want: str
+) -> None:
+    # Free-form text, not JSON: an unpaired half is U+FFFD with `replacement_character`, as a
+    # Responses custom call's input gives it, on every Chat path (the SDK, `feed_chunk` on the
+    # dicts, `feed_sse` however the bytes are cut); a pair split between chunks is joined.
+    # Both Chat paths kept the half's `\uXXXX` escape as typed text.
+    warnings = ["replacement_character"] if "\ufffd" in want else []
+    events = _chat_events(parts)
+    route = sse_server.register(sse_body(events, "openai-chat"), split=split)
+    _, stream = assemble_both(route, "openai-chat", tools=TOOLS)
+    chunks = Assembler(tools=TOOLS)
+    for event in events:
+        chunks.feed_chunk(event)
+    for calls in (stream.calls, chunks.finish()):
+        assert [(c.arguments, c.warnings) for c in calls] == [(want, warnings), ('{"q": 1}', [])]
+    responses = Assembler(tools=TOOLS)
+    responses.feed_sse(_responses_body([_CREATED, *_custom_events("".join(parts)), _COMPLETED]))
+    assert [(c.arguments, c.warnings) for c in responses.finish()] == [(want, warnings)]
+
+
 def test_a_chat_custom_call_to_a_json_tool_is_a_typed_error(sse_server: SSEServer) -> None:
     route = sse_server.register(sse_body(_chat_events(["{}"], name="lookup"), "openai-chat"))
     _, s = assemble_both(route, "openai-chat", tools=TOOLS)

@@ -19,7 +19,8 @@ which UTF-8 (and the core's `feed`) cannot take. This mirrors what the raw SSE p
   its offset; a half held when a delta starts another call under the same key goes back to
   the call it came from;
 - in ids, names and assistant text, which are not JSON text, an unpaired surrogate becomes
-  U+FFFD.
+  U+FFFD; so it does in a custom tool's free-form input (`feed(..., text=True)`), held and
+  joined as arguments are.
 
 The usual fragment costs one dictionary truth test: the work starts only when the core refuses a
 fragment, or while a half is held.
@@ -28,6 +29,7 @@ fragment, or while a half is held.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from toolwire.formats._types import Arguments, Sink
 
@@ -56,6 +58,10 @@ def _escape(text: str) -> str:
 def escape_lone_surrogates(text: str) -> str:
     """`text` with its pairs joined and every unpaired surrogate written as a `\\uXXXX` escape."""
     return _escape(join_pairs(text))
+
+
+def _replace_lone(text: str) -> str:
+    return _LONE.sub("\ufffd", text)
 
 
 def _replace(text: str | None) -> str | None:
@@ -90,17 +96,18 @@ def _resends(half: str, before: str, text: str) -> bool:
     return text[len(before) :] == half
 
 
-def _fed_bytes(before: str) -> int:
+def _fed_bytes(before: str, lone: Callable[[str], str]) -> int:
     """The length of `before` (pairs joined) as it will be fed: UTF-8, each unpaired surrogate
-    written as its 6-byte escape, as the raw SSE path holds it."""
+    written by `lone` (its 6-byte escape, or U+FFFD), as the raw SSE path holds it."""
     if before.isascii():
         return len(before)
-    return len(_escape(before).encode())
+    return len(lone(before).encode())
 
 
 class Utf16:
     """Per-stream state: the high surrogate held at the end of each call's last fragment, with
-    the text of that fragment before it, held too, and the bytes the core counts for it."""
+    the text of that fragment before it, held too, the bytes the core counts for it, and how an
+    unpaired surrogate is written in that call's text."""
 
     __slots__ = ("held",)
 
@@ -108,16 +115,16 @@ class Utf16:
         """Start with nothing held."""
         # A dict: a stream may hold a half under each of many keys, and every fragment of a
         # call looks its key up while any is held.
-        self.held: dict[int | None, tuple[str, str, int]] = {}
+        self.held: dict[int | None, tuple[str, str, int, Callable[[str], str]]] = {}
 
-    def _take(self, sink: Sink, index: int | None) -> tuple[str, str]:
-        """The half and text held for `index` (empty if none), given back to the core's count:
-        they are about to be fed, or dropped."""
+    def _take(self, sink: Sink, index: int | None) -> tuple[str, str, Callable[[str], str]]:
+        """The half and text held for `index` (empty if none), given back to the core's count
+        (they are about to be fed, or dropped), and how the call writes an unpaired half."""
         held = self.held.pop(index, None)
         if held is None:
-            return "", ""
+            return "", "", _escape
         sink._release(held[2])  # pyright: ignore[reportPrivateUsage]
-        return held[0], held[1]
+        return held[0], held[1], held[3]
 
     def feed(
         self,
@@ -129,18 +136,21 @@ class Utf16:
         arguments: Arguments | None = None,
         type: str | None = None,
         start: bool = False,
+        text: bool = False,
     ) -> int:
         """`sink.feed` with surrogate halves joined or escaped; returns the call's ordinal.
 
         The usual delta goes straight to the core; the repair starts only when a text holds a
         surrogate or while a half is held. The core would take a surrogate too, as its JSON
-        escape, but the repair writes a pair whole, as the raw SSE path does.
+        escape, but the repair writes a pair whole, as the raw SSE path does. `text`: the
+        arguments are free-form text (a custom tool's input), where an unpaired half is U+FFFD.
         """
         if not self._repairs(index, arguments, id, name):
             return sink.feed(index, id=id, name=name, arguments=arguments, type=type, start=start)
         id, name = _replace(id), _replace(name)
         if isinstance(arguments, str):
-            arguments, _, _ = self._repair(sink, index, arguments)
+            lone = _replace_lone if text else _escape
+            arguments, _, _ = self._repair(sink, index, arguments, lone)
         return sink.feed(
             index,
             id=id,
@@ -159,7 +169,7 @@ class Utf16:
             return sink.feed(index, arguments=arguments)
         if not isinstance(arguments, str):
             return sink.feed(index, arguments=arguments)
-        text, first, held_all = self._repair(sink, index, arguments)
+        text, first, held_all = self._repair(sink, index, arguments, _escape)
         if held_all:
             return first
         return sink.feed(index, arguments=text or None)
@@ -173,29 +183,29 @@ class Utf16:
         )
 
     def _repair(
-        self, sink: Sink, index: int | None, arguments: str
+        self, sink: Sink, index: int | None, arguments: str, lone: Callable[[str], str]
     ) -> tuple[str, int | None, bool]:
-        """The fragment `arguments` with the half held for `index` and its own trailing half:
-        (the text to feed now, the ordinal of what went to the call the held half came from,
-        whether all of the text is held)."""
-        half, before = self._take(sink, index)
+        """The fragment `arguments` with the half held for `index` and its own trailing half,
+        each unpaired half written by `lone`: (the text to feed now, the ordinal of what went to
+        the call the held half came from, whether all of the text is held)."""
+        half, before, _ = self._take(sink, index)
         text = join_pairs(arguments)
         released = 0
         first: int | None = None
         if half and not _resends(half, before, text):
             joined = join_pairs(half + arguments)
-            # Unpaired, the half stays in front, and is written back as its escape.
-            released = len(_escape(before)) + (6 if joined[0] == half else 0)
+            # Unpaired, the half stays in front, and is written back by `lone`.
+            released = len(lone(before)) + (len(lone(half)) if joined[0] == half else 0)
             text = before + joined
         if text and _is_high(text[-1]):
-            bytes_ = _fed_bytes(text[:-1])
+            bytes_ = _fed_bytes(text[:-1], lone)
             # Refused (the response is over its limit, or the text alone passes
             # `max_bytes`), the fragment goes on now with its half unpaired: whatever
             # comes next, the call is `too_large`, as on the raw SSE path.
             if sink._hold_fragment(bytes_):  # pyright: ignore[reportPrivateUsage]
-                self.held[index] = (text[-1], text[:-1], bytes_)
+                self.held[index] = (text[-1], text[:-1], bytes_, lone)
                 return "", None, True
-        escaped = _escape(text)
+        escaped = lone(text)
         if released:
             # The held fragment belongs to the call it went to, which is still the open
             # one under this key, not to a call this delta starts (quirks 1-3 with 41).
@@ -212,18 +222,18 @@ class Utf16:
             self._take(sink, index)
 
     def release(self, sink: Sink, index: int | None) -> None:
-        """The call under `index` ends: write back its held half as an escape."""
+        """The call under `index` ends: write back its held half unpaired."""
         if self.held:
-            half, before = self._take(sink, index)
+            half, before, lone = self._take(sink, index)
             if half:
-                sink.feed(index, arguments=_escape(before + half))
+                sink.feed(index, arguments=lone(before + half))
 
     def flush(self, sink: Sink) -> None:
-        """The stream ends: write back every held half as an escape."""
+        """The stream ends: write back every held half unpaired."""
         while self.held:
             index = next(iter(self.held))
-            half, before = self._take(sink, index)
-            sink.feed(index, arguments=_escape(before + half))
+            half, before, lone = self._take(sink, index)
+            sink.feed(index, arguments=lone(before + half))
 
 
 def text_piece(held: str, text: str) -> tuple[str, str]:

@@ -16,7 +16,9 @@ Design notes:
   skipped (quirks 29, 30).
 - A custom tool's call (`type: "custom"`) carries its name and free-form input in `custom`
   instead of `function`: `custom.input` pieces are fed as the call's text, which the core never
-  reads as JSON, and an entry with `custom` and no `type` is one too, as on the raw path.
+  reads as JSON, and an entry with `custom` and no `type` is one too, as on the raw path. An
+  unpaired surrogate in that input is U+FFFD (warning `replacement_character`), as in a
+  Responses custom call's, not the `\\uXXXX` escape a function's JSON arguments keep.
 - The legacy `function_call` delta is fed as a call without index or id.
 - `finish_reason` is reported as sent. The reasons that stop the open calls are those the raw SSE
   path stops on (`FinishReason::stops_calls` in `rust/src/envelope.rs`): `content_filter`,
@@ -177,7 +179,7 @@ class ChatCompletionsAdapter:
             for key, value in metadata.items():
                 sink.set_metadata(index, key, plain(value))
             return
-        self._feed(index, wire_id, function, kind, sink, info)
+        self._feed(index, wire_id, function, kind, sink, info, text=custom is not None)
         for key, value in metadata.items():
             sink.set_metadata(index, key, plain(value))
 
@@ -189,12 +191,15 @@ class ChatCompletionsAdapter:
         kind: str | None,
         sink: Sink,
         info: ChunkInfo,
+        *,
+        text: bool = False,
     ) -> None:
         name = str_or_none(get(function, "name"))
         arguments = arguments_of(get(function, "arguments"))
         # Through `Utf16.feed`: surrogate halves split between events are joined (quirk 41).
+        # A custom tool's input (`text`) is plain text: a half left unpaired is U+FFFD.
         ordinal = self._utf16.feed(
-            sink, index, id=wire_id, name=name, arguments=arguments, type=kind
+            sink, index, id=wire_id, name=name, arguments=arguments, type=kind, text=text
         )
         info.feeds.append(FeedRecord(ordinal, wire_id, name))
 

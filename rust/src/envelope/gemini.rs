@@ -49,7 +49,7 @@ use serde_json::value::RawValue;
 use super::partial_args::{Merge, Piece, Report, Streamed};
 use super::{
     args, call, canonical, decode_owned, json_string, raw_str, still_kept, string, Action,
-    Arguments, Decoder, Envelope, EventError, Few, FinishReason,
+    Arguments, Decoder, Envelope, EventError, Few, FinishReason, Lone,
 };
 use crate::progress::Recorded;
 use crate::tokens::same_tokens;
@@ -630,7 +630,9 @@ impl Decoder {
     ) {
         let text = raw.get();
         match text.as_bytes().first() {
-            Some(b'"') => self.emit_call(Some(key), None, None, None, Some(raw), None, emit),
+            Some(b'"') => {
+                self.emit_call(Some(key), None, None, None, Some(raw), Lone::Escape, emit)
+            }
             Some(b'{' | b'[') => {
                 canonical(text, &mut self.scratch);
                 emit(args(Some(key), Arguments::Value(&self.scratch)));
