@@ -7,7 +7,7 @@
 //! `Assembler.feed`, called once per fragment, matches its own arguments (`install_feed`).
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
@@ -353,66 +353,8 @@ fn item_text<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyString>
     })
 }
 
-/// Paths longer than this are not kept in [`PATH_STRS`]: a tool's paths are mostly short, and
-/// a long one's copy costs about what the cache would save.
-const CACHED_PATH_BYTES: usize = 64;
-
-/// Slots of [`PATH_STRS`] (a power of two).
-const PATH_SLOTS: usize = 1024;
-
-/// One remembered path: its bytes and its Python `str`.
-type PathSlot = Option<(Box<[u8]>, Py<PyString>)>;
-
-/// The Python `str`s of recent progress-item paths, shared by every assembler in the process.
-/// A tool's paths recur from call to call (they are its schema's keys), and a new `str` for
-/// each item cost its allocation, copy and free, a sixth of a small call's progress path. The
-/// cache is direct-mapped and bounded (one path per slot, replaced on a miss), so paths that
-/// never recur cost one compare and push out nothing for long; it holds only immutable `str`s
-/// equal to what would be built, so no result depends on it. The lock is uncontended under
-/// the GIL and is never held while Python code can run.
-static PATH_STRS: Mutex<[PathSlot; PATH_SLOTS]> = Mutex::new([const { None }; PATH_SLOTS]);
-
-/// The slot of `path` in [`PATH_STRS`], from its length and its first and last eight bytes:
-/// the paths of one tool differ there (a key's name, an element's index near the end), and a
-/// hash of every byte cost more than the `str` it saved. Paths that share a slot only take
-/// turns in it.
-fn path_slot(path: &[u8]) -> usize {
-    let word = |at: usize| {
-        path.get(at..at + 8)
-            .and_then(|bytes| <[u8; 8]>::try_from(bytes).ok())
-            .map_or(0, u64::from_le_bytes)
-    };
-    let (head, tail) = match path.len() {
-        n if n >= 8 => (word(0), word(n - 8)),
-        _ => (path.iter().rev().fold(0, |w, &b| w << 8 | u64::from(b)), 0),
-    };
-    let mixed = head.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        ^ tail.wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
-        ^ path.len() as u64;
-    // A product's top bits are its best mixed.
-    ((mixed ^ mixed >> 31).wrapping_mul(0x1656_67B1_9E37_79F9) >> 54) as usize % PATH_SLOTS
-}
-
-/// The Python `str` of a progress item's path (see [`PATH_STRS`]).
-fn path_str<'py>(py: Python<'py>, path: &[u8]) -> PyResult<Bound<'py, PyString>> {
-    if path.len() > CACHED_PATH_BYTES {
-        return utf8_str(py, path);
-    }
-    let slot = path_slot(path);
-    let mut slots = PATH_STRS.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((key, text)) = &slots[slot] {
-        if **key == *path {
-            return Ok(text.bind(py).clone());
-        }
-    }
-    let text = utf8_str(py, path)?;
-    let old = slots[slot].replace((path.into(), text.clone().unbind()));
-    drop(slots);
-    // Released as a `Bound`, at once, and after the lock: a `Py` dropped here would wait in
-    // pyo3's pool (see `drain_progress_to`).
-    drop(old.map(|(_, old)| old.into_bound(py)));
-    Ok(text)
-}
+/// Room for the path of the last progress item: a tool's paths are mostly shorter.
+const LAST_PATH_BYTES: usize = 64;
 
 /// `item`, no longer watched by the cyclic garbage collector. A progress item holds an int and
 /// two strs, so it can never be part of a cycle; the collector would find that out itself, but
@@ -2242,7 +2184,7 @@ impl PyAssembler {
                 // open string's path can come again, so other items skip the cache.
                 let path = match last_path.as_mut() {
                     Some((rust, python)) if continues && rust == path => python.clone_ref(py),
-                    cache => match path_str(py, path) {
+                    cache => match utf8_str(py, path) {
                         Ok(new) => {
                             let python = new.unbind();
                             match cache {
@@ -2261,7 +2203,7 @@ impl PyAssembler {
                                     // Room for the paths that come after it: growing the
                                     // buffer cost two reallocations of a small call.
                                     let mut rust =
-                                        Vec::with_capacity(path.len().max(CACHED_PATH_BYTES));
+                                        Vec::with_capacity(path.len().max(LAST_PATH_BYTES));
                                     rust.extend_from_slice(path);
                                     *last_path = Some((rust, python.clone_ref(py)));
                                 }
