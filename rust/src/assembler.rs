@@ -2469,10 +2469,7 @@ impl Assembler {
             push_checked(call, full);
         }
         warn_once(call, warning::INPUT_MISMATCH);
-        let kept = call.kept_bytes();
-        let grown = kept.saturating_sub(call.counted);
-        call.counted = call.counted.max(kept);
-        self.count_stream_bytes(grown);
+        self.recount(ordinal);
         true
     }
 

@@ -959,10 +959,10 @@ impl<'t> Reread<'t> {
 }
 
 /// The members of a Chat tool-call entry that are not its own (`index`, `id`, `type`,
-/// `function`, `custom`: those [`ToolCallEntry`] reads), as `feed_chunk` keeps the SDK's `model_extra`:
-/// in the order their names first come, each with its last value (`json.loads` keeps a
-/// repeated name where it first came, with its last value), one whose last value is `null`
-/// left out. Names are compared unescaped.
+/// `function`, `custom`: those [`ToolCallEntry`] reads), as `feed_chunk` keeps the SDK's
+/// `model_extra`: in the order their names first come, each with its last value (`json.loads`
+/// keeps a repeated name where it first came, with its last value), one whose last value is
+/// `null` left out. Names are compared unescaped.
 #[derive(Debug)]
 struct EntryMembers<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
 
