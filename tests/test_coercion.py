@@ -1801,6 +1801,39 @@ def test_a_plain_integer_or_number_position_refuses_what_a_float_cannot_hold(kin
         assert outcome.ok and outcome.value == {"x": expected}, text
 
 
+@pytest.mark.parametrize(
+    ("written", "number"),
+    [("3.0", 3.0), ("0.0", 0.0), ("-0.0", -0.0), ("3", 3), ("1.5", 1.5)],
+)
+def test_a_number_string_for_an_int_or_float_union_is_read_as_written(
+    written: str, number: float
+) -> None:
+    # `"3.0"` is `3` to the integer branch and `3.0` to the number branch: one number, not
+    # two readings, so it is read as the raw `3.0` is (a float), not refused as ambiguous.
+    arguments = json.dumps({"x": 1, "maybe": written, "series": [written]})
+    plain = {
+        "name": "m",
+        "parameters": {
+            "type": "object",
+            "properties": {"n": {"anyOf": [{"type": "integer"}, {"type": "number"}]}},
+        },
+    }
+    tools = Toolset([Measure, plain])
+    for done in (call("measure", arguments), _prechecked(tools, "measure", arguments)):
+        outcome = tools.validate(done)
+        assert outcome.ok, outcome.errors
+        assert isinstance(outcome.model, Measure)
+        for got in (outcome.model.maybe, outcome.model.series[0]):
+            assert type(got) is type(number) and repr(got) == repr(number)
+        assert [(c.path, c.rule) for c in outcome.coercions] == [
+            ("/maybe", "number_string"),
+            ("/series/0", "number_string"),
+        ]
+    outcome = tools.validate(_prechecked(tools, "m", json.dumps({"n": written})))
+    assert outcome.ok, outcome.errors
+    assert outcome.value == {"n": number} and type(outcome.value["n"]) is type(number)
+
+
 def _prechecked(tools: Toolset, name: str, arguments: str) -> ToolCall:
     asm = Assembler(tools=tools, max_number_digits=1000)
     asm.feed(0, id="call_1", name=name, arguments=arguments)

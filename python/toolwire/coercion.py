@@ -450,6 +450,18 @@ def pointer(parts: Iterable[str | int]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
+def _one_number(readings: Mapping[str, tuple[Any, list[Coercion]]]) -> str | None:
+    """The key of the reading that keeps a number's digits as written (the `Decimal` of
+    `number_string`) when every reading is that same number, else None: `"3.0"` read as `3` and
+    as `3.0` is one value, and the model's spelling decides, as the raw `3.0` would."""
+    numbers = [r for r, _ in readings.values() if isinstance(r, int | Decimal)]
+    if len(numbers) != len(readings) or any(isinstance(n, bool) for n in numbers):
+        return None
+    if len({Decimal(n) for n in numbers}) != 1:
+        return None
+    return next((k for k, (r, _) in readings.items() if isinstance(r, Decimal)), None)
+
+
 def past_float(value: Any) -> bool:
     """Whether a parsed value is a number with a fraction or an exponent that a float cannot
     hold: JSON parsers (Pydantic's among them) read it as infinity, or a non-zero one as zero.
@@ -1258,6 +1270,12 @@ class _Coercer:
                 elif self.fits(result, branch):
                     refused.append((result, trial))
             unseen.extend(p for p in trial.problems if p.code in _UNSEEN_BY_PYDANTIC)
+        if len(outcomes) > 1:
+            # `"3.0"` for an `int | float` is `3` to the integer branch and `3.0` to the
+            # number branch: one number, spelt two ways, not two readings to choose from.
+            written = _one_number(outcomes)
+            if written is not None:
+                outcomes = {written: outcomes[written]}
         if len(outcomes) == 1:
             result, applied = next(iter(outcomes.values()))
             self.coercions.extend(applied)
