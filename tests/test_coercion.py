@@ -1347,6 +1347,56 @@ def test_a_union_of_float_and_decimal_is_read_as_pydantic_reads_it(arguments: st
     assert outcome.model is not None and outcome.model.amount == Decimal("12345678901234567.89")
 
 
+class _Count(BaseModel):
+    """Count or measure something."""
+
+    quantity: int | Decimal = 0
+    maybe: Decimal | int | None = None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "quantity", "maybe"),
+    [
+        (
+            '{"quantity": 123456789012345678901234567890.123}',
+            "123456789012345678901234567890.123",
+            None,
+        ),
+        ('{"maybe": 0.30000000000000000001}', 0, "0.30000000000000000001"),
+        ('{"quantity": 2.50, "maybe": 1e400}', "2.50", "1E+400"),
+        ('{"quantity": 7, "maybe": 8}', 7, 8),
+    ],
+)
+def test_a_decimal_beside_an_integer_keeps_the_digits_a_lone_decimal_keeps(
+    arguments: str, quantity: str | int, maybe: str | int | None
+) -> None:
+    # Pydantic merges `int | Decimal` into one `anyOf` with the integer: a number with a
+    # fraction there is the Decimal's, and was read through a float (its digits lost, `1e400`
+    # refused as past a float's range), where a lone Decimal keeps them. An integer stays the
+    # int it is.
+    tools = Toolset([_Count])
+    for done in (call("count", arguments), _prechecked(tools, "count", arguments)):
+        outcome = tools.validate(done)
+        assert outcome.ok and isinstance(outcome.model, _Count), outcome.errors
+        for got, wanted in ((outcome.model.quantity, quantity), (outcome.model.maybe, maybe)):
+            if isinstance(wanted, str):
+                assert isinstance(got, Decimal) and str(got) == str(Decimal(wanted))
+            else:
+                assert got == wanted and type(got) is type(wanted)
+        assert outcome.coercions == []
+
+
+def test_text_that_is_no_number_for_an_int_or_decimal_is_refused_by_type() -> None:
+    # The union's numeric string only quotes the Decimal's number: the model is told a number,
+    # not the pattern that string branch holds.
+    tools = Toolset([_Count])
+    outcome = tools.validate(call("count", '{"quantity": "abc", "maybe": "x"}'))
+    assert [(e.path, e.code, e.expected) for e in outcome.errors] == [
+        ("/quantity", "type", "an integer or a number"),
+        ("/maybe", "type", "a number or an integer or null"),
+    ]
+
+
 class _Stock(BaseModel):
     units: int
 

@@ -102,6 +102,7 @@ __all__ = [
     "CoercionResult",
     "CoercionSpec",
     "coerce_arguments",
+    "decimal_beside_integer",
     "dumps_exact",
     "float_risk",
     "has_decimals",
@@ -1086,6 +1087,9 @@ class _Coercer:
             if isinstance(value, str) and not decimal_text_ok(value, node):
                 self.refuse(path, "number_text", value)
             return value
+        if isinstance(value, Decimal) and decimal_beside_integer(node):
+            # Past a float's range too (`1e400`): the `Decimal` takes it, as it does alone.
+            return value
         strict = node.get(STRICT_KEY) if self.repairing else None
         if strict is True:
             rules = _held(rules)
@@ -1939,6 +1943,25 @@ def is_decimal_union(node: Mapping[str, Any]) -> bool:
     return numeric_string and kinds - {"null"} == {"number", "string"}
 
 
+def decimal_beside_integer(node: Mapping[str, Any]) -> bool:
+    """`int | Decimal` (`Optional` too): Pydantic merges the `Decimal`'s number and numeric
+    string into the union's `anyOf`, beside the integer. A number written with a fraction or an
+    exponent is the `Decimal`'s there, as Pydantic places it, and read through a float unless
+    quoted, as in a lone `Decimal` field."""
+    listed = node.get("anyOf")
+    if not isinstance(listed, list):
+        return False
+    branches = cast(list[Any], listed)
+    rest: list[Any] = [
+        b for b in branches if not (isinstance(b, dict) and _types(cast(Any, b)) == {"integer"})
+    ]
+    return len(rest) < len(branches) and is_decimal_union({"anyOf": rest})
+
+
+def _holds_decimal(node: Mapping[str, Any]) -> bool:
+    return is_decimal_union(node) or decimal_beside_integer(node)
+
+
 def decimal_text_ok(text: str, node: Mapping[str, Any]) -> bool:
     """Whether a string in a `Decimal` field (`node`) is a number as JSON writes it (surrounding
     whitespace aside), or not a finite number at all (validation reports that itself).
@@ -2178,7 +2201,7 @@ def _any_leaf(
 
 def has_decimals(schema: Mapping[str, Any]) -> bool:
     """Whether a schema has a Pydantic `Decimal` field anywhere."""
-    return schema_has(schema, lambda node: True if is_decimal_union(node) else None)
+    return schema_has(schema, lambda node: True if _holds_decimal(node) else None)
 
 
 def quote_decimals(value: Any, schema: Mapping[str, Any]) -> Any:
@@ -2230,12 +2253,15 @@ def _map_decimals(
     def has_decimals(node: Mapping[str, Any]) -> bool:
         found = below.get(id(node))
         if found is None:
-            found = below[id(node)] = _reaches(node, defs, is_decimal_union)
+            found = below[id(node)] = _reaches(node, defs, _holds_decimal)
         return found
 
     def walk(item: Any, node: Mapping[str, Any]) -> Any:
         node = deref(node)
         if is_decimal_union(node):
+            return apply(item, node)
+        if isinstance(item, Decimal) and decimal_beside_integer(node):
+            # An integer is left as written: the `int` branch takes it, quoted the `Decimal`.
             return apply(item, node)
         if not has_decimals(node):
             return item

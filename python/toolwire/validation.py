@@ -68,6 +68,7 @@ from toolwire.coercion import (
     CoercionProblem,
     bool_number_swap,
     coerce_arguments,
+    decimal_beside_integer,
     dumps_exact,
     enum_members,
     float_for_integer,
@@ -1139,6 +1140,10 @@ class _Schema:
             # string" would read as if any string did.
             kinds = ["number", *(["null"] if accepts_null(node) else [])]
             return text("join.or", lang).join(text(f"type.{k}", lang) for k in kinds)
+        if decimal_beside_integer(node):
+            # `int | Decimal`, merged: its numeric string is the `Decimal`'s number quoted.
+            numbers = [b for b in branches if self.deref(b).get("type") != "string"]
+            return self.describe({"anyOf": numbers}, lang, fmt)
         if branches:
             consts = [b["const"] for b in branches if "const" in b]
             if len(consts) == len(branches):
@@ -3215,7 +3220,9 @@ class _ErrorBuilder:
         is one. None where every branch refuses the value's type alone (a type error, which the
         union's description says), or a branch refuses something inside the value."""
         refused = _value_refusals(error)
-        if refused is None:
+        if refused is None or decimal_beside_integer(self.schema.locate(path).node):
+            # `int | Decimal` merged: its string branch only quotes the `Decimal`'s number, so
+            # text that is no number is refused by type, as in a lone `Decimal` field.
             return None
         codes: set[str] = set()
         needs: list[str] = []
