@@ -1884,6 +1884,26 @@ def test_a_number_string_for_an_int_or_float_union_is_read_as_written(
     assert outcome.value == {"n": number} and type(outcome.value["n"]) is type(number)
 
 
+class _Sample(BaseModel):
+    """Record a sample."""
+
+    level: float = 1.0
+    either: int | float = 1
+
+
+@pytest.mark.parametrize("written", ["-0e0", "-0.000e+3", "1e0", "-0.0", "2.50", "3", "-5", "1E+2"])
+@pytest.mark.parametrize("field", ["level", "either"])
+def test_a_number_string_is_read_as_the_same_number_sent_bare(field: str, written: str) -> None:
+    # `"-0e0"` was written back as the integer `-0` (a float's `0.0`, its sign lost), and
+    # `"1e0"` for an `int | float` as the integer `1`, where the number sent bare is a float.
+    bare = _Sample.model_validate_json(f'{{"{field}": {written}}}')
+    outcome = Toolset([_Sample]).validate(call("sample", json.dumps({field: written})))
+    assert outcome.ok and isinstance(outcome.model, _Sample), outcome.errors
+    got, wanted = getattr(outcome.model, field), getattr(bare, field)
+    assert type(got) is type(wanted) and repr(got) == repr(wanted)
+    assert [(c.path, c.rule) for c in outcome.coercions] == [(f"/{field}", "number_string")]
+
+
 def _prechecked(tools: Toolset, name: str, arguments: str) -> ToolCall:
     asm = Assembler(tools=tools, max_number_digits=1000)
     asm.feed(0, id="call_1", name=name, arguments=arguments)

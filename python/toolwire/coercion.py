@@ -1859,7 +1859,10 @@ class _Coercer:
             stripped = value.strip()
             if JSON_NUMBER.fullmatch(stripped):
                 try:
-                    exact = Decimal(stripped)
+                    # Written with a fraction or an exponent, it stays one (`"-0e0"`, `"1e0"`),
+                    # as the same number sent bare is read: a float's `-0.0`, not the int 0.
+                    integer = _INTEGER_TEXT.fullmatch(stripped)
+                    exact = Decimal(stripped) if integer else _Fraction(stripped)
                 except InvalidOperation:
                     return value
                 if "integer" in types:
