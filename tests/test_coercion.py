@@ -1347,6 +1347,56 @@ def test_a_union_of_float_and_decimal_is_read_as_pydantic_reads_it(arguments: st
     assert outcome.model is not None and outcome.model.amount == Decimal("12345678901234567.89")
 
 
+class _Count(BaseModel):
+    """Count or measure something."""
+
+    quantity: int | Decimal = 0
+    maybe: Decimal | int | None = None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "quantity", "maybe"),
+    [
+        (
+            '{"quantity": 123456789012345678901234567890.123}',
+            "123456789012345678901234567890.123",
+            None,
+        ),
+        ('{"maybe": 0.30000000000000000001}', 0, "0.30000000000000000001"),
+        ('{"quantity": 2.50, "maybe": 1e400}', "2.50", "1E+400"),
+        ('{"quantity": 7, "maybe": 8}', 7, 8),
+    ],
+)
+def test_a_decimal_beside_an_integer_keeps_the_digits_a_lone_decimal_keeps(
+    arguments: str, quantity: str | int, maybe: str | int | None
+) -> None:
+    # Pydantic merges `int | Decimal` into one `anyOf` with the integer: a number with a
+    # fraction there is the Decimal's, and was read through a float (its digits lost, `1e400`
+    # refused as past a float's range), where a lone Decimal keeps them. An integer stays the
+    # int it is.
+    tools = Toolset([_Count])
+    for done in (call("count", arguments), _prechecked(tools, "count", arguments)):
+        outcome = tools.validate(done)
+        assert outcome.ok and isinstance(outcome.model, _Count), outcome.errors
+        for got, wanted in ((outcome.model.quantity, quantity), (outcome.model.maybe, maybe)):
+            if isinstance(wanted, str):
+                assert isinstance(got, Decimal) and str(got) == str(Decimal(wanted))
+            else:
+                assert got == wanted and type(got) is type(wanted)
+        assert outcome.coercions == []
+
+
+def test_text_that_is_no_number_for_an_int_or_decimal_is_refused_by_type() -> None:
+    # The union's numeric string only quotes the Decimal's number: the model is told a number,
+    # not the pattern that string branch holds.
+    tools = Toolset([_Count])
+    outcome = tools.validate(call("count", '{"quantity": "abc", "maybe": "x"}'))
+    assert [(e.path, e.code, e.expected) for e in outcome.errors] == [
+        ("/quantity", "type", "an integer or a number"),
+        ("/maybe", "type", "a number or an integer or null"),
+    ]
+
+
 class _Stock(BaseModel):
     units: int
 
@@ -1799,6 +1849,59 @@ def test_a_plain_integer_or_number_position_refuses_what_a_float_cannot_hold(kin
     for text, expected in (('{"x": 1e20}', 1e20), (f'{{"x": {big}}}', int(big))):
         outcome = tools.validate(_prechecked(tools, "t", text))
         assert outcome.ok and outcome.value == {"x": expected}, text
+
+
+@pytest.mark.parametrize(
+    ("written", "number"),
+    [("3.0", 3.0), ("0.0", 0.0), ("-0.0", -0.0), ("3", 3), ("1.5", 1.5)],
+)
+def test_a_number_string_for_an_int_or_float_union_is_read_as_written(
+    written: str, number: float
+) -> None:
+    # `"3.0"` is `3` to the integer branch and `3.0` to the number branch: one number, not
+    # two readings, so it is read as the raw `3.0` is (a float), not refused as ambiguous.
+    arguments = json.dumps({"x": 1, "maybe": written, "series": [written]})
+    plain = {
+        "name": "m",
+        "parameters": {
+            "type": "object",
+            "properties": {"n": {"anyOf": [{"type": "integer"}, {"type": "number"}]}},
+        },
+    }
+    tools = Toolset([Measure, plain])
+    for done in (call("measure", arguments), _prechecked(tools, "measure", arguments)):
+        outcome = tools.validate(done)
+        assert outcome.ok, outcome.errors
+        assert isinstance(outcome.model, Measure)
+        for got in (outcome.model.maybe, outcome.model.series[0]):
+            assert type(got) is type(number) and repr(got) == repr(number)
+        assert [(c.path, c.rule) for c in outcome.coercions] == [
+            ("/maybe", "number_string"),
+            ("/series/0", "number_string"),
+        ]
+    outcome = tools.validate(_prechecked(tools, "m", json.dumps({"n": written})))
+    assert outcome.ok, outcome.errors
+    assert outcome.value == {"n": number} and type(outcome.value["n"]) is type(number)
+
+
+class _Sample(BaseModel):
+    """Record a sample."""
+
+    level: float = 1.0
+    either: int | float = 1
+
+
+@pytest.mark.parametrize("written", ["-0e0", "-0.000e+3", "1e0", "-0.0", "2.50", "3", "-5", "1E+2"])
+@pytest.mark.parametrize("field", ["level", "either"])
+def test_a_number_string_is_read_as_the_same_number_sent_bare(field: str, written: str) -> None:
+    # `"-0e0"` was written back as the integer `-0` (a float's `0.0`, its sign lost), and
+    # `"1e0"` for an `int | float` as the integer `1`, where the number sent bare is a float.
+    bare = _Sample.model_validate_json(f'{{"{field}": {written}}}')
+    outcome = Toolset([_Sample]).validate(call("sample", json.dumps({field: written})))
+    assert outcome.ok and isinstance(outcome.model, _Sample), outcome.errors
+    got, wanted = getattr(outcome.model, field), getattr(bare, field)
+    assert type(got) is type(wanted) and repr(got) == repr(wanted)
+    assert [(c.path, c.rule) for c in outcome.coercions] == [(f"/{field}", "number_string")]
 
 
 def _prechecked(tools: Toolset, name: str, arguments: str) -> ToolCall:

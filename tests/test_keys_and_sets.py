@@ -511,6 +511,26 @@ def test_items_a_set_holds_as_one_once_read_are_a_recorded_drop(
             assert [(e.path, e.code) for e in outcome.errors] == [(f"/{field}/1", "unique")]
 
 
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("field", "sent", "kept"),
+    [
+        ("weights", "[2,1.5,2,3.5]", "[2,1.5,3.5]"),
+        ("amounts", "[1.0,1,2.5]", "[1.0,2.5]"),
+        ("exact", "[7,0.5,7,1e2,0.5]", "[7,0.5,1e2]"),
+    ],
+)
+def test_a_dropped_repeat_is_recorded_with_the_items_the_set_keeps(
+    precheck: bool, field: str, sent: str, kept: str
+) -> None:
+    # The kept items were shown by the numbers sent at their new places: `[2,1.5,2]`, a
+    # repeat the set dropped in place of the `3.5` it kept.
+    arguments = f'{{"{field}":{sent}}}'
+    outcome = validate(arguments, precheck=precheck, tools=COLLAPSING, name="collapsing")
+    assert outcome.ok, outcome.errors
+    assert [(c.path, c.from_, c.to) for c in outcome.coercions] == [(f"/{field}", sent, kept)]
+
+
 @pytest.mark.parametrize(
     "arguments",
     [

@@ -102,6 +102,7 @@ __all__ = [
     "CoercionResult",
     "CoercionSpec",
     "coerce_arguments",
+    "decimal_beside_integer",
     "dumps_exact",
     "float_risk",
     "has_decimals",
@@ -448,6 +449,18 @@ def shown(value: Any) -> str:
 def pointer(parts: Iterable[str | int]) -> str:
     """A JSON Pointer (RFC 6901) from path segments."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _one_number(readings: Mapping[str, tuple[Any, list[Coercion]]]) -> str | None:
+    """The key of the reading that keeps a number's digits as written (the `Decimal` of
+    `number_string`) when every reading is that same number, else None: `"3.0"` read as `3` and
+    as `3.0` is one value, and the model's spelling decides, as the raw `3.0` would."""
+    numbers = [r for r, _ in readings.values() if isinstance(r, int | Decimal)]
+    if len(numbers) != len(readings) or any(isinstance(n, bool) for n in numbers):
+        return None
+    if len({Decimal(n) for n in numbers}) != 1:
+        return None
+    return next((k for k, (r, _) in readings.items() if isinstance(r, Decimal)), None)
 
 
 def past_float(value: Any) -> bool:
@@ -1074,6 +1087,9 @@ class _Coercer:
             if isinstance(value, str) and not decimal_text_ok(value, node):
                 self.refuse(path, "number_text", value)
             return value
+        if isinstance(value, Decimal) and decimal_beside_integer(node):
+            # Past a float's range too (`1e400`): the `Decimal` takes it, as it does alone.
+            return value
         strict = node.get(STRICT_KEY) if self.repairing else None
         if strict is True:
             rules = _held(rules)
@@ -1258,6 +1274,12 @@ class _Coercer:
                 elif self.fits(result, branch):
                     refused.append((result, trial))
             unseen.extend(p for p in trial.problems if p.code in _UNSEEN_BY_PYDANTIC)
+        if len(outcomes) > 1:
+            # `"3.0"` for an `int | float` is `3` to the integer branch and `3.0` to the
+            # number branch: one number, spelt two ways, not two readings to choose from.
+            written = _one_number(outcomes)
+            if written is not None:
+                outcomes = {written: outcomes[written]}
         if len(outcomes) == 1:
             result, applied = next(iter(outcomes.values()))
             self.coercions.extend(applied)
@@ -1837,7 +1859,10 @@ class _Coercer:
             stripped = value.strip()
             if JSON_NUMBER.fullmatch(stripped):
                 try:
-                    exact = Decimal(stripped)
+                    # Written with a fraction or an exponent, it stays one (`"-0e0"`, `"1e0"`),
+                    # as the same number sent bare is read: a float's `-0.0`, not the int 0.
+                    integer = _INTEGER_TEXT.fullmatch(stripped)
+                    exact = Decimal(stripped) if integer else _Fraction(stripped)
                 except InvalidOperation:
                     return value
                 if "integer" in types:
@@ -1919,6 +1944,25 @@ def is_decimal_union(node: Mapping[str, Any]) -> bool:
             return False
         numeric_string |= kind == "string" and numeric
     return numeric_string and kinds - {"null"} == {"number", "string"}
+
+
+def decimal_beside_integer(node: Mapping[str, Any]) -> bool:
+    """`int | Decimal` (`Optional` too): Pydantic merges the `Decimal`'s number and numeric
+    string into the union's `anyOf`, beside the integer. A number written with a fraction or an
+    exponent is the `Decimal`'s there, as Pydantic places it, and read through a float unless
+    quoted, as in a lone `Decimal` field."""
+    listed = node.get("anyOf")
+    if not isinstance(listed, list):
+        return False
+    branches = cast(list[Any], listed)
+    rest: list[Any] = [
+        b for b in branches if not (isinstance(b, dict) and _types(cast(Any, b)) == {"integer"})
+    ]
+    return len(rest) < len(branches) and is_decimal_union({"anyOf": rest})
+
+
+def _holds_decimal(node: Mapping[str, Any]) -> bool:
+    return is_decimal_union(node) or decimal_beside_integer(node)
 
 
 def decimal_text_ok(text: str, node: Mapping[str, Any]) -> bool:
@@ -2160,7 +2204,7 @@ def _any_leaf(
 
 def has_decimals(schema: Mapping[str, Any]) -> bool:
     """Whether a schema has a Pydantic `Decimal` field anywhere."""
-    return schema_has(schema, lambda node: True if is_decimal_union(node) else None)
+    return schema_has(schema, lambda node: True if _holds_decimal(node) else None)
 
 
 def quote_decimals(value: Any, schema: Mapping[str, Any]) -> Any:
@@ -2212,12 +2256,15 @@ def _map_decimals(
     def has_decimals(node: Mapping[str, Any]) -> bool:
         found = below.get(id(node))
         if found is None:
-            found = below[id(node)] = _reaches(node, defs, is_decimal_union)
+            found = below[id(node)] = _reaches(node, defs, _holds_decimal)
         return found
 
     def walk(item: Any, node: Mapping[str, Any]) -> Any:
         node = deref(node)
         if is_decimal_union(node):
+            return apply(item, node)
+        if isinstance(item, Decimal) and decimal_beside_integer(node):
+            # An integer is left as written: the `int` branch takes it, quoted the `Decimal`.
             return apply(item, node)
         if not has_decimals(node):
             return item

@@ -68,6 +68,7 @@ from toolwire.coercion import (
     CoercionProblem,
     bool_number_swap,
     coerce_arguments,
+    decimal_beside_integer,
     dumps_exact,
     enum_members,
     float_for_integer,
@@ -1139,6 +1140,10 @@ class _Schema:
             # string" would read as if any string did.
             kinds = ["number", *(["null"] if accepts_null(node) else [])]
             return text("join.or", lang).join(text(f"type.{k}", lang) for k in kinds)
+        if decimal_beside_integer(node):
+            # `int | Decimal`, merged: its numeric string is the `Decimal`'s number quoted.
+            numbers = [b for b in branches if self.deref(b).get("type") != "string"]
+            return self.describe({"anyOf": numbers}, lang, fmt)
         if branches:
             consts = [b["const"] for b in branches if "const" in b]
             if len(consts) == len(branches):
@@ -2130,14 +2135,16 @@ class _ErrorBuilder:
             words = shown(value)
         return self.redact(located.pointer, words) if self.redact is not None else words
 
-    def got_text(self, located: _Located, words: str) -> str:
+    def got_text(self, located: _Located, words: str, *, renumbered: bool = False) -> str:
         """A value shown as text already (the core's `got`, a coercion's `from_` / `to`), with
-        the same redaction as `got` gives a parsed value."""
+        the same redaction as `got` gives a parsed value. `renumbered`: its items are not at the
+        places the arguments had them (`set_duplicates` dropped some), so no number in it is
+        looked up there; each is shown as it stands, which is as the model wrote it."""
         if located.secret:
             return REDACTED
         if words[:1] in ("{", "["):
             try:
-                return self.scrubbed(located, loads_exact(words))
+                return self.scrubbed(located, loads_exact(words), renumbered=renumbered)
             except ValueError:
                 pass  # cut to 200 characters, or not JSON: judged as a whole below
         if self.schema.holds_secret(located.node):
@@ -2145,13 +2152,15 @@ class _ErrorBuilder:
             return REDACTED
         return self.redact(located.pointer, words) if self.redact is not None else words
 
-    def scrubbed(self, located: _Located, value: Any, *, read: bool = False) -> str:
+    def scrubbed(
+        self, located: _Located, value: Any, *, read: bool = False, renumbered: bool = False
+    ) -> str:
         """A value that may hold secrets inside, shown with every secret part redacted and
         every other scalar passed through the hook at its own pointer (then the whole); with
         `read`, a value validation read, each number as `_number_as_written` shows it."""
         parts: list[str | int] = list(_split(located.pointer))
         out = _Shown()
-        self._scrub(value, located.node, parts, out, read)
+        self._scrub(value, located.node, parts, out, read, renumbered)
         words = shown_text("".join(out))
         return self.redact(located.pointer, words) if self.redact is not None else words
 
@@ -2162,6 +2171,7 @@ class _ErrorBuilder:
         parts: list[str | int],
         out: _Shown,
         read: bool,
+        renumbered: bool = False,
     ) -> None:
         if out.full:
             # Past what `shown_text` keeps: a 100,000-item array is not walked to its end.
@@ -2182,7 +2192,7 @@ class _ErrorBuilder:
                 if hidden:
                     out.append(json.dumps(REDACTED))
                 else:
-                    self._scrub(item, child, [*parts, key], out, read)
+                    self._scrub(item, child, [*parts, key], out, read, renumbered)
             out.append("}")
         elif isinstance(value, list):
             out.append("[")
@@ -2194,11 +2204,11 @@ class _ErrorBuilder:
                 if hidden:
                     out.append(json.dumps(REDACTED))
                 else:
-                    self._scrub(item, child, [*parts, i], out, read)
+                    self._scrub(item, child, [*parts, i], out, read, renumbered)
             out.append("]")
         else:
             where = pointer(parts)
-            words = shown(self._number_as_written(where, value, read=read))
+            words = shown(value if renumbered else self._number_as_written(where, value, read=read))
             out.append(self.redact(where, words) if self.redact is not None else words)
 
     def with_range_hints(self, drafts: list[_E]) -> list[_E]:
@@ -3215,7 +3225,9 @@ class _ErrorBuilder:
         is one. None where every branch refuses the value's type alone (a type error, which the
         union's description says), or a branch refuses something inside the value."""
         refused = _value_refusals(error)
-        if refused is None:
+        if refused is None or decimal_beside_integer(self.schema.locate(path).node):
+            # `int | Decimal` merged: its string branch only quotes the `Decimal`'s number, so
+            # text that is no number is refused by type, as in a lone `Decimal` field.
             return None
         codes: set[str] = set()
         needs: list[str] = []
@@ -4835,7 +4847,7 @@ class ToolValidator:
         return Coercion(
             coercion.path,
             builder.got_text(before, coercion.from_),
-            builder.got_text(located, coercion.to),
+            builder.got_text(located, coercion.to, renumbered=coercion.rule == "set_duplicates"),
             coercion.rule,
         )
 
