@@ -228,10 +228,14 @@ class ToolCall:
             `replay_dropped`, `late_fragment_dropped`, `duplicate_id`, `empty_arguments`,
             `replacement_character`, `metadata_dropped`).
 
-    A call pickles and copies with every attribute as it was. It has no `==`: two calls are
-    the same call only when they are the same object.
+    A call pickles and copies with every attribute as it was. Two calls are equal (`==`) when
+    every attribute above is (`prechecked` as the flag; `value` follows from `arguments` and
+    `limits`), so a pickled, copied or replayed call equals the original. A call hashes by
+    its `ordinal`, `id` and `name`, which never change: it can be a dict key or a set member.
     """
 
+    def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
     @property
     def ordinal(self) -> int: ...
     @property
