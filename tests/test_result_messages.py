@@ -878,6 +878,24 @@ def test_a_renamed_id_stays_within_every_limit_its_wire_id_was_within(
         assert _turn_ids(style, assistant_turn(made, style=style)) == ids
 
 
+def test_a_repeated_mistral_id_is_renamed_to_one_mistral_takes_back() -> None:
+    # Mistral sends ids of nine letters and digits and refuses any other back ("must be a-z,
+    # A-Z, 0-9, with a length of 9"): a repeated one was renamed `<id>_1`.
+    wire = "aB3xK9mP2"
+    made = calls(
+        *[(wire, "ping", json.dumps({"n": n})) for n in range(3)], ("aB3xK9mP1", "ping", "{}")
+    )
+    ids = [c.id or "" for c in made]
+    assert ids[0] == wire and ids[3] == "aB3xK9mP1" and len(set(ids)) == 4, ids
+    assert all(re.fullmatch(r"[a-zA-Z0-9]{9}", i) for i in ids), ids
+    assert [c.warnings for c in made] == [[], ["duplicate_id"], ["duplicate_id"], []]
+    outcomes = Toolset([PING]).validate_all(made)
+    assert [o.wire_id for o in outcomes] == [None, wire, wire, None]
+    turn = assistant_turn(made, style="openai-chat")
+    results = tool_messages(made, [1, 2, 3, 4], style="openai-chat")
+    assert _turn_ids("openai-chat", turn) == _result_ids("openai-chat", results) == ids
+
+
 def test_outcomes_built_by_hand_from_a_renamed_call_carry_the_id_the_provider_sent() -> None:
     # `Outcome.success`, `failure` and `business_failure` took the renamed id alone: sent
     # without the call, their message answered Gemini with `fc1_1`, an id it never sent.

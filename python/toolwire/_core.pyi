@@ -211,7 +211,9 @@ class ToolCall:
         id: The call id, if the provider sent one, made unique within the stream: a repeated
             one is renamed `<id>_<ordinal>` (warning `duplicate_id`, the id sent in
             `metadata["wire_id"]`), cut to stay within the 40 or 64 characters the id sent
-            was within, so that the provider it came from takes it back.
+            was within, so that the provider it came from takes it back; an id of Mistral's
+            shape (nine ASCII letters and digits) stays nine letters and digits, its last
+            ones the digits of the ordinal.
         name: The tool name.
         type: The call type (`function`), if sent; `custom` for a Responses custom tool's call,
             whose `arguments` are its free-form input, never read as JSON: it ends as a
