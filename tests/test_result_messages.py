@@ -21,6 +21,7 @@ from toolwire.payloads import (
     Style,
     call_id_for,
     tool_messages,
+    wrap_message,
 )
 from toolwire.repair import Escalation, Proceed, RepairPolicy
 from toolwire.toolset import Toolset
@@ -919,9 +920,16 @@ def test_outcomes_built_by_hand_from_a_renamed_call_carry_the_id_the_provider_se
 def _responses_repeated_call_id() -> list[ToolCall]:
     """Two Responses function calls under one `call_id` (as a compatible server sent them),
     items of their own: the second is renamed by the assembler."""
+    return _responses_calls("call_1", "call_1")
+
+
+def _responses_calls(*call_ids: str) -> list[ToolCall]:
+    """Responses function calls of `ping` under `call_ids`, items of their own, the first with
+    valid arguments and the second not."""
     asm = Assembler()
-    for at, arguments in enumerate(('{"n": 1}', '{"n": "two"}')):
-        item = {"type": "function_call", "id": f"fc_{at}", "call_id": "call_1", "name": "ping"}
+    texts = ('{"n": 1}', '{"n": "two"}')[: len(call_ids)]
+    for at, (call_id, arguments) in enumerate(zip(call_ids, texts, strict=True)):
+        item = {"type": "function_call", "id": f"fc_{at}", "call_id": call_id, "name": "ping"}
         for event in (
             {
                 "type": "response.output_item.added",
@@ -994,6 +1002,47 @@ def test_a_stateful_responses_continuation_answers_the_call_ids_the_provider_sto
     plain = tool_messages(made, ["pong", outcomes[1]], style=style)
     assert _result_ids(style, plain) == _turn_ids(style, assistant_turn(made, style=style))
     assert _result_ids(style, plain) == ["call_1", second.id]
+
+
+def test_a_responses_call_id_over_64_characters_goes_back_within_64() -> None:
+    # The Codex backend sends `call_id`s of 69 to 116 characters, and the Responses API refuses
+    # any over 64 in `input[]` (`string_above_max_length`): the turn and its results went back
+    # with them as sent. A stored turn (`stateful`) still answers the ids the server sent.
+    from openai.types.responses import ResponseInputParam
+
+    style: Style = "openai-responses"
+    long_ids = ("call_" + "x" * 81, "call_" + "x" * 80 + "y")
+    made = _responses_calls(*long_ids)
+    assert [c.id for c in made] == list(long_ids)
+    outcomes = Toolset([PING]).validate_all(made)
+    turn = assistant_turn(made, style=style)
+    results = tool_messages(made, ["pong", outcomes[1]], style=style)
+    sent = _turn_ids(style, turn)
+    assert _result_ids(style, results) == sent
+    assert all(len(i or "") <= 64 for i in sent) and len(set(sent)) == 2, sent
+    _taken_by_typed_dict(ResponseInputParam, [*turn, *results])
+    # Every path to a result answers the id the turn sent.
+    assert _result_ids(style, [outcomes[1].to_message(made[1], style)]) == [sent[1]]
+    assert _result_ids(style, [outcomes[1].to_message(None, style)]) == [sent[1]]
+    assert _result_ids(style, [wrap_message(style, long_ids[0], "pong", is_error=False)]) == [
+        sent[0]
+    ]
+    # An id within 64 goes as it came.
+    short = _responses_calls("call_" + "z" * 59)
+    assert _turn_ids(style, assistant_turn(short, style=style)) == [short[0].id]
+    stored = [
+        *tool_messages(made, ["pong", outcomes[1]], style=style, stateful=True),
+        outcomes[1].to_message(None, style, stateful=True),
+        outcomes[1].to_message(made[1], style, stateful=True),
+        wrap_message(style, long_ids[0], "pong", is_error=False, stateful=True),
+        wrap_message(style, long_ids[0], "pong", is_error=False, call=made[0], stateful=True),
+    ]
+    assert [m["call_id"] for m in stored] == [
+        *long_ids,
+        long_ids[1],
+        long_ids[1],
+        *long_ids[:1] * 2,
+    ]
 
 
 @pytest.mark.parametrize("style", [s for s in STYLES if s != "openai-responses"])

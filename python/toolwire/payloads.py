@@ -837,6 +837,7 @@ def wrap_message(
             `openai-responses`.
     """
     _check_stateful(style, stateful)
+    given = call_id
     if style in _ID_RULES:
         call_id = sent_id(call_id, style)
     if style == "openai-chat":
@@ -846,7 +847,10 @@ def wrap_message(
         # refuses a `function_call_output` for it.
         kind = "custom_tool_call_output" if is_free_form(call) else "function_call_output"
         output = {"type": kind, "call_id": call_id, "output": content}
-        return _as_stored(output, _provider_id(call)) if stateful and call is not None else output
+        # A stored turn knows its calls only by the ids the server sent, however long.
+        if stateful:
+            return _as_stored(output, given if call is None else _provider_id(call))
+        return output
     if style == "anthropic":
         message: dict[str, Any] = {
             "type": "tool_result",
@@ -881,14 +885,16 @@ def wrap_message(
 _ID_RULES: dict[Style, tuple[int | None, str | None]] = {
     # The most characters an id may have, and the pattern it must match, where the provider
     # has them: Anthropic refuses a `tool_use.id` outside `^[a-zA-Z0-9_-]+$`, Bedrock a
-    # `toolUseId` over 64 or outside `[a-zA-Z0-9_.:-]+` (its service model). Responses pairs
-    # by the server's own `call_id` (`previous_response_id`) and Gemini by the id it sent:
-    # kept as they are. So are Chat ids: OpenAI's own API refuses one over 40 characters, but
-    # the servers that send longer ones (vLLM's `chatcmpl-tool-` and 32 hex digits) take them
-    # back, and an application that sends its own copy of the model's turn with toolwire's
-    # results must find the ids it got.
+    # `toolUseId` over 64 or outside `[a-zA-Z0-9_.:-]+` (its service model), the Responses API
+    # an `input[].call_id` over 64 (`string_above_max_length`), though its Codex backend sends
+    # longer ones. A result for a stored Responses turn (`stateful`) answers the `call_id` the
+    # server stored instead, and Gemini pairs by the id it sent: kept as they are. So are Chat
+    # ids: OpenAI's own API refuses one over 40 characters, but the servers that send longer
+    # ones (vLLM's `chatcmpl-tool-` and 32 hex digits) take them back, and an application that
+    # sends its own copy of the model's turn with toolwire's results must find the ids it got.
     "anthropic": (None, "a-zA-Z0-9_-"),
     "bedrock-converse": (64, "a-zA-Z0-9_.:-"),
+    "openai-responses": (64, None),
 }
 _DIGEST_CHARS = 16
 
@@ -896,9 +902,10 @@ _DIGEST_CHARS = 16
 def sent_id(call_id: str, style: Style) -> str:
     """The id a call goes under in `style`'s request, in its turn and in its result alike:
     `call_id` itself when the provider takes it, else one it takes. An id can be one a
-    provider refuses: longer than Bedrock's 64 characters (a long wire id sent on from another
-    provider; the assembler's rename of a repeated id keeps within the limits its wire id
-    was within), or with characters Anthropic or Bedrock refuse (an OpenAI-compatible server's
+    provider refuses: longer than the 64 characters of Bedrock and the Responses API (a long
+    wire id sent on from another provider, or sent by the Responses API's own Codex backend;
+    the assembler's rename of a repeated id keeps within the limits its wire id was within),
+    or with characters Anthropic or Bedrock refuse (an OpenAI-compatible server's
     `functions.get_weather:0`, say, when its calls are sent on to another provider). Such an
     id goes as its allowed characters (any other one `_`), cut to fit, then `_` and a digest
     of the whole id: the same id always goes the same way, and two ids go as two.
@@ -1257,7 +1264,7 @@ def message_for(
     message = _message_for(style, call_id, outcome, attempt, result, max_result_chars, call, scrub)
     if stateful:
         # After the message is made, which checks an `ExecutionResult` against `call_id`.
-        _as_stored(message, outcome.wire_id if call is None else _provider_id(call))
+        _as_stored(message, (outcome.wire_id or call_id) if call is None else _provider_id(call))
     return _status_kept(message, bedrock_status)
 
 
@@ -1797,14 +1804,14 @@ def assistant_turn(
         items += [
             {
                 "type": "custom_tool_call",
-                "call_id": call_id_for(call),
+                "call_id": sent_id(call_id_for(call), style),
                 "name": _sent_name(call),
                 "input": call.arguments,
             }
             if is_free_form(call)
             else {
                 "type": "function_call",
-                "call_id": call_id_for(call),
+                "call_id": sent_id(call_id_for(call), style),
                 "name": _sent_name(call),
                 "arguments": call.arguments,
             }
