@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, cast
 
 import pytest
@@ -1055,3 +1056,31 @@ def test_stateful_is_refused_where_no_provider_stores_the_turn(style: Style) -> 
         outcome.to_message(made[1], style, stateful=True)
     with pytest.raises(ValueError, match="stateful=True is for openai-responses"):
         RepairPolicy(max_rounds=0).decide(outcome).to_message(None, style, stateful=True)
+
+
+@dataclass
+class _CallCopy:
+    """A call as an application may keep one (`Named`, with metadata and warnings)."""
+
+    id: str | None
+    name: str
+    metadata: dict[str, Any]
+    warnings: list[str]
+    type: str | None = None
+    ordinal: int = 0
+    arguments: str = "{}"
+
+
+def test_a_result_with_its_call_and_one_without_answer_gemini_with_one_id() -> None:
+    # Two readers of `metadata["wire_id"]`: the one for a result sent with its call took it
+    # whenever it was there, the one for the outcome alone (`Outcome.wire_id`) only from a
+    # call renamed for a repeated id (`duplicate_id`), so the two results differed.
+    renamed = _CallCopy("fc1_1", "ping", {"wire_id": "fc1"}, ["duplicate_id"])
+    unrenamed = _CallCopy("fc1_1", "ping", {"wire_id": "fc1"}, [])
+    for call, expected in ((renamed, "fc1"), (unrenamed, "fc1_1")):
+        outcome = Outcome.failure(call, "ping", "tool_failed")
+        alone = outcome.to_message(None, "gemini")
+        assert alone == outcome.to_message(call, "gemini")
+        assert alone["functionResponse"]["id"] == expected
+        (turn,) = assistant_turn([call], style="gemini")
+        assert turn["parts"][0]["functionCall"]["id"] == expected

@@ -935,12 +935,34 @@ def sent_id(call_id: str, style: Style) -> str:
 def _provider_id(call: Named) -> str | None:
     """The id the provider sent with a call, which Gemini's `functionCall` and
     `functionResponse` carry back, as does a result for a stored Responses turn (`stateful`):
-    a wire id the assembler renamed because it repeated an earlier call's (warning
-    `duplicate_id`, `metadata["wire_id"]`) goes back as the provider sent it, since it never
-    saw the new one, and the calls that share it are told apart by their order; None for a
-    call without an id."""
+    a wire id the assembler renamed because it repeated an earlier call's (`wire_id_of`) goes
+    back as the provider sent it, since it never saw the new one, and the calls that share it
+    are told apart by their order; None for a call without an id."""
+    return wire_id_of(call) or call.id
+
+
+RENAMED_END = frozenset("0123456789_")
+"""The characters an id the assembler renamed can end with (`<wire id>_<ordinal>`, or
+`..._<ordinal>_<n>`, a Mistral id's last characters the ordinal's digits; `_` in the renames
+of earlier versions): an id ending otherwise was not renamed, and its call need not be
+asked."""
+
+
+def wire_id_of(call: object) -> str | None:
+    """The id the provider sent for `call` when the assembler renamed it for repeating an
+    earlier call's (warning `duplicate_id`, `metadata["wire_id"]`), else None. The one reader
+    of `metadata["wire_id"]`, so that a result sent with its call and one sent with the
+    outcome alone (`Outcome.wire_id`) answer the same id. Renames are rare: an id that cannot
+    be one (not ending in `RENAMED_END`) is passed over without asking the call anything
+    more, and the warnings are asked before the metadata, which a native call builds anew on
+    each read."""
+    own: object = getattr(call, "id", None)
+    if not isinstance(own, str) or not own or own[-1] not in RENAMED_END:
+        return None
+    if "duplicate_id" not in cast(Any, getattr(call, "warnings", ())):
+        return None
     wire = _metadata(call).get("wire_id")
-    return wire if isinstance(wire, str) and wire else call.id
+    return wire if isinstance(wire, str) and wire and wire != own else None
 
 
 def _check_stateful(style: Style, stateful: bool) -> None:
