@@ -326,6 +326,64 @@ def test_tool_calls_copy_with_every_attribute(copier: Callable[[Any], Any]) -> N
 
 
 @pytest.mark.parametrize("copier", COPIERS, ids=COPIER_IDS)
+def test_copied_and_replayed_calls_equal_the_originals(copier: Callable[[Any], Any]) -> None:
+    # A call had no `==`: a copy, or the same stream assembled again, compared unequal to the
+    # original although every attribute was the same.
+    calls = _calls_of_every_kind()
+    copies = [copier(call) for call in calls]
+    again = _calls_of_every_kind()
+    for call, copied, replayed in zip(calls, copies, again, strict=True):
+        assert copied == call and replayed == call and not copied != call
+        assert hash(copied) == hash(call) == hash(replayed)
+    # Read first or not, and read one way or another, a call is the same call.
+    for call in calls:
+        _ = call.value
+    assert [c.error for c in copies] == [c.error for c in calls]
+    assert copies == calls == again
+    assert {call: at for at, call in enumerate(calls)}[copies[3]] == 3
+    # Calls that differ in anything compare unequal, and a call equals nothing else.
+    assert all(a != b for i, a in enumerate(calls) for b in calls[i + 1 :])
+    assert calls[0] != _call_attributes(calls[0]) and calls[0] != None  # noqa: E711
+
+
+def _one_call(**options: Any) -> ToolCall:
+    made = Assembler(**{k: v for k, v in options.items() if k == "max_depth"})
+    made.feed(
+        0,
+        id=options.get("id", "c1"),
+        name=options.get("name", "lookup"),
+        arguments=options.get("arguments", '{"order_id": "ORD-1"}'),
+    )
+    for key, value in options.get("metadata", {}).items():
+        made.set_metadata(0, key, value)
+    (call,) = made.finish()
+    return call
+
+
+def test_calls_equal_only_when_every_attribute_is() -> None:
+    base = _one_call(metadata={"a": 1, "b": 2})
+    assert base == _one_call(metadata={"a": 1, "b": 2})
+    # `metadata` is a dict: the order its keys were set in is no part of it.
+    assert base == _one_call(metadata={"b": 2, "a": 1})
+    for differing in (
+        {"id": "c2"},
+        {"name": "ping"},
+        {"arguments": '{"order_id": "ORD-2"}'},
+        {"arguments": '{"order_id":"ORD-1"}'},
+        {"max_depth": 8},
+        {"metadata": {"a": 1}},
+        {"metadata": {"a": 1, "b": 3}},
+    ):
+        other = _one_call(**{"metadata": {"a": 1, "b": 2}, **differing})
+        assert base != other, differing
+    checked = Assembler(tools=_toolset())
+    checked.feed(0, id="c1", name="lookup", arguments='{"order_id": "ORD-1"}')
+    (prechecked,) = checked.finish()
+    assert prechecked.prechecked and not _one_call().prechecked
+    assert prechecked != _one_call()
+
+
+@pytest.mark.parametrize("copier", COPIERS, ids=COPIER_IDS)
 def test_copied_calls_validate_as_the_originals(copier: Callable[[Any], Any]) -> None:
     tools = _toolset()
     calls = _calls(tools)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, cast
 
 import pytest
@@ -21,6 +22,7 @@ from toolwire.payloads import (
     Style,
     call_id_for,
     tool_messages,
+    wrap_message,
 )
 from toolwire.repair import Escalation, Proceed, RepairPolicy
 from toolwire.toolset import Toolset
@@ -878,6 +880,24 @@ def test_a_renamed_id_stays_within_every_limit_its_wire_id_was_within(
         assert _turn_ids(style, assistant_turn(made, style=style)) == ids
 
 
+def test_a_repeated_mistral_id_is_renamed_to_one_mistral_takes_back() -> None:
+    # Mistral sends ids of nine letters and digits and refuses any other back ("must be a-z,
+    # A-Z, 0-9, with a length of 9"): a repeated one was renamed `<id>_1`.
+    wire = "aB3xK9mP2"
+    made = calls(
+        *[(wire, "ping", json.dumps({"n": n})) for n in range(3)], ("aB3xK9mP1", "ping", "{}")
+    )
+    ids = [c.id or "" for c in made]
+    assert ids[0] == wire and ids[3] == "aB3xK9mP1" and len(set(ids)) == 4, ids
+    assert all(re.fullmatch(r"[a-zA-Z0-9]{9}", i) for i in ids), ids
+    assert [c.warnings for c in made] == [[], ["duplicate_id"], ["duplicate_id"], []]
+    outcomes = Toolset([PING]).validate_all(made)
+    assert [o.wire_id for o in outcomes] == [None, wire, wire, None]
+    turn = assistant_turn(made, style="openai-chat")
+    results = tool_messages(made, [1, 2, 3, 4], style="openai-chat")
+    assert _turn_ids("openai-chat", turn) == _result_ids("openai-chat", results) == ids
+
+
 def test_outcomes_built_by_hand_from_a_renamed_call_carry_the_id_the_provider_sent() -> None:
     # `Outcome.success`, `failure` and `business_failure` took the renamed id alone: sent
     # without the call, their message answered Gemini with `fc1_1`, an id it never sent.
@@ -901,9 +921,16 @@ def test_outcomes_built_by_hand_from_a_renamed_call_carry_the_id_the_provider_se
 def _responses_repeated_call_id() -> list[ToolCall]:
     """Two Responses function calls under one `call_id` (as a compatible server sent them),
     items of their own: the second is renamed by the assembler."""
+    return _responses_calls("call_1", "call_1")
+
+
+def _responses_calls(*call_ids: str) -> list[ToolCall]:
+    """Responses function calls of `ping` under `call_ids`, items of their own, the first with
+    valid arguments and the second not."""
     asm = Assembler()
-    for at, arguments in enumerate(('{"n": 1}', '{"n": "two"}')):
-        item = {"type": "function_call", "id": f"fc_{at}", "call_id": "call_1", "name": "ping"}
+    texts = ('{"n": 1}', '{"n": "two"}')[: len(call_ids)]
+    for at, (call_id, arguments) in enumerate(zip(call_ids, texts, strict=True)):
+        item = {"type": "function_call", "id": f"fc_{at}", "call_id": call_id, "name": "ping"}
         for event in (
             {
                 "type": "response.output_item.added",
@@ -978,6 +1005,47 @@ def test_a_stateful_responses_continuation_answers_the_call_ids_the_provider_sto
     assert _result_ids(style, plain) == ["call_1", second.id]
 
 
+def test_a_responses_call_id_over_64_characters_goes_back_within_64() -> None:
+    # The Codex backend sends `call_id`s of 69 to 116 characters, and the Responses API refuses
+    # any over 64 in `input[]` (`string_above_max_length`): the turn and its results went back
+    # with them as sent. A stored turn (`stateful`) still answers the ids the server sent.
+    from openai.types.responses import ResponseInputParam
+
+    style: Style = "openai-responses"
+    long_ids = ("call_" + "x" * 81, "call_" + "x" * 80 + "y")
+    made = _responses_calls(*long_ids)
+    assert [c.id for c in made] == list(long_ids)
+    outcomes = Toolset([PING]).validate_all(made)
+    turn = assistant_turn(made, style=style)
+    results = tool_messages(made, ["pong", outcomes[1]], style=style)
+    sent = _turn_ids(style, turn)
+    assert _result_ids(style, results) == sent
+    assert all(len(i or "") <= 64 for i in sent) and len(set(sent)) == 2, sent
+    _taken_by_typed_dict(ResponseInputParam, [*turn, *results])
+    # Every path to a result answers the id the turn sent.
+    assert _result_ids(style, [outcomes[1].to_message(made[1], style)]) == [sent[1]]
+    assert _result_ids(style, [outcomes[1].to_message(None, style)]) == [sent[1]]
+    assert _result_ids(style, [wrap_message(style, long_ids[0], "pong", is_error=False)]) == [
+        sent[0]
+    ]
+    # An id within 64 goes as it came.
+    short = _responses_calls("call_" + "z" * 59)
+    assert _turn_ids(style, assistant_turn(short, style=style)) == [short[0].id]
+    stored = [
+        *tool_messages(made, ["pong", outcomes[1]], style=style, stateful=True),
+        outcomes[1].to_message(None, style, stateful=True),
+        outcomes[1].to_message(made[1], style, stateful=True),
+        wrap_message(style, long_ids[0], "pong", is_error=False, stateful=True),
+        wrap_message(style, long_ids[0], "pong", is_error=False, call=made[0], stateful=True),
+    ]
+    assert [m["call_id"] for m in stored] == [
+        *long_ids,
+        long_ids[1],
+        long_ids[1],
+        *long_ids[:1] * 2,
+    ]
+
+
 @pytest.mark.parametrize("style", [s for s in STYLES if s != "openai-responses"])
 def test_stateful_is_refused_where_no_provider_stores_the_turn(style: Style) -> None:
     made = _responses_repeated_call_id()
@@ -988,3 +1056,31 @@ def test_stateful_is_refused_where_no_provider_stores_the_turn(style: Style) -> 
         outcome.to_message(made[1], style, stateful=True)
     with pytest.raises(ValueError, match="stateful=True is for openai-responses"):
         RepairPolicy(max_rounds=0).decide(outcome).to_message(None, style, stateful=True)
+
+
+@dataclass
+class _CallCopy:
+    """A call as an application may keep one (`Named`, with metadata and warnings)."""
+
+    id: str | None
+    name: str
+    metadata: dict[str, Any]
+    warnings: list[str]
+    type: str | None = None
+    ordinal: int = 0
+    arguments: str = "{}"
+
+
+def test_a_result_with_its_call_and_one_without_answer_gemini_with_one_id() -> None:
+    # Two readers of `metadata["wire_id"]`: the one for a result sent with its call took it
+    # whenever it was there, the one for the outcome alone (`Outcome.wire_id`) only from a
+    # call renamed for a repeated id (`duplicate_id`), so the two results differed.
+    renamed = _CallCopy("fc1_1", "ping", {"wire_id": "fc1"}, ["duplicate_id"])
+    unrenamed = _CallCopy("fc1_1", "ping", {"wire_id": "fc1"}, [])
+    for call, expected in ((renamed, "fc1"), (unrenamed, "fc1_1")):
+        outcome = Outcome.failure(call, "ping", "tool_failed")
+        alone = outcome.to_message(None, "gemini")
+        assert alone == outcome.to_message(call, "gemini")
+        assert alone["functionResponse"]["id"] == expected
+        (turn,) = assistant_turn([call], style="gemini")
+        assert turn["parts"][0]["functionCall"]["id"] == expected

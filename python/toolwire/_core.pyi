@@ -211,7 +211,9 @@ class ToolCall:
         id: The call id, if the provider sent one, made unique within the stream: a repeated
             one is renamed `<id>_<ordinal>` (warning `duplicate_id`, the id sent in
             `metadata["wire_id"]`), cut to stay within the 40 or 64 characters the id sent
-            was within, so that the provider it came from takes it back.
+            was within, so that the provider it came from takes it back; an id of Mistral's
+            shape (nine ASCII letters and digits) stays nine letters and digits, its last
+            ones the digits of the ordinal.
         name: The tool name.
         type: The call type (`function`), if sent; `custom` for a Responses custom tool's call,
             whose `arguments` are its free-form input, never read as JSON: it ends as a
@@ -228,10 +230,14 @@ class ToolCall:
             `replay_dropped`, `late_fragment_dropped`, `duplicate_id`, `empty_arguments`,
             `replacement_character`, `metadata_dropped`).
 
-    A call pickles and copies with every attribute as it was. It has no `==`: two calls are
-    the same call only when they are the same object.
+    A call pickles and copies with every attribute as it was. Two calls are equal (`==`) when
+    every attribute above is (`prechecked` as the flag; `value` follows from `arguments` and
+    `limits`), so a pickled, copied or replayed call equals the original. A call hashes by
+    its `ordinal`, `id` and `name`, which never change: it can be a dict key or a set member.
     """
 
+    def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
     @property
     def ordinal(self) -> int: ...
     @property

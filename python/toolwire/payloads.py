@@ -837,6 +837,7 @@ def wrap_message(
             `openai-responses`.
     """
     _check_stateful(style, stateful)
+    given = call_id
     if style in _ID_RULES:
         call_id = sent_id(call_id, style)
     if style == "openai-chat":
@@ -846,7 +847,10 @@ def wrap_message(
         # refuses a `function_call_output` for it.
         kind = "custom_tool_call_output" if is_free_form(call) else "function_call_output"
         output = {"type": kind, "call_id": call_id, "output": content}
-        return _as_stored(output, _provider_id(call)) if stateful and call is not None else output
+        # A stored turn knows its calls only by the ids the server sent, however long.
+        if stateful:
+            return _as_stored(output, given if call is None else _provider_id(call))
+        return output
     if style == "anthropic":
         message: dict[str, Any] = {
             "type": "tool_result",
@@ -881,14 +885,16 @@ def wrap_message(
 _ID_RULES: dict[Style, tuple[int | None, str | None]] = {
     # The most characters an id may have, and the pattern it must match, where the provider
     # has them: Anthropic refuses a `tool_use.id` outside `^[a-zA-Z0-9_-]+$`, Bedrock a
-    # `toolUseId` over 64 or outside `[a-zA-Z0-9_.:-]+` (its service model). Responses pairs
-    # by the server's own `call_id` (`previous_response_id`) and Gemini by the id it sent:
-    # kept as they are. So are Chat ids: OpenAI's own API refuses one over 40 characters, but
-    # the servers that send longer ones (vLLM's `chatcmpl-tool-` and 32 hex digits) take them
-    # back, and an application that sends its own copy of the model's turn with toolwire's
-    # results must find the ids it got.
+    # `toolUseId` over 64 or outside `[a-zA-Z0-9_.:-]+` (its service model), the Responses API
+    # an `input[].call_id` over 64 (`string_above_max_length`), though its Codex backend sends
+    # longer ones. A result for a stored Responses turn (`stateful`) answers the `call_id` the
+    # server stored instead, and Gemini pairs by the id it sent: kept as they are. So are Chat
+    # ids: OpenAI's own API refuses one over 40 characters, but the servers that send longer
+    # ones (vLLM's `chatcmpl-tool-` and 32 hex digits) take them back, and an application that
+    # sends its own copy of the model's turn with toolwire's results must find the ids it got.
     "anthropic": (None, "a-zA-Z0-9_-"),
     "bedrock-converse": (64, "a-zA-Z0-9_.:-"),
+    "openai-responses": (64, None),
 }
 _DIGEST_CHARS = 16
 
@@ -896,9 +902,10 @@ _DIGEST_CHARS = 16
 def sent_id(call_id: str, style: Style) -> str:
     """The id a call goes under in `style`'s request, in its turn and in its result alike:
     `call_id` itself when the provider takes it, else one it takes. An id can be one a
-    provider refuses: longer than Bedrock's 64 characters (a long wire id sent on from another
-    provider; the assembler's rename of a repeated id keeps within the limits its wire id
-    was within), or with characters Anthropic or Bedrock refuse (an OpenAI-compatible server's
+    provider refuses: longer than the 64 characters of Bedrock and the Responses API (a long
+    wire id sent on from another provider, or sent by the Responses API's own Codex backend;
+    the assembler's rename of a repeated id keeps within the limits its wire id was within),
+    or with characters Anthropic or Bedrock refuse (an OpenAI-compatible server's
     `functions.get_weather:0`, say, when its calls are sent on to another provider). Such an
     id goes as its allowed characters (any other one `_`), cut to fit, then `_` and a digest
     of the whole id: the same id always goes the same way, and two ids go as two.
@@ -928,12 +935,34 @@ def sent_id(call_id: str, style: Style) -> str:
 def _provider_id(call: Named) -> str | None:
     """The id the provider sent with a call, which Gemini's `functionCall` and
     `functionResponse` carry back, as does a result for a stored Responses turn (`stateful`):
-    a wire id the assembler renamed because it repeated an earlier call's (warning
-    `duplicate_id`, `metadata["wire_id"]`) goes back as the provider sent it, since it never
-    saw the new one, and the calls that share it are told apart by their order; None for a
-    call without an id."""
+    a wire id the assembler renamed because it repeated an earlier call's (`wire_id_of`) goes
+    back as the provider sent it, since it never saw the new one, and the calls that share it
+    are told apart by their order; None for a call without an id."""
+    return wire_id_of(call) or call.id
+
+
+RENAMED_END = frozenset("0123456789_")
+"""The characters an id the assembler renamed can end with (`<wire id>_<ordinal>`, or
+`..._<ordinal>_<n>`, a Mistral id's last characters the ordinal's digits; `_` in the renames
+of earlier versions): an id ending otherwise was not renamed, and its call need not be
+asked."""
+
+
+def wire_id_of(call: object) -> str | None:
+    """The id the provider sent for `call` when the assembler renamed it for repeating an
+    earlier call's (warning `duplicate_id`, `metadata["wire_id"]`), else None. The one reader
+    of `metadata["wire_id"]`, so that a result sent with its call and one sent with the
+    outcome alone (`Outcome.wire_id`) answer the same id. Renames are rare: an id that cannot
+    be one (not ending in `RENAMED_END`) is passed over without asking the call anything
+    more, and the warnings are asked before the metadata, which a native call builds anew on
+    each read."""
+    own: object = getattr(call, "id", None)
+    if not isinstance(own, str) or not own or own[-1] not in RENAMED_END:
+        return None
+    if "duplicate_id" not in cast(Any, getattr(call, "warnings", ())):
+        return None
     wire = _metadata(call).get("wire_id")
-    return wire if isinstance(wire, str) and wire else call.id
+    return wire if isinstance(wire, str) and wire and wire != own else None
 
 
 def _check_stateful(style: Style, stateful: bool) -> None:
@@ -1257,7 +1286,7 @@ def message_for(
     message = _message_for(style, call_id, outcome, attempt, result, max_result_chars, call, scrub)
     if stateful:
         # After the message is made, which checks an `ExecutionResult` against `call_id`.
-        _as_stored(message, outcome.wire_id if call is None else _provider_id(call))
+        _as_stored(message, (outcome.wire_id or call_id) if call is None else _provider_id(call))
     return _status_kept(message, bedrock_status)
 
 
@@ -1797,14 +1826,14 @@ def assistant_turn(
         items += [
             {
                 "type": "custom_tool_call",
-                "call_id": call_id_for(call),
+                "call_id": sent_id(call_id_for(call), style),
                 "name": _sent_name(call),
                 "input": call.arguments,
             }
             if is_free_form(call)
             else {
                 "type": "function_call",
-                "call_id": call_id_for(call),
+                "call_id": sent_id(call_id_for(call), style),
                 "name": _sent_name(call),
                 "arguments": call.arguments,
             }

@@ -104,12 +104,14 @@ from toolwire.jsonschema_dialect import (
 )
 from toolwire.payloads import (
     MAX_RESULT_CHARS,
+    RENAMED_END,
     Lang,
     Named,
     Style,
     answering_id,
     message_for,
     text,
+    wire_id_of,
 )
 from toolwire.schema_export import accepts_null, closing_splits_one_of, without_keywords
 from toolwire.subschemas import (
@@ -647,31 +649,6 @@ def with_synthetic_id(outcome: Outcome, call: CallLike) -> Outcome:
         return outcome
     synthetic = synthetic_id_of(call)
     return outcome if synthetic is None else dataclasses.replace(outcome, synthetic_id=synthetic)
-
-
-RENAMED_END = frozenset("0123456789_")
-"""The characters an id the assembler renamed can end with (`<wire id>_<ordinal>`, or
-`..._<ordinal>_<n>`; `_` in the renames of earlier versions): an id ending otherwise was not
-renamed, and its call need not be asked."""
-
-
-def wire_id_of(call: object) -> str | None:
-    """The id the provider sent for `call` when the assembler renamed it for repeating an
-    earlier call's (warning `duplicate_id`, `metadata["wire_id"]`), else None. Renames are
-    rare: an id that cannot be one (not ending in `RENAMED_END`) is passed over without
-    asking the call anything more."""
-    own: object = getattr(call, "id", None)
-    if not isinstance(own, str) or not own or own[-1] not in RENAMED_END:
-        return None
-    if "duplicate_id" not in cast(Any, getattr(call, "warnings", ())):
-        return None
-    metadata: object = getattr(call, "metadata", None)
-    wire = (
-        cast(Mapping[str, object], metadata).get("wire_id")
-        if isinstance(metadata, Mapping)
-        else None
-    )
-    return wire if isinstance(wire, str) and wire and wire != own else None
 
 
 def with_wire_id(outcome: Outcome, call: CallLike) -> Outcome:

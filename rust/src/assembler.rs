@@ -3051,14 +3051,22 @@ fn renamed_ids(calls: &[Call]) -> Vec<Option<String>> {
 /// (`string_above_max_length`, AnswerDotAI/fastllm#45).
 const ID_LENGTH_LIMITS: [usize; 2] = [40, 64];
 
+/// Mistral's call ids: exactly this many ASCII letters and digits, and the only ids it takes
+/// back ("must be a-z, A-Z, 0-9, with a length of 9").
+const MISTRAL_ID_CHARS: usize = 9;
+
 /// The new id of the call `ordinal` whose wire id `wire` another call of the turn has, none of
 /// `taken`: `<wire>_<ordinal>`, then `<wire>_<ordinal>_<n>` for the first free `n`. The
 /// assembler does not know which provider the id goes back to (an application may send its
 /// own copy of the turn with it), so the new id keeps every rule the wire id kept: it adds
 /// only `_` and digits, which every provider's pattern allows, and it is never longer than
 /// the shortest limit in [`ID_LENGTH_LIMITS`] that the wire id is within (the wire id is cut
-/// to make room), nor, past them all, than the wire id itself.
+/// to make room), nor, past them all, than the wire id itself. A wire id of Mistral's shape
+/// (see [`mistral_renamed_id`]) keeps that shape.
 fn renamed_id(wire: &str, ordinal: usize, taken: &std::collections::HashSet<String>) -> String {
+    if wire.len() == MISTRAL_ID_CHARS && wire.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return mistral_renamed_id(wire, ordinal, taken);
+    }
     let length = wire.chars().count();
     let cap = ID_LENGTH_LIMITS
         .into_iter()
@@ -3079,6 +3087,35 @@ fn renamed_id(wire: &str, ordinal: usize, taken: &std::collections::HashSet<Stri
             .nth(room)
             .map_or(wire, |(at, _)| &wire[..at]);
         let id = format!("{stem}{suffix}");
+        if !taken.contains(&id) {
+            return id;
+        }
+        n += 1;
+    }
+}
+
+/// The new id of a repeated wire id of Mistral's shape ([`MISTRAL_ID_CHARS`] ASCII letters
+/// and digits), none of `taken`: the same shape, its last characters replaced by the digits of
+/// `ordinal`, then of `ordinal` followed by `n` for the first free `n` (the last nine digits
+/// when there are more). It ends in a digit, as every renamed id does, which the Python side
+/// reads as "maybe renamed".
+fn mistral_renamed_id(
+    wire: &str,
+    ordinal: usize,
+    taken: &std::collections::HashSet<String>,
+) -> String {
+    // Ids of one suffix length differ by their suffix, so each length offers far more free
+    // ids than a turn has calls.
+    let mut n = 0_usize;
+    loop {
+        let digits = if n == 0 {
+            ordinal.to_string()
+        } else {
+            format!("{ordinal}{n}")
+        };
+        let digits = &digits[digits.len().saturating_sub(MISTRAL_ID_CHARS)..];
+        // `wire` is ASCII: any byte index is a character boundary.
+        let id = format!("{}{digits}", &wire[..MISTRAL_ID_CHARS - digits.len()]);
         if !taken.contains(&id) {
             return id;
         }
@@ -3791,6 +3828,40 @@ mod tests {
             .map(|id| call_with_id(Some(id)))
             .collect();
         assert_eq!(renamed_ids(&calls), [None, Some("fc1_1".to_owned())]);
+    }
+
+    #[test]
+    fn renamed_mistral_ids_keep_mistral_shape() {
+        // Mistral refuses back any id but nine ASCII letters and digits: `<id>_1` was refused.
+        let ids = [
+            "aB3xK9mP2",
+            "aB3xK9mP2",
+            "aB3xK9mP2",
+            "aB3xK9mP1",
+            "aB3xK9m21",
+        ];
+        let calls: Vec<Call> = ids.iter().map(|id| call_with_id(Some(id))).collect();
+        let renamed = renamed_ids(&calls);
+        let mut all: Vec<String> = ids.iter().map(|&id| id.to_owned()).collect();
+        for (ordinal, new) in renamed.iter().enumerate() {
+            if let Some(new) = new {
+                assert_eq!(new.len(), MISTRAL_ID_CHARS, "{new}");
+                assert!(new.bytes().all(|b| b.is_ascii_alphanumeric()), "{new}");
+                assert!(new.ends_with(|c: char| c.is_ascii_digit()), "{new}");
+                all[ordinal].clone_from(new);
+            }
+        }
+        assert!(renamed[1].is_some() && renamed[2].is_some(), "{renamed:?}");
+        let unique: std::collections::HashSet<&String> = all.iter().collect();
+        assert_eq!(unique.len(), all.len(), "{all:?}");
+        // Not Mistral's shape (ten characters, or an `_`): renamed as before.
+        for wire in ["aB3xK9mP2Q", "aB3x_9mP2"] {
+            let calls: Vec<Call> = [wire, wire]
+                .iter()
+                .map(|id| call_with_id(Some(id)))
+                .collect();
+            assert_eq!(renamed_ids(&calls), [None, Some(format!("{wire}_1"))]);
+        }
     }
 
     #[test]

@@ -1285,6 +1285,39 @@ impl PyToolCall {
     fn warnings(&self) -> Vec<&'static str> {
         self.call.warnings.clone()
     }
+    /// Equal when every public attribute is: a replayed, pickled or copied call equals the
+    /// original. `value` follows from `arguments` and `limits` and is not compared itself: it
+    /// is a dict its reader may have changed. `prechecked` compares as the flag, not as the
+    /// registry that checked (a copy's is not the original's).
+    fn __eq__(&self, other: &Self) -> bool {
+        let (a, b) = (&self.call, &other.call);
+        a.ordinal == b.ordinal
+            && a.index == b.index
+            && a.id == b.id
+            && a.name == b.name
+            && a.kind == b.kind
+            && a.stop_reason == b.stop_reason
+            && a.arguments == b.arguments
+            && a.warnings == b.warnings
+            && a.limits == b.limits
+            && a.stream_limits == b.stream_limits
+            && a.prechecked() == b.prechecked()
+            // Keys are unique, and `metadata` is a dict: the order they were set in is not
+            // part of it.
+            && a.metadata.len() == b.metadata.len()
+            && a.metadata.iter().all(|pair| b.metadata.contains(pair))
+            && self.verdict() == other.verdict()
+    }
+    /// Hashes what identifies a call in its turn (ordinal, id, name), all of which `==`
+    /// compares and none of which changes: equal calls hash the same, and calls stay usable
+    /// as dict keys as they were before they had `==`. The arguments are left out so that a
+    /// hash never reads megabytes.
+    fn __hash__<'py>(&self, py: Python<'py>) -> PyResult<isize> {
+        let call = &self.call;
+        (call.ordinal, call.id.as_deref(), call.name.as_deref())
+            .into_pyobject(py)?
+            .hash()
+    }
     /// Names the arguments by size only: a repr lands in logs (a stream event's among them),
     /// and the arguments are model output that may quote what the user typed (a password, a
     /// card number) and may run to megabytes. `arguments` has the text.

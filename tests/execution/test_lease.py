@@ -667,13 +667,20 @@ def late_tries() -> int:
     return sum(1 for t in threading.enumerate() if t.name == "toolwire-late-records-try")
 
 
-def test_a_late_record_stuck_on_the_store_holds_up_no_other(clock: FakeClock) -> None:
+def stuck_on_the_store(clock: FakeClock) -> tuple[Store, Executor]:
+    """An executor whose late try of call a's outcome is under way, stuck on the store until
+    ``unstick``."""
     ledger = Store(clock, hang=frozenset({key("a")}))
     ex = executor(clock, ledger)
     unrecorded(ex, ledger, "a")
+    clock.advance(5)  # a's next try: it waits for the store
+    wait_until(lambda: ledger.stuck == 1, "a's try to reach the store")
+    return ledger, ex
+
+
+def test_a_late_record_stuck_on_the_store_holds_up_no_other(clock: FakeClock) -> None:
+    ledger, ex = stuck_on_the_store(clock)
     try:
-        clock.advance(5)  # a's next try: it waits for the store
-        wait_until(lambda: ledger.stuck == 1, "a's try to reach the store")
         unrecorded(ex, ledger, "b")
         clock.advance(5)  # b's next try, while a's is still under way
         wait_until(lambda: ledger.state("b") == "succeeded", "b's late record")
@@ -752,6 +759,43 @@ def test_close_without_waiting_reports_an_outcome_still_held(
     # Documented as "not negative": zero gives up at once, the last try left to run alone.
     _, _, lost = closed_with_the_store_down(clock, caplog, timeout=0)
     assert len(lost) == 1 and "call a (w)" in lost[0]
+
+
+def test_close_without_waiting_reports_a_try_under_way_once(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A try of the outcome was stuck on the store when `close(timeout=0)` gave up on it: close
+    # reported it not recorded, then the try landed and counted it recorded late as well, two
+    # results for one outcome.
+    ledger, ex = stuck_on_the_store(clock)
+    try:
+        with caplog.at_level(logging.ERROR, logger="toolwire"):
+            ex.close(timeout=0)
+    finally:
+        ledger.unstick.set()
+    wait_until(lambda: ledger.state("a") == "succeeded", "the try under way to land")
+    time.sleep(0.05)  # room for a second result to show up
+    lost = [r.getMessage() for r in caplog.records if "was not recorded before" in r.getMessage()]
+    assert len(lost) == 1 and "call a (w)" in lost[0] and "still under way" in lost[0], lost
+    assert ex.observer.counts["outcomes_recorded_late"] == 0
+    # Nor does an identical call, which finds the outcome recorded, report it again.
+    again = ex.execute(Call("w", "a", {}), RequestContext("r", "s"))
+    assert again.state == "duplicate_suppressed" and again.value == "written"
+    assert ex.observer.counts["outcomes_recorded_late"] == 0
+
+
+def test_an_outcome_given_up_by_close_is_reported_once_even_if_recorded_later(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Reported not recorded by close, it was counted recorded late too when an identical call
+    # recorded it before claiming the key.
+    ledger, ex, lost = closed_with_the_store_down(clock, caplog, timeout=0)
+    assert len(lost) == 1 and "still under way" not in lost[0]
+    ledger.down = False
+    again = ex.execute(Call("w", "a", {}), RequestContext("r", "s"))
+    assert again.state == "duplicate_suppressed" and again.value == "written"
+    assert ledger.state("a") == "succeeded"
+    assert ex.observer.counts["outcomes_recorded_late"] == 0
 
 
 class Hangs(Store):

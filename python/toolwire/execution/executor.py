@@ -779,6 +779,9 @@ class Executor(LiveState):
         # key -> (token, step) of each outcome this executor still has to record (see
         # `_record_later`): an identical call records it before it claims the key.
         self._unrecorded: dict[str, tuple[str, Callable[[Ledger, str, str], None]]] = {}
+        # Tokens of those `close` (or the exit) gave up on and reported: each outcome has one
+        # result, so a record that lands later, or an identical call's, reports nothing more.
+        self._given_up: set[str] = set()
         self._renew_unsupported_logged = False
         for name, tool in (tools or {}).items():
             self.register(name, tool)
@@ -887,31 +890,45 @@ class Executor(LiveState):
         once and waits up to ``timeout`` real seconds for those tries. One still not recorded
         is given up and logged as an error (its claim is left to the tool's stale policy,
         though an identical call to this executor still records it first), never dropped in
-        silence. The interpreter's exit does the same, with a 5 s bound, for an
-        executor not closed. A ledger the executor opened from a path is closed (it reopens
-        on the next call); one passed in is the caller's to close. The executor stays usable.
+        silence. One whose try is still under way when the wait ends (``timeout=0`` gives up
+        at once) is logged the same way, saying that the try may record it yet: the report
+        is the outcome's one result, and a try or identical call that records it afterwards
+        reports nothing more (no second ``outcomes_recorded_late``). The interpreter's exit
+        does the same, with a 5 s bound, for an executor not closed. A ledger the executor
+        opened from a path is closed (it reopens on the next call); one passed in is the
+        caller's to close. The executor stays usable.
 
         Args:
             timeout: Real seconds to wait for the outcomes still held (finite, not negative).
         """
         check_seconds("timeout", timeout, zero=True)
-        for what in self._late_records.flush(timeout):
-            self._lost(what, "the executor was closed")
+        for what, under_way in self._late_records.flush(timeout):
+            self._lost(what, under_way, "the executor was closed")
         if self._owns_ledger and self._ledger is not None:
             self._ledger.close()
 
-    def _lost_at_exit(self, what: str) -> None:
-        self._lost(what, "the interpreter exited")
+    def _lost_at_exit(self, what: str, under_way: bool) -> None:
+        self._lost(what, under_way, "the interpreter exited")
 
-    def _lost(self, what: str, why: str) -> None:
+    def _lost(self, what: str, under_way: bool, why: str) -> None:
         self.observer.log(
             _log,
             logging.ERROR,
-            "toolwire: the outcome of %s was not recorded before %s; its claim is left to the "
-            "tool's stale-claim policy",
+            "toolwire: the outcome of %s was not recorded before %s%s; its claim is left to "
+            "the tool's stale-claim policy",
             what,
             why,
+            " (a try still under way may record it yet, unreported)" if under_way else "",
         )
+
+    def _give_up(self, key: str, token: str) -> bool:
+        """Take the report of ``token``'s outcome for `close` or the exit: False when it was
+        recorded meanwhile (that record was its result)."""
+        with self._lock:
+            if self._unrecorded.get(key, ("",))[0] != token:
+                return False
+            self._given_up.add(token)
+            return True
 
     def breaker_for(self, tool: str) -> CircuitBreaker | None:
         """The circuit breaker of ``tool`` (``None`` if breakers are disabled)."""
@@ -1590,11 +1607,16 @@ class Executor(LiveState):
             return self._unrecorded.get(key, ("",))[0] == token
 
     def _recorded(self, key: str, token: str) -> bool:
-        """Forget the outcome of ``token``'s claim as one to record; False if it was not."""
+        """Forget the outcome of ``token``'s claim as one to record; True when the caller is
+        to report how it ended: False if it was not one to record, or if `close` already
+        reported it (`_give_up`)."""
         with self._lock:
             if self._unrecorded.get(key, ("",))[0] != token:
                 return False
             del self._unrecorded[key]
+            if token in self._given_up:
+                self._given_up.discard(token)
+                return False
             return True
 
     def _time_left(self, run: _Run) -> float | None:
@@ -2216,7 +2238,8 @@ class Executor(LiveState):
             try:
                 op(ledger, key, token)
             except ClaimLost:
-                self._recorded(key, token)
+                if not self._recorded(key, token):
+                    return False
                 self.observer.log(
                     _log,
                     logging.WARNING,
@@ -2230,7 +2253,8 @@ class Executor(LiveState):
                 self.observer.count("ledger_errors", 1, tool=name)
                 if self.clock.monotonic() < give_up:
                     return True
-                self._recorded(key, token)
+                if not self._recorded(key, token):
+                    return False
                 self.observer.log(
                     _log,
                     logging.ERROR,
@@ -2249,6 +2273,7 @@ class Executor(LiveState):
                 record,
                 min(_LATE_RECORD_EVERY, lease / _RENEWALS_PER_LEASE),
                 f"call {call_id} ({name})",
+                lambda: self._give_up(key, token),
             )
         except RuntimeError as exc:  # no thread: the call's warning already says it
             self.observer.log(
@@ -3323,11 +3348,12 @@ class _LeaseKeeper:
 class _LateRecord:
     """One outcome `_LateRecords` tries to record."""
 
-    __slots__ = ("attempt", "busy", "held", "tries", "what")
+    __slots__ = ("attempt", "busy", "give_up", "held", "tries", "what")
 
-    def __init__(self, attempt: Callable[[], bool], what: str) -> None:
+    def __init__(self, attempt: Callable[[], bool], what: str, give_up: Callable[[], bool]) -> None:
         self.attempt = attempt
         self.what = what
+        self.give_up = give_up
         self.held: _HeldLease | None = None
         self.busy = False  # a try is queued or running
         self.tries = 0  # tries ended
@@ -3347,12 +3373,14 @@ class _LateRecords:
     Daemon threads end with the interpreter, mid-try or before the next try is due: while an
     outcome is held, an ``atexit`` hook tries each one once more at once and waits for those
     tries up to `_LATE_RECORD_AT_EXIT` seconds (`flush`, also called by `Executor.close`);
-    each one still not recorded is given up and handed to ``lost``, so none goes unreported.
+    each one still not recorded is given up and handed to ``lost``, so none goes unreported,
+    and none twice: its ``give_up`` says whether the report is still to be made (the outcome
+    not recorded meanwhile), and makes a try that lands afterwards report nothing.
     The hook is registered only while something is held, so an idle executor is not kept
     alive by it.
     """
 
-    def __init__(self, clock: Clock, name: str, lost: Callable[[str], None]) -> None:
+    def __init__(self, clock: Clock, name: str, lost: Callable[[str, bool], None]) -> None:
         self._name = name
         self._lost = lost
         self._keeper = _LeaseKeeper(clock, name)
@@ -3362,14 +3390,21 @@ class _LateRecords:
         self._workers = 0
         self._idle = 0
 
-    def hold(self, attempt: Callable[[], bool], interval: float, what: str) -> None:
+    def hold(
+        self,
+        attempt: Callable[[], bool],
+        interval: float,
+        what: str,
+        give_up: Callable[[], bool],
+    ) -> None:
         """Call ``attempt`` every ``interval`` seconds (the clock's), from now, until it
-        returns False; ``what`` names it in a report of an outcome lost.
+        returns False; ``what`` names it in a report of an outcome lost, which is made only
+        if ``give_up()``, called when the outcome is given up, returns True.
 
         Raises:
             RuntimeError: No thread could be started to pace it.
         """
-        item = _LateRecord(attempt, what)
+        item = _LateRecord(attempt, what, give_up)
         with self._cond:
             if not self._held:
                 atexit.register(self._at_exit)
@@ -3380,10 +3415,11 @@ class _LateRecords:
             self._done(item)
             raise
 
-    def flush(self, timeout: float) -> list[str]:
+    def flush(self, timeout: float) -> list[tuple[str, bool]]:
         """Try every outcome held once more at once, wait up to ``timeout`` real seconds for
         those tries (or for one under way), then give up on those still not recorded and
-        return what names them."""
+        return what names each one to report, and whether a try of it is still under way (it
+        may land yet). A try queued but not started is not made."""
         deadline = time.monotonic() + timeout
         with self._cond:
             before = {item: item.tries for item in self._held}
@@ -3396,13 +3432,23 @@ class _LateRecords:
                     break
                 self._cond.wait(left)
             left_over = list(self._held)
+            for item in left_over:
+                if item in self._ready:
+                    self._ready.remove(item)
+                    item.busy = False
+            under_way = {item for item in left_over if item.busy}
+        reports: list[tuple[str, bool]] = []
         for item in left_over:
             self._done(item)
-        return [item.what for item in left_over]
+            # After `_done`, so that no try is queued for it any more; a try under way that
+            # lands before this call is the outcome's result, and `give_up` says so.
+            if item.give_up():
+                reports.append((item.what, item in under_way))
+        return reports
 
     def _at_exit(self) -> None:
-        for what in self.flush(_LATE_RECORD_AT_EXIT):
-            self._lost(what)
+        for what, under_way in self.flush(_LATE_RECORD_AT_EXIT):
+            self._lost(what, under_way)
 
     def _due(self, item: _LateRecord) -> bool:
         """The keeper's turn for ``item``: queue a try; False once it is recorded."""
