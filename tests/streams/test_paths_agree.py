@@ -557,3 +557,20 @@ def test_one_other_choice_is_named_and_empty_ones_are_not_told(sse_server: SSESe
     quiet = [e for e in events if e["choices"][0]["index"] != 1 or not e["choices"][0]["delta"]]
     assert _raw_errors(quiet, "openai-chat") == []
     assert _agree(sse_server, quiet, "openai-chat").assembler.stream_errors() == []
+
+
+@pytest.mark.parametrize("kind", ["", "message_annotation", "response.created"])
+def test_an_event_of_no_known_kind_says_nothing_of_a_block_without_input(
+    sse_server: SSEServer, kind: str
+) -> None:
+    # A tool block that stopped with no input waits for the next event to say whether the
+    # message went on; `max_tokens` then says it was cut. An event of a kind no Anthropic
+    # stream has, between the two, is skipped by the raw path and says nothing either way:
+    # read as the message going on, the call cut by the limit ran as `{}` on the SDK path.
+    events = anthropic_stream([Call("ping", "", "t1")], stop_reason="max_tokens")
+    stop = next(i for i, e in enumerate(events) if e["type"] == "content_block_stop")
+    events.insert(stop + 1, {"type": kind, "note": 1})
+    stream = _agree(sse_server, events, "anthropic")
+    (call,) = stream.calls
+    assert call.error is not None and call.error.kind == "truncated"
+    assert call.value is None

@@ -14,9 +14,10 @@ Design notes:
   limits. Once the response is refused, a block keeps nothing. As on the raw SSE path.
 - A tool block that stops with no input (no fragment or only JSON whitespace, the `{}`
   placeholder or none) is a tool without parameters only if the message goes on: its end waits
-  for the next event (a `ping` does not count). If that event says `max_tokens`, the call is
-  left open under `limit_reached` and ends `truncated`, since Anthropic closes the block the
-  limit cut before it says why the message stopped; if the stream breaks off there, the
+  for the next event of the message (a `ping`, or an event of a kind no message has, tells
+  nothing, as on the raw path). If that event says `max_tokens`, the call is left open under
+  `limit_reached` and ends `truncated`, since Anthropic closes the block the limit cut before
+  it says why the message stopped; if the stream breaks off there, the
   interruption makes it `truncated` too, and if an `error` event follows, the error stops it
   (`filtered`). The raw SSE path holds it the same way.
 - `content_block_stop` ends the call (`end(index)`); a `message_delta.stop_reason` of `refusal`
@@ -64,6 +65,18 @@ from toolwire.formats._types import (
 from toolwire.formats._utf16 import Utf16, escape_lone_surrogates
 
 __all__ = ["AnthropicMessagesAdapter"]
+
+# The kinds of event a message is made of (`ping` aside), as the raw path reads them.
+_MESSAGE_EVENTS = frozenset(
+    (
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    )
+)
 
 
 @dataclass(slots=True)
@@ -141,7 +154,13 @@ class AnthropicMessagesAdapter:
         # path: that block is a call without parameters, ended before the event is lost.
         malformed = _malformed(chunk, kind)
         held = self._state.empty
-        if held is not None and kind != "ping":
+        # Only an event of the message says it went on: the raw path skips one of a kind no
+        # Anthropic stream has, and a `ping` tells nothing either way.
+        if (
+            held is not None
+            and isinstance(kind, str)
+            and (kind in _MESSAGE_EVENTS or kind == "error")
+        ):
             replay = _replay_of(held, kind, chunk)
             if replay != "before":
                 self._state.empty = None
