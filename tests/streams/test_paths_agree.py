@@ -574,3 +574,22 @@ def test_an_event_of_no_known_kind_says_nothing_of_a_block_without_input(
     (call,) = stream.calls
     assert call.error is not None and call.error.kind == "truncated"
     assert call.value is None
+
+
+@pytest.mark.parametrize("bad", [True, 5, "msg", [1]])
+def test_a_message_start_whose_message_is_no_object_loses_the_open_call(
+    sse_server: SSEServer, bad: Any
+) -> None:
+    # The raw path cannot read such an event, and an event it cannot read may have carried a
+    # fragment of the open call: that call must not run, on the SDK path either.
+    events = anthropic_stream([Call("f", '{"a": 1, "b": 2}', "t1")])
+    first = next(
+        i
+        for i, e in enumerate(events)
+        if e["type"] == "content_block_delta" and e["delta"]["partial_json"]
+    )
+    events.insert(first + 1, {"type": "message_start", "message": bad})
+    stream = _agree(sse_server, events, "anthropic")
+    (call,) = stream.calls
+    assert call.error is not None and call.error.kind == "lost_event"
+    assert [e[0] for e in stream.assembler.stream_errors()] == ["malformed_event"]

@@ -434,10 +434,13 @@ def _replay_of(held: tuple[int | None, object, str | None], kind: object, event:
 def _malformed(event: object, kind: object) -> bool:
     """Whether an Anthropic event has a shape the raw SSE path's decoder refuses beyond
     `malformed_envelope`'s: a `delta` or `content_block` that is not an object, a block whose
-    `type`, `id` or `name` is not a string (a `type` that is null or missing included), or a
-    delta whose `type` or `stop_reason` is not a string. A block start read past such a field
+    `type`, `id` or `name` is not a string (a `type` that is null or missing included), a
+    delta whose `type` or `stop_reason` is not a string, or a `message_start` whose `message`
+    is not an object. A block start read past such a field
     would be no `tool_use` block, and its fragments would be dropped without a word, where the
     raw path keeps them as those of a block whose start was lost."""
+    if kind == "message_start":
+        return malformed_record(get(event, "message"), ())
     if kind == "content_block_start":
         block = get(event, "content_block")
         if block is not None and get(block, "type") is None:
