@@ -593,3 +593,37 @@ def test_a_message_start_whose_message_is_no_object_loses_the_open_call(
     (call,) = stream.calls
     assert call.error is not None and call.error.kind == "lost_event"
     assert [e[0] for e in stream.assembler.stream_errors()] == ["malformed_event"]
+
+
+@pytest.mark.parametrize(
+    "bad", [1, None, {"type": "function_call", "id": "fc_x", "call_id": True, "name": "f"}]
+)
+def test_an_unreadable_item_of_a_finished_response_s_output_is_read_alike(
+    sse_server: SSEServer, bad: Any
+) -> None:
+    # A bridge that lists the calls only in `response.completed`'s `output`: the raw path
+    # cannot read an item that is no object, or whose `call_id` is no string, and refuses the
+    # event there. `feed_chunk` skipped such an item and read on, running a call, with its
+    # finish reason, that the raw path never saw.
+    def item(n: int) -> dict[str, Any]:
+        return {
+            "type": "function_call",
+            "id": f"fc_{n}",
+            "call_id": f"call_{n}",
+            "name": "lookup",
+            "arguments": json_text({"n": n}),
+            "status": "completed",
+        }
+
+    response = {"id": "r", "object": "response", "created_at": 1, "model": "m"}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {**response, "status": "in_progress"}},
+        {
+            "type": "response.completed",
+            "response": {**response, "status": "completed", "output": [item(1), bad, item(2)]},
+        },
+    ]
+    stream = _agree(sse_server, events, "openai-responses")
+    assert [(c.id, c.ok) for c in stream.calls] == [("call_1", True)]
+    assert [e[0] for e in stream.assembler.stream_errors()] == ["malformed_event"]
+    assert stream.finish_reason is None
