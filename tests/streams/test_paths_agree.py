@@ -627,3 +627,42 @@ def test_an_unreadable_item_of_a_finished_response_s_output_is_read_alike(
     assert [(c.id, c.ok) for c in stream.calls] == [("call_1", True)]
     assert [e[0] for e in stream.assembler.stream_errors()] == ["malformed_event"]
     assert stream.finish_reason is None
+
+
+def test_an_unreadable_item_event_keeps_its_sequence_number_on_both_paths() -> None:
+    # The raw path reads an event's `sequence_number` before its item. Here an `added` whose
+    # item does not read is numbered ahead of the events after it: numbers that go back mean
+    # the producer numbers no events, and a delta sent twice under one number is then text
+    # sent twice, not a repeat to drop. `feed_chunk` skipped the number with the item, and
+    # dropped the delta the raw path kept.
+    def delta(text: str, n: int) -> dict[str, Any]:
+        return {
+            "type": "response.function_call_arguments.delta",
+            "item_id": "fc_1",
+            "output_index": 0,
+            "delta": text,
+            "sequence_number": n,
+        }
+
+    item = {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": ""}
+    events: list[dict[str, Any]] = [
+        {"type": "response.output_item.added", "output_index": 1, "item": 7, "sequence_number": 9},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": item,
+            "sequence_number": 1,
+        },
+        delta('{"a": ', 2),
+        delta('{"a": ', 2),
+        delta("1}", 3),
+    ]
+    assembler = Assembler()
+    for event in events:
+        assembler.feed_chunk(event)
+    chunk_calls = assembler.finish()
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, "openai-responses"))
+    raw_calls = raw.finish()
+    assert raw_key(chunk_calls) == raw_key(raw_calls)
+    assert [c.warnings for c in chunk_calls] == [c.warnings for c in raw_calls]

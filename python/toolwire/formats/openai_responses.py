@@ -217,9 +217,7 @@ class ResponsesAdapter:
         # Only a str names an event; any other value (a list from a broken producer) is no
         # kind this adapter knows, and must not reach the set lookup below, where it would raise.
         kind = str_or_none(get(chunk, "type"))
-        if malformed_envelope(chunk) or (
-            kind in _ITEM_EVENTS and malformed_record(get(chunk, "item"), _ITEM_FIELDS)
-        ):
+        if malformed_envelope(chunk):
             return unreadable(info, sink)
         if kind is not None and kind.startswith("response."):
             error = get(chunk, "error")
@@ -229,8 +227,12 @@ class ResponsesAdapter:
                 gave_up(info, sink, error)
                 self._gave_up = True
                 return info
+            # An event whose item does not read still has its number, as the raw path reads
+            # it: numbers that went back after it mean the producer numbers no events.
             if self._sequence.repeated(kind, chunk):
                 return info
+        if kind in _ITEM_EVENTS and malformed_record(get(chunk, "item"), _ITEM_FIELDS):
+            return unreadable(info, sink)
         if kind == "response.output_text.delta":
             delta = get(chunk, "delta")
             if isinstance(delta, str):
