@@ -666,3 +666,21 @@ def test_an_unreadable_item_event_keeps_its_sequence_number_on_both_paths() -> N
     raw_calls = raw.finish()
     assert raw_key(chunk_calls) == raw_key(raw_calls)
     assert [c.warnings for c in chunk_calls] == [c.warnings for c in raw_calls]
+
+
+def test_an_unpaired_surrogate_in_an_item_id_is_replaced_on_every_path(
+    sse_server: SSEServer,
+) -> None:
+    # A lone `\uXXXX` escape in an id is U+FFFD on the raw path; `feed_chunk` kept the half
+    # in the call's `item_id` metadata, which then differed from the raw path's and cannot
+    # be written as UTF-8.
+    events = responses_stream([Call("f", '{"a": 1}', "c1")])
+    for event in events:
+        item = event.get("item")
+        if isinstance(item, dict) and item.get("id") == "fc_0":
+            item["id"] = "fc_\ud83d0"
+        if event.get("item_id") == "fc_0":
+            event["item_id"] = "fc_\ud83d0"
+    stream = _agree(sse_server, events, "openai-responses")
+    (call,) = stream.calls
+    assert call.ok and call.metadata == {"item_id": "fc_\ufffd0"}

@@ -507,7 +507,8 @@ class ResponsesAdapter:
             set_index(ordinal, output_index)
         info.feeds.append(FeedRecord(ordinal, call_id, name))
         if item_id is not None:
-            sink.set_metadata(index, "item_id", item_id)
+            # An unpaired surrogate in an id is U+FFFD, as the raw path reads its escape.
+            sink.set_metadata(index, "item_id", replace_lone_surrogates(item_id))
         return ordinal
 
     def _summary(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
