@@ -374,7 +374,9 @@ class AnthropicMessagesAdapter:
             return
         # message_delta repeats some counters as null; a null must not erase a known count.
         merged = merge_usage(self._state.usage, usage)
-        if isinstance(merged, dict):
+        # A usage that is no object counts nothing (`merge_usage` hands back what it had): the
+        # stream's usage stays unknown, as on the raw path, rather than an empty one.
+        if isinstance(merged, dict) and merged is not self._state.usage:
             self._state.usage = merged
             info.usage = copy_usage(merged)
 
