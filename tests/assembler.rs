@@ -1213,3 +1213,33 @@ fn fault_05_a_replay_cut_short_says_it_dropped_text() {
     assert_eq!(summary(&calls), vec![ok("c0", "f", "{}")]);
     assert!(calls[0].warnings.is_empty(), "{:?}", calls[0]);
 }
+
+#[test]
+fn fault_14_bytes_past_max_bytes_count_toward_no_limit_on_the_short_path() {
+    // A call full to `max_bytes`, then fragments the scanner does not keep: through
+    // `feed_continuation` (the Python binding's path for a bare fragment) they were counted
+    // in full, and a response that kept 11 bytes was refused under a limit of 11.
+    let mut a = Assembler::new(AssemblerConfig {
+        max_stream_bytes: 11,
+        scan: toolwire::ScanConfig {
+            max_bytes: 10,
+            ..toolwire::ScanConfig::default()
+        },
+        ..AssemblerConfig::default()
+    })
+    .expect("config");
+    a.feed(&text(Some(0), None, None, r#"{"a":"bcde"#))
+        .expect("feed");
+    for _ in 0..3 {
+        if a.feed_continuation(0, b"k").is_none() {
+            a.feed(&text(Some(0), None, None, "k")).expect("feed");
+        }
+    }
+    a.feed(&text(Some(1), None, None, "l")).expect("feed");
+    assert_eq!(a.over_limit(), None);
+    let calls = a.finish().expect("finish");
+    assert_eq!(
+        calls.iter().map(|c| c.arguments.len()).collect::<Vec<_>>(),
+        [10, 1]
+    );
+}

@@ -1891,6 +1891,9 @@ impl Assembler {
             && call.held.is_none()
             && call.retread.is_none()
             && (buffered == 0 || text.len() < buffered)
+            // Bytes past `max_bytes` are not kept, and `feed` counts only what the call keeps:
+            // counted here in full, they refused a response that kept no more than its limit.
+            && text.len() <= self.config.scan.max_bytes.saturating_sub(buffered)
             && !may_repeat_value(call.scanner.text(), text)
             // `feed_text` would attach the pre-check first.
             && (call.check.is_some() || !registry || call.name.is_empty());

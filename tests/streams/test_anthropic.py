@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import anthropic
 import pytest
 
 pytest.importorskip("toolwire._core")
 
+from toolwire.assembler import Assembler
 from toolwire.events import CallStarted, StreamEnded, TextDelta
-from toolwire.stream import is_provider_error, is_transport_error
+from toolwire.stream import assemble, is_provider_error, is_transport_error
 
 from .clients import assemble_async, assemble_both, assemble_sync
 from .conftest import SSEServer
@@ -163,3 +165,20 @@ def test_connection_drop_sync(sse_server: SSEServer) -> None:
     with pytest.raises(type(stream.transport_error)):
         stream.raise_for_transport_error()
     assert events[-1].finish_reason is None
+
+
+@pytest.mark.parametrize("usage", ["null", 5, [], True])
+def test_a_usage_that_is_no_object_leaves_the_usage_unknown_on_every_path(usage: Any) -> None:
+    # It counts nothing: the raw path's usage stays None, the SDK path's was `{}`.
+    events = anthropic_stream([Call("f", '{"a": 1}', "t1")])
+    for event in events:
+        if event["type"] == "message_start":
+            event["message"]["usage"] = usage
+        if event["type"] == "message_delta":
+            del event["usage"]
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, "anthropic"))
+    raw.finish()
+    stream = assemble(iter(events))
+    list(stream)
+    assert raw.usage is None and stream.usage is None

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolwire.assembler import Assembler
+from toolwire.stream import assemble
 
 from .clients import assemble_both, assemble_sync, raw_key
 from .conftest import SSEServer
@@ -186,3 +187,30 @@ def test_property_entry_members_agree_under_any_split(
     dicts = _dicts(events)
     assert raw_key(calls) == raw_key(stream.calls) == raw_key(dicts)
     assert _metadata(calls) == _metadata(stream.calls) == _metadata(dicts)
+
+
+@pytest.mark.parametrize("member", ["x\ud83d", "index\udc00"])
+def test_a_member_whose_name_holds_a_lone_surrogate_raises_nothing(member: str) -> None:
+    # Kept as metadata, such a member's name could not be written as UTF-8: `feed_chunk`
+    # raised, and `assemble` lost the stream. The raw path cannot read the chunk at all: on
+    # both paths it is a malformed event, and the call it may have carried part of does not run.
+    start = {"index": 0, "id": "c1", "type": "function", "function": {"name": "f"}}
+    start["function"]["arguments"] = '{"a"'
+    rest = {"index": 0, "function": {"arguments": ": 1}"}, member: 1}
+    events = [
+        chat_chunk({"tool_calls": [start]}),
+        chat_chunk({"tool_calls": [rest]}),
+        chat_chunk({}, finish_reason="tool_calls"),
+    ]
+    chunks = Assembler()
+    for event in events:
+        chunks.feed_chunk(event)
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, "openai-chat"))
+    for assembler in (chunks, raw):
+        (call,) = assembler.finish()
+        assert call.error is not None and call.error.kind == "lost_event"
+        assert [kind for kind, _, _ in assembler.stream_errors()] == ["malformed_event"]
+    stream = assemble(iter(events))
+    list(stream)
+    assert [c.error.kind if c.error else None for c in stream.calls] == ["lost_event"]

@@ -26,6 +26,7 @@ from toolwire.assembler import Assembler
 from toolwire.events import CallCompleted, CallStarted, StreamEnded, TextDelta
 from toolwire.formats import detect_format
 from toolwire.formats._types import LIMIT_REASONS, STOPPING_REASONS
+from toolwire.stream import assemble
 from toolwire.toolset import Toolset
 
 from .clients import assemble_async, assemble_both, assemble_gemini, assemble_sync, raw_key
@@ -1683,3 +1684,27 @@ def test_bytes_that_are_no_utf8_leave_other_formats_events_unread() -> None:
     (call,) = raw.finish()
     assert call.error is not None and call.error.kind == "lost_event"
     assert [kind for kind, _, _ in raw.stream_errors()] == ["malformed_event"]
+
+
+@pytest.mark.parametrize("path", ["$['\ud83d']", "$.a\ud83d", "$.x['\udc00b']"])
+def test_a_streamed_piece_whose_key_holds_a_lone_surrogate_raises_nothing(path: str) -> None:
+    # With progress tracking, the item of such a piece named its key in a JSON Pointer that
+    # cannot be written as UTF-8: `feed_chunk` raised, and `assemble` (which tracks progress)
+    # lost the stream. The call cannot run; the items before the piece stand, on every path.
+    chunks = _streamed(
+        [{"jsonPath": "$.city", "stringValue": "Rome"}], [{"jsonPath": path, "stringValue": "v"}]
+    )
+    asm = Assembler(track_progress=True)
+    for chunk in chunks:
+        asm.feed_chunk(chunk)
+    (call,) = asm.finish()
+    assert not call.ok
+    items = asm.drain_progress()
+    raw = Assembler(track_progress=True)
+    raw.feed_sse(sse_body(chunks, FMT))
+    (raw_call,) = raw.finish()
+    assert not raw_call.ok
+    assert items == raw.drain_progress() == [(0, "/city", "Rome")]
+    stream = assemble(iter(chunks))
+    assert isinstance(list(stream)[-1], StreamEnded)
+    assert not stream.calls[0].ok

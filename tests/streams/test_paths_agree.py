@@ -557,3 +557,130 @@ def test_one_other_choice_is_named_and_empty_ones_are_not_told(sse_server: SSESe
     quiet = [e for e in events if e["choices"][0]["index"] != 1 or not e["choices"][0]["delta"]]
     assert _raw_errors(quiet, "openai-chat") == []
     assert _agree(sse_server, quiet, "openai-chat").assembler.stream_errors() == []
+
+
+@pytest.mark.parametrize("kind", ["", "message_annotation", "response.created"])
+def test_an_event_of_no_known_kind_says_nothing_of_a_block_without_input(
+    sse_server: SSEServer, kind: str
+) -> None:
+    # A tool block that stopped with no input waits for the next event to say whether the
+    # message went on; `max_tokens` then says it was cut. An event of a kind no Anthropic
+    # stream has, between the two, is skipped by the raw path and says nothing either way:
+    # read as the message going on, the call cut by the limit ran as `{}` on the SDK path.
+    events = anthropic_stream([Call("ping", "", "t1")], stop_reason="max_tokens")
+    stop = next(i for i, e in enumerate(events) if e["type"] == "content_block_stop")
+    events.insert(stop + 1, {"type": kind, "note": 1})
+    stream = _agree(sse_server, events, "anthropic")
+    (call,) = stream.calls
+    assert call.error is not None and call.error.kind == "truncated"
+    assert call.value is None
+
+
+@pytest.mark.parametrize("bad", [True, 5, "msg", [1]])
+def test_a_message_start_whose_message_is_no_object_loses_the_open_call(
+    sse_server: SSEServer, bad: Any
+) -> None:
+    # The raw path cannot read such an event, and an event it cannot read may have carried a
+    # fragment of the open call: that call must not run, on the SDK path either.
+    events = anthropic_stream([Call("f", '{"a": 1, "b": 2}', "t1")])
+    first = next(
+        i
+        for i, e in enumerate(events)
+        if e["type"] == "content_block_delta" and e["delta"]["partial_json"]
+    )
+    events.insert(first + 1, {"type": "message_start", "message": bad})
+    stream = _agree(sse_server, events, "anthropic")
+    (call,) = stream.calls
+    assert call.error is not None and call.error.kind == "lost_event"
+    assert [e[0] for e in stream.assembler.stream_errors()] == ["malformed_event"]
+
+
+@pytest.mark.parametrize(
+    "bad", [1, None, {"type": "function_call", "id": "fc_x", "call_id": True, "name": "f"}]
+)
+def test_an_unreadable_item_of_a_finished_response_s_output_is_read_alike(
+    sse_server: SSEServer, bad: Any
+) -> None:
+    # A bridge that lists the calls only in `response.completed`'s `output`: the raw path
+    # cannot read an item that is no object, or whose `call_id` is no string, and refuses the
+    # event there. `feed_chunk` skipped such an item and read on, running a call, with its
+    # finish reason, that the raw path never saw.
+    def item(n: int) -> dict[str, Any]:
+        return {
+            "type": "function_call",
+            "id": f"fc_{n}",
+            "call_id": f"call_{n}",
+            "name": "lookup",
+            "arguments": json_text({"n": n}),
+            "status": "completed",
+        }
+
+    response = {"id": "r", "object": "response", "created_at": 1, "model": "m"}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {**response, "status": "in_progress"}},
+        {
+            "type": "response.completed",
+            "response": {**response, "status": "completed", "output": [item(1), bad, item(2)]},
+        },
+    ]
+    stream = _agree(sse_server, events, "openai-responses")
+    assert [(c.id, c.ok) for c in stream.calls] == [("call_1", True)]
+    assert [e[0] for e in stream.assembler.stream_errors()] == ["malformed_event"]
+    assert stream.finish_reason is None
+
+
+def test_an_unreadable_item_event_keeps_its_sequence_number_on_both_paths() -> None:
+    # The raw path reads an event's `sequence_number` before its item. Here an `added` whose
+    # item does not read is numbered ahead of the events after it: numbers that go back mean
+    # the producer numbers no events, and a delta sent twice under one number is then text
+    # sent twice, not a repeat to drop. `feed_chunk` skipped the number with the item, and
+    # dropped the delta the raw path kept.
+    def delta(text: str, n: int) -> dict[str, Any]:
+        return {
+            "type": "response.function_call_arguments.delta",
+            "item_id": "fc_1",
+            "output_index": 0,
+            "delta": text,
+            "sequence_number": n,
+        }
+
+    item = {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": ""}
+    events: list[dict[str, Any]] = [
+        {"type": "response.output_item.added", "output_index": 1, "item": 7, "sequence_number": 9},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": item,
+            "sequence_number": 1,
+        },
+        delta('{"a": ', 2),
+        delta('{"a": ', 2),
+        delta("1}", 3),
+    ]
+    assembler = Assembler()
+    for event in events:
+        assembler.feed_chunk(event)
+    chunk_calls = assembler.finish()
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, "openai-responses"))
+    raw_calls = raw.finish()
+    assert raw_key(chunk_calls) == raw_key(raw_calls)
+    assert [c.warnings for c in chunk_calls] == [c.warnings for c in raw_calls]
+
+
+def test_an_unpaired_surrogate_in_an_item_id_is_replaced_on_every_path(
+    sse_server: SSEServer,
+) -> None:
+    # A lone `\uXXXX` escape in an id is U+FFFD on the raw path; `feed_chunk` kept the half
+    # in the call's `item_id` metadata, which then differed from the raw path's and cannot
+    # be written as UTF-8.
+    events = responses_stream([Call("f", '{"a": 1}', "c1")])
+    for event in events:
+        item = event.get("item")
+        if isinstance(item, dict) and item.get("id") == "fc_0":
+            item["id"] = "fc_\ud83d0"
+        if event.get("item_id") == "fc_0":
+            event["item_id"] = "fc_\ud83d0"
+    stream = _agree(sse_server, events, "openai-responses")
+    (call,) = stream.calls
+    assert call.ok and call.metadata == {"item_id": "fc_\ufffd0"}

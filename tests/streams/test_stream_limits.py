@@ -838,3 +838,31 @@ async def test_the_wrappers_stop_reading_a_response_past_its_limit(
         assert stream.finish_reason is None, read
         assert len(stream.calls) == 3 and not any(c.ok for c in stream.calls), read
         assert [kind for kind, _, _ in stream.assembler.stream_errors()] == ["stream_limit"]
+
+
+def _refused(events: list[dict[str, Any]], fmt: str, path: str, limit: int) -> list[Any]:
+    """The calls `path` gives for `events` under `max_bytes` 12 and `max_stream_bytes` `limit`,
+    and whether the response was refused."""
+    assembler = Assembler(max_bytes=12, max_stream_bytes=limit)
+    if path == "feed_sse":
+        assembler.feed_sse(sse_body(events, fmt))
+    else:
+        for event in events:
+            assembler.feed_chunk(event)
+    calls = [(c.arguments, c.error.kind if c.error else None) for c in assembler.finish()]
+    return [calls, any(kind == "stream_limit" for kind, _, _ in assembler.stream_errors())]
+
+
+@pytest.mark.parametrize("fmt", sorted(GENERATORS))
+def test_bytes_past_max_bytes_count_alike_on_every_path(fmt: str) -> None:
+    # A call full to `max_bytes` gets a fragment more, which it does not keep: `feed` (and so
+    # `feed_chunk`) counted it toward `max_stream_bytes` anyway, and refused a response that
+    # `feed_sse` kept within the limit.
+    calls = [Call("f", '{"a": "0123"' + "k", "c1"), Call("g", "{}", "c2")]
+    events = GENERATORS[fmt](calls, size=12)
+    limit = next(n for n in range(1, 1000) if not _refused(events, fmt, "feed_sse", n)[1])
+    for n in (limit - 1, limit):
+        assert _refused(events, fmt, "feed_chunk", n) == _refused(events, fmt, "feed_sse", n)
+    kept, refused = _refused(events, fmt, "feed_chunk", limit)
+    assert not refused
+    assert kept == [('{"a": "0123"', "too_large"), ("{}", None)]

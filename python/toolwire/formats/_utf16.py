@@ -39,6 +39,7 @@ __all__ = [
     "join_pairs",
     "replace_lone_surrogates",
     "string_piece",
+    "surrogate_in",
     "text_piece",
 ]
 
@@ -76,7 +77,7 @@ def replace_lone_surrogates(text: str) -> str:
     return _LONE.sub("\ufffd", join_pairs(text)) if not text.isascii() else text
 
 
-def _surrogate_in(text: object) -> bool:
+def surrogate_in(text: object) -> bool:
     """Whether `text` is a `str` holding a surrogate code point (`isascii` is a flag read)."""
     return isinstance(text, str) and not text.isascii() and _LONE.search(text) is not None
 
@@ -179,7 +180,7 @@ class Utf16:
     ) -> bool:
         """Whether a delta needs the repair: a text holds a surrogate, or a half is held."""
         return bool(self.held and isinstance(arguments, str) and index in self.held) or (
-            _surrogate_in(arguments) or _surrogate_in(id) or _surrogate_in(name)
+            surrogate_in(arguments) or surrogate_in(id) or surrogate_in(name)
         )
 
     def _repair(

@@ -14,9 +14,10 @@ Design notes:
   limits. Once the response is refused, a block keeps nothing. As on the raw SSE path.
 - A tool block that stops with no input (no fragment or only JSON whitespace, the `{}`
   placeholder or none) is a tool without parameters only if the message goes on: its end waits
-  for the next event (a `ping` does not count). If that event says `max_tokens`, the call is
-  left open under `limit_reached` and ends `truncated`, since Anthropic closes the block the
-  limit cut before it says why the message stopped; if the stream breaks off there, the
+  for the next event of the message (a `ping`, or an event of a kind no message has, tells
+  nothing, as on the raw path). If that event says `max_tokens`, the call is left open under
+  `limit_reached` and ends `truncated`, since Anthropic closes the block the limit cut before
+  it says why the message stopped; if the stream breaks off there, the
   interruption makes it `truncated` too, and if an `error` event follows, the error stops it
   (`filtered`). The raw SSE path holds it the same way.
 - `content_block_stop` ends the call (`end(index)`); a `message_delta.stop_reason` of `refusal`
@@ -64,6 +65,18 @@ from toolwire.formats._types import (
 from toolwire.formats._utf16 import Utf16, escape_lone_surrogates
 
 __all__ = ["AnthropicMessagesAdapter"]
+
+# The kinds of event a message is made of (`ping` aside), as the raw path reads them.
+_MESSAGE_EVENTS = frozenset(
+    (
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    )
+)
 
 
 @dataclass(slots=True)
@@ -141,7 +154,13 @@ class AnthropicMessagesAdapter:
         # path: that block is a call without parameters, ended before the event is lost.
         malformed = _malformed(chunk, kind)
         held = self._state.empty
-        if held is not None and kind != "ping":
+        # Only an event of the message says it went on: the raw path skips one of a kind no
+        # Anthropic stream has, and a `ping` tells nothing either way.
+        if (
+            held is not None
+            and isinstance(kind, str)
+            and (kind in _MESSAGE_EVENTS or kind == "error")
+        ):
             replay = _replay_of(held, kind, chunk)
             if replay != "before":
                 self._state.empty = None
@@ -355,7 +374,9 @@ class AnthropicMessagesAdapter:
             return
         # message_delta repeats some counters as null; a null must not erase a known count.
         merged = merge_usage(self._state.usage, usage)
-        if isinstance(merged, dict):
+        # A usage that is no object counts nothing (`merge_usage` hands back what it had): the
+        # stream's usage stays unknown, as on the raw path, rather than an empty one.
+        if isinstance(merged, dict) and merged is not self._state.usage:
             self._state.usage = merged
             info.usage = copy_usage(merged)
 
@@ -415,10 +436,13 @@ def _replay_of(held: tuple[int | None, object, str | None], kind: object, event:
 def _malformed(event: object, kind: object) -> bool:
     """Whether an Anthropic event has a shape the raw SSE path's decoder refuses beyond
     `malformed_envelope`'s: a `delta` or `content_block` that is not an object, a block whose
-    `type`, `id` or `name` is not a string (a `type` that is null or missing included), or a
-    delta whose `type` or `stop_reason` is not a string. A block start read past such a field
+    `type`, `id` or `name` is not a string (a `type` that is null or missing included), a
+    delta whose `type` or `stop_reason` is not a string, or a `message_start` whose `message`
+    is not an object. A block start read past such a field
     would be no `tool_use` block, and its fragments would be dropped without a word, where the
     raw path keeps them as those of a block whose start was lost."""
+    if kind == "message_start":
+        return malformed_record(get(event, "message"), ())
     if kind == "content_block_start":
         block = get(event, "content_block")
         if block is not None and get(block, "type") is None:

@@ -87,7 +87,7 @@ from toolwire.formats._types import (
     is_limit,
     stops_calls,
 )
-from toolwire.formats._utf16 import Utf16, join_pairs, string_piece
+from toolwire.formats._utf16 import Utf16, join_pairs, string_piece, surrogate_in
 
 __all__ = ["GeminiAdapter"]
 
@@ -352,8 +352,10 @@ class _Open:
         if not self.progress or self.broken:
             return
         held, self.half = self.half, ""
-        if held and not goes_on:
-            # The string before ended on half a pair: the call cannot hold it as text.
+        pointer = _pointer(steps)
+        if (held and not goes_on) or surrogate_in(pointer):
+            # The string before ended on half a pair, or a key holds one: the call cannot hold
+            # it as text (and no item can name that key).
             self.progress = False
             return
         if isinstance(value, str):
@@ -362,9 +364,9 @@ class _Open:
                 self.progress = False
                 return
             text, self.half = piece
-            sink._record_progress(self.key, _pointer(steps), text, True, not more)  # pyright: ignore[reportPrivateUsage]
+            sink._record_progress(self.key, pointer, text, True, not more)  # pyright: ignore[reportPrivateUsage]
         else:
-            sink._record_progress(self.key, _pointer(steps), json.dumps(value), False, True)  # pyright: ignore[reportPrivateUsage]
+            sink._record_progress(self.key, pointer, json.dumps(value), False, True)  # pyright: ignore[reportPrivateUsage]
 
     def join_tail(self) -> None:
         """Appends the pieces held in `tail` to their string in `value`; string pieces that

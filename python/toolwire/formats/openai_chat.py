@@ -56,7 +56,7 @@ from toolwire.formats._types import (
     stops_calls,
     unreadable,
 )
-from toolwire.formats._utf16 import Utf16
+from toolwire.formats._utf16 import Utf16, surrogate_in
 from toolwire.payloads import FREE_FORM_TYPE
 
 __all__ = ["ChatCompletionsAdapter"]
@@ -148,8 +148,8 @@ class ChatCompletionsAdapter:
         if isinstance(tool_calls, list):
             for entry in cast("list[object]", tool_calls):
                 # A `null` entry carries no call (the raw path skips it too).
-                if entry is not None:
-                    self._tool_call(entry, sink, info)
+                if entry is not None and not self._tool_call(entry, sink, info):
+                    return
         if not self._refusal:
             # Read on tool-call deltas too, as the raw path reads it: refusal text next to a
             # call's fragment made a later `stop` a refusal there only, and the call ran here.
@@ -163,12 +163,18 @@ class ChatCompletionsAdapter:
         """The stream ends: hand the core what is still held (an unpaired surrogate half)."""
         self._utf16.flush(sink)
 
-    def _tool_call(self, entry: object, sink: Sink, info: ChunkInfo) -> None:
+    def _tool_call(self, entry: object, sink: Sink, info: ChunkInfo) -> bool:
+        """Feeds one tool-call entry; False, feeding nothing, for one the raw path cannot read:
+        a member whose name holds a lone surrogate (no Rust string holds it, and it could not
+        be kept as metadata either), for which the chunk is unreadable."""
         index = sdk_index_of(get(entry, "index"))
         function = get(entry, "function")
         # Read only for an entry without `function`: a function call's entries cost no more.
         custom = get(entry, "custom") if function is None else None
         metadata = extras(entry, _TOOL_CALL_FIELDS)
+        if metadata and any(surrogate_in(key) for key in metadata):
+            unreadable(info, sink)
+            return False
         wire_id = str_or_none(get(entry, "id"))
         kind = str_or_none(get(entry, "type"))
         if custom is not None:
@@ -178,10 +184,11 @@ class ChatCompletionsAdapter:
         if metadata and function is None and wire_id is None and kind is None:
             for key, value in metadata.items():
                 sink.set_metadata(index, key, plain(value))
-            return
+            return True
         self._feed(index, wire_id, function, kind, sink, info, text=custom is not None)
         for key, value in metadata.items():
             sink.set_metadata(index, key, plain(value))
+        return True
 
     def _feed(
         self,

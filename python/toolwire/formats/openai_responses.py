@@ -217,10 +217,7 @@ class ResponsesAdapter:
         # Only a str names an event; any other value (a list from a broken producer) is no
         # kind this adapter knows, and must not reach the set lookup below, where it would raise.
         kind = str_or_none(get(chunk, "type"))
-        if malformed_envelope(chunk) or (
-            kind in _ITEM_EVENTS
-            and malformed_record(get(chunk, "item"), ("type", "id", "call_id", "name"))
-        ):
+        if malformed_envelope(chunk):
             return unreadable(info, sink)
         if kind is not None and kind.startswith("response."):
             error = get(chunk, "error")
@@ -230,8 +227,12 @@ class ResponsesAdapter:
                 gave_up(info, sink, error)
                 self._gave_up = True
                 return info
+            # An event whose item does not read still has its number, as the raw path reads
+            # it: numbers that went back after it mean the producer numbers no events.
             if self._sequence.repeated(kind, chunk):
                 return info
+        if kind in _ITEM_EVENTS and malformed_record(get(chunk, "item"), _ITEM_FIELDS):
+            return unreadable(info, sink)
         if kind == "response.output_text.delta":
             delta = get(chunk, "delta")
             if isinstance(delta, str):
@@ -506,7 +507,8 @@ class ResponsesAdapter:
             set_index(ordinal, output_index)
         info.feeds.append(FeedRecord(ordinal, call_id, name))
         if item_id is not None:
-            sink.set_metadata(index, "item_id", item_id)
+            # An unpaired surrogate in an id is U+FFFD, as the raw path reads its escape.
+            sink.set_metadata(index, "item_id", replace_lone_surrogates(item_id))
         return ordinal
 
     def _summary(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
@@ -589,13 +591,18 @@ class ResponsesAdapter:
         self._utf16.flush(sink)
 
     def _finished(self, response: object, kind: str, sink: Sink, info: ChunkInfo) -> None:
+        if (
+            kind == "response.completed"
+            and not self._calls.order
+            and not self._summary_calls(response, sink, info)
+        ):
+            unreadable(info, sink)
+            return
         usage = get(response, "usage")
         if usage is not None:
             # `null` members left out, as the SDK objects and the raw SSE path read them.
             self._usage = merge_usage(self._usage, usage)
             info.usage = copy_usage(self._usage)
-        if kind == "response.completed" and not self._calls.order:
-            self._summary_calls(response, sink, info)
         if kind == "response.completed":
             # A response that ended well gives every item the arguments its `added` carried,
             # if nothing else brought any; one cut short leaves such a call without them.
@@ -616,16 +623,21 @@ class ResponsesAdapter:
             elif is_limit(reason or "incomplete"):
                 sink.limit_reached()
 
-    def _summary_calls(self, response: object, sink: Sink, info: ChunkInfo) -> None:
+    def _summary_calls(self, response: object, sink: Sink, info: ChunkInfo) -> bool:
         """The function calls of a response that no item event announced (a bridge that sends
         them only in the finished response's `output`), each read as its `output_item.done`
         would have been, at its position in `output`, as the raw SSE path reads them. Read only
         when the stream announced no call at all, so a summary never doubles a streamed call.
+        False at the first item the raw SSE path cannot read (no object, or a `type`, `id`,
+        `call_id` or `name` that is no string): it refuses the event there, the items before
+        it read.
         """
         output = get(response, "output")
         if not isinstance(output, list):
-            return
+            return True
         for position, item in enumerate(cast("list[object]", output)):
+            if item is None or malformed_record(item, _ITEM_FIELDS):
+                return False
             if str_or_none(get(item, "type")) in _CALL_ITEMS:
                 event = {
                     "type": "response.output_item.done",
@@ -633,6 +645,10 @@ class ResponsesAdapter:
                     "item": item,
                 }
                 self._item(event, sink, info, done=True)
+        return True
 
 
 _ITEM_EVENTS = frozenset({"response.output_item.added", "response.output_item.done"})
+# The fields of an item the raw SSE path reads as strings: an item where one is another type
+# is one it cannot read.
+_ITEM_FIELDS = ("type", "id", "call_id", "name")
