@@ -3,6 +3,7 @@ requires of an extended-thinking turn with tool use."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from pydantic import TypeAdapter
 
 from tests.test_payloads import calls
 from toolwire import assistant_turn, tool_messages
+from toolwire.assembler import Assembler
 
 THINKING = {"type": "thinking", "thinking": "Ping both.", "signature": "EqQBCgIYAhIM"}
 REDACTED = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3p"}
@@ -105,3 +107,58 @@ def test_each_style_takes_its_own_reasoning_and_only_that() -> None:
             assistant_turn(made, style=style, reasoning=[block])
     with pytest.raises(ValueError, match="not 'gemini'"):
         assistant_turn(made, style="gemini", reasoning=[ITEM])
+
+
+def _paired(*specs: tuple[str, str | None]) -> list[Any]:
+    """Calls `call_k` of items `fc_k`, each with the reasoning item (`id`) right before it in
+    the output, if any, as the assembler records them."""
+    asm = Assembler()
+    for index, (_, rs_id) in enumerate(specs):
+        asm.feed(index, id=f"call_{index}", name="ping", arguments="{}")
+        asm.set_metadata(index, "item_id", f"fc_{index}")
+        if rs_id is not None:
+            asm.set_metadata(index, "reasoning_id", rs_id)
+    return asm.finish()
+
+
+def _rs(rs_id: str) -> dict[str, Any]:
+    return {**ITEM, "id": rs_id}
+
+
+def test_responses_items_go_right_before_the_item_that_followed_them() -> None:
+    made = _paired(("a", "rs_a"), ("b", None), ("c", "rs_c"))
+    given = [_rs("rs_m"), _rs("rs_a"), _rs("rs_c")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        turn = assistant_turn(made, style="openai-responses", text="Hi.", reasoning=given)
+    assert [item.get("id", item.get("role")) for item in turn] == [
+        # The item no call names followed the text's message.
+        "rs_m",
+        "assistant",
+        "rs_a",
+        "fc_0",
+        # A call with no reasoning item before it keeps no item id, which the API would
+        # pair with a reasoning item the turn lacks.
+        None,
+        "rs_c",
+        "fc_2",
+    ]
+    assert turn[4]["call_id"] == "call_1"
+
+
+def test_responses_items_without_their_follower_are_left_out_with_a_warning() -> None:
+    made = _paired(("a", "rs_a"))
+    # The item before the text, with no text; an item whose call is not in the turn.
+    given = [_rs("rs_m"), _rs("rs_a"), _rs("rs_gone")]
+    with pytest.warns(RuntimeWarning, match="2 reasoning item"):
+        turn = assistant_turn(made, style="openai-responses", reasoning=given)
+    assert [item.get("id") for item in turn] == ["rs_a", "fc_0"]
+    # With the text, only one item goes before its message: two in a row are refused.
+    with pytest.warns(RuntimeWarning, match="1 reasoning item"):
+        turn = assistant_turn(made, style="openai-responses", text="Hi.", reasoning=given)
+    assert [item.get("id", item.get("role")) for item in turn] == [
+        "rs_gone",
+        "assistant",
+        "rs_a",
+        "fc_0",
+    ]

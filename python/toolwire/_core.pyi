@@ -685,7 +685,7 @@ class Assembler:
         """The last usage object seen on the raw SSE path."""
     @property
     def reasoning(self) -> list[dict[str, Any]]:
-        """The reasoning the next request must send back before the turn's tool calls
+        """The reasoning the next request must send back with the turn's tool calls
         (`assistant_turn(..., reasoning=...)`), on every path of its format, in output order,
         as the provider takes it back:
 
@@ -696,9 +696,14 @@ class Assembler:
           stream ended first) or unsigned is left out.
         - OpenAI Responses (`feed_sse`, `feed_chunk`): each `reasoning` item that finished,
           whole as its `response.output_item.done` carried it (`{"type": "reasoning", "id":
-          ..., "summary": [...], "encrypted_content": ...}`), once per `id`; an item that never
-          finished is left out. A stateless request (`store=False`) must carry them, with
-          `include=["reasoning.encrypted_content"]`.
+          ..., "summary": [...], "encrypted_content": ...}`), or in the finished response's
+          `output` when no `output_item.done` brought it, once per `id`; an item that never
+          finished is left out. A stateless request (`store=False`) must carry each right
+          before the item that followed it in the output, with
+          `include=["reasoning.encrypted_content"]`: a call after one gets its `id` as
+          metadata `reasoning_id`, and one followed by an item the next turn does not send (a
+          hosted tool's call, another reasoning item, the response's end) is let go, as the
+          API refuses it alone.
         - Bedrock Converse (`feed_chunk`): each `reasoningContent` block that stopped, as
           `{"reasoningContent": {"reasoningText": {"text": ..., "signature": ...}}}` (no
           `signature` when the model signs none) or `{"reasoningContent": {"redactedContent":
@@ -786,6 +791,13 @@ class Assembler:
         """Keeps a Bedrock `reasoningContent` block `feed_chunk` read whole, its bytes already
         counted (`_keep_text`): its `reasoningText` (`text`, `signature`), or with `redacted` its
         `redactedContent`.
+
+        Raises:
+            MisuseError: After `finish`.
+        """
+    def _drop_reasoning(self) -> None:
+        """Lets go of the last reasoning item `feed_chunk` kept, its bytes given back: the item
+        after it is not one the next turn sends, and the API refuses it alone.
 
         Raises:
             MisuseError: After `finish`.

@@ -22,6 +22,7 @@ import json
 import math
 import re
 import sys
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
 
@@ -1757,15 +1758,19 @@ def assistant_turn(
     others the object that text holds (`{}` for a call whose text is no JSON object, one cut
     off say: its result says what went wrong). What the assembler kept that the provider needs
     back goes with its call: Gemini's `thoughtSignature` (metadata `thought_signature`) and,
-    on Chat, the `extra_content` Gemini's OpenAI-compatible endpoint sends with it. A
-    Responses item's own id (`fc_...`, metadata `item_id`) is left out: the API pairs an item
-    sent under its id with the reasoning item that came before it in the output, an order the
-    turn does not rebuild. The reasoning the provider needs back is given as `reasoning`
-    (`Assembler.reasoning`, `StreamEnded.reasoning`) and goes first, in the order it came,
-    before the text and the calls: Anthropic's thinking blocks (an extended-thinking turn with
-    tools is refused without them), the Responses `reasoning` items (a stateless request,
-    `store=False`, must carry them, with their `encrypted_content`), Bedrock's
-    `reasoningContent` blocks. A call without
+    on Chat, the `extra_content` Gemini's OpenAI-compatible endpoint sends with it. The
+    reasoning the provider needs back is given as `reasoning` (`Assembler.reasoning`,
+    `StreamEnded.reasoning`): Anthropic's thinking blocks (an extended-thinking turn with tools
+    is refused without them) and Bedrock's `reasoningContent` blocks go first, in the order
+    they came, before the text and the calls. The Responses `reasoning` items (a stateless
+    request, `store=False`, must carry them, with their `encrypted_content`) each go right
+    before the item that followed it in the output, as the API requires: the call whose
+    metadata `reasoning_id` names it (the assembler sets it), which then also keeps its own id
+    (`fc_...`, metadata `item_id`) as the output had it, else the text's message (the last such
+    item only: the text is one message). One whose follower is not in the turn (a call left
+    out, no text) is left out with a `RuntimeWarning`: the API refuses it alone. A call
+    without a reasoning item before it goes without its item id, which the API would pair
+    with a reasoning item the turn lacks. A call without
     a name (a stream that lost the event naming it) is sent as a call of `NAMELESS_CALL`
     (`toolwire_unnamed`) under its id, which its `missing_name` result answers: the providers
     refuse a call of no name, and a result whose call is not in the turn. On Gemini, which
@@ -1781,10 +1786,11 @@ def assistant_turn(
         calls: The completed calls, in the order the model made them.
         style: The provider message shape, as in `tool_messages`.
         text: The assistant text that came with the calls, if any.
-        reasoning: The turn's reasoning (`Assembler.reasoning`), sent first, before the text
-            and the calls, as the APIs require: with `style="anthropic"` its `thinking` and
-            `redacted_thinking` blocks, with `"openai-responses"` its `reasoning` items, with
-            `"bedrock-converse"` its `reasoningContent` blocks.
+        reasoning: The turn's reasoning (`Assembler.reasoning`), sent where the APIs require
+            it: with `style="anthropic"` its `thinking` and `redacted_thinking` blocks and with
+            `"bedrock-converse"` its `reasoningContent` blocks first, before the text and the
+            calls; with `"openai-responses"` its `reasoning` items each right before the item
+            that followed it in the output.
 
     Returns:
         The items to append, before the turn's tool results.
@@ -1821,25 +1827,7 @@ def assistant_turn(
             message["tool_calls"] = [_chat_call(call) for call in calls]
         return [message]
     if style == "openai-responses":
-        items: list[dict[str, Any]] = thoughts
-        items += [{"role": "assistant", "content": said}] if said else []
-        items += [
-            {
-                "type": "custom_tool_call",
-                "call_id": sent_id(call_id_for(call), style),
-                "name": _sent_name(call),
-                "input": call.arguments,
-            }
-            if is_free_form(call)
-            else {
-                "type": "function_call",
-                "call_id": sent_id(call_id_for(call), style),
-                "name": _sent_name(call),
-                "arguments": call.arguments,
-            }
-            for call in calls
-        ]
-        return items
+        return _responses_turn(calls, said, thoughts)
     if style == "gemini":
         parts: list[dict[str, Any]] = [{"text": said}] if said else []
         parts += [_gemini_call(call) for call in calls]
@@ -1870,6 +1858,60 @@ def assistant_turn(
             for call in calls
         ]
     return [{"role": "assistant", "content": blocks}] if blocks else []
+
+
+def _responses_turn(
+    calls: Sequence[_SentCall], said: str, thoughts: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The Responses items of a turn, each reasoning item right before the item that followed
+    it in the output: the call whose metadata `reasoning_id` names it, else the assistant text.
+    The API refuses a reasoning item sent without its following item (and one right after
+    another), so one whose follower is not in the turn is left out, with a warning."""
+    named = {_reasoning_id(call) for call in calls} - {None}
+    before: dict[str, dict[str, Any]] = {}
+    loose: list[dict[str, Any]] = []
+    for thought in thoughts:
+        rs_id = thought.get("id")
+        if isinstance(rs_id, str) and rs_id in named and rs_id not in before:
+            before[rs_id] = thought
+        else:
+            loose.append(thought)
+    items: list[dict[str, Any]] = []
+    if said:
+        # The text is one message: of the items before messages, only the last goes with it.
+        items += loose[-1:]
+        loose = loose[:-1]
+        items.append({"role": "assistant", "content": said})
+    if loose:
+        warnings.warn(
+            f"{len(loose)} reasoning item(s) left out of the turn: the item that followed each "
+            "in the output is not in it, and the API refuses a reasoning item without it",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    for call in calls:
+        rs_id = _reasoning_id(call)
+        thought = None if rs_id is None else before.pop(rs_id, None)
+        item: dict[str, Any] = {
+            "type": "custom_tool_call" if is_free_form(call) else "function_call",
+            "call_id": sent_id(call_id_for(call), "openai-responses"),
+            "name": _sent_name(call),
+            "input" if is_free_form(call) else "arguments": call.arguments,
+        }
+        item_id = _metadata(call).get("item_id")
+        if thought is not None:
+            items.append(thought)
+            if isinstance(item_id, str) and item_id:
+                # Sent as the output had it, with the reasoning item it follows.
+                item = {"id": item_id, **item}
+        items.append(item)
+    return items
+
+
+def _reasoning_id(call: _SentCall) -> str | None:
+    """The `id` of the Responses reasoning item right before a call in the output."""
+    rs_id = _metadata(call).get("reasoning_id")
+    return rs_id if isinstance(rs_id, str) and rs_id else None
 
 
 NAMELESS_CALL = "toolwire_unnamed"

@@ -49,7 +49,9 @@
 //! - Reasoning the next request must send back is kept (`envelope/thinking.rs`): Anthropic's
 //!   `thinking` blocks, and each Responses `reasoning` item whole from its
 //!   `output_item.done` (its summary deltas are not held: the finished item is the
-//!   authoritative copy, and one that never finished is not kept).
+//!   authoritative copy, and one that never finished is not kept), or from the finished
+//!   response's `output` when no `output_item.done` brought it. The item after it decides
+//!   whether it is kept ([`thinking::Follower`]): the API refuses one sent back without it.
 //! - A Responses `custom_tool_call` item is a call of type [`FREE_FORM_KIND`]: its free-form
 //!   input is fed once, whole, from `custom_tool_call_input.done` or the finished item
 //!   (whichever comes first), decoded as plain text; its deltas only open a call whose
@@ -323,6 +325,9 @@ pub enum Action<'a> {
     /// A reasoning block (Anthropic) or item (Responses) that ended whole, in output order:
     /// kept for the next request (its bytes were counted by [`Action::HoldReasoning`]).
     Reasoning(&'a Reasoning),
+    /// The last Responses `reasoning` item kept is let go, its bytes given back: the item
+    /// that followed it is not one the next turn sends, and the API refuses it alone.
+    DropReasoning,
     /// The decoded bytes of an argument fragment held for its call's next fragment because it
     /// ends in a high surrogate (quirk 41). Answered with whether they may be kept (see
     /// [`crate::Assembler::set_aside`], for no call in particular: held, they are the call's
@@ -775,6 +780,11 @@ pub struct Decoder {
     /// The `id`s of the Responses `reasoning` items kept in this response (see
     /// [`Decoder::keep_item`]).
     reasoning_ids: Vec<Box<str>>,
+    /// The last Responses `reasoning` item kept (with its `id`), while the item after it has
+    /// not come (see [`Decoder::follow`]).
+    awaiting: Option<Option<Box<str>>>,
+    /// A Responses `reasoning` item came in its own `output_item.done`.
+    reasoning_streamed: bool,
     /// How the Responses events of this response are numbered (see
     /// [`Decoder::is_repeated_event`]).
     sequence: Sequence,
@@ -1594,6 +1604,7 @@ impl Decoder {
         if std::mem::replace(&mut self.started, true) {
             // Its reasoning items come again, and are let go with the blocks kept.
             self.reasoning_ids.clear();
+            self.awaiting = None;
             emit(Action::Restart);
         }
     }
@@ -1607,8 +1618,12 @@ impl Decoder {
         match t {
             "response.output_item.added" => {
                 let item: Option<Item<'_>> = nested(env.item)?;
-                let Some(item) = item.filter(is_call_item) else {
-                    return Ok(());
+                let item = match item {
+                    Some(item) if is_call_item(&item) => item,
+                    other => {
+                        self.follow_item(other.as_ref(), emit);
+                        return Ok(());
+                    }
                 };
                 let index = env
                     .output_index
@@ -1654,12 +1669,17 @@ impl Decoder {
                 let item: Option<Item<'_>> = nested(env.item)?;
                 if let (Some(found), Some(raw)) = (&item, env.item) {
                     if is_kind(found.kind.as_ref(), "reasoning") {
-                        self.keep_item(raw, non_blank(found.id.as_ref()), emit);
+                        self.keep_item(raw, non_blank(found.id.as_ref()), false, emit);
                         return Ok(());
                     }
                 }
-                let Some(item) = item.filter(is_call_item) else {
-                    return Ok(());
+                let item = match item {
+                    Some(item) if is_call_item(&item) => item,
+                    other => {
+                        // An item whose `added` was lost still follows the reasoning before it.
+                        self.follow_item(other.as_ref(), emit);
+                        return Ok(());
+                    }
                 };
                 let key = self.item_key(env, item.id.as_ref().map(Str::as_str), None::<&mut F>);
                 let latest = self.items.latest_under(key);
@@ -1750,6 +1770,62 @@ impl Decoder {
         Ok(())
     }
 
+    /// The `reasoning` items of the finished response's `output` that no `output_item.done`
+    /// brought (a stream joined part way, a bridge that sends only the finished response),
+    /// kept as theirs would have been. The item after each in `output` is its follower, and so
+    /// it is for an item the stream brought that still waits; the response ends here, so one
+    /// not found there has none. As `feed_chunk` reads them.
+    fn summary_reasoning<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        response: Option<&ResponseObject<'_>>,
+        emit: &mut F,
+    ) {
+        let output = response
+            .and_then(|r| r.output.as_deref())
+            .unwrap_or_default();
+        if let Some(waiting) = self.awaiting.clone() {
+            let at = waiting.as_deref().and_then(|id| {
+                output.iter().position(|raw| {
+                    reasoning_item(raw).is_some_and(|item| non_blank(item.id.as_ref()) == Some(id))
+                })
+            });
+            self.follow_output(output, at, emit);
+        }
+        for (at, raw) in output.iter().enumerate() {
+            if let Some(item) = reasoning_item(raw) {
+                self.keep_item(raw, non_blank(item.id.as_ref()), true, emit);
+                if self.awaiting.is_some() {
+                    self.follow_output(output, Some(at), emit);
+                }
+            }
+        }
+    }
+
+    /// The item waiting is at `at` in the finished response's `output`: the next one there
+    /// follows it (none: it has no follower).
+    fn follow_output<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        output: &[&RawValue],
+        at: Option<usize>,
+        emit: &mut F,
+    ) {
+        // An item that does not read is no item the next turn sends.
+        let after = at
+            .and_then(|at| output.get(at + 1))
+            .and_then(|raw| serde_json::from_str::<Item<'_>>(raw.get()).ok());
+        match after {
+            None => self.follow(thinking::Follower::Other, emit),
+            Some(item) if is_call_item(&item) => {
+                let known = non_blank(item.id.as_ref()).and_then(|id| self.items.with_id(id));
+                match known.and_then(|p| self.items.get(p)).map(|state| state.key) {
+                    Some(key) => self.follow(thinking::Follower::Call(key), emit),
+                    None => self.follow(thinking::Follower::Other, emit),
+                }
+            }
+            Some(item) => self.follow_item(Some(&item), emit),
+        }
+    }
+
     /// Opens the call of a `function_call` item at `output_index` `index` under `key`: its id,
     /// name and `item_id`, then the arguments the item already carries, set aside. Once the
     /// response was refused whole, the item gets no state.
@@ -1780,6 +1856,7 @@ impl Decoder {
             // none, and the assembler keeps none of them), so what follows costs no memory.
             return;
         }
+        self.follow(thinking::Follower::Call(key), emit);
         let unannounced = self
             .items
             .under_key(key)
@@ -1913,6 +1990,7 @@ impl Decoder {
         if t == "response.completed" && !self.any_function_call && self.items.len() == 0 {
             self.summary_calls(response.as_ref(), emit)?;
         }
+        self.summary_reasoning(response.as_ref(), emit);
         if t == "response.completed" {
             // A response that ended well gives every item the arguments its `added` carried,
             // if nothing else brought any; one cut short leaves such a call without them.
@@ -2500,6 +2578,19 @@ fn args(index: Option<i64>, arguments: Arguments<'_>) -> Action<'_> {
 
 /// A Responses item the caller must answer: a `function_call`, or a `custom_tool_call`
 /// (free-form input: see [`FREE_FORM_KIND`]).
+/// A finished response's `output` item read when it is a `reasoning` item. The finished
+/// response repeats every call's arguments: an item whose text cannot name the type (neither
+/// the word nor an escape) is not read again.
+fn reasoning_item<'r>(raw: &'r RawValue) -> Option<Item<'r>> {
+    let text = raw.get();
+    if !text.contains("reasoning") && !text.contains('\\') {
+        return None;
+    }
+    serde_json::from_str::<Item<'_>>(text)
+        .ok()
+        .filter(|item| is_kind(item.kind.as_ref(), "reasoning"))
+}
+
 fn is_call_item(item: &Item<'_>) -> bool {
     is_kind(item.kind.as_ref(), "function_call") || is_free_form(item)
 }

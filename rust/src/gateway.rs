@@ -282,6 +282,10 @@ impl State {
                 reasoning.push(block.clone());
                 assembler.over_limit().is_none()
             }
+            Action::DropReasoning => {
+                drop_last_reasoning(assembler, reasoning);
+                assembler.over_limit().is_none()
+            }
             Action::Restart => {
                 // The response comes again from its start, its reasoning blocks too.
                 forget_reasoning(assembler, reasoning);
@@ -361,7 +365,8 @@ impl State {
             | Action::HoldFragment(_)
             | Action::Release(_)
             | Action::HoldReasoning(_)
-            | Action::Reasoning(_) => {
+            | Action::Reasoning(_)
+            | Action::DropReasoning => {
                 // Answered by `apply`.
             }
             Action::Usage(u) => {
@@ -796,6 +801,20 @@ impl StreamDecoder {
         Ok(())
     }
 
+    /// Lets go of the last reasoning block kept in a stream whose events the caller reads
+    /// itself, its bytes given back: the item that followed it is not one the next turn sends
+    /// (a Responses hosted tool's call), and the API refuses the block alone.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after [`StreamDecoder::finish`].
+    pub fn drop_last_reasoning(&mut self) -> Result<(), Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        drop_last_reasoning(&mut self.assembler, &mut self.reasoning);
+        Ok(())
+    }
+
     /// The response of a stream whose events the caller reads itself starts again (a replay
     /// after a reconnect): the reasoning blocks kept so far come again, and are let go.
     ///
@@ -868,6 +887,14 @@ fn read_event(
         }
     }
     state.note_limit(assembler);
+}
+
+/// Lets go of the last reasoning block kept: the item after it is not sent back, and the API
+/// refuses the block alone.
+fn drop_last_reasoning(assembler: &mut Assembler, reasoning: &mut Vec<Reasoning>) {
+    if let Some(block) = reasoning.pop() {
+        assembler.release(block.kept_bytes());
+    }
 }
 
 /// Lets go of the reasoning blocks kept so far: the response starts again.

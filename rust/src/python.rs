@@ -3037,6 +3037,13 @@ impl PyAssembler {
         this.decoder.keep_reasoning(block).map_err(|e| misuse(&e))
     }
 
+    /// Lets go of the last reasoning item `feed_chunk` kept, its bytes given back: the item
+    /// after it is not one the next turn sends, and the API refuses it alone.
+    fn _drop_reasoning(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder.drop_last_reasoning().map_err(|e| misuse(&e))
+    }
+
     /// The response `feed_chunk` reads starts again (a replay): the reasoning blocks kept so
     /// far are let go, as they come again.
     fn _forget_reasoning(slf: &Bound<'_, Self>) -> PyResult<()> {

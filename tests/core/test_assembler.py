@@ -1237,6 +1237,7 @@ _WHILE_IN_USE: dict[str, Callable[[Assembler], object]] = {
     "_keep_reasoning": lambda a: a._keep_reasoning("thought", "sig"),
     "_keep_reasoning_item": lambda a: a._keep_reasoning_item('{"type":"reasoning"}'),
     "_keep_converse_reasoning": lambda a: a._keep_converse_reasoning("thought", None, None),
+    "_drop_reasoning": lambda a: a._drop_reasoning(),
     "_forget_reasoning": lambda a: a._forget_reasoning(),
     "_set_aside": lambda a: a._set_aside(0, '{"b": 2}'),
     "_hold_fragment": lambda a: a._hold_fragment(1),

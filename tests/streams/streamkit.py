@@ -657,6 +657,9 @@ class RecordingSink:
     ) -> None:
         self.calls.append(("reasoning", text, signature, redacted))
 
+    def _drop_reasoning(self) -> None:
+        self.calls.append(("drop_reasoning",))
+
     def _forget_reasoning(self) -> None:
         self.calls.append(("forget_reasoning",))
 

@@ -1,7 +1,8 @@
-"""OpenAI Responses `reasoning` items: kept whole from `response.output_item.done` on every
-path, so that a stateless next request (`store=False`) can send them back before the calls
-(the API refuses or degrades the turn without them), and never kept cut off, twice, or past
-the stream's byte limit."""
+"""OpenAI Responses `reasoning` items: kept whole from `response.output_item.done` (or the
+finished response's `output`) on every path, so that a stateless next request (`store=False`)
+can send each back right before the item that followed it (the API refuses or degrades the
+turn otherwise), and never kept cut off, twice, past the stream's byte limit, or without the
+item that followed it."""
 
 from __future__ import annotations
 
@@ -128,23 +129,28 @@ def test_the_sdk_objects_keep_what_the_dicts_keep(sse_server: SSEServer) -> None
     assert objects.reasoning == dicts.reasoning == [FIRST, SECOND]
 
 
-def test_the_next_stateless_turn_sends_the_items_back_before_the_calls(
+def test_the_next_stateless_turn_sends_each_item_back_right_before_its_call(
     sse_server: SSEServer,
 ) -> None:
     from openai.types.responses import ResponseInputParam, ResponseReasoningItemParam
 
     route = sse_server.register_events(_with_calls(), FMT)
     _, stream = assemble_sync(route, FMT)
+    # Each call knows the reasoning item right before it in the output.
+    assert [c.metadata.get("reasoning_id") for c in stream.calls] == ["rs_1", "rs_2"]
     turn = assistant_turn(stream.calls, style=FMT, text="On it.", reasoning=stream.reasoning)
+    # In output order: two items in a row, or one away from its call, are refused.
     assert [item.get("type", "message") for item in turn] == [
-        "reasoning",
-        "reasoning",
         "message",
+        "reasoning",
         "function_call",
+        "reasoning",
         "function_call",
     ]
-    assert turn[:2] == [FIRST, SECOND]
-    for item in turn[:2]:
+    assert [turn[1], turn[3]] == [FIRST, SECOND]
+    # A call after its reasoning item goes as the output had it, under its own id.
+    assert [turn[2]["id"], turn[4]["id"]] == ["fc_0", "fc_1"]
+    for item in (turn[1], turn[3]):
         _taken_by_typed_dict(ResponseReasoningItemParam, item)
     results = tool_messages(stream.calls, [{"temp": 21}, {"ok": True}], style=FMT)
     user = {"role": "user", "content": "Weather in Tokyo, and book."}
@@ -173,12 +179,14 @@ def test_the_next_request_goes_through_the_sdk_with_the_items(sse_server: SSESer
         assert [e.type for e in events][-1] == "response.completed"
     (request,) = follow_up.requests
     sent = request["json"]["input"]
-    assert sent[1:3] == [FIRST, SECOND]
-    assert [item["type"] for item in sent[3:]] == [
-        "function_call",
-        "function_call",
-        "function_call_output",
-        "function_call_output",
+    assert [sent[1], sent[3]] == [FIRST, SECOND]
+    assert [(item["type"], item.get("id")) for item in sent[1:]] == [
+        ("reasoning", "rs_1"),
+        ("function_call", "fc_0"),
+        ("reasoning", "rs_2"),
+        ("function_call", "fc_1"),
+        ("function_call_output", None),
+        ("function_call_output", None),
     ]
 
 
@@ -198,11 +206,14 @@ def test_an_item_cut_off_by_a_dropped_connection_is_not_kept(sse_server: SSEServ
 
 def test_reasoning_items_count_toward_the_stream_byte_limit() -> None:
     big = _item("rs_2", ["Long."], "x" * 6_000)
+    call = responses_stream([Call("f", '{"a": 1}', "call_1")])[1:]
     events = _numbered(
         [
             *_reasoning(0, _item("rs_1", ["Short."], "e")),
+            # Its follower, which the first item needs to be kept.
+            *responses_stream([], text="Hm.")[1:-1],
             *_reasoning(1, big),
-            *responses_stream([Call("f", '{"a": 1}', "call_1")])[1:],
+            *call,
         ]
     )
     short = _item("rs_1", ["Short."], "e")
@@ -248,3 +259,114 @@ def test_any_split_of_the_body_keeps_what_the_chunks_keep(
     events = json.loads(json.dumps(_numbered(_reasoning(0, item, done=done))))
     chunks, raw = both_paths(events, FMT, cuts=cuts)
     assert raw.reasoning == chunks.reasoning == ([events[-1]["item"]] if done else [])
+
+
+def _kept(events: list[dict[str, Any]], limit: int = 1 << 20) -> list[tuple[Any, list[Any]]]:
+    """Each path's assembler over `events` (dicts through `feed_chunk`, their SSE body through
+    `feed_sse`), with the calls it finished with."""
+    chunks, raw = Assembler(max_stream_bytes=limit), Assembler(max_stream_bytes=limit)
+    for event in events:
+        chunks.feed_chunk(event)
+    raw.feed_sse(sse_body(events, FMT))
+    return [(chunks, chunks.finish()), (raw, raw.finish())]
+
+
+def _finished_with(events: list[dict[str, Any]], *items: dict[str, Any]) -> list[dict[str, Any]]:
+    """`events` with the reasoning `items` in the finished response's `output`, each before the
+    call at its place (item k before call k), as the API lists them."""
+    *body, final = events
+    calls = final["response"]["output"]
+    output = [x for pair in zip(items, calls, strict=True) for x in pair]
+    return [*body, {**final, "response": {**final["response"], "output": output}}]
+
+
+def _no_item_done(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`events` without the reasoning items' `output_item.done` (a stream joined part way)."""
+    return _numbered(
+        [
+            e
+            for e in events
+            if not (e["type"] == "response.output_item.done" and e["item"]["type"] == "reasoning")
+        ]
+    )
+
+
+def test_items_only_in_the_finished_response_are_kept_once_in_place(
+    sse_server: SSEServer, split: str
+) -> None:
+    both = _finished_with(_with_calls(), FIRST, SECOND)
+    for events in (both, _no_item_done(both)):
+        for asm, calls in _kept(events):
+            # Once, in output order, each paired with the call after it.
+            assert asm.reasoning == [FIRST, SECOND]
+            assert [c.metadata.get("reasoning_id") for c in calls] == ["rs_1", "rs_2"]
+    route = sse_server.register_events(_no_item_done(both), FMT, split=split)
+    events, stream = assemble_both(route, FMT)
+    check_reasoning(events, stream, ["get_weather", "book"], [FIRST, SECOND], "")
+    turn = assistant_turn(stream.calls, style=FMT, reasoning=stream.reasoning)
+    assert [item.get("id") for item in turn] == ["rs_1", "fc_0", "rs_2", "fc_1"]
+
+
+WEB = {
+    "id": "ws_1",
+    "type": "web_search_call",
+    "status": "completed",
+    "action": {"type": "search", "query": "Tokyo weather"},
+}
+
+
+def _hosted(index: int) -> list[dict[str, Any]]:
+    """A web search the server ran (a hosted tool's call, not the caller's)."""
+    started = {**WEB, "status": "in_progress"}
+    return [
+        {"type": "response.output_item.added", "output_index": index, "item": started},
+        {"type": "response.output_item.done", "output_index": index, "item": WEB},
+    ]
+
+
+def _one_call(
+    first: list[dict[str, Any]], at: int, second: dict[str, Any] = SECOND
+) -> list[dict[str, Any]]:
+    """`first`, then a reasoning item (`second`) and a call at `at`, `at + 1`."""
+    stream = responses_stream([Call("book", '{"seats": 2}', "call_2")])
+    created, body, completed = stream[0], stream[1:-1], stream[-1]
+    moved = [{**e, "output_index": at + 1} for e in body]
+    return _numbered([created, *first, *_reasoning(at, second), *moved, completed])
+
+
+def test_an_item_whose_follower_is_not_sent_back_is_let_go(sse_server: SSEServer) -> None:
+    # Each item alone fits the byte limit, not both: the one let go gives its bytes back.
+    first = _item("rs_1", ["Search first."], "x" * 3_000)
+    second = _item("rs_2", ["Now book."], "y" * 3_000)
+    # Before a hosted tool's call (which the turn does not send), right before another
+    # reasoning item, or at the response's end: sent back alone, it would be refused.
+    ended = _one_call([], 0, second)
+    for events, limit in (
+        (_one_call([*_reasoning(0, first), *_hosted(1)], 2, second), 5_000),
+        (_one_call(_reasoning(0, first), 1, second), 5_000),
+        (_finished_with(_one_call(_reasoning(0, first), 1, second), second), 5_000),
+        # At the end, both were held until then.
+        (_numbered([*ended[:-1], *_reasoning(2, first), ended[-1]]), 8_000),
+    ):
+        for asm, calls in _kept(events, limit=limit):
+            assert asm.reasoning == [second]
+            assert [c.metadata.get("reasoning_id") for c in calls] == ["rs_2"]
+            assert asm.stream_errors() == []
+    route = sse_server.register_events(_one_call([*_reasoning(0, FIRST), *_hosted(1)], 2), FMT)
+    events, stream = assemble_both(route, FMT)
+    check_reasoning(events, stream, ["book"], [SECOND], "")
+
+
+def test_an_item_before_the_text_goes_back_before_it(sse_server: SSEServer) -> None:
+    text = responses_stream([], text="Let me book.")[1:-1]
+    events = _one_call([*_reasoning(0, FIRST), *text], 2)
+    route = sse_server.register_events(events, FMT)
+    _, stream = assemble_both(route, FMT)
+    assert stream.reasoning == [FIRST, SECOND]
+    turn = assistant_turn(stream.calls, style=FMT, text=stream.text, reasoning=stream.reasoning)
+    assert [item.get("id", item.get("role")) for item in turn] == [
+        "rs_1",
+        "assistant",
+        "rs_2",
+        "fc_0",
+    ]

@@ -147,6 +147,11 @@ class Sink(Protocol):
         its `reasoningText`, or with `redacted` its `redactedContent`."""
         ...
 
+    def _drop_reasoning(self) -> None:
+        """Lets go of the last reasoning item kept, its bytes given back: the item after it is
+        not one the next turn sends."""
+        ...
+
     def _forget_reasoning(self) -> None:
         """The response starts again: the reasoning blocks kept so far are let go."""
         ...

@@ -42,12 +42,18 @@ Design notes:
   stream limit (the response is refused whole). Once the response is refused, a new item makes
   no state, so what follows costs no memory. As on the raw SSE path.
 - A `reasoning` item is kept for the next request (`Assembler.reasoning`: a stateless request,
-  `store=False`, must send it back before the calls) whole from its `output_item.done`, the
-  authoritative copy: its summary deltas are not held, and an item that never finished (the
-  stream broke off first) is not kept. Its bytes count toward `max_stream_bytes` as assistant
-  text does; once the response is refused at the limit, no item is kept. An item is kept once
-  per `id`, and a response replayed from its `response.created` lets its items go, as they
-  come again. As on the raw SSE path (`rust/src/envelope/thinking.rs`).
+  `store=False`, must send it back) whole from its `output_item.done`, the authoritative copy:
+  its summary deltas are not held, and an item that never finished (the stream broke off
+  first) is not kept. One no `output_item.done` brought (a stream joined part way) is kept
+  from the finished response's `output`, once. The API refuses a reasoning item sent back
+  without the item that followed it in the output, so the item after it decides: a call gets
+  the item's `id` as metadata `reasoning_id` (`assistant_turn` sends the item right before
+  it), a `message` (the assistant text) keeps it, anything else (a hosted tool's call, which
+  is not kept, another reasoning item, the response's end) lets it go, its bytes given back.
+  Its bytes count toward `max_stream_bytes` as assistant text does; once the response is
+  refused at the limit, no item is kept. An item is kept once per `id`, and a response
+  replayed from its `response.created` lets its items go, as they come again. As on the raw
+  SSE path (`rust/src/envelope/thinking.rs`).
 """
 
 from __future__ import annotations
@@ -174,9 +180,11 @@ class ResponsesAdapter:
     format: WireFormat = "openai-responses"
 
     __slots__ = (
+        "_awaiting",
         "_calls",
         "_gave_up",
         "_reasoning_ids",
+        "_reasoning_streamed",
         "_sequence",
         "_started",
         "_text",
@@ -196,6 +204,11 @@ class ResponsesAdapter:
         self._started = False
         # The `id`s of the reasoning items kept in this response.
         self._reasoning_ids: set[str] = set()
+        # The last reasoning item kept, by its `id` (`None` when it has none), while the item
+        # after it has not come (`_follow`); `False` when none waits.
+        self._awaiting: str | bool | None = False
+        # A reasoning item came in its own `output_item.done`.
+        self._reasoning_streamed = False
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one event.
@@ -243,8 +256,11 @@ class ResponsesAdapter:
                 # The response comes again from its start, its reasoning items too.
                 sink._forget_reasoning()  # pyright: ignore[reportPrivateUsage]
                 self._reasoning_ids.clear()
+                self._awaiting = False
             self._started = True
         elif kind == "response.output_item.added":
+            if self._awaiting is not False:
+                self._follow_item(get(chunk, "item"), sink)
             self._item(chunk, sink, info, done=False)
         elif kind == "response.function_call_arguments.delta":
             self._arguments(self._delta_index(chunk, sink), get(chunk, "delta"), sink, info)
@@ -255,8 +271,11 @@ class ResponsesAdapter:
         elif kind == "response.output_item.done":
             item = get(chunk, "item")
             if str_or_none(get(item, "type")) == "reasoning":
-                self._keep_reasoning(item, sink)
+                self._keep_reasoning(item, sink, summary=False)
             else:
+                if self._awaiting is not False:
+                    # An item whose `added` was lost still follows the reasoning before it.
+                    self._follow_item(item, sink)
                 self._item(chunk, sink, info, done=True)
         elif kind == "response.custom_tool_call_input.delta":
             self._free_form_index(chunk, sink, info)
@@ -273,18 +292,55 @@ class ResponsesAdapter:
             self._gave_up = True
         return info
 
-    def _keep_reasoning(self, item: object, sink: Sink) -> None:
-        """A `reasoning` item finished: kept once per `id`, its bytes counted."""
+    def _keep_reasoning(self, item: object, sink: Sink, *, summary: bool) -> None:
+        """A `reasoning` item finished (`summary`: read from the finished response's
+        `output`): kept once per `id`, its bytes counted, until its follower (`_follow`)."""
         item_id = _item_id(item, "id")
         if item_id is not None and item_id in self._reasoning_ids:
-            # A repeat of a finished item (a stream that numbers no events).
+            # A repeat of a finished item (a stream that numbers no events), or in the
+            # finished response one its own `output_item.done` brought.
+            if self._awaiting not in (False, item_id):
+                self._follow(None, sink)
             return
+        if item_id is None and summary and self._reasoning_streamed:
+            # An item without `id` cannot be told from one its `output_item.done` brought.
+            return
+        self._reasoning_streamed |= not summary
+        # Right after another item: that one has no follower the next turn could send.
+        self._follow(None, sink)
         text = item_json(item)
         if not sink._keep_text(len(text.encode())):  # pyright: ignore[reportPrivateUsage]
             return
         if item_id is not None:
             self._reasoning_ids.add(item_id)
         sink._keep_reasoning_item(text)  # pyright: ignore[reportPrivateUsage]
+        self._awaiting = item_id
+
+    def _follow(self, call: int | None, sink: Sink, *, message: bool = False) -> None:
+        """The item after the reasoning item kept last came: a call (its key) is told the
+        item's `id` (metadata `reasoning_id`), so that the next turn sends the item right
+        before it; a `message` (the assistant text) keeps it; anything else (a hosted tool's
+        call, another reasoning item, the response's end) lets it go, as the API refuses a
+        reasoning item sent back without the item that followed it. As on the raw SSE path."""
+        awaiting, self._awaiting = self._awaiting, False
+        if awaiting is False or message:
+            return
+        if call is None:
+            sink._drop_reasoning()  # pyright: ignore[reportPrivateUsage]
+        elif isinstance(awaiting, str):
+            sink.set_metadata(call, "reasoning_id", awaiting)
+
+    def _follow_item(self, item: object, sink: Sink) -> None:
+        """What follows the reasoning item kept last, when it is no call (a call is followed
+        up as it opens, `_announce`)."""
+        kind = str_or_none(get(item, "type"))
+        if kind in _CALL_ITEMS:
+            return
+        if kind == "reasoning" and self._awaiting is not None:
+            if _item_id(item, "id") == self._awaiting:
+                # The item's own `added` again (a replay): it follows nothing.
+                return
+        self._follow(None, sink, message=kind == "message")
 
     def _delta_index(self, event: object, sink: Sink) -> int:
         """The key of an argument delta's item. An item never announced (its
@@ -509,6 +565,7 @@ class ResponsesAdapter:
         if item_id is not None:
             # An unpaired surrogate in an id is U+FFFD, as the raw path reads its escape.
             sink.set_metadata(index, "item_id", replace_lone_surrogates(item_id))
+        self._follow(index, sink)
         return ordinal
 
     def _summary(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
@@ -603,6 +660,7 @@ class ResponsesAdapter:
             # `null` members left out, as the SDK objects and the raw SSE path read them.
             self._usage = merge_usage(self._usage, usage)
             info.usage = copy_usage(self._usage)
+        self._summary_reasoning(response, sink)
         if kind == "response.completed":
             # A response that ended well gives every item the arguments its `added` carried,
             # if nothing else brought any; one cut short leaves such a call without them.
@@ -646,6 +704,45 @@ class ResponsesAdapter:
                 }
                 self._item(event, sink, info, done=True)
         return True
+
+    def _summary_reasoning(self, response: object, sink: Sink) -> None:
+        """The `reasoning` items of the finished response's `output` that no `output_item.done`
+        brought (a stream joined part way, a bridge that sends only the finished response),
+        kept as theirs would have been. The item after each in `output` is its follower, and
+        so it is for an item the stream brought that still waits; the response ends here, so
+        one not found there has none. As on the raw SSE path."""
+        output = get(response, "output")
+        items = cast("list[object]", output) if isinstance(output, list) else []
+        if self._awaiting is not False:
+            waiting = self._awaiting
+            at = next(
+                (
+                    k
+                    for k, item in enumerate(items)
+                    if waiting is not None
+                    and str_or_none(get(item, "type")) == "reasoning"
+                    and _item_id(item, "id") == waiting
+                ),
+                None,
+            )
+            self._follow_output(items, at, sink)
+        for at, item in enumerate(items):
+            if str_or_none(get(item, "type")) == "reasoning":
+                self._keep_reasoning(item, sink, summary=True)
+                if self._awaiting is not False:
+                    self._follow_output(items, at, sink)
+
+    def _follow_output(self, items: list[object], at: int | None, sink: Sink) -> None:
+        """The item waiting is at `at` in the finished response's `output`: the next one
+        there follows it (none: it has no follower)."""
+        after = items[at + 1] if at is not None and at + 1 < len(items) else None
+        if after is None:
+            self._follow(None, sink)
+        elif str_or_none(get(after, "type")) in _CALL_ITEMS:
+            item_id = _item_id(after, "id")
+            self._follow(None if item_id is None else self._calls.by_item.get(item_id), sink)
+        else:
+            self._follow_item(after, sink)
 
 
 _ITEM_EVENTS = frozenset({"response.output_item.added", "response.output_item.done"})

@@ -24,7 +24,7 @@
 
 use serde_json::value::RawValue;
 
-use super::{canonical, push_lone, unescape, Action, Decoder, Lone};
+use super::{canonical, push_lone, unescape, Action, Decoder, Item, Lone, Str};
 
 /// A reasoning block the provider needs back in the next request, as it sent it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,21 +202,52 @@ impl Decoder {
     }
 }
 
+/// What came after a Responses `reasoning` item in the output: the API refuses an item sent
+/// back without the item that followed it, so only one followed by an item the next turn
+/// sends (a call, the assistant text) is kept.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Follower {
+    /// A `message` item: the assistant text, which the next turn sends.
+    Message,
+    /// A call, under this wire key: the call is told the item's `id` (metadata
+    /// `reasoning_id`), so that the next turn sends the item right before it.
+    Call(i64),
+    /// Another item (a hosted tool's call, another reasoning item), which the assembler does
+    /// not keep, or the response's end.
+    Other,
+}
+
 impl Decoder {
     /// A Responses `reasoning` item finished (`output_item.done`, the whole item as the next
-    /// request sends it back): kept once per `id`, as `feed_chunk` keeps it, its bytes
-    /// counted toward `max_stream_bytes`; not kept once the response is refused.
+    /// request sends it back, or `summary`: read from the finished response's `output`): kept
+    /// once per `id`, as `feed_chunk` keeps it, its bytes counted toward `max_stream_bytes`;
+    /// not kept once the response is refused. It waits for its follower ([`Follower`]).
     pub(super) fn keep_item<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         raw: &RawValue,
         id: Option<&str>,
+        summary: bool,
         emit: &mut F,
     ) {
         // A repeated `output_item.done` of one item (a stream that numbers no events, so a
         // repeat is not seen as one) is the item kept already.
-        if id.is_some_and(|id| self.reasoning_ids.iter().any(|kept| &**kept == id)) {
+        if let Some(id) = id.filter(|id| self.reasoning_ids.iter().any(|kept| &**kept == *id)) {
+            if self
+                .awaiting
+                .as_ref()
+                .is_some_and(|a| a.as_deref() != Some(id))
+            {
+                self.follow(Follower::Other, emit);
+            }
             return;
         }
+        if id.is_none() && summary && self.reasoning_streamed {
+            // An item without `id` cannot be told from one its `output_item.done` brought.
+            return;
+        }
+        self.reasoning_streamed |= !summary;
+        // Right after another item: that one has no follower the next turn could send.
+        self.follow(Follower::Other, emit);
         let mut text = Vec::new();
         canonical(raw.get(), &mut text);
         if !emit(Action::HoldReasoning(text.len())) {
@@ -228,7 +259,57 @@ impl Decoder {
         // Written from validated JSON with lone halves escaped: always UTF-8.
         let json = String::from_utf8(text)
             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        emit(Action::Reasoning(&Reasoning::ResponsesItem { json }));
+        if emit(Action::Reasoning(&Reasoning::ResponsesItem { json })) {
+            self.awaiting = Some(id.map(Box::from));
+        }
+    }
+
+    /// The item after a kept `reasoning` item came: a call is told the item's `id`; the item
+    /// is let go when what follows it is not sent back ([`Action::DropReasoning`]).
+    pub(super) fn follow<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        follower: Follower,
+        emit: &mut F,
+    ) {
+        let Some(id) = self.awaiting.take() else {
+            return;
+        };
+        match follower {
+            Follower::Message => {}
+            Follower::Call(key) => {
+                if let Some(id) = id {
+                    let json = super::json_string(&id);
+                    emit(Action::Metadata {
+                        index: Some(key),
+                        key: "reasoning_id",
+                        json: &json,
+                    });
+                }
+            }
+            Follower::Other => {
+                emit(Action::DropReasoning);
+            }
+        }
+    }
+
+    /// What follows a kept `reasoning` item, when it is no call (calls are followed up as
+    /// they open); `None`: an item that does not read.
+    pub(super) fn follow_item<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        item: Option<&Item<'_>>,
+        emit: &mut F,
+    ) {
+        let Some(waiting) = &self.awaiting else {
+            return;
+        };
+        let kind = item.and_then(|i| i.kind.as_ref()).map(Str::as_str);
+        let id = item.and_then(|i| i.id.as_ref()).map(Str::as_str);
+        match kind {
+            // The item's own `added` again (a replay): it follows nothing.
+            Some("reasoning") if id.is_some_and(|id| waiting.as_deref() == Some(id)) => {}
+            Some("message") => self.follow(Follower::Message, emit),
+            _ => self.follow(Follower::Other, emit),
+        }
     }
 }
 
