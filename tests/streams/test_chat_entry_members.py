@@ -85,6 +85,27 @@ def _function_members() -> list[dict[str, Any]]:
     return [chat_chunk(tool_delta(first)), _finish()]
 
 
+def _unpaired_names() -> list[dict[str, Any]]:
+    # `json.loads` takes a name with an unpaired surrogate half; the core's keys cannot hold
+    # it, and it is U+FFFD there on every path. Two names that differ only there are then one
+    # key: its first place, the last value of the names in the order the SDK keeps them.
+    return [
+        chat_chunk(
+            tool_delta(
+                tc(0, id="c1", type="function", name="f", arguments='{"a":', **{"k\ud800": 1}),
+            )
+        ),
+        chat_chunk(tool_delta(tc(1, **{"\udc00": "alone", "s\ud800\ud800": [1]}))),
+        chat_chunk(tool_delta(tc(0, arguments="1}", **{"k\ufffd": 2, "j\ud800": None}))),
+        chat_chunk(
+            tool_delta(tc(1, id="c2", type="function", name="g", arguments="{}", z={"y\udc00": 3}))
+        ),
+        # Two names, as `json.loads` keeps them (ruff reads them as one literal).
+        chat_chunk(tool_delta(tc(1, **{"t\ud800": 4} | {"t\ufffd": None}))),
+        _finish(),
+    ]
+
+
 CASES = {
     "with-the-call": (
         _with_the_call,
@@ -99,6 +120,13 @@ CASES = {
     ),
     "without-index": (_without_index, [[("x", True), ("y", "later")]]),
     "function-members": (_function_members, [[("foo", "entry")]]),
+    "unpaired-names": (
+        _unpaired_names,
+        [
+            [("k\ufffd", 2)],
+            [("\ufffd", "alone"), ("s\ufffd\ufffd", [1]), ("z", {"y\udc00": 3}), ("t\ufffd", 4)],
+        ],
+    ),
 }
 
 
@@ -117,6 +145,7 @@ def test_an_entry_s_other_members_are_its_call_s_metadata_on_every_path(
     raw = Assembler()
     raw.feed_sse(route.body)
     assert _metadata(raw.finish()) == want
+    assert raw.stream_errors() == []
 
 
 def test_a_repeated_member_keeps_its_first_place_and_last_value(sse_server: SSEServer) -> None:
@@ -137,6 +166,8 @@ def test_a_repeated_member_keeps_its_first_place_and_last_value(sse_server: SSES
 
 _NAMES = st.one_of(
     st.sampled_from(["extra_content", "thought_signature", "foo"]),
+    # Names with unpaired surrogate halves, and one each may stand for (U+FFFD).
+    st.sampled_from(["k\ud800", "\udc00", "\ud800\ud800", "k\ufffd", "\ufffd"]),
     st.text(max_size=4).filter(lambda n: n not in {"index", "id", "type", "function"}),
 )
 _VALUES = st.recursive(

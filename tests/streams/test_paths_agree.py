@@ -395,6 +395,43 @@ def test_repeated_members_of_an_event_keep_their_last_value(
     assert raw_key(raw.finish()) == raw_key(stream.calls)
 
 
+def _with_unpaired_name(value: Any, skip: frozenset[str]) -> Any:
+    """`value` with a member whose name holds an unpaired surrogate half added to every object
+    but those named in `skip` and what they hold."""
+    if isinstance(value, dict):
+        out = {k: v if k in skip else _with_unpaired_name(v, skip) for k, v in value.items()}
+        return {"x\ud800": 1, **out}
+    if isinstance(value, list):
+        return [_with_unpaired_name(v, skip) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+def test_a_name_with_an_unpaired_surrogate_keeps_its_event(sse_server: SSEServer, fmt: str) -> None:
+    # `json.loads` takes a name such as `"x\ud800"`, and the SDKs read the event; serde_json
+    # refuses it wherever the raw path reads an object's names, and the event was skipped as
+    # malformed, every fragment in it lost. In a Chat chunk it comes in every object here (a
+    # tool-call entry's is its call's metadata, its key with U+FFFD, as `feed_chunk` sets it);
+    # in the other formats' events, in the event's own members.
+    events = _repeats_stream(fmt)
+    if fmt == "openai-chat":
+        events = [_with_unpaired_name(e, frozenset({"usage"})) for e in events]
+    else:
+        events = [{"x\ud800": 1, **e} for e in events]
+    stream = _agree(sse_server, events, fmt)
+    assert [(c.name, c.id, c.value, c.ok) for c in stream.calls] == [
+        ("get_weather", "c1", {"city": "Paris"}, True),
+        ("f", "c2", {"a": [1, 2]}, True),
+    ]
+    assert _raw_errors(events, fmt) == []
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, fmt))
+    calls = raw.finish()
+    assert [c.metadata for c in calls] == [c.metadata for c in _dicts(events)]
+    if fmt == "openai-chat":
+        assert all(c.metadata == {"x\ufffd": 1} for c in calls)
+
+
 def _untyped_decoy(value: Any) -> Any:
     """A decoy of another JSON type for strings and numbers (which the raw path reads from the
     last value only), a same-typed one for arrays and objects."""
