@@ -15,7 +15,7 @@ pytest.importorskip("toolwire._core")
 
 from toolwire.assembler import Assembler
 
-from .clients import assemble_both, raw_key
+from .clients import assemble_both, assemble_sync, raw_key
 from .conftest import SSEServer
 from .streamkit import (
     Call,
@@ -430,6 +430,26 @@ def test_a_name_with_an_unpaired_surrogate_keeps_its_event(sse_server: SSEServer
     assert [c.metadata for c in calls] == [c.metadata for c in _dicts(events)]
     if fmt == "openai-chat":
         assert all(c.metadata == {"x\ufffd": 1} for c in calls)
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic"])
+def test_usage_with_a_name_with_an_unpaired_surrogate_does_not_end_the_sdk_stream(
+    sse_server: SSEServer, fmt: str
+) -> None:
+    # pydantic cannot write such a name of an SDK usage model (`model_dump` raised
+    # UnicodeEncodeError), and the stream ended there, every call lost.
+    events = _repeats_stream(fmt)
+    for event in events:
+        for holder in (event, event.get("response"), event.get("message")):
+            if isinstance(holder, dict) and isinstance(holder.get("usage"), dict):
+                holder["usage"] = {"x\ud800": {"y\udc00": 1}, **holder["usage"]}
+    route = sse_server.register_events(events, fmt)
+    _, stream = assemble_sync(route, fmt)
+    assert [(c.name, c.value, c.ok) for c in stream.calls] == [
+        ("get_weather", {"city": "Paris"}, True),
+        ("f", {"a": [1, 2]}, True),
+    ]
+    assert stream.usage is not None and stream.usage["x\ud800"] == {"y\udc00": 1}
 
 
 def _untyped_decoy(value: Any) -> Any:
