@@ -24,6 +24,9 @@
 //!   more, so the usual chunk (one choice, one tool call) allocates nothing. Steady state: no
 //!   allocation per event (checked with callgrind on a synthetic stream).
 //! - The whole event is parsed before any action is emitted: a malformed event changes nothing.
+//! - A name with an unpaired surrogate escape, which `json.loads` takes and serde_json refuses,
+//!   is made whole (U+FFFD) for a second read of the event, only once the first was refused
+//!   (`envelope/lone_keys.rs`): the usual event costs nothing more.
 //! - Only one choice of a Chat Completions stream is assembled (its calls, text and finish
 //!   reason): the first one it shows, 0 unless a translator numbered a single choice
 //!   otherwise; other choices are counted in [`Decoder::ignored_choices`]. Tool calls with
@@ -75,6 +78,7 @@ use crate::progress::Recorded;
 mod wire;
 mod gemini;
 mod items;
+mod lone_keys;
 mod partial_args;
 mod thinking;
 
@@ -935,16 +939,25 @@ fn raw_str(raw: Option<&RawValue>) -> Option<&str> {
 /// A Chat chunk's text, read again for the members of its tool-call entries that
 /// [`ToolCallEntry`] does not read: once, when the first entry that has any needs them.
 struct Reread<'t> {
+    /// The text the chunk was read from.
     text: &'t str,
+    /// The text as sent: `text`, unless names in it were made whole (`lone_keys`), at the same
+    /// offsets.
+    sent: &'t str,
     chunk: Option<Option<ChunkEntries<'t>>>,
 }
 
 impl<'t> Reread<'t> {
-    fn new(text: &'t str) -> Self {
-        Self { text, chunk: None }
+    fn new(text: &'t str, sent: &'t str) -> Self {
+        Self {
+            text,
+            sent,
+            chunk: None,
+        }
     }
 
-    /// The [`EntryMembers`] of entry `nth` of choice `at` (positions in the arrays as sent).
+    /// The [`EntryMembers`] of entry `nth` of choice `at` (positions in the arrays as sent),
+    /// their names as text.
     #[cold]
     fn members(&mut self, at: usize, nth: usize) -> Vec<(Cow<'t, str>, &'t RawValue)> {
         let text = self.text;
@@ -962,9 +975,19 @@ impl<'t> Reread<'t> {
             .and_then(|choice| choice.delta.as_ref())
             .and_then(|delta| delta.tool_calls.as_ref())
             .and_then(|entries| entries.as_slice().get(nth).copied().flatten());
+        // Its names as sent: one made whole for the read above may be another member's name
+        // as sent (`"k\ud800"`, `"k\ufffd"`), where the SDK keeps two.
+        let sent = self.sent;
         entry
-            .and_then(|raw| serde_json::from_slice::<EntryMembers<'t>>(raw.get().as_bytes()).ok())
-            .map_or_else(Vec::new, |members| members.0)
+            .and_then(|raw| {
+                let start = (raw.get().as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+                sent.get(start..start + raw.get().len())
+            })
+            .and_then(|raw| serde_json::from_slice::<EntryMembers<'t>>(raw.as_bytes()).ok())
+            .map_or_else(Vec::new, |members| {
+                let text_names = |(name, value)| (lone_keys::text_name(name), value);
+                members.0.into_iter().map(text_names).collect()
+            })
     }
 }
 
@@ -972,9 +995,10 @@ impl<'t> Reread<'t> {
 /// `function`, `custom`: those [`ToolCallEntry`] reads), as `feed_chunk` keeps the SDK's
 /// `model_extra`: in the order their names first come, each with its last value (`json.loads`
 /// keeps a repeated name where it first came, with its last value), one whose last value is
-/// `null` left out. Names are compared unescaped.
+/// `null` left out. Names are compared unescaped, as `json.loads` reads them: an unpaired
+/// surrogate half is one of their code points.
 #[derive(Debug)]
-struct EntryMembers<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+struct EntryMembers<'a>(Vec<(Cow<'a, [u8]>, &'a RawValue)>);
 
 impl<'de> Deserialize<'de> for EntryMembers<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -988,7 +1012,7 @@ impl<'de> Deserialize<'de> for EntryMembers<'de> {
                 let mut all = Vec::new();
                 while let Some(MemberName(name)) = map.next_key()? {
                     let value: &'de RawValue = map.next_value()?;
-                    if !matches!(&*name, "index" | "id" | "type" | "function" | "custom") {
+                    if !matches!(&*name, b"index" | b"id" | b"type" | b"function" | b"custom") {
                         all.push((name, value));
                     }
                 }
@@ -1002,12 +1026,12 @@ impl<'de> Deserialize<'de> for EntryMembers<'de> {
 /// `members` with one per name, where the name first came, with its last value; those whose
 /// value is `null` left out (the SDK path drops a `None` extra).
 fn last_values<'a>(
-    members: Vec<(Cow<'a, str>, &'a RawValue)>,
-) -> Vec<(Cow<'a, str>, &'a RawValue)> {
+    members: Vec<(Cow<'a, [u8]>, &'a RawValue)>,
+) -> Vec<(Cow<'a, [u8]>, &'a RawValue)> {
     // Where each name's last value is, in the order the names first come. A map, not a search
     // of what is kept: an entry may have many thousands of members.
     let order: Vec<usize> = {
-        let mut last: HashMap<&str, usize> = HashMap::with_capacity(members.len());
+        let mut last: HashMap<&[u8], usize> = HashMap::with_capacity(members.len());
         for (i, (name, _)) in members.iter().enumerate() {
             last.insert(name, i);
         }
@@ -1024,8 +1048,9 @@ fn last_values<'a>(
         .collect()
 }
 
-/// A member name, borrowed from the event unless it holds escapes.
-struct MemberName<'a>(Cow<'a, str>);
+/// A member name, unescaped but unchecked (`lone_keys::text_name`), borrowed from the event
+/// unless it holds escapes.
+struct MemberName<'a>(Cow<'a, [u8]>);
 
 impl<'de> Deserialize<'de> for MemberName<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -1035,14 +1060,15 @@ impl<'de> Deserialize<'de> for MemberName<'de> {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a member name")
             }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+            fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Self::Value, E> {
                 Ok(MemberName(Cow::Borrowed(v)))
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Self::Value, E> {
                 Ok(MemberName(Cow::Owned(v.to_owned())))
             }
         }
-        d.deserialize_str(Name)
+        // Bytes: serde_json then reads the name without refusing an unpaired half.
+        d.deserialize_bytes(Name)
     }
 }
 
@@ -1151,15 +1177,33 @@ impl Decoder {
         }
         // One UTF-8 check of the whole event lets serde_json skip its per-string checks.
         let replaced: String;
-        let (text, invalid) = match std::str::from_utf8(data) {
+        let (mut text, invalid) = match std::str::from_utf8(data) {
             Ok(text) => (text, None),
             Err(e) => {
                 replaced = String::from_utf8_lossy(data).into_owned();
                 (replaced.as_str(), Some(e.valid_up_to()))
             }
         };
-        let env: Envelope<'_> = serde_json::from_str(text)
-            .map_err(|e| invalid.map_or(EventError::Malformed(e), EventError::InvalidUtf8))?;
+        // The event as sent, before any name is made whole: a Chat entry's metadata keys are
+        // read from it (`Reread`).
+        let sent = text;
+        let whole: String;
+        let env: Envelope<'_> = match serde_json::from_str(text) {
+            Ok(env) => env,
+            Err(e) => {
+                // `json.loads` takes a name with an unpaired surrogate escape; read so, the
+                // event is not lost (`lone_keys`). Read as bytes, as `Reread` reads: more uses
+                // of the `&str` reader's code for `Envelope` change how the compiler inlines
+                // it on the hot path (callgrind, a plain Chat stream: +0.6%, none so).
+                let parses =
+                    |t: &str| serde_json::from_slice::<Envelope<'_>>(t.as_bytes()).map(drop);
+                whole = lone_keys::whole_names(text, e, parses).map_err(|e| {
+                    invalid.map_or(EventError::Malformed(e), EventError::InvalidUtf8)
+                })?;
+                text = &whole;
+                serde_json::from_slice(text.as_bytes()).map_err(EventError::Malformed)?
+            }
+        };
         let from_event = std::str::from_utf8(event)
             .ok()
             .filter(|e| !e.is_empty() && *e != "message");
@@ -1220,7 +1264,7 @@ impl Decoder {
                     provider_gave_up(emit);
                     return Ok(Some(Format::OpenAiChat));
                 }
-                self.chat(&env, text, emit)?;
+                self.chat(&env, text, sent, emit)?;
                 Ok(Some(Format::OpenAiChat))
             }
             // A Gemini `GenerateContentResponse` chunk (no `choices`, checked above).
@@ -1394,10 +1438,12 @@ impl Decoder {
         }
     }
 
+    /// A Chat chunk, read from `text` (`sent` with its refused names made whole, or `sent`).
     fn chat<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         env: &Envelope<'_>,
         text: &str,
+        sent: &str,
         emit: &mut F,
     ) -> Result<(), EventError> {
         let choices = env.choices.as_ref().map_or(&[][..], Few::as_slice);
@@ -1405,7 +1451,7 @@ impl Decoder {
             // Of several in the stream's first choice-bearing chunk, the lowest.
             self.chat_choice = choices.iter().map(|c| c.index.unwrap_or(0)).min();
         }
-        let mut reread = Reread::new(text);
+        let mut reread = Reread::new(text, sent);
         for (at, choice) in choices.iter().enumerate() {
             let index = choice.index.unwrap_or(0);
             if self.chat_choice != Some(index) {
@@ -3754,6 +3800,22 @@ pub(super) mod tests {
                 (Some(2), "b", "2"),
             ]
         );
+    }
+
+    #[test]
+    fn names_with_unpaired_surrogates_keep_the_chunk_and_are_metadata_keys() {
+        // serde_json refuses such a name where the envelope reads it (here: the chunk's, the
+        // function's, the entry's), and the whole chunk was skipped. Read as `json.loads` reads
+        // it, an entry's name is a metadata key with U+FFFD for the half; `"k\ud800"` and
+        // `"k\ufffd"` are two members, the first's value kept, the second's `null` dropped.
+        let data = r#"{"x\ud800":1,"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":"{}","\udc00":2},"k\ud800":[1],"k\ufffd":null,"m":{"n\ud800":3}}]}}]}"#;
+        let want = [
+            (Some(0), "call", "c1"),
+            (Some(0), "k\u{FFFD}", "[1]"),
+            (Some(0), "m", r#"{"n\ud800":3}"#),
+        ];
+        let want = want.map(|(i, k, v)| (i, k.to_owned(), v.to_owned()));
+        assert_eq!(chat_calls_and_metadata(data), want);
     }
 
     #[test]

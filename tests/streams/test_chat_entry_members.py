@@ -86,6 +86,27 @@ def _function_members() -> list[dict[str, Any]]:
     return [chat_chunk(tool_delta(first)), _finish()]
 
 
+def _unpaired_names() -> list[dict[str, Any]]:
+    # `json.loads` takes a name with an unpaired surrogate half; the core's keys cannot hold
+    # it, and it is U+FFFD there on every path. Two names that differ only there are then one
+    # key: its first place, the last value of the names in the order the SDK keeps them.
+    return [
+        chat_chunk(
+            tool_delta(
+                tc(0, id="c1", type="function", name="f", arguments='{"a":', **{"k\ud800": 1}),
+            )
+        ),
+        chat_chunk(tool_delta(tc(1, **{"\udc00": "alone", "s\ud800\ud800": [1]}))),
+        chat_chunk(tool_delta(tc(0, arguments="1}", **{"k\ufffd": 2, "j\ud800": None}))),
+        chat_chunk(
+            tool_delta(tc(1, id="c2", type="function", name="g", arguments="{}", z={"y\udc00": 3}))
+        ),
+        # Two names, as `json.loads` keeps them (ruff reads them as one literal).
+        chat_chunk(tool_delta(tc(1, **{"t\ud800": 4} | {"t\ufffd": None}))),
+        _finish(),
+    ]
+
+
 CASES = {
     "with-the-call": (
         _with_the_call,
@@ -100,6 +121,13 @@ CASES = {
     ),
     "without-index": (_without_index, [[("x", True), ("y", "later")]]),
     "function-members": (_function_members, [[("foo", "entry")]]),
+    "unpaired-names": (
+        _unpaired_names,
+        [
+            [("k\ufffd", 2)],
+            [("\ufffd", "alone"), ("s\ufffd\ufffd", [1]), ("z", {"y\udc00": 3}), ("t\ufffd", 4)],
+        ],
+    ),
 }
 
 
@@ -118,6 +146,7 @@ def test_an_entry_s_other_members_are_its_call_s_metadata_on_every_path(
     raw = Assembler()
     raw.feed_sse(route.body)
     assert _metadata(raw.finish()) == want
+    assert raw.stream_errors() == []
 
 
 def test_a_repeated_member_keeps_its_first_place_and_last_value(sse_server: SSEServer) -> None:
@@ -138,6 +167,8 @@ def test_a_repeated_member_keeps_its_first_place_and_last_value(sse_server: SSES
 
 _NAMES = st.one_of(
     st.sampled_from(["extra_content", "thought_signature", "foo"]),
+    # Names with unpaired surrogate halves, and one each may stand for (U+FFFD).
+    st.sampled_from(["k\ud800", "\udc00", "\ud800\ud800", "k\ufffd", "\ufffd"]),
     st.text(max_size=4).filter(lambda n: n not in {"index", "id", "type", "function"}),
 )
 _VALUES = st.recursive(
@@ -191,9 +222,9 @@ def test_property_entry_members_agree_under_any_split(
 
 @pytest.mark.parametrize("member", ["x\ud83d", "index\udc00"])
 def test_a_member_whose_name_holds_a_lone_surrogate_raises_nothing(member: str) -> None:
-    # Kept as metadata, such a member's name could not be written as UTF-8: `feed_chunk`
-    # raised, and `assemble` lost the stream. The raw path cannot read the chunk at all: on
-    # both paths it is a malformed event, and the call it may have carried part of does not run.
+    # Kept as metadata as sent, such a member's name could not be written as UTF-8:
+    # `feed_chunk` raised, and `assemble` lost the stream, while the raw path dropped the
+    # event. On every path the call now runs, the member kept with U+FFFD for the half.
     start = {"index": 0, "id": "c1", "type": "function", "function": {"name": "f"}}
     start["function"]["arguments"] = '{"a"'
     rest = {"index": 0, "function": {"arguments": ": 1}"}, member: 1}
@@ -202,15 +233,20 @@ def test_a_member_whose_name_holds_a_lone_surrogate_raises_nothing(member: str) 
         chat_chunk({"tool_calls": [rest]}),
         chat_chunk({}, finish_reason="tool_calls"),
     ]
+    kept = member.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     chunks = Assembler()
     for event in events:
         chunks.feed_chunk(event)
     raw = Assembler()
     raw.feed_sse(sse_body(events, "openai-chat"))
-    for assembler in (chunks, raw):
-        (call,) = assembler.finish()
-        assert call.error is not None and call.error.kind == "lost_event"
-        assert [kind for kind, _, _ in assembler.stream_errors()] == ["malformed_event"]
     stream = assemble(iter(events))
     list(stream)
-    assert [c.error.kind if c.error else None for c in stream.calls] == ["lost_event"]
+    for assembler_calls, errors in (
+        (chunks.finish(), chunks.stream_errors()),
+        (raw.finish(), raw.stream_errors()),
+        (stream.calls, []),
+    ):
+        (call,) = assembler_calls
+        assert call.error is None and call.value == {"a": 1}
+        assert call.metadata == {kept: 1}
+        assert errors == []

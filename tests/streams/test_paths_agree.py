@@ -15,7 +15,7 @@ pytest.importorskip("toolwire._core")
 
 from toolwire.assembler import Assembler
 
-from .clients import assemble_both, raw_key
+from .clients import assemble_both, assemble_sync, raw_key
 from .conftest import SSEServer
 from .streamkit import (
     Call,
@@ -393,6 +393,63 @@ def test_repeated_members_of_an_event_keep_their_last_value(
     raw.feed_sse(body)
     assert raw.stream_errors() == []
     assert raw_key(raw.finish()) == raw_key(stream.calls)
+
+
+def _with_unpaired_name(value: Any, skip: frozenset[str]) -> Any:
+    """`value` with a member whose name holds an unpaired surrogate half added to every object
+    but those named in `skip` and what they hold."""
+    if isinstance(value, dict):
+        out = {k: v if k in skip else _with_unpaired_name(v, skip) for k, v in value.items()}
+        return {"x\ud800": 1, **out}
+    if isinstance(value, list):
+        return [_with_unpaired_name(v, skip) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+def test_a_name_with_an_unpaired_surrogate_keeps_its_event(sse_server: SSEServer, fmt: str) -> None:
+    # `json.loads` takes a name such as `"x\ud800"`, and the SDKs read the event; serde_json
+    # refuses it wherever the raw path reads an object's names, and the event was skipped as
+    # malformed, every fragment in it lost. In a Chat chunk it comes in every object here (a
+    # tool-call entry's is its call's metadata, its key with U+FFFD, as `feed_chunk` sets it);
+    # in the other formats' events, in the event's own members.
+    events = _repeats_stream(fmt)
+    if fmt == "openai-chat":
+        events = [_with_unpaired_name(e, frozenset({"usage"})) for e in events]
+    else:
+        events = [{"x\ud800": 1, **e} for e in events]
+    stream = _agree(sse_server, events, fmt)
+    assert [(c.name, c.id, c.value, c.ok) for c in stream.calls] == [
+        ("get_weather", "c1", {"city": "Paris"}, True),
+        ("f", "c2", {"a": [1, 2]}, True),
+    ]
+    assert _raw_errors(events, fmt) == []
+    raw = Assembler()
+    raw.feed_sse(sse_body(events, fmt))
+    calls = raw.finish()
+    assert [c.metadata for c in calls] == [c.metadata for c in _dicts(events)]
+    if fmt == "openai-chat":
+        assert all(c.metadata == {"x\ufffd": 1} for c in calls)
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic"])
+def test_usage_with_a_name_with_an_unpaired_surrogate_does_not_end_the_sdk_stream(
+    sse_server: SSEServer, fmt: str
+) -> None:
+    # pydantic cannot write such a name of an SDK usage model (`model_dump` raised
+    # UnicodeEncodeError), and the stream ended there, every call lost.
+    events = _repeats_stream(fmt)
+    for event in events:
+        for holder in (event, event.get("response"), event.get("message")):
+            if isinstance(holder, dict) and isinstance(holder.get("usage"), dict):
+                holder["usage"] = {"x\ud800": {"y\udc00": 1}, **holder["usage"]}
+    route = sse_server.register_events(events, fmt)
+    _, stream = assemble_sync(route, fmt)
+    assert [(c.name, c.value, c.ok) for c in stream.calls] == [
+        ("get_weather", {"city": "Paris"}, True),
+        ("f", {"a": [1, 2]}, True),
+    ]
+    assert stream.usage is not None and stream.usage["x\ud800"] == {"y\udc00": 1}
 
 
 def _untyped_decoy(value: Any) -> Any:

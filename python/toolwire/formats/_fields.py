@@ -175,13 +175,34 @@ def plain(value: object) -> Any:
             # warnings=False: construct()-built models may hold values of unexpected types,
             # which pydantic would otherwise report as serialization warnings (errors under
             # pytest -W error).
-            made = (
-                dump(mode="json", by_alias=True, exclude_none=True, warnings=False)
-                if callable(dump)
-                else item
-            )
+            try:
+                made = (
+                    dump(mode="json", by_alias=True, exclude_none=True, warnings=False)
+                    if callable(dump)
+                    else item
+                )
+            except UnicodeEncodeError:
+                # A member name with an unpaired surrogate half (`json.loads` takes it), which
+                # pydantic cannot write: the model's members are read one by one instead.
+                members = _members(item)
+                made = dict.fromkeys(key for key, _ in members)
+                pending.extend((v, made, key) for key, v in reversed(members))
         into[at] = made
     return done[0]
+
+
+def _members(model: object) -> list[tuple[str, object]]:
+    """A pydantic model's members that are not `None`, as `model_dump(by_alias=True,
+    exclude_none=True)` names them: its fields, then its extras."""
+    fields = cast("dict[str, Any]", getattr(type(model), "model_fields", {}))
+    members = [
+        (getattr(info, "alias", None) or name, getattr(model, name, None))
+        for name, info in fields.items()
+    ]
+    extra = getattr(model, "model_extra", None)
+    if isinstance(extra, dict):
+        members += [(str(k), v) for k, v in cast("dict[object, object]", extra).items()]
+    return [(k, v) for k, v in members if v is not None]
 
 
 def merge_usage(known: dict[str, Any] | None, usage: object) -> dict[str, Any] | None:

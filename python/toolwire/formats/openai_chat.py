@@ -5,8 +5,9 @@ Design notes:
   chunk (quirk 6). Index, id, name, type and arguments go through untouched; the core owns the
   rules for missing/constant/negative indexes, repeated names and unstable ids (quirks 1-18).
 - Fields of a tool-call entry that the SDK does not declare (Gemini's `extra_content` with its
-  `thought_signature`) are kept per call with `set_metadata`. An entry that carries nothing but
-  such fields only sets metadata: it must never open a call (quirk 31).
+  `thought_signature`) are kept per call with `set_metadata`, an unpaired surrogate in a name
+  as U+FFFD. An entry that carries nothing but such fields only sets metadata: it must never
+  open a call (quirk 31).
 - Only one choice is assembled, the first the stream shows, the lowest of a chunk's (0, unless
   a translator numbered a single choice otherwise, quirk 4); `n > 1` streams interleave several
   independent answers whose calls would otherwise be merged. Another choice that carries text
@@ -56,7 +57,7 @@ from toolwire.formats._types import (
     stops_calls,
     unreadable,
 )
-from toolwire.formats._utf16 import Utf16, surrogate_in
+from toolwire.formats._utf16 import Utf16, replace_lone_surrogates
 from toolwire.payloads import FREE_FORM_TYPE
 
 __all__ = ["ChatCompletionsAdapter"]
@@ -148,8 +149,8 @@ class ChatCompletionsAdapter:
         if isinstance(tool_calls, list):
             for entry in cast("list[object]", tool_calls):
                 # A `null` entry carries no call (the raw path skips it too).
-                if entry is not None and not self._tool_call(entry, sink, info):
-                    return
+                if entry is not None:
+                    self._tool_call(entry, sink, info)
         if not self._refusal:
             # Read on tool-call deltas too, as the raw path reads it: refusal text next to a
             # call's fragment made a later `stop` a refusal there only, and the call ran here.
@@ -163,18 +164,12 @@ class ChatCompletionsAdapter:
         """The stream ends: hand the core what is still held (an unpaired surrogate half)."""
         self._utf16.flush(sink)
 
-    def _tool_call(self, entry: object, sink: Sink, info: ChunkInfo) -> bool:
-        """Feeds one tool-call entry; False, feeding nothing, for one the raw path cannot read:
-        a member whose name holds a lone surrogate (no Rust string holds it, and it could not
-        be kept as metadata either), for which the chunk is unreadable."""
+    def _tool_call(self, entry: object, sink: Sink, info: ChunkInfo) -> None:
         index = sdk_index_of(get(entry, "index"))
         function = get(entry, "function")
         # Read only for an entry without `function`: a function call's entries cost no more.
         custom = get(entry, "custom") if function is None else None
         metadata = extras(entry, _TOOL_CALL_FIELDS)
-        if metadata and any(surrogate_in(key) for key in metadata):
-            unreadable(info, sink)
-            return False
         wire_id = str_or_none(get(entry, "id"))
         kind = str_or_none(get(entry, "type"))
         if custom is not None:
@@ -182,13 +177,10 @@ class ChatCompletionsAdapter:
             function = {"name": get(custom, "name"), "arguments": get(custom, "input")}
             kind = kind or FREE_FORM_TYPE
         if metadata and function is None and wire_id is None and kind is None:
-            for key, value in metadata.items():
-                sink.set_metadata(index, key, plain(value))
-            return True
+            _set_metadata(sink, index, metadata)
+            return
         self._feed(index, wire_id, function, kind, sink, info, text=custom is not None)
-        for key, value in metadata.items():
-            sink.set_metadata(index, key, plain(value))
-        return True
+        _set_metadata(sink, index, metadata)
 
     def _feed(
         self,
@@ -234,3 +226,12 @@ def _carries_content(delta: object) -> bool:
         )
         or get(delta, "function_call") is not None
     )
+
+
+def _set_metadata(sink: Sink, index: int | None, metadata: dict[str, object]) -> None:
+    """An entry's other members as the call's metadata, in order. `json.loads` takes a name
+    with an unpaired surrogate half, which the core's keys (UTF-8) cannot hold: the half is
+    U+FFFD there, as the raw SSE path reads it. Two names that differ only there are one key
+    then, set in turn: the later value stays, where the first came."""
+    for key, value in metadata.items():
+        sink.set_metadata(index, replace_lone_surrogates(key), plain(value))
