@@ -5,8 +5,9 @@ and from toolwire's own pre-check, which must never reject what validation accep
 
 * `multipleOf` divides binary floats: `19.99 / 0.01` is `1998.9999999999998`, so a price that
   is a whole number of cents fails `multipleOf: 0.01`.
-* `pattern`, `patternProperties` (and `additionalProperties` beside it) and the `regex` format
-  go through Python's `re`, which does not know the Unicode property classes (`\\p{L}`,
+* `pattern`, `patternProperties` (and `additionalProperties` beside it, and the members
+  `unevaluatedProperties` counts as evaluated by one) and the `regex` format go through
+  Python's `re`, which does not know the Unicode property classes (`\\p{L}`,
   `\\p{Lu}`, `\\P{N}`) that tool schemas written for ECMA-262 engines use: the schema itself
   is then refused at `Toolset` build. Such a pattern is compiled with the `regex` module
   instead, which reads `re`'s syntax the same way and adds property classes and ECMA's
@@ -62,6 +63,7 @@ from typing import Any, Protocol, cast
 import jsonschema
 import jsonschema.validators
 import regex
+from referencing.jsonschema import lookup_recursive_ref
 
 __all__ = [
     "PatternTooLargeError",
@@ -421,6 +423,105 @@ def _additional_properties(original: Any) -> Any:
     return additional_properties
 
 
+def _resolved(validator: Any, keyword: str, reference: Any) -> tuple[Any, Any] | None:
+    """The validator that reads the target of a reference keyword, and the target; None for a
+    keyword that is absent. Resolved as `jsonschema` resolves it while validating."""
+    if reference is None:
+        return None
+    if keyword == "$recursiveRef":
+        found = lookup_recursive_ref(validator._resolver)
+    else:
+        found = validator._resolver.lookup(reference)
+    return validator.evolve(schema=found.contents, _resolver=found.resolver), found.contents
+
+
+def _evaluated_keys(validator: Any, instance: dict[str, Any], schema: Any) -> set[str]:
+    """The members of `instance` that `schema` or a schema applied beside it evaluates, as
+    `unevaluatedProperties` reads them (draft 2020-12 section 11.3; 2019-09 reads them alike).
+
+    `jsonschema` finds them with `re.search` on each `patternProperties` pattern: a pattern
+    with `\\p{L}` raised there on every call (so the call ended `internal_error`), and
+    `^[a-z]+$` took the key `"ab\\n"`. Here every pattern is read by `search`, as
+    `patternProperties` itself reads it. Each schema is read once, so a reference back to
+    itself ends.
+    """
+    keys: set[str] = set()
+    seen: set[int] = set()
+    pending: list[tuple[Any, Any]] = [(validator, schema)]
+    while pending:
+        reader, raw = pending.pop()
+        if not isinstance(raw, dict):
+            continue
+        node = cast(dict[str, Any], raw)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
+            # Only the reference keywords of the schema's own draft.
+            if keyword not in reader.VALIDATORS:
+                continue
+            target = _resolved(reader, keyword, node.get(keyword))
+            if target is not None:
+                pending.append(target)
+        properties = node.get("properties")
+        if isinstance(properties, dict):
+            keys.update(instance.keys() & cast(dict[str, Any], properties).keys())
+        for keyword in ("additionalProperties", "unevaluatedProperties"):
+            sub = node.get(keyword)
+            if sub is not None:
+                keys.update(
+                    key
+                    for key, value in instance.items()
+                    if next(reader.descend(value, sub), None) is None
+                )
+        patterns = node.get("patternProperties")
+        if isinstance(patterns, dict):
+            patterns = cast(dict[str, Any], patterns)
+            keys.update(
+                key for key in instance if any(search(pattern, key) for pattern in patterns)
+            )
+        dependent = node.get("dependentSchemas")
+        if isinstance(dependent, dict):
+            named = cast(dict[str, Any], dependent).items()
+            pending.extend((reader, sub) for name, sub in named if name in instance)
+        for keyword in ("allOf", "oneOf", "anyOf"):
+            pending.extend(
+                (reader, sub)
+                for sub in node.get(keyword, ())
+                if next(reader.descend(instance, sub), None) is None
+            )
+        if "if" in node:
+            if reader.evolve(schema=node["if"]).is_valid(instance):
+                pending.append((reader, node["if"]))
+                pending.append((reader, node.get("then")))
+            else:
+                pending.append((reader, node.get("else")))
+    return keys
+
+
+def _unevaluated_properties(
+    validator: Any, unevaluated: Any, instance: Any, schema: Any
+) -> Iterator[jsonschema.ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    evaluated = _evaluated_keys(validator, instance, schema)
+    refused = [
+        key
+        for key, value in instance.items()
+        if key not in evaluated
+        and next(validator.descend(value, unevaluated, path=key, schema_path=key), None) is not None
+    ]
+    if not refused:
+        return
+    names = ", ".join(repr(key) for key in sorted(refused))
+    if unevaluated is False:
+        yield jsonschema.ValidationError(f"Unevaluated properties are not allowed ({names})")
+    else:
+        yield jsonschema.ValidationError(
+            f"Unevaluated properties are not valid under the given schema ({names})"
+        )
+
+
 def _nullable(original: Any) -> Any:
     def keyword(
         validator: Any, value: Any, instance: Any, schema: Any
@@ -641,6 +742,11 @@ def extended_validator(cls: Any) -> Any:
             "enum": _nullable(cls.VALIDATORS["enum"]),
             "additionalProperties": _additional_properties(cls.VALIDATORS["additionalProperties"]),
             "patternProperties": _pattern_properties,
+            **(
+                {"unevaluatedProperties": _unevaluated_properties}
+                if "unevaluatedProperties" in cls.VALIDATORS
+                else {}
+            ),
             "uniqueItems": _unique_items,
             **{
                 name: _acyclic(cls.VALIDATORS[name])

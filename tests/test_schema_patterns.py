@@ -1,0 +1,151 @@
+"""Regular expressions in plain tool schemas (`pattern`, `patternProperties`, `propertyNames`)
+are ECMA-262 patterns, as JSON Schema has them: every keyword that reads one, wherever it sits
+in the schema, reads it the same way (Unicode property classes such as `\\p{L}`, a `$` that
+holds only at the very end of the text), and a pattern no engine can run is refused when the
+tool is registered, at its own place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import Splitter, streamed_call
+from toolwire import Toolset
+
+_DRAFT_2019 = "https://json-schema.org/draft/2019-09/schema"
+
+
+def _outcome(
+    schema: dict[str, Any], arguments: dict[str, Any], splitter: Splitter
+) -> tuple[bool, bool, list[tuple[str, str]]]:
+    """Whether the pre-check let the streamed call through, whether validation accepts it, and
+    validation's errors as (code, pointer)."""
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    prechecked, outcome = streamed_call(tools, arguments, splitter)
+    return prechecked, outcome.ok, [(e.code, e.path) for e in outcome.errors]
+
+
+def _letters_only(draft: str | None) -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "patternProperties": {r"^\p{L}+$": {"type": "string"}},
+        "unevaluatedProperties": False,
+    }
+    return schema if draft is None else {"$schema": draft, **schema}
+
+
+@pytest.mark.parametrize("draft", [None, _DRAFT_2019])
+def test_a_property_class_beside_unevaluated_properties_is_read_as_ecma_262(
+    draft: str | None, splitter: Splitter
+) -> None:
+    # `jsonschema` found the members a pattern evaluates with Python's `re`, which has no
+    # `\p{L}`: every call ended `internal_error`, valid or not.
+    schema = _letters_only(draft)
+    assert _outcome(schema, {"名前": "x", "abc": "y"}, splitter) == (True, True, [])
+    assert _outcome(schema, {"abc": "y", "a1": "z"}, splitter)[1:] == (
+        False,
+        [("unknown_field", "/a1")],
+    )
+
+
+_LOWER = "^[a-z]+$"
+_CLOSED_BY_UNEVALUATED: list[tuple[str, dict[str, Any]]] = [
+    (
+        "beside",
+        {"patternProperties": {_LOWER: {}}, "unevaluatedProperties": False},
+    ),
+    (
+        "allOf",
+        {"allOf": [{"patternProperties": {_LOWER: {}}}], "unevaluatedProperties": False},
+    ),
+    (
+        "$ref",
+        {
+            "$defs": {"lower": {"patternProperties": {_LOWER: {}}}},
+            "$ref": "#/$defs/lower",
+            "unevaluatedProperties": False,
+        },
+    ),
+    (
+        "anyOf",
+        {
+            "anyOf": [{"patternProperties": {_LOWER: {}}}, {"required": ["never"]}],
+            "unevaluatedProperties": False,
+        },
+    ),
+    (
+        "if-then",
+        {
+            "if": {"type": "object"},
+            "then": {"patternProperties": {_LOWER: {}}},
+            "unevaluatedProperties": False,
+        },
+    ),
+    (
+        "dependentSchemas",
+        {
+            "properties": {"a": {}},
+            "dependentSchemas": {"a": {"patternProperties": {_LOWER: {}}}},
+            "unevaluatedProperties": False,
+        },
+    ),
+    (
+        "nested",
+        {
+            "properties": {
+                "inner": {
+                    "type": "object",
+                    "allOf": [{"$ref": "#/$defs/lower"}],
+                    "unevaluatedProperties": False,
+                }
+            },
+            "$defs": {"lower": {"patternProperties": {_LOWER: {}}}},
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "schema", [s for _, s in _CLOSED_BY_UNEVALUATED], ids=[n for n, _ in _CLOSED_BY_UNEVALUATED]
+)
+def test_a_key_ending_in_a_newline_is_not_taken_by_a_dollar_for_unevaluated_properties(
+    schema: dict[str, Any], splitter: Splitter
+) -> None:
+    # ECMA-262's `$` holds only at the end of the text; Python's `re` also before a final
+    # newline, so `^[a-z]+$` counted the member `"ab\n"` as evaluated and it passed.
+    schema = {"type": "object", **schema}
+    nested = "inner" in schema.get("properties", {})
+    members: dict[str, Any] = {"a": 1, "ab": 2}
+    good = {"inner": members} if nested else members
+    bad = {"inner": {**members, "ab\n": 3}} if nested else {**members, "ab\n": 3}
+    at = "/inner/ab\n" if nested else "/ab\n"
+    assert _outcome(schema, good, splitter)[1:] == (True, [])
+    assert _outcome(schema, bad, splitter)[1:] == (False, [("unknown_field", at)])
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"patternProperties": {_LOWER: {}}, "additionalProperties": False},
+        {"propertyNames": {"pattern": _LOWER}},
+        {"propertyNames": {"$ref": "#/$defs/name"}, "$defs": {"name": {"pattern": _LOWER}}},
+        {"properties": {"s": {"anyOf": [{"type": "integer"}, {"pattern": _LOWER}]}}},
+    ],
+    ids=["additionalProperties", "propertyNames", "propertyNames-$ref", "pattern-anyOf"],
+)
+def test_every_other_keyword_reads_a_dollar_as_the_end_of_the_text(
+    schema: dict[str, Any], splitter: Splitter
+) -> None:
+    schema = {"type": "object", **schema}
+    value = "ab\n"
+    arguments = {"s": value} if "properties" in schema else {value: 1}
+    ok, errors = _outcome(schema, arguments, splitter)[1:]
+    assert not ok
+    assert errors
+    assert "internal_error" not in [code for code, _ in errors]
+    assert _outcome(schema, {"s": "ab"} if "properties" in schema else {"ab": 1}, splitter) == (
+        True,
+        True,
+        [],
+    )
