@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Splitter, streamed_call
-from toolwire import Toolset
+from toolwire import InvalidSchemaError, Toolset
 
 _DRAFT_2019 = "https://json-schema.org/draft/2019-09/schema"
 
@@ -149,3 +149,60 @@ def test_every_other_keyword_reads_a_dollar_as_the_end_of_the_text(
         True,
         [],
     )
+
+
+_DRAFT_4 = "http://json-schema.org/draft-04/schema#"
+
+
+@pytest.mark.parametrize(
+    ("schema", "path", "keyword", "got"),
+    [
+        # Draft 4's metaschema has no `propertyNames` to check the names with: the toolset was
+        # built and every call ended `internal_error`.
+        (
+            {"$schema": _DRAFT_4, "type": "object", "patternProperties": {"^(a": {}}},
+            "/patternProperties/^(a",
+            "patternProperties",
+            '"^(a"',
+        ),
+        # The later drafts named the whole object (`/patternProperties`), not the name.
+        (
+            {"type": "object", "patternProperties": {"^a": {}, "[b": {}}},
+            "/patternProperties/[b",
+            "patternProperties",
+            '"[b"',
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"m": {"type": "array", "items": {"patternProperties": {"a/(": {}}}}},
+            },
+            "/properties/m/items/patternProperties/a~1(",
+            "patternProperties",
+            '"a/("',
+        ),
+        (
+            {
+                "$schema": _DRAFT_4,
+                "type": "object",
+                "properties": {"s": {"allOf": [{"type": "string"}, {"pattern": "\\p{Nope}"}]}},
+            },
+            "/properties/s/allOf/1/pattern",
+            "pattern",
+            '"\\\\p{Nope}"',
+        ),
+    ],
+)
+def test_a_pattern_no_engine_runs_is_refused_at_registration_at_its_place(
+    schema: dict[str, Any], path: str, keyword: str, got: str
+) -> None:
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([{"name": "tool", "parameters": schema}])
+    refused = info.value
+    assert (refused.tool, refused.path, refused.keyword, refused.got) == (
+        "tool",
+        path,
+        keyword,
+        got,
+    )
+    assert refused.expected == "a valid regex"

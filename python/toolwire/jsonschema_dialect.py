@@ -69,6 +69,7 @@ __all__ = [
     "PatternTooLargeError",
     "ReferenceLoop",
     "WrittenFloat",
+    "check_pattern",
     "extended_validator",
     "is_multiple",
     "pattern_budget",
@@ -372,10 +373,19 @@ def search(pattern: str, text: str, *, out_of_time: bool = False) -> bool:
         return out_of_time
 
 
+def check_pattern(pattern: str) -> None:
+    """Compile `pattern` as validation reads it (the compiled pattern is kept for the searches).
+
+    Raises:
+        regex.error: The pattern compiles in neither `regex` nor `re`; `PatternTooLargeError`
+            when no search of it could be stopped in time.
+    """
+    _compile(pattern)
+
+
 def _is_regex(instance: object) -> bool:
-    if not isinstance(instance, str):
-        return True
-    _compile(instance)
+    if isinstance(instance, str):
+        check_pattern(instance)
     return True
 
 
