@@ -206,3 +206,41 @@ def test_a_pattern_no_engine_runs_is_refused_at_registration_at_its_place(
         got,
     )
     assert refused.expected == "a valid regex"
+
+
+@pytest.mark.parametrize(
+    ("schema", "path", "keyword"),
+    [
+        (
+            {"type": "object", "properties": {"a": {"pattern": "^(?:(?:x{10}){10}){10000}$"}}},
+            "/properties/a/pattern",
+            "pattern",
+        ),
+        (
+            {"type": "object", "patternProperties": {"^k{60000}$": {}}},
+            "/patternProperties/^k{60000}$",
+            "patternProperties",
+        ),
+        (
+            {"$schema": _DRAFT_4, "type": "object", "patternProperties": {"^k{60000}$": {}}},
+            "/patternProperties/^k{60000}$",
+            "patternProperties",
+        ),
+    ],
+)
+def test_a_pattern_whose_counts_unroll_past_the_bound_is_refused_at_registration(
+    schema: dict[str, Any], path: str, keyword: str
+) -> None:
+    # `regex` compiles a repeat its least count of times: this one took a second to compile,
+    # and `x{100000000}` gigabytes of memory, enough for a host to kill the process.
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([{"name": "tool", "parameters": schema}])
+    assert (info.value.path, info.value.keyword) == (path, keyword)
+    assert info.value.expected.startswith("a pattern whose counted repeats")
+
+
+def test_a_long_counted_range_is_no_unrolled_repeat(splitter: Splitter) -> None:
+    # Only the least count is unrolled: a bound of any size costs nothing.
+    schema = {"type": "object", "properties": {"a": {"pattern": "^x{2,100000000}$"}}}
+    assert _outcome(schema, {"a": "xxx"}, splitter) == (True, True, [])
+    assert _outcome(schema, {"a": "x"}, splitter)[1:] == (False, [("pattern", "/a")])

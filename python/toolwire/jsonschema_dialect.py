@@ -34,7 +34,8 @@ and from toolwire's own pre-check, which must never reject what validation accep
   of words as long to compile. A pattern longer than `MAX_PATTERN_CHARS`, or with a run of
   literal text longer than `MAX_PATTERN_LITERAL`, is therefore not compiled
   (`PatternTooLargeError`): the schema is refused at `Toolset` build, as one that does not
-  compile is.
+  compile is. So is one whose counted repeats unroll past `MAX_PATTERN_UNROLLED` characters,
+  which `regex` could not even compile in bounded time and memory.
 * A definition that reaches itself again for the same value (`A = anyOf[integer, $ref A]`,
   or `Expr` taking a `Group` that is only `anyOf: [Expr]`) sends `jsonschema` round that loop
   until Python's recursion limit. Such a reference, met again while its own evaluation on the
@@ -100,10 +101,18 @@ as `\\.` among them): `regex` compares such a run without looking at the clock, 
 that repeats one overran its timeout a hundredfold from about 1,000 characters."""
 
 
+MAX_PATTERN_UNROLLED = 50_000
+"""The most characters a pattern's counted repeats may unroll to (`x{1000}` is 1,000, and
+`(?:x{1000}){1000}` a million): `regex` compiles each repeat its least count of times, so
+`x{100000000}` took gigabytes of memory to compile (a host killed the process registering the
+tool), and `(?:(?:x{10}){10}){10000}` a second. A count's upper bound is not unrolled."""
+
+
 class PatternTooLargeError(regex.error):
-    """A pattern longer than `MAX_PATTERN_CHARS`, or with a run of literal text longer than
-    `MAX_PATTERN_LITERAL`: no search of it could be stopped in time. A `regex.error`, so it
-    refuses the schema where a pattern that does not compile is refused."""
+    """A pattern longer than `MAX_PATTERN_CHARS`, with a run of literal text longer than
+    `MAX_PATTERN_LITERAL`, or whose counted repeats unroll past `MAX_PATTERN_UNROLLED`: no
+    search of it could be stopped in time, or it could not even be compiled so. A
+    `regex.error`, so it refuses the schema where a pattern that does not compile is refused."""
 
     def __init__(self, pattern: str, reason: str) -> None:
         super().__init__(f"{reason}: no search of it could be stopped in time", pattern)
@@ -111,15 +120,31 @@ class PatternTooLargeError(regex.error):
 
 
 def _refuse_too_large(pattern: str) -> None:
-    """Raise `PatternTooLargeError` for a pattern past `MAX_PATTERN_CHARS` or
-    `MAX_PATTERN_LITERAL`."""
+    """Raise `PatternTooLargeError` for a pattern past `MAX_PATTERN_CHARS`,
+    `MAX_PATTERN_LITERAL` or `MAX_PATTERN_UNROLLED`."""
     if len(pattern) > MAX_PATTERN_CHARS:
         reason = f"a pattern of at most {MAX_PATTERN_CHARS:,} characters (it has {len(pattern):,})"
         raise PatternTooLargeError(pattern, reason)
     longest = run = 0
+    # The unrolled size of each group open at `i` (the pattern's own first), and of the atom
+    # a quantifier there repeats.
+    sizes = [0]
+    last = 0
     i = 0
     while i < len(pattern):
         c = pattern[i]
+        repeat = _REPEAT.match(pattern, i) if c == "{" else None
+        if repeat is not None:
+            least = repeat.group(1) or "0"
+            # Past nine digits no count is compiled; `int` refuses texts past 4,300 digits.
+            times = max(int(least), 1) if len(least) <= 9 else MAX_PATTERN_UNROLLED + 1
+            sizes[-1] += last * (times - 1)
+            last *= times
+            run, i = 0, repeat.end()
+            if sum(sizes) > MAX_PATTERN_UNROLLED:
+                break
+            continue
+        last = 1
         if c == "\\" and pattern[i + 1 : i + 2] in _LITERAL_ESCAPES:
             run, i = run + 1, i + 2
         elif c == "\\" or c in "^$.|?*+()[]{}":
@@ -127,10 +152,17 @@ def _refuse_too_large(pattern: str) -> None:
             run, i = 0, i + (2 if c == "\\" else 1)
             if c == "[":
                 i = _set_end(pattern, i)
-            elif c == "(" and pattern.startswith("?", i):
-                i = _group_body(pattern, i + 1)
+            elif c == "(":
+                sizes.append(0)
+                if pattern.startswith("?", i):
+                    i = _group_body(pattern, i + 1)
+            elif c == ")" and len(sizes) > 1:
+                last = sizes.pop()
+            elif c in "^$|?*+":
+                last = 0
         else:
             run, i = run + 1, i + 1
+        sizes[-1] += last
         longest = max(longest, run)
     if longest > MAX_PATTERN_LITERAL:
         reason = (
@@ -138,6 +170,16 @@ def _refuse_too_large(pattern: str) -> None:
             f" characters (one has {longest:,})"
         )
         raise PatternTooLargeError(pattern, reason)
+    if sum(sizes) > MAX_PATTERN_UNROLLED:
+        reason = (
+            f"a pattern whose counted repeats (`{{n}}`, `{{n,m}}`) come to at most"
+            f" {MAX_PATTERN_UNROLLED:,} characters"
+        )
+        raise PatternTooLargeError(pattern, reason)
+
+
+# A counted repeat: `{n}`, `{n,}`, `{n,m}` and Python's `{,m}`; its least count first.
+_REPEAT = re.compile(r"\{(?:(\d+),?\d*|,\d+)\}")
 
 
 # Escapes of a character that stands for itself (a `\.`, a `\/`): anything but a letter or a
