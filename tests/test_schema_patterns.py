@@ -244,3 +244,38 @@ def test_a_long_counted_range_is_no_unrolled_repeat(splitter: Splitter) -> None:
     schema = {"type": "object", "properties": {"a": {"pattern": "^x{2,100000000}$"}}}
     assert _outcome(schema, {"a": "xxx"}, splitter) == (True, True, [])
     assert _outcome(schema, {"a": "x"}, splitter)[1:] == (False, [("pattern", "/a")])
+
+
+@pytest.mark.parametrize(
+    ("pattern", "good", "bad"),
+    [
+        # ECMA-262's `.` takes no line terminator; Python's took all but `\n`.
+        ("^a.c$", ["abc", "a c", "aéc"], ["a\rc", "a\u2028c", "a\u2029c", "a\nc"]),
+        # A code point in braces: neither Python engine compiled it, so the tool was refused.
+        ("^\\u{1F600}+$", ["\U0001f600", "\U0001f600\U0001f600"], ["x", "\U0001f601"]),
+        # A surrogate pair is one character to ECMA-262; to Python two halves no text holds.
+        ("^\\ud83d\\ude00$", ["\U0001f600"], ["\U0001f601", "x"]),
+        ("^[\\ud83d\\ude00-\\ud83d\\ude02]$", ["\U0001f601"], ["\U0001f603"]),
+    ],
+)
+def test_a_pattern_reads_characters_as_ecma_262_does(
+    pattern: str, good: list[str], bad: list[str], splitter: Splitter
+) -> None:
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}}
+    for text in good:
+        assert _outcome(schema, {"s": text}, splitter) == (True, True, []), text
+    for text in bad:
+        assert _outcome(schema, {"s": text}, splitter)[1:] == (False, [("pattern", "/s")]), text
+
+
+def test_a_key_pattern_reads_a_dot_as_ecma_262_in_the_pre_check_too(splitter: Splitter) -> None:
+    # The pre-check took `"\r"` as surely matched by `^.$`, so it held the member to the
+    # pattern's `integer` where validation (ECMA-262: no match) reads `additionalProperties`.
+    schema = {
+        "type": "object",
+        "patternProperties": {"^.$": {"type": "integer"}},
+        "additionalProperties": {"type": "string"},
+    }
+    assert _outcome(schema, {"a": 1, "\r": "x", "\u2028": "y"}, splitter) == (True, True, [])
+    assert _outcome(schema, {"\r": 1}, splitter)[1:] == (False, [("type", "/\r")])
+    assert _outcome(schema, {"a": "x"}, splitter)[0:2] == (False, False)

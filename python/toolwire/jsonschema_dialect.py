@@ -150,7 +150,10 @@ def _refuse_too_large(pattern: str) -> None:
         elif c == "\\" or c in "^$.|?*+()[]{}":
             # A class, an anchor, a group or a quantifier ends the run (a set is one step).
             run, i = 0, i + (2 if c == "\\" else 1)
-            if c == "[":
+            if c == "\\" and pattern[i - 1] in "upP" and pattern.startswith("{", i):
+                # `\\u{1F600}`, `\\p{L}`: one character, its braces no count.
+                i = max(pattern.find("}", i) + 1, i)
+            elif c == "[":
                 i = _set_end(pattern, i)
             elif c == "(":
                 sizes.append(0)
@@ -330,6 +333,26 @@ def _compile(pattern: str) -> tuple[_Compiled, bool]:
 _MULTILINE_FLAG = re.compile(r"\(\?[a-zA-Z]*m[a-zA-Z]*[):-]")
 
 
+# An inline flag group that turns dot-all mode on (`(?s)`): `.` is then any character.
+_DOTALL_FLAG = re.compile(r"\(\?[a-zA-Z]*s[a-zA-Z]*[):-]")
+
+_BRACED_CODE_POINT = re.compile(r"\\u\{([0-9a-fA-F]{1,6})\}")
+_SURROGATE_PAIR = re.compile(r"\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.IGNORECASE)
+
+
+def _code_point(pattern: str, i: int) -> tuple[int, int] | None:
+    """The code point of a `\\u{...}` or of a surrogate pair of `\\uXXXX` escapes at `i`, and
+    the index after it; None for any other escape."""
+    braced = _BRACED_CODE_POINT.match(pattern, i)
+    if braced is not None and int(braced.group(1), 16) <= 0x10FFFF:
+        return int(braced.group(1), 16), braced.end()
+    pair = _SURROGATE_PAIR.match(pattern, i)
+    if pair is not None:
+        high, low = int(pair.group(1), 16), int(pair.group(2), 16)
+        return 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00), pair.end()
+    return None
+
+
 def _ecma_reading(pattern: str) -> str:
     """`pattern` rewritten so that Python's engines read it as ECMA-262 does:
 
@@ -340,13 +363,24 @@ def _ecma_reading(pattern: str) -> str:
     * each `$` outside a set made `\\Z`. ECMA-262's `$` matches only at the very end of the
       text; Python's also before a final newline, so `^[a-z]+$` would take `"main\\n"`, which
       Pydantic's Rust engine (and the tool's author) refuses.
+    * each `.` outside a set made a set without ECMA-262's line terminators: Python's `.`
+      matches all but `\\n`, so `^.$` took `"\\r"` and U+2028.
+    * a code point written `\\u{1F600}` (which neither engine compiles: the tool was refused),
+      or as a UTF-16 surrogate pair `\\ud83d\\ude00`, which ECMA-262 reads as one character
+      and Python as two halves that no text holds, written `\\U0001f600`.
     """
     end_of_text = _MULTILINE_FLAG.search(pattern) is None
+    line_dot = _DOTALL_FLAG.search(pattern) is None
     out: list[str] = []
     in_set = False
     i = 0
     while i < len(pattern):
         c = pattern[i]
+        written = _code_point(pattern, i) if c == "\\" else None
+        if written is not None:
+            code, i = written
+            out.append(f"\\U{code:08x}")
+            continue
         if c == "\\":
             control = pattern[i + 2 : i + 3]
             if pattern.startswith("c", i + 1) and control.isascii() and control.isalpha():
@@ -366,6 +400,8 @@ def _ecma_reading(pattern: str) -> str:
         if not in_set:
             if c == "$" and end_of_text:
                 c = "\\Z"
+            elif c == "." and line_dot:
+                c = "[^\\n\\r\\u2028\\u2029]"
             elif c == "[":
                 # A `]` right after the opening (or after `^`) ends the class in ECMA-262: `[]`
                 # matches nothing and `[^]` any character. Python would read a member there.
