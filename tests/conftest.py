@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Iterator
 from typing import AnyStr, Literal
 
 import pytest
+
+from toolwire import Assembler, Outcome, Toolset
 
 FeedMode = Literal["whole", "bytewise", "random"]
 Splitter = Callable[[bytes], Iterator[bytes]]
@@ -54,3 +57,14 @@ def splitter(feed_mode: FeedMode) -> Splitter:
         return split(data, feed_mode)
 
     return cut
+
+
+def streamed_call(tools: Toolset, arguments: object, splitter: Splitter) -> tuple[bool, Outcome]:
+    """One call of the tool `tool` with `arguments` as JSON, streamed in pieces `splitter`
+    cuts: whether the pre-check let it through, and validation's outcome."""
+    assembler = Assembler(tools=tools)
+    assembler.feed(0, id="call_1", name="tool", arguments="")
+    for piece in splitter(json.dumps(arguments).encode()):
+        assembler.feed(0, arguments=piece)
+    (call,) = assembler.finish()
+    return call.error is None, tools.validate(call)

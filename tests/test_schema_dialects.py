@@ -14,20 +14,15 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.conftest import Splitter
+from tests.conftest import Splitter, streamed_call
 from toolwire import Assembler, InvalidSchemaError, Toolset
 
 
 def _verdicts(tools: Toolset, arguments: Any, splitter: Splitter) -> tuple[bool, bool, list[str]]:
     """Whether the pre-check let the streamed call through, whether validation accepts it, and
     validation's error codes."""
-    assembler = Assembler(tools=tools)
-    assembler.feed(0, id="call_1", name="tool", arguments="")
-    for piece in splitter(json.dumps(arguments).encode()):
-        assembler.feed(0, arguments=piece)
-    (call,) = assembler.finish()
-    outcome = tools.validate(call)
-    return call.error is None, outcome.ok, [e.code for e in outcome.errors]
+    prechecked, outcome = streamed_call(tools, arguments, splitter)
+    return prechecked, outcome.ok, [e.code for e in outcome.errors]
 
 
 def _agrees_with(

@@ -5,8 +5,9 @@ and from toolwire's own pre-check, which must never reject what validation accep
 
 * `multipleOf` divides binary floats: `19.99 / 0.01` is `1998.9999999999998`, so a price that
   is a whole number of cents fails `multipleOf: 0.01`.
-* `pattern`, `patternProperties` (and `additionalProperties` beside it) and the `regex` format
-  go through Python's `re`, which does not know the Unicode property classes (`\\p{L}`,
+* `pattern`, `patternProperties` (and `additionalProperties` beside it, and the members
+  `unevaluatedProperties` counts as evaluated by one) and the `regex` format go through
+  Python's `re`, which does not know the Unicode property classes (`\\p{L}`,
   `\\p{Lu}`, `\\P{N}`) that tool schemas written for ECMA-262 engines use: the schema itself
   is then refused at `Toolset` build. Such a pattern is compiled with the `regex` module
   instead, which reads `re`'s syntax the same way and adds property classes and ECMA's
@@ -33,7 +34,8 @@ and from toolwire's own pre-check, which must never reject what validation accep
   of words as long to compile. A pattern longer than `MAX_PATTERN_CHARS`, or with a run of
   literal text longer than `MAX_PATTERN_LITERAL`, is therefore not compiled
   (`PatternTooLargeError`): the schema is refused at `Toolset` build, as one that does not
-  compile is.
+  compile is. So is one whose counted repeats unroll past `MAX_PATTERN_UNROLLED` characters,
+  which `regex` could not even compile in bounded time and memory.
 * A definition that reaches itself again for the same value (`A = anyOf[integer, $ref A]`,
   or `Expr` taking a `Group` that is only `anyOf: [Expr]`) sends `jsonschema` round that loop
   until Python's recursion limit. Such a reference, met again while its own evaluation on the
@@ -62,11 +64,13 @@ from typing import Any, Protocol, cast
 import jsonschema
 import jsonschema.validators
 import regex
+from referencing.jsonschema import lookup_recursive_ref
 
 __all__ = [
     "PatternTooLargeError",
     "ReferenceLoop",
     "WrittenFloat",
+    "check_pattern",
     "extended_validator",
     "is_multiple",
     "pattern_budget",
@@ -97,10 +101,18 @@ as `\\.` among them): `regex` compares such a run without looking at the clock, 
 that repeats one overran its timeout a hundredfold from about 1,000 characters."""
 
 
+MAX_PATTERN_UNROLLED = 50_000
+"""The most characters a pattern's counted repeats may unroll to (`x{1000}` is 1,000, and
+`(?:x{1000}){1000}` a million): `regex` compiles each repeat its least count of times, so
+`x{100000000}` took gigabytes of memory to compile (a host killed the process registering the
+tool), and `(?:(?:x{10}){10}){10000}` a second. A count's upper bound is not unrolled."""
+
+
 class PatternTooLargeError(regex.error):
-    """A pattern longer than `MAX_PATTERN_CHARS`, or with a run of literal text longer than
-    `MAX_PATTERN_LITERAL`: no search of it could be stopped in time. A `regex.error`, so it
-    refuses the schema where a pattern that does not compile is refused."""
+    """A pattern longer than `MAX_PATTERN_CHARS`, with a run of literal text longer than
+    `MAX_PATTERN_LITERAL`, or whose counted repeats unroll past `MAX_PATTERN_UNROLLED`: no
+    search of it could be stopped in time, or it could not even be compiled so. A
+    `regex.error`, so it refuses the schema where a pattern that does not compile is refused."""
 
     def __init__(self, pattern: str, reason: str) -> None:
         super().__init__(f"{reason}: no search of it could be stopped in time", pattern)
@@ -108,26 +120,52 @@ class PatternTooLargeError(regex.error):
 
 
 def _refuse_too_large(pattern: str) -> None:
-    """Raise `PatternTooLargeError` for a pattern past `MAX_PATTERN_CHARS` or
-    `MAX_PATTERN_LITERAL`."""
+    """Raise `PatternTooLargeError` for a pattern past `MAX_PATTERN_CHARS`,
+    `MAX_PATTERN_LITERAL` or `MAX_PATTERN_UNROLLED`."""
     if len(pattern) > MAX_PATTERN_CHARS:
         reason = f"a pattern of at most {MAX_PATTERN_CHARS:,} characters (it has {len(pattern):,})"
         raise PatternTooLargeError(pattern, reason)
     longest = run = 0
+    # The unrolled size of each group open at `i` (the pattern's own first), and of the atom
+    # a quantifier there repeats.
+    sizes = [0]
+    last = 0
     i = 0
     while i < len(pattern):
         c = pattern[i]
+        repeat = _REPEAT.match(pattern, i) if c == "{" else None
+        if repeat is not None:
+            least = repeat.group(1) or "0"
+            # Past nine digits no count is compiled; `int` refuses texts past 4,300 digits.
+            times = max(int(least), 1) if len(least) <= 9 else MAX_PATTERN_UNROLLED + 1
+            sizes[-1] += last * (times - 1)
+            last *= times
+            run, i = 0, repeat.end()
+            if sum(sizes) > MAX_PATTERN_UNROLLED:
+                break
+            continue
+        last = 1
         if c == "\\" and pattern[i + 1 : i + 2] in _LITERAL_ESCAPES:
             run, i = run + 1, i + 2
         elif c == "\\" or c in "^$.|?*+()[]{}":
             # A class, an anchor, a group or a quantifier ends the run (a set is one step).
             run, i = 0, i + (2 if c == "\\" else 1)
-            if c == "[":
+            if c == "\\" and pattern[i - 1] in "upP" and pattern.startswith("{", i):
+                # `\\u{1F600}`, `\\p{L}`: one character, its braces no count.
+                i = max(pattern.find("}", i) + 1, i)
+            elif c == "[":
                 i = _set_end(pattern, i)
-            elif c == "(" and pattern.startswith("?", i):
-                i = _group_body(pattern, i + 1)
+            elif c == "(":
+                sizes.append(0)
+                if pattern.startswith("?", i):
+                    i = _group_body(pattern, i + 1)
+            elif c == ")" and len(sizes) > 1:
+                last = sizes.pop()
+            elif c in "^$|?*+":
+                last = 0
         else:
             run, i = run + 1, i + 1
+        sizes[-1] += last
         longest = max(longest, run)
     if longest > MAX_PATTERN_LITERAL:
         reason = (
@@ -135,6 +173,16 @@ def _refuse_too_large(pattern: str) -> None:
             f" characters (one has {longest:,})"
         )
         raise PatternTooLargeError(pattern, reason)
+    if sum(sizes) > MAX_PATTERN_UNROLLED:
+        reason = (
+            f"a pattern whose counted repeats (`{{n}}`, `{{n,m}}`) come to at most"
+            f" {MAX_PATTERN_UNROLLED:,} characters"
+        )
+        raise PatternTooLargeError(pattern, reason)
+
+
+# A counted repeat: `{n}`, `{n,}`, `{n,m}` and Python's `{,m}`; its least count first.
+_REPEAT = re.compile(r"\{(?:(\d+),?\d*|,\d+)\}")
 
 
 # Escapes of a character that stands for itself (a `\.`, a `\/`): anything but a letter or a
@@ -285,6 +333,26 @@ def _compile(pattern: str) -> tuple[_Compiled, bool]:
 _MULTILINE_FLAG = re.compile(r"\(\?[a-zA-Z]*m[a-zA-Z]*[):-]")
 
 
+# An inline flag group that turns dot-all mode on (`(?s)`): `.` is then any character.
+_DOTALL_FLAG = re.compile(r"\(\?[a-zA-Z]*s[a-zA-Z]*[):-]")
+
+_BRACED_CODE_POINT = re.compile(r"\\u\{([0-9a-fA-F]{1,6})\}")
+_SURROGATE_PAIR = re.compile(r"\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.IGNORECASE)
+
+
+def _code_point(pattern: str, i: int) -> tuple[int, int] | None:
+    """The code point of a `\\u{...}` or of a surrogate pair of `\\uXXXX` escapes at `i`, and
+    the index after it; None for any other escape."""
+    braced = _BRACED_CODE_POINT.match(pattern, i)
+    if braced is not None and int(braced.group(1), 16) <= 0x10FFFF:
+        return int(braced.group(1), 16), braced.end()
+    pair = _SURROGATE_PAIR.match(pattern, i)
+    if pair is not None:
+        high, low = int(pair.group(1), 16), int(pair.group(2), 16)
+        return 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00), pair.end()
+    return None
+
+
 def _ecma_reading(pattern: str) -> str:
     """`pattern` rewritten so that Python's engines read it as ECMA-262 does:
 
@@ -295,13 +363,24 @@ def _ecma_reading(pattern: str) -> str:
     * each `$` outside a set made `\\Z`. ECMA-262's `$` matches only at the very end of the
       text; Python's also before a final newline, so `^[a-z]+$` would take `"main\\n"`, which
       Pydantic's Rust engine (and the tool's author) refuses.
+    * each `.` outside a set made a set without ECMA-262's line terminators: Python's `.`
+      matches all but `\\n`, so `^.$` took `"\\r"` and U+2028.
+    * a code point written `\\u{1F600}` (which neither engine compiles: the tool was refused),
+      or as a UTF-16 surrogate pair `\\ud83d\\ude00`, which ECMA-262 reads as one character
+      and Python as two halves that no text holds, written `\\U0001f600`.
     """
     end_of_text = _MULTILINE_FLAG.search(pattern) is None
+    line_dot = _DOTALL_FLAG.search(pattern) is None
     out: list[str] = []
     in_set = False
     i = 0
     while i < len(pattern):
         c = pattern[i]
+        written = _code_point(pattern, i) if c == "\\" else None
+        if written is not None:
+            code, i = written
+            out.append(f"\\U{code:08x}")
+            continue
         if c == "\\":
             control = pattern[i + 2 : i + 3]
             if pattern.startswith("c", i + 1) and control.isascii() and control.isalpha():
@@ -321,6 +400,8 @@ def _ecma_reading(pattern: str) -> str:
         if not in_set:
             if c == "$" and end_of_text:
                 c = "\\Z"
+            elif c == "." and line_dot:
+                c = "[^\\n\\r\\u2028\\u2029]"
             elif c == "[":
                 # A `]` right after the opening (or after `^`) ends the class in ECMA-262: `[]`
                 # matches nothing and `[^]` any character. Python would read a member there.
@@ -370,10 +451,19 @@ def search(pattern: str, text: str, *, out_of_time: bool = False) -> bool:
         return out_of_time
 
 
+def check_pattern(pattern: str) -> None:
+    """Compile `pattern` as validation reads it (the compiled pattern is kept for the searches).
+
+    Raises:
+        regex.error: The pattern compiles in neither `regex` nor `re`; `PatternTooLargeError`
+            when no search of it could be stopped in time.
+    """
+    _compile(pattern)
+
+
 def _is_regex(instance: object) -> bool:
-    if not isinstance(instance, str):
-        return True
-    _compile(instance)
+    if isinstance(instance, str):
+        check_pattern(instance)
     return True
 
 
@@ -419,6 +509,105 @@ def _additional_properties(original: Any) -> Any:
             )
 
     return additional_properties
+
+
+def _resolved(validator: Any, keyword: str, reference: Any) -> tuple[Any, Any] | None:
+    """The validator that reads the target of a reference keyword, and the target; None for a
+    keyword that is absent. Resolved as `jsonschema` resolves it while validating."""
+    if reference is None:
+        return None
+    if keyword == "$recursiveRef":
+        found = lookup_recursive_ref(validator._resolver)
+    else:
+        found = validator._resolver.lookup(reference)
+    return validator.evolve(schema=found.contents, _resolver=found.resolver), found.contents
+
+
+def _evaluated_keys(validator: Any, instance: dict[str, Any], schema: Any) -> set[str]:
+    """The members of `instance` that `schema` or a schema applied beside it evaluates, as
+    `unevaluatedProperties` reads them (draft 2020-12 section 11.3; 2019-09 reads them alike).
+
+    `jsonschema` finds them with `re.search` on each `patternProperties` pattern: a pattern
+    with `\\p{L}` raised there on every call (so the call ended `internal_error`), and
+    `^[a-z]+$` took the key `"ab\\n"`. Here every pattern is read by `search`, as
+    `patternProperties` itself reads it. Each schema is read once, so a reference back to
+    itself ends.
+    """
+    keys: set[str] = set()
+    seen: set[int] = set()
+    pending: list[tuple[Any, Any]] = [(validator, schema)]
+    while pending:
+        reader, raw = pending.pop()
+        if not isinstance(raw, dict):
+            continue
+        node = cast(dict[str, Any], raw)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
+            # Only the reference keywords of the schema's own draft.
+            if keyword not in reader.VALIDATORS:
+                continue
+            target = _resolved(reader, keyword, node.get(keyword))
+            if target is not None:
+                pending.append(target)
+        properties = node.get("properties")
+        if isinstance(properties, dict):
+            keys.update(instance.keys() & cast(dict[str, Any], properties).keys())
+        for keyword in ("additionalProperties", "unevaluatedProperties"):
+            sub = node.get(keyword)
+            if sub is not None:
+                keys.update(
+                    key
+                    for key, value in instance.items()
+                    if next(reader.descend(value, sub), None) is None
+                )
+        patterns = node.get("patternProperties")
+        if isinstance(patterns, dict):
+            patterns = cast(dict[str, Any], patterns)
+            keys.update(
+                key for key in instance if any(search(pattern, key) for pattern in patterns)
+            )
+        dependent = node.get("dependentSchemas")
+        if isinstance(dependent, dict):
+            named = cast(dict[str, Any], dependent).items()
+            pending.extend((reader, sub) for name, sub in named if name in instance)
+        for keyword in ("allOf", "oneOf", "anyOf"):
+            pending.extend(
+                (reader, sub)
+                for sub in node.get(keyword, ())
+                if next(reader.descend(instance, sub), None) is None
+            )
+        if "if" in node:
+            if reader.evolve(schema=node["if"]).is_valid(instance):
+                pending.append((reader, node["if"]))
+                pending.append((reader, node.get("then")))
+            else:
+                pending.append((reader, node.get("else")))
+    return keys
+
+
+def _unevaluated_properties(
+    validator: Any, unevaluated: Any, instance: Any, schema: Any
+) -> Iterator[jsonschema.ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    evaluated = _evaluated_keys(validator, instance, schema)
+    refused = [
+        key
+        for key, value in instance.items()
+        if key not in evaluated
+        and next(validator.descend(value, unevaluated, path=key, schema_path=key), None) is not None
+    ]
+    if not refused:
+        return
+    names = ", ".join(repr(key) for key in sorted(refused))
+    if unevaluated is False:
+        yield jsonschema.ValidationError(f"Unevaluated properties are not allowed ({names})")
+    else:
+        yield jsonschema.ValidationError(
+            f"Unevaluated properties are not valid under the given schema ({names})"
+        )
 
 
 def _nullable(original: Any) -> Any:
@@ -641,6 +830,11 @@ def extended_validator(cls: Any) -> Any:
             "enum": _nullable(cls.VALIDATORS["enum"]),
             "additionalProperties": _additional_properties(cls.VALIDATORS["additionalProperties"]),
             "patternProperties": _pattern_properties,
+            **(
+                {"unevaluatedProperties": _unevaluated_properties}
+                if "unevaluatedProperties" in cls.VALIDATORS
+                else {}
+            ),
             "uniqueItems": _unique_items,
             **{
                 name: _acyclic(cls.VALIDATORS[name])

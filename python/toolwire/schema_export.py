@@ -55,8 +55,10 @@ from typing import Any, Literal, TypeVar, cast
 import referencing
 import referencing.exceptions
 import referencing.jsonschema
+import regex
 
 from toolwire._pickling import RebuiltWhole
+from toolwire.jsonschema_dialect import check_pattern
 from toolwire.subschemas import (
     NOWHERE,
     inner_any,
@@ -77,6 +79,7 @@ __all__ = [
     "closing_splits_one_of",
     "export_schema",
     "inline_refs",
+    "invalid_pattern",
     "precheck_schema",
     "strict_problems",
     "strict_schema",
@@ -341,6 +344,18 @@ def _shown_target(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _subschemas_at(node: Mapping[str, Any], tokens: list[str]) -> list[tuple[Any, list[str]]]:
+    """The values right below `node` that hold subschemas (a list of them whole), each with
+    its pointer tokens, `tokens` being those of `node`; definitions included."""
+    subs: list[tuple[Any, list[str]]] = []
+    for key, value in node.items():
+        if key in _NAMED_SUBSCHEMAS and _as_dict(value) is not None:
+            subs.extend((sub, [*tokens, key, name]) for name, sub in value.items())
+        elif key in _SUBSCHEMAS:
+            subs.append((value, [*tokens, key]))
+    return subs
+
+
 def unresolvable_dynamic_ref(schema: Mapping[str, Any]) -> tuple[list[str], str, str] | None:
     """The first `$dynamicRef` (draft 2020-12) or `$recursiveRef` (draft 2019-09) in `schema`
     that names no target, as (pointer tokens to it, keyword, reference); None if all resolve.
@@ -390,13 +405,46 @@ def unresolvable_dynamic_ref(schema: Mapping[str, Any]) -> tuple[list[str], str,
         if spec is referencing.jsonschema.DRAFT201909 and isinstance(recursive, str):
             if recursive != "#":
                 return [*tokens, "$recursiveRef"], "$recursiveRef", recursive
-        subs: list[tuple[Any, list[str]]] = []
-        for key, value in as_dict.items():
-            if key in _NAMED_SUBSCHEMAS and _as_dict(value) is not None:
-                subs.extend((sub, [*tokens, key, name]) for name, sub in value.items())
-            elif key in _SUBSCHEMAS:
-                subs.append((value, [*tokens, key]))
+        subs = _subschemas_at(as_dict, tokens)
         todo.extend((sub, steps, scope, spec) for sub, steps in reversed(subs))
+    return None
+
+
+def invalid_pattern(schema: Mapping[str, Any]) -> tuple[list[str], str, str, regex.error] | None:
+    """The first regular expression in `schema` that validation cannot run, a `pattern` or a
+    `patternProperties` name that compiles in no engine or is too large to search in bounded
+    time, as (pointer tokens to it, keyword, pattern, the engine's refusal); None when all run.
+
+    The metaschema checks them only where it gives them the `regex` format: draft 4 has no
+    `propertyNames`, so there a `patternProperties` name that compiles nowhere passed, and
+    every call of the tool then ended `internal_error`; the later drafts name the whole
+    `patternProperties` object, not the name at fault.
+    """
+    todo: list[tuple[Any, list[str]]] = [(schema, [])]
+    while todo:
+        node, tokens = todo.pop()
+        as_list = _as_list(node)
+        if as_list is not None:
+            entries = list(enumerate(as_list))
+            todo.extend((item, [*tokens, str(i)]) for i, item in reversed(entries))
+            continue
+        as_dict = _as_dict(node)
+        if as_dict is None:
+            continue
+        written: list[tuple[list[str], str, str]] = []
+        pattern = as_dict.get("pattern")
+        if isinstance(pattern, str):
+            written.append(([*tokens, "pattern"], "pattern", pattern))
+        names = _as_dict(as_dict.get("patternProperties")) or {}
+        written += [
+            ([*tokens, "patternProperties", name], "patternProperties", name) for name in names
+        ]
+        for steps, keyword, source in written:
+            try:
+                check_pattern(source)
+            except regex.error as refused:
+                return steps, keyword, source, refused
+        todo.extend(reversed(_subschemas_at(as_dict, tokens)))
     return None
 
 
@@ -968,7 +1016,8 @@ class InvalidSchemaError(RebuiltWhole, ValueError):
             where the value at fault is a whole schema (`/properties/a`).
         got: The value at fault as JSON, cut to 80 characters.
         expected: What the metaschema takes there, in words.
-        detail: The metaschema's own message, in full.
+        detail: The metaschema's own message, in full (the regex engine's, for a pattern
+            that compiles in no engine where the metaschema does not check it).
     """
 
     def __init__(

@@ -71,6 +71,7 @@ from toolwire.schema_export import (
     accepts_null,
     as_json_schema,
     export_schema,
+    invalid_pattern,
     post_order,
     precheck_schema,
     refuse_too_deep,
@@ -272,6 +273,28 @@ def _refuse_unresolvable_dynamic_ref(schema: Mapping[str, Any], tool: str) -> No
     )
 
 
+def _refuse_invalid_pattern(schema: Mapping[str, Any], tool: str) -> None:
+    """Refuse a regular expression validation cannot run that the metaschema let through (see
+    `invalid_pattern`), at its own place.
+
+    Raises:
+        InvalidSchemaError: With the place of the pattern.
+    """
+    found = invalid_pattern(schema)
+    if found is None:
+        return
+    steps, keyword, source, refused = found
+    got = json.dumps(source, ensure_ascii=False)
+    raise InvalidSchemaError(
+        tool,
+        pointer(steps),
+        keyword,
+        got if len(got) <= 80 else got[:77] + "...",
+        refused.reason if isinstance(refused, PatternTooLargeError) else "a valid regex",
+        f"{keyword} {got} at {pointer(steps)} does not compile: {refused}",
+    )
+
+
 def _refuse_lone_surrogate_description(tool: str, description: str) -> None:
     """Refuse a tool description holding a lone surrogate: every export sends it, and no UTF-8
     request body can carry it, so the provider request failed far from the tool's definition.
@@ -350,6 +373,11 @@ def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaErro
     keyword = _keyword_at(steps)
     rule = exc.validator
     value: Any = exc.validator_value
+    if rule == "format" and value == "regex" and steps[-1:] == ["patternProperties"]:
+        # The metaschema checks the names with `propertyNames` and names their object: the
+        # place at fault is the name itself.
+        steps.append(str(exc.instance))
+        keyword = "patternProperties"
     if isinstance(exc.cause, PatternTooLargeError):
         expected = exc.cause.reason
     elif rule == "type":
@@ -1553,6 +1581,7 @@ class Toolset:
             if model is None:
                 # Past the metaschema, which refuses an `$id` that is no string first.
                 _refuse_unresolvable_dynamic_ref(source, name)
+                _refuse_invalid_pattern(schema, name)
             self._tools[name] = ToolDefinition(
                 name=name,
                 description=description,

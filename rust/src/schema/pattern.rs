@@ -192,8 +192,8 @@ fn build(pattern: &str, translated: &str) -> Option<Pattern> {
 /// member meets, and `additionalProperties` refuses what no pattern takes: a wrong reading
 /// either way could refuse a valid member. So a key is judged twice, by the pattern as some
 /// dialect reads it (`wide`, as [`compile`]) and as every dialect does (`narrow`: `\d` is
-/// `[0-9]`, `\w` ASCII, property classes refused, as their tables differ between Unicode
-/// versions), and is sure to match only by `narrow`, sure not to only by `wide`.
+/// `[0-9]`, `\w` ASCII, `.` without ECMA-262's line terminators, property classes refused,
+/// as their tables differ between Unicode versions), and is sure to match only by `narrow`, sure not to only by `wide`.
 #[derive(Debug)]
 pub(crate) struct KeyPattern {
     wide: Option<Pattern>,
@@ -370,6 +370,9 @@ fn translate(p: &str, wide: bool) -> Option<String> {
             // tool reads it as ECMA-262 does, and a model on `python-re` has its patterns left
             // to validation).
             '$' if !in_class => out.push_str(r"\z"),
+            // ECMA-262's `.` takes no line terminator; Python's and the crate's take all but
+            // `\n`. A key pattern's narrow reading must hold for every dialect.
+            '.' if !in_class && !wide => out.push_str(r"[^\n\r\x{2028}\x{2029}]"),
             _ => out.push(c),
         }
         i += 1;
@@ -547,6 +550,23 @@ mod tests {
         for p in declined {
             assert!(compile(p).map_or(true, |c| c.simple.is_none()), "{p}");
         }
+    }
+
+    /// A key `.` may take is judged only where every dialect reads it alike: ECMA-262's `.`
+    /// refuses `\r`, U+2028 and U+2029, Python's and Pydantic's take them.
+    #[test]
+    fn a_key_dot_is_sure_only_off_the_line_terminators() {
+        let dot = KeyPattern::compile("^.$");
+        assert_eq!(dot.matches("a"), Some(true));
+        assert_eq!(dot.matches("é"), Some(true));
+        assert_eq!(dot.matches("\n"), Some(false));
+        assert_eq!(dot.matches("ab"), Some(false));
+        for terminator in ["\r", "\u{2028}", "\u{2029}"] {
+            assert_eq!(dot.matches(terminator), None, "{terminator:?}");
+        }
+        let set = KeyPattern::compile("^[.]$");
+        assert_eq!(set.matches("."), Some(true));
+        assert_eq!(set.matches("\r"), Some(false));
     }
 
     #[test]

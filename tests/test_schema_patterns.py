@@ -1,0 +1,281 @@
+"""Regular expressions in plain tool schemas (`pattern`, `patternProperties`, `propertyNames`)
+are ECMA-262 patterns, as JSON Schema has them: every keyword that reads one, wherever it sits
+in the schema, reads it the same way (Unicode property classes such as `\\p{L}`, a `$` that
+holds only at the very end of the text), and a pattern no engine can run is refused when the
+tool is registered, at its own place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import Splitter, streamed_call
+from toolwire import InvalidSchemaError, Toolset
+
+_DRAFT_2019 = "https://json-schema.org/draft/2019-09/schema"
+
+
+def _outcome(
+    schema: dict[str, Any], arguments: dict[str, Any], splitter: Splitter
+) -> tuple[bool, bool, list[tuple[str, str]]]:
+    """Whether the pre-check let the streamed call through, whether validation accepts it, and
+    validation's errors as (code, pointer)."""
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    prechecked, outcome = streamed_call(tools, arguments, splitter)
+    return prechecked, outcome.ok, [(e.code, e.path) for e in outcome.errors]
+
+
+def _letters_only(draft: str | None) -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "patternProperties": {r"^\p{L}+$": {"type": "string"}},
+        "unevaluatedProperties": False,
+    }
+    return schema if draft is None else {"$schema": draft, **schema}
+
+
+@pytest.mark.parametrize("draft", [None, _DRAFT_2019])
+def test_a_property_class_beside_unevaluated_properties_is_read_as_ecma_262(
+    draft: str | None, splitter: Splitter
+) -> None:
+    # `jsonschema` found the members a pattern evaluates with Python's `re`, which has no
+    # `\p{L}`: every call ended `internal_error`, valid or not.
+    schema = _letters_only(draft)
+    assert _outcome(schema, {"名前": "x", "abc": "y"}, splitter) == (True, True, [])
+    assert _outcome(schema, {"abc": "y", "a1": "z"}, splitter)[1:] == (
+        False,
+        [("unknown_field", "/a1")],
+    )
+
+
+_LOWER = "^[a-z]+$"
+_CLOSED_BY_UNEVALUATED: list[tuple[str, dict[str, Any]]] = [
+    (
+        "beside",
+        {"patternProperties": {_LOWER: {}}, "unevaluatedProperties": False},
+    ),
+    (
+        "allOf",
+        {"allOf": [{"patternProperties": {_LOWER: {}}}], "unevaluatedProperties": False},
+    ),
+    (
+        "$ref",
+        {
+            "$defs": {"lower": {"patternProperties": {_LOWER: {}}}},
+            "$ref": "#/$defs/lower",
+            "unevaluatedProperties": False,
+        },
+    ),
+    (
+        "anyOf",
+        {
+            "anyOf": [{"patternProperties": {_LOWER: {}}}, {"required": ["never"]}],
+            "unevaluatedProperties": False,
+        },
+    ),
+    (
+        "if-then",
+        {
+            "if": {"type": "object"},
+            "then": {"patternProperties": {_LOWER: {}}},
+            "unevaluatedProperties": False,
+        },
+    ),
+    (
+        "dependentSchemas",
+        {
+            "properties": {"a": {}},
+            "dependentSchemas": {"a": {"patternProperties": {_LOWER: {}}}},
+            "unevaluatedProperties": False,
+        },
+    ),
+    (
+        "nested",
+        {
+            "properties": {
+                "inner": {
+                    "type": "object",
+                    "allOf": [{"$ref": "#/$defs/lower"}],
+                    "unevaluatedProperties": False,
+                }
+            },
+            "$defs": {"lower": {"patternProperties": {_LOWER: {}}}},
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "schema", [s for _, s in _CLOSED_BY_UNEVALUATED], ids=[n for n, _ in _CLOSED_BY_UNEVALUATED]
+)
+def test_a_key_ending_in_a_newline_is_not_taken_by_a_dollar_for_unevaluated_properties(
+    schema: dict[str, Any], splitter: Splitter
+) -> None:
+    # ECMA-262's `$` holds only at the end of the text; Python's `re` also before a final
+    # newline, so `^[a-z]+$` counted the member `"ab\n"` as evaluated and it passed.
+    schema = {"type": "object", **schema}
+    nested = "inner" in schema.get("properties", {})
+    members: dict[str, Any] = {"a": 1, "ab": 2}
+    good = {"inner": members} if nested else members
+    bad = {"inner": {**members, "ab\n": 3}} if nested else {**members, "ab\n": 3}
+    at = "/inner/ab\n" if nested else "/ab\n"
+    assert _outcome(schema, good, splitter)[1:] == (True, [])
+    assert _outcome(schema, bad, splitter)[1:] == (False, [("unknown_field", at)])
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"patternProperties": {_LOWER: {}}, "additionalProperties": False},
+        {"propertyNames": {"pattern": _LOWER}},
+        {"propertyNames": {"$ref": "#/$defs/name"}, "$defs": {"name": {"pattern": _LOWER}}},
+        {"properties": {"s": {"anyOf": [{"type": "integer"}, {"pattern": _LOWER}]}}},
+    ],
+    ids=["additionalProperties", "propertyNames", "propertyNames-$ref", "pattern-anyOf"],
+)
+def test_every_other_keyword_reads_a_dollar_as_the_end_of_the_text(
+    schema: dict[str, Any], splitter: Splitter
+) -> None:
+    schema = {"type": "object", **schema}
+    value = "ab\n"
+    arguments = {"s": value} if "properties" in schema else {value: 1}
+    ok, errors = _outcome(schema, arguments, splitter)[1:]
+    assert not ok
+    assert errors
+    assert "internal_error" not in [code for code, _ in errors]
+    assert _outcome(schema, {"s": "ab"} if "properties" in schema else {"ab": 1}, splitter) == (
+        True,
+        True,
+        [],
+    )
+
+
+_DRAFT_4 = "http://json-schema.org/draft-04/schema#"
+
+
+@pytest.mark.parametrize(
+    ("schema", "path", "keyword", "got"),
+    [
+        # Draft 4's metaschema has no `propertyNames` to check the names with: the toolset was
+        # built and every call ended `internal_error`.
+        (
+            {"$schema": _DRAFT_4, "type": "object", "patternProperties": {"^(a": {}}},
+            "/patternProperties/^(a",
+            "patternProperties",
+            '"^(a"',
+        ),
+        # The later drafts named the whole object (`/patternProperties`), not the name.
+        (
+            {"type": "object", "patternProperties": {"^a": {}, "[b": {}}},
+            "/patternProperties/[b",
+            "patternProperties",
+            '"[b"',
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"m": {"type": "array", "items": {"patternProperties": {"a/(": {}}}}},
+            },
+            "/properties/m/items/patternProperties/a~1(",
+            "patternProperties",
+            '"a/("',
+        ),
+        (
+            {
+                "$schema": _DRAFT_4,
+                "type": "object",
+                "properties": {"s": {"allOf": [{"type": "string"}, {"pattern": "\\p{Nope}"}]}},
+            },
+            "/properties/s/allOf/1/pattern",
+            "pattern",
+            '"\\\\p{Nope}"',
+        ),
+    ],
+)
+def test_a_pattern_no_engine_runs_is_refused_at_registration_at_its_place(
+    schema: dict[str, Any], path: str, keyword: str, got: str
+) -> None:
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([{"name": "tool", "parameters": schema}])
+    refused = info.value
+    assert (refused.tool, refused.path, refused.keyword, refused.got) == (
+        "tool",
+        path,
+        keyword,
+        got,
+    )
+    assert refused.expected == "a valid regex"
+
+
+@pytest.mark.parametrize(
+    ("schema", "path", "keyword"),
+    [
+        (
+            {"type": "object", "properties": {"a": {"pattern": "^(?:(?:x{10}){10}){10000}$"}}},
+            "/properties/a/pattern",
+            "pattern",
+        ),
+        (
+            {"type": "object", "patternProperties": {"^k{60000}$": {}}},
+            "/patternProperties/^k{60000}$",
+            "patternProperties",
+        ),
+        (
+            {"$schema": _DRAFT_4, "type": "object", "patternProperties": {"^k{60000}$": {}}},
+            "/patternProperties/^k{60000}$",
+            "patternProperties",
+        ),
+    ],
+)
+def test_a_pattern_whose_counts_unroll_past_the_bound_is_refused_at_registration(
+    schema: dict[str, Any], path: str, keyword: str
+) -> None:
+    # `regex` compiles a repeat its least count of times: this one took a second to compile,
+    # and `x{100000000}` gigabytes of memory, enough for a host to kill the process.
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([{"name": "tool", "parameters": schema}])
+    assert (info.value.path, info.value.keyword) == (path, keyword)
+    assert info.value.expected.startswith("a pattern whose counted repeats")
+
+
+def test_a_long_counted_range_is_no_unrolled_repeat(splitter: Splitter) -> None:
+    # Only the least count is unrolled: a bound of any size costs nothing.
+    schema = {"type": "object", "properties": {"a": {"pattern": "^x{2,100000000}$"}}}
+    assert _outcome(schema, {"a": "xxx"}, splitter) == (True, True, [])
+    assert _outcome(schema, {"a": "x"}, splitter)[1:] == (False, [("pattern", "/a")])
+
+
+@pytest.mark.parametrize(
+    ("pattern", "good", "bad"),
+    [
+        # ECMA-262's `.` takes no line terminator; Python's took all but `\n`.
+        ("^a.c$", ["abc", "a c", "aéc"], ["a\rc", "a\u2028c", "a\u2029c", "a\nc"]),
+        # A code point in braces: neither Python engine compiled it, so the tool was refused.
+        ("^\\u{1F600}+$", ["\U0001f600", "\U0001f600\U0001f600"], ["x", "\U0001f601"]),
+        # A surrogate pair is one character to ECMA-262; to Python two halves no text holds.
+        ("^\\ud83d\\ude00$", ["\U0001f600"], ["\U0001f601", "x"]),
+        ("^[\\ud83d\\ude00-\\ud83d\\ude02]$", ["\U0001f601"], ["\U0001f603"]),
+    ],
+)
+def test_a_pattern_reads_characters_as_ecma_262_does(
+    pattern: str, good: list[str], bad: list[str], splitter: Splitter
+) -> None:
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}}
+    for text in good:
+        assert _outcome(schema, {"s": text}, splitter) == (True, True, []), text
+    for text in bad:
+        assert _outcome(schema, {"s": text}, splitter)[1:] == (False, [("pattern", "/s")]), text
+
+
+def test_a_key_pattern_reads_a_dot_as_ecma_262_in_the_pre_check_too(splitter: Splitter) -> None:
+    # The pre-check took `"\r"` as surely matched by `^.$`, so it held the member to the
+    # pattern's `integer` where validation (ECMA-262: no match) reads `additionalProperties`.
+    schema = {
+        "type": "object",
+        "patternProperties": {"^.$": {"type": "integer"}},
+        "additionalProperties": {"type": "string"},
+    }
+    assert _outcome(schema, {"a": 1, "\r": "x", "\u2028": "y"}, splitter) == (True, True, [])
+    assert _outcome(schema, {"\r": 1}, splitter)[1:] == (False, [("type", "/\r")])
+    assert _outcome(schema, {"a": "x"}, splitter)[0:2] == (False, False)
