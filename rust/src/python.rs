@@ -3128,17 +3128,18 @@ impl PyAssembler {
                 .finish_deferring_scans()
                 .map_err(|e| misuse(&e))?
         };
-        let unsettled: Vec<usize> = (calls.iter().enumerate())
-            .filter(|(_, call)| call.unscanned)
-            .map(|(i, _)| i)
-            .collect();
+        // Asked before the calls move into the list, and the list read back for them: a list
+        // of their positions was an allocation and a free on every stream's `finish`.
+        let any_unsettled = calls.iter().any(|call| call.unscanned);
         // Each call object is made straight into the list.
         let list = PyList::new(slf.py(), calls.into_iter().map(PyToolCall::new))?;
-        if !unsettled.is_empty() {
+        if any_unsettled {
             let mut this = slf.try_borrow_mut().map_err(in_use)?;
-            for i in unsettled {
-                this.unsettled
-                    .push(list.get_item(i)?.cast_into::<PyToolCall>()?.unbind());
+            for item in list.iter() {
+                let call = item.cast_into::<PyToolCall>()?;
+                if call.get().call.unscanned {
+                    this.unsettled.push(call.unbind());
+                }
             }
         }
         Ok(list)
