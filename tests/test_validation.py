@@ -1565,6 +1565,28 @@ def test_a_number_past_pythons_digit_limit_is_too_large_not_an_exception(
     assert outcome.errors == []
 
 
+@pytest.mark.parametrize("precheck", [False, True])
+def test_an_integer_string_past_the_digit_limit_is_refused_for_its_length(precheck: bool) -> None:
+    # "An integer" (and "do not round") was false of it: it is one, only too long to read.
+    toolset = Toolset([_Count])
+
+    def validated(digits: str) -> Outcome:
+        asm = Assembler(tools=toolset if precheck else None)
+        asm.feed(0, id="c", name="count", arguments=json.dumps({"n": digits}))
+        (done,) = asm.finish()
+        return toolset.validate(done)
+
+    for digits in ("1" * 5000, "-" + "9" * 4301):
+        (error,) = validated(digits).errors
+        assert (error.path, error.code) == ("/n", "range")
+        assert error.expected == "an integer of at most 4300 digits"
+        assert error.hint is not None and "digits" in error.hint and "round" not in error.hint
+    # Digits past any float but within the limit are the integer they spell, as bare ones are.
+    for digits in ("1" * 400, "-" + "7" * 4300):
+        outcome = validated(digits)
+        assert outcome.ok and outcome.model == _Count(n=int(digits)), outcome.errors
+
+
 class _Deep(BaseModel):
     x: Any
 

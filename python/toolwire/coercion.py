@@ -233,7 +233,8 @@ class CoercionProblem:
     Attributes:
         path: JSON Pointer of the value.
         code: `"ambiguous"`, `"fractional_integer"`, `"inexact_milliseconds"`,
-            `"number_text"`, `"out_of_range"`, `"timezone_required"`, `"unix_timestamp"`,
+            `"number_text"`, `"out_of_range"`, `"too_many_digits"` (an integer longer than
+            the 4,300 digits Pydantic reads), `"timezone_required"`, `"unix_timestamp"`,
             `"bool_number"`, `"whole_float"` (`2.0` for an integer enum member with
             `integral_number` off), `"key_text"` or `"duplicate_key"` (a dict key, see
             `KEYS_KEY`), `"duplicate_field"` (a second key one field is read from, see
@@ -1866,11 +1867,18 @@ class _Coercer:
                 except InvalidOperation:
                     return value
                 if "integer" in types:
+                    if integer and len(stripped.lstrip("-")) <= _MAX_INT_DIGITS:
+                        # Digits alone are an exact integer however far past a float (as
+                        # Pydantic reads them), not a float reading to refuse.
+                        return self.record(path, value, int(exact), "number_string")
                     whole = _integral(exact) if _PLAIN_NUMBER.fullmatch(stripped) else None
                     if whole is not None:
                         return self.record(path, value, whole, "number_string")
                     if "number" not in types:
-                        if _integral(exact) is None:
+                        if integer:
+                            # An integer all the same: "do not round" would be false advice.
+                            self.refuse(path, "too_many_digits", value, str(_MAX_INT_DIGITS))
+                        elif _integral(exact) is None:
                             self.refuse(path, "fractional_integer", value)
                         return value
                 if _beyond_float(exact):

@@ -2523,6 +2523,8 @@ class _ErrorBuilder:
             code = "type"
         elif code == "unix_timestamp":
             code = "format"
+        elif code == "too_many_digits":
+            code = "range"
         got = self.got_text(located, problem.got)
         if code == "key_text":
             # About a key of the object, as Pydantic's own key errors are (`from_pydantic`).
@@ -2541,6 +2543,9 @@ class _ErrorBuilder:
         hint = text(f"hint.{problem.code}", self.lang, detail=problem.detail)
         if problem.code == "number_text":
             expected = text("type.number", self.lang)
+        elif problem.code == "too_many_digits":
+            # "An integer" is false of what the model sent, which is one: its length is wrong.
+            expected = text("expected.integer_digits", self.lang, limit=problem.detail)
         elif problem.code == "out_of_range":
             # "A number" alone is false of what the model sent, which is one: too large or too
             # small for the float that would read it. The range says what will do.
