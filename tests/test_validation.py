@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -1542,6 +1543,36 @@ def test_an_error_inside_a_json_text_is_the_strings_and_the_hint_says_where(
     (sent,) = arguments.values()
     assert (error.path, error.code, error.expected) == (path, "type", expected)
     assert (error.got, error.hint) == (json.dumps(sent), hint)
+
+
+class _Series(BaseModel):
+    series: list[int] | list[float] = []
+    table: dict[str, int] | dict[str, float] = {}
+
+
+@pytest.mark.parametrize("precheck", [False, True])
+def test_one_number_string_in_a_union_of_containers_is_one_reading(precheck: bool) -> None:
+    # `["3.0"]` is `[3]` to `list[int]` and `[3.0]` to `list[float]`: one value spelt two ways,
+    # read as the raw `[3.0]` is, not refused as ambiguous beside an error saying it is no
+    # integer.
+    tools = Toolset([_Series])
+
+    def validated(arguments: object) -> Outcome:
+        return tools.validate(
+            call("series", json.dumps(arguments), tools=tools if precheck else None)
+        )
+
+    outcome = validated({"series": ["3.0", "-0.0"], "table": {"a": "2.0"}})
+    assert outcome.ok, outcome.errors
+    assert isinstance(outcome.model, _Series)
+    assert outcome.model == _Series(series=[3.0, -0.0], table={"a": 2.0})
+    numbers = [*outcome.model.series, *outcome.model.table.values()]
+    assert all(type(n) is float for n in numbers)
+    assert math.copysign(1, outcome.model.series[1]) == -1
+    # Integers spelt as integers stay integers, as `"3"` does for `int | float`.
+    outcome = validated({"series": ["3", "4"]})
+    assert isinstance(outcome.model, _Series)
+    assert [type(n) for n in outcome.model.series] == [int, int]
 
 
 class _Count(BaseModel):
