@@ -230,7 +230,8 @@ class FieldError:
     """One problem with one argument value, in words built from the tool's schema.
 
     Attributes:
-        path: JSON Pointer of the value (`""` for the whole arguments).
+        path: JSON Pointer of the value (`""` for the whole arguments); a key that quotes a
+            secret argument of the call shows it as `[redacted]`.
         code: A stable slug: `missing`, `unknown_field`, `type`, `enum`, `format`,
             `timezone_required`, `pattern`, `range`, `multiple_of`, `decimal`, `length`, `unique`,
             `ambiguous`, `value`, `business_rule`, `schema_violation` or `invalid`. A dict key
@@ -3534,6 +3535,26 @@ def _at(value: Any, path: str) -> Any:
     return value
 
 
+def _keys_hidden(path: str, arguments: Any, secrets: Sequence[str]) -> str:
+    """`path` with each object key in it that quotes a secret value redacted. An array's index
+    stays as it is: a short secret (the PIN `1`) would otherwise hide the position."""
+    parts: list[str | int] = []
+    value = arguments
+    for seg in map(str, _split(path)):
+        items = _as_items(value)
+        if items is not None and seg.isdigit():
+            parts.append(seg)
+            value = items[int(seg)] if int(seg) < len(items) else _ABSENT
+            continue
+        # A key, or a step the arguments do not hold (a missing field), read as one.
+        keyed = isinstance(value, dict) or not seg.isdigit()
+        parts.append(without_values(seg, secrets) if keyed else seg)
+        value = (
+            cast(dict[str, Any], value).get(seg, _ABSENT) if isinstance(value, dict) else _ABSENT
+        )
+    return pointer(parts)
+
+
 def _as_items(value: object) -> list[Any] | None:
     return cast(list[Any], value) if isinstance(value, list) else None
 
@@ -4907,28 +4928,49 @@ class ToolValidator:
         Returns:
             The secret values' texts.
         """
+        return self._call_secrets(call)[1]
+
+    def _call_secrets(self, call: CallLike) -> tuple[Any, list[str]]:
+        """The call's arguments as written (`_ABSENT` when they are no JSON) and `call_secrets`."""
         if not self._holds_secrets:
-            return []
+            return _ABSENT, []
         try:
             arguments = loads_exact(_argument_text(call))
         except ValueError:
-            return []
-        return self._secret_texts(arguments)
+            return _ABSENT, []
+        return arguments, self._secret_texts(arguments)
 
-    def _without_secret_values(self, call: CallLike, errors: list[FieldError]) -> list[FieldError]:
-        """`errors` with every secret value of the call's arguments hidden wherever it shows:
-        a validator may quote it in its message (`hint`), and the model may send it again
-        under an unknown key (`got`), where the field's own redaction does not reach.
-        `expected` is left whole: it is the schema's own words, which the model has been
-        shown, and a short secret (`a`) would cut into them (`[redacted] string matching`)."""
-        secrets = self.call_secrets(call)
+    def _without_secret_values(
+        self, call: CallLike, errors: list[FieldError], ask_user: list[str]
+    ) -> tuple[list[FieldError], list[str]]:
+        """`errors` and `ask_user` with every secret value of the call's arguments hidden
+        wherever it shows: a validator may quote it in its message (`hint`), and the model may
+        send it again under an unknown key (`got`) or as a key (`path`), where the field's own
+        redaction does not reach. `expected` is left whole: it is the schema's own words, which
+        the model has been shown, and a short secret (`a`) would cut into them (`[redacted]
+        string matching`)."""
+        arguments, secrets = self._call_secrets(call)
         if not secrets:
-            return errors
+            return errors, ask_user
 
         def hide(text: str | None) -> str | None:
             return None if text is None else without_values(text, secrets)
 
-        return [dataclasses.replace(e, got=hide(e.got), hint=hide(e.hint)) for e in errors]
+        hidden = [
+            dataclasses.replace(
+                e,
+                path=_keys_hidden(e.path, arguments, secrets),
+                got=hide(e.got),
+                hint=hide(e.hint),
+            )
+            for e in errors
+        ]
+        # Dotted paths of fields the schema names, a made-up key only inside a dict field.
+        asked = [
+            ".".join(p if p.isdigit() else without_values(p, secrets) for p in field.split("."))
+            for field in ask_user
+        ]
+        return hidden, asked
 
     def _reject(
         self,
@@ -4942,7 +4984,7 @@ class ToolValidator:
         if self._lookup.asks_user:
             entries = [builder.asked_of_user(e) if isinstance(e, _Draft) else e for e in entries]
         errors, ask_user = _finish_errors(entries, self._lookup, lang)
-        errors = self._without_secret_values(call, errors)
+        errors, ask_user = self._without_secret_values(call, errors, ask_user)
         if ask_user:
             return Outcome(
                 ok=False,
