@@ -783,3 +783,21 @@ def test_a_secret_sent_again_as_a_key_is_hidden_in_paths(
     ]
     for text in shown:
         assert "9999" not in text
+
+
+class _Tagged(BaseModel):
+    token: SecretStr
+    counts: dict[str, int] = {}
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_secret_sent_again_as_a_key_is_hidden_in_coercion_paths(precheck: bool) -> None:
+    # A coercion under the key is reported by its path, as an error is: the key is hidden
+    # there too, while the validated model keeps the data the model sent.
+    tools = Toolset([_Tagged])
+    arguments = {"token": "sk-live-9999", "counts": {"sk-live-9999": "5", "b": "6"}}
+    outcome = tools.validate(call(tools, "tagged", json.dumps(arguments), precheck=precheck))
+    assert outcome.ok and isinstance(outcome.model, _Tagged)
+    assert outcome.model.counts == {"sk-live-9999": 5, "b": 6}
+    assert [c.path for c in outcome.coercions] == ["/counts/[redacted]", "/counts/b"]
+    assert "9999" not in repr(outcome.coercions)

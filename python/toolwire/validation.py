@@ -4750,7 +4750,9 @@ class ToolValidator:
             inside = [d.error.path for d in drafts]
             initial = _without_unions_above(initial, inside)
             precheck_only = _without_unions_above(precheck_only, inside)
-        coercions = [self._redacted(c, builder) for c in result.coercions]
+        coercions = self._without_secret_keys(
+            call, [self._redacted(c, builder) for c in result.coercions]
+        )
         if not result.coercions and self.model is not None and initial:
             # Refusals come first: for the same field they carry a hint the plain error lacks.
             return self._reject(call, drafts + initial, coercions, lang, builder)
@@ -4971,6 +4973,16 @@ class ToolValidator:
             for field in ask_user
         ]
         return hidden, asked
+
+    def _without_secret_keys(self, call: CallLike, coercions: list[Coercion]) -> list[Coercion]:
+        """`coercions` with each key in their paths that quotes a secret of the call hidden,
+        as in error paths (`{"sk-live-1": "5"}` for a `dict[str, int]` beside the key)."""
+        arguments, secrets = self._call_secrets(call) if coercions else (_ABSENT, [])
+        if not secrets:
+            return coercions
+        return [
+            dataclasses.replace(c, path=_keys_hidden(c.path, arguments, secrets)) for c in coercions
+        ]
 
     def _reject(
         self,
