@@ -746,3 +746,58 @@ def test_secrets_of_mutually_recursive_definitions_are_found_in_linear_time() ->
         outcome = tools.validate(done)
         assert outcome.ok is not bad
         assert SECRET not in repr(done.error) + repr(outcome.errors) + str(outcome.message)
+
+
+class _Session(BaseModel):
+    token: SecretStr
+    note: str
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize("key", ["sk-live-9999", "sk/live~9999", "x_sk-live-9999"])
+def test_a_secret_sent_again_as_a_key_is_hidden_in_paths(
+    precheck: bool, key: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A value is hidden wherever an error quotes it; a key the model made up of the secret
+    # (a slip, or a prompt injection's echo) went back whole in the error's path.
+    import logging
+
+    from toolwire.execution import Executor
+
+    tools = Toolset([_Session])
+    token = "sk/live~9999" if "/" in key else "sk-live-9999"
+    done = call(tools, "session", json.dumps({"token": token, key: 1}), precheck=precheck)
+    outcome = tools.validate(done)
+    assert [(e.path, e.code) for e in outcome.errors] == [
+        ("/note", "missing"),
+        ("/x_[redacted]" if key.startswith("x_") else "/[redacted]", "unknown_field"),
+    ]
+    with caplog.at_level(logging.DEBUG, logger="toolwire.execution"):
+        executed = Executor({"session": lambda args: None}, breaker=False).execute(outcome)
+    shown = [
+        json.dumps(outcome.to_message(done)),
+        json.dumps(tool_messages([done], [outcome])),
+        repr(outcome),
+        executed.content(),
+        caplog.text,
+    ]
+    for text in shown:
+        assert "9999" not in text
+
+
+class _Tagged(BaseModel):
+    token: SecretStr
+    counts: dict[str, int] = {}
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_secret_sent_again_as_a_key_is_hidden_in_coercion_paths(precheck: bool) -> None:
+    # A coercion under the key is reported by its path, as an error is: the key is hidden
+    # there too, while the validated model keeps the data the model sent.
+    tools = Toolset([_Tagged])
+    arguments = {"token": "sk-live-9999", "counts": {"sk-live-9999": "5", "b": "6"}}
+    outcome = tools.validate(call(tools, "tagged", json.dumps(arguments), precheck=precheck))
+    assert outcome.ok and isinstance(outcome.model, _Tagged)
+    assert outcome.model.counts == {"sk-live-9999": 5, "b": 6}
+    assert [c.path for c in outcome.coercions] == ["/counts/[redacted]", "/counts/b"]
+    assert "9999" not in repr(outcome.coercions)

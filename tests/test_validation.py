@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -1544,6 +1545,36 @@ def test_an_error_inside_a_json_text_is_the_strings_and_the_hint_says_where(
     assert (error.got, error.hint) == (json.dumps(sent), hint)
 
 
+class _Series(BaseModel):
+    series: list[int] | list[float] = []
+    table: dict[str, int] | dict[str, float] = {}
+
+
+@pytest.mark.parametrize("precheck", [False, True])
+def test_one_number_string_in_a_union_of_containers_is_one_reading(precheck: bool) -> None:
+    # `["3.0"]` is `[3]` to `list[int]` and `[3.0]` to `list[float]`: one value spelt two ways,
+    # read as the raw `[3.0]` is, not refused as ambiguous beside an error saying it is no
+    # integer.
+    tools = Toolset([_Series])
+
+    def validated(arguments: object) -> Outcome:
+        return tools.validate(
+            call("series", json.dumps(arguments), tools=tools if precheck else None)
+        )
+
+    outcome = validated({"series": ["3.0", "-0.0"], "table": {"a": "2.0"}})
+    assert outcome.ok, outcome.errors
+    assert isinstance(outcome.model, _Series)
+    assert outcome.model == _Series(series=[3.0, -0.0], table={"a": 2.0})
+    numbers = [*outcome.model.series, *outcome.model.table.values()]
+    assert all(type(n) is float for n in numbers)
+    assert math.copysign(1, outcome.model.series[1]) == -1
+    # Integers spelt as integers stay integers, as `"3"` does for `int | float`.
+    outcome = validated({"series": ["3", "4"]})
+    assert isinstance(outcome.model, _Series)
+    assert [type(n) for n in outcome.model.series] == [int, int]
+
+
 class _Count(BaseModel):
     n: int
 
@@ -1563,6 +1594,28 @@ def test_a_number_past_pythons_digit_limit_is_too_large_not_an_exception(
     outcome = toolset.validate(done)
     assert not outcome.ok and outcome.error_type == "too_large"
     assert outcome.errors == []
+
+
+@pytest.mark.parametrize("precheck", [False, True])
+def test_an_integer_string_past_the_digit_limit_is_refused_for_its_length(precheck: bool) -> None:
+    # "An integer" (and "do not round") was false of it: it is one, only too long to read.
+    toolset = Toolset([_Count])
+
+    def validated(digits: str) -> Outcome:
+        asm = Assembler(tools=toolset if precheck else None)
+        asm.feed(0, id="c", name="count", arguments=json.dumps({"n": digits}))
+        (done,) = asm.finish()
+        return toolset.validate(done)
+
+    for digits in ("1" * 5000, "-" + "9" * 4301):
+        (error,) = validated(digits).errors
+        assert (error.path, error.code) == ("/n", "range")
+        assert error.expected == "an integer of at most 4300 digits"
+        assert error.hint is not None and "digits" in error.hint and "round" not in error.hint
+    # Digits past any float but within the limit are the integer they spell, as bare ones are.
+    for digits in ("1" * 400, "-" + "7" * 4300):
+        outcome = validated(digits)
+        assert outcome.ok and outcome.model == _Count(n=int(digits)), outcome.errors
 
 
 class _Deep(BaseModel):

@@ -82,7 +82,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal, NoReturn, cast
+from typing import Any, Literal, NoReturn, TypeGuard, cast
 from uuid import UUID
 
 import regex
@@ -233,7 +233,8 @@ class CoercionProblem:
     Attributes:
         path: JSON Pointer of the value.
         code: `"ambiguous"`, `"fractional_integer"`, `"inexact_milliseconds"`,
-            `"number_text"`, `"out_of_range"`, `"timezone_required"`, `"unix_timestamp"`,
+            `"number_text"`, `"out_of_range"`, `"too_many_digits"` (an integer longer than
+            the 4,300 digits Pydantic reads), `"timezone_required"`, `"unix_timestamp"`,
             `"bool_number"`, `"whole_float"` (`2.0` for an integer enum member with
             `integral_number` off), `"key_text"` or `"duplicate_key"` (a dict key, see
             `KEYS_KEY`), `"duplicate_field"` (a second key one field is read from, see
@@ -451,16 +452,48 @@ def pointer(parts: Iterable[str | int]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-def _one_number(readings: Mapping[str, tuple[Any, list[Coercion]]]) -> str | None:
-    """The key of the reading that keeps a number's digits as written (the `Decimal` of
-    `number_string`) when every reading is that same number, else None: `"3.0"` read as `3` and
-    as `3.0` is one value, and the model's spelling decides, as the raw `3.0` would."""
-    numbers = [r for r, _ in readings.values() if isinstance(r, int | Decimal)]
-    if len(numbers) != len(readings) or any(isinstance(n, bool) for n in numbers):
+def _one_number(readings: Mapping[str, tuple[Any, object]]) -> str | None:
+    """The key of the reading that keeps the numbers' digits as written (the `Decimal`s of
+    `number_string`) when every reading is the same value but for how its numbers are typed,
+    else None: `"3.0"` read as `3` and as `3.0` is one value, and so is `["3.0"]` read as `[3]`
+    and as `[3.0]`; the model's spelling decides, as the raw `3.0` would."""
+    values = [r for r, _ in readings.values()]
+    if not all(_same_but_number_types(values[0], v) for v in values[1:]):
         return None
-    if len({Decimal(n) for n in numbers}) != 1:
-        return None
-    return next((k for k, (r, _) in readings.items() if isinstance(r, Decimal)), None)
+    kept = max(readings, key=lambda k: _decimals(readings[k][0]))
+    return kept if _decimals(readings[kept][0]) else None
+
+
+def _is_number(value: Any) -> TypeGuard[int | Decimal]:
+    return isinstance(value, int | Decimal) and not isinstance(value, bool)
+
+
+def _same_but_number_types(a: Any, b: Any) -> bool:
+    """Whether two readings are one value, an integer and a `Decimal` of equal value alike."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        left, right = cast(dict[Any, Any], a), cast(dict[Any, Any], b)
+        return left.keys() == right.keys() and all(
+            _same_but_number_types(v, right[k]) for k, v in left.items()
+        )
+    if isinstance(a, list) and isinstance(b, list):
+        left_items, right_items = cast(list[Any], a), cast(list[Any], b)
+        return len(left_items) == len(right_items) and all(
+            map(_same_but_number_types, left_items, right_items)
+        )
+    if _is_number(a) and _is_number(b):
+        return Decimal(a) == Decimal(b)
+    return type(cast(object, a)) is type(cast(object, b)) and a == b
+
+
+def _decimals(value: Any) -> int:
+    """How many numbers in a reading are `Decimal`s (digits kept as written)."""
+    if isinstance(value, Decimal):
+        return 1
+    if isinstance(value, dict):
+        return sum(map(_decimals, cast(dict[Any, Any], value).values()))
+    if isinstance(value, list):
+        return sum(map(_decimals, cast(list[Any], value)))
+    return 0
 
 
 def past_float(value: Any) -> bool:
@@ -1368,6 +1401,11 @@ class _Coercer:
             for branch, result, scratch in plausible
             if not scratch.problems and self.accepts(result, branch)
         }
+        if len(readings) > 1:
+            # `["3.0"]` for `list[int] | list[float]`, as `"3.0"` for `int | float`.
+            written = _one_number(readings)
+            if written is not None:
+                readings = {written: readings[written]}
         if len(readings) == 1:
             result, scratch = next(iter(readings.values()))
             self.coercions.extend(scratch.coercions)
@@ -1866,11 +1904,18 @@ class _Coercer:
                 except InvalidOperation:
                     return value
                 if "integer" in types:
+                    if integer and len(stripped.lstrip("-")) <= _MAX_INT_DIGITS:
+                        # Digits alone are an exact integer however far past a float (as
+                        # Pydantic reads them), not a float reading to refuse.
+                        return self.record(path, value, int(exact), "number_string")
                     whole = _integral(exact) if _PLAIN_NUMBER.fullmatch(stripped) else None
                     if whole is not None:
                         return self.record(path, value, whole, "number_string")
                     if "number" not in types:
-                        if _integral(exact) is None:
+                        if integer:
+                            # An integer all the same: "do not round" would be false advice.
+                            self.refuse(path, "too_many_digits", value, str(_MAX_INT_DIGITS))
+                        elif _integral(exact) is None:
                             self.refuse(path, "fractional_integer", value)
                         return value
                 if _beyond_float(exact):

@@ -117,6 +117,10 @@ MESSAGES: dict[str, dict[str, str]] = {
     "expected.datetime_future": {"en": "a date-time in the future", "zh": "将来的日期时间"},
     "expected.datetime_past": {"en": "a date-time in the past", "zh": "过去的日期时间"},
     "expected.finite": {"en": "a finite number", "zh": "有限数值"},
+    "expected.integer_digits": {
+        "en": "an integer of at most {limit} digits",
+        "zh": "至多 {limit} 位的整数",
+    },
     "expected.within_float": {
         "en": "{what} a float can hold (at most about 1.8e308 in size, and 0 or at least 5e-324)",
         "zh": "浮点数可表示的{what}（绝对值至多约 1.8e308，且为 0 或至少 5e-324）",
@@ -255,6 +259,10 @@ MESSAGES: dict[str, dict[str, str]] = {
     "hint.fractional_integer": {
         "en": "this field takes a whole number; do not round, send the intended integer",
         "zh": "此字段只接受整数；不要四舍五入，请发送预期的整数",
+    },
+    "hint.too_many_digits": {
+        "en": "this integer has more digits than the tool takes; send a shorter number",
+        "zh": "此整数的位数超过工具可接受的上限；请发送更短的数字",
     },
     "hint.out_of_range": {
         "en": "this number is too large or too small to be stored; send the intended value",

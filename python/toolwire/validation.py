@@ -230,7 +230,8 @@ class FieldError:
     """One problem with one argument value, in words built from the tool's schema.
 
     Attributes:
-        path: JSON Pointer of the value (`""` for the whole arguments).
+        path: JSON Pointer of the value (`""` for the whole arguments); a key that quotes a
+            secret argument of the call shows it as `[redacted]`.
         code: A stable slug: `missing`, `unknown_field`, `type`, `enum`, `format`,
             `timezone_required`, `pattern`, `range`, `multiple_of`, `decimal`, `length`, `unique`,
             `ambiguous`, `value`, `business_rule`, `schema_violation` or `invalid`. A dict key
@@ -2523,6 +2524,8 @@ class _ErrorBuilder:
             code = "type"
         elif code == "unix_timestamp":
             code = "format"
+        elif code == "too_many_digits":
+            code = "range"
         got = self.got_text(located, problem.got)
         if code == "key_text":
             # About a key of the object, as Pydantic's own key errors are (`from_pydantic`).
@@ -2541,6 +2544,9 @@ class _ErrorBuilder:
         hint = text(f"hint.{problem.code}", self.lang, detail=problem.detail)
         if problem.code == "number_text":
             expected = text("type.number", self.lang)
+        elif problem.code == "too_many_digits":
+            # "An integer" is false of what the model sent, which is one: its length is wrong.
+            expected = text("expected.integer_digits", self.lang, limit=problem.detail)
         elif problem.code == "out_of_range":
             # "A number" alone is false of what the model sent, which is one: too large or too
             # small for the float that would read it. The range says what will do.
@@ -3527,6 +3533,26 @@ def _at(value: Any, path: str) -> Any:
             return _ABSENT
         value = items[int(seg)]
     return value
+
+
+def _keys_hidden(path: str, arguments: Any, secrets: Sequence[str]) -> str:
+    """`path` with each object key in it that quotes a secret value redacted. An array's index
+    stays as it is: a short secret (the PIN `1`) would otherwise hide the position."""
+    parts: list[str | int] = []
+    value = arguments
+    for seg in map(str, _split(path)):
+        items = _as_items(value)
+        if items is not None and seg.isdigit():
+            parts.append(seg)
+            value = items[int(seg)] if int(seg) < len(items) else _ABSENT
+            continue
+        # A key, or a step the arguments do not hold (a missing field), read as one.
+        keyed = isinstance(value, dict) or not seg.isdigit()
+        parts.append(without_values(seg, secrets) if keyed else seg)
+        value = (
+            cast(dict[str, Any], value).get(seg, _ABSENT) if isinstance(value, dict) else _ABSENT
+        )
+    return pointer(parts)
 
 
 def _as_items(value: object) -> list[Any] | None:
@@ -4724,7 +4750,9 @@ class ToolValidator:
             inside = [d.error.path for d in drafts]
             initial = _without_unions_above(initial, inside)
             precheck_only = _without_unions_above(precheck_only, inside)
-        coercions = [self._redacted(c, builder) for c in result.coercions]
+        coercions = self._without_secret_keys(
+            call, [self._redacted(c, builder) for c in result.coercions]
+        )
         if not result.coercions and self.model is not None and initial:
             # Refusals come first: for the same field they carry a hint the plain error lacks.
             return self._reject(call, drafts + initial, coercions, lang, builder)
@@ -4902,28 +4930,59 @@ class ToolValidator:
         Returns:
             The secret values' texts.
         """
+        return self._call_secrets(call)[1]
+
+    def _call_secrets(self, call: CallLike) -> tuple[Any, list[str]]:
+        """The call's arguments as written (`_ABSENT` when they are no JSON) and `call_secrets`."""
         if not self._holds_secrets:
-            return []
+            return _ABSENT, []
         try:
             arguments = loads_exact(_argument_text(call))
         except ValueError:
-            return []
-        return self._secret_texts(arguments)
+            return _ABSENT, []
+        return arguments, self._secret_texts(arguments)
 
-    def _without_secret_values(self, call: CallLike, errors: list[FieldError]) -> list[FieldError]:
-        """`errors` with every secret value of the call's arguments hidden wherever it shows:
-        a validator may quote it in its message (`hint`), and the model may send it again
-        under an unknown key (`got`), where the field's own redaction does not reach.
-        `expected` is left whole: it is the schema's own words, which the model has been
-        shown, and a short secret (`a`) would cut into them (`[redacted] string matching`)."""
-        secrets = self.call_secrets(call)
+    def _without_secret_values(
+        self, call: CallLike, errors: list[FieldError], ask_user: list[str]
+    ) -> tuple[list[FieldError], list[str]]:
+        """`errors` and `ask_user` with every secret value of the call's arguments hidden
+        wherever it shows: a validator may quote it in its message (`hint`), and the model may
+        send it again under an unknown key (`got`) or as a key (`path`), where the field's own
+        redaction does not reach. `expected` is left whole: it is the schema's own words, which
+        the model has been shown, and a short secret (`a`) would cut into them (`[redacted]
+        string matching`)."""
+        arguments, secrets = self._call_secrets(call)
         if not secrets:
-            return errors
+            return errors, ask_user
 
         def hide(text: str | None) -> str | None:
             return None if text is None else without_values(text, secrets)
 
-        return [dataclasses.replace(e, got=hide(e.got), hint=hide(e.hint)) for e in errors]
+        hidden = [
+            dataclasses.replace(
+                e,
+                path=_keys_hidden(e.path, arguments, secrets),
+                got=hide(e.got),
+                hint=hide(e.hint),
+            )
+            for e in errors
+        ]
+        # Dotted paths of fields the schema names, a made-up key only inside a dict field.
+        asked = [
+            ".".join(p if p.isdigit() else without_values(p, secrets) for p in field.split("."))
+            for field in ask_user
+        ]
+        return hidden, asked
+
+    def _without_secret_keys(self, call: CallLike, coercions: list[Coercion]) -> list[Coercion]:
+        """`coercions` with each key in their paths that quotes a secret of the call hidden,
+        as in error paths (`{"sk-live-1": "5"}` for a `dict[str, int]` beside the key)."""
+        arguments, secrets = self._call_secrets(call) if coercions else (_ABSENT, [])
+        if not secrets:
+            return coercions
+        return [
+            dataclasses.replace(c, path=_keys_hidden(c.path, arguments, secrets)) for c in coercions
+        ]
 
     def _reject(
         self,
@@ -4937,7 +4996,7 @@ class ToolValidator:
         if self._lookup.asks_user:
             entries = [builder.asked_of_user(e) if isinstance(e, _Draft) else e for e in entries]
         errors, ask_user = _finish_errors(entries, self._lookup, lang)
-        errors = self._without_secret_values(call, errors)
+        errors, ask_user = self._without_secret_values(call, errors, ask_user)
         if ask_user:
             return Outcome(
                 ok=False,
