@@ -287,6 +287,10 @@ pub enum Action<'a> {
     /// this path cannot read): nothing more of it is a progress item, its text included (see
     /// [`crate::Assembler::stop_progress`]). Emitted only after [`Decoder::set_track_progress`].
     StopProgress(i64),
+    /// Responses: the item at this position of a finished response's `output` could not be
+    /// read and was skipped; the rest of the event was read (a malformed event, told, that
+    /// loses no call).
+    UnreadItem(usize),
     /// Gemini: the body ended before the answer did (no finish reason after the last call):
     /// a call still without arguments was cut off, as after a dropped connection.
     Interrupt(&'a str),
@@ -1793,27 +1797,39 @@ impl Decoder {
     /// them only in the finished response's `output`): each is read as its
     /// `output_item.done` would have been, at its position in `output`. Read only when the
     /// stream announced no call at all, so that a summary never doubles a streamed call.
+    ///
+    /// An item that does not read (no object, a `type`, `id`, `call_id` or `name` that is no
+    /// string) is skipped and told once per event ([`Action::UnreadItem`]): refusing the whole
+    /// event for it lost the finish reason and every item after it, though the item holds no
+    /// part of another one.
     fn summary_calls<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         response: Option<&ResponseObject<'_>>,
         emit: &mut F,
-    ) -> Result<(), EventError> {
+    ) {
         let Some(output) = response.and_then(|r| r.output.as_ref()) else {
-            return Ok(());
+            return;
         };
+        let mut told = false;
         for (position, raw) in output.iter().enumerate() {
-            let item: Item<'_> = serde_json::from_str(raw.get()).map_err(EventError::Malformed)?;
-            if !is_call_item(&item) {
-                continue;
+            let read = match serde_json::from_str::<Item<'_>>(raw.get()) {
+                Ok(item) if !is_call_item(&item) => continue,
+                Ok(_) => {
+                    let event = format!(
+                        r#"{{"type":"response.output_item.done","output_index":{position},"item":{}}}"#,
+                        raw.get()
+                    );
+                    serde_json::from_str::<Envelope<'_>>(&event)
+                        .map_err(EventError::Malformed)
+                        .and_then(|env| self.responses("response.output_item.done", &env, emit))
+                }
+                Err(e) => Err(EventError::Malformed(e)),
+            };
+            if read.is_err() && !told {
+                told = true;
+                emit(Action::UnreadItem(position));
             }
-            let event = format!(
-                r#"{{"type":"response.output_item.done","output_index":{position},"item":{}}}"#,
-                raw.get()
-            );
-            let env: Envelope<'_> = serde_json::from_str(&event).map_err(EventError::Malformed)?;
-            self.responses("response.output_item.done", &env, emit)?;
         }
-        Ok(())
     }
 
     /// The `reasoning` items of the finished response's `output` that no `output_item.done`
@@ -2034,7 +2050,7 @@ impl Decoder {
         let response: Option<ResponseObject<'_>> =
             nested(env.response.filter(|r| r.get().starts_with('{')))?;
         if t == "response.completed" && !self.any_function_call && self.items.len() == 0 {
-            self.summary_calls(response.as_ref(), emit)?;
+            self.summary_calls(response.as_ref(), emit);
         }
         self.summary_reasoning(response.as_ref(), emit);
         if t == "response.completed" {

@@ -435,6 +435,15 @@ impl State {
                 // Fails only after `finish`, which `StreamDecoder` rules out.
                 let _ = assembler.interrupt(reason);
             }
+            Action::UnreadItem(position) => {
+                self.errors
+                    .record(StreamErrorKind::MalformedEvent, self.events, || {
+                        format!(
+                            "malformed event: item {position} of the finished response's \
+                             output cannot be read"
+                        )
+                    });
+            }
             Action::Done => self.done = true,
             Action::OtherChoice { chosen, index } => {
                 self.errors.other_choice(self.events, chosen, index);

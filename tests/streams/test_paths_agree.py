@@ -655,13 +655,13 @@ def test_a_message_start_whose_message_is_no_object_loses_the_open_call(
 @pytest.mark.parametrize(
     "bad", [1, None, {"type": "function_call", "id": "fc_x", "call_id": True, "name": "f"}]
 )
-def test_an_unreadable_item_of_a_finished_response_s_output_is_read_alike(
+def test_an_unreadable_item_of_a_finished_response_s_output_is_skipped_alike(
     sse_server: SSEServer, bad: Any
 ) -> None:
-    # A bridge that lists the calls only in `response.completed`'s `output`: the raw path
-    # cannot read an item that is no object, or whose `call_id` is no string, and refuses the
-    # event there. `feed_chunk` skipped such an item and read on, running a call, with its
-    # finish reason, that the raw path never saw.
+    # A bridge that lists the calls only in `response.completed`'s `output`: an item that is
+    # no object, or whose `call_id` is no string, holds no part of another item. Every path
+    # refused the whole event there, losing the finish reason and the calls after it; each
+    # now skips that item alone and tells it as a malformed event.
     def item(n: int) -> dict[str, Any]:
         return {
             "type": "function_call",
@@ -681,9 +681,10 @@ def test_an_unreadable_item_of_a_finished_response_s_output_is_read_alike(
         },
     ]
     stream = _agree(sse_server, events, "openai-responses")
-    assert [(c.id, c.ok) for c in stream.calls] == [("call_1", True)]
+    assert [(c.id, c.ok) for c in stream.calls] == [("call_1", True), ("call_2", True)]
     assert [e[0] for e in stream.assembler.stream_errors()] == ["malformed_event"]
-    assert stream.finish_reason is None
+    assert _raw_errors(events, "openai-responses") == ["malformed_event"]
+    assert stream.finish_reason == "completed"
 
 
 def test_an_unreadable_item_event_keeps_its_sequence_number_on_both_paths() -> None:

@@ -751,6 +751,29 @@ def test_fragments_held_as_a_possible_resend_count_only_while_held(fmt: str) -> 
         assert outcomes[0] == outcomes[1]
 
 
+@pytest.mark.parametrize("fmt", sorted(GENERATORS))
+def test_a_held_half_left_unpaired_where_the_limit_is_passed_is_kept_alike(fmt: str) -> None:
+    # A fragment held for its low half, then one that does not pair it and passes the limit:
+    # the SDK path fed the held text on its own first, so it alone passed the limit and the
+    # rest was dropped (`{"text": "ab\ud83d`), where `feed_sse` feeds the two as one fragment
+    # and keeps both, with the `lone_surrogate` the pre-check then sees.
+    from toolwire import Toolset
+
+    tools = Toolset([{"name": "write", "parameters": {"properties": {"text": {}}}}])
+    fragments = [(0, '{"text": "ab' + _HIGH), (0, 'cd"}')]
+    refused = 0
+    for limit in range(1, 40):
+        outcomes = []
+        for path in ("sdk", "raw"):
+            asm = Assembler(tools=tools, max_stream_bytes=limit)
+            _feed(asm, _halves(fmt, fragments), path, fmt)
+            early = [(o, e.kind, e.offset) for o, e in asm.drain_errors()]
+            outcomes.append((_outcome(asm), early))
+        assert outcomes[0] == outcomes[1], limit
+        refused += ("stream_limit",) in outcomes[0][0]
+    assert refused
+
+
 def test_a_refused_call_names_the_limit_and_its_limits_say_the_value() -> None:
     # A record of a refused call once had to read the limit back out of the error's message:
     # `ToolCall.limits` left the response's limits out, and the error named no setting.

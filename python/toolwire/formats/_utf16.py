@@ -170,9 +170,13 @@ class Utf16:
             return sink.feed(index, arguments=arguments)
         if not isinstance(arguments, str):
             return sink.feed(index, arguments=arguments)
-        text, first, held_all = self._repair(sink, index, arguments, _escape)
+        # No split: a bare fragment starts no call, so the held text goes on with it in one
+        # piece, as the raw SSE path feeds an Anthropic or Responses fragment; split, the held
+        # part alone could cross `max_stream_bytes` and the rest be dropped where `feed_sse`
+        # keeps both.
+        text, _, held_all = self._repair(sink, index, arguments, _escape, split=False)
         if held_all:
-            return first
+            return None
         return sink.feed(index, arguments=text or None)
 
     def _repairs(
@@ -184,11 +188,18 @@ class Utf16:
         )
 
     def _repair(
-        self, sink: Sink, index: int | None, arguments: str, lone: Callable[[str], str]
+        self,
+        sink: Sink,
+        index: int | None,
+        arguments: str,
+        lone: Callable[[str], str],
+        *,
+        split: bool = True,
     ) -> tuple[str, int | None, bool]:
         """The fragment `arguments` with the half held for `index` and its own trailing half,
         each unpaired half written by `lone`: (the text to feed now, the ordinal of what went to
-        the call the held half came from, whether all of the text is held)."""
+        the call the held half came from, whether all of the text is held). `split`: the held
+        text goes to its call first, on its own, when the delta may start another call."""
         half, before, _ = self._take(sink, index)
         text = join_pairs(arguments)
         released = 0
@@ -207,7 +218,7 @@ class Utf16:
                 self.held[index] = (text[-1], text[:-1], bytes_, lone)
                 return "", None, True
         escaped = lone(text)
-        if released:
+        if released and split:
             # The held fragment belongs to the call it went to, which is still the open
             # one under this key, not to a call this delta starts (quirks 1-3 with 41).
             # Handed on first, it also counts as that call's arguments when the core

@@ -648,13 +648,8 @@ class ResponsesAdapter:
         self._utf16.flush(sink)
 
     def _finished(self, response: object, kind: str, sink: Sink, info: ChunkInfo) -> None:
-        if (
-            kind == "response.completed"
-            and not self._calls.order
-            and not self._summary_calls(response, sink, info)
-        ):
-            unreadable(info, sink)
-            return
+        if kind == "response.completed" and not self._calls.order:
+            self._summary_calls(response, sink, info)
         usage = get(response, "usage")
         if usage is not None:
             # `null` members left out, as the SDK objects and the raw SSE path read them.
@@ -681,21 +676,22 @@ class ResponsesAdapter:
             elif is_limit(reason or "incomplete"):
                 sink.limit_reached()
 
-    def _summary_calls(self, response: object, sink: Sink, info: ChunkInfo) -> bool:
+    def _summary_calls(self, response: object, sink: Sink, info: ChunkInfo) -> None:
         """The function calls of a response that no item event announced (a bridge that sends
         them only in the finished response's `output`), each read as its `output_item.done`
         would have been, at its position in `output`, as the raw SSE path reads them. Read only
         when the stream announced no call at all, so a summary never doubles a streamed call.
-        False at the first item the raw SSE path cannot read (no object, or a `type`, `id`,
-        `call_id` or `name` that is no string): it refuses the event there, the items before
-        it read.
+        An item the raw SSE path cannot read (no object, or a `type`, `id`, `call_id` or `name`
+        that is no string) is skipped and the chunk told `malformed`: it holds no part of
+        another item, so the rest of the response, its finish reason too, is read.
         """
         output = get(response, "output")
         if not isinstance(output, list):
-            return True
+            return
         for position, item in enumerate(cast("list[object]", output)):
             if item is None or malformed_record(item, _ITEM_FIELDS):
-                return False
+                info.malformed = True
+                continue
             if str_or_none(get(item, "type")) in _CALL_ITEMS:
                 event = {
                     "type": "response.output_item.done",
@@ -703,7 +699,6 @@ class ResponsesAdapter:
                     "item": item,
                 }
                 self._item(event, sink, info, done=True)
-        return True
 
     def _summary_reasoning(self, response: object, sink: Sink) -> None:
         """The `reasoning` items of the finished response's `output` that no `output_item.done`
