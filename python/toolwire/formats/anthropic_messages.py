@@ -252,13 +252,13 @@ class AnthropicMessagesAdapter:
         self._utf16.forget(sink, index)
         ordinal = self._utf16.feed(sink, index, id=wire_id, name=name, start=True)
         info.feeds.append(FeedRecord(ordinal, wire_id, name))
-        if state.kept:
-            # Interleaved thinking: the next turn sends the blocks back in their places.
-            sink.set_metadata(index, "reasoning_before", state.kept)
         if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
             # The response was refused whole: its blocks keep nothing (their deltas and stop
             # find no block, and the core keeps none of it), as on the raw SSE path.
             return
+        if state.kept:
+            # Interleaved thinking: the next turn sends the blocks back in their places.
+            sink.set_metadata(index, "reasoning_before", state.kept)
         started = self._placeholder(index, get(block, "input"), sink)
         # A blank id (`""`, `"null"`) names no block, as on the raw path.
         started.id = wire_id if wire_id not in (None, "", "null") else None
