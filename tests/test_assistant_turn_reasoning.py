@@ -162,3 +162,32 @@ def test_responses_items_without_their_follower_are_left_out_with_a_warning() ->
         "rs_a",
         "fc_0",
     ]
+
+
+def test_anthropic_blocks_go_back_where_each_call_says_they_were() -> None:
+    asm = Assembler()
+    # Thinking, a call, a call, thinking, a call, thinking at the end: the counts the
+    # assembler gives such a message (the second call has none of its own).
+    for index, count in enumerate((1, None, 2)):
+        asm.feed(index, id=f"toolu_{index}", name="ping", arguments="{}")
+        if count is not None:
+            asm.set_metadata(index, "reasoning_before", count)
+    made = asm.finish()
+    second = {**THINKING, "thinking": "Then the last."}
+    given = [THINKING, second, REDACTED]
+    (turn,) = assistant_turn(made, style="anthropic", text="Pinging.", reasoning=given)
+    content = turn["content"]
+    assert [(b["type"], b.get("id")) for b in content] == [
+        ("thinking", None),
+        ("text", None),
+        ("tool_use", "toolu_0"),
+        ("tool_use", "toolu_1"),
+        ("thinking", None),
+        ("tool_use", "toolu_2"),
+        ("redacted_thinking", None),
+    ]
+    assert [content[0], content[4], content[6]] == given
+    sdk_takes_anthropic_turn(turn, tool_messages(made, [1, 2, 3], style="anthropic"))
+    # A count past the blocks given sends them all, once, before that call.
+    (turn,) = assistant_turn(made[2:], style="anthropic", reasoning=[THINKING])
+    assert [b["type"] for b in turn["content"]] == ["thinking", "tool_use"]

@@ -1769,8 +1769,12 @@ def assistant_turn(
     on Chat, the `extra_content` Gemini's OpenAI-compatible endpoint sends with it. The
     reasoning the provider needs back is given as `reasoning` (`Assembler.reasoning`,
     `StreamEnded.reasoning`): Anthropic's thinking blocks (an extended-thinking turn with tools
-    is refused without them) and Bedrock's `reasoningContent` blocks go first, in the order
-    they came, before the text and the calls. The Responses `reasoning` items (a stateless
+    is refused without them) and Bedrock's `reasoningContent` blocks go back where they came,
+    as the API wants the message echoed: each call after the blocks that came before it
+    (metadata `reasoning_before`, their number, set by the assembler: interleaved thinking
+    puts blocks between the calls), the text right before the first call, blocks after the
+    last call at the end; with calls that carry no such count, all blocks first, then the
+    text and the calls. The Responses `reasoning` items (a stateless
     request, `store=False`, must carry them, with their `encrypted_content`) each go right
     before the item that followed it in the output, as the API requires: the call whose
     metadata `reasoning_id` names it (the assembler sets it), which then also keeps its own id
@@ -1796,9 +1800,10 @@ def assistant_turn(
         text: The assistant text that came with the calls, if any.
         reasoning: The turn's reasoning (`Assembler.reasoning`), sent where the APIs require
             it: with `style="anthropic"` its `thinking` and `redacted_thinking` blocks and with
-            `"bedrock-converse"` its `reasoningContent` blocks first, before the text and the
-            calls; with `"openai-responses"` its `reasoning` items each right before the item
-            that followed it in the output.
+            `"bedrock-converse"` its `reasoningContent` blocks in their places among the
+            calls (first, before the text and the calls, when no call says its place);
+            with `"openai-responses"` its `reasoning` items each right before the item that
+            followed it in the output.
 
     Returns:
         The items to append, before the turn's tool results.
@@ -1841,10 +1846,10 @@ def assistant_turn(
         parts += [_gemini_call(call) for call in calls]
         return [{"role": "model", "parts": parts}] if parts else []
     # Anthropic and Bedrock refuse a text block of nothing but white space.
-    blocks: list[dict[str, Any]]
+    uses: list[dict[str, Any]]
     if style == "anthropic":
-        blocks = thoughts + ([{"type": "text", "text": said}] if said.strip() else [])
-        blocks += [
+        said_blocks = [{"type": "text", "text": said}] if said.strip() else []
+        uses = [
             {
                 "type": "tool_use",
                 "id": sent_id(call_id_for(call), style),
@@ -1854,8 +1859,8 @@ def assistant_turn(
             for call in calls
         ]
     else:
-        blocks = thoughts + ([{"text": said}] if said.strip() else [])
-        blocks += [
+        said_blocks = [{"text": said}] if said.strip() else []
+        uses = [
             {
                 "toolUse": {
                     "toolUseId": sent_id(call_id_for(call), style),
@@ -1865,7 +1870,41 @@ def assistant_turn(
             }
             for call in calls
         ]
+    blocks = _interleaved(calls, thoughts, said_blocks, uses)
     return [{"role": "assistant", "content": blocks}] if blocks else []
+
+
+def _interleaved(
+    calls: Sequence[_SentCall],
+    thoughts: list[dict[str, Any]],
+    said: list[dict[str, Any]],
+    uses: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """The blocks of an Anthropic or Bedrock turn in the order the model wrote them: each call
+    right after the reasoning blocks that came before it (metadata `reasoning_before`, their
+    number, which the assembler sets), the text before the first call, and the reasoning
+    after the last call at the end. The API wants the message back as it came; interleaved
+    thinking puts reasoning between the calls. Calls that carry no count (none came before
+    them, or calls made by hand) follow all the reasoning when none has one."""
+    counts = [_reasoning_before(call) for call in calls]
+    if not any(counts):
+        return thoughts + said + uses
+    blocks: list[dict[str, Any]] = []
+    sent = 0
+    for index, (count, use) in enumerate(zip(counts, uses, strict=True)):
+        upto = min(max(count, sent), len(thoughts))
+        blocks += thoughts[sent:upto]
+        sent = upto
+        if index == 0:
+            blocks += said
+        blocks.append(use)
+    return blocks + thoughts[sent:]
+
+
+def _reasoning_before(call: _SentCall) -> int:
+    """How many reasoning blocks came before a call in an Anthropic or Bedrock message."""
+    count = _metadata(call).get("reasoning_before")
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0
 
 
 def _responses_turn(

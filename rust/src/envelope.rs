@@ -793,6 +793,9 @@ pub struct Decoder {
     awaiting: Option<Option<Box<str>>>,
     /// A Responses `reasoning` item came in its own `output_item.done`.
     reasoning_streamed: bool,
+    /// Anthropic reasoning blocks kept in this response: a tool block is told how many came
+    /// before it (metadata `reasoning_before`), so that the next turn keeps their places.
+    thoughts_kept: usize,
     /// How the Responses events of this response are numbered (see
     /// [`Decoder::is_repeated_event`]).
     sequence: Sequence,
@@ -1655,6 +1658,7 @@ impl Decoder {
             // Its reasoning items come again, and are let go with the blocks kept.
             self.reasoning_ids.clear();
             self.awaiting = None;
+            self.thoughts_kept = 0;
             emit(Action::Restart);
         }
     }
@@ -2395,6 +2399,14 @@ impl Decoder {
                         // The response was refused whole: its blocks keep nothing (their
                         // deltas and stop find no block, and the assembler keeps none of it).
                         return Ok(());
+                    }
+                    if self.thoughts_kept > 0 {
+                        let json = self.thoughts_kept.to_string();
+                        emit(Action::Metadata {
+                            index: Some(index),
+                            key: "reasoning_before",
+                            json: &json,
+                        });
                     }
                     if let Some(input) = block.input {
                         state.input = self.placeholder(index, input.get(), emit);

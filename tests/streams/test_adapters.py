@@ -293,6 +293,8 @@ def test_anthropic_placeholder_input_is_not_arguments_when_deltas_follow() -> No
         # The thinking block, kept for the next request.
         ("reasoning", "Let me think.", "c2ln"),
         ("feed", 2, "toolu_0", "f", None, None),
+        # The call knows its place after it, for the next request.
+        ("set_metadata", 2, "reasoning_before", 1),
         ("feed", 2, None, None, '{"a"', None),
         ("feed", 2, None, None, ":1}", None),
         ("end", 2),

@@ -110,23 +110,88 @@ def test_thinking_blocks_are_kept_in_order_on_every_path(sse_server: SSEServer, 
     assert stream.text == "On it."
 
 
-def test_the_next_turn_sends_the_thinking_back_first(sse_server: SSEServer) -> None:
+def test_the_next_turn_sends_the_thinking_back_in_its_places(sse_server: SSEServer) -> None:
     route = sse_server.register_events(_interleaved(), FMT)
     _, stream = assemble_sync(route, FMT)
+    # Each call knows how many kept blocks came before it (the unsigned one is not counted).
+    assert [c.metadata.get("reasoning_before") for c in stream.calls] == [2, 3]
     (turn,) = assistant_turn(stream.calls, style=FMT, text=stream.text, reasoning=stream.reasoning)
     content = turn["content"]
-    # Thinking first, then the text, then the calls, as the API requires.
+    # As the message came: the thinking between the calls stays between them.
     assert [b["type"] for b in content] == [
         "thinking",
         "redacted_thinking",
-        "thinking",
         "text",
         "tool_use",
+        "thinking",
         "tool_use",
     ]
-    assert content[:3] == EXPECTED
+    assert [content[0], content[1], content[4]] == EXPECTED
     results = tool_messages(stream.calls, [{"temp": 21}, {"ok": True}], style=FMT)
     sdk_takes_anthropic_turn(turn, results)
+
+
+def _counts(events: list[dict[str, Any]], cut: int = 0) -> list[list[Any]]:
+    """Each call's `reasoning_before` on `feed_chunk` (the events as dicts) and on `feed_sse`
+    (their body cut at `cut`), and that both paths kept `EXPECTED`."""
+    chunks, raw = Assembler(), Assembler()
+    for event in events:
+        chunks.feed_chunk(event)
+    body = sse_body(events, FMT)
+    raw.feed_sse(body[:cut])
+    raw.feed_sse(body[cut:])
+    found = [[c.metadata.get("reasoning_before") for c in asm.finish()] for asm in (chunks, raw)]
+    assert chunks.reasoning == raw.reasoning
+    return found
+
+
+def test_both_paths_tell_each_call_the_blocks_before_it() -> None:
+    events = _interleaved()
+    for cut in range(0, len(sse_body(events, FMT)), 41):
+        assert _counts(events, cut) == [[2, 3], [2, 3]]
+    # Without thinking, a call carries nothing more.
+    plain = anthropic_stream([Call("book", '{"seats": 2}', "toolu_2")], size=4)
+    assert _counts(plain) == [[None], [None]]
+
+
+def test_a_replayed_response_counts_its_blocks_once() -> None:
+    events = _interleaved()
+    # The response comes again from its start (a reconnect): the count starts again with it.
+    assert _counts([*events[:-2], *events]) == [[2, 3], [2, 3]]
+
+
+def test_the_next_request_goes_through_the_sdk_in_the_same_order(sse_server: SSEServer) -> None:
+    import anthropic
+
+    route = sse_server.register_events(_interleaved(), FMT)
+    _, stream = assemble_sync(route, FMT)
+    turn = assistant_turn(stream.calls, style=FMT, text=stream.text, reasoning=stream.reasoning)
+    results = tool_messages(stream.calls, [{"temp": 21}, {"ok": True}], style=FMT)
+    follow_up = sse_server.register_events(anthropic_stream([], text="Done."), FMT)
+    user = {"role": "user", "content": "Weather in Tokyo, and book."}
+    with (
+        anthropic.Anthropic(
+            base_url=follow_up.anthropic_base_url, api_key="test", max_retries=0
+        ) as client,
+        client.messages.stream(
+            model="test-model",
+            max_tokens=1024,
+            messages=[user, *turn, *results],  # pyright: ignore[reportArgumentType]
+        ) as events,
+    ):
+        assert events.get_final_text() == "Done."
+    (request,) = follow_up.requests
+    sent = request["json"]["messages"][1]["content"]
+    # The blocks as the first response streamed them, the unsigned one left out.
+    assert [(b["type"], b.get("id")) for b in sent] == [
+        ("thinking", None),
+        ("redacted_thinking", None),
+        ("text", None),
+        ("tool_use", "toolu_1"),
+        ("thinking", None),
+        ("tool_use", "toolu_2"),
+    ]
+    assert [sent[0], sent[1], sent[4]] == EXPECTED
 
 
 def test_a_block_cut_off_by_a_dropped_connection_is_not_kept(sse_server: SSEServer) -> None:

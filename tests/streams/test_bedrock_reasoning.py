@@ -88,27 +88,42 @@ def test_reasoning_blocks_are_kept_in_order_on_every_path(
     assert _fed(_events()).reasoning == EXPECTED
 
 
-def test_the_next_turn_sends_the_reasoning_back_first() -> None:
+def test_the_next_turn_sends_the_reasoning_back_in_its_places(sse_server: SSEServer) -> None:
     asm = Assembler()
     for event in _events():
         asm.feed_chunk(event)
     calls = asm.finish()
+    # The real boto3 client's events, through `assemble`, tell each call the same.
+    _, stream = assemble_bedrock(serve(sse_server, _events()))
+    for made in (calls, stream.calls):
+        assert [c.metadata.get("reasoning_before") for c in made] == [2, 3]
     (turn,) = assistant_turn(calls, style=FMT, text="On it.", reasoning=asm.reasoning)
     content = turn["content"]
+    # As the message came: the reasoning between the calls stays between them.
     assert [next(iter(block)) for block in content] == [
-        "reasoningContent",
         "reasoningContent",
         "reasoningContent",
         "text",
         "toolUse",
+        "reasoningContent",
         "toolUse",
     ]
-    assert content[:3] == EXPECTED
+    assert [content[0], content[1], content[4]] == EXPECTED
     results = tool_messages(calls, [{"temp": 21}, {"ok": True}], style=FMT)
     user = {"role": "user", "content": [{"text": "Weather in Tokyo, and book."}]}
     answer = {"role": "user", "content": results}
     # botocore's own validator of the Converse request takes them.
     assert _bedrock_request_errors([user, turn, answer]) == ""
+
+
+def test_a_replayed_response_counts_its_blocks_once() -> None:
+    events = _events()
+    # The response comes again from its start (a retry): the count starts again with it.
+    asm = Assembler()
+    for event in [*events[:-2], *events]:
+        asm.feed_chunk(event)
+    assert [c.metadata.get("reasoning_before") for c in asm.finish()] == [2, 3]
+    assert asm.reasoning == EXPECTED
 
 
 def test_a_block_cut_off_is_not_kept(sse_server: SSEServer) -> None:

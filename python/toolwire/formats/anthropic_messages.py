@@ -108,6 +108,8 @@ class _State:
     thoughts: dict[int, Thought] = field(default_factory=lambda: {})
     # `message_start` came: another one replays the response.
     started: bool = False
+    # Reasoning blocks kept in this response: a tool block is told how many came before it.
+    kept: int = 0
 
     def note(self, index: int | None) -> None:
         """Remembers an index an event gave."""
@@ -187,6 +189,7 @@ class AnthropicMessagesAdapter:
             if self._state.started:
                 # The response comes again from its start, its reasoning blocks too.
                 sink._forget_reasoning()  # pyright: ignore[reportPrivateUsage]
+                self._state.kept = 0
             self._state.started = True
             self._usage(get(get(chunk, "message"), "usage"), info)
         elif kind == "message_delta":
@@ -253,6 +256,9 @@ class AnthropicMessagesAdapter:
             # The response was refused whole: its blocks keep nothing (their deltas and stop
             # find no block, and the core keeps none of it), as on the raw SSE path.
             return
+        if state.kept:
+            # Interleaved thinking: the next turn sends the blocks back in their places.
+            sink.set_metadata(index, "reasoning_before", state.kept)
         started = self._placeholder(index, get(block, "input"), sink)
         # A blank id (`""`, `"null"`) names no block, as on the raw path.
         started.id = wire_id if wire_id not in (None, "", "null") else None
@@ -335,8 +341,8 @@ class AnthropicMessagesAdapter:
         index = given or 0
         self._state.others.discard(index)
         thought = self._state.thoughts.pop(index, None)
-        if thought is not None:
-            _end_thought(thought, sink)
+        if thought is not None and _end_thought(thought, sink):
+            self._state.kept += 1
         block = self._state.blocks.pop(index, None)
         if block is None:
             return
@@ -396,15 +402,17 @@ def _start_thought(state: _State, index: int, block: object, redacted: bool, sin
     state.thoughts[index] = thought
 
 
-def _end_thought(thought: Thought, sink: Sink) -> None:
-    """The block stopped: kept when whole (signed, or with its data), else let go."""
+def _end_thought(thought: Thought, sink: Sink) -> bool:
+    """The block stopped: kept when whole (signed, or with its data), else let go; whether it
+    was kept."""
     text = close(thought, sink)
     whole = bool(text) if thought.redacted else bool(thought.signature)
     # Once the response is refused, no block is kept, even one counted in full before.
     if not whole or thought.dead or not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
         drop(thought, sink)
-        return
+        return False
     sink._keep_reasoning(text, None if thought.redacted else thought.signature)  # pyright: ignore[reportPrivateUsage]
+    return True
 
 
 def _replay_of(held: tuple[int | None, object, str | None], kind: object, event: object) -> str:

@@ -164,6 +164,7 @@ class BedrockConverseAdapter:
         "_fed",
         "_gave_up",
         "_hosted",
+        "_kept",
         "_started",
         "_text",
         "_thoughts",
@@ -189,6 +190,8 @@ class BedrockConverseAdapter:
         self._thoughts: dict[_Key, Thought] = {}
         # `messageStart` came: another one replays the response.
         self._started = False
+        # Reasoning blocks kept in this response: a tool block is told how many came before it.
+        self._kept = 0
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one event.
@@ -240,6 +243,7 @@ class BedrockConverseAdapter:
                     drop(thought, sink)
                 self._thoughts.clear()
                 sink._forget_reasoning()  # pyright: ignore[reportPrivateUsage]
+                self._kept = 0
             self._started = True
         elif isinstance(chunk, Mapping) and any(
             map(_is_exception, cast("Mapping[object, object]", chunk))
@@ -277,6 +281,9 @@ class BedrockConverseAdapter:
         # Marked as a call's start, so that the core knows a replayed call for one sent again.
         ordinal = self._utf16.feed(sink, index, id=wire_id, name=name, start=True)
         info.feeds.append(FeedRecord(ordinal, wire_id, name))
+        if self._kept:
+            # Interleaved reasoning: the next turn sends the blocks back in their places.
+            sink.set_metadata(index, "reasoning_before", self._kept)
 
     def _delta(self, event: object, sink: Sink, info: ChunkInfo) -> None:
         delta = get(event, "delta")
@@ -338,6 +345,7 @@ class BedrockConverseAdapter:
         sink._keep_converse_reasoning(  # pyright: ignore[reportPrivateUsage]
             text, thought.signature or None, bytes(thought.data) if thought.redacted else None
         )
+        self._kept += 1
 
     def _stop(self, event: object, sink: Sink) -> None:
         index = index_of(get(event, "contentBlockIndex"))

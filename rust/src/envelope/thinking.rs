@@ -199,6 +199,7 @@ impl Decoder {
             }
         };
         emit(Action::Reasoning(&block));
+        self.thoughts_kept += 1;
     }
 }
 
