@@ -113,6 +113,7 @@ mod partial_args;
 mod thinking;
 
 use items::{ItemState, Items};
+pub(crate) use lone_keys::whole_strings;
 pub use thinking::Reasoning;
 use thinking::{drop_thought, Thought};
 

@@ -494,19 +494,27 @@ def test_usage_with_a_name_with_an_unpaired_surrogate_does_not_end_the_sdk_strea
     sse_server: SSEServer, fmt: str
 ) -> None:
     # pydantic cannot write such a name of an SDK usage model (`model_dump` raised
-    # UnicodeEncodeError), and the stream ended there, every call lost.
+    # UnicodeEncodeError), and the stream ended there, every call lost. The raw path's
+    # serde_json refuses it, and dropped the whole usage: every path has U+FFFD in its place.
     events = _repeats_stream(fmt)
     for event in events:
         for holder in (event, event.get("response"), event.get("message")):
             if isinstance(holder, dict) and isinstance(holder.get("usage"), dict):
-                holder["usage"] = {"x\ud800": {"y\udc00": 1}, **holder["usage"]}
+                holder["usage"] = {"x\ud800": {"y\udc00": "\udc00"}, **holder["usage"]}
     route = sse_server.register_events(events, fmt)
     _, stream = assemble_sync(route, fmt)
     assert [(c.name, c.value, c.ok) for c in stream.calls] == [
         ("get_weather", {"city": "Paris"}, True),
         ("f", {"a": [1, 2]}, True),
     ]
-    assert stream.usage is not None and stream.usage["x\ud800"] == {"y\udc00": 1}
+    assert stream.usage is not None and stream.usage["x\ufffd"] == {"y\ufffd": "\ufffd"}
+    raw = Assembler()
+    raw.feed_sse(route.body)
+    raw.finish()
+    assert raw.usage == stream.usage
+    chunks = Assembler()
+    told = [u for e in events if (u := chunks.feed_chunk(e).usage) is not None]
+    assert told[-1] == stream.usage
 
 
 def _untyped_decoy(value: Any) -> Any:
