@@ -78,23 +78,29 @@ use crate::progress::Recorded;
 /// Read the nested object `$text` (JSON text) as `$ty`, which only some events need. A name in
 /// it with an unpaired surrogate escape, which `json.loads` takes, is made whole into `$store`
 /// (`lone_keys`) and the object read from there, only once serde_json has refused it: names
-/// inside `&RawValue` members are not seen by the event's first read.
+/// inside `&RawValue` members are not seen by the event's first read. `$store` is a `String`
+/// declared and left unset by the caller, so that the usual read makes and drops none.
 macro_rules! read_nested {
-    ($ty:ident, $text:expr, $store:expr) => {{
+    ($ty:ident, $text:expr, $store:ident) => {{
         let text: &str = $text;
         match serde_json::from_str::<$ty<'_>>(text) {
             Ok(read) => Ok(read),
-            Err(e) => lone_keys::reread(text, e, $store, |t: &str| {
+            Err(e) => match lone_keys::whole_names(text, e, |t: &str| {
                 serde_json::from_slice::<$ty<'_>>(t.as_bytes()).map(drop)
-            })
-            .and_then(|t| serde_json::from_slice::<$ty<'_>>(t.as_bytes())),
+            }) {
+                Ok(whole) => {
+                    $store = whole;
+                    serde_json::from_slice::<$ty<'_>>($store.as_bytes())
+                }
+                Err(e) => Err(e),
+            },
         }
     }};
 }
 
 /// [`read_nested!`] for an optional member; a refusal is the event's.
 macro_rules! nested {
-    ($ty:ident, $raw:expr, $store:expr) => {
+    ($ty:ident, $raw:expr, $store:ident) => {
         match $raw {
             None => Ok(None),
             Some(raw) => read_nested!($ty, raw.get(), $store)
@@ -1491,8 +1497,8 @@ impl Decoder {
             // Azure content-filter annotations come as choices without `delta` (quirk 30).
             if let Some(delta) = &choice.delta {
                 // Parsed first: a malformed event must emit nothing.
-                let mut store = String::new();
-                let legacy = nested!(Function, delta.function_call, &mut store)?;
+                let store: String;
+                let legacy = nested!(Function, delta.function_call, store)?;
                 if let Some(raw) = raw_str(delta.content) {
                     self.text(raw, emit);
                 }
@@ -1542,14 +1548,49 @@ impl Decoder {
         let function = entry.function.as_ref();
         // A custom tool's call names itself and streams its input in `custom`; one that cannot
         // be read is a custom call without them, as `feed_chunk` reads it.
-        let mut store = String::new();
         let custom = match entry.custom {
             Some(raw) if function.is_none() && raw.get() != "null" => {
-                Some(read_nested!(Custom, raw.get(), &mut store).ok())
+                match serde_json::from_str::<Custom<'_>>(raw.get()) {
+                    Ok(custom) => Some(Some(custom)),
+                    Err(e) => return self.entry_with_custom_made_whole(entry, raw, e, emit),
+                }
             }
             _ => None,
         };
-        let (name, args) = match &custom {
+        self.entry_with(entry, custom.as_ref(), emit);
+    }
+
+    /// [`Decoder::entry`] of a `custom` object serde_json refused: read again with its names
+    /// made whole (`lone_keys`). Apart, so that the usual entry holds no `String` for it.
+    #[cold]
+    #[inline(never)]
+    fn entry_with_custom_made_whole<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        entry: &ToolCallEntry<'_>,
+        raw: &RawValue,
+        first: serde_json::Error,
+        emit: &mut F,
+    ) {
+        let mut store = String::new();
+        let custom = lone_keys::reread(raw.get(), first, &mut store, |t: &str| {
+            serde_json::from_slice::<Custom<'_>>(t.as_bytes()).map(drop)
+        })
+        .and_then(|t| serde_json::from_slice::<Custom<'_>>(t.as_bytes()))
+        .ok();
+        self.entry_with(entry, Some(&custom), emit);
+    }
+
+    /// One Chat tool-call entry's delta, its `custom` object read (`Some` for a custom call,
+    /// holding `None` when it cannot be read).
+    #[inline(always)]
+    fn entry_with<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        entry: &ToolCallEntry<'_>,
+        custom: Option<&Option<Custom<'_>>>,
+        emit: &mut F,
+    ) {
+        let function = entry.function.as_ref();
+        let (name, args) = match custom {
             None => (
                 function.and_then(|f| f.name),
                 function.and_then(|f| f.arguments),
@@ -1692,8 +1733,8 @@ impl Decoder {
     ) -> Result<(), EventError> {
         match t {
             "response.output_item.added" => {
-                let mut store = String::new();
-                let item: Option<Item<'_>> = nested!(Item, env.item, &mut store)?;
+                let store: String;
+                let item: Option<Item<'_>> = nested!(Item, env.item, store)?;
                 let item = match item {
                     Some(item) if is_call_item(&item) => item,
                     other => {
@@ -1742,8 +1783,8 @@ impl Decoder {
                 }
             }
             "response.output_item.done" => {
-                let mut store = String::new();
-                let item: Option<Item<'_>> = nested!(Item, env.item, &mut store)?;
+                let store: String;
+                let item: Option<Item<'_>> = nested!(Item, env.item, store)?;
                 if let (Some(found), Some(raw)) = (&item, env.item) {
                     if is_kind(found.kind.as_ref(), "reasoning") {
                         self.keep_item(raw, non_blank(found.id.as_ref()), false, emit);
@@ -1887,9 +1928,9 @@ impl Decoder {
         emit: &mut F,
     ) {
         // An item that does not read is no item the next turn sends.
-        let mut store = String::new();
+        let store: String;
         let after = match at.and_then(|at| output.get(at + 1)) {
-            Some(raw) => read_nested!(Item, raw.get(), &mut store).ok(),
+            Some(raw) => read_nested!(Item, raw.get(), store).ok(),
             None => None,
         };
         match after {
@@ -2064,11 +2105,11 @@ impl Decoder {
         // A `response` that is no object (a bridge's string or number) is no response, as the
         // chunk path reads it: refusing the event for it lost what its type says, and a
         // `response.failed` left its open call runnable.
-        let mut store = String::new();
+        let store: String;
         let response: Option<ResponseObject<'_>> = nested!(
             ResponseObject,
             env.response.filter(|r| r.get().starts_with('{')),
-            &mut store
+            store
         )?;
         if t == "response.completed" && !self.any_function_call && self.items.len() == 0 {
             self.summary_calls(response.as_ref(), emit)?;
@@ -2365,16 +2406,16 @@ impl Decoder {
         }
         match t {
             "message_start" => {
-                let mut store = String::new();
-                let message: Option<Message<'_>> = nested!(Message, env.message, &mut store)?;
+                let store: String;
+                let message: Option<Message<'_>> = nested!(Message, env.message, store)?;
                 self.start(emit);
                 if let Some(usage) = message.and_then(|m| m.usage) {
                     emit(Action::Usage(usage.get()));
                 }
             }
             "content_block_start" => {
-                let mut store = String::new();
-                let block: Option<Block<'_>> = nested!(Block, env.content_block, &mut store)?;
+                let store: String;
+                let block: Option<Block<'_>> = nested!(Block, env.content_block, store)?;
                 self.note_block_index(env.index);
                 let Some(block) = block else {
                     return Ok(());
@@ -2456,8 +2497,8 @@ impl Decoder {
             }
             "message_delta" => {
                 if let Some(raw) = env.delta {
-                    let mut store = String::new();
-                    let delta = read_nested!(AnthropicDelta, raw.get(), &mut store)
+                    let store: String;
+                    let delta = read_nested!(AnthropicDelta, raw.get(), store)
                         .map_err(EventError::Malformed)?;
                     // A blank reason is none, as the chunk path reads it.
                     if let Some(reason) = delta
@@ -2558,9 +2599,9 @@ impl Decoder {
         emit: &mut F,
     ) -> Result<(), EventError> {
         let Some(raw) = env.delta else { return Ok(()) };
-        let mut store = String::new();
+        let store: String;
         let delta =
-            read_nested!(AnthropicDelta, raw.get(), &mut store).map_err(EventError::Malformed)?;
+            read_nested!(AnthropicDelta, raw.get(), store).map_err(EventError::Malformed)?;
         self.note_block_index(env.index);
         let index = env.index.unwrap_or(0);
         let block = self.blocks.get_mut(&index);
@@ -2772,9 +2813,9 @@ fn replay_of(block: &BlockState, t: &str, env: &Envelope<'_>) -> Replay {
         "content_block_start" | "content_block_delta" | "content_block_stop" => match env.index {
             Some(index) if index < block.index => Replay::Before,
             Some(index) if index == block.index && t == "content_block_start" => {
-                let mut store = String::new();
+                let store: String;
                 let started: Option<Block<'_>> =
-                    nested!(Block, env.content_block, &mut store).ok().flatten();
+                    nested!(Block, env.content_block, store).ok().flatten();
                 let same = started.is_some_and(|b| {
                     b.kind.as_str() == "tool_use"
                         && block.id.is_some()
@@ -2877,9 +2918,10 @@ fn no_input(input: &[u8]) -> bool {
 
 /// Whether a `message_delta`'s `delta` says the output limit stopped the message.
 fn stops_at_limit(delta: Option<&RawValue>) -> bool {
-    let mut store = String::new();
-    delta
-        .and_then(|raw| read_nested!(AnthropicDelta, raw.get(), &mut store).ok())
+    let Some(raw) = delta else { return false };
+    let store: String;
+    read_nested!(AnthropicDelta, raw.get(), store)
+        .ok()
         .and_then(|d| d.stop_reason)
         .is_some_and(|r| FinishReason::from_raw(r.as_str()) == FinishReason::Length)
 }
