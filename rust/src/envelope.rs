@@ -85,17 +85,24 @@ macro_rules! read_nested {
         let text: &str = $text;
         match serde_json::from_str::<$ty<'_>>(text) {
             Ok(read) => Ok(read),
-            Err(e) => match lone_keys::whole_names(text, e, |t: &str| {
-                serde_json::from_slice::<$ty<'_>>(t.as_bytes()).map(drop)
-            }) {
-                Ok(whole) => {
-                    $store = whole;
-                    serde_json::from_slice::<$ty<'_>>($store.as_bytes())
-                }
-                Err(e) => Err(e),
-            },
+            Err(e) => reread_nested!($ty, text, e, $store),
         }
     }};
+}
+
+/// The read of [`read_nested!`] once serde_json refused `$text` with `$first`.
+macro_rules! reread_nested {
+    ($ty:ident, $text:expr, $first:expr, $store:ident) => {
+        match lone_keys::whole_names($text, $first, |t: &str| {
+            serde_json::from_slice::<$ty<'_>>(t.as_bytes()).map(drop)
+        }) {
+            Ok(whole) => {
+                $store = whole;
+                serde_json::from_slice::<$ty<'_>>($store.as_bytes())
+            }
+            Err(e) => Err(e),
+        }
+    };
 }
 
 /// [`read_nested!`] for an optional member; a refusal is the event's.
@@ -1571,12 +1578,8 @@ impl Decoder {
         first: serde_json::Error,
         emit: &mut F,
     ) {
-        let mut store = String::new();
-        let custom = lone_keys::reread(raw.get(), first, &mut store, |t: &str| {
-            serde_json::from_slice::<Custom<'_>>(t.as_bytes()).map(drop)
-        })
-        .and_then(|t| serde_json::from_slice::<Custom<'_>>(t.as_bytes()))
-        .ok();
+        let store: String;
+        let custom = reread_nested!(Custom, raw.get(), first, store).ok();
         self.entry_with(entry, Some(&custom), emit);
     }
 
@@ -2599,9 +2602,37 @@ impl Decoder {
         emit: &mut F,
     ) -> Result<(), EventError> {
         let Some(raw) = env.delta else { return Ok(()) };
+        match serde_json::from_str::<AnthropicDelta<'_>>(raw.get()) {
+            Ok(delta) => self.anthropic_delta_read(env, &delta, emit),
+            Err(e) => self.anthropic_delta_made_whole(env, raw, e, emit),
+        }
+    }
+
+    /// [`Decoder::anthropic_delta`] of a `delta` serde_json refused: read again with its names
+    /// made whole (`lone_keys`). Apart, so that the usual delta holds no `String` for it.
+    #[cold]
+    #[inline(never)]
+    fn anthropic_delta_made_whole<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        env: &Envelope<'_>,
+        raw: &RawValue,
+        first: serde_json::Error,
+        emit: &mut F,
+    ) -> Result<(), EventError> {
         let store: String;
-        let delta =
-            read_nested!(AnthropicDelta, raw.get(), store).map_err(EventError::Malformed)?;
+        let delta = reread_nested!(AnthropicDelta, raw.get(), first, store)
+            .map_err(EventError::Malformed)?;
+        self.anthropic_delta_read(env, &delta, emit)
+    }
+
+    /// One `content_block_delta` event, its `delta` read.
+    #[inline(always)]
+    fn anthropic_delta_read<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        env: &Envelope<'_>,
+        delta: &AnthropicDelta<'_>,
+        emit: &mut F,
+    ) -> Result<(), EventError> {
         self.note_block_index(env.index);
         let index = env.index.unwrap_or(0);
         let block = self.blocks.get_mut(&index);

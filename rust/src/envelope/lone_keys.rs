@@ -16,8 +16,8 @@
 //!   reads (names inside raw values after them then get U+FFFD too).
 //! - The nested objects read after the event (a Responses `item`, an Anthropic
 //!   `content_block`, a Chat `custom`...) are `&RawValue` to the first read, which does not
-//!   look at their names: each is made whole on its own when its read is refused ([`reread`]),
-//!   into a `String` its caller keeps while the object is used.
+//!   look at their names: each is made whole on its own when its read is refused, into a
+//!   `String` its caller keeps while the object is used (`read_nested!`).
 //! - A Chat tool-call entry's own names are its call's metadata keys: they are read from the
 //!   event as sent ([`text_name`]), so that two names the SDK tells apart (`"k\ud800"` and
 //!   `"k\ufffd"`) are two members there too, each with its own last value.
@@ -81,20 +81,6 @@ pub(super) fn whole_names(
         }
     }
     Err(error)
-}
-
-/// [`whole_names`] of a nested object's `text`, kept in `store` (which the object read from it
-/// borrows).
-#[cold]
-#[inline(never)]
-pub(super) fn reread<'s>(
-    text: &str,
-    first: serde_json::Error,
-    store: &'s mut String,
-    parses: impl Fn(&str) -> Result<(), serde_json::Error>,
-) -> Result<&'s str, serde_json::Error> {
-    *store = whole_names(text, first, parses)?;
-    Ok(store)
 }
 
 /// The byte offset in `text` where serde_json stopped with `error`.
