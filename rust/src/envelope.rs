@@ -26,7 +26,8 @@
 //! - The whole event is parsed before any action is emitted: a malformed event changes nothing.
 //! - A name with an unpaired surrogate escape, which `json.loads` takes and serde_json refuses,
 //!   is made whole (U+FFFD) for a second read of the event, only once the first was refused
-//!   (`envelope/lone_keys.rs`): the usual event costs nothing more.
+//!   (`envelope/lone_keys.rs`): the usual event costs nothing more. A nested object read in
+//!   the second pass (`read_nested!`) is made whole the same way, once its own read is refused.
 //! - Only one choice of a Chat Completions stream is assembled (its calls, text and finish
 //!   reason): the first one it shows, 0 unless a translator numbered a single choice
 //!   otherwise; other choices are counted in [`Decoder::ignored_choices`]. Tool calls with
@@ -74,6 +75,48 @@ use serde_json::value::RawValue;
 use crate::assembler::{Arguments, Delta, FREE_FORM_KIND};
 use crate::progress::Recorded;
 
+/// Read the nested object `$text` (JSON text) as `$ty`, which only some events need. A name in
+/// it with an unpaired surrogate escape, which `json.loads` takes, is made whole into `$store`
+/// (`lone_keys`) and the object read from there, only once serde_json has refused it: names
+/// inside `&RawValue` members are not seen by the event's first read. `$store` is a `String`
+/// declared and left unset by the caller, so that the usual read makes and drops none.
+macro_rules! read_nested {
+    ($ty:ident, $text:expr, $store:ident) => {{
+        let text: &str = $text;
+        match serde_json::from_str::<$ty<'_>>(text) {
+            Ok(read) => Ok(read),
+            Err(e) => reread_nested!($ty, text, e, $store),
+        }
+    }};
+}
+
+/// The read of [`read_nested!`] once serde_json refused `$text` with `$first`.
+macro_rules! reread_nested {
+    ($ty:ident, $text:expr, $first:expr, $store:ident) => {
+        match lone_keys::whole_names($text, $first, |t: &str| {
+            serde_json::from_slice::<$ty<'_>>(t.as_bytes()).map(drop)
+        }) {
+            Ok(whole) => {
+                $store = whole;
+                serde_json::from_slice::<$ty<'_>>($store.as_bytes())
+            }
+            Err(e) => Err(e),
+        }
+    };
+}
+
+/// [`read_nested!`] for an optional member; a refusal is the event's.
+macro_rules! nested {
+    ($ty:ident, $raw:expr, $store:ident) => {
+        match $raw {
+            None => Ok(None),
+            Some(raw) => read_nested!($ty, raw.get(), $store)
+                .map(Some)
+                .map_err(EventError::Malformed),
+        }
+    };
+}
+
 #[macro_use]
 mod wire;
 mod gemini;
@@ -83,6 +126,7 @@ mod partial_args;
 mod thinking;
 
 use items::{ItemState, Items};
+pub(crate) use lone_keys::whole_strings;
 pub use thinking::Reasoning;
 use thinking::{drop_thought, Thought};
 
@@ -881,12 +925,6 @@ fn decode_owned(raw: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// Parse a nested object that only some events need.
-fn nested<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<Option<T>, EventError> {
-    raw.map(|r| serde_json::from_str(r.get()).map_err(EventError::Malformed))
-        .transpose()
-}
-
 /// A tool call's wire index as the `openai` SDK reads it (pydantic's lax integer, which
 /// `feed_chunk` mirrors): an integer that fits `i64`; a boolean as 0 or 1; a float with no
 /// fraction; a string holding an integer (`" 2"`, `"+1"`, `"1_000"`, `"1.00"`). Anything else,
@@ -1473,7 +1511,8 @@ impl Decoder {
             // Azure content-filter annotations come as choices without `delta` (quirk 30).
             if let Some(delta) = &choice.delta {
                 // Parsed first: a malformed event must emit nothing.
-                let legacy = nested::<Function<'_>>(delta.function_call)?;
+                let store: String;
+                let legacy = nested!(Function, delta.function_call, store)?;
                 if let Some(raw) = raw_str(delta.content) {
                     self.text(raw, emit);
                 }
@@ -1523,11 +1562,45 @@ impl Decoder {
         let function = entry.function.as_ref();
         // A custom tool's call names itself and streams its input in `custom`; one that cannot
         // be read is a custom call without them, as `feed_chunk` reads it.
-        let custom = entry
-            .custom
-            .filter(|raw| function.is_none() && raw.get() != "null")
-            .map(|raw| serde_json::from_str::<Custom<'_>>(raw.get()).ok());
-        let (name, args) = match &custom {
+        let custom = match entry.custom {
+            Some(raw) if function.is_none() && raw.get() != "null" => {
+                match serde_json::from_str::<Custom<'_>>(raw.get()) {
+                    Ok(custom) => Some(Some(custom)),
+                    Err(e) => return self.entry_with_custom_made_whole(entry, raw, e, emit),
+                }
+            }
+            _ => None,
+        };
+        self.entry_with(entry, custom.as_ref(), emit);
+    }
+
+    /// [`Decoder::entry`] of a `custom` object serde_json refused: read again with its names
+    /// made whole (`lone_keys`). Apart, so that the usual entry holds no `String` for it.
+    #[cold]
+    #[inline(never)]
+    fn entry_with_custom_made_whole<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        entry: &ToolCallEntry<'_>,
+        raw: &RawValue,
+        first: serde_json::Error,
+        emit: &mut F,
+    ) {
+        let store: String;
+        let custom = reread_nested!(Custom, raw.get(), first, store).ok();
+        self.entry_with(entry, Some(&custom), emit);
+    }
+
+    /// One Chat tool-call entry's delta, its `custom` object read (`Some` for a custom call,
+    /// holding `None` when it cannot be read).
+    #[inline(always)]
+    fn entry_with<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        entry: &ToolCallEntry<'_>,
+        custom: Option<&Option<Custom<'_>>>,
+        emit: &mut F,
+    ) {
+        let function = entry.function.as_ref();
+        let (name, args) = match custom {
             None => (
                 function.and_then(|f| f.name),
                 function.and_then(|f| f.arguments),
@@ -1671,7 +1744,8 @@ impl Decoder {
     ) -> Result<(), EventError> {
         match t {
             "response.output_item.added" => {
-                let item: Option<Item<'_>> = nested(env.item)?;
+                let store: String;
+                let item: Option<Item<'_>> = nested!(Item, env.item, store)?;
                 let item = match item {
                     Some(item) if is_call_item(&item) => item,
                     other => {
@@ -1720,7 +1794,8 @@ impl Decoder {
                 }
             }
             "response.output_item.done" => {
-                let item: Option<Item<'_>> = nested(env.item)?;
+                let store: String;
+                let item: Option<Item<'_>> = nested!(Item, env.item, store)?;
                 if let (Some(found), Some(raw)) = (&item, env.item) {
                     if is_kind(found.kind.as_ref(), "reasoning") {
                         self.keep_item(raw, non_blank(found.id.as_ref()), false, emit);
@@ -1876,9 +1951,11 @@ impl Decoder {
         emit: &mut F,
     ) {
         // An item that does not read is no item the next turn sends.
-        let after = at
-            .and_then(|at| output.get(at + 1))
-            .and_then(|raw| serde_json::from_str::<Item<'_>>(raw.get()).ok());
+        let store: String;
+        let after = match at.and_then(|at| output.get(at + 1)) {
+            Some(raw) => read_nested!(Item, raw.get(), store).ok(),
+            None => None,
+        };
         match after {
             None => self.follow(thinking::Follower::Other, emit),
             Some(item) if is_call_item(&item) => {
@@ -2051,8 +2128,12 @@ impl Decoder {
         // A `response` that is no object (a bridge's string or number) is no response, as the
         // chunk path reads it: refusing the event for it lost what its type says, and a
         // `response.failed` left its open call runnable.
-        let response: Option<ResponseObject<'_>> =
-            nested(env.response.filter(|r| r.get().starts_with('{')))?;
+        let store: String;
+        let response: Option<ResponseObject<'_>> = nested!(
+            ResponseObject,
+            env.response.filter(|r| r.get().starts_with('{')),
+            store
+        )?;
         if t == "response.completed" && !self.any_function_call && self.items.len() == 0 {
             self.summary_calls(response.as_ref(), emit);
         }
@@ -2348,14 +2429,16 @@ impl Decoder {
         }
         match t {
             "message_start" => {
-                let message: Option<Message<'_>> = nested(env.message)?;
+                let store: String;
+                let message: Option<Message<'_>> = nested!(Message, env.message, store)?;
                 self.start(emit);
                 if let Some(usage) = message.and_then(|m| m.usage) {
                     emit(Action::Usage(usage.get()));
                 }
             }
             "content_block_start" => {
-                let block: Option<Block<'_>> = nested(env.content_block)?;
+                let store: String;
+                let block: Option<Block<'_>> = nested!(Block, env.content_block, store)?;
                 self.note_block_index(env.index);
                 let Some(block) = block else {
                     return Ok(());
@@ -2445,8 +2528,9 @@ impl Decoder {
             }
             "message_delta" => {
                 if let Some(raw) = env.delta {
-                    let delta: AnthropicDelta<'_> =
-                        serde_json::from_str(raw.get()).map_err(EventError::Malformed)?;
+                    let store: String;
+                    let delta = read_nested!(AnthropicDelta, raw.get(), store)
+                        .map_err(EventError::Malformed)?;
                     // A blank reason is none, as the chunk path reads it.
                     if let Some(reason) = delta
                         .stop_reason
@@ -2546,8 +2630,37 @@ impl Decoder {
         emit: &mut F,
     ) -> Result<(), EventError> {
         let Some(raw) = env.delta else { return Ok(()) };
-        let delta: AnthropicDelta<'_> =
-            serde_json::from_str(raw.get()).map_err(EventError::Malformed)?;
+        match serde_json::from_str::<AnthropicDelta<'_>>(raw.get()) {
+            Ok(delta) => self.anthropic_delta_read(env, &delta, emit),
+            Err(e) => self.anthropic_delta_made_whole(env, raw, e, emit),
+        }
+    }
+
+    /// [`Decoder::anthropic_delta`] of a `delta` serde_json refused: read again with its names
+    /// made whole (`lone_keys`). Apart, so that the usual delta holds no `String` for it.
+    #[cold]
+    #[inline(never)]
+    fn anthropic_delta_made_whole<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        env: &Envelope<'_>,
+        raw: &RawValue,
+        first: serde_json::Error,
+        emit: &mut F,
+    ) -> Result<(), EventError> {
+        let store: String;
+        let delta = reread_nested!(AnthropicDelta, raw.get(), first, store)
+            .map_err(EventError::Malformed)?;
+        self.anthropic_delta_read(env, &delta, emit)
+    }
+
+    /// One `content_block_delta` event, its `delta` read.
+    #[inline(always)]
+    fn anthropic_delta_read<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        env: &Envelope<'_>,
+        delta: &AnthropicDelta<'_>,
+        emit: &mut F,
+    ) -> Result<(), EventError> {
         self.note_block_index(env.index);
         let index = env.index.unwrap_or(0);
         let block = self.blocks.get_mut(&index);
@@ -2759,7 +2872,9 @@ fn replay_of(block: &BlockState, t: &str, env: &Envelope<'_>) -> Replay {
         "content_block_start" | "content_block_delta" | "content_block_stop" => match env.index {
             Some(index) if index < block.index => Replay::Before,
             Some(index) if index == block.index && t == "content_block_start" => {
-                let started: Option<Block<'_>> = nested(env.content_block).ok().flatten();
+                let store: String;
+                let started: Option<Block<'_>> =
+                    nested!(Block, env.content_block, store).ok().flatten();
                 let same = started.is_some_and(|b| {
                     b.kind.as_str() == "tool_use"
                         && block.id.is_some()
@@ -2862,8 +2977,10 @@ fn no_input(input: &[u8]) -> bool {
 
 /// Whether a `message_delta`'s `delta` says the output limit stopped the message.
 fn stops_at_limit(delta: Option<&RawValue>) -> bool {
-    delta
-        .and_then(|raw| serde_json::from_str::<AnthropicDelta<'_>>(raw.get()).ok())
+    let Some(raw) = delta else { return false };
+    let store: String;
+    read_nested!(AnthropicDelta, raw.get(), store)
+        .ok()
         .and_then(|d| d.stop_reason)
         .is_some_and(|r| FinishReason::from_raw(r.as_str()) == FinishReason::Length)
 }

@@ -930,7 +930,15 @@ fn merge_usage(merged: &mut Option<serde_json::Map<String, serde_json::Value>>, 
     if next.len() > USAGE_MAX_BYTES {
         return;
     }
-    let Ok(fresh) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(next) else {
+    type Usage = serde_json::Map<String, serde_json::Value>;
+    let read = serde_json::from_str::<Usage>(next).or_else(|e| {
+        // An unpaired surrogate escape, which `json.loads` takes: U+FFFD in its place, names
+        // and values, as the SDK path's `merge_usage` writes it.
+        crate::envelope::whole_strings(next)
+            .ok_or(e)
+            .and_then(|whole| serde_json::from_str::<Usage>(&whole))
+    });
+    let Ok(fresh) = read else {
         // A usage that is no object (a broken bridge's number or text) counts nothing.
         return;
     };

@@ -27,6 +27,7 @@ from .streamkit import (
     json_text,
     responses_stream,
     sse_body,
+    tool_delta,
 )
 
 
@@ -432,24 +433,88 @@ def test_a_name_with_an_unpaired_surrogate_keeps_its_event(sse_server: SSEServer
         assert all(c.metadata == {"x\ufffd": 1} for c in calls)
 
 
+@pytest.mark.parametrize("fmt", ["openai-responses", "anthropic"])
+def test_a_name_with_an_unpaired_surrogate_in_a_nested_object_keeps_its_event(
+    sse_server: SSEServer, fmt: str
+) -> None:
+    # The objects the raw path reads in a second pass (a Responses `item` and `response`, an
+    # Anthropic `message`, `content_block` and `delta`) were refused whole for such a name, and
+    # their event skipped as malformed: a call lost its name and id, or all of it.
+    events = [_with_unpaired_name(e, frozenset({"usage", "input"})) for e in _repeats_stream(fmt)]
+    stream = _agree(sse_server, events, fmt)
+    assert [(c.name, c.id, c.value, c.ok) for c in stream.calls] == [
+        ("get_weather", "c1", {"city": "Paris"}, True),
+        ("f", "c2", {"a": [1, 2]}, True),
+    ]
+    assert _raw_errors(events, fmt) == []
+
+
+def _legacy_chat_stream() -> list[dict[str, Any]]:
+    return [
+        chat_chunk({"role": "assistant", "function_call": {"name": "f", "arguments": ""}}),
+        chat_chunk({"function_call": {"arguments": '{"a":'}}),
+        chat_chunk({"function_call": {"arguments": "[1,2]}"}}),
+        chat_chunk({}, finish_reason="function_call"),
+    ]
+
+
+def _custom_chat_stream() -> list[dict[str, Any]]:
+    def custom(**members: Any) -> dict[str, Any]:
+        return tool_delta(
+            {"index": 0, "type": "custom", "custom": members}
+            | ({"id": "c1"} if "name" in members else {})
+        )
+
+    return [
+        chat_chunk(custom(name="f", input="")),
+        chat_chunk(custom(input="hel")),
+        chat_chunk(custom(input="lo")),
+        chat_chunk({}, finish_reason="tool_calls"),
+    ]
+
+
+@pytest.mark.parametrize("shape", ["legacy", "custom"])
+def test_a_chat_call_object_with_a_name_with_an_unpaired_surrogate_is_read(
+    sse_server: SSEServer, shape: str
+) -> None:
+    # A legacy `function_call` with such a name was refused and its chunk skipped; a `custom`
+    # object was read as a custom call with no name and no input, and no error said so.
+    plain = _legacy_chat_stream() if shape == "legacy" else _custom_chat_stream()
+    events = [_with_unpaired_name(e, frozenset()) for e in plain]
+    stream = _agree(sse_server, events, "openai-chat")
+    assert raw_key(stream.calls) == raw_key(_dicts(plain))
+    assert [(c.name, c.arguments) for c in stream.calls] == [
+        ("f", '{"a":[1,2]}' if shape == "legacy" else "hello")
+    ]
+    assert _raw_errors(events, "openai-chat") == []
+
+
 @pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic"])
 def test_usage_with_a_name_with_an_unpaired_surrogate_does_not_end_the_sdk_stream(
     sse_server: SSEServer, fmt: str
 ) -> None:
     # pydantic cannot write such a name of an SDK usage model (`model_dump` raised
-    # UnicodeEncodeError), and the stream ended there, every call lost.
+    # UnicodeEncodeError), and the stream ended there, every call lost. The raw path's
+    # serde_json refuses it, and dropped the whole usage: every path has U+FFFD in its place.
     events = _repeats_stream(fmt)
     for event in events:
         for holder in (event, event.get("response"), event.get("message")):
             if isinstance(holder, dict) and isinstance(holder.get("usage"), dict):
-                holder["usage"] = {"x\ud800": {"y\udc00": 1}, **holder["usage"]}
+                holder["usage"] = {"x\ud800": {"y\udc00": "\udc00"}, **holder["usage"]}
     route = sse_server.register_events(events, fmt)
     _, stream = assemble_sync(route, fmt)
     assert [(c.name, c.value, c.ok) for c in stream.calls] == [
         ("get_weather", {"city": "Paris"}, True),
         ("f", {"a": [1, 2]}, True),
     ]
-    assert stream.usage is not None and stream.usage["x\ud800"] == {"y\udc00": 1}
+    assert stream.usage is not None and stream.usage["x\ufffd"] == {"y\ufffd": "\ufffd"}
+    raw = Assembler()
+    raw.feed_sse(route.body)
+    raw.finish()
+    assert raw.usage == stream.usage
+    chunks = Assembler()
+    told = [u for e in events if (u := chunks.feed_chunk(e).usage) is not None]
+    assert told[-1] == stream.usage
 
 
 def _untyped_decoy(value: Any) -> Any:

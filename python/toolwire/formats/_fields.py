@@ -16,6 +16,8 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
+from ._utf16 import replace_lone_surrogates, surrogate_in
+
 __all__ = [
     "arguments_of",
     "copy_usage",
@@ -218,7 +220,8 @@ def merge_usage(known: dict[str, Any] | None, usage: object) -> dict[str, Any] |
     proportion to what each brings: an object nested deeper than `_USAGE_MAX_DEPTH` or whose
     JSON text is longer than `_USAGE_MAX_BYTES` counts nothing, nor does one holding an integer
     too long for Python to write, and members past the first `_USAGE_MAX_MEMBERS` are not
-    added (those known are still updated).
+    added (those known are still updated). An unpaired surrogate in a name or a string is
+    U+FFFD, as the raw SSE path reads it.
 
     Args:
         known: The usage merged so far (not modified), or `None`.
@@ -238,12 +241,28 @@ def merge_usage(known: dict[str, Any] | None, usage: object) -> dict[str, Any] |
         return known
     if len(text.encode(errors="surrogatepass")) > _USAGE_MAX_BYTES:
         return known
+    if surrogate_in(text):
+        raw = _whole_text(raw)
     fresh = cast("dict[str, Any]", _without_none(raw))
     merged = dict(known or {})
     for key, value in fresh.items():
         if len(merged) < _USAGE_MAX_MEMBERS or key in merged:
             merged[key] = value
     return merged
+
+
+def _whole_text(value: Any) -> Any:
+    """`value` with an unpaired surrogate in any name or string made U+FFFD, as the raw SSE
+    path reads usage (serde_json takes no unpaired half); a name that becomes another's keeps
+    the first one's place and the later value, as a repeated JSON name does."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, member in cast("dict[str, Any]", value).items():
+            out[replace_lone_surrogates(key)] = _whole_text(member)
+        return out
+    if isinstance(value, list):
+        return [_whole_text(item) for item in cast("list[Any]", value)]
+    return replace_lone_surrogates(value) if isinstance(value, str) else value
 
 
 def copy_usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -14,6 +14,10 @@
 //!   kept as sent, as the SDK path keeps them. Past [`GUIDED_ROUNDS`] such names, those left
 //!   are rewritten at once, so that an event of many thousands costs a bounded number of
 //!   reads (names inside raw values after them then get U+FFFD too).
+//! - The nested objects read after the event (a Responses `item`, an Anthropic
+//!   `content_block`, a Chat `custom`...) are `&RawValue` to the first read, which does not
+//!   look at their names: each is made whole on its own when its read is refused, into a
+//!   `String` its caller keeps while the object is used (`read_nested!`).
 //! - A Chat tool-call entry's own names are its call's metadata keys: they are read from the
 //!   event as sent ([`text_name`]), so that two names the SDK tells apart (`"k\ud800"` and
 //!   `"k\ufffd"`) are two members there too, each with its own last value.
@@ -93,6 +97,29 @@ fn offset(text: &str, error: &serde_json::Error) -> usize {
 
 /// Every name in the JSON `text` that holds unpaired surrogate escapes, in order.
 fn lone_names(text: &[u8]) -> Vec<Name> {
+    lone_strings(text, true)
+}
+
+/// The JSON `text` with the unpaired surrogate escapes of all its strings, names and values,
+/// written as `\ufffd`; `None` when it has none. For `usage`, whose names and values are all
+/// text the SDK path reads with U+FFFD there too, and which serde_json refuses otherwise.
+#[cold]
+#[inline(never)]
+pub(crate) fn whole_strings(text: &str) -> Option<String> {
+    let strings = lone_strings(text.as_bytes(), false);
+    if strings.is_empty() {
+        return None;
+    }
+    let mut fixed = text.to_owned();
+    for &escape in strings.iter().flat_map(|s| &s.lone) {
+        fixed.replace_range(escape..escape + 6, "\\ufffd");
+    }
+    Some(fixed)
+}
+
+/// Every string (only names, if `names_only`) in the JSON `text` that holds unpaired
+/// surrogate escapes, in order.
+fn lone_strings(text: &[u8], names_only: bool) -> Vec<Name> {
     let mut names = Vec::new();
     let mut i = 0;
     // Outside strings, JSON has no quotes: each one found there opens a string.
@@ -133,7 +160,7 @@ fn lone_names(text: &[u8]) -> Vec<Name> {
             .get(i..)
             .and_then(|t| t.iter().find(|b| !b.is_ascii_whitespace()))
             == Some(&b':');
-        if colon && !lone.is_empty() {
+        if (colon || !names_only) && !lone.is_empty() {
             names.push(Name { open, close, lone });
         }
     }
@@ -253,6 +280,18 @@ mod tests {
         let fixed = whole_names(&text, first, parse).expect("whole");
         assert_eq!(reads.get(), 1 + GUIDED_ROUNDS + 1);
         assert!(!fixed.contains("\\udc00") && fixed.len() == text.len());
+    }
+
+    #[test]
+    fn every_string_is_made_whole_for_usage() {
+        let text = r#"{"x\ud800":{"y\udc00":"\ud83d\ude00\ud800"},"n":1}"#;
+        let fixed = whole_strings(text).expect("has halves");
+        assert_eq!(
+            fixed,
+            r#"{"x\ufffd":{"y\ufffd":"\ud83d\ude00\ufffd"},"n":1}"#
+        );
+        assert!(serde_json::from_str::<serde_json::Value>(&fixed).is_ok());
+        assert_eq!(whole_strings(r#"{"a":"\ud83d\ude00"}"#), None);
     }
 
     #[test]
