@@ -1914,7 +1914,9 @@ def _responses_turn(
     it in the output: the call whose metadata `reasoning_id` names it, else the assistant text.
     The API refuses a reasoning item sent without its following item (and one right after
     another), so one whose follower is not in the turn is left out, with a warning."""
-    named = {_reasoning_id(call) for call in calls} - {None}
+    # Each call's metadata is built anew on every read of a native call: read once here.
+    rs_ids = [_reasoning_id(call) for call in calls]
+    named = set(rs_ids) - {None}
     before: dict[str, dict[str, Any]] = {}
     loose: list[dict[str, Any]] = []
     for thought in thoughts:
@@ -1936,8 +1938,7 @@ def _responses_turn(
             RuntimeWarning,
             stacklevel=3,
         )
-    for call in calls:
-        rs_id = _reasoning_id(call)
+    for call, rs_id in zip(calls, rs_ids, strict=True):
         thought = None if rs_id is None else before.pop(rs_id, None)
         item: dict[str, Any] = {
             "type": "custom_tool_call" if is_free_form(call) else "function_call",
@@ -1945,9 +1946,9 @@ def _responses_turn(
             "name": _sent_name(call),
             "input" if is_free_form(call) else "arguments": call.arguments,
         }
-        item_id = _metadata(call).get("item_id")
         if thought is not None:
             items.append(thought)
+            item_id = _metadata(call).get("item_id")
             if isinstance(item_id, str) and item_id:
                 # Sent as the output had it, with the reasoning item it follows.
                 item = {"id": item_id, **item}
