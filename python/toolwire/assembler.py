@@ -60,6 +60,24 @@ class Assembler(_core.Assembler, LiveState):
         "it holds a stream's native state. Pickle its finished calls or their outcomes instead"
     )
 
+    def interrupt(self, reason: str, /) -> None:
+        """The transport broke off: calls with no argument text yet become `truncated`, and
+        fragments an open call still holds two ways are read as appended (`_core.Assembler`).
+
+        Not after a Chat choice's finish reason that ended it as a whole answer (`stop`,
+        `tool_calls`): Chat sends no end event per call, so that reason ends every call, and
+        a break after it (the usage chunk or `[DONE]` lost) cuts none, as a break after
+        Anthropic's `message_delta` or Gemini's last chunk cuts none.
+
+        Args:
+            reason: Why the stream broke off.
+
+        Raises:
+            MisuseError: The assembler was already finished.
+        """
+        if self.finished or not _chat_choice_ended(self):
+            super().interrupt(reason)
+
     @property
     def chunk_format(self) -> WireFormat | None:
         """The wire format detected by `feed_chunk`, or `None` before the first telling chunk."""
@@ -187,6 +205,15 @@ class Assembler(_core.Assembler, LiveState):
             `""` or `"\ufffd"`; asking ends the wait for the other half.
         """
         return "\ufffd" if self.__dict__.pop(_TEXT_HALF, None) else ""
+
+
+def _chat_choice_ended(asm: Assembler) -> bool:
+    """Whether the Chat choice `asm` assembles ended as a whole answer, on the path that fed it
+    (`feed_chunk`'s adapter, or the raw SSE path's finish reason)."""
+    adapter = asm.__dict__.get(_ADAPTER)
+    if adapter is not None:
+        return isinstance(adapter, ChatCompletionsAdapter) and adapter.ended
+    return asm.format == "openai-chat" and asm.finish_reason_normalized in ("stop", "tool_calls")
 
 
 def _read_chunks_as(asm: Assembler, fmt: WireFormat) -> FormatAdapter:
