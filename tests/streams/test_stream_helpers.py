@@ -294,3 +294,53 @@ def test_a_tool_stream_given_to_a_tool_stream_is_misuse() -> None:
 async def _async_chunks(chunks: list[Any]) -> Any:
     for chunk in chunks:
         yield chunk
+
+
+def _raw(client: Any, fmt: str, kind: str) -> Any:
+    """The same request through `with_raw_response` or `with_streaming_response`."""
+    if fmt == "openai-chat":
+        return getattr(client.chat.completions, kind).create(
+            model="test-model", messages=MESSAGES, tools=CHAT_TOOLS, stream=True
+        )
+    return getattr(client.messages, kind).create(
+        model="test-model", max_tokens=1024, messages=MESSAGES, stream=True
+    )
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
+def test_a_raw_response_is_misuse_that_names_parse(sse_server: SSEServer, fmt: str) -> None:
+    # `with_raw_response` (for its headers: request id, rate limits) and
+    # `with_streaming_response` give the HTTP response, whose stream `.parse()` makes: it was
+    # refused as "not iterable", which says nothing of the fix.
+    route = sse_server.register_events(_body(fmt, VALID), fmt)
+    with _client(route, fmt) as client:
+        raw = _raw(client, fmt, "with_raw_response")
+        with pytest.raises(MisuseError, match=r"assemble\(response\.parse\(\)\)"):
+            assemble(raw)
+        with pytest.raises(MisuseError, match=r"aassemble\(.*response\.parse\(\)\)"):
+            aassemble(raw)
+        with assemble(raw.parse()) as stream:
+            list(stream)
+        assert [c.name for c in stream.calls] == ["get_weather", "get_time"]
+        with _raw(client, fmt, "with_streaming_response") as response:
+            with pytest.raises(MisuseError, match=r"assemble\(response\.parse\(\)\)"):
+                assemble(response)
+            assert not response.is_closed
+            with assemble(response.parse()) as stream:
+                list(stream)
+        assert [c.name for c in stream.calls] == ["get_weather", "get_time"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
+async def test_an_async_raw_response_is_misuse_that_names_parse(
+    sse_server: SSEServer, fmt: str
+) -> None:
+    route = sse_server.register_events(_body(fmt, VALID), fmt)
+    async with _aclient(route, fmt) as client:
+        async with _raw(client, fmt, "with_streaming_response") as response:
+            with pytest.raises(MisuseError, match=r"aassemble\(await response\.parse\(\)\)"):
+                aassemble(response)
+            async with aassemble(await response.parse()) as stream:
+                [event async for event in stream]
+        assert [c.name for c in stream.calls] == ["get_weather", "get_time"]
