@@ -344,3 +344,33 @@ async def test_an_async_raw_response_is_misuse_that_names_parse(
             async with aassemble(await response.parse()) as stream:
                 [event async for event in stream]
         assert [c.name for c in stream.calls] == ["get_weather", "get_time"]
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
+@pytest.mark.parametrize("read", ["iter_text", "iter_lines"])
+def test_the_body_as_text_is_misuse_that_names_feed_sse(
+    sse_server: SSEServer, fmt: str, read: str
+) -> None:
+    # The body's bytes given to `assemble` are refused (`feed_sse` reads them); its text, as
+    # `response.iter_text()` or `iter_lines()` decode it, was read as events whose data is a
+    # JSON string: no call, and no error, for a stream full of calls.
+    route = sse_server.register_events(_body(fmt, VALID), fmt)
+    with _client(route, fmt) as client, _raw(client, fmt, "with_streaming_response") as response:
+        with (
+            pytest.raises(MisuseError, match=r"SSE text.*feed_sse"),
+            assemble(getattr(response, read)()) as stream,
+        ):
+            list(stream)
+    asm = Assembler()
+    with _client(route, fmt) as client, _raw(client, fmt, "with_streaming_response") as response:
+        for piece in response.iter_bytes():
+            asm.feed_sse(piece)
+    assert [c.name for c in asm.finish()] == ["get_weather", "get_time"]
+
+
+def test_a_chunk_whose_data_is_a_json_string_is_still_an_unreadable_event() -> None:
+    # What an SDK yields for `data: "..."`: a string, read as an event that is no object.
+    asm = Assembler()
+    asm.feed_chunk(chat_stream(VALID)[1])
+    asm.feed_chunk("the data of an event")
+    assert [kind for kind, _, _ in asm.stream_errors()] == ["malformed_event"]
