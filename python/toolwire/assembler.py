@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, cast
 
 from toolwire import _core
@@ -39,6 +40,8 @@ _CHUNKS = "_toolwire_chunks"
 _INSIDE = "_toolwire_inside"
 # Present once `stream_errors` has the chunk that took the response past a per-stream limit.
 _LIMIT_TOLD = "_toolwire_limit_told"
+# A line of an SSE body that starts an event's field, as the text of the body holds them.
+_SSE_FIELD = re.compile(r"(?:^|\n)\ufeff?(?:data|event):")
 
 
 class Assembler(_core.Assembler, LiveState):
@@ -59,6 +62,24 @@ class Assembler(_core.Assembler, LiveState):
     _not_copied = (
         "it holds a stream's native state. Pickle its finished calls or their outcomes instead"
     )
+
+    def interrupt(self, reason: str, /) -> None:
+        """The transport broke off: calls with no argument text yet become `truncated`, and
+        fragments an open call still holds two ways are read as appended (`_core.Assembler`).
+
+        Not after a Chat choice's finish reason that ended it as a whole answer (`stop`,
+        `tool_calls`): Chat sends no end event per call, so that reason ends every call, and
+        a break after it (the usage chunk or `[DONE]` lost) cuts none, as a break after
+        Anthropic's `message_delta` or Gemini's last chunk cuts none.
+
+        Args:
+            reason: Why the stream broke off.
+
+        Raises:
+            MisuseError: The assembler was already finished.
+        """
+        if self.finished or not _chat_choice_ended(self):
+            super().interrupt(reason)
 
     @property
     def chunk_format(self) -> WireFormat | None:
@@ -89,7 +110,9 @@ class Assembler(_core.Assembler, LiveState):
 
         Raises:
             MisuseError: The assembler was already finished, another thread's call is inside
-                it, or `chunk` is bytes (a raw body, which `feed_sse` reads).
+                it, or `chunk` is bytes or the text of SSE lines (`data: ...`, as
+                `response.iter_text()` and `iter_lines()` give the body): a raw body, which
+                `feed_sse` reads.
         """
         if self.finished:
             # A chunk of text alone would touch no call, and so raise nowhere in the core.
@@ -123,14 +146,22 @@ class Assembler(_core.Assembler, LiveState):
             if chunk is None:
                 # Not counted: the chunks are numbered as `create(stream=True)` yields them.
                 return ChunkInfo()
-        number = state[_CHUNKS] = state.get(_CHUNKS, 0) + 1
         if chunk is None or isinstance(chunk, (bool, int, float, str, list)):
+            if isinstance(chunk, str) and _SSE_FIELD.search(chunk):
+                # The body as text (`response.iter_text()`, `iter_lines()`), not the data of
+                # one event: read as such, every call in it vanished without a word.
+                raise _core.MisuseError(
+                    "feed_chunk takes one decoded chunk (an SDK event or a dict), not SSE "
+                    "text: feed the raw bytes of the body (response.iter_bytes()) to feed_sse"
+                )
+            number = state[_CHUNKS] = state.get(_CHUNKS, 0) + 1
             # An event whose data is JSON but not an object (`data: 123`): the SDKs hand it on
             # as it is, and the raw SSE path reads it as a malformed event. It may have carried
             # part of a call, so the calls still open must not run, on both paths.
             info = unreadable(ChunkInfo(), self)
             _tell(self, number, info, f"not an object ({type(cast(object, chunk)).__name__})")
             return info
+        number = state[_CHUNKS] = state.get(_CHUNKS, 0) + 1
         adapter: FormatAdapter | None = state.get(_ADAPTER)
         if adapter is None:
             fmt = detect_format(chunk)
@@ -187,6 +218,15 @@ class Assembler(_core.Assembler, LiveState):
             `""` or `"\ufffd"`; asking ends the wait for the other half.
         """
         return "\ufffd" if self.__dict__.pop(_TEXT_HALF, None) else ""
+
+
+def _chat_choice_ended(asm: Assembler) -> bool:
+    """Whether the Chat choice `asm` assembles ended as a whole answer, on the path that fed it
+    (`feed_chunk`'s adapter, or the raw SSE path's finish reason)."""
+    adapter = asm.__dict__.get(_ADAPTER)
+    if adapter is not None:
+        return isinstance(adapter, ChatCompletionsAdapter) and adapter.ended
+    return asm.format == "openai-chat" and asm.finish_reason_normalized in ("stop", "tool_calls")
 
 
 def _read_chunks_as(asm: Assembler, fmt: WireFormat) -> FormatAdapter:

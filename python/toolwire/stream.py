@@ -477,6 +477,31 @@ _ASSISTANT_STREAMS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# What `with_raw_response` and `with_streaming_response` give: the HTTP response, kept for its
+# headers (request id, rate limits); its stream is what `.parse()` makes of it.
+_RAW_RESPONSES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("openai._legacy_response", ("LegacyAPIResponse",)),
+    ("openai._response", ("BaseAPIResponse",)),
+    ("anthropic._legacy_response", ("LegacyAPIResponse",)),
+    ("anthropic._response", ("BaseAPIResponse",)),
+)
+
+
+def _refuse_raw_response(source: object, wrapper: str) -> None:
+    """`MisuseError` for an SDK's raw HTTP response, naming the `.parse()` that gives its
+    stream; nothing for anything else. Refused unread, the response stays the caller's."""
+    name = _sdk_instance(source, _RAW_RESPONSES)
+    if name is None:
+        return
+    parse: object = getattr(source, "parse", None)
+    awaited = "await " if inspect.iscoroutinefunction(parse) else ""
+    raise MisuseError(
+        f"{wrapper} takes the stream that .parse() makes of a {name} "
+        f"(with_raw_response, with_streaming_response), not the response: "
+        f"{wrapper}({awaited}response.parse())"
+    )
+
+
 def _sdk_instance(source: object, classes: tuple[tuple[str, tuple[str, ...]], ...]) -> str | None:
     """The name of the SDK class in `classes` that `source` is an instance of, if any."""
     for module_name, names in classes:
@@ -571,6 +596,7 @@ def _sync_source(source: Any) -> Any:
     from the mistake, and a `with` block would call the async stream's `close` unawaited,
     leaving its response open.
     """
+    _refuse_raw_response(source, "assemble")
     if _iterable(source):
         return source
     if _async_iterable(source):
@@ -589,6 +615,7 @@ def _sync_source(source: Any) -> Any:
 
 def _async_source(source: Any) -> Any:
     """`source` if `aassemble` can iterate it; otherwise a `MisuseError` that names the fix."""
+    _refuse_raw_response(source, "aassemble")
     if _async_iterable(source):
         return source
     if inspect.isawaitable(source):
@@ -1257,9 +1284,10 @@ def assemble(
     Raises:
         MisuseError: `stream` is one dict (other than boto3's `converse_stream` response,
             which stands for its `stream`), a str or bytes, a stream helper's manager not yet
-            entered (`client.messages.stream(...)` without `with`), an Assistants run stream
-            or a tool stream: not a stream of chunks; an async stream or a coroutine (use
-            `aassemble`), or not iterable at all; or a limit is out of range.
+            entered (`client.messages.stream(...)` without `with`), an Assistants run stream,
+            a tool stream or the HTTP response `with_raw_response` / `with_streaming_response`
+            give (pass its `.parse()`): not a stream of chunks; an async stream or a coroutine
+            (use `aassemble`), or not iterable at all; or a limit is out of range.
     """
     return ToolStream(stream, tools, progress=progress, limits=limits)
 
@@ -1286,8 +1314,8 @@ def aassemble(
 
     Raises:
         MisuseError: `stream` is a dict, str or bytes, a stream helper's manager not yet
-            entered, an Assistants run stream or a tool stream: not a stream of chunks; a
-            coroutine not awaited, a sync stream (use `assemble`) or no async iterable at all;
-            or a limit is out of range.
+            entered, an Assistants run stream, a tool stream or an HTTP response (pass its
+            `.parse()`): not a stream of chunks; a coroutine not awaited, a sync stream (use
+            `assemble`) or no async iterable at all; or a limit is out of range.
     """
     return AsyncToolStream(stream, tools, progress=progress, limits=limits)

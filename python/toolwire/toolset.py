@@ -1655,6 +1655,11 @@ class Toolset:
         """The names of the custom tools (free-form input), in registration order."""
         return list(self._custom)
 
+    def _callable_names(self) -> list[str]:
+        # What a payload for a call to no tool lists: a custom tool is one the model may call
+        # too, and a toolset of custom tools alone would list none.
+        return self.names() + self.custom_names()
+
     def custom_tool(self, name: str) -> CustomToolDefinition:
         """The registered definition of one custom tool.
 
@@ -1939,7 +1944,7 @@ class Toolset:
         error = call.error
         kind = error.kind if error is not None else None
         name = call.name or ""
-        names = self.names() + self.custom_names()
+        names = self._callable_names()
         told_first = kind != "free_form_call" if free_form else kind in _BEFORE_TOOL_TYPE
         early = (
             outcome_for_call_error(call, error, tools=names, lang=self._lang)
@@ -2022,7 +2027,9 @@ class Toolset:
                     if paused:
                         gc.enable()
         else:
-            early = outcome_for_call_error(call, error, tools=self.names(), lang=self._lang)
+            early = outcome_for_call_error(
+                call, error, tools=self._callable_names(), lang=self._lang
+            )
             if early is not None:
                 return early
         name = call.name
@@ -2031,7 +2038,9 @@ class Toolset:
             kind = "missing_name" if not name else "unknown_tool"
             return cast(
                 Outcome,
-                outcome_for_call_error(call, _KindOnly(kind), tools=self.names(), lang=self._lang),
+                outcome_for_call_error(
+                    call, _KindOnly(kind), tools=self._callable_names(), lang=self._lang
+                ),
             )
         return tool.validator.validate(
             call, lang=self._lang, redact=self._redact, prechecked=checked

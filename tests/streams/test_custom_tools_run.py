@@ -440,3 +440,27 @@ def test_property_responses_final_input_wins_split_anywhere(
     assert call.arguments == final
     assert ("input_mismatch" in call.warnings) == (done != final)
     assert len(raw.stream_errors()) == (done != final)
+
+
+@pytest.mark.parametrize("name", ["run_sq1", ""])
+def test_a_function_call_to_no_tool_lists_the_custom_tools_too(
+    sse_server: SSEServer, name: str
+) -> None:
+    # The payload for a call to no tool (a name the model got wrong, or none) lists the tools
+    # to call instead: the custom ones are tools the model may call too, and a toolset of
+    # custom tools alone listed none ("Available tools: .").
+    events = [_CREATED, *_function_events(name=name), _COMPLETED]
+    for tools, listed in (
+        (TOOLS, '"lookup", "run_sql"'),
+        (Toolset([SQL]), '"run_sql"'),
+    ):
+        _, s = assemble_sync(
+            sse_server.register(_responses_body(events)), "openai-responses", tools=tools
+        )
+        (outcome,) = s.outcomes
+        assert outcome.error_type == ("unknown_tool" if name else "missing_name")
+        assert (outcome.message or "").endswith(f"Available tools: {listed}.")
+        # The executor sends the same list back.
+        (result,) = _executor().execute_all(s.outcomes)
+        (message,) = tool_messages(s.calls, [result], style="openai-responses")
+        assert f"Available tools: {listed}." in json.loads(message["output"])["error"]["message"]

@@ -22,7 +22,7 @@ from toolwire.events import CallCompleted, PrecheckError
 from toolwire.toolset import Toolset
 
 from . import bedrockkit as bedrock
-from .clients import assemble_both, assemble_gemini
+from .clients import assemble_async, assemble_both, assemble_gemini
 from .conftest import SSEServer
 from .streamkit import (
     Call,
@@ -909,6 +909,41 @@ def test_quirk_38_connection_drop_without_finish_reason(sse_server: SSEServer) -
     events, s = assemble_both(route, CHAT)
     assert summary(s.calls) == [("f", {"a": 1}, None), ("g", None, "truncated")]
     assert events[-1].finish_reason is None and s.transport_error is not None
+
+
+@pytest.mark.parametrize("lost", ["done", "usage_and_done"])
+def test_quirk_38_a_drop_after_the_finish_reason_cuts_no_call(
+    sse_server: SSEServer, lost: str
+) -> None:
+    # OpenAI sends the finish reason, then the usage chunk (`include_usage`), then `[DONE]`.
+    # Chat has no end event per call: its finish reason ends them all, so a connection lost
+    # after it cuts none, as one lost after Anthropic's `message_delta` or Gemini's last chunk
+    # does not. The call without parameters was cut off (never run) although the model had
+    # finished it.
+    calls = [Call("f", '{"a": 1}', "call_f"), Call("transfer", "", "call_t")]
+    usage = chat_chunk(choices=[], usage={"prompt_tokens": 5, "completion_tokens": 9})
+    body = sse_body([*well_formed_stream(CHAT, calls), usage], CHAT)
+    end = body.index(b"data: [DONE]") if lost == "done" else body.rindex(b"data: {")
+    events, s = assemble_both(sse_server.register(body, drop_after=end), CHAT)
+    assert summary(s.calls) == [("f", {"a": 1}, None), ("transfer", {}, None)]
+    assert events[-1].finish_reason is None and s.transport_error is not None
+    # The same stream lost before its finish reason: the last call may have been cut.
+    cut = body.index(b'"finish_reason":"tool_calls"')
+    cut = body.rindex(b"data:", 0, cut)
+    _, s = assemble_both(sse_server.register(body, drop_after=cut), CHAT)
+    assert summary(s.calls) == [("f", {"a": 1}, None), ("transfer", None, "truncated")]
+
+
+@pytest.mark.anyio
+async def test_quirk_38_a_drop_after_the_finish_reason_cuts_no_call_async(
+    sse_server: SSEServer,
+) -> None:
+    calls = [Call("f", '{"a": 1}', "call_f"), Call("transfer", "", "call_t")]
+    body = sse_body(well_formed_stream(CHAT, calls), CHAT)
+    route = sse_server.register(body, drop_after=body.index(b"data: [DONE]"))
+    _, s = await assemble_async(route, CHAT)
+    assert summary(s.calls) == [("f", {"a": 1}, None), ("transfer", {}, None)]
+    assert s.finish_reason is None and s.transport_error is not None
 
 
 @pytest.mark.parametrize("fmt", [CHAT, "openai-responses", "anthropic"])

@@ -294,3 +294,83 @@ def test_a_tool_stream_given_to_a_tool_stream_is_misuse() -> None:
 async def _async_chunks(chunks: list[Any]) -> Any:
     for chunk in chunks:
         yield chunk
+
+
+def _raw(client: Any, fmt: str, kind: str) -> Any:
+    """The same request through `with_raw_response` or `with_streaming_response`."""
+    if fmt == "openai-chat":
+        return getattr(client.chat.completions, kind).create(
+            model="test-model", messages=MESSAGES, tools=CHAT_TOOLS, stream=True
+        )
+    return getattr(client.messages, kind).create(
+        model="test-model", max_tokens=1024, messages=MESSAGES, stream=True
+    )
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
+def test_a_raw_response_is_misuse_that_names_parse(sse_server: SSEServer, fmt: str) -> None:
+    # `with_raw_response` (for its headers: request id, rate limits) and
+    # `with_streaming_response` give the HTTP response, whose stream `.parse()` makes: it was
+    # refused as "not iterable", which says nothing of the fix.
+    route = sse_server.register_events(_body(fmt, VALID), fmt)
+    with _client(route, fmt) as client:
+        raw = _raw(client, fmt, "with_raw_response")
+        with pytest.raises(MisuseError, match=r"assemble\(response\.parse\(\)\)"):
+            assemble(raw)
+        with pytest.raises(MisuseError, match=r"aassemble\(.*response\.parse\(\)\)"):
+            aassemble(raw)
+        with assemble(raw.parse()) as stream:
+            list(stream)
+        assert [c.name for c in stream.calls] == ["get_weather", "get_time"]
+        with _raw(client, fmt, "with_streaming_response") as response:
+            with pytest.raises(MisuseError, match=r"assemble\(response\.parse\(\)\)"):
+                assemble(response)
+            assert not response.is_closed
+            with assemble(response.parse()) as stream:
+                list(stream)
+        assert [c.name for c in stream.calls] == ["get_weather", "get_time"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
+async def test_an_async_raw_response_is_misuse_that_names_parse(
+    sse_server: SSEServer, fmt: str
+) -> None:
+    route = sse_server.register_events(_body(fmt, VALID), fmt)
+    async with _aclient(route, fmt) as client:
+        async with _raw(client, fmt, "with_streaming_response") as response:
+            with pytest.raises(MisuseError, match=r"aassemble\(await response\.parse\(\)\)"):
+                aassemble(response)
+            async with aassemble(await response.parse()) as stream:
+                [event async for event in stream]
+        assert [c.name for c in stream.calls] == ["get_weather", "get_time"]
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
+@pytest.mark.parametrize("read", ["iter_text", "iter_lines"])
+def test_the_body_as_text_is_misuse_that_names_feed_sse(
+    sse_server: SSEServer, fmt: str, read: str
+) -> None:
+    # The body's bytes given to `assemble` are refused (`feed_sse` reads them); its text, as
+    # `response.iter_text()` or `iter_lines()` decode it, was read as events whose data is a
+    # JSON string: no call, and no error, for a stream full of calls.
+    route = sse_server.register_events(_body(fmt, VALID), fmt)
+    with _client(route, fmt) as client, _raw(client, fmt, "with_streaming_response") as response:
+        with (
+            pytest.raises(MisuseError, match=r"SSE text.*feed_sse"),
+            assemble(getattr(response, read)()) as stream,
+        ):
+            list(stream)
+    asm = Assembler()
+    with _client(route, fmt) as client, _raw(client, fmt, "with_streaming_response") as response:
+        for piece in response.iter_bytes():
+            asm.feed_sse(piece)
+    assert [c.name for c in asm.finish()] == ["get_weather", "get_time"]
+
+
+def test_a_chunk_whose_data_is_a_json_string_is_still_an_unreadable_event() -> None:
+    # What an SDK yields for `data: "..."`: a string, read as an event that is no object.
+    asm = Assembler()
+    asm.feed_chunk(chat_stream(VALID)[1])
+    asm.feed_chunk("the data of an event")
+    assert [kind for kind, _, _ in asm.stream_errors()] == ["malformed_event"]

@@ -65,6 +65,8 @@ __all__ = ["ChatCompletionsAdapter"]
 _TOOL_CALL_FIELDS = frozenset({"index", "id", "type", "function", "custom"})
 # Natural ends; after a `refusal` delta they mean a refusal (as `FinishReason::Stop` in Rust).
 _NATURAL_ENDS = frozenset({"stop", "end_turn", "stop_sequence", "eos", "completed"})
+# Ends that hand the turn to the tools (`FinishReason::ToolCalls` in Rust).
+_TOOL_ENDS = frozenset({"tool_calls", "function_call", "tool_use"})
 
 
 class ChatCompletionsAdapter:
@@ -72,11 +74,12 @@ class ChatCompletionsAdapter:
 
     format: WireFormat = "openai-chat"
 
-    __slots__ = ("_choice", "_gave_up", "_refusal", "_usage", "_utf16")
+    __slots__ = ("_choice", "_ended", "_gave_up", "_refusal", "_usage", "_utf16")
 
     def __init__(self) -> None:
         """Start with no surrogate half held and no refusal seen."""
         self._utf16 = Utf16()
+        self._ended = False
         self._gave_up = False
         self._refusal = False
         self._usage: dict[str, Any] | None = None
@@ -86,6 +89,12 @@ class ChatCompletionsAdapter:
     def choice(self) -> int | None:
         """The index of the choice assembled, `None` before a chunk with choices came."""
         return self._choice
+
+    @property
+    def ended(self) -> bool:
+        """Whether the assembled choice's latest finish reason ended it as a whole answer
+        (`stop`, `tool_calls`, ...): Chat has no end event per call, so this one ends them all."""
+        return self._ended and not self._gave_up
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one chunk.
@@ -134,7 +143,9 @@ class ChatCompletionsAdapter:
             reason = str_or_none(get(choice, "finish_reason"))
             if reason:
                 info.finish_reason = reason
-                natural = folded_reason(reason) in _NATURAL_ENDS
+                folded = folded_reason(reason)
+                natural = folded in _NATURAL_ENDS
+                self._ended = natural or folded in _TOOL_ENDS
                 if stops_calls(reason) or (natural and self._refusal):
                     sink.stop(reason)
                 elif is_limit(reason):
