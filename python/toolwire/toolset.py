@@ -61,7 +61,7 @@ from toolwire.coercion import (
     pointer,
     resolve_rules,
 )
-from toolwire.jsonschema_dialect import PatternTooLargeError
+from toolwire.jsonschema_dialect import PatternTooLargeError, extended_validator
 from toolwire.payloads import FREE_FORM_TYPE, Lang, check_lang, is_free_form, require_call
 from toolwire.schema_export import (
     MAX_SCHEMA_DEPTH,
@@ -363,6 +363,27 @@ def _refuse_unread_draft(schema: Mapping[str, Any], tool: str) -> None:
             "a JSON Schema draft from draft 4 on",
             "draft 3 is not read",
         )
+
+
+def _refuse_what_the_metaschema_refuses(schema: Mapping[str, Any], tool: str) -> None:
+    """Refuse a plain tool's schema its draft's metaschema refuses, read as written (OpenAPI's
+    spellings read as JSON Schema), before anything is inlined or closed.
+
+    Validation checks its own schema again, but that one has its references inlined: a
+    definition's fault was told where the definition is used, a definition nothing uses and an
+    `$anchor` nothing names were not checked at all, and a value that is no schema (`"required":
+    [{}]`, a definition that is a list) broke the inliner first with an internal error's text.
+
+    Raises:
+        InvalidSchemaError: With the place as written and what belongs there.
+    """
+    cls = extended_validator(
+        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    )
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise _invalid_schema(tool, exc) from exc
 
 
 def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaError:
@@ -1081,6 +1102,7 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         schema = as_json_schema(copy.deepcopy(dict(cast(Mapping[str, Any], params))))
     except ValueError as exc:
         raise ValueError(f"tool {name!r}: {exc}") from None
+    _refuse_what_the_metaschema_refuses(schema, name)
     # Arguments are always an object (anything else is `not_object`), and Anthropic refuses
     # an `input_schema` whose root does not say so; a reference to the root stays to the
     # schema as written.
