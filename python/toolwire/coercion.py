@@ -64,7 +64,8 @@ property, both of which hold its value), a change must suit them all, or the val
 validation as sent.
 
 A field opts in to extra rules with `json_schema_extra={"x-toolwire-coerce": ["bool_word"]}`;
-the rules then apply to that field and everything inside it.
+the rules then apply to that field and everything inside it. Anything but a list of rule names
+there is refused at build (`InvalidSchemaError`).
 
 A value the developer declared strict (`StrictInt`, `Field(strict=True)`, or any field of a
 model whose config says `strict=True`; a model nested in it has its own config) gets none of
@@ -92,6 +93,7 @@ from toolwire.schema_export import accepts_null
 
 __all__ = [
     "ALL_RULES",
+    "COERCE_KEY",
     "JSON_NUMBER",
     "REQUIRED_SPELLINGS_KEY",
     "SAFE_RULES",

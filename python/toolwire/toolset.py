@@ -50,6 +50,8 @@ from pydantic_core import core_schema
 from toolwire import _core
 from toolwire._core import DirectValidation, ToolCall
 from toolwire.coercion import (
+    ALL_RULES,
+    COERCE_KEY,
     KEYS_KEY,
     REQUIRED_SPELLINGS_KEY,
     SPELLINGS_KEY,
@@ -77,6 +79,7 @@ from toolwire.schema_export import (
     refuse_too_deep,
     secret_patterns,
     strict_problems,
+    subschemas,
     unresolvable_dynamic_ref,
     with_object_root,
     with_referrers,
@@ -293,6 +296,32 @@ def _refuse_invalid_pattern(schema: Mapping[str, Any], tool: str) -> None:
         refused.reason if isinstance(refused, PatternTooLargeError) else "a valid regex",
         f"{keyword} {got} at {pointer(steps)} does not compile: {refused}",
     )
+
+
+def _refuse_unknown_coercion_rules(schema: Mapping[str, Any], tool: str) -> None:
+    """Refuse an `x-toolwire-coerce` that is not a list of rule names: coercion reads only the
+    names it knows, so a misspelt rule (`bool_words`) or a name given alone (read as its
+    letters) left the field without the rule its author asked for, and without a word.
+
+    Raises:
+        InvalidSchemaError: At the keyword, listing the rules.
+    """
+    for node, tokens in subschemas(schema):
+        named: object = node.get(COERCE_KEY, [])
+        if isinstance(named, list) and all(
+            isinstance(rule, str) and rule in ALL_RULES for rule in cast(list[object], named)
+        ):
+            continue
+        where = pointer([*tokens, COERCE_KEY])
+        got = json.dumps(named, ensure_ascii=False, default=repr)
+        raise InvalidSchemaError(
+            tool,
+            where,
+            COERCE_KEY,
+            got if len(got) <= 80 else got[:77] + "...",
+            "a list of coercion rule names: " + ", ".join(sorted(ALL_RULES)),
+            f"{COERCE_KEY} {got} at {where} names no coercion rule of toolwire's",
+        )
 
 
 def _refuse_lone_surrogate_description(tool: str, description: str) -> None:
@@ -1103,6 +1132,7 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
     except ValueError as exc:
         raise ValueError(f"tool {name!r}: {exc}") from None
     _refuse_what_the_metaschema_refuses(schema, name)
+    _refuse_unknown_coercion_rules(schema, name)
     # Arguments are always an object (anything else is `not_object`), and Anthropic refuses
     # an `input_schema` whose root does not say so; a reference to the root stays to the
     # schema as written.
@@ -1523,6 +1553,7 @@ class Toolset:
                 # A default of `float("inf")` or a description with a lone surrogate reaches
                 # the schema as Pydantic wrote it: refused here, not by the first assembler.
                 _refuse_non_json(source, rename.get(tool, name))
+                _refuse_unknown_coercion_rules(source, rename.get(tool, name))
                 model: type[BaseModel] | None = tool
                 # Validation must know which fields are `Decimal` to keep their digits; the
                 # plain schema no longer says so from pydantic 2.14 on (see _DecimalSchema).
