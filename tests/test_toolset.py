@@ -215,6 +215,19 @@ def test_misuse_raises(tools: list[Any], kwargs: dict[str, Any], message: str) -
             "/required",
             "required",
         ),
+        # The property's name is data, not the keyword (`'a' at /dependentRequired/a`).
+        (
+            {"type": "object", "dependentRequired": {"a": "b"}},
+            "'dependentRequired' at /dependentRequired/a is \"b\", expected an array",
+            "/dependentRequired/a",
+            "dependentRequired",
+        ),
+        (
+            {"type": "object", "dependentRequired": {"a": [1]}},
+            "'dependentRequired' at /dependentRequired/a/0 is 1, expected a string",
+            "/dependentRequired/a/0",
+            "dependentRequired",
+        ),
         (
             {"type": "object", "properties": {"a": 5}},
             "the schema at /properties/a is 5, expected a schema (an object or a boolean)",

@@ -131,6 +131,9 @@ _KEY_KINDS = {
 # Keywords whose value is a list of schemas: as below `_SCHEMA_MAPS`, a step below them is a
 # subschema's place, not a keyword.
 _SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+# Keywords whose value maps property names to lists of names (draft 7's `dependencies` to
+# schemas too): a step below them is a name, as below `_SCHEMA_MAPS`, not a keyword.
+_NAME_MAPS = frozenset({"dependentRequired", "dependencies"})
 _TYPE_WORDS = {
     "object": "an object",
     "array": "an array",
@@ -158,7 +161,7 @@ def _keyword_at(steps: Sequence[str | int]) -> str | None:
     keyword: str | None = None
     for at, step in enumerate(steps):
         parent = steps[at - 1] if at else None
-        if isinstance(step, str) and parent not in _SCHEMA_MAPS:
+        if isinstance(step, str) and parent not in _SCHEMA_MAPS and parent not in _NAME_MAPS:
             keyword = step
     if steps:
         last, parent = steps[-1], steps[-2] if len(steps) > 1 else None
