@@ -219,15 +219,20 @@ def _clock() -> float:
 
 
 class _Budget:
-    """The time left for the searches of one validation."""
+    """The time left for the searches of one validation: what they spend, not the time since
+    the validation began (a deadline let the rest of the walk of a large call, or a loaded
+    host, spend it, and every later search then counted as run out of time)."""
 
-    __slots__ = ("deadline",)
+    __slots__ = ("seconds",)
 
     def __init__(self, seconds: float) -> None:
-        self.deadline = _clock() + seconds
+        self.seconds = seconds
 
     def left(self) -> float:
-        return self.deadline - _clock()
+        return self.seconds
+
+    def spend(self, seconds: float) -> None:
+        self.seconds -= seconds
 
 
 _BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar(
@@ -444,12 +449,16 @@ def search(pattern: str, text: str, *, out_of_time: bool = False) -> bool:
             # `re` could not be stopped either: once the budget is spent nothing runs.
             return out_of_time
         timeout = min(timeout, left)
-    if not stoppable:
-        return compiled.search(text) is not None
+    started = _clock()
     try:
+        if not stoppable:
+            return compiled.search(text) is not None
         return _bounded_search(compiled, text, timeout)
     except TimeoutError:
         return out_of_time
+    finally:
+        if budget is not None:
+            budget.spend(_clock() - started)
 
 
 def check_pattern(pattern: str) -> None:
