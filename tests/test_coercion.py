@@ -23,7 +23,7 @@ from pydantic import (
     StringConstraints,
 )
 
-from toolwire import Assembler, ToolCall
+from toolwire import Assembler, InvalidSchemaError, ToolCall
 from toolwire.coercion import (
     SAFE_RULES,
     coerce_arguments,
@@ -358,6 +358,52 @@ def test_custom_rule_set() -> None:
     assert not validate('{"quantity": 1, "gift": "true"}', only_numbers).ok
     assert resolve_rules("safe") == SAFE_RULES
     assert resolve_rules("none") == frozenset()
+
+
+class _MisspeltRule(BaseModel):
+    confirm: bool = Field(default=False, json_schema_extra={"x-toolwire-coerce": ["bool_words"]})
+
+
+@pytest.mark.parametrize(
+    ("tool", "path", "got"),
+    [
+        # A misspelt rule: the field took no `"yes"`, without a word on why.
+        (_MisspeltRule, "/properties/confirm/x-toolwire-coerce", '["bool_words"]'),
+        # A name rather than a list of names: read as its letters, none a rule.
+        (
+            {
+                "name": "confirm",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"ok": {"type": "boolean", "x-toolwire-coerce": "bool_word"}},
+                },
+            },
+            "/properties/ok/x-toolwire-coerce",
+            '"bool_word"',
+        ),
+        (
+            {
+                "name": "confirm",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"ok": {"$ref": "#/$defs/flag"}},
+                    "$defs": {"flag": {"type": "boolean", "x-toolwire-coerce": [1]}},
+                },
+            },
+            "/$defs/flag/x-toolwire-coerce",
+            "[1]",
+        ),
+    ],
+)
+def test_a_field_opting_in_to_no_rule_is_refused_at_build(tool: Any, path: str, got: str) -> None:
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([tool])
+    assert (info.value.path, info.value.keyword, info.value.got) == (
+        path,
+        "x-toolwire-coerce",
+        got,
+    )
+    assert "bool_word" in info.value.expected
 
 
 class _Wire(BaseModel):

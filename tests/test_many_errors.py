@@ -154,6 +154,15 @@ def test_report_is_what_building_every_error_gives(
     assert len(lazy[1]) == validation_module.MAX_ERRORS
 
 
+@pytest.mark.parametrize("precheck", [False, True])
+@pytest.mark.parametrize(("tool", "name"), [(PLAIN, "batch"), (Batch, "batch")])
+def test_items_are_reported_in_the_order_they_stand(tool: Any, name: str, precheck: bool) -> None:
+    # A plain tool ranked its items by their index as text: `/ids/10` and `/ids/11` came before
+    # `/ids/2`, where a model tool's report names the first five items.
+    outcome = _outcome(Toolset([tool]), name, json.dumps({"ids": ["x"] * 12}), precheck)
+    assert [e.path for e in outcome.errors] == [f"/ids/{i}" for i in range(5)]
+
+
 def _count_built(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     built = [0]
     each_pydantic = _ErrorBuilder._from_pydantic  # pyright: ignore[reportPrivateUsage]

@@ -2013,6 +2013,58 @@ def test_one_validation_shares_one_bound_for_its_pattern_searches(
         assert len(real) <= 2 * budget / jsonschema_dialect.PATTERN_SECONDS
 
 
+def test_the_time_a_validation_spends_between_its_searches_is_not_theirs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The budget was a deadline half a second after validation began: the rest of the walk
+    # (a large call, a loaded host) spent it, and every later search then counted as run out
+    # of time. 50,000 tags of "abc" under `^[a-z]+$` were refused from the 5,000th on, at
+    # whatever item the clock said. A clock that moves a second between searches only:
+    now = [0.0]
+    searched = jsonschema_dialect.search
+
+    def slow_between(pattern: str, text: str, *, out_of_time: bool = False) -> bool:
+        now[0] += 1.0
+        return searched(pattern, text, out_of_time=out_of_time)
+
+    monkeypatch.setattr(jsonschema_dialect, "_clock", lambda: now[0])
+    monkeypatch.setattr(jsonschema_dialect, "search", slow_between)
+    item = {"type": "string", "pattern": "^[a-z]+$"}
+    schema = _obj(properties={"tags": {"type": "array", "items": item}})
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    assembler = Assembler()
+    assembler.feed(0, id="call_1", name="tool", arguments=json.dumps({"tags": ["abc"] * 3}))
+    (call,) = assembler.finish()
+    outcome = tools.validate(call)
+    assert (outcome.ok, outcome.errors) == (True, [])
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_a_key_whose_pattern_search_runs_out_of_time_is_held_to_the_patterns_schema(
+    monkeypatch: pytest.MonkeyPatch, precheck: bool
+) -> None:
+    # A search that ran out of time (its own bound, or the validation's spent budget) read as
+    # "this pattern takes no such key": in an open map the value then escaped the pattern's
+    # schema, and `{"k1": "x"}` passed where `^k` holds integers, the pre-check's own refusal
+    # of it overruled. An engine whose every search runs out of time:
+    now = [0.0]
+
+    def out_of_time(compiled: Any, text: str, timeout: float) -> bool:
+        now[0] += timeout
+        raise TimeoutError
+
+    monkeypatch.setattr(jsonschema_dialect, "_clock", lambda: now[0])
+    monkeypatch.setattr(jsonschema_dialect, "_engine_search", out_of_time)
+    schema = _obj(patternProperties={"^k": {"type": "integer"}}, additionalProperties=True)
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    assembler = Assembler(tools=tools) if precheck else Assembler()
+    assembler.feed(0, id="call_1", name="tool", arguments='{"k1": "x"}')
+    (call,) = assembler.finish()
+    outcome = tools.validate(call)
+    assert not outcome.ok
+    assert [(e.path, e.code) for e in outcome.errors] == [("/k1", "type")]
+
+
 @pytest.mark.parametrize("share", [1.0, 0.5, 0.1])
 @pytest.mark.parametrize("needs", [0.001, 0.04, math.inf])
 def test_a_pattern_search_is_bounded_on_the_wall_clock(

@@ -357,7 +357,9 @@ def test_a_dynamic_reference_to_nothing_is_refused_at_build(
         ),
         (
             {"type": "object", "$defs": {"n": None}, "properties": {"a": {"$ref": "#/$defs/n"}}},
-            "tool 'tool': $ref '#/$defs/n' names a definition that is null, not a schema",
+            # The metaschema refuses the definition itself, wherever it is used.
+            "tool 'tool': invalid parameter schema: the schema at /$defs/n is null, expected a"
+            " schema (an object or a boolean)",
         ),
     ],
 )

@@ -215,6 +215,19 @@ def test_misuse_raises(tools: list[Any], kwargs: dict[str, Any], message: str) -
             "/required",
             "required",
         ),
+        # The property's name is data, not the keyword (`'a' at /dependentRequired/a`).
+        (
+            {"type": "object", "dependentRequired": {"a": "b"}},
+            "'dependentRequired' at /dependentRequired/a is \"b\", expected an array",
+            "/dependentRequired/a",
+            "dependentRequired",
+        ),
+        (
+            {"type": "object", "dependentRequired": {"a": [1]}},
+            "'dependentRequired' at /dependentRequired/a/0 is 1, expected a string",
+            "/dependentRequired/a/0",
+            "dependentRequired",
+        ),
         (
             {"type": "object", "properties": {"a": 5}},
             "the schema at /properties/a is 5, expected a schema (an object or a boolean)",
@@ -247,6 +260,65 @@ def test_a_schema_the_metaschema_refuses_is_told_in_one_line(
     assert (info.value.tool, info.value.path, info.value.keyword) == ("x", path, keyword)
     assert "Failed validating" in info.value.detail
     assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("schema", "path", "keyword", "got"),
+    [
+        # Told at the property that uses the definition (`/properties/p/minItems`).
+        (
+            {
+                "type": "object",
+                "properties": {"p": {"$ref": "#/$defs/d0"}},
+                "$defs": {"d0": {"type": "null", "minItems": "string"}},
+            },
+            "/$defs/d0/minItems",
+            "minItems",
+            '"string"',
+        ),
+        # Built: a definition nothing uses, and an `$anchor` no reference names, were never
+        # checked.
+        (
+            {"type": "object", "$defs": {"unused": {"minLength": -1}}},
+            "/$defs/unused/minLength",
+            "minLength",
+            "-1",
+        ),
+        (
+            {"type": "object", "properties": {"p": {"$anchor": "a b"}}},
+            "/properties/p/$anchor",
+            "$anchor",
+            '"a b"',
+        ),
+        # Refused with an internal error's text (`TypeError`, `AttributeError`).
+        (
+            {"type": "object", "properties": {"p": {"type": "string"}}, "required": [{}]},
+            "/required/0",
+            "required",
+            "{}",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"p": {"$ref": "other.json"}},
+                "$defs": {"d1": ["x"]},
+            },
+            "/$defs/d1",
+            None,
+            '["x"]',
+        ),
+    ],
+)
+def test_a_schema_the_metaschema_refuses_is_refused_where_it_is_written(
+    schema: dict[str, Any], path: str, keyword: str | None, got: str
+) -> None:
+    # The metaschema read the schema once its references were inlined and its objects closed:
+    # a definition's fault was told where it is used, an unused one was not read at all, and a
+    # value that is no schema broke the inliner first.
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([{"name": "x", "parameters": schema}])
+    assert (info.value.tool, info.value.path, info.value.keyword) == ("x", path, keyword)
+    assert info.value.got == got
 
 
 @pytest.mark.parametrize(

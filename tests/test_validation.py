@@ -2061,6 +2061,43 @@ def test_a_whole_float_for_a_mixed_literal_is_read_as_for_an_integer() -> None:
     assert strict.validate(call("maybe_level", '{"mixed": "a"}', tools=strict)).ok
 
 
+def _picking(rule: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": {"pick": rule}, "required": ["pick"]}
+
+
+class LongLiteral(BaseModel):
+    """Pick a long number or a word."""
+
+    pick: Literal[12345678901234567890, "a"]
+
+
+@pytest.mark.parametrize("prechecked", [False, True])
+@pytest.mark.parametrize(
+    "tool",
+    [
+        {"name": "pick", "parameters": _picking({"const": 12345678901234567890})},
+        {"name": "pick", "parameters": _picking({"enum": [12345678901234567890, "a"]})},
+        LongLiteral,
+    ],
+)
+@pytest.mark.parametrize("written", ["12345678901234567890.0", "1.234567890123456789e19"])
+def test_a_whole_float_for_an_integer_member_past_a_doubles_precision_is_that_member(
+    tool: Any, written: str, prechecked: bool
+) -> None:
+    # Compared as its float reading (12345678901234567168), the number the model wrote was no
+    # member, and the call was refused with "exactly 12345678901234567890", which it is.
+    tools = Toolset([tool])
+    name = tools.names()[0]
+    arguments = f'{{"pick": {written}}}'
+    outcome = tools.validate(call(name, arguments, tools=tools if prechecked else None))
+    assert outcome.ok, outcome.errors
+    assert [(c.path, c.rule, c.to) for c in outcome.coercions] == [
+        ("/pick", "integral_number", "12345678901234567890")
+    ]
+    picked = outcome.value["pick"] if outcome.model is None else outcome.model.pick
+    assert picked == 12345678901234567890 and type(picked) is int
+
+
 class LevelCounts(BaseModel):
     """Count per level."""
 

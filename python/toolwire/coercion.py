@@ -64,7 +64,8 @@ property, both of which hold its value), a change must suit them all, or the val
 validation as sent.
 
 A field opts in to extra rules with `json_schema_extra={"x-toolwire-coerce": ["bool_word"]}`;
-the rules then apply to that field and everything inside it.
+the rules then apply to that field and everything inside it. Anything but a list of rule names
+there is refused at build (`InvalidSchemaError`).
 
 A value the developer declared strict (`StrictInt`, `Field(strict=True)`, or any field of a
 model whose config says `strict=True`; a model nested in it has its own config) gets none of
@@ -92,6 +93,7 @@ from toolwire.schema_export import accepts_null
 
 __all__ = [
     "ALL_RULES",
+    "COERCE_KEY",
     "JSON_NUMBER",
     "REQUIRED_SPELLINGS_KEY",
     "SAFE_RULES",
@@ -2114,14 +2116,18 @@ _UNSEEN_BY_PYDANTIC = frozenset({"fractional_integer", "whole_float", "bool_numb
 def _whole_float_in_integer_enum(value: Any, node: Mapping[str, Any]) -> bool:
     """Whether `value`, a number written with a fraction or an exponent, reads as a float
     equal to an integer member of the node's enum or const (`2.0`, and `2.0000000000000001`,
-    which is not one but which Pydantic's float reading makes one)."""
+    which is not one but which Pydantic's float reading makes one), or is that member as
+    written (`12345678901234567890.0`, whose float reading is another integer)."""
     members = enum_members(node)
     if members is None or isinstance(value, bool) or not isinstance(value, (float, Decimal)):
         return False
     if isinstance(value, Decimal) and not value.is_finite():
         return False
     read = float(value)
-    return any(isinstance(m, int) and not isinstance(m, bool) and m == read for m in members)
+    return any(
+        isinstance(m, int) and not isinstance(m, bool) and (m == read or m == value)
+        for m in members
+    )
 
 
 def _float_for_integer(value: Any, node: Mapping[str, Any]) -> bool:

@@ -21,21 +21,22 @@ and from toolwire's own pre-check, which must never reject what validation accep
 * OpenAPI 3.0's `nullable: true` (Gemini function declarations, schemas converted from
   OpenAPI documents) is not JSON Schema, so `jsonschema` ignores it and refuses the `null` its
   author allowed. Here it admits `null` past `type` and `enum`, as the pre-check does.
-* `jsonschema` runs each pattern search to its end, and a backtracking engine may take hours
-  on a few dozen bytes of model output: each search is stopped after `PATTERN_SECONDS`, all
-  those of one validation after `PATTERN_BUDGET_SECONDS` (`pattern_budget`), and one stopped
-  counts as no match. `regex` reads its `timeout` on this process's CPU time (C's `clock()`),
-  not on the wall clock: a process given a tenth of a core (a loaded host) searched for ten
-  times `PATTERN_SECONDS`. A search therefore gets a tenth of its time first, and, if that runs
-  out, the CPU time the process was seen to get in the wall-clock time left
-  (`_bounded_search`). `regex` looks at the clock only between steps of its own, and comparing
-  a long run of literal text is one: `^(?:a{2000}){1,50}$` (the 2,000 `a`s written out) took
-  seconds on a few thousand characters despite the timeout, and a 50,000-character alternation
-  of words as long to compile. A pattern longer than `MAX_PATTERN_CHARS`, or with a run of
-  literal text longer than `MAX_PATTERN_LITERAL`, is therefore not compiled
-  (`PatternTooLargeError`): the schema is refused at `Toolset` build, as one that does not
-  compile is. So is one whose counted repeats unroll past `MAX_PATTERN_UNROLLED` characters,
-  which `regex` could not even compile in bounded time and memory.
+* `jsonschema` runs each pattern search to its end, and a backtracking engine may take hours on a
+  few dozen bytes of model output: each search is stopped after `PATTERN_SECONDS`, all those of one
+  validation after `PATTERN_BUDGET_SECONDS` (`pattern_budget`), and one stopped counts against the
+  value: as no match for `pattern` and for `additionalProperties` beside patterns, as a match for
+  `patternProperties`, whose schema then holds the member. `regex` reads its `timeout` on this
+  process's CPU time (C's `clock()`), not on the wall clock: a process given a tenth of a core (a
+  loaded host) searched for ten times `PATTERN_SECONDS`. A search therefore gets a tenth of its time
+  first, and, if that runs out, the CPU time the process was seen to get in the wall-clock time left
+  (`_bounded_search`). `regex` looks at the clock only between steps of its own, and comparing a
+  long run of literal text is one: `^(?:a{2000}){1,50}$` (the 2,000 `a`s written out) took seconds
+  on a few thousand characters despite the timeout, and a 50,000-character alternation of words as
+  long to compile. A pattern longer than `MAX_PATTERN_CHARS`, or with a run of literal text longer
+  than `MAX_PATTERN_LITERAL`, is therefore not compiled (`PatternTooLargeError`): the schema is
+  refused at `Toolset` build, as one that does not compile is. So is one whose counted repeats
+  unroll past `MAX_PATTERN_UNROLLED` characters, which `regex` could not even compile in bounded
+  time and memory.
 * A definition that reaches itself again for the same value (`A = anyOf[integer, $ref A]`,
   or `Expr` taking a `Group` that is only `anyOf: [Expr]`) sends `jsonschema` round that loop
   until Python's recursion limit. Such a reference, met again while its own evaluation on the
@@ -218,15 +219,20 @@ def _clock() -> float:
 
 
 class _Budget:
-    """The time left for the searches of one validation."""
+    """The time left for the searches of one validation: what they spend, not the time since
+    the validation began (a deadline let the rest of the walk of a large call, or a loaded
+    host, spend it, and every later search then counted as run out of time)."""
 
-    __slots__ = ("deadline",)
+    __slots__ = ("seconds",)
 
     def __init__(self, seconds: float) -> None:
-        self.deadline = _clock() + seconds
+        self.seconds = seconds
 
     def left(self) -> float:
-        return self.deadline - _clock()
+        return self.seconds
+
+    def spend(self, seconds: float) -> None:
+        self.seconds -= seconds
 
 
 _BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar(
@@ -443,12 +449,16 @@ def search(pattern: str, text: str, *, out_of_time: bool = False) -> bool:
             # `re` could not be stopped either: once the budget is spent nothing runs.
             return out_of_time
         timeout = min(timeout, left)
-    if not stoppable:
-        return compiled.search(text) is not None
+    started = _clock()
     try:
+        if not stoppable:
+            return compiled.search(text) is not None
         return _bounded_search(compiled, text, timeout)
     except TimeoutError:
         return out_of_time
+    finally:
+        if budget is not None:
+            budget.spend(_clock() - started)
 
 
 def check_pattern(pattern: str) -> None:
@@ -481,7 +491,9 @@ def _pattern_properties(
         return
     for pattern, subschema in patterns.items():
         for key, value in instance.items():
-            if search(pattern, key):
+            # A search that runs out of time holds the value to the pattern's schema: read as
+            # taking no key, it let an open map's value escape it.
+            if search(pattern, key, out_of_time=True):
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 

@@ -420,17 +420,7 @@ def invalid_pattern(schema: Mapping[str, Any]) -> tuple[list[str], str, str, reg
     every call of the tool then ended `internal_error`; the later drafts name the whole
     `patternProperties` object, not the name at fault.
     """
-    todo: list[tuple[Any, list[str]]] = [(schema, [])]
-    while todo:
-        node, tokens = todo.pop()
-        as_list = _as_list(node)
-        if as_list is not None:
-            entries = list(enumerate(as_list))
-            todo.extend((item, [*tokens, str(i)]) for i, item in reversed(entries))
-            continue
-        as_dict = _as_dict(node)
-        if as_dict is None:
-            continue
+    for as_dict, tokens in subschemas(schema):
         written: list[tuple[list[str], str, str]] = []
         pattern = as_dict.get("pattern")
         if isinstance(pattern, str):
@@ -444,8 +434,26 @@ def invalid_pattern(schema: Mapping[str, Any]) -> tuple[list[str], str, str, reg
                 check_pattern(source)
             except regex.error as refused:
                 return steps, keyword, source, refused
-        todo.extend(reversed(_subschemas_at(as_dict, tokens)))
     return None
+
+
+def subschemas(schema: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any], list[str]]]:
+    """Each schema object in `schema`, itself first, with its pointer tokens, in document
+    order and without recursion (definitions included; values under `enum`, `const` and the
+    other data keywords are data, not schemas)."""
+    todo: list[tuple[Any, list[str]]] = [(schema, [])]
+    while todo:
+        node, tokens = todo.pop()
+        as_list = _as_list(node)
+        if as_list is not None:
+            entries = list(enumerate(as_list))
+            todo.extend((item, [*tokens, str(i)]) for i, item in reversed(entries))
+            continue
+        as_dict = _as_dict(node)
+        if as_dict is None:
+            continue
+        yield as_dict, tokens
+        todo.extend(reversed(_subschemas_at(as_dict, tokens)))
 
 
 def with_object_root(schema: Mapping[str, Any]) -> JsonSchema:

@@ -50,6 +50,8 @@ from pydantic_core import core_schema
 from toolwire import _core
 from toolwire._core import DirectValidation, ToolCall
 from toolwire.coercion import (
+    ALL_RULES,
+    COERCE_KEY,
     KEYS_KEY,
     REQUIRED_SPELLINGS_KEY,
     SPELLINGS_KEY,
@@ -61,7 +63,7 @@ from toolwire.coercion import (
     pointer,
     resolve_rules,
 )
-from toolwire.jsonschema_dialect import PatternTooLargeError
+from toolwire.jsonschema_dialect import PatternTooLargeError, extended_validator
 from toolwire.payloads import FREE_FORM_TYPE, Lang, check_lang, is_free_form, require_call
 from toolwire.schema_export import (
     MAX_SCHEMA_DEPTH,
@@ -77,6 +79,7 @@ from toolwire.schema_export import (
     refuse_too_deep,
     secret_patterns,
     strict_problems,
+    subschemas,
     unresolvable_dynamic_ref,
     with_object_root,
     with_referrers,
@@ -128,6 +131,9 @@ _KEY_KINDS = {
 # Keywords whose value is a list of schemas: as below `_SCHEMA_MAPS`, a step below them is a
 # subschema's place, not a keyword.
 _SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+# Keywords whose value maps property names to lists of names (draft 7's `dependencies` to
+# schemas too): a step below them is a name, as below `_SCHEMA_MAPS`, not a keyword.
+_NAME_MAPS = frozenset({"dependentRequired", "dependencies"})
 _TYPE_WORDS = {
     "object": "an object",
     "array": "an array",
@@ -155,7 +161,7 @@ def _keyword_at(steps: Sequence[str | int]) -> str | None:
     keyword: str | None = None
     for at, step in enumerate(steps):
         parent = steps[at - 1] if at else None
-        if isinstance(step, str) and parent not in _SCHEMA_MAPS:
+        if isinstance(step, str) and parent not in _SCHEMA_MAPS and parent not in _NAME_MAPS:
             keyword = step
     if steps:
         last, parent = steps[-1], steps[-2] if len(steps) > 1 else None
@@ -295,6 +301,32 @@ def _refuse_invalid_pattern(schema: Mapping[str, Any], tool: str) -> None:
     )
 
 
+def _refuse_unknown_coercion_rules(schema: Mapping[str, Any], tool: str) -> None:
+    """Refuse an `x-toolwire-coerce` that is not a list of rule names: coercion reads only the
+    names it knows, so a misspelt rule (`bool_words`) or a name given alone (read as its
+    letters) left the field without the rule its author asked for, and without a word.
+
+    Raises:
+        InvalidSchemaError: At the keyword, listing the rules.
+    """
+    for node, tokens in subschemas(schema):
+        named: object = node.get(COERCE_KEY, [])
+        if isinstance(named, list) and all(
+            isinstance(rule, str) and rule in ALL_RULES for rule in cast(list[object], named)
+        ):
+            continue
+        where = pointer([*tokens, COERCE_KEY])
+        got = json.dumps(named, ensure_ascii=False, default=repr)
+        raise InvalidSchemaError(
+            tool,
+            where,
+            COERCE_KEY,
+            got if len(got) <= 80 else got[:77] + "...",
+            "a list of coercion rule names: " + ", ".join(sorted(ALL_RULES)),
+            f"{COERCE_KEY} {got} at {where} names no coercion rule of toolwire's",
+        )
+
+
 def _refuse_lone_surrogate_description(tool: str, description: str) -> None:
     """Refuse a tool description holding a lone surrogate: every export sends it, and no UTF-8
     request body can carry it, so the provider request failed far from the tool's definition.
@@ -363,6 +395,27 @@ def _refuse_unread_draft(schema: Mapping[str, Any], tool: str) -> None:
             "a JSON Schema draft from draft 4 on",
             "draft 3 is not read",
         )
+
+
+def _refuse_what_the_metaschema_refuses(schema: Mapping[str, Any], tool: str) -> None:
+    """Refuse a plain tool's schema its draft's metaschema refuses, read as written (OpenAPI's
+    spellings read as JSON Schema), before anything is inlined or closed.
+
+    Validation checks its own schema again, but that one has its references inlined: a
+    definition's fault was told where the definition is used, a definition nothing uses and an
+    `$anchor` nothing names were not checked at all, and a value that is no schema (`"required":
+    [{}]`, a definition that is a list) broke the inliner first with an internal error's text.
+
+    Raises:
+        InvalidSchemaError: With the place as written and what belongs there.
+    """
+    cls = extended_validator(
+        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    )
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise _invalid_schema(tool, exc) from exc
 
 
 def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaError:
@@ -1081,6 +1134,8 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         schema = as_json_schema(copy.deepcopy(dict(cast(Mapping[str, Any], params))))
     except ValueError as exc:
         raise ValueError(f"tool {name!r}: {exc}") from None
+    _refuse_what_the_metaschema_refuses(schema, name)
+    _refuse_unknown_coercion_rules(schema, name)
     # Arguments are always an object (anything else is `not_object`), and Anthropic refuses
     # an `input_schema` whose root does not say so; a reference to the root stays to the
     # schema as written.
@@ -1501,6 +1556,7 @@ class Toolset:
                 # A default of `float("inf")` or a description with a lone surrogate reaches
                 # the schema as Pydantic wrote it: refused here, not by the first assembler.
                 _refuse_non_json(source, rename.get(tool, name))
+                _refuse_unknown_coercion_rules(source, rename.get(tool, name))
                 model: type[BaseModel] | None = tool
                 # Validation must know which fields are `Decimal` to keep their digits; the
                 # plain schema no longer says so from pydantic 2.14 on (see _DecimalSchema).

@@ -2739,7 +2739,9 @@ class _ErrorBuilder:
         asks_user = self.schema.asks_user
         for seq, error in enumerate(errors):
             found.count += 1
-            path = list(map(str, error.absolute_path))
+            # Items by their index, not its text (`/a/10` after `/a/2`); a step's kind first
+            # keeps an index and a key comparable, though one container never gives both.
+            path = [(isinstance(step, str), step) for step in error.absolute_path]
             keyword = str(error.validator)
             # A null may be the user's to give (`asked_of_user`): ranked when it is drafted.
             user_null = asks_user and error.instance is None
