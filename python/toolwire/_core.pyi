@@ -809,6 +809,16 @@ class Assembler:
         Raises:
             MisuseError: After `finish`.
         """
+    def _mark_text_block(self, at: int, /) -> None:
+        """A text block starts in the response `feed_chunk` reads, after `at` characters of the
+        assistant text it handed out: its place among the calls and reasoning blocks goes on
+        the calls at `finish`, as metadata `text_before` (on the call after it) or `text_after`
+        (on the last call), each block as `[at, reasoning blocks kept before it]`, unless the
+        text is one block right before the first call.
+
+        Raises:
+            MisuseError: After `finish`.
+        """
     def _check_summary(
         self, ordinal: int, full: bytes, /
     ) -> Literal["same", "fill", "extend", "mismatch"]:

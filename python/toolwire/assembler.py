@@ -42,6 +42,8 @@ _INSIDE = "_toolwire_inside"
 _LIMIT_TOLD = "_toolwire_limit_told"
 # A line of an SSE body that starts an event's field, as the text of the body holds them.
 _SSE_FIELD = re.compile(r"(?:^|\n)\ufeff?(?:data|event):")
+# Characters of assistant text `feed_chunk` handed out so far: where a text block starts.
+_SAID = "_toolwire_said"
 
 
 class Assembler(_core.Assembler, LiveState):
@@ -206,10 +208,18 @@ class Assembler(_core.Assembler, LiveState):
                 info.text, half = text_piece(state.pop(_TEXT_HALF, ""), text)
                 if half:
                     state[_TEXT_HALF] = half
+            if info.text:
+                state[_SAID] = state.get(_SAID, 0) + len(info.text)
         if _LIMIT_TOLD not in state and not self._may_hold(0):
             _tell_limit(self, number)
             state[_LIMIT_TOLD] = True
         return info
+
+    def _text_block(self) -> None:
+        """A text block starts in this chunk, before its text: its place among the calls and
+        reasoning blocks goes on the calls at finish (metadata `text_before`, `text_after`),
+        as `feed_sse` places the blocks it reads."""
+        self._mark_text_block(self.__dict__.get(_SAID, 0))
 
     def text_tail(self) -> str:
         """Text still owed by `feed_chunk` at the end: U+FFFD for a held, unpaired surrogate half.

@@ -1757,9 +1757,9 @@ def assistant_turn(
     `assistant` message with `tool_calls` (`{"type": "custom", "custom": {"name", "input"}}`
     for a custom tool's call); `openai-responses` the assistant text as a message
     item, then one `function_call` item per call (a `custom_tool_call` item, its `input` the
-    call's text, for a custom tool's call: type `custom`); `anthropic` one `assistant` message of a
-    `text` block and `tool_use` blocks; `gemini` one `model` content of a `text` part and
-    `functionCall` parts; `bedrock-converse` one `assistant` message of a `text` block and
+    call's text, for a custom tool's call: type `custom`); `anthropic` one `assistant` message of
+    `text` blocks and `tool_use` blocks; `gemini` one `model` content of a `text` part and
+    `functionCall` parts; `bedrock-converse` one `assistant` message of `text` blocks and
     `toolUse` blocks. An empty list when there is neither text nor a call.
 
     The arguments go as the model sent them: their text for the OpenAI shapes, and for the
@@ -1772,9 +1772,16 @@ def assistant_turn(
     is refused without them) and Bedrock's `reasoningContent` blocks go back where they came,
     as the API wants the message echoed: each call after the blocks that came before it
     (metadata `reasoning_before`, their number, set by the assembler: interleaved thinking
-    puts blocks between the calls), the text right before the first call, blocks after the
-    last call at the end; with calls that carry no such count, all blocks first, then the
-    text and the calls. The Responses `reasoning` items (a stateless
+    puts blocks between the calls), blocks after the last call at the end; with calls that
+    carry no such count, all blocks first, then the text and the calls. The Anthropic and
+    Bedrock text goes back in the blocks the model wrote it in, each in its place among the
+    calls and reasoning blocks, where the assembler wrote the places on the calls (metadata
+    `text_before` and `text_after`, lists of `[characters of the text before the block,
+    reasoning blocks before it]`, set at finish when the text was not one block right
+    before the first call); `text` must then be the stream's own (`stream.text`, or the
+    chunks' `ChunkInfo.text` joined), else (places past its end, or none) it goes as one
+    block right before the first call. A block of nothing but white space is left out: the
+    APIs refuse one. The Responses `reasoning` items (a stateless
     request, `store=False`, must carry them, with their `encrypted_content`) each go right
     before the item that followed it in the output, as the API requires: the call whose
     metadata `reasoning_id` names it (the assembler sets it), which then also keeps its own id
@@ -1797,7 +1804,8 @@ def assistant_turn(
     Args:
         calls: The completed calls, in the order the model made them.
         style: The provider message shape, as in `tool_messages`.
-        text: The assistant text that came with the calls, if any.
+        text: The assistant text that came with the calls, if any: with `"anthropic"` and
+            `"bedrock-converse"` the stream's own, to be cut into its blocks.
         reasoning: The turn's reasoning (`Assembler.reasoning`), sent where the APIs require
             it: with `style="anthropic"` its `thinking` and `redacted_thinking` blocks and with
             `"bedrock-converse"` its `reasoningContent` blocks in their places among the
@@ -1845,10 +1853,9 @@ def assistant_turn(
         parts: list[dict[str, Any]] = [{"text": said}] if said else []
         parts += [_gemini_call(call) for call in calls]
         return [{"role": "model", "parts": parts}] if parts else []
-    # Anthropic and Bedrock refuse a text block of nothing but white space.
     uses: list[dict[str, Any]]
     if style == "anthropic":
-        said_blocks = [{"type": "text", "text": said}] if said.strip() else []
+        said_block = _anthropic_text
         uses = [
             {
                 "type": "tool_use",
@@ -1859,7 +1866,7 @@ def assistant_turn(
             for call in calls
         ]
     else:
-        said_blocks = [{"text": said}] if said.strip() else []
+        said_block = _converse_text
         uses = [
             {
                 "toolUse": {
@@ -1870,35 +1877,96 @@ def assistant_turn(
             }
             for call in calls
         ]
-    blocks = _interleaved(calls, thoughts, said_blocks, uses)
+    blocks = _interleaved(calls, thoughts, said, said_block, uses)
     return [{"role": "assistant", "content": blocks}] if blocks else []
+
+
+def _anthropic_text(said: str) -> dict[str, Any] | None:
+    # Anthropic and Bedrock refuse a text block of nothing but white space.
+    return {"type": "text", "text": said} if said.strip() else None
+
+
+def _converse_text(said: str) -> dict[str, Any] | None:
+    return {"text": said} if said.strip() else None
 
 
 def _interleaved(
     calls: Sequence[_SentCall],
     thoughts: list[dict[str, Any]],
-    said: list[dict[str, Any]],
+    said: str,
+    said_block: Callable[[str], dict[str, Any] | None],
     uses: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
     """The blocks of an Anthropic or Bedrock turn in the order the model wrote them: each call
     right after the reasoning blocks that came before it (metadata `reasoning_before`, their
-    number, which the assembler sets), the text before the first call, and the reasoning
-    after the last call at the end. The API wants the message back as it came; interleaved
-    thinking puts reasoning between the calls. Calls that carry no count (none came before
-    them, or calls made by hand) follow all the reasoning when none has one."""
+    number, which the assembler sets), each text block in its place (metadata `text_before`
+    and `text_after`, see `_text_places`), and the reasoning after the last call at the end.
+    The API wants the message back as it came; interleaved thinking puts reasoning between
+    the calls, and a model may write text between or after them. Without places the text is
+    one block right before the first call; calls that carry no count (none came before them,
+    or calls made by hand) follow all the reasoning when none has one."""
     counts = [_reasoning_before(call) for call in calls]
-    if not any(counts):
-        return thoughts + said + uses
+    places = _text_places(calls, len(said))
+    if places is None:
+        first = said_block(said)
+        said_blocks = [] if first is None else [first]
+        if not any(counts):
+            return thoughts + said_blocks + uses
+        places = [(0, 0, count) for count in counts[:1]] if said_blocks else []
+    # Each text block, by the number of calls before it, with the reasoning count before it;
+    # the first one also takes the text before its place (that of calls left out of the turn).
+    ends = [at for _, at, _ in places[1:]] + [len(said)] if places else []
+    texts: dict[int, list[tuple[dict[str, Any] | None, int]]] = {}
+    for i, ((gap, at, reasoning), end) in enumerate(zip(places, ends, strict=True)):
+        texts.setdefault(gap, []).append((said_block(said[at if i else 0 : end]), reasoning))
+    ordered: list[tuple[dict[str, Any] | None, int]] = []
+    for gap, (use, count) in enumerate(zip(uses, counts, strict=True)):
+        ordered += texts.get(gap, [])
+        ordered.append((use, count))
+    ordered += texts.get(len(uses), [])
     blocks: list[dict[str, Any]] = []
     sent = 0
-    for index, (count, use) in enumerate(zip(counts, uses, strict=True)):
+    for block, count in ordered:
         upto = min(max(count, sent), len(thoughts))
         blocks += thoughts[sent:upto]
         sent = upto
-        if index == 0:
-            blocks += said
-        blocks.append(use)
+        if block is not None:
+            blocks.append(block)
     return blocks + thoughts[sent:]
+
+
+def _text_places(calls: Sequence[_SentCall], length: int) -> list[tuple[int, int, int]] | None:
+    """Where each text block of an Anthropic or Bedrock message began, as the assembler wrote it
+    on the calls: metadata `text_before` (the blocks between the call before and this one) and
+    `text_after` (the blocks after the call), each block `[characters of the text before it,
+    reasoning blocks before it]`. Each place as (the number of calls before it, characters,
+    reasoning blocks); None when no call carries one, or when they do not fit `length`
+    characters of text in order (text other than the stream's): the text then goes as one
+    block."""
+    places: list[tuple[int, int, int]] = []
+    for index, call in enumerate(calls):
+        metadata = _metadata(call)
+        for key, gap in (("text_before", index), ("text_after", index + 1)):
+            listed: object = metadata.get(key)
+            if listed is None:
+                continue
+            if not isinstance(listed, list):
+                return None
+            for entry in cast(list[object], listed):
+                if not (isinstance(entry, list) and len(cast(list[object], entry)) == 2):
+                    return None
+                at, reasoning = cast(list[object], entry)
+                if not (_count(at) and _count(reasoning)):
+                    return None
+                places.append((gap, cast(int, at), cast(int, reasoning)))
+    starts = [at for _, at, _ in places]
+    if not places or starts != sorted(starts) or starts[-1] > length:
+        return None
+    return places
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _reasoning_before(call: _SentCall) -> int:

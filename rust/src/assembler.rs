@@ -2500,6 +2500,16 @@ impl Assembler {
         self.calls.get(ordinal).and_then(|c| c.id.as_deref())
     }
 
+    /// The JSON text a call keeps as metadata under `key`, if any.
+    #[must_use]
+    pub fn metadata(&self, ordinal: usize, key: &str) -> Option<&str> {
+        let call = self.calls.get(ordinal)?;
+        call.metadata
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The partial value of a call's arguments into `sink` (spec R1-R11), shown as `view` asks:
     /// `Ok(None)` when nothing is reportable yet.
     ///

@@ -278,6 +278,9 @@ pub enum Action<'a> {
     EndCall(i64),
     /// Assistant text, decoded UTF-8.
     Text(&'a [u8]),
+    /// A block of assistant text starts (Anthropic `content_block_start` of a `text` block):
+    /// the next turn sends each block back in its place among the calls.
+    TextBlock,
     /// A usage object, as raw JSON text.
     Usage(&'a str),
     /// A finish reason: the raw value and its normalized meaning.
@@ -2503,8 +2506,13 @@ impl Decoder {
                         raw_str(block.signature),
                         emit,
                     );
-                } else if let Some(raw) = raw_str(block.text) {
-                    self.text(raw, emit);
+                } else {
+                    if block.kind.as_str() == "text" {
+                        emit(Action::TextBlock);
+                    }
+                    if let Some(raw) = raw_str(block.text) {
+                        self.text(raw, emit);
+                    }
                 }
                 self.blocks.insert(index, state);
             }

@@ -24,6 +24,10 @@ use crate::envelope::{
 use crate::error::Misuse;
 use crate::sse::{Event, Framer, SseConfig, SseError, Tail};
 
+mod text_layout;
+
+use text_layout::TextLayout;
+
 /// What went wrong in a stream, outside any one tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StreamErrorKind {
@@ -258,12 +262,7 @@ impl State {
     /// Applies one action; answers, as [`Decoder::decode`] asks, whether the response is still
     /// kept, and for [`Action::Held`], [`Action::SetAside`] and [`Action::HoldFragment`] whether
     /// those bytes may be kept.
-    fn apply(
-        &mut self,
-        assembler: &mut Assembler,
-        reasoning: &mut Vec<Reasoning>,
-        action: Action<'_>,
-    ) -> bool {
+    fn apply(&mut self, assembler: &mut Assembler, kept: &mut Kept, action: Action<'_>) -> bool {
         match action {
             Action::Held(n) => assembler.may_hold(n),
             Action::SetAside { index, bytes } => {
@@ -279,17 +278,22 @@ impl State {
             // Counted as assistant text is, and kept once the block ends whole.
             Action::HoldReasoning(n) => assembler.keep_text(n),
             Action::Reasoning(block) => {
-                reasoning.push(block.clone());
+                kept.reasoning.push(block.clone());
                 assembler.over_limit().is_none()
             }
             Action::DropReasoning => {
-                drop_last_reasoning(assembler, reasoning);
+                drop_last_reasoning(assembler, &mut kept.reasoning);
                 assembler.over_limit().is_none()
             }
             Action::Restart => {
                 // The response comes again from its start, its reasoning blocks too.
-                forget_reasoning(assembler, reasoning);
+                kept.restart(assembler);
                 self.apply_action(assembler, action);
+                assembler.over_limit().is_none()
+            }
+            Action::TextBlock => {
+                let (reasoning, calls) = (kept.reasoning.len(), assembler.len());
+                kept.layout.mark_end_of(&self.text, reasoning, calls);
                 assembler.over_limit().is_none()
             }
             action => {
@@ -366,6 +370,7 @@ impl State {
             | Action::Release(_)
             | Action::HoldReasoning(_)
             | Action::Reasoning(_)
+            | Action::TextBlock
             | Action::DropReasoning => {
                 // Answered by `apply`.
             }
@@ -527,9 +532,8 @@ pub struct StreamDecoder {
     finished: bool,
     /// The body's end was handled ([`StreamDecoder::end_body`]) ahead of `finish`.
     body_ended: bool,
-    /// Reasoning blocks that ended whole, in output order: decoded from the body, or
-    /// kept by a caller that reads the events itself ([`StreamDecoder::keep_reasoning`]).
-    reasoning: Vec<Reasoning>,
+    /// Reasoning blocks and text blocks' places.
+    kept: Kept,
     /// Problems told by a caller that reads the events itself ([`StreamDecoder::record_error`])
     /// while no body was pushed; once one is, they go with the body's own.
     told: Errors,
@@ -558,7 +562,7 @@ impl StreamDecoder {
             assembler,
             finished: false,
             body_ended: false,
-            reasoning: Vec::new(),
+            kept: Kept::default(),
             told: Errors::default(),
         }
     }
@@ -586,14 +590,14 @@ impl StreamDecoder {
                 state: State::default(),
             })
         });
-        let (assembler, reasoning) = (&mut self.assembler, &mut self.reasoning);
+        let (assembler, kept) = (&mut self.assembler, &mut self.kept);
         let Body {
             framer,
             decoder,
             state,
         } = &mut **body;
         let framed = framer.push(bytes, |event| {
-            read_event(state, decoder, assembler, reasoning, event);
+            read_event(state, decoder, assembler, kept, event);
         });
         if !state.closed {
             state.note_dropped(assembler, framer.dropped_events());
@@ -636,7 +640,7 @@ impl StreamDecoder {
         if std::mem::replace(&mut self.body_ended, true) {
             return Ok(());
         }
-        let (assembler, reasoning) = (&mut self.assembler, &mut self.reasoning);
+        let (assembler, kept) = (&mut self.assembler, &mut self.kept);
         if let Some(body) = &mut self.body {
             let Body {
                 framer,
@@ -652,7 +656,7 @@ impl StreamDecoder {
                 if interrupted || !Decoder::reads_as_gemini(event.event, event.data) {
                     return false;
                 }
-                read_event(state, decoder, assembler, reasoning, event);
+                read_event(state, decoder, assembler, kept, event);
                 true
             });
             if let Tail::Truncated { pending_bytes } = tail {
@@ -670,15 +674,16 @@ impl StreamDecoder {
                 // empty or incomplete arguments must not run. Fails only after `finish`.
                 let _ = assembler.interrupt("the body ended without a finish reason");
             }
-            decoder.finish(&mut |action: Action<'_>| state.apply(assembler, reasoning, action));
+            decoder.finish(&mut |action: Action<'_>| state.apply(assembler, kept, action));
         }
         Ok(())
     }
 
     fn finish_calls(&mut self, defer: bool) -> Result<Vec<ToolCall>, Misuse> {
         self.end_body()?;
-        self.finished = true;
         let assembler = &mut self.assembler;
+        self.kept.layout.write(assembler);
+        self.finished = true;
         if defer {
             assembler.finish_deferring_scans()
         } else {
@@ -793,7 +798,7 @@ impl StreamDecoder {
     /// blocks): what the next request must send back before the turn's tool calls.
     #[must_use]
     pub fn reasoning(&self) -> &[Reasoning] {
-        &self.reasoning
+        &self.kept.reasoning
     }
 
     /// Keeps a reasoning block that ended whole in a stream whose events the caller reads
@@ -806,7 +811,7 @@ impl StreamDecoder {
         if self.finished {
             return Err(Misuse::Finished);
         }
-        self.reasoning.push(block);
+        self.kept.reasoning.push(block);
         Ok(())
     }
 
@@ -820,7 +825,7 @@ impl StreamDecoder {
         if self.finished {
             return Err(Misuse::Finished);
         }
-        drop_last_reasoning(&mut self.assembler, &mut self.reasoning);
+        drop_last_reasoning(&mut self.assembler, &mut self.kept.reasoning);
         Ok(())
     }
 
@@ -833,7 +838,23 @@ impl StreamDecoder {
         if self.finished {
             return Err(Misuse::Finished);
         }
-        forget_reasoning(&mut self.assembler, &mut self.reasoning);
+        self.kept.restart(&mut self.assembler);
+        Ok(())
+    }
+
+    /// A text block starts in a stream whose events the caller reads itself, after `at`
+    /// characters of the assistant text it kept: its place among the calls and reasoning
+    /// blocks goes on the calls at finish (metadata `text_before`, `text_after`), as the
+    /// body's own text blocks' do.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after [`StreamDecoder::finish`].
+    pub fn mark_text_block(&mut self, at: usize) -> Result<(), Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        let (reasoning, calls) = (self.kept.reasoning.len(), self.assembler.len());
+        self.kept.layout.mark(at, reasoning, calls);
         Ok(())
     }
 
@@ -854,7 +875,7 @@ fn read_event(
     state: &mut State,
     decoder: &mut Decoder,
     assembler: &mut Assembler,
-    reasoning: &mut Vec<Reasoning>,
+    kept: &mut Kept,
     event: Event<'_>,
 ) {
     state.events += 1;
@@ -875,7 +896,7 @@ fn read_event(
     // a `[DONE]`, so only an OpenAI stream (or one of no known format yet) ends there.
     state.closed = is_done_marker(data) && state.format != Some(Format::Anthropic);
     state.note_dropped(assembler, event.dropped_before);
-    let mut apply = |action: Action<'_>| state.apply(assembler, reasoning, action);
+    let mut apply = |action: Action<'_>| state.apply(assembler, kept, action);
     match decoder.decode(event.event, event.data, &mut apply) {
         Ok(format) => {
             if state.format.is_none() {
@@ -906,10 +927,24 @@ fn drop_last_reasoning(assembler: &mut Assembler, reasoning: &mut Vec<Reasoning>
     }
 }
 
-/// Lets go of the reasoning blocks kept so far: the response starts again.
-fn forget_reasoning(assembler: &mut Assembler, reasoning: &mut Vec<Reasoning>) {
-    let bytes = reasoning.drain(..).map(|b| b.kept_bytes()).sum();
-    assembler.release(bytes);
+/// What a response keeps for the next turn besides its calls and text.
+#[derive(Debug, Default)]
+struct Kept {
+    /// Reasoning blocks that ended whole, in output order: decoded from the body, or
+    /// kept by a caller that reads the events itself ([`StreamDecoder::keep_reasoning`]).
+    reasoning: Vec<Reasoning>,
+    /// Where the text blocks began among the calls and reasoning blocks.
+    layout: TextLayout,
+}
+
+impl Kept {
+    /// The response starts again: the reasoning blocks kept so far are let go, and the text
+    /// blocks' places are no longer known.
+    fn restart(&mut self, assembler: &mut Assembler) {
+        let bytes = self.reasoning.drain(..).map(|b| b.kept_bytes()).sum();
+        assembler.release(bytes);
+        self.layout.restart(assembler.len());
+    }
 }
 
 /// Merges the members of the usage object `next` (JSON text) into `merged`; a `next` that is

@@ -3051,6 +3051,16 @@ impl PyAssembler {
         this.decoder.forget_reasoning().map_err(|e| misuse(&e))
     }
 
+    /// A text block starts in the response `feed_chunk` reads, after `at` characters of the
+    /// assistant text it kept: its place goes on the calls at finish (see
+    /// [`StreamDecoder::mark_text_block`]).
+    #[pyo3(signature = (at, /))]
+    fn _mark_text_block(slf: &Bound<'_, Self>, at: Count) -> PyResult<()> {
+        let Count(at) = at;
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder.mark_text_block(at).map_err(|e| misuse(&e))
+    }
+
     /// The finish reason as sent, on the raw SSE path.
     #[getter]
     fn finish_reason(slf: &Bound<'_, Self>) -> PyResult<Option<String>> {

@@ -292,6 +292,8 @@ def test_anthropic_placeholder_input_is_not_arguments_when_deltas_follow() -> No
     assert sink.calls == [
         # The thinking block, kept for the next request.
         ("reasoning", "Let me think.", "c2ln"),
+        # The text block's start, whose place the next turn keeps.
+        ("text_block",),
         ("feed", 2, "toolu_0", "f", None, None),
         # The call knows its place after it, for the next request.
         ("set_metadata", 2, "reasoning_before", 1),

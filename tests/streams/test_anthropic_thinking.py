@@ -160,10 +160,12 @@ def test_a_replayed_response_counts_its_blocks_once() -> None:
     assert _counts([*events[:-2], *events]) == [[2, 3], [2, 3]]
 
 
-def test_the_next_request_goes_through_the_sdk_in_the_same_order(sse_server: SSEServer) -> None:
+def next_turn_as_sent(sse_server: SSEServer, events: list[dict[str, Any]]) -> list[Any]:
+    """The assistant turn of `events`, with its two calls' results, as the real `anthropic`
+    client sends it in the next request (to a local server)."""
     import anthropic
 
-    route = sse_server.register_events(_interleaved(), FMT)
+    route = sse_server.register_events(events, FMT)
     _, stream = assemble_sync(route, FMT)
     turn = assistant_turn(stream.calls, style=FMT, text=stream.text, reasoning=stream.reasoning)
     results = tool_messages(stream.calls, [{"temp": 21}, {"ok": True}], style=FMT)
@@ -177,11 +179,15 @@ def test_the_next_request_goes_through_the_sdk_in_the_same_order(sse_server: SSE
             model="test-model",
             max_tokens=1024,
             messages=[user, *turn, *results],  # pyright: ignore[reportArgumentType]
-        ) as events,
+        ) as answer,
     ):
-        assert events.get_final_text() == "Done."
+        assert answer.get_final_text() == "Done."
     (request,) = follow_up.requests
-    sent = request["json"]["messages"][1]["content"]
+    return request["json"]["messages"][1]["content"]
+
+
+def test_the_next_request_goes_through_the_sdk_in_the_same_order(sse_server: SSEServer) -> None:
+    sent = next_turn_as_sent(sse_server, _interleaved())
     # The blocks as the first response streamed them, the unsigned one left out.
     assert [(b["type"], b.get("id")) for b in sent] == [
         ("thinking", None),

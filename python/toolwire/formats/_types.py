@@ -125,6 +125,11 @@ class Sink(Protocol):
         be fed), or by `_keep_text` for a reasoning block that is dropped."""
         ...
 
+    def _text_block(self) -> None:
+        """A block of assistant text starts, before the text of the chunk that starts it: the
+        next turn sends each block back in its place among the calls."""
+        ...
+
     def _keep_text(self, n: int, /) -> bool:
         """Counts `n` bytes of text kept (assistant text, a reasoning block's) toward
         `max_stream_bytes`; False (nothing counted) once the response is past a limit."""

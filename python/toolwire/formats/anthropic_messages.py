@@ -241,6 +241,7 @@ class AnthropicMessagesAdapter:
             _start_thought(state, index, block, block_type == "redacted_thinking", sink)
             return
         if block_type == "text":
+            sink._text_block()  # pyright: ignore[reportPrivateUsage]
             text = get(block, "text")
             if isinstance(text, str):
                 info.text += text

@@ -123,6 +123,8 @@ def is_converse_event(event: Mapping[object, object]) -> bool:
 _MALFORMED = frozenset({"malformed_tool_use", "malformed_model_output"})
 
 _Key = int | None
+# No text block is open.
+_NO_TEXT = object()
 _JSON_WHITESPACE = " \t\n\r"
 
 
@@ -165,6 +167,7 @@ class BedrockConverseAdapter:
         "_gave_up",
         "_hosted",
         "_kept",
+        "_saying",
         "_started",
         "_text",
         "_thoughts",
@@ -192,6 +195,9 @@ class BedrockConverseAdapter:
         self._started = False
         # Reasoning blocks kept in this response: a tool block is told how many came before it.
         self._kept = 0
+        # The index of the text block open (text comes without a start), or `_NO_TEXT`: text
+        # at another index starts a block, whose place the next turn keeps.
+        self._saying: _Key | object = _NO_TEXT
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one event.
@@ -244,6 +250,7 @@ class BedrockConverseAdapter:
                 self._thoughts.clear()
                 sink._forget_reasoning()  # pyright: ignore[reportPrivateUsage]
                 self._kept = 0
+                self._saying = _NO_TEXT
             self._started = True
         elif isinstance(chunk, Mapping) and any(
             map(_is_exception, cast("Mapping[object, object]", chunk))
@@ -262,6 +269,9 @@ class BedrockConverseAdapter:
 
     def _start(self, event: object, sink: Sink, info: ChunkInfo) -> None:
         index = index_of(get(event, "contentBlockIndex"))
+        if self._saying == index:
+            # Another block starts at the text's index: text there after it is a new block.
+            self._saying = _NO_TEXT
         start = get(event, "start")
         tool = get(start, "toolUse")
         # A block restarting at an index still open replaces it, as in the Anthropic adapter.
@@ -289,6 +299,10 @@ class BedrockConverseAdapter:
         delta = get(event, "delta")
         text = get(delta, "text")
         if isinstance(text, str):
+            index = index_of(get(event, "contentBlockIndex"))
+            if self._saying != index:
+                self._saying = index
+                sink._text_block()  # pyright: ignore[reportPrivateUsage]
             info.text += text
             return
         tool = get(delta, "toolUse")
@@ -349,6 +363,8 @@ class BedrockConverseAdapter:
 
     def _stop(self, event: object, sink: Sink) -> None:
         index = index_of(get(event, "contentBlockIndex"))
+        if self._saying == index:
+            self._saying = _NO_TEXT
         self._end_thought(index, sink)
         self._hosted.discard(index)
         fed = self._fed.pop(index, None)

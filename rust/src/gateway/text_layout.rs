@@ -1,0 +1,270 @@
+//! Where each block of assistant text began among a response's tool calls and reasoning
+//! blocks (Anthropic and Bedrock messages), so that the next turn sends the text back in its
+//! places: the assistant text itself is kept as one string, which says neither where a text
+//! block came after a call nor where one block ended and the next began.
+//!
+//! A mark is taken once per text block, never per delta; the places go on the calls as
+//! metadata only at the end, and only when the text was not one block right before the first
+//! call, where the turn puts it anyway.
+
+use std::fmt::Write;
+
+use crate::assembler::Assembler;
+
+/// The most text blocks whose places are kept: past it, the places are let go (the turn then
+/// sends the text as one block), so that a stream of empty blocks cannot grow the list.
+const MAX_BLOCKS: usize = 1024;
+
+/// One text block's place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Block {
+    /// Characters of assistant text kept before it.
+    at: usize,
+    /// Reasoning blocks kept before it.
+    reasoning: usize,
+    /// Calls started before it.
+    calls: usize,
+}
+
+/// The text blocks' places in one response.
+#[derive(Debug, Default)]
+pub(super) struct TextLayout {
+    blocks: Vec<Block>,
+    /// A replay (or too many blocks) made the places unknown.
+    lost: bool,
+    /// Of the raw path's text: the bytes whose characters are counted, and their count.
+    counted_bytes: usize,
+    counted_chars: usize,
+}
+
+impl TextLayout {
+    /// A text block starts after `at` characters of text, `reasoning` reasoning blocks and
+    /// `calls` calls. A block that starts where the last one did replaces it: the last one
+    /// held no text, and has no place to keep.
+    pub(super) fn mark(&mut self, at: usize, reasoning: usize, calls: usize) {
+        if self.lost {
+            return;
+        }
+        let block = Block {
+            at,
+            reasoning,
+            calls,
+        };
+        if let Some(last) = self.blocks.last_mut().filter(|last| last.at == at) {
+            *last = block;
+        } else if self.blocks.len() == MAX_BLOCKS {
+            self.lose();
+        } else {
+            self.blocks.push(block);
+        }
+    }
+
+    /// [`TextLayout::mark`] at the end of `text`, the raw path's UTF-8 text: its characters
+    /// are counted once, from where the last mark counted them.
+    pub(super) fn mark_end_of(&mut self, text: &[u8], reasoning: usize, calls: usize) {
+        if self.lost {
+            return;
+        }
+        let fresh = text.get(self.counted_bytes..).unwrap_or_else(|| {
+            // The text is shorter than it was (it never is today): count it anew.
+            self.counted_chars = 0;
+            text
+        });
+        self.counted_chars += chars(fresh);
+        self.counted_bytes = text.len();
+        self.mark(self.counted_chars, reasoning, calls);
+    }
+
+    /// The response starts again (a replay after a reconnect): the blocks and calls it sends
+    /// again would be marked past the text and calls kept, so the places are let go, unless
+    /// nothing was kept yet.
+    pub(super) fn restart(&mut self, calls: usize) {
+        if !self.blocks.is_empty() || calls > 0 {
+            self.lose();
+        }
+    }
+
+    fn lose(&mut self) {
+        self.lost = true;
+        self.blocks = Vec::new();
+    }
+
+    /// Writes the places on the calls as metadata: on each call, `text_before`, the blocks
+    /// between the call before it and itself; on the last call, `text_after`, the blocks after
+    /// it; each block as `[characters of text before it, reasoning blocks before it]`. Nothing
+    /// when the text is one block right before the first call, after the reasoning blocks
+    /// that call follows (metadata `reasoning_before`): the turn sends it there anyway.
+    pub(super) fn write(&self, assembler: &mut Assembler) {
+        let calls = assembler.len();
+        if self.lost || calls == 0 || self.is_plain(assembler) {
+            return;
+        }
+        let mut json = String::new();
+        let mut rest = self.blocks.as_slice();
+        for ordinal in 0..calls {
+            let last = ordinal + 1 == calls;
+            let before = rest.iter().take_while(|b| b.calls <= ordinal).count();
+            let (mine, after) = rest.split_at(before);
+            rest = after;
+            if !mine.is_empty() {
+                write_blocks(&mut json, mine);
+                // Fails only after `finish`, which the caller has not reached.
+                let _ = assembler.set_metadata(ordinal, "text_before", &json);
+            }
+            if last && !rest.is_empty() {
+                write_blocks(&mut json, rest);
+                let _ = assembler.set_metadata(ordinal, "text_after", &json);
+            }
+        }
+    }
+
+    /// The text is at most one block, at the start, right before the first call and after
+    /// the reasoning blocks before that call.
+    fn is_plain(&self, assembler: &Assembler) -> bool {
+        match self.blocks.as_slice() {
+            [] => true,
+            [only] => {
+                let thoughts = assembler
+                    .metadata(0, "reasoning_before")
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .unwrap_or(0);
+                only.at == 0 && only.calls == 0 && only.reasoning == thoughts
+            }
+            _ => false,
+        }
+    }
+}
+
+/// `blocks` as a JSON list of `[at, reasoning]` pairs, into `json` (cleared first).
+fn write_blocks(json: &mut String, blocks: &[Block]) {
+    json.clear();
+    json.push('[');
+    for (i, block) in blocks.iter().enumerate() {
+        if i > 0 {
+            json.push(',');
+        }
+        // Writing into a `String` cannot fail.
+        let _ = write!(json, "[{},{}]", block.at, block.reasoning);
+    }
+    json.push(']');
+}
+
+/// The characters of valid UTF-8 `text`: its bytes that do not continue a character.
+fn chars(text: &[u8]) -> usize {
+    text.iter().filter(|&&b| (b as i8) >= -0x40).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::assembler::{AssemblerConfig, Delta};
+
+    fn with_calls(n: usize) -> Assembler {
+        let mut asm = Assembler::new(AssemblerConfig::default()).expect("default config");
+        for i in 0..n {
+            let index = i64::try_from(i).expect("small");
+            asm.feed(&Delta {
+                index: Some(index),
+                name: Some("f"),
+                start: true,
+                ..Delta::default()
+            })
+            .expect("open");
+        }
+        asm
+    }
+
+    fn written(layout: &TextLayout, calls: usize) -> Vec<Vec<(String, String)>> {
+        let mut asm = with_calls(calls);
+        layout.write(&mut asm);
+        (0..calls)
+            .map(|o| {
+                ["text_before", "text_after"]
+                    .iter()
+                    .filter_map(|k| asm.metadata(o, k).map(|v| ((*k).to_owned(), v.to_owned())))
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn pair(key: &str, json: &str) -> (String, String) {
+        (key.to_owned(), json.to_owned())
+    }
+
+    #[test]
+    fn one_block_before_the_first_call_is_written_nowhere() {
+        let mut layout = TextLayout::default();
+        layout.mark(0, 0, 0);
+        assert_eq!(written(&layout, 2), vec![vec![], vec![]]);
+        // Nor is text without calls, or no text.
+        assert_eq!(written(&layout, 0), Vec::<Vec<_>>::new());
+        assert_eq!(written(&TextLayout::default(), 1), vec![vec![]]);
+    }
+
+    #[test]
+    fn text_after_a_call_goes_on_the_calls_around_it() {
+        let mut layout = TextLayout::default();
+        layout.mark(0, 0, 0);
+        layout.mark(5, 0, 1);
+        layout.mark(9, 1, 2);
+        assert_eq!(
+            written(&layout, 2),
+            vec![
+                vec![pair("text_before", "[[0,0]]")],
+                vec![
+                    pair("text_before", "[[5,0]]"),
+                    pair("text_after", "[[9,1]]")
+                ],
+            ]
+        );
+    }
+
+    #[test]
+    fn blocks_in_a_row_keep_their_own_starts() {
+        let mut layout = TextLayout::default();
+        layout.mark(0, 0, 0);
+        layout.mark(3, 1, 0);
+        assert_eq!(
+            written(&layout, 1),
+            vec![vec![pair("text_before", "[[0,0],[3,1]]")]]
+        );
+        // An empty block gives way to the next one.
+        let mut layout = TextLayout::default();
+        layout.mark(0, 0, 0);
+        layout.mark(0, 1, 0);
+        assert_eq!(
+            written(&layout, 1),
+            vec![vec![pair("text_before", "[[0,1]]")]]
+        );
+    }
+
+    #[test]
+    fn a_replay_or_too_many_blocks_lose_the_places() {
+        let mut layout = TextLayout::default();
+        layout.restart(0);
+        layout.mark(0, 0, 1);
+        assert_eq!(
+            written(&layout, 1),
+            vec![vec![pair("text_after", "[[0,0]]")]]
+        );
+        layout.restart(1);
+        layout.mark(4, 0, 1);
+        assert!(layout.lost && layout.blocks.is_empty());
+        let mut many = TextLayout::default();
+        for at in 0..=MAX_BLOCKS {
+            many.mark(at, 0, 1);
+        }
+        assert!(many.lost && many.blocks.is_empty());
+    }
+
+    #[test]
+    fn characters_are_counted_once() {
+        let mut layout = TextLayout::default();
+        let mut text = "é😀a".as_bytes().to_vec();
+        layout.mark_end_of(&text, 0, 0);
+        text.extend_from_slice("東x".as_bytes());
+        layout.mark_end_of(&text, 0, 1);
+        assert_eq!(layout.counted_chars, 5);
+        assert_eq!(layout.blocks[1].at, 5);
+    }
+}
