@@ -2518,9 +2518,18 @@ unsafe fn feed_arguments(
     // `PyAssembler`. Checking again would walk the MRO of every Python subclass on each call.
     let slf = unsafe { slf.cast_unchecked::<PyAssembler>() };
     let mut assembler = slf.try_borrow_mut().map_err(in_use)?;
+    // Each slot by hand: `keywords.map` compiled to an out-of-line loop with a drop guard that
+    // cost about a tenth of a fragment's `feed` without progress.
     // SAFETY: each non-NULL entry was taken from `args` above.
     let keyword = |p: *mut ffi::PyObject| unsafe { Borrowed::from_ptr_or_opt(py, p) };
-    let [id, name, arguments, kind, start] = keywords.map(keyword);
+    let [id, name, arguments, kind, start] = keywords;
+    let (id, name, arguments, kind, start) = (
+        keyword(id),
+        keyword(name),
+        keyword(arguments),
+        keyword(kind),
+        keyword(start),
+    );
     assembler.feed(
         py,
         &index,
