@@ -279,3 +279,34 @@ def test_a_key_pattern_reads_a_dot_as_ecma_262_in_the_pre_check_too(splitter: Sp
     assert _outcome(schema, {"a": 1, "\r": "x", "\u2028": "y"}, splitter) == (True, True, [])
     assert _outcome(schema, {"\r": 1}, splitter)[1:] == (False, [("type", "/\r")])
     assert _outcome(schema, {"a": "x"}, splitter)[0:2] == (False, False)
+
+
+def _tool(parameters: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"name": "tool", "parameters": parameters}]
+
+
+@pytest.mark.parametrize(
+    ("definitions", "path", "keyword"),
+    [
+        ({"$defs": {"never": {"pattern": "*a"}}}, "/$defs/never/pattern", "pattern"),
+        (
+            {"definitions": {"old": {"items": {"pattern": "[z-a]"}}}},
+            "/definitions/old/items/pattern",
+            "pattern",
+        ),
+        (
+            {"$defs": {"map": {"patternProperties": {"^(a": {}}}}},
+            "/$defs/map/patternProperties/^(a",
+            "patternProperties",
+        ),
+    ],
+)
+def test_a_broken_pattern_in_a_definition_no_ref_names_is_refused_at_registration(
+    definitions: dict[str, Any], path: str, keyword: str
+) -> None:
+    # The pre-check's schema keeps only the definitions a reference reaches, and the check
+    # read that one: a broken schema was registered because the broken part was unused.
+    schema = {"type": "object", "properties": {"s": {"type": "string"}}, **definitions}
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset(_tool(schema))
+    assert (info.value.path, info.value.keyword) == (path, keyword)

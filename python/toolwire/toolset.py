@@ -1581,7 +1581,10 @@ class Toolset:
             if model is None:
                 # Past the metaschema, which refuses an `$id` that is no string first.
                 _refuse_unresolvable_dynamic_ref(source, name)
-                _refuse_invalid_pattern(schema, name)
+            # The schema as written, not the pre-check's, which keeps only the definitions a
+            # reference reaches: a pattern no engine can run is a broken schema wherever it is,
+            # and a model's is sent to the provider and pre-checked as the ECMA-262 it must be.
+            _refuse_invalid_pattern(source, name)
             self._tools[name] = ToolDefinition(
                 name=name,
                 description=description,
