@@ -61,7 +61,7 @@ from toolwire.coercion import (
     pointer,
     resolve_rules,
 )
-from toolwire.jsonschema_dialect import PatternTooLargeError
+from toolwire.jsonschema_dialect import RefusedPatternError
 from toolwire.payloads import FREE_FORM_TYPE, Lang, check_lang, is_free_form, require_call
 from toolwire.schema_export import (
     MAX_SCHEMA_DEPTH,
@@ -290,7 +290,7 @@ def _refuse_invalid_pattern(schema: Mapping[str, Any], tool: str) -> None:
         pointer(steps),
         keyword,
         got if len(got) <= 80 else got[:77] + "...",
-        refused.reason if isinstance(refused, PatternTooLargeError) else "a valid regex",
+        refused.reason if isinstance(refused, RefusedPatternError) else "a valid regex",
         f"{keyword} {got} at {pointer(steps)} does not compile: {refused}",
     )
 
@@ -378,7 +378,7 @@ def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaErro
         # place at fault is the name itself.
         steps.append(str(exc.instance))
         keyword = "patternProperties"
-    if isinstance(exc.cause, PatternTooLargeError):
+    if isinstance(exc.cause, RefusedPatternError):
         expected = exc.cause.reason
     elif rule == "type":
         names = [value] if isinstance(value, str) else list(cast(list[str], value))

@@ -2,9 +2,10 @@
 //! backtracking), searched unanchored as JSON Schema requires.
 //!
 //! Design notes:
-//! - Dialects differ in the class escapes: ECMA-262 reads `\d \w \b` as ASCII, while the final
-//!   validators read them Unicode-wide (Pydantic's default `rust-regex` engine, and Python's
-//!   `re` for `python-re` and for `jsonschema`), so `"José"` matches `^\w+$` there. Python's
+//! - Dialects differ in the class escapes: ECMA-262 reads `\d \w \b` as ASCII, while a model
+//!   tool's final validator reads them Unicode-wide (Pydantic's default `rust-regex` engine,
+//!   and Python's `re` for `python-re`), so `"José"` matches `^\w+$` there; a plain tool's
+//!   validation reads them as ECMA-262 does. Python's
 //!   `\w` is wider still (`½`, `²`): the widest `\w` takes every non-ASCII character. The
 //!   pre-check must never reject what the final validation accepts, and a pattern is a positive
 //!   expression (no complement operator), so each atom is translated to the union of what the
@@ -18,6 +19,13 @@
 //!   ECMA-262 and Python, a count to the crate).
 //! - Anything the crate cannot compile (lookaround, backreferences, `\p{..}` without the
 //!   gencat tables) is reported as unsupported and not checked; the final validation decides.
+//! - Whether a pattern is an ECMA-262 regular expression at all is decided first, by the
+//!   `regress` crate's parser with the `u` flag ([`ecma_error`]): JSON Schema (2020-12 core,
+//!   6.4) reads patterns as ECMA-262 with Unicode support, and the JSON-Schema-Test-Suite's
+//!   `ecmascript-regex.json` both takes `\p{Letter}` and refuses `\a`, which only that mode
+//!   does. Without the flag `\Z`, `\a` or `\-` would be identity escapes meaning `Z`, `a` and
+//!   `-`, a reading no other engine shares. A pattern refused there is a broken schema, and
+//!   Python's validation asks the same function, so both refuse the same patterns.
 //! - Checked at string end only: testing prefix viability would need the DFA's internal state,
 //!   and tool-call strings are short.
 //! - Identifier-like patterns (`^SKU-[0-9]{5}$`: anchored at the start, a row of ASCII literals
@@ -169,6 +177,16 @@ fn class_set(body: &[u8]) -> Option<u128> {
         }
     }
     Some(set)
+}
+
+/// Why `pattern` is no ECMA-262 regular expression as JSON Schema reads one (with the `u`
+/// flag: `(?i)`, `(?P<name>..)`, `\Z`, `a++` or a lone `{` are refused), or `None` when it is
+/// one. The parser's own words, which name the construct it refused.
+#[must_use]
+pub fn ecma_error(pattern: &str) -> Option<String> {
+    regress::Regex::with_flags(pattern, "u")
+        .err()
+        .map(|e| e.text)
 }
 
 /// Compiles an ECMA-262 pattern, or `None` when it uses something this module cannot run.
