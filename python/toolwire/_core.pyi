@@ -33,7 +33,9 @@ def pattern_error(pattern: str, /) -> str | None:
 
     The pre-check refuses a schema with such a pattern anywhere, and validation asks this
     function too, so both refuse the same patterns: `(?i)abc`, `(?P<name>x)`, `\\Z`, `a++` or a
-    lone `{`, which engines other than ECMA-262's read each in their own way.
+    lone `{`, which engines other than ECMA-262's read each in their own way. An escaped
+    punctuation mark that is no syntax character (`\\@`, `\\#`, `\\-`, an escaped space) is
+    taken as the mark itself, as every engine reads it, though the `u` flag refuses it.
 
     Args:
         pattern: The pattern's source, as the schema writes it.

@@ -19,7 +19,9 @@ and from toolwire's own pre-check, which must never reject what validation accep
   Before any engine sees it, a pattern must be ECMA-262 as JSON Schema reads it (with the `u`
   flag): the core's parser decides (`toolwire._core.pattern_error`), as it does for the
   pre-check, so `(?i)abc`, `(?P<name>x)`, `\\Z` or `a++`, which Python's engines would run with
-  a meaning of their own, refuse the schema at `Toolset` build (`ForeignPatternError`).
+  a meaning of their own, refuse the schema at `Toolset` build (`ForeignPatternError`). An
+  escaped punctuation mark that is no syntax character (`\\@`, `\\#`, `\\-`) is the mark
+  itself, as every engine reads it, though the `u` flag refuses it.
 * The format checkers read most formats with a regex ending in Python's `$` too
   (`rfc3339-validator` for `date-time` and `time`, `fqdn` for `hostname` when installed), so
   `"2024-01-02T03:04:05Z\\n"` passed as a date-time. No format without line breaks in its
@@ -146,7 +148,8 @@ class ForeignPatternError(RefusedPatternError):
     flag), though Python's engines may compile it: `(?i)abc`, `(?P<name>x)`, `\\Z`, `a++`.
     Each engine gives such syntax a meaning of its own, so the pre-check and validation would
     read the author's pattern apart; the core's parser decides (`toolwire._core.pattern_error`),
-    so both refuse the same patterns."""
+    so both refuse the same patterns. An escaped punctuation mark that is no syntax character
+    (`\\@`, `\\:`) is no such pattern: every engine reads the mark itself."""
 
     def __init__(self, pattern: str, why: str) -> None:
         super().__init__(f"not {ECMA_PATTERN}: {why.lower()}", pattern, ECMA_PATTERN)

@@ -48,7 +48,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from toolwire import _core
-from toolwire._core import DirectValidation, ToolCall
+from toolwire._core import DirectValidation, ToolCall, pattern_error
 from toolwire.coercion import (
     KEYS_KEY,
     REQUIRED_SPELLINGS_KEY,
@@ -273,14 +273,15 @@ def _refuse_unresolvable_dynamic_ref(schema: Mapping[str, Any], tool: str) -> No
     )
 
 
-def _refuse_invalid_pattern(schema: Mapping[str, Any], tool: str) -> None:
+def _refuse_invalid_pattern(schema: Mapping[str, Any], tool: str, *, model: bool) -> None:
     """Refuse a regular expression validation cannot run that the metaschema let through (see
-    `invalid_pattern`), at its own place.
+    `invalid_pattern`), at its own place. A model's pattern in another dialect than ECMA-262
+    (`(?i)abc`) stands: the model's own engine runs it (see `_without_foreign_patterns`).
 
     Raises:
         InvalidSchemaError: With the place of the pattern.
     """
-    found = invalid_pattern(schema)
+    found = invalid_pattern(schema, ecma_only=not model)
     if found is None:
         return
     steps, keyword, source, refused = found
@@ -1128,6 +1129,18 @@ def _without_patterns(node: Any) -> Any:
     return _without_keyword(node, "pattern", lambda _: True)
 
 
+def _without_foreign_patterns(node: Any) -> Any:
+    """The schema without the `pattern`s that are no ECMA-262 regular expression.
+
+    A model's `Field(pattern="(?i)abc")` is run by Pydantic's engine, which reads its syntax:
+    the model's validator gives it its meaning, and the pre-check, which reads ECMA-262 (and
+    refuses a schema holding such a pattern), leaves it to the final validation.
+    """
+    return _without_keyword(
+        node, "pattern", lambda p: isinstance(p, str) and pattern_error(p) is not None
+    )
+
+
 def _without_keyword(node: Any, keyword: str, dropped: Callable[[object], bool]) -> Any:
     """The schema without each `keyword` whose value `dropped` picks (see `_loosened`)."""
 
@@ -1582,9 +1595,8 @@ class Toolset:
                 # Past the metaschema, which refuses an `$id` that is no string first.
                 _refuse_unresolvable_dynamic_ref(source, name)
             # The schema as written, not the pre-check's, which keeps only the definitions a
-            # reference reaches: a pattern no engine can run is a broken schema wherever it is,
-            # and a model's is sent to the provider and pre-checked as the ECMA-262 it must be.
-            _refuse_invalid_pattern(source, name)
+            # reference reaches: a pattern no engine can run is a broken schema wherever it is.
+            _refuse_invalid_pattern(source, name, model=model is not None)
             self._tools[name] = ToolDefinition(
                 name=name,
                 description=description,
@@ -1773,6 +1785,8 @@ class Toolset:
                 # Python's `$` also matches before a final newline; the pre-check reads patterns
                 # as ECMA-262 does (and Pydantic's default engine), where it does not.
                 schemas[name] = _without_patterns(schemas[name])
+            elif tool.model is not None:
+                schemas[name] = _without_foreign_patterns(schemas[name])
             schemas[name] = _with_required_keys(_with_null_as_absent(schemas[name]))
         registry = ToolRegistry(schemas, secrets={k: v for k, v in secrets.items() if v})
         # The native shortcut counts on a call's pre-check only when this registry made it.
