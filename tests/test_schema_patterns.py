@@ -369,6 +369,25 @@ def test_a_model_field_pattern_in_its_engine_s_dialect_is_left_to_the_model(
     assert [e.path for e in outcome.errors] == ["/code"]
 
 
+def test_a_model_dict_key_pattern_in_its_engine_s_dialect_is_left_to_the_model(
+    splitter: Splitter,
+) -> None:
+    # Pydantic writes a pattern on a dict's keys as a `patternProperties` name.
+    from typing import Annotated
+
+    from pydantic import BaseModel, Field
+
+    class Tool(BaseModel):
+        counts: dict[Annotated[str, Field(pattern="(?i)^ab$")], int]
+
+    tools = Toolset([Tool])
+    prechecked, outcome = streamed_call(tools, {"counts": {"AB": 1}}, splitter)
+    assert (prechecked, outcome.ok) == (True, True)
+    prechecked, outcome = streamed_call(tools, {"counts": {"zz": 1}}, splitter)
+    assert prechecked
+    assert not outcome.ok
+
+
 @pytest.mark.parametrize("pattern", [*_FOREIGN, "*a", "[z-a]", "\\8"])
 def test_the_pre_check_refuses_the_patterns_validation_refuses(pattern: str) -> None:
     # One parser decides for both, so a registry built without a `Toolset` refuses alike.

@@ -1130,15 +1130,33 @@ def _without_patterns(node: Any) -> Any:
 
 
 def _without_foreign_patterns(node: Any) -> Any:
-    """The schema without the `pattern`s that are no ECMA-262 regular expression.
+    """The schema without the `pattern`s and `patternProperties` names that are no ECMA-262
+    regular expression.
 
-    A model's `Field(pattern="(?i)abc")` is run by Pydantic's engine, which reads its syntax:
-    the model's validator gives it its meaning, and the pre-check, which reads ECMA-262 (and
-    refuses a schema holding such a pattern), leaves it to the final validation.
+    A model's `Field(pattern="(?i)abc")` (on a value, or on a `dict`'s keys) is run by
+    Pydantic's engine, which reads its syntax: the model's validator gives it its meaning, and
+    the pre-check, which reads ECMA-262 (and refuses a schema holding such a pattern), leaves it
+    to the final validation. Without the name, its keys would fall to `additionalProperties` or
+    `unevaluatedProperties` beside it, so those go too.
     """
-    return _without_keyword(
-        node, "pattern", lambda p: isinstance(p, str) and pattern_error(p) is not None
-    )
+
+    def foreign(source: object) -> bool:
+        return isinstance(source, str) and pattern_error(source) is not None
+
+    def edit(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        names: object = schema.get("patternProperties")
+        keyed = isinstance(names, dict) and any(map(foreign, cast(dict[str, Any], names)))
+        if not keyed and not foreign(schema.get("pattern")):
+            return schema, False
+        out = {k: v for k, v in schema.items() if k != "pattern" or not foreign(v)}
+        if keyed:
+            kept = {k: v for k, v in cast(dict[str, Any], names).items() if not foreign(k)}
+            out["patternProperties"] = kept
+            out.pop("additionalProperties", None)
+            out.pop("unevaluatedProperties", None)
+        return out, True
+
+    return _loosened_schema(node, edit)
 
 
 def _without_keyword(node: Any, keyword: str, dropped: Callable[[object], bool]) -> Any:
