@@ -243,7 +243,8 @@ def test_misuse_raises(tools: list[Any], kwargs: dict[str, Any], message: str) -
         ),
         (
             {"type": "object", "properties": {"a": {"type": "string", "pattern": "(x"}}},
-            "'pattern' at /properties/a/pattern is \"(x\", expected a valid regex",
+            "'pattern' at /properties/a/pattern is \"(x\", expected an ECMA-262 regular"
+            " expression (JSON Schema's dialect, read with the `u` flag)",
             "/properties/a/pattern",
             "pattern",
         ),

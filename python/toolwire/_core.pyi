@@ -15,6 +15,7 @@ __all__ = [
     "ToolRegistry",
     "ToolwireError",
     "__version__",
+    "pattern_error",
     "same_tokens",
 ]
 
@@ -25,6 +26,23 @@ from typing import Any, ClassVar, Final, Literal, NoReturn, SupportsIndex, final
 from typing_extensions import Self, disjoint_base
 
 __version__: Final[str]
+
+def pattern_error(pattern: str, /) -> str | None:
+    """Why `pattern` is no ECMA-262 regular expression as JSON Schema reads one (with the `u`
+    flag), or None when it is one.
+
+    The pre-check refuses a schema with such a pattern anywhere, and validation asks this
+    function too, so both refuse the same patterns: `(?i)abc`, `(?P<name>x)`, `\\Z`, `a++` or a
+    lone `{`, which engines other than ECMA-262's read each in their own way. An escaped
+    punctuation mark that is no syntax character (`\\@`, `\\#`, `\\-`, an escaped space) is
+    taken as the mark itself, as every engine reads it, though the `u` flag refuses it.
+
+    Args:
+        pattern: The pattern's source, as the schema writes it.
+
+    Returns:
+        The parser's reason (`"Invalid character escape"`), or None.
+    """
 
 def same_tokens(a: bytes, b: bytes, /) -> bool:
     """Whether two JSON texts are the same tokens, the whitespace between tokens aside

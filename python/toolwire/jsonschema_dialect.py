@@ -13,7 +13,15 @@ and from toolwire's own pre-check, which must never reject what validation accep
   instead, which reads `re`'s syntax the same way and adds property classes and ECMA's
   `(?<name>...)` groups. A pattern that neither compiles is a broken schema and is still
   refused. Python's `$` also matches before a final newline, ECMA-262's (and Pydantic's) only
-  at the end: a `$` is compiled as `\\Z`, so `^[a-z]+$` refuses `"main\\n"` here too.
+  at the end: a `$` is compiled as `\\Z`, so `^[a-z]+$` refuses `"main\\n"` here too. `\\d`,
+  `\\w` and `\\b` take ASCII only, and `\\s` ECMA-262's white space, as the JSON-Schema-Test-
+  Suite's `ecmascript-regex.json` has them (Python's take every script's digits and letters).
+  Before any engine sees it, a pattern must be ECMA-262 as JSON Schema reads it (with the `u`
+  flag): the core's parser decides (`toolwire._core.pattern_error`), as it does for the
+  pre-check, so `(?i)abc`, `(?P<name>x)`, `\\Z` or `a++`, which Python's engines would run with
+  a meaning of their own, refuse the schema at `Toolset` build (`ForeignPatternError`). An
+  escaped punctuation mark that is no syntax character (`\\@`, `\\#`, `\\-`) is the mark
+  itself, as every engine reads it, though the `u` flag refuses it.
 * The format checkers read most formats with a regex ending in Python's `$` too
   (`rfc3339-validator` for `date-time` and `time`, `fqdn` for `hostname` when installed), so
   `"2024-01-02T03:04:05Z\\n"` passed as a date-time. No format without line breaks in its
@@ -67,9 +75,14 @@ import jsonschema.validators
 import regex
 from referencing.jsonschema import lookup_recursive_ref
 
+from toolwire._core import pattern_error
+
 __all__ = [
+    "ECMA_PATTERN",
+    "ForeignPatternError",
     "PatternTooLargeError",
     "ReferenceLoop",
+    "RefusedPatternError",
     "WrittenFloat",
     "check_pattern",
     "extended_validator",
@@ -109,15 +122,38 @@ MAX_PATTERN_UNROLLED = 50_000
 tool), and `(?:(?:x{10}){10}){10000}` a second. A count's upper bound is not unrolled."""
 
 
-class PatternTooLargeError(regex.error):
-    """A pattern longer than `MAX_PATTERN_CHARS`, with a run of literal text longer than
-    `MAX_PATTERN_LITERAL`, or whose counted repeats unroll past `MAX_PATTERN_UNROLLED`: no
-    search of it could be stopped in time, or it could not even be compiled so. A
+class RefusedPatternError(regex.error):
+    """A pattern validation refuses to compile, with `reason`, what a pattern there must be. A
     `regex.error`, so it refuses the schema where a pattern that does not compile is refused."""
 
-    def __init__(self, pattern: str, reason: str) -> None:
-        super().__init__(f"{reason}: no search of it could be stopped in time", pattern)
+    def __init__(self, message: str, pattern: str, reason: str) -> None:
+        super().__init__(message, pattern)
         self.reason = reason
+
+
+class PatternTooLargeError(RefusedPatternError):
+    """A pattern longer than `MAX_PATTERN_CHARS`, with a run of literal text longer than
+    `MAX_PATTERN_LITERAL`, or whose counted repeats unroll past `MAX_PATTERN_UNROLLED`: no
+    search of it could be stopped in time, or it could not even be compiled so."""
+
+    def __init__(self, pattern: str, reason: str) -> None:
+        super().__init__(f"{reason}: no search of it could be stopped in time", pattern, reason)
+
+
+ECMA_PATTERN = "an ECMA-262 regular expression (JSON Schema's dialect, read with the `u` flag)"
+"""What a pattern must be, in the words of a refusal."""
+
+
+class ForeignPatternError(RefusedPatternError):
+    """A pattern that is no ECMA-262 regular expression as JSON Schema reads one (with the `u`
+    flag), though Python's engines may compile it: `(?i)abc`, `(?P<name>x)`, `\\Z`, `a++`.
+    Each engine gives such syntax a meaning of its own, so the pre-check and validation would
+    read the author's pattern apart; the core's parser decides (`toolwire._core.pattern_error`),
+    so both refuse the same patterns. An escaped punctuation mark that is no syntax character
+    (`\\@`, `\\:`) is no such pattern: every engine reads the mark itself."""
+
+    def __init__(self, pattern: str, why: str) -> None:
+        super().__init__(f"not {ECMA_PATTERN}: {why.lower()}", pattern, ECMA_PATTERN)
 
 
 def _refuse_too_large(pattern: str) -> None:
@@ -314,9 +350,13 @@ def _compile(pattern: str) -> tuple[_Compiled, bool]:
 
     `regex` reads `re`'s syntax the same way, adds what ECMA-262 patterns use, and can stop a
     search; `re` compiles the rare pattern `regex` refuses. Raises `regex.error` when neither
-    engine compiles it, `PatternTooLargeError` for one too large to search in bounded time.
+    engine compiles it, `PatternTooLargeError` for one too large to search in bounded time,
+    `ForeignPatternError` for one that is no ECMA-262 regular expression.
     """
     _refuse_too_large(pattern)
+    foreign = pattern_error(pattern)
+    if foreign is not None:
+        raise ForeignPatternError(pattern, foreign)
     # Both engines warn of syntax they may read differently one day (`[[:alpha:]]` is a
     # "possible nested set"). The pattern is the tool author's data, read today as ECMA-262
     # engines read it, and the warning would reach the caller's warning filters: under
@@ -359,6 +399,60 @@ def _code_point(pattern: str, i: int) -> tuple[int, int] | None:
     return None
 
 
+def _members(ranges: list[tuple[int, int]]) -> str:
+    """A set's members, each range of code points written with `\\U` escapes (which both
+    engines read, in a set and out of one)."""
+    return "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges)
+
+
+def _complement(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The code points outside the sorted, disjoint `ranges`."""
+    out: list[tuple[int, int]] = []
+    start = 0
+    for lo, hi in ranges:
+        if lo > start:
+            out.append((start, lo - 1))
+        start = hi + 1
+    if start <= 0x10FFFF:
+        out.append((start, 0x10FFFF))
+    return out
+
+
+_DIGITS = [(0x30, 0x39)]
+_WORD = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
+# ECMA-262's WhiteSpace and LineTerminator: Unicode's space separators, tab, vertical tab, form
+# feed, U+FEFF, and the four line ends.
+_SPACE = [
+    (0x09, 0x0D),
+    (0x20, 0x20),
+    (0xA0, 0xA0),
+    (0x1680, 0x1680),
+    (0x2000, 0x200A),
+    (0x2028, 0x2029),
+    (0x202F, 0x202F),
+    (0x205F, 0x205F),
+    (0x3000, 0x3000),
+    (0xFEFF, 0xFEFF),
+]
+# ECMA-262's class escapes, as set members: ASCII digits and word characters (Python's engines
+# take every script's), and its own white space (Python's lacks U+FEFF and adds U+001C-U+001F
+# and U+0085).
+_CLASS_ESCAPES = {
+    "d": _members(_DIGITS),
+    "D": _members(_complement(_DIGITS)),
+    "w": _members(_WORD),
+    "W": _members(_complement(_WORD)),
+    "s": _members(_SPACE),
+    "S": _members(_complement(_SPACE)),
+}
+_WORD_SET = f"[{_CLASS_ESCAPES['w']}]"
+# A word boundary by ECMA-262's word characters (`[\\b]` in a set is a backspace, left alone).
+_BOUNDARIES = {
+    "b": f"(?:(?<={_WORD_SET})(?!{_WORD_SET})|(?<!{_WORD_SET})(?={_WORD_SET}))",
+    "B": f"(?:(?<={_WORD_SET})(?={_WORD_SET})|(?<!{_WORD_SET})(?!{_WORD_SET}))",
+}
+
+
 def _ecma_reading(pattern: str) -> str:
     """`pattern` rewritten so that Python's engines read it as ECMA-262 does:
 
@@ -371,6 +465,9 @@ def _ecma_reading(pattern: str) -> str:
       Pydantic's Rust engine (and the tool's author) refuses.
     * each `.` outside a set made a set without ECMA-262's line terminators: Python's `.`
       matches all but `\\n`, so `^.$` took `"\\r"` and U+2028.
+    * the class escapes `\\d \\w \\s` (and `\\D \\W \\S`, `\\b \\B`) made ECMA-262's sets: ASCII
+      digits and word characters, where Python's engines take every script's (`^\\d$` took
+      `"\\u07c0"`, NKO digit zero), and ECMA-262's white space, which holds U+FEFF.
     * a code point written `\\u{1F600}` (which neither engine compiles: the tool was refused),
       or as a UTF-16 surrogate pair `\\ud83d\\ude00`, which ECMA-262 reads as one character
       and Python as two halves that no text holds, written `\\U0001f600`.
@@ -400,7 +497,14 @@ def _ecma_reading(pattern: str) -> str:
                 out.append(f"(?P={pattern[i + 3 : name_end]})")
                 i = name_end + 1
                 continue
-            out.append(pattern[i : i + 2])
+            escape = pattern[i + 1 : i + 2]
+            if escape in _CLASS_ESCAPES:
+                members = _CLASS_ESCAPES[escape]
+                out.append(members if in_set else f"[{members}]")
+            elif escape in _BOUNDARIES and not in_set:
+                out.append(_BOUNDARIES[escape])
+            else:
+                out.append(pattern[i : i + 2])
             i += 2
             continue
         if not in_set:
@@ -465,7 +569,8 @@ def check_pattern(pattern: str) -> None:
     """Compile `pattern` as validation reads it (the compiled pattern is kept for the searches).
 
     Raises:
-        regex.error: The pattern compiles in neither `regex` nor `re`; `PatternTooLargeError`
+        regex.error: The pattern compiles in neither `regex` nor `re`; `ForeignPatternError`
+            when it is no ECMA-262 regular expression; `PatternTooLargeError`
             when no search of it could be stopped in time.
     """
     _compile(pattern)

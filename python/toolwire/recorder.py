@@ -20,7 +20,9 @@ not place next to secrets), then the `redact` hook (`(json_pointer, text) -> tex
 signature as `Toolset(redact=...)`) is applied to every other string value. Both edit the raw
 text in place, so a truncated or invalid text stays truncated or invalid; a value that is both
 secret and malformed loses its malformation (secrecy wins). A call of no tool the toolset knows
-(no name, or an unknown one) has every value hidden while any tool declares a secret.
+(no name, or an unknown one) has every value hidden while any tool declares a secret. A key
+that quotes a hidden value (the model sent a secret again as a key) is hidden within it, and
+so is the recorded error path's; the record still fails where the call did.
 
 Whole streams are recorded only when nothing would need redacting, since a secret may be cut
 across chunks: while the toolset declares any secret, only a raw body read in full (no event
@@ -61,7 +63,13 @@ from toolwire.replay import (
 from toolwire.schema_export import secret_patterns
 from toolwire.stream import AssemblerLimits, ToolStream, is_provider_error
 from toolwire.subschemas import SECRET_KEY, is_marked_secret, resolve, same_value
-from toolwire.validation import REDACTED, Redactor, hidden_values
+from toolwire.validation import (
+    REDACTED,
+    Redactor,
+    hidden_values,
+    path_without_values,
+    without_values,
+)
 
 if TYPE_CHECKING:
     from toolwire._core import ToolCall
@@ -73,6 +81,7 @@ __all__ = [
     "Recorder",
     "RecordingToolStream",
     "StreamPolicy",
+    "hidden_texts",
     "redact_arguments",
     "redaction_schema",
     "schema_hash",
@@ -302,21 +311,50 @@ def redact_arguments(
     secrets only may sit. A tool that declares secrets gets more: validation also reads
     arguments in shapes the schema does not describe, so a string holding a JSON object or
     array becomes `"[redacted]"` too, and the text past the first byte that breaks JSON
-    (Python quotes, bare keys), which no walk can read reliably, becomes `[redacted]`.
+    (Python quotes, bare keys), which no walk can read reliably, becomes `[redacted]`. A key
+    that quotes a hidden value (`{"token": "sk-1", "sk-1": 1}`) is hidden in it, as in error
+    paths: the key stays, so the record still fails where the call did.
 
     Returns:
         The redacted text.
     """
+    return _redacted(text, schema, redact)[0]
+
+
+def hidden_texts(text: str, schema: Mapping[str, Any]) -> list[str]:
+    """The texts of the values `redact_arguments` hides in `text`: what a key, a path or an
+    error message quoting the arguments must hide too.
+
+    Args:
+        text: The raw argument text, possibly truncated or invalid.
+        schema: The tool's schema (`redaction_schema`).
+
+    Returns:
+        The hidden values' texts, as the arguments wrote them (strings decoded).
+    """
+    return _redacted(text, schema, None)[1]
+
+
+def _redacted(
+    text: str, schema: Mapping[str, Any] | None, redact: Redactor | None
+) -> tuple[str, list[str]]:
+    """`redact_arguments`, and the texts of the values it hid, which a key or a path built
+    from the text must not show either."""
     if schema is None and redact is None:
-        return text
+        return text, []
     secretive = schema is not None and bool(secret_patterns(schema))
     if secretive:
         broken = _broken_at(text)
         if broken is not None:
-            return redact_arguments(text[:broken], schema, redact) + REDACTED
+            head, hid = _redacted(text[:broken], schema, redact)
+            return head + REDACTED, hid
     # Validation's own rule: a record must hide at least what an error payload hides.
     hidden = None if schema is None else hidden_values(schema)
     out: list[str] = []
+    # Keys are written as they come and hidden once every hidden value is known: a key may
+    # quote a value sent after it. `keys` holds each key's place in `out`, decoded.
+    keys: list[tuple[int, str | None]] = []
+    hid: list[str] = []
     # Frames: [is_object, key or index, expecting_key]
     stack: list[list[Any]] = []
     i, n = 0, len(text)
@@ -341,13 +379,16 @@ def redact_arguments(
             if path is None:
                 try:
                     stack[-1][1] = json.loads(token) if closed else token[1:]
+                    keys.append((len(out), stack[-1][1] if closed else None))
                 except ValueError:
                     stack[-1][1] = token[1:-1]
+                    keys.append((len(out), None))
                 stack[-1][2] = False
                 out.append(token)
             elif hidden is not None and (
                 hidden(path, True) or (secretive and _holds_json(token, closed))
             ):
+                hid.append(_token_text(token, closed))
                 out.append(f'"{REDACTED}"' if closed else f'"{REDACTED}')
             elif redact is not None:
                 try:
@@ -394,6 +435,7 @@ def redact_arguments(
             # replays as it failed.
             literal = any(word.startswith(text[i:j]) for word in ("null", "true", "false"))
             if path is not None and hidden(path, not literal):
+                hid.append(text[i:j])
                 out.append(f'"{REDACTED}"')
             else:
                 out.append(text[i:j])
@@ -401,7 +443,28 @@ def redact_arguments(
             continue
         out.append(ch)
         i += 1
-    return "".join(out)
+    for at, key in keys if hid else ():
+        out[at] = _key_hidden(out[at], key, hid)
+    return "".join(out), hid
+
+
+def _token_text(token: str, closed: bool) -> str:
+    """The text a string token holds, decoded when it can be (a key quoting it is decoded)."""
+    try:
+        decoded: object = json.loads(token) if closed else None
+    except ValueError:
+        decoded = None
+    return decoded if isinstance(decoded, str) else token[1:-1] if closed else token[1:]
+
+
+def _key_hidden(token: str, key: str | None, secrets: Sequence[str]) -> str:
+    """A key's token with each secret it quotes hidden, as validation hides it in a path:
+    decoded when it can be (an escape must not keep a secret out of sight), else as written,
+    its own escapes kept (a cut-off key stays cut off)."""
+    if key is not None:
+        shown = without_values(key, secrets)
+        return token if shown == key else compact_json(shown)
+    return without_values(token, secrets)
 
 
 # --------------------------------------------------------------------------------------------
@@ -643,7 +706,7 @@ class Recorder(LiveState):
         # (written as `\udcXX`), which replay turns back into the same bytes.
         raw = call.arguments_bytes.decode("utf-8", "surrogateescape")
         schema = self._redaction_schema(call.name, toolset)
-        arguments = redact_arguments(raw, schema, self.redact)
+        arguments, hid = _redacted(raw, schema, self.redact)
         digest = _digest(raw_bytes(f"{call.name}\0{arguments}"))
         record: dict[str, Any] = {
             "toolwire": "call",
@@ -669,11 +732,15 @@ class Recorder(LiveState):
             observed["code"] = code
         if call.error is not None:
             observed["offset"] = call.error.offset
-            observed["path"] = call.error.path
+            # The core's exact locator: a key in it may quote a secret the text hid.
+            observed["path"] = path_without_values(call.error.path, raw, hid)
         record["observed"] = observed
         end = _end_of(call)
         if end is not None:
-            record["end"] = end
+            # A reason read from the stream's events may quote the arguments.
+            record["end"] = {
+                k: without_values(v, hid) if isinstance(v, str) else v for k, v in end.items()
+            }
         return record
 
     def record_call(

@@ -83,7 +83,7 @@ from toolwire.assembler import Assembler, read_chunks_as
 from toolwire.formats import WireFormat
 from toolwire.payloads import FREE_FORM_TYPE
 from toolwire.toolset import Toolset
-from toolwire.validation import Outcome
+from toolwire.validation import Outcome, path_without_values, without_values
 
 __all__ = [
     "CORPUS_SCHEMA_VERSION",
@@ -946,6 +946,23 @@ def schema_hash(toolset: Toolset, name: str) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def _site(call: ToolCall, toolset: Toolset | None, chunk: int | None) -> ErrorSite | None:
+    """Where the call's core error became certain, with a secret the recorder would hide
+    hidden in its message and path too: a key the model made of a secret argument is quoted
+    there exactly (`unexpected property "sk-..."`), and a report is shown and stored as a
+    recording is (a hand-written corpus holds secrets a recording would not)."""
+    from toolwire.recorder import hidden_texts, redaction_schema
+
+    err = call.error
+    if err is None:
+        return None
+    schema = redaction_schema(call.name, toolset)
+    secrets = [] if schema is None else hidden_texts(call.arguments, schema)
+    message = without_values(err.message, secrets) if secrets else err.message
+    path = path_without_values(err.path, call.arguments, secrets)
+    return ErrorSite(err.kind, message, err.offset, path, chunk)
+
+
 def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
     """Replay one entry through the assembler, the pre-check and validation.
 
@@ -1016,12 +1033,7 @@ def replay_entry(entry: Entry, toolset: Toolset | None = None) -> CaseResult:
     results: list[CallResult] = []
     for call, outcome in zip(calls, outcomes, strict=True):
         state, code = verdict(call, outcome)
-        err = call.error
-        site = (
-            None
-            if err is None
-            else ErrorSite(err.kind, err.message, err.offset, err.path, sites.get(call.ordinal))
-        )
+        site = _site(call, toolset, sites.get(call.ordinal))
         expect = None
         if expects is not None and call.ordinal < len(expects):
             expect = expects[call.ordinal]

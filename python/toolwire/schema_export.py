@@ -58,7 +58,7 @@ import referencing.jsonschema
 import regex
 
 from toolwire._pickling import RebuiltWhole
-from toolwire.jsonschema_dialect import check_pattern
+from toolwire.jsonschema_dialect import ForeignPatternError, check_pattern
 from toolwire.subschemas import (
     NOWHERE,
     inner_any,
@@ -410,10 +410,16 @@ def unresolvable_dynamic_ref(schema: Mapping[str, Any]) -> tuple[list[str], str,
     return None
 
 
-def invalid_pattern(schema: Mapping[str, Any]) -> tuple[list[str], str, str, regex.error] | None:
+def invalid_pattern(
+    schema: Mapping[str, Any], *, ecma_only: bool = True
+) -> tuple[list[str], str, str, regex.error] | None:
     """The first regular expression in `schema` that validation cannot run, a `pattern` or a
     `patternProperties` name that compiles in no engine or is too large to search in bounded
     time, as (pointer tokens to it, keyword, pattern, the engine's refusal); None when all run.
+
+    With `ecma_only` (a plain tool's schema), a pattern that is no ECMA-262 regular expression
+    (`ForeignPatternError`) is one too; without it (a Pydantic model's, whose own engine runs
+    its patterns and gives `(?i)` its meaning), such a pattern is passed over.
 
     The metaschema checks them only where it gives them the `regex` format: draft 4 has no
     `propertyNames`, so there a `patternProperties` name that compiles nowhere passed, and
@@ -432,6 +438,9 @@ def invalid_pattern(schema: Mapping[str, Any]) -> tuple[list[str], str, str, reg
         for steps, keyword, source in written:
             try:
                 check_pattern(source)
+            except ForeignPatternError as refused:
+                if ecma_only:
+                    return steps, keyword, source, refused
             except regex.error as refused:
                 return steps, keyword, source, refused
     return None

@@ -48,7 +48,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from toolwire import _core
-from toolwire._core import DirectValidation, ToolCall
+from toolwire._core import DirectValidation, ToolCall, pattern_error
 from toolwire.coercion import (
     ALL_RULES,
     COERCE_KEY,
@@ -63,7 +63,7 @@ from toolwire.coercion import (
     pointer,
     resolve_rules,
 )
-from toolwire.jsonschema_dialect import PatternTooLargeError, extended_validator
+from toolwire.jsonschema_dialect import RefusedPatternError, extended_validator
 from toolwire.payloads import FREE_FORM_TYPE, Lang, check_lang, is_free_form, require_call
 from toolwire.schema_export import (
     MAX_SCHEMA_DEPTH,
@@ -279,14 +279,15 @@ def _refuse_unresolvable_dynamic_ref(schema: Mapping[str, Any], tool: str) -> No
     )
 
 
-def _refuse_invalid_pattern(schema: Mapping[str, Any], tool: str) -> None:
+def _refuse_invalid_pattern(schema: Mapping[str, Any], tool: str, *, model: bool) -> None:
     """Refuse a regular expression validation cannot run that the metaschema let through (see
-    `invalid_pattern`), at its own place.
+    `invalid_pattern`), at its own place. A model's pattern in another dialect than ECMA-262
+    (`(?i)abc`) stands: the model's own engine runs it (see `_without_foreign_patterns`).
 
     Raises:
         InvalidSchemaError: With the place of the pattern.
     """
-    found = invalid_pattern(schema)
+    found = invalid_pattern(schema, ecma_only=not model)
     if found is None:
         return
     steps, keyword, source, refused = found
@@ -296,7 +297,7 @@ def _refuse_invalid_pattern(schema: Mapping[str, Any], tool: str) -> None:
         pointer(steps),
         keyword,
         got if len(got) <= 80 else got[:77] + "...",
-        refused.reason if isinstance(refused, PatternTooLargeError) else "a valid regex",
+        refused.reason if isinstance(refused, RefusedPatternError) else "a valid regex",
         f"{keyword} {got} at {pointer(steps)} does not compile: {refused}",
     )
 
@@ -431,7 +432,7 @@ def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaErro
         # place at fault is the name itself.
         steps.append(str(exc.instance))
         keyword = "patternProperties"
-    if isinstance(exc.cause, PatternTooLargeError):
+    if isinstance(exc.cause, RefusedPatternError):
         expected = exc.cause.reason
     elif rule == "type":
         names = [value] if isinstance(value, str) else list(cast(list[str], value))
@@ -1183,6 +1184,36 @@ def _without_patterns(node: Any) -> Any:
     return _without_keyword(node, "pattern", lambda _: True)
 
 
+def _without_foreign_patterns(node: Any) -> Any:
+    """The schema without the `pattern`s and `patternProperties` names that are no ECMA-262
+    regular expression.
+
+    A model's `Field(pattern="(?i)abc")` (on a value, or on a `dict`'s keys) is run by
+    Pydantic's engine, which reads its syntax: the model's validator gives it its meaning, and
+    the pre-check, which reads ECMA-262 (and refuses a schema holding such a pattern), leaves it
+    to the final validation. Without the name, its keys would fall to `additionalProperties` or
+    `unevaluatedProperties` beside it, so those go too.
+    """
+
+    def foreign(source: object) -> bool:
+        return isinstance(source, str) and pattern_error(source) is not None
+
+    def edit(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        names: object = schema.get("patternProperties")
+        keyed = isinstance(names, dict) and any(map(foreign, cast(dict[str, Any], names)))
+        if not keyed and not foreign(schema.get("pattern")):
+            return schema, False
+        out = {k: v for k, v in schema.items() if k != "pattern" or not foreign(v)}
+        if keyed:
+            kept = {k: v for k, v in cast(dict[str, Any], names).items() if not foreign(k)}
+            out["patternProperties"] = kept
+            out.pop("additionalProperties", None)
+            out.pop("unevaluatedProperties", None)
+        return out, True
+
+    return _loosened_schema(node, edit)
+
+
 def _without_keyword(node: Any, keyword: str, dropped: Callable[[object], bool]) -> Any:
     """The schema without each `keyword` whose value `dropped` picks (see `_loosened`)."""
 
@@ -1637,7 +1668,9 @@ class Toolset:
             if model is None:
                 # Past the metaschema, which refuses an `$id` that is no string first.
                 _refuse_unresolvable_dynamic_ref(source, name)
-                _refuse_invalid_pattern(schema, name)
+            # The schema as written, not the pre-check's, which keeps only the definitions a
+            # reference reaches: a pattern no engine can run is a broken schema wherever it is.
+            _refuse_invalid_pattern(source, name, model=model is not None)
             self._tools[name] = ToolDefinition(
                 name=name,
                 description=description,
@@ -1831,6 +1864,8 @@ class Toolset:
                 # Python's `$` also matches before a final newline; the pre-check reads patterns
                 # as ECMA-262 does (and Pydantic's default engine), where it does not.
                 schemas[name] = _without_patterns(schemas[name])
+            elif tool.model is not None:
+                schemas[name] = _without_foreign_patterns(schemas[name])
             schemas[name] = _with_required_keys(_with_null_as_absent(schemas[name]))
         registry = ToolRegistry(schemas, secrets={k: v for k, v in secrets.items() if v})
         # The native shortcut counts on a call's pre-check only when this registry made it.

@@ -3557,6 +3557,44 @@ def _keys_hidden(path: str, arguments: Any, secrets: Sequence[str]) -> str:
     return pointer(parts)
 
 
+def path_without_values(path: str, text: str, secrets: Sequence[str]) -> str:
+    """`path`, a JSON Pointer into the argument text `text`, with each object key in it that
+    quotes a secret value redacted, as in error paths: for what records or reports a core
+    error's exact path (a recording, a replay report).
+
+    Args:
+        path: The JSON Pointer.
+        text: The argument text it points into, possibly cut off or invalid.
+        secrets: The secret values' texts.
+
+    Returns:
+        The pointer, its keys hidden. In a text that is no JSON no step is known to be an
+        array's index, so each that quotes a secret is hidden, a digit too.
+    """
+    if not secrets:
+        return path
+    try:
+        arguments = loads_exact(text)
+    except (ValueError, RecursionError):
+        return pointer(without_values(str(seg), secrets) for seg in _split(path))
+    return _keys_hidden(path, arguments, secrets)
+
+
+def dotted_without_values(field: str, secrets: Sequence[str]) -> str:
+    """A dotted field path (`ask_user`'s `contact.email`) with each key in it that quotes a
+    secret value redacted; an index stays, as in error paths.
+
+    Args:
+        field: The dotted path: the fields the schema names, a made-up key only inside a
+            dict field.
+        secrets: The secret values' texts.
+
+    Returns:
+        The path, its keys hidden.
+    """
+    return ".".join(p if p.isdigit() else without_values(p, secrets) for p in field.split("."))
+
+
 def _as_items(value: object) -> list[Any] | None:
     return cast(list[Any], value) if isinstance(value, list) else None
 
@@ -4969,11 +5007,7 @@ class ToolValidator:
             )
             for e in errors
         ]
-        # Dotted paths of fields the schema names, a made-up key only inside a dict field.
-        asked = [
-            ".".join(p if p.isdigit() else without_values(p, secrets) for p in field.split("."))
-            for field in ask_user
-        ]
+        asked = [dotted_without_values(field, secrets) for field in ask_user]
         return hidden, asked
 
     def _without_secret_keys(self, call: CallLike, coercions: list[Coercion]) -> list[Coercion]:

@@ -3558,13 +3558,22 @@ fn py_same_tokens(a: &[u8], b: &[u8]) -> bool {
     crate::tokens::same_tokens(a, b)
 }
 
+/// Why `pattern` is no ECMA-262 regular expression as JSON Schema reads one, or `None` (see
+/// [`crate::schema::pattern_error`]): Python's validation refuses the patterns the pre-check
+/// refuses.
+#[pyfunction]
+#[pyo3(name = "pattern_error", signature = (pattern, /))]
+fn py_pattern_error(pattern: &str) -> Option<String> {
+    crate::schema::pattern_error(pattern)
+}
+
 #[pymodule]
 #[pyo3(name = "_core")]
 mod core_module {
     #[pymodule_export]
-    use super::py_same_tokens;
-    #[pymodule_export]
     use super::PyDirectValidation;
+    #[pymodule_export]
+    use super::{py_pattern_error, py_same_tokens};
     #[pymodule_export]
     use super::{JsonError, MisuseError, ToolwireError};
     #[pymodule_export]

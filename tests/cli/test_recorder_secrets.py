@@ -17,6 +17,7 @@ from pydantic import BaseModel, SecretStr
 from toolwire import Assembler, Toolset
 from toolwire.cli import main
 from toolwire.recorder import Recorder, StreamPolicy, redact_arguments
+from toolwire.replay import load_corpus, replay
 
 SECRET = "hunter2"
 
@@ -320,3 +321,70 @@ def test_a_record_never_shows_a_value_an_error_hides(tool: str, arguments: dict[
         for marker in _markers(_at(arguments, error["path"]), []):
             if marker not in got:
                 assert marker not in recorded, (error, recorded)
+
+
+# --------------------------------------------------------------------------------------------
+# A secret the model sends again as a key
+
+
+class Session(BaseModel):
+    """Open a session."""
+
+    token: SecretStr
+    note: str = ""
+
+
+SESSIONS = Toolset([Session])
+"""Read by `toolwire replay --tools` below."""
+
+_TOKEN = "sk-live-9999"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"token":"sk-live-9999","sk-live-9999":1}',  # the key after the secret
+        '{"sk-live-9999":1,"token":"sk-live-9999"}',  # before it: known only at the end
+        '{"token":"sk-live-9999","x_sk-live-9999":1}',  # inside a longer key
+        '{"token":"sk-live-\\u0039999","sk-live-9999":1}',  # the value escaped
+        '{"token":"sk-live-9999","sk-live-\\u0039999":1}',  # the key escaped
+        '{"token":"sk-live-9999","sk-live-9999":"x',  # cut off in the key's value
+        '{"token":"sk-live-9999","sk-live-9999',  # cut off in the key
+    ],
+)
+def test_a_secret_sent_again_as_a_key_is_hidden_in_the_record(
+    tmp_path: Path, arguments: str
+) -> None:
+    asm = Assembler(tools=SESSIONS)
+    asm.feed(0, id="c", name="session", arguments=arguments)
+    (call,) = asm.finish()
+    outcome = SESSIONS.validate(call)
+    path = tmp_path / "c.jsonl"
+    assert Recorder(path, toolset=SESSIONS).record_call(call, outcome)
+    written = path.read_text(encoding="utf-8")
+    assert "9999" not in written
+    (record,) = [json.loads(line) for line in written.splitlines()]
+    # The key is there, hidden: the record still fails as the call did, at the same path.
+    ((case,),) = [replay(load_corpus([path]), SESSIONS).cases]
+    (result,) = case.calls
+    observed = record["observed"]
+    assert (result.state, result.code) == (observed["state"], observed.get("code"))
+    assert result.error is not None and result.error.path == observed["path"]
+
+
+def test_a_replay_report_hides_a_secret_key_of_a_hand_written_corpus(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A corpus not written by the recorder holds the secret; the report quotes the core's
+    # error (`unexpected property "sk-..."`, its path) and must hide it as the record would.
+    corpus = tmp_path / "c.jsonl"
+    arguments = json.dumps({"token": _TOKEN, _TOKEN: 1})
+    record = {"toolwire": "call", "tool": "session", "arguments": arguments}
+    corpus.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    report = replay(load_corpus([corpus]), SESSIONS)
+    ((result,),) = [case.calls for case in report.cases]
+    assert result.error is not None and result.error.path == "/[redacted]"
+    assert "9999" not in json.dumps(report.to_json())
+    out = tmp_path / "report.json"
+    assert main(["replay", str(corpus), "--tools", f"{__name__}:SESSIONS", "--json", str(out)]) == 1
+    assert "9999" not in capsys.readouterr().out + out.read_text(encoding="utf-8")

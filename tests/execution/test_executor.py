@@ -777,6 +777,43 @@ def test_refusal_from_pydantic_errors_is_short_and_keeps_the_arguments_out() -> 
     assert len(content) < 400
 
 
+@dataclass(frozen=True)
+class _CheckedElsewhere:
+    """A call validated by the application, with the secrets its own schema declares."""
+
+    tool: str
+    call_id: str | None
+    errors: list[dict[str, Any]]
+    ask_user: list[str]
+    secrets: tuple[SecretStr, ...]
+    model: Any = None
+    ok: bool = False
+    kind: str = "model_error"
+
+
+def test_refusal_hides_a_secret_sent_again_as_a_key(caplog: pytest.LogCaptureFixture) -> None:
+    # `Outcome`'s own paths hide such a key; a call the application validated carries its
+    # error dicts' `loc` and the fields to ask about as the model sent them.
+    call = _CheckedElsewhere(
+        "login",
+        "c",
+        errors=[
+            {"type": "extra_forbidden", "loc": ("sk-live-9999",), "msg": "Extra inputs"},
+            {"type": "int_type", "loc": ("pins", 0), "msg": "Input should be an integer"},
+        ],
+        ask_user=["contact.sk-live-9999", "pins.0"],
+        secrets=(SecretStr("sk-live-9999"), SecretStr("0")),
+    )
+    with caplog.at_level(logging.DEBUG, logger="toolwire.execution"):
+        result = Executor({"login": lambda args: None}).execute(call)
+    assert result.state == "validation_failed" and result.error is not None
+    # An index stays, though it is a short secret's text: only keys quote what was sent.
+    paths = [e["path"] for e in result.error["errors"]]
+    assert paths == ["/[redacted]", "/pins/0"]
+    assert result.error["missing"] == ["contact.[redacted]", "pins.0"]
+    assert "9999" not in result.content() + caplog.text
+
+
 # ---- parallel calls -----------------------------------------------------------------------------
 
 

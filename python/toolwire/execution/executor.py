@@ -140,8 +140,10 @@ from toolwire.payloads import (
 )
 from toolwire.validation import (
     Redactor,
+    dotted_without_values,
     scrubbed_text,
     secret_text,
+    secret_texts,
     shown_text,
     without_values,
 )
@@ -2779,7 +2781,10 @@ def _field(arguments: Any, name: str) -> Any:
 
 def _refusal(call: ValidatedCall) -> tuple[FinalState, dict[str, Any]]:
     raw_errors = list(call.errors)
-    errors = [_error_entry(e) for e in raw_errors[:_MAX_ERRORS]]
+    # A key the model made of a secret argument is hidden in paths, as `Outcome`'s own are:
+    # a caller-built call's error dicts and fields to ask about carry it as sent.
+    declared = [t for v in _declared_secrets(call) for t in secret_texts(v)]
+    errors = [_error_entry(e, declared) for e in raw_errors[:_MAX_ERRORS]]
     retryable = bool(getattr(call, "retryable", False))
     kind = call.kind
     error_type = getattr(call, "error_type", None)
@@ -2814,14 +2819,16 @@ def _refusal(call: ValidatedCall) -> tuple[FinalState, dict[str, Any]]:
     # name): each is cut, as the errors are.
     payload: dict[str, Any] = {
         "type": shown_text(error_type) if isinstance(error_type, str) and error_type else slug,
-        "message": _cut(given) if isinstance(given, str) and given else message,
+        "message": _cut(without_values(given, declared))
+        if isinstance(given, str) and given
+        else message,
         "retryable": retryable,
         "errors": errors,
     }
     ask_user = getattr(call, "ask_user", None)
     if isinstance(ask_user, list) and ask_user:
         asked = cast(list[Any], ask_user)[:_MAX_MISSING]
-        payload["missing"] = [shown_text(str(x)) for x in asked]
+        payload["missing"] = [shown_text(dotted_without_values(str(x), declared)) for x in asked]
     # What `Outcome.to_message` tells the model next to the errors: the advice (e.g. to send
     # shorter arguments after a cut) and whether to call again or stop.
     hint = getattr(call, "hint", None)
@@ -2834,7 +2841,7 @@ def _refusal(call: ValidatedCall) -> tuple[FinalState, dict[str, Any]]:
     return state, payload
 
 
-def _error_entry(error: Any) -> Any:
+def _error_entry(error: Any, secrets: Sequence[str]) -> Any:
     as_payload = getattr(error, "as_payload", None)
     value: Any
     if callable(as_payload):
@@ -2845,7 +2852,9 @@ def _error_entry(error: Any) -> Any:
         # validator's exception and `url` is for developers. The model gets where and what.
         details = cast(Mapping[str, Any], error)
         loc = details.get("loc")
-        path = pointer(cast(Sequence[Any], loc)) if isinstance(loc, (list, tuple)) else ""
+        steps = cast(Sequence[Any], loc) if isinstance(loc, (list, tuple)) else ()
+        # A key is a `str` in a `loc`, an index an `int`: only keys are hidden.
+        path = pointer(without_values(s, secrets) if isinstance(s, str) else s for s in steps)
         # A key the model made up is part of the path: cut like any text it sent.
         entry = {"path": shown_text(path), "code": shown_text(str(details.get("type")))}
         msg = details.get("msg")

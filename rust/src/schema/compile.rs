@@ -37,7 +37,7 @@ use serde_json::{Map, Value};
 use super::canon::Canon;
 use super::decimal::{Decimal, Fixed, MultipleOf};
 use super::format::Format;
-use super::nesting::MAX_SCHEMA_DEPTH;
+use super::nesting::{MAX_SCHEMA_DEPTH, NAMED_SUBSCHEMAS, SUBSCHEMAS};
 use super::trie::Trie;
 use super::{pattern, push_pointer_token, SchemaError, SchemaErrorKind, Unsupported};
 
@@ -381,6 +381,7 @@ pub(crate) fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
         legacy_ref,
         depth: 0,
     };
+    refuse_foreign_patterns(schema)?;
     let root = c.compile_at(schema, "")?;
     c.cut_cycles();
     c.simplify();
@@ -430,6 +431,61 @@ pub(crate) fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
         root,
         unsupported: c.unsupported,
     })
+}
+
+/// Refuses the schema at the first `pattern` or `patternProperties` name, anywhere a subschema
+/// may stand, that is no ECMA-262 regular expression (see [`pattern::ecma_error`]). Compiling
+/// reaches only what the root and its references reach, and a definition no `$ref` names is
+/// still the author's schema, broken there as anywhere: the whole text is walked, without
+/// recursion (its depth is bounded, not small), and values that are data (`const`, `enum`,
+/// `default`) are not read as schemas.
+fn refuse_foreign_patterns(schema: &Value) -> Result<(), SchemaError> {
+    let mut todo: Vec<(&Value, String)> = vec![(schema, String::new())];
+    while let Some((node, ptr)) = todo.pop() {
+        let Some(obj) = node.as_object() else {
+            continue;
+        };
+        let written = obj
+            .get("pattern")
+            .and_then(Value::as_str)
+            .map(|source| (child_ptr(&ptr, "pattern"), "pattern", source));
+        let names = obj
+            .get("patternProperties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(Map::keys)
+            .map(|name| {
+                let at = child_ptr(&child_ptr(&ptr, "patternProperties"), name);
+                (at, "patternProperties name", name.as_str())
+            });
+        for (at, what, source) in written.into_iter().chain(names) {
+            if let Some(reason) = pattern::ecma_error(source) {
+                return Err(err(
+                    &at,
+                    format!("{what} {source:?} is no ECMA-262 regular expression: {reason}"),
+                ));
+            }
+        }
+        for (key, value) in obj {
+            if NAMED_SUBSCHEMAS.contains(&key.as_str()) {
+                let at = child_ptr(&ptr, key);
+                if let Some(map) = value.as_object() {
+                    todo.extend(map.iter().map(|(name, sub)| (sub, child_ptr(&at, name))));
+                }
+            } else if SUBSCHEMAS.contains(&key.as_str()) {
+                let at = child_ptr(&ptr, key);
+                match value.as_array() {
+                    Some(list) => todo.extend(
+                        list.iter()
+                            .enumerate()
+                            .map(|(i, sub)| (sub, child_ptr(&at, &i.to_string()))),
+                    ),
+                    None => todo.push((value, at)),
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn err(pointer: &str, message: impl Into<String>) -> SchemaError {

@@ -31,6 +31,7 @@ mod tests;
 use std::fmt;
 
 pub use check::{Checker, MAX_ERRORS, REDACTED};
+pub use pattern::ecma_error as pattern_error;
 pub use registry::ToolRegistry;
 
 /// Stack for [`ToolSchema::compile`], which recurses once per level of subschemas (references

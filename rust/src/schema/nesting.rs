@@ -23,7 +23,7 @@ pub const MAX_SCHEMA_DEPTH: usize = 256;
 pub const MAX_SCHEMA_NESTING: usize = 2 * MAX_SCHEMA_DEPTH + 128;
 
 /// Keywords whose value maps names to subschemas (as `schema_export` has them).
-const NAMED_SUBSCHEMAS: &[&str] = &[
+pub(crate) const NAMED_SUBSCHEMAS: &[&str] = &[
     "properties",
     "patternProperties",
     "$defs",
@@ -33,7 +33,7 @@ const NAMED_SUBSCHEMAS: &[&str] = &[
 ];
 
 /// Keywords whose value is a subschema or a list of them (as `schema_export` has them).
-const SUBSCHEMAS: &[&str] = &[
+pub(crate) const SUBSCHEMAS: &[&str] = &[
     "items",
     "prefixItems",
     "additionalItems",

@@ -2,9 +2,10 @@
 //! backtracking), searched unanchored as JSON Schema requires.
 //!
 //! Design notes:
-//! - Dialects differ in the class escapes: ECMA-262 reads `\d \w \b` as ASCII, while the final
-//!   validators read them Unicode-wide (Pydantic's default `rust-regex` engine, and Python's
-//!   `re` for `python-re` and for `jsonschema`), so `"José"` matches `^\w+$` there. Python's
+//! - Dialects differ in the class escapes: ECMA-262 reads `\d \w \b` as ASCII, while a model
+//!   tool's final validator reads them Unicode-wide (Pydantic's default `rust-regex` engine,
+//!   and Python's `re` for `python-re`), so `"José"` matches `^\w+$` there; a plain tool's
+//!   validation reads them as ECMA-262 does. Python's
 //!   `\w` is wider still (`½`, `²`): the widest `\w` takes every non-ASCII character. The
 //!   pre-check must never reject what the final validation accepts, and a pattern is a positive
 //!   expression (no complement operator), so each atom is translated to the union of what the
@@ -18,6 +19,15 @@
 //!   ECMA-262 and Python, a count to the crate).
 //! - Anything the crate cannot compile (lookaround, backreferences, `\p{..}` without the
 //!   gencat tables) is reported as unsupported and not checked; the final validation decides.
+//! - Whether a pattern is an ECMA-262 regular expression at all is decided first, by the
+//!   `regress` crate's parser with the `u` flag ([`ecma_error`]): JSON Schema (2020-12 core,
+//!   6.4) reads patterns as ECMA-262 with Unicode support, and the JSON-Schema-Test-Suite's
+//!   `ecmascript-regex.json` both takes `\p{Letter}` and refuses `\a`, which only that mode
+//!   does. Without the flag `\Z` or `\a` would be identity escapes meaning `Z` and `a`, a
+//!   reading no other engine shares. A pattern refused there is a broken schema, and Python's
+//!   validation asks the same function, so both refuse the same patterns. An escaped
+//!   punctuation mark that is no syntax character (`\@`, `\-`) is read as the mark, as every
+//!   engine reads it (the `u` flag alone refuses it), and translated so below.
 //! - Checked at string end only: testing prefix viability would need the DFA's internal state,
 //!   and tool-call strings are short.
 //! - Identifier-like patterns (`^SKU-[0-9]{5}$`: anchored at the start, a row of ASCII literals
@@ -169,6 +179,53 @@ fn class_set(body: &[u8]) -> Option<u128> {
         }
     }
     Some(set)
+}
+
+/// Why `pattern` is no ECMA-262 regular expression as JSON Schema reads one (with the `u`
+/// flag: `(?i)`, `(?P<name>..)`, `\Z`, `a++` or a lone `{` are refused), or `None` when it is
+/// one. The parser's own words, which name the construct it refused.
+///
+/// An escaped ASCII punctuation character that is no syntax character (`\@`, `\#`, `\:`,
+/// `\-` outside a class, an escaped space) is taken as that character: the `u` flag refuses
+/// it, but every engine (ECMA-262 without the flag, Python's, the `regex` crate) reads it so,
+/// and real schemas (OpenAPI-derived `^[\w.\-+\@]+$`) carry it.
+#[must_use]
+pub fn ecma_error(pattern: &str) -> Option<String> {
+    regress::Regex::with_flags(&literal_escapes(pattern), "u")
+        .err()
+        .map(|e| e.text)
+}
+
+/// Whether `\c` is an escape the `u` flag refuses that every engine reads as `c` itself.
+fn tolerated_escape(c: char) -> bool {
+    c == ' ' || (c.is_ascii_punctuation() && !"^$\\.*+?()[]{}|/".contains(c))
+}
+
+/// `pattern` with each tolerated escape (see [`ecma_error`]) written `\xHH`: the same
+/// character wherever it stands, in a class or out (a bare `=` after `(?` would be syntax).
+fn literal_escapes(pattern: &str) -> std::borrow::Cow<'_, str> {
+    if !pattern.contains('\\') {
+        return pattern.into();
+    }
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some(e) if tolerated_escape(e) => {
+                let _ = write!(out, "\\x{:02X}", u32::from(e));
+            }
+            Some(e) => {
+                out.push('\\');
+                out.push(e);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out.into()
 }
 
 /// Compiles an ECMA-262 pattern, or `None` when it uses something this module cannot run.
@@ -419,6 +476,29 @@ mod tests {
         compile(p)
             .unwrap_or_else(|| panic!("{p} should compile"))
             .is_match(s)
+    }
+
+    #[test]
+    fn escaped_punctuation_is_the_character_itself() {
+        // Refused by the `u` flag, read as the character by every engine: taken, as that.
+        for (p, yes, no) in [
+            (r"^[\w.\-+\@]+$", "a.b-c+d@e", "a b"),
+            (r"^\#[0-9a-f]{6}$", "#00ff00", "00ff00"),
+            (r"^[^\:]+$", "host", "host:80"),
+            (r"^a\-b\ c$", "a-b c", "a\\-b"),
+            (r"^(\=|\!|\<|\>)$", ">", "(?=)"),
+            (r#"^[\'\"\,\;\%\&\~\`_\_]+$"#, "'\",;%&~`_", "a"),
+        ] {
+            assert_eq!(ecma_error(p), None, "{p}");
+            assert!(m(p, yes), "{p} takes {yes:?}");
+            assert!(!m(p, no), "{p} refuses {no:?}");
+        }
+        // `(?\=a)` is no lookahead: the escape is a character there too.
+        assert!(ecma_error(r"(?\=a)").is_some());
+        // Escaped letters and digits mean something else elsewhere: still refused.
+        for p in [r"\Z", r"\A", r"\h", r"\q", r"\8", r"[\a]"] {
+            assert!(ecma_error(p).is_some(), "{p}");
+        }
     }
 
     #[test]

@@ -1182,3 +1182,63 @@ fn an_any_of_that_stands_for_a_one_of_names_one_of() {
     // A type no branch takes is a type error, whichever keyword the union has.
     assert_eq!(one(&s, "true"), at(0, "", "type"));
 }
+
+#[test]
+fn a_pattern_ecma_262_refuses_is_a_broken_schema_wherever_it_sits() {
+    // JSON Schema reads patterns as ECMA-262 with the `u` flag: Python's and PCRE's syntax is
+    // refused rather than run with some engine's meaning, and so is a pattern in a definition
+    // no `$ref` reaches, which compiling alone never visits.
+    let string = |p: &str| json!({"type": "string", "pattern": p});
+    for (schema, pointer) in [
+        (
+            json!({"properties": {"a": string("(?i)abc")}}),
+            "/properties/a/pattern",
+        ),
+        (json!({"items": [true, string("\\Z")]}), "/items/1/pattern"),
+        (json!({"anyOf": [string("(?P<n>x)")]}), "/anyOf/0/pattern"),
+        (
+            json!({"$defs": {"unused": string("a++")}}),
+            "/$defs/unused/pattern",
+        ),
+        (
+            json!({"definitions": {"k": {"patternProperties": {"\\h": {}}}}}),
+            "/definitions/k/patternProperties/\\h",
+        ),
+        (
+            json!({"patternProperties": {"a~/{": {}}}),
+            "/patternProperties/a~0~1{",
+        ),
+    ] {
+        let refused = ToolSchema::compile(&schema).expect_err("refused");
+        assert_eq!(refused.pointer, pointer, "{schema}");
+        assert!(refused.message.contains("ECMA-262"), "{}", refused.message);
+    }
+    // Valid only without the `u` flag, or only in another dialect: refused too.
+    for p in [
+        "\\a",
+        "\\q",
+        "{",
+        "]",
+        "[[:alpha:]]",
+        "\\8",
+        "(?=a)*",
+        "[\\d-z]",
+    ] {
+        assert!(super::pattern_error(p).is_some(), "{p}");
+    }
+    // ECMA-262 syntax Python spells otherwise, and data that only looks like a schema.
+    for p in [
+        "(?<name>x)\\k<name>",
+        "[^]*",
+        "x[\\-]y",
+        "\\p{Letter}\\P{N}",
+        "\\u{1F600}",
+        "(?<!a)b",
+        "(?i:a)",
+    ] {
+        assert_eq!(super::pattern_error(p), None, "{p}");
+        ToolSchema::compile(&string(p)).expect("compiles");
+    }
+    let data = json!({"const": {"pattern": "(?i)"}, "default": {"pattern": "\\Z"}, "enum": [{"patternProperties": {"(?P<x>)": {}}}]});
+    ToolSchema::compile(&data).expect("data is no schema");
+}
