@@ -439,6 +439,27 @@ fn a_fragment_that_merely_starts_with_the_buffer_is_appended() {
 }
 
 #[test]
+fn feed_continuation_takes_a_long_fragment_that_does_not_repeat_the_text() {
+    // A stream's first fragments are often longer than the text so far; only one that starts
+    // with that text can be a resend, so the others are plain appends the short path takes.
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    a.feed(&text(Some(0), Some("a"), Some("f"), "{\"k\""))
+        .expect("feed");
+    assert_eq!(a.feed_continuation(0, b": [1, 2, 3], \"j\": "), Some(0));
+    // Starting with the whole text, it may be a resend: left to `feed`.
+    assert_eq!(
+        a.feed_continuation(0, b"{\"k\": [1, 2, 3], \"j\": null, \"i\": 0}"),
+        None
+    );
+    assert_eq!(a.feed_continuation(0, b"true}"), Some(0));
+    let calls = a.finish().expect("finish");
+    assert_eq!(
+        summary(&calls),
+        vec![ok("a", "f", "{\"k\": [1, 2, 3], \"j\": true}")]
+    );
+}
+
+#[test]
 fn feed_continuation_takes_only_what_plain_appending_settles() {
     let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
     a.feed(&text(Some(0), Some("a"), Some("f"), "{\"k\""))

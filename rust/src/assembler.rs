@@ -1867,9 +1867,10 @@ impl Assembler {
     /// Feeds the most common delta, an argument fragment alone (no id, name or type) for the
     /// call open under its wire index, when every rule of [`Assembler::feed`] would only append
     /// it to that call: the call is open and plain (not sent whole, not cumulative, no fragment
-    /// held), and the fragment is shorter than the text so far, so it can be neither a resend
-    /// nor a repeat. Returns the call's ordinal, or `None` (having changed nothing) when the
-    /// delta needs the full rules; `feed` then gives the same result as if this were not tried.
+    /// held), and the fragment does not start with the text so far (it is shorter, or differs
+    /// within it), so it can be neither a resend nor a repeat. Returns the call's ordinal, or
+    /// `None` (having changed nothing) when the delta needs the full rules; `feed` then gives
+    /// the same result as if this were not tried.
     pub fn feed_continuation(&mut self, index: i64, text: &[u8]) -> Option<usize> {
         if self.finished
             || self.over.is_some()
@@ -1890,7 +1891,11 @@ impl Assembler {
             && call.mode == ArgMode::Fragments
             && call.held.is_none()
             && call.retread.is_none()
-            && (buffered == 0 || text.len() < buffered)
+            // A fragment at least as long as the text so far is one only when it starts with
+            // that text: most such fragments are a stream's first few, and differ at once.
+            && (buffered == 0
+                || text.len() < buffered
+                || !text.starts_with(call.scanner.text()))
             // Bytes past `max_bytes` are not kept, and `feed` counts only what the call keeps:
             // counted here in full, they refused a response that kept no more than its limit.
             && text.len() <= self.config.scan.max_bytes.saturating_sub(buffered)

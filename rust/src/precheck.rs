@@ -197,16 +197,14 @@ impl CallCheck {
     /// Starts checking a call to `name`, catching up on the argument text already received.
     #[must_use]
     pub fn new(registry: &Registry, name: &str, received: &[u8], config: &ScanConfig) -> Self {
-        let viable = registry.name_viable(name);
+        // One lookup for a registered name, the usual case; the range lookup only otherwise.
+        let schema = registry.tools.get(name);
+        let viable = schema.is_some() || registry.name_viable(name);
         let name_error = (!viable).then(|| unknown_tool(name, registry));
         // The error is made only if it is ever said: a name streamed in pieces makes a check
         // per piece, each of them unregistered, and the error lists every tool's name.
-        let unregistered = viable && !registry.contains(name);
-        let checker = registry
-            .tools
-            .get(name)
-            .filter(|s| !s.is_trivial())
-            .map(Checker::new);
+        let unregistered = viable && schema.is_none();
+        let checker = schema.filter(|s| !s.is_trivial()).map(Checker::new);
         let mut check = Self {
             name_error,
             unregistered,

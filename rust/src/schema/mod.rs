@@ -51,6 +51,8 @@ pub struct ToolSchema {
     /// JSON Pointers of secret values, as escaped tokens; `*` stands for any token (an array
     /// item, an additional property). A violation at or under one shows no value.
     secrets: Vec<Box<[Box<str>]>>,
+    /// Buffers of this tool's finished checkers, for its next ones.
+    buffers: check::BufferPool,
 }
 
 impl ToolSchema {
@@ -90,6 +92,7 @@ impl ToolSchema {
             root: compiled.root,
             unsupported: unsupported.clone(),
             secrets: Vec::new(),
+            buffers: check::BufferPool::default(),
         };
         Ok((me, unsupported))
     }

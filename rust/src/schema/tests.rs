@@ -1242,3 +1242,36 @@ fn a_pattern_ecma_262_refuses_is_a_broken_schema_wherever_it_sits() {
     let data = json!({"const": {"pattern": "(?i)"}, "default": {"pattern": "\\Z"}, "enum": [{"patternProperties": {"(?P<x>)": {}}}]});
     ToolSchema::compile(&data).expect("data is no schema");
 }
+
+#[test]
+fn a_checker_reuses_the_buffers_of_the_last_one_and_nothing_else() {
+    let (compiled, _) = ToolSchema::compile(&tool()).expect("schema compiles");
+    let compiled = Arc::new(compiled);
+    let bad = r#"{"title": "far too long", "tags": ["a", "b", "c"], "count": 0}"#;
+    let fresh = feed(&compiled, bad, &[]);
+    assert!(fresh.len() > 2, "{fresh:#?}");
+    assert_eq!(
+        compiled.buffers.pooled(),
+        1,
+        "a finished checker gives its buffers back"
+    );
+    // Dropped inside nested values, with errors recorded: the next checker starts clean.
+    let mut left = Checker::new(Arc::clone(&compiled));
+    assert_eq!(
+        compiled.buffers.pooled(),
+        0,
+        "a new checker takes the kept buffers"
+    );
+    let mut scanner = crate::scanner::Scanner::new(crate::scanner::ScanConfig::default());
+    scanner.feed_with(&bad.as_bytes()[..40], &mut left);
+    assert!(!left.errors().is_empty());
+    drop(left);
+    assert_eq!(compiled.buffers.pooled(), 1);
+    assert_eq!(feed(&compiled, bad, &[]), fresh);
+    assert!(feed(
+        &compiled,
+        r#"{"title": "ok", "priority": "low", "tags": ["a"]}"#,
+        &[]
+    )
+    .is_empty());
+}
