@@ -704,11 +704,12 @@ class Assembler:
           metadata `reasoning_id`, and one followed by an item the next turn does not send
           (another reasoning item, the response's end) is let go, as the API refuses it
           alone. With them, in output order, each hosted item that finished, kept the same
-          way: every output item that is no call, no `message` and no `reasoning` item (a
-          hosted tool's call such as `web_search_call`, `file_search_call`,
-          `code_interpreter_call`, `image_generation_call`, `mcp_call`, `mcp_list_tools`, or
-          one the application answers itself, `computer_call`, `local_shell_call`,
-          `mcp_approval_request`...), which the reasoning item before it goes back with. It
+          way: every output item with an `id` (the API takes none back without one) that is
+          no call, no `message` and no `reasoning` item (a hosted tool's call such as
+          `web_search_call`, `file_search_call`, `code_interpreter_call`,
+          `image_generation_call`, `mcp_call`, `mcp_list_tools`, or one the application
+          answers itself, `computer_call`, `local_shell_call`, `mcp_approval_request`...),
+          which the reasoning item before it goes back with. It
           is no call (nothing runs it, `finish` does not return it); a call after some gets
           their number as metadata `hosted_before`, so that the next turn keeps their places.
           The finished response's `output` is read for them only when it holds more items
