@@ -298,7 +298,12 @@ class ResponsesAdapter:
             item_type = str_or_none(get(item, "type"))
             if item_type == "reasoning":
                 self._keep_reasoning(item, sink, summary=False)
-            elif _is_hosted(item_type) and _item_id(item, "id") is not None:
+            elif (
+                item_type not in _READ_ITEMS
+                and item_type is not None
+                and _item_id(item, "id") is not None
+            ):
+                # A hosted item (`_is_hosted`), told apart inline: a call's item comes here too.
                 self._keep_reasoning(item, sink, summary=False, hosted=True)
             else:
                 if self._awaiting is not False:
