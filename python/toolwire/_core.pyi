@@ -719,9 +719,19 @@ class Assembler:
           finished is left out. A stateless request (`store=False`) must carry each right
           before the item that followed it in the output, with
           `include=["reasoning.encrypted_content"]`: a call after one gets its `id` as
-          metadata `reasoning_id`, and one followed by an item the next turn does not send (a
-          hosted tool's call, another reasoning item, the response's end) is let go, as the
-          API refuses it alone.
+          metadata `reasoning_id`, and one followed by an item the next turn does not send
+          (another reasoning item, the response's end) is let go, as the API refuses it
+          alone. With them, in output order, each hosted item that finished, kept the same
+          way: every output item with an `id` (the API takes none back without one) that is
+          no call, no `message` and no `reasoning` item (a hosted tool's call such as
+          `web_search_call`, `file_search_call`, `code_interpreter_call`,
+          `image_generation_call`, `mcp_call`, `mcp_list_tools`, or one the application
+          answers itself, `computer_call`, `local_shell_call`, `mcp_approval_request`...),
+          which the reasoning item before it goes back with. It
+          is no call (nothing runs it, `finish` does not return it); a call after some gets
+          their number as metadata `hosted_before`, so that the next turn keeps their places.
+          The finished response's `output` is read for them only when it holds more items
+          than `output_item.done` events came.
         - Bedrock Converse (`feed_chunk`): each `reasoningContent` block that stopped, as
           `{"reasoningContent": {"reasoningText": {"text": ..., "signature": ...}}}` (no
           `signature` when the model signs none) or `{"reasoningContent": {"redactedContent":

@@ -117,8 +117,8 @@ class StreamEnded(StreamEvent):
         usage: Token usage as a plain dict if the provider sent it.
         calls: Every call of the stream, in ordinal order (the same list as `.calls`).
         reasoning: The reasoning that ended whole (`Assembler.reasoning`: Anthropic's
-            `thinking` blocks, Responses `reasoning` items, Bedrock `reasoningContent`
-            blocks), in output order, to send back with the calls
+            `thinking` blocks, Responses `reasoning` and hosted items, Bedrock
+            `reasoningContent` blocks), in output order, to send back with the calls
             (`assistant_turn(..., reasoning=...)`); empty for other providers.
     """
 

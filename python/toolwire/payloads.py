@@ -1760,7 +1760,8 @@ def assistant_turn(
     call's text, for a custom tool's call: type `custom`); `anthropic` one `assistant` message of
     `text` blocks and `tool_use` blocks; `gemini` one `model` content of a `text` part and
     `functionCall` parts; `bedrock-converse` one `assistant` message of `text` blocks and
-    `toolUse` blocks. An empty list when there is neither text nor a call.
+    `toolUse` blocks. An empty list when there is neither text, nor a call, nor an item of
+    `reasoning` that goes back.
 
     The arguments go as the model sent them: their text for the OpenAI shapes, and for the
     others the object that text holds (`{}` for a call whose text is no JSON object, one cut
@@ -1785,11 +1786,19 @@ def assistant_turn(
     request, `store=False`, must carry them, with their `encrypted_content`) each go right
     before the item that followed it in the output, as the API requires: the call whose
     metadata `reasoning_id` names it (the assembler sets it), which then also keeps its own id
-    (`fc_...`, metadata `item_id`) as the output had it, else the text's message (the last such
-    item only: the text is one message). One whose follower is not in the turn (a call left
-    out, no text) is left out with a `RuntimeWarning`: the API refuses it alone. A call
-    without a reasoning item before it goes without its item id, which the API would pair
-    with a reasoning item the turn lacks. A call without
+    (`fc_...`, metadata `item_id`) as the output had it, else the hosted item right after it
+    in `reasoning`, else the text's message (the last such item only: the text is one
+    message). One whose follower is not in the turn (a call left out, no text) is left out
+    with a `RuntimeWarning`: the API refuses it alone. A call without a reasoning item before
+    it goes without its item id, which the API would pair with a reasoning item the turn
+    lacks. The Responses hosted items the assembler keeps with the reasoning items (a hosted
+    tool's call, `web_search_call`..., or `computer_call` and the like) go back as they came,
+    each after the reasoning item before it, in their places among the calls (metadata
+    `hosted_before`, how many came before a call, which the assembler sets; a call that
+    carries none goes before them all) and the text right before the first call, or after
+    them with no call. They are no calls: `tool_messages` answers none of them (an item the
+    application answers itself, such as a `computer_call`, needs its output appended by the
+    application). A call without
     a name (a stream that lost the event naming it) is sent as a call of `NAMELESS_CALL`
     (`toolwire_unnamed`) under its id, which its `missing_name` result answers: the providers
     refuse a call of no name, and a result whose call is not in the turn. On Gemini, which
@@ -1811,7 +1820,7 @@ def assistant_turn(
             `"bedrock-converse"` its `reasoningContent` blocks in their places among the
             calls (first, before the text and the calls, when no call says its place);
             with `"openai-responses"` its `reasoning` items each right before the item that
-            followed it in the output.
+            followed it in the output, and its hosted items in their places.
 
     Returns:
         The items to append, before the turn's tool results.
@@ -1820,7 +1829,8 @@ def assistant_turn(
         ValueError: On an unknown style, or `reasoning` blocks for a style that takes none
             (`openai-chat`, `gemini`).
         TypeError: `calls` is not a list of calls, or `reasoning` not a list of the style's
-            reasoning blocks.
+            reasoning blocks (Responses: items of a `type` other than the ones the turn makes,
+            `message`, `function_call` and `custom_tool_call`).
         MisuseError: Two calls are answered with one id (look-alike calls that share an id):
             the provider refuses a turn that repeats one.
     """
@@ -1978,27 +1988,42 @@ def _reasoning_before(call: _SentCall) -> int:
 def _responses_turn(
     calls: Sequence[_SentCall], said: str, thoughts: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The Responses items of a turn, each reasoning item right before the item that followed
-    it in the output: the call whose metadata `reasoning_id` names it, else the assistant text.
-    The API refuses a reasoning item sent without its following item (and one right after
-    another), so one whose follower is not in the turn is left out, with a warning."""
+    """The Responses items of a turn in the order of the output. Each reasoning item goes
+    right before the item that followed it there: the call whose metadata `reasoning_id` names
+    it, else the hosted item right after it in `thoughts`, else the assistant text. The API
+    refuses a reasoning item sent without its following item (and one right after another),
+    so one whose follower is not in the turn is left out, with a warning. Hosted items go
+    between the calls as they came (metadata `hosted_before`: how many came before a call),
+    the text right before the first call (or last, with no call)."""
     # Each call's metadata is built anew on every read of a native call: read once here.
-    rs_ids = [_reasoning_id(call) for call in calls]
+    metadata = [_metadata(call) for call in calls]
+    rs_ids = [_reasoning_id(held) for held in metadata]
     named = set(rs_ids) - {None}
     before: dict[str, dict[str, Any]] = {}
     loose: list[dict[str, Any]] = []
+    # Each hosted item, after the reasoning item that came right before it, if any.
+    hosted: list[list[dict[str, Any]]] = []
+    waiting: dict[str, Any] | None = None
     for thought in thoughts:
+        if thought.get("type") != "reasoning":
+            hosted.append([thought] if waiting is None else [waiting, thought])
+            waiting = None
+            continue
+        if waiting is not None:
+            loose.append(waiting)
+            waiting = None
         rs_id = thought.get("id")
         if isinstance(rs_id, str) and rs_id in named and rs_id not in before:
             before[rs_id] = thought
         else:
-            loose.append(thought)
-    items: list[dict[str, Any]] = []
+            waiting = thought
+    if waiting is not None:
+        loose.append(waiting)
+    message: list[dict[str, Any]] = []
     if said:
         # The text is one message: of the items before messages, only the last goes with it.
-        items += loose[-1:]
+        message = [*loose[-1:], {"role": "assistant", "content": said}]
         loose = loose[:-1]
-        items.append({"role": "assistant", "content": said})
     if loose:
         warnings.warn(
             f"{len(loose)} reasoning item(s) left out of the turn: the item that followed each "
@@ -2006,7 +2031,15 @@ def _responses_turn(
             RuntimeWarning,
             stacklevel=3,
         )
-    for call, rs_id in zip(calls, rs_ids, strict=True):
+    items: list[dict[str, Any]] = []
+    sent = 0
+    for call, rs_id, held in zip(calls, rs_ids, metadata, strict=True):
+        upto = min(max(_hosted_before(held), sent), len(hosted))
+        for unit in hosted[sent:upto]:
+            items += unit
+        sent = upto
+        items += message
+        message = []
         thought = None if rs_id is None else before.pop(rs_id, None)
         item: dict[str, Any] = {
             "type": "custom_tool_call" if is_free_form(call) else "function_call",
@@ -2016,18 +2049,26 @@ def _responses_turn(
         }
         if thought is not None:
             items.append(thought)
-            item_id = _metadata(call).get("item_id")
+            item_id = held.get("item_id")
             if isinstance(item_id, str) and item_id:
                 # Sent as the output had it, with the reasoning item it follows.
                 item = {"id": item_id, **item}
         items.append(item)
-    return items
+    for unit in hosted[sent:]:
+        items += unit
+    return items + message
 
 
-def _reasoning_id(call: _SentCall) -> str | None:
+def _reasoning_id(metadata: Mapping[str, Any]) -> str | None:
     """The `id` of the Responses reasoning item right before a call in the output."""
-    rs_id = _metadata(call).get("reasoning_id")
+    rs_id = metadata.get("reasoning_id")
     return rs_id if isinstance(rs_id, str) and rs_id else None
+
+
+def _hosted_before(metadata: Mapping[str, Any]) -> int:
+    """How many Responses hosted items came before a call in the output."""
+    count = metadata.get("hosted_before")
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0
 
 
 NAMELESS_CALL = "toolwire_unnamed"
@@ -2049,6 +2090,9 @@ _REASONING_KINDS: dict[str, tuple[str, ...]] = {
     "openai-responses": ("reasoning",),
     "bedrock-converse": ("reasoningContent",),
 }
+# The Responses items a turn makes itself (from the text and the calls): any other item
+# (`type`) is a hosted item the assembler keeps with the reasoning items.
+_RESPONSES_MADE = frozenset(("message", "function_call", "custom_tool_call"))
 
 
 def _reasoning_blocks(
@@ -2069,17 +2113,37 @@ def _reasoning_blocks(
         raise ValueError(f"reasoning blocks go back only with style={takes}, not {style!r}")
     for index, block in enumerate(blocks):
         said: object = None
+        held_id: object = None
         if isinstance(block, Mapping):
             members = cast(Mapping[str, object], block)
+            held_id = members.get("id")
             if style != "bedrock-converse":
                 said = members.get("type")
             elif len(members) == 1:
                 said = next(iter(members))
-        if said not in kinds:
+        if style == "openai-responses":
+            if not _responses_kept(said, held_id):
+                raise TypeError(
+                    f"reasoning[{index}] is no reasoning or hosted item for {style!r} (a hosted "
+                    f"item has its id; message, function_call and custom_tool_call items are "
+                    f"made from the text and the calls): {block!r:.80}"
+                )
+        elif said not in kinds:
             raise TypeError(
                 f"reasoning[{index}] is no {' or '.join(kinds)} block for {style!r}: {block!r:.80}"
             )
     return [copy.deepcopy(dict(cast(Mapping[str, Any], block))) for block in blocks]
+
+
+def _responses_kept(kind: object, item_id: object) -> bool:
+    """Whether an item of `type` `kind` and `id` `item_id` is one `Assembler.reasoning` keeps
+    for a Responses turn: a `reasoning` item, or a hosted item with its `id` (the API takes
+    none back without it)."""
+    if kind == "reasoning":
+        return True
+    if not isinstance(kind, str) or kind in _RESPONSES_MADE:
+        return False
+    return isinstance(item_id, str) and item_id != ""
 
 
 def _metadata(call: object) -> Mapping[str, Any]:

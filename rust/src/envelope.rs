@@ -56,6 +56,9 @@
 //!   authoritative copy, and one that never finished is not kept), or from the finished
 //!   response's `output` when no `output_item.done` brought it. The item after it decides
 //!   whether it is kept ([`thinking::Follower`]): the API refuses one sent back without it.
+//!   Every other Responses item that is no call and no text (a hosted tool's call,
+//!   [`thinking::is_hosted`]) is kept with them the same way, in output order; it is never a
+//!   call, and a call is told how many came before it (metadata `hosted_before`).
 //! - A Responses `custom_tool_call` item is a call of type [`FREE_FORM_KIND`]: its free-form
 //!   input is fed once, whole, from `custom_tool_call_input.done` or the finished item
 //!   (whichever comes first), decoded as plain text; its deltas only open a call whose
@@ -843,6 +846,18 @@ pub struct Decoder {
     /// Anthropic reasoning blocks kept in this response: a tool block is told how many came
     /// before it (metadata `reasoning_before`), so that the next turn keeps their places.
     thoughts_kept: usize,
+    /// Responses hosted items kept in this response ([`thinking::is_hosted`]): a call is told
+    /// how many came before it (metadata `hosted_before`), so that the next turn keeps their
+    /// places.
+    hosted_kept: usize,
+    /// Hosted items of the finished response's `output` before the call read from it (see
+    /// [`Decoder::summary_calls`]), kept after the calls: counted for the call as kept ones.
+    hosted_ahead: usize,
+    /// A Responses hosted item came in its own `output_item.done`.
+    hosted_streamed: bool,
+    /// The Responses `output_item.done` events read: when the finished response's `output`
+    /// holds no more items, every one came in its own, and it is not read for hosted items.
+    items_done: usize,
     /// How the Responses events of this response are numbered (see
     /// [`Decoder::is_repeated_event`]).
     sequence: Sequence,
@@ -1735,6 +1750,7 @@ impl Decoder {
             self.reasoning_ids.clear();
             self.awaiting = None;
             self.thoughts_kept = 0;
+            self.hosted_kept = 0;
             emit(Action::Restart);
         }
     }
@@ -1799,9 +1815,14 @@ impl Decoder {
             "response.output_item.done" => {
                 let store: String;
                 let item: Option<Item<'_>> = nested!(Item, env.item, store)?;
+                self.items_done += 1;
                 if let (Some(found), Some(raw)) = (&item, env.item) {
                     if is_kind(found.kind.as_ref(), "reasoning") {
-                        self.keep_item(raw, non_blank(found.id.as_ref()), false, emit);
+                        self.keep_item(raw, non_blank(found.id.as_ref()), false, false, emit);
+                        return Ok(());
+                    }
+                    if let Some(id) = hosted_id(found) {
+                        self.keep_item(raw, Some(id), false, true, emit);
                         return Ok(());
                     }
                 }
@@ -1895,7 +1916,15 @@ impl Decoder {
         let mut told = false;
         for (position, raw) in output.iter().enumerate() {
             let read = match serde_json::from_str::<Item<'_>>(raw.get()) {
-                Ok(item) if !is_call_item(&item) => continue,
+                Ok(item) if !is_call_item(&item) => {
+                    // Kept after the calls (`summary_reasoning`), it still came before them.
+                    if hosted_id(&item)
+                        .is_some_and(|id| !self.reasoning_ids.iter().any(|k| &**k == id))
+                    {
+                        self.hosted_ahead += 1;
+                    }
+                    continue;
+                }
                 Ok(_) => {
                     let event = format!(
                         r#"{{"type":"response.output_item.done","output_index":{position},"item":{}}}"#,
@@ -1912,13 +1941,17 @@ impl Decoder {
                 emit(Action::UnreadItem(position));
             }
         }
+        self.hosted_ahead = 0;
     }
 
-    /// The `reasoning` items of the finished response's `output` that no `output_item.done`
-    /// brought (a stream joined part way, a bridge that sends only the finished response),
-    /// kept as theirs would have been. The item after each in `output` is its follower, and so
-    /// it is for an item the stream brought that still waits; the response ends here, so one
-    /// not found there has none. As `feed_chunk` reads them.
+    /// The `reasoning` and hosted items of the finished response's `output` that no
+    /// `output_item.done` brought (a stream joined part way, a bridge that sends only the
+    /// finished response), kept as theirs would have been. The item after each reasoning item
+    /// in `output` is its follower, and so it is for an item the stream brought that still
+    /// waits; the response ends here, so one not found there has none. Hosted items are looked
+    /// for only when `output` holds more items than `output_item.done` events came: the
+    /// finished response repeats every call's arguments, which are not read again for
+    /// nothing. As `feed_chunk` reads them.
     fn summary_reasoning<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         response: Option<&ResponseObject<'_>>,
@@ -1935,11 +1968,49 @@ impl Decoder {
             });
             self.follow_output(output, at, emit);
         }
+        let hosted = output.len() > self.items_done;
+        let kept = self.hosted_kept;
         for (at, raw) in output.iter().enumerate() {
             if let Some(item) = reasoning_item(raw) {
-                self.keep_item(raw, non_blank(item.id.as_ref()), true, emit);
+                self.keep_item(raw, non_blank(item.id.as_ref()), true, false, emit);
                 if self.awaiting.is_some() {
                     self.follow_output(output, Some(at), emit);
+                }
+            } else if hosted {
+                if let Some(item) = hosted_item(raw) {
+                    self.keep_item(raw, non_blank(item.id.as_ref()), true, true, emit);
+                }
+            }
+        }
+        if self.hosted_kept > kept && !self.hosted_streamed {
+            self.tell_hosted_before(output, emit);
+        }
+    }
+
+    /// Hosted items kept from the finished response's `output` alone were kept in its order,
+    /// after the calls that came after them there: each such call is told how many came before
+    /// it (metadata `hosted_before`), as its `output_item.added` would have been.
+    fn tell_hosted_before<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        output: &[&RawValue],
+        emit: &mut F,
+    ) {
+        let mut count = 0usize;
+        for raw in output {
+            let Ok(item) = serde_json::from_str::<Item<'_>>(raw.get()) else {
+                continue;
+            };
+            if hosted_id(&item).is_some() {
+                count += 1;
+            } else if count > 0 && is_call_item(&item) {
+                let known = non_blank(item.id.as_ref()).and_then(|id| self.items.with_id(id));
+                if let Some(key) = known.and_then(|p| self.items.get(p)).map(|s| s.key) {
+                    let json = count.to_string();
+                    emit(Action::Metadata {
+                        index: Some(key),
+                        key: "hosted_before",
+                        json: &json,
+                    });
                 }
             }
         }
@@ -1955,12 +2026,21 @@ impl Decoder {
     ) {
         // An item that does not read is no item the next turn sends.
         let store: String;
-        let after = match at.and_then(|at| output.get(at + 1)) {
+        let next = at.and_then(|at| output.get(at + 1));
+        let after = match next {
             Some(raw) => read_nested!(Item, raw.get(), store).ok(),
             None => None,
         };
         match after {
             None => self.follow(thinking::Follower::Other, emit),
+            Some(item) if hosted_id(&item).is_some() => {
+                // Kept here, right after it; one kept already came before it, and is no
+                // follower.
+                if let Some(raw) = next {
+                    self.keep_item(raw, hosted_id(&item), true, true, emit);
+                }
+                self.follow(thinking::Follower::Other, emit);
+            }
             Some(item) if is_call_item(&item) => {
                 let known = non_blank(item.id.as_ref()).and_then(|id| self.items.with_id(id));
                 match known.and_then(|p| self.items.get(p)).map(|state| state.key) {
@@ -2003,6 +2083,15 @@ impl Decoder {
             return;
         }
         self.follow(thinking::Follower::Call(key), emit);
+        let hosted = self.hosted_kept + self.hosted_ahead;
+        if hosted > 0 {
+            let json = hosted.to_string();
+            emit(Action::Metadata {
+                index: Some(key),
+                key: "hosted_before",
+                json: &json,
+            });
+        }
         let unannounced = self
             .items
             .under_key(key)
@@ -2784,6 +2873,22 @@ fn reasoning_item<'r>(raw: &'r RawValue) -> Option<Item<'r>> {
     serde_json::from_str::<Item<'_>>(text)
         .ok()
         .filter(|item| is_kind(item.kind.as_ref(), "reasoning"))
+}
+
+/// A finished response's `output` item read when it is a hosted item ([`hosted_id`]).
+fn hosted_item<'r>(raw: &'r RawValue) -> Option<Item<'r>> {
+    serde_json::from_str::<Item<'_>>(raw.get())
+        .ok()
+        .filter(|item| hosted_id(item).is_some())
+}
+
+/// The `id` of a hosted item ([`thinking::is_hosted`]), which is kept only with one: the API
+/// takes none back without it.
+fn hosted_id<'s>(item: &'s Item<'_>) -> Option<&'s str> {
+    let kind = item.kind.as_ref().map(Str::as_str);
+    kind.is_some_and(thinking::is_hosted)
+        .then(|| non_blank(item.id.as_ref()))
+        .flatten()
 }
 
 fn is_call_item(item: &Item<'_>) -> bool {

@@ -15,7 +15,7 @@ import openai
 from .streamkit import adversarial_points, pieces, sse_body
 
 if TYPE_CHECKING:
-    from .conftest import Route
+    from .conftest import Route, SSEServer
 
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 TOOLS_CHAT = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
@@ -422,3 +422,25 @@ async def task_reader(stream: Any) -> asyncio.Future[list[Any]]:
     await asyncio.wait_for(started.wait(), UNBLOCKED)
     await asyncio.sleep(0.01)  # the reader now waits inside `__anext__` for the next chunk
     return reader
+
+
+def next_responses_input(server: SSEServer, items: list[Any]) -> list[Any]:
+    """Sends `items` as the input of a stateless streamed Responses request (`store=False`,
+    with the encrypted reasoning) through the real openai client to `server`, and returns the
+    input the server received."""
+    from .streamkit import responses_stream
+
+    follow_up = server.register_events(responses_stream([], text="Done."), "openai-responses")
+    with (
+        openai.OpenAI(base_url=follow_up.openai_base_url, api_key="test", max_retries=0) as client,
+        client.responses.create(
+            model="test-model",
+            input=items,
+            store=False,
+            include=["reasoning.encrypted_content"],
+            stream=True,
+        ) as events,
+    ):
+        assert [e.type for e in events][-1] == "response.completed"
+    (request,) = follow_up.requests
+    return request["json"]["input"]

@@ -19,7 +19,14 @@ from tests.test_result_messages import _taken_by_typed_dict  # pyright: ignore[r
 from toolwire import assistant_turn, tool_messages
 from toolwire.assembler import Assembler
 
-from .clients import assemble_both, assemble_sync, both_paths, check_reasoning, sdk_chunks
+from .clients import (
+    assemble_both,
+    assemble_sync,
+    both_paths,
+    check_reasoning,
+    next_responses_input,
+    sdk_chunks,
+)
 from .conftest import SSEServer
 from .streamkit import Call, fragments, responses_stream, sse_body
 
@@ -158,27 +165,12 @@ def test_the_next_stateless_turn_sends_each_item_back_right_before_its_call(
 
 
 def test_the_next_request_goes_through_the_sdk_with_the_items(sse_server: SSEServer) -> None:
-    import openai
-
     route = sse_server.register_events(_with_calls(), FMT)
     _, stream = assemble_sync(route, FMT)
     turn = assistant_turn(stream.calls, style=FMT, reasoning=stream.reasoning)
     results = tool_messages(stream.calls, [{"temp": 21}, {"ok": True}], style=FMT)
-    follow_up = sse_server.register_events(responses_stream([], text="Done."), FMT)
     user = {"role": "user", "content": "Weather in Tokyo, and book."}
-    with (
-        openai.OpenAI(base_url=follow_up.openai_base_url, api_key="test", max_retries=0) as client,
-        client.responses.create(
-            model="test-model",
-            input=[user, *turn, *results],  # pyright: ignore[reportArgumentType]
-            store=False,
-            include=["reasoning.encrypted_content"],
-            stream=True,
-        ) as events,
-    ):
-        assert [e.type for e in events][-1] == "response.completed"
-    (request,) = follow_up.requests
-    sent = request["json"]["input"]
+    sent = next_responses_input(sse_server, [user, *turn, *results])
     assert [sent[1], sent[3]] == [FIRST, SECOND]
     assert [(item["type"], item.get("id")) for item in sent[1:]] == [
         ("reasoning", "rs_1"),
@@ -307,23 +299,6 @@ def test_items_only_in_the_finished_response_are_kept_once_in_place(
     assert [item.get("id") for item in turn] == ["rs_1", "fc_0", "rs_2", "fc_1"]
 
 
-WEB = {
-    "id": "ws_1",
-    "type": "web_search_call",
-    "status": "completed",
-    "action": {"type": "search", "query": "Tokyo weather"},
-}
-
-
-def _hosted(index: int) -> list[dict[str, Any]]:
-    """A web search the server ran (a hosted tool's call, not the caller's)."""
-    started = {**WEB, "status": "in_progress"}
-    return [
-        {"type": "response.output_item.added", "output_index": index, "item": started},
-        {"type": "response.output_item.done", "output_index": index, "item": WEB},
-    ]
-
-
 def _one_call(
     first: list[dict[str, Any]], at: int, second: dict[str, Any] = SECOND
 ) -> list[dict[str, Any]]:
@@ -338,11 +313,10 @@ def test_an_item_whose_follower_is_not_sent_back_is_let_go(sse_server: SSEServer
     # Each item alone fits the byte limit, not both: the one let go gives its bytes back.
     first = _item("rs_1", ["Search first."], "x" * 3_000)
     second = _item("rs_2", ["Now book."], "y" * 3_000)
-    # Before a hosted tool's call (which the turn does not send), right before another
-    # reasoning item, or at the response's end: sent back alone, it would be refused.
+    # Right before another reasoning item, or at the response's end: sent back alone, it
+    # would be refused. (One before a hosted item is kept with it: test_responses_hosted.)
     ended = _one_call([], 0, second)
     for events, limit in (
-        (_one_call([*_reasoning(0, first), *_hosted(1)], 2, second), 5_000),
         (_one_call(_reasoning(0, first), 1, second), 5_000),
         (_finished_with(_one_call(_reasoning(0, first), 1, second), second), 5_000),
         # At the end, both were held until then.
@@ -352,7 +326,7 @@ def test_an_item_whose_follower_is_not_sent_back_is_let_go(sse_server: SSEServer
             assert asm.reasoning == [second]
             assert [c.metadata.get("reasoning_id") for c in calls] == ["rs_2"]
             assert asm.stream_errors() == []
-    route = sse_server.register_events(_one_call([*_reasoning(0, FIRST), *_hosted(1)], 2), FMT)
+    route = sse_server.register_events(_one_call(_reasoning(0, FIRST), 1), FMT)
     events, stream = assemble_both(route, FMT)
     check_reasoning(events, stream, ["book"], [SECOND], "")
 

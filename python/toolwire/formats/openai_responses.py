@@ -26,7 +26,16 @@ Design notes:
   (or `safety` or `refusal`, in any ASCII case, as the raw path reads it), `response.failed`,
   `response.cancelled` and a stream `error` event stop the open calls.
 - `function_call` and `custom_tool_call` items are tool calls for the caller; hosted tools
-  (web search, code interpreter) run on the server, so they are not assembled.
+  (web search, code interpreter) run on the server, so they are not assembled. Every other
+  item (`_is_hosted`: a hosted tool's call, `web_search_call`, `mcp_call`..., or one the
+  application answers itself, `computer_call`, `local_shell_call`...) with an `id` (the API
+  takes none back without it) is kept whole from its `output_item.done`, once per `id`, with
+  the reasoning items (`Assembler.reasoning`), in
+  output order: a stateless request must send it back, with the reasoning item before it.
+  It is no call: it never runs, and needs no result from the assembler. A call is told how
+  many came before it (metadata `hosted_before`), so that the next turn keeps their places.
+  One no `output_item.done` brought is kept from the finished response's `output`, read for
+  them only when it holds more items than `output_item.done` events came.
 - A `custom_tool_call` (a custom tool: free-form input, maybe grammar-constrained) is a call
   of type `custom` whose text is its input as the model wrote it: the core never reads it as
   JSON nor pre-checks it, and ends it as a `free_form_call` error with the text kept, so it is
@@ -48,8 +57,8 @@ Design notes:
   from the finished response's `output`, once. The API refuses a reasoning item sent back
   without the item that followed it in the output, so the item after it decides: a call gets
   the item's `id` as metadata `reasoning_id` (`assistant_turn` sends the item right before
-  it), a `message` (the assistant text) keeps it, anything else (a hosted tool's call, which
-  is not kept, another reasoning item, the response's end) lets it go, its bytes given back.
+  it), a `message` (the assistant text) or a hosted item that finishes keeps it, anything
+  else (another reasoning item, the response's end) lets it go, its bytes given back.
   Its bytes count toward `max_stream_bytes` as assistant text does; once the response is
   refused at the limit, no item is kept. An item is kept once per `id`, and a response
   replayed from its `response.created` lets its items go, as they come again. As on the raw
@@ -183,6 +192,10 @@ class ResponsesAdapter:
         "_awaiting",
         "_calls",
         "_gave_up",
+        "_hosted",
+        "_hosted_ahead",
+        "_hosted_streamed",
+        "_items_done",
         "_reasoning_ids",
         "_reasoning_streamed",
         "_sequence",
@@ -209,6 +222,16 @@ class ResponsesAdapter:
         self._awaiting: str | bool | None = False
         # A reasoning item came in its own `output_item.done`.
         self._reasoning_streamed = False
+        # Hosted items kept in this response, and whether one came in its own
+        # `output_item.done`.
+        self._hosted = 0
+        self._hosted_streamed = False
+        # Hosted items of the finished response's `output` before the call read from it
+        # (`_summary_calls`), kept after the calls: counted for the call as kept ones.
+        self._hosted_ahead = 0
+        # `output_item.done` events read (the finished response's `output` is read for hosted
+        # items only when it holds more).
+        self._items_done = 0
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one event.
@@ -257,6 +280,7 @@ class ResponsesAdapter:
                 sink._forget_reasoning()  # pyright: ignore[reportPrivateUsage]
                 self._reasoning_ids.clear()
                 self._awaiting = False
+                self._hosted = 0
             self._started = True
         elif kind == "response.output_item.added":
             if self._awaiting is not False:
@@ -270,8 +294,17 @@ class ResponsesAdapter:
             self._summary(self._delta_index(chunk, sink), get(chunk, "arguments"), sink, info)
         elif kind == "response.output_item.done":
             item = get(chunk, "item")
-            if str_or_none(get(item, "type")) == "reasoning":
+            self._items_done += 1
+            item_type = str_or_none(get(item, "type"))
+            if item_type == "reasoning":
                 self._keep_reasoning(item, sink, summary=False)
+            elif (
+                item_type not in _READ_ITEMS
+                and item_type is not None
+                and _item_id(item, "id") is not None
+            ):
+                # A hosted item (`_is_hosted`), told apart inline: a call's item comes here too.
+                self._keep_reasoning(item, sink, summary=False, hosted=True)
             else:
                 if self._awaiting is not False:
                     # An item whose `added` was lost still follows the reasoning before it.
@@ -292,38 +325,52 @@ class ResponsesAdapter:
             self._gave_up = True
         return info
 
-    def _keep_reasoning(self, item: object, sink: Sink, *, summary: bool) -> None:
-        """A `reasoning` item finished (`summary`: read from the finished response's
-        `output`): kept once per `id`, its bytes counted, until its follower (`_follow`)."""
+    def _keep_reasoning(
+        self, item: object, sink: Sink, *, summary: bool, hosted: bool = False
+    ) -> None:
+        """A `reasoning` item, or a `hosted` item, finished (`summary`: read from the finished
+        response's `output`): kept once per `id`, its bytes counted. A reasoning item waits for
+        its follower (`_follow`); a hosted item is one, and is counted for the calls after it
+        (metadata `hosted_before`)."""
         item_id = _item_id(item, "id")
         if item_id is not None and item_id in self._reasoning_ids:
             # A repeat of a finished item (a stream that numbers no events), or in the
             # finished response one its own `output_item.done` brought.
-            if self._awaiting not in (False, item_id):
+            if not hosted and self._awaiting not in (False, item_id):
                 self._follow(None, sink)
             return
-        if item_id is None and summary and self._reasoning_streamed:
+        streamed = self._hosted_streamed if hosted else self._reasoning_streamed
+        if item_id is None and summary and streamed:
             # An item without `id` cannot be told from one its `output_item.done` brought.
             return
-        self._reasoning_streamed |= not summary
-        # Right after another item: that one has no follower the next turn could send.
-        self._follow(None, sink)
+        if hosted:
+            self._hosted_streamed |= not summary
+        else:
+            self._reasoning_streamed |= not summary
+        # A reasoning item right after another has no follower the next turn could send.
+        self._follow(None, sink, hosted=hosted)
         text = item_json(item)
         if not sink._keep_text(len(text.encode())):  # pyright: ignore[reportPrivateUsage]
             return
         if item_id is not None:
             self._reasoning_ids.add(item_id)
         sink._keep_reasoning_item(text)  # pyright: ignore[reportPrivateUsage]
-        self._awaiting = item_id
+        if hosted:
+            self._hosted += 1
+        else:
+            self._awaiting = item_id
 
-    def _follow(self, call: int | None, sink: Sink, *, message: bool = False) -> None:
+    def _follow(
+        self, call: int | None, sink: Sink, *, message: bool = False, hosted: bool = False
+    ) -> None:
         """The item after the reasoning item kept last came: a call (its key) is told the
         item's `id` (metadata `reasoning_id`), so that the next turn sends the item right
-        before it; a `message` (the assistant text) keeps it; anything else (a hosted tool's
-        call, another reasoning item, the response's end) lets it go, as the API refuses a
-        reasoning item sent back without the item that followed it. As on the raw SSE path."""
+        before it; a `message` (the assistant text) or a `hosted` item, kept right after it,
+        keeps it; anything else (another reasoning item, the response's end) lets it go, as
+        the API refuses a reasoning item sent back without the item that followed it. As on
+        the raw SSE path."""
         awaiting, self._awaiting = self._awaiting, False
-        if awaiting is False or message:
+        if awaiting is False or message or hosted:
             return
         if call is None:
             sink._drop_reasoning()  # pyright: ignore[reportPrivateUsage]
@@ -334,7 +381,9 @@ class ResponsesAdapter:
         """What follows the reasoning item kept last, when it is no call (a call is followed
         up as it opens, `_announce`)."""
         kind = str_or_none(get(item, "type"))
-        if kind in _CALL_ITEMS:
+        if kind in _CALL_ITEMS or (_is_hosted(kind) and _item_id(item, "id") is not None):
+            # A hosted item follows it once it finishes, and is kept then (`_keep_reasoning`);
+            # one without `id` is not kept.
             return
         if kind == "reasoning" and self._awaiting is not None:
             if _item_id(item, "id") == self._awaiting:
@@ -566,6 +615,9 @@ class ResponsesAdapter:
             # An unpaired surrogate in an id is U+FFFD, as the raw path reads its escape.
             sink.set_metadata(index, "item_id", replace_lone_surrogates(item_id))
         self._follow(index, sink)
+        hosted = self._hosted + self._hosted_ahead
+        if hosted:
+            sink.set_metadata(index, "hosted_before", hosted)
         return ordinal
 
     def _summary(self, index: int, value: object, sink: Sink, info: ChunkInfo) -> None:
@@ -692,20 +744,27 @@ class ResponsesAdapter:
             if item is None or malformed_record(item, _ITEM_FIELDS):
                 info.malformed = True
                 continue
-            if str_or_none(get(item, "type")) in _CALL_ITEMS:
+            item_type = str_or_none(get(item, "type"))
+            if item_type in _CALL_ITEMS:
                 event = {
                     "type": "response.output_item.done",
                     "output_index": position,
                     "item": item,
                 }
                 self._item(event, sink, info, done=True)
+            elif _readable_hosted(item) and _item_id(item, "id") not in self._reasoning_ids:
+                # Kept after the calls (`_summary_reasoning`), it still came before them.
+                self._hosted_ahead += 1
+        self._hosted_ahead = 0
 
     def _summary_reasoning(self, response: object, sink: Sink) -> None:
-        """The `reasoning` items of the finished response's `output` that no `output_item.done`
-        brought (a stream joined part way, a bridge that sends only the finished response),
-        kept as theirs would have been. The item after each in `output` is its follower, and
-        so it is for an item the stream brought that still waits; the response ends here, so
-        one not found there has none. As on the raw SSE path."""
+        """The `reasoning` and hosted items of the finished response's `output` that no
+        `output_item.done` brought (a stream joined part way, a bridge that sends only the
+        finished response), kept as theirs would have been. The item after each reasoning item
+        in `output` is its follower, and so it is for an item the stream brought that still
+        waits; the response ends here, so one not found there has none. Hosted items are
+        looked for only when `output` holds more items than `output_item.done` events came.
+        As on the raw SSE path."""
         output = get(response, "output")
         items = cast("list[object]", output) if isinstance(output, list) else []
         if self._awaiting is not False:
@@ -721,17 +780,47 @@ class ResponsesAdapter:
                 None,
             )
             self._follow_output(items, at, sink)
+        hosted = len(items) > self._items_done
+        kept = self._hosted
         for at, item in enumerate(items):
-            if str_or_none(get(item, "type")) == "reasoning":
+            item_type = str_or_none(get(item, "type"))
+            if item_type == "reasoning":
                 self._keep_reasoning(item, sink, summary=True)
                 if self._awaiting is not False:
                     self._follow_output(items, at, sink)
+            elif hosted and _readable_hosted(item):
+                self._keep_reasoning(item, sink, summary=True, hosted=True)
+        if self._hosted > kept and not self._hosted_streamed:
+            self._tell_hosted_before(items, sink)
+
+    def _tell_hosted_before(self, items: list[object], sink: Sink) -> None:
+        """Hosted items kept from the finished response's `output` alone were kept in its
+        order, after the calls that came after them there: each such call is told how many
+        came before it (metadata `hosted_before`), as its `output_item.added` would have been.
+        As on the raw SSE path."""
+        count = 0
+        for item in items:
+            if malformed_record(item, _ITEM_FIELDS):
+                continue
+            item_type = str_or_none(get(item, "type"))
+            if _readable_hosted(item):
+                count += 1
+            elif count and item_type in _CALL_ITEMS:
+                item_id = _item_id(item, "id")
+                key = None if item_id is None else self._calls.by_item.get(item_id)
+                if key is not None:
+                    sink.set_metadata(key, "hosted_before", count)
 
     def _follow_output(self, items: list[object], at: int | None, sink: Sink) -> None:
         """The item waiting is at `at` in the finished response's `output`: the next one
         there follows it (none: it has no follower)."""
         after = items[at + 1] if at is not None and at + 1 < len(items) else None
-        if after is None:
+        if after is None or malformed_record(after, _ITEM_FIELDS):
+            # An item that does not read is no item the next turn sends, as on the raw path.
+            self._follow(None, sink)
+        elif _readable_hosted(after):
+            # Kept here, right after it; one kept already came before it, and is no follower.
+            self._keep_reasoning(after, sink, summary=True, hosted=True)
             self._follow(None, sink)
         elif str_or_none(get(after, "type")) in _CALL_ITEMS:
             item_id = _item_id(after, "id")
@@ -741,6 +830,28 @@ class ResponsesAdapter:
 
 
 _ITEM_EVENTS = frozenset({"response.output_item.added", "response.output_item.done"})
+# The items the adapter reads otherwise: every other item is a hosted item (`_is_hosted`).
+_READ_ITEMS = frozenset(("function_call", "custom_tool_call", "message", "reasoning"))
+
+
+def _is_hosted(kind: str | None) -> bool:
+    """Whether an output item of this `type` is a hosted item, kept whole for the next turn:
+    none the adapter reads otherwise (a call, the assistant text, a reasoning item), as on the
+    raw SSE path (`is_hosted` in `rust/src/envelope/thinking.rs`)."""
+    return kind is not None and kind not in _READ_ITEMS
+
+
+def _readable_hosted(item: object) -> bool:
+    """Whether an item of the finished response's `output` is a hosted item the raw SSE path
+    reads too (its `type`, `id`, `call_id` and `name` strings where present), with the `id`
+    it is kept only with (the API takes none back without it)."""
+    return (
+        _is_hosted(str_or_none(get(item, "type")))
+        and _item_id(item, "id") is not None
+        and not malformed_record(item, _ITEM_FIELDS)
+    )
+
+
 # The fields of an item the raw SSE path reads as strings: an item where one is another type
 # is one it cannot read.
 _ITEM_FIELDS = ("type", "id", "call_id", "name")

@@ -1,6 +1,8 @@
 //! Reasoning the provider needs back in the next request: Anthropic's extended-thinking
 //! blocks and the `OpenAI` Responses API's `reasoning` items (Bedrock Converse's
-//! `reasoningContent` blocks are read by `feed_chunk` only, and kept here as it gives them).
+//! `reasoningContent` blocks are read by `feed_chunk` only, and kept here as it gives them),
+//! and with them the Responses hosted items ([`is_hosted`]), which the next request needs
+//! back in their places as much: the reasoning item before one is refused without it.
 //!
 //! Design notes
 //! - The Messages API refuses the next request of an extended-thinking turn with tool use when
@@ -205,7 +207,7 @@ impl Decoder {
 
 /// What came after a Responses `reasoning` item in the output: the API refuses an item sent
 /// back without the item that followed it, so only one followed by an item the next turn
-/// sends (a call, the assistant text) is kept.
+/// sends (a call, the assistant text, a hosted item) is kept.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Follower {
     /// A `message` item: the assistant text, which the next turn sends.
@@ -213,42 +215,72 @@ pub(super) enum Follower {
     /// A call, under this wire key: the call is told the item's `id` (metadata
     /// `reasoning_id`), so that the next turn sends the item right before it.
     Call(i64),
-    /// Another item (a hosted tool's call, another reasoning item), which the assembler does
-    /// not keep, or the response's end.
+    /// A hosted item that finished, kept right after it (see [`is_hosted`]).
+    Hosted,
+    /// Another reasoning item, or the response's end.
     Other,
 }
 
+/// Whether a Responses output item of this `type` is a hosted item: one the next turn sends
+/// back as the output had it, being none of the items the assembler reads otherwise (a call,
+/// the assistant text, a reasoning item). It is kept only with an `id`, which the API needs. A hosted tool's call (`web_search_call`,
+/// `file_search_call`, `code_interpreter_call`, `image_generation_call`, `mcp_call`,
+/// `mcp_list_tools`...) and an item the application answers itself (`computer_call`,
+/// `local_shell_call`, `mcp_approval_request`...): every output item type is an input item
+/// type, and a stateless request (`store=False`) must carry them, with the reasoning item
+/// before each.
+pub(super) fn is_hosted(kind: &str) -> bool {
+    !matches!(
+        kind,
+        "function_call" | "custom_tool_call" | "message" | "reasoning"
+    )
+}
+
 impl Decoder {
-    /// A Responses `reasoning` item finished (`output_item.done`, the whole item as the next
-    /// request sends it back, or `summary`: read from the finished response's `output`): kept
-    /// once per `id`, as `feed_chunk` keeps it, its bytes counted toward `max_stream_bytes`;
-    /// not kept once the response is refused. It waits for its follower ([`Follower`]).
+    /// A Responses `reasoning` item, or with `hosted` a hosted item ([`is_hosted`]), finished
+    /// (`output_item.done`, the whole item as the next request sends it back, or `summary`:
+    /// read from the finished response's `output`): kept once per `id`, as `feed_chunk` keeps
+    /// it, its bytes counted toward `max_stream_bytes`; not kept once the response is refused.
+    /// A reasoning item waits for its follower ([`Follower`]); a hosted item is one, and the
+    /// calls after it are told how many came before them (metadata `hosted_before`).
     pub(super) fn keep_item<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         raw: &RawValue,
         id: Option<&str>,
         summary: bool,
+        hosted: bool,
         emit: &mut F,
     ) {
         // A repeated `output_item.done` of one item (a stream that numbers no events, so a
         // repeat is not seen as one) is the item kept already.
         if let Some(id) = id.filter(|id| self.reasoning_ids.iter().any(|kept| &**kept == *id)) {
-            if self
-                .awaiting
-                .as_ref()
-                .is_some_and(|a| a.as_deref() != Some(id))
+            if !hosted
+                && self
+                    .awaiting
+                    .as_ref()
+                    .is_some_and(|a| a.as_deref() != Some(id))
             {
                 self.follow(Follower::Other, emit);
             }
             return;
         }
-        if id.is_none() && summary && self.reasoning_streamed {
+        let streamed = if hosted {
+            &mut self.hosted_streamed
+        } else {
+            &mut self.reasoning_streamed
+        };
+        if id.is_none() && summary && *streamed {
             // An item without `id` cannot be told from one its `output_item.done` brought.
             return;
         }
-        self.reasoning_streamed |= !summary;
-        // Right after another item: that one has no follower the next turn could send.
-        self.follow(Follower::Other, emit);
+        *streamed |= !summary;
+        // A reasoning item right after another has no follower the next turn could send.
+        let follower = if hosted {
+            Follower::Hosted
+        } else {
+            Follower::Other
+        };
+        self.follow(follower, emit);
         let mut text = Vec::new();
         canonical(raw.get(), &mut text);
         if !emit(Action::HoldReasoning(text.len())) {
@@ -261,7 +293,11 @@ impl Decoder {
         let json = String::from_utf8(text)
             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         if emit(Action::Reasoning(&Reasoning::ResponsesItem { json })) {
-            self.awaiting = Some(id.map(Box::from));
+            if hosted {
+                self.hosted_kept += 1;
+            } else {
+                self.awaiting = Some(id.map(Box::from));
+            }
         }
     }
 
@@ -276,7 +312,7 @@ impl Decoder {
             return;
         };
         match follower {
-            Follower::Message => {}
+            Follower::Message | Follower::Hosted => {}
             Follower::Call(key) => {
                 if let Some(id) = id {
                     let json = super::json_string(&id);
@@ -294,7 +330,8 @@ impl Decoder {
     }
 
     /// What follows a kept `reasoning` item, when it is no call (calls are followed up as
-    /// they open); `None`: an item that does not read.
+    /// they open) and no finished hosted item (kept by `keep_item`); `None`: an item that does
+    /// not read.
     pub(super) fn follow_item<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         item: Option<&Item<'_>>,
@@ -309,6 +346,9 @@ impl Decoder {
             // The item's own `added` again (a replay): it follows nothing.
             Some("reasoning") if id.is_some_and(|id| waiting.as_deref() == Some(id)) => {}
             Some("message") => self.follow(Follower::Message, emit),
+            // A hosted item follows it once it finishes, and is kept then (`keep_item`); one
+            // without `id` is not kept.
+            Some(kind) if is_hosted(kind) && id.is_some() => {}
             _ => self.follow(Follower::Other, emit),
         }
     }
@@ -535,6 +575,81 @@ mod tests {
         let written = r#"{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Think é\n"}],"encrypted_content":"gAAA"}"#;
         assert_eq!(blocks, [item(written), item(second)]);
         assert_eq!(budget.counted, written.len() + second.len() + 2);
+    }
+
+    #[test]
+    fn hosted_items_are_kept_in_output_order_and_keep_the_reasoning_before_them() {
+        let reasoning = |id: &str| format!(r#"{{"type":"reasoning","id":"{id}","summary":[]}}"#);
+        let search = r#"{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"q"}}"#;
+        let code = r#"{"type":"code_interpreter_call","id":"ci_1","status":"completed","code":"1","container_id":"c","outputs":null}"#;
+        let call = |index: usize, id: &str| {
+            format!(
+                r#"{{"type":"response.output_item.added","output_index":{index},"item":{{"type":"function_call","id":"fc_{id}","call_id":"{id}","name":"f","arguments":""}}}}"#
+            )
+        };
+        let added = r#"{"type":"response.output_item.added","output_index":1,"item":{"type":"web_search_call","id":"ws_1","status":"in_progress"}}"#;
+        let events = [
+            item_done(0, &reasoning("rs_1")),
+            // Its `added` does not let the reasoning item before it go: its `done` follows it.
+            added.to_owned(),
+            item_done(1, search),
+            item_done(2, &reasoning("rs_2")),
+            call(3, "c1"),
+            item_done(4, code),
+            // Sent again (a stream that numbers no events): kept once.
+            item_done(4, code),
+            call(5, "c2"),
+            item_done(6, &reasoning("rs_3")),
+        ];
+        let mut decoder = Decoder::new();
+        let mut budget = Budget::new(1 << 20);
+        let (mut blocks, mut told) = (Vec::new(), Vec::new());
+        for event in &events {
+            decoder
+                .decode(b"", event.as_bytes(), &mut |action| {
+                    match &action {
+                        Action::Reasoning(block) => blocks.push((*block).clone()),
+                        Action::DropReasoning => drop(blocks.pop()),
+                        Action::Metadata { index, key, json } if *key != "item_id" => {
+                            told.push((*index, (*key).to_owned(), (*json).to_owned()));
+                        }
+                        _ => {}
+                    }
+                    budget.answer(action)
+                })
+                .expect("event");
+        }
+        decoder
+            .decode(
+                b"",
+                br#"{"type":"response.completed","response":{}}"#,
+                &mut |a| {
+                    if matches!(a, Action::DropReasoning) {
+                        blocks.pop();
+                    }
+                    budget.answer(a)
+                },
+            )
+            .expect("event");
+        // The last reasoning item had no follower; the hosted items are none of the calls.
+        let rs_2 = reasoning("rs_2");
+        assert_eq!(
+            blocks,
+            [
+                item(&reasoning("rs_1")),
+                item(search),
+                item(&rs_2),
+                item(code)
+            ]
+        );
+        assert_eq!(
+            told,
+            [
+                (Some(3), "reasoning_id".to_owned(), r#""rs_2""#.to_owned()),
+                (Some(3), "hosted_before".to_owned(), "1".to_owned()),
+                (Some(5), "hosted_before".to_owned(), "2".to_owned()),
+            ]
+        );
     }
 
     #[test]
