@@ -1181,8 +1181,22 @@ impl Decoder {
     #[must_use]
     pub fn reads_as_gemini(event: &[u8], data: &[u8]) -> bool {
         let text = String::from_utf8_lossy(data);
-        let Ok(env) = serde_json::from_str::<Envelope<'_>>(&text) else {
-            return false;
+        let whole: String;
+        let env = match serde_json::from_str::<Envelope<'_>>(&text) {
+            Ok(env) => env,
+            Err(e) => {
+                // A name with an unpaired surrogate escape, as `decode` reads it (`lone_keys`).
+                let parses =
+                    |t: &str| serde_json::from_slice::<Envelope<'_>>(t.as_bytes()).map(drop);
+                let Ok(made) = lone_keys::whole_names(&text, e, parses) else {
+                    return false;
+                };
+                whole = made;
+                let Ok(env) = serde_json::from_slice(whole.as_bytes()) else {
+                    return false;
+                };
+                env
+            }
         };
         let from_event = std::str::from_utf8(event)
             .ok()
@@ -1314,7 +1328,7 @@ impl Decoder {
             }
             // A Gemini `GenerateContentResponse` chunk (no `choices`, checked above).
             _ if env.is_gemini_chunk() => {
-                self.gemini(&env, emit)?;
+                self.gemini(&env, text, emit)?;
                 Ok(Some(Format::Gemini))
             }
             None if env.error.is_some() => {
