@@ -573,6 +573,36 @@ def test_a_gemini_chunk_the_body_ends_inside_reads_with_an_unpaired_name() -> No
     assert (finish, errors) == ("STOP", [])
 
 
+def _finished_only(calls: list[Call], **shape: Any) -> list[dict[str, Any]]:
+    """A Responses stream of `calls` as a bridge that sends only the finished response."""
+    events = responses_stream(calls, **shape)
+    return [events[0], events[-1]]
+
+
+def test_a_call_with_an_unpaired_name_only_in_the_finished_response_is_read() -> None:
+    # A bridge that sends the calls only in the finished response's `output`: such a name in
+    # the item was refused, and the call told as an unreadable item and lost.
+    events = _finished_only([Call("f", '{"a":1}', "c1"), Call("g", "{}", "c2")])
+    output = events[-1]["response"]["output"]
+    output[:] = [_lone(item) for item in output]
+    read, finish, _, _, errors = agree_on_every_path(events, "openai-responses")
+    assert [c[:4] for c in read] == [("f", "c1", '{"a":1}', None), ("g", "c2", "{}", None)]
+    assert (finish, errors) == ("completed", [])
+
+
+def test_why_a_response_is_incomplete_is_read_with_an_unpaired_name() -> None:
+    # Such a name in `incomplete_details` made the raw path drop the object, and the reason
+    # with it: the stream's finish reason was `incomplete`, not the output limit.
+    events = responses_stream(
+        [Call("f", '{"a":', "c1")], status="incomplete", incomplete_reason="max_output_tokens"
+    )
+    response = events[-1]["response"]
+    response["incomplete_details"] = _lone(response["incomplete_details"])
+    read, finish, _, _, errors = agree_on_every_path(events, "openai-responses")
+    assert [c[:4] for c in read] == [("f", "c1", '{"a":', "truncated")]
+    assert (finish, errors) == ("max_output_tokens", [])
+
+
 def _legacy_chat_stream() -> list[dict[str, Any]]:
     return [
         chat_chunk({"role": "assistant", "function_call": {"name": "f", "arguments": ""}}),
