@@ -299,7 +299,7 @@ mod tests {
                     error,
                 })
         };
-        let first = parses(text).err().expect("refused");
+        let first = parses(text).expect_err("refused");
         assert_eq!(first.at, 23);
         let fixed = whole_names_within(text, first, parses).expect("whole");
         assert_eq!(fixed, r#"{"a":{"y\ud800":1},"b":{"y\ufffd":2}}"#);
