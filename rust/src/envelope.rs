@@ -644,7 +644,7 @@ wire_struct! {
 
 wire_struct! {
     struct ResponseObject<'a> {
-        incomplete_details: Option<IncompleteDetails<'a>> = "incomplete_details" => parsed,
+        incomplete_details: Option<IncompleteDetails<'a>> = "incomplete_details" => details,
         usage: Option<&'a RawValue> = "usage",
         error: Option<&'a RawValue> = "error",
         /// The response's items, read only when no item event announced a call.
@@ -1199,8 +1199,22 @@ impl Decoder {
     #[must_use]
     pub fn reads_as_gemini(event: &[u8], data: &[u8]) -> bool {
         let text = String::from_utf8_lossy(data);
-        let Ok(env) = serde_json::from_str::<Envelope<'_>>(&text) else {
-            return false;
+        let whole: String;
+        let env = match serde_json::from_str::<Envelope<'_>>(&text) {
+            Ok(env) => env,
+            Err(e) => {
+                // A name with an unpaired surrogate escape, as `decode` reads it (`lone_keys`).
+                let parses =
+                    |t: &str| serde_json::from_slice::<Envelope<'_>>(t.as_bytes()).map(drop);
+                let Ok(made) = lone_keys::whole_names(&text, e, parses) else {
+                    return false;
+                };
+                whole = made;
+                let Ok(env) = serde_json::from_slice(whole.as_bytes()) else {
+                    return false;
+                };
+                env
+            }
         };
         let from_event = std::str::from_utf8(event)
             .ok()
@@ -1332,7 +1346,7 @@ impl Decoder {
             }
             // A Gemini `GenerateContentResponse` chunk (no `choices`, checked above).
             _ if env.is_gemini_chunk() => {
-                self.gemini(&env, emit)?;
+                self.gemini(&env, text, emit)?;
                 Ok(Some(Format::Gemini))
             }
             None if env.error.is_some() => {
@@ -1915,7 +1929,8 @@ impl Decoder {
         };
         let mut told = false;
         for (position, raw) in output.iter().enumerate() {
-            let read = match serde_json::from_str::<Item<'_>>(raw.get()) {
+            let store: String;
+            let read = match read_nested!(Item, raw.get(), store) {
                 Ok(item) if !is_call_item(&item) => {
                     // Kept after the calls (`summary_reasoning`), it still came before them.
                     if hosted_id(&item)
@@ -1963,7 +1978,9 @@ impl Decoder {
         if let Some(waiting) = self.awaiting.clone() {
             let at = waiting.as_deref().and_then(|id| {
                 output.iter().position(|raw| {
-                    reasoning_item(raw).is_some_and(|item| non_blank(item.id.as_ref()) == Some(id))
+                    let mut store = String::new();
+                    reasoning_item(raw, &mut store)
+                        .is_some_and(|item| non_blank(item.id.as_ref()) == Some(id))
                 })
             });
             self.follow_output(output, at, emit);
@@ -1971,7 +1988,8 @@ impl Decoder {
         let hosted = output.len() > self.items_done;
         let kept = self.hosted_kept;
         for (at, raw) in output.iter().enumerate() {
-            if let Some(item) = reasoning_item(raw) {
+            let mut store = String::new();
+            if let Some(item) = reasoning_item(raw, &mut store) {
                 self.keep_item(raw, non_blank(item.id.as_ref()), true, false, emit);
                 if self.awaiting.is_some() {
                     self.follow_output(output, Some(at), emit);
@@ -2860,19 +2878,25 @@ fn args(index: Option<i64>, arguments: Arguments<'_>) -> Action<'_> {
     call(index, None, None, None, Some(arguments), None)
 }
 
-/// A Responses item the caller must answer: a `function_call`, or a `custom_tool_call`
-/// (free-form input: see [`FREE_FORM_KIND`]).
 /// A finished response's `output` item read when it is a `reasoning` item. The finished
 /// response repeats every call's arguments: an item whose text cannot name the type (neither
-/// the word nor an escape) is not read again.
-fn reasoning_item<'r>(raw: &'r RawValue) -> Option<Item<'r>> {
+/// the word nor an escape) is not read again. An item serde_json refuses for a name with an
+/// unpaired surrogate escape is read made whole into `store` (`lone_keys`), as
+/// `output_item.done` reads it: refused, the item was not kept, nor named by its follower.
+fn reasoning_item<'r>(raw: &'r RawValue, store: &'r mut String) -> Option<Item<'r>> {
     let text = raw.get();
     if !text.contains("reasoning") && !text.contains('\\') {
         return None;
     }
-    serde_json::from_str::<Item<'_>>(text)
-        .ok()
-        .filter(|item| is_kind(item.kind.as_ref(), "reasoning"))
+    let item = match serde_json::from_str::<Item<'_>>(text) {
+        Ok(item) => item,
+        Err(e) => {
+            *store = whole_item(text, e)?;
+            let store: &'r String = store;
+            serde_json::from_slice::<Item<'_>>(store.as_bytes()).ok()?
+        }
+    };
+    Some(item).filter(|item| is_kind(item.kind.as_ref(), "reasoning"))
 }
 
 /// A finished response's `output` item read when it is a hosted item ([`hosted_id`]).
@@ -2891,6 +2915,16 @@ fn hosted_id<'s>(item: &'s Item<'_>) -> Option<&'s str> {
         .flatten()
 }
 
+/// An `output` item's text with the names serde_json refused made whole, if that reads.
+#[cold]
+#[inline(never)]
+fn whole_item(text: &str, first: serde_json::Error) -> Option<String> {
+    let parses = |t: &str| serde_json::from_slice::<Item<'_>>(t.as_bytes()).map(drop);
+    lone_keys::whole_names(text, first, parses).ok()
+}
+
+/// A Responses item the caller must answer: a `function_call`, or a `custom_tool_call`
+/// (free-form input: see [`FREE_FORM_KIND`]).
 fn is_call_item(item: &Item<'_>) -> bool {
     is_kind(item.kind.as_ref(), "function_call") || is_free_form(item)
 }
@@ -2961,6 +2995,34 @@ fn parsed<'a, T: Deserialize<'a>, E: de::Error>(raw: Option<&'a RawValue>) -> Re
     Ok(raw
         .filter(|r| r.get() != "null")
         .and_then(|r| serde_json::from_str(r.get()).ok()))
+}
+
+/// A finished response's `incomplete_details`, read as [`parsed`] reads it. One serde_json
+/// refused for a name with an unpaired surrogate escape, which `json.loads` takes, is read made
+/// whole (`lone_keys`): refused, the response's reason was lost, and a call the output limit
+/// cut short was not told so.
+#[allow(clippy::unnecessary_wraps)] // the form of a `wire_struct!` reader
+fn details<'a, E: de::Error>(
+    raw: Option<&'a RawValue>,
+) -> Result<Option<IncompleteDetails<'a>>, E> {
+    let Some(raw) = raw.filter(|r| r.get() != "null") else {
+        return Ok(None);
+    };
+    match serde_json::from_str::<IncompleteDetails<'_>>(raw.get()) {
+        Ok(read) => Ok(Some(read)),
+        Err(e) => Ok(details_made_whole(raw.get(), e)),
+    }
+}
+
+/// [`details`] of a text serde_json refused with `first`: its reason owned, as the text made
+/// whole is let go here.
+#[cold]
+#[inline(never)]
+fn details_made_whole(text: &str, first: serde_json::Error) -> Option<IncompleteDetails<'static>> {
+    let store: String;
+    let read = reread_nested!(IncompleteDetails, text, first, store).ok()?;
+    let reason = read.reason.map(|r| Str(Cow::Owned(r.0.into_owned())));
+    Some(IncompleteDetails { reason })
 }
 
 /// How an event relates to a tool block that stopped with no input and waits for the next

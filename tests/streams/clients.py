@@ -265,6 +265,49 @@ def both_paths(
     return chunks, raw
 
 
+def _read(asm: Any, calls: list[Any], reason: Any, usage: Any) -> tuple[Any, ...]:
+    return (
+        [(c.name, c.id, c.arguments, c.error.kind if c.error else None, c.metadata) for c in calls],
+        reason,
+        usage,
+        asm.reasoning,
+        asm.stream_errors(),
+    )
+
+
+def every_path(events: list[Any], fmt: str, body: bytes | None = None) -> list[tuple[Any, ...]]:
+    """What each way in reads of `events`: `feed_chunk` with them as dicts, then `feed_sse` on
+    their body (`body`, else as `sse_body` writes it) whole, byte by byte, and cut in two at
+    every byte. Each as (calls, finish reason, usage, reasoning, stream errors), a call as
+    (name, id, arguments, error kind, metadata)."""
+    from toolwire.assembler import Assembler
+
+    chunks = Assembler()
+    told = [chunks.feed_chunk(event) for event in events]
+    calls = chunks.finish()
+    reasons = [info.finish_reason for info in told if info.finish_reason is not None]
+    usages = [info.usage for info in told if info.usage is not None]
+    seen = [_read(chunks, calls, (reasons or [None])[-1], (usages or [None])[-1])]
+    body = sse_body(events, fmt) if body is None else body
+    cuts = [[body], [body[i : i + 1] for i in range(len(body))]]
+    cuts += [[body[:i], body[i:]] for i in range(1, len(body))]
+    for parts in cuts:
+        raw = Assembler()
+        for part in parts:
+            raw.feed_sse(part)
+        calls = raw.finish()
+        seen.append(_read(raw, calls, raw.finish_reason, raw.usage))
+    return seen
+
+
+def agree_on_every_path(events: list[Any], fmt: str, body: bytes | None = None) -> tuple[Any, ...]:
+    """What every way in reads of `events` ([`every_path`]), checked to be the same."""
+    first, *others = every_path(events, fmt, body)
+    differ = [i for i, seen in enumerate(others) if seen != first]
+    assert not differ, f"feed_sse (way {differ[0]}) read {others[differ[0]]}, not {first}"
+    return first
+
+
 def check_reasoning(
     events: list[Any], stream: Any, names: list[str], reasoning: list[Any], text: str
 ) -> None:

@@ -15,7 +15,7 @@ pytest.importorskip("toolwire._core")
 
 from toolwire.assembler import Assembler
 
-from .clients import assemble_both, assemble_sync, raw_key
+from .clients import agree_on_every_path, assemble_both, assemble_sync, raw_key
 from .conftest import SSEServer
 from .streamkit import (
     Call,
@@ -447,6 +447,160 @@ def test_a_name_with_an_unpaired_surrogate_in_a_nested_object_keeps_its_event(
         ("f", "c2", {"a": [1, 2]}, True),
     ]
     assert _raw_errors(events, fmt) == []
+
+
+_LONE = "x\ud800"
+
+
+def _lone(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` with a member whose name holds an unpaired surrogate half first."""
+    return {_LONE: 1, **obj}
+
+
+def _gemini_candidate(*parts: dict[str, Any], **members: Any) -> dict[str, Any]:
+    return {"content": {"role": "model", "parts": list(parts)}, **members}
+
+
+_CALL = gemini_call("f", {"a": 1}, id="c1")
+_STREAMED = gemini_call("f", id="c1", willContinue=True)
+_DONE = gemini_chunk({"text": "ok"}, finish="STOP")
+# Where a Gemini chunk holds an object, the name in it, and what every path reads: calls as
+# (name, id, arguments, error kind), the finish reason and the usage.
+_GEMINI_PLACES: dict[str, tuple[list[dict[str, Any]], list[tuple[Any, ...]], Any, Any]] = {
+    "candidate": (
+        [{"candidates": [_lone(_gemini_candidate(_CALL, finishReason="STOP"))]}],
+        [("f", "c1", '{"a":1}', None)],
+        "STOP",
+        None,
+    ),
+    "content": (
+        [{"candidates": [{"content": _lone({"parts": [_CALL]}), "finishReason": "STOP"}]}],
+        [("f", "c1", '{"a":1}', None)],
+        "STOP",
+        None,
+    ),
+    "part": (
+        [gemini_chunk(_lone(_CALL), finish="STOP")],
+        [("f", "c1", '{"a":1}', None)],
+        "STOP",
+        None,
+    ),
+    "functionCall": (
+        [gemini_chunk({"functionCall": _lone(_CALL["functionCall"])}, finish="STOP")],
+        [("f", "c1", '{"a":1}', None)],
+        "STOP",
+        None,
+    ),
+    "partialArgs piece": (
+        [
+            gemini_chunk(_STREAMED),
+            gemini_chunk(
+                gemini_call(
+                    partialArgs=[
+                        {"jsonPath": "$.a", "stringValue": "hel", "willContinue": True},
+                        _lone({"jsonPath": "$.a", "stringValue": "lo"}),
+                    ]
+                )
+            ),
+            _DONE,
+        ],
+        [("f", "c1", '{"a":"hello"}', None)],
+        "STOP",
+        None,
+    ),
+    # Named like a value of a kind no reader holds: it breaks the call, as the adapter reads it.
+    "partialArgs piece's value": (
+        [
+            gemini_chunk(_STREAMED),
+            gemini_chunk(
+                gemini_call(
+                    partialArgs=[
+                        {"jsonPath": "$.a", "stringValue": "hel"},
+                        {"jsonPath": "$.b", f"{_LONE}Value": [1]},
+                    ]
+                )
+            ),
+            _DONE,
+        ],
+        [("f", "c1", '{"a":"hel"}', "mixed_arguments")],
+        "STOP",
+        None,
+    ),
+    "promptFeedback": (
+        [gemini_chunk(_CALL), {"promptFeedback": _lone({"blockReason": "SAFETY"})}],
+        [("f", "c1", '{"a":1}', "filtered")],
+        "SAFETY",
+        None,
+    ),
+    # Respelled in the REST spelling, as the adapter respells a snake_case dict.
+    "usageMetadata": (
+        [gemini_chunk(_CALL, finish="STOP", usage=_lone({"prompt_token_count": 3}))],
+        [("f", "c1", '{"a":1}', None)],
+        "STOP",
+        {"x\ufffd": 1, "promptTokenCount": 3},
+    ),
+}
+
+
+@pytest.mark.parametrize("place", list(_GEMINI_PLACES))
+def test_a_name_with_an_unpaired_surrogate_deep_in_a_gemini_chunk_keeps_its_chunk(
+    place: str,
+) -> None:
+    # The raw path reads a chunk's candidates, their content, parts, calls and pieces, and its
+    # prompt feedback, each on its own after the chunk: such a name in one was refused, and the
+    # chunk skipped as malformed (its call lost, or a block reason and its stop). In usage with
+    # snake_case names, those names were left unspelled.
+    events, calls, reason, usage = _GEMINI_PLACES[place]
+    read, finish, merged, reasoning, errors = agree_on_every_path(events, "gemini")
+    assert [c[:4] for c in read] == calls
+    assert (finish, merged, reasoning, errors) == (reason, usage, [], [])
+
+
+def test_a_gemini_chunk_the_body_ends_inside_reads_with_an_unpaired_name() -> None:
+    # google-genai reads the data gathered for an event where a clean body ends, and so does
+    # the raw path for a Gemini chunk: one with such a name was not seen as Gemini's there, and
+    # its call was lost.
+    events = [
+        gemini_chunk(gemini_call("get_weather", {"city": "Paris"}, id="c1")),
+        _lone(gemini_chunk(gemini_call("f", {"a": [1, 2]}, id="c2"), finish="STOP")),
+    ]
+    body = sse_body(events, "gemini").removesuffix(b"\n\n")
+    read, finish, _, _, errors = agree_on_every_path(events, "gemini", body)
+    assert [c[:4] for c in read] == [
+        ("get_weather", "c1", '{"city":"Paris"}', None),
+        ("f", "c2", '{"a":[1,2]}', None),
+    ]
+    assert (finish, errors) == ("STOP", [])
+
+
+def _finished_only(calls: list[Call], **shape: Any) -> list[dict[str, Any]]:
+    """A Responses stream of `calls` as a bridge that sends only the finished response."""
+    events = responses_stream(calls, **shape)
+    return [events[0], events[-1]]
+
+
+def test_a_call_with_an_unpaired_name_only_in_the_finished_response_is_read() -> None:
+    # A bridge that sends the calls only in the finished response's `output`: such a name in
+    # the item was refused, and the call told as an unreadable item and lost.
+    events = _finished_only([Call("f", '{"a":1}', "c1"), Call("g", "{}", "c2")])
+    output = events[-1]["response"]["output"]
+    output[:] = [_lone(item) for item in output]
+    read, finish, _, _, errors = agree_on_every_path(events, "openai-responses")
+    assert [c[:4] for c in read] == [("f", "c1", '{"a":1}', None), ("g", "c2", "{}", None)]
+    assert (finish, errors) == ("completed", [])
+
+
+def test_why_a_response_is_incomplete_is_read_with_an_unpaired_name() -> None:
+    # Such a name in `incomplete_details` made the raw path drop the object, and the reason
+    # with it: the stream's finish reason was `incomplete`, not the output limit.
+    events = responses_stream(
+        [Call("f", '{"a":', "c1")], status="incomplete", incomplete_reason="max_output_tokens"
+    )
+    response = events[-1]["response"]
+    response["incomplete_details"] = _lone(response["incomplete_details"])
+    read, finish, _, _, errors = agree_on_every_path(events, "openai-responses")
+    assert [c[:4] for c in read] == [("f", "c1", '{"a":', "truncated")]
+    assert (finish, errors) == ("max_output_tokens", [])
 
 
 def _legacy_chat_stream() -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from toolwire import assistant_turn, tool_messages
 from toolwire.assembler import Assembler
 
 from .clients import (
+    agree_on_every_path,
     assemble_both,
     assemble_sync,
     both_paths,
@@ -344,3 +345,41 @@ def test_an_item_before_the_text_goes_back_before_it(sse_server: SSEServer) -> N
         "rs_2",
         "fc_0",
     ]
+
+
+def _unpaired(item: dict[str, Any]) -> dict[str, Any]:
+    """`item` with a member whose name holds an unpaired surrogate half, which `json.loads`
+    takes and serde_json refuses."""
+    return {"x\ud800": 1, **item}
+
+
+def _only_finished(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`events` as a bridge that sends only the finished response sends them."""
+    return _numbered([events[0], events[-1]])
+
+
+@pytest.mark.parametrize("shape", ["streamed calls", "finished response only"])
+def test_an_item_with_an_unpaired_name_in_the_finished_response_is_kept_alike(shape: str) -> None:
+    # The raw path read each `reasoning` item of the finished response's `output` with
+    # serde_json, which refused such a name: the item was not kept, its call not told its id
+    # (`reasoning_id`), and the next turn went without it; read as the bridge's calls, it was
+    # also told as an unreadable item.
+    events = _no_item_done(_finished_with(_with_calls(), _unpaired(FIRST), _unpaired(SECOND)))
+    if shape != "streamed calls":
+        events = _only_finished(events)
+    read, _, _, reasoning, errors = agree_on_every_path(events, FMT)
+    assert [call[4].get("reasoning_id") for call in read] == ["rs_1", "rs_2"]
+    assert reasoning == [_unpaired(FIRST), _unpaired(SECOND)]
+    assert errors == []
+    turns = []
+    for asm, calls in _kept(events):
+        turn = assistant_turn(calls, style=FMT, reasoning=asm.reasoning)
+        assert [item["type"] for item in turn] == [
+            "reasoning",
+            "function_call",
+            "reasoning",
+            "function_call",
+        ]
+        assert [turn[0], turn[2]] == reasoning
+        turns.append(turn)
+    assert turns[0] == turns[1]

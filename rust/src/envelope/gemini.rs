@@ -36,6 +36,11 @@
 //!   ([`Action::Progress`]), so that a progressive view sees the arguments stream, until a
 //!   piece is refused ([`Action::StopProgress`]); without it, a merge reports nothing and costs
 //!   what it cost before.
+//! - A name with an unpaired surrogate escape (`"k\ud800"`), which `json.loads` takes, in a
+//!   candidate, its content, a part, a call, a piece or the prompt feedback: those objects are
+//!   read after the chunk, each from its own text, and serde_json refuses it there. Only then
+//!   ([`made_whole`]) is the chunk made whole as its first read is (`lone_keys`), the name
+//!   U+FFFD, and read again: a refused chunk lost its calls, or a blocked prompt's stop.
 //! - Thought signatures (quirk 31) go to the call of their part, else (a signature-only part) to
 //!   the last call while no text came after it, else to the next call; as metadata
 //!   `thought_signature`, the JSON text of the base64 string.
@@ -46,6 +51,7 @@ use memchr::memchr;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::lone_keys::{whole_names_within, whole_strings, Refusal};
 use super::partial_args::{Merge, Piece, Report, Streamed};
 use super::{
     args, call, canonical, decode_owned, json_string, raw_str, still_kept, string, Action,
@@ -196,24 +202,105 @@ pub(super) struct GeminiState {
     over: bool,
 }
 
+/// A value inside the chunk that serde_json refused (`raw`, its text in the chunk's), and why.
+struct Refused<'a> {
+    raw: &'a str,
+    error: serde_json::Error,
+}
+
 /// An object field as the adapter reads a dict: anything but an object is absent.
-fn object<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<Option<T>, EventError> {
+fn object<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<Option<T>, Refused<'a>> {
     match raw {
-        Some(r) if r.get().starts_with('{') => serde_json::from_str(r.get())
-            .map(Some)
-            .map_err(EventError::Malformed),
+        Some(r) if r.get().starts_with('{') => {
+            serde_json::from_str(r.get())
+                .map(Some)
+                .map_err(|error| Refused {
+                    raw: r.get(),
+                    error,
+                })
+        }
         _ => Ok(None),
     }
 }
 
 /// A list field: anything but an array holds nothing.
-fn list(raw: Option<&RawValue>) -> Result<Few<&RawValue>, EventError> {
+fn list(raw: Option<&RawValue>) -> Result<Few<&RawValue>, Refused<'_>> {
     match raw {
         Some(r) if r.get().starts_with('[') => {
-            serde_json::from_str(r.get()).map_err(EventError::Malformed)
+            serde_json::from_str(r.get()).map_err(|error| Refused {
+                raw: r.get(),
+                error,
+            })
         }
         _ => Ok(Few::Zero),
     }
+}
+
+/// What a chunk holds for the assembler: its prompt feedback, and candidate 0's parts (each
+/// with its call and that call's pieces) and finish reason, in order.
+type Chunk<'a> = (Option<PromptFeedback<'a>>, Vec<Item<'a>>);
+
+/// The chunk's objects, read whole before any action is emitted: a malformed chunk must emit
+/// nothing.
+fn read_chunk<'a>(env: &Envelope<'a>) -> Result<Chunk<'a>, Refused<'a>> {
+    let feedback: Option<PromptFeedback<'_>> = object(env.prompt_feedback)?;
+    let mut items = Vec::new();
+    for candidate in list(env.candidates)?.as_slice() {
+        let Some(candidate) = object::<Candidate<'_>>(Some(candidate))? else {
+            continue;
+        };
+        if !is_first(&candidate) {
+            continue;
+        }
+        let content: Option<Content<'_>> = object(candidate.content)?;
+        for part in list(content.and_then(|c| c.parts))?.as_slice() {
+            let Some(part) = object::<Part<'_>>(Some(part))? else {
+                continue;
+            };
+            let call: Option<FunctionCall<'_>> = match part.function_call {
+                Some(raw) => Some(object(Some(raw))?.unwrap_or_default()),
+                None => None,
+            };
+            let pieces = match call.as_ref().and_then(|c| c.partial_args) {
+                Some(raw) if raw.get().starts_with('[') => Some(
+                    list(Some(raw))?
+                        .as_slice()
+                        .iter()
+                        .map(|p| {
+                            let piece = object::<Piece<'_>>(Some(p))?;
+                            Ok(piece.map(|piece| piece.noting_other_values(p)))
+                        })
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+                _ => None,
+            };
+            items.push(Item::Part(part, call, pieces));
+        }
+        items.push(Item::Finish(candidate.finish_reason));
+    }
+    Ok((feedback, items))
+}
+
+/// The chunk `text` with the names [`read_chunk`] refused for their unpaired surrogate
+/// escapes made whole (`lone_keys`), as `json.loads` takes them: a name deep in a candidate,
+/// part, call or piece, which the chunk's first read does not look at. Names inside values
+/// read as raw JSON (`args`, `usageMetadata`) are kept as sent.
+#[cold]
+#[inline(never)]
+fn made_whole(text: &str, first: Refused<'_>) -> Result<String, EventError> {
+    let within = |t: &str, refused: Refused<'_>| Refusal {
+        at: (refused.raw.as_ptr() as usize)
+            .checked_sub(t.as_ptr() as usize)
+            .unwrap_or(usize::MAX),
+        error: refused.error,
+    };
+    let first = within(text, first);
+    whole_names_within(text, first, |t| {
+        let env = serde_json::from_slice::<Envelope<'_>>(t.as_bytes())
+            .map_err(|error| Refusal { at: 0, error })?;
+        read_chunk(&env).map(drop).map_err(|r| within(t, r))
+    })
+    .map_err(EventError::Malformed)
 }
 
 /// A finish or block reason as sent; `None` for none, a blank or an `*_UNSPECIFIED`.
@@ -240,10 +327,17 @@ fn is_first(candidate: &Candidate<'_>) -> bool {
 }
 
 /// Usage with its member names in the REST spelling, as the adapter's `_rest_names` respells
-/// a snake_case dict: `_x` becomes `X` for an ASCII lowercase letter or digit `x`.
+/// a snake_case dict: `_x` becomes `X` for an ASCII lowercase letter or digit `x`. An unpaired
+/// surrogate escape, which serde_json refuses, is U+FFFD, as every path merges usage
+/// (`whole_strings`): left as sent, its names were merged unspelled.
 #[cold]
 fn rest_names(text: &str) -> String {
-    match serde_json::from_str::<serde_json::Value>(text) {
+    let read = serde_json::from_str::<serde_json::Value>(text).or_else(|e| {
+        whole_strings(text)
+            .ok_or(e)
+            .and_then(|whole| serde_json::from_str(&whole))
+    });
+    match read {
         Ok(value) => camel(value).to_string(),
         Err(_) => text.to_owned(),
     }
@@ -355,6 +449,7 @@ impl Decoder {
     pub(super) fn gemini<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         env: &Envelope<'_>,
+        text: &str,
         emit: &mut F,
     ) -> Result<(), EventError> {
         if let (Some(error), None) = (env.error, env.candidates) {
@@ -364,42 +459,17 @@ impl Decoder {
             emit(Action::GaveUp);
             return Ok(());
         }
-        // Parsed whole first: a malformed chunk must emit nothing.
-        let feedback: Option<PromptFeedback<'_>> = object(env.prompt_feedback)?;
-        let mut items = Vec::new();
-        for candidate in list(env.candidates)?.as_slice() {
-            let Some(candidate) = object::<Candidate<'_>>(Some(candidate))? else {
-                continue;
-            };
-            if !is_first(&candidate) {
-                continue;
+        // Parsed whole first: a malformed chunk must emit nothing. `text` is the chunk's.
+        let whole: String;
+        let (feedback, items) = match read_chunk(env) {
+            Ok(chunk) => chunk,
+            Err(refused) => {
+                whole = made_whole(text, refused)?;
+                let env = serde_json::from_slice::<Envelope<'_>>(whole.as_bytes())
+                    .map_err(EventError::Malformed)?;
+                read_chunk(&env).map_err(|r| EventError::Malformed(r.error))?
             }
-            let content: Option<Content<'_>> = object(candidate.content)?;
-            for part in list(content.and_then(|c| c.parts))?.as_slice() {
-                let Some(part) = object::<Part<'_>>(Some(part))? else {
-                    continue;
-                };
-                let call: Option<FunctionCall<'_>> = match part.function_call {
-                    Some(raw) => Some(object(Some(raw))?.unwrap_or_default()),
-                    None => None,
-                };
-                let pieces = match call.as_ref().and_then(|c| c.partial_args) {
-                    Some(raw) if raw.get().starts_with('[') => Some(
-                        list(Some(raw))?
-                            .as_slice()
-                            .iter()
-                            .map(|p| {
-                                let piece = object::<Piece<'_>>(Some(p))?;
-                                Ok(piece.map(|piece| piece.noting_other_values(p)))
-                            })
-                            .collect::<Result<Vec<_>, _>>()?,
-                    ),
-                    _ => None,
-                };
-                items.push(Item::Part(part, call, pieces));
-            }
-            items.push(Item::Finish(candidate.finish_reason));
-        }
+        };
 
         let mut st = self.gemini.take().unwrap_or_default();
         st.feeds = 0;

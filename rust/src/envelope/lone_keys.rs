@@ -18,6 +18,9 @@
 //!   `content_block`, a Chat `custom`...) are `&RawValue` to the first read, which does not
 //!   look at their names: each is made whole on its own when its read is refused, into a
 //!   `String` its caller keeps while the object is used (`read_nested!`).
+//! - A Gemini chunk's candidates, parts, calls and pieces are each read from their own text
+//!   (`gemini.rs`): a refusal there is placed in the chunk by where that text starts
+//!   ([`Refusal`]), and the whole chunk is made whole and read again.
 //! - A Chat tool-call entry's own names are its call's metadata keys: they are read from the
 //!   event as sent ([`text_name`]), so that two names the SDK tells apart (`"k\ud800"` and
 //!   `"k\ufffd"`) are two members there too, each with its own last value.
@@ -47,15 +50,39 @@ pub(super) fn whole_names(
     first: serde_json::Error,
     parses: impl Fn(&str) -> Result<(), serde_json::Error>,
 ) -> Result<String, serde_json::Error> {
+    let within = |error| Refusal { at: 0, error };
+    whole_names_within(text, within(first), |t| parses(t).map_err(within))
+}
+
+/// A refusal of serde_json while reading a value inside a text: `error` is placed in the
+/// value's own text, which starts at byte `at` of the whole.
+pub(super) struct Refusal {
+    pub(super) at: usize,
+    pub(super) error: serde_json::Error,
+}
+
+/// [`whole_names`] for a text whose read goes on into values inside it (a Gemini chunk's
+/// candidates, parts and calls, each read from its own text): `parses` says where the value
+/// it was refused in starts.
+#[cold]
+#[inline(never)]
+pub(super) fn whole_names_within(
+    text: &str,
+    first: Refusal,
+    parses: impl Fn(&str) -> Result<(), Refusal>,
+) -> Result<String, serde_json::Error> {
     let names = lone_names(text.as_bytes());
     if names.is_empty() {
-        return Err(first);
+        return Err(first.error);
     }
     let mut fixed = text.to_owned();
     let mut done = vec![false; names.len()];
-    let mut error = first;
+    let mut refusal = first;
     for round in 0.. {
-        let at = offset(&fixed, &error);
+        let Refusal { at, error } = refusal;
+        let at = fixed
+            .get(at..)
+            .map_or(usize::MAX, |t| at + offset(t, &error));
         // The error comes within the name, or right after its closing quote.
         let Some(i) = names
             .iter()
@@ -77,10 +104,10 @@ pub(super) fn whole_names(
         }
         match parses(&fixed) {
             Ok(()) => return Ok(fixed),
-            Err(e) => error = e,
+            Err(e) => refusal = e,
         }
     }
-    Err(error)
+    Err(refusal.error)
 }
 
 /// The byte offset in `text` where serde_json stopped with `error`.
@@ -252,6 +279,30 @@ mod tests {
         let first = parse(text).expect_err("refused");
         let fixed = whole_names(text, first, parse).expect("whole");
         assert_eq!(fixed, r#"[{"x\ufffd":1},{"y\ud800":2}]"#);
+    }
+
+    #[test]
+    fn a_refusal_inside_a_value_is_placed_by_where_the_value_starts() {
+        // The outer read keeps the second member raw and reads it on its own, as a Gemini
+        // chunk's parts are read: its refused name is found in the whole text, and only it
+        // is rewritten (the name at the same offset of the first member is not).
+        type Outer<'a> = HashMap<String, &'a RawValue>;
+        let text = r#"{"a":{"y\ud800":1},"b":{"y\ud800":2}}"#;
+        let parses = |t: &str| {
+            let outer: Outer<'_> =
+                serde_json::from_str(t).map_err(|error| Refusal { at: 0, error })?;
+            let inner = outer.get("b").map_or("{}", |raw| raw.get());
+            serde_json::from_str::<HashMap<String, i64>>(inner)
+                .map(drop)
+                .map_err(|error| Refusal {
+                    at: inner.as_ptr() as usize - t.as_ptr() as usize,
+                    error,
+                })
+        };
+        let first = parses(text).expect_err("refused");
+        assert_eq!(first.at, 23);
+        let fixed = whole_names_within(text, first, parses).expect("whole");
+        assert_eq!(fixed, r#"{"a":{"y\ud800":1},"b":{"y\ufffd":2}}"#);
     }
 
     #[test]
