@@ -1782,7 +1782,9 @@ def assistant_turn(
     item only: the text is one message). One whose follower is not in the turn (a call left
     out, no text) is left out with a `RuntimeWarning`: the API refuses it alone. A call
     without a reasoning item before it goes without its item id, which the API would pair
-    with a reasoning item the turn lacks. A call without
+    with a reasoning item the turn lacks. A call of a tool declared inside a Responses
+    `namespace` tool goes with its `namespace` (metadata `namespace`, set by the assembler)
+    beside its bare name. A call without
     a name (a stream that lost the event naming it) is sent as a call of `NAMELESS_CALL`
     (`toolwire_unnamed`) under its id, which its `missing_name` result answers: the providers
     refuse a call of no name, and a result whose call is not in the turn. On Gemini, which
@@ -1946,6 +1948,11 @@ def _responses_turn(
             "name": _sent_name(call),
             "input" if is_free_form(call) else "arguments": call.arguments,
         }
+        namespace = _metadata(call).get("namespace")
+        if isinstance(namespace, str) and namespace:
+            # Its name is the bare name inside that `namespace` tool: without it, the call
+            # sent back names another tool, or none.
+            item["namespace"] = namespace
         if thought is not None:
             items.append(thought)
             item_id = _metadata(call).get("item_id")
