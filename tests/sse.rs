@@ -2301,6 +2301,20 @@ data: [DONE]\n\n";
 }
 
 #[test]
+fn a_chat_error_line_after_the_finish_reason_stops_no_call() {
+    // Chat has no end event per call: `tool_calls` ended them all, so an error before the
+    // usage chunk or `[DONE]` stops none (an Anthropic error stops no ended block). The
+    // stream still says `error`.
+    let body = b"data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}}]}\n\n\
+data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n\
+data: {\"error\":{\"message\":\"boom\"}}\n\n";
+    let o = run(body);
+    assert_eq!(o.count(StreamErrorKind::ProviderError), 1);
+    assert_eq!(o.finish_raw.as_deref(), Some("error"));
+    ok(o.call(0), "f", "{}");
+}
+
+#[test]
 fn a_mismatch_names_the_output_index_a_call_was_sent_under() {
     // Two items under one `output_index`: the second is routed by another key, and its
     // `.done` (which repairs lost deltas) is reported by the index the server sent.

@@ -80,7 +80,7 @@ class Assembler(_core.Assembler, LiveState):
         Raises:
             MisuseError: The assembler was already finished.
         """
-        if self.finished or not _chat_choice_ended(self):
+        if self.finished or not chat_choice_ended(self):
             super().interrupt(reason)
 
     @property
@@ -230,9 +230,11 @@ class Assembler(_core.Assembler, LiveState):
         return "\ufffd" if self.__dict__.pop(_TEXT_HALF, None) else ""
 
 
-def _chat_choice_ended(asm: Assembler) -> bool:
+def chat_choice_ended(asm: Assembler) -> bool:
     """Whether the Chat choice `asm` assembles ended as a whole answer, on the path that fed it
-    (`feed_chunk`'s adapter, or the raw SSE path's finish reason)."""
+    (`feed_chunk`'s adapter, or the raw SSE path's finish reason): its calls all ended, and
+    neither a break nor a provider error after it cuts or stops one. A provider error fed to
+    `asm` ends this (the raw SSE path's finish reason is then `error`)."""
     adapter = asm.__dict__.get(_ADAPTER)
     if adapter is not None:
         return isinstance(adapter, ChatCompletionsAdapter) and adapter.ended

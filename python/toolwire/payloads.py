@@ -1798,7 +1798,8 @@ def assistant_turn(
     carries none goes before them all) and the text right before the first call, or after
     them with no call. They are no calls: `tool_messages` answers none of them (an item the
     application answers itself, such as a `computer_call`, needs its output appended by the
-    application). A call without
+    application). A call of a tool declared inside a Responses `namespace` tool goes with its
+    `namespace` (metadata `namespace`, set by the assembler) beside its bare name. A call without
     a name (a stream that lost the event naming it) is sent as a call of `NAMELESS_CALL`
     (`toolwire_unnamed`) under its id, which its `missing_name` result answers: the providers
     refuse a call of no name, and a result whose call is not in the turn. On Gemini, which
@@ -2047,6 +2048,11 @@ def _responses_turn(
             "name": _sent_name(call),
             "input" if is_free_form(call) else "arguments": call.arguments,
         }
+        namespace = held.get("namespace")
+        if isinstance(namespace, str) and namespace:
+            # Its name is the bare name inside that `namespace` tool: without it, the call
+            # sent back names another tool, or none.
+            item["namespace"] = namespace
         if thought is not None:
             items.append(thought)
             item_id = held.get("item_id")

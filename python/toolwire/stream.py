@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from toolwire._core import MisuseError, Scanner
 from toolwire._pickling import LiveState
-from toolwire.assembler import Assembler, fed_past_limit
+from toolwire.assembler import Assembler, chat_choice_ended, fed_past_limit
 from toolwire.events import (
     ArgumentsProgress,
     CallCompleted,
@@ -363,8 +363,10 @@ class _Driver:
             if provider:
                 # The provider gave up on the response and the SDK raised its error event: as
                 # when that event is fed (raw SSE or a dict chunk), calls it had not ended must
-                # not run, and the finish reason says why.
-                asm.stop("error")
+                # not run, and the finish reason says why. A Chat finish reason that ended the
+                # choice as a whole answer ended every call: an error after it stops none.
+                if not chat_choice_ended(asm):
+                    asm.stop("error")
                 self.finish_reason = "error"
             else:
                 _interrupt(asm, "the stream ended early" if error is None else type(error).__name__)

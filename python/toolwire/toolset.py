@@ -1526,6 +1526,11 @@ class Toolset:
             the model, after the built-in redaction of `x-secret` fields and `SecretStr`.
         lang: Language of model-facing text: `"en"` or `"zh"`.
 
+    A Toolset has no namespaces: a Responses call of a tool declared inside a `namespace` tool
+    names the tool by its bare name, which is what the Toolset matches (the call keeps the
+    namespace as `metadata["namespace"]`). Tools of two namespaces that share a name need one
+    Toolset each, picked by the call's namespace.
+
     Raises:
         ValueError: On a duplicate or invalid tool name, a malformed definition, an invalid
             schema, an unknown coercion rule, or a `names`/`default_tz`/`checks` key that names

@@ -639,6 +639,9 @@ wire_struct! {
         arguments: Option<&'a RawValue> = "arguments",
         /// A `custom_tool_call`'s free-form text.
         input: Option<&'a RawValue> = "input",
+        /// The `namespace` tool the called tool is declared in (its `name` is the bare name).
+        /// Raw: a value that is no string is no namespace, not a broken item.
+        namespace: Option<&'a RawValue> = "namespace",
     }
 }
 
@@ -2099,6 +2102,15 @@ impl Decoder {
             // The response was refused whole: the item gets no state (its later events find
             // none, and the assembler keeps none of them), so what follows costs no memory.
             return;
+        }
+        // A tool declared in a `namespace` tool is called by its bare name: the namespace is
+        // what tells it apart, and the next turn must send it back.
+        if let Some(namespace) = string(item.namespace).filter(|n| !n.is_empty()) {
+            emit(Action::Metadata {
+                index: Some(key),
+                key: "namespace",
+                json: &json_string(&namespace),
+            });
         }
         self.follow(thinking::Follower::Call(key), emit);
         let hosted = self.hosted_kept + self.hosted_ahead;

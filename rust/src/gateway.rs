@@ -402,8 +402,19 @@ impl State {
                 let _ = assembler.stop(reason);
             }
             Action::GaveUp => {
-                // Fails only after `finish`, which `StreamDecoder` rules out.
-                let _ = assembler.stop("error");
+                // Chat has no end event per call: a finish reason that ended the choice as a
+                // whole answer ended them all, and an error after it (before the usage chunk
+                // or `[DONE]`) stops none, as an Anthropic error stops no block that ended.
+                let chat_ended = self.format == Some(Format::OpenAiChat)
+                    && !self.gave_up
+                    && matches!(
+                        self.finish,
+                        Some(FinishReason::Stop | FinishReason::ToolCalls)
+                    );
+                if !chat_ended {
+                    // Fails only after `finish`, which `StreamDecoder` rules out.
+                    let _ = assembler.stop("error");
+                }
                 self.finish_raw = Some("error".to_owned());
                 self.finish = Some(FinishReason::Other);
                 self.gave_up = true;

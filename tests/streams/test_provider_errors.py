@@ -246,3 +246,33 @@ def test_a_failed_response_and_a_gemini_error_are_told_as_on_the_raw_path() -> N
             ("provider_error", len(events))
         ]
         assert [key(c) for c in dicts.finish()] == [key(c) for c in raw.finish()]
+
+
+def test_a_chat_error_after_the_finish_reason_stops_no_finished_call(
+    sse_server: SSEServer, split: str
+) -> None:
+    # Chat has no end event per call: the finish reason (`tool_calls`) ends them all, so a
+    # provider error after it (before the usage chunk or `[DONE]`) stops none, as an Anthropic
+    # error after `content_block_stop` stops no ended block. Every call came back `filtered`,
+    # the finished ones too. The stream still tells the error, and a call whose arguments were
+    # cut is still not runnable.
+    calls = [
+        Call("get_weather", '{"city": "Oslo 😀"}', "call_w"),
+        Call("transfer", "", "call_t"),
+        Call("lookup", '{"q": [1, 2', "call_l"),
+    ]
+    events = [*well_formed_stream("openai-chat", calls, size=4), PROVIDER_ERRORS["openai-chat"]]
+    body = sse_body(events, "openai-chat").removesuffix(b"data: [DONE]\n\n")
+    _, stream = assemble_both(sse_server.register(body, split=split), "openai-chat")
+    assert stream.transport_error is not None and stream.finish_reason == "error"
+    dicts, raw = Assembler(), Assembler()
+    reasons = [dicts.feed_chunk(event).finish_reason for event in events]
+    raw.feed_sse(body)
+    assert [r for r in reasons if r is not None][-1] == raw.finish_reason == "error"
+    assert dicts.stream_errors() == raw.stream_errors()
+    assert [kind for kind, _, _ in raw.stream_errors()] == ["provider_error"]
+    kept = [("get_weather", {"city": "Oslo 😀"}), ("transfer", {})]
+    for done in (dicts.finish(), raw.finish(), stream.calls):
+        assert [(c.name, c.value) for c in done if c.ok] == kept
+        (cut,) = [c for c in done if not c.ok]
+        assert cut.name == "lookup" and cut.error is not None and cut.error.kind != "filtered"

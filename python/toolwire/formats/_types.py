@@ -270,12 +270,16 @@ def unreadable(info: ChunkInfo, sink: Sink) -> ChunkInfo:
     return info
 
 
-def gave_up(info: ChunkInfo, sink: Sink, error: object, reason: str = "error") -> ChunkInfo:
+def gave_up(
+    info: ChunkInfo, sink: Sink, error: object, reason: str = "error", *, stop: bool = True
+) -> ChunkInfo:
     """A chunk by which the provider gave up on the response, `error` being what it said: the
-    calls it had not ended must not run (an SDK raises there and reads no further)."""
+    calls it had not ended must not run (an SDK raises there and reads no further). `stop`
+    false: the format ended them all already (a Chat finish reason)."""
     info.finish_reason = reason
     info.error = {} if error is None else error
-    sink.stop(reason)
+    if stop:
+        sink.stop(reason)
     return info
 
 

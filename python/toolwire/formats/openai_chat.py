@@ -28,6 +28,9 @@ Design notes:
   (quirks 34-36).
 - Usage members are merged over the chunks that carry usage; `null` members are left out.
 - A `{"error": ...}` chunk ends the response: open calls stop, the finish reason is `error`.
+  Not after a finish reason that ended the choice as a whole answer (`stop`, `tool_calls`):
+  Chat has no end event per call, so that reason ended them all, and an error after it (before
+  the usage chunk or `[DONE]`) stops none, as an Anthropic error stops no block that ended.
 """
 
 from __future__ import annotations
@@ -122,8 +125,9 @@ class ChatCompletionsAdapter:
         if error is not None and (not isinstance(choices, list) or bool(error)):
             # A provider error inside the stream (the SDK raises it instead, even next to
             # `choices`, as OpenRouter sends it, and reads no further): calls it had not ended
-            # must not run, as on the raw SSE path.
-            gave_up(info, sink, error)
+            # must not run, as on the raw SSE path. A finish reason that ended the choice as a
+            # whole answer ended every call: an error after it stops none.
+            gave_up(info, sink, error, stop=not self.ended)
             self._gave_up = True
             return info
         if not isinstance(choices, list):

@@ -9,7 +9,8 @@ Design notes:
   and still reports its `output_index` as `ToolCall.index`, as on the raw SSE path.
 - The call's id is the item's `call_id` (what a `function_call_output` must quote); the item's own
   `id` (`fc_...`) is kept as metadata `item_id` for replaying the item in the next turn, and is
-  the call's id when a bridge sends no `call_id`.
+  the call's id when a bridge sends no `call_id`. A call of a tool declared inside a `namespace`
+  tool keeps the item's `namespace` as metadata `namespace` (its `name` is the bare name).
 - `response.function_call_arguments.done` and the item in `response.output_item.done` repeat the
   whole arguments. They are summaries, not fragments: they are fed when no argument text arrived
   for that item before (bridges that send only the summary). Otherwise each summary is
@@ -614,6 +615,11 @@ class ResponsesAdapter:
         if item_id is not None:
             # An unpaired surrogate in an id is U+FFFD, as the raw path reads its escape.
             sink.set_metadata(index, "item_id", replace_lone_surrogates(item_id))
+        namespace = str_or_none(get(item, "namespace"))
+        if namespace:
+            # A tool declared in a `namespace` tool is called by its bare name: the item's
+            # `namespace` is what tells it apart, and the next turn must send it back.
+            sink.set_metadata(index, "namespace", replace_lone_surrogates(namespace))
         self._follow(index, sink)
         hosted = self._hosted + self._hosted_ahead
         if hosted:
