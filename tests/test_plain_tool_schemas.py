@@ -2903,3 +2903,103 @@ def test_every_bound_a_property_and_its_pattern_set_is_told_at_the_value(
     assert [(e.path, e.code, e.expected, e.got) for e in errors] == [
         ("/n", code, words, value) for code, words in expected
     ]
+
+
+_LOOPS = {
+    "self": ({"a": {"$ref": "#/$defs/a"}}, "/$defs/a/$ref"),
+    "two definitions": (
+        {"a": {"allOf": [{"$ref": "#/$defs/b"}]}, "b": {"$ref": "#/$defs/a"}},
+        "/$defs/a/allOf/0/$ref",
+    ),
+    "every branch": (
+        {
+            "a": {"anyOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}]},
+            "b": {"$ref": "#/$defs/a"},
+        },
+        "/$defs/a/anyOf/0/$ref",
+    ),
+    "negated": ({"a": {"not": {"$ref": "#/$defs/a"}}}, "/$defs/a/not/$ref"),
+    "beside an assertion": (
+        {"a": {"allOf": [{"type": "integer"}, {"$ref": "#/$defs/a"}]}},
+        "/$defs/a/allOf/1/$ref",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_LOOPS))
+def test_a_reference_that_only_comes_back_to_itself_is_refused_at_its_place(case: str) -> None:
+    # Validation followed it until the stack ran out: the tool was built, and every value of
+    # `x` was then refused as `invalid`, with nothing said about the schema.
+    defs, where = _LOOPS[case]
+    schema = _obj(properties={"x": {"$ref": "#/$defs/a"}}, **{"$defs": defs})
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([{"name": "tool", "parameters": schema}])
+    assert info.value.path == where and info.value.keyword == "$ref"
+    assert info.value.got == json.dumps(lookup_ref(schema, where))
+
+
+def lookup_ref(schema: dict[str, Any], where: str) -> Any:
+    node: Any = schema
+    for token in where.split("/")[1:]:
+        node = node[int(token)] if isinstance(node, list) else node[token]
+    return node
+
+
+@pytest.mark.parametrize(
+    ("definition", "good", "bad"),
+    [
+        # A tree: each step of the recursion is a smaller value.
+        (
+            {
+                "type": "object",
+                "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/a"}}},
+            },
+            {"kids": [{"kids": []}]},
+            {"kids": [{"kids": 1}]},
+        ),
+        # A branch that does not come back is a base case.
+        ({"anyOf": [{"type": "integer"}, {"$ref": "#/$defs/a"}]}, 1, "s"),
+        ({"oneOf": [{"type": "integer"}, {"$ref": "#/$defs/a"}]}, 1, "s"),
+    ],
+)
+def test_a_recursion_with_a_way_out_is_built_and_validates(
+    definition: dict[str, Any], good: Any, bad: Any
+) -> None:
+    schema = _obj(properties={"x": {"$ref": "#/$defs/a"}}, **{"$defs": {"a": definition}})
+    assert _run(schema, {"x": good})[1]
+    assert not _run(schema, {"x": bad})[1]
+
+
+def test_a_draft_7_reference_loops_whatever_is_beside_it() -> None:
+    # Draft 7 ignores every keyword next to a `$ref`: the `type` is no way out.
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"x": {"$ref": "#/definitions/a"}},
+        "definitions": {"a": {"type": "integer", "$ref": "#/definitions/a"}},
+    }
+    with pytest.raises(InvalidSchemaError) as info:
+        Toolset([{"name": "tool", "parameters": schema}])
+    assert info.value.path == "/definitions/a/$ref"
+
+
+class _Node(BaseModel):
+    value: int
+    kids: list[_Node] = []
+    parent: _Node | None = None
+
+
+class _Expr(BaseModel):
+    arg: int | _Expr
+
+
+def test_recursive_models_still_register() -> None:
+    tools = Toolset([_Node, _Expr])
+    for name, arguments in (
+        ("node", {"value": 1, "kids": [{"value": 2, "parent": {"value": 3}}]}),
+        ("expr", {"arg": {"arg": {"arg": 1}}}),
+    ):
+        assembler = Assembler(tools=tools)
+        assembler.feed(0, id="call_1", name=name, arguments=json.dumps(arguments))
+        (call,) = assembler.finish()
+        assert tools.validate(call).ok

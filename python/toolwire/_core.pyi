@@ -148,12 +148,17 @@ class CallError:
     Attributes:
         kind: Stable slug, e.g. `truncated`, `invalid_escape`, `not_object`, `unknown_tool`,
             `schema_violation`, `free_form_call` (a custom tool's free-form input).
-        message: Short lowercase English description.
+        message: Short lowercase English description, cut to 500 characters.
         offset: Byte offset in the argument text where the problem became certain.
-        path: JSON Pointer (RFC 6901) of the value concerned, `""` for the root.
+        path: JSON Pointer (RFC 6901) of the value concerned, `""` for the root; a key
+            longer than 200 characters is cut.
         keyword: The schema keyword that failed (schema violations and unknown tools).
-        expected: What was expected, in words built from the schema.
-        got: The offending value, cut to 200 characters.
+        expected: What was expected, in words built from the schema, cut to 500 characters.
+        got: The offending value, cut to 200 characters (a secret's is `[redacted]`).
+
+    A cut text keeps its start and ends `…(N chars)`, N the length of the whole: a key, a
+    tool name or a schema's `const` can be as long as a whole call, and the error reaches
+    logs, exceptions and the application's code.
     """
 
     @property

@@ -81,6 +81,7 @@ __all__ = [
     "inline_refs",
     "invalid_pattern",
     "precheck_schema",
+    "self_reference_loop",
     "strict_problems",
     "strict_schema",
     "with_object_root",
@@ -444,6 +445,92 @@ def invalid_pattern(
             except regex.error as refused:
                 return steps, keyword, source, refused
     return None
+
+
+def _loop_groups(node: Mapping[str, Any], root: Mapping[str, Any]) -> list[list[int]]:
+    """What judges the very value `node` judges, by identity, in groups: `node` loops when
+    every schema of one group loops. A `$ref` target, an `allOf` member and the `not` operand
+    are each a group of one; the branches of an `anyOf` or a `oneOf` one group, as a branch
+    that does not loop is a base case (`anyOf: [{"type": "integer"}, {"$ref": "#"}]`).
+
+    A boolean member, or a reference that is no local JSON Pointer, does not loop."""
+    groups: list[list[int]] = []
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        tokens = pointer_tokens(ref)
+        target: object = NOWHERE if tokens is None else lookup(root, tokens)
+        if _is_dict(target):
+            groups.append([id(target)])
+    conjuncts: list[object] = _as_list(node.get("allOf")) or []
+    groups += [[id(m)] for m in conjuncts if _is_dict(m)]
+    operand: object = node.get("not")
+    if _is_dict(operand):
+        groups.append([id(operand)])
+    for key in ("anyOf", "oneOf"):
+        members: list[object] = _as_list(node.get(key)) or []
+        if members and all(_is_dict(m) for m in members):
+            groups.append([id(m) for m in members])
+    return groups
+
+
+def _is_dict(value: object) -> bool:
+    return isinstance(value, dict)
+
+
+def self_reference_loop(schema: Mapping[str, Any]) -> tuple[list[str], str] | None:
+    """The first `$ref` in `schema` (document order) that comes back to itself on the same
+    value through nothing but references and `allOf`/`anyOf`/`oneOf`/`not`, with no branch
+    out (`{"$defs": {"a": {"$ref": "#/$defs/a"}}}`), as (pointer tokens to it, the
+    reference); None when there is none.
+
+    `jsonschema` follows such a reference until Python's stack runs out: the schema was
+    built, and then every value it judges was refused as `invalid`. A reference through a
+    property or an item is no loop (each step is a smaller value: a tree), nor is one with
+    a branch that does not come back (a base case).
+    """
+    nodes = list(subschemas(schema))
+    groups = {id(node): _loop_groups(node, schema) for node, _ in nodes}
+    # The greatest set closed under "some group of it lies wholly inside": start from every
+    # node with a group and drop, through the nodes that name it, each one that escapes.
+    looping = {key for key, found in groups.items() if found}
+    named_by: dict[int, list[int]] = {}
+    for key in looping:
+        for member in {m for group in groups[key] for m in group}:
+            named_by.setdefault(member, []).append(key)
+    todo = [key for key in looping if not any(set(g) <= looping for g in groups[key])]
+    while todo:
+        key = todo.pop()
+        if key not in looping or any(set(g) <= looping for g in groups[key]):
+            continue
+        looping.discard(key)
+        todo += [k for k in named_by.get(key, ()) if k in looping]
+    if not looping:
+        return None
+    for node, tokens in nodes:
+        ref = node.get("$ref")
+        if id(node) in looping and isinstance(ref, str):
+            ref_tokens = pointer_tokens(ref)
+            target: object = NOWHERE if ref_tokens is None else lookup(schema, ref_tokens)
+            if _comes_back(id(node), id(target), looping, groups):
+                return [*tokens, "$ref"], ref
+    return None
+
+
+def _comes_back(
+    start: int, first: int, looping: set[int], groups: dict[int, list[list[int]]]
+) -> bool:
+    """Whether the schema `start` is reached from `first` through looping schemas."""
+    seen: set[int] = set()
+    todo = [first]
+    while todo:
+        key = todo.pop()
+        if key == start:
+            return True
+        if key in seen or key not in looping:
+            continue
+        seen.add(key)
+        todo += [m for group in groups[key] for m in group]
+    return False
 
 
 def subschemas(schema: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any], list[str]]]:

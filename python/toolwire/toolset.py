@@ -78,6 +78,7 @@ from toolwire.schema_export import (
     precheck_schema,
     refuse_too_deep,
     secret_patterns,
+    self_reference_loop,
     strict_problems,
     subschemas,
     unresolvable_dynamic_ref,
@@ -299,6 +300,31 @@ def _refuse_invalid_pattern(schema: Mapping[str, Any], tool: str, *, model: bool
         got if len(got) <= 80 else got[:77] + "...",
         refused.reason if isinstance(refused, RefusedPatternError) else "a valid regex",
         f"{keyword} {got} at {pointer(steps)} does not compile: {refused}",
+    )
+
+
+def _refuse_self_reference_loop(schema: Mapping[str, Any], tool: str) -> None:
+    """Refuse a `$ref` that comes back to itself on the same value with no way out (see
+    `self_reference_loop`): the schema was built, and every value it judges was then refused
+    as `invalid`, with nothing said about the schema.
+
+    Raises:
+        InvalidSchemaError: At the reference.
+    """
+    found = self_reference_loop(schema)
+    if found is None:
+        return
+    steps, reference = found
+    where = pointer(steps)
+    got = json.dumps(reference, ensure_ascii=False)
+    raise InvalidSchemaError(
+        tool,
+        where,
+        "$ref",
+        got if len(got) <= 80 else got[:77] + "...",
+        "a reference that reaches a constraint, not one that comes back to itself on the"
+        " same value (no value could ever be validated)",
+        f"$ref {got} at {where} leads back to itself on the same value, with no branch out",
     )
 
 
@@ -1137,6 +1163,7 @@ def _plain_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         raise ValueError(f"tool {name!r}: {exc}") from None
     _refuse_what_the_metaschema_refuses(schema, name)
     _refuse_unknown_coercion_rules(schema, name)
+    _refuse_self_reference_loop(schema, name)
     # Arguments are always an object (anything else is `not_object`), and Anthropic refuses
     # an `input_schema` whose root does not say so; a reference to the root stays to the
     # schema as written.
@@ -1593,6 +1620,7 @@ class Toolset:
                 # the schema as Pydantic wrote it: refused here, not by the first assembler.
                 _refuse_non_json(source, rename.get(tool, name))
                 _refuse_unknown_coercion_rules(source, rename.get(tool, name))
+                _refuse_self_reference_loop(source, rename.get(tool, name))
                 model: type[BaseModel] | None = tool
                 # Validation must know which fields are `Decimal` to keep their digits; the
                 # plain schema no longer says so from pydantic 2.14 on (see _DecimalSchema).

@@ -184,6 +184,55 @@ impl fmt::Display for ErrorKind {
     }
 }
 
+/// Characters of an error's message or expected text kept whole: past it, a key, a name or
+/// a schema's `const` sent back in the text would put up to a whole call into every log line
+/// and exception that quotes the error.
+pub const ERROR_TEXT_CHARS: usize = 500;
+
+/// Characters of each key of an error's path kept whole.
+pub const PATH_KEY_CHARS: usize = 200;
+
+/// `text` when it has at most `max` characters; else its first `max` characters, a `…` and
+/// how many characters the whole had, so a cut is never read as the value itself.
+#[cold]
+#[inline(never)]
+#[must_use]
+pub fn capped(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…({} chars)", &text[..cut], text.chars().count()),
+        None => text.to_owned(),
+    }
+}
+
+/// The JSON Pointer `path` with each reference token longer than [`PATH_KEY_CHARS`] cut by
+/// [`capped`].
+#[cold]
+#[inline(never)]
+#[must_use]
+pub fn capped_path(path: &str) -> String {
+    if path.len() <= PATH_KEY_CHARS {
+        // A byte count within the limit is a character count within it too.
+        return path.to_owned();
+    }
+    let tokens: Vec<String> = path
+        .split('/')
+        .map(|token| {
+            if token.len() <= PATH_KEY_CHARS {
+                return token.to_owned();
+            }
+            let mut cut = capped(token, PATH_KEY_CHARS);
+            // A cut right after the `~` of an escape would leave one no pointer reads.
+            if let Some(at) = cut.find('…') {
+                if cut[..at].ends_with('~') {
+                    cut.remove(at - 1);
+                }
+            }
+            cut
+        })
+        .collect();
+    tokens.join("/")
+}
+
 /// A rejected JSON text or tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
@@ -238,6 +287,30 @@ impl Error {
             detail: None,
         }
     }
+
+    /// This error as it is shown outside the core: its message and expected text cut to
+    /// [`ERROR_TEXT_CHARS`] characters and each key of its path to [`PATH_KEY_CHARS`] (see
+    /// [`capped`]), as they may quote a whole key or name the model sent, or a schema's whole
+    /// `const`. `got` is cut already, and a secret's is redacted before (which reads the
+    /// whole path: the core keeps it whole).
+    #[cold]
+    #[inline(never)]
+    #[must_use]
+    pub fn capped(&self) -> Self {
+        Self {
+            kind: self.kind,
+            offset: self.offset,
+            path: capped_path(&self.path),
+            message: capped(&self.message, ERROR_TEXT_CHARS),
+            detail: self.detail.as_deref().map(|d| {
+                Box::new(SchemaDetail {
+                    keyword: d.keyword.clone(),
+                    expected: capped(&d.expected, ERROR_TEXT_CHARS),
+                    got: d.got.clone(),
+                })
+            }),
+        }
+    }
 }
 
 impl fmt::Display for Error {
@@ -281,7 +354,46 @@ impl std::error::Error for Misuse {}
 
 #[cfg(test)]
 mod tests {
-    use super::ErrorKind;
+    use super::{Error, ErrorKind, SchemaDetail, ERROR_TEXT_CHARS, PATH_KEY_CHARS};
+
+    #[test]
+    fn a_shown_error_keeps_the_start_of_each_long_text_and_says_how_long_it_was() {
+        let key = "k".repeat(102_400);
+        let mut e = Error::with_message(
+            ErrorKind::SchemaViolation,
+            3,
+            format!("/a/{key}~1b/0"),
+            format!("unexpected property \"{key}\""),
+        );
+        e.detail = Some(Box::new(SchemaDetail {
+            keyword: "const".to_owned(),
+            expected: "é".repeat(102_400),
+            got: "x".to_owned(),
+        }));
+        let shown = e.capped();
+        let cut_key = format!("{}…(102403 chars)", "k".repeat(PATH_KEY_CHARS));
+        assert_eq!(shown.path, format!("/a/{cut_key}/0"));
+        let message = format!(
+            "unexpected property \"{}",
+            "k".repeat(ERROR_TEXT_CHARS - 21)
+        );
+        assert_eq!(shown.message, format!("{message}…(102422 chars)"));
+        let detail = shown.detail.as_deref().map(|d| d.expected.clone());
+        let expected = format!("{}…(102400 chars)", "é".repeat(ERROR_TEXT_CHARS));
+        assert_eq!(detail, Some(expected));
+        // A short error is shown as it is.
+        let short = Error::new(ErrorKind::Truncated, 0, "/a/b".to_owned());
+        assert_eq!(short.capped(), short);
+    }
+
+    #[test]
+    fn a_cut_key_never_ends_in_half_an_escape() {
+        let key = format!("{}~1rest", "k".repeat(PATH_KEY_CHARS - 1));
+        let shown = Error::new(ErrorKind::Truncated, 0, format!("/{key}")).capped();
+        let whole = key.chars().count();
+        let kept = "k".repeat(PATH_KEY_CHARS - 1);
+        assert_eq!(shown.path, format!("/{kept}…({whole} chars)"));
+    }
 
     #[test]
     fn every_kind_reads_back_from_its_slug() {

@@ -126,7 +126,7 @@ fn scanner_in_use<E>(_: E) -> PyErr {
 
 #[cold]
 fn json_error(py: Python<'_>, e: &Error) -> PyErr {
-    let err = JsonError::new_err(e.to_string());
+    let err = JsonError::new_err(e.capped().to_string());
     if let Ok(detail) = Py::new(py, PyCallError::from(e)) {
         let _ = err.value(py).setattr("error", detail);
     }
@@ -798,6 +798,7 @@ struct PyCallError {
 
 impl From<&Error> for PyCallError {
     fn from(e: &Error) -> Self {
+        let e = &e.capped();
         let detail = e.detail.as_deref();
         Self {
             kind: e.kind,
