@@ -192,20 +192,32 @@ pub const ERROR_TEXT_CHARS: usize = 500;
 /// Characters of each key of an error's path kept whole.
 pub const PATH_KEY_CHARS: usize = 200;
 
+/// The byte offset of `text`'s character past its first `max`, where a cut to `max`
+/// characters falls; `None` when `text` has no more than `max`.
+#[must_use]
+pub fn cut_at(text: &str, max: usize) -> Option<usize> {
+    text.char_indices().nth(max).map(|(at, _)| at)
+}
+
 /// `text` when it has at most `max` characters; else its first `max` characters, a `…` and
 /// how many characters the whole had, so a cut is never read as the value itself.
 #[cold]
 #[inline(never)]
 #[must_use]
 pub fn capped(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…({} chars)", &text[..cut], text.chars().count()),
+    match cut_at(text, max) {
+        Some(cut) => cut_told(text, cut),
         None => text.to_owned(),
     }
 }
 
-/// The JSON Pointer `path` with each reference token longer than [`PATH_KEY_CHARS`] cut by
-/// [`capped`].
+/// `text` up to byte `cut`, then a `…` and how many characters the whole had.
+fn cut_told(text: &str, cut: usize) -> String {
+    format!("{}…({} chars)", &text[..cut], text.chars().count())
+}
+
+/// The JSON Pointer `path` with each reference token longer than [`PATH_KEY_CHARS`] cut as
+/// [`capped`] cuts, a step earlier where the cut would split a `~` escape.
 #[cold]
 #[inline(never)]
 #[must_use]
@@ -220,14 +232,14 @@ pub fn capped_path(path: &str) -> String {
             if token.len() <= PATH_KEY_CHARS {
                 return token.to_owned();
             }
-            let mut cut = capped(token, PATH_KEY_CHARS);
+            let Some(mut at) = cut_at(token, PATH_KEY_CHARS) else {
+                return token.to_owned();
+            };
             // A cut right after the `~` of an escape would leave one no pointer reads.
-            if let Some(at) = cut.find('…') {
-                if cut[..at].ends_with('~') {
-                    cut.remove(at - 1);
-                }
+            if token[..at].ends_with('~') {
+                at -= 1;
             }
-            cut
+            cut_told(token, at)
         })
         .collect();
     tokens.join("/")
@@ -392,6 +404,12 @@ mod tests {
         let shown = Error::new(ErrorKind::Truncated, 0, format!("/{key}")).capped();
         let whole = key.chars().count();
         let kept = "k".repeat(PATH_KEY_CHARS - 1);
+        assert_eq!(shown.path, format!("/{kept}…({whole} chars)"));
+        // A key holding the mark itself before the cut is cut at the same place.
+        let key = format!("…{}~1rest", "k".repeat(PATH_KEY_CHARS - 2));
+        let shown = Error::new(ErrorKind::Truncated, 0, format!("/{key}")).capped();
+        let whole = key.chars().count();
+        let kept = format!("…{}", "k".repeat(PATH_KEY_CHARS - 2));
         assert_eq!(shown.path, format!("/{kept}…({whole} chars)"));
     }
 

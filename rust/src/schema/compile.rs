@@ -40,6 +40,7 @@ use super::format::Format;
 use super::nesting::{MAX_SCHEMA_DEPTH, NAMED_SUBSCHEMAS, SUBSCHEMAS};
 use super::trie::Trie;
 use super::{pattern, push_pointer_token, SchemaError, SchemaErrorKind, Unsupported};
+use crate::error::cut_at;
 
 pub(crate) type NodeId = u32;
 /// No node (no schema applies).
@@ -1281,8 +1282,8 @@ fn own_summary(node: &Node) -> String {
 
 /// `text`, cut after `max` characters with a `…` to say so: a length a message can quote.
 pub(crate) fn cut_to(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
+    match cut_at(text, max) {
+        Some(cut) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
     }
 }
