@@ -82,6 +82,7 @@ __all__ = [
     "invalid_pattern",
     "precheck_schema",
     "self_reference_loop",
+    "shown_got",
     "strict_problems",
     "strict_schema",
     "with_object_root",
@@ -341,7 +342,11 @@ def _is_schema(value: object) -> bool:
 
 def _shown_target(value: object) -> str:
     """A reference's target that is no schema, for an error message."""
-    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return shown_got(json.dumps(value, ensure_ascii=False, default=repr))
+
+
+def shown_got(text: str) -> str:
+    """`text`, the value at fault, as `InvalidSchemaError.got` shows it: cut to 80 characters."""
     return text if len(text) <= 80 else text[:77] + "..."
 
 

@@ -79,6 +79,7 @@ from toolwire.schema_export import (
     refuse_too_deep,
     secret_patterns,
     self_reference_loop,
+    shown_got,
     strict_problems,
     subschemas,
     unresolvable_dynamic_ref,
@@ -244,7 +245,7 @@ def _refuse_non_json(schema: Mapping[str, Any], tool: str) -> None:
                 tool,
                 where,
                 _keyword_at(steps),
-                got if len(got) <= 80 else got[:77] + "...",
+                shown_got(got),
                 expected,
                 f"{kind} at {where or '/'} has no JSON form",
             )
@@ -274,7 +275,7 @@ def _refuse_unresolvable_dynamic_ref(schema: Mapping[str, Any], tool: str) -> No
         tool,
         where,
         keyword,
-        got if len(got) <= 80 else got[:77] + "...",
+        shown_got(got),
         expected,
         f"{keyword} {got} at {where} resolves to nothing",
     )
@@ -297,7 +298,7 @@ def _refuse_invalid_pattern(schema: Mapping[str, Any], tool: str, *, model: bool
         tool,
         pointer(steps),
         keyword,
-        got if len(got) <= 80 else got[:77] + "...",
+        shown_got(got),
         refused.reason if isinstance(refused, RefusedPatternError) else "a valid regex",
         f"{keyword} {got} at {pointer(steps)} does not compile: {refused}",
     )
@@ -321,7 +322,7 @@ def _refuse_self_reference_loop(schema: Mapping[str, Any], tool: str) -> None:
         tool,
         where,
         "$ref",
-        got if len(got) <= 80 else got[:77] + "...",
+        shown_got(got),
         "a reference that reaches a constraint, not one that comes back to itself on the"
         " same value (no value could ever be validated)",
         f"$ref {got} at {where} leads back to itself on the same value, with no branch out",
@@ -348,7 +349,7 @@ def _refuse_unknown_coercion_rules(schema: Mapping[str, Any], tool: str) -> None
             tool,
             where,
             COERCE_KEY,
-            got if len(got) <= 80 else got[:77] + "...",
+            shown_got(got),
             "a list of coercion rule names: " + ", ".join(sorted(ALL_RULES)),
             f"{COERCE_KEY} {got} at {where} names no coercion rule of toolwire's",
         )
@@ -406,7 +407,7 @@ def _refuse_unread_draft(schema: Mapping[str, Any], tool: str) -> None:
             tool,
             "/$schema",
             "$schema",
-            got if len(got) <= 80 else got[:77] + "...",
+            shown_got(got),
             "a URI naming a JSON Schema draft",
             f"$schema is a {type(declared).__name__}, not a URI",
         )
@@ -483,9 +484,7 @@ def _invalid_schema(tool: str, exc: jsonschema.SchemaError) -> InvalidSchemaErro
         got = json.dumps(exc.instance, ensure_ascii=False)
     except (TypeError, ValueError):
         got = repr(exc.instance)
-    if len(got) > 80:
-        got = got[:77] + "..."
-    return InvalidSchemaError(tool, pointer(steps), keyword, got, expected, str(exc))
+    return InvalidSchemaError(tool, pointer(steps), keyword, shown_got(got), expected, str(exc))
 
 
 class _ModelSchema(GenerateJsonSchema):
