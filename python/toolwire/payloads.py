@@ -24,7 +24,7 @@ import re
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, cast, get_args
 
 import pydantic
 import pydantic_core
@@ -1916,7 +1916,7 @@ def _interleaved(
     the calls, and a model may write text between or after them. Without places the text is
     one block right before the first call; calls that carry no count (none came before them,
     or calls made by hand) follow all the reasoning when none has one."""
-    counts = [_reasoning_before(call) for call in calls]
+    counts = [_counted(_metadata(call), "reasoning_before") for call in calls]
     places = _text_places(calls, len(said))
     if places is None:
         first = said_block(said)
@@ -1969,21 +1969,23 @@ def _text_places(calls: Sequence[_SentCall], length: int) -> list[tuple[int, int
                 at, reasoning = cast(list[object], entry)
                 if not (_count(at) and _count(reasoning)):
                     return None
-                places.append((gap, cast(int, at), cast(int, reasoning)))
+                places.append((gap, at, reasoning))
     starts = [at for _, at, _ in places]
     if not places or starts != sorted(starts) or starts[-1] > length:
         return None
     return places
 
 
-def _count(value: object) -> bool:
+def _count(value: object) -> TypeGuard[int]:
+    """Whether `value` is a count: an `int`, not a `bool`, of at least 0."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _reasoning_before(call: _SentCall) -> int:
-    """How many reasoning blocks came before a call in an Anthropic or Bedrock message."""
-    count = _metadata(call).get("reasoning_before")
-    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0
+def _counted(metadata: Mapping[str, Any], key: str) -> int:
+    """The count a call's metadata holds under `key` (`reasoning_before`, `hosted_before`:
+    how many items came before the call in the output, set by the assembler); 0 without one."""
+    value: object = metadata.get(key)
+    return value if _count(value) else 0
 
 
 def _responses_turn(
@@ -2035,7 +2037,7 @@ def _responses_turn(
     items: list[dict[str, Any]] = []
     sent = 0
     for call, rs_id, held in zip(calls, rs_ids, metadata, strict=True):
-        upto = min(max(_hosted_before(held), sent), len(hosted))
+        upto = min(max(_counted(held, "hosted_before"), sent), len(hosted))
         for unit in hosted[sent:upto]:
             items += unit
         sent = upto
@@ -2069,12 +2071,6 @@ def _reasoning_id(metadata: Mapping[str, Any]) -> str | None:
     """The `id` of the Responses reasoning item right before a call in the output."""
     rs_id = metadata.get("reasoning_id")
     return rs_id if isinstance(rs_id, str) and rs_id else None
-
-
-def _hosted_before(metadata: Mapping[str, Any]) -> int:
-    """How many Responses hosted items came before a call in the output."""
-    count = metadata.get("hosted_before")
-    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0
 
 
 NAMELESS_CALL = "toolwire_unnamed"
