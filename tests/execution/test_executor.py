@@ -1305,6 +1305,35 @@ def test_a_rejection_subclass_without_its_fields_is_recorded_not_raised(
     assert again.state != "in_progress"
 
 
+class _Unprintable:
+    """A value whose text cannot be had: ``str()`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+def test_a_missing_field_without_text_is_recorded_not_raised() -> None:
+    # A `NeedsClarification` naming a field whose `str()` raises (a tool passing its field
+    # objects, not their names) raised out of `execute` and left the write's claim in
+    # progress, so the same call was answered `in_progress` until the lease ran out.
+    ex = Executor(ledger=MemoryLedger())
+    asked: list[int] = []
+
+    def tool(args: Any) -> str:
+        asked.append(1)
+        if len(asked) == 1:
+            raise NeedsClarification("which account?", missing=[_Unprintable(), "account_id"])  # type: ignore[list-item]
+        return "done"
+
+    ex.register("t", tool, side_effects=True)
+    first = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert first.state == "needs_clarification"
+    assert first.error is not None and first.error["missing"] == ["account_id"]
+    # Nothing was written: the claim was given back, and the same call runs once answered.
+    again = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert (again.state, again.value) == ("ok", "done")
+
+
 async def test_a_generator_a_tool_returns_runs_inside_its_attempt(clock: FakeClock) -> None:
     # Its work is the tool's: bound by the timeout and retried, not run later when the result
     # is written (which took 1 s past a 0.1 s timeout and reported success).

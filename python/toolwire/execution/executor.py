@@ -2947,7 +2947,10 @@ def _error_payload(
     elif isinstance(exc, NeedsClarification):
         payload["message"] = _cut(scrub(_text_of(getattr(exc, "message", None)) or _whole(exc)))
         missing = _items_of(getattr(exc, "missing", None))[:_MAX_MISSING]
-        payload["missing"] = [shown_text(scrub(str(name))) for name in missing]
+        # A name without text (its `str()` raises) is left out: read with `str()`, it raised
+        # out of the call and left a write's claim in progress.
+        named = [_text_of(name) for name in missing]
+        payload["missing"] = [shown_text(scrub(name)) for name in named if name]
     if run.stop_reason not in (None, "not_retryable"):
         payload["stopped"] = run.stop_reason
     if run.breaker_rejected:
