@@ -285,6 +285,42 @@ def test_exception_text_is_logged_through_the_redaction_hook(
     assert refused.error["reasons"] == ["card [card] is blocked"]
 
 
+def _hide_card_only(path: str, text: str) -> str:
+    # A hook that forgets to hand back the text it does not hide: it returns None for it.
+    if path == "/card":
+        return "[card]"
+    return None  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    "hook", [_hide_card_only, lambda path, text: text.encode() if path == "" else "[hidden]"]
+)
+def test_a_hook_that_returns_no_text_withholds_the_text_and_the_call_ends(
+    hook: Callable[[str, str], str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its None reached the cut of the exception's text: `execute` raised TypeError instead of
+    # returning the tool's failure, and a write's claim was left in progress.
+    def charge(args: Any) -> None:
+        raise RuntimeError(f"gateway declined card {args['card']}")
+
+    def refuse(args: Any) -> None:
+        raise BusinessRuleError(f"card {args['card']} is blocked")
+
+    ex = Executor(clock=FakeClock(), breaker=False, redact=hook, ledger=MemoryLedger())
+    ex.register("charge", charge, side_effects=True)
+    ex.register("refuse", refuse)
+    ctx = RequestContext("r", "s")
+    with caplog.at_level(logging.DEBUG, logger="toolwire.execution"):
+        failed = ex.execute(Call("charge", "c1", {"card": CARD}), ctx)
+        refused = ex.execute(Call("refuse", "c2", {"card": CARD}), ctx)
+    assert failed.state == "unknown_outcome" and refused.state == "downstream_failed"
+    assert refused.error is not None and refused.error["message"] == "[redaction failed]"
+    assert CARD not in caplog.text + failed.content() + refused.content()
+    assert "[redaction failed]" in caplog.text
+    # The write's outcome was recorded: the same call is answered from the ledger.
+    assert ex.execute(Call("charge", "c1", {"card": CARD}), ctx).state == "unknown_outcome"
+
+
 def test_a_number_the_hook_hides_is_hidden_too(caplog: pytest.LogCaptureFixture) -> None:
     # The hook saw only string arguments: an SSN or an account number typed as an int reached
     # the model and the logs, where `Toolset(redact=...)` hides it.
