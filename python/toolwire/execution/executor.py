@@ -66,6 +66,7 @@ import asyncio
 import atexit
 import contextlib
 import contextvars
+import copy
 import hashlib
 import inspect
 import json
@@ -2063,7 +2064,7 @@ class Executor(LiveState):
         kwargs: dict[str, Any] = {}
         if spec.context:
             kwargs["ctx"] = self._context_for(run, timeout)
-        arguments = run.arguments
+        arguments = _own_copy(run.arguments)
         if spec.unpack:
             fields = _fields_of(arguments)
             return lambda: _drained(spec.fn(**fields, **kwargs))
@@ -2769,6 +2770,18 @@ def _unfit_arguments(spec: ToolSpec, arguments: Any) -> str | None:
         # Names only (a field the model made up among them): cut like any text it sent.
         return shown_text(_whole(exc))
     return None
+
+
+def _own_copy(arguments: Any) -> Any:
+    """The arguments for one attempt: a deep copy, so that what a tool changes in them (an
+    item popped off a list, a password taken out of the dict) reaches neither its retry,
+    which would make another operation than the one the model asked for, nor the scrubbing
+    of its error text, which would no longer know the value to hide. Arguments that cannot be
+    copied (a caller's call holding a client object) are handed over as they are."""
+    try:
+        return copy.deepcopy(arguments)
+    except Exception:
+        return arguments
 
 
 def _field(arguments: Any, name: str) -> Any:
