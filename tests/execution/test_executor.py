@@ -1622,6 +1622,27 @@ def test_arguments_that_cannot_be_fingerprinted_are_refused_as_data(
     assert not ran and ex.observer.counts["calls"] == 3
 
 
+@pytest.mark.parametrize("raw", ['{"amount": 10', "[10]", "null", "refund everything"])
+@pytest.mark.parametrize("side_effects", [False, True])
+def test_argument_text_that_is_no_json_object_is_refused_not_run_with_nothing(
+    raw: str, side_effects: bool
+) -> None:
+    # A call built from its text alone was run with `{}` when that text did not read as a JSON
+    # object (cut off, a list): a write then took every default, never asked for.
+    ran: list[Any] = []
+    ex = Executor(observer=quiet_observer())
+    ex.register("refund", lambda args: ran.append(args) or "ran", side_effects=side_effects)
+    call = Call("refund", "c1", raw_arguments=raw)
+    results = [ex.execute(call), *asyncio.run(ex.aexecute_all([call]))]
+    for result in results:
+        assert result.state == "validation_failed" and result.error is not None
+        assert result.error["type"] == "invalid_arguments" and result.attempts == 0
+    assert not ran
+    # Text that reads as an object still runs.
+    assert ex.execute(Call("refund", "c2", raw_arguments='{"amount": 10}')).value == "ran"
+    assert ran == [{"amount": 10}]
+
+
 @dataclass
 class _LookAlike:
     """A caller's own call type (the executor takes any `ValidatedCall`), built wrongly."""

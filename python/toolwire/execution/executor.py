@@ -262,6 +262,8 @@ class Call:
         call_id: Provider ``tool_call_id``.
         model: Validated model or plain mapping of arguments.
         raw_arguments: The argument text as the model sent it (kept for logs and replays).
+            Without ``model`` it is what the call runs with, and must read as a JSON object:
+            other text (cut off, a list) is refused as ``invalid_arguments``, never run.
         ok: Always true unless built from a failed validation.
         kind: Validation outcome kind.
         errors: Validation errors.
@@ -1352,6 +1354,9 @@ class Executor(LiveState):
         unreadable: Exception | None = None
         if call.ok:
             try:
+                # Text of a call its caller built that is no JSON object (cut off, a list)
+                # is refused like arguments without a canonical form.
+                arguments = _arguments_of(call, strict=True)
                 ledger_fingerprint = fingerprint(arguments, self._fingerprint_key)
                 args_hash = redacted_fingerprint(arguments, declared)
             except Exception as exc:  # a cycle, a value whose __repr__ raises
@@ -1403,7 +1408,7 @@ class Executor(LiveState):
             self.observer.log(
                 _log,
                 logging.ERROR,
-                "toolwire: call %s (%s) not run: its arguments cannot be fingerprinted: %s",
+                "toolwire: call %s (%s) not run: its arguments cannot be read: %s",
                 call.call_id,
                 spec.name,
                 type(unreadable).__name__,
@@ -2688,7 +2693,12 @@ def _attr_float(obj: object, name: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _arguments_of(call: ValidatedCall) -> Any:
+def _arguments_of(call: ValidatedCall, *, strict: bool = False) -> Any:
+    """The arguments a call is run with: its model, an ``Outcome``'s plain value, else its
+    argument text read as a JSON object. With ``strict`` (a call to run), text that is no
+    JSON object raises ``ValueError``: run with ``{}`` instead, a cut-off write would take
+    every default; otherwise (a refused call, whose text is only scrubbed) it reads as ``{}``.
+    """
     model = call.model
     if model is not None:
         return model
@@ -2704,9 +2714,13 @@ def _arguments_of(call: ValidatedCall) -> Any:
         try:
             parsed = json.loads(raw)
         except ValueError:
+            if strict:
+                raise
             return {}
         if isinstance(parsed, dict):
             return cast(dict[str, Any], parsed)
+        if strict:
+            raise ValueError(f"the argument text is a JSON {type(parsed).__name__}, not an object")
     return {}
 
 
