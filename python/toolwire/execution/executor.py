@@ -217,6 +217,9 @@ _LATE_RECORD_WORKERS = 4
 _LATE_RECORD_AT_EXIT = 5.0
 # Errors listed in a refusal payload (as many as `Outcome.errors` holds).
 _MAX_ERRORS = 5
+# The tool's name in metric labels and span names for a call to a tool the executor does not
+# have: a name the model made up, which would add a time series per name, without bound.
+_UNREGISTERED = "(unregistered)"
 
 
 class ValidatedCall(Protocol):
@@ -620,6 +623,9 @@ class _Run:
     lease_lost: bool = False
     """Set by the lease keeper's thread when a renewal found the write's claim no longer
     held (see `Executor._renewer`): no further attempt is made."""
+    registered: bool = True
+    """Whether the executor has a tool of the call's name: if not, the name is the model's
+    own, kept out of metric labels and span names (see `_UNREGISTERED`)."""
 
 
 def _whole_seconds(wait: float) -> float:
@@ -1295,6 +1301,9 @@ class Executor(LiveState):
             "retryable": False,
         }
         if record:
+            tool = cast(object, call.tool)  # a look-alike built wrongly may hold anything
+            with self._lock:
+                registered = isinstance(tool, str) and tool in self._tools
             run = _Run(
                 spec=ToolSpec(_missing_tool, name=call.tool),
                 call=call,
@@ -1303,10 +1312,13 @@ class Executor(LiveState):
                 args_hash="",
                 key=None,
                 started=self.clock.monotonic(),
-                span=self.observer.start_span(call.tool, call.call_id),
+                span=self.observer.start_span(
+                    call.tool if registered else _UNREGISTERED, call.call_id
+                ),
                 parse_time=None,
                 validation_time=None,
                 coercions=0,
+                registered=registered,
             )
             return self._finish(run, "downstream_failed", error=error)
         return ExecutionResult(
@@ -1340,7 +1352,9 @@ class Executor(LiveState):
         if coercions is None:
             raw = getattr(call, "coercions", 0)
             coercions = len(raw) if isinstance(raw, Sequence) else int(raw or 0)  # pyright: ignore[reportUnknownArgumentType]
-        span = self.observer.start_span(call.tool, call.call_id)
+        span = self.observer.start_span(
+            call.tool if spec is not None else _UNREGISTERED, call.call_id
+        )
         arguments = _arguments_of(call)
         declared = [secret_text(v) for v in _declared_secrets(call)]
         # Two digests of the arguments. The ledger gets `fingerprint`, over every value, secret
@@ -1385,6 +1399,7 @@ class Executor(LiveState):
             validation_time=validation_time,
             coercions=coercions,
             fingerprint=ledger_fingerprint,
+            registered=spec is not None,
         )
         if not call.ok:
             state, error = _refusal(call)
@@ -2533,7 +2548,7 @@ class Executor(LiveState):
             synthetic_id=_synthetic_id(run.call),
         )
         record: ExecutionRecord = {
-            "tool": run.call.tool,
+            "tool": run.call.tool if run.registered else _UNREGISTERED,
             "call_id": run.call.call_id,
             "request_id": run.context.request_id,
             "session_id": run.context.session_id or None,
@@ -2550,6 +2565,11 @@ class Executor(LiveState):
             "duplicate_execution": run.duplicate_execution,
             "unrecorded": run.unrecorded,
         }
+        if not run.registered:
+            asked = cast(object, run.call.tool)  # a look-alike built wrongly may hold anything
+            record["requested_tool"] = shown_text(
+                asked if isinstance(asked, str) else _safe_repr(asked)
+            )
         self.observer.finish(record, run.span)
         return result
 
