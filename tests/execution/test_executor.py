@@ -1363,6 +1363,27 @@ async def test_a_generator_a_tool_returns_runs_inside_its_attempt(clock: FakeClo
     assert done.ok and done.value == [{"charged": True}] and ran == [1]
 
 
+async def test_a_lazy_iterator_a_tool_returns_runs_inside_its_attempt(clock: FakeClock) -> None:
+    # Only generators were run inside the attempt: a `map` (or `filter`, `iter(...)`) holding
+    # the tool's work ran when the result was written, past the timeout, and the call
+    # reported success after it.
+    def slow(row: int) -> dict[str, int]:
+        time.sleep(0.3)
+        return {"row": row}
+
+    ex = Executor(clock=clock, breaker=False, retry=RetryPolicy(max_attempts=1))
+    ex.register("rows", lambda args: map(slow, [1, 2, 3]), timeout=0.05)
+    ex.register("quick", lambda args: filter(None, [0, 1, 2]))
+    for result in (
+        ex.execute(Call("rows", "a", {})),
+        await ex.aexecute(Call("rows", "b", {})),
+    ):
+        assert result.state == "downstream_failed" and result.error is not None
+        assert result.error["type"] == "timeout"
+    assert ex.execute(Call("quick", "c", {})).value == [1, 2]
+    assert (await ex.aexecute(Call("quick", "d", {}))).value == [1, 2]
+
+
 class Charge(BaseModel):
     amount: int
     pin: SecretStr

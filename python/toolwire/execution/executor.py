@@ -83,6 +83,7 @@ from collections.abc import (
     Callable,
     Generator,
     Iterable,
+    Iterator,
     Mapping,
     Sequence,
 )
@@ -3167,10 +3168,11 @@ async def _then_awaited(value: Any) -> Any:
 
 
 def _drained(value: Any) -> Any:
-    """A generator a tool returned, run to its end now, inside the attempt: its work is the
-    tool's work (bound by the timeout, retried as the tool is, on the tool's thread), not
-    something the result's serialisation would do later, outside all of that."""
-    return list(cast(Generator[Any, None, None], value)) if inspect.isgenerator(value) else value
+    """A generator or other iterator a tool returned (a ``map``, a ``filter``), run to its end
+    now, inside the attempt: its work is the tool's work (bound by the timeout, retried as
+    the tool is, on the tool's thread), not something the result's serialisation would do
+    later, outside all of that (and, for an endless one, with no timeout to stop it)."""
+    return list(cast(Iterator[Any], value)) if isinstance(value, Iterator) else value
 
 
 async def _drained_async(value: Any) -> Any:
