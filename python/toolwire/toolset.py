@@ -2202,7 +2202,8 @@ class Toolset:
             text: The text.
 
         Returns:
-            The scrubbed text (`"[redaction failed]"` when the hook raised).
+            The scrubbed text (`"[redaction failed]"` when the hook raised, or returned
+            something other than a str).
         """
         tool = self._tools.get(call.name) if call.name is not None else None
         sent: object = getattr(call, "arguments", None)

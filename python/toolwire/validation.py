@@ -1406,7 +1406,8 @@ def scrubbed_text(
         hook: The `Toolset(redact=...)` hook, if any.
 
     Returns:
-        The scrubbed text, or `"[redaction failed]"` when the hook raised.
+        The scrubbed text, or `"[redaction failed]"` when the hook raised or returned
+        something other than a str.
     """
     try:
         # Numbers too: the hook hides an SSN or an account number typed as an int, as the
@@ -1425,13 +1426,22 @@ def scrubbed_text(
                 continue
             words = value if isinstance(value, str) else json.dumps(value)
             if words:
-                shown = hook(pointer(path), words)
+                shown = _hook_text(hook(pointer(path), words))
                 if shown != words:
                     # Quoted as `repr`, JSON or a URL writes it, too.
                     text = with_value_shown_as(text, words, shown)
-        return text if hook is None else hook("", text)
+        return text if hook is None else _hook_text(hook("", text))
     except Exception:
         return "[redaction failed]"
+
+
+def _hook_text(shown: object) -> str:
+    """What a redaction hook returned, which must be text. A hook that forgets to return the
+    text it leaves alone gives None: that fails the redaction (the text is withheld), where
+    passing it on made the caller raise (the executor's cut of a tool's error) or send it."""
+    if not isinstance(shown, str):
+        raise TypeError(f"the redact hook returned {type(shown).__name__}, not str")
+    return shown
 
 
 def secret_text(value: SecretStr | SecretBytes) -> str:

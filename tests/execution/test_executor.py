@@ -1305,6 +1305,35 @@ def test_a_rejection_subclass_without_its_fields_is_recorded_not_raised(
     assert again.state != "in_progress"
 
 
+class _Unprintable:
+    """A value whose text cannot be had: ``str()`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+def test_a_missing_field_without_text_is_recorded_not_raised() -> None:
+    # A `NeedsClarification` naming a field whose `str()` raises (a tool passing its field
+    # objects, not their names) raised out of `execute` and left the write's claim in
+    # progress, so the same call was answered `in_progress` until the lease ran out.
+    ex = Executor(ledger=MemoryLedger())
+    asked: list[int] = []
+
+    def tool(args: Any) -> str:
+        asked.append(1)
+        if len(asked) == 1:
+            raise NeedsClarification("which account?", missing=[_Unprintable(), "account_id"])  # type: ignore[list-item]
+        return "done"
+
+    ex.register("t", tool, side_effects=True)
+    first = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert first.state == "needs_clarification"
+    assert first.error is not None and first.error["missing"] == ["account_id"]
+    # Nothing was written: the claim was given back, and the same call runs once answered.
+    again = ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
+    assert (again.state, again.value) == ("ok", "done")
+
+
 async def test_a_generator_a_tool_returns_runs_inside_its_attempt(clock: FakeClock) -> None:
     # Its work is the tool's: bound by the timeout and retried, not run later when the result
     # is written (which took 1 s past a 0.1 s timeout and reported success).
@@ -1332,6 +1361,27 @@ async def test_a_generator_a_tool_returns_runs_inside_its_attempt(clock: FakeClo
     assert ex.execute(Call("charge", "c", {})).state == "downstream_failed" and ran == []
     done = await ex.aexecute(Call("charge", "d", {}))
     assert done.ok and done.value == [{"charged": True}] and ran == [1]
+
+
+async def test_a_lazy_iterator_a_tool_returns_runs_inside_its_attempt(clock: FakeClock) -> None:
+    # Only generators were run inside the attempt: a `map` (or `filter`, `iter(...)`) holding
+    # the tool's work ran when the result was written, past the timeout, and the call
+    # reported success after it.
+    def slow(row: int) -> dict[str, int]:
+        time.sleep(0.3)
+        return {"row": row}
+
+    ex = Executor(clock=clock, breaker=False, retry=RetryPolicy(max_attempts=1))
+    ex.register("rows", lambda args: map(slow, [1, 2, 3]), timeout=0.05)
+    ex.register("quick", lambda args: filter(None, [0, 1, 2]))
+    for result in (
+        ex.execute(Call("rows", "a", {})),
+        await ex.aexecute(Call("rows", "b", {})),
+    ):
+        assert result.state == "downstream_failed" and result.error is not None
+        assert result.error["type"] == "timeout"
+    assert ex.execute(Call("quick", "c", {})).value == [1, 2]
+    assert (await ex.aexecute(Call("quick", "d", {}))).value == [1, 2]
 
 
 class Charge(BaseModel):
@@ -1591,6 +1641,27 @@ def test_arguments_that_cannot_be_fingerprinted_are_refused_as_data(
         assert result.state == "validation_failed" and result.error is not None
         assert result.error["type"] == "invalid_arguments" and result.attempts == 0
     assert not ran and ex.observer.counts["calls"] == 3
+
+
+@pytest.mark.parametrize("raw", ['{"amount": 10', "[10]", "null", "refund everything"])
+@pytest.mark.parametrize("side_effects", [False, True])
+def test_argument_text_that_is_no_json_object_is_refused_not_run_with_nothing(
+    raw: str, side_effects: bool
+) -> None:
+    # A call built from its text alone was run with `{}` when that text did not read as a JSON
+    # object (cut off, a list): a write then took every default, never asked for.
+    ran: list[Any] = []
+    ex = Executor(observer=quiet_observer())
+    ex.register("refund", lambda args: ran.append(args) or "ran", side_effects=side_effects)
+    call = Call("refund", "c1", raw_arguments=raw)
+    results = [ex.execute(call), *asyncio.run(ex.aexecute_all([call]))]
+    for result in results:
+        assert result.state == "validation_failed" and result.error is not None
+        assert result.error["type"] == "invalid_arguments" and result.attempts == 0
+    assert not ran
+    # Text that reads as an object still runs.
+    assert ex.execute(Call("refund", "c2", raw_arguments='{"amount": 10}')).value == "ran"
+    assert ran == [{"amount": 10}]
 
 
 @dataclass

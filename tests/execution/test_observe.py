@@ -153,6 +153,40 @@ def test_one_structured_log_record_per_call(
     assert records[2].__dict__["toolwire"]["idempotency_key"] is None  # reads have no key
 
 
+def test_tool_names_the_model_made_up_stay_out_of_metric_labels_and_span_names(
+    otel: tuple[FakeTracer, FakeMeter], clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Each name a model made up became a label value of every counter and the histogram, and
+    # a span name, at any length: one more time series per hallucinated name, without bound.
+    tracer, meter = otel
+    ex = observed(otel, clock)
+    made_up = [f"get_weather_{i}" for i in range(20)] + ["x" * 10_000]
+    calls = [Call(name, f"c{i}", {}) for i, name in enumerate(made_up)]
+    refused = Call("lookup_" * 50, "r1", None, ok=False, kind="model_error")
+    with caplog.at_level(logging.INFO, logger="toolwire.execution"):
+        results = ex.execute_all([*calls, refused, Call("read", "ok1", {})])
+    # The calls are answered as before, each with the name it asked for.
+    assert [r.tool for r in results] == [*made_up, "lookup_" * 50, "read"]
+    assert [r.state for r in results][-3:] == ["tool_unavailable", "validation_failed", "ok"]
+    labels = {
+        point[1]["tool"]
+        for instrument in meter.instruments.values()
+        for point in instrument.points
+        if "tool" in point[1]
+    }
+    assert labels == {"(unregistered)", "read"}
+    assert {span.name for span in tracer.spans} == {
+        "toolwire.execute (unregistered)",
+        "toolwire.execute read",
+    }
+    # The log record still names what the model asked for, cut.
+    logged = [r.__dict__["toolwire"] for r in caplog.records if hasattr(r, "toolwire")]
+    asked = [record.get("requested_tool") for record in logged if record["call_id"] == "c20"]
+    assert asked == ["x" * 199 + "…"]
+    assert all(len(record.get("requested_tool", "")) <= 200 for record in logged)
+    assert [record["tool"] for record in logged if record["call_id"] == "ok1"] == ["read"]
+
+
 def test_failures_log_at_warning(clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
     ex = Executor({"t": lambda args: 1}, clock=clock, observer=Observer(otel=False))
     with caplog.at_level(logging.INFO, logger="toolwire.execution"):
@@ -283,6 +317,42 @@ def test_exception_text_is_logged_through_the_redaction_hook(
     # Text a tool wrote for the model goes through the same redaction.
     assert refused.error is not None and CARD not in refused.content()
     assert refused.error["reasons"] == ["card [card] is blocked"]
+
+
+def _hide_card_only(path: str, text: str) -> str:
+    # A hook that forgets to hand back the text it does not hide: it returns None for it.
+    if path == "/card":
+        return "[card]"
+    return None  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    "hook", [_hide_card_only, lambda path, text: text.encode() if path == "" else "[hidden]"]
+)
+def test_a_hook_that_returns_no_text_withholds_the_text_and_the_call_ends(
+    hook: Callable[[str, str], str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its None reached the cut of the exception's text: `execute` raised TypeError instead of
+    # returning the tool's failure, and a write's claim was left in progress.
+    def charge(args: Any) -> None:
+        raise RuntimeError(f"gateway declined card {args['card']}")
+
+    def refuse(args: Any) -> None:
+        raise BusinessRuleError(f"card {args['card']} is blocked")
+
+    ex = Executor(clock=FakeClock(), breaker=False, redact=hook, ledger=MemoryLedger())
+    ex.register("charge", charge, side_effects=True)
+    ex.register("refuse", refuse)
+    ctx = RequestContext("r", "s")
+    with caplog.at_level(logging.DEBUG, logger="toolwire.execution"):
+        failed = ex.execute(Call("charge", "c1", {"card": CARD}), ctx)
+        refused = ex.execute(Call("refuse", "c2", {"card": CARD}), ctx)
+    assert failed.state == "unknown_outcome" and refused.state == "downstream_failed"
+    assert refused.error is not None and refused.error["message"] == "[redaction failed]"
+    assert CARD not in caplog.text + failed.content() + refused.content()
+    assert "[redaction failed]" in caplog.text
+    # The write's outcome was recorded: the same call is answered from the ledger.
+    assert ex.execute(Call("charge", "c1", {"card": CARD}), ctx).state == "unknown_outcome"
 
 
 def test_a_number_the_hook_hides_is_hidden_too(caplog: pytest.LogCaptureFixture) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import email.utils
 import errno
 import json
+import logging
 import random
 import socket
 import time
@@ -21,6 +22,7 @@ import pytest
 import tenacity
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from toolwire.execution import (
     BreakerConfig,
@@ -371,6 +373,65 @@ def test_retry_then_success(clock: FakeClock) -> None:
     tool = Flaky(http_status(503), ConnectionResetError())
     result = executor_with(tool, clock).execute(Call("t", "c1", {}), RequestContext("r", "s"))
     assert result.state == "ok" and result.value == {"ok": 3} and result.attempts == 3
+
+
+class Ticket(BaseModel):
+    items: list[str]
+
+
+@pytest.mark.parametrize("sent", [{"items": ["a", "b"]}, Ticket(items=["a", "b"])])
+async def test_a_retry_gets_the_arguments_the_model_sent_not_what_a_try_left(
+    sent: Any, clock: FakeClock
+) -> None:
+    # Every attempt was handed the same object: a try that popped an item and then met a 503
+    # left its retry the rest, which sent "a" where the model asked for "b" (another
+    # operation than the call's, under the same idempotency key).
+    seen: list[list[str]] = []
+
+    def send(args: Any) -> str:
+        items = args["items"] if isinstance(args, dict) else args.items
+        seen.append(list(items))
+        item = items.pop()
+        if len(seen) == 1:
+            raise http_status(503)
+        return item
+
+    async def asend(args: Any) -> str:
+        return send(args)
+
+    for tool in (send, asend):
+        seen.clear()
+        ex = Executor(clock=clock, breaker=False)
+        ex.register("send", tool, side_effects=True)
+        call = Call("send", "c1", sent)
+        if tool is send:
+            result = ex.execute(call, RequestContext("r", "s"))
+        else:
+            result = await ex.aexecute(call, RequestContext("r", "s"))
+        assert (result.state, result.value, result.attempts) == ("ok", "b", 2)
+        assert seen == [["a", "b"], ["a", "b"]]
+    # The caller's arguments are left as they were sent.
+    assert (sent["items"] if isinstance(sent, dict) else sent.items) == ["a", "b"]
+
+
+def test_a_value_a_tool_takes_out_of_its_arguments_is_still_scrubbed(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The redaction hook was asked about the arguments after the tool ran: a password the
+    # tool popped off them was no longer among them, and its error text showed it.
+    def login(args: dict[str, str]) -> None:
+        password = args.pop("password")
+        raise ConnectionRefusedError(f"auth failed for {args['user']}:{password}")
+
+    def hide(path: str, text: str) -> str:
+        return "[hidden]" if path == "/password" else text
+
+    ex = Executor(clock=clock, breaker=False, redact=hide, retry=RetryPolicy(max_attempts=1))
+    ex.register("login", login)
+    with caplog.at_level(logging.DEBUG, logger="toolwire.execution"):
+        result = ex.execute(Call("login", "c1", {"user": "ann", "password": "hunter2"}))
+    assert result.state == "downstream_failed"
+    assert "auth failed for ann:[hidden]" in caplog.text and "hunter2" not in caplog.text
 
 
 def test_backoff_is_full_jitter_exponential(clock: FakeClock) -> None:

@@ -66,6 +66,7 @@ import asyncio
 import atexit
 import contextlib
 import contextvars
+import copy
 import hashlib
 import inspect
 import json
@@ -82,6 +83,7 @@ from collections.abc import (
     Callable,
     Generator,
     Iterable,
+    Iterator,
     Mapping,
     Sequence,
 )
@@ -216,6 +218,9 @@ _LATE_RECORD_WORKERS = 4
 _LATE_RECORD_AT_EXIT = 5.0
 # Errors listed in a refusal payload (as many as `Outcome.errors` holds).
 _MAX_ERRORS = 5
+# The tool's name in metric labels and span names for a call to a tool the executor does not
+# have: a name the model made up, which would add a time series per name, without bound.
+_UNREGISTERED = "(unregistered)"
 
 
 class ValidatedCall(Protocol):
@@ -261,6 +266,8 @@ class Call:
         call_id: Provider ``tool_call_id``.
         model: Validated model or plain mapping of arguments.
         raw_arguments: The argument text as the model sent it (kept for logs and replays).
+            Without ``model`` it is what the call runs with, and must read as a JSON object:
+            other text (cut off, a list) is refused as ``invalid_arguments``, never run.
         ok: Always true unless built from a failed validation.
         kind: Validation outcome kind.
         errors: Validation errors.
@@ -617,6 +624,9 @@ class _Run:
     lease_lost: bool = False
     """Set by the lease keeper's thread when a renewal found the write's claim no longer
     held (see `Executor._renewer`): no further attempt is made."""
+    registered: bool = True
+    """Whether the executor has a tool of the call's name: if not, the name is the model's
+    own, kept out of metric labels and span names (see `_UNREGISTERED`)."""
 
 
 def _whole_seconds(wait: float) -> float:
@@ -1292,6 +1302,9 @@ class Executor(LiveState):
             "retryable": False,
         }
         if record:
+            tool = cast(object, call.tool)  # a look-alike built wrongly may hold anything
+            with self._lock:
+                registered = isinstance(tool, str) and tool in self._tools
             run = _Run(
                 spec=ToolSpec(_missing_tool, name=call.tool),
                 call=call,
@@ -1300,10 +1313,13 @@ class Executor(LiveState):
                 args_hash="",
                 key=None,
                 started=self.clock.monotonic(),
-                span=self.observer.start_span(call.tool, call.call_id),
+                span=self.observer.start_span(
+                    call.tool if registered else _UNREGISTERED, call.call_id
+                ),
                 parse_time=None,
                 validation_time=None,
                 coercions=0,
+                registered=registered,
             )
             return self._finish(run, "downstream_failed", error=error)
         return ExecutionResult(
@@ -1337,7 +1353,9 @@ class Executor(LiveState):
         if coercions is None:
             raw = getattr(call, "coercions", 0)
             coercions = len(raw) if isinstance(raw, Sequence) else int(raw or 0)  # pyright: ignore[reportUnknownArgumentType]
-        span = self.observer.start_span(call.tool, call.call_id)
+        span = self.observer.start_span(
+            call.tool if spec is not None else _UNREGISTERED, call.call_id
+        )
         arguments = _arguments_of(call)
         declared = [secret_text(v) for v in _declared_secrets(call)]
         # Two digests of the arguments. The ledger gets `fingerprint`, over every value, secret
@@ -1351,6 +1369,9 @@ class Executor(LiveState):
         unreadable: Exception | None = None
         if call.ok:
             try:
+                # Text of a call its caller built that is no JSON object (cut off, a list)
+                # is refused like arguments without a canonical form.
+                arguments = _arguments_of(call, strict=True)
                 ledger_fingerprint = fingerprint(arguments, self._fingerprint_key)
                 args_hash = redacted_fingerprint(arguments, declared)
             except Exception as exc:  # a cycle, a value whose __repr__ raises
@@ -1379,6 +1400,7 @@ class Executor(LiveState):
             validation_time=validation_time,
             coercions=coercions,
             fingerprint=ledger_fingerprint,
+            registered=spec is not None,
         )
         if not call.ok:
             state, error = _refusal(call)
@@ -1402,7 +1424,7 @@ class Executor(LiveState):
             self.observer.log(
                 _log,
                 logging.ERROR,
-                "toolwire: call %s (%s) not run: its arguments cannot be fingerprinted: %s",
+                "toolwire: call %s (%s) not run: its arguments cannot be read: %s",
                 call.call_id,
                 spec.name,
                 type(unreadable).__name__,
@@ -2063,7 +2085,7 @@ class Executor(LiveState):
         kwargs: dict[str, Any] = {}
         if spec.context:
             kwargs["ctx"] = self._context_for(run, timeout)
-        arguments = run.arguments
+        arguments = _own_copy(run.arguments)
         if spec.unpack:
             fields = _fields_of(arguments)
             return lambda: _drained(spec.fn(**fields, **kwargs))
@@ -2527,7 +2549,7 @@ class Executor(LiveState):
             synthetic_id=_synthetic_id(run.call),
         )
         record: ExecutionRecord = {
-            "tool": run.call.tool,
+            "tool": run.call.tool if run.registered else _UNREGISTERED,
             "call_id": run.call.call_id,
             "request_id": run.context.request_id,
             "session_id": run.context.session_id or None,
@@ -2544,6 +2566,11 @@ class Executor(LiveState):
             "duplicate_execution": run.duplicate_execution,
             "unrecorded": run.unrecorded,
         }
+        if not run.registered:
+            asked = cast(object, run.call.tool)  # a look-alike built wrongly may hold anything
+            record["requested_tool"] = shown_text(
+                asked if isinstance(asked, str) else _safe_repr(asked)
+            )
         self.observer.finish(record, run.span)
         return result
 
@@ -2687,7 +2714,12 @@ def _attr_float(obj: object, name: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _arguments_of(call: ValidatedCall) -> Any:
+def _arguments_of(call: ValidatedCall, *, strict: bool = False) -> Any:
+    """The arguments a call is run with: its model, an ``Outcome``'s plain value, else its
+    argument text read as a JSON object. With ``strict`` (a call to run), text that is no
+    JSON object raises ``ValueError``: run with ``{}`` instead, a cut-off write would take
+    every default; otherwise (a refused call, whose text is only scrubbed) it reads as ``{}``.
+    """
     model = call.model
     if model is not None:
         return model
@@ -2703,9 +2735,13 @@ def _arguments_of(call: ValidatedCall) -> Any:
         try:
             parsed = json.loads(raw)
         except ValueError:
+            if strict:
+                raise
             return {}
         if isinstance(parsed, dict):
             return cast(dict[str, Any], parsed)
+        if strict:
+            raise ValueError(f"the argument text is a JSON {type(parsed).__name__}, not an object")
     return {}
 
 
@@ -2769,6 +2805,18 @@ def _unfit_arguments(spec: ToolSpec, arguments: Any) -> str | None:
         # Names only (a field the model made up among them): cut like any text it sent.
         return shown_text(_whole(exc))
     return None
+
+
+def _own_copy(arguments: Any) -> Any:
+    """The arguments for one attempt: a deep copy, so that what a tool changes in them (an
+    item popped off a list, a password taken out of the dict) reaches neither its retry,
+    which would make another operation than the one the model asked for, nor the scrubbing
+    of its error text, which would no longer know the value to hide. Arguments that cannot be
+    copied (a caller's call holding a client object) are handed over as they are."""
+    try:
+        return copy.deepcopy(arguments)
+    except Exception:
+        return arguments
 
 
 def _field(arguments: Any, name: str) -> Any:
@@ -2947,7 +2995,10 @@ def _error_payload(
     elif isinstance(exc, NeedsClarification):
         payload["message"] = _cut(scrub(_text_of(getattr(exc, "message", None)) or _whole(exc)))
         missing = _items_of(getattr(exc, "missing", None))[:_MAX_MISSING]
-        payload["missing"] = [shown_text(scrub(str(name))) for name in missing]
+        # A name without text (its `str()` raises) is left out: read with `str()`, it raised
+        # out of the call and left a write's claim in progress.
+        named = [_text_of(name) for name in missing]
+        payload["missing"] = [shown_text(scrub(name)) for name in named if name]
     if run.stop_reason not in (None, "not_retryable"):
         payload["stopped"] = run.stop_reason
     if run.breaker_rejected:
@@ -3117,10 +3168,11 @@ async def _then_awaited(value: Any) -> Any:
 
 
 def _drained(value: Any) -> Any:
-    """A generator a tool returned, run to its end now, inside the attempt: its work is the
-    tool's work (bound by the timeout, retried as the tool is, on the tool's thread), not
-    something the result's serialisation would do later, outside all of that."""
-    return list(cast(Generator[Any, None, None], value)) if inspect.isgenerator(value) else value
+    """A generator or other iterator a tool returned (a ``map``, a ``filter``), run to its end
+    now, inside the attempt: its work is the tool's work (bound by the timeout, retried as
+    the tool is, on the tool's thread), not something the result's serialisation would do
+    later, outside all of that (and, for an endless one, with no timeout to stop it)."""
+    return list(cast(Iterator[Any], value)) if isinstance(value, Iterator) else value
 
 
 async def _drained_async(value: Any) -> Any:

@@ -76,9 +76,14 @@ class ExecutionRecord(_RecordFields, total=False):
     ``unrecorded`` (optional, so records built before it still type-check; the executor always
     sets it): the write's outcome was not in the ledger when the call ended and is retried in
     the background (``ExecutionResult.unrecorded``).
+
+    ``requested_tool`` (only for a call to a tool the executor does not have): the name the
+    call asked for, cut to 200 characters. ``tool`` is then ``"(unregistered)"``, as the
+    span name and the metric labels say: names a model makes up would add a time series each.
     """
 
     unrecorded: bool
+    requested_tool: str
 
 
 class SpanLike(Protocol):
