@@ -2178,7 +2178,9 @@ fn registry_of(tools: &Bound<'_, PyAny>) -> PyResult<Arc<Registry>> {
 #[pyclass(subclass, name = "Assembler", module = "toolwire._core")]
 struct PyAssembler {
     /// The assembler inside the raw-SSE decoder, so `feed` and `feed_sse` share one state.
-    decoder: StreamDecoder,
+    /// Boxed: inline it made the object 960 bytes, copied at each of the moves that make
+    /// a new object, and too large for Python's small-object allocator.
+    decoder: Box<StreamDecoder>,
     /// Reused buffer for the UTF-8 form of non-ASCII `str` fragments.
     scratch: Vec<u8>,
     /// The path of the last progress item and its Python `str`.
@@ -2591,7 +2593,7 @@ impl PyAssembler {
         }
         .map_err(|e| misuse(&e))?;
         Ok(Self {
-            decoder: StreamDecoder::new(inner),
+            decoder: Box::new(StreamDecoder::new(inner)),
             scratch: Vec::new(),
             last_path: None,
             before_finish: None,
