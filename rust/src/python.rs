@@ -7,6 +7,7 @@
 //! `Assembler.feed`, called once per fragment, matches its own arguments (`install_feed`).
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use pyo3::create_exception;
@@ -950,11 +951,75 @@ struct PyToolCall {
     /// The verdict of a call `finish` scanned. A plain field rather than a filled `OnceLock`,
     /// whose guard made filling it a tenth of making a small call's object.
     scanned: Option<JsonVerdict>,
-    /// For a call `finish` left unscanned, set by its first reader: `.value` proves the text
-    /// valid with orjson and an outline, anything else scans it.
+    /// For a call `finish` left unscanned, set by its first reader that scans it.
     settled: OnceLock<JsonVerdict>,
+    /// For a call `finish` left unscanned, set when `.value` proved the text valid with orjson
+    /// and an outline: the verdict is [`JsonVerdict::ACCEPTED`]. A flag rather than `settled`
+    /// filled, whose `Once` cost as much as a tenth of a small call's `.value`.
+    accepted: AtomicBool,
     arguments: OnceLock<Py<PyString>>,
-    value: OnceLock<Py<PyAny>>,
+    value: ObjectCell,
+}
+
+/// The verdict of every call `.value` accepted unscanned (see `PyToolCall::accepted`).
+static ACCEPTED: JsonVerdict = JsonVerdict::ACCEPTED;
+
+/// A Python object set once, by the first of any threads that race to, and then read without
+/// a lock: a compare-and-swap of the pointer, where a `OnceLock` ran its `Once` to be set.
+struct ObjectCell(AtomicPtr<pyo3::ffi::PyObject>);
+
+impl ObjectCell {
+    const fn new() -> Self {
+        Self(AtomicPtr::new(std::ptr::null_mut()))
+    }
+
+    /// The object, once set.
+    fn get(&self) -> Option<&Py<PyAny>> {
+        let stored = self.0.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer is the cell's own strong reference, which is never
+        // replaced or released before the cell is dropped; `Py<PyAny>` is a transparent
+        // non-null pointer to the object, so the slot read as one is that reference.
+        (!stored.is_null()).then(|| unsafe { &*self.0.as_ptr().cast::<Py<PyAny>>() })
+    }
+
+    /// The object stored, built by `build` when there is none yet (as [`cached`]).
+    fn get_or_try_init<'py>(
+        &self,
+        py: Python<'py>,
+        build: impl FnOnce() -> PyResult<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(stored) = self.get() {
+            return Ok(stored.bind(py).clone());
+        }
+        let built = build()?;
+        let new = built.clone().into_ptr();
+        match self.0.compare_exchange(
+            std::ptr::null_mut(),
+            new,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => Ok(built),
+            Err(stored) => {
+                // SAFETY: `new` is the strong reference made above, which the cell did not
+                // take; `stored` is the cell's, alive as long as the cell (see `get`).
+                unsafe {
+                    drop(Bound::from_owned_ptr(py, new));
+                    Ok(Bound::from_borrowed_ptr(py, stored))
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ObjectCell {
+    fn drop(&mut self) {
+        let slot: *mut *mut pyo3::ffi::PyObject = self.0.get_mut();
+        // SAFETY: the slot holds null or the cell's own strong reference (see `get`), read
+        // out once, here; `Option<Py<PyAny>>` is a pointer that is null for `None`. Dropped
+        // as a `Py`, which defers the release when the interpreter is not attached.
+        drop(unsafe { std::ptr::read(slot.cast::<Option<Py<PyAny>>>()) });
+    }
 }
 
 /// What a `ToolCall` is made again from (`pickle`, `copy`): `(ordinal, index, id, name, type,
@@ -998,14 +1063,26 @@ impl PyToolCall {
             call,
             scanned,
             settled: OnceLock::new(),
+            accepted: AtomicBool::new(false),
             arguments: OnceLock::new(),
-            value: OnceLock::new(),
+            value: ObjectCell::new(),
         }
     }
 
+    /// The verdict, when known without a scan.
+    fn known_verdict(&self) -> Option<&JsonVerdict> {
+        if self.scanned.is_some() {
+            return self.scanned.as_ref();
+        }
+        if self.accepted.load(Ordering::Acquire) {
+            return Some(&ACCEPTED);
+        }
+        self.settled.get()
+    }
+
     fn verdict(&self) -> &JsonVerdict {
-        if let Some(scanned) = &self.scanned {
-            return scanned;
+        if let Some(known) = self.known_verdict() {
+            return known;
         }
         self.settled.get_or_init(|| {
             self.call.scan_unscanned().unwrap_or_else(|| JsonVerdict {
@@ -1039,7 +1116,7 @@ impl PyToolCall {
         }
         let value = orjson_value(py, text)?;
         // Another thread may have scanned it meanwhile; both verdicts agree.
-        let _ = self.settled.set(JsonVerdict::ACCEPTED);
+        self.accepted.store(true, Ordering::Release);
         Some(value)
     }
 }
@@ -1120,7 +1197,7 @@ impl PyToolCall {
         let this = slf.get();
         let call = &this.call;
         let limits = call.limits;
-        let verdict = this.scanned.as_ref().or_else(|| this.settled.get());
+        let verdict = this.known_verdict();
         rebuilt_by(
             &slf.get_type(),
             (
@@ -1239,8 +1316,8 @@ impl PyToolCall {
     /// complete JSON value.
     #[getter]
     fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        cached(py, &self.value, || {
-            if self.scanned.is_none() && self.settled.get().is_none() {
+        self.value.get_or_try_init(py, || {
+            if self.known_verdict().is_none() {
                 if let Some(value) = self.accepted_value(py) {
                     return Ok(value);
                 }
@@ -2178,7 +2255,9 @@ fn registry_of(tools: &Bound<'_, PyAny>) -> PyResult<Arc<Registry>> {
 #[pyclass(subclass, name = "Assembler", module = "toolwire._core")]
 struct PyAssembler {
     /// The assembler inside the raw-SSE decoder, so `feed` and `feed_sse` share one state.
-    decoder: StreamDecoder,
+    /// Boxed: inline it made the object 960 bytes, copied at each of the moves that make
+    /// a new object, and too large for Python's small-object allocator.
+    decoder: Box<StreamDecoder>,
     /// Reused buffer for the UTF-8 form of non-ASCII `str` fragments.
     scratch: Vec<u8>,
     /// The path of the last progress item and its Python `str`.
@@ -2591,7 +2670,7 @@ impl PyAssembler {
         }
         .map_err(|e| misuse(&e))?;
         Ok(Self {
-            decoder: StreamDecoder::new(inner),
+            decoder: Box::new(StreamDecoder::new(inner)),
             scratch: Vec::new(),
             last_path: None,
             before_finish: None,

@@ -4,8 +4,11 @@ exactly as a call scanned while it streamed: same error, same value, same number
 
 from __future__ import annotations
 
+import gc
 import json
+import sys
 import threading
+import weakref
 
 import pytest
 from hypothesis import given, settings
@@ -203,3 +206,31 @@ def test_a_digit_limit_below_plain_numbers_holds_when_the_value_is_read_first() 
         assert shown is not None and shown[0] == "number_too_long"
         assert verdict(text, False, max_number_digits=3)[0] == shown
     assert verdict('{"amount": 123}', True, max_number_digits=3)[1] == {"amount": 123}
+
+
+def test_value_is_one_object_that_the_call_keeps_and_lets_go() -> None:
+    assembler = Assembler()
+    assembler.feed(0, id="call_1", name="tool", arguments='{"a": [1, {"b": "c"}]}')
+    (call,) = assembler.finish()
+    value = call.value
+    assert call.value is value
+    held = sys.getrefcount(value)
+    del call, assembler
+    gc.collect()
+    assert sys.getrefcount(value) == held - 1
+
+
+def test_a_value_that_holds_its_call_is_collected() -> None:
+    class Marker:
+        pass
+
+    assembler = Assembler()
+    assembler.feed(0, id="call_1", name="tool", arguments='{"a": 1}')
+    (call,) = assembler.finish()
+    marker = Marker()
+    alive = weakref.ref(marker)
+    call.value["marker"] = marker
+    call.value["call"] = call
+    del marker, call, assembler
+    gc.collect()
+    assert alive() is None

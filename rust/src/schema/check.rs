@@ -238,7 +238,9 @@ enum Payload<'a> {
 #[derive(Debug)]
 pub struct Checker {
     schema: Arc<ToolSchema>,
-    st: State,
+    /// Boxed, so a new checker moves into its call as a pointer; taken in `drop`, to go back
+    /// to the schema's pool.
+    st: std::mem::ManuallyDrop<Box<State>>,
 }
 
 #[derive(Debug, Default)]
@@ -283,75 +285,96 @@ struct State {
     errors: Vec<Error>,
 }
 
-/// Most buffer sets a schema keeps for its next checkers: a stream checks its calls one after
-/// another, so one set per thread checking the tool at once is all that is ever taken.
+/// Most states a schema keeps for its next checkers: a stream checks its calls one after
+/// another, so one state per thread checking the tool at once is all that is ever taken.
 const POOLED_SETS: usize = 8;
-/// A set whose buffers grew past this many bytes (a call of unusual depth) is freed, not kept.
+/// A state whose buffers grew past this many bytes (a call of unusual depth) is freed, not kept.
 const POOLED_BYTES: usize = 16 << 10;
 
-/// The buffers a checker starts with. A finished checker gives them back to its schema's
-/// [`BufferPool`] for the next call of the tool: made for every call, their four allocations
-/// and frees were over 1% of the instructions of pre-checking a 200 B call.
-#[derive(Debug)]
-pub(crate) struct Buffers {
-    slots: Vec<Slot>,
-    frames: Vec<Frame>,
-    bits: Vec<u64>,
-    text: Vec<u8>,
-}
-
-impl Buffers {
-    /// New buffers, each one allocation sized for a typical tool call (a few levels, a few
-    /// slots per value), instead of growth from empty at every call's first values.
-    fn new() -> Self {
-        Self {
+impl State {
+    /// A state whose buffers are each one allocation sized for a typical tool call (a few
+    /// levels, a few slots per value), instead of growth from empty at every call's first
+    /// values.
+    fn with_buffers() -> Box<Self> {
+        Box::new(Self {
             slots: Vec::with_capacity(16),
             frames: Vec::with_capacity(8),
             bits: Vec::with_capacity(4),
             text: Vec::with_capacity(32),
-        }
+            ..Self::default()
+        })
     }
 
+    /// The bytes its buffers hold.
     fn bytes(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<Slot>()
             + self.frames.capacity() * std::mem::size_of::<Frame>()
             + self.bits.capacity() * 8
+            + self.keys.capacity()
             + self.text.capacity()
+            + self.num.capacity()
+    }
+
+    /// Back to a new checker's state, keeping the buffers' room.
+    fn reset(&mut self) {
+        let mut slots = std::mem::take(&mut self.slots);
+        let mut frames = std::mem::take(&mut self.frames);
+        let mut bits = std::mem::take(&mut self.bits);
+        let mut keys = std::mem::take(&mut self.keys);
+        let mut text = std::mem::take(&mut self.text);
+        let mut num = std::mem::take(&mut self.num);
+        slots.clear();
+        frames.clear();
+        bits.clear();
+        keys.clear();
+        text.clear();
+        num.clear();
+        *self = Self {
+            slots,
+            frames,
+            bits,
+            keys,
+            text,
+            num,
+            ..Self::default()
+        };
     }
 }
 
-/// Emptied [`Buffers`] of finished checkers, kept by a compiled schema (shared by every
-/// stream and thread). Never waited on: when another thread holds it, a checker makes new
-/// buffers, or frees its own.
+/// The states of finished checkers, emptied, kept by a compiled schema (shared by every stream
+/// and thread) for the next calls of the tool. Made for every call, the buffers' allocations
+/// and frees were over 1% of the instructions of pre-checking a 200 B call; kept inline in the
+/// checker, the state (about 500 bytes) was copied at each of the five moves that take a new
+/// checker into its call. Never waited on: when another thread holds the pool, a checker makes
+/// a new state, or frees its own.
+// The states stay boxed in the pool: a checker takes its box as it is, a pointer.
+#[allow(clippy::vec_box)]
 #[derive(Debug, Default)]
-pub(crate) struct BufferPool(std::sync::Mutex<Vec<Buffers>>);
+pub(crate) struct BufferPool(std::sync::Mutex<Vec<Box<State>>>);
 
 impl BufferPool {
-    fn take(&self) -> Buffers {
+    fn take(&self) -> Box<State> {
         self.0
             .try_lock()
             .ok()
-            .and_then(|mut sets| sets.pop())
-            .unwrap_or_else(Buffers::new)
+            .and_then(|mut states| states.pop())
+            .unwrap_or_else(State::with_buffers)
     }
 
-    /// How many sets are kept.
+    /// How many states are kept.
     #[cfg(test)]
     pub(crate) fn pooled(&self) -> usize {
-        self.0.lock().map_or(0, |sets| sets.len())
+        self.0.lock().map_or(0, |states| states.len())
     }
 
-    fn give(&self, mut buffers: Buffers) {
-        if buffers.bytes() > POOLED_BYTES {
+    fn give(&self, mut state: Box<State>) {
+        if state.bytes() > POOLED_BYTES {
             return;
         }
-        buffers.slots.clear();
-        buffers.frames.clear();
-        buffers.bits.clear();
-        buffers.text.clear();
-        if let Ok(mut sets) = self.0.try_lock() {
-            if sets.len() < POOLED_SETS {
-                sets.push(buffers);
+        state.reset();
+        if let Ok(mut states) = self.0.try_lock() {
+            if states.len() < POOLED_SETS {
+                states.push(state);
             }
         }
     }
@@ -359,13 +382,9 @@ impl BufferPool {
 
 impl Drop for Checker {
     fn drop(&mut self) {
-        let st = &mut self.st;
-        self.schema.buffers.give(Buffers {
-            slots: std::mem::take(&mut st.slots),
-            frames: std::mem::take(&mut st.frames),
-            bits: std::mem::take(&mut st.bits),
-            text: std::mem::take(&mut st.text),
-        });
+        // SAFETY: `st` is taken once, here, and the checker is not used after its drop.
+        let st = unsafe { std::mem::ManuallyDrop::take(&mut self.st) };
+        self.schema.buffers.give(st);
     }
 }
 
@@ -373,19 +392,7 @@ impl Checker {
     /// A checker for one call of the tool whose compiled schema is `schema`.
     #[must_use]
     pub fn new(schema: Arc<ToolSchema>) -> Self {
-        let Buffers {
-            slots,
-            frames,
-            bits,
-            text,
-        } = schema.buffers.take();
-        let st = State {
-            slots,
-            frames,
-            bits,
-            text,
-            ..State::default()
-        };
+        let st = std::mem::ManuallyDrop::new(schema.buffers.take());
         Self { schema, st }
     }
 
@@ -405,7 +412,7 @@ impl Checker {
     /// path is a secret of the schema (see [`ToolSchema::set_secrets`]); call it after each
     /// piece of text and at the end, before the errors are read.
     pub fn redact_secrets(&mut self) {
-        let st = &mut self.st;
+        let st: &mut State = &mut self.st;
         if st.errors.len() <= st.redacted && st.early_forms.len() <= st.early_redacted {
             return;
         }
@@ -533,7 +540,7 @@ impl Visitor for Checker {
 
     #[inline]
     fn value_start(&mut self, kind: ValueKind, offset: usize) {
-        let st = &mut self.st;
+        let st: &mut State = &mut self.st;
         // Inside an unchecked container only the depth counts (unless a container `enum`
         // captures the text): kept inline, as most values of a loosely typed call are here.
         if st.skip > 0 && !st.capture.is_active() {
@@ -550,7 +557,7 @@ impl Visitor for Checker {
 
     #[inline]
     fn key_piece(&mut self, piece: &[u8], offset: usize, escaped: bool) {
-        let st = &mut self.st;
+        let st: &mut State = &mut self.st;
         if st.skip == 0 && !st.full && st.frames.last().is_some_and(|f| f.steps_keys) {
             st.key_piece(&self.schema.nodes, piece, offset, escaped);
         }
@@ -574,7 +581,7 @@ impl Visitor for Checker {
 
     #[inline]
     fn key_end_bytes(&mut self, key: &[u8], offset: usize) {
-        let st = &mut self.st;
+        let st: &mut State = &mut self.st;
         if st.skip > 0 && !st.capture.is_active() {
             return;
         }
@@ -588,7 +595,7 @@ impl Visitor for Checker {
 
     #[inline]
     fn string_piece(&mut self, piece: &[u8], offset: usize, escaped: bool) {
-        let st = &mut self.st;
+        let st: &mut State = &mut self.st;
         if !st.want_str {
             return; // declined; a `Both` partner asked for it
         }
@@ -601,7 +608,7 @@ impl Visitor for Checker {
 
     #[inline]
     fn string_end(&mut self, offset: usize) {
-        let st = &mut self.st;
+        let st: &mut State = &mut self.st;
         if !st.want_str {
             // Nothing reads this string's text: no capture, no string rule or enum (so no
             // pending string error either).
@@ -631,7 +638,7 @@ impl Visitor for Checker {
 
     #[inline]
     fn number_end_bytes(&mut self, lexeme: &[u8], offset: usize) {
-        let st = &mut self.st;
+        let st: &mut State = &mut self.st;
         if st.capture.is_active() {
             let number = std::str::from_utf8(lexeme).ok().and_then(Decimal::parse);
             st.capture.push(number.map_or(Canon::Null, Canon::Num));
@@ -650,7 +657,7 @@ impl Visitor for Checker {
 
     #[inline]
     fn literal_end(&mut self, kind: ValueKind, value: bool, offset: usize) {
-        let st = &mut self.st;
+        let st: &mut State = &mut self.st;
         let payload = if kind == ValueKind::Null {
             Payload::Null
         } else {
@@ -677,7 +684,7 @@ impl Visitor for Checker {
 
     #[inline]
     fn container_end(&mut self, _kind: ValueKind, offset: usize) {
-        let st = &mut self.st;
+        let st: &mut State = &mut self.st;
         if st.skip > 1 && !st.capture.is_active() {
             st.skip -= 1;
             return;
