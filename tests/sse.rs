@@ -3182,3 +3182,44 @@ fn chat_custom_tool_calls_are_calls_of_their_free_form_pieces() {
     assert!(o.call(0).warnings.is_empty(), "{o:?}");
     assert_eq!(o, run_chunks(body.as_bytes().chunks(1)));
 }
+
+#[test]
+fn responses_messages_and_gemini_text_keep_their_places_among_the_calls() {
+    // A call, then two messages: each message's place goes on the call, so that the next turn
+    // sends both after it, each a message of its own.
+    let responses = concat!(
+        "data: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"status\":\"in_progress\",\"output\":[]}}\n\n",
+        "data: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"call_1\",\"name\":\"ping\",\"arguments\":\"\"}}\n\n",
+        "data: {\"type\":\"response.function_call_arguments.delta\",\"item_id\":\"fc_1\",\"output_index\":0,\"delta\":\"{}\"}\n\n",
+        "data: {\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"call_1\",\"name\":\"ping\",\"arguments\":\"{}\"}}\n\n",
+        "data: {\"type\":\"response.output_item.added\",\"output_index\":1,\"item\":{\"type\":\"message\",\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[]}}\n\n",
+        "data: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_1\",\"output_index\":1,\"content_index\":0,\"delta\":\"Pinged.\"}\n\n",
+        "data: {\"type\":\"response.output_item.added\",\"output_index\":2,\"item\":{\"type\":\"message\",\"id\":\"msg_2\",\"role\":\"assistant\",\"content\":[]}}\n\n",
+        "data: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_2\",\"output_index\":2,\"content_index\":0,\"delta\":\"Anything else?\"}\n\n",
+        "data: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"status\":\"completed\",\"output\":[]}}\n\n",
+    );
+    // Text and a call in one chunk, then text cut over two chunks: one block after the call.
+    let gemini = concat!(
+        "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Checking.\"},{\"functionCall\":{\"name\":\"ping\",\"args\":{}}}]}}]}\n\n",
+        "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Pin\"}]}}]}\n\n",
+        "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"ged.\"}]},\"finishReason\":\"STOP\"}]}\n\n",
+    );
+    for (body, metadata) in [
+        (
+            responses,
+            [("item_id", "\"fc_1\""), ("text_after", "[[0,0],[7,0]]")],
+        ),
+        (
+            gemini,
+            [("text_before", "[[0,0]]"), ("text_after", "[[9,0]]")],
+        ),
+    ] {
+        let o = run(body.as_bytes());
+        let expected: Vec<(String, String)> = metadata
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        assert_eq!(o.call(0).metadata, expected, "{o:?}");
+        assert_eq!(o, run_chunks(body.as_bytes().chunks(1)));
+    }
+}

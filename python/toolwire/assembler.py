@@ -215,11 +215,11 @@ class Assembler(_core.Assembler, LiveState):
             state[_LIMIT_TOLD] = True
         return info
 
-    def _text_block(self) -> None:
-        """A text block starts in this chunk, before its text: its place among the calls and
-        reasoning blocks goes on the calls at finish (metadata `text_before`, `text_after`),
-        as `feed_sse` places the blocks it reads."""
-        self._mark_text_block(self.__dict__.get(_SAID, 0))
+    def _text_block(self, pending: int = 0, /) -> None:
+        """A text block starts in this chunk, after `pending` characters of its text: its
+        place among the calls and reasoning blocks goes on the calls at finish (metadata
+        `text_before`, `text_after`), as `feed_sse` places the blocks it reads."""
+        self._mark_text_block(self.__dict__.get(_SAID, 0) + pending)
 
     def text_tail(self) -> str:
         """Text still owed by `feed_chunk` at the end: U+FFFD for a held, unpaired surrogate half.

@@ -1755,10 +1755,10 @@ def assistant_turn(
 
     Append the items to the conversation, then the results: `openai-chat` gives one
     `assistant` message with `tool_calls` (`{"type": "custom", "custom": {"name", "input"}}`
-    for a custom tool's call); `openai-responses` the assistant text as a message
-    item, then one `function_call` item per call (a `custom_tool_call` item, its `input` the
+    for a custom tool's call); `openai-responses` the assistant text as message items and
+    one `function_call` item per call (a `custom_tool_call` item, its `input` the
     call's text, for a custom tool's call: type `custom`); `anthropic` one `assistant` message of
-    `text` blocks and `tool_use` blocks; `gemini` one `model` content of a `text` part and
+    `text` blocks and `tool_use` blocks; `gemini` one `model` content of `text` parts and
     `functionCall` parts; `bedrock-converse` one `assistant` message of `text` blocks and
     `toolUse` blocks. An empty list when there is neither text, nor a call, nor an item of
     `reasoning` that goes back.
@@ -1774,29 +1774,31 @@ def assistant_turn(
     as the API wants the message echoed: each call after the blocks that came before it
     (metadata `reasoning_before`, their number, set by the assembler: interleaved thinking
     puts blocks between the calls), blocks after the last call at the end; with calls that
-    carry no such count, all blocks first, then the text and the calls. The Anthropic and
-    Bedrock text goes back in the blocks the model wrote it in, each in its place among the
-    calls and reasoning blocks, where the assembler wrote the places on the calls (metadata
+    carry no such count, all blocks first, then the text and the calls. The text goes back in
+    the blocks the model wrote it in (Anthropic and Bedrock text blocks, Responses `message`
+    items, Gemini text parts that no call came between), each in its place among the calls
+    and reasoning blocks, where the assembler wrote the places on the calls (metadata
     `text_before` and `text_after`, lists of `[characters of the text before the block,
     reasoning blocks before it]`, set at finish when the text was not one block right
     before the first call); `text` must then be the stream's own (`stream.text`, or the
     chunks' `ChunkInfo.text` joined), else (places past its end, or none) it goes as one
-    block right before the first call. A block of nothing but white space is left out: the
-    APIs refuse one. The Responses `reasoning` items (a stateless
+    block right before the first call. An Anthropic or Bedrock block of nothing but white
+    space is left out: the APIs refuse one. The Responses `reasoning` items (a stateless
     request, `store=False`, must carry them, with their `encrypted_content`) each go right
     before the item that followed it in the output, as the API requires: the call whose
     metadata `reasoning_id` names it (the assembler sets it), which then also keeps its own id
     (`fc_...`, metadata `item_id`) as the output had it, else the hosted item right after it
-    in `reasoning`, else the text's message (the last such item only: the text is one
-    message). One whose follower is not in the turn (a call left out, no text) is left out
-    with a `RuntimeWarning`: the API refuses it alone. A call without a reasoning item before
-    it goes without its item id, which the API would pair with a reasoning item the turn
-    lacks. The Responses hosted items the assembler keeps with the reasoning items (a hosted
-    tool's call, `web_search_call`..., or `computer_call` and the like) go back as they came,
-    each after the reasoning item before it, in their places among the calls (metadata
-    `hosted_before`, how many came before a call, which the assembler sets; a call that
-    carries none goes before them all) and the text right before the first call, or after
-    them with no call. They are no calls: `tool_messages` answers none of them (an item the
+    in `reasoning`, else the message right after it (without places, the last such item
+    only, before the text's one message). One whose follower is not in the turn (a call left
+    out, no text) is left out with a `RuntimeWarning`: the API refuses it alone. A call
+    without a reasoning item before it goes without its item id, which the API would pair
+    with a reasoning item the turn lacks. The Responses hosted items the assembler keeps with
+    the reasoning items (a hosted tool's call, `web_search_call`..., or `computer_call` and
+    the like) go back as they came, each after the reasoning item before it, in their places
+    among the calls (metadata `hosted_before`, how many came before a call, which the
+    assembler sets; a call that carries none goes before them all), and each message in its
+    place among them (without places, the text right before the first call, or after them
+    with no call). They are no calls: `tool_messages` answers none of them (an item the
     application answers itself, such as a `computer_call`, needs its output appended by the
     application). A call of a tool declared inside a Responses `namespace` tool goes with its
     `namespace` (metadata `namespace`, set by the assembler) beside its bare name. A call without
@@ -1814,8 +1816,8 @@ def assistant_turn(
     Args:
         calls: The completed calls, in the order the model made them.
         style: The provider message shape, as in `tool_messages`.
-        text: The assistant text that came with the calls, if any: with `"anthropic"` and
-            `"bedrock-converse"` the stream's own, to be cut into its blocks.
+        text: The assistant text that came with the calls, if any: the stream's own, to be
+            cut into its blocks where the calls say (every style but `"openai-chat"`).
         reasoning: The turn's reasoning (`Assembler.reasoning`), sent where the APIs require
             it: with `style="anthropic"` its `thinking` and `redacted_thinking` blocks and with
             `"bedrock-converse"` its `reasoningContent` blocks in their places among the
@@ -1861,8 +1863,7 @@ def assistant_turn(
     if style == "openai-responses":
         return _responses_turn(calls, said, thoughts)
     if style == "gemini":
-        parts: list[dict[str, Any]] = [{"text": said}] if said else []
-        parts += [_gemini_call(call) for call in calls]
+        parts = _interleaved(calls, [], said, _gemini_text, [_gemini_call(call) for call in calls])
         return [{"role": "model", "parts": parts}] if parts else []
     uses: list[dict[str, Any]]
     if style == "anthropic":
@@ -1901,6 +1902,11 @@ def _converse_text(said: str) -> dict[str, Any] | None:
     return {"text": said} if said.strip() else None
 
 
+def _gemini_text(said: str) -> dict[str, Any] | None:
+    # All the text the model wrote goes back, white space too: only an empty part is left out.
+    return {"text": said} if said else None
+
+
 def _interleaved(
     calls: Sequence[_SentCall],
     thoughts: list[dict[str, Any]],
@@ -1908,14 +1914,14 @@ def _interleaved(
     said_block: Callable[[str], dict[str, Any] | None],
     uses: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """The blocks of an Anthropic or Bedrock turn in the order the model wrote them: each call
-    right after the reasoning blocks that came before it (metadata `reasoning_before`, their
-    number, which the assembler sets), each text block in its place (metadata `text_before`
-    and `text_after`, see `_text_places`), and the reasoning after the last call at the end.
-    The API wants the message back as it came; interleaved thinking puts reasoning between
-    the calls, and a model may write text between or after them. Without places the text is
-    one block right before the first call; calls that carry no count (none came before them,
-    or calls made by hand) follow all the reasoning when none has one."""
+    """The blocks of an Anthropic or Bedrock turn (the parts of a Gemini one, which has no reasoning
+    blocks) in the order the model wrote them: each call right after the reasoning blocks that came
+    before it (metadata `reasoning_before`, their number, which the assembler sets), each text block
+    in its place (metadata `text_before` and `text_after`, see `_text_places`), and the reasoning
+    after the last call at the end. The API wants the message back as it came; interleaved thinking
+    puts reasoning between the calls, and a model may write text between or after them. Without
+    places the text is one block right before the first call; calls that carry no count (none came
+    before them, or calls made by hand) follow all the reasoning when none has one."""
     counts = [_counted(_metadata(call), "reasoning_before") for call in calls]
     places = _text_places(calls, len(said))
     if places is None:
@@ -1924,12 +1930,10 @@ def _interleaved(
         if not any(counts):
             return thoughts + said_blocks + uses
         places = [(0, 0, count) for count in counts[:1]] if said_blocks else []
-    # Each text block, by the number of calls before it, with the reasoning count before it;
-    # the first one also takes the text before its place (that of calls left out of the turn).
-    ends = [at for _, at, _ in places[1:]] + [len(said)] if places else []
+    # Each text block, by the number of calls before it, with the reasoning count before it.
     texts: dict[int, list[tuple[dict[str, Any] | None, int]]] = {}
-    for i, ((gap, at, reasoning), end) in enumerate(zip(places, ends, strict=True)):
-        texts.setdefault(gap, []).append((said_block(said[at if i else 0 : end]), reasoning))
+    for gap, piece, reasoning in _text_blocks(said, places):
+        texts.setdefault(gap, []).append((said_block(piece), reasoning))
     ordered: list[tuple[dict[str, Any] | None, int]] = []
     for gap, (use, count) in enumerate(zip(uses, counts, strict=True)):
         ordered += texts.get(gap, [])
@@ -1947,13 +1951,13 @@ def _interleaved(
 
 
 def _text_places(calls: Sequence[_SentCall], length: int) -> list[tuple[int, int, int]] | None:
-    """Where each text block of an Anthropic or Bedrock message began, as the assembler wrote it
-    on the calls: metadata `text_before` (the blocks between the call before and this one) and
-    `text_after` (the blocks after the call), each block `[characters of the text before it,
-    reasoning blocks before it]`. Each place as (the number of calls before it, characters,
-    reasoning blocks); None when no call carries one, or when they do not fit `length`
-    characters of text in order (text other than the stream's): the text then goes as one
-    block."""
+    """Where each text block of a message began (an Anthropic or Bedrock text block, a Responses
+    `message` item, a run of Gemini text parts), as the assembler wrote it on the calls: metadata
+    `text_before` (the blocks between the call before and this one) and `text_after` (the blocks
+    after the call), each block `[characters of the text before it, reasoning blocks before it]`.
+    Each place as (the number of calls before it, characters, reasoning blocks); None when no call
+    carries one, or when they do not fit `length` characters of text in order (text other than the
+    stream's): the text then goes as one block."""
     places: list[tuple[int, int, int]] = []
     for index, call in enumerate(calls):
         metadata = _metadata(call)
@@ -1976,6 +1980,19 @@ def _text_places(calls: Sequence[_SentCall], length: int) -> list[tuple[int, int
     return places
 
 
+def _text_blocks(said: str, places: list[tuple[int, int, int]]) -> list[tuple[int, str, int]]:
+    """`said` cut at its `places` (`_text_places`): each block as (the number of calls before
+    it, its text, the reasoning blocks before it). The first block also takes the text before
+    its place: that of calls left out of the turn."""
+    if not places:
+        return []
+    ends = [at for _, at, _ in places[1:]] + [len(said)]
+    return [
+        (gap, said[at if i else 0 : end], reasoning)
+        for i, ((gap, at, reasoning), end) in enumerate(zip(places, ends, strict=True))
+    ]
+
+
 def _count(value: object) -> TypeGuard[int]:
     """Whether `value` is a count: an `int`, not a `bool`, of at least 0."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
@@ -1993,21 +2010,50 @@ def _responses_turn(
 ) -> list[dict[str, Any]]:
     """The Responses items of a turn in the order of the output. Each reasoning item goes
     right before the item that followed it there: the call whose metadata `reasoning_id` names
-    it, else the hosted item right after it in `thoughts`, else the assistant text. The API
-    refuses a reasoning item sent without its following item (and one right after another),
-    so one whose follower is not in the turn is left out, with a warning. Hosted items go
-    between the calls as they came (metadata `hosted_before`: how many came before a call),
-    the text right before the first call (or last, with no call)."""
+    it, else the hosted item right after it in `thoughts`, else the message right after it.
+    The API refuses a reasoning item sent without its following item (and one right after
+    another), so one whose follower is not in the turn is left out, with a warning. Hosted
+    items go between the calls as they came (metadata `hosted_before`: how many came before a
+    call). Each message of the output goes back as a message of its own, in its place among
+    the calls and the items of `thoughts` (metadata `text_before` and `text_after`, see
+    `_text_places`); without places, the text is one message right before the first call
+    (last, with no call), after the last reasoning item that no other item followed."""
     # Each call's metadata is built anew on every read of a native call: read once here.
     metadata = [_metadata(call) for call in calls]
     rs_ids = [_reasoning_id(held) for held in metadata]
     named = set(rs_ids) - {None}
+    places = _text_places(calls, len(said)) if said else None
+    # Each message as (calls before it, its text, the items of `thoughts` before it, or None:
+    # right before the first call).
+    messages: list[tuple[int, str, int | None]] = [
+        (gap, text, min(count, len(thoughts)))
+        for gap, text, count in _text_blocks(said, places or [])
+        if text
+    ]
+    if said and places is None:
+        messages = [(0, said, None)]
+    # The first message at each count of items before it: a reasoning item waiting there
+    # was followed by that message.
+    opens: dict[int, int] = {}
+    for number, (_, _, count) in enumerate(messages):
+        if count is not None:
+            opens.setdefault(count, number)
     before: dict[str, dict[str, Any]] = {}
+    own: dict[int, list[dict[str, Any]]] = {}
     loose: list[dict[str, Any]] = []
-    # Each hosted item, after the reasoning item that came right before it, if any.
+    # Each hosted item, after the reasoning item that came right before it, if any; and the
+    # number of hosted items before each place among `thoughts`.
     hosted: list[list[dict[str, Any]]] = []
+    hosted_at: list[int] = []
     waiting: dict[str, Any] | None = None
-    for thought in thoughts:
+    for place, thought in enumerate([*thoughts, None]):
+        opened = opens.get(place)
+        if opened is not None and waiting is not None:
+            own[opened] = [waiting]
+            waiting = None
+        hosted_at.append(len(hosted))
+        if thought is None:
+            break
         if thought.get("type") != "reasoning":
             hosted.append([thought] if waiting is None else [waiting, thought])
             waiting = None
@@ -2022,10 +2068,9 @@ def _responses_turn(
             waiting = thought
     if waiting is not None:
         loose.append(waiting)
-    message: list[dict[str, Any]] = []
-    if said:
+    if messages and messages[0][2] is None:
         # The text is one message: of the items before messages, only the last goes with it.
-        message = [*loose[-1:], {"role": "assistant", "content": said}]
+        own[0] = loose[-1:]
         loose = loose[:-1]
     if loose:
         warnings.warn(
@@ -2034,37 +2079,54 @@ def _responses_turn(
             RuntimeWarning,
             stacklevel=3,
         )
+    # The messages by the number of calls before them, each with the number of hosted items
+    # before it (one without a place: those before the first call).
+    first = _counted(metadata[0], "hosted_before") if calls else len(hosted)
+    said_at: dict[int, list[tuple[int, list[dict[str, Any]]]]] = {}
+    for number, (gap, text, count) in enumerate(messages):
+        message = [*own.get(number, []), {"role": "assistant", "content": text}]
+        said_at.setdefault(gap, []).append((first if count is None else hosted_at[count], message))
+    ordered: list[tuple[int, list[dict[str, Any]]]] = []
+    for gap, (call, rs_id, held) in enumerate(zip(calls, rs_ids, metadata, strict=True)):
+        ordered += said_at.get(gap, [])
+        thought = None if rs_id is None else before.pop(rs_id, None)
+        ordered.append((_counted(held, "hosted_before"), _responses_call(call, held, thought)))
+    ordered += said_at.get(len(calls), [])
     items: list[dict[str, Any]] = []
     sent = 0
-    for call, rs_id, held in zip(calls, rs_ids, metadata, strict=True):
-        upto = min(max(_counted(held, "hosted_before"), sent), len(hosted))
+    for count, group in ordered:
+        upto = min(max(count, sent), len(hosted))
         for unit in hosted[sent:upto]:
             items += unit
         sent = upto
-        items += message
-        message = []
-        thought = None if rs_id is None else before.pop(rs_id, None)
-        item: dict[str, Any] = {
-            "type": "custom_tool_call" if is_free_form(call) else "function_call",
-            "call_id": sent_id(call_id_for(call), "openai-responses"),
-            "name": _sent_name(call),
-            "input" if is_free_form(call) else "arguments": call.arguments,
-        }
-        namespace = held.get("namespace")
-        if isinstance(namespace, str) and namespace:
-            # Its name is the bare name inside that `namespace` tool: without it, the call
-            # sent back names another tool, or none.
-            item["namespace"] = namespace
-        if thought is not None:
-            items.append(thought)
-            item_id = held.get("item_id")
-            if isinstance(item_id, str) and item_id:
-                # Sent as the output had it, with the reasoning item it follows.
-                item = {"id": item_id, **item}
-        items.append(item)
+        items += group
     for unit in hosted[sent:]:
         items += unit
-    return items + message
+    return items
+
+
+def _responses_call(
+    call: _SentCall, held: Mapping[str, Any], thought: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """A call's Responses item (`held`: its metadata), after the reasoning item before it."""
+    item: dict[str, Any] = {
+        "type": "custom_tool_call" if is_free_form(call) else "function_call",
+        "call_id": sent_id(call_id_for(call), "openai-responses"),
+        "name": _sent_name(call),
+        "input" if is_free_form(call) else "arguments": call.arguments,
+    }
+    namespace = held.get("namespace")
+    if isinstance(namespace, str) and namespace:
+        # Its name is the bare name inside that `namespace` tool: without it, the call
+        # sent back names another tool, or none.
+        item["namespace"] = namespace
+    if thought is None:
+        return [item]
+    item_id = held.get("item_id")
+    if isinstance(item_id, str) and item_id:
+        # Sent as the output had it, with the reasoning item it follows.
+        item = {"id": item_id, **item}
+    return [thought, item]
 
 
 def _reasoning_id(metadata: Mapping[str, Any]) -> str | None:

@@ -281,8 +281,9 @@ pub enum Action<'a> {
     EndCall(i64),
     /// Assistant text, decoded UTF-8.
     Text(&'a [u8]),
-    /// A block of assistant text starts (Anthropic `content_block_start` of a `text` block):
-    /// the next turn sends each block back in its place among the calls.
+    /// A block of assistant text starts (Anthropic `content_block_start` of a `text` block,
+    /// a Responses `message` item's `output_item.added`, Gemini's first text part or the first
+    /// after a call): the next turn sends each block back in its place among the calls.
     TextBlock,
     /// A usage object, as raw JSON text.
     Usage(&'a str),
@@ -1786,6 +1787,10 @@ impl Decoder {
                     Some(item) if is_call_item(&item) => item,
                     other => {
                         self.follow_item(other.as_ref(), emit);
+                        if other.is_some_and(|item| is_kind(item.kind.as_ref(), "message")) {
+                            // After the reasoning item before it is kept: its place counts it.
+                            emit(Action::TextBlock);
+                        }
                         return Ok(());
                     }
                 };

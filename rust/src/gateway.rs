@@ -693,7 +693,7 @@ impl StreamDecoder {
     fn finish_calls(&mut self, defer: bool) -> Result<Vec<ToolCall>, Misuse> {
         self.end_body()?;
         let assembler = &mut self.assembler;
-        self.kept.layout.write(assembler);
+        self.kept.layout.write(assembler, &self.kept.reasoning);
         self.finished = true;
         if defer {
             assembler.finish_deferring_scans()

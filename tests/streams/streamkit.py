@@ -663,8 +663,8 @@ class RecordingSink:
     def _forget_reasoning(self) -> None:
         self.calls.append(("forget_reasoning",))
 
-    def _text_block(self) -> None:
-        self.calls.append(("text_block",))
+    def _text_block(self, pending: int = 0) -> None:
+        self.calls.append(("text_block", pending) if pending else ("text_block",))
 
     def arguments(self, index: int | None) -> str:
         """Concatenated text fragments fed for one key."""

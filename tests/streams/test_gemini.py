@@ -209,7 +209,8 @@ def test_thought_signatures_stay_on_their_calls(sse_server: SSEServer, split: st
         ("f", {"a": 1}, {"thought_signature": "Zmlyc3Q="}),
         ("g", {"b": 2}, {"thought_signature": "c2Vjb25k"}),
         ("h", {"c": 3}, {"thought_signature": "dGhpcmQ="}),
-        ("k", {"d": 4}, {"thought_signature": "Zm91cnRo"}),
+        # The text after it keeps its place there, for the next turn.
+        ("k", {"d": 4}, {"thought_signature": "Zm91cnRo", "text_after": [[0, 0]]}),
     ]
 
 

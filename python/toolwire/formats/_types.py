@@ -125,9 +125,10 @@ class Sink(Protocol):
         be fed), or by `_keep_text` for a reasoning block that is dropped."""
         ...
 
-    def _text_block(self) -> None:
-        """A block of assistant text starts, before the text of the chunk that starts it: the
-        next turn sends each block back in its place among the calls."""
+    def _text_block(self, pending: int = 0, /) -> None:
+        """A block of assistant text starts, after `pending` characters of the text of the
+        chunk that starts it (a Gemini chunk of several parts): the next turn sends each block
+        back in its place among the calls."""
         ...
 
     def _keep_text(self, n: int, /) -> bool:

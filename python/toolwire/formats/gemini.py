@@ -36,7 +36,11 @@ Design notes:
   no call came yet, to the next one. Signatures on text or thought parts are theirs, not a
   call's.
 - Text parts make `ChunkInfo.text`; thought parts (`thought: true`) are the model's reasoning
-  and are left out, as the Anthropic adapter leaves thinking blocks out.
+  and are left out, as the Anthropic adapter leaves thinking blocks out. The first text part,
+  and the first after a call, starts a block of text (`Sink._text_block`): its place among
+  the calls goes on them at finish (metadata `text_before`, `text_after`), so that the next
+  turn sends text written after a call after it, each block a part of its own. Text parts in
+  a row, in one chunk or across chunks, are one block: a stream cuts one text into parts.
 - Only candidate 0 is assembled (a missing `index` is 0, as the REST API omits it); other
   candidates are independent answers whose calls would otherwise be merged.
 - Finish reasons are reported as sent (`STOP`, `MAX_TOKENS`, ...). `STOP` comes with or without
@@ -530,6 +534,8 @@ class _State:
     last: int | None = None
     # A signature that came before any call, for the next call.
     held: str | None = None
+    # Text came after the last call (or with none yet): a text part continues its block.
+    saying: bool = False
     # The reason the prompt was blocked: calls that follow must not run either.
     blocked: str | None = None
     usage: dict[str, Any] | None = None
@@ -638,6 +644,11 @@ class GeminiAdapter:
             return
         text = get(part, "text")
         if isinstance(text, str) and text:
+            if not state.saying:
+                # The text's first part, or the first after a call: a block of its own in the
+                # next turn, in its place among the calls.
+                state.saying = True
+                sink._text_block(len(info.text))  # pyright: ignore[reportPrivateUsage]
             info.text += text
             # What follows belongs to the text now, not to the call before it.
             state.last = None
@@ -685,6 +696,7 @@ class GeminiAdapter:
                 signature = state.held
         state.held = None
         state.last = key
+        state.saying = False
         if signature is not None:
             sink.set_metadata(key, "thought_signature", signature)
         if more or isinstance(pieces, list) or (opened is not None and opened.value is not None):

@@ -64,6 +64,11 @@ Design notes:
   refused at the limit, no item is kept. An item is kept once per `id`, and a response
   replayed from its `response.created` lets its items go, as they come again. As on the raw
   SSE path (`rust/src/envelope/thinking.rs`).
+- A `message` item's `output_item.added` starts a block of the assistant text
+  (`Sink._text_block`), after the reasoning item before it is kept: where each message began
+  among the calls and the kept items goes on the calls at finish (metadata `text_before`,
+  `text_after`), so that the next turn sends each message back as an item of its own, in its
+  place. As on the raw SSE path.
 """
 
 from __future__ import annotations
@@ -284,8 +289,13 @@ class ResponsesAdapter:
                 self._hosted = 0
             self._started = True
         elif kind == "response.output_item.added":
+            item = get(chunk, "item")
             if self._awaiting is not False:
-                self._follow_item(get(chunk, "item"), sink)
+                self._follow_item(item, sink)
+            if str_or_none(get(item, "type")) == "message":
+                # Its place among the calls and the kept items (the reasoning item before it
+                # kept now), for the next turn to send each message back where it was.
+                sink._text_block()  # pyright: ignore[reportPrivateUsage]
             self._item(chunk, sink, info, done=False)
         elif kind == "response.function_call_arguments.delta":
             self._arguments(self._delta_index(chunk, sink), get(chunk, "delta"), sink, info)

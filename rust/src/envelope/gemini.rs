@@ -44,6 +44,9 @@
 //! - Thought signatures (quirk 31) go to the call of their part, else (a signature-only part) to
 //!   the last call while no text came after it, else to the next call; as metadata
 //!   `thought_signature`, the JSON text of the base64 string.
+//! - The first text part, and the first after a call, starts a block of text
+//!   ([`Action::TextBlock`]), whose place among the calls the next turn keeps; text parts in a
+//!   row are one block (a stream cuts one text into parts), thought parts are no text.
 
 use std::borrow::Cow;
 
@@ -189,6 +192,8 @@ pub(super) struct GeminiState {
     last: Option<i64>,
     /// A signature (JSON text) that came before any call, for the next call.
     held: Option<String>,
+    /// Text came after the last call (or with none yet): a text part continues its block.
+    saying: bool,
     /// Why the prompt was blocked: calls that follow must not run either.
     blocked: Option<String>,
     /// Deltas fed for the current chunk.
@@ -548,6 +553,12 @@ impl Decoder {
             return;
         }
         if let Some(raw) = raw_str(part.text).filter(|r| r.len() > 2) {
+            if !st.saying {
+                // The text's first part, or the first after a call: a block of its own in the
+                // next turn, in its place among the calls.
+                st.saying = true;
+                emit(Action::TextBlock);
+            }
             self.text(raw, emit);
             // What follows belongs to the text now, not to the call before it.
             st.last = None;
@@ -625,6 +636,7 @@ impl Decoder {
         };
         st.held = None;
         st.last = Some(key);
+        st.saying = false;
         if let Some(json) = &signature {
             emit(Action::Metadata {
                 index: Some(key),

@@ -82,6 +82,17 @@ impl Reasoning {
             Self::ConverseRedacted { data } => data.len(),
         }
     }
+
+    /// Whether this is a Responses hosted item ([`is_hosted`]), kept with the reasoning items
+    /// for the next turn. Reads the item's JSON: for the rare question, not the stream.
+    #[must_use]
+    pub fn is_hosted_item(&self) -> bool {
+        let Self::ResponsesItem { json } = self else {
+            return false;
+        };
+        serde_json::from_str::<Item<'_>>(json)
+            .is_ok_and(|item| item.kind.as_ref().is_some_and(|k| is_hosted(k.as_str())))
+    }
 }
 
 /// A reasoning block still streaming, inside its [`super::BlockState`].

@@ -1,5 +1,6 @@
 //! Where each block of assistant text began among a response's tool calls and reasoning
-//! blocks (Anthropic and Bedrock messages), so that the next turn sends the text back in its
+//! blocks (Anthropic and Bedrock text blocks, Responses `message` items among the reasoning and
+//! hosted items, runs of Gemini text parts), so that the next turn sends the text back in its
 //! places: the assistant text itself is kept as one string, which says neither where a text
 //! block came after a call nor where one block ended and the next began.
 //!
@@ -10,6 +11,7 @@
 use std::fmt::Write;
 
 use crate::assembler::Assembler;
+use crate::envelope::Reasoning;
 
 /// The most text blocks whose places are kept: past it, the places are let go (the turn then
 /// sends the text as one block), so that a stream of empty blocks cannot grow the list.
@@ -93,10 +95,11 @@ impl TextLayout {
     /// between the call before it and itself; on the last call, `text_after`, the blocks after
     /// it; each block as `[characters of text before it, reasoning blocks before it]`. Nothing
     /// when the text is one block right before the first call, after the reasoning blocks
-    /// that call follows (metadata `reasoning_before`): the turn sends it there anyway.
-    pub(super) fn write(&self, assembler: &mut Assembler) {
+    /// that call follows (see [`TextLayout::is_plain`]): the turn sends it there anyway.
+    /// `kept`: the reasoning blocks kept, in output order.
+    pub(super) fn write(&self, assembler: &mut Assembler, kept: &[Reasoning]) {
         let calls = assembler.len();
-        if self.lost || calls == 0 || self.is_plain(assembler) {
+        if self.lost || calls == 0 || self.is_plain(assembler, kept) {
             return;
         }
         let mut json = String::new();
@@ -119,18 +122,30 @@ impl TextLayout {
     }
 
     /// The text is at most one block, at the start, right before the first call and after
-    /// the reasoning blocks before that call.
-    fn is_plain(&self, assembler: &Assembler) -> bool {
-        match self.blocks.as_slice() {
-            [] => true,
-            [only] => {
-                let thoughts = assembler
-                    .metadata(0, "reasoning_before")
-                    .and_then(|n| n.parse::<usize>().ok())
-                    .unwrap_or(0);
-                only.at == 0 && only.calls == 0 && only.reasoning == thoughts
-            }
-            _ => false,
+    /// the reasoning blocks before that call (metadata `reasoning_before`). A Responses
+    /// message goes there after the hosted items before the first call (metadata
+    /// `hosted_before`) and before the reasoning item that call names: it is in its place when
+    /// no hosted item came between it and that call.
+    fn is_plain(&self, assembler: &Assembler, kept: &[Reasoning]) -> bool {
+        let [only] = self.blocks.as_slice() else {
+            return self.blocks.is_empty();
+        };
+        if only.at != 0 || only.calls != 0 {
+            return false;
+        }
+        let count = |key| {
+            assembler
+                .metadata(0, key)
+                .and_then(|n| n.parse::<usize>().ok())
+        };
+        let before = kept.get(..only.reasoning).unwrap_or(kept);
+        let hosted = count("hosted_before");
+        let responses = |b: &Reasoning| matches!(b, Reasoning::ResponsesItem { .. });
+        if hosted.is_some() || before.iter().any(responses) {
+            let hosted_before = before.iter().filter(|b| b.is_hosted_item()).count();
+            hosted_before == hosted.unwrap_or(0)
+        } else {
+            only.reasoning == count("reasoning_before").unwrap_or(0)
         }
     }
 }
@@ -176,7 +191,7 @@ mod tests {
 
     fn written(layout: &TextLayout, calls: usize) -> Vec<Vec<(String, String)>> {
         let mut asm = with_calls(calls);
-        layout.write(&mut asm);
+        layout.write(&mut asm, &[]);
         (0..calls)
             .map(|o| {
                 ["text_before", "text_after"]
@@ -255,6 +270,40 @@ mod tests {
             many.mark(at, 0, 1);
         }
         assert!(many.lost && many.blocks.is_empty());
+    }
+
+    fn item(json: &str) -> Reasoning {
+        Reasoning::ResponsesItem {
+            json: json.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_responses_message_before_the_first_call_is_plain_unless_a_hosted_item_follows_it() {
+        let kept = [
+            item(r#"{"id":"rs_1","type":"reasoning","summary":[]}"#),
+            item(r#"{"id":"ws_1","type":"web_search_call","status":"completed"}"#),
+        ];
+        // The message after `reasoning` kept items, the first call after `hosted` hosted ones.
+        let plain = |reasoning: usize, hosted: Option<&str>| {
+            let mut layout = TextLayout::default();
+            layout.mark(0, reasoning, 0);
+            let mut asm = with_calls(1);
+            if let Some(n) = hosted {
+                asm.set_metadata(0, "hosted_before", n).expect("open");
+            }
+            layout.write(&mut asm, &kept);
+            asm.metadata(0, "text_before").is_none()
+        };
+        // Right after its reasoning item, or after the web search the call follows too: where
+        // the turn puts it anyway.
+        assert!(plain(1, None));
+        assert!(plain(2, Some("1")));
+        // The web search came between the message and the call: its place is written.
+        assert!(!plain(1, Some("1")));
+        assert!(!plain(0, Some("1")));
+        assert!(item(r#"{"type":"web_search_call"}"#).is_hosted_item());
+        assert!(!kept[0].is_hosted_item() && !item("not json").is_hosted_item());
     }
 
     #[test]
