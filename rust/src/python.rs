@@ -277,6 +277,21 @@ fn utf8_str<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>
     }
 }
 
+/// True when `s` is an ASCII `str` whose characters are `bytes`. A non-ASCII `str` never
+/// matches: only the ASCII paths of progress items are looked up this way.
+fn ascii_str_is(s: &Bound<'_, PyString>, bytes: &[u8]) -> bool {
+    // SAFETY: `s` is a live `str` (the `Bound` holds the GIL and a reference). An ASCII `str`
+    // is compact and ready, with one byte per character at `PyUnicode_DATA`, `GET_LENGTH`
+    // of them; the flag is read before the data, which is read only when it is set.
+    unsafe {
+        let s = s.as_ptr();
+        pyo3::ffi::PyUnicode_IS_ASCII(s) != 0
+            && usize::try_from(pyo3::ffi::PyUnicode_GET_LENGTH(s)).ok() == Some(bytes.len())
+            && std::slice::from_raw_parts(pyo3::ffi::PyUnicode_DATA(s).cast::<u8>(), bytes.len())
+                == bytes
+    }
+}
+
 /// A Python `str` of `text`. Most progress texts and paths are short and ASCII: those are
 /// copied straight into a new compact string, skipping CPython's UTF-8 decoder, which cost
 /// about as much as the rest of a drain's item.
@@ -352,9 +367,6 @@ fn item_text<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyString>
         _ => utf8_str(py, text)?,
     })
 }
-
-/// Room for the path of the last progress item: a tool's paths are mostly shorter.
-const LAST_PATH_BYTES: usize = 64;
 
 /// Appends the progress item `(ordinal, path, text)` to `list`, built straight through the C
 /// API: pyo3's tuple conversion and `append` took and dropped references and went through
@@ -2181,8 +2193,9 @@ struct PyAssembler {
     decoder: StreamDecoder,
     /// Reused buffer for the UTF-8 form of non-ASCII `str` fragments.
     scratch: Vec<u8>,
-    /// The path of the last progress item and its Python `str`.
-    last_path: Option<(Vec<u8>, Py<PyString>)>,
+    /// The Python `str` of the last new path of an open string's progress item, which the
+    /// string's later items reuse.
+    last_path: Option<Py<PyString>>,
     /// Called with the assembler before `finish` (see `_flush_before_finish`).
     before_finish: Option<Py<PyAny>>,
     /// The caller's list that progress items are appended to as they arrive (`progress_into`).
@@ -2243,34 +2256,24 @@ impl PyAssembler {
                 }
                 // A long string's items over many drains share one path: reuse its Python str.
                 // Only an item that continues a string can repeat the last path, and only an
-                // open string's path can come again, so other items skip the cache.
-                let path = match last_path.as_mut() {
-                    Some((rust, python)) if continues && rust == path => python.clone_ref(py),
-                    cache => match utf8_str(py, path) {
+                // open string's path can come again, so other items skip the cache. The path
+                // is compared with the cached `str`'s own characters: a copy of its bytes kept
+                // beside it cost an allocation per stream and a copy per new path.
+                let path = match last_path.as_ref() {
+                    Some(cached) if continues && ascii_str_is(cached.bind(py), path) => {
+                        cached.clone_ref(py)
+                    }
+                    _ => match utf8_str(py, path) {
                         Ok(new) => {
-                            let python = new.unbind();
-                            match cache {
-                                _ if complete => {}
-                                // The cached path's buffer is reused for the new path.
-                                Some((rust, cached)) => {
-                                    rust.clear();
-                                    rust.extend_from_slice(path);
-                                    // Released as a `Bound`, at once: a `Py` dropped here
-                                    // would wait in pyo3's pool until its next entry point
-                                    // (`feed` enters without raising pyo3's attach count).
-                                    let old = std::mem::replace(cached, python.clone_ref(py));
+                            if !complete {
+                                // Released as a `Bound`, at once: a `Py` dropped here would
+                                // wait in pyo3's pool until its next entry point (`feed`
+                                // enters without raising pyo3's attach count).
+                                if let Some(old) = last_path.replace(new.clone().unbind()) {
                                     drop(old.into_bound(py));
                                 }
-                                None => {
-                                    // Room for the paths that come after it: growing the
-                                    // buffer cost two reallocations of a small call.
-                                    let mut rust =
-                                        Vec::with_capacity(path.len().max(LAST_PATH_BYTES));
-                                    rust.extend_from_slice(path);
-                                    *last_path = Some((rust, python.clone_ref(py)));
-                                }
                             }
-                            python
+                            new.unbind()
                         }
                         Err(err) => {
                             failure = Some(err);
