@@ -368,6 +368,28 @@ fn item_text<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyString>
     })
 }
 
+/// The `int` of `ordinal`, from `cache` when it holds that ordinal's (it is then replaced).
+fn ordinal_object<'a, 'py>(
+    py: Python<'py>,
+    cache: &'a mut Option<(usize, Py<PyInt>)>,
+    ordinal: usize,
+) -> &'a Bound<'py, PyInt> {
+    if matches!(cache, Some((last, _)) if *last != ordinal) {
+        if let Some((_, old)) = cache.take() {
+            // Released as a `Bound`, at once: a `Py` dropped without pyo3's attach count
+            // waits in its pool.
+            drop(old.into_bound(py));
+        }
+    }
+    let (_, int) = cache.get_or_insert_with(|| {
+        let int = ordinal
+            .into_pyobject(py)
+            .unwrap_or_else(|never| match never {});
+        (ordinal, int.unbind())
+    });
+    int.bind(py)
+}
+
 /// Appends the progress item `(ordinal, path, text)` to `list`, built straight through the C
 /// API: pyo3's tuple conversion and `append` took and dropped references and went through
 /// generic conversions, about 40 instructions per item (over 1% of a small call's progressive
@@ -2196,6 +2218,13 @@ struct PyAssembler {
     /// The Python `str` of the last new path of an open string's progress item, which the
     /// string's later items reuse.
     last_path: Option<Py<PyString>>,
+    /// The last ordinal handed to Python and its `int`: `feed` returns one per fragment and
+    /// each drain's items carry one, mostly the same call's.
+    ordinal_int: Option<(usize, Py<PyInt>)>,
+    /// The last `index` of `feed` that was an exact `int`, and its value: a stream passes the
+    /// same object fragment after fragment, and an `int` it holds cannot change value, so a
+    /// pointer comparison settles it without reading the number again.
+    last_index: Option<(Py<PyAny>, i64)>,
     /// Called with the assembler before `finish` (see `_flush_before_finish`).
     before_finish: Option<Py<PyAny>>,
     /// The caller's list that progress items are appended to as they arrive (`progress_into`).
@@ -2240,10 +2269,11 @@ impl PyAssembler {
     /// appended text).
     fn drain_progress_to(&mut self, py: Python<'_>, list: &Bound<'_, PyList>) -> PyResult<()> {
         let mut failure = None;
-        // The `int` of the last item's ordinal: a drain's items are mostly one call's.
-        let mut ordinal_int: Option<(usize, Bound<'_, PyInt>)> = None;
         let Self {
-            decoder, last_path, ..
+            decoder,
+            last_path,
+            ordinal_int,
+            ..
         } = self;
         decoder
             .assembler_mut()
@@ -2281,15 +2311,7 @@ impl PyAssembler {
                         }
                     },
                 };
-                let int = match &ordinal_int {
-                    Some((last, int)) if *last == ordinal => int,
-                    _ => {
-                        let int = ordinal
-                            .into_pyobject(py)
-                            .unwrap_or_else(|never| match never {});
-                        &ordinal_int.insert((ordinal, int)).1
-                    }
-                };
+                let int = ordinal_object(py, ordinal_int, ordinal);
                 let appended = item_text(py, text)
                     .and_then(|text| append_item(list, int, path.into_bound(py), text));
                 if let Err(err) = appended {
@@ -2302,6 +2324,28 @@ impl PyAssembler {
         }
     }
 
+    /// The value of `feed`'s `index` (not `None`).
+    #[inline]
+    fn index_value(&mut self, index: &Bound<'_, PyAny>) -> PyResult<i64> {
+        if let Some((last, value)) = &self.last_index {
+            if last.as_ptr() == index.as_ptr() {
+                return Ok(*value);
+            }
+        }
+        let value = index
+            .extract::<i64>()
+            .map_err(|_| MisuseError::new_err("index must be int or None"))?;
+        // Only an exact `int` is remembered: a subclass or an `__index__` object may answer
+        // differently next time.
+        if index.is_exact_instance_of::<PyInt>() {
+            if let Some((old, _)) = self.last_index.replace((index.clone().unbind(), value)) {
+                // Released as a `Bound`, at once (see `drain_progress_to`).
+                drop(old.into_bound(index.py()));
+            }
+        }
+        Ok(value)
+    }
+
     /// [`PyAssembler::feed`] before its progress items are handed out.
     fn feed_delta(
         &mut self,
@@ -2312,11 +2356,7 @@ impl PyAssembler {
         let index = if index.is_none() {
             None
         } else {
-            Some(
-                index
-                    .extract::<i64>()
-                    .map_err(|_| MisuseError::new_err("index must be int or None"))?,
-            )
+            Some(self.index_value(index)?)
         };
         let mut serialized = String::new();
         let max_depth = self.decoder.assembler().config().scan.max_depth;
@@ -2456,10 +2496,7 @@ unsafe extern "C" fn feed_entry(
         }
     };
     match result {
-        Ok(ordinal) => match ordinal.into_pyobject(py) {
-            Ok(int) => int.into_ptr(),
-            Err(never) => match never {},
-        },
+        Ok(int) => int.into_ptr(),
         Err(err) => {
             err.restore(py);
             std::ptr::null_mut()
@@ -2479,7 +2516,7 @@ unsafe fn feed_arguments(
     args: *const *mut pyo3::ffi::PyObject,
     nargs: pyo3::ffi::Py_ssize_t,
     kwnames: *mut pyo3::ffi::PyObject,
-) -> PyResult<usize> {
+) -> PyResult<Bound<'_, PyInt>> {
     use pyo3::ffi;
     let positional = usize::try_from(nargs).unwrap_or(0);
     // Borrowed pointers throughout: no reference count changes on the hot path.
@@ -2534,7 +2571,7 @@ unsafe fn feed_arguments(
         keyword(kind),
         keyword(start),
     );
-    assembler.feed(
+    let ordinal = assembler.feed(
         py,
         &index,
         [
@@ -2544,7 +2581,8 @@ unsafe fn feed_arguments(
             kind.as_deref(),
             start.as_deref(),
         ],
-    )
+    )?;
+    Ok(ordinal_object(py, &mut assembler.ordinal_int, ordinal).clone())
 }
 
 /// The parameter a keyword name that is not one of the interned names stands for.
@@ -2597,6 +2635,8 @@ impl PyAssembler {
             decoder: StreamDecoder::new(inner),
             scratch: Vec::new(),
             last_path: None,
+            ordinal_int: None,
+            last_index: None,
             before_finish: None,
             progress_into: progress_into.map(Bound::unbind),
             finished_progress: None,

@@ -154,6 +154,39 @@ def test_index_is_an_opaque_key(index: int | None) -> None:
     assert (call.ordinal, call.index, call.value) == (0, index, {"a": 1})
 
 
+def test_index_is_read_at_every_fragment() -> None:
+    """An object whose `__index__` answers differently is asked again at each fragment, and
+    equal ints that are distinct objects name the same call."""
+
+    class Alternating:
+        def __init__(self) -> None:
+            self.reads = 0
+
+        def __index__(self) -> int:
+            self.reads += 1
+            return (self.reads - 1) % 2
+
+    a = Assembler()
+    index = Alternating()
+    key = cast(int, index)
+    assert a.feed(key, id="a", name="f", arguments='{"x": ') == 0
+    assert a.feed(key, id="b", name="g", arguments='{"y": ') == 1
+    assert a.feed(key, arguments="1}") == 0
+    assert a.feed(key, arguments="2}") == 1
+    big = 10**12
+    assert a.feed(big, id="c", name="h", arguments='{"z": ') == 2
+    assert a.feed(int(str(big)), arguments="3") == 2
+    assert a.feed(big + 1, id="d", name="k", arguments="{}") == 3
+    assert a.feed(big, arguments="}") == 2
+    assert index.reads == 4
+    assert [(c.name, c.value) for c in a.finish()] == [
+        ("f", {"x": 1}),
+        ("g", {"y": 2}),
+        ("h", {"z": 3}),
+        ("k", {}),
+    ]
+
+
 def test_missing_index_with_a_new_name_starts_a_new_call() -> None:
     a = Assembler()
     a.feed(None, id="a", name="f", arguments='{"a": 1}')
