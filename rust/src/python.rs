@@ -277,19 +277,26 @@ fn utf8_str<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>
     }
 }
 
-/// True when `s` is an ASCII `str` whose characters are `bytes`. A non-ASCII `str` never
-/// matches: only the ASCII paths of progress items are looked up this way.
-fn ascii_str_is(s: &Bound<'_, PyString>, bytes: &[u8]) -> bool {
-    // SAFETY: `s` is a live `str` (the `Bound` holds the GIL and a reference). An ASCII `str`
-    // is compact and ready, with one byte per character at `PyUnicode_DATA`, `GET_LENGTH`
-    // of them; the flag is read before the data, which is read only when it is set.
+/// True when `s` holds the characters whose UTF-8 is `bytes` (a progress item's path). An
+/// ASCII `str`'s own one-byte characters are compared; another's UTF-8, which CPython keeps
+/// with the `str` once asked, so a long string's items under a non-ASCII key share its path
+/// too.
+fn str_is(s: &Bound<'_, PyString>, bytes: &[u8]) -> bool {
+    // SAFETY: `s` is a live `str` (the `Bound` holds the GIL and a reference), which is all
+    // `PyUnicode_IS_ASCII` needs. An ASCII `str` is compact and ready, with one byte per
+    // character at `PyUnicode_DATA`, `GET_LENGTH` of them, read only when the flag is set.
     unsafe {
-        let s = s.as_ptr();
-        pyo3::ffi::PyUnicode_IS_ASCII(s) != 0
-            && usize::try_from(pyo3::ffi::PyUnicode_GET_LENGTH(s)).ok() == Some(bytes.len())
-            && std::slice::from_raw_parts(pyo3::ffi::PyUnicode_DATA(s).cast::<u8>(), bytes.len())
-                == bytes
+        let object = s.as_ptr();
+        if pyo3::ffi::PyUnicode_IS_ASCII(object) != 0 {
+            return usize::try_from(pyo3::ffi::PyUnicode_GET_LENGTH(object)).ok()
+                == Some(bytes.len())
+                && std::slice::from_raw_parts(
+                    pyo3::ffi::PyUnicode_DATA(object).cast::<u8>(),
+                    bytes.len(),
+                ) == bytes;
+        }
     }
+    s.to_str().is_ok_and(|text| text.as_bytes() == bytes)
 }
 
 /// A Python `str` of `text`. Most progress texts and paths are short and ASCII: those are
@@ -2290,7 +2297,7 @@ impl PyAssembler {
                 // is compared with the cached `str`'s own characters: a copy of its bytes kept
                 // beside it cost an allocation per stream and a copy per new path.
                 let path = match last_path.as_ref() {
-                    Some(cached) if continues && ascii_str_is(cached.bind(py), path) => {
+                    Some(cached) if continues && str_is(cached.bind(py), path) => {
                         cached.clone_ref(py)
                     }
                     _ => match utf8_str(py, path) {

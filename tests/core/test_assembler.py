@@ -687,6 +687,34 @@ def test_progress_leaves_out_items_that_add_nothing() -> None:
     assert [c.value for c in a.finish()] == [{"s": "ab", "e": "", "t": True, "n": 7}, {"s": ""}]
 
 
+def test_progress_texts_of_one_character_and_paths_across_drains() -> None:
+    """Texts of one character, below U+0100 or above it, cut between fragments or not, and the
+    paths of a string over several drains, ASCII or not, read as the text wrote them."""
+    items: list[tuple[int, str, str]] = []
+    a = Assembler(progress_into=items)
+    text = '{"a": "\\u00e9", "b": "ü\u07ff", "ключ": "x'
+    for piece in [text.encode()[:9], text.encode()[9:]]:
+        a.feed(0, name="f", arguments=piece)
+    for piece in ["é", "y", "ß", "\u0100", '", "c": "', "\u00ff", "z", '"}']:
+        a.feed(0, arguments=piece)
+    assert items == [
+        (0, "/a", ""),
+        (0, "/a", "é"),
+        (0, "/b", "ü\u07ff"),
+        (0, "/ключ", "x"),
+        *[(0, "/ключ", piece) for piece in ["é", "y", "ß", "\u0100"]],
+        (0, "/c", ""),
+        (0, "/c", "\u00ff"),
+        (0, "/c", "z"),
+    ]
+    # A string's items over several drains share its path's `str`, whatever its characters.
+    assert len({id(path) for _, path, _ in items[3:8]}) == 1
+    assert len({id(path) for _, path, _ in items[8:]}) == 1
+    assert [c.value for c in a.finish()] == [
+        {"a": "é", "b": "ü\u07ff", "ключ": "xéyß\u0100", "c": "\u00ffz"}
+    ]
+
+
 def _freed_in_cycle(tie: Callable[[Assembler, list[tuple[int, str, str]]], object]) -> bool:
     """Whether an assembler with a call in flight is freed by the collector once dropped,
     after `tie` put it in a reference cycle (it gets the assembler and its `progress_into`)."""
