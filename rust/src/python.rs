@@ -360,10 +360,12 @@ fn compact_str<'py>(
     }
 }
 
-/// The Python `str` of a progress item's text. The literals and texts of at most one ASCII
-/// character (a digit, a one-letter word, the empty text) are objects CPython or this module
-/// already holds: a dense call has many, and each new `str` costs its allocation and its free.
+/// The Python `str` of a progress item's text. The literals and texts of at most one Latin-1
+/// character (a digit, a one-letter word, an accented letter, the empty text) are objects
+/// CPython or this module already holds: a dense call has many, and each new `str` costs its
+/// allocation and its free.
 fn item_text<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    use std::ffi::c_int;
     Ok(match text {
         b"true" => pyo3::intern!(py, "true").clone(),
         b"false" => pyo3::intern!(py, "false").clone(),
@@ -371,11 +373,23 @@ fn item_text<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyString>
         // `PyUnicode_FromStringAndSize` returns its shared empty and one-character strings.
         [] => PyString::new(py, ""),
         [c] if c.is_ascii() => PyString::new(py, char::from(*c).encode_utf8(&mut [0; 4])),
+        // The UTF-8 of one character from U+0080 to U+00FF.
+        [lead @ (0xC2 | 0xC3), next @ 0x80..=0xBF] => {
+            let ch = (c_int::from(lead & 0x1F) << 6) | c_int::from(next & 0x3F);
+            // SAFETY: `ch` is below 0x100, a valid code point; `PyUnicode_FromOrdinal` returns
+            // a new reference (CPython's shared string of that Latin-1 character) or NULL with
+            // an exception set, which `from_owned_ptr_or_err` turns into the error.
+            unsafe {
+                Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyUnicode_FromOrdinal(ch))?
+                    .cast_into_unchecked()
+            }
+        }
         _ => utf8_str(py, text)?,
     })
 }
 
 /// The `int` of `ordinal`, from `cache` when it holds that ordinal's (it is then replaced).
+#[inline]
 fn ordinal_object<'a, 'py>(
     py: Python<'py>,
     cache: &'a mut Option<(usize, Py<PyInt>)>,
