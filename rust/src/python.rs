@@ -278,6 +278,28 @@ fn utf8_str<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>
     }
 }
 
+/// True when `s` holds the characters whose UTF-8 is `bytes` (a progress item's path). An
+/// ASCII `str`'s own one-byte characters are compared; another's UTF-8, which CPython keeps
+/// with the `str` once asked, so a long string's items under a non-ASCII key share its path
+/// too.
+fn str_is(s: &Bound<'_, PyString>, bytes: &[u8]) -> bool {
+    // SAFETY: `s` is a live `str` (the `Bound` holds the GIL and a reference), which is all
+    // `PyUnicode_IS_ASCII` needs. An ASCII `str` is compact and ready, with one byte per
+    // character at `PyUnicode_DATA`, `GET_LENGTH` of them, read only when the flag is set.
+    unsafe {
+        let object = s.as_ptr();
+        if pyo3::ffi::PyUnicode_IS_ASCII(object) != 0 {
+            return usize::try_from(pyo3::ffi::PyUnicode_GET_LENGTH(object)).ok()
+                == Some(bytes.len())
+                && std::slice::from_raw_parts(
+                    pyo3::ffi::PyUnicode_DATA(object).cast::<u8>(),
+                    bytes.len(),
+                ) == bytes;
+        }
+    }
+    s.to_str().is_ok_and(|text| text.as_bytes() == bytes)
+}
+
 /// A Python `str` of `text`. Most progress texts and paths are short and ASCII: those are
 /// copied straight into a new compact string, skipping CPython's UTF-8 decoder, which cost
 /// about as much as the rest of a drain's item.
@@ -339,10 +361,12 @@ fn compact_str<'py>(
     }
 }
 
-/// The Python `str` of a progress item's text. The literals and texts of at most one ASCII
-/// character (a digit, a one-letter word, the empty text) are objects CPython or this module
-/// already holds: a dense call has many, and each new `str` costs its allocation and its free.
+/// The Python `str` of a progress item's text. The literals and texts of at most one Latin-1
+/// character (a digit, a one-letter word, an accented letter, the empty text) are objects
+/// CPython or this module already holds: a dense call has many, and each new `str` costs its
+/// allocation and its free.
 fn item_text<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    use std::ffi::c_int;
     Ok(match text {
         b"true" => pyo3::intern!(py, "true").clone(),
         b"false" => pyo3::intern!(py, "false").clone(),
@@ -350,12 +374,43 @@ fn item_text<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyString>
         // `PyUnicode_FromStringAndSize` returns its shared empty and one-character strings.
         [] => PyString::new(py, ""),
         [c] if c.is_ascii() => PyString::new(py, char::from(*c).encode_utf8(&mut [0; 4])),
+        // The UTF-8 of one character from U+0080 to U+00FF.
+        [lead @ (0xC2 | 0xC3), next @ 0x80..=0xBF] => {
+            let ch = (c_int::from(lead & 0x1F) << 6) | c_int::from(next & 0x3F);
+            // SAFETY: `ch` is below 0x100, a valid code point; `PyUnicode_FromOrdinal` returns
+            // a new reference (CPython's shared string of that Latin-1 character) or NULL with
+            // an exception set, which `from_owned_ptr_or_err` turns into the error.
+            unsafe {
+                Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyUnicode_FromOrdinal(ch))?
+                    .cast_into_unchecked()
+            }
+        }
         _ => utf8_str(py, text)?,
     })
 }
 
-/// Room for the path of the last progress item: a tool's paths are mostly shorter.
-const LAST_PATH_BYTES: usize = 64;
+/// The `int` of `ordinal`, from `cache` when it holds that ordinal's (it is then replaced).
+#[inline]
+fn ordinal_object<'a, 'py>(
+    py: Python<'py>,
+    cache: &'a mut Option<(usize, Py<PyInt>)>,
+    ordinal: usize,
+) -> &'a Bound<'py, PyInt> {
+    if matches!(cache, Some((last, _)) if *last != ordinal) {
+        if let Some((_, old)) = cache.take() {
+            // Released as a `Bound`, at once: a `Py` dropped without pyo3's attach count
+            // waits in its pool.
+            drop(old.into_bound(py));
+        }
+    }
+    let (_, int) = cache.get_or_insert_with(|| {
+        let int = ordinal
+            .into_pyobject(py)
+            .unwrap_or_else(|never| match never {});
+        (ordinal, int.unbind())
+    });
+    int.bind(py)
+}
 
 /// Appends the progress item `(ordinal, path, text)` to `list`, built straight through the C
 /// API: pyo3's tuple conversion and `append` took and dropped references and went through
@@ -2260,8 +2315,16 @@ struct PyAssembler {
     decoder: Box<StreamDecoder>,
     /// Reused buffer for the UTF-8 form of non-ASCII `str` fragments.
     scratch: Vec<u8>,
-    /// The path of the last progress item and its Python `str`.
-    last_path: Option<(Vec<u8>, Py<PyString>)>,
+    /// The Python `str` of the last new path of an open string's progress item, which the
+    /// string's later items reuse.
+    last_path: Option<Py<PyString>>,
+    /// The last ordinal handed to Python and its `int`: `feed` returns one per fragment and
+    /// each drain's items carry one, mostly the same call's.
+    ordinal_int: Option<(usize, Py<PyInt>)>,
+    /// The last `index` of `feed` that was an exact `int`, and its value: a stream passes the
+    /// same object fragment after fragment, and an `int` it holds cannot change value, so a
+    /// pointer comparison settles it without reading the number again.
+    last_index: Option<(Py<PyAny>, i64)>,
     /// Called with the assembler before `finish` (see `_flush_before_finish`).
     before_finish: Option<Py<PyAny>>,
     /// The caller's list that progress items are appended to as they arrive (`progress_into`).
@@ -2306,10 +2369,11 @@ impl PyAssembler {
     /// appended text).
     fn drain_progress_to(&mut self, py: Python<'_>, list: &Bound<'_, PyList>) -> PyResult<()> {
         let mut failure = None;
-        // The `int` of the last item's ordinal: a drain's items are mostly one call's.
-        let mut ordinal_int: Option<(usize, Bound<'_, PyInt>)> = None;
         let Self {
-            decoder, last_path, ..
+            decoder,
+            last_path,
+            ordinal_int,
+            ..
         } = self;
         decoder
             .assembler_mut()
@@ -2322,34 +2386,24 @@ impl PyAssembler {
                 }
                 // A long string's items over many drains share one path: reuse its Python str.
                 // Only an item that continues a string can repeat the last path, and only an
-                // open string's path can come again, so other items skip the cache.
-                let path = match last_path.as_mut() {
-                    Some((rust, python)) if continues && rust == path => python.clone_ref(py),
-                    cache => match utf8_str(py, path) {
+                // open string's path can come again, so other items skip the cache. The path
+                // is compared with the cached `str`'s own characters: a copy of its bytes kept
+                // beside it cost an allocation per stream and a copy per new path.
+                let path = match last_path.as_ref() {
+                    Some(cached) if continues && str_is(cached.bind(py), path) => {
+                        cached.clone_ref(py)
+                    }
+                    _ => match utf8_str(py, path) {
                         Ok(new) => {
-                            let python = new.unbind();
-                            match cache {
-                                _ if complete => {}
-                                // The cached path's buffer is reused for the new path.
-                                Some((rust, cached)) => {
-                                    rust.clear();
-                                    rust.extend_from_slice(path);
-                                    // Released as a `Bound`, at once: a `Py` dropped here
-                                    // would wait in pyo3's pool until its next entry point
-                                    // (`feed` enters without raising pyo3's attach count).
-                                    let old = std::mem::replace(cached, python.clone_ref(py));
+                            if !complete {
+                                // Released as a `Bound`, at once: a `Py` dropped here would
+                                // wait in pyo3's pool until its next entry point (`feed`
+                                // enters without raising pyo3's attach count).
+                                if let Some(old) = last_path.replace(new.clone().unbind()) {
                                     drop(old.into_bound(py));
                                 }
-                                None => {
-                                    // Room for the paths that come after it: growing the
-                                    // buffer cost two reallocations of a small call.
-                                    let mut rust =
-                                        Vec::with_capacity(path.len().max(LAST_PATH_BYTES));
-                                    rust.extend_from_slice(path);
-                                    *last_path = Some((rust, python.clone_ref(py)));
-                                }
                             }
-                            python
+                            new.unbind()
                         }
                         Err(err) => {
                             failure = Some(err);
@@ -2357,15 +2411,7 @@ impl PyAssembler {
                         }
                     },
                 };
-                let int = match &ordinal_int {
-                    Some((last, int)) if *last == ordinal => int,
-                    _ => {
-                        let int = ordinal
-                            .into_pyobject(py)
-                            .unwrap_or_else(|never| match never {});
-                        &ordinal_int.insert((ordinal, int)).1
-                    }
-                };
+                let int = ordinal_object(py, ordinal_int, ordinal);
                 let appended = item_text(py, text)
                     .and_then(|text| append_item(list, int, path.into_bound(py), text));
                 if let Err(err) = appended {
@@ -2378,6 +2424,28 @@ impl PyAssembler {
         }
     }
 
+    /// The value of `feed`'s `index` (not `None`).
+    #[inline]
+    fn index_value(&mut self, index: &Bound<'_, PyAny>) -> PyResult<i64> {
+        if let Some((last, value)) = &self.last_index {
+            if last.as_ptr() == index.as_ptr() {
+                return Ok(*value);
+            }
+        }
+        let value = index
+            .extract::<i64>()
+            .map_err(|_| MisuseError::new_err("index must be int or None"))?;
+        // Only an exact `int` is remembered: a subclass or an `__index__` object may answer
+        // differently next time.
+        if index.is_exact_instance_of::<PyInt>() {
+            if let Some((old, _)) = self.last_index.replace((index.clone().unbind(), value)) {
+                // Released as a `Bound`, at once (see `drain_progress_to`).
+                drop(old.into_bound(index.py()));
+            }
+        }
+        Ok(value)
+    }
+
     /// [`PyAssembler::feed`] before its progress items are handed out.
     fn feed_delta(
         &mut self,
@@ -2388,11 +2456,7 @@ impl PyAssembler {
         let index = if index.is_none() {
             None
         } else {
-            Some(
-                index
-                    .extract::<i64>()
-                    .map_err(|_| MisuseError::new_err("index must be int or None"))?,
-            )
+            Some(self.index_value(index)?)
         };
         let mut serialized = String::new();
         let max_depth = self.decoder.assembler().config().scan.max_depth;
@@ -2532,10 +2596,7 @@ unsafe extern "C" fn feed_entry(
         }
     };
     match result {
-        Ok(ordinal) => match ordinal.into_pyobject(py) {
-            Ok(int) => int.into_ptr(),
-            Err(never) => match never {},
-        },
+        Ok(int) => int.into_ptr(),
         Err(err) => {
             err.restore(py);
             std::ptr::null_mut()
@@ -2555,7 +2616,7 @@ unsafe fn feed_arguments(
     args: *const *mut pyo3::ffi::PyObject,
     nargs: pyo3::ffi::Py_ssize_t,
     kwnames: *mut pyo3::ffi::PyObject,
-) -> PyResult<usize> {
+) -> PyResult<Bound<'_, PyInt>> {
     use pyo3::ffi;
     let positional = usize::try_from(nargs).unwrap_or(0);
     // Borrowed pointers throughout: no reference count changes on the hot path.
@@ -2610,7 +2671,7 @@ unsafe fn feed_arguments(
         keyword(kind),
         keyword(start),
     );
-    assembler.feed(
+    let ordinal = assembler.feed(
         py,
         &index,
         [
@@ -2620,7 +2681,8 @@ unsafe fn feed_arguments(
             kind.as_deref(),
             start.as_deref(),
         ],
-    )
+    )?;
+    Ok(ordinal_object(py, &mut assembler.ordinal_int, ordinal).clone())
 }
 
 /// The parameter a keyword name that is not one of the interned names stands for.
@@ -2673,6 +2735,8 @@ impl PyAssembler {
             decoder: Box::new(StreamDecoder::new(inner)),
             scratch: Vec::new(),
             last_path: None,
+            ordinal_int: None,
+            last_index: None,
             before_finish: None,
             progress_into: progress_into.map(Bound::unbind),
             finished_progress: None,

@@ -154,6 +154,39 @@ def test_index_is_an_opaque_key(index: int | None) -> None:
     assert (call.ordinal, call.index, call.value) == (0, index, {"a": 1})
 
 
+def test_index_is_read_at_every_fragment() -> None:
+    """An object whose `__index__` answers differently is asked again at each fragment, and
+    equal ints that are distinct objects name the same call."""
+
+    class Alternating:
+        def __init__(self) -> None:
+            self.reads = 0
+
+        def __index__(self) -> int:
+            self.reads += 1
+            return (self.reads - 1) % 2
+
+    a = Assembler()
+    index = Alternating()
+    key = cast(int, index)
+    assert a.feed(key, id="a", name="f", arguments='{"x": ') == 0
+    assert a.feed(key, id="b", name="g", arguments='{"y": ') == 1
+    assert a.feed(key, arguments="1}") == 0
+    assert a.feed(key, arguments="2}") == 1
+    big = 10**12
+    assert a.feed(big, id="c", name="h", arguments='{"z": ') == 2
+    assert a.feed(int(str(big)), arguments="3") == 2
+    assert a.feed(big + 1, id="d", name="k", arguments="{}") == 3
+    assert a.feed(big, arguments="}") == 2
+    assert index.reads == 4
+    assert [(c.name, c.value) for c in a.finish()] == [
+        ("f", {"x": 1}),
+        ("g", {"y": 2}),
+        ("h", {"z": 3}),
+        ("k", {}),
+    ]
+
+
 def test_missing_index_with_a_new_name_starts_a_new_call() -> None:
     a = Assembler()
     a.feed(None, id="a", name="f", arguments='{"a": 1}')
@@ -652,6 +685,34 @@ def test_progress_leaves_out_items_that_add_nothing() -> None:
         (0, "/n", "7"),
     ]
     assert [c.value for c in a.finish()] == [{"s": "ab", "e": "", "t": True, "n": 7}, {"s": ""}]
+
+
+def test_progress_texts_of_one_character_and_paths_across_drains() -> None:
+    """Texts of one character, below U+0100 or above it, cut between fragments or not, and the
+    paths of a string over several drains, ASCII or not, read as the text wrote them."""
+    items: list[tuple[int, str, str]] = []
+    a = Assembler(progress_into=items)
+    text = '{"a": "\\u00e9", "b": "ü\u07ff", "ключ": "x'
+    for piece in [text.encode()[:9], text.encode()[9:]]:
+        a.feed(0, name="f", arguments=piece)
+    for piece in ["é", "y", "ß", "\u0100", '", "c": "', "\u00ff", "z", '"}']:
+        a.feed(0, arguments=piece)
+    assert items == [
+        (0, "/a", ""),
+        (0, "/a", "é"),
+        (0, "/b", "ü\u07ff"),
+        (0, "/ключ", "x"),
+        *[(0, "/ключ", piece) for piece in ["é", "y", "ß", "\u0100"]],
+        (0, "/c", ""),
+        (0, "/c", "\u00ff"),
+        (0, "/c", "z"),
+    ]
+    # A string's items over several drains share its path's `str`, whatever its characters.
+    assert len({id(path) for _, path, _ in items[3:8]}) == 1
+    assert len({id(path) for _, path, _ in items[8:]}) == 1
+    assert [c.value for c in a.finish()] == [
+        {"a": "é", "b": "ü\u07ff", "ключ": "xéyß\u0100", "c": "\u00ffz"}
+    ]
 
 
 def _freed_in_cycle(tie: Callable[[Assembler, list[tuple[int, str, str]]], object]) -> bool:
