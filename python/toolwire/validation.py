@@ -4560,7 +4560,7 @@ class ToolValidator:
             # A plain tool's patterns run in Python's backtracking engines, on model output:
             # the whole validation shares one bound, however many strings the call repeats.
             if self.model is None:
-                with pattern_budget():
+                with pattern_budget(len(call.arguments)):
                     return self._examine(call, error, pydantic_errors, lang, redact, taken)
             return self._examine(call, error, pydantic_errors, lang, redact, taken)
         except BaseException as exc:
