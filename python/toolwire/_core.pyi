@@ -15,6 +15,7 @@ __all__ = [
     "ToolRegistry",
     "ToolwireError",
     "__version__",
+    "capped_path",
     "pattern_error",
     "same_tokens",
 ]
@@ -42,6 +43,18 @@ def pattern_error(pattern: str, /) -> str | None:
 
     Returns:
         The parser's reason (`"Invalid character escape"`), or None.
+    """
+
+def capped_path(path: str, /) -> str:
+    """The JSON Pointer `path` with each key longer than 200 characters cut as a `CallError`'s
+    path is: its first 200 characters (one fewer where the cut would split a `~` escape), then
+    `…(N chars)`, N the key's whole length. Validation's errors are cut by the same rule.
+
+    Args:
+        path: A JSON Pointer (RFC 6901).
+
+    Returns:
+        The pointer, each long key cut; `path` itself when none is.
     """
 
 def same_tokens(a: bytes, b: bytes, /) -> bool:
