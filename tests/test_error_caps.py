@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 
 from toolwire import Assembler, CallError, JsonError, Scanner, Toolset
 
@@ -97,3 +98,41 @@ def test_a_json_error_in_a_long_key_is_cut() -> None:
         scanner.finish()
     assert info.value.error.path == "/" + _cut("k" * 200, _LONG)
     assert len(str(info.value)) < 1_000
+
+
+@pytest.mark.parametrize("precheck", [True, False])
+def test_validation_cuts_a_long_key_in_its_paths_as_the_core_does(precheck: bool) -> None:
+    # `CallError.path` cut a 100 KB key, but validation's `FieldError.path` kept it whole:
+    # every log line or exception quoting the outcome carried the whole key.
+    key = "k" * _LONG
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    schema["additionalProperties"] = False
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    assembler = Assembler(tools=tools) if precheck else Assembler()
+    assembler.feed(0, id="call_1", name="tool", arguments=json.dumps({key: 1}))
+    (call,) = assembler.finish()
+    outcome = tools.validate(call)
+    (error,) = outcome.errors
+    assert (error.path, error.code) == ("/" + _cut("k" * 200, _LONG), "unknown_field")
+    if precheck:
+        assert call.error is not None and call.error.path == error.path
+
+
+def test_a_finding_under_a_cut_key_names_the_value_sent_there_once() -> None:
+    # The pre-check's path has the key cut: looked up as it reads, it named no value, so
+    # validation showed the core's word for the value (`string`) and, not knowing the path
+    # for the one Pydantic found, told the model of one mistake twice.
+    class Tags(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        counts: dict[str, int]
+
+    key = "k~/" * 100
+    tools = Toolset([Tags])
+    assembler = Assembler(tools=tools)
+    arguments = json.dumps({"counts": {"a": 1, key: "x"}})
+    assembler.feed(0, id="call_1", name=tools.names()[0], arguments=arguments)
+    (call,) = assembler.finish()
+    assert call.error is not None and "…(" in call.error.path
+    outcome = tools.validate(call)
+    (error,) = outcome.errors
+    assert (error.path, error.code, error.got) == (call.error.path, "type", '"x"')

@@ -2011,11 +2011,11 @@ def test_one_validation_shares_one_bound_for_its_pattern_searches(
         # together no more than the budget, and every search after it counts as run out of
         # time without running. Each call to `validate` has a budget of its own.
         assert sum(timeouts[:2]) == pytest.approx(jsonschema_dialect.PATTERN_SECONDS)
-        budget = jsonschema_dialect.PATTERN_BUDGET_SECONDS
+        budget = jsonschema_dialect.budget_seconds(len(text))
         assert sum(timeouts) == pytest.approx(budget)
         # (Rounding leaves the budget a remainder of some 1e-16 s, given to a try or two.)
         real = [t for t in timeouts if t > 1e-9]
-        assert len(real) <= 2 * budget / jsonschema_dialect.PATTERN_SECONDS
+        assert len(real) <= 2 * (budget // jsonschema_dialect.PATTERN_SECONDS + 1)
 
 
 def test_the_time_a_validation_spends_between_its_searches_is_not_theirs(
@@ -2042,6 +2042,86 @@ def test_the_time_a_validation_spends_between_its_searches_is_not_theirs(
     (call,) = assembler.finish()
     outcome = tools.validate(call)
     assert (outcome.ok, outcome.errors) == (True, [])
+
+
+def test_a_large_valid_call_is_not_refused_for_its_many_quick_searches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A fixed half second for all the searches refused 150,000 tags of "abc" under
+    # `^[a-z]+$` (1 MB) from about the 60,000th item: each search is quick, but they are many,
+    # and every one past the budget counted as no match, blaming a valid string. The real
+    # engine, on a clock that moves 50 microseconds a search (a loaded host):
+    now = [0.0]
+    engine = jsonschema_dialect._engine_search
+
+    def loaded(compiled: Any, text: str, timeout: float) -> bool:
+        now[0] += 50e-6
+        return engine(compiled, text, timeout)
+
+    monkeypatch.setattr(jsonschema_dialect, "_clock", lambda: now[0])
+    monkeypatch.setattr(jsonschema_dialect, "_engine_search", loaded)
+    item = {"type": "string", "pattern": "^[a-z]+$"}
+    schema = _obj(properties={"tags": {"type": "array", "items": item}})
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    assembler = Assembler()
+    count = 20_000
+    assembler.feed(0, id="call_1", name="tool", arguments=json.dumps({"tags": ["abc"] * count}))
+    (call,) = assembler.finish()
+    outcome = tools.validate(call)
+    assert (outcome.ok, outcome.errors) == (True, [])
+    # Past the fixed half second, within the budget of a call its size.
+    assert jsonschema_dialect.PATTERN_BUDGET_SECONDS < now[0] == pytest.approx(count * 50e-6)
+    assert now[0] < jsonschema_dialect.budget_seconds(len(call.arguments))
+
+
+def test_the_searches_of_a_large_call_are_still_bounded_by_its_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The budget grows with the call, never past a constant per character: a call of slow
+    # strings, every search of which runs out of time, spends the budget of its size and no
+    # more, whatever the number of its items.
+    now = [0.0]
+    given: list[float] = []
+
+    def out_of_time(compiled: Any, text: str, timeout: float) -> bool:
+        given.append(timeout)
+        now[0] += timeout
+        raise TimeoutError
+
+    monkeypatch.setattr(jsonschema_dialect, "_clock", lambda: now[0])
+    monkeypatch.setattr(jsonschema_dialect, "_engine_search", out_of_time)
+    item = {"type": "string", "pattern": "^(a|a)+$"}
+    schema = _obj(properties={"x": {"type": "array", "items": item}}, required=["x"])
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    for count in (10, 2_000):
+        assembler = Assembler()
+        text = json.dumps({"x": ["a" * 30 + "!"] * count})
+        assembler.feed(0, id="call_1", name="tool", arguments=text)
+        (call,) = assembler.finish()
+        given.clear()
+        now[0] = 0.0
+        outcome = tools.validate(call)
+        assert not outcome.ok and {e.code for e in outcome.errors} == {"pattern"}
+        assert max(given) <= jsonschema_dialect.PATTERN_SECONDS
+        budget = jsonschema_dialect.budget_seconds(len(text))
+        assert now[0] == pytest.approx(min(budget, count * jsonschema_dialect.PATTERN_SECONDS))
+    # 2,000 items of 34 characters: a budget of 0.5 s and 10 microseconds a character.
+    assert jsonschema_dialect.budget_seconds(len(text)) == pytest.approx(0.5 + 10e-6 * len(text))
+
+
+def test_a_catastrophic_pattern_on_one_long_string_is_still_stopped() -> None:
+    # The budget of a large call is no licence for one search to run long: each stops after
+    # `PATTERN_SECONDS`, and the value counts as not matching. On the real engine and clock,
+    # a string of 100,000 characters, which gives the validation a budget of a second:
+    schema = _obj(properties={"s": {"type": "string", "pattern": "^(\\w+\\s?)*$"}})
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    assembler = Assembler()
+    assembler.feed(0, id="call_1", name="tool", arguments=json.dumps({"s": "a" * 99_990 + "!"}))
+    (call,) = assembler.finish()
+    started = time.perf_counter()
+    outcome = tools.validate(call)
+    assert [(e.path, e.code) for e in outcome.errors] == [("/s", "pattern")]
+    assert time.perf_counter() - started < 5
 
 
 @pytest.mark.parametrize("precheck", [True, False])

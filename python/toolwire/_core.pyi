@@ -15,6 +15,7 @@ __all__ = [
     "ToolRegistry",
     "ToolwireError",
     "__version__",
+    "capped_path",
     "pattern_error",
     "same_tokens",
 ]
@@ -42,6 +43,18 @@ def pattern_error(pattern: str, /) -> str | None:
 
     Returns:
         The parser's reason (`"Invalid character escape"`), or None.
+    """
+
+def capped_path(path: str, /) -> str:
+    """The JSON Pointer `path` with each key longer than 200 characters cut as a `CallError`'s
+    path is: its first 200 characters (one fewer where the cut would split a `~` escape), then
+    `…(N chars)`, N the key's whole length. Validation's errors are cut by the same rule.
+
+    Args:
+        path: A JSON Pointer (RFC 6901).
+
+    Returns:
+        The pointer, each long key cut; `path` itself when none is.
     """
 
 def same_tokens(a: bytes, b: bytes, /) -> bool:
@@ -641,7 +654,10 @@ class Assembler:
         the wire (drain after each `feed` to follow the stream's own order). An error found
         inside a key or string still open comes at once, as it read at the deciding byte.
         A drain looks only at the calls changed since the last one, so draining after every
-        chunk costs no more with many calls open.
+        chunk costs no more with many calls open. With `tools`, a key that holds a secret value
+        complete before it in the text (the model sent the secret again as a key) reads
+        `[redacted]` in the error's `path`, `message` and `got`; the call's own `error` keeps
+        the exact path.
         """
     def drain_progress(self) -> list[tuple[int, str, str]]:
         """With `track_progress`: (ordinal, JSON Pointer, appended text) since the last drain.
@@ -650,7 +666,8 @@ class Assembler:
         character is still cut); every later item of the value adds text. After `finish`, the
         first drain gives the items `finish` released (the last fragments', fragments held to
         tell a resend from new text included).
-        With `tools`, an item at or under a secret value reads `[redacted]`, and the items of
+        With `tools`, an item at or under a secret value reads `[redacted]`, so does a key in
+        an item's pointer that holds a secret value complete before it, and the items of
         a call whose name may still become a tool with secret values wait until it is final
         (or the call ends, or the stream finishes). Looks only at the calls changed since the
         last drain.

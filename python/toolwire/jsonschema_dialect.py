@@ -31,7 +31,8 @@ and from toolwire's own pre-check, which must never reject what validation accep
   author allowed. Here it admits `null` past `type` and `enum`, as the pre-check does.
 * `jsonschema` runs each pattern search to its end, and a backtracking engine may take hours on a
   few dozen bytes of model output: each search is stopped after `PATTERN_SECONDS`, all those of one
-  validation after `PATTERN_BUDGET_SECONDS` (`pattern_budget`), and one stopped counts against the
+  validation after `budget_seconds` (`pattern_budget`: half a second and 10 microseconds per
+  character of the call's arguments, linear in its size), and one stopped counts against the
   value: as no match for `pattern` and for `additionalProperties` beside patterns, as a match for
   `patternProperties`, whose schema then holds the member. `regex` reads its `timeout` on this
   process's CPU time (C's `clock()`), not on the wall clock: a process given a tenth of a core (a
@@ -84,6 +85,7 @@ __all__ = [
     "ReferenceLoop",
     "RefusedPatternError",
     "WrittenFloat",
+    "budget_seconds",
     "check_pattern",
     "extended_validator",
     "is_multiple",
@@ -98,10 +100,22 @@ the text on some patterns (`^(\\w+\\s?)*$` on a long word and a `!`), and the te
 output: a search that runs out of time counts as no match, so the value is refused."""
 
 PATTERN_BUDGET_SECONDS = 0.5
-"""How long all the searches of one validation (`pattern_budget`) may take together. With a
+"""How long all the searches of a small call's validation (`pattern_budget`) may take
+together; `PATTERN_BUDGET_SECONDS_PER_CHAR` more for each character of its arguments. With a
 bound per search alone, a call that repeats a slow string in every item of an array costs
 `PATTERN_SECONDS` per item: seconds for a few kilobytes of model output. Once it is spent,
 every further search of that validation counts as run out of time without running."""
+
+PATTERN_BUDGET_SECONDS_PER_CHAR = 10e-6
+"""How much longer the searches of a validation may take for each character of the call's
+arguments (the unit the searches read). A fixed budget refused large valid calls: 150,000 tags
+of `"abc"` under `^[a-z]+$` (1 MB) are 150,000 searches of a few microseconds each, more on a
+loaded host, and every one past the budget counted as no match, blaming valid strings. A
+budget linear in the arguments still bounds what a call can cost: its searches take no more
+time than a constant per character, as the rest of its validation (reading and walking 1 MB
+took seconds), so model output of a given size cannot make validation take longer than a
+constant factor of what reading it takes; and one slow search is still stopped after
+`PATTERN_SECONDS`."""
 
 
 MAX_PATTERN_CHARS = 5_000
@@ -278,15 +292,23 @@ _BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar(
 threads and tasks validating at once each spend their own."""
 
 
+def budget_seconds(size: int) -> float:
+    """The time all the searches of the validation of a call whose argument text has `size`
+    characters may take together: `PATTERN_BUDGET_SECONDS`, and
+    `PATTERN_BUDGET_SECONDS_PER_CHAR` for each character."""
+    return PATTERN_BUDGET_SECONDS + PATTERN_BUDGET_SECONDS_PER_CHAR * size
+
+
 @contextlib.contextmanager
-def pattern_budget(seconds: float = PATTERN_BUDGET_SECONDS) -> Generator[None, None, None]:
-    """Bounds the total time of the pattern searches made inside the block (see
-    `PATTERN_BUDGET_SECONDS`). A block opened inside another spends the outer one's budget:
-    a validation that validates again (a value as written) is still one validation."""
+def pattern_budget(size: int = 0) -> Generator[None, None, None]:
+    """Bounds the total time of the pattern searches made inside the block to
+    `budget_seconds(size)`, `size` the characters of the call's argument text. A block opened inside
+    another spends the outer one's budget: a validation that validates again (a value as
+    written) is still one validation."""
     if _BUDGET.get() is not None:
         yield
         return
-    token = _BUDGET.set(_Budget(seconds))
+    token = _BUDGET.set(_Budget(budget_seconds(size)))
     try:
         yield
     finally:

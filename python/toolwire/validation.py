@@ -56,7 +56,7 @@ from pydantic import BaseModel, NaiveDatetime, SecretBytes, SecretStr, Validatio
 from pydantic.fields import FieldInfo
 from pydantic_core.core_schema import ErrorType
 
-from toolwire._core import ToolRegistry
+from toolwire._core import ToolRegistry, capped_path
 from toolwire.coercion import (
     JSON_NUMBER,
     KEYS_KEY,
@@ -231,7 +231,8 @@ class FieldError:
 
     Attributes:
         path: JSON Pointer of the value (`""` for the whole arguments); a key that quotes a
-            secret argument of the call shows it as `[redacted]`.
+            secret argument of the call shows it as `[redacted]`, and one longer than 200
+            characters is cut as `CallError.path` cuts it (`…(N chars)`, N its length).
         code: A stable slug: `missing`, `unknown_field`, `type`, `enum`, `format`,
             `timezone_required`, `pattern`, `range`, `multiple_of`, `decimal`, `length`, `unique`,
             `ambiguous`, `value`, `business_rule`, `schema_violation` or `invalid`. A dict key
@@ -2568,22 +2569,27 @@ class _ErrorBuilder:
         return _Draft(FieldError(located.pointer, code, expected, got, hint), refusal=True)
 
     def from_call_error(self, error: CallErrorLike, arguments: Any = _ABSENT) -> _Draft:
-        located = self.schema.locate(_split(error.path))
+        # The core cuts a long key in its path (`capped_path`): the key it was cut from is the
+        # one to look up, and to dedupe with other findings on; the outcome cuts it again.
+        path = error.path
+        if _CUT_KEY in path:
+            path = _uncut_path(path, self._written_at("") if arguments is _ABSENT else arguments)
+        located = self.schema.locate(_split(path))
         keyword = error.keyword or ""
         code = _JSON_KEYWORD_CODES.get(keyword, "schema_violation")
         if code == "unknown_field":
             if not located.parent:
-                return _Draft(FieldError(error.path, code, error.expected, None))
-            value = _at(arguments, error.path) if arguments is not _ABSENT else _ABSENT
+                return _Draft(FieldError(path, code, error.expected, None))
+            value = _at(arguments, path) if arguments is not _ABSENT else _ABSENT
             draft = self.unknown_field(located, None if value is _ABSENT else value)
             if value is _ABSENT:
                 # The core names the key, not its value: without the parsed arguments there is
                 # no value to show.
                 return _Draft(dataclasses.replace(draft.error, got=None))
             return draft
-        value = _at(arguments, error.path) if arguments is not _ABSENT else _ABSENT
+        value = _at(arguments, path) if arguments is not _ABSENT else _ABSENT
         if keyword in ("anyOf", "oneOf") and arguments is not _ABSENT:
-            parts = _split(error.path)
+            parts = _split(path)
             holder = _at(arguments, pointer(parts[:-1])) if parts else _ABSENT
             if (
                 parts
@@ -2601,7 +2607,7 @@ class _ErrorBuilder:
         # The value itself, where it is at hand, is shown as every other path shows it: the
         # core names only the type it read for these ("string", "object"), and writes a
         # string without its quotes for the rest (`green` for "green").
-        sent: Any = cast(Any, value) if value is not _ABSENT else self._written_at(error.path)
+        sent: Any = cast(Any, value) if value is not _ABSENT else self._written_at(path)
         if keyword in ("anyOf", "oneOf") and isinstance(value, (dict, list)):
             got = self.got(located, value)
         elif code == "missing" or error.got is None:
@@ -3545,6 +3551,38 @@ def _at(value: Any, path: str) -> Any:
             return _ABSENT
         value = items[int(seg)]
     return value
+
+
+def _uncut_path(path: str, value: Any) -> str:
+    """`path`, a core error's JSON Pointer into `value`, with each key the core cut
+    (`capped_path`) made the whole key of `value` it was cut from; `path` when a cut one
+    names no key of `value` or more than one."""
+    parts: list[str | int] = []
+    for token in path.split("/")[1:]:
+        seg = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(value, dict):
+            members = cast(dict[str, Any], value)
+            if seg not in members and _CUT_KEY in seg:
+                start = seg[: seg.rindex(_CUT_KEY)]
+                whole = [
+                    k
+                    for k in members
+                    if k.startswith(start) and capped_path(pointer([k])) == "/" + token
+                ]
+                if len(whole) != 1:
+                    return path
+                seg = whole[0]
+            value = members.get(seg, _ABSENT)
+        else:
+            items = _as_items(value)
+            at = int(seg) if seg.isdigit() else -1
+            value = items[at] if items is not None and 0 <= at < len(items) else _ABSENT
+        parts.append(seg)
+    return pointer(parts)
+
+
+# What a key cut by `capped_path` holds after its first characters.
+_CUT_KEY = "…("
 
 
 def _keys_hidden(path: str, arguments: Any, secrets: Sequence[str]) -> str:
@@ -4570,7 +4608,7 @@ class ToolValidator:
             # A plain tool's patterns run in Python's backtracking engines, on model output:
             # the whole validation shares one bound, however many strings the call repeats.
             if self.model is None:
-                with pattern_budget():
+                with pattern_budget(len(call.arguments)):
                     return self._examine(call, error, pydantic_errors, lang, redact, taken)
             return self._examine(call, error, pydantic_errors, lang, redact, taken)
         except BaseException as exc:
@@ -5043,6 +5081,12 @@ class ToolValidator:
             entries = [builder.asked_of_user(e) if isinstance(e, _Draft) else e for e in entries]
         errors, ask_user = _finish_errors(entries, self._lookup, lang)
         errors, ask_user = self._without_secret_values(call, errors, ask_user)
+        # A key the model made up may be as long as the call: cut as the core cuts its paths,
+        # once the secrets in it are hidden (a cut could leave a secret's start).
+        errors = [
+            e if (cut := capped_path(e.path)) == e.path else dataclasses.replace(e, path=cut)
+            for e in errors
+        ]
         if ask_user:
             return Outcome(
                 ok=False,

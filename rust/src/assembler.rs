@@ -3441,7 +3441,35 @@ fn drain_call_errors(
     // order above), so one drain after many events reads as many drains.
     if let Some(mine) = out.get_mut(start..) {
         mine.sort_by_key(|(_, e)| e.offset);
+        if !mine.is_empty() {
+            hide_secret_keys(call, mine);
+        }
     }
+}
+
+/// Hides in `errors`, drained from `call` in the order of their offsets, the secret values
+/// the model sent again as keys (see [`crate::secret_keys`]): the call's own error keeps them.
+fn hide_secret_keys(call: &Call, errors: &mut [(usize, Error)]) {
+    let Some(schema) = call
+        .check
+        .as_deref()
+        .and_then(CallCheck::schema)
+        .filter(|schema| schema.has_secrets())
+    else {
+        return;
+    };
+    // Held fragments are not in the call's text yet; the errors both readings share are
+    // those of the text with them appended.
+    let text = match call.held.as_deref() {
+        Some(held) => held.appended.scanner.text(),
+        None => call.scanner.text(),
+    };
+    crate::secret_keys::hide_in_errors(
+        errors.iter_mut().map(|(_, e)| e),
+        text,
+        schema,
+        *call.scanner.config(),
+    );
 }
 
 /// Hands the progress items of `call` (at `ordinal`) recorded since its last drain to `f`, its
@@ -3474,22 +3502,31 @@ fn drain_call_progress(
     let Some(progress) = progress.as_deref_mut() else {
         return true;
     };
-    let secrets = check
-        .as_deref()
-        .and_then(CallCheck::schema)
-        .filter(|schema| schema.has_secrets());
-    progress.drain_each(|path, text, complete, continues| {
-        let secret = secrets.is_some_and(|schema| {
-            std::str::from_utf8(path).is_ok_and(|path| schema.is_secret(path))
+    let Some((schema, seen)) = check.as_deref_mut().and_then(CallCheck::secrets_mut) else {
+        progress.drain_each(|path, text, complete, continues| {
+            f(ordinal, path, text, complete, continues);
         });
-        // A secret value's text never leaves in an item, as in a pre-check error: its first
-        // item says it is hidden, and the rest of a long string adds nothing.
-        let text = match (secret, continues) {
-            (false, _) => text,
-            (true, false) => REDACTED.as_bytes(),
-            (true, true) => b"",
-        };
-        f(ordinal, path, text, complete, continues);
+        return true;
+    };
+    progress.drain_each(|path, text, complete, continues| {
+        let path_text = std::str::from_utf8(path).ok();
+        if path_text.is_some_and(|path| schema.is_secret(path)) {
+            seen.take(text, complete, continues);
+            // A secret value's text never leaves in an item, as in a pre-check error: its
+            // first item says it is hidden, and the rest of a long string adds nothing.
+            let text = if continues {
+                &b""[..]
+            } else {
+                REDACTED.as_bytes()
+            };
+            f(ordinal, path, text, complete, continues);
+            return;
+        }
+        // The model may send a secret it wrote before again as a key (see `secret_keys`).
+        match path_text.and_then(|path| seen.hidden_pointer(path)) {
+            Some(hidden) => f(ordinal, hidden.as_bytes(), text, complete, continues),
+            None => f(ordinal, path, text, complete, continues),
+        }
     });
     true
 }

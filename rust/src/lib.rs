@@ -23,6 +23,7 @@ pub mod precheck;
 pub mod progress;
 pub mod scanner;
 pub mod schema;
+pub mod secret_keys;
 pub mod sse;
 pub mod tokens;
 pub mod value;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::error::{Error, ErrorKind, SchemaDetail};
 use crate::scanner::{DuplicateKeys, ScanConfig, Scanner};
 use crate::schema::{Checker, SchemaError, ToolRegistry, Unsupported};
+use crate::secret_keys::SeenSecrets;
 use crate::value::{build_value, BuildOptions};
 use crate::visit::Visitor;
 
@@ -185,6 +186,9 @@ pub struct CallCheck {
     /// Under the `last_wins` policy a later duplicate key can replace any member's value, so
     /// no violation of the arguments is certain before the end: only the name's is.
     provisional: bool,
+    /// The secret values complete so far, read from the progress items handed out (see
+    /// [`crate::secret_keys`]).
+    seen: SeenSecrets,
 }
 
 impl CallCheck {
@@ -192,6 +196,13 @@ impl CallCheck {
     #[must_use]
     pub fn schema(&self) -> Option<&crate::schema::ToolSchema> {
         self.checker.as_ref().map(|checker| &**checker.schema())
+    }
+
+    /// The compiled schema of the call's tool when it has secret values, and the secret
+    /// values seen so far by the progress items handed out.
+    pub fn secrets_mut(&mut self) -> Option<(&crate::schema::ToolSchema, &mut SeenSecrets)> {
+        let schema = self.checker.as_ref().map(|checker| &**checker.schema())?;
+        schema.has_secrets().then_some((schema, &mut self.seen))
     }
 
     /// Starts checking a call to `name`, catching up on the argument text already received.
@@ -210,6 +221,7 @@ impl CallCheck {
             unregistered,
             checker,
             provisional: config.duplicate_keys == DuplicateKeys::LastWins,
+            seen: SeenSecrets::default(),
         };
         if !received.is_empty() {
             let mut replay = Scanner::new(*config);

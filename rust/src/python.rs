@@ -3711,13 +3711,21 @@ fn py_pattern_error(pattern: &str) -> Option<String> {
     crate::schema::pattern_error(pattern)
 }
 
+/// The JSON Pointer `path` with each key past 200 characters cut as a `CallError`'s path is
+/// (see [`crate::error::capped_path`]): validation's errors cut their paths by the same rule.
+#[pyfunction]
+#[pyo3(name = "capped_path", signature = (path, /))]
+fn py_capped_path(path: &str) -> String {
+    crate::error::capped_path(path)
+}
+
 #[pymodule]
 #[pyo3(name = "_core")]
 mod core_module {
     #[pymodule_export]
     use super::PyDirectValidation;
     #[pymodule_export]
-    use super::{py_pattern_error, py_same_tokens};
+    use super::{py_capped_path, py_pattern_error, py_same_tokens};
     #[pymodule_export]
     use super::{JsonError, MisuseError, ToolwireError};
     #[pymodule_export]

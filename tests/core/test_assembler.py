@@ -23,6 +23,7 @@ from tests.conftest import Splitter
 from toolwire import (
     NO_VALUE,
     Assembler,
+    CallError,
     MisuseError,
     Scanner,
     ToolCall,
@@ -33,7 +34,7 @@ from toolwire import (
     call_id_for,
     tool_messages,
 )
-from toolwire.events import ArgumentsProgress, CallCompleted
+from toolwire.events import ArgumentsProgress, CallCompleted, PrecheckError
 
 
 def feed_call(
@@ -1708,6 +1709,98 @@ def test_progress_of_a_call_named_too_late_waits_through_every_reader() -> None:
         assembler.finish()
         drained += assembler.drain_progress()
         assert _merged(drained) == _LOGIN_SHOWN, cut
+
+
+_SECRET_KEY_TEXT = '{"token": "sk-live-9999", "note": "hi", "sk-live-9999": 1}'
+
+
+def _secret_tool_schema(marked: bool) -> dict[str, object]:
+    token: dict[str, object] = {"type": "string"}
+    if marked:
+        token["x-secret"] = True
+    return {
+        "type": "object",
+        "properties": {"token": token, "note": {"type": "string"}},
+        "additionalProperties": False,
+    }
+
+
+def _secret_tools() -> list[Toolset | ToolRegistry]:
+    """The tool whose `token` is secret, marked in its schema and configured in a registry."""
+    return [
+        Toolset([{"name": "tool", "parameters": _secret_tool_schema(True)}]),
+        ToolRegistry({"tool": _secret_tool_schema(False)}, secrets={"tool": ["/token"]}),
+    ]
+
+
+def _chat_chunks(text: str, size: int) -> list[dict[str, object]]:
+    pieces = [text[i : i + size] for i in range(0, len(text), size)]
+    head = {"index": 0, "id": "call_1", "type": "function"}
+    deltas = [
+        {**head, "function": {"name": "tool", "arguments": piece}}
+        if k == 0
+        else {"index": 0, "function": {"arguments": piece}}
+        for k, piece in enumerate(pieces)
+    ]
+    return [
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {"tool_calls": [delta]}, "finish_reason": None}],
+        }
+        for delta in deltas
+    ]
+
+
+@pytest.mark.parametrize("tools", _secret_tools(), ids=["x-secret", "registry"])
+def test_a_secret_sent_again_as_a_key_is_hidden_in_what_the_stream_hands_out(
+    tools: Toolset | ToolRegistry,
+) -> None:
+    # The pre-check's error and the progress items carried the key as the core read it:
+    # `unexpected property "sk-live-9999"` at `/sk-live-9999`, where validation, the recorder
+    # and the executor hide it. The value was complete before the key: the key is known secret.
+    for size in (1, 4, len(_SECRET_KEY_TEXT)):
+        items: list[tuple[int, str, str]] = []
+        assembler = Assembler(tools=tools, progress_into=items)
+        errors: list[CallError] = []
+        for chunk in _chat_chunks(_SECRET_KEY_TEXT, size):
+            assembler.feed_chunk(chunk)
+            errors += [e for _, e in assembler.drain_errors()]
+        (call,) = assembler.finish()
+        errors += [e for _, e in assembler.drain_errors()]
+        (error,) = errors
+        assert (error.path, error.keyword) == ("/[redacted]", "additionalProperties")
+        assert error.message == 'unexpected property "[redacted]"', size
+        assert "9999" not in repr(error) and "9999" not in repr(items), size
+        assert _merged(items) == [
+            (0, "/token", "[redacted]"),
+            (0, "/note", "hi"),
+            (0, "/[redacted]", "1"),
+        ]
+        # The call's own error is the application's exact locator, as its text is.
+        assert call.error is not None and call.error.path == "/sk-live-9999"
+    if isinstance(tools, Toolset):
+        with assemble(iter(_chat_chunks(_SECRET_KEY_TEXT, 3)), tools) as stream:
+            events = list(stream)
+        shown = [e for e in events if isinstance(e, PrecheckError | ArgumentsProgress)]
+        assert shown and "9999" not in repr(shown)
+        assert [e.error.path for e in shown if isinstance(e, PrecheckError)] == ["/[redacted]"]
+
+
+def test_a_key_read_before_the_secret_it_repeats_is_not_known_to_be_one() -> None:
+    # What goes out while the text streams cannot depend on what comes after it: the key,
+    # read before any secret value, goes out as the model wrote it, however the text is cut.
+    text = '{"sk-live-9999": 1, "token": "sk-live-9999"}'
+    for tools in _secret_tools():
+        for size in (1, len(text)):
+            items: list[tuple[int, str, str]] = []
+            assembler = Assembler(tools=tools, progress_into=items)
+            for chunk in _chat_chunks(text, size):
+                assembler.feed_chunk(chunk)
+            assembler.finish()
+            ((_, error),) = assembler.drain_errors()
+            assert error.path == "/sk-live-9999"
+            assert _merged(items) == [(0, "/sk-live-9999", "1"), (0, "/token", "[redacted]")]
 
 
 def test_progress_of_a_call_whose_name_never_comes_is_released_at_the_end() -> None:
