@@ -866,6 +866,13 @@ class Assembler:
         of the call at `ordinal` when it differs (warning `input_mismatch`); returns whether
         it did. False, changing nothing, for a call that is not free-form, has no text yet,
         has ended or is past a per-stream limit."""
+    def _stop_call(self, ordinal: int, reason: str, /) -> None:
+        """The provider stopped the call at `ordinal` alone (sent after it gave up): the call
+        is `filtered`, never executed, whatever it holds; one already stopped keeps its reason.
+
+        Raises:
+            MisuseError: After `finish`, or for an unknown ordinal.
+        """
     def _mismatch_arguments(self, ordinal: int, message: str, /) -> None:
         """The call at `ordinal` becomes an `arguments_mismatch` error with `message` (a
         recorded call replayed), never executed, whatever it holds.

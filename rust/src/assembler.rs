@@ -2156,6 +2156,23 @@ impl Assembler {
         self.stop_calls(reason, true)
     }
 
+    /// The provider stopped the call at `ordinal` alone: it becomes a [`ErrorKind::Filtered`]
+    /// error and must not be executed, whatever it holds, and a call already stopped keeps its
+    /// first reason. For a call sent after the provider gave up on a response whose other
+    /// calls had all ended before (a Chat finish reason, then an error): [`Assembler::stop`]
+    /// would stop those too, since Chat never ends a call by itself.
+    ///
+    /// # Errors
+    /// [`Misuse`] after finish or for an unknown ordinal.
+    pub fn stop_call(&mut self, ordinal: usize, reason: &str) -> Result<(), Misuse> {
+        let call = self.open_call_mut(ordinal)?;
+        if call.stopped.is_none() {
+            call.stopped = Some(reason.to_owned());
+            quiet(call);
+        }
+        Ok(())
+    }
+
     fn stop_calls(&mut self, reason: &str, ended_too: bool) -> Result<(), Misuse> {
         if self.finished {
             return Err(Misuse::Finished);

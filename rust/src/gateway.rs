@@ -339,7 +339,9 @@ impl State {
                 }
                 if self.gave_up {
                     // Sent after the provider gave up: no SDK shows it, and it must not run.
-                    let _ = assembler.stop("error");
+                    // Only this call: the calls a Chat finish reason ended before the error
+                    // stay as they were (the others were stopped when the provider gave up).
+                    let _ = assembler.stop_call(ordinal, "error");
                 }
             }
             Action::Metadata { index, key, json } => {

@@ -2198,6 +2198,20 @@ struct PyAssembler {
 }
 
 impl PyAssembler {
+    /// Gives the call at `ordinal` a verdict the caller's path reached on its own (`change`:
+    /// lost, stopped, mismatched), then hands the progress items on.
+    fn change_call(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        ordinal: Count,
+        change: impl FnOnce(&mut Assembler, usize) -> Result<(), Misuse>,
+    ) -> PyResult<()> {
+        let Count(ordinal) = ordinal;
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        change(this.decoder.assembler_mut(), ordinal).map_err(|e| misuse(&e))?;
+        this.flush_progress(py)
+    }
+
     /// `Assembler.feed(index, /, *, id, name, arguments, type)`, once `feed_entry` has matched
     /// the arguments: each is absent (`None`) or the object passed, `None` included.
     fn feed(
@@ -2796,13 +2810,18 @@ impl PyAssembler {
         ordinal: Count,
         reason: &str,
     ) -> PyResult<()> {
-        let Count(ordinal) = ordinal;
-        let mut this = slf.try_borrow_mut().map_err(in_use)?;
-        this.decoder
-            .assembler_mut()
-            .lose_arguments(ordinal, reason)
-            .map_err(|e| misuse(&e))?;
-        this.flush_progress(py)
+        Self::change_call(slf, py, ordinal, |a, o| a.lose_arguments(o, reason))
+    }
+
+    /// The provider stopped the call at `ordinal` alone: it is `filtered`, never executed.
+    #[pyo3(signature = (ordinal, reason, /))]
+    fn _stop_call(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        ordinal: Count,
+        reason: &str,
+    ) -> PyResult<()> {
+        Self::change_call(slf, py, ordinal, |a, o| a.stop_call(o, reason))
     }
 
     /// The call at `ordinal` became an `arguments_mismatch` error with `message` (a recorded
@@ -2814,13 +2833,7 @@ impl PyAssembler {
         ordinal: Count,
         message: &str,
     ) -> PyResult<()> {
-        let Count(ordinal) = ordinal;
-        let mut this = slf.try_borrow_mut().map_err(in_use)?;
-        this.decoder
-            .assembler_mut()
-            .mismatch_arguments(ordinal, message)
-            .map_err(|e| misuse(&e))?;
-        this.flush_progress(py)
+        Self::change_call(slf, py, ordinal, |a, o| a.mismatch_arguments(o, message))
     }
 
     fn limit_reached(slf: &Bound<'_, Self>) -> PyResult<()> {

@@ -75,6 +75,10 @@ class Sink(Protocol):
         """The provider said its calls are malformed; no call may be executed, ended or not."""
         ...
 
+    def _stop_call(self, ordinal: int, reason: str, /) -> None:
+        """The provider stopped the call at `ordinal` alone; it must not be executed."""
+        ...
+
     def limit_reached(self) -> None:
         """The output limit was reached: the last call started, if open, was cut there."""
         ...
@@ -287,11 +291,12 @@ def after_provider_error(info: ChunkInfo, sink: Sink) -> ChunkInfo:
     """A chunk that comes after the provider gave up on the response (an error chunk or event):
     as on the raw SSE path, a finish reason it carries does not undo the failure (the reason
     stays `error`), and a call it starts must not run either (an SDK raises at the error and
-    never shows it)."""
+    never shows it). Only the calls it feeds are stopped: those a Chat finish reason ended
+    before the error stay as they were (the others were stopped when the provider gave up)."""
     if info.finish_reason is not None:
         info.finish_reason = "error"
-    if info.feeds:
-        sink.stop("error")
+    for record in info.feeds:
+        sink._stop_call(record.ordinal, "error")  # pyright: ignore[reportPrivateUsage]
     return info
 
 
