@@ -21,6 +21,7 @@ from toolwire.formats._fields import get
 from toolwire.formats._types import after_provider_error, gave_up, unreadable
 from toolwire.formats._utf16 import replace_lone_surrogates, text_piece
 from toolwire.formats.openai_chat import ChatCompletionsAdapter
+from toolwire.formats.whole import whole_response_events
 
 __all__ = ["Assembler", "read_chunks_as"]
 
@@ -99,6 +100,8 @@ class Assembler(_core.Assembler, LiveState):
                 helper yields is read too: the chunk inside openai's `chunk` event, and none
                 of the events the helpers derive from the chunks (`content.delta`,
                 `input_json`, ...), which return an empty `ChunkInfo` and are not numbered.
+                A whole, non-streamed `ChatCompletion`, `Response` or `Message` (or its dict)
+                is read as the stream that would have carried it, its events numbered.
 
         Returns:
             The chunk's assistant text, the `feed` calls it caused (ordinal, id, name), its
@@ -168,6 +171,12 @@ class Assembler(_core.Assembler, LiveState):
         if adapter is None:
             fmt = detect_format(chunk)
             if fmt is None:
+                whole = whole_response_events(chunk)
+                if whole is not None:
+                    # A whole response (the server did not stream): read as the events that
+                    # would have carried it, each numbered as a chunk of its own.
+                    state[_CHUNKS] = number - 1
+                    return _merged([self._feed_chunk(event, state) for event in whole])
                 if not is_error_event(chunk):
                     return ChunkInfo()
                 # The provider gave up first: whatever the format turns out to be, what follows
@@ -288,6 +297,22 @@ def _tell(
         chosen = adapter.choice if isinstance(adapter, ChatCompletionsAdapter) else None
         for index in info.other_choices:
             asm._other_choice(number, 0 if chosen is None else chosen, index)  # pyright: ignore[reportPrivateUsage]
+
+
+def _merged(infos: list[ChunkInfo]) -> ChunkInfo:
+    """What the events a whole response stands for carried, as one chunk's `ChunkInfo`: their
+    text and feeds in order, the last finish reason, usage and error each told."""
+    merged = ChunkInfo()
+    for info in infos:
+        merged.text += info.text
+        merged.feeds += info.feeds
+        merged.other_choices += info.other_choices
+        merged.malformed = merged.malformed or info.malformed
+        merged.finish_reason = info.finish_reason or merged.finish_reason
+        merged.usage = merged.usage if info.usage is None else info.usage
+        merged.error = merged.error if info.error is None else info.error
+        merged.arguments_mismatch = info.arguments_mismatch or merged.arguments_mismatch
+    return merged
 
 
 def _tell_limit(asm: Assembler, number: int) -> None:

@@ -144,6 +144,10 @@ class ChatCompletionsAdapter:
             delta = get(choice, "delta")
             if delta is not None:
                 self._delta(delta, sink, info)
+            else:
+                message = get(choice, "message")
+                if message is not None:
+                    self._delta(_whole_message(message), sink, info)
             reason = str_or_none(get(choice, "finish_reason"))
             if reason:
                 info.finish_reason = reason
@@ -222,6 +226,25 @@ def _choice_index(choice: object) -> int:
     """A choice's `index`; a missing or unreadable one is choice 0, as the raw path reads it."""
     index = sdk_index_of(get(choice, "index"))
     return 0 if index is None else index
+
+
+def _whole_message(message: object) -> dict[str, Any]:
+    """A whole, non-streamed `ChatCompletion` choice's `message` (a server that ignored
+    `stream=True`, or the completion handed over as it is) as the one delta that carries it:
+    its tool calls numbered by their position, which a message does not send."""
+    delta = plain(message)
+    if not isinstance(delta, dict):
+        return {}
+    fields = cast("dict[str, Any]", delta)
+    calls = fields.get("tool_calls")
+    if isinstance(calls, list):
+        fields["tool_calls"] = [
+            {"index": position, **cast("dict[str, Any]", entry)}
+            if isinstance(entry, dict) and "index" not in entry
+            else entry
+            for position, entry in enumerate(cast("list[object]", calls))
+        ]
+    return fields
 
 
 def _carries_content(delta: object) -> bool:
