@@ -236,3 +236,18 @@ def test_the_async_wrapper_closes_the_answer_it_read(sse_server: SSEServer) -> N
 
     events, closed, stream = asyncio.run(main())
     assert closed and len(stream.calls) == 2 and type(events[-1]).__name__ == "StreamEnded"
+
+
+@pytest.mark.parametrize(("reason", "kind"), [("tool_use", None), ("max_tokens", "truncated")])
+def test_a_whole_message_s_empty_tool_input_is_read_as_its_stream_reads_it(
+    reason: str, kind: str | None
+) -> None:
+    # A tool block with no input is a call without parameters when the message goes on, and
+    # cut when the message stopped at the output limit, as the block's stream says it.
+    block = {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {}}
+    message = {**MESSAGE, "content": [block], "stop_reason": reason}
+    asm = Assembler()
+    asm.feed_chunk(message)
+    (call,) = asm.finish()
+    assert (call.error.kind if call.error else None) == kind
+    assert call.ok == (kind is None)

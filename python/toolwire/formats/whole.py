@@ -90,7 +90,8 @@ def _anthropic_events(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
     """A content block's start and the deltas that carry it: a text or thinking block's text
-    and signature as their deltas, a tool block's whole `input` as its one fragment, any other
+    and signature as their deltas, a tool block's whole `input` as its one fragment (none for
+    an empty one), any other
     block (redacted thinking, a server tool's) whole at its start."""
     kind = block.get("type")
 
@@ -113,6 +114,11 @@ def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
             events.append(delta(type="signature_delta", signature=block["signature"]))
         return events
     if kind == "tool_use":
-        fragment = json.dumps(block.get("input", {}), ensure_ascii=False, separators=(",", ":"))
+        value = block.get("input", {})
+        if value == {}:
+            # As a stream sends a block that stopped with no input: a call without parameters
+            # if the message goes on, cut (`truncated`) if it stopped at `max_tokens`.
+            return [start(input={})]
+        fragment = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         return [start(input={}), delta(type="input_json_delta", partial_json=fragment)]
     return [start()]
