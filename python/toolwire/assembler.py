@@ -70,10 +70,11 @@ class Assembler(_core.Assembler, LiveState):
         """The transport broke off: calls with no argument text yet become `truncated`, and
         fragments an open call still holds two ways are read as appended (`_core.Assembler`).
 
-        Not after a Chat choice's finish reason that ended it as a whole answer (`stop`,
-        `tool_calls`): Chat sends no end event per call, so that reason ends every call, and
-        a break after it (the usage chunk or `[DONE]` lost) cuts none, as a break after
-        Anthropic's `message_delta` or Gemini's last chunk cuts none.
+        After a Chat choice's finish reason that ended it as a whole answer (`stop`,
+        `tool_calls`), only the calls that started after that reason: Chat sends no end event
+        per call, so that reason ends every call there is, and a break after it (the usage
+        chunk or `[DONE]` lost) cuts none of them, as a break after Anthropic's
+        `message_delta` or Gemini's last chunk cuts none.
 
         Args:
             reason: Why the stream broke off.
@@ -81,8 +82,11 @@ class Assembler(_core.Assembler, LiveState):
         Raises:
             MisuseError: The assembler was already finished.
         """
-        if self.finished or not chat_choice_ended(self):
+        ended = None if self.finished else chat_ended_calls(self)
+        if ended is None:
             super().interrupt(reason)
+        else:
+            self._interrupt_from(ended, reason)
 
     @property
     def chunk_format(self) -> WireFormat | None:
@@ -239,15 +243,16 @@ class Assembler(_core.Assembler, LiveState):
         return "\ufffd" if self.__dict__.pop(_TEXT_HALF, None) else ""
 
 
-def chat_choice_ended(asm: Assembler) -> bool:
-    """Whether the Chat choice `asm` assembles ended as a whole answer, on the path that fed it
-    (`feed_chunk`'s adapter, or the raw SSE path's finish reason): its calls all ended, and
-    neither a break nor a provider error after it cuts or stops one. A provider error fed to
-    `asm` ends this (the raw SSE path's finish reason is then `error`)."""
+def chat_ended_calls(asm: Assembler) -> int | None:
+    """How many calls the Chat choice `asm` assembles had when its latest finish reason before
+    any provider error ended it as a whole answer (`stop`, `tool_calls`), on the path that fed
+    it (`feed_chunk`'s adapter, or the raw SSE path): those calls all ended, and neither a break
+    nor a provider error after it cuts or stops one; a call that started later can be. None
+    when no such reason came (or the stream is no Chat stream)."""
     adapter = asm.__dict__.get(_ADAPTER)
     if adapter is not None:
-        return isinstance(adapter, ChatCompletionsAdapter) and adapter.ended
-    return asm.format == "openai-chat" and asm.finish_reason_normalized in ("stop", "tool_calls")
+        return adapter.ended if isinstance(adapter, ChatCompletionsAdapter) else None
+    return asm._chat_ended_calls  # pyright: ignore[reportPrivateUsage]
 
 
 def _read_chunks_as(asm: Assembler, fmt: WireFormat) -> FormatAdapter:

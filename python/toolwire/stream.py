@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from toolwire._core import MisuseError, Scanner
 from toolwire._pickling import LiveState
-from toolwire.assembler import Assembler, chat_choice_ended, fed_past_limit
+from toolwire.assembler import Assembler, chat_ended_calls, fed_past_limit
 from toolwire.events import (
     ArgumentsProgress,
     CallCompleted,
@@ -68,6 +68,7 @@ from toolwire.events import (
     TextDelta,
 )
 from toolwire.formats import detect_format, is_error_event
+from toolwire.formats._types import stop_open_calls
 from toolwire.formats.whole import whole_response_events
 from toolwire.toolset import internal_error
 from toolwire.validation import Outcome
@@ -367,8 +368,7 @@ class _Driver:
                 # when that event is fed (raw SSE or a dict chunk), calls it had not ended must
                 # not run, and the finish reason says why. A Chat finish reason that ended the
                 # choice as a whole answer ended every call: an error after it stops none.
-                if not chat_choice_ended(asm):
-                    asm.stop("error")
+                stop_open_calls(asm, chat_ended_calls(asm), "error")
                 self.finish_reason = "error"
             else:
                 _interrupt(asm, "the stream ended early" if error is None else type(error).__name__)

@@ -2198,8 +2198,9 @@ struct PyAssembler {
 }
 
 impl PyAssembler {
-    /// Gives the call at `ordinal` a verdict the caller's path reached on its own (`change`:
-    /// lost, stopped, mismatched), then hands the progress items on.
+    /// Gives the call at `ordinal` (`interrupt_from`: the calls from it on) a verdict the
+    /// caller's path reached on its own (`change`: lost, stopped, mismatched, cut), then hands
+    /// the progress items on.
     fn change_call(
         slf: &Bound<'_, Self>,
         py: Python<'_>,
@@ -3089,6 +3090,25 @@ impl PyAssembler {
     fn finish_reason(slf: &Bound<'_, Self>) -> PyResult<Option<String>> {
         let this = slf.try_borrow().map_err(in_use)?;
         Ok(this.decoder.finish_reason_raw().map(str::to_owned))
+    }
+
+    /// How many calls a Chat choice's finish reason (`stop`, `tool_calls`) ended on the raw
+    /// path: a break or provider error after it cuts or stops only the calls after those.
+    #[getter]
+    fn _chat_ended_calls(slf: &Bound<'_, Self>) -> PyResult<Option<usize>> {
+        let this = slf.try_borrow().map_err(in_use)?;
+        Ok(this.decoder.chat_ended_calls())
+    }
+
+    /// `interrupt` for the calls from ordinal `first` on: those before it had ended.
+    #[pyo3(signature = (first, reason, /))]
+    fn _interrupt_from(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        first: Count,
+        reason: &str,
+    ) -> PyResult<()> {
+        Self::change_call(slf, py, first, |a, o| a.interrupt_from(o, reason))
     }
 
     /// The finish reason normalized: `stop`, `tool_calls`, `length`, `content_filter`,

@@ -1246,6 +1246,8 @@ _WHILE_IN_USE: dict[str, Callable[[Assembler], object]] = {
     "_check_summary": lambda a: a._check_summary(0, b"{}"),
     "_mismatch_arguments": lambda a: a._mismatch_arguments(0, "two versions"),
     "_stop_call": lambda a: a._stop_call(0, "error"),
+    "_interrupt_from": lambda a: a._interrupt_from(0, "dropped"),
+    "_chat_ended_calls": lambda a: a._chat_ended_calls,
     "_set_index": lambda a: a._set_index(0, 1),
     "_stream_error": lambda a: a._stream_error("provider_error", 1, "{}"),
     "_other_choice": lambda a: a._other_choice(1, 0, 1),

@@ -16,6 +16,7 @@ __all__ = [
     "folded_reason",
     "gave_up",
     "is_limit",
+    "stop_open_calls",
     "stops_calls",
     "unreadable",
 ]
@@ -77,6 +78,10 @@ class Sink(Protocol):
 
     def _stop_call(self, ordinal: int, reason: str, /) -> None:
         """The provider stopped the call at `ordinal` alone; it must not be executed."""
+        ...
+
+    def __len__(self) -> int:
+        """How many calls were started."""
         ...
 
     def limit_reached(self) -> None:
@@ -285,6 +290,17 @@ def gave_up(
     if stop:
         sink.stop(reason)
     return info
+
+
+def stop_open_calls(sink: Sink, ended: int | None, reason: str) -> None:
+    """The provider gave up (`reason`): the calls it had not ended must not run. `ended`: a
+    Chat finish reason ended the calls below that ordinal (Chat has no end event per call, so
+    the reason ended all there were), and only the calls that started after it are stopped."""
+    if ended is None:
+        sink.stop(reason)
+        return
+    for ordinal in range(ended, len(sink)):
+        sink._stop_call(ordinal, reason)  # pyright: ignore[reportPrivateUsage]
 
 
 def after_provider_error(info: ChunkInfo, sink: Sink) -> ChunkInfo:

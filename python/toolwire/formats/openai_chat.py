@@ -57,6 +57,7 @@ from toolwire.formats._types import (
     folded_reason,
     gave_up,
     is_limit,
+    stop_open_calls,
     stops_calls,
     unreadable,
 )
@@ -82,7 +83,9 @@ class ChatCompletionsAdapter:
     def __init__(self) -> None:
         """Start with no surrogate half held and no refusal seen."""
         self._utf16 = Utf16()
-        self._ended = False
+        # How many calls there were when the latest finish reason ended the choice as a
+        # whole answer (`stop`, `tool_calls`); None while none did.
+        self._ended: int | None = None
         self._gave_up = False
         self._refusal = False
         self._usage: dict[str, Any] | None = None
@@ -94,10 +97,11 @@ class ChatCompletionsAdapter:
         return self._choice
 
     @property
-    def ended(self) -> bool:
-        """Whether the assembled choice's latest finish reason ended it as a whole answer
-        (`stop`, `tool_calls`, ...): Chat has no end event per call, so this one ends them all."""
-        return self._ended and not self._gave_up
+    def ended(self) -> int | None:
+        """How many calls there were when the assembled choice's latest finish reason ended it
+        as a whole answer (`stop`, `tool_calls`, ...), before any provider error: Chat has no
+        end event per call, so that reason ended them all. None while none did."""
+        return self._ended
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one chunk.
@@ -127,7 +131,9 @@ class ChatCompletionsAdapter:
             # `choices`, as OpenRouter sends it, and reads no further): calls it had not ended
             # must not run, as on the raw SSE path. A finish reason that ended the choice as a
             # whole answer ended every call: an error after it stops none.
-            gave_up(info, sink, error, stop=not self.ended)
+            gave_up(info, sink, error, stop=False)
+            if not self._gave_up:
+                stop_open_calls(sink, self._ended, "error")
             self._gave_up = True
             return info
         if not isinstance(choices, list):
@@ -153,7 +159,8 @@ class ChatCompletionsAdapter:
                 info.finish_reason = reason
                 folded = folded_reason(reason)
                 natural = folded in _NATURAL_ENDS
-                self._ended = natural or folded in _TOOL_ENDS
+                if not self._gave_up:
+                    self._ended = len(sink) if natural or folded in _TOOL_ENDS else None
                 if stops_calls(reason) or (natural and self._refusal):
                     sink.stop(reason)
                 elif is_limit(reason):
