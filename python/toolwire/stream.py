@@ -367,7 +367,8 @@ class _Driver:
                 # The provider gave up on the response and the SDK raised its error event: as
                 # when that event is fed (raw SSE or a dict chunk), calls it had not ended must
                 # not run, and the finish reason says why. A Chat finish reason that ended the
-                # choice as a whole answer ended every call: an error after it stops none.
+                # choice as a whole answer ended every call there was: an error after it stops
+                # only a call that started later.
                 stop_open_calls(asm, chat_ended_calls(asm), "error")
                 self.finish_reason = "error"
             else:

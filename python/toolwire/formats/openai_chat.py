@@ -29,8 +29,12 @@ Design notes:
 - Usage members are merged over the chunks that carry usage; `null` members are left out.
 - A `{"error": ...}` chunk ends the response: open calls stop, the finish reason is `error`.
   Not after a finish reason that ended the choice as a whole answer (`stop`, `tool_calls`):
-  Chat has no end event per call, so that reason ended them all, and an error after it (before
-  the usage chunk or `[DONE]`) stops none, as an Anthropic error stops no block that ended.
+  Chat has no end event per call, so that reason ended every call there was, and an error
+  after it (before the usage chunk or `[DONE]`) stops none of them, as an Anthropic error stops
+  no block that ended; a call that started after that reason is open, and stopped.
+- A whole, non-streamed `ChatCompletion` (a server that ignored `stream=True`) has a
+  `message` where a chunk has its `delta`: it is read as one delta, its calls numbered by
+  their position. Only a choice without `delta` is looked at for it.
 """
 
 from __future__ import annotations
