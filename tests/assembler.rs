@@ -530,6 +530,31 @@ fn interrupted_call_without_arguments_is_truncated_even_with_required_fields() {
     assert!(calls[0].arguments.is_empty());
 }
 
+/// A break after a Chat finish reason cuts only the calls that started after it: those before
+/// had ended, an empty one as a call without parameters.
+#[test]
+fn interrupt_from_cuts_only_the_calls_from_that_ordinal() {
+    let mut a = Assembler::new(AssemblerConfig::default()).expect("config");
+    a.feed(&text(Some(0), Some("a"), Some("now"), ""))
+        .expect("feed");
+    a.feed(&text(Some(1), Some("b"), Some("delete_all"), ""))
+        .expect("feed");
+    a.interrupt_from(1, "connection reset").expect("interrupt");
+    let calls = a.finish().expect("finish");
+    assert_eq!(
+        summary(&calls),
+        vec![
+            ok("a", "now", "{}"),
+            (
+                Some("b".to_owned()),
+                Some("delete_all".to_owned()),
+                String::new(),
+                Some(ErrorKind::Truncated)
+            ),
+        ]
+    );
+}
+
 #[test]
 fn output_limit_truncates_the_last_call_cut_before_its_arguments() {
     // Only the last call can have been cut by the limit: an empty call another call followed

@@ -2315,6 +2315,37 @@ data: {\"error\":{\"message\":\"boom\"}}\n\n";
 }
 
 #[test]
+fn a_chat_call_after_the_finish_reason_and_an_error_stops_only_itself() {
+    // The error after `tool_calls` stops no finished call; a call that still starts after it
+    // must not run, and stopping it stopped the finished ones too (Chat never ends a call).
+    let body = b"data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}}]}\n\n\
+data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n\
+data: {\"error\":{\"message\":\"boom\"}}\n\n\
+data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"b\",\"type\":\"function\",\"function\":{\"name\":\"g\",\"arguments\":\"{}\"}}]}}]}\n\n\
+data: [DONE]\n\n";
+    let o = run(body);
+    assert_eq!(o.count(StreamErrorKind::ProviderError), 1);
+    assert_eq!(o.finish_raw.as_deref(), Some("error"));
+    ok(o.call(0), "f", "{}");
+    assert_eq!(o.call(1).error, Some(ErrorKind::Filtered));
+}
+
+#[test]
+fn a_chat_error_after_a_call_that_started_after_the_finish_reason_stops_that_call_only() {
+    // The finish reason ended call 0; call 1 started after it and was open at the error,
+    // sent twice (each stopped every call before).
+    let body = b"data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}}]}\n\n\
+data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
+data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"b\",\"type\":\"function\",\"function\":{\"name\":\"g\",\"arguments\":\"{}\"}}]}}]}\n\n\
+data: {\"error\":{\"message\":\"boom\"}}\n\n\
+data: {\"error\":{\"message\":\"again\"}}\n\n";
+    let o = run(body);
+    assert_eq!(o.finish_raw.as_deref(), Some("error"));
+    ok(o.call(0), "f", "{}");
+    assert_eq!(o.call(1).error, Some(ErrorKind::Filtered));
+}
+
+#[test]
 fn a_mismatch_names_the_output_index_a_call_was_sent_under() {
     // Two items under one `output_index`: the second is routed by another key, and its
     // `.done` (which repairs lost deltas) is reported by the index the server sent.

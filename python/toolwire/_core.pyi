@@ -883,6 +883,24 @@ class Assembler:
         of the call at `ordinal` when it differs (warning `input_mismatch`); returns whether
         it did. False, changing nothing, for a call that is not free-form, has no text yet,
         has ended or is past a per-stream limit."""
+    @property
+    def _chat_ended_calls(self) -> int | None:
+        """How many calls a Chat choice's finish reason (`stop`, `tool_calls`) ended on the raw
+        path, the latest such reason before any provider error: a break or a provider error
+        after it cuts or stops only the calls that started after it. None otherwise."""
+    def _interrupt_from(self, first: int, reason: str, /) -> None:
+        """`interrupt` for the calls from ordinal `first` on: the calls before it had ended.
+
+        Raises:
+            MisuseError: After `finish`.
+        """
+    def _stop_call(self, ordinal: int, reason: str, /) -> None:
+        """The provider stopped the call at `ordinal` alone (sent after it gave up): the call
+        is `filtered`, never executed, whatever it holds; one already stopped keeps its reason.
+
+        Raises:
+            MisuseError: After `finish`, or for an unknown ordinal.
+        """
     def _mismatch_arguments(self, ordinal: int, message: str, /) -> None:
         """The call at `ordinal` becomes an `arguments_mismatch` error with `message` (a
         recorded call replayed), never executed, whatever it holds.

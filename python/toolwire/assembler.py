@@ -21,6 +21,7 @@ from toolwire.formats._fields import get
 from toolwire.formats._types import after_provider_error, gave_up, unreadable
 from toolwire.formats._utf16 import replace_lone_surrogates, text_piece
 from toolwire.formats.openai_chat import ChatCompletionsAdapter
+from toolwire.formats.whole import whole_response_events
 
 __all__ = ["Assembler", "read_chunks_as"]
 
@@ -69,10 +70,11 @@ class Assembler(_core.Assembler, LiveState):
         """The transport broke off: calls with no argument text yet become `truncated`, and
         fragments an open call still holds two ways are read as appended (`_core.Assembler`).
 
-        Not after a Chat choice's finish reason that ended it as a whole answer (`stop`,
-        `tool_calls`): Chat sends no end event per call, so that reason ends every call, and
-        a break after it (the usage chunk or `[DONE]` lost) cuts none, as a break after
-        Anthropic's `message_delta` or Gemini's last chunk cuts none.
+        After a Chat choice's finish reason that ended it as a whole answer (`stop`,
+        `tool_calls`), only the calls that started after that reason: Chat sends no end event
+        per call, so that reason ends every call there is, and a break after it (the usage
+        chunk or `[DONE]` lost) cuts none of them, as a break after Anthropic's
+        `message_delta` or Gemini's last chunk cuts none.
 
         Args:
             reason: Why the stream broke off.
@@ -80,8 +82,11 @@ class Assembler(_core.Assembler, LiveState):
         Raises:
             MisuseError: The assembler was already finished.
         """
-        if self.finished or not chat_choice_ended(self):
+        ended = None if self.finished else chat_ended_calls(self)
+        if ended is None:
             super().interrupt(reason)
+        else:
+            self._interrupt_from(ended, reason)
 
     @property
     def chunk_format(self) -> WireFormat | None:
@@ -99,6 +104,8 @@ class Assembler(_core.Assembler, LiveState):
                 helper yields is read too: the chunk inside openai's `chunk` event, and none
                 of the events the helpers derive from the chunks (`content.delta`,
                 `input_json`, ...), which return an empty `ChunkInfo` and are not numbered.
+                A whole, non-streamed `ChatCompletion`, `Response` or `Message` (or its dict)
+                is read as the stream that would have carried it, its events numbered.
 
         Returns:
             The chunk's assistant text, the `feed` calls it caused (ordinal, id, name), its
@@ -168,6 +175,12 @@ class Assembler(_core.Assembler, LiveState):
         if adapter is None:
             fmt = detect_format(chunk)
             if fmt is None:
+                whole = whole_response_events(chunk)
+                if whole is not None:
+                    # A whole response (the server did not stream): read as the events that
+                    # would have carried it, each numbered as a chunk of its own.
+                    state[_CHUNKS] = number - 1
+                    return _merged([self._feed_chunk(event, state) for event in whole])
                 if not is_error_event(chunk):
                     return ChunkInfo()
                 # The provider gave up first: whatever the format turns out to be, what follows
@@ -230,15 +243,16 @@ class Assembler(_core.Assembler, LiveState):
         return "\ufffd" if self.__dict__.pop(_TEXT_HALF, None) else ""
 
 
-def chat_choice_ended(asm: Assembler) -> bool:
-    """Whether the Chat choice `asm` assembles ended as a whole answer, on the path that fed it
-    (`feed_chunk`'s adapter, or the raw SSE path's finish reason): its calls all ended, and
-    neither a break nor a provider error after it cuts or stops one. A provider error fed to
-    `asm` ends this (the raw SSE path's finish reason is then `error`)."""
+def chat_ended_calls(asm: Assembler) -> int | None:
+    """How many calls the Chat choice `asm` assembles had when its latest finish reason before
+    any provider error ended it as a whole answer (`stop`, `tool_calls`), on the path that fed
+    it (`feed_chunk`'s adapter, or the raw SSE path): those calls all ended, and neither a break
+    nor a provider error after it cuts or stops one; a call that started later can be. None
+    when no such reason came (or the stream is no Chat stream)."""
     adapter = asm.__dict__.get(_ADAPTER)
     if adapter is not None:
-        return isinstance(adapter, ChatCompletionsAdapter) and adapter.ended
-    return asm.format == "openai-chat" and asm.finish_reason_normalized in ("stop", "tool_calls")
+        return adapter.ended if isinstance(adapter, ChatCompletionsAdapter) else None
+    return asm._chat_ended_calls  # pyright: ignore[reportPrivateUsage]
 
 
 def _read_chunks_as(asm: Assembler, fmt: WireFormat) -> FormatAdapter:
@@ -288,6 +302,22 @@ def _tell(
         chosen = adapter.choice if isinstance(adapter, ChatCompletionsAdapter) else None
         for index in info.other_choices:
             asm._other_choice(number, 0 if chosen is None else chosen, index)  # pyright: ignore[reportPrivateUsage]
+
+
+def _merged(infos: list[ChunkInfo]) -> ChunkInfo:
+    """What the events a whole response stands for carried, as one chunk's `ChunkInfo`: their
+    text and feeds in order, the last finish reason, usage and error each told."""
+    merged = ChunkInfo()
+    for info in infos:
+        merged.text += info.text
+        merged.feeds += info.feeds
+        merged.other_choices += info.other_choices
+        merged.malformed = merged.malformed or info.malformed
+        merged.finish_reason = info.finish_reason or merged.finish_reason
+        merged.usage = merged.usage if info.usage is None else info.usage
+        merged.error = merged.error if info.error is None else info.error
+        merged.arguments_mismatch = info.arguments_mismatch or merged.arguments_mismatch
+    return merged
 
 
 def _tell_limit(asm: Assembler, number: int) -> None:

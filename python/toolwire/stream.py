@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from toolwire._core import MisuseError, Scanner
 from toolwire._pickling import LiveState
-from toolwire.assembler import Assembler, chat_choice_ended, fed_past_limit
+from toolwire.assembler import Assembler, chat_ended_calls, fed_past_limit
 from toolwire.events import (
     ArgumentsProgress,
     CallCompleted,
@@ -67,6 +67,9 @@ from toolwire.events import (
     StreamEnded,
     TextDelta,
 )
+from toolwire.formats import detect_format, is_error_event
+from toolwire.formats._types import stop_open_calls
+from toolwire.formats.whole import whole_response_events
 from toolwire.toolset import internal_error
 from toolwire.validation import Outcome
 
@@ -364,9 +367,9 @@ class _Driver:
                 # The provider gave up on the response and the SDK raised its error event: as
                 # when that event is fed (raw SSE or a dict chunk), calls it had not ended must
                 # not run, and the finish reason says why. A Chat finish reason that ended the
-                # choice as a whole answer ended every call: an error after it stops none.
-                if not chat_choice_ended(asm):
-                    asm.stop("error")
+                # choice as a whole answer ended every call there was: an error after it stops
+                # only a call that started later.
+                stop_open_calls(asm, chat_ended_calls(asm), "error")
                 self.finish_reason = "error"
             else:
                 _interrupt(asm, "the stream ended early" if error is None else type(error).__name__)
@@ -489,6 +492,75 @@ _RAW_RESPONSES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# The SDKs' streams over an httpx response (`create(..., stream=True)`), whose `response` tells
+# what the server answered.
+_HTTP_STREAMS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("openai._streaming", ("Stream", "AsyncStream")),
+    ("anthropic._streaming", ("Stream", "AsyncStream")),
+)
+
+# Whole, non-streamed responses (`create(...)` without `stream=True`): a pydantic model is
+# iterable over its fields, which would be read as chunks of no format, and every call lost.
+_WHOLE_RESPONSES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("openai.types.chat.chat_completion", ("ChatCompletion",)),
+    ("openai.types.responses.response", ("Response",)),
+    ("anthropic.types.message", ("Message",)),
+    ("anthropic.types.beta.beta_message", ("BetaMessage",)),
+)
+
+
+def _json_answer(source: object) -> Any:
+    """The httpx response under an SDK stream when the server answered a JSON document (it
+    ignored `stream=True`: a proxy, a gateway, a mock), still unread; None otherwise. The SDKs
+    read such a body as an event stream with no event in it, and yield nothing."""
+    if _sdk_instance(source, _HTTP_STREAMS) is None:
+        return None
+    response: Any = getattr(source, "response", None)
+    headers: object = getattr(response, "headers", None)
+    kind = (
+        cast("Mapping[str, object]", headers).get("content-type")
+        if isinstance(headers, Mapping)
+        else None
+    )
+    if not isinstance(kind, str):
+        return None
+    media = kind.partition(";")[0].strip().lower()
+    return response if media == "application/json" or media.endswith("+json") else None
+
+
+def _whole_body(asm: Assembler, body: bytes) -> list[object] | None:
+    """The one chunk a JSON answer to a stream request stands for: the whole response it holds
+    (`feed_chunk` reads its calls) or the provider's error; None for a body that is no JSON
+    document but events (a server that labels its event stream JSON), which the SDK stream
+    then reads from the body kept. One `feed_chunk` cannot read (another document) is told as
+    the raw SSE path tells these bytes, `truncated_body`, so that the stream does not end empty
+    without a word; JSON that does not parse raises `json.JSONDecodeError`, a transport error,
+    as an SDK's own decoding would."""
+    if not body.lstrip(b" \t\r\n\xef\xbb\xbf").startswith((b"{", b"[")):
+        return None
+    value: object = json.loads(body)
+    document = cast("dict[str, object]", value) if isinstance(value, dict) else None
+    known = document is not None and (
+        detect_format(document) is not None
+        or whole_response_events(document) is not None
+        or is_error_event(document)
+    )
+    if not known:
+        asm._stream_error(  # pyright: ignore[reportPrivateUsage]
+            "truncated_body",
+            0,
+            f"the server answered a JSON document, not an event stream ({len(body)} bytes): "
+            "no event was read",
+        )
+    return [value]
+
+
+async def _each(chunks: list[object]) -> AsyncIterator[object]:
+    """`chunks` as an async stream: what an async SDK stream's JSON answer stands for."""
+    for chunk in chunks:
+        yield chunk
+
+
 def _refuse_raw_response(source: object, wrapper: str) -> None:
     """`MisuseError` for an SDK's raw HTTP response, naming the `.parse()` that gives its
     stream; nothing for anything else. Refused unread, the response stays the caller's."""
@@ -526,6 +598,9 @@ def chunk_source(source: Any) -> Any:
     `converse_stream` response is a dict whose `stream` member is the stream, and is taken as
     such. An SDK stream helper stands for the provider's events under it.
     """
+    if _sdk_instance(source, _WHOLE_RESPONSES) is not None:
+        # `create(...)` without `stream=True`: the whole response is the stream's one chunk.
+        return [source]
     if _sdk_instance(source, _STREAM_HELPERS) is not None:
         # An SDK that no longer has it: the helper's own events are read (`feed_chunk` takes
         # the chunks out of openai's `chunk` events and skips the events derived from them).
@@ -1004,6 +1079,11 @@ class ToolStream(_StreamBase):
                 self._closer.close()
 
     def _until_closed(self) -> Iterator[object]:
+        answer = _json_answer(self._source)
+        whole = None if answer is None else _whole_body(self._driver.assembler, answer.read())
+        if whole is not None:
+            yield from whole
+            return
         # A chunk that arrives once `close` was called (from another thread) is not read.
         for chunk in self._source:
             if self._closing:
@@ -1138,7 +1218,13 @@ class AsyncToolStream(_StreamBase):
             woken = False
             try:
                 try:
-                    async for chunk in self._source:
+                    answer = _json_answer(self._source)
+                    whole = (
+                        None
+                        if answer is None
+                        else _whole_body(driver.assembler, await answer.aread())
+                    )
+                    async for chunk in self._source if whole is None else _each(whole):
                         if self._closing:
                             break
                         for event in driver.chunk(chunk):
@@ -1268,7 +1354,10 @@ def assemble(
     `client.responses.stream(...)`, Anthropic's `client.messages.stream(...)`, and their `beta`
     spellings) are read through the provider's events under them, which give the same calls as
     `create(..., stream=True)`; the helper's own snapshot (`get_final_message()`,
-    `get_final_completion()`, `get_final_response()`) is then not built.
+    `get_final_completion()`, `get_final_response()`) is then not built. Where the server
+    answered a stream request with one JSON document (the SDK stream yields nothing for it),
+    the body is read as the whole response it holds; a whole response handed over
+    (`create(...)` without `stream=True`) is read the same way.
 
     Args:
         stream: The SDK stream.

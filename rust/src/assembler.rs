@@ -1120,6 +1120,9 @@ pub struct Assembler {
     pending_dropped: Vec<Option<i64>>,
     /// The transport broke off: calls not ended become `truncated` unless their value is complete.
     interrupted: Option<String>,
+    /// The calls below this ordinal had all ended when the transport broke off (a Chat finish
+    /// reason ended them, see [`Assembler::interrupt_from`]): the break cuts none of them.
+    interrupted_from: usize,
     /// The output limit was reached while this call (the last one started) was open.
     cut_by_limit: Option<usize>,
     /// The output limit was reached (see [`Assembler::limit_reached`]).
@@ -1178,6 +1181,7 @@ impl Assembler {
             pending_metadata: Vec::new(),
             pending_dropped: Vec::new(),
             interrupted: None,
+            interrupted_from: 0,
             cut_by_limit: None,
             limit_hit: false,
             ends_calls: false,
@@ -2092,11 +2096,28 @@ impl Assembler {
     /// # Errors
     /// [`Misuse::Finished`] after finish.
     pub fn interrupt(&mut self, reason: &str) -> Result<(), Misuse> {
+        self.interrupt_from(0, reason)
+    }
+
+    /// The transport broke off after the response had ended the calls below ordinal `first`
+    /// (a Chat finish reason, which ends every call there is, with no end event per call):
+    /// [`Assembler::interrupt`] for the calls that started after it only. A call that starts
+    /// after the answer ended is in no answer that ended, and empty it must not run as `{}`.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after finish.
+    pub fn interrupt_from(&mut self, first: usize, reason: &str) -> Result<(), Misuse> {
         if self.finished {
             return Err(Misuse::Finished);
         }
+        // A second break reaches as far back as the first one did.
+        self.interrupted_from = if self.interrupted.is_some() {
+            self.interrupted_from.min(first)
+        } else {
+            first
+        };
         self.interrupted = Some(reason.to_owned());
-        for ordinal in 0..self.calls.len() {
+        for ordinal in first..self.calls.len() {
             let call = &self.calls[ordinal];
             // Only a call that holds fragments changes (and is queued for the readers).
             if !call.ended && call.held.is_some() {
@@ -2154,6 +2175,23 @@ impl Assembler {
     /// [`Misuse::Finished`] after finish.
     pub fn stop_all(&mut self, reason: &str) -> Result<(), Misuse> {
         self.stop_calls(reason, true)
+    }
+
+    /// The provider stopped the call at `ordinal` alone: it becomes a [`ErrorKind::Filtered`]
+    /// error and must not be executed, whatever it holds, and a call already stopped keeps its
+    /// first reason. For a call sent after the provider gave up on a response whose other
+    /// calls had all ended before (a Chat finish reason, then an error): [`Assembler::stop`]
+    /// would stop those too, since Chat never ends a call by itself.
+    ///
+    /// # Errors
+    /// [`Misuse`] after finish or for an unknown ordinal.
+    pub fn stop_call(&mut self, ordinal: usize, reason: &str) -> Result<(), Misuse> {
+        let call = self.open_call_mut(ordinal)?;
+        if call.stopped.is_none() {
+            call.stopped = Some(reason.to_owned());
+            quiet(call);
+        }
+        Ok(())
     }
 
     fn stop_calls(&mut self, reason: &str, ended_too: bool) -> Result<(), Misuse> {
@@ -2586,7 +2624,11 @@ impl Assembler {
             // event's placeholder input is no argument the model sent), as when the
             // connection drops: an earlier call's end event may be the one lost. A call that a
             // later one replaced under its key was ended by that one (quirks 2 and 25).
-            let cut = self.interrupted.is_some()
+            let broke_off = self
+                .interrupted
+                .as_deref()
+                .filter(|_| ordinal >= self.interrupted_from);
+            let cut = broke_off.is_some()
                 || self.cut_by_limit == Some(ordinal)
                 || (self.ends_calls && self.open.get(call.index) == Some(ordinal));
             let cut_before_arguments = cut
@@ -2610,7 +2652,7 @@ impl Assembler {
             if cut_before_arguments && about_the_stand_in {
                 done.arguments.clear();
                 done.complete = false;
-                let message = match self.interrupted.as_deref() {
+                let message = match broke_off {
                     Some(reason) => format!(
                         "the stream broke off before this call's arguments arrived ({reason})"
                     ),

@@ -206,6 +206,10 @@ struct State {
     closed: bool,
     /// The provider gave up on the response ([`Action::GaveUp`]).
     gave_up: bool,
+    /// How many calls there were when the latest finish reason of a Chat choice ended it as a
+    /// whole answer (`stop`, `tool_calls`): Chat has no end event per call, so that reason ended
+    /// them all, and neither a break nor a provider error after it cuts or stops one.
+    chat_ended_calls: Option<usize>,
     events: u64,
     /// Events the framer dropped for size that the assembler has been told of.
     dropped_seen: u64,
@@ -339,7 +343,9 @@ impl State {
                 }
                 if self.gave_up {
                     // Sent after the provider gave up: no SDK shows it, and it must not run.
-                    let _ = assembler.stop("error");
+                    // Only this call: the calls a Chat finish reason ended before the error
+                    // stay as they were (the others were stopped when the provider gave up).
+                    let _ = assembler.stop_call(ordinal, "error");
                 }
             }
             Action::Metadata { index, key, json } => {
@@ -389,6 +395,9 @@ impl State {
                 stored.clear();
                 stored.push_str(raw);
                 self.finish = Some(reason);
+                self.chat_ended_calls = (self.format == Some(Format::OpenAiChat)
+                    && matches!(reason, FinishReason::Stop | FinishReason::ToolCalls))
+                .then(|| assembler.len());
                 if reason.stops_calls() {
                     // Fails only after `finish`, which `StreamDecoder` rules out.
                     let _ = assembler.stop(raw);
@@ -404,16 +413,18 @@ impl State {
             Action::GaveUp => {
                 // Chat has no end event per call: a finish reason that ended the choice as a
                 // whole answer ended them all, and an error after it (before the usage chunk
-                // or `[DONE]`) stops none, as an Anthropic error stops no block that ended.
-                let chat_ended = self.format == Some(Format::OpenAiChat)
-                    && !self.gave_up
-                    && matches!(
-                        self.finish,
-                        Some(FinishReason::Stop | FinishReason::ToolCalls)
-                    );
-                if !chat_ended {
-                    // Fails only after `finish`, which `StreamDecoder` rules out.
-                    let _ = assembler.stop("error");
+                // or `[DONE]`) stops none of them, as an Anthropic error stops no block that
+                // ended; only a call that started after that reason, still open, is stopped.
+                // Each fails only after `finish`, which `StreamDecoder` rules out.
+                match self.chat_ended_calls {
+                    Some(ended) => {
+                        for ordinal in ended..assembler.len() {
+                            let _ = assembler.stop_call(ordinal, "error");
+                        }
+                    }
+                    None => {
+                        let _ = assembler.stop("error");
+                    }
                 }
                 self.finish_raw = Some("error".to_owned());
                 self.finish = Some(FinishReason::Other);
@@ -718,6 +729,14 @@ impl StreamDecoder {
     pub fn usage(&self) -> Option<String> {
         let usage = self.state().and_then(|s| s.usage.as_ref())?;
         Some(serde_json::Value::Object(usage.clone()).to_string())
+    }
+
+    /// How many calls there were when a Chat choice's finish reason (`stop`, `tool_calls`, the
+    /// latest one, before any provider error) ended it as a whole answer: those calls all
+    /// ended there. `None` for another format, reason, or none yet.
+    #[must_use]
+    pub fn chat_ended_calls(&self) -> Option<usize> {
+        self.state().and_then(|s| s.chat_ended_calls)
     }
 
     /// The normalized finish reason, or `None` if the stream has not sent one (yet).

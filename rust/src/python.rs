@@ -2340,6 +2340,21 @@ struct PyAssembler {
 }
 
 impl PyAssembler {
+    /// Gives the call at `ordinal` (`interrupt_from`: the calls from it on) a verdict the
+    /// caller's path reached on its own (`change`: lost, stopped, mismatched, cut), then hands
+    /// the progress items on.
+    fn change_call(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        ordinal: Count,
+        change: impl FnOnce(&mut Assembler, usize) -> Result<(), Misuse>,
+    ) -> PyResult<()> {
+        let Count(ordinal) = ordinal;
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        change(this.decoder.assembler_mut(), ordinal).map_err(|e| misuse(&e))?;
+        this.flush_progress(py)
+    }
+
     /// `Assembler.feed(index, /, *, id, name, arguments, type)`, once `feed_entry` has matched
     /// the arguments: each is absent (`None`) or the object passed, `None` included.
     fn feed(
@@ -2939,13 +2954,18 @@ impl PyAssembler {
         ordinal: Count,
         reason: &str,
     ) -> PyResult<()> {
-        let Count(ordinal) = ordinal;
-        let mut this = slf.try_borrow_mut().map_err(in_use)?;
-        this.decoder
-            .assembler_mut()
-            .lose_arguments(ordinal, reason)
-            .map_err(|e| misuse(&e))?;
-        this.flush_progress(py)
+        Self::change_call(slf, py, ordinal, |a, o| a.lose_arguments(o, reason))
+    }
+
+    /// The provider stopped the call at `ordinal` alone: it is `filtered`, never executed.
+    #[pyo3(signature = (ordinal, reason, /))]
+    fn _stop_call(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        ordinal: Count,
+        reason: &str,
+    ) -> PyResult<()> {
+        Self::change_call(slf, py, ordinal, |a, o| a.stop_call(o, reason))
     }
 
     /// The call at `ordinal` became an `arguments_mismatch` error with `message` (a recorded
@@ -2957,13 +2977,7 @@ impl PyAssembler {
         ordinal: Count,
         message: &str,
     ) -> PyResult<()> {
-        let Count(ordinal) = ordinal;
-        let mut this = slf.try_borrow_mut().map_err(in_use)?;
-        this.decoder
-            .assembler_mut()
-            .mismatch_arguments(ordinal, message)
-            .map_err(|e| misuse(&e))?;
-        this.flush_progress(py)
+        Self::change_call(slf, py, ordinal, |a, o| a.mismatch_arguments(o, message))
     }
 
     fn limit_reached(slf: &Bound<'_, Self>) -> PyResult<()> {
@@ -3219,6 +3233,25 @@ impl PyAssembler {
     fn finish_reason(slf: &Bound<'_, Self>) -> PyResult<Option<String>> {
         let this = slf.try_borrow().map_err(in_use)?;
         Ok(this.decoder.finish_reason_raw().map(str::to_owned))
+    }
+
+    /// How many calls a Chat choice's finish reason (`stop`, `tool_calls`) ended on the raw
+    /// path: a break or provider error after it cuts or stops only the calls after those.
+    #[getter]
+    fn _chat_ended_calls(slf: &Bound<'_, Self>) -> PyResult<Option<usize>> {
+        let this = slf.try_borrow().map_err(in_use)?;
+        Ok(this.decoder.chat_ended_calls())
+    }
+
+    /// `interrupt` for the calls from ordinal `first` on: those before it had ended.
+    #[pyo3(signature = (first, reason, /))]
+    fn _interrupt_from(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        first: Count,
+        reason: &str,
+    ) -> PyResult<()> {
+        Self::change_call(slf, py, first, |a, o| a.interrupt_from(o, reason))
     }
 
     /// The finish reason normalized: `stop`, `tool_calls`, `length`, `content_filter`,

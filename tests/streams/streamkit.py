@@ -608,6 +608,12 @@ class RecordingSink:
     def stop_all(self, reason: str) -> None:
         self.calls.append(("stop_all", reason))
 
+    def _stop_call(self, ordinal: int, reason: str) -> None:
+        self.calls.append(("stop_call", ordinal, reason))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
     def limit_reached(self) -> None:
         self.calls.append(("limit_reached",))
 

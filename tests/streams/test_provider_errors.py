@@ -14,10 +14,11 @@ import pytest
 
 pytest.importorskip("toolwire._core")
 
-from toolwire import tool_messages
+from toolwire import assemble, tool_messages
 from toolwire.assembler import Assembler
+from toolwire.events import CallCompleted
 
-from .clients import assemble_both
+from .clients import agree_on_every_path, assemble_both, assemble_sync
 from .conftest import SSEServer
 from .streamkit import (
     PROVIDER_ERRORS,
@@ -25,6 +26,7 @@ from .streamkit import (
     anthropic_stream,
     before_the_end,
     chat_chunk,
+    chat_stream,
     gemini_call,
     gemini_chunk,
     sse_body,
@@ -276,3 +278,48 @@ def test_a_chat_error_after_the_finish_reason_stops_no_finished_call(
         assert [(c.name, c.value) for c in done if c.ok] == kept
         (cut,) = [c for c in done if not c.ok]
         assert cut.name == "lookup" and cut.error is not None and cut.error.kind != "filtered"
+
+
+@pytest.mark.parametrize("reason", ["tool_calls", "stop"])
+def test_a_chat_call_after_the_finish_reason_and_an_error_stops_only_itself(
+    sse_server: SSEServer, reason: str
+) -> None:
+    # The finish reason ended the choice as a whole answer, and the provider's error after it
+    # stops none of its calls; a call that then still starts (a new index) is in no answer the
+    # provider gave and must not run. It stopped every call, the finished ones too, on the
+    # dict, SDK-object and raw SSE paths alike.
+    import openai.types.chat as chat_types
+
+    calls = [Call("get_weather", '{"city": "Oslo 😀"}', "call_w"), Call("transfer", "", "call_t")]
+    head = chat_stream(calls, size=4, finish_reason=reason)
+    events = [*head, PROVIDER_ERRORS["openai-chat"], *_late_call("openai-chat")]
+    seen = agree_on_every_path(events, "openai-chat")
+    expected = [
+        ("get_weather", "call_w", '{"city": "Oslo 😀"}', None),
+        ("transfer", "call_t", "{}", None),
+        ("lookup", "late", '{"q": [3]}', "filtered"),
+    ]
+    assert [c[:4] for c in seen[0]] == expected
+    assert seen[1] == "error"
+    assert [kind for kind, _, _ in seen[4]] == ["provider_error"]
+    # SDK objects (the error line as the SDK's model would hold it) and `assemble` over them.
+    objects = [chat_types.ChatCompletionChunk.model_construct(**e) for e in events]
+    sdk = Assembler()
+    for chunk in objects:
+        sdk.feed_chunk(chunk)
+    sdk_calls = sdk.finish()
+    with assemble(iter(objects)) as stream:
+        ended = [e for e in stream if isinstance(e, CallCompleted)]
+    for done in (sdk_calls, stream.calls):
+        assert [(c.name, c.id, c.arguments, c.error and c.error.kind) for c in done] == expected
+        (late,) = [c for c in done if not c.ok]
+        assert late.stop_reason == "error"
+    # Every call ends exactly once, the late one included.
+    assert [e.call.ordinal for e in ended] == [0, 1, 2]
+    assert stream.finish_reason == "error"
+    # The real client raises at the error line and never shows the late call: the finished
+    # calls stay runnable there too.
+    route = sse_server.register(sse_body(events, "openai-chat"))
+    _, real = assemble_sync(route, "openai-chat")
+    assert real.transport_error is not None and real.finish_reason == "error"
+    assert [(c.name, c.ok) for c in real.calls] == [("get_weather", True), ("transfer", True)]

@@ -16,6 +16,7 @@ __all__ = [
     "folded_reason",
     "gave_up",
     "is_limit",
+    "stop_open_calls",
     "stops_calls",
     "unreadable",
 ]
@@ -73,6 +74,14 @@ class Sink(Protocol):
 
     def stop_all(self, reason: str, /) -> None:
         """The provider said its calls are malformed; no call may be executed, ended or not."""
+        ...
+
+    def _stop_call(self, ordinal: int, reason: str, /) -> None:
+        """The provider stopped the call at `ordinal` alone; it must not be executed."""
+        ...
+
+    def __len__(self) -> int:
+        """How many calls were started."""
         ...
 
     def limit_reached(self) -> None:
@@ -284,15 +293,27 @@ def gave_up(
     return info
 
 
+def stop_open_calls(sink: Sink, ended: int | None, reason: str) -> None:
+    """The provider gave up (`reason`): the calls it had not ended must not run. `ended`: a
+    Chat finish reason ended the calls below that ordinal (Chat has no end event per call, so
+    the reason ended all there were), and only the calls that started after it are stopped."""
+    if ended is None:
+        sink.stop(reason)
+        return
+    for ordinal in range(ended, len(sink)):
+        sink._stop_call(ordinal, reason)  # pyright: ignore[reportPrivateUsage]
+
+
 def after_provider_error(info: ChunkInfo, sink: Sink) -> ChunkInfo:
     """A chunk that comes after the provider gave up on the response (an error chunk or event):
     as on the raw SSE path, a finish reason it carries does not undo the failure (the reason
     stays `error`), and a call it starts must not run either (an SDK raises at the error and
-    never shows it)."""
+    never shows it). Only the calls it feeds are stopped: those a Chat finish reason ended
+    before the error stay as they were (the others were stopped when the provider gave up)."""
     if info.finish_reason is not None:
         info.finish_reason = "error"
-    if info.feeds:
-        sink.stop("error")
+    for record in info.feeds:
+        sink._stop_call(record.ordinal, "error")  # pyright: ignore[reportPrivateUsage]
     return info
 
 

@@ -29,8 +29,12 @@ Design notes:
 - Usage members are merged over the chunks that carry usage; `null` members are left out.
 - A `{"error": ...}` chunk ends the response: open calls stop, the finish reason is `error`.
   Not after a finish reason that ended the choice as a whole answer (`stop`, `tool_calls`):
-  Chat has no end event per call, so that reason ended them all, and an error after it (before
-  the usage chunk or `[DONE]`) stops none, as an Anthropic error stops no block that ended.
+  Chat has no end event per call, so that reason ended every call there was, and an error
+  after it (before the usage chunk or `[DONE]`) stops none of them, as an Anthropic error stops
+  no block that ended; a call that started after that reason is open, and stopped.
+- A whole, non-streamed `ChatCompletion` (a server that ignored `stream=True`) has a
+  `message` where a chunk has its `delta`: it is read as one delta, its calls numbered by
+  their position. Only a choice without `delta` is looked at for it.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from toolwire.formats._types import (
     folded_reason,
     gave_up,
     is_limit,
+    stop_open_calls,
     stops_calls,
     unreadable,
 )
@@ -82,7 +87,9 @@ class ChatCompletionsAdapter:
     def __init__(self) -> None:
         """Start with no surrogate half held and no refusal seen."""
         self._utf16 = Utf16()
-        self._ended = False
+        # How many calls there were when the latest finish reason ended the choice as a
+        # whole answer (`stop`, `tool_calls`); None while none did.
+        self._ended: int | None = None
         self._gave_up = False
         self._refusal = False
         self._usage: dict[str, Any] | None = None
@@ -94,10 +101,11 @@ class ChatCompletionsAdapter:
         return self._choice
 
     @property
-    def ended(self) -> bool:
-        """Whether the assembled choice's latest finish reason ended it as a whole answer
-        (`stop`, `tool_calls`, ...): Chat has no end event per call, so this one ends them all."""
-        return self._ended and not self._gave_up
+    def ended(self) -> int | None:
+        """How many calls there were when the assembled choice's latest finish reason ended it
+        as a whole answer (`stop`, `tool_calls`, ...), before any provider error: Chat has no
+        end event per call, so that reason ended them all. None while none did."""
+        return self._ended
 
     def handle(self, chunk: object, sink: Sink) -> ChunkInfo:
         """Translate one chunk.
@@ -127,7 +135,9 @@ class ChatCompletionsAdapter:
             # `choices`, as OpenRouter sends it, and reads no further): calls it had not ended
             # must not run, as on the raw SSE path. A finish reason that ended the choice as a
             # whole answer ended every call: an error after it stops none.
-            gave_up(info, sink, error, stop=not self.ended)
+            gave_up(info, sink, error, stop=False)
+            if not self._gave_up:
+                stop_open_calls(sink, self._ended, "error")
             self._gave_up = True
             return info
         if not isinstance(choices, list):
@@ -144,12 +154,17 @@ class ChatCompletionsAdapter:
             delta = get(choice, "delta")
             if delta is not None:
                 self._delta(delta, sink, info)
+            else:
+                message = get(choice, "message")
+                if message is not None:
+                    self._delta(_whole_message(message), sink, info)
             reason = str_or_none(get(choice, "finish_reason"))
             if reason:
                 info.finish_reason = reason
                 folded = folded_reason(reason)
                 natural = folded in _NATURAL_ENDS
-                self._ended = natural or folded in _TOOL_ENDS
+                if not self._gave_up:
+                    self._ended = len(sink) if natural or folded in _TOOL_ENDS else None
                 if stops_calls(reason) or (natural and self._refusal):
                     sink.stop(reason)
                 elif is_limit(reason):
@@ -222,6 +237,25 @@ def _choice_index(choice: object) -> int:
     """A choice's `index`; a missing or unreadable one is choice 0, as the raw path reads it."""
     index = sdk_index_of(get(choice, "index"))
     return 0 if index is None else index
+
+
+def _whole_message(message: object) -> dict[str, Any]:
+    """A whole, non-streamed `ChatCompletion` choice's `message` (a server that ignored
+    `stream=True`, or the completion handed over as it is) as the one delta that carries it:
+    its tool calls numbered by their position, which a message does not send."""
+    delta = plain(message)
+    if not isinstance(delta, dict):
+        return {}
+    fields = cast("dict[str, Any]", delta)
+    calls = fields.get("tool_calls")
+    if isinstance(calls, list):
+        fields["tool_calls"] = [
+            {"index": position, **cast("dict[str, Any]", entry)}
+            if isinstance(entry, dict) and "index" not in entry
+            else entry
+            for position, entry in enumerate(cast("list[object]", calls))
+        ]
+    return fields
 
 
 def _carries_content(delta: object) -> bool:

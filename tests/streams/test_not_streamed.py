@@ -1,0 +1,253 @@
+"""A whole JSON response where a stream was asked for, and a whole response handed over.
+
+A server that ignores `stream=True` (a proxy, a gateway, a mock) answers one JSON document. The
+openai and anthropic SDKs read that body as an event stream with no event in it and yield
+nothing, so `assemble` ended empty, with no error, and every call the response carried was
+lost; so did a whole `ChatCompletion`, `Response` or `Message` handed to `feed_chunk` or
+`assemble`. Their calls are read now, as the stream of the same response gives them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+pytest.importorskip("toolwire._core")
+
+from toolwire import aassemble, assemble
+from toolwire.assembler import Assembler
+
+from .clients import assemble_async, assemble_sync, async_client, open_async
+from .conftest import SSEServer
+from .streamkit import Call, sse_body, well_formed_stream
+
+WEATHER = {"city": "Oslo 😀", "days": [1, 2]}
+USAGE = {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}
+
+CHAT: dict[str, Any] = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "test-model",
+    "choices": [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": "Checking.",
+                "refusal": None,
+                "tool_calls": [
+                    {
+                        "id": "call_w",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": json.dumps(WEATHER)},
+                    },
+                    {
+                        "id": "call_t",
+                        "type": "function",
+                        "function": {"name": "now", "arguments": "{}"},
+                    },
+                ],
+            },
+            "finish_reason": "tool_calls",
+        }
+    ],
+    "usage": USAGE,
+}
+
+RESPONSE: dict[str, Any] = {
+    "id": "resp_1",
+    "object": "response",
+    "created_at": 1,
+    "status": "completed",
+    "model": "test-model",
+    "output": [
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "Checking.", "annotations": []}],
+        },
+        {
+            "type": "function_call",
+            "id": "fc_w",
+            "call_id": "call_w",
+            "name": "get_weather",
+            "arguments": json.dumps(WEATHER),
+            "status": "completed",
+        },
+        {
+            "type": "function_call",
+            "id": "fc_t",
+            "call_id": "call_t",
+            "name": "now",
+            "arguments": "{}",
+            "status": "completed",
+        },
+    ],
+    "parallel_tool_calls": True,
+    "tool_choice": "auto",
+    "tools": [],
+    "usage": {
+        "input_tokens": 3,
+        "output_tokens": 5,
+        "total_tokens": 8,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": 0},
+    },
+}
+
+MESSAGE: dict[str, Any] = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "test-model",
+    "content": [
+        {"type": "thinking", "thinking": "Let me think.", "signature": "c2ln"},
+        {"type": "text", "text": "Checking."},
+        {"type": "tool_use", "id": "call_w", "name": "get_weather", "input": WEATHER},
+        {"type": "tool_use", "id": "call_t", "name": "now", "input": {}},
+    ],
+    "stop_reason": "tool_use",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 3, "output_tokens": 5},
+}
+
+WHOLE = {"openai-chat": CHAT, "openai-responses": RESPONSE, "anthropic": MESSAGE}
+REASONS = {"openai-chat": "tool_calls", "openai-responses": "completed", "anthropic": "tool_use"}
+THOUGHT = [{"type": "thinking", "thinking": "Let me think.", "signature": "c2ln"}]
+FORMATS = list(WHOLE)
+
+
+def _sdk_object(fmt: str) -> Any:
+    """The whole response as the SDK's model, as `create(...)` without `stream=True` gives it."""
+    if fmt == "openai-chat":
+        from openai.types.chat import ChatCompletion
+
+        return ChatCompletion.model_validate(CHAT)
+    if fmt == "openai-responses":
+        from openai.types.responses import Response
+
+        return Response.model_validate(RESPONSE)
+    from anthropic.types import Message
+
+    return Message.model_validate(MESSAGE)
+
+
+def _check(calls: list[Any], text: str, reason: str | None, reasoning: list[Any], fmt: str) -> None:
+    assert [(c.name, c.id, c.value, c.error) for c in calls] == [
+        ("get_weather", "call_w", WEATHER, None),
+        ("now", "call_t", {}, None),
+    ]
+    assert text == "Checking."
+    assert reason == REASONS[fmt]
+    assert reasoning == (THOUGHT if fmt == "anthropic" else [])
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_json_answer_to_a_stream_request_gives_its_calls(
+    sse_server: SSEServer, fmt: str, indent: int | None
+) -> None:
+    # The real client over loopback, sync and async: it yields nothing for such a body.
+    body = json.dumps(WHOLE[fmt], indent=indent, ensure_ascii=False).encode()
+    for run in (assemble_sync, lambda r, f: asyncio.run(assemble_async(r, f))):
+        route = sse_server.register(body, content_type="application/json; charset=utf-8")
+        _, stream = run(route, fmt)
+        _check(stream.calls, stream.text, stream.finish_reason, stream.reasoning, fmt)
+        assert stream.transport_error is None and stream.assembler.stream_errors() == []
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_whole_response_handed_over_gives_its_calls(fmt: str) -> None:
+    for whole in (WHOLE[fmt], _sdk_object(fmt)):
+        asm = Assembler()
+        info = asm.feed_chunk(whole)
+        assert info.finish_reason == REASONS[fmt]
+        assert [(f.id, f.name) for f in info.feeds if f.name] == [
+            ("call_w", "get_weather"),
+            ("call_t", "now"),
+        ]
+        _check(asm.finish(), info.text, info.finish_reason, asm.reasoning, fmt)
+    # `create(...)` without `stream=True` handed to `assemble`: a pydantic model iterates over
+    # its fields, which were read as chunks of no format.
+    with assemble(_sdk_object(fmt)) as stream:
+        list(stream)
+    _check(stream.calls, stream.text, stream.finish_reason, stream.reasoning, fmt)
+
+
+def test_a_json_answer_that_is_no_response_is_told(sse_server: SSEServer) -> None:
+    # Not a response of any format: no call, and the stream says why rather than ending empty,
+    # with the kind `feed_sse` tells for the same bytes.
+    body = b'{"hello": "world"}'
+    _, stream = assemble_sync(
+        sse_server.register(body, content_type="application/json"), "openai-chat"
+    )
+    assert stream.calls == [] and stream.finish_reason is None
+    raw = Assembler()
+    raw.feed_sse(body)
+    assert raw.finish() == []
+    kinds = [[k for k, _, _ in a.stream_errors()] for a in (stream.assembler, raw)]
+    assert kinds == [["truncated_body"], ["truncated_body"]]
+    # JSON that does not parse is the transport error the SDK's own decoding would raise.
+    route = sse_server.register(b'{"choices": [', content_type="application/json")
+    _, cut = assemble_sync(route, "openai-chat")
+    assert isinstance(cut.transport_error, json.JSONDecodeError) and cut.finish_reason is None
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_error_document_answered_with_200_ends_the_stream_as_an_error(
+    sse_server: SSEServer, fmt: str
+) -> None:
+    body = b'{"error": {"message": "overloaded", "type": "server_error"}}'
+    route = sse_server.register(body, content_type="application/json")
+    _, stream = assemble_sync(route, fmt)
+    assert stream.calls == [] and stream.finish_reason == "error"
+    assert [k for k, _, _ in stream.assembler.stream_errors()] == ["provider_error"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_event_stream_labelled_json_is_still_read_as_events(
+    sse_server: SSEServer, fmt: str
+) -> None:
+    # The SDKs read the body as events whatever its label: so does the wrapper, from the body
+    # it read to tell.
+    calls = [Call("get_weather", json.dumps(WEATHER), "call_w")]
+    body = sse_body(well_formed_stream(fmt, calls, size=4), fmt)
+    for run in (assemble_sync, lambda r, f: asyncio.run(assemble_async(r, f))):
+        _, stream = run(sse_server.register(body, content_type="application/json"), fmt)
+        assert [(c.name, c.value, c.error) for c in stream.calls] == [
+            ("get_weather", WEATHER, None)
+        ]
+
+
+def test_the_async_wrapper_closes_the_answer_it_read(sse_server: SSEServer) -> None:
+    async def main() -> Any:
+        route = sse_server.register(json.dumps(CHAT).encode(), content_type="application/json")
+        async with async_client(route, "openai-chat") as client:
+            source = await open_async(client, "openai-chat")
+            async with aassemble(source) as stream:
+                events = [event async for event in stream]
+            return events, source.response.is_closed, stream
+
+    events, closed, stream = asyncio.run(main())
+    assert closed and len(stream.calls) == 2 and type(events[-1]).__name__ == "StreamEnded"
+
+
+@pytest.mark.parametrize(("reason", "kind"), [("tool_use", None), ("max_tokens", "truncated")])
+def test_a_whole_message_s_empty_tool_input_is_read_as_its_stream_reads_it(
+    reason: str, kind: str | None
+) -> None:
+    # A tool block with no input is a call without parameters when the message goes on, and
+    # cut when the message stopped at the output limit, as the block's stream says it.
+    block = {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {}}
+    message = {**MESSAGE, "content": [block], "stop_reason": reason}
+    asm = Assembler()
+    asm.feed_chunk(message)
+    (call,) = asm.finish()
+    assert (call.error.kind if call.error else None) == kind
+    assert call.ok == (kind is None)
