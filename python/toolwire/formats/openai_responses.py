@@ -780,9 +780,10 @@ class ResponsesAdapter:
         """
         output = get(response, "output")
         for item in cast("list[object]", output) if isinstance(output, list) else []:
-            if str_or_none(get(item, "type")) not in _CALL_ITEMS:
+            # Most items name none: the one read that tells so comes first.
+            if get(item, "namespace") is None or malformed_record(item, _ITEM_FIELDS):
                 continue
-            if malformed_record(item, _ITEM_FIELDS):
+            if str_or_none(get(item, "type")) not in _CALL_ITEMS:
                 continue
             item_id = _item_id(item, "id")
             key = None if item_id is None else self._calls.by_item.get(item_id)
