@@ -828,9 +828,11 @@ class Assembler:
         Raises:
             MisuseError: After `finish`.
         """
-    def _keep_reasoning_item(self, json: str, /) -> None:
-        """Keeps a Responses `reasoning` item `feed_chunk` read finished, as JSON text written as
-        the raw SSE path writes it, its bytes already counted (`_keep_text`).
+    def _keep_reasoning_item(self, json: str, before: int = 0, /) -> None:
+        """Keeps a Responses `reasoning` or hosted item `feed_chunk` read finished, as JSON text
+        written as the raw SSE path writes it, its bytes already counted (`_keep_text`), before
+        the last `before` items kept (those that came after it in the output: a stream joined
+        part way, where the items before the join come only in the finished response).
 
         Raises:
             MisuseError: After `finish`.
@@ -846,7 +848,7 @@ class Assembler:
             MisuseError: After `finish`.
         """
     def _drop_reasoning(self) -> None:
-        """Lets go of the last reasoning item `feed_chunk` kept, its bytes given back: the item
+        """Lets go of the reasoning item `feed_chunk` kept last, its bytes given back: the item
         after it is not one the next turn sends, and the API refuses it alone.
 
         Raises:

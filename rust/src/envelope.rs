@@ -58,7 +58,9 @@
 //!   whether it is kept ([`thinking::Follower`]): the API refuses one sent back without it.
 //!   Every other Responses item that is no call and no text (a hosted tool's call,
 //!   [`thinking::is_hosted`]) is kept with them the same way, in output order; it is never a
-//!   call, and a call is told how many came before it (metadata `hosted_before`).
+//!   call, and a call is told how many came before it (metadata `hosted_before`). In a stream
+//!   joined part way, an item only the finished response's `output` has goes before the kept
+//!   items the stream brought that came after it there ([`Action::EarlierReasoning`]).
 //! - A Responses `custom_tool_call` item is a call of type [`FREE_FORM_KIND`]: its free-form
 //!   input is fed once, whole, from `custom_tool_call_input.done` or the finished item
 //!   (whichever comes first), decoded as plain text; its deltas only open a call whose
@@ -384,7 +386,16 @@ pub enum Action<'a> {
     /// A reasoning block (Anthropic) or item (Responses) that ended whole, in output order:
     /// kept for the next request (its bytes were counted by [`Action::HoldReasoning`]).
     Reasoning(&'a Reasoning),
-    /// The last Responses `reasoning` item kept is let go, its bytes given back: the item
+    /// A Responses item kept as [`Action::Reasoning`] is, that came in the output before the
+    /// last `before` items kept: read from the finished response of a stream joined part way,
+    /// where the items before the join came only there.
+    EarlierReasoning {
+        /// The item.
+        block: &'a Reasoning,
+        /// How many of the items kept so far came after it.
+        before: usize,
+    },
+    /// The Responses `reasoning` item kept last is let go, its bytes given back: the item
     /// that followed it is not one the next turn sends, and the API refuses it alone.
     DropReasoning,
     /// The decoded bytes of an argument fragment held for its call's next fragment because it
@@ -839,9 +850,10 @@ pub struct Decoder {
     aside: usize,
     /// The response's first event (`message_start`, `response.created`) came.
     started: bool,
-    /// The `id`s of the Responses `reasoning` items kept in this response (see
+    /// The `id`s of the Responses `reasoning` and hosted items kept in this response, in the
+    /// order kept, each with whether it still is (a reasoning item let go is not; see
     /// [`Decoder::keep_item`]).
-    reasoning_ids: Vec<Box<str>>,
+    reasoning_ids: Vec<(Box<str>, bool)>,
     /// The last Responses `reasoning` item kept (with its `id`), while the item after it has
     /// not come (see [`Decoder::follow`]).
     awaiting: Option<Option<Box<str>>>,
@@ -1840,11 +1852,12 @@ impl Decoder {
                 self.items_done += 1;
                 if let (Some(found), Some(raw)) = (&item, env.item) {
                     if is_kind(found.kind.as_ref(), "reasoning") {
-                        self.keep_item(raw, non_blank(found.id.as_ref()), false, false, emit);
+                        let id = non_blank(found.id.as_ref());
+                        self.keep_item(raw, id, false, false, 0, emit);
                         return Ok(());
                     }
                     if let Some(id) = hosted_id(found) {
-                        self.keep_item(raw, Some(id), false, true, emit);
+                        self.keep_item(raw, Some(id), false, true, 0, emit);
                         return Ok(());
                     }
                 }
@@ -1864,18 +1877,22 @@ impl Decoder {
                     // the call is opened from it, as `feed_chunk` does, never dropped.
                     let index = state.map_or(env.output_index.unwrap_or(key), |state| state.index);
                     self.open_item(index, key, &item, emit);
-                } else if let Some(name) = non_blank(item.name.as_ref()) {
-                    // Announced without a name (blank or missing), the item is named by its
-                    // finished form, as when its `added` was lost (quirks 10, 11): the text
-                    // that came between is buffered under the key, not dropped. A call with a
-                    // name keeps it.
-                    let named = latest.and_then(|p| self.items.get_mut(p)).map(|state| {
-                        let named = state.named;
-                        state.named = true;
-                        named
-                    });
-                    if named == Some(false) {
-                        emit(call(Some(key), None, Some(name), None, None, None));
+                } else {
+                    // The finished item may name the `namespace` its `added` left out.
+                    tell_namespace(key, &item, emit);
+                    if let Some(name) = non_blank(item.name.as_ref()) {
+                        // Announced without a name (blank or missing), the item is named by
+                        // its finished form, as when its `added` was lost (quirks 10, 11): the
+                        // text that came between is buffered under the key, not dropped. A
+                        // call with a name keeps it.
+                        let named = latest.and_then(|p| self.items.get_mut(p)).map(|state| {
+                            let named = state.named;
+                            state.named = true;
+                            named
+                        });
+                        if named == Some(false) {
+                            emit(call(Some(key), None, Some(name), None, None, None));
+                        }
                     }
                 }
                 if is_free_form(&item) {
@@ -1941,9 +1958,7 @@ impl Decoder {
             let read = match read_nested!(Item, raw.get(), store) {
                 Ok(item) if !is_call_item(&item) => {
                     // Kept after the calls (`summary_reasoning`), it still came before them.
-                    if hosted_id(&item)
-                        .is_some_and(|id| !self.reasoning_ids.iter().any(|k| &**k == id))
-                    {
+                    if hosted_id(&item).is_some_and(|id| !self.was_kept(id)) {
                         self.hosted_ahead += 1;
                     }
                     continue;
@@ -1965,6 +1980,31 @@ impl Decoder {
             }
         }
         self.hosted_ahead = 0;
+    }
+
+    /// Each call the stream brought is told the `namespace` its item in the finished
+    /// response's `output` names, which no item event may have said. Only an item whose text
+    /// holds the word is read again: the finished response repeats every call's arguments.
+    fn summary_namespaces<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        response: Option<&ResponseObject<'_>>,
+        emit: &mut F,
+    ) {
+        let output = response.and_then(|r| r.output.as_deref());
+        for raw in output.unwrap_or_default() {
+            if !raw.get().contains("namespace") {
+                continue;
+            }
+            let store: String;
+            let Ok(item) = read_nested!(Item, raw.get(), store) else {
+                continue;
+            };
+            let known = non_blank(item.id.as_ref()).and_then(|id| self.items.with_id(id));
+            let key = known.and_then(|p| self.items.get(p)).map(|state| state.key);
+            if let Some(key) = key.filter(|_| is_call_item(&item)) {
+                tell_namespace(key, &item, emit);
+            }
+        }
     }
 
     /// The `reasoning` and hosted items of the finished response's `output` that no
@@ -1991,31 +2031,64 @@ impl Decoder {
                         .is_some_and(|item| non_blank(item.id.as_ref()) == Some(id))
                 })
             });
-            self.follow_output(output, at, emit);
+            self.follow_output(output, at, 0, emit);
         }
         let hosted = output.len() > self.items_done;
         let kept = self.hosted_kept;
+        // The items the stream brought, kept so far: in a stream joined part way, an item only
+        // `output` has goes before those that came after it there.
+        let streamed = self.reasoning_ids.len();
+        let mut places = None;
         for (at, raw) in output.iter().enumerate() {
             let mut store = String::new();
-            if let Some(item) = reasoning_item(raw, &mut store) {
-                self.keep_item(raw, non_blank(item.id.as_ref()), true, false, emit);
-                if self.awaiting.is_some() {
-                    self.follow_output(output, Some(at), emit);
-                }
-            } else if hosted {
-                if let Some(item) = hosted_item(raw) {
-                    self.keep_item(raw, non_blank(item.id.as_ref()), true, true, emit);
-                }
+            let Some((item, is_hosted)) = output_item(raw, hosted, &mut store) else {
+                continue;
+            };
+            let id = non_blank(item.id.as_ref());
+            let before = if id.is_some_and(|id| self.was_kept(id)) {
+                0
+            } else {
+                self.kept_after(output, at, streamed, &mut places)
+            };
+            self.keep_item(raw, id, true, is_hosted, before, emit);
+            if !is_hosted && self.awaiting.is_some() {
+                self.follow_output(output, Some(at), before, emit);
             }
         }
-        if self.hosted_kept > kept && !self.hosted_streamed {
+        if self.hosted_kept > kept {
             self.tell_hosted_before(output, emit);
         }
     }
 
-    /// Hosted items kept from the finished response's `output` alone were kept in its order,
-    /// after the calls that came after them there: each such call is told how many came before
-    /// it (metadata `hosted_before`), as its `output_item.added` would have been.
+    /// How many of the first `streamed` items kept, still kept, came after `at` in `output`:
+    /// their places there are read once (`places`), for the first item only `output` has.
+    fn kept_after(
+        &self,
+        output: &[&RawValue],
+        at: usize,
+        streamed: usize,
+        places: &mut Option<Vec<usize>>,
+    ) -> usize {
+        if streamed == 0 {
+            return 0;
+        }
+        let kept = self.reasoning_ids.get(..streamed).unwrap_or_default();
+        let places = places.get_or_insert_with(|| {
+            let found = output.iter().enumerate().filter_map(|(place, raw)| {
+                let store: String;
+                let item = read_nested!(Item, raw.get(), store).ok()?;
+                let id = non_blank(item.id.as_ref())?;
+                let still = kept.iter().any(|(k, present)| *present && &**k == id);
+                still.then_some(place)
+            });
+            found.collect()
+        });
+        places.iter().filter(|&&place| place > at).count()
+    }
+
+    /// Hosted items kept from the finished response's `output` were kept in its order, maybe
+    /// before items the stream brought: each call after them there is told how many came
+    /// before it (metadata `hosted_before`), as its `output_item.added` would have been.
     fn tell_hosted_before<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         output: &[&RawValue],
@@ -2023,7 +2096,8 @@ impl Decoder {
     ) {
         let mut count = 0usize;
         for raw in output {
-            let Ok(item) = serde_json::from_str::<Item<'_>>(raw.get()) else {
+            let store: String;
+            let Ok(item) = read_nested!(Item, raw.get(), store) else {
                 continue;
             };
             if hosted_id(&item).is_some() {
@@ -2043,11 +2117,13 @@ impl Decoder {
     }
 
     /// The item waiting is at `at` in the finished response's `output`: the next one there
-    /// follows it (none: it has no follower).
+    /// follows it (none: it has no follower). A hosted item kept here goes right after it,
+    /// before the last `before` items kept.
     fn follow_output<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         output: &[&RawValue],
         at: Option<usize>,
+        before: usize,
         emit: &mut F,
     ) {
         // An item that does not read is no item the next turn sends.
@@ -2063,7 +2139,7 @@ impl Decoder {
                 // Kept here, right after it; one kept already came before it, and is no
                 // follower.
                 if let Some(raw) = next {
-                    self.keep_item(raw, hosted_id(&item), true, true, emit);
+                    self.keep_item(raw, hosted_id(&item), true, true, before, emit);
                 }
                 self.follow(thinking::Follower::Other, emit);
             }
@@ -2108,15 +2184,7 @@ impl Decoder {
             // none, and the assembler keeps none of them), so what follows costs no memory.
             return;
         }
-        // A tool declared in a `namespace` tool is called by its bare name: the namespace is
-        // what tells it apart, and the next turn must send it back.
-        if let Some(namespace) = string(item.namespace).filter(|n| !n.is_empty()) {
-            emit(Action::Metadata {
-                index: Some(key),
-                key: "namespace",
-                json: &json_string(&namespace),
-            });
-        }
+        tell_namespace(key, item, emit);
         self.follow(thinking::Follower::Call(key), emit);
         let hosted = self.hosted_kept + self.hosted_ahead;
         if hosted > 0 {
@@ -2263,6 +2331,8 @@ impl Decoder {
         )?;
         if t == "response.completed" && !self.any_function_call && self.items.len() == 0 {
             self.summary_calls(response.as_ref(), emit);
+        } else if self.items.len() > 0 {
+            self.summary_namespaces(response.as_ref(), emit);
         }
         self.summary_reasoning(response.as_ref(), emit);
         if t == "response.completed" {
@@ -2895,14 +2965,38 @@ fn args(index: Option<i64>, arguments: Arguments<'_>) -> Action<'_> {
     call(index, None, None, None, Some(arguments), None)
 }
 
-/// A finished response's `output` item read when it is a `reasoning` item. The finished
-/// response repeats every call's arguments: an item whose text cannot name the type (neither
-/// the word nor an escape) is not read again. An item serde_json refuses for a name with an
-/// unpaired surrogate escape is read made whole into `store` (`lone_keys`), as
-/// `output_item.done` reads it: refused, the item was not kept, nor named by its follower.
+/// Tells the call under `key` the `namespace` tool its item says the called tool is declared
+/// in: called by its bare name, the tool is told apart by it, and the next turn must send it
+/// back. A value that is no string, or a blank one, is no namespace.
+fn tell_namespace<F: FnMut(Action<'_>) -> bool>(key: i64, item: &Item<'_>, emit: &mut F) {
+    if let Some(namespace) = string(item.namespace).filter(|n| !n.is_empty()) {
+        emit(Action::Metadata {
+            index: Some(key),
+            key: "namespace",
+            json: &json_string(&namespace),
+        });
+    }
+}
+
+/// A finished response's `output` item read when it is a `reasoning` item.
 fn reasoning_item<'r>(raw: &'r RawValue, store: &'r mut String) -> Option<Item<'r>> {
+    output_item(raw, false, store).map(|(item, _)| item)
+}
+
+/// A finished response's `output` item read when it is a `reasoning` item, or with `hosted` a
+/// hosted item ([`hosted_id`]), with whether it is hosted: read once for both. The finished
+/// response repeats every call's arguments: unless hosted items are looked for, an item whose
+/// text cannot name the type (neither the word nor an escape) is not read again. An item
+/// serde_json refuses for a name with an unpaired surrogate escape is read made whole into
+/// `store` (`lone_keys`), as `output_item.done` reads it: refused, the item was not kept, nor
+/// named by its follower.
+fn output_item<'r>(
+    raw: &'r RawValue,
+    hosted: bool,
+    store: &'r mut String,
+) -> Option<(Item<'r>, bool)> {
     let text = raw.get();
-    if !text.contains("reasoning") && !text.contains('\\') {
+    if !hosted && !text.contains("reasoning") && !text.contains('\\') {
         return None;
     }
     let item = match serde_json::from_str::<Item<'_>>(text) {
@@ -2913,14 +3007,11 @@ fn reasoning_item<'r>(raw: &'r RawValue, store: &'r mut String) -> Option<Item<'
             serde_json::from_slice::<Item<'_>>(store.as_bytes()).ok()?
         }
     };
-    Some(item).filter(|item| is_kind(item.kind.as_ref(), "reasoning"))
-}
-
-/// A finished response's `output` item read when it is a hosted item ([`hosted_id`]).
-fn hosted_item<'r>(raw: &'r RawValue) -> Option<Item<'r>> {
-    serde_json::from_str::<Item<'_>>(raw.get())
-        .ok()
-        .filter(|item| hosted_id(item).is_some())
+    if is_kind(item.kind.as_ref(), "reasoning") {
+        Some((item, false))
+    } else {
+        (hosted && hosted_id(&item).is_some()).then_some((item, true))
+    }
 }
 
 /// The `id` of a hosted item ([`thinking::is_hosted`]), which is kept only with one: the API

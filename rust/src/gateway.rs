@@ -282,11 +282,15 @@ impl State {
             // Counted as assistant text is, and kept once the block ends whole.
             Action::HoldReasoning(n) => assembler.keep_text(n),
             Action::Reasoning(block) => {
-                kept.reasoning.push(block.clone());
+                kept.keep(block.clone(), 0);
+                assembler.over_limit().is_none()
+            }
+            Action::EarlierReasoning { block, before } => {
+                kept.keep(block.clone(), before);
                 assembler.over_limit().is_none()
             }
             Action::DropReasoning => {
-                drop_last_reasoning(assembler, &mut kept.reasoning);
+                kept.drop_last(assembler);
                 assembler.over_limit().is_none()
             }
             Action::Restart => {
@@ -376,6 +380,7 @@ impl State {
             | Action::Release(_)
             | Action::HoldReasoning(_)
             | Action::Reasoning(_)
+            | Action::EarlierReasoning { .. }
             | Action::TextBlock
             | Action::DropReasoning => {
                 // Answered by `apply`.
@@ -838,14 +843,25 @@ impl StreamDecoder {
     /// # Errors
     /// [`Misuse::Finished`] after [`StreamDecoder::finish`].
     pub fn keep_reasoning(&mut self, block: Reasoning) -> Result<(), Misuse> {
+        self.keep_reasoning_before(block, 0)
+    }
+
+    /// Keeps a reasoning block as [`StreamDecoder::keep_reasoning`] does, `before` places
+    /// from the end: in output order, it came before the last `before` blocks kept (a
+    /// Responses item read from the finished response of a stream joined part way, which
+    /// came before items the stream brought).
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after [`StreamDecoder::finish`].
+    pub fn keep_reasoning_before(&mut self, block: Reasoning, before: usize) -> Result<(), Misuse> {
         if self.finished {
             return Err(Misuse::Finished);
         }
-        self.kept.reasoning.push(block);
+        self.kept.keep(block, before);
         Ok(())
     }
 
-    /// Lets go of the last reasoning block kept in a stream whose events the caller reads
+    /// Lets go of the reasoning block kept last in a stream whose events the caller reads
     /// itself, its bytes given back: the item that followed it is not one the next turn sends
     /// (a Responses hosted tool's call), and the API refuses the block alone.
     ///
@@ -855,7 +871,7 @@ impl StreamDecoder {
         if self.finished {
             return Err(Misuse::Finished);
         }
-        drop_last_reasoning(&mut self.assembler, &mut self.kept.reasoning);
+        self.kept.drop_last(&mut self.assembler);
         Ok(())
     }
 
@@ -949,30 +965,45 @@ fn read_event(
     state.note_limit(assembler);
 }
 
-/// Lets go of the last reasoning block kept: the item after it is not sent back, and the API
-/// refuses the block alone.
-fn drop_last_reasoning(assembler: &mut Assembler, reasoning: &mut Vec<Reasoning>) {
-    if let Some(block) = reasoning.pop() {
-        assembler.release(block.kept_bytes());
-    }
-}
-
 /// What a response keeps for the next turn besides its calls and text.
 #[derive(Debug, Default)]
 struct Kept {
     /// Reasoning blocks that ended whole, in output order: decoded from the body, or
     /// kept by a caller that reads the events itself ([`StreamDecoder::keep_reasoning`]).
     reasoning: Vec<Reasoning>,
+    /// Where in `reasoning` the block kept last is, until it is let go: not always at the end
+    /// (see [`Kept::keep`]).
+    last: Option<usize>,
     /// Where the text blocks began among the calls and reasoning blocks.
     layout: TextLayout,
 }
 
 impl Kept {
+    /// Keeps a reasoning block that came before the last `before` blocks kept (0: after all).
+    fn keep(&mut self, block: Reasoning, before: usize) {
+        let at = self.reasoning.len().saturating_sub(before);
+        self.reasoning.insert(at, block);
+        self.last = Some(at);
+    }
+
+    /// Lets go of the block kept last: the item after it is not sent back, and the API
+    /// refuses the block alone.
+    fn drop_last(&mut self, assembler: &mut Assembler) {
+        let at = self
+            .last
+            .take()
+            .unwrap_or(self.reasoning.len().saturating_sub(1));
+        if at < self.reasoning.len() {
+            assembler.release(self.reasoning.remove(at).kept_bytes());
+        }
+    }
+
     /// The response starts again: the reasoning blocks kept so far are let go, and the text
     /// blocks' places are no longer known.
     fn restart(&mut self, assembler: &mut Assembler) {
         let bytes = self.reasoning.drain(..).map(|b| b.kept_bytes()).sum();
         assembler.release(bytes);
+        self.last = None;
         self.layout.restart(assembler.len());
     }
 }

@@ -3170,15 +3170,18 @@ impl PyAssembler {
         this.decoder.keep_reasoning(block).map_err(|e| misuse(&e))
     }
 
-    /// Keeps a Responses `reasoning` item `feed_chunk` read finished, as JSON text written as
-    /// the raw SSE path writes it, its bytes already counted (`_keep_text`).
-    #[pyo3(signature = (json, /))]
-    fn _keep_reasoning_item(slf: &Bound<'_, Self>, json: &str) -> PyResult<()> {
+    /// Keeps a Responses `reasoning` or hosted item `feed_chunk` read finished, as JSON text
+    /// written as the raw SSE path writes it, its bytes already counted (`_keep_text`), before
+    /// the last `before` items kept (those that came after it in the output).
+    #[pyo3(signature = (json, before = 0, /))]
+    fn _keep_reasoning_item(slf: &Bound<'_, Self>, json: &str, before: usize) -> PyResult<()> {
         let block = Reasoning::ResponsesItem {
             json: json.to_owned(),
         };
         let mut this = slf.try_borrow_mut().map_err(in_use)?;
-        this.decoder.keep_reasoning(block).map_err(|e| misuse(&e))
+        this.decoder
+            .keep_reasoning_before(block, before)
+            .map_err(|e| misuse(&e))
     }
 
     /// Keeps a Bedrock `reasoningContent` block `feed_chunk` read whole, its bytes already
@@ -3204,7 +3207,7 @@ impl PyAssembler {
         this.decoder.keep_reasoning(block).map_err(|e| misuse(&e))
     }
 
-    /// Lets go of the last reasoning item `feed_chunk` kept, its bytes given back: the item
+    /// Lets go of the reasoning item `feed_chunk` kept last, its bytes given back: the item
     /// after it is not one the next turn sends, and the API refuses it alone.
     fn _drop_reasoning(slf: &Bound<'_, Self>) -> PyResult<()> {
         let mut this = slf.try_borrow_mut().map_err(in_use)?;

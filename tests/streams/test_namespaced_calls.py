@@ -130,3 +130,31 @@ def test_a_namespace_that_is_no_string_is_no_namespace() -> None:
     for calls in _both_paths(events):
         (call,) = calls
         assert call.ok and call.metadata == {"item_id": "fc_1"}
+
+
+def _said_late(where: str) -> list[dict[str, Any]]:
+    """The namespaced call, its `added` without the `namespace`: said by its finished item
+    (`done`), or only by the finished response's `output` (`output`)."""
+    added, delta, done = _item_events(0, _CRM)
+    if where == "done":
+        done = {**done, "item": {**done["item"], "namespace": "crm"}}
+    item = {**done["item"], "namespace": "crm"}
+    completed = {**_COMPLETED, "response": {**_COMPLETED["response"], "output": [item]}}
+    return [_CREATED, added, delta, done, completed]
+
+
+@pytest.mark.parametrize("where", ["done", "output"])
+def test_a_namespace_only_the_finished_item_says_is_kept(
+    sse_server: SSEServer, split: str, where: str
+) -> None:
+    events = _said_late(where)
+    route = sse_server.register(_body(events), split=split)
+    # The SDK's objects through `feed_chunk`, and `feed_sse` whole and cut at every byte.
+    _, s = assemble_both(route, FMT, tools=TOOLS)
+    (call,) = s.calls
+    assert call.metadata == {"item_id": "fc_1", "namespace": "crm"}
+    for calls in _both_paths(events, range(1, 2000, 3)):
+        (call,) = calls
+        assert call.metadata == {"item_id": "fc_1", "namespace": "crm"}
+        (sent,) = assistant_turn(calls, style="openai-responses")
+        assert sent["namespace"] == "crm"

@@ -379,3 +379,77 @@ def test_any_mix_of_items_is_read_alike_on_both_paths(
     for item, after in itertools.pairwise([*turn, {"type": "end"}]):
         if item.get("type") == "reasoning":
             assert after.get("type") not in ("reasoning", "end")
+
+
+def _joined(*, call: bool = True) -> list[dict[str, Any]]:
+    """A background response resumed part way (`starting_after`): reasoning and a web search
+    came before the join, and only the finished response's `output` has them; the code run
+    and (`call`) a call after it came streamed."""
+    calls = responses_stream([Call("get_weather", '{"city": "東京"}', "call_1")] if call else [])
+    created, body, completed = calls[0], calls[1:-1], calls[-1]
+    streamed = [{**e, "output_index": 3} for e in body]
+    made = completed["response"]["output"]
+    final = {
+        **completed,
+        "response": {**completed["response"], "output": [FIRST, WEB, CODE, *made]},
+    }
+    return _numbered([created, *_hosted(2, CODE), *streamed, final])
+
+
+def test_items_before_the_join_of_a_resumed_stream_keep_their_places(
+    sse_server: SSEServer, split: str
+) -> None:
+    # Kept after the code run the stream brought, the search and the reasoning before it went
+    # back after it, and the call counted one hosted item before it, not two.
+    kept = [FIRST, WEB, CODE]
+    route = sse_server.register_events(_joined(), FMT, split=split)
+    # The real SDK through `assemble`, then `feed_sse` on the same bytes cut every way.
+    events, stream = assemble_both(route, FMT)
+    check_reasoning(events, stream, ["get_weather"], kept, "")
+    assert _placed(stream.calls) == [(None, 2)]
+    objects = Assembler()
+    for chunk in sdk_chunks(route, FMT):
+        objects.feed_chunk(chunk)
+    assert objects.reasoning == kept
+    assert _placed(objects.finish()) == [(None, 2)]
+    for asm, calls in _kept(_joined()):
+        assert asm.reasoning == kept
+        assert _placed(calls) == [(None, 2)]
+        turn = assistant_turn(calls, style=FMT, reasoning=asm.reasoning)
+        assert [item.get("id") for item in turn] == ["rs_1", "ws_1", "ci_1", None]
+    # The order the report gave: a code run streamed, a search before it only in `output`.
+    created = responses_stream([])[0]
+    final = {"type": "response.completed", "response": {"output": [WEB, CODE]}}
+    for asm in both_paths(_numbered([created, *_hosted(1, CODE), final]), FMT):
+        assert asm.reasoning == [WEB, CODE]
+
+
+def test_a_reasoning_item_before_the_join_that_is_let_go_leaves_the_rest_in_place() -> None:
+    # Reasoning right before more reasoning has no follower the next turn sends: the first
+    # one, read from `output` before the streamed code run, is let go, not the code run.
+    created = responses_stream([])[0]
+    output = [FIRST, SECOND, WEB, CODE]
+    final = {"type": "response.completed", "response": {"output": output}}
+    events = _numbered([created, *_hosted(3, CODE), final])
+    for cuts in ([], list(range(0, 4000, 3))):
+        for asm in both_paths(events, FMT, cuts=cuts):
+            assert asm.reasoning == [SECOND, WEB, CODE]
+
+
+def test_a_hosted_item_with_an_unpaired_surrogate_in_a_name_is_kept_on_both_paths() -> None:
+    # `json.loads` takes a name holding an unpaired surrogate escape, so `feed_chunk` kept
+    # the item from the finished response; the raw path refused it there, and lost it with
+    # the call's count of hosted items before it.
+    odd = {**WEB, "\ud800note": "Tokyo"}
+    calls = responses_stream([Call("get_weather", '{"city": "東京"}', "call_1")])
+    created, body, completed = calls[0], calls[1:-1], calls[-1]
+    streamed = [{**e, "output_index": 1} for e in body]
+    output = [odd, *completed["response"]["output"]]
+    final = {**completed, "response": {**completed["response"], "output": output}}
+    events = json.loads(json.dumps(_numbered([created, *streamed, final])))
+    for cuts in ([], list(range(0, 3000, 5))):
+        chunks, raw = both_paths(events, FMT, cuts=cuts)
+        assert chunks.reasoning == raw.reasoning == [odd]
+    for asm, made in _kept(events):
+        assert asm.reasoning == [odd]
+        assert _placed(made) == [(None, 1)]

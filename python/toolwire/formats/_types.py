@@ -150,9 +150,10 @@ class Sink(Protocol):
         block, or with no `signature` a `redacted_thinking` block whose data is `text`."""
         ...
 
-    def _keep_reasoning_item(self, json: str, /) -> None:
-        """Keeps a Responses `reasoning` item that finished, as JSON text, its bytes already
-        counted (`_keep_text`)."""
+    def _keep_reasoning_item(self, json: str, before: int = 0, /) -> None:
+        """Keeps a Responses `reasoning` or hosted item that finished, as JSON text, its bytes
+        already counted (`_keep_text`), before the last `before` items kept (those that came
+        after it in the output)."""
         ...
 
     def _keep_converse_reasoning(
@@ -163,7 +164,7 @@ class Sink(Protocol):
         ...
 
     def _drop_reasoning(self) -> None:
-        """Lets go of the last reasoning item kept, its bytes given back: the item after it is
+        """Lets go of the reasoning item kept last, its bytes given back: the item after it is
         not one the next turn sends."""
         ...
 

@@ -10,7 +10,9 @@ Design notes:
 - The call's id is the item's `call_id` (what a `function_call_output` must quote); the item's own
   `id` (`fc_...`) is kept as metadata `item_id` for replaying the item in the next turn, and is
   the call's id when a bridge sends no `call_id`. A call of a tool declared inside a `namespace`
-  tool keeps the item's `namespace` as metadata `namespace` (its `name` is the bare name).
+  tool keeps the item's `namespace` as metadata `namespace` (its `name` is the bare name), read
+  from its `output_item.added`, its `output_item.done` and the finished response's `output`,
+  whichever says it.
 - `response.function_call_arguments.done` and the item in `response.output_item.done` repeat the
   whole arguments. They are summaries, not fragments: they are fed when no argument text arrived
   for that item before (bridges that send only the summary). Otherwise each summary is
@@ -36,7 +38,10 @@ Design notes:
   It is no call: it never runs, and needs no result from the assembler. A call is told how
   many came before it (metadata `hosted_before`), so that the next turn keeps their places.
   One no `output_item.done` brought is kept from the finished response's `output`, read for
-  them only when it holds more items than `output_item.done` events came.
+  them only when it holds more items than `output_item.done` events came. In a stream joined
+  part way (a background response resumed with `starting_after`), such an item goes before the
+  kept items the stream brought that came after it there (`_keep_reasoning_item`'s
+  `before`), and the calls are told anew how many hosted items came before them.
 - A `custom_tool_call` (a custom tool: free-form input, maybe grammar-constrained) is a call
   of type `custom` whose text is its input as the model wrote it: the core never reads it as
   JSON nor pre-checks it, and ends it as a `free_form_call` error with the text kept, so it is
@@ -221,8 +226,9 @@ class ResponsesAdapter:
         self._sequence = _Sequence()
         # `response.created` came: another one replays the response.
         self._started = False
-        # The `id`s of the reasoning items kept in this response.
-        self._reasoning_ids: set[str] = set()
+        # The `id`s of the reasoning and hosted items kept in this response, in the order kept,
+        # each with whether it still is (a reasoning item let go is not).
+        self._reasoning_ids: dict[str, bool] = {}
         # The last reasoning item kept, by its `id` (`None` when it has none), while the item
         # after it has not come (`_follow`); `False` when none waits.
         self._awaiting: str | bool | None = False
@@ -337,12 +343,13 @@ class ResponsesAdapter:
         return info
 
     def _keep_reasoning(
-        self, item: object, sink: Sink, *, summary: bool, hosted: bool = False
+        self, item: object, sink: Sink, *, summary: bool, hosted: bool = False, before: int = 0
     ) -> None:
         """A `reasoning` item, or a `hosted` item, finished (`summary`: read from the finished
         response's `output`): kept once per `id`, its bytes counted. A reasoning item waits for
         its follower (`_follow`); a hosted item is one, and is counted for the calls after it
-        (metadata `hosted_before`)."""
+        (metadata `hosted_before`). An item of the finished response that came before the last
+        `before` items kept goes before them."""
         item_id = _item_id(item, "id")
         if item_id is not None and item_id in self._reasoning_ids:
             # A repeat of a finished item (a stream that numbers no events), or in the
@@ -364,8 +371,8 @@ class ResponsesAdapter:
         if not sink._keep_text(len(text.encode())):  # pyright: ignore[reportPrivateUsage]
             return
         if item_id is not None:
-            self._reasoning_ids.add(item_id)
-        sink._keep_reasoning_item(text)  # pyright: ignore[reportPrivateUsage]
+            self._reasoning_ids[item_id] = True
+        sink._keep_reasoning_item(text, before)  # pyright: ignore[reportPrivateUsage]
         if hosted:
             self._hosted += 1
         else:
@@ -384,6 +391,9 @@ class ResponsesAdapter:
         if awaiting is False or message or hosted:
             return
         if call is None:
+            if isinstance(awaiting, str):
+                # Let go: it is no longer among the items kept, though kept once.
+                self._reasoning_ids[awaiting] = False
             sink._drop_reasoning()  # pyright: ignore[reportPrivateUsage]
         elif isinstance(awaiting, str):
             sink.set_metadata(call, "reasoning_id", awaiting)
@@ -523,6 +533,9 @@ class ResponsesAdapter:
         # replayed after a reconnect, a bridge that reuses indexes): its id and name go to the
         # core, which continues the open call or starts a new one, as on the raw SSE path.
         first = index not in calls.opened or not done
+        if done and not first and index not in calls.unannounced:
+            # The finished item may name the `namespace` its `added` left out.
+            _tell_namespace(index, item, sink)
         if done and index in calls.unannounced:
             # The deltas came first; the finished item brings the id and name they lacked, and
             # its arguments are the summary the deltas' text is compared with, as on the raw
@@ -625,11 +638,7 @@ class ResponsesAdapter:
         if item_id is not None:
             # An unpaired surrogate in an id is U+FFFD, as the raw path reads its escape.
             sink.set_metadata(index, "item_id", replace_lone_surrogates(item_id))
-        namespace = str_or_none(get(item, "namespace"))
-        if namespace:
-            # A tool declared in a `namespace` tool is called by its bare name: the item's
-            # `namespace` is what tells it apart, and the next turn must send it back.
-            sink.set_metadata(index, "namespace", replace_lone_surrogates(namespace))
+        _tell_namespace(index, item, sink)
         self._follow(index, sink)
         hosted = self._hosted + self._hosted_ahead
         if hosted:
@@ -718,6 +727,8 @@ class ResponsesAdapter:
     def _finished(self, response: object, kind: str, sink: Sink, info: ChunkInfo) -> None:
         if kind == "response.completed" and not self._calls.order:
             self._summary_calls(response, sink, info)
+        elif self._calls.order:
+            self._summary_namespaces(response, sink)
         usage = get(response, "usage")
         if usage is not None:
             # `null` members left out, as the SDK objects and the raw SSE path read them.
@@ -773,6 +784,22 @@ class ResponsesAdapter:
                 self._hosted_ahead += 1
         self._hosted_ahead = 0
 
+    def _summary_namespaces(self, response: object, sink: Sink) -> None:
+        """Each call the stream brought is told the `namespace` its item in the finished
+        response's `output` names, which no item event may have said. As on the raw SSE path.
+        """
+        output = get(response, "output")
+        for item in cast("list[object]", output) if isinstance(output, list) else []:
+            # Most items name none: the one read that tells so comes first.
+            if get(item, "namespace") is None or malformed_record(item, _ITEM_FIELDS):
+                continue
+            if str_or_none(get(item, "type")) not in _CALL_ITEMS:
+                continue
+            item_id = _item_id(item, "id")
+            key = None if item_id is None else self._calls.by_item.get(item_id)
+            if key is not None:
+                _tell_namespace(key, item, sink)
+
     def _summary_reasoning(self, response: object, sink: Sink) -> None:
         """The `reasoning` and hosted items of the finished response's `output` that no
         `output_item.done` brought (a stream joined part way, a bridge that sends only the
@@ -798,20 +825,40 @@ class ResponsesAdapter:
             self._follow_output(items, at, sink)
         hosted = len(items) > self._items_done
         kept = self._hosted
+        # The items the stream brought, kept so far: in a stream joined part way, an item only
+        # `output` has goes before those that came after it there.
+        streamed = len(self._reasoning_ids)
+        places: list[int] | None = None
         for at, item in enumerate(items):
-            item_type = str_or_none(get(item, "type"))
-            if item_type == "reasoning":
-                self._keep_reasoning(item, sink, summary=True)
-                if self._awaiting is not False:
-                    self._follow_output(items, at, sink)
-            elif hosted and _readable_hosted(item):
-                self._keep_reasoning(item, sink, summary=True, hosted=True)
-        if self._hosted > kept and not self._hosted_streamed:
+            is_hosted = str_or_none(get(item, "type")) != "reasoning"
+            if is_hosted and not (hosted and _readable_hosted(item)):
+                continue
+            item_id = _item_id(item, "id")
+            before = 0
+            if streamed and (item_id is None or item_id not in self._reasoning_ids):
+                if places is None:
+                    places = self._places(items, streamed)
+                before = sum(place > at for place in places)
+            self._keep_reasoning(item, sink, summary=True, hosted=is_hosted, before=before)
+            if not is_hosted and self._awaiting is not False:
+                self._follow_output(items, at, sink, before)
+        if self._hosted > kept:
             self._tell_hosted_before(items, sink)
 
+    def _places(self, items: list[object], streamed: int) -> list[int]:
+        """The places in the finished response's `output` of the first `streamed` items kept
+        that still are. As on the raw SSE path."""
+        kept = self._reasoning_ids
+        still = {key for key in list(kept)[:streamed] if kept[key]}
+        return [
+            at
+            for at, item in enumerate(items)
+            if not malformed_record(item, _ITEM_FIELDS) and _item_id(item, "id") in still
+        ]
+
     def _tell_hosted_before(self, items: list[object], sink: Sink) -> None:
-        """Hosted items kept from the finished response's `output` alone were kept in its
-        order, after the calls that came after them there: each such call is told how many
+        """Hosted items kept from the finished response's `output` were kept in its order,
+        maybe before items the stream brought: each call after them there is told how many
         came before it (metadata `hosted_before`), as its `output_item.added` would have been.
         As on the raw SSE path."""
         count = 0
@@ -827,16 +874,19 @@ class ResponsesAdapter:
                 if key is not None:
                     sink.set_metadata(key, "hosted_before", count)
 
-    def _follow_output(self, items: list[object], at: int | None, sink: Sink) -> None:
-        """The item waiting is at `at` in the finished response's `output`: the next one
-        there follows it (none: it has no follower)."""
+    def _follow_output(
+        self, items: list[object], at: int | None, sink: Sink, before: int = 0
+    ) -> None:
+        """The item waiting is at `at` in the finished response's `output`: the next one there
+        follows it (none: it has no follower). A hosted item kept here goes right after it,
+        before the last `before` items kept."""
         after = items[at + 1] if at is not None and at + 1 < len(items) else None
         if after is None or malformed_record(after, _ITEM_FIELDS):
             # An item that does not read is no item the next turn sends, as on the raw path.
             self._follow(None, sink)
         elif _readable_hosted(after):
             # Kept here, right after it; one kept already came before it, and is no follower.
-            self._keep_reasoning(after, sink, summary=True, hosted=True)
+            self._keep_reasoning(after, sink, summary=True, hosted=True, before=before)
             self._follow(None, sink)
         elif str_or_none(get(after, "type")) in _CALL_ITEMS:
             item_id = _item_id(after, "id")
@@ -855,6 +905,15 @@ def _is_hosted(kind: str | None) -> bool:
     none the adapter reads otherwise (a call, the assistant text, a reasoning item), as on the
     raw SSE path (`is_hosted` in `rust/src/envelope/thinking.rs`)."""
     return kind is not None and kind not in _READ_ITEMS
+
+
+def _tell_namespace(key: int, item: object, sink: Sink) -> None:
+    """Tells the call under `key` the `namespace` tool its item says the called tool is
+    declared in: called by its bare name, the tool is told apart by it, and the next turn must
+    send it back. A value that is no string, or a blank one, is no namespace."""
+    namespace = str_or_none(get(item, "namespace"))
+    if namespace:
+        sink.set_metadata(key, "namespace", replace_lone_surrogates(namespace))
 
 
 def _readable_hosted(item: object) -> bool:

@@ -253,18 +253,21 @@ impl Decoder {
     /// read from the finished response's `output`): kept once per `id`, as `feed_chunk` keeps
     /// it, its bytes counted toward `max_stream_bytes`; not kept once the response is refused.
     /// A reasoning item waits for its follower ([`Follower`]); a hosted item is one, and the
-    /// calls after it are told how many came before them (metadata `hosted_before`).
+    /// calls after it are told how many came before them (metadata `hosted_before`). An item
+    /// of the finished response that came before the last `before` items kept goes before
+    /// them ([`Action::EarlierReasoning`]).
     pub(super) fn keep_item<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         raw: &RawValue,
         id: Option<&str>,
         summary: bool,
         hosted: bool,
+        before: usize,
         emit: &mut F,
     ) {
         // A repeated `output_item.done` of one item (a stream that numbers no events, so a
         // repeat is not seen as one) is the item kept already.
-        if let Some(id) = id.filter(|id| self.reasoning_ids.iter().any(|kept| &**kept == *id)) {
+        if let Some(id) = id.filter(|id| self.was_kept(id)) {
             if !hosted
                 && self
                     .awaiting
@@ -298,12 +301,21 @@ impl Decoder {
             return;
         }
         if let Some(id) = id {
-            self.reasoning_ids.push(id.into());
+            self.reasoning_ids.push((id.into(), true));
         }
         // Written from validated JSON with lone halves escaped: always UTF-8.
         let json = String::from_utf8(text)
             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        if emit(Action::Reasoning(&Reasoning::ResponsesItem { json })) {
+        let block = Reasoning::ResponsesItem { json };
+        let action = if before == 0 {
+            Action::Reasoning(&block)
+        } else {
+            Action::EarlierReasoning {
+                block: &block,
+                before,
+            }
+        };
+        if emit(action) {
             if hosted {
                 self.hosted_kept += 1;
             } else {
@@ -335,9 +347,22 @@ impl Decoder {
                 }
             }
             Follower::Other => {
+                if let Some(id) = id {
+                    // Let go: it is no longer among the items kept, though kept once.
+                    let kept = self.reasoning_ids.iter_mut().rev().find(|(k, _)| *k == id);
+                    if let Some((_, present)) = kept {
+                        *present = false;
+                    }
+                }
                 emit(Action::DropReasoning);
             }
         }
+    }
+
+    /// Whether the Responses item with this `id` was kept in this response (maybe let go
+    /// since): it is not kept again.
+    pub(super) fn was_kept(&self, id: &str) -> bool {
+        self.reasoning_ids.iter().any(|(kept, _)| &**kept == id)
     }
 
     /// What follows a kept `reasoning` item, when it is no call (calls are followed up as
