@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("toolwire._core")
 
-from toolwire import aassemble, assemble
+from toolwire import aassemble, assemble, assistant_turn
 from toolwire.assembler import Assembler
 
 from .clients import assemble_async, assemble_sync, async_client, open_async
@@ -251,3 +251,46 @@ def test_a_whole_message_s_empty_tool_input_is_read_as_its_stream_reads_it(
     (call,) = asm.finish()
     assert (call.error.kind if call.error else None) == kind
     assert call.ok == (kind is None)
+
+
+def test_a_whole_response_s_messages_keep_their_places_as_its_stream_s_do() -> None:
+    # A message after a call goes back after it, as from the stream of the same response:
+    # the whole response's events must start each message item where its stream starts it.
+    call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "ping"}
+    response = {
+        **RESPONSE,
+        "output": [
+            {**call, "arguments": "{}", "status": "completed"},
+            _message("msg_1", "Pinged."),
+            _message("msg_2", "Anything else?"),
+        ],
+    }
+    message = {
+        **MESSAGE,
+        "content": [
+            {"type": "tool_use", "id": "call_1", "name": "ping", "input": {"n": 1}},
+            {"type": "text", "text": "Pinged."},
+        ],
+    }
+    for whole, style, shape in (
+        (response, "openai-responses", ["call_1", "Pinged.", "Anything else?"]),
+        (message, "anthropic", ["tool_use", "text"]),
+    ):
+        asm = Assembler()
+        text = asm.feed_chunk(whole).text
+        turn = assistant_turn(asm.finish(), style=style, text=text, reasoning=asm.reasoning)
+        if style == "anthropic":
+            assert [block["type"] for block in turn[0]["content"]] == shape
+        else:
+            assert [item.get("call_id") or item.get("content") for item in turn] == shape
+
+
+def _message(msg_id: str, text: str) -> dict[str, Any]:
+    part = {"type": "output_text", "text": text, "annotations": []}
+    return {
+        "type": "message",
+        "id": msg_id,
+        "role": "assistant",
+        "status": "completed",
+        "content": [part],
+    }

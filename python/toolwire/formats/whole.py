@@ -42,13 +42,20 @@ def _list(value: object) -> list[Any]:
 
 
 def _responses_events(response: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each output item's text pieces and its `output_item.done`, then the finishing event."""
+    """Each output item's text pieces and its `output_item.done` (a message started by its
+    `output_item.added`), then the finishing event."""
     events: list[dict[str, Any]] = []
     for position, item in enumerate(_list(response.get("output"))):
         if not isinstance(item, dict):
             continue
         fields = cast("dict[str, Any]", item)
         if fields.get("type") == "message":
+            # Its start, as a stream announces it: where a message starts among the calls is
+            # where it goes back in the next turn.
+            started = {**fields, "status": "in_progress", "content": []}
+            events.append(
+                {"type": "response.output_item.added", "output_index": position, "item": started}
+            )
             for part, content in enumerate(_list(fields.get("content"))):
                 text = get(content, "text")
                 if get(content, "type") == "output_text" and isinstance(text, str) and text:
