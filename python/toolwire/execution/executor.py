@@ -2091,12 +2091,35 @@ class Executor(LiveState):
             return lambda: _drained(spec.fn(**fields, **kwargs))
         return lambda: _drained(spec.fn(arguments, **kwargs))
 
+    def _attempt_invoker(
+        self,
+        run: _Run,
+        timeout: float | None,
+        permit: Permit | None,
+        in_flight: bool,
+        granted: RetryVerdict | None,
+    ) -> Callable[[], Any]:
+        """`_invoker` for an attempt `_begin_attempt` started: one whose arguments cannot be
+        read (a model's field that raises, under ``unpack``) never ran, and gives back what
+        its start took, a half-open breaker's probe permit above all (kept, it would hold
+        the breaker half-open with no probe left to close it)."""
+        try:
+            return self._invoker(run, timeout)
+        except Exception as exc:
+            refused = _NotStarted(f"the call's arguments could not be read: {_whole(exc)}")
+            self._never_ran(run, permit, in_flight, granted, refused)
+            raise refused from exc
+        except BaseException:
+            self._not_started(run, permit, in_flight, granted)
+            raise
+
     def _attempt_sync(self, run: _Run) -> Any:
         in_flight, granted = run.in_flight, run.granted
         permit, timeout, by_deadline = self._begin_attempt(run)
+        invoke = self._attempt_invoker(run, timeout, permit, in_flight, granted)
         started = self.clock.monotonic()
         try:
-            value = _call_with_timeout(self._invoker(run, timeout), timeout, run.spec.name)
+            value = _call_with_timeout(invoke, timeout, run.spec.name)
         except _NotStarted as exc:
             self._never_ran(run, permit, in_flight, granted, exc)
             raise
@@ -2129,8 +2152,8 @@ class Executor(LiveState):
     async def _attempt_async(self, run: _Run) -> Any:
         in_flight, granted = run.in_flight, run.granted
         permit, timeout, by_deadline = self._begin_attempt(run)
+        invoke = self._attempt_invoker(run, timeout, permit, in_flight, granted)
         started = self.clock.monotonic()
-        invoke = self._invoker(run, timeout)
         job = None if run.spec.is_async else _Job(_no_stop_iteration(invoke))
         try:
             if job is None:
