@@ -78,7 +78,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import (
-    AsyncGenerator,
+    AsyncIterator,
     Awaitable,
     Callable,
     Generator,
@@ -2137,14 +2137,14 @@ class Executor(LiveState):
         except BaseException as exc:
             self._end_attempt(run, permit, started, exc)
             raise
-        if inspect.isawaitable(value) or inspect.isasyncgen(value):
+        if inspect.isawaitable(value) or isinstance(value, AsyncIterator):
             # e.g. a lambda or partial around an async function: its work never started.
-            close = getattr(value, "close", None)
+            close = getattr(cast(object, value), "close", None)
             if callable(close):
                 close()
             self._not_started(run, permit, in_flight, granted)
             raise TypeError(
-                f"tool {run.spec.name!r} returned an awaitable or async generator; use aexecute"
+                f"tool {run.spec.name!r} returned an awaitable or async iterator; use aexecute"
             )
         self._end_attempt(run, permit, started, None)
         return value
@@ -3199,12 +3199,13 @@ def _drained(value: Any) -> Any:
 
 
 async def _drained_async(value: Any) -> Any:
-    """`_drained` for `aexecute`: an awaitable is awaited and an async generator run to its
-    end inside the attempt (reported as the object it is, it never ran at all)."""
+    """`_drained` for `aexecute`: an awaitable is awaited and an async generator, or any other
+    async iterator (a class with ``__anext__``, a driver's cursor), run to its end inside the
+    attempt (reported as the object it is, it never ran at all)."""
     if inspect.isawaitable(value):
         value = await value
-    if inspect.isasyncgen(value):
-        return [item async for item in cast(AsyncGenerator[Any, None], value)]
+    if isinstance(value, AsyncIterator):
+        return [item async for item in cast(AsyncIterator[Any], value)]
     return _drained(value)
 
 
