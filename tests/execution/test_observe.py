@@ -153,6 +153,36 @@ def test_one_structured_log_record_per_call(
     assert records[2].__dict__["toolwire"]["idempotency_key"] is None  # reads have no key
 
 
+class _UnreadableCall:
+    """A caller's look-alike call whose arguments raise when read: the call ends in
+    internal_error rather than settling."""
+
+    def __init__(self, tool: str) -> None:
+        self.tool, self.call_id, self.ok, self.kind, self.errors = tool, "c1", True, "ok", ()
+
+    @property
+    def model(self) -> Any:
+        raise RuntimeError("arguments unavailable")
+
+
+def test_the_internal_error_line_cuts_a_made_up_tool_name(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The line for a call that raised instead of settling printed the tool name the call
+    # asked for as it came: a made-up name of 10,000 characters went whole into the log.
+    name = "x" * 10_000
+    ex = Executor()
+    with caplog.at_level(logging.ERROR, logger="toolwire.execution"):
+        (sync,) = ex.execute_all([_UnreadableCall(name)])
+        (in_async,) = asyncio.run(ex.aexecute_all([_UnreadableCall(name)]))
+    for result in (sync, in_async):
+        assert result.error is not None and result.error["type"] == "internal_error"
+    lines = [r.getMessage() for r in caplog.records if "raised RuntimeError" in r.getMessage()]
+    assert len(lines) == 2
+    for line in lines:
+        assert "x" * 199 in line and "x" * 200 not in line and len(line) < 400
+
+
 def test_tool_names_the_model_made_up_stay_out_of_metric_labels_and_span_names(
     otel: tuple[FakeTracer, FakeMeter], clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -664,6 +664,13 @@ def _cut(text: str) -> str:
     return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
 
 
+def _shown_name(tool: object) -> str:
+    """A call's tool name for a log line or a record, cut like any text a model sent: it may
+    be one the model made up, of any length (and a look-alike built wrongly may hold
+    anything there)."""
+    return shown_text(tool if isinstance(tool, str) else _safe_repr(tool))
+
+
 def _safe_repr(value: Any) -> str:
     try:
         return repr(value)
@@ -1292,7 +1299,7 @@ class Executor(LiveState):
                 logging.ERROR,
                 "toolwire: call %s (%s) raised %s: %s",
                 call.call_id,
-                call.tool,
+                _shown_name(call.tool),
                 type(exc).__name__,
                 _cut(self._scrub_text(_safe_arguments(call), _whole(exc), _declared_secrets(call))),
             )
@@ -2590,10 +2597,7 @@ class Executor(LiveState):
             "unrecorded": run.unrecorded,
         }
         if not run.registered:
-            asked = cast(object, run.call.tool)  # a look-alike built wrongly may hold anything
-            record["requested_tool"] = shown_text(
-                asked if isinstance(asked, str) else _safe_repr(asked)
-            )
+            record["requested_tool"] = _shown_name(run.call.tool)
         self.observer.finish(record, run.span)
         return result
 
