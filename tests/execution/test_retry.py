@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from email.message import Message
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import openai
@@ -22,7 +22,7 @@ import pytest
 import tenacity
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 from toolwire.execution import (
     BreakerConfig,
@@ -412,6 +412,44 @@ async def test_a_retry_gets_the_arguments_the_model_sent_not_what_a_try_left(
         assert seen == [["a", "b"], ["a", "b"]]
     # The caller's arguments are left as they were sent.
     assert (sent["items"] if isinstance(sent, dict) else sent.items) == ["a", "b"]
+
+
+class _Line(BaseModel):
+    sku: str
+    tags: list[str]
+
+
+class _Order(BaseModel, frozen=True, extra="allow"):
+    pin: SecretStr
+    lines: list[_Line]
+
+
+def test_an_attempt_copies_what_it_can_change_and_shares_the_rest(clock: FakeClock) -> None:
+    # Each attempt got a `copy.deepcopy` of the arguments: its memo of every object cost a
+    # no-op tool's call about a fifth of the executor's own work. Values no tool can change
+    # in place are now shared, and only lists, dicts and models rebuilt.
+    sent = _Order.model_validate(
+        {"pin": "4821", "lines": [{"sku": "a", "tags": ["x"]}], "note": {"gift": ["wrap"]}}
+    )
+    seen: list[_Order] = []
+
+    def order(args: _Order) -> str:
+        seen.append(args)
+        args.lines[0].tags.append("changed")
+        cast(dict[str, list[str]], args.model_extra)["note"]["gift"].clear()
+        if len(seen) == 1:
+            raise http_status(503)
+        return "ok"
+
+    ex = Executor(clock=clock, breaker=False)
+    ex.register("order", order)
+    assert ex.execute(Call("order", "c1", sent)).state == "ok"
+    first, second = seen
+    assert first is not sent and second is not first
+    assert first.pin is sent.pin and first.lines[0].sku is sent.lines[0].sku
+    assert second.lines[0].tags == ["x", "changed"] and sent.lines[0].tags == ["x"]
+    assert sent.model_extra == {"note": {"gift": ["wrap"]}}
+    assert second.model_fields_set == sent.model_fields_set
 
 
 def test_a_value_a_tool_takes_out_of_its_arguments_is_still_scrubbed(
