@@ -2529,8 +2529,8 @@ class Executor(LiveState):
         return result
 
     def _scrubbed(self, run: _Run, exc: BaseException) -> str:
-        """An exception's text for logs and warnings: scrubbed whole, then cut (a secret cut
-        in two would no longer be found)."""
+        """An exception's text for logs and warnings, scrubbed and cut (see `_scrub_text`:
+        a secret the cut splits is redacted, not shown in part)."""
         return _cut(self._scrub(run, _whole(exc)))
 
     def _scrub(self, run: _Run, text: str) -> str:
@@ -2540,8 +2540,10 @@ class Executor(LiveState):
         self, arguments: Any, text: str, declared: Sequence[SecretStr | SecretBytes] = ()
     ) -> str:
         """``text`` (an exception's, for logs or the model) scrubbed by ``scrubbed_text``
-        with this executor's ``redact`` hook."""
-        return scrubbed_text(text, arguments, declared, self.redact)
+        with this executor's ``redact`` hook; cut to the length it is shown at before it is
+        scrubbed, so that a tool's megabyte of error text costs no more to scrub than a
+        line (a value the cut splits is redacted, see ``scrubbed_text``)."""
+        return scrubbed_text(text, arguments, declared, self.redact, limit=_MESSAGE_LIMIT - 1)
 
     def _finish(
         self,
@@ -3055,7 +3057,7 @@ def _error_payload(
 ) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "type": cls.kind,
-        # Scrubbed, then cut: a secret cut in two would no longer be found.
+        # Cut where it is scrubbed, so that a secret the cut splits is redacted too.
         "message": _cut(scrub(_model_message(cls, exc, lang))),
         "retryable": cls.retryable,
     }
