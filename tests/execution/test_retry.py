@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import email.utils
 import errno
 import json
@@ -552,6 +553,48 @@ def test_keyboard_interrupt_makes_one_attempt_and_propagates(clock: FakeClock) -
         ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
     assert tool.calls == 1 and clock.sleeps == []
     assert ex.observer.counts["calls.downstream_failed"] == 1
+
+
+GROUP: Any = getattr(builtins, "BaseExceptionGroup", None)
+
+
+@pytest.mark.skipif(GROUP is None, reason="BaseExceptionGroup is Python 3.11+")
+@pytest.mark.parametrize("inner", [KeyboardInterrupt, SystemExit])
+@pytest.mark.parametrize("mode", ["execute", "aexecute", "aexecute_all", "execute_all"])
+async def test_an_exception_group_holding_an_interrupt_propagates_like_one(
+    clock: FakeClock, inner: type[BaseException], mode: str
+) -> None:
+    # A tool's task group interrupted in one of its tasks raises a BaseExceptionGroup: it was
+    # classified unknown_error and the call returned data, so Ctrl-C (or the SystemExit of a
+    # SIGTERM handler) was swallowed. It is recorded and re-raised, as the bare one is.
+    def group() -> BaseException:
+        return GROUP("tasks", [GROUP("inner", [ValueError("x"), inner()])])
+
+    calls = 0
+
+    def tool(args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        raise group()
+
+    async def atool(args: Any) -> None:
+        tool(args)
+
+    ex = executor_with(atool if mode.startswith("a") else tool, clock)
+    call = Call("t", "c", {})
+    with pytest.raises(GROUP) as raised:
+        if mode == "execute":
+            ex.execute(call, RequestContext("r", "s"))
+        elif mode == "execute_all":
+            ex.execute_all([call, Call("t", "d", {})], RequestContext("r", "s"), max_workers=2)
+        elif mode == "aexecute":
+            await ex.aexecute(call, RequestContext("r", "s"))
+        else:
+            await ex.aexecute_all([call], RequestContext("r", "s"))
+    assert cast(Any, raised.value).subgroup(inner) is not None
+    assert calls >= 1 and clock.sleeps == []
+    assert ex.observer.counts["calls.downstream_failed"] == calls
+    assert classify(group(), now=NOW).propagate
 
 
 @pytest.mark.skipif(

@@ -102,7 +102,12 @@ from toolwire.coercion import pointer
 from toolwire.execution._checks import check_seconds
 from toolwire.execution.breaker import BreakerConfig, CircuitBreaker, Permit
 from toolwire.execution.budget import RequestContext, RetryBudget
-from toolwire.execution.classify import Classification, DeadlineExceeded, classify
+from toolwire.execution.classify import (
+    Classification,
+    DeadlineExceeded,
+    classify,
+    is_interrupt,
+)
 from toolwire.execution.clock import Clock, SystemClock
 from toolwire.execution.errors import (
     BusinessRuleError,
@@ -1032,7 +1037,8 @@ class Executor(LiveState):
             MisuseError: The call is not well formed: its ``tool`` is no str, or its
                 ``call_id`` neither a str nor None (a look-alike of ``Call`` built wrongly;
                 ``Call`` itself refuses them when built).
-            KeyboardInterrupt: Propagated after recording the call.
+            KeyboardInterrupt: Propagated after recording the call; so are ``SystemExit``
+                and an exception group holding either (raised by a tool's task group).
         """
         return self._execute(call, context, parse_time, validation_time, coercions)
 
@@ -1122,6 +1128,8 @@ class Executor(LiveState):
             asyncio.CancelledError: When the caller's task is cancelled: propagated (never
                 retried) after recording the call. Telling the two apart needs
                 ``Task.cancelling`` (Python 3.11+); before that, every one propagates.
+            KeyboardInterrupt: As in ``execute``, with ``SystemExit`` and an exception group
+                holding either.
         """
         return await self._aexecute(call, context, parse_time, validation_time, coercions)
 
@@ -1172,7 +1180,7 @@ class Executor(LiveState):
         except BaseException as raised:
             exc = _uncarried(raised)
             self._refund(run)
-            if isinstance(exc, KeyboardInterrupt | SystemExit):
+            if is_interrupt(exc):
                 # The process is going down: record on this thread, awaiting nothing.
                 return self._settle_failure(run, exc)
             if isinstance(exc, asyncio.CancelledError):
@@ -1264,7 +1272,7 @@ class Executor(LiveState):
         for call, outcome in zip(calls, outcomes, strict=True):
             if isinstance(outcome, ExecutionResult):
                 results.append(outcome)
-            elif isinstance(outcome, KeyboardInterrupt | SystemExit):
+            elif is_interrupt(outcome):
                 raise outcome
             else:
                 # A CancelledError left the call after its record was made (or while the
