@@ -29,6 +29,7 @@ pre-check (`Assembler(tools=toolset)`) reports them as `unknown_field`. Pydantic
 
 from __future__ import annotations
 
+import bisect
 import copy
 import dataclasses
 import decimal
@@ -1392,6 +1393,8 @@ def scrubbed_text(
     arguments: Any,
     declared: Sequence[SecretStr | SecretBytes] = (),
     hook: Redactor | None = None,
+    *,
+    limit: int | None = None,
 ) -> str:
     """`text` (a tool's error, or a check's reason, that may quote its call's arguments)
     without what redaction hides: each `SecretStr` / `SecretBytes` among `arguments`, each
@@ -1405,6 +1408,10 @@ def scrubbed_text(
         arguments: The call's arguments (a model, plain data, or None).
         declared: Secret values the schema marks secret.
         hook: The `Toolset(redact=...)` hook, if any.
+        limit: Keep at most about this many characters of `text`, cut before it is scrubbed
+            so that the work does not grow with the text times the values to hide (a tool's
+            error of a megabyte against thousands of arguments). A hidden value the cut splits
+            is withheld: the text's end that could begin one is redacted too.
 
     Returns:
         The scrubbed text, or `"[redaction failed]"` when the hook raised or returned
@@ -1421,6 +1428,10 @@ def scrubbed_text(
             for shown in secret_texts(value)
         ]
         secrets += [shown for value in declared for shown in secret_texts(value)]
+        cut = limit is not None and len(text) > limit
+        if cut:
+            text = text[: max(limit or 0, 0)]
+        hidden = [form for secret in secrets if secret for form in _quoted_forms(secret)]
         text = without_values(text, secrets)
         for path, value in leaves:
             if hook is None or isinstance(value, (bool, SecretStr, SecretBytes)):
@@ -1430,10 +1441,28 @@ def scrubbed_text(
                 shown = _hook_text(hook(pointer(path), words))
                 if shown != words:
                     # Quoted as `repr`, JSON or a URL writes it, too.
-                    text = with_value_shown_as(text, words, shown)
+                    forms = _quoted_forms(words)
+                    text = _replaced(text, forms, shown)
+                    hidden += forms
+        if cut:
+            text = _without_cut_start(text, hidden) + _ELLIPSIS
         return text if hook is None else _hook_text(hook("", text))
     except Exception:
         return "[redaction failed]"
+
+
+def _without_cut_start(text: str, forms: Sequence[str]) -> str:
+    """`text`, cut, with its longest end that begins one of the hidden `forms` redacted: the
+    value the cut split, which no longer matched it whole. Any length counts, one character
+    up; each of the text's ends is looked up among the sorted forms, so the work grows with
+    the (cut) text's length, not with how many values there are or how long."""
+    ordered = sorted(set(forms))
+    for start in range(len(text)):
+        end = text[start:]
+        i = bisect.bisect_left(ordered, end)
+        if i < len(ordered) and ordered[i].startswith(end):
+            return text[:start] + REDACTED
+    return text
 
 
 def _hook_text(shown: object) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import BaseModel
 
 from toolwire.execution import (
     BreakerConfig,
@@ -541,3 +542,53 @@ def test_default_config_keeps_a_slow_healthy_tool_closed(window: str, clock: Fak
         clock.advance(1.0)
         call(b, failure=False, duration=61.0)
     assert b.state == "open"
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_arguments_that_cannot_be_read_give_back_the_half_open_probe(
+    clock: FakeClock, asynchronous: bool
+) -> None:
+    # Under `unpack`, a model's field read raised after the attempt took the breaker's one
+    # half-open probe permit: it was never given back, and the breaker turned every later
+    # call away as circuit_open although no probe was running.
+    readable: list[object] = []
+
+    class Unreadable(BaseModel):
+        x: int
+
+        def __getattribute__(self, name: str) -> Any:
+            # Readable for the executor's checks, not in the copy the attempt is handed.
+            if name == "x" and not any(self is ok for ok in readable):
+                raise RuntimeError("field read failed")
+            return super().__getattribute__(name)
+
+    failing = True
+
+    def tool(x: int) -> int:
+        if failing:
+            raise TimeoutError
+        return x
+
+    config = BreakerConfig(minimum_calls=1, window_size=1, open_jitter=0, half_open_probes=1)
+    ex = Executor(clock=clock, breaker=config, retry=RetryPolicy(max_attempts=1))
+    ex.register("t", tool, unpack=True)
+
+    async def run(call_id: str, arguments: Any) -> Any:
+        call_ = Call("t", call_id, arguments)
+        if asynchronous:
+            return await ex.aexecute(call_, RequestContext("r", "s"))
+        return ex.execute(call_, RequestContext("r", "s"))
+
+    assert (await run("trip", {"x": 1})).state == "downstream_failed"
+    breaker_ = ex.breaker_for("t")
+    assert breaker_ is not None and breaker_.state == "open"
+    clock.advance(config.open_duration + 1)
+    sent = Unreadable(x=2)
+    readable.append(sent)
+    unread = await run("unread", sent)
+    assert unread.state == "downstream_failed" and unread.attempts == 0
+    assert unread.error is not None and unread.error["type"] == "internal_error"
+    failing = False
+    probe = await run("probe", {"x": 3})
+    assert (probe.state, probe.value) == ("ok", 3)
+    assert breaker_.state == "closed"

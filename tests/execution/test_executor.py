@@ -1384,6 +1384,41 @@ async def test_a_lazy_iterator_a_tool_returns_runs_inside_its_attempt(clock: Fak
     assert (await ex.aexecute(Call("quick", "d", {}))).value == [1, 2]
 
 
+async def test_an_async_iterator_a_tool_returns_runs_inside_its_attempt(clock: FakeClock) -> None:
+    # Only async generators were drained: a class with `__aiter__`/`__anext__` (a driver's
+    # cursor) was taken for the result itself and ended as invalid_result, its rows unread.
+    class Rows:
+        def __init__(self, slow: bool) -> None:
+            self.left, self.slow = [1, 2, 3], slow
+
+        def __aiter__(self) -> Rows:
+            return self
+
+        async def __anext__(self) -> dict[str, int]:
+            if not self.left:
+                raise StopAsyncIteration
+            if self.slow:
+                await asyncio.sleep(0.3)
+            return {"row": self.left.pop(0)}
+
+    async def rows(args: dict[str, bool]) -> Rows:
+        return Rows(args["slow"])
+
+    ex = Executor(clock=clock, breaker=False, retry=RetryPolicy(max_attempts=1))
+    ex.register("rows", rows, timeout=0.05)
+    ex.register("sync_rows", lambda args: Rows(False))
+    quick = await ex.aexecute(Call("rows", "a", {"slow": False}))
+    assert (quick.state, quick.value) == ("ok", [{"row": 1}, {"row": 2}, {"row": 3}])
+    assert (await ex.aexecute(Call("sync_rows", "b", {}))).value == [
+        {"row": 1},
+        {"row": 2},
+        {"row": 3},
+    ]
+    slow = await ex.aexecute(Call("rows", "c", {"slow": True}))
+    assert slow.state == "downstream_failed" and slow.error is not None
+    assert slow.error["type"] == "timeout"
+
+
 class Charge(BaseModel):
     amount: int
     pin: SecretStr

@@ -311,3 +311,35 @@ def test_expired_records_are_purged(tmp_path: Path) -> None:
         (old,) = conn.execute("SELECT COUNT(*) FROM toolwire_ledger WHERE key LIKE 'k%'").fetchone()
     assert old == 0
     ledger.close()
+
+
+def test_a_claim_abandoned_at_its_deadline_does_not_make_the_next_call_wait_twice(
+    tmp_path: Path,
+) -> None:
+    # The abandoned claim kept the ledger's process lock while SQLite waited out its busy
+    # timeout for another process's write lock; the next call waited for that lock without
+    # a bound, then for the busy timeout of its own: 3.5 s with busy_timeout=2. The wait for
+    # the process lock now counts against the busy timeout.
+    path = tmp_path / "ledger.db"
+    runs: list[int] = []
+    busy = 2.0
+    ex = _write_executor(SqliteLedger(path, busy_timeout=busy), runs)
+    ex.ledger.get("warm-up")
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        soon = time.monotonic() + 0.2
+        late = ex.execute(Call("w", "c1", {}), RequestContext("r", "s", deadline=soon))
+        assert late.state != "ok"
+        started = time.monotonic()
+        behind = ex.execute(Call("w", "c2", {}), RequestContext("r", "s"))
+        waited = time.monotonic() - started
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert behind.state == "tool_unavailable" and runs == []
+    assert behind.error is not None and behind.error["type"] == "ledger_unavailable"
+    # At most its own busy timeout; behind the abandoned claim it was that plus most of
+    # another (the margin is for a loaded machine).
+    assert waited < busy + 0.8
+    assert ex.execute(Call("w", "c3", {}), RequestContext("r", "s")).state == "ok"

@@ -153,6 +153,36 @@ def test_one_structured_log_record_per_call(
     assert records[2].__dict__["toolwire"]["idempotency_key"] is None  # reads have no key
 
 
+class _UnreadableCall:
+    """A caller's look-alike call whose arguments raise when read: the call ends in
+    internal_error rather than settling."""
+
+    def __init__(self, tool: str) -> None:
+        self.tool, self.call_id, self.ok, self.kind, self.errors = tool, "c1", True, "ok", ()
+
+    @property
+    def model(self) -> Any:
+        raise RuntimeError("arguments unavailable")
+
+
+def test_the_internal_error_line_cuts_a_made_up_tool_name(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The line for a call that raised instead of settling printed the tool name the call
+    # asked for as it came: a made-up name of 10,000 characters went whole into the log.
+    name = "x" * 10_000
+    ex = Executor()
+    with caplog.at_level(logging.ERROR, logger="toolwire.execution"):
+        (sync,) = ex.execute_all([_UnreadableCall(name)])
+        (in_async,) = asyncio.run(ex.aexecute_all([_UnreadableCall(name)]))
+    for result in (sync, in_async):
+        assert result.error is not None and result.error["type"] == "internal_error"
+    lines = [r.getMessage() for r in caplog.records if "raised RuntimeError" in r.getMessage()]
+    assert len(lines) == 2
+    for line in lines:
+        assert "x" * 199 in line and "x" * 200 not in line and len(line) < 400
+
+
 def test_tool_names_the_model_made_up_stay_out_of_metric_labels_and_span_names(
     otel: tuple[FakeTracer, FakeMeter], clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -762,3 +792,49 @@ def test_a_hook_raising_an_interrupt_still_stops_the_call(clock: FakeClock) -> N
     ex.register("read", lambda args: "r")
     with pytest.raises(KeyboardInterrupt):
         ex.execute(Call("read", "c1", {}))
+
+
+TOKEN = "tok-9f8e7d6c5b4a"
+
+
+@pytest.mark.parametrize("shown", range(1, len(TOKEN)))
+def test_a_secret_the_cut_of_an_error_splits_never_shows(
+    caplog: pytest.LogCaptureFixture, shown: int
+) -> None:
+    # The error text is now cut before it is scrubbed: a hidden value that the cut splits no
+    # longer matches whole, and its start, however short, must not reach the log.
+    def hide(path: str, value: str) -> str:
+        return "[hidden]" if path == "/token" else value
+
+    def fail(args: dict[str, str]) -> None:
+        raise ValueError("y" * (499 - len("ValueError: ") - shown) + args["token"] + "z" * 600)
+
+    ex = Executor(redact=hide)
+    ex.register("fail", fail)
+    with caplog.at_level(logging.WARNING, logger="toolwire.execution"):
+        result = ex.execute(Call("fail", "c1", {"token": TOKEN}))
+    assert result.state == "downstream_failed"
+    (line,) = [r.getMessage() for r in caplog.records if "failed: ValueError" in r.getMessage()]
+    shown_part = line.split("y" * 20)[-1].lstrip("y")
+    assert "t" not in shown_part.replace("[redacted]", "") and "tok" not in line
+
+
+def test_scrubbing_a_huge_error_reads_a_bounded_part_of_it() -> None:
+    # Every hidden argument was searched for through the whole error text, and the hook then
+    # read all of it: 5,000 hidden strings against a 1 MB error took 12 s of CPU. The text is
+    # cut to what is shown first, so the hook never sees more than that, whatever its size.
+    seen: list[int] = []
+
+    def hide(path: str, value: str) -> str:
+        if path == "":
+            seen.append(len(value))
+        return "[hidden]" if path.startswith("/items") else value
+
+    def fail(args: dict[str, list[str]]) -> None:
+        raise ValueError("x" * 1_000_000)
+
+    ex = Executor(redact=hide)
+    ex.register("fail", fail)
+    result = ex.execute(Call("fail", "c1", {"items": [f"item-{i:05d}" for i in range(5000)]}))
+    assert result.state == "downstream_failed"
+    assert seen and max(seen) <= 500

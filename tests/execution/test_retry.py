@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import email.utils
 import errno
 import json
@@ -14,7 +15,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from email.message import Message
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import openai
@@ -22,7 +23,7 @@ import pytest
 import tenacity
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 from toolwire.execution import (
     BreakerConfig,
@@ -414,6 +415,44 @@ async def test_a_retry_gets_the_arguments_the_model_sent_not_what_a_try_left(
     assert (sent["items"] if isinstance(sent, dict) else sent.items) == ["a", "b"]
 
 
+class _Line(BaseModel):
+    sku: str
+    tags: list[str]
+
+
+class _Order(BaseModel, frozen=True, extra="allow"):
+    pin: SecretStr
+    lines: list[_Line]
+
+
+def test_an_attempt_copies_what_it_can_change_and_shares_the_rest(clock: FakeClock) -> None:
+    # Each attempt got a `copy.deepcopy` of the arguments: its memo of every object cost a
+    # no-op tool's call about a fifth of the executor's own work. Values no tool can change
+    # in place are now shared, and only lists, dicts and models rebuilt.
+    sent = _Order.model_validate(
+        {"pin": "4821", "lines": [{"sku": "a", "tags": ["x"]}], "note": {"gift": ["wrap"]}}
+    )
+    seen: list[_Order] = []
+
+    def order(args: _Order) -> str:
+        seen.append(args)
+        args.lines[0].tags.append("changed")
+        cast(dict[str, list[str]], args.model_extra)["note"]["gift"].clear()
+        if len(seen) == 1:
+            raise http_status(503)
+        return "ok"
+
+    ex = Executor(clock=clock, breaker=False)
+    ex.register("order", order)
+    assert ex.execute(Call("order", "c1", sent)).state == "ok"
+    first, second = seen
+    assert first is not sent and second is not first
+    assert first.pin is sent.pin and first.lines[0].sku is sent.lines[0].sku
+    assert second.lines[0].tags == ["x", "changed"] and sent.lines[0].tags == ["x"]
+    assert sent.model_extra == {"note": {"gift": ["wrap"]}}
+    assert second.model_fields_set == sent.model_fields_set
+
+
 def test_a_value_a_tool_takes_out_of_its_arguments_is_still_scrubbed(
     clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -514,6 +553,48 @@ def test_keyboard_interrupt_makes_one_attempt_and_propagates(clock: FakeClock) -
         ex.execute(Call("t", "c", {}), RequestContext("r", "s"))
     assert tool.calls == 1 and clock.sleeps == []
     assert ex.observer.counts["calls.downstream_failed"] == 1
+
+
+GROUP: Any = getattr(builtins, "BaseExceptionGroup", None)
+
+
+@pytest.mark.skipif(GROUP is None, reason="BaseExceptionGroup is Python 3.11+")
+@pytest.mark.parametrize("inner", [KeyboardInterrupt, SystemExit])
+@pytest.mark.parametrize("mode", ["execute", "aexecute", "aexecute_all", "execute_all"])
+async def test_an_exception_group_holding_an_interrupt_propagates_like_one(
+    clock: FakeClock, inner: type[BaseException], mode: str
+) -> None:
+    # A tool's task group interrupted in one of its tasks raises a BaseExceptionGroup: it was
+    # classified unknown_error and the call returned data, so Ctrl-C (or the SystemExit of a
+    # SIGTERM handler) was swallowed. It is recorded and re-raised, as the bare one is.
+    def group() -> BaseException:
+        return GROUP("tasks", [GROUP("inner", [ValueError("x"), inner()])])
+
+    calls = 0
+
+    def tool(args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        raise group()
+
+    async def atool(args: Any) -> None:
+        tool(args)
+
+    ex = executor_with(atool if mode.startswith("a") else tool, clock)
+    call = Call("t", "c", {})
+    with pytest.raises(GROUP) as raised:
+        if mode == "execute":
+            ex.execute(call, RequestContext("r", "s"))
+        elif mode == "execute_all":
+            ex.execute_all([call, Call("t", "d", {})], RequestContext("r", "s"), max_workers=2)
+        elif mode == "aexecute":
+            await ex.aexecute(call, RequestContext("r", "s"))
+        else:
+            await ex.aexecute_all([call], RequestContext("r", "s"))
+    assert cast(Any, raised.value).subgroup(inner) is not None
+    assert calls >= 1 and clock.sleeps == []
+    assert ex.observer.counts["calls.downstream_failed"] == calls
+    assert classify(group(), now=NOW).propagate
 
 
 @pytest.mark.skipif(

@@ -14,14 +14,15 @@ not processed, so they are retried for writes as well.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import datetime as dt
 import email.utils
 import errno
 import math
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from toolwire.execution.errors import BusinessRuleError, NeedsClarification
 
@@ -232,6 +233,22 @@ def _wrapped_names(exc: BaseException) -> set[str]:
     return names
 
 
+def is_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is a ``KeyboardInterrupt`` or ``SystemExit``, or an exception group
+    holding one (a tool's own task group, say, interrupted in one of its tasks): the process
+    is going down either way, and the exception must reach the caller, not become data."""
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        return True
+    if _GROUP is not None and isinstance(exc, _GROUP):
+        inner = cast("Sequence[BaseException]", getattr(exc, "exceptions", ()))
+        return any(is_interrupt(one) for one in inner)
+    return False
+
+
+# Python 3.11's; the package supports 3.10, which has none.
+_GROUP = cast("type[BaseException] | None", getattr(builtins, "BaseExceptionGroup", None))
+
+
 def classify(exc: BaseException, *, now: float) -> Classification:
     """Classify one failed attempt.
 
@@ -244,7 +261,7 @@ def classify(exc: BaseException, *, now: float) -> Classification:
     """
     if isinstance(exc, asyncio.CancelledError):
         return Classification("cancelled", retryable=False, ambiguous=True, propagate=True)
-    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+    if is_interrupt(exc):
         return Classification("interrupted", retryable=False, ambiguous=True, propagate=True)
     if isinstance(exc, DeadlineExceeded):
         return Classification("deadline_exceeded", retryable=False, ambiguous=True)

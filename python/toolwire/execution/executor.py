@@ -78,7 +78,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import (
-    AsyncGenerator,
+    AsyncIterator,
     Awaitable,
     Callable,
     Generator,
@@ -94,6 +94,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, SecretBytes, SecretStr
+from pydantic_core import PydanticUndefined
 from tenacity import AsyncRetrying, RetryCallState, Retrying, TryAgain, stop_after_attempt
 
 from toolwire._pickling import LiveState
@@ -101,7 +102,12 @@ from toolwire.coercion import pointer
 from toolwire.execution._checks import check_seconds
 from toolwire.execution.breaker import BreakerConfig, CircuitBreaker, Permit
 from toolwire.execution.budget import RequestContext, RetryBudget
-from toolwire.execution.classify import Classification, DeadlineExceeded, classify
+from toolwire.execution.classify import (
+    Classification,
+    DeadlineExceeded,
+    classify,
+    is_interrupt,
+)
 from toolwire.execution.clock import Clock, SystemClock
 from toolwire.execution.errors import (
     BusinessRuleError,
@@ -664,6 +670,13 @@ def _cut(text: str) -> str:
     return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
 
 
+def _shown_name(tool: object) -> str:
+    """A call's tool name for a log line or a record, cut like any text a model sent: it may
+    be one the model made up, of any length (and a look-alike built wrongly may hold
+    anything there)."""
+    return shown_text(tool if isinstance(tool, str) else _safe_repr(tool))
+
+
 def _safe_repr(value: Any) -> str:
     try:
         return repr(value)
@@ -1024,7 +1037,8 @@ class Executor(LiveState):
             MisuseError: The call is not well formed: its ``tool`` is no str, or its
                 ``call_id`` neither a str nor None (a look-alike of ``Call`` built wrongly;
                 ``Call`` itself refuses them when built).
-            KeyboardInterrupt: Propagated after recording the call.
+            KeyboardInterrupt: Propagated after recording the call; so are ``SystemExit``
+                and an exception group holding either (raised by a tool's task group).
         """
         return self._execute(call, context, parse_time, validation_time, coercions)
 
@@ -1114,6 +1128,8 @@ class Executor(LiveState):
             asyncio.CancelledError: When the caller's task is cancelled: propagated (never
                 retried) after recording the call. Telling the two apart needs
                 ``Task.cancelling`` (Python 3.11+); before that, every one propagates.
+            KeyboardInterrupt: As in ``execute``, with ``SystemExit`` and an exception group
+                holding either.
         """
         return await self._aexecute(call, context, parse_time, validation_time, coercions)
 
@@ -1164,7 +1180,7 @@ class Executor(LiveState):
         except BaseException as raised:
             exc = _uncarried(raised)
             self._refund(run)
-            if isinstance(exc, KeyboardInterrupt | SystemExit):
+            if is_interrupt(exc):
                 # The process is going down: record on this thread, awaiting nothing.
                 return self._settle_failure(run, exc)
             if isinstance(exc, asyncio.CancelledError):
@@ -1256,7 +1272,7 @@ class Executor(LiveState):
         for call, outcome in zip(calls, outcomes, strict=True):
             if isinstance(outcome, ExecutionResult):
                 results.append(outcome)
-            elif isinstance(outcome, KeyboardInterrupt | SystemExit):
+            elif is_interrupt(outcome):
                 raise outcome
             else:
                 # A CancelledError left the call after its record was made (or while the
@@ -1292,7 +1308,7 @@ class Executor(LiveState):
                 logging.ERROR,
                 "toolwire: call %s (%s) raised %s: %s",
                 call.call_id,
-                call.tool,
+                _shown_name(call.tool),
                 type(exc).__name__,
                 _cut(self._scrub_text(_safe_arguments(call), _whole(exc), _declared_secrets(call))),
             )
@@ -2091,12 +2107,35 @@ class Executor(LiveState):
             return lambda: _drained(spec.fn(**fields, **kwargs))
         return lambda: _drained(spec.fn(arguments, **kwargs))
 
+    def _attempt_invoker(
+        self,
+        run: _Run,
+        timeout: float | None,
+        permit: Permit | None,
+        in_flight: bool,
+        granted: RetryVerdict | None,
+    ) -> Callable[[], Any]:
+        """`_invoker` for an attempt `_begin_attempt` started: one whose arguments cannot be
+        read (a model's field that raises, under ``unpack``) never ran, and gives back what
+        its start took, a half-open breaker's probe permit above all (kept, it would hold
+        the breaker half-open with no probe left to close it)."""
+        try:
+            return self._invoker(run, timeout)
+        except Exception as exc:
+            refused = _NotStarted(f"the call's arguments could not be read: {_whole(exc)}")
+            self._never_ran(run, permit, in_flight, granted, refused)
+            raise refused from exc
+        except BaseException:
+            self._not_started(run, permit, in_flight, granted)
+            raise
+
     def _attempt_sync(self, run: _Run) -> Any:
         in_flight, granted = run.in_flight, run.granted
         permit, timeout, by_deadline = self._begin_attempt(run)
+        invoke = self._attempt_invoker(run, timeout, permit, in_flight, granted)
         started = self.clock.monotonic()
         try:
-            value = _call_with_timeout(self._invoker(run, timeout), timeout, run.spec.name)
+            value = _call_with_timeout(invoke, timeout, run.spec.name)
         except _NotStarted as exc:
             self._never_ran(run, permit, in_flight, granted, exc)
             raise
@@ -2114,14 +2153,14 @@ class Executor(LiveState):
         except BaseException as exc:
             self._end_attempt(run, permit, started, exc)
             raise
-        if inspect.isawaitable(value) or inspect.isasyncgen(value):
+        if inspect.isawaitable(value) or isinstance(value, AsyncIterator):
             # e.g. a lambda or partial around an async function: its work never started.
-            close = getattr(value, "close", None)
+            close = getattr(cast(object, value), "close", None)
             if callable(close):
                 close()
             self._not_started(run, permit, in_flight, granted)
             raise TypeError(
-                f"tool {run.spec.name!r} returned an awaitable or async generator; use aexecute"
+                f"tool {run.spec.name!r} returned an awaitable or async iterator; use aexecute"
             )
         self._end_attempt(run, permit, started, None)
         return value
@@ -2129,8 +2168,8 @@ class Executor(LiveState):
     async def _attempt_async(self, run: _Run) -> Any:
         in_flight, granted = run.in_flight, run.granted
         permit, timeout, by_deadline = self._begin_attempt(run)
+        invoke = self._attempt_invoker(run, timeout, permit, in_flight, granted)
         started = self.clock.monotonic()
-        invoke = self._invoker(run, timeout)
         job = None if run.spec.is_async else _Job(_no_stop_iteration(invoke))
         try:
             if job is None:
@@ -2498,8 +2537,8 @@ class Executor(LiveState):
         return result
 
     def _scrubbed(self, run: _Run, exc: BaseException) -> str:
-        """An exception's text for logs and warnings: scrubbed whole, then cut (a secret cut
-        in two would no longer be found)."""
+        """An exception's text for logs and warnings, scrubbed and cut (see `_scrub_text`:
+        a secret the cut splits is redacted, not shown in part)."""
         return _cut(self._scrub(run, _whole(exc)))
 
     def _scrub(self, run: _Run, text: str) -> str:
@@ -2509,8 +2548,10 @@ class Executor(LiveState):
         self, arguments: Any, text: str, declared: Sequence[SecretStr | SecretBytes] = ()
     ) -> str:
         """``text`` (an exception's, for logs or the model) scrubbed by ``scrubbed_text``
-        with this executor's ``redact`` hook."""
-        return scrubbed_text(text, arguments, declared, self.redact)
+        with this executor's ``redact`` hook; cut to the length it is shown at before it is
+        scrubbed, so that a tool's megabyte of error text costs no more to scrub than a
+        line (a value the cut splits is redacted, see ``scrubbed_text``)."""
+        return scrubbed_text(text, arguments, declared, self.redact, limit=_MESSAGE_LIMIT - 1)
 
     def _finish(
         self,
@@ -2567,10 +2608,7 @@ class Executor(LiveState):
             "unrecorded": run.unrecorded,
         }
         if not run.registered:
-            asked = cast(object, run.call.tool)  # a look-alike built wrongly may hold anything
-            record["requested_tool"] = shown_text(
-                asked if isinstance(asked, str) else _safe_repr(asked)
-            )
+            record["requested_tool"] = _shown_name(run.call.tool)
         self.observer.finish(record, run.span)
         return result
 
@@ -2812,11 +2850,60 @@ def _own_copy(arguments: Any) -> Any:
     item popped off a list, a password taken out of the dict) reaches neither its retry,
     which would make another operation than the one the model asked for, nor the scrubbing
     of its error text, which would no longer know the value to hide. Arguments that cannot be
-    copied (a caller's call holding a client object) are handed over as they are."""
+    copied (a caller's call holding a client object) are handed over as they are.
+
+    Only what can change is copied: dicts, lists and models are rebuilt, values no tool can
+    change in place (str, numbers, secrets...) are shared, anything else goes through
+    ``copy.deepcopy``. The same guarantee as a ``deepcopy`` of the whole, for a fraction of
+    its cost per call (its memo of every object dominated a no-op tool's call)."""
     try:
-        return copy.deepcopy(arguments)
-    except Exception:
+        return _copied(arguments)
+    except Exception:  # RecursionError (a cycle) among them
         return arguments
+
+
+# Values no tool can change in place: an attempt shares them with the call's arguments.
+_IMMUTABLE: frozenset[type] = frozenset(
+    {str, bytes, int, float, complex, bool, type(None), SecretStr, SecretBytes, uuid.UUID}
+)
+
+
+def _copied(value: Any) -> Any:
+    kind = cast("type[Any]", type(value))
+    if kind in _IMMUTABLE:
+        return value
+    if kind is dict:
+        return {k: _copied(v) for k, v in cast(dict[Any, Any], value).items()}
+    if kind is list:
+        return [_copied(v) for v in cast(list[Any], value)]
+    if kind is tuple:
+        return tuple(_copied(v) for v in cast(tuple[Any, ...], value))
+    if isinstance(value, BaseModel):
+        # Built as pydantic's `__copy__` builds a model (a frozen one too, without validation
+        # running again), with its values copied rather than shared.
+        made = type(value)
+        model = made.__new__(made)
+        extra = value.__pydantic_extra__
+        private = cast("dict[str, Any] | None", getattr(value, "__pydantic_private__", None))
+        _set_slot(model, "__dict__", {k: _copied(v) for k, v in value.__dict__.items()})
+        _set_slot(model, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))
+        _set_slot(
+            model,
+            "__pydantic_extra__",
+            None if extra is None else {k: _copied(v) for k, v in extra.items()},
+        )
+        _set_slot(
+            model,
+            "__pydantic_private__",
+            None
+            if private is None
+            else {k: v for k, v in private.items() if v is not PydanticUndefined},
+        )
+        return model
+    return copy.deepcopy(value)
+
+
+_set_slot = object.__setattr__
 
 
 def _field(arguments: Any, name: str) -> Any:
@@ -2978,7 +3065,7 @@ def _error_payload(
 ) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "type": cls.kind,
-        # Scrubbed, then cut: a secret cut in two would no longer be found.
+        # Cut where it is scrubbed, so that a secret the cut splits is redacted too.
         "message": _cut(scrub(_model_message(cls, exc, lang))),
         "retryable": cls.retryable,
     }
@@ -3176,12 +3263,13 @@ def _drained(value: Any) -> Any:
 
 
 async def _drained_async(value: Any) -> Any:
-    """`_drained` for `aexecute`: an awaitable is awaited and an async generator run to its
-    end inside the attempt (reported as the object it is, it never ran at all)."""
+    """`_drained` for `aexecute`: an awaitable is awaited and an async generator, or any other
+    async iterator (a class with ``__anext__``, a driver's cursor), run to its end inside the
+    attempt (reported as the object it is, it never ran at all)."""
     if inspect.isawaitable(value):
         value = await value
-    if inspect.isasyncgen(value):
-        return [item async for item in cast(AsyncGenerator[Any, None], value)]
+    if isinstance(value, AsyncIterator):
+        return [item async for item in cast(AsyncIterator[Any], value)]
     return _drained(value)
 
 

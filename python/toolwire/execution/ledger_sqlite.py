@@ -44,12 +44,14 @@ Design notes:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import secrets
 import sqlite3
 import threading
 import time
+from collections.abc import Generator
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -109,7 +111,9 @@ class SqliteLedger(Ledger, LiveState):
             ``monotonic()`` times how long a claim's heartbeat stood still and moves the
             file's retention clock on, so that a step of the wall clock makes no live claim
             look stale and forgets no record before its TTL (see the design notes).
-        busy_timeout: Seconds to wait for another process's write lock before giving up.
+        busy_timeout: Seconds to wait for another process's write lock before giving up; a
+            call's wait for another call of this instance (which may be waiting for that
+            lock) counts against it, so no call waits longer.
         synchronous: SQLite ``synchronous`` pragma (``NORMAL`` or ``FULL``).
     """
 
@@ -131,6 +135,8 @@ class SqliteLedger(Ledger, LiveState):
         self._synchronous = synchronous
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        # The connection's busy_timeout in milliseconds, as last set (see `_waits_until`).
+        self._busy_ms = int(busy_timeout * 1000)
         self._claims = 0
         # key -> (heartbeat stamp, monotonic reading when this instance first saw it), for the
         # ``in_progress`` rows it looked at (see the design notes).
@@ -153,6 +159,7 @@ class SqliteLedger(Ledger, LiveState):
             )
             try:
                 conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+                self._busy_ms = int(self._busy_timeout * 1000)
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute(f"PRAGMA synchronous = {self._synchronous}")
                 conn.executescript(_SCHEMA)
@@ -310,12 +317,36 @@ class SqliteLedger(Ledger, LiveState):
                 if beats.get(key) != self._seen[key][0]:
                     del self._seen[key]
 
+    @contextlib.contextmanager
+    def _held(self, deadline: float) -> Generator[None, None, None]:
+        """This instance's lock, waited for no longer than ``deadline``: the wait for it is
+        part of the busy timeout. A call ahead of this one (a claim abandoned at its request's
+        deadline, say) holds it while SQLite waits for another process's write lock; waited
+        for without a bound, each call behind it waited that out and then its own timeout."""
+        if not self._lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+            raise LedgerUnavailable(
+                "sqlite ledger unavailable: another call in this process held it past the "
+                "busy timeout (another process holds the database's write lock?)"
+            )
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _waits_until(self, conn: sqlite3.Connection, deadline: float) -> None:
+        """SQLite's own wait for the write lock, cut to what is left of the busy timeout."""
+        busy = max(int((deadline - time.monotonic()) * 1000), 0)
+        if busy != self._busy_ms:
+            conn.execute(f"PRAGMA busy_timeout = {busy}")
+            self._busy_ms = busy
+
     def _transaction(self, body: Any) -> Any:
-        with self._lock:
-            deadline = time.monotonic() + self._busy_timeout
+        deadline = time.monotonic() + self._busy_timeout
+        with self._held(deadline):
             while True:
                 try:
                     conn = self._connect()
+                    self._waits_until(conn, deadline)
                     conn.execute("BEGIN IMMEDIATE")
                     try:
                         result = body(conn)
@@ -429,7 +460,7 @@ class SqliteLedger(Ledger, LiveState):
         """See ``Ledger.get``; a record this instance judges kept, or a claim it judges live
         (see the design notes), is returned whatever step the wall clock took, with the
         lease and retention it is read with."""
-        with self._lock:
+        with self._held(time.monotonic() + self._busy_timeout):
             now, mono = self._clock.time(), self._clock.monotonic()
             try:
                 conn = self._connect()
