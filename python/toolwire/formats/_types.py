@@ -141,8 +141,8 @@ class Sink(Protocol):
         ...
 
     def _keep_reasoning_item(self, json: str, /) -> None:
-        """Keeps a Responses `reasoning` item that finished, as JSON text, its bytes already
-        counted (`_keep_text`)."""
+        """Keeps a Responses `reasoning` or hosted item, or an Anthropic server block, that
+        finished, as JSON text, its bytes already counted (`_keep_text`)."""
         ...
 
     def _keep_converse_reasoning(
