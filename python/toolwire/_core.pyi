@@ -733,7 +733,14 @@ class Assembler:
           "thinking": ..., "signature": ...}`) and `redacted_thinking` block (`{"type":
           "redacted_thinking", "data": ...}`) that ended whole. A block is kept once its
           `content_block_stop` came, a `thinking` block only if signed: one cut off (the
-          stream ended first) or unsigned is left out.
+          stream ended first) or unsigned is left out. With them, in block order, each block
+          of another kind than text and `tool_use` that stopped, whole as the API sent it: a
+          server tool's call (`server_tool_use`, `mcp_tool_use`, with the `input` its
+          `input_json_delta`s wrote, never checked against a client tool's schema) and its
+          result (`web_search_tool_result`, `code_execution_tool_result`...), a
+          `container_upload`... Anthropic ran it: it is no call (nothing runs it, `finish`
+          does not return it), and a call after it counts it in `reasoning_before`, so that
+          the next turn keeps its place. One whose input is no JSON value is left out.
         - OpenAI Responses (`feed_sse`, `feed_chunk`): each `reasoning` item that finished,
           whole as its `response.output_item.done` carried it (`{"type": "reasoning", "id":
           ..., "summary": [...], "encrypted_content": ...}`), or in the finished response's
@@ -829,10 +836,11 @@ class Assembler:
             MisuseError: After `finish`.
         """
     def _keep_reasoning_item(self, json: str, before: int = 0, /) -> None:
-        """Keeps a Responses `reasoning` or hosted item `feed_chunk` read finished, as JSON text
-        written as the raw SSE path writes it, its bytes already counted (`_keep_text`), before
-        the last `before` items kept (those that came after it in the output: a stream joined
-        part way, where the items before the join come only in the finished response).
+        """Keeps a Responses `reasoning` or hosted item, or an Anthropic server block, that
+        `feed_chunk` read finished, as JSON text written as the raw SSE path writes it, its bytes
+        already counted (`_keep_text`), before the last `before` items kept (those that came
+        after it in the output: a stream joined part way, where the items before the join come
+        only in the finished response).
 
         Raises:
             MisuseError: After `finish`.

@@ -1770,7 +1770,9 @@ def assistant_turn(
     on Chat, the `extra_content` Gemini's OpenAI-compatible endpoint sends with it. The
     reasoning the provider needs back is given as `reasoning` (`Assembler.reasoning`,
     `StreamEnded.reasoning`): Anthropic's thinking blocks (an extended-thinking turn with tools
-    is refused without them) and Bedrock's `reasoningContent` blocks go back where they came,
+    is refused without them) and server blocks (a server tool's call, `server_tool_use`, and
+    its result, which Anthropic ran: no result answers them) and Bedrock's `reasoningContent`
+    blocks go back where they came,
     as the API wants the message echoed: each call after the blocks that came before it
     (metadata `reasoning_before`, their number, set by the assembler: interleaved thinking
     puts blocks between the calls), blocks after the last call at the end; with calls that
@@ -1800,7 +1802,9 @@ def assistant_turn(
     place among them (without places, the text right before the first call, or after them
     with no call). They are no calls: `tool_messages` answers none of them (an item the
     application answers itself, such as a `computer_call`, needs its output appended by the
-    application). A call of a tool declared inside a Responses `namespace` tool goes with its
+    application). An Anthropic call made by code execution (programmatic tool calling) goes
+    with its `caller` (metadata `caller`, set by the assembler), as the API wants it back.
+    A call of a tool declared inside a Responses `namespace` tool goes with its
     `namespace` (metadata `namespace`, set by the assembler) beside its bare name. A call without
     a name (a stream that lost the event naming it) is sent as a call of `NAMELESS_CALL`
     (`toolwire_unnamed`) under its id, which its `missing_name` result answers: the providers
@@ -1819,7 +1823,8 @@ def assistant_turn(
         text: The assistant text that came with the calls, if any: the stream's own, to be
             cut into its blocks where the calls say (every style but `"openai-chat"`).
         reasoning: The turn's reasoning (`Assembler.reasoning`), sent where the APIs require
-            it: with `style="anthropic"` its `thinking` and `redacted_thinking` blocks and with
+            it: with `style="anthropic"` its `thinking` and `redacted_thinking` blocks and its
+            server blocks (`server_tool_use`, `web_search_tool_result`...) and with
             `"bedrock-converse"` its `reasoningContent` blocks in their places among the
             calls (first, before the text and the calls, when no call says its place);
             with `"openai-responses"` its `reasoning` items each right before the item that
@@ -1868,15 +1873,7 @@ def assistant_turn(
     uses: list[dict[str, Any]]
     if style == "anthropic":
         said_block = _anthropic_text
-        uses = [
-            {
-                "type": "tool_use",
-                "id": sent_id(call_id_for(call), style),
-                "name": _sent_name(call),
-                "input": _arguments_object(call),
-            }
-            for call in calls
-        ]
+        uses = [_anthropic_use(call) for call in calls]
     else:
         said_block = _converse_text
         uses = [
@@ -1891,6 +1888,21 @@ def assistant_turn(
         ]
     blocks = _interleaved(calls, thoughts, said, said_block, uses)
     return [{"role": "assistant", "content": blocks}] if blocks else []
+
+
+def _anthropic_use(call: _SentCall) -> dict[str, Any]:
+    """A call as an Anthropic `tool_use` block, with the `caller` the stream gave it
+    (programmatic tool calling: the code execution that made it), which the API wants back."""
+    use: dict[str, Any] = {
+        "type": "tool_use",
+        "id": sent_id(call_id_for(call), "anthropic"),
+        "name": _sent_name(call),
+        "input": _arguments_object(call),
+    }
+    caller: object = _metadata(call).get("caller")
+    if isinstance(caller, Mapping):
+        use["caller"] = copy.deepcopy(dict(cast(Mapping[str, Any], caller)))
+    return use
 
 
 def _anthropic_text(said: str) -> dict[str, Any] | None:
@@ -2154,6 +2166,11 @@ _REASONING_KINDS: dict[str, tuple[str, ...]] = {
     "openai-responses": ("reasoning",),
     "bedrock-converse": ("reasoningContent",),
 }
+# The Anthropic blocks a turn makes itself (from the text and the calls), the result blocks,
+# which go in the next user message, and the Responses `reasoning` item (Anthropic's is
+# `thinking`): any other block (`type`) is one the assembler keeps with the thinking blocks
+# (a server tool's call or result, `server_tool_use`..., whose kinds grow with the API).
+_ANTHROPIC_MADE = frozenset(("text", "tool_use", "tool_result", "reasoning"))
 # The Responses items a turn makes itself (from the text and the calls): any other item
 # (`type`) is a hosted item the assembler keeps with the reasoning items.
 _RESPONSES_MADE = frozenset(("message", "function_call", "custom_tool_call"))
@@ -2185,7 +2202,14 @@ def _reasoning_blocks(
                 said = members.get("type")
             elif len(members) == 1:
                 said = next(iter(members))
-        if style == "openai-responses":
+        if style == "anthropic":
+            if not isinstance(said, str) or said in _ANTHROPIC_MADE:
+                raise TypeError(
+                    f"reasoning[{index}] is no thinking, redacted_thinking or server block for "
+                    f"{style!r} (text and tool_use blocks are made from the text and the calls; "
+                    f"tool_result blocks go in the results): {block!r:.80}"
+                )
+        elif style == "openai-responses":
             if not _responses_kept(said, held_id):
                 raise TypeError(
                     f"reasoning[{index}] is no reasoning or hosted item for {style!r} (a hosted "

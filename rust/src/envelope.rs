@@ -686,6 +686,9 @@ wire_struct! {
         thinking: Option<&'a RawValue> = "thinking",
         signature: Option<&'a RawValue> = "signature",
         data: Option<&'a RawValue> = "data",
+        /// A `tool_use` block's caller: the code that made the call, with programmatic tool
+        /// calling.
+        caller: Option<&'a RawValue> = "caller",
     }
 }
 
@@ -2688,6 +2691,16 @@ impl Decoder {
                             json: &json,
                         });
                     }
+                    if let Some(caller) = block.caller.filter(|c| c.get().starts_with('{')) {
+                        // The next turn sends it back on the call's block.
+                        let mut json = Vec::new();
+                        canonical(caller.get(), &mut json);
+                        emit(Action::Metadata {
+                            index: Some(index),
+                            key: "caller",
+                            json: &String::from_utf8_lossy(&json),
+                        });
+                    }
                     if let Some(input) = block.input {
                         state.input = self.placeholder(index, input.get(), emit);
                     }
@@ -2700,13 +2713,15 @@ impl Decoder {
                         raw_str(block.signature),
                         emit,
                     );
-                } else {
-                    if block.kind.as_str() == "text" {
-                        emit(Action::TextBlock);
-                    }
+                } else if block.kind.as_str() == "text" {
+                    emit(Action::TextBlock);
                     if let Some(raw) = raw_str(block.text) {
                         self.text(raw, emit);
                     }
+                } else if let Some(raw) = env.content_block {
+                    // A server tool's call or result, run on Anthropic's side: never a call,
+                    // kept for the next turn (`envelope/thinking.rs`).
+                    state.thought = self.start_server_block(raw.get(), emit);
                 }
                 self.blocks.insert(index, state);
             }
@@ -2868,9 +2883,13 @@ impl Decoder {
         let block = self.blocks.get_mut(&index);
         match delta.kind.as_ref().map(Str::as_str) {
             Some("input_json_delta") => {
-                // A delta for a block never started is kept (tolerant); one for a
-                // server tool or other non-`tool_use` block is not ours.
+                // A delta for a block never started is kept (tolerant); one for a server
+                // tool's call is its input, kept with the block; one for another
+                // non-`tool_use` block is not ours.
                 if block.as_ref().is_some_and(|b| !b.tool) {
+                    if let Some(raw) = raw_str(delta.partial_json) {
+                        self.server_input(index, raw, emit);
+                    }
                     return Ok(());
                 }
                 if let Some(other) = delta
@@ -2917,7 +2936,8 @@ impl Decoder {
                 }
             }
             Some(kind @ ("thinking_delta" | "signature_delta")) => {
-                let Some(mut thought) = block.and_then(|b| b.thought.take()) else {
+                let Some(mut thought) = block.and_then(|b| b.thought.take_if(|t| !t.is_server()))
+                else {
                     return Ok(());
                 };
                 if kind == "thinking_delta" {

@@ -83,7 +83,7 @@ fn reasoning_block(py: Python<'_>, block: Reasoning) -> PyResult<Bound<'_, PyAny
             )?;
             dict.set_item(pyo3::intern!(py, "data"), data)?;
         }
-        Reasoning::ResponsesItem { json } => {
+        Reasoning::Item { json } => {
             return py.import("json")?.getattr("loads")?.call1((json,));
         }
         Reasoning::ConverseText { text, signature } => {
@@ -3134,8 +3134,8 @@ impl PyAssembler {
     }
 
     /// The reasoning blocks that ended whole, as the provider takes them back, in output
-    /// order: Anthropic `thinking` / `redacted_thinking` block dicts, Responses `reasoning`
-    /// item dicts, Bedrock `reasoningContent` block dicts.
+    /// order: Anthropic `thinking` / `redacted_thinking` block dicts and server block dicts,
+    /// Responses `reasoning` and hosted item dicts, Bedrock `reasoningContent` block dicts.
     #[getter]
     fn reasoning<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         // Copied out first: `json.loads` is Python code, in which another thread may take its
@@ -3170,12 +3170,13 @@ impl PyAssembler {
         this.decoder.keep_reasoning(block).map_err(|e| misuse(&e))
     }
 
-    /// Keeps a Responses `reasoning` or hosted item `feed_chunk` read finished, as JSON text
-    /// written as the raw SSE path writes it, its bytes already counted (`_keep_text`), before
-    /// the last `before` items kept (those that came after it in the output).
+    /// Keeps a Responses `reasoning` or hosted item, or an Anthropic server block, that
+    /// `feed_chunk` read finished, as JSON text written as the raw SSE path writes it, its
+    /// bytes already counted (`_keep_text`), before the last `before` items kept (those that
+    /// came after it in the output).
     #[pyo3(signature = (json, before = 0, /))]
     fn _keep_reasoning_item(slf: &Bound<'_, Self>, json: &str, before: usize) -> PyResult<()> {
-        let block = Reasoning::ResponsesItem {
+        let block = Reasoning::Item {
             json: json.to_owned(),
         };
         let mut this = slf.try_borrow_mut().map_err(in_use)?;

@@ -343,7 +343,9 @@ def test_anthropic_server_tool_use_is_not_a_client_call() -> None:
         {"type": "content_block_stop", "index": 0},
     ]
     sink, _ = run("anthropic", events)
-    assert sink.calls == []
+    # Nothing fed, nothing ended: the block is only kept, whole, for the next turn.
+    kept = '{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"x"}}'
+    assert sink.calls == [("reasoning_item", kept)]
 
 
 # --- Detection --------------------------------------------------------------------------------

@@ -24,7 +24,17 @@ from toolwire.formats._fields import plain
 from toolwire.formats._types import Sink
 from toolwire.formats._utf16 import replace_lone_surrogates, text_piece
 
-__all__ = ["Thought", "close", "drop", "hold", "item_json", "sign", "think"]
+__all__ = [
+    "Thought",
+    "close",
+    "drop",
+    "hold",
+    "item_json",
+    "item_value",
+    "sign",
+    "think",
+    "value_json",
+]
 
 
 @dataclass(slots=True)
@@ -43,6 +53,9 @@ class Thought:
     counted: int = 0
     # Some of its bytes did not fit: it keeps nothing (the response is refused whole).
     dead: bool = False
+    # An Anthropic server block (`anthropic_messages._start_server_block`): the block as its
+    # start gave it; `text` then holds its input as its `input_json_delta`s wrote it.
+    block: dict[str, Any] | None = None
 
 
 def hold(thought: Thought, n: int, sink: Sink) -> bool:
@@ -55,6 +68,7 @@ def hold(thought: Thought, n: int, sink: Sink) -> bool:
         return True
     drop(thought, sink)
     thought.text, thought.signature, thought.counted, thought.dead = [], "", 0, True
+    thought.block = None
     thought.data.clear()
     return False
 
@@ -98,14 +112,21 @@ def item_json(item: object) -> str:
     """A Responses item (an SDK model or a dict) as the JSON text the raw SSE path keeps: its
     members as sent, in order, written without spaces; every non-ASCII character escaped when
     it holds an unpaired surrogate, which UTF-8 cannot carry."""
+    return value_json(item_value(item))
+
+
+def item_value(item: object) -> Any:
+    """A Responses item or an Anthropic block (an SDK model or a dict) as JSON-shaped values:
+    an SDK model's members are the ones the event sent (`exclude_unset`), a null one included,
+    as the raw path and a dict keep them."""
     dump = getattr(item, "model_dump", None)
-    # An SDK model holds the members the event sent (`exclude_unset`), a null one included,
-    # as the raw path and a dict keep them.
-    value: Any = (
-        dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
-        if callable(dump)
-        else plain(item)
-    )
+    if callable(dump):
+        return dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
+    return plain(item)
+
+
+def value_json(value: Any) -> str:
+    """`value` as the JSON text the raw SSE path keeps for an item (see `item_json`)."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     try:
         text.encode()

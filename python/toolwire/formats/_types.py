@@ -151,9 +151,9 @@ class Sink(Protocol):
         ...
 
     def _keep_reasoning_item(self, json: str, before: int = 0, /) -> None:
-        """Keeps a Responses `reasoning` or hosted item that finished, as JSON text, its bytes
-        already counted (`_keep_text`), before the last `before` items kept (those that came
-        after it in the output)."""
+        """Keeps a Responses `reasoning` or hosted item, or an Anthropic server block, that
+        finished, as JSON text, its bytes already counted (`_keep_text`), before the last
+        `before` items kept (those that came after it in the output)."""
         ...
 
     def _keep_converse_reasoning(

@@ -23,7 +23,15 @@ Design notes:
 - `content_block_stop` ends the call (`end(index)`); a `message_delta.stop_reason` of `refusal`
   (or, from translators, `content_filter` or `safety`, in any ASCII case, as the raw path reads
   it) and an `error` event stop the open calls.
-- `server_tool_use` and other hosted blocks run on Anthropic's side and are not assembled.
+- A block of any other kind than text, thinking and `tool_use` (a server tool's call,
+  `server_tool_use`, and its result, `web_search_tool_result`, `code_execution_tool_result`...,
+  an `mcp_tool_use`, a `container_upload`...) ran on Anthropic's side: never a call, and never
+  checked against a client tool's schema. It is kept whole with the thinking blocks for the
+  next turn, in its place (a call after it counts it in `reasoning_before`), its input from
+  its `input_json_delta`s, held and counted as thinking is; one whose input is no JSON value,
+  or that never stopped, is left out, as on the raw SSE path.
+- A `tool_use` block's `caller` (programmatic tool calling: the code execution that made the
+  call) is kept as metadata `caller`, which the next turn sends back on the call's block.
 - Usage is merged: `message_start` brings input tokens, `message_delta` the output tokens.
 - `thinking` and `redacted_thinking` blocks are kept for the next request
   (`Assembler.reasoning`), as on the raw SSE path (`rust/src/envelope/thinking.rs` says how):
@@ -33,6 +41,7 @@ Design notes:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -48,7 +57,16 @@ from toolwire.formats._fields import (
     position_of,
     str_or_none,
 )
-from toolwire.formats._reasoning import Thought, close, drop, sign, think
+from toolwire.formats._reasoning import (
+    Thought,
+    close,
+    drop,
+    hold,
+    item_value,
+    sign,
+    think,
+    value_json,
+)
 from toolwire.formats._replay import ReplayedText
 from toolwire.formats._types import (
     Arguments,
@@ -247,6 +265,7 @@ class AnthropicMessagesAdapter:
                 info.text += text
             return
         if block_type != "tool_use":
+            _start_server_block(state, index, block, sink)
             return
         wire_id = str_or_none(get(block, "id"))
         name = str_or_none(get(block, "name"))
@@ -260,6 +279,10 @@ class AnthropicMessagesAdapter:
         if state.kept:
             # Interleaved thinking: the next turn sends the blocks back in their places.
             sink.set_metadata(index, "reasoning_before", state.kept)
+        caller = plain(get(block, "caller"))
+        if isinstance(caller, dict):
+            # Programmatic tool calling: the next turn sends it back on the call's block.
+            sink.set_metadata(index, "caller", caller)
         started = self._placeholder(index, get(block, "input"), sink)
         # A blank id (`""`, `"null"`) names no block, as on the raw path.
         started.id = wire_id if wire_id not in (None, "", "null") else None
@@ -295,7 +318,7 @@ class AnthropicMessagesAdapter:
             return
         if delta_type in ("thinking_delta", "signature_delta"):
             thought = self._state.thoughts.get(given or 0)
-            if thought is None:
+            if thought is None or thought.block is not None:
                 return
             if delta_type == "thinking_delta":
                 piece = get(delta, "thinking")
@@ -312,6 +335,10 @@ class AnthropicMessagesAdapter:
         index = given or 0
         fragment = get(delta, "partial_json")
         if index in self._state.others:
+            thought = self._state.thoughts.get(index)
+            if thought is not None and thought.block is not None and isinstance(fragment, str):
+                # A server tool's input, kept with its block.
+                think(thought, fragment, sink)
             return
         if fragment is not None and not isinstance(fragment, str):
             # Arguments sent as a value, not text: ignored, they left the call `{}`, a call
@@ -403,10 +430,49 @@ def _start_thought(state: _State, index: int, block: object, redacted: bool, sin
     state.thoughts[index] = thought
 
 
+def _start_server_block(state: _State, index: int, block: object, sink: Sink) -> None:
+    """A server tool's call or result starts: held whole, as JSON text is counted, and never a
+    call; nothing is kept once the response is refused."""
+    if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+        return
+    value = item_value(block)
+    thought = Thought(False)
+    if isinstance(value, dict) and hold(thought, len(value_json(value).encode()), sink):
+        thought.block = cast("dict[str, Any]", value)
+    state.thoughts[index] = thought
+
+
+def _end_server_block(thought: Thought, block: dict[str, Any], text: str, sink: Sink) -> bool:
+    """A server block stopped: kept with its input (`text`, its `input_json_delta`s), the
+    whole block counted as kept in place of what it counted while it streamed; left out when
+    its input is no JSON value. Whether it was kept."""
+    if text.strip(" \t\n\r"):
+        try:
+            block["input"] = json.loads(text, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            drop(thought, sink)
+            return False
+    drop(thought, sink)
+    if thought.dead or not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+        return False
+    kept = value_json(block)
+    if not sink._keep_text(len(kept.encode())):  # pyright: ignore[reportPrivateUsage]
+        return False
+    sink._keep_reasoning_item(kept)  # pyright: ignore[reportPrivateUsage]
+    return True
+
+
+def _no_constant(name: str) -> object:
+    """Refuses `NaN` and `Infinity`, which are no JSON (the raw SSE path refuses them too)."""
+    raise ValueError(f"{name} is no JSON value")
+
+
 def _end_thought(thought: Thought, sink: Sink) -> bool:
     """The block stopped: kept when whole (signed, or with its data), else let go; whether it
     was kept."""
     text = close(thought, sink)
+    if thought.block is not None:
+        return _end_server_block(thought, thought.block, text, sink)
     whole = bool(text) if thought.redacted else bool(thought.signature)
     # Once the response is refused, no block is kept, even one counted in full before.
     if not whole or thought.dead or not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]

@@ -23,6 +23,14 @@
 //! - The text is decoded as assistant text is: a surrogate pair split between two deltas is
 //!   joined, a half left unpaired at the block's stop is U+FFFD. `feed_chunk` reads it the
 //!   same way (`formats/anthropic_messages.py`), so both paths keep the same blocks.
+//! - An Anthropic block of any other kind than text, thinking and `tool_use` (a server tool's
+//!   call, `server_tool_use`, and its result, `web_search_tool_result`,
+//!   `code_execution_tool_result`..., an `mcp_tool_use`, a `container_upload`...) ran on
+//!   Anthropic's side: the next turn must send it back as it came, in its place, and nothing
+//!   runs it here. It is kept with the thinking blocks, whole as JSON text, from its start's
+//!   block and, for a server tool's call, the `input` its `input_json_delta`s wrote (held and
+//!   counted as thinking is; only checked to be one JSON value, never against a client tool's
+//!   schema). One whose input does not read, or that never stopped, is left out.
 
 use serde_json::value::RawValue;
 
@@ -31,11 +39,12 @@ use super::{canonical, push_lone, unescape, Action, Decoder, Item, Lone, Str};
 /// A reasoning block the provider needs back in the next request, as it sent it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reasoning {
-    /// A Responses `reasoning` output item, as its `response.output_item.done` carried it
-    /// (`id`, `summary`, `encrypted_content`...), written as JSON text the way `feed_chunk`
-    /// writes it (`json.dumps` with `ensure_ascii=False` and no spaces; every non-ASCII
-    /// character escaped when the item holds an unpaired surrogate).
-    ResponsesItem {
+    /// A Responses output item (a `reasoning` item, or a hosted item), as its
+    /// `response.output_item.done` carried it (`id`, `summary`, `encrypted_content`...), or an
+    /// Anthropic server block ([`Decoder::start_server_block`]), written as JSON text the way
+    /// `feed_chunk` writes it (`json.dumps` with `ensure_ascii=False` and no spaces; every
+    /// non-ASCII character escaped when the item holds an unpaired surrogate).
+    Item {
         /// The item, as JSON text.
         json: String,
     },
@@ -75,7 +84,7 @@ impl Reasoning {
                 thinking,
                 signature,
             } => thinking.len() + signature.len(),
-            Self::Redacted { data } | Self::ResponsesItem { json: data } => data.len(),
+            Self::Redacted { data } | Self::Item { json: data } => data.len(),
             Self::ConverseText { text, signature } => {
                 text.len() + signature.as_ref().map_or(0, String::len)
             }
@@ -87,7 +96,7 @@ impl Reasoning {
     /// for the next turn. Reads the item's JSON: for the rare question, not the stream.
     #[must_use]
     pub fn is_hosted_item(&self) -> bool {
-        let Self::ResponsesItem { json } = self else {
+        let Self::Item { json } = self else {
             return false;
         };
         serde_json::from_str::<Item<'_>>(json)
@@ -99,6 +108,9 @@ impl Reasoning {
 #[derive(Debug, Default)]
 pub(super) struct Thought {
     redacted: bool,
+    /// A server block ([`Decoder::start_server_block`]): the block as its start gave it, as
+    /// JSON text; `text` then holds its input as its `input_json_delta`s wrote it.
+    server: Option<Vec<u8>>,
     /// The thinking (or the redacted data), decoded.
     text: Vec<u8>,
     signature: Vec<u8>,
@@ -108,6 +120,13 @@ pub(super) struct Thought {
     counted: usize,
     /// Some of its bytes did not fit: it keeps nothing (the response is refused whole).
     dead: bool,
+}
+
+impl Thought {
+    /// Whether it is a server block ([`Decoder::start_server_block`]).
+    pub(super) fn is_server(&self) -> bool {
+        self.server.is_some()
+    }
 }
 
 impl Decoder {
@@ -135,6 +154,48 @@ impl Decoder {
             self.sign(&mut thought, raw, emit);
         }
         Some(thought)
+    }
+
+    /// A server block starts (see the design notes): `raw`, its start's block, is held as JSON
+    /// text; `None` when the response keeps nothing more.
+    pub(super) fn start_server_block<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        raw: &str,
+        emit: &mut F,
+    ) -> Option<Box<Thought>> {
+        if !emit(Action::Held(0)) {
+            return None;
+        }
+        let mut block = Vec::new();
+        canonical(raw, &mut block);
+        let mut thought = Box::<Thought>::default();
+        if hold(&mut thought, block.len(), emit) {
+            thought.server = Some(block);
+        }
+        Some(thought)
+    }
+
+    /// An `input_json_delta` (JSON string literal `raw`) of the block at `index`: appended to
+    /// its input when it is a server block's. Apart from the `tool_use` fragments' path, which
+    /// pays nothing for it.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn server_input<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        index: i64,
+        raw: &str,
+        emit: &mut F,
+    ) {
+        let Some(block) = self.blocks.get_mut(&index) else {
+            return;
+        };
+        let Some(mut thought) = block.thought.take_if(|t| t.is_server()) else {
+            return;
+        };
+        self.think(&mut thought, raw, emit);
+        if let Some(block) = self.blocks.get_mut(&index) {
+            block.thought = Some(thought);
+        }
     }
 
     /// Appends a `thinking_delta` (JSON string literal `raw`) to the block; a block that does
@@ -191,6 +252,10 @@ impl Decoder {
                 thought.text.extend_from_slice(&self.scratch);
             }
         }
+        if let Some(block) = thought.server.take() {
+            self.end_server_block(&thought, &block, emit);
+            return;
+        }
         let whole = if thought.redacted {
             !thought.text.is_empty()
         } else {
@@ -214,6 +279,115 @@ impl Decoder {
         emit(Action::Reasoning(&block));
         self.thoughts_kept += 1;
     }
+}
+
+impl Decoder {
+    /// A server block stopped: kept with its input, the whole block counted as kept in place
+    /// of what it counted while it streamed; left out when its input is no JSON value.
+    fn end_server_block<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        thought: &Thought,
+        block: &[u8],
+        emit: &mut F,
+    ) {
+        // Decoded from JSON strings with lone halves replaced: always UTF-8.
+        let text = String::from_utf8_lossy(&thought.text);
+        let json = if text.trim_matches([' ', '\t', '\n', '\r']).is_empty() {
+            block.to_vec()
+        } else {
+            // `&RawValue` checks the value without recursion, however deep it nests.
+            if serde_json::from_str::<&RawValue>(&text).is_err() {
+                drop_thought(thought, emit);
+                return;
+            }
+            canonical(&text, &mut self.scratch);
+            with_member(block, b"input", &self.scratch)
+        };
+        drop_thought(thought, emit);
+        if thought.dead || !emit(Action::Held(0)) || !emit(Action::HoldReasoning(json.len())) {
+            return;
+        }
+        // Written from validated JSON with lone halves escaped: always UTF-8.
+        let json = String::from_utf8(json)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        emit(Action::Reasoning(&Reasoning::Item { json }));
+        self.thoughts_kept += 1;
+    }
+}
+
+/// `object`, the JSON text of an object as [`canonical`] writes it, with its member `name`
+/// set to `value` (JSON text): in its place, or last when it has none.
+fn with_member(object: &[u8], name: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(object.len() + name.len() + value.len() + 4);
+    if let Some((start, end)) = member_value(object, name) {
+        out.extend_from_slice(&object[..start]);
+        out.extend_from_slice(value);
+        out.extend_from_slice(&object[end..]);
+        return out;
+    }
+    let Some(body) = object.strip_suffix(b"}") else {
+        return object.to_vec();
+    };
+    out.extend_from_slice(body);
+    if body != b"{" {
+        out.push(b',');
+    }
+    out.push(b'"');
+    out.extend_from_slice(name);
+    out.extend_from_slice(b"\":");
+    out.extend_from_slice(value);
+    out.push(b'}');
+    out
+}
+
+/// Where the value of the first top-level member `name` of `object` (compact JSON text of an
+/// object, names written as [`canonical`] writes them) starts and ends.
+fn member_value(object: &[u8], name: &[u8]) -> Option<(usize, usize)> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    // The next string at depth 1 is a member's name; the last one read was `name`.
+    let mut naming = true;
+    let mut named = false;
+    let mut string_start = 0;
+    let mut found = None;
+    let mut i = 0;
+    while let Some(&b) = object.get(i) {
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => {
+                    in_string = false;
+                    if depth == 1 && naming {
+                        named = object.get(string_start..i) == Some(name);
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_string = true;
+                string_start = i + 1;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' | b',' if depth == 1 && found.is_some() => {
+                return found.map(|start| (start, i));
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b',' if depth == 1 => naming = true,
+            b':' if depth == 1 => {
+                naming = false;
+                if named {
+                    found = Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 /// What came after a Responses `reasoning` item in the output: the API refuses an item sent
@@ -306,7 +480,7 @@ impl Decoder {
         // Written from validated JSON with lone halves escaped: always UTF-8.
         let json = String::from_utf8(text)
             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        let block = Reasoning::ResponsesItem { json };
+        let block = Reasoning::Item { json };
         let action = if before == 0 {
             Action::Reasoning(&block)
         } else {
@@ -417,7 +591,7 @@ pub(super) fn drop_thought<F: FnMut(Action<'_>) -> bool>(thought: &Thought, emit
 
 #[cfg(test)]
 mod tests {
-    use super::Reasoning;
+    use super::{member_value, with_member, Reasoning};
     use crate::envelope::tests::Budget;
     use crate::envelope::{Action, Decoder};
 
@@ -586,7 +760,7 @@ mod tests {
     }
 
     fn item(json: &str) -> Reasoning {
-        Reasoning::ResponsesItem {
+        Reasoning::Item {
             json: json.to_owned(),
         }
     }
@@ -700,5 +874,72 @@ mod tests {
         assert_eq!(blocks, [item(small)]);
         assert!(budget.refused);
         assert_eq!(budget.counted, small.len());
+    }
+
+    fn server(json: &str) -> Reasoning {
+        Reasoning::Item {
+            json: json.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_server_block_is_kept_with_its_input_and_counted_as_kept() {
+        let mut events = vec![start(
+            0,
+            r#"{"type":"server_tool_use","id":"s1","name":"web_search","input":{}}"#,
+        )];
+        for piece in ["", r#"{\"query\": "#, r#"\"x\"}"#] {
+            events.push(delta(
+                0,
+                &format!(r#"{{"type":"input_json_delta","partial_json":"{piece}"}}"#),
+            ));
+        }
+        // A thinking delta on it is none of its own.
+        events.push(delta(0, r#"{"type":"thinking_delta","thinking":"no"}"#));
+        events.push(stop(0));
+        events.push(start(
+            1,
+            r#"{"type":"web_search_tool_result","tool_use_id":"s1","content":[]}"#,
+        ));
+        events.push(stop(1));
+        let (blocks, budget) = kept(&events, 1 << 20);
+        let search =
+            r#"{"type":"server_tool_use","id":"s1","name":"web_search","input":{"query":"x"}}"#;
+        let result = r#"{"type":"web_search_tool_result","tool_use_id":"s1","content":[]}"#;
+        assert_eq!(blocks, [server(search), server(result)]);
+        assert_eq!(budget.counted, search.len() + result.len());
+    }
+
+    #[test]
+    fn a_server_block_whose_input_does_not_read_gives_its_bytes_back() {
+        let events = [
+            start(0, r#"{"type":"server_tool_use","id":"s1","input":{}}"#),
+            delta(
+                0,
+                r#"{"type":"input_json_delta","partial_json":"{\"q\": "}"#,
+            ),
+            stop(0),
+        ];
+        let (blocks, budget) = kept(&events, 1 << 20);
+        assert_eq!(blocks, []);
+        assert_eq!(budget.counted, 0);
+    }
+
+    #[test]
+    fn a_member_is_set_in_its_place_or_last() {
+        let set = |object: &str| {
+            String::from_utf8(with_member(object.as_bytes(), b"input", b"[1]")).expect("utf-8")
+        };
+        assert_eq!(
+            set(r#"{"input":{"a":{"input":2}},"n":"input"}"#),
+            r#"{"input":[1],"n":"input"}"#
+        );
+        assert_eq!(
+            set(r#"{"x":"input","y":["input",{"input":1}],"input":"a\"b"}"#),
+            r#"{"x":"input","y":["input",{"input":1}],"input":[1]}"#
+        );
+        assert_eq!(set(r#"{"x":1}"#), r#"{"x":1,"input":[1]}"#);
+        assert_eq!(set("{}"), r#"{"input":[1]}"#);
+        assert_eq!(member_value(br#"{"inputs":1}"#, b"input"), None);
     }
 }

@@ -140,7 +140,7 @@ impl TextLayout {
         };
         let before = kept.get(..only.reasoning).unwrap_or(kept);
         let hosted = count("hosted_before");
-        let responses = |b: &Reasoning| matches!(b, Reasoning::ResponsesItem { .. });
+        let responses = |b: &Reasoning| matches!(b, Reasoning::Item { .. });
         if hosted.is_some() || before.iter().any(responses) {
             let hosted_before = before.iter().filter(|b| b.is_hosted_item()).count();
             hosted_before == hosted.unwrap_or(0)
@@ -273,7 +273,7 @@ mod tests {
     }
 
     fn item(json: &str) -> Reasoning {
-        Reasoning::ResponsesItem {
+        Reasoning::Item {
             json: json.to_owned(),
         }
     }
