@@ -52,7 +52,7 @@ def _responses_events(response: dict[str, Any]) -> list[dict[str, Any]]:
         if fields.get("type") == "message":
             # Its start, as a stream announces it: where a message starts among the calls is
             # where it goes back in the next turn.
-            started = {**fields, "status": "in_progress", "content": []}
+            started: dict[str, Any] = {**fields, "status": "in_progress", "content": []}
             events.append(
                 {"type": "response.output_item.added", "output_index": position, "item": started}
             )
