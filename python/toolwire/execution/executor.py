@@ -122,8 +122,7 @@ from toolwire.execution.errors import (
 from toolwire.execution.idempotency import (
     MIN_FINGERPRINT_KEY_BYTES,
     derive_key,
-    fingerprint,
-    redacted_fingerprint,
+    fingerprints,
 )
 from toolwire.execution.ledger import (
     DEFAULT_TTL,
@@ -1388,8 +1387,9 @@ class Executor(LiveState):
                 # Text of a call its caller built that is no JSON object (cut off, a list)
                 # is refused like arguments without a canonical form.
                 arguments = _arguments_of(call, strict=True)
-                ledger_fingerprint = fingerprint(arguments, self._fingerprint_key)
-                args_hash = redacted_fingerprint(arguments, declared)
+                ledger_fingerprint, args_hash = fingerprints(
+                    arguments, self._fingerprint_key, declared
+                )
             except Exception as exc:  # a cycle, a value whose __repr__ raises
                 unreadable, args_hash = exc, None
         else:
