@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import hashlib
 import json
 import random
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +20,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, SecretStr, field_serializer, model_serializer
 
 import toolwire.execution.executor as executor_module
+from tests.conftest import python_calls
 from toolwire.execution import (
     BreakerConfig,
     Call,
@@ -356,25 +355,6 @@ def test_keys_and_digests_of_known_arguments_never_change() -> None:
     )
 
 
-def _python_calls(run: Callable[[], object]) -> int:
-    calls = 0
-
-    def count(frame: object, event: str, arg: object) -> None:
-        nonlocal calls
-        calls += event == "call"
-
-    # A collection would run other objects' finalizers inside the count.
-    gc.collect()
-    gc.disable()
-    sys.setprofile(count)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
-        gc.enable()
-    return calls
-
-
 def test_digests_cost_python_work_per_container_not_per_value() -> None:
     # Every call takes its digests: Python work for each string and number made a no-op tool
     # with 20 KB of arguments cost milliseconds.
@@ -387,7 +367,7 @@ def test_digests_cost_python_work_per_container_not_per_value() -> None:
         data = arguments(size)
         return lambda: (fingerprint(data), canonical_json(data), redacted_fingerprint(data))
 
-    assert _python_calls(digests(2000)) == _python_calls(digests(1))
+    assert python_calls(digests(2000)) == python_calls(digests(1))
 
 
 # ---- ledger contract, every backend ---------------------------------------------------------

@@ -2869,14 +2869,20 @@ _IMMUTABLE: frozenset[type] = frozenset(
 
 
 def _copied(value: Any) -> Any:
-    kind = cast("type[Any]", type(value))
+    kind = type(value)  # pyright: ignore[reportUnknownVariableType]
     if kind in _IMMUTABLE:
         return value
     if kind is dict:
-        return {k: _copied(v) for k, v in cast(dict[Any, Any], value).items()}
+        return _copied_dict(value)
     if kind is list:
-        return [_copied(v) for v in cast(list[Any], value)]
+        items: list[Any] = value
+        # A container of immutable values is copied in C: no Python work per value.
+        if set(map(type, items)) <= _IMMUTABLE:
+            return items.copy()
+        return [_copied(v) for v in items]
     if kind is tuple:
+        if set(map(type, value)) <= _IMMUTABLE:
+            return value
         return tuple(_copied(v) for v in cast(tuple[Any, ...], value))
     if isinstance(value, BaseModel):
         # Built as pydantic's `__copy__` builds a model (a frozen one too, without validation
@@ -2885,12 +2891,12 @@ def _copied(value: Any) -> Any:
         model = made.__new__(made)
         extra = value.__pydantic_extra__
         private = cast("dict[str, Any] | None", getattr(value, "__pydantic_private__", None))
-        _set_slot(model, "__dict__", {k: _copied(v) for k, v in value.__dict__.items()})
+        _set_slot(model, "__dict__", _copied_dict(value.__dict__))
         _set_slot(model, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))
         _set_slot(
             model,
             "__pydantic_extra__",
-            None if extra is None else {k: _copied(v) for k, v in extra.items()},
+            None if extra is None else _copied_dict(extra),
         )
         _set_slot(
             model,
@@ -2901,6 +2907,12 @@ def _copied(value: Any) -> Any:
         )
         return model
     return copy.deepcopy(value)
+
+
+def _copied_dict(mapping: Mapping[Any, Any]) -> dict[Any, Any]:
+    if set(map(type, mapping.values())) <= _IMMUTABLE:
+        return dict(mapping)
+    return {k: _copied(v) for k, v in mapping.items()}
 
 
 _set_slot = object.__setattr__

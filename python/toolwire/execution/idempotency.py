@@ -182,11 +182,11 @@ def _plain(value: Any, slow: list[Any]) -> Any:
     canonical text: what orjson would write otherwise (a float, a model, a non-str key) becomes
     an ``orjson.Fragment`` of `_encode`'s text, and is appended to ``slow``. Parts that need no
     change are shared, so plain JSON-like arguments cost one C-level type scan per container."""
-    kind = cast("type[Any]", type(value))
+    kind = type(value)  # pyright: ignore[reportUnknownVariableType]
     if kind in _ORJSON_LEAVES:
         return value
     if kind is dict:
-        mapping = cast(dict[Any, Any], value)
+        mapping: dict[Any, Any] = value
         if set(map(type, mapping)) <= {str}:
             if set(map(type, mapping.values())) <= _ORJSON_LEAVES:
                 return mapping
@@ -200,7 +200,7 @@ def _plain(value: Any, slow: list[Any]) -> Any:
                         changed[key] = new
             return mapping if changed is None else changed
     elif kind is list or kind is tuple:
-        items = cast(list[Any], value)
+        items: list[Any] = value
         if set(map(type, items)) <= _ORJSON_LEAVES:
             return items
         return [item if type(item) in _ORJSON_LEAVES else _plain(item, slow) for item in items]
