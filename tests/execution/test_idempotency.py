@@ -370,6 +370,19 @@ def test_digests_cost_python_work_per_container_not_per_value() -> None:
     assert python_calls(digests(2000)) == python_calls(digests(1))
 
 
+def test_digests_of_a_list_of_flat_objects_cost_no_python_work_per_object() -> None:
+    # Rows (a list of objects of plain values) are the usual shape of a large argument.
+    def digests(size: int) -> Callable[[], object]:
+        rows = [{"sku": f"w-{i}", "qty": i, "gift": i % 2 == 0, "note": None} for i in range(size)]
+        data = {"rows": rows, "by": "ann"}
+        return lambda: (fingerprint(data), redacted_fingerprint(data))
+
+    assert python_calls(digests(2000)) == python_calls(digests(1))
+    assert canonical_json({"rows": [{"b": 1, "a": "x"}, {"c": None}]}) == (
+        '{"rows":[{"a":"x","b":1},{"c":null}]}'
+    )
+
+
 # ---- ledger contract, every backend ---------------------------------------------------------
 
 

@@ -33,6 +33,8 @@ import math
 import uuid
 from collections.abc import Collection, Mapping
 from decimal import Decimal
+from itertools import chain
+from operator import methodcaller
 from typing import Any, cast
 
 import orjson
@@ -175,6 +177,9 @@ def _canonical(value: Any, hidden: _Hidden) -> str:
 # ensure_ascii=False, integers in its 64-bit range as `str`; past it orjson raises and
 # `_canonical_bytes` falls back). Exact types only: a subclass may mean more (an IntEnum).
 _ORJSON_LEAVES = frozenset({str, int, bool, type(None)})
+_STR: frozenset[type] = frozenset({str})
+_DICT: frozenset[type] = frozenset({dict})
+_VALUES = methodcaller("values")
 
 
 def _plain(value: Any, slow: list[Any]) -> Any:
@@ -187,7 +192,7 @@ def _plain(value: Any, slow: list[Any]) -> Any:
         return value
     if kind is dict:
         mapping: dict[Any, Any] = value
-        if set(map(type, mapping)) <= {str}:
+        if set(map(type, mapping)) <= _STR:
             if set(map(type, mapping.values())) <= _ORJSON_LEAVES:
                 return mapping
             changed: dict[Any, Any] | None = None
@@ -201,7 +206,15 @@ def _plain(value: Any, slow: list[Any]) -> Any:
             return mapping if changed is None else changed
     elif kind is list or kind is tuple:
         items: list[Any] = value
-        if set(map(type, items)) <= _ORJSON_LEAVES:
+        kinds = set(map(type, items))
+        if kinds <= _ORJSON_LEAVES:
+            return items
+        # A list of flat objects, the usual shape of a tool's rows, is scanned in C as a whole.
+        if (
+            kinds <= _DICT
+            and set(map(type, chain.from_iterable(items))) <= _STR
+            and set(map(type, chain.from_iterable(map(_VALUES, items)))) <= _ORJSON_LEAVES
+        ):
             return items
         return [item if type(item) in _ORJSON_LEAVES else _plain(item, slow) for item in items]
     elif isinstance(value, BaseModel) and not isinstance(value, RootModel):
