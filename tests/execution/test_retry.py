@@ -465,16 +465,19 @@ def test_an_attempt_copies_its_arguments_with_python_work_per_container_not_per_
 
     def call(size: int) -> Callable[[], object]:
         notes = {f"k{i}": "n" * 40 for i in range(size)}
-        arguments = {"items": [{"name": "w", "qty": 2, "tags": ["a", None]}], "notes": notes}
+        rows = [{"sku": f"w-{i}", "qty": i, "gift": True} for i in range(size)]
+        arguments = {"items": [{"name": "w", "tags": ["a", None]}], "notes": notes, "rows": rows}
         return lambda: ex.execute(Call("read", "c1", arguments))
 
     call(1)()
     assert python_calls(call(2000)) == python_calls(call(1))
-    sent = {"notes": {"a": "x"}, "tags": ["a", 1]}
+    sent = {"notes": {"a": "x"}, "tags": ["a", 1], "rows": [{"a": 1}, {"b": "x"}]}
     ex.execute(Call("read", "c2", sent))
     copied = seen[-1]
     assert copied == sent and copied["notes"] is not sent["notes"]
-    assert copied["tags"] is not sent["tags"]
+    assert copied["tags"] is not sent["tags"] and copied["rows"] is not sent["rows"]
+    pairs = zip(copied["rows"], sent["rows"], strict=True)
+    assert all(mine is not theirs for mine, theirs in pairs)
 
 
 def test_a_value_a_tool_takes_out_of_its_arguments_is_still_scrubbed(

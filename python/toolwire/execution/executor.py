@@ -91,6 +91,8 @@ from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
+from itertools import chain
+from operator import methodcaller
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, SecretBytes, SecretStr
@@ -2866,6 +2868,9 @@ def _own_copy(arguments: Any) -> Any:
 _IMMUTABLE: frozenset[type] = frozenset(
     {str, bytes, int, float, complex, bool, type(None), SecretStr, SecretBytes, uuid.UUID}
 )
+_DICT: frozenset[type] = frozenset({dict})
+_VALUES = methodcaller("values")
+_COPY = methodcaller("copy")
 
 
 def _copied(value: Any) -> Any:
@@ -2877,8 +2882,13 @@ def _copied(value: Any) -> Any:
     if kind is list:
         items: list[Any] = value
         # A container of immutable values is copied in C: no Python work per value.
-        if set(map(type, items)) <= _IMMUTABLE:
+        kinds = set(map(type, items))
+        if kinds <= _IMMUTABLE:
             return items.copy()
+        # Rows of immutable values, the usual shape of a large argument: copied in C too.
+        values = chain.from_iterable(map(_VALUES, items)) if kinds <= _DICT else None
+        if values is not None and set(map(type, values)) <= _IMMUTABLE:
+            return list(map(_COPY, items))
         return [_copied(v) for v in items]
     if kind is tuple:
         if set(map(type, value)) <= _IMMUTABLE:
