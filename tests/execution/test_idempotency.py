@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, SecretStr, field_serializer, model_serializer
 
 import toolwire.execution.executor as executor_module
+from tests.conftest import python_calls
 from toolwire.execution import (
     BreakerConfig,
     Call,
@@ -41,6 +42,7 @@ from toolwire.execution import (
     derive_key,
     fingerprint,
 )
+from toolwire.execution.idempotency import redacted_fingerprint
 from toolwire.execution.ledger import decide_renew
 
 DAY = 24 * 3600.0
@@ -284,6 +286,101 @@ def test_a_forged_call_id_does_not_replay_another_tools_result(clock: FakeClock)
     ex.execute(Call("refund", "lookup\x1fc1", {}), RequestContext("r", "alice"))
     result = ex.execute(Call("lookup", "c1", {}), RequestContext("r", "alice\x1frefund"))
     assert result.state == "ok" and result.value == {"found": "own data"}
+
+
+class _Line(BaseModel):
+    sku: str
+    qty: int
+    price: float
+
+
+class _Order(BaseModel):
+    customer: str
+    lines: list[_Line]
+    card: SecretStr
+    meta: dict[str, object]
+
+
+def _pinned_order() -> _Order:
+    return _Order(
+        customer='Zoë "Z" \n',
+        lines=[_Line(sku="a-1", qty=2, price=9.5), _Line(sku="😀", qty=10**30, price=1e21)],
+        card=SecretStr("4111"),
+        meta={"b": [None, True, 1.0, Decimal("2.50")], "a": {"z": -0.0, "é": 2**64}},
+    )
+
+
+_PINNED_PLAIN = {"to": "ops@example.com", "n": [1, 2.25, "x\u2028"], "deep": {"k": {"v": False}}}
+
+
+def test_keys_and_digests_of_known_arguments_never_change() -> None:
+    # Ledgers written by earlier versions hold these: a digest or a key that moved would make
+    # every stored write look new (run again) or conflicting.
+    order = _pinned_order()
+    assert canonical_json(order) == (
+        '{"card":"4111","customer":"Zoë \\"Z\\" \\n","lines":[{"price":9.5,"qty":2,"sku":"a-1"},'
+        '{"price":1000000000000000000000,"qty":1000000000000000000000000000000,"sku":"😀"}],'
+        '"meta":{"a":{"z":0,"é":18446744073709551616},"b":[null,true,1,2.5]}}'
+    )
+    assert canonical_json(_PINNED_PLAIN) == (
+        '{"deep":{"k":{"v":false}},"n":[1,2.25,"x\u2028"],"to":"ops@example.com"}'
+    )
+    assert fingerprint(order) == "d4b38e79fe251e16e59740fb39a8d695d6dee195ddbda4e44112463d61c84ffc"
+    assert fingerprint(order, b"k" * 16) == (
+        "652bc7972845bada96c9a9c8561bedf780b3d97a246826f0b35c281c8ece2aad"
+    )
+    assert fingerprint(_PINNED_PLAIN) == (
+        "023b37f7bec6454e3d9f792101f5aee6b8150524e083c9e39fb2f29de891a9c5"
+    )
+    assert fingerprint(_PINNED_PLAIN, b"k" * 16) == (
+        "1801200225d099bd3f279a98a80b13a039c904c655297060176bb6090e275f89"
+    )
+    assert redacted_fingerprint(_PINNED_PLAIN, ["ops@example.com"]) == (
+        "efd92723c8e4d5307173c6676bec4c56c90501b8782d7754a19883711f69bdba"
+    )
+    ex = Executor(ledger=MemoryLedger(), breaker=False)
+    ex.register("send", lambda a: "sent", side_effects=True)
+    ctx = RequestContext("req-1", "sess-1")
+    sent = ex.execute(Call("send", "", order), ctx)
+    assert (sent.state, sent.idempotency_key, sent.args_hash) == (
+        "ok",
+        "cce9384f6e87a8cb062323bf1d68491bfa7dba0c4f94b160b1daf7c7a7536f40",
+        "2ea1d1c10e054348a3fbf5ac9a895a3d66ad78315bec023d19d06da2f569b2cb",
+    )
+    sent = ex.execute(Call("send", "", _PINNED_PLAIN), ctx)
+    assert (sent.state, sent.idempotency_key, sent.args_hash) == (
+        "ok",
+        "0cdef52d0d017bda1c1534de9447bdf6b548a00d91a9d6e9b2238eb436f23dd3",
+        "023b37f7bec6454e3d9f792101f5aee6b8150524e083c9e39fb2f29de891a9c5",
+    )
+
+
+def test_digests_cost_python_work_per_container_not_per_value() -> None:
+    # Every call takes its digests: Python work for each string and number made a no-op tool
+    # with 20 KB of arguments cost milliseconds.
+    def arguments(size: int) -> dict[str, Any]:
+        notes = {f"k{i}": "n" * 40 for i in range(size)}
+        items = [{"name": f"w-{i}", "qty": i, "ok": True, "tags": ["a", None]} for i in range(4)]
+        return {"items": items, "notes": [notes], "id": 7}
+
+    def digests(size: int) -> Callable[[], object]:
+        data = arguments(size)
+        return lambda: (fingerprint(data), canonical_json(data), redacted_fingerprint(data))
+
+    assert python_calls(digests(2000)) == python_calls(digests(1))
+
+
+def test_digests_of_a_list_of_flat_objects_cost_no_python_work_per_object() -> None:
+    # Rows (a list of objects of plain values) are the usual shape of a large argument.
+    def digests(size: int) -> Callable[[], object]:
+        rows = [{"sku": f"w-{i}", "qty": i, "gift": i % 2 == 0, "note": None} for i in range(size)]
+        data = {"rows": rows, "by": "ann"}
+        return lambda: (fingerprint(data), redacted_fingerprint(data))
+
+    assert python_calls(digests(2000)) == python_calls(digests(1))
+    assert canonical_json({"rows": [{"b": 1, "a": "x"}, {"c": None}]}) == (
+        '{"rows":[{"a":"x","b":1},{"c":null}]}'
+    )
 
 
 # ---- ledger contract, every backend ---------------------------------------------------------

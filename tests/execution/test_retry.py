@@ -25,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, SecretStr
 
+from tests.conftest import python_calls
 from toolwire.execution import (
     BreakerConfig,
     BusinessRuleError,
@@ -451,6 +452,32 @@ def test_an_attempt_copies_what_it_can_change_and_shares_the_rest(clock: FakeClo
     assert second.lines[0].tags == ["x", "changed"] and sent.lines[0].tags == ["x"]
     assert sent.model_extra == {"note": {"gift": ["wrap"]}}
     assert second.model_fields_set == sent.model_fields_set
+
+
+def test_an_attempt_copies_its_arguments_with_python_work_per_container_not_per_value(
+    clock: FakeClock,
+) -> None:
+    # The copy is made on every attempt: rebuilding each dict value by value made it cost
+    # Python work for every string and number of the arguments.
+    ex = Executor(clock=clock, breaker=False)
+    seen: list[Any] = []
+    ex.register("read", seen.append)
+
+    def call(size: int) -> Callable[[], object]:
+        notes = {f"k{i}": "n" * 40 for i in range(size)}
+        rows = [{"sku": f"w-{i}", "qty": i, "gift": True} for i in range(size)]
+        arguments = {"items": [{"name": "w", "tags": ["a", None]}], "notes": notes, "rows": rows}
+        return lambda: ex.execute(Call("read", "c1", arguments))
+
+    call(1)()
+    assert python_calls(call(2000)) == python_calls(call(1))
+    sent = {"notes": {"a": "x"}, "tags": ["a", 1], "rows": [{"a": 1}, {"b": "x"}]}
+    ex.execute(Call("read", "c2", sent))
+    copied = seen[-1]
+    assert copied == sent and copied["notes"] is not sent["notes"]
+    assert copied["tags"] is not sent["tags"] and copied["rows"] is not sent["rows"]
+    pairs = zip(copied["rows"], sent["rows"], strict=True)
+    assert all(mine is not theirs for mine, theirs in pairs)
 
 
 def test_a_value_a_tool_takes_out_of_its_arguments_is_still_scrubbed(

@@ -91,6 +91,8 @@ from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
+from itertools import chain
+from operator import methodcaller
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, SecretBytes, SecretStr
@@ -122,8 +124,7 @@ from toolwire.execution.errors import (
 from toolwire.execution.idempotency import (
     MIN_FINGERPRINT_KEY_BYTES,
     derive_key,
-    fingerprint,
-    redacted_fingerprint,
+    fingerprints,
 )
 from toolwire.execution.ledger import (
     DEFAULT_TTL,
@@ -1388,8 +1389,9 @@ class Executor(LiveState):
                 # Text of a call its caller built that is no JSON object (cut off, a list)
                 # is refused like arguments without a canonical form.
                 arguments = _arguments_of(call, strict=True)
-                ledger_fingerprint = fingerprint(arguments, self._fingerprint_key)
-                args_hash = redacted_fingerprint(arguments, declared)
+                ledger_fingerprint, args_hash = fingerprints(
+                    arguments, self._fingerprint_key, declared
+                )
             except Exception as exc:  # a cycle, a value whose __repr__ raises
                 unreadable, args_hash = exc, None
         else:
@@ -2866,17 +2868,31 @@ def _own_copy(arguments: Any) -> Any:
 _IMMUTABLE: frozenset[type] = frozenset(
     {str, bytes, int, float, complex, bool, type(None), SecretStr, SecretBytes, uuid.UUID}
 )
+_DICT: frozenset[type] = frozenset({dict})
+_VALUES = methodcaller("values")
+_COPY = methodcaller("copy")
 
 
 def _copied(value: Any) -> Any:
-    kind = cast("type[Any]", type(value))
+    kind = type(value)  # pyright: ignore[reportUnknownVariableType]
     if kind in _IMMUTABLE:
         return value
     if kind is dict:
-        return {k: _copied(v) for k, v in cast(dict[Any, Any], value).items()}
+        return _copied_dict(value)
     if kind is list:
-        return [_copied(v) for v in cast(list[Any], value)]
+        items: list[Any] = value
+        # A container of immutable values is copied in C: no Python work per value.
+        kinds = set(map(type, items))
+        if kinds <= _IMMUTABLE:
+            return items.copy()
+        # Rows of immutable values, the usual shape of a large argument: copied in C too.
+        values = chain.from_iterable(map(_VALUES, items)) if kinds <= _DICT else None
+        if values is not None and set(map(type, values)) <= _IMMUTABLE:
+            return list(map(_COPY, items))
+        return [_copied(v) for v in items]
     if kind is tuple:
+        if set(map(type, value)) <= _IMMUTABLE:
+            return value
         return tuple(_copied(v) for v in cast(tuple[Any, ...], value))
     if isinstance(value, BaseModel):
         # Built as pydantic's `__copy__` builds a model (a frozen one too, without validation
@@ -2885,12 +2901,12 @@ def _copied(value: Any) -> Any:
         model = made.__new__(made)
         extra = value.__pydantic_extra__
         private = cast("dict[str, Any] | None", getattr(value, "__pydantic_private__", None))
-        _set_slot(model, "__dict__", {k: _copied(v) for k, v in value.__dict__.items()})
+        _set_slot(model, "__dict__", _copied_dict(value.__dict__))
         _set_slot(model, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))
         _set_slot(
             model,
             "__pydantic_extra__",
-            None if extra is None else {k: _copied(v) for k, v in extra.items()},
+            None if extra is None else _copied_dict(extra),
         )
         _set_slot(
             model,
@@ -2901,6 +2917,12 @@ def _copied(value: Any) -> Any:
         )
         return model
     return copy.deepcopy(value)
+
+
+def _copied_dict(mapping: Mapping[Any, Any]) -> dict[Any, Any]:
+    if set(map(type, mapping.values())) <= _IMMUTABLE:
+        return dict(mapping)
+    return {k: _copied(v) for k, v in mapping.items()}
 
 
 _set_slot = object.__setattr__

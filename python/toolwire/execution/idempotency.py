@@ -33,8 +33,11 @@ import math
 import uuid
 from collections.abc import Collection, Mapping
 from decimal import Decimal
+from itertools import chain
+from operator import methodcaller
 from typing import Any, cast
 
+import orjson
 from pydantic import BaseModel, RootModel, SecretBytes, SecretStr
 from pydantic_core import to_jsonable_python
 
@@ -44,6 +47,7 @@ __all__ = [
     "canonical_json",
     "derive_key",
     "fingerprint",
+    "fingerprints",
     "redacted_fingerprint",
 ]
 
@@ -169,6 +173,70 @@ def _canonical(value: Any, hidden: _Hidden) -> str:
     return "".join(out)
 
 
+# Types orjson writes exactly as `_encode` does (strings escaped as `json.dumps` does with
+# ensure_ascii=False, integers in its 64-bit range as `str`; past it orjson raises and
+# `_canonical_bytes` falls back). Exact types only: a subclass may mean more (an IntEnum).
+_ORJSON_LEAVES = frozenset({str, int, bool, type(None)})
+_STR: frozenset[type] = frozenset({str})
+_DICT: frozenset[type] = frozenset({dict})
+_VALUES = methodcaller("values")
+
+
+def _plain(value: Any, slow: list[Any]) -> Any:
+    """``value``, or a copy of what differs, that ``orjson.dumps(OPT_SORT_KEYS)`` writes as its
+    canonical text: what orjson would write otherwise (a float, a model, a non-str key) becomes
+    an ``orjson.Fragment`` of `_encode`'s text, and is appended to ``slow``. Parts that need no
+    change are shared, so plain JSON-like arguments cost one C-level type scan per container."""
+    kind = type(value)  # pyright: ignore[reportUnknownVariableType]
+    if kind in _ORJSON_LEAVES:
+        return value
+    if kind is dict:
+        mapping: dict[Any, Any] = value
+        if set(map(type, mapping)) <= _STR:
+            if set(map(type, mapping.values())) <= _ORJSON_LEAVES:
+                return mapping
+            changed: dict[Any, Any] | None = None
+            for key, item in mapping.items():
+                if type(item) not in _ORJSON_LEAVES:
+                    new = _plain(item, slow)
+                    if new is not item:
+                        if changed is None:
+                            changed = dict(mapping)
+                        changed[key] = new
+            return mapping if changed is None else changed
+    elif kind is list or kind is tuple:
+        items: list[Any] = value
+        kinds = set(map(type, items))
+        if kinds <= _ORJSON_LEAVES:
+            return items
+        # A list of flat objects, the usual shape of a tool's rows, is scanned in C as a whole.
+        if (
+            kinds <= _DICT
+            and set(map(type, chain.from_iterable(items))) <= _STR
+            and set(map(type, chain.from_iterable(map(_VALUES, items)))) <= _ORJSON_LEAVES
+        ):
+            return items
+        return [item if type(item) in _ORJSON_LEAVES else _plain(item, slow) for item in items]
+    elif isinstance(value, BaseModel) and not isinstance(value, RootModel):
+        return _plain(_model_fields(value), slow)
+    if kind is not float:
+        slow.append(value)
+    return orjson.Fragment(_utf8(_canonical(value, None)))
+
+
+def _canonical_bytes(value: Any) -> tuple[bytes, bool]:
+    """``_utf8(canonical_json(value))``, and whether every value in it is one `_encode` writes
+    without looking at secrets (no `SecretStr`, nothing but JSON-like values and models): the
+    redacted text with no declared secrets is then the same."""
+    slow: list[Any] = []
+    try:
+        return orjson.dumps(_plain(value, slow), option=orjson.OPT_SORT_KEYS), not slow
+    except Exception:
+        # orjson refuses what its fast path cannot write exactly (an integer past 64 bits, a lone
+        # surrogate, nesting past 255): the encoder gives the text, or the error, as before.
+        return _utf8(_canonical(value, None)), False
+
+
 def canonical_json(value: Any) -> str:
     """Return the canonical JSON text of ``value`` (see the module docstring for the rules).
 
@@ -178,7 +246,7 @@ def canonical_json(value: Any) -> str:
     Returns:
         Compact JSON with sorted keys and exact numbers.
     """
-    return _canonical(value, None)
+    return _canonical_bytes(value)[0].decode("utf-8", "surrogatepass")
 
 
 MIN_FINGERPRINT_KEY_BYTES = 16
@@ -194,10 +262,25 @@ def fingerprint(arguments: Any, key: bytes | None = None) -> str:
             nobody without the key can recompute from guessed arguments (a secret argument of
             few possible values, a PIN, cannot be found by trying them all against it).
     """
-    data = _utf8(canonical_json(arguments))
+    return _keyed(_canonical_bytes(arguments)[0], key)
+
+
+def _keyed(data: bytes, key: bytes | None) -> str:
     if key is None:
         return hashlib.sha256(data).hexdigest()
     return hmac.new(key, data, hashlib.sha256).hexdigest()
+
+
+def fingerprints(
+    arguments: Any, key: bytes | None = None, secrets: Collection[str] = ()
+) -> tuple[str, str]:
+    """``(fingerprint(arguments, key), redacted_fingerprint(arguments, secrets))``, from one
+    reading of the arguments when nothing in them is secret.
+    """
+    data, plain = _canonical_bytes(arguments)
+    if plain and not secrets:
+        return _keyed(data, key), hashlib.sha256(data).hexdigest()
+    return _keyed(data, key), redacted_fingerprint(arguments, secrets)
 
 
 def redacted_fingerprint(arguments: Any, secrets: Collection[str] = ()) -> str:
@@ -214,6 +297,10 @@ def redacted_fingerprint(arguments: Any, secrets: Collection[str] = ()) -> str:
     Returns:
         A sha256 hex digest, equal to ``fingerprint(arguments)`` when nothing is secret.
     """
+    if not secrets:
+        data, plain = _canonical_bytes(arguments)
+        if plain:
+            return hashlib.sha256(data).hexdigest()
     text = _canonical(arguments, frozenset(secrets))
     return hashlib.sha256(_utf8(text)).hexdigest()
 
