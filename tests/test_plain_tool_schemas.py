@@ -1980,12 +1980,9 @@ def test_a_backtracking_pattern_cannot_stall_validation() -> None:
     assert time.perf_counter() - started < 5
 
 
-def test_one_validation_shares_one_bound_for_its_pattern_searches(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Each search is bounded, but a call that repeats a slow string in every item cost the
-    # bound per item (seconds for a few kilobytes). A clock that moves only as the engine
-    # spends its time, and an engine whose every search runs out of it, count the searches.
+def _every_search_out_of_time(monkeypatch: pytest.MonkeyPatch) -> tuple[list[float], list[float]]:
+    """A clock that moves only as the engine spends its time, and an engine whose every search
+    runs out of it: the clock's reading (`[seconds]`, settable) and each search's timeout."""
     now = [0.0]
     timeouts: list[float] = []
 
@@ -1996,6 +1993,15 @@ def test_one_validation_shares_one_bound_for_its_pattern_searches(
 
     monkeypatch.setattr(jsonschema_dialect, "_clock", lambda: now[0])
     monkeypatch.setattr(jsonschema_dialect, "_engine_search", out_of_time)
+    return now, timeouts
+
+
+def test_one_validation_shares_one_bound_for_its_pattern_searches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each search is bounded, but a call that repeats a slow string in every item cost the
+    # bound per item (seconds for a few kilobytes). Searches that all run out of time count.
+    _, timeouts = _every_search_out_of_time(monkeypatch)
     item = {"type": "string", "pattern": "^(a|a)+$"}
     schema = _obj(properties={"x": {"type": "array", "items": item}}, required=["x"])
     tools = Toolset([{"name": "tool", "parameters": schema}])
@@ -2080,16 +2086,7 @@ def test_the_searches_of_a_large_call_are_still_bounded_by_its_size(
     # The budget grows with the call, never past a constant per character: a call of slow
     # strings, every search of which runs out of time, spends the budget of its size and no
     # more, whatever the number of its items.
-    now = [0.0]
-    given: list[float] = []
-
-    def out_of_time(compiled: Any, text: str, timeout: float) -> bool:
-        given.append(timeout)
-        now[0] += timeout
-        raise TimeoutError
-
-    monkeypatch.setattr(jsonschema_dialect, "_clock", lambda: now[0])
-    monkeypatch.setattr(jsonschema_dialect, "_engine_search", out_of_time)
+    now, timeouts = _every_search_out_of_time(monkeypatch)
     item = {"type": "string", "pattern": "^(a|a)+$"}
     schema = _obj(properties={"x": {"type": "array", "items": item}}, required=["x"])
     tools = Toolset([{"name": "tool", "parameters": schema}])
@@ -2098,11 +2095,11 @@ def test_the_searches_of_a_large_call_are_still_bounded_by_its_size(
         text = json.dumps({"x": ["a" * 30 + "!"] * count})
         assembler.feed(0, id="call_1", name="tool", arguments=text)
         (call,) = assembler.finish()
-        given.clear()
+        timeouts.clear()
         now[0] = 0.0
         outcome = tools.validate(call)
         assert not outcome.ok and {e.code for e in outcome.errors} == {"pattern"}
-        assert max(given) <= jsonschema_dialect.PATTERN_SECONDS
+        assert max(timeouts) <= jsonschema_dialect.PATTERN_SECONDS
         budget = jsonschema_dialect.budget_seconds(len(text))
         assert now[0] == pytest.approx(min(budget, count * jsonschema_dialect.PATTERN_SECONDS))
     # 2,000 items of 34 characters: a budget of 0.5 s and 10 microseconds a character.
@@ -2132,14 +2129,7 @@ def test_a_key_whose_pattern_search_runs_out_of_time_is_held_to_the_patterns_sch
     # "this pattern takes no such key": in an open map the value then escaped the pattern's
     # schema, and `{"k1": "x"}` passed where `^k` holds integers, the pre-check's own refusal
     # of it overruled. An engine whose every search runs out of time:
-    now = [0.0]
-
-    def out_of_time(compiled: Any, text: str, timeout: float) -> bool:
-        now[0] += timeout
-        raise TimeoutError
-
-    monkeypatch.setattr(jsonschema_dialect, "_clock", lambda: now[0])
-    monkeypatch.setattr(jsonschema_dialect, "_engine_search", out_of_time)
+    _every_search_out_of_time(monkeypatch)
     schema = _obj(patternProperties={"^k": {"type": "integer"}}, additionalProperties=True)
     tools = Toolset([{"name": "tool", "parameters": schema}])
     assembler = Assembler(tools=tools) if precheck else Assembler()
