@@ -136,3 +136,21 @@ def test_a_finding_under_a_cut_key_names_the_value_sent_there_once() -> None:
     outcome = tools.validate(call)
     (error,) = outcome.errors
     assert (error.path, error.code, error.got) == (call.error.path, "type", '"x"')
+
+
+def test_a_coercion_under_a_long_key_has_its_path_cut_as_errors_do() -> None:
+    # Coercions recorded under a key the model made up kept the whole key in their path, while
+    # the errors of the same call cut it: a 100 KB key went whole into every log of them.
+    class Counts(BaseModel):
+        counts: dict[str, int]
+
+    tools = Toolset([Counts])
+    assembler = Assembler(tools=tools)
+    key = "k" * _LONG
+    arguments = json.dumps({"counts": {key: "5"}})
+    assembler.feed(0, id="call_1", name=tools.names()[0], arguments=arguments)
+    (call,) = assembler.finish()
+    outcome = tools.validate(call)
+    assert outcome.ok and outcome.model == Counts(counts={key: 5})
+    (coercion,) = outcome.coercions
+    assert coercion.path == "/counts/" + _cut("k" * 200, _LONG)

@@ -3610,6 +3610,21 @@ def _uncut_path(path: str, value: Any) -> str:
     return pointer(parts)
 
 
+_Pathed = TypeVar("_Pathed", FieldError, Coercion)
+
+
+def _paths_cut(items: list[_Pathed]) -> list[_Pathed]:
+    """`items` with each long key in their paths cut as the core cuts its own (`capped_path`):
+    a key the model made up may be as long as the call. Only once the secrets in the paths
+    are hidden, since a cut could leave a secret's start."""
+    return [
+        item
+        if (cut := capped_path(item.path)) == item.path
+        else dataclasses.replace(item, path=cut)
+        for item in items
+    ]
+
+
 # What a key cut by `capped_path` holds after its first characters.
 _CUT_KEY = "…("
 
@@ -5089,13 +5104,15 @@ class ToolValidator:
 
     def _without_secret_keys(self, call: CallLike, coercions: list[Coercion]) -> list[Coercion]:
         """`coercions` with each key in their paths that quotes a secret of the call hidden,
-        as in error paths (`{"sk-live-1": "5"}` for a `dict[str, int]` beside the key)."""
+        as in error paths (`{"sk-live-1": "5"}` for a `dict[str, int]` beside the key), and
+        each long key cut as there."""
         arguments, secrets = self._call_secrets(call) if coercions else (_ABSENT, [])
-        if not secrets:
-            return coercions
-        return [
-            dataclasses.replace(c, path=_keys_hidden(c.path, arguments, secrets)) for c in coercions
-        ]
+        if secrets:
+            coercions = [
+                dataclasses.replace(c, path=_keys_hidden(c.path, arguments, secrets))
+                for c in coercions
+            ]
+        return _paths_cut(coercions)
 
     def _reject(
         self,
@@ -5110,12 +5127,7 @@ class ToolValidator:
             entries = [builder.asked_of_user(e) if isinstance(e, _Draft) else e for e in entries]
         errors, ask_user = _finish_errors(entries, self._lookup, lang)
         errors, ask_user = self._without_secret_values(call, errors, ask_user)
-        # A key the model made up may be as long as the call: cut as the core cuts its paths,
-        # once the secrets in it are hidden (a cut could leave a secret's start).
-        errors = [
-            e if (cut := capped_path(e.path)) == e.path else dataclasses.replace(e, path=cut)
-            for e in errors
-        ]
+        errors = _paths_cut(errors)
         if ask_user:
             return Outcome(
                 ok=False,
