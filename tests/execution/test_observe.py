@@ -183,6 +183,22 @@ def test_the_internal_error_line_cuts_a_made_up_tool_name(
         assert "x" * 199 in line and "x" * 200 not in line and len(line) < 400
 
 
+def test_a_call_that_raises_instead_of_settling_is_an_internal_error_one_by_one_too(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # `execute_all` answered such a call as `internal_error`, but `execute` and `aexecute`,
+    # whose failures are data too, let the exception out to the caller.
+    ex = Executor()
+    with caplog.at_level(logging.ERROR, logger="toolwire.execution"):
+        sync = ex.execute(_UnreadableCall("read"))
+        in_async = asyncio.run(ex.aexecute(_UnreadableCall("read")))
+    for result in (sync, in_async):
+        assert result.state == "downstream_failed"
+        assert result.error is not None and result.error["type"] == "internal_error"
+    lines = [r.getMessage() for r in caplog.records if "raised RuntimeError" in r.getMessage()]
+    assert len(lines) == 2
+
+
 def test_tool_names_the_model_made_up_stay_out_of_metric_labels_and_span_names(
     otel: tuple[FakeTracer, FakeMeter], clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:

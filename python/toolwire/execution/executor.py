@@ -1031,7 +1031,9 @@ class Executor(LiveState):
             coercions: Number of type coercions validation applied (for the record).
 
         Returns:
-            The result; failures are data, never exceptions.
+            The result; failures are data, never exceptions: a call that raises instead of
+            settling (a look-alike whose arguments raise when read) is ``internal_error``, as
+            under ``execute_all``.
 
         Raises:
             TypeError: If the tool is async (use ``aexecute``).
@@ -1041,7 +1043,13 @@ class Executor(LiveState):
             KeyboardInterrupt: Propagated after recording the call; so are ``SystemExit``
                 and an exception group holding either (raised by a tool's task group).
         """
-        return self._execute(call, context, parse_time, validation_time, coercions)
+        _check_call(call)  # raised, as is an async tool: the caller's mistakes
+        try:
+            return self._execute(call, context, parse_time, validation_time, coercions)
+        except _AsyncToolInSync:
+            raise
+        except Exception as exc:  # e.g. a look-alike call whose arguments raise when read
+            return self._internal_error(call, exc, context or self.request(), record=True)
 
     def _execute(
         self,
@@ -1055,7 +1063,7 @@ class Executor(LiveState):
         with self._lock:
             spec = self._tools.get(call.tool)
         if call.ok and spec is not None and spec.is_async:
-            raise TypeError(f"tool {spec.name!r} is async; use Executor.aexecute")
+            raise _AsyncToolInSync(f"tool {spec.name!r} is async; use Executor.aexecute")
         # The spec checked above is the one that runs, whatever is registered meanwhile.
         run = self._prepare(call, context, parse_time, validation_time, coercions, spec)
         if isinstance(run, ExecutionResult):
@@ -1132,7 +1140,11 @@ class Executor(LiveState):
             KeyboardInterrupt: As in ``execute``, with ``SystemExit`` and an exception group
                 holding either.
         """
-        return await self._aexecute(call, context, parse_time, validation_time, coercions)
+        _check_call(call)  # raised: the caller's mistake
+        try:
+            return await self._aexecute(call, context, parse_time, validation_time, coercions)
+        except Exception as exc:  # e.g. a look-alike call whose arguments raise when read
+            return self._internal_error(call, exc, context or self.request(), record=True)
 
     async def _aexecute(
         self,
@@ -3140,6 +3152,11 @@ def _hidden_from_tenacity() -> Generator[None, None, None]:
 def _uncarried(exc: BaseException) -> BaseException:
     """The exception an attempt raised, as the tool raised it."""
     return exc.exc if isinstance(exc, _CarriedTryAgain) else exc
+
+
+class _AsyncToolInSync(TypeError):
+    """An async tool handed to ``execute``: the caller's mistake, raised (``execute_all``
+    answers it as ``internal_error``, as any call that raised)."""
 
 
 class _StopIterationRaised(RuntimeError):
