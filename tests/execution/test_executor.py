@@ -1419,6 +1419,37 @@ async def test_an_async_iterator_a_tool_returns_runs_inside_its_attempt(clock: F
     assert slow.error["type"] == "timeout"
 
 
+def test_an_async_iterator_refused_under_execute_is_closed_without_a_stray_coroutine(
+    clock: FakeClock,
+) -> None:
+    # A sync `execute` refuses an async iterator and closes it; a driver's cursor whose
+    # `close` is `async def` only made a coroutine there, left pending (a RuntimeWarning when
+    # collected, "never awaited").
+    made: list[Any] = []
+
+    class Cursor:
+        def __aiter__(self) -> Cursor:
+            return self
+
+        async def __anext__(self) -> int:
+            raise StopAsyncIteration
+
+        def close(self) -> Any:
+            async def closing() -> None:
+                return None
+
+            made.append(closing())
+            return made[-1]
+
+    ex = Executor(clock=clock, breaker=False, retry=RetryPolicy(max_attempts=1))
+    ex.register("cursor", lambda args: Cursor())
+    result = ex.execute(Call("cursor", "a", {}))
+    assert result.state == "downstream_failed" and result.error is not None
+    (coroutine,) = made
+    # Closed, not left pending: a coroutine closed before it ran has no frame.
+    assert coroutine.cr_frame is None
+
+
 class Charge(BaseModel):
     amount: int
     pin: SecretStr

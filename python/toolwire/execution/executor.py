@@ -2171,7 +2171,11 @@ class Executor(LiveState):
             # e.g. a lambda or partial around an async function: its work never started.
             close = getattr(cast(object, value), "close", None)
             if callable(close):
-                close()
+                closing = close()
+                if inspect.iscoroutine(closing):
+                    # An `async def close` only made a coroutine, which nothing here can
+                    # await: closed before it runs, not left to warn when collected.
+                    closing.close()
             self._not_started(run, permit, in_flight, granted)
             raise TypeError(
                 f"tool {run.spec.name!r} returned an awaitable or async iterator; use aexecute"
