@@ -278,9 +278,11 @@ def fingerprints(
     reading of the arguments when nothing in them is secret.
     """
     data, plain = _canonical_bytes(arguments)
+    keyed = _keyed(data, key)
     if plain and not secrets:
-        return _keyed(data, key), hashlib.sha256(data).hexdigest()
-    return _keyed(data, key), redacted_fingerprint(arguments, secrets)
+        # Without a key both digests are the sha256 of the same bytes: hashed once.
+        return keyed, keyed if key is None else hashlib.sha256(data).hexdigest()
+    return keyed, redacted_fingerprint(arguments, secrets)
 
 
 def redacted_fingerprint(arguments: Any, secrets: Collection[str] = ()) -> str:
