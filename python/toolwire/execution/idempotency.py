@@ -37,7 +37,6 @@ from itertools import chain
 from operator import methodcaller
 from typing import Any, cast
 
-import orjson
 from pydantic import BaseModel, RootModel, SecretBytes, SecretStr
 from pydantic_core import to_jsonable_python
 
@@ -221,6 +220,8 @@ def _plain(value: Any, slow: list[Any]) -> Any:
         return _plain(_model_fields(value), slow)
     if kind is not float:
         slow.append(value)
+    import orjson  # see `_canonical_bytes`
+
     return orjson.Fragment(_utf8(_canonical(value, None)))
 
 
@@ -228,6 +229,10 @@ def _canonical_bytes(value: Any) -> tuple[bytes, bool]:
     """``_utf8(canonical_json(value))``, and whether every value in it is one `_encode` writes
     without looking at secrets (no `SecretStr`, nothing but JSON-like values and models): the
     redacted text with no declared secrets is then the same."""
+    # Imported at first use, as the core looks orjson up: importing toolwire loads no JSON
+    # library it may not need (a process that never executes a tool).
+    import orjson
+
     slow: list[Any] = []
     try:
         return orjson.dumps(_plain(value, slow), option=orjson.OPT_SORT_KEYS), not slow
