@@ -93,7 +93,8 @@ impl Reasoning {
     }
 
     /// Whether this is a Responses hosted item ([`is_hosted`]), kept with the reasoning items
-    /// for the next turn. Reads the item's JSON: for the rare question, not the stream.
+    /// for the next turn; an Anthropic server block, kept the same way, reads as one too.
+    /// Reads the item's JSON: for the rare question, not the stream.
     #[must_use]
     pub fn is_hosted_item(&self) -> bool {
         let Self::Item { json } = self else {

@@ -125,7 +125,9 @@ impl TextLayout {
     /// the reasoning blocks before that call (metadata `reasoning_before`). A Responses
     /// message goes there after the hosted items before the first call (metadata
     /// `hosted_before`) and before the reasoning item that call names: it is in its place when
-    /// no hosted item came between it and that call.
+    /// no hosted item came between it and that call. An Anthropic server block before the
+    /// text reads as a hosted item here, with no `hosted_before` to match: its places are
+    /// always written, which is exact.
     fn is_plain(&self, assembler: &Assembler, kept: &[Reasoning]) -> bool {
         let [only] = self.blocks.as_slice() else {
             return self.blocks.is_empty();
@@ -140,8 +142,8 @@ impl TextLayout {
         };
         let before = kept.get(..only.reasoning).unwrap_or(kept);
         let hosted = count("hosted_before");
-        let responses = |b: &Reasoning| matches!(b, Reasoning::Item { .. });
-        if hosted.is_some() || before.iter().any(responses) {
+        let kept_whole = |b: &Reasoning| matches!(b, Reasoning::Item { .. });
+        if hosted.is_some() || before.iter().any(kept_whole) {
             let hosted_before = before.iter().filter(|b| b.is_hosted_item()).count();
             hosted_before == hosted.unwrap_or(0)
         } else {
