@@ -1523,6 +1523,20 @@ def _check_options(**options: object) -> None:
                 raise TypeError(f"strict must be True or False, not {type(value).__name__}")
         elif value is not None and not isinstance(value, Mapping):
             raise TypeError(f"{name} must be a mapping keyed by tool, not {type(value).__name__}")
+        elif isinstance(value, Mapping):
+            # A value of the wrong kind was taken and then failed every call of its tool as
+            # an `internal_error` (a zone given by its name, a check that is no function).
+            for tool, entry in cast(Mapping[object, object], value).items():
+                if name == "default_tz" and not isinstance(entry, tzinfo):
+                    raise TypeError(
+                        f"default_tz[{tool!r}] must be a tzinfo such as "
+                        f"zoneinfo.ZoneInfo('Europe/Paris'), not {type(entry).__name__}"
+                    )
+                if name == "checks" and not callable(entry):
+                    raise TypeError(
+                        f"checks[{tool!r}] must be a function of the validated arguments, "
+                        f"not {type(entry).__name__}"
+                    )
 
 
 class Toolset:
@@ -1563,8 +1577,8 @@ class Toolset:
             no tool.
         TypeError: On a tool that is neither a Pydantic model class nor a definition dict (a
             pydantic dataclass or a `TypedDict` included), or an option of the wrong kind
-            (`names`, `default_tz` or `checks` not a mapping, `strict` not a bool, `redact`
-            not callable).
+            (`names`, `default_tz` or `checks` not a mapping, a `default_tz` value that is no
+            `tzinfo`, a `checks` value or `redact` not callable, `strict` not a bool).
     """
 
     def __init__(
