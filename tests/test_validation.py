@@ -1274,6 +1274,48 @@ def test_a_union_of_models_names_what_the_closest_branch_finds(
     assert "object" not in error.expected
 
 
+class PayByCard(BaseModel):
+    card_number: str
+    expiry: str = ""
+
+
+class PayByInvoice(BaseModel):
+    invoice_id: int
+    due_days: int = 30
+
+
+class Checkout(BaseModel):
+    payment: PayByCard | PayByInvoice | None = None
+    payments: list[PayByCard | PayByInvoice] = []
+
+
+@pytest.mark.parametrize("tools", [None, Toolset([Checkout])])
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [
+        ('{"payment": {"invoice_id": "INV-7", "due_days": 14}}', "/payment/invoice_id"),
+        ('{"payment": {"invoice_id": "INV-7"}}', "/payment/invoice_id"),
+        # Past the errors drafted at once: each item's branch errors are weighed as they are.
+        (json.dumps({"payments": [{"invoice_id": "INV-7", "due_days": 14}] * 70}), None),
+    ],
+)
+def test_branches_failing_equally_often_are_told_apart_by_the_keys_sent(
+    tools: Toolset | None, arguments: str, path: str | None
+) -> None:
+    # Pydantic counts no key a branch ignores: both branches fail once, and the first one's
+    # errors told the model to add `card_number` and drop `due_days` ("allowed fields:
+    # card_number, expiry") from an object that names only the invoice branch's fields.
+    outcome = Toolset([Checkout]).validate(call("checkout", arguments, tools=tools))
+    errors = outcome.errors[:1] if path is None else outcome.errors
+    (error,) = errors
+    assert (error.path, error.code, error.expected) == (
+        path or "/payments/0/invoice_id",
+        "type",
+        "an integer",
+    )
+    assert all(e.path.endswith("/invoice_id") for e in outcome.errors)
+
+
 class Moggy(BaseModel):
     kind: Literal["cat"]
     lives: int = 9

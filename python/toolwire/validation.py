@@ -1866,7 +1866,8 @@ class _Pending:
         drafts = builder.with_range_hints(drafts)
         if builder.schema.asks_user:
             drafts = [builder.asked_of_user(d) for d in drafts]
-        return cast(list[_Draft], _merge_unions(list(drafts), builder.schema, builder.lang))
+        merged = _merge_unions(list(drafts), builder.schema, builder.lang, builder.written_at)
+        return cast(list[_Draft], merged)
 
     def ranked(self) -> Iterator[tuple[tuple[bool, int], _Place, _Draft]]:
         """Every draft with its `_sort_key` and place, in the order of the two."""
@@ -2048,6 +2049,10 @@ class _ErrorBuilder:
         if self._written_value is _ABSENT and self._read is not None:
             self._written_value = self._read()
         return self._written_value
+
+    def written_at(self, pointer_: str) -> Any:
+        """What the arguments as written hold at `pointer_`, or `_ABSENT`."""
+        return self._written_at(pointer_)
 
     def _written_at(self, pointer_: str) -> Any:
         """What the arguments as written hold at `pointer_`, or `_ABSENT`."""
@@ -3853,6 +3858,10 @@ def _unknown_fields(
             walk(item, candidate, path, was, reading)
             if not reading.unknown and not reading.misfit:
                 return unions[key]
+            if _lacks_required(candidate, item):
+                # No reading of the value by this branch, dropping keys or not, has its
+                # required fields: its unknown keys are no sign that it was meant.
+                reading.misfit = True
             readings.append(reading)
         # A branch whose values all fit once its unknown keys are dropped is one Pydantic
         # may have taken without a word; with none, a branch that lacks no key but has a value
@@ -3867,6 +3876,14 @@ def _unknown_fields(
     found = _Reading()
     walk(value, schema.root, [], checked, found)
     return found.unknown
+
+
+def _lacks_required(branch: Mapping[str, Any], item: object) -> bool:
+    """Whether `item` is an object without a field `branch` requires."""
+    if not isinstance(item, dict):
+        return False
+    sent = cast(dict[str, Any], item)
+    return any(key not in sent for key in _l(branch.get("required")))
 
 
 @dataclass
@@ -3962,8 +3979,16 @@ def _union_root(schema: _Schema, path: str) -> str:
     return path
 
 
-def _merge_unions(drafts: list[_Entry], schema: _Schema, lang: Lang) -> list[_Entry]:
-    """Collapse errors from the branches of one untagged union into the closest branch's."""
+def _merge_unions(
+    drafts: list[_Entry],
+    schema: _Schema,
+    lang: Lang,
+    written: Callable[[str], Any] | None = None,
+) -> list[_Entry]:
+    """Collapse errors from the branches of one untagged union into the closest branch's.
+
+    `written` gives the value as the model wrote it at a pointer: between branches that fail
+    equally often, the one that declares most of the value's keys is the one meant."""
     groups: dict[str, dict[str, list[_Draft]]] = {}
     for draft in drafts:
         if isinstance(draft, _Draft) and draft.union_ptr is not None and draft.tag is not None:
@@ -3990,7 +4015,8 @@ def _merge_unions(drafts: list[_Entry], schema: _Schema, lang: Lang) -> list[_En
                 # value; the other errors depend on which branch it means.
                 replacement[id(tied[0][0])] = tag
             else:
-                keep.update(id(d) for d in tied[0])
+                value = written(union_ptr) if written is not None else _ABSENT
+                keep.update(id(d) for d in _closest_tied(tied, union_ptr, schema, value))
         elif specific:
             keep.add(id(specific[0]))
         else:
@@ -4057,6 +4083,31 @@ def _tag_values(schema: _Schema, branches: Iterable[Mapping[str, Any]], key: str
     return values
 
 
+def _closest_tied(
+    tied: list[list[_Draft]], union_ptr: str, schema: _Schema, value: Any
+) -> list[_Draft]:
+    """Of branches of a union that fail equally often, the errors of the one that declares
+    the most keys of the object `value`, the first of those (as Pydantic tries them).
+
+    Pydantic counts no key a branch ignores: `{"b": 2, "y": 1}` fails `A(a, x)` once (`a`
+    missing) and `B(b, y)` once (`b` is no string), and the first branch told the model to
+    add `a` to an object plainly meant for `B`."""
+    if not isinstance(value, dict) or len(tied) < 2:
+        return tied[0]
+    keys = cast(dict[str, Any], value).keys()
+    branches = schema.branches(schema.locate(_split(union_ptr)).node)
+
+    def undeclared(drafts: list[_Draft]) -> int:
+        branch = schema.pick(branches, drafts[0].tag) if drafts[0].tag is not None else None
+        if branch is None or not _is_object_schema(branch):
+            return len(keys) + 1
+        props = _d(branch.get("properties"))
+        patterns = _d(branch.get("patternProperties"))
+        return sum(1 for key in keys if key not in props and not _pattern_names(patterns, key))
+
+    return min(tied, key=undeclared)
+
+
 def _tag_error(
     tied: list[list[_Draft]], union_ptr: str, schema: _Schema, lang: Lang
 ) -> _Draft | None:
@@ -4087,9 +4138,12 @@ _BOUND_CODES = frozenset({"range", "length", "multiple_of", "pattern"})
 
 
 def _finish_errors(
-    entries: list[_Entry], schema: _Schema, lang: Lang
+    entries: list[_Entry],
+    schema: _Schema,
+    lang: Lang,
+    written: Callable[[str], Any] | None = None,
 ) -> tuple[list[FieldError], list[str]]:
-    entries = _merge_unions(entries, schema, lang)
+    entries = _merge_unions(entries, schema, lang, written)
     # A coercion refusal explains its field better than the validator's plain error there.
     refused = {d.error.path for d in entries if isinstance(d, _Draft) and d.refusal}
     codes: set[tuple[str, str]] = set()
@@ -5125,7 +5179,7 @@ class ToolValidator:
         entries: list[_Entry] = builder.with_range_hints(list(drafts))
         if self._lookup.asks_user:
             entries = [builder.asked_of_user(e) if isinstance(e, _Draft) else e for e in entries]
-        errors, ask_user = _finish_errors(entries, self._lookup, lang)
+        errors, ask_user = _finish_errors(entries, self._lookup, lang, builder.written_at)
         errors, ask_user = self._without_secret_values(call, errors, ask_user)
         errors = _paths_cut(errors)
         if ask_user:
