@@ -734,6 +734,23 @@ def test_business_rejection_without_reasons_or_with_non_text_ones() -> None:
     assert numbered.message == "The request was rejected: 8"
 
 
+@pytest.mark.parametrize("verdict", [False, True, 0, {"guests": "too many"}])
+def test_a_check_returning_no_reasons_contract_does_not_pass_the_call(verdict: object) -> None:
+    # A predicate's `False`, read as "no reasons", passed the call its check refused; `True`
+    # failed inside; a dict was read as a list of its keys.
+    toolset = Toolset([Booking], checks={"booking": lambda _: verdict})
+    outcome = toolset.validate(call("booking", args()))
+    assert not outcome.ok and outcome.error_type == "internal_error"
+    assert not outcome.retryable and outcome.errors == []
+
+
+def test_one_reason_given_to_business_failure_as_a_string_is_one_reason() -> None:
+    # It was read as a list of its characters: "The request was rejected: d; a; i; l; y".
+    outcome = Outcome.business_failure(call("booking", args()), "booking", "daily limit")
+    assert [e.hint for e in outcome.errors] == ["daily limit"]
+    assert outcome.message == "The request was rejected: daily limit"
+
+
 # ---------------------------------------------------------------------------------------------
 # Plain-dict tools use jsonschema
 

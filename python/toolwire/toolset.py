@@ -1561,7 +1561,8 @@ class Toolset:
             a `default_timezone` coercion.
         checks: A business check per tool name: called with the validated model (or dict) and
             returning None (accept), a reason or a list of reasons, or raising
-            `BusinessRuleError`. A rejection is a `business_error` outcome.
+            `BusinessRuleError`. A rejection is a `business_error` outcome; another verdict
+            (a bool: `False` is no pass) makes the call an `internal_error`.
         redact: A hook `(json_pointer, text) -> text` applied to every argument value shown to
             the model, after the built-in redaction of `x-secret` fields and `SecretStr`.
         lang: Language of model-facing text: `"en"` or `"zh"`.

@@ -614,7 +614,9 @@ class Outcome:
         Returns:
             The outcome.
         """
-        cut = [shown_text(str(r)) for r in list(reasons or []) if str(r).strip()][:MAX_ERRORS]
+        # One reason given as a string is one reason, not one per character.
+        listed = [reasons] if isinstance(reasons, str) else list(reasons or [])
+        cut = [shown_text(str(r)) for r in listed if str(r).strip()][:MAX_ERRORS]
         message = (
             text("msg.business_rule", lang, reasons="; ".join(cut))
             if cut
@@ -633,6 +635,30 @@ class Outcome:
             synthetic_id=synthetic_id_of(call),
             wire_id=wire_id_of(call),
         )
+
+
+def _check_reasons(tool: str, verdict: object) -> list[object]:
+    """A check's verdict as its list of reasons (empty: a pass).
+
+    A check that returns a bool (a predicate, `lambda order: order.total < 1000`) says
+    nothing this contract reads: `False`, read as no reasons, passed the very call the check
+    refused. Such a verdict, or one of another kind, raises `TypeError`, and the call ends as
+    an `internal_error` and does not run, as for a check that raises.
+
+    Raises:
+        TypeError: The verdict is neither None, a string nor a sequence of reasons.
+    """
+    if verdict is None:
+        return []
+    if isinstance(verdict, str):
+        return [verdict]
+    kind = type(verdict).__name__
+    if isinstance(verdict, (bool, bytes, Mapping)) or not isinstance(verdict, Iterable):
+        raise TypeError(
+            f"the check of {tool!r} returned {kind}: return None to accept "
+            "the call, or a reason or a list of reasons to reject it"
+        )
+    return list(cast(Iterable[object], verdict))
 
 
 def synthetic_id_of(call: CallLike | _HasId) -> str | None:
@@ -5058,7 +5084,7 @@ class ToolValidator:
             except BusinessRuleError as exc:
                 # A raise rejects, with or without reasons; only a returned verdict can pass.
                 verdict, rejected = exc.reasons, True
-            reasons = [verdict] if isinstance(verdict, str) else list(verdict or [])
+            reasons = _check_reasons(self.tool, verdict)
             # A blank reason says nothing: returned alone, it is a pass, as `None` or `""` is.
             reasons = [reason for reason in reasons if str(reason).strip()]
             if reasons or rejected:
