@@ -751,6 +751,19 @@ def test_one_reason_given_to_business_failure_as_a_string_is_one_reason() -> Non
     assert outcome.message == "The request was rejected: daily limit"
 
 
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [({"error_type": "quota"}, "no message for error_type 'quota'"), ({"lang": "fr"}, "lang")],
+)
+def test_a_failure_built_with_an_unknown_slug_or_language_says_so(
+    options: dict[str, Any], says: str
+) -> None:
+    # An unknown slug raised a bare KeyError('msg.quota'); an unknown language wrote English.
+    given: dict[str, Any] = {"error_type": "tool_failed", **options}
+    with pytest.raises(ValueError, match=says):
+        Outcome.failure(call("booking", args()), "booking", **given)
+
+
 # ---------------------------------------------------------------------------------------------
 # Plain-dict tools use jsonschema
 

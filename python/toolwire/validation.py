@@ -105,11 +105,13 @@ from toolwire.jsonschema_dialect import (
 )
 from toolwire.payloads import (
     MAX_RESULT_CHARS,
+    MESSAGES,
     RENAMED_END,
     Lang,
     Named,
     Style,
     answering_id,
+    check_lang,
     message_for,
     text,
     wire_id_of,
@@ -585,7 +587,15 @@ class Outcome:
 
         Returns:
             The outcome.
+
+        Raises:
+            ValueError: `error_type` has no message (it failed as a bare `KeyError`), or
+                `lang` is not a language the texts are written in.
         """
+        check_lang(lang)
+        if f"msg.{error_type}" not in MESSAGES:
+            known = sorted(key[4:] for key in MESSAGES if key.startswith("msg."))
+            raise ValueError(f"no message for error_type {error_type!r}; known: {known}")
         return cls(
             ok=False,
             kind="model_error",
