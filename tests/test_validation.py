@@ -1835,6 +1835,45 @@ def test_a_number_is_quoted_as_written_where_a_float_holds_it_too() -> None:
     assert (error.got, error.hint) == ("1.5e3", None)
 
 
+class _Fraction(BaseModel):
+    share: float = Field(lt=1)
+    limit: float | None = Field(default=None, ge=0, le=0.5)
+
+
+_FRACTION_PLAIN = {
+    "name": "fraction",
+    "parameters": {"properties": {"share": {"type": "number", "exclusiveMaximum": 1}}},
+}
+
+
+@pytest.mark.parametrize("tool", [_Fraction, _FRACTION_PLAIN])
+@pytest.mark.parametrize("precheck", [False, True])
+def test_a_number_within_range_as_written_is_told_it_rounds_out_of_it(
+    tool: Any, precheck: bool
+) -> None:
+    # "< 1, got 0.99999999999999999999" told the model its own number was out of range,
+    # though it is below 1: only its reading as a float, 1.0, is not.
+    tools = Toolset([tool])
+    arguments = '{"share": 0.99999999999999999999}'
+    (error,) = tools.validate(call("fraction", arguments, tools=tools if precheck else None)).errors
+    assert (error.path, error.code, error.expected) == ("/share", "range", "< 1")
+    assert error.hint is not None and "read as 1.0" in error.hint
+
+
+def test_a_number_out_of_range_as_written_gets_no_rounding_hint() -> None:
+    tools = Toolset([_Fraction])
+    (far,) = tools.validate(call("fraction", '{"share": 5.00000000000000000001}')).errors
+    arguments = '{"share": 0.5, "limit": 0.60000000000000000001}'
+    (near,) = tools.validate(call("fraction", arguments)).errors
+    assert (far.code, far.hint, near.path, near.code, near.hint) == (
+        "range",
+        None,
+        "/limit",
+        "range",
+        None,
+    )
+
+
 class _IntN(BaseModel):
     n: int
 

@@ -2295,8 +2295,35 @@ class _ErrorBuilder:
                     hinted = dataclasses.replace(error, hint=hint)
                     out.append(cast(_E, dataclasses.replace(draft, error=hinted)))
                     continue
+                read = self._rounded_past_bound(error, found)
+                if read is not None:
+                    hint = text("hint.float_digits", self.lang, read=read)
+                    hinted = dataclasses.replace(error, hint=hint)
+                    out.append(cast(_E, dataclasses.replace(draft, error=hinted)))
+                    continue
             out.append(draft)
         return out
+
+    def _rounded_past_bound(self, error: FieldError, found: Any) -> str | None:
+        """The float a `range` error's number is read as, when the number as written is
+        within the bounds there and only that reading breaks one, else None.
+
+        `0.99999999999999999999` is below 1 as written, and `1.0` as a float reads it: "< 1,
+        got 0.99999999999999999999" tells the model that its own number is wrong, and it
+        sends it again."""
+        if error.code != "range" or not isinstance(found, Decimal) or error.got != shown(found):
+            return None
+        read = float(found)
+        if not math.isfinite(read) or Decimal(read) == found:
+            return None
+        node = self.schema.locate(_split(error.path)).node
+        for rule in [node, *self.schema.branches(node)]:
+            bounds = [rule.get(key) for key in _BOUND_KEYS]
+            if not any(isinstance(b, (int, float)) for b in bounds):
+                continue
+            if _within(found, rule) and not _within(Decimal(read), rule):
+                return repr(read)
+        return None
 
     def range_text(self, node: Mapping[str, Any], ctx: Mapping[str, Any]) -> str:
         bounds: list[str] = []
@@ -4167,6 +4194,26 @@ def _tag_error(
         return None
     got = next(d.error.got for d in tied[0] if d.error.path == path)
     return _Draft(FieldError(path, "enum", _enum_text(values, lang), got))
+
+
+_BOUND_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
+
+def _within(number: Decimal, rule: Mapping[str, Any]) -> bool:
+    """Whether `number` meets the numeric bounds of `rule`, compared exactly."""
+    for key in _BOUND_KEYS:
+        bound = rule.get(key)
+        if isinstance(bound, bool) or not isinstance(bound, (int, float)):
+            continue
+        limit = Decimal(bound)
+        if (
+            (key == "minimum" and number < limit)
+            or (key == "maximum" and number > limit)
+            or (key == "exclusiveMinimum" and number <= limit)
+            or (key == "exclusiveMaximum" and number >= limit)
+        ):
+            return False
+    return True
 
 
 # The codes of rules that bound a value of its type, several of which may hold it at once.
