@@ -878,6 +878,28 @@ def _free_input_schema(model: type[BaseModel] | None) -> dict[str, Any] | None:
     return schema
 
 
+class _UnreadKeyError(ValueError):
+    """A field the published schema names by a key Pydantic never reads it from.
+
+    Pydantic writes a field read only along `AliasPath`s under its name, which no JSON Schema
+    key can be made to mean the path: the model, held to the schema (strict exports require
+    the key and forbid any other), sends the value there, where it was dropped without a word
+    for the field's default, or refused as unknown, every time.
+    """
+
+    def __init__(
+        self, schema: core_schema.ModelSchema, field: str, key: str, paths: list[list[object]]
+    ) -> None:
+        model = getattr(schema.get("cls"), "__name__", "the model")
+        read = ", ".join("AliasPath(" + ", ".join(map(repr, path)) + ")" for path in paths)
+        super().__init__(
+            f"field {field!r} of {model} is read only along {read}, but its schema names it "
+            f"{key!r}, a key Pydantic does not read it from, so the value the model sends "
+            f"there would be lost: read it from {key!r} too (AliasChoices({key!r}, ...)) or "
+            "set validate_by_name=True"
+        )
+
+
 def _add_alternate_keys(
     out: JsonSchemaValue,
     schema: core_schema.ModelSchema,
@@ -962,6 +984,8 @@ def _add_alternate_keys(
         own = original[shown]
         if shown not in keys:
             # Shown by name, but read only along its `AliasPath`s: Pydantic ignores the name.
+            if describe_every_key:
+                raise _UnreadKeyError(schema, name, shown, tried)
             props[shown] = {}
         # Past a path through a shared key, which the field may have read first, a value is
         # the field's only if that path holds none: the pre-check cannot know that yet, while
@@ -1638,7 +1662,11 @@ class Toolset:
                 model: type[BaseModel] | None = tool
                 # Validation must know which fields are `Decimal` to keep their digits; the
                 # plain schema no longer says so from pydantic 2.14 on (see _DecimalSchema).
-                validation_sources[name] = tool.model_json_schema(schema_generator=_DecimalSchema)
+                try:
+                    typed_source = tool.model_json_schema(schema_generator=_DecimalSchema)
+                except _UnreadKeyError as exc:
+                    raise ValueError(f"tool {rename.get(tool, name)!r}: {exc}") from None
+                validation_sources[name] = typed_source
                 check_source = tool.model_json_schema(schema_generator=_PrecheckSchema)
                 if check_source != source:
                     check_sources[name] = check_source
