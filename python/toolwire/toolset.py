@@ -1603,7 +1603,8 @@ class Toolset:
         TypeError: On a tool that is neither a Pydantic model class nor a definition dict (a
             pydantic dataclass or a `TypedDict` included), or an option of the wrong kind
             (`names`, `default_tz` or `checks` not a mapping, a `default_tz` value that is no
-            `tzinfo`, a `checks` value or `redact` not callable, `strict` not a bool).
+            `tzinfo`, a `checks` value or `redact` not callable, `strict` not a bool,
+            `coercion` neither a preset nor a collection of rule names).
     """
 
     def __init__(
