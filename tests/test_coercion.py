@@ -360,6 +360,14 @@ def test_custom_rule_set() -> None:
     assert resolve_rules("none") == frozenset()
 
 
+@pytest.mark.parametrize("spec", [None, 5, {"bool_word": True}])
+def test_a_rule_set_of_the_wrong_kind_is_refused_by_name(spec: object) -> None:
+    # None and a number failed as "object is not iterable"; a mapping's keys were taken as
+    # the rules, whatever it said of them.
+    with pytest.raises(TypeError, match="coercion must be 'safe', 'none' or a set of rule"):
+        Toolset([Order], coercion=spec)  # pyright: ignore[reportArgumentType]
+
+
 class _MisspeltRule(BaseModel):
     confirm: bool = Field(default=False, json_schema_extra={"x-toolwire-coerce": ["bool_words"]})
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Literal
 
 import pytest
@@ -178,6 +179,28 @@ def test_reset_and_validation_of_settings() -> None:
         RepairPolicy(max_rounds=-1)
     with pytest.raises(ValueError):
         RepairPolicy(time_budget_s=0)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("max_rounds", math.nan),
+        ("max_rounds", math.inf),
+        ("max_rounds", 1.5),
+        ("max_rounds", True),
+        ("max_rounds", "2"),
+        ("time_budget_s", math.nan),
+        ("time_budget_s", math.inf),
+        ("time_budget_s", "30"),
+    ],
+)
+def test_settings_that_would_not_bound_the_loop_are_refused_by_name(
+    setting: str, value: object
+) -> None:
+    # `attempt > nan` is never true: a NaN bound let the model retry forever, and a NaN
+    # budget never ran out; a string failed with a bare comparison error.
+    with pytest.raises(ValueError, match=setting):
+        RepairPolicy(**{setting: value})  # pyright: ignore[reportArgumentType]
 
 
 def test_scenario_16_schema_problems_end_with_a_message_per_call() -> None:

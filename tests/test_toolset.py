@@ -787,6 +787,10 @@ def test_validate_names_the_attribute_of_an_own_call_that_holds_the_wrong_kind(
         ("checks", [print], "checks must be a mapping keyed by tool"),
         ("strict", "no", "strict must be True or False"),
         ("redact", "***", "redact must be a function"),
+        # Taken whole, these failed every call of the tool as an `internal_error`.
+        ("default_tz", {"city": "Europe/Paris"}, r"default_tz\['city'\] must be a tzinfo"),
+        ("default_tz", {"city": None}, r"default_tz\['city'\] must be a tzinfo"),
+        ("checks", {"city": "no refunds"}, r"checks\['city'\] must be a function"),
     ],
 )
 def test_an_option_of_the_wrong_kind_is_refused(option: str, value: object, says: str) -> None:

@@ -734,6 +734,36 @@ def test_business_rejection_without_reasons_or_with_non_text_ones() -> None:
     assert numbered.message == "The request was rejected: 8"
 
 
+@pytest.mark.parametrize("verdict", [False, True, 0, {"guests": "too many"}])
+def test_a_check_returning_no_reasons_contract_does_not_pass_the_call(verdict: object) -> None:
+    # A predicate's `False`, read as "no reasons", passed the call its check refused; `True`
+    # failed inside; a dict was read as a list of its keys.
+    toolset = Toolset([Booking], checks={"booking": lambda _: verdict})
+    outcome = toolset.validate(call("booking", args()))
+    assert not outcome.ok and outcome.error_type == "internal_error"
+    assert not outcome.retryable and outcome.errors == []
+
+
+def test_one_reason_given_to_business_failure_as_a_string_is_one_reason() -> None:
+    # It was read as a list of its characters: "The request was rejected: d; a; i; l; y".
+    outcome = Outcome.business_failure(call("booking", args()), "booking", "daily limit")
+    assert [e.hint for e in outcome.errors] == ["daily limit"]
+    assert outcome.message == "The request was rejected: daily limit"
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [({"error_type": "quota"}, "no message for error_type 'quota'"), ({"lang": "fr"}, "lang")],
+)
+def test_a_failure_built_with_an_unknown_slug_or_language_says_so(
+    options: dict[str, Any], says: str
+) -> None:
+    # An unknown slug raised a bare KeyError('msg.quota'); an unknown language wrote English.
+    given: dict[str, Any] = {"error_type": "tool_failed", **options}
+    with pytest.raises(ValueError, match=says):
+        Outcome.failure(call("booking", args()), "booking", **given)
+
+
 # ---------------------------------------------------------------------------------------------
 # Plain-dict tools use jsonschema
 
@@ -1274,6 +1304,48 @@ def test_a_union_of_models_names_what_the_closest_branch_finds(
     assert "object" not in error.expected
 
 
+class PayByCard(BaseModel):
+    card_number: str
+    expiry: str = ""
+
+
+class PayByInvoice(BaseModel):
+    invoice_id: int
+    due_days: int = 30
+
+
+class Checkout(BaseModel):
+    payment: PayByCard | PayByInvoice | None = None
+    payments: list[PayByCard | PayByInvoice] = []
+
+
+@pytest.mark.parametrize("tools", [None, Toolset([Checkout])])
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [
+        ('{"payment": {"invoice_id": "INV-7", "due_days": 14}}', "/payment/invoice_id"),
+        ('{"payment": {"invoice_id": "INV-7"}}', "/payment/invoice_id"),
+        # Past the errors drafted at once: each item's branch errors are weighed as they are.
+        (json.dumps({"payments": [{"invoice_id": "INV-7", "due_days": 14}] * 70}), None),
+    ],
+)
+def test_branches_failing_equally_often_are_told_apart_by_the_keys_sent(
+    tools: Toolset | None, arguments: str, path: str | None
+) -> None:
+    # Pydantic counts no key a branch ignores: both branches fail once, and the first one's
+    # errors told the model to add `card_number` and drop `due_days` ("allowed fields:
+    # card_number, expiry") from an object that names only the invoice branch's fields.
+    outcome = Toolset([Checkout]).validate(call("checkout", arguments, tools=tools))
+    errors = outcome.errors[:1] if path is None else outcome.errors
+    (error,) = errors
+    assert (error.path, error.code, error.expected) == (
+        path or "/payments/0/invoice_id",
+        "type",
+        "an integer",
+    )
+    assert all(e.path.endswith("/invoice_id") for e in outcome.errors)
+
+
 class Moggy(BaseModel):
     kind: Literal["cat"]
     lives: int = 9
@@ -1761,6 +1833,45 @@ def test_a_number_is_quoted_as_written_where_a_float_holds_it_too() -> None:
     tools = Toolset([{"name": "past_float", "parameters": {"properties": _PAST_FLOAT_FIELDS}}])
     (error,) = tools.validate(call("past_float", '{"level": 1.5e3}')).errors
     assert (error.got, error.hint) == ("1.5e3", None)
+
+
+class _Fraction(BaseModel):
+    share: float = Field(lt=1)
+    limit: float | None = Field(default=None, ge=0, le=0.5)
+
+
+_FRACTION_PLAIN = {
+    "name": "fraction",
+    "parameters": {"properties": {"share": {"type": "number", "exclusiveMaximum": 1}}},
+}
+
+
+@pytest.mark.parametrize("tool", [_Fraction, _FRACTION_PLAIN])
+@pytest.mark.parametrize("precheck", [False, True])
+def test_a_number_within_range_as_written_is_told_it_rounds_out_of_it(
+    tool: Any, precheck: bool
+) -> None:
+    # "< 1, got 0.99999999999999999999" told the model its own number was out of range,
+    # though it is below 1: only its reading as a float, 1.0, is not.
+    tools = Toolset([tool])
+    arguments = '{"share": 0.99999999999999999999}'
+    (error,) = tools.validate(call("fraction", arguments, tools=tools if precheck else None)).errors
+    assert (error.path, error.code, error.expected) == ("/share", "range", "< 1")
+    assert error.hint is not None and "read as 1.0" in error.hint
+
+
+def test_a_number_out_of_range_as_written_gets_no_rounding_hint() -> None:
+    tools = Toolset([_Fraction])
+    (far,) = tools.validate(call("fraction", '{"share": 5.00000000000000000001}')).errors
+    arguments = '{"share": 0.5, "limit": 0.60000000000000000001}'
+    (near,) = tools.validate(call("fraction", arguments)).errors
+    assert (far.code, far.hint, near.path, near.code, near.hint) == (
+        "range",
+        None,
+        "/limit",
+        "range",
+        None,
+    )
 
 
 class _IntN(BaseModel):

@@ -285,6 +285,9 @@ def resolve_rules(spec: CoercionSpec) -> frozenset[str]:
 
     Raises:
         ValueError: On an unknown preset or rule name.
+        TypeError: On a spec that is no preset and no collection of rule names (`None`, a
+            number: it failed as "object is not iterable"; a mapping, whose keys were read
+            as the rules).
     """
     if spec == "safe":
         return SAFE_RULES
@@ -292,6 +295,10 @@ def resolve_rules(spec: CoercionSpec) -> frozenset[str]:
         return frozenset()
     if isinstance(spec, str):
         raise ValueError(f"coercion must be 'safe', 'none' or a set of rule names, not {spec!r}")
+    given = cast(object, spec)
+    kind = type(given).__name__
+    if isinstance(given, Mapping) or not isinstance(given, Iterable):
+        raise TypeError(f"coercion must be 'safe', 'none' or a set of rule names, not {kind}")
     rules = frozenset(spec)
     unknown = rules - ALL_RULES
     if unknown:

@@ -268,6 +268,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "this number is too large or too small to be stored; send the intended value",
         "zh": "此数字过大或过小，无法存储；请发送预期的值",
     },
+    "hint.float_digits": {
+        "en": "this number has more digits than can be stored and is read as {read}, which is "
+        "out of range; send a value within the range with fewer digits",
+        "zh": "此数字的位数超出可存储的精度，会被读作 {read}，超出范围；"
+        "请发送位数更少且在范围内的值",
+    },
     "hint.number_text": {
         "en": "write the number as JSON writes it, e.g. 1000 or 12.50, with no digit separators",
         "zh": "请按 JSON 数字的写法书写，例如 1000 或 12.50，不要使用数字分隔符",

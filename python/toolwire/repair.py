@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from toolwire._pickling import LiveState
+from toolwire.execution._checks import check_count, check_seconds
 from toolwire.payloads import (
     MAX_RESULT_CHARS,
     Style,
@@ -243,7 +244,9 @@ class RepairPolicy(LiveState):
         clock: A monotonic clock in seconds (injectable for tests).
 
     Raises:
-        ValueError: If `max_rounds` is negative or `time_budget_s` is not positive.
+        ValueError: If `max_rounds` is not a whole number >= 0 (a NaN or a fraction compared
+            as no bound: the model was retried forever), or `time_budget_s` is not a finite
+            number above zero.
     """
 
     _not_copied = "it counts each conversation's retries under a lock. Build one in each process"
@@ -256,10 +259,8 @@ class RepairPolicy(LiveState):
         retry_business_errors: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if max_rounds < 0:
-            raise ValueError("max_rounds must be >= 0")
-        if time_budget_s is not None and time_budget_s <= 0:
-            raise ValueError("time_budget_s must be positive or None")
+        check_count("max_rounds", max_rounds, low=0)
+        check_seconds("time_budget_s", time_budget_s)
         self.max_rounds = max_rounds
         self.time_budget_s = time_budget_s
         self.retry_business_errors = retry_business_errors

@@ -878,6 +878,28 @@ def _free_input_schema(model: type[BaseModel] | None) -> dict[str, Any] | None:
     return schema
 
 
+class _UnreadKeyError(ValueError):
+    """A field the published schema names by a key Pydantic never reads it from.
+
+    Pydantic writes a field read only along `AliasPath`s under its name, which no JSON Schema
+    key can be made to mean the path: the model, held to the schema (strict exports require
+    the key and forbid any other), sends the value there, where it was dropped without a word
+    for the field's default, or refused as unknown, every time.
+    """
+
+    def __init__(
+        self, schema: core_schema.ModelSchema, field: str, key: str, paths: list[list[object]]
+    ) -> None:
+        model = getattr(schema.get("cls"), "__name__", "the model")
+        read = ", ".join("AliasPath(" + ", ".join(map(repr, path)) + ")" for path in paths)
+        super().__init__(
+            f"field {field!r} of {model} is read only along {read}, but its schema names it "
+            f"{key!r}, a key Pydantic does not read it from, so the value the model sends "
+            f"there would be lost: read it from {key!r} too (AliasChoices({key!r}, ...)) or "
+            "set validate_by_name=True"
+        )
+
+
 def _add_alternate_keys(
     out: JsonSchemaValue,
     schema: core_schema.ModelSchema,
@@ -962,6 +984,8 @@ def _add_alternate_keys(
         own = original[shown]
         if shown not in keys:
             # Shown by name, but read only along its `AliasPath`s: Pydantic ignores the name.
+            if describe_every_key:
+                raise _UnreadKeyError(schema, name, shown, tried)
             props[shown] = {}
         # Past a path through a shared key, which the field may have read first, a value is
         # the field's only if that path holds none: the pre-check cannot know that yet, while
@@ -1523,6 +1547,20 @@ def _check_options(**options: object) -> None:
                 raise TypeError(f"strict must be True or False, not {type(value).__name__}")
         elif value is not None and not isinstance(value, Mapping):
             raise TypeError(f"{name} must be a mapping keyed by tool, not {type(value).__name__}")
+        elif isinstance(value, Mapping):
+            # A value of the wrong kind was taken and then failed every call of its tool as
+            # an `internal_error` (a zone given by its name, a check that is no function).
+            for tool, entry in cast(Mapping[object, object], value).items():
+                if name == "default_tz" and not isinstance(entry, tzinfo):
+                    raise TypeError(
+                        f"default_tz[{tool!r}] must be a tzinfo such as "
+                        f"zoneinfo.ZoneInfo('Europe/Paris'), not {type(entry).__name__}"
+                    )
+                if name == "checks" and not callable(entry):
+                    raise TypeError(
+                        f"checks[{tool!r}] must be a function of the validated arguments, "
+                        f"not {type(entry).__name__}"
+                    )
 
 
 class Toolset:
@@ -1547,7 +1585,8 @@ class Toolset:
             a `default_timezone` coercion.
         checks: A business check per tool name: called with the validated model (or dict) and
             returning None (accept), a reason or a list of reasons, or raising
-            `BusinessRuleError`. A rejection is a `business_error` outcome.
+            `BusinessRuleError`. A rejection is a `business_error` outcome; another verdict
+            (a bool: `False` is no pass) makes the call an `internal_error`.
         redact: A hook `(json_pointer, text) -> text` applied to every argument value shown to
             the model, after the built-in redaction of `x-secret` fields and `SecretStr`.
         lang: Language of model-facing text: `"en"` or `"zh"`.
@@ -1563,8 +1602,9 @@ class Toolset:
             no tool.
         TypeError: On a tool that is neither a Pydantic model class nor a definition dict (a
             pydantic dataclass or a `TypedDict` included), or an option of the wrong kind
-            (`names`, `default_tz` or `checks` not a mapping, `strict` not a bool, `redact`
-            not callable).
+            (`names`, `default_tz` or `checks` not a mapping, a `default_tz` value that is no
+            `tzinfo`, a `checks` value or `redact` not callable, `strict` not a bool,
+            `coercion` neither a preset nor a collection of rule names).
     """
 
     def __init__(
@@ -1623,7 +1663,11 @@ class Toolset:
                 model: type[BaseModel] | None = tool
                 # Validation must know which fields are `Decimal` to keep their digits; the
                 # plain schema no longer says so from pydantic 2.14 on (see _DecimalSchema).
-                validation_sources[name] = tool.model_json_schema(schema_generator=_DecimalSchema)
+                try:
+                    typed_source = tool.model_json_schema(schema_generator=_DecimalSchema)
+                except _UnreadKeyError as exc:
+                    raise ValueError(f"tool {rename.get(tool, name)!r}: {exc}") from None
+                validation_sources[name] = typed_source
                 check_source = tool.model_json_schema(schema_generator=_PrecheckSchema)
                 if check_source != source:
                     check_sources[name] = check_source

@@ -105,11 +105,13 @@ from toolwire.jsonschema_dialect import (
 )
 from toolwire.payloads import (
     MAX_RESULT_CHARS,
+    MESSAGES,
     RENAMED_END,
     Lang,
     Named,
     Style,
     answering_id,
+    check_lang,
     message_for,
     text,
     wire_id_of,
@@ -585,7 +587,15 @@ class Outcome:
 
         Returns:
             The outcome.
+
+        Raises:
+            ValueError: `error_type` has no message (it failed as a bare `KeyError`), or
+                `lang` is not a language the texts are written in.
         """
+        check_lang(lang)
+        if f"msg.{error_type}" not in MESSAGES:
+            known = sorted(key[4:] for key in MESSAGES if key.startswith("msg."))
+            raise ValueError(f"no message for error_type {error_type!r}; known: {known}")
         return cls(
             ok=False,
             kind="model_error",
@@ -614,7 +624,9 @@ class Outcome:
         Returns:
             The outcome.
         """
-        cut = [shown_text(str(r)) for r in list(reasons or []) if str(r).strip()][:MAX_ERRORS]
+        # One reason given as a string is one reason, not one per character.
+        listed = [reasons] if isinstance(reasons, str) else list(reasons or [])
+        cut = [shown_text(str(r)) for r in listed if str(r).strip()][:MAX_ERRORS]
         message = (
             text("msg.business_rule", lang, reasons="; ".join(cut))
             if cut
@@ -633,6 +645,30 @@ class Outcome:
             synthetic_id=synthetic_id_of(call),
             wire_id=wire_id_of(call),
         )
+
+
+def _check_reasons(tool: str, verdict: object) -> list[object]:
+    """A check's verdict as its list of reasons (empty: a pass).
+
+    A check that returns a bool (a predicate, `lambda order: order.total < 1000`) says
+    nothing this contract reads: `False`, read as no reasons, passed the very call the check
+    refused. Such a verdict, or one of another kind, raises `TypeError`, and the call ends as
+    an `internal_error` and does not run, as for a check that raises.
+
+    Raises:
+        TypeError: The verdict is neither None, a string nor a sequence of reasons.
+    """
+    if verdict is None:
+        return []
+    if isinstance(verdict, str):
+        return [verdict]
+    kind = type(verdict).__name__
+    if isinstance(verdict, (bool, bytes, Mapping)) or not isinstance(verdict, Iterable):
+        raise TypeError(
+            f"the check of {tool!r} returned {kind}: return None to accept "
+            "the call, or a reason or a list of reasons to reject it"
+        )
+    return list(cast(Iterable[object], verdict))
 
 
 def synthetic_id_of(call: CallLike | _HasId) -> str | None:
@@ -1866,7 +1902,8 @@ class _Pending:
         drafts = builder.with_range_hints(drafts)
         if builder.schema.asks_user:
             drafts = [builder.asked_of_user(d) for d in drafts]
-        return cast(list[_Draft], _merge_unions(list(drafts), builder.schema, builder.lang))
+        merged = _merge_unions(list(drafts), builder.schema, builder.lang, builder.written_at)
+        return cast(list[_Draft], merged)
 
     def ranked(self) -> Iterator[tuple[tuple[bool, int], _Place, _Draft]]:
         """Every draft with its `_sort_key` and place, in the order of the two."""
@@ -2048,6 +2085,10 @@ class _ErrorBuilder:
         if self._written_value is _ABSENT and self._read is not None:
             self._written_value = self._read()
         return self._written_value
+
+    def written_at(self, pointer_: str) -> Any:
+        """What the arguments as written hold at `pointer_`, or `_ABSENT`."""
+        return self._written_at(pointer_)
 
     def _written_at(self, pointer_: str) -> Any:
         """What the arguments as written hold at `pointer_`, or `_ABSENT`."""
@@ -2254,8 +2295,35 @@ class _ErrorBuilder:
                     hinted = dataclasses.replace(error, hint=hint)
                     out.append(cast(_E, dataclasses.replace(draft, error=hinted)))
                     continue
+                read = self._rounded_past_bound(error, found)
+                if read is not None:
+                    hint = text("hint.float_digits", self.lang, read=read)
+                    hinted = dataclasses.replace(error, hint=hint)
+                    out.append(cast(_E, dataclasses.replace(draft, error=hinted)))
+                    continue
             out.append(draft)
         return out
+
+    def _rounded_past_bound(self, error: FieldError, found: Any) -> str | None:
+        """The float a `range` error's number is read as, when the number as written is
+        within the bounds there and only that reading breaks one, else None.
+
+        `0.99999999999999999999` is below 1 as written, and `1.0` as a float reads it: "< 1,
+        got 0.99999999999999999999" tells the model that its own number is wrong, and it
+        sends it again."""
+        if error.code != "range" or not isinstance(found, Decimal) or error.got != shown(found):
+            return None
+        read = float(found)
+        if not math.isfinite(read) or Decimal(read) == found:
+            return None
+        node = self.schema.locate(_split(error.path)).node
+        for rule in [node, *self.schema.branches(node)]:
+            bounds = [rule.get(key) for key in _BOUND_KEYS]
+            if not any(isinstance(b, (int, float)) for b in bounds):
+                continue
+            if _within(found, rule) and not _within(Decimal(read), rule):
+                return repr(read)
+        return None
 
     def range_text(self, node: Mapping[str, Any], ctx: Mapping[str, Any]) -> str:
         bounds: list[str] = []
@@ -3853,6 +3921,10 @@ def _unknown_fields(
             walk(item, candidate, path, was, reading)
             if not reading.unknown and not reading.misfit:
                 return unions[key]
+            if _lacks_required(candidate, item):
+                # No reading of the value by this branch, dropping keys or not, has its
+                # required fields: its unknown keys are no sign that it was meant.
+                reading.misfit = True
             readings.append(reading)
         # A branch whose values all fit once its unknown keys are dropped is one Pydantic
         # may have taken without a word; with none, a branch that lacks no key but has a value
@@ -3867,6 +3939,14 @@ def _unknown_fields(
     found = _Reading()
     walk(value, schema.root, [], checked, found)
     return found.unknown
+
+
+def _lacks_required(branch: Mapping[str, Any], item: object) -> bool:
+    """Whether `item` is an object without a field `branch` requires."""
+    if not isinstance(item, dict):
+        return False
+    sent = cast(dict[str, Any], item)
+    return any(key not in sent for key in _l(branch.get("required")))
 
 
 @dataclass
@@ -3962,8 +4042,16 @@ def _union_root(schema: _Schema, path: str) -> str:
     return path
 
 
-def _merge_unions(drafts: list[_Entry], schema: _Schema, lang: Lang) -> list[_Entry]:
-    """Collapse errors from the branches of one untagged union into the closest branch's."""
+def _merge_unions(
+    drafts: list[_Entry],
+    schema: _Schema,
+    lang: Lang,
+    written: Callable[[str], Any] | None = None,
+) -> list[_Entry]:
+    """Collapse errors from the branches of one untagged union into the closest branch's.
+
+    `written` gives the value as the model wrote it at a pointer: between branches that fail
+    equally often, the one that declares most of the value's keys is the one meant."""
     groups: dict[str, dict[str, list[_Draft]]] = {}
     for draft in drafts:
         if isinstance(draft, _Draft) and draft.union_ptr is not None and draft.tag is not None:
@@ -3990,7 +4078,8 @@ def _merge_unions(drafts: list[_Entry], schema: _Schema, lang: Lang) -> list[_En
                 # value; the other errors depend on which branch it means.
                 replacement[id(tied[0][0])] = tag
             else:
-                keep.update(id(d) for d in tied[0])
+                value = written(union_ptr) if written is not None else _ABSENT
+                keep.update(id(d) for d in _closest_tied(tied, union_ptr, schema, value))
         elif specific:
             keep.add(id(specific[0]))
         else:
@@ -4057,6 +4146,31 @@ def _tag_values(schema: _Schema, branches: Iterable[Mapping[str, Any]], key: str
     return values
 
 
+def _closest_tied(
+    tied: list[list[_Draft]], union_ptr: str, schema: _Schema, value: Any
+) -> list[_Draft]:
+    """Of branches of a union that fail equally often, the errors of the one that declares
+    the most keys of the object `value`, the first of those (as Pydantic tries them).
+
+    Pydantic counts no key a branch ignores: `{"b": 2, "y": 1}` fails `A(a, x)` once (`a`
+    missing) and `B(b, y)` once (`b` is no string), and the first branch told the model to
+    add `a` to an object plainly meant for `B`."""
+    if not isinstance(value, dict) or len(tied) < 2:
+        return tied[0]
+    keys = cast(dict[str, Any], value).keys()
+    branches = schema.branches(schema.locate(_split(union_ptr)).node)
+
+    def undeclared(drafts: list[_Draft]) -> int:
+        branch = schema.pick(branches, drafts[0].tag) if drafts[0].tag is not None else None
+        if branch is None or not _is_object_schema(branch):
+            return len(keys) + 1
+        props = _d(branch.get("properties"))
+        patterns = _d(branch.get("patternProperties"))
+        return sum(1 for key in keys if key not in props and not _pattern_names(patterns, key))
+
+    return min(tied, key=undeclared)
+
+
 def _tag_error(
     tied: list[list[_Draft]], union_ptr: str, schema: _Schema, lang: Lang
 ) -> _Draft | None:
@@ -4082,14 +4196,37 @@ def _tag_error(
     return _Draft(FieldError(path, "enum", _enum_text(values, lang), got))
 
 
+_BOUND_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
+
+def _within(number: Decimal, rule: Mapping[str, Any]) -> bool:
+    """Whether `number` meets the numeric bounds of `rule`, compared exactly."""
+    for key in _BOUND_KEYS:
+        bound = rule.get(key)
+        if isinstance(bound, bool) or not isinstance(bound, (int, float)):
+            continue
+        limit = Decimal(bound)
+        if (
+            (key == "minimum" and number < limit)
+            or (key == "maximum" and number > limit)
+            or (key == "exclusiveMinimum" and number <= limit)
+            or (key == "exclusiveMaximum" and number >= limit)
+        ):
+            return False
+    return True
+
+
 # The codes of rules that bound a value of its type, several of which may hold it at once.
 _BOUND_CODES = frozenset({"range", "length", "multiple_of", "pattern"})
 
 
 def _finish_errors(
-    entries: list[_Entry], schema: _Schema, lang: Lang
+    entries: list[_Entry],
+    schema: _Schema,
+    lang: Lang,
+    written: Callable[[str], Any] | None = None,
 ) -> tuple[list[FieldError], list[str]]:
-    entries = _merge_unions(entries, schema, lang)
+    entries = _merge_unions(entries, schema, lang, written)
     # A coercion refusal explains its field better than the validator's plain error there.
     refused = {d.error.path for d in entries if isinstance(d, _Draft) and d.refusal}
     codes: set[tuple[str, str]] = set()
@@ -5004,7 +5141,7 @@ class ToolValidator:
             except BusinessRuleError as exc:
                 # A raise rejects, with or without reasons; only a returned verdict can pass.
                 verdict, rejected = exc.reasons, True
-            reasons = [verdict] if isinstance(verdict, str) else list(verdict or [])
+            reasons = _check_reasons(self.tool, verdict)
             # A blank reason says nothing: returned alone, it is a pass, as `None` or `""` is.
             reasons = [reason for reason in reasons if str(reason).strip()]
             if reasons or rejected:
@@ -5125,7 +5262,7 @@ class ToolValidator:
         entries: list[_Entry] = builder.with_range_hints(list(drafts))
         if self._lookup.asks_user:
             entries = [builder.asked_of_user(e) if isinstance(e, _Draft) else e for e in entries]
-        errors, ask_user = _finish_errors(entries, self._lookup, lang)
+        errors, ask_user = _finish_errors(entries, self._lookup, lang, builder.written_at)
         errors, ask_user = self._without_secret_values(call, errors, ask_user)
         errors = _paths_cut(errors)
         if ask_user:
