@@ -4,7 +4,8 @@ A server that ignores `stream=True` (a proxy, a gateway, a mock) answers one JSO
 openai and anthropic SDKs read that body as an event stream with no event in it and yield
 nothing, so `assemble` ended empty, with no error, and every call the response carried was
 lost; so did a whole `ChatCompletion`, `Response` or `Message` handed to `feed_chunk` or
-`assemble`. Their calls are read now, as the stream of the same response gives them.
+`assemble`. Their calls are read now, as the stream of the same response gives them; and by
+`feed_sse` from the same bytes, which a gateway sees.
 """
 
 from __future__ import annotations
@@ -294,3 +295,73 @@ def _message(msg_id: str, text: str) -> dict[str, Any]:
         "status": "completed",
         "content": [part],
     }
+
+
+GEMINI: dict[str, Any] = {
+    "candidates": [
+        {
+            "content": {
+                "role": "model",
+                "parts": [
+                    {"text": "Checking."},
+                    {"functionCall": {"name": "get_weather", "args": WEATHER}},
+                    {"functionCall": {"name": "now", "args": {}}},
+                ],
+            },
+            "finishReason": "STOP",
+            "index": 0,
+        }
+    ],
+    "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 5, "totalTokenCount": 8},
+}
+ERROR = {"error": {"message": "overloaded", "type": "server_error"}}
+
+
+def _read_raw(body: bytes, size: int, **limits: Any) -> Assembler:
+    """`body` through `feed_sse` in pieces of `size` bytes, as a gateway sees it, finished."""
+    asm = Assembler(**limits)
+    for start in range(0, len(body), size):
+        asm.feed_sse(body[start : start + size])
+    asm.calls = asm.finish()  # type: ignore[attr-defined]
+    return asm
+
+
+def _shown(calls: list[Any]) -> list[tuple[Any, ...]]:
+    return [(c.name, c.id if c.id else None, c.value, c.error) for c in calls]
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+@pytest.mark.parametrize("fmt", [*FORMATS, "gemini", "error"])
+def test_feed_sse_reads_a_json_answer_as_assemble_does(
+    sse_server: SSEServer, fmt: str, indent: int | None
+) -> None:
+    # A gateway sees the very bytes the SDK read: the same calls, text, reasoning, finish
+    # reason, usage and stream errors, however the body was cut.
+    whole = {**WHOLE, "gemini": GEMINI, "error": ERROR}[fmt]
+    # White space and a BOM before the document (google-genai reads none of them).
+    lead = b"" if fmt == "gemini" else b"\xef\xbb\xbf \r\n"
+    body = lead + json.dumps(whole, indent=indent, ensure_ascii=False).encode()
+    route = sse_server.register(body, content_type="application/json")
+    _, stream = assemble_sync(route, "openai-chat" if fmt == "error" else fmt)
+    if fmt == "error":
+        assert stream.finish_reason == "error" and stream.calls == []
+    else:
+        assert [c.name for c in stream.calls] == ["get_weather", "now"]
+    for size in (len(body), 7, 1):
+        raw = _read_raw(body, size)
+        assert _shown(raw.calls) == _shown(stream.calls), size  # type: ignore[attr-defined]
+        assert raw.text == stream.text
+        assert raw.finish_reason == stream.finish_reason
+        assert raw.reasoning == stream.reasoning
+        assert raw.usage == stream.usage
+        assert [k for k, _, _ in raw.stream_errors()] == (
+            ["provider_error"] if fmt == "error" else []
+        )
+
+
+def test_feed_sse_still_frames_an_event_stream_that_opens_with_blank_lines() -> None:
+    calls = [Call("get_weather", json.dumps(WEATHER), "call_w")]
+    body = b"\r\n\n" + sse_body(well_formed_stream("anthropic", calls, size=4), "anthropic")
+    raw = _read_raw(body, 1)
+    assert _shown(raw.calls) == [("get_weather", "call_w", WEATHER, None)]  # type: ignore[attr-defined]
+    assert raw.stream_errors() == []
