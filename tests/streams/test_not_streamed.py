@@ -5,7 +5,8 @@ openai and anthropic SDKs read that body as an event stream with no event in it 
 nothing, so `assemble` ended empty, with no error, and every call the response carried was
 lost; so did a whole `ChatCompletion`, `Response` or `Message` handed to `feed_chunk` or
 `assemble`. Their calls are read now, as the stream of the same response gives them; and by
-`feed_sse` from the same bytes, which a gateway sees.
+`feed_sse` from the same bytes, which a gateway sees; boto3 (a `Converse` response) and
+google-genai give their calls or say why not.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import json
 from typing import Any
 
+import openai
 import pytest
 
 pytest.importorskip("toolwire._core")
@@ -21,7 +23,8 @@ pytest.importorskip("toolwire._core")
 from toolwire import aassemble, assemble, assistant_turn
 from toolwire.assembler import Assembler
 
-from .clients import assemble_async, assemble_sync, async_client, open_async
+from .bedrockkit import assemble_bedrock
+from .clients import assemble_async, assemble_sync, async_client, open_async, open_sync
 from .conftest import SSEServer
 from .streamkit import Call, sse_body, well_formed_stream
 
@@ -365,3 +368,109 @@ def test_feed_sse_still_frames_an_event_stream_that_opens_with_blank_lines() -> 
     raw = _read_raw(body, 1)
     assert _shown(raw.calls) == [("get_weather", "call_w", WEATHER, None)]  # type: ignore[attr-defined]
     assert raw.stream_errors() == []
+
+
+def test_a_json_answer_past_max_stream_bytes_is_refused_unread(sse_server: SSEServer) -> None:
+    # A server that sends a JSON document without end: the wrapper reads it only up to the
+    # limit, then ends the stream as a response past it ends (no call, no finish reason,
+    # `stream_limit`); it used to read the whole body first, here until the read timed out.
+    body = json.dumps({**CHAT, "pad": "x" * 1_000_000}).encode()
+    route = sse_server.register(
+        body, content_type="application/json", drop_after=200_000, stall=True
+    )
+    client = openai.OpenAI(
+        base_url=route.openai_base_url, api_key="test", max_retries=0, timeout=10
+    )
+    try:
+        with (
+            client,
+            assemble(
+                open_sync(client, "openai-chat"), limits={"max_stream_bytes": 50_000}
+            ) as stream,
+        ):
+            events = list(stream)
+    finally:
+        route.release.set()
+    assert stream.transport_error is None and stream.calls == []
+    assert type(events[-1]).__name__ == "StreamEnded" and stream.finish_reason is None
+    assert [k for k, _, _ in stream.assembler.stream_errors()] == ["stream_limit"]
+    # The raw path refuses the same body the same way, and holds none of it.
+    raw = _read_raw(body, 4096, max_stream_bytes=50_000)
+    assert raw.calls == [] and raw.finish_reason is None  # type: ignore[attr-defined]
+    assert [k for k, _, _ in raw.stream_errors()] == ["stream_limit"]
+
+
+def test_the_async_wrapper_bounds_a_json_answer_too(sse_server: SSEServer) -> None:
+    body = json.dumps({**CHAT, "pad": "x" * 200_000}).encode()
+    route = sse_server.register(body, content_type="application/json")
+    _, stream = asyncio.run(
+        assemble_async(route, "openai-chat", limits={"max_stream_bytes": 50_000})
+    )
+    assert stream.calls == [] and stream.finish_reason is None
+    assert [k for k, _, _ in stream.assembler.stream_errors()] == ["stream_limit"]
+    # Under the limit the body is read whole, its bytes given back to the count.
+    _, read = asyncio.run(
+        assemble_async(route, "openai-chat", limits={"max_stream_bytes": 300_000})
+    )
+    assert len(read.calls) == 2 and read.assembler.stream_errors() == []
+
+
+CONVERSE: dict[str, Any] = {
+    "output": {
+        "message": {
+            "role": "assistant",
+            "content": [
+                {
+                    "reasoningContent": {
+                        "reasoningText": {"text": "Let me think.", "signature": "c2ln"}
+                    }
+                },
+                {"text": "Checking."},
+                {"toolUse": {"toolUseId": "call_w", "name": "get_weather", "input": WEATHER}},
+                {"toolUse": {"toolUseId": "call_t", "name": "now", "input": {}}},
+            ],
+        }
+    },
+    "stopReason": "tool_use",
+    "usage": {"inputTokens": 3, "outputTokens": 5, "totalTokens": 8},
+    "metrics": {"latencyMs": 1},
+}
+
+
+def test_boto3_gives_the_calls_of_a_converse_answer_to_converse_stream(
+    sse_server: SSEServer,
+) -> None:
+    # boto3 reads a JSON body as event-stream frames and raises a checksum error, which told
+    # nothing of the calls the answer carried.
+    body = json.dumps(CONVERSE, ensure_ascii=False).encode()
+    _, stream = assemble_bedrock(sse_server.register(body, content_type="application/json"))
+    assert _shown(stream.calls) == [
+        ("get_weather", "call_w", WEATHER, None),
+        ("now", "call_t", {}, None),
+    ]
+    assert stream.text == "Checking." and stream.finish_reason == "tool_use"
+    assert stream.usage == CONVERSE["usage"] and stream.transport_error is None
+    reasoning = {"reasoningText": {"text": "Let me think.", "signature": "c2ln"}}
+    assert stream.reasoning == [{"reasoningContent": reasoning}]
+    # Another document is told, not read as an empty stream.
+    route = sse_server.register(b'{"message": "no"}', content_type="application/json")
+    _, other = assemble_bedrock(route)
+    assert other.calls == [] and other.transport_error is None
+    assert [k for k, _, _ in other.assembler.stream_errors()] == ["truncated_body"]
+
+
+@pytest.mark.parametrize("document", [[GEMINI], {"hello": "world"}])
+def test_google_genai_s_empty_reading_of_a_json_answer_is_told(
+    sse_server: SSEServer, document: object
+) -> None:
+    # google-genai yields a response with nothing in it for a JSON array of chunks (what
+    # `streamGenerateContent` answers without `alt=sse`) or another document: the stream said
+    # nothing of it. The raw path reads the array's chunks.
+    body = json.dumps(document).encode()
+    for run in (assemble_sync, lambda r, f: asyncio.run(assemble_async(r, f))):
+        _, stream = run(sse_server.register(body, content_type="application/json"), "gemini")
+        assert stream.calls == [] and stream.finish_reason is None
+        assert [k for k, _, _ in stream.assembler.stream_errors()] == ["truncated_body"]
+    raw = _read_raw(body, 5)
+    names = [c.name for c in raw.calls]  # type: ignore[attr-defined]
+    assert names == (["get_weather", "now"] if isinstance(document, list) else [])
